@@ -1,0 +1,161 @@
+"""Command line: `python -m hexfuse_onnx rewrite|inspect|unfuse ...`.
+
+Exit codes: 0 done (also when no pair qualifies), 2 bad command line, 3 bad input model,
+4 verification failed (nothing written), 5 output not writable, 70 internal error.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from . import __version__
+from .contract import KINDS
+from .costmodel import TARGETS
+from .errors import EXIT_INTERNAL, EXIT_OK, HexfuseError
+from .graph import parse_shape_overrides
+from .select import DEFAULT_MIN_GAIN
+from .verify import DEFAULT_RTOL
+
+EPILOG = "exit codes: 0 ok (also when no pair qualifies), 2 bad command line, 3 bad input model, " \
+         "4 verification failed (nothing written), 5 output not writable, 70 internal error"
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="hexfuse-onnx", description="Horizontal fusion of ONNX models for Hexagon NPUs.",
+                                epilog=EPILOG)
+    p.add_argument("--version", action="version", version=f"hexfuse-onnx {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def common(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("model", help="input .onnx file (never modified)")
+        sp.add_argument("--kinds", default=",".join(KINDS),
+                        help=f"pair kinds to look for, comma-separated (default: {','.join(KINDS)})")
+        sp.add_argument("--target", default="hexagon-v73", choices=sorted(TARGETS),
+                        help="cost-model target (default: hexagon-v73, modelled)")
+        sp.add_argument("--min-gain", type=float, default=DEFAULT_MIN_GAIN,
+                        help=f"smallest predicted gain, a fraction of the serial time (default {DEFAULT_MIN_GAIN})")
+        sp.add_argument("--shape", action="append", metavar="NAME=DxDxD",
+                        help="fix a graph input's dims, e.g. input_ids=1x128 (repeatable)")
+        sp.add_argument("--json", metavar="REPORT", help="also write a JSON report here")
+        sp.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
+
+    rw = sub.add_parser("rewrite", help="fuse pairs, verify, and write the model", epilog=EPILOG)
+    common(rw)
+    rw.add_argument("-o", "--output", help="output .onnx (default: IN.fused.onnx beside the input)")
+    rw.add_argument("--rtol", type=float, default=DEFAULT_RTOL,
+                    help=f"verification tolerance, relative to each output's scale (default {DEFAULT_RTOL:g})")
+
+    ins = sub.add_parser("inspect", help="print profiles and candidate pairs; writes nothing but --json", epilog=EPILOG)
+    common(ins)
+
+    un = sub.add_parser("unfuse", help="restore the original nodes of every FusedHexPair", epilog=EPILOG)
+    un.add_argument("model", help="a model written by `rewrite`")
+    un.add_argument("-o", "--output", required=True, help="output .onnx")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    progress = (lambda msg: None) if getattr(args, "quiet", False) else _progress()
+    try:
+        if args.command == "rewrite":
+            return _rewrite(args, progress)
+        if args.command == "inspect":
+            return _inspect(args, progress)
+        return _unfuse(args)
+    except HexfuseError as exc:
+        print(f"hexfuse-onnx: error: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("hexfuse-onnx: interrupted; nothing written", file=sys.stderr)
+        return 130
+    except Exception as exc:  # a bug: say so plainly, with the type, not a traceback
+        print(f"hexfuse-onnx: internal error ({type(exc).__name__}: {exc}); nothing written. "
+              "Please report it with the model.", file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+def _progress():
+    start = time.perf_counter()
+
+    def say(msg: str) -> None:
+        print(f"[hexfuse {time.perf_counter() - start:6.2f}s] {msg}", file=sys.stderr, flush=True)
+    return say
+
+
+def _kinds(text: str) -> list[str]:
+    return [k.strip() for k in text.split(",") if k.strip()]
+
+
+def _rewrite(args: argparse.Namespace, progress) -> int:
+    from .pipeline import rewrite
+    from .report import pair_rows, rewrite_json, summary, table
+
+    result = rewrite(args.model, args.output, _kinds(args.kinds), args.target, args.min_gain,
+                     parse_shape_overrides(args.shape), args.rtol, progress)
+    a = result.analysis
+    print(summary(a))
+    if result.output is None:
+        print("no pair qualifies; nothing written")
+    else:
+        print(table(pair_rows(a.pairs)))
+        c = result.comparison
+        assert c is not None
+        print(f"verified: full checker passed; stock ONNX Runtime matches the original on {c.outputs} output(s) "
+              f"(worst relative error {c.worst_relative_error:.2e} <= {args.rtol:g})")
+        print(f"wrote {result.output}")
+    if args.json:
+        _write_json(args.json, rewrite_json(result))
+    return EXIT_OK
+
+
+def _inspect(args: argparse.Namespace, progress) -> int:
+    from .pipeline import analyse
+    from .report import analysis_json, pair_rows, summary, table
+
+    a = analyse(args.model, _kinds(args.kinds), args.target, args.min_gain, parse_shape_overrides(args.shape), progress)
+    print(summary(a))
+    if a.pairs:
+        print(table(pair_rows(a.pairs)))
+    reasons: dict[str, int] = {}
+    for r in a.rejected:
+        reasons[r.reason.split(":")[0]] = reasons.get(r.reason.split(":")[0], 0) + 1
+    for reason, n in sorted(reasons.items(), key=lambda kv: -kv[1]):
+        print(f"rejected {n}: {reason}")
+    if args.json:
+        _write_json(args.json, analysis_json(a))
+    return EXIT_OK
+
+
+def _unfuse(args: argparse.Namespace) -> int:
+    from .graph import read_model
+    from .modelio import stage
+    from .rewrite import unfuse
+    from .verify import check
+
+    model = read_model(args.model, load_external_data=False)
+    restored = unfuse(model)
+    staged = stage(restored, args.output, Path(args.model).resolve().parent)
+    try:
+        check(staged.model_path)
+    except BaseException:
+        staged.discard()
+        raise
+    staged.commit()
+    print(f"wrote {args.output}")
+    return EXIT_OK
+
+
+def _write_json(path: str, data: dict) -> None:
+    from .errors import WriteError
+
+    target = Path(path)
+    tmp = target.with_name(f".{target.name}.tmp")
+    try:
+        tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")
+        tmp.replace(target)
+    except OSError as exc:
+        raise WriteError(f"{path}: cannot write the JSON report: {exc.strerror}") from None

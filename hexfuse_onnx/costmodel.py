@@ -1,0 +1,217 @@
+"""An engine model of a target, predicting a task alone, two tasks in series, and fused.
+
+THIS IS A MODEL, NOT A MEASUREMENT. Every Hexagon figure below is either taken from a public
+document (named in its `source`) or an assumption (marked so); none was measured on a device.
+The host figures describe this development machine and are to be calibrated from ORT
+profiling (see the calibration work in the results issue).
+
+How the prediction works: each op needs compute on one engine (matrix, vector, or the
+memory/DMA path) and bytes from DDR. A task runs its ops in order. When two tasks run fused,
+a fluid simulation advances both at once: the vector contexts are split by the work share
+(a task alone gets all of them), the single matrix engine is time-shared by the same share
+when both want it, and DDR bandwidth is split max-min fairly. An op progresses at the rate
+its scarcest resource allows. Each op also pays a fixed dispatch/sync overhead. This counts
+contention for DDR and engines; the on-chip budget is a hard constraint checked by `fits`.
+Within a task, intermediates stay in the on-chip arena: DDR carries weights, the task's
+inputs and the tensors that leave it (`GraphProfile.task`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .profile import Engine, NodeProfile, TaskProfile
+
+
+@dataclass(frozen=True)
+class Param:
+    value: float
+    unit: str
+    source: str  # a citation, "measured: ...", or "assumption: ..."
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    description: str
+    matrix_flops: Param        # matrix engine throughput, whole engine
+    vector_contexts: Param     # vector workers (HVX contexts / CPU cores for vector work)
+    vector_flops_per_context: Param
+    dma_bytes: Param           # copy engine throughput (memory-class ops)
+    ddr_bytes: Param           # DDR bandwidth reachable by the accelerator
+    onchip_bytes: Param        # on-chip memory both tasks' working sets must share (VTCM)
+    op_overhead_s: Param       # dispatch + sync per op inside the persistent kernel
+
+    def params(self) -> dict[str, Param]:
+        return {k: v for k, v in self.__dict__.items() if isinstance(v, Param)}
+
+    @property
+    def vector_flops(self) -> float:
+        return self.vector_contexts.value * self.vector_flops_per_context.value
+
+
+_HEXAGON_CLOCK_HZ = 1.0e9  # assumption: cDSP clock of about 1 GHz (vendors do not publish it per SKU)
+
+HEXAGON_V73 = Target(
+    name="hexagon-v73",
+    description="Hexagon v73 cDSP (Snapdragon 8 Gen 2 class): HMX + 4 HVX-128B contexts + VTCM",
+    matrix_flops=Param(4096 * _HEXAGON_CLOCK_HZ, "FLOP/s",
+                       "assumption: HMX 2048 fp16 MAC/cycle at 1 GHz; Qualcomm publishes no HMX rate"),
+    vector_contexts=Param(4, "contexts",
+                          "assumption: 4 HVX contexts on the v73 cDSP (Hexagon V73 HVX Programmer's Reference "
+                          "describes per-context 128-byte vectors; the context count is part-specific)"),
+    vector_flops_per_context=Param(64 * _HEXAGON_CLOCK_HZ, "FLOP/s",
+                                   "assumption: 32 fp32 (qf32) lanes x multiply-add per cycle per context "
+                                   "(128-byte vectors, Hexagon V73 HVX Programmer's Reference)"),
+    dma_bytes=Param(30e9, "B/s", "assumption: user DMA limited by the DDR share below"),
+    ddr_bytes=Param(30e9, "B/s",
+                    "assumption: about half of LPDDR5X-8533 x64 peak (68 GB/s, Snapdragon 8 Gen 2 spec sheet) "
+                    "reachable by the cDSP"),
+    onchip_bytes=Param(8 * 2**20, "B", "Hexagon SDK documentation: 8 MB VTCM on v73 (not measured here)"),
+    op_overhead_s=Param(2e-6, "s", "assumption: per-op barrier/dispatch inside a persistent kernel"),
+)
+
+HOST = Target(
+    name="host",
+    description="this x86 development machine: 1 matrix worker + 1 vector worker (2 cores)",
+    matrix_flops=Param(230e9, "FLOP/s",
+                       "measured: ORT MLAS single-thread fp32 GEMM 225-240 GFLOP/s (shared DESIGN.md)"),
+    vector_contexts=Param(1, "workers", "2 cores: one matrix worker, one vector worker"),
+    vector_flops_per_context=Param(8e9, "FLOP/s", "assumption: to be calibrated from ORT per-op profiling"),
+    dma_bytes=Param(8e9, "B/s", "assumption: single-core memcpy-class throughput, to be calibrated"),
+    ddr_bytes=Param(20e9, "B/s", "assumption: two-core DRAM bandwidth, to be calibrated"),
+    onchip_bytes=Param(32 * 2**20, "B", "design choice: the host kernel's capped scratch arena"),
+    op_overhead_s=Param(5e-6, "s", "assumption: per-op work-item dispatch on the host pool"),
+)
+
+TARGETS = {t.name: t for t in (HEXAGON_V73, HOST)}
+
+
+def get_target(name: str) -> Target:
+    try:
+        return TARGETS[name]
+    except KeyError:
+        raise ValueError(f"unknown target '{name}' (known: {', '.join(TARGETS)})") from None
+
+
+@dataclass(frozen=True)
+class Prediction:
+    time_a: float
+    time_b: float
+    serial: float
+    fused: float
+    share_a: float
+
+    @property
+    def gain(self) -> float:
+        """Fraction of the serial time saved by fusing."""
+        return 1.0 - self.fused / self.serial if self.serial > 0 else 0.0
+
+
+def fits(a: TaskProfile, b: TaskProfile, target: Target) -> bool:
+    """Both tasks' on-chip working sets fit in the on-chip memory together."""
+    return a.footprint + b.footprint <= target.onchip_bytes.value
+
+
+def task_time(task: TaskProfile, target: Target) -> float:
+    """Predicted time of the task alone on the whole target."""
+    return _simulate([task.ops, []], target, 1.0)
+
+
+def predict(a: TaskProfile, b: TaskProfile, target: Target, share_a: float | None = None) -> Prediction:
+    """Serial and fused time; with share_a None the best share is searched."""
+    ta, tb = task_time(a, target), task_time(b, target)
+    if share_a is None:
+        share_a, fused = best_share(a, b, target)
+    else:
+        fused = _simulate([a.ops, b.ops], target, share_a)
+    return Prediction(ta, tb, ta + tb, fused, share_a)
+
+
+def best_share(a: TaskProfile, b: TaskProfile, target: Target) -> tuple[float, float]:
+    """Coarse grid, then a local refinement: the share of the vector workers given to A."""
+    best = min((_simulate([a.ops, b.ops], target, s), s) for s in (0.1, 0.25, 0.4, 0.5, 0.6, 0.75, 0.9))
+    lo, hi = max(0.05, best[1] - 0.1), min(0.95, best[1] + 0.1)
+    for k in range(5):
+        s = lo + (hi - lo) * k / 4
+        best = min(best, (_simulate([a.ops, b.ops], target, s), s))
+    return round(best[1], 3), best[0]
+
+
+# ---------------------------------------------------------------------------------------
+# The fluid simulation
+
+
+def _work(op: NodeProfile, target: Target) -> tuple[Engine, float, float]:
+    """(engine, engine work in seconds at the full engine, DDR bytes)."""
+    if op.engine == Engine.MATRIX:
+        return op.engine, op.flops / target.matrix_flops.value, float(op.ddr_bytes)
+    if op.engine == Engine.VECTOR:
+        return op.engine, op.flops / target.vector_flops, float(op.ddr_bytes)
+    if op.engine == Engine.MEMORY:
+        return op.engine, op.bytes / target.dma_bytes.value, float(op.ddr_bytes)
+    return Engine.NONE, 0.0, 0.0
+
+
+def _simulate(tasks: list[list[NodeProfile]], target: Target, share_a: float) -> float:
+    """Time until both op lists have run, sharing engines and DDR (see module docstring)."""
+    queues = [[_work(op, target) for op in ops if op.engine != Engine.NONE] for ops in tasks]
+    overhead = target.op_overhead_s.value
+    ddr = target.ddr_bytes.value
+    pos = [0, 0]
+    left = [1.0, 1.0]          # fraction of the current op still to do
+    stall = [overhead, overhead]  # dispatch time still to pay before the current op starts
+    now = 0.0
+    shares = (share_a, 1.0 - share_a)
+    while True:
+        active = [k for k in (0, 1) if pos[k] < len(queues[k])]
+        if not active:
+            return now
+        engines = {k: queues[k][pos[k]][0] for k in active if stall[k] <= 0}
+        # Engine allocation: a contended engine is split by the share; otherwise all of it.
+        rates: dict[int, float] = {}
+        ddr_need: dict[int, float] = {}
+        for k, e in engines.items():
+            _, engine_s, nbytes = queues[k][pos[k]]
+            contended = sum(1 for e2 in engines.values() if e2 == e) > 1
+            alloc = shares[k] if contended else 1.0
+            rates[k] = alloc / engine_s if engine_s > 0 else float("inf")
+            ddr_need[k] = rates[k] * nbytes
+        _share_ddr(rates, ddr_need, {k: queues[k][pos[k]][2] for k in engines}, ddr)
+        # Next event: an op finishing or a stall ending.
+        dt = float("inf")
+        for k in active:
+            if stall[k] > 0:
+                dt = min(dt, stall[k])
+            elif rates[k] == float("inf"):
+                dt = 0.0
+            else:
+                dt = min(dt, left[k] / rates[k])
+        now += dt
+        for k in active:
+            if stall[k] > 0:
+                stall[k] -= dt
+                if stall[k] <= 1e-15:
+                    stall[k] = 0.0
+                continue
+            left[k] -= dt * rates[k] if rates[k] != float("inf") else left[k]
+            if left[k] <= 1e-9:
+                pos[k] += 1
+                left[k] = 1.0
+                stall[k] = overhead
+
+
+def _share_ddr(rates: dict[int, float], need: dict[int, float], nbytes: dict[int, float], ddr: float) -> None:
+    """Cap op rates so that DDR demand fits, max-min fair between the running ops."""
+    for k in rates:  # an op with no engine work is bound by DDR alone
+        if rates[k] == float("inf") and nbytes[k] > 0:
+            need[k] = float("inf")
+    total = sum(need.values())
+    if total <= ddr:
+        return
+    remaining, users = ddr, sorted(need, key=lambda k: need[k])
+    for i, k in enumerate(users):
+        fair = remaining / (len(users) - i)
+        grant = min(need[k], fair)
+        remaining -= grant
+        if nbytes[k] > 0:
+            rates[k] = min(rates[k], grant / nbytes[k])

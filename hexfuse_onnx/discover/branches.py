@@ -1,0 +1,103 @@
+"""Independent branches: fork-join branches, separate input towers, parallel heads.
+
+For every fork F (a node with several consumers, or the virtual SOURCE before all inputs)
+the join J is F's immediate post-dominator. A branch is the dominator subtree of one of F's
+consumers s (every node that only s leads to), cut at J. Two different branches of one fork
+have no path between them and are convex by construction; merge nodes inside the fork region
+(nodes two branches feed, like QK^T in attention) are not in any branch. Candidates are:
+every pair of branches, every split of up to five branches into two groups, and each branch
+against the rest of the fork region. Each is confirmed by `independence_problem`. Work is
+linear in the size of the fork regions visited, never all-pairs over the graph.
+"""
+from __future__ import annotations
+
+from itertools import combinations
+
+from ..contract import KIND_BRANCHES
+from ..graph import ModelGraph
+from ..profile import Engine, engine_of
+from . import Candidate
+from .dag import SOURCE, DagFacts, independence_problem
+
+MAX_BRANCHES = 8        # a fork with more consumers is paired only by its first ones
+MAX_REGION = 4000       # nodes in one fork region considered
+MAX_GROUPED = 5         # branches split into two groups only up to this many
+
+
+def find(g: ModelGraph, facts: DagFacts) -> list[Candidate]:
+    children = _dominator_children(facts)
+    roots = [i for i in range(len(g.nodes)) if not facts.const[i] and not facts.preds[i]]
+    forks: list[tuple[int, list[int], int]] = []
+    if len(roots) >= 2:
+        forks.append((SOURCE, roots, facts.source_ipdom))
+    forks += [(i, facts.succs[i], facts.ipdom[i]) for i in range(len(g.nodes)) if len(facts.succs[i]) >= 2]
+
+    out: list[Candidate] = []
+    for fork, consumers, join in forks:
+        heads = [s for s in consumers if facts.idom[s] == fork and s != join][:MAX_BRANCHES]
+        branches = [b for b in (_subtree(children, h, join) for h in heads) if b and _has_work(g, b)]
+        if len(branches) < 2:
+            continue
+        where = _fork_name(g, fork, join)
+        groups: list[tuple[set[int], set[int]]] = [(a, b) for a, b in combinations(branches, 2)]
+        if 3 <= len(branches) <= MAX_GROUPED:
+            groups += _bipartitions(branches)
+        region = _subtree(children, fork, join, include_root=False) if fork != SOURCE else None
+        if region is not None:
+            groups += [(b, region - b) for b in branches if _has_work(g, region - b)]
+        seen: set[frozenset[int]] = set()
+        for a, b in groups:
+            key = frozenset(a) | frozenset(-1 - i for i in b)
+            if key in seen or independence_problem(facts, a, b) is not None:
+                continue
+            seen.add(key)
+            first, second = (a, b) if min(a) < min(b) else (b, a)
+            out.append(Candidate(KIND_BRANCHES, sorted(first), sorted(second), note=where))
+    return out
+
+
+def _dominator_children(facts: DagFacts) -> dict[int, list[int]]:
+    children: dict[int, list[int]] = {}
+    for i, d in enumerate(facts.idom):
+        if not facts.const[i]:
+            children.setdefault(d, []).append(i)
+    return children
+
+
+def _subtree(children: dict[int, list[int]], root: int, join: int, include_root: bool = True) -> set[int]:
+    """Dominator subtree of root, cut at the join; empty when it grows too big, or when a branch
+    head (include_root) dominates the join, as it then is no branch beside others."""
+    nodes: set[int] = {root} if include_root else set()
+    stack = list(children.get(root, ()))
+    while stack:
+        i = stack.pop()
+        if i >= join:
+            if i == join and include_root:
+                return set()
+            continue
+        nodes.add(i)
+        if len(nodes) > MAX_REGION:
+            return set()
+        stack.extend(children.get(i, ()))
+    return nodes
+
+
+def _has_work(g: ModelGraph, nodes: set[int]) -> bool:
+    return any(engine_of(g.nodes[i]) != Engine.NONE for i in nodes)
+
+
+def _bipartitions(branches: list[set[int]]) -> list[tuple[set[int], set[int]]]:
+    """Every split of the branches into two non-empty groups (the first branch always in group A)."""
+    out = []
+    for mask in range(1, 2 ** (len(branches) - 1)):
+        a, b = set(branches[0]), set()
+        for j, branch in enumerate(branches[1:]):
+            (b if mask >> j & 1 else a).update(branch)
+        out.append((a, b))
+    return out
+
+
+def _fork_name(g: ModelGraph, fork: int, join: int) -> str:
+    f = "the graph inputs" if fork == SOURCE else f"'{g.nodes[fork].name or g.nodes[fork].output[0]}'"
+    j = "the graph outputs" if join >= len(g.nodes) else f"'{g.nodes[join].name or g.nodes[join].output[0]}'"
+    return f"fork {f} -> join {j}"

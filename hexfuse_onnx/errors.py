@@ -1,0 +1,38 @@
+"""Errors the user sees: one line that names the file, node, op or shape at fault."""
+from __future__ import annotations
+
+# Exit codes of the command line; documented in README.md.
+EXIT_OK = 0
+EXIT_USAGE = 2          # argparse's own code for a bad command line
+EXIT_BAD_MODEL = 3      # the input model cannot be read or is not a valid DAG
+EXIT_VERIFY_FAILED = 4  # the rewritten model failed the checker or did not match
+EXIT_WRITE_FAILED = 5   # the output could not be written
+EXIT_INTERNAL = 70      # a bug in hexfuse-onnx (EX_SOFTWARE)
+
+
+class HexfuseError(Exception):
+    """An error with a message meant for the user and the exit code it maps to."""
+
+    exit_code = EXIT_INTERNAL
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class ModelError(HexfuseError):
+    """The input model is missing, unreadable, or not a valid graph."""
+
+    exit_code = EXIT_BAD_MODEL
+
+
+class VerificationError(HexfuseError):
+    """The rewritten model failed the checker or did not match the original."""
+
+    exit_code = EXIT_VERIFY_FAILED
+
+
+class WriteError(HexfuseError):
+    """The output could not be written."""
+
+    exit_code = EXIT_WRITE_FAILED

@@ -1,0 +1,393 @@
+"""Load an ONNX model, check that it is a well-formed DAG, infer shapes, and index it.
+
+The index (`ModelGraph`) is what every later stage reads: nodes in topological order,
+producer and consumers of each tensor, and each tensor's dtype and shape. Everything is
+built in one linear pass so that 50k-node models stay fast.
+"""
+from __future__ import annotations
+
+import heapq
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import onnx
+from onnx import shape_inference
+
+from .errors import ModelError
+
+# Domains stock ONNX Runtime implements. A node of any other domain has no kernel there.
+KNOWN_DOMAINS = {"", "ai.onnx", "ai.onnx.ml", "com.microsoft", "com.microsoft.nchwc", "hexfuse"}
+SUBGRAPH_OPS = {"If", "Loop", "Scan"}
+PROTOBUF_LIMIT = 2**31 - 1
+
+Dim = int | str | None  # a static size, a symbolic name, or unknown
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    name: str
+    elem_type: int                    # onnx.TensorProto data type, 0 when unknown
+    shape: tuple[Dim, ...] | None     # None when even the rank is unknown
+
+    @property
+    def is_static(self) -> bool:
+        return self.shape is not None and all(isinstance(d, int) for d in self.shape)
+
+    @property
+    def numel(self) -> int | None:
+        if not self.is_static:
+            return None
+        n = 1
+        for d in self.shape:  # type: ignore[union-attr]
+            n *= d  # type: ignore[operator]
+        return n
+
+    @property
+    def itemsize(self) -> int:
+        if self.elem_type == 0:
+            return 4
+        return onnx.helper.tensor_dtype_to_np_dtype(self.elem_type).itemsize
+
+    @property
+    def nbytes(self) -> int | None:
+        n = self.numel
+        return None if n is None else n * self.itemsize
+
+
+@dataclass
+class ModelGraph:
+    """A shape-inferred model with an index over its main graph."""
+
+    path: Path | None
+    model: onnx.ModelProto                       # shape-inferred; initializers as loaded
+    nodes: list[onnx.NodeProto]                  # topological order; index = node id
+    producer: dict[str, int]                     # tensor -> node id
+    consumers: dict[str, list[int]]              # tensor -> node ids (in topo order)
+    node_inputs: list[list[str]]                 # inputs incl. outer-scope names used by subgraphs
+    initializers: dict[str, onnx.TensorProto]
+    graph_inputs: list[str]                      # real inputs (not initializers)
+    graph_outputs: list[str]
+    infos: dict[str, TensorInfo] = field(default_factory=dict)
+    uses_external_data: bool = False
+    pred_ids: list[list[int]] = field(default_factory=list)   # distinct producer nodes of each node
+    succ_ids: list[list[int]] = field(default_factory=list)   # distinct consumer nodes of each node
+
+    def info(self, name: str) -> TensorInfo:
+        return self.infos.get(name) or TensorInfo(name, 0, None)
+
+    def describe(self, i: int) -> str:
+        n = self.nodes[i]
+        dom = f"{n.domain}::" if n.domain not in ("", "ai.onnx") else ""
+        return f"node '{n.name or n.output[0]}' ({dom}{n.op_type})"
+
+
+# ---------------------------------------------------------------------------------------
+# Loading
+
+
+def parse_shape_overrides(specs: list[str] | None) -> dict[str, list[int]]:
+    """Parse `NAME=1x128x64` strings."""
+    out: dict[str, list[int]] = {}
+    for spec in specs or []:
+        m = re.fullmatch(r"([^=]+)=(\d+(?:x\d+)*)", spec.strip())
+        if not m:
+            raise ModelError(f"bad --shape '{spec}': expected NAME=DIMxDIMx... such as input=1x128x64")
+        out[m.group(1)] = [int(d) for d in m.group(2).split("x")]
+    return out
+
+
+def read_model(path: str | os.PathLike[str], load_external_data: bool = True) -> onnx.ModelProto:
+    """Read a model file, turning every failure into a one-line ModelError."""
+    p = Path(path)
+    if not p.exists():
+        raise ModelError(f"{p}: file not found")
+    if p.is_dir():
+        raise ModelError(f"{p}: is a directory, expected an .onnx file")
+    if p.stat().st_size == 0:
+        raise ModelError(f"{p}: file is empty")
+    try:
+        model = onnx.load_model(str(p), load_external_data=False)
+    except Exception as exc:  # protobuf raises DecodeError, RuntimeWarning, ...
+        raise ModelError(f"{p}: not a valid ONNX model (protobuf parse failed: {_first_line(exc)})") from None
+    if not model.HasField("graph") or (not model.graph.node and not model.graph.output):
+        raise ModelError(f"{p}: not a valid ONNX model (no graph; is the file truncated or of another format?)")
+    if load_external_data and _has_external_data(model):
+        try:
+            onnx.load_external_data_for_model(model, str(p.parent))
+        except Exception as exc:
+            raise ModelError(f"{p}: external data could not be loaded: {_first_line(exc)}") from None
+    return model
+
+
+def load(path: str | os.PathLike[str], shape_overrides: dict[str, list[int]] | None = None) -> ModelGraph:
+    """Read, validate, shape-infer and index a model file. The file is never modified."""
+    model = read_model(path, load_external_data=False)
+    uses_external = _has_external_data(model)
+    _check_external_data_present(model, Path(path))
+    return index_model(model, path=Path(path), shape_overrides=shape_overrides, uses_external_data=uses_external)
+
+
+def index_model(
+    model: onnx.ModelProto,
+    path: Path | None = None,
+    shape_overrides: dict[str, list[int]] | None = None,
+    uses_external_data: bool = False,
+) -> ModelGraph:
+    where = str(path) if path else "model"
+    if model.ir_version < 3:
+        raise ModelError(f"{where}: IR version {model.ir_version} is too old (need >= 3)")
+    _check_opsets(model, where)
+    model = _apply_shape_overrides(model, shape_overrides or {}, where)
+    inferred = _infer_shapes(model, where)
+    g = inferred.graph
+
+    initializers = {t.name: t for t in g.initializer}
+    graph_inputs = [v.name for v in g.input if v.name not in initializers]
+    graph_outputs = [v.name for v in g.output]
+    available = set(initializers) | set(graph_inputs)
+
+    nodes = list(g.node)
+    node_inputs = [node_reads(n) for n in nodes]
+    order = toposort(nodes, node_inputs, available, where)
+    nodes = [nodes[i] for i in order]
+    node_inputs = [node_inputs[i] for i in order]
+
+    producer: dict[str, int] = {}
+    consumers: dict[str, list[int]] = {}
+    for i, n in enumerate(nodes):
+        for t in n.output:
+            if t:
+                producer[t] = i
+        for t in node_inputs[i]:
+            if t:
+                consumers.setdefault(t, []).append(i)
+    for name in graph_outputs:
+        if name not in producer and name not in available:
+            raise ModelError(f"{where}: graph output '{name}' is produced by no node and is no input")
+
+    infos: dict[str, TensorInfo] = {}
+    for vi in list(g.input) + list(g.value_info) + list(g.output):
+        infos[vi.name] = _tensor_info(vi)
+    for t in g.initializer:
+        infos[t.name] = TensorInfo(t.name, t.data_type, tuple(int(d) for d in t.dims))
+    for n in nodes:  # Constant nodes: shape from the attribute
+        if n.op_type == "Constant" and n.domain in ("", "ai.onnx"):
+            for a in n.attribute:
+                if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
+                    infos[n.output[0]] = TensorInfo(n.output[0], a.t.data_type, tuple(int(d) for d in a.t.dims))
+
+    pred_ids = [sorted({producer[t] for t in ins if t in producer}) for ins in node_inputs]
+    succ_ids: list[list[int]] = [[] for _ in nodes]
+    for i, ps in enumerate(pred_ids):
+        for p in ps:
+            succ_ids[p].append(i)
+
+    return ModelGraph(
+        path=path, model=inferred, nodes=nodes, producer=producer, consumers=consumers,
+        node_inputs=node_inputs, initializers=initializers, graph_inputs=graph_inputs,
+        graph_outputs=graph_outputs, infos=infos, uses_external_data=uses_external_data,
+        pred_ids=pred_ids, succ_ids=succ_ids,
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Helpers
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0][:300]
+
+
+def _has_external_data(model: onnx.ModelProto) -> bool:
+    return any(t.data_location == onnx.TensorProto.EXTERNAL for t in model.graph.initializer)
+
+
+def _check_external_data_present(model: onnx.ModelProto, path: Path) -> None:
+    for t in model.graph.initializer:
+        if t.data_location != onnx.TensorProto.EXTERNAL:
+            continue
+        entries = {e.key: e.value for e in t.external_data}
+        location = entries.get("location", "")
+        data_path = path.parent / location
+        if not location or not data_path.is_file():
+            raise ModelError(f"{path}: external data file '{location}' of initializer '{t.name}' is missing")
+        need = int(entries.get("offset", 0)) + int(entries.get("length", 0))
+        if data_path.stat().st_size < need:
+            raise ModelError(f"{path}: external data file '{location}' is shorter than initializer '{t.name}' needs")
+
+
+def _check_opsets(model: onnx.ModelProto, where: str) -> None:
+    imported = {o.domain: o.version for o in model.opset_import}
+    default = imported.get("", imported.get("ai.onnx"))
+    if default is None:
+        raise ModelError(f"{where}: the model imports no default ONNX opset")
+    if default < 7:
+        raise ModelError(f"{where}: opset {default} is too old (need >= 7)")
+    local_functions = {(f.domain, f.name) for f in model.functions}
+    for n in model.graph.node:
+        if (n.domain, n.op_type) in local_functions:
+            continue
+        if n.domain not in KNOWN_DOMAINS:
+            raise ModelError(
+                f"{where}: node '{n.name or n.output[0]}' uses op '{n.op_type}' of unknown domain '{n.domain}'"
+                " (no ONNX Runtime kernel and no model-local function for it)")
+        if n.domain in ("", "ai.onnx") and not onnx.defs.has(n.op_type):
+            raise ModelError(f"{where}: node '{n.name or n.output[0]}' uses unknown ONNX op '{n.op_type}'")
+
+
+def _apply_shape_overrides(model: onnx.ModelProto, overrides: dict[str, list[int]], where: str) -> onnx.ModelProto:
+    if not overrides:
+        return model
+    inputs = {v.name: v for v in model.graph.input}
+    unknown = sorted(set(overrides) - set(inputs))
+    if unknown:
+        raise ModelError(f"{where}: --shape names no graph input: {', '.join(unknown)} (inputs: {', '.join(inputs)})")
+    model = _shallow_copy_without_weights(model)
+    for v in model.graph.input:
+        if v.name not in overrides:
+            continue
+        dims = overrides[v.name]
+        shape = v.type.tensor_type.shape
+        if shape.dim and len(shape.dim) != len(dims):
+            raise ModelError(f"{where}: --shape {v.name} has rank {len(dims)}, the input has rank {len(shape.dim)}")
+        for d, size in zip(shape.dim, dims):
+            if d.HasField("dim_value") and d.dim_value != size:
+                raise ModelError(f"{where}: --shape {v.name}: dim is fixed to {d.dim_value}, override says {size}")
+        shape.ClearField("dim")
+        for size in dims:
+            shape.dim.add().dim_value = size
+    return model
+
+
+def _shallow_copy_without_weights(model: onnx.ModelProto) -> onnx.ModelProto:
+    """Copy a model without copying initializer bytes (they are shared by reference after)."""
+    inits = list(model.graph.initializer)
+    model.graph.ClearField("initializer")
+    try:
+        copy = onnx.ModelProto()
+        copy.CopyFrom(model)
+    finally:
+        model.graph.initializer.extend(inits)
+    copy.graph.initializer.extend(inits)
+    return copy
+
+
+def _infer_shapes(model: onnx.ModelProto, where: str) -> onnx.ModelProto:
+    # Shape inference only needs initializer dims; strip raw bytes so large models stay cheap.
+    light = _shallow_copy_without_weights(model)
+    for t in light.graph.initializer:
+        if t.data_location != onnx.TensorProto.EXTERNAL and t.ByteSize() > 4096:
+            t.ClearField("raw_data")
+            t.ClearField("float_data")
+            t.ClearField("int64_data")
+            t.ClearField("int32_data")
+            t.ClearField("double_data")
+    try:
+        if any(n.domain == "com.microsoft" for n in light.graph.node):
+            inferred = _infer_contrib_shapes(light)
+        else:
+            inferred = shape_inference.infer_shapes(light, check_type=False, strict_mode=False, data_prop=True)
+    except Exception as exc:
+        raise ModelError(f"{where}: shape inference failed: {_first_line(exc)}") from None
+    # Put the real initializers back.
+    inferred.graph.ClearField("initializer")
+    inferred.graph.initializer.extend(model.graph.initializer)
+    return inferred
+
+
+def _infer_contrib_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
+    """ONNX's inference does not know com.microsoft ops; ONNX Runtime's symbolic inference does."""
+    from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
+
+    try:
+        return SymbolicShapeInference.infer_shapes(model, auto_merge=True, guess_output_rank=False)
+    except Exception:  # it refuses some models outright; fall back to ONNX's partial inference
+        return shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
+
+
+def _tensor_info(vi: onnx.ValueInfoProto) -> TensorInfo:
+    tt = vi.type.tensor_type
+    if not vi.type.HasField("tensor_type"):
+        return TensorInfo(vi.name, 0, None)
+    if not tt.HasField("shape"):
+        return TensorInfo(vi.name, tt.elem_type, None)
+    dims: list[Dim] = []
+    for d in tt.shape.dim:
+        if d.HasField("dim_value") and d.dim_value >= 0:
+            dims.append(int(d.dim_value))
+        elif d.HasField("dim_param") and d.dim_param:
+            dims.append(d.dim_param)
+        else:
+            dims.append(None)
+    return TensorInfo(vi.name, tt.elem_type, tuple(dims))
+
+
+def node_reads(node: onnx.NodeProto) -> list[str]:
+    """A node's inputs plus the outer-scope tensors its subgraphs read (If/Loop/Scan)."""
+    inputs = [t for t in node.input if t]
+    if node.op_type in SUBGRAPH_OPS or any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
+        seen = set(inputs)
+        for t in _outer_scope_names(node):
+            if t not in seen:
+                seen.add(t)
+                inputs.append(t)
+    return inputs
+
+
+def _outer_scope_names(node: onnx.NodeProto) -> list[str]:
+    names: list[str] = []
+    for a in node.attribute:
+        graphs = [a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs)
+        for sub in graphs:
+            local = {v.name for v in sub.input} | {t.name for t in sub.initializer}
+            for n in sub.node:
+                local.update(n.output)
+            for n in sub.node:
+                for t in node_reads(n):
+                    if t and t not in local:
+                        names.append(t)
+            names.extend(v.name for v in sub.output if v.name not in local)
+    return names
+
+
+def toposort(nodes: list[onnx.NodeProto], node_inputs: list[list[str]], available: set[str], where: str) -> list[int]:
+    """Stable topological order (Kahn, earliest original position first); names cycles and dangling inputs."""
+    producer: dict[str, int] = {}
+    for i, n in enumerate(nodes):
+        for t in n.output:
+            if not t:
+                continue
+            if t in producer or t in available:
+                raise ModelError(f"{where}: tensor '{t}' is produced twice (node '{n.name or t}' and another)")
+            producer[t] = i
+    indegree = [0] * len(nodes)
+    succs: list[list[int]] = [[] for _ in nodes]
+    for i, ins in enumerate(node_inputs):
+        for t in set(ins):
+            if t in producer:
+                p = producer[t]
+                indegree[i] += 1
+                succs[p].append(i)
+            elif t not in available:
+                n = nodes[i]
+                raise ModelError(
+                    f"{where}: node '{n.name or n.output[0]}' ({n.op_type}) reads '{t}', which no node, input"
+                    " or initializer provides (dangling input)")
+    ready = [i for i, d in enumerate(indegree) if d == 0]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(i)
+        for s in succs[i]:
+            indegree[s] -= 1
+            if indegree[s] == 0:
+                heapq.heappush(ready, s)
+    if len(order) != len(nodes):
+        stuck = [nodes[i].name or nodes[i].output[0] for i, d in enumerate(indegree) if d > 0]
+        shown = ", ".join(f"'{s}'" for s in stuck[:5])
+        raise ModelError(f"{where}: the graph has a cycle through {len(stuck)} nodes, including {shown}")
+    return order

@@ -1,0 +1,97 @@
+"""Write models atomically: stage every file in a temporary folder beside the target, then
+move them into place only once the caller has verified the staged copy.
+
+A model with external data is written with its data in `<name>.data` next to it; the data
+file is moved first, so a reader never sees a model whose data is missing.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import onnx
+
+from .errors import WriteError
+
+# Above this the protobuf cannot be serialised in one piece (2 GiB), so weights go outside.
+EXTERNAL_DATA_THRESHOLD = 1_800_000_000
+
+
+@dataclass
+class StagedModel:
+    folder: Path          # temporary folder beside the destination
+    model_path: Path      # staged model file
+    files: list[Path]     # staged files, data first
+    destination: Path
+
+    def commit(self) -> None:
+        try:
+            for f in self.files:
+                os.replace(f, self.destination.parent / f.name)
+        except OSError as exc:
+            raise WriteError(f"{self.destination}: cannot move the output into place: {exc.strerror}") from None
+        finally:
+            self.discard()
+
+    def discard(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def stage(model: onnx.ModelProto, destination: str | os.PathLike[str], source_dir: Path | None,
+          external: bool | None = None) -> StagedModel:
+    """Write the model into a temporary folder next to `destination`.
+
+    `source_dir` is where external data of `model` lives (the input model's folder); the
+    data is read from there, never changed. With external None, external data is used when
+    the model has some or is too large for one protobuf.
+    """
+    dest = Path(destination).resolve()
+    if dest.is_dir():
+        raise WriteError(f"{dest}: is a directory; give a file name for the output")
+    parent = dest.parent
+    if not parent.is_dir():
+        raise WriteError(f"{parent}: output directory does not exist")
+    try:
+        folder = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=parent))
+    except OSError as exc:
+        raise WriteError(f"{parent}: output directory is not writable ({exc.strerror})") from None
+    staged_model = folder / dest.name
+    try:
+        has_external = any(t.data_location == onnx.TensorProto.EXTERNAL for t in model.graph.initializer)
+        if external is None:
+            external = has_external or _weight_bytes(model) > EXTERNAL_DATA_THRESHOLD
+        if has_external:
+            if source_dir is None:
+                raise WriteError(f"{dest}: model refers to external data but its source folder is unknown")
+            model = _with_loaded_data(model, source_dir)
+        files: list[Path] = []
+        if external:
+            data_name = dest.name + ".data"
+            onnx.save_model(model, str(staged_model), save_as_external_data=True, all_tensors_to_one_file=True,
+                            location=data_name, size_threshold=1024)
+            if (folder / data_name).exists():
+                files.append(folder / data_name)
+        else:
+            onnx.save_model(model, str(staged_model))
+        files.append(staged_model)
+    except WriteError:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    except (OSError, ValueError) as exc:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise WriteError(f"{dest}: cannot write the output: {exc}") from None
+    return StagedModel(folder, staged_model, files, dest)
+
+
+def _weight_bytes(model: onnx.ModelProto) -> int:
+    return sum(len(t.raw_data) for t in model.graph.initializer)
+
+
+def _with_loaded_data(model: onnx.ModelProto, source_dir: Path) -> onnx.ModelProto:
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    onnx.load_external_data_for_model(copy, str(source_dir))
+    return copy

@@ -1,0 +1,158 @@
+"""The pass end to end: analyse a model, choose pairs, rewrite, verify, write.
+
+Nothing is written unless the rewritten model passed the full checker and matched the
+original on stock ONNX Runtime; the input file is only ever read.
+"""
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import graph as graph_mod
+from .contract import KINDS
+from .costmodel import Target, get_target
+from .discover import Candidate, discover
+from .errors import HexfuseError, VerificationError, WriteError
+from .graph import ModelGraph
+from .modelio import stage
+from .profile import GraphProfile, profile_graph
+from .rewrite import fuse
+from .select import DEFAULT_MIN_GAIN, Pair, Rejection, select
+from .verify import DEFAULT_RTOL, Comparison, check, compare
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class Analysis:
+    graph: ModelGraph
+    profile: GraphProfile
+    target: Target
+    candidates: list[Candidate]
+    pairs: list[Pair]
+    rejected: list[Rejection]
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class RewriteResult:
+    analysis: Analysis
+    output: Path | None
+    comparison: Comparison | None
+    seconds: dict[str, float]
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+def analyse(path: str | os.PathLike[str], kinds: list[str] | None = None, target: str = "hexagon-v73",
+            min_gain: float = DEFAULT_MIN_GAIN, shapes: dict[str, list[int]] | None = None,
+            progress: Progress = _quiet) -> Analysis:
+    kinds = list(kinds or KINDS)
+    bad = [k for k in kinds if k not in KINDS]
+    if bad:
+        raise HexfuseError(f"unknown pair kind(s) {', '.join(bad)} (known: {', '.join(KINDS)})")
+    try:
+        tgt = get_target(target)
+    except ValueError as exc:
+        raise HexfuseError(str(exc)) from None
+    seconds: dict[str, float] = {}
+    t0 = time.perf_counter()
+    g = graph_mod.load(path, shapes)
+    seconds["load"] = time.perf_counter() - t0
+    progress(f"loaded {len(g.nodes)} nodes, shapes inferred ({seconds['load']:.2f} s)")
+    t0 = time.perf_counter()
+    profile = profile_graph(g)
+    seconds["profile"] = time.perf_counter() - t0
+    if profile.unprofiled:
+        progress(f"{len(profile.unprofiled)} node(s) could not be profiled (unknown shapes); they are not paired")
+    t0 = time.perf_counter()
+    candidates = discover(g, kinds)
+    seconds["discover"] = time.perf_counter() - t0
+    progress(f"{len(candidates)} candidate pair(s) ({seconds['discover']:.2f} s)")
+    t0 = time.perf_counter()
+    pairs, rejected = select(g, profile, candidates, tgt, min_gain)
+    seconds["select"] = time.perf_counter() - t0
+    progress(f"{len(pairs)} pair(s) chosen ({seconds['select']:.2f} s)")
+    return Analysis(g, profile, tgt, candidates, pairs, rejected, seconds)
+
+
+def default_output(path: str | os.PathLike[str]) -> Path:
+    p = Path(path)
+    return p.with_name(p.stem + ".fused.onnx")
+
+
+def rewrite(path: str | os.PathLike[str], output: str | os.PathLike[str] | None = None,
+            kinds: list[str] | None = None, target: str = "hexagon-v73", min_gain: float = DEFAULT_MIN_GAIN,
+            shapes: dict[str, list[int]] | None = None, rtol: float = DEFAULT_RTOL,
+            progress: Progress = _quiet) -> RewriteResult:
+    """Analyse, rewrite, verify and write. With no qualifying pair nothing is written.
+
+    When the rewritten model fails verification, each pair is verified alone; the failing
+    ones are rejected with their reason and the rest re-selected, so only a verified model
+    is ever written (and nothing when no pair survives).
+    """
+    out = Path(output) if output else default_output(path)
+    if out.exists() and out.resolve() == Path(path).resolve():
+        raise WriteError(f"{out}: the output would overwrite the input model; choose another -o")
+    analysis = analyse(path, kinds, target, min_gain, shapes, progress)
+    seconds = dict(analysis.seconds)
+    source_dir = Path(path).resolve().parent
+    failed: list[Rejection] = []
+    while analysis.pairs:
+        t0 = time.perf_counter()
+        fused = fuse(analysis.graph, analysis.pairs, analysis.target.name)
+        seconds["rewrite"] = time.perf_counter() - t0
+        progress("verifying: full checker, then stock ONNX Runtime against the original")
+        t0 = time.perf_counter()
+        staged = stage(fused, out, source_dir)
+        try:
+            comparison = _verify(path, staged.model_path, shapes, rtol)
+        except VerificationError as whole_error:
+            staged.discard()
+            failed += _failing_pairs(analysis, path, out, source_dir, shapes, rtol, progress)
+            if not failed:
+                raise whole_error
+            _reselect(analysis, failed, min_gain)
+            if not analysis.pairs:
+                raise VerificationError(f"no pair survives verification; first failure: {failed[0].reason}") from None
+            continue
+        except BaseException:
+            staged.discard()
+            raise
+        seconds["verify"] = time.perf_counter() - t0
+        staged.commit()
+        return RewriteResult(analysis, out, comparison, seconds)
+    return RewriteResult(analysis, None, None, seconds)
+
+
+def _verify(original: str | os.PathLike[str], staged: Path, shapes: dict[str, list[int]] | None,
+            rtol: float) -> Comparison:
+    check(staged)
+    return compare(original, staged, shapes, rtol)
+
+
+def _failing_pairs(analysis: Analysis, path: str | os.PathLike[str], out: Path, source_dir: Path,
+                   shapes: dict[str, list[int]] | None, rtol: float, progress: Progress) -> list[Rejection]:
+    failing = []
+    for pair in analysis.pairs:
+        staged = stage(fuse(analysis.graph, [pair], analysis.target.name), out, source_dir)
+        try:
+            _verify(path, staged.model_path, shapes, rtol)
+        except VerificationError as exc:
+            progress(f"dropping a {pair.kind} pair ({pair.candidate.note}): {exc.message}")
+            failing.append(Rejection(pair.candidate, f"fails verification: {exc.message}"))
+        finally:
+            staged.discard()
+    return failing
+
+
+def _reselect(analysis: Analysis, failed: list[Rejection], min_gain: float) -> None:
+    bad = {id(r.candidate) for r in failed}
+    candidates = [c for c in analysis.candidates if id(c) not in bad]
+    analysis.pairs, rejected = select(analysis.graph, analysis.profile, candidates, analysis.target, min_gain)
+    analysis.rejected = failed + rejected

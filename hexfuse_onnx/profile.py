@@ -1,0 +1,247 @@
+"""Resource profile of each node and of a task (a set of nodes).
+
+Engine class says which engine an op keeps busy on a Hexagon NPU: the matrix engine (HMX),
+the vector engines (HVX) or the memory/DMA path. FLOPs and bytes are counted from static
+shapes; a node whose shapes are not known is reported, not guessed.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from enum import Enum
+
+import onnx
+
+from .graph import ModelGraph
+
+
+class Engine(str, Enum):
+    MATRIX = "matrix"
+    VECTOR = "vector"
+    MEMORY = "memory"
+    NONE = "none"  # shape-only ops that move no data at run time
+
+
+MATRIX_OPS = {
+    "MatMul", "Gemm", "Conv", "ConvTranspose", "MatMulInteger", "QLinearMatMul", "QLinearConv",
+    "ConvInteger", "Einsum", "Attention", "MultiHeadAttention", "GroupQueryAttention",
+    "FusedMatMul", "FusedConv", "QAttention", "MatMulNBits",
+}
+MEMORY_OPS = {
+    "Transpose", "Concat", "Slice", "Split", "Gather", "GatherElements", "GatherND", "Pad", "Resize",
+    "Upsample", "Expand", "Tile",
+    "DepthToSpace", "SpaceToDepth", "ScatterND", "ScatterElements", "Copy",
+}
+# Pure metadata: no data moves when these run on a real runtime (views / constants).
+NO_COST_OPS = {"Shape", "Size", "Constant", "ConstantOfShape", "Reshape", "Squeeze", "Unsqueeze",
+               "Flatten", "Identity", "Dropout"}
+
+# Vector FLOPs per output element, by op: transcendental ops cost more per element.
+_VECTOR_FLOPS_PER_ELEMENT = {
+    "Exp": 8, "Log": 8, "Sigmoid": 10, "Tanh": 10, "Erf": 10, "Gelu": 14, "FastGelu": 12,
+    "Softmax": 12, "LogSoftmax": 14, "LayerNormalization": 8, "SimplifiedLayerNormalization": 6,
+    "SkipLayerNormalization": 9, "RMSNormalization": 6, "BatchNormalization": 2,
+    "InstanceNormalization": 8, "GroupNormalization": 8, "Sqrt": 4, "Reciprocal": 4, "Pow": 10,
+    "HardSigmoid": 3, "HardSwish": 4, "Mish": 20, "Softplus": 10, "Elu": 8, "Selu": 8, "Div": 4,
+}
+
+
+@dataclass(frozen=True)
+class NodeProfile:
+    node: int
+    engine: Engine
+    flops: float
+    bytes_in: int
+    bytes_out: int
+    weight_bytes: int       # bytes of initializer inputs (streamed once)
+    footprint: int          # on-chip working set: activations in and out of this op
+    ddr_bytes: int = -1     # bytes to/from DDR; within a task, intermediates stay on chip
+
+    def __post_init__(self) -> None:
+        if self.ddr_bytes < 0:
+            object.__setattr__(self, "ddr_bytes", self.bytes_in + self.bytes_out)
+
+    @property
+    def bytes(self) -> int:
+        return self.bytes_in + self.bytes_out
+
+
+@dataclass
+class TaskProfile:
+    """A task's aggregate: per-engine FLOPs and bytes, and its on-chip footprint."""
+
+    nodes: list[int]
+    ops: list[NodeProfile]
+    flops: dict[Engine, float] = field(default_factory=dict)
+    bytes: dict[Engine, float] = field(default_factory=dict)
+    footprint: int = 0
+
+    @classmethod
+    def of(cls, ops: list[NodeProfile]) -> "TaskProfile":
+        t = cls(nodes=[p.node for p in ops], ops=ops)
+        for e in Engine:
+            t.flops[e] = sum(p.flops for p in ops if p.engine == e)
+            t.bytes[e] = float(sum(p.bytes for p in ops if p.engine == e))
+        t.footprint = max((p.footprint for p in ops), default=0)
+        return t
+
+    @property
+    def total_flops(self) -> float:
+        return sum(self.flops.values())
+
+    @property
+    def total_bytes(self) -> float:
+        return sum(self.bytes.values())
+
+    @property
+    def intensity(self) -> float:
+        """Arithmetic intensity, FLOPs per byte moved."""
+        return self.total_flops / max(self.total_bytes, 1.0)
+
+    def scaled(self, fraction: float) -> "TaskProfile":
+        """The same task on a fraction of the batch (activations and FLOPs scale, weights do not)."""
+        ops = [
+            NodeProfile(p.node, p.engine, p.flops * fraction,
+                        int((p.bytes_in - p.weight_bytes) * fraction) + p.weight_bytes,
+                        int(p.bytes_out * fraction), p.weight_bytes, int(p.footprint * fraction),
+                        int((p.ddr_bytes - p.weight_bytes) * fraction) + p.weight_bytes)
+            for p in self.ops
+        ]
+        return TaskProfile.of(ops)
+
+    def dominant_engine(self) -> Engine:
+        return max((Engine.MATRIX, Engine.VECTOR, Engine.MEMORY), key=lambda e: (self.flops[e], self.bytes[e]))
+
+
+@dataclass
+class GraphProfile:
+    graph: ModelGraph
+    nodes: dict[int, NodeProfile]
+    unprofiled: dict[int, str]   # node id -> why it could not be profiled
+
+    def task(self, node_ids: list[int]) -> TaskProfile | None:
+        """The task's profile, or None when any of its nodes could not be profiled.
+
+        Tensors made and used inside the task live in the on-chip arena, so an op's DDR
+        traffic is its weights, the task's inputs it reads and the outputs that leave the task.
+        """
+        if any(i in self.unprofiled for i in node_ids):
+            return None
+        g, inside = self.graph, set(node_ids)
+        outputs = set(g.graph_outputs)
+        ops = []
+        for i in node_ids:
+            p = self.nodes[i]
+            n = g.nodes[i]
+            ddr = p.weight_bytes
+            ddr += sum(g.info(t).nbytes or 0 for t in n.input
+                       if t and t not in g.initializers and g.producer.get(t) not in inside)
+            ddr += sum(g.info(t).nbytes or 0 for t in n.output
+                       if t and (t in outputs or any(c not in inside for c in g.consumers.get(t, ()))))
+            ops.append(replace(p, ddr_bytes=ddr))
+        return TaskProfile.of(ops)
+
+
+def engine_of(node: onnx.NodeProto) -> Engine:
+    if node.op_type in NO_COST_OPS:
+        return Engine.NONE
+    if node.op_type in MATRIX_OPS:
+        return Engine.MATRIX
+    if node.op_type in MEMORY_OPS:
+        return Engine.MEMORY
+    return Engine.VECTOR
+
+
+def profile_graph(g: ModelGraph) -> GraphProfile:
+    nodes: dict[int, NodeProfile] = {}
+    unprofiled: dict[int, str] = {}
+    for i, n in enumerate(g.nodes):
+        p = profile_node(g, i)
+        if isinstance(p, str):
+            unprofiled[i] = p
+        else:
+            nodes[i] = p
+    return GraphProfile(g, nodes, unprofiled)
+
+
+def profile_node(g: ModelGraph, i: int) -> NodeProfile | str:
+    """The node's profile, or a string saying why it cannot be profiled."""
+    n = g.nodes[i]
+    engine = engine_of(n)
+    ins = [g.info(t) for t in n.input if t]
+    outs = [g.info(t) for t in n.output if t]
+    for t in ins + outs:
+        if not t.is_static:
+            return f"shape of '{t.name}' unknown ({_fmt_shape(t.shape)})"
+    weight_bytes = sum(t.nbytes or 0 for t in ins if t.name in g.initializers)
+    bytes_in = sum(t.nbytes or 0 for t in ins)
+    bytes_out = sum(t.nbytes or 0 for t in outs)
+    activation = bytes_in - weight_bytes + bytes_out
+    if engine == Engine.NONE:
+        return NodeProfile(i, engine, 0.0, 0, 0, 0, 0)
+    flops = _flops(n, ins, outs)
+    if flops is None:
+        return f"FLOPs of {n.op_type} unknown"
+    # Memory ops read and write every byte; matrix/vector ops stream weights once.
+    return NodeProfile(i, engine, float(flops), bytes_in, bytes_out, weight_bytes, activation)
+
+
+def _fmt_shape(shape: tuple | None) -> str:
+    if shape is None:
+        return "rank unknown"
+    return "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
+
+
+def _attr(node: onnx.NodeProto, name: str, default: object) -> object:
+    for a in node.attribute:
+        if a.name == name:
+            return onnx.helper.get_attribute_value(a)
+    return default
+
+
+def _flops(n: onnx.NodeProto, ins: list, outs: list) -> float | None:
+    op = n.op_type
+    out_numel = sum(t.numel for t in outs)
+    if op in ("MatMul", "MatMulInteger", "FusedMatMul", "QLinearMatMul", "MatMulNBits"):
+        a = ins[0].shape
+        k = a[-1] if len(a) >= 1 else 1
+        if op == "QLinearMatMul":
+            k = ins[0].shape[-1]
+        return 2.0 * outs[0].numel * k
+    if op == "Gemm":
+        a = ins[0].shape
+        k = a[0] if _attr(n, "transA", 0) else a[-1]
+        return 2.0 * outs[0].numel * k + (outs[0].numel if len(ins) > 2 else 0)
+    if op in ("Conv", "ConvInteger", "QLinearConv", "FusedConv"):
+        w = ins[3].shape if op == "QLinearConv" else ins[1].shape
+        per_output = math.prod(w[1:])  # (Cin/group) * kernel size
+        return 2.0 * outs[0].numel * per_output
+    if op == "ConvTranspose":
+        w = ins[1].shape  # [Cin, Cout/group, k...]
+        return 2.0 * ins[0].numel * math.prod(w[1:])
+    if op == "Einsum":
+        return 2.0 * max(out_numel, 1) * max(t.numel for t in ins) ** 0.5
+    if op in ("Attention", "MultiHeadAttention", "GroupQueryAttention", "QAttention"):
+        return _attention_flops(n, ins, outs)
+    if engine_of(n) == Engine.MEMORY:
+        return 0.0
+    # Vector ops: element count of the larger side times a per-element cost.
+    elements = max(out_numel, max((t.numel for t in ins), default=0))
+    return float(elements * _VECTOR_FLOPS_PER_ELEMENT.get(op, 1))
+
+
+def _attention_flops(n: onnx.NodeProto, ins: list, outs: list) -> float:
+    """QK^T and AV products (plus the QKV projection for com.microsoft Attention)."""
+    q = ins[0].shape  # [B, S, hidden]
+    b, s, hidden = q[0], q[1], q[-1]
+    kv_len = s
+    if n.op_type in ("MultiHeadAttention", "GroupQueryAttention") and len(ins) > 1 and ins[1].shape and len(ins[1].shape) == 3:
+        kv_len = ins[1].shape[1]
+    for t in ins[1:]:  # a past KV cache adds to the attended length
+        if t.name and t.shape and len(t.shape) == 4 and "past" in t.name:
+            kv_len += t.shape[2]
+    flops = 4.0 * b * s * kv_len * hidden
+    if n.op_type in ("Attention", "QAttention") and len(ins) > 1:
+        w = ins[1].shape  # [hidden, 3*hidden]
+        flops += 2.0 * b * s * w[0] * w[-1]
+    return flops

@@ -1,0 +1,64 @@
+"""Command line of the model zoo.
+
+    python -m models list
+    python -m models build [NAMES...|--all] [--synthetic N ...] [--seed S] -o DIR
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import onnx
+
+from models import BUILDERS, DESCRIPTIONS, build, build_synthetic
+
+
+def _cmd_list(_: argparse.Namespace) -> int:
+    width = max(map(len, BUILDERS))
+    for name in BUILDERS:
+        summary = DESCRIPTIONS[name].splitlines()[0].split(":", 1)[-1].strip()
+        print(f"{name:<{width}}  {summary}")
+    print(f"{'synthetic':<{width}}  build_synthetic(n_nodes): use `build --synthetic N`")
+    return 0
+
+
+def _cmd_build(args: argparse.Namespace) -> int:
+    names = list(BUILDERS) if args.all else args.names
+    if not names and not args.synthetic:
+        print("error: give model names, --all or --synthetic N", file=sys.stderr)
+        return 2
+    unknown = [n for n in names if n not in BUILDERS]
+    if unknown:
+        print(f"error: unknown model(s) {', '.join(unknown)}; see `python -m models list`", file=sys.stderr)
+        return 2
+    out_dir = Path(args.output)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    jobs = [(name, lambda n=name: build(n, seed=args.seed)) for name in names]
+    jobs += [(f"synthetic_{n}", lambda n=n: build_synthetic(n, seed=args.seed)) for n in args.synthetic]
+    for name, make in jobs:
+        path = out_dir / f"{name}.onnx"
+        model = make()
+        onnx.save_model(model, path)
+        print(f"{path}  ({len(model.graph.node)} nodes)")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m models", description="hexfuse-onnx model zoo")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="list the zoo models").set_defaults(func=_cmd_list)
+    b = sub.add_parser("build", help="write <name>.onnx files")
+    b.add_argument("names", nargs="*", metavar="NAME", help="zoo models to build")
+    b.add_argument("--all", action="store_true", help="build every zoo model")
+    b.add_argument("--synthetic", type=int, action="append", default=[], metavar="N",
+                   help="also build synthetic_N.onnx with N nodes (repeatable)")
+    b.add_argument("--seed", type=int, default=0)
+    b.add_argument("-o", "--output", required=True, metavar="DIR")
+    b.set_defaults(func=_cmd_build)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
