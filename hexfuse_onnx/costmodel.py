@@ -18,8 +18,9 @@ inputs and the tensors that leave it (`GraphProfile.task`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
-from .profile import Engine, NodeProfile, TaskProfile
+from .profile import Engine, TaskProfile
 
 
 @dataclass(frozen=True)
@@ -114,47 +115,62 @@ def fits(a: TaskProfile, b: TaskProfile, target: Target) -> bool:
 
 def task_time(task: TaskProfile, target: Target) -> float:
     """Predicted time of the task alone on the whole target."""
-    return _simulate([task.ops, []], target, 1.0)
+    return _simulate_cached((_signature(task), ()), target, 1.0)
 
 
 def predict(a: TaskProfile, b: TaskProfile, target: Target, share_a: float | None = None) -> Prediction:
     """Serial and fused time; with share_a None the best share is searched."""
     ta, tb = task_time(a, target), task_time(b, target)
+    tasks = (_signature(a), _signature(b))
     if share_a is None:
-        share_a, fused = best_share(a, b, target)
+        share_a, fused = _best_share(tasks, target)
     else:
-        fused = _simulate([a.ops, b.ops], target, share_a)
+        fused = _simulate_cached(tasks, target, share_a)
     return Prediction(ta, tb, ta + tb, fused, share_a)
 
 
-def best_share(a: TaskProfile, b: TaskProfile, target: Target) -> tuple[float, float]:
+# Work of a task as the simulation sees it; equal signatures (repeated layers) share results.
+Signature = tuple[tuple[Engine, float, float, float], ...]
+
+
+def _signature(task: TaskProfile) -> Signature:
+    return tuple((op.engine, op.flops, float(op.bytes), float(op.ddr_bytes)) for op in task.ops
+                 if op.engine != Engine.NONE)
+
+
+@lru_cache(maxsize=65536)
+def _best_share(tasks: tuple[Signature, Signature], target: Target) -> tuple[float, float]:
     """Coarse grid, then a local refinement: the share of the vector workers given to A."""
-    best = min((_simulate([a.ops, b.ops], target, s), s) for s in (0.1, 0.25, 0.4, 0.5, 0.6, 0.75, 0.9))
+    best = min((_simulate_cached(tasks, target, s), s) for s in (0.1, 0.25, 0.4, 0.5, 0.6, 0.75, 0.9))
     lo, hi = max(0.05, best[1] - 0.1), min(0.95, best[1] + 0.1)
     for k in range(5):
         s = lo + (hi - lo) * k / 4
-        best = min(best, (_simulate([a.ops, b.ops], target, s), s))
+        best = min(best, (_simulate_cached(tasks, target, s), s))
     return round(best[1], 3), best[0]
+
+
+@lru_cache(maxsize=65536)
+def _simulate_cached(tasks: tuple[Signature, Signature], target: Target, share_a: float) -> float:
+    return _simulate([list(t) for t in tasks], target, share_a)
 
 
 # ---------------------------------------------------------------------------------------
 # The fluid simulation
 
 
-def _work(op: NodeProfile, target: Target) -> tuple[Engine, float, float]:
-    """(engine, engine work in seconds at the full engine, DDR bytes)."""
-    if op.engine == Engine.MATRIX:
-        return op.engine, op.flops / target.matrix_flops.value, float(op.ddr_bytes)
-    if op.engine == Engine.VECTOR:
-        return op.engine, op.flops / target.vector_flops, float(op.ddr_bytes)
-    if op.engine == Engine.MEMORY:
-        return op.engine, op.bytes / target.dma_bytes.value, float(op.ddr_bytes)
-    return Engine.NONE, 0.0, 0.0
+def _work(op: tuple[Engine, float, float, float], target: Target) -> tuple[Engine, float, float]:
+    """(engine, engine work in seconds at the full engine, DDR bytes) of a signature entry."""
+    engine, flops, nbytes, ddr_bytes = op
+    if engine == Engine.MATRIX:
+        return engine, flops / target.matrix_flops.value, ddr_bytes
+    if engine == Engine.VECTOR:
+        return engine, flops / target.vector_flops, ddr_bytes
+    return engine, nbytes / target.dma_bytes.value, ddr_bytes
 
 
-def _simulate(tasks: list[list[NodeProfile]], target: Target, share_a: float) -> float:
+def _simulate(tasks: list[list[tuple[Engine, float, float, float]]], target: Target, share_a: float) -> float:
     """Time until both op lists have run, sharing engines and DDR (see module docstring)."""
-    queues = [[_work(op, target) for op in ops if op.engine != Engine.NONE] for ops in tasks]
+    queues = [[_work(op, target) for op in ops] for ops in tasks]
     overhead = target.op_overhead_s.value
     ddr = target.ddr_bytes.value
     pos = [0, 0]

@@ -36,6 +36,7 @@ def fuse(g: ModelGraph, pairs: list[Pair], target_name: str) -> onnx.ModelProto:
     internal: set[str] = set()
     opsets = [o for o in model.opset_import if o.domain != C.DOMAIN]
     first_id = _next_pair_id(model)
+    typed = {v.name: v for v in list(graph.value_info) + list(graph.output) if v.type.tensor_type.elem_type}
     for k, pair in enumerate(pairs):
         pair_id = f"pair{first_id + k}"
         if pair.kind == C.KIND_MICROBATCH:
@@ -44,7 +45,7 @@ def fuse(g: ModelGraph, pairs: list[Pair], target_name: str) -> onnx.ModelProto:
         else:
             a, b = _task(g, pair.candidate.task_a), _task(g, pair.candidate.task_b)
         node, fn = _fused_node(a, b, pair, pair_id, target_name, opsets)
-        _add_value_info(fn, graph)
+        _add_value_info(fn, typed)
         ids = sorted(pair.candidate.nodes)
         removed.update(ids)
         placed.append((ids[0], node))
@@ -183,14 +184,10 @@ def _fused_node(a: _Task, b: _Task, pair: Pair, pair_id: str, target_name: str,
     return node, fn
 
 
-def _add_value_info(fn: onnx.FunctionProto, graph: onnx.GraphProto) -> None:
-    """Carry the types of body tensors into the function: some contrib ops' type inference
-    leaves optional outputs untyped inside a function body, which ONNX Runtime rejects."""
-    known = {v.name: v for v in list(graph.value_info) + list(graph.output)}
+def _add_value_info(fn: onnx.FunctionProto, typed: dict[str, onnx.ValueInfoProto]) -> None:
+    """Carry the known types of body tensors into the function (IR 10 function value_info)."""
     for n in fn.node:
-        for t in n.output:
-            if t in known and known[t].type.tensor_type.elem_type:
-                fn.value_info.append(known[t])
+        fn.value_info.extend(typed[t] for t in n.output if t in typed)
 
 
 def _rename_inputs(node: onnx.NodeProto, mapping: dict[str, str]) -> None:

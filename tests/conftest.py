@@ -1,0 +1,17 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import onnx
+import pytest
+
+import models
+
+
+@pytest.fixture(scope="session")
+def zoo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every zoo model written once per test session."""
+    folder = tmp_path_factory.mktemp("zoo")
+    for name in models.BUILDERS:
+        onnx.save(models.build(name), folder / f"{name}.onnx")
+    return folder

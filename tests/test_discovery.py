@@ -1,0 +1,155 @@
+"""Each discovery finds what it must on the zoo, and nothing where it must not."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from onnx import TensorProto, helper
+
+from hexfuse_onnx import graph, pipeline
+from hexfuse_onnx.contract import KIND_BRANCHES, KIND_MICROBATCH, KIND_PREFILL_DECODE
+from hexfuse_onnx.discover import discover
+from hexfuse_onnx.discover.dag import dag_facts, independence_problem
+
+
+def kinds_found(path: Path) -> dict[str, int]:
+    g = graph.load(path)
+    out: dict[str, int] = {}
+    for c in discover(g, [KIND_BRANCHES, KIND_MICROBATCH, KIND_PREFILL_DECODE]):
+        out[c.kind] = out.get(c.kind, 0) + 1
+    return out
+
+
+def names(g: graph.ModelGraph, ids: list[int]) -> set[str]:
+    return {g.nodes[i].name for i in ids}
+
+
+def test_sequential_chain_gives_no_candidate(zoo_dir: Path) -> None:
+    assert kinds_found(zoo_dir / "sequential_chain.onnx") == {}
+
+
+def test_two_branch_finds_the_matrix_vector_pair(zoo_dir: Path) -> None:
+    a = pipeline.analyse(zoo_dir / "two_branch.onnx")
+    assert [c.kind for c in a.candidates].count(KIND_BRANCHES) == 1
+    (pair,) = a.pairs
+    tasks = [names(a.graph, pair.candidate.task_a), names(a.graph, pair.candidate.task_b)]
+    assert any(all(n.startswith("matrix/") for n in t) for t in tasks)
+    assert any(all(n.startswith("vector/") for n in t) for t in tasks)
+    assert {pair.a.dominant_engine().value, pair.b.dominant_engine().value} == {"matrix", "vector"}
+    assert pair.complementarity > 0.9
+    assert pair.prediction.fused < pair.prediction.serial
+
+
+def test_inception_pairs_branches_of_the_one_fork(zoo_dir: Path) -> None:
+    a = pipeline.analyse(zoo_dir / "inception.onnx")
+    branch_sets = [c for c in a.candidates if c.kind == KIND_BRANCHES]
+    assert len(branch_sets) >= 6  # every pair of the four branches at least
+    assert a.pairs and all(p.kind == KIND_BRANCHES for p in a.pairs)
+
+
+def test_mha_offers_v_projection_against_the_softmax_side(zoo_dir: Path) -> None:
+    g = graph.load(zoo_dir / "mha_encoder.onnx")
+    found = [(names(g, c.task_a), names(g, c.task_b)) for c in discover(g, [KIND_BRANCHES])]
+    v_branch = {"attn/v_proj/matmul", "attn/v_proj/add", "attn/v/reshape", "attn/v/transpose"}
+    assert any((v_branch == a and "attn/softmax" in b) or (v_branch == b and "attn/softmax" in a) for a, b in found)
+    assert KIND_MICROBATCH not in kinds_found(zoo_dir / "mha_encoder.onnx")  # batch 1
+
+
+def test_mlp_chain_is_micro_batched(zoo_dir: Path) -> None:
+    a = pipeline.analyse(zoo_dir / "mlp_chain.onnx")
+    assert [c.kind for c in a.candidates] == [KIND_MICROBATCH]
+    (pair,) = a.pairs
+    assert pair.microbatch_sizes is not None and sum(pair.microbatch_sizes) == 8
+    assert len(pair.candidate.task_a) == len(a.graph.nodes)  # the whole chain
+
+
+def test_micro_batch_split_is_chosen_by_the_model_not_fixed(zoo_dir: Path) -> None:
+    from hexfuse_onnx.costmodel import get_target
+    from hexfuse_onnx.select import evaluate
+
+    a = pipeline.analyse(zoo_dir / "mlp_chain.onnx")
+    pair = evaluate(a.graph, a.profile, a.candidates[0], get_target("hexagon-v73"))
+    assert not isinstance(pair, str)
+    # the chosen split is the best of those tried, and 1:1 is only one of several tried
+    from hexfuse_onnx.costmodel import predict
+    whole = a.profile.task(a.candidates[0].task_a)
+    assert whole is not None
+    for rows in (1, 2, 6, 7):
+        other = predict(whole.scaled(rows / 8), whole.scaled((8 - rows) / 8), get_target("hexagon-v73"))
+        assert pair.prediction.fused <= other.fused + 1e-12
+
+
+def test_prefill_decode_pair_in_gpt_step(zoo_dir: Path) -> None:
+    a = pipeline.analyse(zoo_dir / "gpt_decode_step.onnx")
+    pd = [c for c in a.candidates if c.kind == KIND_PREFILL_DECODE]
+    assert len(pd) == 1
+    tasks = [names(a.graph, pd[0].task_a), names(a.graph, pd[0].task_b)]
+    assert {next(iter(t)).split("/")[0] for t in tasks} == {"prefill", "decode"}
+    assert all(len({n.split("/")[0] for n in t}) == 1 for t in tasks)  # a block never mixes requests
+    assert a.pairs[0].kind == KIND_PREFILL_DECODE
+
+
+def test_prefill_decode_pair_with_contrib_attention(zoo_dir: Path) -> None:
+    a = pipeline.analyse(zoo_dir / "gpt_decode_step_contrib.onnx")
+    pd = [c for c in a.candidates if c.kind == KIND_PREFILL_DECODE]
+    assert len(pd) == 1
+    ops = {a.graph.nodes[i].op_type for i in pd[0].nodes}
+    assert "MultiHeadAttention" in ops
+
+
+def test_convnet_heads_pairs_parallel_heads(zoo_dir: Path) -> None:
+    assert kinds_found(zoo_dir / "convnet_heads.onnx").get(KIND_BRANCHES, 0) >= 3
+
+
+def test_no_node_in_two_chosen_pairs(zoo_dir: Path) -> None:
+    for path in zoo_dir.glob("*.onnx"):
+        a = pipeline.analyse(path)
+        seen: set[int] = set()
+        for p in a.pairs:
+            assert not seen & p.candidate.nodes, path.name
+            seen |= p.candidate.nodes
+
+
+def test_min_gain_threshold_rejects_everything_when_high(zoo_dir: Path) -> None:
+    a = pipeline.analyse(zoo_dir / "two_branch.onnx", min_gain=0.99)
+    assert a.pairs == [] and a.rejected and "min-gain" in a.rejected[0].reason
+
+
+def test_on_chip_budget_rejects_pairs_that_do_not_fit(zoo_dir: Path) -> None:
+    from dataclasses import replace
+
+    from hexfuse_onnx.costmodel import HEXAGON_V73, Param
+    from hexfuse_onnx.select import select
+
+    a = pipeline.analyse(zoo_dir / "two_branch.onnx")
+    tiny = replace(HEXAGON_V73, onchip_bytes=Param(1024, "B", "test"))
+    pairs, rejected = select(a.graph, a.profile, a.candidates, tiny)
+    assert pairs == [] and "on-chip budget" in rejected[0].reason
+
+
+def _dag(edges: list[tuple[str, str]], nodes: list[str]) -> graph.ModelGraph:
+    """A model with one Add/Relu node per name; edges name producer -> consumer."""
+    inputs = {n: [src for src, dst in edges if dst == n] for n in nodes}
+    made = []
+    for n in nodes:
+        srcs = [f"{s}_out" for s in inputs[n]] or ["x"]
+        if len(srcs) == 1:
+            made.append(helper.make_node("Relu", srcs, [f"{n}_out"], name=n))
+        else:
+            made.append(helper.make_node("Sum", srcs, [f"{n}_out"], name=n))
+    sinks = [n for n in nodes if not any(src == n for src, _ in edges)]
+    g = helper.make_graph(made, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                          [helper.make_tensor_value_info(f"{s}_out", TensorProto.FLOAT, [2]) for s in sinks])
+    return graph.index_model(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)]))
+
+
+def test_independence_check_catches_paths_and_non_convex_sets() -> None:
+    # x -> a -> b -> c ; x -> d ; c,d -> e
+    g = _dag([("a", "b"), ("b", "c"), ("c", "e"), ("d", "e")], ["a", "b", "c", "d", "e"])
+    f = dag_facts(g)
+    ids = {n.name: i for i, n in enumerate(g.nodes)}
+    s = lambda *ns: {ids[n] for n in ns}  # noqa: E731
+    assert independence_problem(f, s("a", "b", "c"), s("d")) is None
+    assert "path" in independence_problem(f, s("a"), s("b"))
+    assert "not convex" in independence_problem(f, s("a", "c"), s("d"))
+    assert independence_problem(f, s("a"), s("a", "d")) == "the tasks share nodes"

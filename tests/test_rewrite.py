@@ -1,0 +1,135 @@
+"""Rewritten zoo models pass the full checker, run on stock ORT by the fallback and match;
+unfuse restores the original nodes; the input is never touched; external data stays valid."""
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+
+import models
+from hexfuse_onnx import contract as C
+from hexfuse_onnx import pipeline, verify
+from hexfuse_onnx.rewrite import unfuse
+
+FUSABLE = ["two_branch", "inception", "mha_encoder", "mlp_chain", "gpt_decode_step",
+           "gpt_decode_step_contrib", "convnet_heads"]
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def run(path: Path, seed: int = 3) -> list[np.ndarray]:
+    s = verify.session(path)
+    return s.run(None, verify.random_inputs(s, seed=seed))
+
+
+@pytest.fixture(scope="module")
+def rewritten(zoo_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    out = tmp_path_factory.mktemp("fused")
+    result = {}
+    for name in FUSABLE:
+        before = sha(zoo_dir / f"{name}.onnx")
+        r = pipeline.rewrite(zoo_dir / f"{name}.onnx", out / f"{name}.fused.onnx")
+        assert r.output is not None, name
+        assert sha(zoo_dir / f"{name}.onnx") == before, "the input model was modified"
+        result[name] = r.output
+    return result
+
+
+@pytest.mark.parametrize("name", FUSABLE)
+def test_rewritten_passes_full_checker_and_matches_on_stock_ort(name: str, zoo_dir: Path,
+                                                                rewritten: dict[str, Path]) -> None:
+    path = rewritten[name]
+    onnx.checker.check_model(str(path), full_check=True)
+    for ref, got in zip(run(zoo_dir / f"{name}.onnx"), run(path)):
+        assert verify.relative_error(ref, got) <= 1e-5
+
+
+@pytest.mark.parametrize("name", FUSABLE)
+def test_fused_node_follows_the_contract(name: str, rewritten: dict[str, Path]) -> None:
+    m = onnx.load(rewritten[name])
+    fused = [n for n in m.graph.node if n.domain == C.DOMAIN]
+    assert fused
+    assert len({n.overload for n in fused}) == len(fused)  # unique pair ids
+    functions = {(f.domain, f.name, f.overload): f for f in m.functions}
+    for n in fused:
+        assert n.op_type == C.OP_TYPE
+        fn = functions[(n.domain, n.op_type, n.overload)]
+        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in n.attribute}
+        assert attrs[C.ATTR_KIND].decode() in C.KINDS
+        assert 0 < attrs[C.ATTR_NUM_INPUTS_A] < len(n.input)
+        assert 0 < attrs[C.ATTR_NUM_OUTPUTS_A] < len(n.output)
+        assert 0 < attrs[C.ATTR_NUM_NODES_A] < len(fn.node)
+        assert 0 < attrs[C.ATTR_SHARE_A] < 1
+        assert attrs[C.ATTR_EST_FUSED_US] < attrs[C.ATTR_EST_SERIAL_US]
+        assert len(fn.input) == len(n.input) and len(set(fn.input)) == len(fn.input)
+        assert list(fn.output) == list(n.output)
+    assert any(o.domain == C.DOMAIN for o in m.opset_import)
+
+
+@pytest.mark.parametrize("name", FUSABLE)
+def test_unfuse_restores_the_original_nodes(name: str, zoo_dir: Path, rewritten: dict[str, Path],
+                                            tmp_path: Path) -> None:
+    original = onnx.load(zoo_dir / f"{name}.onnx")
+    restored = unfuse(onnx.load(rewritten[name]))
+    key = lambda n: (n.domain, n.op_type, n.name, tuple(n.input), tuple(n.output))  # noqa: E731
+    assert Counter(map(key, restored.graph.node)) == Counter(map(key, original.graph.node))
+    assert not restored.functions
+    path = tmp_path / "restored.onnx"
+    onnx.save(restored, path)
+    onnx.checker.check_model(str(path), full_check=True)
+    for ref, got in zip(run(zoo_dir / f"{name}.onnx"), run(path)):
+        np.testing.assert_array_equal(ref, got)
+
+
+def test_microbatch_rewrite_splits_and_concats(rewritten: dict[str, Path]) -> None:
+    m = onnx.load(rewritten["mlp_chain"])
+    ops = [n.op_type for n in m.graph.node]
+    assert ops.count("Split") == 1 and ops.count("Concat") == 1 and ops.count(C.OP_TYPE) == 1
+    (fused,) = [n for n in m.graph.node if n.domain == C.DOMAIN]
+    sizes = next(onnx.helper.get_attribute_value(a) for a in fused.attribute if a.name == C.ATTR_MICROBATCH_SIZES)
+    assert sum(sizes) == 8
+
+
+def test_external_data_model_round_trip(tmp_path: Path) -> None:
+    src = tmp_path / "in"
+    src.mkdir()
+    model = models.build("two_branch")
+    onnx.save_model(model, src / "m.onnx", save_as_external_data=True, all_tensors_to_one_file=True,
+                    location="m.weights", size_threshold=0)
+    before = sha(src / "m.weights")
+    out = tmp_path / "out" / "m.fused.onnx"
+    out.parent.mkdir()
+    r = pipeline.rewrite(src / "m.onnx", out)
+    assert r.output == out
+    assert (out.parent / "m.fused.onnx.data").is_file()
+    assert sha(src / "m.weights") == before
+    assert [p.name for p in out.parent.iterdir()] and not [p for p in out.parent.iterdir() if p.name.startswith(".")]
+    for ref, got in zip(run(src / "m.onnx"), run(out)):
+        assert verify.relative_error(ref, got) <= 1e-5
+
+
+def test_verification_failure_writes_nothing(zoo_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rewrite whose fallback computes something else is refused and nothing is written."""
+    from hexfuse_onnx import rewrite as rewrite_mod
+    from hexfuse_onnx.errors import VerificationError
+
+    real_fuse = rewrite_mod.fuse
+
+    def corrupting_fuse(*args, **kwargs):
+        m = real_fuse(*args, **kwargs)
+        for fn in m.functions:
+            for n in fn.node:
+                if n.op_type == "Sigmoid":
+                    n.op_type = "Tanh"
+        return m
+
+    monkeypatch.setattr(pipeline, "fuse", corrupting_fuse)
+    with pytest.raises(VerificationError, match="differs from the original"):
+        pipeline.rewrite(zoo_dir / "two_branch.onnx", tmp_path / "out.onnx")
+    assert list(tmp_path.iterdir()) == []
