@@ -196,6 +196,14 @@ def index_model(
 # Helpers
 
 
+def attribute(node: onnx.NodeProto, name: str, default: object = None) -> object:
+    """The value of a node attribute, or the default when the node does not set it."""
+    for a in node.attribute:
+        if a.name == name:
+            return onnx.helper.get_attribute_value(a)
+    return default
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
     return text.splitlines()[0][:300]

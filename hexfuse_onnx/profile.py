@@ -12,7 +12,7 @@ from enum import Enum
 
 import onnx
 
-from .graph import ModelGraph
+from .graph import ModelGraph, attribute
 
 
 class Engine(str, Enum):
@@ -192,13 +192,6 @@ def _fmt_shape(shape: tuple | None) -> str:
     return "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
 
 
-def _attr(node: onnx.NodeProto, name: str, default: object) -> object:
-    for a in node.attribute:
-        if a.name == name:
-            return onnx.helper.get_attribute_value(a)
-    return default
-
-
 def _flops(n: onnx.NodeProto, ins: list, outs: list) -> float | None:
     op = n.op_type
     out_numel = sum(t.numel for t in outs)
@@ -210,7 +203,7 @@ def _flops(n: onnx.NodeProto, ins: list, outs: list) -> float | None:
         return 2.0 * outs[0].numel * k
     if op == "Gemm":
         a = ins[0].shape
-        k = a[0] if _attr(n, "transA", 0) else a[-1]
+        k = a[0] if attribute(n, "transA", 0) else a[-1]
         return 2.0 * outs[0].numel * k + (outs[0].numel if len(ins) > 2 else 0)
     if op in ("Conv", "ConvInteger", "QLinearConv", "FusedConv"):
         w = ins[3].shape if op == "QLinearConv" else ins[1].shape

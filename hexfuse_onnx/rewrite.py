@@ -94,12 +94,7 @@ def _task(g: ModelGraph, ids: list[int]) -> _Task:
     graph_outputs = set(g.graph_outputs)
     outputs = [t for i in ids for t in g.nodes[i].output
                if t and (t in graph_outputs or any(c not in inside for c in g.consumers.get(t, ())))]
-    nodes = []
-    for i in ids:
-        n = onnx.NodeProto()
-        n.CopyFrom(g.nodes[i])
-        nodes.append(n)
-    return _Task(nodes, inputs, outputs)
+    return _Task([_renamed_copy(g.nodes[i], {}) for i in ids], inputs, outputs)
 
 
 def _microbatch_tasks(g: ModelGraph, pair: Pair, pair_id: str, opset: int
@@ -110,14 +105,8 @@ def _microbatch_tasks(g: ModelGraph, pair: Pair, pair_id: str, opset: int
     whole = _task(g, c.task_a)
     tasks = []
     for suffix in MICROBATCH_SUFFIXES:
-        renamed = {t for n in whole.nodes for t in n.output} | {x}
-        nodes = []
-        for n in whole.nodes:
-            m = onnx.NodeProto()
-            m.CopyFrom(n)
-            m.name = (n.name or n.output[0]) + suffix
-            _rename(m, {t: t + suffix for t in renamed})
-            nodes.append(m)
+        renamed = {t: t + suffix for n in whole.nodes for t in n.output} | {x: x + suffix}
+        nodes = [_renamed_copy(n, renamed, name=(n.name or n.output[0]) + suffix) for n in whole.nodes]
         inputs = [t + suffix if t == x else t for t in whole.inputs]
         tasks.append(_Task(nodes, inputs, [y + suffix]))
     sizes = list(pair.microbatch_sizes)
@@ -139,24 +128,23 @@ def _microbatch_tasks(g: ModelGraph, pair: Pair, pair_id: str, opset: int
     return tasks[0], tasks[1], extra
 
 
-def _rename(node: onnx.NodeProto, mapping: dict[str, str]) -> None:
-    for k, t in enumerate(node.input):
-        if t in mapping:
-            node.input[k] = mapping[t]
-    for k, t in enumerate(node.output):
-        if t in mapping:
-            node.output[k] = mapping[t]
+def _renamed_copy(node: onnx.NodeProto, mapping: dict[str, str], name: str | None = None) -> onnx.NodeProto:
+    """A copy of the node with its input and output names mapped (and a new name if given)."""
+    m = onnx.NodeProto()
+    m.CopyFrom(node)
+    for k, t in enumerate(m.input):
+        m.input[k] = mapping.get(t, t)
+    for k, t in enumerate(m.output):
+        m.output[k] = mapping.get(t, t)
+    if name is not None:
+        m.name = name
+    return m
 
 
 def _fused_node(a: _Task, b: _Task, pair: Pair, pair_id: str, target_name: str,
                 opsets: list[onnx.OperatorSetIdProto]) -> tuple[onnx.NodeProto, onnx.FunctionProto]:
     shared = {t: t + SHARED_INPUT_SUFFIX for t in b.inputs if t in a.inputs}
-    b_nodes = []
-    for n in b.nodes:
-        m = onnx.NodeProto()
-        m.CopyFrom(n)
-        _rename_inputs(m, shared)
-        b_nodes.append(m)
+    b_nodes = [_renamed_copy(n, shared) for n in b.nodes]
     formal_inputs = a.inputs + [shared.get(t, t) for t in b.inputs]
     outputs = a.outputs + b.outputs
     p = pair.prediction
@@ -188,12 +176,6 @@ def _add_value_info(fn: onnx.FunctionProto, typed: dict[str, onnx.ValueInfoProto
     """Carry the known types of body tensors into the function (IR 10 function value_info)."""
     for n in fn.node:
         fn.value_info.extend(typed[t] for t in n.output if t in typed)
-
-
-def _rename_inputs(node: onnx.NodeProto, mapping: dict[str, str]) -> None:
-    for k, t in enumerate(node.input):
-        if t in mapping:
-            node.input[k] = mapping[t]
 
 
 # ---------------------------------------------------------------------------------------
@@ -245,13 +227,7 @@ def unfuse(model: onnx.ModelProto) -> onnx.ModelProto:
 def _inline(call: onnx.NodeProto, fn: onnx.FunctionProto) -> list[onnx.NodeProto]:
     mapping = dict(zip(fn.input, call.input))
     mapping.update(zip(fn.output, call.output))
-    body = []
-    for n in fn.node:
-        m = onnx.NodeProto()
-        m.CopyFrom(n)
-        _rename(m, mapping)
-        body.append(m)
-    return body
+    return [_renamed_copy(n, mapping) for n in fn.node]
 
 
 def _restore_chain(call: onnx.NodeProto, body: list[onnx.NodeProto], producers: dict[str, onnx.NodeProto],
@@ -261,13 +237,8 @@ def _restore_chain(call: onnx.NodeProto, body: list[onnx.NodeProto], producers: 
     split = producers[call.input[0]]
     concat = consumers[call.output[0]][0]
     suffix = MICROBATCH_SUFFIXES[0]
-    chain = []
-    for n in body[:n_a]:
-        m = onnx.NodeProto()
-        m.CopyFrom(n)
-        m.name = m.name.removesuffix(suffix)
-        _rename(m, {t: t.removesuffix(suffix) for t in list(m.input) + list(m.output) if t.endswith(suffix)})
-        chain.append(m)
+    chain = [_renamed_copy(n, {t: t.removesuffix(suffix) for t in list(n.input) + list(n.output)},
+                           name=n.name.removesuffix(suffix)) for n in body[:n_a]]
     chain[-1].output[0] = concat.output[0]
     drop.add(id(split))
     drop.add(id(concat))

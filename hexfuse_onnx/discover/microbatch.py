@@ -11,7 +11,7 @@ from __future__ import annotations
 import onnx
 
 from ..contract import KIND_MICROBATCH
-from ..graph import ModelGraph
+from ..graph import ModelGraph, attribute
 from ..profile import Engine, engine_of
 from . import Candidate
 from .dag import DagFacts
@@ -90,10 +90,10 @@ def _data_input(g: ModelGraph, i: int) -> str | None:
             return None
     elif op == "Gemm":
         bias = g.info(others[1]).shape if len(others) > 1 else ()
-        if _attr(n, "transA", 0) or (bias is None or (len(bias) == 2 and bias[0] != 1)):
+        if attribute(n, "transA", 0) or (bias is None or (len(bias) == 2 and bias[0] != 1)):
             return None
     elif op in ("Softmax", "LogSoftmax", "Hardmax", "LayerNormalization", "RMSNormalization"):
-        if _norm_axis(_attr(n, "axis", -1), rank) == AXIS:
+        if _norm_axis(attribute(n, "axis", -1), rank) == AXIS:
             return None
     elif op in ("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceL2", "ReduceProd"):
         axes = _reduce_axes(g, n)
@@ -101,11 +101,11 @@ def _data_input(g: ModelGraph, i: int) -> str | None:
             return None
         others = []  # the axes input was read above
     elif op == "Transpose":
-        perm = _attr(n, "perm", None)
+        perm = attribute(n, "perm", None)
         if not perm or perm[0] != 0:
             return None
     elif op == "Flatten":
-        if _attr(n, "axis", 1) < 1:
+        if attribute(n, "axis", 1) < 1:
             return None
     elif op in _BINARY:
         broadcasts = True
@@ -127,15 +127,8 @@ def _norm_axis(axis: int, rank: int) -> int:
     return axis + rank if axis < 0 else axis
 
 
-def _attr(node: onnx.NodeProto, name: str, default):
-    for a in node.attribute:
-        if a.name == name:
-            return onnx.helper.get_attribute_value(a)
-    return default
-
-
 def _reduce_axes(g: ModelGraph, n: onnx.NodeProto) -> list[int] | None:
-    axes = _attr(n, "axes", None)
+    axes = attribute(n, "axes", None)
     if axes is not None:
         return list(axes)
     if len(n.input) > 1 and n.input[1] in g.initializers:
