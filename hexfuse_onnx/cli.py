@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -90,10 +91,34 @@ def _kinds(text: str) -> list[str]:
     return [k.strip() for k in text.split(",") if k.strip()]
 
 
+def _refuse_same_file(path: str | None, *others: str | None) -> None:
+    """A report or output path that would overwrite the input or another output is refused."""
+    from .errors import UsageError
+
+    if path is None:
+        return
+    for other in others:
+        if other is not None and Path(path).resolve() == Path(other).resolve():
+            raise UsageError(f"{path}: would overwrite {other}; give a different path")
+
+
+def _check_report_path(path: str | None) -> None:
+    """Fail before any work (and before any model is written) when the report cannot be written."""
+    from .errors import WriteError
+
+    if path is None:
+        return
+    folder = Path(path).resolve().parent
+    if not folder.is_dir() or not os.access(folder, os.W_OK):
+        raise WriteError(f"{path}: cannot write the JSON report there (folder missing or not writable)")
+
+
 def _rewrite(args: argparse.Namespace, progress) -> int:
-    from .pipeline import rewrite
+    from .pipeline import default_output, rewrite
     from .report import pair_rows, rewrite_json, summary, table
 
+    _refuse_same_file(args.json, args.model, args.output or str(default_output(args.model)))
+    _check_report_path(args.json)
     result = rewrite(args.model, args.output, _kinds(args.kinds), args.target, args.min_gain,
                      parse_shape_overrides(args.shape), args.rtol, progress)
     a = result.analysis
@@ -116,6 +141,8 @@ def _inspect(args: argparse.Namespace, progress) -> int:
     from .pipeline import analyse
     from .report import analysis_json, pair_rows, summary, table
 
+    _refuse_same_file(args.json, args.model)
+    _check_report_path(args.json)
     a = analyse(args.model, _kinds(args.kinds), args.target, args.min_gain, parse_shape_overrides(args.shape), progress)
     print(summary(a))
     if a.pairs:
@@ -131,12 +158,13 @@ def _inspect(args: argparse.Namespace, progress) -> int:
 
 
 def _unfuse(args: argparse.Namespace) -> int:
-    from .graph import read_model
+    from .graph import load
     from .modelio import stage
     from .rewrite import unfuse
     from .verify import check
 
-    model = read_model(args.model, load_external_data=False)
+    _refuse_same_file(args.output, args.model)
+    model = load(args.model).model  # validated: a cycle or dangling input is named here
     restored = unfuse(model)
     staged = stage(restored, args.output, Path(args.model).resolve().parent)
     try:

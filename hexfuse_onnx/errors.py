@@ -20,6 +20,12 @@ class HexfuseError(Exception):
         self.message = message
 
 
+class UsageError(HexfuseError):
+    """The command line or an API argument is wrong (a bad --shape or --kinds value, ...)."""
+
+    exit_code = EXIT_USAGE
+
+
 class ModelError(HexfuseError):
     """The input model is missing, unreadable, or not a valid graph."""
 

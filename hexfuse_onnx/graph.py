@@ -15,7 +15,7 @@ from pathlib import Path
 import onnx
 from onnx import shape_inference
 
-from .errors import ModelError
+from .errors import ModelError, UsageError
 
 # Domains stock ONNX Runtime implements. A node of any other domain has no kernel there.
 KNOWN_DOMAINS = {"", "ai.onnx", "ai.onnx.ml", "com.microsoft", "com.microsoft.nchwc", "hexfuse"}
@@ -93,7 +93,7 @@ def parse_shape_overrides(specs: list[str] | None) -> dict[str, list[int]]:
     for spec in specs or []:
         m = re.fullmatch(r"([^=]+)=(\d+(?:x\d+)*)", spec.strip())
         if not m:
-            raise ModelError(f"bad --shape '{spec}': expected NAME=DIMxDIMx... such as input=1x128x64")
+            raise UsageError(f"bad --shape '{spec}': expected NAME=DIMxDIMx... such as input=1x128x64")
         out[m.group(1)] = [int(d) for d in m.group(2).split("x")]
     return out
 

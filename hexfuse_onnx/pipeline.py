@@ -15,11 +15,12 @@ from . import graph as graph_mod
 from .contract import KINDS
 from .costmodel import Target, get_target
 from .discover import Candidate, discover
-from .errors import HexfuseError, VerificationError, WriteError
+from .errors import UsageError, VerificationError, WriteError
 from .graph import ModelGraph
 from .modelio import stage
 from .profile import GraphProfile, profile_graph
-from .rewrite import fuse
+from .lower import attach_programs
+from .rewrite import fuse, next_pair_id
 from .select import DEFAULT_MIN_GAIN, Pair, Rejection, select
 from .verify import DEFAULT_RTOL, Comparison, check, compare
 
@@ -55,11 +56,11 @@ def analyse(path: str | os.PathLike[str], kinds: list[str] | None = None, target
     kinds = list(kinds or KINDS)
     bad = [k for k in kinds if k not in KINDS]
     if bad:
-        raise HexfuseError(f"unknown pair kind(s) {', '.join(bad)} (known: {', '.join(KINDS)})")
+        raise UsageError(f"unknown pair kind(s) {', '.join(bad)} (known: {', '.join(KINDS)})")
     try:
         tgt = get_target(target)
     except ValueError as exc:
-        raise HexfuseError(str(exc)) from None
+        raise UsageError(str(exc)) from None
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
     g = graph_mod.load(path, shapes)
@@ -92,9 +93,11 @@ def rewrite(path: str | os.PathLike[str], output: str | os.PathLike[str] | None 
             progress: Progress = _quiet) -> RewriteResult:
     """Analyse, rewrite, verify and write. With no qualifying pair nothing is written.
 
-    When the rewritten model fails verification, each pair is verified alone; the failing
-    ones are rejected with their reason and the rest re-selected, so only a verified model
-    is ever written (and nothing when no pair survives).
+    Only what lowers is fused: a pair with an op outside the kernel's op set is rejected with
+    the op that stopped it, and the rest re-selected. When the rewritten model fails
+    verification, each pair is verified alone; the failing ones are rejected with their reason
+    and the rest re-selected, so only a verified model is ever written (and nothing when no
+    pair survives).
     """
     out = Path(output) if output else default_output(path)
     if out.exists() and out.resolve() == Path(path).resolve():
@@ -106,7 +109,17 @@ def rewrite(path: str | os.PathLike[str], output: str | os.PathLike[str] | None 
     while analysis.pairs:
         t0 = time.perf_counter()
         fused = fuse(analysis.graph, analysis.pairs, analysis.target.name)
+        fused, unlowered = attach_programs(fused)
         seconds["rewrite"] = time.perf_counter() - t0
+        if unlowered:
+            first = next_pair_id(analysis.graph.model)
+            for k, pair in enumerate(analysis.pairs):
+                reason = unlowered.get(f"pair{first + k}")
+                if reason:
+                    progress(f"not fusing a {pair.kind} pair ({pair.candidate.note}): {reason}")
+                    failed.append(Rejection(pair.candidate, f"does not lower: {reason}"))
+            _reselect(analysis, failed, min_gain)
+            continue
         progress("verifying: full checker, then stock ONNX Runtime against the original")
         t0 = time.perf_counter()
         staged = stage(fused, out, source_dir)

@@ -12,7 +12,7 @@ import onnx
 from onnx import helper
 
 from . import contract as C
-from .errors import HexfuseError
+from .errors import HexfuseError, ModelError
 from .graph import ModelGraph, node_reads, toposort
 from .select import Pair
 
@@ -35,7 +35,7 @@ def fuse(g: ModelGraph, pairs: list[Pair], target_name: str) -> onnx.ModelProto:
     functions: list[onnx.FunctionProto] = []
     internal: set[str] = set()
     opsets = [o for o in model.opset_import if o.domain != C.DOMAIN]
-    first_id = _next_pair_id(model)
+    first_id = next_pair_id(model)
     typed = {v.name: v for v in list(graph.value_info) + list(graph.output) if v.type.tensor_type.elem_type}
     for k, pair in enumerate(pairs):
         pair_id = f"pair{first_id + k}"
@@ -72,7 +72,8 @@ def fuse(g: ModelGraph, pairs: list[Pair], target_name: str) -> onnx.ModelProto:
     return model
 
 
-def _next_pair_id(model: onnx.ModelProto) -> int:
+def next_pair_id(model: onnx.ModelProto) -> int:
+    """The number of the first pair `fuse` creates in this model: pair k gets `pair{first + k}`."""
     used = [f.overload for f in model.functions if f.domain == C.DOMAIN and f.overload.startswith("pair")]
     numbers = [int(u[4:]) for u in used if u[4:].isdigit()]
     return max(numbers, default=-1) + 1
@@ -200,7 +201,7 @@ def unfuse(model: onnx.ModelProto) -> onnx.ModelProto:
             continue
         fn = functions.get((n.domain, n.op_type, n.overload))
         if fn is None:
-            raise HexfuseError(f"node '{n.name}' ({C.DOMAIN}::{C.OP_TYPE}) has no function body "
+            raise ModelError(f"node '{n.name}' ({C.DOMAIN}::{C.OP_TYPE}) has no function body "
                                f"for overload '{n.overload}'; cannot unfuse")
         body = _inline(n, fn)
         if _attr_str(n, C.ATTR_KIND) == C.KIND_MICROBATCH:
@@ -258,4 +259,4 @@ def _attr_int(node: onnx.NodeProto, name: str) -> int:
     for a in node.attribute:
         if a.name == name:
             return int(a.i)
-    raise HexfuseError(f"node '{node.name}' lacks attribute '{name}'")
+    raise ModelError(f"node '{node.name}' lacks attribute '{name}'")

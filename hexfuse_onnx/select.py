@@ -1,6 +1,7 @@
 """Score every candidate with the cost model and choose pairs that share no node.
 
-A candidate is kept when both tasks are profiled, their on-chip working sets fit together,
+A candidate is kept when both tasks are profiled, every op is one the kernel runs (the full
+lowering, after the rewrite, can still refuse an attribute), their on-chip working sets fit together,
 and the predicted gain reaches `min_gain`. Complementarity (how differently the two tasks
 load the engines) is reported; a same-engine pair is kept only on a predicted gain, which
 the shared gain threshold already demands. Chosen greedily by predicted time saved.
@@ -14,6 +15,7 @@ from .contract import KIND_MICROBATCH
 from .costmodel import Prediction, Target, fits, predict, task_time
 from .discover import Candidate
 from .graph import ModelGraph
+from .lower import op_outside_kernel
 from .profile import Engine, GraphProfile, TaskProfile
 
 DEFAULT_MIN_GAIN = 0.02
@@ -72,6 +74,9 @@ def evaluate(g: ModelGraph, profile: GraphProfile, c: Candidate, target: Target)
     missing = next((i for i in sorted(c.nodes) if i in profile.unprofiled), None)
     if missing is not None:
         return f"not profiled: {g.describe(missing)}: {profile.unprofiled[missing]}"
+    outside = next((e for e in (op_outside_kernel(g.nodes[i]) for i in sorted(c.nodes)) if e), None)
+    if outside is not None:
+        return f"does not lower: {outside.message}"
     if c.kind == KIND_MICROBATCH:
         return _evaluate_microbatch(profile, c, target)
     a, b = profile.task(c.task_a), profile.task(c.task_b)
