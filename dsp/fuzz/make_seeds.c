@@ -1,0 +1,112 @@
+/* make_seeds.c - writes a seed corpus of valid task programs (every op) to
+ * the directory given as argv[1]. */
+#include <stdio.h>
+
+#include "program_builder.h"
+
+static float g_data[4096];
+
+static void emit(const char *dir, const char *name, hfxb *b) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s.hfxp", dir, name);
+    size_t n;
+    uint8_t *bytes = hfxb_encode(b, &n);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(bytes, 1, n, f) != n) {
+        perror(path);
+        exit(1);
+    }
+    fclose(f);
+    free(bytes);
+    hfxb_free(b);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s DIR\n", argv[0]);
+        return 2;
+    }
+    const char *dir = argv[1];
+    for (int i = 0; i < 4096; i++) g_data[i] = (float)(i % 17) * 0.125f - 1.0f;
+    hfxb b;
+    /* gemm + bias + gelu | softmax + layernorm */
+    hfxb_init(&b);
+    {
+        uint32_t x = hfxb_input(&b, 0, HFXB_DIMS(2, 8, 16));
+        uint32_t w = hfxb_const(&b, 0, HFXB_DIMS(16, 12), g_data);
+        uint32_t c = hfxb_const(&b, 0, HFXB_DIMS(12), g_data);
+        uint32_t s = hfxb_scratch(&b, 0, HFXB_DIMS(2, 8, 12));
+        uint32_t y = hfxb_output(&b, 0, HFXB_DIMS(2, 8, 12));
+        hfxb_gemm(&b, 0, x, w, c, s, 0, 0, 1.0f, 0.5f);
+        hfxb_unary(&b, 0, HFX_OP_GELU, s, y);
+        uint32_t v = hfxb_input(&b, 1, HFXB_DIMS(4, 10));
+        uint32_t sc = hfxb_const(&b, 1, HFXB_DIMS(10), g_data);
+        uint32_t t = hfxb_scratch(&b, 1, HFXB_DIMS(4, 10));
+        uint32_t o = hfxb_output(&b, 1, HFXB_DIMS(4, 10));
+        hfxb_softmax(&b, 1, v, t, -1);
+        hfxb_norm(&b, 1, HFX_OP_LAYERNORM, t, sc, sc, o, 1, 1e-5f);
+    }
+    emit(dir, "gemm_softmax", &b);
+    /* conv + relu | rmsnorm + reduce */
+    hfxb_init(&b);
+    {
+        int32_t pads[4] = {1, 1, 1, 1}, st[2] = {1, 2}, dil[2] = {1, 1};
+        uint32_t x = hfxb_input(&b, 0, HFXB_DIMS(1, 4, 6, 6));
+        uint32_t w = hfxb_const(&b, 0, HFXB_DIMS(4, 2, 3, 3), g_data);
+        uint32_t bi = hfxb_const(&b, 0, HFXB_DIMS(4), g_data);
+        uint32_t s = hfxb_scratch(&b, 0, HFXB_DIMS(1, 4, 6, 3));
+        uint32_t y = hfxb_output(&b, 0, HFXB_DIMS(1, 4, 6, 3));
+        hfxb_conv(&b, 0, x, w, bi, s, pads, st, dil, 2);
+        hfxb_unary(&b, 0, HFX_OP_RELU, s, y);
+        uint32_t v = hfxb_input(&b, 1, HFXB_DIMS(3, 5, 7));
+        uint32_t sc = hfxb_const(&b, 1, HFXB_DIMS(7), g_data);
+        uint32_t t = hfxb_scratch(&b, 1, HFXB_DIMS(3, 5, 7));
+        uint32_t o = hfxb_output(&b, 1, HFXB_DIMS(3, 1, 7));
+        hfxb_norm(&b, 1, HFX_OP_RMSNORM, v, sc, HFXB_NONE, t, 2, 1e-6f);
+        hfxb_reduce(&b, 1, HFX_OP_REDUCE_MEAN, t, o, 2u, 1);
+    }
+    emit(dir, "conv_rmsnorm", &b);
+    /* elementwise with broadcast | memory ops */
+    hfxb_init(&b);
+    {
+        uint32_t x = hfxb_input(&b, 0, HFXB_DIMS(3, 1, 5));
+        uint32_t y = hfxb_input(&b, 0, HFXB_DIMS(4, 1));
+        uint32_t s1 = hfxb_scratch(&b, 0, HFXB_DIMS(3, 4, 5)), s2 = hfxb_scratch(&b, 0, HFXB_DIMS(3, 4, 5));
+        uint32_t s3 = hfxb_scratch(&b, 0, HFXB_DIMS(3, 4, 5)), s4 = hfxb_scratch(&b, 0, HFXB_DIMS(3, 4, 5));
+        uint32_t o = hfxb_output(&b, 0, HFXB_DIMS(3, 4, 5));
+        hfxb_binary(&b, 0, HFX_OP_ADD, x, y, s1);
+        hfxb_binary(&b, 0, HFX_OP_MUL, s1, y, s2);
+        hfxb_binary(&b, 0, HFX_OP_SUB, s2, x, s3);
+        hfxb_binary(&b, 0, HFX_OP_DIV, s3, y, s4);
+        hfxb_unary(&b, 0, HFX_OP_SILU, s4, o);
+        uint32_t v = hfxb_input(&b, 1, HFXB_DIMS(2, 3, 4));
+        uint32_t u = hfxb_input(&b, 1, HFXB_DIMS(2, 3, 2));
+        uint32_t t = hfxb_scratch(&b, 1, HFXB_DIMS(4, 2, 3));
+        uint32_t c = hfxb_scratch(&b, 1, HFXB_DIMS(2, 3, 6));
+        uint32_t sl = hfxb_scratch(&b, 1, HFXB_DIMS(1, 2, 3));
+        uint32_t o1 = hfxb_output(&b, 1, HFXB_DIMS(4, 2, 3));
+        uint32_t o2 = hfxb_output(&b, 1, HFXB_DIMS(6));
+        int32_t perm[3] = {2, 0, 1};
+        hfxb_transpose(&b, 1, v, t, perm, 3);
+        hfxb_unary(&b, 1, HFX_OP_TANH, t, o1);
+        uint32_t cin[2] = {v, u};
+        hfxb_concat(&b, 1, 2, cin, c, 2);
+        int32_t st[3] = {1, 0, -1}, en[3] = {2, INT32_MAX, -7}, sp[3] = {1, 1, -2};
+        hfxb_slice(&b, 1, c, sl, st, en, sp, 3);
+        hfxb_op_add(&b, 1, HFX_OP_COPY, -1, 1, &sl, o2, NULL);
+    }
+    emit(dir, "elementwise_memory", &b);
+    /* sigmoid / exp / reduce sum on task B only, task A empty */
+    hfxb_init(&b);
+    {
+        uint32_t v = hfxb_input(&b, 1, HFXB_DIMS(5, 6));
+        uint32_t t = hfxb_scratch(&b, 1, HFXB_DIMS(5, 6)), t2 = hfxb_scratch(&b, 1, HFXB_DIMS(5, 6));
+        uint32_t o = hfxb_output(&b, 1, HFXB_DIMS(6));
+        hfxb_unary(&b, 1, HFX_OP_SIGMOID, v, t);
+        hfxb_unary(&b, 1, HFX_OP_EXP, t, t2);
+        hfxb_reduce(&b, 1, HFX_OP_REDUCE_SUM, t2, o, 1u, 0);
+    }
+    emit(dir, "task_b_only", &b);
+    printf("seeds written to %s\n", dir);
+    return 0;
+}

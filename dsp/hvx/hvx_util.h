@@ -1,0 +1,52 @@
+/*
+ * hvx_util.h - small helpers shared by the HVX kernels (128-byte vectors).
+ */
+#ifndef HEXFUSE_HVX_UTIL_H
+#define HEXFUSE_HVX_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <hexagon_protos.h>
+#include <hexagon_types.h>
+
+#if !defined(__HVX__) || __HVX_LENGTH__ != 128
+#error "dsp/hvx needs -mhvx -mhvx-length=128b"
+#endif
+
+#define HVX_BYTES 128
+
+/* A vector at any byte address: loads and stores become vmemu. */
+typedef long hvx_uvec __attribute__((__vector_size__(HVX_BYTES), __aligned__(1)));
+
+static inline int hvx_aligned(const void *p)
+{
+    return ((uintptr_t)p & (HVX_BYTES - 1)) == 0;
+}
+
+/* Load the first `bytes` (< 128) bytes at p into a vector; the rest is zero.
+ * Used for tails, so that no load reads past the end of a buffer. */
+static inline HVX_Vector hvx_load_partial(const void *p, size_t bytes)
+{
+    HVX_Vector v = Q6_V_vzero();
+    memcpy(&v, p, bytes);
+    return v;
+}
+
+/* Store the first `bytes` (< 128) bytes of v at p. */
+static inline void hvx_store_partial(void *p, HVX_Vector v, size_t bytes)
+{
+    memcpy(p, &v, bytes);
+}
+
+/* Interleave the 32-bit lanes of `even` and `odd`:
+ * lo = e0 o0 e1 o1 ... e15 o15, hi = e16 o16 ... e31 o31.
+ * (Used to put the even/odd lane results of a widening multiply back in
+ * column order; integer-only, so it is tested under qemu.) */
+static inline HVX_VectorPair hvx_interleave_words(HVX_Vector even, HVX_Vector odd)
+{
+    return Q6_W_vshuff_VVR(odd, even, -4);
+}
+
+#endif /* HEXFUSE_HVX_UTIL_H */

@@ -1,0 +1,135 @@
+/*
+ * hexfuse/ops.h - numbers shared by the host kernel, the DSP kernel and the
+ * Python lowering (which mirrors every value here). Changing a value is a
+ * task-program format change: bump HFX_PROGRAM_VERSION.
+ *
+ * The byte layout of a task program is documented in dsp/README.md.
+ */
+#ifndef HEXFUSE_OPS_H
+#define HEXFUSE_OPS_H
+
+#include <stdint.h>
+
+/* ---- task program container ---------------------------------------------- */
+
+#define HFX_PROGRAM_MAGIC 0x50584648u /* bytes 'H' 'F' 'X' 'P' read as LE u32 */
+#define HFX_PROGRAM_VERSION 1u
+
+#define HFX_HEADER_BYTES 48u
+#define HFX_TENSOR_RECORD_BYTES 48u
+#define HFX_OP_RECORD_BYTES 176u
+
+#define HFX_MAX_RANK 8u
+#define HFX_MAX_OP_INPUTS 8u
+#define HFX_MAX_OP_OUTPUTS 2u
+#define HFX_OP_PARAMS 32u
+
+#define HFX_MAX_TENSORS 65535u
+#define HFX_MAX_OPS 4096u
+#define HFX_MAX_IO 4096u                 /* per task and direction */
+#define HFX_MAX_TENSOR_BYTES 0x7fffffffu /* < 2 GiB, fits 32-bit size_t */
+#define HFX_CONST_ALIGN 64u              /* constants' file offsets */
+#define HFX_ARENA_ALIGN 128u             /* scratch offsets in the arena */
+#define HFX_NO_TENSOR 0xffffffffu        /* unused op input/output slot */
+
+/* ---- enumerations ---------------------------------------------------------- */
+
+enum hfx_task { HFX_TASK_A = 0, HFX_TASK_B = 1, HFX_NUM_TASKS = 2 };
+
+/* Engine classes. A matrix worker owns the matrix engine (HMX on Hexagon,
+ * BLAS on the host). Vector workers run VECTOR and COPY items. */
+enum hfx_engine {
+    HFX_ENGINE_MATRIX = 0,
+    HFX_ENGINE_VECTOR = 1,
+    HFX_ENGINE_COPY = 2, /* DMA / memory movement */
+    HFX_NUM_ENGINES = 3
+};
+
+enum hfx_dtype {
+    HFX_DTYPE_F32 = 1,
+    HFX_DTYPE_F16 = 2,
+    HFX_DTYPE_I32 = 3,
+    HFX_DTYPE_I64 = 4,
+    HFX_DTYPE_I8 = 5,
+    HFX_DTYPE_U8 = 6
+    /* v1 kernels accept F32 only; the others are parsed and rejected by op
+     * validation with HFX_ERR_DTYPE. */
+};
+
+enum hfx_role {
+    HFX_ROLE_INPUT = 1,    /* io_index = index among the node's inputs */
+    HFX_ROLE_OUTPUT = 2,   /* io_index = index among the node's outputs */
+    HFX_ROLE_CONSTANT = 3, /* bytes inline in the data section */
+    HFX_ROLE_SCRATCH = 4   /* intermediate, placed in the on-chip arena */
+};
+
+enum hfx_opcode {
+    /* matrix */
+    HFX_OP_GEMM = 1,   /* MatMul and Gemm: in A, B [, C]; batched, numpy broadcast of batch dims */
+    HFX_OP_CONV2D = 2, /* in X[N,C,H,W], W[M,C/g,kh,kw] [, B[M]] */
+    /* elementwise binary, numpy broadcasting */
+    HFX_OP_ADD = 10,
+    HFX_OP_SUB = 11,
+    HFX_OP_MUL = 12,
+    HFX_OP_DIV = 13,
+    /* unary activations */
+    HFX_OP_RELU = 20,
+    HFX_OP_SIGMOID = 21,
+    HFX_OP_TANH = 22,
+    HFX_OP_GELU = 23, /* erf form: 0.5 x (1 + erf(x / sqrt 2)) */
+    HFX_OP_SILU = 24, /* x * sigmoid(x) */
+    HFX_OP_EXP = 25,
+    /* row-wise */
+    HFX_OP_SOFTMAX = 30,   /* in X; any axis */
+    HFX_OP_LAYERNORM = 31, /* in X, scale [, bias]; normalizes axes [axis, rank) */
+    HFX_OP_RMSNORM = 32,   /* in X, scale; normalizes axes [axis, rank) */
+    /* reductions */
+    HFX_OP_REDUCE_MEAN = 40,
+    HFX_OP_REDUCE_SUM = 41,
+    /* memory */
+    HFX_OP_TRANSPOSE = 50,
+    HFX_OP_CONCAT = 51, /* 1..8 inputs */
+    HFX_OP_SLICE = 52,
+    HFX_OP_COPY = 53 /* identity / reshape: same element count, any shape */
+};
+
+/* ---- op params: index into the op record's int32 params[32] ---------------
+ * Floats are stored as their IEEE-754 bit pattern. Unused params must be 0. */
+
+/* GEMM: Y = alpha * op(A) @ op(B) + beta * C, op(X) = X or X^T on the last two axes */
+#define HFX_P_GEMM_TRANS_A 0 /* 0 or 1 */
+#define HFX_P_GEMM_TRANS_B 1 /* 0 or 1 */
+#define HFX_P_GEMM_ALPHA 2   /* f32 bits (MatMul: 1.0f = 0x3f800000) */
+#define HFX_P_GEMM_BETA 3    /* f32 bits; must be 0 when there is no C */
+
+/* CONV2D (ONNX order) */
+#define HFX_P_CONV_PAD_TOP 0
+#define HFX_P_CONV_PAD_LEFT 1
+#define HFX_P_CONV_PAD_BOTTOM 2
+#define HFX_P_CONV_PAD_RIGHT 3
+#define HFX_P_CONV_STRIDE_H 4 /* >= 1 */
+#define HFX_P_CONV_STRIDE_W 5
+#define HFX_P_CONV_DILATION_H 6 /* >= 1 */
+#define HFX_P_CONV_DILATION_W 7
+#define HFX_P_CONV_GROUP 8 /* >= 1 */
+
+/* SOFTMAX, LAYERNORM, RMSNORM, CONCAT: axis in [-rank, rank) */
+#define HFX_P_AXIS 0
+/* LAYERNORM, RMSNORM: epsilon as f32 bits (> 0) */
+#define HFX_P_EPSILON 1
+
+/* REDUCE_*: bit i set = reduce axis i (mask != 0, only bits < rank) */
+#define HFX_P_REDUCE_AXES_MASK 0
+#define HFX_P_REDUCE_KEEPDIMS 1 /* 0 or 1 */
+
+/* TRANSPOSE: perm[i] for i < rank (a permutation of 0..rank-1) */
+#define HFX_P_PERM 0
+
+/* SLICE (ONNX semantics per axis i < rank, negative values count from the
+ * end, clamped as ONNX does; step != 0). An axis not sliced has
+ * start 0, end INT32_MAX, step 1. */
+#define HFX_P_SLICE_STARTS 0 /* params[0..7] */
+#define HFX_P_SLICE_ENDS 8   /* params[8..15] */
+#define HFX_P_SLICE_STEPS 16 /* params[16..23] */
+
+#endif /* HEXFUSE_OPS_H */

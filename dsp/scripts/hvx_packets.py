@@ -1,0 +1,281 @@
+#!/usr/bin/env python3
+"""hvx_packets.py - executed VLIW packets per 128-byte vector of each HVX
+kernel under qemu-hexagon, next to the minimum the kernel's instruction mix
+allows.
+
+For each kernel the qemu test image (test_hvx_kernels.elf --packets K) runs
+the kernel once on a small, 128-byte aligned problem under
+
+    qemu-hexagon -singlestep -d exec,nochain -D LOG
+
+With -singlestep every translation block is one packet, and with nochain
+every executed block is logged, so each "Trace" line of LOG is one executed
+packet. Packets whose PC lies inside the kernel's symbols (address and size
+from llvm-nm-19 -S) are counted.
+
+Minimum: the hot loop is the innermost loop of the kernel (a hardware
+loop's endloop or a branch back: PC[i+1] <= PC[i] in the trace) that
+executed the most packets; its body is its last complete iteration in the
+trace, disassembled with llvm-objdump-19. Its instructions are classified by HVX resource, and the
+lower bound on packets per iteration is the largest of
+
+    ceil(instructions / 4)                 4 slots per packet
+    vector loads                           1 HVX load resource
+    vector stores                          1 HVX store resource
+    ceil(multiply units / 2)               2 HVX multiply resources
+                                           (vmpyi.h and widening pair
+                                           multiplies take both)
+    permute ops (vlut, vpack, vshuff, valign, vmemu)   1 permute resource
+    ceil((shift + permute ops) / 2)        shifts run on the shift or the
+                                           permute/shift resource
+    ceil(HVX compute ops / 4)              ALU ops take any free resource
+    ceil(scalar + vector memory ops / 2)   slots 0 and 1
+
+divided by the units (128-byte output vectors, or vrmpy ops for the
+matmul) one iteration produces. It ignores latencies and loop-carried
+dependencies: it is what the instruction mix allows, not a schedule.
+
+Usage: dsp/scripts/hvx_packets.py [--build-root DIR] [--kernel NAME ...]
+"""
+import argparse
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+
+DSP_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO_DIR = os.path.dirname(DSP_DIR)
+
+# kernel -> (extra local symbols counted with it, unit counted per loop iteration)
+KERNELS = {
+    "hvx_add_i16": ([], "store"),
+    "hvx_add_sat_i16": ([], "store"),
+    "hvx_mul_i16": ([], "store"),
+    "hvx_relu_i16": ([], "store"),
+    "hvx_add_i32": ([], "store"),
+    "hvx_add_sat_i32": ([], "store"),
+    "hvx_mul_i32": ([], "store"),
+    "hvx_relu_i32": ([], "store"),
+    "hvx_lut_i8": ([], "store"),
+    "hvx_requant_i32_i8": (["rq_setup"], "store"),
+    "hvx_matmul_i8": (["rq_setup", "rowsum_i8", "load_bias"], "vrmpy"),
+}
+
+PERMUTE = {"vlut32", "vlut16", "vpack", "vpacke", "vpacko", "vshuff", "vdeal", "valign", "vlalign",
+           "vror", "vdelta", "vrdelta", "vshuffe", "vshuffo", "vdeale"}
+PERMUTE_SHIFT = {"vunpack", "vunpacko", "vzxt", "vsxt"}  # double: permute + shift
+SHIFT = {"vasr", "vasl", "vlsr", "vrotr", "vnormamt", "vpopcount", "vcl0", "vround", "vasrinto"}
+MULTIPLY = {"vrmpy", "vmpye", "vmpyo", "vmpyie", "vmpyieo", "vmpyio", "vmpyi", "vmpy", "vmpa", "vdmpy",
+            "vdsad", "vrsad", "vtmpy", "vsplat", "vinsert", "vabsdiff", "vmpyewuh", "vmpyiewuh",
+            "vmpyiewh", "vmpyowh"}
+
+
+def tool(*names):
+    for n in names:
+        p = shutil.which(n)
+        if p:
+            return p
+    sys.exit("hvx_packets: none of %s found (Debian: apt-get install -y llvm-19 qemu-user)" % ", ".join(names))
+
+
+def symbols(nm, elf):
+    out = subprocess.run([nm, "-S", "--defined-only", elf], check=True, capture_output=True, text=True).stdout
+    syms = {}
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 4:
+            syms[f[3]] = (int(f[0], 16), int(f[1], 16))
+    return syms
+
+
+def disassemble(objdump, elf, lo, hi):
+    """address of packet -> list of instruction strings, and the set of endloop packets."""
+    out = subprocess.run([objdump, "-d", "--no-show-raw-insn", "--mcpu=hexagonv67",
+                          "--mattr=+hvxv67,+hvx-length128b", "--start-address=%#x" % lo,
+                          "--stop-address=%#x" % hi, elf], check=True, capture_output=True, text=True).stdout
+    packets, endloops, cur, cur_addr = {}, set(), None, None
+    for line in out.splitlines():
+        m = re.match(r"\s*([0-9a-f]+):\s*(.*)$", line)
+        if not m:
+            continue
+        addr, text = int(m.group(1), 16), m.group(2).strip()
+        if text.startswith("{"):
+            cur_addr, cur = addr, []
+            text = text[1:]
+        if cur is None:
+            continue
+        end = "}" in text
+        body = text.split("}")[0]
+        for ins in body.split(";"):
+            ins = ins.strip()
+            if ins and ins != "nop":
+                cur.append(ins)
+        if end:
+            packets[cur_addr] = cur
+            if ":endloop0" in text:
+                endloops.add(cur_addr)
+            cur = None
+    return packets, endloops
+
+
+def classify(ins):
+    """-> dict of resource counts for one instruction"""
+    c = Counter(insn=1)  # immext words take a slot too
+    if re.match(r"^(if \(.*?\)\s*)?vmem(u)?\(.*\)\s*=", ins):  # vector store
+        c["vst"] += 1
+        c["mem"] += 1
+        if "vmemu" in ins:
+            c["perm"] += 1
+        return c
+    if re.search(r"=\s*vmem(u)?\(", ins):  # vector load
+        c["vld"] += 1
+        c["mem"] += 1
+        if "vmemu" in ins:
+            c["perm"] += 1
+        return c
+    if re.search(r"\bmem[bhwd]?\w*\(", ins) or re.search(r"\bmemu[bh]\(", ins):
+        c["mem"] += 1  # scalar load/store
+        return c
+    m = re.match(r"^([vq]\d+(:\d+)?)(\.\w+)?\s*([-+|&^]?=)\s*(\w+)", ins)
+    if not m:
+        return c  # scalar instruction
+    dest_pair = m.group(2) is not None
+    op = m.group(5)
+    c["hvx"] += 1
+    if op in MULTIPLY:
+        units = 2 if dest_pair or (op == "vmpyi" and re.search(r"vmpyi\(v\d+\.h,v\d+\.h\)", ins)) else 1
+        c["mpy"] += units
+    elif op in PERMUTE_SHIFT or (op in ("vshuff", "vdeal") and dest_pair):
+        c["perm"] += 1
+        c["shift"] += 1
+    elif op in PERMUTE:
+        c["perm"] += 1
+    elif op in SHIFT:
+        c["shift"] += 1
+    else:
+        c["alu"] += 1
+    return c
+
+
+def min_packets(insns):
+    t = Counter()
+    for ins in insns:
+        t.update(classify(ins))
+    bounds = {
+        "slots": math.ceil(t["insn"] / 4),
+        "load": t["vld"],
+        "store": t["vst"],
+        "multiply": math.ceil(t["mpy"] / 2),
+        "permute": t["perm"],
+        "shift+permute": math.ceil((t["shift"] + t["perm"]) / 2),
+        "hvx compute": math.ceil((t["alu"] + t["mpy"] + t["shift"] + t["perm"]) / 4),
+        "memory slots": math.ceil(t["mem"] / 2),
+    }
+    best = max(bounds.values())
+    binding = [k for k, v in bounds.items() if v == best]
+    return best, binding, t
+
+
+def run_kernel(qemu, elf, kernel, logdir):
+    log = os.path.join(logdir, kernel + ".log")
+    out = subprocess.run([qemu, "-singlestep", "-d", "exec,nochain", "-D", log, elf, "--packets", kernel],
+                         capture_output=True, text=True, timeout=300)
+    m = re.search(r"PACKETS \S+ units=(\d+) unit=(\S+)", out.stdout)
+    if out.returncode != 0 or not m:
+        sys.exit("hvx_packets: %s failed: %s %s" % (kernel, out.stdout, out.stderr))
+    pcs = []
+    pat = re.compile(r"^Trace \d+: \S+ \[[0-9a-f]+/([0-9a-f]+)/")
+    with open(log) as f:
+        for line in f:
+            mm = pat.match(line)
+            if mm:
+                pcs.append(int(mm.group(1), 16))
+    return int(m.group(1)), m.group(2), pcs
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build-root", default=os.path.join(REPO_DIR, "build"))
+    ap.add_argument("--kernel", action="append", help="only these kernels")
+    args = ap.parse_args()
+    elf = os.path.join(args.build_root, "hexagon-qemu", "test_hvx_kernels.elf")
+    if not os.path.exists(elf):
+        sys.exit("hvx_packets: %s missing: run dsp/scripts/build_hexagon.sh first" % elf)
+    qemu = tool(os.environ.get("QEMU_HEXAGON", "qemu-hexagon"))
+    nm = tool("llvm-nm-19", "llvm-nm")
+    objdump = tool("llvm-objdump-19", "llvm-objdump")
+    syms = symbols(nm, elf)
+    kernels = args.kernel or list(KERNELS)
+    rows = []
+    with tempfile.TemporaryDirectory() as logdir:
+        for k in kernels:
+            extra, unit_kind = KERNELS[k]
+            ranges = [syms[s] for s in [k] + extra if s in syms]
+            units, unit_name, pcs = run_kernel(qemu, elf, k, logdir)
+            inside = [pc for pc in pcs if any(a <= pc < a + n for a, n in ranges)]
+            counts = Counter(inside)
+            packets = {}
+            for a, n in ranges:
+                packets.update(disassemble(objdump, elf, a, a + n)[0])
+            # hot loop: the backward control transfer (endloop or branch back,
+            # seen as PC[i+1] <= PC[i] in the trace) that executed the most
+            # packets; its body is its last complete iteration in the trace
+            edges = Counter()
+            last = {}
+            for i in range(len(inside) - 1):
+                a, b = inside[i], inside[i + 1]
+                if b <= a:
+                    edges[(a, b)] += 1
+                    last[(a, b)] = i
+            best = None
+            for (a, b), n in edges.items():
+                j = last[(a, b)]
+                i0 = j
+                while i0 >= 0 and inside[i0] != b:
+                    i0 -= 1
+                if i0 < 0:
+                    continue
+                body = inside[i0:j + 1]
+                # innermost loops only: no other backward transfer inside the body
+                if any(body[t + 1] <= body[t] for t in range(len(body) - 1)):
+                    continue
+                executed = n * len(body)
+                if best is None or executed > best[2]:
+                    best = (a, body, executed, n + 1)
+            if best is None:
+                rows.append((k, units, unit_name, len(inside), None))
+                continue
+            e, body, executed, iters = best
+            insns = [ins for pc in body for ins in packets.get(pc, [])]
+            per_iter_min, binding, mix = min_packets(insns)
+            units_per_iter = mix["vst"] if unit_kind == "store" else sum(1 for i in insns if "vrmpy" in i)
+            rows.append((k, units, unit_name, len(inside),
+                         (len(body), per_iter_min, binding, units_per_iter, iters, mix)))
+    print("HVX packets per 128-byte vector under qemu-hexagon (v67 image, %s)" % os.path.basename(elf))
+    print("unit: 'vector' = one 128-byte output vector; 'vrmpy' = one 128-byte B vector x 4 k of one row "
+          "(32 lanes x 4 MACs)")
+    hdr = "%-20s %6s %-8s %9s %10s %10s %10s  %s" % ("kernel", "units", "unit", "packets", "per unit",
+                                                     "loop/unit", "min/unit", "bound by (loop mix)")
+    print(hdr)
+    print("-" * len(hdr))
+    for k, units, unit_name, total, loop in rows:
+        if loop is None:
+            print("%-20s %6d %-8s %9d %10.2f %10s %10s  no hardware loop found" % (k, units, unit_name, total,
+                                                                                 total / units, "-", "-"))
+            continue
+        body_packets, per_iter_min, binding, upi, iters, mix = loop
+        upi = max(upi, 1)
+        mixs = "ld %d st %d mpy %d perm %d shift %d alu %d insn %d" % (
+            mix["vld"], mix["vst"], mix["mpy"], mix["perm"], mix["shift"], mix["alu"], mix["insn"])
+        print("%-20s %6d %-8s %9d %10.2f %10.2f %10.2f  %s; loop: %d packets x %d iters, %d %s/iter (%s)" % (
+            k, units, unit_name, total, total / units, body_packets / upi, per_iter_min / upi, "+".join(binding),
+            body_packets, iters, upi, unit_name, mixs))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

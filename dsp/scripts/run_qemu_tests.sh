@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# run_qemu_tests.sh - run the Hexagon tests under qemu-hexagon (linux-user 7.2).
+#
+#   1. host check of the freestanding runtime's arithmetic (division helpers,
+#      __hexagon_divdf3, float math) against the host's division and libm
+#   2. the qemu image (v67 + HVX-128B): HVX integer kernels vs C references,
+#      bit for bit, and the hexfuse core on the coop platform
+#   3. the v68 and v73 images, integer parts: qemu-hexagon 7.2 accepts ELF
+#      files up to v67 only, so a copy of each image gets its e_flags set to
+#      v67 and runs with --int-only (same integer HVX code, v68/v73 codegen)
+#   4. the v68+ float kernels: compiled, not run. A probe runs the float part of
+#      the relabelled v68/v73 image and shows qemu failing to decode it; if a
+#      future qemu runs it, its results are counted instead.
+#
+# Builds the images first (dsp/scripts/build_hexagon.sh) when they are missing.
+# Exit status non-zero on any mismatch; the last line is "N passed, N failed".
+# Usage: dsp/scripts/run_qemu_tests.sh [BUILD_ROOT]   (default: <repo>/build)
+set -uo pipefail
+
+DSP_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+REPO_DIR="$(cd "$DSP_DIR/.." && pwd)"
+BUILD_ROOT="${1:-$REPO_DIR/build}"
+QEMU="${QEMU_HEXAGON:-qemu-hexagon}"
+TIMEOUT=300
+
+passed=0
+failed=0
+
+if ! command -v "$QEMU" >/dev/null 2>&1; then
+    echo "run_qemu_tests: $QEMU not found (Debian: apt-get install -y qemu-user)" >&2
+    echo "0 passed, 1 failed"
+    exit 2
+fi
+
+need_build=0
+for f in hexagon-qemu/test_hvx_kernels.elf hexagon-qemu/test_scheduler.elf \
+         hexagon-v68/test_hvx_kernels.elf hexagon-v73/test_hvx_kernels.elf; do
+    [ -e "$BUILD_ROOT/$f" ] || need_build=1
+done
+if [ $need_build = 1 ]; then
+    echo "== images missing: running build_hexagon.sh"
+    "$DSP_DIR/scripts/build_hexagon.sh" "$BUILD_ROOT" || { echo "0 passed, 1 failed"; exit 1; }
+fi
+BUILD_ROOT="$(cd "$BUILD_ROOT" && pwd)"
+WORK="$BUILD_ROOT/qemu-tests"
+mkdir -p "$WORK"
+
+# count "RESULT <name> passed=P failed=F" of one log; a run without it failed
+collect() { # label log status
+    local label=$1 log=$2 status=$3 line p f
+    line=$(grep -E '^RESULT .* passed=[0-9]+ failed=[0-9]+' "$log" | tail -1)
+    if [ -z "$line" ]; then
+        echo "FAIL $label: no RESULT line (exit status $status); last output:"
+        tail -5 "$log" | sed 's/^/    /'
+        failed=$((failed + 1))
+        return
+    fi
+    p=$(sed -E 's/.*passed=([0-9]+).*/\1/' <<<"$line")
+    f=$(sed -E 's/.*failed=([0-9]+).*/\1/' <<<"$line")
+    if [ "$status" != 0 ] && [ "$f" = 0 ]; then f=1; fi
+    passed=$((passed + p))
+    failed=$((failed + f))
+    printf '%-58s %5d passed, %d failed\n' "$label" "$p" "$f"
+}
+
+run_qemu() { # label log elf args...
+    local label=$1 log=$2 status
+    shift 2
+    # in a subshell, so that the shell's own "Segmentation fault" notice of a
+    # crashing qemu lands in the log and not on our output
+    (timeout "$TIMEOUT" "$QEMU" "$@"; exit $?) >"$log" 2>&1
+    status=$?
+    grep -E '^(FAIL|ok  ) ' "$log" | sed 's/^/    /'
+    grep -E '^     ' "$log" | sed 's/^ */    | /'
+    collect "$label" "$log" "$status"
+}
+
+# copy of a Hexagon ELF with e_flags (offset 36) set to v67 (0x67)
+relabel_v67() { # src dst
+    cp "$1" "$2" && chmod +x "$2" &&
+        printf '\x67\x00\x00\x00' | dd of="$2" bs=1 seek=36 count=4 conv=notrunc status=none
+}
+
+t0=$(date +%s)
+
+echo "== 1. host check of the freestanding runtime arithmetic (dsp/hexagon/rt)"
+HOSTCC="${HOSTCC:-clang-19}"
+command -v "$HOSTCC" >/dev/null 2>&1 || HOSTCC=cc
+if "$HOSTCC" -O2 -std=c11 -D_GNU_SOURCE -DHX_RT_PREFIX -Wall -Wextra -Werror -fno-builtin -ffp-contract=off \
+    "$DSP_DIR/tests/qemu/check_rt_host.c" "$DSP_DIR/hexagon/rt/builtins.c" "$DSP_DIR/hexagon/rt/math_min.c" \
+    -lm -o "$WORK/check_rt_host" >"$WORK/check_rt_host.build.log" 2>&1; then
+    "$WORK/check_rt_host" >"$WORK/check_rt_host.log" 2>&1
+    st=$?
+    grep -E '^(FAIL|  )' "$WORK/check_rt_host.log" | sed 's/^ */    /'
+    collect "host: rt division + math vs host libm" "$WORK/check_rt_host.log" $st
+else
+    cat "$WORK/check_rt_host.build.log"
+    echo "FAIL host: check_rt_host did not build"
+    failed=$((failed + 1))
+fi
+
+echo "== 2. qemu-hexagon: v67 + HVX-128B image"
+Q="$BUILD_ROOT/hexagon-qemu"
+run_qemu "qemu v67: HVX integer kernels vs C references" "$WORK/qemu_kernels.log" "$Q/test_hvx_kernels.elf"
+run_qemu "qemu v67: hexfuse core, coop platform (scheduler)" "$WORK/qemu_scheduler.log" "$Q/test_scheduler.elf"
+
+echo "== 3. qemu-hexagon: v68 / v73 images, integer parts (copies relabelled v67)"
+for v in v68 v73; do
+    relabel_v67 "$BUILD_ROOT/hexagon-$v/test_hvx_kernels.elf" "$WORK/test_hvx_kernels_$v.elf"
+    relabel_v67 "$BUILD_ROOT/hexagon-$v/test_scheduler.elf" "$WORK/test_scheduler_$v.elf"
+    run_qemu "qemu $v code: HVX integer kernels (--int-only)" "$WORK/${v}_kernels.log" \
+        "$WORK/test_hvx_kernels_$v.elf" --int-only
+    run_qemu "qemu $v code: hexfuse core, coop platform" "$WORK/${v}_scheduler.log" "$WORK/test_scheduler_$v.elf"
+done
+
+echo "== 4. v68+ HVX float kernels (qf32/qf16)"
+for v in v68 v73; do
+    syms=$(llvm-nm-19 "$BUILD_ROOT/hexagon-$v/libhexfuse_hvx.a" 2>/dev/null |
+        awk '$2 == "T" && $3 ~ /^hvx_(add_f32|mul_f32|matmul_f16)$/ {print $3}' | sort | tr '\n' ' ')
+    if [ "$(wc -w <<<"$syms")" != 3 ]; then
+        echo "FAIL $v: float kernels missing from libhexfuse_hvx.a (found: $syms)"
+        failed=$((failed + 1))
+        continue
+    fi
+    log="$WORK/${v}_float_probe.log"
+    (timeout "$TIMEOUT" "$QEMU" "$WORK/test_hvx_kernels_$v.elf" --float-only; exit $?) >"$log" 2>&1
+    st=$?
+    if grep -qE '^RESULT ' "$log"; then
+        collect "qemu $v: HVX float kernels (this qemu decodes them)" "$log" $st
+    elif grep -q 'decode' "$log"; then
+        echo "NOT RUN $v: ${syms}- compiled, not run: qemu-hexagon 7.2 does not decode v68 HVX float"
+        echo "        (probe: $(grep -m1 -oE 'decode[^ ]*: assertion failed[^)]*\)' "$log" || echo "qemu aborts in its decoder") at the first qf32 packet)"
+    else
+        echo "NOT RUN $v: ${syms}- compiled, not run: qemu-hexagon 7.2 does not decode v68 HVX float"
+        echo "        (probe ended with status $st without a result: $(tail -1 "$log"))"
+    fi
+done
+
+echo "== done in $(( $(date +%s) - t0 )) s (logs in $WORK)"
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]

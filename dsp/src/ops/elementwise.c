@@ -1,0 +1,78 @@
+/* elementwise.c - Add/Sub/Mul/Div with numpy broadcasting. An item is a
+ * chunk of output elements. */
+#include "kernels.h"
+
+static void run(uint16_t opc, const float *x, uint64_t sx, const float *y, uint64_t sy, float *o, uint64_t n) {
+#define LOOP(EXPR)                                                                   \
+    do {                                                                             \
+        if (sx == 1 && sy == 1)                                                      \
+            for (uint64_t i = 0; i < n; i++) { float a_ = x[i], b_ = y[i]; o[i] = EXPR; } \
+        else if (sx == 1 && sy == 0)                                                 \
+            for (uint64_t i = 0; i < n; i++) { float a_ = x[i], b_ = y[0]; o[i] = EXPR; } \
+        else if (sx == 0 && sy == 1)                                                 \
+            for (uint64_t i = 0; i < n; i++) { float a_ = x[0], b_ = y[i]; o[i] = EXPR; } \
+        else                                                                         \
+            for (uint64_t i = 0; i < n; i++) { float a_ = x[i * sx], b_ = y[i * sy]; o[i] = EXPR; } \
+    } while (0)
+    switch (opc) {
+    case HFX_OP_ADD: LOOP(a_ + b_); break;
+    case HFX_OP_SUB: LOOP(a_ - b_); break;
+    case HFX_OP_MUL: LOOP(a_ * b_); break;
+    default: LOOP(a_ / b_); break;
+    }
+#undef LOOP
+}
+
+void hfx_k_binary(const hfx_kernel_args *a, uint32_t item) {
+    const hfx_op *op = a->op;
+    const hfx_program *p = a->prog;
+    const hfx_tensor *xt = &p->tensors[op->in[0]], *yt = &p->tensors[op->in[1]];
+    const hfx_tensor *ot = &p->tensors[op->out[0]];
+    const float *X = a->in[0], *Y = a->in[1];
+    float *O = a->out[0];
+    uint64_t b, e;
+    hfx_plan_range(ot->numel, op->plan.v[0], item, &b, &e);
+    if (xt->numel == ot->numel && yt->numel == ot->numel) {
+        run(op->opcode, X + b, 1, Y + b, 1, O + b, e - b);
+        return;
+    }
+    if (yt->numel == 1 && xt->numel == ot->numel) {
+        run(op->opcode, X + b, 1, Y, 0, O + b, e - b);
+        return;
+    }
+    if (xt->numel == 1 && yt->numel == ot->numel) {
+        run(op->opcode, X, 0, Y + b, 1, O + b, e - b);
+        return;
+    }
+    uint32_t r = ot->rank;
+    uint64_t sx[HFX_MAX_RANK], sy[HFX_MAX_RANK], idx[HFX_MAX_RANK];
+    hfx_bcast_strides(xt, r, sx);
+    hfx_bcast_strides(yt, r, sy);
+    uint64_t rem = b, ox = 0, oy = 0;
+    for (uint32_t i = r; i-- > 0;) {
+        idx[i] = rem % ot->dims[i];
+        rem /= ot->dims[i];
+        ox += idx[i] * sx[i];
+        oy += idx[i] * sy[i];
+    }
+    uint64_t last = ot->dims[r - 1];
+    uint64_t pos = b;
+    while (pos < e) {
+        uint64_t run_len = last - idx[r - 1];
+        if (run_len > e - pos) run_len = e - pos;
+        run(op->opcode, X + ox, sx[r - 1], Y + oy, sy[r - 1], O + pos, run_len);
+        pos += run_len;
+        /* advance the multi-index by run_len (which ends a row or the chunk) */
+        idx[r - 1] += run_len;
+        ox += run_len * sx[r - 1];
+        oy += run_len * sy[r - 1];
+        for (uint32_t i = r - 1; i > 0 && idx[i] == ot->dims[i]; i--) {
+            ox -= idx[i] * sx[i];
+            oy -= idx[i] * sy[i];
+            idx[i] = 0;
+            idx[i - 1]++;
+            ox += sx[i - 1];
+            oy += sy[i - 1];
+        }
+    }
+}

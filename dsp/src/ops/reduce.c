@@ -1,0 +1,54 @@
+/* reduce.c - ReduceMean / ReduceSum over any set of axes. An item is a range
+ * of output elements; each is reduced completely (accumulated in double). */
+#include "kernels.h"
+#include "vsum.h"
+
+void hfx_k_reduce(const hfx_kernel_args *a, uint32_t item) {
+    const hfx_op *op = a->op;
+    const hfx_tensor *xt = &a->prog->tensors[op->in[0]];
+    uint32_t mask = (uint32_t)op->params[HFX_P_REDUCE_AXES_MASK];
+    const float *x = a->in[0];
+    float *o = a->out[0];
+    uint64_t st[HFX_MAX_RANK];
+    hfx_dense_strides(xt, st);
+    uint32_t kept[HFX_MAX_RANK], red[HFX_MAX_RANK], nk = 0, nr = 0;
+    uint64_t rcount = 1;
+    for (uint32_t i = 0; i < xt->rank; i++) {
+        if (mask & (1u << i)) {
+            red[nr++] = i;
+            rcount *= xt->dims[i];
+        } else {
+            kept[nk++] = i;
+        }
+    }
+    /* trailing contiguous reduction: reduced axes are exactly the last nr axes */
+    bool trailing = nr > 0 && red[0] == xt->rank - nr;
+    uint64_t b, e;
+    hfx_plan_range(op->plan.v[0], op->plan.v[1], item, &b, &e);
+    for (uint64_t q = b; q < e; q++) {
+        uint64_t rem = q, base = 0;
+        for (uint32_t k = nk; k-- > 0;) {
+            base += (rem % xt->dims[kept[k]]) * st[kept[k]];
+            rem /= xt->dims[kept[k]];
+        }
+        double sum = 0.0;
+        if (trailing) {
+            sum = hfx_sum(x + base, rcount, 0.0f, 0);
+        } else {
+            uint64_t idx[HFX_MAX_RANK] = {0};
+            uint64_t off = base;
+            for (uint64_t k = 0; k < rcount; k++) {
+                sum += x[off];
+                for (uint32_t r = nr; r-- > 0;) {
+                    uint32_t ax = red[r];
+                    idx[r]++;
+                    off += st[ax];
+                    if (idx[r] < xt->dims[ax]) break;
+                    off -= idx[r] * st[ax];
+                    idx[r] = 0;
+                }
+            }
+        }
+        o[q] = op->opcode == HFX_OP_REDUCE_MEAN ? (float)(sum / (double)rcount) : (float)sum;
+    }
+}

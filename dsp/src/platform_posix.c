@@ -1,0 +1,157 @@
+/* platform_posix.c - host platform: pthreads, clock_gettime, posix_memalign. */
+#define _POSIX_C_SOURCE 200809L
+
+#include "platform.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+const char *hfx_plat_name(void) { return "posix"; }
+
+uint32_t hfx_plat_hw_threads(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1) return 1;
+    if (n > 1024) return 1024;
+    return (uint32_t)n;
+}
+
+void *hfx_plat_alloc(size_t size, size_t align) {
+    if (size == 0) size = 1;
+    if (align < sizeof(void *)) align = sizeof(void *);
+    if ((align & (align - 1)) != 0 || align > 4096) return NULL;
+    void *p = NULL;
+    if (posix_memalign(&p, align, size) != 0) return NULL;
+    return p;
+}
+
+void hfx_plat_free(void *ptr) { free(ptr); }
+
+uint64_t hfx_plat_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+struct hfx_plat_mutex {
+    pthread_mutex_t m;
+};
+
+hfx_plat_mutex *hfx_plat_mutex_create(void) {
+    hfx_plat_mutex *m = malloc(sizeof *m);
+    if (!m) return NULL;
+    if (pthread_mutex_init(&m->m, NULL) != 0) {
+        free(m);
+        return NULL;
+    }
+    return m;
+}
+
+void hfx_plat_mutex_destroy(hfx_plat_mutex *m) {
+    if (!m) return;
+    pthread_mutex_destroy(&m->m);
+    free(m);
+}
+
+void hfx_plat_mutex_lock(hfx_plat_mutex *m) { pthread_mutex_lock(&m->m); }
+void hfx_plat_mutex_unlock(hfx_plat_mutex *m) { pthread_mutex_unlock(&m->m); }
+
+/* ---- workers ---------------------------------------------------------------- */
+
+struct worker_slot {
+    struct hfx_plat_workers *w;
+    uint32_t id;
+    pthread_t thread;
+};
+
+struct hfx_plat_workers {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    atomic_uint_fast64_t gen; /* bumped by notify, under mu */
+    atomic_bool stop;
+    hfx_plat_step_fn step;
+    void *ctx;
+    uint32_t n, started;
+    struct worker_slot *slots;
+};
+
+static void *worker_main(void *arg) {
+    struct worker_slot *s = arg;
+    struct hfx_plat_workers *w = s->w;
+    for (;;) {
+        uint_fast64_t g = atomic_load(&w->gen);
+        if (atomic_load(&w->stop)) break;
+        if (w->step(w->ctx, s->id) == HFX_STEP_WORKED) continue;
+        pthread_mutex_lock(&w->mu);
+        while (atomic_load(&w->gen) == g && !atomic_load(&w->stop)) pthread_cond_wait(&w->cv, &w->mu);
+        pthread_mutex_unlock(&w->mu);
+    }
+    return NULL;
+}
+
+hfx_plat_workers *hfx_plat_workers_start(uint32_t n, hfx_plat_step_fn step, void *ctx) {
+    if (n == 0 || !step) return NULL;
+    struct hfx_plat_workers *w = calloc(1, sizeof *w);
+    if (!w) return NULL;
+    w->slots = calloc(n, sizeof *w->slots);
+    if (!w->slots) {
+        free(w);
+        return NULL;
+    }
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    atomic_init(&w->gen, 0);
+    atomic_init(&w->stop, false);
+    w->step = step;
+    w->ctx = ctx;
+    w->n = n;
+    for (uint32_t i = 0; i < n; i++) {
+        w->slots[i].w = w;
+        w->slots[i].id = i;
+        if (pthread_create(&w->slots[i].thread, NULL, worker_main, &w->slots[i]) != 0) {
+            hfx_plat_workers_stop(w);
+            return NULL;
+        }
+        w->started++;
+    }
+    return w;
+}
+
+void hfx_plat_workers_notify(hfx_plat_workers *w) {
+    pthread_mutex_lock(&w->mu);
+    atomic_fetch_add(&w->gen, 1);
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+int hfx_plat_workers_wait(hfx_plat_workers *w, hfx_plat_done_fn done, void *done_ctx) {
+    pthread_mutex_lock(&w->mu);
+    while (!done(done_ctx)) pthread_cond_wait(&w->cv, &w->mu);
+    pthread_mutex_unlock(&w->mu);
+    return 0;
+}
+
+void hfx_plat_workers_stop(hfx_plat_workers *w) {
+    if (!w) return;
+    pthread_mutex_lock(&w->mu);
+    atomic_store(&w->stop, true);
+    atomic_fetch_add(&w->gen, 1);
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    for (uint32_t i = 0; i < w->started; i++) pthread_join(w->slots[i].thread, NULL);
+    pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->mu);
+    free(w->slots);
+    free(w);
+}
+
+/* Coop-only knobs: not available on this platform. */
+int hfx_plat_coop_set_heap(void *buf, size_t size) {
+    (void)buf;
+    (void)size;
+    return -1;
+}
+void hfx_plat_coop_set_clock(uint64_t (*now_ns)(void)) { (void)now_ns; }
+size_t hfx_plat_coop_heap_in_use(void) { return 0; }

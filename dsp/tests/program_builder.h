@@ -1,0 +1,290 @@
+/*
+ * program_builder.h - build task programs in tests, benchmarks and the fuzz
+ * seed generator. Header only; uses malloc.
+ *
+ *   hfxb b; hfxb_init(&b);
+ *   uint32_t x = hfxb_input(&b, HFX_TASK_A, HFXB_DIMS(64, 32));
+ *   uint32_t w = hfxb_const(&b, HFX_TASK_A, HFXB_DIMS(32, 16), weights);
+ *   uint32_t y = hfxb_output(&b, HFX_TASK_A, HFXB_DIMS(64, 16));
+ *   hfxb_gemm(&b, HFX_TASK_A, x, w, HFXB_NONE, y, 0, 0, 1.0f, 0.0f);
+ *   size_t n; uint8_t *bytes = hfxb_encode(&b, &n);
+ *
+ * Inputs/outputs get their io index in creation order within their task;
+ * the encoder puts task A's first, then B's, as the format requires.
+ */
+#ifndef HEXFUSE_PROGRAM_BUILDER_H
+#define HEXFUSE_PROGRAM_BUILDER_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hexfuse/ops.h"
+
+#define HFXB_NONE 0xffffffffu
+#define HFXB_DIMS(...) (uint32_t)(sizeof((uint32_t[]){__VA_ARGS__}) / sizeof(uint32_t)), (const uint32_t[]){__VA_ARGS__}
+#define HFXB_SCALAR 0u, (const uint32_t *)NULL
+
+typedef struct hfxb_tensor {
+    uint8_t dtype, role, task, rank;
+    uint32_t io; /* index within its task and direction */
+    uint32_t dims[HFX_MAX_RANK];
+    const void *data; /* constants */
+    size_t data_bytes;
+} hfxb_tensor;
+
+typedef struct hfxb_op {
+    uint16_t opcode;
+    uint8_t engine, task, nin, nout;
+    uint32_t in[HFX_MAX_OP_INPUTS], out[HFX_MAX_OP_OUTPUTS];
+    int32_t params[HFX_OP_PARAMS];
+} hfxb_op;
+
+typedef struct hfxb {
+    hfxb_tensor *t;
+    uint32_t nt, ct;
+    hfxb_op *o;
+    uint32_t no, co;
+    uint32_t nio[4]; /* inputs A, B, outputs A, B */
+} hfxb;
+
+static inline void hfxb_init(hfxb *b) { memset(b, 0, sizeof *b); }
+static inline void hfxb_free(hfxb *b) {
+    free(b->t);
+    free(b->o);
+    memset(b, 0, sizeof *b);
+}
+
+static inline float hfxb_f(int32_t bits) {
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+static inline int32_t hfxb_bits(float f) {
+    int32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+static inline uint32_t hfxb_tensor_add(hfxb *b, int task, uint8_t role, uint32_t rank, const uint32_t *dims) {
+    if (b->nt == b->ct) {
+        b->ct = b->ct ? b->ct * 2 : 16;
+        b->t = (hfxb_tensor *)realloc(b->t, sizeof *b->t * b->ct);
+        if (!b->t) abort();
+    }
+    hfxb_tensor *t = &b->t[b->nt];
+    memset(t, 0, sizeof *t);
+    t->dtype = HFX_DTYPE_F32;
+    t->role = role;
+    t->task = (uint8_t)task;
+    t->rank = (uint8_t)rank;
+    for (uint32_t i = 0; i < rank && i < HFX_MAX_RANK; i++) t->dims[i] = dims[i];
+    if (role == HFX_ROLE_INPUT) t->io = b->nio[task]++;
+    if (role == HFX_ROLE_OUTPUT) t->io = b->nio[2 + task]++;
+    return b->nt++;
+}
+
+static inline uint32_t hfxb_input(hfxb *b, int task, uint32_t rank, const uint32_t *dims) {
+    return hfxb_tensor_add(b, task, HFX_ROLE_INPUT, rank, dims);
+}
+static inline uint32_t hfxb_output(hfxb *b, int task, uint32_t rank, const uint32_t *dims) {
+    return hfxb_tensor_add(b, task, HFX_ROLE_OUTPUT, rank, dims);
+}
+static inline uint32_t hfxb_scratch(hfxb *b, int task, uint32_t rank, const uint32_t *dims) {
+    return hfxb_tensor_add(b, task, HFX_ROLE_SCRATCH, rank, dims);
+}
+/* data must stay valid until hfxb_encode; holds numel f32 values */
+static inline uint32_t hfxb_const(hfxb *b, int task, uint32_t rank, const uint32_t *dims, const float *data) {
+    uint32_t id = hfxb_tensor_add(b, task, HFX_ROLE_CONSTANT, rank, dims);
+    size_t n = 1;
+    for (uint32_t i = 0; i < rank; i++) n *= dims[i];
+    b->t[id].data = data;
+    b->t[id].data_bytes = n * sizeof(float);
+    return id;
+}
+
+static inline uint64_t hfxb_numel(const hfxb *b, uint32_t id) {
+    uint64_t n = 1;
+    for (uint32_t i = 0; i < b->t[id].rank; i++) n *= b->t[id].dims[i];
+    return n;
+}
+
+static inline int hfxb_default_engine(uint32_t opcode) {
+    if (opcode == HFX_OP_GEMM || opcode == HFX_OP_CONV2D) return HFX_ENGINE_MATRIX;
+    if (opcode >= HFX_OP_TRANSPOSE) return HFX_ENGINE_COPY;
+    return HFX_ENGINE_VECTOR;
+}
+
+/* Generic op. params: 32 values or NULL (all 0). engine < 0: default class. */
+static inline uint32_t hfxb_op_add(hfxb *b, int task, uint32_t opcode, int engine, uint32_t nin, const uint32_t *in,
+                                   uint32_t out, const int32_t *params) {
+    if (b->no == b->co) {
+        b->co = b->co ? b->co * 2 : 16;
+        b->o = (hfxb_op *)realloc(b->o, sizeof *b->o * b->co);
+        if (!b->o) abort();
+    }
+    hfxb_op *o = &b->o[b->no];
+    memset(o, 0, sizeof *o);
+    o->opcode = (uint16_t)opcode;
+    o->engine = (uint8_t)(engine < 0 ? hfxb_default_engine(opcode) : engine);
+    o->task = (uint8_t)task;
+    o->nin = (uint8_t)nin;
+    o->nout = 1;
+    for (uint32_t i = 0; i < HFX_MAX_OP_INPUTS; i++) o->in[i] = i < nin ? in[i] : HFX_NO_TENSOR;
+    o->out[0] = out;
+    o->out[1] = HFX_NO_TENSOR;
+    if (params) memcpy(o->params, params, sizeof o->params);
+    return b->no++;
+}
+
+static inline uint32_t hfxb_gemm(hfxb *b, int task, uint32_t A, uint32_t B, uint32_t C, uint32_t Y, int ta, int tb,
+                                 float alpha, float beta) {
+    int32_t p[HFX_OP_PARAMS] = {0};
+    p[HFX_P_GEMM_TRANS_A] = ta;
+    p[HFX_P_GEMM_TRANS_B] = tb;
+    p[HFX_P_GEMM_ALPHA] = hfxb_bits(alpha);
+    p[HFX_P_GEMM_BETA] = C == HFXB_NONE ? 0 : hfxb_bits(beta);
+    uint32_t in[3] = {A, B, C};
+    return hfxb_op_add(b, task, HFX_OP_GEMM, -1, C == HFXB_NONE ? 2u : 3u, in, Y, p);
+}
+
+static inline uint32_t hfxb_conv(hfxb *b, int task, uint32_t X, uint32_t W, uint32_t Bias, uint32_t Y,
+                                 const int32_t pads[4], const int32_t strides[2], const int32_t dil[2], int32_t group) {
+    int32_t p[HFX_OP_PARAMS] = {0};
+    for (int i = 0; i < 4; i++) p[HFX_P_CONV_PAD_TOP + i] = pads[i];
+    p[HFX_P_CONV_STRIDE_H] = strides[0];
+    p[HFX_P_CONV_STRIDE_W] = strides[1];
+    p[HFX_P_CONV_DILATION_H] = dil[0];
+    p[HFX_P_CONV_DILATION_W] = dil[1];
+    p[HFX_P_CONV_GROUP] = group;
+    uint32_t in[3] = {X, W, Bias};
+    return hfxb_op_add(b, task, HFX_OP_CONV2D, -1, Bias == HFXB_NONE ? 2u : 3u, in, Y, p);
+}
+
+static inline uint32_t hfxb_binary(hfxb *b, int task, uint32_t opcode, uint32_t x, uint32_t y, uint32_t out) {
+    uint32_t in[2] = {x, y};
+    return hfxb_op_add(b, task, opcode, -1, 2, in, out, NULL);
+}
+
+static inline uint32_t hfxb_unary(hfxb *b, int task, uint32_t opcode, uint32_t x, uint32_t out) {
+    return hfxb_op_add(b, task, opcode, -1, 1, &x, out, NULL);
+}
+
+static inline uint32_t hfxb_softmax(hfxb *b, int task, uint32_t x, uint32_t out, int32_t axis) {
+    int32_t p[HFX_OP_PARAMS] = {0};
+    p[HFX_P_AXIS] = axis;
+    return hfxb_op_add(b, task, HFX_OP_SOFTMAX, -1, 1, &x, out, p);
+}
+
+/* opcode HFX_OP_LAYERNORM (bias may be HFXB_NONE) or HFX_OP_RMSNORM (bias must be HFXB_NONE) */
+static inline uint32_t hfxb_norm(hfxb *b, int task, uint32_t opcode, uint32_t x, uint32_t scale, uint32_t bias,
+                                 uint32_t out, int32_t axis, float eps) {
+    int32_t p[HFX_OP_PARAMS] = {0};
+    p[HFX_P_AXIS] = axis;
+    p[HFX_P_EPSILON] = hfxb_bits(eps);
+    uint32_t in[3] = {x, scale, bias};
+    return hfxb_op_add(b, task, opcode, -1, bias == HFXB_NONE ? 2u : 3u, in, out, p);
+}
+
+static inline uint32_t hfxb_reduce(hfxb *b, int task, uint32_t opcode, uint32_t x, uint32_t out, uint32_t axes_mask,
+                                   int keepdims) {
+    int32_t p[HFX_OP_PARAMS] = {0};
+    p[HFX_P_REDUCE_AXES_MASK] = (int32_t)axes_mask;
+    p[HFX_P_REDUCE_KEEPDIMS] = keepdims;
+    return hfxb_op_add(b, task, opcode, -1, 1, &x, out, p);
+}
+
+static inline uint32_t hfxb_transpose(hfxb *b, int task, uint32_t x, uint32_t out, const int32_t *perm, uint32_t rank) {
+    int32_t p[HFX_OP_PARAMS] = {0};
+    for (uint32_t i = 0; i < rank; i++) p[HFX_P_PERM + i] = perm[i];
+    return hfxb_op_add(b, task, HFX_OP_TRANSPOSE, -1, 1, &x, out, p);
+}
+
+static inline uint32_t hfxb_concat(hfxb *b, int task, uint32_t n, const uint32_t *xs, uint32_t out, int32_t axis) {
+    int32_t p[HFX_OP_PARAMS] = {0};
+    p[HFX_P_AXIS] = axis;
+    return hfxb_op_add(b, task, HFX_OP_CONCAT, -1, n, xs, out, p);
+}
+
+static inline uint32_t hfxb_slice(hfxb *b, int task, uint32_t x, uint32_t out, const int32_t *starts,
+                                  const int32_t *ends, const int32_t *steps, uint32_t rank) {
+    int32_t p[HFX_OP_PARAMS] = {0};
+    for (uint32_t i = 0; i < rank; i++) {
+        p[HFX_P_SLICE_STARTS + i] = starts[i];
+        p[HFX_P_SLICE_ENDS + i] = ends[i];
+        p[HFX_P_SLICE_STEPS + i] = steps[i];
+    }
+    return hfxb_op_add(b, task, HFX_OP_SLICE, -1, 1, &x, out, p);
+}
+
+static inline void hfxb_put16(uint8_t *p, uint32_t v) {
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+static inline void hfxb_put32(uint8_t *p, uint32_t v) {
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+}
+
+/* Encodes the program (malloc'd; caller frees). */
+static inline uint8_t *hfxb_encode(const hfxb *b, size_t *size_out) {
+    size_t ops_off = HFX_HEADER_BYTES + (size_t)b->nt * HFX_TENSOR_RECORD_BYTES;
+    size_t ops_end = ops_off + (size_t)b->no * HFX_OP_RECORD_BYTES;
+    size_t data_off = (ops_end + HFX_CONST_ALIGN - 1) / HFX_CONST_ALIGN * HFX_CONST_ALIGN;
+    size_t data_bytes = 0;
+    for (uint32_t i = 0; i < b->nt; i++)
+        if (b->t[i].role == HFX_ROLE_CONSTANT)
+            data_bytes += (b->t[i].data_bytes + HFX_CONST_ALIGN - 1) / HFX_CONST_ALIGN * HFX_CONST_ALIGN;
+    size_t total = data_off + data_bytes;
+    uint8_t *p = (uint8_t *)calloc(1, total);
+    if (!p) abort();
+    hfxb_put32(p, HFX_PROGRAM_MAGIC);
+    hfxb_put16(p + 4, HFX_PROGRAM_VERSION);
+    hfxb_put16(p + 6, HFX_HEADER_BYTES);
+    hfxb_put32(p + 8, (uint32_t)total);
+    hfxb_put32(p + 16, b->nt);
+    hfxb_put32(p + 20, b->no);
+    for (int i = 0; i < 4; i++) hfxb_put16(p + 24 + 2 * i, b->nio[i]);
+    hfxb_put32(p + 32, HFX_HEADER_BYTES);
+    hfxb_put32(p + 36, (uint32_t)ops_off);
+    hfxb_put32(p + 40, (uint32_t)data_off);
+    hfxb_put32(p + 44, (uint32_t)data_bytes);
+    size_t dpos = 0;
+    for (uint32_t i = 0; i < b->nt; i++) {
+        const hfxb_tensor *t = &b->t[i];
+        uint8_t *r = p + HFX_HEADER_BYTES + (size_t)i * HFX_TENSOR_RECORD_BYTES;
+        r[0] = t->dtype;
+        r[1] = t->role;
+        r[2] = t->task;
+        r[3] = t->rank;
+        uint32_t io = 0;
+        if (t->role == HFX_ROLE_INPUT) io = t->io + (t->task ? b->nio[0] : 0);
+        if (t->role == HFX_ROLE_OUTPUT) io = t->io + (t->task ? b->nio[2] : 0);
+        hfxb_put32(r + 4, io);
+        for (uint32_t d = 0; d < t->rank && d < HFX_MAX_RANK; d++) hfxb_put32(r + 8 + 4 * d, t->dims[d]);
+        if (t->role == HFX_ROLE_CONSTANT) {
+            hfxb_put32(r + 40, (uint32_t)dpos);
+            hfxb_put32(r + 44, (uint32_t)t->data_bytes);
+            if (t->data) memcpy(p + data_off + dpos, t->data, t->data_bytes);
+            dpos += (t->data_bytes + HFX_CONST_ALIGN - 1) / HFX_CONST_ALIGN * HFX_CONST_ALIGN;
+        }
+    }
+    for (uint32_t i = 0; i < b->no; i++) {
+        const hfxb_op *o = &b->o[i];
+        uint8_t *r = p + ops_off + (size_t)i * HFX_OP_RECORD_BYTES;
+        hfxb_put16(r, o->opcode);
+        r[2] = o->engine;
+        r[3] = o->task;
+        r[4] = o->nin;
+        r[5] = o->nout;
+        for (uint32_t k = 0; k < HFX_MAX_OP_INPUTS; k++) hfxb_put32(r + 8 + 4 * k, o->in[k]);
+        for (uint32_t k = 0; k < HFX_MAX_OP_OUTPUTS; k++) hfxb_put32(r + 40 + 4 * k, o->out[k]);
+        for (uint32_t k = 0; k < HFX_OP_PARAMS; k++) hfxb_put32(r + 48 + 4 * k, (uint32_t)o->params[k]);
+    }
+    *size_out = total;
+    return p;
+}
+
+#endif /* HEXFUSE_PROGRAM_BUILDER_H */

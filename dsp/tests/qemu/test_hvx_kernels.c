@@ -1,0 +1,537 @@
+/*
+ * test_hvx_kernels.c - HVX integer kernels against their C references,
+ * bit for bit, under qemu-hexagon (freestanding v67 + HVX-128B image).
+ *
+ *   test_hvx_kernels              run all cases; exit 1 on any mismatch
+ *   test_hvx_kernels --int-only   only the integer kernels (v68/v73 images)
+ *   test_hvx_kernels --float-only only the v68+ float kernels (v68/v73 images)
+ *   test_hvx_kernels --packets K  run kernel K once on a fixed small size
+ *                                 (for dsp/scripts/hvx_packets.py) and print
+ *                                 "PACKETS <K> units=<u> unit=<what>"
+ *
+ * Each case: random inputs with edge values mixed in (type min/max, 0, -1),
+ * a length from a list with 0, 1 and lengths that are not multiples of a
+ * vector, and one of three layouts: all pointers 128-byte aligned ("al"),
+ * all misaligned ("un"), or in place, y == a ("ip"). The bytes after the
+ * output (a guard zone) must stay untouched.
+ *
+ * The v68+ float kernels are built into the v68/v73 images (same source,
+ * __HVX_ARCH__ >= 68), which are linked but not run: qemu-hexagon 7.2 does
+ * not decode v68 HVX float instructions.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "hvx_kernels.h"
+#include "hvx_util.h"
+#include "qtest.h"
+#include "ref_kernels.h"
+
+#define POOL_BYTES (96 * 1024)
+#define GUARD 256
+#define GUARD_BYTE 0xA5
+
+static uint8_t pool_a[POOL_BYTES] __attribute__((aligned(128)));
+static uint8_t pool_b[POOL_BYTES] __attribute__((aligned(128)));
+static uint8_t pool_y[POOL_BYTES] __attribute__((aligned(128)));
+static uint8_t pool_r[POOL_BYTES] __attribute__((aligned(128)));
+static uint8_t lut_prepared[256] __attribute__((aligned(128)));
+
+static qtest T;
+static qt_rng R = {0x9E3779B97F4A7C15ull};
+
+static const size_t SIZES[] = {0, 1, 2, 3, 31, 32, 63, 64, 65, 127, 128, 129, 255, 256, 257, 1000, 1024, 4099};
+#define N_SIZES (sizeof SIZES / sizeof SIZES[0])
+
+enum layout { AL = 0, UN = 1, IP = 2 };
+static const char *const LAYOUT_NAME[] = {"al", "un", "ip"};
+
+/* ---- inputs --------------------------------------------------------------- */
+
+static void fill_random(void *p, size_t bytes, int elem)
+{
+    uint8_t *b = (uint8_t *)p;
+    for (size_t i = 0; i < bytes; i++)
+        b[i] = (uint8_t)qt_rand(&R);
+    /* sprinkle edge values: min, max, 0, -1 */
+    size_t n = bytes / (size_t)elem;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t r = qt_rand(&R);
+        if ((r & 15u) != 0)
+            continue;
+        uint8_t *e = b + i * (size_t)elem;
+        switch ((r >> 4) & 3u) {
+        case 0: /* min: 0x80.. in the top byte, little endian */
+            memset(e, 0, (size_t)elem);
+            e[elem - 1] = 0x80;
+            break;
+        case 1: /* max */
+            memset(e, 0xff, (size_t)elem);
+            e[elem - 1] = 0x7f;
+            break;
+        case 2:
+            memset(e, 0, (size_t)elem);
+            break;
+        default:
+            memset(e, 0xff, (size_t)elem);
+            break;
+        }
+    }
+}
+
+/* ---- comparison ---------------------------------------------------------------- */
+
+static int compare(const char *name, const void *got, const void *want, size_t n, int elem)
+{
+    const uint8_t *g = (const uint8_t *)got, *w = (const uint8_t *)want;
+    size_t bytes = n * (size_t)elem;
+    for (size_t i = 0; i < bytes; i++) {
+        if (g[i] != w[i]) {
+            size_t e = i / (size_t)elem;
+            int64_t gv = 0, wv = 0;
+            if (elem == 1) {
+                gv = ((const int8_t *)got)[e];
+                wv = ((const int8_t *)want)[e];
+            } else if (elem == 2) {
+                gv = ((const int16_t *)got)[e];
+                wv = ((const int16_t *)want)[e];
+            } else {
+                gv = ((const int32_t *)got)[e];
+                wv = ((const int32_t *)want)[e];
+            }
+            hx_printf("FAIL %s: element %zu of %zu: got %lld want %lld\n", name, e, n, (long long)gv,
+                      (long long)wv);
+            return 0;
+        }
+    }
+    for (size_t i = 0; i < GUARD; i++) {
+        if (g[bytes + i] != GUARD_BYTE) {
+            hx_printf("FAIL %s: wrote past the end (guard byte %zu)\n", name, i);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* ---- elementwise ------------------------------------------------------------- */
+
+typedef void (*bin16_fn)(const int16_t *, const int16_t *, int16_t *, size_t);
+typedef void (*un16_fn)(const int16_t *, int16_t *, size_t);
+typedef void (*bin32_fn)(const int32_t *, const int32_t *, int32_t *, size_t);
+typedef void (*un32_fn)(const int32_t *, int32_t *, size_t);
+
+typedef struct eltwise_kernel {
+    const char *name;
+    int elem;  /* bytes per element */
+    int arity; /* 1 or 2 */
+    void (*hvx)(void);
+    void (*ref)(void);
+} eltwise_kernel;
+
+#define K2(n, e, h, r) {n, e, 2, (void (*)(void))(h), (void (*)(void))(r)}
+#define K1(n, e, h, r) {n, e, 1, (void (*)(void))(h), (void (*)(void))(r)}
+
+static const eltwise_kernel ELTWISE[] = {
+    K2("add_i16", 2, hvx_add_i16, ref_add_i16),
+    K2("add_sat_i16", 2, hvx_add_sat_i16, ref_add_sat_i16),
+    K2("mul_i16", 2, hvx_mul_i16, ref_mul_i16),
+    K1("relu_i16", 2, hvx_relu_i16, ref_relu_i16),
+    K2("add_i32", 4, hvx_add_i32, ref_add_i32),
+    K2("add_sat_i32", 4, hvx_add_sat_i32, ref_add_sat_i32),
+    K2("mul_i32", 4, hvx_mul_i32, ref_mul_i32),
+    K1("relu_i32", 4, hvx_relu_i32, ref_relu_i32),
+};
+#define N_ELTWISE (sizeof ELTWISE / sizeof ELTWISE[0])
+
+static void call_eltwise(const eltwise_kernel *k, int use_hvx, const void *a, const void *b, void *y, size_t n)
+{
+    void (*f)(void) = use_hvx ? k->hvx : k->ref;
+    if (k->elem == 2) {
+        if (k->arity == 2)
+            ((bin16_fn)f)((const int16_t *)a, (const int16_t *)b, (int16_t *)y, n);
+        else
+            ((un16_fn)f)((const int16_t *)a, (int16_t *)y, n);
+    } else {
+        if (k->arity == 2)
+            ((bin32_fn)f)((const int32_t *)a, (const int32_t *)b, (int32_t *)y, n);
+        else
+            ((un32_fn)f)((const int32_t *)a, (int32_t *)y, n);
+    }
+}
+
+static void test_eltwise(const eltwise_kernel *k)
+{
+    char group[48];
+    hx_snprintf(group, sizeof group, "hvx_%s", k->name);
+    qt_begin_group(&T);
+    for (size_t si = 0; si < N_SIZES; si++) {
+        for (int lay = AL; lay <= IP; lay++) {
+            size_t n = SIZES[si];
+            size_t bytes = n * (size_t)k->elem;
+            /* misaligned: element aligned, not vector aligned, different per pointer */
+            uint8_t *a = pool_a + (lay == UN ? 1 * k->elem : 0);
+            uint8_t *b = pool_b + (lay == UN ? 3 * k->elem : 0);
+            uint8_t *y = pool_y + (lay == UN ? 2 * k->elem : 0);
+            fill_random(a, bytes, k->elem);
+            fill_random(b, bytes, k->elem);
+            memset(pool_r, GUARD_BYTE, bytes + GUARD);
+            call_eltwise(k, 0, a, b, pool_r, n);
+            if (lay == IP) {
+                y = a; /* y == a: the result replaces a */
+                memset(a + bytes, GUARD_BYTE, GUARD);
+                call_eltwise(k, 1, a, b, a, n);
+            } else {
+                memset(y, GUARD_BYTE, bytes + GUARD);
+                call_eltwise(k, 1, a, b, y, n);
+            }
+            char name[96];
+            hx_snprintf(name, sizeof name, "%s n=%zu %s", group, n, LAYOUT_NAME[lay]);
+            qt_case(&T, compare(name, y, pool_r, n, k->elem));
+        }
+    }
+    qt_end_group(&T, group);
+}
+
+/* ---- lookup table ------------------------------------------------------------ */
+
+static void test_lut(void)
+{
+    int8_t table[256];
+    qt_begin_group(&T);
+    for (int tab = 0; tab < 3; tab++) {
+        for (int i = 0; i < 256; i++) {
+            if (tab == 0)
+                table[i] = (int8_t)qt_rand(&R); /* random */
+            else if (tab == 1)
+                table[i] = (int8_t)i; /* identity (index as uint8) */
+            else
+                table[i] = (int8_t)(255 - i); /* reversed */
+        }
+        hvx_lut_i8_prepare(table, lut_prepared);
+        for (size_t si = 0; si < N_SIZES; si++) {
+            for (int lay = AL; lay <= IP; lay++) {
+                size_t n = SIZES[si];
+                int8_t *x = (int8_t *)(pool_a + (lay == UN ? 5 : 0));
+                int8_t *y = (int8_t *)(pool_y + (lay == UN ? 7 : 0));
+                fill_random(x, n, 1);
+                memset(pool_r, GUARD_BYTE, n + GUARD);
+                ref_lut_i8(x, (int8_t *)pool_r, n, table);
+                if (lay == IP) {
+                    y = x;
+                    memset(x + n, GUARD_BYTE, GUARD);
+                } else {
+                    memset(y, GUARD_BYTE, n + GUARD);
+                }
+                hvx_lut_i8(x, y, n, lut_prepared);
+                char name[96];
+                hx_snprintf(name, sizeof name, "hvx_lut_i8 table=%d n=%zu %s", tab, n, LAYOUT_NAME[lay]);
+                qt_case(&T, compare(name, y, pool_r, n, 1));
+            }
+        }
+    }
+    qt_end_group(&T, "hvx_lut_i8");
+}
+
+/* ---- requantisation ------------------------------------------------------------ */
+
+static void random_requant(hx_requant *rq, int mode)
+{
+    switch (mode) {
+    case 0: /* typical: scale in [0.5, 1) * 2^-shift */
+        rq->multiplier = (int32_t)qt_range(&R, 1 << 30, INT32_MAX);
+        rq->shift = (int32_t)qt_range(&R, 0, 14);
+        break;
+    case 1: /* anything */
+        rq->multiplier = (int32_t)qt_rand(&R);
+        rq->shift = (int32_t)qt_range(&R, 0, 31);
+        break;
+    case 2: /* saturating corner: INT32_MIN * INT32_MIN */
+        rq->multiplier = INT32_MIN;
+        rq->shift = 0;
+        break;
+    default: /* largest multiplier, largest shift */
+        rq->multiplier = INT32_MAX;
+        rq->shift = 31;
+        break;
+    }
+    rq->zero_point = (int32_t)qt_range(&R, -128, 127);
+    int32_t lo = (int32_t)qt_range(&R, -128, 127), hi = (int32_t)qt_range(&R, -128, 127);
+    if ((qt_rand(&R) & 3u) == 0) {
+        rq->out_min = -128;
+        rq->out_max = 127;
+    } else {
+        rq->out_min = lo < hi ? lo : hi;
+        rq->out_max = lo < hi ? hi : lo;
+    }
+    if (mode >= 2) {
+        rq->zero_point = (mode == 2) ? -128 : 127;
+        rq->out_min = -128;
+        rq->out_max = 127;
+    }
+}
+
+static void test_requant(void)
+{
+    static const size_t sizes[] = {0, 1, 5, 127, 128, 129, 300, 1000};
+    qt_begin_group(&T);
+    for (int mode = 0; mode < 4; mode++) {
+        for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+            for (int lay = AL; lay <= UN; lay++) {
+                size_t n = sizes[si];
+                hx_requant rq;
+                random_requant(&rq, mode);
+                int32_t *acc = (int32_t *)(void *)(pool_a + (lay == UN ? 4 : 0));
+                int8_t *y = (int8_t *)(pool_y + (lay == UN ? 3 : 0));
+                fill_random(acc, n * 4, 4);
+                if (mode == 0) /* keep most results off the clamps */
+                    for (size_t i = 0; i < n; i++)
+                        if ((qt_rand(&R) & 3u) != 0)
+                            acc[i] = (int32_t)qt_range(&R, -(1 << 20), 1 << 20);
+                memset(pool_r, GUARD_BYTE, n + GUARD);
+                memset(y, GUARD_BYTE, n + GUARD);
+                ref_requant_i32_i8(acc, (int8_t *)pool_r, n, &rq);
+                hvx_requant_i32_i8(acc, y, n, &rq);
+                char name[128];
+                hx_snprintf(name, sizeof name, "hvx_requant_i32_i8 mode=%d n=%zu %s mult=%d shift=%d zp=%d", mode,
+                            n, LAYOUT_NAME[lay], (int)rq.multiplier, (int)rq.shift, (int)rq.zero_point);
+                qt_case(&T, compare(name, y, pool_r, n, 1));
+            }
+        }
+    }
+    qt_end_group(&T, "hvx_requant_i32_i8");
+}
+
+/* ---- matmul ------------------------------------------------------------------ */
+
+typedef struct mm_shape {
+    int M, N, K;
+} mm_shape;
+
+static const mm_shape MM_SHAPES[] = {
+    {1, 1, 1},   {1, 1, 4},    {1, 128, 4},  {4, 128, 64}, {5, 130, 67}, {3, 7, 0},
+    {7, 257, 36}, {8, 256, 128}, {2, 33, 5},   {13, 100, 16}, {4, 1, 129}, {9, 384, 12},
+};
+#define N_MM (sizeof MM_SHAPES / sizeof MM_SHAPES[0])
+
+/* variants: 0 fast path (A aligned, lda % 4 == 0), 1 A misaligned (byte path),
+ * 2 padded strides + misaligned C, 3 no bias */
+static void test_matmul(void)
+{
+    qt_begin_group(&T);
+    for (size_t si = 0; si < N_MM; si++) {
+        for (int var = 0; var < 4; var++) {
+            for (int rmode = 0; rmode < 2; rmode++) {
+                const mm_shape *s = &MM_SHAPES[si];
+                int M = s->M, N = s->N, K = s->K;
+                int lda = K + (var == 2 ? 12 : 0);
+                int ldb = N + (var == 2 ? 3 : 0);
+                int ldc = N + (var == 2 ? 5 : 0);
+                int8_t *A = (int8_t *)pool_a + (var == 1 ? 1 : 0);
+                int8_t *B = (int8_t *)pool_b;
+                int8_t *C = (int8_t *)pool_y + (var == 2 ? 9 : 0);
+                int8_t *Cr = (int8_t *)pool_r;
+                /* packed B lives after B in pool_b, 128-byte aligned */
+                size_t b_bytes = (size_t)(K > 0 ? K : 1) * (size_t)ldb;
+                uint8_t *packed = pool_b + ((b_bytes + 127) / 128) * 128;
+                int32_t *bias = (int32_t *)(void *)(pool_a + POOL_BYTES / 2 + (var == 2 ? 4 : 0));
+                size_t c_bytes = (size_t)M * (size_t)ldc;
+                if ((size_t)(packed - pool_b) + hvx_matmul_i8_packed_bytes(K, N) > POOL_BYTES ||
+                    (size_t)M * (size_t)lda + 1 > POOL_BYTES / 2 || c_bytes + GUARD + 9 > POOL_BYTES) {
+                    hx_printf("FAIL matmul shape %dx%dx%d does not fit the test pools\n", M, N, K);
+                    qt_case(&T, 0);
+                    continue;
+                }
+                fill_random(A, (size_t)M * (size_t)lda, 1);
+                fill_random(B, b_bytes, 1);
+                for (int n = 0; n < N; n++)
+                    bias[n] = (int32_t)qt_range(&R, -(1 << 16), 1 << 16);
+                hx_requant rq;
+                random_requant(&rq, rmode);
+                if (rmode == 0)
+                    rq.shift = (int32_t)qt_range(&R, 4, 12);
+                const int32_t *bias_arg = var == 3 ? NULL : bias;
+                memset(Cr, GUARD_BYTE, c_bytes + GUARD);
+                memset(C, GUARD_BYTE, c_bytes + GUARD);
+                ref_matmul_i8(A, lda, B, ldb, bias_arg, Cr, ldc, M, N, K, &rq);
+                hvx_matmul_i8_pack_b(B, ldb, K, N, packed);
+                hvx_matmul_i8(A, lda, packed, bias_arg, C, ldc, M, N, K, &rq);
+                /* compare row by row (the bytes between rows are not written) */
+                char name[128];
+                hx_snprintf(name, sizeof name, "hvx_matmul_i8 M=%d N=%d K=%d var=%d rq=%d", M, N, K, var, rmode);
+                int ok = 1;
+                for (int m = 0; m < M && ok; m++) {
+                    if (memcmp(C + (size_t)m * ldc, Cr + (size_t)m * ldc, (size_t)N) != 0) {
+                        for (int n = 0; n < N; n++) {
+                            int8_t g = C[(size_t)m * ldc + n], w = Cr[(size_t)m * ldc + n];
+                            if (g != w) {
+                                hx_printf("FAIL %s: C[%d,%d] got %d want %d\n", name, m, n, g, w);
+                                break;
+                            }
+                        }
+                        ok = 0;
+                    }
+                }
+                for (size_t g = 0; g < GUARD && ok; g++)
+                    if ((uint8_t)C[c_bytes + g] != GUARD_BYTE) {
+                        hx_printf("FAIL %s: wrote past the end of C\n", name);
+                        ok = 0;
+                    }
+                qt_case(&T, ok);
+            }
+        }
+    }
+    qt_end_group(&T, "hvx_matmul_i8");
+}
+
+/* ---- helpers --------------------------------------------------------------------- */
+
+static void test_interleave(void)
+{
+    qt_begin_group(&T);
+    HVX_Vector e, o;
+    int32_t *pe = (int32_t *)(void *)&e, *po = (int32_t *)(void *)&o;
+    for (int i = 0; i < 32; i++) {
+        pe[i] = 2 * i;
+        po[i] = 2 * i + 1;
+    }
+    HVX_VectorPair p = hvx_interleave_words(e, o);
+    HVX_Vector lo = Q6_V_lo_W(p), hi = Q6_V_hi_W(p);
+    const int32_t *l = (const int32_t *)(const void *)&lo, *h = (const int32_t *)(const void *)&hi;
+    int ok = 1;
+    for (int i = 0; i < 32; i++)
+        if (l[i] != i || h[i] != 32 + i) {
+            hx_printf("FAIL hvx_interleave_words: lane %d got %d/%d want %d/%d\n", i, (int)l[i], (int)h[i], i,
+                      32 + i);
+            ok = 0;
+            break;
+        }
+    qt_case(&T, ok);
+    qt_end_group(&T, "hvx_interleave_words");
+}
+
+#if defined(__HVX_ARCH__) && __HVX_ARCH__ >= 68
+/* Only in the v68/v73 images (linked, not run here). Tolerance: qf32 is not
+ * IEEE-rounded; relative error 2^-20 on add/mul, 2^-10 * K on the fp16 matmul. */
+static float fabs_f(float x) { return x < 0 ? -x : x; }
+
+static void test_float(void)
+{
+    qt_begin_group(&T);
+    float *a = (float *)(void *)pool_a, *b = (float *)(void *)pool_b;
+    float *y = (float *)(void *)pool_y, *r = (float *)(void *)pool_r;
+    size_t n = 1000;
+    for (size_t i = 0; i < n; i++) {
+        a[i] = (float)qt_range(&R, -100000, 100000) / 1024.0f;
+        b[i] = (float)qt_range(&R, -100000, 100000) / 1024.0f;
+    }
+    for (int op = 0; op < 2; op++) {
+        if (op == 0) {
+            hvx_add_f32(a, b, y, n);
+            ref_add_f32(a, b, r, n);
+        } else {
+            hvx_mul_f32(a, b, y, n);
+            ref_mul_f32(a, b, r, n);
+        }
+        int ok = 1;
+        for (size_t i = 0; i < n && ok; i++)
+            if (fabs_f(y[i] - r[i]) > 1e-6f * (fabs_f(r[i]) + 1.0f))
+                ok = 0;
+        qt_case(&T, ok);
+    }
+    uint16_t *A = (uint16_t *)(void *)pool_a, *B = (uint16_t *)(void *)pool_b;
+    int M = 3, N = 100, K = 20;
+    for (int i = 0; i < M * K; i++)
+        A[i] = ref_f32_to_f16((float)qt_range(&R, -64, 64) / 32.0f);
+    for (int i = 0; i < K * N; i++)
+        B[i] = ref_f32_to_f16((float)qt_range(&R, -64, 64) / 32.0f);
+    hvx_matmul_f16(A, K, B, N, y, N, M, N, K);
+    ref_matmul_f16(A, K, B, N, r, N, M, N, K);
+    int ok = 1;
+    for (int i = 0; i < M * N && ok; i++)
+        if (fabs_f(y[i] - r[i]) > 1e-3f * (float)K * (fabs_f(r[i]) + 1.0f))
+            ok = 0;
+    qt_case(&T, ok);
+    qt_end_group(&T, "hvx_float_v68");
+}
+#endif
+
+/* ---- packet-count mode -------------------------------------------------------------- */
+
+/* Fixed small sizes, 128-byte aligned buffers; the caller counts the packets
+ * executed inside the kernel under qemu -singlestep -d exec. */
+static int run_packets(const char *kernel)
+{
+    int32_t bias[256];
+    hx_requant rq = {1518500250, 8, 3, -128, 127};
+    /* cheap fill (the log records every packet of the run; values do not
+     * change the kernels' control flow) */
+    uint32_t x = 12345u;
+    for (size_t i = 0; i < 64 * HVX_BYTES * 4 / 4; i++) {
+        x = x * 1664525u + 1013904223u;
+        ((uint32_t *)(void *)pool_a)[i] = x;
+        ((uint32_t *)(void *)pool_b)[i] = x ^ 0x5a5a5a5au;
+    }
+    for (size_t i = 0; i < N_ELTWISE; i++) {
+        const eltwise_kernel *k = &ELTWISE[i];
+        char full[48];
+        hx_snprintf(full, sizeof full, "hvx_%s", k->name);
+        if (strcmp(kernel, full) == 0) {
+            size_t n = 64 * HVX_BYTES / (size_t)k->elem; /* 64 vectors */
+            call_eltwise(k, 1, pool_a, pool_b, pool_y, n);
+            hx_printf("PACKETS %s units=64 unit=vector\n", kernel);
+            return 0;
+        }
+    }
+    if (strcmp(kernel, "hvx_lut_i8") == 0) {
+        int8_t table[256];
+        for (int i = 0; i < 256; i++)
+            table[i] = (int8_t)(i * 7);
+        hvx_lut_i8_prepare(table, lut_prepared);
+        hvx_lut_i8((const int8_t *)pool_a, (int8_t *)pool_y, 64 * HVX_BYTES, lut_prepared);
+        hx_printf("PACKETS %s units=64 unit=vector\n", kernel);
+        return 0;
+    }
+    if (strcmp(kernel, "hvx_requant_i32_i8") == 0) {
+        hvx_requant_i32_i8((const int32_t *)(const void *)pool_a, (int8_t *)pool_y, 16 * HVX_BYTES, &rq);
+        hx_printf("PACKETS %s units=16 unit=vector\n", kernel);
+        return 0;
+    }
+    if (strcmp(kernel, "hvx_matmul_i8") == 0) {
+        /* M=8, N=256, K=128: 8 * (256/32) * (128/4) = 2048 vrmpy (128 MACs each) */
+        int M = 8, N = 256, K = 128;
+        for (int i = 0; i < N; i++)
+            bias[i] = i;
+        hvx_matmul_i8_pack_b((const int8_t *)pool_b, N, K, N, pool_r);
+        hvx_matmul_i8((const int8_t *)pool_a, K, pool_r, bias, (int8_t *)pool_y, N, M, N, K, &rq);
+        hx_printf("PACKETS %s units=%d unit=vrmpy\n", kernel, M * (N / 32) * (K / 4));
+        return 0;
+    }
+    hx_printf("unknown kernel %s\n", kernel);
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 3 && strcmp(argv[1], "--packets") == 0)
+        return run_packets(argv[2]);
+    int ints = !(argc >= 2 && strcmp(argv[1], "--float-only") == 0);
+    int floats = !(argc >= 2 && strcmp(argv[1], "--int-only") == 0);
+    hx_printf("hvx kernels vs C references (HVX v%d, %d-byte vectors; integer kernels must be bit-exact)\n",
+              __HVX_ARCH__, __HVX_LENGTH__);
+    if (ints) {
+        for (size_t i = 0; i < N_ELTWISE; i++)
+            test_eltwise(&ELTWISE[i]);
+        test_lut();
+        test_requant();
+        test_matmul();
+        test_interleave();
+    }
+#if defined(__HVX_ARCH__) && __HVX_ARCH__ >= 68
+    if (floats)
+        test_float();
+#else
+    (void)floats;
+#endif
+    return qt_result(&T, "test_hvx_kernels");
+}

@@ -1,0 +1,219 @@
+/* reference.h - straightforward C references of the v1 ops (double
+ * accumulation, no blocking, no BLAS), used to check the kernels. */
+#ifndef HEXFUSE_REFERENCE_H
+#define HEXFUSE_REFERENCE_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef struct rshape {
+    uint32_t rank;
+    uint32_t d[8];
+} rshape;
+
+static inline uint64_t rs_numel(const rshape *s) {
+    uint64_t n = 1;
+    for (uint32_t i = 0; i < s->rank; i++) n *= s->d[i];
+    return n;
+}
+
+/* offset in t (broadcast to out rank r) of the out multi-index idx */
+static inline uint64_t rs_bcast_offset(const rshape *t, const uint32_t *idx, uint32_t r) {
+    uint64_t off = 0, stride = 1;
+    for (uint32_t i = t->rank; i-- > 0;) {
+        uint32_t oi = i + r - t->rank;
+        uint32_t x = t->d[i] == 1 ? 0 : idx[oi];
+        off += x * stride;
+        stride *= t->d[i];
+    }
+    return off;
+}
+
+static inline void rs_unflatten(const rshape *s, uint64_t flat, uint32_t *idx) {
+    for (uint32_t i = s->rank; i-- > 0;) {
+        idx[i] = (uint32_t)(flat % s->d[i]);
+        flat /= s->d[i];
+    }
+}
+
+static inline void ref_binary(int opc, const float *x, const rshape *xs, const float *y, const rshape *ys, float *o,
+                              const rshape *os) {
+    uint32_t idx[8] = {0};
+    for (uint64_t f = 0; f < rs_numel(os); f++) {
+        rs_unflatten(os, f, idx);
+        double a = x[rs_bcast_offset(xs, idx, os->rank)], b = y[rs_bcast_offset(ys, idx, os->rank)];
+        double r = opc == HFX_OP_ADD ? a + b : opc == HFX_OP_SUB ? a - b : opc == HFX_OP_MUL ? a * b : a / b;
+        o[f] = (float)r;
+    }
+}
+
+static inline void ref_unary(int opc, const float *x, float *o, uint64_t n) {
+    for (uint64_t i = 0; i < n; i++) {
+        double v = x[i], r;
+        switch (opc) {
+        case HFX_OP_RELU: r = v > 0 ? v : 0; break;
+        case HFX_OP_SIGMOID: r = 1.0 / (1.0 + exp(-v)); break;
+        case HFX_OP_TANH: r = tanh(v); break;
+        case HFX_OP_GELU: r = 0.5 * v * (1.0 + erf(v / sqrt(2.0))); break;
+        case HFX_OP_SILU: r = v / (1.0 + exp(-v)); break;
+        default: r = exp(v); break;
+        }
+        o[i] = (float)r;
+    }
+}
+
+/* Y = alpha op(A) op(B) + beta C with numpy batch broadcasting */
+static inline void ref_gemm(const float *A, const rshape *as, const float *B, const rshape *bs, const float *C,
+                            const rshape *cs, int ta, int tb, float alpha, float beta, float *Y, const rshape *ys) {
+    uint32_t r = ys->rank;
+    uint32_t m = ys->d[r - 2], n = ys->d[r - 1];
+    uint32_t k = ta ? as->d[as->rank - 2] : as->d[as->rank - 1];
+    rshape ab = *as, bb = *bs, yb = *ys;
+    ab.rank -= 2;
+    bb.rank -= 2;
+    yb.rank -= 2;
+    uint64_t batches = rs_numel(&yb);
+    uint32_t idx[8] = {0};
+    for (uint64_t b = 0; b < batches; b++) {
+        rs_unflatten(&yb, b, idx);
+        const float *Ab = A + rs_bcast_offset(&ab, idx, yb.rank) * (uint64_t)as->d[as->rank - 2] * as->d[as->rank - 1];
+        const float *Bb = B + rs_bcast_offset(&bb, idx, yb.rank) * (uint64_t)bs->d[bs->rank - 2] * bs->d[bs->rank - 1];
+        for (uint32_t i = 0; i < m; i++) {
+            for (uint32_t j = 0; j < n; j++) {
+                double s = 0;
+                for (uint32_t q = 0; q < k; q++) {
+                    double av = ta ? Ab[(uint64_t)q * m + i] : Ab[(uint64_t)i * k + q];
+                    double bv = tb ? Bb[(uint64_t)j * k + q] : Bb[(uint64_t)q * n + j];
+                    s += av * bv;
+                }
+                double v = alpha * s;
+                if (C) {
+                    idx[yb.rank] = i;
+                    idx[yb.rank + 1] = j;
+                    v += beta * C[rs_bcast_offset(cs, idx, r)];
+                }
+                Y[(b * m + i) * n + j] = (float)v;
+            }
+        }
+    }
+}
+
+static inline void ref_conv(const float *X, const rshape *xs, const float *W, const rshape *ws, const float *Bias,
+                            const int32_t *pads, const int32_t *st, const int32_t *dil, int32_t g, float *Y,
+                            const rshape *ys) {
+    uint32_t N = xs->d[0], C = xs->d[1], H = xs->d[2], Wd = xs->d[3];
+    uint32_t M = ws->d[0], kh = ws->d[2], kw = ws->d[3], OH = ys->d[2], OW = ys->d[3];
+    uint32_t cg = C / (uint32_t)g, mg = M / (uint32_t)g;
+    for (uint32_t n = 0; n < N; n++)
+        for (uint32_t m = 0; m < M; m++) {
+            uint32_t grp = m / mg;
+            for (uint32_t oy = 0; oy < OH; oy++)
+                for (uint32_t ox = 0; ox < OW; ox++) {
+                    double s = Bias ? Bias[m] : 0.0;
+                    for (uint32_t c = 0; c < cg; c++)
+                        for (uint32_t i = 0; i < kh; i++)
+                            for (uint32_t j = 0; j < kw; j++) {
+                                int64_t iy = (int64_t)oy * st[0] - pads[0] + (int64_t)i * dil[0];
+                                int64_t ix = (int64_t)ox * st[1] - pads[1] + (int64_t)j * dil[1];
+                                if (iy < 0 || iy >= H || ix < 0 || ix >= Wd) continue;
+                                s += (double)X[(((uint64_t)n * C + grp * cg + c) * H + (uint64_t)iy) * Wd + (uint64_t)ix] *
+                                     W[(((uint64_t)m * cg + c) * kh + i) * kw + j];
+                            }
+                    Y[(((uint64_t)n * M + m) * OH + oy) * OW + ox] = (float)s;
+                }
+        }
+}
+
+static inline void ref_softmax(const float *x, const rshape *s, uint32_t axis, float *o) {
+    uint64_t outer = 1, inner = 1, d = s->d[axis];
+    for (uint32_t i = 0; i < axis; i++) outer *= s->d[i];
+    for (uint32_t i = axis + 1; i < s->rank; i++) inner *= s->d[i];
+    for (uint64_t a = 0; a < outer; a++)
+        for (uint64_t c = 0; c < inner; c++) {
+            double mx = -INFINITY, sum = 0;
+            for (uint64_t k = 0; k < d; k++) mx = fmax(mx, x[(a * d + k) * inner + c]);
+            for (uint64_t k = 0; k < d; k++) sum += exp(x[(a * d + k) * inner + c] - mx);
+            for (uint64_t k = 0; k < d; k++) o[(a * d + k) * inner + c] = (float)(exp(x[(a * d + k) * inner + c] - mx) / sum);
+        }
+}
+
+static inline void ref_norm(int layer, const float *x, const rshape *s, uint32_t axis, const float *scale,
+                            const float *bias, float eps, float *o) {
+    uint64_t rows = 1, d = 1;
+    for (uint32_t i = 0; i < axis; i++) rows *= s->d[i];
+    for (uint32_t i = axis; i < s->rank; i++) d *= s->d[i];
+    for (uint64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * d;
+        double mean = 0, var = 0;
+        if (layer) {
+            for (uint64_t k = 0; k < d; k++) mean += xr[k];
+            mean /= (double)d;
+        }
+        for (uint64_t k = 0; k < d; k++) var += (xr[k] - mean) * (xr[k] - mean);
+        var /= (double)d;
+        for (uint64_t k = 0; k < d; k++)
+            o[r * d + k] = (float)((xr[k] - mean) / sqrt(var + eps) * scale[k] + (bias ? bias[k] : 0.0));
+    }
+}
+
+static inline void ref_reduce(int mean, const float *x, const rshape *s, uint32_t mask, float *o) {
+    /* output in kept-axes order */
+    rshape os = {0, {0}};
+    for (uint32_t i = 0; i < s->rank; i++)
+        if (!(mask & (1u << i))) os.d[os.rank++] = s->d[i];
+    uint64_t on = rs_numel(&os);
+    double *acc = calloc(on, sizeof(double));
+    uint64_t cnt = rs_numel(s) / on;
+    uint32_t idx[8] = {0};
+    for (uint64_t f = 0; f < rs_numel(s); f++) {
+        rs_unflatten(s, f, idx);
+        uint64_t of = 0;
+        for (uint32_t i = 0; i < s->rank; i++)
+            if (!(mask & (1u << i))) of = of * s->d[i] + idx[i];
+        acc[of] += x[f];
+    }
+    for (uint64_t i = 0; i < on; i++) o[i] = (float)(mean ? acc[i] / (double)cnt : acc[i]);
+    free(acc);
+}
+
+static inline void ref_transpose(const float *x, const rshape *s, const int32_t *perm, float *o) {
+    rshape os = {s->rank, {0}};
+    for (uint32_t i = 0; i < s->rank; i++) os.d[i] = s->d[perm[i]];
+    uint32_t oidx[8], iidx[8];
+    for (uint64_t f = 0; f < rs_numel(&os); f++) {
+        rs_unflatten(&os, f, oidx);
+        for (uint32_t i = 0; i < s->rank; i++) iidx[perm[i]] = oidx[i];
+        uint64_t off = 0;
+        for (uint32_t i = 0; i < s->rank; i++) off = off * s->d[i] + iidx[i];
+        o[f] = x[off];
+    }
+}
+
+static inline void ref_slice(const float *x, const rshape *s, const int64_t *first, const int64_t *step, float *o,
+                             const rshape *os) {
+    uint32_t idx[8] = {0};
+    for (uint64_t f = 0; f < rs_numel(os); f++) {
+        rs_unflatten(os, f, idx);
+        uint64_t off = 0;
+        for (uint32_t i = 0; i < s->rank; i++) off = off * s->d[i] + (uint64_t)(first[i] + (int64_t)idx[i] * step[i]);
+        o[f] = x[off];
+    }
+}
+
+static inline void ref_concat(const float *const *xs, const rshape *ss, uint32_t n, uint32_t axis, float *o,
+                              const rshape *os) {
+    uint32_t idx[8] = {0};
+    for (uint64_t f = 0; f < rs_numel(os); f++) {
+        rs_unflatten(os, f, idx);
+        uint32_t a = idx[axis], k = 0;
+        while (a >= ss[k].d[axis]) a -= ss[k++].d[axis];
+        idx[axis] = a;
+        uint64_t off = 0;
+        for (uint32_t i = 0; i < os->rank; i++) off = off * ss[k].d[i] + idx[i];
+        o[f] = xs[k][off];
+    }
+    (void)n;
+}
+
+#endif

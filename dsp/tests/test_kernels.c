@@ -1,0 +1,507 @@
+/* test_kernels.c - every v1 kernel against the straightforward C reference
+ * (reference.h) on random shapes, including sizes 1, odd sizes, sizes that
+ * are not multiples of the item/block sizes, and ops big enough to be cut
+ * into several items. Checks |got - ref| <= 1e-4 * max(|ref|, floor). */
+#include "core.h"
+#include "hexfuse/hexfuse.h"
+#include "program_builder.h"
+#include "test_util.h"
+#include "reference.h"
+
+#define TOL 1e-4
+
+static hfx_pool *g_pool;
+static hfx_pool *g_pool_alt; /* no matrix worker: vector workers run matrix items */
+static uint64_t g_last_items; /* work items of the last program run */
+
+/* Encodes b, runs it on a pool, returns 1 on success. */
+static int run_prog(hfxb *b, const void *const *ins, size_t nin, void *const *outs, size_t nout) {
+    size_t n;
+    uint8_t *bytes = hfxb_encode(b, &n);
+    hfx_program *p = NULL;
+    hfx_error e;
+    hfx_status st = hfx_program_parse(bytes, n, &p, &e);
+    free(bytes);
+    CHECK_MSG(st == HFX_OK, "parse: %s", e.message);
+    if (st != HFX_OK) return 0;
+    g_last_items = hfx_program_num_items(p, 0) + hfx_program_num_items(p, 1);
+    hfx_run_result res;
+    hfx_pool *pool = (rng_u32() % 4 == 0) ? g_pool_alt : g_pool;
+    st = hfx_run(pool, p, ins, nin, outs, nout, NULL, NULL, &res);
+    CHECK_MSG(st == HFX_OK, "run: %s", hfx_status_name(st));
+    hfx_program_free(p);
+    return st == HFX_OK;
+}
+
+#define EXPECT_CLOSE(got, ref, n, floor_, ...)                                      \
+    do {                                                                           \
+        double err_ = max_rel_err((got), (ref), (n), (floor_));                    \
+        CHECK_MSG(err_ <= TOL, __VA_ARGS__);                      \
+        if (err_ > TOL) fprintf(stderr, "  (err %.3g)\n", err_);                   \
+    } while (0)
+
+static void rand_shape(rshape *s, uint32_t rank, uint32_t maxd) {
+    memset(s, 0, sizeof *s);
+    s->rank = rank;
+    for (uint32_t i = 0; i < rank; i++) {
+        uint32_t r = rng_u32() % 4;
+        s->d[i] = r == 0 ? 1 : rng_range(1, maxd);
+    }
+}
+
+/* ---- GEMM ------------------------------------------------------------------------ */
+
+static void gemm_case(uint32_t m, uint32_t n, uint32_t k, const rshape *abatch, const rshape *bbatch, int ta, int tb,
+                      int cmode, int task) {
+    rshape as = *abatch, bs = *bbatch;
+    as.d[as.rank++] = ta ? k : m;
+    as.d[as.rank++] = ta ? m : k;
+    bs.d[bs.rank++] = tb ? n : k;
+    bs.d[bs.rank++] = tb ? k : n;
+    /* output batch = broadcast */
+    rshape ys = {0, {0}};
+    uint32_t r = abatch->rank > bbatch->rank ? abatch->rank : bbatch->rank;
+    for (uint32_t i = 0; i < r; i++) {
+        uint32_t a = i + abatch->rank >= r ? abatch->d[i + abatch->rank - r] : 1;
+        uint32_t bb = i + bbatch->rank >= r ? bbatch->d[i + bbatch->rank - r] : 1;
+        ys.d[ys.rank++] = a > bb ? a : bb;
+    }
+    ys.d[ys.rank++] = m;
+    ys.d[ys.rank++] = n;
+    rshape cs = {0, {0}};
+    switch (cmode) {
+    case 1: cs.rank = 1, cs.d[0] = n; break;
+    case 2: cs.rank = 2, cs.d[0] = m, cs.d[1] = n; break;
+    case 3: cs.rank = 2, cs.d[0] = m, cs.d[1] = 1; break;
+    case 4: cs.rank = 0; break;
+    case 5: cs = ys; break;
+    default: break;
+    }
+    float alpha = rng_u32() % 2 ? 1.0f : rng_f(-2, 2), beta = rng_f(-2, 2);
+    float *A = rand_buf(rs_numel(&as), -1, 1), *B = rand_buf(rs_numel(&bs), -1, 1);
+    float *C = cmode ? rand_buf(rs_numel(&cs), -1, 1) : NULL;
+    uint64_t yn = rs_numel(&ys);
+    float *Y = calloc(yn, 4), *R = calloc(yn, 4);
+    ref_gemm(A, &as, B, &bs, C, &cs, ta, tb, alpha, beta, R, &ys);
+    hfxb b;
+    hfxb_init(&b);
+    int const_b = rng_u32() % 2;
+    uint32_t ta_id = hfxb_input(&b, task, as.rank, as.d);
+    uint32_t tb_id = const_b ? hfxb_const(&b, task, bs.rank, bs.d, B) : hfxb_input(&b, task, bs.rank, bs.d);
+    uint32_t tc_id = cmode ? hfxb_input(&b, task, cs.rank, cs.d) : HFXB_NONE;
+    uint32_t ty = hfxb_output(&b, task, ys.rank, ys.d);
+    hfxb_gemm(&b, task, ta_id, tb_id, tc_id, ty, ta, tb, alpha, beta);
+    const void *ins[3];
+    size_t nin = 0;
+    ins[nin++] = A;
+    if (!const_b) ins[nin++] = B;
+    if (cmode) ins[nin++] = C;
+    void *outs[1] = {Y};
+    if (run_prog(&b, ins, nin, outs, 1))
+        EXPECT_CLOSE(Y, R, yn, 1.0, "gemm m=%u n=%u k=%u ta=%d tb=%d c=%d", m, n, k, ta, tb, cmode);
+    hfxb_free(&b);
+    free(A), free(B), free(C), free(Y), free(R);
+}
+
+static void test_gemm(void) {
+    rshape none = {0, {0}};
+    /* edge sizes, every transpose and bias mode */
+    static const uint32_t sizes[][3] = {{1, 1, 1}, {1, 7, 3}, {5, 1, 9}, {3, 4, 1}, {17, 33, 65}, {64, 64, 64}, {127, 129, 31}};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        for (int t = 0; t < 4; t++)
+            gemm_case(sizes[i][0], sizes[i][1], sizes[i][2], &none, &none, t & 1, t >> 1, (int)(i + (size_t)t) % 6,
+                      (int)(i % 2));
+    /* several row blocks (rows per item: 2^28 / (2 n k), see plan.c) and a column split */
+    gemm_case(300, 1024, 512, &none, &none, 0, 0, 1, 0);
+    CHECK(g_last_items == 2);
+    gemm_case(300, 1000, 600, &none, &none, 1, 1, 2, 1);
+    CHECK(g_last_items == 2);
+    gemm_case(63, 8192, 512, &none, &none, 0, 1, 1, 0);
+    CHECK(g_last_items == 2);
+    /* batched with broadcast */
+    for (int i = 0; i < 12; i++) {
+        rshape ab, bb;
+        rand_shape(&ab, rng_range(0, 3), 3);
+        rand_shape(&bb, rng_range(0, 3), 3);
+        /* make them broadcast-compatible */
+        for (uint32_t q = 0; q < ab.rank && q < bb.rank; q++) {
+            uint32_t *x = &ab.d[ab.rank - 1 - q], *y = &bb.d[bb.rank - 1 - q];
+            if (*x != *y && *x != 1 && *y != 1) *y = 1;
+        }
+        gemm_case(rng_range(1, 40), rng_range(1, 40), rng_range(1, 40), &ab, &bb, (int)(rng_u32() % 2),
+                  (int)(rng_u32() % 2), (int)(rng_u32() % 6), (int)(rng_u32() % 2));
+    }
+}
+
+/* ---- Conv ------------------------------------------------------------------------- */
+
+static void conv_case(uint32_t N, uint32_t C, uint32_t H, uint32_t W, uint32_t M, uint32_t kh, uint32_t kw,
+                      const int32_t *pads, const int32_t *st, const int32_t *dil, int32_t g, int bias) {
+    int64_t oh = ((int64_t)H + pads[0] + pads[2] - dil[0] * ((int64_t)kh - 1) - 1) / st[0] + 1;
+    int64_t ow = ((int64_t)W + pads[1] + pads[3] - dil[1] * ((int64_t)kw - 1) - 1) / st[1] + 1;
+    if ((int64_t)H + pads[0] + pads[2] < dil[0] * ((int64_t)kh - 1) + 1 ||
+        (int64_t)W + pads[1] + pads[3] < dil[1] * ((int64_t)kw - 1) + 1)
+        return;
+    rshape xs = {4, {N, C, H, W}}, ws = {4, {M, C / (uint32_t)g, kh, kw}};
+    rshape ys = {4, {N, M, (uint32_t)oh, (uint32_t)ow}};
+    float *X = rand_buf(rs_numel(&xs), -1, 1), *Wt = rand_buf(rs_numel(&ws), -1, 1);
+    float *Bi = rand_buf(M, -1, 1);
+    uint64_t yn = rs_numel(&ys);
+    float *Y = calloc(yn, 4), *R = calloc(yn, 4);
+    ref_conv(X, &xs, Wt, &ws, bias ? Bi : NULL, pads, st, dil, g, R, &ys);
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t x = hfxb_input(&b, 1, 4, xs.d);
+    uint32_t w = hfxb_const(&b, 1, 4, ws.d, Wt);
+    uint32_t bb = bias ? hfxb_const(&b, 1, HFXB_DIMS(M), Bi) : HFXB_NONE;
+    uint32_t y = hfxb_output(&b, 1, 4, ys.d);
+    hfxb_conv(&b, 1, x, w, bb, y, pads, st, dil, g);
+    const void *ins[1] = {X};
+    void *outs[1] = {Y};
+    if (run_prog(&b, ins, 1, outs, 1))
+        EXPECT_CLOSE(Y, R, yn, 1.0, "conv N%u C%u H%u W%u M%u k%ux%u g%d", N, C, H, W, M, kh, kw, (int)g);
+    hfxb_free(&b);
+    free(X), free(Wt), free(Bi), free(Y), free(R);
+}
+
+static void test_conv(void) {
+    int32_t p0[4] = {0, 0, 0, 0}, p1[4] = {1, 1, 1, 1}, pa[4] = {0, 2, 1, 0};
+    int32_t s1[2] = {1, 1}, s2[2] = {2, 3}, d1[2] = {1, 1}, d2[2] = {2, 1};
+    conv_case(1, 1, 1, 1, 1, 1, 1, p0, s1, d1, 1, 0);      /* all ones */
+    conv_case(2, 8, 7, 9, 6, 1, 1, p0, s1, d1, 1, 1);      /* 1x1 direct */
+    conv_case(1, 3, 11, 13, 5, 3, 3, p1, s1, d1, 1, 1);    /* same padding */
+    conv_case(2, 6, 10, 9, 6, 3, 2, pa, s2, d2, 3, 1);     /* asym pads, strides, dilation, groups */
+    conv_case(1, 4, 9, 9, 4, 3, 3, p1, s1, d1, 4, 0);      /* depthwise */
+    conv_case(1, 64, 32, 32, 16, 3, 3, p1, s1, d1, 1, 1);  /* im2col in several pixel blocks */
+    CHECK(g_last_items > 1);
+    conv_case(1, 2, 5, 5, 2, 5, 5, p0, s1, d1, 1, 0);      /* kernel == input */
+    for (int i = 0; i < 10; i++) {
+        int32_t g = (int32_t)rng_range(1, 3);
+        uint32_t C = (uint32_t)g * rng_range(1, 3), M = (uint32_t)g * rng_range(1, 3);
+        int32_t pads[4] = {(int32_t)rng_range(0, 2), (int32_t)rng_range(0, 2), (int32_t)rng_range(0, 2),
+                           (int32_t)rng_range(0, 2)};
+        int32_t st[2] = {(int32_t)rng_range(1, 3), (int32_t)rng_range(1, 3)};
+        int32_t dil[2] = {(int32_t)rng_range(1, 2), (int32_t)rng_range(1, 2)};
+        conv_case(rng_range(1, 2), C, rng_range(1, 12), rng_range(1, 12), M, rng_range(1, 4), rng_range(1, 4), pads,
+                  st, dil, g, (int)(rng_u32() % 2));
+    }
+}
+
+/* ---- elementwise ------------------------------------------------------------------- */
+
+static void binary_case(uint32_t opc, const rshape *xs, const rshape *ys) {
+    rshape os = {xs->rank > ys->rank ? xs->rank : ys->rank, {0}};
+    for (uint32_t i = 0; i < os.rank; i++) {
+        uint32_t a = i + xs->rank >= os.rank ? xs->d[i + xs->rank - os.rank] : 1;
+        uint32_t c = i + ys->rank >= os.rank ? ys->d[i + ys->rank - os.rank] : 1;
+        os.d[i] = a > c ? a : c;
+    }
+    float *X = rand_buf(rs_numel(xs), -2, 2), *Y = rand_buf(rs_numel(ys), 0.5f, 2);
+    uint64_t on = rs_numel(&os);
+    float *O = calloc(on, 4), *R = calloc(on, 4);
+    ref_binary((int)opc, X, xs, Y, ys, R, &os);
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t x = hfxb_input(&b, 0, xs->rank, xs->d), y = hfxb_input(&b, 0, ys->rank, ys->d);
+    uint32_t o = hfxb_output(&b, 0, os.rank, os.d);
+    hfxb_binary(&b, 0, opc, x, y, o);
+    const void *ins[2] = {X, Y};
+    void *outs[1] = {O};
+    if (run_prog(&b, ins, 2, outs, 1)) EXPECT_CLOSE(O, R, on, 1e-6, "binary op %u rank %u/%u", opc, xs->rank, ys->rank);
+    hfxb_free(&b);
+    free(X), free(Y), free(O), free(R);
+}
+
+static void test_binary(void) {
+    static const uint32_t ops[] = {HFX_OP_ADD, HFX_OP_SUB, HFX_OP_MUL, HFX_OP_DIV};
+    rshape big = {1, {70001}}, scalar = {0, {0}}, row = {2, {1, 70001}};
+    for (int k = 0; k < 4; k++) {
+        binary_case(ops[k], &big, &big);
+        CHECK(g_last_items == 3);
+        binary_case(ops[k], &big, &scalar);
+        binary_case(ops[k], &scalar, &row);
+        for (int i = 0; i < 8; i++) {
+            rshape xs, ys;
+            rand_shape(&xs, rng_range(0, 5), 9);
+            ys = xs;
+            /* random broadcast: drop leading axes, set some to 1 */
+            uint32_t drop = ys.rank ? rng_u32() % (ys.rank + 1) : 0;
+            memmove(ys.d, ys.d + drop, (ys.rank - drop) * sizeof(uint32_t));
+            ys.rank -= drop;
+            for (uint32_t q = 0; q < ys.rank; q++)
+                if (rng_u32() % 3 == 0) ys.d[q] = 1;
+            if (rng_u32() % 2) binary_case(ops[k], &xs, &ys);
+            else binary_case(ops[k], &ys, &xs);
+        }
+    }
+    /* a broadcast that needs the general path across many chunks */
+    rshape a = {3, {3, 200, 129}}, c = {3, {3, 1, 129}};
+    binary_case(HFX_OP_MUL, &a, &c);
+    binary_case(HFX_OP_SUB, &c, &a);
+}
+
+static void test_unary(void) {
+    static const uint32_t ops[] = {HFX_OP_RELU, HFX_OP_SIGMOID, HFX_OP_TANH, HFX_OP_GELU, HFX_OP_SILU, HFX_OP_EXP};
+    static const uint32_t sizes[] = {1, 7, 32768, 32769, 100003};
+    for (int k = 0; k < 6; k++)
+        for (int s = 0; s < 5; s++) {
+            uint32_t n = sizes[s];
+            float lo = ops[k] == HFX_OP_EXP ? -10.f : -8.f, hi = ops[k] == HFX_OP_EXP ? 10.f : 8.f;
+            float *X = rand_buf(n, lo, hi), *O = calloc(n, 4), *R = calloc(n, 4);
+            ref_unary((int)ops[k], X, R, n);
+            hfxb b;
+            hfxb_init(&b);
+            uint32_t x = hfxb_input(&b, s % 2, HFXB_DIMS(n)), o = hfxb_output(&b, s % 2, HFXB_DIMS(n));
+            hfxb_unary(&b, s % 2, ops[k], x, o);
+            const void *ins[1] = {X};
+            void *outs[1] = {O};
+            if (run_prog(&b, ins, 1, outs, 1)) EXPECT_CLOSE(O, R, n, 1e-3, "unary op %u n=%u", ops[k], n);
+            hfxb_free(&b);
+            free(X), free(O), free(R);
+        }
+}
+
+/* special values: NaN, infinities, overflow/underflow edges (the fuzzer found
+ * a float-to-int conversion of NaN here once) */
+static void test_unary_special(void) {
+    static const uint32_t ops[] = {HFX_OP_RELU, HFX_OP_SIGMOID, HFX_OP_TANH, HFX_OP_GELU, HFX_OP_SILU, HFX_OP_EXP};
+    static const float vals[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-8f, -1e-8f, 0.3f, -0.3f, 0.62f, 0.63f,
+                                 5.0f, -5.0f, 20.0f, -20.0f, 87.0f, 88.5f, 88.8f, 89.5f, 100.0f, -87.5f, -90.0f,
+                                 -100.0f, -104.0f, -110.0f, 1e10f, -1e10f};
+    enum { N = sizeof vals / sizeof vals[0] };
+    for (int k = 0; k < 6; k++) {
+        float o[N], r[N];
+        ref_unary((int)ops[k], vals, r, N);
+        hfxb b;
+        hfxb_init(&b);
+        uint32_t x = hfxb_input(&b, 0, HFXB_DIMS(N)), y = hfxb_output(&b, 0, HFXB_DIMS(N));
+        hfxb_unary(&b, 0, ops[k], x, y);
+        const void *ins[1] = {vals};
+        void *outs[1] = {o};
+        if (!run_prog(&b, ins, 1, outs, 1)) continue;
+        for (int i = 0; i < N; i++) {
+            int ok;
+            if (isnan(r[i])) ok = isnan(o[i]);
+            else if (isinf(r[i])) ok = o[i] == r[i];
+            else if (fabsf(r[i]) < 1e-37f) ok = fabsf(o[i]) < 1e-37f;
+            else ok = fabs((double)o[i] - (double)r[i]) <= 1e-4 * fmax(fabs((double)r[i]), 1e-3);
+            CHECK_MSG(ok, "op %u x=%g: got %g want %g", ops[k], (double)vals[i], (double)o[i], (double)r[i]);
+        }
+        hfxb_free(&b);
+    }
+}
+
+/* ---- softmax / norms / reductions ---------------------------------------------------- */
+
+static void test_softmax(void) {
+    for (int i = 0; i < 20; i++) {
+        rshape s;
+        rand_shape(&s, i < 3 ? rng_range(1, 2) : rng_range(1, 4), i < 3 ? 3000 : 20);
+        uint32_t axis = rng_u32() % s.rank;
+        uint64_t n = rs_numel(&s);
+        float *X = rand_buf(n, -5, 5), *O = calloc(n, 4), *R = calloc(n, 4);
+        ref_softmax(X, &s, axis, R);
+        hfxb b;
+        hfxb_init(&b);
+        uint32_t x = hfxb_input(&b, 0, s.rank, s.d), o = hfxb_output(&b, 0, s.rank, s.d);
+        hfxb_softmax(&b, 0, x, o, rng_u32() % 2 ? (int32_t)axis : (int32_t)axis - (int32_t)s.rank);
+        const void *ins[1] = {X};
+        void *outs[1] = {O};
+        if (run_prog(&b, ins, 1, outs, 1)) EXPECT_CLOSE(O, R, n, 1e-7, "softmax rank %u axis %u", s.rank, axis);
+        hfxb_free(&b);
+        free(X), free(O), free(R);
+    }
+}
+
+static void test_norms(void) {
+    for (int i = 0; i < 24; i++) {
+        int layer = i % 2;
+        rshape s;
+        rand_shape(&s, i < 4 ? rng_range(1, 2) : rng_range(1, 4), i < 4 ? 1500 : 24);
+        uint32_t axis = rng_u32() % s.rank;
+        uint64_t n = rs_numel(&s), d = 1;
+        for (uint32_t q = axis; q < s.rank; q++) d *= s.d[q];
+        int bias = layer && rng_u32() % 2;
+        float *X = rand_buf(n, -3, 3), *Sc = rand_buf(d, 0.5f, 1.5f), *Bi = rand_buf(d, -1, 1);
+        float *O = calloc(n, 4), *R = calloc(n, 4);
+        float eps = 1e-5f;
+        ref_norm(layer, X, &s, axis, Sc, bias ? Bi : NULL, eps, R);
+        hfxb b;
+        hfxb_init(&b);
+        uint32_t x = hfxb_input(&b, 1, s.rank, s.d);
+        uint32_t sc = hfxb_input(&b, 1, s.rank - axis, s.d + axis);
+        uint32_t bi = bias ? hfxb_const(&b, 1, s.rank - axis, s.d + axis, Bi) : HFXB_NONE;
+        uint32_t o = hfxb_output(&b, 1, s.rank, s.d);
+        hfxb_norm(&b, 1, layer ? HFX_OP_LAYERNORM : HFX_OP_RMSNORM, x, sc, bi, o, (int32_t)axis, eps);
+        const void *ins[2] = {X, Sc};
+        void *outs[1] = {O};
+        if (run_prog(&b, ins, 2, outs, 1))
+            EXPECT_CLOSE(O, R, n, 1e-2, "%s rank %u axis %u dims %u %u %u %u", layer ? "layernorm" : "rmsnorm", s.rank, axis, s.d[0], s.d[1], s.d[2], s.d[3]);
+        hfxb_free(&b);
+        free(X), free(Sc), free(Bi), free(O), free(R);
+    }
+}
+
+static void test_reduce(void) {
+    for (int i = 0; i < 24; i++) {
+        rshape s;
+        rand_shape(&s, i < 3 ? rng_range(1, 2) : rng_range(1, 5), i < 3 ? 400 : 12);
+        uint32_t mask = 0;
+        while (!mask) mask = rng_u32() & ((1u << s.rank) - 1u);
+        int keep = (int)(rng_u32() % 2), mean = i % 2;
+        rshape os = {0, {0}};
+        for (uint32_t q = 0; q < s.rank; q++) {
+            if (mask & (1u << q)) {
+                if (keep) os.d[os.rank++] = 1;
+            } else {
+                os.d[os.rank++] = s.d[q];
+            }
+        }
+        uint64_t n = rs_numel(&s), on = rs_numel(&os);
+        float *X = rand_buf(n, 0, 1), *O = calloc(on, 4), *R = calloc(on, 4);
+        ref_reduce(mean, X, &s, mask, R);
+        hfxb b;
+        hfxb_init(&b);
+        uint32_t x = hfxb_input(&b, 0, s.rank, s.d), o = hfxb_output(&b, 0, os.rank, os.d);
+        hfxb_reduce(&b, 0, mean ? HFX_OP_REDUCE_MEAN : HFX_OP_REDUCE_SUM, x, o, mask, keep);
+        const void *ins[1] = {X};
+        void *outs[1] = {O};
+        if (run_prog(&b, ins, 1, outs, 1)) EXPECT_CLOSE(O, R, on, 1e-6, "reduce rank %u mask %u", s.rank, mask);
+        hfxb_free(&b);
+        free(X), free(O), free(R);
+    }
+}
+
+/* ---- memory ops ------------------------------------------------------------------------ */
+
+static void test_transpose(void) {
+    for (int i = 0; i < 20; i++) {
+        rshape s;
+        rand_shape(&s, i < 2 ? 2 : rng_range(1, 5), i < 2 ? 300 : 9);
+        int32_t perm[8];
+        for (uint32_t q = 0; q < s.rank; q++) perm[q] = (int32_t)q;
+        for (uint32_t q = s.rank; q-- > 1;) {
+            uint32_t j = rng_u32() % (q + 1);
+            int32_t t = perm[q];
+            perm[q] = perm[j];
+            perm[j] = t;
+        }
+        rshape os = {s.rank, {0}};
+        for (uint32_t q = 0; q < s.rank; q++) os.d[q] = s.d[perm[q]];
+        uint64_t n = rs_numel(&s);
+        float *X = rand_buf(n, -1, 1), *O = calloc(n, 4), *R = calloc(n, 4);
+        ref_transpose(X, &s, perm, R);
+        hfxb b;
+        hfxb_init(&b);
+        uint32_t x = hfxb_input(&b, 0, s.rank, s.d), o = hfxb_output(&b, 0, os.rank, os.d);
+        hfxb_transpose(&b, 0, x, o, perm, s.rank);
+        const void *ins[1] = {X};
+        void *outs[1] = {O};
+        if (run_prog(&b, ins, 1, outs, 1)) CHECK_MSG(memcmp(O, R, n * 4) == 0, "transpose rank %u", s.rank);
+        hfxb_free(&b);
+        free(X), free(O), free(R);
+    }
+}
+
+static void test_slice(void) {
+    for (int i = 0; i < 30; i++) {
+        rshape s;
+        rand_shape(&s, i < 2 ? rng_range(1, 2) : rng_range(1, 4), i < 2 ? 500 : 12);
+        int32_t st[8], en[8], sp[8];
+        int64_t first[8], step[8];
+        rshape os = {s.rank, {0}};
+        for (uint32_t q = 0; q < s.rank; q++) {
+            int32_t d = (int32_t)s.d[q];
+            for (;;) {
+                sp[q] = (int32_t)rng_range(1, 3) * (rng_u32() % 3 == 0 ? -1 : 1);
+                st[q] = (int32_t)rng_range(0, (uint32_t)(2 * d + 2)) - d - 1;
+                en[q] = rng_u32() % 4 == 0 ? (sp[q] > 0 ? INT32_MAX : INT32_MIN)
+                                           : (int32_t)rng_range(0, (uint32_t)(2 * d + 2)) - d - 1;
+                uint64_t len = hfx_slice_axis(d, st[q], en[q], sp[q], &first[q]);
+                if (len) {
+                    os.d[q] = (uint32_t)len;
+                    step[q] = sp[q];
+                    break;
+                }
+            }
+        }
+        uint64_t n = rs_numel(&s), on = rs_numel(&os);
+        float *X = rand_buf(n, -1, 1), *O = calloc(on, 4), *R = calloc(on, 4);
+        ref_slice(X, &s, first, step, R, &os);
+        hfxb b;
+        hfxb_init(&b);
+        uint32_t x = hfxb_input(&b, 1, s.rank, s.d), o = hfxb_output(&b, 1, os.rank, os.d);
+        hfxb_slice(&b, 1, x, o, st, en, sp, s.rank);
+        const void *ins[1] = {X};
+        void *outs[1] = {O};
+        if (run_prog(&b, ins, 1, outs, 1)) CHECK_MSG(memcmp(O, R, on * 4) == 0, "slice rank %u", s.rank);
+        hfxb_free(&b);
+        free(X), free(O), free(R);
+    }
+}
+
+static void test_concat_copy(void) {
+    for (int i = 0; i < 20; i++) {
+        rshape base;
+        rand_shape(&base, i < 2 ? rng_range(1, 2) : rng_range(1, 4), i < 2 ? 200 : 9);
+        uint32_t axis = rng_u32() % base.rank, k = rng_range(1, 5);
+        rshape ss[8];
+        const float *xs[8];
+        float *bufs[8];
+        rshape os = base;
+        os.d[axis] = 0;
+        hfxb b;
+        hfxb_init(&b);
+        uint32_t ids[8];
+        for (uint32_t q = 0; q < k; q++) {
+            ss[q] = base;
+            ss[q].d[axis] = rng_range(1, i < 2 ? 300 : 6);
+            os.d[axis] += ss[q].d[axis];
+            bufs[q] = rand_buf(rs_numel(&ss[q]), -1, 1);
+            xs[q] = bufs[q];
+            ids[q] = hfxb_input(&b, 0, ss[q].rank, ss[q].d);
+        }
+        uint64_t on = rs_numel(&os);
+        float *O = calloc(on, 4), *R = calloc(on, 4), *O2 = calloc(on, 4);
+        ref_concat(xs, ss, k, axis, R, &os);
+        uint32_t s = hfxb_scratch(&b, 0, os.rank, os.d);
+        uint32_t o = hfxb_output(&b, 0, os.rank, os.d);
+        uint32_t flat = (uint32_t)on;
+        uint32_t o2 = hfxb_output(&b, 0, HFXB_DIMS(flat)); /* Copy as reshape */
+        hfxb_concat(&b, 0, k, ids, s, (int32_t)axis);
+        hfxb_op_add(&b, 0, HFX_OP_COPY, -1, 1, &s, o, NULL);
+        hfxb_op_add(&b, 0, HFX_OP_COPY, HFX_ENGINE_VECTOR, 1, &o, o2, NULL);
+        void *outs[2] = {O, O2};
+        if (run_prog(&b, (const void *const *)xs, k, outs, 2)) {
+            CHECK_MSG(memcmp(O, R, on * 4) == 0, "concat rank %u axis %u k %u", base.rank, axis, k);
+            CHECK(memcmp(O2, R, on * 4) == 0);
+        }
+        hfxb_free(&b);
+        for (uint32_t q = 0; q < k; q++) free(bufs[q]);
+        free(O), free(R), free(O2);
+    }
+}
+
+int main(void) {
+    hfx_pool_config cfg;
+    hfx_pool_config_init(&cfg);
+    cfg.arena_bytes = 16u << 20;
+    if (hfx_pool_create(&cfg, &g_pool) != HFX_OK) return 1;
+    cfg.n_matrix_workers = 0;
+    cfg.n_vector_workers = 2;
+    if (hfx_pool_create(&cfg, &g_pool_alt) != HFX_OK) return 1;
+    RUN_TEST(test_gemm);
+    RUN_TEST(test_conv);
+    RUN_TEST(test_binary);
+    RUN_TEST(test_unary);
+    RUN_TEST(test_unary_special);
+    RUN_TEST(test_softmax);
+    RUN_TEST(test_norms);
+    RUN_TEST(test_reduce);
+    RUN_TEST(test_transpose);
+    RUN_TEST(test_slice);
+    RUN_TEST(test_concat_copy);
+    hfx_pool_destroy(g_pool);
+    hfx_pool_destroy(g_pool_alt);
+    TEST_MAIN_END();
+}

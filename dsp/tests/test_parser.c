@@ -1,0 +1,482 @@
+/* test_parser.c - task program parser and validator. */
+#include "core.h"
+#include "hexfuse/hexfuse.h"
+#include "platform.h"
+#include "program_builder.h"
+#include "test_util.h"
+
+static float g_w[64 * 64];
+
+/* Base program: task A: y = Gemm(x, W) + bias -> Relu -> out_a (via scratch)
+ *               task B: softmax(xb) -> out_b               */
+static void base_program(hfxb *b) {
+    hfxb_init(b);
+    uint32_t x = hfxb_input(b, HFX_TASK_A, HFXB_DIMS(16, 32));
+    uint32_t w = hfxb_const(b, HFX_TASK_A, HFXB_DIMS(32, 8), g_w);
+    uint32_t s = hfxb_scratch(b, HFX_TASK_A, HFXB_DIMS(16, 8));
+    uint32_t ya = hfxb_output(b, HFX_TASK_A, HFXB_DIMS(16, 8));
+    hfxb_gemm(b, HFX_TASK_A, x, w, HFXB_NONE, s, 0, 0, 1.0f, 0.0f);
+    hfxb_unary(b, HFX_TASK_A, HFX_OP_RELU, s, ya);
+    uint32_t xb = hfxb_input(b, HFX_TASK_B, HFXB_DIMS(4, 10));
+    uint32_t yb = hfxb_output(b, HFX_TASK_B, HFXB_DIMS(4, 10));
+    hfxb_softmax(b, HFX_TASK_B, xb, yb, -1);
+}
+/* tensor ids: 0 x, 1 w, 2 s, 3 ya, 4 xb, 5 yb; ops: 0 gemm, 1 relu, 2 softmax */
+#define NT 6u
+#define TREC(i) (HFX_HEADER_BYTES + (i) * HFX_TENSOR_RECORD_BYTES)
+#define OREC(j) (HFX_HEADER_BYTES + NT * HFX_TENSOR_RECORD_BYTES + (j) * HFX_OP_RECORD_BYTES)
+
+static uint8_t *g_bytes;
+static size_t g_size;
+
+static void put32(uint8_t *p, uint32_t v) { hfxb_put32(p, v); }
+
+static hfx_status parse_bytes(const uint8_t *bytes, size_t n, hfx_error *err) {
+    hfx_program *p = NULL;
+    hfx_status st = hfx_program_parse(bytes, n, &p, err);
+    if (st == HFX_OK) {
+        CHECK(p != NULL);
+        hfx_program_free(p);
+    } else {
+        CHECK(p == NULL);
+        CHECK(err->status == st);
+        CHECK(err->message[0] != '\0');
+    }
+    return st;
+}
+
+/* copy of the base bytes with one u32 / u8 changed */
+static hfx_status with_u32(size_t off, uint32_t v, hfx_error *err) {
+    uint8_t *c = malloc(g_size);
+    memcpy(c, g_bytes, g_size);
+    put32(c + off, v);
+    hfx_status st = parse_bytes(c, g_size, err);
+    free(c);
+    return st;
+}
+static hfx_status with_u8(size_t off, uint8_t v, hfx_error *err) {
+    uint8_t *c = malloc(g_size);
+    memcpy(c, g_bytes, g_size);
+    c[off] = v;
+    hfx_status st = parse_bytes(c, g_size, err);
+    free(c);
+    return st;
+}
+
+#define EXPECT_U32(off, v, status)                                                                   \
+    do {                                                                                             \
+        hfx_error e_;                                                                                \
+        hfx_status st_ = with_u32((off), (v), &e_);                                                  \
+        CHECK_MSG(st_ == (status), "got %s (%s), want %s", hfx_status_name(st_), e_.message, #status); \
+    } while (0)
+#define EXPECT_U8(off, v, status)                                                                    \
+    do {                                                                                             \
+        hfx_error e_;                                                                                \
+        hfx_status st_ = with_u8((off), (v), &e_);                                                   \
+        CHECK_MSG(st_ == (status), "got %s (%s), want %s", hfx_status_name(st_), e_.message, #status); \
+    } while (0)
+
+static void test_valid(void) {
+    hfx_program *p;
+    hfx_error err;
+    CHECK(hfx_program_parse(g_bytes, g_size, &p, &err) == HFX_OK);
+    CHECK(hfx_program_num_tensors(p) == NT);
+    CHECK(hfx_program_num_ops(p) == 3);
+    CHECK(hfx_program_num_task_ops(p, HFX_TASK_A) == 2);
+    CHECK(hfx_program_num_task_ops(p, HFX_TASK_B) == 1);
+    CHECK(hfx_program_num_inputs(p, 0) == 1 && hfx_program_num_inputs(p, 1) == 1);
+    CHECK(hfx_program_num_outputs(p, 0) == 1 && hfx_program_num_outputs(p, 1) == 1);
+    hfx_tensor_info ti;
+    CHECK(hfx_program_input_info(p, 1, &ti) == HFX_OK);
+    CHECK(ti.task == HFX_TASK_B && ti.rank == 2 && ti.dims[0] == 4 && ti.dims[1] == 10 && ti.bytes == 160);
+    CHECK(hfx_program_output_info(p, 0, &ti) == HFX_OK && ti.dims[1] == 8);
+    CHECK(hfx_program_input_info(p, 2, &ti) == HFX_ERR_ARG);
+    hfx_op_info oi;
+    CHECK(hfx_program_op_info(p, 2, &oi) == HFX_OK);
+    CHECK(oi.opcode == HFX_OP_SOFTMAX && oi.task == HFX_TASK_B && oi.task_index == 0 && oi.n_items >= 1);
+    CHECK(hfx_program_op_info(p, 3, &oi) == HFX_ERR_ARG);
+    CHECK(hfx_program_scratch_bytes(p, 0) == 16 * 8 * 4 + (HFX_ARENA_ALIGN - (16 * 8 * 4) % HFX_ARENA_ALIGN) % HFX_ARENA_ALIGN);
+    CHECK(hfx_program_scratch_bytes(p, 1) == 0);
+    CHECK(p->ops[2].params[HFX_P_AXIS] == 1); /* normalized */
+    /* constants are copied: the caller's buffer may go */
+    CHECK(memcmp(p->blob + p->tensors[1].const_offset, g_w, sizeof(float) * 32 * 8) == 0);
+    CHECK(((uintptr_t)(p->blob + p->tensors[1].const_offset) % HFX_CONST_ALIGN) == 0);
+    hfx_program_free(p);
+    CHECK(hfx_program_parse(NULL, 10, &p, &err) == HFX_ERR_ARG);
+    CHECK(hfx_program_parse(g_bytes, g_size, NULL, &err) == HFX_ERR_ARG);
+    CHECK(hfx_program_parse(g_bytes, g_size, &p, NULL) == HFX_OK); /* err optional */
+    hfx_program_free(p);
+}
+
+static void test_header(void) {
+    hfx_error e;
+    EXPECT_U32(0, 0x12345678u, HFX_ERR_MAGIC);
+    EXPECT_U8(4, 2, HFX_ERR_VERSION);
+    EXPECT_U8(4, 0, HFX_ERR_VERSION);
+    EXPECT_U8(6, 40, HFX_ERR_HEADER);
+    EXPECT_U32(8, (uint32_t)g_size + 1, HFX_ERR_TRUNCATED);
+    EXPECT_U32(8, (uint32_t)g_size - 1, HFX_ERR_HEADER);
+    EXPECT_U32(12, 1, HFX_ERR_HEADER);
+    EXPECT_U32(16, 0, HFX_ERR_HEADER);
+    EXPECT_U32(16, 0xffffffffu, HFX_ERR_HEADER);
+    EXPECT_U32(16, NT + 1, HFX_ERR_HEADER);  /* op table offset no longer matches */
+    EXPECT_U32(20, 0, HFX_ERR_HEADER);
+    EXPECT_U32(20, 5000, HFX_ERR_HEADER);
+    EXPECT_U32(20, 4000, HFX_ERR_TRUNCATED); /* tables beyond the buffer */
+    EXPECT_U32(24, 0x00010002u, HFX_ERR_TENSOR); /* 2 A inputs: B's input index falls in A's range */
+    EXPECT_U32(28, 0x00010000u, HFX_ERR_TENSOR); /* 0 A outputs: A's output index out of range */
+    EXPECT_U32(24, 0x00011001u, HFX_ERR_HEADER); /* count > 4096 */
+    EXPECT_U32(32, 0, HFX_ERR_HEADER);
+    EXPECT_U32(36, 0, HFX_ERR_HEADER);
+    EXPECT_U32(40, 3, HFX_ERR_HEADER);
+    EXPECT_U32(40, 0xffffffc0u, HFX_ERR_HEADER);
+    EXPECT_U32(44, 0, HFX_ERR_HEADER);
+    /* nonzero padding between the op table and the data section */
+    size_t ops_end = OREC(3);
+    CHECK(ops_end % 64 != 0);
+    EXPECT_U8(ops_end, 1, HFX_ERR_HEADER);
+    (void)e;
+    /* trailing garbage */
+    uint8_t *c = calloc(1, g_size + 8);
+    memcpy(c, g_bytes, g_size);
+    CHECK(parse_bytes(c, g_size + 8, &e) == HFX_ERR_HEADER);
+    free(c);
+}
+
+static void test_io_counts_consistent(void) {
+    /* the first io-count case above sets the same counts (1,1): must stay valid */
+    hfx_error e;
+    CHECK(with_u32(24, 0x00010001u, &e) == HFX_OK);
+}
+
+static void test_truncated_every_byte(void) {
+    int bad = 0;
+    for (size_t n = 0; n < g_size; n++) {
+        /* exact-size copy so that ASan catches any read past n */
+        uint8_t *c = malloc(n ? n : 1);
+        memcpy(c, g_bytes, n);
+        hfx_error e;
+        hfx_status st = parse_bytes(c, n, &e);
+        if (st != HFX_ERR_TRUNCATED) bad++;
+        /* same prefix but the header's total size patched to n: deeper checks must still fail cleanly */
+        if (n >= HFX_HEADER_BYTES) {
+            put32(c + 8, (uint32_t)n);
+            st = parse_bytes(c, n, &e);
+            if (st == HFX_OK) bad++;
+        }
+        free(c);
+    }
+    CHECK_MSG(bad == 0, "%d prefixes misparsed", bad);
+}
+
+static void test_tensors(void) {
+    EXPECT_U8(TREC(0) + 0, 0, HFX_ERR_DTYPE);
+    EXPECT_U8(TREC(0) + 0, 7, HFX_ERR_DTYPE);
+    EXPECT_U8(TREC(0) + 0, HFX_DTYPE_F16, HFX_ERR_DTYPE); /* known dtype, unsupported by Gemm */
+    EXPECT_U8(TREC(0) + 1, 0, HFX_ERR_TENSOR);
+    EXPECT_U8(TREC(0) + 1, 5, HFX_ERR_TENSOR);
+    EXPECT_U8(TREC(0) + 2, 2, HFX_ERR_TENSOR);
+    EXPECT_U8(TREC(0) + 3, 9, HFX_ERR_TENSOR);
+    EXPECT_U8(TREC(0) + 3, 3, HFX_ERR_TENSOR); /* dim 2 = 0 within rank */
+    EXPECT_U32(TREC(0) + 8, 0, HFX_ERR_TENSOR);
+    EXPECT_U32(TREC(0) + 8, 0x80000000u, HFX_ERR_TENSOR);
+    EXPECT_U32(TREC(0) + 20, 5, HFX_ERR_TENSOR); /* dim beyond rank */
+    EXPECT_U32(TREC(0) + 4, 1, HFX_ERR_TENSOR);  /* A input with B's io index */
+    EXPECT_U32(TREC(4) + 4, 0, HFX_ERR_TENSOR);  /* B input with A's io index */
+    EXPECT_U32(TREC(4) + 4, 7, HFX_ERR_TENSOR);
+    EXPECT_U32(TREC(2) + 4, 1, HFX_ERR_TENSOR);  /* io index on scratch */
+    EXPECT_U8(TREC(4) + 1, HFX_ROLE_SCRATCH, HFX_ERR_TENSOR); /* input 1 has no tensor */
+    EXPECT_U32(TREC(2) + 40, 64, HFX_ERR_TENSOR);   /* data offset on scratch */
+    EXPECT_U32(TREC(1) + 40, 4, HFX_ERR_TENSOR);    /* misaligned constant */
+    EXPECT_U32(TREC(1) + 40, 64, HFX_ERR_SIZE);     /* constant beyond the data section */
+    EXPECT_U32(TREC(1) + 44, 16, HFX_ERR_SIZE);     /* constant bytes != shape */
+    /* size overflow: 65536 x 65536 f32 */
+    {
+        uint8_t *c = malloc(g_size);
+        memcpy(c, g_bytes, g_size);
+        put32(c + TREC(2) + 8, 65536);
+        put32(c + TREC(2) + 12, 65536);
+        hfx_error e;
+        CHECK(parse_bytes(c, g_size, &e) == HFX_ERR_SIZE);
+        CHECK(e.byte_offset == TREC(2) + 12);
+        /* 2^29 elements * 4 bytes = 2 GiB: over the byte limit */
+        put32(c + TREC(2) + 8, 1u << 14);
+        put32(c + TREC(2) + 12, 1u << 15);
+        CHECK(parse_bytes(c, g_size, &e) == HFX_ERR_SIZE);
+        free(c);
+    }
+    /* error offset points at the bad field */
+    hfx_error e;
+    CHECK(with_u8(TREC(3) + 0, 99, &e) == HFX_ERR_DTYPE && e.byte_offset == TREC(3));
+    CHECK(strstr(e.message, "tensor 3") != NULL);
+}
+
+static void test_ops(void) {
+    EXPECT_U32(OREC(0), 999, HFX_ERR_OP);                      /* opcode (u16) + engine/task */
+    EXPECT_U8(OREC(0) + 0, 77, HFX_ERR_OP);                    /* unknown opcode */
+    EXPECT_U8(OREC(0) + 2, HFX_ENGINE_COPY, HFX_ERR_OP);       /* Gemm on the copy engine */
+    EXPECT_U8(OREC(1) + 2, HFX_ENGINE_MATRIX, HFX_ERR_OP);     /* Relu on the matrix engine */
+    EXPECT_U8(OREC(0) + 2, 3, HFX_ERR_OP);
+    EXPECT_U8(OREC(0) + 3, 2, HFX_ERR_OP);                     /* task 2 */
+    EXPECT_U8(OREC(0) + 3, 1, HFX_ERR_GRAPH);                  /* task B op using A's tensors */
+    EXPECT_U8(OREC(0) + 4, 1, HFX_ERR_OP);                     /* Gemm with 1 input */
+    EXPECT_U8(OREC(0) + 4, 4, HFX_ERR_OP);
+    EXPECT_U8(OREC(0) + 5, 0, HFX_ERR_OP);
+    EXPECT_U8(OREC(0) + 5, 2, HFX_ERR_OP);
+    EXPECT_U8(OREC(0) + 6, 1, HFX_ERR_OP);                     /* reserved */
+    EXPECT_U32(OREC(0) + 8 + 4 * 2, 0, HFX_ERR_OP);            /* unused input slot */
+    EXPECT_U32(OREC(0) + 8, 1000, HFX_ERR_OP);                 /* id out of range */
+    EXPECT_U32(OREC(0) + 8, 4, HFX_ERR_GRAPH);                 /* other task's tensor */
+    EXPECT_U32(OREC(0) + 40, 1000, HFX_ERR_OP);
+    EXPECT_U32(OREC(0) + 44, 0, HFX_ERR_OP);                   /* unused output slot */
+    EXPECT_U32(OREC(0) + 40, 0, HFX_ERR_GRAPH);                /* writes an input */
+    EXPECT_U32(OREC(0) + 40, 1, HFX_ERR_GRAPH);                /* writes a constant */
+    EXPECT_U32(OREC(1) + 40, 2, HFX_ERR_GRAPH);                /* relu writes its input */
+    EXPECT_U32(OREC(1) + 8, 3, HFX_ERR_GRAPH);                 /* reads out_a before it is written */
+    EXPECT_U32(OREC(0) + 40, 3, HFX_ERR_GRAPH);                /* scratch never written / output twice */
+    EXPECT_U32(OREC(1) + 40, 2, HFX_ERR_GRAPH);
+    EXPECT_U32(OREC(0) + 48 + 4 * 10, 1, HFX_ERR_PARAM);       /* unused Gemm param */
+    EXPECT_U32(OREC(1) + 48, 1, HFX_ERR_PARAM);                /* Relu has no params */
+}
+
+static void test_params_and_shapes(void) {
+    /* Gemm */
+    EXPECT_U32(OREC(0) + 48 + 0, 2, HFX_ERR_PARAM);            /* transA */
+    EXPECT_U32(OREC(0) + 48 + 4, 1, HFX_ERR_SHAPE);            /* transB: K mismatch 32 vs 8 */
+    EXPECT_U32(OREC(0) + 48 + 8, 0x7f800000u, HFX_ERR_PARAM);  /* alpha inf */
+    EXPECT_U32(OREC(0) + 48 + 12, 0x3f800000u, HFX_ERR_PARAM); /* beta without C */
+    EXPECT_U32(TREC(1) + 8, 31, HFX_ERR_SIZE);                 /* K mismatch (constant size then wrong first) */
+    EXPECT_U32(TREC(2) + 12, 9, HFX_ERR_SHAPE);                /* gemm output shape */
+    EXPECT_U8(TREC(2) + 3, 1, HFX_ERR_TENSOR);                 /* rank 1 with dim1 set */
+    /* softmax axis */
+    EXPECT_U32(OREC(2) + 48, 2, HFX_ERR_PARAM);
+    EXPECT_U32(OREC(2) + 48, (uint32_t)-3, HFX_ERR_PARAM);
+    EXPECT_U32(OREC(2) + 48, (uint32_t)-2, HFX_OK);
+    EXPECT_U32(TREC(5) + 8, 5, HFX_ERR_SHAPE);                 /* softmax output shape */
+}
+
+/* builds a one-op program for shape/param tests of other op families */
+typedef uint32_t (*build_fn)(hfxb *b, int variant);
+
+static hfx_status build_and_parse(build_fn f, int variant) {
+    hfxb b;
+    hfxb_init(&b);
+    f(&b, variant);
+    size_t n;
+    uint8_t *bytes = hfxb_encode(&b, &n);
+    hfx_error e;
+    hfx_status st = parse_bytes(bytes, n, &e);
+    free(bytes);
+    hfxb_free(&b);
+    return st;
+}
+
+static uint32_t conv_prog(hfxb *b, int v) {
+    static float w[8 * 4 * 3 * 3];
+    uint32_t x = hfxb_input(b, 0, HFXB_DIMS(1, 4, 10, 10));
+    uint32_t wt = v == 1 ? hfxb_const(b, 0, HFXB_DIMS(8, 3, 3, 3), w) : hfxb_const(b, 0, HFXB_DIMS(8, 2, 3, 3), w);
+    uint32_t y = v == 2 ? hfxb_output(b, 0, HFXB_DIMS(1, 8, 9, 9)) : hfxb_output(b, 0, HFXB_DIMS(1, 8, 5, 5));
+    int32_t pads[4] = {1, 1, 1, 1}, st[2] = {2, 2}, dil[2] = {1, 1};
+    if (v == 3) st[0] = 0;
+    if (v == 4) pads[2] = -1;
+    return hfxb_conv(b, 0, x, wt, HFXB_NONE, y, pads, st, dil, v == 5 ? 3 : 2);
+}
+
+static uint32_t binary_prog(hfxb *b, int v) {
+    uint32_t x = hfxb_input(b, 0, HFXB_DIMS(4, 1, 6));
+    uint32_t y = v == 1 ? hfxb_input(b, 0, HFXB_DIMS(3, 5)) : hfxb_input(b, 0, HFXB_DIMS(3, 1));
+    uint32_t o = v == 2 ? hfxb_output(b, 0, HFXB_DIMS(4, 3, 5)) : hfxb_output(b, 0, HFXB_DIMS(4, 3, 6));
+    return hfxb_binary(b, 0, HFX_OP_ADD, x, y, o);
+}
+
+static uint32_t norm_prog(hfxb *b, int v) {
+    static float s[64];
+    uint32_t x = hfxb_input(b, 0, HFXB_DIMS(3, 4, 5));
+    uint32_t sc = v == 1 ? hfxb_const(b, 0, HFXB_DIMS(4), s) : hfxb_const(b, 0, HFXB_DIMS(4, 5), s);
+    uint32_t o = hfxb_output(b, 0, HFXB_DIMS(3, 4, 5));
+    return hfxb_norm(b, 0, HFX_OP_LAYERNORM, x, sc, HFXB_NONE, o, 1, v == 2 ? 0.0f : 1e-5f);
+}
+
+static uint32_t reduce_prog(hfxb *b, int v) {
+    uint32_t x = hfxb_input(b, 0, HFXB_DIMS(3, 4, 5));
+    uint32_t o = v == 1 ? hfxb_output(b, 0, HFXB_DIMS(3, 1, 5)) : hfxb_output(b, 0, HFXB_DIMS(3, 5));
+    uint32_t mask = v == 2 ? 0u : v == 3 ? 8u : 2u;
+    return hfxb_reduce(b, 0, HFX_OP_REDUCE_SUM, x, o, mask, 0);
+}
+
+static uint32_t transpose_prog(hfxb *b, int v) {
+    uint32_t x = hfxb_input(b, 0, HFXB_DIMS(2, 3, 4));
+    uint32_t o = hfxb_output(b, 0, HFXB_DIMS(4, 2, 3));
+    int32_t perm[3] = {2, 0, 1};
+    if (v == 1) perm[1] = 2;
+    if (v == 2) perm[0] = 3;
+    if (v == 3) perm[0] = 1, perm[1] = 2, perm[2] = 0;
+    return hfxb_transpose(b, 0, x, o, perm, 3);
+}
+
+static uint32_t concat_prog(hfxb *b, int v) {
+    uint32_t x0 = hfxb_input(b, 0, HFXB_DIMS(2, 3));
+    uint32_t x1 = v == 1 ? hfxb_input(b, 0, HFXB_DIMS(3, 3)) : hfxb_input(b, 0, HFXB_DIMS(2, 5));
+    uint32_t o = v == 2 ? hfxb_output(b, 0, HFXB_DIMS(2, 9)) : hfxb_output(b, 0, HFXB_DIMS(2, 8));
+    uint32_t xs[2] = {x0, x1};
+    return hfxb_concat(b, 0, 2, xs, o, v == 3 ? 2 : 1);
+}
+
+static uint32_t slice_prog(hfxb *b, int v) {
+    uint32_t x = hfxb_input(b, 0, HFXB_DIMS(10, 8));
+    uint32_t o = hfxb_output(b, 0, HFXB_DIMS(4, 3));
+    int32_t st[2] = {1, -1}, en[2] = {9, -100}, sp[2] = {2, -3}; /* rows 1,3,5,7 ; cols 7,4,1 */
+    if (v == 1) sp[0] = 0;
+    if (v == 2) en[0] = 1; /* empty */
+    if (v == 3) sp[1] = -2; /* 4 columns */
+    return hfxb_slice(b, 0, x, o, st, en, sp, 2);
+}
+
+static void test_other_ops(void) {
+    CHECK(build_and_parse(conv_prog, 0) == HFX_OK);
+    CHECK(build_and_parse(conv_prog, 1) == HFX_ERR_SHAPE); /* C/g mismatch */
+    CHECK(build_and_parse(conv_prog, 2) == HFX_ERR_SHAPE); /* output size */
+    CHECK(build_and_parse(conv_prog, 3) == HFX_ERR_PARAM); /* stride 0 */
+    CHECK(build_and_parse(conv_prog, 4) == HFX_ERR_PARAM); /* negative pad */
+    CHECK(build_and_parse(conv_prog, 5) == HFX_ERR_SHAPE); /* group 3 does not divide 4 */
+    CHECK(build_and_parse(binary_prog, 0) == HFX_OK);
+    CHECK(build_and_parse(binary_prog, 1) == HFX_ERR_SHAPE); /* 6 vs 5 do not broadcast */
+    CHECK(build_and_parse(binary_prog, 2) == HFX_ERR_SHAPE); /* wrong output */
+    CHECK(build_and_parse(norm_prog, 0) == HFX_OK);
+    CHECK(build_and_parse(norm_prog, 1) == HFX_ERR_SHAPE);
+    CHECK(build_and_parse(norm_prog, 2) == HFX_ERR_PARAM);
+    CHECK(build_and_parse(reduce_prog, 0) == HFX_OK);
+    CHECK(build_and_parse(reduce_prog, 1) == HFX_ERR_SHAPE); /* keepdims=0 but output kept the axis */
+    CHECK(build_and_parse(reduce_prog, 2) == HFX_ERR_PARAM);
+    CHECK(build_and_parse(reduce_prog, 3) == HFX_ERR_PARAM);
+    CHECK(build_and_parse(transpose_prog, 0) == HFX_OK);
+    CHECK(build_and_parse(transpose_prog, 1) == HFX_ERR_PARAM);
+    CHECK(build_and_parse(transpose_prog, 2) == HFX_ERR_PARAM);
+    CHECK(build_and_parse(transpose_prog, 3) == HFX_ERR_SHAPE);
+    CHECK(build_and_parse(concat_prog, 0) == HFX_OK);
+    CHECK(build_and_parse(concat_prog, 1) == HFX_ERR_SHAPE);
+    CHECK(build_and_parse(concat_prog, 2) == HFX_ERR_SHAPE);
+    CHECK(build_and_parse(concat_prog, 3) == HFX_ERR_PARAM);
+    CHECK(build_and_parse(slice_prog, 0) == HFX_OK);
+    CHECK(build_and_parse(slice_prog, 1) == HFX_ERR_PARAM);
+    CHECK(build_and_parse(slice_prog, 2) == HFX_ERR_SHAPE);
+    CHECK(build_and_parse(slice_prog, 3) == HFX_ERR_SHAPE);
+}
+
+static void test_slice_axis(void) {
+    int64_t f;
+    CHECK(hfx_slice_axis(10, 0, INT32_MAX, 1, &f) == 10 && f == 0);
+    CHECK(hfx_slice_axis(10, -3, INT32_MAX, 1, &f) == 3 && f == 7);
+    CHECK(hfx_slice_axis(10, INT32_MAX, INT32_MIN, -1, &f) == 10 && f == 9);
+    CHECK(hfx_slice_axis(10, 8, 2, -2, &f) == 3 && f == 8);
+    CHECK(hfx_slice_axis(10, 2, 8, -1, &f) == 0);
+    CHECK(hfx_slice_axis(10, -100, 100, 3, &f) == 4 && f == 0);
+}
+
+/* every byte flipped to a few values: the parser must never crash or read
+ * out of bounds (ASan build), whatever it decides */
+static void test_byte_flips(void) {
+    static const uint8_t vals[] = {0x00, 0x01, 0x7f, 0x80, 0xff};
+    uint8_t *c = malloc(g_size);
+    int ok = 0;
+    for (size_t i = 0; i < g_size; i++) {
+        for (size_t k = 0; k < sizeof vals; k++) {
+            memcpy(c, g_bytes, g_size);
+            if (c[i] == vals[k]) continue;
+            c[i] = vals[k];
+            hfx_error e;
+            if (parse_bytes(c, g_size, &e) == HFX_OK) ok++;
+        }
+    }
+    free(c);
+    CHECK(ok > 0); /* some flips (e.g. in constant data) stay valid */
+}
+
+static void test_graph_errors(void) {
+    /* scratch never written */
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t x = hfxb_input(&b, 0, HFXB_DIMS(4));
+    (void)hfxb_scratch(&b, 0, HFXB_DIMS(4));
+    uint32_t o = hfxb_output(&b, 0, HFXB_DIMS(4));
+    hfxb_unary(&b, 0, HFX_OP_RELU, x, o);
+    size_t n;
+    uint8_t *bytes = hfxb_encode(&b, &n);
+    hfx_error e;
+    CHECK(parse_bytes(bytes, n, &e) == HFX_ERR_GRAPH);
+    free(bytes);
+    hfxb_free(&b);
+    /* output read by a later op of its task is fine */
+    hfxb_init(&b);
+    x = hfxb_input(&b, 0, HFXB_DIMS(4));
+    uint32_t o1 = hfxb_output(&b, 0, HFXB_DIMS(4));
+    uint32_t o2 = hfxb_output(&b, 0, HFXB_DIMS(4));
+    hfxb_unary(&b, 0, HFX_OP_RELU, x, o1);
+    hfxb_unary(&b, 0, HFX_OP_EXP, o1, o2);
+    bytes = hfxb_encode(&b, &n);
+    CHECK(parse_bytes(bytes, n, &e) == HFX_OK);
+    free(bytes);
+    hfxb_free(&b);
+}
+
+/* arena placement reuses dead scratch and orders the reuse */
+static void test_arena_and_deps(void) {
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t x = hfxb_input(&b, 0, HFXB_DIMS(1000));
+    uint32_t s1 = hfxb_scratch(&b, 0, HFXB_DIMS(1000));
+    uint32_t s2 = hfxb_scratch(&b, 0, HFXB_DIMS(1000));
+    uint32_t s3 = hfxb_scratch(&b, 0, HFXB_DIMS(1000));
+    uint32_t o = hfxb_output(&b, 0, HFXB_DIMS(1000));
+    hfxb_unary(&b, 0, HFX_OP_RELU, x, s1);  /* op 0 */
+    hfxb_unary(&b, 0, HFX_OP_EXP, s1, s2);  /* op 1 */
+    hfxb_unary(&b, 0, HFX_OP_TANH, s2, s3); /* op 2: s3 may reuse s1 */
+    hfxb_unary(&b, 0, HFX_OP_RELU, s3, o);  /* op 3 */
+    uint32_t xb = hfxb_input(&b, 1, HFXB_DIMS(10));
+    uint32_t ob = hfxb_output(&b, 1, HFXB_DIMS(10));
+    hfxb_unary(&b, 1, HFX_OP_RELU, xb, ob);
+    size_t n;
+    uint8_t *bytes = hfxb_encode(&b, &n);
+    hfx_program *p;
+    hfx_error e;
+    CHECK(hfx_program_parse(bytes, n, &p, &e) == HFX_OK);
+    CHECK(hfx_program_scratch_bytes(p, 0) == 2 * 4096);
+    CHECK(p->tensors[s1].arena_offset == p->tensors[s3].arena_offset);
+    CHECK(p->tensors[s1].arena_offset != p->tensors[s2].arena_offset);
+    /* op 2 depends on op 1 (RAW) and on op 1 again as reader of s1 (WAR) and on op 0 (WAW) */
+    const hfx_op *op2 = &p->ops[2];
+    int has0 = 0, has1 = 0;
+    for (uint32_t i = 0; i < op2->n_deps; i++) {
+        has0 |= p->deps[op2->dep_begin + i] == 0;
+        has1 |= p->deps[op2->dep_begin + i] == 1;
+    }
+    CHECK(has0 && has1 && op2->n_deps == 2);
+    CHECK(p->ops[0].n_deps == 0 && p->ops[4].n_deps == 0);
+    hfx_program_free(p);
+    free(bytes);
+    hfxb_free(&b);
+}
+
+int main(void) {
+    for (size_t i = 0; i < sizeof g_w / sizeof g_w[0]; i++) g_w[i] = (float)i * 0.5f;
+    hfxb b;
+    base_program(&b);
+    g_bytes = hfxb_encode(&b, &g_size);
+    hfxb_free(&b);
+    size_t heap0 = hfx_plat_coop_heap_in_use();
+    RUN_TEST(test_valid);
+    RUN_TEST(test_header);
+    RUN_TEST(test_io_counts_consistent);
+    RUN_TEST(test_truncated_every_byte);
+    RUN_TEST(test_tensors);
+    RUN_TEST(test_ops);
+    RUN_TEST(test_params_and_shapes);
+    RUN_TEST(test_other_ops);
+    RUN_TEST(test_slice_axis);
+    RUN_TEST(test_byte_flips);
+    RUN_TEST(test_graph_errors);
+    RUN_TEST(test_arena_and_deps);
+    CHECK(hfx_plat_coop_heap_in_use() == heap0); /* no leak on any error path (coop) */
+    free(g_bytes);
+    TEST_MAIN_END();
+}
