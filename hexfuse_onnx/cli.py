@@ -46,6 +46,9 @@ def _parser() -> argparse.ArgumentParser:
     rw = sub.add_parser("rewrite", help="fuse pairs, verify, and write the model", epilog=EPILOG)
     common(rw)
     rw.add_argument("-o", "--output", help="output .onnx (default: IN.fused.onnx beside the input)")
+    rw.add_argument("--verify", choices=("ort", "plugin"), default="ort",
+                    help="ort: stock ONNX Runtime must match (default); plugin: also with the FusedHexPair "
+                         "plugin loaded (host backend), within 1e-4")
     rw.add_argument("--rtol", type=float, default=DEFAULT_RTOL,
                     help=f"verification tolerance, relative to each output's scale (default {DEFAULT_RTOL:g})")
 
@@ -120,7 +123,7 @@ def _rewrite(args: argparse.Namespace, progress) -> int:
     _refuse_same_file(args.json, args.model, args.output or str(default_output(args.model)))
     _check_report_path(args.json)
     result = rewrite(args.model, args.output, _kinds(args.kinds), args.target, args.min_gain,
-                     parse_shape_overrides(args.shape), args.rtol, progress)
+                     parse_shape_overrides(args.shape), args.rtol, progress, verify_plugin=args.verify == "plugin")
     a = result.analysis
     print(summary(a))
     if result.output is None:
@@ -131,6 +134,8 @@ def _rewrite(args: argparse.Namespace, progress) -> int:
         assert c is not None
         print(f"verified: full checker passed; stock ONNX Runtime matches the original on {c.outputs} output(s) "
               f"(worst relative error {c.worst_relative_error:.2e} <= {args.rtol:g})")
+        if args.verify == "plugin":
+            print("verified: with the FusedHexPair plugin (host backend) the outputs match too (<= 1e-4)")
         print(f"wrote {result.output}")
     if args.json:
         _write_json(args.json, rewrite_json(result))

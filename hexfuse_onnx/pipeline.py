@@ -25,6 +25,7 @@ from .select import DEFAULT_MIN_GAIN, Pair, Rejection, select
 from .verify import DEFAULT_RTOL, Comparison, check, compare
 
 Progress = Callable[[str], None]
+PLUGIN_RTOL = 1e-4  # the kernel's fp32 sums run in another order than ONNX Runtime's
 
 
 @dataclass
@@ -90,14 +91,15 @@ def default_output(path: str | os.PathLike[str]) -> Path:
 def rewrite(path: str | os.PathLike[str], output: str | os.PathLike[str] | None = None,
             kinds: list[str] | None = None, target: str = "hexagon-v73", min_gain: float = DEFAULT_MIN_GAIN,
             shapes: dict[str, list[int]] | None = None, rtol: float = DEFAULT_RTOL,
-            progress: Progress = _quiet) -> RewriteResult:
+            progress: Progress = _quiet, verify_plugin: bool = False) -> RewriteResult:
     """Analyse, rewrite, verify and write. With no qualifying pair nothing is written.
 
     Only what lowers is fused: a pair with an op outside the kernel's op set is rejected with
     the op that stopped it, and the rest re-selected. When the rewritten model fails
     verification, each pair is verified alone; the failing ones are rejected with their reason
     and the rest re-selected, so only a verified model is ever written (and nothing when no
-    pair survives).
+    pair survives). With verify_plugin the model must also match with the FusedHexPair plugin
+    loaded (within PLUGIN_RTOL), which proves the task programs, not only the fallback.
     """
     out = Path(output) if output else default_output(path)
     if out.exists() and out.resolve() == Path(path).resolve():
@@ -124,10 +126,10 @@ def rewrite(path: str | os.PathLike[str], output: str | os.PathLike[str] | None 
         t0 = time.perf_counter()
         staged = stage(fused, out, source_dir)
         try:
-            comparison = _verify(path, staged.model_path, shapes, rtol)
+            comparison = _verify(path, staged.model_path, shapes, rtol, verify_plugin)
         except VerificationError as whole_error:
             staged.discard()
-            failed += _failing_pairs(analysis, path, out, source_dir, shapes, rtol, progress)
+            failed += _failing_pairs(analysis, path, out, source_dir, shapes, rtol, progress, verify_plugin)
             if not failed:
                 raise whole_error
             _reselect(analysis, failed, min_gain)
@@ -144,18 +146,27 @@ def rewrite(path: str | os.PathLike[str], output: str | os.PathLike[str] | None 
 
 
 def _verify(original: str | os.PathLike[str], staged: Path, shapes: dict[str, list[int]] | None,
-            rtol: float) -> Comparison:
+            rtol: float, verify_plugin: bool = False) -> Comparison:
     check(staged)
-    return compare(original, staged, shapes, rtol)
+    comparison = compare(original, staged, shapes, rtol)
+    if verify_plugin:
+        from .runtime import session_options
+
+        try:
+            compare(original, staged, shapes, max(rtol, PLUGIN_RTOL), rewritten_options=session_options("host"))
+        except VerificationError as exc:
+            raise VerificationError(f"with the FusedHexPair plugin: {exc.message}") from None
+    return comparison
 
 
 def _failing_pairs(analysis: Analysis, path: str | os.PathLike[str], out: Path, source_dir: Path,
-                   shapes: dict[str, list[int]] | None, rtol: float, progress: Progress) -> list[Rejection]:
+                   shapes: dict[str, list[int]] | None, rtol: float, progress: Progress,
+                   verify_plugin: bool) -> list[Rejection]:
     failing = []
     for pair in analysis.pairs:
         staged = stage(fuse(analysis.graph, [pair], analysis.target.name), out, source_dir)
         try:
-            _verify(path, staged.model_path, shapes, rtol)
+            _verify(path, staged.model_path, shapes, rtol, verify_plugin)
         except VerificationError as exc:
             progress(f"dropping a {pair.kind} pair ({pair.candidate.note}): {exc.message}")
             failing.append(Rejection(pair.candidate, f"fails verification: {exc.message}"))

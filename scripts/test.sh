@@ -16,6 +16,8 @@ run_if_present() {  # a part that is not in the tree yet is reported, not faked
 run_if_present dsp/scripts/build_and_test_host.sh
 run_if_present dsp/scripts/build_hexagon.sh
 run_if_present dsp/scripts/run_qemu_tests.sh
+echo "== custom_ops/build.sh (the ONNX Runtime plugin the plugin tests load)"
+bash custom_ops/build.sh >/dev/null
 
 echo "== pytest"
 set +e

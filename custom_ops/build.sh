@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Build the dsp/ host kernel (CMake, Release) and the ONNX Runtime plugin (Rust, cargo), and
+# put both shared libraries into hexfuse_onnx/_lib/ (git-ignored):
+#   libhexfuse_ort.so   the custom-op library (register_custom_ops_library)
+#   libhexfuse_host.so  the kernel's C API for Python ctypes (runtime.HostKernel)
+# The plugin is a Rust cdylib on ort-sys' C API declarations: ONNX Runtime hands it the API at
+# RegisterCustomOps, so no ONNX Runtime headers or binaries are needed or downloaded.
+# Needs: cmake, a C compiler, cargo (>= 1.92), and scipy-openblas32 (pip) for the BLAS.
+#   HEXFUSE_BLAS_DIR=<dir>   root of scipy_openblas32 (default: asked from python)
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(dirname "$here")"
+build="$root/build/custom_ops"
+out="$root/hexfuse_onnx/_lib"
+mkdir -p "$build" "$out"
+start=$SECONDS
+
+command -v cargo >/dev/null || { echo "build.sh: cargo not found (install Rust with rustup)" >&2; exit 1; }
+
+gen=()
+command -v ninja >/dev/null && gen=(-G Ninja)
+# A cache from another generator or source tree cannot be reused.
+if [[ -f "$build/CMakeCache.txt" ]] && ! grep -q "CMAKE_HOME_DIRECTORY:INTERNAL=$here\$" "$build/CMakeCache.txt"; then
+  rm -rf "$build"
+  mkdir -p "$build"
+fi
+cmake -S "$here" -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release \
+      -DHEXFUSE_LIB_DIR="$out" ${HEXFUSE_BLAS_DIR:+-DHEXFUSE_BLAS_DIR="$HEXFUSE_BLAS_DIR"} \
+      >"$build/configure.log" 2>&1 || { cat "$build/configure.log" >&2; exit 1; }
+cmake --build "$build" -j "$(nproc)"
+
+# shellcheck disable=SC1091
+source "$build/cargo-env.sh"
+export HEXFUSE_NATIVE_LIB_DIR HEXFUSE_BLAS_LIB
+export CARGO_TARGET_DIR="$root/build/custom_ops/cargo"
+export RUSTFLAGS="${RUSTFLAGS:-} -D warnings"
+cargo build --release --locked --manifest-path "$here/Cargo.toml"
+install -m 0755 "$CARGO_TARGET_DIR/release/libhexfuse_ort.so" "$out/libhexfuse_ort.so"
+
+ls -l "$out"
+echo "build.sh: done in $((SECONDS - start)) s"

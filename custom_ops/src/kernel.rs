@@ -1,0 +1,178 @@
+//! The FusedHexPair kernel: created once per node (parses and validates the node's task
+//! program), computed by any number of ONNX Runtime threads at once (checks the inputs against
+//! the program, allocates the outputs, runs both tasks on the shared pool).
+
+use std::ffi::c_void;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use ort_sys::{OrtKernelContext, OrtKernelInfo};
+
+use crate::hfx::{self, Pool, Program, TraceEvent};
+use crate::ort::{self, fail, invalid};
+use crate::trace;
+
+pub const DOMAIN: &str = "hexfuse";
+pub const OP_TYPE: &str = "FusedHexPair";
+pub const ENV_TRACE: &str = "HEXFUSE_TRACE";
+
+/// Trace buffers are sized to the program's work items; this caps one run's buffer.
+const MAX_TRACE_EVENTS: u64 = 1 << 22;
+
+pub struct Kernel {
+    name: String,
+    program: Program,
+    pool: Pool,
+    share_a: f32,
+    trace_path: Option<PathBuf>,
+}
+
+/// ONNX TensorProto element type -> hfx dtype (0: not a type the kernel knows).
+fn hfx_dtype(onnx_type: i32) -> u8 {
+    match onnx_type {
+        1 => hfx::DTYPE_F32,
+        10 => hfx::DTYPE_F16,
+        6 => hfx::DTYPE_I32,
+        7 => hfx::DTYPE_I64,
+        3 => hfx::DTYPE_I8,
+        2 => hfx::DTYPE_U8,
+        _ => 0,
+    }
+}
+
+fn onnx_type_name(onnx_type: i32) -> String {
+    match hfx_dtype(onnx_type) {
+        0 => format!("ONNX element type {onnx_type}"),
+        d => hfx::dtype_name(d).to_string(),
+    }
+}
+
+fn dims_str<T: std::fmt::Display>(dims: &[T]) -> String {
+    let mut s = String::from("[");
+    for (i, d) in dims.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        let _ = write!(s, "{d}");
+    }
+    s.push(']');
+    s
+}
+
+impl Kernel {
+    fn where_(name: &str) -> String {
+        format!("{DOMAIN}::{OP_TYPE} node '{name}'")
+    }
+
+    pub fn create(info: *const OrtKernelInfo) -> ort::Result<Kernel> {
+        let name = ort::node_name(info);
+        let at = Self::where_(&name);
+
+        let share_a = match ort::attr_f32(info, c"share_a") {
+            None => 0.5,
+            Some(s) if (0.0..=1.0).contains(&s) => s,
+            Some(s) => return Err(invalid(format!("{at}: share_a = {s} is not a share in [0, 1]"))),
+        };
+
+        let bytes = ort::attr_bytes(info, c"program").map_err(|m| {
+            invalid(format!(
+                "{at} has no 'program' attribute ({m}): lower the model with hexfuse_onnx.lower.attach_programs, \
+                 or run it without the hexfuse plugin so that ONNX Runtime runs the fallback body"
+            ))
+        })?;
+        let program = Program::parse(&bytes).map_err(|(status, offset, msg)| {
+            invalid(format!(
+                "{at}: the 'program' attribute is not a valid task program ({status} at byte {offset}: {msg}); \
+                 re-lower the model with hexfuse_onnx.lower.attach_programs"
+            ))
+        })?;
+
+        let (n_in, n_out) = (ort::info_input_count(info)?, ort::info_output_count(info)?);
+        if n_in != program.inputs.len() || n_out != program.outputs.len() {
+            return Err(invalid(format!(
+                "{at} has {n_in} inputs and {n_out} outputs, its task program {} and {}",
+                program.inputs.len(),
+                program.outputs.len()
+            )));
+        }
+        for (j, t) in program.outputs.iter().enumerate() {
+            if t.dtype != hfx::DTYPE_F32 {
+                return Err(invalid(format!(
+                    "{at}: program output {j} is {}, the kernel produces float32 outputs only",
+                    hfx::dtype_name(t.dtype)
+                )));
+            }
+        }
+
+        let pool = Pool::shared().map_err(fail)?;
+        let trace_path = std::env::var_os(ENV_TRACE).filter(|p| !p.is_empty()).map(PathBuf::from);
+        Ok(Kernel { name, program, pool, share_a, trace_path })
+    }
+
+    pub fn compute(&self, ctx: *mut OrtKernelContext) -> ort::Result<()> {
+        let at = Self::where_(&self.name);
+        let (n_in, n_out) = (ort::input_count(ctx)?, ort::output_count(ctx)?);
+        let (want_in, want_out) = (&self.program.inputs, &self.program.outputs);
+        if n_in != want_in.len() || n_out != want_out.len() {
+            return Err(invalid(format!(
+                "{at}: got {n_in} inputs and {n_out} outputs, the task program has {} and {}",
+                want_in.len(),
+                want_out.len()
+            )));
+        }
+
+        let mut inputs: Vec<*const c_void> = Vec::with_capacity(n_in);
+        for (i, want) in want_in.iter().enumerate() {
+            let v = ort::input(ctx, i)?;
+            if v.is_null() {
+                return Err(invalid(format!("{at}: input {i} is missing")));
+            }
+            let t = ort::tensor_view(v)?;
+            if hfx_dtype(t.elem_type) != want.dtype {
+                return Err(invalid(format!(
+                    "{at}: input {i} has dtype {}, the task program expects {}",
+                    onnx_type_name(t.elem_type),
+                    hfx::dtype_name(want.dtype)
+                )));
+            }
+            let same = t.shape.len() == want.shape().len()
+                && t.shape.iter().zip(want.shape()).all(|(&a, &b)| a == i64::from(b));
+            if !same {
+                return Err(invalid(format!(
+                    "{at}: input {i} has shape {}, the task program was lowered for {} \
+                     (re-lower the model for these shapes)",
+                    dims_str(&t.shape),
+                    dims_str(want.shape())
+                )));
+            }
+            if t.data.is_null() && want.bytes > 0 {
+                return Err(fail(format!("{at}: input {i} has no data")));
+            }
+            inputs.push(t.data);
+        }
+
+        let mut outputs: Vec<*mut c_void> = Vec::with_capacity(n_out);
+        for (j, t) in want_out.iter().enumerate() {
+            let dims: Vec<i64> = t.shape().iter().map(|&d| i64::from(d)).collect();
+            outputs.push(ort::output_data(ctx, j, &dims)?);
+        }
+
+        let mut events = match &self.trace_path {
+            Some(_) => vec![TraceEvent::default(); (self.program.num_items + 64).min(MAX_TRACE_EVENTS) as usize],
+            None => Vec::new(),
+        };
+        let res = self
+            .pool
+            .run(&self.program, &inputs, &outputs, self.share_a, &mut events)
+            .map_err(|st| fail(format!("{at}: the kernel failed: {}", hfx::status_name(st))))?;
+
+        if let Some(path) = &self.trace_path {
+            events.truncate(res.trace_events.min(events.len()));
+            let run =
+                trace::Run { node: &self.name, share_a: self.share_a, workers: self.pool.num_workers(), result: &res };
+            trace::write(path, &run, &events)
+                .map_err(|e| fail(format!("{at}: cannot write the trace to {}: {e}", path.display())))?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,197 @@
+"""Run fused models with the FusedHexPair kernel: the ONNX Runtime plugin and the host kernel.
+
+    so = runtime.session_options()                 # plugin registered, backend chosen
+    sess = runtime.InferenceSession("m.fused.onnx")
+
+Without the plugin, stock ONNX Runtime runs each pair's fallback body. Build the libraries with
+`bash custom_ops/build.sh` (they land in hexfuse_onnx/_lib/).
+
+Backends: `host` runs the dsp/ kernel on the CPU (POSIX threads). `hexagon` needs a cDSP reached
+by FastRPC (libcdsprpc.so); that path is not implemented yet, so it raises. `auto` takes
+`hexagon` when it can and `host` otherwise, and logs once why.
+"""
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+
+from .errors import HexfuseError
+
+LIB_DIR = Path(__file__).resolve().parent / "_lib"
+PLUGIN_NAME = "libhexfuse_ort.so"
+HOST_NAME = "libhexfuse_host.so"
+BACKENDS = ("auto", "host", "hexagon")
+ENV_WORKERS = "HEXFUSE_WORKERS"
+ENV_TRACE = "HEXFUSE_TRACE"
+
+log = logging.getLogger("hexfuse_onnx.runtime")
+_auto_logged = False
+
+
+class RuntimeUnavailable(HexfuseError):
+    """The plugin, the host kernel or the requested backend is not available."""
+
+
+def library_path() -> Path:
+    """The ONNX Runtime plugin (raises RuntimeUnavailable when it is not built)."""
+    path = LIB_DIR / PLUGIN_NAME
+    if not path.is_file():
+        raise RuntimeUnavailable(f"{path} is not built: run `bash custom_ops/build.sh` "
+                                 "(it needs cmake, a C compiler, cargo and scipy-openblas32)")
+    return path
+
+
+def host_library_path() -> Path:
+    path = LIB_DIR / HOST_NAME
+    if not path.is_file():
+        raise RuntimeUnavailable(f"{path} is not built: run `bash custom_ops/build.sh`")
+    return path
+
+
+def _hexagon_reason() -> str | None:
+    """None when a cDSP can be used; else why not."""
+    try:
+        ctypes.CDLL("libcdsprpc.so")
+    except OSError:
+        return "no cDSP on this machine (libcdsprpc.so cannot be loaded)"
+    return "the FastRPC (cDSP) backend is not implemented yet"
+
+
+def resolve_backend(backend: str) -> str:
+    global _auto_logged
+    if backend not in BACKENDS:
+        raise RuntimeUnavailable(f"unknown backend '{backend}' (known: {', '.join(BACKENDS)})")
+    if backend == "host":
+        return "host"
+    reason = _hexagon_reason()
+    if backend == "hexagon":
+        if reason:
+            raise RuntimeUnavailable(f"hexagon backend unavailable: {reason}")
+        return "hexagon"
+    if reason and not _auto_logged:
+        log.info("hexfuse: backend auto -> host: %s", reason)
+        _auto_logged = True
+    return "host" if reason else "hexagon"
+
+
+def session_options(backend: str = "auto", workers: int | None = None, trace: str | os.PathLike[str] | None = None,
+                    so: ort.SessionOptions | None = None) -> ort.SessionOptions:
+    """SessionOptions with the FusedHexPair plugin registered.
+
+    workers: vector workers of the kernel's pool. The pool is process-wide and created by the
+    first FusedHexPair kernel, so this only takes effect before that. trace: a file the kernel
+    overwrites after every run with the last run's trace (JSON: per-engine busy time, engine and
+    task overlap, and every work item's event); kernels read it when the session is created.
+    """
+    resolve_backend(backend)
+    so = so or ort.SessionOptions()
+    if workers is not None:
+        if workers < 1:
+            raise RuntimeUnavailable(f"workers must be >= 1, got {workers}")
+        os.environ[ENV_WORKERS] = str(int(workers))
+    if trace is not None:
+        os.environ[ENV_TRACE] = str(trace)
+    so.register_custom_ops_library(str(library_path()))
+    return so
+
+
+def InferenceSession(path: str | os.PathLike[str], backend: str = "auto", workers: int | None = None,  # noqa: N802
+                     trace: str | os.PathLike[str] | None = None, so: ort.SessionOptions | None = None,
+                     providers: list[str] | None = None) -> ort.InferenceSession:
+    """An onnxruntime.InferenceSession with the plugin registered."""
+    options = session_options(backend, workers, trace, so)
+    return ort.InferenceSession(str(path), sess_options=options, providers=providers or ["CPUExecutionProvider"])
+
+
+# ---- the host kernel directly (ctypes): run one task program without ONNX Runtime ----------
+
+
+class _TensorInfo(ctypes.Structure):
+    _fields_ = [("dtype", ctypes.c_uint8), ("role", ctypes.c_uint8), ("task", ctypes.c_uint8),
+                ("rank", ctypes.c_uint8), ("io_index", ctypes.c_uint32), ("dims", ctypes.c_uint32 * 8),
+                ("numel", ctypes.c_uint64), ("bytes", ctypes.c_uint64)]
+
+
+class _Error(ctypes.Structure):
+    _fields_ = [("status", ctypes.c_int), ("byte_offset", ctypes.c_uint32), ("message", ctypes.c_char * 160)]
+
+
+class _PoolConfig(ctypes.Structure):
+    _fields_ = [("n_vector_workers", ctypes.c_uint32), ("n_matrix_workers", ctypes.c_uint32),
+                ("arena_bytes", ctypes.c_size_t), ("flags", ctypes.c_uint32)]
+
+
+_NP_DTYPES = {1: np.float32, 2: np.float16, 3: np.int32, 4: np.int64, 5: np.int8, 6: np.uint8}
+
+
+class HostKernel:
+    """The dsp/ kernel's C API through ctypes, with one persistent pool."""
+
+    def __init__(self, workers: int | None = None) -> None:
+        lib = ctypes.CDLL(str(host_library_path()))
+        lib.hfx_status_name.restype = ctypes.c_char_p
+        lib.hfx_program_parse.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p),
+                                          ctypes.POINTER(_Error)]
+        lib.hfx_program_free.argtypes = [ctypes.c_void_p]
+        for f in ("hfx_program_num_inputs", "hfx_program_num_outputs"):
+            getattr(lib, f).argtypes = [ctypes.c_void_p, ctypes.c_int]
+            getattr(lib, f).restype = ctypes.c_uint32
+        for f in ("hfx_program_input_info", "hfx_program_output_info"):
+            getattr(lib, f).argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.POINTER(_TensorInfo)]
+        lib.hfx_pool_config_init.argtypes = [ctypes.POINTER(_PoolConfig)]
+        lib.hfx_pool_create.argtypes = [ctypes.POINTER(_PoolConfig), ctypes.POINTER(ctypes.c_void_p)]
+        lib.hfx_run.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t,
+                                ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p,
+                                ctypes.c_void_p]
+        self.lib = lib
+        cfg = _PoolConfig()
+        lib.hfx_pool_config_init(ctypes.byref(cfg))
+        if workers:
+            cfg.n_vector_workers = workers
+        self.pool = ctypes.c_void_p()
+        st = lib.hfx_pool_create(ctypes.byref(cfg), ctypes.byref(self.pool))
+        if st:
+            raise RuntimeUnavailable(f"hfx_pool_create failed: {lib.hfx_status_name(st).decode()}")
+
+    def parse(self, program: bytes) -> ctypes.c_void_p:
+        prog, err = ctypes.c_void_p(), _Error()
+        buf = ctypes.create_string_buffer(program, len(program))
+        st = self.lib.hfx_program_parse(buf, len(program), ctypes.byref(prog), ctypes.byref(err))
+        if st:
+            raise HexfuseError(f"invalid task program: {self.lib.hfx_status_name(st).decode()} at byte "
+                               f"{err.byte_offset}: {err.message.decode()}")
+        return prog
+
+    def run(self, program: bytes, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        prog = self.parse(program)
+        try:
+            n_in = self.lib.hfx_program_num_inputs(prog, 0) + self.lib.hfx_program_num_inputs(prog, 1)
+            n_out = self.lib.hfx_program_num_outputs(prog, 0) + self.lib.hfx_program_num_outputs(prog, 1)
+            if len(inputs) != n_in:
+                raise HexfuseError(f"program has {n_in} inputs, got {len(inputs)}")
+            ins, outs = [], []
+            for i, x in enumerate(inputs):
+                info = _TensorInfo()
+                self.lib.hfx_program_input_info(prog, i, ctypes.byref(info))
+                want = tuple(info.dims[: info.rank])
+                x = np.require(np.asarray(x, dtype=_NP_DTYPES[info.dtype]), requirements="C")
+                if x.shape != want:
+                    raise HexfuseError(f"input {i} has shape {x.shape}, the program expects {want}")
+                ins.append(x)
+            for j in range(n_out):
+                info = _TensorInfo()
+                self.lib.hfx_program_output_info(prog, j, ctypes.byref(info))
+                outs.append(np.empty(tuple(info.dims[: info.rank]), dtype=_NP_DTYPES[info.dtype]))
+            in_ptrs = (ctypes.c_void_p * max(1, n_in))(*[x.ctypes.data for x in ins])
+            out_ptrs = (ctypes.c_void_p * max(1, n_out))(*[y.ctypes.data for y in outs])
+            st = self.lib.hfx_run(self.pool, prog, in_ptrs, n_in, out_ptrs, n_out, None, None, None)
+            if st:
+                raise HexfuseError(f"hfx_run failed: {self.lib.hfx_status_name(st).decode()}")
+            return outs
+        finally:
+            self.lib.hfx_program_free(prog)

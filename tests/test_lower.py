@@ -1,0 +1,262 @@
+"""Lowering FusedHexPair bodies to task programs: the numeric table matches ops.h, every supported
+op lowers and runs on the real dsp/ host kernel with the original's results, and an op outside
+the kernel's op set raises LoweringError naming it."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import models
+from hexfuse_onnx import contract as C
+from hexfuse_onnx import pipeline, verify
+from hexfuse_onnx.lower import OPS_H, LoweringError, attach_programs, lower_pair
+from hexfuse_onnx.runtime import HOST_NAME, LIB_DIR, HostKernel
+
+ROOT = Path(__file__).resolve().parents[1]
+LOWERABLE = ["two_branch", "mha_encoder", "gpt_decode_step", "gpt_decode_step_contrib"]
+UNLOWERABLE = {"inception": "MaxPool", "mlp_chain": "HardSwish", "convnet_heads": "GlobalAveragePool"}
+
+needs_host = pytest.mark.skipif(not (LIB_DIR / HOST_NAME).is_file(),
+                                reason=f"{HOST_NAME} not built (run `bash custom_ops/build.sh`)")
+
+
+def header_values() -> dict[str, int]:
+    text = (ROOT / "dsp/include/hexfuse/ops.h").read_text()
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    values = {}
+    for name, v in re.findall(r"#define\s+(HFX_\w+)\s+(0x[0-9a-fA-F]+|\d+)u?\b", text):
+        values[name] = int(v, 0)
+    for body in re.findall(r"enum\s+\w+\s*\{(.*?)\}", text, flags=re.S):
+        for name, v in re.findall(r"(HFX_\w+)\s*=\s*(\d+)", body):
+            values[name] = int(v)
+    return values
+
+
+def test_table_matches_ops_h() -> None:
+    header = header_values()
+    mismatched = {k: (v, header.get(k)) for k, v in OPS_H.items() if header.get(k) != v}
+    assert not mismatched, f"lower.OPS_H differs from ops.h: {mismatched}"
+    opcodes = {k for k in header if k.startswith("HFX_OP_") and k != "HFX_OP_PARAMS"}
+    assert opcodes <= set(OPS_H), f"opcodes missing from lower.OPS_H: {opcodes - set(OPS_H)}"
+    assert header["HFX_PROGRAM_VERSION"] == C.PROGRAM_VERSION
+
+
+# ---- a hand-made pair covering the op set ----------------------------------------------------
+
+
+def pair_model(nodes_a, nodes_b, inputs_a, inputs_b, outputs_a, outputs_b, inits, opset=17):
+    """A model whose only node is a FusedHexPair over nodes_a + nodes_b (inputs: ValueInfos)."""
+    formal = [v.name for v in inputs_a + inputs_b]
+    names_out = [v.name for v in outputs_a + outputs_b]
+    fn = helper.make_function(C.DOMAIN, C.OP_TYPE, formal, names_out, nodes_a + nodes_b,
+                              [helper.make_opsetid("", opset)], attributes=list(C.NODE_ATTRIBUTES))
+    fn.overload = "pair0"
+    node = helper.make_node(C.OP_TYPE, formal, names_out, name="hexfuse/pair0", domain=C.DOMAIN,
+                            num_inputs_a=len(inputs_a), num_outputs_a=len(outputs_a), num_nodes_a=len(nodes_a),
+                            share_a=0.5, kind=C.KIND_BRANCHES)
+    node.overload = "pair0"
+    graph_inputs = [v for v in inputs_a + inputs_b if v.name not in {t.name for t in inits}]
+    graph = helper.make_graph([node], "g", graph_inputs, outputs_a + outputs_b, initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset),
+                                                    helper.make_opsetid(C.DOMAIN, 1)],
+                              functions=[fn], ir_version=10)
+    return model
+
+
+def vi(name, shape, dtype=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, dtype, shape)
+
+
+def init(name, arr):
+    return numpy_helper.from_array(np.asarray(arr), name)
+
+
+def coverage_model() -> onnx.ModelProto:
+    rng = np.random.default_rng(0)
+    f = lambda *s: rng.standard_normal(s).astype(np.float32)  # noqa: E731
+    inits = [init("w", f(16, 8)), init("gw", f(8, 8)), init("gb", f(8)), init("cw", f(4, 3, 3, 3)),
+             init("cb", f(4)), init("ln_s", f(8)), init("ln_b", f(8)), init("shape", np.array([2, 2, 8], np.int64)),
+             init("st", np.array([1], np.int64)), init("en", np.array([7], np.int64)),
+             init("ax", np.array([2], np.int64)), init("sp", np.array([2], np.int64)),
+             init("w2", f(8, 8)), init("axes1", np.array([1], np.int64))]
+    a = [
+        helper.make_node("MatMul", ["x", "w"], ["a1"], name="mm"),
+        helper.make_node("Gemm", ["a1", "gw", "gb"], ["a2"], name="gemm", transB=1, alpha=0.5, beta=2.0),
+        helper.make_node("Relu", ["a2"], ["a3"], name="relu"),
+        helper.make_node("LayerNormalization", ["a3", "ln_s", "ln_b"], ["a4"], name="ln", epsilon=1e-3),
+        helper.make_node("Softmax", ["a4"], ["a5"], name="sm", axis=0),
+        helper.make_node("Reshape", ["a5", "shape"], ["a6"], name="reshape"),
+        helper.make_node("Transpose", ["a6"], ["a7"], name="tr", perm=[2, 0, 1]),
+        helper.make_node("Slice", ["a7", "st", "en", "ax", "sp"], ["a8"], name="slice"),
+        helper.make_node("ReduceMean", ["a8"], ["ya"], name="rmean", axes=[2], keepdims=0),
+        helper.make_node("Conv", ["img", "cw", "cb"], ["c1"], name="conv", pads=[1, 1, 1, 1], strides=[2, 2]),
+        helper.make_node("Sigmoid", ["c1"], ["yc"], name="sig"),
+    ]
+    b = [
+        helper.make_node("Constant", [], ["k"], name="const", value=numpy_helper.from_array(f(1, 8), "k")),
+        helper.make_node("Sub", ["z", "k"], ["b1"], name="sub"),
+        helper.make_node("Div", ["b1", "z"], ["b2"], name="div"),
+        helper.make_node("Tanh", ["b2"], ["b3"], name="tanh"),
+        helper.make_node("Exp", ["b3"], ["b4"], name="exp"),
+        helper.make_node("MatMul", ["b4", "w2"], ["b5"], name="mm2"),
+        helper.make_node("Concat", ["b5", "b4", "z"], ["b6"], name="concat", axis=1),
+        helper.make_node("Mul", ["b6", "b6"], ["b7"], name="mul"),
+        helper.make_node("Add", ["b7", "b6"], ["b8"], name="add"),
+        helper.make_node("ReduceSum", ["b8", "axes1"], ["b9"], name="rsum", keepdims=1),
+        helper.make_node("Unsqueeze", ["b9", "axes1"], ["b10"], name="unsq"),
+        helper.make_node("Flatten", ["b10"], ["yb"], name="flat", axis=1),
+    ]
+    inputs_a = [vi("x", [4, 16]), vi("w", [16, 8]), vi("gw", [8, 8]), vi("gb", [8]), vi("ln_s", [8]),
+                vi("ln_b", [8]), vi("shape", [3], TensorProto.INT64), vi("st", [1], TensorProto.INT64),
+                vi("en", [1], TensorProto.INT64), vi("ax", [1], TensorProto.INT64), vi("sp", [1], TensorProto.INT64),
+                vi("img", [1, 3, 9, 9]), vi("cw", [4, 3, 3, 3]), vi("cb", [4])]
+    inputs_b = [vi("z", [5, 8]), vi("w2", [8, 8]), vi("axes1", [1], TensorProto.INT64)]
+    return pair_model(a, b, inputs_a, inputs_b, [vi("ya", [8, 2]), vi("yc", [1, 4, 5, 5])], [vi("yb", [5, 1])],
+                      inits)
+
+
+def feeds_of(model: onnx.ModelProto, seed: int = 1) -> dict[str, np.ndarray]:
+    s = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return verify.random_inputs(s, seed=seed)
+
+
+def program_inputs(model: onnx.ModelProto, node: onnx.NodeProto, values: dict[str, np.ndarray]) -> list[np.ndarray]:
+    inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    return [inits[n] if n in inits else values[n] for n in node.input]
+
+
+def test_coverage_model_lowers_every_op() -> None:
+    m = coverage_model()
+    onnx.checker.check_model(m, full_check=True)
+    program = lower_pair(m, m.graph.node[0])
+    assert program[:4] == b"HFXP"
+    used = {n.op_type for f in m.functions for n in f.node}
+    assert used >= {"MatMul", "Gemm", "Conv", "Softmax", "LayerNormalization", "ReduceMean", "ReduceSum",
+                    "Transpose", "Slice", "Concat", "Reshape", "Flatten", "Unsqueeze", "Constant"}
+
+
+@needs_host
+def test_coverage_model_runs_on_the_host_kernel() -> None:
+    m = coverage_model()
+    feeds = feeds_of(m)
+    feeds["z"] = feeds["z"] + np.sign(feeds["z"]) * 0.5   # keep Div away from 0
+    ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+    got = HostKernel().run(lower_pair(m, m.graph.node[0]), program_inputs(m, m.graph.node[0], feeds))
+    assert len(got) == len(ref)
+    for r, g in zip(ref, got):
+        assert r.shape == g.shape
+        assert verify.relative_error(r, g) <= 1e-4
+
+
+# ---- zoo models ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def fused(zoo_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, onnx.ModelProto]:
+    out = tmp_path_factory.mktemp("lower")
+    result = {}
+    for name in LOWERABLE + list(UNLOWERABLE):
+        r = pipeline.rewrite(zoo_dir / f"{name}.onnx", out / f"{name}.fused.onnx")
+        assert r.output is not None, name
+        result[name] = onnx.load(r.output)
+    return result
+
+
+@pytest.mark.parametrize("name", LOWERABLE)
+def test_zoo_pairs_lower(name: str, fused: dict[str, onnx.ModelProto]) -> None:
+    m, failed = attach_programs(fused[name])
+    assert failed == {}
+    pairs = [n for n in m.graph.node if n.domain == C.DOMAIN]
+    for n in pairs:
+        attrs = {a.name: a for a in n.attribute}
+        assert attrs[C.ATTR_PROGRAM].s[:4] == b"HFXP"
+        assert attrs[C.ATTR_PROGRAM_VERSION].i == C.PROGRAM_VERSION
+    onnx.checker.check_model(m, full_check=True)
+
+
+@needs_host
+@pytest.mark.parametrize("name", LOWERABLE)
+def test_zoo_programs_match_the_fallback_on_the_host_kernel(name: str, fused: dict[str, onnx.ModelProto]) -> None:
+    m, _ = attach_programs(fused[name])
+    inferred = onnx.shape_inference.infer_shapes(m)
+    types = {v.name: v for v in list(inferred.graph.value_info) + list(inferred.graph.output)
+             + list(inferred.graph.input)}
+    pairs = [n for n in m.graph.node if n.domain == C.DOMAIN]
+    probe = onnx.ModelProto()
+    probe.CopyFrom(m)
+    present = {o.name for o in probe.graph.output}
+    inits = {t.name for t in m.graph.initializer}
+    graph_inputs = {v.name for v in m.graph.input}
+    for n in pairs:
+        for t in list(n.input) + list(n.output):
+            if t not in present and t not in inits and t not in graph_inputs:
+                probe.graph.output.append(types[t])
+                present.add(t)
+    s = ort.InferenceSession(probe.SerializeToString(), providers=["CPUExecutionProvider"])
+    feeds = verify.random_inputs(s, seed=5)
+    values = dict(zip([o.name for o in s.get_outputs()], s.run(None, feeds)))
+    values.update(feeds)
+    kernel = HostKernel()
+    for n in pairs:
+        program = next(a.s for a in n.attribute if a.name == C.ATTR_PROGRAM)
+        got = kernel.run(program, program_inputs(m, n, values))
+        for t, g in zip(n.output, got):
+            assert verify.relative_error(values[t], g) <= 1e-4, (name, n.name, t)
+
+
+@pytest.mark.parametrize("name,op", sorted(UNLOWERABLE.items()))
+def test_unsupported_op_is_named(name: str, op: str, fused: dict[str, onnx.ModelProto]) -> None:
+    m, failed = attach_programs(fused[name])
+    assert set(failed) == {n.overload for n in m.graph.node if n.domain == C.DOMAIN}
+    assert all(op in reason for reason in failed.values()), failed
+    assert not any(a.name == C.ATTR_PROGRAM for n in m.graph.node for a in n.attribute)
+    node = next(n for n in m.graph.node if n.domain == C.DOMAIN)
+    with pytest.raises(LoweringError) as info:
+        lower_pair(m, node)
+    assert info.value.op == op
+
+
+def _single_op_pair(node_b: onnx.NodeProto, opset: int = 17, domain_b: str | None = None) -> onnx.ModelProto:
+    a = [helper.make_node("Relu", ["x"], ["ya"], name="relu")]
+    m = pair_model(a, [node_b], [vi("x", [2, 4])], [vi("z", [1, 3, 8, 8])], [vi("ya", [2, 4])],
+                   [vi("yb", None)], [], opset)
+    if domain_b:
+        m.opset_import.append(helper.make_opsetid(domain_b, 1))
+        m.functions[0].opset_import.append(helper.make_opsetid(domain_b, 1))
+    return m
+
+
+@pytest.mark.parametrize("node,op", [
+    (helper.make_node("MaxPool", ["z"], ["yb"], name="pool", kernel_shape=[2, 2]), "MaxPool"),
+    (helper.make_node("Resize", ["z", "", "scales"], ["yb"], name="resize"), "Resize"),
+    (helper.make_node("FastGelu", ["z"], ["yb"], name="fg", domain="com.microsoft"), "FastGelu"),
+    (helper.make_node("Gelu", ["z"], ["yb"], name="gelu_tanh", approximate="tanh"), "Gelu"),
+])
+def test_lowering_error_names_op_and_node(node: onnx.NodeProto, op: str) -> None:
+    m = _single_op_pair(node, opset=20, domain_b=node.domain or None)
+    if op == "Resize":
+        m.graph.initializer.append(init("scales", np.array([1, 1, 2, 2], np.float32)))
+        m.graph.node[0].input.append("scales")
+        m.functions[0].input.append("scales")
+    with pytest.raises(LoweringError) as info:
+        lower_pair(m, m.graph.node[0])
+    assert info.value.op == op
+    assert info.value.node == node.name
+    assert op in str(info.value) and node.name in str(info.value)
+
+
+def test_not_a_pair_node_is_refused() -> None:
+    m = coverage_model()
+    n = helper.make_node("Relu", ["x"], ["y"], name="plain")
+    with pytest.raises(LoweringError):
+        lower_pair(m, n)
+
+
+def test_models_module_has_the_zoo() -> None:
+    assert set(LOWERABLE) | set(UNLOWERABLE) <= set(models.BUILDERS)

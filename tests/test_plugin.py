@@ -1,0 +1,268 @@
+"""The ONNX Runtime plugin (hexfuse_onnx/_lib/libhexfuse_ort.so) runs FusedHexPair nodes with the
+dsp/ kernel: results match the original model, the kernel (not the fallback body) ran, corrupt
+programs and wrong shapes give clear errors, and one session serves many threads."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+import threading
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+
+from hexfuse_onnx import contract as C
+from hexfuse_onnx import pipeline, runtime, verify
+from hexfuse_onnx.lower import attach_programs
+
+LOWERABLE = ["two_branch", "mha_encoder", "gpt_decode_step", "gpt_decode_step_contrib"]
+
+pytestmark = pytest.mark.skipif(
+    not (runtime.LIB_DIR / runtime.PLUGIN_NAME).is_file(),
+    reason=f"{runtime.LIB_DIR / runtime.PLUGIN_NAME} not built: run `bash custom_ops/build.sh`")
+
+
+def plugin_session(path: Path | bytes) -> ort.InferenceSession:
+    so = runtime.session_options(backend="host")
+    so.log_severity_level = 3
+    src = path if isinstance(path, bytes) else str(path)
+    return ort.InferenceSession(src, sess_options=so, providers=["CPUExecutionProvider"])
+
+
+def stock_session(path: Path | bytes) -> ort.InferenceSession:
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    src = path if isinstance(path, bytes) else str(path)
+    return ort.InferenceSession(src, sess_options=so, providers=["CPUExecutionProvider"])
+
+
+@pytest.fixture(scope="module")
+def lowered(zoo_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    out = tmp_path_factory.mktemp("plugin")
+    result = {}
+    for name in LOWERABLE:
+        r = pipeline.rewrite(zoo_dir / f"{name}.onnx", out / f"{name}.fused.onnx")
+        assert r.output is not None, name
+        model, failed = attach_programs(onnx.load(r.output))
+        assert failed == {}, failed
+        path = out / f"{name}.prog.onnx"
+        onnx.save(model, path)
+        result[name] = path
+    return result
+
+
+def reference(zoo_dir: Path, name: str, seed: int = 3) -> tuple[dict[str, np.ndarray], list[np.ndarray]]:
+    s = stock_session(zoo_dir / f"{name}.onnx")
+    feeds = verify.random_inputs(s, seed=seed)
+    return feeds, s.run(None, feeds)
+
+
+def assert_close(ref: list[np.ndarray], got: list[np.ndarray], tol: float = 1e-4) -> None:
+    assert len(ref) == len(got)
+    for r, g in zip(ref, got):
+        assert r.shape == g.shape
+        assert verify.relative_error(r, g) <= tol
+
+
+@pytest.mark.parametrize("name", LOWERABLE)
+def test_plugin_matches_the_original(name: str, zoo_dir: Path, lowered: dict[str, Path]) -> None:
+    feeds, ref = reference(zoo_dir, name)
+    assert_close(ref, plugin_session(lowered[name]).run(None, feeds))
+
+
+@pytest.mark.parametrize("name", LOWERABLE)
+def test_without_the_plugin_the_fallback_runs(name: str, zoo_dir: Path, lowered: dict[str, Path]) -> None:
+    feeds, ref = reference(zoo_dir, name)
+    assert_close(ref, stock_session(lowered[name]).run(None, feeds), 1e-5)
+
+
+def test_altered_fallback_proves_the_kernel_ran(zoo_dir: Path, lowered: dict[str, Path]) -> None:
+    m = onnx.load(lowered["two_branch"])
+    changed = 0
+    for f in m.functions:
+        for n in f.node:
+            if n.op_type == "Sigmoid":
+                n.op_type = "Tanh"
+                changed += 1
+    assert changed
+    altered = m.SerializeToString()
+    feeds, ref = reference(zoo_dir, "two_branch")
+    by_fallback = stock_session(altered).run(None, feeds)
+    assert max(verify.relative_error(r, g) for r, g in zip(ref, by_fallback)) > 1e-3  # the body did change
+    assert_close(ref, plugin_session(altered).run(None, feeds))
+
+
+def _with_program(path: Path, edit) -> bytes:
+    m = onnx.load(path)
+    for n in m.graph.node:
+        if n.domain == C.DOMAIN:
+            for a in n.attribute:
+                if a.name == C.ATTR_PROGRAM:
+                    a.s = edit(a.s)
+    return m.SerializeToString()
+
+
+def test_corrupt_program_fails_at_session_creation(lowered: dict[str, Path]) -> None:
+    bad = _with_program(lowered["two_branch"], lambda s: b"XXXX" + s[4:])
+    with pytest.raises(Exception, match="not a valid task program.*HFX_ERR_MAGIC"):
+        plugin_session(bad)
+    truncated = _with_program(lowered["two_branch"], lambda s: s[: len(s) // 2])
+    with pytest.raises(Exception, match="not a valid task program"):
+        plugin_session(truncated)
+
+
+def test_missing_program_fails_at_session_creation(lowered: dict[str, Path]) -> None:
+    m = onnx.load(lowered["two_branch"])
+    for n in m.graph.node:
+        keep = [a for a in n.attribute if a.name != C.ATTR_PROGRAM]
+        del n.attribute[:]
+        n.attribute.extend(keep)
+    with pytest.raises(Exception, match="has no 'program' attribute"):
+        plugin_session(m.SerializeToString())
+
+
+def test_wrong_input_shape_fails_at_run(lowered: dict[str, Path]) -> None:
+    m = onnx.load(lowered["two_branch"])
+    for v in list(m.graph.input) + list(m.graph.output):   # let ORT accept any batch
+        v.type.tensor_type.shape.dim[0].dim_param = "batch"
+    s = plugin_session(m.SerializeToString())
+    x = np.zeros((7, 256), np.float32)
+    with pytest.raises(Exception, match=r"FusedHexPair.*has shape \[7,256\].*lowered for \[64,256\]"):
+        s.run(None, {"x": x})
+    s.run(None, {"x": np.zeros((64, 256), np.float32)})   # the session is still usable
+
+
+def test_eight_threads_share_one_session(zoo_dir: Path, lowered: dict[str, Path]) -> None:
+    s = plugin_session(lowered["mha_encoder"])
+    cases = [reference(zoo_dir, "mha_encoder", seed=k) for k in range(8)]
+    errors: list[str] = []
+
+    def work(k: int) -> None:
+        feeds, ref = cases[k]
+        for _ in range(5):
+            got = s.run(None, feeds)
+            worst = max(verify.relative_error(r, g) for r, g in zip(ref, got))
+            if worst > 1e-4:
+                errors.append(f"thread {k}: relative error {worst}")
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+
+
+def test_trace_summary_is_written(tmp_path: Path, zoo_dir: Path, lowered: dict[str, Path],
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    trace = tmp_path / "trace.json"
+    monkeypatch.setenv(runtime.ENV_TRACE, str(trace))
+    feeds, _ = reference(zoo_dir, "two_branch")
+    plugin_session(lowered["two_branch"]).run(None, feeds)
+    summary = json.loads(trace.read_text())
+    assert summary["events"] > 0 and summary["wall_ns"] > 0
+    assert set(summary["busy_ns"]) == {"matrix", "vector", "copy"}
+
+
+def test_hexagon_backend_says_why_not(lowered: dict[str, Path]) -> None:
+    with pytest.raises(runtime.RuntimeUnavailable, match="hexagon backend unavailable"):
+        runtime.session_options(backend="hexagon")
+    assert runtime.resolve_backend("auto") == "host"
+
+
+# ---- beside the QNN execution provider (onnxruntime-qnn, HTP backend emulated on x86) -------
+
+QNN_EP = "QNNExecutionProvider"
+# SM8550 (Snapdragon 8 Gen 2, Hexagon v73: the project's hexagon-v73 target). Without a SoC model
+# the emulated HTP backend fails to finalize most graphs here (QNN_COMMON_ERROR_MEM_ALLOC).
+QNN_OPTIONS = {"htp_arch": "73", "soc_model": "43"}
+# HTP runs float graphs in fp16: QNN's own outputs differ from CPU's by about 1e-3 of the scale.
+QNN_TOL = 1e-2
+
+
+def _tiny_model() -> bytes:
+    from onnx import TensorProto, helper
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8])
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["t"]), helper.make_node("Add", ["t", "x"], ["y"])],
+                          "probe", [x], [y])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=10).SerializeToString()
+
+
+@pytest.fixture(scope="module")
+def qnn_devices() -> tuple[list, dict[str, str]]:
+    """The QNN EP devices with the HTP backend, or a skip that says exactly why not."""
+    try:
+        import onnxruntime_qnn
+    except ImportError as e:
+        pytest.skip(f"onnxruntime-qnn is not installed (`pip install onnxruntime-qnn`): {e}")
+    if not any(d.ep_name == QNN_EP for d in ort.get_ep_devices()):
+        try:
+            ort.register_execution_provider_library(QNN_EP, onnxruntime_qnn.get_library_path())
+        except Exception as e:  # noqa: BLE001 - the reason is the message
+            pytest.skip(f"onnxruntime-qnn {onnxruntime_qnn.__version__}: the QNN EP library does not register: {e}")
+    devices = [d for d in ort.get_ep_devices() if d.ep_name == QNN_EP]
+    if not devices:
+        pytest.skip(f"onnxruntime-qnn {onnxruntime_qnn.__version__}: the QNN EP lists no device")
+    options = {"backend_path": onnxruntime_qnn.get_qnn_htp_path(), **QNN_OPTIONS}
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    # A backend that fails to load makes QNN take no node, and ORT would quietly run the model on
+    # CPU; with CPU fallback disabled that is an error, and QNN's own reason is in ORT's log.
+    so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+    so.add_provider_for_devices(devices, options)
+    with tempfile.TemporaryFile(mode="w+b") as log:
+        saved = os.dup(2)
+        os.dup2(log.fileno(), 2)
+        try:
+            ort.InferenceSession(_tiny_model(), sess_options=so).run(None, {"x": np.ones((4, 8), np.float32)})
+            error = None
+        except Exception as e:  # noqa: BLE001 - the reason is the message
+            error = e
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        log.seek(0)
+        text = re.sub(r"\x1b\[[0-9;]*m", "", log.read().decode(errors="replace"))
+        logged = [line.strip() for line in text.splitlines() if "[E:" in line]
+    if error is not None:
+        why = "; ".join(logged) or str(error)
+        pytest.skip(f"onnxruntime-qnn {onnxruntime_qnn.__version__}: the HTP backend does not run a two-op model: {why}")
+    return devices, options
+
+
+def _nodes_by_provider(session: ort.InferenceSession) -> dict[str, set[str]]:
+    path = Path(session.end_profiling())
+    trace = json.loads(path.read_text())
+    path.unlink()
+    by: dict[str, set[str]] = {}
+    for e in trace:
+        args = e.get("args", {})
+        if e.get("cat") == "Node" and "provider" in args:
+            by.setdefault(args["provider"], set()).add(args.get("op_name", ""))
+    return by
+
+
+@pytest.mark.parametrize("name", ["two_branch", "mha_encoder"])
+def test_plugin_beside_the_qnn_ep(name: str, zoo_dir: Path, lowered: dict[str, Path], tmp_path: Path,
+                                  qnn_devices: tuple[list, dict[str, str]]) -> None:
+    devices, options = qnn_devices
+    so = runtime.session_options(backend="host")
+    so.log_severity_level = 3
+    so.enable_profiling = True
+    so.profile_file_prefix = str(tmp_path / "qnn")
+    so.add_provider_for_devices(devices, options)
+    s = ort.InferenceSession(str(lowered[name]), sess_options=so)
+    feeds, ref = reference(zoo_dir, name)
+    got = s.run(None, feeds)
+    by = _nodes_by_provider(s)
+    assert "FusedHexPair" in by.get("CPUExecutionProvider", set()), by   # the plugin ran the pair
+    assert by.get(QNN_EP), f"QNN took no node: {by}"                     # QNN took the rest
+    assert len(ref) == len(got)
+    for r, g in zip(ref, got):
+        assert r.shape == g.shape
+        assert verify.relative_error(r, g) <= QNN_TOL
