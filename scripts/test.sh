@@ -1,21 +1,16 @@
 #!/usr/bin/env bash
 # Every test of the project: the dsp kernel's C tests (host, sanitizers, fuzzing), the Hexagon
-# builds and the qemu-hexagon tests, then the Python tests. Exits non-zero on any failure.
+# builds and the qemu-hexagon tests, the ONNX Runtime plugin build, then the Python tests.
+# Exits non-zero on any failure. Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-run_if_present() {  # a part that is not in the tree yet is reported, not faked
-  if [ -f "$1" ]; then
-    echo "== $1"
-    bash "$1"
-  else
-    echo "== $1: not present in this tree, skipped"
-  fi
-}
-
-run_if_present dsp/scripts/build_and_test_host.sh
-run_if_present dsp/scripts/build_hexagon.sh
-run_if_present dsp/scripts/run_qemu_tests.sh
+echo "== dsp: host build, ctest, ASan/UBSan ctest, parser fuzzing"
+bash dsp/scripts/build_and_test_host.sh
+echo "== dsp: Hexagon v68/v73 and qemu builds"
+bash dsp/scripts/build_hexagon.sh
+echo "== dsp: qemu-hexagon tests"
+bash dsp/scripts/run_qemu_tests.sh
 echo "== custom_ops/build.sh (the ONNX Runtime plugin the plugin tests load)"
 bash custom_ops/build.sh >/dev/null
 
