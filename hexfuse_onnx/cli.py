@@ -55,6 +55,14 @@ def _parser() -> argparse.ArgumentParser:
     ins = sub.add_parser("inspect", help="print profiles and candidate pairs; writes nothing but --json", epilog=EPILOG)
     common(ins)
 
+    pr = sub.add_parser("profile", help="run a model on the plugin and write its engine timeline", epilog=EPILOG)
+    pr.add_argument("model", help="a rewritten model (an original one is rewritten first, into a temporary file)")
+    pr.add_argument("-o", "--output", required=True, help="Chrome-trace/Perfetto JSON to write")
+    pr.add_argument("--png", help="also draw the timeline into this PNG")
+    pr.add_argument("--runs", type=int, default=10, help="runs before the recorded one (default 10)")
+    pr.add_argument("--workers", type=int, help="vector workers of the kernel's pool")
+    pr.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
+
     un = sub.add_parser("unfuse", help="restore the original nodes of every FusedHexPair", epilog=EPILOG)
     un.add_argument("model", help="a model written by `rewrite`")
     un.add_argument("-o", "--output", required=True, help="output .onnx")
@@ -69,6 +77,8 @@ def main(argv: list[str] | None = None) -> int:
             return _rewrite(args, progress)
         if args.command == "inspect":
             return _inspect(args, progress)
+        if args.command == "profile":
+            return _profile(args, progress)
         return _unfuse(args)
     except HexfuseError as exc:
         print(f"hexfuse-onnx: error: {exc.message}", file=sys.stderr)
@@ -159,6 +169,40 @@ def _inspect(args: argparse.Namespace, progress) -> int:
         print(f"rejected {n}: {reason}")
     if args.json:
         _write_json(args.json, analysis_json(a))
+    return EXIT_OK
+
+
+def _profile(args: argparse.Namespace, progress) -> int:
+    import tempfile
+
+    import onnx
+
+    from . import timeline
+    from .contract import DOMAIN
+    from .pipeline import rewrite
+
+    _refuse_same_file(args.output, args.model)
+    _check_report_path(args.output)
+    _check_report_path(args.png)
+    model = Path(args.model)
+    with tempfile.TemporaryDirectory(prefix="hexfuse-profile-") as folder:
+        head = onnx.load(str(model), load_external_data=False)
+        if not any(n.domain == DOMAIN for n in head.graph.node):
+            progress("the model has no FusedHexPair: rewriting it first")
+            result = rewrite(model, Path(folder) / "fused.onnx", progress=progress)
+            if result.output is None:
+                print("no pair qualifies; nothing to profile")
+                return EXIT_OK
+            model = result.output
+        progress("running on the plugin (host backend) with tracing")
+        timelines = timeline.record(model, runs=args.runs, workers=args.workers)
+    _write_json(args.output, timeline.chrome_trace(timelines))
+    if args.png:
+        timeline.draw_png(timelines, args.png)
+    print("\n".join(timeline.summary_lines(timelines)))
+    print("device busy: time any worker ran an item, as a share of the kernel's wall time; "
+          "engine busy: the same per engine class")
+    print(f"wrote {args.output}" + (f" and {args.png}" if args.png else ""))
     return EXIT_OK
 
 

@@ -105,7 +105,12 @@ impl Kernel {
         }
 
         let pool = Pool::shared().map_err(fail)?;
-        let trace_path = std::env::var_os(ENV_TRACE).filter(|p| !p.is_empty()).map(PathBuf::from);
+        // "{node}" in the path is replaced by the node's name (with '/' made '_'), so that a
+        // model with several pairs keeps one trace file per pair.
+        let trace_path = std::env::var(ENV_TRACE)
+            .ok()
+            .filter(|p| !p.is_empty())
+            .map(|p| PathBuf::from(p.replace("{node}", &name.replace('/', "_"))));
         Ok(Kernel { name, program, pool, share_a, trace_path })
     }
 
