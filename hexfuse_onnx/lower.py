@@ -50,10 +50,16 @@ OPS_H = {
     "HFX_OP_GEMM": 1, "HFX_OP_CONV2D": 2,
     "HFX_OP_ADD": 10, "HFX_OP_SUB": 11, "HFX_OP_MUL": 12, "HFX_OP_DIV": 13,
     "HFX_OP_RELU": 20, "HFX_OP_SIGMOID": 21, "HFX_OP_TANH": 22, "HFX_OP_GELU": 23,
-    "HFX_OP_SILU": 24, "HFX_OP_EXP": 25,
+    "HFX_OP_SILU": 24, "HFX_OP_EXP": 25, "HFX_OP_HARDSIGMOID": 26, "HFX_OP_HARDSWISH": 27,
     "HFX_OP_SOFTMAX": 30, "HFX_OP_LAYERNORM": 31, "HFX_OP_RMSNORM": 32,
     "HFX_OP_REDUCE_MEAN": 40, "HFX_OP_REDUCE_SUM": 41,
-    "HFX_OP_TRANSPOSE": 50, "HFX_OP_CONCAT": 51, "HFX_OP_SLICE": 52, "HFX_OP_COPY": 53,
+    "HFX_OP_TRANSPOSE": 50, "HFX_OP_CONCAT": 51, "HFX_OP_SLICE": 52, "HFX_OP_COPY": 53, "HFX_OP_RESIZE": 54,
+    "HFX_OP_MAXPOOL": 60, "HFX_OP_AVGPOOL": 61, "HFX_OP_GLOBAL_AVGPOOL": 62,
+    "HFX_RESIZE_NEAREST": 0, "HFX_RESIZE_LINEAR": 1,
+    "HFX_RESIZE_COORD_HALF_PIXEL": 0, "HFX_RESIZE_COORD_ASYMMETRIC": 1, "HFX_RESIZE_COORD_ALIGN_CORNERS": 2,
+    "HFX_RESIZE_COORD_PYTORCH_HALF_PIXEL": 3, "HFX_RESIZE_COORD_HALF_PIXEL_SYMMETRIC": 4,
+    "HFX_RESIZE_NEAREST_ROUND_PREFER_FLOOR": 0, "HFX_RESIZE_NEAREST_ROUND_PREFER_CEIL": 1,
+    "HFX_RESIZE_NEAREST_FLOOR": 2, "HFX_RESIZE_NEAREST_CEIL": 3,
     "HFX_P_GEMM_TRANS_A": 0, "HFX_P_GEMM_TRANS_B": 1, "HFX_P_GEMM_ALPHA": 2, "HFX_P_GEMM_BETA": 3,
     "HFX_P_CONV_PAD_TOP": 0, "HFX_P_CONV_PAD_LEFT": 1, "HFX_P_CONV_PAD_BOTTOM": 2,
     "HFX_P_CONV_PAD_RIGHT": 3, "HFX_P_CONV_STRIDE_H": 4, "HFX_P_CONV_STRIDE_W": 5,
@@ -62,6 +68,13 @@ OPS_H = {
     "HFX_P_REDUCE_AXES_MASK": 0, "HFX_P_REDUCE_KEEPDIMS": 1,
     "HFX_P_PERM": 0,
     "HFX_P_SLICE_STARTS": 0, "HFX_P_SLICE_ENDS": 8, "HFX_P_SLICE_STEPS": 16,
+    "HFX_P_HARDSIGMOID_ALPHA": 0, "HFX_P_HARDSIGMOID_BETA": 1,
+    "HFX_P_POOL_PAD_TOP": 0, "HFX_P_POOL_PAD_LEFT": 1, "HFX_P_POOL_PAD_BOTTOM": 2, "HFX_P_POOL_PAD_RIGHT": 3,
+    "HFX_P_POOL_STRIDE_H": 4, "HFX_P_POOL_STRIDE_W": 5, "HFX_P_POOL_DILATION_H": 6, "HFX_P_POOL_DILATION_W": 7,
+    "HFX_P_POOL_KERNEL_H": 8, "HFX_P_POOL_KERNEL_W": 9, "HFX_P_POOL_CEIL_MODE": 10,
+    "HFX_P_POOL_COUNT_INCLUDE_PAD": 11,
+    "HFX_P_RESIZE_MODE": 0, "HFX_P_RESIZE_COORD": 1, "HFX_P_RESIZE_NEAREST_MODE": 2, "HFX_P_RESIZE_SCALE_H": 3,
+    "HFX_P_RESIZE_SCALE_W": 4,
 }
 K = OPS_H
 assert K["HFX_PROGRAM_VERSION"] == C.PROGRAM_VERSION
@@ -74,12 +87,22 @@ DTYPES = {
 }
 ENGINE = {"matrix": K["HFX_ENGINE_MATRIX"], "vector": K["HFX_ENGINE_VECTOR"], "copy": K["HFX_ENGINE_COPY"]}
 BINARY = {"Add": "HFX_OP_ADD", "Sub": "HFX_OP_SUB", "Mul": "HFX_OP_MUL", "Div": "HFX_OP_DIV"}
-UNARY = {"Relu": "HFX_OP_RELU", "Sigmoid": "HFX_OP_SIGMOID", "Tanh": "HFX_OP_TANH", "Exp": "HFX_OP_EXP"}
+UNARY = {"Relu": "HFX_OP_RELU", "Sigmoid": "HFX_OP_SIGMOID", "Tanh": "HFX_OP_TANH", "Exp": "HFX_OP_EXP",
+         "HardSwish": "HFX_OP_HARDSWISH"}
 RESHAPES = ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity")
+POOLS = {"MaxPool": "HFX_OP_MAXPOOL", "AveragePool": "HFX_OP_AVGPOOL"}
+RESIZE_COORD = {"half_pixel": "HFX_RESIZE_COORD_HALF_PIXEL", "asymmetric": "HFX_RESIZE_COORD_ASYMMETRIC",
+                "align_corners": "HFX_RESIZE_COORD_ALIGN_CORNERS",
+                "pytorch_half_pixel": "HFX_RESIZE_COORD_PYTORCH_HALF_PIXEL",
+                "half_pixel_symmetric": "HFX_RESIZE_COORD_HALF_PIXEL_SYMMETRIC"}
+RESIZE_NEAREST = {"round_prefer_floor": "HFX_RESIZE_NEAREST_ROUND_PREFER_FLOOR",
+                  "round_prefer_ceil": "HFX_RESIZE_NEAREST_ROUND_PREFER_CEIL",
+                  "floor": "HFX_RESIZE_NEAREST_FLOOR", "ceil": "HFX_RESIZE_NEAREST_CEIL"}
 # The ONNX ops this lowering accepts (some only with certain attributes; see _lower_node).
 SUPPORTED_OPS = tuple(sorted(
     ["MatMul", "Gemm", "Conv", "Gelu", "Softmax", "LayerNormalization", "ReduceMean", "ReduceSum",
-     "Transpose", "Concat", "Slice", "Constant", *BINARY, *UNARY, *RESHAPES]))
+     "Transpose", "Concat", "Slice", "Constant", "HardSigmoid", "GlobalAveragePool", "Resize",
+     *BINARY, *UNARY, *RESHAPES, *POOLS]))
 
 
 class LoweringError(HexfuseError):
@@ -173,6 +196,24 @@ def _attr(node: onnx.NodeProto, name: str, default=None):
     return default
 
 
+def _str_attr(node: onnx.NodeProto, name: str, default: str) -> str:
+    v = _attr(node, name, default)
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+def _pool_out_len(size: int, k: int, stride: int, dil: int, pad_begin: int, pad_end: int, ceil_mode: bool) -> int:
+    """Output length of a pooling axis, as hfx_pool_out_len() in dsp/src/program.c (ONNX Runtime's rule)."""
+    span = size + pad_begin + pad_end - dil * (k - 1) - 1
+    if span < 0:
+        return -1
+    if not ceil_mode:
+        return span // stride + 1
+    out = -(-span // stride) + 1
+    if (out - 1) * stride >= size + pad_begin:
+        out -= 1
+    return out
+
+
 def _known_types(model: onnx.ModelProto) -> dict[str, onnx.TypeProto]:
     """Types of every graph tensor: inferred when the model does not carry them."""
     types = {}
@@ -231,9 +272,11 @@ class _Lowerer:
 
     def _infer_body(self) -> None:
         g_inputs = [helper.make_value_info(f, self.types[f]) for f in self.fn.input]
+        # float initializers that steer an op (Resize roi/scales) are given to shape inference too
+        steering = {i for n in self.fn.node if n.op_type == "Resize" for i in n.input[1:] if i}
         renamed = []
         for f, a in zip(self.fn.input, self.node.input):
-            if a in self.inits and self.inits[a].data_type != onnx.TensorProto.FLOAT:
+            if a in self.inits and (self.inits[a].data_type != onnx.TensorProto.FLOAT or f in steering):
                 t = onnx.TensorProto()
                 t.CopyFrom(self.inits[a])
                 t.name = f
@@ -289,6 +332,16 @@ class _Lowerer:
         if name not in self.static:
             raise LoweringError(op.op_type, op.name, f"'{name}' must be a constant (initializer or Constant)")
         return [int(v) for v in np.asarray(self.static[name]).reshape(-1)]
+
+    def const_floats(self, name: str, op: onnx.NodeProto) -> np.ndarray:
+        """The float32 values of a constant float input (Resize scales): a Constant or an initializer."""
+        if name in self.static:
+            arr = self.static[name]
+        elif self.formal.get(name) in self.inits:
+            arr = numpy_helper.to_array(self.inits[self.formal[name]])
+        else:
+            raise LoweringError(op.op_type, op.name, f"'{name}' must be a constant (initializer or Constant)")
+        return np.asarray(arr, dtype=np.float32).reshape(-1)
 
     # ---- lowering ----
 
@@ -385,8 +438,20 @@ class _Lowerer:
                         K["HFX_P_GEMM_TRANS_B"]: int(_attr(n, "transB", 0)),
                         K["HFX_P_GEMM_ALPHA"]: _f32_bits(alpha),
                         K["HFX_P_GEMM_BETA"]: _f32_bits(beta) if has_c else 0})
+        elif op == "HardSigmoid":
+            self._emit(n, t, "HFX_OP_HARDSIGMOID", "vector", [self.read(ins[0], n, t)],
+                       {K["HFX_P_HARDSIGMOID_ALPHA"]: _f32_bits(float(_attr(n, "alpha", 0.2))),
+                        K["HFX_P_HARDSIGMOID_BETA"]: _f32_bits(float(_attr(n, "beta", 0.5)))})
         elif op == "Conv":
             self._conv(n, t)
+        elif op in POOLS:
+            self._pool(n, t)
+        elif op == "GlobalAveragePool":
+            if len(self.shape(ins[0], n)) < 3:
+                raise LoweringError(op, n.name, "the input needs rank >= 3 (N, C, spatial)")
+            self._emit(n, t, "HFX_OP_GLOBAL_AVGPOOL", "vector", [self.read(ins[0], n, t)])
+        elif op == "Resize":
+            self._resize(n, t)
         elif op == "Softmax":
             rank = len(self.shape(ins[0], n))
             axis = int(_attr(n, "axis", -1 if self.opset >= 13 else 1))
@@ -419,6 +484,25 @@ class _Lowerer:
         else:
             raise LoweringError(op, n.name, "op is outside the kernel's op set")
 
+    @staticmethod
+    def _pads_2d(n: onnx.NodeProto, x: list[int], kernel: list[int], strides: list[int],
+                 dil: list[int]) -> list[int]:
+        """Explicit [top, left, bottom, right] pads of a 2-D Conv / pooling node (auto_pad resolved)."""
+        auto_pad = _str_attr(n, "auto_pad", "NOTSET")
+        if auto_pad == "NOTSET":
+            return list(_attr(n, "pads", [0, 0, 0, 0]))
+        if auto_pad == "VALID":
+            return [0, 0, 0, 0]
+        if auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
+            raise LoweringError(n.op_type, n.name, f"auto_pad '{auto_pad}' is not supported")
+        pads = [0, 0, 0, 0]
+        for a in range(2):
+            out = math.ceil(x[2 + a] / strides[a])
+            total = max(0, (out - 1) * strides[a] + (kernel[a] - 1) * dil[a] + 1 - x[2 + a])
+            small, big = total // 2, total - total // 2
+            pads[a], pads[2 + a] = (small, big) if auto_pad == "SAME_UPPER" else (big, small)
+        return pads
+
     def _conv(self, n: onnx.NodeProto, t: int) -> None:
         x, w = self.shape(n.input[0], n), self.shape(n.input[1], n)
         if len(x) != 4:
@@ -426,19 +510,7 @@ class _Lowerer:
         strides = list(_attr(n, "strides", [1, 1]))
         dil = list(_attr(n, "dilations", [1, 1]))
         group = int(_attr(n, "group", 1))
-        auto_pad = _attr(n, "auto_pad", b"NOTSET")
-        auto_pad = auto_pad.decode() if isinstance(auto_pad, bytes) else auto_pad
-        if auto_pad == "NOTSET":
-            pads = list(_attr(n, "pads", [0, 0, 0, 0]))
-        elif auto_pad == "VALID":
-            pads = [0, 0, 0, 0]
-        else:  # SAME_UPPER / SAME_LOWER
-            pads = [0, 0, 0, 0]
-            for a in range(2):
-                out = math.ceil(x[2 + a] / strides[a])
-                total = max(0, (out - 1) * strides[a] + (w[2 + a] - 1) * dil[a] + 1 - x[2 + a])
-                small, big = total // 2, total - total // 2
-                pads[a], pads[2 + a] = (small, big) if auto_pad == "SAME_UPPER" else (big, small)
+        pads = self._pads_2d(n, x, w[2:], strides, dil)
         inputs = [self.read(n.input[0], n, t), self.read(n.input[1], n, t)]
         if len(n.input) > 2 and n.input[2]:
             inputs.append(self.read(n.input[2], n, t))
@@ -448,6 +520,103 @@ class _Lowerer:
                   K["HFX_P_CONV_DILATION_H"]: dil[0], K["HFX_P_CONV_DILATION_W"]: dil[1],
                   K["HFX_P_CONV_GROUP"]: group}
         self._emit(n, t, "HFX_OP_CONV2D", "matrix", inputs, params)
+
+    def _pool(self, n: onnx.NodeProto, t: int) -> None:
+        op = n.op_type
+        x = self.shape(n.input[0], n)
+        if len(x) != 4:
+            raise LoweringError(op, n.name, f"only 2-D pooling is supported (input rank {len(x)})")
+        if len(n.output) > 1 and any(n.output[1:]):
+            raise LoweringError(op, n.name, "the Indices output is not supported")
+        if int(_attr(n, "storage_order", 0)) != 0:
+            raise LoweringError(op, n.name, "storage_order=1 is not supported")
+        kernel = [int(k) for k in _attr(n, "kernel_shape", [])]
+        strides = [int(v) for v in _attr(n, "strides", [1, 1])]
+        dil = [int(v) for v in _attr(n, "dilations", [1, 1])]
+        if len(kernel) != 2 or len(strides) != 2 or len(dil) != 2:
+            raise LoweringError(op, n.name, "kernel_shape, strides and dilations must have 2 values")
+        if _str_attr(n, "auto_pad", "NOTSET").startswith("SAME") and dil != [1, 1]:
+            # ONNX Runtime pads for the undilated kernel here, ONNX shape inference for the dilated one
+            raise LoweringError(op, n.name, "auto_pad SAME with dilations is not supported")
+        pads = [int(p) for p in self._pads_2d(n, x, kernel, strides, dil)]
+        ceil_mode = int(_attr(n, "ceil_mode", 0))
+        include_pad = int(_attr(n, "count_include_pad", 0)) if op == "AveragePool" else 0
+        for what, values in (("kernel_shape", kernel), ("strides", strides), ("dilations", dil)):
+            if any(not 1 <= v <= 65535 for v in values):
+                raise LoweringError(op, n.name, f"{what} {values} outside 1..65535")
+        if len(pads) != 4 or any(not 0 <= p < kernel[i % 2] for i, p in enumerate(pads)):
+            raise LoweringError(op, n.name, f"pads {pads} must be >= 0 and smaller than the kernel")
+        if ceil_mode not in (0, 1) or include_pad not in (0, 1):
+            raise LoweringError(op, n.name, "ceil_mode and count_include_pad must be 0 or 1")
+        want = [x[0], x[1]] + [_pool_out_len(x[2 + a], kernel[a], strides[a], dil[a], pads[a], pads[2 + a],
+                                             bool(ceil_mode)) for a in range(2)]
+        got = self.shape(n.output[0], n)
+        if got != want:
+            raise LoweringError(op, n.name, f"output shape {got} differs from ONNX Runtime's {want} (ceil_mode "
+                                            "windows starting in the padding are dropped by ONNX Runtime)")
+        params = {K["HFX_P_POOL_PAD_TOP"]: pads[0], K["HFX_P_POOL_PAD_LEFT"]: pads[1],
+                  K["HFX_P_POOL_PAD_BOTTOM"]: pads[2], K["HFX_P_POOL_PAD_RIGHT"]: pads[3],
+                  K["HFX_P_POOL_STRIDE_H"]: strides[0], K["HFX_P_POOL_STRIDE_W"]: strides[1],
+                  K["HFX_P_POOL_DILATION_H"]: dil[0], K["HFX_P_POOL_DILATION_W"]: dil[1],
+                  K["HFX_P_POOL_KERNEL_H"]: kernel[0], K["HFX_P_POOL_KERNEL_W"]: kernel[1],
+                  K["HFX_P_POOL_CEIL_MODE"]: ceil_mode, K["HFX_P_POOL_COUNT_INCLUDE_PAD"]: include_pad}
+        self._emit(n, t, POOLS[op], "vector", [self.read(n.input[0], n, t)], params)
+
+    def _resize(self, n: onnx.NodeProto, t: int) -> None:
+        op = n.op_type
+        if self.opset < 11:
+            raise LoweringError(op, n.name, f"opset {self.opset} Resize is not supported (opset 11 and later)")
+        mode = _str_attr(n, "mode", "nearest")
+        if mode not in ("nearest", "linear"):
+            raise LoweringError(op, n.name, f"mode '{mode}' is not supported (nearest and linear only)")
+        coord = _str_attr(n, "coordinate_transformation_mode", "half_pixel")
+        if coord not in RESIZE_COORD:
+            raise LoweringError(op, n.name, f"coordinate_transformation_mode '{coord}' is not supported")
+        nearest = _str_attr(n, "nearest_mode", "round_prefer_floor")
+        if mode == "nearest" and nearest not in RESIZE_NEAREST:
+            raise LoweringError(op, n.name, f"nearest_mode '{nearest}' is not supported")
+        for name in ("antialias", "exclude_outside"):
+            if int(_attr(n, name, 0)):
+                raise LoweringError(op, n.name, f"{name}=1 is not supported")
+        x, y = self.shape(n.input[0], n), self.shape(n.output[0], n)
+        rank = len(x)
+        if rank < 2 or len(y) != rank:
+            raise LoweringError(op, n.name, "the input needs rank >= 2")
+        axes = [int(a) % rank for a in _attr(n, "axes", range(rank))]
+        scales_name = n.input[2] if len(n.input) > 2 else ""
+        sizes_name = n.input[3] if len(n.input) > 3 else ""
+        sizes = self.const_ints(sizes_name, n) if sizes_name else []
+        scales = np.ones(rank, np.float32)
+        if sizes:
+            if _str_attr(n, "keep_aspect_ratio_policy", "stretch") != "stretch":
+                raise LoweringError(op, n.name, "keep_aspect_ratio_policy other than 'stretch' is not supported")
+            if len(sizes) != len(axes):
+                raise LoweringError(op, n.name, "sizes do not match the axes")
+            for a, v in zip(axes, sizes):   # ONNX Runtime's scale of a size: f32(out) / f32(in)
+                scales[a] = np.float32(v) / np.float32(x[a])
+        elif scales_name:
+            given = self.const_floats(scales_name, n)
+            if len(given) != len(axes):
+                raise LoweringError(op, n.name, "scales do not match the axes")
+            for a, v in zip(axes, given):
+                scales[a] = v
+        else:
+            raise LoweringError(op, n.name, "needs constant scales or sizes")
+        if not all(np.isfinite(scales)) or not all(scales > 0):
+            raise LoweringError(op, n.name, f"scales {scales.tolist()} must be finite and > 0")
+        if any(scales[i] != 1 or y[i] != x[i] for i in range(rank - 2)):
+            raise LoweringError(op, n.name, "only the last two axes can be resized")
+        for a in (rank - 2, rank - 1):   # the kernel's rule: out = floor(in * scale), or just above it
+            want = float(x[a]) * float(scales[a])
+            if not (0 <= want - y[a] < 1 or 0 < y[a] - want <= 1e-5 * y[a]):
+                raise LoweringError(op, n.name, f"output length {y[a]} is not floor({x[a]} * {scales[a]})")
+        params = {K["HFX_P_RESIZE_MODE"]: K["HFX_RESIZE_LINEAR" if mode == "linear" else "HFX_RESIZE_NEAREST"],
+                  K["HFX_P_RESIZE_COORD"]: K[RESIZE_COORD[coord]],
+                  K["HFX_P_RESIZE_NEAREST_MODE"]: K[RESIZE_NEAREST[nearest]] if mode == "nearest" else 0,
+                  K["HFX_P_RESIZE_SCALE_H"]: _f32_bits(scales[rank - 2]),
+                  K["HFX_P_RESIZE_SCALE_W"]: _f32_bits(scales[rank - 1])}
+        self._emit(n, t, "HFX_OP_RESIZE", "vector" if mode == "linear" else "copy", [self.read(n.input[0], n, t)],
+                   params)
 
     def _reduce(self, n: onnx.NodeProto, t: int) -> None:
         rank = len(self.shape(n.input[0], n))

@@ -16,6 +16,8 @@ static uint64_t op_work(const hfx_program *p, const hfx_op *op) {
     const hfx_tensor *x = &p->tensors[op->in[0]];
     if (op->opcode == HFX_OP_GEMM) return y->numel * op->plan.v[3];
     if (op->opcode == HFX_OP_CONV2D) return y->numel * op->plan.v[5];
+    if (op->opcode == HFX_OP_MAXPOOL || op->opcode == HFX_OP_AVGPOOL)
+        return y->numel * (uint64_t)op->params[HFX_P_POOL_KERNEL_H] * (uint64_t)op->params[HFX_P_POOL_KERNEL_W];
     return x->numel + y->numel;
 }
 

@@ -107,6 +107,30 @@ int main(int argc, char **argv) {
         hfxb_reduce(&b, 1, HFX_OP_REDUCE_SUM, t2, o, 1u, 0);
     }
     emit(dir, "task_b_only", &b);
+    /* pooling + hard activations | resize nearest + linear */
+    hfxb_init(&b);
+    {
+        int32_t pads[4] = {1, 1, 1, 1}, st[2] = {2, 1}, dil[2] = {1, 2}, k[2] = {3, 2};
+        uint32_t x = hfxb_input(&b, 0, HFXB_DIMS(1, 3, 7, 6));
+        uint32_t s1 = hfxb_scratch(&b, 0, HFXB_DIMS(1, 3, 4, 6));
+        uint32_t s2 = hfxb_scratch(&b, 0, HFXB_DIMS(1, 3, 4, 6));
+        uint32_t s3 = hfxb_scratch(&b, 0, HFXB_DIMS(1, 3, 4, 6));
+        uint32_t s4 = hfxb_scratch(&b, 0, HFXB_DIMS(1, 3, 4, 6));
+        uint32_t o = hfxb_output(&b, 0, HFXB_DIMS(1, 3, 1, 1));
+        hfxb_pool(&b, 0, HFX_OP_MAXPOOL, x, s1, pads, st, dil, k, 1, 0);
+        hfxb_pool(&b, 0, HFX_OP_AVGPOOL, x, s2, pads, st, dil, k, 0, 1);
+        hfxb_binary(&b, 0, HFX_OP_ADD, s1, s2, s3);
+        hfxb_hardsigmoid(&b, 0, s3, s4, 0.2f, 0.5f);
+        uint32_t s5 = hfxb_scratch(&b, 0, HFXB_DIMS(1, 3, 4, 6));
+        hfxb_unary(&b, 0, HFX_OP_HARDSWISH, s4, s5);
+        hfxb_op_add(&b, 0, HFX_OP_GLOBAL_AVGPOOL, HFX_ENGINE_VECTOR, 1, &s5, o, NULL);
+        uint32_t v = hfxb_input(&b, 1, HFXB_DIMS(2, 3, 5));
+        uint32_t t = hfxb_scratch(&b, 1, HFXB_DIMS(2, 6, 10));
+        uint32_t o1 = hfxb_output(&b, 1, HFXB_DIMS(2, 3, 2));
+        hfxb_resize(&b, 1, v, t, HFX_RESIZE_NEAREST, HFX_RESIZE_COORD_ASYMMETRIC, HFX_RESIZE_NEAREST_FLOOR, 2.0f, 2.0f);
+        hfxb_resize(&b, 1, t, o1, HFX_RESIZE_LINEAR, HFX_RESIZE_COORD_HALF_PIXEL, 0, 0.5f, 0.25f);
+    }
+    emit(dir, "pool_resize", &b);
     printf("seeds written to %s\n", dir);
     return 0;
 }

@@ -89,6 +89,11 @@ static inline int32_t hfx_bits_from_f32(float f) {
  * length (may be 0) and the first input index. step != 0. */
 uint64_t hfx_slice_axis(int64_t dim, int64_t start, int64_t end, int64_t step, int64_t *first);
 
+/* Output length of a 2-D pooling axis (ONNX Runtime's rule, ceil_mode
+ * included); -1 when the dilated kernel is larger than the padded input. */
+int64_t hfx_pool_out_len(int64_t in, int64_t k, int64_t stride, int64_t dil, int64_t pad_begin, int64_t pad_end,
+                         bool ceil_mode);
+
 /* ---- plan.c ------------------------------------------------------------------ */
 
 /* Fills op->plan from the op and its (validated) tensors. */

@@ -11,7 +11,9 @@
  *   SOFTMAX   v0 outer, v1 D (axis length), v2 inner, v3 lines per item
  *   LAYERNORM/RMSNORM  v0 rows, v1 D, v2 rows per item
  *   REDUCE_*  v0 output elements, v1 output elements per item
- *   TRANSPOSE/SLICE    v0 output rows (all but the last axis), v1 last axis length, v2 rows per item
+ *   TRANSPOSE/SLICE/RESIZE  v0 output rows (all but the last axis), v1 last axis length, v2 rows per item
+ *   MAXPOOL/AVGPOOL    v0 output rows (N*C*OH), v1 OW, v2 rows per item (about EW_CHUNK window taps)
+ *   GLOBAL_AVGPOOL     v0 channels (N*C), v1 spatial size, v2 channels per item
  */
 #include "core.h"
 
@@ -115,6 +117,8 @@ hfx_status hfx_plan_op(const hfx_program *p, hfx_op *op) {
     case HFX_OP_GELU:
     case HFX_OP_SILU:
     case HFX_OP_EXP:
+    case HFX_OP_HARDSIGMOID:
+    case HFX_OP_HARDSWISH:
     case HFX_OP_CONCAT:
         pl->v[0] = EW_CHUNK;
         return set_items(op, ceil_div(y->numel, EW_CHUNK));
@@ -153,8 +157,27 @@ hfx_status hfx_plan_op(const hfx_program *p, hfx_op *op) {
         pl->v[1] = per;
         return set_items(op, ceil_div(y->numel, per));
     }
+    case HFX_OP_MAXPOOL:
+    case HFX_OP_AVGPOOL: {
+        uint64_t ow = y->dims[3], rows = y->numel / ow;
+        uint64_t taps = (uint64_t)op->params[HFX_P_POOL_KERNEL_H] * (uint64_t)op->params[HFX_P_POOL_KERNEL_W];
+        uint64_t per = per_item_for(ow * taps, EW_CHUNK);
+        pl->v[0] = rows;
+        pl->v[1] = ow;
+        pl->v[2] = per;
+        return set_items(op, ceil_div(rows, per));
+    }
+    case HFX_OP_GLOBAL_AVGPOOL: {
+        uint64_t ch = (uint64_t)x->dims[0] * x->dims[1], sp = x->numel / ch;
+        uint64_t per = per_item_for(sp, EW_CHUNK);
+        pl->v[0] = ch;
+        pl->v[1] = sp;
+        pl->v[2] = per;
+        return set_items(op, ceil_div(ch, per));
+    }
     case HFX_OP_TRANSPOSE:
-    case HFX_OP_SLICE: {
+    case HFX_OP_SLICE:
+    case HFX_OP_RESIZE: {
         uint64_t last = y->rank ? y->dims[y->rank - 1] : 1;
         uint64_t rows = y->numel / last;
         uint64_t per = per_item_for(last, EW_CHUNK);

@@ -238,6 +238,8 @@ static const opdesc k_ops[] = {
     {HFX_OP_GELU, "Gelu", 1, 1, EV, 0},
     {HFX_OP_SILU, "SiLU", 1, 1, EV, 0},
     {HFX_OP_EXP, "Exp", 1, 1, EV, 0},
+    {HFX_OP_HARDSIGMOID, "HardSigmoid", 1, 1, EV, 2},
+    {HFX_OP_HARDSWISH, "HardSwish", 1, 1, EV, 0},
     {HFX_OP_SOFTMAX, "Softmax", 1, 1, EV, 1},
     {HFX_OP_LAYERNORM, "LayerNormalization", 2, 3, EV, 2},
     {HFX_OP_RMSNORM, "RMSNorm", 2, 2, EV, 2},
@@ -247,6 +249,10 @@ static const opdesc k_ops[] = {
     {HFX_OP_CONCAT, "Concat", 1, 8, EC | EV, 1},
     {HFX_OP_SLICE, "Slice", 1, 1, EC | EV, 24},
     {HFX_OP_COPY, "Copy", 1, 1, EC | EV, 0},
+    {HFX_OP_RESIZE, "Resize", 1, 1, EC | EV, 5}, /* LINEAR: VECTOR only (checked below) */
+    {HFX_OP_MAXPOOL, "MaxPool", 1, 1, EV, 11},
+    {HFX_OP_AVGPOOL, "AveragePool", 1, 1, EV, 12},
+    {HFX_OP_GLOBAL_AVGPOOL, "GlobalAveragePool", 1, 1, EV, 0},
 };
 
 static const opdesc *find_op(uint32_t opcode) {
@@ -316,6 +322,113 @@ static hfx_status check_axis(vctx *v, hfx_op *op, uint32_t rank, uint32_t *axis_
 }
 
 static bool finite_f32(int32_t bits) { return ((uint32_t)bits & 0x7f800000u) != 0x7f800000u; }
+
+/* ---- pooling / resize validation -------------------------------------------------- */
+
+/* Output length of a 2-D pooling axis (ONNX Runtime's rule): floor, or with
+ * ceil_mode ceil, of (in + pads - dilation (k - 1) - 1) / stride, + 1; with
+ * ceil_mode a last window that would start in the bottom/right padding is
+ * dropped. -1 when the kernel is larger than the padded input. */
+int64_t hfx_pool_out_len(int64_t in, int64_t k, int64_t stride, int64_t dil, int64_t pad_begin, int64_t pad_end,
+                         bool ceil_mode) {
+    int64_t span = in + pad_begin + pad_end - dil * (k - 1) - 1;
+    if (span < 0) return -1;
+    if (!ceil_mode) return span / stride + 1;
+    int64_t out = (span + stride - 1) / stride + 1;
+    if ((out - 1) * stride >= in + pad_begin) out--;
+    return out;
+}
+
+static hfx_status validate_pool(vctx *v, hfx_op *op, const hfx_tensor *x, const hfx_tensor *y) {
+    const int32_t *pr = op->params;
+    for (int i = 4; i < 10; i++) { /* strides, dilations, kernel */
+        if (pr[i] < 1 || pr[i] > 65535) {
+            hfx_error_set(v->err, HFX_ERR_PARAM, PARAM_OFF(v, i), "op %u: pool param %d = %d out of range",
+                          v->index, i, (int)pr[i]);
+            return HFX_ERR_PARAM;
+        }
+    }
+    for (int i = 0; i < 4; i++) { /* pads: ONNX Runtime wants them smaller than the kernel */
+        int32_t k = pr[HFX_P_POOL_KERNEL_H + (i & 1)];
+        if (pr[i] < 0 || pr[i] >= k) {
+            hfx_error_set(v->err, HFX_ERR_PARAM, PARAM_OFF(v, i), "op %u: pool pad %d = %d not in [0, kernel)",
+                          v->index, i, (int)pr[i]);
+            return HFX_ERR_PARAM;
+        }
+    }
+    for (int i = HFX_P_POOL_CEIL_MODE; i <= HFX_P_POOL_COUNT_INCLUDE_PAD; i++) {
+        if (pr[i] != 0 && pr[i] != 1) {
+            hfx_error_set(v->err, HFX_ERR_PARAM, PARAM_OFF(v, i), "op %u: pool flag %d must be 0 or 1", v->index, i);
+            return HFX_ERR_PARAM;
+        }
+    }
+    if (x->rank != 4) {
+        hfx_error_set(v->err, HFX_ERR_SHAPE, IN_OFF(v, 0), "op %u: 2-D pooling needs a rank-4 X", v->index);
+        return HFX_ERR_SHAPE;
+    }
+    uint32_t od[4] = {x->dims[0], x->dims[1], 0, 0};
+    for (int a = 0; a < 2; a++) {
+        int64_t n = hfx_pool_out_len(x->dims[2 + a], pr[HFX_P_POOL_KERNEL_H + a], pr[HFX_P_POOL_STRIDE_H + a],
+                                     pr[HFX_P_POOL_DILATION_H + a], pr[a], pr[2 + a], pr[HFX_P_POOL_CEIL_MODE] != 0);
+        if (n < 1) {
+            hfx_error_set(v->err, HFX_ERR_SHAPE, PARAM_OFF(v, HFX_P_POOL_KERNEL_H + a),
+                          "op %u: pool kernel larger than the padded input", v->index);
+            return HFX_ERR_SHAPE;
+        }
+        od[2 + a] = (uint32_t)n;
+    }
+    if (!same_shape(y, od, 4)) return shape_err(v, "the pooling");
+    return HFX_OK;
+}
+
+static hfx_status validate_resize(vctx *v, hfx_op *op, const hfx_tensor *x, const hfx_tensor *y) {
+    const int32_t *pr = op->params;
+    int32_t mode = pr[HFX_P_RESIZE_MODE], coord = pr[HFX_P_RESIZE_COORD], nm = pr[HFX_P_RESIZE_NEAREST_MODE];
+    if (mode != HFX_RESIZE_NEAREST && mode != HFX_RESIZE_LINEAR) {
+        hfx_error_set(v->err, HFX_ERR_PARAM, PARAM_OFF(v, HFX_P_RESIZE_MODE), "op %u: resize mode %d unknown",
+                      v->index, (int)mode);
+        return HFX_ERR_PARAM;
+    }
+    if (mode == HFX_RESIZE_LINEAR && op->engine != HFX_ENGINE_VECTOR) {
+        hfx_error_set(v->err, HFX_ERR_OP, v->rec + 2u, "op %u: linear Resize runs on the vector engine only",
+                      v->index);
+        return HFX_ERR_OP;
+    }
+    if (coord < HFX_RESIZE_COORD_HALF_PIXEL || coord > HFX_RESIZE_COORD_HALF_PIXEL_SYMMETRIC) {
+        hfx_error_set(v->err, HFX_ERR_PARAM, PARAM_OFF(v, HFX_P_RESIZE_COORD),
+                      "op %u: resize coordinate mode %d unknown", v->index, (int)coord);
+        return HFX_ERR_PARAM;
+    }
+    int32_t nm_max = mode == HFX_RESIZE_NEAREST ? HFX_RESIZE_NEAREST_CEIL : 0;
+    if (nm < 0 || nm > nm_max) {
+        hfx_error_set(v->err, HFX_ERR_PARAM, PARAM_OFF(v, HFX_P_RESIZE_NEAREST_MODE),
+                      "op %u: resize nearest mode %d invalid (0 for linear)", v->index, (int)nm);
+        return HFX_ERR_PARAM;
+    }
+    for (int i = HFX_P_RESIZE_SCALE_H; i <= HFX_P_RESIZE_SCALE_W; i++) {
+        float sc = hfx_f32_from_bits(pr[i]);
+        if (!finite_f32(pr[i]) || !(sc > 0.0f)) {
+            hfx_error_set(v->err, HFX_ERR_PARAM, PARAM_OFF(v, i), "op %u: resize scale must be finite and > 0",
+                          v->index);
+            return HFX_ERR_PARAM;
+        }
+    }
+    if (x->rank < 2) {
+        hfx_error_set(v->err, HFX_ERR_SHAPE, IN_OFF(v, 0), "op %u: Resize needs rank >= 2", v->index);
+        return HFX_ERR_SHAPE;
+    }
+    if (y->rank != x->rank) return shape_err(v, "the input's rank");
+    for (uint32_t i = 0; i + 2 < x->rank; i++)
+        if (y->dims[i] != x->dims[i]) return shape_err(v, "the input on the axes not resized");
+    for (uint32_t a = 0; a < 2; a++) {
+        /* out = floor(in * scale); a scale given as out / in in f32 may land just below */
+        double want = (double)x->dims[x->rank - 2 + a] * (double)hfx_f32_from_bits(pr[HFX_P_RESIZE_SCALE_H + a]);
+        double got = (double)y->dims[x->rank - 2 + a];
+        bool ok = got <= want ? want - got < 1.0 : got - want <= 1e-5 * got;
+        if (!ok) return shape_err(v, "floor(input * scale) on the resized axes");
+    }
+    return HFX_OK;
+}
 
 static hfx_status validate_op_shapes(vctx *v, hfx_op *op) {
     hfx_program *p = v->p;
@@ -432,14 +545,42 @@ static hfx_status validate_op_shapes(vctx *v, hfx_op *op) {
         if (!same_shape(y, od, orank)) return shape_err(v, "the broadcast of the inputs");
         return HFX_OK;
     }
+    case HFX_OP_HARDSIGMOID:
+        for (int i = 0; i < 2; i++) {
+            if (!finite_f32(op->params[i])) {
+                hfx_error_set(v->err, HFX_ERR_PARAM, PARAM_OFF(v, i), "op %u: HardSigmoid alpha/beta not finite",
+                              v->index);
+                return HFX_ERR_PARAM;
+            }
+        }
+        if (!same_shape(y, x->dims, x->rank)) return shape_err(v, "the input");
+        return HFX_OK;
     case HFX_OP_RELU:
     case HFX_OP_SIGMOID:
     case HFX_OP_TANH:
     case HFX_OP_GELU:
     case HFX_OP_SILU:
     case HFX_OP_EXP:
+    case HFX_OP_HARDSWISH:
         if (!same_shape(y, x->dims, x->rank)) return shape_err(v, "the input");
         return HFX_OK;
+    case HFX_OP_MAXPOOL:
+    case HFX_OP_AVGPOOL:
+        return validate_pool(v, op, x, y);
+    case HFX_OP_GLOBAL_AVGPOOL: {
+        if (x->rank < 3) {
+            hfx_error_set(v->err, HFX_ERR_SHAPE, IN_OFF(v, 0), "op %u: GlobalAveragePool needs rank >= 3 (N, C, spatial)",
+                          v->index);
+            return HFX_ERR_SHAPE;
+        }
+        od[0] = x->dims[0];
+        od[1] = x->dims[1];
+        for (uint32_t i = 2; i < x->rank; i++) od[i] = 1;
+        if (!same_shape(y, od, x->rank)) return shape_err(v, "[N, C, 1, ...]");
+        return HFX_OK;
+    }
+    case HFX_OP_RESIZE:
+        return validate_resize(v, op, x, y);
     case HFX_OP_SOFTMAX: {
         uint32_t axis;
         if (x->rank == 0) {

@@ -111,7 +111,7 @@ static inline uint64_t hfxb_numel(const hfxb *b, uint32_t id) {
 
 static inline int hfxb_default_engine(uint32_t opcode) {
     if (opcode == HFX_OP_GEMM || opcode == HFX_OP_CONV2D) return HFX_ENGINE_MATRIX;
-    if (opcode >= HFX_OP_TRANSPOSE) return HFX_ENGINE_COPY;
+    if (opcode >= HFX_OP_TRANSPOSE && opcode <= HFX_OP_RESIZE) return HFX_ENGINE_COPY; /* linear RESIZE: VECTOR */
     return HFX_ENGINE_VECTOR;
 }
 
@@ -215,6 +215,42 @@ static inline uint32_t hfxb_slice(hfxb *b, int task, uint32_t x, uint32_t out, c
         p[HFX_P_SLICE_STEPS + i] = steps[i];
     }
     return hfxb_op_add(b, task, HFX_OP_SLICE, -1, 1, &x, out, p);
+}
+
+static inline uint32_t hfxb_hardsigmoid(hfxb *b, int task, uint32_t x, uint32_t out, float alpha, float beta) {
+    int32_t p[HFX_OP_PARAMS] = {0};
+    p[HFX_P_HARDSIGMOID_ALPHA] = hfxb_bits(alpha);
+    p[HFX_P_HARDSIGMOID_BETA] = hfxb_bits(beta);
+    return hfxb_op_add(b, task, HFX_OP_HARDSIGMOID, -1, 1, &x, out, p);
+}
+
+/* HFX_OP_MAXPOOL / HFX_OP_AVGPOOL; pads t, l, b, r; strides, dilations, kernel as [h, w] */
+static inline uint32_t hfxb_pool(hfxb *b, int task, uint32_t opcode, uint32_t x, uint32_t out, const int32_t pads[4],
+                                 const int32_t strides[2], const int32_t dil[2], const int32_t kernel[2], int ceil_mode,
+                                 int count_include_pad) {
+    int32_t p[HFX_OP_PARAMS] = {0};
+    for (int i = 0; i < 4; i++) p[HFX_P_POOL_PAD_TOP + i] = pads[i];
+    for (int i = 0; i < 2; i++) {
+        p[HFX_P_POOL_STRIDE_H + i] = strides[i];
+        p[HFX_P_POOL_DILATION_H + i] = dil[i];
+        p[HFX_P_POOL_KERNEL_H + i] = kernel[i];
+    }
+    p[HFX_P_POOL_CEIL_MODE] = ceil_mode;
+    p[HFX_P_POOL_COUNT_INCLUDE_PAD] = count_include_pad;
+    return hfxb_op_add(b, task, opcode, HFX_ENGINE_VECTOR, 1, &x, out, p);
+}
+
+/* mode HFX_RESIZE_NEAREST (copy engine) or HFX_RESIZE_LINEAR (vector engine) */
+static inline uint32_t hfxb_resize(hfxb *b, int task, uint32_t x, uint32_t out, int mode, int coord,
+                                   int nearest_mode, float scale_h, float scale_w) {
+    int32_t p[HFX_OP_PARAMS] = {0};
+    p[HFX_P_RESIZE_MODE] = mode;
+    p[HFX_P_RESIZE_COORD] = coord;
+    p[HFX_P_RESIZE_NEAREST_MODE] = nearest_mode;
+    p[HFX_P_RESIZE_SCALE_H] = hfxb_bits(scale_h);
+    p[HFX_P_RESIZE_SCALE_W] = hfxb_bits(scale_w);
+    return hfxb_op_add(b, task, HFX_OP_RESIZE, mode == HFX_RESIZE_LINEAR ? HFX_ENGINE_VECTOR : HFX_ENGINE_COPY, 1, &x,
+                       out, p);
 }
 
 static inline void hfxb_put16(uint8_t *p, uint32_t v) {

@@ -48,6 +48,13 @@ static inline void ref_binary(int opc, const float *x, const rshape *xs, const f
     }
 }
 
+/* max(0, min(1, v)), NaN stays NaN */
+static inline double ref_clamp01(double v) { return v != v ? v : v < 0 ? 0 : v > 1 ? 1 : v; }
+
+static inline void ref_hardsigmoid(const float *x, float *o, uint64_t n, float alpha, float beta) {
+    for (uint64_t i = 0; i < n; i++) o[i] = (float)ref_clamp01((double)alpha * x[i] + beta);
+}
+
 static inline void ref_unary(int opc, const float *x, float *o, uint64_t n) {
     for (uint64_t i = 0; i < n; i++) {
         double v = x[i], r;
@@ -57,6 +64,7 @@ static inline void ref_unary(int opc, const float *x, float *o, uint64_t n) {
         case HFX_OP_TANH: r = tanh(v); break;
         case HFX_OP_GELU: r = 0.5 * v * (1.0 + erf(v / sqrt(2.0))); break;
         case HFX_OP_SILU: r = v / (1.0 + exp(-v)); break;
+        case HFX_OP_HARDSWISH: r = v * ref_clamp01(v / 6.0 + 0.5); break;
         default: r = exp(v); break;
         }
         o[i] = (float)r;
@@ -214,6 +222,130 @@ static inline void ref_concat(const float *const *xs, const rshape *ss, uint32_t
         o[f] = xs[k][off];
     }
     (void)n;
+}
+
+/* 2-D MaxPool / AveragePool, NCHW (ONNX Runtime semantics): p = {pads t, l, b, r,
+ * strides h, w, dilations h, w, kernel h, w, ceil_mode, count_include_pad}.
+ * Y is [N, C, OH, OW] as given. */
+static inline void ref_pool2d(int is_max, const float *X, const rshape *xs, const int32_t *p, float *Y,
+                              const rshape *ys) {
+    uint32_t N = xs->d[0], C = xs->d[1], H = xs->d[2], W = xs->d[3], OH = ys->d[2], OW = ys->d[3];
+    for (uint64_t nc = 0; nc < (uint64_t)N * C; nc++)
+        for (uint32_t oy = 0; oy < OH; oy++)
+            for (uint32_t ox = 0; ox < OW; ox++) {
+                double m = -3.40282346638528859812e+38, s = 0;
+                int64_t inside = 0, padded_y = 0, padded_x = 0;
+                for (int32_t ky = 0; ky < p[8]; ky++) {
+                    int64_t iy = (int64_t)oy * p[4] - p[0] + (int64_t)ky * p[6];
+                    if (iy >= -p[0] && iy < (int64_t)H + p[2]) padded_y++;
+                }
+                for (int32_t kx = 0; kx < p[9]; kx++) {
+                    int64_t ix = (int64_t)ox * p[5] - p[1] + (int64_t)kx * p[7];
+                    if (ix >= -p[1] && ix < (int64_t)W + p[3]) padded_x++;
+                }
+                for (int32_t ky = 0; ky < p[8]; ky++)
+                    for (int32_t kx = 0; kx < p[9]; kx++) {
+                        int64_t iy = (int64_t)oy * p[4] - p[0] + (int64_t)ky * p[6];
+                        int64_t ix = (int64_t)ox * p[5] - p[1] + (int64_t)kx * p[7];
+                        if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+                        double v = X[(nc * H + (uint64_t)iy) * W + (uint64_t)ix];
+                        m = (v > m || v != v) ? v : m;
+                        s += v;
+                        inside++;
+                    }
+                int64_t count = p[11] ? padded_y * padded_x : inside;
+                double r = is_max ? m : count ? s / (double)count : 0.0;
+                Y[(nc * OH + oy) * OW + ox] = (float)r;
+            }
+}
+
+static inline void ref_global_avgpool(const float *X, const rshape *xs, float *Y) {
+    uint64_t ch = (uint64_t)xs->d[0] * xs->d[1], sp = rs_numel(xs) / ch;
+    for (uint64_t c = 0; c < ch; c++) {
+        double s = 0;
+        for (uint64_t i = 0; i < sp; i++) s += X[c * sp + i];
+        Y[c] = (float)(s / (double)sp);
+    }
+}
+
+/* ONNX Resize coordinate of output index o (f32 arithmetic, as ONNX Runtime) */
+static inline float ref_resize_coord(int coord, uint32_t o, float scale, uint32_t lin, uint32_t lout) {
+    float x = (float)o;
+    volatile float t; /* one rounding per operation, as written */
+    switch (coord) {
+    case HFX_RESIZE_COORD_ASYMMETRIC: return x / scale;
+    case HFX_RESIZE_COORD_ALIGN_CORNERS:
+        if (lout == 1) return 0.0f;
+        t = x * (float)(lin - 1);
+        return t / (float)(lout - 1);
+    case HFX_RESIZE_COORD_PYTORCH_HALF_PIXEL:
+        if (lout <= 1) return 0.0f;
+        t = (x + 0.5f) / scale;
+        return t - 0.5f;
+    case HFX_RESIZE_COORD_HALF_PIXEL_SYMMETRIC: {
+        float adj = (float)lout / (scale * (float)lin);
+        float off = (float)lin / 2.0f * (1.0f - adj);
+        t = (x + 0.5f) / scale;
+        t = off + t;
+        return t - 0.5f;
+    }
+    default:
+        t = (x + 0.5f) / scale;
+        return t - 0.5f;
+    }
+}
+
+static inline uint32_t ref_resize_nearest(int mode, float c, uint32_t n) {
+    double f = floor((double)c), d = (double)c - f, i;
+    switch (mode) {
+    case HFX_RESIZE_NEAREST_ROUND_PREFER_CEIL: i = d >= 0.5 ? f + 1 : f; break;
+    case HFX_RESIZE_NEAREST_FLOOR: i = f; break;
+    case HFX_RESIZE_NEAREST_CEIL: i = d > 0 ? f + 1 : f; break;
+    default: i = d > 0.5 ? f + 1 : f; break;
+    }
+    if (i < 0) i = 0;
+    if (i > n - 1.0) i = n - 1.0;
+    return (uint32_t)i;
+}
+
+/* linear: clamp to [0, n-1], neighbours floor and floor + 1 (clamped) */
+static inline double ref_resize_linear(const float *row_or_col, uint64_t stride, float c, uint32_t n) {
+    double x = c < 0 ? 0.0 : c > n - 1.0 ? n - 1.0 : (double)c;
+    uint32_t a = (uint32_t)floor(x), b = a + 1 < n ? a + 1 : n - 1;
+    double w = x - a;
+    if (a == b) return row_or_col[a * stride];
+    return (1 - w) * row_or_col[a * stride] + w * row_or_col[b * stride];
+}
+
+/* Resize of the last two axes of X (rank >= 2) into Y (shape ys) */
+static inline void ref_resize(int linear, int coord, int nearest_mode, float sh, float sw, const float *X,
+                              const rshape *xs, float *Y, const rshape *ys) {
+    uint32_t r = xs->rank, H = xs->d[r - 2], W = xs->d[r - 1], OH = ys->d[r - 2], OW = ys->d[r - 1];
+    uint64_t planes = rs_numel(xs) / ((uint64_t)H * W);
+    double *tmp = malloc(sizeof(double) * W);
+    for (uint64_t pl = 0; pl < planes; pl++) {
+        const float *xp = X + pl * H * W;
+        for (uint32_t oy = 0; oy < OH; oy++) {
+            float cy = ref_resize_coord(coord, oy, sh, H, OH);
+            if (linear) { /* interpolate along H first, then W (bilinear is separable) */
+                for (uint32_t x = 0; x < W; x++) tmp[x] = ref_resize_linear(xp + x, W, cy, H);
+                for (uint32_t ox = 0; ox < OW; ox++) {
+                    float cx = ref_resize_coord(coord, ox, sw, W, OW);
+                    double xx = cx < 0 ? 0.0 : cx > W - 1.0 ? W - 1.0 : (double)cx;
+                    uint32_t a = (uint32_t)floor(xx), b = a + 1 < W ? a + 1 : W - 1;
+                    double w = xx - a;
+                    Y[(pl * OH + oy) * OW + ox] = (float)(a == b ? tmp[a] : (1 - w) * tmp[a] + w * tmp[b]);
+                }
+            } else {
+                uint32_t iy = ref_resize_nearest(nearest_mode, cy, H);
+                for (uint32_t ox = 0; ox < OW; ox++) {
+                    float cx = ref_resize_coord(coord, ox, sw, W, OW);
+                    Y[(pl * OH + oy) * OW + ox] = xp[(uint64_t)iy * W + ref_resize_nearest(nearest_mode, cx, W)];
+                }
+            }
+        }
+    }
+    free(tmp);
 }
 
 #endif

@@ -241,9 +241,10 @@ static void test_binary(void) {
 }
 
 static void test_unary(void) {
-    static const uint32_t ops[] = {HFX_OP_RELU, HFX_OP_SIGMOID, HFX_OP_TANH, HFX_OP_GELU, HFX_OP_SILU, HFX_OP_EXP};
+    static const uint32_t ops[] = {HFX_OP_RELU, HFX_OP_SIGMOID, HFX_OP_TANH, HFX_OP_GELU,
+                                   HFX_OP_SILU, HFX_OP_EXP,     HFX_OP_HARDSWISH};
     static const uint32_t sizes[] = {1, 7, 32768, 32769, 100003};
-    for (int k = 0; k < 6; k++)
+    for (int k = 0; k < (int)(sizeof ops / sizeof ops[0]); k++)
         for (int s = 0; s < 5; s++) {
             uint32_t n = sizes[s];
             float lo = ops[k] == HFX_OP_EXP ? -10.f : -8.f, hi = ops[k] == HFX_OP_EXP ? 10.f : 8.f;
@@ -264,18 +265,25 @@ static void test_unary(void) {
 /* special values: NaN, infinities, overflow/underflow edges (the fuzzer found
  * a float-to-int conversion of NaN here once) */
 static void test_unary_special(void) {
-    static const uint32_t ops[] = {HFX_OP_RELU, HFX_OP_SIGMOID, HFX_OP_TANH, HFX_OP_GELU, HFX_OP_SILU, HFX_OP_EXP};
+    /* HFX_OP_HARDSIGMOID runs with ONNX's defaults alpha 0.2, beta 0.5 here */
+    static const uint32_t ops[] = {HFX_OP_RELU, HFX_OP_SIGMOID,   HFX_OP_TANH,       HFX_OP_GELU,
+                                   HFX_OP_SILU, HFX_OP_EXP,       HFX_OP_HARDSWISH, HFX_OP_HARDSIGMOID};
     static const float vals[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-8f, -1e-8f, 0.3f, -0.3f, 0.62f, 0.63f,
                                  5.0f, -5.0f, 20.0f, -20.0f, 87.0f, 88.5f, 88.8f, 89.5f, 100.0f, -87.5f, -90.0f,
                                  -100.0f, -104.0f, -110.0f, 1e10f, -1e10f};
     enum { N = sizeof vals / sizeof vals[0] };
-    for (int k = 0; k < 6; k++) {
+    for (int k = 0; k < (int)(sizeof ops / sizeof ops[0]); k++) {
         float o[N], r[N];
-        ref_unary((int)ops[k], vals, r, N);
         hfxb b;
         hfxb_init(&b);
         uint32_t x = hfxb_input(&b, 0, HFXB_DIMS(N)), y = hfxb_output(&b, 0, HFXB_DIMS(N));
-        hfxb_unary(&b, 0, ops[k], x, y);
+        if (ops[k] == HFX_OP_HARDSIGMOID) {
+            ref_hardsigmoid(vals, r, N, 0.2f, 0.5f);
+            hfxb_hardsigmoid(&b, 0, x, y, 0.2f, 0.5f);
+        } else {
+            ref_unary((int)ops[k], vals, r, N);
+            hfxb_unary(&b, 0, ops[k], x, y);
+        }
         const void *ins[1] = {vals};
         void *outs[1] = {o};
         if (!run_prog(&b, ins, 1, outs, 1)) continue;
@@ -288,6 +296,192 @@ static void test_unary_special(void) {
             CHECK_MSG(ok, "op %u x=%g: got %g want %g", ops[k], (double)vals[i], (double)o[i], (double)r[i]);
         }
         hfxb_free(&b);
+    }
+}
+
+static void test_hardsigmoid(void) {
+    static const uint32_t sizes[] = {1, 5, 32768, 65537};
+    for (int s = 0; s < 4; s++)
+        for (int k = 0; k < 3; k++) {
+            uint32_t n = sizes[s];
+            float alpha = k == 0 ? 0.2f : rng_f(-3, 3), beta = k == 0 ? 0.5f : rng_f(-1, 2);
+            float *X = rand_buf(n, -8, 8), *O = calloc(n, 4), *R = calloc(n, 4);
+            ref_hardsigmoid(X, R, n, alpha, beta);
+            hfxb b;
+            hfxb_init(&b);
+            uint32_t x = hfxb_input(&b, k % 2, HFXB_DIMS(n)), o = hfxb_output(&b, k % 2, HFXB_DIMS(n));
+            hfxb_hardsigmoid(&b, k % 2, x, o, alpha, beta);
+            const void *ins[1] = {X};
+            void *outs[1] = {O};
+            if (run_prog(&b, ins, 1, outs, 1))
+                EXPECT_CLOSE(O, R, n, 1e-3, "hardsigmoid n=%u alpha=%g beta=%g", n, (double)alpha, (double)beta);
+            hfxb_free(&b);
+            free(X), free(O), free(R);
+        }
+}
+
+/* ---- pooling ----------------------------------------------------------------------------- */
+
+/* p: pads t, l, b, r, strides, dilations, kernel, ceil_mode, count_include_pad (ops.h order) */
+static void pool_case(uint32_t opc, uint32_t N, uint32_t C, uint32_t H, uint32_t W, const int32_t *p, int task) {
+    int64_t oh = hfx_pool_out_len(H, p[8], p[4], p[6], p[0], p[2], p[10] != 0);
+    int64_t ow = hfx_pool_out_len(W, p[9], p[5], p[7], p[1], p[3], p[10] != 0);
+    if (oh < 1 || ow < 1) return;
+    rshape xs = {4, {N, C, H, W}}, ys = {4, {N, C, (uint32_t)oh, (uint32_t)ow}};
+    uint64_t yn = rs_numel(&ys);
+    float *X = rand_buf(rs_numel(&xs), -4, 4), *Y = calloc(yn, 4), *R = calloc(yn, 4);
+    ref_pool2d(opc == HFX_OP_MAXPOOL, X, &xs, p, R, &ys);
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t x = hfxb_input(&b, task, 4, xs.d), y = hfxb_output(&b, task, 4, ys.d);
+    int32_t params[HFX_OP_PARAMS] = {0};
+    memcpy(params, p, 12 * sizeof(int32_t));
+    if (opc == HFX_OP_MAXPOOL) params[HFX_P_POOL_COUNT_INCLUDE_PAD] = 0;
+    hfxb_op_add(&b, task, opc, HFX_ENGINE_VECTOR, 1, &x, y, params);
+    const void *ins[1] = {X};
+    void *outs[1] = {Y};
+    if (run_prog(&b, ins, 1, outs, 1)) {
+        if (opc == HFX_OP_MAXPOOL)
+            CHECK_MSG(memcmp(Y, R, yn * 4) == 0, "maxpool N%u C%u %ux%u k%dx%d s%d,%d d%d,%d pads %d %d %d %d ceil %d", N,
+                      C, H, W, p[8], p[9], p[4], p[5], p[6], p[7], p[0], p[1], p[2], p[3], p[10]);
+        else
+            EXPECT_CLOSE(Y, R, yn, 1.0, "avgpool N%u C%u %ux%u k%dx%d s%d,%d d%d,%d pads %d %d %d %d ceil %d cip %d",
+                         N, C, H, W, p[8], p[9], p[4], p[5], p[6], p[7], p[0], p[1], p[2], p[3], p[10], p[11]);
+    }
+    hfxb_free(&b);
+    free(X), free(Y), free(R);
+}
+
+static void test_pool(void) {
+    for (int m = 0; m < 2; m++) {
+        uint32_t opc = m ? HFX_OP_AVGPOOL : HFX_OP_MAXPOOL;
+        /* pads t l b r, strides h w, dilations h w, kernel h w, ceil, count_include_pad */
+        static const int32_t fixed[][12] = {
+            {0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 0, 0}, /* 1x1: identity */
+            {1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 0, 0}, /* inception: 3x3 s1 same */
+            {1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 0, 1}, /* ... counting the pads */
+            {0, 0, 0, 0, 2, 2, 1, 1, 2, 2, 0, 0}, /* 2x2 s2 */
+            {0, 1, 1, 0, 2, 3, 1, 1, 2, 3, 1, 0}, /* ceil mode, asymmetric pads */
+            {1, 1, 1, 1, 2, 2, 1, 1, 2, 2, 1, 1}, /* ceil: the last window would start in the padding */
+            {2, 0, 1, 1, 1, 2, 2, 3, 3, 2, 0, 1}, /* dilations */
+            {1, 0, 1, 0, 1, 1, 3, 1, 2, 1, 0, 0}, /* windows without any tap inside (H = 2): -FLT_MAX / 0 */
+        };
+        for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+            pool_case(opc, 1 + (uint32_t)i % 2, 3, i == 7 ? 2 : 9, 8, fixed[i], (int)i % 2);
+        /* kernel == input */
+        int32_t whole[12] = {0, 0, 0, 0, 1, 1, 1, 1, 7, 5, 0, 0};
+        pool_case(opc, 2, 2, 7, 5, whole, 0);
+        /* several items: 64 channels of 56x56 (rows per item from EW_CHUNK / (OW * taps)) */
+        int32_t big[12] = {1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 0, m};
+        pool_case(opc, 1, 64, 56, 56, big, 1);
+        CHECK(g_last_items > 1);
+        for (int t = 0; t < 40; t++) {
+            int32_t p[12];
+            p[8] = (int32_t)rng_range(1, 4);
+            p[9] = (int32_t)rng_range(1, 4);
+            for (int k = 0; k < 4; k++) p[k] = (int32_t)rng_range(0, (uint32_t)p[8 + (k & 1)] - 1);
+            p[4] = (int32_t)rng_range(1, 3);
+            p[5] = (int32_t)rng_range(1, 3);
+            p[6] = rng_u32() % 3 == 0 ? (int32_t)rng_range(1, 3) : 1;
+            p[7] = rng_u32() % 3 == 0 ? (int32_t)rng_range(1, 3) : 1;
+            p[10] = (int32_t)(rng_u32() % 2);
+            p[11] = m ? (int32_t)(rng_u32() % 2) : 0;
+            pool_case(opc, rng_range(1, 2), rng_range(1, 4), rng_range(1, 13), rng_range(1, 13), p, t % 2);
+        }
+    }
+}
+
+static void test_global_avgpool(void) {
+    static const uint32_t shapes[][5] = {
+        {3, 1, 1, 1, 0}, {3, 1, 4, 1, 1}, {4, 2, 3, 5, 7}, {3, 2, 5, 33000, 0}, {4, 1, 64, 16, 16}, {5, 2, 3, 2, 3}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        rshape xs = {shapes[i][0], {0}}, ys = {shapes[i][0], {0}};
+        for (uint32_t k = 0; k < xs.rank; k++) {
+            xs.d[k] = k < 4 ? shapes[i][1 + k] : 2;
+            ys.d[k] = k < 2 ? xs.d[k] : 1;
+        }
+        uint64_t yn = rs_numel(&ys);
+        float *X = rand_buf(rs_numel(&xs), -2, 3), *Y = calloc(yn, 4), *R = calloc(yn, 4);
+        ref_global_avgpool(X, &xs, R);
+        hfxb b;
+        hfxb_init(&b);
+        uint32_t x = hfxb_input(&b, (int)i % 2, xs.rank, xs.d), y = hfxb_output(&b, (int)i % 2, ys.rank, ys.d);
+        hfxb_op_add(&b, (int)i % 2, HFX_OP_GLOBAL_AVGPOOL, HFX_ENGINE_VECTOR, 1, &x, y, NULL);
+        const void *ins[1] = {X};
+        void *outs[1] = {Y};
+        if (run_prog(&b, ins, 1, outs, 1)) EXPECT_CLOSE(Y, R, yn, 1e-3, "global avgpool case %zu", i);
+        if (i == 3) CHECK(g_last_items > 1);
+        hfxb_free(&b);
+        free(X), free(Y), free(R);
+    }
+}
+
+/* ---- resize ------------------------------------------------------------------------------ */
+
+static void resize_case(const rshape *xs, uint32_t oh, uint32_t ow, float sh, float sw, int linear, int coord,
+                        int nearest_mode) {
+    rshape ys = *xs;
+    ys.d[ys.rank - 2] = oh;
+    ys.d[ys.rank - 1] = ow;
+    uint64_t yn = rs_numel(&ys);
+    float *X = rand_buf(rs_numel(xs), -2, 2), *Y = calloc(yn, 4), *R = calloc(yn, 4);
+    ref_resize(linear, coord, nearest_mode, sh, sw, X, xs, R, &ys);
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t x = hfxb_input(&b, 1, xs->rank, xs->d), y = hfxb_output(&b, 1, ys.rank, ys.d);
+    hfxb_resize(&b, 1, x, y, linear ? HFX_RESIZE_LINEAR : HFX_RESIZE_NEAREST, coord, linear ? 0 : nearest_mode, sh, sw);
+    const void *ins[1] = {X};
+    void *outs[1] = {Y};
+    if (run_prog(&b, ins, 1, outs, 1)) {
+        if (linear)
+            EXPECT_CLOSE(Y, R, yn, 1.0, "resize linear coord %d %ux%u -> %ux%u scales %g %g", coord,
+                         xs->d[xs->rank - 2], xs->d[xs->rank - 1], oh, ow, (double)sh, (double)sw);
+        else
+            CHECK_MSG(memcmp(Y, R, yn * 4) == 0, "resize nearest coord %d mode %d %ux%u -> %ux%u scales %g %g", coord,
+                      nearest_mode, xs->d[xs->rank - 2], xs->d[xs->rank - 1], oh, ow, (double)sh, (double)sw);
+    }
+    hfxb_free(&b);
+    free(X), free(Y), free(R);
+}
+
+static void test_resize(void) {
+    /* the zoo's seg head: [1,2,16,16] x4 linear, half_pixel */
+    rshape seg = {4, {1, 2, 16, 16}};
+    resize_case(&seg, 64, 64, 4.0f, 4.0f, 1, HFX_RESIZE_COORD_HALF_PIXEL, 0);
+    resize_case(&seg, 64, 64, 4.0f, 4.0f, 0, HFX_RESIZE_COORD_ASYMMETRIC, HFX_RESIZE_NEAREST_FLOOR);
+    /* several items, more columns than one column table (256) */
+    rshape wide = {3, {3, 40, 300}};
+    resize_case(&wide, 100, 750, 2.5f, 2.5f, 1, HFX_RESIZE_COORD_PYTORCH_HALF_PIXEL, 0);
+    CHECK(g_last_items > 1);
+    resize_case(&wide, 100, 750, 2.5f, 2.5f, 0, HFX_RESIZE_COORD_HALF_PIXEL, HFX_RESIZE_NEAREST_ROUND_PREFER_CEIL);
+    /* sizes 1 (in and out), downsampling, rank 2 */
+    rshape one = {2, {1, 1}}, r2 = {2, {7, 9}};
+    resize_case(&one, 3, 1, 3.0f, 1.0f, 1, HFX_RESIZE_COORD_ALIGN_CORNERS, 0);
+    resize_case(&r2, 1, 1, 1.0f / 7.0f, 1.0f / 9.0f, 1, HFX_RESIZE_COORD_ALIGN_CORNERS, 0);
+    resize_case(&r2, 3, 4, 0.5f, 0.5f, 0, HFX_RESIZE_COORD_HALF_PIXEL, HFX_RESIZE_NEAREST_ROUND_PREFER_FLOOR);
+    resize_case(&r2, 1, 1, 1.0f / 7.0f, 1.0f / 9.0f, 0, HFX_RESIZE_COORD_PYTORCH_HALF_PIXEL, 0);
+    for (int t = 0; t < 60; t++) {
+        rshape xs;
+        rand_shape(&xs, rng_range(2, 5), 5);
+        uint32_t h = rng_range(1, 9), w = rng_range(1, 9), oh, ow;
+        xs.d[xs.rank - 2] = h;
+        xs.d[xs.rank - 1] = w;
+        float sh, sw;
+        if (t % 3 == 0) { /* scales from sizes, in f32 (as ONNX Runtime) */
+            oh = rng_range(1, 20);
+            ow = rng_range(1, 20);
+            sh = (float)oh / (float)h;
+            sw = (float)ow / (float)w;
+        } else {
+            static const float sc[] = {0.3f, 0.5f, 0.6f, 1.0f, 1.5f, 2.0f, 2.5f, 3.0f, 4.0f, 1.0f / 3.0f};
+            sh = sc[rng_u32() % 10];
+            sw = sc[rng_u32() % 10];
+            oh = (uint32_t)((double)h * sh);
+            ow = (uint32_t)((double)w * sw);
+            if (oh < 1 || ow < 1) continue;
+        }
+        int linear = t % 2, coord = (int)(rng_u32() % 5), nm = (int)(rng_u32() % 4);
+        resize_case(&xs, oh, ow, sh, sw, linear, coord, nm);
     }
 }
 
@@ -501,6 +695,10 @@ int main(void) {
     RUN_TEST(test_transpose);
     RUN_TEST(test_slice);
     RUN_TEST(test_concat_copy);
+    RUN_TEST(test_hardsigmoid);
+    RUN_TEST(test_pool);
+    RUN_TEST(test_global_avgpool);
+    RUN_TEST(test_resize);
     hfx_pool_destroy(g_pool);
     hfx_pool_destroy(g_pool_alt);
     TEST_MAIN_END();

@@ -332,6 +332,105 @@ static uint32_t slice_prog(hfxb *b, int v) {
     return hfxb_slice(b, 0, x, o, st, en, sp, 2);
 }
 
+static uint32_t hardsigmoid_prog(hfxb *b, int v) {
+    uint32_t x = hfxb_input(b, 0, HFXB_DIMS(3, 4));
+    uint32_t o = v == 2 ? hfxb_output(b, 0, HFXB_DIMS(4, 3)) : hfxb_output(b, 0, HFXB_DIMS(3, 4));
+    float nan = hfxb_f(0x7fc00000);
+    if (v == 3) return hfxb_op_add(b, 0, HFX_OP_HARDSWISH, -1, 1, &x, o, NULL);
+    if (v == 4) { /* HardSwish has no params */
+        int32_t p[HFX_OP_PARAMS] = {0};
+        p[0] = 1;
+        return hfxb_op_add(b, 0, HFX_OP_HARDSWISH, -1, 1, &x, o, p);
+    }
+    if (v == 5) return hfxb_op_add(b, 0, HFX_OP_HARDSWISH, HFX_ENGINE_COPY, 1, &x, o, NULL);
+    return hfxb_hardsigmoid(b, 0, x, o, v == 1 ? nan : 0.2f, 0.5f);
+}
+
+/* MaxPool / AveragePool on [1,2,9,8]: k 3x2, s 2x2, pads t 1 l 0 b 1 r 1 -> [1,2,5,4]:
+ * H (9+2-2-1)/2+1 = 5, W (8+1-1-1)/2+1 = 4 */
+static uint32_t pool_prog(hfxb *b, int v) {
+    int32_t pads[4] = {1, 0, 1, 1}, st[2] = {2, 2}, dil[2] = {1, 1}, k[2] = {3, 2};
+    uint32_t opc = v >= 20 ? HFX_OP_AVGPOOL : HFX_OP_MAXPOOL;
+    int ceil = 0, cip = 0;
+    uint32_t odims[4] = {1, 2, 5, 4};
+    switch (v % 20) {
+    case 1: st[0] = 0; break;                     /* stride 0 */
+    case 2: dil[1] = 0; break;                    /* dilation 0 */
+    case 3: k[0] = 0; break;                      /* kernel 0 */
+    case 4: k[1] = 70000; break;                  /* kernel > 65535 */
+    case 5: pads[0] = 3; break;                   /* pad == kernel */
+    case 6: pads[3] = -1; break;                  /* negative pad */
+    case 7: ceil = 2; break;                      /* ceil_mode not 0/1 */
+    case 8: cip = 1; break;                       /* MaxPool: param 11 must be 0; AveragePool: ok */
+    case 9: odims[3] = 5; break;                  /* output width */
+    case 10: ceil = 1; break;                     /* W: ceil(7/2)+1 = 5, but window 4 would start at 8 >= 8 + 0: 4 */
+    case 11: ceil = 1, odims[3] = 5; break;       /* (what ONNX shape inference says; ONNX Runtime gives 4) */
+    case 12: k[0] = 12; pads[0] = 0; break;       /* kernel larger than the padded input */
+    case 13: dil[0] = 6; break;                   /* dilated kernel larger than the padded input */
+    case 14: dil[0] = 2; odims[2] = 4; break;     /* (9+2-4-1)/2+1 = 4 */
+    case 15: pads[2] = 0; ceil = 1; break;        /* H: ceil(7/2)+1 = 5, window 4 starts at 7 < 9 + 1: kept */
+    case 16: pads[2] = 0; break;                  /* H: floor(7/2)+1 = 4 != 5 */
+    default: break;
+    }
+    uint32_t x = hfxb_input(b, 0, HFXB_DIMS(1, 2, 9, 8));
+    uint32_t o = hfxb_output(b, 0, 4, odims);
+    if (v % 20 == 17) {  /* rank 3 input */
+        uint32_t x3 = hfxb_input(b, 0, HFXB_DIMS(2, 9, 8));
+        return hfxb_pool(b, 0, opc, x3, o, pads, st, dil, k, ceil, cip);
+    }
+    uint32_t id = hfxb_pool(b, 0, opc, x, o, pads, st, dil, k, ceil, cip);
+    if (v % 20 == 18) b->o[id].engine = HFX_ENGINE_COPY;
+    return id;
+}
+
+static uint32_t gap_prog(hfxb *b, int v) {
+    uint32_t x = v == 1 ? hfxb_input(b, 0, HFXB_DIMS(2, 3)) : hfxb_input(b, 0, HFXB_DIMS(2, 3, 4, 5));
+    uint32_t o = v == 2 ? hfxb_output(b, 0, HFXB_DIMS(2, 3)) : v == 3 ? hfxb_output(b, 0, HFXB_DIMS(2, 3, 1, 2))
+                 : v == 1 ? hfxb_output(b, 0, HFXB_DIMS(2, 3)) : hfxb_output(b, 0, HFXB_DIMS(2, 3, 1, 1));
+    int32_t p[HFX_OP_PARAMS] = {0};
+    if (v == 4) p[0] = 1;
+    return hfxb_op_add(b, 0, HFX_OP_GLOBAL_AVGPOOL, v == 5 ? HFX_ENGINE_MATRIX : HFX_ENGINE_VECTOR, 1, &x, o, p);
+}
+
+/* Resize [2,3,5,7] -> [2,3,10,3]: scales 2 and 0.5 (7 * 0.5 = 3.5 -> 3) */
+static uint32_t resize_prog(hfxb *b, int v) {
+    uint32_t odims[4] = {2, 3, 10, 3};
+    int mode = HFX_RESIZE_NEAREST, coord = HFX_RESIZE_COORD_HALF_PIXEL, nm = HFX_RESIZE_NEAREST_ROUND_PREFER_FLOOR;
+    float sh = 2.0f, sw = 0.5f;
+    switch (v) {
+    case 1: mode = 2; break;                          /* unknown mode (cubic) */
+    case 2: coord = 5; break;                         /* unknown coordinate mode */
+    case 3: nm = 4; break;                            /* unknown nearest mode */
+    case 4: mode = HFX_RESIZE_LINEAR; nm = 1; break;  /* nearest mode set with linear */
+    case 5: sh = 0.0f; break;
+    case 6: sw = hfxb_f(0x7f800000); break;           /* inf */
+    case 7: sh = -2.0f; break;
+    case 8: odims[3] = 4; break;                      /* 3.5 -> 3, not 4 */
+    case 9: odims[2] = 9; break;
+    case 10: odims[0] = 1; break;                     /* an axis not resized changed */
+    case 11: mode = HFX_RESIZE_LINEAR; break;         /* linear: vector engine only (op is on COPY) */
+    case 12: mode = HFX_RESIZE_LINEAR; break;         /* ... and valid on VECTOR */
+    case 13: sh = 10.0f / 5.0f + 1e-7f; break;        /* 10.0000005 -> 10 */
+    case 14: odims[3] = 7; sw = (float)7 / (float)7; coord = HFX_RESIZE_COORD_HALF_PIXEL_SYMMETRIC; break;
+    case 15: odims[2] = 7; sh = 7.0f / 5.0f; coord = HFX_RESIZE_COORD_ALIGN_CORNERS; break; /* 5 * f32(7/5) < 7 */
+    default: break;
+    }
+    uint32_t x = hfxb_input(b, 0, HFXB_DIMS(2, 3, 5, 7));
+    uint32_t o = hfxb_output(b, 0, 4, odims);
+    if (v == 16) { /* rank 1 */
+        uint32_t x1 = hfxb_input(b, 0, HFXB_DIMS(7));
+        uint32_t o1 = hfxb_output(b, 0, HFXB_DIMS(3));
+        (void)o;
+        uint32_t id = hfxb_resize(b, 0, x1, o1, mode, coord, nm, sh, sw);
+        /* o is never written: the shape error comes first */
+        return id;
+    }
+    uint32_t id = hfxb_resize(b, 0, x, o, mode, coord, nm, sh, sw);
+    if (v == 11) b->o[id].engine = HFX_ENGINE_COPY;
+    if (v == 17) b->o[id].params[7] = 1; /* unused param */
+    return id;
+}
+
 static void test_other_ops(void) {
     CHECK(build_and_parse(conv_prog, 0) == HFX_OK);
     CHECK(build_and_parse(conv_prog, 1) == HFX_ERR_SHAPE); /* C/g mismatch */
@@ -361,6 +460,55 @@ static void test_other_ops(void) {
     CHECK(build_and_parse(slice_prog, 1) == HFX_ERR_PARAM);
     CHECK(build_and_parse(slice_prog, 2) == HFX_ERR_SHAPE);
     CHECK(build_and_parse(slice_prog, 3) == HFX_ERR_SHAPE);
+}
+
+static void expect_parse(build_fn f, int variant, hfx_status want, const char *what) {
+    hfx_status got = build_and_parse(f, variant);
+    CHECK_MSG(got == want, "%s variant %d: got %s, want %s", what, variant, hfx_status_name(got), hfx_status_name(want));
+}
+
+static void test_pool_resize_activation_ops(void) {
+    expect_parse(hardsigmoid_prog, 0, HFX_OK, "hardsigmoid");
+    expect_parse(hardsigmoid_prog, 1, HFX_ERR_PARAM, "hardsigmoid");  /* alpha NaN */
+    expect_parse(hardsigmoid_prog, 2, HFX_ERR_SHAPE, "hardsigmoid");
+    expect_parse(hardsigmoid_prog, 3, HFX_OK, "hardswish");
+    expect_parse(hardsigmoid_prog, 4, HFX_ERR_PARAM, "hardswish");
+    expect_parse(hardsigmoid_prog, 5, HFX_ERR_OP, "hardswish");       /* copy engine */
+    for (int base = 0; base <= 20; base += 20) {
+        const char *name = base ? "avgpool" : "maxpool";
+        expect_parse(pool_prog, base + 0, HFX_OK, name);
+        for (int v = 1; v <= 7; v++) expect_parse(pool_prog, base + v, HFX_ERR_PARAM, name);
+        expect_parse(pool_prog, base + 8, base ? HFX_OK : HFX_ERR_PARAM, name); /* count_include_pad */
+        expect_parse(pool_prog, base + 9, HFX_ERR_SHAPE, name);
+        expect_parse(pool_prog, base + 10, HFX_OK, name);
+        expect_parse(pool_prog, base + 11, HFX_ERR_SHAPE, name);
+        expect_parse(pool_prog, base + 12, HFX_ERR_SHAPE, name);
+        expect_parse(pool_prog, base + 13, HFX_ERR_SHAPE, name);
+        expect_parse(pool_prog, base + 14, HFX_OK, name);
+        expect_parse(pool_prog, base + 15, HFX_OK, name);
+        expect_parse(pool_prog, base + 16, HFX_ERR_SHAPE, name);
+        expect_parse(pool_prog, base + 17, HFX_ERR_SHAPE, name);
+        expect_parse(pool_prog, base + 18, HFX_ERR_OP, name);
+    }
+    expect_parse(gap_prog, 0, HFX_OK, "global avgpool");
+    expect_parse(gap_prog, 1, HFX_ERR_SHAPE, "global avgpool"); /* rank 2 */
+    expect_parse(gap_prog, 2, HFX_ERR_SHAPE, "global avgpool"); /* output rank */
+    expect_parse(gap_prog, 3, HFX_ERR_SHAPE, "global avgpool");
+    expect_parse(gap_prog, 4, HFX_ERR_PARAM, "global avgpool");
+    expect_parse(gap_prog, 5, HFX_ERR_OP, "global avgpool");    /* matrix engine */
+    expect_parse(resize_prog, 0, HFX_OK, "resize");
+    for (int v = 1; v <= 7; v++) expect_parse(resize_prog, v, HFX_ERR_PARAM, "resize");
+    for (int v = 8; v <= 10; v++) expect_parse(resize_prog, v, HFX_ERR_SHAPE, "resize");
+    expect_parse(resize_prog, 11, HFX_ERR_OP, "resize");
+    for (int v = 12; v <= 15; v++) expect_parse(resize_prog, v, HFX_OK, "resize");
+    expect_parse(resize_prog, 16, HFX_ERR_SHAPE, "resize");
+    expect_parse(resize_prog, 17, HFX_ERR_PARAM, "resize");
+    /* the pool output length rule */
+    CHECK(hfx_pool_out_len(9, 3, 2, 1, 1, 1, false) == 5);
+    CHECK(hfx_pool_out_len(8, 2, 2, 1, 1, 1, true) == 5);  /* 8/2+1 = 5: window 4 starts at 8 - 1 < 8 */
+    CHECK(hfx_pool_out_len(5, 2, 2, 1, 1, 1, true) == 3);  /* ceil(5/2)+1 = 4, but window 3 starts at 6 - 1 >= 5 */
+    CHECK(hfx_pool_out_len(2, 5, 1, 1, 1, 1, false) == -1);
+    CHECK(hfx_pool_out_len(1, 1, 1, 1, 0, 0, true) == 1);
 }
 
 static void test_slice_axis(void) {
@@ -472,6 +620,7 @@ int main(void) {
     RUN_TEST(test_ops);
     RUN_TEST(test_params_and_shapes);
     RUN_TEST(test_other_ops);
+    RUN_TEST(test_pool_resize_activation_ops);
     RUN_TEST(test_slice_axis);
     RUN_TEST(test_byte_flips);
     RUN_TEST(test_graph_errors);

@@ -79,6 +79,8 @@ enum hfx_opcode {
     HFX_OP_GELU = 23, /* erf form: 0.5 x (1 + erf(x / sqrt 2)) */
     HFX_OP_SILU = 24, /* x * sigmoid(x) */
     HFX_OP_EXP = 25,
+    HFX_OP_HARDSIGMOID = 26, /* max(0, min(1, alpha x + beta)) */
+    HFX_OP_HARDSWISH = 27,   /* x max(0, min(1, x / 6 + 1 / 2)) */
     /* row-wise */
     HFX_OP_SOFTMAX = 30,   /* in X; any axis */
     HFX_OP_LAYERNORM = 31, /* in X, scale [, bias]; normalizes axes [axis, rank) */
@@ -90,7 +92,33 @@ enum hfx_opcode {
     HFX_OP_TRANSPOSE = 50,
     HFX_OP_CONCAT = 51, /* 1..8 inputs */
     HFX_OP_SLICE = 52,
-    HFX_OP_COPY = 53 /* identity / reshape: same element count, any shape */
+    HFX_OP_COPY = 53, /* identity / reshape: same element count, any shape */
+    HFX_OP_RESIZE = 54, /* nearest / linear resize of the last two axes (ONNX Resize) */
+    /* pooling, NCHW */
+    HFX_OP_MAXPOOL = 60,        /* 2-D, in X[N,C,H,W] */
+    HFX_OP_AVGPOOL = 61,        /* 2-D, in X[N,C,H,W] */
+    HFX_OP_GLOBAL_AVGPOOL = 62  /* in X[N,C,spatial...] (rank >= 3) -> [N,C,1,...] */
+};
+
+/* RESIZE modes (param HFX_P_RESIZE_MODE) */
+enum hfx_resize_mode { HFX_RESIZE_NEAREST = 0, HFX_RESIZE_LINEAR = 1 };
+
+/* RESIZE coordinate transformation (param HFX_P_RESIZE_COORD), ONNX names; x_out is
+ * the output index, s the scale, L_in / L_out the axis lengths (f32 arithmetic) */
+enum hfx_resize_coord {
+    HFX_RESIZE_COORD_HALF_PIXEL = 0,           /* (x_out + 0.5) / s - 0.5 */
+    HFX_RESIZE_COORD_ASYMMETRIC = 1,           /* x_out / s */
+    HFX_RESIZE_COORD_ALIGN_CORNERS = 2,        /* x_out (L_in - 1) / (L_out - 1), 0 if L_out = 1 */
+    HFX_RESIZE_COORD_PYTORCH_HALF_PIXEL = 3,   /* half_pixel, 0 if L_out = 1 */
+    HFX_RESIZE_COORD_HALF_PIXEL_SYMMETRIC = 4  /* half_pixel + L_in / 2 (1 - L_out / (s L_in)) */
+};
+
+/* RESIZE nearest rounding (param HFX_P_RESIZE_NEAREST_MODE; 0 for LINEAR) */
+enum hfx_resize_nearest_mode {
+    HFX_RESIZE_NEAREST_ROUND_PREFER_FLOOR = 0,
+    HFX_RESIZE_NEAREST_ROUND_PREFER_CEIL = 1,
+    HFX_RESIZE_NEAREST_FLOOR = 2,
+    HFX_RESIZE_NEAREST_CEIL = 3
 };
 
 /* ---- op params: index into the op record's int32 params[32] ---------------
@@ -131,5 +159,30 @@ enum hfx_opcode {
 #define HFX_P_SLICE_STARTS 0 /* params[0..7] */
 #define HFX_P_SLICE_ENDS 8   /* params[8..15] */
 #define HFX_P_SLICE_STEPS 16 /* params[16..23] */
+
+/* HARDSIGMOID: y = max(0, min(1, alpha * x + beta)); f32 bits, finite */
+#define HFX_P_HARDSIGMOID_ALPHA 0
+#define HFX_P_HARDSIGMOID_BETA 1
+
+/* MAXPOOL, AVGPOOL (2-D, NCHW; pads/strides/dilations in CONV2D's order) */
+#define HFX_P_POOL_PAD_TOP 0      /* 0 .. kernel - 1 */
+#define HFX_P_POOL_PAD_LEFT 1
+#define HFX_P_POOL_PAD_BOTTOM 2
+#define HFX_P_POOL_PAD_RIGHT 3
+#define HFX_P_POOL_STRIDE_H 4     /* 1 .. 65535 */
+#define HFX_P_POOL_STRIDE_W 5
+#define HFX_P_POOL_DILATION_H 6   /* 1 .. 65535 */
+#define HFX_P_POOL_DILATION_W 7
+#define HFX_P_POOL_KERNEL_H 8     /* 1 .. 65535 */
+#define HFX_P_POOL_KERNEL_W 9
+#define HFX_P_POOL_CEIL_MODE 10   /* 0 or 1 */
+#define HFX_P_POOL_COUNT_INCLUDE_PAD 11 /* AVGPOOL: 0 or 1; MAXPOOL: 0 */
+
+/* RESIZE */
+#define HFX_P_RESIZE_MODE 0         /* enum hfx_resize_mode */
+#define HFX_P_RESIZE_COORD 1        /* enum hfx_resize_coord */
+#define HFX_P_RESIZE_NEAREST_MODE 2 /* enum hfx_resize_nearest_mode; 0 for LINEAR */
+#define HFX_P_RESIZE_SCALE_H 3      /* f32 bits, finite > 0: scale of axis rank-2 */
+#define HFX_P_RESIZE_SCALE_W 4      /* f32 bits, finite > 0: scale of axis rank-1 */
 
 #endif /* HEXFUSE_OPS_H */

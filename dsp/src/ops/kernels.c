@@ -14,7 +14,9 @@ void hfx_kernel_run_item(const hfx_kernel_args *a, uint32_t item) {
     case HFX_OP_TANH:
     case HFX_OP_GELU:
     case HFX_OP_SILU:
-    case HFX_OP_EXP: hfx_k_unary(a, item); break;
+    case HFX_OP_EXP:
+    case HFX_OP_HARDSIGMOID:
+    case HFX_OP_HARDSWISH: hfx_k_unary(a, item); break;
     case HFX_OP_SOFTMAX: hfx_k_softmax(a, item); break;
     case HFX_OP_LAYERNORM:
     case HFX_OP_RMSNORM: hfx_k_norm(a, item); break;
@@ -24,6 +26,10 @@ void hfx_kernel_run_item(const hfx_kernel_args *a, uint32_t item) {
     case HFX_OP_CONCAT: hfx_k_concat(a, item); break;
     case HFX_OP_SLICE: hfx_k_slice(a, item); break;
     case HFX_OP_COPY: hfx_k_copy(a, item); break;
+    case HFX_OP_RESIZE: hfx_k_resize(a, item); break;
+    case HFX_OP_MAXPOOL:
+    case HFX_OP_AVGPOOL: hfx_k_pool2d(a, item); break;
+    case HFX_OP_GLOBAL_AVGPOOL: hfx_k_global_avgpool(a, item); break;
     default: break; /* unreachable: the parser rejects unknown opcodes */
     }
 }

@@ -15,6 +15,9 @@ void hfx_k_transpose(const hfx_kernel_args *a, uint32_t item); /* memory.c */
 void hfx_k_concat(const hfx_kernel_args *a, uint32_t item);
 void hfx_k_slice(const hfx_kernel_args *a, uint32_t item);
 void hfx_k_copy(const hfx_kernel_args *a, uint32_t item);
+void hfx_k_resize(const hfx_kernel_args *a, uint32_t item);         /* resize.c */
+void hfx_k_pool2d(const hfx_kernel_args *a, uint32_t item);         /* pool.c: MaxPool, AveragePool */
+void hfx_k_global_avgpool(const hfx_kernel_args *a, uint32_t item);
 
 /* Row-major element strides of t aligned to an output of rank `rank`:
  * strides[i] = 0 where t broadcasts (missing or size-1 axis). */

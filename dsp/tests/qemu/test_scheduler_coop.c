@@ -17,6 +17,14 @@
  * the trace), a second run on the same persistent pool, a run forced serial,
  * a partial run resumed through a run state, and that the coop heap is
  * empty again after everything is freed.
+ *
+ * A second program runs the pooling, hard activation and resize kernels
+ *   task A  X[1,4,8,8] -> MaxPool 3x3 s1 p1 -> HardSwish -> GlobalAveragePool -> YA0[1,4,1,1]
+ *           X -> AveragePool 2x2 s2 (ceil_mode, count_include_pad, pads 1 1 0 0) -> YA1[1,4,5,5]
+ *   task B  XB[1,2,4,5] -> Resize nearest x2 (asymmetric, floor) -> YB0[1,2,8,10]
+ *           XB -> Resize linear x2 (half_pixel) -> YB1[1,2,8,10];  XB -> HardSigmoid -> YB2
+ * against plain C: bit for bit where the result is exact (max, nearest, linear
+ * weights 1/4 and 3/4 on integers), else within 1e-5 relative.
  */
 #include <stdint.h>
 #include <string.h>
@@ -123,6 +131,167 @@ static hfx_status run(hfx_pool *pool, const hfx_program *prog, const hfx_run_opt
 }
 
 static hfx_trace_event events[4096];
+
+/* ---- second program: pooling, hard activations, resize ---- */
+
+#define PC 4
+#define PH 8
+#define RC 2
+#define RH 4
+#define RW 5
+
+static float p_x[PC * PH * PH], p_xb[RC * RH * RW];
+static float p_ya0[PC], p_ya1[PC * 5 * 5], p_yb0[RC * 8 * 10], p_yb1[RC * 8 * 10], p_yb2[RC * RH * RW];
+static float w_ya0[PC], w_ya1[PC * 5 * 5], w_yb0[RC * 8 * 10], w_yb1[RC * 8 * 10], w_yb2[RC * RH * RW];
+
+static float clamp01(float v)
+{
+    v = v < 0.0f ? 0.0f : v;
+    return v > 1.0f ? 1.0f : v;
+}
+
+/* linear taps of output index o (half_pixel, scale 2) on an axis of length n */
+static void taps2(int o, int n, int *i1, int *i2, float *w1, float *w2)
+{
+    float c = ((float)o + 0.5f) / 2.0f - 0.5f;
+    c = c < 0.0f ? 0.0f : c > (float)(n - 1) ? (float)(n - 1) : c;
+    *i1 = (int)c;
+    *i2 = *i1 + 1 < n ? *i1 + 1 : n - 1;
+    if (*i1 == *i2) {
+        *w1 = *w2 = 0.5f;
+    } else {
+        *w1 = (float)*i2 - c;
+        *w2 = c - (float)*i1;
+    }
+}
+
+static void make_pool_data(void)
+{
+    qt_rng r = {777};
+    for (int i = 0; i < PC * PH * PH; i++)
+        p_x[i] = (float)((int)(qt_rand(&r) % 41) - 20);
+    for (int i = 0; i < RC * RH * RW; i++)
+        p_xb[i] = (float)((int)(qt_rand(&r) % 17) - 8);
+    for (int c = 0; c < PC; c++) {
+        const float *xc = p_x + c * PH * PH;
+        double sum = 0.0;
+        for (int y = 0; y < PH; y++)
+            for (int x = 0; x < PH; x++) {
+                float m = -3.4e38f;
+                for (int dy = -1; dy <= 1; dy++)
+                    for (int dx = -1; dx <= 1; dx++) {
+                        int iy = y + dy, ix = x + dx;
+                        if (iy >= 0 && iy < PH && ix >= 0 && ix < PH && xc[iy * PH + ix] > m)
+                            m = xc[iy * PH + ix];
+                    }
+                float t = m * (1.0f / 6.0f);
+                sum += (double)(m * clamp01(t + 0.5f));
+            }
+        w_ya0[c] = (float)(sum / (double)(PH * PH));
+        /* 2x2 s2, pads 1 1 0 0, ceil: ceil((8+1-1-1)/2) + 1 = 5 (floor: 4); the first window
+         * counts its pad tap, the last one reaches beyond the padded input (not counted) */
+        for (int oy = 0; oy < 5; oy++)
+            for (int ox = 0; ox < 5; ox++) {
+                float s = 0.0f;
+                int count_y = 0, count_x = 0;
+                for (int k = 0; k < 2; k++) {
+                    count_y += 2 * oy - 1 + k < PH;
+                    count_x += 2 * ox - 1 + k < PH;
+                    for (int j = 0; j < 2; j++) {
+                        int iy = 2 * oy - 1 + k, ix = 2 * ox - 1 + j;
+                        if (iy >= 0 && iy < PH && ix >= 0 && ix < PH)
+                            s += xc[iy * PH + ix];
+                    }
+                }
+                w_ya1[(c * 5 + oy) * 5 + ox] = s / (float)(count_y * count_x);
+            }
+    }
+    for (int c = 0; c < RC; c++) {
+        const float *xc = p_xb + c * RH * RW;
+        for (int oy = 0; oy < 2 * RH; oy++)
+            for (int ox = 0; ox < 2 * RW; ox++) {
+                w_yb0[(c * 2 * RH + oy) * 2 * RW + ox] = xc[(oy / 2) * RW + ox / 2];
+                int y1, y2, x1, x2;
+                float wy1, wy2, wx1, wx2;
+                taps2(oy, RH, &y1, &y2, &wy1, &wy2);
+                taps2(ox, RW, &x1, &x2, &wx1, &wx2);
+                float top = wx1 * xc[y1 * RW + x1] + wx2 * xc[y1 * RW + x2];
+                float bottom = wx1 * xc[y2 * RW + x1] + wx2 * xc[y2 * RW + x2];
+                w_yb1[(c * 2 * RH + oy) * 2 * RW + ox] = wy1 * top + wy2 * bottom;
+            }
+    }
+    for (int i = 0; i < RC * RH * RW; i++) {
+        float t = 0.2f * p_xb[i];
+        w_yb2[i] = clamp01(t + 0.5f);
+    }
+}
+
+static uint8_t *build_pool_program(size_t *size)
+{
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t x = hfxb_input(&b, HFX_TASK_A, HFXB_DIMS(1, PC, PH, PH));
+    uint32_t ya0 = hfxb_output(&b, HFX_TASK_A, HFXB_DIMS(1, PC, 1, 1));
+    uint32_t ya1 = hfxb_output(&b, HFX_TASK_A, HFXB_DIMS(1, PC, 5, 5));
+    uint32_t s1 = hfxb_scratch(&b, HFX_TASK_A, HFXB_DIMS(1, PC, PH, PH));
+    uint32_t s2 = hfxb_scratch(&b, HFX_TASK_A, HFXB_DIMS(1, PC, PH, PH));
+    const int32_t p1[4] = {1, 1, 1, 1}, p0[4] = {1, 1, 0, 0}, s11[2] = {1, 1}, s22[2] = {2, 2}, k3[2] = {3, 3},
+                  k2[2] = {2, 2};
+    hfxb_pool(&b, HFX_TASK_A, HFX_OP_MAXPOOL, x, s1, p1, s11, s11, k3, 0, 0);
+    hfxb_unary(&b, HFX_TASK_A, HFX_OP_HARDSWISH, s1, s2);
+    hfxb_op_add(&b, HFX_TASK_A, HFX_OP_GLOBAL_AVGPOOL, HFX_ENGINE_VECTOR, 1, &s2, ya0, NULL);
+    hfxb_pool(&b, HFX_TASK_A, HFX_OP_AVGPOOL, x, ya1, p0, s22, s11, k2, 1, 1);
+    uint32_t xb = hfxb_input(&b, HFX_TASK_B, HFXB_DIMS(1, RC, RH, RW));
+    uint32_t yb0 = hfxb_output(&b, HFX_TASK_B, HFXB_DIMS(1, RC, 2 * RH, 2 * RW));
+    uint32_t yb1 = hfxb_output(&b, HFX_TASK_B, HFXB_DIMS(1, RC, 2 * RH, 2 * RW));
+    uint32_t yb2 = hfxb_output(&b, HFX_TASK_B, HFXB_DIMS(1, RC, RH, RW));
+    hfxb_resize(&b, HFX_TASK_B, xb, yb0, HFX_RESIZE_NEAREST, HFX_RESIZE_COORD_ASYMMETRIC, HFX_RESIZE_NEAREST_FLOOR,
+                2.0f, 2.0f);
+    hfxb_resize(&b, HFX_TASK_B, xb, yb1, HFX_RESIZE_LINEAR, HFX_RESIZE_COORD_HALF_PIXEL, 0, 2.0f, 2.0f);
+    hfxb_hardsigmoid(&b, HFX_TASK_B, xb, yb2, 0.2f, 0.5f);
+    uint8_t *bytes = hfxb_encode(&b, size);
+    hfxb_free(&b);
+    return bytes;
+}
+
+static int close_to(const float *got, const float *want, int n)
+{
+    for (int i = 0; i < n; i++) {
+        float d = got[i] - want[i], m = want[i] < 0.0f ? -want[i] : want[i];
+        d = d < 0.0f ? -d : d;
+        if (!(d <= 1e-5f * (m > 1.0f ? m : 1.0f)))
+            return 0;
+    }
+    return 1;
+}
+
+static void test_pool_resize_program(hfx_pool *pool)
+{
+    char what[160];
+    make_pool_data();
+    size_t size = 0;
+    uint8_t *bytes = build_pool_program(&size);
+    hfx_program *prog = NULL;
+    hfx_error err;
+    hfx_status st = hfx_program_parse(bytes, size, &prog, &err);
+    free(bytes);
+    hx_snprintf(what, sizeof what, "pool/resize program parses: %s %s", hfx_status_name(st), st ? err.message : "");
+    expect(st == HFX_OK, what);
+    if (st != HFX_OK)
+        return;
+    const void *in[2] = {p_x, p_xb};
+    void *out[5] = {p_ya0, p_ya1, p_yb0, p_yb1, p_yb2};
+    hfx_run_result res;
+    st = hfx_run(pool, prog, in, 2, out, 5, NULL, NULL, &res);
+    hx_snprintf(what, sizeof what, "pool/resize run: %s", hfx_status_name(st));
+    expect(st == HFX_OK && res.task_done[0] && res.task_done[1], what);
+    expect(close_to(p_ya0, w_ya0, PC), "MaxPool 3x3 -> HardSwish -> GlobalAveragePool within 1e-5");
+    expect(close_to(p_ya1, w_ya1, PC * 25), "AveragePool 2x2 s2 ceil_mode count_include_pad within 1e-5");
+    expect(memcmp(p_yb0, w_yb0, sizeof w_yb0) == 0, "Resize nearest x2 bit-exact");
+    expect(memcmp(p_yb1, w_yb1, sizeof w_yb1) == 0, "Resize linear x2 (half_pixel) bit-exact");
+    expect(close_to(p_yb2, w_yb2, RC * RH * RW), "HardSigmoid within 1e-5");
+    hfx_program_free(prog);
+}
 
 int main(void)
 {
@@ -265,6 +434,11 @@ int main(void)
         hfx_runstate_destroy(rs);
     }
     qt_end_group(&T, "partial run");
+
+    /* ---- pooling, hard activations, resize on the same pool ---- */
+    qt_begin_group(&T);
+    test_pool_resize_program(pool);
+    qt_end_group(&T, "pool/resize/hard activations");
 
     /* ---- teardown ---- */
     qt_begin_group(&T);

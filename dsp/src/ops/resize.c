@@ -1,0 +1,139 @@
+/* resize.c - Resize (ONNX) of the last two axes, modes nearest and linear
+ * (bilinear). An item is a range of output rows (all axes but the last).
+ *
+ * Coordinates follow ONNX Runtime exactly: x_in = f(x_out) in f32 with the
+ * program's scale (enum hfx_resize_coord in ops.h), then
+ *   nearest: rounded by the nearest mode, clamped to [0, L_in - 1];
+ *   linear:  clamped to [0, L_in - 1], i1 = floor, i2 = min(i1 + 1, L_in - 1),
+ *            weights (i2 - x, x - i1), or 1/2 and 1/2 when i1 == i2.
+ * Columns are mapped in chunks of RESIZE_COLS into small tables on the stack
+ * (no work space); rows are mapped as they come. Only f32 arithmetic and
+ * integer conversions of clamped values: no libm. */
+#include "kernels.h"
+
+#define RESIZE_COLS 256u
+
+static float resize_coord(int32_t mode, int64_t out_index, float scale, int64_t len_in, int64_t len_out) {
+    float x = (float)out_index;
+    switch (mode) {
+    case HFX_RESIZE_COORD_ASYMMETRIC: return x / scale;
+    case HFX_RESIZE_COORD_ALIGN_CORNERS: {
+        if (len_out == 1) return 0.0f;
+        float t = x * (float)(len_in - 1);
+        return t / (float)(len_out - 1);
+    }
+    case HFX_RESIZE_COORD_PYTORCH_HALF_PIXEL:
+        if (len_out <= 1) return 0.0f;
+        return (x + 0.5f) / scale - 0.5f;
+    case HFX_RESIZE_COORD_HALF_PIXEL_SYMMETRIC: {
+        float width = scale * (float)len_in;
+        float adjustment = (float)len_out / width;
+        float center = (float)len_in / 2.0f;
+        float offset = center * (1.0f - adjustment);
+        float t = offset + (x + 0.5f) / scale;
+        return t - 0.5f;
+    }
+    default: return (x + 0.5f) / scale - 0.5f; /* half_pixel */
+    }
+}
+
+/* floor of c, c already clamped to [-1, 2^31]; *frac = c - floor(c) */
+static int64_t floor_frac(float c, float *frac) {
+    int64_t f = (int64_t)c;
+    if ((float)f > c) f--;
+    *frac = c - (float)f;
+    return f;
+}
+
+static uint32_t nearest_index(int32_t nearest_mode, float c, int64_t len) {
+    if (c < -1.0f) c = -1.0f;
+    if (c > (float)len) c = (float)len;
+    float d;
+    int64_t f = floor_frac(c, &d);
+    switch (nearest_mode) {
+    case HFX_RESIZE_NEAREST_ROUND_PREFER_CEIL: f += d >= 0.5f; break;
+    case HFX_RESIZE_NEAREST_FLOOR: break;
+    case HFX_RESIZE_NEAREST_CEIL: f += d > 0.0f; break;
+    default: f += d > 0.5f; break; /* round_prefer_floor */
+    }
+    if (f < 0) f = 0;
+    if (f > len - 1) f = len - 1;
+    return (uint32_t)f;
+}
+
+static void linear_taps(float c, int64_t len, uint32_t *i1, uint32_t *i2, float *w1, float *w2) {
+    if (c < 0.0f) c = 0.0f;
+    if (c > (float)(len - 1)) c = (float)(len - 1);
+    float d;
+    int64_t a = floor_frac(c, &d);
+    if (a > len - 1) a = len - 1;
+    int64_t b = a + 1 < len ? a + 1 : len - 1;
+    *i1 = (uint32_t)a;
+    *i2 = (uint32_t)b;
+    if (a == b) {
+        *w1 = 0.5f;
+        *w2 = 0.5f;
+    } else {
+        *w1 = (float)b - c; /* weight of i1 */
+        *w2 = c - (float)a; /* weight of i2 */
+    }
+}
+
+void hfx_k_resize(const hfx_kernel_args *a, uint32_t item) {
+    const hfx_op *op = a->op;
+    const hfx_tensor *xt = &a->prog->tensors[op->in[0]], *yt = &a->prog->tensors[op->out[0]];
+    const int32_t *pr = op->params;
+    const float *X = a->in[0];
+    float *Y = a->out[0];
+    uint32_t r = yt->rank;
+    int64_t h = xt->dims[r - 2], w = xt->dims[r - 1];
+    int64_t oh = yt->dims[r - 2], ow = yt->dims[r - 1];
+    float sh = hfx_f32_from_bits(pr[HFX_P_RESIZE_SCALE_H]), sw = hfx_f32_from_bits(pr[HFX_P_RESIZE_SCALE_W]);
+    int32_t coord = pr[HFX_P_RESIZE_COORD], nm = pr[HFX_P_RESIZE_NEAREST_MODE];
+    bool linear = pr[HFX_P_RESIZE_MODE] == HFX_RESIZE_LINEAR;
+    uint64_t b, e;
+    hfx_plan_range(op->plan.v[0], op->plan.v[2], item, &b, &e);
+
+    uint32_t c1[RESIZE_COLS], c2[RESIZE_COLS];
+    float cw1[RESIZE_COLS], cw2[RESIZE_COLS];
+    for (int64_t q0 = 0; q0 < ow; q0 += RESIZE_COLS) {
+        int64_t nq = ow - q0 < (int64_t)RESIZE_COLS ? ow - q0 : (int64_t)RESIZE_COLS;
+        for (int64_t q = 0; q < nq; q++) {
+            float c = resize_coord(coord, q0 + q, sw, w, ow);
+            if (linear) linear_taps(c, w, &c1[q], &c2[q], &cw1[q], &cw2[q]);
+            else c1[q] = nearest_index(nm, c, w);
+        }
+        uint64_t prev_plane = UINT64_MAX;
+        uint32_t prev_iy = 0;
+        const float *prev_out = NULL;
+        for (uint64_t row = b; row < e; row++) {
+            uint64_t plane = row / (uint64_t)oh;
+            int64_t oy = (int64_t)(row % (uint64_t)oh);
+            const float *xp = X + plane * (uint64_t)(h * w);
+            float *dst = Y + row * (uint64_t)ow + q0;
+            float cy = resize_coord(coord, oy, sh, h, oh);
+            if (!linear) {
+                uint32_t iy = nearest_index(nm, cy, h);
+                if (prev_out && plane == prev_plane && iy == prev_iy) {
+                    memcpy(dst, prev_out, (size_t)nq * sizeof(float)); /* same source row */
+                } else {
+                    const float *src = xp + (uint64_t)iy * (uint64_t)w;
+                    for (int64_t q = 0; q < nq; q++) dst[q] = src[c1[q]];
+                }
+                prev_plane = plane;
+                prev_iy = iy;
+                prev_out = dst;
+                continue;
+            }
+            uint32_t y1, y2;
+            float wy1, wy2;
+            linear_taps(cy, h, &y1, &y2, &wy1, &wy2);
+            const float *r1 = xp + (uint64_t)y1 * (uint64_t)w, *r2 = xp + (uint64_t)y2 * (uint64_t)w;
+            for (int64_t q = 0; q < nq; q++) {
+                float top = cw1[q] * r1[c1[q]] + cw2[q] * r1[c2[q]];
+                float bottom = cw1[q] * r2[c1[q]] + cw2[q] * r2[c2[q]];
+                dst[q] = wy1 * top + wy2 * bottom;
+            }
+        }
+    }
+}
