@@ -7,10 +7,11 @@
 # RegisterCustomOps, so no ONNX Runtime headers or binaries are needed or downloaded.
 # Needs: cmake, a C compiler, cargo (>= 1.92), and scipy-openblas32 (pip) for the BLAS.
 #   HEXFUSE_BLAS_DIR=<dir>   root of scipy_openblas32 (default: asked from python)
+#   HEXFUSE_BUILD_DIR=<dir>  build folder (default: build/custom_ops)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"
-build="$root/build/custom_ops"
+build="${HEXFUSE_BUILD_DIR:-$root/build/custom_ops}"   # a wheel build uses its own
 out="$root/hexfuse_onnx/_lib"
 mkdir -p "$build" "$out"
 start=$SECONDS
@@ -32,7 +33,7 @@ cmake --build "$build" -j "$(nproc)"
 # shellcheck disable=SC1091
 source "$build/cargo-env.sh"
 export HEXFUSE_NATIVE_LIB_DIR HEXFUSE_BLAS_LIB
-export CARGO_TARGET_DIR="$root/build/custom_ops/cargo"
+export CARGO_TARGET_DIR="$build/cargo"
 export RUSTFLAGS="${RUSTFLAGS:-} -D warnings"
 cargo build --release --locked --manifest-path "$here/Cargo.toml"
 install -m 0755 "$CARGO_TARGET_DIR/release/libhexfuse_ort.so" "$out/libhexfuse_ort.so"

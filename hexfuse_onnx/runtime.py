@@ -37,12 +37,24 @@ class RuntimeUnavailable(HexfuseError):
     """The plugin, the host kernel or the requested backend is not available."""
 
 
+def _preload_blas() -> None:
+    """Load scipy-openblas32's library where it is installed now, so the plugin's NEEDED entry
+    resolves by soname even when the rpath recorded at build time (a wheel's build environment)
+    no longer exists."""
+    try:
+        import scipy_openblas32
+    except ImportError as exc:
+        raise RuntimeUnavailable("scipy-openblas32 is not installed (pip install scipy-openblas32)") from exc
+    ctypes.CDLL(str(Path(scipy_openblas32.get_lib_dir()) / "libscipy_openblas.so"), mode=ctypes.RTLD_GLOBAL)
+
+
 def library_path() -> Path:
     """The ONNX Runtime plugin (raises RuntimeUnavailable when it is not built)."""
     path = LIB_DIR / PLUGIN_NAME
     if not path.is_file():
         raise RuntimeUnavailable(f"{path} is not built: run `bash custom_ops/build.sh` "
                                  "(it needs cmake, a C compiler, cargo and scipy-openblas32)")
+    _preload_blas()
     return path
 
 
@@ -50,6 +62,7 @@ def host_library_path() -> Path:
     path = LIB_DIR / HOST_NAME
     if not path.is_file():
         raise RuntimeUnavailable(f"{path} is not built: run `bash custom_ops/build.sh`")
+    _preload_blas()
     return path
 
 

@@ -23,7 +23,7 @@ fi
 command -v cargo >/dev/null || { echo "setup: cargo (Rust) is needed to build custom_ops/; install it with rustup" >&2; exit 1; }
 
 echo "setup: installing hexfuse-onnx and its test extras (pip)"
-python3 -m pip install -q --disable-pip-version-check -e ".[test,blas,qnn]"
+python3 -m pip install -q --disable-pip-version-check -e ".[test,timeline,qnn]"
 echo "setup: building the dsp kernel and the ONNX Runtime plugin (custom_ops/build.sh)"
 bash custom_ops/build.sh
 echo "setup: done"
