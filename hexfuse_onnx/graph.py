@@ -9,6 +9,7 @@ from __future__ import annotations
 import heapq
 import os
 import re
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from .errors import ModelError, UsageError
 KNOWN_DOMAINS = {"", "ai.onnx", "ai.onnx.ml", "com.microsoft", "com.microsoft.nchwc", "hexfuse"}
 SUBGRAPH_OPS = {"If", "Loop", "Scan"}
 PROTOBUF_LIMIT = 2**31 - 1
+SYMBOLIC_INFERENCE_MAX_NODES = 20_000  # ORT's symbolic inference is Python: bounded for speed
 
 Dim = int | str | None  # a static size, a symbolic name, or unknown
 
@@ -262,7 +264,7 @@ def _apply_shape_overrides(model: onnx.ModelProto, overrides: dict[str, list[int
         if shape.dim and len(shape.dim) != len(dims):
             raise ModelError(f"{where}: --shape {v.name} has rank {len(dims)}, the input has rank {len(shape.dim)}")
         for d, size in zip(shape.dim, dims):
-            if d.HasField("dim_value") and d.dim_value != size:
+            if d.HasField("dim_value") and d.dim_value >= 0 and d.dim_value != size:  # -1: unknown
                 raise ModelError(f"{where}: --shape {v.name}: dim is fixed to {d.dim_value}, override says {size}")
         shape.ClearField("dim")
         for size in dims:
@@ -298,6 +300,11 @@ def _infer_shapes(model: onnx.ModelProto, where: str) -> onnx.ModelProto:
             inferred = _infer_contrib_shapes(light)
         else:
             inferred = shape_inference.infer_shapes(light, check_type=False, strict_mode=False, data_prop=True)
+            if _unknown_outputs(inferred) and len(light.graph.node) <= SYMBOLIC_INFERENCE_MAX_NODES:
+                # ONNX's inference stops at some data-dependent shapes that ORT's resolves.
+                symbolic = _infer_contrib_shapes(light)
+                if _unknown_outputs(symbolic) < _unknown_outputs(inferred):
+                    inferred = symbolic
     except Exception as exc:
         raise ModelError(f"{where}: shape inference failed: {_first_line(exc)}") from None
     # Put the real initializers back.
@@ -306,14 +313,29 @@ def _infer_shapes(model: onnx.ModelProto, where: str) -> onnx.ModelProto:
     return inferred
 
 
+def _unknown_outputs(model: onnx.ModelProto) -> int:
+    """Node outputs without a fully static shape."""
+    known = {v.name for v in list(model.graph.value_info) + list(model.graph.output)
+             if v.type.tensor_type.HasField("shape")
+             and all(d.HasField("dim_value") and d.dim_value >= 0 for d in v.type.tensor_type.shape.dim)}
+    return sum(1 for n in model.graph.node for t in n.output if t and t not in known)
+
+
 def _infer_contrib_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
     """ONNX's inference does not know com.microsoft ops; ONNX Runtime's symbolic inference does."""
     from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
 
-    try:
-        return SymbolicShapeInference.infer_shapes(model, auto_merge=True, guess_output_rank=False)
-    except Exception:  # it refuses some models outright; fall back to ONNX's partial inference
-        return shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
+    # It saves debugging files into the current directory when inference is incomplete:
+    # run it in a scratch directory so the pass never writes beside the user's files.
+    here = os.getcwd()
+    with tempfile.TemporaryDirectory(prefix="hexfuse-shapes-") as scratch:
+        os.chdir(scratch)
+        try:
+            return SymbolicShapeInference.infer_shapes(model, auto_merge=True, guess_output_rank=False)
+        except Exception:  # it refuses some models outright; fall back to ONNX's partial inference
+            return shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
+        finally:
+            os.chdir(here)
 
 
 def _tensor_info(vi: onnx.ValueInfoProto) -> TensorInfo:

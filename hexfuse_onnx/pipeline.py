@@ -164,7 +164,8 @@ def _failing_pairs(analysis: Analysis, path: str | os.PathLike[str], out: Path, 
                    verify_plugin: bool) -> list[Rejection]:
     failing = []
     for pair in analysis.pairs:
-        staged = stage(fuse(analysis.graph, [pair], analysis.target.name), out, source_dir)
+        fused, _ = attach_programs(fuse(analysis.graph, [pair], analysis.target.name))
+        staged = stage(fused, out, source_dir)
         try:
             _verify(path, staged.model_path, shapes, rtol, verify_plugin)
         except VerificationError as exc:

