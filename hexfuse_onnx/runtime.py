@@ -97,7 +97,9 @@ def session_options(backend: str = "auto", workers: int | None = None, trace: st
     """SessionOptions with the FusedHexPair plugin registered.
 
     workers: vector workers of the kernel's pool. The pool is process-wide and created by the
-    first FusedHexPair kernel, so this only takes effect before that. trace: a file the kernel
+    first FusedHexPair kernel, so this only takes effect before that. workers and trace are
+    passed through the environment (HEXFUSE_WORKERS, HEXFUSE_TRACE), which the kernels read when
+    a session is created; they stay set for later sessions (InferenceSession restores them). trace: a file the kernel
     overwrites after every run with the last run's trace (JSON: per-engine busy time, engine and
     task overlap, and every work item's event); kernels read it when the session is created.
     """
@@ -116,9 +118,19 @@ def session_options(backend: str = "auto", workers: int | None = None, trace: st
 def InferenceSession(path: str | os.PathLike[str], backend: str = "auto", workers: int | None = None,  # noqa: N802
                      trace: str | os.PathLike[str] | None = None, so: ort.SessionOptions | None = None,
                      providers: list[str] | None = None) -> ort.InferenceSession:
-    """An onnxruntime.InferenceSession with the plugin registered."""
-    options = session_options(backend, workers, trace, so)
-    return ort.InferenceSession(str(path), sess_options=options, providers=providers or ["CPUExecutionProvider"])
+    """An onnxruntime.InferenceSession with the plugin registered. The kernels read `workers`
+    and `trace` when the session is created; the environment is restored afterwards, so later
+    sessions do not inherit them."""
+    saved = {k: os.environ.get(k) for k in (ENV_WORKERS, ENV_TRACE)}
+    try:
+        options = session_options(backend, workers, trace, so)
+        return ort.InferenceSession(str(path), sess_options=options, providers=providers or ["CPUExecutionProvider"])
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 # ---- the host kernel directly (ctypes): run one task program without ONNX Runtime ----------

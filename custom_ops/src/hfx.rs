@@ -299,6 +299,8 @@ unsafe impl Sync for Pool {}
 static POOL: Mutex<Option<Pool>> = Mutex::new(None);
 
 pub const ENV_WORKERS: &str = "HEXFUSE_WORKERS";
+/// HFX_POOL_VECTOR_TAKES_MATRIX (hexfuse.h).
+const POOL_VECTOR_TAKES_MATRIX: u32 = 2;
 const MAX_WORKERS: u32 = 256;
 
 impl Pool {
@@ -312,6 +314,9 @@ impl Pool {
         let mut cfg = PoolConfig { n_vector_workers: 0, n_matrix_workers: 0, arena_bytes: 0, flags: 0 };
         // SAFETY: fills a plain struct.
         unsafe { hfx_pool_config_init(&mut cfg) };
+        // The host backend has no exclusive matrix engine: an idle vector worker (a CPU core)
+        // runs matrix items too, so a matrix-only pair still uses every core.
+        cfg.flags |= POOL_VECTOR_TAKES_MATRIX;
         if let Some(w) = std::env::var_os(ENV_WORKERS) {
             let w = w.to_string_lossy().into_owned();
             match w.trim().parse::<u32>() {

@@ -19,7 +19,7 @@
 
 #define EW_CHUNK 32768u        /* elements per vector item (128 KiB of f32) */
 #define COPY_CHUNK 262144u     /* elements per copy item (1 MiB of f32) */
-#define GEMM_ITEM_FLOPS (1ull << 28)
+#define GEMM_ITEM_FLOPS (1ull << 23) /* about 0.1 ms on one host core: small enough for two workers to share a GEMM */
 #define GEMM_MIN_ROWS 64u
 #define CONV_WS_MAX (512u * 1024u) /* im2col bytes per item */
 

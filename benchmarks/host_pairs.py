@@ -1,0 +1,841 @@
+"""Does the FusedHexPair plugin (host backend) beat ONNX Runtime on the pairs it fuses?
+
+    python benchmarks/host_pairs.py [--runs 50] [--models two_branch,mha_encoder] [--json OUT]
+
+For each zoo model that rewrites (`hexfuse_onnx.pipeline.rewrite`; models with no fused pair are
+skipped with the reason), in one process and on the same seeded inputs
+(`hexfuse_onnx.verify.random_inputs`):
+
+(a) every fused pair in isolation. "original" is a model holding only the pair's original nodes
+    (the function body as a standalone graph: the pair's inputs and outputs, weights as
+    initializers); "fused" is the same pair as one FusedHexPair node. Configurations:
+      ORT seq 1t   original, ORT_SEQUENTIAL, intra_op_num_threads=1
+      ORT seq 2t   original, ORT_SEQUENTIAL, intra_op_num_threads=2
+      ORT par      original, ORT_PARALLEL, inter_op_num_threads=2, intra_op_num_threads=1
+      plugin @s    fused, plugin registered (host backend), ORT intra_op 1; s = share_a
+    share_a is swept (--shares; the model's own share too), one session per share in this one
+    process (the kernel's worker pool is process-wide), then the model's share and the best one
+    are timed against the ORT modes. One traced run (HEXFUSE_TRACE) at each gives the engines'
+    busy time and overlap.
+(b) the whole original model (ORT seq 1t, seq 2t, par) against the whole rewritten model with the
+    plugin (ORT seq 1t and seq 2t around it; also with every pair set to its best share from (a)).
+
+Every configuration's outputs are checked against ORT seq 1t on the original first
+(hexfuse_onnx.verify.relative_error <= --tol); a configuration that disagrees is reported and not
+timed. Timing: each configuration runs in blocks (warm-up, then runs/rounds timed runs) and the
+blocks of one comparison alternate over --rounds rounds, so drift hits every configuration alike.
+A time is one `InferenceSession.run` call from Python (its fixed overhead is in every row).
+Figures are medians with p10/p90 in microseconds; the ratios are of medians from the same rounds.
+
+The OpenBLAS tuning variables this machine sets (OPENBLAS_CORETYPE, OPENBLAS_L2_SIZE) are removed
+from this process: the script re-executes itself without them, then prints the BLAS core type the
+plugin's OpenBLAS uses.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+BLAS_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+_REEXEC_MARK = "HEXFUSE_BENCH_REEXECED"
+
+
+def _reexec_without_blas_tuning() -> None:
+    """Re-execute this script with the OpenBLAS tuning variables removed (they are read when the
+    library loads, so they must be gone before anything loads OpenBLAS)."""
+    present = [v for v in BLAS_VARS if v in os.environ]
+    if not present:
+        return
+    if os.environ.get(_REEXEC_MARK):
+        raise SystemExit(f"host_pairs: {', '.join(present)} still set after re-exec; giving up")
+    env = {k: v for k, v in os.environ.items() if k not in BLAS_VARS}
+    env[_REEXEC_MARK] = ",".join(f"{v}={os.environ[v]}" for v in present)
+    sys.stdout.flush()
+    os.execve(sys.executable, [sys.executable, os.path.abspath(__file__), *sys.argv[1:]], env)
+
+
+if __name__ == "__main__":
+    _reexec_without_blas_tuning()
+
+# ruff: noqa: E402
+import argparse
+import copy
+import ctypes
+import gc
+import json
+import platform
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import helper
+
+import models
+from hexfuse_onnx import contract as C
+from hexfuse_onnx import runtime
+from hexfuse_onnx.pipeline import rewrite
+from hexfuse_onnx.profile import Engine
+from hexfuse_onnx.rewrite import next_pair_id
+from hexfuse_onnx.select import engine_seconds
+from hexfuse_onnx.verify import random_inputs, relative_error
+
+DEFAULT_SHARES = "0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9"
+PAIR_TARGET = 1.0     # plugin / best ORT mode, on complementary pairs
+MODEL_TARGET = 1.05   # whole rewritten model with plugin / best ORT mode on the original
+ORT_MODES = ("ORT seq 1t", "ORT seq 2t", "ORT par")
+
+
+# ---- environment -------------------------------------------------------------------------------
+
+
+def blas_info() -> dict[str, Any]:
+    """Which OpenBLAS the plugin links and which core kernel it picked."""
+    info: dict[str, Any] = {"removed_env": os.environ.get(_REEXEC_MARK, ""),
+                            "env_now": {v: os.environ.get(v) for v in BLAS_VARS}}
+    try:
+        from threadpoolctl import threadpool_info  # type: ignore[import-not-found]
+
+        info["threadpoolctl"] = [{k: d.get(k) for k in ("internal_api", "filepath", "version",
+                                                        "architecture", "num_threads")} for d in threadpool_info()]
+    except ImportError:
+        info["threadpoolctl"] = None
+    try:  # the library the plugin links (ldd: libscipy_openblas.so from scipy-openblas32)
+        import scipy_openblas32
+
+        lib = Path(scipy_openblas32.get_lib_dir()) / f"lib{scipy_openblas32.get_library()}.so"
+        dll = ctypes.CDLL(str(lib))
+        dll.scipy_openblas_get_corename.restype = ctypes.c_char_p
+        dll.scipy_openblas_get_config.restype = ctypes.c_char_p
+        info["plugin_openblas"] = {"path": str(lib),
+                                   "corename": dll.scipy_openblas_get_corename().decode(),
+                                   "config": dll.scipy_openblas_get_config().decode()}
+    except Exception as exc:  # noqa: BLE001 - report, do not fail
+        info["plugin_openblas"] = {"error": f"could not tell: {type(exc).__name__}: {exc}"}
+    return info
+
+
+class CpuMeter:
+    """How much of the machine other processes used while we ran (from /proc/stat and os.times):
+    on this 2-core machine any other busy process distorts the timings and the engine overlap."""
+
+    def __init__(self) -> None:
+        self.start = self._sample()
+
+    @staticmethod
+    def _sample() -> tuple[float, float, float, float] | None:
+        try:
+            fields = [float(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+        except (OSError, ValueError, IndexError):
+            return None
+        hz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+        idle = fields[3] + (fields[4] if len(fields) > 4 else 0.0)
+        t = os.times()
+        return sum(fields[:8]) / hz, idle / hz, t.user + t.system, time.monotonic()
+
+    def others(self) -> dict[str, float] | None:
+        """CPUs busy on average with other processes, and ours, over the interval."""
+        end = self._sample()
+        if not self.start or not end:
+            return None
+        total, idle = end[0] - self.start[0], end[1] - self.start[1]
+        wall = end[3] - self.start[3]
+        if wall <= 0 or total <= 0:
+            return None
+        ncpu = os.cpu_count() or 1
+        machine = (total - idle) / total * ncpu
+        ours = (end[2] - self.start[2]) / wall
+        return {"machine_busy_cpus": machine, "our_cpus": ours, "other_cpus": max(0.0, machine - ours), "cpus": ncpu}
+
+
+def load_text(m: dict[str, float] | None) -> str:
+    if not m:
+        return "other processes' CPU use: could not tell"
+    warn = "  <- timings and overlap are distorted" if m["other_cpus"] > 0.2 else ""
+    return (f"CPU use while measuring: ours {m['our_cpus']:.2f}, other processes {m['other_cpus']:.2f} "
+            f"of {m['cpus']} CPUs{warn}")
+
+
+def mapped_blas_libraries() -> list[str]:
+    try:
+        text = Path("/proc/self/maps").read_text()
+    except OSError:
+        return []
+    return sorted({line.split()[-1] for line in text.splitlines() if "blas" in line.lower() and "/" in line})
+
+
+# ---- sessions, checks, timing ------------------------------------------------------------------
+
+
+def ort_options(mode: str) -> ort.SessionOptions:
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    if mode == "ORT seq 1t":
+        so.execution_mode, so.intra_op_num_threads = ort.ExecutionMode.ORT_SEQUENTIAL, 1
+    elif mode == "ORT seq 2t":
+        so.execution_mode, so.intra_op_num_threads = ort.ExecutionMode.ORT_SEQUENTIAL, 2
+    elif mode == "ORT par":
+        so.execution_mode, so.inter_op_num_threads, so.intra_op_num_threads = ort.ExecutionMode.ORT_PARALLEL, 2, 1
+    else:
+        raise ValueError(mode)
+    return so
+
+
+def make_session(path: Path, mode: str, plugin: bool, trace: Path | None = None) -> ort.InferenceSession:
+    """A session; with plugin, the FusedHexPair library is registered (host backend). HEXFUSE_TRACE
+    is read when a kernel is created, so it is set for this session's creation only."""
+    so = ort_options(mode)
+    if not plugin:
+        return ort.InferenceSession(str(path), sess_options=so, providers=["CPUExecutionProvider"])
+    os.environ.pop(runtime.ENV_TRACE, None)
+    try:
+        so = runtime.session_options("host", trace=trace, so=so)
+        return ort.InferenceSession(str(path), sess_options=so, providers=["CPUExecutionProvider"])
+    finally:
+        os.environ.pop(runtime.ENV_TRACE, None)  # session_options leaves it set for every later session
+
+
+@dataclass
+class Config:
+    label: str
+    session: ort.InferenceSession | None
+    check: str = ""
+    error: float | None = None
+    samples: list[float] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.session is not None and not self.check
+
+    def stats(self) -> dict[str, float] | None:
+        if not self.samples:
+            return None
+        a = np.asarray(self.samples)
+        return {"median_us": float(np.median(a)), "p10_us": float(np.percentile(a, 10)),
+                "p90_us": float(np.percentile(a, 90)), "n": int(a.size)}
+
+    def record(self) -> dict[str, Any]:
+        """Everything about this configuration for --json (raw samples included)."""
+        return {"check": self.check or "ok", "relative_error": self.error, **(self.stats() or {}),
+                "samples_us": [round(x, 2) for x in self.samples]}
+
+    def median(self) -> float:
+        return float(np.median(self.samples)) if self.samples else float("nan")
+
+
+def verify_config(cfg: Config, feeds: dict[str, np.ndarray], names: list[str], reference: list[np.ndarray],
+                  tol: float) -> None:
+    """Run once and compare every output with the reference; on a mismatch the config is refused."""
+    if cfg.session is None:
+        return
+    try:
+        got = cfg.session.run(names, feeds)
+    except Exception as exc:  # noqa: BLE001
+        cfg.check = f"fails to run: {str(exc).splitlines()[0][:200]}"
+        return
+    worst = 0.0
+    for name, ref, out in zip(names, reference, got):
+        ref, out = np.asarray(ref), np.asarray(out)
+        if ref.shape != out.shape:
+            cfg.check = f"output '{name}' shape {list(out.shape)} != {list(ref.shape)}"
+            return
+        if np.issubdtype(ref.dtype, np.floating):
+            err = relative_error(ref, out)
+            if not err <= tol:
+                cfg.error = err
+                cfg.check = f"output '{name}' relative error {err:.3g} > {tol:g}"
+                return
+            worst = max(worst, err)
+        elif not np.array_equal(ref, out):
+            cfg.check = f"output '{name}' differs"
+            return
+    cfg.error = worst
+
+
+def time_configs(configs: list[Config], feeds: dict[str, np.ndarray], runs: int, rounds: int, warmup: int) -> None:
+    """Blocks of warm-up + timed runs per config, alternating configs over `rounds` rounds."""
+    live = [c for c in configs if c.ok]
+    rounds = max(1, min(rounds, runs))
+    per_round = [runs // rounds + (1 if r < runs % rounds else 0) for r in range(rounds)]
+    clock = time.perf_counter_ns
+    gc_was = gc.isenabled()
+    gc.disable()
+    try:
+        for k in per_round:
+            for cfg in live:
+                run = cfg.session.run
+                for _ in range(warmup):
+                    run(None, feeds)
+                for _ in range(k):
+                    t0 = clock()
+                    run(None, feeds)
+                    cfg.samples.append((clock() - t0) / 1000.0)
+    finally:
+        if gc_was:
+            gc.enable()
+
+
+def _summarize_trace(doc: dict[str, Any]) -> dict[str, Any]:
+    doc.pop("trace_events", None)
+    wall = doc.get("run_wall_ns") or doc.get("wall_ns") or 0
+    busy = doc.get("busy_ns", {})
+
+    def pct(ns: float) -> float:
+        return 100.0 * ns / wall if wall else float("nan")
+
+    doc["pct_of_kernel_wall"] = {
+        "matrix": pct(busy.get("matrix", 0)), "vector": pct(busy.get("vector", 0)), "copy": pct(busy.get("copy", 0)),
+        "matrix_vector_overlap": pct(doc.get("matrix_vector_overlap_ns", 0)),
+        "task_overlap": pct(doc.get("task_overlap_ns", 0)),
+        "items_span": pct(doc.get("wall_ns", 0))}
+    return doc
+
+
+def read_traces(session: ort.InferenceSession, feeds: dict[str, np.ndarray], paths: dict[str, Path],
+                runs: int) -> dict[str, dict[str, Any]]:
+    """`runs` traced runs; each file in `paths` (one per FusedHexPair node) holds that node's last
+    call. Per node: the run with the median kernel wall time, and how many of the runs had any
+    matrix/vector overlap at all."""
+    session.run(None, feeds)  # warm-up
+    docs: dict[str, list[dict[str, Any]]] = {k: [] for k in paths}
+    errors: dict[str, str] = {}
+    for _ in range(max(1, runs)):
+        t0 = time.perf_counter_ns()
+        session.run(None, feeds)
+        call_us = (time.perf_counter_ns() - t0) / 1000.0
+        for key, path in paths.items():
+            try:
+                doc = _summarize_trace(json.loads(path.read_text()))
+            except (OSError, ValueError) as exc:
+                errors[key] = f"no trace: {exc}"
+                continue
+            doc["session_run_us"] = call_us
+            docs[key].append(doc)
+    out = {}
+    for key, runs_ in docs.items():
+        if not runs_:
+            out[key] = {"error": errors.get(key, "no trace")}
+            continue
+        runs_.sort(key=lambda d: d.get("run_wall_ns", 0))
+        pick = dict(runs_[len(runs_) // 2])
+        pick["traced_runs"] = len(runs_)
+        pick["runs_with_matrix_vector_overlap"] = sum(1 for d in runs_ if d.get("matrix_vector_overlap_ns", 0) > 0)
+        pick["matrix_vector_overlap_pct_per_run"] = [round(d["pct_of_kernel_wall"]["matrix_vector_overlap"], 1)
+                                                     for d in runs_]
+        pick["kernel_wall_us_per_run"] = [round(d.get("run_wall_ns", 0) / 1000.0, 1) for d in runs_]
+        out[key] = pick
+    return out
+
+
+def trace_file_name(node_name: str) -> str:
+    """The file the kernel writes for HEXFUSE_TRACE=<dir>/{node}.trace.json ('/' becomes '_')."""
+    return node_name.replace("/", "_") + ".trace.json"
+
+
+# ---- pair extraction ---------------------------------------------------------------------------
+
+
+def _types(model: onnx.ModelProto) -> dict[str, onnx.ValueInfoProto]:
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model)
+    except Exception:  # noqa: BLE001
+        inferred = model
+    g = inferred.graph
+    return {v.name: v for v in list(g.input) + list(g.value_info) + list(g.output) if v.type.tensor_type.elem_type}
+
+
+def _constants(model: onnx.ModelProto) -> dict[str, onnx.TensorProto]:
+    out = {t.name: t for t in model.graph.initializer}
+    for n in model.graph.node:
+        if n.op_type == "Constant" and n.domain in ("", "ai.onnx"):
+            for a in n.attribute:
+                if a.name == "value":
+                    t = onnx.TensorProto()
+                    t.CopyFrom(a.t)
+                    t.name = n.output[0]
+                    out[n.output[0]] = t
+    return out
+
+
+def pair_models(fused: onnx.ModelProto, node: onnx.NodeProto, fn: onnx.FunctionProto,
+                types: dict[str, onnx.ValueInfoProto], consts: dict[str, onnx.TensorProto]
+                ) -> tuple[onnx.ModelProto, onnx.ModelProto]:
+    """(original nodes only, one FusedHexPair node), with the pair's inputs and outputs."""
+    mapping = dict(zip(fn.input, node.input)) | dict(zip(fn.output, node.output))
+    actual = set(node.input) | set(node.output)
+    body = []
+    for n in fn.node:
+        m = onnx.NodeProto()
+        m.CopyFrom(n)
+        for k, t in enumerate(m.input):
+            m.input[k] = mapping.get(t, t)
+        for k, t in enumerate(m.output):
+            if t in actual and t not in mapping:
+                raise ValueError(f"body tensor '{t}' collides with a pair input/output name")
+            m.output[k] = mapping.get(t, t)
+        body.append(m)
+    inputs, inits = [], []
+    for t in dict.fromkeys(x for x in node.input if x):
+        if t in consts:
+            inits.append(consts[t])
+        elif t in types:
+            inputs.append(types[t])
+        else:
+            raise ValueError(f"no type for pair input '{t}'")
+    outputs = []
+    for t in node.output:
+        if t and t not in types:
+            raise ValueError(f"no type for pair output '{t}'")
+        if t:
+            outputs.append(types[t])
+    opsets = [o for o in fused.opset_import]
+    plain = helper.make_model(helper.make_graph(body, f"{node.overload}_original", inputs, outputs, inits),
+                              opset_imports=[o for o in opsets if o.domain != C.DOMAIN], ir_version=fused.ir_version)
+    single = helper.make_model(helper.make_graph([copy.deepcopy(node)], f"{node.overload}_fused", inputs, outputs,
+                                                 inits),
+                               opset_imports=opsets, ir_version=fused.ir_version, functions=[fn])
+    return plain, single
+
+
+def with_share(model: onnx.ModelProto, shares: dict[str, float]) -> onnx.ModelProto:
+    """A copy with share_a of the FusedHexPair nodes named by overload replaced."""
+    m = copy.deepcopy(model)
+    for n in m.graph.node:
+        if n.domain == C.DOMAIN and n.op_type == C.OP_TYPE and n.overload in shares:
+            for a in n.attribute:
+                if a.name == C.ATTR_SHARE_A:
+                    a.f = float(shares[n.overload])
+    return m
+
+
+def share_of(node: onnx.NodeProto) -> float:
+    for a in node.attribute:
+        if a.name == C.ATTR_SHARE_A:
+            return float(a.f)
+    return 0.5
+
+
+def dominant(task, target) -> str:
+    secs = engine_seconds(task, target)
+    names = (Engine.MATRIX.value, Engine.VECTOR.value, Engine.MEMORY.value)
+    return names[int(np.argmax(secs))] if max(secs) > 0 else "none"
+
+
+# ---- printing ----------------------------------------------------------------------------------
+
+
+def fmt_us(x: float | None) -> str:
+    return f"{x:9.1f}" if x is not None and x == x else "        -"
+
+
+def row(cfg: Config, best_ort: float | None) -> str:
+    s = cfg.stats()
+    if not cfg.ok:
+        status = "not timed: " + (cfg.check or "no session")
+        return f"    {cfg.label:<30} {'':>9} {'':>9} {'':>9} {'':>8}  {status}"
+    ratio = f"{s['median_us'] / best_ort:7.2f}x" if best_ort else "       -"
+    err = f"ok (err {cfg.error:.1e})" if cfg.error is not None else "ok"
+    return f"    {cfg.label:<30} {fmt_us(s['median_us'])} {fmt_us(s['p10_us'])} {fmt_us(s['p90_us'])} {ratio}  {err}"
+
+
+def header() -> str:
+    return f"    {'configuration':<30} {'median':>9} {'p10':>9} {'p90':>9} {'/bestORT':>8}  check"
+
+
+def trace_line(label: str, t: dict[str, Any] | None) -> str:
+    if not t or "error" in t:
+        return f"    trace {label}: {(t or {}).get('error', 'none')}"
+    p = t["pct_of_kernel_wall"]
+    return (f"    trace {label} (median-wall run of {t.get('traced_runs')}): node {t.get('node')} kernel wall {t.get('run_wall_ns', 0) / 1000:.1f} us "
+            f"(session.run incl. trace write {t['session_run_us']:.1f} us), workers {t.get('workers')}, serialized {t.get('serialized')}: "
+            f"matrix busy {p['matrix']:.0f}%, vector busy {p['vector']:.0f}%, copy busy {p['copy']:.0f}%, "
+            f"matrix/vector overlap {p['matrix_vector_overlap']:.0f}%, task overlap {p['task_overlap']:.0f}%, "
+            f"items span {p['items_span']:.0f}% of kernel wall; m/v overlap > 0 in "
+            f"{t.get('runs_with_matrix_vector_overlap')}/{t.get('traced_runs')} traced runs")
+
+
+# ---- the benchmark -----------------------------------------------------------------------------
+
+
+def best_ort(configs: list[Config]) -> Config | None:
+    timed = [c for c in configs if c.label in ORT_MODES and c.samples]
+    return min(timed, key=Config.median) if timed else None
+
+
+def bench_pair(args, work: Path, fused: onnx.ModelProto, node: onnx.NodeProto, fn: onnx.FunctionProto,
+               pair_info: dict[str, Any], types, consts) -> dict[str, Any]:
+    pid = node.overload
+    out: dict[str, Any] = {"pair": pid, **pair_info}
+    try:
+        plain, single = pair_models(fused, node, fn, types, consts)
+    except ValueError as exc:
+        out["skipped"] = f"cannot extract the pair: {exc}"
+        print(f"  pair {pid}: skipped ({out['skipped']})")
+        return out
+    plain_path, single_path = work / f"{pid}.original.onnx", work / f"{pid}.fused.onnx"
+    onnx.save(plain, plain_path)
+    onnx.save(single, single_path)
+
+    ref_sess = make_session(plain_path, "ORT seq 1t", plugin=False)
+    feeds = random_inputs(ref_sess, seed=args.seed)
+    names = [o.name for o in ref_sess.get_outputs()]
+    reference = ref_sess.run(names, feeds)
+
+    model_share = share_of(node)
+    shares = sorted(set(round(s, 4) for s in args.shares) | {round(model_share, 4)})
+    share_cfgs: dict[float, Config] = {}
+    for s in shares:
+        path = work / f"{pid}.share{s:.4f}.onnx"
+        onnx.save(with_share(single, {pid: s}), path)
+        label = f"plugin @{s:.2f}" + (" (model)" if s == round(model_share, 4) else "")
+        try:
+            cfg = Config(label, make_session(path, "ORT seq 1t", plugin=True), extra={"share_a": s, "path": str(path)})
+        except Exception as exc:  # noqa: BLE001
+            cfg = Config(label, None, check=f"session fails: {str(exc).splitlines()[0][:200]}", extra={"share_a": s})
+        verify_config(cfg, feeds, names, reference, args.tol)
+        share_cfgs[s] = cfg
+    sweep_cfgs = list(share_cfgs.values())
+    time_configs(sweep_cfgs, feeds, args.sweep_runs, args.rounds, args.warmup)
+    timed = [c for c in sweep_cfgs if c.samples]
+    best_share = min(timed, key=Config.median).extra["share_a"] if timed else None
+    out["sweep"] = [{"share_a": c.extra["share_a"], **c.record()} for c in sweep_cfgs]
+
+    ort_cfgs = [Config("ORT seq 1t", ref_sess)]
+    ort_cfgs += [Config(m, make_session(plain_path, m, plugin=False)) for m in ORT_MODES[1:]]
+    for c in ort_cfgs:
+        verify_config(c, feeds, names, reference, args.tol)
+    main = list(ort_cfgs)
+    chosen = {round(model_share, 4): "model share"}
+    if best_share is not None:
+        chosen[best_share] = "best share" if best_share not in chosen else "model share = best share"
+    for s, why in chosen.items():
+        src = share_cfgs[s]
+        main.append(Config(src.label.replace(" (model)", "") + f" [{why}]", src.session, src.check, src.error,
+                           extra=dict(src.extra)))
+    time_configs(main, feeds, args.runs, args.rounds, args.warmup)
+
+    traces = {}
+    for s in chosen:
+        tpath = work / f"{pid}.share{s:.4f}.trace.json"
+        if share_cfgs[s].ok:
+            sess = make_session(Path(share_cfgs[s].extra["path"]), "ORT seq 1t", plugin=True, trace=tpath)
+            traces[f"{s:.2f}"] = read_traces(sess, feeds, {"t": tpath}, args.trace_runs)["t"]
+            del sess
+
+    b = best_ort(main)
+    print(f"  pair {pid} ({pair_info['kind']}): A {pair_info['a_nodes']} nodes {pair_info['a_ops']} "
+          f"[{pair_info['a_dominant']}], B {pair_info['b_nodes']} nodes {pair_info['b_ops']} "
+          f"[{pair_info['b_dominant']}]; complementarity {pair_info['complementarity']:.2f}; "
+          f"model share_a {model_share:.2f}")
+    print(header())
+    for c in main:
+        print(row(c, b.median() if b else None))
+    sweep_txt = "  ".join(f"{c.extra['share_a']:.2f}:{c.median():.0f}" if c.samples else f"{c.extra['share_a']:.2f}:wrong"
+                          for c in sweep_cfgs)
+    print(f"    share_a sweep (median us, {args.sweep_runs} runs each): {sweep_txt}")
+    for label, t in traces.items():
+        print(trace_line(f"@{label}", t))
+
+    plugin_rows = [c for c in main if c.label.startswith("plugin") and c.samples]
+    result_rows = {c.label: c.record() for c in main}
+    out.update({"model_share_a": model_share, "best_share_a": best_share, "configs": result_rows, "traces": traces})
+    if b and plugin_rows:
+        at_model = next((c for c in plugin_rows if "model share" in c.label), None)
+        at_best = next((c for c in plugin_rows if "best share" in c.label), None)
+        ratios = {"best_ort": b.label,
+                  "plugin_model_share_over_best_ort": at_model.median() / b.median() if at_model else None,
+                  "plugin_best_share_over_best_ort": at_best.median() / b.median() if at_best else None}
+        r = ratios["plugin_best_share_over_best_ort"]
+        complementary = pair_info["a_dominant"] != pair_info["b_dominant"]
+        ratios["complementary"] = complementary
+        ratios["target"] = PAIR_TARGET
+        ratios["met"] = (r is not None and r <= PAIR_TARGET) if complementary else None
+        out["ratios"] = ratios
+        verdict = (("met" if ratios["met"] else "NOT met") if complementary
+                   else "n/a: tasks share a dominant engine (not complementary)")
+        m = ratios["plugin_model_share_over_best_ort"]
+        print(f"    ratio plugin/best ORT ({b.label}): at model share {m:.2f}x, at best share "
+              f"{r:.2f}x; target <= {PAIR_TARGET:.2f}x on complementary pairs: {verdict}")
+    else:
+        out["ratios"] = None
+        print("    ratio: not available (a configuration was refused)")
+    return out
+
+
+def bench_whole(args, work: Path, orig_path: Path, fused_path: Path, best_shares: dict[str, float]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    ref_sess = make_session(orig_path, "ORT seq 1t", plugin=False)
+    feeds = random_inputs(ref_sess, seed=args.seed)
+    names = [o.name for o in ref_sess.get_outputs()]
+    reference = ref_sess.run(names, feeds)
+    cfgs = [Config("ORT seq 1t", ref_sess)] + [Config(m, make_session(orig_path, m, plugin=False))
+                                                 for m in ORT_MODES[1:]]
+    fused = onnx.load(str(fused_path))
+    tuned_path = work / "whole.best_shares.onnx"
+    onnx.save(with_share(fused, best_shares), tuned_path)
+    plugin_cfgs = [("plugin seq 1t", fused_path, "ORT seq 1t"), ("plugin seq 2t", fused_path, "ORT seq 2t")]
+    if best_shares:
+        plugin_cfgs.append(("plugin seq 1t best sh.", tuned_path, "ORT seq 1t"))
+    for label, path, mode in plugin_cfgs:
+        try:
+            cfgs.append(Config(label, make_session(path, mode, plugin=True), extra={"path": str(path), "mode": mode}))
+        except Exception as exc:  # noqa: BLE001
+            cfgs.append(Config(label, None, check=f"session fails: {str(exc).splitlines()[0][:200]}"))
+    for c in cfgs:
+        verify_config(c, feeds, names, reference, args.tol)
+    time_configs(cfgs, feeds, args.runs, args.rounds, args.warmup)
+    b = best_ort(cfgs)
+    print("  whole model: original (ORT modes) vs rewritten with the plugin")
+    print(header())
+    for c in cfgs:
+        print(row(c, b.median() if b else None))
+    tdir = work / "whole_traces"
+    tdir.mkdir(exist_ok=True)
+    traces: dict[str, Any] = {}
+    first = next((c for c in cfgs if c.label.startswith("plugin") and c.ok), None)
+    if first:
+        pair_nodes = [n.name for n in fused.graph.node if n.domain == C.DOMAIN and n.op_type == C.OP_TYPE]
+        sess = make_session(Path(first.extra["path"]), first.extra["mode"], plugin=True,
+                            trace=tdir / "{node}.trace.json")
+        traces = read_traces(sess, feeds, {n: tdir / trace_file_name(n) for n in pair_nodes}, args.trace_runs)
+        for node_name, t in traces.items():
+            print(trace_line(f"{node_name} in the whole model ({first.label})", t))
+    out["configs"] = {c.label: c.record() for c in cfgs}
+    out["traces"] = traces
+    plugins = [c for c in cfgs if c.label.startswith("plugin") and c.samples]
+    as_rewritten = [c for c in plugins if "best sh." not in c.label]
+    if b and as_rewritten:
+        best_plugin = min(as_rewritten, key=Config.median)
+        r = best_plugin.median() / b.median()
+        out["ratio"] = {"best_ort": b.label, "plugin": best_plugin.label, "plugin_over_best_ort": r,
+                        "target": MODEL_TARGET, "met": r <= MODEL_TARGET}
+        tuned = next((c for c in plugins if "best sh." in c.label), None)
+        if tuned:
+            out["ratio"]["best_shares_over_best_ort"] = tuned.median() / b.median()
+        print(f"    ratio rewritten+plugin ({best_plugin.label}) / original best ORT ({b.label}): {r:.2f}x; "
+              f"target <= {MODEL_TARGET:.2f}x: {'met' if r <= MODEL_TARGET else 'NOT met'}"
+              + (f"; with best shares {tuned.median() / b.median():.2f}x" if tuned else ""))
+    else:
+        out["ratio"] = None
+        print("    ratio: not available (a configuration was refused)")
+    return out
+
+
+def skip_reason(result) -> str:
+    reasons = list(dict.fromkeys(r.reason for r in result.analysis.rejected))
+    if not result.analysis.candidates:
+        return "no candidate pair found"
+    if not reasons:
+        return "no pair qualifies"
+    more = f" (+{len(reasons) - 3} more)" if len(reasons) > 3 else ""
+    return "no pair qualifies: " + "; ".join(reasons[:3]) + more
+
+
+def bench_model(args, name: str, root: Path) -> dict[str, Any]:
+    work = root / name
+    work.mkdir(parents=True, exist_ok=True)
+    meter = CpuMeter()
+    out = _bench_model(args, name, work)
+    if "skipped" not in out:
+        out["cpu_use"] = meter.others()
+        print("  " + load_text(out["cpu_use"]))
+    return out
+
+
+def _bench_model(args, name: str, work: Path) -> dict[str, Any]:
+    orig_path, fused_path = work / f"{name}.onnx", work / f"{name}.fused.onnx"
+    onnx.save(models.build(name), orig_path)
+    try:
+        res = rewrite(orig_path, fused_path, target=args.target, verify_plugin=False)
+    except Exception as exc:  # noqa: BLE001
+        reason = f"rewrite failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+        print(f"\n== {name}: skipped ({reason})")
+        return {"model": name, "skipped": reason}
+    if res.output is None:
+        reason = skip_reason(res)
+        print(f"\n== {name}: skipped ({reason})")
+        return {"model": name, "skipped": reason}
+    fused = onnx.load(str(fused_path))
+    fn_by_key = {(f.domain, f.name, f.overload): f for f in fused.functions}
+    nodes = [n for n in fused.graph.node if n.domain == C.DOMAIN and n.op_type == C.OP_TYPE]
+    print(f"\n== {name}: {len(nodes)} fused pair(s) (rewrite target {args.target})")
+    first = next_pair_id(res.analysis.graph.model)
+    by_id = {f"pair{first + k}": p for k, p in enumerate(res.analysis.pairs)}
+    g = res.analysis.graph
+    types, consts = _types(fused), _constants(fused)
+    pairs_out, best_shares = [], {}
+    for node in nodes:
+        p = by_id.get(node.overload)
+        ops_a = [g.nodes[i].op_type for i in p.candidate.task_a] if p else []
+        ops_b = [g.nodes[i].op_type for i in p.candidate.task_b] if p else []
+        info = {"kind": p.kind if p else "?", "note": p.candidate.note if p else "",
+                "a_nodes": len(ops_a), "b_nodes": len(ops_b), "a_ops": _short(ops_a), "b_ops": _short(ops_b),
+                "a_dominant": dominant(p.a, res.analysis.target) if p else "?",
+                "b_dominant": dominant(p.b, res.analysis.target) if p else "?",
+                "complementarity": p.complementarity if p else float("nan"),
+                "est_serial_us": p.prediction.serial * 1e6 if p else None,
+                "est_fused_us": p.prediction.fused * 1e6 if p else None}
+        r = bench_pair(args, work, fused, node, fn_by_key[(node.domain, node.op_type, node.overload)], info, types,
+                       consts)
+        if r.get("best_share_a") is not None:
+            best_shares[node.overload] = r["best_share_a"]
+        pairs_out.append(r)
+    whole = bench_whole(args, work, orig_path, fused_path, best_shares)
+    return {"model": name, "target": args.target, "pairs": pairs_out, "whole": whole}
+
+
+def print_summary(results: list[dict[str, Any]]) -> None:
+    """One line per pair and per whole model: the figures the targets are about."""
+    print("\nSummary (medians in us; ratio = plugin / best ORT mode, same rounds)")
+    print(f"  {'model / pair':<42} {'best ORT':>16} {'plugin @model':>14} {'plugin @best':>18} {'ratio':>6}  "
+          f"{'target':<8} {'m/v overlap':>11}  verdict")
+    print(f"  {'':<42} {'':>16} {'':>14} {'':>18} {'':>6}  {'':<8} {'(run, >0 in)':>11}")
+    for m in results:
+        if "skipped" in m:
+            print(f"  {m['model']:<42} skipped: {m['skipped'][:90]}")
+            continue
+        for p in m["pairs"]:
+            label = f"{m['model']} {p['pair']} ({p.get('kind')})"
+            r = p.get("ratios")
+            if p.get("skipped") or not r:
+                print(f"  {label:<42} {p.get('skipped') or 'not timed (a configuration was refused)'}")
+                continue
+            cfgs = p["configs"]
+            bo = cfgs[r["best_ort"]]["median_us"]
+            at_m = next((v for k, v in cfgs.items() if "model share" in k), {}).get("median_us", float("nan"))
+            at_b = next((v for k, v in cfgs.items() if "best share" in k), {}).get("median_us", float("nan"))
+            tr = p["traces"].get(f"{p['best_share_a']:.2f}") or {}
+            ov = tr.get("pct_of_kernel_wall", {}).get("matrix_vector_overlap", float("nan"))
+            ov_runs = f"{tr.get('runs_with_matrix_vector_overlap', '?')}/{tr.get('traced_runs', '?')}"
+            verdict = ("met" if r["met"] else "NOT met") if r["complementary"] else "n/a (not complementary)"
+            best_ratio = r["plugin_best_share_over_best_ort"]
+            print(f"  {label:<42} {bo:8.1f} {r['best_ort']:>7} {at_m:14.1f} {at_b:10.1f} @{p['best_share_a']:.2f}   "
+                  f"{best_ratio:5.2f}x  <={PAIR_TARGET:.2f}x  {ov:4.0f}% {ov_runs:>6}  {verdict}")
+        w = m["whole"]
+        r = w.get("ratio")
+        label = f"{m['model']} whole model"
+        if not r:
+            print(f"  {label:<42} not timed (a configuration was refused)")
+            continue
+        bo = w["configs"][r["best_ort"]]["median_us"]
+        bp = w["configs"][r["plugin"]]["median_us"]
+        tuned = r.get("best_shares_over_best_ort")
+        tuned_txt = f"; {tuned:.2f}x with best shares" if tuned else ""
+        print(f"  {label:<42} {bo:8.1f} {r['best_ort']:>7} {bp:14.1f} {r['plugin']:>18}   "
+              f"{r['plugin_over_best_ort']:5.2f}x  <={MODEL_TARGET:.2f}x  {'':>11}  "
+              f"{'met' if r['met'] else 'NOT met'}{tuned_txt}")
+
+
+def _short(ops: list[str]) -> str:
+    counts: dict[str, int] = {}
+    for o in ops:
+        counts[o] = counts.get(o, 0) + 1
+    return ",".join(f"{o}x{k}" if k > 1 else o for o, k in counts.items())
+
+
+def _shares(text: str) -> list[float]:
+    try:
+        vals = [float(s) for s in text.split(",") if s.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"bad --shares {text!r}") from None
+    if not vals or any(not 0.0 <= v <= 1.0 for v in vals):
+        raise argparse.ArgumentTypeError("--shares must be numbers in [0, 1]")
+    return vals
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=50, help="timed runs per configuration (default 50)")
+    ap.add_argument("--sweep-runs", type=int, default=None, help="timed runs per share in the sweep (default runs/2)")
+    ap.add_argument("--warmup", type=int, default=3, help="untimed runs before each block (default 3)")
+    ap.add_argument("--rounds", type=int, default=5, help="blocks per configuration, alternated (default 5)")
+    ap.add_argument("--models", default=None, help=f"comma-separated zoo models (default all: {','.join(models.BUILDERS)})")
+    ap.add_argument("--shares", type=_shares, default=_shares(DEFAULT_SHARES), help=f"share_a sweep (default {DEFAULT_SHARES})")
+    ap.add_argument("--target", default="hexagon-v73", help="cost-model target of the rewrite (default hexagon-v73)")
+    ap.add_argument("--workers", type=int, default=None, help="HEXFUSE_WORKERS for the process-wide pool (default: the kernel's)")
+    ap.add_argument("--trace-runs", type=int, default=21,
+                    help="traced runs per traced configuration; the median-wall one is shown (default 21)")
+    ap.add_argument("--tol", type=float, default=1e-4, help="max relative error against ORT (default 1e-4)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--json", type=Path, default=None, help="write every figure to this JSON file")
+    ap.add_argument("--keep", type=Path, default=None, help="keep the generated models in this folder")
+    args = ap.parse_args(argv)
+    if args.runs < 1:
+        ap.error("--runs must be >= 1")
+    args.sweep_runs = args.sweep_runs or max(5, args.runs // 2)
+    names = [m.strip() for m in args.models.split(",")] if args.models else list(models.BUILDERS)
+    unknown = [m for m in names if m not in models.BUILDERS]
+    if unknown:
+        ap.error(f"unknown model(s) {', '.join(unknown)}; known: {', '.join(models.BUILDERS)}")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+    if args.workers is not None:
+        os.environ[runtime.ENV_WORKERS] = str(args.workers)
+    os.environ.pop(runtime.ENV_TRACE, None)
+    try:
+        runtime.library_path()
+    except runtime.RuntimeUnavailable as exc:
+        print(f"host_pairs: {exc}", file=sys.stderr)
+        return 1
+
+    blas = blas_info()
+    print("host_pairs: FusedHexPair plugin (host backend) vs ONNX Runtime, times in microseconds")
+    print(f"  python {platform.python_version()}, onnxruntime {ort.__version__}, onnx {onnx.__version__}, "
+          f"{os.cpu_count()} CPU(s), {platform.processor() or platform.machine()}")
+    removed = blas["removed_env"]
+    print(f"  OpenBLAS tuning variables: {'removed by re-exec (' + removed + ')' if removed else 'not set'}; "
+          f"now {blas['env_now']}")
+    ob = blas["plugin_openblas"]
+    if "corename" in ob:
+        print(f"  plugin BLAS: {ob['path']}: core type {ob['corename']} ({ob['config']})")
+    else:
+        print(f"  plugin BLAS: {ob['error']}")
+    if blas["threadpoolctl"] is None:
+        print("  threadpoolctl: not installed (core type read from OpenBLAS directly)")
+    else:
+        for d in blas["threadpoolctl"]:
+            print(f"  threadpoolctl: {d['internal_api']} {d['version']} {d['architecture']} "
+                  f"threads {d['num_threads']} {d['filepath']}")
+    print(f"  runs {args.runs} (sweep {args.sweep_runs}) in {args.rounds} alternating rounds, warm-up {args.warmup} "
+          f"per block; check: relative error <= {args.tol:g} against ORT seq 1t")
+
+    t_start = time.perf_counter()
+    meter = CpuMeter()
+    root = Path(tempfile.mkdtemp(prefix="host_pairs."))
+    results = []
+    try:
+        for name in names:
+            results.append(bench_model(args, name, root))
+    finally:
+        if args.keep:
+            shutil.copytree(root, args.keep, dirs_exist_ok=True)
+        shutil.rmtree(root, ignore_errors=True)
+    print_summary(results)
+    mapped = mapped_blas_libraries()
+    elapsed = time.perf_counter() - t_start
+    cpu_use = meter.others()
+    print(f"\nBLAS libraries mapped in this process: {', '.join(mapped) or 'none found'}")
+    print(load_text(cpu_use))
+    print(f"total {elapsed:.1f} s")
+    if args.json:
+        doc = {"argv": sys.argv, "runs": args.runs, "sweep_runs": args.sweep_runs, "rounds": args.rounds,
+               "warmup": args.warmup, "tol": args.tol, "seed": args.seed, "target": args.target,
+               "onnxruntime": ort.__version__, "cpus": os.cpu_count(), "blas": blas, "blas_mapped": mapped,
+               "seconds": elapsed, "cpu_use": cpu_use, "models": results}
+        args.json.write_text(json.dumps(doc, indent=1, default=str))
+        print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
