@@ -80,7 +80,7 @@ HOST = Target(
     vector_flops_per_context=Param(8e9, "FLOP/s", "assumption: to be calibrated from ORT per-op profiling"),
     dma_bytes=Param(8e9, "B/s", "assumption: single-core memcpy-class throughput, to be calibrated"),
     ddr_bytes=Param(20e9, "B/s", "assumption: two-core DRAM bandwidth, to be calibrated"),
-    onchip_bytes=Param(32 * 2**20, "B", "design choice: the host kernel's capped scratch arena"),
+    onchip_bytes=Param(8 * 2**20, "B", "the host kernel's scratch arena (hfx_pool_config_init default, 8 MiB)"),
     op_overhead_s=Param(5e-6, "s", "assumption: per-op work-item dispatch on the host pool"),
 )
 

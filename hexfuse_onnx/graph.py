@@ -141,6 +141,8 @@ def index_model(
     if model.ir_version < 3:
         raise ModelError(f"{where}: IR version {model.ir_version} is too old (need >= 3)")
     _check_opsets(model, where)
+    if path is not None:
+        _check_input_model(path)  # after the checks above, whose messages are more specific
     model = _apply_shape_overrides(model, shape_overrides or {}, where)
     inferred = _infer_shapes(model, where)
     g = inferred.graph
@@ -148,6 +150,9 @@ def index_model(
     initializers = {t.name: t for t in g.initializer}
     graph_inputs = [v.name for v in g.input if v.name not in initializers]
     graph_outputs = [v.name for v in g.output]
+    duplicated = sorted({n for n in graph_outputs if graph_outputs.count(n) > 1})
+    if duplicated:
+        raise ModelError(f"{where}: graph output name(s) listed twice: {', '.join(repr(n) for n in duplicated)}")
     available = set(initializers) | set(graph_inputs)
 
     nodes = list(g.node)
@@ -215,13 +220,36 @@ def _has_external_data(model: onnx.ModelProto) -> bool:
     return any(t.data_location == onnx.TensorProto.EXTERNAL for t in model.graph.initializer)
 
 
+def _check_input_model(path: Path) -> None:
+    """The input must pass ONNX's own checker (IR version, duplicate names, ...), so that a fault
+    of the input is named as such and never blamed on the rewrite."""
+    try:
+        onnx.checker.check_model(str(path), full_check=False)
+    except Exception as exc:
+        raise ModelError(f"{path}: the input model fails onnx.checker: {_first_line(exc)}") from None
+
+
+def external_data_files(model: onnx.ModelProto, path: Path) -> set[Path]:
+    """The resolved external data files the model at `path` reads."""
+    out = set()
+    for t in model.graph.initializer:
+        if t.data_location == onnx.TensorProto.EXTERNAL:
+            location = {e.key: e.value for e in t.external_data}.get("location", "")
+            if location:
+                out.add((path.parent / location).resolve())
+    return out
+
+
 def _check_external_data_present(model: onnx.ModelProto, path: Path) -> None:
+    folder = path.parent.resolve()
     for t in model.graph.initializer:
         if t.data_location != onnx.TensorProto.EXTERNAL:
             continue
         entries = {e.key: e.value for e in t.external_data}
         location = entries.get("location", "")
         data_path = path.parent / location
+        if location and folder not in data_path.resolve().parents:
+            raise ModelError(f"{path}: external data '{location}' of initializer '{t.name}' lies outside the model's folder")
         if not location or not data_path.is_file():
             raise ModelError(f"{path}: external data file '{location}' of initializer '{t.name}' is missing")
         need = int(entries.get("offset", 0)) + int(entries.get("length", 0))
@@ -236,6 +264,9 @@ def _check_opsets(model: onnx.ModelProto, where: str) -> None:
         raise ModelError(f"{where}: the model imports no default ONNX opset")
     if default < 7:
         raise ModelError(f"{where}: opset {default} is too old (need >= 7)")
+    if default > onnx.defs.onnx_opset_version():
+        raise ModelError(f"{where}: opset {default} is newer than this onnx knows "
+                         f"({onnx.defs.onnx_opset_version()}); upgrade onnx and onnxruntime")
     local_functions = {(f.domain, f.name) for f in model.functions}
     for n in model.graph.node:
         if (n.domain, n.op_type) in local_functions:

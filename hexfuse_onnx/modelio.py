@@ -51,6 +51,8 @@ def stage(model: onnx.ModelProto, destination: str | os.PathLike[str], source_di
     dest = Path(destination).resolve()
     if dest.is_dir():
         raise WriteError(f"{dest}: is a directory; give a file name for the output")
+    if dest.exists() and not dest.is_file():
+        raise WriteError(f"{dest}: exists and is not a regular file (a device, FIFO or socket); not replacing it")
     parent = dest.parent
     if not parent.is_dir():
         raise WriteError(f"{parent}: output directory does not exist")

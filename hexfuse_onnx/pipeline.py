@@ -105,6 +105,10 @@ def rewrite(path: str | os.PathLike[str], output: str | os.PathLike[str] | None 
     if out.exists() and out.resolve() == Path(path).resolve():
         raise WriteError(f"{out}: the output would overwrite the input model; choose another -o")
     analysis = analyse(path, kinds, target, min_gain, shapes, progress)
+    inputs_data = graph_mod.external_data_files(analysis.graph.model, Path(path))
+    for target_file in (out, out.with_name(out.name + ".data")):
+        if target_file.resolve() in inputs_data:
+            raise WriteError(f"{target_file}: would overwrite the input model's external data; choose another -o")
     seconds = dict(analysis.seconds)
     source_dir = Path(path).resolve().parent
     failed: list[Rejection] = []

@@ -99,9 +99,12 @@ def relative_error(ref: np.ndarray, out: np.ndarray) -> float:
         return 0.0
     if not np.array_equal(np.isnan(ref), np.isnan(out)):
         return float("nan")
-    mask = ~np.isnan(ref)
-    scale = float(np.max(np.abs(ref[mask]))) if mask.any() else 0.0
-    diff = float(np.max(np.abs(out[mask].astype(np.float64) - ref[mask]))) if mask.any() else 0.0
+    mask = ~np.isnan(ref) & (ref != out)  # equal values (equal infinities too) differ by nothing
+    if not mask.any():
+        return 0.0
+    finite = np.isfinite(ref)
+    scale = float(np.max(np.abs(ref[finite]))) if finite.any() else 0.0
+    diff = float(np.max(np.abs(out[mask].astype(np.float64) - ref[mask])))
     return diff / scale if scale > 0 else diff
 
 
