@@ -141,6 +141,10 @@ def index_model(
     if model.ir_version < 3:
         raise ModelError(f"{where}: IR version {model.ir_version} is too old (need >= 3)")
     _check_opsets(model, where)
+    # Structure first (duplicate producers, cycles, dangling inputs), in this module's words.
+    raw = model.graph
+    raw_available = {t.name for t in raw.initializer} | {v.name for v in raw.input}
+    toposort(list(raw.node), [node_reads(n) for n in raw.node], raw_available, where)
     if path is not None:
         _check_input_model(path)  # after the checks above, whose messages are more specific
     model = _apply_shape_overrides(model, shape_overrides or {}, where)
@@ -226,6 +230,8 @@ def _check_input_model(path: Path) -> None:
     try:
         onnx.checker.check_model(str(path), full_check=False)
     except Exception as exc:
+        if "topologically sorted" in str(exc):
+            return  # the pass sorts the graph itself and names a cycle or a dangling input exactly
         raise ModelError(f"{path}: the input model fails onnx.checker: {_first_line(exc)}") from None
 
 
