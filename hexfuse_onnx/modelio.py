@@ -65,12 +65,13 @@ def stage(model: onnx.ModelProto, destination: str | os.PathLike[str], source_di
         has_external = any(t.data_location == onnx.TensorProto.EXTERNAL for t in model.graph.initializer)
         if external is None:
             external = has_external or _weight_bytes(model) > EXTERNAL_DATA_THRESHOLD
+        files: list[Path] = []
         if has_external:
             if source_dir is None:
                 raise WriteError(f"{dest}: model refers to external data but its source folder is unknown")
-            model = _with_loaded_data(model, source_dir)
-        files: list[Path] = []
-        if external:
+            model, files = _copy_external_data(model, source_dir, folder, dest.name)
+            onnx.save_model(model, str(staged_model))
+        elif external:
             data_name = dest.name + ".data"
             onnx.save_model(model, str(staged_model), save_as_external_data=True, all_tensors_to_one_file=True,
                             location=data_name, size_threshold=1024)
@@ -92,8 +93,25 @@ def _weight_bytes(model: onnx.ModelProto) -> int:
     return sum(len(t.raw_data) for t in model.graph.initializer)
 
 
-def _with_loaded_data(model: onnx.ModelProto, source_dir: Path) -> onnx.ModelProto:
+def _copy_external_data(model: onnx.ModelProto, source_dir: Path, folder: Path, name: str
+                        ) -> tuple[onnx.ModelProto, list[Path]]:
+    """Copy each external data file byte for byte next to the staged model and point the tensors
+    at the copies. The rewrite never changes initializers, so offsets stay valid, and the weights
+    are streamed file to file: a model over 2 GB is never held in one protobuf."""
     copy = onnx.ModelProto()
-    copy.CopyFrom(model)
-    onnx.load_external_data_for_model(copy, str(source_dir))
-    return copy
+    copy.CopyFrom(model)  # external tensors hold no bytes: this copy is small
+    renamed: dict[str, str] = {}
+    files: list[Path] = []
+    for t in copy.graph.initializer:
+        if t.data_location != onnx.TensorProto.EXTERNAL:
+            continue
+        for entry in t.external_data:
+            if entry.key != "location":
+                continue
+            if entry.value not in renamed:
+                new = f"{name}.data" if not renamed else f"{name}.{len(renamed)}.data"
+                shutil.copyfile(source_dir / entry.value, folder / new)
+                renamed[entry.value] = new
+                files.append(folder / new)
+            entry.value = renamed[entry.value]
+    return copy, files

@@ -419,10 +419,6 @@ def test_over_2gb_model_is_rewritten_with_external_data(big_run):
     assert emb.shape == (1, BIG_DIM) and not emb.any()     # the sparse table reads as zeros
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: modelio.stage (_with_loaded_data) loads all external data into "
-                   "one in-memory ModelProto (2.21e9 bytes here) before re-saving it; it works because "
-                   "onnx.save moves the data out before serializing, but it holds >2 GiB in one protobuf and "
-                   "doubles peak memory (a streamed copy of the data file would not)")
 def test_over_2gb_model_is_never_held_in_one_protobuf(big_run):
     assert big_run["proc"].returncode == EXIT_OK, big_run["proc"].stderr
     held = big_run["record"]["max_proto_bytes"]
