@@ -10,11 +10,11 @@
 
 #ifdef HFX_TEST_PLATFORM_posix
 #include <pthread.h>
+#endif
 
 /* Timing checks need two threads running at once; this project's 2-vCPU VMs often give far less
  * (two spinning threads have taken 1.3-2.3x one thread's time), so a check gets many short tries. */
 #define TIMING_ATTEMPTS 20
-#endif
 
 #define MAX_EVENTS 65536
 static hfx_trace_event g_ev[MAX_EVENTS];
