@@ -6,6 +6,7 @@ import onnx
 import pytest
 
 import models
+from cli_support import Dirs
 
 
 @pytest.fixture(scope="session")
@@ -15,6 +16,12 @@ def zoo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name in models.BUILDERS:
         onnx.save(models.build(name), folder / f"{name}.onnx")
     return folder
+
+
+@pytest.fixture
+def dirs(tmp_path: Path) -> Dirs:
+    """An input folder and an empty output folder for a CLI test."""
+    return Dirs(tmp_path)
 
 
 def pytest_configure(config: pytest.Config) -> None:

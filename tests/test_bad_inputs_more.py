@@ -15,7 +15,6 @@ marker) once it is fixed.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -35,9 +34,10 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 import models  # noqa: E402
+import cli_support
+from cli_support import Dirs, assert_mentions, error_line, listing, snapshot  # noqa: E402
 
 EXIT_OK, EXIT_USAGE, EXIT_BAD_MODEL, EXIT_VERIFY, EXIT_WRITE, EXIT_INTERNAL = 0, 2, 3, 4, 5, 70
-ERROR_PREFIX = "hexfuse-onnx: error:"
 
 
 # ---------------------------------------------------------------------------------------
@@ -45,58 +45,7 @@ ERROR_PREFIX = "hexfuse-onnx: error:"
 
 
 def run_cli(*args: object, timeout: float = 300, prefix: list[str] | None = None) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    env.pop("PYTHONPATH", None)
-    return subprocess.run([*(prefix or []), sys.executable, "-m", "hexfuse_onnx", *map(str, args)], cwd=REPO,
-                          env=env, capture_output=True, text=True, timeout=timeout)
-
-
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 22), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def listing(folder: Path) -> list[str]:
-    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
-
-
-def snapshot(folder: Path) -> dict[str, str]:
-    """sha256 of every regular file below `folder` (the input side of a test)."""
-    return {str(p.relative_to(folder)): sha256(p) for p in sorted(folder.rglob("*")) if p.is_file()}
-
-
-def error_line(proc: subprocess.CompletedProcess[str]) -> str:
-    assert "Traceback" not in proc.stderr, proc.stderr
-    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1, f"expected one line on stderr, got:\n{proc.stderr}"
-    assert lines[0].startswith(ERROR_PREFIX), lines[0]
-    return lines[0]
-
-
-def assert_mentions(line: str, *words: str) -> None:
-    for w in words:
-        assert w.lower() in line.lower(), f"{w!r} not in error line: {line}"
-
-
-class Dirs:
-    def __init__(self, tmp_path: Path) -> None:
-        self.inp = tmp_path / "in"
-        self.out = tmp_path / "out"
-        self.inp.mkdir()
-        self.out.mkdir()
-
-    def save(self, name: str, model: onnx.ModelProto) -> Path:
-        p = self.inp / name
-        p.write_bytes(model.SerializeToString())
-        return p
-
-
-@pytest.fixture
-def dirs(tmp_path: Path) -> Dirs:
-    return Dirs(tmp_path)
+    return cli_support.run_cli(*args, timeout=timeout, prefix=prefix)
 
 
 def zoo(name: str = "two_branch") -> onnx.ModelProto:

@@ -6,11 +6,8 @@ and the input file byte-identical afterwards. The good paths check what is writt
 """
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import random
-import subprocess
 import sys
 from pathlib import Path
 
@@ -25,63 +22,13 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 import models  # noqa: E402
+from cli_support import Dirs, assert_mentions, error_line, listing, run_cli, sha256  # noqa: E402
 
 EXIT_OK, EXIT_USAGE, EXIT_BAD_MODEL, EXIT_VERIFY, EXIT_WRITE, EXIT_INTERNAL = 0, 2, 3, 4, 5, 70
-ERROR_PREFIX = "hexfuse-onnx: error:"
 
 
 # ---------------------------------------------------------------------------------------
 # Helpers
-
-
-def run_cli(*args: object, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    env.pop("PYTHONPATH", None)  # the package must be found from the repo root (cwd) alone
-    return subprocess.run([sys.executable, "-m", "hexfuse_onnx", *map(str, args)], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=timeout)
-
-
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def listing(folder: Path) -> list[str]:
-    """Every entry below `folder`, hidden ones included (staging folders start with '.')."""
-    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
-
-
-def error_line(proc: subprocess.CompletedProcess[str]) -> str:
-    """The single error line of a failed `-q` run (asserts there is exactly one, no traceback)."""
-    assert "Traceback" not in proc.stderr, proc.stderr
-    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1, f"expected one line on stderr, got:\n{proc.stderr}"
-    assert lines[0].startswith(ERROR_PREFIX), lines[0]
-    return lines[0]
-
-
-def assert_mentions(line: str, *words: str) -> None:
-    for w in words:
-        assert w.lower() in line.lower(), f"{w!r} not in error line: {line}"
-
-
-class Dirs:
-    """An input folder and a separate, initially empty, output folder."""
-
-    def __init__(self, tmp_path: Path) -> None:
-        self.inp = tmp_path / "in"
-        self.out = tmp_path / "out"
-        self.inp.mkdir()
-        self.out.mkdir()
-
-    def write(self, name: str, data: bytes) -> Path:
-        p = self.inp / name
-        p.write_bytes(data)
-        return p
-
-
-@pytest.fixture
-def dirs(tmp_path: Path) -> Dirs:
-    return Dirs(tmp_path)
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from onnx import TensorProto, helper
 
 from hexfuse_onnx import graph, pipeline

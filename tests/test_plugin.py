@@ -18,6 +18,7 @@ import pytest
 from hexfuse_onnx import contract as C
 from hexfuse_onnx import pipeline, runtime, verify
 from hexfuse_onnx.lower import attach_programs
+from qnn_support import QNN_EP, nodes_by_provider, qnn_devices_or_skip
 
 LOWERABLE = ["two_branch", "mha_encoder", "gpt_decode_step", "gpt_decode_step_contrib"]
 
@@ -176,10 +177,6 @@ def test_hexagon_backend_says_why_not(lowered: dict[str, Path]) -> None:
 
 # ---- beside the QNN execution provider (onnxruntime-qnn, HTP backend emulated on x86) -------
 
-QNN_EP = "QNNExecutionProvider"
-# SM8550 (Snapdragon 8 Gen 2, Hexagon v73: the project's hexagon-v73 target). Without a SoC model
-# the emulated HTP backend fails to finalize most graphs here (QNN_COMMON_ERROR_MEM_ALLOC).
-QNN_OPTIONS = {"htp_arch": "73", "soc_model": "43"}
 # HTP runs float graphs in fp16: QNN's own outputs differ from CPU's by about 1e-3 of the scale.
 QNN_TOL = 1e-2
 
@@ -196,19 +193,7 @@ def _tiny_model() -> bytes:
 @pytest.fixture(scope="module")
 def qnn_devices() -> tuple[list, dict[str, str]]:
     """The QNN EP devices with the HTP backend, or a skip that says exactly why not."""
-    try:
-        import onnxruntime_qnn
-    except ImportError as e:
-        pytest.skip(f"onnxruntime-qnn is not installed (`pip install onnxruntime-qnn`): {e}")
-    if not any(d.ep_name == QNN_EP for d in ort.get_ep_devices()):
-        try:
-            ort.register_execution_provider_library(QNN_EP, onnxruntime_qnn.get_library_path())
-        except Exception as e:  # noqa: BLE001 - the reason is the message
-            pytest.skip(f"onnxruntime-qnn {onnxruntime_qnn.__version__}: the QNN EP library does not register: {e}")
-    devices = [d for d in ort.get_ep_devices() if d.ep_name == QNN_EP]
-    if not devices:
-        pytest.skip(f"onnxruntime-qnn {onnxruntime_qnn.__version__}: the QNN EP lists no device")
-    options = {"backend_path": onnxruntime_qnn.get_qnn_htp_path(), **QNN_OPTIONS}
+    devices, options, version = qnn_devices_or_skip()
     so = ort.SessionOptions()
     so.log_severity_level = 3
     # A backend that fails to load makes QNN take no node, and ORT would quietly run the model on
@@ -231,20 +216,8 @@ def qnn_devices() -> tuple[list, dict[str, str]]:
         logged = [line.strip() for line in text.splitlines() if "[E:" in line]
     if error is not None:
         why = "; ".join(logged) or str(error)
-        pytest.skip(f"onnxruntime-qnn {onnxruntime_qnn.__version__}: the HTP backend does not run a two-op model: {why}")
+        pytest.skip(f"onnxruntime-qnn {version}: the HTP backend does not run a two-op model: {why}")
     return devices, options
-
-
-def _nodes_by_provider(session: ort.InferenceSession) -> dict[str, set[str]]:
-    path = Path(session.end_profiling())
-    trace = json.loads(path.read_text())
-    path.unlink()
-    by: dict[str, set[str]] = {}
-    for e in trace:
-        args = e.get("args", {})
-        if e.get("cat") == "Node" and "provider" in args:
-            by.setdefault(args["provider"], set()).add(args.get("op_name", ""))
-    return by
 
 
 @pytest.mark.parametrize("name", ["two_branch", "mha_encoder"])
@@ -259,7 +232,7 @@ def test_plugin_beside_the_qnn_ep(name: str, zoo_dir: Path, lowered: dict[str, P
     s = ort.InferenceSession(str(lowered[name]), sess_options=so)
     feeds, ref = reference(zoo_dir, name)
     got = s.run(None, feeds)
-    by = _nodes_by_provider(s)
+    by = nodes_by_provider(s)
     assert "FusedHexPair" in by.get("CPUExecutionProvider", set()), by   # the plugin ran the pair
     assert by.get(QNN_EP), f"QNN took no node: {by}"                     # QNN took the rest
     assert len(ref) == len(got)

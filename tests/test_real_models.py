@@ -34,8 +34,8 @@ import pytest
 
 from hexfuse_onnx import contract as C
 from hexfuse_onnx import pipeline, runtime, verify
-from hexfuse_onnx.errors import HexfuseError, ModelError
 from models import real
+from qnn_support import QNN_EP, nodes_by_provider, qnn_devices_or_skip
 
 REAL_ALL = os.environ.get("HEXFUSE_REAL_ALL") == "1"
 REPORT = os.environ.get("HEXFUSE_REAL_REPORT")
@@ -56,12 +56,8 @@ class Case:
         return real.get(self.model)
 
 
-# CenterFace once more with branches only, so CI still fuses a real detector while the micro-batch bug
-# below stands.
+# CenterFace once more with branches only: a branches pair on a real detector, besides its micro-batches.
 CASES = [Case(name) for name in real.MODELS] + [Case("centerface", ("branches",))]
-
-# Bugs of the pass these models hit (exception type, what goes wrong). See the report of issue 5.
-KNOWN_BUGS: dict[str, tuple[type[BaseException], str]] = {}  # fixed so far: ppocr_cls, centerface, centerface_qop
 
 # The plugin is compared with stock ORT within pipeline.PLUGIN_RTOL unless stated here, with why.
 PLUGIN_RTOL: dict[str, tuple[float, str]] = {
@@ -86,20 +82,15 @@ QNN_SKIP: dict[str, str] = {
     "centerface": "the emulated HTP backend takes about 390 s to prepare CenterFace (385 s for the unfused model "
                   "too, measured); too slow for a test",
 }
-QNN_EP = "QNNExecutionProvider"
-QNN_OPTIONS = {"htp_arch": "73", "soc_model": "43"}   # SM8550, Hexagon v73 (see tests/test_plugin.py)
 
 
-def _params(with_bug_marks: bool) -> list:
+def _params() -> list:
     params = []
     for case in CASES:
         marks = []
         if not case.entry.ci:
             marks += [pytest.mark.real_all,
                       pytest.mark.skipif(not REAL_ALL, reason="outside the CI subset: set HEXFUSE_REAL_ALL=1")]
-        bug = KNOWN_BUGS.get(case.model) if case.kinds is None else None
-        if with_bug_marks and bug:
-            marks.append(pytest.mark.xfail(raises=bug[0], strict=True, reason=f"bug: {bug[1]}"))
         params.append(pytest.param(case, id=case.id, marks=marks))
     return params
 
@@ -195,7 +186,7 @@ def models_(tmp_path_factory: pytest.TempPathFactory) -> _Models:
     return _Models(tmp_path_factory.mktemp("real"))
 
 
-@pytest.mark.parametrize("case", _params(with_bug_marks=True))
+@pytest.mark.parametrize("case", _params())
 def test_rewrite(case: Case, models_: _Models, record_property) -> None:
     o = models_.outcome(case)
     assert o.source_unchanged, f"{o.source} was changed by the rewrite"
@@ -233,7 +224,7 @@ def test_rewrite(case: Case, models_: _Models, record_property) -> None:
     assert r.comparison is not None and r.comparison.worst_relative_error <= verify.DEFAULT_RTOL
 
 
-@pytest.mark.parametrize("case", _params(with_bug_marks=False))
+@pytest.mark.parametrize("case", _params())
 def test_fallback_matches_the_original_on_another_seed(case: Case, models_: _Models) -> None:
     o = models_.written(case)
     got = verify.compare(o.source, o.output, case.entry.shapes, verify.DEFAULT_RTOL, seed=1)
@@ -242,7 +233,7 @@ def test_fallback_matches_the_original_on_another_seed(case: Case, models_: _Mod
 
 @pytest.mark.skipif(not PLUGIN_BUILT, reason=f"{runtime.LIB_DIR / runtime.PLUGIN_NAME} not built: "
                                             "run `bash custom_ops/build.sh`")
-@pytest.mark.parametrize("case", _params(with_bug_marks=False))
+@pytest.mark.parametrize("case", _params())
 def test_plugin_matches_the_original(case: Case, models_: _Models) -> None:
     o = models_.written(case)
     rtol = PLUGIN_RTOL.get(case.model, (pipeline.PLUGIN_RTOL, ""))[0]
@@ -287,35 +278,12 @@ class _StderrLog:
 
 @pytest.fixture(scope="module")
 def qnn() -> tuple[list, dict[str, str]]:
-    try:
-        import onnxruntime_qnn
-    except ImportError as e:
-        pytest.skip(f"onnxruntime-qnn is not installed (`pip install onnxruntime-qnn`): {e}")
-    if not any(d.ep_name == QNN_EP for d in ort.get_ep_devices()):
-        try:
-            ort.register_execution_provider_library(QNN_EP, onnxruntime_qnn.get_library_path())
-        except Exception as e:  # noqa: BLE001 - the reason is the message
-            pytest.skip(f"onnxruntime-qnn {onnxruntime_qnn.__version__}: the QNN EP library does not register: {e}")
-    devices = [d for d in ort.get_ep_devices() if d.ep_name == QNN_EP]
-    if not devices:
-        pytest.skip(f"onnxruntime-qnn {onnxruntime_qnn.__version__}: the QNN EP lists no device")
-    return devices, {"backend_path": onnxruntime_qnn.get_qnn_htp_path(), **QNN_OPTIONS}
-
-
-def _nodes_by_provider(session: ort.InferenceSession) -> dict[str, set[str]]:
-    path = Path(session.end_profiling())
-    trace = json.loads(path.read_text())
-    path.unlink()
-    by: dict[str, set[str]] = {}
-    for e in trace:
-        args = e.get("args", {})
-        if e.get("cat") == "Node" and "provider" in args:
-            by.setdefault(args["provider"], set()).add(args.get("op_name", ""))
-    return by
+    devices, options, _ = qnn_devices_or_skip()
+    return devices, options
 
 
 @pytest.mark.skipif(not PLUGIN_BUILT, reason="the FusedHexPair plugin is not built: run `bash custom_ops/build.sh`")
-@pytest.mark.parametrize("case", _params(with_bug_marks=False))
+@pytest.mark.parametrize("case", _params())
 def test_plugin_beside_the_qnn_ep(case: Case, models_: _Models, qnn: tuple[list, dict[str, str]],
                                   tmp_path: Path) -> None:
     if case.model in QNN_SKIP:
@@ -339,7 +307,7 @@ def test_plugin_beside_the_qnn_ep(case: Case, models_: _Models, qnn: tuple[list,
             error = e
     if error is not None:
         pytest.skip(f"QNN does not run the model: {'; '.join(log.errors[:3]) or str(error).splitlines()[0]}")
-    by = _nodes_by_provider(session)
+    by = nodes_by_provider(session)
     assert "FusedHexPair" in by.get("CPUExecutionProvider", set()), by   # the plugin ran the pairs
     if not by.get(QNN_EP):
         pytest.skip(f"QNN took no node of the model: {'; '.join(log.errors[:3]) or 'no error logged'}")
@@ -360,7 +328,7 @@ def test_plugin_beside_the_qnn_ep(case: Case, models_: _Models, qnn: tuple[list,
     qnn_alone = max((verify.relative_error(r, a) for r, a in zip(expected, alone)
                      if np.issubdtype(r.dtype, np.floating)), default=0.0)
     _record(case, "qnn", {"errors": errors, "qnn_alone": qnn_alone, "qnn_partitions": len(by[QNN_EP])})
-    if not _nodes_by_provider(alone_session).get(QNN_EP):
+    if not nodes_by_provider(alone_session).get(QNN_EP):
         pytest.skip(f"QNN takes no node of the unfused original, so its own accuracy on this model is unknown; "
                     f"on the fused model's partitions its error against CPU is {max(errors):.3g} "
                     f"(the pairs themselves match CPU: see test_plugin_matches_the_original)")

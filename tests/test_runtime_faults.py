@@ -167,17 +167,17 @@ SESSION_DRIVER = textwrap.dedent(r"""
 """)
 
 
-def run_sessions(cases: list[dict], folder: Path, env: dict[str, str] | None = None) -> dict[str, dict]:
-    """Each case's outcome; a case whose session crashed the child gets {"crashed": signal}.
-
-    After a crash the child is started again with the remaining cases."""
+def run_resuming(argv: list[str], cases: list, case_id, spec: Path, timeout: float,
+                 env: dict[str, str] | None = None) -> dict[str, dict]:
+    """Run `python -c argv... spec` on the cases (written to `spec` as JSON); the child prints a
+    {"start": id} line before each case and the case's result after it. A case during which the
+    child died gets {"crashed": exit status}, and the child is started again on the rest."""
     results: dict[str, dict] = {}
     pending = list(cases)
     while pending:
-        spec = folder / "cases.json"
         spec.write_text(json.dumps(pending))
-        proc = subprocess.run([sys.executable, "-c", SESSION_DRIVER, str(spec)], cwd=REPO, capture_output=True,
-                              text=True, timeout=600, env={**os.environ, **(env or {})})
+        proc = subprocess.run([sys.executable, "-c", *argv, str(spec)], cwd=REPO, capture_output=True,
+                              text=True, timeout=timeout, env={**os.environ, **(env or {})})
         started = None
         for line in proc.stdout.splitlines():
             rec = json.loads(line)
@@ -189,8 +189,13 @@ def run_sessions(cases: list[dict], folder: Path, env: dict[str, str] | None = N
         if proc.returncode != 0:
             assert started is not None, f"child failed outside a case (exit {proc.returncode}):\n{proc.stderr[-3000:]}"
             results[started] = {"id": started, "crashed": proc.returncode, "stderr": proc.stderr[-2000:]}
-        pending = [c for c in pending if c["id"] not in results]
+        pending = [c for c in pending if case_id(c) not in results]
     return results
+
+
+def run_sessions(cases: list[dict], folder: Path, env: dict[str, str] | None = None) -> dict[str, dict]:
+    """Each case's outcome; a case whose session crashed the child gets {"crashed": signal}."""
+    return run_resuming([SESSION_DRIVER], cases, lambda c: c["id"], folder / "cases.json", 600, env)
 
 
 def clear_error(message: str, *words: str, node: bool = True) -> None:
@@ -328,26 +333,7 @@ MUTATION_DRIVER = textwrap.dedent(r"""
 
 
 def run_mutations(path: Path, cases: list[tuple[str, list[tuple[int, int]]]], folder: Path) -> dict[str, dict]:
-    results: dict[str, dict] = {}
-    pending = list(cases)
-    while pending:
-        spec = folder / "mutations.json"
-        spec.write_text(json.dumps(pending))
-        proc = subprocess.run([sys.executable, "-c", MUTATION_DRIVER, str(path), str(spec)], cwd=REPO,
-                              capture_output=True, text=True, timeout=1200)
-        started = None
-        for line in proc.stdout.splitlines():
-            rec = json.loads(line)
-            if "start" in rec:
-                started = rec["start"]
-            else:
-                results[rec["id"]] = rec
-                started = None
-        if proc.returncode != 0:
-            assert started is not None, f"child failed outside a case (exit {proc.returncode}):\n{proc.stderr[-3000:]}"
-            results[started] = {"id": started, "crashed": proc.returncode, "stderr": proc.stderr[-2000:]}
-        pending = [c for c in pending if c[0] not in results]
-    return results
+    return run_resuming([MUTATION_DRIVER, str(path)], cases, lambda c: c[0], folder / "mutations.json", 1200)
 
 
 def _check_mutations(label: str, results: dict[str, dict]) -> None:
