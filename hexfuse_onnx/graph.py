@@ -21,7 +21,6 @@ from .errors import ModelError, UsageError
 # Domains stock ONNX Runtime implements. A node of any other domain has no kernel there.
 KNOWN_DOMAINS = {"", "ai.onnx", "ai.onnx.ml", "com.microsoft", "com.microsoft.nchwc", "hexfuse"}
 SUBGRAPH_OPS = {"If", "Loop", "Scan"}
-PROTOBUF_LIMIT = 2**31 - 1
 SYMBOLIC_INFERENCE_MAX_NODES = 20_000  # ORT's symbolic inference is Python: bounded for speed
 
 Dim = int | str | None  # a static size, a symbolic name, or unknown
