@@ -9,18 +9,18 @@ skipped with the reason), in one process and on the same seeded inputs
 (a) every fused pair in isolation. "original" is a model holding only the pair's original nodes
     (the function body as a standalone graph: the pair's inputs and outputs, weights as
     initializers); "fused" is the same pair as one FusedHexPair node. Configurations:
-      ORT seq 1t   original, ORT_SEQUENTIAL, intra_op_num_threads=1
-      ORT seq 2t   original, ORT_SEQUENTIAL, intra_op_num_threads=2
-      ORT par      original, ORT_PARALLEL, inter_op_num_threads=2, intra_op_num_threads=1
+      ort-seq      original, ORT_SEQUENTIAL, intra_op_num_threads=1
+      ort-seq-2t   original, ORT_SEQUENTIAL, intra_op_num_threads=2
+      ort-par      original, ORT_PARALLEL, inter_op_num_threads=2, intra_op_num_threads=1
       plugin @s    fused, plugin registered (host backend), ORT intra_op 1; s = share_a
     share_a is swept (--shares; the model's own share too), one session per share in this one
     process (the kernel's worker pool is process-wide), then the model's share and the best one
     are timed against the ORT modes. One traced run (HEXFUSE_TRACE) at each gives the engines'
     busy time and overlap.
-(b) the whole original model (ORT seq 1t, seq 2t, par) against the whole rewritten model with the
-    plugin (ORT seq 1t and seq 2t around it; also with every pair set to its best share from (a)).
+(b) the whole original model (ort-seq, ort-seq-2t, ort-par) against the whole rewritten model with the
+    plugin (ort-seq and ort-seq-2t around it; also with every pair set to its best share from (a)).
 
-Every configuration's outputs are checked against ORT seq 1t on the original first
+Every configuration's outputs are checked against ort-seq on the original first
 (hexfuse_onnx.verify.relative_error <= --tol); a configuration that disagrees is reported and not
 timed. Timing: each configuration runs in blocks (warm-up, then runs/rounds timed runs) and the
 blocks of one comparison alternate over --rounds rounds, so drift hits every configuration alike.
@@ -36,44 +36,28 @@ from __future__ import annotations
 import os
 import sys
 
-BLAS_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if REPO not in sys.path:
+    sys.path.insert(0, REPO)
+
+from hexfuse_onnx.bench import BLAS_VARS, reexec_without_blas_tuning  # noqa: E402  (loads no BLAS)
+
 _REEXEC_MARK = "HEXFUSE_BENCH_REEXECED"
 
-
-def _reexec_without_blas_tuning() -> None:
-    """Re-execute this script with the OpenBLAS tuning variables removed (they are read when the
-    library loads, so they must be gone before anything loads OpenBLAS)."""
-    present = [v for v in BLAS_VARS if v in os.environ]
-    if not present:
-        return
-    if os.environ.get(_REEXEC_MARK):
-        raise SystemExit(f"host_pairs: {', '.join(present)} still set after re-exec; giving up")
-    env = {k: v for k, v in os.environ.items() if k not in BLAS_VARS}
-    env[_REEXEC_MARK] = ",".join(f"{v}={os.environ[v]}" for v in present)
-    sys.stdout.flush()
-    os.execve(sys.executable, [sys.executable, os.path.abspath(__file__), *sys.argv[1:]], env)
-
-
 if __name__ == "__main__":
-    _reexec_without_blas_tuning()
+    reexec_without_blas_tuning([os.path.abspath(__file__), *sys.argv[1:]], _REEXEC_MARK)
 
 # ruff: noqa: E402
 import argparse
 import copy
 import ctypes
-import gc
 import json
 import platform
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
 import numpy as np
 import onnx
@@ -82,17 +66,18 @@ from onnx import helper
 
 import models
 from hexfuse_onnx import contract as C
+from hexfuse_onnx.bench import Config, CpuMeter, load_text, ort_options, time_configs, verify_config
 from hexfuse_onnx import runtime
 from hexfuse_onnx.pipeline import rewrite
 from hexfuse_onnx.profile import Engine
 from hexfuse_onnx.rewrite import next_pair_id
 from hexfuse_onnx.select import engine_seconds
-from hexfuse_onnx.verify import random_inputs, relative_error
+from hexfuse_onnx.verify import random_inputs
 
 DEFAULT_SHARES = "0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9"
 PAIR_TARGET = 1.0     # plugin / best ORT mode, on complementary pairs
 MODEL_TARGET = 1.05   # whole rewritten model with plugin / best ORT mode on the original
-ORT_MODES = ("ORT seq 1t", "ORT seq 2t", "ORT par")
+ORT_MODES = ("ort-seq", "ort-seq-2t", "ort-par")
 
 
 # ---- environment -------------------------------------------------------------------------------
@@ -124,47 +109,6 @@ def blas_info() -> dict[str, Any]:
     return info
 
 
-class CpuMeter:
-    """How much of the machine other processes used while we ran (from /proc/stat and os.times):
-    on this 2-core machine any other busy process distorts the timings and the engine overlap."""
-
-    def __init__(self) -> None:
-        self.start = self._sample()
-
-    @staticmethod
-    def _sample() -> tuple[float, float, float, float] | None:
-        try:
-            fields = [float(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-        except (OSError, ValueError, IndexError):
-            return None
-        hz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-        idle = fields[3] + (fields[4] if len(fields) > 4 else 0.0)
-        t = os.times()
-        return sum(fields[:8]) / hz, idle / hz, t.user + t.system, time.monotonic()
-
-    def others(self) -> dict[str, float] | None:
-        """CPUs busy on average with other processes, and ours, over the interval."""
-        end = self._sample()
-        if not self.start or not end:
-            return None
-        total, idle = end[0] - self.start[0], end[1] - self.start[1]
-        wall = end[3] - self.start[3]
-        if wall <= 0 or total <= 0:
-            return None
-        ncpu = os.cpu_count() or 1
-        machine = (total - idle) / total * ncpu
-        ours = (end[2] - self.start[2]) / wall
-        return {"machine_busy_cpus": machine, "our_cpus": ours, "other_cpus": max(0.0, machine - ours), "cpus": ncpu}
-
-
-def load_text(m: dict[str, float] | None) -> str:
-    if not m:
-        return "other processes' CPU use: could not tell"
-    warn = "  <- timings and overlap are distorted" if m["other_cpus"] > 0.2 else ""
-    return (f"CPU use while measuring: ours {m['our_cpus']:.2f}, other processes {m['other_cpus']:.2f} "
-            f"of {m['cpus']} CPUs{warn}")
-
-
 def mapped_blas_libraries() -> list[str]:
     try:
         text = Path("/proc/self/maps").read_text()
@@ -174,20 +118,6 @@ def mapped_blas_libraries() -> list[str]:
 
 
 # ---- sessions, checks, timing ------------------------------------------------------------------
-
-
-def ort_options(mode: str) -> ort.SessionOptions:
-    so = ort.SessionOptions()
-    so.log_severity_level = 3
-    if mode == "ORT seq 1t":
-        so.execution_mode, so.intra_op_num_threads = ort.ExecutionMode.ORT_SEQUENTIAL, 1
-    elif mode == "ORT seq 2t":
-        so.execution_mode, so.intra_op_num_threads = ort.ExecutionMode.ORT_SEQUENTIAL, 2
-    elif mode == "ORT par":
-        so.execution_mode, so.inter_op_num_threads, so.intra_op_num_threads = ort.ExecutionMode.ORT_PARALLEL, 2, 1
-    else:
-        raise ValueError(mode)
-    return so
 
 
 def make_session(path: Path, mode: str, plugin: bool, trace: Path | None = None) -> ort.InferenceSession:
@@ -202,87 +132,6 @@ def make_session(path: Path, mode: str, plugin: bool, trace: Path | None = None)
         return ort.InferenceSession(str(path), sess_options=so, providers=["CPUExecutionProvider"])
     finally:
         os.environ.pop(runtime.ENV_TRACE, None)  # session_options leaves it set for every later session
-
-
-@dataclass
-class Config:
-    label: str
-    session: ort.InferenceSession | None
-    check: str = ""
-    error: float | None = None
-    samples: list[float] = field(default_factory=list)
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def ok(self) -> bool:
-        return self.session is not None and not self.check
-
-    def stats(self) -> dict[str, float] | None:
-        if not self.samples:
-            return None
-        a = np.asarray(self.samples)
-        return {"median_us": float(np.median(a)), "p10_us": float(np.percentile(a, 10)),
-                "p90_us": float(np.percentile(a, 90)), "n": int(a.size)}
-
-    def record(self) -> dict[str, Any]:
-        """Everything about this configuration for --json (raw samples included)."""
-        return {"check": self.check or "ok", "relative_error": self.error, **(self.stats() or {}),
-                "samples_us": [round(x, 2) for x in self.samples]}
-
-    def median(self) -> float:
-        return float(np.median(self.samples)) if self.samples else float("nan")
-
-
-def verify_config(cfg: Config, feeds: dict[str, np.ndarray], names: list[str], reference: list[np.ndarray],
-                  tol: float) -> None:
-    """Run once and compare every output with the reference; on a mismatch the config is refused."""
-    if cfg.session is None:
-        return
-    try:
-        got = cfg.session.run(names, feeds)
-    except Exception as exc:  # noqa: BLE001
-        cfg.check = f"fails to run: {str(exc).splitlines()[0][:200]}"
-        return
-    worst = 0.0
-    for name, ref, out in zip(names, reference, got):
-        ref, out = np.asarray(ref), np.asarray(out)
-        if ref.shape != out.shape:
-            cfg.check = f"output '{name}' shape {list(out.shape)} != {list(ref.shape)}"
-            return
-        if np.issubdtype(ref.dtype, np.floating):
-            err = relative_error(ref, out)
-            if not err <= tol:
-                cfg.error = err
-                cfg.check = f"output '{name}' relative error {err:.3g} > {tol:g}"
-                return
-            worst = max(worst, err)
-        elif not np.array_equal(ref, out):
-            cfg.check = f"output '{name}' differs"
-            return
-    cfg.error = worst
-
-
-def time_configs(configs: list[Config], feeds: dict[str, np.ndarray], runs: int, rounds: int, warmup: int) -> None:
-    """Blocks of warm-up + timed runs per config, alternating configs over `rounds` rounds."""
-    live = [c for c in configs if c.ok]
-    rounds = max(1, min(rounds, runs))
-    per_round = [runs // rounds + (1 if r < runs % rounds else 0) for r in range(rounds)]
-    clock = time.perf_counter_ns
-    gc_was = gc.isenabled()
-    gc.disable()
-    try:
-        for k in per_round:
-            for cfg in live:
-                run = cfg.session.run
-                for _ in range(warmup):
-                    run(None, feeds)
-                for _ in range(k):
-                    t0 = clock()
-                    run(None, feeds)
-                    cfg.samples.append((clock() - t0) / 1000.0)
-    finally:
-        if gc_was:
-            gc.enable()
 
 
 def _summarize_trace(doc: dict[str, Any]) -> dict[str, Any]:
@@ -486,7 +335,7 @@ def bench_pair(args, work: Path, fused: onnx.ModelProto, node: onnx.NodeProto, f
     onnx.save(plain, plain_path)
     onnx.save(single, single_path)
 
-    ref_sess = make_session(plain_path, "ORT seq 1t", plugin=False)
+    ref_sess = make_session(plain_path, "ort-seq", plugin=False)
     feeds = random_inputs(ref_sess, seed=args.seed)
     names = [o.name for o in ref_sess.get_outputs()]
     reference = ref_sess.run(names, feeds)
@@ -499,7 +348,7 @@ def bench_pair(args, work: Path, fused: onnx.ModelProto, node: onnx.NodeProto, f
         onnx.save(with_share(single, {pid: s}), path)
         label = f"plugin @{s:.2f}" + (" (model)" if s == round(model_share, 4) else "")
         try:
-            cfg = Config(label, make_session(path, "ORT seq 1t", plugin=True), extra={"share_a": s, "path": str(path)})
+            cfg = Config(label, make_session(path, "ort-seq", plugin=True), extra={"share_a": s, "path": str(path)})
         except Exception as exc:  # noqa: BLE001
             cfg = Config(label, None, check=f"session fails: {str(exc).splitlines()[0][:200]}", extra={"share_a": s})
         verify_config(cfg, feeds, names, reference, args.tol)
@@ -510,7 +359,7 @@ def bench_pair(args, work: Path, fused: onnx.ModelProto, node: onnx.NodeProto, f
     best_share = min(timed, key=Config.median).extra["share_a"] if timed else None
     out["sweep"] = [{"share_a": c.extra["share_a"], **c.record()} for c in sweep_cfgs]
 
-    ort_cfgs = [Config("ORT seq 1t", ref_sess)]
+    ort_cfgs = [Config("ort-seq", ref_sess)]
     ort_cfgs += [Config(m, make_session(plain_path, m, plugin=False)) for m in ORT_MODES[1:]]
     for c in ort_cfgs:
         verify_config(c, feeds, names, reference, args.tol)
@@ -528,7 +377,7 @@ def bench_pair(args, work: Path, fused: onnx.ModelProto, node: onnx.NodeProto, f
     for s in chosen:
         tpath = work / f"{pid}.share{s:.4f}.trace.json"
         if share_cfgs[s].ok:
-            sess = make_session(Path(share_cfgs[s].extra["path"]), "ORT seq 1t", plugin=True, trace=tpath)
+            sess = make_session(Path(share_cfgs[s].extra["path"]), "ort-seq", plugin=True, trace=tpath)
             traces[f"{s:.2f}"] = read_traces(sess, feeds, {"t": tpath}, args.trace_runs)["t"]
             del sess
 
@@ -574,18 +423,18 @@ def bench_pair(args, work: Path, fused: onnx.ModelProto, node: onnx.NodeProto, f
 
 def bench_whole(args, work: Path, orig_path: Path, fused_path: Path, best_shares: dict[str, float]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    ref_sess = make_session(orig_path, "ORT seq 1t", plugin=False)
+    ref_sess = make_session(orig_path, "ort-seq", plugin=False)
     feeds = random_inputs(ref_sess, seed=args.seed)
     names = [o.name for o in ref_sess.get_outputs()]
     reference = ref_sess.run(names, feeds)
-    cfgs = [Config("ORT seq 1t", ref_sess)] + [Config(m, make_session(orig_path, m, plugin=False))
+    cfgs = [Config("ort-seq", ref_sess)] + [Config(m, make_session(orig_path, m, plugin=False))
                                                  for m in ORT_MODES[1:]]
     fused = onnx.load(str(fused_path))
     tuned_path = work / "whole.best_shares.onnx"
     onnx.save(with_share(fused, best_shares), tuned_path)
-    plugin_cfgs = [("plugin seq 1t", fused_path, "ORT seq 1t"), ("plugin seq 2t", fused_path, "ORT seq 2t")]
+    plugin_cfgs = [("plugin seq 1t", fused_path, "ort-seq"), ("plugin seq 2t", fused_path, "ort-seq-2t")]
     if best_shares:
-        plugin_cfgs.append(("plugin seq 1t best sh.", tuned_path, "ORT seq 1t"))
+        plugin_cfgs.append(("plugin seq 1t best sh.", tuned_path, "ort-seq"))
     for label, path, mode in plugin_cfgs:
         try:
             cfgs.append(Config(label, make_session(path, mode, plugin=True), extra={"path": str(path), "mode": mode}))
@@ -807,7 +656,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  threadpoolctl: {d['internal_api']} {d['version']} {d['architecture']} "
                   f"threads {d['num_threads']} {d['filepath']}")
     print(f"  runs {args.runs} (sweep {args.sweep_runs}) in {args.rounds} alternating rounds, warm-up {args.warmup} "
-          f"per block; check: relative error <= {args.tol:g} against ORT seq 1t")
+          f"per block; check: relative error <= {args.tol:g} against ort-seq")
 
     t_start = time.perf_counter()
     meter = CpuMeter()

@@ -1,4 +1,4 @@
-"""Command line: `python -m hexfuse_onnx rewrite|inspect|unfuse ...`.
+"""Command line: `python -m hexfuse_onnx rewrite|inspect|unfuse|profile|zoo|bench ...`.
 
 Exit codes: 0 done (also when no pair qualifies), 2 bad command line, 3 bad input model,
 4 verification failed (nothing written), 5 output not writable, 70 internal error.
@@ -15,6 +15,7 @@ from pathlib import Path
 from . import __version__
 from .contract import KINDS
 from .costmodel import TARGETS
+from .bench import BASELINES, DEFAULT_BASELINES
 from .errors import EXIT_INTERNAL, EXIT_OK, HexfuseError
 from .graph import parse_shape_overrides
 from .select import DEFAULT_MIN_GAIN
@@ -63,6 +64,29 @@ def _parser() -> argparse.ArgumentParser:
     pr.add_argument("--workers", type=int, help="vector workers of the kernel's pool")
     pr.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
 
+    zo = sub.add_parser("zoo", help="list the zoo models (builders and real models) and their status", epilog=EPILOG)
+    zo.add_argument("--analyse", action="store_true",
+                    help="also run the analysis on every available model: pairs found by kind, predicted gain")
+    zo.add_argument("--target", default="hexagon-v73", choices=sorted(TARGETS), help="cost-model target of --analyse")
+    zo.add_argument("--cache-dir", help="real-model cache (default ~/.cache/hexfuse-onnx/real)")
+
+    be = sub.add_parser("bench", help="time the original on ORT (and QNN) against the rewritten model on the plugin",
+                        epilog=EPILOG)
+    be.add_argument("model", help="a .onnx file (rewritten first when it has no FusedHexPair) or a zoo name")
+    be.add_argument("--backend", default="host", choices=("auto", "host", "hexagon"),
+                    help="the plugin's backend (default host)")
+    be.add_argument("--baseline", default=",".join(DEFAULT_BASELINES),
+                    help=f"comma-separated, from {','.join(BASELINES)} (default {','.join(DEFAULT_BASELINES)})")
+    be.add_argument("--runs", type=int, default=50, help="timed runs per configuration (default 50)")
+    be.add_argument("--rounds", type=int, default=5, help="alternating rounds the runs are spread over (default 5)")
+    be.add_argument("--warmup", type=int, default=3, help="untimed runs before each block (default 3)")
+    be.add_argument("--workers", type=int, help="vector workers of the kernel's pool")
+    be.add_argument("--target", default="hexagon-v73", choices=sorted(TARGETS), help="cost-model target of the rewrite")
+    be.add_argument("--shape", action="append", metavar="NAME=DxDxD", help="fix a graph input's dims (repeatable)")
+    be.add_argument("--cache-dir", help="real-model cache (default ~/.cache/hexfuse-onnx/real)")
+    be.add_argument("--json", metavar="REPORT", help="also write every figure (raw samples too) here")
+    be.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
+
     un = sub.add_parser("unfuse", help="restore the original nodes of every FusedHexPair", epilog=EPILOG)
     un.add_argument("model", help="a model written by `rewrite`")
     un.add_argument("-o", "--output", required=True, help="output .onnx")
@@ -71,6 +95,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "bench" and argv is None:
+        from .bench import reexec_without_blas_tuning
+
+        reexec_without_blas_tuning(["-m", "hexfuse_onnx", *sys.argv[1:]])
     progress = (lambda msg: None) if getattr(args, "quiet", False) else _progress()
     try:
         if args.command == "rewrite":
@@ -79,6 +107,10 @@ def main(argv: list[str] | None = None) -> int:
             return _inspect(args, progress)
         if args.command == "profile":
             return _profile(args, progress)
+        if args.command == "zoo":
+            return _zoo(args, progress)
+        if args.command == "bench":
+            return _bench(args, progress)
         return _unfuse(args)
     except HexfuseError as exc:
         print(f"hexfuse-onnx: error: {exc.message}", file=sys.stderr)
@@ -203,6 +235,71 @@ def _profile(args: argparse.Namespace, progress) -> int:
     print("device busy: time any worker ran an item, as a share of the kernel's wall time; "
           "engine busy: the same per engine class")
     print(f"wrote {args.output}" + (f" and {args.png}" if args.png else ""))
+    return EXIT_OK
+
+
+def _zoo(args: argparse.Namespace, progress) -> int:
+    from .zoo import list_models
+
+    entries = list_models(args.cache_dir)
+    width = max(len(m.name) for m in entries)
+    print(f"{'name':<{width}}  {'kind':<10} {'source':<44} status")
+    for m in entries:
+        print(f"{m.name:<{width}}  {m.kind:<10} {m.source[:44]:<44} {m.status}")
+        if args.analyse and m.available:
+            print(f"{'':<{width}}  -> {_analysis_line(m, args.target, progress)}")
+    print("\nbuild the builders with `python -m models build --all -o DIR`; fetch real models with "
+          "`python -m models real fetch NAME|--ci|--all`")
+    return EXIT_OK
+
+
+def _analysis_line(entry, target: str, progress) -> str:
+    import tempfile
+
+    from .pipeline import analyse
+    from .zoo import resolve
+
+    with tempfile.TemporaryDirectory(prefix="hexfuse-zoo-") as folder:
+        try:
+            path, shapes = resolve(entry.name, Path(folder))
+            a = analyse(path, target=target, shapes=shapes)
+        except HexfuseError as exc:
+            return f"analysis fails: {exc.message}"
+    if not a.pairs:
+        return f"{len(a.graph.nodes)} nodes, {len(a.candidates)} candidate(s), no pair qualifies"
+    kinds: dict[str, int] = {}
+    for p in a.pairs:
+        kinds[p.kind] = kinds.get(p.kind, 0) + 1
+    serial = sum(p.prediction.serial for p in a.pairs)
+    fused = sum(p.prediction.fused for p in a.pairs)
+    return (f"{len(a.graph.nodes)} nodes, pairs: " + ", ".join(f"{k} {n}" for k, n in kinds.items())
+            + f"; predicted on {target}: {serial * 1e6:.0f} us serial -> {fused * 1e6:.0f} us fused (modelled)")
+
+
+def _bench(args: argparse.Namespace, progress) -> int:
+    import tempfile
+
+    from .bench import bench, clear_blas_tuning, parse_baselines
+    from .errors import UsageError
+    from .zoo import resolve
+
+    cleared = clear_blas_tuning()  # the process entry point re-executes without them; API calls get this
+    if args.runs < 1 or args.rounds < 1 or args.warmup < 0:
+        raise UsageError("--runs and --rounds must be >= 1, --warmup >= 0")
+    _refuse_same_file(args.json, args.model)
+    _check_report_path(args.json)
+    baselines = parse_baselines(args.baseline)
+    with tempfile.TemporaryDirectory(prefix="hexfuse-zoo-") as folder:
+        path, shapes = resolve(args.model, Path(folder), args.cache_dir)
+        shapes = {**(shapes or {}), **parse_shape_overrides(args.shape)}
+        result = bench(path, args.backend, baselines, args.runs, args.rounds, args.warmup, shapes or None,
+                       args.target, args.workers, progress=progress)
+    if cleared:
+        progress(f"removed {', '.join(cleared)} from this process (benchmarks run without them)")
+    print("\n".join(result.lines()))
+    if args.json:
+        _write_json(args.json, result.to_json())
+        print(f"wrote {args.json}")
     return EXIT_OK
 
 

@@ -1,0 +1,355 @@
+"""Measure a model in one run: the original on ONNX Runtime's modes (and QNN) against the rewritten
+model on the FusedHexPair plugin; medians, spreads and ratios.
+
+    python -m hexfuse_onnx bench MODEL|ZOO_NAME [--backend host] [--baseline ort-seq,ort-par,qnn-htp] [--json F]
+
+Every configuration's outputs are compared with `ort-seq` on the original before anything is
+timed; one that disagrees is reported and not timed. Timing alternates the configurations in
+blocks over several rounds, so drift hits all alike; a time is one `InferenceSession.run` call.
+Ratios are of medians from the same rounds: timings on a shared machine are noisy, a ratio
+measured in one run is the figure to trust.
+"""
+from __future__ import annotations
+
+import gc
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+BLAS_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+BASELINES = ("ort-seq", "ort-seq-2t", "ort-par", "qnn-htp")
+DEFAULT_BASELINES = ("ort-seq", "ort-seq-2t", "ort-par")
+DEFAULT_TOL = 1e-4
+QNN_TOL = 5e-2   # the emulated HTP may run float ops at reduced precision: its error is reported, not refused
+
+
+def clear_blas_tuning() -> list[str]:
+    """Drop the OpenBLAS tuning variables this machine sets (they pin a core type and a cache size
+    that are wrong for timing). OpenBLAS reads them when it loads, so call this before the plugin
+    is loaded. Returns the ones that were set."""
+    present = [v for v in BLAS_VARS if v in os.environ]
+    for v in present:
+        os.environ.pop(v)
+    return present
+
+
+def reexec_without_blas_tuning(argv: list[str], mark: str = "HEXFUSE_BENCH_REEXECED") -> None:
+    """Re-execute `python argv...` without the OpenBLAS variables, before anything loads a BLAS."""
+    present = [v for v in BLAS_VARS if v in os.environ]
+    if not present:
+        return
+    if os.environ.get(mark):
+        raise SystemExit(f"{', '.join(present)} still set after re-exec; giving up")
+    env = {k: v for k, v in os.environ.items() if k not in BLAS_VARS}
+    env[mark] = ",".join(f"{v}={os.environ[v]}" for v in present)
+    sys.stdout.flush()
+    os.execve(sys.executable, [sys.executable, *argv], env)
+
+
+# ---- configurations, checks, timing -------------------------------------------------------------
+
+
+@dataclass
+class Config:
+    label: str
+    session: Any | None                # onnxruntime.InferenceSession
+    check: str = ""
+    error: float | None = None
+    tol: float = DEFAULT_TOL
+    samples: list[float] = field(default_factory=list)   # microseconds
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.session is not None and not self.check
+
+    def stats(self) -> dict[str, float] | None:
+        if not self.samples:
+            return None
+        a = np.asarray(self.samples)
+        return {"median_us": float(np.median(a)), "p10_us": float(np.percentile(a, 10)),
+                "p90_us": float(np.percentile(a, 90)), "n": int(a.size)}
+
+    def record(self) -> dict[str, Any]:
+        return {"check": self.check or "ok", "relative_error": self.error, **(self.stats() or {}),
+                "samples_us": [round(x, 2) for x in self.samples], **self.extra}
+
+    def median(self) -> float:
+        return float(np.median(self.samples)) if self.samples else float("nan")
+
+
+def first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+
+
+def verify_config(cfg: Config, feeds: dict[str, np.ndarray], names: list[str], reference: list[np.ndarray],
+                  tol: float | None = None) -> None:
+    """Run once and compare every output with the reference (within tol, default cfg.tol); a
+    mismatch refuses the config."""
+    from .verify import relative_error
+
+    if tol is not None:
+        cfg.tol = tol
+    if cfg.session is None:
+        return
+    try:
+        got = cfg.session.run(names, feeds)
+    except Exception as exc:  # noqa: BLE001 - reported as the config's check
+        cfg.check = f"fails to run: {first_line(exc)}"
+        return
+    worst = 0.0
+    for name, ref, out in zip(names, reference, got):
+        ref, out = np.asarray(ref), np.asarray(out)
+        if ref.shape != out.shape:
+            cfg.check = f"output '{name}' shape {list(out.shape)} != {list(ref.shape)}"
+            return
+        if np.issubdtype(ref.dtype, np.floating):
+            err = relative_error(ref, out)
+            if not err <= cfg.tol:
+                cfg.error = err
+                cfg.check = f"output '{name}' relative error {err:.3g} > {cfg.tol:g}"
+                return
+            worst = max(worst, err)
+        elif not np.array_equal(ref, out):
+            cfg.check = f"output '{name}' differs"
+            return
+    cfg.error = worst
+
+
+def time_configs(configs: list[Config], feeds: dict[str, np.ndarray], runs: int, rounds: int, warmup: int) -> None:
+    """Blocks of warm-up + timed runs per config, alternating configs over `rounds` rounds."""
+    live = [c for c in configs if c.ok]
+    rounds = max(1, min(rounds, runs))
+    per_round = [runs // rounds + (1 if r < runs % rounds else 0) for r in range(rounds)]
+    clock = time.perf_counter_ns
+    gc_was = gc.isenabled()
+    gc.disable()  # a collection inside a timed run is noise
+    try:
+        for k in per_round:
+            for cfg in live:
+                run = cfg.session.run
+                for _ in range(warmup):
+                    run(None, feeds)
+                for _ in range(k):
+                    t0 = clock()
+                    run(None, feeds)
+                    cfg.samples.append((clock() - t0) / 1000.0)
+    finally:
+        if gc_was:
+            gc.enable()
+
+
+class CpuMeter:
+    """How much of the machine other processes used while we ran (/proc/stat and os.times): any
+    other busy process distorts the timings."""
+
+    def __init__(self) -> None:
+        self.start = self._sample()
+
+    @staticmethod
+    def _sample() -> tuple[float, float, float, float] | None:
+        try:
+            fields = [float(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+        except (OSError, ValueError, IndexError):
+            return None
+        hz = os.sysconf("SC_CLK_TCK")
+        idle = fields[3] + (fields[4] if len(fields) > 4 else 0.0)
+        t = os.times()
+        return sum(fields[:8]) / hz, idle / hz, t.user + t.system, time.monotonic()
+
+    def others(self) -> dict[str, float] | None:
+        end = self._sample()
+        if not self.start or not end:
+            return None
+        total, idle = end[0] - self.start[0], end[1] - self.start[1]
+        wall = end[3] - self.start[3]
+        if wall <= 0 or total <= 0:
+            return None
+        ncpu = os.cpu_count() or 1
+        machine = (total - idle) / total * ncpu
+        ours = (end[2] - self.start[2]) / wall
+        return {"machine_busy_cpus": machine, "our_cpus": ours, "other_cpus": max(0.0, machine - ours), "cpus": ncpu}
+
+
+def load_text(m: dict[str, float] | None) -> str:
+    if not m:
+        return "other processes' CPU use: could not tell"
+    warn = "  <- timings are distorted" if m["other_cpus"] > 0.2 else ""
+    return (f"CPU use while measuring: ours {m['our_cpus']:.2f}, other processes {m['other_cpus']:.2f} "
+            f"of {m['cpus']} CPUs{warn}")
+
+
+def ort_options(mode: str):
+    """SessionOptions of one ORT mode: ort-seq (sequential, 1 intra-op thread), ort-seq-2t
+    (sequential, 2), ort-par (ORT_PARALLEL, 2 inter-op threads of 1)."""
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    if mode == "ort-seq":
+        so.execution_mode, so.intra_op_num_threads = ort.ExecutionMode.ORT_SEQUENTIAL, 1
+    elif mode == "ort-seq-2t":
+        so.execution_mode, so.intra_op_num_threads = ort.ExecutionMode.ORT_SEQUENTIAL, 2
+    elif mode == "ort-par":
+        so.execution_mode, so.inter_op_num_threads, so.intra_op_num_threads = ort.ExecutionMode.ORT_PARALLEL, 2, 1
+    else:
+        raise ValueError(f"unknown ORT mode {mode!r}")
+    return so
+
+
+# ---- one model ----------------------------------------------------------------------------------
+
+
+@dataclass
+class BenchResult:
+    model: str
+    fused_pairs: int
+    note: str
+    configs: list[Config]
+    cpu_use: dict[str, float] | None
+    seconds: float
+
+    def by_label(self) -> dict[str, Config]:
+        return {c.label: c for c in self.configs}
+
+    def ratios(self) -> dict[str, float]:
+        """hexfuse / baseline for every timed baseline (below 1: hexfuse is faster)."""
+        cfgs = self.by_label()
+        hx = cfgs.get("hexfuse")
+        if not hx or not hx.samples:
+            return {}
+        return {c.label: hx.median() / c.median() for c in self.configs
+                if c.label in BASELINES and c.samples}
+
+    def to_json(self) -> dict[str, Any]:
+        return {"model": self.model, "fused_pairs": self.fused_pairs, "note": self.note, "seconds": self.seconds,
+                "cpu_use": self.cpu_use, "configs": {c.label: c.record() for c in self.configs},
+                "hexfuse_over": self.ratios()}
+
+    def lines(self) -> list[str]:
+        cfgs = self.by_label()
+        ref = cfgs.get("ort-seq")
+        out = [f"{self.model}: {self.fused_pairs} fused pair(s){'; ' + self.note if self.note else ''}",
+               f"  {'configuration':<20} {'median us':>10} {'p10':>10} {'p90':>10} {'/ort-seq':>9}  check"]
+        for c in self.configs:
+            s = c.stats()
+            if c.check or s is None:
+                out.append(f"  {c.label:<20} {'':>10} {'':>10} {'':>10} {'':>9}  not timed: {c.check or 'no samples'}")
+                continue
+            rel = f"{s['median_us'] / ref.median():8.2f}x" if ref and ref.samples else f"{'-':>9}"
+            err = f"ok (err {c.error:.1e})" if c.error is not None else "ok"
+            note = f"; {c.extra['note']}" if "note" in c.extra else ""
+            out.append(f"  {c.label:<20} {s['median_us']:10.1f} {s['p10_us']:10.1f} {s['p90_us']:10.1f} {rel}  {err}{note}")
+        ratios = self.ratios()
+        if ratios:
+            out.append("  hexfuse / baseline: " + ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items()))
+        out.append("  " + load_text(self.cpu_use))
+        return out
+
+
+def parse_baselines(text: str) -> list[str]:
+    from .errors import UsageError
+
+    names = [b.strip() for b in text.split(",") if b.strip()]
+    unknown = [b for b in names if b not in BASELINES]
+    if unknown or not names:
+        raise UsageError(f"--baseline: unknown {', '.join(unknown) or '(empty)'}; known: {', '.join(BASELINES)}")
+    return list(dict.fromkeys(names))
+
+
+def _prepare(model: Path, work: Path, shapes, target: str, progress) -> tuple[Path, Path | None, str]:
+    """(original, rewritten or None, note): a rewritten input is unfused for the baselines."""
+    import onnx
+
+    from .contract import DOMAIN
+    from .modelio import stage
+    from .pipeline import rewrite
+    from .rewrite import unfuse
+
+    head = onnx.load(str(model), load_external_data=False)
+    if any(n.domain == DOMAIN for n in head.graph.node):
+        full = onnx.load(str(model))
+        original = work / "original.onnx"
+        stage(unfuse(full), original, model.resolve().parent).commit()
+        return original, model, "the baselines run its unfused original"
+    progress(f"rewriting {model.name} (target {target})")
+    result = rewrite(model, work / "fused.onnx", target=target, shapes=shapes, progress=progress)
+    if result.output is None:
+        return model, None, "no pair qualifies: nothing to fuse, hexfuse not timed"
+    return model, result.output, ""
+
+
+def bench(model: str | os.PathLike[str], backend: str = "host", baselines: list[str] | None = None,
+          runs: int = 50, rounds: int = 5, warmup: int = 3, shapes: dict[str, list[int]] | None = None,
+          target: str = "hexagon-v73", workers: int | None = None, seed: int = 0,
+          progress: Callable[[str], None] = lambda m: None) -> BenchResult:
+    """Measure one model (a path; a model without FusedHexPair nodes is rewritten first)."""
+    import onnx
+    import onnxruntime as ort
+
+    from . import runtime
+    from .contract import DOMAIN
+    from .verify import random_inputs
+
+    baselines = baselines or list(DEFAULT_BASELINES)
+    model = Path(model)
+    meter, start = CpuMeter(), time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="hexfuse-bench-") as folder:
+        original, fused, note = _prepare(model, Path(folder), shapes, target, progress)
+        progress("creating sessions and checking every configuration's outputs against ort-seq")
+        reference_session = ort.InferenceSession(str(original), sess_options=ort_options("ort-seq"),
+                                                 providers=["CPUExecutionProvider"])
+        feeds = random_inputs(reference_session, shapes, seed)
+        names = [o.name for o in reference_session.get_outputs()]
+        reference = reference_session.run(names, feeds)
+
+        configs: list[Config] = []
+
+        def add(label: str, make: Callable[[], Any], tol: float = DEFAULT_TOL, **extra: Any) -> None:
+            try:
+                configs.append(Config(label, make(), tol=tol, extra=extra))
+            except Exception as exc:  # noqa: BLE001 - a configuration that cannot start is reported
+                configs.append(Config(label, None, check=f"session fails: {first_line(exc)}", extra=extra))
+
+        for b in baselines:
+            if b == "ort-seq":
+                configs.append(Config(b, reference_session))
+            elif b == "qnn-htp":
+                add(b, lambda: _qnn_session(original), QNN_TOL,
+                    note="HTP emulated on x86: its time follows the host, not a device")
+            else:
+                add(b, lambda b=b: ort.InferenceSession(str(original), sess_options=ort_options(b),
+                                                        providers=["CPUExecutionProvider"]))
+        if fused is not None:
+            n_pairs = sum(1 for n in onnx.load(str(fused), load_external_data=False).graph.node if n.domain == DOMAIN)
+            add("fallback", lambda: ort.InferenceSession(str(fused), sess_options=ort_options("ort-seq"),
+                                                          providers=["CPUExecutionProvider"]),
+                note="rewritten model on stock ORT (the pairs' fallback bodies), ort-seq")
+            add("hexfuse", lambda: runtime.InferenceSession(fused, backend=backend, workers=workers,
+                                                            so=ort_options("ort-seq")),
+                note=f"rewritten model with the plugin ({backend} backend), ORT sequential 1 thread around it")
+        else:
+            n_pairs = 0
+        for c in configs:
+            verify_config(c, feeds, names, reference)
+        progress(f"timing {sum(c.ok for c in configs)} configuration(s): {runs} runs each in {rounds} rounds")
+        time_configs(configs, feeds, runs, rounds, warmup)
+        for c in configs:
+            c.session = None  # the temporary folder goes; results keep the figures only
+    return BenchResult(model.name, n_pairs, note, configs, meter.others(), time.perf_counter() - start)
+
+
+def _qnn_session(path: Path):
+    import onnxruntime as ort
+
+    from . import qnn
+
+    so = qnn.session_options(ort_options("ort-seq"))
+    return ort.InferenceSession(str(path), sess_options=so)

