@@ -215,6 +215,7 @@ class BenchResult:
     configs: list[Config]
     cpu_use: dict[str, float] | None
     seconds: float
+    prediction: dict[str, Any] | None = None   # `predicted()`, when bench rewrote the model
 
     def by_label(self) -> dict[str, Config]:
         return {c.label: c for c in self.configs}
@@ -230,7 +231,8 @@ class BenchResult:
 
     def to_json(self) -> dict[str, Any]:
         return {"model": self.model, "fused_pairs": self.fused_pairs, "note": self.note, "seconds": self.seconds,
-                "cpu_use": self.cpu_use, "configs": {c.label: c.record() for c in self.configs},
+                "cpu_use": self.cpu_use, "prediction": self.prediction,
+                "configs": {c.label: c.record() for c in self.configs},
                 "hexfuse_over": self.ratios()}
 
     def lines(self) -> list[str]:
@@ -247,6 +249,12 @@ class BenchResult:
             err = f"ok (err {c.error:.1e})" if c.error is not None else "ok"
             note = f"; {c.extra['note']}" if "note" in c.extra else ""
             out.append(f"  {c.label:<20} {s['median_us']:10.1f} {s['p10_us']:10.1f} {s['p90_us']:10.1f} {rel}  {err}{note}")
+        if self.prediction and self.prediction["pairs_by_kind"]:
+            p = self.prediction
+            out.append(f"  predicted on {p['target']} (cost model, modelled): pairs "
+                       + ", ".join(f"{k} {n}" for k, n in p["pairs_by_kind"].items())
+                       + f", {p['pairs_serial_us']:.1f} us serial -> {p['pairs_fused_us']:.1f} us fused, "
+                       f"{p['gain_of_model']:.1%} of the model's op-by-op time")
         ratios = self.ratios()
         if ratios:
             out.append("  hexfuse / baseline: " + ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items()))
@@ -264,8 +272,27 @@ def parse_baselines(text: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def _prepare(model: Path, work: Path, shapes, target: str, progress) -> tuple[Path, Path | None, str]:
-    """(original, rewritten or None, note): a rewritten input is unfused for the baselines."""
+def predicted(analysis) -> dict[str, Any]:
+    """What the cost model says about the chosen pairs (MODELLED for a Hexagon target): pairs by
+    kind, their serial and fused time, and the saving against the whole model run op by op."""
+    from .costmodel import task_time
+    from .profile import TaskProfile
+
+    kinds: dict[str, int] = {}
+    for p in analysis.pairs:
+        kinds[p.kind] = kinds.get(p.kind, 0) + 1
+    serial = sum(p.prediction.serial for p in analysis.pairs)
+    fused = sum(p.prediction.fused for p in analysis.pairs)
+    whole = task_time(TaskProfile.of(list(analysis.profile.nodes.values())), analysis.target)
+    return {"target": analysis.target.name, "pairs_by_kind": kinds, "candidates": len(analysis.candidates),
+            "pairs_serial_us": serial * 1e6, "pairs_fused_us": fused * 1e6, "model_op_by_op_us": whole * 1e6,
+            "gain_of_model": (serial - fused) / whole if whole > 0 else 0.0}
+
+
+def _prepare(model: Path, work: Path, shapes, target: str, progress
+             ) -> tuple[Path, Path | None, str, dict[str, Any] | None]:
+    """(original, rewritten or None, note, prediction): a rewritten input is unfused for the
+    baselines (and has no prediction)."""
     import onnx
 
     from .contract import DOMAIN
@@ -278,12 +305,12 @@ def _prepare(model: Path, work: Path, shapes, target: str, progress) -> tuple[Pa
         full = onnx.load(str(model))
         original = work / "original.onnx"
         stage(unfuse(full), original, model.resolve().parent).commit()
-        return original, model, "the baselines run its unfused original"
+        return original, model, "the baselines run its unfused original", None
     progress(f"rewriting {model.name} (target {target})")
     result = rewrite(model, work / "fused.onnx", target=target, shapes=shapes, progress=progress)
     if result.output is None:
-        return model, None, "no pair qualifies: nothing to fuse, hexfuse not timed"
-    return model, result.output, ""
+        return model, None, "no pair qualifies: nothing to fuse, hexfuse not timed", predicted(result.analysis)
+    return model, result.output, "", predicted(result.analysis)
 
 
 def bench(model: str | os.PathLike[str], backend: str = "host", baselines: list[str] | None = None,
@@ -302,7 +329,7 @@ def bench(model: str | os.PathLike[str], backend: str = "host", baselines: list[
     model = Path(model)
     meter, start = CpuMeter(), time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="hexfuse-bench-") as folder:
-        original, fused, note = _prepare(model, Path(folder), shapes, target, progress)
+        original, fused, note, prediction = _prepare(model, Path(folder), shapes, target, progress)
         progress("creating sessions and checking every configuration's outputs against ort-seq")
         reference_session = ort.InferenceSession(str(original), sess_options=ort_options("ort-seq"),
                                                  providers=["CPUExecutionProvider"])
@@ -343,7 +370,7 @@ def bench(model: str | os.PathLike[str], backend: str = "host", baselines: list[
         time_configs(configs, feeds, runs, rounds, warmup)
         for c in configs:
             c.session = None  # the temporary folder goes; results keep the figures only
-    return BenchResult(model.name, n_pairs, note, configs, meter.others(), time.perf_counter() - start)
+    return BenchResult(model.name, n_pairs, note, configs, meter.others(), time.perf_counter() - start, prediction)
 
 
 def _qnn_session(path: Path):

@@ -35,8 +35,9 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("model", help="input .onnx file (never modified)")
         sp.add_argument("--kinds", default=",".join(KINDS),
                         help=f"pair kinds to look for, comma-separated (default: {','.join(KINDS)})")
-        sp.add_argument("--target", default="hexagon-v73", choices=sorted(TARGETS),
-                        help="cost-model target (default: hexagon-v73, modelled)")
+        sp.add_argument("--target", default="hexagon-v73", type=_target,
+                        help=f"cost-model target: {', '.join(sorted(TARGETS))}, or a target JSON written by "
+                             "`calibrate -o` (default: hexagon-v73, modelled)")
         sp.add_argument("--min-gain", type=float, default=DEFAULT_MIN_GAIN,
                         help=f"smallest predicted gain, a fraction of the serial time (default {DEFAULT_MIN_GAIN})")
         sp.add_argument("--shape", action="append", metavar="NAME=DxDxD",
@@ -67,7 +68,7 @@ def _parser() -> argparse.ArgumentParser:
     zo = sub.add_parser("zoo", help="list the zoo models (builders and real models) and their status", epilog=EPILOG)
     zo.add_argument("--analyse", action="store_true",
                     help="also run the analysis on every available model: pairs found by kind, predicted gain")
-    zo.add_argument("--target", default="hexagon-v73", choices=sorted(TARGETS), help="cost-model target of --analyse")
+    zo.add_argument("--target", default="hexagon-v73", type=_target, help="cost-model target of --analyse")
     zo.add_argument("--cache-dir", help="real-model cache (default ~/.cache/hexfuse-onnx/real)")
 
     be = sub.add_parser("bench", help="time the original on ORT (and QNN) against the rewritten model on the plugin",
@@ -81,11 +82,20 @@ def _parser() -> argparse.ArgumentParser:
     be.add_argument("--rounds", type=int, default=5, help="alternating rounds the runs are spread over (default 5)")
     be.add_argument("--warmup", type=int, default=3, help="untimed runs before each block (default 3)")
     be.add_argument("--workers", type=int, help="vector workers of the kernel's pool")
-    be.add_argument("--target", default="hexagon-v73", choices=sorted(TARGETS), help="cost-model target of the rewrite")
+    be.add_argument("--target", default="hexagon-v73", type=_target, help="cost-model target of the rewrite")
     be.add_argument("--shape", action="append", metavar="NAME=DxDxD", help="fix a graph input's dims (repeatable)")
     be.add_argument("--cache-dir", help="real-model cache (default ~/.cache/hexfuse-onnx/real)")
     be.add_argument("--json", metavar="REPORT", help="also write every figure (raw samples too) here")
     be.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
+
+    ca = sub.add_parser("calibrate", help="fit the host cost model to ORT profiling; measure its fused-time error "
+                                          "against the plugin", epilog=EPILOG)
+    ca.add_argument("models", nargs="*", help="models or zoo names to calibrate on (default: every zoo builder)")
+    ca.add_argument("-o", "--output", help="write the result JSON (use it with --target FILE of rewrite/inspect)")
+    ca.add_argument("--runs", type=int, default=20, help="profiled runs per model after warm-up (default 20)")
+    ca.add_argument("--warmup", type=int, default=3, help="untimed runs first (default 3)")
+    ca.add_argument("--table", action="store_true", help="also print the parameter tables (markdown)")
+    ca.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
 
     un = sub.add_parser("unfuse", help="restore the original nodes of every FusedHexPair", epilog=EPILOG)
     un.add_argument("model", help="a model written by `rewrite`")
@@ -95,7 +105,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if args.command == "bench" and argv is None:
+    if args.command in ("bench", "calibrate") and argv is None:
         from .bench import reexec_without_blas_tuning
 
         reexec_without_blas_tuning(["-m", "hexfuse_onnx", *sys.argv[1:]])
@@ -111,6 +121,8 @@ def main(argv: list[str] | None = None) -> int:
             return _zoo(args, progress)
         if args.command == "bench":
             return _bench(args, progress)
+        if args.command == "calibrate":
+            return _calibrate(args, progress)
         return _unfuse(args)
     except HexfuseError as exc:
         print(f"hexfuse-onnx: error: {exc.message}", file=sys.stderr)
@@ -303,6 +315,50 @@ def _bench(args: argparse.Namespace, progress) -> int:
     return EXIT_OK
 
 
+def _calibrate(args: argparse.Namespace, progress) -> int:
+    import tempfile
+
+    from . import calibrate, costmodel
+    from .bench import clear_blas_tuning
+    from .errors import UsageError
+    from .zoo import models_package, resolve
+
+    clear_blas_tuning()
+    if args.runs < 1 or args.warmup < 0:
+        raise UsageError("--runs must be >= 1, --warmup >= 0")
+    _refuse_same_file(args.output, *args.models)
+    _check_report_path(args.output)
+    with tempfile.TemporaryDirectory(prefix="hexfuse-calibrate-") as folder:
+        names = args.models or list(models_package().BUILDERS)
+        paths = [resolve(name, Path(folder))[0] for name in names]
+        result = calibrate.calibrate(paths, progress, args.runs, args.warmup)
+    print("\n".join(result.summary_lines()))
+    if args.table:
+        for t in (result.target, costmodel.HEXAGON_V73):
+            print("\n" + "\n".join(costmodel.parameter_table(t)))
+    if args.output:
+        _write_text(args.output, result.to_json())
+        print(f"wrote {args.output}")
+    return EXIT_OK
+
+
+def _target(text: str) -> str:
+    """A target name, or a target JSON file (registered under its name)."""
+    from .costmodel import load_target, register_target
+
+    if text in TARGETS:
+        return text
+    if text.endswith(".json") and Path(text).is_file():
+        try:
+            target = load_target(text)
+        except (OSError, ValueError) as exc:
+            raise argparse.ArgumentTypeError(f"{text}: {exc}") from None
+        register_target(target)
+        return target.name
+    raise argparse.ArgumentTypeError(f"unknown target '{text}' (known: {', '.join(sorted(TARGETS))}, "
+                                     "or a .json written by `calibrate -o`)")
+
+
 def _unfuse(args: argparse.Namespace) -> int:
     from .graph import load
     from .modelio import stage
@@ -324,12 +380,17 @@ def _unfuse(args: argparse.Namespace) -> int:
 
 
 def _write_json(path: str, data: dict) -> None:
+    _write_text(path, json.dumps(data, indent=2, default=str) + "\n")
+
+
+def _write_text(path: str, text: str) -> None:
+    """Atomically: a temporary file beside it, then a rename."""
     from .errors import WriteError
 
     target = Path(path)
     tmp = target.with_name(f".{target.name}.tmp")
     try:
-        tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")
+        tmp.write_text(text)
         tmp.replace(target)
     except OSError as exc:
         raise WriteError(f"{path}: cannot write the JSON report: {exc.strerror}") from None

@@ -348,12 +348,13 @@ def test_unknown_kind_is_refused(dirs, zoo_bytes, command):
 
 
 @pytest.mark.parametrize("args,word", [
-    (["rewrite", "{src}", "--target", "no-such-target"], "invalid choice"),
+    (["rewrite", "{src}", "--target", "no-such-target"], "unknown target 'no-such-target'"),
+    (["rewrite", "{src}", "--target", "{src}"], "unknown target"),
     (["rewrite", "{src}", "--min-gain", "lots"], "invalid float"),
     (["inspect"], "required"),
     (["unfuse", "{src}"], "-o/--output"),
     (["transmogrify", "{src}"], "invalid choice"),
-], ids=["target", "min_gain", "no_model", "unfuse_no_output", "no_such_command"])
+], ids=["target", "target_not_json", "min_gain", "no_model", "unfuse_no_output", "no_such_command"])
 def test_argparse_usage_errors(dirs, zoo_bytes, args, word):
     src = dirs.write("two_branch.onnx", zoo_bytes["two_branch"])
     before = sha256(src)
