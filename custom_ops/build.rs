@@ -2,7 +2,7 @@
 //! BLAS it calls (scipy-openblas32's shared library, `scipy_`-prefixed symbols), with an rpath
 //! so that ONNX Runtime finds it when it loads the plugin.
 //!
-//!   HEXFUSE_NATIVE_LIB_DIR  directory with libhexfuse.a and libhexfuse_abi.a
+//!   HEXFUSE_NATIVE_LIB_DIR  directory with libhexfuse.a, libhexfuse_abi.a and libhexfuse_rpc_client.a
 //!   HEXFUSE_BLAS_LIB        path of libscipy_openblas.so
 //!
 //! Nothing is downloaded, and ONNX Runtime itself is not linked (ort-sys: disable-linking).
@@ -24,7 +24,7 @@ fn required(var: &str) -> PathBuf {
 fn main() {
     let native = required("HEXFUSE_NATIVE_LIB_DIR");
     let blas = required("HEXFUSE_BLAS_LIB");
-    for lib in ["libhexfuse.a", "libhexfuse_abi.a"] {
+    for lib in ["libhexfuse.a", "libhexfuse_abi.a", "libhexfuse_rpc_client.a"] {
         let p = native.join(lib);
         if !p.is_file() {
             panic!("hexfuse-ort: {} not found (run `bash custom_ops/build.sh`)", p.display());
@@ -46,6 +46,9 @@ fn main() {
     println!("cargo:rustc-link-search=native={}", native.display());
     println!("cargo:rustc-link-lib=static=hexfuse");
     println!("cargo:rustc-link-lib=static=hexfuse_abi");
+    // The FastRPC client of the hexagon backend; it dlopen()s libcdsprpc.so at run time.
+    println!("cargo:rustc-link-lib=static=hexfuse_rpc_client");
+    println!("cargo:rustc-link-lib=dylib=dl");
     println!("cargo:rustc-link-search=native={}", blas_dir.display());
     println!("cargo:rustc-link-lib=dylib={blas_name}");
     println!("cargo:rustc-link-lib=dylib=m");

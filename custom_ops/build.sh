@@ -2,7 +2,9 @@
 # Build the dsp/ host kernel (CMake, Release) and the ONNX Runtime plugin (Rust, cargo), and
 # put both shared libraries into hexfuse_onnx/_lib/ (git-ignored):
 #   libhexfuse_ort.so   the custom-op library (register_custom_ops_library)
-#   libhexfuse_host.so  the kernel's C API for Python ctypes (runtime.HostKernel)
+#   libhexfuse_host.so  the kernel's C API for Python ctypes (runtime.HostKernel) + the cDSP probe
+# and, for tests only, $build/libhexfuse_rpc_loopback.so: a stand-in for libcdsprpc.so that runs the
+# DSP-side FastRPC skeleton in process (HEXFUSE_CDSPRPC_LIB=<it> with backend=hexagon).
 # The plugin is a Rust cdylib on ort-sys' C API declarations: ONNX Runtime hands it the API at
 # RegisterCustomOps, so no ONNX Runtime headers or binaries are needed or downloaded.
 # Needs: cmake, a C compiler, cargo (>= 1.92), and scipy-openblas32 (pip) for the BLAS.

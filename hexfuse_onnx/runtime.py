@@ -6,9 +6,18 @@
 Without the plugin, stock ONNX Runtime runs each pair's fallback body. Build the libraries with
 `bash custom_ops/build.sh` (they land in hexfuse_onnx/_lib/).
 
-Backends: `host` runs the dsp/ kernel on the CPU (POSIX threads). `hexagon` needs a cDSP reached
-by FastRPC (libcdsprpc.so); that path is not implemented yet, so it raises. `auto` takes
-`hexagon` when it can and `host` otherwise, and logs once why.
+Backends (`session_options(backend=...)`, passed to the plugin as HEXFUSE_BACKEND):
+
+- `host` runs the dsp/ kernel inside the plugin on the CPU (POSIX threads).
+- `hexagon` runs it on the cDSP through FastRPC: the plugin dlopen()s libcdsprpc.so (or the library
+  named by HEXFUSE_CDSPRPC_LIB) and opens the skeleton libhexfuse_rpc_skel.so on the cDSP. Without a
+  cDSP this raises RuntimeUnavailable with the reason (and the plugin refuses to create the session).
+- `auto` (default) takes `hexagon` when a cDSP answers and `host` otherwise; the reason is logged once
+  (here at INFO, and by the plugin on stderr).
+
+The probe (`_hexagon_reason`) is the plugin's own FastRPC client, exported by libhexfuse_host.so: it
+opens and closes a session. The hexagon path has never run on a device: on this machine it runs on a
+loopback stand-in for libcdsprpc.so (build/custom_ops/libhexfuse_rpc_loopback.so, tests only).
 """
 from __future__ import annotations
 
@@ -28,6 +37,8 @@ HOST_NAME = "libhexfuse_host.so"
 BACKENDS = ("auto", "host", "hexagon")
 ENV_WORKERS = "HEXFUSE_WORKERS"
 ENV_TRACE = "HEXFUSE_TRACE"
+ENV_BACKEND = "HEXFUSE_BACKEND"
+ENV_CDSPRPC_LIB = "HEXFUSE_CDSPRPC_LIB"
 
 log = logging.getLogger("hexfuse_onnx.runtime")
 _auto_logged = False
@@ -67,12 +78,19 @@ def host_library_path() -> Path:
 
 
 def _hexagon_reason() -> str | None:
-    """None when a cDSP can be used; else why not."""
+    """None when a cDSP answers through FastRPC (libcdsprpc.so, or HEXFUSE_CDSPRPC_LIB); else why not.
+    Opens and closes a session with the plugin's FastRPC client (hfx_rpc_probe in libhexfuse_host.so)."""
     try:
-        ctypes.CDLL("libcdsprpc.so")
-    except OSError:
-        return "no cDSP on this machine (libcdsprpc.so cannot be loaded)"
-    return "the FastRPC (cDSP) backend is not implemented yet"
+        lib = ctypes.CDLL(str(host_library_path()))
+    except (RuntimeUnavailable, OSError) as exc:
+        return f"cannot probe for a cDSP: {exc}"
+    probe = lib.hfx_rpc_probe
+    probe.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
+    probe.restype = ctypes.c_int
+    msg = ctypes.create_string_buffer(512)
+    if probe(None, msg, len(msg)) == 0:
+        return None
+    return msg.value.decode(errors="replace")
 
 
 def resolve_backend(backend: str) -> str:
@@ -96,6 +114,9 @@ def session_options(backend: str = "auto", workers: int | None = None, trace: st
                     so: ort.SessionOptions | None = None) -> ort.SessionOptions:
     """SessionOptions with the FusedHexPair plugin registered.
 
+    backend: auto, host or hexagon (see the module docstring); checked here (hexagon without a cDSP
+    raises) and passed to the plugin through HEXFUSE_BACKEND, which the kernels read when a session is
+    created.
     workers: vector workers of the kernel's pool. The pool is process-wide and created by the
     first FusedHexPair kernel, so this only takes effect before that. workers and trace are
     passed through the environment (HEXFUSE_WORKERS, HEXFUSE_TRACE), which the kernels read when
@@ -104,6 +125,7 @@ def session_options(backend: str = "auto", workers: int | None = None, trace: st
     task overlap, and every work item's event); kernels read it when the session is created.
     """
     resolve_backend(backend)
+    os.environ[ENV_BACKEND] = backend
     so = so or ort.SessionOptions()
     if workers is not None:
         if workers < 1:
@@ -118,10 +140,10 @@ def session_options(backend: str = "auto", workers: int | None = None, trace: st
 def InferenceSession(path: str | os.PathLike[str], backend: str = "auto", workers: int | None = None,  # noqa: N802
                      trace: str | os.PathLike[str] | None = None, so: ort.SessionOptions | None = None,
                      providers: list[str] | None = None) -> ort.InferenceSession:
-    """An onnxruntime.InferenceSession with the plugin registered. The kernels read `workers`
-    and `trace` when the session is created; the environment is restored afterwards, so later
-    sessions do not inherit them."""
-    saved = {k: os.environ.get(k) for k in (ENV_WORKERS, ENV_TRACE)}
+    """An onnxruntime.InferenceSession with the plugin registered. The kernels read `backend`,
+    `workers` and `trace` when the session is created; the environment is restored afterwards, so
+    later sessions do not inherit them."""
+    saved = {k: os.environ.get(k) for k in (ENV_BACKEND, ENV_WORKERS, ENV_TRACE)}
     try:
         options = session_options(backend, workers, trace, so)
         return ort.InferenceSession(str(path), sess_options=options, providers=providers or ["CPUExecutionProvider"])

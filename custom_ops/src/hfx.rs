@@ -299,8 +299,10 @@ unsafe impl Sync for Pool {}
 static POOL: Mutex<Option<Pool>> = Mutex::new(None);
 
 pub const ENV_WORKERS: &str = "HEXFUSE_WORKERS";
-/// HFX_POOL_VECTOR_TAKES_MATRIX (hexfuse.h).
+pub const ENV_PIN: &str = "HEXFUSE_PIN";
+/// HFX_POOL_VECTOR_TAKES_MATRIX, HFX_POOL_PIN_WORKERS (hexfuse.h).
 const POOL_VECTOR_TAKES_MATRIX: u32 = 2;
+const POOL_PIN_WORKERS: u32 = 4;
 const MAX_WORKERS: u32 = 256;
 
 impl Pool {
@@ -317,6 +319,13 @@ impl Pool {
         // The host backend has no exclusive matrix engine: an idle vector worker (a CPU core)
         // runs matrix items too, so a matrix-only pair still uses every core.
         cfg.flags |= POOL_VECTOR_TAKES_MATRIX;
+        // Each worker on its own CPU (when there are enough): unpinned, a woken worker can sit in
+        // the run queue of a busy CPU while another idles, and one worker runs the whole call.
+        match std::env::var(ENV_PIN).as_deref() {
+            Err(_) | Ok("1") => cfg.flags |= POOL_PIN_WORKERS,
+            Ok("0") => {}
+            Ok(other) => return Err(format!("hexfuse: {ENV_PIN}='{other}' must be 0 or 1")),
+        }
         if let Some(w) = std::env::var_os(ENV_WORKERS) {
             let w = w.to_string_lossy().into_owned();
             match w.trim().parse::<u32>() {

@@ -1,6 +1,7 @@
 //! The FusedHexPair kernel: created once per node (parses and validates the node's task
-//! program), computed by any number of ONNX Runtime threads at once (checks the inputs against
-//! the program, allocates the outputs, runs both tasks on the shared pool).
+//! program and picks its backend, backend.rs), computed by any number of ONNX Runtime threads at
+//! once (checks the inputs against the program, allocates the outputs, runs both tasks on the
+//! host's shared pool or on the cDSP).
 
 use std::ffi::c_void;
 use std::fmt::Write as _;
@@ -8,6 +9,8 @@ use std::path::PathBuf;
 
 use ort_sys::{OrtKernelContext, OrtKernelInfo};
 
+use crate::backend::{self, Exec};
+use crate::hexagon::Loaded;
 use crate::hfx::{self, Pool, Program, TraceEvent};
 use crate::ort::{self, fail, invalid};
 use crate::trace;
@@ -22,7 +25,7 @@ const MAX_TRACE_EVENTS: u64 = 1 << 22;
 pub struct Kernel {
     name: String,
     program: Program,
-    pool: Pool,
+    exec: Exec,
     share_a: f32,
     trace_path: Option<PathBuf>,
 }
@@ -104,14 +107,14 @@ impl Kernel {
             }
         }
 
-        let pool = Pool::shared().map_err(fail)?;
+        let exec = backend::select(&bytes).map_err(fail)?;
         // "{node}" in the path is replaced by the node's name (with '/' made '_'), so that a
         // model with several pairs keeps one trace file per pair.
         let trace_path = std::env::var(ENV_TRACE)
             .ok()
             .filter(|p| !p.is_empty())
             .map(|p| PathBuf::from(p.replace("{node}", &name.replace('/', "_"))));
-        Ok(Kernel { name, program, pool, share_a, trace_path })
+        Ok(Kernel { name, program, exec, share_a, trace_path })
     }
 
     pub fn compute(&self, ctx: *mut OrtKernelContext) -> ort::Result<()> {
@@ -162,20 +165,40 @@ impl Kernel {
             outputs.push(ort::output_data(ctx, j, &dims)?);
         }
 
+        match &self.exec {
+            Exec::Host(pool) => self.run_host(*pool, &inputs, &outputs),
+            Exec::Hexagon(loaded) => self.run_hexagon(loaded, &inputs, &outputs),
+        }
+    }
+
+    fn run_host(&self, pool: Pool, inputs: &[*const c_void], outputs: &[*mut c_void]) -> ort::Result<()> {
+        let at = Self::where_(&self.name);
         let mut events = match &self.trace_path {
             Some(_) => vec![TraceEvent::default(); (self.program.num_items + 64).min(MAX_TRACE_EVENTS) as usize],
             None => Vec::new(),
         };
-        let res = self
-            .pool
-            .run(&self.program, &inputs, &outputs, self.share_a, &mut events)
+        let res = pool
+            .run(&self.program, inputs, outputs, self.share_a, &mut events)
             .map_err(|st| fail(format!("{at}: the kernel failed: {}", hfx::status_name(st))))?;
 
         if let Some(path) = &self.trace_path {
             events.truncate(res.trace_events.min(events.len()));
-            let run =
-                trace::Run { node: &self.name, share_a: self.share_a, workers: self.pool.num_workers(), result: &res };
-            trace::write(path, &run, &events)
+            let run = trace::Run { node: &self.name, share_a: self.share_a, workers: pool.num_workers(), result: &res };
+            trace::write(path, &trace::render(&run, &events))
+                .map_err(|e| fail(format!("{at}: cannot write the trace to {}: {e}", path.display())))?;
+        }
+        Ok(())
+    }
+
+    fn run_hexagon(&self, loaded: &Loaded, inputs: &[*const c_void], outputs: &[*mut c_void]) -> ort::Result<()> {
+        let at = Self::where_(&self.name);
+        let in_bytes: Vec<u64> = self.program.inputs.iter().map(|t| t.bytes).collect();
+        let out_bytes: Vec<u64> = self.program.outputs.iter().map(|t| t.bytes).collect();
+        let stats = loaded
+            .run(self.share_a, inputs, &in_bytes, outputs, &out_bytes)
+            .map_err(|m| fail(format!("{at}: the hexagon backend failed ({}): {m}", loaded.library())))?;
+        if let Some(path) = &self.trace_path {
+            trace::write(path, &trace::render_hexagon(&self.name, self.share_a, &stats))
                 .map_err(|e| fail(format!("{at}: cannot write the trace to {}: {e}", path.display())))?;
         }
         Ok(())

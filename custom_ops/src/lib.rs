@@ -4,16 +4,22 @@
 //! `RegisterCustomOps`, which registers the domain `hexfuse` with one CPU op, `FusedHexPair`
 //! (since version 1): variadic inputs of any tensor types (weights and int64 shape tensors are
 //! inputs too), variadic float32 outputs. Each node's kernel parses its `program` attribute once
-//! and runs both tasks on one process-wide persistent worker pool (the dsp/ kernel, linked in
-//! statically). See DESIGN.md, "The FusedHexPair contract".
+//! and runs both tasks on its backend (backend.rs): `host`, one process-wide persistent worker
+//! pool of the dsp/ kernel linked in statically, or `hexagon`, the same kernel on the cDSP
+//! through FastRPC (hexagon.rs, fastrpc_client.c). See DESIGN.md, "The FusedHexPair contract".
 //!
-//! Environment: `HEXFUSE_WORKERS` (vector workers; read when the pool is created by the first
-//! kernel), `HEXFUSE_TRACE` (a JSON trace file rewritten after every run; read at kernel
-//! creation, i.e. when a session is created).
+//! Environment: `HEXFUSE_BACKEND` (auto | host | hexagon, default auto; read at kernel creation,
+//! i.e. when a session is created), `HEXFUSE_CDSPRPC_LIB` (the FastRPC library, default
+//! libcdsprpc.so), `HEXFUSE_WORKERS` (vector workers of the host pool) and `HEXFUSE_PIN` (0: do
+//! not bind each worker to its own CPU; default 1), both read when the pool is created by the
+//! first kernel, `HEXFUSE_TRACE` (a JSON trace file rewritten after every run;
+//! read at kernel creation).
 //!
 //! No panic crosses the C boundary: every entry point runs under `catch_unwind` and turns a
 //! panic into an ORT_FAIL status (or a harmless default where the C signature has no status).
 
+mod backend;
+mod hexagon;
 mod hfx;
 mod kernel;
 mod ort;
@@ -242,6 +248,7 @@ pub unsafe extern "C" fn RegisterCustomOps(
     ort::set_api(api);
     status_of("RegisterCustomOps", || {
         hfx::check_abi().map_err(ort::fail)?;
+        hexagon::check_abi().map_err(ort::fail)?;
         // SAFETY: a valid API table.
         let api = unsafe { &*api };
         let d = domain(api)?;

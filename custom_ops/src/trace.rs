@@ -1,5 +1,7 @@
 //! The trace file (`HEXFUSE_TRACE`): after every run, the last run's summary (per-engine busy
 //! time, the matrix/vector overlap, the two tasks' overlap) and its work-item events, as JSON.
+//! The hexagon backend returns the summary only (the DSP keeps its events): its file has
+//! `"backend": "hexagon"` and no events.
 //! Written to a temporary file and renamed, so a reader never sees a half-written file, and
 //! under one lock, so that concurrent runs do not interleave.
 
@@ -8,6 +10,7 @@ use std::io::Write as _;
 use std::path::Path;
 use std::sync::Mutex;
 
+use crate::hexagon;
 use crate::hfx::{self, RunResult, TraceEvent};
 
 static WRITE_LOCK: Mutex<()> = Mutex::new(());
@@ -43,6 +46,30 @@ fn per_engine(out: &mut String, v: &[u64; hfx::NUM_ENGINES]) {
         let _ = write!(out, "{}\"{name}\": {}", if i > 0 { ", " } else { "" }, v[i]);
     }
     out.push('}');
+}
+
+/// The JSON document for one run of the hexagon backend, from the statistics the DSP returns.
+pub fn render_hexagon(node: &str, share_a: f32, stats: &[u64; hexagon::NUM_STATS]) -> String {
+    let mut out = String::with_capacity(512);
+    out.push_str("{\"node\": ");
+    json_str(&mut out, node);
+    let busy = [stats[hexagon::STAT_BUSY_NS], stats[hexagon::STAT_BUSY_NS + 1], stats[hexagon::STAT_BUSY_NS + 2]];
+    let _ = write!(
+        out,
+        ", \"backend\": \"hexagon\", \"share_a\": {share_a}, \"serialized\": {}, \"wall_ns\": {w}, \"run_wall_ns\": {w}, \"busy_ns\": ",
+        stats[hexagon::STAT_SERIALIZED],
+        w = stats[hexagon::STAT_WALL_NS]
+    );
+    per_engine(&mut out, &busy);
+    let _ = write!(
+        out,
+        ", \"matrix_vector_overlap_ns\": {}, \"task_overlap_ns\": {}, \"items_run\": [{}, {}], \"events\": 0,          \"trace_events\": []}}\n",
+        stats[hexagon::STAT_MATRIX_VECTOR_OVERLAP_NS],
+        stats[hexagon::STAT_TASK_OVERLAP_NS],
+        stats[hexagon::STAT_ITEMS_A],
+        stats[hexagon::STAT_ITEMS_A + 1]
+    );
+    out
 }
 
 /// The JSON document for one run.
@@ -93,8 +120,7 @@ pub fn render(run: &Run, events: &[TraceEvent]) -> String {
     out
 }
 
-pub fn write(path: &Path, run: &Run, events: &[TraceEvent]) -> std::io::Result<()> {
-    let doc = render(run, events);
+pub fn write(path: &Path, doc: &str) -> std::io::Result<()> {
     let _guard = WRITE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(format!(".tmp{}", std::process::id()));

@@ -5,7 +5,9 @@
 #   build/hexagon-v73   -mv73 -mhvx -mhvx-length=128b   (compile + link, not runnable here)
 #   build/hexagon-qemu  -mv67 HVX-128B freestanding test images for qemu-hexagon
 #
-# Warnings are errors. QuRT/FastRPC/HMX are built only when HEXAGON_SDK_ROOT
+# Warnings are errors. The FastRPC skeleton dispatcher + methods (dsp/hexagon/skel)
+# compile without the SDK (on the coop core, test image test_rpc_skel.elf). The
+# QuRT platform and libhexfuse_rpc_skel.so are built only when HEXAGON_SDK_ROOT
 # is set (and the SDK is there); otherwise this says so. Usage:
 #   dsp/scripts/build_hexagon.sh [BUILD_ROOT]      (default: <repo>/build)
 set -euo pipefail
@@ -62,10 +64,14 @@ for variant in "${built[@]}"; do
     if ! grep -q '^core=ON' "$dir/hexfuse_build_info.txt"; then
         echo "    hexfuse core (coop platform): NOT built (dsp/src core files missing)"
     fi
+    if grep -q '^rpc_skel=ON' "$dir/hexfuse_build_info.txt"; then
+        echo "    FastRPC skeleton (skel/hexfuse_rpc_skel.c + hexfuse_rpc_imp.c, no SDK): compiled on the coop core;"
+        echo "      run under qemu as a loopback (test_rpc_skel.elf), never through FastRPC, never on a device"
+    fi
 done
 if [ -n "${HEXAGON_SDK_ROOT:-}" ] && [ -d "${HEXAGON_SDK_ROOT}" ]; then
     echo "QuRT/FastRPC: configured with HEXAGON_SDK_ROOT=$HEXAGON_SDK_ROOT (see the v68/v73 build logs)"
     echo "HMX: not built (no HMX kernel in this tree yet)"
 else
-    echo "QuRT/FastRPC/HMX: not built (HEXAGON_SDK_ROOT not set)"
+    echo "QuRT platform + libhexfuse_rpc_skel.so + HMX: not built (HEXAGON_SDK_ROOT not set; qurt.h is SDK-only)"
 fi

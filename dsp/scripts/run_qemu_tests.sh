@@ -4,7 +4,9 @@
 #   1. host check of the freestanding runtime's arithmetic (division helpers,
 #      __hexagon_divdf3, float math) against the host's division and libm
 #   2. the qemu image (v67 + HVX-128B): HVX integer kernels vs C references,
-#      bit for bit, and the hexfuse core on the coop platform
+#      bit for bit, the hexfuse core on the coop platform, and the FastRPC
+#      skeleton dispatcher called in a loopback (test_rpc_skel.elf: the same
+#      remote_arg marshalling as FastRPC, no FastRPC transport)
 #   3. the v68 and v73 images, integer parts: qemu-hexagon 7.2 accepts ELF
 #      files up to v67 only, so a copy of each image gets its e_flags set to
 #      v67 and runs with --int-only (same integer HVX code, v68/v73 codegen)
@@ -33,7 +35,7 @@ if ! command -v "$QEMU" >/dev/null 2>&1; then
 fi
 
 need_build=0
-for f in hexagon-qemu/test_hvx_kernels.elf hexagon-qemu/test_scheduler.elf \
+for f in hexagon-qemu/test_hvx_kernels.elf hexagon-qemu/test_scheduler.elf hexagon-qemu/test_rpc_skel.elf \
          hexagon-v68/test_hvx_kernels.elf hexagon-v73/test_hvx_kernels.elf; do
     [ -e "$BUILD_ROOT/$f" ] || need_build=1
 done
@@ -103,6 +105,7 @@ echo "== 2. qemu-hexagon: v67 + HVX-128B image"
 Q="$BUILD_ROOT/hexagon-qemu"
 run_qemu "qemu v67: HVX integer kernels vs C references" "$WORK/qemu_kernels.log" "$Q/test_hvx_kernels.elf"
 run_qemu "qemu v67: hexfuse core, coop platform (scheduler)" "$WORK/qemu_scheduler.log" "$Q/test_scheduler.elf"
+run_qemu "qemu v67: FastRPC skeleton dispatcher, loopback" "$WORK/qemu_rpc_skel.log" "$Q/test_rpc_skel.elf"
 
 echo "== 3. qemu-hexagon: v68 / v73 images, integer parts (copies relabelled v67)"
 for v in v68 v73; do
@@ -111,6 +114,8 @@ for v in v68 v73; do
     run_qemu "qemu $v code: HVX integer kernels (--int-only)" "$WORK/${v}_kernels.log" \
         "$WORK/test_hvx_kernels_$v.elf" --int-only
     run_qemu "qemu $v code: hexfuse core, coop platform" "$WORK/${v}_scheduler.log" "$WORK/test_scheduler_$v.elf"
+    relabel_v67 "$BUILD_ROOT/hexagon-$v/test_rpc_skel.elf" "$WORK/test_rpc_skel_$v.elf"
+    run_qemu "qemu $v code: FastRPC skeleton dispatcher, loopback" "$WORK/${v}_rpc_skel.log" "$WORK/test_rpc_skel_$v.elf"
 done
 
 echo "== 4. v68+ HVX float kernels (qf32/qf16)"

@@ -86,6 +86,10 @@ typedef struct hfx_plat_workers hfx_plat_workers;
  * failure (nothing left running). */
 hfx_plat_workers *hfx_plat_workers_start(uint32_t n, hfx_plat_step_fn step, void *ctx);
 
+/* Binds each worker to its own CPU where the platform can (host: pthread affinity, when
+ * n <= the process's CPUs). Returns 0 when pinned, -1 when not (nothing changed). */
+int hfx_plat_workers_pin(hfx_plat_workers *w);
+
 /* The claimable work or the done state may have changed: wake sleepers. */
 void hfx_plat_workers_notify(hfx_plat_workers *w);
 

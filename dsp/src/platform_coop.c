@@ -144,6 +144,12 @@ hfx_plat_workers *hfx_plat_workers_start(uint32_t n, hfx_plat_step_fn step, void
     return w;
 }
 
+/* Coop workers are steps on the waiting thread: nothing to pin. */
+int hfx_plat_workers_pin(hfx_plat_workers *w) {
+    (void)w;
+    return -1;
+}
+
 void hfx_plat_workers_notify(hfx_plat_workers *w) { (void)w; }
 
 int hfx_plat_workers_wait(hfx_plat_workers *w, hfx_plat_done_fn done, void *done_ctx) {

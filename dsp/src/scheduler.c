@@ -293,7 +293,8 @@ hfx_status hfx_pool_create(const hfx_pool_config *cfg_in, hfx_pool **out) {
     else hfx_pool_config_init(&cfg);
     if (cfg.n_matrix_workers > 1 || cfg.n_vector_workers > 1024 || cfg.n_matrix_workers + cfg.n_vector_workers == 0)
         return HFX_ERR_ARG;
-    if (cfg.flags & ~(HFX_POOL_MATRIX_TAKES_VECTOR | HFX_POOL_VECTOR_TAKES_MATRIX)) return HFX_ERR_ARG;
+    if (cfg.flags & ~(HFX_POOL_MATRIX_TAKES_VECTOR | HFX_POOL_VECTOR_TAKES_MATRIX | HFX_POOL_PIN_WORKERS))
+        return HFX_ERR_ARG;
     if (cfg.n_matrix_workers == 0) cfg.flags |= HFX_POOL_VECTOR_TAKES_MATRIX;
     if (cfg.n_vector_workers == 0) cfg.flags |= HFX_POOL_MATRIX_TAKES_VECTOR;
     hfx_kernels_init();
@@ -318,11 +319,14 @@ hfx_status hfx_pool_create(const hfx_pool_config *cfg_in, hfx_pool **out) {
         hfx_pool_destroy(pool);
         return HFX_ERR_PLATFORM;
     }
+    if ((cfg.flags & HFX_POOL_PIN_WORKERS) && hfx_plat_workers_pin(pool->workers) != 0)
+        pool->cfg.flags &= ~HFX_POOL_PIN_WORKERS; /* not pinned: hfx_pool_flags says so */
     *out = pool;
     return HFX_OK;
 }
 
 uint32_t hfx_pool_num_workers(const hfx_pool *pool) { return pool ? pool->n_workers : 0; }
+uint32_t hfx_pool_flags(const hfx_pool *pool) { return pool ? pool->cfg.flags : 0; }
 
 int hfx_pool_worker_engine(const hfx_pool *pool, uint32_t worker) {
     if (!pool || worker >= pool->n_workers) return -1;

@@ -714,6 +714,76 @@ static void test_pool_lifecycle(void) {
     CHECK(hfx_plat_coop_heap_in_use() == heap0);
 }
 
+#ifdef HFX_TEST_PLATFORM_posix
+#include <dirent.h>
+/* CPUs the threads named hexfuse-w* may run on, one entry per such thread ("0", "0-1", ...). */
+static int worker_cpu_lists(char lists[][32], int max) {
+    DIR *d = opendir("/proc/self/task");
+    if (!d) return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < max) {
+        char path[300], line[256], comm[32] = {0};
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        if (!fgets(comm, sizeof comm, f)) comm[0] = 0;
+        fclose(f);
+        if (strncmp(comm, "hexfuse-w", 9) != 0) continue;
+        snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
+        if (!(f = fopen(path, "r"))) continue;
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "Cpus_allowed_list: %31s", lists[n]) == 1) n++;
+        fclose(f);
+    }
+    closedir(d);
+    return n;
+}
+#endif
+
+/* HFX_POOL_PIN_WORKERS: each worker on its own CPU when there are enough; never more workers
+ * pinned than CPUs; results unchanged. */
+static void test_pinned_workers(void) {
+    uint32_t cpus = hfx_plat_hw_threads();
+    for (uint32_t vec = 1; vec <= cpus; vec++) {
+        hfx_pool_config cfg;
+        hfx_pool_config_init(&cfg);
+        cfg.n_vector_workers = vec;
+        cfg.flags |= HFX_POOL_PIN_WORKERS;
+        hfx_pool *pool;
+        CHECK(hfx_pool_create(&cfg, &pool) == HFX_OK);
+        bool fits = vec + 1 <= cpus;
+#ifdef HFX_TEST_PLATFORM_posix
+        CHECK_MSG(((hfx_pool_flags(pool) & HFX_POOL_PIN_WORKERS) != 0) == fits, "%u workers on %u CPUs", vec + 1,
+                  cpus);
+        if (fits) {
+            char lists[64][32];
+            int n = worker_cpu_lists(lists, 64);
+            int pinned = 0;
+            for (int i = 0; i < n; i++) pinned += strpbrk(lists[i], "-,") == NULL;
+            CHECK_MSG(pinned >= (int)(vec + 1), "%d of the pool's %u workers on a single CPU", pinned, vec + 1);
+        }
+#else
+        (void)fits;
+        CHECK((hfx_pool_flags(pool) & HFX_POOL_PIN_WORKERS) == 0); /* coop: nothing to pin */
+#endif
+        hfxb b;
+        hfxb_init(&b);
+        vec_chain(&b, 0, 1000, 2);
+        vec_chain(&b, 1, 1000, 3);
+        hfx_program *p = parse(&b);
+        float xa[1000], xb[1000], ya[1000], yb[1000];
+        for (int q = 0; q < 1000; q++) xa[q] = xb[q] = (float)q / 1000.0f;
+        const void *in[2] = {xa, xb};
+        void *out[2] = {ya, yb};
+        CHECK(hfx_run(pool, p, in, 2, out, 2, NULL, NULL, NULL) == HFX_OK);
+        CHECK(fabsf(ya[500] - 1.0f / (1.0f + expf(-tanhf(0.5f)))) < 1e-5f);
+        hfx_program_free(p);
+        hfxb_free(&b);
+        hfx_pool_destroy(pool);
+    }
+}
+
 int main(void) {
     hfx_pool_config cfg;
     hfx_pool_config_init(&cfg);
@@ -735,6 +805,7 @@ int main(void) {
     RUN_TEST(test_concurrent_runs);
 #endif
     RUN_TEST(test_pool_lifecycle);
+    RUN_TEST(test_pinned_workers);
     hfx_pool_destroy(g_pool);
     TEST_MAIN_END();
 }

@@ -132,6 +132,14 @@ static void worker_main(void *arg)
     qurt_thread_exit(QURT_EOK);
 }
 
+/* QuRT schedules software threads onto hardware threads itself; HVX contexts are claimed per
+ * worker (qurt_hvx_lock), so there is nothing to pin. */
+int hfx_plat_workers_pin(hfx_plat_workers *w)
+{
+    (void)w;
+    return -1;
+}
+
 hfx_plat_workers *hfx_plat_workers_start(uint32_t n, hfx_plat_step_fn step, void *ctx)
 {
     if (n == 0 || !step)

@@ -102,6 +102,10 @@ typedef struct hfx_pool hfx_pool;
 
 #define HFX_POOL_MATRIX_TAKES_VECTOR 1u /* idle matrix worker runs vector/copy items (default on) */
 #define HFX_POOL_VECTOR_TAKES_MATRIX 2u /* idle vector workers run matrix items (host only; default off) */
+/* Bind worker i to the i-th CPU the process may use (host: only when there are no more workers
+ * than CPUs; elsewhere ignored). Without it a woken worker can wait in the run queue of a busy
+ * CPU while another CPU idles, and one worker ends up running the whole job. */
+#define HFX_POOL_PIN_WORKERS 4u
 
 typedef struct hfx_pool_config {
     uint32_t n_vector_workers; /* default: hardware threads - 1 (at least 1) */
@@ -115,6 +119,8 @@ hfx_status hfx_pool_create(const hfx_pool_config *cfg, hfx_pool **out);
 /* Stops the workers. No hfx_run may be in progress. NULL ok. */
 void hfx_pool_destroy(hfx_pool *pool);
 uint32_t hfx_pool_num_workers(const hfx_pool *pool);
+/* The flags in effect: HFX_POOL_PIN_WORKERS is cleared when the platform could not pin. */
+uint32_t hfx_pool_flags(const hfx_pool *pool);
 /* Worker ids: the matrix worker (if any) is 0; vector workers follow. */
 int hfx_pool_worker_engine(const hfx_pool *pool, uint32_t worker); /* HFX_ENGINE_MATRIX/VECTOR */
 
