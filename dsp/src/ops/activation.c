@@ -11,6 +11,7 @@ static inline float hfx_clamp01(float v) {
     return v > 1.0f ? 1.0f : v;
 }
 
+HFX_VECTOR_KERNEL
 void hfx_k_unary(const hfx_kernel_args *a, uint32_t item) {
     const hfx_op *op = a->op;
     const hfx_tensor *ot = &a->prog->tensors[op->out[0]];

@@ -4,6 +4,7 @@
 
 #include "kernels.h"
 
+HFX_VECTOR_KERNEL
 void hfx_k_conv2d(const hfx_kernel_args *a, uint32_t item) {
     const hfx_op *op = a->op;
     const hfx_program *p = a->prog;
@@ -44,13 +45,22 @@ void hfx_k_conv2d(const hfx_kernel_args *a, uint32_t item) {
             for (uint64_t ki = 0; ki < kh; ki++) {
                 for (uint64_t kj = 0; kj < kw; kj++) {
                     float *row = ws + ((ci * kh + ki) * kw + kj) * np;
-                    for (uint64_t q = 0; q < np; q++) {
-                        uint64_t pp = p0 + q;
-                        int64_t iy = (int64_t)(pp / ow) * sh - pt + (int64_t)ki * dh;
-                        int64_t ix = (int64_t)(pp % ow) * sw - pl + (int64_t)kj * dw;
-                        row[q] = (iy >= 0 && iy < (int64_t)h && ix >= 0 && ix < (int64_t)w)
-                                     ? xc[(uint64_t)iy * w + (uint64_t)ix]
-                                     : 0.0f;
+                    /* walk the block's pixels row by row: no division per pixel */
+                    uint64_t oy = p0 / ow, ox = p0 % ow;
+                    for (uint64_t q = 0; q < np;) {
+                        uint64_t run = ow - ox < np - q ? ow - ox : np - q; /* pixels left in this row */
+                        int64_t iy = (int64_t)oy * sh - pt + (int64_t)ki * dh;
+                        if (iy < 0 || iy >= (int64_t)h) {
+                            for (uint64_t r = 0; r < run; r++) row[q + r] = 0.0f;
+                        } else {
+                            const float *xr = xc + (uint64_t)iy * w;
+                            int64_t ix = (int64_t)ox * sw - pl + (int64_t)kj * dw;
+                            for (uint64_t r = 0; r < run; r++, ix += sw)
+                                row[q + r] = (ix >= 0 && ix < (int64_t)w) ? xr[ix] : 0.0f;
+                        }
+                        q += run;
+                        oy++;
+                        ox = 0;
                     }
                 }
             }

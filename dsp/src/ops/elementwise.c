@@ -23,6 +23,7 @@ static void run(uint16_t opc, const float *x, uint64_t sx, const float *y, uint6
 #undef LOOP
 }
 
+HFX_VECTOR_KERNEL
 void hfx_k_binary(const hfx_kernel_args *a, uint32_t item) {
     const hfx_op *op = a->op;
     const hfx_program *p = a->prog;

@@ -6,6 +6,7 @@
 #include "kernels.h"
 #include "vsum.h"
 
+HFX_VECTOR_KERNEL
 void hfx_k_norm(const hfx_kernel_args *a, uint32_t item) {
     const hfx_op *op = a->op;
     const uint64_t *v = op->plan.v;

@@ -3,6 +3,7 @@
 #include "kernels.h"
 #include "vsum.h"
 
+HFX_VECTOR_KERNEL
 void hfx_k_reduce(const hfx_kernel_args *a, uint32_t item) {
     const hfx_op *op = a->op;
     const hfx_tensor *xt = &a->prog->tensors[op->in[0]];

@@ -79,6 +79,7 @@ static void linear_taps(float c, int64_t len, uint32_t *i1, uint32_t *i2, float 
     }
 }
 
+HFX_VECTOR_KERNEL
 void hfx_k_resize(const hfx_kernel_args *a, uint32_t item) {
     const hfx_op *op = a->op;
     const hfx_tensor *xt = &a->prog->tensors[op->in[0]], *yt = &a->prog->tensors[op->out[0]];

@@ -5,6 +5,7 @@
 #include "vmath.h"
 #include "vsum.h"
 
+HFX_VECTOR_KERNEL
 void hfx_k_softmax(const hfx_kernel_args *a, uint32_t item) {
     const uint64_t *v = a->op->plan.v;
     uint64_t outer = v[0], d = v[1], inner = v[2];
