@@ -90,8 +90,11 @@ hfx_plat_workers *hfx_plat_workers_start(uint32_t n, hfx_plat_step_fn step, void
  * n <= the process's CPUs). Returns 0 when pinned, -1 when not (nothing changed). */
 int hfx_plat_workers_pin(hfx_plat_workers *w);
 
-/* The claimable work or the done state may have changed: wake sleepers. */
+/* The claimable work may have changed: wake sleeping workers (not the waiter). */
 void hfx_plat_workers_notify(hfx_plat_workers *w);
+
+/* The job the waiter waits for is done (done() now returns true): wake the waiter. */
+void hfx_plat_workers_finish(hfx_plat_workers *w);
 
 /* Returns when done(done_ctx) is true: 0. The coop platform drives the steps
  * here and returns -1 if no worker can make progress while done() is still

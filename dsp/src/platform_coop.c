@@ -151,6 +151,7 @@ int hfx_plat_workers_pin(hfx_plat_workers *w) {
 }
 
 void hfx_plat_workers_notify(hfx_plat_workers *w) { (void)w; }
+void hfx_plat_workers_finish(hfx_plat_workers *w) { (void)w; }
 
 int hfx_plat_workers_wait(hfx_plat_workers *w, hfx_plat_done_fn done, void *done_ctx) {
     while (!done(done_ctx)) {

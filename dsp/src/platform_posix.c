@@ -68,10 +68,18 @@ struct worker_slot {
     pthread_t thread;
 };
 
+/* Workers and the waiter sleep on separate condition variables, and a wake-up is sent only to
+ * someone asleep: a finished op then costs no system call when the other workers are busy, and
+ * never wakes the waiting caller (which would take a CPU from a worker for nothing). The
+ * sleeper counts and gen/done are seq_cst atomics: a notifier either sees the sleeper or the
+ * sleeper sees the new gen (or done) before it waits. */
 struct hfx_plat_workers {
     pthread_mutex_t mu;
-    pthread_cond_t cv;
-    atomic_uint_fast64_t gen; /* bumped by notify, under mu */
+    pthread_cond_t cv;      /* workers: claimable work may have changed */
+    pthread_cond_t cv_done; /* the waiter: the job is done */
+    atomic_uint_fast64_t gen; /* bumped by notify */
+    atomic_uint sleeping;     /* workers in (or entering) pthread_cond_wait */
+    atomic_bool waiting;      /* the waiter in (or entering) pthread_cond_wait */
     atomic_bool stop;
     hfx_plat_step_fn step;
     void *ctx;
@@ -87,7 +95,9 @@ static void *worker_main(void *arg) {
         if (atomic_load(&w->stop)) break;
         if (w->step(w->ctx, s->id) == HFX_STEP_WORKED) continue;
         pthread_mutex_lock(&w->mu);
+        atomic_fetch_add(&w->sleeping, 1);
         while (atomic_load(&w->gen) == g && !atomic_load(&w->stop)) pthread_cond_wait(&w->cv, &w->mu);
+        atomic_fetch_sub(&w->sleeping, 1);
         pthread_mutex_unlock(&w->mu);
     }
     return NULL;
@@ -104,6 +114,9 @@ hfx_plat_workers *hfx_plat_workers_start(uint32_t n, hfx_plat_step_fn step, void
     }
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
+    pthread_cond_init(&w->cv_done, NULL);
+    atomic_init(&w->sleeping, 0);
+    atomic_init(&w->waiting, false);
     atomic_init(&w->gen, 0);
     atomic_init(&w->stop, false);
     w->step = step;
@@ -141,15 +154,25 @@ int hfx_plat_workers_pin(hfx_plat_workers *w) {
 }
 
 void hfx_plat_workers_notify(hfx_plat_workers *w) {
-    pthread_mutex_lock(&w->mu);
     atomic_fetch_add(&w->gen, 1);
+    if (atomic_load(&w->sleeping) == 0) return;
+    pthread_mutex_lock(&w->mu);
     pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+void hfx_plat_workers_finish(hfx_plat_workers *w) {
+    if (!atomic_load(&w->waiting)) return;
+    pthread_mutex_lock(&w->mu);
+    pthread_cond_broadcast(&w->cv_done);
     pthread_mutex_unlock(&w->mu);
 }
 
 int hfx_plat_workers_wait(hfx_plat_workers *w, hfx_plat_done_fn done, void *done_ctx) {
     pthread_mutex_lock(&w->mu);
-    while (!done(done_ctx)) pthread_cond_wait(&w->cv, &w->mu);
+    atomic_store(&w->waiting, true);
+    while (!done(done_ctx)) pthread_cond_wait(&w->cv_done, &w->mu);
+    atomic_store(&w->waiting, false);
     pthread_mutex_unlock(&w->mu);
     return 0;
 }
@@ -163,6 +186,7 @@ void hfx_plat_workers_stop(hfx_plat_workers *w) {
     pthread_mutex_unlock(&w->mu);
     for (uint32_t i = 0; i < w->started; i++) pthread_join(w->slots[i].thread, NULL);
     pthread_cond_destroy(&w->cv);
+    pthread_cond_destroy(&w->cv_done);
     pthread_mutex_destroy(&w->mu);
     free(w->slots);
     free(w);

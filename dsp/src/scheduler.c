@@ -175,14 +175,17 @@ static bool anything_claimable(job *j) {
            find_claimable(j, HFX_TASK_B, MASK_ALL) != HFX_NO_TENSOR;
 }
 
-/* Records a finished item. Returns true when waiters must be woken. */
-static bool complete(hfx_pool *pool, uint32_t worker, uint32_t o, uint32_t item, uint64_t t0, uint64_t t1) {
+enum { WAKE_WORKERS = 1, WAKE_WAITER = 2 };
+
+/* Records a finished item. Returns whom to wake: WAKE_WORKERS when an op finished (its
+ * dependents may be ready, or the other task, serialized), WAKE_WAITER when the job is done. */
+static int complete(hfx_pool *pool, uint32_t worker, uint32_t o, uint32_t item, uint64_t t0, uint64_t t1) {
     job *j = &pool->job;
     hfx_runstate *rs = j->rs;
     const hfx_program *p = j->prog;
     const hfx_op *op = &p->ops[o];
     int t = op->task;
-    bool wake = false;
+    int wake = 0;
     j->inflight--;
     j->used_ns[op->engine == HFX_ENGINE_MATRIX ? GROUP_MATRIX : GROUP_VECTOR][t] += t1 - t0;
     if (j->trace) {
@@ -204,11 +207,11 @@ static bool complete(hfx_pool *pool, uint32_t worker, uint32_t o, uint32_t item,
         rs->op_done[o] = 1;
         rs->ops_done[t]++;
         while (rs->cursor[t] < p->n_task_ops[t] && rs->op_done[p->task_ops[t][rs->cursor[t]]]) rs->cursor[t]++;
-        wake = true; /* dependents may be ready, or the other task (serialized) */
+        wake = WAKE_WORKERS;
     }
     if (j->inflight == 0 && !anything_claimable(j)) {
         atomic_store(&pool->job_done, true);
-        wake = true;
+        wake = WAKE_WAITER;
     }
     return wake;
 }
@@ -239,9 +242,10 @@ static int worker_step(void *ctx, uint32_t worker) {
     uint64_t t1 = hfx_plat_now_ns();
 
     hfx_plat_mutex_lock(pool->mu);
-    bool wake = complete(pool, worker, o, item, t0, t1);
+    int wake = complete(pool, worker, o, item, t0, t1);
     hfx_plat_mutex_unlock(pool->mu);
-    if (wake) hfx_plat_workers_notify(pool->workers);
+    if (wake & WAKE_WORKERS) hfx_plat_workers_notify(pool->workers);
+    if (wake & WAKE_WAITER) hfx_plat_workers_finish(pool->workers);
     return HFX_STEP_WORKED;
 }
 

@@ -102,7 +102,8 @@ struct worker_slot {
 
 struct hfx_plat_workers {
     qurt_mutex_t mu;
-    qurt_cond_t cv;
+    qurt_cond_t cv;      /* workers: claimable work may have changed */
+    qurt_cond_t cv_done; /* the waiter: the job is done (a finished op does not wake it) */
     atomic_uint_fast64_t gen;
     atomic_bool stop;
     hfx_plat_step_fn step;
@@ -154,6 +155,7 @@ hfx_plat_workers *hfx_plat_workers_start(uint32_t n, hfx_plat_step_fn step, void
     }
     qurt_mutex_init(&w->mu);
     qurt_cond_init(&w->cv);
+    qurt_cond_init(&w->cv_done);
     atomic_init(&w->gen, 0);
     atomic_init(&w->stop, false);
     w->step = step;
@@ -197,11 +199,18 @@ void hfx_plat_workers_notify(hfx_plat_workers *w)
     qurt_mutex_unlock(&w->mu);
 }
 
+void hfx_plat_workers_finish(hfx_plat_workers *w)
+{
+    qurt_mutex_lock(&w->mu);
+    qurt_cond_broadcast(&w->cv_done);
+    qurt_mutex_unlock(&w->mu);
+}
+
 int hfx_plat_workers_wait(hfx_plat_workers *w, hfx_plat_done_fn done, void *done_ctx)
 {
     qurt_mutex_lock(&w->mu);
     while (!done(done_ctx))
-        qurt_cond_wait(&w->cv, &w->mu);
+        qurt_cond_wait(&w->cv_done, &w->mu);
     qurt_mutex_unlock(&w->mu);
     return 0;
 }
@@ -222,6 +231,7 @@ void hfx_plat_workers_stop(hfx_plat_workers *w)
     for (uint32_t i = 0; i < w->n; i++)
         free(w->slots[i].stack);
     qurt_cond_destroy(&w->cv);
+    qurt_cond_destroy(&w->cv_done);
     qurt_mutex_destroy(&w->mu);
     free(w->slots);
     free(w);
