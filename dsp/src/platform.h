@@ -18,8 +18,9 @@
  * at most one work item for worker `worker` and returns HFX_STEP_WORKED, or
  * HFX_STEP_IDLE if nothing is claimable right now. The platform decides how
  * steps are driven:
- *   - posix: one thread per worker loops on step(); when a step returns IDLE
- *     the thread sleeps until hfx_plat_workers_notify() is called.
+ *   - posix: worker 0 is the thread in hfx_plat_workers_wait() (the caller of
+ *     hfx_run), workers 1..n-1 are threads that loop on step(); when a step
+ *     returns IDLE the thread sleeps until notify() or finish().
  *   - coop: hfx_plat_workers_wait() itself calls step(ctx, 0..n-1) round
  *     robin until done(ctx) returns true.
  * The scheduler calls notify() whenever the set of claimable items may have
@@ -83,11 +84,13 @@ typedef bool (*hfx_plat_done_fn)(void *ctx);
 typedef struct hfx_plat_workers hfx_plat_workers;
 
 /* Starts n >= 1 workers that call step(ctx, i), i in [0, n). Returns NULL on
- * failure (nothing left running). */
+ * failure (nothing left running). Where worker 0 is the waiter (posix), step(ctx, 0)
+ * runs only inside hfx_plat_workers_wait. */
 hfx_plat_workers *hfx_plat_workers_start(uint32_t n, hfx_plat_step_fn step, void *ctx);
 
-/* Binds each worker to its own CPU where the platform can (host: pthread affinity, when
- * n <= the process's CPUs). Returns 0 when pinned, -1 when not (nothing changed). */
+/* Binds each worker thread to its own CPU where the platform can (host: pthread affinity,
+ * when n <= the process's CPUs; worker 0, the caller's thread, is left free and the first
+ * allowed CPU to it). Returns 0 when pinned, -1 when not (nothing changed). */
 int hfx_plat_workers_pin(hfx_plat_workers *w);
 
 /* The claimable work may have changed: wake sleeping workers (not the waiter). */

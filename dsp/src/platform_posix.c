@@ -62,30 +62,58 @@ void hfx_plat_mutex_unlock(hfx_plat_mutex *m) { pthread_mutex_unlock(&m->m); }
 
 /* ---- workers ---------------------------------------------------------------- */
 
+/* Worker 0 is the thread that waits (the hfx_run caller): it is awake and on a CPU already, so
+ * it starts on the work at once and sees the end of the job without a wake-up; workers 1..n-1
+ * are threads of their own. On this project's VMs a cross-CPU wake-up costs tens of
+ * microseconds, and a call used to pay two (start and end). Everyone idle sleeps on one
+ * condition variable, and notify sends a wake-up only when someone sleeps: `sleeping` and `gen`
+ * are seq_cst atomics, so a notifier either sees the sleeper or the sleeper sees the new gen
+ * before it waits (and a sleeper re-checks gen under the mutex notify takes to broadcast). */
+
 struct worker_slot {
     struct hfx_plat_workers *w;
     uint32_t id;
     pthread_t thread;
 };
 
-/* Workers and the waiter sleep on separate condition variables, and a wake-up is sent only to
- * someone asleep: a finished op then costs no system call when the other workers are busy, and
- * never wakes the waiting caller (which would take a CPU from a worker for nothing). The
- * sleeper counts and gen/done are seq_cst atomics: a notifier either sees the sleeper or the
- * sleeper sees the new gen (or done) before it waits. */
 struct hfx_plat_workers {
     pthread_mutex_t mu;
-    pthread_cond_t cv;      /* workers: claimable work may have changed */
-    pthread_cond_t cv_done; /* the waiter: the job is done */
-    atomic_uint_fast64_t gen; /* bumped by notify */
-    atomic_uint sleeping;     /* workers in (or entering) pthread_cond_wait */
-    atomic_bool waiting;      /* the waiter in (or entering) pthread_cond_wait */
+    pthread_cond_t cv;
+    atomic_uint_fast64_t gen; /* bumped by notify and finish */
+    atomic_uint sleeping;     /* threads in (or entering) pthread_cond_wait */
     atomic_bool stop;
     hfx_plat_step_fn step;
     void *ctx;
-    uint32_t n, started;
+    uint32_t n;       /* workers, the waiter included */
+    uint32_t started; /* threads started: workers 1..started */
     struct worker_slot *slots;
 };
+
+/* Spin this long for new work (or the job's end) before sleeping: a wake-up costs about
+ * 35 us here, more than most gaps between an op and its successor within one call. */
+#define HFX_SPIN_NS 50000u
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* Waits until gen moves past g (or `until` holds, or stop): spins, then sleeps. */
+static void sleep_past(struct hfx_plat_workers *w, uint_fast64_t g, hfx_plat_done_fn until, void *until_ctx) {
+    uint64_t deadline = hfx_plat_now_ns() + HFX_SPIN_NS;
+    for (unsigned k = 0;; k++) {
+        if (atomic_load(&w->gen) != g || atomic_load(&w->stop) || (until && until(until_ctx))) return;
+        if ((k & 63u) == 63u && hfx_plat_now_ns() > deadline) break;
+        cpu_relax();
+    }
+    pthread_mutex_lock(&w->mu);
+    atomic_fetch_add(&w->sleeping, 1);
+    while (atomic_load(&w->gen) == g && !atomic_load(&w->stop) && !(until && until(until_ctx)))
+        pthread_cond_wait(&w->cv, &w->mu);
+    atomic_fetch_sub(&w->sleeping, 1);
+    pthread_mutex_unlock(&w->mu);
+}
 
 static void *worker_main(void *arg) {
     struct worker_slot *s = arg;
@@ -94,11 +122,7 @@ static void *worker_main(void *arg) {
         uint_fast64_t g = atomic_load(&w->gen);
         if (atomic_load(&w->stop)) break;
         if (w->step(w->ctx, s->id) == HFX_STEP_WORKED) continue;
-        pthread_mutex_lock(&w->mu);
-        atomic_fetch_add(&w->sleeping, 1);
-        while (atomic_load(&w->gen) == g && !atomic_load(&w->stop)) pthread_cond_wait(&w->cv, &w->mu);
-        atomic_fetch_sub(&w->sleeping, 1);
-        pthread_mutex_unlock(&w->mu);
+        sleep_past(w, g, NULL, NULL);
     }
     return NULL;
 }
@@ -114,15 +138,13 @@ hfx_plat_workers *hfx_plat_workers_start(uint32_t n, hfx_plat_step_fn step, void
     }
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
-    pthread_cond_init(&w->cv_done, NULL);
     atomic_init(&w->sleeping, 0);
-    atomic_init(&w->waiting, false);
     atomic_init(&w->gen, 0);
     atomic_init(&w->stop, false);
     w->step = step;
     w->ctx = ctx;
     w->n = n;
-    for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t i = 1; i < n; i++) {
         w->slots[i].w = w;
         w->slots[i].id = i;
         if (pthread_create(&w->slots[i].thread, NULL, worker_main, &w->slots[i]) != 0) {
@@ -132,7 +154,7 @@ hfx_plat_workers *hfx_plat_workers_start(uint32_t n, hfx_plat_step_fn step, void
         char name[16];
         snprintf(name, sizeof name, "hexfuse-w%u", (unsigned)(i % 100000u)); /* top -H, perf, gdb */
         pthread_setname_np(w->slots[i].thread, name);
-        w->started++;
+        w->started = i;
     }
     return w;
 }
@@ -140,9 +162,12 @@ hfx_plat_workers *hfx_plat_workers_start(uint32_t n, hfx_plat_step_fn step, void
 int hfx_plat_workers_pin(hfx_plat_workers *w) {
     cpu_set_t allowed;
     if (!w || sched_getaffinity(0, sizeof allowed, &allowed) != 0) return -1;
-    if ((uint32_t)CPU_COUNT(&allowed) < w->started) return -1; /* oversubscribed: let them migrate */
+    /* the waiter (worker 0) is not pinned: it is the caller's thread */
+    if ((uint32_t)CPU_COUNT(&allowed) < w->n) return -1; /* oversubscribed: let them migrate */
     int cpu = -1;
-    for (uint32_t i = 0; i < w->started; i++) {
+    do cpu++;
+    while (!CPU_ISSET(cpu, &allowed)); /* the first allowed CPU is left to the caller */
+    for (uint32_t i = 1; i <= w->started; i++) {
         do cpu++;
         while (!CPU_ISSET(cpu, &allowed));
         cpu_set_t one;
@@ -161,20 +186,16 @@ void hfx_plat_workers_notify(hfx_plat_workers *w) {
     pthread_mutex_unlock(&w->mu);
 }
 
-void hfx_plat_workers_finish(hfx_plat_workers *w) {
-    if (!atomic_load(&w->waiting)) return;
-    pthread_mutex_lock(&w->mu);
-    pthread_cond_broadcast(&w->cv_done);
-    pthread_mutex_unlock(&w->mu);
-}
+/* The waiter sleeps on the workers' condition variable (it is worker 0). */
+void hfx_plat_workers_finish(hfx_plat_workers *w) { hfx_plat_workers_notify(w); }
 
 int hfx_plat_workers_wait(hfx_plat_workers *w, hfx_plat_done_fn done, void *done_ctx) {
-    pthread_mutex_lock(&w->mu);
-    atomic_store(&w->waiting, true);
-    while (!done(done_ctx)) pthread_cond_wait(&w->cv_done, &w->mu);
-    atomic_store(&w->waiting, false);
-    pthread_mutex_unlock(&w->mu);
-    return 0;
+    for (;;) {
+        uint_fast64_t g = atomic_load(&w->gen);
+        if (done(done_ctx)) return 0;
+        if (w->step(w->ctx, 0) == HFX_STEP_WORKED) continue;
+        sleep_past(w, g, done, done_ctx);
+    }
 }
 
 void hfx_plat_workers_stop(hfx_plat_workers *w) {
@@ -184,9 +205,8 @@ void hfx_plat_workers_stop(hfx_plat_workers *w) {
     atomic_fetch_add(&w->gen, 1);
     pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
-    for (uint32_t i = 0; i < w->started; i++) pthread_join(w->slots[i].thread, NULL);
+    for (uint32_t i = 1; i <= w->started; i++) pthread_join(w->slots[i].thread, NULL);
     pthread_cond_destroy(&w->cv);
-    pthread_cond_destroy(&w->cv_done);
     pthread_mutex_destroy(&w->mu);
     free(w->slots);
     free(w);

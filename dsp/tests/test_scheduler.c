@@ -761,7 +761,8 @@ static void test_pinned_workers(void) {
             int n = worker_cpu_lists(lists, 64);
             int pinned = 0;
             for (int i = 0; i < n; i++) pinned += strpbrk(lists[i], "-,") == NULL;
-            CHECK_MSG(pinned >= (int)(vec + 1), "%d of the pool's %u workers on a single CPU", pinned, vec + 1);
+            /* worker 0 is the hfx_run caller: the pool has vec threads of its own */
+            CHECK_MSG(pinned >= (int)vec, "%d of the pool's %u worker threads on a single CPU", pinned, vec);
         }
 #else
         (void)fits;
