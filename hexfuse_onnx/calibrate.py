@@ -1,8 +1,11 @@
 """Calibrate the host cost model from ONNX Runtime profiling, and measure its prediction error.
 
     result = calibrate(["a.onnx", "b.onnx"], progress=print)
-    result.target            # costmodel.Target "host-calibrated", every fitted Param says so
-    result.median_abs_error  # fused-time prediction error over the pairs, |predicted/measured - 1|
+    result.ort_target               # "host-ort-fit": fit to ORT profiling
+    result.kernel_target            # "host-kernel-fit": fit to the kernel's own item times
+    result.median_abs_error         # ORT fit: fused-call prediction error, median |predicted/measured - 1|
+    result.kernel_median_abs_error  # kernel fit: the same, on the same measured calls
+    result.target                   # "host-calibrated": the fit with the lower error (result.chosen_fit)
 
 1. Per-op times: each model runs on stock ORT (one intra-op thread, sequential, no graph
    optimisation so every node runs as written) with the ORT profiler on; the profile's node
@@ -22,6 +25,18 @@
    predicted fused time of a call is costmodel.predict(...).fused at the share the plugin used
    plus that overhead. The serial prediction is compared with the ORT-profiled time of the
    pair's original nodes.
+4. A second fit, to the kernel's own item times: the plugin's host kernels are not ORT's (its
+   Conv, pooling and small GEMMs are slower), so rates fitted to ORT can mispredict it. The
+   traced runs of step 3 give, per call, every work item's program op and duration; the sum of
+   an op's item durations (worker time: an op cut into items run by both workers counts both),
+   median over the runs, is attributed to the graph node the op was lowered from
+   (`lower.program_op_nodes`; both micro-batch copies of a chain node add up to that node).
+   Those per-node times, with the same one-op NodeProfiles as the ORT fit, go through the same
+   `fit_target`, and the fit predicts the same measured calls (same share, same call overhead).
+   This fit is in-sample (fitted and checked on the same fused runs), and item times leave out
+   the kernel's time between items (dispatch, the barrier between ops, waiting for a worker:
+   the `kernel_gap_per_op_s` column), so its fitted op overhead is close to zero.
+   `-o` writes the fit with the lower median fused-call error as "host-calibrated" and says which.
 
 Run it as `python -m hexfuse_onnx calibrate [-o FILE] [--table] [MODEL ...]` (the zoo when no
 model is given); the CLI re-executes itself without OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE first.
@@ -51,7 +66,14 @@ from .profile import Engine, GraphProfile, NodeProfile, TaskProfile, profile_gra
 from .select import Pair
 
 Progress = Callable[[str], None]
-CALIBRATED_NAME = "host-calibrated"
+CALIBRATED_NAME = "host-calibrated"   # the target `calibrate -o` writes (the fit with the lower error)
+ORT_FIT_NAME = "host-ort-fit"
+KERNEL_FIT_NAME = "host-kernel-fit"
+ORT_FIT = "ort"
+KERNEL_FIT = "kernel"
+FIT_LABELS = {ORT_FIT: "fit to ORT profiling", KERNEL_FIT: "fit to the kernel's own item times"}
+ORT_MEASURED_BY = "ORT-profiled"
+KERNEL_MEASURED_BY = "kernel-traced (summed work-item time on the plugin's host kernel, fused runs)"
 KEEP_EVERY_PAIR = -10.0  # a min_gain no real pair falls below: measure losing pairs too
 WORK_DOMINATED = 0.5     # an op whose work is at least this share of its time bounds DDR
 _WORK_COLUMNS = (Engine.MATRIX, Engine.VECTOR, Engine.MEMORY)
@@ -259,8 +281,13 @@ def _ddr_bound(ops: list[OpTiming], coef: dict[str, float]) -> set[int]:
 
 
 def fit_target(ops: list[OpTiming], base: Target = costmodel.HOST, name: str = CALIBRATED_NAME,
-               where: str = "") -> Fit:
+               where: str = "", measured_by: str = ORT_MEASURED_BY,
+               fitted_to: str = "ORT per-op profiling") -> Fit:
     """Fit base's op overhead, engine rates and DDR bandwidth to the measured ops.
+
+    `measured_by` says in every fitted parameter's source what the op times are ("ORT-profiled",
+    or KERNEL_MEASURED_BY for the kernel's own item times), `fitted_to` the same in the target's
+    description.
 
     The model of one op is overhead + max(work / engine rate, DDR bytes / DDR bandwidth): the
     fit alternates between assigning each op to its binding resource and a linear least-squares
@@ -282,7 +309,7 @@ def fit_target(ops: list[OpTiming], base: Target = costmodel.HOST, name: str = C
         if "ddr" not in fitted and observed is not None:
             coef["ddr"], fitted = 1.0 / observed, fitted | {"ddr-observed"}
     bound = bound or set()
-    target = _fitted_target(base, name, coef, fitted, ops, bound, where)
+    target = _fitted_target(base, name, coef, fitted, ops, bound, where, measured_by, fitted_to)
     rows = [FitRow(t.model, t.node, t.op_type, t.op.engine.value, t.work, t.seconds,
                    task_time(TaskProfile.of([t.op]), target)) for t in ops]
     fit = Fit(target, rows, [ops[k].node for k in sorted(bound)])
@@ -291,9 +318,10 @@ def fit_target(ops: list[OpTiming], base: Target = costmodel.HOST, name: str = C
 
 
 def _fitted_target(base: Target, name: str, coef: dict[str, float], fitted: set[str], ops: list[OpTiming],
-                   ddr_bound: set[int], where: str) -> Target:
+                   ddr_bound: set[int], where: str, measured_by: str = ORT_MEASURED_BY,
+                   fitted_to: str = "ORT per-op profiling") -> Target:
     counts = {e: sum(1 for t in ops if t.op.engine == e) for e in _WORK_COLUMNS}
-    what = (f"{len(ops)} ORT-profiled ops: {counts[Engine.MATRIX]} matrix, {counts[Engine.VECTOR]} vector, "
+    what = (f"{len(ops)} {measured_by} ops: {counts[Engine.MATRIX]} matrix, {counts[Engine.VECTOR]} vector, "
             f"{counts[Engine.MEMORY]} memory, {len(ddr_bound)} of them DDR-bound in the model")
     how = f"{what}; {{residual}}" + (f"; {where}" if where else "")
 
@@ -307,7 +335,7 @@ def _fitted_target(base: Target, name: str, coef: dict[str, float], fitted: set[
 
     contexts = base.vector_contexts.value
     return replace(
-        base, name=name, description=f"{base.description}; fitted to ORT per-op profiling",
+        base, name=name, description=f"{base.description}; fitted to {fitted_to}",
         matrix_flops=param(Engine.MATRIX.value, 1.0 / coef[Engine.MATRIX.value], "FLOP/s", base.matrix_flops),
         vector_flops_per_context=param(Engine.VECTOR.value, 1.0 / coef[Engine.VECTOR.value] / contexts, "FLOP/s",
                                        base.vector_flops_per_context),
@@ -339,6 +367,9 @@ class PairRow:
     predicted_serial_s: float
     measured_serial_s: float      # ORT-profiled time of the pair's original nodes
     call_overhead_s: float = 0.0  # added to predicted_fused_s for a call
+    kernel_work_s: float = 0.0    # sum of the call's work-item durations (trace): work/span > 1 is parallelism
+    task_overlap: float = float("nan")  # share of the span both tasks had an item running (trace)
+    kernel_gap_per_op_s: float = float("nan")  # in-kernel time between a task's items, per op (trace)
 
     @property
     def predicted_call_s(self) -> float:
@@ -372,9 +403,49 @@ def plugin_call_times(fused_path: str | os.PathLike[str], nodes: list[str], runs
     return {n: statistics.median(times[n]) for n in nodes}
 
 
-def plugin_spans(fused_path: str | os.PathLike[str], nodes: list[str], runs: int,
-                 warmup: int) -> dict[str, tuple[float, float, bool]]:
-    """Per node: median work-item span (s) from the kernel trace, the share and whether it ran serialised."""
+@dataclass(frozen=True)
+class TracedPair:
+    """One FusedHexPair node as the kernel trace saw it, medians over the traced runs."""
+
+    node: str
+    span_s: float                 # the work-item span (trace `wall_ns`)
+    share_a: float
+    serialized: bool
+    work_s: float                 # sum of all work-item durations of a call
+    task_overlap: float           # share of the span both tasks had an item running
+    op_seconds: dict[int, float]  # program op index -> the sum of its items' durations in a call
+    runs: int
+    gap_per_op_s: float = float("nan")  # see trace_gap_per_op
+
+
+def trace_gap_per_op(doc: dict) -> float:
+    """Seconds per op a task of one traced call spends with none of its items running, between
+    its first item's start and its last item's end (dispatch and the barrier between its ops,
+    or waiting for a worker): time in the span that no item duration contains."""
+    from .timeline import _union_ns
+
+    gaps, ops = 0, 0
+    for task in {e["task"] for e in doc["trace_events"]}:
+        items = [(e["start_ns"], e["end_ns"]) for e in doc["trace_events"] if e["task"] == task]
+        gaps += max(end for _, end in items) - min(start for start, _ in items) - _union_ns(items)
+        ops += len({e["op"] for e in doc["trace_events"] if e["task"] == task})
+    return gaps / 1e9 / ops if ops else float("nan")
+
+
+def trace_op_seconds(doc: dict) -> dict[int, float]:
+    """Seconds per program op of one traced call: the sum of the durations of its work items
+    (an op cut into several items, or run by both workers, counts all of them: worker time)."""
+    out: dict[int, float] = {}
+    for e in doc["trace_events"]:
+        out[int(e["op"])] = out.get(int(e["op"]), 0.0) + (e["end_ns"] - e["start_ns"]) / 1e9
+    return out
+
+
+def plugin_traces(fused_path: str | os.PathLike[str], nodes: list[str], runs: int,
+                  warmup: int) -> dict[str, TracedPair]:
+    """Run the fused model `warmup + runs` times with the kernel trace on (plugin, host backend)
+    and summarise each node's traces of the last `runs` runs. A run whose trace dropped events
+    is left out of the per-op times (its span still counts)."""
     from .runtime import InferenceSession
     from .verify import random_inputs
 
@@ -384,17 +455,61 @@ def plugin_spans(fused_path: str | os.PathLike[str], nodes: list[str], runs: int
         so.enable_profiling = False
         session = InferenceSession(fused_path, backend="host", trace=pattern, so=so)
         feeds = random_inputs(session, seed=0)
-        spans: dict[str, list[float]] = {n: [] for n in nodes}
-        info: dict[str, tuple[float, bool]] = {}
+        docs: dict[str, list[dict]] = {n: [] for n in nodes}
         for k in range(warmup + runs):
             session.run(None, feeds)
             if k < warmup:
                 continue
             for n in nodes:
-                doc = json.loads(Path(pattern.replace("{node}", n.replace("/", "_"))).read_text())
-                spans[n].append(doc["wall_ns"] / 1e9)
-                info[n] = (float(doc["share_a"]), bool(doc["serialized"]))
-    return {n: (statistics.median(spans[n]), *info[n]) for n in nodes}
+                docs[n].append(json.loads(Path(pattern.replace("{node}", n.replace("/", "_"))).read_text()))
+    out = {}
+    for n, ds in docs.items():
+        complete = [d for d in ds if not d.get("dropped")] or ds
+        per_run = [trace_op_seconds(d) for d in complete]
+        ops = sorted({o for r in per_run for o in r})
+        out[n] = TracedPair(
+            n, statistics.median(d["wall_ns"] / 1e9 for d in ds), float(ds[-1]["share_a"]), bool(ds[-1]["serialized"]),
+            statistics.median(sum(r.values()) for r in per_run),
+            statistics.median(d.get("task_overlap_ns", 0) / max(d["wall_ns"], 1) for d in ds),
+            {o: statistics.median(r.get(o, 0.0) for r in per_run) for o in ops}, len(complete),
+            statistics.median(trace_gap_per_op(d) for d in complete))
+    return out
+
+
+def plugin_spans(fused_path: str | os.PathLike[str], nodes: list[str], runs: int,
+                 warmup: int) -> dict[str, tuple[float, float, bool]]:
+    """Per node: median work-item span (s) from the kernel trace, the share and whether it ran serialised."""
+    return {n: (t.span_s, t.share_a, t.serialized) for n, t in plugin_traces(fused_path, nodes, runs, warmup).items()}
+
+
+def node_kernel_seconds(model: onnx.ModelProto, pair_node: str, profile: GraphProfile,
+                        op_seconds: dict[int, float]) -> tuple[dict[int, float], float]:
+    """The kernel time of a lowered pair per original graph node: (graph node id -> seconds,
+    seconds of ops no graph node could be named for).
+
+    `lower.program_op_nodes` names the body node of each program op; a body node is matched to
+    the graph node producing the same tensor (a micro-batch copy after its suffix is stripped,
+    so both halves of a chain node add up to that node). A Constant lowers to no op and gets no
+    time; an op copying a formal input out has no node (its time is returned apart)."""
+    from .lower import program_op_nodes
+    from .rewrite import microbatch_suffixes
+
+    node = next(n for n in model.graph.node if n.name == pair_node)
+    suffixes = microbatch_suffixes(node.overload)
+    producer = profile.graph.producer
+    per_node: dict[int, float] = {}
+    unnamed = 0.0
+    for origin in program_op_nodes(model, node):
+        seconds = op_seconds.get(origin.op, 0.0)
+        tensor = origin.output
+        for suffix in suffixes:
+            tensor = tensor.removesuffix(suffix)
+        i = producer.get(tensor) if origin.body_index is not None else None
+        if i is None:
+            unnamed += seconds
+        else:
+            per_node[i] = per_node.get(i, 0.0) + seconds
+    return per_node, unnamed
 
 
 def fused_pairs(path: str | os.PathLike[str], out: Path, target: Target,
@@ -417,10 +532,29 @@ def fused_pairs(path: str | os.PathLike[str], out: Path, target: Target,
     return result.output, pairs, profile
 
 
+@dataclass(frozen=True)
+class PairMeasurement:
+    """A pair measured on the plugin, with what re-predicting it for another target needs."""
+
+    row: PairRow                   # predicted by the target the model was rewritten for
+    pair: Pair
+    serial_task: TaskProfile | None  # the serial baseline's task (a micro-batch pair: the unsplit chain)
+    kernel_ops: list[OpTiming]     # the pair's working nodes: summed kernel item time per call
+    unmodelled_s: float            # kernel item time of ops on nodes the cost model gives no work (Reshape, ...)
+
+
 def measure_pairs(path: str | os.PathLike[str], target: Target, original_times: dict[int, float],
                   folder: Path, runs: int = 20, warmup: int = 3, progress: Progress = _quiet) -> list[PairRow]:
     """Rewrite the model for `target`, run it with the plugin and compare each pair's prediction
     with its measurement (call_overhead_s left 0: `with_call_overhead` sets it)."""
+    return [m.row for m in measure_pairs_traced(path, target, original_times, folder, runs, warmup, progress)]
+
+
+def measure_pairs_traced(path: str | os.PathLike[str], target: Target, original_times: dict[int, float],
+                         folder: Path, runs: int = 20, warmup: int = 3,
+                         progress: Progress = _quiet) -> list[PairMeasurement]:
+    """`measure_pairs`, keeping each pair and its per-node kernel times (from the same traced runs
+    as the span)."""
     out = folder / (Path(path).stem + ".fused.onnx")
     fused, pairs, profile = fused_pairs(path, out, target)
     if fused is None:
@@ -428,21 +562,39 @@ def measure_pairs(path: str | os.PathLike[str], target: Target, original_times: 
         return []
     names = sorted(pairs)
     calls = plugin_call_times(fused, names, runs, warmup)
-    spans = plugin_spans(fused, names, runs, warmup)
-    rows = []
+    traces = plugin_traces(fused, names, runs, warmup)
+    model = onnx.load(str(fused), load_external_data=False)
+    g = profile.graph
+    measured = []
     for name in names:
-        pair = pairs[name]
-        span, share, serialized = spans[name]
-        p = predict(pair.a, pair.b, target, share_a=share)
-        serial = p.serial
-        if pair.microbatch_sizes:  # the baseline is the unsplit chain
-            whole = profile.task(pair.candidate.task_a)
-            serial = task_time(whole, target) if whole is not None else p.serial
+        pair, trace = pairs[name], traces[name]
+        serial_task = profile.task(pair.candidate.task_a) if pair.microbatch_sizes else None
         measured_serial = sum(original_times.get(i, 0.0) for i in pair.candidate.nodes)
-        rows.append(PairRow(Path(path).stem, name, pair.kind, pair.candidate.note, share, serialized,
-                            p.fused, calls[name], span, serial, measured_serial))
-    progress(f"{Path(path).name}: {len(rows)} pair(s) measured on the plugin")
-    return rows
+        row = PairRow(Path(path).stem, name, pair.kind, pair.candidate.note, trace.share_a, trace.serialized,
+                      0.0, calls[name], trace.span_s, 0.0, measured_serial,
+                      kernel_work_s=trace.work_s, task_overlap=trace.task_overlap,
+                      kernel_gap_per_op_s=trace.gap_per_op_s)
+        per_node, unnamed = node_kernel_seconds(model, name, profile, trace.op_seconds)
+        kernel_ops, unmodelled = [], unnamed
+        for i, seconds in sorted(per_node.items()):
+            op = one_op_profile(profile, i)
+            if op is None or op.engine == Engine.NONE:
+                unmodelled += seconds
+                continue
+            n = g.nodes[i]
+            kernel_ops.append(OpTiming(Path(path).stem, n.name, n.op_type, op, seconds, trace.runs))
+        m = PairMeasurement(row, pair, serial_task, kernel_ops, unmodelled)
+        measured.append(replace(m, row=predicted_row(m, target)))
+    progress(f"{Path(path).name}: {len(measured)} pair(s) measured on the plugin")
+    return measured
+
+
+def predicted_row(m: PairMeasurement, target: Target) -> PairRow:
+    """The pair's row with the fused and serial times `target` predicts, at the share the plugin
+    used (call_overhead_s unchanged)."""
+    p = predict(m.pair.a, m.pair.b, target, share_a=m.row.share_a)
+    serial = task_time(m.serial_task, target) if m.serial_task is not None else p.serial
+    return replace(m.row, predicted_fused_s=p.fused, predicted_serial_s=serial)
 
 
 def measured_call_overhead(rows: list[PairRow]) -> float:
@@ -464,43 +616,111 @@ def with_call_overhead(target: Target, rows: list[PairRow], where: str = "") -> 
 # 4. The whole calibration
 
 
+def _pair_prediction(r: PairRow) -> dict:
+    return {"predicted_fused_s": r.predicted_fused_s, "predicted_call_s": r.predicted_call_s,
+            "predicted_serial_s": r.predicted_serial_s, "fused_error": r.fused_error, "span_error": r.span_error,
+            "serial_error": r.serial_error}
+
+
+_MEASURED_FIELDS = ("model", "node", "kind", "note", "share_a", "serialized", "measured_call_s", "measured_span_s",
+                    "measured_serial_s", "call_overhead_s", "kernel_work_s", "task_overlap", "kernel_gap_per_op_s")
+
+
+@dataclass(frozen=True)
+class FitErrors:
+    """Median |predicted / measured - 1| of one fit: fused call, fused work span, serial
+    (against ORT's time of the original nodes), and the per-op residual of the fit itself."""
+    fused: float
+    span: float
+    serial: float
+    residual: float
+
+
 @dataclass
 class CalibrationResult:
+    """Both fits, and their prediction errors on the same measured plugin calls.
+
+    The rows without prefix (`fit_rows`, `pair_rows`, `ddr_bound`, `median_abs_error`, ...) are
+    the fit to ORT profiling (`ort_target`); the `kernel_` ones the fit to the kernel's own item
+    times (`kernel_target`; in-sample: its op times come from the traced fused runs whose calls
+    it is then compared with). `target` is the one the JSON carries (`costmodel.load_target`
+    reads it) and `calibrate` registers, named CALIBRATED_NAME: the fit with the lower median
+    fused-call error, `chosen_fit` ("ort" or "kernel") says which."""
+
     target: Target
     fit_rows: list[FitRow]
     pair_rows: list[PairRow]
     where: str
     ddr_bound: list[str] = field(default_factory=list)
+    ort_target: Target | None = None        # None: `target` is the ORT fit
+    kernel_target: Target | None = None     # None: no kernel fit (no pair measured)
+    kernel_fit_rows: list[FitRow] = field(default_factory=list)
+    kernel_pair_rows: list[PairRow] = field(default_factory=list)
+    kernel_ddr_bound: list[str] = field(default_factory=list)
+    unmodelled_kernel_s: dict[str, float] = field(default_factory=dict)  # pair -> item time on no-work nodes
+    chosen_fit: str = ORT_FIT
+
+    def errors(self, fit: str) -> FitErrors:
+        """Median |error| of one fit (ORT_FIT or KERNEL_FIT) over the same measured calls."""
+        pairs, ops = (self.pair_rows, self.fit_rows) if fit == ORT_FIT else (self.kernel_pair_rows,
+                                                                              self.kernel_fit_rows)
+        return FitErrors(fused=_median_abs(r.fused_error for r in pairs), span=_median_abs(r.span_error for r in pairs),
+                         serial=_median_abs(r.serial_error for r in pairs), residual=_median_abs(r.rel_error for r in ops))
 
     @property
     def median_abs_error(self) -> float:
-        """Fused time of a call: |predicted / measured - 1|, median over the pairs."""
-        return _median_abs(r.fused_error for r in self.pair_rows)
+        """Fit to ORT profiling: fused time of a call, |predicted / measured - 1|, median over the pairs."""
+        return self.errors(ORT_FIT).fused
 
     @property
-    def median_abs_span_error(self) -> float:
-        return _median_abs(r.span_error for r in self.pair_rows)
+    def kernel_median_abs_error(self) -> float:
+        """Fit to the kernel's item times: the same, on the same measured calls."""
+        return self.errors(KERNEL_FIT).fused
 
     @property
-    def median_abs_serial_error(self) -> float:
-        return _median_abs(r.serial_error for r in self.pair_rows)
+    def chosen_median_abs_error(self) -> float:
+        return self.kernel_median_abs_error if self.chosen_fit == KERNEL_FIT else self.median_abs_error
 
     @property
-    def median_abs_residual(self) -> float:
-        return _median_abs(r.rel_error for r in self.fit_rows)
+    def choice_note(self) -> str:
+        if self.kernel_target is None:
+            return f"the {FIT_LABELS[ORT_FIT]} (no kernel fit: no pair was measured)"
+        other = KERNEL_FIT if self.chosen_fit == ORT_FIT else ORT_FIT
+        errors = {ORT_FIT: self.median_abs_error, KERNEL_FIT: self.kernel_median_abs_error}
+        return (f"the {FIT_LABELS[self.chosen_fit]}: the lower median |fused call error| "
+                f"({errors[self.chosen_fit]:.1%}; {FIT_LABELS[other]}: {errors[other]:.1%})")
+
+    def _fit_dict(self, key: str) -> dict | None:
+        if key == ORT_FIT:
+            target, rows, ddr = self.ort_target or self.target, self.fit_rows, self.ddr_bound
+        elif self.kernel_target is None:
+            return None
+        else:
+            target, rows, ddr = self.kernel_target, self.kernel_fit_rows, self.kernel_ddr_bound
+        e = self.errors(key)
+        return {"label": FIT_LABELS[key], "target": target.to_dict(), "median_abs_error": e.fused,
+                "median_abs_span_error": e.span, "median_abs_serial_error": e.serial,
+                "median_abs_op_residual": e.residual,
+                "ddr_bound_ops": ddr, "ops": [{**asdict(r), "rel_error": r.rel_error} for r in rows]}
 
     def to_dict(self) -> dict:
+        """`target` (what load_target reads) is the chosen fit; `fits` holds both, `pairs` the
+        measured calls with each fit's prediction ("ort_fit", "kernel_fit")."""
+        kernel = {(r.model, r.node): r for r in self.kernel_pair_rows}
+        pairs = []
+        for r in self.pair_rows:
+            k = kernel.get((r.model, r.node))
+            pairs.append({**{f: getattr(r, f) for f in _MEASURED_FIELDS},
+                          "unmodelled_kernel_s": self.unmodelled_kernel_s.get(f"{r.model}:{r.node}", 0.0),
+                          "ort_fit": _pair_prediction(r), "kernel_fit": _pair_prediction(k) if k else None})
         return {
             "target": self.target.to_dict(),
+            "target_fit": self.chosen_fit,
+            "target_note": f"carries {self.choice_note}",
             "where": self.where,
-            "median_abs_error": self.median_abs_error,
-            "median_abs_span_error": self.median_abs_span_error,
-            "median_abs_serial_error": self.median_abs_serial_error,
-            "median_abs_op_residual": self.median_abs_residual,
-            "ddr_bound_ops": self.ddr_bound,
-            "ops": [{**asdict(r), "rel_error": r.rel_error} for r in self.fit_rows],
-            "pairs": [{**asdict(r), "predicted_call_s": r.predicted_call_s, "fused_error": r.fused_error,
-                       "span_error": r.span_error, "serial_error": r.serial_error} for r in self.pair_rows],
+            "median_abs_error": self.chosen_median_abs_error,
+            "fits": {key: self._fit_dict(key) for key in (ORT_FIT, KERNEL_FIT)},
+            "pairs": pairs,
         }
 
     def to_json(self) -> str:
@@ -508,22 +728,60 @@ class CalibrationResult:
         return json.dumps(self.to_dict(), indent=2, default=_json_float) + "\n"
 
     def summary_lines(self) -> list[str]:
-        t = self.target
-        lines = [f"calibrated target '{t.name}' ({self.where})",
-                 f"  matrix {t.matrix_flops.value / 1e9:.1f} GFLOP/s, vector {t.vector_flops / 1e9:.2f} GFLOP/s, "
-                 f"memory {t.dma_bytes.value / 1e9:.2f} GB/s, DDR {t.ddr_bytes.value / 1e9:.1f} GB/s, "
-                 f"op overhead {t.op_overhead_s.value * 1e6:.1f} us, call overhead {t.call_overhead_s.value * 1e6:.1f} us",
-                 f"  per-op fit: {len(self.fit_rows)} ops, median |residual| {self.median_abs_residual:.1%}",
-                 "", "pair                          kind        share  pred us  meas us   error   "
-                 "span us  err(span)  serial pred  serial meas  err(serial)"]
+        fits = [(ORT_FIT, self.ort_target or self.target, self.fit_rows, self.errors(ORT_FIT).residual)]
+        if self.kernel_target is not None:
+            fits.append((KERNEL_FIT, self.kernel_target, self.kernel_fit_rows, self.errors(KERNEL_FIT).residual))
+        overhead = self.target.call_overhead_s.value
+        lines = [f"calibrated host targets ({self.where}); both predict a call as the fused time plus the measured "
+                 f"call overhead {overhead * 1e6:.1f} us (median over the pairs of call time - work-item span)"]
+        for key, t, rows, residual in fits:
+            lines += [f"  {FIT_LABELS[key]} ('{t.name}'): matrix {t.matrix_flops.value / 1e9:.1f} GFLOP/s, "
+                      f"vector {t.vector_flops / 1e9:.2f} GFLOP/s, memory {t.dma_bytes.value / 1e9:.2f} GB/s, "
+                      f"DDR {t.ddr_bytes.value / 1e9:.1f} GB/s, op overhead {t.op_overhead_s.value * 1e6:.1f} us; "
+                      f"{len(rows)} ops, median |residual| {residual:.1%}"]
+        kernel = {(r.model, r.node): r for r in self.kernel_pair_rows}
+        lines += ["", "pair                                   kind            share  meas us  span us  work/span  "
+                      "overlap  gap/op us |  ORT fit  error | kernel fit  error | serial meas  ORT fit  error"]
         for r in self.pair_rows:
-            lines.append(f"{r.model + ':' + r.node:<29} {r.kind:<11} {r.share_a:5.2f} {r.predicted_call_s * 1e6:8.0f} "
-                         f"{r.measured_call_s * 1e6:8.0f} {r.fused_error:+7.0%}  {r.measured_span_s * 1e6:8.0f} "
-                         f"{r.span_error:+9.0%}  {r.predicted_serial_s * 1e6:11.0f}  {r.measured_serial_s * 1e6:11.0f}"
-                         f"  {r.serial_error:+10.0%}" + ("  (serialised)" if r.serialized else ""))
-        lines += ["", f"median |error| over {len(self.pair_rows)} pairs: fused call {self.median_abs_error:.1%} "
-                      f"(target <= 20%), fused work span {self.median_abs_span_error:.1%}, "
-                      f"serial {self.median_abs_serial_error:.1%}"]
+            k = kernel.get((r.model, r.node))
+            kernel_cols = f"{k.predicted_call_s * 1e6:10.0f} {k.fused_error:+6.0%}" if k else f"{'-':>10} {'-':>6}"
+            ratio = r.kernel_work_s / r.measured_span_s if r.measured_span_s > 0 else float("nan")
+            lines.append(f"{r.model + ':' + r.node:<38} {r.kind:<15} {r.share_a:5.2f} {r.measured_call_s * 1e6:8.0f} "
+                         f"{r.measured_span_s * 1e6:8.0f} {ratio:10.2f} {r.task_overlap:8.0%} "
+                         f"{r.kernel_gap_per_op_s * 1e6:10.1f} | "
+                         f"{r.predicted_call_s * 1e6:8.0f} {r.fused_error:+6.0%} | {kernel_cols} | "
+                         f"{r.measured_serial_s * 1e6:11.0f} {r.predicted_serial_s * 1e6:8.0f} {r.serial_error:+6.0%}"
+                         + ("  (serialised)" if r.serialized else ""))
+        n = len(self.pair_rows)
+        kernel_errors = (f", {FIT_LABELS[KERNEL_FIT]} {self.kernel_median_abs_error:.1%}"
+                         if self.kernel_target is not None else "")
+        lines += ["", f"median |error| over {n} pairs, fused call (target <= 20%): {FIT_LABELS[ORT_FIT]} "
+                      f"{self.median_abs_error:.1%}{kernel_errors}",
+                  f"  fused work span: {FIT_LABELS[ORT_FIT]} {self.errors(ORT_FIT).span:.1%}"
+                  + (f", {FIT_LABELS[KERNEL_FIT]} {self.errors(KERNEL_FIT).span:.1%}" if kernel_errors else "")
+                  + f"; serial (ORT-profiled original nodes) {FIT_LABELS[ORT_FIT]} {self.errors(ORT_FIT).serial:.1%}",
+                  "  work/span: summed work-item time over the span (2 = both workers busy throughout); overlap: "
+                  "share of the span both tasks ran an item; gap/op: time per op a task ran no item (in the span, "
+                  "in no op's item time)"]
+        if self.kernel_target is not None:
+            unmodelled = sum(self.unmodelled_kernel_s.values())
+            lines.append(f"  the kernel fit is in-sample (its op times come from these fused runs); kernel item time on "
+                         f"nodes the cost model gives no work (Reshape, ...): {unmodelled * 1e6:.0f} us over all pairs")
+        lines.append(f"target '{self.target.name}' (written by -o): {self.choice_note}")
+        return lines
+
+    def op_lines(self) -> list[str]:
+        """Per node of the kernel fit: its ORT-profiled time (when the ORT fit has it), its kernel
+        item time and what the kernel fit predicts."""
+        ort = {(r.model, r.node): r for r in self.fit_rows}
+        lines = ["node (kernel fit)                               op_type     engine   ORT us  kernel us  "
+                 "kernel/ORT  kernel-fit pred us  residual"]
+        for r in self.kernel_fit_rows:
+            o = ort.get((r.model, r.node))
+            ort_us = f"{o.measured_s * 1e6:8.1f}" if o else f"{'-':>8}"
+            ratio = f"{r.measured_s / o.measured_s:10.2f}" if o and o.measured_s > 0 else f"{'-':>10}"
+            lines.append(f"{r.model + ':' + r.node:<47} {r.op_type:<11} {r.engine:<6} {ort_us} {r.measured_s * 1e6:10.1f}  "
+                         f"{ratio}  {r.predicted_s * 1e6:18.1f}  {r.rel_error:+8.0%}")
         return lines
 
 
@@ -540,23 +798,45 @@ def where_measured() -> str:
 def calibrate(model_paths: list[str | os.PathLike[str]], progress: Progress = _quiet, runs: int = 20,
               warmup: int = 3, base: Target = costmodel.HOST, work_dir: str | os.PathLike[str] | None = None
               ) -> CalibrationResult:
-    """Fit a host target to the models' ORT-profiled ops, then measure its fused and serial
-    prediction error on the pairs the pass makes of the same models (see the module doc)."""
+    """Fit a host target to the models' ORT-profiled ops, measure its fused and serial prediction
+    error on the pairs the pass makes of the same models, fit a second target to the kernel's own
+    per-op item times of those runs, and measure its error on the same calls (see the module doc).
+    The better of the two is registered as CALIBRATED_NAME."""
     where = where_measured()
     measured: dict[str, tuple[dict[int, float], list[OpTiming]]] = {}
     for path in model_paths:
         _, medians, ops = measure_ops(path, runs, warmup)
         measured[str(path)] = (medians, ops)
         progress(f"{Path(path).name}: {len(ops)} op(s) profiled on ORT")
-    fit = fit_target([t for _, ops in measured.values() for t in ops], base, CALIBRATED_NAME, where)
-    progress(f"fit: {len(fit.rows)} ops, median |residual| {fit.median_abs_residual:.1%}")
-    rows: list[PairRow] = []
+    fit = fit_target([t for _, ops in measured.values() for t in ops], base, ORT_FIT_NAME, where)
+    progress(f"{FIT_LABELS[ORT_FIT]}: {len(fit.rows)} ops, median |residual| {fit.median_abs_residual:.1%}")
+    pairs: list[PairMeasurement] = []
     with tempfile.TemporaryDirectory(prefix="hexfuse-calibrate-") as folder:
         for path in model_paths:
-            rows += measure_pairs(path, fit.target, measured[str(path)][0], Path(folder), runs, warmup, progress)
-    target, rows = with_call_overhead(fit.target, rows, where)
-    costmodel.register_target(target)
-    return CalibrationResult(target, fit.rows, rows, where, fit.ddr_bound)
+            pairs += measure_pairs_traced(path, fit.target, measured[str(path)][0], Path(folder), runs, warmup,
+                                          progress)
+    ort_target, rows = with_call_overhead(fit.target, [m.row for m in pairs], where)
+    kernel_ops = [t for m in pairs for t in m.kernel_ops]
+    result = CalibrationResult(ort_target, fit.rows, rows, where, fit.ddr_bound, ort_target=ort_target,
+                               unmodelled_kernel_s={f"{m.row.model}:{m.row.node}": m.unmodelled_s for m in pairs})
+    if kernel_ops:
+        kfit = fit_target(kernel_ops, base, KERNEL_FIT_NAME, where, KERNEL_MEASURED_BY,
+                          "the kernel's own per-op work-item times (plugin trace of the fused pairs)")
+        progress(f"{FIT_LABELS[KERNEL_FIT]}: {len(kfit.rows)} ops, median |residual| {kfit.median_abs_residual:.1%}")
+        kernel_target, kernel_rows = with_call_overhead(kfit.target, [predicted_row(m, kfit.target) for m in pairs],
+                                                        where)
+        result.kernel_target, result.kernel_fit_rows = kernel_target, kfit.rows
+        result.kernel_pair_rows, result.kernel_ddr_bound = kernel_rows, kfit.ddr_bound
+        if result.kernel_median_abs_error < result.median_abs_error:
+            result.chosen_fit = KERNEL_FIT
+    chosen = result.kernel_target if result.chosen_fit == KERNEL_FIT else ort_target
+    assert chosen is not None
+    result.target = replace(chosen, name=CALIBRATED_NAME,
+                            description=f"{chosen.description}; chosen over the other fit: {result.choice_note}")
+    for t in (result.ort_target, result.kernel_target, result.target):
+        if t is not None:
+            costmodel.register_target(t)
+    return result
 
 
 def build_zoo(folder: str | os.PathLike[str]) -> list[Path]:

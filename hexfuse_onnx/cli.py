@@ -88,8 +88,9 @@ def _parser() -> argparse.ArgumentParser:
     be.add_argument("--json", metavar="REPORT", help="also write every figure (raw samples too) here")
     be.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
 
-    ca = sub.add_parser("calibrate", help="fit the host cost model to ORT profiling; measure its fused-time error "
-                                          "against the plugin", epilog=EPILOG)
+    ca = sub.add_parser("calibrate", help="fit the host cost model to ORT profiling and to the kernel's own item "
+                                          "times; measure both fits' fused-call error against the plugin",
+                        epilog=EPILOG)
     ca.add_argument("models", nargs="*", help="models or zoo names to calibrate on (default: every zoo builder)")
     ca.add_argument("-o", "--output", help="write the result JSON (use it with --target FILE of rewrite/inspect)")
     ca.add_argument("--runs", type=int, default=20, help="profiled runs per model after warm-up (default 20)")
@@ -334,11 +335,17 @@ def _calibrate(args: argparse.Namespace, progress) -> int:
         result = calibrate.calibrate(paths, progress, args.runs, args.warmup)
     print("\n".join(result.summary_lines()))
     if args.table:
-        for t in (result.target, costmodel.HEXAGON_V73):
-            print("\n" + "\n".join(costmodel.parameter_table(t)))
+        if result.kernel_fit_rows:
+            print("\n" + "\n".join(result.op_lines()))
+        fits = [(calibrate.FIT_LABELS[calibrate.ORT_FIT], result.ort_target or result.target),
+                (calibrate.FIT_LABELS[calibrate.KERNEL_FIT], result.kernel_target)]
+        for label, t in fits:
+            if t is not None:
+                print(f"\n{label}:\n" + "\n".join(costmodel.parameter_table(t)))
+        print("\n" + "\n".join(costmodel.parameter_table(costmodel.HEXAGON_V73)))
     if args.output:
         _write_text(args.output, result.to_json())
-        print(f"wrote {args.output}")
+        print(f"wrote {args.output} (target '{result.target.name}': {result.choice_note})")
     return EXIT_OK
 
 

@@ -3,7 +3,8 @@
 THIS IS A MODEL, NOT A MEASUREMENT. Every Hexagon figure below is modelled: either taken from a
 public document (named in its `source`) or an assumption (marked so); none was measured on a
 device. The host figures describe this development machine; `hexfuse_onnx.calibrate` fits them
-from ORT per-op profiling and writes a "host-calibrated" target as JSON (`load_target` reads it,
+from ORT per-op profiling and from the kernel's own work-item times, and writes the fit that
+predicts the plugin's fused calls better as a "host-calibrated" target in JSON (`load_target` reads it,
 `register_target` makes it usable by name). `parameter_table` renders any target's parameters
 and their sources as markdown rows for the results page.
 

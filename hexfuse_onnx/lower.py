@@ -691,3 +691,102 @@ def attach_programs(model: onnx.ModelProto) -> tuple[onnx.ModelProto, dict[str, 
         node.attribute.extend([helper.make_attribute(C.ATTR_PROGRAM, program),
                                helper.make_attribute(C.ATTR_PROGRAM_VERSION, C.PROGRAM_VERSION)])
     return out, failed
+
+
+# ---------------------------------------------------------------------------------------
+# Which body node each program op comes from (for per-op timing of the kernel trace)
+
+
+@dataclass(frozen=True)
+class OpOrigin:
+    """Where program op `op` of a pair came from.
+
+    `op` is the op's index in the program (the `op` field of the kernel trace's work items),
+    `task` 0 for A and 1 for B. `body_index` is the index of the function-body node the op
+    lowers (`node`, `op_type`: that node's name, "" when unnamed, and op type), and `output`
+    the body tensor the op writes. An op the lowering adds to copy a pair output out (an output
+    that is a constant or a formal input) has the Constant body node that made the value as its
+    origin, or `body_index` None (`node` "output NAME", `op_type` "Identity") when the output is
+    a formal input passed through."""
+
+    op: int
+    task: int
+    body_index: int | None
+    node: str
+    op_type: str
+    output: str
+
+
+class _OriginLowerer(_Lowerer):
+    """The lowering itself, recording the body node of every op it emits (the program is the
+    one `lower_pair` returns: nothing here changes what is emitted)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.origins: list[OpOrigin] = []
+        self._current: int | None = None
+        self._lowered = 0   # lower() lowers the body nodes once each, in order
+
+    def _lower_node(self, n: onnx.NodeProto, t: int) -> None:
+        self._current, self._lowered = self._lowered, self._lowered + 1
+        try:
+            super()._lower_node(n, t)
+        finally:
+            self._current = None
+
+    def _emit(self, n: onnx.NodeProto, task: int, code: str, engine: str, inputs: list[int],
+              params: dict[int, int] | None = None) -> None:
+        before = len(self.prog.ops)
+        super()._emit(n, task, code, engine, inputs, params)
+        for k in range(before, len(self.prog.ops)):
+            self.origins.append(OpOrigin(k, task, self._current, n.name, n.op_type, n.output[0]))
+
+    def lower(self) -> bytes:
+        program = super().lower()
+        # The ops after the emitted ones copy an output out (see _Lowerer.lower).
+        made_by = {o: k for k, b in enumerate(self.fn.node) for o in b.output}
+        outputs = {self.ids[o]: o for o in self.fn.output}
+        for k in range(len(self.origins), len(self.prog.ops)):
+            op = self.prog.ops[k]
+            name = outputs.get(op.output, "")
+            source = made_by.get(name)
+            if source is not None:
+                b = self.fn.node[source]
+                self.origins.append(OpOrigin(k, op.task, source, b.name, b.op_type, name))
+            else:
+                self.origins.append(OpOrigin(k, op.task, None, f"output {name}", "Identity", name))
+        return program
+
+
+def program_op_nodes(model: onnx.ModelProto, node: onnx.NodeProto,
+                     types: dict[str, onnx.TypeProto] | None = None) -> list[OpOrigin]:
+    """The origin of every op of the pair's task program, indexed like the program's ops.
+
+    The program is built exactly as `lower_pair` builds it (same bytes; raises LoweringError
+    the same way). A body node lowers to one op, except a Constant, which lowers to none (its
+    value becomes a program constant, or steers another op's parameters): such a node never
+    appears here, and its cost, if any, is part of the op that reads it. Reshape, Flatten,
+    Squeeze, Unsqueeze and Identity lower to a COPY op of their own. Time measured per program
+    op (the trace's `op`) is attributed to a body node by summing over the ops naming it; the
+    body nodes are the pair's original graph nodes (micro-batch pairs: two renamed copies of
+    the chain, their tensors suffixed as `rewrite.microbatch_suffixes` says)."""
+    if node.domain != C.DOMAIN or node.op_type != C.OP_TYPE:
+        raise LoweringError(node.op_type, node.name, f"not a {C.DOMAIN}::{C.OP_TYPE} node")
+    lowerer = _OriginLowerer(model, node, types if types is not None else _known_types(model))
+    lowerer.lower()
+    return lowerer.origins
+
+
+def program_op_maps(model: onnx.ModelProto) -> dict[str, list[OpOrigin]]:
+    """`program_op_nodes` of every FusedHexPair node of the model that lowers, by node name
+    (a pair that does not lower has no program, and is left out)."""
+    types = _known_types(model)
+    maps: dict[str, list[OpOrigin]] = {}
+    for node in model.graph.node:
+        if node.domain != C.DOMAIN or node.op_type != C.OP_TYPE:
+            continue
+        try:
+            maps[node.name] = program_op_nodes(model, node, types)
+        except LoweringError:
+            continue
+    return maps

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import struct
 from dataclasses import replace
 from pathlib import Path
 
@@ -107,6 +108,60 @@ def test_every_hexagon_figure_is_marked_modelled_and_tabled() -> None:
     assert len([r for r in rows if r.startswith("| ") and not r.startswith("| parameter")]) == len(params)
 
 
+@pytest.mark.parametrize("name", ["inception", "mlp_chain"])  # branches; a micro-batch pair (renamed copies)
+def test_program_ops_map_to_the_pairs_own_nodes(zoo_dir: Path, tmp_path: Path, name: str) -> None:
+    """Every program op of a lowered zoo pair names a body node, and through it a real graph node
+    of that pair (a micro-batch copy maps back to its chain node)."""
+    from hexfuse_onnx import contract as C
+    from hexfuse_onnx.lower import program_op_maps
+
+    fused, pairs, profile = calibrate.fused_pairs(zoo_dir / f"{name}.onnx", tmp_path / "m.fused.onnx",
+                                                  costmodel.HOST)
+    assert fused is not None and pairs
+    model = onnx.load(str(fused))
+    maps = program_op_maps(model)
+    assert set(maps) == set(pairs)
+    for node in (n for n in model.graph.node if n.domain == C.DOMAIN):
+        program = next(a.s for a in node.attribute if a.name == C.ATTR_PROGRAM)
+        origins = maps[node.name]
+        assert [o.op for o in origins] == list(range(struct.unpack_from("<IHHIIII", program)[6]))
+        body = next(f for f in model.functions if f.overload == node.overload).node
+        assert all(o.body_index is not None and body[o.body_index].name == o.node for o in origins)
+        per_node, unnamed = calibrate.node_kernel_seconds(model, node.name, profile,
+                                                          {o.op: 1.0 for o in origins})
+        assert unnamed == 0.0 and sum(per_node.values()) == len(origins)
+        pair = pairs[node.name]
+        assert set(per_node) <= set(pair.candidate.nodes)
+        working = {i for i in pair.candidate.nodes if profile.graph.nodes[i].op_type != "Constant"}
+        assert set(per_node) == working
+        if pair.microbatch_sizes:  # both copies of each chain node land on it
+            assert set(per_node.values()) == {2.0}
+
+
+@needs_plugin
+def test_kernel_times_of_a_traced_plugin_run(zoo_dir: Path, tmp_path: Path) -> None:
+    """The per-op item times of a real traced run map to positive times for the pair's nodes."""
+    fused, pairs, profile = calibrate.fused_pairs(zoo_dir / "two_branch.onnx", tmp_path / "m.fused.onnx",
+                                                  costmodel.HOST)
+    traces = calibrate.plugin_traces(fused, sorted(pairs), runs=2, warmup=1)
+    model = onnx.load(str(fused))
+    for name, trace in traces.items():
+        assert trace.runs == 2 and trace.span_s > 0 and trace.work_s > 0
+        assert all(v > 0 for v in trace.op_seconds.values())
+        assert sum(trace.op_seconds.values()) == pytest.approx(trace.work_s, rel=0.5)
+        per_node, unnamed = calibrate.node_kernel_seconds(model, name, profile, trace.op_seconds)
+        assert unnamed == 0.0
+        assert set(per_node) == set(pairs[name].candidate.nodes)
+        assert all(v > 0 for v in per_node.values())
+    measured = calibrate.measure_pairs_traced(zoo_dir / "two_branch.onnx", costmodel.HOST, {}, tmp_path,
+                                              runs=2, warmup=1)
+    assert measured and all(m.kernel_ops for m in measured)
+    for m in measured:
+        assert {t.node for t in m.kernel_ops} == {profile.graph.nodes[i].name for i in m.pair.candidate.nodes}
+        assert all(t.seconds > 0 and t.runs == 2 for t in m.kernel_ops)
+        assert m.row.kernel_work_s > 0 and m.row.predicted_fused_s > 0
+
+
 @needs_plugin
 def test_prediction_error_end_to_end_on_the_plugin(zoo_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(costmodel, "TARGETS", dict(costmodel.TARGETS))  # calibrate registers its target
@@ -120,9 +175,30 @@ def test_prediction_error_end_to_end_on_the_plugin(zoo_dir: Path, monkeypatch: p
         for e in (r.fused_error, r.span_error, r.serial_error):
             assert math.isfinite(e)
     assert math.isfinite(result.median_abs_error)
+    # the second fit, to the kernel's own item times, on the same pairs
+    assert result.kernel_target is not None and result.kernel_fit_rows
+    assert result.kernel_target.name == calibrate.KERNEL_FIT_NAME
+    assert "kernel-traced" in result.kernel_target.op_overhead_s.source or \
+        result.kernel_target.op_overhead_s.source.startswith("not fitted")
+    assert [(r.model, r.node) for r in result.kernel_pair_rows] == [(r.model, r.node) for r in result.pair_rows]
+    for r, k in zip(result.pair_rows, result.kernel_pair_rows):
+        assert k.measured_call_s == r.measured_call_s and k.call_overhead_s == r.call_overhead_s
+        assert math.isfinite(k.fused_error)
+    assert math.isfinite(result.kernel_median_abs_error)
+    assert result.chosen_fit in (calibrate.ORT_FIT, calibrate.KERNEL_FIT)
+    chosen = result.kernel_target if result.chosen_fit == calibrate.KERNEL_FIT else result.ort_target
+    assert result.target.name == calibrate.CALIBRATED_NAME
+    assert result.target.matrix_flops == chosen.matrix_flops
     doc = json.loads(result.to_json())
     assert doc["pairs"][0]["node"] == result.pair_rows[0].node
-    assert any("median |error|" in line for line in result.summary_lines())
+    assert doc["target_fit"] == result.chosen_fit
+    assert doc["fits"]["ort"]["label"] == "fit to ORT profiling"
+    assert doc["fits"]["kernel"]["label"] == "fit to the kernel's own item times"
+    assert doc["pairs"][0]["kernel_fit"]["fused_error"] == result.kernel_pair_rows[0].fused_error
+    lines = result.summary_lines()
+    assert any("median |error|" in line and "fit to ORT profiling" in line
+               and "fit to the kernel's own item times" in line for line in lines)
+    assert len(result.op_lines()) == len(result.kernel_fit_rows) + 1
 
 
 @needs_plugin

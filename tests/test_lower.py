@@ -4,6 +4,7 @@ the kernel's op set raises LoweringError naming it."""
 from __future__ import annotations
 
 import re
+import struct
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,7 @@ from onnx import TensorProto, helper, numpy_helper
 import models
 from hexfuse_onnx import contract as C
 from hexfuse_onnx import pipeline, verify
-from hexfuse_onnx.lower import OPS_H, LoweringError, attach_programs, lower_pair
+from hexfuse_onnx.lower import OPS_H, LoweringError, attach_programs, lower_pair, program_op_nodes
 from hexfuse_onnx.runtime import HOST_NAME, LIB_DIR, HostKernel
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -143,6 +144,37 @@ def test_coverage_model_lowers_every_op() -> None:
     assert used >= {"MatMul", "Gemm", "Conv", "Softmax", "LayerNormalization", "ReduceMean", "ReduceSum",
                     "Transpose", "Slice", "Concat", "Reshape", "Flatten", "Unsqueeze", "Constant"}
 
+
+
+def _num_ops(program: bytes) -> int:
+    return struct.unpack_from("<IHHIIII", program)[6]
+
+
+def test_program_op_nodes_names_the_body_node_of_every_op() -> None:
+    """One origin per program op, in program order; a Constant lowers to no op; the program is
+    the one lower_pair makes."""
+    m = coverage_model()
+    node, fn = m.graph.node[0], m.functions[0]
+    program = lower_pair(m, node)
+    origins = program_op_nodes(m, node)
+    assert lower_pair(m, node) == program
+    assert [o.op for o in origins] == list(range(_num_ops(program)))
+    body = [n.name for n in fn.node]
+    assert [o.node for o in origins] == [n for n in body if n != "const"]
+    n_a = next(a.i for a in node.attribute if a.name == C.ATTR_NUM_NODES_A)
+    for o in origins:
+        assert fn.node[o.body_index].name == o.node and fn.node[o.body_index].op_type == o.op_type
+        assert o.output == fn.node[o.body_index].output[0]
+        assert o.task == (0 if o.body_index < n_a else 1)
+
+
+def test_program_op_nodes_names_the_constant_of_an_output_copy() -> None:
+    k = numpy_helper.from_array(np.ones((2, 4), np.float32), "yb")
+    m = _single_op_pair(helper.make_node("Constant", [], ["yb"], name="kb", value=k))
+    m.graph.output[1].CopyFrom(vi("yb", [2, 4]))
+    origins = program_op_nodes(m, m.graph.node[0])
+    assert _num_ops(lower_pair(m, m.graph.node[0])) == len(origins) == 2
+    assert [(o.node, o.task, o.body_index, o.output) for o in origins] == [("relu", 0, 0, "ya"), ("kb", 1, 1, "yb")]
 
 @needs_host
 def test_coverage_model_runs_on_the_host_kernel() -> None:
