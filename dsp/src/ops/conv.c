@@ -1,6 +1,7 @@
 /* conv.c - Conv2D (NCHW) as im2col + GEMM on the matrix engine. An item is a
  * block of output pixels of one (image, group): Y[n, g*Mg:(g+1)*Mg, p0:p1]. */
 #include <cblas.h>
+#include <string.h>
 
 #include "kernels.h"
 
@@ -54,9 +55,22 @@ void hfx_k_conv2d(const hfx_kernel_args *a, uint32_t item) {
                             for (uint64_t r = 0; r < run; r++) row[q + r] = 0.0f;
                         } else {
                             const float *xr = xc + (uint64_t)iy * w;
-                            int64_t ix = (int64_t)ox * sw - pl + (int64_t)kj * dw;
-                            for (uint64_t r = 0; r < run; r++, ix += sw)
-                                row[q + r] = (ix >= 0 && ix < (int64_t)w) ? xr[ix] : 0.0f;
+                            int64_t ix0 = (int64_t)ox * sw - pl + (int64_t)kj * dw;
+                            /* pixels r of the run read ix0 + r sw: zeros left of the row, a
+                             * (strided) copy inside it, zeros right of it */
+                            int64_t lo = ix0 >= 0 ? 0 : (-ix0 + sw - 1) / sw;
+                            int64_t hi = ix0 >= (int64_t)w ? 0 : ((int64_t)w - ix0 + sw - 1) / sw;
+                            if (lo > (int64_t)run) lo = (int64_t)run;
+                            if (hi > (int64_t)run) hi = (int64_t)run;
+                            if (hi < lo) hi = lo;
+                            float *dst = row + q;
+                            for (int64_t r = 0; r < lo; r++) dst[r] = 0.0f;
+                            if (sw == 1) {
+                                if (hi > lo) memcpy(dst + lo, xr + ix0 + lo, (size_t)(hi - lo) * sizeof(float));
+                            } else {
+                                for (int64_t r = lo; r < hi; r++) dst[r] = xr[ix0 + r * sw];
+                            }
+                            for (int64_t r = hi; r < (int64_t)run; r++) dst[r] = 0.0f;
                         }
                         q += run;
                         oy++;
