@@ -316,8 +316,9 @@ def _prepare(model: Path, work: Path, shapes, target: str, progress
 def bench(model: str | os.PathLike[str], backend: str = "host", baselines: list[str] | None = None,
           runs: int = 50, rounds: int = 5, warmup: int = 3, shapes: dict[str, list[int]] | None = None,
           target: str = "hexagon-v73", workers: int | None = None, seed: int = 0,
-          progress: Callable[[str], None] = lambda m: None) -> BenchResult:
-    """Measure one model (a path; a model without FusedHexPair nodes is rewritten first)."""
+          progress: Callable[[str], None] = lambda m: None, tol: float = DEFAULT_TOL) -> BenchResult:
+    """Measure one model (a path; a model without FusedHexPair nodes is rewritten first). `tol`:
+    how far the plugin's outputs may be from ort-seq's (relative to each output's scale)."""
     import onnx
     import onnxruntime as ort
 
@@ -360,7 +361,7 @@ def bench(model: str | os.PathLike[str], backend: str = "host", baselines: list[
                                                           providers=["CPUExecutionProvider"]),
                 note="rewritten model on stock ORT (the pairs' fallback bodies), ort-seq")
             add("hexfuse", lambda: runtime.InferenceSession(fused, backend=backend, workers=workers,
-                                                            so=ort_options("ort-seq")),
+                                                            so=ort_options("ort-seq")), tol,
                 note=f"rewritten model with the plugin ({backend} backend), ORT sequential 1 thread around it")
         else:
             n_pairs = 0

@@ -85,6 +85,9 @@ def _parser() -> argparse.ArgumentParser:
     be.add_argument("--target", default="hexagon-v73", type=_target, help="cost-model target of the rewrite")
     be.add_argument("--shape", action="append", metavar="NAME=DxDxD", help="fix a graph input's dims (repeatable)")
     be.add_argument("--cache-dir", help="real-model cache (default ~/.cache/hexfuse-onnx/real)")
+    be.add_argument("--tol", type=float, default=None,
+                    help="largest relative error of the plugin against ort-seq (default 1e-4, or a real model's "
+                         "documented plugin_rtol)")
     be.add_argument("--json", metavar="REPORT", help="also write every figure (raw samples too) here")
     be.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
 
@@ -294,7 +297,7 @@ def _bench(args: argparse.Namespace, progress) -> int:
 
     from .bench import bench, clear_blas_tuning, parse_baselines
     from .errors import UsageError
-    from .zoo import resolve
+    from .zoo import plugin_rtol, resolve
 
     cleared = clear_blas_tuning()  # the process entry point re-executes without them; API calls get this
     if args.runs < 1 or args.rounds < 1 or args.warmup < 0:
@@ -305,8 +308,9 @@ def _bench(args: argparse.Namespace, progress) -> int:
     with tempfile.TemporaryDirectory(prefix="hexfuse-zoo-") as folder:
         path, shapes = resolve(args.model, Path(folder), args.cache_dir)
         shapes = {**(shapes or {}), **parse_shape_overrides(args.shape)}
+        tol = args.tol if args.tol is not None else plugin_rtol(args.model)
         result = bench(path, args.backend, baselines, args.runs, args.rounds, args.warmup, shapes or None,
-                       args.target, args.workers, progress=progress)
+                       args.target, args.workers, progress=progress, tol=tol)
     if cleared:
         progress(f"removed {', '.join(cleared)} from this process (benchmarks run without them)")
     print("\n".join(result.lines()))

@@ -83,3 +83,16 @@ def resolve(name_or_path: str, workdir: Path, cache_dir: str | os.PathLike[str] 
     out = workdir / f"{name_or_path}.onnx"
     onnx.save_model(models_package().build(name_or_path), out)
     return out, None
+
+
+def plugin_rtol(name_or_path: str) -> float:
+    """How far the plugin may be from stock ORT on this model: PLUGIN_RTOL, or a real model's
+    documented exception (models/real.py says why)."""
+    from .pipeline import PLUGIN_RTOL
+
+    try:
+        real = importlib.import_module("models.real")
+    except ImportError:
+        return PLUGIN_RTOL
+    entry = real.MODELS.get(name_or_path)
+    return entry.plugin_rtol if entry is not None and entry.plugin_rtol else PLUGIN_RTOL

