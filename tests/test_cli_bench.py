@@ -48,13 +48,14 @@ def test_bench_zoo_name_measures_every_configuration(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     doc = json.loads(report.read_text())
     assert doc["fused_pairs"] == 1
-    for label in ("ort-seq", "ort-seq-2t", "ort-par", "fallback", "hexfuse"):
+    for label in ("ort-seq", "ort-seq-2t", "ort-par", "fallback", "hexfuse", "hexfuse-2t"):
         cfg = doc["configs"][label]
         assert cfg["check"] == "ok", (label, cfg["check"])
         assert cfg["relative_error"] <= 1e-4
         assert len(cfg["samples_us"]) == 3 and cfg["median_us"] > 0
     assert set(doc["hexfuse_over"]) == {"ort-seq", "ort-seq-2t", "ort-par"}
-    assert "hexfuse / baseline:" in r.stdout
+    assert doc["hexfuse_best"] in ("hexfuse", "hexfuse-2t")
+    assert "(the faster hexfuse configuration) / baseline:" in r.stdout
 
 
 @pytest.mark.skipif(not PLUGIN_BUILT, reason="plugin not built (bash custom_ops/build.sh)")
