@@ -174,7 +174,10 @@ def page(rows, timeline_lines, calibration, args, started: float, cpu_use) -> st
         "the CPU build of the dsp/ kernel (the plugin's `host` backend): medians of "
         f"{args.runs} `InferenceSession.run` calls per configuration, alternated over {args.rounds} rounds. "
         "There is no Hexagon device here: the hexagon-v73 column is the cost model's prediction, MODELLED "
-        "from the parameters listed at the end, not a measurement. Ratios below 1 mean hexfuse is faster.",
+        "from the parameters listed at the end, not a measurement. Ratios below 1 mean hexfuse is faster. "
+        "This 2-vCPU VM's parallelism varies from minute to minute: the same ratio moves by about 20% between "
+        "runs, and ORT_PARALLEL (like any multi-threaded configuration) has runs far slower than its median, so "
+        "a ratio far from the rest of its row says more about the VM at that minute than about the model.",
         "",
         "Configurations: `ort-seq` the original, ORT sequential, 1 thread; `ort-seq-2t` 2 intra-op threads; "
         "`ort-par` ORT_PARALLEL with 2 inter-op threads; `fallback` the rewritten model on stock ORT (the "
