@@ -279,14 +279,15 @@ def test_program_of_same_arity_other_shapes_fails_cleanly(fused, tmp_path):
     clear_error(message, "[64,256]", "[32,256]")
 
 
-def test_program_version_attribute_is_not_the_kernels_concern(fused, tmp_path):
-    """`program_version` (the node attribute) is informational: the kernel validates the version
-    inside the program bytes. Recorded here so that a change of that contract is noticed."""
+def test_program_version_attribute_must_match_the_program(fused, tmp_path):
+    """`program_version` (the node attribute) and the version inside the program bytes must agree:
+    a node whose attributes were edited apart is refused at session creation, naming both."""
     model = tmp_path / "attr_version.onnx"
     model.write_bytes(with_attribute(fused["two_branch"], helper.make_attribute(C.ATTR_PROGRAM_VERSION, 99)))
     r = run_sessions([{"id": "v", "model": str(model), "reference": str(fused["two_branch"])}], tmp_path)["v"]
     assert "crashed" not in r, r
-    assert r["created"] and r["ran"] and r["match"], r
+    assert not r["created"], r
+    clear_error(r["error"], "program_version = 99", "version 1")
 
 
 # Mutations are applied in the child (one model in memory, its program edited per case), so that

@@ -90,6 +90,17 @@ impl Kernel {
             ))
         })?;
 
+        // The node says which format it was lowered for; the (valid) bytes say it again at offset 4.
+        // A mismatch means the attributes were edited apart: refuse rather than guess.
+        let in_bytes = bytes.get(4..6).map(|v| i64::from(u16::from_le_bytes([v[0], v[1]])));
+        if let (Some(attr), Some(inside)) = (ort::attr_i64(info, c"program_version"), in_bytes) {
+            if attr != inside {
+                return Err(invalid(format!(
+                    "{at}: program_version = {attr} but the 'program' bytes are version {inside}; \
+                     re-lower the model with hexfuse_onnx.lower.attach_programs"
+                )));
+            }
+        }
         let (n_in, n_out) = (ort::info_input_count(info)?, ort::info_output_count(info)?);
         if n_in != program.inputs.len() || n_out != program.outputs.len() {
             return Err(invalid(format!(

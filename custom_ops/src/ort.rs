@@ -96,6 +96,13 @@ pub fn attr_f32(info: *const OrtKernelInfo, name: &CStr) -> Option<f32> {
     check(unsafe { (api().KernelInfoGetAttribute_float)(info, name.as_ptr(), &mut v) }).ok().map(|_| v)
 }
 
+/// An integer attribute; None when the node does not have it.
+pub fn attr_i64(info: *const OrtKernelInfo, name: &CStr) -> Option<i64> {
+    let mut v = 0i64;
+    // SAFETY: plain out-parameter.
+    check(unsafe { (api().KernelInfoGetAttribute_int64)(info, name.as_ptr(), &mut v) }).ok().map(|_| v)
+}
+
 /// A string attribute's raw bytes (ONNX string attributes are bytes; NULs are kept).
 /// Err(message) when the node does not have it as a string.
 pub fn attr_bytes(info: *const OrtKernelInfo, name: &CStr) -> std::result::Result<Vec<u8>, String> {
