@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import struct
+import zlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,6 +30,8 @@ from .errors import HexfuseError
 OPS_H = {
     "HFX_PROGRAM_MAGIC": 0x50584648,
     "HFX_PROGRAM_VERSION": 1,
+    "HFX_PROGRAM_FLAG_CRC32": 1,
+    "HFX_PROGRAM_CRC_BYTES": 4,
     "HFX_HEADER_BYTES": 48,
     "HFX_TENSOR_RECORD_BYTES": 48,
     "HFX_OP_RECORD_BYTES": 176,
@@ -174,12 +177,13 @@ class _Program:
             slots = o.inputs + [K["HFX_NO_TENSOR"]] * (K["HFX_MAX_OP_INPUTS"] - len(o.inputs))
             records += struct.pack("<HBBBBH8I2I32i", o.opcode, o.engine, o.task, len(o.inputs), 1, 0, *slots,
                                    o.output, K["HFX_NO_TENSOR"], *o.params)
-        total = data_off + len(data)
+        total = data_off + len(data) + K["HFX_PROGRAM_CRC_BYTES"]
         header = struct.pack("<IHHIIII4HIIII", K["HFX_PROGRAM_MAGIC"], K["HFX_PROGRAM_VERSION"],
-                             K["HFX_HEADER_BYTES"], total, 0, len(self.tensors), len(self.ops), *self.n_io,
-                             K["HFX_HEADER_BYTES"], ops_off, data_off, len(data))
+                             K["HFX_HEADER_BYTES"], total, K["HFX_PROGRAM_FLAG_CRC32"], len(self.tensors),
+                             len(self.ops), *self.n_io, K["HFX_HEADER_BYTES"], ops_off, data_off, len(data))
         blob = header + records
-        return bytes(blob + bytes(data_off - len(blob)) + data)
+        body = bytes(blob + bytes(data_off - len(blob)) + data)
+        return body + struct.pack("<I", zlib.crc32(body))  # the kernel refuses a corrupted program
 
 
 def _find_function(model: onnx.ModelProto, node: onnx.NodeProto) -> onnx.FunctionProto:

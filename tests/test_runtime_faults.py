@@ -236,6 +236,9 @@ def _corruptions(fused: dict[str, Path]) -> dict[str, tuple[bytes, tuple[str, ..
         "from_another_pair": (with_program(tb, program_of(fused["mha_encoder"])), ("task program",)),
         "program_not_bytes": (with_attribute(tb, helper.make_attribute(C.ATTR_PROGRAM, 7)), ("'program'",)),
         "share_a_out_of_range": (with_attribute(tb, helper.make_attribute(C.ATTR_SHARE_A, 1.5)), ("share_a",)),
+        "checksum_wrong": (with_program(tb, prog[:-4] + bytes(b ^ 0xFF for b in prog[-4:])),
+                           (not_valid, "checksum mismatch")),
+        "checksum_flag_cleared": (with_program(tb, patch_header(prog, flags=0)), (not_valid,)),
     }
     return cases
 
@@ -338,6 +341,8 @@ def run_mutations(path: Path, cases: list[tuple[str, list[tuple[int, int]]]], fo
 
 
 def _check_mutations(label: str, results: dict[str, dict]) -> None:
+    """No mutated program crashes, and (the lowering's programs carry a CRC-32) every one is
+    refused at session creation with a clear error."""
     crashed = {k: v["crashed"] for k, v in results.items() if "crashed" in v}
     refused = [v for v in results.values() if v.get("created") is False]
     ran = [v for v in results.values() if v.get("ran")]
@@ -347,6 +352,8 @@ def _check_mutations(label: str, results: dict[str, dict]) -> None:
           f"{len(run_failed)}, ran {len(ran)} (results differ from the fallback: {len(wrong)}; e.g. {wrong[:6]}), "
           f"crashed {len(crashed)}")
     assert not crashed, f"mutated programs crashed the process (case: exit code): {crashed}"
+    accepted = sorted(set(results) - {v["id"] for v in refused})
+    assert not accepted, f"mutated programs accepted: {accepted[:10]}"
     for v in refused:
         clear_error(v["error"], "task program")
     for v in run_failed:
@@ -354,9 +361,9 @@ def _check_mutations(label: str, results: dict[str, dict]) -> None:
 
 
 def test_every_single_bit_flip_of_a_program_is_safe(fused, tmp_path):
-    """Bit 0 flipped at every byte of two_branch's program, one byte at a time. Flips the parser
-    cannot tell from a valid program (an op's alpha, a unary opcode) may run and differ from the
-    fallback; nothing may crash."""
+    """Bit 0 flipped at every byte of two_branch's program, one byte at a time: every flip is
+    refused at session creation (the CRC-32 trailer; before it, a flipped alpha or unary opcode ran
+    and gave wrong results silently), and nothing crashes."""
     prog = program_of(fused["two_branch"])
     cases = [(f"byte{pos}", [(pos, 0x01)]) for pos in range(len(prog))]
     _check_mutations("two_branch, bit 0 of every byte", run_mutations(fused["two_branch"], cases, tmp_path))

@@ -757,6 +757,17 @@ static void *zalloc(size_t n, size_t size) {
     return q;
 }
 
+/* CRC-32 as zlib computes it (reflected polynomial 0xEDB88320), bit by bit: a program is parsed
+ * once per session, so speed does not matter and there is no table to keep. */
+static uint32_t crc32_ieee(const uint8_t *b, size_t n) {
+    uint32_t c = 0xFFFFFFFFu;
+    for (size_t i = 0; i < n; i++) {
+        c ^= b[i];
+        for (int k = 0; k < 8; k++) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
+    }
+    return ~c;
+}
+
 hfx_status hfx_program_parse(const void *bytes, size_t size, hfx_program **out, hfx_error *err) {
     hfx_error local;
     if (!err) err = &local;
@@ -810,9 +821,19 @@ hfx_status hfx_program_parse(const void *bytes, size_t size, hfx_program **out, 
         hfx_error_set(err, HFX_ERR_HEADER, 8, "total size %u but %U bytes given", total, (uint64_t)size);
         return HFX_ERR_HEADER;
     }
-    if (flags != 0) {
-        hfx_error_set(err, HFX_ERR_HEADER, 12, "flags must be 0 (got %u)", flags);
+    if (flags & ~HFX_PROGRAM_FLAG_CRC32) {
+        hfx_error_set(err, HFX_ERR_HEADER, 12, "unknown flags %u", flags & ~HFX_PROGRAM_FLAG_CRC32);
         return HFX_ERR_HEADER;
+    }
+    uint32_t end = total; /* where the data section must end */
+    if (flags & HFX_PROGRAM_FLAG_CRC32) {
+        end = total - HFX_PROGRAM_CRC_BYTES; /* total >= HFX_HEADER_BYTES here */
+        uint32_t want = rd_u32(b + end), got = crc32_ieee(b, end);
+        if (got != want) {
+            hfx_error_set(err, HFX_ERR_HEADER, end, "checksum mismatch: the program is corrupted (CRC-32 %u, stored %u)",
+                          got, want);
+            return HFX_ERR_HEADER;
+        }
     }
     if (n_tensors == 0 || n_tensors > HFX_MAX_TENSORS) {
         hfx_error_set(err, HFX_ERR_HEADER, 16, "tensor count %u out of range", n_tensors);
@@ -848,8 +869,8 @@ hfx_status hfx_program_parse(const void *bytes, size_t size, hfx_program **out, 
         hfx_error_set(err, HFX_ERR_HEADER, 40, "data offset %u, expected %U", data_off, data_min);
         return HFX_ERR_HEADER;
     }
-    if ((uint64_t)data_off + data_bytes != total) {
-        hfx_error_set(err, HFX_ERR_HEADER, 44, "data section %u+%u does not end at %u", data_off, data_bytes, total);
+    if ((uint64_t)data_off + data_bytes != end) {
+        hfx_error_set(err, HFX_ERR_HEADER, 44, "data section %u+%u does not end at %u", data_off, data_bytes, end);
         return HFX_ERR_HEADER;
     }
     for (uint64_t i = ops_end; i < data_off; i++) {

@@ -14,6 +14,11 @@
 
 #define HFX_PROGRAM_MAGIC 0x50584648u /* bytes 'H' 'F' 'X' 'P' read as LE u32 */
 #define HFX_PROGRAM_VERSION 1u
+/* Header flag: the program ends with a CRC-32 (IEEE 802.3, the zlib one) of every byte before
+ * it, and total_bytes counts those 4 bytes. The lowering always sets it, so a corrupted
+ * attribute is refused instead of running with, say, a flipped alpha. */
+#define HFX_PROGRAM_FLAG_CRC32 1u
+#define HFX_PROGRAM_CRC_BYTES 4u
 
 #define HFX_HEADER_BYTES 48u
 #define HFX_TENSOR_RECORD_BYTES 48u
