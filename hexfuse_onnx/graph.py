@@ -9,7 +9,6 @@ from __future__ import annotations
 import heapq
 import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -361,17 +360,22 @@ def _infer_contrib_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
     """ONNX's inference does not know com.microsoft ops; ONNX Runtime's symbolic inference does."""
     from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
 
-    # It saves debugging files into the current directory when inference is incomplete:
-    # run it in a scratch directory so the pass never writes beside the user's files.
-    here = os.getcwd()
-    with tempfile.TemporaryDirectory(prefix="hexfuse-shapes-") as scratch:
-        os.chdir(scratch)
-        try:
-            return SymbolicShapeInference.infer_shapes(model, auto_merge=True, guess_output_rank=False)
-        except Exception:  # it refuses some models outright; fall back to ONNX's partial inference
-            return shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
-        finally:
-            os.chdir(here)
+    # The steps of SymbolicShapeInference.infer_shapes, whose public entry saves
+    # "sym_shape_infer_temp.onnx" into the working directory when inference is incomplete: the
+    # pass never writes beside the user's files, and changing directory would not be thread safe.
+    try:
+        sym = SymbolicShapeInference(2**31 - 1, True, False, 0)  # int_max, auto_merge, guess_output_rank, verbose
+        sym._preprocess(model)
+        complete = False
+        while sym.run_:
+            complete = sym._infer_impl()
+        sym._update_output_from_vi()
+        if complete:
+            return sym.out_mp_
+    except Exception:  # noqa: BLE001 - it refuses some models outright (or its internals moved)
+        pass
+    # incomplete or refused: ONNX's partial inference
+    return shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
 
 
 def _tensor_info(vi: onnx.ValueInfoProto) -> TensorInfo:
