@@ -17,11 +17,12 @@
    gives the shared overhead, the three engine rates and the DDR bandwidth. It starts with every
    op engine-bound and DDR at the largest bandwidth a work-dominated op reached.
 3. Prediction error: each model is rewritten for the calibrated target with every lowerable
-   pair kept (min_gain below any real loss), and run with the FusedHexPair plugin: once with
-   the ORT profiler (the FusedHexPair node's kernel time is the measured fused time of a call)
-   and once with the kernel trace (the work-item span of each call). The per-call cost the
-   kernel pays outside its work items (ORT glue, pool wake-up and join) is measured as the
-   median over the pairs of (call time - work-item span) and kept as `call_overhead_s`; the
+   pair kept (min_gain below any real loss), and run with the FusedHexPair plugin and the kernel
+   trace: each call's hfx_run wall time (the measured fused time) and its work-item span come
+   from the same runs (measuring them in separate runs let the VM's speed, which drifts from
+   minute to minute, into the error). The per-call cost the kernel pays outside its work items
+   (pool wake-up and join) is measured as the median over the pairs of (call time - work-item
+   span) and kept as `call_overhead_s`; the
    predicted fused time of a call is costmodel.predict(...).fused at the share the plugin used
    plus that overhead. The serial prediction is compared with the ORT-profiled time of the
    pair's original nodes.
@@ -362,7 +363,7 @@ class PairRow:
     share_a: float
     serialized: bool
     predicted_fused_s: float      # costmodel fused time at the plugin's share (no call overhead)
-    measured_call_s: float        # ORT-profiled kernel time of the FusedHexPair node
+    measured_call_s: float        # the kernel call (hfx_run's wall, from the same traced runs as the span)
     measured_span_s: float        # the kernel's work-item span (trace)
     predicted_serial_s: float
     measured_serial_s: float      # ORT-profiled time of the pair's original nodes
@@ -388,27 +389,13 @@ class PairRow:
         return self.predicted_serial_s / self.measured_serial_s - 1.0 if self.measured_serial_s > 0 else float("nan")
 
 
-def plugin_call_times(fused_path: str | os.PathLike[str], nodes: list[str], runs: int,
-                      warmup: int) -> dict[str, float]:
-    """Median ORT-profiled kernel time of each FusedHexPair node, plugin loaded, no trace."""
-    from .runtime import InferenceSession
-    from .verify import random_inputs
-
-    with tempfile.TemporaryDirectory(prefix="hexfuse-calibrate-") as folder:
-        session = InferenceSession(fused_path, backend="host", so=profiling_options(folder))
-        times = profile_session(session, random_inputs(session, seed=0), runs, warmup)
-    missing = [n for n in nodes if n not in times]
-    if missing:
-        raise RuntimeError(f"{fused_path}: the profiler reported no time for {', '.join(missing)}")
-    return {n: statistics.median(times[n]) for n in nodes}
-
-
 @dataclass(frozen=True)
 class TracedPair:
     """One FusedHexPair node as the kernel trace saw it, medians over the traced runs."""
 
     node: str
     span_s: float                 # the work-item span (trace `wall_ns`)
+    call_s: float                 # the kernel call, hfx_run's wall time (trace `run_wall_ns`), same runs
     share_a: float
     serialized: bool
     work_s: float                 # sum of all work-item durations of a call
@@ -468,7 +455,8 @@ def plugin_traces(fused_path: str | os.PathLike[str], nodes: list[str], runs: in
         per_run = [trace_op_seconds(d) for d in complete]
         ops = sorted({o for r in per_run for o in r})
         out[n] = TracedPair(
-            n, statistics.median(d["wall_ns"] / 1e9 for d in ds), float(ds[-1]["share_a"]), bool(ds[-1]["serialized"]),
+            n, statistics.median(d["wall_ns"] / 1e9 for d in ds), statistics.median(d["run_wall_ns"] / 1e9 for d in ds),
+            float(ds[-1]["share_a"]), bool(ds[-1]["serialized"]),
             statistics.median(sum(r.values()) for r in per_run),
             statistics.median(d.get("task_overlap_ns", 0) / max(d["wall_ns"], 1) for d in ds),
             {o: statistics.median(r.get(o, 0.0) for r in per_run) for o in ops}, len(complete),
@@ -561,7 +549,6 @@ def measure_pairs_traced(path: str | os.PathLike[str], target: Target, original_
         progress(f"{Path(path).name}: no pair to measure")
         return []
     names = sorted(pairs)
-    calls = plugin_call_times(fused, names, runs, warmup)
     traces = plugin_traces(fused, names, runs, warmup)
     model = onnx.load(str(fused), load_external_data=False)
     g = profile.graph
@@ -571,7 +558,7 @@ def measure_pairs_traced(path: str | os.PathLike[str], target: Target, original_
         serial_task = profile.task(pair.candidate.task_a) if pair.microbatch_sizes else None
         measured_serial = sum(original_times.get(i, 0.0) for i in pair.candidate.nodes)
         row = PairRow(Path(path).stem, name, pair.kind, pair.candidate.note, trace.share_a, trace.serialized,
-                      0.0, calls[name], trace.span_s, 0.0, measured_serial,
+                      0.0, trace.call_s, trace.span_s, 0.0, measured_serial,
                       kernel_work_s=trace.work_s, task_overlap=trace.task_overlap,
                       kernel_gap_per_op_s=trace.gap_per_op_s)
         per_node, unnamed = node_kernel_seconds(model, name, profile, trace.op_seconds)

@@ -86,6 +86,9 @@ struct hfx_plat_workers {
     void *ctx;
     uint32_t n;       /* workers, the waiter included */
     uint32_t started; /* threads started: workers 1..started */
+    cpu_set_t allowed; /* the process's CPUs when pinned */
+    bool pinned;
+    int caller_cpu; /* the CPU the threads were pinned around (-1: none yet) */
     struct worker_slot *slots;
 };
 
@@ -162,23 +165,42 @@ hfx_plat_workers *hfx_plat_workers_start(uint32_t n, hfx_plat_step_fn step, void
     return w;
 }
 
-int hfx_plat_workers_pin(hfx_plat_workers *w) {
-    cpu_set_t allowed;
-    if (!w || sched_getaffinity(0, sizeof allowed, &allowed) != 0) return -1;
-    /* the waiter (worker 0) is not pinned: it is the caller's thread */
-    if ((uint32_t)CPU_COUNT(&allowed) < w->n) return -1; /* oversubscribed: let them migrate */
+/* Binds worker threads 1..started to the allowed CPUs other than `avoid`, one each. */
+static int pin_around(struct hfx_plat_workers *w, int avoid) {
     int cpu = -1;
-    do cpu++;
-    while (!CPU_ISSET(cpu, &allowed)); /* the first allowed CPU is left to the caller */
     for (uint32_t i = 1; i <= w->started; i++) {
         do cpu++;
-        while (!CPU_ISSET(cpu, &allowed));
+        while (!CPU_ISSET(cpu, &w->allowed) || cpu == avoid);
         cpu_set_t one;
         CPU_ZERO(&one);
         CPU_SET(cpu, &one);
         if (pthread_setaffinity_np(w->slots[i].thread, sizeof one, &one) != 0) return -1;
     }
     return 0;
+}
+
+int hfx_plat_workers_pin(hfx_plat_workers *w) {
+    if (!w || sched_getaffinity(0, sizeof w->allowed, &w->allowed) != 0) return -1;
+    /* the waiter (worker 0) is the caller's thread: not ours to pin. The threads keep off the
+     * caller's CPU (re-checked at each call, see follow_caller); until the first call, off the
+     * first allowed one. */
+    if ((uint32_t)CPU_COUNT(&w->allowed) < w->n) return -1; /* oversubscribed: let them migrate */
+    int first = 0;
+    while (!CPU_ISSET(first, &w->allowed)) first++;
+    if (pin_around(w, first) != 0) return -1;
+    w->pinned = true;
+    w->caller_cpu = first;
+    return 0;
+}
+
+/* A pinned thread on the caller's CPU would wait there while another CPU idles (the caller is
+ * busy running items), so the threads move when the caller has moved. sched_getcpu is a vDSO
+ * call; the re-pinning happens only when the caller changed CPU. */
+static void follow_caller(struct hfx_plat_workers *w) {
+    if (!w->pinned) return;
+    int cpu = sched_getcpu();
+    if (cpu < 0 || cpu == w->caller_cpu || !CPU_ISSET(cpu, &w->allowed)) return;
+    if (pin_around(w, cpu) == 0) w->caller_cpu = cpu;
 }
 
 void hfx_plat_workers_notify(hfx_plat_workers *w) {
@@ -193,6 +215,7 @@ void hfx_plat_workers_notify(hfx_plat_workers *w) {
 void hfx_plat_workers_finish(hfx_plat_workers *w) { hfx_plat_workers_notify(w); }
 
 int hfx_plat_workers_wait(hfx_plat_workers *w, hfx_plat_done_fn done, void *done_ctx) {
+    follow_caller(w);
     for (;;) {
         uint_fast64_t g = atomic_load(&w->gen);
         if (done(done_ctx)) return 0;
