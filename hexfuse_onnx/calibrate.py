@@ -593,8 +593,8 @@ def with_call_overhead(target: Target, rows: list[PairRow], where: str = "") -> 
     if not rows:
         return target, rows
     overhead = measured_call_overhead(rows)
-    source = (f"measured: median over {len(rows)} plugin pairs of (ORT-profiled FusedHexPair kernel time - "
-              f"the kernel trace's work-item span)" + (f"; {where}" if where else ""))
+    source = (f"measured: median over {len(rows)} plugin pairs of (hfx_run's wall time - the work-item span), "
+              f"both from the kernel trace of the same runs" + (f"; {where}" if where else ""))
     target = replace(target, call_overhead_s=Param(overhead, "s", source))
     return target, [replace(r, call_overhead_s=overhead) for r in rows]
 
