@@ -252,13 +252,15 @@ def corruption_results(fused, tmp_path_factory):
         path.write_bytes(model)
         cases.append({"id": cid, "model": str(path), "reference": str(fused["two_branch"])})
         expected[cid] = words
+    assert sorted(expected) == sorted(CORRUPTION_IDS), "CORRUPTION_IDS must list every case of _corruptions"
     return run_sessions(cases, folder), expected
 
 
 CORRUPTION_IDS = ["random_bytes", "random_bytes_valid_magic", "truncated_to_header", "truncated_inside_header",
                   "truncated_one_byte", "empty", "version_bumped", "version_zero", "total_bytes_too_large",
                   "n_tensors_huge", "n_ops_huge", "ops_offset_past_end", "io_counts_swapped", "appended_garbage",
-                  "from_another_pair", "program_not_bytes", "share_a_out_of_range"]
+                  "from_another_pair", "program_not_bytes", "share_a_out_of_range", "checksum_wrong",
+                  "checksum_flag_cleared"]
 
 
 @pytest.mark.parametrize("case", CORRUPTION_IDS)
