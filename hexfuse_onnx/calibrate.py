@@ -464,12 +464,6 @@ def plugin_traces(fused_path: str | os.PathLike[str], nodes: list[str], runs: in
     return out
 
 
-def plugin_spans(fused_path: str | os.PathLike[str], nodes: list[str], runs: int,
-                 warmup: int) -> dict[str, tuple[float, float, bool]]:
-    """Per node: median work-item span (s) from the kernel trace, the share and whether it ran serialised."""
-    return {n: (t.span_s, t.share_a, t.serialized) for n, t in plugin_traces(fused_path, nodes, runs, warmup).items()}
-
-
 def node_kernel_seconds(model: onnx.ModelProto, pair_node: str, profile: GraphProfile,
                         op_seconds: dict[int, float]) -> tuple[dict[int, float], float]:
     """The kernel time of a lowered pair per original graph node: (graph node id -> seconds,
@@ -532,17 +526,11 @@ class PairMeasurement:
 
 
 def measure_pairs(path: str | os.PathLike[str], target: Target, original_times: dict[int, float],
-                  folder: Path, runs: int = 20, warmup: int = 3, progress: Progress = _quiet) -> list[PairRow]:
-    """Rewrite the model for `target`, run it with the plugin and compare each pair's prediction
-    with its measurement (call_overhead_s left 0: `with_call_overhead` sets it)."""
-    return [m.row for m in measure_pairs_traced(path, target, original_times, folder, runs, warmup, progress)]
-
-
-def measure_pairs_traced(path: str | os.PathLike[str], target: Target, original_times: dict[int, float],
                          folder: Path, runs: int = 20, warmup: int = 3,
                          progress: Progress = _quiet) -> list[PairMeasurement]:
-    """`measure_pairs`, keeping each pair and its per-node kernel times (from the same traced runs
-    as the span)."""
+    """Rewrite the model for `target`, run it with the plugin and the kernel trace, and measure
+    each pair: its call, work span and per-node kernel times (all from the same traced runs), with
+    `target`'s prediction (call_overhead_s left 0: `with_call_overhead` sets it)."""
     out = folder / (Path(path).stem + ".fused.onnx")
     fused, pairs, profile = fused_pairs(path, out, target)
     if fused is None:
@@ -800,7 +788,7 @@ def calibrate(model_paths: list[str | os.PathLike[str]], progress: Progress = _q
     pairs: list[PairMeasurement] = []
     with tempfile.TemporaryDirectory(prefix="hexfuse-calibrate-") as folder:
         for path in model_paths:
-            pairs += measure_pairs_traced(path, fit.target, measured[str(path)][0], Path(folder), runs, warmup,
+            pairs += measure_pairs(path, fit.target, measured[str(path)][0], Path(folder), runs, warmup,
                                           progress)
     ort_target, rows = with_call_overhead(fit.target, [m.row for m in pairs], where)
     kernel_ops = [t for m in pairs for t in m.kernel_ops]
@@ -824,15 +812,3 @@ def calibrate(model_paths: list[str | os.PathLike[str]], progress: Progress = _q
         if t is not None:
             costmodel.register_target(t)
     return result
-
-
-def build_zoo(folder: str | os.PathLike[str]) -> list[Path]:
-    """Every zoo model written into `folder` (needs the repository's `models` package)."""
-    from models import BUILDERS, build
-
-    paths = []
-    for name in BUILDERS:
-        path = Path(folder) / f"{name}.onnx"
-        onnx.save_model(build(name), path)
-        paths.append(path)
-    return paths

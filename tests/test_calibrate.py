@@ -153,7 +153,7 @@ def test_kernel_times_of_a_traced_plugin_run(zoo_dir: Path, tmp_path: Path) -> N
         assert unnamed == 0.0
         assert set(per_node) == set(pairs[name].candidate.nodes)
         assert all(v > 0 for v in per_node.values())
-    measured = calibrate.measure_pairs_traced(zoo_dir / "two_branch.onnx", costmodel.HOST, {}, tmp_path,
+    measured = calibrate.measure_pairs(zoo_dir / "two_branch.onnx", costmodel.HOST, {}, tmp_path,
                                               runs=2, warmup=1)
     assert measured and all(m.kernel_ops for m in measured)
     for m in measured:
