@@ -114,20 +114,10 @@ def main(argv: list[str] | None = None) -> int:
 
         reexec_without_blas_tuning(["-m", "hexfuse_onnx", *sys.argv[1:]])
     progress = (lambda msg: None) if getattr(args, "quiet", False) else _progress()
+    commands = {"rewrite": _rewrite, "inspect": _inspect, "profile": _profile, "zoo": _zoo, "bench": _bench,
+                "calibrate": _calibrate, "unfuse": _unfuse}
     try:
-        if args.command == "rewrite":
-            return _rewrite(args, progress)
-        if args.command == "inspect":
-            return _inspect(args, progress)
-        if args.command == "profile":
-            return _profile(args, progress)
-        if args.command == "zoo":
-            return _zoo(args, progress)
-        if args.command == "bench":
-            return _bench(args, progress)
-        if args.command == "calibrate":
-            return _calibrate(args, progress)
-        return _unfuse(args)
+        return commands[args.command](args, progress)
     except HexfuseError as exc:
         print(f"hexfuse-onnx: error: {exc.message}", file=sys.stderr)
         return exc.exit_code
@@ -370,7 +360,7 @@ def _target(text: str) -> str:
                                      "or a .json written by `calibrate -o`)")
 
 
-def _unfuse(args: argparse.Namespace) -> int:
+def _unfuse(args: argparse.Namespace, progress) -> int:
     from .graph import load
     from .modelio import stage
     from .rewrite import unfuse
