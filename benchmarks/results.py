@@ -45,9 +45,10 @@ PICTURE_MODEL = "mlp_chain"
 def default_models(include_real: bool) -> list[str]:
     from models import real
 
-    names = [m.name for m in list_models() if m.source == "builder"]
+    zoo = list_models()
+    names = [m.name for m in zoo if m.source == "builder"]
     if include_real:
-        names += [m.name for m in list_models() if m.source != "builder" and m.available and real.MODELS[m.name].ci]
+        names += [m.name for m in zoo if m.source != "builder" and m.available and real.MODELS[m.name].ci]
     return names
 
 
@@ -140,15 +141,11 @@ def _why_not(row: dict[str, Any]) -> str:
 
 def calibration_section(say) -> list[str]:
     from hexfuse_onnx import calibrate, costmodel
+    from hexfuse_onnx.zoo import resolve
 
     say("calibrating the host cost model (ORT profiling, then the plugin over the zoo)")
     with tempfile.TemporaryDirectory(prefix="hexfuse-results-") as folder:
-        paths = []
-        for m in list_models():
-            if m.source == "builder":
-                from hexfuse_onnx.zoo import resolve
-
-                paths.append(resolve(m.name, Path(folder))[0])
+        paths = [resolve(m.name, Path(folder))[0] for m in list_models() if m.source == "builder"]
         result = calibrate.calibrate(paths, progress=say)
     return ["Fitted from ORT per-op profiling of the zoo builders, then checked against the plugin's "
             "measured fused calls (`python -m hexfuse_onnx calibrate --table` reproduces it):", "",
