@@ -121,9 +121,10 @@ HOST = Target(
     ddr_bytes=Param(20e9, "B/s", "assumption: two-core DRAM bandwidth; see hexfuse_onnx.calibrate"),
     onchip_bytes=Param(8 * 2**20, "B", "the host kernel's scratch arena (hfx_pool_config_init default, 8 MiB)"),
     op_overhead_s=Param(5e-6, "s", "assumption: per-op work-item dispatch on the host pool"),
-    call_overhead_s=Param(50e-6, "s", "measured: 34-92 us per FusedHexPair call on this VM in three "
-                                      "hexfuse_onnx.calibrate runs (median over 10 zoo pairs of the ORT-profiled "
-                                      "kernel time minus the trace's work-item span, 2026-11-29); noisy"),
+    call_overhead_s=Param(40e-6, "s", "measured: 14-74 us per FusedHexPair call on this VM in hexfuse_onnx.calibrate "
+                                      "runs after the caller-as-worker scheduler (median over 10 zoo pairs of "
+                                      "hfx_run's wall time minus the work-item span, same traced runs, 2026-11-29); "
+                                      "noisy"),
 )
 
 TARGETS = {t.name: t for t in (HEXAGON_V73, HOST)}
