@@ -27,7 +27,6 @@ import struct
 import subprocess
 import sys
 import textwrap
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -36,8 +35,9 @@ import onnxruntime as ort
 import pytest
 
 from hexfuse_onnx import contract as C
-from hexfuse_onnx import pipeline, runtime, verify
-from hexfuse_onnx.lower import attach_programs
+from hexfuse_onnx import runtime, verify
+from plugin_support import concurrent_errors, lower_zoo
+from plugin_support import reference as zoo_reference
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = Path(os.environ.get("HEXFUSE_BUILD_DIR", ROOT / "build" / "custom_ops"))
@@ -62,16 +62,7 @@ def loopback() -> Path:
 
 @pytest.fixture(scope="module")
 def lowered(zoo_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    out = tmp_path_factory.mktemp("hexagon")
-    result = {}
-    for name in MODELS:
-        r = pipeline.rewrite(zoo_dir / f"{name}.onnx", out / f"{name}.fused.onnx")
-        assert r.output is not None, name
-        model, failed = attach_programs(onnx.load(r.output))
-        assert failed == {}, failed
-        result[name] = out / f"{name}.prog.onnx"
-        onnx.save(model, result[name])
-    return result
+    return lower_zoo(zoo_dir, MODELS, tmp_path_factory.mktemp("hexagon"))
 
 
 @pytest.fixture
@@ -91,9 +82,7 @@ def no_cdsprpc(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def reference(zoo_dir: Path, name: str, seed: int = 5) -> tuple[dict[str, np.ndarray], list[np.ndarray]]:
-    s = verify.session(zoo_dir / f"{name}.onnx")
-    feeds = verify.random_inputs(s, seed=seed)
-    return feeds, s.run(None, feeds)
+    return zoo_reference(zoo_dir, name, seed)
 
 
 def plugin_session(path: Path | bytes, backend_env: str) -> ort.InferenceSession:
@@ -155,21 +144,7 @@ def test_altered_fallback_proves_the_hexagon_kernel_ran(zoo_dir: Path, lowered: 
 def test_threads_share_one_hexagon_session(zoo_dir: Path, lowered: dict[str, Path], on_loopback: Path) -> None:
     s = runtime.InferenceSession(lowered["mha_encoder"], backend="hexagon")
     cases = [reference(zoo_dir, "mha_encoder", seed=k) for k in range(4)]
-    errors: list[str] = []
-
-    def work(k: int) -> None:
-        feeds, ref = cases[k]
-        for _ in range(3):
-            worst = max(verify.relative_error(r, g) for r, g in zip(ref, s.run(None, feeds)))
-            if worst > TOL:
-                errors.append(f"thread {k}: relative error {worst}")
-
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    assert not concurrent_errors(s, cases, runs=3, tol=TOL)
 
 
 # ---- (b) malformed calls into the skeleton dispatcher --------------------------------------------

@@ -7,7 +7,6 @@ import json
 import os
 import re
 import tempfile
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -16,8 +15,9 @@ import onnxruntime as ort
 import pytest
 
 from hexfuse_onnx import contract as C
-from hexfuse_onnx import pipeline, runtime, verify
-from hexfuse_onnx.lower import attach_programs
+from hexfuse_onnx import runtime, verify
+from plugin_support import concurrent_errors, lower_zoo
+from plugin_support import reference as zoo_reference
 from qnn_support import QNN_EP, nodes_by_provider, qnn_devices_or_skip
 
 LOWERABLE = ["two_branch", "mha_encoder", "gpt_decode_step", "gpt_decode_step_contrib"]
@@ -43,23 +43,11 @@ def stock_session(path: Path | bytes) -> ort.InferenceSession:
 
 @pytest.fixture(scope="module")
 def lowered(zoo_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    out = tmp_path_factory.mktemp("plugin")
-    result = {}
-    for name in LOWERABLE:
-        r = pipeline.rewrite(zoo_dir / f"{name}.onnx", out / f"{name}.fused.onnx")
-        assert r.output is not None, name
-        model, failed = attach_programs(onnx.load(r.output))
-        assert failed == {}, failed
-        path = out / f"{name}.prog.onnx"
-        onnx.save(model, path)
-        result[name] = path
-    return result
+    return lower_zoo(zoo_dir, LOWERABLE, tmp_path_factory.mktemp("plugin"))
 
 
 def reference(zoo_dir: Path, name: str, seed: int = 3) -> tuple[dict[str, np.ndarray], list[np.ndarray]]:
-    s = stock_session(zoo_dir / f"{name}.onnx")
-    feeds = verify.random_inputs(s, seed=seed)
-    return feeds, s.run(None, feeds)
+    return zoo_reference(zoo_dir, name, seed)
 
 
 def assert_close(ref: list[np.ndarray], got: list[np.ndarray], tol: float = 1e-4) -> None:
@@ -140,22 +128,7 @@ def test_wrong_input_shape_fails_at_run(lowered: dict[str, Path]) -> None:
 def test_eight_threads_share_one_session(zoo_dir: Path, lowered: dict[str, Path]) -> None:
     s = plugin_session(lowered["mha_encoder"])
     cases = [reference(zoo_dir, "mha_encoder", seed=k) for k in range(8)]
-    errors: list[str] = []
-
-    def work(k: int) -> None:
-        feeds, ref = cases[k]
-        for _ in range(5):
-            got = s.run(None, feeds)
-            worst = max(verify.relative_error(r, g) for r, g in zip(ref, got))
-            if worst > 1e-4:
-                errors.append(f"thread {k}: relative error {worst}")
-
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    assert not concurrent_errors(s, cases, runs=5, tol=1e-4)
 
 
 def test_trace_summary_is_written(tmp_path: Path, zoo_dir: Path, lowered: dict[str, Path],
