@@ -1,6 +1,7 @@
 """Builds the native libraries (dsp/ kernel + custom_ops/ plugin) into hexfuse_onnx/_lib/ before
 the Python files are collected, so `pip install .` and `pip wheel .` ship them. Metadata lives in
 pyproject.toml. HEXFUSE_SKIP_NATIVE=1 skips the native build (pure-Python install)."""
+
 import os
 import subprocess
 import sys
@@ -20,7 +21,9 @@ class BuildPyWithNative(build_py):
             env = dict(os.environ)
             # this interpreter's BLAS (pip's build environment), in a build folder of its own
             env["HEXFUSE_BLAS_DIR"] = str(Path(scipy_openblas32.get_lib_dir()).parent)
-            env.setdefault("HEXFUSE_BUILD_DIR", str(ROOT / "build" / f"native-py{sys.version_info[0]}{sys.version_info[1]}"))
+            env.setdefault(
+                "HEXFUSE_BUILD_DIR", str(ROOT / "build" / f"native-py{sys.version_info[0]}{sys.version_info[1]}")
+            )
             subprocess.check_call(["bash", str(ROOT / "custom_ops" / "build.sh")], cwd=ROOT, env=env)
         super().run()
 

@@ -31,6 +31,7 @@ The OpenBLAS tuning variables this machine sets (OPENBLAS_CORETYPE, OPENBLAS_L2_
 from this process: the script re-executes itself without them, then prints the BLAS core type the
 plugin's OpenBLAS uses.
 """
+
 from __future__ import annotations
 
 import os
@@ -75,8 +76,8 @@ from hexfuse_onnx.select import engine_seconds
 from hexfuse_onnx.verify import random_inputs
 
 DEFAULT_SHARES = "0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9"
-PAIR_TARGET = 1.0     # plugin / best ORT mode, on complementary pairs
-MODEL_TARGET = 1.05   # whole rewritten model with plugin / best ORT mode on the original
+PAIR_TARGET = 1.0  # plugin / best ORT mode, on complementary pairs
+MODEL_TARGET = 1.05  # whole rewritten model with plugin / best ORT mode on the original
 ORT_MODES = ("ort-seq", "ort-seq-2t", "ort-par")
 
 
@@ -85,13 +86,17 @@ ORT_MODES = ("ort-seq", "ort-seq-2t", "ort-par")
 
 def blas_info() -> dict[str, Any]:
     """Which OpenBLAS the plugin links and which core kernel it picked."""
-    info: dict[str, Any] = {"removed_env": os.environ.get(_REEXEC_MARK, ""),
-                            "env_now": {v: os.environ.get(v) for v in BLAS_VARS}}
+    info: dict[str, Any] = {
+        "removed_env": os.environ.get(_REEXEC_MARK, ""),
+        "env_now": {v: os.environ.get(v) for v in BLAS_VARS},
+    }
     try:
         from threadpoolctl import threadpool_info  # type: ignore[import-not-found]
 
-        info["threadpoolctl"] = [{k: d.get(k) for k in ("internal_api", "filepath", "version",
-                                                        "architecture", "num_threads")} for d in threadpool_info()]
+        info["threadpoolctl"] = [
+            {k: d.get(k) for k in ("internal_api", "filepath", "version", "architecture", "num_threads")}
+            for d in threadpool_info()
+        ]
     except ImportError:
         info["threadpoolctl"] = None
     try:  # the library the plugin links (ldd: libscipy_openblas.so from scipy-openblas32)
@@ -101,9 +106,11 @@ def blas_info() -> dict[str, Any]:
         dll = ctypes.CDLL(str(lib))
         dll.scipy_openblas_get_corename.restype = ctypes.c_char_p
         dll.scipy_openblas_get_config.restype = ctypes.c_char_p
-        info["plugin_openblas"] = {"path": str(lib),
-                                   "corename": dll.scipy_openblas_get_corename().decode(),
-                                   "config": dll.scipy_openblas_get_config().decode()}
+        info["plugin_openblas"] = {
+            "path": str(lib),
+            "corename": dll.scipy_openblas_get_corename().decode(),
+            "config": dll.scipy_openblas_get_config().decode(),
+        }
     except Exception as exc:  # noqa: BLE001 - report, do not fail
         info["plugin_openblas"] = {"error": f"could not tell: {type(exc).__name__}: {exc}"}
     return info
@@ -143,15 +150,19 @@ def _summarize_trace(doc: dict[str, Any]) -> dict[str, Any]:
         return 100.0 * ns / wall if wall else float("nan")
 
     doc["pct_of_kernel_wall"] = {
-        "matrix": pct(busy.get("matrix", 0)), "vector": pct(busy.get("vector", 0)), "copy": pct(busy.get("copy", 0)),
+        "matrix": pct(busy.get("matrix", 0)),
+        "vector": pct(busy.get("vector", 0)),
+        "copy": pct(busy.get("copy", 0)),
         "matrix_vector_overlap": pct(doc.get("matrix_vector_overlap_ns", 0)),
         "task_overlap": pct(doc.get("task_overlap_ns", 0)),
-        "items_span": pct(doc.get("wall_ns", 0))}
+        "items_span": pct(doc.get("wall_ns", 0)),
+    }
     return doc
 
 
-def read_traces(session: ort.InferenceSession, feeds: dict[str, np.ndarray], paths: dict[str, Path],
-                runs: int) -> dict[str, dict[str, Any]]:
+def read_traces(
+    session: ort.InferenceSession, feeds: dict[str, np.ndarray], paths: dict[str, Path], runs: int
+) -> dict[str, dict[str, Any]]:
     """`runs` traced runs; each file in `paths` (one per FusedHexPair node) holds that node's last
     call. Per node: the run with the median kernel wall time, and how many of the runs had any
     matrix/vector overlap at all."""
@@ -179,8 +190,9 @@ def read_traces(session: ort.InferenceSession, feeds: dict[str, np.ndarray], pat
         pick = dict(runs_[len(runs_) // 2])
         pick["traced_runs"] = len(runs_)
         pick["runs_with_matrix_vector_overlap"] = sum(1 for d in runs_ if d.get("matrix_vector_overlap_ns", 0) > 0)
-        pick["matrix_vector_overlap_pct_per_run"] = [round(d["pct_of_kernel_wall"]["matrix_vector_overlap"], 1)
-                                                     for d in runs_]
+        pick["matrix_vector_overlap_pct_per_run"] = [
+            round(d["pct_of_kernel_wall"]["matrix_vector_overlap"], 1) for d in runs_
+        ]
         pick["kernel_wall_us_per_run"] = [round(d.get("run_wall_ns", 0) / 1000.0, 1) for d in runs_]
         out[key] = pick
     return out
@@ -216,9 +228,13 @@ def _constants(model: onnx.ModelProto) -> dict[str, onnx.TensorProto]:
     return out
 
 
-def pair_models(fused: onnx.ModelProto, node: onnx.NodeProto, fn: onnx.FunctionProto,
-                types: dict[str, onnx.ValueInfoProto], consts: dict[str, onnx.TensorProto]
-                ) -> tuple[onnx.ModelProto, onnx.ModelProto]:
+def pair_models(
+    fused: onnx.ModelProto,
+    node: onnx.NodeProto,
+    fn: onnx.FunctionProto,
+    types: dict[str, onnx.ValueInfoProto],
+    consts: dict[str, onnx.TensorProto],
+) -> tuple[onnx.ModelProto, onnx.ModelProto]:
     """(original nodes only, one FusedHexPair node), with the pair's inputs and outputs."""
     mapping = dict(zip(fn.input, node.input)) | dict(zip(fn.output, node.output))
     actual = set(node.input) | set(node.output)
@@ -248,11 +264,17 @@ def pair_models(fused: onnx.ModelProto, node: onnx.NodeProto, fn: onnx.FunctionP
         if t:
             outputs.append(types[t])
     opsets = [o for o in fused.opset_import]
-    plain = helper.make_model(helper.make_graph(body, f"{node.overload}_original", inputs, outputs, inits),
-                              opset_imports=[o for o in opsets if o.domain != C.DOMAIN], ir_version=fused.ir_version)
-    single = helper.make_model(helper.make_graph([copy.deepcopy(node)], f"{node.overload}_fused", inputs, outputs,
-                                                 inits),
-                               opset_imports=opsets, ir_version=fused.ir_version, functions=[fn])
+    plain = helper.make_model(
+        helper.make_graph(body, f"{node.overload}_original", inputs, outputs, inits),
+        opset_imports=[o for o in opsets if o.domain != C.DOMAIN],
+        ir_version=fused.ir_version,
+    )
+    single = helper.make_model(
+        helper.make_graph([copy.deepcopy(node)], f"{node.overload}_fused", inputs, outputs, inits),
+        opset_imports=opsets,
+        ir_version=fused.ir_version,
+        functions=[fn],
+    )
     return plain, single
 
 
@@ -305,12 +327,14 @@ def trace_line(label: str, t: dict[str, Any] | None) -> str:
     if not t or "error" in t:
         return f"    trace {label}: {(t or {}).get('error', 'none')}"
     p = t["pct_of_kernel_wall"]
-    return (f"    trace {label} (median-wall run of {t.get('traced_runs')}): node {t.get('node')} kernel wall {t.get('run_wall_ns', 0) / 1000:.1f} us "
-            f"(session.run incl. trace write {t['session_run_us']:.1f} us), workers {t.get('workers')}, serialized {t.get('serialized')}: "
-            f"matrix busy {p['matrix']:.0f}%, vector busy {p['vector']:.0f}%, copy busy {p['copy']:.0f}%, "
-            f"matrix/vector overlap {p['matrix_vector_overlap']:.0f}%, task overlap {p['task_overlap']:.0f}%, "
-            f"items span {p['items_span']:.0f}% of kernel wall; m/v overlap > 0 in "
-            f"{t.get('runs_with_matrix_vector_overlap')}/{t.get('traced_runs')} traced runs")
+    return (
+        f"    trace {label} (median-wall run of {t.get('traced_runs')}): node {t.get('node')} kernel wall {t.get('run_wall_ns', 0) / 1000:.1f} us "
+        f"(session.run incl. trace write {t['session_run_us']:.1f} us), workers {t.get('workers')}, serialized {t.get('serialized')}: "
+        f"matrix busy {p['matrix']:.0f}%, vector busy {p['vector']:.0f}%, copy busy {p['copy']:.0f}%, "
+        f"matrix/vector overlap {p['matrix_vector_overlap']:.0f}%, task overlap {p['task_overlap']:.0f}%, "
+        f"items span {p['items_span']:.0f}% of kernel wall; m/v overlap > 0 in "
+        f"{t.get('runs_with_matrix_vector_overlap')}/{t.get('traced_runs')} traced runs"
+    )
 
 
 # ---- the benchmark -----------------------------------------------------------------------------
@@ -321,8 +345,16 @@ def best_ort(configs: list[Config]) -> Config | None:
     return min(timed, key=Config.median) if timed else None
 
 
-def bench_pair(args, work: Path, fused: onnx.ModelProto, node: onnx.NodeProto, fn: onnx.FunctionProto,
-               pair_info: dict[str, Any], types, consts) -> dict[str, Any]:
+def bench_pair(
+    args,
+    work: Path,
+    fused: onnx.ModelProto,
+    node: onnx.NodeProto,
+    fn: onnx.FunctionProto,
+    pair_info: dict[str, Any],
+    types,
+    consts,
+) -> dict[str, Any]:
     pid = node.overload
     out: dict[str, Any] = {"pair": pid, **pair_info}
     try:
@@ -369,8 +401,15 @@ def bench_pair(args, work: Path, fused: onnx.ModelProto, node: onnx.NodeProto, f
         chosen[best_share] = "best share" if best_share not in chosen else "model share = best share"
     for s, why in chosen.items():
         src = share_cfgs[s]
-        main.append(Config(src.label.replace(" (model)", "") + f" [{why}]", src.session, src.check, src.error,
-                           extra=dict(src.extra)))
+        main.append(
+            Config(
+                src.label.replace(" (model)", "") + f" [{why}]",
+                src.session,
+                src.check,
+                src.error,
+                extra=dict(src.extra),
+            )
+        )
     time_configs(main, feeds, args.runs, args.rounds, args.warmup)
 
     traces = {}
@@ -382,15 +421,19 @@ def bench_pair(args, work: Path, fused: onnx.ModelProto, node: onnx.NodeProto, f
             del sess
 
     b = best_ort(main)
-    print(f"  pair {pid} ({pair_info['kind']}): A {pair_info['a_nodes']} nodes {pair_info['a_ops']} "
-          f"[{pair_info['a_dominant']}], B {pair_info['b_nodes']} nodes {pair_info['b_ops']} "
-          f"[{pair_info['b_dominant']}]; complementarity {pair_info['complementarity']:.2f}; "
-          f"model share_a {model_share:.2f}")
+    print(
+        f"  pair {pid} ({pair_info['kind']}): A {pair_info['a_nodes']} nodes {pair_info['a_ops']} "
+        f"[{pair_info['a_dominant']}], B {pair_info['b_nodes']} nodes {pair_info['b_ops']} "
+        f"[{pair_info['b_dominant']}]; complementarity {pair_info['complementarity']:.2f}; "
+        f"model share_a {model_share:.2f}"
+    )
     print(header())
     for c in main:
         print(row(c, b.median() if b else None))
-    sweep_txt = "  ".join(f"{c.extra['share_a']:.2f}:{c.median():.0f}" if c.samples else f"{c.extra['share_a']:.2f}:wrong"
-                          for c in sweep_cfgs)
+    sweep_txt = "  ".join(
+        f"{c.extra['share_a']:.2f}:{c.median():.0f}" if c.samples else f"{c.extra['share_a']:.2f}:wrong"
+        for c in sweep_cfgs
+    )
     print(f"    share_a sweep (median us, {args.sweep_runs} runs each): {sweep_txt}")
     for label, t in traces.items():
         print(trace_line(f"@{label}", t))
@@ -401,20 +444,27 @@ def bench_pair(args, work: Path, fused: onnx.ModelProto, node: onnx.NodeProto, f
     if b and plugin_rows:
         at_model = next((c for c in plugin_rows if "model share" in c.label), None)
         at_best = next((c for c in plugin_rows if "best share" in c.label), None)
-        ratios = {"best_ort": b.label,
-                  "plugin_model_share_over_best_ort": at_model.median() / b.median() if at_model else None,
-                  "plugin_best_share_over_best_ort": at_best.median() / b.median() if at_best else None}
+        ratios = {
+            "best_ort": b.label,
+            "plugin_model_share_over_best_ort": at_model.median() / b.median() if at_model else None,
+            "plugin_best_share_over_best_ort": at_best.median() / b.median() if at_best else None,
+        }
         r = ratios["plugin_best_share_over_best_ort"]
         complementary = pair_info["a_dominant"] != pair_info["b_dominant"]
         ratios["complementary"] = complementary
         ratios["target"] = PAIR_TARGET
         ratios["met"] = (r is not None and r <= PAIR_TARGET) if complementary else None
         out["ratios"] = ratios
-        verdict = (("met" if ratios["met"] else "NOT met") if complementary
-                   else "n/a: tasks share a dominant engine (not complementary)")
+        verdict = (
+            ("met" if ratios["met"] else "NOT met")
+            if complementary
+            else "n/a: tasks share a dominant engine (not complementary)"
+        )
         m = ratios["plugin_model_share_over_best_ort"]
-        print(f"    ratio plugin/best ORT ({b.label}): at model share {m:.2f}x, at best share "
-              f"{r:.2f}x; target <= {PAIR_TARGET:.2f}x on complementary pairs: {verdict}")
+        print(
+            f"    ratio plugin/best ORT ({b.label}): at model share {m:.2f}x, at best share "
+            f"{r:.2f}x; target <= {PAIR_TARGET:.2f}x on complementary pairs: {verdict}"
+        )
     else:
         out["ratios"] = None
         print("    ratio: not available (a configuration was refused)")
@@ -427,8 +477,7 @@ def bench_whole(args, work: Path, orig_path: Path, fused_path: Path, best_shares
     feeds = random_inputs(ref_sess, seed=args.seed)
     names = [o.name for o in ref_sess.get_outputs()]
     reference = ref_sess.run(names, feeds)
-    cfgs = [Config("ort-seq", ref_sess)] + [Config(m, make_session(orig_path, m, plugin=False))
-                                                 for m in ORT_MODES[1:]]
+    cfgs = [Config("ort-seq", ref_sess)] + [Config(m, make_session(orig_path, m, plugin=False)) for m in ORT_MODES[1:]]
     fused = onnx.load(str(fused_path))
     tuned_path = work / "whole.best_shares.onnx"
     onnx.save(with_share(fused, best_shares), tuned_path)
@@ -454,8 +503,9 @@ def bench_whole(args, work: Path, orig_path: Path, fused_path: Path, best_shares
     first = next((c for c in cfgs if c.label.startswith("plugin") and c.ok), None)
     if first:
         pair_nodes = [n.name for n in fused.graph.node if n.domain == C.DOMAIN and n.op_type == C.OP_TYPE]
-        sess = make_session(Path(first.extra["path"]), first.extra["mode"], plugin=True,
-                            trace=tdir / "{node}.trace.json")
+        sess = make_session(
+            Path(first.extra["path"]), first.extra["mode"], plugin=True, trace=tdir / "{node}.trace.json"
+        )
         traces = read_traces(sess, feeds, {n: tdir / trace_file_name(n) for n in pair_nodes}, args.trace_runs)
         for node_name, t in traces.items():
             print(trace_line(f"{node_name} in the whole model ({first.label})", t))
@@ -466,14 +516,21 @@ def bench_whole(args, work: Path, orig_path: Path, fused_path: Path, best_shares
     if b and as_rewritten:
         best_plugin = min(as_rewritten, key=Config.median)
         r = best_plugin.median() / b.median()
-        out["ratio"] = {"best_ort": b.label, "plugin": best_plugin.label, "plugin_over_best_ort": r,
-                        "target": MODEL_TARGET, "met": r <= MODEL_TARGET}
+        out["ratio"] = {
+            "best_ort": b.label,
+            "plugin": best_plugin.label,
+            "plugin_over_best_ort": r,
+            "target": MODEL_TARGET,
+            "met": r <= MODEL_TARGET,
+        }
         tuned = next((c for c in plugins if "best sh." in c.label), None)
         if tuned:
             out["ratio"]["best_shares_over_best_ort"] = tuned.median() / b.median()
-        print(f"    ratio rewritten+plugin ({best_plugin.label}) / original best ORT ({b.label}): {r:.2f}x; "
-              f"target <= {MODEL_TARGET:.2f}x: {'met' if r <= MODEL_TARGET else 'NOT met'}"
-              + (f"; with best shares {tuned.median() / b.median():.2f}x" if tuned else ""))
+        print(
+            f"    ratio rewritten+plugin ({best_plugin.label}) / original best ORT ({b.label}): {r:.2f}x; "
+            f"target <= {MODEL_TARGET:.2f}x: {'met' if r <= MODEL_TARGET else 'NOT met'}"
+            + (f"; with best shares {tuned.median() / b.median():.2f}x" if tuned else "")
+        )
     else:
         out["ratio"] = None
         print("    ratio: not available (a configuration was refused)")
@@ -527,15 +584,22 @@ def _bench_model(args, name: str, work: Path) -> dict[str, Any]:
         p = by_id.get(node.overload)
         ops_a = [g.nodes[i].op_type for i in p.candidate.task_a] if p else []
         ops_b = [g.nodes[i].op_type for i in p.candidate.task_b] if p else []
-        info = {"kind": p.kind if p else "?", "note": p.candidate.note if p else "",
-                "a_nodes": len(ops_a), "b_nodes": len(ops_b), "a_ops": _short(ops_a), "b_ops": _short(ops_b),
-                "a_dominant": dominant(p.a, res.analysis.target) if p else "?",
-                "b_dominant": dominant(p.b, res.analysis.target) if p else "?",
-                "complementarity": p.complementarity if p else float("nan"),
-                "est_serial_us": p.prediction.serial * 1e6 if p else None,
-                "est_fused_us": p.prediction.fused * 1e6 if p else None}
-        r = bench_pair(args, work, fused, node, fn_by_key[(node.domain, node.op_type, node.overload)], info, types,
-                       consts)
+        info = {
+            "kind": p.kind if p else "?",
+            "note": p.candidate.note if p else "",
+            "a_nodes": len(ops_a),
+            "b_nodes": len(ops_b),
+            "a_ops": _short(ops_a),
+            "b_ops": _short(ops_b),
+            "a_dominant": dominant(p.a, res.analysis.target) if p else "?",
+            "b_dominant": dominant(p.b, res.analysis.target) if p else "?",
+            "complementarity": p.complementarity if p else float("nan"),
+            "est_serial_us": p.prediction.serial * 1e6 if p else None,
+            "est_fused_us": p.prediction.fused * 1e6 if p else None,
+        }
+        r = bench_pair(
+            args, work, fused, node, fn_by_key[(node.domain, node.op_type, node.overload)], info, types, consts
+        )
         if r.get("best_share_a") is not None:
             best_shares[node.overload] = r["best_share_a"]
         pairs_out.append(r)
@@ -546,8 +610,10 @@ def _bench_model(args, name: str, work: Path) -> dict[str, Any]:
 def print_summary(results: list[dict[str, Any]]) -> None:
     """One line per pair and per whole model: the figures the targets are about."""
     print("\nSummary (medians in us; ratio = plugin / best ORT mode, same rounds)")
-    print(f"  {'model / pair':<42} {'best ORT':>16} {'plugin @model':>14} {'plugin @best':>18} {'ratio':>6}  "
-          f"{'target':<8} {'m/v overlap':>11}  verdict")
+    print(
+        f"  {'model / pair':<42} {'best ORT':>16} {'plugin @model':>14} {'plugin @best':>18} {'ratio':>6}  "
+        f"{'target':<8} {'m/v overlap':>11}  verdict"
+    )
     print(f"  {'':<42} {'':>16} {'':>14} {'':>18} {'':>6}  {'':<8} {'(run, >0 in)':>11}")
     for m in results:
         if "skipped" in m:
@@ -568,8 +634,10 @@ def print_summary(results: list[dict[str, Any]]) -> None:
             ov_runs = f"{tr.get('runs_with_matrix_vector_overlap', '?')}/{tr.get('traced_runs', '?')}"
             verdict = ("met" if r["met"] else "NOT met") if r["complementary"] else "n/a (not complementary)"
             best_ratio = r["plugin_best_share_over_best_ort"]
-            print(f"  {label:<42} {bo:8.1f} {r['best_ort']:>7} {at_m:14.1f} {at_b:10.1f} @{p['best_share_a']:.2f}   "
-                  f"{best_ratio:5.2f}x  <={PAIR_TARGET:.2f}x  {ov:4.0f}% {ov_runs:>6}  {verdict}")
+            print(
+                f"  {label:<42} {bo:8.1f} {r['best_ort']:>7} {at_m:14.1f} {at_b:10.1f} @{p['best_share_a']:.2f}   "
+                f"{best_ratio:5.2f}x  <={PAIR_TARGET:.2f}x  {ov:4.0f}% {ov_runs:>6}  {verdict}"
+            )
         w = m["whole"]
         r = w.get("ratio")
         label = f"{m['model']} whole model"
@@ -580,9 +648,11 @@ def print_summary(results: list[dict[str, Any]]) -> None:
         bp = w["configs"][r["plugin"]]["median_us"]
         tuned = r.get("best_shares_over_best_ort")
         tuned_txt = f"; {tuned:.2f}x with best shares" if tuned else ""
-        print(f"  {label:<42} {bo:8.1f} {r['best_ort']:>7} {bp:14.1f} {r['plugin']:>18}   "
-              f"{r['plugin_over_best_ort']:5.2f}x  <={MODEL_TARGET:.2f}x  {'':>11}  "
-              f"{'met' if r['met'] else 'NOT met'}{tuned_txt}")
+        print(
+            f"  {label:<42} {bo:8.1f} {r['best_ort']:>7} {bp:14.1f} {r['plugin']:>18}   "
+            f"{r['plugin_over_best_ort']:5.2f}x  <={MODEL_TARGET:.2f}x  {'':>11}  "
+            f"{'met' if r['met'] else 'NOT met'}{tuned_txt}"
+        )
 
 
 def _short(ops: list[str]) -> str:
@@ -608,12 +678,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sweep-runs", type=int, default=None, help="timed runs per share in the sweep (default runs/2)")
     ap.add_argument("--warmup", type=int, default=3, help="untimed runs before each block (default 3)")
     ap.add_argument("--rounds", type=int, default=5, help="blocks per configuration, alternated (default 5)")
-    ap.add_argument("--models", default=None, help=f"comma-separated zoo models (default all: {','.join(models.BUILDERS)})")
-    ap.add_argument("--shares", type=_shares, default=_shares(DEFAULT_SHARES), help=f"share_a sweep (default {DEFAULT_SHARES})")
+    ap.add_argument(
+        "--models", default=None, help=f"comma-separated zoo models (default all: {','.join(models.BUILDERS)})"
+    )
+    ap.add_argument(
+        "--shares", type=_shares, default=_shares(DEFAULT_SHARES), help=f"share_a sweep (default {DEFAULT_SHARES})"
+    )
     ap.add_argument("--target", default="hexagon-v73", help="cost-model target of the rewrite (default hexagon-v73)")
-    ap.add_argument("--workers", type=int, default=None, help="HEXFUSE_WORKERS for the process-wide pool (default: the kernel's)")
-    ap.add_argument("--trace-runs", type=int, default=21,
-                    help="traced runs per traced configuration; the median-wall one is shown (default 21)")
+    ap.add_argument(
+        "--workers", type=int, default=None, help="HEXFUSE_WORKERS for the process-wide pool (default: the kernel's)"
+    )
+    ap.add_argument(
+        "--trace-runs",
+        type=int,
+        default=21,
+        help="traced runs per traced configuration; the median-wall one is shown (default 21)",
+    )
     ap.add_argument("--tol", type=float, default=1e-4, help="max relative error against ORT (default 1e-4)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", type=Path, default=None, help="write every figure to this JSON file")
@@ -639,11 +719,15 @@ def main(argv: list[str] | None = None) -> int:
 
     blas = blas_info()
     print("host_pairs: FusedHexPair plugin (host backend) vs ONNX Runtime, times in microseconds")
-    print(f"  python {platform.python_version()}, onnxruntime {ort.__version__}, onnx {onnx.__version__}, "
-          f"{os.cpu_count()} CPU(s), {platform.processor() or platform.machine()}")
+    print(
+        f"  python {platform.python_version()}, onnxruntime {ort.__version__}, onnx {onnx.__version__}, "
+        f"{os.cpu_count()} CPU(s), {platform.processor() or platform.machine()}"
+    )
     removed = blas["removed_env"]
-    print(f"  OpenBLAS tuning variables: {'removed by re-exec (' + removed + ')' if removed else 'not set'}; "
-          f"now {blas['env_now']}")
+    print(
+        f"  OpenBLAS tuning variables: {'removed by re-exec (' + removed + ')' if removed else 'not set'}; "
+        f"now {blas['env_now']}"
+    )
     ob = blas["plugin_openblas"]
     if "corename" in ob:
         print(f"  plugin BLAS: {ob['path']}: core type {ob['corename']} ({ob['config']})")
@@ -653,10 +737,14 @@ def main(argv: list[str] | None = None) -> int:
         print("  threadpoolctl: not installed (core type read from OpenBLAS directly)")
     else:
         for d in blas["threadpoolctl"]:
-            print(f"  threadpoolctl: {d['internal_api']} {d['version']} {d['architecture']} "
-                  f"threads {d['num_threads']} {d['filepath']}")
-    print(f"  runs {args.runs} (sweep {args.sweep_runs}) in {args.rounds} alternating rounds, warm-up {args.warmup} "
-          f"per block; check: relative error <= {args.tol:g} against ort-seq")
+            print(
+                f"  threadpoolctl: {d['internal_api']} {d['version']} {d['architecture']} "
+                f"threads {d['num_threads']} {d['filepath']}"
+            )
+    print(
+        f"  runs {args.runs} (sweep {args.sweep_runs}) in {args.rounds} alternating rounds, warm-up {args.warmup} "
+        f"per block; check: relative error <= {args.tol:g} against ort-seq"
+    )
 
     t_start = time.perf_counter()
     meter = CpuMeter()
@@ -677,10 +765,23 @@ def main(argv: list[str] | None = None) -> int:
     print(load_text(cpu_use))
     print(f"total {elapsed:.1f} s")
     if args.json:
-        doc = {"argv": sys.argv, "runs": args.runs, "sweep_runs": args.sweep_runs, "rounds": args.rounds,
-               "warmup": args.warmup, "tol": args.tol, "seed": args.seed, "target": args.target,
-               "onnxruntime": ort.__version__, "cpus": os.cpu_count(), "blas": blas, "blas_mapped": mapped,
-               "seconds": elapsed, "cpu_use": cpu_use, "models": results}
+        doc = {
+            "argv": sys.argv,
+            "runs": args.runs,
+            "sweep_runs": args.sweep_runs,
+            "rounds": args.rounds,
+            "warmup": args.warmup,
+            "tol": args.tol,
+            "seed": args.seed,
+            "target": args.target,
+            "onnxruntime": ort.__version__,
+            "cpus": os.cpu_count(),
+            "blas": blas,
+            "blas_mapped": mapped,
+            "seconds": elapsed,
+            "cpu_use": cpu_use,
+            "models": results,
+        }
         args.json.write_text(json.dumps(doc, indent=1, default=str))
         print(f"wrote {args.json}")
     return 0

@@ -12,6 +12,7 @@ temporary folder (not timed), then timed:
 Each figure is the median over the runs. "x/node" is the time per node relative to the
 previous size: 1.00 means exactly linear growth, 2.00 means twice the per-node cost.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -68,15 +69,24 @@ def measure(path: Path, out_dir: Path, clock=time.perf_counter) -> dict[str, flo
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--sizes", type=_sizes, default=[1000, 10000, 50000],
-                   help="node counts, comma-separated (1k suffix allowed; default 1000,10000,50000)")
+    p.add_argument(
+        "--sizes",
+        type=_sizes,
+        default=[1000, 10000, 50000],
+        help="node counts, comma-separated (1k suffix allowed; default 1000,10000,50000)",
+    )
     p.add_argument("--repeat", type=int, default=3, help="runs per size; the median is shown (default 3)")
-    p.add_argument("--repeat-large", type=int, default=1,
-                   help="runs for sizes >= 50000 nodes (default 1; capped at --repeat)")
+    p.add_argument(
+        "--repeat-large", type=int, default=1, help="runs for sizes >= 50000 nodes (default 1; capped at --repeat)"
+    )
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--clock", choices=("wall", "cpu"), default="wall",
-                   help="clock of the analysis/rewrite totals: wall (perf_counter) or this process's CPU time "
-                        "(process_time; steadier on a busy machine). Stage columns are always wall time.")
+    p.add_argument(
+        "--clock",
+        choices=("wall", "cpu"),
+        default="wall",
+        help="clock of the analysis/rewrite totals: wall (perf_counter) or this process's CPU time "
+        "(process_time; steadier on a busy machine). Stage columns are always wall time.",
+    )
     args = p.parse_args(argv)
 
     work = Path(tempfile.mkdtemp(prefix="hexfuse_bench_"))
@@ -91,16 +101,31 @@ def main(argv: list[str] | None = None) -> int:
             med = {k: statistics.median(r[k] for r in results) for k in results[0]}
             med["runs"] = runs
             rows.append(med)
-            print(f"  {n} nodes: analysis {med['analysis']:.2f} s, rewrite {med['rewrite']:.2f} s "
-                  f"(median of {runs})", file=sys.stderr, flush=True)
+            print(
+                f"  {n} nodes: analysis {med['analysis']:.2f} s, rewrite {med['rewrite']:.2f} s (median of {runs})",
+                file=sys.stderr,
+                flush=True,
+            )
             path.unlink()
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
     c = args.clock
-    header = ["nodes", "runs", "pairs", "load+infer s", "profile s", "discover s", "select s",
-              f"analysis s ({c})", f"rewrite s ({c})", "analysis us/node", "rewrite us/node",
-              "analysis x/node", "rewrite x/node"]
+    header = [
+        "nodes",
+        "runs",
+        "pairs",
+        "load+infer s",
+        "profile s",
+        "discover s",
+        "select s",
+        f"analysis s ({c})",
+        f"rewrite s ({c})",
+        "analysis us/node",
+        "rewrite us/node",
+        "analysis x/node",
+        "rewrite x/node",
+    ]
     table = [header]
     prev = None
     for r in rows:
@@ -108,9 +133,11 @@ def main(argv: list[str] | None = None) -> int:
         per_a, per_r = r["analysis"] / n * 1e6, r["rewrite"] / n * 1e6
         grow_a = f"{per_a / prev[0]:.2f}" if prev else "-"
         grow_r = f"{per_r / prev[1]:.2f}" if prev else "-"
-        table.append([f"{int(n)}", f"{r['runs']}", f"{int(r['pairs'])}"]
-                     + [f"{r[k]:.3f}" for k in STAGES]
-                     + [f"{r['analysis']:.3f}", f"{r['rewrite']:.3f}", f"{per_a:.1f}", f"{per_r:.1f}", grow_a, grow_r])
+        table.append(
+            [f"{int(n)}", f"{r['runs']}", f"{int(r['pairs'])}"]
+            + [f"{r[k]:.3f}" for k in STAGES]
+            + [f"{r['analysis']:.3f}", f"{r['rewrite']:.3f}", f"{per_a:.1f}", f"{per_r:.1f}", grow_a, grow_r]
+        )
         prev = (per_a, per_r)
     widths = [max(len(row[c]) for row in table) for c in range(len(header))]
     for k, row in enumerate(table):

@@ -9,6 +9,7 @@ Everything on the page is measured in this one run (`hexfuse_onnx.bench` per mod
 copied from an earlier run. Real models are used when they are in the cache
 (`python -m models real fetch --ci`). The OpenBLAS tuning variables are removed by re-executing.
 """
+
 from __future__ import annotations
 
 import os
@@ -61,8 +62,9 @@ def measure(names: list[str], args: argparse.Namespace, say) -> list[dict[str, A
         with tempfile.TemporaryDirectory(prefix="hexfuse-results-") as folder:
             try:
                 path, shapes = resolve(name, Path(folder))
-                r = bench.bench(path, "host", args.baselines, args.runs, args.rounds, args.warmup, shapes,
-                                tol=plugin_rtol(name))
+                r = bench.bench(
+                    path, "host", args.baselines, args.runs, args.rounds, args.warmup, shapes, tol=plugin_rtol(name)
+                )
             except Exception as exc:  # noqa: BLE001 - a model that fails is a row saying why
                 rows.append({"model": name, "error": f"{type(exc).__name__}: {bench.first_line(exc)}"})
                 continue
@@ -110,27 +112,35 @@ def _best_ratio(row: dict[str, Any], baseline: str) -> str:
 
 
 def model_table(rows: list[dict[str, Any]]) -> list[str]:
-    out = ["| model | pairs by kind | predicted on hexagon-v73 (MODELLED): pairs serial → fused µs, share of the model "
-           "| ort-seq µs | hexfuse µs | hexfuse / ort-seq | best hexfuse / ort-seq-2t | best hexfuse / ort-par "
-           "| fallback / ort-seq | error: fallback, plugin |",
-           "|---|---|---|---:|---:|---:|---:|---:|---:|---|"]
+    out = [
+        "| model | pairs by kind | predicted on hexagon-v73 (MODELLED): pairs serial → fused µs, share of the model "
+        "| ort-seq µs | hexfuse µs | hexfuse / ort-seq | best hexfuse / ort-seq-2t | best hexfuse / ort-par "
+        "| fallback / ort-seq | error: fallback, plugin |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
     for r in rows:
         if "error" in r:
             out.append(f"| {r['model']} | failed: {r['error']} |" + " |" * 8)
             continue
         p = r.get("prediction") or {}
-        kinds = ", ".join(f"{k} {n}" for k, n in (p.get("pairs_by_kind") or {}).items()) or \
-            f"none ({p.get('candidates', 0)} candidates)"
-        pred = (f"{p['pairs_serial_us']:.1f} → {p['pairs_fused_us']:.1f}, {p['gain_of_model']:.1%}"
-                if p.get("pairs_by_kind") else "-")
+        kinds = (
+            ", ".join(f"{k} {n}" for k, n in (p.get("pairs_by_kind") or {}).items())
+            or f"none ({p.get('candidates', 0)} candidates)"
+        )
+        pred = (
+            f"{p['pairs_serial_us']:.1f} → {p['pairs_fused_us']:.1f}, {p['gain_of_model']:.1%}"
+            if p.get("pairs_by_kind")
+            else "-"
+        )
         fb, hx = _cfg(r, "fallback"), _cfg(r, "hexfuse")
-        err = (f"{fb['relative_error']:.0e}, {hx['relative_error']:.0e}" if fb and hx
-               else _why_not(r))
+        err = f"{fb['relative_error']:.0e}, {hx['relative_error']:.0e}" if fb and hx else _why_not(r)
         seq = _cfg(r, "ort-seq")
-        out.append(f"| {r['model']} | {kinds} | {pred} | {_us(seq and seq['median_us'])} "
-                   f"| {_us(hx and hx['median_us'])} | {_ratio(r, 'hexfuse', 'ort-seq')} "
-                   f"| {_best_ratio(r, 'ort-seq-2t')} | {_best_ratio(r, 'ort-par')} "
-                   f"| {_ratio(r, 'fallback', 'ort-seq')} | {err} |")
+        out.append(
+            f"| {r['model']} | {kinds} | {pred} | {_us(seq and seq['median_us'])} "
+            f"| {_us(hx and hx['median_us'])} | {_ratio(r, 'hexfuse', 'ort-seq')} "
+            f"| {_best_ratio(r, 'ort-seq-2t')} | {_best_ratio(r, 'ort-par')} "
+            f"| {_ratio(r, 'fallback', 'ort-seq')} | {err} |"
+        )
     return out
 
 
@@ -147,12 +157,22 @@ def calibration_section(say) -> list[str]:
     with tempfile.TemporaryDirectory(prefix="hexfuse-results-") as folder:
         paths = [resolve(m.name, Path(folder))[0] for m in list_models() if m.source == "builder"]
         result = calibrate.calibrate(paths, progress=say)
-    return ["Fitted from ORT per-op profiling of the zoo builders, then checked against the plugin's "
-            "measured fused calls (`python -m hexfuse_onnx calibrate --table` reproduces it):", "",
-            "```", *result.summary_lines(), "```", "",
-            "Calibrated host parameters:", "", *costmodel.parameter_table(result.target), "",
-            "Hexagon v73 parameters (every figure MODELLED: an assumption or a cited document, none measured):",
-            "", *costmodel.parameter_table(costmodel.HEXAGON_V73)]
+    return [
+        "Fitted from ORT per-op profiling of the zoo builders, then checked against the plugin's "
+        "measured fused calls (`python -m hexfuse_onnx calibrate --table` reproduces it):",
+        "",
+        "```",
+        *result.summary_lines(),
+        "```",
+        "",
+        "Calibrated host parameters:",
+        "",
+        *costmodel.parameter_table(result.target),
+        "",
+        "Hexagon v73 parameters (every figure MODELLED: an assumption or a cited document, none measured):",
+        "",
+        *costmodel.parameter_table(costmodel.HEXAGON_V73),
+    ]
 
 
 def page(rows, timeline_lines, calibration, args, started: float, cpu_use) -> str:
@@ -179,7 +199,7 @@ def page(rows, timeline_lines, calibration, args, started: float, cpu_use) -> st
         "Configurations: `ort-seq` the original, ORT sequential, 1 thread; `ort-seq-2t` 2 intra-op threads; "
         "`ort-par` ORT_PARALLEL with 2 inter-op threads; `fallback` the rewritten model on stock ORT (the "
         "pairs' function bodies); `hexfuse` the rewritten model with the FusedHexPair plugin and 1 ORT thread "
-        "for the other nodes, `hexfuse-2t` the same with 2 (\"best hexfuse\" is the faster of the two). Errors are "
+        'for the other nodes, `hexfuse-2t` the same with 2 ("best hexfuse" is the faster of the two). Errors are '
         "relative to each output's scale against `ort-seq` on the original; a configuration outside its "
         "tolerance is not timed (1e-4; for the plugin a real model's documented `plugin_rtol` in "
         "models/real.py: ppocr_det 1e-3, magika 1e-2, each with its reason).",

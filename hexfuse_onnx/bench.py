@@ -9,6 +9,7 @@ blocks over several rounds, so drift hits all alike; a time is one `InferenceSes
 Ratios are of medians from the same rounds: timings on a shared machine are noisy, a ratio
 measured in one run is the figure to trust.
 """
+
 from __future__ import annotations
 
 import gc
@@ -27,7 +28,7 @@ BLAS_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 BASELINES = ("ort-seq", "ort-seq-2t", "ort-par", "qnn-htp")
 DEFAULT_BASELINES = ("ort-seq", "ort-seq-2t", "ort-par")
 DEFAULT_TOL = 1e-4
-QNN_TOL = 5e-2   # the emulated HTP may run float ops at reduced precision: its error is reported, not refused
+QNN_TOL = 5e-2  # the emulated HTP may run float ops at reduced precision: its error is reported, not refused
 
 
 def clear_blas_tuning() -> list[str]:
@@ -59,11 +60,11 @@ def reexec_without_blas_tuning(argv: list[str], mark: str = "HEXFUSE_BENCH_REEXE
 @dataclass
 class Config:
     label: str
-    session: Any | None                # onnxruntime.InferenceSession
+    session: Any | None  # onnxruntime.InferenceSession
     check: str = ""
     error: float | None = None
     tol: float = DEFAULT_TOL
-    samples: list[float] = field(default_factory=list)   # microseconds
+    samples: list[float] = field(default_factory=list)  # microseconds
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -74,12 +75,21 @@ class Config:
         if not self.samples:
             return None
         a = np.asarray(self.samples)
-        return {"median_us": float(np.median(a)), "p10_us": float(np.percentile(a, 10)),
-                "p90_us": float(np.percentile(a, 90)), "n": int(a.size)}
+        return {
+            "median_us": float(np.median(a)),
+            "p10_us": float(np.percentile(a, 10)),
+            "p90_us": float(np.percentile(a, 90)),
+            "n": int(a.size),
+        }
 
     def record(self) -> dict[str, Any]:
-        return {"check": self.check or "ok", "relative_error": self.error, **(self.stats() or {}),
-                "samples_us": [round(x, 2) for x in self.samples], **self.extra}
+        return {
+            "check": self.check or "ok",
+            "relative_error": self.error,
+            **(self.stats() or {}),
+            "samples_us": [round(x, 2) for x in self.samples],
+            **self.extra,
+        }
 
     def median(self) -> float:
         return float(np.median(self.samples)) if self.samples else float("nan")
@@ -89,8 +99,9 @@ def first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
 
 
-def verify_config(cfg: Config, feeds: dict[str, np.ndarray], names: list[str], reference: list[np.ndarray],
-                  tol: float | None = None) -> None:
+def verify_config(
+    cfg: Config, feeds: dict[str, np.ndarray], names: list[str], reference: list[np.ndarray], tol: float | None = None
+) -> None:
     """Run once and compare every output with the reference (within tol, default cfg.tol); a
     mismatch refuses the config."""
     from .verify import relative_error
@@ -182,8 +193,10 @@ def load_text(m: dict[str, float] | None) -> str:
     if not m:
         return "other processes' CPU use: could not tell"
     warn = "  <- timings are distorted" if m["other_cpus"] > 0.2 else ""
-    return (f"CPU use while measuring: ours {m['our_cpus']:.2f}, other processes {m['other_cpus']:.2f} "
-            f"of {m['cpus']} CPUs{warn}")
+    return (
+        f"CPU use while measuring: ours {m['our_cpus']:.2f}, other processes {m['other_cpus']:.2f} "
+        f"of {m['cpus']} CPUs{warn}"
+    )
 
 
 def ort_options(mode: str):
@@ -215,7 +228,7 @@ class BenchResult:
     configs: list[Config]
     cpu_use: dict[str, float] | None
     seconds: float
-    prediction: dict[str, Any] | None = None   # `predicted()`, when bench rewrote the model
+    prediction: dict[str, Any] | None = None  # `predicted()`, when bench rewrote the model
 
     def by_label(self) -> dict[str, Config]:
         return {c.label: c for c in self.configs}
@@ -230,20 +243,28 @@ class BenchResult:
         hx = self.best_hexfuse()
         if hx is None:
             return {}
-        return {c.label: hx.median() / c.median() for c in self.configs
-                if c.label in BASELINES and c.samples}
+        return {c.label: hx.median() / c.median() for c in self.configs if c.label in BASELINES and c.samples}
 
     def to_json(self) -> dict[str, Any]:
-        return {"model": self.model, "fused_pairs": self.fused_pairs, "note": self.note, "seconds": self.seconds,
-                "cpu_use": self.cpu_use, "prediction": self.prediction,
-                "configs": {c.label: c.record() for c in self.configs},
-                "hexfuse_over": self.ratios(), "hexfuse_best": getattr(self.best_hexfuse(), "label", None)}
+        return {
+            "model": self.model,
+            "fused_pairs": self.fused_pairs,
+            "note": self.note,
+            "seconds": self.seconds,
+            "cpu_use": self.cpu_use,
+            "prediction": self.prediction,
+            "configs": {c.label: c.record() for c in self.configs},
+            "hexfuse_over": self.ratios(),
+            "hexfuse_best": getattr(self.best_hexfuse(), "label", None),
+        }
 
     def lines(self) -> list[str]:
         cfgs = self.by_label()
         ref = cfgs.get("ort-seq")
-        out = [f"{self.model}: {self.fused_pairs} fused pair(s){'; ' + self.note if self.note else ''}",
-               f"  {'configuration':<20} {'median us':>10} {'p10':>10} {'p90':>10} {'/ort-seq':>9}  check"]
+        out = [
+            f"{self.model}: {self.fused_pairs} fused pair(s){'; ' + self.note if self.note else ''}",
+            f"  {'configuration':<20} {'median us':>10} {'p10':>10} {'p90':>10} {'/ort-seq':>9}  check",
+        ]
         for c in self.configs:
             s = c.stats()
             if c.check or s is None:
@@ -252,19 +273,25 @@ class BenchResult:
             rel = f"{s['median_us'] / ref.median():8.2f}x" if ref and ref.samples else f"{'-':>9}"
             err = f"ok (err {c.error:.1e})" if c.error is not None else "ok"
             note = f"; {c.extra['note']}" if "note" in c.extra else ""
-            out.append(f"  {c.label:<20} {s['median_us']:10.1f} {s['p10_us']:10.1f} {s['p90_us']:10.1f} {rel}  {err}{note}")
+            out.append(
+                f"  {c.label:<20} {s['median_us']:10.1f} {s['p10_us']:10.1f} {s['p90_us']:10.1f} {rel}  {err}{note}"
+            )
         if self.prediction and self.prediction["pairs_by_kind"]:
             p = self.prediction
-            out.append(f"  predicted on {p['target']} (cost model, modelled): pairs "
-                       + ", ".join(f"{k} {n}" for k, n in p["pairs_by_kind"].items())
-                       + f", {p['pairs_serial_us']:.1f} us serial -> {p['pairs_fused_us']:.1f} us fused, "
-                       f"{p['gain_of_model']:.1%} of the model's op-by-op time")
+            out.append(
+                f"  predicted on {p['target']} (cost model, modelled): pairs "
+                + ", ".join(f"{k} {n}" for k, n in p["pairs_by_kind"].items())
+                + f", {p['pairs_serial_us']:.1f} us serial -> {p['pairs_fused_us']:.1f} us fused, "
+                f"{p['gain_of_model']:.1%} of the model's op-by-op time"
+            )
         ratios = self.ratios()
         if ratios:
             best = self.best_hexfuse()
             assert best is not None
-            out.append(f"  {best.label} (the faster hexfuse configuration) / baseline: "
-                       + ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items()))
+            out.append(
+                f"  {best.label} (the faster hexfuse configuration) / baseline: "
+                + ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items())
+            )
         out.append("  " + load_text(self.cpu_use))
         return out
 
@@ -291,13 +318,20 @@ def predicted(analysis) -> dict[str, Any]:
     serial = sum(p.prediction.serial for p in analysis.pairs)
     fused = sum(p.prediction.fused for p in analysis.pairs)
     whole = task_time(TaskProfile.of(list(analysis.profile.nodes.values())), analysis.target)
-    return {"target": analysis.target.name, "pairs_by_kind": kinds, "candidates": len(analysis.candidates),
-            "pairs_serial_us": serial * 1e6, "pairs_fused_us": fused * 1e6, "model_op_by_op_us": whole * 1e6,
-            "gain_of_model": (serial - fused) / whole if whole > 0 else 0.0}
+    return {
+        "target": analysis.target.name,
+        "pairs_by_kind": kinds,
+        "candidates": len(analysis.candidates),
+        "pairs_serial_us": serial * 1e6,
+        "pairs_fused_us": fused * 1e6,
+        "model_op_by_op_us": whole * 1e6,
+        "gain_of_model": (serial - fused) / whole if whole > 0 else 0.0,
+    }
 
 
-def _prepare(model: Path, work: Path, shapes, target: str, progress
-             ) -> tuple[Path, Path | None, str, dict[str, Any] | None]:
+def _prepare(
+    model: Path, work: Path, shapes, target: str, progress
+) -> tuple[Path, Path | None, str, dict[str, Any] | None]:
     """(original, rewritten or None, note, prediction): a rewritten input is unfused for the
     baselines (and has no prediction)."""
     import onnx
@@ -320,10 +354,20 @@ def _prepare(model: Path, work: Path, shapes, target: str, progress
     return model, result.output, "", predicted(result.analysis)
 
 
-def bench(model: str | os.PathLike[str], backend: str = "host", baselines: list[str] | None = None,
-          runs: int = 50, rounds: int = 5, warmup: int = 3, shapes: dict[str, list[int]] | None = None,
-          target: str = "hexagon-v73", workers: int | None = None, seed: int = 0,
-          progress: Callable[[str], None] = lambda m: None, tol: float = DEFAULT_TOL) -> BenchResult:
+def bench(
+    model: str | os.PathLike[str],
+    backend: str = "host",
+    baselines: list[str] | None = None,
+    runs: int = 50,
+    rounds: int = 5,
+    warmup: int = 3,
+    shapes: dict[str, list[int]] | None = None,
+    target: str = "hexagon-v73",
+    workers: int | None = None,
+    seed: int = 0,
+    progress: Callable[[str], None] = lambda m: None,
+    tol: float = DEFAULT_TOL,
+) -> BenchResult:
     """Measure one model (a path; a model without FusedHexPair nodes is rewritten first). `tol`:
     how far the plugin's outputs may be from ort-seq's (relative to each output's scale)."""
     import onnx
@@ -339,8 +383,9 @@ def bench(model: str | os.PathLike[str], backend: str = "host", baselines: list[
     with tempfile.TemporaryDirectory(prefix="hexfuse-bench-") as folder:
         original, fused, note, prediction = _prepare(model, Path(folder), shapes, target, progress)
         progress("creating sessions and checking every configuration's outputs against ort-seq")
-        reference_session = ort.InferenceSession(str(original), sess_options=ort_options("ort-seq"),
-                                                 providers=["CPUExecutionProvider"])
+        reference_session = ort.InferenceSession(
+            str(original), sess_options=ort_options("ort-seq"), providers=["CPUExecutionProvider"]
+        )
         feeds = random_inputs(reference_session, shapes, seed)
         names = [o.name for o in reference_session.get_outputs()]
         reference = reference_session.run(names, feeds)
@@ -357,23 +402,43 @@ def bench(model: str | os.PathLike[str], backend: str = "host", baselines: list[
             if b == "ort-seq":
                 configs.append(Config(b, reference_session))
             elif b == "qnn-htp":
-                add(b, lambda: _qnn_session(original), QNN_TOL,
-                    note="HTP emulated on x86: its time follows the host, not a device")
+                add(
+                    b,
+                    lambda: _qnn_session(original),
+                    QNN_TOL,
+                    note="HTP emulated on x86: its time follows the host, not a device",
+                )
             else:
-                add(b, lambda b=b: ort.InferenceSession(str(original), sess_options=ort_options(b),
-                                                        providers=["CPUExecutionProvider"]))
+                add(
+                    b,
+                    lambda b=b: ort.InferenceSession(
+                        str(original), sess_options=ort_options(b), providers=["CPUExecutionProvider"]
+                    ),
+                )
         if fused is not None:
             n_pairs = sum(1 for n in onnx.load(str(fused), load_external_data=False).graph.node if n.domain == DOMAIN)
-            add("fallback", lambda: ort.InferenceSession(str(fused), sess_options=ort_options("ort-seq"),
-                                                          providers=["CPUExecutionProvider"]),
-                note="rewritten model on stock ORT (the pairs' fallback bodies), ort-seq")
-            add("hexfuse", lambda: runtime.InferenceSession(fused, backend=backend, workers=workers,
-                                                            so=ort_options("ort-seq")), tol,
-                note=f"rewritten model with the plugin ({backend} backend), ORT sequential 1 thread around it")
+            add(
+                "fallback",
+                lambda: ort.InferenceSession(
+                    str(fused), sess_options=ort_options("ort-seq"), providers=["CPUExecutionProvider"]
+                ),
+                note="rewritten model on stock ORT (the pairs' fallback bodies), ort-seq",
+            )
+            add(
+                "hexfuse",
+                lambda: runtime.InferenceSession(fused, backend=backend, workers=workers, so=ort_options("ort-seq")),
+                tol,
+                note=f"rewritten model with the plugin ({backend} backend), ORT sequential 1 thread around it",
+            )
             if "ort-seq-2t" in baselines:
-                add("hexfuse-2t", lambda: runtime.InferenceSession(fused, backend=backend, workers=workers,
-                                                                   so=ort_options("ort-seq-2t")), tol,
-                    note="the same with 2 ORT intra-op threads for the unfused nodes")
+                add(
+                    "hexfuse-2t",
+                    lambda: runtime.InferenceSession(
+                        fused, backend=backend, workers=workers, so=ort_options("ort-seq-2t")
+                    ),
+                    tol,
+                    note="the same with 2 ORT intra-op threads for the unfused nodes",
+                )
         else:
             n_pairs = 0
         for c in configs:

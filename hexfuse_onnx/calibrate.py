@@ -44,6 +44,7 @@ model is given); the CLI re-executes itself without OPENBLAS_CORETYPE/OPENBLAS_L
 `--target FILE.json` of rewrite/inspect uses the written target. Timings are noisy on a shared
 2-core VM: nothing here asserts an error bound.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -67,7 +68,7 @@ from .profile import Engine, GraphProfile, NodeProfile, TaskProfile, profile_gra
 from .select import Pair
 
 Progress = Callable[[str], None]
-CALIBRATED_NAME = "host-calibrated"   # the target `calibrate -o` writes (the fit with the lower error)
+CALIBRATED_NAME = "host-calibrated"  # the target `calibrate -o` writes (the fit with the lower error)
 ORT_FIT_NAME = "host-ort-fit"
 KERNEL_FIT_NAME = "host-kernel-fit"
 ORT_FIT = "ort"
@@ -76,7 +77,7 @@ FIT_LABELS = {ORT_FIT: "fit to ORT profiling", KERNEL_FIT: "fit to the kernel's 
 ORT_MEASURED_BY = "ORT-profiled"
 KERNEL_MEASURED_BY = "kernel-traced (summed work-item time on the plugin's host kernel, fused runs)"
 KEEP_EVERY_PAIR = -10.0  # a min_gain no real pair falls below: measure losing pairs too
-WORK_DOMINATED = 0.5     # an op whose work is at least this share of its time bounds DDR
+WORK_DOMINATED = 0.5  # an op whose work is at least this share of its time bounds DDR
 _WORK_COLUMNS = (Engine.MATRIX, Engine.VECTOR, Engine.MEMORY)
 
 
@@ -95,7 +96,7 @@ class OpTiming:
     model: str
     node: str
     op_type: str
-    op: NodeProfile   # as a one-op task sees it (ddr_bytes: everything it reads and writes)
+    op: NodeProfile  # as a one-op task sees it (ddr_bytes: everything it reads and writes)
     seconds: float
     runs: int
 
@@ -121,8 +122,9 @@ def profiling_options(folder: str | os.PathLike[str]) -> ort.SessionOptions:
 
 def node_times(events: list[dict], warmup: int) -> dict[str, list[float]]:
     """Seconds per node name and run from ORT profile events, the first `warmup` runs dropped."""
-    runs = sorted((e["ts"], e["ts"] + e["dur"]) for e in events
-                  if e.get("cat") == "Session" and e.get("name") == "model_run")
+    runs = sorted(
+        (e["ts"], e["ts"] + e["dur"]) for e in events if e.get("cat") == "Session" and e.get("name") == "model_run"
+    )
     kept = runs[warmup:]
     times: dict[str, list[float]] = {}
     for e in events:
@@ -134,8 +136,9 @@ def node_times(events: list[dict], warmup: int) -> dict[str, list[float]]:
     return times
 
 
-def profile_session(session: ort.InferenceSession, feeds: dict[str, np.ndarray], runs: int,
-                    warmup: int) -> dict[str, list[float]]:
+def profile_session(
+    session: ort.InferenceSession, feeds: dict[str, np.ndarray], runs: int, warmup: int
+) -> dict[str, list[float]]:
     """Run `warmup + runs` times and return the profiled node times of the last `runs`."""
     for _ in range(warmup + runs):
         session.run(None, feeds)
@@ -161,8 +164,9 @@ def one_op_profile(profile: GraphProfile, i: int) -> NodeProfile | None:
     return task.ops[0] if task is not None else None
 
 
-def measure_ops(path: str | os.PathLike[str], runs: int = 20, warmup: int = 3
-                ) -> tuple[GraphProfile, dict[int, float], list[OpTiming]]:
+def measure_ops(
+    path: str | os.PathLike[str], runs: int = 20, warmup: int = 3
+) -> tuple[GraphProfile, dict[int, float], list[OpTiming]]:
     """Profile the model on ORT: (graph profile, median seconds per node id, the timings of
     every profiled node that does work)."""
     from .verify import random_inputs
@@ -170,8 +174,9 @@ def measure_ops(path: str | os.PathLike[str], runs: int = 20, warmup: int = 3
     g = graph_mod.load(path)
     profile = profile_graph(g)
     with tempfile.TemporaryDirectory(prefix="hexfuse-calibrate-") as folder:
-        session = ort.InferenceSession(str(path), sess_options=profiling_options(folder),
-                                       providers=["CPUExecutionProvider"])
+        session = ort.InferenceSession(
+            str(path), sess_options=profiling_options(folder), providers=["CPUExecutionProvider"]
+        )
         times = profile_session(session, random_inputs(session, seed=0), runs, warmup)
     matched = match_nodes(profile, times)
     medians = {i: statistics.median(v) for i, v in matched.items()}
@@ -208,7 +213,7 @@ class FitRow:
 class Fit:
     target: Target
     rows: list[FitRow]
-    ddr_bound: list[str]          # ops the fitted model calls DDR-bound
+    ddr_bound: list[str]  # ops the fitted model calls DDR-bound
 
     @property
     def median_abs_residual(self) -> float:
@@ -225,11 +230,13 @@ _COLUMNS = ("overhead", Engine.MATRIX.value, Engine.VECTOR.value, Engine.MEMORY.
 
 def _base_coefficients(base: Target) -> dict[str, float]:
     """Seconds per unit of each column: per op, per FLOP, per FLOP, per byte, per DDR byte."""
-    return {"overhead": base.op_overhead_s.value,
-            Engine.MATRIX.value: 1.0 / base.matrix_flops.value,
-            Engine.VECTOR.value: 1.0 / base.vector_flops,
-            Engine.MEMORY.value: 1.0 / base.dma_bytes.value,
-            "ddr": 1.0 / base.ddr_bytes.value}
+    return {
+        "overhead": base.op_overhead_s.value,
+        Engine.MATRIX.value: 1.0 / base.matrix_flops.value,
+        Engine.VECTOR.value: 1.0 / base.vector_flops,
+        Engine.MEMORY.value: 1.0 / base.dma_bytes.value,
+        "ddr": 1.0 / base.ddr_bytes.value,
+    }
 
 
 def _design(ops: list[OpTiming], ddr_bound: set[int]) -> np.ndarray:
@@ -270,20 +277,29 @@ def fit_coefficients(ops: list[OpTiming], ddr_bound: set[int], base: Target) -> 
 
 def ddr_lower_bound(ops: list[OpTiming], overhead: float) -> float | None:
     """The largest DDR bandwidth a work-dominated op reached (None without such an op)."""
-    seen = [t.op.ddr_bytes / (t.seconds - overhead) for t in ops
-            if t.op.ddr_bytes > 0 and t.seconds - overhead >= WORK_DOMINATED * t.seconds]
+    seen = [
+        t.op.ddr_bytes / (t.seconds - overhead)
+        for t in ops
+        if t.op.ddr_bytes > 0 and t.seconds - overhead >= WORK_DOMINATED * t.seconds
+    ]
     return max(seen) if seen else None
 
 
 def _ddr_bound(ops: list[OpTiming], coef: dict[str, float]) -> set[int]:
     """The ops whose DDR time exceeds their engine time under `coef`."""
-    return {k for k, t in enumerate(ops)
-            if t.op.ddr_bytes * coef["ddr"] > t.work * coef[t.op.engine.value] * (1 + 1e-9)}
+    return {
+        k for k, t in enumerate(ops) if t.op.ddr_bytes * coef["ddr"] > t.work * coef[t.op.engine.value] * (1 + 1e-9)
+    }
 
 
-def fit_target(ops: list[OpTiming], base: Target = costmodel.HOST, name: str = CALIBRATED_NAME,
-               where: str = "", measured_by: str = ORT_MEASURED_BY,
-               fitted_to: str = "ORT per-op profiling") -> Fit:
+def fit_target(
+    ops: list[OpTiming],
+    base: Target = costmodel.HOST,
+    name: str = CALIBRATED_NAME,
+    where: str = "",
+    measured_by: str = ORT_MEASURED_BY,
+    fitted_to: str = "ORT per-op profiling",
+) -> Fit:
     """Fit base's op overhead, engine rates and DDR bandwidth to the measured ops.
 
     `measured_by` says in every fitted parameter's source what the op times are ("ORT-profiled",
@@ -311,38 +327,60 @@ def fit_target(ops: list[OpTiming], base: Target = costmodel.HOST, name: str = C
             coef["ddr"], fitted = 1.0 / observed, fitted | {"ddr-observed"}
     bound = bound or set()
     target = _fitted_target(base, name, coef, fitted, ops, bound, where, measured_by, fitted_to)
-    rows = [FitRow(t.model, t.node, t.op_type, t.op.engine.value, t.work, t.seconds,
-                   task_time(TaskProfile.of([t.op]), target)) for t in ops]
+    rows = [
+        FitRow(
+            t.model, t.node, t.op_type, t.op.engine.value, t.work, t.seconds, task_time(TaskProfile.of([t.op]), target)
+        )
+        for t in ops
+    ]
     fit = Fit(target, rows, [ops[k].node for k in sorted(bound)])
     fit.target = _with_residual(target, f"median |residual| {fit.median_abs_residual:.1%}")
     return fit
 
 
-def _fitted_target(base: Target, name: str, coef: dict[str, float], fitted: set[str], ops: list[OpTiming],
-                   ddr_bound: set[int], where: str, measured_by: str = ORT_MEASURED_BY,
-                   fitted_to: str = "ORT per-op profiling") -> Target:
+def _fitted_target(
+    base: Target,
+    name: str,
+    coef: dict[str, float],
+    fitted: set[str],
+    ops: list[OpTiming],
+    ddr_bound: set[int],
+    where: str,
+    measured_by: str = ORT_MEASURED_BY,
+    fitted_to: str = "ORT per-op profiling",
+) -> Target:
     counts = {e: sum(1 for t in ops if t.op.engine == e) for e in _WORK_COLUMNS}
-    what = (f"{len(ops)} {measured_by} ops: {counts[Engine.MATRIX]} matrix, {counts[Engine.VECTOR]} vector, "
-            f"{counts[Engine.MEMORY]} memory, {len(ddr_bound)} of them DDR-bound in the model")
+    what = (
+        f"{len(ops)} {measured_by} ops: {counts[Engine.MATRIX]} matrix, {counts[Engine.VECTOR]} vector, "
+        f"{counts[Engine.MEMORY]} memory, {len(ddr_bound)} of them DDR-bound in the model"
+    )
     how = f"{what}; {{residual}}" + (f"; {where}" if where else "")
 
     def param(key: str, value: float, unit: str, base_param: Param) -> Param:
         if key in fitted:
             return Param(value, unit, f"measured: least-squares fit to {how}")
         if key == "ddr" and "ddr-observed" in fitted:
-            return Param(value, unit, f"measured: the largest bandwidth a work-dominated op reached (a lower "
-                                      f"bound; no op is DDR-bound in the fit), {how}")
+            return Param(
+                value,
+                unit,
+                f"measured: the largest bandwidth a work-dominated op reached (a lower "
+                f"bound; no op is DDR-bound in the fit), {how}",
+            )
         return replace(base_param, source=f"not fitted (no usable data in {what}): {base_param.source}")
 
     contexts = base.vector_contexts.value
     return replace(
-        base, name=name, description=f"{base.description}; fitted to {fitted_to}",
+        base,
+        name=name,
+        description=f"{base.description}; fitted to {fitted_to}",
         matrix_flops=param(Engine.MATRIX.value, 1.0 / coef[Engine.MATRIX.value], "FLOP/s", base.matrix_flops),
-        vector_flops_per_context=param(Engine.VECTOR.value, 1.0 / coef[Engine.VECTOR.value] / contexts, "FLOP/s",
-                                       base.vector_flops_per_context),
+        vector_flops_per_context=param(
+            Engine.VECTOR.value, 1.0 / coef[Engine.VECTOR.value] / contexts, "FLOP/s", base.vector_flops_per_context
+        ),
         dma_bytes=param(Engine.MEMORY.value, 1.0 / coef[Engine.MEMORY.value], "B/s", base.dma_bytes),
         ddr_bytes=param("ddr", 1.0 / coef["ddr"], "B/s", base.ddr_bytes),
-        op_overhead_s=param("overhead", coef["overhead"], "s", base.op_overhead_s))
+        op_overhead_s=param("overhead", coef["overhead"], "s", base.op_overhead_s),
+    )
 
 
 def _with_residual(target: Target, residual: str) -> Target:
@@ -362,13 +400,13 @@ class PairRow:
     note: str
     share_a: float
     serialized: bool
-    predicted_fused_s: float      # costmodel fused time at the plugin's share (no call overhead)
-    measured_call_s: float        # the kernel call (hfx_run's wall, from the same traced runs as the span)
-    measured_span_s: float        # the kernel's work-item span (trace)
+    predicted_fused_s: float  # costmodel fused time at the plugin's share (no call overhead)
+    measured_call_s: float  # the kernel call (hfx_run's wall, from the same traced runs as the span)
+    measured_span_s: float  # the kernel's work-item span (trace)
     predicted_serial_s: float
-    measured_serial_s: float      # ORT-profiled time of the pair's original nodes
+    measured_serial_s: float  # ORT-profiled time of the pair's original nodes
     call_overhead_s: float = 0.0  # added to predicted_fused_s for a call
-    kernel_work_s: float = 0.0    # sum of the call's work-item durations (trace): work/span > 1 is parallelism
+    kernel_work_s: float = 0.0  # sum of the call's work-item durations (trace): work/span > 1 is parallelism
     task_overlap: float = float("nan")  # share of the span both tasks had an item running (trace)
     kernel_gap_per_op_s: float = float("nan")  # in-kernel time between a task's items, per op (trace)
 
@@ -394,12 +432,12 @@ class TracedPair:
     """One FusedHexPair node as the kernel trace saw it, medians over the traced runs."""
 
     node: str
-    span_s: float                 # the work-item span (trace `wall_ns`)
-    call_s: float                 # the kernel call, hfx_run's wall time (trace `run_wall_ns`), same runs
+    span_s: float  # the work-item span (trace `wall_ns`)
+    call_s: float  # the kernel call, hfx_run's wall time (trace `run_wall_ns`), same runs
     share_a: float
     serialized: bool
-    work_s: float                 # sum of all work-item durations of a call
-    task_overlap: float           # share of the span both tasks had an item running
+    work_s: float  # sum of all work-item durations of a call
+    task_overlap: float  # share of the span both tasks had an item running
     op_seconds: dict[int, float]  # program op index -> the sum of its items' durations in a call
     runs: int
     gap_per_op_s: float = float("nan")  # see trace_gap_per_op
@@ -428,8 +466,9 @@ def trace_op_seconds(doc: dict) -> dict[int, float]:
     return out
 
 
-def plugin_traces(fused_path: str | os.PathLike[str], nodes: list[str], runs: int,
-                  warmup: int) -> dict[str, TracedPair]:
+def plugin_traces(
+    fused_path: str | os.PathLike[str], nodes: list[str], runs: int, warmup: int
+) -> dict[str, TracedPair]:
     """Run the fused model `warmup + runs` times with the kernel trace on (plugin, host backend)
     and summarise each node's traces of the last `runs` runs. A run whose trace dropped events
     is left out of the per-op times (its span still counts)."""
@@ -455,17 +494,23 @@ def plugin_traces(fused_path: str | os.PathLike[str], nodes: list[str], runs: in
         per_run = [trace_op_seconds(d) for d in complete]
         ops = sorted({o for r in per_run for o in r})
         out[n] = TracedPair(
-            n, statistics.median(d["wall_ns"] / 1e9 for d in ds), statistics.median(d["run_wall_ns"] / 1e9 for d in ds),
-            float(ds[-1]["share_a"]), bool(ds[-1]["serialized"]),
+            n,
+            statistics.median(d["wall_ns"] / 1e9 for d in ds),
+            statistics.median(d["run_wall_ns"] / 1e9 for d in ds),
+            float(ds[-1]["share_a"]),
+            bool(ds[-1]["serialized"]),
             statistics.median(sum(r.values()) for r in per_run),
             statistics.median(d.get("task_overlap_ns", 0) / max(d["wall_ns"], 1) for d in ds),
-            {o: statistics.median(r.get(o, 0.0) for r in per_run) for o in ops}, len(complete),
-            statistics.median(trace_gap_per_op(d) for d in complete))
+            {o: statistics.median(r.get(o, 0.0) for r in per_run) for o in ops},
+            len(complete),
+            statistics.median(trace_gap_per_op(d) for d in complete),
+        )
     return out
 
 
-def node_kernel_seconds(model: onnx.ModelProto, pair_node: str, profile: GraphProfile,
-                        op_seconds: dict[int, float]) -> tuple[dict[int, float], float]:
+def node_kernel_seconds(
+    model: onnx.ModelProto, pair_node: str, profile: GraphProfile, op_seconds: dict[int, float]
+) -> tuple[dict[int, float], float]:
     """The kernel time of a lowered pair per original graph node: (graph node id -> seconds,
     seconds of ops no graph node could be named for).
 
@@ -494,8 +539,9 @@ def node_kernel_seconds(model: onnx.ModelProto, pair_node: str, profile: GraphPr
     return per_node, unnamed
 
 
-def fused_pairs(path: str | os.PathLike[str], out: Path, target: Target,
-                progress: Progress = _quiet) -> tuple[Path | None, dict[str, Pair], GraphProfile]:
+def fused_pairs(
+    path: str | os.PathLike[str], out: Path, target: Target, progress: Progress = _quiet
+) -> tuple[Path | None, dict[str, Pair], GraphProfile]:
     """Rewrite for `target` keeping every lowerable pair: (fused model or None, node name ->
     its Pair, the original graph's profile)."""
     from . import pipeline
@@ -509,8 +555,11 @@ def fused_pairs(path: str | os.PathLike[str], out: Path, target: Target,
     first = next_pair_id(result.analysis.graph.model)
     by_overload = {f"pair{first + k}": p for k, p in enumerate(result.analysis.pairs)}
     model = onnx.load(str(result.output), load_external_data=False)
-    pairs = {n.name: by_overload[n.overload] for n in model.graph.node
-             if n.domain == C.DOMAIN and n.op_type == C.OP_TYPE and n.overload in by_overload}
+    pairs = {
+        n.name: by_overload[n.overload]
+        for n in model.graph.node
+        if n.domain == C.DOMAIN and n.op_type == C.OP_TYPE and n.overload in by_overload
+    }
     return result.output, pairs, profile
 
 
@@ -518,16 +567,22 @@ def fused_pairs(path: str | os.PathLike[str], out: Path, target: Target,
 class PairMeasurement:
     """A pair measured on the plugin, with what re-predicting it for another target needs."""
 
-    row: PairRow                   # predicted by the target the model was rewritten for
+    row: PairRow  # predicted by the target the model was rewritten for
     pair: Pair
     serial_task: TaskProfile | None  # the serial baseline's task (a micro-batch pair: the unsplit chain)
-    kernel_ops: list[OpTiming]     # the pair's working nodes: summed kernel item time per call
-    unmodelled_s: float            # kernel item time of ops on nodes the cost model gives no work (Reshape, ...)
+    kernel_ops: list[OpTiming]  # the pair's working nodes: summed kernel item time per call
+    unmodelled_s: float  # kernel item time of ops on nodes the cost model gives no work (Reshape, ...)
 
 
-def measure_pairs(path: str | os.PathLike[str], target: Target, original_times: dict[int, float],
-                         folder: Path, runs: int = 20, warmup: int = 3,
-                         progress: Progress = _quiet) -> list[PairMeasurement]:
+def measure_pairs(
+    path: str | os.PathLike[str],
+    target: Target,
+    original_times: dict[int, float],
+    folder: Path,
+    runs: int = 20,
+    warmup: int = 3,
+    progress: Progress = _quiet,
+) -> list[PairMeasurement]:
     """Rewrite the model for `target`, run it with the plugin and the kernel trace, and measure
     each pair: its call, work span and per-node kernel times (all from the same traced runs), with
     `target`'s prediction (call_overhead_s left 0: `with_call_overhead` sets it)."""
@@ -545,10 +600,22 @@ def measure_pairs(path: str | os.PathLike[str], target: Target, original_times: 
         pair, trace = pairs[name], traces[name]
         serial_task = profile.task(pair.candidate.task_a) if pair.microbatch_sizes else None
         measured_serial = sum(original_times.get(i, 0.0) for i in pair.candidate.nodes)
-        row = PairRow(Path(path).stem, name, pair.kind, pair.candidate.note, trace.share_a, trace.serialized,
-                      0.0, trace.call_s, trace.span_s, 0.0, measured_serial,
-                      kernel_work_s=trace.work_s, task_overlap=trace.task_overlap,
-                      kernel_gap_per_op_s=trace.gap_per_op_s)
+        row = PairRow(
+            Path(path).stem,
+            name,
+            pair.kind,
+            pair.candidate.note,
+            trace.share_a,
+            trace.serialized,
+            0.0,
+            trace.call_s,
+            trace.span_s,
+            0.0,
+            measured_serial,
+            kernel_work_s=trace.work_s,
+            task_overlap=trace.task_overlap,
+            kernel_gap_per_op_s=trace.gap_per_op_s,
+        )
         per_node, unnamed = node_kernel_seconds(model, name, profile, trace.op_seconds)
         kernel_ops, unmodelled = [], unnamed
         for i, seconds in sorted(per_node.items()):
@@ -581,8 +648,10 @@ def with_call_overhead(target: Target, rows: list[PairRow], where: str = "") -> 
     if not rows:
         return target, rows
     overhead = measured_call_overhead(rows)
-    source = (f"measured: median over {len(rows)} plugin pairs of (hfx_run's wall time - the work-item span), "
-              f"both from the kernel trace of the same runs" + (f"; {where}" if where else ""))
+    source = (
+        f"measured: median over {len(rows)} plugin pairs of (hfx_run's wall time - the work-item span), "
+        f"both from the kernel trace of the same runs" + (f"; {where}" if where else "")
+    )
     target = replace(target, call_overhead_s=Param(overhead, "s", source))
     return target, [replace(r, call_overhead_s=overhead) for r in rows]
 
@@ -592,19 +661,38 @@ def with_call_overhead(target: Target, rows: list[PairRow], where: str = "") -> 
 
 
 def _pair_prediction(r: PairRow) -> dict:
-    return {"predicted_fused_s": r.predicted_fused_s, "predicted_call_s": r.predicted_call_s,
-            "predicted_serial_s": r.predicted_serial_s, "fused_error": r.fused_error, "span_error": r.span_error,
-            "serial_error": r.serial_error}
+    return {
+        "predicted_fused_s": r.predicted_fused_s,
+        "predicted_call_s": r.predicted_call_s,
+        "predicted_serial_s": r.predicted_serial_s,
+        "fused_error": r.fused_error,
+        "span_error": r.span_error,
+        "serial_error": r.serial_error,
+    }
 
 
-_MEASURED_FIELDS = ("model", "node", "kind", "note", "share_a", "serialized", "measured_call_s", "measured_span_s",
-                    "measured_serial_s", "call_overhead_s", "kernel_work_s", "task_overlap", "kernel_gap_per_op_s")
+_MEASURED_FIELDS = (
+    "model",
+    "node",
+    "kind",
+    "note",
+    "share_a",
+    "serialized",
+    "measured_call_s",
+    "measured_span_s",
+    "measured_serial_s",
+    "call_overhead_s",
+    "kernel_work_s",
+    "task_overlap",
+    "kernel_gap_per_op_s",
+)
 
 
 @dataclass(frozen=True)
 class FitErrors:
     """Median |predicted / measured - 1| of one fit: fused call, fused work span, serial
     (against ORT's time of the original nodes), and the per-op residual of the fit itself."""
+
     fused: float
     span: float
     serial: float
@@ -627,8 +715,8 @@ class CalibrationResult:
     pair_rows: list[PairRow]
     where: str
     ddr_bound: list[str] = field(default_factory=list)
-    ort_target: Target | None = None        # None: `target` is the ORT fit
-    kernel_target: Target | None = None     # None: no kernel fit (no pair measured)
+    ort_target: Target | None = None  # None: `target` is the ORT fit
+    kernel_target: Target | None = None  # None: no kernel fit (no pair measured)
     kernel_fit_rows: list[FitRow] = field(default_factory=list)
     kernel_pair_rows: list[PairRow] = field(default_factory=list)
     kernel_ddr_bound: list[str] = field(default_factory=list)
@@ -637,10 +725,15 @@ class CalibrationResult:
 
     def errors(self, fit: str) -> FitErrors:
         """Median |error| of one fit (ORT_FIT or KERNEL_FIT) over the same measured calls."""
-        pairs, ops = (self.pair_rows, self.fit_rows) if fit == ORT_FIT else (self.kernel_pair_rows,
-                                                                              self.kernel_fit_rows)
-        return FitErrors(fused=_median_abs(r.fused_error for r in pairs), span=_median_abs(r.span_error for r in pairs),
-                         serial=_median_abs(r.serial_error for r in pairs), residual=_median_abs(r.rel_error for r in ops))
+        pairs, ops = (
+            (self.pair_rows, self.fit_rows) if fit == ORT_FIT else (self.kernel_pair_rows, self.kernel_fit_rows)
+        )
+        return FitErrors(
+            fused=_median_abs(r.fused_error for r in pairs),
+            span=_median_abs(r.span_error for r in pairs),
+            serial=_median_abs(r.serial_error for r in pairs),
+            residual=_median_abs(r.rel_error for r in ops),
+        )
 
     @property
     def median_abs_error(self) -> float:
@@ -662,8 +755,10 @@ class CalibrationResult:
             return f"the {FIT_LABELS[ORT_FIT]} (no kernel fit: no pair was measured)"
         other = KERNEL_FIT if self.chosen_fit == ORT_FIT else ORT_FIT
         errors = {ORT_FIT: self.median_abs_error, KERNEL_FIT: self.kernel_median_abs_error}
-        return (f"the {FIT_LABELS[self.chosen_fit]}: the lower median |fused call error| "
-                f"({errors[self.chosen_fit]:.1%}; {FIT_LABELS[other]}: {errors[other]:.1%})")
+        return (
+            f"the {FIT_LABELS[self.chosen_fit]}: the lower median |fused call error| "
+            f"({errors[self.chosen_fit]:.1%}; {FIT_LABELS[other]}: {errors[other]:.1%})"
+        )
 
     def _fit_dict(self, key: str) -> dict | None:
         if key == ORT_FIT:
@@ -673,10 +768,16 @@ class CalibrationResult:
         else:
             target, rows, ddr = self.kernel_target, self.kernel_fit_rows, self.kernel_ddr_bound
         e = self.errors(key)
-        return {"label": FIT_LABELS[key], "target": target.to_dict(), "median_abs_error": e.fused,
-                "median_abs_span_error": e.span, "median_abs_serial_error": e.serial,
-                "median_abs_op_residual": e.residual,
-                "ddr_bound_ops": ddr, "ops": [{**asdict(r), "rel_error": r.rel_error} for r in rows]}
+        return {
+            "label": FIT_LABELS[key],
+            "target": target.to_dict(),
+            "median_abs_error": e.fused,
+            "median_abs_span_error": e.span,
+            "median_abs_serial_error": e.serial,
+            "median_abs_op_residual": e.residual,
+            "ddr_bound_ops": ddr,
+            "ops": [{**asdict(r), "rel_error": r.rel_error} for r in rows],
+        }
 
     def to_dict(self) -> dict:
         """`target` (what load_target reads) is the chosen fit; `fits` holds both, `pairs` the
@@ -685,9 +786,14 @@ class CalibrationResult:
         pairs = []
         for r in self.pair_rows:
             k = kernel.get((r.model, r.node))
-            pairs.append({**{f: getattr(r, f) for f in _MEASURED_FIELDS},
-                          "unmodelled_kernel_s": self.unmodelled_kernel_s.get(f"{r.model}:{r.node}", 0.0),
-                          "ort_fit": _pair_prediction(r), "kernel_fit": _pair_prediction(k) if k else None})
+            pairs.append(
+                {
+                    **{f: getattr(r, f) for f in _MEASURED_FIELDS},
+                    "unmodelled_kernel_s": self.unmodelled_kernel_s.get(f"{r.model}:{r.node}", 0.0),
+                    "ort_fit": _pair_prediction(r),
+                    "kernel_fit": _pair_prediction(k) if k else None,
+                }
+            )
         return {
             "target": self.target.to_dict(),
             "target_fit": self.chosen_fit,
@@ -707,41 +813,56 @@ class CalibrationResult:
         if self.kernel_target is not None:
             fits.append((KERNEL_FIT, self.kernel_target, self.kernel_fit_rows, self.errors(KERNEL_FIT).residual))
         overhead = self.target.call_overhead_s.value
-        lines = [f"calibrated host targets ({self.where}); both predict a call as the fused time plus the measured "
-                 f"call overhead {overhead * 1e6:.1f} us (median over the pairs of call time - work-item span)"]
+        lines = [
+            f"calibrated host targets ({self.where}); both predict a call as the fused time plus the measured "
+            f"call overhead {overhead * 1e6:.1f} us (median over the pairs of call time - work-item span)"
+        ]
         for key, t, rows, residual in fits:
-            lines += [f"  {FIT_LABELS[key]} ('{t.name}'): matrix {t.matrix_flops.value / 1e9:.1f} GFLOP/s, "
-                      f"vector {t.vector_flops / 1e9:.2f} GFLOP/s, memory {t.dma_bytes.value / 1e9:.2f} GB/s, "
-                      f"DDR {t.ddr_bytes.value / 1e9:.1f} GB/s, op overhead {t.op_overhead_s.value * 1e6:.1f} us; "
-                      f"{len(rows)} ops, median |residual| {residual:.1%}"]
+            lines += [
+                f"  {FIT_LABELS[key]} ('{t.name}'): matrix {t.matrix_flops.value / 1e9:.1f} GFLOP/s, "
+                f"vector {t.vector_flops / 1e9:.2f} GFLOP/s, memory {t.dma_bytes.value / 1e9:.2f} GB/s, "
+                f"DDR {t.ddr_bytes.value / 1e9:.1f} GB/s, op overhead {t.op_overhead_s.value * 1e6:.1f} us; "
+                f"{len(rows)} ops, median |residual| {residual:.1%}"
+            ]
         kernel = {(r.model, r.node): r for r in self.kernel_pair_rows}
-        lines += ["", "pair                                   kind            share  meas us  span us  work/span  "
-                      "overlap  gap/op us |  ORT fit  error | kernel fit  error | serial meas  ORT fit  error"]
+        lines += [
+            "",
+            "pair                                   kind            share  meas us  span us  work/span  "
+            "overlap  gap/op us |  ORT fit  error | kernel fit  error | serial meas  ORT fit  error",
+        ]
         for r in self.pair_rows:
             k = kernel.get((r.model, r.node))
             kernel_cols = f"{k.predicted_call_s * 1e6:10.0f} {k.fused_error:+6.0%}" if k else f"{'-':>10} {'-':>6}"
             ratio = r.kernel_work_s / r.measured_span_s if r.measured_span_s > 0 else float("nan")
-            lines.append(f"{r.model + ':' + r.node:<38} {r.kind:<15} {r.share_a:5.2f} {r.measured_call_s * 1e6:8.0f} "
-                         f"{r.measured_span_s * 1e6:8.0f} {ratio:10.2f} {r.task_overlap:8.0%} "
-                         f"{r.kernel_gap_per_op_s * 1e6:10.1f} | "
-                         f"{r.predicted_call_s * 1e6:8.0f} {r.fused_error:+6.0%} | {kernel_cols} | "
-                         f"{r.measured_serial_s * 1e6:11.0f} {r.predicted_serial_s * 1e6:8.0f} {r.serial_error:+6.0%}"
-                         + ("  (serialised)" if r.serialized else ""))
+            lines.append(
+                f"{r.model + ':' + r.node:<38} {r.kind:<15} {r.share_a:5.2f} {r.measured_call_s * 1e6:8.0f} "
+                f"{r.measured_span_s * 1e6:8.0f} {ratio:10.2f} {r.task_overlap:8.0%} "
+                f"{r.kernel_gap_per_op_s * 1e6:10.1f} | "
+                f"{r.predicted_call_s * 1e6:8.0f} {r.fused_error:+6.0%} | {kernel_cols} | "
+                f"{r.measured_serial_s * 1e6:11.0f} {r.predicted_serial_s * 1e6:8.0f} {r.serial_error:+6.0%}"
+                + ("  (serialised)" if r.serialized else "")
+            )
         n = len(self.pair_rows)
-        kernel_errors = (f", {FIT_LABELS[KERNEL_FIT]} {self.kernel_median_abs_error:.1%}"
-                         if self.kernel_target is not None else "")
-        lines += ["", f"median |error| over {n} pairs, fused call (target <= 20%): {FIT_LABELS[ORT_FIT]} "
-                      f"{self.median_abs_error:.1%}{kernel_errors}",
-                  f"  fused work span: {FIT_LABELS[ORT_FIT]} {self.errors(ORT_FIT).span:.1%}"
-                  + (f", {FIT_LABELS[KERNEL_FIT]} {self.errors(KERNEL_FIT).span:.1%}" if kernel_errors else "")
-                  + f"; serial (ORT-profiled original nodes) {FIT_LABELS[ORT_FIT]} {self.errors(ORT_FIT).serial:.1%}",
-                  "  work/span: summed work-item time over the span (2 = both workers busy throughout); overlap: "
-                  "share of the span both tasks ran an item; gap/op: time per op a task ran no item (in the span, "
-                  "in no op's item time)"]
+        kernel_errors = (
+            f", {FIT_LABELS[KERNEL_FIT]} {self.kernel_median_abs_error:.1%}" if self.kernel_target is not None else ""
+        )
+        lines += [
+            "",
+            f"median |error| over {n} pairs, fused call (target <= 20%): {FIT_LABELS[ORT_FIT]} "
+            f"{self.median_abs_error:.1%}{kernel_errors}",
+            f"  fused work span: {FIT_LABELS[ORT_FIT]} {self.errors(ORT_FIT).span:.1%}"
+            + (f", {FIT_LABELS[KERNEL_FIT]} {self.errors(KERNEL_FIT).span:.1%}" if kernel_errors else "")
+            + f"; serial (ORT-profiled original nodes) {FIT_LABELS[ORT_FIT]} {self.errors(ORT_FIT).serial:.1%}",
+            "  work/span: summed work-item time over the span (2 = both workers busy throughout); overlap: "
+            "share of the span both tasks ran an item; gap/op: time per op a task ran no item (in the span, "
+            "in no op's item time)",
+        ]
         if self.kernel_target is not None:
             unmodelled = sum(self.unmodelled_kernel_s.values())
-            lines.append(f"  the kernel fit is in-sample (its op times come from these fused runs); kernel item time on "
-                         f"nodes the cost model gives no work (Reshape, ...): {unmodelled * 1e6:.0f} us over all pairs")
+            lines.append(
+                f"  the kernel fit is in-sample (its op times come from these fused runs); kernel item time on "
+                f"nodes the cost model gives no work (Reshape, ...): {unmodelled * 1e6:.0f} us over all pairs"
+            )
         lines.append(f"target '{self.target.name}' (written by -o): {self.choice_note}")
         return lines
 
@@ -749,14 +870,18 @@ class CalibrationResult:
         """Per node of the kernel fit: its ORT-profiled time (when the ORT fit has it), its kernel
         item time and what the kernel fit predicts."""
         ort = {(r.model, r.node): r for r in self.fit_rows}
-        lines = ["node (kernel fit)                               op_type     engine   ORT us  kernel us  "
-                 "kernel/ORT  kernel-fit pred us  residual"]
+        lines = [
+            "node (kernel fit)                               op_type     engine   ORT us  kernel us  "
+            "kernel/ORT  kernel-fit pred us  residual"
+        ]
         for r in self.kernel_fit_rows:
             o = ort.get((r.model, r.node))
             ort_us = f"{o.measured_s * 1e6:8.1f}" if o else f"{'-':>8}"
             ratio = f"{r.measured_s / o.measured_s:10.2f}" if o and o.measured_s > 0 else f"{'-':>10}"
-            lines.append(f"{r.model + ':' + r.node:<47} {r.op_type:<11} {r.engine:<6} {ort_us} {r.measured_s * 1e6:10.1f}  "
-                         f"{ratio}  {r.predicted_s * 1e6:18.1f}  {r.rel_error:+8.0%}")
+            lines.append(
+                f"{r.model + ':' + r.node:<47} {r.op_type:<11} {r.engine:<6} {ort_us} {r.measured_s * 1e6:10.1f}  "
+                f"{ratio}  {r.predicted_s * 1e6:18.1f}  {r.rel_error:+8.0%}"
+            )
         return lines
 
 
@@ -770,9 +895,14 @@ def where_measured() -> str:
     return f"{platform.node()} ({platform.machine()}, {os.cpu_count()} cpus), {datetime.date.today().isoformat()}"
 
 
-def calibrate(model_paths: list[str | os.PathLike[str]], progress: Progress = _quiet, runs: int = 20,
-              warmup: int = 3, base: Target = costmodel.HOST, work_dir: str | os.PathLike[str] | None = None
-              ) -> CalibrationResult:
+def calibrate(
+    model_paths: list[str | os.PathLike[str]],
+    progress: Progress = _quiet,
+    runs: int = 20,
+    warmup: int = 3,
+    base: Target = costmodel.HOST,
+    work_dir: str | os.PathLike[str] | None = None,
+) -> CalibrationResult:
     """Fit a host target to the models' ORT-profiled ops, measure its fused and serial prediction
     error on the pairs the pass makes of the same models, fit a second target to the kernel's own
     per-op item times of those runs, and measure its error on the same calls (see the module doc).
@@ -788,26 +918,42 @@ def calibrate(model_paths: list[str | os.PathLike[str]], progress: Progress = _q
     pairs: list[PairMeasurement] = []
     with tempfile.TemporaryDirectory(prefix="hexfuse-calibrate-") as folder:
         for path in model_paths:
-            pairs += measure_pairs(path, fit.target, measured[str(path)][0], Path(folder), runs, warmup,
-                                          progress)
+            pairs += measure_pairs(path, fit.target, measured[str(path)][0], Path(folder), runs, warmup, progress)
     ort_target, rows = with_call_overhead(fit.target, [m.row for m in pairs], where)
     kernel_ops = [t for m in pairs for t in m.kernel_ops]
-    result = CalibrationResult(ort_target, fit.rows, rows, where, fit.ddr_bound, ort_target=ort_target,
-                               unmodelled_kernel_s={f"{m.row.model}:{m.row.node}": m.unmodelled_s for m in pairs})
+    result = CalibrationResult(
+        ort_target,
+        fit.rows,
+        rows,
+        where,
+        fit.ddr_bound,
+        ort_target=ort_target,
+        unmodelled_kernel_s={f"{m.row.model}:{m.row.node}": m.unmodelled_s for m in pairs},
+    )
     if kernel_ops:
-        kfit = fit_target(kernel_ops, base, KERNEL_FIT_NAME, where, KERNEL_MEASURED_BY,
-                          "the kernel's own per-op work-item times (plugin trace of the fused pairs)")
+        kfit = fit_target(
+            kernel_ops,
+            base,
+            KERNEL_FIT_NAME,
+            where,
+            KERNEL_MEASURED_BY,
+            "the kernel's own per-op work-item times (plugin trace of the fused pairs)",
+        )
         progress(f"{FIT_LABELS[KERNEL_FIT]}: {len(kfit.rows)} ops, median |residual| {kfit.median_abs_residual:.1%}")
-        kernel_target, kernel_rows = with_call_overhead(kfit.target, [predicted_row(m, kfit.target) for m in pairs],
-                                                        where)
+        kernel_target, kernel_rows = with_call_overhead(
+            kfit.target, [predicted_row(m, kfit.target) for m in pairs], where
+        )
         result.kernel_target, result.kernel_fit_rows = kernel_target, kfit.rows
         result.kernel_pair_rows, result.kernel_ddr_bound = kernel_rows, kfit.ddr_bound
         if result.kernel_median_abs_error < result.median_abs_error:
             result.chosen_fit = KERNEL_FIT
     chosen = result.kernel_target if result.chosen_fit == KERNEL_FIT else ort_target
     assert chosen is not None
-    result.target = replace(chosen, name=CALIBRATED_NAME,
-                            description=f"{chosen.description}; chosen over the other fit: {result.choice_note}")
+    result.target = replace(
+        chosen,
+        name=CALIBRATED_NAME,
+        description=f"{chosen.description}; chosen over the other fit: {result.choice_note}",
+    )
     for t in (result.ort_target, result.kernel_target, result.target):
         if t is not None:
             costmodel.register_target(t)

@@ -3,6 +3,7 @@
 Exit codes: 0 done (also when no pair qualifies), 2 bad command line, 3 bad input model,
 4 verification failed (nothing written), 5 output not writable, 70 internal error.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,38 +22,64 @@ from .graph import parse_shape_overrides
 from .select import DEFAULT_MIN_GAIN
 from .verify import DEFAULT_RTOL
 
-EPILOG = "exit codes: 0 ok (also when no pair qualifies), 2 bad command line, 3 bad input model, " \
-         "4 verification failed (nothing written), 5 output not writable, 70 internal error"
+EPILOG = (
+    "exit codes: 0 ok (also when no pair qualifies), 2 bad command line, 3 bad input model, "
+    "4 verification failed (nothing written), 5 output not writable, 70 internal error"
+)
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="hexfuse-onnx", description="Horizontal fusion of ONNX models for Hexagon NPUs.",
-                                epilog=EPILOG)
+    p = argparse.ArgumentParser(
+        prog="hexfuse-onnx", description="Horizontal fusion of ONNX models for Hexagon NPUs.", epilog=EPILOG
+    )
     p.add_argument("--version", action="version", version=f"hexfuse-onnx {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
     def common(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("model", help="input .onnx file (never modified)")
-        sp.add_argument("--kinds", default=",".join(KINDS),
-                        help=f"pair kinds to look for, comma-separated (default: {','.join(KINDS)})")
-        sp.add_argument("--target", default="hexagon-v73", type=_target,
-                        help=f"cost-model target: {', '.join(sorted(TARGETS))}, or a target JSON written by "
-                             "`calibrate -o` (default: hexagon-v73, modelled)")
-        sp.add_argument("--min-gain", type=float, default=DEFAULT_MIN_GAIN,
-                        help=f"smallest predicted gain, a fraction of the serial time (default {DEFAULT_MIN_GAIN})")
-        sp.add_argument("--shape", action="append", metavar="NAME=DxDxD",
-                        help="fix a graph input's dims, e.g. input_ids=1x128 (repeatable)")
+        sp.add_argument(
+            "--kinds",
+            default=",".join(KINDS),
+            help=f"pair kinds to look for, comma-separated (default: {','.join(KINDS)})",
+        )
+        sp.add_argument(
+            "--target",
+            default="hexagon-v73",
+            type=_target,
+            help=f"cost-model target: {', '.join(sorted(TARGETS))}, or a target JSON written by "
+            "`calibrate -o` (default: hexagon-v73, modelled)",
+        )
+        sp.add_argument(
+            "--min-gain",
+            type=float,
+            default=DEFAULT_MIN_GAIN,
+            help=f"smallest predicted gain, a fraction of the serial time (default {DEFAULT_MIN_GAIN})",
+        )
+        sp.add_argument(
+            "--shape",
+            action="append",
+            metavar="NAME=DxDxD",
+            help="fix a graph input's dims, e.g. input_ids=1x128 (repeatable)",
+        )
         sp.add_argument("--json", metavar="REPORT", help="also write a JSON report here")
         sp.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
 
     rw = sub.add_parser("rewrite", help="fuse pairs, verify, and write the model", epilog=EPILOG)
     common(rw)
     rw.add_argument("-o", "--output", help="output .onnx (default: IN.fused.onnx beside the input)")
-    rw.add_argument("--verify", choices=("ort", "plugin"), default="ort",
-                    help="ort: stock ONNX Runtime must match (default); plugin: also with the FusedHexPair "
-                         "plugin loaded (host backend), within 1e-4")
-    rw.add_argument("--rtol", type=float, default=DEFAULT_RTOL,
-                    help=f"verification tolerance, relative to each output's scale (default {DEFAULT_RTOL:g})")
+    rw.add_argument(
+        "--verify",
+        choices=("ort", "plugin"),
+        default="ort",
+        help="ort: stock ONNX Runtime must match (default); plugin: also with the FusedHexPair "
+        "plugin loaded (host backend), within 1e-4",
+    )
+    rw.add_argument(
+        "--rtol",
+        type=float,
+        default=DEFAULT_RTOL,
+        help=f"verification tolerance, relative to each output's scale (default {DEFAULT_RTOL:g})",
+    )
 
     ins = sub.add_parser("inspect", help="print profiles and candidate pairs; writes nothing but --json", epilog=EPILOG)
     common(ins)
@@ -66,18 +93,26 @@ def _parser() -> argparse.ArgumentParser:
     pr.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
 
     zo = sub.add_parser("zoo", help="list the zoo models (builders and real models) and their status", epilog=EPILOG)
-    zo.add_argument("--analyse", action="store_true",
-                    help="also run the analysis on every available model: pairs found by kind, predicted gain")
+    zo.add_argument(
+        "--analyse",
+        action="store_true",
+        help="also run the analysis on every available model: pairs found by kind, predicted gain",
+    )
     zo.add_argument("--target", default="hexagon-v73", type=_target, help="cost-model target of --analyse")
     zo.add_argument("--cache-dir", help="real-model cache (default ~/.cache/hexfuse-onnx/real)")
 
-    be = sub.add_parser("bench", help="time the original on ORT (and QNN) against the rewritten model on the plugin",
-                        epilog=EPILOG)
+    be = sub.add_parser(
+        "bench", help="time the original on ORT (and QNN) against the rewritten model on the plugin", epilog=EPILOG
+    )
     be.add_argument("model", help="a .onnx file (rewritten first when it has no FusedHexPair) or a zoo name")
-    be.add_argument("--backend", default="host", choices=("auto", "host", "hexagon"),
-                    help="the plugin's backend (default host)")
-    be.add_argument("--baseline", default=",".join(DEFAULT_BASELINES),
-                    help=f"comma-separated, from {','.join(BASELINES)} (default {','.join(DEFAULT_BASELINES)})")
+    be.add_argument(
+        "--backend", default="host", choices=("auto", "host", "hexagon"), help="the plugin's backend (default host)"
+    )
+    be.add_argument(
+        "--baseline",
+        default=",".join(DEFAULT_BASELINES),
+        help=f"comma-separated, from {','.join(BASELINES)} (default {','.join(DEFAULT_BASELINES)})",
+    )
     be.add_argument("--runs", type=int, default=50, help="timed runs per configuration (default 50)")
     be.add_argument("--rounds", type=int, default=5, help="alternating rounds the runs are spread over (default 5)")
     be.add_argument("--warmup", type=int, default=3, help="untimed runs before each block (default 3)")
@@ -85,15 +120,22 @@ def _parser() -> argparse.ArgumentParser:
     be.add_argument("--target", default="hexagon-v73", type=_target, help="cost-model target of the rewrite")
     be.add_argument("--shape", action="append", metavar="NAME=DxDxD", help="fix a graph input's dims (repeatable)")
     be.add_argument("--cache-dir", help="real-model cache (default ~/.cache/hexfuse-onnx/real)")
-    be.add_argument("--tol", type=float, default=None,
-                    help="largest relative error of the plugin against ort-seq (default 1e-4, or a real model's "
-                         "documented plugin_rtol)")
+    be.add_argument(
+        "--tol",
+        type=float,
+        default=None,
+        help="largest relative error of the plugin against ort-seq (default 1e-4, or a real model's "
+        "documented plugin_rtol)",
+    )
     be.add_argument("--json", metavar="REPORT", help="also write every figure (raw samples too) here")
     be.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
 
-    ca = sub.add_parser("calibrate", help="fit the host cost model to ORT profiling and to the kernel's own item "
-                                          "times; measure both fits' fused-call error against the plugin",
-                        epilog=EPILOG)
+    ca = sub.add_parser(
+        "calibrate",
+        help="fit the host cost model to ORT profiling and to the kernel's own item "
+        "times; measure both fits' fused-call error against the plugin",
+        epilog=EPILOG,
+    )
     ca.add_argument("models", nargs="*", help="models or zoo names to calibrate on (default: every zoo builder)")
     ca.add_argument("-o", "--output", help="write the result JSON (use it with --target FILE of rewrite/inspect)")
     ca.add_argument("--runs", type=int, default=20, help="profiled runs per model after warm-up (default 20)")
@@ -114,8 +156,15 @@ def main(argv: list[str] | None = None) -> int:
 
         reexec_without_blas_tuning(["-m", "hexfuse_onnx", *sys.argv[1:]])
     progress = (lambda msg: None) if getattr(args, "quiet", False) else _progress()
-    commands = {"rewrite": _rewrite, "inspect": _inspect, "profile": _profile, "zoo": _zoo, "bench": _bench,
-                "calibrate": _calibrate, "unfuse": _unfuse}
+    commands = {
+        "rewrite": _rewrite,
+        "inspect": _inspect,
+        "profile": _profile,
+        "zoo": _zoo,
+        "bench": _bench,
+        "calibrate": _calibrate,
+        "unfuse": _unfuse,
+    }
     try:
         return commands[args.command](args, progress)
     except HexfuseError as exc:
@@ -125,8 +174,11 @@ def main(argv: list[str] | None = None) -> int:
         print("hexfuse-onnx: interrupted; nothing written", file=sys.stderr)
         return 130
     except Exception as exc:  # a bug: say so plainly, with the type, not a traceback
-        print(f"hexfuse-onnx: internal error ({type(exc).__name__}: {exc}); nothing written. "
-              "Please report it with the model.", file=sys.stderr)
+        print(
+            f"hexfuse-onnx: internal error ({type(exc).__name__}: {exc}); nothing written. "
+            "Please report it with the model.",
+            file=sys.stderr,
+        )
         return EXIT_INTERNAL
 
 
@@ -135,6 +187,7 @@ def _progress():
 
     def say(msg: str) -> None:
         print(f"[hexfuse {time.perf_counter() - start:6.2f}s] {msg}", file=sys.stderr, flush=True)
+
     return say
 
 
@@ -170,8 +223,17 @@ def _rewrite(args: argparse.Namespace, progress) -> int:
 
     _refuse_same_file(args.json, args.model, args.output or str(default_output(args.model)))
     _check_report_path(args.json)
-    result = rewrite(args.model, args.output, _kinds(args.kinds), args.target, args.min_gain,
-                     parse_shape_overrides(args.shape), args.rtol, progress, verify_plugin=args.verify == "plugin")
+    result = rewrite(
+        args.model,
+        args.output,
+        _kinds(args.kinds),
+        args.target,
+        args.min_gain,
+        parse_shape_overrides(args.shape),
+        args.rtol,
+        progress,
+        verify_plugin=args.verify == "plugin",
+    )
     a = result.analysis
     print(summary(a))
     if result.output is None:
@@ -180,8 +242,10 @@ def _rewrite(args: argparse.Namespace, progress) -> int:
         print(table(pair_rows(a.pairs)))
         c = result.comparison
         assert c is not None
-        print(f"verified: full checker passed; stock ONNX Runtime matches the original on {c.outputs} output(s) "
-              f"(worst relative error {c.worst_relative_error:.2e} <= {args.rtol:g})")
+        print(
+            f"verified: full checker passed; stock ONNX Runtime matches the original on {c.outputs} output(s) "
+            f"(worst relative error {c.worst_relative_error:.2e} <= {args.rtol:g})"
+        )
         if args.verify == "plugin":
             print("verified: with the FusedHexPair plugin (host backend) the outputs match too (<= 1e-4)")
         print(f"wrote {result.output}")
@@ -238,8 +302,10 @@ def _profile(args: argparse.Namespace, progress) -> int:
     if args.png:
         timeline.draw_png(timelines, args.png)
     print("\n".join(timeline.summary_lines(timelines)))
-    print("device busy: time any worker ran an item, as a share of the kernel's wall time; "
-          "engine busy: the same per engine class")
+    print(
+        "device busy: time any worker ran an item, as a share of the kernel's wall time; "
+        "engine busy: the same per engine class"
+    )
     print(f"wrote {args.output}" + (f" and {args.png}" if args.png else ""))
     return EXIT_OK
 
@@ -254,8 +320,10 @@ def _zoo(args: argparse.Namespace, progress) -> int:
         print(f"{m.name:<{width}}  {m.kind:<10} {m.source[:44]:<44} {m.status}")
         if args.analyse and m.available:
             print(f"{'':<{width}}  -> {_analysis_line(m, args.target, progress)}")
-    print("\nbuild the builders with `python -m models build --all -o DIR`; fetch real models with "
-          "`python -m models real fetch NAME|--ci|--all`")
+    print(
+        "\nbuild the builders with `python -m models build --all -o DIR`; fetch real models with "
+        "`python -m models real fetch NAME|--ci|--all`"
+    )
     return EXIT_OK
 
 
@@ -278,8 +346,11 @@ def _analysis_line(entry, target: str, progress) -> str:
         kinds[p.kind] = kinds.get(p.kind, 0) + 1
     serial = sum(p.prediction.serial for p in a.pairs)
     fused = sum(p.prediction.fused for p in a.pairs)
-    return (f"{len(a.graph.nodes)} nodes, pairs: " + ", ".join(f"{k} {n}" for k, n in kinds.items())
-            + f"; predicted on {target}: {serial * 1e6:.0f} us serial -> {fused * 1e6:.0f} us fused (modelled)")
+    return (
+        f"{len(a.graph.nodes)} nodes, pairs: "
+        + ", ".join(f"{k} {n}" for k, n in kinds.items())
+        + f"; predicted on {target}: {serial * 1e6:.0f} us serial -> {fused * 1e6:.0f} us fused (modelled)"
+    )
 
 
 def _bench(args: argparse.Namespace, progress) -> int:
@@ -299,8 +370,19 @@ def _bench(args: argparse.Namespace, progress) -> int:
         path, shapes = resolve(args.model, Path(folder), args.cache_dir)
         shapes = {**(shapes or {}), **parse_shape_overrides(args.shape)}
         tol = args.tol if args.tol is not None else plugin_rtol(args.model)
-        result = bench(path, args.backend, baselines, args.runs, args.rounds, args.warmup, shapes or None,
-                       args.target, args.workers, progress=progress, tol=tol)
+        result = bench(
+            path,
+            args.backend,
+            baselines,
+            args.runs,
+            args.rounds,
+            args.warmup,
+            shapes or None,
+            args.target,
+            args.workers,
+            progress=progress,
+            tol=tol,
+        )
     if cleared:
         progress(f"removed {', '.join(cleared)} from this process (benchmarks run without them)")
     print("\n".join(result.lines()))
@@ -331,8 +413,10 @@ def _calibrate(args: argparse.Namespace, progress) -> int:
     if args.table:
         if result.kernel_fit_rows:
             print("\n" + "\n".join(result.op_lines()))
-        fits = [(calibrate.FIT_LABELS[calibrate.ORT_FIT], result.ort_target or result.target),
-                (calibrate.FIT_LABELS[calibrate.KERNEL_FIT], result.kernel_target)]
+        fits = [
+            (calibrate.FIT_LABELS[calibrate.ORT_FIT], result.ort_target or result.target),
+            (calibrate.FIT_LABELS[calibrate.KERNEL_FIT], result.kernel_target),
+        ]
         for label, t in fits:
             if t is not None:
                 print(f"\n{label}:\n" + "\n".join(costmodel.parameter_table(t)))
@@ -356,8 +440,9 @@ def _target(text: str) -> str:
             raise argparse.ArgumentTypeError(f"{text}: {exc}") from None
         register_target(target)
         return target.name
-    raise argparse.ArgumentTypeError(f"unknown target '{text}' (known: {', '.join(sorted(TARGETS))}, "
-                                     "or a .json written by `calibrate -o`)")
+    raise argparse.ArgumentTypeError(
+        f"unknown target '{text}' (known: {', '.join(sorted(TARGETS))}, or a .json written by `calibrate -o`)"
+    )
 
 
 def _unfuse(args: argparse.Namespace, progress) -> int:

@@ -3,6 +3,7 @@
 One place for every name both sides agree on, so the pass, `unfuse`, the lowering and the
 custom-op library cannot drift apart.
 """
+
 from __future__ import annotations
 
 DOMAIN = "hexfuse"
@@ -16,25 +17,35 @@ KIND_PREFILL_DECODE = "prefill_decode"
 KINDS = (KIND_BRANCHES, KIND_MICROBATCH, KIND_PREFILL_DECODE)
 
 # Node attributes. The function body stays the source of truth; these describe it.
-ATTR_KIND = "kind"                      # string, one of KINDS
-ATTR_NUM_INPUTS_A = "num_inputs_a"      # int: inputs [0, n) belong to task A, the rest to B
-ATTR_NUM_OUTPUTS_A = "num_outputs_a"    # int: outputs [0, n) belong to task A, the rest to B
-ATTR_NUM_NODES_A = "num_nodes_a"        # int: body nodes [0, n) are task A, the rest task B
-ATTR_SHARE_A = "share_a"                # float in (0, 1): task A's share of the vector workers
-ATTR_ONCHIP_A = "onchip_bytes_a"        # int: on-chip (VTCM) budget of task A
-ATTR_ONCHIP_B = "onchip_bytes_b"        # int: on-chip (VTCM) budget of task B
-ATTR_TARGET = "target"                  # string: the cost-model target the estimates are for
-ATTR_EST_SERIAL_US = "est_serial_us"    # float: predicted A then B, microseconds
-ATTR_EST_FUSED_US = "est_fused_us"      # float: predicted fused time at share_a
+ATTR_KIND = "kind"  # string, one of KINDS
+ATTR_NUM_INPUTS_A = "num_inputs_a"  # int: inputs [0, n) belong to task A, the rest to B
+ATTR_NUM_OUTPUTS_A = "num_outputs_a"  # int: outputs [0, n) belong to task A, the rest to B
+ATTR_NUM_NODES_A = "num_nodes_a"  # int: body nodes [0, n) are task A, the rest task B
+ATTR_SHARE_A = "share_a"  # float in (0, 1): task A's share of the vector workers
+ATTR_ONCHIP_A = "onchip_bytes_a"  # int: on-chip (VTCM) budget of task A
+ATTR_ONCHIP_B = "onchip_bytes_b"  # int: on-chip (VTCM) budget of task B
+ATTR_TARGET = "target"  # string: the cost-model target the estimates are for
+ATTR_EST_SERIAL_US = "est_serial_us"  # float: predicted A then B, microseconds
+ATTR_EST_FUSED_US = "est_fused_us"  # float: predicted fused time at share_a
 ATTR_MICROBATCH_SIZES = "microbatch_sizes"  # ints [a, b]: rows of the batch axis per task
-ATTR_PROGRAM = "program"                # bytes (string attr): the task program, filled by lower.py
-ATTR_PROGRAM_VERSION = "program_version"    # int: format version of `program`
+ATTR_PROGRAM = "program"  # bytes (string attr): the task program, filled by lower.py
+ATTR_PROGRAM_VERSION = "program_version"  # int: format version of `program`
 
 # Version of the task program format the pass writes (dsp/README.md documents it).
 PROGRAM_VERSION = 1
 
 NODE_ATTRIBUTES = (
-    ATTR_KIND, ATTR_NUM_INPUTS_A, ATTR_NUM_OUTPUTS_A, ATTR_NUM_NODES_A, ATTR_SHARE_A,
-    ATTR_ONCHIP_A, ATTR_ONCHIP_B, ATTR_TARGET, ATTR_EST_SERIAL_US, ATTR_EST_FUSED_US,
-    ATTR_MICROBATCH_SIZES, ATTR_PROGRAM, ATTR_PROGRAM_VERSION,
+    ATTR_KIND,
+    ATTR_NUM_INPUTS_A,
+    ATTR_NUM_OUTPUTS_A,
+    ATTR_NUM_NODES_A,
+    ATTR_SHARE_A,
+    ATTR_ONCHIP_A,
+    ATTR_ONCHIP_B,
+    ATTR_TARGET,
+    ATTR_EST_SERIAL_US,
+    ATTR_EST_FUSED_US,
+    ATTR_MICROBATCH_SIZES,
+    ATTR_PROGRAM,
+    ATTR_PROGRAM_VERSION,
 )

@@ -18,6 +18,7 @@ contention for DDR and engines; the on-chip budget is a hard constraint checked 
 Within a task, intermediates stay in the on-chip arena: DDR carries weights, the task's
 inputs and the tensors that leave it (`GraphProfile.task`).
 """
+
 from __future__ import annotations
 
 import json
@@ -39,13 +40,13 @@ class Param:
 class Target:
     name: str
     description: str
-    matrix_flops: Param        # matrix engine throughput, whole engine
-    vector_contexts: Param     # vector workers (HVX contexts / CPU cores for vector work)
+    matrix_flops: Param  # matrix engine throughput, whole engine
+    vector_contexts: Param  # vector workers (HVX contexts / CPU cores for vector work)
     vector_flops_per_context: Param
-    dma_bytes: Param           # copy engine throughput (memory-class ops)
-    ddr_bytes: Param           # DDR bandwidth reachable by the accelerator
-    onchip_bytes: Param        # on-chip memory both tasks' working sets must share (VTCM)
-    op_overhead_s: Param       # dispatch + sync per op inside the persistent kernel
+    dma_bytes: Param  # copy engine throughput (memory-class ops)
+    ddr_bytes: Param  # DDR bandwidth reachable by the accelerator
+    onchip_bytes: Param  # on-chip memory both tasks' working sets must share (VTCM)
+    op_overhead_s: Param  # dispatch + sync per op inside the persistent kernel
     # Fixed cost of one FusedHexPair kernel call (runtime glue, pool wake-up and join). Not part
     # of `predict` (the pass compares tasks, not calls); `call_time` adds it to a fused prediction.
     call_overhead_s: Param = Param(0.0, "s", "not modelled")
@@ -58,8 +59,11 @@ class Target:
         return json.dumps(self.to_dict(), indent=2) + "\n"
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "description": self.description,
-                "params": {k: asdict(v) for k, v in self.params().items()}}
+        return {
+            "name": self.name,
+            "description": self.description,
+            "params": {k: asdict(v) for k, v in self.params().items()},
+        }
 
     @classmethod
     def from_json(cls, text: str) -> "Target":
@@ -84,26 +88,42 @@ _HEXAGON_CLOCK_HZ = 1.0e9  # modelled (assumption): cDSP clock of about 1 GHz (n
 HEXAGON_V73 = Target(
     name="hexagon-v73",
     description="Hexagon v73 cDSP (Snapdragon 8 Gen 2 class): HMX + 4 HVX-128B contexts + VTCM (modelled, not measured)",
-    matrix_flops=Param(4096 * _HEXAGON_CLOCK_HZ, "FLOP/s",
-                       "modelled (assumption): HMX 2048 fp16 MAC/cycle at an assumed 1 GHz; "
-                       "Qualcomm publishes no HMX rate"),
-    vector_contexts=Param(4, "contexts",
-                          "modelled (assumption): 4 HVX contexts on the v73 cDSP; the Hexagon V73 HVX "
-                          "Programmer's Reference describes per-context 128-byte vectors, the context "
-                          "count is part-specific"),
-    vector_flops_per_context=Param(64 * _HEXAGON_CLOCK_HZ, "FLOP/s",
-                                   "modelled (assumption): 32 fp32 (qf32) lanes x multiply-add per cycle per "
-                                   "context at an assumed 1 GHz (128-byte vectors: Hexagon V73 HVX "
-                                   "Programmer's Reference)"),
+    matrix_flops=Param(
+        4096 * _HEXAGON_CLOCK_HZ,
+        "FLOP/s",
+        "modelled (assumption): HMX 2048 fp16 MAC/cycle at an assumed 1 GHz; Qualcomm publishes no HMX rate",
+    ),
+    vector_contexts=Param(
+        4,
+        "contexts",
+        "modelled (assumption): 4 HVX contexts on the v73 cDSP; the Hexagon V73 HVX "
+        "Programmer's Reference describes per-context 128-byte vectors, the context "
+        "count is part-specific",
+    ),
+    vector_flops_per_context=Param(
+        64 * _HEXAGON_CLOCK_HZ,
+        "FLOP/s",
+        "modelled (assumption): 32 fp32 (qf32) lanes x multiply-add per cycle per "
+        "context at an assumed 1 GHz (128-byte vectors: Hexagon V73 HVX "
+        "Programmer's Reference)",
+    ),
     dma_bytes=Param(30e9, "B/s", "modelled (assumption): user DMA limited by the DDR share below"),
-    ddr_bytes=Param(30e9, "B/s",
-                    "modelled (assumption): about half of the LPDDR5X-8533 x64 peak (68 GB/s, "
-                    "Snapdragon 8 Gen 2 spec sheet) reachable by the cDSP"),
-    onchip_bytes=Param(8 * 2**20, "B", "modelled (document): 8 MB VTCM on v73 per the Hexagon SDK "
-                                       "documentation (not measured here)"),
+    ddr_bytes=Param(
+        30e9,
+        "B/s",
+        "modelled (assumption): about half of the LPDDR5X-8533 x64 peak (68 GB/s, "
+        "Snapdragon 8 Gen 2 spec sheet) reachable by the cDSP",
+    ),
+    onchip_bytes=Param(
+        8 * 2**20, "B", "modelled (document): 8 MB VTCM on v73 per the Hexagon SDK documentation (not measured here)"
+    ),
     op_overhead_s=Param(2e-6, "s", "modelled (assumption): per-op barrier/dispatch inside a persistent kernel"),
-    call_overhead_s=Param(100e-6, "s", "modelled (assumption): one FastRPC round trip to the cDSP per kernel "
-                                       "call, order of 100 us; not measured (no device here)"),
+    call_overhead_s=Param(
+        100e-6,
+        "s",
+        "modelled (assumption): one FastRPC round trip to the cDSP per kernel "
+        "call, order of 100 us; not measured (no device here)",
+    ),
 )
 
 # The defaults of this machine. `hexfuse_onnx.calibrate` fits a "host-calibrated" target from ORT
@@ -111,20 +131,27 @@ HEXAGON_V73 = Target(
 HOST = Target(
     name="host",
     description="this x86 development machine: 1 matrix worker + 1 vector worker (2 cores)",
-    matrix_flops=Param(80e9, "FLOP/s",
-                       "measured: 79-85 GFLOP/s single-thread fp32, least-squares fit to 49 ORT-profiled "
-                       "MatMul/Gemm/Conv ops of the zoo (hexfuse_onnx.calibrate, this 2-core VM, 2026-11-29; "
-                       "its larger MatMuls reach about 97); the 225-240 GFLOP/s of DESIGN.md is not reached here"),
+    matrix_flops=Param(
+        80e9,
+        "FLOP/s",
+        "measured: 79-85 GFLOP/s single-thread fp32, least-squares fit to 49 ORT-profiled "
+        "MatMul/Gemm/Conv ops of the zoo (hexfuse_onnx.calibrate, this 2-core VM, 2026-11-29; "
+        "its larger MatMuls reach about 97); the 225-240 GFLOP/s of DESIGN.md is not reached here",
+    ),
     vector_contexts=Param(1, "workers", "2 cores: one matrix worker, one vector worker (the pool's default)"),
     vector_flops_per_context=Param(8e9, "FLOP/s", "assumption: see hexfuse_onnx.calibrate for the fitted figure"),
     dma_bytes=Param(8e9, "B/s", "assumption: single-core memcpy-class throughput; see hexfuse_onnx.calibrate"),
     ddr_bytes=Param(20e9, "B/s", "assumption: two-core DRAM bandwidth; see hexfuse_onnx.calibrate"),
     onchip_bytes=Param(8 * 2**20, "B", "the host kernel's scratch arena (hfx_pool_config_init default, 8 MiB)"),
     op_overhead_s=Param(5e-6, "s", "assumption: per-op work-item dispatch on the host pool"),
-    call_overhead_s=Param(40e-6, "s", "measured: 14-74 us per FusedHexPair call on this VM in hexfuse_onnx.calibrate "
-                                      "runs after the caller-as-worker scheduler (median over 10 zoo pairs of "
-                                      "hfx_run's wall time minus the work-item span, same traced runs, 2026-11-29); "
-                                      "noisy"),
+    call_overhead_s=Param(
+        40e-6,
+        "s",
+        "measured: 14-74 us per FusedHexPair call on this VM in hexfuse_onnx.calibrate "
+        "runs after the caller-as-worker scheduler (median over 10 zoo pairs of "
+        "hfx_run's wall time minus the work-item span, same traced runs, 2026-11-29); "
+        "noisy",
+    ),
 )
 
 TARGETS = {t.name: t for t in (HEXAGON_V73, HOST)}
@@ -150,8 +177,12 @@ def load_target(path: str | os.PathLike[str]) -> Target:
 
 def parameter_table(target: Target) -> list[str]:
     """Markdown rows (header first) of the target's parameters: value, unit and source."""
-    rows = [f"Cost model parameters: `{target.name}` ({target.description})", "",
-            "| parameter | value | unit | source |", "|---|---:|---|---|"]
+    rows = [
+        f"Cost model parameters: `{target.name}` ({target.description})",
+        "",
+        "| parameter | value | unit | source |",
+        "|---|---:|---|---|",
+    ]
     for key, p in target.params().items():
         source = p.source.replace("|", "\\|")
         rows.append(f"| {key} | {p.value:.4g} | {p.unit} | {source} |")
@@ -203,8 +234,9 @@ Signature = tuple[tuple[Engine, float, float, float], ...]
 
 
 def _signature(task: TaskProfile) -> Signature:
-    return tuple((op.engine, op.flops, float(op.bytes), float(op.ddr_bytes)) for op in task.ops
-                 if op.engine != Engine.NONE)
+    return tuple(
+        (op.engine, op.flops, float(op.bytes), float(op.ddr_bytes)) for op in task.ops if op.engine != Engine.NONE
+    )
 
 
 @lru_cache(maxsize=65536)
@@ -243,7 +275,7 @@ def _simulate(tasks: list[list[tuple[Engine, float, float, float]]], target: Tar
     overhead = target.op_overhead_s.value
     ddr = target.ddr_bytes.value
     pos = [0, 0]
-    left = [1.0, 1.0]          # fraction of the current op still to do
+    left = [1.0, 1.0]  # fraction of the current op still to do
     stall = [overhead, overhead]  # dispatch time still to pay before the current op starts
     now = 0.0
     shares = (share_a, 1.0 - share_a)

@@ -1,13 +1,14 @@
 """Errors the user sees: one line that names the file, node, op or shape at fault."""
+
 from __future__ import annotations
 
 # Exit codes of the command line; documented in README.md.
 EXIT_OK = 0
-EXIT_USAGE = 2          # argparse's own code for a bad command line
-EXIT_BAD_MODEL = 3      # the input model cannot be read or is not a valid DAG
+EXIT_USAGE = 2  # argparse's own code for a bad command line
+EXIT_BAD_MODEL = 3  # the input model cannot be read or is not a valid DAG
 EXIT_VERIFY_FAILED = 4  # the rewritten model failed the checker or did not match
-EXIT_WRITE_FAILED = 5   # the output could not be written
-EXIT_INTERNAL = 70      # a bug in hexfuse-onnx (EX_SOFTWARE)
+EXIT_WRITE_FAILED = 5  # the output could not be written
+EXIT_INTERNAL = 70  # a bug in hexfuse-onnx (EX_SOFTWARE)
 
 
 class HexfuseError(Exception):

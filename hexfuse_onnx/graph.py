@@ -4,6 +4,7 @@ The index (`ModelGraph`) is what every later stage reads: nodes in topological o
 producer and consumers of each tensor, and each tensor's dtype and shape. Everything is
 built in one linear pass so that 50k-node models stay fast.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -28,8 +29,8 @@ Dim = int | str | None  # a static size, a symbolic name, or unknown
 @dataclass(frozen=True)
 class TensorInfo:
     name: str
-    elem_type: int                    # onnx.TensorProto data type, 0 when unknown
-    shape: tuple[Dim, ...] | None     # None when even the rank is unknown
+    elem_type: int  # onnx.TensorProto data type, 0 when unknown
+    shape: tuple[Dim, ...] | None  # None when even the rank is unknown
 
     @property
     def is_static(self) -> bool:
@@ -61,18 +62,18 @@ class ModelGraph:
     """A shape-inferred model with an index over its main graph."""
 
     path: Path | None
-    model: onnx.ModelProto                       # shape-inferred; initializers as loaded
-    nodes: list[onnx.NodeProto]                  # topological order; index = node id
-    producer: dict[str, int]                     # tensor -> node id
-    consumers: dict[str, list[int]]              # tensor -> node ids (in topo order)
-    node_inputs: list[list[str]]                 # inputs incl. outer-scope names used by subgraphs
+    model: onnx.ModelProto  # shape-inferred; initializers as loaded
+    nodes: list[onnx.NodeProto]  # topological order; index = node id
+    producer: dict[str, int]  # tensor -> node id
+    consumers: dict[str, list[int]]  # tensor -> node ids (in topo order)
+    node_inputs: list[list[str]]  # inputs incl. outer-scope names used by subgraphs
     initializers: dict[str, onnx.TensorProto]
-    graph_inputs: list[str]                      # real inputs (not initializers)
+    graph_inputs: list[str]  # real inputs (not initializers)
     graph_outputs: list[str]
     infos: dict[str, TensorInfo] = field(default_factory=dict)
     uses_external_data: bool = False
-    pred_ids: list[list[int]] = field(default_factory=list)   # distinct producer nodes of each node
-    succ_ids: list[list[int]] = field(default_factory=list)   # distinct consumer nodes of each node
+    pred_ids: list[list[int]] = field(default_factory=list)  # distinct producer nodes of each node
+    succ_ids: list[list[int]] = field(default_factory=list)  # distinct consumer nodes of each node
 
     def info(self, name: str) -> TensorInfo:
         return self.infos.get(name) or TensorInfo(name, 0, None)
@@ -194,10 +195,19 @@ def index_model(
             succ_ids[p].append(i)
 
     return ModelGraph(
-        path=path, model=inferred, nodes=nodes, producer=producer, consumers=consumers,
-        node_inputs=node_inputs, initializers=initializers, graph_inputs=graph_inputs,
-        graph_outputs=graph_outputs, infos=infos, uses_external_data=uses_external_data,
-        pred_ids=pred_ids, succ_ids=succ_ids,
+        path=path,
+        model=inferred,
+        nodes=nodes,
+        producer=producer,
+        consumers=consumers,
+        node_inputs=node_inputs,
+        initializers=initializers,
+        graph_inputs=graph_inputs,
+        graph_outputs=graph_outputs,
+        infos=infos,
+        uses_external_data=uses_external_data,
+        pred_ids=pred_ids,
+        succ_ids=succ_ids,
     )
 
 
@@ -253,7 +263,9 @@ def _check_external_data_present(model: onnx.ModelProto, path: Path) -> None:
         location = entries.get("location", "")
         data_path = path.parent / location
         if location and folder not in data_path.resolve().parents:
-            raise ModelError(f"{path}: external data '{location}' of initializer '{t.name}' lies outside the model's folder")
+            raise ModelError(
+                f"{path}: external data '{location}' of initializer '{t.name}' lies outside the model's folder"
+            )
         if not location or not data_path.is_file():
             raise ModelError(f"{path}: external data file '{location}' of initializer '{t.name}' is missing")
         need = int(entries.get("offset", 0)) + int(entries.get("length", 0))
@@ -269,8 +281,10 @@ def _check_opsets(model: onnx.ModelProto, where: str) -> None:
     if default < 7:
         raise ModelError(f"{where}: opset {default} is too old (need >= 7)")
     if default > onnx.defs.onnx_opset_version():
-        raise ModelError(f"{where}: opset {default} is newer than this onnx knows "
-                         f"({onnx.defs.onnx_opset_version()}); upgrade onnx and onnxruntime")
+        raise ModelError(
+            f"{where}: opset {default} is newer than this onnx knows "
+            f"({onnx.defs.onnx_opset_version()}); upgrade onnx and onnxruntime"
+        )
     local_functions = {(f.domain, f.name) for f in model.functions}
     for n in model.graph.node:
         if (n.domain, n.op_type) in local_functions:
@@ -278,7 +292,8 @@ def _check_opsets(model: onnx.ModelProto, where: str) -> None:
         if n.domain not in KNOWN_DOMAINS:
             raise ModelError(
                 f"{where}: node '{n.name or n.output[0]}' uses op '{n.op_type}' of unknown domain '{n.domain}'"
-                " (no ONNX Runtime kernel and no model-local function for it)")
+                " (no ONNX Runtime kernel and no model-local function for it)"
+            )
         if n.domain in ("", "ai.onnx") and not onnx.defs.has(n.op_type):
             raise ModelError(f"{where}: node '{n.name or n.output[0]}' uses unknown ONNX op '{n.op_type}'")
 
@@ -350,9 +365,12 @@ def _infer_shapes(model: onnx.ModelProto, where: str) -> onnx.ModelProto:
 
 def _unknown_outputs(model: onnx.ModelProto) -> int:
     """Node outputs without a fully static shape."""
-    known = {v.name for v in list(model.graph.value_info) + list(model.graph.output)
-             if v.type.tensor_type.HasField("shape")
-             and all(d.HasField("dim_value") and d.dim_value >= 0 for d in v.type.tensor_type.shape.dim)}
+    known = {
+        v.name
+        for v in list(model.graph.value_info) + list(model.graph.output)
+        if v.type.tensor_type.HasField("shape")
+        and all(d.HasField("dim_value") and d.dim_value >= 0 for d in v.type.tensor_type.shape.dim)
+    }
     return sum(1 for n in model.graph.node for t in n.output if t and t not in known)
 
 
@@ -398,7 +416,9 @@ def _tensor_info(vi: onnx.ValueInfoProto) -> TensorInfo:
 def node_reads(node: onnx.NodeProto) -> list[str]:
     """A node's inputs plus the outer-scope tensors its subgraphs read (If/Loop/Scan)."""
     inputs = [t for t in node.input if t]
-    if node.op_type in SUBGRAPH_OPS or any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
+    if node.op_type in SUBGRAPH_OPS or any(
+        a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute
+    ):
         seen = set(inputs)
         for t in _outer_scope_names(node):
             if t not in seen:
@@ -445,7 +465,8 @@ def toposort(nodes: list[onnx.NodeProto], node_inputs: list[list[str]], availabl
                 n = nodes[i]
                 raise ModelError(
                     f"{where}: node '{n.name or n.output[0]}' ({n.op_type}) reads '{t}', which no node, input"
-                    " or initializer provides (dangling input)")
+                    " or initializer provides (dangling input)"
+                )
     ready = [i for i, d in enumerate(indegree) if d == 0]
     heapq.heapify(ready)
     order: list[int] = []

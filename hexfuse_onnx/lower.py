@@ -11,6 +11,7 @@ declared in the program as unused inputs of their dtype, so the io indices stay 
 Anything outside the kernel's op set raises LoweringError(op, node, reason): the pass keeps
 that pair unfused (the fallback body runs) and reports which op stopped it.
 """
+
 from __future__ import annotations
 
 import math
@@ -45,38 +46,98 @@ OPS_H = {
     "HFX_MAX_TENSOR_BYTES": 0x7FFFFFFF,
     "HFX_CONST_ALIGN": 64,
     "HFX_NO_TENSOR": 0xFFFFFFFF,
-    "HFX_TASK_A": 0, "HFX_TASK_B": 1,
-    "HFX_ENGINE_MATRIX": 0, "HFX_ENGINE_VECTOR": 1, "HFX_ENGINE_COPY": 2,
-    "HFX_DTYPE_F32": 1, "HFX_DTYPE_F16": 2, "HFX_DTYPE_I32": 3, "HFX_DTYPE_I64": 4,
-    "HFX_DTYPE_I8": 5, "HFX_DTYPE_U8": 6,
-    "HFX_ROLE_INPUT": 1, "HFX_ROLE_OUTPUT": 2, "HFX_ROLE_CONSTANT": 3, "HFX_ROLE_SCRATCH": 4,
-    "HFX_OP_GEMM": 1, "HFX_OP_CONV2D": 2,
-    "HFX_OP_ADD": 10, "HFX_OP_SUB": 11, "HFX_OP_MUL": 12, "HFX_OP_DIV": 13,
-    "HFX_OP_RELU": 20, "HFX_OP_SIGMOID": 21, "HFX_OP_TANH": 22, "HFX_OP_GELU": 23,
-    "HFX_OP_SILU": 24, "HFX_OP_EXP": 25, "HFX_OP_HARDSIGMOID": 26, "HFX_OP_HARDSWISH": 27,
-    "HFX_OP_SOFTMAX": 30, "HFX_OP_LAYERNORM": 31, "HFX_OP_RMSNORM": 32,
-    "HFX_OP_REDUCE_MEAN": 40, "HFX_OP_REDUCE_SUM": 41,
-    "HFX_OP_TRANSPOSE": 50, "HFX_OP_CONCAT": 51, "HFX_OP_SLICE": 52, "HFX_OP_COPY": 53, "HFX_OP_RESIZE": 54,
-    "HFX_OP_MAXPOOL": 60, "HFX_OP_AVGPOOL": 61, "HFX_OP_GLOBAL_AVGPOOL": 62,
-    "HFX_RESIZE_NEAREST": 0, "HFX_RESIZE_LINEAR": 1,
-    "HFX_RESIZE_COORD_HALF_PIXEL": 0, "HFX_RESIZE_COORD_ASYMMETRIC": 1, "HFX_RESIZE_COORD_ALIGN_CORNERS": 2,
-    "HFX_RESIZE_COORD_PYTORCH_HALF_PIXEL": 3, "HFX_RESIZE_COORD_HALF_PIXEL_SYMMETRIC": 4,
-    "HFX_RESIZE_NEAREST_ROUND_PREFER_FLOOR": 0, "HFX_RESIZE_NEAREST_ROUND_PREFER_CEIL": 1,
-    "HFX_RESIZE_NEAREST_FLOOR": 2, "HFX_RESIZE_NEAREST_CEIL": 3,
-    "HFX_P_GEMM_TRANS_A": 0, "HFX_P_GEMM_TRANS_B": 1, "HFX_P_GEMM_ALPHA": 2, "HFX_P_GEMM_BETA": 3,
-    "HFX_P_CONV_PAD_TOP": 0, "HFX_P_CONV_PAD_LEFT": 1, "HFX_P_CONV_PAD_BOTTOM": 2,
-    "HFX_P_CONV_PAD_RIGHT": 3, "HFX_P_CONV_STRIDE_H": 4, "HFX_P_CONV_STRIDE_W": 5,
-    "HFX_P_CONV_DILATION_H": 6, "HFX_P_CONV_DILATION_W": 7, "HFX_P_CONV_GROUP": 8,
-    "HFX_P_AXIS": 0, "HFX_P_EPSILON": 1,
-    "HFX_P_REDUCE_AXES_MASK": 0, "HFX_P_REDUCE_KEEPDIMS": 1,
+    "HFX_TASK_A": 0,
+    "HFX_TASK_B": 1,
+    "HFX_ENGINE_MATRIX": 0,
+    "HFX_ENGINE_VECTOR": 1,
+    "HFX_ENGINE_COPY": 2,
+    "HFX_DTYPE_F32": 1,
+    "HFX_DTYPE_F16": 2,
+    "HFX_DTYPE_I32": 3,
+    "HFX_DTYPE_I64": 4,
+    "HFX_DTYPE_I8": 5,
+    "HFX_DTYPE_U8": 6,
+    "HFX_ROLE_INPUT": 1,
+    "HFX_ROLE_OUTPUT": 2,
+    "HFX_ROLE_CONSTANT": 3,
+    "HFX_ROLE_SCRATCH": 4,
+    "HFX_OP_GEMM": 1,
+    "HFX_OP_CONV2D": 2,
+    "HFX_OP_ADD": 10,
+    "HFX_OP_SUB": 11,
+    "HFX_OP_MUL": 12,
+    "HFX_OP_DIV": 13,
+    "HFX_OP_RELU": 20,
+    "HFX_OP_SIGMOID": 21,
+    "HFX_OP_TANH": 22,
+    "HFX_OP_GELU": 23,
+    "HFX_OP_SILU": 24,
+    "HFX_OP_EXP": 25,
+    "HFX_OP_HARDSIGMOID": 26,
+    "HFX_OP_HARDSWISH": 27,
+    "HFX_OP_SOFTMAX": 30,
+    "HFX_OP_LAYERNORM": 31,
+    "HFX_OP_RMSNORM": 32,
+    "HFX_OP_REDUCE_MEAN": 40,
+    "HFX_OP_REDUCE_SUM": 41,
+    "HFX_OP_TRANSPOSE": 50,
+    "HFX_OP_CONCAT": 51,
+    "HFX_OP_SLICE": 52,
+    "HFX_OP_COPY": 53,
+    "HFX_OP_RESIZE": 54,
+    "HFX_OP_MAXPOOL": 60,
+    "HFX_OP_AVGPOOL": 61,
+    "HFX_OP_GLOBAL_AVGPOOL": 62,
+    "HFX_RESIZE_NEAREST": 0,
+    "HFX_RESIZE_LINEAR": 1,
+    "HFX_RESIZE_COORD_HALF_PIXEL": 0,
+    "HFX_RESIZE_COORD_ASYMMETRIC": 1,
+    "HFX_RESIZE_COORD_ALIGN_CORNERS": 2,
+    "HFX_RESIZE_COORD_PYTORCH_HALF_PIXEL": 3,
+    "HFX_RESIZE_COORD_HALF_PIXEL_SYMMETRIC": 4,
+    "HFX_RESIZE_NEAREST_ROUND_PREFER_FLOOR": 0,
+    "HFX_RESIZE_NEAREST_ROUND_PREFER_CEIL": 1,
+    "HFX_RESIZE_NEAREST_FLOOR": 2,
+    "HFX_RESIZE_NEAREST_CEIL": 3,
+    "HFX_P_GEMM_TRANS_A": 0,
+    "HFX_P_GEMM_TRANS_B": 1,
+    "HFX_P_GEMM_ALPHA": 2,
+    "HFX_P_GEMM_BETA": 3,
+    "HFX_P_CONV_PAD_TOP": 0,
+    "HFX_P_CONV_PAD_LEFT": 1,
+    "HFX_P_CONV_PAD_BOTTOM": 2,
+    "HFX_P_CONV_PAD_RIGHT": 3,
+    "HFX_P_CONV_STRIDE_H": 4,
+    "HFX_P_CONV_STRIDE_W": 5,
+    "HFX_P_CONV_DILATION_H": 6,
+    "HFX_P_CONV_DILATION_W": 7,
+    "HFX_P_CONV_GROUP": 8,
+    "HFX_P_AXIS": 0,
+    "HFX_P_EPSILON": 1,
+    "HFX_P_REDUCE_AXES_MASK": 0,
+    "HFX_P_REDUCE_KEEPDIMS": 1,
     "HFX_P_PERM": 0,
-    "HFX_P_SLICE_STARTS": 0, "HFX_P_SLICE_ENDS": 8, "HFX_P_SLICE_STEPS": 16,
-    "HFX_P_HARDSIGMOID_ALPHA": 0, "HFX_P_HARDSIGMOID_BETA": 1,
-    "HFX_P_POOL_PAD_TOP": 0, "HFX_P_POOL_PAD_LEFT": 1, "HFX_P_POOL_PAD_BOTTOM": 2, "HFX_P_POOL_PAD_RIGHT": 3,
-    "HFX_P_POOL_STRIDE_H": 4, "HFX_P_POOL_STRIDE_W": 5, "HFX_P_POOL_DILATION_H": 6, "HFX_P_POOL_DILATION_W": 7,
-    "HFX_P_POOL_KERNEL_H": 8, "HFX_P_POOL_KERNEL_W": 9, "HFX_P_POOL_CEIL_MODE": 10,
+    "HFX_P_SLICE_STARTS": 0,
+    "HFX_P_SLICE_ENDS": 8,
+    "HFX_P_SLICE_STEPS": 16,
+    "HFX_P_HARDSIGMOID_ALPHA": 0,
+    "HFX_P_HARDSIGMOID_BETA": 1,
+    "HFX_P_POOL_PAD_TOP": 0,
+    "HFX_P_POOL_PAD_LEFT": 1,
+    "HFX_P_POOL_PAD_BOTTOM": 2,
+    "HFX_P_POOL_PAD_RIGHT": 3,
+    "HFX_P_POOL_STRIDE_H": 4,
+    "HFX_P_POOL_STRIDE_W": 5,
+    "HFX_P_POOL_DILATION_H": 6,
+    "HFX_P_POOL_DILATION_W": 7,
+    "HFX_P_POOL_KERNEL_H": 8,
+    "HFX_P_POOL_KERNEL_W": 9,
+    "HFX_P_POOL_CEIL_MODE": 10,
     "HFX_P_POOL_COUNT_INCLUDE_PAD": 11,
-    "HFX_P_RESIZE_MODE": 0, "HFX_P_RESIZE_COORD": 1, "HFX_P_RESIZE_NEAREST_MODE": 2, "HFX_P_RESIZE_SCALE_H": 3,
+    "HFX_P_RESIZE_MODE": 0,
+    "HFX_P_RESIZE_COORD": 1,
+    "HFX_P_RESIZE_NEAREST_MODE": 2,
+    "HFX_P_RESIZE_SCALE_H": 3,
     "HFX_P_RESIZE_SCALE_W": 4,
 }
 K = OPS_H
@@ -84,28 +145,63 @@ assert K["HFX_PROGRAM_VERSION"] == C.PROGRAM_VERSION
 
 INT32_MAX = 2**31 - 1
 DTYPES = {
-    onnx.TensorProto.FLOAT: K["HFX_DTYPE_F32"], onnx.TensorProto.FLOAT16: K["HFX_DTYPE_F16"],
-    onnx.TensorProto.INT32: K["HFX_DTYPE_I32"], onnx.TensorProto.INT64: K["HFX_DTYPE_I64"],
-    onnx.TensorProto.INT8: K["HFX_DTYPE_I8"], onnx.TensorProto.UINT8: K["HFX_DTYPE_U8"],
+    onnx.TensorProto.FLOAT: K["HFX_DTYPE_F32"],
+    onnx.TensorProto.FLOAT16: K["HFX_DTYPE_F16"],
+    onnx.TensorProto.INT32: K["HFX_DTYPE_I32"],
+    onnx.TensorProto.INT64: K["HFX_DTYPE_I64"],
+    onnx.TensorProto.INT8: K["HFX_DTYPE_I8"],
+    onnx.TensorProto.UINT8: K["HFX_DTYPE_U8"],
 }
 ENGINE = {"matrix": K["HFX_ENGINE_MATRIX"], "vector": K["HFX_ENGINE_VECTOR"], "copy": K["HFX_ENGINE_COPY"]}
 BINARY = {"Add": "HFX_OP_ADD", "Sub": "HFX_OP_SUB", "Mul": "HFX_OP_MUL", "Div": "HFX_OP_DIV"}
-UNARY = {"Relu": "HFX_OP_RELU", "Sigmoid": "HFX_OP_SIGMOID", "Tanh": "HFX_OP_TANH", "Exp": "HFX_OP_EXP",
-         "HardSwish": "HFX_OP_HARDSWISH"}
+UNARY = {
+    "Relu": "HFX_OP_RELU",
+    "Sigmoid": "HFX_OP_SIGMOID",
+    "Tanh": "HFX_OP_TANH",
+    "Exp": "HFX_OP_EXP",
+    "HardSwish": "HFX_OP_HARDSWISH",
+}
 RESHAPES = ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity")
 POOLS = {"MaxPool": "HFX_OP_MAXPOOL", "AveragePool": "HFX_OP_AVGPOOL"}
-RESIZE_COORD = {"half_pixel": "HFX_RESIZE_COORD_HALF_PIXEL", "asymmetric": "HFX_RESIZE_COORD_ASYMMETRIC",
-                "align_corners": "HFX_RESIZE_COORD_ALIGN_CORNERS",
-                "pytorch_half_pixel": "HFX_RESIZE_COORD_PYTORCH_HALF_PIXEL",
-                "half_pixel_symmetric": "HFX_RESIZE_COORD_HALF_PIXEL_SYMMETRIC"}
-RESIZE_NEAREST = {"round_prefer_floor": "HFX_RESIZE_NEAREST_ROUND_PREFER_FLOOR",
-                  "round_prefer_ceil": "HFX_RESIZE_NEAREST_ROUND_PREFER_CEIL",
-                  "floor": "HFX_RESIZE_NEAREST_FLOOR", "ceil": "HFX_RESIZE_NEAREST_CEIL"}
+RESIZE_COORD = {
+    "half_pixel": "HFX_RESIZE_COORD_HALF_PIXEL",
+    "asymmetric": "HFX_RESIZE_COORD_ASYMMETRIC",
+    "align_corners": "HFX_RESIZE_COORD_ALIGN_CORNERS",
+    "pytorch_half_pixel": "HFX_RESIZE_COORD_PYTORCH_HALF_PIXEL",
+    "half_pixel_symmetric": "HFX_RESIZE_COORD_HALF_PIXEL_SYMMETRIC",
+}
+RESIZE_NEAREST = {
+    "round_prefer_floor": "HFX_RESIZE_NEAREST_ROUND_PREFER_FLOOR",
+    "round_prefer_ceil": "HFX_RESIZE_NEAREST_ROUND_PREFER_CEIL",
+    "floor": "HFX_RESIZE_NEAREST_FLOOR",
+    "ceil": "HFX_RESIZE_NEAREST_CEIL",
+}
 # The ONNX ops this lowering accepts (some only with certain attributes; see _lower_node).
-SUPPORTED_OPS = tuple(sorted(
-    ["MatMul", "Gemm", "Conv", "Gelu", "Softmax", "LayerNormalization", "ReduceMean", "ReduceSum",
-     "Transpose", "Concat", "Slice", "Constant", "HardSigmoid", "GlobalAveragePool", "Resize",
-     *BINARY, *UNARY, *RESHAPES, *POOLS]))
+SUPPORTED_OPS = tuple(
+    sorted(
+        [
+            "MatMul",
+            "Gemm",
+            "Conv",
+            "Gelu",
+            "Softmax",
+            "LayerNormalization",
+            "ReduceMean",
+            "ReduceSum",
+            "Transpose",
+            "Concat",
+            "Slice",
+            "Constant",
+            "HardSigmoid",
+            "GlobalAveragePool",
+            "Resize",
+            *BINARY,
+            *UNARY,
+            *RESHAPES,
+            *POOLS,
+        ]
+    )
+)
 
 
 class LoweringError(HexfuseError):
@@ -175,12 +271,35 @@ class _Program:
             records += struct.pack("<BBBBI8III", t.dtype, t.role, t.task, len(t.dims), t.io, *dims, doff, dbytes)
         for o in self.ops:
             slots = o.inputs + [K["HFX_NO_TENSOR"]] * (K["HFX_MAX_OP_INPUTS"] - len(o.inputs))
-            records += struct.pack("<HBBBBH8I2I32i", o.opcode, o.engine, o.task, len(o.inputs), 1, 0, *slots,
-                                   o.output, K["HFX_NO_TENSOR"], *o.params)
+            records += struct.pack(
+                "<HBBBBH8I2I32i",
+                o.opcode,
+                o.engine,
+                o.task,
+                len(o.inputs),
+                1,
+                0,
+                *slots,
+                o.output,
+                K["HFX_NO_TENSOR"],
+                *o.params,
+            )
         total = data_off + len(data) + K["HFX_PROGRAM_CRC_BYTES"]
-        header = struct.pack("<IHHIIII4HIIII", K["HFX_PROGRAM_MAGIC"], K["HFX_PROGRAM_VERSION"],
-                             K["HFX_HEADER_BYTES"], total, K["HFX_PROGRAM_FLAG_CRC32"], len(self.tensors),
-                             len(self.ops), *self.n_io, K["HFX_HEADER_BYTES"], ops_off, data_off, len(data))
+        header = struct.pack(
+            "<IHHIIII4HIIII",
+            K["HFX_PROGRAM_MAGIC"],
+            K["HFX_PROGRAM_VERSION"],
+            K["HFX_HEADER_BYTES"],
+            total,
+            K["HFX_PROGRAM_FLAG_CRC32"],
+            len(self.tensors),
+            len(self.ops),
+            *self.n_io,
+            K["HFX_HEADER_BYTES"],
+            ops_off,
+            data_off,
+            len(data),
+        )
         blob = header + records
         body = bytes(blob + bytes(data_off - len(blob)) + data)
         return body + struct.pack("<I", zlib.crc32(body))  # the kernel refuses a corrupted program
@@ -250,8 +369,10 @@ class _Lowerer:
             raise LoweringError(node.op_type, self.pair, "node and function body disagree on inputs/outputs")
         self.n_in_a, self.n_out_a = n_in_a, n_out_a
         self.inits = {t.name: t for t in model.graph.initializer}
-        self.opset = next((o.version for o in self.fn.opset_import if o.domain in ("", "ai.onnx")),
-                          next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx")))
+        self.opset = next(
+            (o.version for o in self.fn.opset_import if o.domain in ("", "ai.onnx")),
+            next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx")),
+        )
         # formal name -> (actual name, type)
         self.formal: dict[str, str] = dict(zip(self.fn.input, node.input))
         self.types: dict[str, onnx.TypeProto] = {}
@@ -259,19 +380,19 @@ class _Lowerer:
             if a not in types:
                 raise LoweringError(node.op_type, self.pair, f"unknown type/shape of input '{a}'")
             self.types[f] = types[a]
-        for n in self.fn.node:   # name the first op the kernel cannot run before anything else
+        for n in self.fn.node:  # name the first op the kernel cannot run before anything else
             error = op_outside_kernel(n)
             if error is not None:
                 raise error
         self._infer_body()
-        self.static: dict[str, np.ndarray] = {}   # formal or body tensor -> constant value
+        self.static: dict[str, np.ndarray] = {}  # formal or body tensor -> constant value
         for f, a in self.formal.items():
             # Only integer initializers steer ops (shapes, axes); float weights stay program
             # inputs and are never read here, so large or external weights cost nothing.
             if a in self.inits and self.inits[a].data_type != onnx.TensorProto.FLOAT:
                 self.static[f] = numpy_helper.to_array(self.inits[a])
         self.prog = _Program()
-        self.ids: dict[str, int] = {}   # body tensor -> program tensor id
+        self.ids: dict[str, int] = {}  # body tensor -> program tensor id
         self.task_of: dict[str, int] = {}
 
     def _infer_body(self) -> None:
@@ -285,9 +406,13 @@ class _Lowerer:
                 t.CopyFrom(self.inits[a])
                 t.name = f
                 renamed.append(t)
-        graph = helper.make_graph(list(self.fn.node), "body", g_inputs,
-                                  [helper.make_value_info(o, onnx.TypeProto()) for o in self.fn.output],
-                                  initializer=renamed)
+        graph = helper.make_graph(
+            list(self.fn.node),
+            "body",
+            g_inputs,
+            [helper.make_value_info(o, onnx.TypeProto()) for o in self.fn.output],
+            initializer=renamed,
+        )
         m = helper.make_model(graph, opset_imports=list(self.fn.opset_import), ir_version=self.model.ir_version)
         try:
             inferred = shape_inference.infer_shapes(m, strict_mode=False, data_prop=True)
@@ -321,8 +446,9 @@ class _Lowerer:
         if name not in self.ids:
             if name in self.static and self.static[name].dtype == np.float32:
                 arr = np.ascontiguousarray(self.static[name], dtype="<f4")
-                self.ids[name] = self.prog.add(_Tensor(K["HFX_DTYPE_F32"], K["HFX_ROLE_CONSTANT"], task,
-                                                       list(arr.shape), data=arr.tobytes()))
+                self.ids[name] = self.prog.add(
+                    _Tensor(K["HFX_DTYPE_F32"], K["HFX_ROLE_CONSTANT"], task, list(arr.shape), data=arr.tobytes())
+                )
                 self.task_of[name] = task
             else:
                 raise LoweringError(op.op_type, op.name, f"input '{name}' is not available to the program")
@@ -400,8 +526,15 @@ class _Lowerer:
         self.task_of[name] = task
         return tid
 
-    def _emit(self, n: onnx.NodeProto, task: int, code: str, engine: str, inputs: list[int],
-              params: dict[int, int] | None = None) -> None:
+    def _emit(
+        self,
+        n: onnx.NodeProto,
+        task: int,
+        code: str,
+        engine: str,
+        inputs: list[int],
+        params: dict[int, int] | None = None,
+    ) -> None:
         if len(n.output) > 1 and any(n.output[1:]):
             raise LoweringError(n.op_type, n.name, "only the first output is supported")
         out = self._out(n, task)
@@ -431,21 +564,43 @@ class _Lowerer:
             a, b = self.shape(ins[0], n), self.shape(ins[1], n)
             if len(a) < 2 or len(b) < 2:
                 raise LoweringError(op, n.name, "1-D operands are not supported")
-            self._emit(n, t, "HFX_OP_GEMM", "matrix", [self.read(ins[0], n, t), self.read(ins[1], n, t)],
-                       {K["HFX_P_GEMM_ALPHA"]: _f32_bits(1.0)})
+            self._emit(
+                n,
+                t,
+                "HFX_OP_GEMM",
+                "matrix",
+                [self.read(ins[0], n, t), self.read(ins[1], n, t)],
+                {K["HFX_P_GEMM_ALPHA"]: _f32_bits(1.0)},
+            )
         elif op == "Gemm":
             has_c = len(ins) > 2 and ins[2] != ""
             alpha, beta = float(_attr(n, "alpha", 1.0)), float(_attr(n, "beta", 1.0))
             inputs = [self.read(ins[0], n, t), self.read(ins[1], n, t)] + ([self.read(ins[2], n, t)] if has_c else [])
-            self._emit(n, t, "HFX_OP_GEMM", "matrix", inputs,
-                       {K["HFX_P_GEMM_TRANS_A"]: int(_attr(n, "transA", 0)),
-                        K["HFX_P_GEMM_TRANS_B"]: int(_attr(n, "transB", 0)),
-                        K["HFX_P_GEMM_ALPHA"]: _f32_bits(alpha),
-                        K["HFX_P_GEMM_BETA"]: _f32_bits(beta) if has_c else 0})
+            self._emit(
+                n,
+                t,
+                "HFX_OP_GEMM",
+                "matrix",
+                inputs,
+                {
+                    K["HFX_P_GEMM_TRANS_A"]: int(_attr(n, "transA", 0)),
+                    K["HFX_P_GEMM_TRANS_B"]: int(_attr(n, "transB", 0)),
+                    K["HFX_P_GEMM_ALPHA"]: _f32_bits(alpha),
+                    K["HFX_P_GEMM_BETA"]: _f32_bits(beta) if has_c else 0,
+                },
+            )
         elif op == "HardSigmoid":
-            self._emit(n, t, "HFX_OP_HARDSIGMOID", "vector", [self.read(ins[0], n, t)],
-                       {K["HFX_P_HARDSIGMOID_ALPHA"]: _f32_bits(float(_attr(n, "alpha", 0.2))),
-                        K["HFX_P_HARDSIGMOID_BETA"]: _f32_bits(float(_attr(n, "beta", 0.5)))})
+            self._emit(
+                n,
+                t,
+                "HFX_OP_HARDSIGMOID",
+                "vector",
+                [self.read(ins[0], n, t)],
+                {
+                    K["HFX_P_HARDSIGMOID_ALPHA"]: _f32_bits(float(_attr(n, "alpha", 0.2))),
+                    K["HFX_P_HARDSIGMOID_BETA"]: _f32_bits(float(_attr(n, "beta", 0.5))),
+                },
+            )
         elif op == "Conv":
             self._conv(n, t)
         elif op in POOLS:
@@ -460,27 +615,49 @@ class _Lowerer:
             rank = len(self.shape(ins[0], n))
             axis = int(_attr(n, "axis", -1 if self.opset >= 13 else 1))
             if self.opset < 13 and axis % rank != rank - 1:
-                raise LoweringError(op, n.name, f"opset {self.opset} Softmax coerces to 2-D; only the last axis is supported")
+                raise LoweringError(
+                    op, n.name, f"opset {self.opset} Softmax coerces to 2-D; only the last axis is supported"
+                )
             self._emit(n, t, "HFX_OP_SOFTMAX", "vector", [self.read(ins[0], n, t)], {K["HFX_P_AXIS"]: axis})
         elif op == "LayerNormalization":
             inputs = [self.read(ins[0], n, t), self.read(ins[1], n, t)]
             if len(ins) > 2 and ins[2]:
                 inputs.append(self.read(ins[2], n, t))
-            self._emit(n, t, "HFX_OP_LAYERNORM", "vector", inputs,
-                       {K["HFX_P_AXIS"]: int(_attr(n, "axis", -1)),
-                        K["HFX_P_EPSILON"]: _f32_bits(float(_attr(n, "epsilon", 1e-5)))})
+            self._emit(
+                n,
+                t,
+                "HFX_OP_LAYERNORM",
+                "vector",
+                inputs,
+                {
+                    K["HFX_P_AXIS"]: int(_attr(n, "axis", -1)),
+                    K["HFX_P_EPSILON"]: _f32_bits(float(_attr(n, "epsilon", 1e-5))),
+                },
+            )
         elif op in ("ReduceMean", "ReduceSum"):
             self._reduce(n, t)
         elif op == "Transpose":
             rank = len(self.shape(ins[0], n))
             perm = list(_attr(n, "perm", list(range(rank))[::-1]))
-            self._emit(n, t, "HFX_OP_TRANSPOSE", "copy", [self.read(ins[0], n, t)],
-                       {K["HFX_P_PERM"] + i: p for i, p in enumerate(perm)})
+            self._emit(
+                n,
+                t,
+                "HFX_OP_TRANSPOSE",
+                "copy",
+                [self.read(ins[0], n, t)],
+                {K["HFX_P_PERM"] + i: p for i, p in enumerate(perm)},
+            )
         elif op == "Concat":
             if not 1 <= len(ins) <= K["HFX_MAX_OP_INPUTS"]:
                 raise LoweringError(op, n.name, f"{len(ins)} inputs; the kernel concatenates 1..8")
-            self._emit(n, t, "HFX_OP_CONCAT", "copy", [self.read(i, n, t) for i in ins],
-                       {K["HFX_P_AXIS"]: int(_attr(n, "axis"))})
+            self._emit(
+                n,
+                t,
+                "HFX_OP_CONCAT",
+                "copy",
+                [self.read(i, n, t) for i in ins],
+                {K["HFX_P_AXIS"]: int(_attr(n, "axis"))},
+            )
         elif op == "Slice":
             self._slice(n, t)
         elif op in RESHAPES:
@@ -489,8 +666,7 @@ class _Lowerer:
             raise LoweringError(op, n.name, "op is outside the kernel's op set")
 
     @staticmethod
-    def _pads_2d(n: onnx.NodeProto, x: list[int], kernel: list[int], strides: list[int],
-                 dil: list[int]) -> list[int]:
+    def _pads_2d(n: onnx.NodeProto, x: list[int], kernel: list[int], strides: list[int], dil: list[int]) -> list[int]:
         """Explicit [top, left, bottom, right] pads of a 2-D Conv / pooling node (auto_pad resolved)."""
         auto_pad = _str_attr(n, "auto_pad", "NOTSET")
         if auto_pad == "NOTSET":
@@ -518,11 +694,17 @@ class _Lowerer:
         inputs = [self.read(n.input[0], n, t), self.read(n.input[1], n, t)]
         if len(n.input) > 2 and n.input[2]:
             inputs.append(self.read(n.input[2], n, t))
-        params = {K["HFX_P_CONV_PAD_TOP"]: pads[0], K["HFX_P_CONV_PAD_LEFT"]: pads[1],
-                  K["HFX_P_CONV_PAD_BOTTOM"]: pads[2], K["HFX_P_CONV_PAD_RIGHT"]: pads[3],
-                  K["HFX_P_CONV_STRIDE_H"]: strides[0], K["HFX_P_CONV_STRIDE_W"]: strides[1],
-                  K["HFX_P_CONV_DILATION_H"]: dil[0], K["HFX_P_CONV_DILATION_W"]: dil[1],
-                  K["HFX_P_CONV_GROUP"]: group}
+        params = {
+            K["HFX_P_CONV_PAD_TOP"]: pads[0],
+            K["HFX_P_CONV_PAD_LEFT"]: pads[1],
+            K["HFX_P_CONV_PAD_BOTTOM"]: pads[2],
+            K["HFX_P_CONV_PAD_RIGHT"]: pads[3],
+            K["HFX_P_CONV_STRIDE_H"]: strides[0],
+            K["HFX_P_CONV_STRIDE_W"]: strides[1],
+            K["HFX_P_CONV_DILATION_H"]: dil[0],
+            K["HFX_P_CONV_DILATION_W"]: dil[1],
+            K["HFX_P_CONV_GROUP"]: group,
+        }
         self._emit(n, t, "HFX_OP_CONV2D", "matrix", inputs, params)
 
     def _pool(self, n: onnx.NodeProto, t: int) -> None:
@@ -552,18 +734,32 @@ class _Lowerer:
             raise LoweringError(op, n.name, f"pads {pads} must be >= 0 and smaller than the kernel")
         if ceil_mode not in (0, 1) or include_pad not in (0, 1):
             raise LoweringError(op, n.name, "ceil_mode and count_include_pad must be 0 or 1")
-        want = [x[0], x[1]] + [_pool_out_len(x[2 + a], kernel[a], strides[a], dil[a], pads[a], pads[2 + a],
-                                             bool(ceil_mode)) for a in range(2)]
+        want = [x[0], x[1]] + [
+            _pool_out_len(x[2 + a], kernel[a], strides[a], dil[a], pads[a], pads[2 + a], bool(ceil_mode))
+            for a in range(2)
+        ]
         got = self.shape(n.output[0], n)
         if got != want:
-            raise LoweringError(op, n.name, f"output shape {got} differs from ONNX Runtime's {want} (ceil_mode "
-                                            "windows starting in the padding are dropped by ONNX Runtime)")
-        params = {K["HFX_P_POOL_PAD_TOP"]: pads[0], K["HFX_P_POOL_PAD_LEFT"]: pads[1],
-                  K["HFX_P_POOL_PAD_BOTTOM"]: pads[2], K["HFX_P_POOL_PAD_RIGHT"]: pads[3],
-                  K["HFX_P_POOL_STRIDE_H"]: strides[0], K["HFX_P_POOL_STRIDE_W"]: strides[1],
-                  K["HFX_P_POOL_DILATION_H"]: dil[0], K["HFX_P_POOL_DILATION_W"]: dil[1],
-                  K["HFX_P_POOL_KERNEL_H"]: kernel[0], K["HFX_P_POOL_KERNEL_W"]: kernel[1],
-                  K["HFX_P_POOL_CEIL_MODE"]: ceil_mode, K["HFX_P_POOL_COUNT_INCLUDE_PAD"]: include_pad}
+            raise LoweringError(
+                op,
+                n.name,
+                f"output shape {got} differs from ONNX Runtime's {want} (ceil_mode "
+                "windows starting in the padding are dropped by ONNX Runtime)",
+            )
+        params = {
+            K["HFX_P_POOL_PAD_TOP"]: pads[0],
+            K["HFX_P_POOL_PAD_LEFT"]: pads[1],
+            K["HFX_P_POOL_PAD_BOTTOM"]: pads[2],
+            K["HFX_P_POOL_PAD_RIGHT"]: pads[3],
+            K["HFX_P_POOL_STRIDE_H"]: strides[0],
+            K["HFX_P_POOL_STRIDE_W"]: strides[1],
+            K["HFX_P_POOL_DILATION_H"]: dil[0],
+            K["HFX_P_POOL_DILATION_W"]: dil[1],
+            K["HFX_P_POOL_KERNEL_H"]: kernel[0],
+            K["HFX_P_POOL_KERNEL_W"]: kernel[1],
+            K["HFX_P_POOL_CEIL_MODE"]: ceil_mode,
+            K["HFX_P_POOL_COUNT_INCLUDE_PAD"]: include_pad,
+        }
         self._emit(n, t, POOLS[op], "vector", [self.read(n.input[0], n, t)], params)
 
     def _resize(self, n: onnx.NodeProto, t: int) -> None:
@@ -596,7 +792,7 @@ class _Lowerer:
                 raise LoweringError(op, n.name, "keep_aspect_ratio_policy other than 'stretch' is not supported")
             if len(sizes) != len(axes):
                 raise LoweringError(op, n.name, "sizes do not match the axes")
-            for a, v in zip(axes, sizes):   # ONNX Runtime's scale of a size: f32(out) / f32(in)
+            for a, v in zip(axes, sizes):  # ONNX Runtime's scale of a size: f32(out) / f32(in)
                 scales[a] = np.float32(v) / np.float32(x[a])
         elif scales_name:
             given = self.const_floats(scales_name, n)
@@ -610,17 +806,20 @@ class _Lowerer:
             raise LoweringError(op, n.name, f"scales {scales.tolist()} must be finite and > 0")
         if any(scales[i] != 1 or y[i] != x[i] for i in range(rank - 2)):
             raise LoweringError(op, n.name, "only the last two axes can be resized")
-        for a in (rank - 2, rank - 1):   # the kernel's rule: out = floor(in * scale), or just above it
+        for a in (rank - 2, rank - 1):  # the kernel's rule: out = floor(in * scale), or just above it
             want = float(x[a]) * float(scales[a])
             if not (0 <= want - y[a] < 1 or 0 < y[a] - want <= 1e-5 * y[a]):
                 raise LoweringError(op, n.name, f"output length {y[a]} is not floor({x[a]} * {scales[a]})")
-        params = {K["HFX_P_RESIZE_MODE"]: K["HFX_RESIZE_LINEAR" if mode == "linear" else "HFX_RESIZE_NEAREST"],
-                  K["HFX_P_RESIZE_COORD"]: K[RESIZE_COORD[coord]],
-                  K["HFX_P_RESIZE_NEAREST_MODE"]: K[RESIZE_NEAREST[nearest]] if mode == "nearest" else 0,
-                  K["HFX_P_RESIZE_SCALE_H"]: _f32_bits(scales[rank - 2]),
-                  K["HFX_P_RESIZE_SCALE_W"]: _f32_bits(scales[rank - 1])}
-        self._emit(n, t, "HFX_OP_RESIZE", "vector" if mode == "linear" else "copy", [self.read(n.input[0], n, t)],
-                   params)
+        params = {
+            K["HFX_P_RESIZE_MODE"]: K["HFX_RESIZE_LINEAR" if mode == "linear" else "HFX_RESIZE_NEAREST"],
+            K["HFX_P_RESIZE_COORD"]: K[RESIZE_COORD[coord]],
+            K["HFX_P_RESIZE_NEAREST_MODE"]: K[RESIZE_NEAREST[nearest]] if mode == "nearest" else 0,
+            K["HFX_P_RESIZE_SCALE_H"]: _f32_bits(scales[rank - 2]),
+            K["HFX_P_RESIZE_SCALE_W"]: _f32_bits(scales[rank - 1]),
+        }
+        self._emit(
+            n, t, "HFX_OP_RESIZE", "vector" if mode == "linear" else "copy", [self.read(n.input[0], n, t)], params
+        )
 
     def _reduce(self, n: onnx.NodeProto, t: int) -> None:
         rank = len(self.shape(n.input[0], n))
@@ -637,8 +836,14 @@ class _Lowerer:
         for a in axes:
             mask |= 1 << (a % rank)
         code = "HFX_OP_REDUCE_MEAN" if n.op_type == "ReduceMean" else "HFX_OP_REDUCE_SUM"
-        self._emit(n, t, code, "vector", [self.read(n.input[0], n, t)],
-                   {K["HFX_P_REDUCE_AXES_MASK"]: mask, K["HFX_P_REDUCE_KEEPDIMS"]: int(_attr(n, "keepdims", 1))})
+        self._emit(
+            n,
+            t,
+            code,
+            "vector",
+            [self.read(n.input[0], n, t)],
+            {K["HFX_P_REDUCE_AXES_MASK"]: mask, K["HFX_P_REDUCE_KEEPDIMS"]: int(_attr(n, "keepdims", 1))},
+        )
 
     def _slice(self, n: onnx.NodeProto, t: int) -> None:
         dims = self.shape(n.input[0], n)
@@ -663,8 +868,7 @@ class _Lowerer:
         self._emit(n, t, "HFX_OP_SLICE", "copy", [self.read(n.input[0], n, t)], params)
 
 
-def lower_pair(model: onnx.ModelProto, node: onnx.NodeProto,
-               types: dict[str, onnx.TypeProto] | None = None) -> bytes:
+def lower_pair(model: onnx.ModelProto, node: onnx.NodeProto, types: dict[str, onnx.TypeProto] | None = None) -> bytes:
     """The task program bytes of one FusedHexPair node (raises LoweringError)."""
     if node.domain != C.DOMAIN or node.op_type != C.OP_TYPE:
         raise LoweringError(node.op_type, node.name, f"not a {C.DOMAIN}::{C.OP_TYPE} node")
@@ -692,8 +896,12 @@ def attach_programs(model: onnx.ModelProto) -> tuple[onnx.ModelProto, dict[str, 
         except LoweringError as exc:
             failed[node.overload or node.name] = exc.message
             continue
-        node.attribute.extend([helper.make_attribute(C.ATTR_PROGRAM, program),
-                               helper.make_attribute(C.ATTR_PROGRAM_VERSION, C.PROGRAM_VERSION)])
+        node.attribute.extend(
+            [
+                helper.make_attribute(C.ATTR_PROGRAM, program),
+                helper.make_attribute(C.ATTR_PROGRAM_VERSION, C.PROGRAM_VERSION),
+            ]
+        )
     return out, failed
 
 
@@ -729,7 +937,7 @@ class _OriginLowerer(_Lowerer):
         super().__init__(*args, **kwargs)
         self.origins: list[OpOrigin] = []
         self._current: int | None = None
-        self._lowered = 0   # lower() lowers the body nodes once each, in order
+        self._lowered = 0  # lower() lowers the body nodes once each, in order
 
     def _lower_node(self, n: onnx.NodeProto, t: int) -> None:
         self._current, self._lowered = self._lowered, self._lowered + 1
@@ -738,8 +946,15 @@ class _OriginLowerer(_Lowerer):
         finally:
             self._current = None
 
-    def _emit(self, n: onnx.NodeProto, task: int, code: str, engine: str, inputs: list[int],
-              params: dict[int, int] | None = None) -> None:
+    def _emit(
+        self,
+        n: onnx.NodeProto,
+        task: int,
+        code: str,
+        engine: str,
+        inputs: list[int],
+        params: dict[int, int] | None = None,
+    ) -> None:
         before = len(self.prog.ops)
         super()._emit(n, task, code, engine, inputs, params)
         for k in range(before, len(self.prog.ops)):
@@ -762,8 +977,9 @@ class _OriginLowerer(_Lowerer):
         return program
 
 
-def program_op_nodes(model: onnx.ModelProto, node: onnx.NodeProto,
-                     types: dict[str, onnx.TypeProto] | None = None) -> list[OpOrigin]:
+def program_op_nodes(
+    model: onnx.ModelProto, node: onnx.NodeProto, types: dict[str, onnx.TypeProto] | None = None
+) -> list[OpOrigin]:
     """The origin of every op of the pair's task program, indexed like the program's ops.
 
     The program is built exactly as `lower_pair` builds it (same bytes; raises LoweringError

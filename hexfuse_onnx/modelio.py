@@ -4,6 +4,7 @@ move them into place only once the caller has verified the staged copy.
 A model with external data is written with its data in `<name>.data` next to it; the data
 file is moved first, so a reader never sees a model whose data is missing.
 """
+
 from __future__ import annotations
 
 import os
@@ -22,9 +23,9 @@ EXTERNAL_DATA_THRESHOLD = 1_800_000_000
 
 @dataclass
 class StagedModel:
-    folder: Path          # temporary folder beside the destination
-    model_path: Path      # staged model file
-    files: list[Path]     # staged files, data first
+    folder: Path  # temporary folder beside the destination
+    model_path: Path  # staged model file
+    files: list[Path]  # staged files, data first
     destination: Path
 
     def commit(self) -> None:
@@ -40,8 +41,9 @@ class StagedModel:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def stage(model: onnx.ModelProto, destination: str | os.PathLike[str], source_dir: Path | None,
-          external: bool | None = None) -> StagedModel:
+def stage(
+    model: onnx.ModelProto, destination: str | os.PathLike[str], source_dir: Path | None, external: bool | None = None
+) -> StagedModel:
     """Write the model into a temporary folder next to `destination`.
 
     `source_dir` is where external data of `model` lives (the input model's folder); the
@@ -73,8 +75,14 @@ def stage(model: onnx.ModelProto, destination: str | os.PathLike[str], source_di
             onnx.save_model(model, str(staged_model))
         elif external:
             data_name = dest.name + ".data"
-            onnx.save_model(model, str(staged_model), save_as_external_data=True, all_tensors_to_one_file=True,
-                            location=data_name, size_threshold=1024)
+            onnx.save_model(
+                model,
+                str(staged_model),
+                save_as_external_data=True,
+                all_tensors_to_one_file=True,
+                location=data_name,
+                size_threshold=1024,
+            )
             if (folder / data_name).exists():
                 files.append(folder / data_name)
         else:
@@ -93,8 +101,9 @@ def _weight_bytes(model: onnx.ModelProto) -> int:
     return sum(len(t.raw_data) for t in model.graph.initializer)
 
 
-def _copy_external_data(model: onnx.ModelProto, source_dir: Path, folder: Path, name: str
-                        ) -> tuple[onnx.ModelProto, list[Path]]:
+def _copy_external_data(
+    model: onnx.ModelProto, source_dir: Path, folder: Path, name: str
+) -> tuple[onnx.ModelProto, list[Path]]:
     """Copy each external data file byte for byte next to the staged model and point the tensors
     at the copies. The rewrite never changes initializers, so offsets stay valid, and the weights
     are streamed file to file: a model over 2 GB is never held in one protobuf."""

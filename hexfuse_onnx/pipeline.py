@@ -3,6 +3,7 @@
 Nothing is written unless the rewritten model passed the full checker and matched the
 original on stock ONNX Runtime; the input file is only ever read.
 """
+
 from __future__ import annotations
 
 import os
@@ -51,9 +52,14 @@ def _quiet(_: str) -> None:
     pass
 
 
-def analyse(path: str | os.PathLike[str], kinds: list[str] | None = None, target: str = "hexagon-v73",
-            min_gain: float = DEFAULT_MIN_GAIN, shapes: dict[str, list[int]] | None = None,
-            progress: Progress = _quiet) -> Analysis:
+def analyse(
+    path: str | os.PathLike[str],
+    kinds: list[str] | None = None,
+    target: str = "hexagon-v73",
+    min_gain: float = DEFAULT_MIN_GAIN,
+    shapes: dict[str, list[int]] | None = None,
+    progress: Progress = _quiet,
+) -> Analysis:
     kinds = list(kinds or KINDS)
     bad = [k for k in kinds if k not in KINDS]
     if bad:
@@ -88,10 +94,17 @@ def default_output(path: str | os.PathLike[str]) -> Path:
     return p.with_name(p.stem + ".fused.onnx")
 
 
-def rewrite(path: str | os.PathLike[str], output: str | os.PathLike[str] | None = None,
-            kinds: list[str] | None = None, target: str = "hexagon-v73", min_gain: float = DEFAULT_MIN_GAIN,
-            shapes: dict[str, list[int]] | None = None, rtol: float = DEFAULT_RTOL,
-            progress: Progress = _quiet, verify_plugin: bool = False) -> RewriteResult:
+def rewrite(
+    path: str | os.PathLike[str],
+    output: str | os.PathLike[str] | None = None,
+    kinds: list[str] | None = None,
+    target: str = "hexagon-v73",
+    min_gain: float = DEFAULT_MIN_GAIN,
+    shapes: dict[str, list[int]] | None = None,
+    rtol: float = DEFAULT_RTOL,
+    progress: Progress = _quiet,
+    verify_plugin: bool = False,
+) -> RewriteResult:
     """Analyse, rewrite, verify and write. With no qualifying pair nothing is written.
 
     Only what lowers is fused: a pair with an op outside the kernel's op set is rejected with
@@ -149,8 +162,13 @@ def rewrite(path: str | os.PathLike[str], output: str | os.PathLike[str] | None 
     return RewriteResult(analysis, None, None, seconds)
 
 
-def _verify(original: str | os.PathLike[str], staged: Path, shapes: dict[str, list[int]] | None,
-            rtol: float, verify_plugin: bool = False) -> Comparison:
+def _verify(
+    original: str | os.PathLike[str],
+    staged: Path,
+    shapes: dict[str, list[int]] | None,
+    rtol: float,
+    verify_plugin: bool = False,
+) -> Comparison:
     check(staged)
     comparison = compare(original, staged, shapes, rtol)
     if verify_plugin:
@@ -163,9 +181,16 @@ def _verify(original: str | os.PathLike[str], staged: Path, shapes: dict[str, li
     return comparison
 
 
-def _failing_pairs(analysis: Analysis, path: str | os.PathLike[str], out: Path, source_dir: Path,
-                   shapes: dict[str, list[int]] | None, rtol: float, progress: Progress,
-                   verify_plugin: bool) -> list[Rejection]:
+def _failing_pairs(
+    analysis: Analysis,
+    path: str | os.PathLike[str],
+    out: Path,
+    source_dir: Path,
+    shapes: dict[str, list[int]] | None,
+    rtol: float,
+    progress: Progress,
+    verify_plugin: bool,
+) -> list[Rejection]:
     failing = []
     for pair in analysis.pairs:
         fused, _ = attach_programs(fuse(analysis.graph, [pair], analysis.target.name))

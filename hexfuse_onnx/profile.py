@@ -4,6 +4,7 @@ Engine class says which engine an op keeps busy on a Hexagon NPU: the matrix eng
 the vector engines (HVX) or the memory/DMA path. FLOPs and bytes are counted from static
 shapes; a node whose shapes are not known is reported, not guessed.
 """
+
 from __future__ import annotations
 
 import math
@@ -23,26 +24,84 @@ class Engine(str, Enum):
 
 
 MATRIX_OPS = {
-    "MatMul", "Gemm", "Conv", "ConvTranspose", "MatMulInteger", "QLinearMatMul", "QLinearConv",
-    "ConvInteger", "Einsum", "Attention", "MultiHeadAttention", "GroupQueryAttention",
-    "FusedMatMul", "FusedConv", "QAttention", "MatMulNBits",
+    "MatMul",
+    "Gemm",
+    "Conv",
+    "ConvTranspose",
+    "MatMulInteger",
+    "QLinearMatMul",
+    "QLinearConv",
+    "ConvInteger",
+    "Einsum",
+    "Attention",
+    "MultiHeadAttention",
+    "GroupQueryAttention",
+    "FusedMatMul",
+    "FusedConv",
+    "QAttention",
+    "MatMulNBits",
 }
 MEMORY_OPS = {
-    "Transpose", "Concat", "Slice", "Split", "Gather", "GatherElements", "GatherND", "Pad", "Resize",
-    "Upsample", "Expand", "Tile",
-    "DepthToSpace", "SpaceToDepth", "ScatterND", "ScatterElements", "Copy",
+    "Transpose",
+    "Concat",
+    "Slice",
+    "Split",
+    "Gather",
+    "GatherElements",
+    "GatherND",
+    "Pad",
+    "Resize",
+    "Upsample",
+    "Expand",
+    "Tile",
+    "DepthToSpace",
+    "SpaceToDepth",
+    "ScatterND",
+    "ScatterElements",
+    "Copy",
 }
 # Pure metadata: no data moves when these run on a real runtime (views / constants).
-NO_COST_OPS = {"Shape", "Size", "Constant", "ConstantOfShape", "Reshape", "Squeeze", "Unsqueeze",
-               "Flatten", "Identity", "Dropout"}
+NO_COST_OPS = {
+    "Shape",
+    "Size",
+    "Constant",
+    "ConstantOfShape",
+    "Reshape",
+    "Squeeze",
+    "Unsqueeze",
+    "Flatten",
+    "Identity",
+    "Dropout",
+}
 
 # Vector FLOPs per output element, by op: transcendental ops cost more per element.
 _VECTOR_FLOPS_PER_ELEMENT = {
-    "Exp": 8, "Log": 8, "Sigmoid": 10, "Tanh": 10, "Erf": 10, "Gelu": 14, "FastGelu": 12,
-    "Softmax": 12, "LogSoftmax": 14, "LayerNormalization": 8, "SimplifiedLayerNormalization": 6,
-    "SkipLayerNormalization": 9, "RMSNormalization": 6, "BatchNormalization": 2,
-    "InstanceNormalization": 8, "GroupNormalization": 8, "Sqrt": 4, "Reciprocal": 4, "Pow": 10,
-    "HardSigmoid": 3, "HardSwish": 4, "Mish": 20, "Softplus": 10, "Elu": 8, "Selu": 8, "Div": 4,
+    "Exp": 8,
+    "Log": 8,
+    "Sigmoid": 10,
+    "Tanh": 10,
+    "Erf": 10,
+    "Gelu": 14,
+    "FastGelu": 12,
+    "Softmax": 12,
+    "LogSoftmax": 14,
+    "LayerNormalization": 8,
+    "SimplifiedLayerNormalization": 6,
+    "SkipLayerNormalization": 9,
+    "RMSNormalization": 6,
+    "BatchNormalization": 2,
+    "InstanceNormalization": 8,
+    "GroupNormalization": 8,
+    "Sqrt": 4,
+    "Reciprocal": 4,
+    "Pow": 10,
+    "HardSigmoid": 3,
+    "HardSwish": 4,
+    "Mish": 20,
+    "Softplus": 10,
+    "Elu": 8,
+    "Selu": 8,
+    "Div": 4,
 }
 
 
@@ -53,9 +112,9 @@ class NodeProfile:
     flops: float
     bytes_in: int
     bytes_out: int
-    weight_bytes: int       # bytes of initializer inputs (streamed once)
-    footprint: int          # on-chip working set: activations in and out of this op
-    ddr_bytes: int = -1     # bytes to/from DDR; within a task, intermediates stay on chip
+    weight_bytes: int  # bytes of initializer inputs (streamed once)
+    footprint: int  # on-chip working set: activations in and out of this op
+    ddr_bytes: int = -1  # bytes to/from DDR; within a task, intermediates stay on chip
 
     def __post_init__(self) -> None:
         if self.ddr_bytes < 0:
@@ -101,10 +160,16 @@ class TaskProfile:
     def scaled(self, fraction: float) -> "TaskProfile":
         """The same task on a fraction of the batch (activations and FLOPs scale, weights do not)."""
         ops = [
-            NodeProfile(p.node, p.engine, p.flops * fraction,
-                        int((p.bytes_in - p.weight_bytes) * fraction) + p.weight_bytes,
-                        int(p.bytes_out * fraction), p.weight_bytes, int(p.footprint * fraction),
-                        int((p.ddr_bytes - p.weight_bytes) * fraction) + p.weight_bytes)
+            NodeProfile(
+                p.node,
+                p.engine,
+                p.flops * fraction,
+                int((p.bytes_in - p.weight_bytes) * fraction) + p.weight_bytes,
+                int(p.bytes_out * fraction),
+                p.weight_bytes,
+                int(p.footprint * fraction),
+                int((p.ddr_bytes - p.weight_bytes) * fraction) + p.weight_bytes,
+            )
             for p in self.ops
         ]
         return TaskProfile.of(ops)
@@ -117,7 +182,7 @@ class TaskProfile:
 class GraphProfile:
     graph: ModelGraph
     nodes: dict[int, NodeProfile]
-    unprofiled: dict[int, str]   # node id -> why it could not be profiled
+    unprofiled: dict[int, str]  # node id -> why it could not be profiled
 
     def task(self, node_ids: list[int]) -> TaskProfile | None:
         """The task's profile, or None when any of its nodes could not be profiled.
@@ -134,10 +199,16 @@ class GraphProfile:
             p = self.nodes[i]
             n = g.nodes[i]
             ddr = p.weight_bytes
-            ddr += sum(g.info(t).nbytes or 0 for t in n.input
-                       if t and t not in g.initializers and g.producer.get(t) not in inside)
-            ddr += sum(g.info(t).nbytes or 0 for t in n.output
-                       if t and (t in outputs or any(c not in inside for c in g.consumers.get(t, ()))))
+            ddr += sum(
+                g.info(t).nbytes or 0
+                for t in n.input
+                if t and t not in g.initializers and g.producer.get(t) not in inside
+            )
+            ddr += sum(
+                g.info(t).nbytes or 0
+                for t in n.output
+                if t and (t in outputs or any(c not in inside for c in g.consumers.get(t, ())))
+            )
             ops.append(replace(p, ddr_bytes=ddr))
         return TaskProfile.of(ops)
 
@@ -228,7 +299,12 @@ def _attention_flops(n: onnx.NodeProto, ins: list, outs: list) -> float:
     q = ins[0].shape  # [B, S, hidden]
     b, s, hidden = q[0], q[1], q[-1]
     kv_len = s
-    if n.op_type in ("MultiHeadAttention", "GroupQueryAttention") and len(ins) > 1 and ins[1].shape and len(ins[1].shape) == 3:
+    if (
+        n.op_type in ("MultiHeadAttention", "GroupQueryAttention")
+        and len(ins) > 1
+        and ins[1].shape
+        and len(ins[1].shape) == 3
+    ):
         kv_len = ins[1].shape[1]
     for t in ins[1:]:  # a past KV cache adds to the attended length
         if t.name and t.shape and len(t.shape) == 4 and "past" in t.name:

@@ -1,6 +1,7 @@
 """The QNN execution provider (onnxruntime-qnn, HTP backend; emulated on x86): a baseline for what
 Qualcomm's own stack does with a graph. On x86 the HTP runs in emulation, so its times follow the
 host, not a device."""
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,9 @@ def devices() -> tuple[list, dict[str, str], str]:
         try:
             ort.register_execution_provider_library(QNN_EP, onnxruntime_qnn.get_library_path())
         except Exception as e:  # noqa: BLE001 - the reason is the message
-            raise QnnUnavailable(f"onnxruntime-qnn {onnxruntime_qnn.__version__}: the QNN EP library does not "
-                                 f"register: {e}") from None
+            raise QnnUnavailable(
+                f"onnxruntime-qnn {onnxruntime_qnn.__version__}: the QNN EP library does not register: {e}"
+            ) from None
     found = [d for d in ort.get_ep_devices() if d.ep_name == QNN_EP]
     if not found:
         raise QnnUnavailable(f"onnxruntime-qnn {onnxruntime_qnn.__version__}: the QNN EP lists no device")

@@ -1,4 +1,5 @@
 """The human table and the JSON report of an analysis or a rewrite."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -15,19 +16,27 @@ def _si(x: float, unit: str) -> str:
 
 
 def pair_rows(pairs: list[Pair]) -> list[list[str]]:
-    rows = [["#", "kind", "nodes A+B", "engines A/B", "FLOPs A/B", "bytes A/B", "serial us", "fused us", "gain", "share A"]]
+    rows = [
+        ["#", "kind", "nodes A+B", "engines A/B", "FLOPs A/B", "bytes A/B", "serial us", "fused us", "gain", "share A"]
+    ]
     for k, p in enumerate(pairs):
         share = f"{p.prediction.share_a:.2f}"
         if p.microbatch_sizes:
             share += f" (rows {p.microbatch_sizes[0]}:{p.microbatch_sizes[1]})"
-        rows.append([
-            str(k), p.kind, f"{len(p.candidate.task_a)}+{len(p.candidate.task_b)}",
-            f"{p.a.dominant_engine().value}/{p.b.dominant_engine().value}",
-            f"{_si(p.a.total_flops, '')}/{_si(p.b.total_flops, '')}",
-            f"{_si(p.a.total_bytes, 'B')}/{_si(p.b.total_bytes, 'B')}",
-            f"{p.prediction.serial * 1e6:.1f}", f"{p.prediction.fused * 1e6:.1f}",
-            f"{p.prediction.gain:.1%}", share,
-        ])
+        rows.append(
+            [
+                str(k),
+                p.kind,
+                f"{len(p.candidate.task_a)}+{len(p.candidate.task_b)}",
+                f"{p.a.dominant_engine().value}/{p.b.dominant_engine().value}",
+                f"{_si(p.a.total_flops, '')}/{_si(p.b.total_flops, '')}",
+                f"{_si(p.a.total_bytes, 'B')}/{_si(p.b.total_bytes, 'B')}",
+                f"{p.prediction.serial * 1e6:.1f}",
+                f"{p.prediction.fused * 1e6:.1f}",
+                f"{p.prediction.gain:.1%}",
+                share,
+            ]
+        )
     return rows
 
 
@@ -41,14 +50,18 @@ def table(rows: list[list[str]]) -> str:
 def summary(a: Analysis) -> str:
     kinds = Counter(c.kind for c in a.candidates)
     found = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())) or "none"
-    lines = [f"target {a.target.name} (modelled: {a.target.description})",
-             f"{len(a.graph.nodes)} nodes; candidates: {found}; chosen: {len(a.pairs)}"]
+    lines = [
+        f"target {a.target.name} (modelled: {a.target.description})",
+        f"{len(a.graph.nodes)} nodes; candidates: {found}; chosen: {len(a.pairs)}",
+    ]
     if a.profile.unprofiled:
         shown = list(a.profile.unprofiled.items())[:5]
         lines.append(f"{len(a.profile.unprofiled)} node(s) not profiled, so not paired:")
         lines += [f"  {a.graph.describe(i)}: {why}" for i, why in shown]
         if len(a.profile.unprofiled) > len(shown):
-            lines.append(f"  ... and {len(a.profile.unprofiled) - len(shown)} more (use --shape NAME=DIMxDIM to fix input dims)")
+            lines.append(
+                f"  ... and {len(a.profile.unprofiled) - len(shown)} more (use --shape NAME=DIMxDIM to fix input dims)"
+            )
     return "\n".join(lines)
 
 
@@ -57,24 +70,45 @@ def pair_json(a: Analysis, p: Pair) -> dict:
     names = lambda ids: [g.nodes[i].name or g.nodes[i].output[0] for i in ids]  # noqa: E731
     ea, eb = engine_seconds(p.a, a.target), engine_seconds(p.b, a.target)
     return {
-        "kind": p.kind, "note": p.candidate.note,
-        "task_a": {"nodes": names(p.candidate.task_a), "flops": p.a.total_flops, "bytes": p.a.total_bytes,
-                   "footprint": p.a.footprint, "engine_seconds": dict(zip(("matrix", "vector", "memory"), ea))},
-        "task_b": {"nodes": names(p.candidate.task_b), "flops": p.b.total_flops, "bytes": p.b.total_bytes,
-                   "footprint": p.b.footprint, "engine_seconds": dict(zip(("matrix", "vector", "memory"), eb))},
-        "predicted_us": {"a": p.prediction.time_a * 1e6, "b": p.prediction.time_b * 1e6,
-                         "serial": p.prediction.serial * 1e6, "fused": p.prediction.fused * 1e6},
-        "gain": p.prediction.gain, "share_a": p.prediction.share_a,
-        "complementarity": p.complementarity, "microbatch_sizes": list(p.microbatch_sizes or []),
+        "kind": p.kind,
+        "note": p.candidate.note,
+        "task_a": {
+            "nodes": names(p.candidate.task_a),
+            "flops": p.a.total_flops,
+            "bytes": p.a.total_bytes,
+            "footprint": p.a.footprint,
+            "engine_seconds": dict(zip(("matrix", "vector", "memory"), ea)),
+        },
+        "task_b": {
+            "nodes": names(p.candidate.task_b),
+            "flops": p.b.total_flops,
+            "bytes": p.b.total_bytes,
+            "footprint": p.b.footprint,
+            "engine_seconds": dict(zip(("matrix", "vector", "memory"), eb)),
+        },
+        "predicted_us": {
+            "a": p.prediction.time_a * 1e6,
+            "b": p.prediction.time_b * 1e6,
+            "serial": p.prediction.serial * 1e6,
+            "fused": p.prediction.fused * 1e6,
+        },
+        "gain": p.prediction.gain,
+        "share_a": p.prediction.share_a,
+        "complementarity": p.complementarity,
+        "microbatch_sizes": list(p.microbatch_sizes or []),
     }
 
 
 def analysis_json(a: Analysis) -> dict:
     g = a.graph
     return {
-        "model": str(g.path), "nodes": len(g.nodes),
-        "target": {"name": a.target.name, "modelled": True,
-                   "params": {k: {"value": v.value, "unit": v.unit, "source": v.source} for k, v in a.target.params().items()}},
+        "model": str(g.path),
+        "nodes": len(g.nodes),
+        "target": {
+            "name": a.target.name,
+            "modelled": True,
+            "params": {k: {"value": v.value, "unit": v.unit, "source": v.source} for k, v in a.target.params().items()},
+        },
         "unprofiled": [{"node": g.describe(i), "reason": why} for i, why in a.profile.unprofiled.items()],
         "candidates": len(a.candidates),
         "pairs": [pair_json(a, p) for p in a.pairs],
@@ -88,7 +122,10 @@ def rewrite_json(r: RewriteResult) -> dict:
     out["output"] = str(r.output) if r.output else None
     out["seconds"] = r.seconds
     if r.comparison:
-        out["verification"] = {"checker": "full", "runtime": "onnxruntime CPU, no plugin",
-                               "outputs": r.comparison.outputs,
-                               "worst_relative_error": r.comparison.worst_relative_error}
+        out["verification"] = {
+            "checker": "full",
+            "runtime": "onnxruntime CPU, no plugin",
+            "outputs": r.comparison.outputs,
+            "worst_relative_error": r.comparison.worst_relative_error,
+        }
     return out

@@ -7,6 +7,7 @@ gets the suffix `__b` so formal names stay unique. Micro-batch pairs get a Split
 Concat after; their tasks are copies of the chain with tensors suffixed `__<pair id>_mb0` /
 `_mb1` (the pair id keeps chained micro-batch pairs from naming a tensor twice).
 """
+
 from __future__ import annotations
 
 import onnx
@@ -17,8 +18,11 @@ from .errors import HexfuseError, ModelError
 from .graph import ModelGraph, node_reads, toposort
 from .select import Pair
 
+
 def microbatch_suffixes(pair_id: str) -> tuple[str, str]:
     return f"__{pair_id}_mb0", f"__{pair_id}_mb1"
+
+
 SHARED_INPUT_SUFFIX = "__b"
 
 
@@ -33,7 +37,7 @@ def fuse(g: ModelGraph, pairs: list[Pair], target_name: str) -> onnx.ModelProto:
     model.CopyFrom(g.model)
     graph = model.graph
     removed: set[int] = set()
-    placed: list[tuple[int, onnx.NodeProto]] = []   # (position, node) for new nodes
+    placed: list[tuple[int, onnx.NodeProto]] = []  # (position, node) for new nodes
     functions: list[onnx.FunctionProto] = []
     internal: set[str] = set()
     opsets = [o for o in model.opset_import if o.domain != C.DOMAIN]
@@ -98,8 +102,12 @@ def _task(g: ModelGraph, ids: list[int]) -> _Task:
                 inputs.append(t)
         produced.update(t for t in g.nodes[i].output if t)
     graph_outputs = set(g.graph_outputs)
-    outputs = [t for i in ids for t in g.nodes[i].output
-               if t and (t in graph_outputs or any(c not in inside for c in g.consumers.get(t, ())))]
+    outputs = [
+        t
+        for i in ids
+        for t in g.nodes[i].output
+        if t and (t in graph_outputs or any(c not in inside for c in g.consumers.get(t, ())))
+    ]
     return _Task([_renamed_copy(g.nodes[i], {}) for i in ids], inputs, outputs)
 
 
@@ -109,14 +117,19 @@ def _with_constants(g: ModelGraph, ids: list[int]) -> list[int]:
     inside = set(ids)
     outputs = set(g.graph_outputs)
     extra = {g.producer[t] for i in ids for t in g.node_inputs[i] if t in g.producer}
-    extra = {p for p in extra - inside
-             if g.nodes[p].op_type == "Constant" and g.nodes[p].domain in ("", "ai.onnx")
-             and all(t not in outputs and all(c in inside for c in g.consumers.get(t, ())) for t in g.nodes[p].output)}
+    extra = {
+        p
+        for p in extra - inside
+        if g.nodes[p].op_type == "Constant"
+        and g.nodes[p].domain in ("", "ai.onnx")
+        and all(t not in outputs and all(c in inside for c in g.consumers.get(t, ())) for t in g.nodes[p].output)
+    }
     return sorted(inside | extra)
 
 
-def _microbatch_tasks(g: ModelGraph, pair: Pair, pair_id: str, opset: int, ids: list[int]
-                      ) -> tuple[_Task, _Task, list[tuple[int, onnx.NodeProto]]]:
+def _microbatch_tasks(
+    g: ModelGraph, pair: Pair, pair_id: str, opset: int, ids: list[int]
+) -> tuple[_Task, _Task, list[tuple[int, onnx.NodeProto]]]:
     c = pair.candidate
     assert pair.microbatch_sizes is not None
     x, y, axis = c.detail["input"], c.detail["output"], int(c.detail["axis"])
@@ -134,15 +147,19 @@ def _microbatch_tasks(g: ModelGraph, pair: Pair, pair_id: str, opset: int, ids: 
     parts = [x + s for s in suffixes]
     if opset >= 13:
         sizes_name = f"hexfuse/{pair_id}/split_sizes"
-        const = helper.make_node("Constant", [], [sizes_name], name=sizes_name,
-                                 value=helper.make_tensor(sizes_name, onnx.TensorProto.INT64, [2], sizes))
+        const = helper.make_node(
+            "Constant",
+            [],
+            [sizes_name],
+            name=sizes_name,
+            value=helper.make_tensor(sizes_name, onnx.TensorProto.INT64, [2], sizes),
+        )
         split = helper.make_node("Split", [x, sizes_name], parts, name=split_name, axis=axis)
         extra = [(first, const), (first, split)]
     else:
         split = helper.make_node("Split", [x], parts, name=split_name, axis=axis, split=sizes)
         extra = [(first, split)]
-    concat = helper.make_node("Concat", [y + s for s in suffixes], [y],
-                              name=f"hexfuse/{pair_id}/concat", axis=axis)
+    concat = helper.make_node("Concat", [y + s for s in suffixes], [y], name=f"hexfuse/{pair_id}/concat", axis=axis)
     extra.append((c.task_a[-1], concat))
     return tasks[0], tasks[1], extra
 
@@ -160,8 +177,9 @@ def _renamed_copy(node: onnx.NodeProto, mapping: dict[str, str], name: str | Non
     return m
 
 
-def _fused_node(a: _Task, b: _Task, pair: Pair, pair_id: str, target_name: str,
-                opsets: list[onnx.OperatorSetIdProto]) -> tuple[onnx.NodeProto, onnx.FunctionProto]:
+def _fused_node(
+    a: _Task, b: _Task, pair: Pair, pair_id: str, target_name: str, opsets: list[onnx.OperatorSetIdProto]
+) -> tuple[onnx.NodeProto, onnx.FunctionProto]:
     shared = {t: t + SHARED_INPUT_SUFFIX for t in b.inputs if t in a.inputs}
     b_nodes = [_renamed_copy(n, shared) for n in b.nodes]
     formal_inputs = a.inputs + [shared.get(t, t) for t in b.inputs]
@@ -181,11 +199,13 @@ def _fused_node(a: _Task, b: _Task, pair: Pair, pair_id: str, target_name: str,
     }
     if pair.microbatch_sizes is not None:
         attrs[C.ATTR_MICROBATCH_SIZES] = list(pair.microbatch_sizes)
-    node = helper.make_node(C.OP_TYPE, a.inputs + b.inputs, outputs, name=f"hexfuse/{pair_id}",
-                            domain=C.DOMAIN, **attrs)
+    node = helper.make_node(
+        C.OP_TYPE, a.inputs + b.inputs, outputs, name=f"hexfuse/{pair_id}", domain=C.DOMAIN, **attrs
+    )
     node.overload = pair_id
-    fn = helper.make_function(C.DOMAIN, C.OP_TYPE, formal_inputs, outputs, a.nodes + b_nodes, opsets,
-                              attributes=list(C.NODE_ATTRIBUTES))
+    fn = helper.make_function(
+        C.DOMAIN, C.OP_TYPE, formal_inputs, outputs, a.nodes + b_nodes, opsets, attributes=list(C.NODE_ATTRIBUTES)
+    )
     fn.overload = pair_id
     fn.doc_string = f"hexfuse {pair.kind} pair: {pair.candidate.note}"
     return node, fn
@@ -212,15 +232,17 @@ def unfuse(model: onnx.ModelProto) -> onnx.ModelProto:
     for n in graph.node:
         for t in n.input:
             consumers.setdefault(t, []).append(n)
-    drop: set[int] = set()   # id() of nodes to remove
+    drop: set[int] = set()  # id() of nodes to remove
     replacement: dict[int, list[onnx.NodeProto]] = {}
     for n in graph.node:
         if n.domain != C.DOMAIN or n.op_type != C.OP_TYPE:
             continue
         fn = functions.get((n.domain, n.op_type, n.overload))
         if fn is None:
-            raise ModelError(f"node '{n.name}' ({C.DOMAIN}::{C.OP_TYPE}) has no function body "
-                               f"for overload '{n.overload}'; cannot unfuse")
+            raise ModelError(
+                f"node '{n.name}' ({C.DOMAIN}::{C.OP_TYPE}) has no function body "
+                f"for overload '{n.overload}'; cannot unfuse"
+            )
         body = _inline(n, fn)
         if _attr_str(n, C.ATTR_KIND) == C.KIND_MICROBATCH:
             body = _restore_chain(n, body, producers, consumers, drop)
@@ -249,15 +271,24 @@ def _inline(call: onnx.NodeProto, fn: onnx.FunctionProto) -> list[onnx.NodeProto
     return [_renamed_copy(n, mapping) for n in fn.node]
 
 
-def _restore_chain(call: onnx.NodeProto, body: list[onnx.NodeProto], producers: dict[str, onnx.NodeProto],
-                   consumers: dict[str, list[onnx.NodeProto]], drop: set[int]) -> list[onnx.NodeProto]:
+def _restore_chain(
+    call: onnx.NodeProto,
+    body: list[onnx.NodeProto],
+    producers: dict[str, onnx.NodeProto],
+    consumers: dict[str, list[onnx.NodeProto]],
+    drop: set[int],
+) -> list[onnx.NodeProto]:
     """Undo a micro-batch split: keep task A's copy of the chain with its names restored."""
     n_a = _attr_int(call, C.ATTR_NUM_NODES_A)
     split = producers[call.input[0]]
     concat = consumers[call.output[0]][0]
     suffix = microbatch_suffixes(call.overload)[0]
-    chain = [_renamed_copy(n, {t: t.removesuffix(suffix) for t in list(n.input) + list(n.output)},
-                           name=n.name.removesuffix(suffix)) for n in body[:n_a]]
+    chain = [
+        _renamed_copy(
+            n, {t: t.removesuffix(suffix) for t in list(n.input) + list(n.output)}, name=n.name.removesuffix(suffix)
+        )
+        for n in body[:n_a]
+    ]
     chain[-1].output[0] = concat.output[0]
     drop.add(id(split))
     drop.add(id(concat))

@@ -19,6 +19,7 @@ The probe (`_hexagon_reason`) is the plugin's own FastRPC client, exported by li
 opens and closes a session. The hexagon path has never run on a device: on this machine it runs on a
 loopback stand-in for libcdsprpc.so (build/custom_ops/libhexfuse_rpc_loopback.so, tests only).
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -63,8 +64,10 @@ def library_path() -> Path:
     """The ONNX Runtime plugin (raises RuntimeUnavailable when it is not built)."""
     path = LIB_DIR / PLUGIN_NAME
     if not path.is_file():
-        raise RuntimeUnavailable(f"{path} is not built: run `bash custom_ops/build.sh` "
-                                 "(it needs cmake, a C compiler, cargo and scipy-openblas32)")
+        raise RuntimeUnavailable(
+            f"{path} is not built: run `bash custom_ops/build.sh` "
+            "(it needs cmake, a C compiler, cargo and scipy-openblas32)"
+        )
     _preload_blas()
     return path
 
@@ -110,8 +113,12 @@ def resolve_backend(backend: str) -> str:
     return "host" if reason else "hexagon"
 
 
-def session_options(backend: str = "auto", workers: int | None = None, trace: str | os.PathLike[str] | None = None,
-                    so: ort.SessionOptions | None = None) -> ort.SessionOptions:
+def session_options(
+    backend: str = "auto",
+    workers: int | None = None,
+    trace: str | os.PathLike[str] | None = None,
+    so: ort.SessionOptions | None = None,
+) -> ort.SessionOptions:
     """SessionOptions with the FusedHexPair plugin registered.
 
     backend: auto, host or hexagon (see the module docstring); checked here (hexagon without a cDSP
@@ -137,9 +144,14 @@ def session_options(backend: str = "auto", workers: int | None = None, trace: st
     return so
 
 
-def InferenceSession(path: str | os.PathLike[str], backend: str = "auto", workers: int | None = None,  # noqa: N802
-                     trace: str | os.PathLike[str] | None = None, so: ort.SessionOptions | None = None,
-                     providers: list[str] | None = None) -> ort.InferenceSession:
+def InferenceSession(
+    path: str | os.PathLike[str],
+    backend: str = "auto",
+    workers: int | None = None,  # noqa: N802
+    trace: str | os.PathLike[str] | None = None,
+    so: ort.SessionOptions | None = None,
+    providers: list[str] | None = None,
+) -> ort.InferenceSession:
     """An onnxruntime.InferenceSession with the plugin registered. The kernels read `backend`,
     `workers` and `trace` when the session is created; the environment is restored afterwards, so
     later sessions do not inherit them."""
@@ -159,9 +171,16 @@ def InferenceSession(path: str | os.PathLike[str], backend: str = "auto", worker
 
 
 class _TensorInfo(ctypes.Structure):
-    _fields_ = [("dtype", ctypes.c_uint8), ("role", ctypes.c_uint8), ("task", ctypes.c_uint8),
-                ("rank", ctypes.c_uint8), ("io_index", ctypes.c_uint32), ("dims", ctypes.c_uint32 * 8),
-                ("numel", ctypes.c_uint64), ("bytes", ctypes.c_uint64)]
+    _fields_ = [
+        ("dtype", ctypes.c_uint8),
+        ("role", ctypes.c_uint8),
+        ("task", ctypes.c_uint8),
+        ("rank", ctypes.c_uint8),
+        ("io_index", ctypes.c_uint32),
+        ("dims", ctypes.c_uint32 * 8),
+        ("numel", ctypes.c_uint64),
+        ("bytes", ctypes.c_uint64),
+    ]
 
 
 class _Error(ctypes.Structure):
@@ -169,8 +188,12 @@ class _Error(ctypes.Structure):
 
 
 class _PoolConfig(ctypes.Structure):
-    _fields_ = [("n_vector_workers", ctypes.c_uint32), ("n_matrix_workers", ctypes.c_uint32),
-                ("arena_bytes", ctypes.c_size_t), ("flags", ctypes.c_uint32)]
+    _fields_ = [
+        ("n_vector_workers", ctypes.c_uint32),
+        ("n_matrix_workers", ctypes.c_uint32),
+        ("arena_bytes", ctypes.c_size_t),
+        ("flags", ctypes.c_uint32),
+    ]
 
 
 _NP_DTYPES = {1: np.float32, 2: np.float16, 3: np.int32, 4: np.int64, 5: np.int8, 6: np.uint8}
@@ -182,8 +205,12 @@ class HostKernel:
     def __init__(self, workers: int | None = None) -> None:
         lib = ctypes.CDLL(str(host_library_path()))
         lib.hfx_status_name.restype = ctypes.c_char_p
-        lib.hfx_program_parse.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p),
-                                          ctypes.POINTER(_Error)]
+        lib.hfx_program_parse.argtypes = [
+            ctypes.c_void_p,
+            ctypes.c_size_t,
+            ctypes.POINTER(ctypes.c_void_p),
+            ctypes.POINTER(_Error),
+        ]
         lib.hfx_program_free.argtypes = [ctypes.c_void_p]
         for f in ("hfx_program_num_inputs", "hfx_program_num_outputs"):
             getattr(lib, f).argtypes = [ctypes.c_void_p, ctypes.c_int]
@@ -192,9 +219,17 @@ class HostKernel:
             getattr(lib, f).argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.POINTER(_TensorInfo)]
         lib.hfx_pool_config_init.argtypes = [ctypes.POINTER(_PoolConfig)]
         lib.hfx_pool_create.argtypes = [ctypes.POINTER(_PoolConfig), ctypes.POINTER(ctypes.c_void_p)]
-        lib.hfx_run.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t,
-                                ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p,
-                                ctypes.c_void_p]
+        lib.hfx_run.argtypes = [
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+            ctypes.POINTER(ctypes.c_void_p),
+            ctypes.c_size_t,
+            ctypes.POINTER(ctypes.c_void_p),
+            ctypes.c_size_t,
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+        ]
         self.lib = lib
         cfg = _PoolConfig()
         lib.hfx_pool_config_init(ctypes.byref(cfg))
@@ -210,8 +245,10 @@ class HostKernel:
         buf = ctypes.create_string_buffer(program, len(program))
         st = self.lib.hfx_program_parse(buf, len(program), ctypes.byref(prog), ctypes.byref(err))
         if st:
-            raise HexfuseError(f"invalid task program: {self.lib.hfx_status_name(st).decode()} at byte "
-                               f"{err.byte_offset}: {err.message.decode()}")
+            raise HexfuseError(
+                f"invalid task program: {self.lib.hfx_status_name(st).decode()} at byte "
+                f"{err.byte_offset}: {err.message.decode()}"
+            )
         return prog
 
     def run(self, program: bytes, inputs: list[np.ndarray]) -> list[np.ndarray]:

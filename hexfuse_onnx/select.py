@@ -6,6 +6,7 @@ and the predicted gain reaches `min_gain`. Complementarity (how differently the 
 load the engines) is reported; a same-engine pair is kept only on a predicted gain, which
 the shared gain threshold already demands. Chosen greedily by predicted time saved.
 """
+
 from __future__ import annotations
 
 import math
@@ -46,8 +47,13 @@ class Rejection:
     reason: str
 
 
-def select(g: ModelGraph, profile: GraphProfile, candidates: list[Candidate], target: Target,
-           min_gain: float = DEFAULT_MIN_GAIN) -> tuple[list[Pair], list[Rejection]]:
+def select(
+    g: ModelGraph,
+    profile: GraphProfile,
+    candidates: list[Candidate],
+    target: Target,
+    min_gain: float = DEFAULT_MIN_GAIN,
+) -> tuple[list[Pair], list[Rejection]]:
     scored: list[Pair] = []
     rejected: list[Rejection] = []
     for c in candidates:
@@ -55,7 +61,9 @@ def select(g: ModelGraph, profile: GraphProfile, candidates: list[Candidate], ta
         if isinstance(result, str):
             rejected.append(Rejection(c, result))
         elif result.prediction.gain < min_gain:
-            rejected.append(Rejection(c, f"predicted gain {result.prediction.gain:.1%} below --min-gain {min_gain:.1%}"))
+            rejected.append(
+                Rejection(c, f"predicted gain {result.prediction.gain:.1%} below --min-gain {min_gain:.1%}")
+            )
         else:
             scored.append(result)
     chosen: list[Pair] = []
@@ -107,15 +115,19 @@ def _evaluate_microbatch(profile: GraphProfile, c: Candidate, target: Target) ->
 
 
 def _budget_message(a: TaskProfile, b: TaskProfile, target: Target) -> str:
-    return (f"on-chip budget: task A needs {a.footprint} B and task B {b.footprint} B together, "
-            f"the target has {int(target.onchip_bytes.value)} B")
+    return (
+        f"on-chip budget: task A needs {a.footprint} B and task B {b.footprint} B together, "
+        f"the target has {int(target.onchip_bytes.value)} B"
+    )
 
 
 def engine_seconds(t: TaskProfile, target: Target) -> tuple[float, float, float]:
     """Time the task keeps each engine busy: (matrix, vector, memory)."""
-    return (t.flops[Engine.MATRIX] / target.matrix_flops.value,
-            t.flops[Engine.VECTOR] / target.vector_flops,
-            t.bytes[Engine.MEMORY] / target.dma_bytes.value)
+    return (
+        t.flops[Engine.MATRIX] / target.matrix_flops.value,
+        t.flops[Engine.VECTOR] / target.vector_flops,
+        t.bytes[Engine.MEMORY] / target.dma_bytes.value,
+    )
 
 
 def complementarity(a: TaskProfile, b: TaskProfile, target: Target) -> float:

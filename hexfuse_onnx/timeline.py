@@ -7,6 +7,7 @@ one worker ran an item; each engine's busy time is the time that engine class ra
 that is busy 100% of the kernel's wall time while its matrix engine is busy 40% of it is what
 fusion sets out to fix.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,7 +31,7 @@ class PairTimeline:
     share_a: float
     workers: int
     serialized: bool
-    events: list[dict]                 # worker, engine, task, op, item, start_ns, end_ns (from the kernel's t0)
+    events: list[dict]  # worker, engine, task, op, item, start_ns, end_ns (from the kernel's t0)
     wall_ns: int = 0
     device_busy_ns: int = 0
     engine_busy_ns: dict[str, int] = field(default_factory=dict)
@@ -72,8 +73,9 @@ def pair_timeline(trace: dict) -> PairTimeline:
     return t
 
 
-def record(model_path: str | os.PathLike[str], runs: int = 10, backend: str = "host",
-           workers: int | None = None) -> list[PairTimeline]:
+def record(
+    model_path: str | os.PathLike[str], runs: int = 10, backend: str = "host", workers: int | None = None
+) -> list[PairTimeline]:
     """Run a rewritten model on the plugin and return the last run's timeline of every pair."""
     from .runtime import InferenceSession
 
@@ -100,16 +102,33 @@ def chrome_trace(timelines: list[PairTimeline]) -> dict:
     """Chrome trace event format (chrome://tracing, Perfetto): a process per pair, a thread per worker."""
     events: list[dict] = []
     for pid, t in enumerate(timelines):
-        events.append({"ph": "M", "name": "process_name", "pid": pid, "args": {"name": f"{t.node} (share_a {t.share_a})"}})
+        events.append(
+            {"ph": "M", "name": "process_name", "pid": pid, "args": {"name": f"{t.node} (share_a {t.share_a})"}}
+        )
         for w in sorted({e["worker"] for e in t.events}):
             engine = next(e["engine"] for e in t.events if e["worker"] == w)
-            events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": w,
-                           "args": {"name": f"worker {w} ({'matrix' if w == 0 and engine == 'matrix' else 'vector'})"}})
+            events.append(
+                {
+                    "ph": "M",
+                    "name": "thread_name",
+                    "pid": pid,
+                    "tid": w,
+                    "args": {"name": f"worker {w} ({'matrix' if w == 0 and engine == 'matrix' else 'vector'})"},
+                }
+            )
         for e in t.events:
-            events.append({"ph": "X", "pid": pid, "tid": e["worker"], "name": f"task {e['task']} op {e['op']}",
-                           "cat": e["engine"], "ts": e["start_ns"] / 1000.0,
-                           "dur": max(e["end_ns"] - e["start_ns"], 1) / 1000.0,
-                           "args": {"engine": e["engine"], "task": e["task"], "op": e["op"], "item": e["item"]}})
+            events.append(
+                {
+                    "ph": "X",
+                    "pid": pid,
+                    "tid": e["worker"],
+                    "name": f"task {e['task']} op {e['op']}",
+                    "cat": e["engine"],
+                    "ts": e["start_ns"] / 1000.0,
+                    "dur": max(e["end_ns"] - e["start_ns"], 1) / 1000.0,
+                    "args": {"engine": e["engine"], "task": e["task"], "op": e["op"], "item": e["item"]},
+                }
+            )
     return {"traceEvents": events, "displayTimeUnit": "ns"}
 
 
@@ -119,23 +138,40 @@ def draw_png(timelines: list[PairTimeline], path: str | os.PathLike[str]) -> Non
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(len(timelines), 1, figsize=(10, 1.2 + 0.9 * max(len({e["worker"] for e in t.events}) for t in timelines) * len(timelines)),
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        len(timelines),
+        1,
+        figsize=(10, 1.2 + 0.9 * max(len({e["worker"] for e in t.events}) for t in timelines) * len(timelines)),
+        squeeze=False,
+    )
     colours = {"A": "#1f77b4", "B": "#ff7f0e"}
     hatches = {"matrix": "", "vector": "//", "copy": ".."}
     for ax, t in zip(axes[:, 0], timelines):
         workers = sorted({e["worker"] for e in t.events})
         for e in t.events:
             y = workers.index(e["worker"])
-            ax.barh(y, (e["end_ns"] - e["start_ns"]) / 1000.0, left=e["start_ns"] / 1000.0, height=0.8,
-                    color=colours.get(e["task"], "grey"), hatch=hatches.get(e["engine"], ""), edgecolor="black", linewidth=0.3)
+            ax.barh(
+                y,
+                (e["end_ns"] - e["start_ns"]) / 1000.0,
+                left=e["start_ns"] / 1000.0,
+                height=0.8,
+                color=colours.get(e["task"], "grey"),
+                hatch=hatches.get(e["engine"], ""),
+                edgecolor="black",
+                linewidth=0.3,
+            )
         ax.set_yticks(range(len(workers)), [f"worker {w}" for w in workers])
         f = t.fractions()
-        ax.set_title(f"{t.node}: device busy {f['device']:.0%}, matrix {f['matrix']:.0%}, vector {f['vector']:.0%}, "
-                     f"both {f['matrix&vector']:.0%} of {t.wall_ns / 1000:.0f} us", fontsize=9)
+        ax.set_title(
+            f"{t.node}: device busy {f['device']:.0%}, matrix {f['matrix']:.0%}, vector {f['vector']:.0%}, "
+            f"both {f['matrix&vector']:.0%} of {t.wall_ns / 1000:.0f} us",
+            fontsize=9,
+        )
         ax.set_xlabel("microseconds")
     handles = [matplotlib.patches.Patch(facecolor=c, label=f"task {k}") for k, c in colours.items()]
-    handles += [matplotlib.patches.Patch(facecolor="white", edgecolor="black", hatch=h, label=e) for e, h in hatches.items()]
+    handles += [
+        matplotlib.patches.Patch(facecolor="white", edgecolor="black", hatch=h, label=e) for e, h in hatches.items()
+    ]
     fig.legend(handles=handles, loc="upper right", fontsize=8)
     fig.tight_layout()
     fig.savefig(str(path), dpi=120)
@@ -146,6 +182,8 @@ def summary_lines(timelines: list[PairTimeline]) -> list[str]:
     lines = ["pair                 wall us  device busy  matrix busy  vector busy  copy busy  matrix&vector"]
     for t in timelines:
         f = t.fractions()
-        lines.append(f"{t.node:<20} {t.wall_ns / 1000:7.0f}  {f['device']:11.0%}  {f['matrix']:11.0%}  "
-                     f"{f['vector']:11.0%}  {f['copy']:9.0%}  {f['matrix&vector']:13.0%}")
+        lines.append(
+            f"{t.node:<20} {t.wall_ns / 1000:7.0f}  {f['device']:11.0%}  {f['matrix']:11.0%}  "
+            f"{f['vector']:11.0%}  {f['copy']:9.0%}  {f['matrix&vector']:13.0%}"
+        )
     return lines

@@ -4,6 +4,7 @@ Both models run on ONNX Runtime's CPU provider with no plugin, on the same seede
 inputs. Float outputs must agree within `rtol` relative to the output's scale
 (|a - b| <= rtol * max|reference|, elementwise); other outputs must be equal.
 """
+
 from __future__ import annotations
 
 import os
@@ -32,8 +33,9 @@ def check(path: str | os.PathLike[str]) -> None:
         raise VerificationError(f"rewritten model fails onnx.checker (full check): {_first_line(exc)}") from None
 
 
-def random_inputs(session: ort.InferenceSession, shape_overrides: dict[str, list[int]] | None = None,
-                  seed: int = 0) -> dict[str, np.ndarray]:
+def random_inputs(
+    session: ort.InferenceSession, shape_overrides: dict[str, list[int]] | None = None, seed: int = 0
+) -> dict[str, np.ndarray]:
     """Seeded inputs for every session input; unknown dims take the override or 1."""
     rng = np.random.default_rng(seed)
     feeds: dict[str, np.ndarray] = {}
@@ -56,9 +58,14 @@ def session(path: str | os.PathLike[str], extra: ort.SessionOptions | None = Non
     return ort.InferenceSession(str(path), sess_options=so, providers=["CPUExecutionProvider"])
 
 
-def compare(original: str | os.PathLike[str], rewritten: str | os.PathLike[str],
-            shape_overrides: dict[str, list[int]] | None = None, rtol: float = DEFAULT_RTOL,
-            rewritten_options: ort.SessionOptions | None = None, seed: int = 0) -> Comparison:
+def compare(
+    original: str | os.PathLike[str],
+    rewritten: str | os.PathLike[str],
+    shape_overrides: dict[str, list[int]] | None = None,
+    rtol: float = DEFAULT_RTOL,
+    rewritten_options: ort.SessionOptions | None = None,
+    seed: int = 0,
+) -> Comparison:
     """Run both on stock ORT with the same inputs; raise VerificationError on any mismatch."""
     try:
         ref_session = session(original)
@@ -82,11 +89,15 @@ def compare(original: str | os.PathLike[str], rewritten: str | os.PathLike[str],
     for name, ref, out in zip(names, expected, got):
         ref, out = np.asarray(ref), np.asarray(out)
         if ref.shape != out.shape:
-            raise VerificationError(f"output '{name}': shape {list(out.shape)} differs from the original's {list(ref.shape)}")
+            raise VerificationError(
+                f"output '{name}': shape {list(out.shape)} differs from the original's {list(ref.shape)}"
+            )
         if np.issubdtype(ref.dtype, np.floating):
             err = relative_error(ref, out)
             if not err <= rtol:  # also catches NaN
-                raise VerificationError(f"output '{name}' differs from the original: relative error {err:.3g} > {rtol:g}")
+                raise VerificationError(
+                    f"output '{name}' differs from the original: relative error {err:.3g} > {rtol:g}"
+                )
             worst = max(worst, (name, err), key=lambda w: w[1])
         elif not np.array_equal(ref, out):
             raise VerificationError(f"output '{name}' differs from the original")
@@ -110,9 +121,20 @@ def relative_error(ref: np.ndarray, out: np.ndarray) -> float:
 
 def _numpy_dtype(ort_type: str) -> np.dtype:
     name = ort_type.removeprefix("tensor(").removesuffix(")")
-    table = {"float": np.float32, "double": np.float64, "float16": np.float16, "int64": np.int64,
-             "int32": np.int32, "int8": np.int8, "uint8": np.uint8, "bool": np.bool_, "int16": np.int16,
-             "uint16": np.uint16, "uint32": np.uint32, "uint64": np.uint64}
+    table = {
+        "float": np.float32,
+        "double": np.float64,
+        "float16": np.float16,
+        "int64": np.int64,
+        "int32": np.int32,
+        "int8": np.int8,
+        "uint8": np.uint8,
+        "bool": np.bool_,
+        "int16": np.int16,
+        "uint16": np.uint16,
+        "uint32": np.uint32,
+        "uint64": np.uint64,
+    }
     if name not in table:
         raise VerificationError(f"cannot make test inputs of type {ort_type}")
     return np.dtype(table[name])
@@ -121,4 +143,3 @@ def _numpy_dtype(ort_type: str) -> np.dtype:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
     return text.splitlines()[0][:400]
-

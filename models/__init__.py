@@ -7,6 +7,7 @@
     python -m models list
     python -m models build --all -o out/
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -14,19 +15,31 @@ from collections.abc import Callable
 import onnx
 
 from models.synthetic import build_synthetic
-from models.zoo import (convnet_heads, gpt_decode_step, gpt_decode_step_contrib, inception,
-                        mha_encoder, mlp_chain, sequential_chain, two_branch)
+from models.zoo import (
+    convnet_heads,
+    gpt_decode_step,
+    gpt_decode_step_contrib,
+    inception,
+    mha_encoder,
+    mlp_chain,
+    sequential_chain,
+    two_branch,
+)
 
-_MODULES = (two_branch, inception, mha_encoder, mlp_chain, gpt_decode_step,
-            gpt_decode_step_contrib, convnet_heads, sequential_chain)
+_MODULES = (
+    two_branch,
+    inception,
+    mha_encoder,
+    mlp_chain,
+    gpt_decode_step,
+    gpt_decode_step_contrib,
+    convnet_heads,
+    sequential_chain,
+)
 
-BUILDERS: dict[str, Callable[..., onnx.ModelProto]] = {
-    m.__name__.rsplit(".", 1)[1]: m.build for m in _MODULES
-}
+BUILDERS: dict[str, Callable[..., onnx.ModelProto]] = {m.__name__.rsplit(".", 1)[1]: m.build for m in _MODULES}
 
-DESCRIPTIONS: dict[str, str] = {
-    m.__name__.rsplit(".", 1)[1]: (m.__doc__ or "").strip() for m in _MODULES
-}
+DESCRIPTIONS: dict[str, str] = {m.__name__.rsplit(".", 1)[1]: (m.__doc__ or "").strip() for m in _MODULES}
 
 
 def build(name: str, seed: int = 0) -> onnx.ModelProto:

@@ -1,10 +1,11 @@
 """Command line of the model zoo.
 
-    python -m models list
-    python -m models build [NAMES...|--all] [--synthetic N ...] [--seed S] -o DIR
-    python -m models real list [--cache-dir DIR]
-    python -m models real fetch NAMES...|--ci|--all [--cache-dir DIR]
+python -m models list
+python -m models build [NAMES...|--all] [--synthetic N ...] [--seed S] -o DIR
+python -m models real list [--cache-dir DIR]
+python -m models real fetch NAMES...|--ci|--all [--cache-dir DIR]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -70,8 +71,14 @@ def main(argv: list[str] | None = None) -> int:
     b = sub.add_parser("build", help="write <name>.onnx files")
     b.add_argument("names", nargs="*", metavar="NAME", help="zoo models to build")
     b.add_argument("--all", action="store_true", help="build every zoo model")
-    b.add_argument("--synthetic", type=int, action="append", default=[], metavar="N",
-                   help="also build synthetic_N.onnx with N nodes (repeatable)")
+    b.add_argument(
+        "--synthetic",
+        type=int,
+        action="append",
+        default=[],
+        metavar="N",
+        help="also build synthetic_N.onnx with N nodes (repeatable)",
+    )
     b.add_argument("--seed", type=int, default=0)
     b.add_argument("-o", "--output", required=True, metavar="DIR")
     b.set_defaults(func=_cmd_build)
@@ -84,8 +91,12 @@ def main(argv: list[str] | None = None) -> int:
     which.add_argument("--ci", action="store_true", help="fetch the subset CI tests")
     which.add_argument("--all", action="store_true", help="fetch every real model")
     for p in (rl, rf):
-        p.add_argument("--cache-dir", metavar="DIR", default=None,
-                       help="cache folder (default $HEXFUSE_REAL_CACHE or ~/.cache/hexfuse-onnx/real)")
+        p.add_argument(
+            "--cache-dir",
+            metavar="DIR",
+            default=None,
+            help="cache folder (default $HEXFUSE_REAL_CACHE or ~/.cache/hexfuse-onnx/real)",
+        )
     r.set_defaults(func=_cmd_real)
     args = parser.parse_args(argv)
     return args.func(args)

@@ -5,6 +5,7 @@ Every zoo model is built with a `GraphBuilder`: it names node outputs after the 
 `numpy.random.Generator` in a fixed order (so a seed gives byte-identical models), rejects
 duplicate node and tensor names, and writes the model with the zoo's opsets and IR version.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -14,7 +15,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 IR_VERSION = 10
-OPSET = 18                  # default (ai.onnx) domain
+OPSET = 18  # default (ai.onnx) domain
 MS_DOMAIN = "com.microsoft"
 MS_OPSET = 1
 PRODUCER = "hexfuse-onnx models"
@@ -50,8 +51,7 @@ class GraphBuilder:
 
     def input(self, name: str, shape: Sequence[int]) -> str:
         """Declares an fp32 graph input with a static shape."""
-        self.inputs.append(helper.make_tensor_value_info(
-            self._claim_tensor(name), TensorProto.FLOAT, list(shape)))
+        self.inputs.append(helper.make_tensor_value_info(self._claim_tensor(name), TensorProto.FLOAT, list(shape)))
         return name
 
     def output(self, name: str, shape: Sequence[int]) -> str:
@@ -91,8 +91,16 @@ class GraphBuilder:
         return self.const(name, (self.rng.standard_normal(shape) * scale).astype(np.float32))
 
     # -- nodes ---------------------------------------------------------------------
-    def op(self, op_type: str, inputs: Sequence[str], name: str, *,
-           outputs: int | Sequence[str] = 1, domain: str = "", **attrs) -> str | list[str]:
+    def op(
+        self,
+        op_type: str,
+        inputs: Sequence[str],
+        name: str,
+        *,
+        outputs: int | Sequence[str] = 1,
+        domain: str = "",
+        **attrs,
+    ) -> str | list[str]:
         """Adds one node named `name`; returns its output name (or names if several).
 
         `outputs` is either a count (outputs are named `<name>_out`, `<name>_out1`, ...)
@@ -111,14 +119,14 @@ class GraphBuilder:
 
     # -- result --------------------------------------------------------------------
     def model(self) -> onnx.ModelProto:
-        graph = helper.make_graph(self.nodes, self.name, self.inputs, self.outputs,
-                                  self.initializers, doc_string=self.doc)
+        graph = helper.make_graph(
+            self.nodes, self.name, self.inputs, self.outputs, self.initializers, doc_string=self.doc
+        )
         opsets = [helper.make_opsetid("", OPSET)]
         if MS_DOMAIN in self._domains:
             opsets.append(helper.make_opsetid(MS_DOMAIN, MS_OPSET))
         unknown = self._domains - {MS_DOMAIN}
         if unknown:
             raise ValueError(f"unexpected op domains {sorted(unknown)}")
-        model = helper.make_model(graph, opset_imports=opsets, producer_name=PRODUCER,
-                                  ir_version=IR_VERSION)
+        model = helper.make_model(graph, opset_imports=opsets, producer_name=PRODUCER, ir_version=IR_VERSION)
         return model

@@ -18,6 +18,7 @@ Expected discoveries: one branch pair per fork/join block (about 40% of blocks),
 residual or chain blocks; the batch axis (4) is separable throughout if the discoverer
 treats axis 0 of 2-D activations as a batch.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -26,7 +27,7 @@ import onnx
 from models.graph_builder import GraphBuilder
 
 ROWS, D = 4, 16
-POOL = 8                    # shared weights / biases / gains in each pool
+POOL = 8  # shared weights / biases / gains in each pool
 FORK_JOIN, RESIDUAL, CHAIN = 0, 1, 2
 BLOCK_NODES = {FORK_JOIN: 8, RESIDUAL: 4, CHAIN: 3}
 BLOCK_PROBS = (0.4, 0.3, 0.3)
@@ -36,19 +37,19 @@ def build_synthetic(n_nodes: int, seed: int = 0) -> onnx.ModelProto:
     """Builds a valid model with exactly `n_nodes` nodes (n_nodes >= 1) in O(n_nodes)."""
     if n_nodes < 1:
         raise ValueError(f"n_nodes must be >= 1, got {n_nodes}")
-    g = GraphBuilder(f"synthetic_{n_nodes}", seed,
-                     doc=f"synthetic model with {n_nodes} nodes (fork/join, residual and chain blocks)")
+    g = GraphBuilder(
+        f"synthetic_{n_nodes}", seed, doc=f"synthetic model with {n_nodes} nodes (fork/join, residual and chain blocks)"
+    )
     rng = g.rng
     t = g.input("x", [ROWS, D])
 
     w = [g.weight(f"shared/matmul_weight{i}", [D, D]) for i in range(POOL)]
     b = [g.bias(f"shared/bias{i}", D) for i in range(POOL)]
-    gain = [g.const(f"shared/gain{i}", (1.0 + 0.1 * rng.standard_normal(D)).astype(np.float32))
-            for i in range(POOL)]
+    gain = [g.const(f"shared/gain{i}", (1.0 + 0.1 * rng.standard_normal(D)).astype(np.float32)) for i in range(POOL)]
     ln_scale = g.const("shared/layernorm_scale", np.ones(D, dtype=np.float32))
     ln_bias = g.const("shared/layernorm_bias", np.zeros(D, dtype=np.float32))
 
-    budget = n_nodes - 1    # the final head/tanh
+    budget = n_nodes - 1  # the final head/tanh
     kinds = rng.choice(3, size=budget // 3 + 1, p=BLOCK_PROBS)
     picks = rng.integers(0, POOL, size=(len(kinds), 3))
     blk = 0

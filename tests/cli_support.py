@@ -1,5 +1,6 @@
 """Running the real `python -m hexfuse_onnx` in tests, and the checks every refusal shares: one
 error line on stderr, no traceback, the cause named, the folders as they should be."""
+
 from __future__ import annotations
 
 import hashlib
@@ -18,8 +19,14 @@ def run_cli(*args: object, timeout: float = 120, prefix: list[str] | None = None
     """The CLI in a subprocess from the repo root (`prefix`: a wrapper command such as setpriv)."""
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)  # the package must be found from the repo root (cwd) alone
-    return subprocess.run([*(prefix or []), sys.executable, "-m", "hexfuse_onnx", *map(str, args)], cwd=REPO,
-                          env=env, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [*(prefix or []), sys.executable, "-m", "hexfuse_onnx", *map(str, args)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def sha256(path: Path) -> str:

@@ -26,4 +26,6 @@ def dirs(tmp_path: Path) -> Dirs:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "real_all: a real model outside the CI subset (tests/test_real_models.py); runs with HEXFUSE_REAL_ALL=1")
+        "markers",
+        "real_all: a real model outside the CI subset (tests/test_real_models.py); runs with HEXFUSE_REAL_ALL=1",
+    )

@@ -1,5 +1,6 @@
 """Zoo models lowered for the FusedHexPair plugin, and their stock-ORT reference outputs: shared by
 the plugin tests of both backends."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -31,8 +32,9 @@ def reference(zoo_dir: Path, name: str, seed: int) -> tuple[dict[str, np.ndarray
     return feeds, s.run(None, feeds)
 
 
-def concurrent_errors(session, cases: list[tuple[dict[str, np.ndarray], list[np.ndarray]]], runs: int,
-                      tol: float) -> list[str]:
+def concurrent_errors(
+    session, cases: list[tuple[dict[str, np.ndarray], list[np.ndarray]]], runs: int, tol: float
+) -> list[str]:
     """One thread per (feeds, reference) case, each calling `session.run` `runs` times at once
     with the others; every result that is not within `tol` of its reference is reported."""
     import threading

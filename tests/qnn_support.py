@@ -1,4 +1,5 @@
 """The QNN EP for tests: hexfuse_onnx.qnn, or a skip that says exactly why."""
+
 from __future__ import annotations
 
 import pytest

@@ -13,6 +13,7 @@ the output folder (no staging leftovers), the input byte-identical (sha256). Tes
 `xfail(strict=True, reason="BUG: ...")` describe a real defect; they pass (and must lose their
 marker) once it is fixed.
 """
+
 from __future__ import annotations
 
 import json
@@ -52,8 +53,9 @@ def zoo(name: str = "two_branch") -> onnx.ModelProto:
     return models.build(name)
 
 
-def refused(proc: subprocess.CompletedProcess[str], dirs: Dirs, before: dict[str, str], codes: tuple[int, ...],
-            *words: str) -> str:
+def refused(
+    proc: subprocess.CompletedProcess[str], dirs: Dirs, before: dict[str, str], codes: tuple[int, ...], *words: str
+) -> str:
     """The common checks of a refusal; returns the error line."""
     assert proc.returncode in codes, f"exit {proc.returncode}, expected {codes}\n{proc.stdout}\n{proc.stderr}"
     line = error_line(proc)
@@ -77,6 +79,7 @@ def _with(model: onnx.ModelProto, edit) -> onnx.ModelProto:
 def _ir(v: int):
     def edit(m: onnx.ModelProto) -> None:
         m.ir_version = v
+
     return edit
 
 
@@ -86,6 +89,7 @@ def _opset(v: int | None):
             del m.opset_import[:]
         else:
             next(o for o in m.opset_import if o.domain in ("", "ai.onnx")).version = v
+
     return edit
 
 
@@ -115,8 +119,12 @@ INVALID_FOR_CHECKER = [
     ("opset_99_with_pair", "two_branch", _opset(99), ["opset", "99"]),
     ("opset_99_no_pair", "sequential_chain", _opset(99), ["opset", "99"]),
     ("duplicate_input_name", "two_branch", lambda m: m.graph.input.append(m.graph.input[0]), ["'x'"]),
-    ("duplicate_initializer_name", "two_branch",
-     lambda m: m.graph.initializer.append(m.graph.initializer[0]), ["matrix/matmul0/weight"]),
+    (
+        "duplicate_initializer_name",
+        "two_branch",
+        lambda m: m.graph.initializer.append(m.graph.initializer[0]),
+        ["matrix/matmul0/weight"],
+    ),
 ]
 
 
@@ -142,8 +150,11 @@ def _with_extra_io(dtype: int, name: str) -> onnx.ModelProto:
     return m
 
 
-DTYPES = [("string", TensorProto.STRING, ["string"]), ("complex64", TensorProto.COMPLEX64, ["complex64"]),
-          ("complex128", TensorProto.COMPLEX128, ["complex128"])]
+DTYPES = [
+    ("string", TensorProto.STRING, ["string"]),
+    ("complex64", TensorProto.COMPLEX64, ["complex64"]),
+    ("complex128", TensorProto.COMPLEX128, ["complex128"]),
+]
 
 
 @pytest.mark.parametrize("case,dtype,words", DTYPES, ids=[c[0] for c in DTYPES])
@@ -254,7 +265,9 @@ def test_external_data_outside_the_model_folder(dirs):
     refused(proc, dirs, before, (EXIT_BAD_MODEL,), src.name, "../up.data")
 
 
-@pytest.mark.parametrize("output", ["weights", "weights.data"], ids=["sidecar_onto_input_data", "model_onto_input_data"])
+@pytest.mark.parametrize(
+    "output", ["weights", "weights.data"], ids=["sidecar_onto_input_data", "model_onto_input_data"]
+)
 def test_output_never_overwrites_the_inputs_external_data(dirs, external, output):
     before = snapshot(dirs.inp)
     proc = run_cli("rewrite", external, "-q", "-o", dirs.inp / output)
@@ -267,7 +280,7 @@ def test_output_never_overwrites_the_inputs_external_data(dirs, external, output
 # A model over 2 GB with external data
 
 
-BIG_ROWS, BIG_DIM = 540_000, 1024          # one 2.21e9-byte fp32 table: over protobuf's 2 GiB
+BIG_ROWS, BIG_DIM = 540_000, 1024  # one 2.21e9-byte fp32 table: over protobuf's 2 GiB
 BIG_BYTES = BIG_ROWS * BIG_DIM * 4
 PROTOBUF_LIMIT = 2**31 - 1
 
@@ -311,15 +324,21 @@ def big_run(tmp_path_factory):
     if free < 3 * BIG_BYTES:
         pytest.skip(f"needs {3 * BIG_BYTES / 1e9:.1f} GB free disk in {folder}, {free / 1e9:.1f} GB free")
     if _mem_available() < 4 * BIG_BYTES:
-        pytest.skip(f"needs about {4 * BIG_BYTES / 1e9:.0f} GB of available memory (ONNX Runtime loads the weights "
-                    f"of both models), {_mem_available() / 1e9:.1f} GB available")
+        pytest.skip(
+            f"needs about {4 * BIG_BYTES / 1e9:.0f} GB of available memory (ONNX Runtime loads the weights "
+            f"of both models), {_mem_available() / 1e9:.1f} GB available"
+        )
     inp, out = folder / "in", folder / "out"
     inp.mkdir()
     out.mkdir()
     try:
         m = zoo()
-        table = TensorProto(name="embed/table", data_type=TensorProto.FLOAT, dims=[BIG_ROWS, BIG_DIM],
-                            data_location=TensorProto.EXTERNAL)
+        table = TensorProto(
+            name="embed/table",
+            data_type=TensorProto.FLOAT,
+            dims=[BIG_ROWS, BIG_DIM],
+            data_location=TensorProto.EXTERNAL,
+        )
         for k, v in (("location", "big.onnx.data"), ("offset", "0"), ("length", str(BIG_BYTES))):
             e = table.external_data.add()
             e.key, e.value = k, v
@@ -330,16 +349,37 @@ def big_run(tmp_path_factory):
         src = inp / "big.onnx"
         onnx.save(m, src)
         with open(inp / "big.onnx.data", "wb") as f:
-            f.truncate(BIG_BYTES)            # sparse: reads as zeros, takes no disk
+            f.truncate(BIG_BYTES)  # sparse: reads as zeros, takes no disk
         before = snapshot(inp)
         record = folder / "record.json"
         env = dict(os.environ)
         env.pop("PYTHONPATH", None)
-        proc = subprocess.run([sys.executable, "-c", BIG_DRIVER, str(record), "rewrite", str(src), "-q",
-                               "-o", str(out / "big.fused.onnx")], cwd=REPO, env=env, capture_output=True,
-                              text=True, timeout=900)
-        yield {"proc": proc, "src": src, "inp": inp, "out": out, "before": before,
-               "record": json.loads(record.read_text()) if record.exists() else {}}
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                BIG_DRIVER,
+                str(record),
+                "rewrite",
+                str(src),
+                "-q",
+                "-o",
+                str(out / "big.fused.onnx"),
+            ],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        yield {
+            "proc": proc,
+            "src": src,
+            "inp": inp,
+            "out": out,
+            "before": before,
+            "record": json.loads(record.read_text()) if record.exists() else {},
+        }
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -348,7 +388,7 @@ def test_over_2gb_model_is_rewritten_with_external_data(big_run):
     proc, out = big_run["proc"], big_run["out"]
     assert proc.returncode == EXIT_OK, proc.stdout + proc.stderr
     assert snapshot(big_run["inp"]) == big_run["before"], "the input changed"
-    if "no pair qualifies" in proc.stdout:   # a clean decline is allowed; then nothing is written
+    if "no pair qualifies" in proc.stdout:  # a clean decline is allowed; then nothing is written
         assert listing(out) == []
         return
     assert listing(out) == ["big.fused.onnx", "big.fused.onnx.data"]
@@ -365,7 +405,7 @@ def test_over_2gb_model_is_rewritten_with_external_data(big_run):
     feeds = {"x": np.ones((64, 256), np.float32), "ids": np.array([1], np.int64)}
     y, emb = s.run(["y", "emb"], feeds)
     assert y.shape == (64, 768) and np.isfinite(y).all()
-    assert emb.shape == (1, BIG_DIM) and not emb.any()     # the sparse table reads as zeros
+    assert emb.shape == (1, BIG_DIM) and not emb.any()  # the sparse table reads as zeros
 
 
 def test_over_2gb_model_is_never_held_in_one_protobuf(big_run):
@@ -407,8 +447,10 @@ def read_only_out(dirs: Dirs):
     try:
         prefix = _no_write_prefix(dirs.out)
         if prefix is None:
-            pytest.skip("running as root and cannot drop CAP_DAC_OVERRIDE (no setpriv, or it had no effect): "
-                        "no honest way to make a folder unwritable here")
+            pytest.skip(
+                "running as root and cannot drop CAP_DAC_OVERRIDE (no setpriv, or it had no effect): "
+                "no honest way to make a folder unwritable here"
+            )
         yield prefix
     finally:
         dirs.out.chmod(0o755)
@@ -426,8 +468,9 @@ def test_json_report_folder_not_writable(dirs, read_only_out, tmp_path):
     before = snapshot(dirs.inp)
     elsewhere = tmp_path / "models"
     elsewhere.mkdir()
-    proc = run_cli("rewrite", src, "-q", "-o", elsewhere / "out.onnx", "--json", dirs.out / "report.json",
-                   prefix=read_only_out)
+    proc = run_cli(
+        "rewrite", src, "-q", "-o", elsewhere / "out.onnx", "--json", dirs.out / "report.json", prefix=read_only_out
+    )
     refused(proc, dirs, before, (EXIT_WRITE,), "report.json", "not writable")
     assert listing(elsewhere) == [], "the model was written although the report cannot be"
 
@@ -462,7 +505,7 @@ def _fifo(path: Path) -> None:
 
 def _char_device(path: Path) -> None:
     try:
-        os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, 3))   # the numbers of /dev/null
+        os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # the numbers of /dev/null
     except (PermissionError, OSError) as exc:
         pytest.skip(f"cannot create a device node here: {exc}")
 

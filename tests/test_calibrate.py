@@ -1,5 +1,6 @@
 """The host cost model's calibration: profiler parsing, node matching, the fit, target JSON,
 and the prediction-error measurement end to end on the plugin. No timing bound is asserted."""
+
 from __future__ import annotations
 
 import json
@@ -19,15 +20,22 @@ from hexfuse_onnx.costmodel import Param, task_time
 from hexfuse_onnx.profile import Engine, NodeProfile, TaskProfile
 from hexfuse_onnx.runtime import LIB_DIR, PLUGIN_NAME
 
-needs_plugin = pytest.mark.skipif(not (LIB_DIR / PLUGIN_NAME).is_file(),
-                                  reason="plugin not built (bash custom_ops/build.sh)")
+needs_plugin = pytest.mark.skipif(
+    not (LIB_DIR / PLUGIN_NAME).is_file(), reason="plugin not built (bash custom_ops/build.sh)"
+)
 
 
 def test_node_times_keeps_only_runs_after_warmup() -> None:
     run = lambda ts: {"cat": "Session", "name": "model_run", "ts": ts, "dur": 100}  # noqa: E731
     node = lambda name, ts, dur: {"cat": "Node", "name": f"{name}_kernel_time", "ts": ts, "dur": dur}  # noqa: E731
-    events = [run(0), node("a", 10, 50), run(200), node("a", 210, 7), node("b", 250, 3),
-              {"cat": "Node", "name": "a_fence_before", "ts": 205, "dur": 0}]
+    events = [
+        run(0),
+        node("a", 10, 50),
+        run(200),
+        node("a", 210, 7),
+        node("b", 250, 3),
+        {"cat": "Node", "name": "a_fence_before", "ts": 205, "dur": 0},
+    ]
     assert calibrate.node_times(events, warmup=1) == {"a": [7e-6], "b": [3e-6]}
     assert calibrate.node_times(events, warmup=0)["a"] == [50e-6, 7e-6]
 
@@ -36,7 +44,7 @@ def test_profiler_matches_every_working_node_of_a_zoo_model(zoo_dir: Path) -> No
     profile, medians, ops = calibrate.measure_ops(zoo_dir / "two_branch.onnx", runs=3, warmup=1)
     names = [n.name for n in profile.graph.nodes]
     assert set(medians) == set(range(len(names)))  # every node reported once per run, by name
-    assert {t.node for t in ops} == set(names)      # two_branch has no shape-only node
+    assert {t.node for t in ops} == set(names)  # two_branch has no shape-only node
     for t in ops:
         assert t.seconds > 0 and t.runs == 3
         assert t.op == calibrate.one_op_profile(profile, names.index(t.node))
@@ -53,10 +61,12 @@ def _synthetic_ops(truth: costmodel.Target, n: int = 60, seed: int = 1) -> list[
         engine = (Engine.MATRIX, Engine.VECTOR, Engine.MEMORY)[k % 3]
         nbytes = int(rng.integers(1_000, 1_000_000))
         flops = {Engine.MATRIX: rng.uniform(1e5, 1e9), Engine.VECTOR: rng.uniform(1e3, 1e7)}.get(engine, 0.0)
-        op = NodeProfile(k, engine, float(flops), nbytes // 2, nbytes - nbytes // 2, 0, nbytes,
-                         int(nbytes * rng.uniform(0.5, 3.0)))
-        ops.append(calibrate.OpTiming("synthetic", f"n{k}", engine.value, op,
-                                      task_time(TaskProfile.of([op]), truth), 1))
+        op = NodeProfile(
+            k, engine, float(flops), nbytes // 2, nbytes - nbytes // 2, 0, nbytes, int(nbytes * rng.uniform(0.5, 3.0))
+        )
+        ops.append(
+            calibrate.OpTiming("synthetic", f"n{k}", engine.value, op, task_time(TaskProfile.of([op]), truth), 1)
+        )
     return ops
 
 
@@ -64,9 +74,14 @@ FITTED = ("matrix_flops", "vector_flops_per_context", "dma_bytes", "ddr_bytes", 
 
 
 def test_fit_recovers_the_parameters_that_made_the_timings() -> None:
-    truth = replace(costmodel.HOST, matrix_flops=Param(75e9, "FLOP/s", "test"),
-                    vector_flops_per_context=Param(12e9, "FLOP/s", "test"), dma_bytes=Param(6e9, "B/s", "test"),
-                    ddr_bytes=Param(15e9, "B/s", "test"), op_overhead_s=Param(4e-6, "s", "test"))
+    truth = replace(
+        costmodel.HOST,
+        matrix_flops=Param(75e9, "FLOP/s", "test"),
+        vector_flops_per_context=Param(12e9, "FLOP/s", "test"),
+        dma_bytes=Param(6e9, "B/s", "test"),
+        ddr_bytes=Param(15e9, "B/s", "test"),
+        op_overhead_s=Param(4e-6, "s", "test"),
+    )
     ops = _synthetic_ops(truth)
     fit = calibrate.fit_target(ops, base=costmodel.HOST, where="synthetic")
     assert fit.ddr_bound, "the synthetic set should contain DDR-bound ops"
@@ -115,8 +130,7 @@ def test_program_ops_map_to_the_pairs_own_nodes(zoo_dir: Path, tmp_path: Path, n
     from hexfuse_onnx import contract as C
     from hexfuse_onnx.lower import program_op_maps
 
-    fused, pairs, profile = calibrate.fused_pairs(zoo_dir / f"{name}.onnx", tmp_path / "m.fused.onnx",
-                                                  costmodel.HOST)
+    fused, pairs, profile = calibrate.fused_pairs(zoo_dir / f"{name}.onnx", tmp_path / "m.fused.onnx", costmodel.HOST)
     assert fused is not None and pairs
     model = onnx.load(str(fused))
     maps = program_op_maps(model)
@@ -127,8 +141,7 @@ def test_program_ops_map_to_the_pairs_own_nodes(zoo_dir: Path, tmp_path: Path, n
         assert [o.op for o in origins] == list(range(struct.unpack_from("<IHHIIII", program)[6]))
         body = next(f for f in model.functions if f.overload == node.overload).node
         assert all(o.body_index is not None and body[o.body_index].name == o.node for o in origins)
-        per_node, unnamed = calibrate.node_kernel_seconds(model, node.name, profile,
-                                                          {o.op: 1.0 for o in origins})
+        per_node, unnamed = calibrate.node_kernel_seconds(model, node.name, profile, {o.op: 1.0 for o in origins})
         assert unnamed == 0.0 and sum(per_node.values()) == len(origins)
         pair = pairs[node.name]
         assert set(per_node) <= set(pair.candidate.nodes)
@@ -141,8 +154,9 @@ def test_program_ops_map_to_the_pairs_own_nodes(zoo_dir: Path, tmp_path: Path, n
 @needs_plugin
 def test_kernel_times_of_a_traced_plugin_run(zoo_dir: Path, tmp_path: Path) -> None:
     """The per-op item times of a real traced run map to positive times for the pair's nodes."""
-    fused, pairs, profile = calibrate.fused_pairs(zoo_dir / "two_branch.onnx", tmp_path / "m.fused.onnx",
-                                                  costmodel.HOST)
+    fused, pairs, profile = calibrate.fused_pairs(
+        zoo_dir / "two_branch.onnx", tmp_path / "m.fused.onnx", costmodel.HOST
+    )
     traces = calibrate.plugin_traces(fused, sorted(pairs), runs=2, warmup=1)
     model = onnx.load(str(fused))
     for name, trace in traces.items():
@@ -153,8 +167,7 @@ def test_kernel_times_of_a_traced_plugin_run(zoo_dir: Path, tmp_path: Path) -> N
         assert unnamed == 0.0
         assert set(per_node) == set(pairs[name].candidate.nodes)
         assert all(v > 0 for v in per_node.values())
-    measured = calibrate.measure_pairs(zoo_dir / "two_branch.onnx", costmodel.HOST, {}, tmp_path,
-                                              runs=2, warmup=1)
+    measured = calibrate.measure_pairs(zoo_dir / "two_branch.onnx", costmodel.HOST, {}, tmp_path, runs=2, warmup=1)
     assert measured and all(m.kernel_ops for m in measured)
     for m in measured:
         assert {t.node for t in m.kernel_ops} == {profile.graph.nodes[i].name for i in m.pair.candidate.nodes}
@@ -178,8 +191,10 @@ def test_prediction_error_end_to_end_on_the_plugin(zoo_dir: Path, monkeypatch: p
     # the second fit, to the kernel's own item times, on the same pairs
     assert result.kernel_target is not None and result.kernel_fit_rows
     assert result.kernel_target.name == calibrate.KERNEL_FIT_NAME
-    assert "kernel-traced" in result.kernel_target.op_overhead_s.source or \
-        result.kernel_target.op_overhead_s.source.startswith("not fitted")
+    assert (
+        "kernel-traced" in result.kernel_target.op_overhead_s.source
+        or result.kernel_target.op_overhead_s.source.startswith("not fitted")
+    )
     assert [(r.model, r.node) for r in result.kernel_pair_rows] == [(r.model, r.node) for r in result.pair_rows]
     for r, k in zip(result.pair_rows, result.kernel_pair_rows):
         assert k.measured_call_s == r.measured_call_s and k.call_overhead_s == r.call_overhead_s
@@ -196,8 +211,10 @@ def test_prediction_error_end_to_end_on_the_plugin(zoo_dir: Path, monkeypatch: p
     assert doc["fits"]["kernel"]["label"] == "fit to the kernel's own item times"
     assert doc["pairs"][0]["kernel_fit"]["fused_error"] == result.kernel_pair_rows[0].fused_error
     lines = result.summary_lines()
-    assert any("median |error|" in line and "fit to ORT profiling" in line
-               and "fit to the kernel's own item times" in line for line in lines)
+    assert any(
+        "median |error|" in line and "fit to ORT profiling" in line and "fit to the kernel's own item times" in line
+        for line in lines
+    )
     assert len(result.op_lines()) == len(result.kernel_fit_rows) + 1
 
 

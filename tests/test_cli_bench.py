@@ -1,6 +1,7 @@
 """`python -m hexfuse_onnx zoo` and `bench`: the real CLI in a subprocess, the real plugin and ORT.
 Timings are not asserted (they are noise here); what is checked is that every configuration ran,
 agreed with the original, and got figures."""
+
 from __future__ import annotations
 
 import json
@@ -80,11 +81,14 @@ def test_bench_model_without_pairs_times_the_baselines_only(zoo_dir: Path, tmp_p
     assert list(tmp_path.iterdir()) == [model]  # nothing written beside the input
 
 
-@pytest.mark.parametrize("args, message", [
-    (("bench", "two_branch", "--baseline", "ort-fast"), "--baseline: unknown ort-fast"),
-    (("bench", "no_such_model"), "neither a model file nor a zoo model"),
-    (("bench", "two_branch", "--runs", "0"), "--runs and --rounds must be >= 1"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("bench", "two_branch", "--baseline", "ort-fast"), "--baseline: unknown ort-fast"),
+        (("bench", "no_such_model"), "neither a model file nor a zoo model"),
+        (("bench", "two_branch", "--runs", "0"), "--runs and --rounds must be >= 1"),
+    ],
+)
 def test_bench_bad_command_lines_exit_2(args: tuple[str, ...], message: str) -> None:
     r = run_cli(*args)
     assert r.returncode == 2, (r.returncode, r.stderr)

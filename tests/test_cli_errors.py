@@ -4,6 +4,7 @@ Every bad input must end with one clear line on stderr that names the cause, a s
 non-zero exit code, no output file (and no stray staging folder) in the output directory,
 and the input file byte-identical afterwards. The good paths check what is written.
 """
+
 from __future__ import annotations
 
 import json
@@ -41,8 +42,9 @@ def _vi(name: str) -> onnx.ValueInfoProto:
     return helper.make_tensor_value_info(name, TensorProto.FLOAT, [2, 3])
 
 
-def _graph_model(nodes: list[onnx.NodeProto], inputs: list[str], outputs: list[str],
-                 extra_opsets: tuple[tuple[str, int], ...] = ()) -> bytes:
+def _graph_model(
+    nodes: list[onnx.NodeProto], inputs: list[str], outputs: list[str], extra_opsets: tuple[tuple[str, int], ...] = ()
+) -> bytes:
     """A model built with onnx.helper and never passed through the checker."""
     g = helper.make_graph(nodes, "bad", [_vi(i) for i in inputs], [_vi(o) for o in outputs])
     opsets = [helper.make_opsetid("", 18)] + [helper.make_opsetid(d, v) for d, v in extra_opsets]
@@ -72,8 +74,14 @@ def symbolic_two_branch() -> bytes:
 
 def random_feeds(session: ort.InferenceSession, seed: int = 1) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
-    kinds = {"tensor(float)": np.float32, "tensor(double)": np.float64, "tensor(float16)": np.float16,
-             "tensor(int64)": np.int64, "tensor(int32)": np.int32, "tensor(bool)": np.bool_}
+    kinds = {
+        "tensor(float)": np.float32,
+        "tensor(double)": np.float64,
+        "tensor(float16)": np.float16,
+        "tensor(int64)": np.int64,
+        "tensor(int32)": np.int32,
+        "tensor(bool)": np.bool_,
+    }
     feeds = {}
     for arg in session.get_inputs():
         shape = [d if isinstance(d, int) and d > 0 else 1 for d in arg.shape]
@@ -113,8 +121,10 @@ def _truncated(d: Dirs, zoo: dict[str, bytes]) -> Path:
 
 
 def _cycle(d: Dirs, zoo: dict[str, bytes]) -> Path:
-    nodes = [helper.make_node("Add", ["x", "b"], ["a"], name="node_a"),
-             helper.make_node("Relu", ["a"], ["b"], name="node_b")]
+    nodes = [
+        helper.make_node("Add", ["x", "b"], ["a"], name="node_a"),
+        helper.make_node("Relu", ["a"], ["b"], name="node_b"),
+    ]
     return d.write("cycle.onnx", _graph_model(nodes, ["x"], ["a"]))
 
 
@@ -129,8 +139,10 @@ def _unknown_domain(d: Dirs, zoo: dict[str, bytes]) -> Path:
 
 
 def _duplicate_producer(d: Dirs, zoo: dict[str, bytes]) -> Path:
-    nodes = [helper.make_node("Relu", ["x"], ["y"], name="first_producer"),
-             helper.make_node("Sigmoid", ["x"], ["y"], name="second_producer")]
+    nodes = [
+        helper.make_node("Relu", ["x"], ["y"], name="first_producer"),
+        helper.make_node("Sigmoid", ["x"], ["y"], name="second_producer"),
+    ]
     return d.write("duplicate.onnx", _graph_model(nodes, ["x"], ["y"]))
 
 
@@ -173,8 +185,11 @@ def test_bad_model_is_refused_cleanly(dirs, zoo_bytes, command, case, builder, w
         assert sha256(src) == before
 
 
-@pytest.mark.parametrize("case,builder,words", [c for c in BAD_MODELS if c[0] in FILE_LEVEL],
-                         ids=[c[0] for c in BAD_MODELS if c[0] in FILE_LEVEL])
+@pytest.mark.parametrize(
+    "case,builder,words",
+    [c for c in BAD_MODELS if c[0] in FILE_LEVEL],
+    ids=[c[0] for c in BAD_MODELS if c[0] in FILE_LEVEL],
+)
 def test_unfuse_of_unreadable_file_is_refused(dirs, zoo_bytes, case, builder, words):
     src = builder(dirs, zoo_bytes)
     before = sha256(src) if src.is_file() else None
@@ -188,8 +203,9 @@ def test_unfuse_of_unreadable_file_is_refused(dirs, zoo_bytes, case, builder, wo
 
 # Regression: unfuse used to read without validating, ending as exit 4 "rewritten model fails
 # onnx.checker" instead of naming the cycle / dangling input.
-@pytest.mark.parametrize("case,builder,words", [c for c in BAD_MODELS if c[0] in ("cycle", "dangling")],
-                         ids=["cycle", "dangling"])
+@pytest.mark.parametrize(
+    "case,builder,words", [c for c in BAD_MODELS if c[0] in ("cycle", "dangling")], ids=["cycle", "dangling"]
+)
 def test_unfuse_of_invalid_graph_names_the_cause(dirs, zoo_bytes, case, builder, words):
     src = builder(dirs, zoo_bytes)
     proc = run_cli("unfuse", src, "-o", dirs.out / "restored.onnx")
@@ -347,14 +363,18 @@ def test_unknown_kind_is_refused(dirs, zoo_bytes, command):
     assert sha256(src) == before
 
 
-@pytest.mark.parametrize("args,word", [
-    (["rewrite", "{src}", "--target", "no-such-target"], "unknown target 'no-such-target'"),
-    (["rewrite", "{src}", "--target", "{src}"], "unknown target"),
-    (["rewrite", "{src}", "--min-gain", "lots"], "invalid float"),
-    (["inspect"], "required"),
-    (["unfuse", "{src}"], "-o/--output"),
-    (["transmogrify", "{src}"], "invalid choice"),
-], ids=["target", "target_not_json", "min_gain", "no_model", "unfuse_no_output", "no_such_command"])
+@pytest.mark.parametrize(
+    "args,word",
+    [
+        (["rewrite", "{src}", "--target", "no-such-target"], "unknown target 'no-such-target'"),
+        (["rewrite", "{src}", "--target", "{src}"], "unknown target"),
+        (["rewrite", "{src}", "--min-gain", "lots"], "invalid float"),
+        (["inspect"], "required"),
+        (["unfuse", "{src}"], "-o/--output"),
+        (["transmogrify", "{src}"], "invalid choice"),
+    ],
+    ids=["target", "target_not_json", "min_gain", "no_model", "unfuse_no_output", "no_such_command"],
+)
 def test_argparse_usage_errors(dirs, zoo_bytes, args, word):
     src = dirs.write("two_branch.onnx", zoo_bytes["two_branch"])
     before = sha256(src)
@@ -365,8 +385,9 @@ def test_argparse_usage_errors(dirs, zoo_bytes, args, word):
     assert listing(dirs.inp) == ["two_branch.onnx"]
 
 
-@pytest.mark.parametrize("command", [[], ["rewrite"], ["inspect"], ["unfuse"]],
-                         ids=["top", "rewrite", "inspect", "unfuse"])
+@pytest.mark.parametrize(
+    "command", [[], ["rewrite"], ["inspect"], ["unfuse"]], ids=["top", "rewrite", "inspect", "unfuse"]
+)
 def test_help(command):
     proc = run_cli(*command, "--help")
     assert proc.returncode == EXIT_OK, proc.stderr

@@ -1,4 +1,5 @@
 """Each discovery finds what it must on the zoo, and nothing where it must not."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -71,6 +72,7 @@ def test_micro_batch_split_is_chosen_by_the_model_not_fixed(zoo_dir: Path) -> No
     assert not isinstance(pair, str)
     # the chosen split is the best of those tried, and 1:1 is only one of several tried
     from hexfuse_onnx.costmodel import predict
+
     whole = a.profile.task(a.candidates[0].task_a)
     assert whole is not None
     for rows in (1, 2, 6, 7):
@@ -137,8 +139,12 @@ def _dag(edges: list[tuple[str, str]], nodes: list[str]) -> graph.ModelGraph:
         else:
             made.append(helper.make_node("Sum", srcs, [f"{n}_out"], name=n))
     sinks = [n for n in nodes if not any(src == n for src, _ in edges)]
-    g = helper.make_graph(made, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
-                          [helper.make_tensor_value_info(f"{s}_out", TensorProto.FLOAT, [2]) for s in sinks])
+    g = helper.make_graph(
+        made,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info(f"{s}_out", TensorProto.FLOAT, [2]) for s in sinks],
+    )
     return graph.index_model(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)]))
 
 

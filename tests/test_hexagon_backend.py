@@ -16,6 +16,7 @@ dispatcher's checks and the kernel; the FastRPC transport and the device never r
   is a clear error at session creation, from Python and from the plugin itself; auto falls back to host
   and the plugin says why once per process.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -51,7 +52,8 @@ N_STATS = 9
 
 pytestmark = pytest.mark.skipif(
     not (runtime.LIB_DIR / runtime.PLUGIN_NAME).is_file(),
-    reason=f"{runtime.LIB_DIR / runtime.PLUGIN_NAME} not built: run `bash custom_ops/build.sh`")
+    reason=f"{runtime.LIB_DIR / runtime.PLUGIN_NAME} not built: run `bash custom_ops/build.sh`",
+)
 
 
 @pytest.fixture(scope="module")
@@ -106,8 +108,9 @@ def plugin_session(path: Path | bytes, backend_env: str) -> ort.InferenceSession
 
 
 @pytest.mark.parametrize("name", MODELS)
-def test_hexagon_on_the_loopback_matches_the_original(name: str, zoo_dir: Path, lowered: dict[str, Path],
-                                                     on_loopback: Path, tmp_path: Path) -> None:
+def test_hexagon_on_the_loopback_matches_the_original(
+    name: str, zoo_dir: Path, lowered: dict[str, Path], on_loopback: Path, tmp_path: Path
+) -> None:
     trace = tmp_path / "trace.json"
     assert runtime.resolve_backend("hexagon") == "hexagon"
     s = runtime.InferenceSession(lowered[name], backend="hexagon", trace=trace)
@@ -118,19 +121,21 @@ def test_hexagon_on_the_loopback_matches_the_original(name: str, zoo_dir: Path, 
         assert r.shape == g.shape and g.dtype == np.float32
         assert verify.relative_error(r, g) <= TOL
     summary = json.loads(trace.read_text())
-    assert summary["backend"] == "hexagon", summary          # the kernel ran behind the dispatcher
+    assert summary["backend"] == "hexagon", summary  # the kernel ran behind the dispatcher
     assert summary["items_run"][0] > 0 and summary["items_run"][1] > 0, summary
 
 
-def test_inference_session_restores_the_backend_variable(lowered: dict[str, Path], on_loopback: Path,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_inference_session_restores_the_backend_variable(
+    lowered: dict[str, Path], on_loopback: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv(runtime.ENV_BACKEND, raising=False)
     runtime.InferenceSession(lowered["two_branch"], backend="hexagon")
     assert runtime.ENV_BACKEND not in os.environ
 
 
-def test_altered_fallback_proves_the_hexagon_kernel_ran(zoo_dir: Path, lowered: dict[str, Path],
-                                                        on_loopback: Path) -> None:
+def test_altered_fallback_proves_the_hexagon_kernel_ran(
+    zoo_dir: Path, lowered: dict[str, Path], on_loopback: Path
+) -> None:
     m = onnx.load(lowered["two_branch"])
     for f in m.functions:
         for n in f.node:
@@ -159,8 +164,14 @@ class RemoteArg(ctypes.Union):
 
 
 def makex(method: int, n_in: int, n_out: int, h_in: int = 0, h_out: int = 0, attr: int = 0) -> int:
-    return (attr & 7) << 29 | (method & 0x1f) << 24 | (n_in & 0xff) << 16 | (n_out & 0xff) << 8 \
-        | (h_in & 0xf) << 4 | (h_out & 0xf)
+    return (
+        (attr & 7) << 29
+        | (method & 0x1F) << 24
+        | (n_in & 0xFF) << 16
+        | (n_out & 0xFF) << 8
+        | (h_in & 0xF) << 4
+        | (h_out & 0xF)
+    )
 
 
 SC_LOAD, SC_UNLOAD, SC_RUN = makex(2, 1, 1), makex(3, 1, 0), makex(4, 2, 2)
@@ -201,8 +212,10 @@ def program_and_io(path: Path) -> tuple[bytes, list[int], list[int]]:
     p = k.parse(prog)
     try:
         sizes = []
-        for count, info_fn in ((k.lib.hfx_program_num_inputs, k.lib.hfx_program_input_info),
-                               (k.lib.hfx_program_num_outputs, k.lib.hfx_program_output_info)):
+        for count, info_fn in (
+            (k.lib.hfx_program_num_inputs, k.lib.hfx_program_input_info),
+            (k.lib.hfx_program_num_outputs, k.lib.hfx_program_output_info),
+        ):
             n = count(p, 0) + count(p, 1)
             row = []
             for i in range(n):
@@ -238,8 +251,17 @@ def test_malformed_calls_return_error_codes(lowered: dict[str, Path], loopback: 
     outs = ctypes.create_string_buffer(max(1, n_out))
     stats = (ctypes.c_uint64 * N_STATS)()
 
-    def run(pid_: int, *, sc: int = SC_RUN, share: float = 0.5, in_len: int = n_in, out_len: int = n_out,
-            stats_len: int = 8 * N_STATS, handle: int = h, in_buf: object = ins) -> int:
+    def run(
+        pid_: int,
+        *,
+        sc: int = SC_RUN,
+        share: float = 0.5,
+        in_len: int = n_in,
+        out_len: int = n_out,
+        stats_len: int = 8 * N_STATS,
+        handle: int = h,
+        in_buf: object = ins,
+    ) -> int:
         head = ctypes.create_string_buffer(struct.pack("<if", pid_, share), 8)
         return sk.call(handle, sc, (head, 8), (in_buf, in_len), (outs, out_len), (stats, stats_len))[0]
 
@@ -260,21 +282,33 @@ def test_malformed_calls_return_error_codes(lowered: dict[str, Path], loopback: 
         "run: share NaN": (run(pid.value, share=float("nan")), EBADPARM),
         "run: share 1.5": (run(pid.value, share=1.5), EBADPARM),
         "run: forged handle": (run(pid.value, handle=h + 64), EBADSTATE),
-        "load: result buffer 2 bytes": (sk.call(h, SC_LOAD, (prog, len(prog_bytes)), (ctypes.byref(pid), 2))[0],
-                                        EBADPARM),
+        "load: result buffer 2 bytes": (
+            sk.call(h, SC_LOAD, (prog, len(prog_bytes)), (ctypes.byref(pid), 2))[0],
+            EBADPARM,
+        ),
         "load: NULL program": (sk.call(h, SC_LOAD, (None, 100), (ctypes.byref(pid), 4))[0], EBADPARM),
         "load: empty program": (sk.call(h, SC_LOAD, (prog, 0), (ctypes.byref(pid), 4))[0], EBADPARM),
-        "load: truncated program": (sk.call(h, SC_LOAD, (prog, len(prog_bytes) - 1), (ctypes.byref(pid), 4))[0],
-                                    EBADPARM),
+        "load: truncated program": (
+            sk.call(h, SC_LOAD, (prog, len(prog_bytes) - 1), (ctypes.byref(pid), 4))[0],
+            EBADPARM,
+        ),
         "unload: 3 bytes": (sk.call(h, SC_UNLOAD, (ctypes.byref(ctypes.c_int32(pid.value)), 3))[0], EBADPARM),
         "unload: empty slot": (sk.call(h, SC_UNLOAD, (ctypes.byref(ctypes.c_int32(40)), 4))[0], EBADPARM),
         "NULL argument array": (sk.invoke(h, SC_RUN, None), EBADPARM),
-        "open: URI length 0": (sk.call(0, SC_OPEN, (ctypes.byref(ctypes.c_uint32(0)), 4), (URI, len(URI)), 0)[0],
-                               EBADPARM),
-        "open: URI without its NUL": (sk.call(0, SC_OPEN, (ctypes.byref(ctypes.c_uint32(8)), 4),
-                                              (ctypes.create_string_buffer(b"abcdefgh", 8), 8), 0)[0], EBADPARM),
-        "open: URI longer than its buffer": (sk.call(0, SC_OPEN, (ctypes.byref(ctypes.c_uint32(99)), 4),
-                                                     (URI, len(URI)), 0)[0], EBADPARM),
+        "open: URI length 0": (
+            sk.call(0, SC_OPEN, (ctypes.byref(ctypes.c_uint32(0)), 4), (URI, len(URI)), 0)[0],
+            EBADPARM,
+        ),
+        "open: URI without its NUL": (
+            sk.call(
+                0, SC_OPEN, (ctypes.byref(ctypes.c_uint32(8)), 4), (ctypes.create_string_buffer(b"abcdefgh", 8), 8), 0
+            )[0],
+            EBADPARM,
+        ),
+        "open: URI longer than its buffer": (
+            sk.call(0, SC_OPEN, (ctypes.byref(ctypes.c_uint32(99)), 4), (URI, len(URI)), 0)[0],
+            EBADPARM,
+        ),
         "close: forged handle": (sk.call(h + 64, SC_CLOSE, h + 64)[0], EBADSTATE),
     }
     wrong = {k: got for k, (got, want) in cases.items() if got != want}
@@ -288,10 +322,10 @@ def test_malformed_calls_return_error_codes(lowered: dict[str, Path], loopback: 
         off = (off + x.nbytes + 127) // 128 * 128
     assert run(pid.value) == SUCCESS
     assert sk.call(h, SC_UNLOAD, (ctypes.byref(ctypes.c_int32(pid.value)), 4))[0] == SUCCESS
-    assert run(pid.value) == EBADPARM                         # unloaded
+    assert run(pid.value) == EBADPARM  # unloaded
     assert sk.close(h) == SUCCESS
-    assert sk.close(h) == EBADSTATE                           # closed twice
-    assert run(0) == EBADSTATE                                # stale handle
+    assert sk.close(h) == EBADSTATE  # closed twice
+    assert run(0) == EBADSTATE  # stale handle
 
 
 # ---- (c) no cDSP ------------------------------------------------------------------------------
@@ -304,8 +338,11 @@ def test_hexagon_without_libcdsprpc_is_a_clear_error(lowered: dict[str, Path], n
     assert msg.startswith("hexagon backend unavailable: no cDSP: cannot load the FastRPC library libcdsprpc.so")
     assert "\n" not in msg
     # the plugin itself, without runtime's check
-    with pytest.raises(Exception, match=r"HEXFUSE_BACKEND=hexagon but the hexagon backend is unavailable: no cDSP: "
-                                        r"cannot load the FastRPC library libcdsprpc.so"):
+    with pytest.raises(
+        Exception,
+        match=r"HEXFUSE_BACKEND=hexagon but the hexagon backend is unavailable: no cDSP: "
+        r"cannot load the FastRPC library libcdsprpc.so",
+    ):
         plugin_session(lowered["two_branch"], "hexagon")
 
 
@@ -316,30 +353,38 @@ def test_a_library_without_fastrpc_symbols_is_named(lowered: dict[str, Path], mo
     with pytest.raises(Exception, match=f"the FastRPC library {libm} has no symbol remote_handle64_open"):
         plugin_session(lowered["two_branch"], "hexagon")
     monkeypatch.setenv(runtime.ENV_CDSPRPC_LIB, "/nonexistent/libcdsprpc_x.so")
-    with pytest.raises(runtime.RuntimeUnavailable, match="cannot load the FastRPC library /nonexistent/libcdsprpc_x.so "
-                                                         "given by HEXFUSE_CDSPRPC_LIB"):
+    with pytest.raises(
+        runtime.RuntimeUnavailable,
+        match="cannot load the FastRPC library /nonexistent/libcdsprpc_x.so given by HEXFUSE_CDSPRPC_LIB",
+    ):
         runtime.session_options(backend="hexagon")
 
 
-def test_an_open_that_fails_reports_its_code(lowered: dict[str, Path], tmp_path: Path,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_open_that_fails_reports_its_code(
+    lowered: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang-19")
     if cc is None:
         pytest.skip("no C compiler to build a FastRPC library whose open fails")
     src = tmp_path / "failing_cdsprpc.c"
-    src.write_text(textwrap.dedent("""
+    src.write_text(
+        textwrap.dedent("""
         #include <stdint.h>
         int remote_handle64_open(const char *uri, uint64_t *h) { (void)uri; (void)h; return 0x80000406; }
         int remote_handle64_invoke(uint64_t h, uint32_t sc, void *pra) { (void)h; (void)sc; (void)pra; return 1; }
         int remote_handle64_close(uint64_t h) { (void)h; return 0; }
-    """))
+    """)
+    )
     lib = tmp_path / "libfailing_cdsprpc.so"
     subprocess.run([cc, "-shared", "-fPIC", "-o", str(lib), str(src)], check=True)
     monkeypatch.setenv(runtime.ENV_CDSPRPC_LIB, str(lib))
     code = 0x80000406 - 2**32
-    with pytest.raises(runtime.RuntimeUnavailable, match=rf"no cDSP answered: remote_handle64_open\(\"file:///"
-                                                         rf"libhexfuse_rpc_skel.so\?.*&_dom=cdsp\"\) through {lib} "
-                                                         rf"failed with code {code}"):
+    with pytest.raises(
+        runtime.RuntimeUnavailable,
+        match=rf"no cDSP answered: remote_handle64_open\(\"file:///"
+        rf"libhexfuse_rpc_skel.so\?.*&_dom=cdsp\"\) through {lib} "
+        rf"failed with code {code}",
+    ):
         runtime.session_options(backend="hexagon")
     assert runtime.resolve_backend("auto") == "host"
 
@@ -371,8 +416,9 @@ def run_auto(model: Path, env_lib: str | None) -> subprocess.CompletedProcess[st
     if env_lib:
         env[runtime.ENV_CDSPRPC_LIB] = env_lib
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
-    return subprocess.run([sys.executable, "-c", AUTO_SCRIPT, str(model)], env=env, capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.run(
+        [sys.executable, "-c", AUTO_SCRIPT, str(model)], env=env, capture_output=True, text=True, timeout=300
+    )
 
 
 def test_auto_falls_back_to_host_and_says_why_once(lowered: dict[str, Path], no_cdsprpc: None) -> None:
@@ -380,8 +426,10 @@ def test_auto_falls_back_to_host_and_says_why_once(lowered: dict[str, Path], no_
     assert r.returncode == 0, r.stderr
     assert "ran 3 sessions" in r.stdout
     lines = [line for line in r.stderr.splitlines() if "hexfuse: backend auto" in line]
-    assert lines == ["hexfuse: backend auto -> host: no cDSP: cannot load the FastRPC library libcdsprpc.so "
-                     "(libcdsprpc.so: cannot open shared object file: No such file or directory)"], r.stderr
+    assert lines == [
+        "hexfuse: backend auto -> host: no cDSP: cannot load the FastRPC library libcdsprpc.so "
+        "(libcdsprpc.so: cannot open shared object file: No such file or directory)"
+    ], r.stderr
 
 
 def test_auto_takes_hexagon_when_a_cdsp_answers(lowered: dict[str, Path], loopback: Path) -> None:

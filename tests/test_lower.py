@@ -1,6 +1,7 @@
 """Lowering FusedHexPair bodies to task programs: the numeric table matches ops.h, every supported
 op lowers and runs on the real dsp/ host kernel with the original's results, and an op outside
 the kernel's op set raises LoweringError naming it."""
+
 from __future__ import annotations
 
 import re
@@ -26,8 +27,9 @@ ROOT = Path(__file__).resolve().parents[1]
 NO_PAIR = {"sequential_chain"}
 FUSED = [name for name in models.BUILDERS if name not in NO_PAIR]
 
-needs_host = pytest.mark.skipif(not (LIB_DIR / HOST_NAME).is_file(),
-                                reason=f"{HOST_NAME} not built (run `bash custom_ops/build.sh`)")
+needs_host = pytest.mark.skipif(
+    not (LIB_DIR / HOST_NAME).is_file(), reason=f"{HOST_NAME} not built (run `bash custom_ops/build.sh`)"
+)
 
 
 def header_values() -> dict[str, int]:
@@ -58,18 +60,37 @@ def pair_model(nodes_a, nodes_b, inputs_a, inputs_b, outputs_a, outputs_b, inits
     """A model whose only node is a FusedHexPair over nodes_a + nodes_b (inputs: ValueInfos)."""
     formal = [v.name for v in inputs_a + inputs_b]
     names_out = [v.name for v in outputs_a + outputs_b]
-    fn = helper.make_function(C.DOMAIN, C.OP_TYPE, formal, names_out, nodes_a + nodes_b,
-                              [helper.make_opsetid("", opset)], attributes=list(C.NODE_ATTRIBUTES))
+    fn = helper.make_function(
+        C.DOMAIN,
+        C.OP_TYPE,
+        formal,
+        names_out,
+        nodes_a + nodes_b,
+        [helper.make_opsetid("", opset)],
+        attributes=list(C.NODE_ATTRIBUTES),
+    )
     fn.overload = "pair0"
-    node = helper.make_node(C.OP_TYPE, formal, names_out, name="hexfuse/pair0", domain=C.DOMAIN,
-                            num_inputs_a=len(inputs_a), num_outputs_a=len(outputs_a), num_nodes_a=len(nodes_a),
-                            share_a=0.5, kind=C.KIND_BRANCHES)
+    node = helper.make_node(
+        C.OP_TYPE,
+        formal,
+        names_out,
+        name="hexfuse/pair0",
+        domain=C.DOMAIN,
+        num_inputs_a=len(inputs_a),
+        num_outputs_a=len(outputs_a),
+        num_nodes_a=len(nodes_a),
+        share_a=0.5,
+        kind=C.KIND_BRANCHES,
+    )
     node.overload = "pair0"
     graph_inputs = [v for v in inputs_a + inputs_b if v.name not in {t.name for t in inits}]
     graph = helper.make_graph([node], "g", graph_inputs, outputs_a + outputs_b, initializer=inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset),
-                                                    helper.make_opsetid(C.DOMAIN, 1)],
-                              functions=[fn], ir_version=10)
+    model = helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid("", opset), helper.make_opsetid(C.DOMAIN, 1)],
+        functions=[fn],
+        ir_version=10,
+    )
     return model
 
 
@@ -84,11 +105,22 @@ def init(name, arr):
 def coverage_model() -> onnx.ModelProto:
     rng = np.random.default_rng(0)
     f = lambda *s: rng.standard_normal(s).astype(np.float32)  # noqa: E731
-    inits = [init("w", f(16, 8)), init("gw", f(8, 8)), init("gb", f(8)), init("cw", f(4, 3, 3, 3)),
-             init("cb", f(4)), init("ln_s", f(8)), init("ln_b", f(8)), init("shape", np.array([2, 2, 8], np.int64)),
-             init("st", np.array([1], np.int64)), init("en", np.array([7], np.int64)),
-             init("ax", np.array([2], np.int64)), init("sp", np.array([2], np.int64)),
-             init("w2", f(8, 8)), init("axes1", np.array([1], np.int64))]
+    inits = [
+        init("w", f(16, 8)),
+        init("gw", f(8, 8)),
+        init("gb", f(8)),
+        init("cw", f(4, 3, 3, 3)),
+        init("cb", f(4)),
+        init("ln_s", f(8)),
+        init("ln_b", f(8)),
+        init("shape", np.array([2, 2, 8], np.int64)),
+        init("st", np.array([1], np.int64)),
+        init("en", np.array([7], np.int64)),
+        init("ax", np.array([2], np.int64)),
+        init("sp", np.array([2], np.int64)),
+        init("w2", f(8, 8)),
+        init("axes1", np.array([1], np.int64)),
+    ]
     a = [
         helper.make_node("MatMul", ["x", "w"], ["a1"], name="mm"),
         helper.make_node("Gemm", ["a1", "gw", "gb"], ["a2"], name="gemm", transB=1, alpha=0.5, beta=2.0),
@@ -116,13 +148,24 @@ def coverage_model() -> onnx.ModelProto:
         helper.make_node("Unsqueeze", ["b9", "axes1"], ["b10"], name="unsq"),
         helper.make_node("Flatten", ["b10"], ["yb"], name="flat", axis=1),
     ]
-    inputs_a = [vi("x", [4, 16]), vi("w", [16, 8]), vi("gw", [8, 8]), vi("gb", [8]), vi("ln_s", [8]),
-                vi("ln_b", [8]), vi("shape", [3], TensorProto.INT64), vi("st", [1], TensorProto.INT64),
-                vi("en", [1], TensorProto.INT64), vi("ax", [1], TensorProto.INT64), vi("sp", [1], TensorProto.INT64),
-                vi("img", [1, 3, 9, 9]), vi("cw", [4, 3, 3, 3]), vi("cb", [4])]
+    inputs_a = [
+        vi("x", [4, 16]),
+        vi("w", [16, 8]),
+        vi("gw", [8, 8]),
+        vi("gb", [8]),
+        vi("ln_s", [8]),
+        vi("ln_b", [8]),
+        vi("shape", [3], TensorProto.INT64),
+        vi("st", [1], TensorProto.INT64),
+        vi("en", [1], TensorProto.INT64),
+        vi("ax", [1], TensorProto.INT64),
+        vi("sp", [1], TensorProto.INT64),
+        vi("img", [1, 3, 9, 9]),
+        vi("cw", [4, 3, 3, 3]),
+        vi("cb", [4]),
+    ]
     inputs_b = [vi("z", [5, 8]), vi("w2", [8, 8]), vi("axes1", [1], TensorProto.INT64)]
-    return pair_model(a, b, inputs_a, inputs_b, [vi("ya", [8, 2]), vi("yc", [1, 4, 5, 5])], [vi("yb", [5, 1])],
-                      inits)
+    return pair_model(a, b, inputs_a, inputs_b, [vi("ya", [8, 2]), vi("yc", [1, 4, 5, 5])], [vi("yb", [5, 1])], inits)
 
 
 def feeds_of(model: onnx.ModelProto, seed: int = 1) -> dict[str, np.ndarray]:
@@ -141,9 +184,22 @@ def test_coverage_model_lowers_every_op() -> None:
     program = lower_pair(m, m.graph.node[0])
     assert program[:4] == b"HFXP"
     used = {n.op_type for f in m.functions for n in f.node}
-    assert used >= {"MatMul", "Gemm", "Conv", "Softmax", "LayerNormalization", "ReduceMean", "ReduceSum",
-                    "Transpose", "Slice", "Concat", "Reshape", "Flatten", "Unsqueeze", "Constant"}
-
+    assert used >= {
+        "MatMul",
+        "Gemm",
+        "Conv",
+        "Softmax",
+        "LayerNormalization",
+        "ReduceMean",
+        "ReduceSum",
+        "Transpose",
+        "Slice",
+        "Concat",
+        "Reshape",
+        "Flatten",
+        "Unsqueeze",
+        "Constant",
+    }
 
 
 def _num_ops(program: bytes) -> int:
@@ -176,11 +232,12 @@ def test_program_op_nodes_names_the_constant_of_an_output_copy() -> None:
     assert _num_ops(lower_pair(m, m.graph.node[0])) == len(origins) == 2
     assert [(o.node, o.task, o.body_index, o.output) for o in origins] == [("relu", 0, 0, "ya"), ("kb", 1, 1, "yb")]
 
+
 @needs_host
 def test_coverage_model_runs_on_the_host_kernel() -> None:
     m = coverage_model()
     feeds = feeds_of(m)
-    feeds["z"] = feeds["z"] + np.sign(feeds["z"]) * 0.5   # keep Div away from 0
+    feeds["z"] = feeds["z"] + np.sign(feeds["z"]) * 0.5  # keep Div away from 0
     ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
     got = HostKernel().run(lower_pair(m, m.graph.node[0]), program_inputs(m, m.graph.node[0], feeds))
     assert len(got) == len(ref)
@@ -193,30 +250,70 @@ def pool_resize_model() -> onnx.ModelProto:
     """A pair over the pooling, hard activation and Resize ops, with the attributes the kernel takes."""
     inits = [init("scales", np.array([1, 1, 2, 1.5], np.float32)), init("sizes", np.array([1, 2, 7, 13], np.int64))]
     a = [
-        helper.make_node("MaxPool", ["img"], ["a1"], name="maxpool", kernel_shape=[3, 3], strides=[2, 2],
-                         pads=[1, 1, 1, 1], ceil_mode=1),
+        helper.make_node(
+            "MaxPool",
+            ["img"],
+            ["a1"],
+            name="maxpool",
+            kernel_shape=[3, 3],
+            strides=[2, 2],
+            pads=[1, 1, 1, 1],
+            ceil_mode=1,
+        ),
         helper.make_node("HardSwish", ["a1"], ["a2"], name="hardswish"),
-        helper.make_node("AveragePool", ["a2"], ["a3"], name="avgpool", kernel_shape=[2, 3], strides=[1, 2],
-                         pads=[1, 0, 0, 1], count_include_pad=1),
+        helper.make_node(
+            "AveragePool",
+            ["a2"],
+            ["a3"],
+            name="avgpool",
+            kernel_shape=[2, 3],
+            strides=[1, 2],
+            pads=[1, 0, 0, 1],
+            count_include_pad=1,
+        ),
         helper.make_node("HardSigmoid", ["a3"], ["a4"], name="hardsigmoid", alpha=0.3, beta=0.4),
         helper.make_node("GlobalAveragePool", ["a4"], ["a5"], name="gap"),
         helper.make_node("Flatten", ["a5"], ["ya"], name="flatten", axis=1),
         helper.make_node("MaxPool", ["img"], ["yd0"], name="maxpool_same", kernel_shape=[2, 3], auto_pad="SAME_LOWER"),
-        helper.make_node("MaxPool", ["yd0"], ["yd"], name="maxpool_dilated", kernel_shape=[2, 2], dilations=[2, 1],
-                         pads=[1, 0, 1, 1]),
-        helper.make_node("AveragePool", ["img"], ["ye"], name="avgpool_ceil", kernel_shape=[2, 2], strides=[2, 2],
-                         pads=[1, 1, 0, 0], ceil_mode=1),
+        helper.make_node(
+            "MaxPool", ["yd0"], ["yd"], name="maxpool_dilated", kernel_shape=[2, 2], dilations=[2, 1], pads=[1, 0, 1, 1]
+        ),
+        helper.make_node(
+            "AveragePool",
+            ["img"],
+            ["ye"],
+            name="avgpool_ceil",
+            kernel_shape=[2, 2],
+            strides=[2, 2],
+            pads=[1, 1, 0, 0],
+            ceil_mode=1,
+        ),
     ]
     b = [
         helper.make_node("Resize", ["z", "", "scales"], ["b1"], name="resize_linear", mode="linear"),
         helper.make_node("Sigmoid", ["b1"], ["yb"], name="sigmoid"),
-        helper.make_node("Resize", ["z", "", "", "sizes"], ["yn"], name="resize_nearest", mode="nearest",
-                         coordinate_transformation_mode="asymmetric", nearest_mode="floor"),
+        helper.make_node(
+            "Resize",
+            ["z", "", "", "sizes"],
+            ["yn"],
+            name="resize_nearest",
+            mode="nearest",
+            coordinate_transformation_mode="asymmetric",
+            nearest_mode="floor",
+        ),
     ]
     inputs_a = [vi("img", [2, 3, 9, 10])]
     inputs_b = [vi("z", [1, 2, 5, 6]), vi("scales", [4]), vi("sizes", [4], TensorProto.INT64)]
-    return pair_model(a, b, inputs_a, inputs_b, [vi("ya", [2, 3]), vi("yd", [2, 3, 9, 10]), vi("ye", [2, 3, 5, 6])],
-                      [vi("yb", [1, 2, 10, 9]), vi("yn", [1, 2, 7, 13])], inits, opset=19)
+    return pair_model(
+        a,
+        b,
+        inputs_a,
+        inputs_b,
+        [vi("ya", [2, 3]), vi("yd", [2, 3, 9, 10]), vi("ye", [2, 3, 5, 6])],
+        [vi("yb", [1, 2, 10, 9]), vi("yn", [1, 2, 7, 13])],
+        inits,
+        opset=19,
+    )
 
 
 def assert_matches_ort_on_the_host_kernel(m: onnx.ModelProto, tol: float = 1e-4) -> None:
@@ -238,7 +335,8 @@ def test_pool_resize_model_runs_on_the_host_kernel() -> None:
 
 RESIZE_COORDS = ["half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel", "half_pixel_symmetric"]
 RESIZE_MODES = [("nearest", nm) for nm in ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")] + [
-    ("linear", None)]
+    ("linear", None)
+]
 
 
 @needs_host
@@ -249,7 +347,7 @@ def test_resize_matches_ort_on_the_host_kernel(coord: str, mode: str, nearest_mo
     attrs = {"mode": mode, "coordinate_transformation_mode": coord}
     if nearest_mode:
         attrs["nearest_mode"] = nearest_mode
-    if by == "scales":   # up along H, down (3 * 0.6 -> floor) along W
+    if by == "scales":  # up along H, down (3 * 0.6 -> floor) along W
         inits = [init("s", np.array([1, 1, 2.5, 0.6], np.float32))]
         node = helper.make_node("Resize", ["z", "", "s"], ["yb"], name="resize", **attrs)
     else:
@@ -268,8 +366,9 @@ def test_pool_resize_model_lowers() -> None:
 def test_ceil_mode_window_in_the_padding_is_refused() -> None:
     """ONNX shape inference keeps a ceil_mode window that would start in the bottom padding; ONNX
     Runtime (and the kernel) drop it. The lowering refuses what it cannot make agree."""
-    node = helper.make_node("MaxPool", ["z"], ["yb"], name="pool_ceil", kernel_shape=[2, 2], strides=[2, 2],
-                            pads=[0, 0, 1, 1], ceil_mode=1)
+    node = helper.make_node(
+        "MaxPool", ["z"], ["yb"], name="pool_ceil", kernel_shape=[2, 2], strides=[2, 2], pads=[0, 0, 1, 1], ceil_mode=1
+    )
     m = _single_op_pair(node, opset=19)
     with pytest.raises(LoweringError) as info:
         lower_pair(m, m.graph.node[0])
@@ -315,8 +414,9 @@ def test_zoo_pairs_lower(name: str, fused: dict[str, onnx.ModelProto]) -> None:
 def test_zoo_programs_match_the_fallback_on_the_host_kernel(name: str, fused: dict[str, onnx.ModelProto]) -> None:
     m, _ = attach_programs(fused[name])
     inferred = onnx.shape_inference.infer_shapes(m)
-    types = {v.name: v for v in list(inferred.graph.value_info) + list(inferred.graph.output)
-             + list(inferred.graph.input)}
+    types = {
+        v.name: v for v in list(inferred.graph.value_info) + list(inferred.graph.output) + list(inferred.graph.input)
+    }
     pairs = [n for n in m.graph.node if n.domain == C.DOMAIN]
     probe = onnx.ModelProto()
     probe.CopyFrom(m)
@@ -343,15 +443,17 @@ def test_zoo_programs_match_the_fallback_on_the_host_kernel(name: str, fused: di
 # ---- ops and attributes outside the kernel's op set --------------------------------------------
 
 
-def _single_op_pair(node_b: onnx.NodeProto, opset: int = 17, domain_b: str | None = None,
-                    inits: list[onnx.TensorProto] | None = None) -> onnx.ModelProto:
+def _single_op_pair(
+    node_b: onnx.NodeProto, opset: int = 17, domain_b: str | None = None, inits: list[onnx.TensorProto] | None = None
+) -> onnx.ModelProto:
     """A hand-made pair: task A is a Relu, task B the one node (reads z [1,3,8,8], writes yb)."""
     a = [helper.make_node("Relu", ["x"], ["ya"], name="relu")]
     inits = inits or []
     extra = [vi(t.name, list(t.dims), t.data_type) for t in inits]
     outs = [vi(o, None, TensorProto.INT64 if o.endswith("_idx") else TensorProto.FLOAT) for o in node_b.output if o]
-    m = pair_model(a, [node_b], [vi("x", [2, 4])], [vi("z", [1, 3, 8, 8])] + extra, [vi("ya", [2, 4])], outs,
-                   inits, opset)
+    m = pair_model(
+        a, [node_b], [vi("x", [2, 4])], [vi("z", [1, 3, 8, 8])] + extra, [vi("ya", [2, 4])], outs, inits, opset
+    )
     if domain_b:
         m.opset_import.append(helper.make_opsetid(domain_b, 1))
         m.functions[0].opset_import.append(helper.make_opsetid(domain_b, 1))
@@ -361,19 +463,50 @@ def _single_op_pair(node_b: onnx.NodeProto, opset: int = 17, domain_b: str | Non
 UNSUPPORTED = [
     # (node, op named by the error, initializers)
     (helper.make_node("FastGelu", ["z"], ["yb"], name="fast_gelu", domain="com.microsoft"), "FastGelu", []),
-    (helper.make_node("TopK", ["z", "k"], ["yb", "yb_idx"], name="topk", axis=-1), "TopK",
-     [init("k", np.array([2], np.int64))]),
-    (helper.make_node("Resize", ["z", "", "scales"], ["yb"], name="resize_cubic", mode="cubic"), "Resize",
-     [init("scales", np.array([1, 1, 2, 2], np.float32))]),
-    (helper.make_node("Resize", ["z", "", "scales"], ["yb"], name="resize_axis1"), "Resize",
-     [init("scales", np.array([1, 2, 1, 1], np.float32))]),
-    (helper.make_node("Resize", ["z", "roi", "scales"], ["yb"], name="resize_crop",
-                      coordinate_transformation_mode="tf_crop_and_resize"), "Resize",
-     [init("roi", np.array([0, 0, 0, 0, 1, 1, 1, 1], np.float32)), init("scales", np.array([1, 1, 2, 2], np.float32))]),
+    (
+        helper.make_node("TopK", ["z", "k"], ["yb", "yb_idx"], name="topk", axis=-1),
+        "TopK",
+        [init("k", np.array([2], np.int64))],
+    ),
+    (
+        helper.make_node("Resize", ["z", "", "scales"], ["yb"], name="resize_cubic", mode="cubic"),
+        "Resize",
+        [init("scales", np.array([1, 1, 2, 2], np.float32))],
+    ),
+    (
+        helper.make_node("Resize", ["z", "", "scales"], ["yb"], name="resize_axis1"),
+        "Resize",
+        [init("scales", np.array([1, 2, 1, 1], np.float32))],
+    ),
+    (
+        helper.make_node(
+            "Resize",
+            ["z", "roi", "scales"],
+            ["yb"],
+            name="resize_crop",
+            coordinate_transformation_mode="tf_crop_and_resize",
+        ),
+        "Resize",
+        [
+            init("roi", np.array([0, 0, 0, 0, 1, 1, 1, 1], np.float32)),
+            init("scales", np.array([1, 1, 2, 2], np.float32)),
+        ],
+    ),
     (helper.make_node("MaxPool", ["z"], ["yb", "yb_idx"], name="maxpool_indices", kernel_shape=[2, 2]), "MaxPool", []),
     (helper.make_node("GlobalMaxPool", ["z"], ["yb"], name="gmp"), "GlobalMaxPool", []),
-    (helper.make_node("MaxPool", ["z"], ["yb"], name="maxpool_same_dilated", kernel_shape=[2, 2], dilations=[2, 2],
-                      auto_pad="SAME_UPPER"), "MaxPool", []),
+    (
+        helper.make_node(
+            "MaxPool",
+            ["z"],
+            ["yb"],
+            name="maxpool_same_dilated",
+            kernel_shape=[2, 2],
+            dilations=[2, 2],
+            auto_pad="SAME_UPPER",
+        ),
+        "MaxPool",
+        [],
+    ),
     (helper.make_node("Gelu", ["z"], ["yb"], name="gelu_tanh", approximate="tanh"), "Gelu", []),
 ]
 

@@ -1,6 +1,7 @@
 """The ONNX Runtime plugin (hexfuse_onnx/_lib/libhexfuse_ort.so) runs FusedHexPair nodes with the
 dsp/ kernel: results match the original model, the kernel (not the fallback body) ran, corrupt
 programs and wrong shapes give clear errors, and one session serves many threads."""
+
 from __future__ import annotations
 
 import json
@@ -24,7 +25,8 @@ LOWERABLE = ["two_branch", "mha_encoder", "gpt_decode_step", "gpt_decode_step_co
 
 pytestmark = pytest.mark.skipif(
     not (runtime.LIB_DIR / runtime.PLUGIN_NAME).is_file(),
-    reason=f"{runtime.LIB_DIR / runtime.PLUGIN_NAME} not built: run `bash custom_ops/build.sh`")
+    reason=f"{runtime.LIB_DIR / runtime.PLUGIN_NAME} not built: run `bash custom_ops/build.sh`",
+)
 
 
 def plugin_session(path: Path | bytes) -> ort.InferenceSession:
@@ -116,13 +118,13 @@ def test_missing_program_fails_at_session_creation(lowered: dict[str, Path]) -> 
 
 def test_wrong_input_shape_fails_at_run(lowered: dict[str, Path]) -> None:
     m = onnx.load(lowered["two_branch"])
-    for v in list(m.graph.input) + list(m.graph.output):   # let ORT accept any batch
+    for v in list(m.graph.input) + list(m.graph.output):  # let ORT accept any batch
         v.type.tensor_type.shape.dim[0].dim_param = "batch"
     s = plugin_session(m.SerializeToString())
     x = np.zeros((7, 256), np.float32)
     with pytest.raises(Exception, match=r"FusedHexPair.*has shape \[7,256\].*lowered for \[64,256\]"):
         s.run(None, {"x": x})
-    s.run(None, {"x": np.zeros((64, 256), np.float32)})   # the session is still usable
+    s.run(None, {"x": np.zeros((64, 256), np.float32)})  # the session is still usable
 
 
 def test_eight_threads_share_one_session(zoo_dir: Path, lowered: dict[str, Path]) -> None:
@@ -131,8 +133,9 @@ def test_eight_threads_share_one_session(zoo_dir: Path, lowered: dict[str, Path]
     assert not concurrent_errors(s, cases, runs=5, tol=1e-4)
 
 
-def test_trace_summary_is_written(tmp_path: Path, zoo_dir: Path, lowered: dict[str, Path],
-                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_trace_summary_is_written(
+    tmp_path: Path, zoo_dir: Path, lowered: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     trace = tmp_path / "trace.json"
     monkeypatch.setenv(runtime.ENV_TRACE, str(trace))
     feeds, _ = reference(zoo_dir, "two_branch")
@@ -156,10 +159,12 @@ QNN_TOL = 1e-2
 
 def _tiny_model() -> bytes:
     from onnx import TensorProto, helper
+
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8])
-    g = helper.make_graph([helper.make_node("Relu", ["x"], ["t"]), helper.make_node("Add", ["t", "x"], ["y"])],
-                          "probe", [x], [y])
+    g = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["t"]), helper.make_node("Add", ["t", "x"], ["y"])], "probe", [x], [y]
+    )
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=10).SerializeToString()
 
 
@@ -194,8 +199,9 @@ def qnn_devices() -> tuple[list, dict[str, str]]:
 
 
 @pytest.mark.parametrize("name", ["two_branch", "mha_encoder"])
-def test_plugin_beside_the_qnn_ep(name: str, zoo_dir: Path, lowered: dict[str, Path], tmp_path: Path,
-                                  qnn_devices: tuple[list, dict[str, str]]) -> None:
+def test_plugin_beside_the_qnn_ep(
+    name: str, zoo_dir: Path, lowered: dict[str, Path], tmp_path: Path, qnn_devices: tuple[list, dict[str, str]]
+) -> None:
     devices, options = qnn_devices
     so = runtime.session_options(backend="host")
     so.log_severity_level = 3
@@ -206,8 +212,8 @@ def test_plugin_beside_the_qnn_ep(name: str, zoo_dir: Path, lowered: dict[str, P
     feeds, ref = reference(zoo_dir, name)
     got = s.run(None, feeds)
     by = nodes_by_provider(s)
-    assert "FusedHexPair" in by.get("CPUExecutionProvider", set()), by   # the plugin ran the pair
-    assert by.get(QNN_EP), f"QNN took no node: {by}"                     # QNN took the rest
+    assert "FusedHexPair" in by.get("CPUExecutionProvider", set()), by  # the plugin ran the pair
+    assert by.get(QNN_EP), f"QNN took no node: {by}"  # QNN took the rest
     assert len(ref) == len(got)
     for r, g in zip(ref, got):
         assert r.shape == g.shape

@@ -18,6 +18,7 @@ with a random seed (any value above 500 switches to that profile). With -s a sum
 the counts (rewrote, declined, pairs by kind); `--hypothesis-show-statistics` shows the same as
 hypothesis events.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -43,17 +44,28 @@ import models
 OPSET = 18
 IR_VERSION = 10
 PLUGIN_RTOL = 1e-4
-COMPARE_SEED = 11          # the pass verifies with seed 0
+COMPARE_SEED = 11  # the pass verifies with seed 0
 PLUGIN_BUILT = (runtime.LIB_DIR / runtime.PLUGIN_NAME).is_file()
 
 EXAMPLES = int(os.environ.get("HEXFUSE_PROPERTY_EXAMPLES", "300"))
 ON_DEMAND = "HEXFUSE_PROPERTY_EXAMPLES" in os.environ and EXAMPLES > 500
 settings.register_profile(
-    "hexfuse-ci", max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large], print_blob=True)
+    "hexfuse-ci",
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    print_blob=True,
+)
 settings.register_profile(
-    "hexfuse-deep", max_examples=EXAMPLES, deadline=None, derandomize=False,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large], print_blob=True)
+    "hexfuse-deep",
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=False,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    print_blob=True,
+)
 PROFILE = settings.get_profile("hexfuse-deep" if ON_DEMAND else "hexfuse-ci")
 
 STATS: Counter[str] = Counter()
@@ -62,14 +74,14 @@ STATS: Counter[str] = Counter()
 # The generator
 
 
-BATCH = "N"   # the symbolic batch dim's name
+BATCH = "N"  # the symbolic batch dim's name
 
 
 @dataclass
 class Val:
     name: str
-    shape: tuple[int, ...]     # concrete shape (axis 0 is the batch when the model is symbolic)
-    mag: float = 1.0           # rough typical magnitude: keeps products of activations finite
+    shape: tuple[int, ...]  # concrete shape (axis 0 is the batch when the model is symbolic)
+    mag: float = 1.0  # rough typical magnitude: keeps products of activations finite
 
 
 # An op whose output magnitude estimate exceeds this is replaced by a Tanh: chains such as
@@ -91,10 +103,12 @@ class Spec:
     ops: Counter[str] = field(default_factory=Counter)
 
     def describe(self) -> str:
-        return (f"{len(self.model.graph.node)} nodes, {len(self.model.graph.input)} inputs, "
-                f"{len(self.model.graph.output)} outputs, symbolic={self.symbolic}, shapes={self.shapes}, "
-                f"kinds={self.kinds}, target={self.target}, min_gain={self.min_gain}, "
-                f"verify_plugin={self.verify_plugin}")
+        return (
+            f"{len(self.model.graph.node)} nodes, {len(self.model.graph.input)} inputs, "
+            f"{len(self.model.graph.output)} outputs, symbolic={self.symbolic}, shapes={self.shapes}, "
+            f"kinds={self.kinds}, target={self.target}, min_gain={self.min_gain}, "
+            f"verify_plugin={self.verify_plugin}"
+        )
 
 
 class _Builder:
@@ -134,8 +148,9 @@ class _Builder:
     def ints(self, values: list[int]) -> str:
         return self._const(np.asarray(values, dtype=np.int64), "i")
 
-    def node(self, op: str, inputs: list[str], shape: tuple[int, ...], n_outputs: int = 1, mag: float = 1.0,
-             **attrs) -> Val:
+    def node(
+        self, op: str, inputs: list[str], shape: tuple[int, ...], n_outputs: int = 1, mag: float = 1.0, **attrs
+    ) -> Val:
         out = self.fresh("t")
         outputs = [out] + [self.fresh("t") for _ in range(n_outputs - 1)]
         # Node names: usually unique names, sometimes none at all (the pass falls back to the output).
@@ -179,14 +194,16 @@ class _Builder:
         other: str | None = None
         shape = x.shape
         if mode == "value":
+
             def compatible(v: Val) -> bool:
                 if self.symbolic and len(v.shape) != len(x.shape):
-                    return False   # axis 0 (the batch) must meet axis 0
+                    return False  # axis 0 (the batch) must meet axis 0
                 try:
                     out = np.broadcast_shapes(x.shape, v.shape)
                 except ValueError:
                     return False
                 return len(out) <= 4 and int(np.prod(out)) <= 4096
+
             y = self.pick(compatible)
             if y is not None:
                 mag = x.mag + y.mag if op == "Add" else x.mag * y.mag
@@ -214,8 +231,7 @@ class _Builder:
         k = x.shape[-1]
         if self.draw(st.integers(0, 3)) == 0 and (len(x.shape) >= 3 or not self.symbolic):
             # activation x activation: y [..., K, M] with the same leading dims
-            y = self.pick(lambda v: len(v.shape) == len(x.shape) and v.shape[:-2] == x.shape[:-2]
-                          and v.shape[-2] == k)
+            y = self.pick(lambda v: len(v.shape) == len(x.shape) and v.shape[:-2] == x.shape[:-2] and v.shape[-2] == k)
             if y is not None:
                 if not self.too_big(x, x.mag * y.mag * np.sqrt(k)):
                     self.node("MatMul", [x.name, y.name], x.shape[:-1] + (y.shape[-1],), mag=x.mag * y.mag * np.sqrt(k))
@@ -243,8 +259,16 @@ class _Builder:
         alpha = self.draw(st.sampled_from([1.0, 0.5, 2.0]))
         beta = self.draw(st.sampled_from([1.0, 0.25]))
         if not self.too_big(x, x.mag * 1.5 * alpha + 1.0):
-            self.node("Gemm", ins, (m, n), mag=x.mag * 1.5 * alpha + 1.0, alpha=alpha, beta=beta, transA=trans_a,
-                      transB=trans_b)
+            self.node(
+                "Gemm",
+                ins,
+                (m, n),
+                mag=x.mag * 1.5 * alpha + 1.0,
+                alpha=alpha,
+                beta=beta,
+                transA=trans_a,
+                transB=trans_b,
+            )
 
     def conv(self) -> None:
         x = self.pick(lambda v: len(v.shape) == 4)
@@ -253,14 +277,14 @@ class _Builder:
         n_, c, h, w = x.shape
         group = 1
         m = self.draw(st.sampled_from([1, 2, 4, 8]))
-        if c > 1 and self.draw(st.integers(0, 3)) == 0:      # depthwise
+        if c > 1 and self.draw(st.integers(0, 3)) == 0:  # depthwise
             group, m = c, c
         k = self.draw(st.sampled_from([1, 3]))
         stride = self.draw(st.sampled_from([1, 1, 2]))
         dil = self.draw(st.sampled_from([1, 1, 1, 2]))
         pad_mode = self.draw(st.sampled_from(["pads", "pads", "SAME_UPPER", "VALID"]))
         if pad_mode == "SAME_UPPER":
-            dil = 1   # ONNX Runtime: "Dilation not supported for AutoPadType::SAME_UPPER"
+            dil = 1  # ONNX Runtime: "Dilation not supported for AutoPadType::SAME_UPPER"
         attrs = {"kernel_shape": [k, k], "strides": [stride, stride], "dilations": [dil, dil], "group": group}
         span = dil * (k - 1) + 1
         if pad_mode == "pads":
@@ -294,12 +318,12 @@ class _Builder:
         if not axes:
             return self.unary()
         axis = self.draw(st.sampled_from(axes))
-        norm = x.shape[axis % r:]
+        norm = x.shape[axis % r :]
         ins = [x.name, self.weight(norm, scale=1.0)]
         if self.draw(st.booleans()):
             ins.append(self.weight(norm, scale=0.1))
         eps = self.draw(st.sampled_from([1e-5, 1e-3]))
-        extra = 3 if self.draw(st.integers(0, 7)) == 0 else 1   # Mean and InvStdDev too, unused
+        extra = 3 if self.draw(st.integers(0, 7)) == 0 else 1  # Mean and InvStdDev too, unused
         self.node("LayerNormalization", ins, x.shape, n_outputs=extra, mag=3.0, axis=axis, epsilon=eps)
 
     def reduce_mean(self) -> None:
@@ -324,7 +348,7 @@ class _Builder:
             return self.unary()
         r = len(x.shape)
         if not self.symbolic and self.draw(st.integers(0, 4)) == 0:
-            self.node("Transpose", [x.name], x.shape[::-1], mag=x.mag)   # default perm: reverse
+            self.node("Transpose", [x.name], x.shape[::-1], mag=x.mag)  # default perm: reverse
             return
         first = [0] if self.symbolic else []
         rest = self.draw(st.permutations([i for i in range(r) if i not in first]))
@@ -341,13 +365,18 @@ class _Builder:
         parts = [x]
         for _ in range(self.draw(st.integers(1, 2))):
             y = self.pick(lambda v: len(v.shape) == r and all(v.shape[i] == x.shape[i] for i in range(r) if i != axis))
-            parts.append(y if y is not None else x)   # x itself: fan-out into one node
+            parts.append(y if y is not None else x)  # x itself: fan-out into one node
         total = sum(p.shape[axis] for p in parts)
         if total > 256:
             return self.unary()
         shape = tuple(total if i == axis else d for i, d in enumerate(x.shape))
-        self.node("Concat", [p.name for p in parts], shape, mag=max(p.mag for p in parts),
-                  axis=axis if self.draw(st.booleans()) else axis - r)
+        self.node(
+            "Concat",
+            [p.name for p in parts],
+            shape,
+            mag=max(p.mag for p in parts),
+            axis=axis if self.draw(st.booleans()) else axis - r,
+        )
 
     def slice(self) -> None:
         x = self.pick()
@@ -365,9 +394,9 @@ class _Builder:
                 s = self.draw(st.integers(0, d - 1))
                 e = self.draw(st.integers(s + 1, d))
                 if e == d and self.draw(st.booleans()):
-                    e = 2**63 - 1                     # "to the end"
+                    e = 2**63 - 1  # "to the end"
                 if self.draw(st.booleans()):
-                    s -= d                            # the same start, spelled negative
+                    s -= d  # the same start, spelled negative
             else:
                 s = self.draw(st.integers(1, d - 1))
                 e = self.draw(st.integers(-d - 1, s - d - 1))  # negative: counts from the end
@@ -398,12 +427,12 @@ class _Builder:
             new = [numel]
         elif choice == "merge":
             i = self.draw(st.integers(0, len(body) - 2))
-            new = body[:i] + [body[i] * body[i + 1]] + body[i + 2:]
+            new = body[:i] + [body[i] * body[i + 1]] + body[i + 2 :]
         elif choice == "split" and body:
             i = self.draw(st.integers(0, len(body) - 1))
             d = body[i]
             f = next((f for f in (2, 3) if d % f == 0 and d > f), None)
-            new = body[:i] + ([f, d // f] if f else [d, 1]) + body[i + 1:]
+            new = body[:i] + ([f, d // f] if f else [d, 1]) + body[i + 1 :]
         else:
             new = body + [1]
         if lead + len(new) > 4:
@@ -417,13 +446,24 @@ class _Builder:
         else:
             shape = tuple(new)
             if r >= 1 and len(new) >= 1 and new[0] == x.shape[0] and self.draw(st.booleans()) and spelled[0] != -1:
-                spelled[0] = 0                                   # "copy this dim"
+                spelled[0] = 0  # "copy this dim"
         self.node("Reshape", [x.name, self.ints(spelled)], shape, mag=x.mag)
 
 
-OP_WEIGHTS = [("matmul", 5), ("gemm", 2), ("conv", 3), ("binary", 5), ("unary", 4), ("softmax", 2),
-              ("layernorm", 2), ("reduce_mean", 2), ("transpose", 2), ("concat", 3), ("slice", 2),
-              ("reshape", 2)]
+OP_WEIGHTS = [
+    ("matmul", 5),
+    ("gemm", 2),
+    ("conv", 3),
+    ("binary", 5),
+    ("unary", 4),
+    ("softmax", 2),
+    ("layernorm", 2),
+    ("reduce_mean", 2),
+    ("transpose", 2),
+    ("concat", 3),
+    ("slice", 2),
+    ("reshape", 2),
+]
 OP_CHOICES = [name for name, w in OP_WEIGHTS for _ in range(w)]
 
 
@@ -433,8 +473,12 @@ def _input_shape(draw, batch: int) -> tuple[int, ...]:
         return (batch, draw(st.sampled_from([4, 8, 16, 32, 64])))
     if family == "3d":
         return (batch, draw(st.sampled_from([2, 4, 8])), draw(st.sampled_from([4, 8, 16, 32])))
-    return (batch, draw(st.sampled_from([1, 2, 3, 4, 8])), draw(st.sampled_from([4, 5, 8])),
-            draw(st.sampled_from([4, 5, 8])))
+    return (
+        batch,
+        draw(st.sampled_from([1, 2, 3, 4, 8])),
+        draw(st.sampled_from([4, 5, 8])),
+        draw(st.sampled_from([4, 5, 8])),
+    )
 
 
 @st.composite
@@ -459,13 +503,13 @@ def dags(draw) -> Spec:
     produced = [v for v in b.pool if v not in b.inputs]
     sinks = [v for v in produced if v.name not in b.consumed]
     outputs = list(sinks)
-    for v in produced:                # sometimes an intermediate is an output too (fan-out to the graph)
+    for v in produced:  # sometimes an intermediate is an output too (fan-out to the graph)
         if v not in outputs and draw(st.integers(0, 5)) == 0:
             outputs.append(v)
     outputs = list(draw(st.permutations(outputs)))
 
     def vi(v: Val, declare_shape: bool = True) -> onnx.ValueInfoProto:
-        if not declare_shape:   # rank only, every dim unknown
+        if not declare_shape:  # rank only, every dim unknown
             return helper.make_tensor_value_info(v.name, TensorProto.FLOAT, [None] * len(v.shape))
         dims: list[int | str] = list(v.shape)
         if symbolic:
@@ -474,23 +518,29 @@ def dags(draw) -> Spec:
 
     graph_inputs = [vi(v) for v in b.inputs]
     graph_outputs = [vi(v, declare_shape=draw(st.integers(0, 4)) > 0) for v in outputs]
-    if b.inits and draw(st.integers(0, 9)) == 0:   # initializers listed as (overridable) graph inputs
+    if b.inits and draw(st.integers(0, 9)) == 0:  # initializers listed as (overridable) graph inputs
         graph_inputs += [helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)) for t in b.inits]
     value_info = []
-    if draw(st.integers(0, 4)) == 0:      # an exporter that writes value_info for intermediates
+    if draw(st.integers(0, 4)) == 0:  # an exporter that writes value_info for intermediates
         value_info = [vi(v) for v in produced if v not in outputs]
-    graph = helper.make_graph(b.nodes, "property", graph_inputs, graph_outputs, initializer=b.inits,
-                              value_info=value_info)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION,
-                              producer_name="hexfuse property test")
+    graph = helper.make_graph(
+        b.nodes, "property", graph_inputs, graph_outputs, initializer=b.inits, value_info=value_info
+    )
+    model = helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid("", OPSET)],
+        ir_version=IR_VERSION,
+        producer_name="hexfuse property test",
+    )
     shapes = None
-    if symbolic and seed % 2:   # half of the symbolic models get a shapes= override
+    if symbolic and seed % 2:  # half of the symbolic models get a shapes= override
         shapes = {v.name: list(v.shape) for v in b.inputs}
-    kinds = draw(st.sampled_from([None, None, ["branches"], ["microbatch"], ["branches", "microbatch"],
-                                  ["prefill_decode"]]))
+    kinds = draw(
+        st.sampled_from([None, None, ["branches"], ["microbatch"], ["branches", "microbatch"], ["prefill_decode"]])
+    )
     target = draw(st.sampled_from(["hexagon-v73", "hexagon-v73", "host"]))
     min_gain = draw(st.sampled_from([pipeline.DEFAULT_MIN_GAIN, 0.0]))
-    verify_plugin = PLUGIN_BUILT and draw(st.integers(0, 3)) == 0    # the pass's own --verify plugin
+    verify_plugin = PLUGIN_BUILT and draw(st.integers(0, 3)) == 0  # the pass's own --verify plugin
     return Spec(model, symbolic, shapes, kinds, target, min_gain, verify_plugin, b.ops)
 
 
@@ -525,8 +575,15 @@ def _check_one(spec: Spec) -> None:
         STATS["cases"] += 1
         event(f"symbolic={spec.symbolic} override={spec.shapes is not None}")
         try:
-            result = pipeline.rewrite(src, out, kinds=spec.kinds, target=spec.target, min_gain=spec.min_gain,
-                                      shapes=spec.shapes, verify_plugin=spec.verify_plugin)
+            result = pipeline.rewrite(
+                src,
+                out,
+                kinds=spec.kinds,
+                target=spec.target,
+                min_gain=spec.min_gain,
+                shapes=spec.shapes,
+                verify_plugin=spec.verify_plugin,
+            )
         except HexfuseError as exc:
             message = exc.message
             assert message and "\n" not in message.strip(), f"not a one-line message: {message!r}"
@@ -569,8 +626,9 @@ def _check_written(spec: Spec, src: Path, out: Path, out_dir: Path, result: pipe
     if PLUGIN_BUILT:
         with_program = sum(any(a.name == C.ATTR_PROGRAM for a in n.attribute) for n in pair_nodes)
         STATS["pairs with a program"] += with_program
-        verify.compare(src, out, spec.shapes, PLUGIN_RTOL, rewritten_options=runtime.session_options("host"),
-                       seed=COMPARE_SEED)
+        verify.compare(
+            src, out, spec.shapes, PLUGIN_RTOL, rewritten_options=runtime.session_options("host"), seed=COMPARE_SEED
+        )
         STATS["plugin verified"] += 1
 
 
@@ -580,17 +638,21 @@ def _summary():
     yield
     pairs = ", ".join(f"{k.split(':', 1)[1]} {v}" for k, v in sorted(STATS.items()) if k.startswith("pair:"))
     declined = {k.split(":", 1)[1]: v for k, v in STATS.items() if k.startswith("declined:") and k.count(":") == 1}
-    print(f"\n[property] {STATS['cases']} graphs: rewrote {STATS['rewrote']}, "
-          f"declined {sum(declined.values())} ({', '.join(f'{k} {v}' for k, v in sorted(declined.items()))}); "
-          f"pairs: {pairs or 'none'}; plugin-verified models {STATS['plugin verified']}"
-          f"{'' if PLUGIN_BUILT else ' (plugin not built)'}")
+    print(
+        f"\n[property] {STATS['cases']} graphs: rewrote {STATS['rewrote']}, "
+        f"declined {sum(declined.values())} ({', '.join(f'{k} {v}' for k, v in sorted(declined.items()))}); "
+        f"pairs: {pairs or 'none'}; plugin-verified models {STATS['plugin verified']}"
+        f"{'' if PLUGIN_BUILT else ' (plugin not built)'}"
+    )
     reasons = {k.split(":", 2)[2]: v for k, v in STATS.items() if k.startswith("declined:") and k.count(":") >= 2}
     for reason, n in sorted(reasons.items(), key=lambda kv: -kv[1]):
         print(f"[property]   declined {n}: {reason}")
     rejected = {k.split(":", 1)[1]: v for k, v in STATS.items() if k.startswith("rejected:")}
     if rejected:
-        print("[property]   candidates rejected: " + ", ".join(
-            f"{k} {v}" for k, v in sorted(rejected.items(), key=lambda kv: -kv[1])))
+        print(
+            "[property]   candidates rejected: "
+            + ", ".join(f"{k} {v}" for k, v in sorted(rejected.items(), key=lambda kv: -kv[1]))
+        )
 
 
 @PROFILE
@@ -604,8 +666,13 @@ def test_rewrite_declines_cleanly_or_writes_a_verified_model(spec: Spec) -> None
 # above proves little.
 
 
-@settings(max_examples=60, deadline=None, derandomize=True, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(spec=dags())
 def test_generator_makes_valid_models(spec: Spec) -> None:
     onnx.checker.check_model(spec.model, full_check=True)
@@ -627,8 +694,12 @@ def test_equal_infinite_outputs_compare_equal(tmp_path: Path) -> None:
     a = np.array([np.inf, 1.0, -np.inf, 0.5], np.float32)
     assert verify.relative_error(a, a.copy()) == 0.0
     m = models.build("two_branch")
-    m.graph.node.extend([helper.make_node("Relu", ["x"], ["r"], name="extra/relu"),
-                         helper.make_node("Log", ["r"], ["logr"], name="extra/log")])   # -inf where x <= 0
+    m.graph.node.extend(
+        [
+            helper.make_node("Relu", ["x"], ["r"], name="extra/relu"),
+            helper.make_node("Log", ["r"], ["logr"], name="extra/log"),
+        ]
+    )  # -inf where x <= 0
     m.graph.output.append(helper.make_tensor_value_info("logr", TensorProto.FLOAT, [64, 256]))
     src = tmp_path / "log.onnx"
     onnx.save(m, src)

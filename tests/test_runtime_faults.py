@@ -19,6 +19,7 @@
 
 Tests marked `xfail(strict=True, reason="BUG: ...")` describe real defects.
 """
+
 from __future__ import annotations
 
 import json
@@ -46,7 +47,8 @@ RSS_GROWTH_LIMIT_MB = 50
 
 pytestmark = pytest.mark.skipif(
     not (runtime.LIB_DIR / runtime.PLUGIN_NAME).is_file(),
-    reason=f"{runtime.LIB_DIR / runtime.PLUGIN_NAME} not built: run `bash custom_ops/build.sh`")
+    reason=f"{runtime.LIB_DIR / runtime.PLUGIN_NAME} not built: run `bash custom_ops/build.sh`",
+)
 
 
 # ---------------------------------------------------------------------------------------
@@ -107,6 +109,7 @@ def with_program(path: Path, program: bytes) -> bytes:
         for a in n.attribute:
             if a.name == C.ATTR_PROGRAM:
                 a.s = program
+
     return edited(path, edit)
 
 
@@ -115,6 +118,7 @@ def with_attribute(path: Path, attr: onnx.AttributeProto) -> bytes:
         keep = [a for a in n.attribute if a.name != attr.name]
         del n.attribute[:]
         n.attribute.extend(keep + [attr])
+
     return edited(path, edit)
 
 
@@ -124,11 +128,26 @@ HEADER = struct.Struct("<IHHIIII4HIIII")
 
 
 def patch_header(program: bytes, **fields: int) -> bytes:
-    names = ["magic", "version", "header_bytes", "total", "flags", "n_tensors", "n_ops", "in_a", "in_b", "out_a",
-             "out_b", "tensors_off", "ops_off", "data_off", "data_bytes"]
+    names = [
+        "magic",
+        "version",
+        "header_bytes",
+        "total",
+        "flags",
+        "n_tensors",
+        "n_ops",
+        "in_a",
+        "in_b",
+        "out_a",
+        "out_b",
+        "tensors_off",
+        "ops_off",
+        "data_off",
+        "data_bytes",
+    ]
     values = dict(zip(names, HEADER.unpack_from(program)))
     values.update(fields)
-    return HEADER.pack(*[values[n] for n in names]) + program[HEADER.size:]
+    return HEADER.pack(*[values[n] for n in names]) + program[HEADER.size :]
 
 
 # ---------------------------------------------------------------------------------------
@@ -167,8 +186,9 @@ SESSION_DRIVER = textwrap.dedent(r"""
 """)
 
 
-def run_resuming(argv: list[str], cases: list, case_id, spec: Path, timeout: float,
-                 env: dict[str, str] | None = None) -> dict[str, dict]:
+def run_resuming(
+    argv: list[str], cases: list, case_id, spec: Path, timeout: float, env: dict[str, str] | None = None
+) -> dict[str, dict]:
     """Run `python -c argv... spec` on the cases (written to `spec` as JSON); the child prints a
     {"start": id} line before each case and the case's result after it. A case during which the
     child died gets {"crashed": exit status}, and the child is started again on the rest."""
@@ -176,8 +196,14 @@ def run_resuming(argv: list[str], cases: list, case_id, spec: Path, timeout: flo
     pending = list(cases)
     while pending:
         spec.write_text(json.dumps(pending))
-        proc = subprocess.run([sys.executable, "-c", *argv, str(spec)], cwd=REPO, capture_output=True,
-                              text=True, timeout=timeout, env={**os.environ, **(env or {})})
+        proc = subprocess.run(
+            [sys.executable, "-c", *argv, str(spec)],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env={**os.environ, **(env or {})},
+        )
         started = None
         for line in proc.stdout.splitlines():
             rec = json.loads(line)
@@ -221,8 +247,8 @@ def _corruptions(fused: dict[str, Path]) -> dict[str, tuple[bytes, tuple[str, ..
     cases: dict[str, tuple[bytes, tuple[str, ...]]] = {
         "random_bytes": (with_program(tb, rng.bytes(len(prog))), (not_valid,)),
         "random_bytes_valid_magic": (with_program(tb, prog[:4] + rng.bytes(len(prog) - 4)), (not_valid,)),
-        "truncated_to_header": (with_program(tb, prog[:HEADER.size]), (not_valid, "HFX_ERR_TRUNCATED")),
-        "truncated_inside_header": (with_program(tb, prog[:HEADER.size - 1]), (not_valid, "HFX_ERR_TRUNCATED")),
+        "truncated_to_header": (with_program(tb, prog[: HEADER.size]), (not_valid, "HFX_ERR_TRUNCATED")),
+        "truncated_inside_header": (with_program(tb, prog[: HEADER.size - 1]), (not_valid, "HFX_ERR_TRUNCATED")),
         "truncated_one_byte": (with_program(tb, prog[:-1]), (not_valid,)),
         "empty": (with_program(tb, b""), (not_valid,)),
         "version_bumped": (with_program(tb, patch_header(prog, version=2)), (not_valid, "HFX_ERR_VERSION")),
@@ -236,8 +262,10 @@ def _corruptions(fused: dict[str, Path]) -> dict[str, tuple[bytes, tuple[str, ..
         "from_another_pair": (with_program(tb, program_of(fused["mha_encoder"])), ("task program",)),
         "program_not_bytes": (with_attribute(tb, helper.make_attribute(C.ATTR_PROGRAM, 7)), ("'program'",)),
         "share_a_out_of_range": (with_attribute(tb, helper.make_attribute(C.ATTR_SHARE_A, 1.5)), ("share_a",)),
-        "checksum_wrong": (with_program(tb, prog[:-4] + bytes(b ^ 0xFF for b in prog[-4:])),
-                           (not_valid, "checksum mismatch")),
+        "checksum_wrong": (
+            with_program(tb, prog[:-4] + bytes(b ^ 0xFF for b in prog[-4:])),
+            (not_valid, "checksum mismatch"),
+        ),
         "checksum_flag_cleared": (with_program(tb, patch_header(prog, flags=0)), (not_valid,)),
     }
     return cases
@@ -256,11 +284,27 @@ def corruption_results(fused, tmp_path_factory):
     return run_sessions(cases, folder), expected
 
 
-CORRUPTION_IDS = ["random_bytes", "random_bytes_valid_magic", "truncated_to_header", "truncated_inside_header",
-                  "truncated_one_byte", "empty", "version_bumped", "version_zero", "total_bytes_too_large",
-                  "n_tensors_huge", "n_ops_huge", "ops_offset_past_end", "io_counts_swapped", "appended_garbage",
-                  "from_another_pair", "program_not_bytes", "share_a_out_of_range", "checksum_wrong",
-                  "checksum_flag_cleared"]
+CORRUPTION_IDS = [
+    "random_bytes",
+    "random_bytes_valid_magic",
+    "truncated_to_header",
+    "truncated_inside_header",
+    "truncated_one_byte",
+    "empty",
+    "version_bumped",
+    "version_zero",
+    "total_bytes_too_large",
+    "n_tensors_huge",
+    "n_ops_huge",
+    "ops_offset_past_end",
+    "io_counts_swapped",
+    "appended_garbage",
+    "from_another_pair",
+    "program_not_bytes",
+    "share_a_out_of_range",
+    "checksum_wrong",
+    "checksum_flag_cleared",
+]
 
 
 @pytest.mark.parametrize("case", CORRUPTION_IDS)
@@ -350,9 +394,11 @@ def _check_mutations(label: str, results: dict[str, dict]) -> None:
     ran = [v for v in results.values() if v.get("ran")]
     run_failed = [v for v in results.values() if v.get("created") and v.get("ran") is False]
     wrong = [v["id"] for v in ran if not v["match"]]
-    print(f"\n[mutations] {label}: {len(results)} programs: refused at creation {len(refused)}, failed at run "
-          f"{len(run_failed)}, ran {len(ran)} (results differ from the fallback: {len(wrong)}; e.g. {wrong[:6]}), "
-          f"crashed {len(crashed)}")
+    print(
+        f"\n[mutations] {label}: {len(results)} programs: refused at creation {len(refused)}, failed at run "
+        f"{len(run_failed)}, ran {len(ran)} (results differ from the fallback: {len(wrong)}; e.g. {wrong[:6]}), "
+        f"crashed {len(crashed)}"
+    )
     assert not crashed, f"mutated programs crashed the process (case: exit code): {crashed}"
     accepted = sorted(set(results) - {v["id"] for v in refused})
     assert not accepted, f"mutated programs accepted: {accepted[:10]}"
@@ -431,8 +477,11 @@ def test_workers_below_one_is_refused_in_python():
 
 @pytest.mark.parametrize("value", ["0", "-1", "257", "100000", "abc", "1.5", ""])
 def test_bad_worker_count_fails_at_session_creation(fused, tmp_path, value):
-    r = run_sessions([{"id": "w", "model": str(fused["two_branch"]), "reference": str(fused["two_branch"])}],
-                     tmp_path, env={runtime.ENV_WORKERS: value})["w"]
+    r = run_sessions(
+        [{"id": "w", "model": str(fused["two_branch"]), "reference": str(fused["two_branch"])}],
+        tmp_path,
+        env={runtime.ENV_WORKERS: value},
+    )["w"]
     assert "crashed" not in r, r
     assert r["created"] is False, f"HEXFUSE_WORKERS={value!r} was accepted"
     clear_error(r["error"], f"HEXFUSE_WORKERS='{value}' is not a worker count (an integer from 1 to 256)", node=False)
@@ -440,8 +489,11 @@ def test_bad_worker_count_fails_at_session_creation(fused, tmp_path, value):
 
 @pytest.mark.parametrize("value", ["1", "256"])
 def test_worker_count_limits_work(fused, tmp_path, value):
-    r = run_sessions([{"id": "w", "model": str(fused["mha_encoder"]), "reference": str(fused["mha_encoder"])}],
-                     tmp_path, env={runtime.ENV_WORKERS: value})["w"]
+    r = run_sessions(
+        [{"id": "w", "model": str(fused["mha_encoder"]), "reference": str(fused["mha_encoder"])}],
+        tmp_path,
+        env={runtime.ENV_WORKERS: value},
+    )["w"]
     assert r.get("created") and r.get("ran") and r.get("match"), r
 
 
@@ -481,8 +533,13 @@ THREADS_DRIVER = textwrap.dedent(r"""
 
 
 def test_worker_threads_that_cannot_start_are_a_clear_error(fused):
-    proc = subprocess.run([sys.executable, "-c", THREADS_DRIVER, str(fused["two_branch"]),
-                           str(fused["two_branch.original"])], cwd=REPO, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", THREADS_DRIVER, str(fused["two_branch"]), str(fused["two_branch.original"])],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stderr[-3000:]}"
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     if out["first"] == "created":
@@ -528,8 +585,9 @@ HOST_API_DRIVER = textwrap.dedent(r"""
 def test_kernel_api_refuses_impossible_pools():
     """The plugin sets no arena size; the C API does. An arena that cannot be allocated is
     HFX_ERR_NOMEM, too many or no workers and unknown flags are HFX_ERR_ARG; no pool is returned."""
-    proc = subprocess.run([sys.executable, "-c", HOST_API_DRIVER], cwd=REPO, capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", HOST_API_DRIVER], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["default"] == {"status": "HFX_OK", "pool": True}
@@ -548,6 +606,7 @@ def oversized_host_target(monkeypatch):
     from dataclasses import replace
 
     from hexfuse_onnx import costmodel
+
     big = replace(costmodel.HOST, onchip_bytes=costmodel.Param(32 * 2**20, "B", "test: larger than the arena"))
     monkeypatch.setitem(costmodel.TARGETS, "host", big)
     return big
@@ -567,6 +626,7 @@ def test_scratch_over_the_arena_fails_cleanly_at_run(big_scratch, tmp_path, over
     """A lowered pair whose task scratch exceeds the pool's arena: a clean HFX_ERR_BUDGET at run."""
     from hexfuse_onnx.lower import attach_programs
     from hexfuse_onnx.rewrite import fuse
+
     a = pipeline.analyse(big_scratch, target="host")
     assert a.pairs, "the host target should pair the two branches"
     model, failed = attach_programs(fuse(a.graph, a.pairs[:1], a.target.name))
@@ -592,14 +652,15 @@ def test_host_target_never_pairs_beyond_the_plugins_arena(big_scratch, tmp_path)
 def test_plugin_verification_drops_pairs_for_their_real_reason(big_scratch, tmp_path, oversized_host_target):
     messages: list[str] = []
     try:
-        r = pipeline.rewrite(big_scratch, tmp_path / "fused.onnx", target="host", verify_plugin=True,
-                             progress=messages.append)
+        r = pipeline.rewrite(
+            big_scratch, tmp_path / "fused.onnx", target="host", verify_plugin=True, progress=messages.append
+        )
         reasons = [x.reason for x in r.analysis.rejected]
     except VerificationError as exc:
         reasons = [exc.message]
     text = "\n".join(messages + reasons)
     assert "no 'program' attribute" not in text, text
-    assert "HFX_ERR_BUDGET" in text, text          # the real reason the pair cannot run
+    assert "HFX_ERR_BUDGET" in text, text  # the real reason the pair cannot run
 
 
 # ---------------------------------------------------------------------------------------
@@ -670,23 +731,32 @@ LOAD_DRIVER = textwrap.dedent(r"""
 
 
 def run_load(fused: dict[str, Path], runs: int) -> dict:
-    cfg = {"models": {"two_branch": str(fused["two_branch"]), "mha_encoder": str(fused["mha_encoder"])},
-           "sessions": ["two_branch", "mha_encoder", "two_branch"], "threads": 8, "runs": runs,
-           "warmup": 30, "inputs": 8, "tol": PLUGIN_TOL}
-    proc = subprocess.run([sys.executable, "-c", LOAD_DRIVER, json.dumps(cfg)], cwd=REPO, capture_output=True,
-                          text=True, timeout=1800)
+    cfg = {
+        "models": {"two_branch": str(fused["two_branch"]), "mha_encoder": str(fused["mha_encoder"])},
+        "sessions": ["two_branch", "mha_encoder", "two_branch"],
+        "threads": 8,
+        "runs": runs,
+        "warmup": 30,
+        "inputs": 8,
+        "tol": PLUGIN_TOL,
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", LOAD_DRIVER, json.dumps(cfg)], cwd=REPO, capture_output=True, text=True, timeout=1800
+    )
     assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stderr[-3000:]}"
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     growth = out["rss_end_mb"] - out["rss_after_warmup_mb"]
-    print(f"\n[load] {out['runs']} runs, 8 threads, 3 sessions (two_branch x2, mha_encoder) in {out['seconds']:.1f} s; "
-          f"worst relative error {out['worst']:.2e}; RSS start {out['rss_start_mb']:.0f} MB, after warm-up "
-          f"{out['rss_after_warmup_mb']:.0f} MB, mid {out['rss_mid_mb'] or 0:.0f} MB, end {out['rss_end_mb']:.0f} MB "
-          f"(growth {growth:+.1f} MB), peak {out['maxrss_mb']:.0f} MB")
+    print(
+        f"\n[load] {out['runs']} runs, 8 threads, 3 sessions (two_branch x2, mha_encoder) in {out['seconds']:.1f} s; "
+        f"worst relative error {out['worst']:.2e}; RSS start {out['rss_start_mb']:.0f} MB, after warm-up "
+        f"{out['rss_after_warmup_mb']:.0f} MB, mid {out['rss_mid_mb'] or 0:.0f} MB, end {out['rss_end_mb']:.0f} MB "
+        f"(growth {growth:+.1f} MB), peak {out['maxrss_mb']:.0f} MB"
+    )
     assert out["n_failures"] == 0, out["failures"]
     assert out["n_errors"] == 0, out["errors"]
     assert out["runs"] == runs
     assert growth < RSS_GROWTH_LIMIT_MB, f"RSS grew {growth:.1f} MB after warm-up over {runs} runs"
-    if out["rss_mid_mb"] is not None:   # a leak keeps growing; allocator warm-up levels off
+    if out["rss_mid_mb"] is not None:  # a leak keeps growing; allocator warm-up levels off
         second_half = out["rss_end_mb"] - out["rss_mid_mb"]
         assert second_half < RSS_GROWTH_LIMIT_MB / 2, f"RSS grew {second_half:.1f} MB in the second half alone"
     return out

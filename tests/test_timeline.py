@@ -1,4 +1,5 @@
 """`profile`: a real plugin run's work items as a Chrome trace, a PNG, and busy-time figures."""
+
 from __future__ import annotations
 
 import json
@@ -12,16 +13,24 @@ from hexfuse_onnx import timeline
 from hexfuse_onnx.runtime import LIB_DIR, PLUGIN_NAME
 
 ROOT = Path(__file__).resolve().parents[1]
-needs_plugin = pytest.mark.skipif(not (LIB_DIR / PLUGIN_NAME).is_file(),
-                                  reason="plugin not built (run `bash custom_ops/build.sh`)")
+needs_plugin = pytest.mark.skipif(
+    not (LIB_DIR / PLUGIN_NAME).is_file(), reason="plugin not built (run `bash custom_ops/build.sh`)"
+)
 
 
 def test_interval_arithmetic() -> None:
     assert timeline._union_ns([(0, 10), (5, 15), (20, 30)]) == 25
     assert timeline._overlap_ns([(0, 10), (20, 30)], [(5, 25)]) == 10
-    trace = {"node": "n", "share_a": 0.5, "workers": 2, "serialized": 0, "trace_events": [
-        {"worker": 0, "engine": "matrix", "task": "A", "op": 0, "item": 0, "start_ns": 0, "end_ns": 100},
-        {"worker": 1, "engine": "vector", "task": "B", "op": 1, "item": 0, "start_ns": 50, "end_ns": 200}]}
+    trace = {
+        "node": "n",
+        "share_a": 0.5,
+        "workers": 2,
+        "serialized": 0,
+        "trace_events": [
+            {"worker": 0, "engine": "matrix", "task": "A", "op": 0, "item": 0, "start_ns": 0, "end_ns": 100},
+            {"worker": 1, "engine": "vector", "task": "B", "op": 1, "item": 0, "start_ns": 50, "end_ns": 200},
+        ],
+    }
     t = timeline.pair_timeline(trace)
     assert (t.wall_ns, t.device_busy_ns, t.matrix_vector_overlap_ns) == (200, 200, 50)
     assert t.fractions()["matrix"] == 0.5
@@ -30,9 +39,26 @@ def test_interval_arithmetic() -> None:
 @needs_plugin
 def test_profile_command_writes_trace_png_and_figures(zoo_dir: Path, tmp_path: Path) -> None:
     out, png = tmp_path / "trace.json", tmp_path / "timeline.png"
-    proc = subprocess.run([sys.executable, "-m", "hexfuse_onnx", "profile", str(zoo_dir / "two_branch.onnx"),
-                           "-o", str(out), "--png", str(png), "--runs", "3", "-q"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hexfuse_onnx",
+            "profile",
+            str(zoo_dir / "two_branch.onnx"),
+            "-o",
+            str(out),
+            "--png",
+            str(png),
+            "--runs",
+            "3",
+            "-q",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "device busy" in proc.stdout and "hexfuse/pair0" in proc.stdout
     doc = json.loads(out.read_text())

@@ -1,4 +1,5 @@
 """The model zoo builders: deterministic, valid, runnable, and shaped as documented."""
+
 from __future__ import annotations
 
 import time
@@ -13,12 +14,21 @@ import models
 from models import BUILDERS, build, build_synthetic
 from models.__main__ import main as models_main
 
-ZOO = ["two_branch", "inception", "mha_encoder", "mlp_chain", "gpt_decode_step",
-       "gpt_decode_step_contrib", "convnet_heads", "sequential_chain"]
+ZOO = [
+    "two_branch",
+    "inception",
+    "mha_encoder",
+    "mlp_chain",
+    "gpt_decode_step",
+    "gpt_decode_step_contrib",
+    "convnet_heads",
+    "sequential_chain",
+]
 
 
-def _run(model: onnx.ModelProto, seed: int = 1, level=ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
-         feed: dict | None = None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+def _run(
+    model: onnx.ModelProto, seed: int = 1, level=ort.GraphOptimizationLevel.ORT_ENABLE_ALL, feed: dict | None = None
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     opts = ort.SessionOptions()
     opts.graph_optimization_level = level
     sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
@@ -38,7 +48,7 @@ def _consumers(model: onnx.ModelProto) -> dict[str, list[str]]:
     inits = {t.name for t in model.graph.initializer}
     users: dict[str, list[str]] = defaultdict(list)
     for node in model.graph.node:
-        for name in dict.fromkeys(node.input):        # a node reading a tensor twice counts once
+        for name in dict.fromkeys(node.input):  # a node reading a tensor twice counts once
             if name and name not in inits:
                 users[name].append(node.name)
     return users
@@ -64,6 +74,7 @@ def _downstream(model: onnx.ModelProto, sources: list[str]) -> set[str]:
 
 # -- registry and command line -------------------------------------------------------
 
+
 def test_registry_lists_the_zoo():
     assert list(BUILDERS) == ZOO
     assert list(models.DESCRIPTIONS) == ZOO
@@ -82,6 +93,7 @@ def test_cli_builds_files(tmp_path, capsys):
 
 
 # -- every zoo model -------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", ZOO)
 def test_deterministic(name):
@@ -113,8 +125,11 @@ def test_full_check(name):
     onnx.checker.check_model(build(name), full_check=True)
 
 
-@pytest.mark.parametrize("level", [ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
-                                   ort.GraphOptimizationLevel.ORT_DISABLE_ALL], ids=["opt", "noopt"])
+@pytest.mark.parametrize(
+    "level",
+    [ort.GraphOptimizationLevel.ORT_ENABLE_ALL, ort.GraphOptimizationLevel.ORT_DISABLE_ALL],
+    ids=["opt", "noopt"],
+)
 @pytest.mark.parametrize("name", ZOO)
 def test_runs_in_ort(name, level):
     model = build(name)
@@ -136,11 +151,11 @@ def test_builds_fast(name):
 
 # -- the structure each model documents -------------------------------------------------
 
+
 def test_two_branch_has_one_fork_and_one_join():
     model = build("two_branch")
     assert _forks(model) == {"x": ["matrix/matmul0", "vector/sigmoid"]}
-    multi_input = [n.name for n in model.graph.node
-                   if sum(1 for i in n.input if i in _consumers(model)) > 1]
+    multi_input = [n.name for n in model.graph.node if sum(1 for i in n.input if i in _consumers(model)) > 1]
     assert multi_input == ["join/concat"]
 
 
@@ -156,7 +171,7 @@ def test_convnet_heads_fork_three_ways_without_a_join():
     for head in forks["backbone/relu1_out"]:
         by_name = {n.name: n for n in model.graph.node}
         reached = _downstream(model, list(by_name[head].output)) | {head}
-        assert len({n.split("/")[0] for n in reached}) == 1       # a head never meets another
+        assert len({n.split("/")[0] for n in reached}) == 1  # a head never meets another
 
 
 @pytest.mark.parametrize("name", ["mlp_chain", "sequential_chain"])
@@ -187,6 +202,7 @@ def test_contrib_attention_matches_explicit_attention(seed):
 
 
 # -- synthetic models -------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 9, 100, 1000, 10000])
 def test_synthetic_size(n):

@@ -37,6 +37,7 @@ dependencies: it is what the instruction mix allows, not a schedule.
 
 Usage: dsp/scripts/hvx_packets.py [--build-root DIR] [--kernel NAME ...]
 """
+
 import argparse
 import math
 import os
@@ -65,13 +66,47 @@ KERNELS = {
     "hvx_matmul_i8": (["rq_setup", "rowsum_i8", "load_bias"], "vrmpy"),
 }
 
-PERMUTE = {"vlut32", "vlut16", "vpack", "vpacke", "vpacko", "vshuff", "vdeal", "valign", "vlalign",
-           "vror", "vdelta", "vrdelta", "vshuffe", "vshuffo", "vdeale"}
+PERMUTE = {
+    "vlut32",
+    "vlut16",
+    "vpack",
+    "vpacke",
+    "vpacko",
+    "vshuff",
+    "vdeal",
+    "valign",
+    "vlalign",
+    "vror",
+    "vdelta",
+    "vrdelta",
+    "vshuffe",
+    "vshuffo",
+    "vdeale",
+}
 PERMUTE_SHIFT = {"vunpack", "vunpacko", "vzxt", "vsxt"}  # double: permute + shift
 SHIFT = {"vasr", "vasl", "vlsr", "vrotr", "vnormamt", "vpopcount", "vcl0", "vround", "vasrinto"}
-MULTIPLY = {"vrmpy", "vmpye", "vmpyo", "vmpyie", "vmpyieo", "vmpyio", "vmpyi", "vmpy", "vmpa", "vdmpy",
-            "vdsad", "vrsad", "vtmpy", "vsplat", "vinsert", "vabsdiff", "vmpyewuh", "vmpyiewuh",
-            "vmpyiewh", "vmpyowh"}
+MULTIPLY = {
+    "vrmpy",
+    "vmpye",
+    "vmpyo",
+    "vmpyie",
+    "vmpyieo",
+    "vmpyio",
+    "vmpyi",
+    "vmpy",
+    "vmpa",
+    "vdmpy",
+    "vdsad",
+    "vrsad",
+    "vtmpy",
+    "vsplat",
+    "vinsert",
+    "vabsdiff",
+    "vmpyewuh",
+    "vmpyiewuh",
+    "vmpyiewh",
+    "vmpyowh",
+}
 
 
 def tool(*names):
@@ -94,9 +129,21 @@ def symbols(nm, elf):
 
 def disassemble(objdump, elf, lo, hi):
     """address of packet -> list of instruction strings, and the set of endloop packets."""
-    out = subprocess.run([objdump, "-d", "--no-show-raw-insn", "--mcpu=hexagonv67",
-                          "--mattr=+hvxv67,+hvx-length128b", "--start-address=%#x" % lo,
-                          "--stop-address=%#x" % hi, elf], check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [
+            objdump,
+            "-d",
+            "--no-show-raw-insn",
+            "--mcpu=hexagonv67",
+            "--mattr=+hvxv67,+hvx-length128b",
+            "--start-address=%#x" % lo,
+            "--stop-address=%#x" % hi,
+            elf,
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     packets, endloops, cur, cur_addr = {}, set(), None, None
     for line in out.splitlines():
         m = re.match(r"\s*([0-9a-f]+):\s*(.*)$", line)
@@ -182,8 +229,12 @@ def min_packets(insns):
 
 def run_kernel(qemu, elf, kernel, logdir):
     log = os.path.join(logdir, kernel + ".log")
-    out = subprocess.run([qemu, "-singlestep", "-d", "exec,nochain", "-D", log, elf, "--packets", kernel],
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [qemu, "-singlestep", "-d", "exec,nochain", "-D", log, elf, "--packets", kernel],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     m = re.search(r"PACKETS \S+ units=(\d+) unit=(\S+)", out.stdout)
     if out.returncode != 0 or not m:
         sys.exit("hvx_packets: %s failed: %s %s" % (kernel, out.stdout, out.stderr))
@@ -239,7 +290,7 @@ def main():
                     i0 -= 1
                 if i0 < 0:
                     continue
-                body = inside[i0:j + 1]
+                body = inside[i0 : j + 1]
                 # innermost loops only: no other backward transfer inside the body
                 if any(body[t + 1] <= body[t] for t in range(len(body) - 1)):
                     continue
@@ -253,27 +304,62 @@ def main():
             insns = [ins for pc in body for ins in packets.get(pc, [])]
             per_iter_min, binding, mix = min_packets(insns)
             units_per_iter = mix["vst"] if unit_kind == "store" else sum(1 for i in insns if "vrmpy" in i)
-            rows.append((k, units, unit_name, len(inside),
-                         (len(body), per_iter_min, binding, units_per_iter, iters, mix)))
+            rows.append(
+                (k, units, unit_name, len(inside), (len(body), per_iter_min, binding, units_per_iter, iters, mix))
+            )
     print("HVX packets per 128-byte vector under qemu-hexagon (v67 image, %s)" % os.path.basename(elf))
-    print("unit: 'vector' = one 128-byte output vector; 'vrmpy' = one 128-byte B vector x 4 k of one row "
-          "(32 lanes x 4 MACs)")
-    hdr = "%-20s %6s %-8s %9s %10s %10s %10s  %s" % ("kernel", "units", "unit", "packets", "per unit",
-                                                     "loop/unit", "min/unit", "bound by (loop mix)")
+    print(
+        "unit: 'vector' = one 128-byte output vector; 'vrmpy' = one 128-byte B vector x 4 k of one row "
+        "(32 lanes x 4 MACs)"
+    )
+    hdr = "%-20s %6s %-8s %9s %10s %10s %10s  %s" % (
+        "kernel",
+        "units",
+        "unit",
+        "packets",
+        "per unit",
+        "loop/unit",
+        "min/unit",
+        "bound by (loop mix)",
+    )
     print(hdr)
     print("-" * len(hdr))
     for k, units, unit_name, total, loop in rows:
         if loop is None:
-            print("%-20s %6d %-8s %9d %10.2f %10s %10s  no hardware loop found" % (k, units, unit_name, total,
-                                                                                 total / units, "-", "-"))
+            print(
+                "%-20s %6d %-8s %9d %10.2f %10s %10s  no hardware loop found"
+                % (k, units, unit_name, total, total / units, "-", "-")
+            )
             continue
         body_packets, per_iter_min, binding, upi, iters, mix = loop
         upi = max(upi, 1)
         mixs = "ld %d st %d mpy %d perm %d shift %d alu %d insn %d" % (
-            mix["vld"], mix["vst"], mix["mpy"], mix["perm"], mix["shift"], mix["alu"], mix["insn"])
-        print("%-20s %6d %-8s %9d %10.2f %10.2f %10.2f  %s; loop: %d packets x %d iters, %d %s/iter (%s)" % (
-            k, units, unit_name, total, total / units, body_packets / upi, per_iter_min / upi, "+".join(binding),
-            body_packets, iters, upi, unit_name, mixs))
+            mix["vld"],
+            mix["vst"],
+            mix["mpy"],
+            mix["perm"],
+            mix["shift"],
+            mix["alu"],
+            mix["insn"],
+        )
+        print(
+            "%-20s %6d %-8s %9d %10.2f %10.2f %10.2f  %s; loop: %d packets x %d iters, %d %s/iter (%s)"
+            % (
+                k,
+                units,
+                unit_name,
+                total,
+                total / units,
+                body_packets / upi,
+                per_iter_min / upi,
+                "+".join(binding),
+                body_packets,
+                iters,
+                upi,
+                unit_name,
+                mixs,
+            )
+        )
     return 0
 
 

@@ -1,4 +1,5 @@
 """Candidate pairs of tasks: one module per kind of pair, and a registry that runs them."""
+
 from __future__ import annotations
 
 from collections.abc import Callable

@@ -9,6 +9,7 @@ every pair of branches, every split of up to five branches into two groups, and 
 against the rest of the fork region. Each is confirmed by `independence_problem`. Work is
 linear in the size of the fork regions visited, never all-pairs over the graph.
 """
+
 from __future__ import annotations
 
 from itertools import combinations
@@ -19,9 +20,9 @@ from ..profile import Engine, engine_of
 from . import Candidate
 from .dag import SOURCE, DagFacts, independence_problem
 
-MAX_BRANCHES = 8        # a fork with more consumers is paired only by its first ones
-MAX_REGION = 4000       # nodes in one fork region considered
-MAX_GROUPED = 5         # branches split into two groups only up to this many
+MAX_BRANCHES = 8  # a fork with more consumers is paired only by its first ones
+MAX_REGION = 4000  # nodes in one fork region considered
+MAX_GROUPED = 5  # branches split into two groups only up to this many
 
 
 def find(g: ModelGraph, facts: DagFacts) -> list[Candidate]:

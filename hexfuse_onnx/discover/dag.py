@@ -5,6 +5,7 @@ SOURCE (-1) before every node without producers and a virtual SINK (n) after eve
 that feeds a graph output or nothing; both are computed in one pass each (Cooper, Harvey,
 Kennedy's intersect walk, which is linear in practice on a DAG in topological order).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -12,7 +13,14 @@ from dataclasses import dataclass
 from ..graph import ModelGraph
 
 SOURCE = -1
-_NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli"}
+_NONDETERMINISTIC = {
+    "RandomNormal",
+    "RandomUniform",
+    "RandomNormalLike",
+    "RandomUniformLike",
+    "Multinomial",
+    "Bernoulli",
+}
 
 
 @dataclass
@@ -20,12 +28,12 @@ class DagFacts:
     """Dependency structure with constant-foldable nodes left out."""
 
     g: ModelGraph
-    const: list[bool]            # node computes only from initializers/constants
-    preds: list[list[int]]       # non-constant producer nodes
+    const: list[bool]  # node computes only from initializers/constants
+    preds: list[list[int]]  # non-constant producer nodes
     succs: list[list[int]]
-    idom: list[int]              # immediate dominator (SOURCE for roots)
-    ipdom: list[int]             # immediate post-dominator (SINK = n for exits)
-    source_ipdom: int            # the join of the virtual SOURCE fork
+    idom: list[int]  # immediate dominator (SOURCE for roots)
+    ipdom: list[int]  # immediate post-dominator (SINK = n for exits)
+    source_ipdom: int  # the join of the virtual SOURCE fork
 
     @property
     def sink(self) -> int:

@@ -6,6 +6,7 @@ independent: other inputs are constants that do not broadcast along it. Split in
 micro-batch's matrix phase can overlap the other's vector phase. The split ratio is chosen
 later by the cost model (select.py), not fixed at 1:1.
 """
+
 from __future__ import annotations
 
 import onnx
@@ -20,10 +21,43 @@ AXIS = 0
 MIN_BATCH = 2
 
 _ROWWISE_UNARY = {
-    "Relu", "LeakyRelu", "Sigmoid", "Tanh", "Erf", "Exp", "Log", "Abs", "Neg", "Sqrt", "Reciprocal",
-    "Gelu", "HardSigmoid", "HardSwish", "Softplus", "Elu", "Selu", "Mish", "Clip", "Cast", "Identity",
-    "Sin", "Cos", "Floor", "Ceil", "Round", "Sign", "Not", "IsNaN", "BatchNormalization", "Dropout",
-    "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "LpNormalization", "Celu",
+    "Relu",
+    "LeakyRelu",
+    "Sigmoid",
+    "Tanh",
+    "Erf",
+    "Exp",
+    "Log",
+    "Abs",
+    "Neg",
+    "Sqrt",
+    "Reciprocal",
+    "Gelu",
+    "HardSigmoid",
+    "HardSwish",
+    "Softplus",
+    "Elu",
+    "Selu",
+    "Mish",
+    "Clip",
+    "Cast",
+    "Identity",
+    "Sin",
+    "Cos",
+    "Floor",
+    "Ceil",
+    "Round",
+    "Sign",
+    "Not",
+    "IsNaN",
+    "BatchNormalization",
+    "Dropout",
+    "MaxPool",
+    "AveragePool",
+    "GlobalAveragePool",
+    "GlobalMaxPool",
+    "LpNormalization",
+    "Celu",
 }
 _BINARY = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "PRelu", "Equal", "Greater", "Less"}
 
@@ -52,11 +86,15 @@ def find(g: ModelGraph, facts: DagFacts) -> list[Candidate]:
         if len(chain) < 2 or Engine.MATRIX not in engines or not engines & {Engine.VECTOR, Engine.MEMORY}:
             continue
         batch = _batch_of(g, data)
-        out.append(Candidate(
-            KIND_MICROBATCH, chain, list(chain),
-            note=f"chain of {len(chain)} ops from '{data}', batch {batch} on axis {AXIS}",
-            detail={"input": data, "output": g.nodes[chain[-1]].output[0], "batch": batch, "axis": AXIS},
-        ))
+        out.append(
+            Candidate(
+                KIND_MICROBATCH,
+                chain,
+                list(chain),
+                note=f"chain of {len(chain)} ops from '{data}', batch {batch} on axis {AXIS}",
+                detail={"input": data, "output": g.nodes[chain[-1]].output[0], "batch": batch, "axis": AXIS},
+            )
+        )
     return out
 
 

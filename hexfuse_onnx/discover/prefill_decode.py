@@ -7,6 +7,7 @@ when its query has more than one position (compute-bound) and decode when it has
 (bandwidth-bound, usually reading a KV cache). Every prefill block is offered with every
 decode block it is independent of (POD-Attention's pairing).
 """
+
 from __future__ import annotations
 
 from ..contract import KIND_PREFILL_DECODE
@@ -16,9 +17,9 @@ from . import Candidate
 from .dag import DagFacts, independence_problem
 
 CONTRIB_ATTENTION = {"Attention", "MultiHeadAttention", "GroupQueryAttention"}
-_SCORE_OPS = {"Mul", "Div", "Add", "Where", "Cast", "Sub"}   # between QK^T and Softmax
-_PROB_OPS = {"Cast", "Dropout", "Identity"}                   # between Softmax and the V product
-_OUT_OPS = {"Transpose", "Reshape", "Flatten"}                # between the V product and out-proj
+_SCORE_OPS = {"Mul", "Div", "Add", "Where", "Cast", "Sub"}  # between QK^T and Softmax
+_PROB_OPS = {"Cast", "Dropout", "Identity"}  # between Softmax and the V product
+_OUT_OPS = {"Transpose", "Reshape", "Flatten"}  # between the V product and out-proj
 MAX_BLOCK = 200
 
 
@@ -30,11 +31,15 @@ def find(g: ModelGraph, facts: DagFacts) -> list[Candidate]:
     for p_nodes, q_len in prefill:
         for d_nodes, _ in decode:
             if independence_problem(facts, p_nodes, d_nodes) is None:
-                out.append(Candidate(
-                    KIND_PREFILL_DECODE, sorted(p_nodes), sorted(d_nodes),
-                    note=f"prefill ({q_len} query positions) with decode (1 position)",
-                    detail={"prefill_positions": q_len},
-                ))
+                out.append(
+                    Candidate(
+                        KIND_PREFILL_DECODE,
+                        sorted(p_nodes),
+                        sorted(d_nodes),
+                        note=f"prefill ({q_len} query positions) with decode (1 position)",
+                        detail={"prefill_positions": q_len},
+                    )
+                )
     return out
 
 

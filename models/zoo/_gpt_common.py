@@ -3,6 +3,7 @@
 Both models draw the same weights in the same order from the seed, so for one seed they
 compute the same function (the tests check that the contrib-op model matches).
 """
+
 from __future__ import annotations
 
 import math
@@ -13,8 +14,8 @@ from models.graph_builder import GraphBuilder
 
 D_MODEL, HEADS = 128, 4
 HEAD_DIM = D_MODEL // HEADS
-PREFILL_SEQ = 16                 # the prefill request: batch 1, 16 prompt tokens
-DECODE_BATCH, PAST_SEQ = 4, 32   # the decode batch: 4 requests, one new token each, 32 cached
+PREFILL_SEQ = 16  # the prefill request: batch 1, 16 prompt tokens
+DECODE_BATCH, PAST_SEQ = 4, 32  # the decode batch: 4 requests, one new token each, 32 cached
 SCALE = 1.0 / math.sqrt(HEAD_DIM)
 MASK_VALUE = -1e4
 

@@ -16,6 +16,7 @@ Expected discoveries:
 - microbatch: none (batch 1).
 - prefill_decode: none.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -37,17 +38,22 @@ def build(seed: int = 0) -> onnx.ModelProto:
     g = GraphBuilder("convnet_heads", seed, doc=__doc__.splitlines()[0])
     x = g.input("image", [1, 3, 64, 64])
 
-    h = _conv(g, x, "backbone/conv0", 3, 16, 3, stride=2)           # [1,16,32,32]
+    h = _conv(g, x, "backbone/conv0", 3, 16, 3, stride=2)  # [1,16,32,32]
     h = g.op("Relu", [h], "backbone/relu0")
-    h = _conv(g, h, "backbone/conv1", 16, 32, 3, stride=2)          # [1,32,16,16]
+    h = _conv(g, h, "backbone/conv1", 16, 32, 3, stride=2)  # [1,32,16,16]
     feat = g.op("Relu", [h], "backbone/relu1")
 
     c = _conv(g, feat, "cls_head/conv", 32, 64, 1)
     c = g.op("Relu", [c], "cls_head/relu")
     c = g.op("GlobalAveragePool", [c], "cls_head/gap")
     c = g.op("Flatten", [c], "cls_head/flatten", axis=1)
-    g.op("Gemm", [c, g.weight("cls_head/fc/weight", [NUM_CLASSES, 64]), g.bias("cls_head/fc/bias", NUM_CLASSES)],
-         "cls_head/fc", outputs=["class_logits"], transB=1)
+    g.op(
+        "Gemm",
+        [c, g.weight("cls_head/fc/weight", [NUM_CLASSES, 64]), g.bias("cls_head/fc/bias", NUM_CLASSES)],
+        "cls_head/fc",
+        outputs=["class_logits"],
+        transB=1,
+    )
 
     b = _conv(g, feat, "box_head/conv0", 32, 32, 3)
     b = g.op("Relu", [b], "box_head/relu")

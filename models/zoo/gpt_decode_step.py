@@ -23,6 +23,7 @@ Expected discoveries:
   requests are disconnected components (no common fork), not a fork/join pair.
 - microbatch: the decode attention is separable along its batch axis (4 requests).
 """
+
 from __future__ import annotations
 
 import onnx
@@ -31,10 +32,19 @@ from models.graph_builder import GraphBuilder
 from models.zoo import _gpt_common as c
 
 
-def _attention(g: GraphBuilder, req: str, hidden: str, batch: int, seq: int,
-               weights: dict[str, str], biases: dict[str, str],
-               past: tuple[str, str] | None, mask: str | None,
-               out_name: str, present_names: tuple[str, str]) -> None:
+def _attention(
+    g: GraphBuilder,
+    req: str,
+    hidden: str,
+    batch: int,
+    seq: int,
+    weights: dict[str, str],
+    biases: dict[str, str],
+    past: tuple[str, str] | None,
+    mask: str | None,
+    out_name: str,
+    present_names: tuple[str, str],
+) -> None:
     split = g.ints(f"{req}/split_heads_shape", [batch, seq, c.HEADS, c.HEAD_DIM])
     merge = g.ints(f"{req}/merge_heads_shape", [batch, seq, c.D_MODEL])
     # Without a past, the new K/V heads are the present K/V outputs themselves.
@@ -44,8 +54,9 @@ def _attention(g: GraphBuilder, req: str, hidden: str, batch: int, seq: int,
         t = g.op("MatMul", [hidden, weights[which]], f"{req}/{which}_proj/matmul")
         t = g.op("Add", [t, biases[which]], f"{req}/{which}_proj/add")
         t = g.op("Reshape", [t, split], f"{req}/{which}/reshape")
-        heads[which] = g.op("Transpose", [t], f"{req}/{which}/transpose", perm=[0, 2, 1, 3],
-                            outputs=head_outputs.get(which, 1))
+        heads[which] = g.op(
+            "Transpose", [t], f"{req}/{which}/transpose", perm=[0, 2, 1, 3], outputs=head_outputs.get(which, 1)
+        )
     k, v = heads["k"], heads["v"]
     if past is not None:
         k = g.op("Concat", [past[0], k], f"{req}/present_key/concat", outputs=[present_names[0]], axis=2)
@@ -77,10 +88,32 @@ def build(seed: int = 0) -> onnx.ModelProto:
     g.scalar("attn/scale", c.SCALE)
     mask = g.const("prefill/causal_mask", c.causal_mask(P))
 
-    _attention(g, "prefill", prefill_hidden, 1, P, weights, biases, None, mask,
-               "prefill_out", ("prefill_present_key", "prefill_present_value"))
-    _attention(g, "decode", decode_hidden, B, 1, weights, biases, (past_key, past_value), None,
-               "decode_out", ("present_key", "present_value"))
+    _attention(
+        g,
+        "prefill",
+        prefill_hidden,
+        1,
+        P,
+        weights,
+        biases,
+        None,
+        mask,
+        "prefill_out",
+        ("prefill_present_key", "prefill_present_value"),
+    )
+    _attention(
+        g,
+        "decode",
+        decode_hidden,
+        B,
+        1,
+        weights,
+        biases,
+        (past_key, past_value),
+        None,
+        "decode_out",
+        ("present_key", "present_value"),
+    )
 
     g.output("prefill_out", [1, P, c.D_MODEL])
     g.output("decode_out", [B, 1, c.D_MODEL])

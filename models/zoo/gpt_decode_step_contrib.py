@@ -19,6 +19,7 @@ Expected discoveries:
   join at the MHA node (three single-MatMul branches, all matrix).
 - microbatch: the decode request is separable along its batch axis (4).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -28,18 +29,32 @@ from models.graph_builder import MS_DOMAIN, GraphBuilder
 from models.zoo import _gpt_common as c
 
 
-def _attention(g: GraphBuilder, req: str, hidden: str, weights: dict[str, str], qkv_bias: str,
-               out_bias: str, past: tuple[str, str] | None, out_name: str,
-               present_names: tuple[str, str]) -> None:
+def _attention(
+    g: GraphBuilder,
+    req: str,
+    hidden: str,
+    weights: dict[str, str],
+    qkv_bias: str,
+    out_bias: str,
+    past: tuple[str, str] | None,
+    out_name: str,
+    present_names: tuple[str, str],
+) -> None:
     qkv = [g.op("MatMul", [hidden, weights[w]], f"{req}/{w}_proj/matmul") for w in ("q", "k", "v")]
     inputs = qkv + [qkv_bias]
     attrs = {"num_heads": c.HEADS, "scale": c.SCALE}
     if past is None:
         attrs["unidirectional"] = 1
     else:
-        inputs += ["", "", past[0], past[1]]   # key_padding_mask, attention_bias unused
-    ctx = g.op("MultiHeadAttention", inputs, f"{req}/mha", domain=MS_DOMAIN,
-               outputs=[f"{req}/mha_out", *present_names], **attrs)[0]
+        inputs += ["", "", past[0], past[1]]  # key_padding_mask, attention_bias unused
+    ctx = g.op(
+        "MultiHeadAttention",
+        inputs,
+        f"{req}/mha",
+        domain=MS_DOMAIN,
+        outputs=[f"{req}/mha_out", *present_names],
+        **attrs,
+    )[0]
     o = g.op("MatMul", [ctx, weights["out"]], f"{req}/out_proj/matmul")
     g.op("Add", [o, out_bias], f"{req}/out_proj/add", outputs=[out_name])
 
@@ -57,10 +72,28 @@ def build(seed: int = 0) -> onnx.ModelProto:
     qkv_bias = g.const("attn/qkv_bias", np.concatenate([b_arrays[k] for k in ("q", "k", "v")]))
     out_bias = g.const("attn/out_proj/bias", b_arrays["out"])
 
-    _attention(g, "prefill", prefill_hidden, weights, qkv_bias, out_bias, None,
-               "prefill_out", ("prefill_present_key", "prefill_present_value"))
-    _attention(g, "decode", decode_hidden, weights, qkv_bias, out_bias, (past_key, past_value),
-               "decode_out", ("present_key", "present_value"))
+    _attention(
+        g,
+        "prefill",
+        prefill_hidden,
+        weights,
+        qkv_bias,
+        out_bias,
+        None,
+        "prefill_out",
+        ("prefill_present_key", "prefill_present_value"),
+    )
+    _attention(
+        g,
+        "decode",
+        decode_hidden,
+        weights,
+        qkv_bias,
+        out_bias,
+        (past_key, past_value),
+        "decode_out",
+        ("present_key", "present_value"),
+    )
 
     g.output("prefill_out", [1, P, c.D_MODEL])
     g.output("decode_out", [B, 1, c.D_MODEL])

@@ -15,6 +15,7 @@ Expected discoveries:
 - microbatch: none (batch 1).
 - prefill_decode: none.
 """
+
 from __future__ import annotations
 
 import onnx

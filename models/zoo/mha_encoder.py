@@ -22,6 +22,7 @@ Expected discoveries:
   past axis 0.
 - prefill_decode: none.
 """
+
 from __future__ import annotations
 
 import math
@@ -59,10 +60,10 @@ def build(seed: int = 0) -> onnx.ModelProto:
         t = g.op("Reshape", [t, split_shape], f"attn/{which}/reshape")
         heads[which] = g.op("Transpose", [t], f"attn/{which}/transpose", perm=perm)
 
-    s = g.op("MatMul", [heads["q"], heads["k"]], "attn/scores/matmul")                 # [1,4,64,64]
+    s = g.op("MatMul", [heads["q"], heads["k"]], "attn/scores/matmul")  # [1,4,64,64]
     s = g.op("Mul", [s, g.scalar("attn/scale/factor", 1.0 / math.sqrt(HEAD_DIM))], "attn/scale")
     p = g.op("Softmax", [s], "attn/softmax", axis=-1)
-    c = g.op("MatMul", [p, heads["v"]], "attn/context/matmul")                         # [1,4,64,32]
+    c = g.op("MatMul", [p, heads["v"]], "attn/context/matmul")  # [1,4,64,32]
     c = g.op("Transpose", [c], "attn/context/transpose", perm=[0, 2, 1, 3])
     c = g.op("Reshape", [c, merge_shape], "attn/context/reshape")
     a = _linear(g, c, "attn/out_proj", D_MODEL, D_MODEL)

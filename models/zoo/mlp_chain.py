@@ -16,6 +16,7 @@ Expected discoveries:
   the other's vector ops (hardswish, layernorm, softmax).
 - prefill_decode: none.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -33,8 +34,13 @@ def build(seed: int = 0) -> onnx.ModelProto:
     h = g.op("Add", [h, g.bias("fc1/bias", D_HID)], "fc1/add")
     h = g.op("HardSwish", [h], "act/hardswish")
     ln_scale = g.const("norm/layernorm/scale", (1.0 + 0.05 * g.rng.standard_normal(D_HID)).astype(np.float32))
-    h = g.op("LayerNormalization", [h, ln_scale, g.bias("norm/layernorm/bias", D_HID)],
-             "norm/layernorm", axis=-1, epsilon=1e-5)
+    h = g.op(
+        "LayerNormalization",
+        [h, ln_scale, g.bias("norm/layernorm/bias", D_HID)],
+        "norm/layernorm",
+        axis=-1,
+        epsilon=1e-5,
+    )
     h = g.op("MatMul", [h, g.weight("fc2/weight", [D_HID, D_IN])], "fc2/matmul")
     h = g.op("Add", [h, g.bias("fc2/bias", D_IN)], "fc2/add")
     g.op("Softmax", [h], "out/softmax", outputs=["y"], axis=-1)

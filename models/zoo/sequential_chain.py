@@ -10,6 +10,7 @@ Every tensor has exactly one consumer and there is no batch to split.
 Expected discoveries: NONE of any kind (no branches, no micro-batches since batch is 1,
 no prefill/decode). The pass must leave this model unchanged.
 """
+
 from __future__ import annotations
 
 import onnx

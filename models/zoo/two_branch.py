@@ -17,6 +17,7 @@ Expected discoveries:
   axis 0 of a 2-D activation as a batch axis may also offer micro-batches of the rows (64).
 - prefill_decode: none.
 """
+
 from __future__ import annotations
 
 import numpy as np
