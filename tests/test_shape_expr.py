@@ -1,0 +1,76 @@
+"""Shape expressions of the task program's shape section: parsing, compiling, the reference evaluator."""
+
+from __future__ import annotations
+
+import random
+import struct
+
+import pytest
+
+from hexfuse_onnx import shape_expr as S
+
+DIMS = [
+    "batch",
+    "floor(floor(floor(floor(p2o.DynamicDimension.1/2 - 1/2)/2)/2)/2) + 1",
+    "2*sequence - 1",
+    "Max(1, past + 3)",
+    "ceiling(h/3) - w",
+    "floor(h/2 - 1/2) + 1 - 2*w",
+    "Mod(h, 4) + h",
+    "3 - h",
+    "sequence + past_sequence_length",
+]
+
+
+@pytest.mark.parametrize("text", DIMS)
+def test_compiled_code_evaluates_as_sympy(text: str) -> None:
+    expr = S.parse_dim(text)
+    names = sorted(S.free_names(expr))
+    words = S.compile_expr(expr, {n: i for i, n in enumerate(names)})
+    rng = random.Random(text)
+    for _ in range(300):
+        binding = {n: rng.randint(1, 5000) for n in names}
+        assert S.run(words, [binding[n] for n in names]) == S.evaluate(expr, binding)
+
+
+def test_names_with_dots_and_keywords_are_symbols() -> None:
+    expr = S.parse_dim("p2o.DynamicDimension.0 + lambda")
+    assert S.free_names(expr) == {"p2o.DynamicDimension.0", "lambda"}
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [("h/2", "fraction"), ("floor(h/w)", "not by a positive constant"), ("h**2", "Pow"), ("unbound + 1", "not a dim")],
+)
+def test_what_the_section_cannot_carry_is_refused(text: str, why: str) -> None:
+    with pytest.raises(S.ShapeExprError, match=why):
+        S.compile_expr(S.parse_dim(text), {"h": 0, "w": 1})
+
+
+@pytest.mark.parametrize(
+    ("words", "why"),
+    [
+        ([S.Code.ADD], "underflow"),
+        ([S.Code.CONST], "without its value"),
+        ([S.Code.CONST, 1, S.Code.CONST, 0, S.Code.FLOORDIV], "division by zero"),
+        ([S.Code.CONST, 1, S.Code.CONST, 2], "2 values left"),
+        ([S.Code.SYM | (5 << 8)], "not defined"),
+        ([0x7F], "unknown instruction"),
+    ],
+)
+def test_evaluator_refuses_bad_code(words: list[int], why: str) -> None:
+    with pytest.raises(S.ShapeExprError, match=why):
+        S.run([int(w) for w in words], [3])
+
+
+def test_division_rounds_toward_minus_infinity() -> None:
+    neg7 = (-7) & 0xFFFFFFFF
+    assert S.run([S.Code.CONST, neg7, S.Code.CONST, 2, S.Code.FLOORDIV], []) == -4
+    assert S.run([S.Code.CONST, neg7, S.Code.CONST, 2, S.Code.CEILDIV], []) == -3
+    assert S.run([S.Code.CONST, neg7, S.Code.CONST, 2, S.Code.MOD], []) == 1
+
+
+def test_section_layout() -> None:
+    section = S.encode_section([S.Symbol("batch", 0, 0)], [S.Patch(S.Target.TENSOR_DIM, 3, 0, (int(S.Code.SYM),))])
+    assert struct.unpack("<IIII", section[:16]) == (1, 0, 0, 1)
+    assert struct.unpack("<BBHIII", section[16:]) == (1, 0, 1, 3, 0, int(S.Code.SYM))
