@@ -25,6 +25,7 @@ older qemu (which only knows up to v67; the integer and scalar code run the same
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -161,8 +162,6 @@ def job_bytes(program: bytes, inputs: list[np.ndarray], share_a: float) -> bytes
 
 
 def read_result(data: bytes) -> tuple[dict, list[bytes]]:
-    import json
-
     if len(data) < HEADER_BYTES:
         raise VerificationError("the emulator's result file is truncated")
     magic, version, header, total, stats_bytes, n_out, _ = struct.unpack_from("<IHHIIII", data)
@@ -333,7 +332,10 @@ def pair_lines(r: PairResult) -> list[str]:
     fused, serial = r.stats["runs"]["fused"], r.stats["runs"]["serial"]
     lines = [f"pair {r.name} ({r.kind}), image {r.stats['arch']}, {len(r.stats['ops'])} ops, {fused['items']} items"]
     for o in r.outputs:
-        exact = "yes" if o.bit_exact else "no (first mismatch [%d]: %.9g emulated vs %.9g host)" % o.first_mismatch
+        exact = "yes"
+        if o.first_mismatch:
+            i, got, want = o.first_mismatch
+            exact = f"no (first mismatch [{i}]: {got:.9g} emulated vs {want:.9g} host)"
         lines.append(
             f"  {o.name}: bit-exact {exact}; max abs {o.max_abs:.3g}, rel {o.rel:.3g} "
             f"({o.tolerance}): {'ok' if o.ok else 'MISMATCH'}"
