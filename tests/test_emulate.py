@@ -9,8 +9,10 @@ import os
 import shutil
 import struct
 import subprocess
+import sys
 from pathlib import Path
 
+import numpy as np
 import onnx
 import pytest
 from cli_support import REPO, assert_mentions, error_line, run_cli
@@ -93,6 +95,24 @@ def test_corrupt_program_is_refused(images, fused, tmp_path):
     assert proc.returncode == 3
     assert_mentions(error_line(proc), "program refused", "checksum")
     assert bad.read_bytes() == before
+
+
+def test_inputs_from_npz(images, fused, zoo_dir, tmp_path):
+    graph = onnx.load(str(zoo_dir / "two_branch.onnx")).graph
+    rng = np.random.default_rng(7)
+    shapes = {i.name: [d.dim_value for d in i.type.tensor_type.shape.dim] for i in graph.input}
+    np.savez(tmp_path / "in.npz", **{k: rng.standard_normal(v).astype(np.float32) for k, v in shapes.items()})
+    proc = run_cli("emulate", fused["two_branch"], "--arch", "v67", "--inputs", tmp_path / "in.npz", "-q")
+    assert proc.returncode == 0, proc.stderr
+    np.savez(tmp_path / "wrong.npz", not_an_input=np.zeros(3, np.float32))
+    proc = run_cli("emulate", fused["two_branch"], "--arch", "v67", "--inputs", tmp_path / "wrong.npz", "-q")
+    assert proc.returncode == 2
+    assert_mentions(error_line(proc), "wrong.npz", "no array named")
+
+
+def test_the_pass_never_imports_tools():
+    code = "import sys, hexfuse_onnx.pipeline, hexfuse_onnx.cli; sys.exit(any(m.startswith('hexfuse_onnx.tools') for m in sys.modules))"
+    assert subprocess.run([sys.executable, "-c", code], cwd=REPO, check=False).returncode == 0
 
 
 def _image_run(images: Path, job: bytes, tmp_path: Path) -> subprocess.CompletedProcess[str]:

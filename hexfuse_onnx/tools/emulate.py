@@ -39,7 +39,7 @@ import numpy as np
 import onnx
 
 from .. import contract as C
-from ..errors import ModelError, UsageError, VerificationError
+from ..errors import HexfuseError, ModelError, UsageError, VerificationError
 from ..graph import read_model
 from ..verify import random_inputs, relative_error, session
 
@@ -54,6 +54,7 @@ HEADER_BYTES = 24
 SECTION_ALIGN = 128
 ENGINES = ("matrix", "vector", "copy")
 QEMU_TIMEOUT_S = 3600
+IMAGE_EXIT_PROGRAM = 4  # hexfuse_emulate.elf: the parser refused the program (other codes: our bug or qemu's)
 
 
 class EmulatorUnavailable(UsageError):
@@ -188,7 +189,8 @@ def run_image(cmd: list[str], job: bytes, workdir: Path, label: str) -> tuple[di
     if proc.returncode != 0:
         lines = (proc.stderr or proc.stdout).strip().splitlines()
         detail = lines[-1] if lines else f"exit status {proc.returncode}"
-        raise ModelError(f"pair '{label}': the emulator refused or failed (exit {proc.returncode}): {detail}")
+        error = ModelError if proc.returncode == IMAGE_EXIT_PROGRAM else HexfuseError
+        raise error(f"pair '{label}': the emulator failed (exit {proc.returncode}): {detail}")
     return read_result(result_path.read_bytes())
 
 
