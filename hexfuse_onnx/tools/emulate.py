@@ -296,31 +296,33 @@ def emulate(
         raise ModelError(f"{model_path}: no {C.DOMAIN}::{C.OP_TYPE} node (rewrite the model first)")
     progress(f"capturing the inputs of {len(nodes)} pair(s) on stock ONNX Runtime")
     values = capture_inputs(model, nodes, model_feeds(Path(model_path), inputs_npz, seed))
-    host = HostKernel()
-    names = op_names()
-    results = []
+    host, names = HostKernel(), op_names()
     with tempfile.TemporaryDirectory(prefix="hexfuse-emulate-") as folder:
-        workdir = Path(folder)
-        cmd = qemu_command(qemu, image, arch, workdir)
+        cmd = qemu_command(qemu, image, arch, Path(folder))
+        results = []
         for node in nodes:
-            program = _attr(node, C.ATTR_PROGRAM)
-            if not program:
-                raise ModelError(f"pair '{node.name}' has no task program (attribute '{C.ATTR_PROGRAM}')")
-            inputs = [values[t] for t in node.input]
             progress(f"pair {node.name}: running under {Path(qemu.path).name} {'.'.join(map(str, qemu.version))}")
-            stats, raw = run_image(
-                cmd, job_bytes(program, inputs, float(_attr(node, C.ATTR_SHARE_A, 0.5))), workdir, node.name
-            )
-            expected = host.run(program, inputs)
-            checks = [
-                check_output(name, np.frombuffer(r, dtype=e.dtype).reshape(e.shape), e, rtol)
-                for name, r, e in zip(node.output, raw, expected)
-            ]
-            kind = _attr(node, C.ATTR_KIND, b"")
-            kind = kind.decode() if isinstance(kind, bytes) else str(kind)
-            op_labels = [names.get(op["opcode"], f"op{op['opcode']}") for op in stats["ops"]]
-            results.append(PairResult(node.name, kind, checks, stats, op_labels))
+            results.append(_emulate_pair(node, [values[t] for t in node.input], cmd, Path(folder), host, names, rtol))
     return qemu, results
+
+
+def _emulate_pair(
+    node: onnx.NodeProto, inputs: list[np.ndarray], cmd: list[str], workdir: Path, host, names: dict, rtol: float
+) -> PairResult:
+    program = _attr(node, C.ATTR_PROGRAM)
+    if not program:
+        raise ModelError(f"pair '{node.name}' has no task program (attribute '{C.ATTR_PROGRAM}')")
+    job = job_bytes(program, inputs, float(_attr(node, C.ATTR_SHARE_A, 0.5)))
+    stats, raw = run_image(cmd, job, workdir, node.name)
+    expected = host.run(program, inputs)
+    checks = [
+        check_output(name, np.frombuffer(r, dtype=e.dtype).reshape(e.shape), e, rtol)
+        for name, r, e in zip(node.output, raw, expected)
+    ]
+    kind = _attr(node, C.ATTR_KIND, b"")
+    kind = kind.decode() if isinstance(kind, bytes) else str(kind)
+    op_labels = [names.get(op["opcode"], f"op{op['opcode']}") for op in stats["ops"]]
+    return PairResult(node.name, kind, checks, stats, op_labels)
 
 
 # ---- report ---------------------------------------------------------------------------------------
