@@ -1,4 +1,4 @@
-"""Command line: `python -m hexfuse_onnx rewrite|inspect|unfuse|profile|zoo|bench ...`.
+"""Command line: `python -m hexfuse_onnx rewrite|inspect|unfuse|profile|zoo|bench|calibrate|emulate ...`.
 
 Exit codes: 0 done (also when no pair qualifies), 2 bad command line, 3 bad input model,
 4 verification failed (nothing written), 5 output not writable, 70 internal error.
@@ -143,6 +143,26 @@ def _parser() -> argparse.ArgumentParser:
     ca.add_argument("--table", action="store_true", help="also print the parameter tables (markdown)")
     ca.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
 
+    em = sub.add_parser(
+        "emulate",
+        help="run every FusedHexPair under qemu-hexagon on the model's real tensors; compare with the host kernel",
+        epilog=EPILOG + "; emulate: 4 an output differs from the host kernel beyond the tolerance, "
+        "2 also when qemu-hexagon or the Hexagon image is missing",
+    )
+    em.add_argument("model", help="a model written by `rewrite`")
+    em.add_argument("--arch", default="v73", choices=("v67", "v73"), help="Hexagon image to run (default v73)")
+    em.add_argument("--inputs", metavar="NPZ", help="graph inputs by name (default: seeded random inputs)")
+    em.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
+    em.add_argument(
+        "--rtol",
+        type=float,
+        default=1e-4,
+        help="float outputs: largest max|emulated - host| / max|host| (default 1e-4); integer outputs must be equal",
+    )
+    em.add_argument("--build-root", help="where dsp/scripts/build_hexagon.sh wrote the images (default <repo>/build)")
+    em.add_argument("--json", metavar="REPORT", help="also write every figure here")
+    em.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
+
     un = sub.add_parser("unfuse", help="restore the original nodes of every FusedHexPair", epilog=EPILOG)
     un.add_argument("model", help="a model written by `rewrite`")
     un.add_argument("-o", "--output", required=True, help="output .onnx")
@@ -164,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         "bench": _bench,
         "calibrate": _calibrate,
         "unfuse": _unfuse,
+        "emulate": _emulate,
     }
     try:
         return commands[args.command](args, progress)
@@ -462,6 +483,29 @@ def _unfuse(args: argparse.Namespace, progress) -> int:
         raise
     staged.commit()
     print(f"wrote {args.output}")
+    return EXIT_OK
+
+
+def _emulate(args: argparse.Namespace, progress) -> int:
+    from .errors import EXIT_VERIFY_FAILED
+    from .tools import emulate
+
+    _refuse_same_file(args.json, args.model)
+    _check_report_path(args.json)
+    build_root = Path(args.build_root) if args.build_root else None
+    qemu, results = emulate.emulate(args.model, args.arch, args.inputs, args.rtol, args.seed, build_root, progress)
+    print(f"qemu-hexagon {'.'.join(map(str, qemu.version))} ({qemu.path}), {args.arch} image")
+    for r in results:
+        print("\n".join(emulate.pair_lines(r)))
+    print(emulate.NOTE)
+    if args.json:
+        _write_json(args.json, emulate.report_json(qemu, args.arch, args.rtol, results))
+        print(f"wrote {args.json}")
+    bad = [r.name for r in results if not r.ok]
+    if bad:
+        print(f"hexfuse-onnx: error: {len(bad)} pair(s) differ from the host kernel: {', '.join(bad)}", file=sys.stderr)
+        return EXIT_VERIFY_FAILED
+    print(f"all {len(results)} pair(s) within tolerance of the host kernel")
     return EXIT_OK
 
 

@@ -20,6 +20,27 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -q "${need_apt[@]}" >/dev/null
 fi
 
+# qemu-hexagon >= 10 runs v68/v73 images as built (-cpu v73); Debian bookworm ships 7.2, which runs
+# them only relabelled v67 (dsp/scripts/run_qemu_tests.sh handles both). On bookworm, take qemu-user
+# from bookworm-backports unless HEXFUSE_QEMU_BACKPORTS=0; if that fails, 7.2 stays.
+qemu_major() { qemu-hexagon --version 2>/dev/null | sed -nE '1s/.*version ([0-9]+)\..*/\1/p'; }
+if [ "${HEXFUSE_QEMU_BACKPORTS:-1}" != 0 ] && [ "$(qemu_major)" -lt 10 ] 2>/dev/null &&
+   grep -q '^VERSION_CODENAME=bookworm' /etc/os-release 2>/dev/null; then
+  sudo_cmd=""
+  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+  if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+    printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' |
+      $sudo_cmd tee /etc/apt/sources.list.d/bookworm-backports.sources >/dev/null
+  fi
+  echo "setup: installing qemu-user from bookworm-backports (qemu-hexagon >= 10)"
+  if $sudo_cmd apt-get update -q >/dev/null &&
+     DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -q -t bookworm-backports qemu-user >/dev/null; then
+    echo "setup: $(qemu-hexagon --version | head -1)"
+  else
+    echo "setup: qemu-user from bookworm-backports not installed; keeping $(qemu-hexagon --version | head -1)" >&2
+  fi
+fi
+
 command -v cargo >/dev/null || { echo "setup: cargo (Rust) is needed to build custom_ops/; install it with rustup" >&2; exit 1; }
 
 echo "setup: installing hexfuse-onnx and its test extras (pip)"

@@ -6,7 +6,7 @@ allows.
 For each kernel the qemu test image (test_hvx_kernels.elf --packets K) runs
 the kernel once on a small, 128-byte aligned problem under
 
-    qemu-hexagon -singlestep -d exec,nochain -D LOG
+    qemu-hexagon -singlestep -d exec,nochain -D LOG    (-one-insn-per-tb on qemu >= 8.1)
 
 With -singlestep every translation block is one packet, and with nochain
 every executed block is logged, so each "Trace" line of LOG is one executed
@@ -227,10 +227,16 @@ def min_packets(insns):
     return best, binding, t
 
 
+def one_packet_per_block(qemu):
+    """qemu 8.1 renamed -singlestep to -one-insn-per-tb; qemu 10 no longer knows the old name."""
+    usage = subprocess.run([qemu, "-h"], capture_output=True, text=True).stdout
+    return "-one-insn-per-tb" if "-one-insn-per-tb" in usage else "-singlestep"
+
+
 def run_kernel(qemu, elf, kernel, logdir):
     log = os.path.join(logdir, kernel + ".log")
     out = subprocess.run(
-        [qemu, "-singlestep", "-d", "exec,nochain", "-D", log, elf, "--packets", kernel],
+        [qemu, one_packet_per_block(qemu), "-d", "exec,nochain", "-D", log, elf, "--packets", kernel],
         capture_output=True,
         text=True,
         timeout=300,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run_qemu_tests.sh - run the Hexagon tests under qemu-hexagon (linux-user 7.2).
+# run_qemu_tests.sh - run the Hexagon tests under qemu-hexagon (linux-user 7.2 or 10).
 #
 #   1. host check of the freestanding runtime's arithmetic (division helpers,
 #      __hexagon_divdf3, float math) against the host's division and libm
@@ -7,11 +7,12 @@
 #      bit for bit, the hexfuse core on the coop platform, and the FastRPC
 #      skeleton dispatcher called in a loopback (test_rpc_skel.elf: the same
 #      remote_arg marshalling as FastRPC, no FastRPC transport)
-#   3. the v68 and v73 images, integer parts: qemu-hexagon 7.2 accepts ELF
-#      files up to v67 only, so a copy of each image gets its e_flags set to
-#      v67 and runs with --int-only (same integer HVX code, v68/v73 codegen)
+#   3. the v68 and v73 images, integer parts: qemu >= 10 runs them as they are
+#      (-cpu v68 / v73); qemu-hexagon 7.2 accepts ELF files up to v67 only, so
+#      there a copy of each image gets its e_flags set to v67 and runs with
+#      --int-only (same integer HVX code, v68/v73 codegen)
 #   4. the v68+ float kernels: compiled, not run. A probe runs the float part of
-#      the relabelled v68/v73 image and shows qemu failing to decode it; if a
+#      the v68/v73 image (as in 3.) and shows qemu failing to decode it; if a
 #      future qemu runs it, its results are counted instead.
 #
 # Builds the images first (dsp/scripts/build_hexagon.sh) when they are missing.
@@ -33,6 +34,10 @@ if ! command -v "$QEMU" >/dev/null 2>&1; then
     echo "0 passed, 1 failed"
     exit 2
 fi
+
+QEMU_VERSION=$("$QEMU" --version | sed -nE '1s/.*version ([0-9]+\.[0-9]+).*/\1/p')
+# the CPU models this qemu knows ("-cpu help": v66 ... v73 on qemu 10; nothing on 7.2)
+QEMU_CPUS=" $("$QEMU" -cpu help 2>/dev/null | awk '/^ +v[0-9]+$/ {print $1}' | tr '\n' ' ')"
 
 need_build=0
 for f in hexagon-qemu/test_hvx_kernels.elf hexagon-qemu/test_scheduler.elf hexagon-qemu/test_rpc_skel.elf \
@@ -107,15 +112,24 @@ run_qemu "qemu v67: HVX integer kernels vs C references" "$WORK/qemu_kernels.log
 run_qemu "qemu v67: hexfuse core, coop platform (scheduler)" "$WORK/qemu_scheduler.log" "$Q/test_scheduler.elf"
 run_qemu "qemu v67: FastRPC skeleton dispatcher, loopback" "$WORK/qemu_rpc_skel.log" "$Q/test_rpc_skel.elf"
 
-echo "== 3. qemu-hexagon: v68 / v73 images, integer parts (copies relabelled v67)"
+# the image of arch v to run: as built with -cpu v when this qemu knows v, else a copy relabelled v67
+image_for() { # v name -> prints the qemu arguments before the image's own
+    local v=$1 name=$2
+    if [[ "$QEMU_CPUS" == *" $v "* ]]; then
+        echo "-cpu $v $BUILD_ROOT/hexagon-$v/$name.elf"
+    else
+        relabel_v67 "$BUILD_ROOT/hexagon-$v/$name.elf" "$WORK/${name}_$v.elf" && echo "$WORK/${name}_$v.elf"
+    fi
+}
 for v in v68 v73; do
-    relabel_v67 "$BUILD_ROOT/hexagon-$v/test_hvx_kernels.elf" "$WORK/test_hvx_kernels_$v.elf"
-    relabel_v67 "$BUILD_ROOT/hexagon-$v/test_scheduler.elf" "$WORK/test_scheduler_$v.elf"
+    if [[ "$QEMU_CPUS" == *" $v "* ]]; then how="run as built, -cpu $v"; else how="copies relabelled v67"; fi
+    echo "== 3. qemu-hexagon $QEMU_VERSION: $v images, integer parts ($how)"
+    # shellcheck disable=SC2046  # image_for gives whitespace-free words
     run_qemu "qemu $v code: HVX integer kernels (--int-only)" "$WORK/${v}_kernels.log" \
-        "$WORK/test_hvx_kernels_$v.elf" --int-only
-    run_qemu "qemu $v code: hexfuse core, coop platform" "$WORK/${v}_scheduler.log" "$WORK/test_scheduler_$v.elf"
-    relabel_v67 "$BUILD_ROOT/hexagon-$v/test_rpc_skel.elf" "$WORK/test_rpc_skel_$v.elf"
-    run_qemu "qemu $v code: FastRPC skeleton dispatcher, loopback" "$WORK/${v}_rpc_skel.log" "$WORK/test_rpc_skel_$v.elf"
+        $(image_for "$v" test_hvx_kernels) --int-only
+    run_qemu "qemu $v code: hexfuse core, coop platform" "$WORK/${v}_scheduler.log" $(image_for "$v" test_scheduler)
+    run_qemu "qemu $v code: FastRPC skeleton dispatcher, loopback" "$WORK/${v}_rpc_skel.log" \
+        $(image_for "$v" test_rpc_skel)
 done
 
 echo "== 4. v68+ HVX float kernels (qf32/qf16)"
@@ -128,15 +142,16 @@ for v in v68 v73; do
         continue
     fi
     log="$WORK/${v}_float_probe.log"
-    (timeout "$TIMEOUT" "$QEMU" "$WORK/test_hvx_kernels_$v.elf" --float-only; exit $?) >"$log" 2>&1
+    # shellcheck disable=SC2046
+    (timeout "$TIMEOUT" "$QEMU" $(image_for "$v" test_hvx_kernels) --float-only; exit $?) >"$log" 2>&1
     st=$?
     if grep -qE '^RESULT ' "$log"; then
         collect "qemu $v: HVX float kernels (this qemu decodes them)" "$log" $st
     elif grep -q 'decode' "$log"; then
-        echo "NOT RUN $v: ${syms}- compiled, not run: qemu-hexagon 7.2 does not decode v68 HVX float"
-        echo "        (probe: $(grep -m1 -oE 'decode[^ ]*: assertion failed[^)]*\)' "$log" || echo "qemu aborts in its decoder") at the first qf32 packet)"
+        echo "NOT RUN $v: ${syms}- compiled, not run: qemu-hexagon $QEMU_VERSION does not decode v68 HVX float"
+        echo "        (probe: $(grep -m1 -oE 'decode[^ ]*: (assertion failed[^)]*\)|code should not be reached)' "$log" || echo "qemu aborts in its decoder") at the first qf32 packet)"
     else
-        echo "NOT RUN $v: ${syms}- compiled, not run: qemu-hexagon 7.2 does not decode v68 HVX float"
+        echo "NOT RUN $v: ${syms}- compiled, not run: qemu-hexagon $QEMU_VERSION does not decode v68 HVX float"
         echo "        (probe ended with status $st without a result: $(tail -1 "$log"))"
     fi
 done

@@ -1,0 +1,1 @@
+"""Developer tools around the pass (emulation under qemu-hexagon, ...). The pass never imports this package."""

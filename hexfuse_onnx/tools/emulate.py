@@ -1,0 +1,395 @@
+"""Run every FusedHexPair of a rewritten model under qemu-hexagon and compare it with the host kernel.
+
+    python -m hexfuse_onnx emulate model.fused.onnx [--arch v67|v73] [--inputs data.npz] [--json F]
+
+For each pair: its input tensors are captured by running the model on stock ONNX Runtime (no plugin:
+each pair runs its fallback body, the original nodes) with the pair's inputs added as graph outputs,
+on seeded random inputs or `--inputs`. The task program and those tensors go into a job file that
+`hexfuse_emulate.elf` (dsp/hexagon/emulate/, built by dsp/scripts/build_hexagon.sh) runs under
+qemu-hexagon: the real parser, scheduler (coop platform: 1 matrix + 3 vector workers interleaved on
+one hardware thread) and kernels as compiled for Hexagon. The image runs the program fused and forced
+serial and counts executed packets with qemu's packet counter. The same program and inputs run on the
+host kernel (`runtime.HostKernel`), and the outputs are compared.
+
+fp32 is not expected to be bit-exact between the two builds (Hexagon: plain C sgemm and the rt's
+expf/tanhf/erff; host: OpenBLAS and libm): a float output passes when max|emulated - host| <=
+rtol * max|host| (default 1e-4); integer outputs must be equal. The fused and serial runs under
+qemu must be bit-identical (results do not depend on the schedule). Packet counts are what qemu
+executed, not device cycles: no stalls, caches, VTCM or HVX contexts are modelled, and the coop
+platform runs the workers one after the other on one thread.
+
+Images: `--arch v67` runs build/hexagon-qemu/hexfuse_emulate.elf; `--arch v73` runs
+build/hexagon-v73/hexfuse_emulate.elf with `-cpu v73` on qemu >= 10, or a copy relabelled v67 on
+older qemu (which only knows up to v67; the integer and scalar code run the same).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+from .. import contract as C
+from ..errors import HexfuseError, ModelError, UsageError, VerificationError
+from ..graph import read_model
+from ..verify import random_inputs, relative_error, session
+
+REPO_DIR = Path(__file__).resolve().parents[2]
+ARCHS = {"v67": "hexagon-qemu", "v73": "hexagon-v73"}
+IMAGE = "hexfuse_emulate.elf"
+DEFAULT_RTOL = 1e-4
+JOB_MAGIC = 0x4A584648  # "HFXJ"
+RESULT_MAGIC = 0x52584648  # "HFXR"
+FORMAT_VERSION = 1
+HEADER_BYTES = 24
+SECTION_ALIGN = 128
+ENGINES = ("matrix", "vector", "copy")
+QEMU_TIMEOUT_S = 3600
+IMAGE_EXIT_PROGRAM = 4  # hexfuse_emulate.elf: the parser refused the program (other codes: our bug or qemu's)
+
+
+class EmulatorUnavailable(UsageError):
+    """qemu-hexagon or the Hexagon image is missing."""
+
+
+@dataclass
+class Qemu:
+    path: str
+    version: tuple[int, ...]
+
+    @property
+    def runs_v73(self) -> bool:
+        return self.version >= (10,)
+
+
+@dataclass
+class OutputCheck:
+    name: str
+    bit_exact: bool
+    max_abs: float
+    rel: float
+    ok: bool
+    first_mismatch: tuple[int, float, float] | None  # flat index, emulated, host
+    tolerance: str  # "rtol 0.0001" for floats, "exact" for integers
+
+
+@dataclass
+class PairResult:
+    name: str
+    kind: str
+    outputs: list[OutputCheck]
+    stats: dict
+    op_names: list[str] = field(default_factory=list)
+
+    @property
+    def bit_exact(self) -> bool:
+        return all(o.bit_exact for o in self.outputs)
+
+    @property
+    def ok(self) -> bool:
+        return all(o.ok for o in self.outputs) and bool(self.stats["serial_equals_fused"])
+
+
+# ---- qemu and the image --------------------------------------------------------------------
+
+
+def find_qemu() -> Qemu:
+    path = os.environ.get("QEMU_HEXAGON") or shutil.which("qemu-hexagon")
+    if not path:
+        raise EmulatorUnavailable("qemu-hexagon not found (Debian: apt-get install qemu-user; see scripts/setup.sh)")
+    out = subprocess.run([path, "--version"], capture_output=True, text=True, check=False).stdout
+    m = re.search(r"version (\d+)\.(\d+)", out)
+    if not m:
+        raise EmulatorUnavailable(f"{path}: cannot read its version from `--version`")
+    return Qemu(path, (int(m.group(1)), int(m.group(2))))
+
+
+def image_path(arch: str, build_root: Path | None = None) -> Path:
+    if arch not in ARCHS:
+        raise UsageError(f"unknown arch '{arch}' (known: {', '.join(ARCHS)})")
+    path = (build_root or REPO_DIR / "build") / ARCHS[arch] / IMAGE
+    if not path.is_file():
+        raise EmulatorUnavailable(f"{path} is not built: run dsp/scripts/build_hexagon.sh")
+    return path
+
+
+def qemu_command(qemu: Qemu, image: Path, arch: str, workdir: Path) -> list[str]:
+    """v73 runs natively on qemu >= 10; older qemu gets a copy whose ELF e_flags say v67."""
+    if arch == "v67":
+        return [qemu.path, str(image)]
+    if qemu.runs_v73:
+        return [qemu.path, "-cpu", arch, str(image)]
+    relabelled = workdir / f"{arch}_as_v67_{IMAGE}"
+    data = bytearray(image.read_bytes())
+    data[36:40] = struct.pack("<I", 0x67)
+    relabelled.write_bytes(bytes(data))
+    relabelled.chmod(0o755)  # qemu-user loads only executable files
+    return [qemu.path, str(relabelled)]
+
+
+# ---- job and result files ----------------------------------------------------------------------
+
+
+def _align(n: int) -> int:
+    return -(-n // SECTION_ALIGN) * SECTION_ALIGN
+
+
+def job_bytes(program: bytes, inputs: list[np.ndarray], share_a: float) -> bytes:
+    """The job file hexfuse_emulate.elf reads (format: dsp/hexagon/emulate/hexfuse_emulate.c)."""
+    blobs = [np.ascontiguousarray(x).tobytes() for x in inputs]
+    sections = [program, *blobs]
+    layout, end = [], HEADER_BYTES + 4 * len(blobs)
+    for s in sections:
+        start = _align(end)
+        layout.append(start)
+        end = start + len(s)
+    out = bytearray(end)
+    struct.pack_into(
+        "<IHHIIIf", out, 0, JOB_MAGIC, FORMAT_VERSION, HEADER_BYTES, end, len(program), len(blobs), share_a
+    )
+    struct.pack_into(f"<{len(blobs)}I", out, HEADER_BYTES, *[len(b) for b in blobs])
+    for start, s in zip(layout, sections):
+        out[start : start + len(s)] = s
+    return bytes(out)
+
+
+def read_result(data: bytes) -> tuple[dict, list[bytes]]:
+    if len(data) < HEADER_BYTES:
+        raise VerificationError("the emulator's result file is truncated")
+    magic, version, header, total, stats_bytes, n_out, _ = struct.unpack_from("<IHHIIII", data)
+    if (magic, version, header, total) != (RESULT_MAGIC, FORMAT_VERSION, HEADER_BYTES, len(data)):
+        raise VerificationError("the emulator's result file has a bad header")
+    sizes = struct.unpack_from(f"<{n_out}I", data, HEADER_BYTES)
+    at = HEADER_BYTES + 4 * n_out
+    stats = json.loads(data[at : at + stats_bytes].decode("ascii"))
+    at += stats_bytes
+    outputs = []
+    for size in sizes:
+        outputs.append(data[at : at + size])
+        at += size
+    return stats, outputs
+
+
+def run_image(cmd: list[str], job: bytes, workdir: Path, label: str) -> tuple[dict, list[bytes]]:
+    stem = re.sub(r"[^A-Za-z0-9_.-]", "_", label)
+    job_path, result_path = workdir / f"{stem}.job", workdir / f"{stem}.result"
+    job_path.write_bytes(job)
+    proc = subprocess.run(
+        [*cmd, str(job_path), str(result_path)], capture_output=True, text=True, timeout=QEMU_TIMEOUT_S, check=False
+    )
+    if proc.returncode != 0:
+        lines = (proc.stderr or proc.stdout).strip().splitlines()
+        detail = lines[-1] if lines else f"exit status {proc.returncode}"
+        error = ModelError if proc.returncode == IMAGE_EXIT_PROGRAM else HexfuseError
+        raise error(f"pair '{label}': the emulator failed (exit {proc.returncode}): {detail}")
+    return read_result(result_path.read_bytes())
+
+
+# ---- capturing each pair's real inputs -------------------------------------------------------
+
+
+def fused_nodes(model: onnx.ModelProto) -> list[onnx.NodeProto]:
+    return [n for n in model.graph.node if n.domain == C.DOMAIN and n.op_type == C.OP_TYPE]
+
+
+def _attr(node: onnx.NodeProto, name: str, default=None):
+    for a in node.attribute:
+        if a.name == name:
+            return onnx.helper.get_attribute_value(a)
+    return default
+
+
+def capture_inputs(
+    model: onnx.ModelProto, nodes: list[onnx.NodeProto], feeds: dict[str, np.ndarray]
+) -> dict[str, np.ndarray]:
+    """Every pair input's value, from stock ORT running the model (each pair runs its fallback body)."""
+    known = {**feeds, **{t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer}}
+    wanted = [t for n in nodes for t in n.input if t and t not in known]
+    wanted = list(dict.fromkeys(wanted))
+    probe = onnx.ModelProto()
+    probe.CopyFrom(model)
+    existing = {o.name for o in probe.graph.output}
+    probe.graph.output.extend(onnx.ValueInfoProto(name=t) for t in wanted if t not in existing)
+    with tempfile.TemporaryDirectory(prefix="hexfuse-emulate-") as folder:
+        path = Path(folder) / "probe.onnx"
+        onnx.save(probe, path)
+        values = session(path).run(wanted, feeds) if wanted else []
+    return {**known, **dict(zip(wanted, values))}
+
+
+def model_feeds(model_path: Path, inputs_npz: str | None, seed: int) -> dict[str, np.ndarray]:
+    sess = session(model_path)
+    if inputs_npz is None:
+        return random_inputs(sess, seed=seed)
+    try:
+        data = np.load(inputs_npz)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{inputs_npz}: cannot read the inputs ({exc})") from None
+    missing = [i.name for i in sess.get_inputs() if i.name not in data.files]
+    if missing:
+        raise UsageError(f"{inputs_npz}: no array named '{missing[0]}' (a graph input)")
+    return {i.name: data[i.name] for i in sess.get_inputs()}
+
+
+# ---- comparing ---------------------------------------------------------------------------------
+
+
+def check_output(name: str, emulated: np.ndarray, host: np.ndarray, rtol: float) -> OutputCheck:
+    same_bits = emulated.tobytes() == host.tobytes()
+    first = None
+    if not same_bits:
+        differs = emulated.view(np.uint8).reshape(host.size, -1) != host.view(np.uint8).reshape(host.size, -1)
+        i = int(np.argmax(differs.any(axis=1)))
+        first = (i, float(emulated.flat[i]), float(host.flat[i]))
+    if np.issubdtype(host.dtype, np.floating):
+        diff = np.abs(emulated.astype(np.float64) - host.astype(np.float64))
+        max_abs = float(np.nanmax(diff)) if diff.size else 0.0
+        rel = relative_error(host, emulated)
+        ok, tolerance = bool(rel <= rtol), f"rtol {rtol:g}"  # NaN fails
+    else:
+        max_abs = float(np.max(np.abs(emulated.astype(np.int64) - host.astype(np.int64)))) if host.size else 0.0
+        rel, ok, tolerance = (0.0 if same_bits else float("inf")), same_bits, "exact"
+    return OutputCheck(name, same_bits, max_abs, rel, ok, first, tolerance)
+
+
+def op_names() -> dict[int, str]:
+    """Opcode -> name, from the lowering's mirror of ops.h (empty if it moved)."""
+    from .. import lower
+
+    table = getattr(lower, "OPS_H", {})
+    skip = ("BYTES", "PARAMS", "INPUTS", "OUTPUTS")
+    return {
+        v: k.removeprefix("HFX_OP_").lower()
+        for k, v in table.items()
+        if k.startswith("HFX_OP_") and isinstance(v, int) and not k.endswith(skip)
+    }
+
+
+# ---- the command ---------------------------------------------------------------------------------
+
+
+def emulate(
+    model_path: str | os.PathLike[str],
+    arch: str = "v73",
+    inputs_npz: str | None = None,
+    rtol: float = DEFAULT_RTOL,
+    seed: int = 0,
+    build_root: Path | None = None,
+    progress=lambda msg: None,
+) -> tuple[Qemu, list[PairResult]]:
+    from ..runtime import HostKernel
+
+    qemu = find_qemu()
+    image = image_path(arch, build_root)
+    model = read_model(model_path)
+    nodes = fused_nodes(model)
+    if not nodes:
+        raise ModelError(f"{model_path}: no {C.DOMAIN}::{C.OP_TYPE} node (rewrite the model first)")
+    progress(f"capturing the inputs of {len(nodes)} pair(s) on stock ONNX Runtime")
+    values = capture_inputs(model, nodes, model_feeds(Path(model_path), inputs_npz, seed))
+    host, names = HostKernel(), op_names()
+    with tempfile.TemporaryDirectory(prefix="hexfuse-emulate-") as folder:
+        cmd = qemu_command(qemu, image, arch, Path(folder))
+        results = []
+        for node in nodes:
+            progress(f"pair {node.name}: running under {Path(qemu.path).name} {'.'.join(map(str, qemu.version))}")
+            results.append(_emulate_pair(node, [values[t] for t in node.input], cmd, Path(folder), host, names, rtol))
+    return qemu, results
+
+
+def _emulate_pair(
+    node: onnx.NodeProto, inputs: list[np.ndarray], cmd: list[str], workdir: Path, host, names: dict, rtol: float
+) -> PairResult:
+    program = _attr(node, C.ATTR_PROGRAM)
+    if not program:
+        raise ModelError(f"pair '{node.name}' has no task program (attribute '{C.ATTR_PROGRAM}')")
+    job = job_bytes(program, inputs, float(_attr(node, C.ATTR_SHARE_A, 0.5)))
+    stats, raw = run_image(cmd, job, workdir, node.name)
+    expected = host.run(program, inputs)
+    checks = [
+        check_output(name, np.frombuffer(r, dtype=e.dtype).reshape(e.shape), e, rtol)
+        for name, r, e in zip(node.output, raw, expected)
+    ]
+    kind = _attr(node, C.ATTR_KIND, b"")
+    kind = kind.decode() if isinstance(kind, bytes) else str(kind)
+    op_labels = [names.get(op["opcode"], f"op{op['opcode']}") for op in stats["ops"]]
+    return PairResult(node.name, kind, checks, stats, op_labels)
+
+
+# ---- report ---------------------------------------------------------------------------------------
+
+
+def _count(n: int) -> str:
+    return f"{n:,}"
+
+
+def pair_lines(r: PairResult) -> list[str]:
+    fused, serial = r.stats["runs"]["fused"], r.stats["runs"]["serial"]
+    lines = [f"pair {r.name} ({r.kind}), image {r.stats['arch']}, {len(r.stats['ops'])} ops, {fused['items']} items"]
+    for o in r.outputs:
+        exact = "yes"
+        if o.first_mismatch:
+            i, got, want = o.first_mismatch
+            exact = f"no (first mismatch [{i}]: {got:.9g} emulated vs {want:.9g} host)"
+        lines.append(
+            f"  {o.name}: bit-exact {exact}; max abs {o.max_abs:.3g}, rel {o.rel:.3g} "
+            f"({o.tolerance}): {'ok' if o.ok else 'MISMATCH'}"
+        )
+    lines.append(
+        f"  fused and serial runs under qemu bit-identical: {'yes' if r.stats['serial_equals_fused'] else 'NO'}"
+    )
+    lines.append(
+        f"  packets (qemu counts, not device cycles): serial {_count(serial['call_packets'])}, "
+        f"fused {_count(fused['call_packets'])}"
+        + (" (the fused run fell back to serial)" if fused["serialized"] else "")
+    )
+    per_engine = ", ".join(f"{e} {_count(p)}" for e, p in zip(ENGINES, fused["engine_packets"]) if p)
+    busiest = max(fused["worker_packets"])
+    lines.append(
+        f"  fused, per engine class: {per_engine}; busiest of {len(fused['worker_packets'])} workers "
+        f"{_count(busiest)} ({busiest / max(1, fused['item_packets']):.0%} of the item packets)"
+    )
+    for i, op in enumerate(r.stats["ops"]):
+        lines.append(
+            f"    {'AB'[op['task']]} {r.op_names[i]:<14} {ENGINES[op['engine']]:<6} "
+            f"{_count(fused['op_packets'][i]):>14} packets, {fused['op_items'][i]} items"
+        )
+    return lines
+
+
+NOTE = (
+    "packets: executed VLIW packets counted by qemu (its packet counter, read by the image around every work "
+    "item), not device cycles. On the coop platform the workers run one after the other on one thread, so "
+    "serial and fused execute the same work; 'busiest worker' is the part one hardware thread would run if "
+    "the workers were threads and never waited."
+)
+
+
+def report_json(qemu: Qemu, arch: str, rtol: float, results: list[PairResult]) -> dict:
+    return {
+        "qemu": {"path": qemu.path, "version": ".".join(map(str, qemu.version))},
+        "arch": arch,
+        "rtol": rtol,
+        "note": NOTE,
+        "pairs": [
+            {
+                "name": r.name,
+                "kind": r.kind,
+                "ok": r.ok,
+                "bit_exact": r.bit_exact,
+                "outputs": [o.__dict__ for o in r.outputs],
+                "op_names": r.op_names,
+                "stats": r.stats,
+            }
+            for r in results
+        ],
+    }

@@ -1,0 +1,141 @@
+"""`python -m hexfuse_onnx emulate`: every FusedHexPair of rewritten zoo models runs under qemu-hexagon
+(hexfuse_emulate.elf: the real parser, coop scheduler and kernels built for Hexagon) on the model's
+real tensors, and its outputs match the host kernel. Corrupt programs and job files are refused."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from cli_support import REPO, assert_mentions, error_line, run_cli
+
+from hexfuse_onnx import contract as C
+from hexfuse_onnx.pipeline import rewrite
+from hexfuse_onnx.tools import emulate
+
+QEMU = os.environ.get("QEMU_HEXAGON") or shutil.which("qemu-hexagon")
+pytestmark = pytest.mark.skipif(QEMU is None, reason="qemu-hexagon is not installed (apt-get install qemu-user)")
+
+BUILD = REPO / "build"
+MODELS = ("two_branch", "inception", "gpt_decode_step")  # kinds: branches (matrix + vector, conv), prefill_decode
+
+
+@pytest.fixture(scope="module")
+def images() -> Path:
+    if not all((BUILD / d / emulate.IMAGE).is_file() for d in emulate.ARCHS.values()):
+        subprocess.run(["bash", str(REPO / "dsp/scripts/build_hexagon.sh"), str(BUILD)], check=True, timeout=900)
+    return BUILD
+
+
+@pytest.fixture(scope="module")
+def fused(zoo_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("fused")
+    out = {}
+    for name in MODELS:
+        result = rewrite(zoo_dir / f"{name}.onnx", folder / f"{name}.fused.onnx")
+        assert result.output is not None, f"{name}: no pair fused"
+        out[name] = result.output
+    return out
+
+
+def _pairs(path: Path) -> list[onnx.NodeProto]:
+    return emulate.fused_nodes(onnx.load(str(path)))
+
+
+@pytest.mark.parametrize("name,arch", [("two_branch", "v67"), ("inception", "v73"), ("gpt_decode_step", "v73")])
+def test_every_pair_runs_and_matches_the_host_kernel(images, fused, tmp_path, name, arch):
+    report = tmp_path / "report.json"
+    proc = run_cli("emulate", fused[name], "--arch", arch, "--json", report, "-q")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(report.read_text())
+    nodes = _pairs(fused[name])
+    assert [p["name"] for p in data["pairs"]] == [n.name for n in nodes]
+    for pair, node in zip(data["pairs"], nodes):
+        assert pair["ok"] and pair["stats"]["arch"] == arch
+        assert len(pair["outputs"]) == len(node.output)
+        assert all(o["rel"] <= emulate.DEFAULT_RTOL for o in pair["outputs"])
+        assert pair["stats"]["serial_equals_fused"] is True
+        for run in ("fused", "serial"):
+            stats = pair["stats"]["runs"][run]
+            assert stats["trace_dropped"] == 0 and stats["items"] == sum(stats["op_items"]) > 0
+            assert all(n > 0 for n in stats["op_items"]), "an op ran no item"
+            assert sum(stats["op_packets"]) == stats["item_packets"] == sum(stats["engine_packets"])
+            assert 0 < stats["item_packets"] < stats["call_packets"]
+        assert pair["stats"]["runs"]["serial"]["serialized"] == 1
+    assert f"pair {nodes[0].name}" in proc.stdout and "not device cycles" in proc.stdout
+
+
+def test_tolerance_is_enforced(images, fused):
+    """fp32 GEMM on the Hexagon build (C loop) is not bit-exact with OpenBLAS: rtol 0 must fail."""
+    proc = run_cli("emulate", fused["two_branch"], "--arch", "v67", "--rtol", "0", "-q")
+    assert proc.returncode == 4
+    assert "MISMATCH" in proc.stdout and "bit-exact no (first mismatch" in proc.stdout
+    assert_mentions(error_line(proc), "differ from the host kernel")
+
+
+def test_corrupt_program_is_refused(images, fused, tmp_path):
+    model = onnx.load(str(fused["two_branch"]))
+    node = emulate.fused_nodes(model)[0]
+    attr = next(a for a in node.attribute if a.name == C.ATTR_PROGRAM)
+    program = bytearray(attr.s)
+    program[60] ^= 0x40  # inside the tensor table: the CRC-32 no longer matches
+    attr.s = bytes(program)
+    bad = tmp_path / "bad.fused.onnx"
+    onnx.save(model, bad)
+    before = bad.read_bytes()
+    proc = run_cli("emulate", bad, "--arch", "v67", "-q")
+    assert proc.returncode == 3
+    assert_mentions(error_line(proc), "program refused", "checksum")
+    assert bad.read_bytes() == before
+
+
+def test_inputs_from_npz(images, fused, zoo_dir, tmp_path):
+    graph = onnx.load(str(zoo_dir / "two_branch.onnx")).graph
+    rng = np.random.default_rng(7)
+    shapes = {i.name: [d.dim_value for d in i.type.tensor_type.shape.dim] for i in graph.input}
+    np.savez(tmp_path / "in.npz", **{k: rng.standard_normal(v).astype(np.float32) for k, v in shapes.items()})
+    proc = run_cli("emulate", fused["two_branch"], "--arch", "v67", "--inputs", tmp_path / "in.npz", "-q")
+    assert proc.returncode == 0, proc.stderr
+    np.savez(tmp_path / "wrong.npz", not_an_input=np.zeros(3, np.float32))
+    proc = run_cli("emulate", fused["two_branch"], "--arch", "v67", "--inputs", tmp_path / "wrong.npz", "-q")
+    assert proc.returncode == 2
+    assert_mentions(error_line(proc), "wrong.npz", "no array named")
+
+
+def test_the_pass_never_imports_tools():
+    code = "import sys, hexfuse_onnx.pipeline, hexfuse_onnx.cli; sys.exit(any(m.startswith('hexfuse_onnx.tools') for m in sys.modules))"
+    assert subprocess.run([sys.executable, "-c", code], cwd=REPO, check=False).returncode == 0
+
+
+def _image_run(images: Path, job: bytes, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "job").write_bytes(job)
+    image = images / emulate.ARCHS["v67"] / emulate.IMAGE
+    cmd = [QEMU, str(image), str(tmp_path / "job"), str(tmp_path / "result")]
+    return subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=60)
+
+
+def test_corrupt_job_files_are_refused(images, fused, tmp_path):
+    node = _pairs(fused["two_branch"])[0]
+    program = next(a.s for a in node.attribute if a.name == C.ATTR_PROGRAM)
+    good = emulate.job_bytes(program, [], 0.5)  # well formed, but the program has inputs
+    cases = {
+        "magic": b"XXXX" + good[4:],
+        "truncated": good[:-1],
+        "longer": good + b"\0",
+        "share": good[:20] + struct.pack("<f", float("nan")) + good[24:],
+        "input count": good,
+    }
+    for what, job in cases.items():
+        proc = _image_run(images, job, tmp_path)
+        lines = proc.stderr.strip().splitlines()
+        assert proc.returncode == 3, (what, proc.returncode, proc.stderr)
+        assert len(lines) == 1 and lines[0].startswith("hexfuse_emulate: bad job:"), (what, proc.stderr)
+        assert not (tmp_path / "result").exists()
