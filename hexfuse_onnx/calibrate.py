@@ -518,7 +518,7 @@ def node_kernel_seconds(
     the graph node producing the same tensor (a micro-batch copy after its suffix is stripped,
     so both halves of a chain node add up to that node). A Constant lowers to no op and gets no
     time; an op copying a formal input out has no node (its time is returned apart)."""
-    from .lower import program_op_nodes
+    from .lowering import program_op_nodes
     from .rewrite import microbatch_suffixes
 
     node = next(n for n in model.graph.node if n.name == pair_node)

@@ -28,7 +28,7 @@ ATTR_TARGET = "target"  # string: the cost-model target the estimates are for
 ATTR_EST_SERIAL_US = "est_serial_us"  # float: predicted A then B, microseconds
 ATTR_EST_FUSED_US = "est_fused_us"  # float: predicted fused time at share_a
 ATTR_MICROBATCH_SIZES = "microbatch_sizes"  # ints [a, b]: rows of the batch axis per task
-ATTR_PROGRAM = "program"  # bytes (string attr): the task program, filled by lower.py
+ATTR_PROGRAM = "program"  # bytes (string attr): the task program, filled by hexfuse_onnx/lowering/
 ATTR_PROGRAM_VERSION = "program_version"  # int: format version of `program`
 
 # Version of the task program format the pass writes (dsp/README.md documents it).

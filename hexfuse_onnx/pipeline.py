@@ -20,7 +20,7 @@ from .errors import UsageError, VerificationError, WriteError
 from .graph import ModelGraph
 from .modelio import stage
 from .profile import GraphProfile, profile_graph
-from .lower import attach_programs
+from .lowering import attach_programs
 from .rewrite import fuse, next_pair_id
 from .select import DEFAULT_MIN_GAIN, Pair, Rejection, select
 from .verify import DEFAULT_RTOL, Comparison, check, compare

@@ -16,7 +16,7 @@ from .contract import KIND_MICROBATCH
 from .costmodel import Prediction, Target, fits, predict, task_time
 from .discover import Candidate
 from .graph import ModelGraph
-from .lower import op_outside_kernel
+from .lowering import op_outside_kernel
 from .profile import Engine, GraphProfile, TaskProfile
 
 DEFAULT_MIN_GAIN = 0.02

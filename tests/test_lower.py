@@ -17,7 +17,8 @@ from onnx import TensorProto, helper, numpy_helper
 import models
 from hexfuse_onnx import contract as C
 from hexfuse_onnx import pipeline, verify
-from hexfuse_onnx.lower import OPS_H, LoweringError, attach_programs, lower_pair, program_op_nodes
+from hexfuse_onnx.lowering import LoweringError, attach_programs, lower_pair, program_op_nodes
+from hexfuse_onnx.lowering.abi import C_PREFIX, Layout
 from hexfuse_onnx.runtime import HOST_NAME, LIB_DIR, HostKernel
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,6 +34,8 @@ needs_host = pytest.mark.skipif(
 
 
 def header_values() -> dict[str, int]:
+    """Every HFX_ name with a value in ops.h (#defines and enums) and, once it exists, the opcode
+    table dsp/include/hexfuse/ops.def (an X-macro row per opcode: `NAME(SUFFIX, number, ...)`)."""
     text = (ROOT / "dsp/include/hexfuse/ops.h").read_text()
     text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
     values = {}
@@ -41,16 +44,21 @@ def header_values() -> dict[str, int]:
     for body in re.findall(r"enum\s+\w+\s*\{(.*?)\}", text, flags=re.S):
         for name, v in re.findall(r"(HFX_\w+)\s*=\s*(\d+)", body):
             values[name] = int(v)
+    table = ROOT / "dsp/include/hexfuse/ops.def"
+    if table.is_file():
+        rows = re.sub(r"/\*.*?\*/|//[^\n]*", "", table.read_text(), flags=re.S)
+        for suffix, v in re.findall(r"^\s*\w+\(\s*(?:HFX_OP_)?([A-Z0-9_]+)\s*,\s*(\d+)", rows, flags=re.M):
+            values[f"HFX_OP_{suffix}"] = int(v)
     return values
 
 
-def test_table_matches_ops_h() -> None:
+def test_abi_enums_match_ops_h() -> None:
     header = header_values()
-    mismatched = {k: (v, header.get(k)) for k, v in OPS_H.items() if header.get(k) != v}
-    assert not mismatched, f"lower.OPS_H differs from ops.h: {mismatched}"
-    opcodes = {k for k in header if k.startswith("HFX_OP_") and k != "HFX_OP_PARAMS"}
-    assert opcodes <= set(OPS_H), f"opcodes missing from lower.OPS_H: {opcodes - set(OPS_H)}"
-    assert header["HFX_PROGRAM_VERSION"] == C.PROGRAM_VERSION
+    members = {C_PREFIX[enum] + name: int(m) for enum in C_PREFIX for name, m in enum.__members__.items()}
+    assert len(members) > 100
+    mismatched = {k: (v, header.get(k)) for k, v in members.items() if header.get(k) != v}
+    assert not mismatched, f"lowering.abi differs from ops.h (python, C): {mismatched}"
+    assert header["HFX_PROGRAM_VERSION"] == Layout.PROGRAM_VERSION == C.PROGRAM_VERSION
 
 
 # ---- a hand-made pair covering the op set ----------------------------------------------------

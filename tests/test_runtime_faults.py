@@ -122,7 +122,7 @@ def with_attribute(path: Path, attr: onnx.AttributeProto) -> bytes:
     return edited(path, edit)
 
 
-# The program header (lower.py _Program.encode): "<IHHIIII4HIIII" = magic, version, header bytes,
+# The program header (lowering/program.py Program.encode): "<IHHIIII4HIIII" = magic, version, header bytes,
 # total bytes, flags, n_tensors, n_ops, n_io[4], tensors offset, ops offset, data offset, data bytes.
 HEADER = struct.Struct("<IHHIIII4HIIII")
 
@@ -624,7 +624,7 @@ def big_scratch(tmp_path_factory) -> Path:
 
 def test_scratch_over_the_arena_fails_cleanly_at_run(big_scratch, tmp_path, oversized_host_target):
     """A lowered pair whose task scratch exceeds the pool's arena: a clean HFX_ERR_BUDGET at run."""
-    from hexfuse_onnx.lower import attach_programs
+    from hexfuse_onnx.lowering import attach_programs
     from hexfuse_onnx.rewrite import fuse
 
     a = pipeline.analyse(big_scratch, target="host")
