@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from . import __version__
-from .contract import KINDS
+from .kinds import KINDS
 from .costmodel import TARGETS
 from .bench import BASELINES, DEFAULT_BASELINES
 from .errors import EXIT_INTERNAL, EXIT_OK, HexfuseError

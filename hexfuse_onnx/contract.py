@@ -10,14 +10,8 @@ DOMAIN = "hexfuse"
 OP_TYPE = "FusedHexPair"
 DOMAIN_VERSION = 1
 
-# Pair kinds.
-KIND_BRANCHES = "branches"
-KIND_MICROBATCH = "microbatch"
-KIND_PREFILL_DECODE = "prefill_decode"
-KINDS = (KIND_BRANCHES, KIND_MICROBATCH, KIND_PREFILL_DECODE)
-
 # Node attributes. The function body stays the source of truth; these describe it.
-ATTR_KIND = "kind"  # string, one of KINDS
+ATTR_KIND = "kind"  # string: the pair kind (a name in hexfuse_onnx.kinds.KINDS)
 ATTR_NUM_INPUTS_A = "num_inputs_a"  # int: inputs [0, n) belong to task A, the rest to B
 ATTR_NUM_OUTPUTS_A = "num_outputs_a"  # int: outputs [0, n) belong to task A, the rest to B
 ATTR_NUM_NODES_A = "num_nodes_a"  # int: body nodes [0, n) are task A, the rest task B

@@ -13,16 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import graph as graph_mod
-from .contract import KINDS
 from .costmodel import Target, get_target
-from .discover import Candidate, discover
 from .errors import UsageError, VerificationError, WriteError
 from .graph import ModelGraph
+from .kinds import KINDS, Candidate, Pair, discover
 from .modelio import stage
 from .profile import GraphProfile, profile_graph
-from .lowering import attach_programs
-from .rewrite import fuse, next_pair_id
-from .select import DEFAULT_MIN_GAIN, Pair, Rejection, select
+from .rewrite import fuse, prepare
+from .select import DEFAULT_MIN_GAIN, Rejection, select
 from .verify import DEFAULT_RTOL, Comparison, check, compare
 
 Progress = Callable[[str], None]
@@ -79,7 +77,7 @@ def analyse(
     if profile.unprofiled:
         progress(f"{len(profile.unprofiled)} node(s) could not be profiled (unknown shapes); they are not paired")
     t0 = time.perf_counter()
-    candidates = discover(g, kinds)
+    candidates = discover(g, kinds, profile, tgt)
     seconds["discover"] = time.perf_counter() - t0
     progress(f"{len(candidates)} candidate pair(s) ({seconds['discover']:.2f} s)")
     t0 = time.perf_counter()
@@ -127,18 +125,17 @@ def rewrite(
     failed: list[Rejection] = []
     while analysis.pairs:
         t0 = time.perf_counter()
-        fused = fuse(analysis.graph, analysis.pairs, analysis.target.name)
-        fused, unlowered = attach_programs(fused)
-        seconds["rewrite"] = time.perf_counter() - t0
+        unlowered = prepare(analysis.graph, analysis.pairs, analysis.target.name)
+        seconds["lower"] = time.perf_counter() - t0
         if unlowered:
-            first = next_pair_id(analysis.graph.model)
-            for k, pair in enumerate(analysis.pairs):
-                reason = unlowered.get(f"pair{first + k}")
-                if reason:
-                    progress(f"not fusing a {pair.kind} pair ({pair.candidate.note}): {reason}")
-                    failed.append(Rejection(pair.candidate, f"does not lower: {reason}"))
+            for pair, error in unlowered:
+                progress(f"not fusing a {pair.kind} pair ({pair.candidate.note}): {error.message}")
+                failed.append(Rejection(pair.candidate, f"does not lower: {error.message}"))
             _reselect(analysis, failed, min_gain)
             continue
+        t0 = time.perf_counter()
+        fused = fuse(analysis.graph, analysis.pairs)
+        seconds["rewrite"] = time.perf_counter() - t0
         progress("verifying: full checker, then stock ONNX Runtime against the original")
         t0 = time.perf_counter()
         staged = stage(fused, out, source_dir)
@@ -193,7 +190,8 @@ def _failing_pairs(
 ) -> list[Rejection]:
     failing = []
     for pair in analysis.pairs:
-        fused, _ = attach_programs(fuse(analysis.graph, [pair], analysis.target.name))
+        prepare(analysis.graph, [pair], analysis.target.name)  # numbered as the only pair
+        fused = fuse(analysis.graph, [pair])
         staged = stage(fused, out, source_dir)
         try:
             _verify(path, staged.model_path, shapes, rtol, verify_plugin)

@@ -152,11 +152,6 @@ class TaskProfile:
     def total_bytes(self) -> float:
         return sum(self.bytes.values())
 
-    @property
-    def intensity(self) -> float:
-        """Arithmetic intensity, FLOPs per byte moved."""
-        return self.total_flops / max(self.total_bytes, 1.0)
-
     def scaled(self, fraction: float) -> "TaskProfile":
         """The same task on a fraction of the batch (activations and FLOPs scale, weights do not)."""
         ops = [

@@ -88,7 +88,7 @@ def pair_model(nodes_a, nodes_b, inputs_a, inputs_b, outputs_a, outputs_b, inits
         num_outputs_a=len(outputs_a),
         num_nodes_a=len(nodes_a),
         share_a=0.5,
-        kind=C.KIND_BRANCHES,
+        kind="branches",
     )
     node.overload = "pair0"
     graph_inputs = [v for v in inputs_a + inputs_b if v.name not in {t.name for t in inits}]
