@@ -18,7 +18,7 @@ import models
 from hexfuse_onnx import contract as C
 from hexfuse_onnx import pipeline, verify
 from hexfuse_onnx.lowering import LoweringError, attach_programs, lower_pair, program_op_nodes
-from hexfuse_onnx.lowering.abi import C_PREFIX, Layout
+from hexfuse_onnx.lowering.abi import C_PREFIX, Layout, Opcode
 from hexfuse_onnx.runtime import HOST_NAME, LIB_DIR, HostKernel
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -542,3 +542,40 @@ def test_not_a_pair_node_is_refused() -> None:
 
 def test_models_module_has_the_zoo() -> None:
     assert NO_PAIR < set(models.BUILDERS)
+
+
+def rms_swish_model(alpha: float = 1.0, scale_shape: tuple[int, ...] = (2, 8)) -> onnx.ModelProto:
+    """RMSNormalization (opset 23) in task A, Swish (opset 24) in task B: the kernel's RMSNORM and SILU."""
+    rng = np.random.default_rng(3)
+    a = [helper.make_node("RMSNormalization", ["x", "s"], ["ya"], name="rms", axis=-2, epsilon=1e-3)]
+    b = [helper.make_node("Swish", ["z"], ["yb"], name="swish", alpha=alpha)]
+    inits = [init("s", rng.standard_normal(scale_shape).astype(np.float32))]
+    inputs_a = [vi("x", [3, 2, 8]), vi("s", list(scale_shape))]
+    return pair_model(a, b, inputs_a, [vi("z", [4, 5])], [vi("ya", [3, 2, 8])], [vi("yb", [4, 5])], inits, opset=24)
+
+
+@needs_host
+def test_rms_normalization_and_swish_run_on_the_host_kernel() -> None:
+    m = rms_swish_model()
+    onnx.checker.check_model(m, full_check=True)
+    opcodes = [struct.unpack_from("<H", p, 0)[0] for p in _op_records(lower_pair(m, m.graph.node[0]))]
+    assert opcodes == [Opcode.RMSNORM, Opcode.SILU]
+    assert_matches_ort_on_the_host_kernel(m)
+
+
+@pytest.mark.parametrize(
+    ("model", "reason"),
+    [
+        (rms_swish_model(alpha=0.5), "only alpha=1"),
+        (rms_swish_model(scale_shape=(8,)), "must have the normalized shape"),
+    ],
+)
+def test_rms_normalization_and_swish_outside_the_kernel_are_refused(model: onnx.ModelProto, reason: str) -> None:
+    with pytest.raises(LoweringError, match=reason):
+        lower_pair(model, model.graph.node[0])
+
+
+def _op_records(program: bytes) -> list[bytes]:
+    _, _, _, _, _, n_tensors, n_ops = struct.unpack_from("<IHHIIII", program)
+    ops_off = struct.unpack_from("<I", program, 36)[0]
+    return [program[ops_off + k * Layout.OP_RECORD_BYTES :][: Layout.OP_RECORD_BYTES] for k in range(n_ops)]

@@ -1,6 +1,8 @@
-"""Ops over an axis on the vector engine: Softmax, LayerNormalization, ReduceMean/ReduceSum."""
+"""Ops over an axis on the vector engine: Softmax, LayerNormalization, RMSNormalization, ReduceMean/ReduceSum."""
 
 from __future__ import annotations
+
+import math
 
 import onnx
 
@@ -27,6 +29,20 @@ def layer_norm(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         inputs.append(cx.read(n.input[2], n, t))
     params = {Param.AXIS: int(attr(n, "axis", -1)), Param.EPSILON: f32_bits(float(attr(n, "epsilon", 1e-5)))}
     cx.emit(n, t, Opcode.LAYERNORM, Engine.VECTOR, inputs, params)
+
+
+@lowers("RMSNormalization")
+def rms_norm(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """ONNX RMSNormalization (opset 23): X / sqrt(mean(X^2 over [axis, rank)) + epsilon) * scale."""
+    x, scale = cx.shape(n.input[0], n), cx.shape(n.input[1], n)
+    axis = int(attr(n, "axis", -1))
+    if int(attr(n, "stash_type", 1)) != 1:
+        raise LoweringError(n.op_type, n.name, "only stash_type=1 (float) is supported")
+    if not -len(x) <= axis < len(x) or math.prod(scale) != math.prod(x[axis:]):
+        raise LoweringError(n.op_type, n.name, f"scale {scale} must have the normalized shape {x[axis:]}")
+    inputs = [cx.read(n.input[0], n, t), cx.read(n.input[1], n, t)]
+    params = {Param.AXIS: axis, Param.EPSILON: f32_bits(float(attr(n, "epsilon", 1e-5)))}
+    cx.emit(n, t, Opcode.RMSNORM, Engine.VECTOR, inputs, params)
 
 
 @lowers("ReduceMean", "ReduceSum")

@@ -35,6 +35,14 @@ def gelu(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     cx.emit(n, t, Opcode.GELU, Engine.VECTOR, [cx.read(n.input[0], n, t)])
 
 
+@lowers("Swish")
+def swish(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """ONNX Swish (opset 24), x * sigmoid(alpha x): the kernel's SILU when alpha is 1."""
+    if float(attr(n, "alpha", 1.0)) != 1.0:
+        raise LoweringError(n.op_type, n.name, "only alpha=1 (SiLU) is supported")
+    cx.emit(n, t, Opcode.SILU, Engine.VECTOR, [cx.read(n.input[0], n, t)])
+
+
 @lowers("HardSigmoid")
 def hard_sigmoid(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     params = {
