@@ -48,8 +48,8 @@ model is given); the CLI re-executes itself without OPENBLAS_CORETYPE/OPENBLAS_L
 from __future__ import annotations
 
 import datetime
-import os
 import json
+import os
 import platform
 import statistics
 import tempfile
@@ -62,10 +62,11 @@ import onnx
 import onnxruntime as ort
 
 from . import contract as C
-from . import costmodel, graph as graph_mod
+from . import costmodel
+from . import graph as graph_mod
 from .costmodel import Param, Target, predict, task_time
-from .profile import Engine, GraphProfile, NodeProfile, TaskProfile, profile_graph
 from .kinds import Pair, kind_of
+from .profile import Engine, GraphProfile, NodeProfile, TaskProfile, profile_graph
 
 Progress = Callable[[str], None]
 CALIBRATED_NAME = "host-calibrated"  # the target `calibrate -o` writes (the fit with the lower error)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import onnx
 from onnx import numpy_helper
 
-from .abi import Engine, Layout, Opcode, Param, SliceParam, Task
+from .abi import Layout, Opcode, Param, SliceParam, Task
 from .lowerer import Lowerer, attr
 from .registry import LoweringError, lowers
 
@@ -25,7 +25,7 @@ def constant(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
 @lowers(*RESHAPES)
 def reshape(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     """A real copy: the kernel has no aliasing view, the output gets its own buffer."""
-    cx.emit(n, t, Opcode.COPY, Engine.COPY, [cx.read(n.input[0], n, t)])
+    cx.emit(n, t, Opcode.COPY, [cx.read(n.input[0], n, t)])
 
 
 @lowers("Transpose")
@@ -33,7 +33,7 @@ def transpose(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     rank = len(cx.shape(n.input[0], n))
     perm = list(attr(n, "perm", list(range(rank))[::-1]))
     params = {Param.PERM + i: p for i, p in enumerate(perm)}
-    cx.emit(n, t, Opcode.TRANSPOSE, Engine.COPY, [cx.read(n.input[0], n, t)], params)
+    cx.emit(n, t, Opcode.TRANSPOSE, [cx.read(n.input[0], n, t)], params)
 
 
 @lowers("Concat")
@@ -41,7 +41,7 @@ def concat(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     if not 1 <= len(n.input) <= Layout.MAX_OP_INPUTS:
         raise LoweringError(n.op_type, n.name, f"{len(n.input)} inputs; the kernel concatenates 1..8")
     inputs = [cx.read(i, n, t) for i in n.input]
-    cx.emit(n, t, Opcode.CONCAT, Engine.COPY, inputs, {Param.AXIS: int(attr(n, "axis"))})
+    cx.emit(n, t, Opcode.CONCAT, inputs, {Param.AXIS: int(attr(n, "axis"))})
 
 
 @lowers("Slice")
@@ -63,7 +63,7 @@ def slice_(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         params[SliceParam.STARTS + i] = s[i]
         params[SliceParam.ENDS + i] = e[i]
         params[SliceParam.STEPS + i] = st[i]
-    cx.emit(n, t, Opcode.SLICE, Engine.COPY, [cx.read(n.input[0], n, t)], params)
+    cx.emit(n, t, Opcode.SLICE, [cx.read(n.input[0], n, t)], params)
 
 
 def _clamp(v: int) -> int:

@@ -23,6 +23,8 @@ import onnx
 from onnx import helper, numpy_helper, shape_inference
 
 from .. import contract as C
+from ..profile import Engine as EngineClass
+from ..profile import engine_of
 from .abi import Dtype, Engine, Layout, Opcode, Role, Task
 from .program import Op, Program, Tensor
 from .registry import LOWERINGS, LoweringError, op_outside_kernel
@@ -35,6 +37,8 @@ DTYPES = {
     onnx.TensorProto.INT8: Dtype.I8,
     onnx.TensorProto.UINT8: Dtype.U8,
 }
+
+KERNEL_ENGINE = {EngineClass.MATRIX: Engine.MATRIX, EngineClass.VECTOR: Engine.VECTOR, EngineClass.MEMORY: Engine.COPY}
 
 
 @dataclass(frozen=True)
@@ -270,13 +274,14 @@ class Lowerer:
         n: onnx.NodeProto,
         task: Task,
         opcode: Opcode,
-        engine: Engine,
         inputs: list[int],
         params: dict[int, int] | None = None,
     ) -> None:
-        """Append the op computing n's first output from the program tensors `inputs`."""
+        """Append the op computing n's first output from the program tensors `inputs`, on the
+        kernel engine of n's engine class (`profile.engine_of`, the table the cost model uses)."""
         if len(n.output) > 1 and any(n.output[1:]):
             raise LoweringError(n.op_type, n.name, "only the first output is supported")
+        engine = KERNEL_ENGINE[engine_of(n)]
         op = Op(opcode, engine, task, inputs, self._out(n, task))
         for k, v in (params or {}).items():
             op.params[k] = int(v)

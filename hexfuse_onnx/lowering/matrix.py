@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import onnx
 
-from .abi import ConvParam, Engine, GemmParam, Opcode, Task
+from .abi import ConvParam, GemmParam, Opcode, Task
 from .lowerer import Lowerer, attr, f32_bits
 from .registry import LoweringError, lowers
 from .spatial import pads_2d
@@ -15,7 +15,7 @@ def matmul(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     if len(cx.shape(n.input[0], n)) < 2 or len(cx.shape(n.input[1], n)) < 2:
         raise LoweringError(n.op_type, n.name, "1-D operands are not supported")
     inputs = [cx.read(n.input[0], n, t), cx.read(n.input[1], n, t)]
-    cx.emit(n, t, Opcode.GEMM, Engine.MATRIX, inputs, {GemmParam.ALPHA: f32_bits(1.0)})
+    cx.emit(n, t, Opcode.GEMM, inputs, {GemmParam.ALPHA: f32_bits(1.0)})
 
 
 @lowers("Gemm")
@@ -30,7 +30,7 @@ def gemm(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         GemmParam.ALPHA: f32_bits(alpha),
         GemmParam.BETA: f32_bits(beta) if has_c else 0,
     }
-    cx.emit(n, t, Opcode.GEMM, Engine.MATRIX, inputs, params)
+    cx.emit(n, t, Opcode.GEMM, inputs, params)
 
 
 @lowers("Conv")
@@ -55,4 +55,4 @@ def conv(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         ConvParam.DILATION_W: dil[1],
         ConvParam.GROUP: int(attr(n, "group", 1)),
     }
-    cx.emit(n, t, Opcode.CONV2D, Engine.MATRIX, inputs, params)
+    cx.emit(n, t, Opcode.CONV2D, inputs, params)

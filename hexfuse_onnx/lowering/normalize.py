@@ -6,7 +6,7 @@ import math
 
 import onnx
 
-from .abi import Engine, Opcode, Param, ReduceParam, Task
+from .abi import Opcode, Param, ReduceParam, Task
 from .lowerer import Lowerer, attr, f32_bits
 from .registry import LoweringError, lowers
 
@@ -19,7 +19,7 @@ def softmax(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         raise LoweringError(
             n.op_type, n.name, f"opset {cx.opset} Softmax coerces to 2-D; only the last axis is supported"
         )
-    cx.emit(n, t, Opcode.SOFTMAX, Engine.VECTOR, [cx.read(n.input[0], n, t)], {Param.AXIS: axis})
+    cx.emit(n, t, Opcode.SOFTMAX, [cx.read(n.input[0], n, t)], {Param.AXIS: axis})
 
 
 @lowers("LayerNormalization")
@@ -28,7 +28,7 @@ def layer_norm(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     if len(n.input) > 2 and n.input[2]:
         inputs.append(cx.read(n.input[2], n, t))
     params = {Param.AXIS: int(attr(n, "axis", -1)), Param.EPSILON: f32_bits(float(attr(n, "epsilon", 1e-5)))}
-    cx.emit(n, t, Opcode.LAYERNORM, Engine.VECTOR, inputs, params)
+    cx.emit(n, t, Opcode.LAYERNORM, inputs, params)
 
 
 @lowers("RMSNormalization")
@@ -42,7 +42,7 @@ def rms_norm(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         raise LoweringError(n.op_type, n.name, f"scale {scale} must have the normalized shape {x[axis:]}")
     inputs = [cx.read(n.input[0], n, t), cx.read(n.input[1], n, t)]
     params = {Param.AXIS: axis, Param.EPSILON: f32_bits(float(attr(n, "epsilon", 1e-5)))}
-    cx.emit(n, t, Opcode.RMSNORM, Engine.VECTOR, inputs, params)
+    cx.emit(n, t, Opcode.RMSNORM, inputs, params)
 
 
 @lowers("ReduceMean", "ReduceSum")
@@ -62,4 +62,4 @@ def reduce(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         mask |= 1 << (a % rank)
     opcode = Opcode.REDUCE_MEAN if n.op_type == "ReduceMean" else Opcode.REDUCE_SUM
     params = {ReduceParam.AXES_MASK: mask, ReduceParam.KEEPDIMS: int(attr(n, "keepdims", 1))}
-    cx.emit(n, t, opcode, Engine.VECTOR, [cx.read(n.input[0], n, t)], params)
+    cx.emit(n, t, opcode, [cx.read(n.input[0], n, t)], params)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import onnx
 
-from .abi import Engine, HardSigmoidParam, Opcode, Task
+from .abi import HardSigmoidParam, Opcode, Task
 from .lowerer import Lowerer, attr, f32_bits
 from .registry import LoweringError, lowers
 
@@ -20,19 +20,19 @@ UNARY = {
 
 @lowers(*BINARY)
 def binary(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
-    cx.emit(n, t, BINARY[n.op_type], Engine.VECTOR, [cx.read(n.input[0], n, t), cx.read(n.input[1], n, t)])
+    cx.emit(n, t, BINARY[n.op_type], [cx.read(n.input[0], n, t), cx.read(n.input[1], n, t)])
 
 
 @lowers(*UNARY)
 def unary(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
-    cx.emit(n, t, UNARY[n.op_type], Engine.VECTOR, [cx.read(n.input[0], n, t)])
+    cx.emit(n, t, UNARY[n.op_type], [cx.read(n.input[0], n, t)])
 
 
 @lowers("Gelu")
 def gelu(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     if attr(n, "approximate", b"none") not in (b"none", "none"):
         raise LoweringError(n.op_type, n.name, "approximate='tanh' is not supported (erf form only)")
-    cx.emit(n, t, Opcode.GELU, Engine.VECTOR, [cx.read(n.input[0], n, t)])
+    cx.emit(n, t, Opcode.GELU, [cx.read(n.input[0], n, t)])
 
 
 @lowers("Swish")
@@ -40,7 +40,7 @@ def swish(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     """ONNX Swish (opset 24), x * sigmoid(alpha x): the kernel's SILU when alpha is 1."""
     if float(attr(n, "alpha", 1.0)) != 1.0:
         raise LoweringError(n.op_type, n.name, "only alpha=1 (SiLU) is supported")
-    cx.emit(n, t, Opcode.SILU, Engine.VECTOR, [cx.read(n.input[0], n, t)])
+    cx.emit(n, t, Opcode.SILU, [cx.read(n.input[0], n, t)])
 
 
 @lowers("HardSigmoid")
@@ -49,4 +49,4 @@ def hard_sigmoid(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         HardSigmoidParam.ALPHA: f32_bits(float(attr(n, "alpha", 0.2))),
         HardSigmoidParam.BETA: f32_bits(float(attr(n, "beta", 0.5))),
     }
-    cx.emit(n, t, Opcode.HARDSIGMOID, Engine.VECTOR, [cx.read(n.input[0], n, t)], params)
+    cx.emit(n, t, Opcode.HARDSIGMOID, [cx.read(n.input[0], n, t)], params)

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import onnx
 
-from .abi import Engine, Opcode, PoolParam, ResizeCoord, ResizeMode, ResizeNearest, ResizeParam, Task
+from .abi import Opcode, PoolParam, ResizeCoord, ResizeMode, ResizeNearest, ResizeParam, Task
 from .lowerer import Lowerer, attr, f32_bits, str_attr
 from .registry import LoweringError, lowers
 
@@ -92,7 +92,7 @@ def pool(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         PoolParam.CEIL_MODE: ceil_mode,
         PoolParam.COUNT_INCLUDE_PAD: include_pad,
     }
-    cx.emit(n, t, POOLS[op], Engine.VECTOR, [cx.read(n.input[0], n, t)], params)
+    cx.emit(n, t, POOLS[op], [cx.read(n.input[0], n, t)], params)
 
 
 def _check_pool_window(
@@ -111,7 +111,7 @@ def _check_pool_window(
 def global_average_pool(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     if len(cx.shape(n.input[0], n)) < 3:
         raise LoweringError(n.op_type, n.name, "the input needs rank >= 3 (N, C, spatial)")
-    cx.emit(n, t, Opcode.GLOBAL_AVGPOOL, Engine.VECTOR, [cx.read(n.input[0], n, t)])
+    cx.emit(n, t, Opcode.GLOBAL_AVGPOOL, [cx.read(n.input[0], n, t)])
 
 
 @lowers("Resize")
@@ -140,8 +140,7 @@ def resize(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         ResizeParam.SCALE_H: f32_bits(scales[rank - 2]),
         ResizeParam.SCALE_W: f32_bits(scales[rank - 1]),
     }
-    engine = Engine.VECTOR if mode == ResizeMode.LINEAR else Engine.COPY
-    cx.emit(n, t, Opcode.RESIZE, engine, [cx.read(n.input[0], n, t)], params)
+    cx.emit(n, t, Opcode.RESIZE, [cx.read(n.input[0], n, t)], params)
 
 
 def _resize_modes(n: onnx.NodeProto) -> tuple[ResizeMode, ResizeCoord, ResizeNearest]:
