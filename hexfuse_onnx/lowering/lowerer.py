@@ -29,7 +29,7 @@ from .abi import Dtype, Engine, Layout, Opcode, Role, Task
 from .program import Op, Program, Tensor
 from .registry import LOWERINGS, LoweringError, op_outside_kernel
 
-DTYPES = {
+DTYPES: dict[int, Dtype] = {
     onnx.TensorProto.FLOAT: Dtype.F32,
     onnx.TensorProto.FLOAT16: Dtype.F16,
     onnx.TensorProto.INT32: Dtype.I32,
@@ -275,10 +275,11 @@ class Lowerer:
         task: Task,
         opcode: Opcode,
         inputs: list[int],
-        params: dict[int, int] | None = None,
+        params: dict[Any, int] | None = None,
     ) -> None:
         """Append the op computing n's first output from the program tensors `inputs`, on the
-        kernel engine of n's engine class (`profile.engine_of`, the table the cost model uses)."""
+        kernel engine of n's engine class (`profile.engine_of`, the table the cost model uses);
+        `params`: parameter slot (an abi parameter enum, or an int) -> value."""
         if len(n.output) > 1 and any(n.output[1:]):
             raise LoweringError(n.op_type, n.name, "only the first output is supported")
         engine = KERNEL_ENGINE[engine_of(n)]
