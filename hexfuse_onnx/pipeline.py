@@ -17,6 +17,7 @@ from .costmodel import Target, get_target
 from .errors import UsageError, VerificationError, WriteError
 from .graph import ModelGraph
 from .kinds import KINDS, Candidate, Pair, discover
+from .lowering import LoweringError
 from .modelio import stage
 from .profile import GraphProfile, profile_graph
 from .rewrite import fuse, prepare
@@ -116,10 +117,7 @@ def rewrite(
     if out.exists() and out.resolve() == Path(path).resolve():
         raise WriteError(f"{out}: the output would overwrite the input model; choose another -o")
     analysis = analyse(path, kinds, target, min_gain, shapes, progress)
-    inputs_data = graph_mod.external_data_files(analysis.graph.model, Path(path))
-    for target_file in (out, out.with_name(out.name + ".data")):
-        if target_file.resolve() in inputs_data:
-            raise WriteError(f"{target_file}: would overwrite the input model's external data; choose another -o")
+    _check_keeps_external_data(analysis.graph, Path(path), out)
     seconds = dict(analysis.seconds)
     source_dir = Path(path).resolve().parent
     failed: list[Rejection] = []
@@ -128,9 +126,7 @@ def rewrite(
         unlowered = prepare(analysis.graph, analysis.pairs, analysis.target.name)
         seconds["lower"] = time.perf_counter() - t0
         if unlowered:
-            for pair, error in unlowered:
-                progress(f"not fusing a {pair.kind} pair ({pair.candidate.note}): {error.message}")
-                failed.append(Rejection(pair.candidate, f"does not lower: {error.message}"))
+            failed += [_not_lowered(pair, error, progress) for pair, error in unlowered]
             _reselect(analysis, failed, min_gain)
             continue
         t0 = time.perf_counter()
@@ -157,6 +153,18 @@ def rewrite(
         staged.commit()
         return RewriteResult(analysis, out, comparison, seconds)
     return RewriteResult(analysis, None, None, seconds)
+
+
+def _check_keeps_external_data(g: ModelGraph, path: Path, out: Path) -> None:
+    inputs_data = graph_mod.external_data_files(g.model, path)
+    for target_file in (out, out.with_name(out.name + ".data")):
+        if target_file.resolve() in inputs_data:
+            raise WriteError(f"{target_file}: would overwrite the input model's external data; choose another -o")
+
+
+def _not_lowered(pair: Pair, error: LoweringError, progress: Progress) -> Rejection:
+    progress(f"not fusing a {pair.kind} pair ({pair.candidate.note}): {error.message}")
+    return Rejection(pair.candidate, f"does not lower: {error.message}")
 
 
 def _verify(
