@@ -15,6 +15,7 @@ import models
 from hexfuse_onnx import contract as C
 from hexfuse_onnx import pipeline, verify
 from hexfuse_onnx.kinds import KINDS
+from hexfuse_onnx.lowering import lower_pair
 from hexfuse_onnx.rewrite import unfuse
 
 FUSABLE = [
@@ -80,6 +81,17 @@ def test_fused_node_follows_the_contract(name: str, rewritten: dict[str, Path]) 
         assert len(fn.input) == len(n.input) and len(set(fn.input)) == len(fn.input)
         assert list(fn.output) == list(n.output)
     assert any(o.domain == C.DOMAIN for o in m.opset_import)
+
+
+@pytest.mark.parametrize("name", FUSABLE)
+def test_program_lowered_before_fusing_is_the_written_models(name: str, rewritten: dict[str, Path]) -> None:
+    """The pass lowers each pair from the ModelGraph's types before it edits the model; lowering
+    the written node from the written model (its own shape inference) gives the same bytes."""
+    m = onnx.load(rewritten[name])
+    fused = [n for n in m.graph.node if n.domain == C.DOMAIN]
+    for n in fused:
+        program = next(a.s for a in n.attribute if a.name == C.ATTR_PROGRAM)
+        assert lower_pair(m, n) == program, n.name
 
 
 @pytest.mark.parametrize("name", FUSABLE)
