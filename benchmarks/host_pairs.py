@@ -71,8 +71,7 @@ from hexfuse_onnx.bench import Config, CpuMeter, load_text, ort_options, time_co
 from hexfuse_onnx import runtime
 from hexfuse_onnx.pipeline import rewrite
 from hexfuse_onnx.profile import Engine
-from hexfuse_onnx.rewrite import next_pair_id
-from hexfuse_onnx.select import engine_seconds
+from hexfuse_onnx.costmodel import engine_seconds
 from hexfuse_onnx.verify import random_inputs
 
 DEFAULT_SHARES = "0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9"
@@ -575,8 +574,7 @@ def _bench_model(args, name: str, work: Path) -> dict[str, Any]:
     fn_by_key = {(f.domain, f.name, f.overload): f for f in fused.functions}
     nodes = [n for n in fused.graph.node if n.domain == C.DOMAIN and n.op_type == C.OP_TYPE]
     print(f"\n== {name}: {len(nodes)} fused pair(s) (rewrite target {args.target})")
-    first = next_pair_id(res.analysis.graph.model)
-    by_id = {f"pair{first + k}": p for k, p in enumerate(res.analysis.pairs)}
+    by_id = {p.id: p for p in res.analysis.pairs}
     g = res.analysis.graph
     types, consts = _types(fused), _constants(fused)
     pairs_out, best_shares = [], {}

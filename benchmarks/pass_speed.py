@@ -6,8 +6,9 @@ For each size, a synthetic model (`models.build_synthetic(n, seed)`) is saved to
 temporary folder (not timed), then timed:
 
 - analysis: `hexfuse_onnx.pipeline.analyse` = load + shape inference, profile, discover, select
-- rewrite:  `hexfuse_onnx.rewrite.fuse` + `hexfuse_onnx.modelio.stage` (the staged file is
-  written, then discarded); ORT verification is not included.
+- rewrite:  `hexfuse_onnx.rewrite.prepare` (each pair's node, body and lowered program) +
+  `fuse` (of the pairs that lower) + `hexfuse_onnx.modelio.stage` (the staged file is written,
+  then discarded); ORT verification is not included.
 
 Each figure is the median over the runs. "x/node" is the time per node relative to the
 previous size: 1.00 means exactly linear growth, 2.00 means twice the per-node cost.
@@ -32,7 +33,7 @@ import onnx  # noqa: E402
 
 from hexfuse_onnx.modelio import stage  # noqa: E402
 from hexfuse_onnx.pipeline import analyse  # noqa: E402
-from hexfuse_onnx.rewrite import fuse  # noqa: E402
+from hexfuse_onnx.rewrite import fuse, prepare  # noqa: E402
 from models import build_synthetic  # noqa: E402
 
 STAGES = ("load", "profile", "discover", "select")
@@ -58,7 +59,8 @@ def measure(path: Path, out_dir: Path, clock=time.perf_counter) -> dict[str, flo
     analysis = clock() - t0
     gc.collect()
     t0 = clock()
-    fused = fuse(a.graph, a.pairs, a.target.name)
+    prepare(a.graph, a.pairs, a.target.name)
+    fused = fuse(a.graph, [p for p in a.pairs if p.lowered is not None])
     staged = stage(fused, out_dir / "fused.onnx", path.parent)
     rewrite = clock() - t0
     staged.discard()

@@ -31,7 +31,7 @@
    traced runs of step 3 give, per call, every work item's program op and duration; the sum of
    an op's item durations (worker time: an op cut into items run by both workers counts both),
    median over the runs, is attributed to the graph node the op was lowered from
-   (`lower.program_op_nodes`; both micro-batch copies of a chain node add up to that node).
+   (`lowering.program_op_nodes`; both micro-batch copies of a chain node add up to that node).
    Those per-node times, with the same one-op NodeProfiles as the ORT fit, go through the same
    `fit_target`, and the fit predicts the same measured calls (same share, same call overhead).
    This fit is in-sample (fitted and checked on the same fused runs), and item times leave out
@@ -48,8 +48,8 @@ model is given); the CLI re-executes itself without OPENBLAS_CORETYPE/OPENBLAS_L
 from __future__ import annotations
 
 import datetime
-import os
 import json
+import os
 import platform
 import statistics
 import tempfile
@@ -62,10 +62,11 @@ import onnx
 import onnxruntime as ort
 
 from . import contract as C
-from . import costmodel, graph as graph_mod
+from . import costmodel
+from . import graph as graph_mod
 from .costmodel import Param, Target, predict, task_time
+from .kinds import Pair, kind_of
 from .profile import Engine, GraphProfile, NodeProfile, TaskProfile, profile_graph
-from .select import Pair
 
 Progress = Callable[[str], None]
 CALIBRATED_NAME = "host-calibrated"  # the target `calibrate -o` writes (the fit with the lower error)
@@ -514,23 +515,21 @@ def node_kernel_seconds(
     """The kernel time of a lowered pair per original graph node: (graph node id -> seconds,
     seconds of ops no graph node could be named for).
 
-    `lower.program_op_nodes` names the body node of each program op; a body node is matched to
+    `lowering.program_op_nodes` names the body node of each program op; a body node is matched to
     the graph node producing the same tensor (a micro-batch copy after its suffix is stripped,
     so both halves of a chain node add up to that node). A Constant lowers to no op and gets no
     time; an op copying a formal input out has no node (its time is returned apart)."""
-    from .lower import program_op_nodes
-    from .rewrite import microbatch_suffixes
+    from .kinds import KINDS
+    from .lowering import program_op_nodes
 
     node = next(n for n in model.graph.node if n.name == pair_node)
-    suffixes = microbatch_suffixes(node.overload)
+    kind = KINDS[next(a.s.decode() for a in node.attribute if a.name == C.ATTR_KIND)]
     producer = profile.graph.producer
     per_node: dict[int, float] = {}
     unnamed = 0.0
     for origin in program_op_nodes(model, node):
         seconds = op_seconds.get(origin.op, 0.0)
-        tensor = origin.output
-        for suffix in suffixes:
-            tensor = tensor.removesuffix(suffix)
+        tensor = kind.original_tensor(node.overload, origin.output)
         i = producer.get(tensor) if origin.body_index is not None else None
         if i is None:
             unnamed += seconds
@@ -545,15 +544,13 @@ def fused_pairs(
     """Rewrite for `target` keeping every lowerable pair: (fused model or None, node name ->
     its Pair, the original graph's profile)."""
     from . import pipeline
-    from .rewrite import next_pair_id
 
     costmodel.register_target(target)
     result = pipeline.rewrite(path, out, target=target.name, min_gain=KEEP_EVERY_PAIR, progress=progress)
     profile = result.analysis.profile
     if result.output is None:
         return None, {}, profile
-    first = next_pair_id(result.analysis.graph.model)
-    by_overload = {f"pair{first + k}": p for k, p in enumerate(result.analysis.pairs)}
+    by_overload = {p.id: p for p in result.analysis.pairs}
     model = onnx.load(str(result.output), load_external_data=False)
     pairs = {
         n.name: by_overload[n.overload]
@@ -598,7 +595,7 @@ def measure_pairs(
     measured = []
     for name in names:
         pair, trace = pairs[name], traces[name]
-        serial_task = profile.task(pair.candidate.task_a) if pair.microbatch_sizes else None
+        serial_task = kind_of(pair).serial_task(profile, pair)
         measured_serial = sum(original_times.get(i, 0.0) for i in pair.candidate.nodes)
         row = PairRow(
             Path(path).stem,
@@ -901,7 +898,6 @@ def calibrate(
     runs: int = 20,
     warmup: int = 3,
     base: Target = costmodel.HOST,
-    work_dir: str | os.PathLike[str] | None = None,
 ) -> CalibrationResult:
     """Fit a host target to the models' ORT-profiled ops, measure its fused and serial prediction
     error on the pairs the pass makes of the same models, fit a second target to the kernel's own

@@ -14,11 +14,11 @@ import time
 from pathlib import Path
 
 from . import __version__
-from .contract import KINDS
-from .costmodel import TARGETS
 from .bench import BASELINES, DEFAULT_BASELINES
+from .costmodel import TARGETS
 from .errors import EXIT_INTERNAL, EXIT_OK, HexfuseError
 from .graph import parse_shape_overrides
+from .kinds import KINDS
 from .select import DEFAULT_MIN_GAIN
 from .verify import DEFAULT_RTOL
 

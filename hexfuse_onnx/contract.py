@@ -10,14 +10,8 @@ DOMAIN = "hexfuse"
 OP_TYPE = "FusedHexPair"
 DOMAIN_VERSION = 1
 
-# Pair kinds.
-KIND_BRANCHES = "branches"
-KIND_MICROBATCH = "microbatch"
-KIND_PREFILL_DECODE = "prefill_decode"
-KINDS = (KIND_BRANCHES, KIND_MICROBATCH, KIND_PREFILL_DECODE)
-
 # Node attributes. The function body stays the source of truth; these describe it.
-ATTR_KIND = "kind"  # string, one of KINDS
+ATTR_KIND = "kind"  # string: the pair kind (a name in hexfuse_onnx.kinds.KINDS)
 ATTR_NUM_INPUTS_A = "num_inputs_a"  # int: inputs [0, n) belong to task A, the rest to B
 ATTR_NUM_OUTPUTS_A = "num_outputs_a"  # int: outputs [0, n) belong to task A, the rest to B
 ATTR_NUM_NODES_A = "num_nodes_a"  # int: body nodes [0, n) are task A, the rest task B
@@ -28,7 +22,7 @@ ATTR_TARGET = "target"  # string: the cost-model target the estimates are for
 ATTR_EST_SERIAL_US = "est_serial_us"  # float: predicted A then B, microseconds
 ATTR_EST_FUSED_US = "est_fused_us"  # float: predicted fused time at share_a
 ATTR_MICROBATCH_SIZES = "microbatch_sizes"  # ints [a, b]: rows of the batch axis per task
-ATTR_PROGRAM = "program"  # bytes (string attr): the task program, filled by lower.py
+ATTR_PROGRAM = "program"  # bytes (string attr): the task program, filled by hexfuse_onnx/lowering/
 ATTR_PROGRAM_VERSION = "program_version"  # int: format version of `program`
 
 # Version of the task program format the pass writes (dsp/README.md documents it).

@@ -22,6 +22,7 @@ inputs and the tensors that leave it (`GraphProfile.task`).
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import asdict, dataclass
 from functools import lru_cache
@@ -48,7 +49,7 @@ class Target:
     onchip_bytes: Param  # on-chip memory both tasks' working sets must share (VTCM)
     op_overhead_s: Param  # dispatch + sync per op inside the persistent kernel
     # Fixed cost of one FusedHexPair kernel call (runtime glue, pool wake-up and join). Not part
-    # of `predict` (the pass compares tasks, not calls); `call_time` adds it to a fused prediction.
+    # of `predict` (the pass compares tasks, not calls); calibration measures and reports it.
     call_overhead_s: Param = Param(0.0, "s", "not modelled")
 
     def params(self) -> dict[str, Param]:
@@ -189,11 +190,6 @@ def parameter_table(target: Target) -> list[str]:
     return rows
 
 
-def call_time(prediction: "Prediction", target: Target) -> float:
-    """The fused prediction as one kernel call costs it: the fused time plus the call overhead."""
-    return prediction.fused + target.call_overhead_s.value
-
-
 @dataclass(frozen=True)
 class Prediction:
     time_a: float
@@ -231,6 +227,24 @@ def predict(a: TaskProfile, b: TaskProfile, target: Target, share_a: float | Non
 
 # Work of a task as the simulation sees it; equal signatures (repeated layers) share results.
 Signature = tuple[tuple[Engine, float, float, float], ...]
+
+
+def engine_seconds(t: TaskProfile, target: Target) -> tuple[float, float, float]:
+    """Time the task keeps each engine busy: (matrix, vector, memory)."""
+    return (
+        t.flops[Engine.MATRIX] / target.matrix_flops.value,
+        t.flops[Engine.VECTOR] / target.vector_flops,
+        t.bytes[Engine.MEMORY] / target.dma_bytes.value,
+    )
+
+
+def complementarity(a: TaskProfile, b: TaskProfile, target: Target) -> float:
+    """1 - cosine similarity of the engine-time vectors: 0 for same mix, 1 for disjoint engines."""
+    ea, eb = engine_seconds(a, target), engine_seconds(b, target)
+    na, nb = math.sqrt(sum(x * x for x in ea)), math.sqrt(sum(x * x for x in eb))
+    if na == 0 or nb == 0:
+        return 0.0
+    return 1.0 - sum(x * y for x, y in zip(ea, eb)) / (na * nb)
 
 
 def _signature(task: TaskProfile) -> Signature:

@@ -13,16 +13,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import graph as graph_mod
-from .contract import KINDS
 from .costmodel import Target, get_target
-from .discover import Candidate, discover
 from .errors import UsageError, VerificationError, WriteError
 from .graph import ModelGraph
+from .kinds import KINDS, Candidate, Pair, discover
+from .lowering import LoweringError
 from .modelio import stage
 from .profile import GraphProfile, profile_graph
-from .lower import attach_programs
-from .rewrite import fuse, next_pair_id
-from .select import DEFAULT_MIN_GAIN, Pair, Rejection, select
+from .rewrite import fuse, prepare
+from .select import DEFAULT_MIN_GAIN, Rejection, select
 from .verify import DEFAULT_RTOL, Comparison, check, compare
 
 Progress = Callable[[str], None]
@@ -79,7 +78,7 @@ def analyse(
     if profile.unprofiled:
         progress(f"{len(profile.unprofiled)} node(s) could not be profiled (unknown shapes); they are not paired")
     t0 = time.perf_counter()
-    candidates = discover(g, kinds)
+    candidates = discover(g, kinds, profile, tgt)
     seconds["discover"] = time.perf_counter() - t0
     progress(f"{len(candidates)} candidate pair(s) ({seconds['discover']:.2f} s)")
     t0 = time.perf_counter()
@@ -118,27 +117,21 @@ def rewrite(
     if out.exists() and out.resolve() == Path(path).resolve():
         raise WriteError(f"{out}: the output would overwrite the input model; choose another -o")
     analysis = analyse(path, kinds, target, min_gain, shapes, progress)
-    inputs_data = graph_mod.external_data_files(analysis.graph.model, Path(path))
-    for target_file in (out, out.with_name(out.name + ".data")):
-        if target_file.resolve() in inputs_data:
-            raise WriteError(f"{target_file}: would overwrite the input model's external data; choose another -o")
+    _check_keeps_external_data(analysis.graph, Path(path), out)
     seconds = dict(analysis.seconds)
     source_dir = Path(path).resolve().parent
     failed: list[Rejection] = []
     while analysis.pairs:
         t0 = time.perf_counter()
-        fused = fuse(analysis.graph, analysis.pairs, analysis.target.name)
-        fused, unlowered = attach_programs(fused)
-        seconds["rewrite"] = time.perf_counter() - t0
+        unlowered = prepare(analysis.graph, analysis.pairs, analysis.target.name)
+        seconds["lower"] = time.perf_counter() - t0
         if unlowered:
-            first = next_pair_id(analysis.graph.model)
-            for k, pair in enumerate(analysis.pairs):
-                reason = unlowered.get(f"pair{first + k}")
-                if reason:
-                    progress(f"not fusing a {pair.kind} pair ({pair.candidate.note}): {reason}")
-                    failed.append(Rejection(pair.candidate, f"does not lower: {reason}"))
+            failed += [_not_lowered(pair, error, progress) for pair, error in unlowered]
             _reselect(analysis, failed, min_gain)
             continue
+        t0 = time.perf_counter()
+        fused = fuse(analysis.graph, analysis.pairs)
+        seconds["rewrite"] = time.perf_counter() - t0
         progress("verifying: full checker, then stock ONNX Runtime against the original")
         t0 = time.perf_counter()
         staged = stage(fused, out, source_dir)
@@ -160,6 +153,18 @@ def rewrite(
         staged.commit()
         return RewriteResult(analysis, out, comparison, seconds)
     return RewriteResult(analysis, None, None, seconds)
+
+
+def _check_keeps_external_data(g: ModelGraph, path: Path, out: Path) -> None:
+    inputs_data = graph_mod.external_data_files(g.model, path)
+    for target_file in (out, out.with_name(out.name + ".data")):
+        if target_file.resolve() in inputs_data:
+            raise WriteError(f"{target_file}: would overwrite the input model's external data; choose another -o")
+
+
+def _not_lowered(pair: Pair, error: LoweringError, progress: Progress) -> Rejection:
+    progress(f"not fusing a {pair.kind} pair ({pair.candidate.note}): {error.message}")
+    return Rejection(pair.candidate, f"does not lower: {error.message}")
 
 
 def _verify(
@@ -193,7 +198,8 @@ def _failing_pairs(
 ) -> list[Rejection]:
     failing = []
     for pair in analysis.pairs:
-        fused, _ = attach_programs(fuse(analysis.graph, [pair], analysis.target.name))
+        prepare(analysis.graph, [pair], analysis.target.name)  # numbered as the only pair
+        fused = fuse(analysis.graph, [pair])
         staged = stage(fused, out, source_dir)
         try:
             _verify(path, staged.model_path, shapes, rtol, verify_plugin)

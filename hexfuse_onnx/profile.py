@@ -1,7 +1,8 @@
 """Resource profile of each node and of a task (a set of nodes).
 
 Engine class says which engine an op keeps busy on a Hexagon NPU: the matrix engine (HMX),
-the vector engines (HVX) or the memory/DMA path. FLOPs and bytes are counted from static
+the vector engines (HVX) or the memory/DMA path. `engine_of` is the one table of it: the
+lowering emits each op on the kernel engine of its class (lowering/lowerer.py). FLOPs and bytes are counted from static
 shapes; a node whose shapes are not known is reported, not guessed.
 """
 
@@ -59,18 +60,19 @@ MEMORY_OPS = {
     "ScatterND",
     "ScatterElements",
     "Copy",
-}
-# Pure metadata: no data moves when these run on a real runtime (views / constants).
-NO_COST_OPS = {
-    "Shape",
-    "Size",
-    "Constant",
-    "ConstantOfShape",
+    # The kernel has no aliasing view: inside a pair these are a real COPY, and cost one.
     "Reshape",
     "Squeeze",
     "Unsqueeze",
     "Flatten",
     "Identity",
+}
+# Pure metadata: no data moves when these run (constants, shapes, inference-time no-ops).
+NO_COST_OPS = {
+    "Shape",
+    "Size",
+    "Constant",
+    "ConstantOfShape",
     "Dropout",
 }
 
@@ -152,11 +154,6 @@ class TaskProfile:
     def total_bytes(self) -> float:
         return sum(self.bytes.values())
 
-    @property
-    def intensity(self) -> float:
-        """Arithmetic intensity, FLOPs per byte moved."""
-        return self.total_flops / max(self.total_bytes, 1.0)
-
     def scaled(self, fraction: float) -> "TaskProfile":
         """The same task on a fraction of the batch (activations and FLOPs scale, weights do not)."""
         ops = [
@@ -218,6 +215,8 @@ def engine_of(node: onnx.NodeProto) -> Engine:
         return Engine.NONE
     if node.op_type in MATRIX_OPS:
         return Engine.MATRIX
+    if node.op_type == "Resize" and attribute(node, "mode", b"nearest") in (b"linear", b"cubic"):
+        return Engine.VECTOR  # interpolation is arithmetic; nearest only moves data
     if node.op_type in MEMORY_OPS:
         return Engine.MEMORY
     return Engine.VECTOR

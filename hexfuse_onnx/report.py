@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 
+from .costmodel import engine_seconds
+from .kinds import Pair, kind_of
 from .pipeline import Analysis, RewriteResult
-from .select import Pair, engine_seconds
 
 
 def _si(x: float, unit: str) -> str:
@@ -20,9 +21,6 @@ def pair_rows(pairs: list[Pair]) -> list[list[str]]:
         ["#", "kind", "nodes A+B", "engines A/B", "FLOPs A/B", "bytes A/B", "serial us", "fused us", "gain", "share A"]
     ]
     for k, p in enumerate(pairs):
-        share = f"{p.prediction.share_a:.2f}"
-        if p.microbatch_sizes:
-            share += f" (rows {p.microbatch_sizes[0]}:{p.microbatch_sizes[1]})"
         rows.append(
             [
                 str(k),
@@ -34,7 +32,7 @@ def pair_rows(pairs: list[Pair]) -> list[list[str]]:
                 f"{p.prediction.serial * 1e6:.1f}",
                 f"{p.prediction.fused * 1e6:.1f}",
                 f"{p.prediction.gain:.1%}",
-                share,
+                kind_of(p).share_text(p),
             ]
         )
     return rows

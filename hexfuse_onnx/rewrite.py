@@ -3,9 +3,11 @@
 The body is the fallback: stock ONNX Runtime inlines it, and `unfuse` restores the graph from
 it. Inputs are task A's external inputs then task B's; outputs A's then B's. A formal input
 that both tasks read is listed twice on the node (once per task), and B's formal parameter
-gets the suffix `__b` so formal names stay unique. Micro-batch pairs get a Split before and a
-Concat after; their tasks are copies of the chain with tensors suffixed `__<pair id>_mb0` /
-`_mb1` (the pair id keeps chained micro-batch pairs from naming a tensor twice).
+gets the suffix `__b` so formal names stay unique. What the tasks are (and any nodes placed
+around the call, such as a micro-batch pair's Split and Concat) is the pair kind's to say.
+
+`prepare` numbers the pairs, builds each one's node and body and lowers its task program from
+the ModelGraph's inferred types; `fuse` then edits one copy of the model once.
 """
 
 from __future__ import annotations
@@ -15,52 +17,54 @@ from onnx import helper
 
 from . import contract as C
 from .errors import HexfuseError, ModelError
-from .graph import ModelGraph, node_reads, toposort
-from .select import Pair
-
-
-def microbatch_suffixes(pair_id: str) -> tuple[str, str]:
-    return f"__{pair_id}_mb0", f"__{pair_id}_mb1"
-
+from .graph import ModelGraph, TensorInfo, node_reads, toposort
+from .kinds import KINDS, kind_of
+from .kinds.base import FusedCall, Pair, PairTasks, renamed_copy
+from .lowering import Lowered, LoweringError, lower_function, set_program
 
 SHARED_INPUT_SUFFIX = "__b"
 
 
-class _Task:
-    def __init__(self, nodes: list[onnx.NodeProto], inputs: list[str], outputs: list[str]) -> None:
-        self.nodes, self.inputs, self.outputs = nodes, inputs, outputs
+def prepare(g: ModelGraph, pairs: list[Pair], target_name: str) -> list[tuple[Pair, LoweringError]]:
+    """Give each pair its id (pair k: `pair{first + k}`), FusedHexPair node and body, and task
+    program; returns the pairs that do not lower, with why."""
+    first = next_pair_id(g.model)
+    opsets = [o for o in g.model.opset_import if o.domain != C.DOMAIN]
+    failed = []
+    for k, pair in enumerate(pairs):
+        pair.id, pair.lowered = f"pair{first + k}", None
+        pair.call = _fused_call(kind_of(pair).tasks(g, pair), pair, target_name, opsets)
+        try:
+            pair.lowered = _lower(g, pair.call)
+        except LoweringError as exc:
+            failed.append((pair, exc))
+    return failed
 
 
-def fuse(g: ModelGraph, pairs: list[Pair], target_name: str) -> onnx.ModelProto:
-    """A new model with every pair replaced; `g.model` is left untouched."""
+def fuse(g: ModelGraph, pairs: list[Pair]) -> onnx.ModelProto:
+    """A new model with every prepared pair replaced; `g.model` is left untouched."""
     model = onnx.ModelProto()
     model.CopyFrom(g.model)
     graph = model.graph
     removed: set[int] = set()
     placed: list[tuple[int, onnx.NodeProto]] = []  # (position, node) for new nodes
-    functions: list[onnx.FunctionProto] = []
     internal: set[str] = set()
-    opsets = [o for o in model.opset_import if o.domain != C.DOMAIN]
-    first_id = next_pair_id(model)
     typed = {v.name: v for v in list(graph.value_info) + list(graph.output) if v.type.tensor_type.elem_type}
-    for k, pair in enumerate(pairs):
-        pair_id = f"pair{first_id + k}"
-        ids_a = _with_constants(g, pair.candidate.task_a)
-        if pair.kind == C.KIND_MICROBATCH:
-            a, b, extra = _microbatch_tasks(g, pair, pair_id, _default_opset(model), ids_a)
-            placed += extra
-            ids_b: list[int] = []
-        else:
-            ids_b = _with_constants(g, pair.candidate.task_b)
-            a, b = _task(g, ids_a), _task(g, ids_b)
-        node, fn = _fused_node(a, b, pair, pair_id, target_name, opsets)
+    for pair in pairs:
+        if pair.call is None or pair.lowered is None:
+            raise HexfuseError(f"internal error: pair '{pair.id}' was not prepared and lowered before fusing")
+        tasks = pair.call.tasks
+        node, fn = onnx.NodeProto(), onnx.FunctionProto()
+        node.CopyFrom(pair.call.node)
+        fn.CopyFrom(pair.call.function)
+        set_program(node, pair.lowered.program)
         _add_value_info(fn, typed)
-        ids = sorted(set(ids_a) | set(ids_b))
-        removed.update(ids)
-        placed.append((ids[0], node))
-        functions.append(fn)
-        for n in a.nodes + b.nodes:
-            internal.update(t for t in n.output if t not in a.outputs and t not in b.outputs)
+        removed.update(tasks.replaced)
+        placed += tasks.placed
+        placed.append((tasks.replaced[0], node))
+        model.functions.append(fn)
+        for n in tasks.a.nodes + tasks.b.nodes:
+            internal.update(t for t in n.output if t not in tasks.a.outputs and t not in tasks.b.outputs)
     keep = [(i, n) for i, n in enumerate(g.nodes) if i not in removed]
     ordered = sorted(keep + placed, key=lambda item: item[0])
     nodes = [n for _, n in ordered]
@@ -74,7 +78,6 @@ def fuse(g: ModelGraph, pairs: list[Pair], target_name: str) -> onnx.ModelProto:
     kept_info = [v for v in graph.value_info if v.name not in internal]
     graph.ClearField("value_info")
     graph.value_info.extend(kept_info)
-    model.functions.extend(functions)
     if not any(o.domain == C.DOMAIN for o in model.opset_import):
         model.opset_import.append(helper.make_opsetid(C.DOMAIN, C.DOMAIN_VERSION))
     model.ir_version = max(model.ir_version, 10)  # function overloads need IR 10
@@ -82,106 +85,30 @@ def fuse(g: ModelGraph, pairs: list[Pair], target_name: str) -> onnx.ModelProto:
 
 
 def next_pair_id(model: onnx.ModelProto) -> int:
-    """The number of the first pair `fuse` creates in this model: pair k gets `pair{first + k}`."""
+    """The number of the first pair `prepare` numbers in this model: pair k gets `pair{first + k}`."""
     used = [f.overload for f in model.functions if f.domain == C.DOMAIN and f.overload.startswith("pair")]
     numbers = [int(u[4:]) for u in used if u[4:].isdigit()]
     return max(numbers, default=-1) + 1
 
 
-def _default_opset(model: onnx.ModelProto) -> int:
-    return next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
+def _lower(g: ModelGraph, call: FusedCall) -> Lowered:
+    """The call's program, its formal inputs typed from the ModelGraph's inferred shapes."""
+    infos = {t: call.tasks.placed_tensors.get(t) or g.info(t) for t in call.node.input}
+    types = {t: _type_proto(info) for t, info in infos.items() if info.elem_type}
+    opset = next(o.version for o in g.model.opset_import if o.domain in ("", "ai.onnx"))
+    return lower_function(call.node, call.function, g.initializers, types, opset, g.model.ir_version)
 
 
-def _task(g: ModelGraph, ids: list[int]) -> _Task:
-    inside = set(ids)
-    produced: set[str] = set()
-    inputs: list[str] = []
-    for i in ids:
-        for t in g.node_inputs[i]:
-            if t and t not in produced and t not in inputs:
-                inputs.append(t)
-        produced.update(t for t in g.nodes[i].output if t)
-    graph_outputs = set(g.graph_outputs)
-    outputs = [
-        t
-        for i in ids
-        for t in g.nodes[i].output
-        if t and (t in graph_outputs or any(c not in inside for c in g.consumers.get(t, ())))
-    ]
-    return _Task([_renamed_copy(g.nodes[i], {}) for i in ids], inputs, outputs)
+def _type_proto(info: TensorInfo) -> onnx.TypeProto:
+    if info.shape is None:
+        return helper.make_tensor_type_proto(info.elem_type, None)
+    return helper.make_tensor_type_proto(info.elem_type, list(info.shape))
 
 
-def _with_constants(g: ModelGraph, ids: list[int]) -> list[int]:
-    """The task's nodes plus the Constant nodes only it reads, which move into its body (so an
-    exporter's empty `roi` or a shape constant is a body constant, not a formal input)."""
-    inside = set(ids)
-    outputs = set(g.graph_outputs)
-    extra = {g.producer[t] for i in ids for t in g.node_inputs[i] if t in g.producer}
-    extra = {
-        p
-        for p in extra - inside
-        if g.nodes[p].op_type == "Constant"
-        and g.nodes[p].domain in ("", "ai.onnx")
-        and all(t not in outputs and all(c in inside for c in g.consumers.get(t, ())) for t in g.nodes[p].output)
-    }
-    return sorted(inside | extra)
-
-
-def _microbatch_tasks(
-    g: ModelGraph, pair: Pair, pair_id: str, opset: int, ids: list[int]
-) -> tuple[_Task, _Task, list[tuple[int, onnx.NodeProto]]]:
-    c = pair.candidate
-    assert pair.microbatch_sizes is not None
-    x, y, axis = c.detail["input"], c.detail["output"], int(c.detail["axis"])
-    whole = _task(g, ids)
-    tasks = []
-    suffixes = microbatch_suffixes(pair_id)
-    for suffix in suffixes:
-        renamed = {t: t + suffix for n in whole.nodes for t in n.output} | {x: x + suffix}
-        nodes = [_renamed_copy(n, renamed, name=(n.name or n.output[0]) + suffix) for n in whole.nodes]
-        inputs = [t + suffix if t == x else t for t in whole.inputs]
-        tasks.append(_Task(nodes, inputs, [y + suffix]))
-    sizes = list(pair.microbatch_sizes)
-    split_name = f"hexfuse/{pair_id}/split"
-    first = c.task_a[0]
-    parts = [x + s for s in suffixes]
-    if opset >= 13:
-        sizes_name = f"hexfuse/{pair_id}/split_sizes"
-        const = helper.make_node(
-            "Constant",
-            [],
-            [sizes_name],
-            name=sizes_name,
-            value=helper.make_tensor(sizes_name, onnx.TensorProto.INT64, [2], sizes),
-        )
-        split = helper.make_node("Split", [x, sizes_name], parts, name=split_name, axis=axis)
-        extra = [(first, const), (first, split)]
-    else:
-        split = helper.make_node("Split", [x], parts, name=split_name, axis=axis, split=sizes)
-        extra = [(first, split)]
-    concat = helper.make_node("Concat", [y + s for s in suffixes], [y], name=f"hexfuse/{pair_id}/concat", axis=axis)
-    extra.append((c.task_a[-1], concat))
-    return tasks[0], tasks[1], extra
-
-
-def _renamed_copy(node: onnx.NodeProto, mapping: dict[str, str], name: str | None = None) -> onnx.NodeProto:
-    """A copy of the node with its input and output names mapped (and a new name if given)."""
-    m = onnx.NodeProto()
-    m.CopyFrom(node)
-    for k, t in enumerate(m.input):
-        m.input[k] = mapping.get(t, t)
-    for k, t in enumerate(m.output):
-        m.output[k] = mapping.get(t, t)
-    if name is not None:
-        m.name = name
-    return m
-
-
-def _fused_node(
-    a: _Task, b: _Task, pair: Pair, pair_id: str, target_name: str, opsets: list[onnx.OperatorSetIdProto]
-) -> tuple[onnx.NodeProto, onnx.FunctionProto]:
+def _fused_call(tasks: PairTasks, pair: Pair, target_name: str, opsets: list[onnx.OperatorSetIdProto]) -> FusedCall:
+    a, b = tasks.a, tasks.b
     shared = {t: t + SHARED_INPUT_SUFFIX for t in b.inputs if t in a.inputs}
-    b_nodes = [_renamed_copy(n, shared) for n in b.nodes]
+    b_nodes = [renamed_copy(n, shared) for n in b.nodes]
     formal_inputs = a.inputs + [shared.get(t, t) for t in b.inputs]
     outputs = a.outputs + b.outputs
     p = pair.prediction
@@ -200,15 +127,15 @@ def _fused_node(
     if pair.microbatch_sizes is not None:
         attrs[C.ATTR_MICROBATCH_SIZES] = list(pair.microbatch_sizes)
     node = helper.make_node(
-        C.OP_TYPE, a.inputs + b.inputs, outputs, name=f"hexfuse/{pair_id}", domain=C.DOMAIN, **attrs
+        C.OP_TYPE, a.inputs + b.inputs, outputs, name=f"hexfuse/{pair.id}", domain=C.DOMAIN, **attrs
     )
-    node.overload = pair_id
+    node.overload = pair.id
     fn = helper.make_function(
         C.DOMAIN, C.OP_TYPE, formal_inputs, outputs, a.nodes + b_nodes, opsets, attributes=list(C.NODE_ATTRIBUTES)
     )
-    fn.overload = pair_id
+    fn.overload = pair.id
     fn.doc_string = f"hexfuse {pair.kind} pair: {pair.candidate.note}"
-    return node, fn
+    return FusedCall(node, fn, tasks)
 
 
 def _add_value_info(fn: onnx.FunctionProto, typed: dict[str, onnx.ValueInfoProto]) -> None:
@@ -244,9 +171,8 @@ def unfuse(model: onnx.ModelProto) -> onnx.ModelProto:
                 f"for overload '{n.overload}'; cannot unfuse"
             )
         body = _inline(n, fn)
-        if _attr_str(n, C.ATTR_KIND) == C.KIND_MICROBATCH:
-            body = _restore_chain(n, body, producers, consumers, drop)
-        replacement[id(n)] = body
+        kind = KINDS.get(_attr_str(n, C.ATTR_KIND))
+        replacement[id(n)] = kind.restore(n, body, producers, consumers, drop) if kind else body
     nodes: list[onnx.NodeProto] = []
     for n in graph.node:
         if id(n) in drop:
@@ -268,33 +194,7 @@ def unfuse(model: onnx.ModelProto) -> onnx.ModelProto:
 def _inline(call: onnx.NodeProto, fn: onnx.FunctionProto) -> list[onnx.NodeProto]:
     mapping = dict(zip(fn.input, call.input))
     mapping.update(zip(fn.output, call.output))
-    return [_renamed_copy(n, mapping) for n in fn.node]
-
-
-def _restore_chain(
-    call: onnx.NodeProto,
-    body: list[onnx.NodeProto],
-    producers: dict[str, onnx.NodeProto],
-    consumers: dict[str, list[onnx.NodeProto]],
-    drop: set[int],
-) -> list[onnx.NodeProto]:
-    """Undo a micro-batch split: keep task A's copy of the chain with its names restored."""
-    n_a = _attr_int(call, C.ATTR_NUM_NODES_A)
-    split = producers[call.input[0]]
-    concat = consumers[call.output[0]][0]
-    suffix = microbatch_suffixes(call.overload)[0]
-    chain = [
-        _renamed_copy(
-            n, {t: t.removesuffix(suffix) for t in list(n.input) + list(n.output)}, name=n.name.removesuffix(suffix)
-        )
-        for n in body[:n_a]
-    ]
-    chain[-1].output[0] = concat.output[0]
-    drop.add(id(split))
-    drop.add(id(concat))
-    if len(split.input) > 1 and split.input[1] in producers:
-        drop.add(id(producers[split.input[1]]))
-    return chain
+    return [renamed_copy(n, mapping) for n in fn.node]
 
 
 def _attr_str(node: onnx.NodeProto, name: str) -> str:
@@ -302,10 +202,3 @@ def _attr_str(node: onnx.NodeProto, name: str) -> str:
         if a.name == name:
             return a.s.decode()
     return ""
-
-
-def _attr_int(node: onnx.NodeProto, name: str) -> int:
-    for a in node.attribute:
-        if a.name == name:
-            return int(a.i)
-    raise ModelError(f"node '{node.name}' lacks attribute '{name}'")

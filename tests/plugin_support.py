@@ -9,7 +9,7 @@ import numpy as np
 import onnx
 
 from hexfuse_onnx import pipeline, verify
-from hexfuse_onnx.lower import attach_programs
+from hexfuse_onnx.lowering import attach_programs
 
 
 def lower_zoo(zoo_dir: Path, names: list[str], out: Path) -> dict[str, Path]:

@@ -128,7 +128,7 @@ def test_program_ops_map_to_the_pairs_own_nodes(zoo_dir: Path, tmp_path: Path, n
     """Every program op of a lowered zoo pair names a body node, and through it a real graph node
     of that pair (a micro-batch copy maps back to its chain node)."""
     from hexfuse_onnx import contract as C
-    from hexfuse_onnx.lower import program_op_maps
+    from hexfuse_onnx.lowering import program_op_maps
 
     fused, pairs, profile = calibrate.fused_pairs(zoo_dir / f"{name}.onnx", tmp_path / "m.fused.onnx", costmodel.HOST)
     assert fused is not None and pairs

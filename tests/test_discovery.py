@@ -7,15 +7,22 @@ from pathlib import Path
 from onnx import TensorProto, helper
 
 from hexfuse_onnx import graph, pipeline
-from hexfuse_onnx.contract import KIND_BRANCHES, KIND_MICROBATCH, KIND_PREFILL_DECODE
-from hexfuse_onnx.discover import discover
-from hexfuse_onnx.discover.dag import dag_facts, independence_problem
+from hexfuse_onnx.costmodel import HEXAGON_V73
+from hexfuse_onnx.kinds import KINDS, Candidate, discover
+from hexfuse_onnx.kinds.dag import dag_facts, independence_problem
+from hexfuse_onnx.profile import profile_graph
+
+KIND_BRANCHES, KIND_MICROBATCH, KIND_PREFILL_DECODE = "branches", "microbatch", "prefill_decode"
+
+
+def candidates(g: graph.ModelGraph, kinds: list[str]) -> list[Candidate]:
+    return discover(g, kinds, profile_graph(g), HEXAGON_V73)
 
 
 def kinds_found(path: Path) -> dict[str, int]:
     g = graph.load(path)
     out: dict[str, int] = {}
-    for c in discover(g, [KIND_BRANCHES, KIND_MICROBATCH, KIND_PREFILL_DECODE]):
+    for c in candidates(g, list(KINDS)):
         out[c.kind] = out.get(c.kind, 0) + 1
     return out
 
@@ -49,7 +56,7 @@ def test_inception_pairs_branches_of_the_one_fork(zoo_dir: Path) -> None:
 
 def test_mha_offers_v_projection_against_the_softmax_side(zoo_dir: Path) -> None:
     g = graph.load(zoo_dir / "mha_encoder.onnx")
-    found = [(names(g, c.task_a), names(g, c.task_b)) for c in discover(g, [KIND_BRANCHES])]
+    found = [(names(g, c.task_a), names(g, c.task_b)) for c in candidates(g, [KIND_BRANCHES])]
     v_branch = {"attn/v_proj/matmul", "attn/v_proj/add", "attn/v/reshape", "attn/v/transpose"}
     assert any((v_branch == a and "attn/softmax" in b) or (v_branch == b and "attn/softmax" in a) for a, b in found)
     assert KIND_MICROBATCH not in kinds_found(zoo_dir / "mha_encoder.onnx")  # batch 1

@@ -17,7 +17,8 @@ from onnx import TensorProto, helper, numpy_helper
 import models
 from hexfuse_onnx import contract as C
 from hexfuse_onnx import pipeline, verify
-from hexfuse_onnx.lower import OPS_H, LoweringError, attach_programs, lower_pair, program_op_nodes
+from hexfuse_onnx.lowering import LoweringError, attach_programs, lower_pair, program_op_nodes
+from hexfuse_onnx.lowering.abi import C_PREFIX, Layout, Opcode
 from hexfuse_onnx.runtime import HOST_NAME, LIB_DIR, HostKernel
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,6 +34,8 @@ needs_host = pytest.mark.skipif(
 
 
 def header_values() -> dict[str, int]:
+    """Every HFX_ name with a value in ops.h (#defines and enums) and, once it exists, the opcode
+    table dsp/include/hexfuse/ops.def (an X-macro row per opcode: `NAME(SUFFIX, number, ...)`)."""
     text = (ROOT / "dsp/include/hexfuse/ops.h").read_text()
     text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
     values = {}
@@ -41,16 +44,21 @@ def header_values() -> dict[str, int]:
     for body in re.findall(r"enum\s+\w+\s*\{(.*?)\}", text, flags=re.S):
         for name, v in re.findall(r"(HFX_\w+)\s*=\s*(\d+)", body):
             values[name] = int(v)
+    table = ROOT / "dsp/include/hexfuse/ops.def"
+    if table.is_file():
+        rows = re.sub(r"/\*.*?\*/|//[^\n]*", "", table.read_text(), flags=re.S)
+        for suffix, v in re.findall(r"^\s*\w+\(\s*(?:HFX_OP_)?([A-Z0-9_]+)\s*,\s*(\d+)", rows, flags=re.M):
+            values[f"HFX_OP_{suffix}"] = int(v)
     return values
 
 
-def test_table_matches_ops_h() -> None:
+def test_abi_enums_match_ops_h() -> None:
     header = header_values()
-    mismatched = {k: (v, header.get(k)) for k, v in OPS_H.items() if header.get(k) != v}
-    assert not mismatched, f"lower.OPS_H differs from ops.h: {mismatched}"
-    opcodes = {k for k in header if k.startswith("HFX_OP_") and k != "HFX_OP_PARAMS"}
-    assert opcodes <= set(OPS_H), f"opcodes missing from lower.OPS_H: {opcodes - set(OPS_H)}"
-    assert header["HFX_PROGRAM_VERSION"] == C.PROGRAM_VERSION
+    members = {C_PREFIX[enum] + name: int(m) for enum in C_PREFIX for name, m in enum.__members__.items()}
+    assert len(members) > 100
+    mismatched = {k: (v, header.get(k)) for k, v in members.items() if header.get(k) != v}
+    assert not mismatched, f"lowering.abi differs from ops.h (python, C): {mismatched}"
+    assert header["HFX_PROGRAM_VERSION"] == Layout.PROGRAM_VERSION == C.PROGRAM_VERSION
 
 
 # ---- a hand-made pair covering the op set ----------------------------------------------------
@@ -80,7 +88,7 @@ def pair_model(nodes_a, nodes_b, inputs_a, inputs_b, outputs_a, outputs_b, inits
         num_outputs_a=len(outputs_a),
         num_nodes_a=len(nodes_a),
         share_a=0.5,
-        kind=C.KIND_BRANCHES,
+        kind="branches",
     )
     node.overload = "pair0"
     graph_inputs = [v for v in inputs_a + inputs_b if v.name not in {t.name for t in inits}]
@@ -534,3 +542,40 @@ def test_not_a_pair_node_is_refused() -> None:
 
 def test_models_module_has_the_zoo() -> None:
     assert NO_PAIR < set(models.BUILDERS)
+
+
+def rms_swish_model(alpha: float = 1.0, scale_shape: tuple[int, ...] = (2, 8)) -> onnx.ModelProto:
+    """RMSNormalization (opset 23) in task A, Swish (opset 24) in task B: the kernel's RMSNORM and SILU."""
+    rng = np.random.default_rng(3)
+    a = [helper.make_node("RMSNormalization", ["x", "s"], ["ya"], name="rms", axis=-2, epsilon=1e-3)]
+    b = [helper.make_node("Swish", ["z"], ["yb"], name="swish", alpha=alpha)]
+    inits = [init("s", rng.standard_normal(scale_shape).astype(np.float32))]
+    inputs_a = [vi("x", [3, 2, 8]), vi("s", list(scale_shape))]
+    return pair_model(a, b, inputs_a, [vi("z", [4, 5])], [vi("ya", [3, 2, 8])], [vi("yb", [4, 5])], inits, opset=24)
+
+
+@needs_host
+def test_rms_normalization_and_swish_run_on_the_host_kernel() -> None:
+    m = rms_swish_model()
+    onnx.checker.check_model(m, full_check=True)
+    opcodes = [struct.unpack_from("<H", p, 0)[0] for p in _op_records(lower_pair(m, m.graph.node[0]))]
+    assert opcodes == [Opcode.RMSNORM, Opcode.SILU]
+    assert_matches_ort_on_the_host_kernel(m)
+
+
+@pytest.mark.parametrize(
+    ("model", "reason"),
+    [
+        (rms_swish_model(alpha=0.5), "only alpha=1"),
+        (rms_swish_model(scale_shape=(8,)), "must have the normalized shape"),
+    ],
+)
+def test_rms_normalization_and_swish_outside_the_kernel_are_refused(model: onnx.ModelProto, reason: str) -> None:
+    with pytest.raises(LoweringError, match=reason):
+        lower_pair(model, model.graph.node[0])
+
+
+def _op_records(program: bytes) -> list[bytes]:
+    _, _, _, _, _, n_tensors, n_ops = struct.unpack_from("<IHHIIII", program)
+    ops_off = struct.unpack_from("<I", program, 36)[0]
+    return [program[ops_off + k * Layout.OP_RECORD_BYTES :][: Layout.OP_RECORD_BYTES] for k in range(n_ops)]

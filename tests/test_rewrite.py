@@ -14,6 +14,8 @@ import pytest
 import models
 from hexfuse_onnx import contract as C
 from hexfuse_onnx import pipeline, verify
+from hexfuse_onnx.kinds import KINDS
+from hexfuse_onnx.lowering import lower_pair
 from hexfuse_onnx.rewrite import unfuse
 
 FUSABLE = [
@@ -70,7 +72,7 @@ def test_fused_node_follows_the_contract(name: str, rewritten: dict[str, Path]) 
         assert n.op_type == C.OP_TYPE
         fn = functions[(n.domain, n.op_type, n.overload)]
         attrs = {a.name: onnx.helper.get_attribute_value(a) for a in n.attribute}
-        assert attrs[C.ATTR_KIND].decode() in C.KINDS
+        assert attrs[C.ATTR_KIND].decode() in KINDS
         assert 0 < attrs[C.ATTR_NUM_INPUTS_A] < len(n.input)
         assert 0 < attrs[C.ATTR_NUM_OUTPUTS_A] < len(n.output)
         assert 0 < attrs[C.ATTR_NUM_NODES_A] < len(fn.node)
@@ -79,6 +81,17 @@ def test_fused_node_follows_the_contract(name: str, rewritten: dict[str, Path]) 
         assert len(fn.input) == len(n.input) and len(set(fn.input)) == len(fn.input)
         assert list(fn.output) == list(n.output)
     assert any(o.domain == C.DOMAIN for o in m.opset_import)
+
+
+@pytest.mark.parametrize("name", FUSABLE)
+def test_program_lowered_before_fusing_is_the_written_models(name: str, rewritten: dict[str, Path]) -> None:
+    """The pass lowers each pair from the ModelGraph's types before it edits the model; lowering
+    the written node from the written model (its own shape inference) gives the same bytes."""
+    m = onnx.load(rewritten[name])
+    fused = [n for n in m.graph.node if n.domain == C.DOMAIN]
+    for n in fused:
+        program = next(a.s for a in n.attribute if a.name == C.ATTR_PROGRAM)
+        assert lower_pair(m, n) == program, n.name
 
 
 @pytest.mark.parametrize("name", FUSABLE)

@@ -122,7 +122,7 @@ def with_attribute(path: Path, attr: onnx.AttributeProto) -> bytes:
     return edited(path, edit)
 
 
-# The program header (lower.py _Program.encode): "<IHHIIII4HIIII" = magic, version, header bytes,
+# The program header (lowering/program.py Program.encode): "<IHHIIII4HIIII" = magic, version, header bytes,
 # total bytes, flags, n_tensors, n_ops, n_io[4], tensors offset, ops offset, data offset, data bytes.
 HEADER = struct.Struct("<IHHIIII4HIIII")
 
@@ -624,13 +624,13 @@ def big_scratch(tmp_path_factory) -> Path:
 
 def test_scratch_over_the_arena_fails_cleanly_at_run(big_scratch, tmp_path, oversized_host_target):
     """A lowered pair whose task scratch exceeds the pool's arena: a clean HFX_ERR_BUDGET at run."""
-    from hexfuse_onnx.lower import attach_programs
-    from hexfuse_onnx.rewrite import fuse
+    from hexfuse_onnx.rewrite import fuse, prepare
 
     a = pipeline.analyse(big_scratch, target="host")
     assert a.pairs, "the host target should pair the two branches"
-    model, failed = attach_programs(fuse(a.graph, a.pairs[:1], a.target.name))
+    failed = prepare(a.graph, a.pairs[:1], a.target.name)
     assert not failed, failed
+    model = fuse(a.graph, a.pairs[:1])
     path = tmp_path / "lowered.onnx"
     onnx.save(model, path)
     r = run_sessions([{"id": "b", "model": str(path), "reference": str(big_scratch)}], tmp_path)["b"]
@@ -647,7 +647,7 @@ def test_host_target_never_pairs_beyond_the_plugins_arena(big_scratch, tmp_path)
 
 
 # Regression: pipeline._failing_pairs re-verified each pair with stage(fuse(...)) but without
-# lower.attach_programs, so with verify_plugin=True every single-pair model lacked its 'program'
+# attaching programs, so with verify_plugin=True every single-pair model lacked its 'program'
 # and every pair was dropped as "has no 'program' attribute", hiding the real failure.
 def test_plugin_verification_drops_pairs_for_their_real_reason(big_scratch, tmp_path, oversized_host_target):
     messages: list[str] = []

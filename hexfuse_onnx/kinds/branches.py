@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from itertools import combinations
 
-from ..contract import KIND_BRANCHES
+from ..costmodel import Target
 from ..graph import ModelGraph
-from ..profile import Engine, engine_of
-from . import Candidate
+from ..profile import Engine, GraphProfile, engine_of
+from .base import Candidate, PairKind
 from .dag import SOURCE, DagFacts, independence_problem
 
 MAX_BRANCHES = 8  # a fork with more consumers is paired only by its first ones
@@ -25,7 +25,16 @@ MAX_REGION = 4000  # nodes in one fork region considered
 MAX_GROUPED = 5  # branches split into two groups only up to this many
 
 
-def find(g: ModelGraph, facts: DagFacts) -> list[Candidate]:
+class Branches(PairKind):
+    """Two independent branches (or groups of branches) of one fork, fused as they are."""
+
+    name = "branches"
+
+    def find(self, g: ModelGraph, facts: DagFacts, profile: GraphProfile, target: Target) -> list[Candidate]:
+        return find_branches(g, facts)
+
+
+def find_branches(g: ModelGraph, facts: DagFacts) -> list[Candidate]:
     children = _dominator_children(facts)
     roots = [i for i in range(len(g.nodes)) if not facts.const[i] and not facts.preds[i]]
     forks: list[tuple[int, list[int], int]] = []
@@ -53,7 +62,7 @@ def find(g: ModelGraph, facts: DagFacts) -> list[Candidate]:
                 continue
             seen.add(key)
             first, second = (a, b) if min(a) < min(b) else (b, a)
-            out.append(Candidate(KIND_BRANCHES, sorted(first), sorted(second), note=where))
+            out.append(Candidate(Branches.name, sorted(first), sorted(second), note=where))
     return out
 
 

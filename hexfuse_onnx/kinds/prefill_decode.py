@@ -10,10 +10,12 @@ decode block it is independent of (POD-Attention's pairing).
 
 from __future__ import annotations
 
-from ..contract import KIND_PREFILL_DECODE
+from dataclasses import dataclass
+
+from ..costmodel import Target
 from ..graph import ModelGraph
-from ..profile import Engine, engine_of
-from . import Candidate
+from ..profile import Engine, GraphProfile, engine_of
+from .base import Candidate, KindDetail, PairKind
 from .dag import DagFacts, independence_problem
 
 CONTRIB_ATTENTION = {"Attention", "MultiHeadAttention", "GroupQueryAttention"}
@@ -23,7 +25,22 @@ _OUT_OPS = {"Transpose", "Reshape", "Flatten"}  # between the V product and out-
 MAX_BLOCK = 200
 
 
-def find(g: ModelGraph, facts: DagFacts) -> list[Candidate]:
+@dataclass(frozen=True)
+class PrefillPositions(KindDetail):
+    prefill_positions: int  # query positions of the prefill block
+
+
+class PrefillDecode(PairKind):
+    """A prefill attention block with a decode block it is independent of, fused as they are."""
+
+    name = "prefill_decode"
+    specificity = 2  # an attention pair is also a pair of branches: keep it as this kind
+
+    def find(self, g: ModelGraph, facts: DagFacts, profile: GraphProfile, target: Target) -> list[Candidate]:
+        return find_prefill_decode(g, facts)
+
+
+def find_prefill_decode(g: ModelGraph, facts: DagFacts) -> list[Candidate]:
     blocks = [b for b in _attention_blocks(g, facts) if b[1] is not None]
     prefill = [(nodes, q) for nodes, q in blocks if q > 1]
     decode = [(nodes, q) for nodes, q in blocks if q == 1]
@@ -33,11 +50,11 @@ def find(g: ModelGraph, facts: DagFacts) -> list[Candidate]:
             if independence_problem(facts, p_nodes, d_nodes) is None:
                 out.append(
                     Candidate(
-                        KIND_PREFILL_DECODE,
+                        PrefillDecode.name,
                         sorted(p_nodes),
                         sorted(d_nodes),
                         note=f"prefill ({q_len} query positions) with decode (1 position)",
-                        detail={"prefill_positions": q_len},
+                        detail=PrefillPositions(q_len),
                     )
                 )
     return out

@@ -1,0 +1,195 @@
+"""What every pair kind shares: candidates, pairs, the task bodies of a pair, and `PairKind`.
+
+A kind finds candidates (two node sets of the ModelGraph), evaluates one into a Pair (work
+share and any split chosen by the cost model) or a rejection reason, builds the pair's two
+task bodies for its FusedHexPair node, and restores the original nodes when `unfuse` inlines
+the body. `PairKind` implements the common case: two disjoint node sets fused as they are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar
+
+import onnx
+
+from ..costmodel import Prediction, Target, complementarity, fits, predict
+from ..graph import ModelGraph, TensorInfo
+from ..profile import GraphProfile, TaskProfile
+from .dag import DagFacts
+
+if TYPE_CHECKING:
+    from ..lowering import Lowered
+
+
+@dataclass(frozen=True)
+class KindDetail:
+    """Facts about a candidate only its kind reads (a subclass per kind that needs any)."""
+
+
+@dataclass
+class Candidate:
+    """Two tasks that may run fused. Node ids index `ModelGraph.nodes`; `kind` names the PairKind
+    (for a micro-batch candidate both tasks are the same chain, run on two slices of the batch)."""
+
+    kind: str
+    task_a: list[int]
+    task_b: list[int]
+    note: str = ""
+    detail: KindDetail | None = None
+
+    @property
+    def nodes(self) -> frozenset[int]:
+        return frozenset(self.task_a) | frozenset(self.task_b)
+
+
+@dataclass
+class TaskBody:
+    """One task of a FusedHexPair body: its nodes, and the tensors it reads and makes for others."""
+
+    nodes: list[onnx.NodeProto]
+    inputs: list[str]
+    outputs: list[str]
+
+
+@dataclass
+class PairTasks:
+    a: TaskBody
+    b: TaskBody
+    replaced: list[int]  # graph node ids the FusedHexPair node replaces
+    placed: list[tuple[int, onnx.NodeProto]] = field(default_factory=list)  # (position, node) added around it
+    placed_tensors: dict[str, TensorInfo] = field(default_factory=dict)  # what the placed nodes make
+
+
+@dataclass
+class FusedCall:
+    """A pair's FusedHexPair node and function body, built before the model is edited."""
+
+    node: onnx.NodeProto
+    function: onnx.FunctionProto
+    tasks: PairTasks
+
+
+@dataclass
+class Pair:
+    """A chosen candidate with its profiles and prediction. `id` ("pairN", the node's overload),
+    `call` and `lowered` (its program) are set when the pass lowers it, before fusing."""
+
+    candidate: Candidate
+    a: TaskProfile
+    b: TaskProfile
+    prediction: Prediction
+    complementarity: float
+    microbatch_sizes: tuple[int, int] | None = None
+    id: str = ""
+    call: FusedCall | None = None
+    lowered: Lowered | None = None
+
+    @property
+    def kind(self) -> str:
+        return self.candidate.kind
+
+    @property
+    def saved(self) -> float:
+        return self.prediction.serial - self.prediction.fused
+
+
+class PairKind:
+    """A kind of pair. Subclasses set `name` and implement `find`; the rest defaults to two
+    disjoint node sets fused as they are."""
+
+    name: ClassVar[str]
+    specificity: ClassVar[int] = 0  # a node set two kinds both find is kept by the higher
+
+    def find(self, g: ModelGraph, facts: DagFacts, profile: GraphProfile, target: Target) -> list[Candidate]:
+        raise NotImplementedError
+
+    def evaluate(self, g: ModelGraph, profile: GraphProfile, c: Candidate, target: Target) -> Pair | str:
+        """The candidate's pair at its best share, or why it cannot be one (both tasks are profiled)."""
+        a, b = profile.task(c.task_a), profile.task(c.task_b)
+        assert a is not None and b is not None
+        if not fits(a, b, target):
+            return budget_message(a, b, target)
+        return Pair(c, a, b, predict(a, b, target), complementarity(a, b, target))
+
+    def tasks(self, g: ModelGraph, pair: Pair) -> PairTasks:
+        ids_a, ids_b = with_constants(g, pair.candidate.task_a), with_constants(g, pair.candidate.task_b)
+        return PairTasks(task_body(g, ids_a), task_body(g, ids_b), sorted(set(ids_a) | set(ids_b)))
+
+    def restore(
+        self,
+        call: onnx.NodeProto,
+        body: list[onnx.NodeProto],
+        producers: dict[str, onnx.NodeProto],
+        consumers: dict[str, list[onnx.NodeProto]],
+        drop: set[int],
+    ) -> list[onnx.NodeProto]:
+        """The nodes replacing an inlined FusedHexPair node (`body`: its body with actual names);
+        add id() of graph nodes to remove to `drop`."""
+        return body
+
+    def original_tensor(self, pair_id: str, body_tensor: str) -> str:
+        """The graph tensor a body tensor of the pair stands for."""
+        return body_tensor
+
+    def serial_task(self, profile: GraphProfile, pair: Pair) -> TaskProfile | None:
+        """The task the serial baseline runs when it is not A then B (None: A then B)."""
+        return None
+
+    def share_text(self, pair: Pair) -> str:
+        return f"{pair.prediction.share_a:.2f}"
+
+
+def budget_message(a: TaskProfile, b: TaskProfile, target: Target) -> str:
+    return (
+        f"on-chip budget: task A needs {a.footprint} B and task B {b.footprint} B together, "
+        f"the target has {int(target.onchip_bytes.value)} B"
+    )
+
+
+def task_body(g: ModelGraph, ids: list[int]) -> TaskBody:
+    inside = set(ids)
+    produced: set[str] = set()
+    inputs: list[str] = []
+    for i in ids:
+        for t in g.node_inputs[i]:
+            if t and t not in produced and t not in inputs:
+                inputs.append(t)
+        produced.update(t for t in g.nodes[i].output if t)
+    graph_outputs = set(g.graph_outputs)
+    outputs = [
+        t
+        for i in ids
+        for t in g.nodes[i].output
+        if t and (t in graph_outputs or any(c not in inside for c in g.consumers.get(t, ())))
+    ]
+    return TaskBody([renamed_copy(g.nodes[i], {}) for i in ids], inputs, outputs)
+
+
+def with_constants(g: ModelGraph, ids: list[int]) -> list[int]:
+    """The task's nodes plus the Constant nodes only it reads, which move into its body (so an
+    exporter's empty `roi` or a shape constant is a body constant, not a formal input)."""
+    inside = set(ids)
+    outputs = set(g.graph_outputs)
+    extra = {g.producer[t] for i in ids for t in g.node_inputs[i] if t in g.producer}
+    extra = {
+        p
+        for p in extra - inside
+        if g.nodes[p].op_type == "Constant"
+        and g.nodes[p].domain in ("", "ai.onnx")
+        and all(t not in outputs and all(c in inside for c in g.consumers.get(t, ())) for t in g.nodes[p].output)
+    }
+    return sorted(inside | extra)
+
+
+def renamed_copy(node: onnx.NodeProto, mapping: dict[str, str], name: str | None = None) -> onnx.NodeProto:
+    """A copy of the node with its input and output names mapped (and a new name if given)."""
+    m = onnx.NodeProto()
+    m.CopyFrom(node)
+    for k, t in enumerate(m.input):
+        m.input[k] = mapping.get(t, t)
+    for k, t in enumerate(m.output):
+        m.output[k] = mapping.get(t, t)
+    if name is not None:
+        m.name = name
+    return m

@@ -1,0 +1,164 @@
+"""Lowering FusedHexPair nodes to the task programs the kernel runs (dsp/include/hexfuse/ops.h).
+
+- `abi`: the ABI's numbers as IntEnums (opcodes, dtypes, engines, parameter ids).
+- `program`: the program in memory and its encoding.
+- `registry`: `@lowers("Conv")`; its keys are the op set (`SUPPORTED_OPS`).
+- `lowerer`: the per-pair state (tensors, constants, op origins) every lowering writes through.
+- one module per op family: `matrix`, `pointwise`, `normalize`, `layout`, `spatial`.
+
+Adding an op: write its lowering in its family's module with `@lowers("OnnxOp")`, add the
+opcode to `abi.Opcode` (and its parameter enum), and test it in tests/test_lower.py.
+
+The pass lowers each pair before it edits the model (`lower_function`, with the ModelGraph's
+types); the functions taking a model lower the pairs of an already rewritten model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import onnx
+from onnx import helper, shape_inference
+
+from .. import contract as C
+from . import layout, matrix, normalize, pointwise, spatial  # noqa: F401 - they register the lowerings
+from .lowerer import Lowerer, OpOrigin
+from .registry import LOWERINGS, LoweringError, op_outside_kernel
+
+SUPPORTED_OPS = tuple(sorted(LOWERINGS))
+
+__all__ = [
+    "SUPPORTED_OPS",
+    "Lowered",
+    "LoweringError",
+    "OpOrigin",
+    "attach_programs",
+    "lower_function",
+    "lower_pair",
+    "op_outside_kernel",
+    "program_op_maps",
+    "program_op_nodes",
+]
+
+
+@dataclass(frozen=True)
+class Lowered:
+    """A pair's program and, indexed like its ops, the body node each op comes from."""
+
+    program: bytes
+    origins: list[OpOrigin]
+
+
+def lower_function(
+    node: onnx.NodeProto,
+    fn: onnx.FunctionProto,
+    initializers: dict[str, onnx.TensorProto],
+    types: dict[str, onnx.TypeProto],
+    model_opset: int,
+    ir_version: int,
+) -> Lowered:
+    """Lower a FusedHexPair node with its function body; `types` by the node's actual input names.
+
+    Raises LoweringError. A body node lowers to one op, except a Constant, which lowers to none
+    (its value becomes a program constant, or steers another op's parameters). Reshape, Flatten,
+    Squeeze, Unsqueeze and Identity lower to a COPY op of their own. Time measured per program
+    op (the trace's `op`) is attributed to a body node by summing over the origins naming it."""
+    if node.domain != C.DOMAIN or node.op_type != C.OP_TYPE:
+        raise LoweringError(node.op_type, node.name, f"not a {C.DOMAIN}::{C.OP_TYPE} node")
+    lowerer = Lowerer(node, fn, initializers, types, model_opset, ir_version)
+    program = lowerer.lower()
+    return Lowered(program, lowerer.origins)
+
+
+def _lower_in_model(model: onnx.ModelProto, node: onnx.NodeProto, types: dict[str, onnx.TypeProto] | None) -> Lowered:
+    if node.domain != C.DOMAIN or node.op_type != C.OP_TYPE:
+        raise LoweringError(node.op_type, node.name, f"not a {C.DOMAIN}::{C.OP_TYPE} node")
+    fn = next(
+        (f for f in model.functions if (f.domain, f.name, f.overload) == (node.domain, node.op_type, node.overload)),
+        None,
+    )
+    if fn is None:
+        raise LoweringError(node.op_type, node.name, f"no function body for overload '{node.overload}'")
+    inits = {t.name: t for t in model.graph.initializer}
+    opset = next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
+    return lower_function(node, fn, inits, types if types is not None else model_types(model), opset, model.ir_version)
+
+
+def lower_pair(model: onnx.ModelProto, node: onnx.NodeProto, types: dict[str, onnx.TypeProto] | None = None) -> bytes:
+    """The task program bytes of one FusedHexPair node of a rewritten model (raises LoweringError)."""
+    return _lower_in_model(model, node, types).program
+
+
+def program_op_nodes(
+    model: onnx.ModelProto, node: onnx.NodeProto, types: dict[str, onnx.TypeProto] | None = None
+) -> list[OpOrigin]:
+    """The origin of every op of the pair's task program, indexed like the program's ops (the
+    body nodes are the pair's original graph nodes; micro-batch pairs: two renamed copies of the
+    chain, their tensors suffixed as `kinds.microbatch.suffixes` says)."""
+    return _lower_in_model(model, node, types).origins
+
+
+def program_op_maps(model: onnx.ModelProto) -> dict[str, list[OpOrigin]]:
+    """`program_op_nodes` of every FusedHexPair node of the model that lowers, by node name
+    (a pair that does not lower has no program, and is left out)."""
+    types = model_types(model)
+    maps: dict[str, list[OpOrigin]] = {}
+    for node in model.graph.node:
+        if node.domain != C.DOMAIN or node.op_type != C.OP_TYPE:
+            continue
+        try:
+            maps[node.name] = program_op_nodes(model, node, types)
+        except LoweringError:
+            continue
+    return maps
+
+
+def attach_programs(model: onnx.ModelProto) -> tuple[onnx.ModelProto, dict[str, str]]:
+    """A copy of a rewritten model with `program`/`program_version` set on every pair that lowers.
+
+    Returns the model and {pair id: reason} for the pairs left without a program (they run by
+    their fallback body even with the plugin loaded).
+    """
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    types = model_types(out)
+    failed: dict[str, str] = {}
+    for node in out.graph.node:
+        if node.domain != C.DOMAIN or node.op_type != C.OP_TYPE:
+            continue
+        keep = [a for a in node.attribute if a.name not in (C.ATTR_PROGRAM, C.ATTR_PROGRAM_VERSION)]
+        del node.attribute[:]
+        node.attribute.extend(keep)
+        try:
+            set_program(node, lower_pair(out, node, types))
+        except LoweringError as exc:
+            failed[node.overload or node.name] = exc.message
+    return out, failed
+
+
+def set_program(node: onnx.NodeProto, program: bytes) -> None:
+    """Give a FusedHexPair node its program attributes."""
+    node.attribute.extend(
+        [
+            helper.make_attribute(C.ATTR_PROGRAM, program),
+            helper.make_attribute(C.ATTR_PROGRAM_VERSION, C.PROGRAM_VERSION),
+        ]
+    )
+
+
+def model_types(model: onnx.ModelProto) -> dict[str, onnx.TypeProto]:
+    """Types of every graph tensor of a model file: inferred when the model does not carry them."""
+    types = {}
+    try:
+        inferred = shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
+    except Exception:  # noqa: BLE001 - fall back to what the model carries
+        inferred = model
+    for m in (model, inferred):
+        g = m.graph
+        for v in list(g.input) + list(g.value_info) + list(g.output):
+            if v.type.tensor_type.elem_type and v.name not in types:
+                types[v.name] = v.type
+        for t in g.initializer:
+            if t.name not in types:
+                types[t.name] = helper.make_tensor_type_proto(t.data_type, list(t.dims))
+    return types

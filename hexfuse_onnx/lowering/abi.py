@@ -1,0 +1,198 @@
+"""The numbers of the task-program ABI, as dsp/include/hexfuse/ops.h defines them.
+
+`C_PREFIX[enum]` plus a member's name is its C name (`Opcode.GEMM` is `HFX_OP_GEMM`);
+tests/test_lower.py checks every member against the header. Parameter ids are one enum per op
+family, since families reuse the same parameter slots.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class Layout(IntEnum):
+    """Sizes and limits of the program format."""
+
+    PROGRAM_MAGIC = 0x50584648
+    PROGRAM_VERSION = 1
+    PROGRAM_FLAG_CRC32 = 1
+    PROGRAM_CRC_BYTES = 4
+    HEADER_BYTES = 48
+    TENSOR_RECORD_BYTES = 48
+    OP_RECORD_BYTES = 176
+    MAX_RANK = 8
+    MAX_OP_INPUTS = 8
+    MAX_OP_OUTPUTS = 2
+    OP_PARAMS = 32
+    MAX_TENSORS = 65535
+    MAX_OPS = 4096
+    MAX_IO = 4096
+    MAX_TENSOR_BYTES = 0x7FFFFFFF
+    CONST_ALIGN = 64
+    NO_TENSOR = 0xFFFFFFFF
+
+
+class Task(IntEnum):
+    A = 0
+    B = 1
+
+
+class Engine(IntEnum):
+    """The kernel worker an op runs on."""
+
+    MATRIX = 0
+    VECTOR = 1
+    COPY = 2
+
+
+class Dtype(IntEnum):
+    F32 = 1
+    F16 = 2
+    I32 = 3
+    I64 = 4
+    I8 = 5
+    U8 = 6
+
+
+class Role(IntEnum):
+    INPUT = 1
+    OUTPUT = 2
+    CONSTANT = 3
+    SCRATCH = 4
+
+
+class Opcode(IntEnum):
+    GEMM = 1
+    CONV2D = 2
+    ADD = 10
+    SUB = 11
+    MUL = 12
+    DIV = 13
+    RELU = 20
+    SIGMOID = 21
+    TANH = 22
+    GELU = 23
+    SILU = 24
+    EXP = 25
+    HARDSIGMOID = 26
+    HARDSWISH = 27
+    SOFTMAX = 30
+    LAYERNORM = 31
+    RMSNORM = 32
+    REDUCE_MEAN = 40
+    REDUCE_SUM = 41
+    TRANSPOSE = 50
+    CONCAT = 51
+    SLICE = 52
+    COPY = 53
+    RESIZE = 54
+    MAXPOOL = 60
+    AVGPOOL = 61
+    GLOBAL_AVGPOOL = 62
+
+
+class Param(IntEnum):
+    """Parameter slots shared by several ops."""
+
+    AXIS = 0  # SOFTMAX, LAYERNORM, RMSNORM, CONCAT
+    EPSILON = 1  # LAYERNORM, RMSNORM (f32 bits)
+    PERM = 0  # TRANSPOSE: params[0..rank)
+
+
+class GemmParam(IntEnum):
+    TRANS_A = 0
+    TRANS_B = 1
+    ALPHA = 2
+    BETA = 3
+
+
+class ConvParam(IntEnum):
+    PAD_TOP = 0
+    PAD_LEFT = 1
+    PAD_BOTTOM = 2
+    PAD_RIGHT = 3
+    STRIDE_H = 4
+    STRIDE_W = 5
+    DILATION_H = 6
+    DILATION_W = 7
+    GROUP = 8
+
+
+class PoolParam(IntEnum):
+    PAD_TOP = 0
+    PAD_LEFT = 1
+    PAD_BOTTOM = 2
+    PAD_RIGHT = 3
+    STRIDE_H = 4
+    STRIDE_W = 5
+    DILATION_H = 6
+    DILATION_W = 7
+    KERNEL_H = 8
+    KERNEL_W = 9
+    CEIL_MODE = 10
+    COUNT_INCLUDE_PAD = 11
+
+
+class ReduceParam(IntEnum):
+    AXES_MASK = 0
+    KEEPDIMS = 1
+
+
+class SliceParam(IntEnum):
+    STARTS = 0  # params[0..8)
+    ENDS = 8  # params[8..16)
+    STEPS = 16  # params[16..24)
+
+
+class HardSigmoidParam(IntEnum):
+    ALPHA = 0
+    BETA = 1
+
+
+class ResizeParam(IntEnum):
+    MODE = 0
+    COORD = 1
+    NEAREST_MODE = 2
+    SCALE_H = 3
+    SCALE_W = 4
+
+
+class ResizeMode(IntEnum):
+    NEAREST = 0
+    LINEAR = 1
+
+
+class ResizeCoord(IntEnum):
+    HALF_PIXEL = 0
+    ASYMMETRIC = 1
+    ALIGN_CORNERS = 2
+    PYTORCH_HALF_PIXEL = 3
+    HALF_PIXEL_SYMMETRIC = 4
+
+
+class ResizeNearest(IntEnum):
+    ROUND_PREFER_FLOOR = 0
+    ROUND_PREFER_CEIL = 1
+    FLOOR = 2
+    CEIL = 3
+
+
+C_PREFIX: dict[type[IntEnum], str] = {
+    Layout: "HFX_",
+    Task: "HFX_TASK_",
+    Engine: "HFX_ENGINE_",
+    Dtype: "HFX_DTYPE_",
+    Role: "HFX_ROLE_",
+    Opcode: "HFX_OP_",
+    Param: "HFX_P_",
+    GemmParam: "HFX_P_GEMM_",
+    ConvParam: "HFX_P_CONV_",
+    PoolParam: "HFX_P_POOL_",
+    ReduceParam: "HFX_P_REDUCE_",
+    SliceParam: "HFX_P_SLICE_",
+    HardSigmoidParam: "HFX_P_HARDSIGMOID_",
+    ResizeParam: "HFX_P_RESIZE_",
+    ResizeMode: "HFX_RESIZE_",
+    ResizeCoord: "HFX_RESIZE_COORD_",
+    ResizeNearest: "HFX_RESIZE_NEAREST_",
+}

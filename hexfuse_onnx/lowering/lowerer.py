@@ -1,0 +1,290 @@
+"""Lower one FusedHexPair (its node and function body) to the task program the kernel runs.
+
+The function body is the source of truth: body nodes [0, num_nodes_a) are task A, the rest
+task B; formal input i is the node's input i (A's first, then B's), formal output j the node's
+output j. The formal inputs' types are given (the pass gives the ModelGraph's inferred ones);
+body tensors' shapes come from ONNX shape inference of the body alone. Weights are node inputs
+(graph initializers), so they are program inputs, not constants; only Constant nodes inside the
+body become program constants. Integer inputs that only steer an op (Reshape shape, Slice
+starts, ...) are read from the initializers at lowering time and declared in the program as
+unused inputs of their dtype, so the io indices stay the node's.
+
+Every emitted op records its origin (the body node it lowers), for per-op timing of the trace.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper, shape_inference
+
+from .. import contract as C
+from ..profile import Engine as EngineClass
+from ..profile import engine_of
+from .abi import Dtype, Engine, Layout, Opcode, Role, Task
+from .program import Op, Program, Tensor
+from .registry import LOWERINGS, LoweringError, op_outside_kernel
+
+DTYPES: dict[int, Dtype] = {
+    onnx.TensorProto.FLOAT: Dtype.F32,
+    onnx.TensorProto.FLOAT16: Dtype.F16,
+    onnx.TensorProto.INT32: Dtype.I32,
+    onnx.TensorProto.INT64: Dtype.I64,
+    onnx.TensorProto.INT8: Dtype.I8,
+    onnx.TensorProto.UINT8: Dtype.U8,
+}
+
+KERNEL_ENGINE = {EngineClass.MATRIX: Engine.MATRIX, EngineClass.VECTOR: Engine.VECTOR, EngineClass.MEMORY: Engine.COPY}
+
+
+@dataclass(frozen=True)
+class OpOrigin:
+    """Where program op `op` of a pair came from.
+
+    `op` is the op's index in the program (the `op` field of the kernel trace's work items),
+    `task` 0 for A and 1 for B. `body_index` is the index of the function-body node the op
+    lowers (`node`, `op_type`: that node's name, "" when unnamed, and op type), and `output`
+    the body tensor the op writes. An op the lowering adds to copy a pair output out (an output
+    that is a constant or a formal input) has the Constant body node that made the value as its
+    origin, or `body_index` None (`node` "output NAME", `op_type` "Identity") when the output is
+    a formal input passed through."""
+
+    op: int
+    task: int
+    body_index: int | None
+    node: str
+    op_type: str
+    output: str
+
+
+def attr(node: onnx.NodeProto, name: str, default: Any = None) -> Any:
+    for a in node.attribute:
+        if a.name == name:
+            return helper.get_attribute_value(a)
+    return default
+
+
+def str_attr(node: onnx.NodeProto, name: str, default: str) -> str:
+    v = attr(node, name, default)
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+def f32_bits(x: float) -> int:
+    return struct.unpack("<i", struct.pack("<f", float(x)))[0]
+
+
+class Lowerer:
+    """The state of lowering one pair: program, tensor ids, constants, and the ops' origins."""
+
+    def __init__(
+        self,
+        node: onnx.NodeProto,
+        fn: onnx.FunctionProto,
+        initializers: dict[str, onnx.TensorProto],
+        types: dict[str, onnx.TypeProto],
+        model_opset: int,
+        ir_version: int,
+    ) -> None:
+        self.node, self.fn = node, fn
+        self.pair = node.name or node.overload
+        n_in_a = int(attr(node, C.ATTR_NUM_INPUTS_A, -1))
+        n_out_a = int(attr(node, C.ATTR_NUM_OUTPUTS_A, -1))
+        self.n_nodes_a = int(attr(node, C.ATTR_NUM_NODES_A, -1))
+        if min(n_in_a, n_out_a, self.n_nodes_a) < 0:
+            raise LoweringError(node.op_type, self.pair, "missing num_inputs_a/num_outputs_a/num_nodes_a")
+        if len(fn.input) != len(node.input) or len(fn.output) != len(node.output):
+            raise LoweringError(node.op_type, self.pair, "node and function body disagree on inputs/outputs")
+        self.n_in_a, self.n_out_a = n_in_a, n_out_a
+        self.inits = initializers
+        self.opset = next((o.version for o in fn.opset_import if o.domain in ("", "ai.onnx")), model_opset)
+        self.formal: dict[str, str] = dict(zip(fn.input, node.input))  # formal name -> actual name
+        self.types: dict[str, onnx.TypeProto] = {}
+        for f, a in self.formal.items():
+            if a not in types:
+                raise LoweringError(node.op_type, self.pair, f"unknown type/shape of input '{a}'")
+            self.types[f] = types[a]
+        for n in fn.node:  # name the first op the kernel cannot run before anything else
+            error = op_outside_kernel(n)
+            if error is not None:
+                raise error
+        self._infer_body(ir_version)
+        self.static: dict[str, np.ndarray] = {}  # formal or body tensor -> constant value
+        for f, a in self.formal.items():
+            # Only integer initializers steer ops (shapes, axes); float weights stay program
+            # inputs and are never read here, so large or external weights cost nothing.
+            if a in self.inits and self.inits[a].data_type != onnx.TensorProto.FLOAT:
+                self.static[f] = numpy_helper.to_array(self.inits[a])
+        self.prog = Program()
+        self.ids: dict[str, int] = {}  # body tensor -> program tensor id
+        self.task_of: dict[str, Task] = {}
+        self.origins: list[OpOrigin] = []
+        self._body_index: int | None = None  # the body node being lowered
+
+    def _infer_body(self, ir_version: int) -> None:
+        g_inputs = [helper.make_value_info(f, self.types[f]) for f in self.fn.input]
+        # float initializers that steer an op (Resize roi/scales) are given to shape inference too
+        steering = {i for n in self.fn.node if n.op_type == "Resize" for i in n.input[1:] if i}
+        renamed = []
+        for f, a in zip(self.fn.input, self.node.input):
+            if a in self.inits and (self.inits[a].data_type != onnx.TensorProto.FLOAT or f in steering):
+                t = onnx.TensorProto()
+                t.CopyFrom(self.inits[a])
+                t.name = f
+                renamed.append(t)
+        graph = helper.make_graph(
+            list(self.fn.node),
+            "body",
+            g_inputs,
+            [helper.make_value_info(o, onnx.TypeProto()) for o in self.fn.output],
+            initializer=renamed,
+        )
+        m = helper.make_model(graph, opset_imports=list(self.fn.opset_import), ir_version=ir_version)
+        try:
+            inferred = shape_inference.infer_shapes(m, strict_mode=False, data_prop=True)
+        except Exception as exc:  # noqa: BLE001
+            raise LoweringError(self.node.op_type, self.pair, f"shape inference of the body failed: {exc}") from None
+        g = inferred.graph
+        for v in list(g.value_info) + list(g.output):
+            if v.type.tensor_type.elem_type:
+                self.types.setdefault(v.name, v.type)
+
+    # ---- tensors ----
+
+    def shape(self, name: str, op: onnx.NodeProto) -> list[int]:
+        t = self.types.get(name)
+        if t is None or not t.tensor_type.HasField("shape"):
+            raise LoweringError(op.op_type, op.name or name, f"unknown shape of '{name}'")
+        dims = []
+        for d in t.tensor_type.shape.dim:
+            if not d.HasField("dim_value") or d.dim_value <= 0:
+                raise LoweringError(op.op_type, op.name or name, f"'{name}' has a dynamic or empty dim")
+            dims.append(int(d.dim_value))
+        if len(dims) > Layout.MAX_RANK:
+            raise LoweringError(op.op_type, op.name or name, f"'{name}' has rank {len(dims)} > 8")
+        return dims
+
+    def dtype(self, name: str) -> int:
+        return int(self.types[name].tensor_type.elem_type) if name in self.types else 0
+
+    def read(self, name: str, op: onnx.NodeProto, task: Task) -> int:
+        """Program id of a float tensor an op reads."""
+        if name not in self.ids:
+            if name in self.static and self.static[name].dtype == np.float32:
+                arr = np.ascontiguousarray(self.static[name], dtype="<f4")
+                self.ids[name] = self.prog.add(
+                    Tensor(Dtype.F32, Role.CONSTANT, task, list(arr.shape), data=arr.tobytes())
+                )
+                self.task_of[name] = task
+            else:
+                raise LoweringError(op.op_type, op.name, f"input '{name}' is not available to the program")
+        if self.task_of[name] != task:
+            raise LoweringError(op.op_type, op.name, f"'{name}' crosses from one task to the other")
+        if self.prog.tensors[self.ids[name]].dtype != Dtype.F32:
+            raise LoweringError(op.op_type, op.name, f"'{name}' is not float32 (the kernel runs float32 only)")
+        return self.ids[name]
+
+    def const_ints(self, name: str, op: onnx.NodeProto) -> list[int]:
+        if name not in self.static:
+            raise LoweringError(op.op_type, op.name, f"'{name}' must be a constant (initializer or Constant)")
+        return [int(v) for v in np.asarray(self.static[name]).reshape(-1)]
+
+    def const_floats(self, name: str, op: onnx.NodeProto) -> np.ndarray:
+        """The float32 values of a constant float input (Resize scales): a Constant or an initializer."""
+        if name in self.static:
+            arr = self.static[name]
+        elif self.formal.get(name) in self.inits:
+            arr = numpy_helper.to_array(self.inits[self.formal[name]])
+        else:
+            raise LoweringError(op.op_type, op.name, f"'{name}' must be a constant (initializer or Constant)")
+        return np.asarray(arr, dtype=np.float32).reshape(-1)
+
+    # ---- lowering ----
+
+    def lower(self) -> bytes:
+        self._declare_inputs()
+        for k, n in enumerate(self.fn.node):
+            self._body_index = k
+            LOWERINGS[n.op_type](self, n, Task.A if k < self.n_nodes_a else Task.B)
+        self._body_index = None
+        self._copy_out_outputs()
+        p = self.prog
+        if not p.ops:
+            raise LoweringError(self.node.op_type, self.pair, "the pair has no op to run")
+        if len(p.ops) > Layout.MAX_OPS or len(p.tensors) > Layout.MAX_TENSORS:
+            raise LoweringError(self.node.op_type, self.pair, "too many ops or tensors for one program")
+        return p.encode()
+
+    def _declare_inputs(self) -> None:
+        p = self.prog
+        for i, f in enumerate(self.fn.input):
+            task = Task.A if i < self.n_in_a else Task.B
+            elem = self.dtype(f)
+            if elem not in DTYPES:
+                raise LoweringError(self.node.op_type, self.pair, f"input '{self.formal[f]}' has an unsupported dtype")
+            dims = self.shape(f, self.node)
+            if f in self.ids:
+                raise LoweringError(self.node.op_type, self.pair, f"formal input '{f}' listed twice")
+            self.ids[f] = p.add(Tensor(DTYPES[elem], Role.INPUT, task, dims, io=i))
+            self.task_of[f] = task
+        n_out = len(self.fn.output)
+        p.n_io = [self.n_in_a, len(self.fn.input) - self.n_in_a, self.n_out_a, n_out - self.n_out_a]
+        self.out_index = {o: j for j, o in enumerate(self.fn.output)}
+
+    def _copy_out_outputs(self) -> None:
+        """Copy out each output that is a constant or a formal input (no op of the body writes it)."""
+        p = self.prog
+        made_by = {o: k for k, b in enumerate(self.fn.node) for o in b.output}
+        for j, o in enumerate(self.fn.output):
+            task = Task.A if j < self.n_out_a else Task.B
+            if o in self.ids and p.tensors[self.ids[o]].role == Role.OUTPUT:
+                if task != p.tensors[self.ids[o]].task:
+                    raise LoweringError(self.node.op_type, self.pair, f"output '{o}' is listed for the wrong task")
+                continue
+            src = self.read(o, helper.make_node("Identity", [o], [o], name=f"output {o}"), task)
+            dst = p.add(Tensor(Dtype.F32, Role.OUTPUT, task, list(p.tensors[src].dims), io=j))
+            p.ops.append(Op(Opcode.COPY, Engine.COPY, task, [src], dst))
+            self.ids[o] = dst
+            source = made_by.get(o)
+            if source is not None:
+                b = self.fn.node[source]
+                self.origins.append(OpOrigin(len(p.ops) - 1, task, source, b.name, b.op_type, o))
+            else:
+                self.origins.append(OpOrigin(len(p.ops) - 1, task, None, f"output {o}", "Identity", o))
+
+    def _out(self, n: onnx.NodeProto, task: Task) -> int:
+        name = n.output[0]
+        if self.dtype(name) != onnx.TensorProto.FLOAT:
+            raise LoweringError(n.op_type, n.name, f"output '{name}' is not float32")
+        dims = self.shape(name, n)
+        j = self.out_index.get(name)
+        if j is not None:
+            tid = self.prog.add(Tensor(Dtype.F32, Role.OUTPUT, task, dims, io=j))
+        else:
+            tid = self.prog.add(Tensor(Dtype.F32, Role.SCRATCH, task, dims))
+        self.ids[name] = tid
+        self.task_of[name] = task
+        return tid
+
+    def emit(
+        self,
+        n: onnx.NodeProto,
+        task: Task,
+        opcode: Opcode,
+        inputs: list[int],
+        params: dict[Any, int] | None = None,
+    ) -> None:
+        """Append the op computing n's first output from the program tensors `inputs`, on the
+        kernel engine of n's engine class (`profile.engine_of`, the table the cost model uses);
+        `params`: parameter slot (an abi parameter enum, or an int) -> value."""
+        if len(n.output) > 1 and any(n.output[1:]):
+            raise LoweringError(n.op_type, n.name, "only the first output is supported")
+        engine = KERNEL_ENGINE[engine_of(n)]
+        op = Op(opcode, engine, task, inputs, self._out(n, task))
+        for k, v in (params or {}).items():
+            op.params[k] = int(v)
+        self.prog.ops.append(op)
+        self.origins.append(OpOrigin(len(self.prog.ops) - 1, task, self._body_index, n.name, n.op_type, n.output[0]))

@@ -1,0 +1,65 @@
+"""Ops over an axis on the vector engine: Softmax, LayerNormalization, RMSNormalization, ReduceMean/ReduceSum."""
+
+from __future__ import annotations
+
+import math
+
+import onnx
+
+from .abi import Opcode, Param, ReduceParam, Task
+from .lowerer import Lowerer, attr, f32_bits
+from .registry import LoweringError, lowers
+
+
+@lowers("Softmax")
+def softmax(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    rank = len(cx.shape(n.input[0], n))
+    axis = int(attr(n, "axis", -1 if cx.opset >= 13 else 1))
+    if cx.opset < 13 and axis % rank != rank - 1:
+        raise LoweringError(
+            n.op_type, n.name, f"opset {cx.opset} Softmax coerces to 2-D; only the last axis is supported"
+        )
+    cx.emit(n, t, Opcode.SOFTMAX, [cx.read(n.input[0], n, t)], {Param.AXIS: axis})
+
+
+@lowers("LayerNormalization")
+def layer_norm(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    inputs = [cx.read(n.input[0], n, t), cx.read(n.input[1], n, t)]
+    if len(n.input) > 2 and n.input[2]:
+        inputs.append(cx.read(n.input[2], n, t))
+    params = {Param.AXIS: int(attr(n, "axis", -1)), Param.EPSILON: f32_bits(float(attr(n, "epsilon", 1e-5)))}
+    cx.emit(n, t, Opcode.LAYERNORM, inputs, params)
+
+
+@lowers("RMSNormalization")
+def rms_norm(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """ONNX RMSNormalization (opset 23): X / sqrt(mean(X^2 over [axis, rank)) + epsilon) * scale."""
+    x, scale = cx.shape(n.input[0], n), cx.shape(n.input[1], n)
+    axis = int(attr(n, "axis", -1))
+    if int(attr(n, "stash_type", 1)) != 1:
+        raise LoweringError(n.op_type, n.name, "only stash_type=1 (float) is supported")
+    if not -len(x) <= axis < len(x) or math.prod(scale) != math.prod(x[axis:]):
+        raise LoweringError(n.op_type, n.name, f"scale {scale} must have the normalized shape {x[axis:]}")
+    inputs = [cx.read(n.input[0], n, t), cx.read(n.input[1], n, t)]
+    params = {Param.AXIS: axis, Param.EPSILON: f32_bits(float(attr(n, "epsilon", 1e-5)))}
+    cx.emit(n, t, Opcode.RMSNORM, inputs, params)
+
+
+@lowers("ReduceMean", "ReduceSum")
+def reduce(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    rank = len(cx.shape(n.input[0], n))
+    axes_from_input = n.op_type == "ReduceSum" and cx.opset >= 13 or cx.opset >= 18
+    if axes_from_input:
+        axes = cx.const_ints(n.input[1], n) if len(n.input) > 1 and n.input[1] else []
+    else:
+        axes = list(attr(n, "axes", []))
+    if not axes:
+        if int(attr(n, "noop_with_empty_axes", 0)):
+            raise LoweringError(n.op_type, n.name, "noop_with_empty_axes=1 with no axes is not supported")
+        axes = list(range(rank))
+    mask = 0
+    for a in axes:
+        mask |= 1 << (a % rank)
+    opcode = Opcode.REDUCE_MEAN if n.op_type == "ReduceMean" else Opcode.REDUCE_SUM
+    params = {ReduceParam.AXES_MASK: mask, ReduceParam.KEEPDIMS: int(attr(n, "keepdims", 1))}
+    cx.emit(n, t, opcode, [cx.read(n.input[0], n, t)], params)

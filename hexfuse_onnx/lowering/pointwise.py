@@ -1,0 +1,52 @@
+"""Elementwise ops on the vector engine: binary arithmetic, activations."""
+
+from __future__ import annotations
+
+import onnx
+
+from .abi import HardSigmoidParam, Opcode, Task
+from .lowerer import Lowerer, attr, f32_bits
+from .registry import LoweringError, lowers
+
+BINARY = {"Add": Opcode.ADD, "Sub": Opcode.SUB, "Mul": Opcode.MUL, "Div": Opcode.DIV}
+UNARY = {
+    "Relu": Opcode.RELU,
+    "Sigmoid": Opcode.SIGMOID,
+    "Tanh": Opcode.TANH,
+    "Exp": Opcode.EXP,
+    "HardSwish": Opcode.HARDSWISH,
+}
+
+
+@lowers(*BINARY)
+def binary(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    cx.emit(n, t, BINARY[n.op_type], [cx.read(n.input[0], n, t), cx.read(n.input[1], n, t)])
+
+
+@lowers(*UNARY)
+def unary(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    cx.emit(n, t, UNARY[n.op_type], [cx.read(n.input[0], n, t)])
+
+
+@lowers("Gelu")
+def gelu(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    if attr(n, "approximate", b"none") not in (b"none", "none"):
+        raise LoweringError(n.op_type, n.name, "approximate='tanh' is not supported (erf form only)")
+    cx.emit(n, t, Opcode.GELU, [cx.read(n.input[0], n, t)])
+
+
+@lowers("Swish")
+def swish(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """ONNX Swish (opset 24), x * sigmoid(alpha x): the kernel's SILU when alpha is 1."""
+    if float(attr(n, "alpha", 1.0)) != 1.0:
+        raise LoweringError(n.op_type, n.name, "only alpha=1 (SiLU) is supported")
+    cx.emit(n, t, Opcode.SILU, [cx.read(n.input[0], n, t)])
+
+
+@lowers("HardSigmoid")
+def hard_sigmoid(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    params = {
+        HardSigmoidParam.ALPHA: f32_bits(float(attr(n, "alpha", 0.2))),
+        HardSigmoidParam.BETA: f32_bits(float(attr(n, "beta", 0.5))),
+    }
+    cx.emit(n, t, Opcode.HARDSIGMOID, [cx.read(n.input[0], n, t)], params)

@@ -1,0 +1,52 @@
+"""The registry of lowerings: `@lowers("Conv")` registers a function; the keys are the op set.
+
+A lowering gets the pair's Lowerer, one body node and its task, and emits the node's program
+op(s) through `Lowerer.emit` (or, for a Constant, records its value). It raises LoweringError
+for an attribute or shape the kernel does not run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import onnx
+
+from ..errors import HexfuseError
+from .abi import Task
+
+if TYPE_CHECKING:
+    from .lowerer import Lowerer
+
+Lowering = Callable[["Lowerer", onnx.NodeProto, Task], None]
+LOWERINGS: dict[str, Lowering] = {}
+
+
+class LoweringError(HexfuseError):
+    """An op or attribute of a pair is outside the kernel's op set."""
+
+    def __init__(self, op: str, node: str, reason: str) -> None:
+        super().__init__(f"cannot lower {op} node '{node}': {reason}")
+        self.op, self.node, self.reason = op, node, reason
+
+
+def lowers(*op_types: str) -> Callable[[Lowering], Lowering]:
+    """Register the decorated function as the lowering of these ONNX ops (default domain)."""
+
+    def register(fn: Lowering) -> Lowering:
+        for op in op_types:
+            if op in LOWERINGS:
+                raise ValueError(f"two lowerings of {op}")
+            LOWERINGS[op] = fn
+        return fn
+
+    return register
+
+
+def op_outside_kernel(node: onnx.NodeProto) -> LoweringError | None:
+    """The error for a node whose op the kernel cannot run at all (checked before any shape work)."""
+    if node.domain not in ("", "ai.onnx"):
+        return LoweringError(node.op_type, node.name, f"domain '{node.domain}' is outside the kernel's op set")
+    if node.op_type not in LOWERINGS:
+        return LoweringError(node.op_type, node.name, "op is outside the kernel's op set")
+    return None

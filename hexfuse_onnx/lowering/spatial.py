@@ -1,0 +1,191 @@
+"""2-D spatial ops: MaxPool, AveragePool, GlobalAveragePool, Resize; and the pads rule Conv shares."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import onnx
+
+from .abi import Opcode, PoolParam, ResizeCoord, ResizeMode, ResizeNearest, ResizeParam, Task
+from .lowerer import Lowerer, attr, f32_bits, str_attr
+from .registry import LoweringError, lowers
+
+POOLS = {"MaxPool": Opcode.MAXPOOL, "AveragePool": Opcode.AVGPOOL}
+
+
+def pads_2d(n: onnx.NodeProto, x: list[int], kernel: list[int], strides: list[int], dil: list[int]) -> list[int]:
+    """Explicit [top, left, bottom, right] pads of a 2-D Conv / pooling node (auto_pad resolved)."""
+    auto_pad = str_attr(n, "auto_pad", "NOTSET")
+    if auto_pad == "NOTSET":
+        return list(attr(n, "pads", [0, 0, 0, 0]))
+    if auto_pad == "VALID":
+        return [0, 0, 0, 0]
+    if auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
+        raise LoweringError(n.op_type, n.name, f"auto_pad '{auto_pad}' is not supported")
+    pads = [0, 0, 0, 0]
+    for a in range(2):
+        out = math.ceil(x[2 + a] / strides[a])
+        total = max(0, (out - 1) * strides[a] + (kernel[a] - 1) * dil[a] + 1 - x[2 + a])
+        small, big = total // 2, total - total // 2
+        pads[a], pads[2 + a] = (small, big) if auto_pad == "SAME_UPPER" else (big, small)
+    return pads
+
+
+def pool_out_len(size: int, k: int, stride: int, dil: int, pad_begin: int, pad_end: int, ceil_mode: bool) -> int:
+    """Output length of a pooling axis, as hfx_pool_out_len() in dsp/src/program.c (ONNX Runtime's rule)."""
+    span = size + pad_begin + pad_end - dil * (k - 1) - 1
+    if span < 0:
+        return -1
+    if not ceil_mode:
+        return span // stride + 1
+    out = -(-span // stride) + 1
+    if (out - 1) * stride >= size + pad_begin:
+        out -= 1
+    return out
+
+
+@lowers(*POOLS)
+def pool(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    op = n.op_type
+    x = cx.shape(n.input[0], n)
+    if len(x) != 4:
+        raise LoweringError(op, n.name, f"only 2-D pooling is supported (input rank {len(x)})")
+    if len(n.output) > 1 and any(n.output[1:]):
+        raise LoweringError(op, n.name, "the Indices output is not supported")
+    if int(attr(n, "storage_order", 0)) != 0:
+        raise LoweringError(op, n.name, "storage_order=1 is not supported")
+    kernel = [int(k) for k in attr(n, "kernel_shape", [])]
+    strides = [int(v) for v in attr(n, "strides", [1, 1])]
+    dil = [int(v) for v in attr(n, "dilations", [1, 1])]
+    if len(kernel) != 2 or len(strides) != 2 or len(dil) != 2:
+        raise LoweringError(op, n.name, "kernel_shape, strides and dilations must have 2 values")
+    if str_attr(n, "auto_pad", "NOTSET").startswith("SAME") and dil != [1, 1]:
+        # ONNX Runtime pads for the undilated kernel here, ONNX shape inference for the dilated one
+        raise LoweringError(op, n.name, "auto_pad SAME with dilations is not supported")
+    pads = [int(p) for p in pads_2d(n, x, kernel, strides, dil)]
+    ceil_mode = int(attr(n, "ceil_mode", 0))
+    include_pad = int(attr(n, "count_include_pad", 0)) if op == "AveragePool" else 0
+    _check_pool_window(n, kernel, strides, dil, pads, ceil_mode, include_pad)
+    want = [x[0], x[1]] + [
+        pool_out_len(x[2 + a], kernel[a], strides[a], dil[a], pads[a], pads[2 + a], bool(ceil_mode)) for a in range(2)
+    ]
+    got = cx.shape(n.output[0], n)
+    if got != want:
+        raise LoweringError(
+            op,
+            n.name,
+            f"output shape {got} differs from ONNX Runtime's {want} (ceil_mode "
+            "windows starting in the padding are dropped by ONNX Runtime)",
+        )
+    params = {
+        PoolParam.PAD_TOP: pads[0],
+        PoolParam.PAD_LEFT: pads[1],
+        PoolParam.PAD_BOTTOM: pads[2],
+        PoolParam.PAD_RIGHT: pads[3],
+        PoolParam.STRIDE_H: strides[0],
+        PoolParam.STRIDE_W: strides[1],
+        PoolParam.DILATION_H: dil[0],
+        PoolParam.DILATION_W: dil[1],
+        PoolParam.KERNEL_H: kernel[0],
+        PoolParam.KERNEL_W: kernel[1],
+        PoolParam.CEIL_MODE: ceil_mode,
+        PoolParam.COUNT_INCLUDE_PAD: include_pad,
+    }
+    cx.emit(n, t, POOLS[op], [cx.read(n.input[0], n, t)], params)
+
+
+def _check_pool_window(
+    n: onnx.NodeProto, kernel: list[int], strides: list[int], dil: list[int], pads: list[int], ceil: int, incl: int
+) -> None:
+    for what, values in (("kernel_shape", kernel), ("strides", strides), ("dilations", dil)):
+        if any(not 1 <= v <= 65535 for v in values):
+            raise LoweringError(n.op_type, n.name, f"{what} {values} outside 1..65535")
+    if len(pads) != 4 or any(not 0 <= p < kernel[i % 2] for i, p in enumerate(pads)):
+        raise LoweringError(n.op_type, n.name, f"pads {pads} must be >= 0 and smaller than the kernel")
+    if ceil not in (0, 1) or incl not in (0, 1):
+        raise LoweringError(n.op_type, n.name, "ceil_mode and count_include_pad must be 0 or 1")
+
+
+@lowers("GlobalAveragePool")
+def global_average_pool(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    if len(cx.shape(n.input[0], n)) < 3:
+        raise LoweringError(n.op_type, n.name, "the input needs rank >= 3 (N, C, spatial)")
+    cx.emit(n, t, Opcode.GLOBAL_AVGPOOL, [cx.read(n.input[0], n, t)])
+
+
+@lowers("Resize")
+def resize(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    op = n.op_type
+    if cx.opset < 11:
+        raise LoweringError(op, n.name, f"opset {cx.opset} Resize is not supported (opset 11 and later)")
+    mode, coord, nearest = _resize_modes(n)
+    x, y = cx.shape(n.input[0], n), cx.shape(n.output[0], n)
+    rank = len(x)
+    if rank < 2 or len(y) != rank:
+        raise LoweringError(op, n.name, "the input needs rank >= 2")
+    scales = _resize_scales(cx, n, x)
+    if not all(np.isfinite(scales)) or not all(scales > 0):
+        raise LoweringError(op, n.name, f"scales {scales.tolist()} must be finite and > 0")
+    if any(scales[i] != 1 or y[i] != x[i] for i in range(rank - 2)):
+        raise LoweringError(op, n.name, "only the last two axes can be resized")
+    for a in (rank - 2, rank - 1):  # the kernel's rule: out = floor(in * scale), or just above it
+        want = float(x[a]) * float(scales[a])
+        if not (0 <= want - y[a] < 1 or 0 < y[a] - want <= 1e-5 * y[a]):
+            raise LoweringError(op, n.name, f"output length {y[a]} is not floor({x[a]} * {scales[a]})")
+    params = {
+        ResizeParam.MODE: mode,
+        ResizeParam.COORD: coord,
+        ResizeParam.NEAREST_MODE: nearest if mode == ResizeMode.NEAREST else 0,
+        ResizeParam.SCALE_H: f32_bits(scales[rank - 2]),
+        ResizeParam.SCALE_W: f32_bits(scales[rank - 1]),
+    }
+    cx.emit(n, t, Opcode.RESIZE, [cx.read(n.input[0], n, t)], params)
+
+
+def _resize_modes(n: onnx.NodeProto) -> tuple[ResizeMode, ResizeCoord, ResizeNearest]:
+    mode = str_attr(n, "mode", "nearest")
+    if mode not in ("nearest", "linear"):
+        raise LoweringError(n.op_type, n.name, f"mode '{mode}' is not supported (nearest and linear only)")
+    coord = str_attr(n, "coordinate_transformation_mode", "half_pixel")
+    if _onnx_name(coord) not in ResizeCoord.__members__:
+        raise LoweringError(n.op_type, n.name, f"coordinate_transformation_mode '{coord}' is not supported")
+    nearest = str_attr(n, "nearest_mode", "round_prefer_floor")
+    if mode == "nearest" and _onnx_name(nearest) not in ResizeNearest.__members__:
+        raise LoweringError(n.op_type, n.name, f"nearest_mode '{nearest}' is not supported")
+    for name in ("antialias", "exclude_outside"):
+        if int(attr(n, name, 0)):
+            raise LoweringError(n.op_type, n.name, f"{name}=1 is not supported")
+    nearest_mode = ResizeNearest[nearest.upper()] if mode == "nearest" else ResizeNearest.ROUND_PREFER_FLOOR
+    return ResizeMode[mode.upper()], ResizeCoord[coord.upper()], nearest_mode
+
+
+def _onnx_name(value: str) -> str:
+    """The enum member name of an ONNX attribute value ('half_pixel' -> 'HALF_PIXEL'); ONNX names are lower case."""
+    return value.upper() if value == value.lower() else ""
+
+
+def _resize_scales(cx: Lowerer, n: onnx.NodeProto, x: list[int]) -> np.ndarray:
+    """The scale of every axis, from the constant `sizes` (ONNX Runtime's f32(out) / f32(in)) or `scales`."""
+    rank = len(x)
+    axes = [int(a) % rank for a in attr(n, "axes", range(rank))]
+    scales_name = n.input[2] if len(n.input) > 2 else ""
+    sizes_name = n.input[3] if len(n.input) > 3 else ""
+    sizes = cx.const_ints(sizes_name, n) if sizes_name else []
+    scales = np.ones(rank, np.float32)
+    if sizes:
+        if str_attr(n, "keep_aspect_ratio_policy", "stretch") != "stretch":
+            raise LoweringError(n.op_type, n.name, "keep_aspect_ratio_policy other than 'stretch' is not supported")
+        if len(sizes) != len(axes):
+            raise LoweringError(n.op_type, n.name, "sizes do not match the axes")
+        for a, v in zip(axes, sizes):
+            scales[a] = np.float32(v) / np.float32(x[a])
+    elif scales_name:
+        given = cx.const_floats(scales_name, n)
+        if len(given) != len(axes):
+            raise LoweringError(n.op_type, n.name, "scales do not match the axes")
+        for a, v in zip(axes, given):
+            scales[a] = v
+    else:
+        raise LoweringError(n.op_type, n.name, "needs constant scales or sizes")
+    return scales
