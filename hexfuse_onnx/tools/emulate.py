@@ -262,16 +262,10 @@ def check_output(name: str, emulated: np.ndarray, host: np.ndarray, rtol: float)
 
 
 def op_names() -> dict[int, str]:
-    """Opcode -> name, from the lowering's mirror of ops.h (empty if it moved)."""
-    from .. import lower
+    """Opcode -> name, from the lowering's mirror of ops.h."""
+    from ..lowering.abi import Opcode
 
-    table = getattr(lower, "OPS_H", {})
-    skip = ("BYTES", "PARAMS", "INPUTS", "OUTPUTS")
-    return {
-        v: k.removeprefix("HFX_OP_").lower()
-        for k, v in table.items()
-        if k.startswith("HFX_OP_") and isinstance(v, int) and not k.endswith(skip)
-    }
+    return {int(op): op.name.lower() for op in Opcode}
 
 
 # ---- the command ---------------------------------------------------------------------------------
