@@ -9,13 +9,15 @@ bias, MinMax calibration), in two activation widths:
     <model>_qdq_u16u8   uint16 activations, uint8 weights
 
 Calibration data is generated here from a seed (CALIBRATION_BATCHES batches, batch k seeded k):
-image inputs get smooth images (a few random low-frequency cosines per channel, mapped into the
-range the model's own pre-processing produces), other float inputs standard-normal values, as
-`hexfuse_onnx.verify.random_inputs` feeds them. Input shapes are fixed before quantising (a real
+image inputs get smooth images (a few random low-frequency cosines per channel) with lines of
+text-like marks, mapped into the range the model's own pre-processing produces (white noise would
+calibrate every activation to its noise range; blank smooth images leave the text detector's output
+at 0); other float inputs standard-normal values, as `hexfuse_onnx.verify.random_inputs` feeds
+them; integer inputs a real model's manifest ranges. Input shapes are fixed before quantising (a real
 model's manifest shapes), so the QDQ model has static shapes, as QNN needs.
 
 Nothing is committed: a model is made on first use and kept in
-`<real cache>/quantized/<name>-ort<onnxruntime version>/model.onnx` (see `models.real.cache_root`);
+`<real cache>/quantized/<name>-ort<onnxruntime version>-r<RECIPE>/model.onnx` (see `models.real.cache_root`);
 the same onnxruntime gives the same bytes. A real model must be fetched first
 (`python -m models real fetch NAME`); one not in the cache is listed as unavailable, never downloaded.
 
@@ -43,6 +45,7 @@ from models import BUILDERS, real
 from models import build as build_builder
 
 CALIBRATION_BATCHES = 4
+RECIPE = 1  # part of the cache key: bump it when the way models are made here changes
 PREPARED = "float.onnx"  # beside model.onnx: the pre-processed float model it quantises
 CONFIGS = {"u8u8": ("QUInt8", "QUInt8"), "u16u8": ("QUInt16", "QUInt8")}  # tag: (activations, weights)
 
@@ -117,7 +120,12 @@ def model_path(name: str, cache_dir: str | os.PathLike[str] | None = None) -> Pa
     """Where model `name` is kept (it may not exist yet)."""
     import onnxruntime
 
-    return real.cache_root(cache_dir) / "quantized" / f"{get(name).name}-ort{onnxruntime.__version__}" / "model.onnx"
+    return (
+        real.cache_root(cache_dir)
+        / "quantized"
+        / f"{get(name).name}-ort{onnxruntime.__version__}-r{RECIPE}"
+        / "model.onnx"
+    )
 
 
 def cached_path(name: str, cache_dir: str | os.PathLike[str] | None = None) -> Path | None:
@@ -136,6 +144,8 @@ def fetch(name: str, cache_dir: str | os.PathLike[str] | None = None) -> Path:
     out = model_path(name, cache_dir)
     if out.is_file():
         return out
+    if not base_available(name, cache_dir):
+        raise QuantizeError(f"{name}: its float model is not fetched: python -m models real fetch {get(name).base}")
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".quantize.", dir=out.parent))
     try:
@@ -229,7 +239,9 @@ def image_range(name: str) -> tuple[float, float] | None:
 
 
 def smooth_images(shape: list[int], low: float, high: float, rng: np.random.Generator) -> np.ndarray:
-    """NCHW images, each channel a sum of 3 random cosines of 0.5 to 4 cycles per side, in [low, high]."""
+    """NCHW images in [low, high]: a smooth background (per channel, 3 random cosines of 0.5 to 4
+    cycles per side) with a few lines of text-like marks (random dark or light pixel blocks), so
+    detectors see edges to respond to, as they would on photographs or scanned text."""
     n, c, h, w = shape
     y = np.linspace(0.0, 1.0, h)[:, None]
     x = np.linspace(0.0, 1.0, w)[None, :]
@@ -240,9 +252,24 @@ def smooth_images(shape: list[int], low: float, high: float, rng: np.random.Gene
             phase = rng.uniform(0.0, 2 * np.pi, 3)
             amp = rng.uniform(0.3, 1.0, 3)
             img = sum(a * np.cos(2 * np.pi * (u * y + v * x) + p) for a, u, v, p in zip(amp, fy, fx, phase))
-            img = (img - img.min()) / max(float(img.max() - img.min()), 1e-12)
-            out[i, j] = low + (high - low) * img
-    return out.astype(np.float32)
+            out[i, j] = (img - img.min()) / max(float(img.max() - img.min()), 1e-12)
+        _draw_marks(out[i], rng)
+    return (low + (high - low) * out).astype(np.float32)
+
+
+def _draw_marks(image: np.ndarray, rng: np.random.Generator, lines: int = 6) -> None:
+    """Draws `lines` rows of glyph-sized blocks of random on/off pixels, all dark or all light, into CHW `image`."""
+    _, h, w = image.shape
+    for _ in range(lines):
+        size = int(rng.integers(max(2, h // 24), max(3, h // 6)))
+        top, left = int(rng.integers(0, max(1, h - size))), int(rng.integers(0, max(1, w // 2)))
+        ink = float(rng.integers(0, 2))
+        for glyph in range(int(rng.integers(3, 16))):
+            x = left + glyph * (size * 9 // 10)
+            if x + size > w:
+                break
+            block = image[:, top : top + size, x : x + size * 7 // 10]
+            block[:, rng.random(block.shape[1:]) < 0.5] = ink
 
 
 def calibration_feeds(name: str, model: onnx.ModelProto) -> list[dict[str, np.ndarray]]:
