@@ -369,4 +369,20 @@ def cmd_build(names: list[str], cache_dir: str | None = None) -> int:
     return 1 if failed else 0
 
 
+def cmd_analyse(names: list[str], cache_dir: str | None = None) -> int:
+    """Prints models.qdq_analysis's report of each model (made first if needed)."""
+    from models import qdq_analysis
+
+    for name in names:
+        try:
+            path = fetch(name, cache_dir)
+        except (KeyError, QuantizeError) as exc:
+            print(f"{name}: error: {exc}", file=sys.stderr)
+            return 1
+        analysis = qdq_analysis.analyse_model(onnx.load(path))
+        qdq_analysis.add_inspect(analysis, path)
+        print("\n".join(qdq_analysis.lines(name, analysis)) + "\n")
+    return 0
+
+
 __all__ = ["CONFIGS", "MODELS", "QuantizeError", "QuantizedModel", "cached_path", "fetch", "float_model", "get"]
