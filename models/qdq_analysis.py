@@ -73,6 +73,7 @@ def analyse_model(model: onnx.ModelProto) -> Analysis:
         for name in n.input:
             consumers.setdefault(name, []).append(n)
     outputs = {o.name for o in model.graph.output}
+    constants = {n.output[0] for n in model.graph.node if n.op_type == "Constant"}  # axes, shapes: not data
     groups: Counter[str] = Counter()
     ungrouped: Counter[str] = Counter()
     per_channel = 0
@@ -85,7 +86,7 @@ def analyse_model(model: onnx.ModelProto) -> Analysis:
             per_channel += 1
         if n.op_type in QDQ_OPS or n.op_type == "Constant":
             continue
-        feeds = [producer.get(i) for i in n.input if i and i not in inits]
+        feeds = [producer.get(i) for i in n.input if i and i not in inits and i not in constants]
         takers = [c for o in n.output for c in consumers.get(o, [])]
         grouped = (
             feeds
