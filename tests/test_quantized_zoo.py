@@ -169,3 +169,18 @@ def _placement(profile: Path) -> tuple[int, set[str]]:
     qnn_ops = {e["args"].get("op_name") for e in events if e["args"]["provider"] == QNN_EP}
     cpu = {e["name"].removesuffix("_kernel_time") for e in events if e["args"]["provider"] == "CPUExecutionProvider"}
     return len(qnn_ops), {n for n in cpu if not n.endswith(("_fence_before", "_fence_after"))}
+
+
+def test_the_cli_zoo_lists_and_resolves_them(tmp_path: Path) -> None:
+    from hexfuse_onnx.errors import UsageError
+    from hexfuse_onnx.zoo import list_models, resolve
+
+    entries = {m.name: m for m in list_models()}
+    assert set(quantized.MODELS) <= set(entries)
+    assert all(entries[n].kind == "qdq" for n in quantized.MODELS)
+    path, shapes = resolve("sequential_chain_qdq_u8u8", tmp_path)
+    assert path == quantized.fetch("sequential_chain_qdq_u8u8") and shapes is None
+    unfetched = {m.name: m for m in list_models(tmp_path / "empty-cache")}["centerface_qdq_u8u8"]
+    assert not unfetched.available and unfetched.status == "needs: python -m models real fetch centerface"
+    with pytest.raises(UsageError, match="python -m models real fetch centerface"):
+        resolve("centerface_qdq_u8u8", tmp_path, tmp_path / "empty-cache")
