@@ -538,4 +538,4 @@ def cmd_fetch(names: list[str], cache_dir: str | None = None) -> int:
     return 1 if failed else 0
 
 
-__all__ = ["KINDS", "MODELS", "FetchError", "RealModel", "cache_root", "cached_path", "ci_names", "fetch", "get"]
+__all__ = ["MODELS", "KINDS", "RealModel", "FetchError", "get", "ci_names", "fetch", "cached_path", "cache_root"]
