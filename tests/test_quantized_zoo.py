@@ -1,0 +1,186 @@
+"""The QNN QDQ models of the zoo (models/quantized.py): valid, deterministic, close to their float
+models on stock ONNX Runtime, and taken by the QNN EP (HTP emulated) where onnxruntime-qnn is installed.
+
+A model whose float model is not in the real-model cache is skipped, never downloaded. The QNN check of
+ppocr_det and ppocr_rec takes 20-30 s each under emulation: it runs with HEXFUSE_QDQ_SLOW=1.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import numpy_helper
+from qnn_support import QNN_EP, qnn_devices_or_skip
+
+from models import quantized
+
+# Mean |quantised - float| as a share of the output's calibrated range (scale * (qmax - qmin)); the worst
+# measured is 0.12 (ppocr_cls u8u8); a wrong scale or zero point gives a large share of the range.
+MEAN_ERROR_BOUND = 0.15
+SLOW_QNN = {"ppocr_det", "ppocr_rec"}
+# Besides the graph's input QuantizeLinear and output DequantizeLinear nodes (float at the edges),
+# what QNN leaves to the CPU: centerface's BatchNormalization nodes after ConvTranspose, with their Q/DQ.
+ALLOWED_ON_CPU = {"centerface": {"BatchNormalization", "QuantizeLinear", "DequantizeLinear"}}
+FEED_SEED = 100  # not one of the calibration batches (seeds 0..CALIBRATION_BATCHES-1)
+
+
+def _params(names: list[str]) -> list:
+    out = []
+    for name in names:
+        base = quantized.get(name).base
+        marks = (
+            []
+            if quantized.base_available(name)
+            else [pytest.mark.skip(reason=f"needs python -m models real fetch {base}")]
+        )
+        out.append(pytest.param(name, marks=marks, id=name))
+    return out
+
+
+ALL = _params(list(quantized.MODELS))
+
+
+def _session(path: Path, so: ort.SessionOptions | None = None) -> ort.InferenceSession:
+    so = so or ort.SessionOptions()
+    so.log_severity_level = 3
+    so.intra_op_num_threads = 1
+    return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+
+
+def output_grids(model: onnx.ModelProto) -> dict[str, tuple[float, int]]:
+    """(scale, number of steps) of each graph output made by a DequantizeLinear with a per-tensor scale."""
+    inits = {t.name: t for t in model.graph.initializer}
+    producer = {out: node for node in model.graph.node for out in node.output}
+    grids = {}
+    for arg in model.graph.output:
+        node = producer.get(arg.name)
+        if node is None or node.op_type != "DequantizeLinear" or node.input[1] not in inits:
+            continue
+        scale = numpy_helper.to_array(inits[node.input[1]])
+        info = np.iinfo(onnx.helper.tensor_dtype_to_np_dtype(inits[node.input[2]].data_type))
+        if scale.size == 1:
+            grids[arg.name] = (float(scale), int(info.max) - int(info.min))
+    return grids
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_passes_the_full_checker(name: str) -> None:
+    onnx.checker.check_model(str(quantized.fetch(name)), full_check=True)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_runs_on_stock_ort_close_to_its_float_model(name: str) -> None:
+    path = quantized.fetch(name)
+    model = onnx.load(path)
+    ops = {n.op_type for n in model.graph.node}
+    assert {"QuantizeLinear", "DequantizeLinear"} <= ops
+    feeds = quantized.sample_feeds(name, model, seed=FEED_SEED)
+    got = _session(path).run(None, feeds)
+    expected = _session(path.with_name(quantized.PREPARED)).run(None, feeds)
+    grids = output_grids(model)
+    assert grids, "no output is dequantised"
+    lines = []
+    for arg, q, f in zip(model.graph.output, got, expected):
+        assert q.shape == f.shape and np.all(np.isfinite(q))
+        if arg.name not in grids:
+            continue
+        scale, steps = grids[arg.name]
+        error = np.abs(q.astype(np.float64) - f)
+        mean_share = float(error.mean()) / (scale * steps)
+        lines.append(f"{arg.name}: max {error.max() / scale:.1f} steps, mean {mean_share:.4f} of range")
+        assert mean_share <= MEAN_ERROR_BOUND, lines[-1]
+    print(f"{name}: " + "; ".join(lines))
+
+
+DETERMINISM = _params([n for n in quantized.MODELS if not quantized.get(n).is_real] + ["ppocr_cls_qdq_u8u8"])
+
+
+@pytest.mark.parametrize("name", DETERMINISM)
+def test_two_generations_give_the_same_bytes(name: str, tmp_path: Path) -> None:
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.mkdir()
+    second.mkdir()
+    assert quantized.generate(name, first).read_bytes() == quantized.generate(name, second).read_bytes()
+
+
+def test_calibration_images_are_seeded_and_in_the_model_range() -> None:
+    model = quantized.float_model("convnet_heads_qdq_u8u8")
+    a = quantized.sample_feeds("convnet_heads_qdq_u8u8", model, seed=3)["image"]
+    b = quantized.sample_feeds("convnet_heads_qdq_u8u8", model, seed=3)["image"]
+    c = quantized.sample_feeds("convnet_heads_qdq_u8u8", model, seed=4)["image"]
+    assert np.array_equal(a, b) and not np.array_equal(a, c)
+    assert a.min() >= 0.0 and a.max() <= 1.0 and a.std() > 0.1
+
+
+def test_unknown_and_unfetched_models_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(KeyError, match="unknown quantized model"):
+        quantized.get("nope_qdq_u8u8")
+    with pytest.raises(quantized.QuantizeError, match="python -m models real fetch centerface"):
+        quantized.fetch("centerface_qdq_u8u8", cache_dir=tmp_path)
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.fixture(scope="module")
+def qnn() -> tuple[list, dict[str, str]]:
+    devices, options, _ = qnn_devices_or_skip()
+    return devices, options
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_qnn_takes_its_nodes(name: str, qnn: tuple[list, dict[str, str]], tmp_path: Path) -> None:
+    if quantized.get(name).base in SLOW_QNN and not os.environ.get("HEXFUSE_QDQ_SLOW"):
+        pytest.skip("20-30 s under HTP emulation: run with HEXFUSE_QDQ_SLOW=1")
+    path = quantized.fetch(name)
+    model = onnx.load(path)
+    devices, options = qnn
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    so.enable_profiling = True
+    so.profile_file_prefix = str(tmp_path / "qnn")
+    so.add_provider_for_devices(devices, options)
+    session = ort.InferenceSession(str(path), so)
+    session.run(None, quantized.sample_feeds(name, model, seed=FEED_SEED))
+    partitions, on_cpu = _placement(Path(session.end_profiling()))
+    on_qnn = len(model.graph.node) - len(on_cpu)
+    print(f"{name}: QNN placed {on_qnn}/{len(model.graph.node)} nodes in {partitions} partition(s)")
+    assert partitions >= 1
+    inputs = {i.name for i in model.graph.input}
+    outputs = {o.name for o in model.graph.output}
+    edges = {
+        n.name
+        for n in model.graph.node
+        if (n.op_type == "QuantizeLinear" and n.input[0] in inputs)
+        or (n.op_type == "DequantizeLinear" and n.output[0] in outputs)
+    }
+    left = {n.op_type for n in model.graph.node if n.name in on_cpu - edges}
+    assert left <= ALLOWED_ON_CPU.get(quantized.get(name).base, set()), sorted(on_cpu - edges)
+
+
+def _placement(profile: Path) -> tuple[int, set[str]]:
+    """(QNN partitions that ran, names of the nodes the CPU EP ran) from an ORT profile."""
+    import json
+
+    events = [e for e in json.loads(profile.read_text()) if e.get("cat") == "Node" and "provider" in e.get("args", {})]
+    qnn_ops = {e["args"].get("op_name") for e in events if e["args"]["provider"] == QNN_EP}
+    cpu = {e["name"].removesuffix("_kernel_time") for e in events if e["args"]["provider"] == "CPUExecutionProvider"}
+    return len(qnn_ops), {n for n in cpu if not n.endswith(("_fence_before", "_fence_after"))}
+
+
+def test_the_cli_zoo_lists_and_resolves_them(tmp_path: Path) -> None:
+    from hexfuse_onnx.errors import UsageError
+    from hexfuse_onnx.zoo import list_models, resolve
+
+    entries = {m.name: m for m in list_models()}
+    assert set(quantized.MODELS) <= set(entries)
+    assert all(entries[n].kind == "qdq" for n in quantized.MODELS)
+    path, shapes = resolve("sequential_chain_qdq_u8u8", tmp_path)
+    assert path == quantized.fetch("sequential_chain_qdq_u8u8") and shapes is None
+    unfetched = {m.name: m for m in list_models(tmp_path / "empty-cache")}["centerface_qdq_u8u8"]
+    assert not unfetched.available and unfetched.status == "needs: python -m models real fetch centerface"
+    with pytest.raises(UsageError, match="python -m models real fetch centerface"):
+        resolve("centerface_qdq_u8u8", tmp_path, tmp_path / "empty-cache")
