@@ -117,6 +117,7 @@ enum hfx_opcode {
     HFX_OP_SUB = 11,
     HFX_OP_MUL = 12,
     HFX_OP_DIV = 13,
+    HFX_OP_SQRT = 19, /* unary, numbered here because 20..29 is full */
     /* unary activations */
     HFX_OP_RELU = 20,
     HFX_OP_SIGMOID = 21,
@@ -126,6 +127,8 @@ enum hfx_opcode {
     HFX_OP_EXP = 25,
     HFX_OP_HARDSIGMOID = 26, /* max(0, min(1, alpha x + beta)) */
     HFX_OP_HARDSWISH = 27,   /* x max(0, min(1, x / 6 + 1 / 2)) */
+    HFX_OP_CLIP = 28,        /* min(max(x, lo), hi): ONNX Clip, ReLU6 */
+    HFX_OP_NEG = 29,         /* -x */
     /* row-wise */
     HFX_OP_SOFTMAX = 30,   /* in X; any axis */
     HFX_OP_LAYERNORM = 31, /* in X, scale [, bias]; normalizes axes [axis, rank) */
@@ -208,6 +211,11 @@ enum hfx_resize_nearest_mode {
 /* HARDSIGMOID: y = max(0, min(1, alpha * x + beta)); f32 bits, finite */
 #define HFX_P_HARDSIGMOID_ALPHA 0
 #define HFX_P_HARDSIGMOID_BETA 1
+
+/* CLIP: y = min(max(x, min), max) as ONNX Runtime (min > max gives max);
+ * f32 bits, not NaN (+-inf: no bound) */
+#define HFX_P_CLIP_MIN 0
+#define HFX_P_CLIP_MAX 1
 
 /* MAXPOOL, AVGPOOL (2-D, NCHW; pads/strides/dilations in CONV2D's order) */
 #define HFX_P_POOL_PAD_TOP 0      /* 0 .. kernel - 1 */
