@@ -282,9 +282,11 @@ typedef struct header {
     uint32_t flags, n_tensors, n_ops;
     uint32_t n_io[4]; /* inputs A, B, outputs A, B */
     uint32_t tensors_off, ops_off, data_off, data_bytes;
+    uint32_t data_end; /* before the CRC */
     uint64_t ops_end;
 } header;
 
+/* magic, version, sizes, flags and checksum; the fields into h */
 static hfx_status read_header(const uint8_t *b, size_t size, header *h, hfx_error *err) {
     if (size < 4) FAIL(HFX_ERR_TRUNCATED, size, "program shorter than its magic (%U bytes)", (uint64_t)size);
     if (rd_u32(b + HFX_HDR_MAGIC) != HFX_PROGRAM_MAGIC) FAIL(HFX_ERR_MAGIC, 0, "bad magic (expected 'HFXP')");
@@ -311,13 +313,19 @@ static hfx_status read_header(const uint8_t *b, size_t size, header *h, hfx_erro
         FAIL(HFX_ERR_HEADER, HFX_HDR_TOTAL_BYTES, "total size %u but %U bytes given", total, (uint64_t)size);
     if (h->flags & ~HFX_PROGRAM_FLAG_CRC32)
         FAIL(HFX_ERR_HEADER, HFX_HDR_FLAGS, "unknown flags %u", h->flags & ~HFX_PROGRAM_FLAG_CRC32);
-    uint32_t end = total; /* where the data section must end */
+    h->data_end = total; /* where the data section must end */
     if (h->flags & HFX_PROGRAM_FLAG_CRC32) {
-        end = total - HFX_PROGRAM_CRC_BYTES; /* total >= HFX_HEADER_BYTES here */
-        uint32_t want = rd_u32(b + end), got = crc32_ieee(b, end);
+        h->data_end = total - HFX_PROGRAM_CRC_BYTES; /* total >= HFX_HEADER_BYTES here */
+        uint32_t want = rd_u32(b + h->data_end), got = crc32_ieee(b, h->data_end);
         if (got != want)
-            FAIL(HFX_ERR_HEADER, end, "checksum mismatch: the program is corrupted (CRC-32 %u, stored %u)", got, want);
+            FAIL(HFX_ERR_HEADER, h->data_end, "checksum mismatch: the program is corrupted (CRC-32 %u, stored %u)", got,
+                 want);
     }
+    return HFX_OK;
+}
+
+/* counts, and the tables and the data section laid out back to back */
+static hfx_status check_layout(const uint8_t *b, size_t size, header *h, hfx_error *err) {
     if (h->n_tensors == 0 || h->n_tensors > HFX_MAX_TENSORS)
         FAIL(HFX_ERR_HEADER, HFX_HDR_N_TENSORS, "tensor count %u out of range", h->n_tensors);
     if (h->n_ops == 0 || h->n_ops > HFX_MAX_OPS)
@@ -337,9 +345,9 @@ static hfx_status read_header(const uint8_t *b, size_t size, header *h, hfx_erro
     uint64_t data_min = (h->ops_end + HFX_CONST_ALIGN - 1) / HFX_CONST_ALIGN * HFX_CONST_ALIGN;
     if (h->data_off < h->ops_end || h->data_off % HFX_CONST_ALIGN != 0 || h->data_off > data_min)
         FAIL(HFX_ERR_HEADER, HFX_HDR_DATA_OFFSET, "data offset %u, expected %U", h->data_off, data_min);
-    if ((uint64_t)h->data_off + h->data_bytes != end)
+    if ((uint64_t)h->data_off + h->data_bytes != h->data_end)
         FAIL(HFX_ERR_HEADER, HFX_HDR_DATA_BYTES, "data section %u+%u does not end at %u", h->data_off, h->data_bytes,
-             end);
+             h->data_end);
     for (uint64_t i = h->ops_end; i < h->data_off; i++)
         if (b[i] != 0) FAIL(HFX_ERR_HEADER, (size_t)i, "padding before the data section must be 0");
     return HFX_OK;
@@ -612,6 +620,7 @@ hfx_status hfx_program_parse(const void *bytes, size_t size, hfx_program **out, 
     if (!out || (!bytes && size)) FAIL(HFX_ERR_ARG, 0, "null argument");
     header h;
     hfx_status st = read_header(bytes, size, &h, err);
+    if (!st) st = check_layout(bytes, size, &h, err);
     if (st) return st;
     hfx_program *p = alloc_program(bytes, size, &h);
     if (!p) FAIL(HFX_ERR_NOMEM, 0, "out of memory");
