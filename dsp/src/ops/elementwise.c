@@ -30,7 +30,7 @@ static void run(uint16_t opc, const float *x, uint64_t sx, const float *y, uint6
     case HFX_OP_ADD: LOOP(a_ + b_); break;
     case HFX_OP_SUB: LOOP(a_ - b_); break;
     case HFX_OP_MUL: LOOP(a_ * b_); break;
-    default: LOOP(a_ / b_); break;
+    case HFX_OP_DIV: LOOP(a_ / b_); break;
     }
 #undef LOOP
 }
