@@ -14,8 +14,12 @@ static hfx_pool *g_pool;
 static uint64_t op_work(const hfx_program *p, const hfx_op *op) {
     const hfx_tensor *y = &p->tensors[op->out[0]];
     const hfx_tensor *x = &p->tensors[op->in[0]];
-    if (op->opcode == HFX_OP_GEMM) return y->numel * op->plan.v[3];
-    if (op->opcode == HFX_OP_CONV2D) return y->numel * op->plan.v[5];
+    if (op->opcode == HFX_OP_GEMM) /* K multiply-adds per output */
+        return y->numel * x->dims[op->params[HFX_P_GEMM_TRANS_A] ? x->rank - 2 : x->rank - 1];
+    if (op->opcode == HFX_OP_CONV2D) { /* C/g * kh * kw per output */
+        const hfx_tensor *w = &p->tensors[op->in[1]];
+        return y->numel * w->dims[1] * w->dims[2] * w->dims[3];
+    }
     if (op->opcode == HFX_OP_MAXPOOL || op->opcode == HFX_OP_AVGPOOL)
         return y->numel * (uint64_t)op->params[HFX_P_POOL_KERNEL_H] * (uint64_t)op->params[HFX_P_POOL_KERNEL_W];
     return x->numel + y->numel;

@@ -1,7 +1,8 @@
 /* make_seeds.c - writes a seed corpus of valid task programs (every op) to
- * the directory given as argv[1]. */
+ * the directory given as argv[1]; exits 1 if the parser refuses a seed. */
 #include <stdio.h>
 
+#include "hexfuse/hexfuse.h"
 #include "program_builder.h"
 
 static float g_data[4096];
@@ -11,6 +12,14 @@ static void emit(const char *dir, const char *name, hfxb *b) {
     snprintf(path, sizeof path, "%s/%s.hfxp", dir, name);
     size_t n;
     uint8_t *bytes = hfxb_encode(b, &n);
+    hfx_program *p;
+    hfx_error err;
+    if (hfx_program_parse(bytes, n, &p, &err) != HFX_OK) {
+        fprintf(stderr, "seed %s is invalid: %s at byte %u: %s\n", name, hfx_status_name(err.status), err.byte_offset,
+                err.message);
+        exit(1);
+    }
+    hfx_program_free(p);
     FILE *f = fopen(path, "wb");
     if (!f || fwrite(bytes, 1, n, f) != n) {
         perror(path);
@@ -19,6 +28,23 @@ static void emit(const char *dir, const char *name, hfxb *b) {
     fclose(f);
     free(bytes);
     hfxb_free(b);
+}
+
+/* Task A chains every elementwise op of the registry (ops.def), so a new one is seeded without an
+ * edit here: unary ops on the running value, binary ones with the input. All-zero params are
+ * valid for each (HardSigmoid 0, Clip [0, 0]). Task B copies. */
+static void elementwise_chain(hfxb *b) {
+    uint32_t x = hfxb_input(b, 0, HFXB_DIMS(3, 5)), cur = x;
+#define HFX_OP(NAME, label, min_in, max_in, n_out, engines, n_params, family)  \
+    if (strcmp(#family, "unary") == 0 || strcmp(#family, "binary") == 0) {     \
+        uint32_t in[2] = {cur, x}, next = hfxb_scratch(b, 0, HFXB_DIMS(3, 5)); \
+        hfxb_op_add(b, 0, HFX_OP_##NAME, -1, min_in, in, next, NULL);          \
+        cur = next;                                                            \
+    }
+#include "hexfuse/ops.def"
+    hfxb_op_add(b, 0, HFX_OP_COPY, -1, 1, &cur, hfxb_output(b, 0, HFXB_DIMS(15)), NULL);
+    uint32_t v = hfxb_input(b, 1, HFXB_DIMS(4));
+    hfxb_op_add(b, 1, HFX_OP_COPY, -1, 1, &v, hfxb_output(b, 1, HFXB_DIMS(2, 2)), NULL);
 }
 
 int main(int argc, char **argv) {
@@ -83,9 +109,9 @@ int main(int argc, char **argv) {
         uint32_t u = hfxb_input(&b, 1, HFXB_DIMS(2, 3, 2));
         uint32_t t = hfxb_scratch(&b, 1, HFXB_DIMS(4, 2, 3));
         uint32_t c = hfxb_scratch(&b, 1, HFXB_DIMS(2, 3, 6));
-        uint32_t sl = hfxb_scratch(&b, 1, HFXB_DIMS(1, 2, 3));
+        uint32_t sl = hfxb_scratch(&b, 1, HFXB_DIMS(1, 3, 3));
         uint32_t o1 = hfxb_output(&b, 1, HFXB_DIMS(4, 2, 3));
-        uint32_t o2 = hfxb_output(&b, 1, HFXB_DIMS(6));
+        uint32_t o2 = hfxb_output(&b, 1, HFXB_DIMS(9));
         int32_t perm[3] = {2, 0, 1};
         hfxb_transpose(&b, 1, v, t, perm, 3);
         hfxb_unary(&b, 1, HFX_OP_TANH, t, o1);
@@ -131,6 +157,9 @@ int main(int argc, char **argv) {
         hfxb_resize(&b, 1, t, o1, HFX_RESIZE_LINEAR, HFX_RESIZE_COORD_HALF_PIXEL, 0, 0.5f, 0.25f);
     }
     emit(dir, "pool_resize", &b);
+    hfxb_init(&b);
+    elementwise_chain(&b);
+    emit(dir, "elementwise_chain", &b);
     printf("seeds written to %s\n", dir);
     return 0;
 }

@@ -30,14 +30,12 @@ static size_t put_u64(char *buf, size_t cap, size_t n, uint64_t v, bool neg) {
     return n;
 }
 
-void hfx_error_set(hfx_error *err, hfx_status st, size_t offset, const char *fmt, ...) {
+void hfx_error_vset(hfx_error *err, hfx_status st, size_t offset, const char *fmt, va_list ap) {
     if (!err) return;
     err->status = st;
     err->byte_offset = offset > 0xffffffffu ? 0xffffffffu : (uint32_t)offset;
     char *buf = err->message;
     size_t cap = sizeof err->message, n = 0;
-    va_list ap;
-    va_start(ap, fmt);
     for (const char *f = fmt; *f && n + 1 < cap; f++) {
         if (*f != '%' || !f[1]) {
             buf[n++] = *f;
@@ -62,8 +60,14 @@ void hfx_error_set(hfx_error *err, hfx_status st, size_t offset, const char *fmt
         default: buf[n++] = *f; break;
         }
     }
-    va_end(ap);
     buf[n] = '\0';
+}
+
+void hfx_error_set(hfx_error *err, hfx_status st, size_t offset, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    hfx_error_vset(err, st, offset, fmt, ap);
+    va_end(ap);
 }
 
 const char *hfx_status_name(hfx_status s) {
@@ -106,29 +110,6 @@ size_t hfx_dtype_size(uint32_t dtype) {
 static uint16_t rd_u16(const uint8_t *b) { return (uint16_t)(b[0] | (b[1] << 8)); }
 static uint32_t rd_u32(const uint8_t *b) {
     return (uint32_t)b[0] | ((uint32_t)b[1] << 8) | ((uint32_t)b[2] << 16) | ((uint32_t)b[3] << 24);
-}
-
-/* ---- ONNX slice axis ---------------------------------------------------------- */
-
-uint64_t hfx_slice_axis(int64_t dim, int64_t start, int64_t end, int64_t step, int64_t *first) {
-    if (start < 0) start += dim;
-    if (end < 0) end += dim;
-    if (step > 0) {
-        if (start < 0) start = 0;
-        if (start > dim) start = dim;
-        if (end < 0) end = 0;
-        if (end > dim) end = dim;
-        *first = start;
-        if (end <= start) return 0;
-        return (uint64_t)((end - start + step - 1) / step);
-    }
-    if (start < 0) start = 0;
-    if (start > dim - 1) start = dim - 1;
-    if (end < -1) end = -1;
-    if (end > dim - 1) end = dim - 1;
-    *first = start;
-    if (start <= end) return 0;
-    return (uint64_t)((start - end + (-step) - 1) / (-step));
 }
 
 /* ---- program free / queries ------------------------------------------------------ */
@@ -211,82 +192,33 @@ hfx_status hfx_program_op_info(const hfx_program *p, uint32_t op, hfx_op_info *o
     return HFX_OK;
 }
 
-/* ---- op validation ------------------------------------------------------------------ */
+/* ---- validation helpers shared by the op families ------------------------------------ */
 
-typedef struct opdesc {
-    uint16_t opcode;
-    const char *name;
-    uint8_t min_in, max_in;
-    uint8_t engines; /* bit mask of allowed engine classes */
-    uint8_t n_params; /* params [n_params, 32) must be 0 (rank-dependent ops check more) */
-} opdesc;
-
-#define EM (1u << HFX_ENGINE_MATRIX)
-#define EV (1u << HFX_ENGINE_VECTOR)
-#define EC (1u << HFX_ENGINE_COPY)
-
-static const opdesc k_ops[] = {
-    {HFX_OP_GEMM, "Gemm", 2, 3, EM | EV, 4},
-    {HFX_OP_CONV2D, "Conv2D", 2, 3, EM | EV, 9},
-    {HFX_OP_ADD, "Add", 2, 2, EV, 0},
-    {HFX_OP_SUB, "Sub", 2, 2, EV, 0},
-    {HFX_OP_MUL, "Mul", 2, 2, EV, 0},
-    {HFX_OP_DIV, "Div", 2, 2, EV, 0},
-    {HFX_OP_RELU, "Relu", 1, 1, EV, 0},
-    {HFX_OP_SIGMOID, "Sigmoid", 1, 1, EV, 0},
-    {HFX_OP_TANH, "Tanh", 1, 1, EV, 0},
-    {HFX_OP_GELU, "Gelu", 1, 1, EV, 0},
-    {HFX_OP_SILU, "SiLU", 1, 1, EV, 0},
-    {HFX_OP_EXP, "Exp", 1, 1, EV, 0},
-    {HFX_OP_HARDSIGMOID, "HardSigmoid", 1, 1, EV, 2},
-    {HFX_OP_HARDSWISH, "HardSwish", 1, 1, EV, 0},
-    {HFX_OP_SOFTMAX, "Softmax", 1, 1, EV, 1},
-    {HFX_OP_LAYERNORM, "LayerNormalization", 2, 3, EV, 2},
-    {HFX_OP_RMSNORM, "RMSNorm", 2, 2, EV, 2},
-    {HFX_OP_REDUCE_MEAN, "ReduceMean", 1, 1, EV, 2},
-    {HFX_OP_REDUCE_SUM, "ReduceSum", 1, 1, EV, 2},
-    {HFX_OP_TRANSPOSE, "Transpose", 1, 1, EC | EV, 8},
-    {HFX_OP_CONCAT, "Concat", 1, 8, EC | EV, 1},
-    {HFX_OP_SLICE, "Slice", 1, 1, EC | EV, 24},
-    {HFX_OP_COPY, "Copy", 1, 1, EC | EV, 0},
-    {HFX_OP_RESIZE, "Resize", 1, 1, EC | EV, 5}, /* LINEAR: VECTOR only (checked below) */
-    {HFX_OP_MAXPOOL, "MaxPool", 1, 1, EV, 11},
-    {HFX_OP_AVGPOOL, "AveragePool", 1, 1, EV, 12},
-    {HFX_OP_GLOBAL_AVGPOOL, "GlobalAveragePool", 1, 1, EV, 0},
-};
-
-static const opdesc *find_op(uint32_t opcode) {
-    for (size_t i = 0; i < sizeof k_ops / sizeof k_ops[0]; i++)
-        if (k_ops[i].opcode == opcode) return &k_ops[i];
-    return NULL;
+hfx_status hfx_vfail(hfx_vctx *v, hfx_status st, size_t offset, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    hfx_error_vset(v->err, st, offset, fmt, ap);
+    va_end(ap);
+    return st;
 }
 
-typedef struct vctx {
-    hfx_program *p;
-    hfx_error *err;
-    size_t rec; /* byte offset of the op record */
-    uint32_t index;
-} vctx;
-
-#define PARAM_OFF(v, i) ((v)->rec + 48u + 4u * (size_t)(i))
-#define IN_OFF(v, i) ((v)->rec + 8u + 4u * (size_t)(i))
-#define OUT_OFF(v, i) ((v)->rec + 40u + 4u * (size_t)(i))
-
-static bool same_shape(const hfx_tensor *a, const uint32_t *dims, uint32_t rank) {
+bool hfx_same_shape(const hfx_tensor *a, const uint32_t *dims, uint32_t rank) {
     if (a->rank != rank) return false;
     for (uint32_t i = 0; i < rank; i++)
         if (a->dims[i] != dims[i]) return false;
     return true;
 }
 
-static hfx_status shape_err(vctx *v, const char *what) {
-    hfx_error_set(v->err, HFX_ERR_SHAPE, OUT_OFF(v, 0), "op %u: output shape does not match %s", v->index, what);
-    return HFX_ERR_SHAPE;
+hfx_status hfx_shape_err(hfx_vctx *v, const char *what) {
+    return hfx_vfail(v, HFX_ERR_SHAPE, HFX_OUT_OFF(v, 0), "op %u: output shape does not match %s", v->index, what);
 }
 
-/* numpy broadcast of a and b into out; false if incompatible */
-static bool broadcast2(const uint32_t *ad, uint32_t ar, const uint32_t *bd, uint32_t br,
-                       uint32_t *od, uint32_t *orank) {
+hfx_status hfx_same_as_input(hfx_vctx *v, hfx_op *op) {
+    const hfx_tensor *x = &v->p->tensors[op->in[0]], *y = &v->p->tensors[op->out[0]];
+    return hfx_same_shape(y, x->dims, x->rank) ? HFX_OK : hfx_shape_err(v, "the input");
+}
+
+bool hfx_broadcast2(const uint32_t *ad, uint32_t ar, const uint32_t *bd, uint32_t br, uint32_t *od, uint32_t *orank) {
     uint32_t r = ar > br ? ar : br;
     for (uint32_t i = 0; i < r; i++) {
         uint32_t a = i < r - ar ? 1 : ad[i - (r - ar)];
@@ -298,8 +230,7 @@ static bool broadcast2(const uint32_t *ad, uint32_t ar, const uint32_t *bd, uint
     return true;
 }
 
-/* t broadcastable (unidirectionally) to dims[rank] */
-static bool broadcastable_to(const hfx_tensor *t, const uint32_t *dims, uint32_t rank) {
+bool hfx_broadcastable_to(const hfx_tensor *t, const uint32_t *dims, uint32_t rank) {
     if (t->rank > rank) return false;
     for (uint32_t i = 0; i < t->rank; i++) {
         uint32_t d = t->dims[i], o = dims[rank - t->rank + i];
@@ -308,445 +239,23 @@ static bool broadcastable_to(const hfx_tensor *t, const uint32_t *dims, uint32_t
     return true;
 }
 
-static hfx_status check_axis(vctx *v, hfx_op *op, uint32_t rank, uint32_t *axis_out) {
+hfx_status hfx_check_axis(hfx_vctx *v, hfx_op *op, uint32_t rank, uint32_t *axis_out) {
     int32_t a = op->params[HFX_P_AXIS];
-    if (a < -(int32_t)rank || a >= (int32_t)rank) {
-        hfx_error_set(v->err, HFX_ERR_PARAM, PARAM_OFF(v, HFX_P_AXIS), "op %u: axis %d out of range for rank %u",
-                      v->index, (int)a, rank);
-        return HFX_ERR_PARAM;
-    }
+    if (a < -(int32_t)rank || a >= (int32_t)rank)
+        return hfx_vfail(v, HFX_ERR_PARAM, HFX_PARAM_OFF(v, HFX_P_AXIS), "op %u: axis %d out of range for rank %u",
+                         v->index, (int)a, rank);
     if (a < 0) a += (int32_t)rank;
     op->params[HFX_P_AXIS] = a; /* normalized */
     *axis_out = (uint32_t)a;
     return HFX_OK;
 }
 
-static bool finite_f32(int32_t bits) { return ((uint32_t)bits & 0x7f800000u) != 0x7f800000u; }
-
-/* ---- pooling / resize validation -------------------------------------------------- */
-
-/* Output length of a 2-D pooling axis (ONNX Runtime's rule): floor, or with
- * ceil_mode ceil, of (in + pads - dilation (k - 1) - 1) / stride, + 1; with
- * ceil_mode a last window that would start in the bottom/right padding is
- * dropped. -1 when the kernel is larger than the padded input. */
-int64_t hfx_pool_out_len(int64_t in, int64_t k, int64_t stride, int64_t dil, int64_t pad_begin, int64_t pad_end,
-                         bool ceil_mode) {
-    int64_t span = in + pad_begin + pad_end - dil * (k - 1) - 1;
-    if (span < 0) return -1;
-    if (!ceil_mode) return span / stride + 1;
-    int64_t out = (span + stride - 1) / stride + 1;
-    if ((out - 1) * stride >= in + pad_begin) out--;
-    return out;
-}
-
-static hfx_status validate_pool(vctx *v, hfx_op *op, const hfx_tensor *x, const hfx_tensor *y) {
-    const int32_t *pr = op->params;
-    for (int i = 4; i < 10; i++) { /* strides, dilations, kernel */
-        if (pr[i] < 1 || pr[i] > 65535) {
-            hfx_error_set(v->err, HFX_ERR_PARAM, PARAM_OFF(v, i), "op %u: pool param %d = %d out of range",
-                          v->index, i, (int)pr[i]);
-            return HFX_ERR_PARAM;
-        }
-    }
-    for (int i = 0; i < 4; i++) { /* pads: ONNX Runtime wants them smaller than the kernel */
-        int32_t k = pr[HFX_P_POOL_KERNEL_H + (i & 1)];
-        if (pr[i] < 0 || pr[i] >= k) {
-            hfx_error_set(v->err, HFX_ERR_PARAM, PARAM_OFF(v, i), "op %u: pool pad %d = %d not in [0, kernel)",
-                          v->index, i, (int)pr[i]);
-            return HFX_ERR_PARAM;
-        }
-    }
-    for (int i = HFX_P_POOL_CEIL_MODE; i <= HFX_P_POOL_COUNT_INCLUDE_PAD; i++) {
-        if (pr[i] != 0 && pr[i] != 1) {
-            hfx_error_set(v->err, HFX_ERR_PARAM, PARAM_OFF(v, i), "op %u: pool flag %d must be 0 or 1", v->index, i);
-            return HFX_ERR_PARAM;
-        }
-    }
-    if (x->rank != 4) {
-        hfx_error_set(v->err, HFX_ERR_SHAPE, IN_OFF(v, 0), "op %u: 2-D pooling needs a rank-4 X", v->index);
-        return HFX_ERR_SHAPE;
-    }
-    uint32_t od[4] = {x->dims[0], x->dims[1], 0, 0};
-    for (int a = 0; a < 2; a++) {
-        int64_t n = hfx_pool_out_len(x->dims[2 + a], pr[HFX_P_POOL_KERNEL_H + a], pr[HFX_P_POOL_STRIDE_H + a],
-                                     pr[HFX_P_POOL_DILATION_H + a], pr[a], pr[2 + a], pr[HFX_P_POOL_CEIL_MODE] != 0);
-        if (n < 1) {
-            hfx_error_set(v->err, HFX_ERR_SHAPE, PARAM_OFF(v, HFX_P_POOL_KERNEL_H + a),
-                          "op %u: pool kernel larger than the padded input", v->index);
-            return HFX_ERR_SHAPE;
-        }
-        od[2 + a] = (uint32_t)n;
-    }
-    if (!same_shape(y, od, 4)) return shape_err(v, "the pooling");
-    return HFX_OK;
-}
-
-static hfx_status validate_resize(vctx *v, hfx_op *op, const hfx_tensor *x, const hfx_tensor *y) {
-    const int32_t *pr = op->params;
-    int32_t mode = pr[HFX_P_RESIZE_MODE], coord = pr[HFX_P_RESIZE_COORD], nm = pr[HFX_P_RESIZE_NEAREST_MODE];
-    if (mode != HFX_RESIZE_NEAREST && mode != HFX_RESIZE_LINEAR) {
-        hfx_error_set(v->err, HFX_ERR_PARAM, PARAM_OFF(v, HFX_P_RESIZE_MODE), "op %u: resize mode %d unknown",
-                      v->index, (int)mode);
-        return HFX_ERR_PARAM;
-    }
-    if (mode == HFX_RESIZE_LINEAR && op->engine != HFX_ENGINE_VECTOR) {
-        hfx_error_set(v->err, HFX_ERR_OP, v->rec + 2u, "op %u: linear Resize runs on the vector engine only",
-                      v->index);
-        return HFX_ERR_OP;
-    }
-    if (coord < HFX_RESIZE_COORD_HALF_PIXEL || coord > HFX_RESIZE_COORD_HALF_PIXEL_SYMMETRIC) {
-        hfx_error_set(v->err, HFX_ERR_PARAM, PARAM_OFF(v, HFX_P_RESIZE_COORD),
-                      "op %u: resize coordinate mode %d unknown", v->index, (int)coord);
-        return HFX_ERR_PARAM;
-    }
-    int32_t nm_max = mode == HFX_RESIZE_NEAREST ? HFX_RESIZE_NEAREST_CEIL : 0;
-    if (nm < 0 || nm > nm_max) {
-        hfx_error_set(v->err, HFX_ERR_PARAM, PARAM_OFF(v, HFX_P_RESIZE_NEAREST_MODE),
-                      "op %u: resize nearest mode %d invalid (0 for linear)", v->index, (int)nm);
-        return HFX_ERR_PARAM;
-    }
-    for (int i = HFX_P_RESIZE_SCALE_H; i <= HFX_P_RESIZE_SCALE_W; i++) {
-        float sc = hfx_f32_from_bits(pr[i]);
-        if (!finite_f32(pr[i]) || !(sc > 0.0f)) {
-            hfx_error_set(v->err, HFX_ERR_PARAM, PARAM_OFF(v, i), "op %u: resize scale must be finite and > 0",
-                          v->index);
-            return HFX_ERR_PARAM;
-        }
-    }
-    if (x->rank < 2) {
-        hfx_error_set(v->err, HFX_ERR_SHAPE, IN_OFF(v, 0), "op %u: Resize needs rank >= 2", v->index);
-        return HFX_ERR_SHAPE;
-    }
-    if (y->rank != x->rank) return shape_err(v, "the input's rank");
-    for (uint32_t i = 0; i + 2 < x->rank; i++)
-        if (y->dims[i] != x->dims[i]) return shape_err(v, "the input on the axes not resized");
-    for (uint32_t a = 0; a < 2; a++) {
-        /* out = floor(in * scale); a scale given as out / in in f32 may land just below */
-        double want = (double)x->dims[x->rank - 2 + a] * (double)hfx_f32_from_bits(pr[HFX_P_RESIZE_SCALE_H + a]);
-        double got = (double)y->dims[x->rank - 2 + a];
-        bool ok = got <= want ? want - got < 1.0 : got - want <= 1e-5 * got;
-        if (!ok) return shape_err(v, "floor(input * scale) on the resized axes");
-    }
-    return HFX_OK;
-}
-
-static hfx_status validate_op_shapes(vctx *v, hfx_op *op) {
-    hfx_program *p = v->p;
-    const hfx_tensor *x = &p->tensors[op->in[0]];
-    const hfx_tensor *y = &p->tensors[op->out[0]];
-    uint32_t od[HFX_MAX_RANK * 2];
-    uint32_t orank = 0;
-
-    switch (op->opcode) {
-    case HFX_OP_GEMM: {
-        const hfx_tensor *b = &p->tensors[op->in[1]];
-        int32_t ta = op->params[HFX_P_GEMM_TRANS_A], tb = op->params[HFX_P_GEMM_TRANS_B];
-        if ((ta != 0 && ta != 1) || (tb != 0 && tb != 1)) {
-            hfx_error_set(v->err, HFX_ERR_PARAM, PARAM_OFF(v, ta != 0 && ta != 1 ? 0 : 1),
-                          "op %u: transA/transB must be 0 or 1", v->index);
-            return HFX_ERR_PARAM;
-        }
-        if (!finite_f32(op->params[HFX_P_GEMM_ALPHA]) || !finite_f32(op->params[HFX_P_GEMM_BETA])) {
-            hfx_error_set(v->err, HFX_ERR_PARAM, PARAM_OFF(v, HFX_P_GEMM_ALPHA), "op %u: alpha/beta not finite",
-                          v->index);
-            return HFX_ERR_PARAM;
-        }
-        if (op->n_in == 2 && op->params[HFX_P_GEMM_BETA] != 0) {
-            hfx_error_set(v->err, HFX_ERR_PARAM, PARAM_OFF(v, HFX_P_GEMM_BETA), "op %u: beta set without C",
-                          v->index);
-            return HFX_ERR_PARAM;
-        }
-        if (x->rank < 2 || b->rank < 2) {
-            hfx_error_set(v->err, HFX_ERR_SHAPE, IN_OFF(v, x->rank < 2 ? 0 : 1),
-                          "op %u: Gemm operands need rank >= 2", v->index);
-            return HFX_ERR_SHAPE;
-        }
-        uint32_t m = ta ? x->dims[x->rank - 1] : x->dims[x->rank - 2];
-        uint32_t ka = ta ? x->dims[x->rank - 2] : x->dims[x->rank - 1];
-        uint32_t kb = tb ? b->dims[b->rank - 1] : b->dims[b->rank - 2];
-        uint32_t n = tb ? b->dims[b->rank - 2] : b->dims[b->rank - 1];
-        if (ka != kb) {
-            hfx_error_set(v->err, HFX_ERR_SHAPE, IN_OFF(v, 1), "op %u: Gemm K mismatch %u vs %u", v->index, ka, kb);
-            return HFX_ERR_SHAPE;
-        }
-        if (!broadcast2(x->dims, x->rank - 2u, b->dims, b->rank - 2u, od, &orank)) {
-            hfx_error_set(v->err, HFX_ERR_SHAPE, IN_OFF(v, 1), "op %u: Gemm batch dims do not broadcast", v->index);
-            return HFX_ERR_SHAPE;
-        }
-        if (orank + 2 > HFX_MAX_RANK) return shape_err(v, "Gemm (rank too high)");
-        od[orank++] = m;
-        od[orank++] = n;
-        if (!same_shape(y, od, orank)) return shape_err(v, "Gemm");
-        if (op->n_in == 3 && !broadcastable_to(&p->tensors[op->in[2]], od, orank)) {
-            hfx_error_set(v->err, HFX_ERR_SHAPE, IN_OFF(v, 2), "op %u: Gemm C does not broadcast to the output",
-                          v->index);
-            return HFX_ERR_SHAPE;
-        }
-        return HFX_OK;
-    }
-    case HFX_OP_CONV2D: {
-        const hfx_tensor *w = &p->tensors[op->in[1]];
-        const int32_t *pr = op->params;
-        for (int i = 0; i < 9; i++) {
-            int32_t lo = i < 4 ? 0 : 1;
-            if (pr[i] < lo || pr[i] > 65535) {
-                hfx_error_set(v->err, HFX_ERR_PARAM, PARAM_OFF(v, i), "op %u: conv param %d = %d out of range",
-                              v->index, i, (int)pr[i]);
-                return HFX_ERR_PARAM;
-            }
-        }
-        if (x->rank != 4 || w->rank != 4) {
-            hfx_error_set(v->err, HFX_ERR_SHAPE, IN_OFF(v, x->rank != 4 ? 0 : 1), "op %u: Conv2D needs rank-4 X and W",
-                          v->index);
-            return HFX_ERR_SHAPE;
-        }
-        uint32_t g = (uint32_t)pr[HFX_P_CONV_GROUP];
-        uint32_t c = x->dims[1], m = w->dims[0];
-        if (c % g != 0 || m % g != 0 || w->dims[1] != c / g) {
-            hfx_error_set(v->err, HFX_ERR_SHAPE, IN_OFF(v, 1), "op %u: Conv2D channels/group mismatch", v->index);
-            return HFX_ERR_SHAPE;
-        }
-        int64_t oh[2];
-        for (int a = 0; a < 2; a++) {
-            int64_t in = x->dims[2 + a], k = w->dims[2 + a];
-            int64_t pad = (int64_t)pr[a] + pr[2 + a];
-            int64_t ek = (int64_t)pr[6 + a] * (k - 1) + 1;
-            int64_t span = in + pad - ek;
-            if (span < 0) {
-                hfx_error_set(v->err, HFX_ERR_SHAPE, IN_OFF(v, 1), "op %u: Conv2D kernel larger than padded input",
-                              v->index);
-                return HFX_ERR_SHAPE;
-            }
-            oh[a] = span / pr[4 + a] + 1;
-        }
-        od[0] = x->dims[0];
-        od[1] = m;
-        od[2] = (uint32_t)oh[0];
-        od[3] = (uint32_t)oh[1];
-        if (!same_shape(y, od, 4)) return shape_err(v, "Conv2D");
-        if (op->n_in == 3) {
-            const hfx_tensor *bias = &p->tensors[op->in[2]];
-            if (bias->rank != 1 || bias->dims[0] != m) {
-                hfx_error_set(v->err, HFX_ERR_SHAPE, IN_OFF(v, 2), "op %u: Conv2D bias must be [M]", v->index);
-                return HFX_ERR_SHAPE;
-            }
-        }
-        return HFX_OK;
-    }
-    case HFX_OP_ADD:
-    case HFX_OP_SUB:
-    case HFX_OP_MUL:
-    case HFX_OP_DIV: {
-        const hfx_tensor *b = &p->tensors[op->in[1]];
-        if (!broadcast2(x->dims, x->rank, b->dims, b->rank, od, &orank)) {
-            hfx_error_set(v->err, HFX_ERR_SHAPE, IN_OFF(v, 1), "op %u: inputs do not broadcast", v->index);
-            return HFX_ERR_SHAPE;
-        }
-        if (!same_shape(y, od, orank)) return shape_err(v, "the broadcast of the inputs");
-        return HFX_OK;
-    }
-    case HFX_OP_HARDSIGMOID:
-        for (int i = 0; i < 2; i++) {
-            if (!finite_f32(op->params[i])) {
-                hfx_error_set(v->err, HFX_ERR_PARAM, PARAM_OFF(v, i), "op %u: HardSigmoid alpha/beta not finite",
-                              v->index);
-                return HFX_ERR_PARAM;
-            }
-        }
-        if (!same_shape(y, x->dims, x->rank)) return shape_err(v, "the input");
-        return HFX_OK;
-    case HFX_OP_RELU:
-    case HFX_OP_SIGMOID:
-    case HFX_OP_TANH:
-    case HFX_OP_GELU:
-    case HFX_OP_SILU:
-    case HFX_OP_EXP:
-    case HFX_OP_HARDSWISH:
-        if (!same_shape(y, x->dims, x->rank)) return shape_err(v, "the input");
-        return HFX_OK;
-    case HFX_OP_MAXPOOL:
-    case HFX_OP_AVGPOOL:
-        return validate_pool(v, op, x, y);
-    case HFX_OP_GLOBAL_AVGPOOL: {
-        if (x->rank < 3) {
-            hfx_error_set(v->err, HFX_ERR_SHAPE, IN_OFF(v, 0), "op %u: GlobalAveragePool needs rank >= 3 (N, C, spatial)",
-                          v->index);
-            return HFX_ERR_SHAPE;
-        }
-        od[0] = x->dims[0];
-        od[1] = x->dims[1];
-        for (uint32_t i = 2; i < x->rank; i++) od[i] = 1;
-        if (!same_shape(y, od, x->rank)) return shape_err(v, "[N, C, 1, ...]");
-        return HFX_OK;
-    }
-    case HFX_OP_RESIZE:
-        return validate_resize(v, op, x, y);
-    case HFX_OP_SOFTMAX: {
-        uint32_t axis;
-        if (x->rank == 0) {
-            hfx_error_set(v->err, HFX_ERR_SHAPE, IN_OFF(v, 0), "op %u: Softmax of a scalar", v->index);
-            return HFX_ERR_SHAPE;
-        }
-        hfx_status st = check_axis(v, op, x->rank, &axis);
-        if (st) return st;
-        if (!same_shape(y, x->dims, x->rank)) return shape_err(v, "the input");
-        return HFX_OK;
-    }
-    case HFX_OP_LAYERNORM:
-    case HFX_OP_RMSNORM: {
-        uint32_t axis;
-        if (x->rank == 0) {
-            hfx_error_set(v->err, HFX_ERR_SHAPE, IN_OFF(v, 0), "op %u: norm of a scalar", v->index);
-            return HFX_ERR_SHAPE;
-        }
-        hfx_status st = check_axis(v, op, x->rank, &axis);
-        if (st) return st;
-        int32_t eps = op->params[HFX_P_EPSILON];
-        float e = hfx_f32_from_bits(eps);
-        if (!finite_f32(eps) || !(e > 0.0f)) {
-            hfx_error_set(v->err, HFX_ERR_PARAM, PARAM_OFF(v, HFX_P_EPSILON), "op %u: epsilon must be finite and > 0",
-                          v->index);
-            return HFX_ERR_PARAM;
-        }
-        uint64_t d = 1;
-        for (uint32_t i = axis; i < x->rank; i++) d *= x->dims[i];
-        for (uint32_t k = 1; k < op->n_in; k++) {
-            const hfx_tensor *s = &p->tensors[op->in[k]];
-            /* scale/bias: X.shape[axis:] up to leading 1s */
-            bool ok = s->numel == d && s->rank <= HFX_MAX_RANK;
-            uint32_t sr = s->rank, xr = x->rank - axis;
-            for (uint32_t i = 0; ok && i < (sr > xr ? sr : xr); i++) {
-                uint32_t sd = i < sr ? s->dims[sr - 1 - i] : 1;
-                uint32_t xd = i < xr ? x->dims[x->rank - 1 - i] : 1;
-                if (sd != xd) ok = false;
-            }
-            if (!ok) {
-                hfx_error_set(v->err, HFX_ERR_SHAPE, IN_OFF(v, k), "op %u: scale/bias shape must be X.shape[axis:]",
-                              v->index);
-                return HFX_ERR_SHAPE;
-            }
-        }
-        if (!same_shape(y, x->dims, x->rank)) return shape_err(v, "the input");
-        return HFX_OK;
-    }
-    case HFX_OP_REDUCE_MEAN:
-    case HFX_OP_REDUCE_SUM: {
-        uint32_t mask = (uint32_t)op->params[HFX_P_REDUCE_AXES_MASK];
-        int32_t keep = op->params[HFX_P_REDUCE_KEEPDIMS];
-        if (mask == 0 || (x->rank < 32 && (mask >> x->rank) != 0)) {
-            hfx_error_set(v->err, HFX_ERR_PARAM, PARAM_OFF(v, HFX_P_REDUCE_AXES_MASK),
-                          "op %u: axes mask %u invalid for rank %u", v->index, mask, x->rank);
-            return HFX_ERR_PARAM;
-        }
-        if (keep != 0 && keep != 1) {
-            hfx_error_set(v->err, HFX_ERR_PARAM, PARAM_OFF(v, HFX_P_REDUCE_KEEPDIMS), "op %u: keepdims must be 0/1",
-                          v->index);
-            return HFX_ERR_PARAM;
-        }
-        for (uint32_t i = 0; i < x->rank; i++) {
-            if (mask & (1u << i)) {
-                if (keep) od[orank++] = 1;
-            } else {
-                od[orank++] = x->dims[i];
-            }
-        }
-        if (!same_shape(y, od, orank)) return shape_err(v, "the reduction");
-        return HFX_OK;
-    }
-    case HFX_OP_TRANSPOSE: {
-        uint32_t seen = 0;
-        for (uint32_t i = 0; i < HFX_MAX_RANK; i++) {
-            int32_t pi = op->params[HFX_P_PERM + i];
-            if (i >= x->rank) {
-                if (pi != 0) {
-                    hfx_error_set(v->err, HFX_ERR_PARAM, PARAM_OFF(v, i), "op %u: perm[%u] beyond rank must be 0",
-                                  v->index, i);
-                    return HFX_ERR_PARAM;
-                }
-                continue;
-            }
-            if (pi < 0 || (uint32_t)pi >= x->rank || (seen & (1u << pi))) {
-                hfx_error_set(v->err, HFX_ERR_PARAM, PARAM_OFF(v, i), "op %u: perm is not a permutation", v->index);
-                return HFX_ERR_PARAM;
-            }
-            seen |= 1u << pi;
-            od[i] = x->dims[pi];
-        }
-        if (!same_shape(y, od, x->rank)) return shape_err(v, "the permuted input");
-        return HFX_OK;
-    }
-    case HFX_OP_CONCAT: {
-        uint32_t axis;
-        if (x->rank == 0) {
-            hfx_error_set(v->err, HFX_ERR_SHAPE, IN_OFF(v, 0), "op %u: Concat of scalars", v->index);
-            return HFX_ERR_SHAPE;
-        }
-        hfx_status st = check_axis(v, op, x->rank, &axis);
-        if (st) return st;
-        memcpy(od, x->dims, sizeof(uint32_t) * x->rank);
-        uint64_t total = x->dims[axis];
-        for (uint32_t k = 1; k < op->n_in; k++) {
-            const hfx_tensor *t = &p->tensors[op->in[k]];
-            bool ok = t->rank == x->rank;
-            for (uint32_t i = 0; ok && i < x->rank; i++)
-                if (i != axis && t->dims[i] != x->dims[i]) ok = false;
-            if (!ok) {
-                hfx_error_set(v->err, HFX_ERR_SHAPE, IN_OFF(v, k), "op %u: Concat input %u shape mismatch", v->index,
-                              k);
-                return HFX_ERR_SHAPE;
-            }
-            total += t->dims[axis];
-        }
-        if (total > 0x7fffffffu) return shape_err(v, "Concat (too large)");
-        od[axis] = (uint32_t)total;
-        if (!same_shape(y, od, x->rank)) return shape_err(v, "the concatenation");
-        return HFX_OK;
-    }
-    case HFX_OP_SLICE: {
-        for (uint32_t i = 0; i < HFX_MAX_RANK; i++) {
-            int32_t s = op->params[HFX_P_SLICE_STARTS + i], e = op->params[HFX_P_SLICE_ENDS + i];
-            int32_t st = op->params[HFX_P_SLICE_STEPS + i];
-            if (i >= x->rank) {
-                if (s || e || st) {
-                    hfx_error_set(v->err, HFX_ERR_PARAM, PARAM_OFF(v, HFX_P_SLICE_STARTS + i),
-                                  "op %u: slice params beyond rank must be 0", v->index);
-                    return HFX_ERR_PARAM;
-                }
-                continue;
-            }
-            if (st == 0) {
-                hfx_error_set(v->err, HFX_ERR_PARAM, PARAM_OFF(v, HFX_P_SLICE_STEPS + i), "op %u: slice step is 0",
-                              v->index);
-                return HFX_ERR_PARAM;
-            }
-            int64_t first;
-            uint64_t len = hfx_slice_axis(x->dims[i], s, e, st, &first);
-            if (len == 0) {
-                hfx_error_set(v->err, HFX_ERR_SHAPE, PARAM_OFF(v, HFX_P_SLICE_STARTS + i),
-                              "op %u: slice of axis %u is empty (unsupported)", v->index, i);
-                return HFX_ERR_SHAPE;
-            }
-            od[i] = (uint32_t)len;
-        }
-        if (!same_shape(y, od, x->rank)) return shape_err(v, "the slice");
-        return HFX_OK;
-    }
-    case HFX_OP_COPY:
-        if (y->numel != x->numel) return shape_err(v, "the input's element count");
-        return HFX_OK;
-    default: break;
-    }
-    hfx_error_set(v->err, HFX_ERR_OP, v->rec, "op %u: unknown opcode", v->index);
-    return HFX_ERR_OP;
-}
-
 /* ---- parse --------------------------------------------------------------------------- */
 
-#define FAIL(st, off, ...)                                  \
-    do {                                                    \
-        hfx_error_set(err, (st), (off), __VA_ARGS__);       \
-        status = (st);                                      \
-        goto fail;                                          \
+#define FAIL(st, off, ...)                            \
+    do {                                              \
+        hfx_error_set(err, (st), (off), __VA_ARGS__); \
+        return (st);                                  \
     } while (0)
 
 static void *zalloc(size_t n, size_t size) {
@@ -768,305 +277,360 @@ static uint32_t crc32_ieee(const uint8_t *b, size_t n) {
     return ~c;
 }
 
+/* The header's fields, read and checked against the buffer. */
+typedef struct header {
+    uint32_t flags, n_tensors, n_ops;
+    uint32_t n_io[4]; /* inputs A, B, outputs A, B */
+    uint32_t tensors_off, ops_off, data_off, data_bytes;
+    uint32_t data_end; /* before the CRC */
+    uint64_t ops_end;
+} header;
+
+/* magic, version, sizes, flags and checksum; the fields into h */
+static hfx_status read_header(const uint8_t *b, size_t size, header *h, hfx_error *err) {
+    if (size < 4) FAIL(HFX_ERR_TRUNCATED, size, "program shorter than its magic (%U bytes)", (uint64_t)size);
+    if (rd_u32(b + HFX_HDR_MAGIC) != HFX_PROGRAM_MAGIC) FAIL(HFX_ERR_MAGIC, 0, "bad magic (expected 'HFXP')");
+    if (size < HFX_HEADER_BYTES) FAIL(HFX_ERR_TRUNCATED, size, "program shorter than the header");
+    uint32_t version = rd_u16(b + HFX_HDR_VERSION);
+    if (version != HFX_PROGRAM_VERSION)
+        FAIL(HFX_ERR_VERSION, HFX_HDR_VERSION, "unsupported version %u (this build reads %u)", version,
+             HFX_PROGRAM_VERSION);
+    uint32_t header_bytes = rd_u16(b + HFX_HDR_HEADER_BYTES);
+    uint32_t total = rd_u32(b + HFX_HDR_TOTAL_BYTES);
+    h->flags = rd_u32(b + HFX_HDR_FLAGS);
+    h->n_tensors = rd_u32(b + HFX_HDR_N_TENSORS);
+    h->n_ops = rd_u32(b + HFX_HDR_N_OPS);
+    for (int i = 0; i < 4; i++) h->n_io[i] = rd_u16(b + HFX_HDR_N_IO + 2 * i);
+    h->tensors_off = rd_u32(b + HFX_HDR_TENSORS_OFFSET);
+    h->ops_off = rd_u32(b + HFX_HDR_OPS_OFFSET);
+    h->data_off = rd_u32(b + HFX_HDR_DATA_OFFSET);
+    h->data_bytes = rd_u32(b + HFX_HDR_DATA_BYTES);
+
+    if (header_bytes != HFX_HEADER_BYTES)
+        FAIL(HFX_ERR_HEADER, HFX_HDR_HEADER_BYTES, "header size %u, expected %u", header_bytes, HFX_HEADER_BYTES);
+    if (total > size) FAIL(HFX_ERR_TRUNCATED, size, "program has %U bytes, header says %u", (uint64_t)size, total);
+    if (total != size)
+        FAIL(HFX_ERR_HEADER, HFX_HDR_TOTAL_BYTES, "total size %u but %U bytes given", total, (uint64_t)size);
+    if (h->flags & ~HFX_PROGRAM_FLAG_CRC32)
+        FAIL(HFX_ERR_HEADER, HFX_HDR_FLAGS, "unknown flags %u", h->flags & ~HFX_PROGRAM_FLAG_CRC32);
+    h->data_end = total; /* where the data section must end */
+    if (h->flags & HFX_PROGRAM_FLAG_CRC32) {
+        h->data_end = total - HFX_PROGRAM_CRC_BYTES; /* total >= HFX_HEADER_BYTES here */
+        uint32_t want = rd_u32(b + h->data_end), got = crc32_ieee(b, h->data_end);
+        if (got != want)
+            FAIL(HFX_ERR_HEADER, h->data_end, "checksum mismatch: the program is corrupted (CRC-32 %u, stored %u)", got,
+                 want);
+    }
+    return HFX_OK;
+}
+
+/* counts, and the tables and the data section laid out back to back */
+static hfx_status check_layout(const uint8_t *b, size_t size, header *h, hfx_error *err) {
+    if (h->n_tensors == 0 || h->n_tensors > HFX_MAX_TENSORS)
+        FAIL(HFX_ERR_HEADER, HFX_HDR_N_TENSORS, "tensor count %u out of range", h->n_tensors);
+    if (h->n_ops == 0 || h->n_ops > HFX_MAX_OPS)
+        FAIL(HFX_ERR_HEADER, HFX_HDR_N_OPS, "op count %u out of range", h->n_ops);
+    for (int i = 0; i < 4; i++)
+        if (h->n_io[i] > HFX_MAX_IO)
+            FAIL(HFX_ERR_HEADER, (size_t)(HFX_HDR_N_IO + 2 * i), "io count %u out of range", h->n_io[i]);
+    if (h->tensors_off != HFX_HEADER_BYTES)
+        FAIL(HFX_ERR_HEADER, HFX_HDR_TENSORS_OFFSET, "tensor table offset %u, expected %u", h->tensors_off,
+             HFX_HEADER_BYTES);
+    uint64_t tensors_end = (uint64_t)h->tensors_off + (uint64_t)h->n_tensors * HFX_TENSOR_RECORD_BYTES;
+    if (h->ops_off != tensors_end)
+        FAIL(HFX_ERR_HEADER, HFX_HDR_OPS_OFFSET, "op table offset %u, expected %U", h->ops_off, tensors_end);
+    h->ops_end = (uint64_t)h->ops_off + (uint64_t)h->n_ops * HFX_OP_RECORD_BYTES;
+    if (h->ops_end > size)
+        FAIL(HFX_ERR_TRUNCATED, size, "tables end at %U, beyond the %U program bytes", h->ops_end, (uint64_t)size);
+    uint64_t data_min = (h->ops_end + HFX_CONST_ALIGN - 1) / HFX_CONST_ALIGN * HFX_CONST_ALIGN;
+    if (h->data_off < h->ops_end || h->data_off % HFX_CONST_ALIGN != 0 || h->data_off > data_min)
+        FAIL(HFX_ERR_HEADER, HFX_HDR_DATA_OFFSET, "data offset %u, expected %U", h->data_off, data_min);
+    if ((uint64_t)h->data_off + h->data_bytes != h->data_end)
+        FAIL(HFX_ERR_HEADER, HFX_HDR_DATA_BYTES, "data section %u+%u does not end at %u", h->data_off, h->data_bytes,
+             h->data_end);
+    for (uint64_t i = h->ops_end; i < h->data_off; i++)
+        if (b[i] != 0) FAIL(HFX_ERR_HEADER, (size_t)i, "padding before the data section must be 0");
+    return HFX_OK;
+}
+
+static hfx_program *alloc_program(const uint8_t *b, size_t size, const header *h) {
+    hfx_program *p = zalloc(1, sizeof *p);
+    if (!p) return NULL;
+    uint32_t n_in = h->n_io[0] + h->n_io[1], n_out = h->n_io[2] + h->n_io[3];
+    p->blob = hfx_plat_alloc(size, 128);
+    p->tensors = zalloc(h->n_tensors, sizeof *p->tensors);
+    p->ops = zalloc(h->n_ops, sizeof *p->ops);
+    p->input_tensor = zalloc(n_in, sizeof(uint32_t));
+    p->output_tensor = zalloc(n_out, sizeof(uint32_t));
+    p->task_ops[0] = zalloc(h->n_ops, sizeof(uint32_t));
+    p->task_ops[1] = zalloc(h->n_ops, sizeof(uint32_t));
+    if (!p->blob || !p->tensors || !p->ops || !p->input_tensor || !p->output_tensor || !p->task_ops[0] ||
+        !p->task_ops[1]) {
+        hfx_program_free(p);
+        return NULL;
+    }
+    memcpy(p->blob, b, size);
+    p->blob_size = size;
+    p->n_tensors = h->n_tensors;
+    p->n_ops = h->n_ops;
+    p->n_inputs[0] = h->n_io[0];
+    p->n_inputs[1] = h->n_io[1];
+    p->n_outputs[0] = h->n_io[2];
+    p->n_outputs[1] = h->n_io[3];
+    for (uint32_t i = 0; i < n_in; i++) p->input_tensor[i] = HFX_NO_TENSOR;
+    for (uint32_t i = 0; i < n_out; i++) p->output_tensor[i] = HFX_NO_TENSOR;
+    return p;
+}
+
+/* dims, element count and byte size of tensor record t at byte r */
+static hfx_status parse_dims(const uint8_t *rec, size_t r, uint32_t t, hfx_tensor *T, hfx_error *err) {
+    size_t es = hfx_dtype_size(T->dtype);
+    uint64_t numel = 1;
+    for (uint32_t i = 0; i < HFX_MAX_RANK; i++) {
+        size_t at = HFX_TREC_DIMS + 4u * i;
+        uint32_t d = rd_u32(rec + at);
+        if (i < T->rank) {
+            if (d == 0 || d > 0x7fffffffu) FAIL(HFX_ERR_TENSOR, r + at, "tensor %u: dim %u = %u out of range", t, i, d);
+            numel *= d;
+            if (numel > HFX_MAX_TENSOR_BYTES)
+                FAIL(HFX_ERR_SIZE, r + at, "tensor %u: element count overflows the size limit", t);
+        } else if (d != 0) {
+            FAIL(HFX_ERR_TENSOR, r + at, "tensor %u: dim %u beyond rank must be 0", t, i);
+        }
+        T->dims[i] = d;
+    }
+    if (numel * es > HFX_MAX_TENSOR_BYTES)
+        FAIL(HFX_ERR_SIZE, r + HFX_TREC_DIMS, "tensor %u: byte size over the limit", t);
+    T->numel = numel;
+    T->bytes = (size_t)(numel * es);
+    return HFX_OK;
+}
+
+/* a constant's bytes, or none for the other roles */
+static hfx_status parse_data_ref(const uint8_t *rec, size_t r, uint32_t t, hfx_tensor *T, const header *h,
+                                 hfx_error *err) {
+    uint32_t doff = rd_u32(rec + HFX_TREC_DATA_OFFSET), dbytes = rd_u32(rec + HFX_TREC_DATA_BYTES);
+    if (T->role != HFX_ROLE_CONSTANT) {
+        if (doff != 0 || dbytes != 0)
+            FAIL(HFX_ERR_TENSOR, r + HFX_TREC_DATA_OFFSET, "tensor %u: data offset/size set on a non-constant", t);
+        return HFX_OK;
+    }
+    if (doff % HFX_CONST_ALIGN != 0)
+        FAIL(HFX_ERR_TENSOR, r + HFX_TREC_DATA_OFFSET, "tensor %u: constant offset %u not %u-aligned", t, doff,
+             HFX_CONST_ALIGN);
+    if (dbytes != T->bytes)
+        FAIL(HFX_ERR_SIZE, r + HFX_TREC_DATA_BYTES, "tensor %u: constant has %u bytes, shape needs %U", t, dbytes,
+             (uint64_t)T->bytes);
+    if ((uint64_t)doff + dbytes > h->data_bytes)
+        FAIL(HFX_ERR_SIZE, r + HFX_TREC_DATA_OFFSET, "tensor %u: constant bytes beyond the data section", t);
+    T->const_offset = (size_t)h->data_off + doff;
+    return HFX_OK;
+}
+
+/* an input's or output's io slot within its task's range */
+static hfx_status parse_io_index(hfx_program *p, size_t r, uint32_t t, const hfx_tensor *T, const header *h,
+                                 hfx_error *err) {
+    size_t at = r + HFX_TREC_IO_INDEX;
+    if (T->role != HFX_ROLE_INPUT && T->role != HFX_ROLE_OUTPUT) {
+        if (T->io_index != 0) FAIL(HFX_ERR_TENSOR, at, "tensor %u: io index set on a constant/scratch", t);
+        return HFX_OK;
+    }
+    bool in = T->role == HFX_ROLE_INPUT;
+    uint32_t na = in ? h->n_io[0] : h->n_io[2], nb = in ? h->n_io[1] : h->n_io[3];
+    uint32_t lo = T->task == 0 ? 0 : na, hi = T->task == 0 ? na : na + nb;
+    if (T->io_index < lo || T->io_index >= hi)
+        FAIL(HFX_ERR_TENSOR, at, "tensor %u: io index %u outside task %u's range [%u, %u)", t, T->io_index, T->task, lo,
+             hi);
+    uint32_t *slot = in ? &p->input_tensor[T->io_index] : &p->output_tensor[T->io_index];
+    if (*slot != HFX_NO_TENSOR) FAIL(HFX_ERR_TENSOR, at, "tensor %u: io index %u used twice", t, T->io_index);
+    *slot = t;
+    return HFX_OK;
+}
+
+static hfx_status parse_tensor(hfx_program *p, const header *h, uint32_t t, hfx_error *err) {
+    size_t r = h->tensors_off + (size_t)t * HFX_TENSOR_RECORD_BYTES;
+    const uint8_t *rec = p->blob + r;
+    hfx_tensor *T = &p->tensors[t];
+    T->dtype = rec[HFX_TREC_DTYPE];
+    T->role = rec[HFX_TREC_ROLE];
+    T->task = rec[HFX_TREC_TASK];
+    T->rank = rec[HFX_TREC_RANK];
+    T->io_index = rd_u32(rec + HFX_TREC_IO_INDEX);
+    T->producer = HFX_NO_TENSOR;
+    T->first_use = T->last_use = HFX_NO_TENSOR;
+    if (hfx_dtype_size(T->dtype) == 0)
+        FAIL(HFX_ERR_DTYPE, r + HFX_TREC_DTYPE, "tensor %u: unknown dtype %u", t, T->dtype);
+    if (T->role < HFX_ROLE_INPUT || T->role > HFX_ROLE_SCRATCH)
+        FAIL(HFX_ERR_TENSOR, r + HFX_TREC_ROLE, "tensor %u: bad role %u", t, T->role);
+    if (T->task > 1) FAIL(HFX_ERR_TENSOR, r + HFX_TREC_TASK, "tensor %u: bad task %u", t, T->task);
+    if (T->rank > HFX_MAX_RANK)
+        FAIL(HFX_ERR_TENSOR, r + HFX_TREC_RANK, "tensor %u: rank %u > %u", t, T->rank, HFX_MAX_RANK);
+    hfx_status st = parse_dims(rec, r, t, T, err);
+    if (!st) st = parse_data_ref(rec, r, t, T, h, err);
+    if (!st) st = parse_io_index(p, r, t, T, h, err);
+    return st;
+}
+
+static hfx_status parse_tensors(hfx_program *p, const header *h, hfx_error *err) {
+    for (uint32_t t = 0; t < h->n_tensors; t++) {
+        hfx_status st = parse_tensor(p, h, t, err);
+        if (st) return st;
+    }
+    for (uint32_t i = 0; i < h->n_io[0] + h->n_io[1]; i++)
+        if (p->input_tensor[i] == HFX_NO_TENSOR) FAIL(HFX_ERR_TENSOR, HFX_HDR_N_IO, "no tensor for input %u", i);
+    for (uint32_t i = 0; i < h->n_io[2] + h->n_io[3]; i++)
+        if (p->output_tensor[i] == HFX_NO_TENSOR) FAIL(HFX_ERR_TENSOR, HFX_HDR_N_IO + 4, "no tensor for output %u", i);
+    return HFX_OK;
+}
+
+/* the op's input tensor ids: in range, same task, already written, f32 */
+static hfx_status parse_op_inputs(const hfx_program *p, const uint8_t *rec, size_t r, uint32_t o, hfx_op *op,
+                                  const uint8_t *written, hfx_error *err) {
+    for (uint32_t i = 0; i < HFX_MAX_OP_INPUTS; i++) {
+        size_t at = r + HFX_OREC_INPUTS + 4u * i;
+        uint32_t id = rd_u32(rec + HFX_OREC_INPUTS + 4u * i);
+        op->in[i] = id;
+        if (i >= op->n_in) {
+            if (id != HFX_NO_TENSOR) FAIL(HFX_ERR_OP, at, "op %u: unused input slot %u must be 0xffffffff", o, i);
+            continue;
+        }
+        if (id >= p->n_tensors) FAIL(HFX_ERR_OP, at, "op %u: input %u tensor id %u out of range", o, i, id);
+        const hfx_tensor *T = &p->tensors[id];
+        if (T->task != op->task) FAIL(HFX_ERR_GRAPH, at, "op %u: input tensor %u belongs to the other task", o, id);
+        if ((T->role == HFX_ROLE_SCRATCH || T->role == HFX_ROLE_OUTPUT) && !written[id])
+            FAIL(HFX_ERR_GRAPH, at, "op %u: reads tensor %u before any op writes it", o, id);
+        if (T->dtype != HFX_DTYPE_F32)
+            FAIL(HFX_ERR_DTYPE, at, "op %u: tensor %u dtype %u unsupported (v1: f32)", o, id, T->dtype);
+    }
+    return HFX_OK;
+}
+
+/* the op's output tensor ids: in range, same task, scratch or output, written once, not an input, f32 */
+static hfx_status parse_op_outputs(const hfx_program *p, const uint8_t *rec, size_t r, uint32_t o, hfx_op *op,
+                                   const uint8_t *written, hfx_error *err) {
+    for (uint32_t i = 0; i < HFX_MAX_OP_OUTPUTS; i++) {
+        size_t at = r + HFX_OREC_OUTPUTS + 4u * i;
+        uint32_t id = rd_u32(rec + HFX_OREC_OUTPUTS + 4u * i);
+        op->out[i] = id;
+        if (i >= op->n_out) {
+            if (id != HFX_NO_TENSOR) FAIL(HFX_ERR_OP, at, "op %u: unused output slot must be 0xffffffff", o);
+            continue;
+        }
+        if (id >= p->n_tensors) FAIL(HFX_ERR_OP, at, "op %u: output tensor id %u out of range", o, id);
+        const hfx_tensor *T = &p->tensors[id];
+        if (T->task != op->task) FAIL(HFX_ERR_GRAPH, at, "op %u: output tensor %u belongs to the other task", o, id);
+        if (T->role != HFX_ROLE_SCRATCH && T->role != HFX_ROLE_OUTPUT)
+            FAIL(HFX_ERR_GRAPH, at, "op %u: writes tensor %u which is an input or constant", o, id);
+        if (written[id]) FAIL(HFX_ERR_GRAPH, at, "op %u: tensor %u written twice", o, id);
+        for (uint32_t k = 0; k < op->n_in; k++)
+            if (op->in[k] == id) FAIL(HFX_ERR_GRAPH, at, "op %u: tensor %u is input and output", o, id);
+        if (T->dtype != HFX_DTYPE_F32)
+            FAIL(HFX_ERR_DTYPE, at, "op %u: tensor %u dtype %u unsupported (v1: f32)", o, id, T->dtype);
+    }
+    return HFX_OK;
+}
+
+/* the fixed fields of op record o against its ops.def row */
+static hfx_status parse_op_fields(const uint8_t *rec, size_t r, uint32_t o, hfx_op *op, hfx_error *err) {
+    op->opcode = rd_u16(rec + HFX_OREC_OPCODE);
+    op->engine = rec[HFX_OREC_ENGINE];
+    op->task = rec[HFX_OREC_TASK];
+    op->n_in = rec[HFX_OREC_N_IN];
+    op->n_out = rec[HFX_OREC_N_OUT];
+    const hfx_op_desc *d = op->desc = hfx_op_desc_find(op->opcode);
+    if (!d) FAIL(HFX_ERR_OP, r + HFX_OREC_OPCODE, "op %u: unknown opcode %u", o, op->opcode);
+    if (op->engine >= HFX_NUM_ENGINES || !(d->engines & (1u << op->engine)))
+        FAIL(HFX_ERR_OP, r + HFX_OREC_ENGINE, "op %u (%s): engine class %u not allowed", o, d->label, op->engine);
+    if (op->task > 1) FAIL(HFX_ERR_OP, r + HFX_OREC_TASK, "op %u: bad task %u", o, op->task);
+    if (op->n_in < d->min_in || op->n_in > d->max_in)
+        FAIL(HFX_ERR_OP, r + HFX_OREC_N_IN, "op %u (%s): %u inputs, expected %u..%u", o, d->label, op->n_in, d->min_in,
+             d->max_in);
+    if (op->n_out != d->n_out)
+        FAIL(HFX_ERR_OP, r + HFX_OREC_N_OUT, "op %u (%s): %u outputs, expected %u", o, d->label, op->n_out, d->n_out);
+    if (rd_u16(rec + HFX_OREC_RESERVED) != 0)
+        FAIL(HFX_ERR_OP, r + HFX_OREC_RESERVED, "op %u: reserved field must be 0", o);
+    return HFX_OK;
+}
+
+static hfx_status parse_op_params(const uint8_t *rec, size_t r, uint32_t o, hfx_op *op, hfx_error *err) {
+    for (uint32_t i = 0; i < HFX_OP_PARAMS; i++) {
+        op->params[i] = (int32_t)rd_u32(rec + HFX_OREC_PARAMS + 4u * i);
+        if (i >= op->desc->n_params && op->params[i] != 0)
+            FAIL(HFX_ERR_PARAM, r + HFX_OREC_PARAMS + 4u * i, "op %u (%s): param %u must be 0", o, op->desc->label, i);
+    }
+    return HFX_OK;
+}
+
+/* appends op o to its task and records the tensors' producer and lifetimes */
+static void commit_dataflow(hfx_program *p, uint32_t o, hfx_op *op, uint8_t *written) {
+    op->task_index = p->n_task_ops[op->task];
+    p->task_ops[op->task][p->n_task_ops[op->task]++] = o;
+    for (uint32_t i = 0; i < op->n_in; i++) p->tensors[op->in[i]].last_use = op->task_index;
+    for (uint32_t i = 0; i < op->n_out; i++) {
+        hfx_tensor *T = &p->tensors[op->out[i]];
+        written[op->out[i]] = 1;
+        T->producer = o;
+        T->first_use = op->task_index;
+        T->last_use = op->task_index;
+    }
+}
+
+static hfx_status parse_op(hfx_program *p, const header *h, uint32_t o, uint8_t *written, hfx_error *err) {
+    size_t r = h->ops_off + (size_t)o * HFX_OP_RECORD_BYTES;
+    const uint8_t *rec = p->blob + r;
+    hfx_op *op = &p->ops[o];
+    hfx_status st = parse_op_fields(rec, r, o, op, err);
+    if (!st) st = parse_op_inputs(p, rec, r, o, op, written, err);
+    if (!st) st = parse_op_outputs(p, rec, r, o, op, written, err);
+    if (!st) st = parse_op_params(rec, r, o, op, err);
+    hfx_vctx v = {p, err, r, o};
+    if (!st) st = op->desc->validate(&v, op);
+    if (st) return st;
+    commit_dataflow(p, o, op, written);
+    memset(&op->plan, 0, sizeof op->plan);
+    st = op->desc->plan(p, op);
+    if (st) FAIL(st, r, "op %u (%s): cannot plan work items", o, op->desc->label);
+    p->task_items[op->task] += op->plan.n_items;
+    if (op->plan.ws_bytes > p->ws_bytes) p->ws_bytes = op->plan.ws_bytes;
+    return HFX_OK;
+}
+
+static hfx_status parse_ops(hfx_program *p, const header *h, hfx_error *err) {
+    uint8_t *written = zalloc(h->n_tensors, 1);
+    if (!written) FAIL(HFX_ERR_NOMEM, 0, "out of memory");
+    hfx_status st = HFX_OK;
+    for (uint32_t o = 0; o < h->n_ops && !st; o++) st = parse_op(p, h, o, written, err);
+    for (uint32_t t = 0; t < h->n_tensors && !st; t++) {
+        const hfx_tensor *T = &p->tensors[t];
+        if ((T->role == HFX_ROLE_OUTPUT || T->role == HFX_ROLE_SCRATCH) && !written[t]) {
+            hfx_error_set(err, HFX_ERR_GRAPH, h->tensors_off + (size_t)t * HFX_TENSOR_RECORD_BYTES + HFX_TREC_ROLE,
+                          "tensor %u (%s) is never written", t, T->role == HFX_ROLE_OUTPUT ? "output" : "scratch");
+            st = HFX_ERR_GRAPH;
+        }
+    }
+    hfx_plat_free(written);
+    return st;
+}
+
 hfx_status hfx_program_parse(const void *bytes, size_t size, hfx_program **out, hfx_error *err) {
     hfx_error local;
     if (!err) err = &local;
     memset(err, 0, sizeof *err);
     if (out) *out = NULL;
-    if (!out || (!bytes && size)) {
-        hfx_error_set(err, HFX_ERR_ARG, 0, "null argument");
-        return HFX_ERR_ARG;
-    }
-    const uint8_t *b = bytes;
-    hfx_status status = HFX_OK;
-    hfx_program *p = NULL;
-    uint8_t *written = NULL;
-
-    if (size < 4) {
-        hfx_error_set(err, HFX_ERR_TRUNCATED, size, "program shorter than its magic (%U bytes)", (uint64_t)size);
-        return HFX_ERR_TRUNCATED;
-    }
-    if (rd_u32(b) != HFX_PROGRAM_MAGIC) {
-        hfx_error_set(err, HFX_ERR_MAGIC, 0, "bad magic (expected 'HFXP')");
-        return HFX_ERR_MAGIC;
-    }
-    if (size < HFX_HEADER_BYTES) {
-        hfx_error_set(err, HFX_ERR_TRUNCATED, size, "program shorter than the header");
-        return HFX_ERR_TRUNCATED;
-    }
-    uint32_t version = rd_u16(b + 4);
-    if (version != HFX_PROGRAM_VERSION) {
-        hfx_error_set(err, HFX_ERR_VERSION, 4, "unsupported version %u (this build reads %u)", version,
-                      HFX_PROGRAM_VERSION);
-        return HFX_ERR_VERSION;
-    }
-    uint32_t header_bytes = rd_u16(b + 6);
-    uint32_t total = rd_u32(b + 8);
-    uint32_t flags = rd_u32(b + 12);
-    uint32_t n_tensors = rd_u32(b + 16);
-    uint32_t n_ops = rd_u32(b + 20);
-    uint32_t n_io[4] = {rd_u16(b + 24), rd_u16(b + 26), rd_u16(b + 28), rd_u16(b + 30)};
-    uint32_t tensors_off = rd_u32(b + 32), ops_off = rd_u32(b + 36);
-    uint32_t data_off = rd_u32(b + 40), data_bytes = rd_u32(b + 44);
-
-    if (header_bytes != HFX_HEADER_BYTES) {
-        hfx_error_set(err, HFX_ERR_HEADER, 6, "header size %u, expected %u", header_bytes, HFX_HEADER_BYTES);
-        return HFX_ERR_HEADER;
-    }
-    if (total > size) {
-        hfx_error_set(err, HFX_ERR_TRUNCATED, size, "program has %U bytes, header says %u", (uint64_t)size, total);
-        return HFX_ERR_TRUNCATED;
-    }
-    if (total != size) {
-        hfx_error_set(err, HFX_ERR_HEADER, 8, "total size %u but %U bytes given", total, (uint64_t)size);
-        return HFX_ERR_HEADER;
-    }
-    if (flags & ~HFX_PROGRAM_FLAG_CRC32) {
-        hfx_error_set(err, HFX_ERR_HEADER, 12, "unknown flags %u", flags & ~HFX_PROGRAM_FLAG_CRC32);
-        return HFX_ERR_HEADER;
-    }
-    uint32_t end = total; /* where the data section must end */
-    if (flags & HFX_PROGRAM_FLAG_CRC32) {
-        end = total - HFX_PROGRAM_CRC_BYTES; /* total >= HFX_HEADER_BYTES here */
-        uint32_t want = rd_u32(b + end), got = crc32_ieee(b, end);
-        if (got != want) {
-            hfx_error_set(err, HFX_ERR_HEADER, end, "checksum mismatch: the program is corrupted (CRC-32 %u, stored %u)",
-                          got, want);
-            return HFX_ERR_HEADER;
-        }
-    }
-    if (n_tensors == 0 || n_tensors > HFX_MAX_TENSORS) {
-        hfx_error_set(err, HFX_ERR_HEADER, 16, "tensor count %u out of range", n_tensors);
-        return HFX_ERR_HEADER;
-    }
-    if (n_ops == 0 || n_ops > HFX_MAX_OPS) {
-        hfx_error_set(err, HFX_ERR_HEADER, 20, "op count %u out of range", n_ops);
-        return HFX_ERR_HEADER;
-    }
-    for (int i = 0; i < 4; i++) {
-        if (n_io[i] > HFX_MAX_IO) {
-            hfx_error_set(err, HFX_ERR_HEADER, (size_t)(24 + 2 * i), "io count %u out of range", n_io[i]);
-            return HFX_ERR_HEADER;
-        }
-    }
-    if (tensors_off != HFX_HEADER_BYTES) {
-        hfx_error_set(err, HFX_ERR_HEADER, 32, "tensor table offset %u, expected %u", tensors_off, HFX_HEADER_BYTES);
-        return HFX_ERR_HEADER;
-    }
-    uint64_t tensors_end = (uint64_t)tensors_off + (uint64_t)n_tensors * HFX_TENSOR_RECORD_BYTES;
-    if (ops_off != tensors_end) {
-        hfx_error_set(err, HFX_ERR_HEADER, 36, "op table offset %u, expected %U", ops_off, tensors_end);
-        return HFX_ERR_HEADER;
-    }
-    uint64_t ops_end = (uint64_t)ops_off + (uint64_t)n_ops * HFX_OP_RECORD_BYTES;
-    if (ops_end > size) {
-        hfx_error_set(err, HFX_ERR_TRUNCATED, size, "tables end at %U, beyond the %U program bytes", ops_end,
-                      (uint64_t)size);
-        return HFX_ERR_TRUNCATED;
-    }
-    uint64_t data_min = (ops_end + HFX_CONST_ALIGN - 1) / HFX_CONST_ALIGN * HFX_CONST_ALIGN;
-    if (data_off < ops_end || data_off % HFX_CONST_ALIGN != 0 || data_off > data_min) {
-        hfx_error_set(err, HFX_ERR_HEADER, 40, "data offset %u, expected %U", data_off, data_min);
-        return HFX_ERR_HEADER;
-    }
-    if ((uint64_t)data_off + data_bytes != end) {
-        hfx_error_set(err, HFX_ERR_HEADER, 44, "data section %u+%u does not end at %u", data_off, data_bytes, end);
-        return HFX_ERR_HEADER;
-    }
-    for (uint64_t i = ops_end; i < data_off; i++) {
-        if (b[i] != 0) {
-            hfx_error_set(err, HFX_ERR_HEADER, (size_t)i, "padding before the data section must be 0");
-            return HFX_ERR_HEADER;
-        }
-    }
-
-    p = zalloc(1, sizeof *p);
+    if (!out || (!bytes && size)) FAIL(HFX_ERR_ARG, 0, "null argument");
+    header h;
+    hfx_status st = read_header(bytes, size, &h, err);
+    if (!st) st = check_layout(bytes, size, &h, err);
+    if (st) return st;
+    hfx_program *p = alloc_program(bytes, size, &h);
     if (!p) FAIL(HFX_ERR_NOMEM, 0, "out of memory");
-    p->blob = hfx_plat_alloc(size, 128);
-    p->tensors = zalloc(n_tensors, sizeof *p->tensors);
-    p->ops = zalloc(n_ops, sizeof *p->ops);
-    p->input_tensor = zalloc(n_io[0] + n_io[1], sizeof(uint32_t));
-    p->output_tensor = zalloc(n_io[2] + n_io[3], sizeof(uint32_t));
-    p->task_ops[0] = zalloc(n_ops, sizeof(uint32_t));
-    p->task_ops[1] = zalloc(n_ops, sizeof(uint32_t));
-    written = zalloc(n_tensors, 1);
-    if (!p->blob || !p->tensors || !p->ops || !p->input_tensor || !p->output_tensor || !p->task_ops[0] ||
-        !p->task_ops[1] || !written)
-        FAIL(HFX_ERR_NOMEM, 0, "out of memory");
-    memcpy(p->blob, b, size);
-    p->blob_size = size;
-    p->n_tensors = n_tensors;
-    p->n_ops = n_ops;
-    p->n_inputs[0] = n_io[0];
-    p->n_inputs[1] = n_io[1];
-    p->n_outputs[0] = n_io[2];
-    p->n_outputs[1] = n_io[3];
-    for (uint32_t i = 0; i < n_io[0] + n_io[1]; i++) p->input_tensor[i] = HFX_NO_TENSOR;
-    for (uint32_t i = 0; i < n_io[2] + n_io[3]; i++) p->output_tensor[i] = HFX_NO_TENSOR;
-
-    /* ---- tensors ---- */
-    for (uint32_t t = 0; t < n_tensors; t++) {
-        size_t r = tensors_off + (size_t)t * HFX_TENSOR_RECORD_BYTES;
-        const uint8_t *rec = b + r;
-        hfx_tensor *T = &p->tensors[t];
-        T->dtype = rec[0];
-        T->role = rec[1];
-        T->task = rec[2];
-        T->rank = rec[3];
-        T->io_index = rd_u32(rec + 4);
-        T->producer = HFX_NO_TENSOR;
-        T->first_use = T->last_use = HFX_NO_TENSOR;
-        size_t es = hfx_dtype_size(T->dtype);
-        if (es == 0) FAIL(HFX_ERR_DTYPE, r, "tensor %u: unknown dtype %u", t, T->dtype);
-        if (T->role < HFX_ROLE_INPUT || T->role > HFX_ROLE_SCRATCH)
-            FAIL(HFX_ERR_TENSOR, r + 1, "tensor %u: bad role %u", t, T->role);
-        if (T->task > 1) FAIL(HFX_ERR_TENSOR, r + 2, "tensor %u: bad task %u", t, T->task);
-        if (T->rank > HFX_MAX_RANK) FAIL(HFX_ERR_TENSOR, r + 3, "tensor %u: rank %u > %u", t, T->rank, HFX_MAX_RANK);
-        uint64_t numel = 1;
-        for (uint32_t i = 0; i < HFX_MAX_RANK; i++) {
-            uint32_t d = rd_u32(rec + 8 + 4 * i);
-            if (i < T->rank) {
-                if (d == 0 || d > 0x7fffffffu) FAIL(HFX_ERR_TENSOR, r + 8 + 4 * i, "tensor %u: dim %u = %u out of range", t, i, d);
-                numel *= d;
-                if (numel > HFX_MAX_TENSOR_BYTES)
-                    FAIL(HFX_ERR_SIZE, r + 8 + 4 * i, "tensor %u: element count overflows the size limit", t);
-            } else if (d != 0) {
-                FAIL(HFX_ERR_TENSOR, r + 8 + 4 * i, "tensor %u: dim %u beyond rank must be 0", t, i);
-            }
-            T->dims[i] = d;
-        }
-        if (numel * es > HFX_MAX_TENSOR_BYTES) FAIL(HFX_ERR_SIZE, r + 8, "tensor %u: byte size over the limit", t);
-        T->numel = numel;
-        T->bytes = (size_t)(numel * es);
-        uint32_t doff = rd_u32(rec + 40), dbytes = rd_u32(rec + 44);
-        if (T->role == HFX_ROLE_CONSTANT) {
-            if (doff % HFX_CONST_ALIGN != 0)
-                FAIL(HFX_ERR_TENSOR, r + 40, "tensor %u: constant offset %u not %u-aligned", t, doff, HFX_CONST_ALIGN);
-            if (dbytes != T->bytes)
-                FAIL(HFX_ERR_SIZE, r + 44, "tensor %u: constant has %u bytes, shape needs %U", t, dbytes,
-                     (uint64_t)T->bytes);
-            if ((uint64_t)doff + dbytes > data_bytes)
-                FAIL(HFX_ERR_SIZE, r + 40, "tensor %u: constant bytes beyond the data section", t);
-            T->const_offset = (size_t)data_off + doff;
-        } else if (doff != 0 || dbytes != 0) {
-            FAIL(HFX_ERR_TENSOR, r + 40, "tensor %u: data offset/size set on a non-constant", t);
-        }
-        if (T->role == HFX_ROLE_INPUT || T->role == HFX_ROLE_OUTPUT) {
-            bool in = T->role == HFX_ROLE_INPUT;
-            uint32_t na = in ? n_io[0] : n_io[2], nb = in ? n_io[1] : n_io[3];
-            uint32_t lo = T->task == 0 ? 0 : na, hi = T->task == 0 ? na : na + nb;
-            if (T->io_index < lo || T->io_index >= hi)
-                FAIL(HFX_ERR_TENSOR, r + 4, "tensor %u: io index %u outside task %u's range [%u, %u)", t, T->io_index,
-                     T->task, lo, hi);
-            uint32_t *slot = in ? &p->input_tensor[T->io_index] : &p->output_tensor[T->io_index];
-            if (*slot != HFX_NO_TENSOR) FAIL(HFX_ERR_TENSOR, r + 4, "tensor %u: io index %u used twice", t, T->io_index);
-            *slot = t;
-        } else if (T->io_index != 0) {
-            FAIL(HFX_ERR_TENSOR, r + 4, "tensor %u: io index set on a constant/scratch", t);
-        }
+    st = parse_tensors(p, &h, err);
+    if (!st) st = parse_ops(p, &h, err);
+    if (!st) st = hfx_arena_place(p, err);
+    if (st) {
+        hfx_program_free(p);
+        return st;
     }
-    for (uint32_t i = 0; i < n_io[0] + n_io[1]; i++)
-        if (p->input_tensor[i] == HFX_NO_TENSOR) FAIL(HFX_ERR_TENSOR, 24, "no tensor for input %u", i);
-    for (uint32_t i = 0; i < n_io[2] + n_io[3]; i++)
-        if (p->output_tensor[i] == HFX_NO_TENSOR) FAIL(HFX_ERR_TENSOR, 28, "no tensor for output %u", i);
-
-    /* ---- ops ---- */
-    for (uint32_t o = 0; o < n_ops; o++) {
-        size_t r = ops_off + (size_t)o * HFX_OP_RECORD_BYTES;
-        const uint8_t *rec = b + r;
-        hfx_op *op = &p->ops[o];
-        op->opcode = rd_u16(rec);
-        op->engine = rec[2];
-        op->task = rec[3];
-        op->n_in = rec[4];
-        op->n_out = rec[5];
-        const opdesc *d = find_op(op->opcode);
-        if (!d) FAIL(HFX_ERR_OP, r, "op %u: unknown opcode %u", o, op->opcode);
-        if (op->engine >= HFX_NUM_ENGINES || !(d->engines & (1u << op->engine)))
-            FAIL(HFX_ERR_OP, r + 2, "op %u (%s): engine class %u not allowed", o, d->name, op->engine);
-        if (op->task > 1) FAIL(HFX_ERR_OP, r + 3, "op %u: bad task %u", o, op->task);
-        if (op->n_in < d->min_in || op->n_in > d->max_in)
-            FAIL(HFX_ERR_OP, r + 4, "op %u (%s): %u inputs, expected %u..%u", o, d->name, op->n_in, d->min_in,
-                 d->max_in);
-        if (op->n_out != 1) FAIL(HFX_ERR_OP, r + 5, "op %u (%s): %u outputs, expected 1", o, d->name, op->n_out);
-        if (rd_u16(rec + 6) != 0) FAIL(HFX_ERR_OP, r + 6, "op %u: reserved field must be 0", o);
-        for (uint32_t i = 0; i < HFX_MAX_OP_INPUTS; i++) {
-            uint32_t id = rd_u32(rec + 8 + 4 * i);
-            op->in[i] = id;
-            if (i >= op->n_in) {
-                if (id != HFX_NO_TENSOR) FAIL(HFX_ERR_OP, r + 8 + 4 * i, "op %u: unused input slot %u must be 0xffffffff", o, i);
-                continue;
-            }
-            if (id >= n_tensors) FAIL(HFX_ERR_OP, r + 8 + 4 * i, "op %u: input %u tensor id %u out of range", o, i, id);
-            const hfx_tensor *T = &p->tensors[id];
-            if (T->task != op->task)
-                FAIL(HFX_ERR_GRAPH, r + 8 + 4 * i, "op %u: input tensor %u belongs to the other task", o, id);
-            if ((T->role == HFX_ROLE_SCRATCH || T->role == HFX_ROLE_OUTPUT) && !written[id])
-                FAIL(HFX_ERR_GRAPH, r + 8 + 4 * i, "op %u: reads tensor %u before any op writes it", o, id);
-            if (T->dtype != HFX_DTYPE_F32)
-                FAIL(HFX_ERR_DTYPE, r + 8 + 4 * i, "op %u: tensor %u dtype %u unsupported (v1: f32)", o, id, T->dtype);
-        }
-        for (uint32_t i = 0; i < HFX_MAX_OP_OUTPUTS; i++) {
-            uint32_t id = rd_u32(rec + 40 + 4 * i);
-            op->out[i] = id;
-            if (i >= op->n_out) {
-                if (id != HFX_NO_TENSOR) FAIL(HFX_ERR_OP, r + 40 + 4 * i, "op %u: unused output slot must be 0xffffffff", o);
-                continue;
-            }
-            if (id >= n_tensors) FAIL(HFX_ERR_OP, r + 40 + 4 * i, "op %u: output tensor id %u out of range", o, id);
-            const hfx_tensor *T = &p->tensors[id];
-            if (T->task != op->task)
-                FAIL(HFX_ERR_GRAPH, r + 40 + 4 * i, "op %u: output tensor %u belongs to the other task", o, id);
-            if (T->role != HFX_ROLE_SCRATCH && T->role != HFX_ROLE_OUTPUT)
-                FAIL(HFX_ERR_GRAPH, r + 40 + 4 * i, "op %u: writes tensor %u which is an input or constant", o, id);
-            if (written[id]) FAIL(HFX_ERR_GRAPH, r + 40 + 4 * i, "op %u: tensor %u written twice", o, id);
-            for (uint32_t k = 0; k < op->n_in; k++)
-                if (op->in[k] == id) FAIL(HFX_ERR_GRAPH, r + 40 + 4 * i, "op %u: tensor %u is input and output", o, id);
-            if (T->dtype != HFX_DTYPE_F32)
-                FAIL(HFX_ERR_DTYPE, r + 40 + 4 * i, "op %u: tensor %u dtype %u unsupported (v1: f32)", o, id, T->dtype);
-        }
-        for (uint32_t i = 0; i < HFX_OP_PARAMS; i++) {
-            op->params[i] = (int32_t)rd_u32(rec + 48 + 4 * i);
-            if (i >= d->n_params && op->params[i] != 0)
-                FAIL(HFX_ERR_PARAM, r + 48 + 4 * i, "op %u (%s): param %u must be 0", o, d->name, i);
-        }
-        vctx v = {p, err, r, o};
-        status = validate_op_shapes(&v, op);
-        if (status) goto fail;
-        /* commit dataflow */
-        op->task_index = p->n_task_ops[op->task];
-        p->task_ops[op->task][p->n_task_ops[op->task]++] = o;
-        for (uint32_t i = 0; i < op->n_in; i++) {
-            hfx_tensor *T = &p->tensors[op->in[i]];
-            T->last_use = op->task_index;
-        }
-        for (uint32_t i = 0; i < op->n_out; i++) {
-            hfx_tensor *T = &p->tensors[op->out[i]];
-            written[op->out[i]] = 1;
-            T->producer = o;
-            T->first_use = op->task_index;
-            T->last_use = op->task_index;
-        }
-        status = hfx_plan_op(p, op);
-        if (status) FAIL(status, r, "op %u (%s): cannot plan work items", o, d->name);
-        p->task_items[op->task] += op->plan.n_items;
-        if (op->plan.ws_bytes > p->ws_bytes) p->ws_bytes = op->plan.ws_bytes;
-    }
-    for (uint32_t t = 0; t < n_tensors; t++) {
-        const hfx_tensor *T = &p->tensors[t];
-        if ((T->role == HFX_ROLE_OUTPUT || T->role == HFX_ROLE_SCRATCH) && !written[t])
-            FAIL(HFX_ERR_GRAPH, tensors_off + (size_t)t * HFX_TENSOR_RECORD_BYTES + 1,
-                 "tensor %u (%s) is never written", t, T->role == HFX_ROLE_OUTPUT ? "output" : "scratch");
-    }
-    status = hfx_arena_place(p, err);
-    if (status) goto fail;
-    hfx_plat_free(written);
     *out = p;
     return HFX_OK;
-
-fail:
-    hfx_plat_free(written);
-    hfx_program_free(p);
-    if (status == HFX_OK) status = HFX_ERR_NOMEM;
-    return status;
 }

@@ -109,9 +109,15 @@ static inline uint64_t hfxb_numel(const hfxb *b, uint32_t id) {
     return n;
 }
 
+/* The engine class an op gets unless a test says otherwise: the first of MATRIX, COPY, VECTOR that
+ * its ops.def row allows (a linear RESIZE must be given VECTOR). */
 static inline int hfxb_default_engine(uint32_t opcode) {
-    if (opcode == HFX_OP_GEMM || opcode == HFX_OP_CONV2D) return HFX_ENGINE_MATRIX;
-    if (opcode >= HFX_OP_TRANSPOSE && opcode <= HFX_OP_RESIZE) return HFX_ENGINE_COPY; /* linear RESIZE: VECTOR */
+    uint32_t engines = 0;
+#define HFX_OP(NAME, label, min_in, max_in, n_out, engines_, ...) \
+    if (opcode == HFX_OP_##NAME) engines = (engines_);
+#include "hexfuse/ops.def"
+    if (engines & HFX_ENGINE_BIT(MATRIX)) return HFX_ENGINE_MATRIX;
+    if (engines & HFX_ENGINE_BIT(COPY)) return HFX_ENGINE_COPY;
     return HFX_ENGINE_VECTOR;
 }
 

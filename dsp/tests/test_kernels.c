@@ -300,6 +300,48 @@ static void test_unary_special(void) {
     }
 }
 
+/* Clip, Neg, Sqrt are exact in f32: the kernel must give the reference's bits (NaN: any NaN) */
+static float ref_clip_neg_sqrt(uint32_t opc, float x, float lo, float hi) {
+    if (opc == HFX_OP_NEG) return -x;
+    if (opc == HFX_OP_SQRT) return (float)sqrt((double)x); /* sqrt of a float is exact in double */
+    return x != x ? x : x < lo ? (lo > hi ? hi : lo) : x > hi ? hi : x;
+}
+
+static void test_clip_neg_sqrt(void) {
+    static const float special[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-40f, -1e-40f, 6.0f, 5.999f, -1.0f};
+    static const float bounds[][2] = {{0.0f, 6.0f}, {-INFINITY, 1.5f}, {-2.0f, INFINITY}, {3.0f, -3.0f}};
+    static const uint32_t sizes[] = {10, 32769, 100003};
+    static const uint32_t ops[] = {HFX_OP_CLIP, HFX_OP_NEG, HFX_OP_SQRT};
+    for (int k = 0; k < 3; k++)
+        for (int s = 0; s < 3; s++)
+            for (int c = 0; c < (ops[k] == HFX_OP_CLIP ? 4 : 1); c++) {
+                uint32_t n = sizes[s];
+                float lo = bounds[c][0], hi = bounds[c][1];
+                float *X = rand_buf(n, ops[k] == HFX_OP_SQRT ? 0.0f : -8.0f, 8.0f), *O = calloc(n, 4);
+                memcpy(X, special, sizeof special); /* n >= 10 */
+                int32_t p[HFX_OP_PARAMS] = {0};
+                if (ops[k] == HFX_OP_CLIP) p[HFX_P_CLIP_MIN] = hfxb_bits(lo), p[HFX_P_CLIP_MAX] = hfxb_bits(hi);
+                hfxb b;
+                hfxb_init(&b);
+                uint32_t x = hfxb_input(&b, s % 2, HFXB_DIMS(n)), o = hfxb_output(&b, s % 2, HFXB_DIMS(n));
+                hfxb_op_add(&b, s % 2, ops[k], -1, 1, &x, o, ops[k] == HFX_OP_CLIP ? p : NULL);
+                const void *ins[1] = {X};
+                void *outs[1] = {O};
+                if (run_prog(&b, ins, 1, outs, 1)) {
+                    uint32_t i = 0;
+                    float r = 0.0f;
+                    for (; i < n; i++) {
+                        r = ref_clip_neg_sqrt(ops[k], X[i], lo, hi);
+                        if (isnan(r) ? !isnan(O[i]) : memcmp(&O[i], &r, 4) != 0) break;
+                    }
+                    CHECK_MSG(i == n, "op %u [%g, %g] n=%u x=%g: got %g want %g", ops[k], (double)lo, (double)hi, n,
+                              (double)X[i < n ? i : 0], (double)O[i < n ? i : 0], (double)r);
+                }
+                hfxb_free(&b);
+                free(X), free(O);
+            }
+}
+
 static void test_hardsigmoid(void) {
     static const uint32_t sizes[] = {1, 5, 32768, 65537};
     for (int s = 0; s < 4; s++)
@@ -697,6 +739,7 @@ int main(void) {
     RUN_TEST(test_slice);
     RUN_TEST(test_concat_copy);
     RUN_TEST(test_hardsigmoid);
+    RUN_TEST(test_clip_neg_sqrt);
     RUN_TEST(test_pool);
     RUN_TEST(test_global_avgpool);
     RUN_TEST(test_resize);

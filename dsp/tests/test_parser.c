@@ -346,6 +346,22 @@ static uint32_t hardsigmoid_prog(hfxb *b, int v) {
     return hfxb_hardsigmoid(b, 0, x, o, v == 1 ? nan : 0.2f, 0.5f);
 }
 
+/* Clip (v 0..4), Neg (5..7), Sqrt (8..10) on [3,4] */
+static uint32_t clip_neg_sqrt_prog(hfxb *b, int v) {
+    uint32_t x = hfxb_input(b, 0, HFXB_DIMS(3, 4));
+    uint32_t o = v == 3 || v == 7 ? hfxb_output(b, 0, HFXB_DIMS(4, 3)) : hfxb_output(b, 0, HFXB_DIMS(3, 4));
+    int32_t p[HFX_OP_PARAMS] = {0};
+    uint32_t opc = v <= 4 ? HFX_OP_CLIP : v <= 7 ? HFX_OP_NEG : HFX_OP_SQRT;
+    if (opc == HFX_OP_CLIP) {
+        p[HFX_P_CLIP_MIN] = hfxb_bits(v == 2 ? -INFINITY : 0.0f); /* an infinite bound is no bound */
+        p[HFX_P_CLIP_MAX] = v == 1 ? (int32_t)0x7fc00000 : hfxb_bits(6.0f); /* NaN */
+        if (v == 4) p[2] = 1; /* beyond Clip's two params */
+    }
+    if (v == 6 || v == 10) p[0] = 1; /* Neg and Sqrt have no params */
+    int engine = v == 9 ? HFX_ENGINE_MATRIX : -1;
+    return hfxb_op_add(b, 0, opc, engine, 1, &x, o, p);
+}
+
 /* MaxPool / AveragePool on [1,2,9,8]: k 3x2, s 2x2, pads t 1 l 0 b 1 r 1 -> [1,2,5,4]:
  * H (9+2-2-1)/2+1 = 5, W (8+1-1-1)/2+1 = 4 */
 static uint32_t pool_prog(hfxb *b, int v) {
@@ -474,6 +490,10 @@ static void test_pool_resize_activation_ops(void) {
     expect_parse(hardsigmoid_prog, 3, HFX_OK, "hardswish");
     expect_parse(hardsigmoid_prog, 4, HFX_ERR_PARAM, "hardswish");
     expect_parse(hardsigmoid_prog, 5, HFX_ERR_OP, "hardswish");       /* copy engine */
+    static const hfx_status clip_neg_sqrt[] = {HFX_OK, HFX_ERR_PARAM, HFX_OK,        HFX_ERR_SHAPE,
+                                               HFX_ERR_PARAM, HFX_OK, HFX_ERR_PARAM, HFX_ERR_SHAPE,
+                                               HFX_OK, HFX_ERR_OP, HFX_ERR_PARAM};
+    for (int v = 0; v < 11; v++) expect_parse(clip_neg_sqrt_prog, v, clip_neg_sqrt[v], "clip/neg/sqrt");
     for (int base = 0; base <= 20; base += 20) {
         const char *name = base ? "avgpool" : "maxpool";
         expect_parse(pool_prog, base + 0, HFX_OK, name);

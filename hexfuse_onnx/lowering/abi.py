@@ -68,6 +68,7 @@ class Opcode(IntEnum):
     SUB = 11
     MUL = 12
     DIV = 13
+    SQRT = 19
     RELU = 20
     SIGMOID = 21
     TANH = 22
@@ -76,6 +77,8 @@ class Opcode(IntEnum):
     EXP = 25
     HARDSIGMOID = 26
     HARDSWISH = 27
+    CLIP = 28
+    NEG = 29
     SOFTMAX = 30
     LAYERNORM = 31
     RMSNORM = 32
@@ -149,6 +152,11 @@ class HardSigmoidParam(IntEnum):
     BETA = 1
 
 
+class ClipParam(IntEnum):
+    MIN = 0  # f32 bits
+    MAX = 1  # f32 bits
+
+
 class ResizeParam(IntEnum):
     MODE = 0
     COORD = 1
@@ -191,6 +199,7 @@ C_PREFIX: dict[type[IntEnum], str] = {
     ReduceParam: "HFX_P_REDUCE_",
     SliceParam: "HFX_P_SLICE_",
     HardSigmoidParam: "HFX_P_HARDSIGMOID_",
+    ClipParam: "HFX_P_CLIP_",
     ResizeParam: "HFX_P_RESIZE_",
     ResizeMode: "HFX_RESIZE_",
     ResizeCoord: "HFX_RESIZE_COORD_",

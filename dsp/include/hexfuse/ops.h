@@ -24,6 +24,41 @@
 #define HFX_TENSOR_RECORD_BYTES 48u
 #define HFX_OP_RECORD_BYTES 176u
 
+/* Byte offsets of the fields within the header (all little-endian) */
+#define HFX_HDR_MAGIC 0         /* u32 */
+#define HFX_HDR_VERSION 4       /* u16 */
+#define HFX_HDR_HEADER_BYTES 6  /* u16 */
+#define HFX_HDR_TOTAL_BYTES 8   /* u32, CRC included */
+#define HFX_HDR_FLAGS 12        /* u32 */
+#define HFX_HDR_N_TENSORS 16    /* u32 */
+#define HFX_HDR_N_OPS 20        /* u32 */
+#define HFX_HDR_N_IO 24         /* u16[4]: inputs A, inputs B, outputs A, outputs B */
+#define HFX_HDR_TENSORS_OFFSET 32 /* u32 */
+#define HFX_HDR_OPS_OFFSET 36   /* u32 */
+#define HFX_HDR_DATA_OFFSET 40  /* u32 */
+#define HFX_HDR_DATA_BYTES 44   /* u32 */
+
+/* ... within a tensor record */
+#define HFX_TREC_DTYPE 0      /* u8 */
+#define HFX_TREC_ROLE 1       /* u8 */
+#define HFX_TREC_TASK 2       /* u8 */
+#define HFX_TREC_RANK 3       /* u8 */
+#define HFX_TREC_IO_INDEX 4   /* u32 */
+#define HFX_TREC_DIMS 8       /* u32[HFX_MAX_RANK] */
+#define HFX_TREC_DATA_OFFSET 40 /* u32, constants: from the data section start */
+#define HFX_TREC_DATA_BYTES 44  /* u32 */
+
+/* ... within an op record */
+#define HFX_OREC_OPCODE 0   /* u16 */
+#define HFX_OREC_ENGINE 2   /* u8 */
+#define HFX_OREC_TASK 3     /* u8 */
+#define HFX_OREC_N_IN 4     /* u8 */
+#define HFX_OREC_N_OUT 5    /* u8 */
+#define HFX_OREC_RESERVED 6 /* u16, 0 */
+#define HFX_OREC_INPUTS 8   /* u32[HFX_MAX_OP_INPUTS] tensor ids */
+#define HFX_OREC_OUTPUTS 40 /* u32[HFX_MAX_OP_OUTPUTS] tensor ids */
+#define HFX_OREC_PARAMS 48  /* i32[HFX_OP_PARAMS] */
+
 #define HFX_MAX_RANK 8u
 #define HFX_MAX_OP_INPUTS 8u
 #define HFX_MAX_OP_OUTPUTS 2u
@@ -42,13 +77,15 @@
 enum hfx_task { HFX_TASK_A = 0, HFX_TASK_B = 1, HFX_NUM_TASKS = 2 };
 
 /* Engine classes. A matrix worker owns the matrix engine (HMX on Hexagon,
- * BLAS on the host). Vector workers run VECTOR and COPY items. */
+ * BLAS on the host). Vector workers run VECTOR and COPY items. An op's
+ * allowed classes are a mask of HFX_ENGINE_BIT()s in ops.def. */
 enum hfx_engine {
     HFX_ENGINE_MATRIX = 0,
     HFX_ENGINE_VECTOR = 1,
     HFX_ENGINE_COPY = 2, /* DMA / memory movement */
     HFX_NUM_ENGINES = 3
 };
+#define HFX_ENGINE_BIT(e) (1u << HFX_ENGINE_##e)
 
 enum hfx_dtype {
     HFX_DTYPE_F32 = 1,
@@ -68,6 +105,9 @@ enum hfx_role {
     HFX_ROLE_SCRATCH = 4   /* intermediate, placed in the on-chip arena */
 };
 
+/* Opcodes: the numbers of the program format. Each has exactly one row in
+ * hexfuse/ops.def (its arity, engines and family functions); the compiler
+ * checks that (a generated switch without default, -Wswitch-enum). */
 enum hfx_opcode {
     /* matrix */
     HFX_OP_GEMM = 1,   /* MatMul and Gemm: in A, B [, C]; batched, numpy broadcast of batch dims */
@@ -77,6 +117,7 @@ enum hfx_opcode {
     HFX_OP_SUB = 11,
     HFX_OP_MUL = 12,
     HFX_OP_DIV = 13,
+    HFX_OP_SQRT = 19, /* unary, numbered here because 20..29 is full */
     /* unary activations */
     HFX_OP_RELU = 20,
     HFX_OP_SIGMOID = 21,
@@ -86,6 +127,8 @@ enum hfx_opcode {
     HFX_OP_EXP = 25,
     HFX_OP_HARDSIGMOID = 26, /* max(0, min(1, alpha x + beta)) */
     HFX_OP_HARDSWISH = 27,   /* x max(0, min(1, x / 6 + 1 / 2)) */
+    HFX_OP_CLIP = 28,        /* min(max(x, lo), hi): ONNX Clip, ReLU6 */
+    HFX_OP_NEG = 29,         /* -x */
     /* row-wise */
     HFX_OP_SOFTMAX = 30,   /* in X; any axis */
     HFX_OP_LAYERNORM = 31, /* in X, scale [, bias]; normalizes axes [axis, rank) */
@@ -168,6 +211,11 @@ enum hfx_resize_nearest_mode {
 /* HARDSIGMOID: y = max(0, min(1, alpha * x + beta)); f32 bits, finite */
 #define HFX_P_HARDSIGMOID_ALPHA 0
 #define HFX_P_HARDSIGMOID_BETA 1
+
+/* CLIP: y = min(max(x, min), max) as ONNX Runtime (min > max gives max);
+ * f32 bits, not NaN (+-inf: no bound) */
+#define HFX_P_CLIP_MIN 0
+#define HFX_P_CLIP_MAX 1
 
 /* MAXPOOL, AVGPOOL (2-D, NCHW; pads/strides/dilations in CONV2D's order) */
 #define HFX_P_POOL_PAD_TOP 0      /* 0 .. kernel - 1 */

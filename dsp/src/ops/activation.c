@@ -1,5 +1,6 @@
-/* activation.c - Relu, Sigmoid, Tanh, Gelu (erf), SiLU, Exp, HardSigmoid,
- * HardSwish. An item is a chunk of elements. */
+/* activation.c - the unary elementwise ops: Relu, Sigmoid, Tanh, Gelu (erf),
+ * SiLU, Exp, HardSigmoid, HardSwish, Clip, Neg, Sqrt. An item is a chunk of
+ * elements. */
 #include <math.h>
 
 #include "kernels.h"
@@ -11,14 +12,41 @@ static inline float hfx_clamp01(float v) {
     return v > 1.0f ? 1.0f : v;
 }
 
+/* HARDSIGMOID: alpha, beta finite; CLIP: bounds not NaN */
+static hfx_status validate_float_params(hfx_vctx *v, const hfx_op *op) {
+    if (op->opcode == HFX_OP_HARDSIGMOID) {
+        for (int i = 0; i < 2; i++)
+            if (!hfx_finite_f32(op->params[i]))
+                return hfx_vfail(v, HFX_ERR_PARAM, HFX_PARAM_OFF(v, i), "op %u: HardSigmoid alpha/beta not finite",
+                                 v->index);
+    }
+    if (op->opcode == HFX_OP_CLIP) {
+        for (int i = HFX_P_CLIP_MIN; i <= HFX_P_CLIP_MAX; i++)
+            if ((op->params[i] & 0x7fffffff) > 0x7f800000)
+                return hfx_vfail(v, HFX_ERR_PARAM, HFX_PARAM_OFF(v, i), "op %u: Clip min/max is NaN", v->index);
+    }
+    return HFX_OK;
+}
+
+hfx_status hfx_validate_unary(hfx_vctx *v, hfx_op *op) {
+    hfx_status st = validate_float_params(v, op);
+    return st ? st : hfx_same_as_input(v, op);
+}
+
+hfx_status hfx_plan_unary(const hfx_program *p, hfx_op *op) {
+    return hfx_plan_chunks(op, p->tensors[op->out[0]].numel, HFX_EW_CHUNK);
+}
+
 HFX_VECTOR_KERNEL
-void hfx_k_unary(const hfx_kernel_args *a, uint32_t item) {
+void hfx_run_unary(const hfx_kernel_args *a, uint32_t item) {
     const hfx_op *op = a->op;
     const hfx_tensor *ot = &a->prog->tensors[op->out[0]];
     const float *x = a->in[0];
     float *o = a->out[0];
+    hfx_chunk_plan pl;
+    HFX_PLAN_LOAD(pl, op);
     uint64_t b, e;
-    hfx_plan_range(ot->numel, op->plan.v[0], item, &b, &e);
+    hfx_plan_range(ot->numel, pl.elems_per_item, item, &b, &e);
     switch (op->opcode) {
     case HFX_OP_RELU:
         for (uint64_t i = b; i < e; i++) o[i] = x[i] > 0.0f ? x[i] : 0.0f;
@@ -50,8 +78,23 @@ void hfx_k_unary(const hfx_kernel_args *a, uint32_t item) {
             o[i] = x[i] * hfx_clamp01(t + 0.5f);
         }
         break;
-    default:
+    case HFX_OP_EXP:
         for (uint64_t i = b; i < e; i++) o[i] = hfx_exp(x[i]);
+        break;
+    case HFX_OP_CLIP: {
+        float lo = hfx_f32_from_bits(op->params[HFX_P_CLIP_MIN]);
+        float hi = hfx_f32_from_bits(op->params[HFX_P_CLIP_MAX]);
+        for (uint64_t i = b; i < e; i++) {
+            float t = x[i] < lo ? lo : x[i]; /* compare-and-select: a NaN stays NaN */
+            o[i] = t > hi ? hi : t;
+        }
+        break;
+    }
+    case HFX_OP_NEG:
+        for (uint64_t i = b; i < e; i++) o[i] = -x[i];
+        break;
+    case HFX_OP_SQRT:
+        for (uint64_t i = b; i < e; i++) o[i] = sqrtf(x[i]);
         break;
     }
 }

@@ -5,15 +5,92 @@
 
 #include "kernels.h"
 
+#define CONV_WS_MAX (512u * 1024u) /* im2col bytes per item */
+
+typedef struct conv_plan {
+    uint64_t images, groups;
+    uint64_t pixels_per_item, blocks; /* output pixels per item, items per (image, group) */
+    uint64_t direct;                  /* 1x1, stride 1, no pads: no im2col */
+    uint64_t kk;                      /* C/g * kh * kw */
+    uint64_t pixels;                  /* OH * OW */
+} conv_plan;
+
+hfx_status hfx_validate_conv2d(hfx_vctx *v, hfx_op *op) {
+    const hfx_program *p = v->p;
+    const hfx_tensor *x = &p->tensors[op->in[0]], *w = &p->tensors[op->in[1]], *y = &p->tensors[op->out[0]];
+    const int32_t *pr = op->params;
+    for (int i = 0; i <= HFX_P_CONV_GROUP; i++) {
+        int32_t lo = i < HFX_P_CONV_STRIDE_H ? 0 : 1;
+        if (pr[i] < lo || pr[i] > 65535)
+            return hfx_vfail(v, HFX_ERR_PARAM, HFX_PARAM_OFF(v, i), "op %u: conv param %d = %d out of range", v->index,
+                             i, (int)pr[i]);
+    }
+    if (x->rank != 4 || w->rank != 4)
+        return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, x->rank != 4 ? 0 : 1), "op %u: Conv2D needs rank-4 X and W",
+                         v->index);
+    uint32_t g = (uint32_t)pr[HFX_P_CONV_GROUP];
+    uint32_t c = x->dims[1], m = w->dims[0];
+    if (c % g != 0 || m % g != 0 || w->dims[1] != c / g)
+        return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, 1), "op %u: Conv2D channels/group mismatch", v->index);
+    uint32_t od[4] = {x->dims[0], m, 0, 0};
+    for (int a = 0; a < 2; a++) {
+        int64_t in = x->dims[2 + a], k = w->dims[2 + a];
+        int64_t pad = (int64_t)pr[HFX_P_CONV_PAD_TOP + a] + pr[HFX_P_CONV_PAD_BOTTOM + a];
+        int64_t ek = (int64_t)pr[HFX_P_CONV_DILATION_H + a] * (k - 1) + 1;
+        int64_t span = in + pad - ek;
+        if (span < 0)
+            return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, 1), "op %u: Conv2D kernel larger than padded input",
+                             v->index);
+        od[2 + a] = (uint32_t)(span / pr[HFX_P_CONV_STRIDE_H + a] + 1);
+    }
+    if (!hfx_same_shape(y, od, 4)) return hfx_shape_err(v, "Conv2D");
+    if (op->n_in == 3) {
+        const hfx_tensor *bias = &p->tensors[op->in[2]];
+        if (bias->rank != 1 || bias->dims[0] != m)
+            return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, 2), "op %u: Conv2D bias must be [M]", v->index);
+    }
+    return HFX_OK;
+}
+
+/* Blocks of output pixels of one (image, group) of about HFX_GEMM_ITEM_FLOPS, the im2col of a block
+ * at most CONV_WS_MAX bytes, evened out. */
+hfx_status hfx_plan_conv2d(const hfx_program *p, hfx_op *op) {
+    const hfx_tensor *x = &p->tensors[op->in[0]], *w = &p->tensors[op->in[1]], *y = &p->tensors[op->out[0]];
+    const int32_t *pr = op->params;
+    conv_plan pl = {0};
+    pl.images = x->dims[0];
+    pl.groups = (uint64_t)pr[HFX_P_CONV_GROUP];
+    pl.kk = (uint64_t)w->dims[1] * w->dims[2] * w->dims[3];
+    pl.pixels = (uint64_t)y->dims[2] * y->dims[3];
+    uint64_t mg = w->dims[0] / pl.groups;
+    pl.direct = w->dims[2] == 1 && w->dims[3] == 1 && pr[HFX_P_CONV_PAD_TOP] == 0 && pr[HFX_P_CONV_PAD_LEFT] == 0 &&
+                pr[HFX_P_CONV_PAD_BOTTOM] == 0 && pr[HFX_P_CONV_PAD_RIGHT] == 0 && pr[HFX_P_CONV_STRIDE_H] == 1 &&
+                pr[HFX_P_CONV_STRIDE_W] == 1;
+    uint64_t pb = hfx_per_item_for(2 * mg * pl.kk, HFX_GEMM_ITEM_FLOPS);
+    if (!pl.direct) {
+        uint64_t cap = CONV_WS_MAX / (pl.kk * 4);
+        if (cap == 0) cap = 1;
+        if (pb > cap) pb = cap;
+    }
+    if (pb > pl.pixels) pb = pl.pixels;
+    pl.blocks = hfx_ceil_div(pl.pixels, pb);
+    pl.pixels_per_item = hfx_ceil_div(pl.pixels, pl.blocks);
+    op->plan.ws_bytes = pl.direct ? 0 : (size_t)(pl.kk * pl.pixels_per_item * 4);
+    HFX_PLAN_STORE(op, pl);
+    return hfx_plan_set_items(op, pl.images * pl.groups * pl.blocks);
+}
+
 HFX_VECTOR_KERNEL
-void hfx_k_conv2d(const hfx_kernel_args *a, uint32_t item) {
+void hfx_run_conv2d(const hfx_kernel_args *a, uint32_t item) {
     const hfx_op *op = a->op;
     const hfx_program *p = a->prog;
     const hfx_tensor *xt = &p->tensors[op->in[0]], *wt = &p->tensors[op->in[1]];
     const hfx_tensor *yt = &p->tensors[op->out[0]];
     const int32_t *pr = op->params;
-    const uint64_t *v = op->plan.v;
-    uint64_t groups = v[1], pb = v[2], nb = v[3], direct = v[4], kk = v[5], pix = v[6];
+    conv_plan plan;
+    HFX_PLAN_LOAD(plan, op);
+    uint64_t groups = plan.groups, pb = plan.pixels_per_item, nb = plan.blocks, direct = plan.direct, kk = plan.kk;
+    uint64_t pix = plan.pixels;
     uint64_t pbi = item % nb, g = (item / nb) % groups, n = item / nb / groups;
     uint64_t c = xt->dims[1], h = xt->dims[2], w = xt->dims[3];
     uint64_t m = wt->dims[0], mg = m / groups, cg = c / groups;

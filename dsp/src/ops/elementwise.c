@@ -3,36 +3,63 @@
 #include "kernels.h"
 
 static void run(uint16_t opc, const float *x, uint64_t sx, const float *y, uint64_t sy, float *o, uint64_t n) {
-#define LOOP(EXPR)                                                                   \
-    do {                                                                             \
-        if (sx == 1 && sy == 1)                                                      \
-            for (uint64_t i = 0; i < n; i++) { float a_ = x[i], b_ = y[i]; o[i] = EXPR; } \
-        else if (sx == 1 && sy == 0)                                                 \
-            for (uint64_t i = 0; i < n; i++) { float a_ = x[i], b_ = y[0]; o[i] = EXPR; } \
-        else if (sx == 0 && sy == 1)                                                 \
-            for (uint64_t i = 0; i < n; i++) { float a_ = x[0], b_ = y[i]; o[i] = EXPR; } \
-        else                                                                         \
-            for (uint64_t i = 0; i < n; i++) { float a_ = x[i * sx], b_ = y[i * sy]; o[i] = EXPR; } \
+#define LOOP(EXPR)                                    \
+    do {                                              \
+        if (sx == 1 && sy == 1)                       \
+            for (uint64_t i = 0; i < n; i++) {        \
+                float a_ = x[i], b_ = y[i];           \
+                o[i] = EXPR;                          \
+            }                                         \
+        else if (sx == 1 && sy == 0)                  \
+            for (uint64_t i = 0; i < n; i++) {        \
+                float a_ = x[i], b_ = y[0];           \
+                o[i] = EXPR;                          \
+            }                                         \
+        else if (sx == 0 && sy == 1)                  \
+            for (uint64_t i = 0; i < n; i++) {        \
+                float a_ = x[0], b_ = y[i];           \
+                o[i] = EXPR;                          \
+            }                                         \
+        else                                          \
+            for (uint64_t i = 0; i < n; i++) {        \
+                float a_ = x[i * sx], b_ = y[i * sy]; \
+                o[i] = EXPR;                          \
+            }                                         \
     } while (0)
     switch (opc) {
     case HFX_OP_ADD: LOOP(a_ + b_); break;
     case HFX_OP_SUB: LOOP(a_ - b_); break;
     case HFX_OP_MUL: LOOP(a_ * b_); break;
-    default: LOOP(a_ / b_); break;
+    case HFX_OP_DIV: LOOP(a_ / b_); break;
     }
 #undef LOOP
 }
 
+hfx_status hfx_validate_binary(hfx_vctx *v, hfx_op *op) {
+    const hfx_tensor *x = &v->p->tensors[op->in[0]], *b = &v->p->tensors[op->in[1]];
+    uint32_t od[HFX_MAX_RANK], orank = 0;
+    if (!hfx_broadcast2(x->dims, x->rank, b->dims, b->rank, od, &orank))
+        return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, 1), "op %u: inputs do not broadcast", v->index);
+    if (!hfx_same_shape(&v->p->tensors[op->out[0]], od, orank)) return hfx_shape_err(v, "the broadcast of the inputs");
+    return HFX_OK;
+}
+
+hfx_status hfx_plan_binary(const hfx_program *p, hfx_op *op) {
+    return hfx_plan_chunks(op, p->tensors[op->out[0]].numel, HFX_EW_CHUNK);
+}
+
 HFX_VECTOR_KERNEL
-void hfx_k_binary(const hfx_kernel_args *a, uint32_t item) {
+void hfx_run_binary(const hfx_kernel_args *a, uint32_t item) {
     const hfx_op *op = a->op;
     const hfx_program *p = a->prog;
     const hfx_tensor *xt = &p->tensors[op->in[0]], *yt = &p->tensors[op->in[1]];
     const hfx_tensor *ot = &p->tensors[op->out[0]];
     const float *X = a->in[0], *Y = a->in[1];
     float *O = a->out[0];
+    hfx_chunk_plan pl;
+    HFX_PLAN_LOAD(pl, op);
     uint64_t b, e;
-    hfx_plan_range(ot->numel, op->plan.v[0], item, &b, &e);
+    hfx_plan_range(ot->numel, pl.elems_per_item, item, &b, &e);
     if (xt->numel == ot->numel && yt->numel == ot->numel) {
         run(op->opcode, X + b, 1, Y + b, 1, O + b, e - b);
         return;

@@ -1,4 +1,5 @@
-/* kernels.h - host op kernels (one C file per op family) and shared helpers. */
+/* kernels.h - shared by the op family files (one per family: its validation, plan and kernels;
+ * their entry points are declared from hexfuse/ops.def in core.h). */
 #ifndef HEXFUSE_OPS_KERNELS_H
 #define HEXFUSE_OPS_KERNELS_H
 
@@ -14,20 +15,19 @@
 #define HFX_VECTOR_KERNEL
 #endif
 
-void hfx_k_gemm(const hfx_kernel_args *a, uint32_t item);      /* matmul.c */
-void hfx_k_conv2d(const hfx_kernel_args *a, uint32_t item);    /* conv.c */
-void hfx_k_binary(const hfx_kernel_args *a, uint32_t item);    /* elementwise.c */
-void hfx_k_unary(const hfx_kernel_args *a, uint32_t item);     /* activation.c */
-void hfx_k_softmax(const hfx_kernel_args *a, uint32_t item);   /* softmax.c */
-void hfx_k_norm(const hfx_kernel_args *a, uint32_t item);      /* norm.c */
-void hfx_k_reduce(const hfx_kernel_args *a, uint32_t item);    /* reduce.c */
-void hfx_k_transpose(const hfx_kernel_args *a, uint32_t item); /* memory.c */
-void hfx_k_concat(const hfx_kernel_args *a, uint32_t item);
-void hfx_k_slice(const hfx_kernel_args *a, uint32_t item);
-void hfx_k_copy(const hfx_kernel_args *a, uint32_t item);
-void hfx_k_resize(const hfx_kernel_args *a, uint32_t item);         /* resize.c */
-void hfx_k_pool2d(const hfx_kernel_args *a, uint32_t item);         /* pool.c: MaxPool, AveragePool */
-void hfx_k_global_avgpool(const hfx_kernel_args *a, uint32_t item);
+/* Plan of the ops cut into ranges of output rows (all axes but the last):
+ * Transpose, Slice, Resize; about HFX_EW_CHUNK elements per item. */
+typedef struct hfx_rows_plan {
+    uint64_t rows, row_len, rows_per_item;
+} hfx_rows_plan;
+
+static inline hfx_status hfx_plan_rows(const hfx_program *p, hfx_op *op) {
+    const hfx_tensor *y = &p->tensors[op->out[0]];
+    uint64_t last = y->rank ? y->dims[y->rank - 1] : 1;
+    hfx_rows_plan pl = {y->numel / last, last, hfx_per_item_for(last, HFX_EW_CHUNK)};
+    HFX_PLAN_STORE(op, pl);
+    return hfx_plan_set_items(op, hfx_ceil_div(pl.rows, pl.rows_per_item));
+}
 
 /* Row-major element strides of t aligned to an output of rank `rank`:
  * strides[i] = 0 where t broadcasts (missing or size-1 axis). */

@@ -5,7 +5,84 @@
 
 #include "kernels.h"
 
+#define GEMM_MIN_ROWS 64u
+
+typedef struct gemm_plan {
+    uint64_t batch, m, n, k;
+    uint64_t split_cols; /* 0: blocks of rows, 1: blocks of columns */
+    uint64_t block;      /* rows or columns per item */
+    uint64_t blocks;     /* items per batch */
+} gemm_plan;
+
 void hfx_kernels_init(void) { scipy_openblas_set_num_threads(1); }
+
+hfx_status hfx_validate_gemm(hfx_vctx *v, hfx_op *op) {
+    const hfx_program *p = v->p;
+    const hfx_tensor *x = &p->tensors[op->in[0]], *b = &p->tensors[op->in[1]], *y = &p->tensors[op->out[0]];
+    int32_t ta = op->params[HFX_P_GEMM_TRANS_A], tb = op->params[HFX_P_GEMM_TRANS_B];
+    if ((ta != 0 && ta != 1) || (tb != 0 && tb != 1))
+        return hfx_vfail(v, HFX_ERR_PARAM, HFX_PARAM_OFF(v, ta != 0 && ta != 1 ? 0 : 1),
+                         "op %u: transA/transB must be 0 or 1", v->index);
+    if (!hfx_finite_f32(op->params[HFX_P_GEMM_ALPHA]) || !hfx_finite_f32(op->params[HFX_P_GEMM_BETA]))
+        return hfx_vfail(v, HFX_ERR_PARAM, HFX_PARAM_OFF(v, HFX_P_GEMM_ALPHA), "op %u: alpha/beta not finite",
+                         v->index);
+    if (op->n_in == 2 && op->params[HFX_P_GEMM_BETA] != 0)
+        return hfx_vfail(v, HFX_ERR_PARAM, HFX_PARAM_OFF(v, HFX_P_GEMM_BETA), "op %u: beta set without C", v->index);
+    if (x->rank < 2 || b->rank < 2)
+        return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, x->rank < 2 ? 0 : 1), "op %u: Gemm operands need rank >= 2",
+                         v->index);
+    uint32_t m = ta ? x->dims[x->rank - 1] : x->dims[x->rank - 2];
+    uint32_t ka = ta ? x->dims[x->rank - 2] : x->dims[x->rank - 1];
+    uint32_t kb = tb ? b->dims[b->rank - 1] : b->dims[b->rank - 2];
+    uint32_t n = tb ? b->dims[b->rank - 2] : b->dims[b->rank - 1];
+    if (ka != kb)
+        return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, 1), "op %u: Gemm K mismatch %u vs %u", v->index, ka, kb);
+    uint32_t od[HFX_MAX_RANK * 2], orank = 0;
+    if (!hfx_broadcast2(x->dims, x->rank - 2u, b->dims, b->rank - 2u, od, &orank))
+        return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, 1), "op %u: Gemm batch dims do not broadcast", v->index);
+    if (orank + 2 > HFX_MAX_RANK) return hfx_shape_err(v, "Gemm (rank too high)");
+    od[orank++] = m;
+    od[orank++] = n;
+    if (!hfx_same_shape(y, od, orank)) return hfx_shape_err(v, "Gemm");
+    if (op->n_in == 3 && !hfx_broadcastable_to(&p->tensors[op->in[2]], od, orank))
+        return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, 2), "op %u: Gemm C does not broadcast to the output",
+                         v->index);
+    return HFX_OK;
+}
+
+/* Blocks of at least GEMM_MIN_ROWS rows (a multiple of 16) of about HFX_GEMM_ITEM_FLOPS each, evened
+ * out; a short wide GEMM is cut into blocks of columns (a multiple of 64) instead. */
+hfx_status hfx_plan_gemm(const hfx_program *p, hfx_op *op) {
+    const hfx_tensor *x = &p->tensors[op->in[0]], *y = &p->tensors[op->out[0]];
+    gemm_plan pl = {0};
+    pl.m = y->dims[y->rank - 2];
+    pl.n = y->dims[y->rank - 1];
+    pl.k = op->params[HFX_P_GEMM_TRANS_A] ? x->dims[x->rank - 2] : x->dims[x->rank - 1];
+    pl.batch = y->numel / (pl.m * pl.n);
+    if (pl.m >= 2 * GEMM_MIN_ROWS || pl.n < 512) {
+        uint64_t block = hfx_per_item_for(2 * pl.n * pl.k, HFX_GEMM_ITEM_FLOPS);
+        if (block < GEMM_MIN_ROWS) block = GEMM_MIN_ROWS;
+        block = hfx_ceil_div(block, 16) * 16;
+        if (block >= pl.m) block = pl.m;
+        else {
+            uint64_t nb = hfx_ceil_div(pl.m, block); /* even out the blocks */
+            block = hfx_ceil_div(hfx_ceil_div(pl.m, nb), 16) * 16;
+            if (block > pl.m) block = pl.m;
+        }
+        pl.block = block;
+        pl.blocks = hfx_ceil_div(pl.m, block);
+    } else {
+        uint64_t block = hfx_per_item_for(2 * pl.m * pl.k, HFX_GEMM_ITEM_FLOPS);
+        if (block < 256) block = 256;
+        block = hfx_ceil_div(block, 64) * 64;
+        if (block > pl.n) block = pl.n;
+        pl.split_cols = 1;
+        pl.block = block;
+        pl.blocks = hfx_ceil_div(pl.n, block);
+    }
+    HFX_PLAN_STORE(op, pl);
+    return hfx_plan_set_items(op, pl.batch * pl.blocks);
+}
 
 /* offset of batch b of t (a matrix stack) within the broadcast batch dims of y */
 static uint64_t batch_offset(const hfx_tensor *t, const hfx_tensor *y, uint64_t b) {
@@ -24,8 +101,8 @@ static uint64_t batch_offset(const hfx_tensor *t, const hfx_tensor *y, uint64_t 
 }
 
 /* Fill rows [r0,r1) x cols [c0,c1) of output batch b with beta * C (broadcast). */
-static void fill_bias(const hfx_tensor *ct, const float *c, const hfx_tensor *y, uint64_t b, float beta,
-                      float *out, uint64_t r0, uint64_t r1, uint64_t c0, uint64_t c1) {
+static void fill_bias(const hfx_tensor *ct, const float *c, const hfx_tensor *y, uint64_t b, float beta, float *out,
+                      uint64_t r0, uint64_t r1, uint64_t c0, uint64_t c1) {
     uint64_t st[HFX_MAX_RANK];
     hfx_bcast_strides(ct, y->rank, st);
     uint64_t n = y->dims[y->rank - 1];
@@ -47,13 +124,14 @@ static void fill_bias(const hfx_tensor *ct, const float *c, const hfx_tensor *y,
     }
 }
 
-void hfx_k_gemm(const hfx_kernel_args *a, uint32_t item) {
+void hfx_run_gemm(const hfx_kernel_args *a, uint32_t item) {
     const hfx_op *op = a->op;
     const hfx_program *p = a->prog;
     const hfx_tensor *at = &p->tensors[op->in[0]], *bt = &p->tensors[op->in[1]];
     const hfx_tensor *y = &p->tensors[op->out[0]];
-    const uint64_t *v = op->plan.v;
-    uint64_t m = v[1], n = v[2], k = v[3], split = v[4], block = v[5], blocks = v[6];
+    gemm_plan pl;
+    HFX_PLAN_LOAD(pl, op);
+    uint64_t m = pl.m, n = pl.n, k = pl.k, split = pl.split_cols, block = pl.block, blocks = pl.blocks;
     uint64_t b = item / blocks, blk = item % blocks;
     int ta = op->params[HFX_P_GEMM_TRANS_A], tb = op->params[HFX_P_GEMM_TRANS_B];
     float alpha = hfx_f32_from_bits(op->params[HFX_P_GEMM_ALPHA]);
@@ -76,7 +154,7 @@ void hfx_k_gemm(const hfx_kernel_args *a, uint32_t item) {
     }
     const float *Ab = ta ? A + r0 : A + r0 * k;
     const float *Bb = tb ? B + c0 * k : B + c0;
-    scipy_cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                      (blasint)(r1 - r0), (blasint)(c1 - c0), (blasint)k, alpha, Ab, (blasint)(ta ? m : k), Bb,
-                      (blasint)(tb ? k : n), gb, Y + r0 * n + c0, (blasint)n);
+    scipy_cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)(r1 - r0),
+                      (blasint)(c1 - c0), (blasint)k, alpha, Ab, (blasint)(ta ? m : k), Bb, (blasint)(tb ? k : n), gb,
+                      Y + r0 * n + c0, (blasint)n);
 }

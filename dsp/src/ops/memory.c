@@ -3,6 +3,30 @@
  * Concat/Copy items are ranges of output elements. */
 #include "kernels.h"
 
+/* ---- Transpose ---- */
+
+hfx_status hfx_validate_transpose(hfx_vctx *v, hfx_op *op) {
+    const hfx_tensor *x = &v->p->tensors[op->in[0]];
+    uint32_t od[HFX_MAX_RANK], seen = 0;
+    for (uint32_t i = 0; i < HFX_MAX_RANK; i++) {
+        int32_t pi = op->params[HFX_P_PERM + i];
+        if (i >= x->rank) {
+            if (pi != 0)
+                return hfx_vfail(v, HFX_ERR_PARAM, HFX_PARAM_OFF(v, i), "op %u: perm[%u] beyond rank must be 0",
+                                 v->index, i);
+            continue;
+        }
+        if (pi < 0 || (uint32_t)pi >= x->rank || (seen & (1u << pi)))
+            return hfx_vfail(v, HFX_ERR_PARAM, HFX_PARAM_OFF(v, i), "op %u: perm is not a permutation", v->index);
+        seen |= 1u << pi;
+        od[i] = x->dims[pi];
+    }
+    if (!hfx_same_shape(&v->p->tensors[op->out[0]], od, x->rank)) return hfx_shape_err(v, "the permuted input");
+    return HFX_OK;
+}
+
+hfx_status hfx_plan_transpose(const hfx_program *p, hfx_op *op) { return hfx_plan_rows(p, op); }
+
 /* input offset of output row `row` (multi-index over output dims[:-1]) */
 static uint64_t row_offset(const hfx_tensor *ot, uint64_t row, const uint64_t *in_stride_per_out_axis) {
     uint64_t off = 0;
@@ -13,15 +37,16 @@ static uint64_t row_offset(const hfx_tensor *ot, uint64_t row, const uint64_t *i
     return off;
 }
 
-void hfx_k_transpose(const hfx_kernel_args *a, uint32_t item) {
+void hfx_run_transpose(const hfx_kernel_args *a, uint32_t item) {
     const hfx_op *op = a->op;
     const hfx_tensor *xt = &a->prog->tensors[op->in[0]], *ot = &a->prog->tensors[op->out[0]];
     const float *x = a->in[0];
     float *o = a->out[0];
-    const uint64_t *v = op->plan.v;
-    uint64_t last = v[1];
+    hfx_rows_plan pl;
+    HFX_PLAN_LOAD(pl, op);
+    uint64_t last = pl.row_len;
     uint64_t b, e;
-    hfx_plan_range(v[0], v[2], item, &b, &e);
+    hfx_plan_range(pl.rows, pl.rows_per_item, item, &b, &e);
     if (ot->rank == 0) {
         o[0] = x[0];
         return;
@@ -52,15 +77,67 @@ void hfx_k_transpose(const hfx_kernel_args *a, uint32_t item) {
     }
 }
 
-void hfx_k_slice(const hfx_kernel_args *a, uint32_t item) {
+/* ---- Slice ---- */
+
+uint64_t hfx_slice_axis(int64_t dim, int64_t start, int64_t end, int64_t step, int64_t *first) {
+    if (start < 0) start += dim;
+    if (end < 0) end += dim;
+    if (step > 0) {
+        if (start < 0) start = 0;
+        if (start > dim) start = dim;
+        if (end < 0) end = 0;
+        if (end > dim) end = dim;
+        *first = start;
+        if (end <= start) return 0;
+        return (uint64_t)((end - start + step - 1) / step);
+    }
+    if (start < 0) start = 0;
+    if (start > dim - 1) start = dim - 1;
+    if (end < -1) end = -1;
+    if (end > dim - 1) end = dim - 1;
+    *first = start;
+    if (start <= end) return 0;
+    return (uint64_t)((start - end + (-step) - 1) / (-step));
+}
+
+hfx_status hfx_validate_slice(hfx_vctx *v, hfx_op *op) {
+    const hfx_tensor *x = &v->p->tensors[op->in[0]];
+    uint32_t od[HFX_MAX_RANK];
+    for (uint32_t i = 0; i < HFX_MAX_RANK; i++) {
+        int32_t s = op->params[HFX_P_SLICE_STARTS + i], e = op->params[HFX_P_SLICE_ENDS + i];
+        int32_t st = op->params[HFX_P_SLICE_STEPS + i];
+        if (i >= x->rank) {
+            if (s || e || st)
+                return hfx_vfail(v, HFX_ERR_PARAM, HFX_PARAM_OFF(v, HFX_P_SLICE_STARTS + i),
+                                 "op %u: slice params beyond rank must be 0", v->index);
+            continue;
+        }
+        if (st == 0)
+            return hfx_vfail(v, HFX_ERR_PARAM, HFX_PARAM_OFF(v, HFX_P_SLICE_STEPS + i), "op %u: slice step is 0",
+                             v->index);
+        int64_t first;
+        uint64_t len = hfx_slice_axis(x->dims[i], s, e, st, &first);
+        if (len == 0)
+            return hfx_vfail(v, HFX_ERR_SHAPE, HFX_PARAM_OFF(v, HFX_P_SLICE_STARTS + i),
+                             "op %u: slice of axis %u is empty (unsupported)", v->index, i);
+        od[i] = (uint32_t)len;
+    }
+    if (!hfx_same_shape(&v->p->tensors[op->out[0]], od, x->rank)) return hfx_shape_err(v, "the slice");
+    return HFX_OK;
+}
+
+hfx_status hfx_plan_slice(const hfx_program *p, hfx_op *op) { return hfx_plan_rows(p, op); }
+
+void hfx_run_slice(const hfx_kernel_args *a, uint32_t item) {
     const hfx_op *op = a->op;
     const hfx_tensor *xt = &a->prog->tensors[op->in[0]], *ot = &a->prog->tensors[op->out[0]];
     const float *x = a->in[0];
     float *o = a->out[0];
-    const uint64_t *v = op->plan.v;
-    uint64_t last = v[1];
+    hfx_rows_plan pl;
+    HFX_PLAN_LOAD(pl, op);
+    uint64_t last = pl.row_len;
     uint64_t b, e;
-    hfx_plan_range(v[0], v[2], item, &b, &e);
+    hfx_plan_range(pl.rows, pl.rows_per_item, item, &b, &e);
     if (ot->rank == 0) {
         o[0] = x[0];
         return;
@@ -91,7 +168,37 @@ void hfx_k_slice(const hfx_kernel_args *a, uint32_t item) {
     }
 }
 
-void hfx_k_concat(const hfx_kernel_args *a, uint32_t item) {
+/* ---- Concat ---- */
+
+hfx_status hfx_validate_concat(hfx_vctx *v, hfx_op *op) {
+    const hfx_program *p = v->p;
+    const hfx_tensor *x = &p->tensors[op->in[0]];
+    uint32_t axis, od[HFX_MAX_RANK];
+    if (x->rank == 0) return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, 0), "op %u: Concat of scalars", v->index);
+    hfx_status st = hfx_check_axis(v, op, x->rank, &axis);
+    if (st) return st;
+    memcpy(od, x->dims, sizeof(uint32_t) * x->rank);
+    uint64_t total = x->dims[axis];
+    for (uint32_t k = 1; k < op->n_in; k++) {
+        const hfx_tensor *t = &p->tensors[op->in[k]];
+        bool ok = t->rank == x->rank;
+        for (uint32_t i = 0; ok && i < x->rank; i++)
+            if (i != axis && t->dims[i] != x->dims[i]) ok = false;
+        if (!ok)
+            return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, k), "op %u: Concat input %u shape mismatch", v->index, k);
+        total += t->dims[axis];
+    }
+    if (total > 0x7fffffffu) return hfx_shape_err(v, "Concat (too large)");
+    od[axis] = (uint32_t)total;
+    if (!hfx_same_shape(&p->tensors[op->out[0]], od, x->rank)) return hfx_shape_err(v, "the concatenation");
+    return HFX_OK;
+}
+
+hfx_status hfx_plan_concat(const hfx_program *p, hfx_op *op) {
+    return hfx_plan_chunks(op, p->tensors[op->out[0]].numel, HFX_EW_CHUNK);
+}
+
+void hfx_run_concat(const hfx_kernel_args *a, uint32_t item) {
     const hfx_op *op = a->op;
     const hfx_program *p = a->prog;
     const hfx_tensor *ot = &p->tensors[op->out[0]];
@@ -106,8 +213,10 @@ void hfx_k_concat(const hfx_kernel_args *a, uint32_t item) {
         start[k + 1] = start[k] + seg[k];
     }
     float *o = a->out[0];
+    hfx_chunk_plan pl;
+    HFX_PLAN_LOAD(pl, op);
     uint64_t b, e;
-    hfx_plan_range(ot->numel, op->plan.v[0], item, &b, &e);
+    hfx_plan_range(ot->numel, pl.elems_per_item, item, &b, &e);
     uint64_t pos = b;
     while (pos < e) {
         uint64_t outer = pos / row, within = pos % row;
@@ -122,9 +231,22 @@ void hfx_k_concat(const hfx_kernel_args *a, uint32_t item) {
     }
 }
 
-void hfx_k_copy(const hfx_kernel_args *a, uint32_t item) {
+/* ---- Copy ---- */
+
+hfx_status hfx_validate_copy(hfx_vctx *v, hfx_op *op) {
+    const hfx_tensor *x = &v->p->tensors[op->in[0]], *y = &v->p->tensors[op->out[0]];
+    return y->numel == x->numel ? HFX_OK : hfx_shape_err(v, "the input's element count");
+}
+
+hfx_status hfx_plan_copy(const hfx_program *p, hfx_op *op) {
+    return hfx_plan_chunks(op, p->tensors[op->out[0]].numel, HFX_COPY_CHUNK);
+}
+
+void hfx_run_copy(const hfx_kernel_args *a, uint32_t item) {
     const hfx_tensor *ot = &a->prog->tensors[a->op->out[0]];
+    hfx_chunk_plan pl;
+    HFX_PLAN_LOAD(pl, a->op);
     uint64_t b, e;
-    hfx_plan_range(ot->numel, a->op->plan.v[0], item, &b, &e);
+    hfx_plan_range(ot->numel, pl.elems_per_item, item, &b, &e);
     memcpy((float *)a->out[0] + b, (const float *)a->in[0] + b, (e - b) * sizeof(float));
 }

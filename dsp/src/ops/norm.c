@@ -6,18 +6,66 @@
 #include "kernels.h"
 #include "vsum.h"
 
+typedef struct norm_plan {
+    uint64_t rows, d; /* d: elements of one row, the axes [axis, rank) */
+    uint64_t rows_per_item;
+} norm_plan;
+
+/* scale/bias k: X.shape[axis:] up to leading 1s */
+static bool fits_row(const hfx_tensor *s, const hfx_tensor *x, uint32_t axis, uint64_t d) {
+    bool ok = s->numel == d && s->rank <= HFX_MAX_RANK;
+    uint32_t sr = s->rank, xr = x->rank - axis;
+    for (uint32_t i = 0; ok && i < (sr > xr ? sr : xr); i++) {
+        uint32_t sd = i < sr ? s->dims[sr - 1 - i] : 1;
+        uint32_t xd = i < xr ? x->dims[x->rank - 1 - i] : 1;
+        if (sd != xd) ok = false;
+    }
+    return ok;
+}
+
+hfx_status hfx_validate_norm(hfx_vctx *v, hfx_op *op) {
+    const hfx_tensor *x = &v->p->tensors[op->in[0]];
+    uint32_t axis;
+    if (x->rank == 0) return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, 0), "op %u: norm of a scalar", v->index);
+    hfx_status st = hfx_check_axis(v, op, x->rank, &axis);
+    if (st) return st;
+    int32_t eps = op->params[HFX_P_EPSILON];
+    if (!hfx_finite_f32(eps) || !(hfx_f32_from_bits(eps) > 0.0f))
+        return hfx_vfail(v, HFX_ERR_PARAM, HFX_PARAM_OFF(v, HFX_P_EPSILON), "op %u: epsilon must be finite and > 0",
+                         v->index);
+    uint64_t d = 1;
+    for (uint32_t i = axis; i < x->rank; i++) d *= x->dims[i];
+    for (uint32_t k = 1; k < op->n_in; k++)
+        if (!fits_row(&v->p->tensors[op->in[k]], x, axis, d))
+            return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, k), "op %u: scale/bias shape must be X.shape[axis:]",
+                             v->index);
+    return hfx_same_as_input(v, op);
+}
+
+hfx_status hfx_plan_norm(const hfx_program *p, hfx_op *op) {
+    const hfx_tensor *x = &p->tensors[op->in[0]];
+    uint32_t axis = (uint32_t)op->params[HFX_P_AXIS];
+    norm_plan pl = {1, 1, 0};
+    for (uint32_t i = 0; i < axis; i++) pl.rows *= x->dims[i];
+    for (uint32_t i = axis; i < x->rank; i++) pl.d *= x->dims[i];
+    pl.rows_per_item = hfx_per_item_for(pl.d, HFX_EW_CHUNK);
+    HFX_PLAN_STORE(op, pl);
+    return hfx_plan_set_items(op, hfx_ceil_div(pl.rows, pl.rows_per_item));
+}
+
 HFX_VECTOR_KERNEL
-void hfx_k_norm(const hfx_kernel_args *a, uint32_t item) {
+void hfx_run_norm(const hfx_kernel_args *a, uint32_t item) {
     const hfx_op *op = a->op;
-    const uint64_t *v = op->plan.v;
-    uint64_t d = v[1];
+    norm_plan pl;
+    HFX_PLAN_LOAD(pl, op);
+    uint64_t d = pl.d;
     float eps = hfx_f32_from_bits(op->params[HFX_P_EPSILON]);
     const float *x = a->in[0], *scale = a->in[1];
     const float *bias = op->n_in == 3 ? a->in[2] : NULL;
     float *o = a->out[0];
     bool layer = op->opcode == HFX_OP_LAYERNORM;
     uint64_t b, e;
-    hfx_plan_range(v[0], v[2], item, &b, &e);
+    hfx_plan_range(pl.rows, pl.rows_per_item, item, &b, &e);
     for (uint64_t r = b; r < e; r++) {
         const float *xr = x + r * d;
         float *orow = o + r * d;

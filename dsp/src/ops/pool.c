@@ -33,17 +33,78 @@ static inline void tap_range(int64_t start, int64_t k, int64_t d, int64_t lo, in
     *k1 = last;
 }
 
+/* Output length of a 2-D pooling axis (ONNX Runtime's rule): floor, or with
+ * ceil_mode ceil, of (in + pads - dilation (k - 1) - 1) / stride, + 1; with
+ * ceil_mode a last window that would start in the bottom/right padding is
+ * dropped. -1 when the kernel is larger than the padded input. */
+int64_t hfx_pool_out_len(int64_t in, int64_t k, int64_t stride, int64_t dil, int64_t pad_begin, int64_t pad_end,
+                         bool ceil_mode) {
+    int64_t span = in + pad_begin + pad_end - dil * (k - 1) - 1;
+    if (span < 0) return -1;
+    if (!ceil_mode) return span / stride + 1;
+    int64_t out = (span + stride - 1) / stride + 1;
+    if ((out - 1) * stride >= in + pad_begin) out--;
+    return out;
+}
+
+typedef struct pool2d_plan {
+    uint64_t rows, ow, rows_per_item; /* rows: output rows (N*C*OH) of OW outputs */
+} pool2d_plan;
+
+hfx_status hfx_validate_pool2d(hfx_vctx *v, hfx_op *op) {
+    const hfx_tensor *x = &v->p->tensors[op->in[0]], *y = &v->p->tensors[op->out[0]];
+    const int32_t *pr = op->params;
+    for (int i = 4; i < 10; i++) { /* strides, dilations, kernel */
+        if (pr[i] < 1 || pr[i] > 65535)
+            return hfx_vfail(v, HFX_ERR_PARAM, HFX_PARAM_OFF(v, i), "op %u: pool param %d = %d out of range", v->index,
+                             i, (int)pr[i]);
+    }
+    for (int i = 0; i < 4; i++) { /* pads: ONNX Runtime wants them smaller than the kernel */
+        int32_t k = pr[HFX_P_POOL_KERNEL_H + (i & 1)];
+        if (pr[i] < 0 || pr[i] >= k)
+            return hfx_vfail(v, HFX_ERR_PARAM, HFX_PARAM_OFF(v, i), "op %u: pool pad %d = %d not in [0, kernel)",
+                             v->index, i, (int)pr[i]);
+    }
+    for (int i = HFX_P_POOL_CEIL_MODE; i <= HFX_P_POOL_COUNT_INCLUDE_PAD; i++) {
+        if (pr[i] != 0 && pr[i] != 1)
+            return hfx_vfail(v, HFX_ERR_PARAM, HFX_PARAM_OFF(v, i), "op %u: pool flag %d must be 0 or 1", v->index, i);
+    }
+    if (x->rank != 4)
+        return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, 0), "op %u: 2-D pooling needs a rank-4 X", v->index);
+    uint32_t od[4] = {x->dims[0], x->dims[1], 0, 0};
+    for (int a = 0; a < 2; a++) {
+        int64_t n = hfx_pool_out_len(x->dims[2 + a], pr[HFX_P_POOL_KERNEL_H + a], pr[HFX_P_POOL_STRIDE_H + a],
+                                     pr[HFX_P_POOL_DILATION_H + a], pr[a], pr[2 + a], pr[HFX_P_POOL_CEIL_MODE] != 0);
+        if (n < 1)
+            return hfx_vfail(v, HFX_ERR_SHAPE, HFX_PARAM_OFF(v, HFX_P_POOL_KERNEL_H + a),
+                             "op %u: pool kernel larger than the padded input", v->index);
+        od[2 + a] = (uint32_t)n;
+    }
+    if (!hfx_same_shape(y, od, 4)) return hfx_shape_err(v, "the pooling");
+    return HFX_OK;
+}
+
+/* about HFX_EW_CHUNK window taps per item */
+hfx_status hfx_plan_pool2d(const hfx_program *p, hfx_op *op) {
+    const hfx_tensor *y = &p->tensors[op->out[0]];
+    uint64_t taps = (uint64_t)op->params[HFX_P_POOL_KERNEL_H] * (uint64_t)op->params[HFX_P_POOL_KERNEL_W];
+    pool2d_plan pl = {y->numel / y->dims[3], y->dims[3], hfx_per_item_for(y->dims[3] * taps, HFX_EW_CHUNK)};
+    HFX_PLAN_STORE(op, pl);
+    return hfx_plan_set_items(op, hfx_ceil_div(pl.rows, pl.rows_per_item));
+}
+
 HFX_VECTOR_KERNEL
-void hfx_k_pool2d(const hfx_kernel_args *a, uint32_t item) {
+void hfx_run_pool2d(const hfx_kernel_args *a, uint32_t item) {
     const hfx_op *op = a->op;
     const hfx_tensor *xt = &a->prog->tensors[op->in[0]], *yt = &a->prog->tensors[op->out[0]];
     const int32_t *pr = op->params;
     const float *X = a->in[0];
     float *Y = a->out[0];
-    const uint64_t *v = op->plan.v;
-    uint64_t ow = v[1];
+    pool2d_plan plan;
+    HFX_PLAN_LOAD(plan, op);
+    uint64_t ow = plan.ow;
     uint64_t b, e;
-    hfx_plan_range(v[0], v[2], item, &b, &e);
+    hfx_plan_range(plan.rows, plan.rows_per_item, item, &b, &e);
     int64_t h = xt->dims[2], w = xt->dims[3], oh = yt->dims[2];
     int64_t kh = pr[HFX_P_POOL_KERNEL_H], kw = pr[HFX_P_POOL_KERNEL_W];
     int64_t sh = pr[HFX_P_POOL_STRIDE_H], sw = pr[HFX_P_POOL_STRIDE_W];
@@ -120,13 +181,38 @@ void hfx_k_pool2d(const hfx_kernel_args *a, uint32_t item) {
     }
 }
 
+typedef struct global_avgpool_plan {
+    uint64_t channels, spatial, channels_per_item; /* channels: N*C */
+} global_avgpool_plan;
+
+hfx_status hfx_validate_global_avgpool(hfx_vctx *v, hfx_op *op) {
+    const hfx_tensor *x = &v->p->tensors[op->in[0]];
+    if (x->rank < 3)
+        return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, 0), "op %u: GlobalAveragePool needs rank >= 3 (N, C, spatial)",
+                         v->index);
+    uint32_t od[HFX_MAX_RANK] = {x->dims[0], x->dims[1]};
+    for (uint32_t i = 2; i < x->rank; i++) od[i] = 1;
+    if (!hfx_same_shape(&v->p->tensors[op->out[0]], od, x->rank)) return hfx_shape_err(v, "[N, C, 1, ...]");
+    return HFX_OK;
+}
+
+hfx_status hfx_plan_global_avgpool(const hfx_program *p, hfx_op *op) {
+    const hfx_tensor *x = &p->tensors[op->in[0]];
+    uint64_t ch = (uint64_t)x->dims[0] * x->dims[1], sp = x->numel / ch;
+    global_avgpool_plan pl = {ch, sp, hfx_per_item_for(sp, HFX_EW_CHUNK)};
+    HFX_PLAN_STORE(op, pl);
+    return hfx_plan_set_items(op, hfx_ceil_div(ch, pl.channels_per_item));
+}
+
 HFX_VECTOR_KERNEL
-void hfx_k_global_avgpool(const hfx_kernel_args *a, uint32_t item) {
+void hfx_run_global_avgpool(const hfx_kernel_args *a, uint32_t item) {
     const hfx_op *op = a->op;
     const float *X = a->in[0];
     float *Y = a->out[0];
-    uint64_t sp = op->plan.v[1];
+    global_avgpool_plan pl;
+    HFX_PLAN_LOAD(pl, op);
+    uint64_t sp = pl.spatial;
     uint64_t b, e;
-    hfx_plan_range(op->plan.v[0], op->plan.v[2], item, &b, &e);
+    hfx_plan_range(pl.channels, pl.channels_per_item, item, &b, &e);
     for (uint64_t c = b; c < e; c++) Y[c] = (float)(hfx_sum(X + c * sp, sp, 0.0f, 0) / (double)sp);
 }

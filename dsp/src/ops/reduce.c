@@ -3,8 +3,39 @@
 #include "kernels.h"
 #include "vsum.h"
 
+typedef struct reduce_plan {
+    uint64_t outputs, outputs_per_item;
+} reduce_plan;
+
+hfx_status hfx_validate_reduce(hfx_vctx *v, hfx_op *op) {
+    const hfx_tensor *x = &v->p->tensors[op->in[0]];
+    uint32_t mask = (uint32_t)op->params[HFX_P_REDUCE_AXES_MASK];
+    int32_t keep = op->params[HFX_P_REDUCE_KEEPDIMS];
+    if (mask == 0 || (x->rank < 32 && (mask >> x->rank) != 0))
+        return hfx_vfail(v, HFX_ERR_PARAM, HFX_PARAM_OFF(v, HFX_P_REDUCE_AXES_MASK),
+                         "op %u: axes mask %u invalid for rank %u", v->index, mask, x->rank);
+    if (keep != 0 && keep != 1)
+        return hfx_vfail(v, HFX_ERR_PARAM, HFX_PARAM_OFF(v, HFX_P_REDUCE_KEEPDIMS), "op %u: keepdims must be 0/1",
+                         v->index);
+    uint32_t od[HFX_MAX_RANK], orank = 0;
+    for (uint32_t i = 0; i < x->rank; i++) {
+        if (!(mask & (1u << i))) od[orank++] = x->dims[i];
+        else if (keep) od[orank++] = 1;
+    }
+    if (!hfx_same_shape(&v->p->tensors[op->out[0]], od, orank)) return hfx_shape_err(v, "the reduction");
+    return HFX_OK;
+}
+
+/* items of whole outputs, about HFX_EW_CHUNK inputs reduced per item */
+hfx_status hfx_plan_reduce(const hfx_program *p, hfx_op *op) {
+    const hfx_tensor *x = &p->tensors[op->in[0]], *y = &p->tensors[op->out[0]];
+    reduce_plan pl = {y->numel, hfx_per_item_for(x->numel / y->numel, HFX_EW_CHUNK)};
+    HFX_PLAN_STORE(op, pl);
+    return hfx_plan_set_items(op, hfx_ceil_div(pl.outputs, pl.outputs_per_item));
+}
+
 HFX_VECTOR_KERNEL
-void hfx_k_reduce(const hfx_kernel_args *a, uint32_t item) {
+void hfx_run_reduce(const hfx_kernel_args *a, uint32_t item) {
     const hfx_op *op = a->op;
     const hfx_tensor *xt = &a->prog->tensors[op->in[0]];
     uint32_t mask = (uint32_t)op->params[HFX_P_REDUCE_AXES_MASK];
@@ -24,8 +55,10 @@ void hfx_k_reduce(const hfx_kernel_args *a, uint32_t item) {
     }
     /* trailing contiguous reduction: reduced axes are exactly the last nr axes */
     bool trailing = nr > 0 && red[0] == xt->rank - nr;
+    reduce_plan pl;
+    HFX_PLAN_LOAD(pl, op);
     uint64_t b, e;
-    hfx_plan_range(op->plan.v[0], op->plan.v[1], item, &b, &e);
+    hfx_plan_range(pl.outputs, pl.outputs_per_item, item, &b, &e);
     for (uint64_t q = b; q < e; q++) {
         uint64_t rem = q, base = 0;
         for (uint32_t k = nk; k-- > 0;) {

@@ -79,8 +79,47 @@ static void linear_taps(float c, int64_t len, uint32_t *i1, uint32_t *i2, float 
     }
 }
 
+hfx_status hfx_validate_resize(hfx_vctx *v, hfx_op *op) {
+    const hfx_tensor *x = &v->p->tensors[op->in[0]], *y = &v->p->tensors[op->out[0]];
+    const int32_t *pr = op->params;
+    int32_t mode = pr[HFX_P_RESIZE_MODE], coord = pr[HFX_P_RESIZE_COORD], nm = pr[HFX_P_RESIZE_NEAREST_MODE];
+    if (mode != HFX_RESIZE_NEAREST && mode != HFX_RESIZE_LINEAR)
+        return hfx_vfail(v, HFX_ERR_PARAM, HFX_PARAM_OFF(v, HFX_P_RESIZE_MODE), "op %u: resize mode %d unknown",
+                         v->index, (int)mode);
+    if (mode == HFX_RESIZE_LINEAR && op->engine != HFX_ENGINE_VECTOR)
+        return hfx_vfail(v, HFX_ERR_OP, v->rec + HFX_OREC_ENGINE, "op %u: linear Resize runs on the vector engine only",
+                         v->index);
+    if (coord < HFX_RESIZE_COORD_HALF_PIXEL || coord > HFX_RESIZE_COORD_HALF_PIXEL_SYMMETRIC)
+        return hfx_vfail(v, HFX_ERR_PARAM, HFX_PARAM_OFF(v, HFX_P_RESIZE_COORD),
+                         "op %u: resize coordinate mode %d unknown", v->index, (int)coord);
+    int32_t nm_max = mode == HFX_RESIZE_NEAREST ? HFX_RESIZE_NEAREST_CEIL : 0;
+    if (nm < 0 || nm > nm_max)
+        return hfx_vfail(v, HFX_ERR_PARAM, HFX_PARAM_OFF(v, HFX_P_RESIZE_NEAREST_MODE),
+                         "op %u: resize nearest mode %d invalid (0 for linear)", v->index, (int)nm);
+    for (int i = HFX_P_RESIZE_SCALE_H; i <= HFX_P_RESIZE_SCALE_W; i++) {
+        float sc = hfx_f32_from_bits(pr[i]);
+        if (!hfx_finite_f32(pr[i]) || !(sc > 0.0f))
+            return hfx_vfail(v, HFX_ERR_PARAM, HFX_PARAM_OFF(v, i), "op %u: resize scale must be finite and > 0",
+                             v->index);
+    }
+    if (x->rank < 2) return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, 0), "op %u: Resize needs rank >= 2", v->index);
+    if (y->rank != x->rank) return hfx_shape_err(v, "the input's rank");
+    for (uint32_t i = 0; i + 2 < x->rank; i++)
+        if (y->dims[i] != x->dims[i]) return hfx_shape_err(v, "the input on the axes not resized");
+    for (uint32_t a = 0; a < 2; a++) {
+        /* out = floor(in * scale); a scale given as out / in in f32 may land just below */
+        double want = (double)x->dims[x->rank - 2 + a] * (double)hfx_f32_from_bits(pr[HFX_P_RESIZE_SCALE_H + a]);
+        double got = (double)y->dims[x->rank - 2 + a];
+        bool ok = got <= want ? want - got < 1.0 : got - want <= 1e-5 * got;
+        if (!ok) return hfx_shape_err(v, "floor(input * scale) on the resized axes");
+    }
+    return HFX_OK;
+}
+
+hfx_status hfx_plan_resize(const hfx_program *p, hfx_op *op) { return hfx_plan_rows(p, op); }
+
 HFX_VECTOR_KERNEL
-void hfx_k_resize(const hfx_kernel_args *a, uint32_t item) {
+void hfx_run_resize(const hfx_kernel_args *a, uint32_t item) {
     const hfx_op *op = a->op;
     const hfx_tensor *xt = &a->prog->tensors[op->in[0]], *yt = &a->prog->tensors[op->out[0]];
     const int32_t *pr = op->params;
@@ -92,8 +131,10 @@ void hfx_k_resize(const hfx_kernel_args *a, uint32_t item) {
     float sh = hfx_f32_from_bits(pr[HFX_P_RESIZE_SCALE_H]), sw = hfx_f32_from_bits(pr[HFX_P_RESIZE_SCALE_W]);
     int32_t coord = pr[HFX_P_RESIZE_COORD], nm = pr[HFX_P_RESIZE_NEAREST_MODE];
     bool linear = pr[HFX_P_RESIZE_MODE] == HFX_RESIZE_LINEAR;
+    hfx_rows_plan pl;
+    HFX_PLAN_LOAD(pl, op);
     uint64_t b, e;
-    hfx_plan_range(op->plan.v[0], op->plan.v[2], item, &b, &e);
+    hfx_plan_range(pl.rows, pl.rows_per_item, item, &b, &e);
 
     uint32_t c1[RESIZE_COLS], c2[RESIZE_COLS];
     float cw1[RESIZE_COLS], cw2[RESIZE_COLS];

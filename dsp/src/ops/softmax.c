@@ -5,14 +5,39 @@
 #include "vmath.h"
 #include "vsum.h"
 
+typedef struct softmax_plan {
+    uint64_t outer, d, inner; /* the tensor as [outer, D, inner], D the axis */
+    uint64_t lines_per_item;
+} softmax_plan;
+
+hfx_status hfx_validate_softmax(hfx_vctx *v, hfx_op *op) {
+    const hfx_tensor *x = &v->p->tensors[op->in[0]];
+    uint32_t axis;
+    if (x->rank == 0) return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, 0), "op %u: Softmax of a scalar", v->index);
+    hfx_status st = hfx_check_axis(v, op, x->rank, &axis);
+    return st ? st : hfx_same_as_input(v, op);
+}
+
+hfx_status hfx_plan_softmax(const hfx_program *p, hfx_op *op) {
+    const hfx_tensor *x = &p->tensors[op->in[0]];
+    uint32_t axis = (uint32_t)op->params[HFX_P_AXIS];
+    softmax_plan pl = {1, x->dims[axis], 1, 0};
+    for (uint32_t i = 0; i < axis; i++) pl.outer *= x->dims[i];
+    for (uint32_t i = axis + 1; i < x->rank; i++) pl.inner *= x->dims[i];
+    pl.lines_per_item = hfx_per_item_for(pl.d, HFX_EW_CHUNK);
+    HFX_PLAN_STORE(op, pl);
+    return hfx_plan_set_items(op, hfx_ceil_div(pl.outer * pl.inner, pl.lines_per_item));
+}
+
 HFX_VECTOR_KERNEL
-void hfx_k_softmax(const hfx_kernel_args *a, uint32_t item) {
-    const uint64_t *v = a->op->plan.v;
-    uint64_t outer = v[0], d = v[1], inner = v[2];
+void hfx_run_softmax(const hfx_kernel_args *a, uint32_t item) {
+    softmax_plan pl;
+    HFX_PLAN_LOAD(pl, a->op);
+    uint64_t outer = pl.outer, d = pl.d, inner = pl.inner;
     const float *x = a->in[0];
     float *o = a->out[0];
     uint64_t b, e;
-    hfx_plan_range(outer * inner, v[3], item, &b, &e);
+    hfx_plan_range(outer * inner, pl.lines_per_item, item, &b, &e);
     if (inner == 1) {
         for (uint64_t l = b; l < e; l++) {
             const float *xl = x + l * d;
