@@ -128,6 +128,20 @@ def test_auto_ignores_a_record_that_is_not_for_here(work, tmp_path, no_cdsp, cha
     assert_mentions(auto_messages(no_cdsp)[-1], "plugin not registered", *words)
 
 
+def test_auto_registers_when_a_cdsp_answers(work, tmp_path, monkeypatch, caplog):
+    """The cDSP is the loopback stand-in for libcdsprpc.so (real marshalling, skeleton and kernel)."""
+    loopback = Path(__file__).resolve().parents[1] / "build" / "custom_ops" / "libhexfuse_rpc_loopback.so"
+    if not loopback.is_file():
+        pytest.skip(f"{loopback} is not built: run `bash custom_ops/build.sh`")
+    monkeypatch.setenv(runtime.ENV_CDSPRPC_LIB, str(loopback))
+    monkeypatch.setattr(runtime, "_logged", set())
+    caplog.set_level(logging.INFO, logger="hexfuse_onnx.runtime")
+    trace = tmp_path / "trace.json"
+    _, _, ran = run_traced(work["two_branch"], trace)
+    assert ran and json.loads(trace.read_text())["backend"] == "hexagon"
+    assert_mentions(auto_messages(caplog)[-1], "-> plugin", "a cDSP answered")
+
+
 def test_host_backend_always_registers(work, tmp_path):
     _, _, ran = run_traced(work["two_branch"], tmp_path / "trace.json", backend="host")
     assert ran
