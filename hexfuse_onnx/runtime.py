@@ -28,9 +28,11 @@ loopback stand-in for libcdsprpc.so (build/custom_ops/libhexfuse_rpc_loopback.so
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import logging
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -200,11 +202,18 @@ def InferenceSession(
     `session_options` decides (backend auto: only where it is expected to pay). The kernels read
     `backend`, `workers` and `trace` when the session is created; the environment is restored
     afterwards, so later sessions do not inherit them."""
-    saved = {k: os.environ.get(k) for k in (ENV_BACKEND, ENV_WORKERS, ENV_TRACE)}
-    try:
+    with plugin_environment_restored():
         options = session_options(backend, workers, trace, so, model=path)
         source = path if isinstance(path, bytes) else str(path)
         return ort.InferenceSession(source, sess_options=options, providers=providers or ["CPUExecutionProvider"])
+
+
+@contextlib.contextmanager
+def plugin_environment_restored() -> Iterator[None]:
+    """Sessions created inside see what session_options() sets; later ones do not inherit it."""
+    saved = {k: os.environ.get(k) for k in (ENV_BACKEND, ENV_WORKERS, ENV_TRACE)}
+    try:
+        yield
     finally:
         for k, v in saved.items():
             if v is None:

@@ -422,8 +422,9 @@ def write_tuned(
         stock = compare(source, staged.model_path, input_shapes, DEFAULT_RTOL)
         note = f"verified: stock ONNX Runtime matches the input (worst relative error {stock.worst_relative_error:.1e})"
         if result.kept:
-            options = runtime.session_options(result.backend, result.settings["workers"])
-            plugin = compare(source, staged.model_path, input_shapes, PLUGIN_RTOL, rewritten_options=options)
+            with runtime.plugin_environment_restored():
+                options = runtime.session_options(result.backend, result.settings["workers"])
+                plugin = compare(source, staged.model_path, input_shapes, PLUGIN_RTOL, rewritten_options=options)
             note += f"; with the plugin too ({plugin.worst_relative_error:.1e} <= {PLUGIN_RTOL:g})"
     except BaseException:
         staged.discard()
