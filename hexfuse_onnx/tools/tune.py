@@ -32,7 +32,7 @@ import onnxruntime as ort
 
 from .. import contract as C
 from .. import runtime, tuning
-from ..bench import Config, ort_options, time_configs, verify_config
+from ..bench import Config, first_line, ort_options, time_configs, verify_config
 from ..errors import ModelError, UsageError, WriteError
 from ..graph import load, read_model
 from ..modelio import stage
@@ -275,7 +275,8 @@ def tuned_model(model: onnx.ModelProto, pairs: list[PairResult], record: dict[st
 # ---- measuring ---------------------------------------------------------------------------------
 
 
-def session_options(mode: str) -> ort.SessionOptions:
+def ort_session_options(mode: str) -> ort.SessionOptions:
+    """ORT's own defaults (what InferenceSession uses) or one of bench's modes."""
     if mode == "default":
         so = ort.SessionOptions()
         so.log_severity_level = 3
@@ -314,10 +315,10 @@ def measure_pair(
         variant = only_pair_fused(model, result.pair_id, share).SerializeToString()
         try:
             session = runtime.InferenceSession(
-                variant, settings["backend"], settings["workers"], so=session_options(settings["session"])
+                variant, settings["backend"], settings["workers"], so=ort_session_options(settings["session"])
             )
         except Exception as exc:  # noqa: BLE001 - a share the plugin refuses is reported, not timed
-            result.refused[share] = f"session fails: {str(exc).strip().splitlines()[0][:160]}"
+            result.refused[share] = f"session fails: {first_line(exc)}"
             continue
         cfg = Config(f"share {share:.2f}", session)
         verify_config(cfg, feeds, names, reference, PLUGIN_RTOL)
@@ -378,7 +379,7 @@ def tune(
     }
     progress(f"{source.name}: {len(nodes)} pair(s); timing each fused against unfused on the {backend} backend")
     unfused_session = ort.InferenceSession(
-        unfuse(model).SerializeToString(), sess_options=session_options(session), providers=["CPUExecutionProvider"]
+        unfuse(model).SerializeToString(), sess_options=ort_session_options(session), providers=["CPUExecutionProvider"]
     )
     feeds = random_inputs(unfused_session, input_shapes, seed=0)
     reference = unfused_session.run(None, feeds)
