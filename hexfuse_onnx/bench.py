@@ -245,6 +245,16 @@ class BenchResult:
             return {}
         return {c.label: hx.median() / c.median() for c in self.configs if c.label in BASELINES and c.samples}
 
+    def best_ort(self) -> Config | None:
+        """The fastest timed ORT mode on the original (qnn-htp excluded: emulated)."""
+        timed = [c for c in self.configs if c.label in BASELINES and c.label != "qnn-htp" and c.samples]
+        return min(timed, key=Config.median) if timed else None
+
+    def auto_over_best_ort(self) -> float | None:
+        """The rewritten model with the default session options (`auto`) over the best ORT mode."""
+        auto, best = self.by_label().get("auto"), self.best_ort()
+        return auto.median() / best.median() if auto and auto.samples and best else None
+
     def to_json(self) -> dict[str, Any]:
         return {
             "model": self.model,
@@ -256,6 +266,8 @@ class BenchResult:
             "configs": {c.label: c.record() for c in self.configs},
             "hexfuse_over": self.ratios(),
             "hexfuse_best": getattr(self.best_hexfuse(), "label", None),
+            "auto_over_best_ort": self.auto_over_best_ort(),
+            "best_ort": getattr(self.best_ort(), "label", None),
         }
 
     def lines(self) -> list[str]:
@@ -292,6 +304,9 @@ class BenchResult:
                 f"  {best.label} (the faster hexfuse configuration) / baseline: "
                 + ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items())
             )
+        auto = self.auto_over_best_ort()
+        if auto is not None:
+            out.append(f"  auto (default session options) / best ORT mode ({self.best_ort().label}): {auto:.2f}x")
         out.append("  " + load_text(self.cpu_use))
         return out
 
@@ -423,6 +438,13 @@ def bench(
                     str(fused), sess_options=ort_options("ort-seq"), providers=["CPUExecutionProvider"]
                 ),
                 note="rewritten model on stock ORT (the pairs' fallback bodies), ort-seq",
+            )
+            add(
+                "auto",
+                lambda: runtime.InferenceSession(fused, workers=workers),
+                tol,
+                note="hexfuse_onnx.InferenceSession's defaults: backend auto (the plugin only where it is expected "
+                "to pay), ORT's default session options",
             )
             add(
                 "hexfuse",

@@ -1,4 +1,4 @@
-"""Command line: `python -m hexfuse_onnx rewrite|inspect|unfuse|profile|zoo|bench|calibrate|emulate ...`.
+"""Command line: `python -m hexfuse_onnx rewrite|inspect|unfuse|profile|zoo|bench|calibrate|emulate|tune ...`.
 
 Exit codes: 0 done (also when no pair qualifies), 2 bad command line, 3 bad input model,
 4 verification failed (nothing written), 5 output not writable, 70 internal error.
@@ -20,6 +20,7 @@ from .errors import EXIT_INTERNAL, EXIT_OK, HexfuseError
 from .graph import parse_shape_overrides
 from .kinds import KINDS
 from .select import DEFAULT_MIN_GAIN
+from .tools import tune as tune_defaults
 from .verify import DEFAULT_RTOL
 
 EPILOG = (
@@ -162,6 +163,60 @@ def _parser() -> argparse.ArgumentParser:
     em.add_argument("--build-root", help="where dsp/scripts/build_hexagon.sh wrote the images (default <repo>/build)")
     em.add_argument("--json", metavar="REPORT", help="also write every figure here")
     em.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
+    tu = sub.add_parser(
+        "tune",
+        help="time each FusedHexPair fused (over a sweep of shares) against unfused on this machine; keep the "
+        "winners at their best share, unfuse the rest, and record the figures in the model",
+        epilog=EPILOG,
+    )
+    tu.add_argument("model", help="a model written by `rewrite` (never modified)")
+    tu.add_argument("-o", "--output", required=True, help="the tuned .onnx to write")
+    tu.add_argument(
+        "--backend", default="host", choices=("host", "hexagon"), help="the backend to tune for (default host)"
+    )
+    tu.add_argument(
+        "--runs",
+        type=int,
+        default=tune_defaults.DEFAULT_RUNS,
+        help="timed runs per configuration (default %(default)s)",
+    )
+    tu.add_argument(
+        "--rounds",
+        type=int,
+        default=tune_defaults.DEFAULT_ROUNDS,
+        help="alternating rounds the runs are spread over; the spread is measured across them (default %(default)s)",
+    )
+    tu.add_argument(
+        "--warmup",
+        type=int,
+        default=tune_defaults.DEFAULT_WARMUP,
+        help="untimed runs before each block (default %(default)s)",
+    )
+    tu.add_argument(
+        "--margin",
+        type=float,
+        default=tune_defaults.DEFAULT_MARGIN,
+        help="a pair is kept when its saving minus its run-to-run spread is at least this fraction of the unfused "
+        "time (default %(default)s; negative keeps pairs that lose by less, for development)",
+    )
+    tu.add_argument(
+        "--shares",
+        type=_shares,
+        help="comma-separated shares of task A to try (default: the node's own and "
+        + ",".join(map(str, tune_defaults.SWEEP))
+        + ")",
+    )
+    tu.add_argument(
+        "--session",
+        default="default",
+        choices=tune_defaults.SESSION_MODES,
+        help="ONNX Runtime session options both sides run under: default (ORT's own, what InferenceSession uses) "
+        "or one of bench's modes (default %(default)s)",
+    )
+    tu.add_argument("--workers", type=int, help="vector workers of the kernel's pool")
+    tu.add_argument("--shape", action="append", metavar="NAME=DxDxD", help="fix a graph input's dims (repeatable)")
+    tu.add_argument("--json", metavar="REPORT", help="also write every figure (raw samples too) here")
+    tu.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
 
     un = sub.add_parser("unfuse", help="restore the original nodes of every FusedHexPair", epilog=EPILOG)
     un.add_argument("model", help="a model written by `rewrite`")
@@ -171,7 +226,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if args.command in ("bench", "calibrate") and argv is None:
+    if args.command in ("bench", "calibrate", "tune") and argv is None:
         from .bench import reexec_without_blas_tuning
 
         reexec_without_blas_tuning(["-m", "hexfuse_onnx", *sys.argv[1:]])
@@ -185,6 +240,7 @@ def main(argv: list[str] | None = None) -> int:
         "calibrate": _calibrate,
         "unfuse": _unfuse,
         "emulate": _emulate,
+        "tune": _tune,
     }
     try:
         return commands[args.command](args, progress)
@@ -506,6 +562,43 @@ def _emulate(args: argparse.Namespace, progress) -> int:
         print(f"hexfuse-onnx: error: {len(bad)} pair(s) differ from the host kernel: {', '.join(bad)}", file=sys.stderr)
         return EXIT_VERIFY_FAILED
     print(f"all {len(results)} pair(s) within tolerance of the host kernel")
+    return EXIT_OK
+
+
+def _shares(text: str) -> list[float]:
+    try:
+        return [float(s) for s in text.split(",") if s.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a comma-separated list of numbers") from None
+
+
+def _tune(args: argparse.Namespace, progress) -> int:
+    from .bench import clear_blas_tuning
+    from .tools.tune import tune
+
+    clear_blas_tuning()
+    _refuse_same_file(args.output, args.model)
+    _refuse_same_file(args.json, args.model, args.output)
+    _check_report_path(args.json)
+    result = tune(
+        args.model,
+        args.output,
+        args.backend,
+        args.runs,
+        args.rounds,
+        args.warmup,
+        args.margin,
+        args.shares,
+        args.workers,
+        args.session,
+        parse_shape_overrides(args.shape),
+        progress,
+    )
+    print("\n".join(result.lines()))
+    print(f"wrote {args.output}")
+    if args.json:
+        _write_json(args.json, result.record(samples=True))
+        print(f"wrote {args.json}")
     return EXIT_OK
 
 

@@ -12,6 +12,8 @@ the ModelGraph's inferred types; `fuse` then edits one copy of the model once.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import onnx
 from onnx import helper
 
@@ -148,8 +150,9 @@ def _add_value_info(fn: onnx.FunctionProto, typed: dict[str, onnx.ValueInfoProto
 # unfuse
 
 
-def unfuse(model: onnx.ModelProto) -> onnx.ModelProto:
-    """The model with every FusedHexPair replaced by the original nodes of its function body."""
+def unfuse(model: onnx.ModelProto, pair_ids: Collection[str] | None = None) -> onnx.ModelProto:
+    """The model with every FusedHexPair (or only those whose pair id, `node.overload`, is in
+    `pair_ids`) replaced by the original nodes of its function body."""
     out = onnx.ModelProto()
     out.CopyFrom(model)
     graph = out.graph
@@ -162,7 +165,7 @@ def unfuse(model: onnx.ModelProto) -> onnx.ModelProto:
     drop: set[int] = set()  # id() of nodes to remove
     replacement: dict[int, list[onnx.NodeProto]] = {}
     for n in graph.node:
-        if n.domain != C.DOMAIN or n.op_type != C.OP_TYPE:
+        if n.domain != C.DOMAIN or n.op_type != C.OP_TYPE or (pair_ids is not None and n.overload not in pair_ids):
             continue
         fn = functions.get((n.domain, n.op_type, n.overload))
         if fn is None:

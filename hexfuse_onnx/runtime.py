@@ -1,19 +1,25 @@
 """Run fused models with the FusedHexPair kernel: the ONNX Runtime plugin and the host kernel.
 
-    so = runtime.session_options()                 # plugin registered, backend chosen
-    sess = runtime.InferenceSession("m.fused.onnx")
+    so = runtime.session_options(model="m.tuned.onnx")   # plugin registered where it pays
+    sess = runtime.InferenceSession("m.tuned.onnx")       # the same, in one call
 
 Without the plugin, stock ONNX Runtime runs each pair's fallback body. Build the libraries with
 `bash custom_ops/build.sh` (they land in hexfuse_onnx/_lib/).
 
 Backends (`session_options(backend=...)`, passed to the plugin as HEXFUSE_BACKEND):
 
-- `host` runs the dsp/ kernel inside the plugin on the CPU (POSIX threads).
+- `host` runs the dsp/ kernel inside the plugin on the CPU (POSIX threads). Always registers the
+  plugin: for development, traces and verification.
 - `hexagon` runs it on the cDSP through FastRPC: the plugin dlopen()s libcdsprpc.so (or the library
   named by HEXFUSE_CDSPRPC_LIB) and opens the skeleton libhexfuse_rpc_skel.so on the cDSP. Without a
   cDSP this raises RuntimeUnavailable with the reason (and the plugin refuses to create the session).
-- `auto` (default) takes `hexagon` when a cDSP answers and `host` otherwise; the reason is logged once
-  (here at INFO, and by the plugin on stderr).
+- `auto` (default) registers the plugin only where it is expected to pay: when a cDSP answers, or
+  when the model was tuned on this machine (`python -m hexfuse_onnx tune`, whose record
+  hexfuse_onnx/tuning.py reads) for the backend the plugin would use here. Otherwise the plugin is not
+  registered and stock ONNX Runtime runs each FusedHexPair's function body (its own kernels): never
+  slower than the original model. The choice and its reason are logged once per reason (INFO).
+  Without `model=` and without a cDSP, `session_options` cannot see a tuning record, so `auto` does
+  not register the plugin; `InferenceSession` always passes its model.
 
 The probe (`_hexagon_reason`) is the plugin's own FastRPC client, exported by libhexfuse_host.so: it
 opens and closes a session. The hexagon path has never run on a device: on this machine it runs on a
@@ -22,14 +28,18 @@ loopback stand-in for libcdsprpc.so (build/custom_ops/libhexfuse_rpc_loopback.so
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import logging
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 
+from . import tuning
 from .errors import HexfuseError
 
 LIB_DIR = Path(__file__).resolve().parent / "_lib"
@@ -42,7 +52,9 @@ ENV_BACKEND = "HEXFUSE_BACKEND"
 ENV_CDSPRPC_LIB = "HEXFUSE_CDSPRPC_LIB"
 
 log = logging.getLogger("hexfuse_onnx.runtime")
-_auto_logged = False
+_logged: set[str] = set()  # auto's choices already logged (once per reason)
+
+ModelRef = str | os.PathLike[str] | bytes | onnx.ModelProto
 
 
 class RuntimeUnavailable(HexfuseError):
@@ -97,7 +109,8 @@ def _hexagon_reason() -> str | None:
 
 
 def resolve_backend(backend: str) -> str:
-    global _auto_logged
+    """The backend the plugin runs when registered with `backend`: auto is hexagon when a cDSP
+    answers, else host. Raises for an unknown backend and for hexagon without a cDSP."""
     if backend not in BACKENDS:
         raise RuntimeUnavailable(f"unknown backend '{backend}' (known: {', '.join(BACKENDS)})")
     if backend == "host":
@@ -107,10 +120,31 @@ def resolve_backend(backend: str) -> str:
         if reason:
             raise RuntimeUnavailable(f"hexagon backend unavailable: {reason}")
         return "hexagon"
-    if reason and not _auto_logged:
-        log.info("hexfuse: backend auto -> host: %s", reason)
-        _auto_logged = True
     return "host" if reason else "hexagon"
+
+
+def auto_decision(model: ModelRef | None) -> tuple[bool, str]:
+    """(register the plugin?, why) for backend auto: yes when a cDSP answers or the model was tuned
+    on this machine for the host backend; no otherwise."""
+    reason = _hexagon_reason()
+    if reason is None:
+        return True, "a cDSP answered"
+    if model is None:
+        return False, f"{reason} and no model given to look for a tuning record"
+    try:
+        header = tuning.load_header(model)
+    except Exception as exc:  # noqa: BLE001 - ORT reports an unreadable model itself, in its own words
+        return False, f"{reason} and the model's tuning record cannot be read ({type(exc).__name__})"
+    why_not = tuning.tuned_here(header, "host")
+    if why_not:
+        return False, f"{reason}; {why_not}"
+    return True, f"{reason}; the model was tuned on this machine for the host backend"
+
+
+def _log_once(message: str) -> None:
+    if message not in _logged:
+        _logged.add(message)
+        log.info("%s", message)
 
 
 def session_options(
@@ -118,12 +152,16 @@ def session_options(
     workers: int | None = None,
     trace: str | os.PathLike[str] | None = None,
     so: ort.SessionOptions | None = None,
+    model: ModelRef | None = None,
 ) -> ort.SessionOptions:
-    """SessionOptions with the FusedHexPair plugin registered.
+    """SessionOptions with the FusedHexPair plugin registered where it is expected to pay.
 
     backend: auto, host or hexagon (see the module docstring); checked here (hexagon without a cDSP
     raises) and passed to the plugin through HEXFUSE_BACKEND, which the kernels read when a session is
-    created.
+    created. host and hexagon always register the plugin. auto registers it only when a cDSP answers
+    or `model` (a path, bytes or ModelProto) was tuned on this machine for the host backend: without
+    `model` and without a cDSP, auto does not register the plugin, and stock ONNX Runtime runs the
+    FusedHexPair function bodies. The choice is logged once per reason.
     workers: vector workers of the kernel's pool. The pool is process-wide and created by the
     first FusedHexPair kernel, so this only takes effect before that. workers and trace are
     passed through the environment (HEXFUSE_WORKERS, HEXFUSE_TRACE), which the kernels read when
@@ -131,9 +169,17 @@ def session_options(
     overwrites after every run with the last run's trace (JSON: per-engine busy time, engine and
     task overlap, and every work item's event); kernels read it when the session is created.
     """
-    resolve_backend(backend)
-    os.environ[ENV_BACKEND] = backend
     so = so or ort.SessionOptions()
+    if backend != "auto":
+        resolve_backend(backend)
+    else:
+        register, why = auto_decision(model)
+        _log_once(
+            f"hexfuse: backend auto -> {'plugin' if register else 'stock ONNX Runtime (plugin not registered)'}: {why}"
+        )
+        if not register:
+            return so
+    os.environ[ENV_BACKEND] = backend
     if workers is not None:
         if workers < 1:
             raise RuntimeUnavailable(f"workers must be >= 1, got {workers}")
@@ -145,20 +191,29 @@ def session_options(
 
 
 def InferenceSession(
-    path: str | os.PathLike[str],
+    path: str | os.PathLike[str] | bytes,
     backend: str = "auto",
     workers: int | None = None,  # noqa: N802
     trace: str | os.PathLike[str] | None = None,
     so: ort.SessionOptions | None = None,
     providers: list[str] | None = None,
 ) -> ort.InferenceSession:
-    """An onnxruntime.InferenceSession with the plugin registered. The kernels read `backend`,
-    `workers` and `trace` when the session is created; the environment is restored afterwards, so
-    later sessions do not inherit them."""
+    """An onnxruntime.InferenceSession of a model file (or its bytes), with the plugin registered as
+    `session_options` decides (backend auto: only where it is expected to pay). The kernels read
+    `backend`, `workers` and `trace` when the session is created; the environment is restored
+    afterwards, so later sessions do not inherit them."""
+    with plugin_environment_restored():
+        options = session_options(backend, workers, trace, so, model=path)
+        source = path if isinstance(path, bytes) else str(path)
+        return ort.InferenceSession(source, sess_options=options, providers=providers or ["CPUExecutionProvider"])
+
+
+@contextlib.contextmanager
+def plugin_environment_restored() -> Iterator[None]:
+    """Sessions created inside see what session_options() sets; later ones do not inherit it."""
     saved = {k: os.environ.get(k) for k in (ENV_BACKEND, ENV_WORKERS, ENV_TRACE)}
     try:
-        options = session_options(backend, workers, trace, so)
-        return ort.InferenceSession(str(path), sess_options=options, providers=providers or ["CPUExecutionProvider"])
+        yield
     finally:
         for k, v in saved.items():
             if v is None:

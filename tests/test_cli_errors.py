@@ -386,7 +386,7 @@ def test_argparse_usage_errors(dirs, zoo_bytes, args, word):
 
 
 @pytest.mark.parametrize(
-    "command", [[], ["rewrite"], ["inspect"], ["unfuse"]], ids=["top", "rewrite", "inspect", "unfuse"]
+    "command", [[], ["rewrite"], ["inspect"], ["unfuse"], ["tune"]], ids=["top", "rewrite", "inspect", "unfuse", "tune"]
 )
 def test_help(command):
     proc = run_cli(*command, "--help")

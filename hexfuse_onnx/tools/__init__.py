@@ -1,1 +1,4 @@
-"""Developer tools around the pass (emulation under qemu-hexagon, ...). The pass never imports this package."""
+"""Tools built on the pass and the runtime: tune, emulate (bench, calibrate, timeline and qnn to follow).
+
+The pass (graph, kinds, select, rewrite, lowering, pipeline) never imports this package.
+"""

@@ -1,0 +1,434 @@
+"""Tune a fused model for this machine: keep each FusedHexPair only where it wins here.
+
+    python -m hexfuse_onnx tune model.fused.onnx -o model.tuned.onnx [--backend host|hexagon] [--json F]
+
+Aker's "choose the fused or the original version", per device. In one process, for each pair:
+the model with only that pair fused (at each share of a sweep) is timed against the model with no
+pair fused, in alternating rounds (every configuration once per round, so drift hits all alike).
+A pair is kept when its saving, 1 - fused/unfused of the medians at its best share, minus the
+run-to-run spread of that saving (the median absolute deviation of the per-round savings from it)
+is at least the margin. A negative margin keeps pairs that lose by less than it (for development).
+Kept pairs get their best share written into `share_a` (the kernel reads the share from that
+attribute when the session is created; the task program does not contain it); the rest are
+unfused. The measured figures go into the tuned model's metadata (hexfuse_onnx/tuning.py, which
+`session_options(backend="auto")` reads) and into the --json report. The tuned model is written only
+after it passed the full checker and matched the input on stock ONNX Runtime and on the plugin.
+"""
+
+from __future__ import annotations
+
+import datetime
+import itertools
+import math
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+
+from .. import contract as C
+from .. import runtime, tuning
+from ..bench import Config, first_line, ort_options, time_configs, verify_config
+from ..errors import ModelError, UsageError, WriteError
+from ..graph import load, read_model
+from ..modelio import stage
+from ..pipeline import PLUGIN_RTOL
+from ..rewrite import unfuse
+from ..verify import DEFAULT_RTOL, check, compare, random_inputs
+
+DEFAULT_RUNS = 30
+DEFAULT_ROUNDS = 5
+DEFAULT_WARMUP = 2
+DEFAULT_MARGIN = 0.02
+SWEEP = (0.25, 0.5, 0.75)  # shares tried besides the node's own
+SESSION_MODES = ("default", "ort-seq", "ort-seq-2t", "ort-par")
+CRITERION = (
+    "kept when saving - spread >= margin; saving = 1 - fused/unfused (medians of all rounds, fused at "
+    "the best share); spread = median absolute deviation of the per-round savings from it"
+)
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class Timing:
+    """One configuration's times (microseconds), round by round."""
+
+    rounds: list[list[float]]
+
+    def all(self) -> np.ndarray:
+        return np.concatenate([np.asarray(r) for r in self.rounds])
+
+    def median(self) -> float:
+        return float(np.median(self.all()))
+
+    def stats(self) -> dict[str, float]:
+        a = self.all()
+        med = float(np.median(a))
+        return {
+            "median_us": med,
+            "p10_us": float(np.percentile(a, 10)),
+            "p90_us": float(np.percentile(a, 90)),
+            "mad_us": float(np.median(np.abs(a - med))),
+            "n": int(a.size),
+        }
+
+
+@dataclass
+class PairResult:
+    pair_id: str
+    node: str
+    kind: str
+    original_share: float
+    estimates: dict[str, float]
+    unfused: Timing | None = None
+    fused: dict[float, Timing] = field(default_factory=dict)
+    refused: dict[float, str] = field(default_factory=dict)  # share -> why the plugin's run was not timed
+    best_share: float | None = None
+    saving: float = 0.0
+    spread: float = 0.0
+    round_savings: list[float] = field(default_factory=list)
+    kept: bool = False
+
+    def decide(self, margin: float) -> None:
+        if self.unfused is None or not self.fused:
+            return
+        self.best_share = min(self.fused, key=lambda s: self.fused[s].median())
+        best = self.fused[self.best_share]
+        self.saving = 1.0 - best.median() / self.unfused.median()
+        self.round_savings = [
+            1.0 - float(np.median(f)) / float(np.median(u)) for f, u in zip(best.rounds, self.unfused.rounds)
+        ]
+        self.spread = float(np.median(np.abs(np.asarray(self.round_savings) - self.saving)))
+        self.kept = self.saving - self.spread >= margin
+
+    def record(self, samples: bool = False) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "pair": self.pair_id,
+            "node": self.node,
+            "kind": self.kind,
+            "kept": self.kept,
+            "share_a": self.best_share,
+            "original_share_a": self.original_share,
+            "saving": self.saving,
+            "spread": self.spread,
+            "round_savings": self.round_savings,
+            "shares": {f"{s:.3g}": t.median() for s, t in sorted(self.fused.items())},
+            "refused": {f"{s:.3g}": why for s, why in sorted(self.refused.items())},
+            **self.estimates,
+        }
+        if self.unfused is not None:
+            out["unfused"] = self.unfused.stats()
+        if self.best_share is not None:
+            out["fused"] = self.fused[self.best_share].stats()
+        if samples:
+            out["samples_us"] = {
+                "unfused": self.unfused.rounds if self.unfused else [],
+                **{f"{s:.3g}": t.rounds for s, t in sorted(self.fused.items())},
+            }
+        return out
+
+
+@dataclass
+class TuneResult:
+    source: Path
+    output: Path
+    backend: str
+    settings: dict[str, Any]
+    pairs: list[PairResult]
+    machine: dict[str, Any]
+    date: str
+    comparison_note: str = ""
+
+    @property
+    def kept(self) -> list[PairResult]:
+        return [p for p in self.pairs if p.kept]
+
+    def record(self, samples: bool = False) -> dict[str, Any]:
+        """The tuning record (tuning.METADATA_KEY); with samples, the --json report."""
+        return {
+            "version": tuning.RECORD_VERSION,
+            "tool": "hexfuse-onnx tune",
+            "source": self.source.name,
+            "backend": self.backend,
+            "machine": self.machine,
+            "fingerprint": tuning.fingerprint(self.machine),
+            "date": self.date,
+            **self.settings,
+            "criterion": CRITERION,
+            "kept": [p.pair_id for p in self.kept],
+            "pairs": [p.record(samples) for p in self.pairs],
+        }
+
+    def lines(self) -> list[str]:
+        header = (
+            f"{'pair':<10} {'kind':<15} {'unfused us (p10-p90)':>24} {'fused us (p10-p90)':>24} "
+            f"{'share':>6} {'saving':>8} {'spread':>7}  decision"
+        )
+        out = [header]
+        for p in self.pairs:
+            u = p.unfused.stats() if p.unfused else None
+            f = p.fused[p.best_share].stats() if p.best_share is not None else None
+            decision = "kept" if p.kept else "unfused"
+            if f is None:
+                decision += f" (plugin not timed: {next(iter(p.refused.values()), 'no sample')})"
+            out.append(
+                f"{p.pair_id:<10} {p.kind:<15} {_span(u):>24} {_span(f):>24} "
+                f"{_share(p.best_share):>6} {p.saving:>+8.1%} {p.spread:>7.1%}  {decision}"
+            )
+        s = self.settings
+        out.append(
+            f"{len(self.kept)} of {len(self.pairs)} pair(s) kept on the {self.backend} backend "
+            f"(margin {s['margin']:.1%}; {s['runs']} runs per configuration in {s['rounds']} rounds, "
+            f"ORT session {s['session']}; machine {tuning.fingerprint(self.machine)})"
+        )
+        if not self.kept:
+            out.append("no pair wins here: the output is the original model (every pair unfused)")
+        out.append(self.comparison_note)
+        return out
+
+
+def _span(stats: dict[str, float] | None) -> str:
+    if stats is None:
+        return "-"
+    return f"{stats['median_us']:.1f} ({stats['p10_us']:.0f}-{stats['p90_us']:.0f})"
+
+
+def _share(share: float | None) -> str:
+    return "-" if share is None else f"{share:.2f}"
+
+
+# ---- inputs ------------------------------------------------------------------------------------
+
+
+def check_settings(runs: int, rounds: int, warmup: int, margin: float, shares: list[float] | None) -> None:
+    if runs < rounds or rounds < 2 or warmup < 0:
+        raise UsageError(
+            "--rounds must be >= 2 (the spread is measured across rounds), --runs >= --rounds, --warmup >= 0"
+        )
+    if not math.isfinite(margin):
+        raise UsageError(f"--margin must be a number (a fraction of the unfused time), got {margin}")
+    bad = [s for s in shares or [] if not 0.0 < s < 1.0]
+    if bad:
+        raise UsageError(f"--shares: {', '.join(map(str, bad))} not in (0, 1)")
+
+
+def check_output(path: Path) -> None:
+    """Fail before any timing when the output cannot be written (stage() checks again at the end)."""
+    folder = path.resolve().parent
+    if path.is_dir():
+        raise WriteError(f"{path}: is a directory; give a file name for the output")
+    if not folder.is_dir() or not os.access(folder, os.W_OK):
+        raise WriteError(f"{path}: cannot write the output there (folder missing or not writable)")
+
+
+def fused_pairs(model: onnx.ModelProto, path: Path) -> list[onnx.NodeProto]:
+    nodes = [n for n in model.graph.node if n.domain == C.DOMAIN and n.op_type == C.OP_TYPE]
+    if not nodes:
+        raise ModelError(
+            f"{path}: has no {C.DOMAIN}::{C.OP_TYPE} node; rewrite it first (`python -m hexfuse_onnx rewrite`)"
+        )
+    for n in nodes:
+        if not any(a.name == C.ATTR_PROGRAM for a in n.attribute):
+            raise ModelError(
+                f"{path}: node '{n.name}' has no task program ('{C.ATTR_PROGRAM}'); rewrite the model again"
+            )
+    return nodes
+
+
+def _attr(node: onnx.NodeProto, name: str) -> onnx.AttributeProto | None:
+    return next((a for a in node.attribute if a.name == name), None)
+
+
+def with_share(model: onnx.ModelProto, pair_id: str, share: float) -> None:
+    """Set share_a of the pair's node in place."""
+    node = next(n for n in model.graph.node if n.domain == C.DOMAIN and n.overload == pair_id)
+    attr = _attr(node, C.ATTR_SHARE_A)
+    if attr is None:
+        node.attribute.append(onnx.helper.make_attribute(C.ATTR_SHARE_A, float(share)))
+    else:
+        attr.f = float(share)
+
+
+def only_pair_fused(model: onnx.ModelProto, pair_id: str, share: float) -> onnx.ModelProto:
+    others = {n.overload for n in model.graph.node if n.domain == C.DOMAIN and n.overload != pair_id}
+    variant = unfuse(model, others)
+    with_share(variant, pair_id, share)
+    return variant
+
+
+def tuned_model(model: onnx.ModelProto, pairs: list[PairResult], record: dict[str, Any]) -> onnx.ModelProto:
+    """The input with the losing pairs unfused, the kept ones at their best share, and the record."""
+    out = unfuse(model, {p.pair_id for p in pairs if not p.kept})
+    for p in pairs:
+        if p.kept:
+            assert p.best_share is not None
+            with_share(out, p.pair_id, p.best_share)
+    tuning.write_record(out, record)
+    return out
+
+
+# ---- measuring ---------------------------------------------------------------------------------
+
+
+def ort_session_options(mode: str) -> ort.SessionOptions:
+    """ORT's own defaults (what InferenceSession uses) or one of bench's modes."""
+    if mode == "default":
+        so = ort.SessionOptions()
+        so.log_severity_level = 3
+        return so
+    return ort_options(mode)
+
+
+def _pair_result(node: onnx.NodeProto) -> PairResult:
+    share = _attr(node, C.ATTR_SHARE_A)
+    kind = _attr(node, C.ATTR_KIND)
+    estimates = {k: float(a.f) for k in (C.ATTR_EST_SERIAL_US, C.ATTR_EST_FUSED_US) if (a := _attr(node, k))}
+    return PairResult(
+        node.overload, node.name, kind.s.decode() if kind else "", float(share.f) if share else 0.5, estimates
+    )
+
+
+def sweep(original_share: float, shares: list[float] | None) -> list[float]:
+    chosen = shares if shares else [original_share, *SWEEP]
+    return sorted({round(float(s), 4) for s in chosen})
+
+
+def measure_pair(
+    model: onnx.ModelProto,
+    result: PairResult,
+    shares: list[float],
+    unfused_session: ort.InferenceSession,
+    feeds: dict[str, np.ndarray],
+    reference: list[np.ndarray],
+    settings: dict[str, Any],
+) -> None:
+    """Time the model with only this pair fused (each share) against no pair fused, in rounds."""
+    names = [o.name for o in unfused_session.get_outputs()]
+    unfused = Config("unfused", unfused_session)
+    fused: dict[float, Config] = {}
+    for share in shares:
+        variant = only_pair_fused(model, result.pair_id, share).SerializeToString()
+        try:
+            session = runtime.InferenceSession(
+                variant, settings["backend"], settings["workers"], so=ort_session_options(settings["session"])
+            )
+        except Exception as exc:  # noqa: BLE001 - a share the plugin refuses is reported, not timed
+            result.refused[share] = f"session fails: {first_line(exc)}"
+            continue
+        cfg = Config(f"share {share:.2f}", session)
+        verify_config(cfg, feeds, names, reference, PLUGIN_RTOL)
+        if cfg.check:
+            result.refused[share] = cfg.check
+        else:
+            fused[share] = cfg
+    configs = [unfused, *fused.values()]
+    runs, rounds = settings["runs"], settings["rounds"]
+    bounds = [0]
+    for r in range(rounds):
+        time_configs(configs, feeds, runs // rounds + (1 if r < runs % rounds else 0), 1, settings["warmup"])
+        bounds.append(len(unfused.samples))
+    result.unfused = _by_round(unfused, bounds)
+    result.fused = {s: _by_round(c, bounds) for s, c in fused.items()}
+    result.decide(settings["margin"])
+
+
+def _by_round(cfg: Config, bounds: list[int]) -> Timing:
+    return Timing([cfg.samples[a:b] for a, b in itertools.pairwise(bounds)])
+
+
+def tune(
+    source: str | os.PathLike[str],
+    output: str | os.PathLike[str],
+    backend: str = "host",
+    runs: int = DEFAULT_RUNS,
+    rounds: int = DEFAULT_ROUNDS,
+    warmup: int = DEFAULT_WARMUP,
+    margin: float = DEFAULT_MARGIN,
+    shares: list[float] | None = None,
+    workers: int | None = None,
+    session: str = "default",
+    input_shapes: dict[str, list[int]] | None = None,
+    progress: Progress = lambda m: None,
+) -> TuneResult:
+    """Measure every pair of `source` on this machine and write the tuned model to `output`."""
+    source, output = Path(source), Path(output)
+    check_settings(runs, rounds, warmup, margin, shares)
+    if session not in SESSION_MODES:
+        raise UsageError(f"--session: unknown '{session}' (known: {', '.join(SESSION_MODES)})")
+    if backend not in ("host", "hexagon"):
+        raise UsageError(f"--backend: '{backend}' is not host or hexagon (tuning measures one backend)")
+    check_output(output)
+    load(source)  # validated: a missing file, a cycle or a dangling input is named here
+    model = read_model(source)
+    nodes = fused_pairs(model, source)
+    runtime.resolve_backend(backend)
+    runtime.library_path()
+    settings = {
+        "backend": backend,
+        "runs": runs,
+        "rounds": rounds,
+        "warmup": warmup,
+        "margin": margin,
+        "workers": workers,
+        "session": session,
+    }
+    progress(f"{source.name}: {len(nodes)} pair(s); timing each fused against unfused on the {backend} backend")
+    unfused_session = ort.InferenceSession(
+        unfuse(model).SerializeToString(), sess_options=ort_session_options(session), providers=["CPUExecutionProvider"]
+    )
+    feeds = random_inputs(unfused_session, input_shapes, seed=0)
+    reference = unfused_session.run(None, feeds)
+    results = []
+    for k, node in enumerate(nodes):
+        result = _pair_result(node)
+        tried = sweep(result.original_share, shares)
+        progress(
+            f"pair {k + 1}/{len(nodes)} {result.node} ({result.kind}): unfused vs fused at share "
+            f"{', '.join(f'{s:.2f}' for s in tried)}; {runs} runs each in {rounds} rounds"
+        )
+        measure_pair(model, result, tried, unfused_session, feeds, reference, settings)
+        progress(
+            f"  {result.pair_id}: unfused {_span(result.unfused.stats() if result.unfused else None)} us, "
+            f"fused {_span(result.fused[result.best_share].stats() if result.best_share is not None else None)} us "
+            f"at share {_share(result.best_share)}: saving {result.saving:+.1%} ± {result.spread:.1%} -> "
+            f"{'kept' if result.kept else 'unfused'}"
+        )
+        results.append(result)
+    date = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    result = TuneResult(source, output, backend, settings, results, tuning.machine(), date)
+    result.comparison_note = write_tuned(model, result, source, output, input_shapes, progress)
+    return result
+
+
+def write_tuned(
+    model: onnx.ModelProto,
+    result: TuneResult,
+    source: Path,
+    output: Path,
+    input_shapes: dict[str, list[int]] | None,
+    progress: Progress,
+) -> str:
+    """Stage the tuned model, check it (full checker; stock ORT and, with kept pairs, the plugin
+    against the input), then move it into place. Returns the verification line."""
+    tuned = tuned_model(model, result.pairs, result.record())
+    staged = stage(tuned, output, source.resolve().parent)
+    try:
+        progress("verifying the tuned model (full checker, stock ONNX Runtime, plugin)")
+        check(staged.model_path)
+        stock = compare(source, staged.model_path, input_shapes, DEFAULT_RTOL)
+        note = f"verified: stock ONNX Runtime matches the input (worst relative error {stock.worst_relative_error:.1e})"
+        if result.kept:
+            with runtime.plugin_environment_restored():
+                options = runtime.session_options(result.backend, result.settings["workers"])
+                plugin = compare(source, staged.model_path, input_shapes, PLUGIN_RTOL, rewritten_options=options)
+            note += f"; with the plugin too ({plugin.worst_relative_error:.1e} <= {PLUGIN_RTOL:g})"
+    except BaseException:
+        staged.discard()
+        raise
+    staged.commit()
+    return note
