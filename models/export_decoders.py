@@ -56,10 +56,16 @@ BATCH, SEQ, PAST, TOTAL = (
 def tiny_gpt2() -> GPT2LMHeadModel:
     torch.manual_seed(SEED)
     cfg = GPT2Config(
-        vocab_size=VOCAB, n_positions=MAX_POSITIONS, n_embd=HIDDEN, n_layer=LAYERS, n_head=HEADS, n_inner=4 * HIDDEN
+        vocab_size=VOCAB,
+        n_positions=MAX_POSITIONS,
+        n_embd=HIDDEN,
+        n_layer=LAYERS,
+        n_head=HEADS,
+        n_inner=4 * HIDDEN,
+        initializer_range=0.2,  # at the default 0.02 the tied embeddings make greedy decoding repeat its last token
     )
     cfg._attn_implementation = "eager"
-    return GPT2LMHeadModel(cfg).eval()
+    return randomised_norms(GPT2LMHeadModel(cfg).eval())
 
 
 def tiny_llama() -> LlamaForCausalLM:
@@ -77,7 +83,21 @@ def tiny_llama() -> LlamaForCausalLM:
         tie_word_embeddings=False,
     )
     cfg._attn_implementation = "eager"
-    return LlamaForCausalLM(cfg).eval()
+    return randomised_norms(LlamaForCausalLM(cfg).eval())
+
+
+def randomised_norms(lm: torch.nn.Module) -> torch.nn.Module:
+    """Norm scales drawn around 1 and biases around 0 instead of exactly 1 and 0: identity norms
+    would hide a norm written wrongly, and both exporters merge equal initializers (the TorchScript
+    one through Identity nodes), so every layer would share one tensor."""
+    g = torch.Generator().manual_seed(SEED + 1)
+    with torch.no_grad():
+        for name, p in lm.named_parameters():
+            if name.endswith(".bias"):
+                p.copy_(0.1 * torch.randn(p.shape, generator=g))
+            elif "norm" in name or ".ln_" in name:
+                p.copy_(1.0 + 0.1 * torch.randn(p.shape, generator=g))
+    return lm
 
 
 class WithPast(torch.nn.Module):
@@ -213,6 +233,17 @@ def check_against_torch(lm: torch.nn.Module, path: Path, shapes: list[tuple[int,
     return worst
 
 
+GREEDY_PROMPT = [1, 2, 3, 4, 5]
+GREEDY_STEPS = 8
+
+
+def torch_greedy(lm: torch.nn.Module) -> list[int]:
+    """transformers' own greedy generation, recorded for the tests to compare ORT's against."""
+    with torch.no_grad():
+        out = lm.generate(torch.tensor([GREEDY_PROMPT]), max_new_tokens=GREEDY_STEPS, do_sample=False)
+    return out[0, len(GREEDY_PROMPT) :].tolist()
+
+
 CHECK_SHAPES = [(1, 4, 0), (2, 3, 5), (1, 1, 9), (3, 7, 2)]
 # GroupQueryAttention on ORT CPU refuses batch > 1 when sequence > 1 and a past is given.
 GQA_CHECK_SHAPES = [(1, 4, 0), (1, 3, 5), (2, 1, 9), (3, 7, 0)]
@@ -225,6 +256,8 @@ def main() -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     report = {
+        "greedy_prompt": GREEDY_PROMPT,
+        "torch_greedy": {"gpt2": torch_greedy(tiny_gpt2()), "llama": torch_greedy(tiny_llama())},
         "torch": torch.__version__,
         "transformers": transformers.__version__,
         "onnx": onnx.__version__,
