@@ -79,6 +79,7 @@ def tiny_llama() -> LlamaForCausalLM:
         num_key_value_heads=KV_HEADS,
         max_position_embeddings=MAX_POSITIONS,
         rms_norm_eps=1e-6,
+        initializer_range=0.2,  # as GPT-2's: logits of scale ~1, so a 1e-4 tolerance is a tight one
         rope_theta=10000.0,
         tie_word_embeddings=False,
     )
