@@ -20,6 +20,7 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -190,7 +191,6 @@ def export(lm: torch.nn.Module, path: Path, dynamo: bool) -> None:
                 dynamo=False,
                 do_constant_folding=True,
             )
-    onnx.checker.check_model(onnx.load(str(path)), full_check=True)
 
 
 def llama_shape(cfg: LlamaConfig) -> attention_decoders.LlamaShape:
@@ -250,6 +250,18 @@ CHECK_SHAPES = [(1, 4, 0), (2, 3, 5), (1, 1, 9), (3, 7, 2)]
 GQA_CHECK_SHAPES = [(1, 4, 0), (1, 3, 5), (2, 1, 9), (3, 7, 0)]
 
 
+def write_checked(path: Path, write: Callable[[Path], None], lm: torch.nn.Module, shapes: list) -> float:
+    """Write a model beside `path`, keep it only when it passes onnx.checker (full) and matches torch."""
+    with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
+        tmp_path = Path(tmp) / path.name
+        write(tmp_path)
+        onnx.checker.check_model(str(tmp_path), full_check=True)
+        err = check_against_torch(lm, tmp_path, shapes)
+        os.replace(tmp_path, path)
+    print(f"{path.name}: {path.stat().st_size} bytes, max |ORT - torch| {err:.2e}")
+    return err
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "exported"))
@@ -269,26 +281,19 @@ def main() -> int:
         lm = make()
         for exporter, dynamo in (("torchscript", False), ("dynamo", True)):
             path = out / f"{family}_{exporter}.onnx"
-            with tempfile.TemporaryDirectory() as tmp:
-                tmp_path = Path(tmp) / path.name
-                export(lm, tmp_path, dynamo)
-                err = check_against_torch(lm, tmp_path, CHECK_SHAPES)
-                os.replace(tmp_path, path)
+            err = write_checked(path, lambda p, lm=lm, dynamo=dynamo: export(lm, p, dynamo), lm, CHECK_SHAPES)
             report["models"][path.name] = {"max_abs_err_vs_torch": err}
-            print(f"{path.name}: {path.stat().st_size} bytes, max |ORT - torch| {err:.2e}")
     llama = tiny_llama()
     weights = {k: v.detach().numpy().astype(np.float32) for k, v in llama.state_dict().items()}
     for build in (attention_decoders.gqa_contrib, attention_decoders.attention23):
         path = out / f"llama_{build.__name__}.onnx"
-        tmp_path = path.with_suffix(".tmp")
-        onnx.save(build(weights, llama_shape(llama.config)), str(tmp_path))
-        onnx.checker.check_model(str(tmp_path), full_check=True)
         shapes = GQA_CHECK_SHAPES if build is attention_decoders.gqa_contrib else CHECK_SHAPES
-        err = check_against_torch(llama, tmp_path, shapes)
-        os.replace(tmp_path, path)
+        model = build(weights, llama_shape(llama.config))
+        err = write_checked(path, lambda p, model=model: onnx.save(model, str(p)), llama, shapes)
         report["models"][path.name] = {"max_abs_err_vs_torch": err}
-        print(f"{path.name}: {path.stat().st_size} bytes, max |ORT - torch| {err:.2e}")
-    (out / "export_report.json").write_text(json.dumps(report, indent=1) + "\n")
+    tmp_report = out / "export_report.json.tmp"
+    tmp_report.write_text(json.dumps(report, indent=1) + "\n")
+    os.replace(tmp_report, out / "export_report.json")
     return 0
 
 
