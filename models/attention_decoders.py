@@ -53,11 +53,18 @@ class _Graph:
         return name
 
     def op(
-        self, op_type: str, inputs: list[str], n_out: int = 1, domain: str = "", name: str = "", **attrs
+        self,
+        op_type: str,
+        inputs: list[str],
+        n_out: int = 1,
+        domain: str = "",
+        name: str = "",
+        last_outputs: tuple[str, ...] = (),  # graph output names for the node's last outputs
+        **attrs,
     ) -> list[str]:
         self._n += 1
         base = name or f"{op_type}_{self._n}"
-        outs = [f"{base}/out{i}" for i in range(n_out)]
+        outs = [f"{base}/out{i}" for i in range(n_out - len(last_outputs))] + list(last_outputs)
         self.nodes.append(helper.make_node(op_type, inputs, outs, name=base, domain=domain, **attrs))
         return outs
 
@@ -146,13 +153,13 @@ def gqa_contrib(w: dict[str, np.ndarray], shape: LlamaShape) -> onnx.ModelProto:
             3,
             MS,
             name=f"{p}/GroupQueryAttention",
+            last_outputs=(f"present.{i}.key", f"present.{i}.value"),
             num_heads=shape.heads,
             kv_num_heads=shape.kv_heads,
             do_rotary=1,
             rotary_interleaved=0,
             scale=float(shape.head_dim**-0.5),
         )
-        g.nodes[-1].output[1:] = [f"present.{i}.key", f"present.{i}.value"]
         o = g.op("MatMul", [attn[0], g.const(f"{p}.self_attn.o_proj.weight_T", _t(w[f"{p}.self_attn.o_proj.weight"]))])[
             0
         ]
@@ -220,11 +227,11 @@ def attention23(w: dict[str, np.ndarray], shape: LlamaShape) -> onnx.ModelProto:
             [qkv["q"], qkv["k"], qkv["v"], mask, f"past_key_values.{i}.key", f"past_key_values.{i}.value"],
             3,
             name=f"{p}/Attention",
+            last_outputs=(f"present.{i}.key", f"present.{i}.value"),
             q_num_heads=shape.heads,
             kv_num_heads=shape.kv_heads,
             scale=float(shape.head_dim**-0.5),
         )
-        g.nodes[-1].output[1:] = [f"present.{i}.key", f"present.{i}.value"]
         o = g.op("MatMul", [attn[0], g.const(f"{p}.self_attn.o_proj.weight_T", _t(w[f"{p}.self_attn.o_proj.weight"]))])[
             0
         ]
