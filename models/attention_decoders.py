@@ -1,4 +1,4 @@
-"""Llama-style decoders written with a fused attention op, from given weights (numpy, no torch).
+"""Decoders written with a fused attention op, from given weights (numpy, no torch).
 
 Two graphs of the same network (embedding, per layer RMSNorm -> attention with rotary and grouped KV
 heads -> residual -> RMSNorm -> SiLU-gated MLP -> residual, final RMSNorm, LM head):
@@ -8,8 +8,9 @@ heads -> residual -> RMSNorm -> SiLU-gated MLP -> residual, final RMSNorm, LM he
   input_ids, attention_mask, past_key_values.*; outputs logits, present.*.
 - `attention23`: opset-23 ONNX ops only: RMSNormalization, RotaryEmbedding, Attention with
   q_num_heads/kv_num_heads, an additive causal+padding mask from position_ids and attention_mask.
+and one of GPT-2 (`gpt2_mha_contrib`, com.microsoft.MultiHeadAttention).
 
-`weights` uses Hugging Face LlamaForCausalLM state-dict names (models/export_decoders.py passes them).
+`weights` uses Hugging Face LlamaForCausalLM / GPT2LMHeadModel state-dict names (models/export_decoders.py passes them).
 """
 
 from __future__ import annotations
@@ -25,15 +26,15 @@ BATCH, SEQ, PAST, TOTAL = "batch_size", "sequence_length", "past_sequence_length
 
 
 @dataclass(frozen=True)
-class LlamaShape:
+class DecoderShape:
     layers: int
     hidden: int
     heads: int
     kv_heads: int
     vocab: int
     max_positions: int
-    rope_theta: float
     eps: float
+    rope_theta: float = 0.0  # rotary models only
 
     @property
     def head_dim(self) -> int:
@@ -69,7 +70,7 @@ class _Graph:
         return outs
 
 
-def rope_caches(shape: LlamaShape) -> tuple[np.ndarray, np.ndarray]:
+def rope_caches(shape: DecoderShape) -> tuple[np.ndarray, np.ndarray]:
     """cos/sin of position * inverse frequency, [max_positions, head_dim / 2], as Llama's default rotary."""
     inv_freq = 1.0 / (shape.rope_theta ** (np.arange(0, shape.head_dim, 2, dtype=np.float64) / shape.head_dim))
     angles = np.outer(np.arange(shape.max_positions, dtype=np.float64), inv_freq)
@@ -81,7 +82,7 @@ def _t(w: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(w.T).astype(np.float32)
 
 
-def _io(shape: LlamaShape, with_positions: bool) -> tuple[list[onnx.ValueInfoProto], list[onnx.ValueInfoProto]]:
+def _io(shape: DecoderShape, with_positions: bool) -> tuple[list[onnx.ValueInfoProto], list[onnx.ValueInfoProto]]:
     kv = [BATCH, shape.kv_heads, PAST, shape.head_dim]
     present = [BATCH, shape.kv_heads, TOTAL, shape.head_dim]
     inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [BATCH, SEQ])]
@@ -104,7 +105,7 @@ def _mlp(g: _Graph, x: str, w: dict[str, np.ndarray], p: str) -> str:
     return g.op("MatMul", [act, g.const(f"{p}.mlp.down_proj.weight_T", _t(w[f"{p}.mlp.down_proj.weight"]))])[0]
 
 
-def _model(g: _Graph, name: str, shape: LlamaShape, with_positions: bool, opsets: list) -> onnx.ModelProto:
+def _model(g: _Graph, name: str, shape: DecoderShape, with_positions: bool, opsets: list) -> onnx.ModelProto:
     inputs, outputs = _io(shape, with_positions)
     graph = helper.make_graph(g.nodes, name, inputs, outputs, g.inits)
     model = helper.make_model(graph, opset_imports=opsets, producer_name="hexfuse-onnx models/attention_decoders.py")
@@ -112,7 +113,7 @@ def _model(g: _Graph, name: str, shape: LlamaShape, with_positions: bool, opsets
     return model
 
 
-def gqa_contrib(w: dict[str, np.ndarray], shape: LlamaShape) -> onnx.ModelProto:
+def gqa_contrib(w: dict[str, np.ndarray], shape: DecoderShape) -> onnx.ModelProto:
     g = _Graph()
     cos, sin = rope_caches(shape)
     g.const("cos_cache", cos)
@@ -205,7 +206,7 @@ def _additive_mask(g: _Graph) -> str:
     return g.op("Unsqueeze", [mask, g.const("m_axis1b", np.array([1], np.int64))])[0]
 
 
-def attention23(w: dict[str, np.ndarray], shape: LlamaShape) -> onnx.ModelProto:
+def attention23(w: dict[str, np.ndarray], shape: DecoderShape) -> onnx.ModelProto:
     g = _Graph()
     cos, sin = rope_caches(shape)
     g.const("cos_cache", cos)
@@ -246,3 +247,59 @@ def attention23(w: dict[str, np.ndarray], shape: LlamaShape) -> onnx.ModelProto:
         helper.make_node("MatMul", [final, g.const("lm_head.weight_T", _t(w["lm_head.weight"]))], ["logits"])
     )
     return _model(g, "llama_attention23", shape, True, [helper.make_opsetid("", 23)])
+
+
+def gpt2_mha_contrib(w: dict[str, np.ndarray], shape: DecoderShape) -> onnx.ModelProto:
+    """GPT-2 as onnxruntime's transformer optimizer lays it out when it fuses attention: the QKV
+    MatMul Split into three, bias, causal masking (unidirectional=1), key padding mask and past all
+    inside com.microsoft.MultiHeadAttention; SkipLayerNormalization and FastGelu around it."""
+    g = _Graph()
+    eps = shape.eps
+    wte = w["transformer.wte.weight"]
+    tokens = g.op("Gather", [g.const("transformer.wte.weight", wte), "input_ids"])[0]
+    places = g.op("Gather", [g.const("transformer.wpe.weight", w["transformer.wpe.weight"]), "position_ids"])[0]
+    residual = g.op("Add", [tokens, places])[0]
+    key_mask = g.op("Cast", ["attention_mask"], to=TensorProto.INT32)[0]
+    thirds = g.const("qkv_split", np.full(3, shape.hidden, np.int64))
+    mlp_out = None
+    for i in range(shape.layers):
+        p = f"transformer.h.{i}"
+        ln1 = [g.const(f"{p}.ln_1.{x}", w[f"{p}.ln_1.{x}"]) for x in ("weight", "bias")]
+        if mlp_out is None:
+            normed = g.op("LayerNormalization", [residual, *ln1], axis=-1, epsilon=eps)[0]
+        else:
+            normed, _, _, residual = g.op("SkipLayerNormalization", [mlp_out, residual, *ln1], 4, MS, epsilon=eps)
+        qkv = g.op("MatMul", [normed, g.const(f"{p}.attn.c_attn.weight", w[f"{p}.attn.c_attn.weight"])])[0]
+        q, k, v = g.op("Split", [qkv, thirds], 3, axis=-1)
+        attn = g.op(
+            "MultiHeadAttention",
+            [
+                q,
+                k,
+                v,
+                g.const(f"{p}.attn.c_attn.bias", w[f"{p}.attn.c_attn.bias"]),
+                key_mask,
+                "",
+                f"past_key_values.{i}.key",
+                f"past_key_values.{i}.value",
+            ],
+            3,
+            MS,
+            name=f"{p}/MultiHeadAttention",
+            last_outputs=(f"present.{i}.key", f"present.{i}.value"),
+            num_heads=shape.heads,
+            unidirectional=1,
+        )[0]
+        o = g.op("MatMul", [attn, g.const(f"{p}.attn.c_proj.weight", w[f"{p}.attn.c_proj.weight"])])[0]
+        ln2 = [g.const(f"{p}.ln_2.{x}", w[f"{p}.ln_2.{x}"]) for x in ("weight", "bias")]
+        bias = g.const(f"{p}.attn.c_proj.bias", w[f"{p}.attn.c_proj.bias"])
+        normed2, _, _, residual = g.op("SkipLayerNormalization", [o, residual, *ln2, bias], 4, MS, epsilon=eps)
+        fc = g.op("MatMul", [normed2, g.const(f"{p}.mlp.c_fc.weight", w[f"{p}.mlp.c_fc.weight"])])[0]
+        act = g.op("FastGelu", [fc, g.const(f"{p}.mlp.c_fc.bias", w[f"{p}.mlp.c_fc.bias"])], 1, MS)[0]
+        down = g.op("MatMul", [act, g.const(f"{p}.mlp.c_proj.weight", w[f"{p}.mlp.c_proj.weight"])])[0]
+        mlp_out = g.op("Add", [down, g.const(f"{p}.mlp.c_proj.bias", w[f"{p}.mlp.c_proj.bias"])])[0]
+    lnf = [g.const(f"transformer.ln_f.{x}", w[f"transformer.ln_f.{x}"]) for x in ("weight", "bias")]
+    final = g.op("SkipLayerNormalization", [mlp_out, residual, *lnf], 1, MS, epsilon=eps)[0]
+    g.nodes.append(helper.make_node("MatMul", [final, g.const("lm_head.weight_T", _t(wte))], ["logits"]))
+    opsets = [helper.make_opsetid("", 21), helper.make_opsetid(MS, 1)]
+    return _model(g, "gpt2_mha_contrib", shape, True, opsets)

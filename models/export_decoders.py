@@ -8,6 +8,7 @@ Needs torch and transformers, which the project does not depend on: run it with 
 Writes, from seeded random-weight configs (2 layers, hidden 64):
   gpt2_{torchscript,dynamo}.onnx   Hugging Face GPT-2 with past_key_values
   llama_{torchscript,dynamo}.onnx  Llama-style (GQA 4 query / 2 KV heads, rotary, RMSNorm, SiLU MLP)
+  gpt2_mha_contrib.onnx            the same GPT-2 weights with com.microsoft.MultiHeadAttention
   llama_gqa_contrib.onnx           the same Llama weights as onnxruntime-genai writes them (GroupQueryAttention)
   llama_attention23.onnx           the same Llama weights with the opset-23 ONNX Attention op
 and checks every file's logits against the torch model on onnxruntime before keeping it.
@@ -193,8 +194,8 @@ def export(lm: torch.nn.Module, path: Path, dynamo: bool) -> None:
             )
 
 
-def llama_shape(cfg: LlamaConfig) -> attention_decoders.LlamaShape:
-    return attention_decoders.LlamaShape(
+def llama_shape(cfg: LlamaConfig) -> attention_decoders.DecoderShape:
+    return attention_decoders.DecoderShape(
         layers=cfg.num_hidden_layers,
         hidden=cfg.hidden_size,
         heads=cfg.num_attention_heads,
@@ -203,6 +204,18 @@ def llama_shape(cfg: LlamaConfig) -> attention_decoders.LlamaShape:
         max_positions=cfg.max_position_embeddings,
         rope_theta=cfg.rope_parameters["rope_theta"],
         eps=cfg.rms_norm_eps,
+    )
+
+
+def gpt2_shape(cfg: GPT2Config) -> attention_decoders.DecoderShape:
+    return attention_decoders.DecoderShape(
+        layers=cfg.n_layer,
+        hidden=cfg.n_embd,
+        heads=cfg.n_head,
+        kv_heads=cfg.n_head,
+        vocab=cfg.vocab_size,
+        max_positions=cfg.n_positions,
+        eps=cfg.layer_norm_epsilon,
     )
 
 
@@ -283,13 +296,17 @@ def main() -> int:
             path = out / f"{family}_{exporter}.onnx"
             err = write_checked(path, lambda p, lm=lm, dynamo=dynamo: export(lm, p, dynamo), lm, CHECK_SHAPES)
             report["models"][path.name] = {"max_abs_err_vs_torch": err}
-    llama = tiny_llama()
-    weights = {k: v.detach().numpy().astype(np.float32) for k, v in llama.state_dict().items()}
-    for build in (attention_decoders.gqa_contrib, attention_decoders.attention23):
-        path = out / f"llama_{build.__name__}.onnx"
-        shapes = GQA_CHECK_SHAPES if build is attention_decoders.gqa_contrib else CHECK_SHAPES
-        model = build(weights, llama_shape(llama.config))
-        err = write_checked(path, lambda p, model=model: onnx.save(model, str(p)), llama, shapes)
+    gpt2, llama = tiny_gpt2(), tiny_llama()
+    hand_written = (
+        ("gpt2_mha_contrib", attention_decoders.gpt2_mha_contrib, gpt2, gpt2_shape, CHECK_SHAPES),
+        ("llama_gqa_contrib", attention_decoders.gqa_contrib, llama, llama_shape, GQA_CHECK_SHAPES),
+        ("llama_attention23", attention_decoders.attention23, llama, llama_shape, CHECK_SHAPES),
+    )
+    for name, build, lm, shape_of, shapes in hand_written:
+        weights = {k: v.detach().numpy().astype(np.float32) for k, v in lm.state_dict().items()}
+        model = build(weights, shape_of(lm.config))
+        path = out / f"{name}.onnx"
+        err = write_checked(path, lambda p, model=model: onnx.save(model, str(p)), lm, shapes)
         report["models"][path.name] = {"max_abs_err_vs_torch": err}
     tmp_report = out / "export_report.json.tmp"
     tmp_report.write_text(json.dumps(report, indent=1) + "\n")

@@ -45,6 +45,12 @@ MODELS: dict[str, ExportedDecoder] = {
         ExportedDecoder("llama_torchscript", "llama", "torch.onnx.export TorchScript", _LLAMA),
         ExportedDecoder("llama_dynamo", "llama", "torch.onnx.export dynamo", _LLAMA),
         ExportedDecoder(
+            "gpt2_mha_contrib",
+            "gpt2",
+            "onnx.helper, ORT transformer-optimizer layout",
+            "GPT-2 with com.microsoft.MultiHeadAttention",
+        ),
+        ExportedDecoder(
             "llama_gqa_contrib",
             "llama",
             "onnx.helper, onnxruntime-genai layout",
