@@ -48,21 +48,23 @@ model is given); the CLI re-executes itself without OPENBLAS_CORETYPE/OPENBLAS_L
 from __future__ import annotations
 
 import datetime
-import os
 import json
+import os
 import platform
 import statistics
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 import onnx
 import onnxruntime as ort
 
 from . import contract as C
-from . import costmodel, graph as graph_mod
+from . import costmodel
+from . import graph as graph_mod
 from .costmodel import Param, Target, predict, task_time
 from .profile import Engine, GraphProfile, NodeProfile, TaskProfile, profile_graph
 from .select import Pair
@@ -385,7 +387,7 @@ def _fitted_target(
 
 def _with_residual(target: Target, residual: str) -> Target:
     params = {k: replace(p, source=p.source.replace("{residual}", residual)) for k, p in target.params().items()}
-    return replace(target, **params)
+    return replace(target, **cast(dict[str, Any], params))
 
 
 # ---------------------------------------------------------------------------------------
@@ -896,7 +898,7 @@ def where_measured() -> str:
 
 
 def calibrate(
-    model_paths: list[str | os.PathLike[str]],
+    model_paths: Sequence[str | os.PathLike[str]],
     progress: Progress = _quiet,
     runs: int = 20,
     warmup: int = 3,

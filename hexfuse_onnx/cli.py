@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 
 from . import __version__
+from .bench import BASELINES, DEFAULT_BASELINES
 from .contract import KINDS
 from .costmodel import TARGETS
-from .bench import BASELINES, DEFAULT_BASELINES
 from .errors import EXIT_INTERNAL, EXIT_OK, HexfuseError
 from .graph import parse_shape_overrides
 from .select import DEFAULT_MIN_GAIN

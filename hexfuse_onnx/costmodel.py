@@ -66,7 +66,7 @@ class Target:
         }
 
     @classmethod
-    def from_json(cls, text: str) -> "Target":
+    def from_json(cls, text: str) -> Target:
         doc = json.loads(text)
         if isinstance(doc, dict) and isinstance(doc.get("target"), dict):
             doc = doc["target"]  # a calibration result carries its target
@@ -87,7 +87,9 @@ _HEXAGON_CLOCK_HZ = 1.0e9  # modelled (assumption): cDSP clock of about 1 GHz (n
 # chose, "modelled (document)" one read from the public document named.
 HEXAGON_V73 = Target(
     name="hexagon-v73",
-    description="Hexagon v73 cDSP (Snapdragon 8 Gen 2 class): HMX + 4 HVX-128B contexts + VTCM (modelled, not measured)",
+    description=(
+        "Hexagon v73 cDSP (Snapdragon 8 Gen 2 class): HMX + 4 HVX-128B contexts + VTCM (modelled, not measured)"
+    ),
     matrix_flops=Param(
         4096 * _HEXAGON_CLOCK_HZ,
         "FLOP/s",
@@ -189,7 +191,7 @@ def parameter_table(target: Target) -> list[str]:
     return rows
 
 
-def call_time(prediction: "Prediction", target: Target) -> float:
+def call_time(prediction: Prediction, target: Target) -> float:
     """The fused prediction as one kernel call costs it: the fused time plus the call overhead."""
     return prediction.fused + target.call_overhead_s.value
 

@@ -24,20 +24,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cli_support
 import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+from cli_support import Dirs, assert_mentions, error_line, listing, snapshot
 from onnx import TensorProto, helper, numpy_helper
 
+import models
+
 REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-import models  # noqa: E402
-import cli_support
-from cli_support import Dirs, assert_mentions, error_line, listing, snapshot  # noqa: E402
-
 EXIT_OK, EXIT_USAGE, EXIT_BAD_MODEL, EXIT_VERIFY, EXIT_WRITE, EXIT_INTERNAL = 0, 2, 3, 4, 5, 70
 
 

@@ -14,7 +14,6 @@ import onnx
 import pytest
 
 import models
-
 from hexfuse_onnx import calibrate, costmodel
 from hexfuse_onnx.costmodel import Param, task_time
 from hexfuse_onnx.profile import Engine, NodeProfile, TaskProfile

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import onnx
 import pytest
-
 from cli_support import ERROR_PREFIX, run_cli
+
 from hexfuse_onnx import runtime
 from hexfuse_onnx.pipeline import rewrite
 

@@ -22,8 +22,9 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-import models  # noqa: E402
 from cli_support import Dirs, assert_mentions, error_line, listing, run_cli, sha256  # noqa: E402
+
+import models  # noqa: E402
 
 EXIT_OK, EXIT_USAGE, EXIT_BAD_MODEL, EXIT_VERIFY, EXIT_WRITE, EXIT_INTERNAL = 0, 2, 3, 4, 5, 70
 

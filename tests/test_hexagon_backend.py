@@ -34,11 +34,11 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+from plugin_support import concurrent_errors, lower_zoo
+from plugin_support import reference as zoo_reference
 
 from hexfuse_onnx import contract as C
 from hexfuse_onnx import runtime, verify
-from plugin_support import concurrent_errors, lower_zoo
-from plugin_support import reference as zoo_reference
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = Path(os.environ.get("HEXFUSE_BUILD_DIR", ROOT / "build" / "custom_ops"))

@@ -14,12 +14,12 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-
-from hexfuse_onnx import contract as C
-from hexfuse_onnx import runtime, verify
 from plugin_support import concurrent_errors, lower_zoo
 from plugin_support import reference as zoo_reference
 from qnn_support import QNN_EP, nodes_by_provider, qnn_devices_or_skip
+
+from hexfuse_onnx import contract as C
+from hexfuse_onnx import runtime, verify
 
 LOWERABLE = ["two_branch", "mha_encoder", "gpt_decode_step", "gpt_decode_step_contrib"]
 

@@ -36,10 +36,10 @@ from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
+import models
 from hexfuse_onnx import contract as C
 from hexfuse_onnx import pipeline, runtime, verify
 from hexfuse_onnx.errors import HexfuseError
-import models
 
 OPSET = 18
 IR_VERSION = 10
