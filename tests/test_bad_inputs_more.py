@@ -24,12 +24,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import cli_support
 import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from cli_support import Dirs, assert_mentions, error_line, listing, snapshot
+from cli_support import Dirs, assert_mentions, error_line, listing, run_cli, run_cli_process, snapshot
 from onnx import TensorProto, helper, numpy_helper
 
 import models
@@ -40,10 +39,6 @@ EXIT_OK, EXIT_USAGE, EXIT_BAD_MODEL, EXIT_VERIFY, EXIT_WRITE, EXIT_INTERNAL = 0,
 
 # ---------------------------------------------------------------------------------------
 # Helpers (the same conventions as tests/test_cli_errors.py)
-
-
-def run_cli(*args: object, timeout: float = 300, prefix: list[str] | None = None) -> subprocess.CompletedProcess[str]:
-    return cli_support.run_cli(*args, timeout=timeout, prefix=prefix)
 
 
 def zoo(name: str = "two_branch") -> onnx.ModelProto:
@@ -456,7 +451,7 @@ def read_only_out(dirs: Dirs):
 def test_output_folder_not_writable(dirs, read_only_out):
     src = dirs.save("two_branch.onnx", zoo())
     before = snapshot(dirs.inp)
-    proc = run_cli("rewrite", src, "-q", "-o", dirs.out / "out.onnx", prefix=read_only_out)
+    proc = run_cli_process("rewrite", src, "-q", "-o", dirs.out / "out.onnx", prefix=read_only_out)
     refused(proc, dirs, before, (EXIT_WRITE,), str(dirs.out), "not writable")
 
 
@@ -465,7 +460,7 @@ def test_json_report_folder_not_writable(dirs, read_only_out, tmp_path):
     before = snapshot(dirs.inp)
     elsewhere = tmp_path / "models"
     elsewhere.mkdir()
-    proc = run_cli(
+    proc = run_cli_process(
         "rewrite", src, "-q", "-o", elsewhere / "out.onnx", "--json", dirs.out / "report.json", prefix=read_only_out
     )
     refused(proc, dirs, before, (EXIT_WRITE,), "report.json", "not writable")
@@ -478,7 +473,7 @@ def test_unfuse_into_folder_not_writable(dirs, read_only_out, tmp_path):
     proc = run_cli("rewrite", src, "-q", "-o", fused)
     assert proc.returncode == EXIT_OK, proc.stderr
     before = snapshot(dirs.inp)
-    proc = run_cli("unfuse", fused, "-o", dirs.out / "restored.onnx", prefix=read_only_out)
+    proc = run_cli_process("unfuse", fused, "-o", dirs.out / "restored.onnx", prefix=read_only_out)
     refused(proc, dirs, before, (EXIT_WRITE,), str(dirs.out), "not writable")
 
 
