@@ -286,6 +286,8 @@ def _profile(args: argparse.Namespace, progress) -> int:
     _refuse_same_file(args.output, args.model)
     _check_report_path(args.output)
     _check_report_path(args.png)
+    if args.png:
+        timeline.check_png_support()
     model = Path(args.model)
     with tempfile.TemporaryDirectory(prefix="hexfuse-profile-") as folder:
         head = onnx.load(str(model), load_external_data=False)
