@@ -3,7 +3,7 @@
 # put both shared libraries into hexfuse_onnx/_lib/ (git-ignored):
 #   libhexfuse_ort.so   the custom-op library (register_custom_ops_library)
 #   libhexfuse_host.so  the kernel's C API for Python ctypes (runtime.HostKernel) + the cDSP probe
-# and, for tests only, $build/libhexfuse_rpc_loopback.so: a stand-in for libcdsprpc.so that runs the
+# and, for tests only, libhexfuse_rpc_loopback.so (not in the wheel): a stand-in for libcdsprpc.so that runs the
 # DSP-side FastRPC skeleton in process (HEXFUSE_CDSPRPC_LIB=<it> with backend=hexagon).
 # The plugin is a Rust cdylib on ort-sys' C API declarations: ONNX Runtime hands it the API at
 # RegisterCustomOps, so no ONNX Runtime headers or binaries are needed or downloaded.
