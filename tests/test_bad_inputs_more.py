@@ -376,6 +376,7 @@ def big_run(tmp_path_factory):
         shutil.rmtree(folder, ignore_errors=True)
 
 
+@pytest.mark.slow
 def test_over_2gb_model_is_rewritten_with_external_data(big_run):
     proc, out = big_run["proc"], big_run["out"]
     assert proc.returncode == EXIT_OK, proc.stdout + proc.stderr
@@ -400,6 +401,7 @@ def test_over_2gb_model_is_rewritten_with_external_data(big_run):
     assert emb.shape == (1, BIG_DIM) and not emb.any()  # the sparse table reads as zeros
 
 
+@pytest.mark.slow
 def test_over_2gb_model_is_never_held_in_one_protobuf(big_run):
     assert big_run["proc"].returncode == EXIT_OK, big_run["proc"].stderr
     held = big_run["record"]["max_proto_bytes"]

@@ -218,6 +218,7 @@ def test_prediction_error_end_to_end_on_the_plugin(zoo_dir: Path, monkeypatch: p
 
 
 @needs_plugin
+@pytest.mark.slow  # a real `python -m hexfuse_onnx calibrate` (re-executes itself)
 def test_cli_calibrate_writes_a_target_that_rewrite_uses(tmp_path: Path) -> None:
     """`calibrate -o` then `inspect --target FILE`: the calibrated target drives the pass; a file
     that is not a target is refused with exit 2."""

@@ -15,6 +15,8 @@ from cli_support import ERROR_PREFIX, run_cli_process
 from hexfuse_onnx import runtime
 from hexfuse_onnx.pipeline import rewrite
 
+pytestmark = pytest.mark.slow  # bench and zoo --analyse time real sessions
+
 PLUGIN_BUILT = (runtime.LIB_DIR / runtime.PLUGIN_NAME).is_file()
 FAST = ("--runs", "3", "--rounds", "1", "--warmup", "0", "-q")
 

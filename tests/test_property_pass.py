@@ -655,6 +655,7 @@ def _summary():
         )
 
 
+@pytest.mark.slow
 @PROFILE
 @given(spec=dags())
 def test_rewrite_declines_cleanly_or_writes_a_verified_model(spec: Spec) -> None:

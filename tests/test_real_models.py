@@ -39,6 +39,8 @@ from hexfuse_onnx import contract as C
 from hexfuse_onnx import pipeline, runtime, verify
 from models import real
 
+pytestmark = pytest.mark.slow  # real models through ORT, the plugin and QNN
+
 REAL_ALL = os.environ.get("HEXFUSE_REAL_ALL") == "1"
 REPORT = os.environ.get("HEXFUSE_REAL_REPORT")
 PLUGIN_BUILT = (runtime.LIB_DIR / runtime.PLUGIN_NAME).is_file()
