@@ -21,8 +21,9 @@ echo "== cargo clippy -D warnings"
 # build.rs links the dsp/ static libraries that custom_ops/build.sh builds with CMake and names in
 # cargo-env.sh; clippy shares build.sh's target folder, so it only re-checks the crate.
 build="${HEXFUSE_BUILD_DIR:-$root/build/custom_ops}"
-if [[ ! -f "$build/cargo-env.sh" ]]; then
-  echo "lint.sh: $build/cargo-env.sh missing: building the native libraries first (custom_ops/build.sh)"
+blas_lib="$(sed -n "s/^HEXFUSE_BLAS_LIB='\(.*\)'$/\1/p" "$build/cargo-env.sh" 2>/dev/null || true)"
+if [[ -z "$blas_lib" || ! -f "$blas_lib" ]]; then  # not built, or last built by pip against its temporary BLAS
+  echo "lint.sh: no current build in $build: building the native libraries first (custom_ops/build.sh)"
   bash custom_ops/build.sh >/dev/null
 fi
 (
