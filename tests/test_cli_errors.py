@@ -1,5 +1,5 @@
 """The command line end to end: in this process through `cli.main([...])` (cli_support.run_cli),
-and through a real `python -m hexfuse_onnx` subprocess for --help and a full rewrite.
+and through a real `python -m hexfuse_onnx` subprocess for --help and one full rewrite.
 
 Every bad input must end with one clear line on stderr that names the cause, a specific
 non-zero exit code, no output file (and no stray staging folder) in the output directory,
@@ -385,10 +385,16 @@ def test_argparse_usage_errors(dirs, zoo_bytes, args, word):
     "command", [[], ["rewrite"], ["inspect"], ["unfuse"]], ids=["top", "rewrite", "inspect", "unfuse"]
 )
 def test_help(command):
-    proc = run_cli_process(*command, "--help")
+    proc = run_cli(*command, "--help")
     assert proc.returncode == EXIT_OK, proc.stderr
     assert proc.stdout.startswith("usage:")
     assert "exit codes" in proc.stdout
+
+
+def test_python_dash_m_runs_the_cli():
+    proc = run_cli_process("--help")
+    assert proc.returncode == EXIT_OK, proc.stderr
+    assert proc.stdout.startswith("usage:") and "exit codes" in proc.stdout
 
 
 # ---------------------------------------------------------------------------------------
