@@ -88,7 +88,7 @@ def _parser() -> argparse.ArgumentParser:
     pr = sub.add_parser("profile", help="run a model on the plugin and write its engine timeline", epilog=EPILOG)
     pr.add_argument("model", help="a rewritten model (an original one is rewritten first, into a temporary file)")
     pr.add_argument("-o", "--output", required=True, help="Chrome-trace/Perfetto JSON to write")
-    pr.add_argument("--png", help="also draw the timeline into this PNG")
+    pr.add_argument("--png", help="also draw the timeline into this PNG (needs the timeline extra: matplotlib)")
     pr.add_argument("--runs", type=int, default=10, help="runs before the recorded one (default 10)")
     pr.add_argument("--workers", type=int, help="vector workers of the kernel's pool")
     pr.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
@@ -363,6 +363,8 @@ def _profile(args: argparse.Namespace, progress) -> int:
     _refuse_same_file(args.output, args.model)
     _check_report_path(args.output)
     _check_report_path(args.png)
+    if args.png:
+        timeline.check_png_support()
     model = Path(args.model)
     with tempfile.TemporaryDirectory(prefix="hexfuse-profile-") as folder:
         head = onnx.load(str(model), load_external_data=False)

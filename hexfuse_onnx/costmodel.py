@@ -67,7 +67,7 @@ class Target:
         }
 
     @classmethod
-    def from_json(cls, text: str) -> "Target":
+    def from_json(cls, text: str) -> Target:
         doc = json.loads(text)
         if isinstance(doc, dict) and isinstance(doc.get("target"), dict):
             doc = doc["target"]  # a calibration result carries its target
@@ -88,7 +88,9 @@ _HEXAGON_CLOCK_HZ = 1.0e9  # modelled (assumption): cDSP clock of about 1 GHz (n
 # chose, "modelled (document)" one read from the public document named.
 HEXAGON_V73 = Target(
     name="hexagon-v73",
-    description="Hexagon v73 cDSP (Snapdragon 8 Gen 2 class): HMX + 4 HVX-128B contexts + VTCM (modelled, not measured)",
+    description=(
+        "Hexagon v73 cDSP (Snapdragon 8 Gen 2 class): HMX + 4 HVX-128B contexts + VTCM (modelled, not measured)"
+    ),
     matrix_flops=Param(
         4096 * _HEXAGON_CLOCK_HZ,
         "FLOP/s",

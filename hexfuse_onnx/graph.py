@@ -8,6 +8,7 @@ built in one linear pass so that 50k-node models stay fast.
 from __future__ import annotations
 
 import heapq
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -38,12 +39,8 @@ class TensorInfo:
 
     @property
     def numel(self) -> int | None:
-        if not self.is_static:
-            return None
-        n = 1
-        for d in self.shape:  # type: ignore[union-attr]
-            n *= d  # type: ignore[operator]
-        return n
+        sizes = [d for d in self.shape or () if isinstance(d, int)]
+        return math.prod(sizes) if self.is_static else None
 
     @property
     def itemsize(self) -> int:

@@ -138,7 +138,7 @@ class TaskProfile:
     footprint: int = 0
 
     @classmethod
-    def of(cls, ops: list[NodeProfile]) -> "TaskProfile":
+    def of(cls, ops: list[NodeProfile]) -> TaskProfile:
         t = cls(nodes=[p.node for p in ops], ops=ops)
         for e in Engine:
             t.flops[e] = sum(p.flops for p in ops if p.engine == e)
@@ -154,7 +154,7 @@ class TaskProfile:
     def total_bytes(self) -> float:
         return sum(self.bytes.values())
 
-    def scaled(self, fraction: float) -> "TaskProfile":
+    def scaled(self, fraction: float) -> TaskProfile:
         """The same task on a fraction of the batch (activations and FLOPs scale, weights do not)."""
         ops = [
             NodeProfile(
@@ -225,7 +225,7 @@ def engine_of(node: onnx.NodeProto) -> Engine:
 def profile_graph(g: ModelGraph) -> GraphProfile:
     nodes: dict[int, NodeProfile] = {}
     unprofiled: dict[int, str] = {}
-    for i, n in enumerate(g.nodes):
+    for i in range(len(g.nodes)):
         p = profile_node(g, i)
         if isinstance(p, str):
             unprofiled[i] = p

@@ -23,7 +23,7 @@ Backends (`session_options(backend=...)`, passed to the plugin as HEXFUSE_BACKEN
 
 The probe (`_hexagon_reason`) is the plugin's own FastRPC client, exported by libhexfuse_host.so: it
 opens and closes a session. The hexagon path has never run on a device: on this machine it runs on a
-loopback stand-in for libcdsprpc.so (build/custom_ops/libhexfuse_rpc_loopback.so, tests only).
+loopback stand-in for libcdsprpc.so (LOOPBACK_NAME in LIB_DIR, built for tests, not in the wheel).
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ from .errors import HexfuseError
 LIB_DIR = Path(__file__).resolve().parent / "_lib"
 PLUGIN_NAME = "libhexfuse_ort.so"
 HOST_NAME = "libhexfuse_host.so"
+LOOPBACK_NAME = "libhexfuse_rpc_loopback.so"
 BACKENDS = ("auto", "host", "hexagon")
 ENV_WORKERS = "HEXFUSE_WORKERS"
 ENV_TRACE = "HEXFUSE_TRACE"

@@ -4,9 +4,9 @@ from pathlib import Path
 
 import onnx
 import pytest
+from cli_support import Dirs
 
 import models
-from cli_support import Dirs
 
 
 @pytest.fixture(scope="session")

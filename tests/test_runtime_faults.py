@@ -44,10 +44,13 @@ PLUGIN_TOL = 1e-4
 LOAD_RUNS = int(os.environ.get("HEXFUSE_LOAD_RUNS", "10000"))
 RSS_GROWTH_LIMIT_MB = 50
 
-pytestmark = pytest.mark.skipif(
-    not (runtime.LIB_DIR / runtime.PLUGIN_NAME).is_file(),
-    reason=f"{runtime.LIB_DIR / runtime.PLUGIN_NAME} not built: run `bash custom_ops/build.sh`",
-)
+pytestmark = [
+    pytest.mark.slow,  # plugin sessions, ~0.5 s each: the runtime's tier, outside the pass's fast one
+    pytest.mark.skipif(
+        not (runtime.LIB_DIR / runtime.PLUGIN_NAME).is_file(),
+        reason=f"{runtime.LIB_DIR / runtime.PLUGIN_NAME} not built: run `bash custom_ops/build.sh`",
+    ),
+]
 
 
 # ---------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 //! once (checks the inputs against the program, allocates the outputs, runs both tasks on the
 //! host's shared pool or on the cDSP).
 
-use std::ffi::c_void;
+use std::ffi::{c_void, CStr};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
@@ -15,8 +15,9 @@ use crate::hfx::{self, Pool, Program, TraceEvent};
 use crate::ort::{self, fail, invalid};
 use crate::trace;
 
-pub const DOMAIN: &str = "hexfuse";
-pub const OP_TYPE: &str = "FusedHexPair";
+/// The node this kernel computes, `hexfuse::FusedHexPair` (registered by lib.rs).
+pub const DOMAIN: &CStr = c"hexfuse";
+pub const OP_TYPE: &CStr = c"FusedHexPair";
 pub const ENV_TRACE: &str = "HEXFUSE_TRACE";
 
 /// Trace buffers are sized to the program's work items; this caps one run's buffer.
@@ -64,7 +65,7 @@ fn dims_str<T: std::fmt::Display>(dims: &[T]) -> String {
 
 impl Kernel {
     fn where_(name: &str) -> String {
-        format!("{DOMAIN}::{OP_TYPE} node '{name}'")
+        format!("{}::{} node '{name}'", DOMAIN.to_string_lossy(), OP_TYPE.to_string_lossy())
     }
 
     pub fn create(info: *const OrtKernelInfo) -> ort::Result<Kernel> {
