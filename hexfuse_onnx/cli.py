@@ -60,7 +60,8 @@ def _parser() -> argparse.ArgumentParser:
             "--shape",
             action="append",
             metavar="NAME=DxDxD",
-            help="fix a graph input's dims, e.g. input_ids=1x128 (repeatable)",
+            help="the shape to analyse and verify at, e.g. input_ids=1x128 (repeatable); symbolic dims stay "
+            "symbolic in the written model unless --freeze-shapes",
         )
         sp.add_argument("--json", metavar="REPORT", help="also write a JSON report here")
         sp.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
@@ -80,6 +81,17 @@ def _parser() -> argparse.ArgumentParser:
         type=float,
         default=DEFAULT_RTOL,
         help=f"verification tolerance, relative to each output's scale (default {DEFAULT_RTOL:g})",
+    )
+    rw.add_argument(
+        "--freeze-shapes",
+        action="store_true",
+        help="write the input shapes analysed at (--shape, else the defaults) into the model",
+    )
+    rw.add_argument(
+        "--inputs",
+        action="append",
+        metavar="NPZ|NAME:NPY",
+        help="real graph inputs to verify on: data.npz, or NAME:file.npy (repeatable)",
     )
 
     ins = sub.add_parser("inspect", help="print profiles and candidate pairs; writes nothing but --json", epilog=EPILOG)
@@ -297,6 +309,7 @@ def _check_report_path(path: str | None) -> None:
 def _rewrite(args: argparse.Namespace, progress) -> int:
     from .pipeline import default_output, rewrite
     from .report import pair_rows, rewrite_json, summary, table
+    from .verify import load_inputs
 
     _refuse_same_file(args.json, args.model, args.output or str(default_output(args.model)))
     _check_report_path(args.json)
@@ -310,6 +323,8 @@ def _rewrite(args: argparse.Namespace, progress) -> int:
         args.rtol,
         progress,
         verify_plugin=args.verify == "plugin",
+        freeze_shapes=args.freeze_shapes,
+        inputs=load_inputs(args.inputs) if args.inputs else None,
     )
     a = result.analysis
     print(summary(a))
@@ -321,7 +336,7 @@ def _rewrite(args: argparse.Namespace, progress) -> int:
         assert c is not None
         print(
             f"verified: full checker passed; stock ONNX Runtime matches the original on {c.outputs} output(s) "
-            f"(worst relative error {c.worst_relative_error:.2e} <= {args.rtol:g})"
+            f"(worst relative error {c.worst_relative_error:.2e} <= {args.rtol:g}) at {'; '.join(c.shapes)}"
         )
         if args.verify == "plugin":
             print("verified: with the FusedHexPair plugin (host backend) the outputs match too (<= 1e-4)")

@@ -12,6 +12,23 @@ from hexfuse_onnx import pipeline, verify
 from hexfuse_onnx.lowering import attach_programs
 
 
+def plugin_program_version() -> int:
+    """The newest task-program format version the built kernel reads (0 when not built)."""
+    import ctypes
+
+    from hexfuse_onnx import runtime
+
+    lib = runtime.LIB_DIR / "libhexfuse_host.so"
+    if not lib.is_file():
+        return 0
+    return int(ctypes.CDLL(str(lib)).hexfuse_host_program_version())
+
+
+def program_versions(model: onnx.ModelProto) -> set[int]:
+    """The format versions of the task programs in a rewritten model."""
+    return {int.from_bytes(a.s[4:6], "little") for n in model.graph.node for a in n.attribute if a.name == "program"}
+
+
 def lower_zoo(zoo_dir: Path, names: list[str], out: Path) -> dict[str, Path]:
     """Each zoo model rewritten and given its task programs (every pair must lower)."""
     result = {}

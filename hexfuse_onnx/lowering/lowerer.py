@@ -99,6 +99,7 @@ class Lowerer:
         if len(fn.input) != len(node.input) or len(fn.output) != len(node.output):
             raise LoweringError(node.op_type, self.pair, "node and function body disagree on inputs/outputs")
         self.n_in_a, self.n_out_a = n_in_a, n_out_a
+        self.ir_version = ir_version
         self.inits = initializers
         self.opset = next((o.version for o in fn.opset_import if o.domain in ("", "ai.onnx")), model_opset)
         self.formal: dict[str, str] = dict(zip(fn.input, node.input))  # formal name -> actual name
@@ -125,7 +126,20 @@ class Lowerer:
         self._body_index: int | None = None  # the body node being lowered
 
     def _infer_body(self, ir_version: int) -> None:
-        g_inputs = [helper.make_value_info(f, self.types[f]) for f in self.fn.input]
+        m = self.body_model({f: self.types[f] for f in self.fn.input}, ir_version)
+        try:
+            inferred = shape_inference.infer_shapes(m, strict_mode=False, data_prop=True)
+        except Exception as exc:  # noqa: BLE001
+            raise LoweringError(self.node.op_type, self.pair, f"shape inference of the body failed: {exc}") from None
+        g = inferred.graph
+        for v in list(g.value_info) + list(g.output):
+            if v.type.tensor_type.elem_type:
+                self.types.setdefault(v.name, v.type)
+
+    def body_model(self, input_types: dict[str, onnx.TypeProto], ir_version: int) -> onnx.ModelProto:
+        """The function body as a model of its formal inputs (of these types), with the
+        initializers that steer ops, for shape inference."""
+        g_inputs = [helper.make_value_info(f, input_types[f]) for f in self.fn.input]
         # float initializers that steer an op (Resize roi/scales) are given to shape inference too
         steering = {i for n in self.fn.node if n.op_type == "Resize" for i in n.input[1:] if i}
         renamed = []
@@ -142,15 +156,7 @@ class Lowerer:
             [helper.make_value_info(o, onnx.TypeProto()) for o in self.fn.output],
             initializer=renamed,
         )
-        m = helper.make_model(graph, opset_imports=list(self.fn.opset_import), ir_version=ir_version)
-        try:
-            inferred = shape_inference.infer_shapes(m, strict_mode=False, data_prop=True)
-        except Exception as exc:  # noqa: BLE001
-            raise LoweringError(self.node.op_type, self.pair, f"shape inference of the body failed: {exc}") from None
-        g = inferred.graph
-        for v in list(g.value_info) + list(g.output):
-            if v.type.tensor_type.elem_type:
-                self.types.setdefault(v.name, v.type)
+        return helper.make_model(graph, opset_imports=list(self.fn.opset_import), ir_version=ir_version)
 
     # ---- tensors ----
 
