@@ -125,7 +125,8 @@ def _symbolic_inputs(g: ModelGraph, call: FusedCall, second: ShapeBinding) -> Sy
             types[t] = _type_proto(info)
     if all(isinstance(d, int) for shape in dims for d in shape):
         return None
-    return SymbolicInputs(dims, types)
+    body = {t: g.symbolic[t] for n in call.function.node for t in n.output if t in g.symbolic}
+    return SymbolicInputs(dims, types, body)
 
 
 def _placed_shapes(

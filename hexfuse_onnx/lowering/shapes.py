@@ -15,6 +15,7 @@ byte for byte. Any difference refuses the pair, naming the op or tensor that dif
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import IntEnum
 
 import onnx
 import sympy
@@ -23,7 +24,18 @@ from onnx import helper
 from .. import shape_expr
 from ..graph import Dim, _run_symbolic_inference, _tensor_info
 from ..shape_expr import Patch, ShapeExprError, Symbol, Target
-from .abi import Role
+from .abi import (
+    ClipParam,
+    ConvParam,
+    GemmParam,
+    HardSigmoidParam,
+    Opcode,
+    PoolParam,
+    ReduceParam,
+    ResizeParam,
+    Role,
+    SliceParam,
+)
 from .lowerer import Lowerer
 from .program import layout_of, locate, specialize, tensor_records
 from .registry import LoweringError
@@ -36,6 +48,7 @@ class SymbolicInputs:
 
     dims: list[tuple[Dim, ...]]
     second: dict[str, onnx.TypeProto]
+    model_dims: dict[str, tuple[Dim, ...]]  # body tensors' symbolic dims in the whole model (a fallback)
 
 
 @dataclass(frozen=True)
@@ -43,6 +56,7 @@ class _Symbols:
     names: list[list[str | None]]  # per node input and axis: the body's dim name, None when static
     section: list[Symbol]  # one per symbolic (io_index, axis), in order
     index: dict[str, int]  # body dim name -> the first symbol carrying it
+    renames: dict[str, str]  # a node input dim that is a lone model symbol ('height') -> its body name
 
 
 def lower_symbolic(first: Lowerer, second_args: tuple, sym: SymbolicInputs) -> bytes:
@@ -50,7 +64,7 @@ def lower_symbolic(first: Lowerer, second_args: tuple, sym: SymbolicInputs) -> b
     proven against a lowering at the second binding (`Lowerer(*second_args)`)."""
     first.lower()
     symbols = _symbols(sym.dims)
-    body = _body_dims(first, symbols)
+    body = {**_model_dims(sym.model_dims, symbols), **_body_dims(first, symbols)}
     patches, notes = _patches(first, body, symbols)
     section = shape_expr.encode_section(symbols.section, patches)
     try:
@@ -79,18 +93,21 @@ def _symbols(dims: list[tuple[Dim, ...]]) -> _Symbols:
     names: list[list[str | None]] = []
     section: list[Symbol] = []
     index: dict[str, int] = {}
+    renames: dict[str, str] = {}
     for io, shape in enumerate(dims):
         row: list[str | None] = []
         for axis, d in enumerate(shape):
             if isinstance(d, int):
                 row.append(None)
                 continue
-            name = by_text.setdefault(d, f"s{len(by_text)}") if d is not None else f"s_unknown{io}_{axis}"
+            name = by_text.setdefault(d, f"hfx_s{len(by_text)}") if d is not None else f"hfx_u{io}_{axis}"
             index.setdefault(name, len(section))
             section.append(Symbol(name, io, axis))
             row.append(name)
+            if d is not None and isinstance(_parse(d), sympy.Symbol):
+                renames.setdefault(d, name)
         names.append(row)
-    return _Symbols(names, section, index)
+    return _Symbols(names, section, index, renames)
 
 
 def _body_dims(lowerer: Lowerer, symbols: _Symbols) -> dict[str, list[int | sympy.Expr | None]]:
@@ -110,6 +127,23 @@ def _body_dims(lowerer: Lowerer, symbols: _Symbols) -> dict[str, list[int | symp
         shape = _tensor_info(vi).shape
         if shape is not None:
             out[vi.name] = [_parse(d) for d in shape]
+    return out
+
+
+def _model_dims(model_dims: dict[str, tuple[Dim, ...]], symbols: _Symbols) -> dict[str, list[int | sympy.Expr | None]]:
+    """Body tensors' dims from the whole model's symbolic shapes, where every name in them is a
+    node input dim (used where ORT's inference of the body alone fails)."""
+    subs = {sympy.Symbol(k, integer=True): sympy.Symbol(v, integer=True) for k, v in symbols.renames.items()}
+    out: dict[str, list[int | sympy.Expr | None]] = {}
+    for name, shape in model_dims.items():
+        dims: list[int | sympy.Expr | None] = []
+        for d in shape:
+            expr = _parse(d)
+            if isinstance(expr, sympy.Expr):
+                expr = expr.xreplace(subs)
+                expr = expr if shape_expr.free_names(expr) <= set(symbols.index) else None
+            dims.append(expr)
+        out[name] = dims
     return out
 
 
@@ -199,8 +233,32 @@ def _difference(lowerer: Lowerer, got: bytes, expected: bytes, notes: dict[tuple
         )
     if part == "op":
         o = lowerer.origins[index]
-        where = f"param {field}" if field >= 0 else "record"
+        where = _param_name(lowerer.prog.ops[index].opcode, field) if field >= 0 else "record"
         return f"{o.op_type} '{o.node or o.output}' {where} depends on the input shape and has no expression"
     if part == "data":
         return "a constant's data depends on the input shape"
     return f"its program's {part} depends on the input shape"
+
+
+_PARAMS: dict[Opcode, type[IntEnum]] = {
+    Opcode.GEMM: GemmParam,
+    Opcode.CONV2D: ConvParam,
+    Opcode.MAXPOOL: PoolParam,
+    Opcode.AVGPOOL: PoolParam,
+    Opcode.RESIZE: ResizeParam,
+    Opcode.SLICE: SliceParam,
+    Opcode.REDUCE_MEAN: ReduceParam,
+    Opcode.REDUCE_SUM: ReduceParam,
+    Opcode.HARDSIGMOID: HardSigmoidParam,
+    Opcode.CLIP: ClipParam,
+}
+
+
+def _param_name(opcode: int, slot: int) -> str:
+    """'param SCALE_H' (a slot of an array param: 'param STARTS[2]'), or 'param 7'."""
+    enum = _PARAMS.get(Opcode(opcode)) if opcode in Opcode._value2member_map_ else None
+    below = [m for m in enum or () if m.value <= slot]
+    if not below:
+        return f"param {slot}"
+    m = max(below, key=lambda m: m.value)
+    return f"param {m.name}" + (f"[{slot - m.value}]" if slot > m.value else "")
