@@ -223,7 +223,24 @@ def _reference(
             shapes = g.binding.inputs if g.binding is not None else None
             cases.append(_random_case(path, original, shapes, "seeded random inputs"))
         return Reference(cases, None)
+    assert g.binding is not None
     bindings = [g.binding, *graph_mod.other_bindings(g)]
+    ran = _binding_cases(path, original, bindings, hinted, cases, progress)
+    if not ran and given is None:
+        raise ModelError(f"{path}: the original model runs at none of the shapes tried (give --shape or --inputs)")
+    second = next((b for b in ran if b is not g.binding), bindings[1] if len(bindings) > 1 else g.binding)
+    return Reference(cases, second)
+
+
+def _binding_cases(
+    path: str | os.PathLike[str],
+    original: Any,
+    bindings: list[ShapeBinding],
+    hinted: bool,
+    cases: list[Case],
+    progress: Progress,
+) -> list[ShapeBinding]:
+    """Add the original's outputs at the first two bindings it runs at to `cases`; returns those bindings."""
     ran: list[ShapeBinding] = []
     for k, b in enumerate(bindings):
         try:
@@ -237,10 +254,7 @@ def _reference(
             progress(f"the original model does not run at {b.describe()} ({exc.message}); trying another shape")
         if len(ran) == 2:
             break
-    if not ran and given is None:
-        raise ModelError(f"{path}: the original model runs at none of the shapes tried (give --shape or --inputs)")
-    second = next((b for b in ran if b is not g.binding), bindings[1] if len(bindings) > 1 else g.binding)
-    return Reference(cases, second)
+    return ran
 
 
 def _random_case(path: str | os.PathLike[str], original: Any, shapes: dict[str, list[int]] | None, what: str) -> Case:
