@@ -74,7 +74,10 @@ def parse_dim(text: str) -> sympy.Expr:
         expr = sympy.sympify(body, locals=dict(names))
     except (sympy.SympifyError, SyntaxError, TypeError) as exc:
         raise ShapeExprError(f"dim '{text}' is not an expression of symbols: {exc}") from None
-    return sympy.sympify(expr)
+    # ORT's inference writes scaled dims with floats ('1.00000000000000', '2.0*h'): exact rationals
+    # here, so an integral one is an Integer (a fraction left outside floor/ceiling is refused).
+    expr = sympy.sympify(expr)
+    return expr.xreplace({f: sympy.nsimplify(f, rational=True) for f in expr.atoms(sympy.Float)})
 
 
 def free_names(expr: sympy.Expr) -> set[str]:
