@@ -13,6 +13,7 @@ import onnxruntime as ort
 import pytest
 from cli_support import error_line, run_cli
 
+import models
 from hexfuse_onnx import contract as C
 from hexfuse_onnx import pipeline, runtime, shape_expr, verify
 from hexfuse_onnx.errors import EXIT_BAD_MODEL, EXIT_OK
@@ -242,3 +243,15 @@ def test_v1_program_specializes_only_to_its_own_shapes() -> None:
     assert specialize(prog, [[4, 8]]) == prog
     with pytest.raises(shape_expr.ShapeExprError, match="static"):
         specialize(prog, [[5, 8]])
+
+
+def test_microbatch_over_a_symbolic_batch_is_refused(tmp_path: Path) -> None:
+    model = models.build("mlp_chain")
+    concrete = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
+    for v in list(model.graph.input) + list(model.graph.output):
+        v.type.tensor_type.shape.dim[0].dim_param = "N"
+    onnx.save(model, tmp_path / "model.onnx")
+    name = model.graph.input[0].name
+    result = pipeline.rewrite(tmp_path / "model.onnx", tmp_path / "out.onnx", ["microbatch"], shapes={name: concrete})
+    assert result.output is None
+    assert any(f"the micro-batch axis 0 of '{name}' is symbolic" in r.reason for r in result.analysis.rejected)
