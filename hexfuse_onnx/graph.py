@@ -341,34 +341,52 @@ def bind(dims_of: dict[str, list[int | str]], symbols: dict[str, int]) -> ShapeB
 
 
 def symbolic_shapes(model: onnx.ModelProto) -> dict[str, tuple[Dim, ...]]:
-    """Each tensor's shape from ORT's symbolic inference of the model as given: ints and dim
-    strings (input names or expressions of them), None where unknown."""
-    light = _shallow_copy_without_weights(model)
-    # Large weights become inputs of their type and shape: ORT's inference reads the values of
-    # what it can fold (a Cast of an int8 weight), and needs none of these.
-    small = [
-        t for t in light.graph.initializer if t.data_location != onnx.TensorProto.EXTERNAL and t.ByteSize() <= 4096
-    ]
-    large = [t for t in light.graph.initializer if t not in small]
-    light.graph.ClearField("initializer")
-    light.graph.initializer.extend(small)
-    light.graph.input.extend(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)) for t in large)
-    for v in light.graph.input:  # name unnamed input dims as `input_dims` does
-        for axis, d in enumerate(v.type.tensor_type.shape.dim):
-            if not d.HasField("dim_value") and not _is_symbol_name(d.dim_param):
-                d.dim_param = f"{v.name}:{axis}"
-    inferred = _run_symbolic_inference(light)
-    if inferred is None:  # refused: ONNX's inference, whose computed dims are unnamed or 'unk__N'
-        try:
-            inferred = shape_inference.infer_shapes(light, check_type=False, strict_mode=False, data_prop=True)
-        except Exception:  # noqa: BLE001 - only the input dims are known then
-            inferred = light
+    """Each tensor's shape in the model as given: ints and dim strings (input names, names of
+    computed dims, or expressions of input names), None where unknown. ONNX's inference when it
+    gives every tensor its rank (fast; computed dims are named 'unk__N'), else ORT's symbolic
+    inference (expressions such as 'floor(h/2 - 1/2) + 1'; seconds on a large model)."""
+    light = _symbolic_light_copy(model)
+    try:
+        inferred = shape_inference.infer_shapes(light, check_type=False, strict_mode=False, data_prop=True)
+    except Exception:  # noqa: BLE001 - only the input dims are known then
+        inferred = light
+    if _unknown_ranks(inferred):
+        inferred = _run_symbolic_inference(light) or inferred
     g = inferred.graph
     return {
         vi.name: info.shape
         for vi in list(g.input) + list(g.value_info) + list(g.output)
         if (info := _tensor_info(vi)).shape is not None
     }
+
+
+def _symbolic_light_copy(model: onnx.ModelProto) -> onnx.ModelProto:
+    """The model for symbolic inference: large weights become inputs of their type and shape
+    (ORT's inference reads the values of what it can fold, a Cast of an int8 weight, and needs
+    none of these), unnamed input dims are named as `input_dims` names them."""
+    light = _shallow_copy_without_weights(model)
+    inits = list(light.graph.initializer)
+    small = [t for t in inits if t.data_location != onnx.TensorProto.EXTERNAL and t.ByteSize() <= 4096]
+    small_names = {t.name for t in small}
+    light.graph.ClearField("initializer")
+    light.graph.initializer.extend(small)
+    light.graph.input.extend(
+        onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
+        for t in inits
+        if t.name not in small_names
+    )
+    for v in light.graph.input:
+        for axis, d in enumerate(v.type.tensor_type.shape.dim):
+            if not d.HasField("dim_value") and not _is_symbol_name(d.dim_param):
+                d.dim_param = f"{v.name}:{axis}"
+    return light
+
+
+def _unknown_ranks(model: onnx.ModelProto) -> int:
+    """Node outputs whose rank inference left unknown."""
+    g = model.graph
+    known = {v.name for v in list(g.value_info) + list(g.output) if v.type.tensor_type.HasField("shape")}
+    return sum(1 for n in g.node for t in n.output if t and t not in known)
 
 
 # ---------------------------------------------------------------------------------------
