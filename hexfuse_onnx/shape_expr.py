@@ -22,6 +22,7 @@ import sympy
 MAX_SYMBOLS = 64
 MAX_STACK = 16
 MAX_WORDS = 64
+MAX_PATCHES = 65535
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
@@ -268,6 +269,8 @@ class Patch:
 def encode_section(symbols: list[Symbol], patches: list[Patch]) -> bytes:
     if not 1 <= len(symbols) <= MAX_SYMBOLS:
         raise ShapeExprError(f"{len(symbols)} symbols; the format allows 1..{MAX_SYMBOLS}")
+    if len(patches) > MAX_PATCHES:
+        raise ShapeExprError(f"{len(patches)} patches; the format allows {MAX_PATCHES}")
     out = bytearray(struct.pack("<I", len(symbols)))
     for s in symbols:
         out += struct.pack("<II", s.io_index, s.axis)

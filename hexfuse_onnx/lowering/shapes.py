@@ -66,7 +66,15 @@ def lower_symbolic(first: Lowerer, second_args: tuple, sym: SymbolicInputs) -> b
     symbols = _symbols(sym.dims)
     body = {**_model_dims(sym.model_dims, symbols), **_body_dims(first, symbols)}
     patches, notes = _patches(first, body, symbols)
-    section = shape_expr.encode_section(symbols.section, patches)
+    try:
+        section = shape_expr.encode_section(symbols.section, patches)
+    except ShapeExprError as exc:
+        raise _refuse(first, f"its shape section cannot be encoded: {exc}") from None
+    return _proven(first, second_args, section, notes)
+
+
+def _proven(first: Lowerer, second_args: tuple, section: bytes, notes: dict[tuple[int, int], str]) -> bytes:
+    """The v2 program, once its specialization to the second binding equals the lowering there."""
     try:
         second = Lowerer(*second_args)
         second.lower()
