@@ -29,6 +29,16 @@ def program_versions(model: onnx.ModelProto) -> set[int]:
     return {int.from_bytes(a.s[4:6], "little") for n in model.graph.node for a in n.attribute if a.name == "program"}
 
 
+def xfail_if_the_kernel_cannot_read(model_path: Path) -> None:
+    """xfail a plugin check of a model whose programs are of a format the built kernel does not read
+    yet (v2, symbolic dims: until the C v2 parser is merged); a no-op once it does."""
+    import pytest
+
+    newest = max(program_versions(onnx.load(str(model_path), load_external_data=False)), default=1)
+    if newest > plugin_program_version():
+        pytest.xfail(f"program format v{newest} (symbolic dims): C v2 parser not merged yet")
+
+
 def lower_zoo(zoo_dir: Path, names: list[str], out: Path) -> dict[str, Path]:
     """Each zoo model rewritten and given its task programs (every pair must lower)."""
     result = {}
