@@ -14,7 +14,8 @@ DOMAIN_VERSION = 1
 KIND_BRANCHES = "branches"
 KIND_MICROBATCH = "microbatch"
 KIND_PREFILL_DECODE = "prefill_decode"
-KINDS = (KIND_BRANCHES, KIND_MICROBATCH, KIND_PREFILL_DECODE)
+KIND_COLOCATE = "colocate"  # segments of two co-located models (hexfuse_onnx.colocate)
+KINDS = (KIND_BRANCHES, KIND_MICROBATCH, KIND_PREFILL_DECODE, KIND_COLOCATE)
 
 # Node attributes. The function body stays the source of truth; these describe it.
 ATTR_KIND = "kind"  # string, one of KINDS

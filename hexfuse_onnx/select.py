@@ -91,7 +91,8 @@ def evaluate(g: ModelGraph, profile: GraphProfile, c: Candidate, target: Target)
     assert a is not None and b is not None
     if not fits(a, b, target):
         return _budget_message(a, b, target)
-    return Pair(c, a, b, predict(a, b, target), complementarity(a, b, target))
+    share = c.detail.get("share_a")  # a kind that chose the share under a constraint (colocate --priority)
+    return Pair(c, a, b, predict(a, b, target, share), complementarity(a, b, target))
 
 
 def _evaluate_microbatch(profile: GraphProfile, c: Candidate, target: Target) -> Pair | str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..contract import KIND_BRANCHES, KIND_MICROBATCH, KIND_PREFILL_DECODE
+from ..contract import KIND_BRANCHES, KIND_COLOCATE, KIND_MICROBATCH, KIND_PREFILL_DECODE
 from ..graph import ModelGraph
 from .dag import DagFacts, dag_facts
 
@@ -33,12 +33,13 @@ Finder = Callable[[ModelGraph, DagFacts], list[Candidate]]
 
 
 def finders() -> dict[str, Finder]:
-    from . import branches, microbatch, prefill_decode
+    from . import branches, colocate, microbatch, prefill_decode
 
     return {
         KIND_BRANCHES: branches.find,
         KIND_MICROBATCH: microbatch.find,
         KIND_PREFILL_DECODE: prefill_decode.find,
+        KIND_COLOCATE: colocate.find,
     }
 
 
@@ -47,7 +48,7 @@ def discover(g: ModelGraph, kinds: list[str]) -> list[Candidate]:
     facts = dag_facts(g)
     table = finders()
     found: dict[tuple[bool, frozenset[frozenset[int]]], Candidate] = {}
-    specificity = {KIND_PREFILL_DECODE: 2, KIND_MICROBATCH: 1, KIND_BRANCHES: 0}
+    specificity = {KIND_COLOCATE: 3, KIND_PREFILL_DECODE: 2, KIND_MICROBATCH: 1, KIND_BRANCHES: 0}
     for kind in kinds:
         for c in table[kind](g, facts):
             key = (c.kind == KIND_MICROBATCH, frozenset((frozenset(c.task_a), frozenset(c.task_b))))
