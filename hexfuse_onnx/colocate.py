@@ -346,3 +346,87 @@ def check_outputs(
                 )
             compared += 1
     return compared
+
+
+# ---- end to end: merge, prove the merge, pair and rewrite, write -------------------------------
+
+
+@dataclass
+class Result:
+    merged: Merged
+    output: Path
+    compared_outputs: int  # stream outputs proven equal to their source's
+    rewrite: object | None  # pipeline.RewriteResult; None when no pair qualifies (the merge is written)
+    modelled: object | None  # discover.colocate.Modelled of the written model
+
+
+def colocate(
+    paths: list[str | os.PathLike[str]],
+    output: str | os.PathLike[str],
+    requests: int = 1,
+    names: list[str] | None = None,
+    priority: int | None = None,
+    max_slowdown: float = DEFAULT_MAX_SLOWDOWN,
+    target: str = "hexagon-v73",
+    kinds: list[str] | None = None,
+    min_gain: float | None = None,
+    shapes: dict[str, list[int]] | None = None,
+    progress: Callable[[str], None] = lambda _: None,
+    verify_plugin: bool = False,
+) -> Result:
+    """Merge, check the merge (full checker; every stream's outputs bit-equal to its source's on
+    stock ONNX Runtime), then pair and rewrite it with the normal pipeline, which verifies again and
+    writes atomically. `shapes` are input dims by merged name (`a/x`). Nothing is written on error."""
+    import tempfile
+
+    from . import pipeline
+    from .contract import KIND_COLOCATE
+    from .discover.colocate import modelled
+    from .discover.dag import dag_facts
+    from .errors import WriteError
+    from .modelio import stage
+    from .verify import check
+
+    out = Path(output)
+    if max_slowdown < 0:
+        raise UsageError("--max-slowdown must be >= 0")
+    for p in paths:
+        if out.resolve() == Path(p).resolve():
+            raise WriteError(f"{out}: the output would overwrite an input model; choose another -o")
+    if not out.parent.is_dir():
+        raise WriteError(f"{out.parent.resolve()}: output directory does not exist")
+    merged = merge(paths, requests, names, priority, max_slowdown, target)
+    progress(f"merged {len(merged.plan.streams)} streams ({merged.plan.shared_weights} weights shared)")
+    for note in merged.notes:
+        progress(note)
+    try:
+        folder = tempfile.mkdtemp(prefix=f".{out.name}.colocate-", dir=out.parent)
+    except OSError as exc:
+        raise WriteError(f"{out.parent}: output directory is not writable ({exc.strerror})") from None
+    try:
+        merged_path = Path(folder) / "merged.onnx"
+        stage(merged.model, merged_path, None).commit()
+        check(merged_path)
+        compared = check_outputs(merged_path, merged.plan, shapes or {})
+        progress(f"merged model: full checker passed, {compared} output(s) equal their source's exactly")
+        kw = {} if min_gain is None else {"min_gain": min_gain}
+        result = pipeline.rewrite(
+            merged_path,
+            out,
+            kinds or [KIND_COLOCATE],
+            target,
+            shapes=shapes,
+            progress=progress,
+            verify_plugin=verify_plugin,
+            **kw,
+        )
+        if result.output is None:
+            stage(merged.model, out, None).commit()
+        a = result.analysis
+        chosen = a.pairs if result.output is not None else []
+        model_time = modelled(a.graph, a.profile, dag_facts(a.graph), chosen, a.target)
+    finally:
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)
+    return Result(merged, out, compared, result, model_time)

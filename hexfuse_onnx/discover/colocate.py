@@ -278,6 +278,23 @@ class Modelled:
     def coverage(self) -> float:
         return self.inside_pairs / self.serial if self.serial > 0 else 0.0
 
+    def lines(self, priority: int | None = None) -> list[str]:
+        head = (
+            f"modelled on {self.target} (cost model, not measured): streams one after another "
+            f"{self.serial * 1e6:.0f} us, co-located {self.fused * 1e6:.0f} us ({self.gain:.1%} less); "
+            f"{self.coverage:.0%} of that serial time lies inside pairs"
+        )
+        out = [head]
+        for k, (stream, alone) in enumerate(self.stream_alone.items()):
+            together = self.stream_colocated[stream]
+            slower = together / alone - 1.0 if alone > 0 else 0.0
+            role = " (latency-critical)" if k == priority else ""
+            out.append(
+                f"  stream {stream[:-1]}{role}: alone {alone * 1e6:.0f} us, co-located {together * 1e6:.0f} us "
+                f"({slower:+.1%}; a pair counts at its fused time plus the call overhead)"
+            )
+        return out
+
     def to_json(self) -> dict:
         return {
             "target": self.target,
