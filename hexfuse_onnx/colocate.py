@@ -111,10 +111,10 @@ def merge(
     merged.opset_import.extend(helper.make_opsetid(d, v) for d, v in sorted(opsets.items()))
     graph = merged.graph
     graph.name = "colocate(" + ", ".join(m.graph.name or "main" for m in sources) + ")"
-    seen: dict[str, str] = {}  # merged name -> stream prefix that uses it
-    for prefix, source, model in zip(prefixes, files, copies):
+    seen: dict[str, int] = {}  # merged name -> the stream that uses it
+    for k, (prefix, source, model) in enumerate(zip(prefixes, files, copies)):
         renamed = _renamed_graph(model.graph, _renamer(prefix, shared))
-        _refuse_clashes(renamed, prefix, shared, seen)
+        _refuse_clashes(renamed, k, prefixes, shared, seen)
         for kept in ("input", "output", "value_info", "node", "sparse_initializer"):
             getattr(graph, kept).extend(getattr(renamed, kept))
         graph.initializer.extend(
@@ -193,7 +193,9 @@ def _graph_names(graph: onnx.GraphProto) -> Iterable[str]:
     yield from (t for n in graph.node for t in n.output if t)
 
 
-def _refuse_clashes(graph: onnx.GraphProto, prefix: str, shared: set[str], seen: dict[str, str]) -> None:
+def _refuse_clashes(
+    graph: onnx.GraphProto, stream: int, prefixes: list[str], shared: set[str], seen: dict[str, int]
+) -> None:
     """Prefixed names of two streams must differ (a stream name containing '/' can make
     'a/' + 'b/x' equal 'a/b/' + 'x'); shared weights are meant to be one name."""
     shared_names = {SHARED_PREFIX + s for s in shared}
@@ -201,12 +203,13 @@ def _refuse_clashes(graph: onnx.GraphProto, prefix: str, shared: set[str], seen:
         if name in shared_names:
             continue
         other = seen.get(name)
-        if other is not None and other != prefix:
+        if other is not None and other != stream:
             raise ModelError(
-                f"streams '{other[:-1]}' and '{prefix[:-1]}' both name a tensor '{name}' after prefixing: "
-                "their inputs and outputs cannot be told apart; choose other --names"
+                f"streams {other + 1} ('{prefixes[other][:-1]}') and {stream + 1} ('{prefixes[stream][:-1]}') "
+                f"both name a tensor '{name}' after prefixing: their inputs and outputs cannot be told apart; "
+                "choose other --names"
             )
-        seen[name] = prefix
+        seen[name] = stream
 
 
 def _merge_functions(merged: onnx.ModelProto, model: onnx.ModelProto, source: str) -> None:
