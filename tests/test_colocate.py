@@ -232,3 +232,15 @@ def test_cli_bad_input_is_one_line_and_writes_nothing(zoo_dir, tmp_path, case):
     assert_mentions(error_line(proc), *words)
     assert listing(out) == []
     assert {p.name: sha256(p) for p in inp.iterdir()} == before
+
+
+def test_bench_times_the_stream_baselines(zoo_dir, tmp_path):
+    from hexfuse_onnx.bench import bench
+
+    merged = colocate.merge([zoo_dir / "mlp_chain.onnx"], requests=2, target="host")
+    result = bench(_save(merged, tmp_path / "r2.onnx"), runs=2, rounds=1, warmup=0, target="host")
+    configs = result.by_label()
+    for label in ("streams-seq", "streams-seq-2t", "streams-2threads", "ort-par", "fallback", "hexfuse"):
+        assert not configs[label].check and len(configs[label].samples) == 2, (label, configs[label].check)
+    assert {"streams-seq", "streams-2threads", "ort-par"} <= set(result.ratios())
+    assert any("lies inside pairs" in line for line in result.lines())
