@@ -10,9 +10,13 @@ of B consumed) picks the alignment with the largest modelled saving: for every p
 fused time (costmodel.predict) minus the target's per-call overhead.
 
 For speed the sides are cut into units on a coarse grid (about MAX_UNITS of equal modelled time
-each, and always at a node the kernel does not run, which runs alone), a segment spans at most
-MAX_SEGMENT_UNITS units, and a pair whose bound (the shorter segment's time less the overhead)
-cannot beat the best value known for its end state is not simulated.
+each, but none shorter than one call's overhead, and always at a node the kernel does not run,
+which runs alone), a segment spans at most a few units (as many as keep the work of the pair
+moves, counted in nodes simulated, within ALIGN_BUDGET; at least MIN_SEGMENT_UNITS), and a pair
+is not simulated
+when a bound on its saving cannot beat the best value known for its end state: fused time is at
+least the longer task alone, each engine's work of both tasks, and both tasks' DDR traffic at
+the full bandwidth (the simulation never gives two tasks more than one engine or one DDR).
 
 With a latency-critical stream (Tacker's setting) every pair must finish within (1 +
 max_slowdown) of that stream's segment alone, call overhead included: the share of the vector
@@ -31,12 +35,15 @@ from ..contract import KIND_COLOCATE
 from ..costmodel import Prediction, Target, fits, get_target, predict, task_time
 from ..graph import ModelGraph
 from ..lower import op_outside_kernel
-from ..profile import GraphProfile, TaskProfile, profile_graph
+from ..profile import Engine, GraphProfile, TaskProfile, profile_graph
+from ..select import engine_seconds
 from . import Candidate
 from .dag import DagFacts, independence_problem
 
-MAX_UNITS = 32  # grid cut points per side (plus the cuts forced by nodes that do not lower)
-MAX_SEGMENT_UNITS = 6
+MAX_UNITS = 16  # grid cut points per side (plus the cuts forced by nodes that do not lower)
+MIN_SEGMENT_UNITS = 4
+ALIGN_BUDGET = 2_000_000  # units_a * units_b * segment_units**3 * nodes per unit: about 10 s here
+ALIGN_SHARES = (0.3, 0.5, 0.7)  # shares tried while aligning; the chosen pairs then get the best share
 PRIORITY_SHARES = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95)  # shares of the latency-critical stream tried
 
 
@@ -79,6 +86,9 @@ def find(g: ModelGraph, facts: DagFacts) -> list[Candidate]:
         units_b = cut_units(g, profile, sides[kb], target)
         alignment = align(profile, units_a, units_b, target, score)
         for p in alignment.pairs:
+            share = p.prediction.share_a
+            if plan.priority is None:  # the alignment tried a few shares; the pair gets the best one
+                share = predict(profile.task(list(p.a)), profile.task(list(p.b)), target).share_a
             if independence_problem(facts, set(p.a), set(p.b)) is not None:
                 continue  # cannot happen for disjoint streams; kept as the pass's own guard
             out.append(
@@ -87,7 +97,7 @@ def find(g: ModelGraph, facts: DagFacts) -> list[Candidate]:
                     list(p.a),
                     list(p.b),
                     note=f"{len(p.a)} nodes of '{plan.streams[ka][:-1]}' with {len(p.b)} of '{plan.streams[kb][:-1]}'",
-                    detail={"share_a": p.prediction.share_a, "streams": [ka, kb]},
+                    detail={"share_a": share, "streams": [ka, kb]},
                 )
             )
     return out
@@ -133,7 +143,7 @@ def cut_units(
     runs that do are chopped into pieces of about total/max_units modelled time."""
     pairable = [i not in profile.unprofiled and op_outside_kernel(g.nodes[i]) is None for i in side]
     times = [node_time(profile, i, target) for i in side]
-    quantum = sum(t for t, ok in zip(times, pairable) if ok) / max(1, max_units)
+    quantum = max(sum(t for t, ok in zip(times, pairable) if ok) / max(1, max_units), target.call_overhead_s.value)
     units: list[Unit] = []
     current: list[int] = []
     current_ok, acc = True, 0.0
@@ -159,7 +169,7 @@ def pair_score(target: Target, priority: str | None, max_slowdown: float) -> Pai
         if not fits(a, b, target):
             return None
         if priority is None:
-            return predict(a, b, target)
+            return min((predict(a, b, target, share_a=s) for s in ALIGN_SHARES), key=lambda p: p.fused)
         best = None
         for s in PRIORITY_SHARES:
             p = predict(a, b, target, share_a=s if priority == "a" else 1.0 - s)
@@ -177,13 +187,15 @@ def align(
     units_b: list[Unit],
     target: Target,
     score: PairScore,
-    max_segment_units: int = MAX_SEGMENT_UNITS,
+    max_segment_units: int | None = None,
 ) -> Alignment:
     """The alignment of the two sides with the largest modelled saving (see the module docstring)."""
     na, nb = len(units_a), len(units_b)
     overhead = target.call_overhead_s.value
     segment_a = _segments(profile, units_a, target)
     segment_b = _segments(profile, units_b, target)
+    if max_segment_units is None:
+        max_segment_units = _segment_units(units_a, units_b)
     reach_a, reach_b = _pairable_reach(units_a, max_segment_units), _pairable_reach(units_b, max_segment_units)
     value = [[float("-inf")] * (nb + 1) for _ in range(na + 1)]
     back: list[list[tuple[int, int, AlignedPair | None] | None]] = [[None] * (nb + 1) for _ in range(na + 1)]
@@ -199,10 +211,11 @@ def align(
             if u == na or v == nb:
                 continue
             for u2 in range(u + 1, reach_a[u] + 1):
-                task_a, time_a = segment_a(u, u2)
+                task_a, time_a, work_a = segment_a(u, u2)
                 for v2 in range(v + 1, reach_b[v] + 1):
-                    task_b, time_b = segment_b(v, v2)
-                    bound = min(time_a, time_b) - overhead  # fused >= the longer task alone
+                    task_b, time_b, work_b = segment_b(v, v2)
+                    least_fused = max(time_a, time_b, *(x + y for x, y in zip(work_a, work_b)))
+                    bound = time_a + time_b - least_fused - overhead
                     if bound <= 0 or here + bound <= value[u2][v2]:
                         continue
                     prediction = score(task_a, task_b)
@@ -230,6 +243,14 @@ def segment_nodes(units: list[Unit], u: int, u2: int) -> tuple[int, ...]:
     return tuple(i for unit in units[u:u2] for i in unit.nodes)
 
 
+def _segment_units(units_a: list[Unit], units_b: list[Unit]) -> int:
+    """The longest segment, in units, that keeps the alignment's work within ALIGN_BUDGET."""
+    pairable = [u for u in units_a + units_b if u.pairable]
+    nodes_per_unit = sum(len(u.nodes) for u in pairable) / max(1, len(pairable))
+    work = max(1.0, len(units_a) * len(units_b) * nodes_per_unit)
+    return max(MIN_SEGMENT_UNITS, int((ALIGN_BUDGET / work) ** (1 / 3)))
+
+
 def _pairable_reach(units: list[Unit], max_segment_units: int) -> list[int]:
     """For each unit, the furthest end of a pairable segment starting there (the start itself when
     the unit does not lower)."""
@@ -244,14 +265,16 @@ def _pairable_reach(units: list[Unit], max_segment_units: int) -> list[int]:
 
 def _segments(
     profile: GraphProfile, units: list[Unit], target: Target
-) -> Callable[[int, int], tuple[TaskProfile, float]]:
-    """(profile, time alone) of the segment of units [u, u2), computed once each."""
+) -> Callable[[int, int], tuple[TaskProfile, float, tuple[float, ...]]]:
+    """(profile, time alone, busy seconds of each engine and of DDR) of the segment of units
+    [u, u2), computed once each."""
 
     @cache
-    def segment(u: int, u2: int) -> tuple[TaskProfile, float]:
+    def segment(u: int, u2: int) -> tuple[TaskProfile, float, tuple[float, ...]]:
         task = profile.task(list(segment_nodes(units, u, u2)))
         assert task is not None  # pairable units are profiled
-        return task, task_time(task, target)
+        ddr = sum(op.ddr_bytes for op in task.ops if op.engine != Engine.NONE) / target.ddr_bytes.value
+        return task, task_time(task, target), (*engine_seconds(task, target), ddr)
 
     return segment
 
