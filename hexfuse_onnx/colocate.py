@@ -3,7 +3,7 @@
 Every name of stream k (inputs, outputs, initializers, value_info, node outputs and node names,
 subgraphs included) gets the prefix `<name>/`: `a/` and `b/` for two models, `r0/`, `r1/`, ...
 for `--requests N` copies. Copies of one file share their weights: each initializer is kept once,
-as `shared/<name>`. Opset imports are reconciled to the highest version of each domain when every
+as `shared/<name>` (listed once as a graph input where an old export listed it as one). Opset imports are reconciled to the highest version of each domain when every
 op of the older model has the same definition there (else the default domain is converted with
 onnx's version converter); the IR version is the higher one. The streams and the pairing intent
 (`--priority`, `--max-slowdown`, the cost-model target) are recorded in the model's metadata under
@@ -103,7 +103,7 @@ def merge(
     opsets = _reconcile_opsets(sources, [str(p) for p in paths], notes)
     files = [str(paths[0])] * requests if len(paths) == 1 else [str(p) for p in paths]
     copies = [sources[0]] * requests if len(paths) == 1 else sources
-    shared = _shareable_initializers(copies[0]) if same_file else set()
+    shared = {t.name for t in copies[0].graph.initializer} if same_file else set()
 
     merged = onnx.ModelProto()
     merged.ir_version = max(m.ir_version for m in sources)
@@ -115,8 +115,11 @@ def merge(
     for k, (prefix, source, model) in enumerate(zip(prefixes, files, copies)):
         renamed = _renamed_graph(model.graph, _renamer(prefix, shared))
         _refuse_clashes(renamed, k, prefixes, shared, seen)
-        for kept in ("input", "output", "value_info", "node", "sparse_initializer"):
+        for kept in ("output", "value_info", "node", "sparse_initializer"):
             getattr(graph, kept).extend(getattr(renamed, kept))
+        # A shared weight that an old export also lists as an input stays one (overridable) input:
+        # ONNX Runtime folds only initializers that are not inputs, and results must not change.
+        graph.input.extend(v for v in renamed.input if k == 0 or not v.name.startswith(SHARED_PREFIX))
         graph.initializer.extend(
             t for t in renamed.initializer if not (t.name.startswith(SHARED_PREFIX) and prefix != prefixes[0])
         )
@@ -141,13 +144,6 @@ def _same_file(a: Path, b: Path) -> bool:
 def _refuse_rewritten(model: onnx.ModelProto, path: Path) -> None:
     if any(n.domain == DOMAIN for n in model.graph.node):
         raise ModelError(f"{path}: already rewritten (has FusedHexPair nodes); co-locate its original (`unfuse` it)")
-
-
-def _shareable_initializers(model: onnx.ModelProto) -> set[str]:
-    """Initializers copies can share: all but the ones that are also graph inputs (each copy may
-    override those with its own value)."""
-    inputs = {v.name for v in model.graph.input}
-    return {t.name for t in model.graph.initializer if t.name not in inputs}
 
 
 def _renamer(prefix: str, shared: set[str]) -> Callable[[str], str]:
@@ -309,7 +305,7 @@ def stream_model(model: onnx.ModelProto, prefix: str) -> onnx.ModelProto:
     graph = out.graph
     graph.name = prefix[:-1]
     graph.node.extend(mine)
-    graph.input.extend(v for v in g.input if v.name.startswith(prefix))
+    graph.input.extend(v for v in g.input if v.name.startswith(prefix) or v.name in used)
     graph.output.extend(v for v in g.output if v.name.startswith(prefix))
     graph.initializer.extend(t for t in g.initializer if t.name.startswith(prefix) or t.name in used)
     graph.value_info.extend(v for v in g.value_info if v.name.startswith(prefix))
