@@ -30,6 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
+import onnx
+
 from ..colocate import Plan, plan_of
 from ..contract import KIND_COLOCATE
 from ..costmodel import Prediction, Target, fits, get_target, predict, task_time
@@ -45,6 +47,9 @@ MIN_SEGMENT_UNITS = 4
 ALIGN_BUDGET = 2_000_000  # units_a * units_b * segment_units**3 * nodes per unit: about 10 s here
 ALIGN_SHARES = (0.3, 0.5, 0.7)  # shares tried while aligning; the chosen pairs then get the best share
 PRIORITY_SHARES = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95)  # shares of the latency-critical stream tried
+# Ops whose inputs after the first steer them (shape, axes, starts, scales): the lowering reads
+# those at lowering time, so they must be constants, not tensors computed at run time.
+STEERED_OPS = {"Reshape", "Slice", "Resize", "ReduceMean", "ReduceSum", "Squeeze", "Unsqueeze"}
 
 
 @dataclass(frozen=True)
@@ -136,12 +141,26 @@ def node_time(profile: GraphProfile, i: int, target: Target) -> float:
     return task_time(TaskProfile.of([profile.nodes[i]]), target)
 
 
+def lowerable(g: ModelGraph, profile: GraphProfile, i: int) -> bool:
+    """The node is profiled, of an op the kernel runs, makes float32 (the kernel's only data type)
+    and any steering input is a constant."""
+    n = g.nodes[i]
+    if i in profile.unprofiled or op_outside_kernel(n) is not None:
+        return False
+    if any(g.info(t).elem_type != onnx.TensorProto.FLOAT for t in n.output if t):
+        return False
+    if n.op_type not in STEERED_OPS:
+        return True
+    constants = (t for t in n.input[1:] if t)
+    return all(t in g.initializers or g.nodes[g.producer[t]].op_type == "Constant" for t in constants)
+
+
 def cut_units(
     g: ModelGraph, profile: GraphProfile, side: list[int], target: Target, max_units: int = MAX_UNITS
 ) -> list[Unit]:
     """The side cut into units: each run of nodes that do not lower is one unit that runs alone;
     runs that do are chopped into pieces of about total/max_units modelled time."""
-    pairable = [i not in profile.unprofiled and op_outside_kernel(g.nodes[i]) is None for i in side]
+    pairable = [lowerable(g, profile, i) for i in side]
     times = [node_time(profile, i, target) for i in side]
     quantum = max(sum(t for t, ok in zip(times, pairable) if ok) / max(1, max_units), target.call_overhead_s.value)
     units: list[Unit] = []
