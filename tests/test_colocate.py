@@ -244,3 +244,18 @@ def test_bench_times_the_stream_baselines(zoo_dir, tmp_path):
         assert not configs[label].check and len(configs[label].samples) == 2, (label, configs[label].check)
     assert {"streams-seq", "streams-2threads", "ort-par"} <= set(result.ratios())
     assert any("lies inside pairs" in line for line in result.lines())
+
+
+def test_external_data_input_is_read_and_left_alone(zoo_dir, tmp_path):
+    src = tmp_path / "in" / "mlp.onnx"
+    src.parent.mkdir()
+    onnx.save(onnx.load(zoo_dir / "mlp_chain.onnx"), src, save_as_external_data=True, location="mlp.data")
+    before = {p.name: sha256(p) for p in src.parent.iterdir()}
+    out = tmp_path / "ab.onnx"
+    result = colocate.colocate([src, zoo_dir / "two_branch.onnx"], out, target="host")
+    assert result.output == out and result.compared_outputs == 2
+    assert {p.name: sha256(p) for p in src.parent.iterdir()} == before
+    feeds, got = _merged_outputs(out)
+    for name, ref in _own_outputs(src, feeds, "a/").items():
+        assert verify.relative_error(ref, got[name]) <= 1e-5, name
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no staging folder left
