@@ -1,4 +1,4 @@
-"""Command line: `python -m hexfuse_onnx rewrite|inspect|unfuse|profile|zoo|bench|calibrate|emulate|tune ...`.
+"""Command line: `python -m hexfuse_onnx rewrite|inspect|unfuse|profile|zoo|bench|calibrate|emulate|tune|colocate ...`.
 
 Exit codes: 0 done (also when no pair qualifies), 2 bad command line, 3 bad input model,
 4 verification failed (nothing written), 5 output not writable, 70 internal error.
@@ -218,6 +218,28 @@ def _parser() -> argparse.ArgumentParser:
     tu.add_argument("--json", metavar="REPORT", help="also write every figure (raw samples too) here")
     tu.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
 
+    co = sub.add_parser(
+        "colocate",
+        help="merge two models (or N copies of one) into one model and pair segments across them",
+        epilog=EPILOG,
+    )
+    co.add_argument("models", nargs="+", metavar="MODEL", help="A.onnx B.onnx, or one model with --requests N")
+    co.add_argument("-o", "--output", required=True, help="output .onnx")
+    co.add_argument("--requests", type=int, default=1, help="co-locate N copies of one model (weights shared)")
+    co.add_argument("--names", help="stream names, comma-separated: the prefix of each stream's names (default a,b)")
+    co.add_argument("--priority", choices=("A", "B"), help="latency-critical stream: its modelled latency is bounded")
+    co.add_argument(
+        "--max-slowdown", type=float, default=0.05, help="with --priority: largest modelled slowdown (default 0.05)"
+    )
+    co.add_argument("--kinds", default="colocate", help="pair kinds, comma-separated (default: colocate)")
+    co.add_argument("--target", default="hexagon-v73", type=_target, help="cost-model target (default hexagon-v73)")
+    co.add_argument("--min-gain", type=float, default=DEFAULT_MIN_GAIN, help="smallest predicted gain of a pair")
+    co.add_argument("--shape", action="append", metavar="NAME=DxDxD", help="fix a merged input's dims, e.g. a/x=1x64")
+    co.add_argument("--verify", choices=("ort", "plugin"), default="ort", help="as for rewrite (default ort)")
+    co.add_argument("--cache-dir", help="real-model cache (default ~/.cache/hexfuse-onnx/real)")
+    co.add_argument("--json", metavar="REPORT", help="also write a JSON report here")
+    co.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
+
     un = sub.add_parser("unfuse", help="restore the original nodes of every FusedHexPair", epilog=EPILOG)
     un.add_argument("model", help="a model written by `rewrite`")
     un.add_argument("-o", "--output", required=True, help="output .onnx")
@@ -241,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
         "unfuse": _unfuse,
         "emulate": _emulate,
         "tune": _tune,
+        "colocate": _colocate,
     }
     try:
         return commands[args.command](args, progress)
@@ -503,6 +526,70 @@ def _calibrate(args: argparse.Namespace, progress) -> int:
     if args.output:
         _write_text(args.output, result.to_json())
         print(f"wrote {args.output} (target '{result.target.name}': {result.choice_note})")
+    return EXIT_OK
+
+
+def _colocate(args: argparse.Namespace, progress) -> int:
+    import tempfile
+
+    from .colocate import colocate, stream_names
+    from .errors import UsageError
+    from .report import pair_rows, rewrite_json, table
+    from .zoo import resolve
+
+    if len(args.models) > 2 or args.requests < 1 or (len(args.models) == 1) == (args.requests == 1):
+        raise UsageError("colocate takes two models, or one model with --requests N (N >= 2)")
+    _refuse_same_file(args.json, *args.models, args.output)
+    _check_report_path(args.json)
+    names = [n.strip() for n in args.names.split(",")] if args.names else None
+    with tempfile.TemporaryDirectory(prefix="hexfuse-zoo-") as folder:
+        resolved = [resolve(m, Path(folder), args.cache_dir) for m in args.models]
+        count = max(len(resolved), args.requests)
+        sources = resolved if len(resolved) == 2 else resolved * count
+        prefixes = stream_names(len(resolved), args.requests, names)
+        shapes = {p + k: v for p, (_, s) in zip(prefixes, sources) for k, v in (s or {}).items()}
+        shapes.update(parse_shape_overrides(args.shape))
+        r = colocate(
+            [path for path, _ in resolved],
+            args.output,
+            args.requests,
+            names,
+            {"A": 0, "B": 1}.get(args.priority or ""),
+            args.max_slowdown,
+            args.target,
+            _kinds(args.kinds),
+            args.min_gain,
+            shapes,
+            progress,
+            verify_plugin=args.verify == "plugin",
+        )
+    plan = r.merged.plan
+    print(
+        f"merged {len(plan.streams)} streams ({', '.join(p[:-1] for p in plan.streams)}); "
+        f"{plan.shared_weights} weight(s) shared; {r.compared_outputs} output(s) equal their source's exactly"
+    )
+    rw = r.rewrite
+    if rw.output is not None:
+        print(table(pair_rows(rw.analysis.pairs)))
+    else:
+        print("no pair qualifies; the merged model is written unpaired")
+    m = r.modelled
+    if m is not None:
+        for line in m.lines(plan.priority):
+            print(line)
+    print(f"wrote {r.output}")
+    if args.json:
+        doc = rewrite_json(rw)
+        doc["colocate"] = {
+            "streams": plan.streams,
+            "sources": plan.sources,
+            "shared_weights": plan.shared_weights,
+            "compared_outputs": r.compared_outputs,
+            "priority": plan.priority,
+            "max_slowdown": plan.max_slowdown,
+            "modelled": m.to_json() if m is not None else None,
+        }
+        _write_json(args.json, doc)
     return EXIT_OK
 
 
