@@ -18,6 +18,7 @@ from .bench import BASELINES, DEFAULT_BASELINES
 from .costmodel import TARGETS
 from .errors import EXIT_INTERNAL, EXIT_OK, HexfuseError
 from .graph import parse_shape_overrides
+from .hybrid import DEFAULT_PAST, DEFAULT_PREFILL
 from .kinds import KINDS
 from .select import DEFAULT_MIN_GAIN
 from .tools import tune as tune_defaults
@@ -223,7 +224,25 @@ def _parser() -> argparse.ArgumentParser:
         help="merge two models (or N copies of one) into one model and pair segments across them",
         epilog=EPILOG,
     )
-    co.add_argument("models", nargs="+", metavar="MODEL", help="A.onnx B.onnx, or one model with --requests N")
+    co.add_argument("models", nargs="*", metavar="MODEL", help="A.onnx B.onnx, or one model with --requests N")
+    co.add_argument(
+        "--hybrid",
+        metavar="DECODER",
+        help="instead of MODELs: a decoder with a KV cache serving a prefill and a decode request in one model",
+    )
+    co.add_argument(
+        "--prefill",
+        type=int,
+        default=DEFAULT_PREFILL,
+        help=f"--hybrid: prefill chunk tokens (default {DEFAULT_PREFILL})",
+    )
+    co.add_argument("--prefill-past", type=int, default=0, help="--hybrid: tokens the prefill has cached (default 0)")
+    co.add_argument(
+        "--past",
+        type=int,
+        default=DEFAULT_PAST,
+        help=f"--hybrid: tokens the decode has cached (default {DEFAULT_PAST})",
+    )
     co.add_argument("-o", "--output", required=True, help="output .onnx")
     co.add_argument("--requests", type=int, default=1, help="co-locate N copies of one model (weights shared)")
     co.add_argument("--names", help="stream names, comma-separated: the prefix of each stream's names (default a,b)")
@@ -534,11 +553,12 @@ def _colocate(args: argparse.Namespace, progress) -> int:
 
     from .colocate import colocate, stream_names
     from .errors import UsageError
-    from .report import pair_rows, rewrite_json, table
     from .zoo import resolve
 
+    if args.hybrid is not None:
+        return _hybrid(args, progress)
     if len(args.models) > 2 or args.requests < 1 or (len(args.models) == 1) == (args.requests == 1):
-        raise UsageError("colocate takes two models, or one model with --requests N (N >= 2)")
+        raise UsageError("colocate takes two models, or one model with --requests N (N >= 2), or --hybrid DECODER")
     _refuse_same_file(args.json, *args.models, args.output)
     _check_report_path(args.json)
     names = [n.strip() for n in args.names.split(",")] if args.names else None
@@ -563,6 +583,40 @@ def _colocate(args: argparse.Namespace, progress) -> int:
             progress,
             verify_plugin=args.verify == "plugin",
         )
+    return _colocated(args, r)
+
+
+def _hybrid(args: argparse.Namespace, progress) -> int:
+    import tempfile
+
+    from .errors import UsageError
+    from .hybrid import Requests, hybrid
+    from .zoo import resolve
+
+    if args.models or args.requests != 1 or args.priority or args.names:
+        raise UsageError("--hybrid takes one decoder and no MODEL, --requests, --names or --priority")
+    _refuse_same_file(args.json, args.hybrid, args.output)
+    _check_report_path(args.json)
+    requests = Requests(args.prefill, args.prefill_past, args.past)
+    with tempfile.TemporaryDirectory(prefix="hexfuse-zoo-") as folder:
+        path, _ = resolve(args.hybrid, Path(folder), args.cache_dir)
+        r = hybrid(
+            path,
+            args.output,
+            requests,
+            args.target,
+            _kinds(args.kinds),
+            args.min_gain,
+            progress,
+            verify_plugin=args.verify == "plugin",
+        )
+    return _colocated(args, r, {"hybrid": vars(requests)})
+
+
+def _colocated(args: argparse.Namespace, r, extra: dict | None = None) -> int:
+    """Print (and with --json write) what `colocate` did."""
+    from .report import pair_rows, rewrite_json, table
+
     plan = r.merged.plan
     print(
         f"merged {len(plan.streams)} streams ({', '.join(p[:-1] for p in plan.streams)}); "
@@ -588,6 +642,7 @@ def _colocate(args: argparse.Namespace, progress) -> int:
             "priority": plan.priority,
             "max_slowdown": plan.max_slowdown,
             "modelled": m.to_json() if m is not None else None,
+            **(extra or {}),
         }
         _write_json(args.json, doc)
     return EXIT_OK

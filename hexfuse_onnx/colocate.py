@@ -169,6 +169,9 @@ def _renamed_graph(graph: onnx.GraphProto, rename: Callable[[str], str]) -> onnx
 def _rename_in_place(graph: onnx.GraphProto, rename: Callable[[str], str]) -> None:
     for v in list(graph.input) + list(graph.output) + list(graph.value_info):
         v.name = rename(v.name)
+        for d in v.type.tensor_type.shape.dim:
+            if d.HasField("dim_param"):  # each stream's symbolic lengths are its own
+                d.dim_param = rename(d.dim_param)
     for t in graph.initializer:
         t.name = rename(t.name)
     for s in graph.sparse_initializer:
@@ -327,13 +330,15 @@ def check_outputs(
     plan: Plan,
     shapes: dict[str, list[int]],
     seed: int = 0,
+    feeds: dict[str, np.ndarray] | None = None,
 ) -> int:
     """Each stream's outputs in the merged model must equal, bit for bit, its source model's outputs
-    on the same inputs (stock ONNX Runtime, one thread each). Returns the outputs compared."""
+    on the same inputs (`feeds` by merged name, else seeded random ones; stock ONNX Runtime, one
+    thread each). Returns the outputs compared."""
     from .verify import random_inputs, session
 
     merged = session(merged_path)
-    feeds = random_inputs(merged, shapes, seed)
+    feeds = feeds or random_inputs(merged, shapes, seed)
     names = [o.name for o in merged.get_outputs()]
     got = dict(zip(names, merged.run(names, feeds)))
     compared = 0
@@ -376,6 +381,7 @@ def colocate(
     shapes: dict[str, list[int]] | None = None,
     progress: Callable[[str], None] = lambda _: None,
     verify_plugin: bool = False,
+    feeds: dict[str, np.ndarray] | None = None,
 ) -> Result:
     """Merge, check the merge (full checker; every stream's outputs bit-equal to its source's on
     stock ONNX Runtime), then pair and rewrite it with the normal pipeline, which verifies again and
@@ -409,7 +415,7 @@ def colocate(
         merged_path = Path(folder) / "merged.onnx"
         stage(merged.model, merged_path, None).commit()
         check(merged_path)
-        compared = check_outputs(merged_path, merged.plan, shapes or {})
+        compared = check_outputs(merged_path, merged.plan, shapes or {}, feeds=feeds)
         progress(f"merged model: full checker passed, {compared} output(s) equal their source's exactly")
         kw = {} if min_gain is None else {"min_gain": min_gain}
         result = pipeline.rewrite(

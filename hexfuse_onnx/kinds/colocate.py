@@ -155,12 +155,14 @@ def node_time(profile: GraphProfile, i: int, target: Target) -> float:
 
 
 def lowerable(g: ModelGraph, profile: GraphProfile, i: int) -> bool:
-    """The node is profiled, of an op the kernel runs, makes float32 (the kernel's only data type)
-    and any steering input is a constant."""
+    """The node is profiled, of an op the kernel runs, makes float32 (the kernel's only data type),
+    touches no empty tensor (a prefill's past of 0 tokens) and any steering input is a constant."""
     n = g.nodes[i]
     if i in profile.unprofiled or op_outside_kernel(n) is not None:
         return False
     if any(g.info(t).elem_type != onnx.TensorProto.FLOAT for t in n.output if t):
+        return False
+    if any(g.info(t).numel == 0 for t in [*n.input, *n.output] if t):
         return False
     if n.op_type not in STEERED_OPS:
         return True

@@ -1,0 +1,101 @@
+"""`colocate --hybrid` (issue 14): one exported decoder serving a prefill and a decode request.
+
+The hybrid model's two halves must give the decoder's own outputs for their request (stock ONNX
+Runtime, the pairs' function bodies: exact; the plugin: 1e-4), and the decode half must continue
+what the prefill half started: fed the prefill's present cache and next token, it picks the token
+greedy generation on the decoder alone picks.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from cli_support import assert_mentions, error_line, listing, run_cli, sha256
+
+from hexfuse_onnx import hybrid, runtime, verify
+from hexfuse_onnx.contract import DOMAIN
+from models.exported import MODELS, decoder_spec, generate
+
+EXIT_USAGE, EXIT_BAD_MODEL = 2, 3
+PLUGIN_RTOL = 1e-4
+REQUESTS = hybrid.Requests(prefill=8, prefill_past=0, past=8)  # past = prefill: decode may follow it
+
+
+@pytest.fixture(scope="module", params=["gpt2_dynamo", "llama_dynamo"])
+def built(request, tmp_path_factory):
+    name = request.param
+    out = tmp_path_factory.mktemp(name) / "hybrid.onnx"
+    result = hybrid.hybrid(MODELS[name].path, out, REQUESTS, target="host")
+    return name, out, result
+
+
+def _own_outputs(name: str, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    s = verify.session(MODELS[name].path)
+    out: dict[str, np.ndarray] = {}
+    for half in (hybrid.PREFILL, hybrid.DECODE):
+        own = {a.name: feeds[f"{half}/{a.name}"] for a in s.get_inputs()}
+        names = [o.name for o in s.get_outputs()]
+        out |= {f"{half}/{n}": v for n, v in zip(names, s.run(names, own))}
+    return out
+
+
+def _run(session, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    names = [o.name for o in session.get_outputs()]
+    return dict(zip(names, session.run(names, feeds)))
+
+
+def test_each_half_gives_the_decoders_own_outputs(built):
+    name, out, result = built
+    assert result.rewrite.output == out and result.compared_outputs == 2 * len(
+        onnx.load(MODELS[name].path).graph.output
+    )
+    model = onnx.load(out)
+    assert any(n.domain == DOMAIN for n in model.graph.node)
+    assert result.merged.plan.shared_weights == len(onnx.load(MODELS[name].path).graph.initializer)
+    feeds = hybrid.inputs(MODELS[name].path, REQUESTS, seed=5)
+    expected = _own_outputs(name, feeds)
+    stock = _run(verify.session(out), feeds)
+    plugin = _run(runtime.InferenceSession(out, backend="host"), feeds)
+    assert sorted(stock) == sorted(expected)
+    for k, ref in expected.items():
+        assert np.array_equal(stock[k], ref), k
+        assert verify.relative_error(ref, plugin[k]) <= PLUGIN_RTOL, k
+
+
+def test_the_decode_half_continues_the_prefill(built):
+    name, out, _ = built
+    spec = decoder_spec(MODELS[name].path)
+    prompt = np.random.default_rng(7).integers(0, spec.vocab, (1, REQUESTS.prefill), dtype=np.int64)
+    alone = generate(verify.session(MODELS[name].path), spec, prompt, steps=2)
+    feeds = hybrid.inputs(MODELS[name].path, REQUESTS, seed=1)  # the decode half's first request: any
+    feeds[f"{hybrid.PREFILL}/{spec.ids}"] = prompt
+    for session in (verify.session(out), runtime.InferenceSession(out, backend="host")):
+        first = _run(session, feeds)
+        step = dict(feeds)
+        step[f"{hybrid.DECODE}/{spec.ids}"] = first[f"{hybrid.PREFILL}/{spec.logits}"][:, -1:].argmax(-1)
+        for (pk, pv), (qk, qv) in zip(spec.past, spec.present):
+            step[f"{hybrid.DECODE}/{pk}"] = first[f"{hybrid.PREFILL}/{qk}"]
+            step[f"{hybrid.DECODE}/{pv}"] = first[f"{hybrid.PREFILL}/{qv}"]
+        if spec.positions:
+            step[f"{hybrid.DECODE}/{spec.positions}"] = np.array([[REQUESTS.prefill]], np.int64)
+        second = _run(session, step)
+        tokens = [step[f"{hybrid.DECODE}/{spec.ids}"], second[f"{hybrid.DECODE}/{spec.logits}"][:, -1:].argmax(-1)]
+        assert np.array_equal(np.concatenate(tokens, axis=1), alone)
+
+
+@pytest.mark.parametrize("case", ["not a decoder", "prefill of one token"])
+def test_cli_refuses_with_one_line_and_writes_nothing(zoo_dir, tmp_path, case):
+    src, out = zoo_dir / "mlp_chain.onnx", tmp_path / "out"
+    out.mkdir()
+    before = sha256(src)
+    if case == "not a decoder":
+        proc = run_cli("colocate", "--hybrid", src, "-o", out / "h.onnx", "-q")
+        code, words = EXIT_BAD_MODEL, ["--hybrid", "decoder", "past_key_values"]
+    else:
+        proc = run_cli("colocate", "--hybrid", MODELS["gpt2_dynamo"].path, "--prefill", "1", "-o", out / "h.onnx")
+        code, words = EXIT_USAGE, ["--prefill", "decode step"]
+    assert proc.returncode == code, proc.stderr
+    assert_mentions(error_line(proc), *words)
+    assert listing(out) == []
+    assert sha256(src) == before
