@@ -104,4 +104,5 @@ def hybrid(
         progress=progress,
         verify_plugin=verify_plugin,
         feeds=inputs(path, requests),
+        specialise=True,
     )

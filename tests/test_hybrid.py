@@ -1,7 +1,7 @@
 """`colocate --hybrid` (issue 14): one exported decoder serving a prefill and a decode request.
 
 The hybrid model's two halves must give the decoder's own outputs for their request (stock ONNX
-Runtime, the pairs' function bodies: exact; the plugin: 1e-4), and the decode half must continue
+Runtime op for op, the pairs' function bodies: exact; the plugin: 1e-4), and the decode half must continue
 what the prefill half started: fed the prefill's present cache and next token, it picks the token
 greedy generation on the decoder alone picks.
 """
@@ -12,8 +12,9 @@ import numpy as np
 import onnx
 import pytest
 from cli_support import assert_mentions, error_line, listing, run_cli, sha256
+from onnx import TensorProto, helper, numpy_helper
 
-from hexfuse_onnx import hybrid, runtime, verify
+from hexfuse_onnx import colocate, fold, hybrid, runtime, verify
 from hexfuse_onnx.contract import DOMAIN
 from models.exported import MODELS, decoder_spec, generate
 
@@ -22,7 +23,7 @@ PLUGIN_RTOL = 1e-4
 REQUESTS = hybrid.Requests(prefill=8, prefill_past=0, past=8)  # past = prefill: decode may follow it
 
 
-@pytest.fixture(scope="module", params=["gpt2_dynamo", "llama_dynamo"])
+@pytest.fixture(scope="module", params=["gpt2_dynamo", "llama_dynamo", "gpt2_torchscript", "llama_torchscript"])
 def built(request, tmp_path_factory):
     name = request.param
     out = tmp_path_factory.mktemp(name) / "hybrid.onnx"
@@ -30,8 +31,13 @@ def built(request, tmp_path_factory):
     return name, out, result
 
 
+def _stock(path) -> object:
+    """Stock ORT without the fusions that change once shapes are constant (colocate.check_outputs)."""
+    return verify.session(path, colocate.op_for_op_options())
+
+
 def _own_outputs(name: str, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    s = verify.session(MODELS[name].path)
+    s = _stock(MODELS[name].path)
     out: dict[str, np.ndarray] = {}
     for half in (hybrid.PREFILL, hybrid.DECODE):
         own = {a.name: feeds[f"{half}/{a.name}"] for a in s.get_inputs()}
@@ -55,7 +61,7 @@ def test_each_half_gives_the_decoders_own_outputs(built):
     assert result.merged.plan.shared_weights == len(onnx.load(MODELS[name].path).graph.initializer)
     feeds = hybrid.inputs(MODELS[name].path, REQUESTS, seed=5)
     expected = _own_outputs(name, feeds)
-    stock = _run(verify.session(out), feeds)
+    stock = _run(_stock(out), feeds)
     plugin = _run(runtime.InferenceSession(out, backend="host"), feeds)
     assert sorted(stock) == sorted(expected)
     for k, ref in expected.items():
@@ -99,3 +105,31 @@ def test_cli_refuses_with_one_line_and_writes_nothing(zoo_dir, tmp_path, case):
     assert_mentions(error_line(proc), *words)
     assert listing(out) == []
     assert sha256(src) == before
+
+
+def test_specialise_folds_integer_shape_work_and_nothing_else(tmp_path):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    z = helper.make_tensor_value_info("z", TensorProto.FLOAT, None)
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("ReduceProd", ["s"], ["total"], keepdims=1),
+        helper.make_node("Reshape", ["x", "total"], ["y"]),  # its target becomes an initializer
+        helper.make_node("Cast", ["s"], ["z"], to=TensorProto.FLOAT),  # float: stays computed
+    ]
+    model = helper.make_model(
+        helper.make_graph(nodes, "g", [x], [y, z]), opset_imports=[helper.make_opsetid("", 18)], ir_version=8
+    )
+    fixed, folded = fold.specialise(model, {"x": [3, 4]})
+    assert folded == 2  # Shape and ReduceProd
+    assert [n.op_type for n in fixed.graph.node] == ["Reshape", "Cast"]
+    assert {t.name: numpy_helper.to_array(t).tolist() for t in fixed.graph.initializer} == {"s": [3, 4], "total": [12]}
+    assert [d.dim_value for d in fixed.graph.input[0].type.tensor_type.shape.dim] == [3, 4]
+    assert [n.op_type for n in model.graph.node][0] == "Shape"  # the input model is left as it was
+    onnx.save(model, tmp_path / "a.onnx")
+    onnx.save(fixed, tmp_path / "b.onnx")
+    feeds = {"x": np.arange(12, dtype=np.float32).reshape(3, 4)}
+    for ref, got in zip(
+        verify.session(tmp_path / "a.onnx").run(None, feeds), verify.session(tmp_path / "b.onnx").run(None, feeds)
+    ):
+        assert np.array_equal(ref, got)
