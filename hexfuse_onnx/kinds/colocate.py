@@ -156,7 +156,8 @@ def node_time(profile: GraphProfile, i: int, target: Target) -> float:
 
 def lowerable(g: ModelGraph, profile: GraphProfile, i: int) -> bool:
     """The node is profiled, of an op the kernel runs, makes float32 (the kernel's only data type),
-    touches no empty tensor (a prefill's past of 0 tokens) and any steering input is a constant."""
+    touches no empty tensor (a prefill's past of 0 tokens), and reads other types and steering inputs
+    only from constants."""
     n = g.nodes[i]
     if i in profile.unprofiled or op_outside_kernel(n) is not None:
         return False
@@ -164,10 +165,15 @@ def lowerable(g: ModelGraph, profile: GraphProfile, i: int) -> bool:
         return False
     if any(g.info(t).numel == 0 for t in [*n.input, *n.output] if t):
         return False
-    if n.op_type not in STEERED_OPS:
-        return True
-    constants = (t for t in n.input[1:] if t)
-    return all(t in g.initializers or g.nodes[g.producer[t]].op_type == "Constant" for t in constants)
+    # A run-time input the kernel cannot hold (a boolean mask) or that steers the op must be a constant.
+    steered = n.input[1:] if n.op_type in STEERED_OPS else []
+    computed = [t for t in n.input if t and (t in steered or g.info(t).elem_type != onnx.TensorProto.FLOAT)]
+    return all(t in g.initializers or _made_by_constant(g, t) for t in computed)
+
+
+def _made_by_constant(g: ModelGraph, tensor: str) -> bool:
+    producer = g.producer.get(tensor)
+    return producer is not None and g.nodes[producer].op_type == "Constant"
 
 
 def cut_units(
