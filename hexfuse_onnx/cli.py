@@ -18,7 +18,7 @@ from .bench import BASELINES, DEFAULT_BASELINES
 from .costmodel import TARGETS
 from .errors import EXIT_INTERNAL, EXIT_OK, HexfuseError
 from .graph import parse_shape_overrides
-from .hybrid import DEFAULT_PAST, DEFAULT_PREFILL
+from .hybrid import DEFAULT_PAST, DEFAULT_PREFILL, DEFAULT_PREFILL_PAST
 from .kinds import KINDS
 from .select import DEFAULT_MIN_GAIN
 from .tools import tune as tune_defaults
@@ -236,7 +236,12 @@ def _parser() -> argparse.ArgumentParser:
         default=DEFAULT_PREFILL,
         help=f"--hybrid: prefill chunk tokens (default {DEFAULT_PREFILL})",
     )
-    co.add_argument("--prefill-past", type=int, default=0, help="--hybrid: tokens the prefill has cached (default 0)")
+    co.add_argument(
+        "--prefill-past",
+        type=int,
+        default=DEFAULT_PREFILL_PAST,
+        help=f"--hybrid: tokens of earlier chunks the prefill has cached (default {DEFAULT_PREFILL_PAST})",
+    )
     co.add_argument(
         "--past",
         type=int,

@@ -1,14 +1,18 @@
 """LLM hybrid batches (issue 14, POD-Attention's case): one decoder serving a prefill request and a
-decode request in one model, paired layer against layer.
+decode request in one model, the two paired layer against layer.
 
 `colocate --hybrid decoder.onnx` co-locates two copies of the decoder as the streams `prefill/` and
 `decode/` (weights shared, each stream's symbolic dims its own) and fixes their lengths: the
-prefill request is a chunk of N tokens after a short (or no) cached past, the decode request one
-token after P cached ones. The pass then pairs the prefill stream with the decode stream by the
-colocate alignment of their topological orders, which meets the layers in the same order in both
-streams, so a pair is a prefill segment with the decode segment of the same layer's attention or
-MLP. The decoder's signature (input_ids, attention_mask, position_ids, past_key_values.N.key/value
--> logits, present.N.key/value) is read by models/exported.py, which the CLI finds in a checkout.
+prefill request is a chunk of N tokens after a short cached past, the decode request one token
+after P cached ones. By default the chunk follows 16 cached tokens, as in chunked prefill
+(Sarathi-Serve, POD-Attention's hybrid batches): with no past at all the prefill's attention
+concatenates an empty cache, which the kernel does not run, so the alignment cuts there. The
+integer shape work the fixed lengths decide is folded (fold.py). The colocate alignment then pairs
+the prefill stream with the decode stream: both streams meet the layers in the same order, so a
+pair is a run of prefill layers' attention and MLP with the same layers of the decode (one layer's
+block each where a call is cheap; more per call where the call overhead demands it). The
+decoder's signature (input_ids, attention_mask, position_ids, past_key_values.N.key/value ->
+logits, present.N.key/value) is read by models/exported.py, which the CLI finds in a checkout.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from .colocate import Result, colocate
 from .errors import ModelError, UsageError
 
 PREFILL, DECODE = "prefill", "decode"
-DEFAULT_PREFILL, DEFAULT_PAST = 64, 128
+DEFAULT_PREFILL, DEFAULT_PREFILL_PAST, DEFAULT_PAST = 64, 16, 128
 
 
 @dataclass(frozen=True)
@@ -33,7 +37,7 @@ class Requests:
     """The two requests the hybrid model serves (token counts)."""
 
     prefill: int = DEFAULT_PREFILL  # new tokens of the prefill chunk
-    prefill_past: int = 0  # tokens the prefill request has cached already
+    prefill_past: int = DEFAULT_PREFILL_PAST  # tokens of earlier chunks the prefill has cached (0: none)
     past: int = DEFAULT_PAST  # tokens the decode request has cached (it adds one)
 
     def check(self) -> None:
