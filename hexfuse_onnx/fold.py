@@ -72,6 +72,12 @@ def _fold_round(model: onnx.ModelProto) -> int:
     needed = {t for n in kept for t in node_reads(n)} | {v.name for v in graph.output}
     del graph.node[:]
     graph.node.extend(n for n in kept if n.op_type != "Constant" or needed.intersection(n.output))
+    inputs = {v.name for v in graph.input}
+    unread = [
+        t for t in graph.initializer if t.name not in needed and t.name not in inputs
+    ]  # read by folded nodes only
+    for t in unread:
+        graph.initializer.remove(t)
     graph.initializer.extend(numpy_helper.from_array(known[t], t) for t in sorted(made & needed))
     return len(made)
 
