@@ -8,6 +8,8 @@ greedy generation on the decoder alone picks.
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import onnx
 import pytest
@@ -166,3 +168,16 @@ def test_specialise_folds_integer_shape_work_and_nothing_else(tmp_path):
         verify.session(tmp_path / "a.onnx").run(None, feeds), verify.session(tmp_path / "b.onnx").run(None, feeds)
     ):
         assert np.array_equal(ref, got)
+
+
+def test_cli_hybrid_writes_the_model_and_its_report(tmp_path):
+    out, report = tmp_path / "h.onnx", tmp_path / "h.json"
+    args = ["--prefill", "8", "--prefill-past", "8", "--past", "16", "--target", "host", "--json", report]
+    proc = run_cli("colocate", "--hybrid", "gpt2_dynamo", "-o", out, *args, "-q")
+    assert proc.returncode == 0, proc.stderr
+    assert "lies inside pairs" in proc.stdout
+    doc = json.loads(report.read_text())
+    assert doc["colocate"]["hybrid"] == {"prefill": 8, "prefill_past": 8, "past": 16}
+    assert doc["colocate"]["streams"] == ["prefill/", "decode/"] and doc["pairs"]
+    dims = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim] for v in onnx.load(out).graph.input}
+    assert dims["prefill/input_ids"] == [1, 8] and dims["decode/past_key_values.0.key"] == [1, 4, 16, 16]

@@ -344,7 +344,8 @@ class Modelled:
     def lines(self, priority: int | None = None) -> list[str]:
         head = (
             f"modelled on {self.target} (cost model, not measured): streams one after another "
-            f"{self.serial * 1e6:.0f} us, co-located {self.fused * 1e6:.0f} us ({self.gain:.1%} less); "
+            f"{self.serial * 1e6:.0f} us, co-located {self.fused * 1e6:.0f} us "
+            f"({abs(self.gain):.1%} {'less' if self.gain >= 0 else 'more'}); "
             f"{self.coverage:.0%} of that serial time lies inside pairs"
         )
         out = [head]
