@@ -414,7 +414,8 @@ impl Pool {
         unsafe { hfx_pool_num_workers(self.0) }
     }
 
-    /// Runs both tasks of `prog` to completion. `trace` (may be empty) receives the events.
+    /// Runs both tasks of `prog` to completion. `trace` (may be empty) receives the events. A program
+    /// with a shape section whose task alone exceeds the arena runs serialized with a heap arena.
     pub fn run(
         self,
         prog: &Program,
@@ -436,12 +437,14 @@ impl Pool {
         }
         let mut res = RunResult::default();
         let st = self.run_with(prog, inputs, outputs, &opt, std::ptr::null_mut(), &mut res);
-        if st != ERR_BUDGET {
+        if st != ERR_BUDGET || prog.num_symbols == 0 {
             return if st == OK { Ok(res) } else { Err(st) };
         }
-        // A task alone does not fit the pool's arena (e.g. a program specialized to larger
-        // shapes): on the host the tasks then run one after the other with their scratch in a run
-        // state's own (heap) arena, never failing for want of on-chip memory.
+        // A task of a program with a shape section, specialized to larger shapes than it was
+        // lowered for, does not fit the pool's arena alone: on the host the tasks then run one
+        // after the other with their scratch in a run state's own (heap) arena, never failing for
+        // want of on-chip memory. (A v1 program was checked against the budget when it was
+        // chosen: it still fails with HFX_ERR_BUDGET.)
         opt.flags |= RUN_FORCE_SERIAL;
         opt.budget_bytes = prog.serial_scratch_bytes();
         let mut rs: *mut HfxRunState = std::ptr::null_mut();
