@@ -393,7 +393,7 @@ hfx_status hfx_program_specialize(const void *bytes, size_t size, const int64_t 
         hfx_program_free(p);
         return HFX_ERR_ARG;
     }
-    memcpy(out, bytes, size);
+    if (out != bytes) memcpy(out, bytes, size);
     st = specialize_parsed(p, input_dims, input_ranks, out, err);
     hfx_program_free(p);
     return st;

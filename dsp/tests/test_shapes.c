@@ -236,6 +236,8 @@ static void test_specialize_and_run(void) {
         CHECK(specialize(t, n, next, o3, &e) == HFX_OK);
         CHECK(memcmp(o2, o3, n) == 0);
         CHECK(memcmp(t, o, HFX_HDR_N_TENSORS) == 0); /* header unchanged (CRC flag kept) */
+        memcpy(o2, t, n); /* in place */
+        CHECK(specialize(o2, n, &cases[i], o2, &e) == HFX_OK && memcmp(o2, o, n) == 0);
     }
     free(o), free(o2), free(o3);
     free(t);
@@ -297,6 +299,33 @@ static void test_specialize_v1(void) {
         free(o);
         free(t);
     }
+    hfxb_free(&b);
+}
+
+/* a specialized program the ops refuse: y's dim 0 is patched by a constant, x's follows N */
+static void test_specialized_refused_by_ops(void) {
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t x = hfxb_input(&b, HFX_TASK_A, HFXB_DIMS(4, 6)), y = hfxb_output(&b, HFX_TASK_A, HFXB_DIMS(4, 6));
+    hfxb_unary(&b, HFX_TASK_A, HFX_OP_RELU, x, y);
+    hfxb_sec sec = {0};
+    hfxb_sec_symbols(&sec, 1, (const uint32_t[]){0, 0});
+    hfxb_sec_input_dim(&sec, x, 0, 0);
+    hfxb_sec_patch(&sec, HFX_PATCH_TENSOR_DIM, y, 0, 2, (const uint32_t[]){W_CONST(4)});
+    b.v2 = 1;
+    b.shapes = sec.bytes;
+    b.shapes_bytes = sec.n;
+    size_t n;
+    uint8_t *t = hfxb_encode(&b, &n), *o = malloc(n);
+    const int64_t d[2] = {5, 6};
+    const int64_t *dims[1] = {d};
+    hfx_error e;
+    hfx_program *p = NULL;
+    CHECK(hfx_program_specialize(t, n, dims, (const uint32_t[]){2}, 1, o, &e) == HFX_OK);
+    CHECK(hfx_program_parse(o, n, &p, &e) == HFX_ERR_SHAPE && strstr(e.message, "op 0") && p == NULL);
+    free(o);
+    free(t);
+    hfxb_sec_free(&sec);
     hfxb_free(&b);
 }
 
@@ -595,6 +624,7 @@ int main(void) {
     RUN_TEST(test_specialize_and_run);
     RUN_TEST(test_specialize_errors);
     RUN_TEST(test_specialize_v1);
+    RUN_TEST(test_specialized_refused_by_ops);
     RUN_TEST(test_section_header_fields);
     RUN_TEST(test_section_targets);
     RUN_TEST(test_v2_header);

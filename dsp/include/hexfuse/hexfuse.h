@@ -110,8 +110,9 @@ uint32_t hfx_program_num_symbols(const hfx_program *p);
  * static dim that differs, a dim out of 1 .. 2^31-1, an expression that fails or gives a value
  * out of its field's range (dims 1 .. 2^31-1; params i32). A v1 program or one without a shape
  * section specializes only to its own shapes. n_inputs must be the program's input count
- * (HFX_ERR_ARG). Parse the result with hfx_program_parse: it validates every op at the new
- * shapes. */
+ * (HFX_ERR_ARG). `out` may be `bytes` (in place) but must not overlap it otherwise; on an error
+ * its contents are unspecified. Parse the result with hfx_program_parse: it validates every op at
+ * the new shapes. */
 hfx_status hfx_program_specialize(const void *bytes, size_t size, const int64_t *const *input_dims,
                                   const uint32_t *input_ranks, uint32_t n_inputs, void *out, hfx_error *err);
 
