@@ -25,7 +25,6 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -278,7 +277,7 @@ class HostKernel:
             )
         return prog
 
-    def specialize(self, program: bytes, shapes: Sequence[Sequence[int]]) -> bytes:
+    def specialize(self, program: bytes, shapes: list[tuple[int, ...]]) -> bytes:
         """`program` specialized to the node input shapes `shapes` by the C specializer
         (hfx_program_specialize); raises HexfuseError with its message."""
         dims = [(ctypes.c_int64 * max(1, len(s)))(*s) for s in shapes]
@@ -297,7 +296,7 @@ class HostKernel:
             )
         return out.raw
 
-    def eval_shape_expr(self, words: Sequence[int], symbols: Sequence[int]) -> int:
+    def eval_shape_expr(self, words: list[int], symbols: list[int]) -> int:
         """The C evaluator of a shape expression (shape_section's words over int64 symbols);
         raises HexfuseError with the fault's text."""
         w = (ctypes.c_uint32 * max(1, len(words)))(*words)
