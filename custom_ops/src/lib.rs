@@ -23,6 +23,7 @@ mod hexagon;
 mod hfx;
 mod kernel;
 mod ort;
+mod specialized;
 mod trace;
 
 use std::ffi::{c_char, c_int, c_void, CStr};
