@@ -598,8 +598,11 @@ def _hybrid(args: argparse.Namespace, progress) -> int:
     from .hybrid import Requests, hybrid
     from .zoo import resolve
 
-    if args.models or args.requests != 1 or args.priority or args.names:
-        raise UsageError("--hybrid takes one decoder and no MODEL, --requests, --names or --priority")
+    if args.models or args.requests != 1 or args.priority or args.names or args.shape:
+        raise UsageError(
+            "--hybrid takes one decoder and no MODEL, --requests, --names, --priority or --shape "
+            "(--prefill, --prefill-past and --past give the shapes)"
+        )
     _refuse_same_file(args.json, args.hybrid, args.output)
     _check_report_path(args.json)
     requests = Requests(args.prefill, args.prefill_past, args.past)
