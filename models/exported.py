@@ -176,6 +176,24 @@ def generate(session, spec: DecoderSpec, prompt: np.ndarray, steps: int) -> np.n
     return np.concatenate(out, axis=1)
 
 
+PREFILL, DECODE = "prefill/", "decode/"  # name prefixes of the two copies in `prefill_decode_model`
+
+
+def prefill_decode_model(model_path: str | os.PathLike[str]) -> onnx.ModelProto:
+    """The decoder twice in one graph, as `onnx.compose.merge_models` joins two models with no
+    edge between them: every name of one copy prefixed `prefill/`, of the other `decode/`. Feed it
+    a prefill request to the first and a decode step to the second (`prefill_decode_shapes`)."""
+    model = onnx.load(str(model_path))
+    return onnx.compose.merge_models(model, model, io_map=[], prefix1=PREFILL, prefix2=DECODE)
+
+
+def prefill_decode_shapes(spec: DecoderSpec, prefill_seq: int, decode_past: int) -> dict[str, list[int]]:
+    """Input shapes of `prefill_decode_model`: a prefill of `prefill_seq` tokens from an empty cache
+    and a one-token decode step after `decode_past` cached ones (batch 1)."""
+    prefill = {PREFILL + k: v for k, v in input_shapes(spec, prefill_seq, 0).items()}
+    return prefill | {DECODE + k: v for k, v in input_shapes(spec, 1, decode_past).items()}
+
+
 ZOO_REQUEST = {"seq": 8, "past": 16}  # the shapes the zoo gives for the symbolic dims
 
 
