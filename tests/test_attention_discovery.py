@@ -1,0 +1,120 @@
+"""Attention and MLP blocks of the exported decoders (models/exported/) are recognised along the
+data path, and a graph holding a prefill copy and a decode copy of one decoder gets
+prefill_decode candidates layer by layer."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import onnx
+import pytest
+
+from hexfuse_onnx import graph, pipeline
+from hexfuse_onnx.kinds.blocks import Block, layer_blocks
+from hexfuse_onnx.kinds.dag import DagFacts, dag_facts
+from models.exported import MODELS, decoder_spec, input_shapes, prefill_decode_model, prefill_decode_shapes
+
+SEQ, PAST = 8, 16
+LAYERS = 2
+
+# Op types each attention block must hold: its projections, its core, and what the exporter
+# writes between them (fused QKV Split, rotary, repeat_kv, the present Concat).
+ATTENTION_OPS = {
+    "gpt2_torchscript": {"Gemm", "Split", "Concat", "MatMul", "Softmax"},
+    "gpt2_dynamo": {"Gemm", "Split", "Concat", "MatMul", "Softmax"},
+    "llama_torchscript": {"MatMul", "Neg", "Slice", "Concat", "Expand", "Softmax"},
+    "llama_dynamo": {"MatMul", "Neg", "Slice", "Concat", "Expand", "Softmax"},
+    "gpt2_mha_contrib": {"MatMul", "Split", "MultiHeadAttention"},
+    "llama_gqa_contrib": {"MatMul", "GroupQueryAttention"},
+    "llama_attention23": {"MatMul", "RotaryEmbedding", "Attention"},
+}
+MLP_OPS = {
+    "gpt2_torchscript": {"Gemm", "Tanh", "Pow"},
+    "gpt2_dynamo": {"Gemm", "Tanh", "Pow"},
+    "gpt2_mha_contrib": {"MatMul", "FastGelu"},
+}
+LLAMA_MLP_OPS = {"MatMul", "Sigmoid", "Mul"}
+SHARED_MASK_OPS = {"LessOrEqual", "Range", "Cos", "Sin", "ReduceSum"}  # built once, read by every layer
+
+
+def _blocks(name: str) -> tuple[graph.ModelGraph, DagFacts, list[Block]]:
+    path = MODELS[name].path
+    g = graph.load(path, input_shapes(decoder_spec(path), SEQ, PAST))
+    facts = dag_facts(g)
+    return g, facts, layer_blocks(g, facts)
+
+
+def _convex(facts: DagFacts, nodes: frozenset[int]) -> bool:
+    """No path leaves the set and comes back."""
+    left: set[int] = set()  # nodes outside the set reached from it
+    for i in range(min(nodes), max(nodes) + 1):
+        if i in nodes:
+            if any(p in left for p in facts.preds[i]):
+                return False
+        elif any(p in nodes or p in left for p in facts.preds[i]):
+            left.add(i)
+    return True
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_one_attention_and_one_mlp_block_per_layer(name: str) -> None:
+    g, facts, blocks = _blocks(name)
+    kinds = Counter(b.kind for b in blocks)
+    assert kinds == {"attention": LAYERS, "mlp": LAYERS}
+    assert all(b.positions == SEQ for b in blocks)
+    seen: set[int] = set()
+    for b in blocks:
+        assert _convex(facts, b.nodes), f"{b.kind} block of {name} is not convex"
+        assert not seen & b.nodes, "a node in two blocks"
+        seen |= b.nodes
+        ops = {g.nodes[i].op_type for i in b.nodes}
+        assert not ops & SHARED_MASK_OPS, f"{b.kind} block took shared mask/rotary nodes: {ops & SHARED_MASK_OPS}"
+        expected = ATTENTION_OPS[name] if b.kind == "attention" else MLP_OPS.get(name, LLAMA_MLP_OPS)
+        assert expected <= ops, f"{b.kind} block of {name} lacks {expected - ops}"
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_attention_block_spans_projections_to_output_and_makes_the_present(name: str) -> None:
+    g, _, blocks = _blocks(name)
+    spec = decoder_spec(MODELS[name].path)
+    attention = [b for b in blocks if b.kind == "attention"]
+    for layer, block in enumerate(attention):
+        for present in spec.present[layer]:
+            assert g.producer[present] in block.nodes, f"{present} is made outside layer {layer}'s block"
+        weights = {t for i in block.nodes for t in g.nodes[i].input if t in g.initializers}
+        # every weight a projection of this layer reads (q/k/v or fused qkv, and the output projection)
+        exported_name = {t for t in weights if ".layers." in t or ".h." in t}
+        assert all(f".{layer}." in t for t in exported_name), f"layer {layer} block reads {exported_name}"
+        projections = [
+            i for i in block.nodes if g.nodes[i].op_type in ("MatMul", "Gemm") and g.nodes[i].input[1] in weights
+        ]
+        assert len(projections) >= 2  # at least a (fused) QKV projection and the output projection
+
+
+def test_the_mask_is_an_input_of_every_score_add_not_part_of_a_block() -> None:
+    g, _, blocks = _blocks("gpt2_dynamo")
+    softmaxes = [i for i in range(len(g.nodes)) if g.nodes[i].op_type == "Softmax"]
+    masks = {g.nodes[g.producer[g.nodes[s].input[0]]].input[1] for s in softmaxes}
+    assert len(masks) == 1  # one mask subgraph, read by both layers
+    mask_node = g.producer[masks.pop()]
+    assert all(mask_node not in b.nodes for b in blocks)
+    assert all(any(g.producer[g.nodes[s].input[0]] in b.nodes for b in blocks) for s in softmaxes)
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_prefill_and_decode_copies_pair_layer_by_layer(name: str, tmp_path: Path) -> None:
+    path = tmp_path / f"{name}.prefill_decode.onnx"
+    onnx.save(prefill_decode_model(MODELS[name].path), path)
+    a = pipeline.analyse(
+        path, kinds=["prefill_decode"], shapes=prefill_decode_shapes(decoder_spec(MODELS[name].path), SEQ, PAST)
+    )
+    found = [c for c in a.candidates if c.kind == "prefill_decode"]
+    notes = sorted(c.note.split(":")[0] for c in found)
+    assert notes == sorted(f"layer {i} {kind}" for i in range(LAYERS) for kind in ("attention", "mlp"))
+    for c in found:
+        assert all(a.graph.nodes[i].name.startswith("prefill/") for i in c.task_a)
+        assert all(a.graph.nodes[i].name.startswith("decode/") for i in c.task_b)
+        layer = c.note.split()[1]
+        a_ops = Counter(a.graph.nodes[i].op_type for i in c.task_a)
+        assert a_ops == Counter(a.graph.nodes[i].op_type for i in c.task_b), f"layer {layer}: copies differ"
