@@ -181,10 +181,22 @@ PREFILL, DECODE = "prefill/", "decode/"  # name prefixes of the two copies in `p
 
 def prefill_decode_model(model_path: str | os.PathLike[str]) -> onnx.ModelProto:
     """The decoder twice in one graph, as `onnx.compose.merge_models` joins two models with no
-    edge between them: every name of one copy prefixed `prefill/`, of the other `decode/`. Feed it
-    a prefill request to the first and a decode step to the second (`prefill_decode_shapes`)."""
+    edge between them: every name of one copy prefixed `prefill/`, of the other `decode/`, symbolic
+    dims included (the two requests have their own lengths). Feed it a prefill request to the first
+    and a decode step to the second (`prefill_decode_shapes`)."""
     model = onnx.load(str(model_path))
-    return onnx.compose.merge_models(model, model, io_map=[], prefix1=PREFILL, prefix2=DECODE)
+    copies = [_prefixed(model, prefix) for prefix in (PREFILL, DECODE)]
+    return onnx.compose.merge_models(copies[0], copies[1], io_map=[])
+
+
+def _prefixed(model: onnx.ModelProto, prefix: str) -> onnx.ModelProto:
+    copy = onnx.compose.add_prefix(model, prefix)
+    graph = copy.graph
+    for value in [*graph.input, *graph.output, *graph.value_info]:
+        for dim in value.type.tensor_type.shape.dim:
+            if dim.HasField("dim_param"):
+                dim.dim_param = prefix + dim.dim_param
+    return copy
 
 
 def prefill_decode_shapes(spec: DecoderSpec, prefill_seq: int, decode_past: int) -> dict[str, list[int]]:

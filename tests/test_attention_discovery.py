@@ -7,13 +7,22 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import onnx
 import pytest
 
 from hexfuse_onnx import graph, pipeline
 from hexfuse_onnx.kinds.blocks import Block, layer_blocks
 from hexfuse_onnx.kinds.dag import DagFacts, dag_facts
-from models.exported import MODELS, decoder_spec, input_shapes, prefill_decode_model, prefill_decode_shapes
+from hexfuse_onnx.verify import session
+from models.exported import (
+    MODELS,
+    decoder_inputs,
+    decoder_spec,
+    input_shapes,
+    prefill_decode_model,
+    prefill_decode_shapes,
+)
 
 SEQ, PAST = 8, 16
 LAYERS = 2
@@ -118,3 +127,31 @@ def test_prefill_and_decode_copies_pair_layer_by_layer(name: str, tmp_path: Path
         layer = c.note.split()[1]
         a_ops = Counter(a.graph.nodes[i].op_type for i in c.task_a)
         assert a_ops == Counter(a.graph.nodes[i].op_type for i in c.task_b), f"layer {layer}: copies differ"
+
+
+@pytest.mark.parametrize("name", ["gpt2_dynamo", "llama_gqa_contrib"])
+def test_merged_copies_compute_what_the_decoder_computes(name: str, tmp_path: Path) -> None:
+    path = tmp_path / f"{name}.prefill_decode.onnx"
+    onnx.save(prefill_decode_model(MODELS[name].path), path)
+    prefill = decoder_inputs(MODELS[name].path, SEQ, 0, seed=1)
+    decode = decoder_inputs(MODELS[name].path, 1, PAST, seed=2)
+    feeds = {f"prefill/{k}": v for k, v in prefill.items()} | {f"decode/{k}": v for k, v in decode.items()}
+    merged = session(path)
+    got = dict(zip([o.name for o in merged.get_outputs()], merged.run(None, feeds)))
+    alone = session(MODELS[name].path)
+    for prefix, request in (("prefill/", prefill), ("decode/", decode)):
+        want = dict(zip([o.name for o in alone.get_outputs()], alone.run(None, request)))
+        for out, value in want.items():
+            np.testing.assert_allclose(got[prefix + out], value, rtol=0, atol=1e-5)
+
+
+def test_rewritten_merged_llama_fuses_the_mlp_pairs_and_verifies(tmp_path: Path) -> None:
+    name = "llama_dynamo"
+    path = tmp_path / f"{name}.prefill_decode.onnx"
+    onnx.save(prefill_decode_model(MODELS[name].path), path)
+    shapes = prefill_decode_shapes(decoder_spec(MODELS[name].path), SEQ, PAST)
+    result = pipeline.rewrite(path, tmp_path / "fused.onnx", kinds=["prefill_decode"], shapes=shapes)
+    assert sorted(p.candidate.note.split(":")[0] for p in result.analysis.pairs) == ["layer 0 mlp", "layer 1 mlp"]
+    assert result.output is not None and result.comparison is not None
+    fused_ops = Counter(n.op_type for n in onnx.load(str(result.output)).graph.node)
+    assert fused_ops["FusedHexPair"] == 2
