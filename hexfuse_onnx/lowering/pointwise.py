@@ -14,6 +14,7 @@ UNARY = {
     "Sigmoid": Opcode.SIGMOID,
     "Tanh": Opcode.TANH,
     "Exp": Opcode.EXP,
+    "Sqrt": Opcode.SQRT,
     "HardSwish": Opcode.HARDSWISH,
 }
 
