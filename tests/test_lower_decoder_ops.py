@@ -18,11 +18,11 @@ SHAPE = [2, 3, 8]
 
 
 def unary_pair(nodes_b: list[onnx.NodeProto], inits: list[onnx.TensorProto] | None = None) -> onnx.ModelProto:
-    """Task A a Relu over x, task B the given nodes from z to yb (both [2,3,8])."""
+    """Task A a Relu over x, task B the given nodes from z (and the initializers) to yb (both [2,3,8])."""
     a = [helper.make_node("Relu", ["x"], ["ya"], name="relu")]
-    return pair_model(
-        a, nodes_b, [vi("x", SHAPE)], [vi("z", SHAPE)], [vi("ya", SHAPE)], [vi("yb", SHAPE)], inits or [], opset=17
-    )
+    inits = inits or []
+    inputs_b = [vi("z", SHAPE)] + [vi(t.name, list(t.dims), t.data_type) for t in inits]
+    return pair_model(a, nodes_b, [vi("x", SHAPE)], inputs_b, [vi("ya", SHAPE)], [vi("yb", SHAPE)], inits, opset=17)
 
 
 def opcodes(m: onnx.ModelProto) -> list[int]:
@@ -40,3 +40,25 @@ def test_sqrt_runs_on_the_kernel_sqrt() -> None:
     )
     assert opcodes(m) == [Opcode.RELU, Opcode.MUL, Opcode.SQRT]
     assert_matches_ort_on_the_host_kernel(m)
+
+
+@needs_host
+@pytest.mark.parametrize(
+    ("exponent", "ops"), [(2.0, [Opcode.MUL]), (3.0, [Opcode.MUL, Opcode.MUL]), (0.5, [Opcode.SQRT])]
+)
+def test_pow_runs_as_products_or_sqrt(exponent: float, ops: list[Opcode]) -> None:
+    # the exporters' form: Pow(x, scalar constant); 0.5 on x*x so that the root is real
+    square = [helper.make_node("Mul", ["z", "z"], ["z2"], name="square")] if exponent == 0.5 else []
+    base = "z2" if square else "z"
+    m = unary_pair(
+        [*square, helper.make_node("Pow", [base, "e"], ["yb"], name="pow")], [init("e", np.float32(exponent))]
+    )
+    assert opcodes(m) == [Opcode.RELU, *([Opcode.MUL] if square else []), *ops]
+    assert_matches_ort_on_the_host_kernel(m)
+
+
+@pytest.mark.parametrize("exponent", [np.float32(4.0), np.array([2.0, 2.0], np.float32)])
+def test_pow_with_another_exponent_is_refused(exponent: np.ndarray) -> None:
+    m = unary_pair([helper.make_node("Pow", ["z", "e"], ["yb"], name="pow")], [init("e", exponent)])
+    with pytest.raises(LoweringError, match="only a scalar 0.5, 2 or 3"):
+        lower_pair(m, m.graph.node[0])

@@ -269,6 +269,10 @@ class Lowerer:
         self.task_of[name] = task
         return tid
 
+    def scratch(self, n: onnx.NodeProto, task: Task) -> int:
+        """A scratch tensor shaped like n's first output, for an op before n's last."""
+        return self.prog.add(Tensor(Dtype.F32, Role.SCRATCH, task, self.shape(n.output[0], n)))
+
     def emit(
         self,
         n: onnx.NodeProto,
@@ -276,14 +280,16 @@ class Lowerer:
         opcode: Opcode,
         inputs: list[int],
         params: dict[Any, int] | None = None,
+        into: int | None = None,
     ) -> None:
         """Append the op computing n's first output from the program tensors `inputs`, on the
         kernel engine of n's engine class (`profile.engine_of`, the table the cost model uses);
-        `params`: parameter slot (an abi parameter enum, or an int) -> value."""
+        `params`: parameter slot (an abi parameter enum, or an int) -> value. A node lowered to
+        several ops writes the ones before its last `into` a `scratch` tensor."""
         if len(n.output) > 1 and any(n.output[1:]):
             raise LoweringError(n.op_type, n.name, "only the first output is supported")
         engine = KERNEL_ENGINE[engine_of(n)]
-        op = Op(opcode, engine, task, inputs, self._out(n, task))
+        op = Op(opcode, engine, task, inputs, self._out(n, task) if into is None else into)
         for k, v in (params or {}).items():
             op.params[k] = int(v)
         self.prog.ops.append(op)

@@ -29,6 +29,24 @@ def unary(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     cx.emit(n, t, UNARY[n.op_type], [cx.read(n.input[0], n, t)])
 
 
+@lowers("Pow")
+def pow_(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """x**2 and x**3 as products (GPT-2's tanh GELU, RMSNorm's mean square), x**0.5 as SQRT."""
+    exponent = cx.const_floats(n.input[1], n)
+    e = float(exponent[0]) if exponent.size == 1 else None
+    x = cx.read(n.input[0], n, t)
+    if e == 0.5:
+        cx.emit(n, t, Opcode.SQRT, [x])
+    elif e == 2.0:
+        cx.emit(n, t, Opcode.MUL, [x, x])
+    elif e == 3.0:
+        square = cx.scratch(n, t)
+        cx.emit(n, t, Opcode.MUL, [x, x], into=square)
+        cx.emit(n, t, Opcode.MUL, [square, x])
+    else:
+        raise LoweringError(n.op_type, n.name, f"exponent {exponent.tolist()}: only a scalar 0.5, 2 or 3 is supported")
+
+
 @lowers("Gelu")
 def gelu(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     if attr(n, "approximate", b"none") not in (b"none", "none"):
