@@ -62,3 +62,16 @@ def test_pow_with_another_exponent_is_refused(exponent: np.ndarray) -> None:
     m = unary_pair([helper.make_node("Pow", ["z", "e"], ["yb"], name="pow")], [init("e", exponent)])
     with pytest.raises(LoweringError, match="only a scalar 0.5, 2 or 3"):
         lower_pair(m, m.graph.node[0])
+
+
+@needs_host
+def test_reciprocal_runs_as_a_division_of_one() -> None:
+    # 1 / (x*x + 1): the torch exporters' rsqrt is Reciprocal(Sqrt(mean + eps)), never near 0
+    nodes = [
+        helper.make_node("Mul", ["z", "z"], ["z2"], name="square"),
+        helper.make_node("Add", ["z2", "one"], ["z3"], name="plus_one"),
+        helper.make_node("Reciprocal", ["z3"], ["yb"], name="reciprocal"),
+    ]
+    m = unary_pair(nodes, [init("one", np.float32(1.0))])
+    assert opcodes(m) == [Opcode.RELU, Opcode.MUL, Opcode.ADD, Opcode.DIV]
+    assert_matches_ort_on_the_host_kernel(m)

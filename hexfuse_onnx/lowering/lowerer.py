@@ -273,6 +273,11 @@ class Lowerer:
         """A scratch tensor shaped like n's first output, for an op before n's last."""
         return self.prog.add(Tensor(Dtype.F32, Role.SCRATCH, task, self.shape(n.output[0], n)))
 
+    def constant(self, name: str, value: np.ndarray, task: Task) -> int:
+        """Program id of a float32 constant the lowering makes (a Reciprocal's 1)."""
+        self.static[name] = np.asarray(value, np.float32)
+        return self.read(name, helper.make_node("Constant", [], [name], name=name), task)
+
     def emit(
         self,
         n: onnx.NodeProto,

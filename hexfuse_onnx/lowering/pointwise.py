@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import onnx
 
 from .abi import HardSigmoidParam, Opcode, Task
@@ -45,6 +46,12 @@ def pow_(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         cx.emit(n, t, Opcode.MUL, [square, x])
     else:
         raise LoweringError(n.op_type, n.name, f"exponent {exponent.tolist()}: only a scalar 0.5, 2 or 3 is supported")
+
+
+@lowers("Reciprocal")
+def reciprocal(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    one = cx.constant(f"{n.output[0]}/one", np.ones(1, np.float32), t)
+    cx.emit(n, t, Opcode.DIV, [one, cx.read(n.input[0], n, t)])
 
 
 @lowers("Gelu")
