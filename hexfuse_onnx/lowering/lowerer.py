@@ -3,7 +3,8 @@
 The function body is the source of truth: body nodes [0, num_nodes_a) are task A, the rest
 task B; formal input i is the node's input i (A's first, then B's), formal output j the node's
 output j. The formal inputs' types are given (the pass gives the ModelGraph's inferred ones);
-body tensors' shapes come from ONNX shape inference of the body alone. Weights are node inputs
+body tensors' shapes are the function's value_info where it has them (the pass's, so a Reshape to
+a computed shape is known), else ONNX shape inference of the body alone. Weights are node inputs
 (graph initializers), so they are program inputs, not constants; only Constant nodes inside the
 body become program constants. Integer inputs that only steer an op (Reshape shape, Slice
 starts, ...) are read from the initializers at lowering time and declared in the program as
@@ -107,6 +108,8 @@ class Lowerer:
             if a not in types:
                 raise LoweringError(node.op_type, self.pair, f"unknown type/shape of input '{a}'")
             self.types[f] = types[a]
+        for v in fn.value_info:  # body tensors the pass knows (a Reshape to a computed shape)
+            self.types.setdefault(v.name, v.type)
         for n in fn.node:  # name the first op the kernel cannot run before anything else
             error = op_outside_kernel(n)
             if error is not None:
@@ -141,6 +144,7 @@ class Lowerer:
             g_inputs,
             [helper.make_value_info(o, onnx.TypeProto()) for o in self.fn.output],
             initializer=renamed,
+            value_info=list(self.fn.value_info),
         )
         m = helper.make_model(graph, opset_imports=list(self.fn.opset_import), ir_version=ir_version)
         try:
