@@ -1,4 +1,4 @@
-"""Elementwise ops on the vector engine: binary arithmetic, activations."""
+"""Elementwise ops on the vector engine: binary arithmetic, Sum, activations, float-to-float Cast."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ UNARY = {
     "Exp": Opcode.EXP,
     "Sqrt": Opcode.SQRT,
     "HardSwish": Opcode.HARDSWISH,
+    "Neg": Opcode.NEG,
 }
 
 
@@ -41,8 +42,7 @@ def pow_(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     elif e == 2.0:
         cx.emit(n, t, Opcode.MUL, [x, x])
     elif e == 3.0:
-        square = cx.scratch(n, t)
-        cx.emit(n, t, Opcode.MUL, [x, x], into=square)
+        square = cx.emit(n, t, Opcode.MUL, [x, x], out=cx.scratch(cx.shape(n.output[0], n), t))
         cx.emit(n, t, Opcode.MUL, [square, x])
     else:
         raise LoweringError(n.op_type, n.name, f"exponent {exponent.tolist()}: only a scalar 0.5, 2 or 3 is supported")
@@ -50,7 +50,7 @@ def pow_(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
 
 @lowers("Reciprocal")
 def reciprocal(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
-    one = cx.constant(f"{n.output[0]}/one", np.ones(1, np.float32), t)
+    one = cx.constant(np.ones(1, np.float32), t)
     cx.emit(n, t, Opcode.DIV, [one, cx.read(n.input[0], n, t)])
 
 
@@ -76,3 +76,27 @@ def hard_sigmoid(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         HardSigmoidParam.BETA: f32_bits(float(attr(n, "beta", 0.5))),
     }
     cx.emit(n, t, Opcode.HARDSIGMOID, [cx.read(n.input[0], n, t)], params)
+
+
+@lowers("Sum")
+def sum_(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """A chain of ADD (numpy broadcast at every step); one input is a COPY."""
+    inputs = [name for name in n.input if name]
+    if len(inputs) == 1:
+        cx.emit(n, t, Opcode.COPY, [cx.read(inputs[0], n, t)])
+        return
+    acc, shape = cx.read(inputs[0], n, t), cx.shape(inputs[0], n)
+    for k, name in enumerate(inputs[1:], start=2):
+        shape = list(np.broadcast_shapes(tuple(shape), tuple(cx.shape(name, n))))
+        out = None if k == len(inputs) else cx.scratch(shape, t)
+        acc = cx.emit(n, t, Opcode.ADD, [acc, cx.read(name, n, t)], out=out)
+
+
+@lowers("Cast")
+def cast(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """float32 to float32 is a COPY; the kernel runs float32 only, so every other cast is refused."""
+    to, source = int(attr(n, "to", 0)), cx.dtype(n.input[0])
+    if source != onnx.TensorProto.FLOAT or to != onnx.TensorProto.FLOAT:
+        names = (onnx.TensorProto.DataType.Name(d) if d else "unknown" for d in (source, to))
+        raise LoweringError(n.op_type, n.name, "Cast from {} to {}: the kernel runs float32 only".format(*names))
+    cx.emit(n, t, Opcode.COPY, [cx.read(n.input[0], n, t)])
