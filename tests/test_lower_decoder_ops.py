@@ -1,5 +1,5 @@
-"""Lowerings of the element-wise ops the exported decoders' blocks and norms need (Sqrt, Pow,
-Reciprocal), each checked on the real dsp/ host kernel against ONNX Runtime."""
+"""Lowerings the exported decoders' blocks and norms need (Sqrt, Pow, Reciprocal, Expand to a
+computed shape), each checked on the real dsp/ host kernel against ONNX Runtime."""
 
 from __future__ import annotations
 
@@ -7,12 +7,22 @@ import struct
 
 import numpy as np
 import onnx
+import onnxruntime as ort
 import pytest
 from onnx import helper
-from test_lower import _op_records, assert_matches_ort_on_the_host_kernel, init, needs_host, pair_model, vi
+from test_lower import (
+    _op_records,
+    assert_matches_ort_on_the_host_kernel,
+    init,
+    needs_host,
+    pair_model,
+    program_inputs,
+    vi,
+)
 
 from hexfuse_onnx.lowering import LoweringError, lower_pair
 from hexfuse_onnx.lowering.abi import Opcode
+from hexfuse_onnx.runtime import HostKernel
 
 SHAPE = [2, 3, 8]
 
@@ -75,3 +85,43 @@ def test_reciprocal_runs_as_a_division_of_one() -> None:
     m = unary_pair(nodes, [init("one", np.float32(1.0))])
     assert opcodes(m) == [Opcode.RELU, Opcode.MUL, Opcode.ADD, Opcode.DIV]
     assert_matches_ort_on_the_host_kernel(m)
+
+
+def expand_pair(with_output_shape: bool) -> onnx.ModelProto:
+    """Task B expands z [2,1,8] to the shape s [2,3,8] that the graph computes (an int64 input, as
+    repeat_kv's shape comes from Shape); the pass puts the known output shape in value_info."""
+    nodes_b = [helper.make_node("Expand", ["z", "s"], ["yb"], name="expand")]
+    a = [helper.make_node("Relu", ["x"], ["ya"], name="relu")]
+    m = pair_model(
+        a,
+        nodes_b,
+        [vi("x", SHAPE)],
+        [vi("z", [2, 1, 8]), vi("s", [3], onnx.TensorProto.INT64)],
+        [vi("ya", SHAPE)],
+        [vi("yb", SHAPE)],
+        [],
+    )
+    if with_output_shape:
+        m.functions[0].value_info.append(vi("yb", SHAPE))
+    return m
+
+
+@needs_host
+def test_expand_to_a_computed_shape_takes_the_known_output_shape() -> None:
+    m = expand_pair(with_output_shape=True)
+    rng = np.random.default_rng(0)
+    feeds = {
+        "x": rng.standard_normal(SHAPE).astype(np.float32),
+        "z": rng.standard_normal([2, 1, 8]).astype(np.float32),
+        "s": np.array(SHAPE, np.int64),
+    }
+    ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+    got = HostKernel().run(lower_pair(m, m.graph.node[0]), program_inputs(m, m.graph.node[0], feeds))
+    for r, g in zip(ref, got):
+        np.testing.assert_allclose(g, r, rtol=1e-6)
+
+
+def test_expand_to_a_computed_shape_without_its_output_shape_is_refused() -> None:
+    m = expand_pair(with_output_shape=False)
+    with pytest.raises(LoweringError, match="expand"):
+        lower_pair(m, m.graph.node[0])

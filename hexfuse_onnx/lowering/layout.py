@@ -134,8 +134,9 @@ def gather(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
 
 @lowers("Expand")
 def expand(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
-    """x * ones(shape): the kernel's MUL broadcasts as numpy does, as Expand does."""
-    shape = cx.const_ints(n.input[1], n)
+    """x * ones(shape): the kernel's MUL broadcasts as numpy does, as Expand does. A shape computed
+    in the graph (repeat_kv's, from Shape) is read from the output's known shape."""
+    shape = cx.const_ints(n.input[1], n) if n.input[1] in cx.static else cx.shape(n.output[0], n)
     if any(d <= 0 for d in shape):
         raise LoweringError(n.op_type, n.name, f"shape {shape} has a dim <= 0")
     ones = cx.constant(np.ones(shape, np.float32), t)
