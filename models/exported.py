@@ -199,10 +199,12 @@ def _prefixed(model: onnx.ModelProto, prefix: str) -> onnx.ModelProto:
     return copy
 
 
-def prefill_decode_shapes(spec: DecoderSpec, prefill_seq: int, decode_past: int) -> dict[str, list[int]]:
-    """Input shapes of `prefill_decode_model`: a prefill of `prefill_seq` tokens from an empty cache
-    and a one-token decode step after `decode_past` cached ones (batch 1)."""
-    prefill = {PREFILL + k: v for k, v in input_shapes(spec, prefill_seq, 0).items()}
+def prefill_decode_shapes(
+    spec: DecoderSpec, prefill_seq: int, decode_past: int, prefill_past: int = 0
+) -> dict[str, list[int]]:
+    """Input shapes of `prefill_decode_model`: a prefill of `prefill_seq` tokens after `prefill_past`
+    cached ones (0: an empty cache) and a one-token decode step after `decode_past` (batch 1)."""
+    prefill = {PREFILL + k: v for k, v in input_shapes(spec, prefill_seq, prefill_past).items()}
     return prefill | {DECODE + k: v for k, v in input_shapes(spec, 1, decode_past).items()}
 
 
