@@ -147,11 +147,15 @@ def test_merged_copies_compute_what_the_decoder_computes(name: str, tmp_path: Pa
             np.testing.assert_allclose(got[prefix + out], value, rtol=0, atol=1e-5)
 
 
+TORCH_EXPORTS = ["gpt2_torchscript", "gpt2_dynamo", "llama_torchscript", "llama_dynamo"]
+
+
 @needs_host
-@pytest.mark.parametrize("name", ["llama_dynamo", "gpt2_dynamo"])
+@pytest.mark.parametrize("name", TORCH_EXPORTS)
 def test_rewritten_merged_decoder_fuses_every_layer_and_verifies_on_the_kernel(name: str, tmp_path: Path) -> None:
     # GPT-2: fused-QKV Split, tanh GELU's Pow(x, 3); Llama: rotary Neg/Slice/Concat, repeat_kv's
-    # Expand to a shape computed from Shape(past); both reshape to computed shapes. The prefill
+    # Expand to a shape computed from Shape(past); all reshape to computed shapes (TorchScript:
+    # Shape/Gather/Concat chains inside the blocks, folded when lowering). The prefill
     # reads a short past: an empty one is a zero-sized input, which the kernel refuses.
     path = tmp_path / f"{name}.prefill_decode.onnx"
     onnx.save(prefill_decode_model(MODELS[name].path), path)

@@ -125,3 +125,55 @@ def test_expand_to_a_computed_shape_without_its_output_shape_is_refused() -> Non
     m = expand_pair(with_output_shape=False)
     with pytest.raises(LoweringError, match="expand"):
         lower_pair(m, m.graph.node[0])
+
+
+def shape_arithmetic_pair() -> onnx.ModelProto:
+    """Task B as TorchScript writes a reshape and an expand: target shapes computed from Shape(z)
+    through Gather, Unsqueeze, Concat, and repeat_kv's ConstantOfShape/Mul/Equal/Where guard."""
+    i64 = onnx.TensorProto.INT64
+    nodes_b = [
+        helper.make_node("Shape", ["z"], ["z_shape"], name="shape"),
+        helper.make_node("Gather", ["z_shape", "idx0"], ["d0"], name="gather", axis=0),
+        helper.make_node("Unsqueeze", ["d0", "axes0"], ["d0_1"], name="unsqueeze"),
+        helper.make_node("Concat", ["d0_1", "rest"], ["target"], name="concat", axis=0),  # [2, 24]
+        helper.make_node("Reshape", ["z", "target"], ["flat"], name="reshape"),
+        helper.make_node("Shape", ["wanted"], ["wanted_len"], name="shape_of_shape"),
+        helper.make_node("ConstantOfShape", ["wanted_len"], ["ones"], name="ones", value=init("v", np.array([1]))),
+        helper.make_node("Mul", ["ones", "minus_one"], ["minus_ones"], name="mul"),
+        helper.make_node("Equal", ["wanted", "minus_ones"], ["keep"], name="equal"),
+        helper.make_node("Where", ["keep", "ones", "wanted"], ["expand_to"], name="where"),
+        helper.make_node("Unsqueeze", ["flat", "axes0"], ["flat_1"], name="unsqueeze_data"),
+        helper.make_node("Expand", ["flat_1", "expand_to"], ["yb"], name="expand"),  # [3, 2, 24]
+    ]
+    inits = [
+        init("idx0", np.array(0, np.int64)),
+        init("axes0", np.array([0], np.int64)),
+        init("rest", np.array([24], np.int64)),
+        init("wanted", np.array([3, -1, -1], np.int64)),
+        init("minus_one", np.array(-1, np.int64)),
+    ]
+    a = [helper.make_node("Relu", ["x"], ["ya"], name="relu")]
+    inputs_b = [vi("z", SHAPE)] + [vi(t.name, list(t.dims), i64) for t in inits]
+    m = pair_model(a, nodes_b, [vi("x", SHAPE)], inputs_b, [vi("ya", SHAPE)], [vi("yb", [3, 2, 24])], inits)
+    # the pass's shapes, as prepare() gives them (body inference alone does not see through Where)
+    m.functions[0].value_info.extend([vi("flat", [2, 24]), vi("flat_1", [1, 2, 24]), vi("yb", [3, 2, 24])])
+    return m
+
+
+@needs_host
+def test_shape_arithmetic_is_folded_when_lowering() -> None:
+    m = shape_arithmetic_pair()
+    onnx.checker.check_model(m, full_check=True)
+    # Relu; Reshape's COPY; Unsqueeze's COPY; Expand's MUL by ones: no op for the shape arithmetic
+    assert opcodes(m) == [Opcode.RELU, Opcode.COPY, Opcode.COPY, Opcode.MUL]
+    assert_matches_ort_on_the_host_kernel(m)
+
+
+def test_where_on_data_is_refused() -> None:
+    nodes = [
+        helper.make_node("Equal", ["z", "zero"], ["is_zero"], name="equal_data"),
+        helper.make_node("Where", ["is_zero", "z", "zero"], ["yb"], name="where_data"),
+    ]
+    m = unary_pair(nodes, [init("zero", np.float32(0.0))])
+    with pytest.raises(LoweringError, match="Equal node 'equal_data': runs only as shape arithmetic"):
+        lower_pair(m, m.graph.node[0])

@@ -24,6 +24,12 @@ def constant(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     cx.static[n.output[0]] = numpy_helper.to_array(value)
 
 
+@lowers("Shape", "ConstantOfShape", "Equal", "Where")
+def shape_arithmetic(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """Folded by the Lowerer when every input is known (Shape: when its input's shape is)."""
+    raise LoweringError(n.op_type, n.name, "runs only as shape arithmetic on values known when lowering")
+
+
 @lowers(*RESHAPES)
 def reshape(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     """A real copy: the kernel has no aliasing view, the output gets its own buffer."""

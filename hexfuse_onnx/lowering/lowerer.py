@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper, shape_inference
+from onnx.reference import ReferenceEvaluator
 
 from .. import contract as C
 from ..profile import Engine as EngineClass
@@ -38,6 +39,9 @@ DTYPES: dict[int, Dtype] = {
     onnx.TensorProto.INT8: Dtype.I8,
     onnx.TensorProto.UINT8: Dtype.U8,
 }
+
+# Output types a lowering-time fold never makes: the kernel's data (and unknown types).
+_NOT_SHAPE_DTYPES = {0, onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE}
 
 KERNEL_ENGINE = {EngineClass.MATRIX: Engine.MATRIX, EngineClass.VECTOR: Engine.VECTOR, EngineClass.MEMORY: Engine.COPY}
 
@@ -213,7 +217,8 @@ class Lowerer:
         self._declare_inputs()
         for k, n in enumerate(self.fn.node):
             self._body_index = k
-            LOWERINGS[n.op_type](self, n, Task.A if k < self.n_nodes_a else Task.B)
+            if not self._folds(n):
+                LOWERINGS[n.op_type](self, n, Task.A if k < self.n_nodes_a else Task.B)
         self._body_index = None
         self._copy_out_outputs()
         p = self.prog
@@ -222,6 +227,22 @@ class Lowerer:
         if len(p.ops) > Layout.MAX_OPS or len(p.tensors) > Layout.MAX_TENSORS:
             raise LoweringError(self.node.op_type, self.pair, "too many ops or tensors for one program")
         return p.encode()
+
+    def _folds(self, n: onnx.NodeProto) -> bool:
+        """Compute shape arithmetic when lowering: Shape of a known shape, and a node whose inputs
+        are all known and whose outputs are integers or booleans (the TorchScript exports' Gather,
+        Unsqueeze, Concat, Equal, Where ... on Shape). Its value steers its consumers; no op runs."""
+        if n.op_type == "Shape":
+            dims = np.array(self.shape(n.input[0], n), np.int64)
+            self.static[n.output[0]] = dims[int(attr(n, "start", 0)) : attr(n, "end", None)]
+            return True
+        inputs = [t for t in n.input if t]
+        kinds = {self.dtype(o) for o in n.output if o}
+        if not inputs or any(t not in self.static for t in inputs) or not kinds.isdisjoint(_NOT_SHAPE_DTYPES):
+            return False
+        values = ReferenceEvaluator(n).run(None, {t: self.static[t] for t in inputs})
+        self.static.update((o, np.asarray(v)) for o, v in zip(n.output, values) if o)
+        return True
 
     def _declare_inputs(self) -> None:
         p = self.prog
