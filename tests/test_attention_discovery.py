@@ -168,3 +168,28 @@ def test_rewritten_merged_decoder_fuses_every_layer_and_verifies_on_the_kernel(n
     assert result.output is not None and result.comparison is not None
     fused_ops = Counter(n.op_type for n in onnx.load(str(result.output)).graph.node)
     assert fused_ops["FusedHexPair"] == 2 * LAYERS
+
+
+def test_a_decode_batch_pairs_its_mlp_by_the_attention_query_length(tmp_path: Path) -> None:
+    # GPT-2's MLP Gemm reads [batch x positions, 64]: 3 rows for a decode batch of 3, which alone
+    # would read as a 3-position prefill; the MLP takes its layer's attention query length (1)
+    name = "gpt2_dynamo"
+    path = tmp_path / f"{name}.prefill_decode.onnx"
+    onnx.save(prefill_decode_model(MODELS[name].path), path)
+    spec = decoder_spec(MODELS[name].path)
+    shapes = {f"prefill/{k}": v for k, v in input_shapes(spec, SEQ, 0).items()}
+    shapes |= {f"decode/{k}": v for k, v in input_shapes(spec, 1, PAST, batch=3).items()}
+    a = pipeline.analyse(path, kinds=["prefill_decode"], shapes=shapes)
+    notes = sorted(c.note.split(":")[0] for c in a.candidates)
+    assert notes == sorted(f"layer {i} {kind}" for i in range(LAYERS) for kind in ("attention", "mlp"))
+
+
+def test_mlp_blocks_without_attention_are_not_decoder_layers(zoo_dir: Path, tmp_path: Path) -> None:
+    # two_branch has an MLP over 64 rows, sequential_chain one over 1 row: side by side they
+    # look like a prefill and a decode MLP, but neither follows an attention block
+    wide, narrow = (onnx.load(str(zoo_dir / f"{n}.onnx")) for n in ("two_branch", "sequential_chain"))
+    path = tmp_path / "two_mlps.onnx"
+    onnx.save(onnx.compose.merge_models(wide, narrow, io_map=[], prefix1="a/", prefix2="b/"), path)
+    g = graph.load(path)
+    assert sorted(b.positions for b in layer_blocks(g, dag_facts(g)) if b.kind == "mlp") == [1, 64]
+    assert pipeline.analyse(path, kinds=["prefill_decode"]).candidates == []

@@ -4,14 +4,15 @@ Blocks are the attention and MLP blocks of blocks.py. A block is prefill when it
 more than one position (compute-bound) and decode when it has one (bandwidth-bound, usually
 reading a KV cache); positions are read at the shapes the graph is analysed at (fix symbolic
 lengths with --shape). A request is a connected part of the graph; its blocks of one kind, in
-graph order, are its layers. Layer i's prefill attention is offered with layer i's decode
-attention, and likewise for MLPs (POD-Attention's pairing, one layer at a
-time so that two chosen pairs never wait on each other).
+graph order, are its layers; an MLP block belongs to the attention block before it and takes
+its query length. Layer i's prefill attention is offered with layer i's decode attention, and
+likewise for MLPs (POD-Attention's pairing, one layer at a time so that two chosen pairs never
+wait on each other).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..costmodel import Target
 from ..graph import ModelGraph
@@ -68,11 +69,22 @@ def _candidate(prefill: _Layer, decode: _Layer) -> Candidate:
 
 
 def _layers(blocks: list[Block], request_of: list[int]) -> list[_Layer]:
+    """Blocks with their request and index. An MLP block takes the query length of the attention
+    block before it in its request (a 2-D Gemm's rows mix batch and positions); without one it is
+    not a decoder layer and is left out."""
+    last_attention: dict[int, Block] = {}
     counts: dict[tuple[str, int, object], int] = {}
     out = []
     for b in sorted(blocks, key=lambda b: min(b.nodes)):
-        key = (b.kind, request_of[min(b.nodes)], b.positions)
-        out.append(_Layer(b, key[1], counts.get(key, 0)))
+        request = request_of[min(b.nodes)]
+        if b.kind == "attention":
+            last_attention[request] = b
+        elif request in last_attention:
+            b = replace(b, positions=last_attention[request].positions)
+        else:
+            continue
+        key = (b.kind, request, b.positions)
+        out.append(_Layer(b, request, counts.get(key, 0)))
         counts[key] = counts.get(key, 0) + 1
     return out
 
