@@ -240,7 +240,10 @@ class Lowerer:
         kinds = {self.dtype(o) for o in n.output if o}
         if not inputs or any(t not in self.static for t in inputs) or not kinds.isdisjoint(_NOT_SHAPE_DTYPES):
             return False
-        values = ReferenceEvaluator(n).run(None, {t: self.static[t] for t in inputs})
+        try:
+            values = ReferenceEvaluator(n).run(None, {t: self.static[t] for t in inputs})
+        except Exception:  # noqa: BLE001 - not foldable: the op's own lowering decides
+            return False
         self.static.update((o, np.asarray(v)) for o, v in zip(n.output, values) if o)
         return True
 
