@@ -193,3 +193,45 @@ def test_mlp_blocks_without_attention_are_not_decoder_layers(zoo_dir: Path, tmp_
     g = graph.load(path)
     assert sorted(b.positions for b in layer_blocks(g, dag_facts(g)) if b.kind == "mlp") == [1, 64]
     assert pipeline.analyse(path, kinds=["prefill_decode"]).candidates == []
+
+
+def test_contrib_attention_projecting_its_own_qkv_is_a_block_with_its_output_projection(tmp_path: Path) -> None:
+    # com.microsoft Attention takes the hidden state and the QKV weight: the block is the op and
+    # the output projection, never the previous layer it reads from
+    rng = np.random.default_rng(0)
+    hidden, nodes, inits = "x", [], []
+    for layer in range(LAYERS):
+        w = {
+            "qkv": rng.standard_normal((64, 192)),
+            "qkv_bias": rng.standard_normal(192),
+            "out": rng.standard_normal((64, 64)),
+            "scale": np.ones(64),
+            "shift": np.zeros(64),
+        }
+        inits += [onnx.numpy_helper.from_array(v.astype(np.float32), f"l{layer}.{k}") for k, v in w.items()]
+        p = f"l{layer}."
+        nodes += [
+            onnx.helper.make_node("LayerNormalization", [hidden, p + "scale", p + "shift"], [p + "ln"], name=p + "ln"),
+            onnx.helper.make_node(
+                "Attention",
+                [p + "ln", p + "qkv", p + "qkv_bias"],
+                [p + "att"],
+                name=p + "attention",
+                domain="com.microsoft",
+                num_heads=4,
+            ),
+            onnx.helper.make_node("MatMul", [p + "att", p + "out"], [p + "proj"], name=p + "out_proj"),
+            onnx.helper.make_node("Add", [hidden, p + "proj"], [p + "res"], name=p + "residual"),
+        ]
+        hidden = p + "res"
+    x = onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, SEQ, 64])
+    y = onnx.helper.make_tensor_value_info(hidden, onnx.TensorProto.FLOAT, [1, SEQ, 64])
+    graph_proto = onnx.helper.make_graph(nodes, "contrib_attention", [x], [y], inits)
+    opsets = [onnx.helper.make_opsetid("", 17), onnx.helper.make_opsetid("com.microsoft", 1)]
+    path = tmp_path / "contrib_attention.onnx"
+    onnx.save(onnx.helper.make_model(graph_proto, opset_imports=opsets), path)
+    g = graph.load(path)
+    blocks = layer_blocks(g, dag_facts(g))
+    attention = [sorted(g.nodes[i].name for i in b.nodes) for b in blocks if b.kind == "attention"]
+    assert attention == [[f"l{i}.attention", f"l{i}.out_proj"] for i in range(LAYERS)]
+    assert all(b.positions == SEQ for b in blocks)

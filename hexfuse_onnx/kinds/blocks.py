@@ -123,7 +123,7 @@ def is_projection(g: ModelGraph, i: int) -> bool:
 def _attention_data_inputs(op: str, domain: str) -> tuple[int, ...]:
     """Which inputs of an attention op carry Q, K, V (the rest: bias, mask, past, lengths, cos/sin)."""
     if op == "Attention" and domain == "com.microsoft":
-        return (0,)  # packed input; QKV weights inside the op
+        return ()  # the QKV projection is inside the op: its input is the layer's hidden state
     return (0, 1, 2)
 
 
@@ -162,13 +162,13 @@ def _path_to_scores(g: ModelGraph, facts: DagFacts, i: int, depth: int) -> list[
 
 def _block(g: ModelGraph, facts: DagFacts, core: list[int], data_inputs: tuple[int, ...]) -> frozenset[int] | None:
     """The block around an attention core: from the projections feeding the core's Q/K/V inputs
-    (`data_inputs` of its first node; a Softmax core also reads V at its last node) down through
-    layout ops to the output projection."""
+    (`data_inputs` of its first node, none when the op projects them itself; a Softmax core also
+    reads V at its last node) down through layout ops to the output projection."""
     first, last = g.nodes[core[0]], core[-1]
     starts = [first.input[k] for k in data_inputs if k < len(first.input) and first.input[k]]
     if len(core) > 1:
         starts.append(g.nodes[last].input[1])
-    projections = _projections_above(g, facts, starts)
+    projections = _projections_above(g, facts, starts) if starts else [core[0]]
     out = _output_projection(g, facts, last)
     if not projections or out is None:
         return None
