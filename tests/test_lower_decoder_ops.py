@@ -177,3 +177,19 @@ def test_where_on_data_is_refused() -> None:
     m = unary_pair(nodes, [init("zero", np.float32(0.0))])
     with pytest.raises(LoweringError, match="Equal node 'equal_data': runs only as shape arithmetic"):
         lower_pair(m, m.graph.node[0])
+
+
+@needs_host
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_fast_gelu_runs_as_its_tanh_formula(with_bias: bool) -> None:
+    # onnxruntime's transformer optimizer writes GPT-2's MLP activation as com.microsoft FastGelu
+    inputs = ["z", "bias"] if with_bias else ["z"]
+    node = helper.make_node("FastGelu", inputs, ["yb"], name="fast_gelu", domain="com.microsoft")
+    inits = [init("bias", np.linspace(-1, 1, SHAPE[-1]).astype(np.float32))] if with_bias else []
+    m = unary_pair([node], inits)
+    m.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    m.functions[0].opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    m.functions[0].value_info.append(vi("yb", SHAPE))  # as the pass gives it: ONNX cannot infer contrib ops
+    ops = opcodes(m)
+    assert ops[0] == Opcode.RELU and Opcode.TANH in ops and len(ops) == (11 if with_bias else 10)
+    assert_matches_ort_on_the_host_kernel(m, tol=1e-5)

@@ -29,7 +29,7 @@ from ..profile import Engine as EngineClass
 from ..profile import engine_of
 from .abi import Dtype, Engine, Layout, Opcode, Role, Task
 from .program import Op, Program, Tensor
-from .registry import LOWERINGS, LoweringError, op_outside_kernel
+from .registry import LOWERINGS, LoweringError, op_key, op_outside_kernel
 
 DTYPES: dict[int, Dtype] = {
     onnx.TensorProto.FLOAT: Dtype.F32,
@@ -218,7 +218,7 @@ class Lowerer:
         for k, n in enumerate(self.fn.node):
             self._body_index = k
             if not self._folds(n):
-                LOWERINGS[n.op_type](self, n, Task.A if k < self.n_nodes_a else Task.B)
+                LOWERINGS[op_key(n)](self, n, Task.A if k < self.n_nodes_a else Task.B)
         self._body_index = None
         self._copy_out_outputs()
         p = self.prog

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import onnx
 
@@ -59,6 +61,28 @@ def gelu(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     if attr(n, "approximate", b"none") not in (b"none", "none"):
         raise LoweringError(n.op_type, n.name, "approximate='tanh' is not supported (erf form only)")
     cx.emit(n, t, Opcode.GELU, [cx.read(n.input[0], n, t)])
+
+
+@lowers("com.microsoft::FastGelu")
+def fast_gelu(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """onnxruntime's FastGelu, GELU's tanh form of x (+ bias), as the ops ORT's own CPU kernel
+    computes: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
+    dims = cx.shape(n.output[0], n)
+
+    def step(opcode: Opcode, inputs: list[int]) -> int:
+        return cx.emit(n, t, opcode, inputs, out=cx.scratch(dims, t))
+
+    def const(v: float) -> int:
+        return cx.constant(np.array([v], np.float32), t)
+
+    x = cx.read(n.input[0], n, t)
+    if len(n.input) > 1 and n.input[1]:
+        x = step(Opcode.ADD, [x, cx.read(n.input[1], n, t)])
+    cube = step(Opcode.MUL, [step(Opcode.MUL, [x, x]), x])
+    inner = step(Opcode.ADD, [x, step(Opcode.MUL, [cube, const(0.044715)])])
+    tanh = step(Opcode.TANH, [step(Opcode.MUL, [inner, const(math.sqrt(2.0 / math.pi))])])
+    half_x = step(Opcode.MUL, [x, const(0.5)])
+    cx.emit(n, t, Opcode.MUL, [half_x, step(Opcode.ADD, [tanh, const(1.0)])])
 
 
 @lowers("Swish")
