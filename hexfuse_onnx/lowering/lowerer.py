@@ -121,6 +121,7 @@ class Lowerer:
         self.prog = Program()
         self.ids: dict[str, int] = {}  # body tensor -> program tensor id
         self.task_of: dict[str, Task] = {}
+        self.folded: dict[str, object] = {}  # body tensor -> what a folded op (Pad) left its consumer
         self.origins: list[OpOrigin] = []
         self._body_index: int | None = None  # the body node being lowered
 
@@ -255,8 +256,17 @@ class Lowerer:
             else:
                 self.origins.append(OpOrigin(len(p.ops) - 1, task, None, f"output {o}", "Identity", o))
 
-    def _out(self, n: onnx.NodeProto, task: Task) -> int:
-        name = n.output[0]
+    def scratch(self, dims: list[int], task: Task) -> int:
+        """A program tensor for an intermediate of a lowering that emits several ops."""
+        return self.prog.add(Tensor(Dtype.F32, Role.SCRATCH, task, list(dims)))
+
+    def constant(self, value: np.ndarray, task: Task) -> int:
+        """A float32 program constant computed at lowering time."""
+        arr = np.ascontiguousarray(value, dtype="<f4")
+        return self.prog.add(Tensor(Dtype.F32, Role.CONSTANT, task, list(arr.shape), data=arr.tobytes()))
+
+    def _out(self, n: onnx.NodeProto, task: Task, name: str | None = None) -> int:
+        name = name or n.output[0]
         if self.dtype(name) != onnx.TensorProto.FLOAT:
             raise LoweringError(n.op_type, n.name, f"output '{name}' is not float32")
         dims = self.shape(name, n)
@@ -276,15 +286,24 @@ class Lowerer:
         opcode: Opcode,
         inputs: list[int],
         params: dict[Any, int] | None = None,
-    ) -> None:
+        out: str | int | None = None,
+        engine: EngineClass | None = None,
+    ) -> int:
         """Append the op computing n's first output from the program tensors `inputs`, on the
         kernel engine of n's engine class (`profile.engine_of`, the table the cost model uses);
-        `params`: parameter slot (an abi parameter enum, or an int) -> value."""
-        if len(n.output) > 1 and any(n.output[1:]):
-            raise LoweringError(n.op_type, n.name, "only the first output is supported")
-        engine = KERNEL_ENGINE[engine_of(n)]
-        op = Op(opcode, engine, task, inputs, self._out(n, task))
+        `params`: parameter slot (an abi parameter enum, or an int) -> value. A lowering that
+        emits several ops names the op's output: `out` a body tensor of n (Split's outputs) or a
+        `scratch` id, and `engine` for a helper op outside n's class (a 1-D Conv's reshape
+        copies). Returns the output's program id."""
+        if out is None:
+            if len(n.output) > 1 and any(n.output[1:]):
+                raise LoweringError(n.op_type, n.name, "only the first output is supported")
+            out = n.output[0]
+        target = self._out(n, task, out) if isinstance(out, str) else out
+        op = Op(opcode, KERNEL_ENGINE[engine or engine_of(n)], task, inputs, target)
         for k, v in (params or {}).items():
             op.params[k] = int(v)
         self.prog.ops.append(op)
-        self.origins.append(OpOrigin(len(self.prog.ops) - 1, task, self._body_index, n.name, n.op_type, n.output[0]))
+        written = out if isinstance(out, str) else n.output[0]
+        self.origins.append(OpOrigin(len(self.prog.ops) - 1, task, self._body_index, n.name, n.op_type, written))
+        return target

@@ -1,7 +1,8 @@
-"""Elementwise ops on the vector engine: binary arithmetic, activations."""
+"""Elementwise ops on the vector engine: binary arithmetic, Sum, activations, float-to-float Cast."""
 
 from __future__ import annotations
 
+import numpy as np
 import onnx
 
 from .abi import HardSigmoidParam, Opcode, Task
@@ -15,6 +16,7 @@ UNARY = {
     "Tanh": Opcode.TANH,
     "Exp": Opcode.EXP,
     "HardSwish": Opcode.HARDSWISH,
+    "Neg": Opcode.NEG,
 }
 
 
@@ -50,3 +52,27 @@ def hard_sigmoid(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         HardSigmoidParam.BETA: f32_bits(float(attr(n, "beta", 0.5))),
     }
     cx.emit(n, t, Opcode.HARDSIGMOID, [cx.read(n.input[0], n, t)], params)
+
+
+@lowers("Sum")
+def sum_(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """A chain of ADD (numpy broadcast at every step); one input is a COPY."""
+    inputs = [name for name in n.input if name]
+    if len(inputs) == 1:
+        cx.emit(n, t, Opcode.COPY, [cx.read(inputs[0], n, t)])
+        return
+    acc, shape = cx.read(inputs[0], n, t), cx.shape(inputs[0], n)
+    for k, name in enumerate(inputs[1:], start=2):
+        shape = list(np.broadcast_shapes(tuple(shape), tuple(cx.shape(name, n))))
+        out = None if k == len(inputs) else cx.scratch(shape, t)
+        acc = cx.emit(n, t, Opcode.ADD, [acc, cx.read(name, n, t)], out=out)
+
+
+@lowers("Cast")
+def cast(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """float32 to float32 is a COPY; the kernel runs float32 only, so every other cast is refused."""
+    to, source = int(attr(n, "to", 0)), cx.dtype(n.input[0])
+    if source != onnx.TensorProto.FLOAT or to != onnx.TensorProto.FLOAT:
+        names = (onnx.TensorProto.DataType.Name(d) if d else "unknown" for d in (source, to))
+        raise LoweringError(n.op_type, n.name, "Cast from {} to {}: the kernel runs float32 only".format(*names))
+    cx.emit(n, t, Opcode.COPY, [cx.read(n.input[0], n, t)])
