@@ -424,7 +424,7 @@ def _analysis_line(entry, target: str, progress) -> str:
     for p in a.pairs:
         kinds[p.kind] = kinds.get(p.kind, 0) + 1
     serial = sum(p.prediction.serial for p in a.pairs)
-    fused = sum(p.prediction.fused for p in a.pairs)
+    fused = sum(p.prediction.fused_call for p in a.pairs)
     return (
         f"{len(a.graph.nodes)} nodes, pairs: "
         + ", ".join(f"{k} {n}" for k, n in kinds.items())

@@ -18,7 +18,19 @@ def _si(x: float, unit: str) -> str:
 
 def pair_rows(pairs: list[Pair]) -> list[list[str]]:
     rows = [
-        ["#", "kind", "nodes A+B", "engines A/B", "FLOPs A/B", "bytes A/B", "serial us", "fused us", "gain", "share A"]
+        [
+            "#",
+            "kind",
+            "nodes A+B",
+            "engines A/B",
+            "FLOPs A/B",
+            "bytes A/B",
+            "serial us",
+            "fused us",
+            "call us",
+            "gain",
+            "share A",
+        ]
     ]
     for k, p in enumerate(pairs):
         rows.append(
@@ -31,6 +43,7 @@ def pair_rows(pairs: list[Pair]) -> list[list[str]]:
                 f"{_si(p.a.total_bytes, 'B')}/{_si(p.b.total_bytes, 'B')}",
                 f"{p.prediction.serial * 1e6:.1f}",
                 f"{p.prediction.fused * 1e6:.1f}",
+                f"{p.prediction.call * 1e6:.1f}",
                 f"{p.prediction.gain:.1%}",
                 kind_of(p).share_text(p),
             ]
@@ -89,6 +102,7 @@ def pair_json(a: Analysis, p: Pair) -> dict:
             "b": p.prediction.time_b * 1e6,
             "serial": p.prediction.serial * 1e6,
             "fused": p.prediction.fused * 1e6,
+            "call": p.prediction.call * 1e6,
         },
         "gain": p.prediction.gain,
         "share_a": p.prediction.share_a,

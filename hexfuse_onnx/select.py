@@ -3,7 +3,8 @@
 A candidate is kept when both tasks are profiled, every op is one the kernel runs (the full
 lowering, before the rewrite, can still refuse an attribute), its kind's evaluation finds a
 share (and split) whose working sets fit on chip together, and the predicted gain reaches
-`min_gain`. Complementarity (how differently the two tasks load the engines) is reported; a
+`min_gain` after the target's fixed cost of a kernel call (`Target.call_overhead_s`): a pair
+is kept when serial - (fused + call) >= min_gain * serial, so its saving beats the call. Complementarity (how differently the two tasks load the engines) is reported; a
 same-engine pair is kept only on a predicted gain, which the shared gain threshold already
 demands. Chosen greedily by predicted time saved.
 """
@@ -40,12 +41,12 @@ def select(
         result = evaluate(g, profile, c, target)
         if isinstance(result, str):
             rejected.append(Rejection(c, result))
-        elif result.prediction.gain < min_gain:
-            rejected.append(
-                Rejection(c, f"predicted gain {result.prediction.gain:.1%} below --min-gain {min_gain:.1%}")
-            )
         else:
-            scored.append(result)
+            why = below_the_bar(result, min_gain)
+            if why:
+                rejected.append(Rejection(c, why))
+            else:
+                scored.append(result)
     chosen: list[Pair] = []
     taken: set[int] = set()
     for pair in sorted(scored, key=lambda p: (-p.saved, min(p.candidate.nodes))):
@@ -55,6 +56,20 @@ def select(
         taken |= pair.candidate.nodes
         chosen.append(pair)
     return chosen, rejected
+
+
+def below_the_bar(pair: Pair, min_gain: float) -> str:
+    """Why the pair does not pay for its kernel call by `min_gain`, or "" when it does. With
+    min_gain >= 0 a kept pair's saving beats the call; a negative one (calibration measures
+    losing pairs too) keeps pairs that lose."""
+    p = pair.prediction
+    if p.gain >= min_gain:
+        return ""
+    saved, serial, call = (p.serial - p.fused) * 1e6, p.serial * 1e6, p.call * 1e6
+    figures = f"fusing saves {saved:.1f} us of {serial:.1f} us, a call costs {call:.1f} us"
+    if p.serial - p.fused < p.call:
+        return f"saving below the call overhead: {figures}"
+    return f"predicted gain below --min-gain {min_gain:.1%}: {p.gain:.1%} after the call ({figures})"
 
 
 def evaluate(g: ModelGraph, profile: GraphProfile, c: Candidate, target: Target) -> Pair | str:
