@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from .costmodel import Target
 from .graph import ModelGraph
 from .kinds import Candidate, Pair, kind_of
-from .lowering import op_outside_kernel
+from .lowering import LoweringError, op_outside_kernel
 from .profile import GraphProfile
 
 DEFAULT_MIN_GAIN = 0.02
@@ -24,8 +24,20 @@ DEFAULT_MIN_GAIN = 0.02
 
 @dataclass
 class Rejection:
+    """Why a candidate was not chosen; `blocker` names what stopped it from lowering (the op and
+    why), the same for every candidate the same op stops, so reports can count them."""
+
     candidate: Candidate
     reason: str
+    blocker: str = ""
+
+
+def blocker_of(error: LoweringError) -> str:
+    """The op and reason of a lowering error without the node's name: "BatchNormalization outside
+    the kernel", "Cast: Cast from INT64 to FLOAT: the kernel runs float32 only"."""
+    if error.reason.startswith(("op is outside the kernel", "domain ")):
+        return f"{error.op} outside the kernel" + (f" ({error.reason})" if error.reason.startswith("domain") else "")
+    return f"{error.op}: {error.reason}"
 
 
 def select(
@@ -39,8 +51,8 @@ def select(
     rejected: list[Rejection] = []
     for c in candidates:
         result = evaluate(g, profile, c, target)
-        if isinstance(result, str):
-            rejected.append(Rejection(c, result))
+        if isinstance(result, (str, Rejection)):
+            rejected.append(result if isinstance(result, Rejection) else Rejection(c, result))
         else:
             why = below_the_bar(result, min_gain)
             if why:
@@ -72,12 +84,12 @@ def below_the_bar(pair: Pair, min_gain: float) -> str:
     return f"predicted gain below --min-gain {min_gain:.1%}: {p.gain:.1%} after the call ({figures})"
 
 
-def evaluate(g: ModelGraph, profile: GraphProfile, c: Candidate, target: Target) -> Pair | str:
+def evaluate(g: ModelGraph, profile: GraphProfile, c: Candidate, target: Target) -> Pair | Rejection | str:
     """The candidate's best pair (its kind chooses share and split), or why it cannot be one."""
     missing = next((i for i in sorted(c.nodes) if i in profile.unprofiled), None)
     if missing is not None:
         return f"not profiled: {g.describe(missing)}: {profile.unprofiled[missing]}"
     outside = next((e for e in (op_outside_kernel(g.nodes[i]) for i in sorted(c.nodes)) if e), None)
     if outside is not None:
-        return f"does not lower: {outside.message}"
+        return Rejection(c, f"does not lower: {outside.message}", blocker_of(outside))
     return kind_of(c).evaluate(g, profile, c, target)
