@@ -4,9 +4,10 @@ A candidate is kept when both tasks are profiled, every op is one the kernel run
 lowering, before the rewrite, can still refuse an attribute), its kind's evaluation finds a
 share (and split) whose working sets fit on chip together, and the predicted gain reaches
 `min_gain` after the target's fixed cost of a kernel call (`Target.call_overhead_s`): a pair
-is kept when serial - (fused + call) >= min_gain * serial, so its saving beats the call. Complementarity (how differently the two tasks load the engines) is reported; a
-same-engine pair is kept only on a predicted gain, which the shared gain threshold already
-demands. Chosen greedily by predicted time saved.
+is kept when serial - (fused + call) >= min_gain * serial, so its saving beats the call.
+Complementarity (how differently the two tasks load the engines) is reported; a same-engine
+pair is kept only on a predicted gain, which the shared gain threshold already demands. Chosen
+greedily by predicted time saved after the call.
 """
 
 from __future__ import annotations
