@@ -306,9 +306,9 @@ class BenchResult:
                 f"  {best.label} (the faster hexfuse configuration) / baseline: "
                 + ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items())
             )
-        auto = self.auto_over_best_ort()
-        if auto is not None:
-            out.append(f"  auto (default session options) / best ORT mode ({self.best_ort().label}): {auto:.2f}x")
+        auto, best_ort = self.auto_over_best_ort(), self.best_ort()
+        if auto is not None and best_ort is not None:
+            out.append(f"  auto (default session options) / best ORT mode ({best_ort.label}): {auto:.2f}x")
         out.append("  " + load_text(self.cpu_use))
         return out
 
@@ -333,7 +333,7 @@ def predicted(analysis) -> dict[str, Any]:
     for p in analysis.pairs:
         kinds[p.kind] = kinds.get(p.kind, 0) + 1
     serial = sum(p.prediction.serial for p in analysis.pairs)
-    fused = sum(p.prediction.fused for p in analysis.pairs)
+    fused = sum(p.prediction.fused_call for p in analysis.pairs)
     whole = task_time(TaskProfile.of(list(analysis.profile.nodes.values())), analysis.target)
     return {
         "target": analysis.target.name,

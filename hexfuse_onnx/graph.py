@@ -13,6 +13,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import onnx
 from onnx import shape_inference
@@ -212,8 +213,8 @@ def index_model(
 # Helpers
 
 
-def attribute(node: onnx.NodeProto, name: str, default: object = None) -> object:
-    """The value of a node attribute, or the default when the node does not set it."""
+def attribute(node: onnx.NodeProto, name: str, default: Any = None) -> Any:
+    """The value of a node attribute (int, float, bytes, list, tensor, graph: as ONNX stores it), or the default."""
     for a in node.attribute:
         if a.name == name:
             return onnx.helper.get_attribute_value(a)

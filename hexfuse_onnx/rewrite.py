@@ -130,9 +130,8 @@ def _fused_call(tasks: PairTasks, pair: Pair, target_name: str, opsets: list[onn
     }
     if pair.microbatch_sizes is not None:
         attrs[C.ATTR_MICROBATCH_SIZES] = list(pair.microbatch_sizes)
-    node = helper.make_node(
-        C.OP_TYPE, a.inputs + b.inputs, outputs, name=f"hexfuse/{pair.id}", domain=C.DOMAIN, **attrs
-    )
+    node = helper.make_node(C.OP_TYPE, a.inputs + b.inputs, outputs, name=f"hexfuse/{pair.id}", domain=C.DOMAIN)
+    node.attribute.extend(helper.make_attribute(k, v) for k, v in sorted(attrs.items()) if v is not None)
     node.overload = pair.id
     fn = helper.make_function(
         C.DOMAIN, C.OP_TYPE, formal_inputs, outputs, a.nodes + b_nodes, opsets, attributes=list(C.NODE_ATTRIBUTES)

@@ -1,6 +1,6 @@
 """The ops exporters write, lowered onto the kernel's existing opcodes and run on the real host
-kernel against ONNX Runtime: BatchNormalization, Sum, Split, Neg, Cast, 1-D Conv and pooling,
-Pad folded into a Conv, Expand, Gather; and the forms the kernel cannot run, refused by name."""
+kernel against ONNX Runtime: BatchNormalization, Sum, Split, Neg, Sqrt, Clip, Cast, 1-D Conv and
+pooling, Pad folded into a Conv, Expand, Gather; and the forms the kernel cannot run, refused by name."""
 
 from __future__ import annotations
 
@@ -81,6 +81,27 @@ CASES = {
     "neg": lambda: task_b_pair(
         [helper.make_node("Neg", ["z"], ["yb"], name="neg")], [vi("z", [3, 5])], [vi("yb", [3, 5])]
     ),
+    "sqrt": lambda: task_b_pair(  # negative inputs give NaN on both sides, in the same places
+        [helper.make_node("Sqrt", ["z"], ["yb"], name="sqrt")], [vi("z", [3, 5])], [vi("yb", [3, 5])]
+    ),
+    "clip_relu6_inputs": lambda: task_b_pair(
+        [helper.make_node("Clip", ["z", "lo", "hi"], ["yb"], name="clip")],
+        [vi("z", [2, 3, 4])],
+        [vi("yb", [2, 3, 4])],
+        [init("lo", np.array(-0.5, np.float32)), init("hi", np.array(0.7, np.float32))],
+    ),
+    "clip_max_only": lambda: task_b_pair(
+        [helper.make_node("Clip", ["z", "", "hi"], ["yb"], name="clip")],
+        [vi("z", [2, 3, 4])],
+        [vi("yb", [2, 3, 4])],
+        [init("hi", np.array(0.25, np.float32))],
+    ),
+    "clip_attributes_opset6": lambda: task_b_pair(
+        [helper.make_node("Clip", ["z"], ["yb"], name="clip", min=0.0, max=0.5)],
+        [vi("z", [2, 3, 4])],
+        [vi("yb", [2, 3, 4])],
+        opset=10,
+    ),
     "cast_float": lambda: task_b_pair(
         [helper.make_node("Cast", ["z"], ["yb"], name="cast", to=TensorProto.FLOAT)],
         [vi("z", [3, 5])],
@@ -156,6 +177,7 @@ OPCODES = {
     "sum3_broadcast": [Opcode.RELU, Opcode.ADD, Opcode.ADD],
     "split_input": [Opcode.RELU, Opcode.SLICE, Opcode.SLICE, Opcode.SLICE],
     "neg": [Opcode.RELU, Opcode.NEG],
+    "clip_relu6_inputs": [Opcode.RELU, Opcode.CLIP],
     "cast_float": [Opcode.RELU, Opcode.COPY],
     "conv1d": [Opcode.RELU, Opcode.COPY, Opcode.COPY, Opcode.CONV2D, Opcode.COPY],
     "maxpool1d": [Opcode.RELU, Opcode.COPY, Opcode.MAXPOOL, Opcode.COPY],

@@ -128,7 +128,7 @@ class Lowerer:
         self.prog = Program()
         self.ids: dict[str, int] = {}  # body tensor -> program tensor id
         self.task_of: dict[str, Task] = {}
-        self.folded: dict[str, object] = {}  # body tensor -> what a folded op (Pad) left its consumer
+        self.folded: dict[str, tuple[str, list[int]]] = {}  # Pad output -> (its input, spatial pads) for the Conv
         self.origins: list[OpOrigin] = []
         self._body_index: int | None = None  # the body node being lowered
 

@@ -1,4 +1,4 @@
-"""Elementwise ops on the vector engine: binary arithmetic, Sum, activations, float-to-float Cast."""
+"""Elementwise ops on the vector engine: binary arithmetic, Sum, activations, Clip, float-to-float Cast."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import onnx
 
-from .abi import HardSigmoidParam, Opcode, Task
+from .abi import ClipParam, HardSigmoidParam, Opcode, Task
 from .lowerer import Lowerer, attr, f32_bits
 from .registry import LoweringError, lowers
 
@@ -17,9 +17,9 @@ UNARY = {
     "Sigmoid": Opcode.SIGMOID,
     "Tanh": Opcode.TANH,
     "Exp": Opcode.EXP,
-    "Sqrt": Opcode.SQRT,
     "HardSwish": Opcode.HARDSWISH,
     "Neg": Opcode.NEG,
+    "Sqrt": Opcode.SQRT,
 }
 
 
@@ -124,3 +124,25 @@ def cast(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         names = (onnx.TensorProto.DataType.Name(d) if d else "unknown" for d in (source, to))
         raise LoweringError(n.op_type, n.name, "Cast from {} to {}: the kernel runs float32 only".format(*names))
     cx.emit(n, t, Opcode.COPY, [cx.read(n.input[0], n, t)])
+
+
+@lowers("Clip")
+def clip(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """Bounds from the attributes (opset < 11) or constant scalar inputs; a missing one is unbounded."""
+    if cx.opset < 11:
+        lo, hi = float(attr(n, "min", -np.inf)), float(attr(n, "max", np.inf))
+    else:
+        lo, hi = (_clip_bound(cx, n, k, default) for k, default in ((1, -np.inf), (2, np.inf)))
+    if np.isnan(lo) or np.isnan(hi):
+        raise LoweringError(n.op_type, n.name, "a NaN bound is not supported")
+    params = {ClipParam.MIN: f32_bits(lo), ClipParam.MAX: f32_bits(hi)}
+    cx.emit(n, t, Opcode.CLIP, [cx.read(n.input[0], n, t)], params)
+
+
+def _clip_bound(cx: Lowerer, n: onnx.NodeProto, k: int, default: float) -> float:
+    if len(n.input) <= k or not n.input[k]:
+        return default
+    values = cx.const_floats(n.input[k], n)
+    if values.size != 1:
+        raise LoweringError(n.op_type, n.name, f"bound '{n.input[k]}' must be a scalar")
+    return float(values[0])
