@@ -48,6 +48,7 @@ MLP_ACTIVATION_OPS = {
     "HardSwish",
     "Softplus",
     "Mish",
+    "Swish",
     "Clip",
     "Neg",
     "Exp",
