@@ -339,7 +339,7 @@ def predicted(analysis) -> dict[str, Any]:
     for p in analysis.pairs:
         kinds[p.kind] = kinds.get(p.kind, 0) + 1
     serial = sum(p.prediction.serial for p in analysis.pairs)
-    fused = sum(p.prediction.fused for p in analysis.pairs)
+    fused = sum(p.prediction.fused_call for p in analysis.pairs)
     whole = task_time(TaskProfile.of(list(analysis.profile.nodes.values())), analysis.target)
     return {
         "target": analysis.target.name,

@@ -53,7 +53,6 @@ MEMORY_OPS = {
     "Pad",
     "Resize",
     "Upsample",
-    "Expand",
     "Tile",
     "DepthToSpace",
     "SpaceToDepth",
@@ -67,6 +66,7 @@ MEMORY_OPS = {
     "Flatten",
     "Identity",
 }
+# Not memory: Expand runs on the kernel as a broadcasting MUL by ones (lowering/layout.py), a vector op.
 # Pure metadata: no data moves when these run (constants, shapes, inference-time no-ops).
 NO_COST_OPS = {
     "Shape",

@@ -32,10 +32,14 @@ def prepare(g: ModelGraph, pairs: list[Pair], target_name: str) -> list[tuple[Pa
     program; returns the pairs that do not lower, with why."""
     first = next_pair_id(g.model)
     opsets = [o for o in g.model.opset_import if o.domain != C.DOMAIN]
+    typed = {
+        v.name: v for v in list(g.model.graph.value_info) + list(g.model.graph.output) if v.type.tensor_type.elem_type
+    }
     failed = []
     for k, pair in enumerate(pairs):
         pair.id, pair.lowered = f"pair{first + k}", None
         pair.call = _fused_call(kind_of(pair).tasks(g, pair), pair, target_name, opsets)
+        _add_value_info(pair.call.function, typed)
         try:
             pair.lowered = _lower(g, pair.call)
         except LoweringError as exc:
@@ -51,7 +55,6 @@ def fuse(g: ModelGraph, pairs: list[Pair]) -> onnx.ModelProto:
     removed: set[int] = set()
     placed: list[tuple[int, onnx.NodeProto]] = []  # (position, node) for new nodes
     internal: set[str] = set()
-    typed = {v.name: v for v in list(graph.value_info) + list(graph.output) if v.type.tensor_type.elem_type}
     for pair in pairs:
         if pair.call is None or pair.lowered is None:
             raise HexfuseError(f"internal error: pair '{pair.id}' was not prepared and lowered before fusing")
@@ -60,7 +63,6 @@ def fuse(g: ModelGraph, pairs: list[Pair]) -> onnx.ModelProto:
         node.CopyFrom(pair.call.node)
         fn.CopyFrom(pair.call.function)
         set_program(node, pair.lowered.program)
-        _add_value_info(fn, typed)
         removed.update(tasks.replaced)
         placed += tasks.placed
         placed.append((tasks.replaced[0], node))
