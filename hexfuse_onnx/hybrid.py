@@ -8,9 +8,9 @@ after P cached ones. By default the chunk follows 16 cached tokens, as in chunke
 (Sarathi-Serve, POD-Attention's hybrid batches): with no past at all the prefill's attention
 concatenates an empty cache, which the kernel does not run, so the alignment cuts there. The
 integer shape work the fixed lengths decide is folded (fold.py). The colocate alignment then pairs
-the prefill stream with the decode stream: both streams meet the layers in the same order, so a
-pair is a run of prefill layers' attention and MLP with the same layers of the decode (one layer's
-block each where a call is cheap; more per call where the call overhead demands it). The
+the prefill stream with the decode stream, segments holding the same layers' blocks (blocks.py)
+only: prefill attention with decode attention, MLP with MLP, one layer per pair where a call is
+cheap (host) and several where the call overhead demands more work per call (hexagon-v73). The
 decoder's signature (input_ids, attention_mask, position_ids, past_key_values.N.key/value ->
 logits, present.N.key/value) is read by models/exported.py, which the CLI finds in a checkout.
 """

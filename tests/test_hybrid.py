@@ -25,7 +25,6 @@ PLUGIN_RTOL = 1e-4
 # A second chunk of 8 after 8 cached tokens; the decode's past is the prefill's whole cache, so the
 # decode half can take the step after the prefill half.
 REQUESTS = hybrid.Requests(prefill=8, prefill_past=8, past=16)
-DYNAMO = ("gpt2_dynamo", "llama_dynamo")
 
 
 @pytest.fixture(scope="module", params=["gpt2_dynamo", "llama_dynamo", "gpt2_torchscript", "llama_torchscript"])
@@ -74,19 +73,21 @@ def test_each_half_gives_the_decoders_own_outputs(built):
         assert verify.relative_error(ref, plugin[k]) <= PLUGIN_RTOL, k
 
 
-def test_pairs_meet_attention_with_attention(built):
-    """The alignment pairs a prefill layer's attention with a decode layer's, never with an MLP
-    (llama_torchscript's attention does not lower yet: its rotary Slice/Neg; only MLPs pair)."""
-    name, out, _ = built
+def test_pairs_meet_the_same_layers(built):
+    """Each pair is the same layers' blocks of both requests: as many attention cores (Softmax) and
+    projections (MatMul/Gemm, within the decode's extra LM-head row) on each side."""
+    _, out, _ = built
     paired = 0
     for f in onnx.load(out).functions:
-        softmax = {
-            half: sum(n.op_type == "Softmax" and n.name.startswith(half) for n in f.node)
+        count = {
+            (half, ops): sum(n.op_type in ops and n.name.startswith(half) for n in f.node)
             for half in ("prefill/", "decode/")
+            for ops in ("Softmax", ("MatMul", "Gemm"))
         }
-        assert softmax["prefill/"] == softmax["decode/"], (f.overload, softmax)
-        paired += softmax["prefill/"]
-    assert paired >= 1 or name not in DYNAMO
+        assert count["prefill/", "Softmax"] == count["decode/", "Softmax"], (f.overload, count)
+        assert abs(count["prefill/", ("MatMul", "Gemm")] - count["decode/", ("MatMul", "Gemm")]) <= 1, count
+        paired += count["prefill/", "Softmax"]
+    assert paired >= 1
 
 
 def test_the_decode_half_continues_the_prefill(built):

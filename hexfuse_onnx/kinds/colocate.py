@@ -13,10 +13,13 @@ For speed the sides are cut into units on a coarse grid (about MAX_UNITS of equa
 each, but none shorter than one call's overhead, and always at a node the kernel does not run,
 which runs alone), a segment spans at most a few units (as many as keep the work of the pair
 moves, counted in nodes simulated, within ALIGN_BUDGET; at least MIN_SEGMENT_UNITS), and a pair
-is not simulated
-when a bound on its saving cannot beat the best value known for its end state: fused time is at
-least the longer task alone, each engine's work of both tasks, and both tasks' DDR traffic at
-the full bandwidth (the simulation never gives two tasks more than one engine or one DDR).
+is not simulated when a bound on its saving cannot beat the best value known for its end state:
+fused time is at least the longer task alone, each engine's work of both tasks, and both tasks'
+DDR traffic at the full bandwidth (the simulation never gives two tasks more than one engine or
+one DDR). Units are also cut where an attention or MLP block (blocks.py) begins. Two streams
+that are copies of one model (`--requests`, `--hybrid`) pair only segments holding the same
+layers' blocks: layer k's attention with layer k's attention, its MLP with its MLP (one layer per
+pair, or several where one call must carry more work to pay for itself).
 
 With a latency-critical stream (Tacker's setting) every pair must finish within (1 +
 max_slowdown) of that stream's segment alone, call overhead included: the share of the vector
@@ -38,6 +41,7 @@ from ..graph import ModelGraph
 from ..lowering import op_outside_kernel
 from ..profile import Engine, GraphProfile, TaskProfile
 from .base import Candidate, KindDetail, Pair, PairKind, budget_message
+from .blocks import Block, layer_blocks
 from .dag import DagFacts, independence_problem
 
 MAX_UNITS = 16  # grid cut points per side (plus the cuts forced by nodes that do not lower)
@@ -103,12 +107,15 @@ def find_colocated(
     g: ModelGraph, facts: DagFacts, profile: GraphProfile, target: Target, plan: Plan
 ) -> list[Candidate]:
     sides = stream_sides(g, facts, plan)
+    blocks = layer_blocks(g, facts)
     out = []
     for ka, kb in plan.pairs:
         score = pair_score(target, _priority_side(plan, ka, kb), plan.max_slowdown)
-        units_a = cut_units(g, profile, sides[ka], target)
-        units_b = cut_units(g, profile, sides[kb], target)
-        for p in align(profile, units_a, units_b, target, score).pairs:
+        units_a = cut_units(g, profile, sides[ka], target, blocks)
+        units_b = cut_units(g, profile, sides[kb], target, blocks)
+        same_model = plan.sources[ka] == plan.sources[kb]
+        layers = same_layers(units_a, units_b, sides[ka], sides[kb], blocks) if same_model else None
+        for p in align(profile, units_a, units_b, target, score, layers=layers).pairs:
             share = p.prediction.share_a
             if plan.priority is None:  # the alignment tried a few shares; the pair gets the best one
                 task_a, task_b = profile.task(list(p.a)), profile.task(list(p.b))
@@ -177,18 +184,25 @@ def _made_by_constant(g: ModelGraph, tensor: str) -> bool:
 
 
 def cut_units(
-    g: ModelGraph, profile: GraphProfile, side: list[int], target: Target, max_units: int = MAX_UNITS
+    g: ModelGraph,
+    profile: GraphProfile,
+    side: list[int],
+    target: Target,
+    blocks: list[Block] | None = None,
+    max_units: int = MAX_UNITS,
 ) -> list[Unit]:
     """The side cut into units: each run of nodes that do not lower is one unit that runs alone;
-    runs that do are chopped into pieces of about total/max_units modelled time."""
+    runs that do are chopped into pieces of about total/max_units modelled time, and cut where an
+    attention or MLP block (blocks.py) begins, so that a segment can be whole blocks."""
     pairable = [lowerable(g, profile, i) for i in side]
     times = [node_time(profile, i, target) for i in side]
     quantum = max(sum(t for t, ok in zip(times, pairable) if ok) / max(1, max_units), target.call_overhead_s.value)
+    starts = {min(b.nodes) for b in blocks or []}
     units: list[Unit] = []
     current: list[int] = []
     current_ok, acc = True, 0.0
     for i, ok, t in zip(side, pairable, times):
-        if current and (ok != current_ok or (ok and acc >= quantum)):
+        if current and (ok != current_ok or (ok and (acc >= quantum or i in starts))):
             units.append(Unit(tuple(current), current_ok))
             current, acc = [], 0.0
         current.append(i)
@@ -197,6 +211,39 @@ def cut_units(
     if current:
         units.append(Unit(tuple(current), current_ok))
     return units
+
+
+# For two copies of one model: which of the model's attention/MLP blocks begin in units [u, u2) of
+# side A and [v, v2) of side B; a pair is allowed only where the two are the same blocks.
+Layers = Callable[[int, int, int, int], bool]
+
+
+def same_layers(
+    units_a: list[Unit], units_b: list[Unit], side_a: list[int], side_b: list[int], blocks: list[Block]
+) -> Layers | None:
+    """The same-layer test of two streams that are copies of one model: block k of one stream is
+    block k of the other (in graph order, attention and MLP apart). None (no constraint) when the
+    two streams do not show the same blocks."""
+
+    def ordinals(units: list[Unit], side: list[int]) -> list[frozenset[tuple[str, int]]] | None:
+        mine = set(side)
+        starts = sorted((min(b.nodes), b.kind) for b in blocks if min(b.nodes) in mine)
+        index: dict[int, tuple[str, int]] = {}
+        for kind in ("attention", "mlp"):
+            for k, (first, _) in enumerate(s for s in starts if s[1] == kind):
+                index[first] = (kind, k)
+        return [frozenset(index[i] for i in u.nodes if i in index) for u in units]
+
+    per_a, per_b = ordinals(units_a, side_a), ordinals(units_b, side_b)
+    if per_a is None or per_b is None or frozenset().union(*per_a) != frozenset().union(*per_b):
+        return None
+
+    @cache
+    def span(per: tuple[frozenset[tuple[str, int]], ...], u: int, u2: int) -> frozenset[tuple[str, int]]:
+        return frozenset().union(*per[u:u2])
+
+    ta, tb = tuple(per_a), tuple(per_b)
+    return lambda u, u2, v, v2: span(ta, u, u2) == span(tb, v, v2)
 
 
 def pair_score(target: Target, priority: str | None, max_slowdown: float) -> PairScore:
@@ -228,6 +275,7 @@ def align(
     target: Target,
     score: PairScore,
     max_segment_units: int | None = None,
+    layers: Layers | None = None,
 ) -> Alignment:
     """The alignment of the two sides with the largest modelled saving (see the module docstring)."""
     na, nb = len(units_a), len(units_b)
@@ -253,6 +301,8 @@ def align(
             for u2 in range(u + 1, reach_a[u] + 1):
                 task_a, time_a, work_a = segment_a(u, u2)
                 for v2 in range(v + 1, reach_b[v] + 1):
+                    if layers is not None and not layers(u, u2, v, v2):
+                        continue
                     task_b, time_b, work_b = segment_b(v, v2)
                     least_fused = max(time_a, time_b, *(x + y for x, y in zip(work_a, work_b)))
                     bound = time_a + time_b - least_fused - overhead
