@@ -251,7 +251,11 @@ def _parser() -> argparse.ArgumentParser:
     co.add_argument("-o", "--output", required=True, help="output .onnx")
     co.add_argument("--requests", type=int, default=1, help="co-locate N copies of one model (weights shared)")
     co.add_argument("--names", help="stream names, comma-separated: the prefix of each stream's names (default a,b)")
-    co.add_argument("--priority", choices=("A", "B"), help="latency-critical stream: its modelled latency is bounded")
+    co.add_argument(
+        "--priority",
+        choices=("A", "B"),
+        help="latency-critical stream: its modelled latency is bounded (--hybrid: A prefill, B decode)",
+    )
     co.add_argument(
         "--max-slowdown", type=float, default=0.05, help="with --priority: largest modelled slowdown (default 0.05)"
     )
@@ -610,9 +614,9 @@ def _hybrid(args: argparse.Namespace, progress) -> int:
     from .hybrid import Requests, hybrid
     from .zoo import resolve
 
-    if args.models or args.requests != 1 or args.priority or args.names or args.shape:
+    if args.models or args.requests != 1 or args.names or args.shape:
         raise UsageError(
-            "--hybrid takes one decoder and no MODEL, --requests, --names, --priority or --shape "
+            "--hybrid takes one decoder and no MODEL, --requests, --names or --shape "
             "(--prefill, --prefill-past and --past give the shapes)"
         )
     _refuse_same_file(args.json, args.hybrid, args.output)
@@ -629,6 +633,8 @@ def _hybrid(args: argparse.Namespace, progress) -> int:
             args.min_gain,
             progress,
             verify_plugin=args.verify == "plugin",
+            priority={"A": 0, "B": 1}.get(args.priority or ""),
+            max_slowdown=args.max_slowdown,
         )
     return _colocated(args, r, {"hybrid": vars(requests)})
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from .colocate import Result, colocate
+from .colocate import DEFAULT_MAX_SLOWDOWN, Result, colocate
 from .errors import ModelError, UsageError
 
 PREFILL, DECODE = "prefill", "decode"
@@ -88,9 +88,12 @@ def hybrid(
     min_gain: float | None = None,
     progress: Callable[[str], None] = lambda _: None,
     verify_plugin: bool = False,
+    priority: int | None = None,
+    max_slowdown: float = DEFAULT_MAX_SLOWDOWN,
 ) -> Result:
     """Write the hybrid model of the decoder at `path` (see the module docstring); nothing is written
-    when the model is not a decoder or any check fails."""
+    when the model is not a decoder or any check fails. `priority` 1 makes the decode request
+    latency-critical (its modelled latency grows by at most `max_slowdown`), 0 the prefill."""
     requests.check()
     fixed = shapes(path, requests)
     progress(
@@ -101,6 +104,8 @@ def hybrid(
         output,
         requests=2,
         names=[PREFILL, DECODE],
+        priority=priority,
+        max_slowdown=max_slowdown,
         target=target,
         kinds=kinds,
         min_gain=min_gain,

@@ -182,3 +182,14 @@ def test_cli_hybrid_writes_the_model_and_its_report(tmp_path):
     assert doc["colocate"]["streams"] == ["prefill/", "decode/"] and doc["pairs"]
     dims = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim] for v in onnx.load(out).graph.input}
     assert dims["prefill/input_ids"] == [1, 8] and dims["decode/past_key_values.0.key"] == [1, 4, 16, 16]
+
+
+def test_cli_hybrid_decode_priority_bounds_the_decode(tmp_path):
+    """--priority B: the decode request is latency-critical; its modelled latency grows <= 5%."""
+    out, report = tmp_path / "h.onnx", tmp_path / "h.json"
+    args = ["--prefill", "8", "--past", "16", "--target", "host", "--priority", "B", "--json", report, "-q"]
+    assert run_cli("colocate", "--hybrid", "gpt2_dynamo", "-o", out, *args).returncode == 0
+    doc = json.loads(report.read_text())["colocate"]
+    assert doc["priority"] == 1
+    modelled = doc["modelled"]
+    assert modelled["stream_colocated_us"]["decode/"] <= 1.05 * modelled["stream_alone_us"]["decode/"] * (1 + 1e-9)
