@@ -93,3 +93,14 @@ def test_missing_output_folder_is_refused_before_analysis(dirs) -> None:
     line = error_line(proc)
     assert "output folder" in line and "does not exist" in line and str(missing) in line
     assert listing(dirs.out) == []
+
+
+def test_blocker_names_the_op_not_the_node() -> None:
+    from hexfuse_onnx.lowering import LoweringError
+    from hexfuse_onnx.select import blocker_of
+
+    assert blocker_of(LoweringError("Erf", "n1", "op is outside the kernel's op set")) == "Erf outside the kernel"
+    domain = LoweringError("FastGelu", "n2", "domain 'com.microsoft' is outside the kernel's op set")
+    assert blocker_of(domain) == "com.microsoft::FastGelu outside the kernel"
+    cast = LoweringError("Cast", "n3", "Cast from INT64 to FLOAT: the kernel runs float32 only")
+    assert blocker_of(cast) == "Cast: Cast from INT64 to FLOAT: the kernel runs float32 only"
