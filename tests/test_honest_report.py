@@ -104,3 +104,27 @@ def test_blocker_names_the_op_not_the_node() -> None:
     assert blocker_of(domain) == "com.microsoft::FastGelu outside the kernel"
     cast = LoweringError("Cast", "n3", "Cast from INT64 to FLOAT: the kernel runs float32 only")
     assert blocker_of(cast) == "Cast: Cast from INT64 to FLOAT: the kernel runs float32 only"
+
+
+def test_original_failing_on_the_test_inputs_is_a_bad_model(tmp_path) -> None:
+    """Inconsistent --shape values (or a model that cannot run on them): the input is at fault, so
+    it is one ModelError (exit 3), not a verification failure blamed on every pair in turn."""
+    import pytest
+
+    from hexfuse_onnx import verify
+    from hexfuse_onnx.errors import EXIT_BAD_MODEL, ModelError
+
+    picks = helper.make_node("Gather", ["x", "i"], ["y"], name="row5", axis=0)
+    g = helper.make_graph(
+        [picks],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
+        initializer=[numpy_helper.from_array(np.array(5, np.int64), "i")],
+    )
+    src = tmp_path / "gather.onnx"
+    src.write_bytes(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+    assert verify.compare(src, src, {"x": [6, 4]}).outputs == 1
+    with pytest.raises(ModelError, match="the original model fails to run") as info:
+        verify.compare(src, src, {"x": [2, 4]})
+    assert info.value.exit_code == EXIT_BAD_MODEL
