@@ -78,13 +78,7 @@ def compare(
         raise VerificationError(f"the rewritten model does not load in ONNX Runtime: {_first_line(exc)}") from None
     feeds = random_inputs(ref_session, shape_overrides, seed)
     names = [o.name for o in ref_session.get_outputs()]
-    try:
-        expected = ref_session.run(names, feeds)
-    except Exception as exc:  # the input (or its --shape values) is at fault, not the rewrite: no pair can pass
-        raise ModelError(
-            f"{original}: the original model fails to run on ONNX Runtime with the test inputs "
-            f"(are the --shape values consistent?): {_first_line(exc)}"
-        ) from None
+    expected = _run_original(original, ref_session, names, feeds)
     try:
         got = new_session.run(names, feeds)
     except Exception as exc:
@@ -106,6 +100,28 @@ def compare(
         elif not np.array_equal(ref, out):
             raise VerificationError(f"output '{name}' differs from the original")
     return Comparison(len(names), worst[0], worst[1])
+
+
+def original_runs(original: str | os.PathLike[str], shape_overrides: dict[str, list[int]] | None = None) -> None:
+    """Raise ModelError when the original model does not run on the test inputs `compare` makes."""
+    try:
+        ref_session = session(original)
+    except Exception:  # noqa: BLE001 - compare names a model ORT cannot load
+        return
+    names = [o.name for o in ref_session.get_outputs()]
+    _run_original(original, ref_session, names, random_inputs(ref_session, shape_overrides))
+
+
+def _run_original(
+    original: str | os.PathLike[str], s: ort.InferenceSession, names: list[str], feeds: dict[str, np.ndarray]
+) -> list:
+    try:
+        return s.run(names, feeds)
+    except Exception as exc:  # the input (or its --shape values) is at fault, not the rewrite: no pair can pass
+        raise ModelError(
+            f"{original}: the original model fails to run on ONNX Runtime with the test inputs "
+            f"(are the --shape values consistent?): {_first_line(exc)}"
+        ) from None
 
 
 def relative_error(ref: np.ndarray, out: np.ndarray) -> float:

@@ -128,3 +128,26 @@ def test_original_failing_on_the_test_inputs_is_a_bad_model(tmp_path) -> None:
     with pytest.raises(ModelError, match="the original model fails to run") as info:
         verify.compare(src, src, {"x": [2, 4]})
     assert info.value.exit_code == EXIT_BAD_MODEL
+
+
+def test_inconsistent_shape_values_are_one_line_and_exit_3(dirs) -> None:
+    """x and m share the symbolic batch n; giving them different batches breaks the original."""
+    from hexfuse_onnx.errors import EXIT_BAD_MODEL
+
+    w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32), "w")
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["a1"], name="mm"),
+        helper.make_node("Relu", ["a1"], ["a2"], name="relu"),
+        helper.make_node("Mul", ["m", "m"], ["b1"], name="mul"),
+        helper.make_node("Tanh", ["b1"], ["b2"], name="tanh"),
+        helper.make_node("Add", ["a2", "b2"], ["y"], name="join"),
+    ]
+    batch = [helper.make_tensor_value_info(t, TensorProto.FLOAT, ["n", 64]) for t in ("x", "m")]
+    g = helper.make_graph(nodes, "g", batch, [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 64])], [w])
+    src = dirs.save("batch.onnx", helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
+    proc = run_cli("rewrite", src, "-o", dirs.out / "out.onnx", "--shape", "x=2x64", "--shape", "m=3x64", "-q")
+    assert proc.returncode == EXIT_BAD_MODEL
+    assert "the original model fails to run" in error_line(proc)
+    assert listing(dirs.out) == []
+    consistent = run_cli("rewrite", src, "-o", dirs.out / "out.onnx", "--shape", "x=2x64", "--shape", "m=2x64", "-q")
+    assert consistent.returncode == 0, consistent.stderr
