@@ -22,7 +22,7 @@ from .modelio import stage
 from .profile import GraphProfile, profile_graph
 from .rewrite import fuse, prepare
 from .select import DEFAULT_MIN_GAIN, Rejection, blocker_of, select
-from .verify import DEFAULT_RTOL, Comparison, check, compare
+from .verify import DEFAULT_RTOL, Comparison, check, compare, original_runs
 
 Progress = Callable[[str], None]
 PLUGIN_RTOL = 1e-4  # the kernel's fp32 sums run in another order than ONNX Runtime's
@@ -139,6 +139,7 @@ def rewrite(
             comparison = _verify(path, staged.model_path, shapes, rtol, verify_plugin)
         except VerificationError as whole_error:
             staged.discard()
+            original_runs(path, shapes)  # when the input itself cannot run, no pair is to blame
             failed += _failing_pairs(analysis, path, out, source_dir, shapes, rtol, progress, verify_plugin)
             if not failed:
                 raise whole_error

@@ -34,10 +34,13 @@ class Rejection:
 
 
 def blocker_of(error: LoweringError) -> str:
-    """The op and reason of a lowering error without the node's name: "BatchNormalization outside
-    the kernel", "Cast: Cast from INT64 to FLOAT: the kernel runs float32 only"."""
-    if error.reason.startswith(("op is outside the kernel", "domain ")):
-        return f"{error.op} outside the kernel" + (f" ({error.reason})" if error.reason.startswith("domain") else "")
+    """The op and reason of a lowering error without the node's name: "Erf outside the kernel",
+    "com.microsoft::FastGelu outside the kernel", "Cast: Cast from INT64 to FLOAT: the kernel runs
+    float32 only"."""
+    if error.reason.startswith("op is outside the kernel"):
+        return f"{error.op} outside the kernel"
+    if error.reason.startswith("domain '"):  # "domain 'com.microsoft' is outside ..."
+        return f"{error.reason.split(chr(39))[1]}::{error.op} outside the kernel"
     return f"{error.op}: {error.reason}"
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
-from .errors import VerificationError
+from .errors import ModelError, VerificationError
 
 DEFAULT_RTOL = 1e-5
 
@@ -54,7 +54,7 @@ def random_inputs(
 def session(path: str | os.PathLike[str], extra: ort.SessionOptions | None = None) -> ort.InferenceSession:
     so = extra or ort.SessionOptions()
     so.intra_op_num_threads = so.intra_op_num_threads or 1
-    so.log_severity_level = 3
+    so.log_severity_level = 4  # a failed run is reported once, as an error of ours; ORT's own log would repeat it
     return ort.InferenceSession(str(path), sess_options=so, providers=["CPUExecutionProvider"])
 
 
@@ -66,7 +66,8 @@ def compare(
     rewritten_options: ort.SessionOptions | None = None,
     seed: int = 0,
 ) -> Comparison:
-    """Run both on stock ORT with the same inputs; raise VerificationError on any mismatch."""
+    """Run both on stock ORT with the same inputs; raise VerificationError on any mismatch, and
+    ModelError when the original itself fails to run on the inputs (exit 3)."""
     try:
         ref_session = session(original)
     except Exception as exc:
@@ -77,10 +78,7 @@ def compare(
         raise VerificationError(f"the rewritten model does not load in ONNX Runtime: {_first_line(exc)}") from None
     feeds = random_inputs(ref_session, shape_overrides, seed)
     names = [o.name for o in ref_session.get_outputs()]
-    try:
-        expected = ref_session.run(names, feeds)
-    except Exception as exc:
-        raise VerificationError(f"the original model fails to run on the test inputs: {_first_line(exc)}") from None
+    expected = _run_original(original, ref_session, names, feeds)
     try:
         got = new_session.run(names, feeds)
     except Exception as exc:
@@ -102,6 +100,28 @@ def compare(
         elif not np.array_equal(ref, out):
             raise VerificationError(f"output '{name}' differs from the original")
     return Comparison(len(names), worst[0], worst[1])
+
+
+def original_runs(original: str | os.PathLike[str], shape_overrides: dict[str, list[int]] | None = None) -> None:
+    """Raise ModelError when the original model does not run on the test inputs `compare` makes."""
+    try:
+        ref_session = session(original)
+    except Exception:  # noqa: BLE001 - compare names a model ORT cannot load
+        return
+    names = [o.name for o in ref_session.get_outputs()]
+    _run_original(original, ref_session, names, random_inputs(ref_session, shape_overrides))
+
+
+def _run_original(
+    original: str | os.PathLike[str], s: ort.InferenceSession, names: list[str], feeds: dict[str, np.ndarray]
+) -> list:
+    try:
+        return s.run(names, feeds)
+    except Exception as exc:  # the input (or its --shape values) is at fault, not the rewrite: no pair can pass
+        raise ModelError(
+            f"{original}: the original model fails to run on ONNX Runtime with the test inputs "
+            f"(are the --shape values consistent?): {_first_line(exc)}"
+        ) from None
 
 
 def relative_error(ref: np.ndarray, out: np.ndarray) -> float:

@@ -93,3 +93,61 @@ def test_missing_output_folder_is_refused_before_analysis(dirs) -> None:
     line = error_line(proc)
     assert "output folder" in line and "does not exist" in line and str(missing) in line
     assert listing(dirs.out) == []
+
+
+def test_blocker_names_the_op_not_the_node() -> None:
+    from hexfuse_onnx.lowering import LoweringError
+    from hexfuse_onnx.select import blocker_of
+
+    assert blocker_of(LoweringError("Erf", "n1", "op is outside the kernel's op set")) == "Erf outside the kernel"
+    domain = LoweringError("FastGelu", "n2", "domain 'com.microsoft' is outside the kernel's op set")
+    assert blocker_of(domain) == "com.microsoft::FastGelu outside the kernel"
+    cast = LoweringError("Cast", "n3", "Cast from INT64 to FLOAT: the kernel runs float32 only")
+    assert blocker_of(cast) == "Cast: Cast from INT64 to FLOAT: the kernel runs float32 only"
+
+
+def test_original_failing_on_the_test_inputs_is_a_bad_model(tmp_path) -> None:
+    """Inconsistent --shape values (or a model that cannot run on them): the input is at fault, so
+    it is one ModelError (exit 3), not a verification failure blamed on every pair in turn."""
+    import pytest
+
+    from hexfuse_onnx import verify
+    from hexfuse_onnx.errors import EXIT_BAD_MODEL, ModelError
+
+    picks = helper.make_node("Gather", ["x", "i"], ["y"], name="row5", axis=0)
+    g = helper.make_graph(
+        [picks],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
+        initializer=[numpy_helper.from_array(np.array(5, np.int64), "i")],
+    )
+    src = tmp_path / "gather.onnx"
+    src.write_bytes(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+    assert verify.compare(src, src, {"x": [6, 4]}).outputs == 1
+    with pytest.raises(ModelError, match="the original model fails to run") as info:
+        verify.compare(src, src, {"x": [2, 4]})
+    assert info.value.exit_code == EXIT_BAD_MODEL
+
+
+def test_inconsistent_shape_values_are_one_line_and_exit_3(dirs) -> None:
+    """x and m share the symbolic batch n; giving them different batches breaks the original."""
+    from hexfuse_onnx.errors import EXIT_BAD_MODEL
+
+    w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32), "w")
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["a1"], name="mm"),
+        helper.make_node("Relu", ["a1"], ["a2"], name="relu"),
+        helper.make_node("Mul", ["m", "m"], ["b1"], name="mul"),
+        helper.make_node("Tanh", ["b1"], ["b2"], name="tanh"),
+        helper.make_node("Add", ["a2", "b2"], ["y"], name="join"),
+    ]
+    batch = [helper.make_tensor_value_info(t, TensorProto.FLOAT, ["n", 64]) for t in ("x", "m")]
+    g = helper.make_graph(nodes, "g", batch, [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 64])], [w])
+    src = dirs.save("batch.onnx", helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
+    proc = run_cli("rewrite", src, "-o", dirs.out / "out.onnx", "--shape", "x=2x64", "--shape", "m=3x64", "-q")
+    assert proc.returncode == EXIT_BAD_MODEL
+    assert "the original model fails to run" in error_line(proc)
+    assert listing(dirs.out) == []
+    consistent = run_cli("rewrite", src, "-o", dirs.out / "out.onnx", "--shape", "x=2x64", "--shape", "m=2x64", "-q")
+    assert consistent.returncode == 0, consistent.stderr

@@ -270,3 +270,53 @@ def test_forms_outside_the_kernel_are_refused_by_name(name: str) -> None:
     with pytest.raises(LoweringError, match=reason) as info:
         lower_pair(m, m.graph.node[0])
     assert info.value.node in {n.name for n in nodes}
+
+
+def exported_style_branches() -> onnx.ModelProto:
+    """Two branches as exporters write them: Conv -> BatchNormalization -> Clip (ReLU6) against
+    Pad -> Conv -> BatchNormalization -> Neg, then Split, Gather and Expand before a Sum join."""
+    c = 8
+
+    def bn(name: str) -> list[onnx.TensorProto]:
+        return [
+            init(f"{name}_g", f32(c)),
+            init(f"{name}_b", f32(c)),
+            init(f"{name}_m", f32(c)),
+            init(f"{name}_v", np.abs(f32(c)) + 0.5),
+        ]
+
+    inits = [init("wa", f32(c, 4, 3, 3)), init("wb", f32(c, 4, 3, 3)), init("pads", np.array([0, 0, 1, 1, 0, 0, 1, 1]))]
+    inits += bn("bna") + bn("bnb")
+    inits += [init("six", np.array(6, np.float32)), init("zero", np.array(0, np.float32))]
+    inits += [init("halves", np.array([4, 4], np.int64)), init("idx", np.array([1, 2], np.int64))]
+    inits += [init("shape", np.array([1, 4, 16, 16], np.int64))]
+    nodes = [
+        helper.make_node("Conv", ["x", "wa"], ["a1"], name="a/conv", pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["a1", "bna_g", "bna_b", "bna_m", "bna_v"], ["a2"], name="a/bn"),
+        helper.make_node("Clip", ["a2", "zero", "six"], ["a3"], name="a/relu6"),
+        helper.make_node("Split", ["a3", "halves"], ["a4", "a5"], name="a/split", axis=1),
+        helper.make_node("Sum", ["a4", "a5"], ["a6"], name="a/sum"),
+        helper.make_node("Pad", ["x", "pads"], ["b1"], name="b/pad"),
+        helper.make_node("Conv", ["b1", "wb"], ["b2"], name="b/conv"),
+        helper.make_node("BatchNormalization", ["b2", "bnb_g", "bnb_b", "bnb_m", "bnb_v"], ["b3"], name="b/bn"),
+        helper.make_node("Neg", ["b3"], ["b4"], name="b/neg"),
+        helper.make_node("Gather", ["b4", "idx"], ["b5"], name="b/gather", axis=1),
+        helper.make_node("ReduceMean", ["b5"], ["b6"], name="b/mean", axes=[1], keepdims=1),
+        helper.make_node("Expand", ["b6", "shape"], ["b7"], name="b/expand"),
+        helper.make_node("Add", ["a6", "b7"], ["y"], name="join"),
+    ]
+    g = helper.make_graph(nodes, "g", [vi("x", [1, 4, 16, 16])], [vi("y", [1, 4, 16, 16])], initializer=inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@needs_host
+def test_exported_style_branches_fuse_and_match_with_the_plugin(tmp_path) -> None:
+    from hexfuse_onnx import pipeline
+
+    src = tmp_path / "exported.onnx"
+    onnx.save(exported_style_branches(), src)
+    result = pipeline.rewrite(src, tmp_path / "out.onnx", target="host", verify_plugin=True)
+    assert result.output is not None, [r.reason for r in result.analysis.rejected]
+    (pair,) = result.analysis.pairs
+    fused = {result.analysis.graph.nodes[i].op_type for i in pair.candidate.nodes}
+    assert fused >= {"BatchNormalization", "Clip", "Split", "Sum", "Pad", "Neg", "Gather", "Expand"}
