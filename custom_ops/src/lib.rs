@@ -96,7 +96,9 @@ unsafe extern "system" fn input_type(_: *const OrtCustomOp, _: usize) -> ONNXTen
 }
 
 unsafe extern "system" fn output_type(_: *const OrtCustomOp, _: usize) -> ONNXTensorElementDataType {
-    ONNXTensorElementDataType::ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT
+    // Any tensor type: float, and the integer outputs of QuantizeLinear in QDQ pairs (the node's
+    // output types come from the graph; the kernel checks them against the program).
+    ONNXTensorElementDataType::ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED
 }
 
 unsafe extern "system" fn variadic(_: *const OrtCustomOp, _: usize) -> OrtCustomOpInputOutputCharacteristic {

@@ -536,7 +536,7 @@ static void test_pool_resize_activation_ops(void) {
 /* QuantizeLinear (v < 20) / DequantizeLinear (v >= 20) of X[3,4], u8 unless said:
  * v%20: 0 per tensor, 1 per axis 1 (4 scales), 2 per axis -2 (3 scales), 3 i8, 4 no zero point,
  *       5 scale i32, 6 zp of the other int type, 7 X of the wrong type, 8 Y of the wrong type,
- *       9 per-axis scale of the wrong length, 10 axis out of range, 11 zp shape != scale shape,
+ *       9 per-axis scale of the wrong length, 10 axis out of range, 11 zp size != scale size,
  *       12 output shape, 13 axis 5 with a one-element scale, 14 i32 (DQ only) */
 static uint32_t quant_prog(hfxb *b, int v) {
     int dq = v >= 20;
@@ -551,7 +551,7 @@ static uint32_t quant_prog(hfxb *b, int v) {
     if (v == 5) hfxb_set_dtype(b, s, HFX_DTYPE_I32);
     uint32_t zt = v == 6 ? (it == HFX_DTYPE_U8 ? HFX_DTYPE_I8 : HFX_DTYPE_U8) : it;
     uint32_t z = v == 4 ? HFXB_NONE
-                 : v == 11 ? hfxb_set_dtype(b, hfxb_input(b, 0, HFXB_DIMS(1)), (uint8_t)zt)
+                 : v == 11 ? hfxb_set_dtype(b, hfxb_input(b, 0, HFXB_DIMS(2)), (uint8_t)zt)
                  : ns == 1 ? hfxb_set_dtype(b, hfxb_input(b, 0, HFXB_SCALAR), (uint8_t)zt)
                            : hfxb_set_dtype(b, hfxb_input(b, 0, 1, &ns), (uint8_t)zt);
     uint32_t y = v == 12 ? hfxb_output(b, 0, HFXB_DIMS(4, 3)) : hfxb_output(b, 0, HFXB_DIMS(3, 4));

@@ -187,6 +187,18 @@ class Lowerer:
             raise LoweringError(op.op_type, op.name, f"'{name}' is not float32 (the kernel runs float32 only)")
         return self.ids[name]
 
+    def read_typed(self, name: str, op: onnx.NodeProto, task: Task, dtype: Dtype) -> int:
+        """Program id of a tensor of `dtype` an op reads (the quantization ops' integer tensors)."""
+        if dtype == Dtype.F32:
+            return self.read(name, op, task)
+        if name not in self.ids:
+            raise LoweringError(op.op_type, op.name, f"input '{name}' is not available to the program")
+        if self.task_of[name] != task:
+            raise LoweringError(op.op_type, op.name, f"'{name}' crosses from one task to the other")
+        if self.prog.tensors[self.ids[name]].dtype != dtype:
+            raise LoweringError(op.op_type, op.name, f"'{name}' is not {dtype.name.lower()}")
+        return self.ids[name]
+
     def const_ints(self, name: str, op: onnx.NodeProto) -> list[int]:
         if name not in self.static:
             raise LoweringError(op.op_type, op.name, f"'{name}' must be a constant (initializer or Constant)")
@@ -224,7 +236,12 @@ class Lowerer:
             task = Task.A if i < self.n_in_a else Task.B
             elem = self.dtype(f)
             if elem not in DTYPES:
-                raise LoweringError(self.node.op_type, self.pair, f"input '{self.formal[f]}' has an unsupported dtype")
+                name = onnx.TensorProto.DataType.Name(elem) if elem else "unknown"
+                raise LoweringError(
+                    self.node.op_type,
+                    self.pair,
+                    f"input '{self.formal[f]}' is {name}, which the program format v1 does not carry",
+                )
             dims = self.shape(f, self.node)
             if f in self.ids:
                 raise LoweringError(self.node.op_type, self.pair, f"formal input '{f}' listed twice")
@@ -255,16 +272,16 @@ class Lowerer:
             else:
                 self.origins.append(OpOrigin(len(p.ops) - 1, task, None, f"output {o}", "Identity", o))
 
-    def _out(self, n: onnx.NodeProto, task: Task) -> int:
+    def _out(self, n: onnx.NodeProto, task: Task, dtype: Dtype) -> int:
         name = n.output[0]
-        if self.dtype(name) != onnx.TensorProto.FLOAT:
-            raise LoweringError(n.op_type, n.name, f"output '{name}' is not float32")
+        if DTYPES.get(self.dtype(name)) != dtype:
+            raise LoweringError(n.op_type, n.name, f"output '{name}' is not {dtype.name.lower()}")
         dims = self.shape(name, n)
         j = self.out_index.get(name)
         if j is not None:
-            tid = self.prog.add(Tensor(Dtype.F32, Role.OUTPUT, task, dims, io=j))
+            tid = self.prog.add(Tensor(dtype, Role.OUTPUT, task, dims, io=j))
         else:
-            tid = self.prog.add(Tensor(Dtype.F32, Role.SCRATCH, task, dims))
+            tid = self.prog.add(Tensor(dtype, Role.SCRATCH, task, dims))
         self.ids[name] = tid
         self.task_of[name] = task
         return tid
@@ -276,14 +293,15 @@ class Lowerer:
         opcode: Opcode,
         inputs: list[int],
         params: dict[Any, int] | None = None,
+        out_dtype: Dtype = Dtype.F32,
     ) -> None:
-        """Append the op computing n's first output from the program tensors `inputs`, on the
-        kernel engine of n's engine class (`profile.engine_of`, the table the cost model uses);
-        `params`: parameter slot (an abi parameter enum, or an int) -> value."""
+        """Append the op computing n's first output (of `out_dtype`) from the program tensors
+        `inputs`, on the kernel engine of n's engine class (`profile.engine_of`, the table the cost
+        model uses); `params`: parameter slot (an abi parameter enum, or an int) -> value."""
         if len(n.output) > 1 and any(n.output[1:]):
             raise LoweringError(n.op_type, n.name, "only the first output is supported")
         engine = KERNEL_ENGINE[engine_of(n)]
-        op = Op(opcode, engine, task, inputs, self._out(n, task))
+        op = Op(opcode, engine, task, inputs, self._out(n, task, out_dtype))
         for k, v in (params or {}).items():
             op.params[k] = int(v)
         self.prog.ops.append(op)

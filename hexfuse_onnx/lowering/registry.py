@@ -43,9 +43,13 @@ def lowers(*op_types: str) -> Callable[[Lowering], Lowering]:
     return register
 
 
+# com.microsoft ops that are the ai.onnx op of the same name with more types (16-bit QDQ below opset 21)
+SAME_AS_ONNX = {("com.microsoft", "QuantizeLinear"), ("com.microsoft", "DequantizeLinear")}
+
+
 def op_outside_kernel(node: onnx.NodeProto) -> LoweringError | None:
     """The error for a node whose op the kernel cannot run at all (checked before any shape work)."""
-    if node.domain not in ("", "ai.onnx"):
+    if node.domain not in ("", "ai.onnx") and (node.domain, node.op_type) not in SAME_AS_ONNX:
         return LoweringError(node.op_type, node.name, f"domain '{node.domain}' is outside the kernel's op set")
     if node.op_type not in LOWERINGS:
         return LoweringError(node.op_type, node.name, "op is outside the kernel's op set")

@@ -54,13 +54,13 @@ static hfx_status validate_dtypes(hfx_vctx *v, const hfx_op *op) {
     return HFX_OK;
 }
 
-/* scale (and zp, same shape): one element with param 0, or 1-D of X.dims[axis] elements */
+/* scale (and zp, as many elements): one element with param 0, or 1-D of X.dims[axis] elements */
 static hfx_status validate_quant_params(hfx_vctx *v, hfx_op *op) {
     const hfx_tensor *x = &v->p->tensors[op->in[0]], *s = &v->p->tensors[op->in[1]];
     if (op->n_in == 3) {
         const hfx_tensor *zp = &v->p->tensors[op->in[2]];
-        if (!hfx_same_shape(zp, s->dims, s->rank))
-            return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, 2), "op %u (%s): zero point and scale differ in shape",
+        if (zp->numel != s->numel || (s->numel > 1 && zp->rank != 1)) /* a scalar and a [1] go together */
+            return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, 2), "op %u (%s): zero point and scale differ in size",
                              v->index, op->desc->label);
     }
     if (s->numel == 1 && op->params[HFX_P_QUANT_AXIS] == 0) return HFX_OK;
