@@ -90,3 +90,21 @@ def split_group(g: ModelGraph, task: list[int]) -> str | None:
             if outside:
                 return f"the QDQ group of {g.describe(i)} is split: {g.describe(outside[0])} is outside the task"
     return None
+
+
+def group_widths(g: ModelGraph, i: int) -> dict[str, int]:
+    """For the op of a QDQ group (each output quantized, an input dequantized): the integer
+    byte width of each of its float tensors (a dequantized input: its DequantizeLinear's input;
+    an output: its QuantizeLinear's output). Empty for any other node."""
+    if is_q(g, i) or is_dq(g, i):
+        return {}
+    outs = [t for t in g.nodes[i].output if t]
+    quantized = {t: [c for c in g.consumers.get(t, ()) if is_q(g, c)] for t in outs}
+    if not outs or not all(qs and len(qs) == len(g.consumers.get(t, ())) for t, qs in quantized.items()):
+        return {}
+    widths = {t: g.info(g.nodes[qs[0]].output[0]).itemsize for t, qs in quantized.items()}
+    for t in g.node_inputs[i]:
+        d = g.producer.get(t)
+        if d is not None and is_dq(g, d) and g.info(g.nodes[d].input[0]).elem_type in (2, 3, 4, 5):
+            widths[t] = g.info(g.nodes[d].input[0]).itemsize  # u8, i8, u16, i16 (not the i32 biases)
+    return widths if len(widths) > len(outs) else {}

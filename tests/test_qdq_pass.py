@@ -179,3 +179,26 @@ def test_sixteen_bit_pairs_are_refused_with_the_dtype(tmp_path: Path) -> None:
     result = pipeline.rewrite(quantized.fetch(name), tmp_path / "fused.onnx", progress=notes.append)
     assert result.output is None
     assert any("is UINT16, which the program format v1 does not carry" in n for n in notes), notes
+
+
+def test_profile_counts_a_qdq_group_at_its_integer_widths() -> None:
+    """The Conv of a u8 group: int8 work and u8 activation bytes; Q/DQ are vector work; the
+    hexagon-v73 model runs int8 matrix work at its (sourced) int8 rate, the host at its float rate."""
+    from hexfuse_onnx import costmodel, graph, profile
+    from hexfuse_onnx.profile import Engine as EngineClass
+
+    g = graph.load(quantized.fetch("inception_qdq_u8u8"))
+    prof = profile.profile_graph(g)
+    convs = [i for i, n in enumerate(g.nodes) if n.op_type == "Conv"]
+    for i in convs:
+        p, x = prof.nodes[i], g.info(g.nodes[i].input[0])
+        assert p.int_bits == 8
+        assert p.bytes_out == g.info(g.nodes[i].output[0]).numel  # u8: one byte an element
+        assert p.bytes_in < x.numel * 4  # the activation at one byte, not four
+    qdq_nodes = [i for i, n in enumerate(g.nodes) if n.op_type in ("QuantizeLinear", "DequantizeLinear")]
+    assert all(prof.nodes[i].engine == EngineClass.VECTOR and prof.nodes[i].int_bits == 0 for i in qdq_nodes)
+    v73, host = costmodel.get_target("hexagon-v73"), costmodel.get_target("host")
+    assert v73.matrix_int8_ops is not None and "modelled" in v73.matrix_int8_ops.source
+    assert v73.rate(EngineClass.MATRIX, 8) == v73.matrix_int8_ops.value > v73.rate(EngineClass.MATRIX, 0)
+    assert v73.rate(EngineClass.VECTOR, 16) < v73.rate(EngineClass.VECTOR, 8)
+    assert host.rate(EngineClass.MATRIX, 8) == host.matrix_flops.value
