@@ -202,3 +202,26 @@ def test_profile_counts_a_qdq_group_at_its_integer_widths() -> None:
     assert v73.rate(EngineClass.MATRIX, 8) == v73.matrix_int8_ops.value > v73.rate(EngineClass.MATRIX, 0)
     assert v73.rate(EngineClass.VECTOR, 16) < v73.rate(EngineClass.VECTOR, 8)
     assert host.rate(EngineClass.MATRIX, 8) == host.matrix_flops.value
+
+
+@pytest.mark.skipif(
+    not (Path(__file__).resolve().parents[1] / "build/hexagon-v73/hexfuse_emulate.elf").is_file(),
+    reason="build the Hexagon images first: bash dsp/scripts/build_hexagon.sh",
+)
+def test_a_qdq_pair_under_qemu_equals_the_host_kernel(tmp_path: Path) -> None:
+    """inception u8u8's pair (Q/DQ, int8 convs in f32, u8 outputs) under qemu-hexagon v73: bit for bit."""
+    import json
+    import shutil
+
+    from cli_support import run_cli
+
+    if shutil.which("qemu-hexagon") is None:
+        pytest.skip("qemu-hexagon is not installed")
+    result = pipeline.rewrite(quantized.fetch("inception_qdq_u8u8"), tmp_path / "fused.onnx")
+    assert result.output is not None
+    report = tmp_path / "emu.json"
+    proc = run_cli("emulate", result.output, "--arch", "v73", "--json", report, "-q")
+    assert proc.returncode == 0, proc.stderr
+    pairs = json.loads(report.read_text())["pairs"]
+    assert pairs and all(p["bit_exact"] for p in pairs)
+    assert all("quantize_linear" in p["op_names"] for p in pairs)
