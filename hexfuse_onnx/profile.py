@@ -15,7 +15,7 @@ from enum import Enum
 import onnx
 
 from . import qdq
-from .graph import ModelGraph, attribute
+from .graph import ModelGraph, TensorInfo, attribute
 
 
 class Engine(str, Enum):
@@ -264,7 +264,7 @@ def profile_node(g: ModelGraph, i: int) -> NodeProfile | str:
     return NodeProfile(i, engine, float(flops), bytes_in, bytes_out, weight_bytes, activation, int_bits=int_bits)
 
 
-def _bytes(t, group: dict[str, int]) -> int:
+def _bytes(t: TensorInfo, group: dict[str, int]) -> int:
     """A tensor's bytes; a float tensor of a QDQ group at its integer width."""
     return (t.numel or 0) * group[t.name] if t.name in group else t.nbytes or 0
 

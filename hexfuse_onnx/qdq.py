@@ -11,9 +11,13 @@ splits.
 
 from __future__ import annotations
 
+from onnx import TensorProto
+
 from .graph import ModelGraph
 
 QDQ_DOMAINS = ("", "ai.onnx", "com.microsoft")
+# the activation and weight types of QDQ groups (not the int32 biases)
+NARROW_INTS = {TensorProto.UINT8, TensorProto.INT8, TensorProto.UINT16, TensorProto.INT16}
 
 
 def is_q(g: ModelGraph, i: int) -> bool:
@@ -105,6 +109,6 @@ def group_widths(g: ModelGraph, i: int) -> dict[str, int]:
     widths = {t: g.info(g.nodes[qs[0]].output[0]).itemsize for t, qs in quantized.items()}
     for t in g.node_inputs[i]:
         d = g.producer.get(t)
-        if d is not None and is_dq(g, d) and g.info(g.nodes[d].input[0]).elem_type in (2, 3, 4, 5):
-            widths[t] = g.info(g.nodes[d].input[0]).itemsize  # u8, i8, u16, i16 (not the i32 biases)
+        if d is not None and is_dq(g, d) and g.info(g.nodes[d].input[0]).elem_type in NARROW_INTS:
+            widths[t] = g.info(g.nodes[d].input[0]).itemsize
     return widths if len(widths) > len(outs) else {}
