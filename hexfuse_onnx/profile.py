@@ -241,7 +241,8 @@ def profile_graph(g: ModelGraph) -> GraphProfile:
 
 def profile_node(g: ModelGraph, i: int) -> NodeProfile | str:
     """The node's profile, or a string saying why it cannot be profiled. The op of a QDQ group
-    counts its work at the group's integer width and its bytes at the integer tensors' widths."""
+    counts its work at the group's integer width and its bytes at the integer tensors' widths; its
+    footprint stays in f32, since the kernel computes a group's op in f32 between its Q/DQ ops."""
     n = g.nodes[i]
     engine = engine_of(n)
     ins = [g.info(t) for t in n.input if t]
@@ -253,7 +254,8 @@ def profile_node(g: ModelGraph, i: int) -> NodeProfile | str:
     weight_bytes = sum(t.nbytes or 0 for t in ins if t.name in g.initializers)
     bytes_in = sum(_bytes(t, group) for t in ins)
     bytes_out = sum(_bytes(t, group) for t in outs)
-    activation = bytes_in - weight_bytes + bytes_out
+    # the on-chip working set as today's kernel holds it: a group's float tensors in f32
+    activation = sum(t.nbytes or 0 for t in ins + outs) - weight_bytes
     if engine == Engine.NONE:
         return NodeProfile(i, engine, 0.0, 0, 0, 0, 0)
     flops = _flops(n, ins, outs)

@@ -93,14 +93,14 @@ def test_quantize_dequantize_match_onnxruntime_bit_for_bit(dtype: Dtype, shape: 
 
 # ---- the quantized zoo through the pass --------------------------------------------------------
 
-# the u8u8 models with a candidate (mlp_chain, sequential_chain and ppocr_cls have none; ppocr_det's
-# two pairs read an empty Resize roi initializer, which the program cannot declare: not fused)
+# the u8u8 models with a candidate (mlp_chain, sequential_chain and ppocr_cls have none)
 ZOO = [
     "two_branch_qdq_u8u8",
     "inception_qdq_u8u8",
     "mha_encoder_qdq_u8u8",
     "convnet_heads_qdq_u8u8",
     "gpt_decode_step_qdq_u8u8",
+    "ppocr_det_qdq_u8u8",
     "ppocr_rec_qdq_u8u8",
     "centerface_qdq_u8u8",
 ]

@@ -115,8 +115,12 @@ class PairKind:
 
     def tasks(self, g: ModelGraph, pair: Pair) -> PairTasks:
         ids_a, ids_b = with_constants(g, pair.candidate.task_a), with_constants(g, pair.candidate.task_b)
-        body_a = with_dequantize_copies(g, ids_a, task_body(g, ids_a), f"{pair.id}a")
-        body_b = with_dequantize_copies(g, ids_b, task_body(g, ids_b), f"{pair.id}b")
+        body_a = with_dequantize_copies(
+            g, ids_a, with_empty_constants(g, task_body(g, ids_a), f"{pair.id}a"), f"{pair.id}a"
+        )
+        body_b = with_dequantize_copies(
+            g, ids_b, with_empty_constants(g, task_body(g, ids_b), f"{pair.id}b"), f"{pair.id}b"
+        )
         return PairTasks(body_a, body_b, sorted(set(ids_a) | set(ids_b)))
 
     def restore(
@@ -203,6 +207,18 @@ def with_dequantize_copies(g: ModelGraph, ids: list[int], body: TaskBody, tag: s
     for c in copies:
         inputs += [t for t in c.input if t and t not in inputs]
     return TaskBody(nodes, inputs, body.outputs)
+
+
+def with_empty_constants(g: ModelGraph, body: TaskBody, tag: str) -> TaskBody:
+    """The body with each empty initializer it reads (an unused Resize `roi`, which a task program
+    cannot declare: no dimension may be 0) made by a Constant node of its own, `<name>__<tag>`."""
+    empty = [t for t in body.inputs if t in g.initializers and 0 in g.initializers[t].dims]
+    if not empty:
+        return body
+    rename = {t: f"{t}__{tag}" for t in empty}
+    constants = [onnx.helper.make_node("Constant", [], [rename[t]], value=g.initializers[t]) for t in empty]
+    nodes = constants + [renamed_copy(n, rename) for n in body.nodes]
+    return TaskBody(nodes, [t for t in body.inputs if t not in rename], body.outputs)
 
 
 def renamed_copy(node: onnx.NodeProto, mapping: dict[str, str], name: str | None = None) -> onnx.NodeProto:
