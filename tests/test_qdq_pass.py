@@ -225,3 +225,35 @@ def test_a_qdq_pair_under_qemu_equals_the_host_kernel(tmp_path: Path) -> None:
     pairs = json.loads(report.read_text())["pairs"]
     assert pairs and all(p["bit_exact"] for p in pairs)
     assert all("quantize_linear" in p["op_names"] for p in pairs)
+
+
+def test_qdq_groups_are_taken_whole_or_named() -> None:
+    """x -> DQ -> Relu -> Q -> DQ2 -> Sigmoid -> Q2: a task of the Relu alone splits its group; closing
+    it takes DQ and Q; a task holding DQ2 without its Sigmoid gives DQ2 back."""
+    from hexfuse_onnx import graph, qdq
+
+    s = [numpy_helper.from_array(np.array(0.1, np.float32), "s"), numpy_helper.from_array(np.array(3, np.uint8), "z")]
+    nodes = [
+        helper.make_node("DequantizeLinear", ["x", "s", "z"], ["xf"], name="dq"),
+        helper.make_node("Relu", ["xf"], ["r"], name="relu"),
+        helper.make_node("QuantizeLinear", ["r", "s", "z"], ["rq"], name="q"),
+        helper.make_node("DequantizeLinear", ["rq", "s", "z"], ["rf"], name="dq2"),
+        helper.make_node("Sigmoid", ["rf"], ["sg"], name="sigmoid"),
+        helper.make_node("QuantizeLinear", ["sg", "s", "z"], ["y"], name="q2"),
+    ]
+    gp = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.UINT8, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.UINT8, [4])],
+        initializer=s,
+    )
+    g = graph.index_model(helper.make_model(gp, opset_imports=[helper.make_opsetid("", 19)], ir_version=9))
+    ids = {n.name: i for i, n in enumerate(g.nodes)}
+    relu = [ids["relu"]]
+    reason = qdq.split_group(g, relu)
+    assert reason is not None and "'relu'" in reason and "'q'" in reason
+    closed = qdq.close_groups(g, relu, [])
+    assert sorted(closed) == sorted([ids["dq"], ids["relu"], ids["q"]]) and qdq.split_group(g, closed) is None
+    assert qdq.release_foreign(g, closed + [ids["dq2"]]) == sorted(closed)
+    assert qdq.group_widths(g, ids["relu"]) == {"xf": 1, "r": 1}
