@@ -4,7 +4,6 @@ pyproject.toml. HEXFUSE_SKIP_NATIVE=1 skips the native build (pure-Python instal
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 from setuptools import Distribution, setup
@@ -19,11 +18,8 @@ class BuildPyWithNative(build_py):
             import scipy_openblas32
 
             env = dict(os.environ)
-            # this interpreter's BLAS (pip's build environment), in a build folder of its own
+            # this interpreter's BLAS (pip's build environment); build.sh's build folder
             env["HEXFUSE_BLAS_DIR"] = str(Path(scipy_openblas32.get_lib_dir()).parent)
-            env.setdefault(
-                "HEXFUSE_BUILD_DIR", str(ROOT / "build" / f"native-py{sys.version_info[0]}{sys.version_info[1]}")
-            )
             subprocess.check_call(["bash", str(ROOT / "custom_ops" / "build.sh")], cwd=ROOT, env=env)
         super().run()
 

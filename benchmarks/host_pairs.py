@@ -67,11 +67,11 @@ from onnx import helper
 
 import models
 from hexfuse_onnx import contract as C
-from hexfuse_onnx.bench import Config, CpuMeter, load_text, ort_options, time_configs, verify_config
 from hexfuse_onnx import runtime
+from hexfuse_onnx.bench import Config, CpuMeter, load_text, ort_options, time_configs, verify_config
+from hexfuse_onnx.costmodel import engine_seconds
 from hexfuse_onnx.pipeline import rewrite
 from hexfuse_onnx.profile import Engine
-from hexfuse_onnx.costmodel import engine_seconds
 from hexfuse_onnx.verify import random_inputs
 
 DEFAULT_SHARES = "0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9"
@@ -327,8 +327,10 @@ def trace_line(label: str, t: dict[str, Any] | None) -> str:
         return f"    trace {label}: {(t or {}).get('error', 'none')}"
     p = t["pct_of_kernel_wall"]
     return (
-        f"    trace {label} (median-wall run of {t.get('traced_runs')}): node {t.get('node')} kernel wall {t.get('run_wall_ns', 0) / 1000:.1f} us "
-        f"(session.run incl. trace write {t['session_run_us']:.1f} us), workers {t.get('workers')}, serialized {t.get('serialized')}: "
+        f"    trace {label} (median-wall run of {t.get('traced_runs')}): node {t.get('node')} "
+        f"kernel wall {t.get('run_wall_ns', 0) / 1000:.1f} us "
+        f"(session.run incl. trace write {t['session_run_us']:.1f} us), workers {t.get('workers')}, "
+        f"serialized {t.get('serialized')}: "
         f"matrix busy {p['matrix']:.0f}%, vector busy {p['vector']:.0f}%, copy busy {p['copy']:.0f}%, "
         f"matrix/vector overlap {p['matrix_vector_overlap']:.0f}%, task overlap {p['task_overlap']:.0f}%, "
         f"items span {p['items_span']:.0f}% of kernel wall; m/v overlap > 0 in "

@@ -19,6 +19,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -145,6 +146,7 @@ def time_configs(configs: list[Config], feeds: dict[str, np.ndarray], runs: int,
     try:
         for k in per_round:
             for cfg in live:
+                assert cfg.session is not None  # live configs have one
                 run = cfg.session.run
                 for _ in range(warmup):
                     run(None, feeds)
@@ -304,9 +306,9 @@ class BenchResult:
                 f"  {best.label} (the faster hexfuse configuration) / baseline: "
                 + ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items())
             )
-        auto = self.auto_over_best_ort()
-        if auto is not None:
-            out.append(f"  auto (default session options) / best ORT mode ({self.best_ort().label}): {auto:.2f}x")
+        auto, best_ort = self.auto_over_best_ort(), self.best_ort()
+        if auto is not None and best_ort is not None:
+            out.append(f"  auto (default session options) / best ORT mode ({best_ort.label}): {auto:.2f}x")
         out.append("  " + load_text(self.cpu_use))
         return out
 
@@ -331,7 +333,7 @@ def predicted(analysis) -> dict[str, Any]:
     for p in analysis.pairs:
         kinds[p.kind] = kinds.get(p.kind, 0) + 1
     serial = sum(p.prediction.serial for p in analysis.pairs)
-    fused = sum(p.prediction.fused for p in analysis.pairs)
+    fused = sum(p.prediction.fused_call for p in analysis.pairs)
     whole = task_time(TaskProfile.of(list(analysis.profile.nodes.values())), analysis.target)
     return {
         "target": analysis.target.name,
@@ -386,7 +388,6 @@ def bench(
     """Measure one model (a path; a model without FusedHexPair nodes is rewritten first). `tol`:
     how far the plugin's outputs may be from ort-seq's (relative to each output's scale)."""
     import onnx
-    import onnxruntime as ort
 
     from . import runtime
     from .contract import DOMAIN
@@ -398,9 +399,7 @@ def bench(
     with tempfile.TemporaryDirectory(prefix="hexfuse-bench-") as folder:
         original, fused, note, prediction = _prepare(model, Path(folder), shapes, target, progress)
         progress("creating sessions and checking every configuration's outputs against ort-seq")
-        reference_session = ort.InferenceSession(
-            str(original), sess_options=ort_options("ort-seq"), providers=["CPUExecutionProvider"]
-        )
+        reference_session = _cpu_session(original, "ort-seq")
         feeds = random_inputs(reference_session, shapes, seed)
         names = [o.name for o in reference_session.get_outputs()]
         reference = reference_session.run(names, feeds)
@@ -424,19 +423,12 @@ def bench(
                     note="HTP emulated on x86: its time follows the host, not a device",
                 )
             else:
-                add(
-                    b,
-                    lambda b=b: ort.InferenceSession(
-                        str(original), sess_options=ort_options(b), providers=["CPUExecutionProvider"]
-                    ),
-                )
+                add(b, partial(_cpu_session, original, b))
         if fused is not None:
             n_pairs = sum(1 for n in onnx.load(str(fused), load_external_data=False).graph.node if n.domain == DOMAIN)
             add(
                 "fallback",
-                lambda: ort.InferenceSession(
-                    str(fused), sess_options=ort_options("ort-seq"), providers=["CPUExecutionProvider"]
-                ),
+                partial(_cpu_session, fused, "ort-seq"),
                 note="rewritten model on stock ORT (the pairs' fallback bodies), ort-seq",
             )
             add(
@@ -470,6 +462,13 @@ def bench(
         for c in configs:
             c.session = None  # the temporary folder goes; results keep the figures only
     return BenchResult(model.name, n_pairs, note, configs, meter.others(), time.perf_counter() - start, prediction)
+
+
+def _cpu_session(path: Path, mode: str) -> Any:
+    """An InferenceSession of stock ORT's CPU provider in one of ort_options' modes."""
+    import onnxruntime as ort
+
+    return ort.InferenceSession(str(path), sess_options=ort_options(mode), providers=["CPUExecutionProvider"])
 
 
 def _qnn_session(path: Path):

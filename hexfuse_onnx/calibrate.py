@@ -53,9 +53,10 @@ import os
 import platform
 import statistics
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 import onnx
@@ -386,7 +387,7 @@ def _fitted_target(
 
 def _with_residual(target: Target, residual: str) -> Target:
     params = {k: replace(p, source=p.source.replace("{residual}", residual)) for k, p in target.params().items()}
-    return replace(target, **params)
+    return replace(target, **cast(dict[str, Any], params))
 
 
 # ---------------------------------------------------------------------------------------
@@ -893,7 +894,7 @@ def where_measured() -> str:
 
 
 def calibrate(
-    model_paths: list[str | os.PathLike[str]],
+    model_paths: Sequence[str | os.PathLike[str]],
     progress: Progress = _quiet,
     runs: int = 20,
     warmup: int = 3,

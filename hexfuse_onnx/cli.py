@@ -88,7 +88,7 @@ def _parser() -> argparse.ArgumentParser:
     pr = sub.add_parser("profile", help="run a model on the plugin and write its engine timeline", epilog=EPILOG)
     pr.add_argument("model", help="a rewritten model (an original one is rewritten first, into a temporary file)")
     pr.add_argument("-o", "--output", required=True, help="Chrome-trace/Perfetto JSON to write")
-    pr.add_argument("--png", help="also draw the timeline into this PNG")
+    pr.add_argument("--png", help="also draw the timeline into this PNG (needs the timeline extra: matplotlib)")
     pr.add_argument("--runs", type=int, default=10, help="runs before the recorded one (default 10)")
     pr.add_argument("--workers", type=int, help="vector workers of the kernel's pool")
     pr.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
@@ -294,12 +294,25 @@ def _check_report_path(path: str | None) -> None:
         raise WriteError(f"{path}: cannot write the JSON report there (folder missing or not writable)")
 
 
+def _check_output_folder(path: str) -> None:
+    """Refuse before any analysis when the model's output folder is missing or not writable."""
+    from .errors import WriteError
+
+    folder = Path(path).resolve().parent
+    if not folder.is_dir():
+        raise WriteError(f"{path}: output folder {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise WriteError(f"{path}: output folder {folder} is not writable")
+
+
 def _rewrite(args: argparse.Namespace, progress) -> int:
     from .pipeline import default_output, rewrite
-    from .report import pair_rows, rewrite_json, summary, table
+    from .report import pair_rows, rejection_lines, rewrite_json, summary, table
 
-    _refuse_same_file(args.json, args.model, args.output or str(default_output(args.model)))
+    output = args.output or str(default_output(args.model))
+    _refuse_same_file(args.json, args.model, output)
     _check_report_path(args.json)
+    _check_output_folder(output)
     result = rewrite(
         args.model,
         args.output,
@@ -313,6 +326,8 @@ def _rewrite(args: argparse.Namespace, progress) -> int:
     )
     a = result.analysis
     print(summary(a))
+    for line in rejection_lines(a.rejected):
+        print(line)
     if result.output is None:
         print("no pair qualifies; nothing written")
     else:
@@ -333,7 +348,7 @@ def _rewrite(args: argparse.Namespace, progress) -> int:
 
 def _inspect(args: argparse.Namespace, progress) -> int:
     from .pipeline import analyse
-    from .report import analysis_json, pair_rows, summary, table
+    from .report import analysis_json, pair_rows, rejection_lines, summary, table
 
     _refuse_same_file(args.json, args.model)
     _check_report_path(args.json)
@@ -341,11 +356,8 @@ def _inspect(args: argparse.Namespace, progress) -> int:
     print(summary(a))
     if a.pairs:
         print(table(pair_rows(a.pairs)))
-    reasons: dict[str, int] = {}
-    for r in a.rejected:
-        reasons[r.reason.split(":")[0]] = reasons.get(r.reason.split(":")[0], 0) + 1
-    for reason, n in sorted(reasons.items(), key=lambda kv: -kv[1]):
-        print(f"rejected {n}: {reason}")
+    for line in rejection_lines(a.rejected):
+        print(line)
     if args.json:
         _write_json(args.json, analysis_json(a))
     return EXIT_OK
@@ -363,6 +375,8 @@ def _profile(args: argparse.Namespace, progress) -> int:
     _refuse_same_file(args.output, args.model)
     _check_report_path(args.output)
     _check_report_path(args.png)
+    if args.png:
+        timeline.check_png_support()
     model = Path(args.model)
     with tempfile.TemporaryDirectory(prefix="hexfuse-profile-") as folder:
         head = onnx.load(str(model), load_external_data=False)
@@ -422,7 +436,7 @@ def _analysis_line(entry, target: str, progress) -> str:
     for p in a.pairs:
         kinds[p.kind] = kinds.get(p.kind, 0) + 1
     serial = sum(p.prediction.serial for p in a.pairs)
-    fused = sum(p.prediction.fused for p in a.pairs)
+    fused = sum(p.prediction.fused_call for p in a.pairs)
     return (
         f"{len(a.graph.nodes)} nodes, pairs: "
         + ", ".join(f"{k} {n}" for k, n in kinds.items())

@@ -8,10 +8,12 @@ built in one linear pass so that 50k-node models stay fast.
 from __future__ import annotations
 
 import heapq
+import math
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import onnx
 from onnx import shape_inference
@@ -38,12 +40,8 @@ class TensorInfo:
 
     @property
     def numel(self) -> int | None:
-        if not self.is_static:
-            return None
-        n = 1
-        for d in self.shape:  # type: ignore[union-attr]
-            n *= d  # type: ignore[operator]
-        return n
+        sizes = [d for d in self.shape or () if isinstance(d, int)]
+        return math.prod(sizes) if self.is_static else None
 
     @property
     def itemsize(self) -> int:
@@ -215,8 +213,8 @@ def index_model(
 # Helpers
 
 
-def attribute(node: onnx.NodeProto, name: str, default: object = None) -> object:
-    """The value of a node attribute, or the default when the node does not set it."""
+def attribute(node: onnx.NodeProto, name: str, default: Any = None) -> Any:
+    """The value of a node attribute (int, float, bytes, list, tensor, graph: as ONNX stores it), or the default."""
     for a in node.attribute:
         if a.name == name:
             return onnx.helper.get_attribute_value(a)

@@ -54,7 +54,6 @@ MEMORY_OPS = {
     "Pad",
     "Resize",
     "Upsample",
-    "Expand",
     "Tile",
     "DepthToSpace",
     "SpaceToDepth",
@@ -68,6 +67,7 @@ MEMORY_OPS = {
     "Flatten",
     "Identity",
 }
+# Not memory: Expand runs on the kernel as a broadcasting MUL by ones (lowering/layout.py), a vector op.
 # Pure metadata: no data moves when these run (constants, shapes, inference-time no-ops).
 NO_COST_OPS = {
     "Shape",
@@ -142,7 +142,7 @@ class TaskProfile:
     footprint: int = 0
 
     @classmethod
-    def of(cls, ops: list[NodeProfile]) -> "TaskProfile":
+    def of(cls, ops: list[NodeProfile]) -> TaskProfile:
         t = cls(nodes=[p.node for p in ops], ops=ops)
         for e in Engine:
             t.flops[e] = sum(p.flops for p in ops if p.engine == e)
@@ -158,7 +158,7 @@ class TaskProfile:
     def total_bytes(self) -> float:
         return sum(self.bytes.values())
 
-    def scaled(self, fraction: float) -> "TaskProfile":
+    def scaled(self, fraction: float) -> TaskProfile:
         """The same task on a fraction of the batch (activations and FLOPs scale, weights do not)."""
         ops = [
             NodeProfile(
@@ -230,7 +230,7 @@ def engine_of(node: onnx.NodeProto) -> Engine:
 def profile_graph(g: ModelGraph) -> GraphProfile:
     nodes: dict[int, NodeProfile] = {}
     unprofiled: dict[int, str] = {}
-    for i, n in enumerate(g.nodes):
+    for i in range(len(g.nodes)):
         p = profile_node(g, i)
         if isinstance(p, str):
             unprofiled[i] = p

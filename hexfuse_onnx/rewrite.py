@@ -32,10 +32,14 @@ def prepare(g: ModelGraph, pairs: list[Pair], target_name: str) -> list[tuple[Pa
     program; returns the pairs that do not lower, with why."""
     first = next_pair_id(g.model)
     opsets = [o for o in g.model.opset_import if o.domain != C.DOMAIN]
+    typed = {
+        v.name: v for v in list(g.model.graph.value_info) + list(g.model.graph.output) if v.type.tensor_type.elem_type
+    }
     failed = []
     for k, pair in enumerate(pairs):
         pair.id, pair.lowered = f"pair{first + k}", None
         pair.call = _fused_call(kind_of(pair).tasks(g, pair), pair, target_name, opsets)
+        _add_value_info(pair.call.function, typed)
         try:
             pair.lowered = _lower(g, pair.call)
         except LoweringError as exc:
@@ -51,7 +55,6 @@ def fuse(g: ModelGraph, pairs: list[Pair]) -> onnx.ModelProto:
     removed: set[int] = set()
     placed: list[tuple[int, onnx.NodeProto]] = []  # (position, node) for new nodes
     internal: set[str] = set()
-    typed = {v.name: v for v in list(graph.value_info) + list(graph.output) if v.type.tensor_type.elem_type}
     for pair in pairs:
         if pair.call is None or pair.lowered is None:
             raise HexfuseError(f"internal error: pair '{pair.id}' was not prepared and lowered before fusing")
@@ -60,7 +63,6 @@ def fuse(g: ModelGraph, pairs: list[Pair]) -> onnx.ModelProto:
         node.CopyFrom(pair.call.node)
         fn.CopyFrom(pair.call.function)
         set_program(node, pair.lowered.program)
-        _add_value_info(fn, typed)
         removed.update(tasks.replaced)
         placed += tasks.placed
         placed.append((tasks.replaced[0], node))
@@ -141,9 +143,8 @@ def _fused_call(tasks: PairTasks, pair: Pair, target_name: str, opsets: list[onn
     }
     if pair.microbatch_sizes is not None:
         attrs[C.ATTR_MICROBATCH_SIZES] = list(pair.microbatch_sizes)
-    node = helper.make_node(
-        C.OP_TYPE, a.inputs + b.inputs, outputs, name=f"hexfuse/{pair.id}", domain=C.DOMAIN, **attrs
-    )
+    node = helper.make_node(C.OP_TYPE, a.inputs + b.inputs, outputs, name=f"hexfuse/{pair.id}", domain=C.DOMAIN)
+    node.attribute.extend(helper.make_attribute(k, v) for k, v in sorted(attrs.items()) if v is not None)
     node.overload = pair.id
     fn = helper.make_function(
         C.DOMAIN, C.OP_TYPE, formal_inputs, outputs, a.nodes + b_nodes, opsets, attributes=list(C.NODE_ATTRIBUTES)

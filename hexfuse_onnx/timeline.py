@@ -19,7 +19,7 @@ from pathlib import Path
 import onnx
 
 from . import contract as C
-from .errors import HexfuseError
+from .errors import HexfuseError, UsageError
 from .verify import random_inputs
 
 ENGINES = ("matrix", "vector", "copy")
@@ -130,6 +130,16 @@ def chrome_trace(timelines: list[PairTimeline]) -> dict:
                 }
             )
     return {"traceEvents": events, "displayTimeUnit": "ns"}
+
+
+def check_png_support() -> None:
+    """Refuse --png up front when matplotlib (the `timeline` extra) is not installed."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise UsageError(
+            "--png needs matplotlib, which is not installed: pip install 'hexfuse-onnx[timeline]'"
+        ) from None
 
 
 def draw_png(timelines: list[PairTimeline], path: str | os.PathLike[str]) -> None:

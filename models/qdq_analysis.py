@@ -125,7 +125,10 @@ def add_inspect(analysis: Analysis, path: Path) -> None:
 
 
 def _reason(reason: str) -> str:
-    """A rejection reason without its node's name: "does not lower: QuantizeLinear: op is outside the kernel's op set"."""
+    """A rejection reason without its node's name.
+
+    "does not lower: QuantizeLinear: op is outside the kernel's op set" stays as it is.
+    """
     match = re.match(r"(.*?)cannot lower (\S+) node '[^']*': (.*)", reason)
     return f"{match[1]}{match[2]}: {match[3]}" if match else reason
 

@@ -8,6 +8,7 @@ need_apt=()
 command -v clang-19 >/dev/null || need_apt+=(clang-19)
 command -v ld.lld-19 >/dev/null || need_apt+=(lld-19)
 command -v llvm-objdump-19 >/dev/null || need_apt+=(llvm-19)
+command -v clang-format-19 >/dev/null || need_apt+=(clang-format-19)
 command -v qemu-hexagon >/dev/null || need_apt+=(qemu-user)
 command -v cmake >/dev/null || need_apt+=(cmake)
 command -v ninja >/dev/null || need_apt+=(ninja-build)
@@ -42,9 +43,12 @@ if [ "${HEXFUSE_QEMU_BACKPORTS:-1}" != 0 ] && [ "$(qemu_major)" -lt 10 ] 2>/dev/
 fi
 
 command -v cargo >/dev/null || { echo "setup: cargo (Rust) is needed to build custom_ops/; install it with rustup" >&2; exit 1; }
+if command -v rustup >/dev/null; then
+  rustup component add clippy rustfmt >/dev/null 2>&1 || echo "setup: rustup could not add clippy/rustfmt (scripts/lint.sh needs them)" >&2
+fi
 
-echo "setup: installing hexfuse-onnx and its test extras (pip)"
-python3 -m pip install -q --disable-pip-version-check -e ".[test,timeline,qnn]"
+echo "setup: installing hexfuse-onnx and its test and lint extras (pip)"
+python3 -m pip install -q --disable-pip-version-check -e ".[test,dev,timeline,qnn]"
 echo "setup: building the dsp kernel and the ONNX Runtime plugin (custom_ops/build.sh)"
 bash custom_ops/build.sh
 echo "setup: done"

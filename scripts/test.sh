@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Every test of the project: the dsp kernel's C tests (host, sanitizers, fuzzing), the Hexagon
-# builds and the qemu-hexagon tests, the ONNX Runtime plugin build, then the Python tests.
+# Every test of the project: the static checks (scripts/lint.sh), the dsp kernel's C tests (host,
+# sanitizers, fuzzing), the Hexagon builds and the qemu-hexagon tests, the ONNX Runtime plugin
+# build, then all the Python tests, slow ones included.
 # Exits non-zero on any failure. Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+echo "== scripts/lint.sh"
+bash scripts/lint.sh
 echo "== dsp: host build, ctest, ASan/UBSan ctest, parser fuzzing"
 bash dsp/scripts/build_and_test_host.sh
 echo "== dsp: Hexagon v68/v73 and qemu builds"

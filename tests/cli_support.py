@@ -1,9 +1,12 @@
-"""Running the real `python -m hexfuse_onnx` in tests, and the checks every refusal shares: one
-error line on stderr, no traceback, the cause named, the folders as they should be."""
+"""Running the command line in tests (in this process through `cli.main`, or as a real
+`python -m hexfuse_onnx` subprocess), and the checks every refusal shares: one error line on
+stderr, no traceback, the cause named, the folders as they should be."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import os
 import subprocess
 import sys
@@ -11,12 +14,30 @@ from pathlib import Path
 
 import onnx
 
+from hexfuse_onnx import cli
+
 REPO = Path(__file__).resolve().parents[1]
 ERROR_PREFIX = "hexfuse-onnx: error:"
 
 
-def run_cli(*args: object, timeout: float = 120, prefix: list[str] | None = None) -> subprocess.CompletedProcess[str]:
-    """The CLI in a subprocess from the repo root (`prefix`: a wrapper command such as setpriv)."""
+def run_cli(*args: object) -> subprocess.CompletedProcess[str]:
+    """The CLI in this process, `cli.main([...])`, with its exit code and what it prints: a refusal
+    is decided in Python, so a subprocess would add only start-up time."""
+    argv = [str(a) for a in args]
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = cli.main(argv)
+        except SystemExit as exc:  # argparse: usage errors and --help
+            code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+    return subprocess.CompletedProcess(["hexfuse-onnx", *argv], code, out.getvalue(), err.getvalue())
+
+
+def run_cli_process(
+    *args: object, timeout: float = 120, prefix: list[str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The real `python -m hexfuse_onnx` in a subprocess from the repo root (`prefix`: a wrapper
+    command such as setpriv)."""
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)  # the package must be found from the repo root (cwd) alone
     return subprocess.run(

@@ -28,25 +28,17 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+from cli_support import Dirs, assert_mentions, error_line, listing, run_cli, run_cli_process, snapshot
 from onnx import TensorProto, helper, numpy_helper
 
+import models
+
 REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-import models  # noqa: E402
-import cli_support
-from cli_support import Dirs, assert_mentions, error_line, listing, snapshot  # noqa: E402
-
 EXIT_OK, EXIT_USAGE, EXIT_BAD_MODEL, EXIT_VERIFY, EXIT_WRITE, EXIT_INTERNAL = 0, 2, 3, 4, 5, 70
 
 
 # ---------------------------------------------------------------------------------------
 # Helpers (the same conventions as tests/test_cli_errors.py)
-
-
-def run_cli(*args: object, timeout: float = 300, prefix: list[str] | None = None) -> subprocess.CompletedProcess[str]:
-    return cli_support.run_cli(*args, timeout=timeout, prefix=prefix)
 
 
 def zoo(name: str = "two_branch") -> onnx.ModelProto:
@@ -384,6 +376,7 @@ def big_run(tmp_path_factory):
         shutil.rmtree(folder, ignore_errors=True)
 
 
+@pytest.mark.slow
 def test_over_2gb_model_is_rewritten_with_external_data(big_run):
     proc, out = big_run["proc"], big_run["out"]
     assert proc.returncode == EXIT_OK, proc.stdout + proc.stderr
@@ -408,6 +401,7 @@ def test_over_2gb_model_is_rewritten_with_external_data(big_run):
     assert emb.shape == (1, BIG_DIM) and not emb.any()  # the sparse table reads as zeros
 
 
+@pytest.mark.slow
 def test_over_2gb_model_is_never_held_in_one_protobuf(big_run):
     assert big_run["proc"].returncode == EXIT_OK, big_run["proc"].stderr
     held = big_run["record"]["max_proto_bytes"]
@@ -459,7 +453,7 @@ def read_only_out(dirs: Dirs):
 def test_output_folder_not_writable(dirs, read_only_out):
     src = dirs.save("two_branch.onnx", zoo())
     before = snapshot(dirs.inp)
-    proc = run_cli("rewrite", src, "-q", "-o", dirs.out / "out.onnx", prefix=read_only_out)
+    proc = run_cli_process("rewrite", src, "-q", "-o", dirs.out / "out.onnx", prefix=read_only_out)
     refused(proc, dirs, before, (EXIT_WRITE,), str(dirs.out), "not writable")
 
 
@@ -468,7 +462,7 @@ def test_json_report_folder_not_writable(dirs, read_only_out, tmp_path):
     before = snapshot(dirs.inp)
     elsewhere = tmp_path / "models"
     elsewhere.mkdir()
-    proc = run_cli(
+    proc = run_cli_process(
         "rewrite", src, "-q", "-o", elsewhere / "out.onnx", "--json", dirs.out / "report.json", prefix=read_only_out
     )
     refused(proc, dirs, before, (EXIT_WRITE,), "report.json", "not writable")
@@ -481,7 +475,7 @@ def test_unfuse_into_folder_not_writable(dirs, read_only_out, tmp_path):
     proc = run_cli("rewrite", src, "-q", "-o", fused)
     assert proc.returncode == EXIT_OK, proc.stderr
     before = snapshot(dirs.inp)
-    proc = run_cli("unfuse", fused, "-o", dirs.out / "restored.onnx", prefix=read_only_out)
+    proc = run_cli_process("unfuse", fused, "-o", dirs.out / "restored.onnx", prefix=read_only_out)
     refused(proc, dirs, before, (EXIT_WRITE,), str(dirs.out), "not writable")
 
 

@@ -10,10 +10,12 @@ from pathlib import Path
 
 import onnx
 import pytest
+from cli_support import ERROR_PREFIX, run_cli_process
 
-from cli_support import ERROR_PREFIX, run_cli
 from hexfuse_onnx import runtime
 from hexfuse_onnx.pipeline import rewrite
+
+pytestmark = pytest.mark.slow  # bench and zoo --analyse time real sessions
 
 PLUGIN_BUILT = (runtime.LIB_DIR / runtime.PLUGIN_NAME).is_file()
 FAST = ("--runs", "3", "--rounds", "1", "--warmup", "0", "-q")
@@ -23,7 +25,7 @@ def test_zoo_lists_every_builder_and_real_model() -> None:
     import models
     from models import real
 
-    r = run_cli("zoo")
+    r = run_cli_process("zoo")
     assert r.returncode == 0, r.stderr
     names = {line.split()[0] for line in r.stdout.splitlines()[1:] if line.strip()}
     assert set(models.BUILDERS) <= names
@@ -31,7 +33,7 @@ def test_zoo_lists_every_builder_and_real_model() -> None:
 
 
 def test_zoo_analyse_reports_pairs_by_kind() -> None:
-    r = run_cli("zoo", "--analyse", "--cache-dir", "/nonexistent-cache", timeout=300)
+    r = run_cli_process("zoo", "--analyse", "--cache-dir", "/nonexistent-cache", timeout=300)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     two = lines.index(next(line for line in lines if line.startswith("two_branch ")))
@@ -45,7 +47,7 @@ def test_zoo_analyse_reports_pairs_by_kind() -> None:
 @pytest.mark.skipif(not PLUGIN_BUILT, reason="plugin not built (bash custom_ops/build.sh)")
 def test_bench_zoo_name_measures_every_configuration(tmp_path: Path) -> None:
     report = tmp_path / "bench.json"
-    r = run_cli("bench", "two_branch", *FAST, "--json", report)
+    r = run_cli_process("bench", "two_branch", *FAST, "--json", report)
     assert r.returncode == 0, r.stderr
     doc = json.loads(report.read_text())
     assert doc["fused_pairs"] == 1
@@ -66,7 +68,7 @@ def test_bench_rewritten_model_runs_its_unfused_original(zoo_dir: Path, tmp_path
     fused = rewrite(zoo_dir / "mha_encoder.onnx", tmp_path / "m.fused.onnx").output
     assert fused is not None
     report = tmp_path / "bench.json"
-    r = run_cli("bench", fused, *FAST, "--baseline", "ort-seq", "--json", report)
+    r = run_cli_process("bench", fused, *FAST, "--baseline", "ort-seq", "--json", report)
     assert r.returncode == 0, r.stderr
     doc = json.loads(report.read_text())
     assert doc["note"] == "the baselines run its unfused original"
@@ -76,7 +78,7 @@ def test_bench_rewritten_model_runs_its_unfused_original(zoo_dir: Path, tmp_path
 def test_bench_model_without_pairs_times_the_baselines_only(zoo_dir: Path, tmp_path: Path) -> None:
     model = tmp_path / "chain.onnx"
     shutil.copy(zoo_dir / "sequential_chain.onnx", model)
-    r = run_cli("bench", model, *FAST, "--baseline", "ort-seq,ort-par")
+    r = run_cli_process("bench", model, *FAST, "--baseline", "ort-seq,ort-par")
     assert r.returncode == 0, r.stderr
     assert "no pair qualifies" in r.stdout
     assert "hexfuse" not in r.stdout.split("no pair qualifies")[1].split("CPU use")[0].replace("hexfuse not timed", "")
@@ -92,14 +94,14 @@ def test_bench_model_without_pairs_times_the_baselines_only(zoo_dir: Path, tmp_p
     ],
 )
 def test_bench_bad_command_lines_exit_2(args: tuple[str, ...], message: str) -> None:
-    r = run_cli(*args)
+    r = run_cli_process(*args)
     assert r.returncode == 2, (r.returncode, r.stderr)
     assert r.stderr.strip().splitlines()[-1].startswith(ERROR_PREFIX) and message in r.stderr, r.stderr
     assert "Traceback" not in r.stderr
 
 
 def test_bench_missing_file_exits_3(tmp_path: Path) -> None:
-    r = run_cli("bench", tmp_path / "absent.onnx")
+    r = run_cli_process("bench", tmp_path / "absent.onnx")
     assert r.returncode == 3 and "file not found" in r.stderr, r.stderr
 
 
@@ -107,7 +109,7 @@ def test_bench_refuses_a_report_onto_the_model(zoo_dir: Path, tmp_path: Path) ->
     model = tmp_path / "m.onnx"
     shutil.copy(zoo_dir / "two_branch.onnx", model)
     before = model.read_bytes()
-    r = run_cli("bench", model, "--json", model)
+    r = run_cli_process("bench", model, "--json", model)
     assert r.returncode == 2 and "would overwrite" in r.stderr, r.stderr
     assert model.read_bytes() == before
     onnx.checker.check_model(str(model))

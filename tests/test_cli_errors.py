@@ -1,4 +1,5 @@
-"""The command line end to end, through a real `python -m hexfuse_onnx` subprocess.
+"""The command line end to end: in this process through `cli.main([...])` (cli_support.run_cli),
+and through a real `python -m hexfuse_onnx` subprocess for --help and one full rewrite.
 
 Every bad input must end with one clear line on stderr that names the cause, a specific
 non-zero exit code, no output file (and no stray staging folder) in the output directory,
@@ -9,21 +10,16 @@ from __future__ import annotations
 
 import json
 import random
-import sys
 from pathlib import Path
 
 import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+from cli_support import Dirs, assert_mentions, error_line, listing, run_cli, run_cli_process, sha256
 from onnx import TensorProto, helper
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-import models  # noqa: E402
-from cli_support import Dirs, assert_mentions, error_line, listing, run_cli, sha256  # noqa: E402
+import models
 
 EXIT_OK, EXIT_USAGE, EXIT_BAD_MODEL, EXIT_VERIFY, EXIT_WRITE, EXIT_INTERNAL = 0, 2, 3, 4, 5, 70
 
@@ -395,6 +391,12 @@ def test_help(command):
     assert "exit codes" in proc.stdout
 
 
+def test_python_dash_m_runs_the_cli():
+    proc = run_cli_process("--help")
+    assert proc.returncode == EXIT_OK, proc.stderr
+    assert proc.stdout.startswith("usage:") and "exit codes" in proc.stdout
+
+
 # ---------------------------------------------------------------------------------------
 # Good paths
 
@@ -403,7 +405,7 @@ def test_rewrite_writes_verified_model_and_json(dirs, zoo_bytes):
     src = dirs.write("two_branch.onnx", zoo_bytes["two_branch"])
     before = sha256(src)
     out, report = dirs.out / "fused.onnx", dirs.out / "report.json"
-    proc = run_cli("rewrite", src, "-o", out, "--json", report)
+    proc = run_cli_process("rewrite", src, "-o", out, "--json", report)
     assert proc.returncode == EXIT_OK, proc.stderr
     assert "[hexfuse" in proc.stderr  # progress without -q goes to stderr, not stdout
     for header in ("kind", "nodes A+B", "serial us", "fused us", "gain"):

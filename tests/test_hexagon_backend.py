@@ -2,7 +2,7 @@
 the hand-written marshalling (dsp/include/hexfuse/rpc_abi.h) and the DSP-side skeleton dispatcher +
 methods (dsp/hexagon/skel/).
 
-There is no cDSP here. HEXFUSE_CDSPRPC_LIB points the plugin at build/custom_ops/libhexfuse_rpc_loopback.so,
+There is no cDSP here. HEXFUSE_CDSPRPC_LIB points the plugin at hexfuse_onnx/_lib/libhexfuse_rpc_loopback.so,
 a TEST STAND-IN for libcdsprpc.so: its remote_handle64_open/invoke/close hand the client's remote_arg
 buffers (copied, as FastRPC copies them) to the skeleton dispatcher in the same process, which runs the
 kernel on the host. So what runs here is the plugin's backend selection, the client's marshalling, the
@@ -34,15 +34,14 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-
-from hexfuse_onnx import contract as C
-from hexfuse_onnx import runtime, verify
 from plugin_support import concurrent_errors, lower_zoo
 from plugin_support import reference as zoo_reference
 
+from hexfuse_onnx import contract as C
+from hexfuse_onnx import runtime, verify
+
 ROOT = Path(__file__).resolve().parents[1]
-BUILD = Path(os.environ.get("HEXFUSE_BUILD_DIR", ROOT / "build" / "custom_ops"))
-LOOPBACK = BUILD / "libhexfuse_rpc_loopback.so"
+LOOPBACK = runtime.LIB_DIR / runtime.LOOPBACK_NAME
 MODELS = ["two_branch", "mha_encoder", "gpt_decode_step"]
 TOL = 1e-4
 
@@ -50,10 +49,13 @@ TOL = 1e-4
 SUCCESS, EBADSTATE, EBADPARM, EUNSUPPORTED = 0, 13, 14, 20
 N_STATS = 9
 
-pytestmark = pytest.mark.skipif(
-    not (runtime.LIB_DIR / runtime.PLUGIN_NAME).is_file(),
-    reason=f"{runtime.LIB_DIR / runtime.PLUGIN_NAME} not built: run `bash custom_ops/build.sh`",
-)
+pytestmark = [
+    pytest.mark.slow,  # plugin sessions, ~0.5 s each: the runtime's tier, outside the pass's fast one
+    pytest.mark.skipif(
+        not (runtime.LIB_DIR / runtime.PLUGIN_NAME).is_file(),
+        reason=f"{runtime.LIB_DIR / runtime.PLUGIN_NAME} not built: run `bash custom_ops/build.sh`",
+    ),
+]
 
 
 @pytest.fixture(scope="module")

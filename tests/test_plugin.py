@@ -14,19 +14,22 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-
-from hexfuse_onnx import contract as C
-from hexfuse_onnx import runtime, verify
 from plugin_support import concurrent_errors, lower_zoo
 from plugin_support import reference as zoo_reference
 from qnn_support import QNN_EP, nodes_by_provider, qnn_devices_or_skip
 
+from hexfuse_onnx import contract as C
+from hexfuse_onnx import runtime, verify
+
 LOWERABLE = ["two_branch", "mha_encoder", "gpt_decode_step", "gpt_decode_step_contrib"]
 
-pytestmark = pytest.mark.skipif(
-    not (runtime.LIB_DIR / runtime.PLUGIN_NAME).is_file(),
-    reason=f"{runtime.LIB_DIR / runtime.PLUGIN_NAME} not built: run `bash custom_ops/build.sh`",
-)
+pytestmark = [
+    pytest.mark.slow,  # plugin sessions, ~0.5 s each: the runtime's tier, outside the pass's fast one
+    pytest.mark.skipif(
+        not (runtime.LIB_DIR / runtime.PLUGIN_NAME).is_file(),
+        reason=f"{runtime.LIB_DIR / runtime.PLUGIN_NAME} not built: run `bash custom_ops/build.sh`",
+    ),
+]
 
 
 def plugin_session(path: Path | bytes) -> ort.InferenceSession:

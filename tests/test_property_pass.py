@@ -36,10 +36,10 @@ from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
+import models
 from hexfuse_onnx import contract as C
 from hexfuse_onnx import pipeline, runtime, verify
 from hexfuse_onnx.errors import HexfuseError
-import models
 
 OPSET = 18
 IR_VERSION = 10
@@ -655,6 +655,7 @@ def _summary():
         )
 
 
+@pytest.mark.slow
 @PROFILE
 @given(spec=dags())
 def test_rewrite_declines_cleanly_or_writes_a_verified_model(spec: Spec) -> None:

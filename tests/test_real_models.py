@@ -33,11 +33,13 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+from qnn_support import QNN_EP, nodes_by_provider, qnn_devices_or_skip
 
 from hexfuse_onnx import contract as C
 from hexfuse_onnx import pipeline, runtime, verify
 from models import real
-from qnn_support import QNN_EP, nodes_by_provider, qnn_devices_or_skip
+
+pytestmark = pytest.mark.slow  # real models through ORT, the plugin and QNN
 
 REAL_ALL = os.environ.get("HEXFUSE_REAL_ALL") == "1"
 REPORT = os.environ.get("HEXFUSE_REAL_REPORT")

@@ -44,10 +44,13 @@ PLUGIN_TOL = 1e-4
 LOAD_RUNS = int(os.environ.get("HEXFUSE_LOAD_RUNS", "10000"))
 RSS_GROWTH_LIMIT_MB = 50
 
-pytestmark = pytest.mark.skipif(
-    not (runtime.LIB_DIR / runtime.PLUGIN_NAME).is_file(),
-    reason=f"{runtime.LIB_DIR / runtime.PLUGIN_NAME} not built: run `bash custom_ops/build.sh`",
-)
+pytestmark = [
+    pytest.mark.slow,  # plugin sessions, ~0.5 s each: the runtime's tier, outside the pass's fast one
+    pytest.mark.skipif(
+        not (runtime.LIB_DIR / runtime.PLUGIN_NAME).is_file(),
+        reason=f"{runtime.LIB_DIR / runtime.PLUGIN_NAME} not built: run `bash custom_ops/build.sh`",
+    ),
+]
 
 
 # ---------------------------------------------------------------------------------------
@@ -250,7 +253,7 @@ def _corruptions(fused: dict[str, Path]) -> dict[str, tuple[bytes, tuple[str, ..
         "truncated_inside_header": (with_program(tb, prog[: HEADER.size - 1]), (not_valid, "HFX_ERR_TRUNCATED")),
         "truncated_one_byte": (with_program(tb, prog[:-1]), (not_valid,)),
         "empty": (with_program(tb, b""), (not_valid,)),
-        "version_bumped": (with_program(tb, patch_header(prog, version=2)), (not_valid, "HFX_ERR_VERSION")),
+        "version_bumped": (with_program(tb, patch_header(prog, version=3)), (not_valid, "HFX_ERR_VERSION")),
         "version_zero": (with_program(tb, patch_header(prog, version=0)), (not_valid, "HFX_ERR_VERSION")),
         "total_bytes_too_large": (with_program(tb, patch_header(prog, total=len(prog) + 64)), (not_valid,)),
         "n_tensors_huge": (with_program(tb, patch_header(prog, n_tensors=0xFFFFFFFF)), (not_valid,)),

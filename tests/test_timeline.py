@@ -8,8 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_support import assert_mentions, error_line, listing, run_cli
 
 from hexfuse_onnx import timeline
+from hexfuse_onnx.errors import EXIT_USAGE
 from hexfuse_onnx.runtime import LIB_DIR, PLUGIN_NAME
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,6 +38,7 @@ def test_interval_arithmetic() -> None:
     assert t.fractions()["matrix"] == 0.5
 
 
+@pytest.mark.slow
 @needs_plugin
 def test_profile_command_writes_trace_png_and_figures(zoo_dir: Path, tmp_path: Path) -> None:
     out, png = tmp_path / "trace.json", tmp_path / "timeline.png"
@@ -66,3 +69,12 @@ def test_profile_command_writes_trace_png_and_figures(zoo_dir: Path, tmp_path: P
     assert {e["args"]["task"] for e in items} == {"A", "B"}  # both tasks ran on the kernel
     assert {e["args"]["engine"] for e in items} >= {"matrix", "vector"}
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_png_without_matplotlib_names_the_extra(zoo_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # `import matplotlib` raises ImportError
+    out, png = tmp_path / "trace.json", tmp_path / "timeline.png"
+    proc = run_cli("profile", zoo_dir / "two_branch.onnx", "-o", out, "--png", png, "-q")
+    assert proc.returncode == EXIT_USAGE, proc.stderr
+    assert_mentions(error_line(proc), "matplotlib", "hexfuse-onnx[timeline]")
+    assert listing(tmp_path) == []

@@ -216,7 +216,7 @@ def test_synthetic_deterministic():
     assert build_synthetic(500, seed=3).SerializeToString() != a
 
 
-@pytest.mark.parametrize("n", [1, 57, 1000, 10000])
+@pytest.mark.parametrize("n", [1, 57, 1000, pytest.param(10000, marks=pytest.mark.slow)])
 def test_synthetic_valid_and_runs(n):
     model = build_synthetic(n)
     onnx.checker.check_model(model, full_check=True)
@@ -237,6 +237,7 @@ def test_synthetic_has_every_block_kind():
     assert len(forks) == joins + residuals
 
 
+@pytest.mark.slow
 def test_synthetic_50k_builds_in_seconds():
     start = time.perf_counter()
     model = build_synthetic(50_000)

@@ -23,6 +23,7 @@ mod hexagon;
 mod hfx;
 mod kernel;
 mod ort;
+mod specialized;
 mod trace;
 
 use std::ffi::{c_char, c_int, c_void, CStr};
@@ -34,7 +35,7 @@ use ort_sys::{
     OrtCustomOpInputOutputCharacteristic, OrtKernelContext, OrtKernelInfo, OrtMemType, OrtSessionOptions, OrtStatusPtr,
 };
 
-use crate::kernel::Kernel;
+use crate::kernel::{Kernel, DOMAIN, OP_TYPE};
 
 fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
@@ -74,12 +75,10 @@ static API_FOR_ERRORS: AtomicPtr<OrtApi> = AtomicPtr::new(std::ptr::null_mut());
 
 // ---- the custom op ------------------------------------------------------------------------
 
-const OP_NAME: &CStr = c"FusedHexPair";
-const DOMAIN: &CStr = c"hexfuse";
 const CPU_EP: &CStr = c"CPUExecutionProvider";
 
 unsafe extern "system" fn get_name(_: *const OrtCustomOp) -> *const c_char {
-    OP_NAME.as_ptr()
+    OP_TYPE.as_ptr()
 }
 
 unsafe extern "system" fn get_ep(_: *const OrtCustomOp) -> *const c_char {

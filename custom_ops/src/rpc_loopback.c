@@ -9,7 +9,7 @@
  * on shared memory; it does not model the kernel driver, ION/rpcmem buffers, the DSP's address
  * space or its process, so it says nothing about a device.
  *
- * Used by tests with HEXFUSE_CDSPRPC_LIB=<build>/libhexfuse_rpc_loopback.so. */
+ * Used by tests with HEXFUSE_CDSPRPC_LIB=hexfuse_onnx/_lib/libhexfuse_rpc_loopback.so. */
 #include <stdlib.h>
 #include <string.h>
 

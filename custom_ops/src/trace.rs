@@ -61,9 +61,9 @@ pub fn render_hexagon(node: &str, share_a: f32, stats: &[u64; hexagon::NUM_STATS
         w = stats[hexagon::STAT_WALL_NS]
     );
     per_engine(&mut out, &busy);
-    let _ = write!(
+    let _ = writeln!(
         out,
-        ", \"matrix_vector_overlap_ns\": {}, \"task_overlap_ns\": {}, \"items_run\": [{}, {}], \"events\": 0,          \"trace_events\": []}}\n",
+        ", \"matrix_vector_overlap_ns\": {}, \"task_overlap_ns\": {}, \"items_run\": [{}, {}], \"events\": 0, \"trace_events\": []}}",
         stats[hexagon::STAT_MATRIX_VECTOR_OVERLAP_NS],
         stats[hexagon::STAT_TASK_OVERLAP_NS],
         stats[hexagon::STAT_ITEMS_A],

@@ -274,7 +274,6 @@ def main():
             ranges = [syms[s] for s in [k] + extra if s in syms]
             units, unit_name, pcs = run_kernel(qemu, elf, k, logdir)
             inside = [pc for pc in pcs if any(a <= pc < a + n for a, n in ranges)]
-            counts = Counter(inside)
             packets = {}
             for a, n in ranges:
                 packets.update(disassemble(objdump, elf, a, a + n)[0])

@@ -111,7 +111,8 @@ static void test_valid(void) {
 static void test_header(void) {
     hfx_error e;
     EXPECT_U32(0, 0x12345678u, HFX_ERR_MAGIC);
-    EXPECT_U8(4, 2, HFX_ERR_VERSION);
+    EXPECT_U8(4, 3, HFX_ERR_VERSION);
+    EXPECT_U8(4, 2, HFX_ERR_HEADER); /* v2 needs the 64-byte header */
     EXPECT_U8(4, 0, HFX_ERR_VERSION);
     EXPECT_U8(6, 40, HFX_ERR_HEADER);
     EXPECT_U32(8, (uint32_t)g_size + 1, HFX_ERR_TRUNCATED);

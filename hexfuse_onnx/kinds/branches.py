@@ -100,7 +100,7 @@ def _bipartitions(branches: list[set[int]]) -> list[tuple[set[int], set[int]]]:
     """Every split of the branches into two non-empty groups (the first branch always in group A)."""
     out = []
     for mask in range(1, 2 ** (len(branches) - 1)):
-        a, b = set(branches[0]), set()
+        a, b = set(branches[0]), set[int]()
         for j, branch in enumerate(branches[1:]):
             (b if mask >> j & 1 else a).update(branch)
         out.append((a, b))

@@ -119,7 +119,7 @@ class Microbatch(PairKind):
             if not fits(a, b, target):
                 continue
             p = predict(a, b, target)
-            p = Prediction(p.time_a, p.time_b, serial, p.fused, p.share_a)
+            p = Prediction(p.time_a, p.time_b, serial, p.fused, p.share_a, p.call)
             if best is None or p.fused < best.prediction.fused:
                 best = Pair(c, a, b, p, complementarity(a, b, target), (rows_a, batch - rows_a))
         if best is None:
@@ -225,7 +225,8 @@ def find_chains(g: ModelGraph, facts: DagFacts) -> list[Candidate]:
         if start in used or facts.const[start]:
             continue
         data = _data_input(g, start)
-        if data is None or not _batch_of(g, data):
+        batch = _batch_of(g, data) if data is not None else None
+        if data is None or batch is None:
             continue
         chain = [start]
         while True:
@@ -240,7 +241,6 @@ def find_chains(g: ModelGraph, facts: DagFacts) -> list[Candidate]:
         engines = {engine_of(g.nodes[i]) for i in chain}
         if len(chain) < 2 or Engine.MATRIX not in engines or not engines & {Engine.VECTOR, Engine.MEMORY}:
             continue
-        batch = _batch_of(g, data)
         out.append(
             Candidate(
                 Microbatch.name,
@@ -255,9 +255,10 @@ def find_chains(g: ModelGraph, facts: DagFacts) -> list[Candidate]:
 
 def _batch_of(g: ModelGraph, tensor: str) -> int | None:
     shape = g.info(tensor).shape
-    if shape is None or len(shape) < 2 or not isinstance(shape[AXIS], int) or shape[AXIS] < MIN_BATCH:
+    if shape is None or len(shape) < 2:
         return None
-    return shape[AXIS]
+    batch = shape[AXIS]
+    return batch if isinstance(batch, int) and batch >= MIN_BATCH else None
 
 
 def _data_input(g: ModelGraph, i: int) -> str | None:
@@ -270,7 +271,7 @@ def _data_input(g: ModelGraph, i: int) -> str | None:
         return None
     x = ins[0]
     rank = len(g.info(x).shape or ())
-    if rank < 2 or g.info(n.output[0]).shape is None or len(g.info(n.output[0]).shape) < 1:
+    if rank < 2 or not g.info(n.output[0]).shape:
         return None
     others = ins[1:]
     op = n.op_type

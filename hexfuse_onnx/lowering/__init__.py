@@ -59,9 +59,10 @@ def lower_function(
 ) -> Lowered:
     """Lower a FusedHexPair node with its function body; `types` by the node's actual input names.
 
-    Raises LoweringError. A body node lowers to one op, except a Constant, which lowers to none
-    (its value becomes a program constant, or steers another op's parameters). Reshape, Flatten,
-    Squeeze, Unsqueeze and Identity lower to a COPY op of their own. Time measured per program
+    Raises LoweringError. A body node lowers to one op or a few through scratch tensors (Split:
+    one per output; Sum, BatchNormalization, Pow x**3: a chain), a Constant to none (its value
+    becomes a program constant, or steers another op's parameters). Reshape, Flatten, Squeeze,
+    Unsqueeze and Identity lower to a COPY op of their own. Time measured per program
     op (the trace's `op`) is attributed to a body node by summing over the origins naming it."""
     if node.domain != C.DOMAIN or node.op_type != C.OP_TYPE:
         raise LoweringError(node.op_type, node.name, f"not a {C.DOMAIN}::{C.OP_TYPE} node")

@@ -17,7 +17,7 @@ QUANTIZED = {Dtype.U8, Dtype.I8}  # what QuantizeLinear writes; adding U16/I16 (
 DEQUANTIZED = QUANTIZED | {Dtype.I32}
 
 
-@lowers("QuantizeLinear", "DequantizeLinear")
+@lowers("QuantizeLinear", "DequantizeLinear", "com.microsoft::QuantizeLinear", "com.microsoft::DequantizeLinear")
 def quantize_linear(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     q = n.op_type == "QuantizeLinear"
     if int(attr(n, "block_size", 0)) != 0:
@@ -38,11 +38,5 @@ def quantize_linear(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     if len(scale_dims) == 1 and scale_dims[0] > 1:
         axis = int(attr(n, "axis", 1))
         axis = axis + rank if axis < 0 else axis
-    cx.emit(
-        n,
-        t,
-        Opcode.QUANTIZE_LINEAR if q else Opcode.DEQUANTIZE_LINEAR,
-        inputs,
-        {QuantParam.AXIS: axis},
-        dtype if q else Dtype.F32,
-    )
+    opcode = Opcode.QUANTIZE_LINEAR if q else Opcode.DEQUANTIZE_LINEAR
+    cx.emit(n, t, opcode, inputs, {QuantParam.AXIS: axis}, out_dtype=dtype if q else Dtype.F32)

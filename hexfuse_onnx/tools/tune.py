@@ -400,9 +400,9 @@ def tune(
         )
         results.append(result)
     date = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    result = TuneResult(source, output, backend, settings, results, tuning.machine(), date)
-    result.comparison_note = write_tuned(model, result, source, output, input_shapes, progress)
-    return result
+    tuned = TuneResult(source, output, backend, settings, results, tuning.machine(), date)
+    tuned.comparison_note = write_tuned(model, tuned, source, output, input_shapes, progress)
+    return tuned
 
 
 def write_tuned(

@@ -2,11 +2,11 @@
 
 Graph (x [1,64,128] -> y [1,64,128]):
 
-    x -> ln1 -+-> attn/q_proj (MatMul+Add) -> Reshape [1,64,4,32] -> Transpose (0,2,1,3) ---+
-              +-> attn/k_proj (MatMul+Add) -> Reshape -> Transpose (0,2,3,1) = K^T ----------+-> attn/scores (MatMul)
-              |                                                                                 -> attn/scale (Mul 1/sqrt(32))
-              |                                                                                 -> attn/softmax --+
-              +-> attn/v_proj (MatMul+Add) -> Reshape -> Transpose (0,2,1,3) -------------------------------------+-> attn/context (MatMul)
+    x -> ln1 -+-> attn/q_proj (MatMul+Add) -> Reshape [1,64,4,32] -> Transpose (0,2,1,3) --+
+              +-> attn/k_proj (MatMul+Add) -> Reshape -> Transpose (0,2,3,1) = K^T ---------+-> attn/scores (MatMul)
+              |                                                      -> attn/scale (Mul 1/sqrt(32)) -> attn/softmax --+
+              +-> attn/v_proj (MatMul+Add) -> Reshape -> Transpose (0,2,1,3) ----------------------------------------+
+                                                                                          -> attn/context (MatMul)
       -> Transpose -> Reshape [1,64,128] -> attn/out_proj (MatMul+Add) -> residual1 (Add x)
       -> ln2 -> ffn/fc1 (MatMul 128x512 + Add) -> Gelu as exported (Div sqrt2, Erf, Add 1, Mul, Mul 0.5)
       -> ffn/fc2 (MatMul 512x128 + Add) -> residual2 (Add) -> y

@@ -6,8 +6,9 @@ Graph (x [8,64,256] -> y [8,64,256]), one chain, every tensor has exactly one co
       -> norm/layernorm (last axis) -> fc2/matmul (1024x256) -> fc2/add -> out/softmax (axis -1) -> y
 
 With 64 tokens per batch row the MatMuls are compute-bound (weights are read once per
-micro-batch, so a weight-bound chain would not gain from splitting). The SiLU-style gate is a single HardSwish node, so that no tensor forks (Sigmoid(x) * x
-would fork x into a trivial diamond). Every op works on each row on its own.
+micro-batch, so a weight-bound chain would not gain from splitting). The SiLU-style gate is a
+single HardSwish node, so that no tensor forks (Sigmoid(x) * x would fork x into a trivial diamond).
+Every op works on each row on its own.
 
 Expected discoveries:
 - branches: none (no tensor has two consumers).

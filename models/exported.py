@@ -1,0 +1,219 @@
+"""Decoders with a KV cache as exporters write them, committed under models/exported/ (nothing is
+downloaded), and what callers need to run them: which inputs are token ids, mask, positions and
+past keys/values (`decoder_spec`), seeded inputs for a (batch, seq, past) request (`decoder_inputs`)
+and a greedy generation loop that feeds present.* back as past (`generate`).
+
+The files are tiny random-weight GPT-2 and Llama-style models made by models/export_decoders.py
+(torch, run in a separate venv); models/exported/README.md says how each was made.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+FOLDER = Path(__file__).resolve().parent / "exported"
+_PAST = re.compile(r"past_key_values\.(\d+)\.(key|value)$")
+_PRESENT = re.compile(r"present\.(\d+)\.(key|value)$")
+
+
+@dataclass(frozen=True)
+class ExportedDecoder:
+    name: str
+    family: str  # "gpt2" or "llama"
+    exporter: str
+    what: str
+    # onnxruntime's CPU GroupQueryAttention refuses batch > 1 when sequence > 1 and a past is given
+    chunk_with_past_batch1_only: bool = False
+
+    @property
+    def path(self) -> Path:
+        return FOLDER / f"{self.name}.onnx"
+
+
+_LLAMA = "Llama-style (4 query / 2 KV heads, rotary, RMSNorm, SiLU MLP)"
+MODELS: dict[str, ExportedDecoder] = {
+    m.name: m
+    for m in [
+        ExportedDecoder("gpt2_torchscript", "gpt2", "torch.onnx.export TorchScript", "GPT-2 with past_key_values"),
+        ExportedDecoder("gpt2_dynamo", "gpt2", "torch.onnx.export dynamo", "GPT-2 with past_key_values"),
+        ExportedDecoder("llama_torchscript", "llama", "torch.onnx.export TorchScript", _LLAMA),
+        ExportedDecoder("llama_dynamo", "llama", "torch.onnx.export dynamo", _LLAMA),
+        ExportedDecoder(
+            "gpt2_mha_contrib",
+            "gpt2",
+            "onnx.helper, ORT transformer-optimizer layout",
+            "GPT-2 with com.microsoft.MultiHeadAttention",
+        ),
+        ExportedDecoder(
+            "llama_gqa_contrib",
+            "llama",
+            "onnx.helper, onnxruntime-genai layout",
+            _LLAMA + ", com.microsoft.GroupQueryAttention",
+            chunk_with_past_batch1_only=True,
+        ),
+        ExportedDecoder("llama_attention23", "llama", "onnx.helper, opset 23", _LLAMA + ", ONNX Attention-23"),
+    ]
+}
+
+
+class NotADecoder(ValueError):
+    """The model has no past_key_values.N.key/value inputs with matching present.N.* outputs."""
+
+
+@dataclass(frozen=True)
+class DecoderSpec:
+    ids: str
+    mask: str | None
+    positions: str | None
+    logits: str
+    past: list[tuple[str, str]]  # (key, value) input per layer
+    present: list[tuple[str, str]]  # (key, value) output per layer
+    kv_heads: int
+    head_dim: int
+    vocab: int
+    kv_layout: str = "batch, kv_heads, past, head_dim"  # past length on axis 2
+
+    @property
+    def layers(self) -> int:
+        return len(self.past)
+
+
+def _by_layer(names: list[str], pattern: re.Pattern[str], what: str, path: object) -> list[tuple[str, str]]:
+    found: dict[int, dict[str, str]] = {}
+    for n in names:
+        m = pattern.match(n)
+        if m:
+            found.setdefault(int(m.group(1)), {})[m.group(2)] = n
+    if not found or sorted(found) != list(range(len(found))) or any(len(kv) != 2 for kv in found.values()):
+        raise NotADecoder(f"{path}: not a decoder with a KV cache: no complete {what}.N.key/value per layer")
+    return [(found[i]["key"], found[i]["value"]) for i in range(len(found))]
+
+
+def _dims(v: onnx.ValueInfoProto) -> list[int | str]:
+    return [d.dim_param if d.HasField("dim_param") else d.dim_value for d in v.type.tensor_type.shape.dim]
+
+
+def decoder_spec(model_path: str | os.PathLike[str]) -> DecoderSpec:
+    """Which inputs are ids/mask/positions/past and the KV layout, from the graph's signature."""
+    graph = onnx.load(str(model_path), load_external_data=False).graph
+    inits = {i.name for i in graph.initializer}
+    inputs = {v.name: v for v in graph.input if v.name not in inits}
+    outputs = {v.name: v for v in graph.output}
+    past = _by_layer(list(inputs), _PAST, "past_key_values", model_path)
+    present = _by_layer(list(outputs), _PRESENT, "present", model_path)
+    if "input_ids" not in inputs or "logits" not in outputs:
+        raise NotADecoder(f"{model_path}: not a decoder: needs an input_ids input and a logits output")
+    key_dims, logit_dims = _dims(inputs[past[0][0]]), _dims(outputs["logits"])
+    if len(key_dims) != 4 or not all(isinstance(d, int) and d > 0 for d in (key_dims[1], key_dims[3], logit_dims[-1])):
+        raise NotADecoder(f"{model_path}: past keys are not [batch, kv_heads, past, head_dim] with fixed heads")
+    return DecoderSpec(
+        ids="input_ids",
+        mask="attention_mask" if "attention_mask" in inputs else None,
+        positions="position_ids" if "position_ids" in inputs else None,
+        logits="logits",
+        past=past,
+        present=present,
+        kv_heads=int(key_dims[1]),
+        head_dim=int(key_dims[3]),
+        vocab=int(logit_dims[-1]),
+    )
+
+
+def input_shapes(spec: DecoderSpec, seq: int, past: int, batch: int = 1) -> dict[str, list[int]]:
+    """Every input's shape for a request of `seq` new tokens after `past` cached ones."""
+    shapes = {spec.ids: [batch, seq]}
+    if spec.mask:
+        shapes[spec.mask] = [batch, past + seq]
+    if spec.positions:
+        shapes[spec.positions] = [batch, seq]
+    for k, v in spec.past:
+        shapes[k] = shapes[v] = [batch, spec.kv_heads, past, spec.head_dim]
+    return shapes
+
+
+def decoder_inputs(
+    model_path: str | os.PathLike[str], seq: int, past: int, seed: int, batch: int = 1
+) -> dict[str, np.ndarray]:
+    """Seeded inputs of a request: token ids below the vocabulary, a mask of ones over past + seq,
+    positions past..past+seq-1, and standard-normal past keys/values."""
+    spec = decoder_spec(model_path)
+    rng = np.random.default_rng(seed)
+    feeds = {spec.ids: rng.integers(0, spec.vocab, (batch, seq), dtype=np.int64)}
+    if spec.mask:
+        feeds[spec.mask] = np.ones((batch, past + seq), np.int64)
+    if spec.positions:
+        feeds[spec.positions] = np.tile(np.arange(past, past + seq, dtype=np.int64), (batch, 1))
+    for k, v in spec.past:
+        for name in (k, v):
+            feeds[name] = rng.standard_normal((batch, spec.kv_heads, past, spec.head_dim)).astype(np.float32)
+    return feeds
+
+
+def generate(session, spec: DecoderSpec, prompt: np.ndarray, steps: int) -> np.ndarray:
+    """Greedy tokens after `prompt` ([batch, n] int64): one prefill from an empty cache, then `steps`
+    - 1 decode steps of one token each, feeding present.* back as past. `session` is any
+    onnxruntime.InferenceSession of the model (stock or with a plugin)."""
+    batch = prompt.shape[0]
+    cache = {name: np.zeros((batch, spec.kv_heads, 0, spec.head_dim), np.float32) for kv in spec.past for name in kv}
+    ids, past, out = prompt, 0, []
+    for _ in range(steps):
+        feeds = {spec.ids: ids, **cache}
+        if spec.mask:
+            feeds[spec.mask] = np.ones((batch, past + ids.shape[1]), np.int64)
+        if spec.positions:
+            feeds[spec.positions] = np.tile(np.arange(past, past + ids.shape[1], dtype=np.int64), (batch, 1))
+        results = dict(zip([o.name for o in session.get_outputs()], session.run(None, feeds)))
+        past += ids.shape[1]
+        cache = {p: results[q] for (pk, pv), (qk, qv) in zip(spec.past, spec.present) for p, q in ((pk, qk), (pv, qv))}
+        ids = results[spec.logits][:, -1:, :].argmax(-1).astype(np.int64)
+        out.append(ids)
+    return np.concatenate(out, axis=1)
+
+
+PREFILL, DECODE = "prefill/", "decode/"  # name prefixes of the two copies in `prefill_decode_model`
+
+
+def prefill_decode_model(model_path: str | os.PathLike[str]) -> onnx.ModelProto:
+    """The decoder twice in one graph, as `onnx.compose.merge_models` joins two models with no
+    edge between them: every name of one copy prefixed `prefill/`, of the other `decode/`, symbolic
+    dims included (the two requests have their own lengths). Feed it a prefill request to the first
+    and a decode step to the second (`prefill_decode_shapes`)."""
+    model = onnx.load(str(model_path))
+    copies = [_prefixed(model, prefix) for prefix in (PREFILL, DECODE)]
+    return onnx.compose.merge_models(copies[0], copies[1], io_map=[])
+
+
+def _prefixed(model: onnx.ModelProto, prefix: str) -> onnx.ModelProto:
+    copy = onnx.compose.add_prefix(model, prefix)
+    graph = copy.graph
+    for value in [*graph.input, *graph.output, *graph.value_info]:
+        for dim in value.type.tensor_type.shape.dim:
+            if dim.HasField("dim_param"):
+                dim.dim_param = prefix + dim.dim_param
+    return copy
+
+
+def prefill_decode_shapes(
+    spec: DecoderSpec, prefill_seq: int, decode_past: int, prefill_past: int = 0
+) -> dict[str, list[int]]:
+    """Input shapes of `prefill_decode_model`: a prefill of `prefill_seq` tokens after `prefill_past`
+    cached ones (0: an empty cache) and a one-token decode step after `decode_past` (batch 1)."""
+    prefill = {PREFILL + k: v for k, v in input_shapes(spec, prefill_seq, prefill_past).items()}
+    return prefill | {DECODE + k: v for k, v in input_shapes(spec, 1, decode_past).items()}
+
+
+ZOO_REQUEST = {"seq": 8, "past": 16}  # the shapes the zoo gives for the symbolic dims
+
+
+def zoo_entries(make: type) -> list:
+    """The committed decoders as hexfuse_onnx.zoo.ZooModel rows (`make` is that class)."""
+    return [
+        make(m.name, m.exporter, "decoder", m.what, m.path, input_shapes(decoder_spec(m.path), **ZOO_REQUEST))
+        for m in MODELS.values()
+    ]
