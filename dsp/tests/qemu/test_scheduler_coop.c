@@ -299,7 +299,6 @@ static void test_pool_resize_program(hfx_pool *pool)
     hfx_program_free(prog);
 }
 
-
 #define QR 3
 #define QC 37
 static float q_x[QR * QC], q_da[QR * QC];
@@ -357,6 +356,8 @@ static void test_quant_program(hfx_pool *pool)
     expect(da_ok, "DequantizeLinear u8 bit-exact");
     expect(qb_ok, "QuantizeLinear i8 per axis bit-exact");
     hfx_program_free(prog);
+}
+
 /* ---- task program v2: a template specialized to other shapes, parsed and run ----
  * A: x[N,8] -> Relu -> y[N,8]; B: xs[2,T] slice [1, T-1) -> ys[2,T-2]; representative N 4, T 6 */
 static uint8_t *build_v2_template(size_t *size)
