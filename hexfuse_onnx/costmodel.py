@@ -51,6 +51,11 @@ class Target:
     # Fixed cost of one FusedHexPair kernel call (runtime glue, pool wake-up and join): a pair pays
     # it once on top of its tasks' fused time (`Prediction.call`); calibration measures it.
     call_overhead_s: Param = Param(0.0, "s", "not modelled")
+    # Integer rates, for the op of a QDQ group (`NodeProfile.int_bits`): 2 ops per MAC, as FLOPs.
+    # A target without them runs integer work at its float rates.
+    matrix_int8_ops: Param | None = None
+    vector_int8_ops_per_context: Param | None = None
+    vector_int16_ops_per_context: Param | None = None
 
     def params(self) -> dict[str, Param]:
         return {k: v for k, v in self.__dict__.items() if isinstance(v, Param)}
@@ -80,6 +85,14 @@ class Target:
     @property
     def vector_flops(self) -> float:
         return self.vector_contexts.value * self.vector_flops_per_context.value
+
+    def rate(self, engine: Engine, int_bits: int) -> float:
+        """Ops per second of a matrix or vector op, at its integer width (0: float)."""
+        if engine == Engine.MATRIX:
+            p = self.matrix_int8_ops if int_bits == 8 else None
+            return (p or self.matrix_flops).value
+        p = {8: self.vector_int8_ops_per_context, 16: self.vector_int16_ops_per_context}.get(int_bits)
+        return self.vector_contexts.value * (p or self.vector_flops_per_context).value
 
 
 _HEXAGON_CLOCK_HZ = 1.0e9  # modelled (assumption): cDSP clock of about 1 GHz (not published per SKU)
@@ -126,6 +139,24 @@ HEXAGON_V73 = Target(
         "s",
         "modelled (assumption): one FastRPC round trip to the cDSP per kernel "
         "call, order of 100 us; not measured (no device here)",
+    ),
+    matrix_int8_ops=Param(
+        8192 * _HEXAGON_CLOCK_HZ,
+        "op/s",
+        "modelled (assumption): HMX int8 at twice its fp16 rate (4096 MAC/cycle) at an assumed 1 GHz; "
+        "Qualcomm publishes no HMX rate",
+    ),
+    vector_int8_ops_per_context=Param(
+        256 * _HEXAGON_CLOCK_HZ,
+        "op/s",
+        "modelled (document): vrmpy, 32 lanes x 4 8-bit multiply-adds per cycle per context (Hexagon V73 "
+        "HVX Programmer's Reference), at an assumed 1 GHz",
+    ),
+    vector_int16_ops_per_context=Param(
+        128 * _HEXAGON_CLOCK_HZ,
+        "op/s",
+        "modelled (document): vmpyh-class, 64 16-bit multiply-adds per cycle per context (Hexagon V73 "
+        "HVX Programmer's Reference), at an assumed 1 GHz",
     ),
 )
 
@@ -258,14 +289,14 @@ def predict(a: TaskProfile, b: TaskProfile, target: Target, share_a: float | Non
 
 
 # Work of a task as the simulation sees it; equal signatures (repeated layers) share results.
-Signature = tuple[tuple[Engine, float, float, float], ...]
+Signature = tuple[tuple[Engine, float, float, float, int], ...]
 
 
 def engine_seconds(t: TaskProfile, target: Target) -> tuple[float, float, float]:
     """Time the task keeps each engine busy: (matrix, vector, memory)."""
     return (
-        t.flops[Engine.MATRIX] / target.matrix_flops.value,
-        t.flops[Engine.VECTOR] / target.vector_flops,
+        sum(op.flops / target.rate(op.engine, op.int_bits) for op in t.ops if op.engine == Engine.MATRIX),
+        sum(op.flops / target.rate(op.engine, op.int_bits) for op in t.ops if op.engine == Engine.VECTOR),
         t.bytes[Engine.MEMORY] / target.dma_bytes.value,
     )
 
@@ -281,7 +312,9 @@ def complementarity(a: TaskProfile, b: TaskProfile, target: Target) -> float:
 
 def _signature(task: TaskProfile) -> Signature:
     return tuple(
-        (op.engine, op.flops, float(op.bytes), float(op.ddr_bytes)) for op in task.ops if op.engine != Engine.NONE
+        (op.engine, op.flops, float(op.bytes), float(op.ddr_bytes), op.int_bits)
+        for op in task.ops
+        if op.engine != Engine.NONE
     )
 
 
@@ -305,17 +338,15 @@ def _simulate_cached(tasks: tuple[Signature, Signature], target: Target, share_a
 # The fluid simulation
 
 
-def _work(op: tuple[Engine, float, float, float], target: Target) -> tuple[Engine, float, float]:
+def _work(op: tuple[Engine, float, float, float, int], target: Target) -> tuple[Engine, float, float]:
     """(engine, engine work in seconds at the full engine, DDR bytes) of a signature entry."""
-    engine, flops, nbytes, ddr_bytes = op
-    if engine == Engine.MATRIX:
-        return engine, flops / target.matrix_flops.value, ddr_bytes
-    if engine == Engine.VECTOR:
-        return engine, flops / target.vector_flops, ddr_bytes
+    engine, flops, nbytes, ddr_bytes, int_bits = op
+    if engine in (Engine.MATRIX, Engine.VECTOR):
+        return engine, flops / target.rate(engine, int_bits), ddr_bytes
     return engine, nbytes / target.dma_bytes.value, ddr_bytes
 
 
-def _simulate(tasks: list[list[tuple[Engine, float, float, float]]], target: Target, share_a: float) -> float:
+def _simulate(tasks: list[list[tuple[Engine, float, float, float, int]]], target: Target, share_a: float) -> float:
     """Time until both op lists have run, sharing engines and DDR (see module docstring)."""
     queues = [[_work(op, target) for op in ops] for ops in tasks]
     overhead = target.op_overhead_s.value

@@ -82,10 +82,23 @@ def fuse(g: ModelGraph, pairs: list[Pair]) -> onnx.ModelProto:
     kept_info = [v for v in graph.value_info if v.name not in internal]
     graph.ClearField("value_info")
     graph.value_info.extend(kept_info)
+    _type_pair_outputs(g, graph, pairs)
     if not any(o.domain == C.DOMAIN for o in model.opset_import):
         model.opset_import.append(helper.make_opsetid(C.DOMAIN, C.DOMAIN_VERSION))
     model.ir_version = max(model.ir_version, 10)  # function overloads need IR 10
     return model
+
+
+def _type_pair_outputs(g: ModelGraph, graph: onnx.GraphProto, pairs: list[Pair]) -> None:
+    """A value_info for every FusedHexPair output the graph leaves untyped (micro-batch halves):
+    the plugin's outputs may be of any type (u8 in QDQ pairs), so ONNX Runtime reads it here."""
+    typed = {v.name for v in list(graph.value_info) + list(graph.output)}
+    for pair in pairs:
+        assert pair.call is not None
+        for t in pair.call.node.output:
+            elem = g.info(kind_of(pair).original_tensor(pair.id, t)).elem_type  # a half has its whole's type
+            if t not in typed and elem:
+                graph.value_info.append(helper.make_value_info(t, helper.make_tensor_type_proto(elem, None)))
 
 
 def next_pair_id(model: onnx.ModelProto) -> int:

@@ -1,6 +1,7 @@
 """Score every candidate with the cost model and choose pairs that share no node.
 
-A candidate is kept when both tasks are profiled, every op is one the kernel runs (the full
+A candidate is kept when it takes QDQ groups whole (`qdq`: its tasks are extended by the Q/DQ
+nodes of their groups first), both tasks are profiled, every op is one the kernel runs (the full
 lowering, before the rewrite, can still refuse an attribute), its kind's evaluation finds a
 share (and split) whose working sets fit on chip together, and the predicted gain reaches
 `min_gain` after the target's fixed cost of a kernel call (`Target.call_overhead_s`): a pair
@@ -19,6 +20,7 @@ from .graph import ModelGraph
 from .kinds import Candidate, Pair, kind_of
 from .lowering import LoweringError, op_outside_kernel
 from .profile import GraphProfile
+from .qdq import close_groups, release_foreign, split_group
 
 DEFAULT_MIN_GAIN = 0.02
 
@@ -90,6 +92,9 @@ def below_the_bar(pair: Pair, min_gain: float) -> str:
 
 def evaluate(g: ModelGraph, profile: GraphProfile, c: Candidate, target: Target) -> Pair | Rejection | str:
     """The candidate's best pair (its kind chooses share and split), or why it cannot be one."""
+    split = take_whole_groups(g, c)
+    if split is not None:
+        return f"splits a QDQ group: {split}"
     missing = next((i for i in sorted(c.nodes) if i in profile.unprofiled), None)
     if missing is not None:
         return f"not profiled: {g.describe(missing)}: {profile.unprofiled[missing]}"
@@ -97,3 +102,13 @@ def evaluate(g: ModelGraph, profile: GraphProfile, c: Candidate, target: Target)
     if outside is not None:
         return Rejection(c, f"does not lower: {outside.message}", blocker_of(outside))
     return kind_of(c).evaluate(g, profile, c, target)
+
+
+def take_whole_groups(g: ModelGraph, c: Candidate) -> str | None:
+    """Give the candidate's tasks the Q/DQ nodes of their own QDQ groups and no others (two
+    disjoint node sets without kind details only), then say which group a task still splits, or None."""
+    if c.detail is None and not set(c.task_a) & set(c.task_b):
+        a, b = release_foreign(g, c.task_a), release_foreign(g, c.task_b)
+        c.task_a = close_groups(g, a, b)
+        c.task_b = close_groups(g, b, c.task_a)
+    return split_group(g, c.task_a) or split_group(g, c.task_b)

@@ -115,9 +115,9 @@ impl Kernel {
             )));
         }
         for (j, t) in program.outputs.iter().enumerate() {
-            if t.dtype != hfx::DTYPE_F32 {
+            if !matches!(t.dtype, hfx::DTYPE_F32 | hfx::DTYPE_U8 | hfx::DTYPE_I8) {
                 return Err(invalid(format!(
-                    "{at}: program output {j} is {}, the kernel produces float32 outputs only",
+                    "{at}: program output {j} is {}, the kernel produces float32, uint8 and int8 outputs only",
                     hfx::dtype_name(t.dtype)
                 )));
             }

@@ -206,6 +206,28 @@ int main(int argc, char **argv) {
     hfxb_init(&b);
     elementwise_chain(&b);
     emit(dir, "elementwise_chain", &b);
+    /* QDQ: DequantizeLinear u8 (constant scale and zero point) -> Relu -> QuantizeLinear i8 per
+     * axis | DequantizeLinear of an int32 input */
+    hfxb_init(&b);
+    {
+        static const uint8_t zp_u8[1] = {128};
+        static const int8_t zp_i8[3] = {0, -1, 5};
+        static const float scales[3] = {0.5f, 0.25f, 0.125f};
+        uint32_t x = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(2, 3, 4)), HFX_DTYPE_U8);
+        uint32_t s = hfxb_const(&b, 0, HFXB_SCALAR, scales);
+        uint32_t z = hfxb_set_dtype(&b, hfxb_const(&b, 0, HFXB_SCALAR, (const float *)zp_u8), HFX_DTYPE_U8);
+        uint32_t f = hfxb_scratch(&b, 0, HFXB_DIMS(2, 3, 4)), r = hfxb_scratch(&b, 0, HFXB_DIMS(2, 3, 4));
+        hfxb_quant(&b, 0, HFX_OP_DEQUANTIZE_LINEAR, x, s, z, f, 0);
+        hfxb_unary(&b, 0, HFX_OP_RELU, f, r);
+        uint32_t s3 = hfxb_const(&b, 0, HFXB_DIMS(3), scales);
+        uint32_t z3 = hfxb_set_dtype(&b, hfxb_const(&b, 0, HFXB_DIMS(3), (const float *)zp_i8), HFX_DTYPE_I8);
+        uint32_t y = hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(2, 3, 4)), HFX_DTYPE_I8);
+        hfxb_quant(&b, 0, HFX_OP_QUANTIZE_LINEAR, r, s3, z3, y, 1);
+        uint32_t bx = hfxb_set_dtype(&b, hfxb_input(&b, 1, HFXB_DIMS(7)), HFX_DTYPE_I32);
+        uint32_t bs = hfxb_input(&b, 1, HFXB_SCALAR);
+        hfxb_quant(&b, 1, HFX_OP_DEQUANTIZE_LINEAR, bx, bs, HFXB_NONE, hfxb_output(&b, 1, HFXB_DIMS(7)), 0);
+    }
+    emit(dir, "quant", &b);
     for (int v = 0; v < 3; v++) {
         hfxb_sec sec = {0};
         hfxb_init(&b);

@@ -138,6 +138,7 @@ typedef struct hfx_op_desc {
     uint8_t min_in, max_in, n_out;
     uint8_t engines;          /* mask of HFX_ENGINE_BIT()s */
     uint8_t n_params;         /* params [n_params, 32) must be 0 (rank-dependent ops check more) */
+    bool typed;               /* validate checks the dtypes (HFX_OP_TYPED); else every tensor is f32 */
     hfx_validate_fn validate; /* checks params and shapes (may normalize params) */
     hfx_plan_fn plan;         /* fills op->plan from the op and its validated tensors */
     hfx_run_fn run;           /* runs one work item */

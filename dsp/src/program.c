@@ -535,7 +535,7 @@ static hfx_status parse_tensors(hfx_program *p, const header *h, hfx_error *err)
     return HFX_OK;
 }
 
-/* the op's input tensor ids: in range, same task, already written, f32 */
+/* the op's input tensor ids: in range, same task, already written, f32 (typed ops: their validation) */
 static hfx_status parse_op_inputs(const hfx_program *p, const uint8_t *rec, size_t r, uint32_t o, hfx_op *op,
                                   const uint8_t *written, hfx_error *err) {
     for (uint32_t i = 0; i < HFX_MAX_OP_INPUTS; i++) {
@@ -551,7 +551,7 @@ static hfx_status parse_op_inputs(const hfx_program *p, const uint8_t *rec, size
         if (T->task != op->task) FAIL(HFX_ERR_GRAPH, at, "op %u: input tensor %u belongs to the other task", o, id);
         if ((T->role == HFX_ROLE_SCRATCH || T->role == HFX_ROLE_OUTPUT) && !written[id])
             FAIL(HFX_ERR_GRAPH, at, "op %u: reads tensor %u before any op writes it", o, id);
-        if (T->dtype != HFX_DTYPE_F32)
+        if (T->dtype != HFX_DTYPE_F32 && !op->desc->typed)
             FAIL(HFX_ERR_DTYPE, at, "op %u: tensor %u dtype %u unsupported (v1: f32)", o, id, T->dtype);
     }
     return HFX_OK;
@@ -576,7 +576,7 @@ static hfx_status parse_op_outputs(const hfx_program *p, const uint8_t *rec, siz
         if (written[id]) FAIL(HFX_ERR_GRAPH, at, "op %u: tensor %u written twice", o, id);
         for (uint32_t k = 0; k < op->n_in; k++)
             if (op->in[k] == id) FAIL(HFX_ERR_GRAPH, at, "op %u: tensor %u is input and output", o, id);
-        if (T->dtype != HFX_DTYPE_F32)
+        if (T->dtype != HFX_DTYPE_F32 && !op->desc->typed)
             FAIL(HFX_ERR_DTYPE, at, "op %u: tensor %u dtype %u unsupported (v1: f32)", o, id, T->dtype);
     }
     return HFX_OK;

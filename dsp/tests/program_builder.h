@@ -113,6 +113,18 @@ static inline uint64_t hfxb_numel(const hfxb *b, uint32_t id) {
     return n;
 }
 
+static inline size_t hfxb_dtype_size(uint8_t dtype) {
+    return dtype == HFX_DTYPE_I8 || dtype == HFX_DTYPE_U8 ? 1 : dtype == HFX_DTYPE_F16 ? 2 : dtype == HFX_DTYPE_I64 ? 8 : 4;
+}
+
+/* Gives tensor id another dtype (the quantization ops' integer tensors); a constant's data then
+ * holds numel values of that type. Returns id. */
+static inline uint32_t hfxb_set_dtype(hfxb *b, uint32_t id, uint8_t dtype) {
+    b->t[id].dtype = dtype;
+    if (b->t[id].role == HFX_ROLE_CONSTANT) b->t[id].data_bytes = hfxb_numel(b, id) * hfxb_dtype_size(dtype);
+    return id;
+}
+
 /* The engine class an op gets unless a test says otherwise: the first of MATRIX, COPY, VECTOR that
  * its ops.def row allows (a linear RESIZE must be given VECTOR). */
 static inline int hfxb_default_engine(uint32_t opcode) {
@@ -261,6 +273,15 @@ static inline uint32_t hfxb_resize(hfxb *b, int task, uint32_t x, uint32_t out, 
     p[HFX_P_RESIZE_SCALE_W] = hfxb_bits(scale_w);
     return hfxb_op_add(b, task, HFX_OP_RESIZE, mode == HFX_RESIZE_LINEAR ? HFX_ENGINE_VECTOR : HFX_ENGINE_COPY, 1, &x,
                        out, p);
+}
+
+/* QUANTIZE_LINEAR / DEQUANTIZE_LINEAR; zp may be HFXB_NONE; axis 0 for per tensor */
+static inline uint32_t hfxb_quant(hfxb *b, int task, uint32_t opcode, uint32_t x, uint32_t scale, uint32_t zp,
+                                  uint32_t out, int32_t axis) {
+    int32_t p[HFX_OP_PARAMS] = {0};
+    p[HFX_P_QUANT_AXIS] = axis;
+    uint32_t in[3] = {x, scale, zp};
+    return hfxb_op_add(b, task, opcode, -1, zp == HFXB_NONE ? 2 : 3, in, out, p);
 }
 
 static inline void hfxb_put16(uint8_t *p, uint32_t v) {

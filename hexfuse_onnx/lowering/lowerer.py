@@ -196,6 +196,18 @@ class Lowerer:
             raise LoweringError(op.op_type, op.name, f"'{name}' is not float32 (the kernel runs float32 only)")
         return self.ids[name]
 
+    def read_typed(self, name: str, op: onnx.NodeProto, task: Task, dtype: Dtype) -> int:
+        """Program id of a tensor of `dtype` an op reads (the quantization ops' integer tensors)."""
+        if dtype == Dtype.F32:
+            return self.read(name, op, task)
+        if name not in self.ids:
+            raise LoweringError(op.op_type, op.name, f"input '{name}' is not available to the program")
+        if self.task_of[name] != task:
+            raise LoweringError(op.op_type, op.name, f"'{name}' crosses from one task to the other")
+        if self.prog.tensors[self.ids[name]].dtype != dtype:
+            raise LoweringError(op.op_type, op.name, f"'{name}' is not {dtype.name.lower()}")
+        return self.ids[name]
+
     def const_ints(self, name: str, op: onnx.NodeProto) -> list[int]:
         if name not in self.static:
             raise LoweringError(op.op_type, op.name, f"'{name}' must be a constant (initializer or Constant)")
@@ -253,7 +265,12 @@ class Lowerer:
             task = Task.A if i < self.n_in_a else Task.B
             elem = self.dtype(f)
             if elem not in DTYPES:
-                raise LoweringError(self.node.op_type, self.pair, f"input '{self.formal[f]}' has an unsupported dtype")
+                name = onnx.TensorProto.DataType.Name(elem) if elem else "unknown"
+                raise LoweringError(
+                    self.node.op_type,
+                    self.pair,
+                    f"input '{self.formal[f]}' is {name}, which the program format v1 does not carry",
+                )
             dims = self.shape(f, self.node)
             if f in self.ids:
                 raise LoweringError(self.node.op_type, self.pair, f"formal input '{f}' listed twice")
@@ -293,16 +310,16 @@ class Lowerer:
         arr = np.ascontiguousarray(value, dtype="<f4")
         return self.prog.add(Tensor(Dtype.F32, Role.CONSTANT, task, list(arr.shape), data=arr.tobytes()))
 
-    def _out(self, n: onnx.NodeProto, task: Task, name: str | None = None) -> int:
+    def _out(self, n: onnx.NodeProto, task: Task, name: str | None = None, dtype: Dtype = Dtype.F32) -> int:
         name = name or n.output[0]
-        if self.dtype(name) != onnx.TensorProto.FLOAT:
-            raise LoweringError(n.op_type, n.name, f"output '{name}' is not float32")
+        if DTYPES.get(self.dtype(name)) != dtype:
+            raise LoweringError(n.op_type, n.name, f"output '{name}' is not {dtype.name.lower()}")
         dims = self.shape(name, n)
         j = self.out_index.get(name)
         if j is not None:
-            tid = self.prog.add(Tensor(Dtype.F32, Role.OUTPUT, task, dims, io=j))
+            tid = self.prog.add(Tensor(dtype, Role.OUTPUT, task, dims, io=j))
         else:
-            tid = self.prog.add(Tensor(Dtype.F32, Role.SCRATCH, task, dims))
+            tid = self.prog.add(Tensor(dtype, Role.SCRATCH, task, dims))
         self.ids[name] = tid
         self.task_of[name] = task
         return tid
@@ -316,18 +333,19 @@ class Lowerer:
         params: dict[Any, int] | None = None,
         out: str | int | None = None,
         engine: EngineClass | None = None,
+        out_dtype: Dtype = Dtype.F32,
     ) -> int:
-        """Append the op computing n's first output from the program tensors `inputs`, on the
-        kernel engine of n's engine class (`profile.engine_of`, the table the cost model uses);
-        `params`: parameter slot (an abi parameter enum, or an int) -> value. A lowering that
-        emits several ops names the op's output: `out` a body tensor of n (Split's outputs) or a
+        """Append the op computing n's first output (of `out_dtype`) from the program tensors
+        `inputs`, on the kernel engine of n's engine class (`profile.engine_of`, the table the cost
+        model uses); `params`: parameter slot (an abi parameter enum, or an int) -> value. A lowering
+        that emits several ops names the op's output: `out` a body tensor of n (Split's outputs) or a
         `scratch` id, and `engine` for a helper op outside n's class (a 1-D Conv's reshape
         copies). Returns the output's program id."""
         if out is None:
             if len(n.output) > 1 and any(n.output[1:]):
                 raise LoweringError(n.op_type, n.name, "only the first output is supported")
             out = n.output[0]
-        target = self._out(n, task, out) if isinstance(out, str) else out
+        target = self._out(n, task, out, out_dtype) if isinstance(out, str) else out
         op = Op(opcode, KERNEL_ENGINE[engine or engine_of(n)], task, inputs, target)
         for k, v in (params or {}).items():
             op.params[k] = int(v)

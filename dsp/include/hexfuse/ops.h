@@ -152,8 +152,8 @@ enum hfx_dtype {
     HFX_DTYPE_U8 = 6,
     HFX_DTYPE_U16 = 7, /* v2 programs only */
     HFX_DTYPE_I16 = 8  /* v2 programs only */
-    /* the kernels accept F32 only; the others are parsed and rejected by op
-     * validation with HFX_ERR_DTYPE. */
+    /* Every op takes and gives F32 only, except the quantization ops (ops.def HFX_OP_TYPED
+     * rows), whose validation checks their own dtypes; other dtypes are HFX_ERR_DTYPE. */
 };
 
 enum hfx_role {
@@ -203,7 +203,10 @@ enum hfx_opcode {
     /* pooling, NCHW */
     HFX_OP_MAXPOOL = 60,        /* 2-D, in X[N,C,H,W] */
     HFX_OP_AVGPOOL = 61,        /* 2-D, in X[N,C,H,W] */
-    HFX_OP_GLOBAL_AVGPOOL = 62  /* in X[N,C,spatial...] (rank >= 3) -> [N,C,1,...] */
+    HFX_OP_GLOBAL_AVGPOOL = 62, /* in X[N,C,spatial...] (rank >= 3) -> [N,C,1,...] */
+    /* quantization (ONNX QuantizeLinear / DequantizeLinear), per tensor or per axis */
+    HFX_OP_QUANTIZE_LINEAR = 70,  /* in X f32, scale f32 [, zero point]: y = sat(rint(x / scale) + zp) */
+    HFX_OP_DEQUANTIZE_LINEAR = 71 /* in X int, scale f32 [, zero point]: y = f32(x - zp) * scale */
 };
 
 /* RESIZE modes (param HFX_P_RESIZE_MODE) */
@@ -295,5 +298,10 @@ enum hfx_resize_nearest_mode {
 #define HFX_P_RESIZE_NEAREST_MODE 2 /* enum hfx_resize_nearest_mode; 0 for LINEAR */
 #define HFX_P_RESIZE_SCALE_H 3      /* f32 bits, finite > 0: scale of axis rank-2 */
 #define HFX_P_RESIZE_SCALE_W 4      /* f32 bits, finite > 0: scale of axis rank-1 */
+
+/* QUANTIZE_LINEAR, DEQUANTIZE_LINEAR: scale and zero point have one element (per tensor; the
+ * param is 0) or are 1-D with X.dims[axis] elements (per axis). The zero point has the integer
+ * type (Q: the output's, DQ: the input's). */
+#define HFX_P_QUANT_AXIS 0 /* per axis: in [-rank, rank), normalized; per tensor: 0 */
 
 #endif /* HEXFUSE_OPS_H */

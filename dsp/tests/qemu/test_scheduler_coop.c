@@ -25,6 +25,11 @@
  *           XB -> Resize linear x2 (half_pixel) -> YB1[1,2,8,10];  XB -> HardSigmoid -> YB2
  * against plain C: bit for bit where the result is exact (max, nearest, linear
  * weights 1/4 and 3/4 on integers), else within 1e-5 relative.
+ *
+ * A third runs the quantization ops, bit for bit against dsp/ref/ref_quant.h:
+ *   task A  XQ[3,37] -> QuantizeLinear u8 (per tensor) -> QA; QA -> DequantizeLinear -> DA
+ *   task B  XQ -> QuantizeLinear i8 per axis 0 (3 scales and zero points) -> QB
+ * XQ holds ties at .5, saturating values, +-inf and NaN, then random values.
  */
 #include <stdint.h>
 #include <string.h>
@@ -33,6 +38,7 @@
 #include "platform.h"
 #include "program_builder.h"
 #include "qtest.h"
+#include "../../ref/ref_quant.h"
 
 #define MA 16
 #define KA 32
@@ -293,6 +299,65 @@ static void test_pool_resize_program(hfx_pool *pool)
     hfx_program_free(prog);
 }
 
+#define QR 3
+#define QC 37
+static float q_x[QR * QC], q_da[QR * QC];
+static uint8_t q_qa[QR * QC];
+static int8_t q_qb[QR * QC];
+
+static void test_quant_program(hfx_pool *pool)
+{
+    static const float scale_a[1] = {0.5f}, scale_b[QR] = {0.5f, 0.0371f, 1.75f};
+    static const uint8_t zp_a[1] = {7};
+    static const int8_t zp_b[QR] = {0, -100, 3};
+    const float special[] = {0.25f, 0.75f, -0.25f, -3.75f, 1e30f, -1e30f, hfxb_f(0x7f800000), hfxb_f((int32_t)0xff800000),
+                             hfxb_f(0x7fc00000), 63.75f, -64.25f};
+    qt_rng r = {777};
+    for (int i = 0; i < QR * QC; i++)
+        q_x[i] = i < 11 ? special[i] : (float)qt_range(&r, -40000, 40000) / 97.0f;
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t x = hfxb_input(&b, 0, HFXB_DIMS(QR, QC)), xb = hfxb_input(&b, 1, HFXB_DIMS(QR, QC));
+    uint32_t sa = hfxb_const(&b, 0, HFXB_SCALAR, scale_a);
+    uint32_t za = hfxb_set_dtype(&b, hfxb_const(&b, 0, HFXB_SCALAR, (const float *)(const void *)zp_a), HFX_DTYPE_U8);
+    uint32_t qa = hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(QR, QC)), HFX_DTYPE_U8);
+    uint32_t da = hfxb_output(&b, 0, HFXB_DIMS(QR, QC));
+    hfxb_quant(&b, 0, HFX_OP_QUANTIZE_LINEAR, x, sa, za, qa, 0);
+    hfxb_quant(&b, 0, HFX_OP_DEQUANTIZE_LINEAR, qa, sa, za, da, 0);
+    uint32_t sb = hfxb_const(&b, 1, HFXB_DIMS(QR), scale_b);
+    uint32_t zb = hfxb_set_dtype(&b, hfxb_const(&b, 1, HFXB_DIMS(QR), (const float *)(const void *)zp_b), HFX_DTYPE_I8);
+    uint32_t qb = hfxb_set_dtype(&b, hfxb_output(&b, 1, HFXB_DIMS(QR, QC)), HFX_DTYPE_I8);
+    hfxb_quant(&b, 1, HFX_OP_QUANTIZE_LINEAR, xb, sb, zb, qb, 0);
+    size_t size = 0;
+    uint8_t *bytes = hfxb_encode(&b, &size);
+    hfxb_free(&b);
+    hfx_program *prog = NULL;
+    hfx_error err;
+    hfx_status st = hfx_program_parse(bytes, size, &prog, &err);
+    free(bytes);
+    expect(st == HFX_OK, "quant program parses");
+    if (st != HFX_OK)
+        return;
+    const void *in[2] = {q_x, q_x};
+    void *out[3] = {q_qa, q_da, q_qb};
+    hfx_run_result res;
+    st = hfx_run(pool, prog, in, 2, out, 3, NULL, NULL, &res);
+    expect(st == HFX_OK, "quant program runs");
+    int qa_ok = 1, da_ok = 1, qb_ok = 1;
+    for (int i = 0; i < QR * QC; i++) {
+        int32_t wa = ref_quantize_linear(q_x[i], scale_a[0], zp_a[0], 0, 255);
+        float wd = ref_dequantize_linear(wa, scale_a[0], zp_a[0]);
+        int32_t wb = ref_quantize_linear(q_x[i], scale_b[i / QC], zp_b[i / QC], -128, 127);
+        qa_ok &= q_qa[i] == wa;
+        da_ok &= memcmp(&q_da[i], &wd, 4) == 0;
+        qb_ok &= q_qb[i] == wb;
+    }
+    expect(qa_ok, "QuantizeLinear u8 per tensor bit-exact (ties, saturation, inf, NaN)");
+    expect(da_ok, "DequantizeLinear u8 bit-exact");
+    expect(qb_ok, "QuantizeLinear i8 per axis bit-exact");
+    hfx_program_free(prog);
+}
+
 /* ---- task program v2: a template specialized to other shapes, parsed and run ----
  * A: x[N,8] -> Relu -> y[N,8]; B: xs[2,T] slice [1, T-1) -> ys[2,T-2]; representative N 4, T 6 */
 static uint8_t *build_v2_template(size_t *size)
@@ -528,6 +593,9 @@ int main(void)
     test_pool_resize_program(pool);
     qt_end_group(&T, "pool/resize/hard activations");
 
+    qt_begin_group(&T);
+    test_quant_program(pool);
+    qt_end_group(&T, "QuantizeLinear / DequantizeLinear");
     /* ---- task program v2: specialize on the DSP side too ---- */
     qt_begin_group(&T);
     test_v2_program(pool);
