@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from .colocate_bench import STREAM_BASELINES
+
 BLAS_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 BASELINES = ("ort-seq", "ort-seq-2t", "ort-par", "qnn-htp")
 DEFAULT_BASELINES = ("ort-seq", "ort-seq-2t", "ort-par")
@@ -231,6 +233,7 @@ class BenchResult:
     cpu_use: dict[str, float] | None
     seconds: float
     prediction: dict[str, Any] | None = None  # `predicted()`, when bench rewrote the model
+    colocated: list[str] = field(default_factory=list)  # modelled figures of a co-located model
 
     def by_label(self) -> dict[str, Config]:
         return {c.label: c for c in self.configs}
@@ -245,7 +248,8 @@ class BenchResult:
         hx = self.best_hexfuse()
         if hx is None:
             return {}
-        return {c.label: hx.median() / c.median() for c in self.configs if c.label in BASELINES and c.samples}
+        baselines = BASELINES + STREAM_BASELINES
+        return {c.label: hx.median() / c.median() for c in self.configs if c.label in baselines and c.samples}
 
     def best_ort(self) -> Config | None:
         """The fastest timed ORT mode on the original (qnn-htp excluded: emulated)."""
@@ -265,6 +269,7 @@ class BenchResult:
             "seconds": self.seconds,
             "cpu_use": self.cpu_use,
             "prediction": self.prediction,
+            "colocated_modelled": self.colocated,
             "configs": {c.label: c.record() for c in self.configs},
             "hexfuse_over": self.ratios(),
             "hexfuse_best": getattr(self.best_hexfuse(), "label", None),
@@ -298,6 +303,7 @@ class BenchResult:
                 + f", {p['pairs_serial_us']:.1f} us serial -> {p['pairs_fused_us']:.1f} us fused, "
                 f"{p['gain_of_model']:.1%} of the model's op-by-op time"
             )
+        out += [f"  {line}" for line in self.colocated]
         ratios = self.ratios()
         if ratios:
             best = self.best_hexfuse()
@@ -333,7 +339,7 @@ def predicted(analysis) -> dict[str, Any]:
     for p in analysis.pairs:
         kinds[p.kind] = kinds.get(p.kind, 0) + 1
     serial = sum(p.prediction.serial for p in analysis.pairs)
-    fused = sum(p.prediction.fused for p in analysis.pairs)
+    fused = sum(p.prediction.fused_call for p in analysis.pairs)
     whole = task_time(TaskProfile.of(list(analysis.profile.nodes.values())), analysis.target)
     return {
         "target": analysis.target.name,
@@ -390,6 +396,7 @@ def bench(
     import onnx
 
     from . import runtime
+    from .colocate_bench import modelled_lines, stream_configs
     from .contract import DOMAIN
     from .verify import random_inputs
 
@@ -424,6 +431,9 @@ def bench(
                 )
             else:
                 add(b, partial(_cpu_session, original, b))
+        for label, make, what in stream_configs(original, Path(folder), ort_options):
+            add(label, make, note=what)  # a co-located model: its streams as separate models
+        colocated = modelled_lines(original, shapes, target)
         if fused is not None:
             n_pairs = sum(1 for n in onnx.load(str(fused), load_external_data=False).graph.node if n.domain == DOMAIN)
             add(
@@ -461,7 +471,8 @@ def bench(
         time_configs(configs, feeds, runs, rounds, warmup)
         for c in configs:
             c.session = None  # the temporary folder goes; results keep the figures only
-    return BenchResult(model.name, n_pairs, note, configs, meter.others(), time.perf_counter() - start, prediction)
+    seconds = time.perf_counter() - start
+    return BenchResult(model.name, n_pairs, note, configs, meter.others(), seconds, prediction, colocated)
 
 
 def _cpu_session(path: Path, mode: str) -> Any:

@@ -1,4 +1,4 @@
-"""Command line: `python -m hexfuse_onnx rewrite|inspect|unfuse|profile|zoo|bench|calibrate|emulate|tune ...`.
+"""Command line: `python -m hexfuse_onnx rewrite|inspect|unfuse|profile|zoo|bench|calibrate|emulate|tune|colocate ...`.
 
 Exit codes: 0 done (also when no pair qualifies), 2 bad command line, 3 bad input model,
 4 verification failed (nothing written), 5 output not writable, 70 internal error.
@@ -18,6 +18,7 @@ from .bench import BASELINES, DEFAULT_BASELINES
 from .costmodel import TARGETS
 from .errors import EXIT_INTERNAL, EXIT_OK, HexfuseError
 from .graph import parse_shape_overrides
+from .hybrid import DEFAULT_PAST, DEFAULT_PREFILL, DEFAULT_PREFILL_PAST
 from .kinds import KINDS
 from .select import DEFAULT_MIN_GAIN
 from .tools import tune as tune_defaults
@@ -230,6 +231,55 @@ def _parser() -> argparse.ArgumentParser:
     tu.add_argument("--json", metavar="REPORT", help="also write every figure (raw samples too) here")
     tu.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
 
+    co = sub.add_parser(
+        "colocate",
+        help="merge two models (or N copies of one) into one model and pair segments across them",
+        epilog=EPILOG,
+    )
+    co.add_argument("models", nargs="*", metavar="MODEL", help="A.onnx B.onnx, or one model with --requests N")
+    co.add_argument(
+        "--hybrid",
+        metavar="DECODER",
+        help="instead of MODELs: a decoder with a KV cache serving a prefill and a decode request in one model",
+    )
+    co.add_argument(
+        "--prefill",
+        type=int,
+        default=DEFAULT_PREFILL,
+        help=f"--hybrid: prefill chunk tokens (default {DEFAULT_PREFILL})",
+    )
+    co.add_argument(
+        "--prefill-past",
+        type=int,
+        default=DEFAULT_PREFILL_PAST,
+        help=f"--hybrid: tokens of earlier chunks the prefill has cached (default {DEFAULT_PREFILL_PAST})",
+    )
+    co.add_argument(
+        "--past",
+        type=int,
+        default=DEFAULT_PAST,
+        help=f"--hybrid: tokens the decode has cached (default {DEFAULT_PAST})",
+    )
+    co.add_argument("-o", "--output", required=True, help="output .onnx")
+    co.add_argument("--requests", type=int, default=1, help="co-locate N copies of one model (weights shared)")
+    co.add_argument("--names", help="stream names, comma-separated: the prefix of each stream's names (default a,b)")
+    co.add_argument(
+        "--priority",
+        choices=("A", "B"),
+        help="latency-critical stream: its modelled latency is bounded (--hybrid: A prefill, B decode)",
+    )
+    co.add_argument(
+        "--max-slowdown", type=float, default=0.05, help="with --priority: largest modelled slowdown (default 0.05)"
+    )
+    co.add_argument("--kinds", default="colocate", help="pair kinds, comma-separated (default: colocate)")
+    co.add_argument("--target", default="hexagon-v73", type=_target, help="cost-model target (default hexagon-v73)")
+    co.add_argument("--min-gain", type=float, default=DEFAULT_MIN_GAIN, help="smallest predicted gain of a pair")
+    co.add_argument("--shape", action="append", metavar="NAME=DxDxD", help="fix a merged input's dims, e.g. a/x=1x64")
+    co.add_argument("--verify", choices=("ort", "plugin"), default="ort", help="as for rewrite (default ort)")
+    co.add_argument("--cache-dir", help="real-model cache (default ~/.cache/hexfuse-onnx/real)")
+    co.add_argument("--json", metavar="REPORT", help="also write a JSON report here")
+    co.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
+
     un = sub.add_parser("unfuse", help="restore the original nodes of every FusedHexPair", epilog=EPILOG)
     un.add_argument("model", help="a model written by `rewrite`")
     un.add_argument("-o", "--output", required=True, help="output .onnx")
@@ -253,6 +303,7 @@ def main(argv: list[str] | None = None) -> int:
         "unfuse": _unfuse,
         "emulate": _emulate,
         "tune": _tune,
+        "colocate": _colocate,
     }
     try:
         return commands[args.command](args, progress)
@@ -306,13 +357,26 @@ def _check_report_path(path: str | None) -> None:
         raise WriteError(f"{path}: cannot write the JSON report there (folder missing or not writable)")
 
 
+def _check_output_folder(path: str) -> None:
+    """Refuse before any analysis when the model's output folder is missing or not writable."""
+    from .errors import WriteError
+
+    folder = Path(path).resolve().parent
+    if not folder.is_dir():
+        raise WriteError(f"{path}: output folder {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise WriteError(f"{path}: output folder {folder} is not writable")
+
+
 def _rewrite(args: argparse.Namespace, progress) -> int:
     from .pipeline import default_output, rewrite
-    from .report import pair_rows, rewrite_json, summary, table
+    from .report import pair_rows, rejection_lines, rewrite_json, summary, table
     from .verify import load_inputs
 
-    _refuse_same_file(args.json, args.model, args.output or str(default_output(args.model)))
+    output = args.output or str(default_output(args.model))
+    _refuse_same_file(args.json, args.model, output)
     _check_report_path(args.json)
+    _check_output_folder(output)
     result = rewrite(
         args.model,
         args.output,
@@ -328,6 +392,8 @@ def _rewrite(args: argparse.Namespace, progress) -> int:
     )
     a = result.analysis
     print(summary(a))
+    for line in rejection_lines(a.rejected):
+        print(line)
     if result.output is None:
         print("no pair qualifies; nothing written")
     else:
@@ -348,7 +414,7 @@ def _rewrite(args: argparse.Namespace, progress) -> int:
 
 def _inspect(args: argparse.Namespace, progress) -> int:
     from .pipeline import analyse
-    from .report import analysis_json, pair_rows, summary, table
+    from .report import analysis_json, pair_rows, rejection_lines, summary, table
 
     _refuse_same_file(args.json, args.model)
     _check_report_path(args.json)
@@ -356,11 +422,8 @@ def _inspect(args: argparse.Namespace, progress) -> int:
     print(summary(a))
     if a.pairs:
         print(table(pair_rows(a.pairs)))
-    reasons: dict[str, int] = {}
-    for r in a.rejected:
-        reasons[r.reason.split(":")[0]] = reasons.get(r.reason.split(":")[0], 0) + 1
-    for reason, n in sorted(reasons.items(), key=lambda kv: -kv[1]):
-        print(f"rejected {n}: {reason}")
+    for line in rejection_lines(a.rejected):
+        print(line)
     if args.json:
         _write_json(args.json, analysis_json(a))
     return EXIT_OK
@@ -439,7 +502,7 @@ def _analysis_line(entry, target: str, progress) -> str:
     for p in a.pairs:
         kinds[p.kind] = kinds.get(p.kind, 0) + 1
     serial = sum(p.prediction.serial for p in a.pairs)
-    fused = sum(p.prediction.fused for p in a.pairs)
+    fused = sum(p.prediction.fused_call for p in a.pairs)
     return (
         f"{len(a.graph.nodes)} nodes, pairs: "
         + ", ".join(f"{k} {n}" for k, n in kinds.items())
@@ -518,6 +581,111 @@ def _calibrate(args: argparse.Namespace, progress) -> int:
     if args.output:
         _write_text(args.output, result.to_json())
         print(f"wrote {args.output} (target '{result.target.name}': {result.choice_note})")
+    return EXIT_OK
+
+
+def _colocate(args: argparse.Namespace, progress) -> int:
+    import tempfile
+
+    from .colocate import colocate, stream_names
+    from .errors import UsageError
+    from .zoo import resolve
+
+    if args.hybrid is not None:
+        return _hybrid(args, progress)
+    if len(args.models) > 2 or args.requests < 1 or (len(args.models) == 1) == (args.requests == 1):
+        raise UsageError("colocate takes two models, or one model with --requests N (N >= 2), or --hybrid DECODER")
+    _refuse_same_file(args.json, *args.models, args.output)
+    _check_report_path(args.json)
+    names = [n.strip() for n in args.names.split(",")] if args.names else None
+    with tempfile.TemporaryDirectory(prefix="hexfuse-zoo-") as folder:
+        resolved = [resolve(m, Path(folder), args.cache_dir) for m in args.models]
+        count = max(len(resolved), args.requests)
+        sources = resolved if len(resolved) == 2 else resolved * count
+        prefixes = stream_names(len(resolved), args.requests, names)
+        shapes = {p + k: v for p, (_, s) in zip(prefixes, sources) for k, v in (s or {}).items()}
+        shapes.update(parse_shape_overrides(args.shape))
+        r = colocate(
+            [path for path, _ in resolved],
+            args.output,
+            args.requests,
+            names,
+            {"A": 0, "B": 1}.get(args.priority or ""),
+            args.max_slowdown,
+            args.target,
+            _kinds(args.kinds),
+            args.min_gain,
+            shapes,
+            progress,
+            verify_plugin=args.verify == "plugin",
+        )
+    return _colocated(args, r)
+
+
+def _hybrid(args: argparse.Namespace, progress) -> int:
+    import tempfile
+
+    from .errors import UsageError
+    from .hybrid import Requests, hybrid
+    from .zoo import resolve
+
+    if args.models or args.requests != 1 or args.names or args.shape:
+        raise UsageError(
+            "--hybrid takes one decoder and no MODEL, --requests, --names or --shape "
+            "(--prefill, --prefill-past and --past give the shapes)"
+        )
+    _refuse_same_file(args.json, args.hybrid, args.output)
+    _check_report_path(args.json)
+    requests = Requests(args.prefill, args.prefill_past, args.past)
+    with tempfile.TemporaryDirectory(prefix="hexfuse-zoo-") as folder:
+        path, _ = resolve(args.hybrid, Path(folder), args.cache_dir)
+        r = hybrid(
+            path,
+            args.output,
+            requests,
+            args.target,
+            _kinds(args.kinds),
+            args.min_gain,
+            progress,
+            verify_plugin=args.verify == "plugin",
+            priority={"A": 0, "B": 1}.get(args.priority or ""),
+            max_slowdown=args.max_slowdown,
+        )
+    return _colocated(args, r, {"hybrid": vars(requests)})
+
+
+def _colocated(args: argparse.Namespace, r, extra: dict | None = None) -> int:
+    """Print (and with --json write) what `colocate` did."""
+    from .report import pair_rows, rewrite_json, table
+
+    plan = r.merged.plan
+    print(
+        f"merged {len(plan.streams)} streams ({', '.join(p[:-1] for p in plan.streams)}); "
+        f"{plan.shared_weights} weight(s) shared; {r.compared_outputs} output(s) equal their source's exactly"
+    )
+    rw = r.rewrite
+    if rw.output is not None:
+        print(table(pair_rows(rw.analysis.pairs)))
+    else:
+        print("no pair qualifies; the merged model is written unpaired")
+    m = r.modelled
+    if m is not None:
+        for line in m.lines(plan.priority):
+            print(line)
+    print(f"wrote {r.output}")
+    if args.json:
+        doc = rewrite_json(rw)
+        doc["colocate"] = {
+            "streams": plan.streams,
+            "sources": plan.sources,
+            "shared_weights": plan.shared_weights,
+            "compared_outputs": r.compared_outputs,
+            "priority": plan.priority,
+            "max_slowdown": plan.max_slowdown,
+            "modelled": m.to_json() if m is not None else None,
+            **(extra or {}),
+        }
+        _write_json(args.json, doc)
     return EXIT_OK
 
 

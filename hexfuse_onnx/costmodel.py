@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 
 from .profile import Engine, TaskProfile
@@ -48,9 +48,14 @@ class Target:
     ddr_bytes: Param  # DDR bandwidth reachable by the accelerator
     onchip_bytes: Param  # on-chip memory both tasks' working sets must share (VTCM)
     op_overhead_s: Param  # dispatch + sync per op inside the persistent kernel
-    # Fixed cost of one FusedHexPair kernel call (runtime glue, pool wake-up and join). Not part
-    # of `predict` (the pass compares tasks, not calls); calibration measures and reports it.
+    # Fixed cost of one FusedHexPair kernel call (runtime glue, pool wake-up and join): a pair pays
+    # it once on top of its tasks' fused time (`Prediction.call`); calibration measures it.
     call_overhead_s: Param = Param(0.0, "s", "not modelled")
+    # Integer rates, for the op of a QDQ group (`NodeProfile.int_bits`): 2 ops per MAC, as FLOPs.
+    # A target without them runs integer work at its float rates.
+    matrix_int8_ops: Param | None = None
+    vector_int8_ops_per_context: Param | None = None
+    vector_int16_ops_per_context: Param | None = None
 
     def params(self) -> dict[str, Param]:
         return {k: v for k, v in self.__dict__.items() if isinstance(v, Param)}
@@ -80,6 +85,14 @@ class Target:
     @property
     def vector_flops(self) -> float:
         return self.vector_contexts.value * self.vector_flops_per_context.value
+
+    def rate(self, engine: Engine, int_bits: int) -> float:
+        """Ops per second of a matrix or vector op, at its integer width (0: float)."""
+        if engine == Engine.MATRIX:
+            p = self.matrix_int8_ops if int_bits == 8 else None
+            return (p or self.matrix_flops).value
+        p = {8: self.vector_int8_ops_per_context, 16: self.vector_int16_ops_per_context}.get(int_bits)
+        return self.vector_contexts.value * (p or self.vector_flops_per_context).value
 
 
 _HEXAGON_CLOCK_HZ = 1.0e9  # modelled (assumption): cDSP clock of about 1 GHz (not published per SKU)
@@ -127,6 +140,24 @@ HEXAGON_V73 = Target(
         "modelled (assumption): one FastRPC round trip to the cDSP per kernel "
         "call, order of 100 us; not measured (no device here)",
     ),
+    matrix_int8_ops=Param(
+        8192 * _HEXAGON_CLOCK_HZ,
+        "op/s",
+        "modelled (assumption): HMX int8 at twice its fp16 rate (4096 MAC/cycle) at an assumed 1 GHz; "
+        "Qualcomm publishes no HMX rate",
+    ),
+    vector_int8_ops_per_context=Param(
+        256 * _HEXAGON_CLOCK_HZ,
+        "op/s",
+        "modelled (document): vrmpy, 32 lanes x 4 8-bit multiply-adds per cycle per context (Hexagon V73 "
+        "HVX Programmer's Reference), at an assumed 1 GHz",
+    ),
+    vector_int16_ops_per_context=Param(
+        128 * _HEXAGON_CLOCK_HZ,
+        "op/s",
+        "modelled (document): vmpyh-class, 64 16-bit multiply-adds per cycle per context (Hexagon V73 "
+        "HVX Programmer's Reference), at an assumed 1 GHz",
+    ),
 )
 
 # The defaults of this machine. `hexfuse_onnx.calibrate` fits a "host-calibrated" target from ORT
@@ -160,11 +191,27 @@ HOST = Target(
 TARGETS = {t.name: t for t in (HEXAGON_V73, HOST)}
 
 
+# Overrides every target's per-call overhead, in microseconds (the test suite sets 0: its zoo graphs
+# are miniatures whose pairs save less than a Hexagon call, and it tests the pass's mechanics).
+CALL_OVERHEAD_ENV = "HEXFUSE_CALL_OVERHEAD_US"
+
+
 def get_target(name: str) -> Target:
+    """The named target, its call overhead replaced when HEXFUSE_CALL_OVERHEAD_US is set."""
     try:
-        return TARGETS[name]
+        target = TARGETS[name]
     except KeyError:
         raise ValueError(f"unknown target '{name}' (known: {', '.join(TARGETS)})") from None
+    override = os.environ.get(CALL_OVERHEAD_ENV, "").strip()
+    if not override:
+        return target
+    try:
+        us = float(override)
+    except ValueError:
+        raise ValueError(f"{CALL_OVERHEAD_ENV}={override!r} is not a number of microseconds") from None
+    if not 0 <= us < float("inf"):
+        raise ValueError(f"{CALL_OVERHEAD_ENV}={override!r} must be >= 0 microseconds")
+    return replace(target, call_overhead_s=Param(us * 1e-6, "s", f"set by {CALL_OVERHEAD_ENV}"))
 
 
 def register_target(target: Target) -> None:
@@ -194,16 +241,30 @@ def parameter_table(target: Target) -> list[str]:
 
 @dataclass(frozen=True)
 class Prediction:
+    """Serial time (A then B, each node a call of its own), the two tasks' fused time, and the
+    fixed cost of the one kernel call the fused pair adds (`Target.call_overhead_s`)."""
+
     time_a: float
     time_b: float
     serial: float
     fused: float
     share_a: float
+    call: float = 0.0
+
+    @property
+    def fused_call(self) -> float:
+        """The fused pair's predicted time as a call: its tasks fused plus the call overhead."""
+        return self.fused + self.call
+
+    @property
+    def saved(self) -> float:
+        """Time the pair saves against serial, after paying for its call."""
+        return self.serial - self.fused_call
 
     @property
     def gain(self) -> float:
-        """Fraction of the serial time saved by fusing."""
-        return 1.0 - self.fused / self.serial if self.serial > 0 else 0.0
+        """Fraction of the serial time saved by fusing, after paying for the call."""
+        return self.saved / self.serial if self.serial > 0 else 0.0
 
 
 def fits(a: TaskProfile, b: TaskProfile, target: Target) -> bool:
@@ -224,18 +285,18 @@ def predict(a: TaskProfile, b: TaskProfile, target: Target, share_a: float | Non
         share_a, fused = _best_share(tasks, target)
     else:
         fused = _simulate_cached(tasks, target, share_a)
-    return Prediction(ta, tb, ta + tb, fused, share_a)
+    return Prediction(ta, tb, ta + tb, fused, share_a, target.call_overhead_s.value)
 
 
 # Work of a task as the simulation sees it; equal signatures (repeated layers) share results.
-Signature = tuple[tuple[Engine, float, float, float], ...]
+Signature = tuple[tuple[Engine, float, float, float, int], ...]
 
 
 def engine_seconds(t: TaskProfile, target: Target) -> tuple[float, float, float]:
     """Time the task keeps each engine busy: (matrix, vector, memory)."""
     return (
-        t.flops[Engine.MATRIX] / target.matrix_flops.value,
-        t.flops[Engine.VECTOR] / target.vector_flops,
+        sum(op.flops / target.rate(op.engine, op.int_bits) for op in t.ops if op.engine == Engine.MATRIX),
+        sum(op.flops / target.rate(op.engine, op.int_bits) for op in t.ops if op.engine == Engine.VECTOR),
         t.bytes[Engine.MEMORY] / target.dma_bytes.value,
     )
 
@@ -251,7 +312,9 @@ def complementarity(a: TaskProfile, b: TaskProfile, target: Target) -> float:
 
 def _signature(task: TaskProfile) -> Signature:
     return tuple(
-        (op.engine, op.flops, float(op.bytes), float(op.ddr_bytes)) for op in task.ops if op.engine != Engine.NONE
+        (op.engine, op.flops, float(op.bytes), float(op.ddr_bytes), op.int_bits)
+        for op in task.ops
+        if op.engine != Engine.NONE
     )
 
 
@@ -275,17 +338,15 @@ def _simulate_cached(tasks: tuple[Signature, Signature], target: Target, share_a
 # The fluid simulation
 
 
-def _work(op: tuple[Engine, float, float, float], target: Target) -> tuple[Engine, float, float]:
+def _work(op: tuple[Engine, float, float, float, int], target: Target) -> tuple[Engine, float, float]:
     """(engine, engine work in seconds at the full engine, DDR bytes) of a signature entry."""
-    engine, flops, nbytes, ddr_bytes = op
-    if engine == Engine.MATRIX:
-        return engine, flops / target.matrix_flops.value, ddr_bytes
-    if engine == Engine.VECTOR:
-        return engine, flops / target.vector_flops, ddr_bytes
+    engine, flops, nbytes, ddr_bytes, int_bits = op
+    if engine in (Engine.MATRIX, Engine.VECTOR):
+        return engine, flops / target.rate(engine, int_bits), ddr_bytes
     return engine, nbytes / target.dma_bytes.value, ddr_bytes
 
 
-def _simulate(tasks: list[list[tuple[Engine, float, float, float]]], target: Target, share_a: float) -> float:
+def _simulate(tasks: list[list[tuple[Engine, float, float, float, int]]], target: Target, share_a: float) -> float:
     """Time until both op lists have run, sharing engines and DDR (see module docstring)."""
     queues = [[_work(op, target) for op in ops] for ops in tasks]
     overhead = target.op_overhead_s.value

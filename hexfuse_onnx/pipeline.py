@@ -24,7 +24,7 @@ from .lowering import LoweringError
 from .modelio import stage
 from .profile import GraphProfile, profile_graph
 from .rewrite import fuse, prepare
-from .select import DEFAULT_MIN_GAIN, Rejection, select
+from .select import DEFAULT_MIN_GAIN, Rejection, blocker_of, select
 from .verify import (
     DEFAULT_RTOL,
     Case,
@@ -195,7 +195,7 @@ def _check_keeps_external_data(g: ModelGraph, path: Path, out: Path) -> None:
 
 def _not_lowered(pair: Pair, error: LoweringError, progress: Progress) -> Rejection:
     progress(f"not fusing a {pair.kind} pair ({pair.candidate.note}): {error.message}")
-    return Rejection(pair.candidate, f"does not lower: {error.message}")
+    return Rejection(pair.candidate, f"does not lower: {error.message}", blocker_of(error))
 
 
 def _reference(

@@ -14,7 +14,8 @@ from enum import Enum
 
 import onnx
 
-from .graph import ModelGraph, attribute
+from . import qdq
+from .graph import ModelGraph, TensorInfo, attribute
 
 
 class Engine(str, Enum):
@@ -53,7 +54,6 @@ MEMORY_OPS = {
     "Pad",
     "Resize",
     "Upsample",
-    "Expand",
     "Tile",
     "DepthToSpace",
     "SpaceToDepth",
@@ -67,6 +67,7 @@ MEMORY_OPS = {
     "Flatten",
     "Identity",
 }
+# Not memory: Expand runs on the kernel as a broadcasting MUL by ones (lowering/layout.py), a vector op.
 # Pure metadata: no data moves when these run (constants, shapes, inference-time no-ops).
 NO_COST_OPS = {
     "Shape",
@@ -104,6 +105,8 @@ _VECTOR_FLOPS_PER_ELEMENT = {
     "Elu": 8,
     "Selu": 8,
     "Div": 4,
+    "QuantizeLinear": 3,  # divide, round, add the zero point (and saturate)
+    "DequantizeLinear": 2,  # subtract the zero point, multiply
 }
 
 
@@ -117,6 +120,7 @@ class NodeProfile:
     weight_bytes: int  # bytes of initializer inputs (streamed once)
     footprint: int  # on-chip working set: activations in and out of this op
     ddr_bytes: int = -1  # bytes to/from DDR; within a task, intermediates stay on chip
+    int_bits: int = 0  # the op of a QDQ group: the integer width its work runs at (8, 16); 0 float
 
     def __post_init__(self) -> None:
         if self.ddr_bytes < 0:
@@ -166,6 +170,7 @@ class TaskProfile:
                 p.weight_bytes,
                 int(p.footprint * fraction),
                 int((p.ddr_bytes - p.weight_bytes) * fraction) + p.weight_bytes,
+                p.int_bits,
             )
             for p in self.ops
         ]
@@ -235,7 +240,9 @@ def profile_graph(g: ModelGraph) -> GraphProfile:
 
 
 def profile_node(g: ModelGraph, i: int) -> NodeProfile | str:
-    """The node's profile, or a string saying why it cannot be profiled."""
+    """The node's profile, or a string saying why it cannot be profiled. The op of a QDQ group
+    counts its work at the group's integer width and its bytes at the integer tensors' widths; its
+    footprint stays in f32, since the kernel computes a group's op in f32 between its Q/DQ ops."""
     n = g.nodes[i]
     engine = engine_of(n)
     ins = [g.info(t) for t in n.input if t]
@@ -243,17 +250,25 @@ def profile_node(g: ModelGraph, i: int) -> NodeProfile | str:
     for t in ins + outs:
         if not t.is_static:
             return f"shape of '{t.name}' unknown ({_fmt_shape(t.shape)})"
+    group = qdq.group_widths(g, i)
     weight_bytes = sum(t.nbytes or 0 for t in ins if t.name in g.initializers)
-    bytes_in = sum(t.nbytes or 0 for t in ins)
-    bytes_out = sum(t.nbytes or 0 for t in outs)
-    activation = bytes_in - weight_bytes + bytes_out
+    bytes_in = sum(_bytes(t, group) for t in ins)
+    bytes_out = sum(_bytes(t, group) for t in outs)
+    # the on-chip working set as today's kernel holds it: a group's float tensors in f32
+    activation = sum(t.nbytes or 0 for t in ins + outs) - weight_bytes
     if engine == Engine.NONE:
         return NodeProfile(i, engine, 0.0, 0, 0, 0, 0)
     flops = _flops(n, ins, outs)
     if flops is None:
         return f"FLOPs of {n.op_type} unknown"
+    int_bits = 8 * max(group.values(), default=0)
     # Memory ops read and write every byte; matrix/vector ops stream weights once.
-    return NodeProfile(i, engine, float(flops), bytes_in, bytes_out, weight_bytes, activation)
+    return NodeProfile(i, engine, float(flops), bytes_in, bytes_out, weight_bytes, activation, int_bits=int_bits)
+
+
+def _bytes(t: TensorInfo, group: dict[str, int]) -> int:
+    """A tensor's bytes; a float tensor of a QDQ group at its integer width."""
+    return (t.numel or 0) * group[t.name] if t.name in group else t.nbytes or 0
 
 
 def _fmt_shape(shape: tuple | None) -> str:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections import Counter
 
+import onnx
+
 from .costmodel import engine_seconds
 from .kinds import Pair, kind_of
 from .pipeline import Analysis, RewriteResult
+from .select import Rejection
 
 
 def _si(x: float, unit: str) -> str:
@@ -18,7 +21,19 @@ def _si(x: float, unit: str) -> str:
 
 def pair_rows(pairs: list[Pair]) -> list[list[str]]:
     rows = [
-        ["#", "kind", "nodes A+B", "engines A/B", "FLOPs A/B", "bytes A/B", "serial us", "fused us", "gain", "share A"]
+        [
+            "#",
+            "kind",
+            "nodes A+B",
+            "engines A/B",
+            "FLOPs A/B",
+            "bytes A/B",
+            "serial us",
+            "fused us",
+            "call us",
+            "gain",
+            "share A",
+        ]
     ]
     for k, p in enumerate(pairs):
         rows.append(
@@ -31,6 +46,7 @@ def pair_rows(pairs: list[Pair]) -> list[list[str]]:
                 f"{_si(p.a.total_bytes, 'B')}/{_si(p.b.total_bytes, 'B')}",
                 f"{p.prediction.serial * 1e6:.1f}",
                 f"{p.prediction.fused * 1e6:.1f}",
+                f"{p.prediction.call * 1e6:.1f}",
                 f"{p.prediction.gain:.1%}",
                 kind_of(p).share_text(p),
             ]
@@ -55,6 +71,10 @@ def summary(a: Analysis) -> str:
     if a.graph.binding is not None:
         kept = "symbolic in the output" if a.graph.source is not None else "fixed in the output (--freeze-shapes)"
         lines.append(f"symbolic dims analysed at {a.graph.binding.describe()} (--shape to choose); {kept}")
+    hidden = subgraph_nodes(a.graph.model.graph)
+    if hidden:
+        where = ", ".join(f"{n} in {owner}" for owner, n in hidden)
+        lines.append(f"not looked at: {sum(n for _, n in hidden)} node(s) inside control-flow subgraphs ({where})")
     if a.profile.unprofiled:
         shown = list(a.profile.unprofiled.items())[:5]
         lines.append(f"{len(a.profile.unprofiled)} node(s) not profiled, so not paired:")
@@ -92,6 +112,7 @@ def pair_json(a: Analysis, p: Pair) -> dict:
             "b": p.prediction.time_b * 1e6,
             "serial": p.prediction.serial * 1e6,
             "fused": p.prediction.fused * 1e6,
+            "call": p.prediction.call * 1e6,
         },
         "gain": p.prediction.gain,
         "share_a": p.prediction.share_a,
@@ -114,7 +135,11 @@ def analysis_json(a: Analysis) -> dict:
         "unprofiled": [{"node": g.describe(i), "reason": why} for i, why in a.profile.unprofiled.items()],
         "candidates": len(a.candidates),
         "pairs": [pair_json(a, p) for p in a.pairs],
-        "rejected": [{"kind": r.candidate.kind, "note": r.candidate.note, "reason": r.reason} for r in a.rejected],
+        "rejected": [
+            {"kind": r.candidate.kind, "note": r.candidate.note, "reason": r.reason, "blocker": r.blocker}
+            for r in a.rejected
+        ],
+        "not_looked_at": [{"node": owner, "subgraph_nodes": n} for owner, n in subgraph_nodes(g.model.graph)],
         "seconds": a.seconds,
     }
 
@@ -132,3 +157,33 @@ def rewrite_json(r: RewriteResult) -> dict:
             "shapes": r.comparison.shapes,
         }
     return out
+
+
+def subgraph_nodes(graph: onnx.GraphProto) -> list[tuple[str, int]]:
+    """For each node of the graph holding subgraphs (If/Loop/Scan bodies), its description and the
+    number of nodes inside them (nested ones included): the pass looks at the main graph only."""
+    out = []
+    for node in graph.node:
+        bodies = [g for a in node.attribute for g in ([a.g] if a.type == onnx.AttributeProto.GRAPH else a.graphs)]
+        if bodies:
+            count = sum(len(b.node) + sum(n for _, n in subgraph_nodes(b)) for b in bodies)
+            out.append((f"{node.op_type} '{node.name or node.output[0]}'", count))
+    return out
+
+
+def rejection_lines(rejected: list[Rejection]) -> list[str]:
+    """One line per reason, most frequent first; candidates that do not lower are counted by the
+    op (and its reason) that stopped them: `rejected 116: does not lower: BatchNormalization
+    outside the kernel (116)`."""
+    reasons: Counter[str] = Counter()
+    blockers: dict[str, Counter[str]] = {}
+    for r in rejected:
+        reason = r.reason.split(":")[0]
+        reasons[reason] += 1
+        if r.blocker:
+            blockers.setdefault(reason, Counter())[r.blocker] += 1
+    lines = []
+    for reason, n in reasons.most_common():
+        detail = ", ".join(f"{b} ({k})" for b, k in blockers.get(reason, Counter()).most_common())
+        lines.append(f"rejected {n}: {reason}" + (f": {detail}" if detail else ""))
+    return lines

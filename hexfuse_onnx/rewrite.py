@@ -38,10 +38,14 @@ def prepare(
         second = graph_mod.other_bindings(g)[0]
     first = next_pair_id(g.model)
     opsets = [o for o in g.model.opset_import if o.domain != C.DOMAIN]
+    typed = {
+        v.name: v for v in list(g.model.graph.value_info) + list(g.model.graph.output) if v.type.tensor_type.elem_type
+    }
     failed = []
     for k, pair in enumerate(pairs):
         pair.id, pair.lowered = f"pair{first + k}", None
         pair.call = _fused_call(kind_of(pair).tasks(g, pair), pair, target_name, opsets)
+        _add_value_info(pair.call.function, typed)
         try:
             pair.lowered = _lower(g, pair.call, second)
         except LoweringError as exc:
@@ -57,7 +61,6 @@ def fuse(g: ModelGraph, pairs: list[Pair]) -> onnx.ModelProto:
     removed: set[int] = set()
     placed: list[tuple[int, onnx.NodeProto]] = []  # (position, node) for new nodes
     internal: set[str] = set()
-    typed = _body_types(g)
     for pair in pairs:
         if pair.call is None or pair.lowered is None:
             raise HexfuseError(f"internal error: pair '{pair.id}' was not prepared and lowered before fusing")
@@ -65,8 +68,9 @@ def fuse(g: ModelGraph, pairs: list[Pair]) -> onnx.ModelProto:
         node, fn = onnx.NodeProto(), onnx.FunctionProto()
         node.CopyFrom(pair.call.node)
         fn.CopyFrom(pair.call.function)
+        if g.source is not None:  # the body's value_info holds dims of the representative binding
+            _retype(fn, _body_types(g))
         set_program(node, pair.lowered.program)
-        _add_value_info(fn, typed)
         removed.update(tasks.replaced)
         placed += tasks.placed
         placed.append((tasks.replaced[0], node))
@@ -86,10 +90,23 @@ def fuse(g: ModelGraph, pairs: list[Pair]) -> onnx.ModelProto:
     kept_info = [v for v in graph.value_info if v.name not in internal]
     graph.ClearField("value_info")
     graph.value_info.extend(kept_info)
+    _type_pair_outputs(g, graph, pairs)
     if not any(o.domain == C.DOMAIN for o in model.opset_import):
         model.opset_import.append(helper.make_opsetid(C.DOMAIN, C.DOMAIN_VERSION))
     model.ir_version = max(model.ir_version, 10)  # function overloads need IR 10
     return model
+
+
+def _type_pair_outputs(g: ModelGraph, graph: onnx.GraphProto, pairs: list[Pair]) -> None:
+    """A value_info for every FusedHexPair output the graph leaves untyped (micro-batch halves):
+    the plugin's outputs may be of any type (u8 in QDQ pairs), so ONNX Runtime reads it here."""
+    typed = {v.name for v in list(graph.value_info) + list(graph.output)}
+    for pair in pairs:
+        assert pair.call is not None
+        for t in pair.call.node.output:
+            elem = g.info(kind_of(pair).original_tensor(pair.id, t)).elem_type  # a half has its whole's type
+            if t not in typed and elem:
+                graph.value_info.append(helper.make_value_info(t, helper.make_tensor_type_proto(elem, None)))
 
 
 def next_pair_id(model: onnx.ModelProto) -> int:
@@ -126,7 +143,10 @@ def _symbolic_inputs(g: ModelGraph, call: FusedCall, second: ShapeBinding) -> Sy
     if all(isinstance(d, int) for shape in dims for d in shape):
         return None
     body = {t: g.symbolic[t] for n in call.function.node for t in n.output if t in g.symbolic}
-    return SymbolicInputs(dims, types, body)
+    function = onnx.FunctionProto()
+    function.CopyFrom(call.function)
+    _retype(function, {t: helper.make_value_info(t, _type_proto(i)) for t, i in at_second.items() if i.elem_type})
+    return SymbolicInputs(dims, types, body, function)
 
 
 def _placed_shapes(
@@ -197,6 +217,12 @@ def _fused_call(tasks: PairTasks, pair: Pair, target_name: str, opsets: list[onn
     fn.overload = pair.id
     fn.doc_string = f"hexfuse {pair.kind} pair: {pair.candidate.note}"
     return FusedCall(node, fn, tasks)
+
+
+def _retype(fn: onnx.FunctionProto, typed: dict[str, onnx.ValueInfoProto]) -> None:
+    """Replace the function's value_info with these types of its body tensors."""
+    fn.ClearField("value_info")
+    _add_value_info(fn, typed)
 
 
 def _add_value_info(fn: onnx.FunctionProto, typed: dict[str, onnx.ValueInfoProto]) -> None:

@@ -252,7 +252,16 @@ class _PoolConfig(ctypes.Structure):
     ]
 
 
-_NP_DTYPES = {1: np.float32, 2: np.float16, 3: np.int32, 4: np.int64, 5: np.int8, 6: np.uint8}
+_NP_DTYPES = {
+    1: np.float32,
+    2: np.float16,
+    3: np.int32,
+    4: np.int64,
+    5: np.int8,
+    6: np.uint8,
+    7: np.uint16,
+    8: np.int16,
+}
 
 
 class HostKernel:
@@ -273,6 +282,23 @@ class HostKernel:
             getattr(lib, f).restype = ctypes.c_uint32
         for f in ("hfx_program_input_info", "hfx_program_output_info"):
             getattr(lib, f).argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.POINTER(_TensorInfo)]
+        lib.hfx_program_specialize.argtypes = [
+            ctypes.c_void_p,
+            ctypes.c_size_t,
+            ctypes.POINTER(ctypes.POINTER(ctypes.c_int64)),
+            ctypes.POINTER(ctypes.c_uint32),
+            ctypes.c_uint32,
+            ctypes.c_void_p,
+            ctypes.POINTER(_Error),
+        ]
+        lib.hexfuse_host_expr_eval.argtypes = [
+            ctypes.POINTER(ctypes.c_uint32),
+            ctypes.c_uint32,
+            ctypes.POINTER(ctypes.c_int64),
+            ctypes.c_uint32,
+            ctypes.POINTER(ctypes.c_int64),
+            ctypes.POINTER(ctypes.c_char_p),
+        ]
         lib.hfx_pool_config_init.argtypes = [ctypes.POINTER(_PoolConfig)]
         lib.hfx_pool_create.argtypes = [ctypes.POINTER(_PoolConfig), ctypes.POINTER(ctypes.c_void_p)]
         lib.hfx_run.argtypes = [
@@ -306,6 +332,38 @@ class HostKernel:
                 f"{err.byte_offset}: {err.message.decode()}"
             )
         return prog
+
+    def specialize(self, program: bytes, shapes: list[tuple[int, ...]]) -> bytes:
+        """`program` specialized to the node input shapes `shapes` by the C specializer
+        (hfx_program_specialize); raises HexfuseError with its message."""
+        dims = [(ctypes.c_int64 * max(1, len(s)))(*s) for s in shapes]
+        dim_ptrs = (ctypes.POINTER(ctypes.c_int64) * max(1, len(dims)))(
+            *[ctypes.cast(d, ctypes.POINTER(ctypes.c_int64)) for d in dims]
+        )
+        ranks = (ctypes.c_uint32 * max(1, len(shapes)))(*[len(s) for s in shapes])
+        src = ctypes.create_string_buffer(program, len(program))
+        out = ctypes.create_string_buffer(len(program))
+        err = _Error()
+        st = self.lib.hfx_program_specialize(src, len(program), dim_ptrs, ranks, len(shapes), out, ctypes.byref(err))
+        if st:
+            raise HexfuseError(
+                f"cannot specialize the task program: {self.lib.hfx_status_name(st).decode()} at byte "
+                f"{err.byte_offset}: {err.message.decode()}"
+            )
+        return out.raw
+
+    def eval_shape_expr(self, words: list[int], symbols: list[int]) -> int:
+        """The C evaluator of a shape expression (shape_section's words over int64 symbols);
+        raises HexfuseError with the fault's text."""
+        w = (ctypes.c_uint32 * max(1, len(words)))(*words)
+        sym = (ctypes.c_int64 * max(1, len(symbols)))(*symbols)
+        value, text = ctypes.c_int64(), ctypes.c_char_p()
+        fault = self.lib.hexfuse_host_expr_eval(
+            w, len(words), sym, len(symbols), ctypes.byref(value), ctypes.byref(text)
+        )
+        if fault:
+            raise HexfuseError(text.value.decode())
+        return value.value
 
     def run(self, program: bytes, inputs: list[np.ndarray]) -> list[np.ndarray]:
         prog = self.parse(program)

@@ -1,11 +1,14 @@
 """Score every candidate with the cost model and choose pairs that share no node.
 
-A candidate is kept when both tasks are profiled, every op is one the kernel runs (the full
+A candidate is kept when it takes QDQ groups whole (`qdq`: its tasks are extended by the Q/DQ
+nodes of their groups first), both tasks are profiled, every op is one the kernel runs (the full
 lowering, before the rewrite, can still refuse an attribute), its kind's evaluation finds a
 share (and split) whose working sets fit on chip together, and the predicted gain reaches
-`min_gain`. Complementarity (how differently the two tasks load the engines) is reported; a
-same-engine pair is kept only on a predicted gain, which the shared gain threshold already
-demands. Chosen greedily by predicted time saved.
+`min_gain` after the target's fixed cost of a kernel call (`Target.call_overhead_s`): a pair
+is kept when serial - (fused + call) >= min_gain * serial, so its saving beats the call.
+Complementarity (how differently the two tasks load the engines) is reported; a same-engine
+pair is kept only on a predicted gain, which the shared gain threshold already demands. Chosen
+greedily by predicted time saved after the call.
 """
 
 from __future__ import annotations
@@ -15,16 +18,32 @@ from dataclasses import dataclass
 from .costmodel import Target
 from .graph import ModelGraph
 from .kinds import Candidate, Pair, kind_of
-from .lowering import op_outside_kernel
+from .lowering import LoweringError, op_outside_kernel
 from .profile import GraphProfile
+from .qdq import close_groups, release_foreign, split_group
 
 DEFAULT_MIN_GAIN = 0.02
 
 
 @dataclass
 class Rejection:
+    """Why a candidate was not chosen; `blocker` names what stopped it from lowering (the op and
+    why), the same for every candidate the same op stops, so reports can count them."""
+
     candidate: Candidate
     reason: str
+    blocker: str = ""
+
+
+def blocker_of(error: LoweringError) -> str:
+    """The op and reason of a lowering error without the node's name: "Erf outside the kernel",
+    "com.microsoft::FastGelu outside the kernel", "Cast: Cast from INT64 to FLOAT: the kernel runs
+    float32 only"."""
+    if error.reason.startswith("op is outside the kernel"):
+        return f"{error.op} outside the kernel"
+    if error.reason.startswith("domain '"):  # "domain 'com.microsoft' is outside ..."
+        return f"{error.reason.split(chr(39))[1]}::{error.op} outside the kernel"
+    return f"{error.op}: {error.reason}"
 
 
 def select(
@@ -38,14 +57,14 @@ def select(
     rejected: list[Rejection] = []
     for c in candidates:
         result = evaluate(g, profile, c, target)
-        if isinstance(result, str):
-            rejected.append(Rejection(c, result))
-        elif result.prediction.gain < min_gain:
-            rejected.append(
-                Rejection(c, f"predicted gain {result.prediction.gain:.1%} below --min-gain {min_gain:.1%}")
-            )
+        if isinstance(result, (str, Rejection)):
+            rejected.append(result if isinstance(result, Rejection) else Rejection(c, result))
         else:
-            scored.append(result)
+            why = below_the_bar(result, min_gain)
+            if why:
+                rejected.append(Rejection(c, why))
+            else:
+                scored.append(result)
     chosen: list[Pair] = []
     taken: set[int] = set()
     for pair in sorted(scored, key=lambda p: (-p.saved, min(p.candidate.nodes))):
@@ -57,12 +76,39 @@ def select(
     return chosen, rejected
 
 
-def evaluate(g: ModelGraph, profile: GraphProfile, c: Candidate, target: Target) -> Pair | str:
+def below_the_bar(pair: Pair, min_gain: float) -> str:
+    """Why the pair does not pay for its kernel call by `min_gain`, or "" when it does. With
+    min_gain >= 0 a kept pair's saving beats the call; a negative one (calibration measures
+    losing pairs too) keeps pairs that lose."""
+    p = pair.prediction
+    if p.gain >= min_gain:
+        return ""
+    saved, serial, call = (p.serial - p.fused) * 1e6, p.serial * 1e6, p.call * 1e6
+    figures = f"fusing saves {saved:.1f} us of {serial:.1f} us, a call costs {call:.1f} us"
+    if p.serial - p.fused < p.call:
+        return f"saving below the call overhead: {figures}"
+    return f"predicted gain below --min-gain {min_gain:.1%}: {p.gain:.1%} after the call ({figures})"
+
+
+def evaluate(g: ModelGraph, profile: GraphProfile, c: Candidate, target: Target) -> Pair | Rejection | str:
     """The candidate's best pair (its kind chooses share and split), or why it cannot be one."""
+    split = take_whole_groups(g, c)
+    if split is not None:
+        return f"splits a QDQ group: {split}"
     missing = next((i for i in sorted(c.nodes) if i in profile.unprofiled), None)
     if missing is not None:
         return f"not profiled: {g.describe(missing)}: {profile.unprofiled[missing]}"
     outside = next((e for e in (op_outside_kernel(g.nodes[i]) for i in sorted(c.nodes)) if e), None)
     if outside is not None:
-        return f"does not lower: {outside.message}"
+        return Rejection(c, f"does not lower: {outside.message}", blocker_of(outside))
     return kind_of(c).evaluate(g, profile, c, target)
+
+
+def take_whole_groups(g: ModelGraph, c: Candidate) -> str | None:
+    """Give the candidate's tasks the Q/DQ nodes of their own QDQ groups and no others (two
+    disjoint node sets without kind details only), then say which group a task still splits, or None."""
+    if c.detail is None and not set(c.task_a) & set(c.task_b):
+        a, b = release_foreign(g, c.task_a), release_foreign(g, c.task_b)
+        c.task_a = close_groups(g, a, b)
+        c.task_b = close_groups(g, b, c.task_a)
+    return split_group(g, c.task_a) or split_group(g, c.task_b)

@@ -15,7 +15,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
-from .errors import UsageError, VerificationError
+from .errors import ModelError, UsageError, VerificationError
 
 DEFAULT_RTOL = 1e-5
 
@@ -108,7 +108,7 @@ def random_inputs(
 def session(path: str | os.PathLike[str], extra: ort.SessionOptions | None = None) -> ort.InferenceSession:
     so = extra or ort.SessionOptions()
     so.intra_op_num_threads = so.intra_op_num_threads or 1
-    so.log_severity_level = 4  # a failing run raises with the message; ORT need not log it too
+    so.log_severity_level = 4  # a failed run is reported once, as an error of ours; ORT's own log would repeat it
     return ort.InferenceSession(str(path), sess_options=so, providers=["CPUExecutionProvider"])
 
 
@@ -120,15 +120,19 @@ def compare(
     rewritten_options: ort.SessionOptions | None = None,
     seed: int = 0,
 ) -> Comparison:
-    """Run both on stock ORT with the same inputs; raise VerificationError on any mismatch."""
+    """Run both on stock ORT with the same inputs; raise VerificationError on any mismatch, and
+    ModelError when the original itself fails to run on the inputs (exit 3)."""
     try:
         ref_session = session(original)
     except Exception as exc:
         raise VerificationError(f"the original model does not run on ONNX Runtime: {_first_line(exc)}") from None
     try:
         case = run_original(ref_session, random_inputs(ref_session, shape_overrides, seed))
-    except VerificationError as exc:
-        raise VerificationError(f"the original model fails to run on the test inputs: {exc.message}") from None
+    except VerificationError as exc:  # the input (or its --shape values) is at fault, not the rewrite
+        raise ModelError(
+            f"{original}: the original model fails to run on ONNX Runtime with the test inputs "
+            f"(are the --shape values consistent?): {exc.message}"
+        ) from None
     return compare_cases(rewritten, [case], rtol, rewritten_options)
 
 

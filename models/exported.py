@@ -176,6 +176,38 @@ def generate(session, spec: DecoderSpec, prompt: np.ndarray, steps: int) -> np.n
     return np.concatenate(out, axis=1)
 
 
+PREFILL, DECODE = "prefill/", "decode/"  # name prefixes of the two copies in `prefill_decode_model`
+
+
+def prefill_decode_model(model_path: str | os.PathLike[str]) -> onnx.ModelProto:
+    """The decoder twice in one graph, as `onnx.compose.merge_models` joins two models with no
+    edge between them: every name of one copy prefixed `prefill/`, of the other `decode/`, symbolic
+    dims included (the two requests have their own lengths). Feed it a prefill request to the first
+    and a decode step to the second (`prefill_decode_shapes`)."""
+    model = onnx.load(str(model_path))
+    copies = [_prefixed(model, prefix) for prefix in (PREFILL, DECODE)]
+    return onnx.compose.merge_models(copies[0], copies[1], io_map=[])
+
+
+def _prefixed(model: onnx.ModelProto, prefix: str) -> onnx.ModelProto:
+    copy = onnx.compose.add_prefix(model, prefix)
+    graph = copy.graph
+    for value in [*graph.input, *graph.output, *graph.value_info]:
+        for dim in value.type.tensor_type.shape.dim:
+            if dim.HasField("dim_param"):
+                dim.dim_param = prefix + dim.dim_param
+    return copy
+
+
+def prefill_decode_shapes(
+    spec: DecoderSpec, prefill_seq: int, decode_past: int, prefill_past: int = 0
+) -> dict[str, list[int]]:
+    """Input shapes of `prefill_decode_model`: a prefill of `prefill_seq` tokens after `prefill_past`
+    cached ones (0: an empty cache) and a one-token decode step after `decode_past` (batch 1)."""
+    prefill = {PREFILL + k: v for k, v in input_shapes(spec, prefill_seq, prefill_past).items()}
+    return prefill | {DECODE + k: v for k, v in input_shapes(spec, 1, decode_past).items()}
+
+
 ZOO_REQUEST = {"seq": 8, "past": 16}  # the shapes the zoo gives for the symbolic dims
 
 

@@ -12,33 +12,6 @@ from hexfuse_onnx import pipeline, verify
 from hexfuse_onnx.lowering import attach_programs
 
 
-def plugin_program_version() -> int:
-    """The newest task-program format version the built kernel reads (0 when not built)."""
-    import ctypes
-
-    from hexfuse_onnx import runtime
-
-    lib = runtime.LIB_DIR / "libhexfuse_host.so"
-    if not lib.is_file():
-        return 0
-    return int(ctypes.CDLL(str(lib)).hexfuse_host_program_version())
-
-
-def program_versions(model: onnx.ModelProto) -> set[int]:
-    """The format versions of the task programs in a rewritten model."""
-    return {int.from_bytes(a.s[4:6], "little") for n in model.graph.node for a in n.attribute if a.name == "program"}
-
-
-def xfail_if_the_kernel_cannot_read(model_path: Path) -> None:
-    """xfail a plugin check of a model whose programs are of a format the built kernel does not read
-    yet (v2, symbolic dims: until the C v2 parser is merged); a no-op once it does."""
-    import pytest
-
-    newest = max(program_versions(onnx.load(str(model_path), load_external_data=False)), default=1)
-    if newest > plugin_program_version():
-        pytest.xfail(f"program format v{newest} (symbolic dims): C v2 parser not merged yet")
-
-
 def lower_zoo(zoo_dir: Path, names: list[str], out: Path) -> dict[str, Path]:
     """Each zoo model rewritten and given its task programs (every pair must lower)."""
     result = {}

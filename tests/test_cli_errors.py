@@ -353,7 +353,9 @@ def test_unknown_kind_is_refused(dirs, zoo_bytes, command):
     args = ["-o", dirs.out / "out.onnx"] if command == "rewrite" else []
     proc = run_cli(command, src, "-q", "--kinds", "branches,bogus_kind", *args)
     assert proc.returncode == EXIT_USAGE, proc.stderr
-    assert_mentions(error_line(proc), "unknown pair kind", "bogus_kind", "branches, microbatch, prefill_decode")
+    assert_mentions(
+        error_line(proc), "unknown pair kind", "bogus_kind", "branches, colocate, microbatch, prefill_decode"
+    )
     assert listing(dirs.out) == []
     assert sha256(src) == before
 

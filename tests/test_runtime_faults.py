@@ -253,7 +253,7 @@ def _corruptions(fused: dict[str, Path]) -> dict[str, tuple[bytes, tuple[str, ..
         "truncated_inside_header": (with_program(tb, prog[: HEADER.size - 1]), (not_valid, "HFX_ERR_TRUNCATED")),
         "truncated_one_byte": (with_program(tb, prog[:-1]), (not_valid,)),
         "empty": (with_program(tb, b""), (not_valid,)),
-        "version_bumped": (with_program(tb, patch_header(prog, version=2)), (not_valid, "HFX_ERR_VERSION")),
+        "version_bumped": (with_program(tb, patch_header(prog, version=3)), (not_valid, "HFX_ERR_VERSION")),
         "version_zero": (with_program(tb, patch_header(prog, version=0)), (not_valid, "HFX_ERR_VERSION")),
         "total_bytes_too_large": (with_program(tb, patch_header(prog, total=len(prog) + 64)), (not_valid,)),
         "n_tensors_huge": (with_program(tb, patch_header(prog, n_tensors=0xFFFFFFFF)), (not_valid,)),

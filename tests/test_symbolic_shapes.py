@@ -182,7 +182,6 @@ def test_inconsistent_shape_is_one_line_exit_3(tmp_path: Path) -> None:
     assert len(proc.stderr.strip().splitlines()) == 1
 
 
-@pytest.mark.xfail(reason="C v2 parser not merged yet", strict=False)
 @pytest.mark.skipif(not (runtime.LIB_DIR / runtime.PLUGIN_NAME).is_file(), reason="plugin not built")
 def test_plugin_matches_at_three_shapes(rewritten) -> None:
     src, out, _ = rewritten

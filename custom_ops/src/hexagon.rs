@@ -159,6 +159,11 @@ impl Loaded {
         &self.session.library
     }
 
+    /// Loads another program (e.g. this one specialized to other shapes) into the same session.
+    pub fn load_another(&self, program: &[u8]) -> Result<Loaded, String> {
+        Loaded::load(Arc::clone(&self.session), program)
+    }
+
     /// Runs the program: inputs[i] has in_bytes[i] bytes, outputs[j] out_bytes[j].
     pub fn run(
         &self,

@@ -24,6 +24,9 @@ pub const DTYPE_U8: u8 = 6;
 
 pub type Status = c_int; // enum hfx_status
 pub const OK: Status = 0;
+pub const ERR_BUDGET: Status = 14;
+/// HFX_RUN_FORCE_SERIAL (hexfuse.h)
+const RUN_FORCE_SERIAL: u32 = 1;
 
 #[repr(C)]
 pub struct HfxProgram {
@@ -131,6 +134,19 @@ extern "C" {
     fn hfx_program_num_inputs(p: *const HfxProgram, task: c_int) -> u32;
     fn hfx_program_num_outputs(p: *const HfxProgram, task: c_int) -> u32;
     fn hfx_program_num_items(p: *const HfxProgram, task: c_int) -> u64;
+    fn hfx_program_num_symbols(p: *const HfxProgram) -> u32;
+    fn hfx_program_scratch_bytes(p: *const HfxProgram, task: c_int) -> usize;
+    fn hfx_program_specialize(
+        bytes: *const c_void,
+        size: usize,
+        input_dims: *const *const i64,
+        input_ranks: *const u32,
+        n_inputs: u32,
+        out: *mut c_void,
+        err: *mut HfxError,
+    ) -> Status;
+    fn hfx_runstate_create(pool: *mut HfxPool, prog: *const HfxProgram, out: *mut *mut HfxRunState) -> Status;
+    fn hfx_runstate_destroy(rs: *mut HfxRunState);
     fn hfx_program_input_info(p: *const HfxProgram, io_index: u32, out: *mut TensorInfo) -> Status;
     fn hfx_program_output_info(p: *const HfxProgram, io_index: u32, out: *mut TensorInfo) -> Status;
     fn hfx_pool_config_init(cfg: *mut PoolConfig);
@@ -227,12 +243,48 @@ pub fn check_abi() -> Result<(), String> {
 
 // ---- program ------------------------------------------------------------------------------
 
+/// A parse or specialization error: (status name, byte offset, message).
+pub type ProgramError = (String, u32, String);
+
+fn error_message(err: &mut HfxError) -> String {
+    err.message[159] = 0;
+    // SAFETY: NUL-terminated within the array (set just above).
+    unsafe { CStr::from_ptr(err.message.as_ptr()) }.to_string_lossy().into_owned()
+}
+
+/// The program `bytes` specialized to the node input shapes `shapes` (hfx_program_specialize):
+/// the same size, its shape section evaluated at those shapes. Err names the input and axis.
+pub fn specialize(bytes: &[u8], shapes: &[Vec<i64>]) -> Result<Vec<u8>, ProgramError> {
+    let dims: Vec<*const i64> = shapes.iter().map(|s| s.as_ptr()).collect();
+    let ranks: Vec<u32> = shapes.iter().map(|s| s.len() as u32).collect();
+    let mut out = vec![0u8; bytes.len()];
+    let mut err = HfxError { status: 0, byte_offset: 0, message: [0; 160] };
+    // SAFETY: every pointer is valid for the length passed; out has bytes.len() bytes.
+    let st = unsafe {
+        hfx_program_specialize(
+            bytes.as_ptr().cast(),
+            bytes.len(),
+            dims.as_ptr(),
+            ranks.as_ptr(),
+            shapes.len() as u32,
+            out.as_mut_ptr().cast(),
+            &mut err,
+        )
+    };
+    if st != OK {
+        return Err((status_name(st), err.byte_offset, error_message(&mut err)));
+    }
+    Ok(out)
+}
+
 /// A parsed and validated task program, with its node-level inputs and outputs.
 pub struct Program {
     ptr: *mut HfxProgram,
     pub inputs: Vec<TensorInfo>,
     pub outputs: Vec<TensorInfo>,
     pub num_items: u64,
+    /// Symbols of its shape section (0: it runs at its own input shapes only).
+    pub num_symbols: u32,
 }
 
 // SAFETY: the program is immutable after parsing; hfx_run takes it const from any thread.
@@ -241,17 +293,15 @@ unsafe impl Sync for Program {}
 
 impl Program {
     /// Parses `bytes` (copied by the kernel). Err: (status name, byte offset, message).
-    pub fn parse(bytes: &[u8]) -> Result<Program, (String, u32, String)> {
+    pub fn parse(bytes: &[u8]) -> Result<Program, ProgramError> {
         let mut ptr: *mut HfxProgram = std::ptr::null_mut();
         let mut err = HfxError { status: 0, byte_offset: 0, message: [0; 160] };
         // SAFETY: bytes is valid for its length; the parser never reads out of bounds.
         let st = unsafe { hfx_program_parse(bytes.as_ptr().cast(), bytes.len(), &mut ptr, &mut err) };
         if st != OK || ptr.is_null() {
-            err.message[159] = 0;
-            let msg = unsafe { CStr::from_ptr(err.message.as_ptr()) }.to_string_lossy().into_owned();
-            return Err((status_name(st), err.byte_offset, msg));
+            return Err((status_name(st), err.byte_offset, error_message(&mut err)));
         }
-        let mut prog = Program { ptr, inputs: Vec::new(), outputs: Vec::new(), num_items: 0 };
+        let mut prog = Program { ptr, inputs: Vec::new(), outputs: Vec::new(), num_items: 0, num_symbols: 0 };
         // SAFETY: ptr is a valid program until Drop.
         unsafe {
             let n_in = hfx_program_num_inputs(ptr, TASK_A) + hfx_program_num_inputs(ptr, TASK_B);
@@ -273,8 +323,15 @@ impl Program {
                 prog.outputs.push(t);
             }
             prog.num_items = hfx_program_num_items(ptr, TASK_A) + hfx_program_num_items(ptr, TASK_B);
+            prog.num_symbols = hfx_program_num_symbols(ptr);
         }
         Ok(prog)
+    }
+
+    /// Scratch bytes of the larger task: the budget the tasks need when they run one after the other.
+    fn serial_scratch_bytes(&self) -> usize {
+        // SAFETY: a valid program until Drop.
+        unsafe { hfx_program_scratch_bytes(self.ptr, TASK_A).max(hfx_program_scratch_bytes(self.ptr, TASK_B)) }
     }
 }
 
@@ -357,7 +414,8 @@ impl Pool {
         unsafe { hfx_pool_num_workers(self.0) }
     }
 
-    /// Runs both tasks of `prog` to completion. `trace` (may be empty) receives the events.
+    /// Runs both tasks of `prog` to completion. `trace` (may be empty) receives the events. A program
+    /// with a shape section whose task alone exceeds the arena runs serialized with a heap arena.
     pub fn run(
         self,
         prog: &Program,
@@ -378,25 +436,47 @@ impl Pool {
             opt.trace_capacity = trace.len();
         }
         let mut res = RunResult::default();
-        // SAFETY: the buffers match the program's inputs/outputs (checked by the caller), the
-        // program and pool are alive, and hfx_run serializes concurrent calls on one pool.
-        let st = unsafe {
-            hfx_run(
-                self.0,
-                prog.ptr,
-                inputs.as_ptr(),
-                inputs.len(),
-                outputs.as_ptr(),
-                outputs.len(),
-                &opt,
-                std::ptr::null_mut(),
-                &mut res,
-            )
-        };
+        let st = self.run_with(prog, inputs, outputs, &opt, std::ptr::null_mut(), &mut res);
+        if st != ERR_BUDGET || prog.num_symbols == 0 {
+            return if st == OK { Ok(res) } else { Err(st) };
+        }
+        // A task of a program with a shape section, specialized to larger shapes than it was
+        // lowered for, does not fit the pool's arena alone: on the host the tasks then run one
+        // after the other with their scratch in a run state's own (heap) arena, never failing for
+        // want of on-chip memory. (A v1 program was checked against the budget when it was
+        // chosen: it still fails with HFX_ERR_BUDGET.)
+        opt.flags |= RUN_FORCE_SERIAL;
+        opt.budget_bytes = prog.serial_scratch_bytes();
+        let mut rs: *mut HfxRunState = std::ptr::null_mut();
+        // SAFETY: live pool and program; rs receives a run state destroyed below.
+        let st = unsafe { hfx_runstate_create(self.0, prog.ptr, &mut rs) };
+        if st != OK {
+            return Err(st);
+        }
+        res = RunResult::default();
+        let st = self.run_with(prog, inputs, outputs, &opt, rs, &mut res);
+        // SAFETY: created above, used by no other call.
+        unsafe { hfx_runstate_destroy(rs) };
         if st == OK {
             Ok(res)
         } else {
             Err(st)
+        }
+    }
+
+    fn run_with(
+        self,
+        prog: &Program,
+        inputs: &[*const c_void],
+        outputs: &[*mut c_void],
+        opt: &RunOptions,
+        rs: *mut HfxRunState,
+        res: &mut RunResult,
+    ) -> Status {
+        // SAFETY: the buffers match the program's inputs/outputs (checked by the caller), the
+        // program and pool are alive, and hfx_run serializes concurrent calls on one pool.
+        unsafe {
+            hfx_run(self.0, prog.ptr, inputs.as_ptr(), inputs.len(), outputs.as_ptr(), outputs.len(), opt, rs, res)
         }
     }
 }

@@ -1,7 +1,8 @@
 //! The FusedHexPair kernel: created once per node (parses and validates the node's task
 //! program and picks its backend, backend.rs), computed by any number of ONNX Runtime threads at
 //! once (checks the inputs against the program, allocates the outputs, runs both tasks on the
-//! host's shared pool or on the cDSP).
+//! host's shared pool or on the cDSP). A program with a shape section (format v2) runs at any
+//! input shapes it specializes to (specialized.rs); one without runs at its own shapes only.
 
 use std::ffi::{c_void, CStr};
 use std::fmt::Write as _;
@@ -13,6 +14,7 @@ use crate::backend::{self, Exec};
 use crate::hexagon::Loaded;
 use crate::hfx::{self, Pool, Program, TraceEvent};
 use crate::ort::{self, fail, invalid};
+use crate::specialized::{self, Specialized};
 use crate::trace;
 
 /// The node this kernel computes, `hexfuse::FusedHexPair` (registered by lib.rs).
@@ -25,8 +27,10 @@ const MAX_TRACE_EVENTS: u64 = 1 << 22;
 
 pub struct Kernel {
     name: String,
+    bytes: Vec<u8>,
     program: Program,
     exec: Exec,
+    specialized: specialized::Cache,
     share_a: f32,
     trace_path: Option<PathBuf>,
 }
@@ -111,9 +115,9 @@ impl Kernel {
             )));
         }
         for (j, t) in program.outputs.iter().enumerate() {
-            if t.dtype != hfx::DTYPE_F32 {
+            if !matches!(t.dtype, hfx::DTYPE_F32 | hfx::DTYPE_U8 | hfx::DTYPE_I8) {
                 return Err(invalid(format!(
-                    "{at}: program output {j} is {}, the kernel produces float32 outputs only",
+                    "{at}: program output {j} is {}, the kernel produces float32, uint8 and int8 outputs only",
                     hfx::dtype_name(t.dtype)
                 )));
             }
@@ -126,7 +130,7 @@ impl Kernel {
             .ok()
             .filter(|p| !p.is_empty())
             .map(|p| PathBuf::from(p.replace("{node}", &name.replace('/', "_"))));
-        Ok(Kernel { name, program, exec, share_a, trace_path })
+        Ok(Kernel { name, bytes, program, exec, specialized: specialized::Cache::default(), share_a, trace_path })
     }
 
     pub fn compute(&self, ctx: *mut OrtKernelContext) -> ort::Result<()> {
@@ -141,7 +145,7 @@ impl Kernel {
             )));
         }
 
-        let mut inputs: Vec<*const c_void> = Vec::with_capacity(n_in);
+        let mut views = Vec::with_capacity(n_in);
         for (i, want) in want_in.iter().enumerate() {
             let v = ort::input(ctx, i)?;
             if v.is_null() {
@@ -155,42 +159,89 @@ impl Kernel {
                     hfx::dtype_name(want.dtype)
                 )));
             }
-            let same = t.shape.len() == want.shape().len()
-                && t.shape.iter().zip(want.shape()).all(|(&a, &b)| a == i64::from(b));
-            if !same {
-                return Err(invalid(format!(
-                    "{at}: input {i} has shape {}, the task program was lowered for {} \
-                     (re-lower the model for these shapes)",
-                    dims_str(&t.shape),
-                    dims_str(want.shape())
-                )));
-            }
+            views.push(t);
+        }
+        let shapes: Vec<Vec<i64>> = views.iter().map(|t| t.shape.clone()).collect();
+        let spec = self.program_for(&shapes)?;
+        let program = spec.as_ref().map_or(&self.program, |s| &s.program);
+
+        let mut inputs: Vec<*const c_void> = Vec::with_capacity(n_in);
+        for (i, (t, want)) in views.iter().zip(&program.inputs).enumerate() {
             if t.data.is_null() && want.bytes > 0 {
                 return Err(fail(format!("{at}: input {i} has no data")));
             }
             inputs.push(t.data);
         }
-
         let mut outputs: Vec<*mut c_void> = Vec::with_capacity(n_out);
-        for (j, t) in want_out.iter().enumerate() {
+        for (j, t) in program.outputs.iter().enumerate() {
             let dims: Vec<i64> = t.shape().iter().map(|&d| i64::from(d)).collect();
             outputs.push(ort::output_data(ctx, j, &dims)?);
         }
 
         match &self.exec {
-            Exec::Host(pool) => self.run_host(*pool, &inputs, &outputs),
-            Exec::Hexagon(loaded) => self.run_hexagon(loaded, &inputs, &outputs),
+            Exec::Host(pool) => self.run_host(*pool, program, &inputs, &outputs),
+            Exec::Hexagon(loaded) => {
+                let loaded = spec.as_ref().and_then(|s| s.loaded.as_ref()).unwrap_or(loaded);
+                self.run_hexagon(loaded, program, &inputs, &outputs)
+            }
         }
     }
 
-    fn run_host(&self, pool: Pool, inputs: &[*const c_void], outputs: &[*mut c_void]) -> ort::Result<()> {
+    /// None: the node's own program fits these input shapes as it is; else the program
+    /// specialized to them (cached).
+    fn program_for(&self, shapes: &[Vec<i64>]) -> ort::Result<Option<std::sync::Arc<Specialized>>> {
+        let at = Self::where_(&self.name);
+        let own = |i: usize| shapes[i].iter().copied().eq(self.program.inputs[i].shape().iter().map(|&d| i64::from(d)));
+        let Some(i) = (0..shapes.len()).find(|&i| !own(i)) else {
+            return Ok(None);
+        };
+        if self.program.num_symbols == 0 {
+            return Err(invalid(format!(
+                "{at}: input {i} has shape {}, the task program was lowered for {} and has no shape section \
+                 (re-lower the model for these shapes)",
+                dims_str(&shapes[i]),
+                dims_str(self.program.inputs[i].shape())
+            )));
+        }
+        self.specialized.get_or_make(shapes, || self.specialize(shapes)).map(Some)
+    }
+
+    fn specialize(&self, shapes: &[Vec<i64>]) -> ort::Result<Specialized> {
+        let at = Self::where_(&self.name);
+        let shown = shapes.iter().map(|s| dims_str(s)).collect::<Vec<_>>().join(", ");
+        let refused = |(status, offset, msg): hfx::ProgramError| {
+            invalid(format!(
+                "{at}: the task program cannot run at input shapes {shown} ({status} at byte {offset}: {msg})"
+            ))
+        };
+        let bytes = hfx::specialize(&self.bytes, shapes).map_err(refused)?;
+        let program = Program::parse(&bytes).map_err(refused)?;
+        let loaded = match &self.exec {
+            Exec::Host(_) => None,
+            Exec::Hexagon(template) => Some(template.load_another(&bytes).map_err(|m| {
+                fail(format!(
+                    "{at}: the hexagon backend cannot load the task program specialized to {shown} ({}): {m}",
+                    template.library()
+                ))
+            })?),
+        };
+        Ok(Specialized { program, loaded })
+    }
+
+    fn run_host(
+        &self,
+        pool: Pool,
+        program: &Program,
+        inputs: &[*const c_void],
+        outputs: &[*mut c_void],
+    ) -> ort::Result<()> {
         let at = Self::where_(&self.name);
         let mut events = match &self.trace_path {
-            Some(_) => vec![TraceEvent::default(); (self.program.num_items + 64).min(MAX_TRACE_EVENTS) as usize],
+            Some(_) => vec![TraceEvent::default(); (program.num_items + 64).min(MAX_TRACE_EVENTS) as usize],
             None => Vec::new(),
         };
         let res = pool
-            .run(&self.program, inputs, outputs, self.share_a, &mut events)
+            .run(program, inputs, outputs, self.share_a, &mut events)
             .map_err(|st| fail(format!("{at}: the kernel failed: {}", hfx::status_name(st))))?;
 
         if let Some(path) = &self.trace_path {
@@ -202,10 +253,16 @@ impl Kernel {
         Ok(())
     }
 
-    fn run_hexagon(&self, loaded: &Loaded, inputs: &[*const c_void], outputs: &[*mut c_void]) -> ort::Result<()> {
+    fn run_hexagon(
+        &self,
+        loaded: &Loaded,
+        program: &Program,
+        inputs: &[*const c_void],
+        outputs: &[*mut c_void],
+    ) -> ort::Result<()> {
         let at = Self::where_(&self.name);
-        let in_bytes: Vec<u64> = self.program.inputs.iter().map(|t| t.bytes).collect();
-        let out_bytes: Vec<u64> = self.program.outputs.iter().map(|t| t.bytes).collect();
+        let in_bytes: Vec<u64> = program.inputs.iter().map(|t| t.bytes).collect();
+        let out_bytes: Vec<u64> = program.outputs.iter().map(|t| t.bytes).collect();
         let stats = loaded
             .run(self.share_a, inputs, &in_bytes, outputs, &out_bytes)
             .map_err(|m| fail(format!("{at}: the hexagon backend failed ({}): {m}", loaded.library())))?;

@@ -23,6 +23,7 @@ mod hexagon;
 mod hfx;
 mod kernel;
 mod ort;
+mod specialized;
 mod trace;
 
 use std::ffi::{c_char, c_int, c_void, CStr};
@@ -94,7 +95,10 @@ unsafe extern "system" fn input_type(_: *const OrtCustomOp, _: usize) -> ONNXTen
 }
 
 unsafe extern "system" fn output_type(_: *const OrtCustomOp, _: usize) -> ONNXTensorElementDataType {
-    ONNXTensorElementDataType::ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT
+    // Any tensor type: float, and the integer outputs of QuantizeLinear in QDQ pairs. ONNX Runtime
+    // takes each output's type from the model (the pass writes a value_info for every output of a
+    // FusedHexPair node); the kernel checks it against the program.
+    ONNXTensorElementDataType::ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED
 }
 
 unsafe extern "system" fn variadic(_: *const OrtCustomOp, _: usize) -> OrtCustomOpInputOutputCharacteristic {

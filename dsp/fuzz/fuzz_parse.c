@@ -36,27 +36,66 @@ static int one_input(const uint8_t *data, size_t size);
 
 /* Each input is parsed as is, then as a copy whose header sizes and offsets
  * are made consistent with the input length: byte insertions and erasures
- * then still reach the tensor and op validation. */
+ * then still reach the tensor and op validation. A v2 copy keeps its section
+ * sizes and drops the CRC flag (a CRC would refuse every mutation). */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     one_input(data, size);
-    if (size < HFX_HEADER_BYTES || size > (1u << 20)) return 0;
+    if (size < HFX_HEADER_BYTES_V2 || size > (1u << 20)) return 0;
+    int v2 = data[HFX_HDR_VERSION] == HFX_PROGRAM_VERSION_V2 && data[HFX_HDR_VERSION + 1] == 0;
+    uint32_t header = v2 ? HFX_HEADER_BYTES_V2 : HFX_HEADER_BYTES;
+    uint64_t tail = v2 ? (uint64_t)get32(data + HFX_HDR_SHAPES_BYTES) + get32(data + HFX_HDR_QUANT_BYTES) : 0;
     uint32_t nt = get32(data + 16), no = get32(data + 20);
     if (nt > HFX_MAX_TENSORS || no > HFX_MAX_OPS) return 0;
-    uint64_t ops_off = HFX_HEADER_BYTES + (uint64_t)nt * HFX_TENSOR_RECORD_BYTES;
+    uint64_t ops_off = header + (uint64_t)nt * HFX_TENSOR_RECORD_BYTES;
     uint64_t ops_end = ops_off + (uint64_t)no * HFX_OP_RECORD_BYTES;
     uint64_t data_off = (ops_end + 63) / 64 * 64;
-    if (data_off > size) return 0;
+    if (data_off + tail > size || (v2 && (size - data_off - tail) % 4 != 0)) return 0;
     uint8_t *c = malloc(size);
     memcpy(c, data, size);
     put32(c + 8, (uint32_t)size);
-    put32(c + 32, HFX_HEADER_BYTES);
+    if (v2) put32(c + HFX_HDR_FLAGS, get32(c + HFX_HDR_FLAGS) & ~HFX_PROGRAM_FLAG_CRC32);
+    put32(c + 32, header);
     put32(c + 36, (uint32_t)ops_off);
     put32(c + 40, (uint32_t)data_off);
-    put32(c + 44, (uint32_t)(size - data_off));
+    put32(c + 44, (uint32_t)(size - data_off - tail));
     memset(c + ops_end, 0, (size_t)(data_off - ops_end));
     one_input(c, size);
     free(c);
     return 0;
+}
+
+/* A template specializes to its own shapes (to the same bytes) and to shapes whose symbolic dims
+ * are derived from the input bytes; a result that parses specializes to itself. */
+static void specialize_checks(const uint8_t *data, size_t size, const hfx_program *p) {
+    uint32_t nin = p->n_inputs[0] + p->n_inputs[1];
+    if (nin > 64) return;
+    int64_t dims[64][HFX_MAX_RANK];
+    const int64_t *ptrs[64];
+    uint32_t ranks[64];
+    for (uint32_t i = 0; i < nin; i++) {
+        const hfx_tensor *t = &p->tensors[p->input_tensor[i]];
+        for (uint32_t a = 0; a < t->rank; a++) dims[i][a] = t->dims[a];
+        ranks[i] = t->rank;
+        ptrs[i] = dims[i];
+    }
+    uint8_t *out = malloc(size), *again = malloc(size);
+    hfx_error err;
+    if (hfx_program_specialize(data, size, ptrs, ranks, nin, out, &err) != HFX_OK || memcmp(out, data, size)) abort();
+    for (uint32_t i = 0; i < nin; i++) /* every dim a symbol may name: 1 .. 16 from the bytes */
+        for (uint32_t a = 0; a < ranks[i]; a++) dims[i][a] = 1 + data[(i * 8 + a) % size] % 16;
+    hfx_status st = hfx_program_specialize(data, size, ptrs, ranks, nin, out, &err);
+    hfx_program *q = NULL;
+    if (st == HFX_OK && hfx_program_parse(out, size, &q, &err) == HFX_OK) {
+        for (uint32_t i = 0; i < nin; i++) {
+            const hfx_tensor *t = &q->tensors[q->input_tensor[i]];
+            for (uint32_t a = 0; a < t->rank; a++) dims[i][a] = t->dims[a];
+        }
+        if (hfx_program_specialize(out, size, ptrs, ranks, nin, again, &err) != HFX_OK || memcmp(out, again, size))
+            abort();
+        hfx_program_free(q);
+    }
+    free(out);
+    free(again);
 }
 
 static int one_input(const uint8_t *data, size_t size) {
@@ -67,6 +106,7 @@ static int one_input(const uint8_t *data, size_t size) {
         if (p || err.status != st || err.message[0] == '\0') abort();
         return 0;
     }
+    if (hfx_program_num_symbols(p)) specialize_checks(data, size, p);
     /* queries */
     hfx_tensor_info ti;
     hfx_op_info oi;

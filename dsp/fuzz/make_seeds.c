@@ -47,6 +47,52 @@ static void elementwise_chain(hfxb *b) {
     hfxb_op_add(b, 1, HFX_OP_COPY, -1, 1, &v, hfxb_output(b, 1, HFXB_DIMS(2, 2)), NULL);
 }
 
+/* v2 with a shape section: A: x[N,6] @ W[6,4] -> y[N,4]; B: xs[2,T] slice [1, T-1) -> ys[2,T-2], and
+ * xp[1,2,H,H] maxpool 3x3 stride 2 pad 1 -> [1,2,OH,OH], OH = (H - 1) // 2 + 1 (representative N 3,
+ * T 7, H 5). With `crc`, the CRC flag; with `quant`, a quantization section over u8/i16 constants. */
+static void v2_template(hfxb *b, hfxb_sec *sec, int crc, int quant) {
+    uint32_t x = hfxb_input(b, 0, HFXB_DIMS(3, 6)), w = hfxb_const(b, 0, HFXB_DIMS(6, 4), g_data);
+    uint32_t y = hfxb_output(b, 0, HFXB_DIMS(3, 4));
+    hfxb_gemm(b, 0, x, w, HFXB_NONE, y, 0, 0, 1.0f, 0.0f);
+    uint32_t xs = hfxb_input(b, 1, HFXB_DIMS(2, 7)), ys = hfxb_output(b, 1, HFXB_DIMS(2, 5));
+    uint32_t sl = hfxb_slice(b, 1, xs, ys, (const int32_t[]){0, 1}, (const int32_t[]){INT32_MAX, 6},
+                             (const int32_t[]){1, 1}, 2);
+    uint32_t xp = hfxb_input(b, 1, HFXB_DIMS(1, 2, 5, 5)), yp = hfxb_output(b, 1, HFXB_DIMS(1, 2, 3, 3));
+    hfxb_pool(b, 1, HFX_OP_MAXPOOL, xp, yp, (const int32_t[]){1, 1, 1, 1}, (const int32_t[]){2, 2},
+              (const int32_t[]){1, 1}, (const int32_t[]){3, 3}, 0, 0);
+    hfxb_sec_symbols(sec, 3, (const uint32_t[]){0, 0, 1, 1, 2, 2});
+    hfxb_sec_input_dim(sec, x, 0, 0);
+    hfxb_sec_input_dim(sec, xs, 1, 1);
+    hfxb_sec_input_dim(sec, xp, 2, 2);
+    const uint32_t n = HFX_EXPR_SYM, t2[] = {HFX_EXPR_SYM | 1u << 8, HFX_EXPR_CONST, 2, HFX_EXPR_SUB};
+    const uint32_t t1[] = {HFX_EXPR_SYM | 1u << 8, HFX_EXPR_CONST, 1, HFX_EXPR_SUB};
+    const uint32_t oh[] = {HFX_EXPR_SYM | 2u << 8, HFX_EXPR_CONST, 1, HFX_EXPR_SUB, HFX_EXPR_CONST, 2,
+                           HFX_EXPR_FLOORDIV, HFX_EXPR_CONST, 1, HFX_EXPR_ADD};
+    hfxb_sec_patch(sec, HFX_PATCH_TENSOR_DIM, y, 0, 1, &n);
+    hfxb_sec_patch(sec, HFX_PATCH_TENSOR_DIM, ys, 1, 4, t2);
+    hfxb_sec_patch(sec, HFX_PATCH_OP_PARAM, sl, HFX_P_SLICE_ENDS + 1, 4, t1);
+    hfxb_sec_patch(sec, HFX_PATCH_TENSOR_DIM, yp, 2, 10, oh);
+    hfxb_sec_patch(sec, HFX_PATCH_TENSOR_DIM, yp, 3, 10, oh);
+    b->v2 = 1;
+    b->crc = crc;
+    b->shapes = sec->bytes;
+    b->shapes_bytes = sec->n;
+    if (!quant) return;
+    uint32_t q8 = hfxb_const(b, 0, HFXB_DIMS(4, 2), g_data), q16 = hfxb_const(b, 1, HFXB_DIMS(3), g_data);
+    uint32_t sc = hfxb_const(b, 0, HFXB_DIMS(4), g_data), zp = hfxb_const(b, 0, HFXB_DIMS(4), g_data);
+    uint32_t sc1 = hfxb_const(b, 1, HFXB_DIMS(1), g_data);
+    b->t[q8].dtype = b->t[zp].dtype = HFX_DTYPE_U8;
+    b->t[q8].data_bytes = 8;
+    b->t[zp].data_bytes = 4;
+    b->t[q16].dtype = HFX_DTYPE_I16;
+    b->t[q16].data_bytes = 6;
+    static uint8_t qsec[4 + 2 * HFX_QREC_BYTES];
+    const uint32_t words[] = {2, q8, sc, zp, 0, q16, sc1, HFX_NO_TENSOR, 0xffffffffu};
+    for (uint32_t i = 0; i < 9; i++) hfxb_put32(qsec + 4 * i, words[i]);
+    b->quant = qsec;
+    b->quant_bytes = sizeof qsec;
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: %s DIR\n", argv[0]);
@@ -160,6 +206,35 @@ int main(int argc, char **argv) {
     hfxb_init(&b);
     elementwise_chain(&b);
     emit(dir, "elementwise_chain", &b);
+    /* QDQ: DequantizeLinear u8 (constant scale and zero point) -> Relu -> QuantizeLinear i8 per
+     * axis | DequantizeLinear of an int32 input */
+    hfxb_init(&b);
+    {
+        static const uint8_t zp_u8[1] = {128};
+        static const int8_t zp_i8[3] = {0, -1, 5};
+        static const float scales[3] = {0.5f, 0.25f, 0.125f};
+        uint32_t x = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(2, 3, 4)), HFX_DTYPE_U8);
+        uint32_t s = hfxb_const(&b, 0, HFXB_SCALAR, scales);
+        uint32_t z = hfxb_set_dtype(&b, hfxb_const(&b, 0, HFXB_SCALAR, (const float *)zp_u8), HFX_DTYPE_U8);
+        uint32_t f = hfxb_scratch(&b, 0, HFXB_DIMS(2, 3, 4)), r = hfxb_scratch(&b, 0, HFXB_DIMS(2, 3, 4));
+        hfxb_quant(&b, 0, HFX_OP_DEQUANTIZE_LINEAR, x, s, z, f, 0);
+        hfxb_unary(&b, 0, HFX_OP_RELU, f, r);
+        uint32_t s3 = hfxb_const(&b, 0, HFXB_DIMS(3), scales);
+        uint32_t z3 = hfxb_set_dtype(&b, hfxb_const(&b, 0, HFXB_DIMS(3), (const float *)zp_i8), HFX_DTYPE_I8);
+        uint32_t y = hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(2, 3, 4)), HFX_DTYPE_I8);
+        hfxb_quant(&b, 0, HFX_OP_QUANTIZE_LINEAR, r, s3, z3, y, 1);
+        uint32_t bx = hfxb_set_dtype(&b, hfxb_input(&b, 1, HFXB_DIMS(7)), HFX_DTYPE_I32);
+        uint32_t bs = hfxb_input(&b, 1, HFXB_SCALAR);
+        hfxb_quant(&b, 1, HFX_OP_DEQUANTIZE_LINEAR, bx, bs, HFXB_NONE, hfxb_output(&b, 1, HFXB_DIMS(7)), 0);
+    }
+    emit(dir, "quant", &b);
+    for (int v = 0; v < 3; v++) {
+        hfxb_sec sec = {0};
+        hfxb_init(&b);
+        v2_template(&b, &sec, v == 1, v == 2);
+        emit(dir, v == 0 ? "v2_shapes" : v == 1 ? "v2_shapes_crc" : "v2_shapes_quant", &b);
+        hfxb_sec_free(&sec);
+    }
     printf("seeds written to %s\n", dir);
     return 0;
 }

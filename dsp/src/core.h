@@ -70,11 +70,30 @@ struct hfx_program {
     size_t scratch_bytes[HFX_NUM_TASKS];
     size_t ws_bytes;
     uint64_t task_items[HFX_NUM_TASKS];
+    uint32_t version;                  /* 1 or 2 */
+    uint32_t shapes_off, shapes_bytes; /* v2 shape section in blob (bytes 0: none) */
+    uint32_t quant_off, quant_bytes;   /* v2 quantization section */
+    uint32_t n_symbols;                /* of the shape section */
 };
 
 /* ---- helpers --------------------------------------------------------------- */
 
 size_t hfx_dtype_size(uint32_t dtype); /* 0 for unknown */
+
+/* little-endian fields (callers checked bounds) */
+static inline uint16_t hfx_rd_u16(const uint8_t *b) { return (uint16_t)(b[0] | (b[1] << 8)); }
+static inline uint32_t hfx_rd_u32(const uint8_t *b) {
+    return (uint32_t)b[0] | ((uint32_t)b[1] << 8) | ((uint32_t)b[2] << 16) | ((uint32_t)b[3] << 24);
+}
+static inline void hfx_wr_u32(uint8_t *b, uint32_t v) {
+    b[0] = (uint8_t)v;
+    b[1] = (uint8_t)(v >> 8);
+    b[2] = (uint8_t)(v >> 16);
+    b[3] = (uint8_t)(v >> 24);
+}
+
+/* CRC-32 as zlib computes it (program.c) */
+uint32_t hfx_crc32(const uint8_t *b, size_t n);
 
 static inline float hfx_f32_from_bits(int32_t bits) {
     float f;
@@ -119,6 +138,7 @@ typedef struct hfx_op_desc {
     uint8_t min_in, max_in, n_out;
     uint8_t engines;          /* mask of HFX_ENGINE_BIT()s */
     uint8_t n_params;         /* params [n_params, 32) must be 0 (rank-dependent ops check more) */
+    bool typed;               /* validate checks the dtypes (HFX_OP_TYPED); else every tensor is f32 */
     hfx_validate_fn validate; /* checks params and shapes (may normalize params) */
     hfx_plan_fn plan;         /* fills op->plan from the op and its validated tensors */
     hfx_run_fn run;           /* runs one work item */
@@ -227,6 +247,32 @@ typedef struct hfx_kernel_args {
 void hfx_kernels_init(void);
 /* Runs work item `item` of args->op. Items of one op write disjoint output. */
 void hfx_kernel_run_item(const hfx_kernel_args *args, uint32_t item);
+
+/* ---- v2 sections (shapes.c, quant.c) ------------------------------------------ */
+
+/* Why a shape expression failed; the order and meaning follow hexfuse_onnx/shape_expr.run. */
+typedef enum hfx_expr_fault {
+    HFX_EXPR_OK = 0,
+    HFX_EXPR_NO_CONST_VALUE = 1, /* CONST is the last word */
+    HFX_EXPR_BAD_SYMBOL = 2,     /* SYM index >= number of symbols */
+    HFX_EXPR_BAD_CODE = 3,       /* unknown instruction */
+    HFX_EXPR_UNDERFLOW = 4,      /* a binary instruction with fewer than 2 values */
+    HFX_EXPR_STACK_FULL = 5,     /* more than HFX_EXPR_STACK values */
+    HFX_EXPR_DIV_ZERO = 6,       /* FLOORDIV, CEILDIV, MOD by 0 */
+    HFX_EXPR_INT_OVERFLOW = 7,   /* a result outside int64 */
+    HFX_EXPR_LEFT = 8            /* not exactly one value at the end */
+} hfx_expr_fault;
+
+/* Evaluates postfix `words` over int64 with `symbols`; the value in *value when HFX_EXPR_OK. */
+hfx_expr_fault hfx_expr_eval(const uint32_t *words, uint32_t n_words, const int64_t *symbols, uint32_t n_symbols,
+                             int64_t *value);
+const char *hfx_expr_fault_text(hfx_expr_fault f);
+
+/* The shape section of p (after the tensors are parsed): every rule of dsp/README.md, and
+ * every expression reproduces its stored value. Sets p->n_symbols. HFX_ERR_SHAPES. */
+hfx_status hfx_shapes_check(hfx_program *p, hfx_error *err);
+/* The quantization section of p (after the tensors are parsed). */
+hfx_status hfx_quant_check(const hfx_program *p, hfx_error *err);
 
 /* ---- error formatting (program.c) -------------------------------------------- */
 

@@ -89,6 +89,7 @@ const char *hfx_status_name(hfx_status s) {
     case HFX_ERR_BUDGET: return "HFX_ERR_BUDGET";
     case HFX_ERR_PLATFORM: return "HFX_ERR_PLATFORM";
     case HFX_ERR_STATE: return "HFX_ERR_STATE";
+    case HFX_ERR_SHAPES: return "HFX_ERR_SHAPES";
     }
     return "HFX_ERR_?";
 }
@@ -101,16 +102,16 @@ size_t hfx_dtype_size(uint32_t dtype) {
     case HFX_DTYPE_I64: return 8;
     case HFX_DTYPE_I8: return 1;
     case HFX_DTYPE_U8: return 1;
+    case HFX_DTYPE_U16: return 2;
+    case HFX_DTYPE_I16: return 2;
     default: return 0;
     }
 }
 
 /* ---- little-endian reads (callers checked bounds) ---------------------------- */
 
-static uint16_t rd_u16(const uint8_t *b) { return (uint16_t)(b[0] | (b[1] << 8)); }
-static uint32_t rd_u32(const uint8_t *b) {
-    return (uint32_t)b[0] | ((uint32_t)b[1] << 8) | ((uint32_t)b[2] << 16) | ((uint32_t)b[3] << 24);
-}
+#define rd_u16 hfx_rd_u16
+#define rd_u32 hfx_rd_u32
 
 /* ---- program free / queries ------------------------------------------------------ */
 
@@ -145,6 +146,8 @@ size_t hfx_program_scratch_bytes(const hfx_program *p, int task) {
     return (p && task >= 0 && task < 2) ? p->scratch_bytes[task] : 0;
 }
 size_t hfx_program_workspace_bytes(const hfx_program *p) { return p ? p->ws_bytes : 0; }
+uint32_t hfx_program_version(const hfx_program *p) { return p ? p->version : 0; }
+uint32_t hfx_program_num_symbols(const hfx_program *p) { return p ? p->n_symbols : 0; }
 
 static void fill_tensor_info(const hfx_tensor *t, hfx_tensor_info *o) {
     memset(o, 0, sizeof *o);
@@ -268,7 +271,7 @@ static void *zalloc(size_t n, size_t size) {
 
 /* CRC-32 as zlib computes it (reflected polynomial 0xEDB88320), bit by bit: a program is parsed
  * once per session, so speed does not matter and there is no table to keep. */
-static uint32_t crc32_ieee(const uint8_t *b, size_t n) {
+uint32_t hfx_crc32(const uint8_t *b, size_t n) {
     uint32_t c = 0xFFFFFFFFu;
     for (size_t i = 0; i < n; i++) {
         c ^= b[i];
@@ -279,24 +282,16 @@ static uint32_t crc32_ieee(const uint8_t *b, size_t n) {
 
 /* The header's fields, read and checked against the buffer. */
 typedef struct header {
+    uint32_t version, header_bytes;
     uint32_t flags, n_tensors, n_ops;
     uint32_t n_io[4]; /* inputs A, B, outputs A, B */
     uint32_t tensors_off, ops_off, data_off, data_bytes;
-    uint32_t data_end; /* before the CRC */
+    uint32_t shapes_bytes, quant_bytes; /* v2 */
+    uint32_t data_end;                  /* where the data section must end */
     uint64_t ops_end;
 } header;
 
-/* magic, version, sizes, flags and checksum; the fields into h */
-static hfx_status read_header(const uint8_t *b, size_t size, header *h, hfx_error *err) {
-    if (size < 4) FAIL(HFX_ERR_TRUNCATED, size, "program shorter than its magic (%U bytes)", (uint64_t)size);
-    if (rd_u32(b + HFX_HDR_MAGIC) != HFX_PROGRAM_MAGIC) FAIL(HFX_ERR_MAGIC, 0, "bad magic (expected 'HFXP')");
-    if (size < HFX_HEADER_BYTES) FAIL(HFX_ERR_TRUNCATED, size, "program shorter than the header");
-    uint32_t version = rd_u16(b + HFX_HDR_VERSION);
-    if (version != HFX_PROGRAM_VERSION)
-        FAIL(HFX_ERR_VERSION, HFX_HDR_VERSION, "unsupported version %u (this build reads %u)", version,
-             HFX_PROGRAM_VERSION);
-    uint32_t header_bytes = rd_u16(b + HFX_HDR_HEADER_BYTES);
-    uint32_t total = rd_u32(b + HFX_HDR_TOTAL_BYTES);
+static void read_fields(const uint8_t *b, header *h) {
     h->flags = rd_u32(b + HFX_HDR_FLAGS);
     h->n_tensors = rd_u32(b + HFX_HDR_N_TENSORS);
     h->n_ops = rd_u32(b + HFX_HDR_N_OPS);
@@ -305,22 +300,69 @@ static hfx_status read_header(const uint8_t *b, size_t size, header *h, hfx_erro
     h->ops_off = rd_u32(b + HFX_HDR_OPS_OFFSET);
     h->data_off = rd_u32(b + HFX_HDR_DATA_OFFSET);
     h->data_bytes = rd_u32(b + HFX_HDR_DATA_BYTES);
+    h->shapes_bytes = h->quant_bytes = 0;
+}
 
-    if (header_bytes != HFX_HEADER_BYTES)
-        FAIL(HFX_ERR_HEADER, HFX_HDR_HEADER_BYTES, "header size %u, expected %u", header_bytes, HFX_HEADER_BYTES);
+/* v2: the section sizes and the reserved words (size >= HFX_HEADER_BYTES_V2) */
+static hfx_status read_v2_fields(const uint8_t *b, header *h, hfx_error *err) {
+    h->shapes_bytes = rd_u32(b + HFX_HDR_SHAPES_BYTES);
+    h->quant_bytes = rd_u32(b + HFX_HDR_QUANT_BYTES);
+    if (h->shapes_bytes % 4 != 0)
+        FAIL(HFX_ERR_HEADER, HFX_HDR_SHAPES_BYTES, "shape section size %u not a multiple of 4", h->shapes_bytes);
+    if (h->quant_bytes % 4 != 0)
+        FAIL(HFX_ERR_HEADER, HFX_HDR_QUANT_BYTES, "quantization section size %u not a multiple of 4", h->quant_bytes);
+    for (uint32_t i = 0; i < 2; i++)
+        if (rd_u32(b + HFX_HDR_RESERVED + 4 * i) != 0)
+            FAIL(HFX_ERR_HEADER, HFX_HDR_RESERVED + 4 * i, "reserved header word %u must be 0", i);
+    return HFX_OK;
+}
+
+/* the CRC-32 trailer (flag set): strips it from h->data_end */
+static hfx_status check_crc(const uint8_t *b, header *h, hfx_error *err) {
+    h->data_end -= HFX_PROGRAM_CRC_BYTES; /* total >= the header size here */
+    uint32_t want = rd_u32(b + h->data_end), got = hfx_crc32(b, h->data_end);
+    if (got != want)
+        FAIL(HFX_ERR_HEADER, h->data_end, "checksum mismatch: the program is corrupted (CRC-32 %u, stored %u)", got,
+             want);
+    return HFX_OK;
+}
+
+/* magic, version, sizes, flags and checksum; the fields into h */
+static hfx_status read_header(const uint8_t *b, size_t size, header *h, hfx_error *err) {
+    if (size < 4) FAIL(HFX_ERR_TRUNCATED, size, "program shorter than its magic (%U bytes)", (uint64_t)size);
+    if (rd_u32(b + HFX_HDR_MAGIC) != HFX_PROGRAM_MAGIC) FAIL(HFX_ERR_MAGIC, 0, "bad magic (expected 'HFXP')");
+    if (size < HFX_HEADER_BYTES) FAIL(HFX_ERR_TRUNCATED, size, "program shorter than the header");
+    h->version = rd_u16(b + HFX_HDR_VERSION);
+    if (h->version != HFX_PROGRAM_VERSION && h->version != HFX_PROGRAM_VERSION_V2)
+        FAIL(HFX_ERR_VERSION, HFX_HDR_VERSION, "unsupported version %u (this build reads 1 and 2)", h->version);
+    bool v2 = h->version == HFX_PROGRAM_VERSION_V2;
+    h->header_bytes = v2 ? HFX_HEADER_BYTES_V2 : HFX_HEADER_BYTES;
+    if (size < h->header_bytes) FAIL(HFX_ERR_TRUNCATED, size, "program shorter than the v2 header");
+    uint32_t header_bytes = rd_u16(b + HFX_HDR_HEADER_BYTES);
+    uint32_t total = rd_u32(b + HFX_HDR_TOTAL_BYTES);
+    read_fields(b, h);
+    if (header_bytes != h->header_bytes)
+        FAIL(HFX_ERR_HEADER, HFX_HDR_HEADER_BYTES, "header size %u, expected %u", header_bytes, h->header_bytes);
     if (total > size) FAIL(HFX_ERR_TRUNCATED, size, "program has %U bytes, header says %u", (uint64_t)size, total);
     if (total != size)
         FAIL(HFX_ERR_HEADER, HFX_HDR_TOTAL_BYTES, "total size %u but %U bytes given", total, (uint64_t)size);
     if (h->flags & ~HFX_PROGRAM_FLAG_CRC32)
         FAIL(HFX_ERR_HEADER, HFX_HDR_FLAGS, "unknown flags %u", h->flags & ~HFX_PROGRAM_FLAG_CRC32);
-    h->data_end = total; /* where the data section must end */
-    if (h->flags & HFX_PROGRAM_FLAG_CRC32) {
-        h->data_end = total - HFX_PROGRAM_CRC_BYTES; /* total >= HFX_HEADER_BYTES here */
-        uint32_t want = rd_u32(b + h->data_end), got = crc32_ieee(b, h->data_end);
-        if (got != want)
-            FAIL(HFX_ERR_HEADER, h->data_end, "checksum mismatch: the program is corrupted (CRC-32 %u, stored %u)", got,
-                 want);
-    }
+    h->data_end = total;
+    hfx_status st = (h->flags & HFX_PROGRAM_FLAG_CRC32) ? check_crc(b, h, err) : HFX_OK;
+    if (!st && v2) st = read_v2_fields(b, h, err);
+    return st;
+}
+
+/* v2: the sections sit between the data section and the CRC */
+static hfx_status place_sections(header *h, hfx_error *err) {
+    uint64_t tail = (uint64_t)h->shapes_bytes + h->quant_bytes;
+    if (tail + h->header_bytes > h->data_end)
+        FAIL(HFX_ERR_HEADER, HFX_HDR_SHAPES_BYTES, "sections of %U bytes do not fit the %u program bytes", tail,
+             h->data_end);
+    h->data_end -= (uint32_t)tail;
+    if (h->data_bytes % 4 != 0)
+        FAIL(HFX_ERR_HEADER, HFX_HDR_DATA_BYTES, "data section size %u not a multiple of 4 (v2)", h->data_bytes);
     return HFX_OK;
 }
 
@@ -333,15 +375,19 @@ static hfx_status check_layout(const uint8_t *b, size_t size, header *h, hfx_err
     for (int i = 0; i < 4; i++)
         if (h->n_io[i] > HFX_MAX_IO)
             FAIL(HFX_ERR_HEADER, (size_t)(HFX_HDR_N_IO + 2 * i), "io count %u out of range", h->n_io[i]);
-    if (h->tensors_off != HFX_HEADER_BYTES)
+    if (h->tensors_off != h->header_bytes)
         FAIL(HFX_ERR_HEADER, HFX_HDR_TENSORS_OFFSET, "tensor table offset %u, expected %u", h->tensors_off,
-             HFX_HEADER_BYTES);
+             h->header_bytes);
     uint64_t tensors_end = (uint64_t)h->tensors_off + (uint64_t)h->n_tensors * HFX_TENSOR_RECORD_BYTES;
     if (h->ops_off != tensors_end)
         FAIL(HFX_ERR_HEADER, HFX_HDR_OPS_OFFSET, "op table offset %u, expected %U", h->ops_off, tensors_end);
     h->ops_end = (uint64_t)h->ops_off + (uint64_t)h->n_ops * HFX_OP_RECORD_BYTES;
     if (h->ops_end > size)
         FAIL(HFX_ERR_TRUNCATED, size, "tables end at %U, beyond the %U program bytes", h->ops_end, (uint64_t)size);
+    if (h->version == HFX_PROGRAM_VERSION_V2) {
+        hfx_status st = place_sections(h, err);
+        if (st) return st;
+    }
     uint64_t data_min = (h->ops_end + HFX_CONST_ALIGN - 1) / HFX_CONST_ALIGN * HFX_CONST_ALIGN;
     if (h->data_off < h->ops_end || h->data_off % HFX_CONST_ALIGN != 0 || h->data_off > data_min)
         FAIL(HFX_ERR_HEADER, HFX_HDR_DATA_OFFSET, "data offset %u, expected %U", h->data_off, data_min);
@@ -377,6 +423,11 @@ static hfx_program *alloc_program(const uint8_t *b, size_t size, const header *h
     p->n_inputs[1] = h->n_io[1];
     p->n_outputs[0] = h->n_io[2];
     p->n_outputs[1] = h->n_io[3];
+    p->version = h->version;
+    p->shapes_off = (uint32_t)h->data_off + h->data_bytes;
+    p->shapes_bytes = h->shapes_bytes;
+    p->quant_off = p->shapes_off + h->shapes_bytes;
+    p->quant_bytes = h->quant_bytes;
     for (uint32_t i = 0; i < n_in; i++) p->input_tensor[i] = HFX_NO_TENSOR;
     for (uint32_t i = 0; i < n_out; i++) p->output_tensor[i] = HFX_NO_TENSOR;
     return p;
@@ -458,7 +509,8 @@ static hfx_status parse_tensor(hfx_program *p, const header *h, uint32_t t, hfx_
     T->io_index = rd_u32(rec + HFX_TREC_IO_INDEX);
     T->producer = HFX_NO_TENSOR;
     T->first_use = T->last_use = HFX_NO_TENSOR;
-    if (hfx_dtype_size(T->dtype) == 0)
+    bool v2_dtype = T->dtype == HFX_DTYPE_U16 || T->dtype == HFX_DTYPE_I16;
+    if (hfx_dtype_size(T->dtype) == 0 || (v2_dtype && h->version != HFX_PROGRAM_VERSION_V2))
         FAIL(HFX_ERR_DTYPE, r + HFX_TREC_DTYPE, "tensor %u: unknown dtype %u", t, T->dtype);
     if (T->role < HFX_ROLE_INPUT || T->role > HFX_ROLE_SCRATCH)
         FAIL(HFX_ERR_TENSOR, r + HFX_TREC_ROLE, "tensor %u: bad role %u", t, T->role);
@@ -483,7 +535,7 @@ static hfx_status parse_tensors(hfx_program *p, const header *h, hfx_error *err)
     return HFX_OK;
 }
 
-/* the op's input tensor ids: in range, same task, already written, f32 */
+/* the op's input tensor ids: in range, same task, already written, f32 (typed ops: their validation) */
 static hfx_status parse_op_inputs(const hfx_program *p, const uint8_t *rec, size_t r, uint32_t o, hfx_op *op,
                                   const uint8_t *written, hfx_error *err) {
     for (uint32_t i = 0; i < HFX_MAX_OP_INPUTS; i++) {
@@ -499,7 +551,7 @@ static hfx_status parse_op_inputs(const hfx_program *p, const uint8_t *rec, size
         if (T->task != op->task) FAIL(HFX_ERR_GRAPH, at, "op %u: input tensor %u belongs to the other task", o, id);
         if ((T->role == HFX_ROLE_SCRATCH || T->role == HFX_ROLE_OUTPUT) && !written[id])
             FAIL(HFX_ERR_GRAPH, at, "op %u: reads tensor %u before any op writes it", o, id);
-        if (T->dtype != HFX_DTYPE_F32)
+        if (T->dtype != HFX_DTYPE_F32 && !op->desc->typed)
             FAIL(HFX_ERR_DTYPE, at, "op %u: tensor %u dtype %u unsupported (v1: f32)", o, id, T->dtype);
     }
     return HFX_OK;
@@ -524,7 +576,7 @@ static hfx_status parse_op_outputs(const hfx_program *p, const uint8_t *rec, siz
         if (written[id]) FAIL(HFX_ERR_GRAPH, at, "op %u: tensor %u written twice", o, id);
         for (uint32_t k = 0; k < op->n_in; k++)
             if (op->in[k] == id) FAIL(HFX_ERR_GRAPH, at, "op %u: tensor %u is input and output", o, id);
-        if (T->dtype != HFX_DTYPE_F32)
+        if (T->dtype != HFX_DTYPE_F32 && !op->desc->typed)
             FAIL(HFX_ERR_DTYPE, at, "op %u: tensor %u dtype %u unsupported (v1: f32)", o, id, T->dtype);
     }
     return HFX_OK;
@@ -625,6 +677,8 @@ hfx_status hfx_program_parse(const void *bytes, size_t size, hfx_program **out, 
     hfx_program *p = alloc_program(bytes, size, &h);
     if (!p) FAIL(HFX_ERR_NOMEM, 0, "out of memory");
     st = parse_tensors(p, &h, err);
+    if (!st && p->shapes_bytes) st = hfx_shapes_check(p, err);
+    if (!st && p->quant_bytes) st = hfx_quant_check(p, err);
     if (!st) st = parse_ops(p, &h, err);
     if (!st) st = hfx_arena_place(p, err);
     if (st) {

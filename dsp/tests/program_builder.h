@@ -46,6 +46,10 @@ typedef struct hfxb {
     hfxb_op *o;
     uint32_t no, co;
     uint32_t nio[4]; /* inputs A, B, outputs A, B */
+    /* v2 (hfxb_encode writes version 2 when set): sections appended after the data, CRC flag */
+    int v2, crc;
+    const uint8_t *shapes, *quant; /* section bytes, valid until hfxb_encode */
+    size_t shapes_bytes, quant_bytes;
 } hfxb;
 
 static inline void hfxb_init(hfxb *b) { memset(b, 0, sizeof *b); }
@@ -107,6 +111,18 @@ static inline uint64_t hfxb_numel(const hfxb *b, uint32_t id) {
     uint64_t n = 1;
     for (uint32_t i = 0; i < b->t[id].rank; i++) n *= b->t[id].dims[i];
     return n;
+}
+
+static inline size_t hfxb_dtype_size(uint8_t dtype) {
+    return dtype == HFX_DTYPE_I8 || dtype == HFX_DTYPE_U8 ? 1 : dtype == HFX_DTYPE_F16 ? 2 : dtype == HFX_DTYPE_I64 ? 8 : 4;
+}
+
+/* Gives tensor id another dtype (the quantization ops' integer tensors); a constant's data then
+ * holds numel values of that type. Returns id. */
+static inline uint32_t hfxb_set_dtype(hfxb *b, uint32_t id, uint8_t dtype) {
+    b->t[id].dtype = dtype;
+    if (b->t[id].role == HFX_ROLE_CONSTANT) b->t[id].data_bytes = hfxb_numel(b, id) * hfxb_dtype_size(dtype);
+    return id;
 }
 
 /* The engine class an op gets unless a test says otherwise: the first of MATRIX, COPY, VECTOR that
@@ -259,6 +275,15 @@ static inline uint32_t hfxb_resize(hfxb *b, int task, uint32_t x, uint32_t out, 
                        out, p);
 }
 
+/* QUANTIZE_LINEAR / DEQUANTIZE_LINEAR; zp may be HFXB_NONE; axis 0 for per tensor */
+static inline uint32_t hfxb_quant(hfxb *b, int task, uint32_t opcode, uint32_t x, uint32_t scale, uint32_t zp,
+                                  uint32_t out, int32_t axis) {
+    int32_t p[HFX_OP_PARAMS] = {0};
+    p[HFX_P_QUANT_AXIS] = axis;
+    uint32_t in[3] = {x, scale, zp};
+    return hfxb_op_add(b, task, opcode, -1, zp == HFXB_NONE ? 2 : 3, in, out, p);
+}
+
 static inline void hfxb_put16(uint8_t *p, uint32_t v) {
     p[0] = (uint8_t)v;
     p[1] = (uint8_t)(v >> 8);
@@ -270,6 +295,15 @@ static inline void hfxb_put32(uint8_t *p, uint32_t v) {
     p[3] = (uint8_t)(v >> 24);
 }
 
+static inline uint32_t hfxb_crc32(const uint8_t *p, size_t n) {
+    uint32_t c = 0xFFFFFFFFu;
+    for (size_t i = 0; i < n; i++) {
+        c ^= p[i];
+        for (int k = 0; k < 8; k++) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
+    }
+    return ~c;
+}
+
 /* Encodes the program (malloc'd; caller frees). */
 static inline uint8_t *hfxb_encode(const hfxb *b, size_t *size_out) {
     size_t ops_off = HFX_HEADER_BYTES + (size_t)b->nt * HFX_TENSOR_RECORD_BYTES;
@@ -279,24 +313,30 @@ static inline uint8_t *hfxb_encode(const hfxb *b, size_t *size_out) {
     for (uint32_t i = 0; i < b->nt; i++)
         if (b->t[i].role == HFX_ROLE_CONSTANT)
             data_bytes += (b->t[i].data_bytes + HFX_CONST_ALIGN - 1) / HFX_CONST_ALIGN * HFX_CONST_ALIGN;
-    size_t total = data_off + data_bytes;
+    size_t header = b->v2 ? HFX_HEADER_BYTES_V2 : HFX_HEADER_BYTES;
+    ops_off += header - HFX_HEADER_BYTES;
+    ops_end += header - HFX_HEADER_BYTES;
+    data_off = (ops_end + HFX_CONST_ALIGN - 1) / HFX_CONST_ALIGN * HFX_CONST_ALIGN;
+    size_t sections = b->v2 ? b->shapes_bytes + b->quant_bytes : 0;
+    size_t total = data_off + data_bytes + sections + (b->crc ? HFX_PROGRAM_CRC_BYTES : 0);
     uint8_t *p = (uint8_t *)calloc(1, total);
     if (!p) abort();
     hfxb_put32(p, HFX_PROGRAM_MAGIC);
-    hfxb_put16(p + 4, HFX_PROGRAM_VERSION);
-    hfxb_put16(p + 6, HFX_HEADER_BYTES);
+    hfxb_put16(p + 4, b->v2 ? HFX_PROGRAM_VERSION_V2 : HFX_PROGRAM_VERSION);
+    hfxb_put16(p + 6, (uint32_t)header);
     hfxb_put32(p + 8, (uint32_t)total);
     hfxb_put32(p + 16, b->nt);
     hfxb_put32(p + 20, b->no);
     for (int i = 0; i < 4; i++) hfxb_put16(p + 24 + 2 * i, b->nio[i]);
-    hfxb_put32(p + 32, HFX_HEADER_BYTES);
+    hfxb_put32(p + 12, b->crc ? HFX_PROGRAM_FLAG_CRC32 : 0);
+    hfxb_put32(p + 32, (uint32_t)header);
     hfxb_put32(p + 36, (uint32_t)ops_off);
     hfxb_put32(p + 40, (uint32_t)data_off);
     hfxb_put32(p + 44, (uint32_t)data_bytes);
     size_t dpos = 0;
     for (uint32_t i = 0; i < b->nt; i++) {
         const hfxb_tensor *t = &b->t[i];
-        uint8_t *r = p + HFX_HEADER_BYTES + (size_t)i * HFX_TENSOR_RECORD_BYTES;
+        uint8_t *r = p + header + (size_t)i * HFX_TENSOR_RECORD_BYTES;
         r[0] = t->dtype;
         r[1] = t->role;
         r[2] = t->task;
@@ -325,8 +365,63 @@ static inline uint8_t *hfxb_encode(const hfxb *b, size_t *size_out) {
         for (uint32_t k = 0; k < HFX_MAX_OP_OUTPUTS; k++) hfxb_put32(r + 40 + 4 * k, o->out[k]);
         for (uint32_t k = 0; k < HFX_OP_PARAMS; k++) hfxb_put32(r + 48 + 4 * k, (uint32_t)o->params[k]);
     }
+    if (b->v2) {
+        hfxb_put32(p + HFX_HDR_SHAPES_BYTES, (uint32_t)b->shapes_bytes);
+        hfxb_put32(p + HFX_HDR_QUANT_BYTES, (uint32_t)b->quant_bytes);
+        if (b->shapes_bytes) memcpy(p + data_off + data_bytes, b->shapes, b->shapes_bytes);
+        if (b->quant_bytes) memcpy(p + data_off + data_bytes + b->shapes_bytes, b->quant, b->quant_bytes);
+    }
+    if (b->crc) hfxb_put32(p + total - 4, hfxb_crc32(p, total - 4));
     *size_out = total;
     return p;
+}
+
+
+/* ---- v2 sections ----------------------------------------------------------------------
+ *   hfxb_sec s = {0};
+ *   hfxb_sec_symbols(&s, 2, (uint32_t[]){0, 0, 0, 1});   symbol 0 = input 0 axis 0, ...
+ *   hfxb_sec_patch(&s, HFX_PATCH_TENSOR_DIM, x, 0, 1, (uint32_t[]){HFX_EXPR_SYM | 0 << 8});
+ *   b.v2 = 1; b.shapes = s.bytes; b.shapes_bytes = s.n;    (hfxb_sec_free after encoding)
+ * Patches are counted as they are added (the count word follows the symbols). */
+typedef struct hfxb_sec {
+    uint8_t *bytes;
+    size_t n, cap;
+    size_t count_at; /* n_patches word */
+} hfxb_sec;
+
+static inline void hfxb_sec_u32(hfxb_sec *s, uint32_t v) {
+    if (s->n + 4 > s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 256;
+        s->bytes = (uint8_t *)realloc(s->bytes, s->cap);
+        if (!s->bytes) abort();
+    }
+    hfxb_put32(s->bytes + s->n, v);
+    s->n += 4;
+}
+static inline void hfxb_sec_free(hfxb_sec *s) {
+    free(s->bytes);
+    memset(s, 0, sizeof *s);
+}
+/* io_axis: n pairs (io_index, axis) */
+static inline void hfxb_sec_symbols(hfxb_sec *s, uint32_t n, const uint32_t *io_axis) {
+    hfxb_sec_u32(s, n);
+    for (uint32_t k = 0; k < 2 * n; k++) hfxb_sec_u32(s, io_axis[k]);
+    s->count_at = s->n;
+    hfxb_sec_u32(s, 0);
+}
+static inline void hfxb_sec_patch(hfxb_sec *s, uint32_t target, uint32_t id, uint32_t slot, uint32_t n_words,
+                                  const uint32_t *code) {
+    hfxb_sec_u32(s, target | (n_words << 16));
+    hfxb_sec_u32(s, id);
+    hfxb_sec_u32(s, slot);
+    for (uint32_t i = 0; i < n_words; i++) hfxb_sec_u32(s, code[i]);
+    uint32_t count = (uint32_t)s->bytes[s->count_at] | (uint32_t)s->bytes[s->count_at + 1] << 8;
+    hfxb_put32(s->bytes + s->count_at, count + 1);
+}
+/* the lone SYM k that patches an input dim */
+static inline void hfxb_sec_input_dim(hfxb_sec *s, uint32_t tensor, uint32_t axis, uint32_t k) {
+    uint32_t code = HFX_EXPR_SYM | (k << 8);
+    hfxb_sec_patch(s, HFX_PATCH_TENSOR_DIM, tensor, axis, 1, &code);
 }
 
 #endif /* HEXFUSE_PROGRAM_BUILDER_H */

@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "../ref/ref_quant.h" /* QUANTIZE_LINEAR, DEQUANTIZE_LINEAR: shared with the qemu image */
+
 typedef struct rshape {
     uint32_t rank;
     uint32_t d[8];

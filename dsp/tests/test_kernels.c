@@ -719,6 +719,112 @@ static void test_concat_copy(void) {
     }
 }
 
+
+/* ---- QuantizeLinear / DequantizeLinear: bit for bit against ref_quant.h -------------- */
+
+typedef struct quant_type {
+    uint8_t dtype;
+    int32_t lo, hi;
+} quant_type;
+static const quant_type k_quant_types[] = {{HFX_DTYPE_U8, 0, 255}, {HFX_DTYPE_I8, -128, 127}};
+
+static int32_t load_int(const void *p, uint8_t dtype, uint64_t i) {
+    if (dtype == HFX_DTYPE_U8) return ((const uint8_t *)p)[i];
+    if (dtype == HFX_DTYPE_I8) return ((const int8_t *)p)[i];
+    return ((const int32_t *)p)[i];
+}
+
+static void store_int(void *p, uint8_t dtype, uint64_t i, int32_t v) {
+    if (dtype == HFX_DTYPE_U8) ((uint8_t *)p)[i] = (uint8_t)v;
+    else if (dtype == HFX_DTYPE_I8) ((int8_t *)p)[i] = (int8_t)v;
+    else ((int32_t *)p)[i] = v;
+}
+
+/* X: ties at .5 (scale a power of two), saturation at both ends, NaN, +-inf, then random values
+ * over twice the type's range. Per axis when axis >= 0 (scale and zp per index of the axis). */
+static void quant_case(const quant_type *qt, const rshape *xs, int axis, int with_zp, int task) {
+    uint64_t n = rs_numel(xs), channels = axis < 0 ? 1 : xs->d[axis], inner = 1;
+    for (uint32_t i = (uint32_t)(axis < 0 ? xs->rank : (uint32_t)axis + 1); i < xs->rank; i++) inner *= xs->d[i];
+    float *X = malloc(n * 4 + 4), *S = malloc(channels * 4), *D = malloc(n * 4 + 4);
+    int32_t Z[64];
+    uint8_t *Q = malloc(n * 4 + 4), *Zb = malloc(64 * 4);
+    for (uint64_t c = 0; c < channels; c++) {
+        S[c] = c % 2 ? 0.5f : rng_f(0.01f, 0.2f);
+        Z[c] = with_zp ? (int32_t)rng_range(0, (uint32_t)(qt->hi - qt->lo)) + qt->lo : 0;
+        store_int(Zb, qt->dtype, c, Z[c]);
+    }
+    static const float special[] = {0.25f, 0.75f, -0.25f, -0.75f, 1.25f, -1.25f, NAN, INFINITY, -INFINITY,
+                                    1e30f, -1e30f, 63.75f, -64.25f, 0.0f, -0.0f};
+    float range = (float)(qt->hi - qt->lo) * 0.2f;
+    for (uint64_t i = 0; i < n; i++) X[i] = i < 15 ? special[i] : rng_f(-range, range);
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t sdims[1] = {(uint32_t)channels};
+    uint32_t x = hfxb_input(&b, task, xs->rank, xs->d);
+    uint32_t s = hfxb_input(&b, task, axis < 0 ? 0 : 1, sdims);
+    uint32_t z = with_zp ? hfxb_set_dtype(&b, hfxb_input(&b, task, axis < 0 ? 0 : 1, sdims), qt->dtype) : HFXB_NONE;
+    uint32_t q = hfxb_set_dtype(&b, hfxb_output(&b, task, xs->rank, xs->d), qt->dtype);
+    uint32_t d = hfxb_output(&b, task, xs->rank, xs->d);
+    uint32_t q2 = hfxb_set_dtype(&b, hfxb_scratch(&b, task, xs->rank, xs->d), qt->dtype);
+    hfxb_quant(&b, task, HFX_OP_QUANTIZE_LINEAR, x, s, z, q, axis < 0 ? 0 : axis);
+    hfxb_quant(&b, task, HFX_OP_QUANTIZE_LINEAR, x, s, z, q2, axis < 0 ? 0 : axis);
+    hfxb_quant(&b, task, HFX_OP_DEQUANTIZE_LINEAR, q2, s, z, d, axis < 0 ? 0 : axis);
+    const void *ins[3] = {X, S, Zb};
+    void *outs[2] = {Q, D};
+    if (run_prog(&b, ins, with_zp ? 3 : 2, outs, 2)) {
+        uint64_t bad = n;
+        for (uint64_t i = 0; i < n && bad == n; i++) {
+            uint64_t c = (i / inner) % channels;
+            int32_t want = ref_quantize_linear(X[i], S[c], Z[c], qt->lo, qt->hi);
+            float dwant = ref_dequantize_linear(want, S[c], Z[c]);
+            if (load_int(Q, qt->dtype, i) != want || memcmp(&D[i], &dwant, 4) != 0) bad = i;
+        }
+        CHECK_MSG(bad == n, "dtype %u n=%u axis %d zp %d: x[%u]=%g got %d / %g", qt->dtype, (unsigned)n, axis,
+                  with_zp, (unsigned)(bad % n), (double)X[bad % n], load_int(Q, qt->dtype, bad % n),
+                  (double)D[bad % n]);
+    }
+    hfxb_free(&b);
+    free(X), free(S), free(D), free(Q), free(Zb);
+}
+
+static void test_quant(void) {
+    /* the reference itself, on values whose ONNX Runtime results are known (tests/test_plugin.py
+     * checks the kernel against ONNX Runtime on these and more) */
+    CHECK(ref_quantize_linear(0.25f, 0.5f, 0, 0, 255) == 0 && ref_quantize_linear(0.75f, 0.5f, 0, 0, 255) == 2);
+    CHECK(ref_quantize_linear(-0.75f, 0.5f, 0, -128, 127) == -2 && ref_quantize_linear(-1.25f, 0.5f, 3, -128, 127) == 1);
+    CHECK(ref_quantize_linear(NAN, 0.5f, 10, 0, 255) == 0 && ref_quantize_linear(NAN, 0.5f, 10, -128, 127) == -128);
+    CHECK(ref_quantize_linear(INFINITY, 0.5f, 10, 0, 255) == 255 && ref_quantize_linear(-1e30f, 1.0f, 5, 0, 255) == 0);
+    CHECK(ref_quantize_linear(127.5f, 1.0f, 0, -128, 127) == 127 && ref_quantize_linear(-128.5f, 1.0f, 0, -128, 127) == -128);
+    for (int k = 0; k < 2; k++) {
+        const quant_type *qt = &k_quant_types[k];
+        rshape s1 = {1, {1}}, s2 = {1, {32769 + 17}}, s3 = {3, {3, 5, 7}}, s4 = {4, {2, 16, 33, 31}};
+        quant_case(qt, &s1, -1, 1, 0);
+        quant_case(qt, &s2, -1, 1, 1);
+        quant_case(qt, &s3, -1, k == 0 ? 0 : 1, 0); /* no zero point: u8 */
+        for (int axis = 0; axis < 3; axis++) quant_case(qt, &s3, axis, 1, axis % 2);
+        quant_case(qt, &s4, 1, 1, 0); /* several items, channel runs across item ends */
+        quant_case(qt, &s4, 3, 1, 1);
+    }
+    /* int32 biases: DequantizeLinear only */
+    int32_t B[5] = {INT32_MIN, -7, 0, 123456789, INT32_MAX}, zp = 0;
+    float S = 0.0123f, D[5];
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t x = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(5)), HFX_DTYPE_I32);
+    uint32_t s = hfxb_input(&b, 0, HFXB_SCALAR);
+    uint32_t z = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_SCALAR), HFX_DTYPE_I32);
+    hfxb_quant(&b, 0, HFX_OP_DEQUANTIZE_LINEAR, x, s, z, hfxb_output(&b, 0, HFXB_DIMS(5)), 0);
+    const void *ins[3] = {B, &S, &zp};
+    void *outs[1] = {D};
+    if (run_prog(&b, ins, 3, outs, 1))
+        for (int i = 0; i < 5; i++) {
+            float want = ref_dequantize_linear(B[i], S, 0);
+            CHECK_MSG(memcmp(&D[i], &want, 4) == 0, "i32 dequantize %d: got %g want %g", B[i], (double)D[i],
+                      (double)want);
+        }
+    hfxb_free(&b);
+}
+
 int main(void) {
     hfx_pool_config cfg;
     hfx_pool_config_init(&cfg);
@@ -743,6 +849,7 @@ int main(void) {
     RUN_TEST(test_pool);
     RUN_TEST(test_global_avgpool);
     RUN_TEST(test_resize);
+    RUN_TEST(test_quant);
     hfx_pool_destroy(g_pool);
     hfx_pool_destroy(g_pool_alt);
     TEST_MAIN_END();

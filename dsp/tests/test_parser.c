@@ -111,7 +111,8 @@ static void test_valid(void) {
 static void test_header(void) {
     hfx_error e;
     EXPECT_U32(0, 0x12345678u, HFX_ERR_MAGIC);
-    EXPECT_U8(4, 2, HFX_ERR_VERSION);
+    EXPECT_U8(4, 3, HFX_ERR_VERSION);
+    EXPECT_U8(4, 2, HFX_ERR_HEADER); /* v2 needs the 64-byte header */
     EXPECT_U8(4, 0, HFX_ERR_VERSION);
     EXPECT_U8(6, 40, HFX_ERR_HEADER);
     EXPECT_U32(8, (uint32_t)g_size + 1, HFX_ERR_TRUNCATED);
@@ -173,6 +174,7 @@ static void test_tensors(void) {
     EXPECT_U8(TREC(0) + 0, 0, HFX_ERR_DTYPE);
     EXPECT_U8(TREC(0) + 0, 7, HFX_ERR_DTYPE);
     EXPECT_U8(TREC(0) + 0, HFX_DTYPE_F16, HFX_ERR_DTYPE); /* known dtype, unsupported by Gemm */
+    EXPECT_U8(TREC(0) + 0, HFX_DTYPE_U8, HFX_ERR_DTYPE);  /* integer: only the quantization ops take it */
     EXPECT_U8(TREC(0) + 1, 0, HFX_ERR_TENSOR);
     EXPECT_U8(TREC(0) + 1, 5, HFX_ERR_TENSOR);
     EXPECT_U8(TREC(0) + 2, 2, HFX_ERR_TENSOR);
@@ -531,6 +533,49 @@ static void test_pool_resize_activation_ops(void) {
     CHECK(hfx_pool_out_len(1, 1, 1, 1, 0, 0, true) == 1);
 }
 
+
+/* QuantizeLinear (v < 20) / DequantizeLinear (v >= 20) of X[3,4], u8 unless said:
+ * v%20: 0 per tensor, 1 per axis 1 (4 scales), 2 per axis -2 (3 scales), 3 i8, 4 no zero point,
+ *       5 scale i32, 6 zp of the other int type, 7 X of the wrong type, 8 Y of the wrong type,
+ *       9 per-axis scale of the wrong length, 10 axis out of range, 11 zp size != scale size,
+ *       12 output shape, 13 axis 5 with a one-element scale, 14 i32 (DQ only) */
+static uint32_t quant_prog(hfxb *b, int v) {
+    int dq = v >= 20;
+    v %= 20;
+    uint8_t it = v == 3 ? HFX_DTYPE_I8 : v == 14 ? HFX_DTYPE_I32 : HFX_DTYPE_U8;
+    uint8_t xt = dq ? it : HFX_DTYPE_F32, yt = dq ? HFX_DTYPE_F32 : it;
+    if (v == 7) xt = dq ? HFX_DTYPE_F32 : HFX_DTYPE_U8;
+    if (v == 8) yt = dq ? HFX_DTYPE_U8 : HFX_DTYPE_F32;
+    uint32_t x = hfxb_set_dtype(b, hfxb_input(b, 0, HFXB_DIMS(3, 4)), xt);
+    uint32_t ns = v == 1 || v == 10 ? 4 : v == 2 ? 3 : v == 9 ? 5 : 1;
+    uint32_t s = ns == 1 ? hfxb_input(b, 0, HFXB_SCALAR) : hfxb_input(b, 0, 1, &ns);
+    if (v == 5) hfxb_set_dtype(b, s, HFX_DTYPE_I32);
+    uint32_t zt = v == 6 ? (it == HFX_DTYPE_U8 ? HFX_DTYPE_I8 : HFX_DTYPE_U8) : it;
+    uint32_t z = v == 4 ? HFXB_NONE
+                 : v == 11 ? hfxb_set_dtype(b, hfxb_input(b, 0, HFXB_DIMS(2)), (uint8_t)zt)
+                 : ns == 1 ? hfxb_set_dtype(b, hfxb_input(b, 0, HFXB_SCALAR), (uint8_t)zt)
+                           : hfxb_set_dtype(b, hfxb_input(b, 0, 1, &ns), (uint8_t)zt);
+    uint32_t y = v == 12 ? hfxb_output(b, 0, HFXB_DIMS(4, 3)) : hfxb_output(b, 0, HFXB_DIMS(3, 4));
+    hfxb_set_dtype(b, y, yt);
+    int32_t axis = v == 1 || v == 9 ? 1 : v == 2 ? -2 : v == 10 ? 2 : v == 13 ? 5 : 0;
+    return hfxb_quant(b, 0, dq ? HFX_OP_DEQUANTIZE_LINEAR : HFX_OP_QUANTIZE_LINEAR, x, s, z, y, axis);
+}
+
+static void test_quant_ops(void) {
+    for (int dq = 0; dq <= 20; dq += 20) {
+        const char *name = dq ? "dequantize" : "quantize";
+        for (int v = 0; v <= 3; v++) expect_parse(quant_prog, dq + v, HFX_OK, name);
+        expect_parse(quant_prog, dq + 4, HFX_OK, name); /* u8 without a zero point */
+        for (int v = 5; v <= 8; v++) expect_parse(quant_prog, dq + v, HFX_ERR_DTYPE, name);
+        expect_parse(quant_prog, dq + 9, HFX_ERR_SHAPE, name);
+        expect_parse(quant_prog, dq + 10, HFX_ERR_PARAM, name);
+        expect_parse(quant_prog, dq + 11, HFX_ERR_SHAPE, name);
+        expect_parse(quant_prog, dq + 12, HFX_ERR_SHAPE, name);
+        expect_parse(quant_prog, dq + 13, HFX_ERR_PARAM, name);
+        expect_parse(quant_prog, dq + 14, dq ? HFX_OK : HFX_ERR_DTYPE, name); /* i32: DequantizeLinear only */
+    }
+}
+
 static void test_slice_axis(void) {
     int64_t f;
     CHECK(hfx_slice_axis(10, 0, INT32_MAX, 1, &f) == 10 && f == 0);
@@ -642,6 +687,7 @@ int main(void) {
     RUN_TEST(test_other_ops);
     RUN_TEST(test_pool_resize_activation_ops);
     RUN_TEST(test_slice_axis);
+    RUN_TEST(test_quant_ops);
     RUN_TEST(test_byte_flips);
     RUN_TEST(test_graph_errors);
     RUN_TEST(test_arena_and_deps);

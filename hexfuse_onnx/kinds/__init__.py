@@ -24,7 +24,7 @@ from .dag import dag_facts
 
 __all__ = ["KINDS", "Candidate", "KindDetail", "Pair", "PairKind", "discover", "kind_of"]
 
-_SHARED = {"base", "dag"}
+_SHARED = {"base", "blocks", "dag"}
 
 
 def _load_kinds() -> dict[str, PairKind]:

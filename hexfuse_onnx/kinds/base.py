@@ -16,6 +16,7 @@ import onnx
 from ..costmodel import Prediction, Target, complementarity, fits, predict
 from ..graph import ModelGraph, TensorInfo
 from ..profile import GraphProfile, TaskProfile
+from ..qdq import is_dq
 from .dag import DagFacts
 
 if TYPE_CHECKING:
@@ -91,7 +92,8 @@ class Pair:
 
     @property
     def saved(self) -> float:
-        return self.prediction.serial - self.prediction.fused
+        """Predicted time saved, the kernel call paid."""
+        return self.prediction.saved
 
 
 class PairKind:
@@ -114,7 +116,13 @@ class PairKind:
 
     def tasks(self, g: ModelGraph, pair: Pair) -> PairTasks:
         ids_a, ids_b = with_constants(g, pair.candidate.task_a), with_constants(g, pair.candidate.task_b)
-        return PairTasks(task_body(g, ids_a), task_body(g, ids_b), sorted(set(ids_a) | set(ids_b)))
+        body_a = with_dequantize_copies(
+            g, ids_a, with_empty_constants(g, task_body(g, ids_a), f"{pair.id}a"), f"{pair.id}a"
+        )
+        body_b = with_dequantize_copies(
+            g, ids_b, with_empty_constants(g, task_body(g, ids_b), f"{pair.id}b"), f"{pair.id}b"
+        )
+        return PairTasks(body_a, body_b, sorted(set(ids_a) | set(ids_b)))
 
     def restore(
         self,
@@ -180,6 +188,38 @@ def with_constants(g: ModelGraph, ids: list[int]) -> list[int]:
         and all(t not in outputs and all(c in inside for c in g.consumers.get(t, ())) for t in g.nodes[p].output)
     }
     return sorted(inside | extra)
+
+
+def with_dequantize_copies(g: ModelGraph, ids: list[int], body: TaskBody, tag: str) -> TaskBody:
+    """The body reading, instead of a DequantizeLinear output made outside the task (a
+    DequantizeLinear the graph shares with other nodes), the output of its own copy of it, as ONNX
+    Runtime's EnsureUniqueDQForNodeUnit does: the task's QDQ groups are whole and it reads the
+    integer tensor. The copy's output is `<tensor>__<tag>`; the graph's node stays."""
+    inside = set(ids)
+    shared = [t for t in body.inputs if t in g.producer and g.producer[t] not in inside and is_dq(g, g.producer[t])]
+    if not shared:
+        return body
+    rename = {t: f"{t}__{tag}" for t in shared}
+    copies = [
+        renamed_copy(g.nodes[g.producer[t]], rename, name=f"{g.nodes[g.producer[t]].name}__{tag}") for t in shared
+    ]
+    nodes = copies + [renamed_copy(n, rename) for n in body.nodes]
+    inputs = [t for t in body.inputs if t not in rename]
+    for c in copies:
+        inputs += [t for t in c.input if t and t not in inputs]
+    return TaskBody(nodes, inputs, body.outputs)
+
+
+def with_empty_constants(g: ModelGraph, body: TaskBody, tag: str) -> TaskBody:
+    """The body with each empty initializer it reads (an unused Resize `roi`, which a task program
+    cannot declare: no dimension may be 0) made by a Constant node of its own, `<name>__<tag>`."""
+    empty = [t for t in body.inputs if t in g.initializers and 0 in g.initializers[t].dims]
+    if not empty:
+        return body
+    rename = {t: f"{t}__{tag}" for t in empty}
+    constants = [onnx.helper.make_node("Constant", [], [rename[t]], value=g.initializers[t]) for t in empty]
+    nodes = constants + [renamed_copy(n, rename) for n in body.nodes]
+    return TaskBody(nodes, [t for t in body.inputs if t not in rename], body.outputs)
 
 
 def renamed_copy(node: onnx.NodeProto, mapping: dict[str, str], name: str | None = None) -> onnx.NodeProto:

@@ -119,7 +119,7 @@ class Microbatch(PairKind):
             if not fits(a, b, target):
                 continue
             p = predict(a, b, target)
-            p = Prediction(p.time_a, p.time_b, serial, p.fused, p.share_a)
+            p = Prediction(p.time_a, p.time_b, serial, p.fused, p.share_a, p.call)
             if best is None or p.fused < best.prediction.fused:
                 best = Pair(c, a, b, p, complementarity(a, b, target), (rows_a, batch - rows_a))
         if best is None:

@@ -4,7 +4,7 @@
 - `program`: the program in memory and its encoding.
 - `registry`: `@lowers("Conv")`; its keys are the op set (`SUPPORTED_OPS`).
 - `lowerer`: the per-pair state (tensors, constants, op origins) every lowering writes through.
-- one module per op family: `matrix`, `pointwise`, `normalize`, `layout`, `spatial`.
+- one module per op family: `matrix`, `pointwise`, `normalize`, `layout`, `spatial`, `quant`.
 
 Adding an op: write its lowering in its family's module with `@lowers("OnnxOp")`, add the
 opcode to `abi.Opcode` (and its parameter enum), and test it in tests/test_lower.py.
@@ -21,7 +21,7 @@ import onnx
 from onnx import helper, shape_inference
 
 from .. import contract as C
-from . import layout, matrix, normalize, pointwise, spatial  # noqa: F401 - they register the lowerings
+from . import layout, matrix, normalize, pointwise, quant, spatial  # noqa: F401 - they register the lowerings
 from .lowerer import Lowerer, OpOrigin
 from .registry import LOWERINGS, LoweringError, op_outside_kernel
 from .shapes import SymbolicInputs, lower_symbolic
@@ -65,16 +65,17 @@ def lower_function(
     With `symbolic` (some node input dim is symbolic) the program is format v2 with a shape
     section, proven at the second binding's types (`lowering.shapes`).
 
-    Raises LoweringError. A body node lowers to one op, except a Constant, which lowers to none
-    (its value becomes a program constant, or steers another op's parameters). Reshape, Flatten,
-    Squeeze, Unsqueeze and Identity lower to a COPY op of their own. Time measured per program
+    Raises LoweringError. A body node lowers to one op or a few through scratch tensors (Split:
+    one per output; Sum, BatchNormalization, Pow x**3: a chain), a Constant to none (its value
+    becomes a program constant, or steers another op's parameters). Reshape, Flatten, Squeeze,
+    Unsqueeze and Identity lower to a COPY op of their own. Time measured per program
     op (the trace's `op`) is attributed to a body node by summing over the origins naming it."""
     if node.domain != C.DOMAIN or node.op_type != C.OP_TYPE:
         raise LoweringError(node.op_type, node.name, f"not a {C.DOMAIN}::{C.OP_TYPE} node")
     lowerer = Lowerer(node, fn, initializers, types, model_opset, ir_version)
     if symbolic is None:
         return Lowered(lowerer.lower(), lowerer.origins)
-    second = (node, fn, initializers, symbolic.second, model_opset, ir_version)
+    second = (node, symbolic.function, initializers, symbolic.second, model_opset, ir_version)
     return Lowered(lower_symbolic(lowerer, second, symbolic), lowerer.origins)
 
 

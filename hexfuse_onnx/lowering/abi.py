@@ -92,6 +92,8 @@ class Opcode(IntEnum):
     MAXPOOL = 60
     AVGPOOL = 61
     GLOBAL_AVGPOOL = 62
+    QUANTIZE_LINEAR = 70
+    DEQUANTIZE_LINEAR = 71
 
 
 class Param(IntEnum):
@@ -157,6 +159,10 @@ class ClipParam(IntEnum):
     MAX = 1  # f32 bits
 
 
+class QuantParam(IntEnum):
+    AXIS = 0  # per axis: the axis; per tensor: 0
+
+
 class ResizeParam(IntEnum):
     MODE = 0
     COORD = 1
@@ -200,6 +206,7 @@ C_PREFIX: dict[type[IntEnum], str] = {
     SliceParam: "HFX_P_SLICE_",
     HardSigmoidParam: "HFX_P_HARDSIGMOID_",
     ClipParam: "HFX_P_CLIP_",
+    QuantParam: "HFX_P_QUANT_",
     ResizeParam: "HFX_P_RESIZE_",
     ResizeMode: "HFX_RESIZE_",
     ResizeCoord: "HFX_RESIZE_COORD_",

@@ -1,8 +1,10 @@
-"""Data movement on the copy engine: Transpose, Concat, Slice, the reshape family; and Constant,
-which emits no op (its value becomes a program constant or steers another op's parameters)."""
+"""Data movement: Transpose, Concat, Slice, Split, Gather (a constant index or range), the reshape
+family, Expand (a MUL by ones on the vector engine); and Constant, which emits no op (its value
+becomes a program constant or steers another op's parameters)."""
 
 from __future__ import annotations
 
+import numpy as np
 import onnx
 from onnx import numpy_helper
 
@@ -20,6 +22,12 @@ def constant(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     if value is None:
         raise LoweringError(n.op_type, n.name, "only the 'value' form of Constant is supported")
     cx.static[n.output[0]] = numpy_helper.to_array(value)
+
+
+@lowers("Shape", "ConstantOfShape", "Equal", "Where")
+def shape_arithmetic(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """Folded by the Lowerer when every input is known (Shape: when its input's shape is)."""
+    raise LoweringError(n.op_type, n.name, "runs only as shape arithmetic on values known when lowering")
 
 
 @lowers(*RESHAPES)
@@ -58,12 +66,87 @@ def slice_(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     s, e, st = [0] * rank, [INT32_MAX] * rank, [1] * rank
     for a, b, c, d in zip(axes, starts, ends, steps):
         s[a % rank], e[a % rank], st[a % rank] = _clamp(b), _clamp(c), _clamp(d)
+    cx.emit(n, t, Opcode.SLICE, [cx.read(n.input[0], n, t)], slice_params(s, e, st))
+
+
+def slice_params(starts: list[int], ends: list[int], steps: list[int]) -> dict[int, int]:
     params = {}
-    for i in range(rank):
-        params[SliceParam.STARTS + i] = s[i]
-        params[SliceParam.ENDS + i] = e[i]
-        params[SliceParam.STEPS + i] = st[i]
-    cx.emit(n, t, Opcode.SLICE, [cx.read(n.input[0], n, t)], params)
+    for i in range(len(starts)):
+        params[SliceParam.STARTS + i] = starts[i]
+        params[SliceParam.ENDS + i] = ends[i]
+        params[SliceParam.STEPS + i] = steps[i]
+    return params
+
+
+def axis_slice(rank: int, axis: int, begin: int, end: int) -> dict[int, int]:
+    """SLICE parameters taking [begin, end) of one axis and all of the others."""
+    starts, ends = [0] * rank, [INT32_MAX] * rank
+    starts[axis], ends[axis] = begin, end
+    return slice_params(starts, ends, [1] * rank)
+
+
+@lowers("Split")
+def split(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """One SLICE per output; sizes from the `split` input (opset 13), the attribute, or equal parts."""
+    x = cx.shape(n.input[0], n)
+    axis = int(attr(n, "axis", 0)) % len(x)
+    sizes = _split_sizes(cx, n, x[axis])
+    begin = 0
+    for name, size in zip(n.output, sizes):
+        if name:
+            cx.emit(
+                n, t, Opcode.SLICE, [cx.read(n.input[0], n, t)], axis_slice(len(x), axis, begin, begin + size), out=name
+            )
+        begin += size
+
+
+def _split_sizes(cx: Lowerer, n: onnx.NodeProto, length: int) -> list[int]:
+    outputs = len(n.output)
+    if len(n.input) > 1 and n.input[1]:
+        sizes = cx.const_ints(n.input[1], n)
+    elif attr(n, "split") is not None:
+        sizes = [int(v) for v in attr(n, "split")]
+    else:  # equal parts; with num_outputs (opset 18) the last may be smaller
+        part = -(-length // outputs)
+        sizes = [min(part, length - k * part) for k in range(outputs)]
+    if len(sizes) != outputs or sum(sizes) != length or min(sizes) <= 0:
+        raise LoweringError(n.op_type, n.name, f"split sizes {sizes} do not cut length {length} into {outputs} parts")
+    return sizes
+
+
+@lowers("Gather")
+def gather(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """A constant scalar index (SLICE, then a COPY dropping the axis) or a constant contiguous
+    ascending range of indices (one SLICE) along one axis; other indices are refused."""
+    x = cx.shape(n.input[0], n)
+    axis = int(attr(n, "axis", 0)) % len(x)
+    if n.input[1] not in cx.static:
+        raise LoweringError(n.op_type, n.name, f"indices '{n.input[1]}' must be a constant")
+    indices = np.asarray(cx.static[n.input[1]])
+    flat = [int(i) % x[axis] if -x[axis] <= int(i) < x[axis] else -1 for i in indices.reshape(-1)]
+    if indices.ndim > 1 or not flat or -1 in flat or flat != list(range(flat[0], flat[0] + len(flat))):
+        raise LoweringError(
+            n.op_type, n.name, f"indices {indices.tolist()} are not one in-range index or a contiguous 1-D range"
+        )
+    params = axis_slice(len(x), axis, flat[0], flat[0] + len(flat))
+    src = cx.read(n.input[0], n, t)
+    if indices.ndim == 1:
+        cx.emit(n, t, Opcode.SLICE, [src], params)
+        return
+    kept = x[:axis] + [1] + x[axis + 1 :]
+    picked = cx.emit(n, t, Opcode.SLICE, [src], params, out=cx.scratch(kept, t))
+    cx.emit(n, t, Opcode.COPY, [picked])
+
+
+@lowers("Expand")
+def expand(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """x * ones(shape): the kernel's MUL broadcasts as numpy does, as Expand does. A shape computed
+    in the graph (repeat_kv's, from Shape) is read from the output's known shape."""
+    shape = cx.const_ints(n.input[1], n) if n.input[1] in cx.static else cx.shape(n.output[0], n)
+    if any(d <= 0 for d in shape):
+        raise LoweringError(n.op_type, n.name, f"shape {shape} has a dim <= 0")
+    ones = cx.constant(np.ones(shape, np.float32), t)
+    cx.emit(n, t, Opcode.MUL, [cx.read(n.input[0], n, t), ones])
 
 
 def _clamp(v: int) -> int:

@@ -3,7 +3,8 @@
 The function body is the source of truth: body nodes [0, num_nodes_a) are task A, the rest
 task B; formal input i is the node's input i (A's first, then B's), formal output j the node's
 output j. The formal inputs' types are given (the pass gives the ModelGraph's inferred ones);
-body tensors' shapes come from ONNX shape inference of the body alone. Weights are node inputs
+body tensors' shapes are the function's value_info where it has them (the pass's, so a Reshape to
+a computed shape is known), else ONNX shape inference of the body alone. Weights are node inputs
 (graph initializers), so they are program inputs, not constants; only Constant nodes inside the
 body become program constants. Integer inputs that only steer an op (Reshape shape, Slice
 starts, ...) are read from the initializers at lowering time and declared in the program as
@@ -21,13 +22,14 @@ from typing import Any
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper, shape_inference
+from onnx.reference import ReferenceEvaluator
 
 from .. import contract as C
 from ..profile import Engine as EngineClass
 from ..profile import engine_of
 from .abi import Dtype, Engine, Layout, Opcode, Role, Task
 from .program import Op, Program, Tensor
-from .registry import LOWERINGS, LoweringError, op_outside_kernel
+from .registry import LOWERINGS, LoweringError, op_key, op_outside_kernel
 
 DTYPES: dict[int, Dtype] = {
     onnx.TensorProto.FLOAT: Dtype.F32,
@@ -37,6 +39,9 @@ DTYPES: dict[int, Dtype] = {
     onnx.TensorProto.INT8: Dtype.I8,
     onnx.TensorProto.UINT8: Dtype.U8,
 }
+
+# Output types a lowering-time fold never makes: the kernel's data (and unknown types).
+_NOT_SHAPE_DTYPES = {0, onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE}
 
 KERNEL_ENGINE = {EngineClass.MATRIX: Engine.MATRIX, EngineClass.VECTOR: Engine.VECTOR, EngineClass.MEMORY: Engine.COPY}
 
@@ -108,6 +113,8 @@ class Lowerer:
             if a not in types:
                 raise LoweringError(node.op_type, self.pair, f"unknown type/shape of input '{a}'")
             self.types[f] = types[a]
+        for v in fn.value_info:  # body tensors the pass knows (a Reshape to a computed shape)
+            self.types.setdefault(v.name, v.type)
         for n in fn.node:  # name the first op the kernel cannot run before anything else
             error = op_outside_kernel(n)
             if error is not None:
@@ -122,6 +129,7 @@ class Lowerer:
         self.prog = Program()
         self.ids: dict[str, int] = {}  # body tensor -> program tensor id
         self.task_of: dict[str, Task] = {}
+        self.folded: dict[str, tuple[str, list[int]]] = {}  # Pad output -> (its input, spatial pads) for the Conv
         self.origins: list[OpOrigin] = []
         self._body_index: int | None = None  # the body node being lowered
 
@@ -155,6 +163,7 @@ class Lowerer:
             g_inputs,
             [helper.make_value_info(o, onnx.TypeProto()) for o in self.fn.output],
             initializer=renamed,
+            value_info=list(self.fn.value_info),
         )
         return helper.make_model(graph, opset_imports=list(self.fn.opset_import), ir_version=ir_version)
 
@@ -193,6 +202,18 @@ class Lowerer:
             raise LoweringError(op.op_type, op.name, f"'{name}' is not float32 (the kernel runs float32 only)")
         return self.ids[name]
 
+    def read_typed(self, name: str, op: onnx.NodeProto, task: Task, dtype: Dtype) -> int:
+        """Program id of a tensor of `dtype` an op reads (the quantization ops' integer tensors)."""
+        if dtype == Dtype.F32:
+            return self.read(name, op, task)
+        if name not in self.ids:
+            raise LoweringError(op.op_type, op.name, f"input '{name}' is not available to the program")
+        if self.task_of[name] != task:
+            raise LoweringError(op.op_type, op.name, f"'{name}' crosses from one task to the other")
+        if self.prog.tensors[self.ids[name]].dtype != dtype:
+            raise LoweringError(op.op_type, op.name, f"'{name}' is not {dtype.name.lower()}")
+        return self.ids[name]
+
     def const_ints(self, name: str, op: onnx.NodeProto) -> list[int]:
         if name not in self.static:
             raise LoweringError(op.op_type, op.name, f"'{name}' must be a constant (initializer or Constant)")
@@ -214,7 +235,8 @@ class Lowerer:
         self._declare_inputs()
         for k, n in enumerate(self.fn.node):
             self._body_index = k
-            LOWERINGS[n.op_type](self, n, Task.A if k < self.n_nodes_a else Task.B)
+            if not self._folds(n):
+                LOWERINGS[op_key(n)](self, n, Task.A if k < self.n_nodes_a else Task.B)
         self._body_index = None
         self._copy_out_outputs()
         p = self.prog
@@ -224,13 +246,37 @@ class Lowerer:
             raise LoweringError(self.node.op_type, self.pair, "too many ops or tensors for one program")
         return p.encode()
 
+    def _folds(self, n: onnx.NodeProto) -> bool:
+        """Compute shape arithmetic when lowering: Shape of a known shape, and a node whose inputs
+        are all known and whose outputs are integers or booleans (the TorchScript exports' Gather,
+        Unsqueeze, Concat, Equal, Where ... on Shape). Its value steers its consumers; no op runs."""
+        if n.op_type == "Shape":
+            dims = np.array(self.shape(n.input[0], n), np.int64)
+            self.static[n.output[0]] = dims[int(attr(n, "start", 0)) : attr(n, "end", None)]
+            return True
+        inputs = [t for t in n.input if t]
+        kinds = {self.dtype(o) for o in n.output if o}
+        if not inputs or any(t not in self.static for t in inputs) or not kinds.isdisjoint(_NOT_SHAPE_DTYPES):
+            return False
+        try:
+            values = ReferenceEvaluator(n).run(None, {t: self.static[t] for t in inputs})
+        except Exception:  # noqa: BLE001 - not foldable: the op's own lowering decides
+            return False
+        self.static.update((o, np.asarray(v)) for o, v in zip(n.output, values) if o)
+        return True
+
     def _declare_inputs(self) -> None:
         p = self.prog
         for i, f in enumerate(self.fn.input):
             task = Task.A if i < self.n_in_a else Task.B
             elem = self.dtype(f)
             if elem not in DTYPES:
-                raise LoweringError(self.node.op_type, self.pair, f"input '{self.formal[f]}' has an unsupported dtype")
+                name = onnx.TensorProto.DataType.Name(elem) if elem else "unknown"
+                raise LoweringError(
+                    self.node.op_type,
+                    self.pair,
+                    f"input '{self.formal[f]}' is {name}, which the program format v1 does not carry",
+                )
             dims = self.shape(f, self.node)
             if f in self.ids:
                 raise LoweringError(self.node.op_type, self.pair, f"formal input '{f}' listed twice")
@@ -261,16 +307,25 @@ class Lowerer:
             else:
                 self.origins.append(OpOrigin(len(p.ops) - 1, task, None, f"output {o}", "Identity", o))
 
-    def _out(self, n: onnx.NodeProto, task: Task) -> int:
-        name = n.output[0]
-        if self.dtype(name) != onnx.TensorProto.FLOAT:
-            raise LoweringError(n.op_type, n.name, f"output '{name}' is not float32")
+    def scratch(self, dims: list[int], task: Task) -> int:
+        """A program tensor for an intermediate of a lowering that emits several ops."""
+        return self.prog.add(Tensor(Dtype.F32, Role.SCRATCH, task, list(dims)))
+
+    def constant(self, value: np.ndarray, task: Task) -> int:
+        """A float32 program constant computed at lowering time."""
+        arr = np.ascontiguousarray(value, dtype="<f4")
+        return self.prog.add(Tensor(Dtype.F32, Role.CONSTANT, task, list(arr.shape), data=arr.tobytes()))
+
+    def _out(self, n: onnx.NodeProto, task: Task, name: str | None = None, dtype: Dtype = Dtype.F32) -> int:
+        name = name or n.output[0]
+        if DTYPES.get(self.dtype(name)) != dtype:
+            raise LoweringError(n.op_type, n.name, f"output '{name}' is not {dtype.name.lower()}")
         dims = self.shape(name, n)
         j = self.out_index.get(name)
         if j is not None:
-            tid = self.prog.add(Tensor(Dtype.F32, Role.OUTPUT, task, dims, io=j))
+            tid = self.prog.add(Tensor(dtype, Role.OUTPUT, task, dims, io=j))
         else:
-            tid = self.prog.add(Tensor(Dtype.F32, Role.SCRATCH, task, dims))
+            tid = self.prog.add(Tensor(dtype, Role.SCRATCH, task, dims))
         self.ids[name] = tid
         self.task_of[name] = task
         return tid
@@ -282,15 +337,25 @@ class Lowerer:
         opcode: Opcode,
         inputs: list[int],
         params: dict[Any, int] | None = None,
-    ) -> None:
-        """Append the op computing n's first output from the program tensors `inputs`, on the
-        kernel engine of n's engine class (`profile.engine_of`, the table the cost model uses);
-        `params`: parameter slot (an abi parameter enum, or an int) -> value."""
-        if len(n.output) > 1 and any(n.output[1:]):
-            raise LoweringError(n.op_type, n.name, "only the first output is supported")
-        engine = KERNEL_ENGINE[engine_of(n)]
-        op = Op(opcode, engine, task, inputs, self._out(n, task))
+        out: str | int | None = None,
+        engine: EngineClass | None = None,
+        out_dtype: Dtype = Dtype.F32,
+    ) -> int:
+        """Append the op computing n's first output (of `out_dtype`) from the program tensors
+        `inputs`, on the kernel engine of n's engine class (`profile.engine_of`, the table the cost
+        model uses); `params`: parameter slot (an abi parameter enum, or an int) -> value. A lowering
+        that emits several ops names the op's output: `out` a body tensor of n (Split's outputs) or a
+        `scratch` id, and `engine` for a helper op outside n's class (a 1-D Conv's reshape
+        copies). Returns the output's program id."""
+        if out is None:
+            if len(n.output) > 1 and any(n.output[1:]):
+                raise LoweringError(n.op_type, n.name, "only the first output is supported")
+            out = n.output[0]
+        target = self._out(n, task, out, out_dtype) if isinstance(out, str) else out
+        op = Op(opcode, KERNEL_ENGINE[engine or engine_of(n)], task, inputs, target)
         for k, v in (params or {}).items():
             op.params[k] = int(v)
         self.prog.ops.append(op)
-        self.origins.append(OpOrigin(len(self.prog.ops) - 1, task, self._body_index, n.name, n.op_type, n.output[0]))
+        written = out if isinstance(out, str) else n.output[0]
+        self.origins.append(OpOrigin(len(self.prog.ops) - 1, task, self._body_index, n.name, n.op_type, written))
+        return target

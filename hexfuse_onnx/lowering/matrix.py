@@ -1,13 +1,13 @@
-"""Ops on the matrix engine: MatMul and Gemm (one GEMM opcode), 2-D Conv."""
+"""Ops on the matrix engine: MatMul and Gemm (one GEMM opcode), 1-D and 2-D Conv, and a Pad folded into a Conv."""
 
 from __future__ import annotations
 
 import onnx
 
 from .abi import ConvParam, GemmParam, Opcode, Task
-from .lowerer import Lowerer, attr, f32_bits
+from .lowerer import Lowerer, attr, f32_bits, str_attr
 from .registry import LoweringError, lowers
-from .spatial import pads_2d
+from .spatial import as_2d, emit_1d, lift_1d, pads_2d
 
 
 @lowers("MatMul")
@@ -35,13 +35,23 @@ def gemm(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
 
 @lowers("Conv")
 def conv(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """2-D, and 1-D as 2-D with H = 1 (X and W copied to [N, C, 1, L], Y copied back); the pads
+    of a Pad folded into it (`pad`) add to its own."""
     x, w = cx.shape(n.input[0], n), cx.shape(n.input[1], n)
-    if len(x) != 4:
-        raise LoweringError("Conv", n.name, f"only 2-D convolution is supported (input rank {len(x)})")
-    strides = list(attr(n, "strides", [1, 1]))
-    dil = list(attr(n, "dilations", [1, 1]))
+    if len(x) not in (3, 4):
+        raise LoweringError("Conv", n.name, f"only 1-D and 2-D convolution are supported (input rank {len(x)})")
+    r = len(x) - 2
+    strides = [int(v) for v in attr(n, "strides", [1] * r)]
+    dil = [int(v) for v in attr(n, "dilations", [1] * r)]
     pads = pads_2d(n, x, w[2:], strides, dil)
-    inputs = [cx.read(n.input[0], n, t), cx.read(n.input[1], n, t)]
+    source = n.input[0]
+    if source in cx.folded:
+        source, extra = cx.folded[source]
+        pads = [p + e for p, e in zip(pads, extra)]
+    inputs = [cx.read(source, n, t), cx.read(n.input[1], n, t)]
+    if r == 1:
+        _, strides, dil, pads = lift_1d(w[2:], strides, dil, pads)
+        inputs = [as_2d(cx, n, t, inputs[0], cx.shape(source, n)), as_2d(cx, n, t, inputs[1], w)]
     if len(n.input) > 2 and n.input[2]:
         inputs.append(cx.read(n.input[2], n, t))
     params = {
@@ -55,4 +65,45 @@ def conv(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         ConvParam.DILATION_W: dil[1],
         ConvParam.GROUP: int(attr(n, "group", 1)),
     }
-    cx.emit(n, t, Opcode.CONV2D, inputs, params)
+    if r == 2:
+        cx.emit(n, t, Opcode.CONV2D, inputs, params)
+    else:
+        emit_1d(cx, n, t, Opcode.CONV2D, inputs, params)
+
+
+@lowers("Pad")
+def pad(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """Emits nothing: a zero constant Pad of the spatial axes whose only reader is a Conv (as its
+    X) is folded into that Conv's pads; any other Pad is refused."""
+    y = n.output[0]
+    readers = [b for b in cx.fn.node if y in b.input]
+    if y in cx.fn.output or len(readers) != 1 or readers[0].op_type != "Conv" or list(readers[0].input).index(y) != 0:
+        raise LoweringError(
+            n.op_type, n.name, "only a Pad whose one reader is a Conv's X is supported (folded into it)"
+        )
+    if str_attr(n, "mode", "constant") != "constant":
+        raise LoweringError(n.op_type, n.name, "only mode='constant' is supported")
+    rank = len(cx.shape(n.input[0], n))
+    pads, value = _pad_amounts(cx, n, rank)
+    if value != 0.0:
+        raise LoweringError(n.op_type, n.name, f"only padding with 0 is supported (value {value})")
+    if any(pads[a] or pads[rank + a] for a in (0, 1)) or min(pads) < 0:
+        raise LoweringError(
+            n.op_type, n.name, f"pads {pads}: only non-negative pads of the spatial axes fold into a Conv"
+        )
+    cx.folded[y] = (n.input[0], pads[2:rank] + pads[rank + 2 :])
+
+
+def _pad_amounts(cx: Lowerer, n: onnx.NodeProto, rank: int) -> tuple[list[int], float]:
+    """[begin per axis..., end per axis...] over all axes, and the constant value."""
+    if cx.opset < 11:
+        return [int(p) for p in attr(n, "pads", [])], float(attr(n, "value", 0.0))
+    given = cx.const_ints(n.input[1], n)
+    value = float(cx.const_floats(n.input[2], n)[0]) if len(n.input) > 2 and n.input[2] else 0.0
+    axes = cx.const_ints(n.input[3], n) if len(n.input) > 3 and n.input[3] else list(range(rank))
+    if len(given) != 2 * len(axes):
+        raise LoweringError(n.op_type, n.name, f"{len(given)} pads for {len(axes)} axes")
+    pads = [0] * 2 * rank
+    for k, a in enumerate(axes):
+        pads[a % rank], pads[rank + a % rank] = given[k], given[len(axes) + k]
+    return pads, value

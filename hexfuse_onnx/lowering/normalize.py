@@ -1,9 +1,11 @@
-"""Ops over an axis on the vector engine: Softmax, LayerNormalization, RMSNormalization, ReduceMean/ReduceSum."""
+"""Ops over an axis on the vector engine: Softmax, LayerNormalization, RMSNormalization, ReduceMean/ReduceSum,
+and inference-mode BatchNormalization (per-channel MUL then ADD)."""
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import onnx
 
 from .abi import Opcode, Param, ReduceParam, Task
@@ -63,3 +65,26 @@ def reduce(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     opcode = Opcode.REDUCE_MEAN if n.op_type == "ReduceMean" else Opcode.REDUCE_SUM
     params = {ReduceParam.AXES_MASK: mask, ReduceParam.KEEPDIMS: int(attr(n, "keepdims", 1))}
     cx.emit(n, t, opcode, [cx.read(n.input[0], n, t)], params)
+
+
+@lowers("BatchNormalization")
+def batch_norm(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """Inference mode as x * scale + shift, scale = gamma / sqrt(var + eps) and shift = beta -
+    mean * scale computed here, per channel (axis 1) and broadcast as [C, 1, ...]."""
+    if int(attr(n, "training_mode", 0)):
+        raise LoweringError(n.op_type, n.name, "training_mode=1 is not supported (inference only)")
+    if not int(attr(n, "spatial", 1)):
+        raise LoweringError(n.op_type, n.name, "spatial=0 (opset < 9) is not supported")
+    x = cx.shape(n.input[0], n)
+    if len(x) < 2:
+        raise LoweringError(n.op_type, n.name, f"input rank {len(x)}; BatchNormalization needs (N, C, ...)")
+    gamma, beta, mean, var = (cx.const_floats(name, n).astype(np.float64) for name in n.input[1:5])
+    if not all(len(v) == x[1] for v in (gamma, beta, mean, var)):
+        raise LoweringError(n.op_type, n.name, f"scale, bias, mean and var must have C = {x[1]} values")
+    scale = gamma / np.sqrt(var + float(attr(n, "epsilon", 1e-5)))
+    shift = beta - mean * scale
+    per_channel = [x[1]] + [1] * (len(x) - 2)
+    scaled = cx.emit(
+        n, t, Opcode.MUL, [cx.read(n.input[0], n, t), cx.constant(scale.reshape(per_channel), t)], out=cx.scratch(x, t)
+    )
+    cx.emit(n, t, Opcode.ADD, [scaled, cx.constant(shift.reshape(per_channel), t)])

@@ -1,10 +1,13 @@
-"""Elementwise ops on the vector engine: binary arithmetic, activations."""
+"""Elementwise ops on the vector engine: binary arithmetic, Sum, activations, Clip, float-to-float Cast."""
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import onnx
 
-from .abi import HardSigmoidParam, Opcode, Task
+from .abi import ClipParam, HardSigmoidParam, Opcode, Task
 from .lowerer import Lowerer, attr, f32_bits
 from .registry import LoweringError, lowers
 
@@ -15,6 +18,8 @@ UNARY = {
     "Tanh": Opcode.TANH,
     "Exp": Opcode.EXP,
     "HardSwish": Opcode.HARDSWISH,
+    "Neg": Opcode.NEG,
+    "Sqrt": Opcode.SQRT,
 }
 
 
@@ -28,11 +33,56 @@ def unary(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     cx.emit(n, t, UNARY[n.op_type], [cx.read(n.input[0], n, t)])
 
 
+@lowers("Pow")
+def pow_(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """x**2 and x**3 as products (GPT-2's tanh GELU, RMSNorm's mean square), x**0.5 as SQRT."""
+    exponent = cx.const_floats(n.input[1], n)
+    e = float(exponent[0]) if exponent.size == 1 else None
+    x = cx.read(n.input[0], n, t)
+    if e == 0.5:
+        cx.emit(n, t, Opcode.SQRT, [x])
+    elif e == 2.0:
+        cx.emit(n, t, Opcode.MUL, [x, x])
+    elif e == 3.0:
+        square = cx.emit(n, t, Opcode.MUL, [x, x], out=cx.scratch(cx.shape(n.output[0], n), t))
+        cx.emit(n, t, Opcode.MUL, [square, x])
+    else:
+        raise LoweringError(n.op_type, n.name, f"exponent {exponent.tolist()}: only a scalar 0.5, 2 or 3 is supported")
+
+
+@lowers("Reciprocal")
+def reciprocal(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    one = cx.constant(np.ones(1, np.float32), t)
+    cx.emit(n, t, Opcode.DIV, [one, cx.read(n.input[0], n, t)])
+
+
 @lowers("Gelu")
 def gelu(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     if attr(n, "approximate", b"none") not in (b"none", "none"):
         raise LoweringError(n.op_type, n.name, "approximate='tanh' is not supported (erf form only)")
     cx.emit(n, t, Opcode.GELU, [cx.read(n.input[0], n, t)])
+
+
+@lowers("com.microsoft::FastGelu")
+def fast_gelu(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """onnxruntime's FastGelu, GELU's tanh form of x (+ bias), as the ops ORT's own CPU kernel
+    computes: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
+    dims = cx.shape(n.output[0], n)
+
+    def step(opcode: Opcode, inputs: list[int]) -> int:
+        return cx.emit(n, t, opcode, inputs, out=cx.scratch(dims, t))
+
+    def const(v: float) -> int:
+        return cx.constant(np.array([v], np.float32), t)
+
+    x = cx.read(n.input[0], n, t)
+    if len(n.input) > 1 and n.input[1]:
+        x = step(Opcode.ADD, [x, cx.read(n.input[1], n, t)])
+    cube = step(Opcode.MUL, [step(Opcode.MUL, [x, x]), x])
+    inner = step(Opcode.ADD, [x, step(Opcode.MUL, [cube, const(0.044715)])])
+    tanh = step(Opcode.TANH, [step(Opcode.MUL, [inner, const(math.sqrt(2.0 / math.pi))])])
+    half_x = step(Opcode.MUL, [x, const(0.5)])
+    cx.emit(n, t, Opcode.MUL, [half_x, step(Opcode.ADD, [tanh, const(1.0)])])
 
 
 @lowers("Swish")
@@ -50,3 +100,49 @@ def hard_sigmoid(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         HardSigmoidParam.BETA: f32_bits(float(attr(n, "beta", 0.5))),
     }
     cx.emit(n, t, Opcode.HARDSIGMOID, [cx.read(n.input[0], n, t)], params)
+
+
+@lowers("Sum")
+def sum_(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """A chain of ADD (numpy broadcast at every step); one input is a COPY."""
+    inputs = [name for name in n.input if name]
+    if len(inputs) == 1:
+        cx.emit(n, t, Opcode.COPY, [cx.read(inputs[0], n, t)])
+        return
+    acc, shape = cx.read(inputs[0], n, t), cx.shape(inputs[0], n)
+    for k, name in enumerate(inputs[1:], start=2):
+        shape = list(np.broadcast_shapes(tuple(shape), tuple(cx.shape(name, n))))
+        out = None if k == len(inputs) else cx.scratch(shape, t)
+        acc = cx.emit(n, t, Opcode.ADD, [acc, cx.read(name, n, t)], out=out)
+
+
+@lowers("Cast")
+def cast(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """float32 to float32 is a COPY; the kernel runs float32 only, so every other cast is refused."""
+    to, source = int(attr(n, "to", 0)), cx.dtype(n.input[0])
+    if source != onnx.TensorProto.FLOAT or to != onnx.TensorProto.FLOAT:
+        names = (onnx.TensorProto.DataType.Name(d) if d else "unknown" for d in (source, to))
+        raise LoweringError(n.op_type, n.name, "Cast from {} to {}: the kernel runs float32 only".format(*names))
+    cx.emit(n, t, Opcode.COPY, [cx.read(n.input[0], n, t)])
+
+
+@lowers("Clip")
+def clip(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """Bounds from the attributes (opset < 11) or constant scalar inputs; a missing one is unbounded."""
+    if cx.opset < 11:
+        lo, hi = float(attr(n, "min", -np.inf)), float(attr(n, "max", np.inf))
+    else:
+        lo, hi = (_clip_bound(cx, n, k, default) for k, default in ((1, -np.inf), (2, np.inf)))
+    if np.isnan(lo) or np.isnan(hi):
+        raise LoweringError(n.op_type, n.name, "a NaN bound is not supported")
+    params = {ClipParam.MIN: f32_bits(lo), ClipParam.MAX: f32_bits(hi)}
+    cx.emit(n, t, Opcode.CLIP, [cx.read(n.input[0], n, t)], params)
+
+
+def _clip_bound(cx: Lowerer, n: onnx.NodeProto, k: int, default: float) -> float:
+    if len(n.input) <= k or not n.input[k]:
+        return default
+    values = cx.const_floats(n.input[k], n)
+    if values.size != 1:
+        raise LoweringError(n.op_type, n.name, f"bound '{n.input[k]}' must be a scalar")
+    return float(values[0])

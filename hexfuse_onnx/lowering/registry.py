@@ -31,7 +31,8 @@ class LoweringError(HexfuseError):
 
 
 def lowers(*op_types: str) -> Callable[[Lowering], Lowering]:
-    """Register the decorated function as the lowering of these ONNX ops (default domain)."""
+    """Register the decorated function as the lowering of these ONNX ops (default domain; another
+    domain's op as "domain::Op", as `op_key` names it)."""
 
     def register(fn: Lowering) -> Lowering:
         for op in op_types:
@@ -43,10 +44,15 @@ def lowers(*op_types: str) -> Callable[[Lowering], Lowering]:
     return register
 
 
+def op_key(node: onnx.NodeProto) -> str:
+    """The node's op in the registry: "Op" in the default domain, else "domain::Op"."""
+    return node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}::{node.op_type}"
+
+
 def op_outside_kernel(node: onnx.NodeProto) -> LoweringError | None:
     """The error for a node whose op the kernel cannot run at all (checked before any shape work)."""
+    if op_key(node) in LOWERINGS:
+        return None
     if node.domain not in ("", "ai.onnx"):
         return LoweringError(node.op_type, node.name, f"domain '{node.domain}' is outside the kernel's op set")
-    if node.op_type not in LOWERINGS:
-        return LoweringError(node.op_type, node.name, "op is outside the kernel's op set")
-    return None
+    return LoweringError(node.op_type, node.name, "op is outside the kernel's op set")

@@ -49,6 +49,7 @@ class SymbolicInputs:
     dims: list[tuple[Dim, ...]]
     second: dict[str, onnx.TypeProto]
     model_dims: dict[str, tuple[Dim, ...]]  # body tensors' symbolic dims in the whole model (a fallback)
+    function: onnx.FunctionProto  # the body with its value_info at the second binding
 
 
 @dataclass(frozen=True)

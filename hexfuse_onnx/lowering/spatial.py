@@ -1,4 +1,5 @@
-"""2-D spatial ops: MaxPool, AveragePool, GlobalAveragePool, Resize; and the pads rule Conv shares."""
+"""Spatial ops: MaxPool and AveragePool (2-D, and 1-D as 2-D with H = 1), GlobalAveragePool, Resize;
+the pads rule Conv shares, and the reshape copies that run a 1-D op on the kernel's 2-D one."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import math
 import numpy as np
 import onnx
 
+from ..profile import Engine as EngineClass
 from .abi import Opcode, PoolParam, ResizeCoord, ResizeMode, ResizeNearest, ResizeParam, Task
 from .lowerer import Lowerer, attr, f32_bits, str_attr
 from .registry import LoweringError, lowers
@@ -15,21 +17,40 @@ POOLS = {"MaxPool": Opcode.MAXPOOL, "AveragePool": Opcode.AVGPOOL}
 
 
 def pads_2d(n: onnx.NodeProto, x: list[int], kernel: list[int], strides: list[int], dil: list[int]) -> list[int]:
-    """Explicit [top, left, bottom, right] pads of a 2-D Conv / pooling node (auto_pad resolved)."""
+    """Explicit pads [begin per spatial axis..., end per spatial axis...] of a Conv / pooling node
+    (auto_pad resolved): [top, left, bottom, right] in 2-D."""
+    r = len(kernel)
     auto_pad = str_attr(n, "auto_pad", "NOTSET")
     if auto_pad == "NOTSET":
-        return list(attr(n, "pads", [0, 0, 0, 0]))
+        return [int(p) for p in attr(n, "pads", [0] * 2 * r)]
     if auto_pad == "VALID":
-        return [0, 0, 0, 0]
+        return [0] * 2 * r
     if auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
         raise LoweringError(n.op_type, n.name, f"auto_pad '{auto_pad}' is not supported")
-    pads = [0, 0, 0, 0]
-    for a in range(2):
+    pads = [0] * 2 * r
+    for a in range(r):
         out = math.ceil(x[2 + a] / strides[a])
         total = max(0, (out - 1) * strides[a] + (kernel[a] - 1) * dil[a] + 1 - x[2 + a])
         small, big = total // 2, total - total // 2
-        pads[a], pads[2 + a] = (small, big) if auto_pad == "SAME_UPPER" else (big, small)
+        pads[a], pads[r + a] = (small, big) if auto_pad == "SAME_UPPER" else (big, small)
     return pads
+
+
+def lift_1d(kernel: list[int], strides: list[int], dil: list[int], pads: list[int]) -> tuple[list[int], ...]:
+    """The 2-D window of a 1-D one: H of extent 1, no stride, dilation or pads along it."""
+    return [1] + kernel, [1] + strides, [1] + dil, [0, pads[0], 0, pads[1]]
+
+
+def as_2d(cx: Lowerer, n: onnx.NodeProto, t: Task, tensor: int, dims: list[int]) -> int:
+    """A COPY of a [N, C, L] tensor (or a [M, C, k] weight) as [N, C, 1, L]: the 2-D kernels' input."""
+    return cx.emit(n, t, Opcode.COPY, [tensor], out=cx.scratch(dims[:2] + [1] + dims[2:], t), engine=EngineClass.MEMORY)
+
+
+def emit_1d(cx: Lowerer, n: onnx.NodeProto, t: Task, opcode: Opcode, inputs: list[int], params: dict) -> None:
+    """Emit a 2-D op into an [N, C, 1, L] scratch, then COPY it to n's [N, C, L] output."""
+    y = cx.shape(n.output[0], n)
+    flat = cx.emit(n, t, opcode, inputs, params, out=cx.scratch(y[:2] + [1] + y[2:], t))
+    cx.emit(n, t, Opcode.COPY, [flat], engine=EngineClass.MEMORY)
 
 
 def pool_out_len(size: int, k: int, stride: int, dil: int, pad_begin: int, pad_end: int, ceil_mode: bool) -> int:
@@ -49,28 +70,32 @@ def pool_out_len(size: int, k: int, stride: int, dil: int, pad_begin: int, pad_e
 def pool(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     op = n.op_type
     x = cx.shape(n.input[0], n)
-    if len(x) != 4:
-        raise LoweringError(op, n.name, f"only 2-D pooling is supported (input rank {len(x)})")
+    if len(x) not in (3, 4):
+        raise LoweringError(op, n.name, f"only 1-D and 2-D pooling are supported (input rank {len(x)})")
     if len(n.output) > 1 and any(n.output[1:]):
         raise LoweringError(op, n.name, "the Indices output is not supported")
     if int(attr(n, "storage_order", 0)) != 0:
         raise LoweringError(op, n.name, "storage_order=1 is not supported")
+    r = len(x) - 2
     kernel = [int(k) for k in attr(n, "kernel_shape", [])]
-    strides = [int(v) for v in attr(n, "strides", [1, 1])]
-    dil = [int(v) for v in attr(n, "dilations", [1, 1])]
-    if len(kernel) != 2 or len(strides) != 2 or len(dil) != 2:
-        raise LoweringError(op, n.name, "kernel_shape, strides and dilations must have 2 values")
-    if str_attr(n, "auto_pad", "NOTSET").startswith("SAME") and dil != [1, 1]:
+    strides = [int(v) for v in attr(n, "strides", [1] * r)]
+    dil = [int(v) for v in attr(n, "dilations", [1] * r)]
+    if len(kernel) != r or len(strides) != r or len(dil) != r:
+        raise LoweringError(op, n.name, f"kernel_shape, strides and dilations must have {r} values")
+    if str_attr(n, "auto_pad", "NOTSET").startswith("SAME") and dil != [1] * r:
         # ONNX Runtime pads for the undilated kernel here, ONNX shape inference for the dilated one
         raise LoweringError(op, n.name, "auto_pad SAME with dilations is not supported")
-    pads = [int(p) for p in pads_2d(n, x, kernel, strides, dil)]
+    pads = pads_2d(n, x, kernel, strides, dil)
+    got = cx.shape(n.output[0], n)
+    if r == 1:
+        kernel, strides, dil, pads = lift_1d(kernel, strides, dil, pads)
+        x, got = x[:2] + [1] + x[2:], got[:2] + [1] + got[2:]
     ceil_mode = int(attr(n, "ceil_mode", 0))
     include_pad = int(attr(n, "count_include_pad", 0)) if op == "AveragePool" else 0
     _check_pool_window(n, kernel, strides, dil, pads, ceil_mode, include_pad)
     want = [x[0], x[1]] + [
         pool_out_len(x[2 + a], kernel[a], strides[a], dil[a], pads[a], pads[2 + a], bool(ceil_mode)) for a in range(2)
     ]
-    got = cx.shape(n.output[0], n)
     if got != want:
         raise LoweringError(
             op,
@@ -92,7 +117,10 @@ def pool(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         PoolParam.CEIL_MODE: ceil_mode,
         PoolParam.COUNT_INCLUDE_PAD: include_pad,
     }
-    cx.emit(n, t, POOLS[op], [cx.read(n.input[0], n, t)], params)
+    if r == 2:
+        cx.emit(n, t, POOLS[op], [cx.read(n.input[0], n, t)], params)
+    else:
+        emit_1d(cx, n, t, POOLS[op], [as_2d(cx, n, t, cx.read(n.input[0], n, t), cx.shape(n.input[0], n))], params)
 
 
 def _check_pool_window(

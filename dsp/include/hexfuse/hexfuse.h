@@ -38,7 +38,8 @@ typedef enum hfx_status {
     HFX_ERR_GRAPH = 13,     /* dataflow: unwritten scratch read, double write, ... */
     HFX_ERR_BUDGET = 14,    /* a task's scratch does not fit the on-chip budget */
     HFX_ERR_PLATFORM = 15,  /* thread creation etc. failed */
-    HFX_ERR_STATE = 16      /* run state does not belong to this program/pool */
+    HFX_ERR_STATE = 16,     /* run state does not belong to this program/pool */
+    HFX_ERR_SHAPES = 17     /* v2 shape section: bad record or expression, or a shape it cannot specialize to */
 } hfx_status;
 
 /* Name of a status code ("HFX_ERR_SHAPE"). */
@@ -95,6 +96,25 @@ hfx_status hfx_program_tensor_info(const hfx_program *p, uint32_t tensor, hfx_te
 hfx_status hfx_program_input_info(const hfx_program *p, uint32_t io_index, hfx_tensor_info *out);
 hfx_status hfx_program_output_info(const hfx_program *p, uint32_t io_index, hfx_tensor_info *out);
 hfx_status hfx_program_op_info(const hfx_program *p, uint32_t op, hfx_op_info *out);
+/* Format version of the parsed bytes (1 or 2). */
+uint32_t hfx_program_version(const hfx_program *p);
+/* Symbols of the v2 shape section (0: none; the program then runs at its own shapes only). */
+uint32_t hfx_program_num_symbols(const hfx_program *p);
+
+/* Given the actual dims of every node input (task A's then B's, as in hfx_run), writes into
+ * `out` (same size as the program) the program specialized to those shapes: symbols bound from
+ * the inputs' dims, every patch of the shape section evaluated and stored, CRC recomputed. The
+ * result is again a valid v2 program with the same shape section (it can be specialized again).
+ * The program is parsed first (its own errors are returned as hfx_program_parse gives them).
+ * Errors (HFX_ERR_SHAPES, message naming the input and axis): an input rank that differs, a
+ * static dim that differs, a dim out of 1 .. 2^31-1, an expression that fails or gives a value
+ * out of its field's range (dims 1 .. 2^31-1; params i32). A v1 program or one without a shape
+ * section specializes only to its own shapes. n_inputs must be the program's input count
+ * (HFX_ERR_ARG). `out` may be `bytes` (in place) but must not overlap it otherwise; on an error
+ * its contents are unspecified. Parse the result with hfx_program_parse: it validates every op at
+ * the new shapes. */
+hfx_status hfx_program_specialize(const void *bytes, size_t size, const int64_t *const *input_dims,
+                                  const uint32_t *input_ranks, uint32_t n_inputs, void *out, hfx_error *err);
 
 /* ---- pool ------------------------------------------------------------------- */
 

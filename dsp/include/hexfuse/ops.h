@@ -13,14 +13,17 @@
 /* ---- task program container ---------------------------------------------- */
 
 #define HFX_PROGRAM_MAGIC 0x50584648u /* bytes 'H' 'F' 'X' 'P' read as LE u32 */
-#define HFX_PROGRAM_VERSION 1u
+#define HFX_PROGRAM_VERSION 1u    /* the v1 layout (48-byte header), still what the lowering writes */
+#define HFX_PROGRAM_VERSION_V2 2u /* 64-byte header + shape and quantization sections */
+#define HFX_PROGRAM_VERSION_MAX 2u /* the newest version this build reads */
 /* Header flag: the program ends with a CRC-32 (IEEE 802.3, the zlib one) of every byte before
  * it, and total_bytes counts those 4 bytes. The lowering always sets it, so a corrupted
  * attribute is refused instead of running with, say, a flipped alpha. */
 #define HFX_PROGRAM_FLAG_CRC32 1u
 #define HFX_PROGRAM_CRC_BYTES 4u
 
-#define HFX_HEADER_BYTES 48u
+#define HFX_HEADER_BYTES 48u    /* v1 */
+#define HFX_HEADER_BYTES_V2 64u /* v2 */
 #define HFX_TENSOR_RECORD_BYTES 48u
 #define HFX_OP_RECORD_BYTES 176u
 
@@ -36,7 +39,60 @@
 #define HFX_HDR_TENSORS_OFFSET 32 /* u32 */
 #define HFX_HDR_OPS_OFFSET 36   /* u32 */
 #define HFX_HDR_DATA_OFFSET 40  /* u32 */
-#define HFX_HDR_DATA_BYTES 44   /* u32 */
+#define HFX_HDR_DATA_BYTES 44   /* u32 (v2: multiple of 4) */
+/* v2 only */
+#define HFX_HDR_SHAPES_BYTES 48 /* u32, multiple of 4; 0: no shape section */
+#define HFX_HDR_QUANT_BYTES 52  /* u32, multiple of 4; 0: no quantization section */
+#define HFX_HDR_RESERVED 56     /* u32[2], 0 */
+
+/* v2 layout: [header][tensors][ops][pad to 64][data][shape section][quant section][CRC-32] */
+
+/* ---- v2 shape section (offsets from the section start) ------------------------
+ *   u32 n_symbols; n_symbols x {u32 io_index, u32 axis}; u32 n_patches; n_patches x patch */
+#define HFX_SHP_N_SYMBOLS 0 /* u32, 1 .. HFX_MAX_SYMBOLS */
+#define HFX_SHP_SYMBOLS 4   /* symbol records */
+#define HFX_SYM_RECORD_BYTES 8u
+#define HFX_SYM_IO_INDEX 0 /* u32: a node input */
+#define HFX_SYM_AXIS 4     /* u32: < that input's rank */
+/* after the symbols: u32 n_patches (0 .. HFX_MAX_PATCHES), then the patch records */
+#define HFX_PATCH_TARGET 0   /* u8: enum hfx_patch_target */
+#define HFX_PATCH_RESERVED 1 /* u8, 0 */
+#define HFX_PATCH_N_WORDS 2  /* u16: 1 .. HFX_MAX_EXPR_WORDS */
+#define HFX_PATCH_ID 4       /* u32: tensor id / op index */
+#define HFX_PATCH_SLOT 8     /* u32: axis / param slot */
+#define HFX_PATCH_CODE 12    /* u32[n_words] */
+#define HFX_PATCH_HEAD_BYTES 12u
+
+#define HFX_MAX_SYMBOLS 64u
+#define HFX_MAX_PATCHES 65535u
+#define HFX_MAX_EXPR_WORDS 64u
+#define HFX_EXPR_STACK 16u
+
+enum hfx_patch_target { HFX_PATCH_TENSOR_DIM = 1, HFX_PATCH_OP_PARAM = 2 };
+
+/* Shape expression instructions: the low 8 bits of a word (postfix over int64). */
+enum hfx_expr_code {
+    HFX_EXPR_CONST = 1,    /* push the next word (i32, sign-extended) */
+    HFX_EXPR_SYM = 2,      /* push symbol word >> 8 */
+    HFX_EXPR_ADD = 3,      /* a b -> a + b */
+    HFX_EXPR_SUB = 4,      /* a b -> a - b */
+    HFX_EXPR_MUL = 5,      /* a b -> a * b */
+    HFX_EXPR_FLOORDIV = 6, /* a b -> floor(a / b) */
+    HFX_EXPR_CEILDIV = 7,  /* a b -> ceil(a / b) */
+    HFX_EXPR_MOD = 8,      /* a b -> a - b floor(a / b) */
+    HFX_EXPR_MIN = 9,
+    HFX_EXPR_MAX = 10
+};
+
+/* ---- v2 quantization section ---------------------------------------------------
+ *   u32 n_entries; n_entries x {u32 tensor, u32 scale_tensor, u32 zero_point_tensor, i32 axis} */
+#define HFX_QNT_N_ENTRIES 0 /* u32 */
+#define HFX_QNT_ENTRIES 4
+#define HFX_QREC_BYTES 16u
+#define HFX_QREC_TENSOR 0     /* u32: an integer tensor, quantized at most once */
+#define HFX_QREC_SCALE 4      /* u32: constant f32, numel 1 (axis -1) or dims[axis] */
+#define HFX_QREC_ZERO_POINT 8 /* u32: HFX_NO_TENSOR (zero) or a constant of the tensor's dtype, scale's numel */
+#define HFX_QREC_AXIS 12      /* i32: -1 per tensor, else the channel axis < rank */
 
 /* ... within a tensor record */
 #define HFX_TREC_DTYPE 0      /* u8 */
@@ -93,9 +149,11 @@ enum hfx_dtype {
     HFX_DTYPE_I32 = 3,
     HFX_DTYPE_I64 = 4,
     HFX_DTYPE_I8 = 5,
-    HFX_DTYPE_U8 = 6
-    /* v1 kernels accept F32 only; the others are parsed and rejected by op
-     * validation with HFX_ERR_DTYPE. */
+    HFX_DTYPE_U8 = 6,
+    HFX_DTYPE_U16 = 7, /* v2 programs only */
+    HFX_DTYPE_I16 = 8  /* v2 programs only */
+    /* Every op takes and gives F32 only, except the quantization ops (ops.def HFX_OP_TYPED
+     * rows), whose validation checks their own dtypes; other dtypes are HFX_ERR_DTYPE. */
 };
 
 enum hfx_role {
@@ -145,7 +203,10 @@ enum hfx_opcode {
     /* pooling, NCHW */
     HFX_OP_MAXPOOL = 60,        /* 2-D, in X[N,C,H,W] */
     HFX_OP_AVGPOOL = 61,        /* 2-D, in X[N,C,H,W] */
-    HFX_OP_GLOBAL_AVGPOOL = 62  /* in X[N,C,spatial...] (rank >= 3) -> [N,C,1,...] */
+    HFX_OP_GLOBAL_AVGPOOL = 62, /* in X[N,C,spatial...] (rank >= 3) -> [N,C,1,...] */
+    /* quantization (ONNX QuantizeLinear / DequantizeLinear), per tensor or per axis */
+    HFX_OP_QUANTIZE_LINEAR = 70,  /* in X f32, scale f32 [, zero point]: y = sat(rint(x / scale) + zp) */
+    HFX_OP_DEQUANTIZE_LINEAR = 71 /* in X int, scale f32 [, zero point]: y = f32(x - zp) * scale */
 };
 
 /* RESIZE modes (param HFX_P_RESIZE_MODE) */
@@ -237,5 +298,10 @@ enum hfx_resize_nearest_mode {
 #define HFX_P_RESIZE_NEAREST_MODE 2 /* enum hfx_resize_nearest_mode; 0 for LINEAR */
 #define HFX_P_RESIZE_SCALE_H 3      /* f32 bits, finite > 0: scale of axis rank-2 */
 #define HFX_P_RESIZE_SCALE_W 4      /* f32 bits, finite > 0: scale of axis rank-1 */
+
+/* QUANTIZE_LINEAR, DEQUANTIZE_LINEAR: scale and zero point have one element (per tensor; the
+ * param is 0) or are 1-D with X.dims[axis] elements (per axis). The zero point has the integer
+ * type (Q: the output's, DQ: the input's). */
+#define HFX_P_QUANT_AXIS 0 /* per axis: in [-rank, rank), normalized; per tensor: 0 */
 
 #endif /* HEXFUSE_OPS_H */

@@ -25,6 +25,11 @@
  *           XB -> Resize linear x2 (half_pixel) -> YB1[1,2,8,10];  XB -> HardSigmoid -> YB2
  * against plain C: bit for bit where the result is exact (max, nearest, linear
  * weights 1/4 and 3/4 on integers), else within 1e-5 relative.
+ *
+ * A third runs the quantization ops, bit for bit against dsp/ref/ref_quant.h:
+ *   task A  XQ[3,37] -> QuantizeLinear u8 (per tensor) -> QA; QA -> DequantizeLinear -> DA
+ *   task B  XQ -> QuantizeLinear i8 per axis 0 (3 scales and zero points) -> QB
+ * XQ holds ties at .5, saturating values, +-inf and NaN, then random values.
  */
 #include <stdint.h>
 #include <string.h>
@@ -33,6 +38,7 @@
 #include "platform.h"
 #include "program_builder.h"
 #include "qtest.h"
+#include "../../ref/ref_quant.h"
 
 #define MA 16
 #define KA 32
@@ -293,6 +299,153 @@ static void test_pool_resize_program(hfx_pool *pool)
     hfx_program_free(prog);
 }
 
+#define QR 3
+#define QC 37
+static float q_x[QR * QC], q_da[QR * QC];
+static uint8_t q_qa[QR * QC];
+static int8_t q_qb[QR * QC];
+
+static void test_quant_program(hfx_pool *pool)
+{
+    static const float scale_a[1] = {0.5f}, scale_b[QR] = {0.5f, 0.0371f, 1.75f};
+    static const uint8_t zp_a[1] = {7};
+    static const int8_t zp_b[QR] = {0, -100, 3};
+    const float special[] = {0.25f, 0.75f, -0.25f, -3.75f, 1e30f, -1e30f, hfxb_f(0x7f800000), hfxb_f((int32_t)0xff800000),
+                             hfxb_f(0x7fc00000), 63.75f, -64.25f};
+    qt_rng r = {777};
+    for (int i = 0; i < QR * QC; i++)
+        q_x[i] = i < 11 ? special[i] : (float)qt_range(&r, -40000, 40000) / 97.0f;
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t x = hfxb_input(&b, 0, HFXB_DIMS(QR, QC)), xb = hfxb_input(&b, 1, HFXB_DIMS(QR, QC));
+    uint32_t sa = hfxb_const(&b, 0, HFXB_SCALAR, scale_a);
+    uint32_t za = hfxb_set_dtype(&b, hfxb_const(&b, 0, HFXB_SCALAR, (const float *)(const void *)zp_a), HFX_DTYPE_U8);
+    uint32_t qa = hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(QR, QC)), HFX_DTYPE_U8);
+    uint32_t da = hfxb_output(&b, 0, HFXB_DIMS(QR, QC));
+    hfxb_quant(&b, 0, HFX_OP_QUANTIZE_LINEAR, x, sa, za, qa, 0);
+    hfxb_quant(&b, 0, HFX_OP_DEQUANTIZE_LINEAR, qa, sa, za, da, 0);
+    uint32_t sb = hfxb_const(&b, 1, HFXB_DIMS(QR), scale_b);
+    uint32_t zb = hfxb_set_dtype(&b, hfxb_const(&b, 1, HFXB_DIMS(QR), (const float *)(const void *)zp_b), HFX_DTYPE_I8);
+    uint32_t qb = hfxb_set_dtype(&b, hfxb_output(&b, 1, HFXB_DIMS(QR, QC)), HFX_DTYPE_I8);
+    hfxb_quant(&b, 1, HFX_OP_QUANTIZE_LINEAR, xb, sb, zb, qb, 0);
+    size_t size = 0;
+    uint8_t *bytes = hfxb_encode(&b, &size);
+    hfxb_free(&b);
+    hfx_program *prog = NULL;
+    hfx_error err;
+    hfx_status st = hfx_program_parse(bytes, size, &prog, &err);
+    free(bytes);
+    expect(st == HFX_OK, "quant program parses");
+    if (st != HFX_OK)
+        return;
+    const void *in[2] = {q_x, q_x};
+    void *out[3] = {q_qa, q_da, q_qb};
+    hfx_run_result res;
+    st = hfx_run(pool, prog, in, 2, out, 3, NULL, NULL, &res);
+    expect(st == HFX_OK, "quant program runs");
+    int qa_ok = 1, da_ok = 1, qb_ok = 1;
+    for (int i = 0; i < QR * QC; i++) {
+        int32_t wa = ref_quantize_linear(q_x[i], scale_a[0], zp_a[0], 0, 255);
+        float wd = ref_dequantize_linear(wa, scale_a[0], zp_a[0]);
+        int32_t wb = ref_quantize_linear(q_x[i], scale_b[i / QC], zp_b[i / QC], -128, 127);
+        qa_ok &= q_qa[i] == wa;
+        da_ok &= memcmp(&q_da[i], &wd, 4) == 0;
+        qb_ok &= q_qb[i] == wb;
+    }
+    expect(qa_ok, "QuantizeLinear u8 per tensor bit-exact (ties, saturation, inf, NaN)");
+    expect(da_ok, "DequantizeLinear u8 bit-exact");
+    expect(qb_ok, "QuantizeLinear i8 per axis bit-exact");
+    hfx_program_free(prog);
+}
+
+/* ---- task program v2: a template specialized to other shapes, parsed and run ----
+ * A: x[N,8] -> Relu -> y[N,8]; B: xs[2,T] slice [1, T-1) -> ys[2,T-2]; representative N 4, T 6 */
+static uint8_t *build_v2_template(size_t *size)
+{
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t x = hfxb_input(&b, HFX_TASK_A, HFXB_DIMS(4, 8)), y = hfxb_output(&b, HFX_TASK_A, HFXB_DIMS(4, 8));
+    hfxb_unary(&b, HFX_TASK_A, HFX_OP_RELU, x, y);
+    uint32_t xs = hfxb_input(&b, HFX_TASK_B, HFXB_DIMS(2, 6)), ys = hfxb_output(&b, HFX_TASK_B, HFXB_DIMS(2, 4));
+    const int32_t starts[2] = {0, 1}, ends[2] = {INT32_MAX, 5}, steps[2] = {1, 1};
+    uint32_t sl = hfxb_slice(&b, HFX_TASK_B, xs, ys, starts, ends, steps, 2);
+    hfxb_sec sec = {0};
+    const uint32_t io_axis[4] = {0, 0, 1, 1}, n = HFX_EXPR_SYM;
+    const uint32_t t_minus_1[4] = {HFX_EXPR_SYM | 1u << 8, HFX_EXPR_CONST, 1, HFX_EXPR_SUB};
+    const uint32_t t_minus_2[4] = {HFX_EXPR_SYM | 1u << 8, HFX_EXPR_CONST, 2, HFX_EXPR_SUB};
+    hfxb_sec_symbols(&sec, 2, io_axis);
+    hfxb_sec_input_dim(&sec, x, 0, 0);
+    hfxb_sec_input_dim(&sec, xs, 1, 1);
+    hfxb_sec_patch(&sec, HFX_PATCH_TENSOR_DIM, y, 0, 1, &n);
+    hfxb_sec_patch(&sec, HFX_PATCH_OP_PARAM, sl, HFX_P_SLICE_ENDS + 1, 4, t_minus_1);
+    hfxb_sec_patch(&sec, HFX_PATCH_TENSOR_DIM, ys, 1, 4, t_minus_2);
+    b.v2 = 1;
+    b.crc = 1;
+    b.shapes = sec.bytes;
+    b.shapes_bytes = sec.n;
+    uint8_t *bytes = hfxb_encode(&b, size);
+    hfxb_sec_free(&sec);
+    hfxb_free(&b);
+    return bytes;
+}
+
+static hfx_status specialize_to(const uint8_t *bytes, size_t size, int64_t n, int64_t t, uint8_t *out, hfx_error *err)
+{
+    const int64_t dx[2] = {n, 8}, ds[2] = {2, t};
+    const int64_t *dims[2] = {dx, ds};
+    const uint32_t ranks[2] = {2, 2};
+    return hfx_program_specialize(bytes, size, dims, ranks, 2, out, err);
+}
+
+static int contains(const char *s, const char *sub)
+{
+    size_t n = strlen(sub);
+    for (; *s; s++)
+        if (strncmp(s, sub, n) == 0)
+            return 1;
+    return 0;
+}
+
+static float v2_x[7 * 8], v2_y[7 * 8], v2_xs[2 * 11], v2_ys[2 * 9];
+
+static void test_v2_program(hfx_pool *pool)
+{
+    size_t size = 0;
+    uint8_t *tmpl = build_v2_template(&size), *spec = malloc(size), *twice = malloc(size);
+    hfx_error err;
+    hfx_status st = specialize_to(tmpl, size, 7, 11, spec, &err);
+    expect(st == HFX_OK, "v2: template specialized to N 7, T 11");
+    hfx_program *prog = NULL;
+    st = st ? st : hfx_program_parse(spec, size, &prog, &err);
+    expect(st == HFX_OK, "v2: the specialized program parses");
+    hfx_tensor_info info;
+    expect(prog && hfx_program_output_info(prog, 1, &info) == HFX_OK && info.dims[1] == 9, "v2: ys is [2, 9]");
+    for (int i = 0; i < 7 * 8; i++) v2_x[i] = (float)(i % 5) - 2.0f;
+    for (int i = 0; i < 2 * 11; i++) v2_xs[i] = (float)i;
+    const void *in[2] = {v2_x, v2_xs};
+    void *out[2] = {v2_y, v2_ys};
+    st = prog ? hfx_run(pool, prog, in, 2, out, 2, NULL, NULL, NULL) : HFX_ERR_ARG;
+    int ok = st == HFX_OK;
+    for (int i = 0; ok && i < 7 * 8; i++) ok = v2_y[i] == (v2_x[i] > 0.0f ? v2_x[i] : 0.0f);
+    for (int r = 0; ok && r < 2; r++)
+        for (int c = 0; ok && c < 9; c++) ok = v2_ys[r * 9 + c] == v2_xs[r * 11 + 1 + c];
+    expect(ok, "v2: Relu and Slice at the new shapes bit-exact");
+    hfx_program_free(prog);
+    int again = specialize_to(spec, size, 3, 5, twice, &err) == HFX_OK;
+    again = again && specialize_to(tmpl, size, 3, 5, spec, &err) == HFX_OK;
+    expect(again && memcmp(spec, twice, size) == 0,
+           "v2: specialized twice = specialized once");
+    const int64_t dx[2] = {3, 9}, ds[2] = {2, 6};
+    const int64_t *dims[2] = {dx, ds};
+    const uint32_t ranks[2] = {2, 2};
+    st = hfx_program_specialize(tmpl, size, dims, ranks, 2, spec, &err);
+    expect(st == HFX_ERR_SHAPES && contains(err.message, "input 0 axis 1: 9 but the program's static dim is 8"),
+           "v2: a static dim that differs is refused, input and axis named");
+    free(tmpl);
+    free(spec);
+    free(twice);
+}
+
 int main(void)
 {
     char what[160];
@@ -439,6 +592,14 @@ int main(void)
     qt_begin_group(&T);
     test_pool_resize_program(pool);
     qt_end_group(&T, "pool/resize/hard activations");
+
+    qt_begin_group(&T);
+    test_quant_program(pool);
+    qt_end_group(&T, "QuantizeLinear / DequantizeLinear");
+    /* ---- task program v2: specialize on the DSP side too ---- */
+    qt_begin_group(&T);
+    test_v2_program(pool);
+    qt_end_group(&T, "program v2");
 
     /* ---- teardown ---- */
     qt_begin_group(&T);

@@ -1,0 +1,156 @@
+/* quant.c - QuantizeLinear and DequantizeLinear, ONNX semantics as ONNX Runtime's CPU kernels
+ * compute them (bit for bit):
+ *
+ *   Q:  t = x / scale; t = max(t, lo - zp) (NaN gives lo - zp); t = min(t, hi - zp);
+ *       y = round_half_to_even(t) + zp            (MLAS on x86: divps, maxps, minps, cvtps2dq)
+ *   DQ: y = f32(x - zp) * scale                   (x - zp in int32)
+ *
+ * Scale and zero point have one element (per tensor) or one per index of the axis (per axis).
+ * An item is a chunk of elements. */
+#include <stdint.h>
+
+#include "kernels.h"
+
+/* The integer types these ops quantize to and from: a row each, X(dtype, C type, min, max).
+ * Adding one (format v2: U16, I16) is a row here. */
+#define HFX_QUANT_TYPES(X)                       \
+    X(HFX_DTYPE_U8, uint8_t, 0, UINT8_MAX)       \
+    X(HFX_DTYPE_I8, int8_t, INT8_MIN, INT8_MAX)
+/* DequantizeLinear also reads int32 (the biases of QDQ models). */
+#define HFX_DEQUANT_ONLY_TYPES(X) X(HFX_DTYPE_I32, int32_t, INT32_MIN, INT32_MAX)
+
+#define HFX_IS_TYPE(dt, ctype, lo, hi) || d == (dt)
+static bool quant_type(uint32_t d) { return false HFX_QUANT_TYPES(HFX_IS_TYPE); }
+static bool dequant_type(uint32_t d) { return quant_type(d) HFX_DEQUANT_ONLY_TYPES(HFX_IS_TYPE); }
+#undef HFX_IS_TYPE
+
+typedef struct hfx_quant_plan {
+    uint64_t elems_per_item;
+    uint64_t inner;    /* elements per index of the axis (1 per tensor: see channels) */
+    uint64_t channels; /* scale elements: 1 per tensor, X.dims[axis] per axis */
+} hfx_quant_plan;
+
+static hfx_status dtype_fail(hfx_vctx *v, const hfx_op *op, uint32_t slot, bool output, const char *want) {
+    uint32_t id = output ? op->out[0] : op->in[slot];
+    size_t at = output ? HFX_OUT_OFF(v, 0) : HFX_IN_OFF(v, slot);
+    return hfx_vfail(v, HFX_ERR_DTYPE, at, "op %u (%s): tensor %u dtype %u, expected %s", v->index, op->desc->label,
+                     id, v->p->tensors[id].dtype, want);
+}
+
+/* Q: x f32, y u8/i8 (the zero point's type, u8 without one); DQ: x u8/i8/i32, y f32, zp x's type */
+static hfx_status validate_dtypes(hfx_vctx *v, const hfx_op *op) {
+    const hfx_tensor *t = v->p->tensors;
+    bool q = op->opcode == HFX_OP_QUANTIZE_LINEAR;
+    uint32_t x = t[op->in[0]].dtype, y = t[op->out[0]].dtype;
+    uint32_t integer = q ? y : x;
+    if (q && x != HFX_DTYPE_F32) return dtype_fail(v, op, 0, false, "f32");
+    if (!q && !dequant_type(x)) return dtype_fail(v, op, 0, false, "an integer type");
+    if (q && !quant_type(y)) return dtype_fail(v, op, 0, true, "an integer type");
+    if (!q && y != HFX_DTYPE_F32) return dtype_fail(v, op, 0, true, "f32");
+    if (t[op->in[1]].dtype != HFX_DTYPE_F32) return dtype_fail(v, op, 1, false, "f32 (the scale)");
+    if (op->n_in == 3 && t[op->in[2]].dtype != integer)
+        return dtype_fail(v, op, 2, false, "the quantized tensor's (the zero point)");
+    if (op->n_in == 2 && q && y != HFX_DTYPE_U8) return dtype_fail(v, op, 0, true, "u8 (no zero point)");
+    return HFX_OK;
+}
+
+/* scale (and zp, as many elements): one element with param 0, or 1-D of X.dims[axis] elements */
+static hfx_status validate_quant_params(hfx_vctx *v, hfx_op *op) {
+    const hfx_tensor *x = &v->p->tensors[op->in[0]], *s = &v->p->tensors[op->in[1]];
+    if (op->n_in == 3) {
+        const hfx_tensor *zp = &v->p->tensors[op->in[2]];
+        if (zp->numel != s->numel || (s->numel > 1 && zp->rank != 1)) /* a scalar and a [1] go together */
+            return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, 2), "op %u (%s): zero point and scale differ in size",
+                             v->index, op->desc->label);
+    }
+    if (s->numel == 1 && op->params[HFX_P_QUANT_AXIS] == 0) return HFX_OK;
+    uint32_t axis;
+    hfx_status st = hfx_check_axis(v, op, x->rank, &axis);
+    if (st) return st;
+    if (s->rank != 1 || s->dims[0] != x->dims[axis])
+        return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, 1),
+                         "op %u (%s): scale must have one element or X.dims[axis] = %u elements", v->index,
+                         op->desc->label, x->dims[axis]);
+    return HFX_OK;
+}
+
+hfx_status hfx_validate_quant(hfx_vctx *v, hfx_op *op) {
+    hfx_status st = validate_dtypes(v, op);
+    if (!st) st = validate_quant_params(v, op);
+    return st ? st : hfx_same_as_input(v, op);
+}
+
+hfx_status hfx_plan_quant(const hfx_program *p, hfx_op *op) {
+    const hfx_tensor *x = &p->tensors[op->in[0]], *s = &p->tensors[op->in[1]];
+    hfx_quant_plan pl = {HFX_EW_CHUNK, 1, 1};
+    if (s->numel > 1 || op->params[HFX_P_QUANT_AXIS] != 0) {
+        uint32_t axis = (uint32_t)op->params[HFX_P_QUANT_AXIS];
+        pl.channels = x->dims[axis];
+        for (uint32_t i = axis + 1; i < x->rank; i++) pl.inner *= x->dims[i];
+    }
+    HFX_PLAN_STORE(op, pl);
+    return hfx_plan_set_items(op, hfx_ceil_div(x->numel, pl.elems_per_item));
+}
+
+/* round half to even of |t| < 2^22 (t is clamped to the integer range first): adding and
+ * subtracting 1.5 * 2^23 leaves the integer nearest to t, ties to even, in the default rounding
+ * mode; ISO C keeps the two operations (no reassociation without -ffast-math). */
+static inline float round_half_even(float t) { return (t + 12582912.0f) - 12582912.0f; }
+
+/* One run of elements [b, e) that share channel c's scale and zero point. */
+#define HFX_Q_RUN(dt, ctype, lo, hi)                                                       \
+    case dt: {                                                                             \
+        ctype *y = (ctype *)a->out[0];                                                     \
+        int32_t z = zp ? ((const ctype *)zp)[c] : 0;                                       \
+        float tlo = (float)((int32_t)(lo) - z), thi = (float)((int32_t)(hi) - z);          \
+        for (uint64_t i = b; i < e; i++) {                                                 \
+            float t = x[i] / sc;                                                           \
+            t = t > tlo ? t : tlo; /* maxps: a NaN gives the lower bound */                \
+            t = t < thi ? t : thi;                                                         \
+            y[i] = (ctype)((int32_t)round_half_even(t) + z);                               \
+        }                                                                                  \
+        break;                                                                             \
+    }
+#define HFX_DQ_RUN(dt, ctype, lo, hi)                                                      \
+    case dt: {                                                                             \
+        const ctype *xi = (const ctype *)a->in[0];                                         \
+        uint32_t z = zp ? (uint32_t)((const ctype *)zp)[c] : 0;                            \
+        for (uint64_t i = b; i < e; i++) y[i] = (float)(int32_t)((uint32_t)xi[i] - z) * sc; \
+        break;                                                                             \
+    }
+
+static void quantize_run(const hfx_kernel_args *a, uint32_t dtype, uint64_t b, uint64_t e, uint64_t c) {
+    const float *x = a->in[0];
+    float sc = ((const float *)a->in[1])[c];
+    const void *zp = a->op->n_in == 3 ? a->in[2] : NULL;
+    switch (dtype) { HFX_QUANT_TYPES(HFX_Q_RUN) }
+}
+
+static void dequantize_run(const hfx_kernel_args *a, uint32_t dtype, uint64_t b, uint64_t e, uint64_t c) {
+    float *y = a->out[0];
+    float sc = ((const float *)a->in[1])[c];
+    const void *zp = a->op->n_in == 3 ? a->in[2] : NULL;
+    switch (dtype) { HFX_QUANT_TYPES(HFX_DQ_RUN) HFX_DEQUANT_ONLY_TYPES(HFX_DQ_RUN) }
+}
+
+HFX_VECTOR_KERNEL
+void hfx_run_quant(const hfx_kernel_args *a, uint32_t item) {
+    const hfx_op *op = a->op;
+    const hfx_tensor *x = &a->prog->tensors[op->in[0]];
+    bool q = op->opcode == HFX_OP_QUANTIZE_LINEAR;
+    uint32_t dtype = q ? a->prog->tensors[op->out[0]].dtype : x->dtype;
+    hfx_quant_plan pl;
+    HFX_PLAN_LOAD(pl, op);
+    uint64_t b, e;
+    hfx_plan_range(x->numel, pl.elems_per_item, item, &b, &e);
+    while (b < e) { /* runs of one channel */
+        uint64_t c = (b / pl.inner) % pl.channels;
+        uint64_t run_end = pl.channels == 1 ? e : (b / pl.inner + 1) * pl.inner;
+        if (run_end > e) run_end = e;
+        if (q)
+            quantize_run(a, dtype, b, run_end, c);
+        else
+            dequantize_run(a, dtype, b, run_end, c);
+        b = run_end;
+    }
+}

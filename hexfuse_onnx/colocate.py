@@ -1,0 +1,462 @@
+"""Co-locate models: merge two models (or N copies of one) into one model that runs them all.
+
+Every name of stream k (inputs, outputs, initializers, value_info, node outputs and node names,
+subgraphs included) gets the prefix `<name>/`: `a/` and `b/` for two models, `r0/`, `r1/`, ...
+for `--requests N` copies. Copies of one file share their weights: each initializer is kept once,
+as `shared/<name>` (listed once as a graph input where an old export listed it as one). Opset
+imports are reconciled to the highest version of each domain when every op of the older model has
+the same definition there (else the default domain is converted with onnx's version converter);
+the IR version is the higher one. The streams and the pairing intent (which streams pair,
+`--priority`, `--max-slowdown`) are recorded in the model's metadata under METADATA_KEY, where the
+`colocate` pair kind (kinds/colocate.py) reads them: a pair kind sees only the graph.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import onnx
+from onnx import helper
+
+from .contract import DOMAIN
+from .errors import ModelError, UsageError, VerificationError
+from .graph import read_model
+
+if TYPE_CHECKING:
+    from .kinds.colocate import Modelled
+    from .pipeline import RewriteResult
+
+METADATA_KEY = "hexfuse.colocate"
+SHARED_PREFIX = "shared/"
+DEFAULT_MAX_SLOWDOWN = 0.05
+
+
+@dataclass
+class Plan:
+    """What the merged model holds and how its streams are to be paired (stored as metadata)."""
+
+    streams: list[str]  # name prefixes, "a/" ...
+    sources: list[str]  # the file each stream came from
+    pairs: list[tuple[int, int]]  # streams paired with each other
+    priority: int | None = None  # index of the latency-critical stream
+    max_slowdown: float = DEFAULT_MAX_SLOWDOWN
+    shared_weights: int = 0  # initializers kept once for several streams
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> Plan:
+        doc = json.loads(text)
+        doc["pairs"] = [tuple(p) for p in doc["pairs"]]
+        return cls(**doc)
+
+
+@dataclass
+class Merged:
+    model: onnx.ModelProto
+    plan: Plan
+    notes: list[str] = field(default_factory=list)  # opset reconciliations done
+
+
+def plan_of(model: onnx.ModelProto) -> Plan | None:
+    """The co-location plan recorded in a merged model, or None for any other model."""
+    for p in model.metadata_props:
+        if p.key == METADATA_KEY:
+            try:
+                return Plan.from_json(p.value)
+            except (ValueError, TypeError, KeyError):
+                return None
+    return None
+
+
+def stream_names(n_models: int, requests: int, names: list[str] | None) -> list[str]:
+    count = max(n_models, requests)
+    if names is None:
+        names = ["a", "b"] if n_models == 2 else [f"r{k}" for k in range(count)]
+    if len(names) != count:
+        raise UsageError(f"--names gives {len(names)} name(s) for {count} stream(s)")
+    bad = [n for n in names if not n or n.strip() != n]
+    if bad:
+        raise UsageError("--names: a stream name must be non-empty and have no surrounding spaces")
+    return [n + "/" for n in names]
+
+
+def merge(
+    paths: list[str | os.PathLike[str]],
+    requests: int = 1,
+    names: list[str] | None = None,
+    priority: int | None = None,
+    max_slowdown: float = DEFAULT_MAX_SLOWDOWN,
+) -> Merged:
+    """One model running every stream. Two paths, or one path with requests >= 2 copies."""
+    if len(paths) not in (1, 2) or (len(paths) == 1 and requests < 2) or (len(paths) == 2 and requests > 1):
+        raise UsageError("co-locate two models, or one model with --requests N (N >= 2)")
+    prefixes = stream_names(len(paths), requests, names)
+    same_file = len(paths) == 1 or _same_file(Path(paths[0]), Path(paths[1]))
+    sources = [read_model(p) for p in paths]
+    for path, m in zip(paths, sources):
+        _refuse_rewritten(m, Path(path))
+    notes: list[str] = []
+    opsets = _reconcile_opsets(sources, [str(p) for p in paths], notes)
+    files = [str(paths[0])] * requests if len(paths) == 1 else [str(p) for p in paths]
+    copies = [sources[0]] * requests if len(paths) == 1 else sources
+    shared = {t.name for t in copies[0].graph.initializer} if same_file else set()
+
+    merged = onnx.ModelProto()
+    merged.ir_version = max(m.ir_version for m in sources)
+    merged.producer_name = "hexfuse-onnx colocate"
+    merged.opset_import.extend(helper.make_opsetid(d, v) for d, v in sorted(opsets.items()))
+    graph = merged.graph
+    graph.name = "colocate(" + ", ".join(m.graph.name or "main" for m in sources) + ")"
+    seen: dict[str, int] = {}  # merged name -> the stream that uses it
+    for k, (prefix, source, model) in enumerate(zip(prefixes, files, copies)):
+        renamed = _renamed_graph(model.graph, _renamer(prefix, shared))
+        _refuse_clashes(renamed, k, prefixes, shared, seen)
+        for kept in ("output", "value_info", "node", "sparse_initializer"):
+            getattr(graph, kept).extend(getattr(renamed, kept))
+        # A shared weight that an old export also lists as an input stays one (overridable) input:
+        # ONNX Runtime folds only initializers that are not inputs, and results must not change.
+        graph.input.extend(v for v in renamed.input if k == 0 or not v.name.startswith(SHARED_PREFIX))
+        graph.initializer.extend(
+            t for t in renamed.initializer if not (t.name.startswith(SHARED_PREFIX) and prefix != prefixes[0])
+        )
+        _merge_functions(merged, model, source)
+        merged.metadata_props.extend(
+            onnx.StringStringEntryProto(key=prefix + p.key, value=p.value) for p in model.metadata_props
+        )
+    pairs = [(k, k + 1) for k in range(0, len(prefixes) - 1, 2)]
+    plan = Plan(prefixes, files, pairs, priority, max_slowdown, len(shared) if len(copies) > 1 else 0)
+    merged.metadata_props.append(onnx.StringStringEntryProto(key=METADATA_KEY, value=plan.to_json()))
+    merged.doc_string = "co-located by hexfuse-onnx: " + ", ".join(f"{p} {f}" for p, f in zip(prefixes, files))
+    return Merged(merged, plan, notes)
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve() or os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _refuse_rewritten(model: onnx.ModelProto, path: Path) -> None:
+    if any(n.domain == DOMAIN for n in model.graph.node):
+        raise ModelError(f"{path}: already rewritten (has FusedHexPair nodes); co-locate its original (`unfuse` it)")
+
+
+def _renamer(prefix: str, shared: set[str]) -> Callable[[str], str]:
+    def rename(name: str) -> str:
+        if not name:
+            return name  # an omitted optional input or output
+        return SHARED_PREFIX + name if name in shared else prefix + name
+
+    return rename
+
+
+def _renamed_graph(graph: onnx.GraphProto, rename: Callable[[str], str]) -> onnx.GraphProto:
+    out = onnx.GraphProto()
+    out.CopyFrom(graph)
+    _rename_in_place(out, rename)
+    return out
+
+
+def _rename_in_place(graph: onnx.GraphProto, rename: Callable[[str], str]) -> None:
+    for v in list(graph.input) + list(graph.output) + list(graph.value_info):
+        v.name = rename(v.name)
+        for d in v.type.tensor_type.shape.dim:
+            if d.HasField("dim_param"):  # each stream's symbolic lengths are its own
+                d.dim_param = rename(d.dim_param)
+    for t in graph.initializer:
+        t.name = rename(t.name)
+    for s in graph.sparse_initializer:
+        s.values.name = rename(s.values.name)
+    for n in graph.node:
+        n.input[:] = [rename(t) for t in n.input]
+        n.output[:] = [rename(t) for t in n.output]
+        if n.name:
+            n.name = rename(n.name)
+        for a in n.attribute:
+            if a.type == onnx.AttributeProto.GRAPH:
+                _rename_in_place(a.g, rename)
+            elif a.type == onnx.AttributeProto.GRAPHS:
+                for sub in a.graphs:
+                    _rename_in_place(sub, rename)
+
+
+def _graph_names(graph: onnx.GraphProto) -> Iterable[str]:
+    yield from (v.name for v in graph.input)
+    yield from (v.name for v in graph.output)
+    yield from (t.name for t in graph.initializer)
+    yield from (t for n in graph.node for t in n.output if t)
+
+
+def _refuse_clashes(
+    graph: onnx.GraphProto, stream: int, prefixes: list[str], shared: set[str], seen: dict[str, int]
+) -> None:
+    """Prefixed names of two streams must differ (a stream name containing '/' can make
+    'a/' + 'b/x' equal 'a/b/' + 'x'); shared weights are meant to be one name."""
+    shared_names = {SHARED_PREFIX + s for s in shared}
+    for name in _graph_names(graph):
+        if name in shared_names:
+            continue
+        other = seen.get(name)
+        if other is not None and other != stream:
+            raise ModelError(
+                f"streams {other + 1} ('{prefixes[other][:-1]}') and {stream + 1} ('{prefixes[stream][:-1]}') "
+                f"both name a tensor '{name}' after prefixing: their inputs and outputs cannot be told apart; "
+                "choose other --names"
+            )
+        seen[name] = stream
+
+
+def _merge_functions(merged: onnx.ModelProto, model: onnx.ModelProto, source: str) -> None:
+    have = {(f.domain, f.name, f.overload): f for f in merged.functions}
+    for f in model.functions:
+        key = (f.domain, f.name, f.overload)
+        if key not in have:
+            merged.functions.append(f)
+        elif have[key].SerializeToString() != f.SerializeToString():
+            raise ModelError(
+                f"{source}: model-local function {f.domain}::{f.name} differs from the other model's function "
+                "of the same name; the two cannot share one model"
+            )
+
+
+# ---- opsets ------------------------------------------------------------------------------------
+
+
+def _reconcile_opsets(models: list[onnx.ModelProto], paths: list[str], notes: list[str]) -> dict[str, int]:
+    """The highest version of each domain; a model importing an older one is kept when its ops are
+    defined alike there, converted when the default domain's are not, refused otherwise."""
+    wanted: dict[str, int] = {}
+    for m in models:
+        for o in m.opset_import:
+            domain = "" if o.domain == "ai.onnx" else o.domain
+            wanted[domain] = max(wanted.get(domain, 0), o.version)
+    for k, m in enumerate(models):
+        own = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in m.opset_import}
+        for domain, version in own.items():
+            if version == wanted[domain]:
+                continue
+            changed = _changed_ops(m.graph, domain, version, wanted[domain])
+            if not changed:
+                continue
+            if domain != "":
+                raise ModelError(
+                    f"{paths[k]}: op '{changed[0]}' of {domain} opset {version} is defined differently in opset "
+                    f"{wanted[domain]} that the other model imports; the opsets cannot be reconciled"
+                )
+            models[k] = _converted(m, wanted[domain], paths[k], changed[0])
+            notes.append(f"{paths[k]}: converted from opset {version} to {wanted[domain]} ({changed[0]} changed)")
+    return wanted
+
+
+def _changed_ops(graph: onnx.GraphProto, domain: str, old: int, new: int) -> list[str]:
+    """Ops of `domain` in the graph whose definition differs between the two opset versions (an op
+    onnx does not know, such as a contrib op in a versioned domain, counts as changed)."""
+    changed = []
+    for n in _all_nodes(graph):
+        if ("" if n.domain == "ai.onnx" else n.domain) != domain or n.op_type in changed:
+            continue
+        try:
+            before = onnx.defs.get_schema(n.op_type, old, domain).since_version
+            after = onnx.defs.get_schema(n.op_type, new, domain).since_version
+        except onnx.defs.SchemaError:
+            changed.append(n.op_type)
+            continue
+        if before != after:
+            changed.append(n.op_type)
+    return changed
+
+
+def _all_nodes(graph: onnx.GraphProto) -> Iterable[onnx.NodeProto]:
+    for n in graph.node:
+        yield n
+        for a in n.attribute:
+            for sub in [a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs):
+                yield from _all_nodes(sub)
+
+
+def _converted(model: onnx.ModelProto, version: int, path: str, op: str) -> onnx.ModelProto:
+    from onnx import version_converter
+
+    try:
+        converted = version_converter.convert_version(model, version)
+    except Exception as exc:  # noqa: BLE001 - the converter raises bare RuntimeErrors
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        raise ModelError(
+            f"{path}: its opset cannot be raised to {version} to match the other model "
+            f"(op '{op}' changed; onnx's version converter: {first})"
+        ) from None
+    return converted
+
+
+# ---- checking and splitting --------------------------------------------------------------------
+
+
+def stream_model(model: onnx.ModelProto, prefix: str) -> onnx.ModelProto:
+    """One stream of a merged (not rewritten) model as a model of its own, names still prefixed."""
+    g = model.graph
+    out = onnx.ModelProto()
+    out.ir_version = model.ir_version
+    out.opset_import.extend(model.opset_import)
+    out.functions.extend(model.functions)
+    mine = [n for n in g.node if any(t.startswith(prefix) for t in n.output)]
+    used = {t for n in mine for t in _reads(n)}
+    graph = out.graph
+    graph.name = prefix[:-1]
+    graph.node.extend(mine)
+    graph.input.extend(v for v in g.input if v.name.startswith(prefix) or v.name in used)
+    graph.output.extend(v for v in g.output if v.name.startswith(prefix))
+    graph.initializer.extend(t for t in g.initializer if t.name.startswith(prefix) or t.name in used)
+    graph.value_info.extend(v for v in g.value_info if v.name.startswith(prefix))
+    return out
+
+
+def _reads(node: onnx.NodeProto) -> list[str]:
+    from .graph import node_reads
+
+    return node_reads(node)
+
+
+def check_outputs(
+    merged_path: Path,
+    plan: Plan,
+    shapes: dict[str, list[int]],
+    seed: int = 0,
+    feeds: dict[str, np.ndarray] | None = None,
+    op_for_op: bool = False,
+) -> int:
+    """Each stream's outputs in the merged model must equal, bit for bit, its source model's outputs
+    on the same inputs (`feeds` by merged name, else seeded random ones; stock ONNX Runtime, one
+    thread each). `op_for_op`: both run without ORT's shape-dependent fusions (ORT_ENABLE_BASIC),
+    for a specialised model, where ORT fuses differently once shapes are constant (gpt2_torchscript:
+    logits 1e-6 apart) though every op computes the same. Returns the outputs compared."""
+    from .verify import random_inputs, session
+
+    def opened(path: str | os.PathLike[str]) -> Any:
+        return session(path, op_for_op_options() if op_for_op else None)
+
+    merged = opened(merged_path)
+    feeds = feeds or random_inputs(merged, shapes, seed)
+    names = [o.name for o in merged.get_outputs()]
+    got = dict(zip(names, merged.run(names, feeds)))
+    compared = 0
+    for prefix, source in zip(plan.streams, plan.sources):
+        own = opened(source)
+        own_feeds = {a.name: feeds[prefix + a.name] for a in own.get_inputs()}
+        own_names = [o.name for o in own.get_outputs()]
+        for name, ref in zip(own_names, own.run(own_names, own_feeds)):
+            out = got[prefix + name]
+            if ref.shape != out.shape or not np.array_equal(ref, out, equal_nan=ref.dtype.kind == "f"):
+                raise VerificationError(
+                    f"the merged model's output '{prefix + name}' differs from {source}'s own output '{name}'"
+                )
+            compared += 1
+    return compared
+
+
+def op_for_op_options() -> Any:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    return options
+
+
+# ---- end to end: merge, prove the merge, pair and rewrite, write -------------------------------
+
+
+@dataclass
+class Result:
+    merged: Merged
+    output: Path
+    compared_outputs: int  # stream outputs proven equal to their source's
+    rewrite: RewriteResult
+    modelled: Modelled | None  # the written model's modelled times (None: no co-location plan)
+
+
+def colocate(
+    paths: list[str | os.PathLike[str]],
+    output: str | os.PathLike[str],
+    requests: int = 1,
+    names: list[str] | None = None,
+    priority: int | None = None,
+    max_slowdown: float = DEFAULT_MAX_SLOWDOWN,
+    target: str = "hexagon-v73",
+    kinds: list[str] | None = None,
+    min_gain: float | None = None,
+    shapes: dict[str, list[int]] | None = None,
+    progress: Callable[[str], None] = lambda _: None,
+    verify_plugin: bool = False,
+    feeds: dict[str, np.ndarray] | None = None,
+    specialise: bool = False,
+) -> Result:
+    """Merge, check the merge (full checker; every stream's outputs bit-equal to its source's on
+    stock ONNX Runtime), then pair and rewrite it with the normal pipeline, which verifies again and
+    writes atomically. `shapes` are input dims by merged name (`a/x`); with `specialise` the written
+    model has them fixed and the integer computations they decide folded (fold.py). Nothing is
+    written on error."""
+    import tempfile
+
+    from . import pipeline
+    from .errors import WriteError
+    from .kinds.colocate import Colocate, modelled
+    from .kinds.dag import dag_facts
+    from .modelio import stage
+    from .verify import check
+
+    out = Path(output)
+    if max_slowdown < 0:
+        raise UsageError("--max-slowdown must be >= 0")
+    for p in paths:
+        if out.resolve() == Path(p).resolve():
+            raise WriteError(f"{out}: the output would overwrite an input model; choose another -o")
+    if not out.parent.is_dir():
+        raise WriteError(f"{out.parent.resolve()}: output directory does not exist")
+    merged = merge(paths, requests, names, priority, max_slowdown)
+    progress(f"merged {len(merged.plan.streams)} streams ({merged.plan.shared_weights} weights shared)")
+    for note in merged.notes:
+        progress(note)
+    if specialise:
+        from .fold import specialise as fold
+
+        merged.model, folded = fold(merged.model, shapes or {})
+        progress(f"input dims fixed; {folded} integer node(s) they decide folded to constants")
+    try:
+        folder = tempfile.mkdtemp(prefix=f".{out.name}.colocate-", dir=out.parent)
+    except OSError as exc:
+        raise WriteError(f"{out.parent}: output directory is not writable ({exc.strerror})") from None
+    try:
+        merged_path = Path(folder) / "merged.onnx"
+        stage(merged.model, merged_path, None).commit()
+        check(merged_path)
+        compared = check_outputs(merged_path, merged.plan, shapes or {}, feeds=feeds, op_for_op=specialise)
+        progress(f"merged model: full checker passed, {compared} output(s) equal their source's exactly")
+        kw = {} if min_gain is None else {"min_gain": min_gain}
+        result = pipeline.rewrite(
+            merged_path,
+            out,
+            kinds or [Colocate.name],
+            target,
+            shapes=shapes,
+            progress=progress,
+            verify_plugin=verify_plugin,
+            **kw,
+        )
+        if result.output is None:
+            stage(merged.model, out, None).commit()
+        a = result.analysis
+        chosen = a.pairs if result.output is not None else []
+        model_time = modelled(a.graph, a.profile, dag_facts(a.graph), chosen, a.target)
+    finally:
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)
+    return Result(merged, out, compared, result, model_time)

@@ -1,0 +1,98 @@
+"""The concurrency a co-located model must beat on the host (HFuse's point: existing concurrency is
+the baseline), added to `bench` when the model carries a co-location plan:
+
+- streams-seq / streams-seq-2t: each stream as its own model on ORT, one after another (1 or 2
+  intra-op threads; the better of the two is the "best thread count" baseline);
+- streams-2threads: the streams as separate ORT sessions (1 thread each) run at once from two
+  threads, the CPU's "two streams".
+
+ORT_PARALLEL on the merged model (ort-par), its fallback and the plugin are bench's own configs.
+The streams are cut out of the merged model itself (`colocate.stream_model`), so the baselines need
+no file but the one benchmarked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+
+from .colocate import Plan, plan_of, stream_model
+
+STREAM_BASELINES = ("streams-seq", "streams-seq-2t", "streams-2threads")
+
+
+class _Streams:
+    """Sessions of the streams behind one `run(names, feeds)` that answers like the merged model."""
+
+    def __init__(self, sessions: list[Any], output_names: list[str], concurrent: bool) -> None:
+        self.sessions = sessions
+        self.output_names = output_names
+        self.inputs = [[i.name for i in s.get_inputs()] for s in sessions]
+        self.pool = ThreadPoolExecutor(len(sessions)) if concurrent else None
+
+    def _one(self, k: int, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        s = self.sessions[k]
+        names = [o.name for o in s.get_outputs()]
+        return dict(zip(names, s.run(names, {n: feeds[n] for n in self.inputs[k]})))
+
+    def run(self, names: list[str] | None, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+        outputs: dict[str, np.ndarray] = {}
+        if self.pool is None:
+            for k in range(len(self.sessions)):
+                outputs.update(self._one(k, feeds))
+        else:
+            for part in self.pool.map(lambda k: self._one(k, feeds), range(len(self.sessions))):
+                outputs.update(part)
+        return [outputs[n] for n in (names or self.output_names)]
+
+
+def stream_configs(original: Path, work: Path, options: Callable[[str], Any]) -> list[tuple[str, Callable, str]]:
+    """(label, session maker, note) of each stream baseline; empty when the model is not co-located.
+    `options(mode)` gives the ORT SessionOptions of a bench mode (bench.ort_options)."""
+    import onnxruntime as ort
+
+    model = onnx.load(str(original))
+    plan = plan_of(model)
+    if plan is None:
+        return []
+    paths = []
+    for k, prefix in enumerate(plan.streams):
+        paths.append(work / f"stream{k}.onnx")
+        onnx.save(stream_model(model, prefix), paths[-1])
+    names = [o.name for o in model.graph.output]
+
+    def make(mode: str, concurrent: bool) -> Callable[[], _Streams]:
+        def sessions() -> _Streams:
+            made = [
+                ort.InferenceSession(str(p), sess_options=options(mode), providers=["CPUExecutionProvider"])
+                for p in paths
+            ]
+            return _Streams(made, names, concurrent)
+
+        return sessions
+
+    streams = ", ".join(p[:-1] for p in plan.streams)
+    return [
+        ("streams-seq", make("ort-seq", False), f"{streams} as separate models, one after another, 1 thread"),
+        ("streams-seq-2t", make("ort-seq-2t", False), f"{streams} one after another, 2 intra-op threads each"),
+        ("streams-2threads", make("ort-seq", True), f"{streams} as two sessions run at once from two threads"),
+    ]
+
+
+def modelled_lines(original: Path, shapes: dict[str, list[int]] | None, target: str) -> list[str]:
+    """The cost model's view of the co-located model on the target."""
+    from .kinds.colocate import Colocate, modelled
+    from .kinds.dag import dag_facts
+    from .pipeline import analyse
+
+    plan: Plan | None = plan_of(onnx.load(str(original), load_external_data=False))
+    if plan is None:
+        return []
+    a = analyse(original, kinds=[Colocate.name], target=target, shapes=shapes)
+    m = modelled(a.graph, a.profile, dag_facts(a.graph), a.pairs, a.target)
+    return [] if m is None else m.lines(plan.priority)

@@ -1,0 +1,117 @@
+"""LLM hybrid batches (issue 14, POD-Attention's case): one decoder serving a prefill request and a
+decode request in one model, the two paired layer against layer.
+
+`colocate --hybrid decoder.onnx` co-locates two copies of the decoder as the streams `prefill/` and
+`decode/` (weights shared, each stream's symbolic dims its own) and fixes their lengths: the
+prefill request is a chunk of N tokens after a short cached past, the decode request one token
+after P cached ones. By default the chunk follows 16 cached tokens, as in chunked prefill
+(Sarathi-Serve, POD-Attention's hybrid batches): with no past at all the prefill's attention
+concatenates an empty cache, which the kernel does not run, so the alignment cuts there. The
+integer shape work the fixed lengths decide is folded (fold.py). The colocate alignment then pairs
+the prefill stream with the decode stream, segments holding the same layers' blocks (blocks.py)
+only: prefill attention with decode attention, MLP with MLP, one layer per pair where a call is
+cheap (host) and several where the call overhead demands more work per call (hexagon-v73). The
+decoder's signature (input_ids, attention_mask, position_ids, past_key_values.N.key/value ->
+logits, present.N.key/value) is read by models/exported.py, which the CLI finds in a checkout.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .colocate import DEFAULT_MAX_SLOWDOWN, Result, colocate
+from .errors import ModelError, UsageError
+
+PREFILL, DECODE = "prefill", "decode"
+DEFAULT_PREFILL, DEFAULT_PREFILL_PAST, DEFAULT_PAST = 64, 16, 128
+
+
+@dataclass(frozen=True)
+class Requests:
+    """The two requests the hybrid model serves (token counts)."""
+
+    prefill: int = DEFAULT_PREFILL  # new tokens of the prefill chunk
+    prefill_past: int = DEFAULT_PREFILL_PAST  # tokens of earlier chunks the prefill has cached (0: none)
+    past: int = DEFAULT_PAST  # tokens the decode request has cached (it adds one)
+
+    def check(self) -> None:
+        if self.prefill < 2:
+            raise UsageError(f"--prefill must be at least 2 tokens (got {self.prefill}); one token is a decode step")
+        if self.prefill_past < 0 or self.past < 1:
+            raise UsageError("--past must be at least 1 and --prefill-past at least 0")
+
+
+def _exported() -> Any:
+    from .zoo import models_package
+
+    models_package()
+    return importlib.import_module("models.exported")
+
+
+def decoder_spec(path: str | os.PathLike[str]) -> Any:
+    """The decoder's signature (models.exported.DecoderSpec), or a ModelError naming what is missing."""
+    exported = _exported()
+    try:
+        return exported.decoder_spec(path)
+    except exported.NotADecoder as exc:
+        raise ModelError(f"--hybrid needs a decoder with a KV cache: {exc}") from None
+
+
+def shapes(path: str | os.PathLike[str], requests: Requests) -> dict[str, list[int]]:
+    """Every input's dims in the hybrid model, by merged name."""
+    exported, spec = _exported(), decoder_spec(path)
+    prefill = exported.input_shapes(spec, requests.prefill, requests.prefill_past)
+    decode = exported.input_shapes(spec, 1, requests.past)
+    return {f"{PREFILL}/{k}": v for k, v in prefill.items()} | {f"{DECODE}/{k}": v for k, v in decode.items()}
+
+
+def inputs(path: str | os.PathLike[str], requests: Requests, seed: int = 0) -> dict[str, np.ndarray]:
+    """Seeded inputs of both requests (token ids in the vocabulary, masks of ones), by merged name."""
+    exported = _exported()
+    prefill = exported.decoder_inputs(path, requests.prefill, requests.prefill_past, seed)
+    decode = exported.decoder_inputs(path, 1, requests.past, seed + 1)
+    return {f"{PREFILL}/{k}": v for k, v in prefill.items()} | {f"{DECODE}/{k}": v for k, v in decode.items()}
+
+
+def hybrid(
+    path: str | os.PathLike[str],
+    output: str | os.PathLike[str],
+    requests: Requests = Requests(),
+    target: str = "hexagon-v73",
+    kinds: list[str] | None = None,
+    min_gain: float | None = None,
+    progress: Callable[[str], None] = lambda _: None,
+    verify_plugin: bool = False,
+    priority: int | None = None,
+    max_slowdown: float = DEFAULT_MAX_SLOWDOWN,
+) -> Result:
+    """Write the hybrid model of the decoder at `path` (see the module docstring); nothing is written
+    when the model is not a decoder or any check fails. `priority` 1 makes the decode request
+    latency-critical (its modelled latency grows by at most `max_slowdown`), 0 the prefill."""
+    requests.check()
+    fixed = shapes(path, requests)
+    progress(
+        f"hybrid: prefill {requests.prefill} tokens after {requests.prefill_past}, decode 1 token after {requests.past}"
+    )
+    return colocate(
+        [path],
+        output,
+        requests=2,
+        names=[PREFILL, DECODE],
+        priority=priority,
+        max_slowdown=max_slowdown,
+        target=target,
+        kinds=kinds,
+        min_gain=min_gain,
+        shapes=fixed,
+        progress=progress,
+        verify_plugin=verify_plugin,
+        feeds=inputs(path, requests),
+        specialise=True,
+    )

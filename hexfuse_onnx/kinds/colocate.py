@@ -1,0 +1,452 @@
+"""Co-located pairs: a segment of one stream with a segment of another, in a merged model.
+
+A model written by `hexfuse_onnx.colocate.merge` records its streams (name prefixes) and which
+streams pair. Each stream's non-constant nodes, in topological order, are its *side*. A segment
+is a run of consecutive nodes of a side: it is convex (any path between two of its nodes stays in
+the side's order between them) and independent of every segment of the other stream (the merged
+models share no tensor but weights). An alignment walks both sides in order; a step runs a segment
+of one side alone or pairs a segment of each. Dynamic programming over (units of A consumed, units
+of B consumed) picks the alignment with the largest modelled saving: for every pair, serial minus
+fused time (costmodel.predict) minus the target's per-call overhead.
+
+For speed the sides are cut into units on a coarse grid (about MAX_UNITS of equal modelled time
+each, but none shorter than one call's overhead, and always at a node the kernel does not run,
+which runs alone), a segment spans at most a few units (as many as keep the work of the pair
+moves, counted in nodes simulated, within ALIGN_BUDGET; at least MIN_SEGMENT_UNITS), and a pair
+is not simulated when a bound on its saving cannot beat the best value known for its end state:
+fused time is at least the longer task alone, each engine's work of both tasks, and both tasks'
+DDR traffic at the full bandwidth (the simulation never gives two tasks more than one engine or
+one DDR). Units are also cut where an attention or MLP block (blocks.py) begins. Two streams
+that are copies of one model (`--requests`, `--hybrid`) pair only segments holding the same
+layers' blocks: layer k's attention with layer k's attention, its MLP with its MLP (one layer per
+pair, or several where one call must carry more work to pay for itself).
+
+With a latency-critical stream (Tacker's setting) every pair must finish within (1 +
+max_slowdown) of that stream's segment alone, call overhead included: the share of the vector
+workers is searched under that constraint, so the stream's modelled latency (segments paired
+or alone) grows by at most max_slowdown over the stream alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+
+import onnx
+
+from ..colocate import Plan, plan_of
+from ..costmodel import Prediction, Target, complementarity, engine_seconds, fits, predict, task_time
+from ..graph import ModelGraph
+from ..lowering import op_outside_kernel
+from ..profile import Engine, GraphProfile, TaskProfile
+from .base import Candidate, KindDetail, Pair, PairKind, budget_message
+from .blocks import Block, layer_blocks
+from .dag import DagFacts, independence_problem
+
+MAX_UNITS = 16  # grid cut points per side (plus the cuts forced by nodes that do not lower)
+MIN_SEGMENT_UNITS = 4
+ALIGN_BUDGET = 2_000_000  # units_a * units_b * segment_units**3 * nodes per unit: about 10 s here
+ALIGN_SHARES = (0.3, 0.5, 0.7)  # shares tried while aligning; the chosen pairs then get the best share
+PRIORITY_SHARES = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95)  # shares of the latency-critical stream tried
+# Ops whose inputs after the first steer them (shape, axes, starts, scales): the lowering reads
+# those at lowering time, so they must be constants, not tensors computed at run time.
+STEERED_OPS = {"Reshape", "Slice", "Resize", "ReduceMean", "ReduceSum", "Squeeze", "Unsqueeze"}
+
+
+@dataclass(frozen=True)
+class Unit:
+    nodes: tuple[int, ...]
+    pairable: bool  # every node profiled and of an op the kernel runs
+
+
+@dataclass(frozen=True)
+class AlignedPair:
+    a: tuple[int, ...]
+    b: tuple[int, ...]
+    prediction: Prediction
+    saving: float  # serial - fused - call overhead
+
+
+@dataclass
+class Alignment:
+    pairs: list[AlignedPair]
+    saving: float
+    pairs_simulated: int
+
+
+# The modelled fused time of two segments (and their share), or None when they may not pair.
+PairScore = Callable[[TaskProfile, TaskProfile], Prediction | None]
+
+
+@dataclass(frozen=True)
+class ColocatedSegments(KindDetail):
+    share_a: float  # the share the alignment chose (under the latency bound, with a priority stream)
+    streams: tuple[int, int]  # the streams (Plan.streams indices) of task A and task B
+
+
+class Colocate(PairKind):
+    """A segment of one co-located stream with a segment of another, at the share the alignment chose."""
+
+    name = "colocate"
+    specificity = 3  # segments of two streams may also be branches of the virtual source
+
+    def find(self, g: ModelGraph, facts: DagFacts, profile: GraphProfile, target: Target) -> list[Candidate]:
+        plan = plan_of(g.model)
+        return [] if plan is None else find_colocated(g, facts, profile, target, plan)
+
+    def evaluate(self, g: ModelGraph, profile: GraphProfile, c: Candidate, target: Target) -> Pair | str:
+        a, b = profile.task(c.task_a), profile.task(c.task_b)
+        assert a is not None and b is not None and isinstance(c.detail, ColocatedSegments)
+        if not fits(a, b, target):
+            return budget_message(a, b, target)
+        return Pair(c, a, b, predict(a, b, target, c.detail.share_a), complementarity(a, b, target))
+
+
+def find_colocated(
+    g: ModelGraph, facts: DagFacts, profile: GraphProfile, target: Target, plan: Plan
+) -> list[Candidate]:
+    sides = stream_sides(g, facts, plan)
+    blocks = layer_blocks(g, facts)
+    out = []
+    for ka, kb in plan.pairs:
+        score = pair_score(target, _priority_side(plan, ka, kb), plan.max_slowdown)
+        units_a = cut_units(g, profile, sides[ka], target, blocks)
+        units_b = cut_units(g, profile, sides[kb], target, blocks)
+        same_model = plan.sources[ka] == plan.sources[kb]
+        layers = same_layers(units_a, units_b, sides[ka], sides[kb], blocks) if same_model else None
+        for p in align(profile, units_a, units_b, target, score, layers=layers).pairs:
+            share = p.prediction.share_a
+            if plan.priority is None:  # the alignment tried a few shares; the pair gets the best one
+                task_a, task_b = profile.task(list(p.a)), profile.task(list(p.b))
+                assert task_a is not None and task_b is not None
+                share = predict(task_a, task_b, target).share_a
+            if independence_problem(facts, set(p.a), set(p.b)) is not None:
+                continue  # cannot happen for disjoint streams; kept as the pass's own guard
+            out.append(
+                Candidate(
+                    Colocate.name,
+                    list(p.a),
+                    list(p.b),
+                    note=f"{len(p.a)} nodes of '{plan.streams[ka][:-1]}' with {len(p.b)} of '{plan.streams[kb][:-1]}'",
+                    detail=ColocatedSegments(share, (ka, kb)),
+                )
+            )
+    return out
+
+
+def _priority_side(plan: Plan, ka: int, kb: int) -> str | None:
+    return {ka: "a", kb: "b"}.get(plan.priority) if plan.priority is not None else None
+
+
+def stream_sides(g: ModelGraph, facts: DagFacts, plan: Plan) -> list[list[int]]:
+    """Each stream's non-constant nodes in topological order (a node belongs to the stream its
+    outputs are named for)."""
+    sides: list[list[int]] = [[] for _ in plan.streams]
+    for i, n in enumerate(g.nodes):
+        if facts.const[i]:
+            continue
+        name = next((t for t in n.output if t), "")
+        for k, prefix in enumerate(plan.streams):
+            if name.startswith(prefix):
+                sides[k].append(i)
+                break
+    return sides
+
+
+def node_time(profile: GraphProfile, i: int, target: Target) -> float:
+    """Modelled time of one node run alone (0 for a node that could not be profiled)."""
+    if i in profile.unprofiled:
+        return 0.0
+    return task_time(TaskProfile.of([profile.nodes[i]]), target)
+
+
+def lowerable(g: ModelGraph, profile: GraphProfile, i: int) -> bool:
+    """The node is profiled, of an op the kernel runs, makes float32 (the kernel's only data type),
+    touches no empty tensor (a prefill's past of 0 tokens), and reads other types and steering inputs
+    only from constants."""
+    n = g.nodes[i]
+    if i in profile.unprofiled or op_outside_kernel(n) is not None:
+        return False
+    if any(g.info(t).elem_type != onnx.TensorProto.FLOAT for t in n.output if t):
+        return False
+    if any(g.info(t).numel == 0 for t in [*n.input, *n.output] if t):
+        return False
+    # A run-time input the kernel cannot hold (a boolean mask) or that steers the op must be a constant.
+    steered = n.input[1:] if n.op_type in STEERED_OPS else []
+    computed = [t for t in n.input if t and (t in steered or g.info(t).elem_type != onnx.TensorProto.FLOAT)]
+    return all(t in g.initializers or _made_by_constant(g, t) for t in computed)
+
+
+def _made_by_constant(g: ModelGraph, tensor: str) -> bool:
+    producer = g.producer.get(tensor)
+    return producer is not None and g.nodes[producer].op_type == "Constant"
+
+
+def cut_units(
+    g: ModelGraph,
+    profile: GraphProfile,
+    side: list[int],
+    target: Target,
+    blocks: list[Block] | None = None,
+    max_units: int = MAX_UNITS,
+) -> list[Unit]:
+    """The side cut into units: each run of nodes that do not lower is one unit that runs alone;
+    runs that do are chopped into pieces of about total/max_units modelled time, and cut where an
+    attention or MLP block (blocks.py) begins, so that a segment can be whole blocks."""
+    pairable = [lowerable(g, profile, i) for i in side]
+    times = [node_time(profile, i, target) for i in side]
+    quantum = max(sum(t for t, ok in zip(times, pairable) if ok) / max(1, max_units), target.call_overhead_s.value)
+    starts = {min(b.nodes) for b in blocks or []}
+    units: list[Unit] = []
+    current: list[int] = []
+    current_ok, acc = True, 0.0
+    for i, ok, t in zip(side, pairable, times):
+        if current and (ok != current_ok or (ok and (acc >= quantum or i in starts))):
+            units.append(Unit(tuple(current), current_ok))
+            current, acc = [], 0.0
+        current.append(i)
+        current_ok = ok
+        acc += t
+    if current:
+        units.append(Unit(tuple(current), current_ok))
+    return units
+
+
+# For two copies of one model: which of the model's attention/MLP blocks begin in units [u, u2) of
+# side A and [v, v2) of side B; a pair is allowed only where the two are the same blocks.
+Layers = Callable[[int, int, int, int], bool]
+
+
+def same_layers(
+    units_a: list[Unit], units_b: list[Unit], side_a: list[int], side_b: list[int], blocks: list[Block]
+) -> Layers | None:
+    """The same-layer test of two streams that are copies of one model: block k of one stream is
+    block k of the other (in graph order, attention and MLP apart). None (no constraint) when the
+    two streams do not show the same blocks."""
+
+    def ordinals(units: list[Unit], side: list[int]) -> list[frozenset[tuple[str, int]]] | None:
+        mine = set(side)
+        starts = sorted((min(b.nodes), b.kind) for b in blocks if min(b.nodes) in mine)
+        index: dict[int, tuple[str, int]] = {}
+        for kind in ("attention", "mlp"):
+            for k, (first, _) in enumerate(s for s in starts if s[1] == kind):
+                index[first] = (kind, k)
+        return [frozenset(index[i] for i in u.nodes if i in index) for u in units]
+
+    per_a, per_b = ordinals(units_a, side_a), ordinals(units_b, side_b)
+    if per_a is None or per_b is None or frozenset().union(*per_a) != frozenset().union(*per_b):
+        return None
+
+    @cache
+    def span(per: tuple[frozenset[tuple[str, int]], ...], u: int, u2: int) -> frozenset[tuple[str, int]]:
+        return frozenset().union(*per[u:u2])
+
+    ta, tb = tuple(per_a), tuple(per_b)
+    return lambda u, u2, v, v2: span(ta, u, u2) == span(tb, v, v2)
+
+
+def pair_score(target: Target, priority: str | None, max_slowdown: float) -> PairScore:
+    """How a pair is scored: the best share; with a latency-critical side, the best share that
+    keeps the pair's fused time (plus the call overhead) within (1 + max_slowdown) of that side
+    alone, or None when no share does."""
+    overhead = target.call_overhead_s.value
+
+    def score(a: TaskProfile, b: TaskProfile) -> Prediction | None:
+        if not fits(a, b, target):
+            return None
+        if priority is None:
+            return min((predict(a, b, target, share_a=s) for s in ALIGN_SHARES), key=lambda p: p.fused)
+        best = None
+        for s in PRIORITY_SHARES:
+            p = predict(a, b, target, share_a=s if priority == "a" else 1.0 - s)
+            alone = p.time_a if priority == "a" else p.time_b
+            if p.fused + overhead <= (1.0 + max_slowdown) * alone and (best is None or p.fused < best.fused):
+                best = p
+        return best
+
+    return score
+
+
+def align(
+    profile: GraphProfile,
+    units_a: list[Unit],
+    units_b: list[Unit],
+    target: Target,
+    score: PairScore,
+    max_segment_units: int | None = None,
+    layers: Layers | None = None,
+) -> Alignment:
+    """The alignment of the two sides with the largest modelled saving (see the module docstring)."""
+    na, nb = len(units_a), len(units_b)
+    overhead = target.call_overhead_s.value
+    segment_a = _segments(profile, units_a, target)
+    segment_b = _segments(profile, units_b, target)
+    if max_segment_units is None:
+        max_segment_units = _segment_units(units_a, units_b)
+    reach_a, reach_b = _pairable_reach(units_a, max_segment_units), _pairable_reach(units_b, max_segment_units)
+    value = [[float("-inf")] * (nb + 1) for _ in range(na + 1)]
+    back: list[list[tuple[int, int, AlignedPair | None] | None]] = [[None] * (nb + 1) for _ in range(na + 1)]
+    value[0][0] = 0.0
+    simulated = 0
+    for u in range(na + 1):
+        for v in range(nb + 1):
+            here = value[u][v]
+            if u < na and here > value[u + 1][v]:
+                value[u + 1][v], back[u + 1][v] = here, (u, v, None)
+            if v < nb and here > value[u][v + 1]:
+                value[u][v + 1], back[u][v + 1] = here, (u, v, None)
+            if u == na or v == nb:
+                continue
+            for u2 in range(u + 1, reach_a[u] + 1):
+                task_a, time_a, work_a = segment_a(u, u2)
+                for v2 in range(v + 1, reach_b[v] + 1):
+                    if layers is not None and not layers(u, u2, v, v2):
+                        continue
+                    task_b, time_b, work_b = segment_b(v, v2)
+                    least_fused = max(time_a, time_b, *(x + y for x, y in zip(work_a, work_b)))
+                    bound = time_a + time_b - least_fused - overhead
+                    if bound <= 0 or here + bound <= value[u2][v2]:
+                        continue
+                    prediction = score(task_a, task_b)
+                    simulated += 1
+                    if prediction is None:
+                        continue
+                    saving = prediction.serial - prediction.fused - overhead
+                    if saving > 0 and here + saving > value[u2][v2]:
+                        pair = AlignedPair(
+                            segment_nodes(units_a, u, u2), segment_nodes(units_b, v, v2), prediction, saving
+                        )
+                        value[u2][v2], back[u2][v2] = here + saving, (u, v, pair)
+    pairs = []
+    u, v = na, nb
+    while (u, v) != (0, 0):
+        step = back[u][v]
+        assert step is not None
+        u, v, paired = step
+        if paired is not None:
+            pairs.append(paired)
+    return Alignment(pairs[::-1], value[na][nb], simulated)
+
+
+def segment_nodes(units: list[Unit], u: int, u2: int) -> tuple[int, ...]:
+    return tuple(i for unit in units[u:u2] for i in unit.nodes)
+
+
+def _segment_units(units_a: list[Unit], units_b: list[Unit]) -> int:
+    """The longest segment, in units, that keeps the alignment's work within ALIGN_BUDGET."""
+    pairable = [u for u in units_a + units_b if u.pairable]
+    nodes_per_unit = sum(len(u.nodes) for u in pairable) / max(1, len(pairable))
+    work = max(1.0, len(units_a) * len(units_b) * nodes_per_unit)
+    return max(MIN_SEGMENT_UNITS, int((ALIGN_BUDGET / work) ** (1 / 3)))
+
+
+def _pairable_reach(units: list[Unit], max_segment_units: int) -> list[int]:
+    """For each unit, the furthest end of a pairable segment starting there (the start itself when
+    the unit does not lower)."""
+    reach = []
+    for u in range(len(units)):
+        end = u
+        while end < len(units) and end - u < max_segment_units and units[end].pairable:
+            end += 1
+        reach.append(end)
+    return reach
+
+
+def _segments(
+    profile: GraphProfile, units: list[Unit], target: Target
+) -> Callable[[int, int], tuple[TaskProfile, float, tuple[float, ...]]]:
+    """(profile, time alone, busy seconds of each engine and of DDR) of the segment of units
+    [u, u2), computed once each."""
+
+    @cache
+    def segment(u: int, u2: int) -> tuple[TaskProfile, float, tuple[float, ...]]:
+        task = profile.task(list(segment_nodes(units, u, u2)))
+        assert task is not None  # pairable units are profiled
+        ddr = sum(op.ddr_bytes for op in task.ops if op.engine != Engine.NONE) / target.ddr_bytes.value
+        return task, task_time(task, target), (*engine_seconds(task, target), ddr)
+
+    return segment
+
+
+# ---- what the co-located model is modelled to take ------------------------------------------
+
+
+@dataclass
+class Modelled:
+    """MODELLED times of a co-located model on a target (seconds), for the report."""
+
+    target: str
+    serial: float  # every stream alone, one after another (the pairs' segments as their tasks)
+    fused: float  # the same with each pair fused (plus its call overhead)
+    inside_pairs: float  # the part of `serial` inside pairs
+    stream_alone: dict[str, float]
+    stream_colocated: dict[str, float]  # each pair counted at its fused time plus overhead
+
+    @property
+    def gain(self) -> float:
+        return 1.0 - self.fused / self.serial if self.serial > 0 else 0.0
+
+    @property
+    def coverage(self) -> float:
+        return self.inside_pairs / self.serial if self.serial > 0 else 0.0
+
+    def lines(self, priority: int | None = None) -> list[str]:
+        head = (
+            f"modelled on {self.target} (cost model, not measured): streams one after another "
+            f"{self.serial * 1e6:.0f} us, co-located {self.fused * 1e6:.0f} us "
+            f"({abs(self.gain):.1%} {'less' if self.gain >= 0 else 'more'}); "
+            f"{self.coverage:.0%} of that serial time lies inside pairs"
+        )
+        out = [head]
+        for k, (stream, alone) in enumerate(self.stream_alone.items()):
+            together = self.stream_colocated[stream]
+            slower = together / alone - 1.0 if alone > 0 else 0.0
+            role = " (latency-critical)" if k == priority else ""
+            out.append(
+                f"  stream {stream[:-1]}{role}: alone {alone * 1e6:.0f} us, co-located {together * 1e6:.0f} us "
+                f"({slower:+.1%}; a pair counts at its fused time plus the call overhead)"
+            )
+        return out
+
+    def to_json(self) -> dict:
+        return {
+            "target": self.target,
+            "serial_us": self.serial * 1e6,
+            "fused_us": self.fused * 1e6,
+            "gain": self.gain,
+            "coverage": self.coverage,
+            "stream_alone_us": {k: v * 1e6 for k, v in self.stream_alone.items()},
+            "stream_colocated_us": {k: v * 1e6 for k, v in self.stream_colocated.items()},
+        }
+
+
+def modelled(
+    g: ModelGraph, profile: GraphProfile, facts: DagFacts, pairs: list[Pair], target: Target
+) -> Modelled | None:
+    """The co-located model's modelled times with the given pipeline pairs, or None
+    when the model is not a co-located one."""
+    plan = plan_of(g.model)
+    if plan is None:
+        return None
+    overhead = target.call_overhead_s.value
+    stream_of = {i: plan.streams[k] for k, side in enumerate(stream_sides(g, facts, plan)) for i in side}
+    in_pair = {i for p in pairs for i in p.candidate.nodes}
+    alone = {s: 0.0 for s in plan.streams}
+    for i, s in stream_of.items():
+        if i not in in_pair:
+            alone[s] += node_time(profile, i, target)
+    colocated = dict(alone)
+    serial = fused = inside = 0.0
+    for p in pairs:
+        sa, sb = stream_of[p.candidate.task_a[0]], stream_of[p.candidate.task_b[0]]
+        pr = p.prediction
+        alone[sa] += pr.time_a
+        alone[sb] += pr.time_b
+        colocated[sa] += pr.fused + overhead
+        colocated[sb] += pr.fused + overhead
+        inside += pr.serial
+        fused += pr.fused + overhead
+    outside = sum(node_time(profile, i, target) for i in stream_of if i not in in_pair)
+    serial = outside + inside
+    return Modelled(target.name, serial, outside + fused, inside, alone, colocated)

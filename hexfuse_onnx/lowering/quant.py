@@ -1,0 +1,42 @@
+"""Quantization: QuantizeLinear and DequantizeLinear (ai.onnx, and com.microsoft's, which QDQ
+models use for 16-bit types below opset 21), per tensor or per axis, on the vector engine.
+
+Their integer tensors are program tensors of their own dtype (u8, i8; DequantizeLinear also
+reads i32 biases). 16-bit types need the program format v2 and are refused until it exists.
+"""
+
+from __future__ import annotations
+
+import onnx
+
+from .abi import Dtype, Opcode, QuantParam, Task
+from .lowerer import DTYPES, Lowerer, attr
+from .registry import LoweringError, lowers
+
+QUANTIZED = {Dtype.U8, Dtype.I8}  # what QuantizeLinear writes; adding U16/I16 (format v2) is an entry here
+DEQUANTIZED = QUANTIZED | {Dtype.I32}
+
+
+@lowers("QuantizeLinear", "DequantizeLinear", "com.microsoft::QuantizeLinear", "com.microsoft::DequantizeLinear")
+def quantize_linear(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    q = n.op_type == "QuantizeLinear"
+    if int(attr(n, "block_size", 0)) != 0:
+        raise LoweringError(n.op_type, n.name, "blocked quantization (block_size) is not supported")
+    integer = n.output[0] if q else n.input[0]
+    dtype = DTYPES.get(cx.dtype(integer))
+    if dtype not in (QUANTIZED if q else DEQUANTIZED):
+        name = onnx.TensorProto.DataType.Name(cx.dtype(integer)) if cx.dtype(integer) else "unknown"
+        raise LoweringError(n.op_type, n.name, f"'{integer}' is {name}: the program format v1 carries u8/i8 only")
+    x = cx.read_typed(n.input[0], n, t, Dtype.F32 if q else dtype)
+    scale = cx.read_typed(n.input[1], n, t, Dtype.F32)
+    inputs = [x, scale]
+    if len(n.input) > 2 and n.input[2]:
+        inputs.append(cx.read_typed(n.input[2], n, t, dtype))
+    rank = len(cx.shape(n.input[0], n))
+    scale_dims = cx.prog.tensors[scale].dims
+    axis = 0
+    if len(scale_dims) == 1 and scale_dims[0] > 1:
+        axis = int(attr(n, "axis", 1))
+        axis = axis + rank if axis < 0 else axis
+    opcode = Opcode.QUANTIZE_LINEAR if q else Opcode.DEQUANTIZE_LINEAR
+    cx.emit(n, t, opcode, inputs, {QuantParam.AXIS: axis}, out_dtype=dtype if q else Dtype.F32)

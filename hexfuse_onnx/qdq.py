@@ -1,0 +1,114 @@
+"""QDQ node groups: in a QDQ model every compute op sits between the DequantizeLinear nodes of its
+inputs (activations and weights) and the QuantizeLinear nodes of its outputs. A pair must take a
+group whole: the kernel then reads and writes the integer tensors (u8 = 1 byte) and requantizes
+inside the task, where ONNX Runtime's own QDQ fusion does.
+
+`close_groups` extends a task by the DequantizeLinear nodes only it reads and the QuantizeLinear
+nodes of its outputs; a DequantizeLinear shared with nodes outside the task is copied into its
+body instead (`kinds.base.with_dequantize_copies`); `split_group` says which group a task still
+splits.
+"""
+
+from __future__ import annotations
+
+from onnx import TensorProto
+
+from .graph import ModelGraph
+
+QDQ_DOMAINS = ("", "ai.onnx", "com.microsoft")
+# the activation and weight types of QDQ groups (not the int32 biases)
+NARROW_INTS = {TensorProto.UINT8, TensorProto.INT8, TensorProto.UINT16, TensorProto.INT16}
+
+
+def is_q(g: ModelGraph, i: int) -> bool:
+    n = g.nodes[i]
+    return n.op_type == "QuantizeLinear" and n.domain in QDQ_DOMAINS
+
+
+def is_dq(g: ModelGraph, i: int) -> bool:
+    n = g.nodes[i]
+    return n.op_type == "DequantizeLinear" and n.domain in QDQ_DOMAINS
+
+
+def _consumers(g: ModelGraph, i: int) -> set[int]:
+    return {c for t in g.nodes[i].output if t for c in g.consumers.get(t, ())}
+
+
+def _dq_inputs(g: ModelGraph, i: int) -> set[int]:
+    return {g.producer[t] for t in g.node_inputs[i] if t in g.producer and is_dq(g, g.producer[t])}
+
+
+def _q_outputs(g: ModelGraph, i: int) -> set[int]:
+    return {c for c in _consumers(g, i) if is_q(g, c)}
+
+
+def release_foreign(g: ModelGraph, task: list[int]) -> list[int]:
+    """The task without the Q/DQ nodes of groups whose op is outside it: a DequantizeLinear none of
+    whose consumers is in the task, a QuantizeLinear of an op outside it."""
+    inside = set(task)
+
+    def foreign(i: int) -> bool:
+        if is_dq(g, i):
+            return bool(_consumers(g, i)) and not _consumers(g, i) & inside
+        if is_q(g, i):
+            p = g.producer.get(g.node_inputs[i][0]) if g.node_inputs[i] else None
+            return p is not None and p not in inside and not is_dq(g, p)
+        return False
+
+    kept = [i for i in task if not foreign(i)]
+    return kept if kept else task
+
+
+def close_groups(g: ModelGraph, task: list[int], other: list[int]) -> list[int]:
+    """The task plus the DequantizeLinear nodes whose every consumer is in it and the
+    QuantizeLinear nodes of its compute ops' outputs whose consumers are outside `other` (moving
+    them never makes one task wait for the other)."""
+    inside, avoid = set(task), set(other)
+    for i in task:
+        if is_q(g, i) or is_dq(g, i):
+            continue
+        for d in _dq_inputs(g, i) - inside - avoid:
+            if _consumers(g, d) <= inside:
+                inside.add(d)
+        for q in _q_outputs(g, i) - inside - avoid:
+            if not _consumers(g, q) & avoid:
+                inside.add(q)
+    return sorted(inside)
+
+
+def split_group(g: ModelGraph, task: list[int]) -> str | None:
+    """Why the task splits a QDQ group (a compute op without one of its DequantizeLinear inputs or
+    QuantizeLinear outputs, or a Q/DQ node without its op), or None."""
+    inside = set(task)
+    for i in task:
+        if is_dq(g, i):
+            ops = {c for c in _consumers(g, i) if not is_q(g, c)} - inside
+            if ops:
+                return f"{g.describe(i)} feeds {g.describe(min(ops))} outside the task"
+        elif is_q(g, i):
+            p = g.producer.get(g.node_inputs[i][0]) if g.node_inputs[i] else None
+            if p is not None and p not in inside and not is_dq(g, p):
+                return f"{g.describe(i)} quantizes {g.describe(p)} outside the task"
+        else:  # a DequantizeLinear outside is copied into the task (kinds.base.with_dequantize_copies)
+            outside = sorted(_q_outputs(g, i) - inside)
+            if outside:
+                return f"the QDQ group of {g.describe(i)} is split: {g.describe(outside[0])} is outside the task"
+    return None
+
+
+def group_widths(g: ModelGraph, i: int) -> dict[str, int]:
+    """For the op of a QDQ group (each output quantized, an input dequantized): the integer
+    byte width of each of its float tensors (a dequantized input: its DequantizeLinear's input;
+    an output: its QuantizeLinear's output). Empty for any other node."""
+    if is_q(g, i) or is_dq(g, i):
+        return {}
+    outs = [t for t in g.nodes[i].output if t]
+    quantized = {t: [c for c in g.consumers.get(t, ()) if is_q(g, c)] for t in outs}
+    if not outs or not all(qs and len(qs) == len(g.consumers.get(t, ())) for t, qs in quantized.items()):
+        return {}
+    widths = {t: g.info(g.nodes[qs[0]].output[0]).itemsize for t, qs in quantized.items()}
+    for t in g.node_inputs[i]:
+        d = g.producer.get(t)
+        if d is not None and is_dq(g, d) and g.info(g.nodes[d].input[0]).elem_type in NARROW_INTS:
+            widths[t] = g.info(g.nodes[d].input[0]).itemsize
+    return widths if len(widths) > len(outs) else {}

@@ -1,0 +1,237 @@
+"""Attention and MLP blocks of the exported decoders (models/exported/) are recognised along the
+data path, and a graph holding a prefill copy and a decode copy of one decoder gets
+prefill_decode candidates layer by layer."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+
+from hexfuse_onnx import graph, pipeline
+from hexfuse_onnx.kinds.blocks import Block, layer_blocks
+from hexfuse_onnx.kinds.dag import DagFacts, dag_facts
+from hexfuse_onnx.runtime import HOST_NAME, LIB_DIR
+from hexfuse_onnx.verify import session
+from models.exported import (
+    MODELS,
+    decoder_inputs,
+    decoder_spec,
+    input_shapes,
+    prefill_decode_model,
+    prefill_decode_shapes,
+)
+
+SEQ, PAST = 8, 16
+needs_host = pytest.mark.skipif(not (LIB_DIR / HOST_NAME).is_file(), reason=f"{HOST_NAME} not built")
+LAYERS = 2
+
+# Op types each attention block must hold: its projections, its core, and what the exporter
+# writes between them (fused QKV Split, rotary, repeat_kv, the present Concat).
+ATTENTION_OPS = {
+    "gpt2_torchscript": {"Gemm", "Split", "Concat", "MatMul", "Softmax"},
+    "gpt2_dynamo": {"Gemm", "Split", "Concat", "MatMul", "Softmax"},
+    "llama_torchscript": {"MatMul", "Neg", "Slice", "Concat", "Expand", "Softmax"},
+    "llama_dynamo": {"MatMul", "Neg", "Slice", "Concat", "Expand", "Softmax"},
+    "gpt2_mha_contrib": {"MatMul", "Split", "MultiHeadAttention"},
+    "llama_gqa_contrib": {"MatMul", "GroupQueryAttention"},
+    "llama_attention23": {"MatMul", "RotaryEmbedding", "Attention"},
+}
+MLP_OPS = {
+    "gpt2_torchscript": {"Gemm", "Tanh", "Pow"},
+    "gpt2_dynamo": {"Gemm", "Tanh", "Pow"},
+    "gpt2_mha_contrib": {"MatMul", "FastGelu"},
+}
+LLAMA_MLP_OPS = {"MatMul", "Sigmoid", "Mul"}
+SHARED_MASK_OPS = {"LessOrEqual", "Range", "Cos", "Sin", "ReduceSum"}  # built once, read by every layer
+
+
+def _blocks(name: str) -> tuple[graph.ModelGraph, DagFacts, list[Block]]:
+    path = MODELS[name].path
+    g = graph.load(path, input_shapes(decoder_spec(path), SEQ, PAST))
+    facts = dag_facts(g)
+    return g, facts, layer_blocks(g, facts)
+
+
+def _convex(facts: DagFacts, nodes: frozenset[int]) -> bool:
+    """No path leaves the set and comes back."""
+    left: set[int] = set()  # nodes outside the set reached from it
+    for i in range(min(nodes), max(nodes) + 1):
+        if i in nodes:
+            if any(p in left for p in facts.preds[i]):
+                return False
+        elif any(p in nodes or p in left for p in facts.preds[i]):
+            left.add(i)
+    return True
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_one_attention_and_one_mlp_block_per_layer(name: str) -> None:
+    g, facts, blocks = _blocks(name)
+    kinds = Counter(b.kind for b in blocks)
+    assert kinds == {"attention": LAYERS, "mlp": LAYERS}
+    assert all(b.positions == SEQ for b in blocks)
+    seen: set[int] = set()
+    for b in blocks:
+        assert _convex(facts, b.nodes), f"{b.kind} block of {name} is not convex"
+        assert not seen & b.nodes, "a node in two blocks"
+        seen |= b.nodes
+        ops = {g.nodes[i].op_type for i in b.nodes}
+        assert not ops & SHARED_MASK_OPS, f"{b.kind} block took shared mask/rotary nodes: {ops & SHARED_MASK_OPS}"
+        expected = ATTENTION_OPS[name] if b.kind == "attention" else MLP_OPS.get(name, LLAMA_MLP_OPS)
+        assert expected <= ops, f"{b.kind} block of {name} lacks {expected - ops}"
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_attention_block_spans_projections_to_output_and_makes_the_present(name: str) -> None:
+    g, _, blocks = _blocks(name)
+    spec = decoder_spec(MODELS[name].path)
+    attention = [b for b in blocks if b.kind == "attention"]
+    for layer, block in enumerate(attention):
+        for present in spec.present[layer]:
+            assert g.producer[present] in block.nodes, f"{present} is made outside layer {layer}'s block"
+        weights = {t for i in block.nodes for t in g.nodes[i].input if t in g.initializers}
+        # every weight a projection of this layer reads (q/k/v or fused qkv, and the output projection)
+        exported_name = {t for t in weights if ".layers." in t or ".h." in t}
+        assert all(f".{layer}." in t for t in exported_name), f"layer {layer} block reads {exported_name}"
+        projections = [
+            i for i in block.nodes if g.nodes[i].op_type in ("MatMul", "Gemm") and g.nodes[i].input[1] in weights
+        ]
+        assert len(projections) >= 2  # at least a (fused) QKV projection and the output projection
+
+
+def test_the_mask_is_an_input_of_every_score_add_not_part_of_a_block() -> None:
+    g, _, blocks = _blocks("gpt2_dynamo")
+    softmaxes = [i for i in range(len(g.nodes)) if g.nodes[i].op_type == "Softmax"]
+    masks = {g.nodes[g.producer[g.nodes[s].input[0]]].input[1] for s in softmaxes}
+    assert len(masks) == 1  # one mask subgraph, read by both layers
+    mask_node = g.producer[masks.pop()]
+    assert all(mask_node not in b.nodes for b in blocks)
+    assert all(any(g.producer[g.nodes[s].input[0]] in b.nodes for b in blocks) for s in softmaxes)
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_prefill_and_decode_copies_pair_layer_by_layer(name: str, tmp_path: Path) -> None:
+    path = tmp_path / f"{name}.prefill_decode.onnx"
+    onnx.save(prefill_decode_model(MODELS[name].path), path)
+    a = pipeline.analyse(
+        path, kinds=["prefill_decode"], shapes=prefill_decode_shapes(decoder_spec(MODELS[name].path), SEQ, PAST)
+    )
+    found = [c for c in a.candidates if c.kind == "prefill_decode"]
+    notes = sorted(c.note.split(":")[0] for c in found)
+    assert notes == sorted(f"layer {i} {kind}" for i in range(LAYERS) for kind in ("attention", "mlp"))
+    for c in found:
+        assert all(a.graph.nodes[i].name.startswith("prefill/") for i in c.task_a)
+        assert all(a.graph.nodes[i].name.startswith("decode/") for i in c.task_b)
+        layer = c.note.split()[1]
+        a_ops = Counter(a.graph.nodes[i].op_type for i in c.task_a)
+        assert a_ops == Counter(a.graph.nodes[i].op_type for i in c.task_b), f"layer {layer}: copies differ"
+
+
+@pytest.mark.parametrize("name", ["gpt2_dynamo", "llama_gqa_contrib"])
+def test_merged_copies_compute_what_the_decoder_computes(name: str, tmp_path: Path) -> None:
+    path = tmp_path / f"{name}.prefill_decode.onnx"
+    onnx.save(prefill_decode_model(MODELS[name].path), path)
+    prefill = decoder_inputs(MODELS[name].path, SEQ, 0, seed=1)
+    decode = decoder_inputs(MODELS[name].path, 1, PAST, seed=2)
+    feeds = {f"prefill/{k}": v for k, v in prefill.items()} | {f"decode/{k}": v for k, v in decode.items()}
+    merged = session(path)
+    got = dict(zip([o.name for o in merged.get_outputs()], merged.run(None, feeds)))
+    alone = session(MODELS[name].path)
+    for prefix, request in (("prefill/", prefill), ("decode/", decode)):
+        want = dict(zip([o.name for o in alone.get_outputs()], alone.run(None, request)))
+        for out, value in want.items():
+            np.testing.assert_allclose(got[prefix + out], value, rtol=0, atol=1e-5)
+
+
+TORCH_EXPORTS = ["gpt2_torchscript", "gpt2_dynamo", "llama_torchscript", "llama_dynamo"]
+
+
+@needs_host
+@pytest.mark.parametrize("name", TORCH_EXPORTS)
+def test_rewritten_merged_decoder_fuses_every_layer_and_verifies_on_the_kernel(name: str, tmp_path: Path) -> None:
+    # GPT-2: fused-QKV Split, tanh GELU's Pow(x, 3); Llama: rotary Neg/Slice/Concat, repeat_kv's
+    # Expand to a shape computed from Shape(past); all reshape to computed shapes (TorchScript:
+    # Shape/Gather/Concat chains inside the blocks, folded when lowering). The prefill
+    # reads a short past: an empty one is a zero-sized input, which the kernel refuses.
+    path = tmp_path / f"{name}.prefill_decode.onnx"
+    onnx.save(prefill_decode_model(MODELS[name].path), path)
+    shapes = prefill_decode_shapes(decoder_spec(MODELS[name].path), SEQ, PAST, prefill_past=4)
+    result = pipeline.rewrite(
+        path, tmp_path / "fused.onnx", kinds=["prefill_decode"], shapes=shapes, verify_plugin=True
+    )
+    notes = sorted(p.candidate.note.split(":")[0] for p in result.analysis.pairs)
+    assert notes == sorted(f"layer {i} {kind}" for i in range(LAYERS) for kind in ("attention", "mlp"))
+    assert result.output is not None and result.comparison is not None
+    fused_ops = Counter(n.op_type for n in onnx.load(str(result.output)).graph.node)
+    assert fused_ops["FusedHexPair"] == 2 * LAYERS
+
+
+def test_a_decode_batch_pairs_its_mlp_by_the_attention_query_length(tmp_path: Path) -> None:
+    # GPT-2's MLP Gemm reads [batch x positions, 64]: 3 rows for a decode batch of 3, which alone
+    # would read as a 3-position prefill; the MLP takes its layer's attention query length (1)
+    name = "gpt2_dynamo"
+    path = tmp_path / f"{name}.prefill_decode.onnx"
+    onnx.save(prefill_decode_model(MODELS[name].path), path)
+    spec = decoder_spec(MODELS[name].path)
+    shapes = {f"prefill/{k}": v for k, v in input_shapes(spec, SEQ, 0).items()}
+    shapes |= {f"decode/{k}": v for k, v in input_shapes(spec, 1, PAST, batch=3).items()}
+    a = pipeline.analyse(path, kinds=["prefill_decode"], shapes=shapes)
+    notes = sorted(c.note.split(":")[0] for c in a.candidates)
+    assert notes == sorted(f"layer {i} {kind}" for i in range(LAYERS) for kind in ("attention", "mlp"))
+
+
+def test_mlp_blocks_without_attention_are_not_decoder_layers(zoo_dir: Path, tmp_path: Path) -> None:
+    # two_branch has an MLP over 64 rows, sequential_chain one over 1 row: side by side they
+    # look like a prefill and a decode MLP, but neither follows an attention block
+    wide, narrow = (onnx.load(str(zoo_dir / f"{n}.onnx")) for n in ("two_branch", "sequential_chain"))
+    path = tmp_path / "two_mlps.onnx"
+    onnx.save(onnx.compose.merge_models(wide, narrow, io_map=[], prefix1="a/", prefix2="b/"), path)
+    g = graph.load(path)
+    assert sorted(b.positions for b in layer_blocks(g, dag_facts(g)) if b.kind == "mlp") == [1, 64]
+    assert pipeline.analyse(path, kinds=["prefill_decode"]).candidates == []
+
+
+def test_contrib_attention_projecting_its_own_qkv_is_a_block_with_its_output_projection(tmp_path: Path) -> None:
+    # com.microsoft Attention takes the hidden state and the QKV weight: the block is the op and
+    # the output projection, never the previous layer it reads from
+    rng = np.random.default_rng(0)
+    hidden, nodes, inits = "x", [], []
+    for layer in range(LAYERS):
+        w = {
+            "qkv": rng.standard_normal((64, 192)),
+            "qkv_bias": rng.standard_normal(192),
+            "out": rng.standard_normal((64, 64)),
+            "scale": np.ones(64),
+            "shift": np.zeros(64),
+        }
+        inits += [onnx.numpy_helper.from_array(v.astype(np.float32), f"l{layer}.{k}") for k, v in w.items()]
+        p = f"l{layer}."
+        nodes += [
+            onnx.helper.make_node("LayerNormalization", [hidden, p + "scale", p + "shift"], [p + "ln"], name=p + "ln"),
+            onnx.helper.make_node(
+                "Attention",
+                [p + "ln", p + "qkv", p + "qkv_bias"],
+                [p + "att"],
+                name=p + "attention",
+                domain="com.microsoft",
+                num_heads=4,
+            ),
+            onnx.helper.make_node("MatMul", [p + "att", p + "out"], [p + "proj"], name=p + "out_proj"),
+            onnx.helper.make_node("Add", [hidden, p + "proj"], [p + "res"], name=p + "residual"),
+        ]
+        hidden = p + "res"
+    x = onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, SEQ, 64])
+    y = onnx.helper.make_tensor_value_info(hidden, onnx.TensorProto.FLOAT, [1, SEQ, 64])
+    graph_proto = onnx.helper.make_graph(nodes, "contrib_attention", [x], [y], inits)
+    opsets = [onnx.helper.make_opsetid("", 17), onnx.helper.make_opsetid("com.microsoft", 1)]
+    path = tmp_path / "contrib_attention.onnx"
+    onnx.save(onnx.helper.make_model(graph_proto, opset_imports=opsets), path)
+    g = graph.load(path)
+    blocks = layer_blocks(g, dag_facts(g))
+    attention = [sorted(g.nodes[i].name for i in b.nodes) for b in blocks if b.kind == "attention"]
+    assert attention == [[f"l{i}.attention", f"l{i}.out_proj"] for i in range(LAYERS)]
+    assert all(b.positions == SEQ for b in blocks)

@@ -1,0 +1,153 @@
+"""The text report says what stopped the pass: the ops outside the kernel with their counts, the
+nodes inside control-flow subgraphs it did not look at; a missing output folder is refused
+before any analysis."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+from cli_support import error_line, listing, run_cli
+from onnx import TensorProto, helper, numpy_helper
+
+from hexfuse_onnx.errors import EXIT_WRITE_FAILED
+
+
+def erf_branches(n: int = 3):
+    """x feeds n branches, each MatMul -> Erf; their Sum is the output."""
+    rng = np.random.default_rng(0)
+    nodes, inits = [], []
+    for k in range(n):
+        inits.append(numpy_helper.from_array(rng.standard_normal((64, 64)).astype(np.float32), f"w{k}"))
+        nodes += [
+            helper.make_node("MatMul", ["x", f"w{k}"], [f"m{k}"], name=f"mm{k}"),
+            helper.make_node("Erf", [f"m{k}"], [f"e{k}"], name=f"erf{k}"),
+        ]
+    nodes.append(helper.make_node("Sum", [f"e{k}" for k in range(n)], ["y"], name="sum"))
+    g = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [64, 64])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [64, 64])],
+        initializer=inits,
+    )
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_blocking_op_is_named_with_its_count(dirs) -> None:
+    src = dirs.save("erf.onnx", erf_branches())
+    proc = run_cli("inspect", src, "--json", dirs.out / "r.json")
+    assert proc.returncode == 0, proc.stderr
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("rejected")]
+    doc = json.loads((dirs.out / "r.json").read_text())
+    n = sum(1 for r in doc["rejected"] if r["reason"].startswith("does not lower"))
+    assert n >= 3 and all(r["blocker"] == "Erf outside the kernel" for r in doc["rejected"] if r["blocker"])
+    assert f"rejected {n}: does not lower: Erf outside the kernel ({n})" in lines
+
+
+def if_model():
+    """Relu, then an If whose branches hold 2 and 3 nodes."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])
+    out = helper.make_tensor_value_info("b", TensorProto.FLOAT, [4])
+
+    def branch(name: str, ops: list[str]):
+        nodes, prev = [], "r"
+        for k, op in enumerate(ops):
+            nodes.append(helper.make_node(op, [prev], [f"{name}{k}"], name=f"{name}/{op}{k}"))
+            prev = f"{name}{k}"
+        nodes.append(helper.make_node("Identity", [prev], ["b_" + name], name=f"{name}/out"))
+        return helper.make_graph(nodes, name, [], [helper.make_tensor_value_info("b_" + name, TensorProto.FLOAT, [4])])
+
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"], name="relu"),
+        helper.make_node("ReduceSum", ["r"], ["s"], name="sum", keepdims=0),
+        helper.make_node("Greater", ["s", "zero"], ["c"], name="positive"),
+        helper.make_node(
+            "If",
+            ["c"],
+            ["b"],
+            name="cond",
+            then_branch=branch("then", ["Exp"]),
+            else_branch=branch("else", ["Neg", "Tanh"]),
+        ),
+    ]
+    zero = numpy_helper.from_array(np.array(0, np.float32), "zero")
+    g = helper.make_graph(nodes, "g", [x], [out], initializer=[zero])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_nodes_inside_control_flow_are_named_as_not_looked_at(dirs) -> None:
+    src = dirs.save("if.onnx", if_model())
+    proc = run_cli("inspect", src, "--json", dirs.out / "r.json")
+    assert proc.returncode == 0, proc.stderr
+    assert "not looked at: 5 node(s) inside control-flow subgraphs (5 in If 'cond')" in proc.stdout
+    doc = json.loads((dirs.out / "r.json").read_text())
+    assert doc["not_looked_at"] == [{"node": "If 'cond'", "subgraph_nodes": 5}]
+
+
+def test_missing_output_folder_is_refused_before_analysis(dirs) -> None:
+    src = dirs.save("erf.onnx", erf_branches())
+    missing = dirs.out / "no" / "such" / "x.onnx"
+    proc = run_cli("rewrite", src, "-o", missing)  # not -q: analysis would print progress lines
+    assert proc.returncode == EXIT_WRITE_FAILED
+    line = error_line(proc)
+    assert "output folder" in line and "does not exist" in line and str(missing) in line
+    assert listing(dirs.out) == []
+
+
+def test_blocker_names_the_op_not_the_node() -> None:
+    from hexfuse_onnx.lowering import LoweringError
+    from hexfuse_onnx.select import blocker_of
+
+    assert blocker_of(LoweringError("Erf", "n1", "op is outside the kernel's op set")) == "Erf outside the kernel"
+    domain = LoweringError("FastGelu", "n2", "domain 'com.microsoft' is outside the kernel's op set")
+    assert blocker_of(domain) == "com.microsoft::FastGelu outside the kernel"
+    cast = LoweringError("Cast", "n3", "Cast from INT64 to FLOAT: the kernel runs float32 only")
+    assert blocker_of(cast) == "Cast: Cast from INT64 to FLOAT: the kernel runs float32 only"
+
+
+def test_original_failing_on_the_test_inputs_is_a_bad_model(tmp_path) -> None:
+    """Inconsistent --shape values (or a model that cannot run on them): the input is at fault, so
+    it is one ModelError (exit 3), not a verification failure blamed on every pair in turn."""
+    import pytest
+
+    from hexfuse_onnx import verify
+    from hexfuse_onnx.errors import EXIT_BAD_MODEL, ModelError
+
+    picks = helper.make_node("Gather", ["x", "i"], ["y"], name="row5", axis=0)
+    g = helper.make_graph(
+        [picks],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
+        initializer=[numpy_helper.from_array(np.array(5, np.int64), "i")],
+    )
+    src = tmp_path / "gather.onnx"
+    src.write_bytes(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+    assert verify.compare(src, src, {"x": [6, 4]}).outputs == 1
+    with pytest.raises(ModelError, match="the original model fails to run") as info:
+        verify.compare(src, src, {"x": [2, 4]})
+    assert info.value.exit_code == EXIT_BAD_MODEL
+
+
+def test_inconsistent_shape_values_are_one_line_and_exit_3(dirs) -> None:
+    """x and m share the symbolic batch n; giving them different batches breaks the original."""
+    from hexfuse_onnx.errors import EXIT_BAD_MODEL
+
+    w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32), "w")
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["a1"], name="mm"),
+        helper.make_node("Relu", ["a1"], ["a2"], name="relu"),
+        helper.make_node("Mul", ["m", "m"], ["b1"], name="mul"),
+        helper.make_node("Tanh", ["b1"], ["b2"], name="tanh"),
+        helper.make_node("Add", ["a2", "b2"], ["y"], name="join"),
+    ]
+    batch = [helper.make_tensor_value_info(t, TensorProto.FLOAT, ["n", 64]) for t in ("x", "m")]
+    g = helper.make_graph(nodes, "g", batch, [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 64])], [w])
+    src = dirs.save("batch.onnx", helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
+    proc = run_cli("rewrite", src, "-o", dirs.out / "out.onnx", "--shape", "x=2x64", "--shape", "m=3x64", "-q")
+    assert proc.returncode == EXIT_BAD_MODEL
+    assert "the original model fails to run" in error_line(proc)
+    assert listing(dirs.out) == []
+    consistent = run_cli("rewrite", src, "-o", dirs.out / "out.onnx", "--shape", "x=2x64", "--shape", "m=2x64", "-q")
+    assert consistent.returncode == 0, consistent.stderr

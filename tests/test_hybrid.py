@@ -1,0 +1,195 @@
+"""`colocate --hybrid` (issue 14): one exported decoder serving a prefill and a decode request.
+
+The hybrid model's two halves must give the decoder's own outputs for their request (stock ONNX
+Runtime op for op, the pairs' function bodies: exact; the plugin: 1e-4), and the decode half must continue
+what the prefill half started: fed the prefill's present cache and next token, it picks the token
+greedy generation on the decoder alone picks.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import onnx
+import pytest
+from cli_support import assert_mentions, error_line, listing, run_cli, sha256
+from onnx import TensorProto, helper, numpy_helper
+
+from hexfuse_onnx import colocate, fold, hybrid, runtime, verify
+from hexfuse_onnx.contract import DOMAIN
+from models.exported import MODELS, decoder_spec, generate
+
+EXIT_USAGE, EXIT_BAD_MODEL = 2, 3
+PLUGIN_RTOL = 1e-4
+# A second chunk of 8 after 8 cached tokens; the decode's past is the prefill's whole cache, so the
+# decode half can take the step after the prefill half.
+REQUESTS = hybrid.Requests(prefill=8, prefill_past=8, past=16)
+
+
+@pytest.fixture(scope="module", params=["gpt2_dynamo", "llama_dynamo", "gpt2_torchscript", "llama_torchscript"])
+def built(request, tmp_path_factory):
+    name = request.param
+    out = tmp_path_factory.mktemp(name) / "hybrid.onnx"
+    result = hybrid.hybrid(MODELS[name].path, out, REQUESTS, target="host")
+    return name, out, result
+
+
+def _stock(path) -> object:
+    """Stock ORT without the fusions that change once shapes are constant (colocate.check_outputs)."""
+    return verify.session(path, colocate.op_for_op_options())
+
+
+def _own_outputs(name: str, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    s = _stock(MODELS[name].path)
+    out: dict[str, np.ndarray] = {}
+    for half in (hybrid.PREFILL, hybrid.DECODE):
+        own = {a.name: feeds[f"{half}/{a.name}"] for a in s.get_inputs()}
+        names = [o.name for o in s.get_outputs()]
+        out |= {f"{half}/{n}": v for n, v in zip(names, s.run(names, own))}
+    return out
+
+
+def _run(session, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    names = [o.name for o in session.get_outputs()]
+    return dict(zip(names, session.run(names, feeds)))
+
+
+def test_each_half_gives_the_decoders_own_outputs(built):
+    name, out, result = built
+    assert result.rewrite.output == out and result.compared_outputs == 2 * len(
+        onnx.load(MODELS[name].path).graph.output
+    )
+    model = onnx.load(out)
+    assert any(n.domain == DOMAIN for n in model.graph.node)
+    assert result.merged.plan.shared_weights == len(onnx.load(MODELS[name].path).graph.initializer)
+    feeds = hybrid.inputs(MODELS[name].path, REQUESTS, seed=5)
+    expected = _own_outputs(name, feeds)
+    stock = _run(_stock(out), feeds)
+    plugin = _run(runtime.InferenceSession(out, backend="host"), feeds)
+    assert sorted(stock) == sorted(expected)
+    for k, ref in expected.items():
+        assert np.array_equal(stock[k], ref), k
+        assert verify.relative_error(ref, plugin[k]) <= PLUGIN_RTOL, k
+
+
+def test_pairs_meet_the_same_layers(built):
+    """Each pair is the same layers' blocks of both requests: as many attention cores (Softmax) and
+    projections (MatMul/Gemm, within the decode's extra LM-head row) on each side."""
+    _, out, _ = built
+    paired = 0
+    for f in onnx.load(out).functions:
+        count = {
+            (half, ops): sum(n.op_type in ops and n.name.startswith(half) for n in f.node)
+            for half in ("prefill/", "decode/")
+            for ops in ("Softmax", ("MatMul", "Gemm"))
+        }
+        assert count["prefill/", "Softmax"] == count["decode/", "Softmax"], (f.overload, count)
+        assert abs(count["prefill/", ("MatMul", "Gemm")] - count["decode/", ("MatMul", "Gemm")]) <= 1, count
+        paired += count["prefill/", "Softmax"]
+    assert paired >= 1
+
+
+def test_the_decode_half_continues_the_prefill(built):
+    """Greedy generation of the decoder alone on a 16-token prompt, against: the decoder on the first
+    chunk, the hybrid's prefill half on the second (its next token), then the hybrid's decode half
+    on the prefill half's cache (the token after)."""
+    name, out, _ = built
+    spec = decoder_spec(MODELS[name].path)
+    first_chunk = verify.session(MODELS[name].path)
+    prompt = np.random.default_rng(7).integers(0, spec.vocab, (1, REQUESTS.prefill_past + REQUESTS.prefill), np.int64)
+    alone = generate(first_chunk, spec, prompt, steps=2)
+    chunk = _request(spec, prompt[:, : REQUESTS.prefill_past], {}, 0)
+    cache = dict(zip([o.name for o in first_chunk.get_outputs()], first_chunk.run(None, chunk)))
+    feeds = hybrid.inputs(MODELS[name].path, REQUESTS, seed=1)  # the decode half's first request: any
+    feeds |= _request(spec, prompt[:, REQUESTS.prefill_past :], cache, REQUESTS.prefill_past, hybrid.PREFILL)
+    for session in (verify.session(out), runtime.InferenceSession(out, backend="host")):
+        first = _run(session, feeds)
+        prefilled = {k.removeprefix(f"{hybrid.PREFILL}/"): v for k, v in first.items()}
+        token = prefilled[spec.logits][:, -1:].argmax(-1)
+        step = feeds | _request(spec, token, prefilled, REQUESTS.past, hybrid.DECODE)
+        after = _run(session, step)[f"{hybrid.DECODE}/{spec.logits}"][:, -1:].argmax(-1)
+        assert np.array_equal(np.concatenate([token, after], axis=1), alone)
+
+
+def _request(spec, ids: np.ndarray, present: dict, past: int, half: str = "") -> dict[str, np.ndarray]:
+    """Feeds of one request: `ids` after `past` cached tokens whose keys/values are `present`'s."""
+    prefix = f"{half}/" if half else ""
+    feeds = {prefix + spec.ids: ids}
+    if spec.mask:
+        feeds[prefix + spec.mask] = np.ones((1, past + ids.shape[1]), np.int64)
+    if spec.positions:
+        feeds[prefix + spec.positions] = np.arange(past, past + ids.shape[1], dtype=np.int64)[None]
+    for (pk, pv), (qk, qv) in zip(spec.past, spec.present):
+        empty = np.zeros((1, spec.kv_heads, 0, spec.head_dim), np.float32)
+        feeds[prefix + pk], feeds[prefix + pv] = present.get(qk, empty), present.get(qv, empty)
+    return feeds
+
+
+@pytest.mark.parametrize("case", ["not a decoder", "prefill of one token"])
+def test_cli_refuses_with_one_line_and_writes_nothing(zoo_dir, tmp_path, case):
+    src, out = zoo_dir / "mlp_chain.onnx", tmp_path / "out"
+    out.mkdir()
+    before = sha256(src)
+    if case == "not a decoder":
+        proc = run_cli("colocate", "--hybrid", src, "-o", out / "h.onnx", "-q")
+        code, words = EXIT_BAD_MODEL, ["--hybrid", "decoder", "past_key_values"]
+    else:
+        proc = run_cli("colocate", "--hybrid", MODELS["gpt2_dynamo"].path, "--prefill", "1", "-o", out / "h.onnx")
+        code, words = EXIT_USAGE, ["--prefill", "decode step"]
+    assert proc.returncode == code, proc.stderr
+    assert_mentions(error_line(proc), *words)
+    assert listing(out) == []
+    assert sha256(src) == before
+
+
+def test_specialise_folds_integer_shape_work_and_nothing_else(tmp_path):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    z = helper.make_tensor_value_info("z", TensorProto.FLOAT, None)
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("ReduceProd", ["s"], ["total"], keepdims=1),
+        helper.make_node("Reshape", ["x", "total"], ["y"]),  # its target becomes an initializer
+        helper.make_node("Cast", ["s"], ["z"], to=TensorProto.FLOAT),  # float: stays computed
+    ]
+    model = helper.make_model(
+        helper.make_graph(nodes, "g", [x], [y, z]), opset_imports=[helper.make_opsetid("", 18)], ir_version=8
+    )
+    fixed, folded = fold.specialise(model, {"x": [3, 4]})
+    assert folded == 2  # Shape and ReduceProd
+    assert [n.op_type for n in fixed.graph.node] == ["Reshape", "Cast"]
+    assert {t.name: numpy_helper.to_array(t).tolist() for t in fixed.graph.initializer} == {"s": [3, 4], "total": [12]}
+    assert [d.dim_value for d in fixed.graph.input[0].type.tensor_type.shape.dim] == [3, 4]
+    assert [n.op_type for n in model.graph.node][0] == "Shape"  # the input model is left as it was
+    onnx.save(model, tmp_path / "a.onnx")
+    onnx.save(fixed, tmp_path / "b.onnx")
+    feeds = {"x": np.arange(12, dtype=np.float32).reshape(3, 4)}
+    for ref, got in zip(
+        verify.session(tmp_path / "a.onnx").run(None, feeds), verify.session(tmp_path / "b.onnx").run(None, feeds)
+    ):
+        assert np.array_equal(ref, got)
+
+
+def test_cli_hybrid_writes_the_model_and_its_report(tmp_path):
+    out, report = tmp_path / "h.onnx", tmp_path / "h.json"
+    args = ["--prefill", "8", "--prefill-past", "8", "--past", "16", "--target", "host", "--json", report]
+    proc = run_cli("colocate", "--hybrid", "gpt2_dynamo", "-o", out, *args, "-q")
+    assert proc.returncode == 0, proc.stderr
+    assert "lies inside pairs" in proc.stdout
+    doc = json.loads(report.read_text())
+    assert doc["colocate"]["hybrid"] == {"prefill": 8, "prefill_past": 8, "past": 16}
+    assert doc["colocate"]["streams"] == ["prefill/", "decode/"] and doc["pairs"]
+    dims = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim] for v in onnx.load(out).graph.input}
+    assert dims["prefill/input_ids"] == [1, 8] and dims["decode/past_key_values.0.key"] == [1, 4, 16, 16]
+
+
+def test_cli_hybrid_decode_priority_bounds_the_decode(tmp_path):
+    """--priority B: the decode request is latency-critical; its modelled latency grows <= 5%."""
+    out, report = tmp_path / "h.onnx", tmp_path / "h.json"
+    args = ["--prefill", "8", "--past", "16", "--target", "host", "--priority", "B", "--json", report, "-q"]
+    assert run_cli("colocate", "--hybrid", "gpt2_dynamo", "-o", out, *args).returncode == 0
+    doc = json.loads(report.read_text())["colocate"]
+    assert doc["priority"] == 1
+    modelled = doc["modelled"]
+    assert modelled["stream_colocated_us"]["decode/"] <= 1.05 * modelled["stream_alone_us"]["decode/"] * (1 + 1e-9)

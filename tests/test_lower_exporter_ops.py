@@ -1,0 +1,322 @@
+"""The ops exporters write, lowered onto the kernel's existing opcodes and run on the real host
+kernel against ONNX Runtime: BatchNormalization, Sum, Split, Neg, Sqrt, Clip, Cast, 1-D Conv and
+pooling, Pad folded into a Conv, Expand, Gather; and the forms the kernel cannot run, refused by name."""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+from test_lower import _op_records, assert_matches_ort_on_the_host_kernel, init, needs_host, pair_model, vi
+
+from hexfuse_onnx.lowering import LoweringError, lower_pair
+from hexfuse_onnx.lowering.abi import Opcode
+
+RNG = np.random.default_rng(11)
+
+
+def f32(*shape: int) -> np.ndarray:
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def task_b_pair(
+    nodes: list[onnx.NodeProto],
+    inputs: list[onnx.ValueInfoProto],
+    outputs: list[onnx.ValueInfoProto],
+    inits: list[onnx.TensorProto] = (),
+    opset: int = 17,
+) -> onnx.ModelProto:
+    """A pair whose task A is one Relu and task B the given nodes."""
+    a = [helper.make_node("Relu", ["x"], ["ya"], name="relu")]
+    extra = [vi(t.name, list(t.dims), t.data_type) for t in inits]
+    return pair_model(a, nodes, [vi("x", [2, 4])], inputs + extra, [vi("ya", [2, 4])], outputs, list(inits), opset)
+
+
+def opcodes(m: onnx.ModelProto) -> list[int]:
+    return [struct.unpack_from("<H", r, 0)[0] for r in _op_records(lower_pair(m, m.graph.node[0]))]
+
+
+def batch_norm(rank: int = 4, eps: float = 1e-3) -> onnx.ModelProto:
+    c = 5
+    var = np.abs(f32(c)) + 0.1
+    inits = [init("g", f32(c)), init("b", f32(c)), init("mean", f32(c)), init("var", var)]
+    shape = [2, c, 6, 7][:rank]
+    node = helper.make_node("BatchNormalization", ["z", "g", "b", "mean", "var"], ["yb"], name="bn", epsilon=eps)
+    return task_b_pair([node], [vi("z", shape)], [vi("yb", shape)], inits, opset=15)
+
+
+CASES = {
+    "batchnorm_4d": lambda: batch_norm(4),
+    "batchnorm_2d": lambda: batch_norm(2, eps=1e-5),
+    "sum3_broadcast": lambda: task_b_pair(
+        [helper.make_node("Sum", ["z", "s1", "s2"], ["yb"], name="sum")],
+        [vi("z", [2, 3, 4]), vi("s1", [3, 4]), vi("s2", [2, 1, 4])],
+        [vi("yb", [2, 3, 4])],
+    ),
+    "sum1": lambda: task_b_pair(
+        [helper.make_node("Sum", ["z"], ["yb"], name="sum")], [vi("z", [3, 4])], [vi("yb", [3, 4])]
+    ),
+    "split_input": lambda: task_b_pair(
+        [helper.make_node("Split", ["z", "sizes"], ["y1", "y2", "y3"], name="split", axis=1)],
+        [vi("z", [2, 9, 3])],
+        [vi("y1", [2, 2, 3]), vi("y2", [2, 3, 3]), vi("y3", [2, 4, 3])],
+        [init("sizes", np.array([2, 3, 4], np.int64))],
+        opset=13,
+    ),
+    "split_attribute": lambda: task_b_pair(
+        [helper.make_node("Split", ["z"], ["y1", "y2"], name="split", axis=-1, split=[1, 3])],
+        [vi("z", [2, 3, 4])],
+        [vi("y1", [2, 3, 1]), vi("y2", [2, 3, 3])],
+        opset=11,
+    ),
+    "split_num_outputs": lambda: task_b_pair(
+        [helper.make_node("Split", ["z"], ["y1", "y2", "y3"], name="split", axis=0, num_outputs=3)],
+        [vi("z", [7, 2])],
+        [vi("y1", [3, 2]), vi("y2", [3, 2]), vi("y3", [1, 2])],
+        opset=18,
+    ),
+    "neg": lambda: task_b_pair(
+        [helper.make_node("Neg", ["z"], ["yb"], name="neg")], [vi("z", [3, 5])], [vi("yb", [3, 5])]
+    ),
+    "sqrt": lambda: task_b_pair(  # negative inputs give NaN on both sides, in the same places
+        [helper.make_node("Sqrt", ["z"], ["yb"], name="sqrt")], [vi("z", [3, 5])], [vi("yb", [3, 5])]
+    ),
+    "clip_relu6_inputs": lambda: task_b_pair(
+        [helper.make_node("Clip", ["z", "lo", "hi"], ["yb"], name="clip")],
+        [vi("z", [2, 3, 4])],
+        [vi("yb", [2, 3, 4])],
+        [init("lo", np.array(-0.5, np.float32)), init("hi", np.array(0.7, np.float32))],
+    ),
+    "clip_max_only": lambda: task_b_pair(
+        [helper.make_node("Clip", ["z", "", "hi"], ["yb"], name="clip")],
+        [vi("z", [2, 3, 4])],
+        [vi("yb", [2, 3, 4])],
+        [init("hi", np.array(0.25, np.float32))],
+    ),
+    "clip_attributes_opset6": lambda: task_b_pair(
+        [helper.make_node("Clip", ["z"], ["yb"], name="clip", min=0.0, max=0.5)],
+        [vi("z", [2, 3, 4])],
+        [vi("yb", [2, 3, 4])],
+        opset=10,
+    ),
+    "cast_float": lambda: task_b_pair(
+        [helper.make_node("Cast", ["z"], ["yb"], name="cast", to=TensorProto.FLOAT)],
+        [vi("z", [3, 5])],
+        [vi("yb", [3, 5])],
+    ),
+    "conv1d": lambda: task_b_pair(
+        [helper.make_node("Conv", ["z", "w", "cb"], ["yb"], name="conv", pads=[2, 1], strides=[2], dilations=[2])],
+        [vi("z", [2, 4, 17])],
+        [vi("yb", [2, 6, 8])],
+        [init("w", f32(6, 4, 3)), init("cb", f32(6))],
+    ),
+    "conv1d_same_grouped": lambda: task_b_pair(
+        [helper.make_node("Conv", ["z", "w"], ["yb"], name="conv", auto_pad="SAME_UPPER", group=2)],
+        [vi("z", [1, 4, 10])],
+        [vi("yb", [1, 6, 10])],
+        [init("w", f32(6, 2, 4))],
+    ),
+    "maxpool1d": lambda: task_b_pair(
+        [helper.make_node("MaxPool", ["z"], ["yb"], name="pool", kernel_shape=[3], strides=[2], pads=[1, 1])],
+        [vi("z", [2, 3, 11])],
+        [vi("yb", [2, 3, 6])],
+    ),
+    "avgpool1d": lambda: task_b_pair(
+        [
+            helper.make_node(
+                "AveragePool", ["z"], ["yb"], name="pool", kernel_shape=[4], count_include_pad=1, pads=[1, 2]
+            )
+        ],
+        [vi("z", [1, 2, 9])],
+        [vi("yb", [1, 2, 9])],
+    ),
+    "pad_conv2d": lambda: task_b_pair(
+        [
+            helper.make_node("Pad", ["z", "pads"], ["zp"], name="pad"),
+            helper.make_node("Conv", ["zp", "w"], ["yb"], name="conv", pads=[1, 0, 0, 1]),
+        ],
+        [vi("z", [1, 3, 8, 8])],
+        [vi("yb", [1, 4, 8, 10])],
+        [init("pads", np.array([0, 0, 0, 1, 0, 0, 1, 2], np.int64)), init("w", f32(4, 3, 3, 3))],
+    ),
+    "pad_conv1d_opset2": lambda: task_b_pair(
+        [
+            helper.make_node("Pad", ["z"], ["zp"], name="pad", pads=[0, 0, 2, 0, 0, 1]),
+            helper.make_node("Conv", ["zp", "w"], ["yb"], name="conv"),
+        ],
+        [vi("z", [1, 3, 8])],
+        [vi("yb", [1, 2, 9])],
+        [init("w", f32(2, 3, 3))],
+        opset=10,
+    ),
+    "expand": lambda: task_b_pair(
+        [helper.make_node("Expand", ["z", "shape"], ["yb"], name="expand")],
+        [vi("z", [3, 1, 4])],
+        [vi("yb", [2, 3, 5, 4])],
+        [init("shape", np.array([2, 1, 5, 1], np.int64))],
+    ),
+    "gather_scalar": lambda: task_b_pair(
+        [helper.make_node("Gather", ["z", "i"], ["yb"], name="gather", axis=1)],
+        [vi("z", [2, 5, 3])],
+        [vi("yb", [2, 3])],
+        [init("i", np.array(-2, np.int64))],
+    ),
+    "gather_range": lambda: task_b_pair(
+        [helper.make_node("Gather", ["z", "i"], ["yb"], name="gather", axis=2)],
+        [vi("z", [2, 5, 6])],
+        [vi("yb", [2, 5, 3])],
+        [init("i", np.array([2, 3, 4], np.int64))],
+    ),
+}
+
+OPCODES = {
+    "batchnorm_4d": [Opcode.RELU, Opcode.MUL, Opcode.ADD],
+    "sum3_broadcast": [Opcode.RELU, Opcode.ADD, Opcode.ADD],
+    "split_input": [Opcode.RELU, Opcode.SLICE, Opcode.SLICE, Opcode.SLICE],
+    "neg": [Opcode.RELU, Opcode.NEG],
+    "clip_relu6_inputs": [Opcode.RELU, Opcode.CLIP],
+    "cast_float": [Opcode.RELU, Opcode.COPY],
+    "conv1d": [Opcode.RELU, Opcode.COPY, Opcode.COPY, Opcode.CONV2D, Opcode.COPY],
+    "maxpool1d": [Opcode.RELU, Opcode.COPY, Opcode.MAXPOOL, Opcode.COPY],
+    "pad_conv2d": [Opcode.RELU, Opcode.CONV2D],  # the Pad emits nothing
+    "expand": [Opcode.RELU, Opcode.MUL],
+    "gather_scalar": [Opcode.RELU, Opcode.SLICE, Opcode.COPY],
+    "gather_range": [Opcode.RELU, Opcode.SLICE],
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_lowers_onto_the_expected_opcodes(name: str) -> None:
+    m = CASES[name]()
+    onnx.checker.check_model(m, full_check=True)
+    if name in OPCODES:
+        assert opcodes(m) == OPCODES[name]
+    else:
+        assert opcodes(m)
+
+
+@needs_host
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_matches_ort_on_the_host_kernel(name: str) -> None:
+    assert_matches_ort_on_the_host_kernel(CASES[name](), tol=1e-5)
+
+
+def refused(nodes, inputs, outputs, inits=(), opset=17) -> tuple[onnx.ModelProto, str]:
+    return task_b_pair(nodes, inputs, outputs, list(inits), opset), nodes[-1].op_type
+
+
+REFUSED = {
+    "cast_to_int": (
+        [helper.make_node("Cast", ["z"], ["yb"], name="cast", to=TensorProto.INT32)],
+        [vi("z", [3])],
+        [vi("yb", [3], TensorProto.INT32)],
+        (),
+        17,
+        "Cast from FLOAT to INT32",
+    ),
+    "bn_training": (
+        [helper.make_node("BatchNormalization", ["z", "g", "b", "m", "v"], ["yb"], name="bn", training_mode=1)],
+        [vi("z", [2, 3, 4])],
+        [vi("yb", [2, 3, 4])],
+        [init(k, np.ones(3, np.float32)) for k in "gbmv"],
+        15,
+        "training_mode=1",
+    ),
+    "gather_gaps": (
+        [helper.make_node("Gather", ["z", "i"], ["yb"], name="gather")],
+        [vi("z", [5, 2])],
+        [vi("yb", [2, 2])],
+        [init("i", np.array([0, 2], np.int64))],
+        17,
+        "contiguous",
+    ),
+    "pad_reflect": (
+        [
+            helper.make_node("Pad", ["z", "pads"], ["zp"], name="pad", mode="reflect"),
+            helper.make_node("Conv", ["zp", "w"], ["yb"], name="conv"),
+        ],
+        [vi("z", [1, 2, 5, 5])],
+        [vi("yb", [1, 2, 5, 5])],
+        [init("pads", np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64)), init("w", np.ones((2, 2, 3, 3), np.float32))],
+        17,
+        "mode='constant'",
+    ),
+    "pad_not_before_conv": (
+        [helper.make_node("Pad", ["z", "pads"], ["yb"], name="pad")],
+        [vi("z", [1, 2, 5, 5])],
+        [vi("yb", [1, 2, 7, 7])],
+        [init("pads", np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64))],
+        17,
+        "folded into it",
+    ),
+    "conv3d": (
+        [helper.make_node("Conv", ["z", "w"], ["yb"], name="conv")],
+        [vi("z", [1, 1, 3, 3, 3])],
+        [vi("yb", [1, 1, 1, 1, 1])],
+        [init("w", np.ones((1, 1, 3, 3, 3), np.float32))],
+        17,
+        "1-D and 2-D",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_forms_outside_the_kernel_are_refused_by_name(name: str) -> None:
+    nodes, inputs, outputs, inits, opset, reason = REFUSED[name]
+    m = task_b_pair(nodes, inputs, outputs, list(inits), opset)
+    with pytest.raises(LoweringError, match=reason) as info:
+        lower_pair(m, m.graph.node[0])
+    assert info.value.node in {n.name for n in nodes}
+
+
+def exported_style_branches() -> onnx.ModelProto:
+    """Two branches as exporters write them: Conv -> BatchNormalization -> Clip (ReLU6) against
+    Pad -> Conv -> BatchNormalization -> Neg, then Split, Gather and Expand before a Sum join."""
+    c = 8
+
+    def bn(name: str) -> list[onnx.TensorProto]:
+        return [
+            init(f"{name}_g", f32(c)),
+            init(f"{name}_b", f32(c)),
+            init(f"{name}_m", f32(c)),
+            init(f"{name}_v", np.abs(f32(c)) + 0.5),
+        ]
+
+    inits = [init("wa", f32(c, 4, 3, 3)), init("wb", f32(c, 4, 3, 3)), init("pads", np.array([0, 0, 1, 1, 0, 0, 1, 1]))]
+    inits += bn("bna") + bn("bnb")
+    inits += [init("six", np.array(6, np.float32)), init("zero", np.array(0, np.float32))]
+    inits += [init("halves", np.array([4, 4], np.int64)), init("idx", np.array([1, 2], np.int64))]
+    inits += [init("shape", np.array([1, 4, 16, 16], np.int64))]
+    nodes = [
+        helper.make_node("Conv", ["x", "wa"], ["a1"], name="a/conv", pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["a1", "bna_g", "bna_b", "bna_m", "bna_v"], ["a2"], name="a/bn"),
+        helper.make_node("Clip", ["a2", "zero", "six"], ["a3"], name="a/relu6"),
+        helper.make_node("Split", ["a3", "halves"], ["a4", "a5"], name="a/split", axis=1),
+        helper.make_node("Sum", ["a4", "a5"], ["a6"], name="a/sum"),
+        helper.make_node("Pad", ["x", "pads"], ["b1"], name="b/pad"),
+        helper.make_node("Conv", ["b1", "wb"], ["b2"], name="b/conv"),
+        helper.make_node("BatchNormalization", ["b2", "bnb_g", "bnb_b", "bnb_m", "bnb_v"], ["b3"], name="b/bn"),
+        helper.make_node("Neg", ["b3"], ["b4"], name="b/neg"),
+        helper.make_node("Gather", ["b4", "idx"], ["b5"], name="b/gather", axis=1),
+        helper.make_node("ReduceMean", ["b5"], ["b6"], name="b/mean", axes=[1], keepdims=1),
+        helper.make_node("Expand", ["b6", "shape"], ["b7"], name="b/expand"),
+        helper.make_node("Add", ["a6", "b7"], ["y"], name="join"),
+    ]
+    g = helper.make_graph(nodes, "g", [vi("x", [1, 4, 16, 16])], [vi("y", [1, 4, 16, 16])], initializer=inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@needs_host
+def test_exported_style_branches_fuse_and_match_with_the_plugin(tmp_path) -> None:
+    from hexfuse_onnx import pipeline
+
+    src = tmp_path / "exported.onnx"
+    onnx.save(exported_style_branches(), src)
+    result = pipeline.rewrite(src, tmp_path / "out.onnx", target="host", verify_plugin=True)
+    assert result.output is not None, [r.reason for r in result.analysis.rejected]
+    (pair,) = result.analysis.pairs
+    fused = {result.analysis.graph.nodes[i].op_type for i in pair.candidate.nodes}
+    assert fused >= {"BatchNormalization", "Clip", "Split", "Sum", "Pad", "Neg", "Gather", "Expand"}

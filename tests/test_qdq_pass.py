@@ -1,0 +1,259 @@
+"""QDQ models through the pass: QuantizeLinear / DequantizeLinear ops of the kernel against ONNX
+Runtime bit for bit, and the quantized zoo rewritten (stock ORT bit for bit, the plugin within one
+quantization step of the original)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from hexfuse_onnx import pipeline, runtime, verify
+from hexfuse_onnx.lowering import attach_programs
+from hexfuse_onnx.lowering.abi import Dtype, Engine, Opcode, QuantParam, Role, Task
+from hexfuse_onnx.lowering.program import Op, Program, Tensor
+from models import quantized
+
+pytestmark = pytest.mark.skipif(
+    not (runtime.LIB_DIR / runtime.PLUGIN_NAME).is_file(),
+    reason=f"{runtime.LIB_DIR / runtime.PLUGIN_NAME} not built: run `bash custom_ops/build.sh`",
+)
+
+NP = {Dtype.U8: np.uint8, Dtype.I8: np.int8}
+ONNX = {Dtype.U8: TensorProto.UINT8, Dtype.I8: TensorProto.INT8}
+SPECIAL = [0.25, 0.75, -0.25, -0.75, 1.25, -1.25, np.nan, np.inf, -np.inf, 1e30, -1e30, 63.75, -64.25, 0.0, -0.0]
+
+
+def _ort_qdq(x: np.ndarray, scale: np.ndarray, zp: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
+    """QuantizeLinear, then DequantizeLinear of the result, on stock ONNX Runtime."""
+    zt = onnx.helper.np_dtype_to_tensor_dtype(zp.dtype)
+    inits = [numpy_helper.from_array(scale, "s"), numpy_helper.from_array(zp, "z")]
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], axis=axis),
+        helper.make_node("DequantizeLinear", ["q", "s", "z"], ["d"], axis=axis),
+    ]
+    g = helper.make_graph(
+        nodes,
+        "qdq",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+        [
+            helper.make_tensor_value_info("q", zt, list(x.shape)),
+            helper.make_tensor_value_info("d", TensorProto.FLOAT, list(x.shape)),
+        ],
+        initializer=inits,
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 19)], ir_version=9)
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    s = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    q, d = s.run(None, {"x": x})
+    return q, d
+
+
+def _kernel_qdq(x: np.ndarray, scale: np.ndarray, zp: np.ndarray, axis: int, dtype: Dtype) -> list[np.ndarray]:
+    p = Program()
+    ids = [
+        p.add(Tensor(Dtype.F32, Role.INPUT, Task.A, list(x.shape), io=0)),
+        p.add(Tensor(Dtype.F32, Role.INPUT, Task.A, list(scale.shape), io=1)),
+        p.add(Tensor(dtype, Role.INPUT, Task.A, list(zp.shape), io=2)),
+    ]
+    q = p.add(Tensor(dtype, Role.OUTPUT, Task.A, list(x.shape), io=0))
+    d = p.add(Tensor(Dtype.F32, Role.OUTPUT, Task.A, list(x.shape), io=1))
+    param = [0] * 32
+    param[QuantParam.AXIS] = axis if scale.size > 1 else 0
+    p.ops.append(Op(Opcode.QUANTIZE_LINEAR, Engine.VECTOR, Task.A, ids, q, list(param)))
+    p.ops.append(Op(Opcode.DEQUANTIZE_LINEAR, Engine.VECTOR, Task.A, [q, ids[1], ids[2]], d, list(param)))
+    p.n_io = [3, 0, 2, 0]
+    return runtime.HostKernel(workers=1).run(p.encode(), [x, scale, zp])
+
+
+@pytest.mark.parametrize("dtype", [Dtype.U8, Dtype.I8], ids=["u8", "i8"])
+@pytest.mark.parametrize("shape,axis", [((1027,), 0), ((3, 5, 7), 1), ((2, 16, 33, 31), 1), ((4, 9), 1)])
+def test_quantize_dequantize_match_onnxruntime_bit_for_bit(dtype: Dtype, shape: tuple, axis: int) -> None:
+    """Ties at .5, saturation at both ends, NaN and +-inf, odd sizes (ORT's scalar tail), per
+    tensor (rank 1) and per axis."""
+    rng = np.random.default_rng(7)
+    info = np.iinfo(NP[dtype])
+    x = rng.uniform(-200, 200, size=shape).astype(np.float32)
+    x.reshape(-1)[: len(SPECIAL)] = SPECIAL
+    channels = 1 if len(shape) == 1 else shape[axis]
+    scale = np.where(np.arange(channels) % 2 == 1, 0.5, rng.uniform(0.01, 2.0, channels)).astype(np.float32)
+    zp = rng.integers(info.min, info.max + 1, channels).astype(NP[dtype])
+    if channels == 1:
+        scale, zp = scale.reshape(()), zp.reshape(())
+    q_ref, d_ref = _ort_qdq(x, scale, zp, axis)
+    q, d = _kernel_qdq(x, scale, zp, axis, dtype)
+    assert q.dtype == q_ref.dtype and np.array_equal(q, q_ref)
+    assert np.array_equal(d.view(np.uint32), d_ref.view(np.uint32))
+
+
+# ---- the quantized zoo through the pass --------------------------------------------------------
+
+# the u8u8 models with a candidate (mlp_chain, sequential_chain and ppocr_cls have none)
+ZOO = [
+    "two_branch_qdq_u8u8",
+    "inception_qdq_u8u8",
+    "mha_encoder_qdq_u8u8",
+    "convnet_heads_qdq_u8u8",
+    "gpt_decode_step_qdq_u8u8",
+    "ppocr_det_qdq_u8u8",
+    "ppocr_rec_qdq_u8u8",
+    "centerface_qdq_u8u8",
+]
+
+
+def _steps_of(model: onnx.ModelProto) -> dict[str, float]:
+    """The quantization step of every tensor made by a DequantizeLinear with a per-tensor scale."""
+    inits = {t.name: t for t in model.graph.initializer}
+    steps = {}
+    for n in model.graph.node:
+        if n.op_type == "DequantizeLinear" and n.input[1] in inits:
+            s = numpy_helper.to_array(inits[n.input[1]])
+            if s.size == 1:
+                steps[n.output[0]] = float(s.reshape(()))
+    return steps
+
+
+def _with_outputs(model: onnx.ModelProto, names: list[str]) -> bytes:
+    """The model with these tensors added as graph outputs (their types from shape inference)."""
+    m = onnx.shape_inference.infer_shapes(model)
+    types = {v.name: v for v in list(m.graph.value_info) + list(m.graph.output)}
+    have = {o.name for o in m.graph.output}
+    m.graph.output.extend(types[n] for n in names if n not in have)
+    return m.SerializeToString()
+
+
+def _steps(ref: np.ndarray, got: np.ndarray, step: float) -> float:
+    return float(np.abs(ref.astype(np.float64) - got.astype(np.float64)).max()) / step
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in ZOO])
+def test_quantized_zoo_fuses_and_matches(name: str, tmp_path: Path) -> None:
+    """Every pair's outputs (QuantizeLinear results) on the plugin are within one step of stock ORT's
+    run of the original; the model outputs are printed in steps of their final DequantizeLinear."""
+    if not quantized.base_available(name):
+        pytest.skip(f"needs python -m models real fetch {quantized.get(name).base}")
+    src = quantized.fetch(name)
+    result = pipeline.rewrite(src, tmp_path / "fused.onnx", rtol=0.0)
+    pairs = result.analysis.pairs
+    assert result.output is not None and pairs, f"{name}: no pair fused"
+    fused, failed = attach_programs(onnx.load(result.output))
+    assert failed == {}, failed
+    pair_outputs = [t for n in fused.graph.node if n.op_type == "FusedHexPair" for t in n.output]
+    original = verify.session(src)
+    feeds = verify.random_inputs(original, seed=3)
+    ref = original.run(None, feeds)
+    stock = verify.session(result.output).run(None, feeds)
+    for r, g in zip(ref, stock):  # the fallback is the original nodes
+        assert np.array_equal(r, g, equal_nan=True)
+    so = runtime.session_options(backend="host")
+    so.log_severity_level = 3
+    plugin = ort.InferenceSession(_with_outputs(fused, pair_outputs), so, providers=["CPUExecutionProvider"])
+    want = ort.InferenceSession(_with_outputs(onnx.load(src), pair_outputs), providers=["CPUExecutionProvider"])
+    names = [o.name for o in want.get_outputs()]
+    got_all, ref_all = plugin.run(names, feeds), want.run(names, feeds)
+    steps = _steps_of(onnx.load(src))
+    graph_outputs = {o.name for o in original.get_outputs()}
+    worst_pair = 0.0
+    for n, r, g in zip(names, ref_all, got_all):
+        if n in pair_outputs and np.issubdtype(r.dtype, np.integer):
+            worst_pair = max(worst_pair, _steps(r, g, 1.0))
+        elif n in pair_outputs and n in steps:  # a pair's final DequantizeLinear
+            worst_pair = max(worst_pair, _steps(r, g, steps[n]) / 1.0001)  # f32 rounding of (q - zp) * scale
+        elif n in pair_outputs:  # float data movement (a Reshape of a float graph input): exact
+            assert np.array_equal(r, g), f"{name} {n}: a float pair output that differs"
+        if n in graph_outputs and n in steps:
+            print(f"{name} model output {n}: {_steps(r, g, steps[n]):.2f} steps")
+    print(f"{name}: {len(pairs)} pair(s), worst pair output error {worst_pair:.0f} step(s)")
+    assert worst_pair <= 1, f"{name}: a pair output is {worst_pair} quantization steps from ONNX Runtime"
+
+
+def test_sixteen_bit_pairs_are_refused_with_the_dtype(tmp_path: Path) -> None:
+    """u16 activations need the program format v2: the pair is dropped with that reason, nothing written."""
+    name = "two_branch_qdq_u16u8"
+    notes: list[str] = []
+    result = pipeline.rewrite(quantized.fetch(name), tmp_path / "fused.onnx", progress=notes.append)
+    assert result.output is None
+    assert any("is UINT16, which the program format v1 does not carry" in n for n in notes), notes
+
+
+def test_profile_counts_a_qdq_group_at_its_integer_widths() -> None:
+    """The Conv of a u8 group: int8 work and u8 activation bytes; Q/DQ are vector work; the
+    hexagon-v73 model runs int8 matrix work at its (sourced) int8 rate, the host at its float rate."""
+    from hexfuse_onnx import costmodel, graph, profile
+    from hexfuse_onnx.profile import Engine as EngineClass
+
+    g = graph.load(quantized.fetch("inception_qdq_u8u8"))
+    prof = profile.profile_graph(g)
+    convs = [i for i, n in enumerate(g.nodes) if n.op_type == "Conv"]
+    for i in convs:
+        p, x = prof.nodes[i], g.info(g.nodes[i].input[0])
+        assert p.int_bits == 8
+        assert p.bytes_out == g.info(g.nodes[i].output[0]).numel  # u8: one byte an element
+        assert p.bytes_in < x.numel * 4  # the activation at one byte, not four
+    qdq_nodes = [i for i, n in enumerate(g.nodes) if n.op_type in ("QuantizeLinear", "DequantizeLinear")]
+    assert all(prof.nodes[i].engine == EngineClass.VECTOR and prof.nodes[i].int_bits == 0 for i in qdq_nodes)
+    v73, host = costmodel.get_target("hexagon-v73"), costmodel.get_target("host")
+    assert v73.matrix_int8_ops is not None and "modelled" in v73.matrix_int8_ops.source
+    assert v73.rate(EngineClass.MATRIX, 8) == v73.matrix_int8_ops.value > v73.rate(EngineClass.MATRIX, 0)
+    assert v73.rate(EngineClass.VECTOR, 16) < v73.rate(EngineClass.VECTOR, 8)
+    assert host.rate(EngineClass.MATRIX, 8) == host.matrix_flops.value
+
+
+@pytest.mark.skipif(
+    not (Path(__file__).resolve().parents[1] / "build/hexagon-v73/hexfuse_emulate.elf").is_file(),
+    reason="build the Hexagon images first: bash dsp/scripts/build_hexagon.sh",
+)
+def test_a_qdq_pair_under_qemu_equals_the_host_kernel(tmp_path: Path) -> None:
+    """inception u8u8's pair (Q/DQ, int8 convs in f32, u8 outputs) under qemu-hexagon v73: bit for bit."""
+    import json
+    import shutil
+
+    from cli_support import run_cli
+
+    if shutil.which("qemu-hexagon") is None:
+        pytest.skip("qemu-hexagon is not installed")
+    result = pipeline.rewrite(quantized.fetch("inception_qdq_u8u8"), tmp_path / "fused.onnx")
+    assert result.output is not None
+    report = tmp_path / "emu.json"
+    proc = run_cli("emulate", result.output, "--arch", "v73", "--json", report, "-q")
+    assert proc.returncode == 0, proc.stderr
+    pairs = json.loads(report.read_text())["pairs"]
+    assert pairs and all(p["bit_exact"] for p in pairs)
+    assert all("quantize_linear" in p["op_names"] for p in pairs)
+
+
+def test_qdq_groups_are_taken_whole_or_named() -> None:
+    """x -> DQ -> Relu -> Q -> DQ2 -> Sigmoid -> Q2: a task of the Relu alone splits its group; closing
+    it takes DQ and Q; a task holding DQ2 without its Sigmoid gives DQ2 back."""
+    from hexfuse_onnx import graph, qdq
+
+    s = [numpy_helper.from_array(np.array(0.1, np.float32), "s"), numpy_helper.from_array(np.array(3, np.uint8), "z")]
+    nodes = [
+        helper.make_node("DequantizeLinear", ["x", "s", "z"], ["xf"], name="dq"),
+        helper.make_node("Relu", ["xf"], ["r"], name="relu"),
+        helper.make_node("QuantizeLinear", ["r", "s", "z"], ["rq"], name="q"),
+        helper.make_node("DequantizeLinear", ["rq", "s", "z"], ["rf"], name="dq2"),
+        helper.make_node("Sigmoid", ["rf"], ["sg"], name="sigmoid"),
+        helper.make_node("QuantizeLinear", ["sg", "s", "z"], ["y"], name="q2"),
+    ]
+    gp = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.UINT8, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.UINT8, [4])],
+        initializer=s,
+    )
+    g = graph.index_model(helper.make_model(gp, opset_imports=[helper.make_opsetid("", 19)], ir_version=9))
+    ids = {n.name: i for i, n in enumerate(g.nodes)}
+    relu = [ids["relu"]]
+    reason = qdq.split_group(g, relu)
+    assert reason is not None and "'relu'" in reason and "'q'" in reason
+    closed = qdq.close_groups(g, relu, [])
+    assert sorted(closed) == sorted([ids["dq"], ids["relu"], ids["q"]]) and qdq.split_group(g, closed) is None
+    assert qdq.release_foreign(g, closed + [ids["dq2"]]) == sorted(closed)
+    assert qdq.group_widths(g, ids["relu"]) == {"xf": 1, "r": 1}
