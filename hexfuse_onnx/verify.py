@@ -103,11 +103,11 @@ def compare(
 
 
 def original_runs(original: str | os.PathLike[str], shape_overrides: dict[str, list[int]] | None = None) -> None:
-    """Raise ModelError when the original model does not run on the test inputs `compare` makes."""
+    """Raise ModelError when the original model does not load or run on the test inputs `compare` makes."""
     try:
         ref_session = session(original)
-    except Exception:  # noqa: BLE001 - compare names a model ORT cannot load
-        return
+    except Exception as exc:  # noqa: BLE001 - the input is at fault (e.g. complex tensors): no pair can pass
+        raise ModelError(f"{original}: the original model does not load in ONNX Runtime: {_first_line(exc)}") from None
     names = [o.name for o in ref_session.get_outputs()]
     _run_original(original, ref_session, names, random_inputs(ref_session, shape_overrides))
 
