@@ -22,7 +22,10 @@ from hexfuse_onnx.pipeline import rewrite
 from hexfuse_onnx.tools import emulate
 
 QEMU = os.environ.get("QEMU_HEXAGON") or shutil.which("qemu-hexagon")
-pytestmark = pytest.mark.skipif(QEMU is None, reason="qemu-hexagon is not installed (apt-get install qemu-user)")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(QEMU is None, reason="qemu-hexagon is not installed (apt-get install qemu-user)"),
+]
 
 BUILD = REPO / "build"
 MODELS = ("two_branch", "inception", "gpt_decode_step")  # kinds: branches (matrix + vector, conv), prefill_decode

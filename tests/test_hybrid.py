@@ -20,6 +20,8 @@ from hexfuse_onnx import colocate, fold, hybrid, runtime, verify
 from hexfuse_onnx.contract import DOMAIN
 from models.exported import MODELS, decoder_spec, generate
 
+pytestmark = pytest.mark.slow  # model generation, QNN emulation, whole decoders
+
 EXIT_USAGE, EXIT_BAD_MODEL = 2, 3
 PLUGIN_RTOL = 1e-4
 # A second chunk of 8 after 8 cached tokens; the decode's past is the prefill's whole cache, so the

@@ -18,10 +18,13 @@ from hexfuse_onnx.lowering.abi import Dtype, Engine, Opcode, QuantParam, Role, T
 from hexfuse_onnx.lowering.program import Op, Program, Tensor
 from models import quantized
 
-pytestmark = pytest.mark.skipif(
-    not (runtime.LIB_DIR / runtime.PLUGIN_NAME).is_file(),
-    reason=f"{runtime.LIB_DIR / runtime.PLUGIN_NAME} not built: run `bash custom_ops/build.sh`",
-)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not (runtime.LIB_DIR / runtime.PLUGIN_NAME).is_file(),
+        reason=f"{runtime.LIB_DIR / runtime.PLUGIN_NAME} not built: run `bash custom_ops/build.sh`",
+    ),
+]
 
 NP = {Dtype.U8: np.uint8, Dtype.I8: np.int8}
 ONNX = {Dtype.U8: TensorProto.UINT8, Dtype.I8: TensorProto.INT8}

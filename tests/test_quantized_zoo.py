@@ -19,6 +19,8 @@ from qnn_support import QNN_EP, qnn_devices_or_skip
 
 from models import quantized
 
+pytestmark = pytest.mark.slow  # model generation, QNN emulation, whole decoders
+
 # Mean |quantised - float| as a share of the output's calibrated range (scale * (qmax - qmin)); the worst
 # measured is 0.12 (ppocr_cls u8u8); a wrong scale or zero point gives a large share of the range.
 MEAN_ERROR_BOUND = 0.15
