@@ -1,10 +1,11 @@
 """An engine model of a target, predicting a task alone, two tasks in series, and fused.
 
-THIS IS A MODEL, NOT A MEASUREMENT. Every Hexagon figure below is modelled: either taken from a
-public document (named in its `source`) or an assumption (marked so); none was measured on a
-device. The host figures describe this development machine; `hexfuse_onnx.calibrate` fits them
-from ORT per-op profiling and from the kernel's own work-item times, and writes the fit that
-predicts the plugin's fused calls better as a "host-calibrated" target in JSON (`load_target` reads it,
+THIS IS A MODEL, NOT A MEASUREMENT. The targets' figures are data (targets/*.json). Every
+Hexagon figure is modelled: either taken from a public document (named in its `source`) or an
+assumption (marked so); none was measured on a device. The host figures describe one development
+machine; `python -m hexfuse_onnx calibrate` (tools/calibrate.py) fits them from ORT per-op
+profiling and from the kernel's own work-item times, and writes the fit that predicts the
+plugin's fused calls better as a "host-calibrated" target in JSON (`load_target` reads it,
 `register_target` makes it usable by name). `parameter_table` renders any target's parameters
 and their sources as markdown rows for the results page.
 
@@ -26,6 +27,7 @@ import math
 import os
 from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
+from pathlib import Path
 
 from .profile import Engine, TaskProfile
 
@@ -95,100 +97,21 @@ class Target:
         return self.vector_contexts.value * (p or self.vector_flops_per_context).value
 
 
-_HEXAGON_CLOCK_HZ = 1.0e9  # modelled (assumption): cDSP clock of about 1 GHz (not published per SKU)
+# The built-in targets are data, not code: hexfuse_onnx/targets/<name>.json. `hexagon-v73` holds
+# modelled figures (documents and assumptions, each named in its source), `host` the figures
+# measured on one development machine; `calibrate -o` writes a file of the same form for another.
+TARGET_DIR = Path(__file__).with_name("targets")
 
-# Every figure of this target is MODELLED, none measured: "modelled (assumption)" is a figure we
-# chose, "modelled (document)" one read from the public document named.
-HEXAGON_V73 = Target(
-    name="hexagon-v73",
-    description=(
-        "Hexagon v73 cDSP (Snapdragon 8 Gen 2 class): HMX + 4 HVX-128B contexts + VTCM (modelled, not measured)"
-    ),
-    matrix_flops=Param(
-        4096 * _HEXAGON_CLOCK_HZ,
-        "FLOP/s",
-        "modelled (assumption): HMX 2048 fp16 MAC/cycle at an assumed 1 GHz; Qualcomm publishes no HMX rate",
-    ),
-    vector_contexts=Param(
-        4,
-        "contexts",
-        "modelled (assumption): 4 HVX contexts on the v73 cDSP; the Hexagon V73 HVX "
-        "Programmer's Reference describes per-context 128-byte vectors, the context "
-        "count is part-specific",
-    ),
-    vector_flops_per_context=Param(
-        64 * _HEXAGON_CLOCK_HZ,
-        "FLOP/s",
-        "modelled (assumption): 32 fp32 (qf32) lanes x multiply-add per cycle per "
-        "context at an assumed 1 GHz (128-byte vectors: Hexagon V73 HVX "
-        "Programmer's Reference)",
-    ),
-    dma_bytes=Param(30e9, "B/s", "modelled (assumption): user DMA limited by the DDR share below"),
-    ddr_bytes=Param(
-        30e9,
-        "B/s",
-        "modelled (assumption): about half of the LPDDR5X-8533 x64 peak (68 GB/s, "
-        "Snapdragon 8 Gen 2 spec sheet) reachable by the cDSP",
-    ),
-    onchip_bytes=Param(
-        8 * 2**20, "B", "modelled (document): 8 MB VTCM on v73 per the Hexagon SDK documentation (not measured here)"
-    ),
-    op_overhead_s=Param(2e-6, "s", "modelled (assumption): per-op barrier/dispatch inside a persistent kernel"),
-    call_overhead_s=Param(
-        100e-6,
-        "s",
-        "modelled (assumption): one FastRPC round trip to the cDSP per kernel "
-        "call, order of 100 us; not measured (no device here)",
-    ),
-    matrix_int8_ops=Param(
-        8192 * _HEXAGON_CLOCK_HZ,
-        "op/s",
-        "modelled (assumption): HMX int8 at twice its fp16 rate (4096 MAC/cycle) at an assumed 1 GHz; "
-        "Qualcomm publishes no HMX rate",
-    ),
-    vector_int8_ops_per_context=Param(
-        256 * _HEXAGON_CLOCK_HZ,
-        "op/s",
-        "modelled (document): vrmpy, 32 lanes x 4 8-bit multiply-adds per cycle per context (Hexagon V73 "
-        "HVX Programmer's Reference), at an assumed 1 GHz",
-    ),
-    vector_int16_ops_per_context=Param(
-        128 * _HEXAGON_CLOCK_HZ,
-        "op/s",
-        "modelled (document): vmpyh-class, 64 16-bit multiply-adds per cycle per context (Hexagon V73 "
-        "HVX Programmer's Reference), at an assumed 1 GHz",
-    ),
-)
 
-# The defaults of this machine. `hexfuse_onnx.calibrate` fits a "host-calibrated" target from ORT
-# per-op profiling; the figures below stay the pass's defaults for `--target host`.
-HOST = Target(
-    name="host",
-    description="this x86 development machine: 1 matrix worker + 1 vector worker (2 cores)",
-    matrix_flops=Param(
-        80e9,
-        "FLOP/s",
-        "measured: 79-85 GFLOP/s single-thread fp32, least-squares fit to 49 ORT-profiled "
-        "MatMul/Gemm/Conv ops of the zoo (hexfuse_onnx.calibrate, this 2-core VM, 2026-11-29; "
-        "its larger MatMuls reach about 97); the 225-240 GFLOP/s of DESIGN.md is not reached here",
-    ),
-    vector_contexts=Param(1, "workers", "2 cores: one matrix worker, one vector worker (the pool's default)"),
-    vector_flops_per_context=Param(8e9, "FLOP/s", "assumption: see hexfuse_onnx.calibrate for the fitted figure"),
-    dma_bytes=Param(8e9, "B/s", "assumption: single-core memcpy-class throughput; see hexfuse_onnx.calibrate"),
-    ddr_bytes=Param(20e9, "B/s", "assumption: two-core DRAM bandwidth; see hexfuse_onnx.calibrate"),
-    onchip_bytes=Param(8 * 2**20, "B", "the host kernel's scratch arena (hfx_pool_config_init default, 8 MiB)"),
-    op_overhead_s=Param(5e-6, "s", "assumption: per-op work-item dispatch on the host pool"),
-    call_overhead_s=Param(
-        40e-6,
-        "s",
-        "measured: 14-74 us per FusedHexPair call on this VM in hexfuse_onnx.calibrate "
-        "runs after the caller-as-worker scheduler (median over 10 zoo pairs of "
-        "hfx_run's wall time minus the work-item span, same traced runs, 2026-11-29); "
-        "noisy",
-    ),
-)
+def load_target(path: str | os.PathLike[str]) -> Target:
+    """A target written by `Target.to_json` (raises ValueError when the file is not one)."""
+    with open(path, encoding="utf-8") as f:
+        return Target.from_json(f.read())
 
-TARGETS = {t.name: t for t in (HEXAGON_V73, HOST)}
+
+TARGETS = {t.name: t for t in map(load_target, sorted(TARGET_DIR.glob("*.json")))}
+HEXAGON_V73 = TARGETS["hexagon-v73"]
+HOST = TARGETS["host"]
 
 
 # Overrides every target's per-call overhead, in microseconds (the test suite sets 0: its zoo graphs
@@ -217,12 +140,6 @@ def get_target(name: str) -> Target:
 def register_target(target: Target) -> None:
     """Make `target` known by name to `get_target` (and so to `pipeline.analyse`/`rewrite`)."""
     TARGETS[target.name] = target
-
-
-def load_target(path: str | os.PathLike[str]) -> Target:
-    """A target written by `Target.to_json` (raises ValueError when the file is not one)."""
-    with open(path, encoding="utf-8") as f:
-        return Target.from_json(f.read())
 
 
 def parameter_table(target: Target) -> list[str]:

@@ -14,10 +14,11 @@ import onnx
 import pytest
 
 import models
-from hexfuse_onnx import calibrate, costmodel
+from hexfuse_onnx import costmodel
 from hexfuse_onnx.costmodel import Param, task_time
 from hexfuse_onnx.profile import Engine, NodeProfile, TaskProfile
 from hexfuse_onnx.runtime import LIB_DIR, PLUGIN_NAME
+from hexfuse_onnx.tools import calibrate
 
 needs_plugin = pytest.mark.skipif(
     not (LIB_DIR / PLUGIN_NAME).is_file(), reason="plugin not built (bash custom_ops/build.sh)"

@@ -62,12 +62,12 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
-from . import contract as C
-from . import costmodel
-from . import graph as graph_mod
-from .costmodel import Param, Target, predict, task_time
-from .kinds import Pair, kind_of
-from .profile import Engine, GraphProfile, NodeProfile, TaskProfile, profile_graph
+from .. import contract as C
+from .. import costmodel
+from .. import graph as graph_mod
+from ..costmodel import Param, Target, predict, task_time
+from ..kinds import Pair, kind_of
+from ..profile import Engine, GraphProfile, NodeProfile, TaskProfile, profile_graph
 
 Progress = Callable[[str], None]
 CALIBRATED_NAME = "host-calibrated"  # the target `calibrate -o` writes (the fit with the lower error)
@@ -171,7 +171,7 @@ def measure_ops(
 ) -> tuple[GraphProfile, dict[int, float], list[OpTiming]]:
     """Profile the model on ORT: (graph profile, median seconds per node id, the timings of
     every profiled node that does work)."""
-    from .verify import random_inputs
+    from ..verify import random_inputs
 
     g = graph_mod.load(path)
     profile = profile_graph(g)
@@ -474,8 +474,8 @@ def plugin_traces(
     """Run the fused model `warmup + runs` times with the kernel trace on (plugin, host backend)
     and summarise each node's traces of the last `runs` runs. A run whose trace dropped events
     is left out of the per-op times (its span still counts)."""
-    from .runtime import InferenceSession
-    from .verify import random_inputs
+    from ..runtime import InferenceSession
+    from ..verify import random_inputs
 
     with tempfile.TemporaryDirectory(prefix="hexfuse-trace-") as folder:
         pattern = str(Path(folder) / "{node}.json")
@@ -520,8 +520,8 @@ def node_kernel_seconds(
     the graph node producing the same tensor (a micro-batch copy after its suffix is stripped,
     so both halves of a chain node add up to that node). A Constant lowers to no op and gets no
     time; an op copying a formal input out has no node (its time is returned apart)."""
-    from .kinds import KINDS
-    from .lowering import program_op_nodes
+    from ..kinds import KINDS
+    from ..lowering import program_op_nodes
 
     node = next(n for n in model.graph.node if n.name == pair_node)
     kind = KINDS[next(a.s.decode() for a in node.attribute if a.name == C.ATTR_KIND)]
@@ -544,7 +544,7 @@ def fused_pairs(
 ) -> tuple[Path | None, dict[str, Pair], GraphProfile]:
     """Rewrite for `target` keeping every lowerable pair: (fused model or None, node name ->
     its Pair, the original graph's profile)."""
-    from . import pipeline
+    from .. import pipeline
 
     costmodel.register_target(target)
     result = pipeline.rewrite(path, out, target=target.name, min_gain=KEEP_EVERY_PAIR, progress=progress)
