@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
-from .profile import Engine, TaskProfile
+from .profile import Engine, NodeProfile, TaskProfile
 
 
 @dataclass(frozen=True)
@@ -58,20 +58,46 @@ class Target:
     matrix_int8_ops: Param | None = None
     vector_int8_ops_per_context: Param | None = None
     vector_int16_ops_per_context: Param | None = None
+    # Workers that run items of every engine, shared by both tasks (the host pool, where the
+    # matrix and vector workers take each other's items); 0: the engines are separate hardware.
+    general_workers: Param = Param(0.0, "workers", "separate engines")
+    # Rates of op classes whose kernels run at a rate of their own (OP_CLASSES), in the unit of
+    # their engine's rate (FLOP/s or B/s: the whole engine, or one worker of a general-worker
+    # pool); a class not listed runs at its engine's rate.
+    class_rates: tuple[tuple[str, Param], ...] = ()
 
     def params(self) -> dict[str, Param]:
         return {k: v for k, v in self.__dict__.items() if isinstance(v, Param)}
+
+    def rate(self, engine: Engine, int_bits: int = 0, op_class: str = "") -> float:
+        """Work per second of one op (FLOP/s, integer ops/s at `int_bits` 8 or 16, or B/s for memory):
+        its op class's rate when the target has one (float ops), else its engine's; the whole
+        engine, or on a general-worker pool the one worker that runs the op."""
+        for name, p in self.class_rates:
+            if name == op_class and not int_bits:
+                return p.value
+        if engine == Engine.MEMORY:
+            return self.dma_bytes.value
+        if engine == Engine.MATRIX:
+            p = self.matrix_int8_ops if int_bits == 8 else None
+            return (p or self.matrix_flops).value
+        p = {8: self.vector_int8_ops_per_context, 16: self.vector_int16_ops_per_context}.get(int_bits)
+        contexts = 1.0 if self.general_workers.value else self.vector_contexts.value
+        return contexts * (p or self.vector_flops_per_context).value
 
     def to_json(self) -> str:
         """The target as JSON (`load_target` reads it back)."""
         return json.dumps(self.to_dict(), indent=2) + "\n"
 
     def to_dict(self) -> dict:
-        return {
+        doc = {
             "name": self.name,
             "description": self.description,
             "params": {k: asdict(v) for k, v in self.params().items()},
         }
+        if self.class_rates:
+            doc["class_rates"] = {k: asdict(v) for k, v in self.class_rates}
+        return doc
 
     @classmethod
     def from_json(cls, text: str) -> Target:
@@ -79,22 +105,36 @@ class Target:
         if isinstance(doc, dict) and isinstance(doc.get("target"), dict):
             doc = doc["target"]  # a calibration result carries its target
         try:
-            params = {k: Param(float(v["value"]), str(v["unit"]), str(v["source"])) for k, v in doc["params"].items()}
-            return cls(name=str(doc["name"]), description=str(doc["description"]), **params)
-        except (KeyError, TypeError, ValueError) as exc:
+            params = {k: _param(v) for k, v in doc["params"].items()}
+            rates = tuple((str(k), _param(v)) for k, v in doc.get("class_rates", {}).items())
+            return cls(name=str(doc["name"]), description=str(doc["description"]), class_rates=rates, **params)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"not a cost-model target document: {exc!r}") from None
 
     @property
     def vector_flops(self) -> float:
         return self.vector_contexts.value * self.vector_flops_per_context.value
 
-    def rate(self, engine: Engine, int_bits: int) -> float:
-        """Ops per second of a matrix or vector op, at its integer width (0: float)."""
-        if engine == Engine.MATRIX:
-            p = self.matrix_int8_ops if int_bits == 8 else None
-            return (p or self.matrix_flops).value
-        p = {8: self.vector_int8_ops_per_context, 16: self.vector_int16_ops_per_context}.get(int_bits)
-        return self.vector_contexts.value * (p or self.vector_flops_per_context).value
+
+def _param(doc: dict) -> Param:
+    return Param(float(doc["value"]), str(doc["unit"]), str(doc["source"]))
+
+
+# Op classes whose kernels run at rates of their own: a convolution's im2col, a pooling window
+# and a transcendental function do not run at the rate of a GEMM or of an Add. An op not listed
+# is of its engine's class ("matrix", "vector", "memory").
+OP_CLASSES = {
+    **dict.fromkeys(("Conv", "ConvTranspose", "FusedConv"), "conv"),
+    **dict.fromkeys(("MaxPool", "AveragePool", "LpPool"), "pool"),  # windows; a global pool is a reduction
+    **dict.fromkeys(
+        ("Exp", "Log", "Sigmoid", "Tanh", "Erf", "Gelu", "FastGelu", "Softmax", "LogSoftmax", "Softplus", "Mish"),
+        "transcendental",
+    ),
+}
+
+
+def op_class(op: NodeProfile) -> str:
+    return OP_CLASSES.get(op.op_type, op.engine.value)
 
 
 # The built-in targets are data, not code: hexfuse_onnx/targets/<name>.json. `hexagon-v73` holds
@@ -205,8 +245,9 @@ def predict(a: TaskProfile, b: TaskProfile, target: Target, share_a: float | Non
     return Prediction(ta, tb, ta + tb, fused, share_a, target.call_overhead_s.value)
 
 
-# Work of a task as the simulation sees it; equal signatures (repeated layers) share results.
-Signature = tuple[tuple[Engine, float, float, float, int], ...]
+# Work of a task as the simulation sees it (engine, op class, FLOPs, bytes, DDR bytes, integer
+# width per op); equal signatures (repeated layers) share results.
+Signature = tuple[tuple[Engine, str, float, float, float, int], ...]
 
 
 def engine_seconds(t: TaskProfile, target: Target) -> tuple[float, float, float]:
@@ -229,7 +270,7 @@ def complementarity(a: TaskProfile, b: TaskProfile, target: Target) -> float:
 
 def _signature(task: TaskProfile) -> Signature:
     return tuple(
-        (op.engine, op.flops, float(op.bytes), float(op.ddr_bytes), op.int_bits)
+        (op.engine, op_class(op), op.flops, float(op.bytes), float(op.ddr_bytes), op.int_bits)
         for op in task.ops
         if op.engine != Engine.NONE
     )
@@ -255,15 +296,31 @@ def _simulate_cached(tasks: tuple[Signature, Signature], target: Target, share_a
 # The fluid simulation
 
 
-def _work(op: tuple[Engine, float, float, float, int], target: Target) -> tuple[Engine, float, float]:
+def _work(op: tuple[Engine, str, float, float, float, int], target: Target) -> tuple[Engine, float, float]:
     """(engine, engine work in seconds at the full engine, DDR bytes) of a signature entry."""
-    engine, flops, nbytes, ddr_bytes, int_bits = op
-    if engine in (Engine.MATRIX, Engine.VECTOR):
-        return engine, flops / target.rate(engine, int_bits), ddr_bytes
-    return engine, nbytes / target.dma_bytes.value, ddr_bytes
+    engine, cls, flops, nbytes, ddr_bytes, int_bits = op
+    work = nbytes if engine == Engine.MEMORY else flops
+    return engine, work / target.rate(engine, int_bits, cls), ddr_bytes
 
 
-def _simulate(tasks: list[list[tuple[Engine, float, float, float, int]]], target: Target, share_a: float) -> float:
+def _allocations(engines: dict[int, Engine], shares: tuple[float, float], target: Target) -> dict[int, float]:
+    """The fraction of its engine (or of one general worker) each running op gets.
+
+    Separate engines: an engine wanted by both tasks is split by the share, otherwise one op has
+    all of it. A general-worker pool: each op runs on one worker; when fewer than two workers
+    are available to both ops, they split what there is by the share (a task takes what the
+    other cannot use)."""
+    workers = target.general_workers.value
+    if not workers:
+        contended = len(engines) > 1 and len(set(engines.values())) == 1
+        return {k: shares[k] if contended else 1.0 for k in engines}
+    if len(engines) < 2 or workers >= 2:
+        return {k: min(1.0, workers) for k in engines}
+    first = min(1.0, max(workers * shares[0], workers - 1.0))
+    return {0: first, 1: min(1.0, workers - first)}
+
+
+def _simulate(tasks: list[list[tuple[Engine, str, float, float, float, int]]], target: Target, share_a: float) -> float:
     """Time until both op lists have run, sharing engines and DDR (see module docstring)."""
     queues = [[_work(op, target) for op in ops] for ops in tasks]
     overhead = target.op_overhead_s.value
@@ -278,13 +335,10 @@ def _simulate(tasks: list[list[tuple[Engine, float, float, float, int]]], target
         if not active:
             return now
         engines = {k: queues[k][pos[k]][0] for k in active if stall[k] <= 0}
-        # Engine allocation: a contended engine is split by the share; otherwise all of it.
         rates: dict[int, float] = {}
         ddr_need: dict[int, float] = {}
-        for k, e in engines.items():
+        for k, alloc in _allocations(engines, shares, target).items():
             _, engine_s, nbytes = queues[k][pos[k]]
-            contended = sum(1 for e2 in engines.values() if e2 == e) > 1
-            alloc = shares[k] if contended else 1.0
             rates[k] = alloc / engine_s if engine_s > 0 else float("inf")
             ddr_need[k] = rates[k] * nbytes
         _share_ddr(rates, ddr_need, {k: queues[k][pos[k]][2] for k in engines}, ddr)

@@ -192,10 +192,12 @@ def test_prediction_error_end_to_end_on_the_plugin(zoo_dir: Path, monkeypatch: p
     # the second fit, to the kernel's own item times, on the same pairs
     assert result.kernel_target is not None and result.kernel_fit_rows
     assert result.kernel_target.name == calibrate.KERNEL_FIT_NAME
-    assert (
-        "kernel-traced" in result.kernel_target.op_overhead_s.source
-        or result.kernel_target.op_overhead_s.source.startswith("not fitted")
-    )
+    overhead = result.kernel_target.op_overhead_s.source  # item times leave the gaps between items out
+    assert overhead.startswith("measured: ") and "between a task's items per op" in overhead
+    assert "kernel-traced" in overhead or "not fitted" in overhead
+    for t in (result.ort_target, result.kernel_target):  # the pool's workers as they ran in these calls
+        assert t is not None and 1.0 <= t.general_workers.value <= costmodel.HOST.general_workers.value
+        assert t.general_workers.source.startswith("measured: median over 1 plugin pairs")
     assert [(r.model, r.node) for r in result.kernel_pair_rows] == [(r.model, r.node) for r in result.pair_rows]
     for r, k in zip(result.pair_rows, result.kernel_pair_rows):
         assert k.measured_call_s == r.measured_call_s and k.call_overhead_s == r.call_overhead_s

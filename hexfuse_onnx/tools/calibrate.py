@@ -227,30 +227,37 @@ def _median_abs(errors: Iterable[float]) -> float:
     return statistics.median(finite) if finite else float("nan")
 
 
-_COLUMNS = ("overhead", Engine.MATRIX.value, Engine.VECTOR.value, Engine.MEMORY.value, "ddr")
+_ENGINE_COLUMNS = tuple(e.value for e in _WORK_COLUMNS)
 
 
-def _base_coefficients(base: Target) -> dict[str, float]:
-    """Seconds per unit of each column: per op, per FLOP, per FLOP, per byte, per DDR byte."""
-    return {
-        "overhead": base.op_overhead_s.value,
-        Engine.MATRIX.value: 1.0 / base.matrix_flops.value,
-        Engine.VECTOR.value: 1.0 / base.vector_flops,
-        Engine.MEMORY.value: 1.0 / base.dma_bytes.value,
-        "ddr": 1.0 / base.ddr_bytes.value,
-    }
+def op_columns(ops: list[OpTiming]) -> list[str]:
+    """Each op's rate column: its op class (costmodel.op_class; its engine's unless listed)."""
+    return [costmodel.op_class(t.op) for t in ops]
 
 
-def _design(ops: list[OpTiming], ddr_bound: set[int]) -> np.ndarray:
-    """One row per op: 1 in the overhead column, and its work in its engine's column, or its
-    DDR bytes in the DDR column when the model says DDR bounds it (time = overhead + max(...))."""
-    x = np.zeros((len(ops), len(_COLUMNS)))
+def _columns(cols: list[str]) -> tuple[str, ...]:
+    return ("overhead", *sorted(set(cols)), "ddr")
+
+
+def _base_coefficients(base: Target, ops: list[OpTiming], cols: list[str]) -> dict[str, float]:
+    """Seconds per unit of each column: per op, per unit of work of each rate column, per DDR byte."""
+    coef = {"overhead": base.op_overhead_s.value, "ddr": 1.0 / base.ddr_bytes.value}
+    for t, c in zip(ops, cols):
+        coef[c] = 1.0 / base.rate(t.op.engine, op_class=c)
+    return coef
+
+
+def _design(ops: list[OpTiming], cols: list[str], ddr_bound: set[int]) -> np.ndarray:
+    """One row per op: 1 in the overhead column, and its work in its rate column, or its DDR
+    bytes in the DDR column when the model says DDR bounds it (time = overhead + max(...))."""
+    columns = _columns(cols)
+    x = np.zeros((len(ops), len(columns)))
     x[:, 0] = 1.0
     for r, t in enumerate(ops):
         if r in ddr_bound:
-            x[r, _COLUMNS.index("ddr")] = t.op.ddr_bytes
+            x[r, columns.index("ddr")] = t.op.ddr_bytes
         else:
-            x[r, _COLUMNS.index(t.op.engine.value)] = t.work
+            x[r, columns.index(cols[r])] = t.work
     return x
 
 
@@ -258,17 +265,19 @@ def fit_coefficients(ops: list[OpTiming], ddr_bound: set[int], base: Target) -> 
     """Least squares (numpy.linalg.lstsq, rows weighted by 1/time: relative error) of each op's
     time on the columns. A column without data, or fitted non-positive, keeps `base`'s value
     and the others are refitted. Returns every column's coefficient and the fitted columns."""
-    x = _design(ops, ddr_bound)
+    cols = op_columns(ops)
+    columns = _columns(cols)
+    x = _design(ops, cols, ddr_bound)
     y = np.array([t.seconds for t in ops])
     w = 1.0 / np.maximum(y, 1e-9)
-    base_coef = _base_coefficients(base)
-    fixed = {c: base_coef[c] for k, c in enumerate(_COLUMNS) if not x[:, k].any()}
-    for _ in range(len(_COLUMNS)):
-        free = [c for c in _COLUMNS if c not in fixed]
+    base_coef = _base_coefficients(base, ops, cols)
+    fixed = {c: base_coef[c] for k, c in enumerate(columns) if not x[:, k].any()}
+    for _ in range(len(columns)):
+        free = [c for c in columns if c not in fixed]
         if not free:
             break
-        rhs = y - sum((x[:, _COLUMNS.index(c)] * v for c, v in fixed.items()), np.zeros_like(y))
-        a = x[:, [_COLUMNS.index(c) for c in free]]
+        rhs = y - sum((x[:, columns.index(c)] * v for c, v in fixed.items()), np.zeros_like(y))
+        a = x[:, [columns.index(c) for c in free]]
         coef, *_ = np.linalg.lstsq(a * w[:, None], rhs * w, rcond=None)
         bad = [c for c, v in zip(free, coef) if v <= 0]
         if not bad:
@@ -289,9 +298,8 @@ def ddr_lower_bound(ops: list[OpTiming], overhead: float) -> float | None:
 
 def _ddr_bound(ops: list[OpTiming], coef: dict[str, float]) -> set[int]:
     """The ops whose DDR time exceeds their engine time under `coef`."""
-    return {
-        k for k, t in enumerate(ops) if t.op.ddr_bytes * coef["ddr"] > t.work * coef[t.op.engine.value] * (1 + 1e-9)
-    }
+    cols = op_columns(ops)
+    return {k for k, t in enumerate(ops) if t.op.ddr_bytes * coef["ddr"] > t.work * coef[cols[k]] * (1 + 1e-9)}
 
 
 def fit_target(
@@ -370,24 +378,40 @@ def _fitted_target(
             )
         return replace(base_param, source=f"not fitted (no usable data in {what}): {base_param.source}")
 
+    def rate(key: str, unit: str, base_param: Param, per: float = 1.0) -> Param:
+        return param(key, 1.0 / coef[key] / per if key in coef else base_param.value, unit, base_param)
+
     contexts = base.vector_contexts.value
     return replace(
         base,
         name=name,
         description=f"{base.description}; fitted to {fitted_to}",
-        matrix_flops=param(Engine.MATRIX.value, 1.0 / coef[Engine.MATRIX.value], "FLOP/s", base.matrix_flops),
-        vector_flops_per_context=param(
-            Engine.VECTOR.value, 1.0 / coef[Engine.VECTOR.value] / contexts, "FLOP/s", base.vector_flops_per_context
-        ),
-        dma_bytes=param(Engine.MEMORY.value, 1.0 / coef[Engine.MEMORY.value], "B/s", base.dma_bytes),
+        matrix_flops=rate(Engine.MATRIX.value, "FLOP/s", base.matrix_flops),
+        vector_flops_per_context=rate(Engine.VECTOR.value, "FLOP/s", base.vector_flops_per_context, contexts),
+        dma_bytes=rate(Engine.MEMORY.value, "B/s", base.dma_bytes),
         ddr_bytes=param("ddr", 1.0 / coef["ddr"], "B/s", base.ddr_bytes),
         op_overhead_s=param("overhead", coef["overhead"], "s", base.op_overhead_s),
+        class_rates=_class_rates(ops, coef, fitted, how),
+    )
+
+
+def _class_rates(ops: list[OpTiming], coef: dict[str, float], fitted: set[str], how: str) -> tuple:
+    """The fitted rates of the op classes that have a column of their own."""
+    units = {c: "B/s" if t.op.engine == Engine.MEMORY else "FLOP/s" for t, c in zip(ops, op_columns(ops))}
+    return tuple(
+        (c, Param(1.0 / coef[c], units[c], f"measured: least-squares fit to {how}"))
+        for c in sorted(units)
+        if c not in _ENGINE_COLUMNS and c in fitted
     )
 
 
 def _with_residual(target: Target, residual: str) -> Target:
-    params = {k: replace(p, source=p.source.replace("{residual}", residual)) for k, p in target.params().items()}
-    return replace(target, **cast(dict[str, Any], params))
+    def fill(p: Param) -> Param:
+        return replace(p, source=p.source.replace("{residual}", residual))
+
+    params = {k: fill(p) for k, p in target.params().items()}
+    rates = tuple((c, fill(p)) for c, p in target.class_rates)
+    return replace(target, class_rates=rates, **cast(dict[str, Any], params))
 
 
 # ---------------------------------------------------------------------------------------
@@ -640,6 +664,36 @@ def predicted_row(m: PairMeasurement, target: Target) -> PairRow:
 def measured_call_overhead(rows: list[PairRow]) -> float:
     """Median over the pairs of (call time - work-item span): what a call costs besides its work."""
     return statistics.median(max(r.measured_call_s - r.measured_span_s, 0.0) for r in rows)
+
+
+def with_measured_pool(target: Target, rows: list[PairRow], where: str = "") -> Target:
+    """`target` with the workers its general-worker pool ran at once in the measured calls: the
+    median over the pairs of summed work-item time / work-item span, between 1 and the pool's
+    workers (a VM whose other load keeps the second worker off a CPU runs a call on one)."""
+    nominal = target.general_workers.value
+    spans = [r.kernel_work_s / r.measured_span_s for r in rows if r.measured_span_s > 0]
+    if not nominal or not spans:
+        return target
+    workers = min(max(statistics.median(spans), 1.0), nominal)
+    source = (
+        f"measured: median over {len(spans)} plugin pairs of summed work-item time / work-item span "
+        f"(kernel trace), of the pool's {nominal:g} workers" + (f"; {where}" if where else "")
+    )
+    return replace(target, general_workers=Param(workers, "workers", source))
+
+
+def with_kernel_gap(target: Target, rows: list[PairRow], where: str = "") -> Target:
+    """`target` (fitted to work-item times, which leave out what the kernel does between a task's
+    items) with the measured in-kernel time between items per op added to its op overhead."""
+    gaps = [r.kernel_gap_per_op_s for r in rows if np.isfinite(r.kernel_gap_per_op_s)]
+    if not gaps:
+        return target
+    gap, before = statistics.median(gaps), target.op_overhead_s
+    source = (
+        f"measured: {gap * 1e6:.2f} us between a task's items per op (median over {len(gaps)} plugin pairs, "
+        f"kernel trace)" + (f"; {where}" if where else "") + f"; plus {before.value * 1e6:.2f} us: {before.source}"
+    )
+    return replace(target, op_overhead_s=Param(before.value + gap, "s", source))
 
 
 def with_call_overhead(target: Target, rows: list[PairRow], where: str = "") -> tuple[Target, list[PairRow]]:
@@ -916,7 +970,9 @@ def calibrate(
     with tempfile.TemporaryDirectory(prefix="hexfuse-calibrate-") as folder:
         for path in model_paths:
             pairs += measure_pairs(path, fit.target, measured[str(path)][0], Path(folder), runs, warmup, progress)
-    ort_target, rows = with_call_overhead(fit.target, [m.row for m in pairs], where)
+    measured_rows = [m.row for m in pairs]
+    ort_target = with_measured_pool(fit.target, measured_rows, where)
+    ort_target, rows = with_call_overhead(ort_target, [predicted_row(m, ort_target) for m in pairs], where)
     kernel_ops = [t for m in pairs for t in m.kernel_ops]
     result = CalibrationResult(
         ort_target,
@@ -930,15 +986,16 @@ def calibrate(
     if kernel_ops:
         kfit = fit_target(
             kernel_ops,
-            base,
+            ort_target,  # a rate the kernel's items cannot fit keeps the ORT fit's
             KERNEL_FIT_NAME,
             where,
             KERNEL_MEASURED_BY,
             "the kernel's own per-op work-item times (plugin trace of the fused pairs)",
         )
         progress(f"{FIT_LABELS[KERNEL_FIT]}: {len(kfit.rows)} ops, median |residual| {kfit.median_abs_residual:.1%}")
+        kernel_target = with_kernel_gap(with_measured_pool(kfit.target, measured_rows, where), measured_rows, where)
         kernel_target, kernel_rows = with_call_overhead(
-            kfit.target, [predicted_row(m, kfit.target) for m in pairs], where
+            kernel_target, [predicted_row(m, kernel_target) for m in pairs], where
         )
         result.kernel_target, result.kernel_fit_rows = kernel_target, kfit.rows
         result.kernel_pair_rows, result.kernel_ddr_bound = kernel_rows, kfit.ddr_bound
