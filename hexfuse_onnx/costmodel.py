@@ -10,12 +10,16 @@ plugin's fused calls better as a "host-calibrated" target in JSON (`load_target`
 and their sources as markdown rows for the results page.
 
 How the prediction works: each op needs compute on one engine (matrix, vector, or the
-memory/DMA path) and bytes from DDR. A task runs its ops in order. When two tasks run fused,
-a fluid simulation advances both at once: the vector contexts are split by the work share
-(a task alone gets all of them), the single matrix engine is time-shared by the same share
-when both want it, and DDR bandwidth is split max-min fairly. An op progresses at the rate
-its scarcest resource allows. Each op also pays a fixed dispatch/sync overhead. This counts
-contention for DDR and engines; the on-chip budget is a hard constraint checked by `fits`.
+memory/DMA path) and bytes from DDR; its work runs at its engine's rate, or at its op class's
+(OP_CLASSES: convolution, windowed pooling, transcendental functions) when the target has one.
+A task runs its ops in order. When two tasks run fused, a fluid simulation advances both at
+once: on separate engines (Hexagon) the vector contexts are split by the work share (a task
+alone gets all of them), the single matrix engine is time-shared by the same share when both
+want it; on a general-worker pool (the host, `general_workers`) each op runs on one worker of
+any engine, and the two ops split the share of the workers there are when fewer than two run
+at once. DDR bandwidth is split max-min fairly. An op progresses at the rate its scarcest
+resource allows. Each op also pays a fixed dispatch/sync overhead. This counts contention for
+DDR and engines; the on-chip budget is a hard constraint checked by `fits`.
 Within a task, intermediates stay in the on-chip arena: DDR carries weights, the task's
 inputs and the tensors that leave it (`GraphProfile.task`).
 """

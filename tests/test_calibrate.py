@@ -123,6 +123,104 @@ def test_every_hexagon_figure_is_marked_modelled_and_tabled() -> None:
     assert len([r for r in rows if r.startswith("| ") and not r.startswith("| parameter")]) == len(params)
 
 
+def _op(engine: Engine, work: float, op_type: str = "", node: int = 0) -> NodeProfile:
+    """A one-op profile with `work` FLOPs (bytes for a memory op) and no DDR traffic to speak of."""
+    flops = 0.0 if engine == Engine.MEMORY else work
+    nbytes = int(work) if engine == Engine.MEMORY else 8
+    return NodeProfile(node, engine, flops, nbytes // 2, nbytes - nbytes // 2, 0, nbytes, 0, op_type)
+
+
+def _pool_target(workers: float) -> costmodel.Target:
+    return replace(
+        costmodel.HOST,
+        matrix_flops=Param(1e9, "FLOP/s", "test"),
+        vector_flops_per_context=Param(1e9, "FLOP/s", "test"),
+        op_overhead_s=Param(0.0, "s", "test"),
+        general_workers=Param(workers, "workers", "test"),
+    )
+
+
+def test_a_general_worker_pool_runs_both_tasks_as_its_workers_allow() -> None:
+    """Separate engines overlap a matrix task with a vector task but not two matrix tasks; a
+    general-worker pool overlaps any two tasks on two workers, and runs them one after the other
+    on one (at any share)."""
+    a = TaskProfile.of([_op(Engine.MATRIX, 1e6)])  # 1 ms at 1 GFLOP/s
+    b = TaskProfile.of([_op(Engine.VECTOR, 1e6, node=1)])
+    m = TaskProfile.of([_op(Engine.MATRIX, 1e6, node=1)])
+    engines = _pool_target(0.0)
+    assert costmodel.predict(a, b, engines, 0.5).fused == pytest.approx(1e-3)
+    assert costmodel.predict(a, m, engines, 0.5).fused == pytest.approx(2e-3)
+    for share in (0.2, 0.5, 0.8):
+        assert costmodel.predict(a, m, _pool_target(2.0), share).fused == pytest.approx(1e-3)
+        assert costmodel.predict(a, b, _pool_target(1.0), share).fused == pytest.approx(2e-3)
+    assert costmodel.predict(a, b, _pool_target(1.5), 0.5).fused == pytest.approx(2e-3 / 1.5)
+    assert costmodel.task_time(a, _pool_target(1.0)) == pytest.approx(1e-3)  # alone: one worker
+
+
+def test_an_op_class_runs_at_its_own_rate_and_travels_in_the_json(tmp_path: Path) -> None:
+    pool = Param(1e8, "FLOP/s", "test: windowed pooling")
+    target = replace(_pool_target(1.0), class_rates=(("pool", pool),))
+    maxpool, relu = _op(Engine.VECTOR, 1e6, "MaxPool"), _op(Engine.VECTOR, 1e6, "Relu")
+    assert (costmodel.op_class(maxpool), costmodel.op_class(relu)) == ("pool", "vector")
+    assert costmodel.task_time(TaskProfile.of([maxpool]), target) == pytest.approx(1e-2)
+    assert costmodel.task_time(TaskProfile.of([relu]), target) == pytest.approx(1e-3)
+    (tmp_path / "t.json").write_text(target.to_json())
+    assert costmodel.load_target(tmp_path / "t.json") == target
+    assert "class_rates" not in costmodel.HEXAGON_V73.to_dict()  # Hexagon: every op at its engine's rate
+
+
+def test_a_windowed_pool_counts_every_window_element(zoo_dir: Path) -> None:
+    from hexfuse_onnx.graph import load
+    from hexfuse_onnx.profile import profile_graph
+
+    g = load(zoo_dir / "inception.onnx")
+    (i,) = [k for k, n in enumerate(g.nodes) if n.op_type == "MaxPool"]
+    out = g.info(g.nodes[i].output[0]).numel
+    assert profile_graph(g).nodes[i].flops == out * 9  # kernel_shape [3, 3]
+
+
+def test_fit_recovers_the_rate_of_each_op_class() -> None:
+    truth = replace(
+        costmodel.HOST,
+        op_overhead_s=Param(3e-6, "s", "test"),
+        ddr_bytes=Param(1e15, "B/s", "test"),
+        class_rates=(("conv", Param(30e9, "FLOP/s", "test")), ("transcendental", Param(2e9, "FLOP/s", "test"))),
+    )
+    ops = []
+    for k, op_type in enumerate(["MatMul", "Conv", "Add", "Tanh", "Transpose"] * 6):
+        engine = Engine.MEMORY if op_type == "Transpose" else Engine.MATRIX if op_type in ("MatMul", "Conv") else None
+        op = _op(engine or Engine.VECTOR, 1e4 * (k + 1) ** 1.5, op_type, k)
+        ops.append(calibrate.OpTiming("synthetic", f"n{k}", op_type, op, task_time(TaskProfile.of([op]), truth), 1))
+    fit = calibrate.fit_target(ops, base=costmodel.HOST)
+    rates = dict(fit.target.class_rates)
+    assert set(rates) == {"conv", "transcendental"}
+    for name, p in truth.class_rates:
+        assert rates[name].value == pytest.approx(p.value, rel=1e-6)
+        assert rates[name].source.startswith("measured: least-squares fit to 30 ORT-profiled ops")
+    assert fit.target.matrix_flops.value == pytest.approx(truth.matrix_flops.value, rel=1e-6)
+    assert fit.median_abs_residual < 1e-9
+
+
+def _row(work_s: float, span_s: float, gap_s: float = float("nan")) -> calibrate.PairRow:
+    return calibrate.PairRow(
+        "m", "p", "branches", "", 0.5, False, 0.0, span_s, span_s, 0.0, 0.0,
+        kernel_work_s=work_s, kernel_gap_per_op_s=gap_s,
+    )  # fmt: skip
+
+
+def test_the_pools_workers_and_the_kernels_gaps_are_measured_from_the_calls() -> None:
+    rows = [_row(1.0, 1.0, 1e-6), _row(1.6, 1.0, 3e-6), _row(3.0, 1.0, 2e-6), _row(0.8, 1.0)]
+    pool = calibrate.with_measured_pool(costmodel.HOST, rows)
+    assert pool.general_workers.value == pytest.approx(1.3)  # median of 1.0, 1.6, 3.0, 0.8
+    assert pool.general_workers.source.startswith("measured: median over 4 plugin pairs")
+    assert calibrate.with_measured_pool(costmodel.HOST, rows[2:3]).general_workers.value == 2.0  # the pool's own
+    assert calibrate.with_measured_pool(costmodel.HOST, rows[3:]).general_workers.value == 1.0  # at least one
+    assert calibrate.with_measured_pool(costmodel.HEXAGON_V73, rows) == costmodel.HEXAGON_V73  # separate engines
+    gapped = calibrate.with_kernel_gap(costmodel.HOST, rows)
+    assert gapped.op_overhead_s.value == pytest.approx(costmodel.HOST.op_overhead_s.value + 2e-6)
+    assert "between a task's items per op (median over 3 plugin pairs" in gapped.op_overhead_s.source
+
+
 @pytest.mark.parametrize("name", ["inception", "mlp_chain"])  # branches; a micro-batch pair (renamed copies)
 def test_program_ops_map_to_the_pairs_own_nodes(zoo_dir: Path, tmp_path: Path, name: str) -> None:
     """Every program op of a lowered zoo pair names a body node, and through it a real graph node
