@@ -69,6 +69,9 @@ class Target:
     # their engine's rate (FLOP/s or B/s: the whole engine, or one worker of a general-worker
     # pool); a class not listed runs at its engine's rate.
     class_rates: tuple[tuple[str, Param], ...] = ()
+    # Where the unfused baseline runs when not on this target's kernels (the host: stock ORT's
+    # kernels, not the plugin's): the serial prediction uses it, the fused one this target.
+    baseline: Target | None = None
 
     def params(self) -> dict[str, Param]:
         return {k: v for k, v in self.__dict__.items() if isinstance(v, Param)}
@@ -101,6 +104,8 @@ class Target:
         }
         if self.class_rates:
             doc["class_rates"] = {k: asdict(v) for k, v in self.class_rates}
+        if self.baseline is not None:
+            doc["baseline"] = self.baseline.to_dict()
         return doc
 
     @classmethod
@@ -109,11 +114,17 @@ class Target:
         if isinstance(doc, dict) and isinstance(doc.get("target"), dict):
             doc = doc["target"]  # a calibration result carries its target
         try:
-            params = {k: _param(v) for k, v in doc["params"].items()}
-            rates = tuple((str(k), _param(v)) for k, v in doc.get("class_rates", {}).items())
-            return cls(name=str(doc["name"]), description=str(doc["description"]), class_rates=rates, **params)
+            return cls.from_dict(doc)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"not a cost-model target document: {exc!r}") from None
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> Target:
+        params = {k: _param(v) for k, v in doc["params"].items()}
+        rates = tuple((str(k), _param(v)) for k, v in doc.get("class_rates", {}).items())
+        baseline = cls.from_dict(doc["baseline"]) if "baseline" in doc else None
+        name, description = str(doc["name"]), str(doc["description"])
+        return cls(name=name, description=description, class_rates=rates, baseline=baseline, **params)
 
     @property
     def vector_flops(self) -> float:
@@ -194,9 +205,12 @@ def parameter_table(target: Target) -> list[str]:
         "| parameter | value | unit | source |",
         "|---|---:|---|---|",
     ]
-    for key, p in target.params().items():
+    named = [*target.params().items(), *((f"rate of {c} ops", p) for c, p in target.class_rates)]
+    for key, p in named:
         source = p.source.replace("|", "\\|")
         rows.append(f"| {key} | {p.value:.4g} | {p.unit} | {source} |")
+    if target.baseline is not None:
+        rows.append(f"| baseline | `{target.baseline.name}` | | the unfused tasks' (serial) times |")
     return rows
 
 
@@ -238,9 +252,15 @@ def task_time(task: TaskProfile, target: Target) -> float:
     return _simulate_cached((_signature(task), ()), target, 1.0)
 
 
+def serial_time(task: TaskProfile, target: Target) -> float:
+    """Predicted time of the task unfused: alone on the target's baseline (`Target.baseline`)."""
+    return task_time(task, target.baseline or target)
+
+
 def predict(a: TaskProfile, b: TaskProfile, target: Target, share_a: float | None = None) -> Prediction:
-    """Serial and fused time; with share_a None the best share is searched."""
-    ta, tb = task_time(a, target), task_time(b, target)
+    """Serial (each task unfused, on the baseline) and fused time; with share_a None the best
+    share is searched."""
+    ta, tb = serial_time(a, target), serial_time(b, target)
     tasks = (_signature(a), _signature(b))
     if share_a is None:
         share_a, fused = _best_share(tasks, target)

@@ -169,6 +169,22 @@ def test_an_op_class_runs_at_its_own_rate_and_travels_in_the_json(tmp_path: Path
     assert "class_rates" not in costmodel.HEXAGON_V73.to_dict()  # Hexagon: every op at its engine's rate
 
 
+def test_the_serial_prediction_runs_on_the_baseline(tmp_path: Path) -> None:
+    """A target whose unfused tasks run on other kernels (the host: stock ORT) predicts serial
+    times there and fused times on its own rates; the JSON keeps the baseline."""
+    a = TaskProfile.of([_op(Engine.MATRIX, 1e6)])
+    b = TaskProfile.of([_op(Engine.VECTOR, 1e6, node=1)])
+    ort = replace(_pool_target(1.0), name="ort", matrix_flops=Param(4e9, "FLOP/s", "test"))
+    kernel = replace(_pool_target(1.0), baseline=ort)
+    p = costmodel.predict(a, b, kernel, 0.5)
+    assert (p.time_a, p.time_b, p.serial) == pytest.approx((0.25e-3, 1e-3, 1.25e-3))
+    assert p.fused == pytest.approx(2e-3)  # both on the kernel's rates, one worker
+    assert costmodel.serial_time(a, kernel) == costmodel.task_time(a, ort) < costmodel.task_time(a, kernel)
+    (tmp_path / "t.json").write_text(kernel.to_json())
+    assert costmodel.load_target(tmp_path / "t.json") == kernel
+    assert costmodel.parameter_table(kernel)[-1].startswith("| baseline | `ort` |")
+
+
 def test_a_windowed_pool_counts_every_window_element(zoo_dir: Path) -> None:
     from hexfuse_onnx.graph import load
     from hexfuse_onnx.profile import profile_graph
@@ -293,6 +309,8 @@ def test_prediction_error_end_to_end_on_the_plugin(zoo_dir: Path, monkeypatch: p
     overhead = result.kernel_target.op_overhead_s.source  # item times leave the gaps between items out
     assert overhead.startswith("measured: ") and "between a task's items per op" in overhead
     assert "kernel-traced" in overhead or "not fitted" in overhead
+    assert result.kernel_target.baseline == result.ort_target  # unfused, the pair's nodes run on ORT
+    assert result.errors(calibrate.KERNEL_FIT).serial == result.errors(calibrate.ORT_FIT).serial
     for t in (result.ort_target, result.kernel_target):  # the pool's workers as they ran in these calls
         assert t is not None and 1.0 <= t.general_workers.value <= costmodel.HOST.general_workers.value
         assert t.general_workers.source.startswith("measured: median over 1 plugin pairs")

@@ -65,7 +65,7 @@ import onnxruntime as ort
 from .. import contract as C
 from .. import costmodel
 from .. import graph as graph_mod
-from ..costmodel import Param, Target, predict, task_time
+from ..costmodel import Param, Target, predict, serial_time, task_time
 from ..kinds import Pair, kind_of
 from ..profile import Engine, GraphProfile, NodeProfile, TaskProfile, profile_graph
 
@@ -640,8 +640,9 @@ def measure_pairs(
         )
         per_node, unnamed = node_kernel_seconds(model, name, profile, trace.op_seconds)
         kernel_ops, unmodelled = [], unnamed
+        in_tasks = ops_in_tasks(pair, serial_task)
         for i, seconds in sorted(per_node.items()):
-            op = one_op_profile(profile, i)
+            op = in_tasks.get(i) or one_op_profile(profile, i)
             if op is None or op.engine == Engine.NONE:
                 unmodelled += seconds
                 continue
@@ -653,11 +654,18 @@ def measure_pairs(
     return measured
 
 
+def ops_in_tasks(pair: Pair, serial_task: TaskProfile | None) -> dict[int, NodeProfile]:
+    """Graph node id -> its op as the pair's tasks run it in the kernel: DDR bytes counted in the
+    task (intermediates stay in the arena), a micro-batch chain node whole (both copies)."""
+    tasks = [serial_task] if serial_task is not None else [pair.a, pair.b]
+    return {op.node: op for t in tasks for op in t.ops}
+
+
 def predicted_row(m: PairMeasurement, target: Target) -> PairRow:
     """The pair's row with the fused and serial times `target` predicts, at the share the plugin
     used (call_overhead_s unchanged)."""
     p = predict(m.pair.a, m.pair.b, target, share_a=m.row.share_a)
-    serial = task_time(m.serial_task, target) if m.serial_task is not None else p.serial
+    serial = serial_time(m.serial_task, target) if m.serial_task is not None else p.serial
     return replace(m.row, predicted_fused_s=p.fused, predicted_serial_s=serial)
 
 
@@ -904,7 +912,8 @@ class CalibrationResult:
             f"{self.median_abs_error:.1%}{kernel_errors}",
             f"  fused work span: {FIT_LABELS[ORT_FIT]} {self.errors(ORT_FIT).span:.1%}"
             + (f", {FIT_LABELS[KERNEL_FIT]} {self.errors(KERNEL_FIT).span:.1%}" if kernel_errors else "")
-            + f"; serial (ORT-profiled original nodes) {FIT_LABELS[ORT_FIT]} {self.errors(ORT_FIT).serial:.1%}",
+            + f"; serial (ORT-profiled original nodes) {FIT_LABELS[ORT_FIT]} {self.errors(ORT_FIT).serial:.1%}"
+            + (f", {FIT_LABELS[KERNEL_FIT]} {self.errors(KERNEL_FIT).serial:.1%}" if kernel_errors else ""),
             "  work/span: summed work-item time over the span (2 = both workers busy throughout); overlap: "
             "share of the span both tasks ran an item; gap/op: time per op a task ran no item (in the span, "
             "in no op's item time)",
@@ -986,7 +995,7 @@ def calibrate(
     if kernel_ops:
         kfit = fit_target(
             kernel_ops,
-            ort_target,  # a rate the kernel's items cannot fit keeps the ORT fit's
+            replace(ort_target, description=base.description),  # a rate items cannot fit keeps the ORT fit's
             KERNEL_FIT_NAME,
             where,
             KERNEL_MEASURED_BY,
@@ -994,6 +1003,7 @@ def calibrate(
         )
         progress(f"{FIT_LABELS[KERNEL_FIT]}: {len(kfit.rows)} ops, median |residual| {kfit.median_abs_residual:.1%}")
         kernel_target = with_kernel_gap(with_measured_pool(kfit.target, measured_rows, where), measured_rows, where)
+        kernel_target = replace(kernel_target, baseline=ort_target)  # unfused, the tasks run on stock ORT
         kernel_target, kernel_rows = with_call_overhead(
             kernel_target, [predicted_row(m, kernel_target) for m in pairs], where
         )
