@@ -217,6 +217,18 @@ def test_fit_recovers_the_rate_of_each_op_class() -> None:
     assert fit.median_abs_residual < 1e-9
 
 
+@pytest.mark.parametrize("seed", [1, 3, 6])  # seeds where the fit without the floor went below it
+def test_the_fitted_ddr_bandwidth_is_never_below_what_an_op_reached(seed: int) -> None:
+    """With noisy times, a few DDR-bound ops can fit a bandwidth below what an engine-bound op
+    reached (so that op could not have run as measured): the fit keeps at least that bandwidth."""
+    truth = replace(costmodel.HOST, ddr_bytes=Param(15e9, "B/s", "test"))
+    rng = np.random.default_rng(seed)
+    noisy = [replace(t, seconds=t.seconds * float(np.exp(rng.normal(0, 0.3)))) for t in _synthetic_ops(truth, 30, seed)]
+    fit = calibrate.fit_target(noisy, base=costmodel.HOST)
+    reached = calibrate.ddr_lower_bound(noisy, fit.target.op_overhead_s.value)
+    assert reached is not None and fit.target.ddr_bytes.value >= reached * (1 - 1e-6)
+
+
 def _row(work_s: float, span_s: float, gap_s: float = float("nan")) -> calibrate.PairRow:
     return calibrate.PairRow(
         "m", "p", "branches", "", 0.5, False, 0.0, span_s, span_s, 0.0, 0.0,

@@ -333,8 +333,10 @@ def fit_target(
             break
         bound = new_bound
         coef, fitted = fit_coefficients(ops, bound, base)
-        if "ddr" not in fitted and observed is not None:
-            coef["ddr"], fitted = 1.0 / observed, fitted | {"ddr-observed"}
+        # No fitted bandwidth below what a work-dominated op reached (a few DDR-bound ops can fit one)
+        observed = ddr_lower_bound(ops, coef["overhead"]) or observed
+        if observed is not None and ("ddr" not in fitted or coef["ddr"] * observed > 1.0 + 1e-6):
+            coef["ddr"], fitted = 1.0 / observed, (fitted - {"ddr"}) | {"ddr-observed"}
     bound = bound or set()
     target = _fitted_target(base, name, coef, fitted, ops, bound, where, measured_by, fitted_to)
     rows = [
