@@ -10,12 +10,13 @@
 1. Per-op times: each model runs on stock ORT (one intra-op thread, sequential, no graph
    optimisation so every node runs as written) with the ORT profiler on; the profile's node
    events of the runs after warm-up are matched to the graph's NodeProfile by node name.
-2. Fit: the cost model of one op is op_overhead + max(work / engine rate, DDR bytes / DDR
-   bandwidth), work being the FLOPs of matrix and vector ops and the bytes of memory ops. The
-   fit alternates between assigning each op to its binding resource and one linear least-squares
-   fit of that assignment (numpy.linalg.lstsq, rows weighted by 1/time: relative error), which
-   gives the shared overhead, the three engine rates and the DDR bandwidth. It starts with every
-   op engine-bound and DDR at the largest bandwidth a work-dominated op reached.
+2. Fit: the cost model of one op is op_overhead + max(work / rate, DDR bytes / DDR bandwidth),
+   work being the FLOPs of matrix and vector ops and the bytes of memory ops, the rate its op
+   class's (costmodel.OP_CLASSES: conv, pool, transcendental) or its engine's. The fit alternates
+   between assigning each op to its binding resource and one linear least-squares fit of that
+   assignment (numpy.linalg.lstsq, rows weighted by 1/time: relative error), which gives the
+   shared overhead, one rate per engine and op class, and the DDR bandwidth. It starts with every
+   op engine-bound; the bandwidth never falls below the largest a work-dominated op reached.
 3. Prediction error: each model is rewritten for the calibrated target with every lowerable
    pair kept (min_gain below any real loss), and run with the FusedHexPair plugin and the kernel
    trace: each call's hfx_run wall time (the measured fused time) and its work-item span come
@@ -24,8 +25,10 @@
    (pool wake-up and join) is measured as the median over the pairs of (call time - work-item
    span) and kept as `call_overhead_s`; the
    predicted fused time of a call is costmodel.predict(...).fused at the share the plugin used
-   plus that overhead. The serial prediction is compared with the ORT-profiled time of the
-   pair's original nodes.
+   plus that overhead. The host pool's workers take each other's items (costmodel's
+   `general_workers`); how many ran at once is measured from the same traces, as the median over
+   the pairs of summed item time / span (on a loaded 2-vCPU VM often one). The serial prediction
+   is compared with the ORT-profiled time of the pair's original nodes.
 4. A second fit, to the kernel's own item times: the plugin's host kernels are not ORT's (its
    Conv, pooling and small GEMMs are slower), so rates fitted to ORT can mispredict it. The
    traced runs of step 3 give, per call, every work item's program op and duration; the sum of
@@ -34,9 +37,12 @@
    (`lowering.program_op_nodes`; both micro-batch copies of a chain node add up to that node).
    Those per-node times, with the same one-op NodeProfiles as the ORT fit, go through the same
    `fit_target`, and the fit predicts the same measured calls (same share, same call overhead).
-   This fit is in-sample (fitted and checked on the same fused runs), and item times leave out
+   This fit is in-sample (fitted and checked on the same fused runs). Item times leave out
    the kernel's time between items (dispatch, the barrier between ops, waiting for a worker:
-   the `kernel_gap_per_op_s` column), so its fitted op overhead is close to zero.
+   the `kernel_gap_per_op_s` column), so the measured median gap per op is added to its op
+   overhead. Its ops' DDR bytes are counted in the pair's tasks, as the prediction counts them.
+   Unfused, a pair's nodes run on stock ORT: the kernel fit carries the ORT fit as its
+   `baseline`, which predicts its serial times.
    `-o` writes the fit with the lower median fused-call error as "host-calibrated" and says which.
 
 Run it as `python -m hexfuse_onnx calibrate [-o FILE] [--table] [MODEL ...]` (the zoo when no
