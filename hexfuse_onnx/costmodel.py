@@ -80,9 +80,9 @@ class Target:
         """Work per second of one op (FLOP/s, integer ops/s at `int_bits` 8 or 16, or B/s for memory):
         its op class's rate when the target has one (float ops), else its engine's; the whole
         engine, or on a general-worker pool the one worker that runs the op."""
-        for name, p in self.class_rates:
+        for name, rate in self.class_rates:
             if name == op_class and not int_bits:
-                return p.value
+                return rate.value
         if engine == Engine.MEMORY:
             return self.dma_bytes.value
         if engine == Engine.MATRIX:

@@ -586,11 +586,6 @@ def test_kernel_api_refuses_impossible_pools():
     assert out["default_arena"] == 8 << 20
 
 
-# The pair these tests need is the two branches, whose matrix task keeps the big intermediate: on
-# the host's two workers a micro-batch split of that chain is predicted faster, and halves it.
-BRANCHES_ONLY = ["branches"]
-
-
 @pytest.fixture
 def oversized_host_target(monkeypatch):
     """A host target that believes in a 32 MiB on-chip budget, four times the plugin's arena: the
@@ -618,7 +613,7 @@ def test_scratch_over_the_arena_fails_cleanly_at_run(big_scratch, tmp_path, over
     """A lowered pair whose task scratch exceeds the pool's arena: a clean HFX_ERR_BUDGET at run."""
     from hexfuse_onnx.rewrite import fuse, prepare
 
-    a = pipeline.analyse(big_scratch, target="host", kinds=BRANCHES_ONLY)
+    a = pipeline.analyse(big_scratch, target="host")
     assert a.pairs, "the host target should pair the two branches"
     failed = prepare(a.graph, a.pairs[:1], a.target.name)
     assert not failed, failed
@@ -645,12 +640,7 @@ def test_plugin_verification_drops_pairs_for_their_real_reason(big_scratch, tmp_
     messages: list[str] = []
     try:
         r = pipeline.rewrite(
-            big_scratch,
-            tmp_path / "fused.onnx",
-            target="host",
-            kinds=BRANCHES_ONLY,
-            verify_plugin=True,
-            progress=messages.append,
+            big_scratch, tmp_path / "fused.onnx", target="host", verify_plugin=True, progress=messages.append
         )
         reasons = [x.reason for x in r.analysis.rejected]
     except VerificationError as exc:

@@ -686,10 +686,10 @@ def with_measured_pool(target: Target, rows: list[PairRow], where: str = "") -> 
     """`target` with the workers its general-worker pool ran at once in the measured calls: the
     median over the pairs of summed work-item time / work-item span, between 1 and the pool's
     workers (a VM whose other load keeps the second worker off a CPU runs a call on one)."""
-    nominal = target.general_workers.value
     spans = [r.kernel_work_s / r.measured_span_s for r in rows if r.measured_span_s > 0]
-    if not nominal or not spans:
+    if not target.general_workers.value or not spans:
         return target
+    nominal = 1.0 + target.vector_contexts.value  # the matrix worker (the caller) and the vector workers
     workers = min(max(statistics.median(spans), 1.0), nominal)
     source = (
         f"measured: median over {len(spans)} plugin pairs of summed work-item time / work-item span "
