@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 
 from . import __version__
-from .bench import BASELINES, DEFAULT_BASELINES
 from .costmodel import TARGETS
 from .errors import EXIT_INTERNAL, EXIT_OK, HexfuseError
 from .graph import parse_shape_overrides
@@ -22,6 +21,7 @@ from .hybrid import DEFAULT_PAST, DEFAULT_PREFILL, DEFAULT_PREFILL_PAST
 from .kinds import KINDS
 from .select import DEFAULT_MIN_GAIN
 from .tools import tune as tune_defaults
+from .tools.bench import BASELINES, DEFAULT_BASELINES
 from .verify import DEFAULT_RTOL
 
 EPILOG = (
@@ -289,7 +289,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command in ("bench", "calibrate", "tune") and argv is None:
-        from .bench import reexec_without_blas_tuning
+        from .tools.bench import reexec_without_blas_tuning
 
         reexec_without_blas_tuning(["-m", "hexfuse_onnx", *sys.argv[1:]])
     progress = (lambda msg: None) if getattr(args, "quiet", False) else _progress()
@@ -434,9 +434,9 @@ def _profile(args: argparse.Namespace, progress) -> int:
 
     import onnx
 
-    from . import timeline
     from .contract import DOMAIN
     from .pipeline import rewrite
+    from .tools import timeline
 
     _refuse_same_file(args.output, args.model)
     _check_report_path(args.output)
@@ -468,7 +468,7 @@ def _profile(args: argparse.Namespace, progress) -> int:
 
 
 def _zoo(args: argparse.Namespace, progress) -> int:
-    from .zoo import list_models
+    from .tools.zoo import list_models
 
     entries = list_models(args.cache_dir)
     width = max(len(m.name) for m in entries)
@@ -488,7 +488,7 @@ def _analysis_line(entry, target: str, progress) -> str:
     import tempfile
 
     from .pipeline import analyse
-    from .zoo import resolve
+    from .tools.zoo import resolve
 
     with tempfile.TemporaryDirectory(prefix="hexfuse-zoo-") as folder:
         try:
@@ -513,9 +513,9 @@ def _analysis_line(entry, target: str, progress) -> str:
 def _bench(args: argparse.Namespace, progress) -> int:
     import tempfile
 
-    from .bench import bench, clear_blas_tuning, parse_baselines
     from .errors import UsageError
-    from .zoo import plugin_rtol, resolve
+    from .tools.bench import bench, clear_blas_tuning, parse_baselines
+    from .tools.zoo import plugin_rtol, resolve
 
     cleared = clear_blas_tuning()  # the process entry point re-executes without them; API calls get this
     if args.runs < 1 or args.rounds < 1 or args.warmup < 0:
@@ -552,10 +552,11 @@ def _bench(args: argparse.Namespace, progress) -> int:
 def _calibrate(args: argparse.Namespace, progress) -> int:
     import tempfile
 
-    from . import calibrate, costmodel
-    from .bench import clear_blas_tuning
+    from . import costmodel
     from .errors import UsageError
-    from .zoo import models_package, resolve
+    from .tools import calibrate
+    from .tools.bench import clear_blas_tuning
+    from .tools.zoo import models_package, resolve
 
     clear_blas_tuning()
     if args.runs < 1 or args.warmup < 0:
@@ -589,7 +590,7 @@ def _colocate(args: argparse.Namespace, progress) -> int:
 
     from .colocate import colocate, stream_names
     from .errors import UsageError
-    from .zoo import resolve
+    from .tools.zoo import resolve
 
     if args.hybrid is not None:
         return _hybrid(args, progress)
@@ -627,7 +628,7 @@ def _hybrid(args: argparse.Namespace, progress) -> int:
 
     from .errors import UsageError
     from .hybrid import Requests, hybrid
-    from .zoo import resolve
+    from .tools.zoo import resolve
 
     if args.models or args.requests != 1 or args.names or args.shape:
         raise UsageError(
@@ -758,7 +759,7 @@ def _shares(text: str) -> list[float]:
 
 
 def _tune(args: argparse.Namespace, progress) -> int:
-    from .bench import clear_blas_tuning
+    from .tools.bench import clear_blas_tuning
     from .tools.tune import tune
 
     clear_blas_tuning()
