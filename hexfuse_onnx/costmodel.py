@@ -170,7 +170,7 @@ HOST = Target(
         "FLOP/s",
         "measured: 79-85 GFLOP/s single-thread fp32, least-squares fit to 49 ORT-profiled "
         "MatMul/Gemm/Conv ops of the zoo (hexfuse_onnx.calibrate, this 2-core VM, 2026-11-29; "
-        "its larger MatMuls reach about 97); the 225-240 GFLOP/s of DESIGN.md is not reached here",
+        "its larger MatMuls reach about 97); the 225-240 GFLOP/s measured on another VM is not reached here",
     ),
     vector_contexts=Param(1, "workers", "2 cores: one matrix worker, one vector worker (the pool's default)"),
     vector_flops_per_context=Param(8e9, "FLOP/s", "assumption: see hexfuse_onnx.calibrate for the fitted figure"),
