@@ -93,6 +93,18 @@ hfx_status hfx_plan_pool2d(const hfx_program *p, hfx_op *op) {
     return hfx_plan_set_items(op, hfx_ceil_div(pl.rows, pl.rows_per_item));
 }
 
+/* yr[q] = max(yr[q], src[q sw]) (NaN propagates) and yr[q] += src[q sw] for q in [q_lo, q_hi). */
+static inline void pool_max_run(const float *src, int64_t sw, float *yr, int64_t q_lo, int64_t q_hi) {
+    for (int64_t q = q_lo; q < q_hi; q++) {
+        float t = src[q * sw], m = yr[q];
+        yr[q] = (t > m || t != t) ? t : m;
+    }
+}
+
+static inline void pool_sum_run(const float *src, int64_t sw, float *yr, int64_t q_lo, int64_t q_hi) {
+    for (int64_t q = q_lo; q < q_hi; q++) yr[q] += src[q * sw];
+}
+
 HFX_VECTOR_KERNEL
 void hfx_run_pool2d(const hfx_kernel_args *a, uint32_t item) {
     const hfx_op *op = a->op;
@@ -132,13 +144,19 @@ void hfx_run_pool2d(const hfx_kernel_args *a, uint32_t item) {
             const float *xr = xc + (y0 + ky * dh) * w - pl;
             for (int64_t kx = 0; kx < kw; kx++) {
                 const float *src = xr + kx * dw;
-                if (is_max) {
-                    for (int64_t q = q_lo; q < q_hi; q++) {
-                        float t = src[q * sw], m = yr[q];
-                        yr[q] = (t > m || t != t) ? t : m; /* NaN propagates */
-                    }
+                /* strides 1 and 2 as constants: the compiler vectorizes their loads */
+                if (is_max && sw == 1) {
+                    pool_max_run(src, 1, yr, q_lo, q_hi);
+                } else if (is_max && sw == 2) {
+                    pool_max_run(src, 2, yr, q_lo, q_hi);
+                } else if (is_max) {
+                    pool_max_run(src, sw, yr, q_lo, q_hi);
+                } else if (sw == 1) {
+                    pool_sum_run(src, 1, yr, q_lo, q_hi);
+                } else if (sw == 2) {
+                    pool_sum_run(src, 2, yr, q_lo, q_hi);
                 } else {
-                    for (int64_t q = q_lo; q < q_hi; q++) yr[q] += src[q * sw];
+                    pool_sum_run(src, sw, yr, q_lo, q_hi);
                 }
             }
         }
