@@ -408,7 +408,29 @@ static void pool_case(uint32_t opc, uint32_t N, uint32_t C, uint32_t H, uint32_t
     free(X), free(Y), free(R);
 }
 
+/* MaxPool on a wide row with NaNs in the input: NaN propagates, the same bits as the reference. */
+static void pool_nan_case(void) {
+    rshape xs = {4, {1, 2, 5, 37}}, ys = {4, {1, 2, 5, 37}};
+    int32_t p[12] = {1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 0, 0};
+    uint64_t xn = rs_numel(&xs), yn = rs_numel(&ys);
+    float *X = rand_buf(xn, -4, 4), *Y = calloc(yn, 4), *R = calloc(yn, 4);
+    for (uint64_t i = 3; i < xn; i += 29) X[i] = NAN;
+    ref_pool2d(1, X, &xs, p, R, &ys);
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t x = hfxb_input(&b, 0, 4, xs.d), y = hfxb_output(&b, 0, 4, ys.d);
+    int32_t params[HFX_OP_PARAMS] = {0};
+    memcpy(params, p, 12 * sizeof(int32_t));
+    hfxb_op_add(&b, 0, HFX_OP_MAXPOOL, HFX_ENGINE_VECTOR, 1, &x, y, params);
+    const void *ins[1] = {X};
+    void *outs[1] = {Y};
+    if (run_prog(&b, ins, 1, outs, 1)) CHECK_MSG(memcmp(Y, R, yn * 4) == 0, "maxpool with NaNs");
+    hfxb_free(&b);
+    free(X), free(Y), free(R);
+}
+
 static void test_pool(void) {
+    pool_nan_case();
     for (int m = 0; m < 2; m++) {
         uint32_t opc = m ? HFX_OP_AVGPOOL : HFX_OP_MAXPOOL;
         /* pads t l b r, strides h w, dilations h w, kernel h w, ceil, count_include_pad */
@@ -442,7 +464,9 @@ static void test_pool(void) {
             p[7] = rng_u32() % 3 == 0 ? (int32_t)rng_range(1, 3) : 1;
             p[10] = (int32_t)(rng_u32() % 2);
             p[11] = m ? (int32_t)(rng_u32() % 2) : 0;
-            pool_case(opc, rng_range(1, 2), rng_range(1, 4), rng_range(1, 13), rng_range(1, 13), p, t % 2);
+            /* every fourth row wide enough for the stride-1 blocks of 16 outputs */
+            pool_case(opc, rng_range(1, 2), rng_range(1, 4), rng_range(1, 13), t % 4 ? rng_range(1, 13) : rng_range(16, 45),
+                      p, t % 2);
         }
     }
 }
