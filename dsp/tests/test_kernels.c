@@ -175,6 +175,7 @@ static void test_conv(void) {
     conv_case(1, 4, 9, 9, 4, 3, 3, p1, s1, d1, 4, 0);      /* depthwise (direct kernel) */
     conv_case(2, 5, 10, 9, 5, 3, 2, pa, s2, d2, 5, 1);     /* depthwise: asym pads, strides, dilation */
     conv_case(1, 3, 4, 3, 3, 5, 5, pk, s1, d1, 3, 1);      /* depthwise: kernel wider than the input */
+    conv_case(1, 6, 10, 12, 6, 3, 3, p1, s1, d1, 6, 1);    /* depthwise: rows of 12, blocks of 8 */
     conv_case(2, 40, 48, 40, 40, 3, 3, p1, s1, d1, 40, 1); /* depthwise in several channel blocks */
     CHECK(g_last_items > 2);
     conv_case(1, 64, 32, 32, 16, 3, 3, p1, s1, d1, 1, 1);  /* im2col in several pixel blocks */

@@ -8,8 +8,8 @@
 
 #include "kernels.h"
 
-#define CONV_WS_MAX (512u * 1024u) /* im2col bytes per item */
-#define CONV_DW_ITEM_TAPS (1u << 18)    /* depthwise: multiply-adds per item */
+#define CONV_WS_MAX (512u * 1024u)          /* im2col bytes per item */
+#define CONV_DW_ITEM_TAPS (1u << 18)        /* depthwise: multiply-adds per item */
 #define CONV_DW_WS_MAX (2u * 1024u * 1024u) /* depthwise: padded channel bytes; larger ones take im2col */
 
 enum { CONV_IM2COL, CONV_1X1, CONV_DEPTHWISE };
@@ -75,8 +75,10 @@ hfx_status hfx_plan_conv2d(const hfx_program *p, hfx_op *op) {
                       pr[HFX_P_CONV_PAD_LEFT] == 0 && pr[HFX_P_CONV_PAD_BOTTOM] == 0 && pr[HFX_P_CONV_PAD_RIGHT] == 0 &&
                       pr[HFX_P_CONV_STRIDE_H] == 1 && pr[HFX_P_CONV_STRIDE_W] == 1;
     uint64_t sw = (uint64_t)pr[HFX_P_CONV_STRIDE_W];
-    uint64_t padded_row = hfx_ceil_div(x->dims[3] + (uint64_t)pr[HFX_P_CONV_PAD_LEFT] + (uint64_t)pr[HFX_P_CONV_PAD_RIGHT], sw) * sw;
-    uint64_t padded_bytes = (x->dims[2] + (uint64_t)pr[HFX_P_CONV_PAD_TOP] + (uint64_t)pr[HFX_P_CONV_PAD_BOTTOM]) * padded_row * 4;
+    uint64_t padded_row =
+        hfx_ceil_div(x->dims[3] + (uint64_t)pr[HFX_P_CONV_PAD_LEFT] + (uint64_t)pr[HFX_P_CONV_PAD_RIGHT], sw) * sw;
+    uint64_t padded_bytes =
+        (x->dims[2] + (uint64_t)pr[HFX_P_CONV_PAD_TOP] + (uint64_t)pr[HFX_P_CONV_PAD_BOTTOM]) * padded_row * 4;
     if (mg == 1 && w->dims[1] == 1 && !one_by_one && padded_bytes <= CONV_DW_WS_MAX) {
         pl.mode = CONV_DEPTHWISE;
         pl.channels_per_item = hfx_per_item_for(pl.pixels * pl.kk, CONV_DW_ITEM_TAPS);
@@ -105,11 +107,9 @@ hfx_status hfx_plan_conv2d(const hfx_program *p, hfx_op *op) {
 typedef float dw_vec __attribute__((vector_size(32))); /* 8 lanes; plain SSE pairs without AVX */
 #define DW_LANES 8
 
-
 /* One padded input row of a channel into its `sw` phase planes of wq floats each: padded column j goes
  * to plane j % sw at j / sw, so that every tap of a strided output run reads contiguous floats. */
-static inline void dw_split_row(const float *x, int64_t w, int64_t pl, int64_t wp, int64_t sw, int64_t wq,
-                                float *dst) {
+static inline void dw_split_row(const float *x, int64_t w, int64_t pl, int64_t wp, int64_t sw, int64_t wq, float *dst) {
     if (sw == 1) {
         memset(dst, 0, (size_t)wp * sizeof(float));
         if (x) memcpy(dst + pl, x, (size_t)w * sizeof(float));
@@ -135,8 +135,8 @@ typedef struct dw_geom {
 /* Outputs [ox, ox + n) of one output row (n <= 2 * DW_LANES), src at the row's first input row: the bias
  * plus every tap in (ki, kj) order. Full blocks use two 8-lane accumulators; a short block the same
  * order on a small array, so every output gets the same value whichever block computes it. */
-static inline void dw_block(const float *restrict src, const float *restrict wc, float b, const dw_geom *g,
-                            int64_t ox, int64_t n, float *restrict y) {
+static inline void dw_block(const float *restrict src, const float *restrict wc, float b, const dw_geom *g, int64_t ox,
+                            int64_t n, float *restrict y) {
     dw_vec acc0 = (dw_vec){0} + b, acc1 = acc0;
     float acc[2 * DW_LANES];
     for (int64_t l = 0; l < n; l++) acc[l] = b;
@@ -168,10 +168,10 @@ static inline void dw_block(const float *restrict src, const float *restrict wc,
 
 #define DW_ROWS 4 /* output rows of a full block: 2 x DW_ROWS independent accumulators hide the add latency */
 
-/* A full block: outputs [ox, ox + 2 DW_LANES) of output rows oy .. oy + DW_ROWS - 1, same order per output
- * as dw_block. src is at output row oy's first input row, y at output row oy. */
+/* A full block: outputs [ox, ox + nvec DW_LANES) (nvec 1 or 2) of output rows oy .. oy + DW_ROWS - 1, same
+ * order per output as dw_block. src is at output row oy's first input row, y at output row oy. */
 static inline void dw_block_rows(const float *restrict src, const float *restrict wc, float b, const dw_geom *g,
-                                 int64_t sh, int64_t ox, float *restrict y, int64_t ow) {
+                                 int64_t sh, int64_t ox, float *restrict y, int64_t ow, int nvec) {
     dw_vec acc[DW_ROWS][2];
     for (int i = 0; i < DW_ROWS; i++) acc[i][0] = acc[i][1] = (dw_vec){0} + b;
     for (int64_t ki = 0; ki < g->kh; ki++) {
@@ -180,40 +180,38 @@ static inline void dw_block_rows(const float *restrict src, const float *restric
             const float *t = src + ki * g->dh * g->row + r * g->wq + q;
             float wv = wc[ki * g->kw + kj];
             for (int i = 0; i < DW_ROWS; i++) {
-                dw_vec x0, x1;
-                memcpy(&x0, t + i * sh * g->row, sizeof x0);
-                memcpy(&x1, t + i * sh * g->row + DW_LANES, sizeof x1);
-                acc[i][0] += wv * x0;
-                acc[i][1] += wv * x1;
+                for (int v = 0; v < nvec; v++) {
+                    dw_vec x;
+                    memcpy(&x, t + i * sh * g->row + v * DW_LANES, sizeof x);
+                    acc[i][v] += wv * x;
+                }
             }
             r += g->dwr, q += g->dws;
             if (r >= g->sw) r -= g->sw, q++;
         }
     }
-    for (int i = 0; i < DW_ROWS; i++) {
-        memcpy(y + i * ow + ox, &acc[i][0], sizeof acc[i][0]);
-        memcpy(y + i * ow + ox + DW_LANES, &acc[i][1], sizeof acc[i][1]);
-    }
+    for (int i = 0; i < DW_ROWS; i++) memcpy(y + i * ow + ox, acc[i], (size_t)nvec * sizeof acc[i][0]);
 }
 
 /* Channels [c0, c1) of one image of a depthwise conv. Each channel is first rewritten into the work
  * space xp: zero-padded and split into stride phases, so that no tap needs a bounds check and every
- * load is contiguous (and the AVX2 copy its own: too big to be inlined). Then the output is computed in blocks of DW_ROWS rows x 2 DW_LANES outputs; the
- * last block of a row or column overlaps the previous one rather than running short (same values:
- * same order per output), and planes too small for a full block go row by row. */
+ * load is contiguous. Then the output is computed in blocks of DW_ROWS rows x 16 (or, in rows under
+ * 16, 8) outputs; the last block of a row or column overlaps the previous one rather than running
+ * short (same values: same order per output), and planes under DW_ROWS x DW_LANES go row by row.
+ * Not inlined (too big), hence its own AVX2 copy. */
 HFX_VECTOR_KERNEL
 static void conv_depthwise(const float *restrict X, const float *restrict W, const float *restrict bias,
-                                  float *restrict Y, float *restrict xp, uint64_t c0, uint64_t c1,
-                                  const uint64_t in_hw[2], const uint64_t k_hw[2], const uint64_t out_hw[2],
-                                  const int32_t *pr) {
+                           float *restrict Y, float *restrict xp, uint64_t c0, uint64_t c1, const uint64_t in_hw[2],
+                           const uint64_t k_hw[2], const uint64_t out_hw[2], const int32_t *pr) {
     int64_t h = (int64_t)in_hw[0], w = (int64_t)in_hw[1], oh = (int64_t)out_hw[0], ow = (int64_t)out_hw[1];
     int64_t sh = pr[HFX_P_CONV_STRIDE_H], sw = pr[HFX_P_CONV_STRIDE_W], dw = pr[HFX_P_CONV_DILATION_W];
     int64_t pt = pr[HFX_P_CONV_PAD_TOP], pl = pr[HFX_P_CONV_PAD_LEFT];
     int64_t hp = h + pt + pr[HFX_P_CONV_PAD_BOTTOM], wp = w + pl + pr[HFX_P_CONV_PAD_RIGHT];
     int64_t wq = (wp + sw - 1) / sw;
     dw_geom g = {(int64_t)k_hw[0], (int64_t)k_hw[1], pr[HFX_P_CONV_DILATION_H], sw * wq, wq, dw / sw, dw % sw, sw};
-    int64_t block = ow < 2 * DW_LANES ? ow : 2 * DW_LANES;
-    bool full = oh >= DW_ROWS && ow >= 2 * DW_LANES;
+    int nvec = ow >= 2 * DW_LANES ? 2 : 1; /* vectors per row of a full block */
+    bool full = oh >= DW_ROWS && ow >= DW_LANES;
+    int64_t block = full ? nvec * DW_LANES : ow < 2 * DW_LANES ? ow : 2 * DW_LANES;
     for (uint64_t c = c0; c < c1; c++) {
         const float *xc = X + c * (uint64_t)(h * w), *wc = W + c * (uint64_t)(g.kh * g.kw);
         for (int64_t iy = 0; iy < hp; iy++)
@@ -225,10 +223,9 @@ static void conv_depthwise(const float *restrict X, const float *restrict W, con
             int64_t y0 = oy + rows <= oh ? oy : oh - rows;
             for (int64_t ox = 0; ox < ow; ox += block) {
                 int64_t x0 = ox + block <= ow ? ox : ow - block;
-                if (full)
-                    dw_block_rows(xp + y0 * sh * g.row, wc, b, &g, sh, x0, yc + y0 * ow, ow);
-                else
-                    dw_block(xp + y0 * sh * g.row, wc, b, &g, x0, block, yc + y0 * ow);
+                if (full && nvec == 2) dw_block_rows(xp + y0 * sh * g.row, wc, b, &g, sh, x0, yc + y0 * ow, ow, 2);
+                else if (full) dw_block_rows(xp + y0 * sh * g.row, wc, b, &g, sh, x0, yc + y0 * ow, ow, 1);
+                else dw_block(xp + y0 * sh * g.row, wc, b, &g, x0, block, yc + y0 * ow);
             }
         }
     }
