@@ -166,13 +166,18 @@ static void conv_case(uint32_t N, uint32_t C, uint32_t H, uint32_t W, uint32_t M
 }
 
 static void test_conv(void) {
-    int32_t p0[4] = {0, 0, 0, 0}, p1[4] = {1, 1, 1, 1}, pa[4] = {0, 2, 1, 0};
+    int32_t p0[4] = {0, 0, 0, 0}, p1[4] = {1, 1, 1, 1}, pa[4] = {0, 2, 1, 0}, pk[4] = {2, 3, 2, 3};
     int32_t s1[2] = {1, 1}, s2[2] = {2, 3}, d1[2] = {1, 1}, d2[2] = {2, 1};
     conv_case(1, 1, 1, 1, 1, 1, 1, p0, s1, d1, 1, 0);      /* all ones */
     conv_case(2, 8, 7, 9, 6, 1, 1, p0, s1, d1, 1, 1);      /* 1x1 direct */
     conv_case(1, 3, 11, 13, 5, 3, 3, p1, s1, d1, 1, 1);    /* same padding */
     conv_case(2, 6, 10, 9, 6, 3, 2, pa, s2, d2, 3, 1);     /* asym pads, strides, dilation, groups */
-    conv_case(1, 4, 9, 9, 4, 3, 3, p1, s1, d1, 4, 0);      /* depthwise */
+    conv_case(1, 4, 9, 9, 4, 3, 3, p1, s1, d1, 4, 0);      /* depthwise (direct kernel) */
+    conv_case(2, 5, 10, 9, 5, 3, 2, pa, s2, d2, 5, 1);     /* depthwise: asym pads, strides, dilation */
+    conv_case(1, 3, 4, 3, 3, 5, 5, pk, s1, d1, 3, 1);      /* depthwise: kernel wider than the input */
+    conv_case(1, 6, 10, 12, 6, 3, 3, p1, s1, d1, 6, 1);    /* depthwise: rows of 12, blocks of 8 */
+    conv_case(2, 40, 48, 40, 40, 3, 3, p1, s1, d1, 40, 1); /* depthwise in several channel blocks */
+    CHECK(g_last_items > 2);
     conv_case(1, 64, 32, 32, 16, 3, 3, p1, s1, d1, 1, 1);  /* im2col in several pixel blocks */
     CHECK(g_last_items > 1);
     conv_case(1, 2, 5, 5, 2, 5, 5, p0, s1, d1, 1, 0);      /* kernel == input */
@@ -185,6 +190,15 @@ static void test_conv(void) {
         int32_t dil[2] = {(int32_t)rng_range(1, 2), (int32_t)rng_range(1, 2)};
         conv_case(rng_range(1, 2), C, rng_range(1, 12), rng_range(1, 12), M, rng_range(1, 4), rng_range(1, 4), pads,
                   st, dil, g, (int)(rng_u32() % 2));
+    }
+    for (int i = 0; i < 20; i++) { /* depthwise: pads up to the kernel, strides and dilations up to 3 */
+        uint32_t C = rng_range(1, 6), kh = rng_range(1, 5), kw = rng_range(1, 5);
+        int32_t pads[4] = {(int32_t)rng_range(0, kh - 1), (int32_t)rng_range(0, kw - 1), (int32_t)rng_range(0, kh - 1),
+                           (int32_t)rng_range(0, kw - 1)};
+        int32_t st[2] = {(int32_t)rng_range(1, 3), (int32_t)rng_range(1, 3)};
+        int32_t dil[2] = {(int32_t)rng_range(1, 3), (int32_t)rng_range(1, 3)};
+        conv_case(rng_range(1, 2), C, rng_range(1, 14), rng_range(1, 14), C, kh, kw, pads, st, dil, (int32_t)C,
+                  (int)(rng_u32() % 2));
     }
 }
 
@@ -395,7 +409,29 @@ static void pool_case(uint32_t opc, uint32_t N, uint32_t C, uint32_t H, uint32_t
     free(X), free(Y), free(R);
 }
 
+/* MaxPool on a wide row with NaNs in the input: NaN propagates, the same bits as the reference. */
+static void pool_nan_case(void) {
+    rshape xs = {4, {1, 2, 5, 37}}, ys = {4, {1, 2, 5, 37}};
+    int32_t p[12] = {1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 0, 0};
+    uint64_t xn = rs_numel(&xs), yn = rs_numel(&ys);
+    float *X = rand_buf(xn, -4, 4), *Y = calloc(yn, 4), *R = calloc(yn, 4);
+    for (uint64_t i = 3; i < xn; i += 29) X[i] = NAN;
+    ref_pool2d(1, X, &xs, p, R, &ys);
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t x = hfxb_input(&b, 0, 4, xs.d), y = hfxb_output(&b, 0, 4, ys.d);
+    int32_t params[HFX_OP_PARAMS] = {0};
+    memcpy(params, p, 12 * sizeof(int32_t));
+    hfxb_op_add(&b, 0, HFX_OP_MAXPOOL, HFX_ENGINE_VECTOR, 1, &x, y, params);
+    const void *ins[1] = {X};
+    void *outs[1] = {Y};
+    if (run_prog(&b, ins, 1, outs, 1)) CHECK_MSG(memcmp(Y, R, yn * 4) == 0, "maxpool with NaNs");
+    hfxb_free(&b);
+    free(X), free(Y), free(R);
+}
+
 static void test_pool(void) {
+    pool_nan_case();
     for (int m = 0; m < 2; m++) {
         uint32_t opc = m ? HFX_OP_AVGPOOL : HFX_OP_MAXPOOL;
         /* pads t l b r, strides h w, dilations h w, kernel h w, ceil, count_include_pad */
@@ -429,7 +465,9 @@ static void test_pool(void) {
             p[7] = rng_u32() % 3 == 0 ? (int32_t)rng_range(1, 3) : 1;
             p[10] = (int32_t)(rng_u32() % 2);
             p[11] = m ? (int32_t)(rng_u32() % 2) : 0;
-            pool_case(opc, rng_range(1, 2), rng_range(1, 4), rng_range(1, 13), rng_range(1, 13), p, t % 2);
+            /* every fourth row wide enough for the stride-1 blocks of 16 outputs */
+            pool_case(opc, rng_range(1, 2), rng_range(1, 4), rng_range(1, 13), t % 4 ? rng_range(1, 13) : rng_range(16, 45),
+                      p, t % 2);
         }
     }
 }
