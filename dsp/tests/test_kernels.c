@@ -825,6 +825,99 @@ static void test_quant(void) {
     hfxb_free(&b);
 }
 
+/* ---- QMATMUL: bit for bit against ref_qmatmul.h ------------------------------------------- */
+
+typedef struct qmm_case_cfg {
+    uint8_t ta, tb, ty;
+    uint32_t rank, dims[3], k, n; /* A = dims[0..rank) with dims[rank-1] = k */
+    int per_column, bias, extremes, misalign;
+} qmm_case_cfg;
+
+static int32_t qrand(uint8_t dtype) {
+    return dtype == HFX_DTYPE_U8 ? (int32_t)rng_range(0, 255) : (int32_t)rng_range(0, 255) - 128;
+}
+
+static void qmm_case(const qmm_case_cfg *c) {
+    uint32_t m = 1;
+    for (uint32_t i = 0; i + 1 < c->rank; i++) m *= c->dims[i];
+    uint32_t k = c->k, n = c->n, ncol = c->per_column ? n : 1;
+    uint8_t *abuf = malloc((size_t)m * k + 8), *bbuf = malloc((size_t)k * n + 8), *ybuf = malloc((size_t)m * n + 8);
+    uint8_t *A = abuf + c->misalign, *B = bbuf + c->misalign, *Y = ybuf + c->misalign;
+    int32_t *Ai = malloc(sizeof(int32_t) * m * k), *Bi = malloc(sizeof(int32_t) * k * n);
+    int32_t *bias = malloc(sizeof(int32_t) * n), zb[512];
+    float sc[512];
+    uint8_t zbb[512 * 4], zab[4], zyb[4];
+    for (uint64_t i = 0; i < (uint64_t)m * k; i++) {
+        Ai[i] = c->extremes ? (c->ta == HFX_DTYPE_U8 ? (i % 3 ? 255 : 0) : (i % 3 ? 127 : -128)) : qrand(c->ta);
+        store_int(A, c->ta, i, Ai[i]);
+    }
+    for (uint64_t i = 0; i < (uint64_t)k * n; i++) {
+        Bi[i] = c->extremes ? (c->tb == HFX_DTYPE_U8 ? 255 : -128) : qrand(c->tb);
+        store_int(B, c->tb, i, Bi[i]);
+    }
+    int32_t za = qrand(c->ta), zy = qrand(c->ty);
+    store_int(zab, c->ta, 0, za);
+    store_int(zyb, c->ty, 0, zy);
+    for (uint32_t j = 0; j < ncol; j++) {
+        zb[j] = qrand(c->tb);
+        store_int(zbb, c->tb, j, zb[j]);
+        /* a power of two makes ties (x.5) common; 1e-7 .. 1e-2 covers saturation at both ends */
+        sc[j] = j % 3 == 0 ? 0.5f : rng_f(1e-7f, 1e-2f);
+    }
+    for (uint32_t j = 0; j < n; j++)
+        bias[j] = j == 0 && c->extremes ? INT32_MAX : (int32_t)rng_range(0, 200000) - 100000; /* INT32_MAX: wraps */
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t kn[2] = {k, n}, nd[1] = {ncol}, bd[1] = {n}, yd[3];
+    for (uint32_t i = 0; i < c->rank; i++) yd[i] = i + 1 < c->rank ? c->dims[i] : n;
+    uint32_t in[7];
+    in[0] = hfxb_set_dtype(&b, hfxb_input(&b, 0, c->rank, c->dims), c->ta);
+    in[1] = hfxb_set_dtype(&b, hfxb_input(&b, 0, 2, kn), c->tb);
+    in[2] = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_SCALAR), c->ta);
+    in[3] = hfxb_set_dtype(&b, hfxb_input(&b, 0, c->per_column ? 1 : 0, nd), c->tb);
+    in[4] = hfxb_input(&b, 0, c->per_column ? 1 : 0, nd);
+    in[5] = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_SCALAR), c->ty);
+    in[6] = c->bias ? hfxb_set_dtype(&b, hfxb_input(&b, 0, 1, bd), HFX_DTYPE_I32) : HFXB_NONE;
+    uint32_t y = hfxb_set_dtype(&b, hfxb_output(&b, 0, c->rank, yd), c->ty);
+    hfxb_op_add(&b, 0, HFX_OP_QMATMUL, -1, c->bias ? 7 : 6, in, y, NULL);
+    const void *ins[7] = {A, B, zab, zbb, sc, zyb, bias};
+    void *outs[1] = {Y};
+    if (run_prog(&b, ins, c->bias ? 7 : 6, outs, 1)) {
+        int32_t lo = c->ty == HFX_DTYPE_U8 ? 0 : -128, hi = c->ty == HFX_DTYPE_U8 ? 255 : 127;
+        uint64_t bad = (uint64_t)m * n;
+        int32_t want = 0;
+        for (uint64_t i = 0; i < (uint64_t)m * n && bad == (uint64_t)m * n; i++) {
+            uint32_t r = (uint32_t)(i / n), col = (uint32_t)(i % n), cc = c->per_column ? col : 0;
+            int32_t acc = ref_qmatmul_acc(Ai + (uint64_t)r * k, Bi, k, n, col, za, zb[cc], c->bias ? bias[col] : 0);
+            want = ref_qmatmul_requant(acc, sc[cc], zy, lo, hi);
+            if (load_int(Y, c->ty, i) != want) bad = i;
+        }
+        CHECK_MSG(bad == (uint64_t)m * n, "qmatmul %u%u%u m=%u k=%u n=%u: y[%u] = %d, want %d", c->ta, c->tb, c->ty, m, k,
+                  n, (unsigned)bad, bad < (uint64_t)m * n ? load_int(Y, c->ty, bad) : 0, want);
+    }
+    hfxb_free(&b);
+    free(abuf), free(bbuf), free(ybuf), free(Ai), free(Bi), free(bias);
+}
+
+static void test_qmatmul(void) {
+    /* the requantisation itself: ties to even, the clamp before rounding, the zero point after */
+    CHECK(ref_qmatmul_requant(5, 0.5f, 0, 0, 255) == 2 && ref_qmatmul_requant(7, 0.5f, 0, 0, 255) == 4);
+    CHECK(ref_qmatmul_requant(-5, 0.5f, 3, -128, 127) == 1 && ref_qmatmul_requant(-7, 0.5f, 0, -128, 127) == -4);
+    CHECK(ref_qmatmul_requant(1000, 1.0f, 10, 0, 255) == 255 && ref_qmatmul_requant(-1000, 1.0f, 10, 0, 255) == 0);
+    CHECK(ref_qmatmul_requant(INT32_MIN, 1.0f, 0, -128, 127) == -128);
+    CHECK(ref_qmatmul_acc((const int32_t[]){255, 0}, (const int32_t[]){-128, 1}, 2, 1, 0, 128, -128, 7) == -128 * 129 + 7);
+    static const uint8_t types[2] = {HFX_DTYPE_U8, HFX_DTYPE_I8};
+    for (int t = 0; t < 8; t++) {
+        uint8_t ta = types[t & 1], tb = types[(t >> 1) & 1], ty = types[(t >> 2) & 1];
+        qmm_case_cfg small = {ta, tb, ty, 2, {1, 1}, 1, 1, t & 1, 1, 0, 0};
+        qmm_case_cfg odd = {ta, tb, ty, 3, {3, 7, 33}, 33, 17, (t >> 1) & 1, t & 1, 0, 1};
+        qmm_case_cfg wide = {ta, tb, ty, 2, {5, 64}, 64, 300, 1, 1, 0, 3}; /* two column tiles */
+        qmm_case_cfg edge = {ta, tb, ty, 2, {9, 40}, 40, 11, t & 1, 1, 1, 2};
+        qmm_case_cfg big = {ta, tb, ty, 2, {300, 256}, 256, 96, t & 1, (t >> 2) & 1, 0, 0}; /* several items */
+        qmm_case(&small), qmm_case(&odd), qmm_case(&wide), qmm_case(&edge), qmm_case(&big);
+    }
+}
+
 int main(void) {
     hfx_pool_config cfg;
     hfx_pool_config_init(&cfg);
@@ -850,6 +943,7 @@ int main(void) {
     RUN_TEST(test_global_avgpool);
     RUN_TEST(test_resize);
     RUN_TEST(test_quant);
+    RUN_TEST(test_qmatmul);
     hfx_pool_destroy(g_pool);
     hfx_pool_destroy(g_pool_alt);
     TEST_MAIN_END();

@@ -576,6 +576,40 @@ static void test_quant_ops(void) {
     }
 }
 
+/* QMatMul of A[2,3,4] u8 x B[4,5] i8 -> Y[2,3,5] u8 unless said:
+ * 0 per tensor, 1 per column (zp_b and scale [5]), 2 with a bias, 3 A f32, 4 zp_a of B's type,
+ * 5 scale u8, 6 Y i32, 7 bias f32, 8 B [3,5] (K mismatch), 9 B rank 3, 10 scale [4],
+ * 11 zp_a [2], 12 bias [4], 13 output [2,3,4], 14 8 inputs, 15 5 inputs, 16 a param set */
+static uint32_t qmatmul_prog(hfxb *b, int v) {
+    uint32_t adims[3] = {2, 3, 4}, bdims[3] = {v == 8 ? 3u : 4u, 5, 1}, ydims[3] = {2, 3, v == 13 ? 4u : 5u};
+    uint32_t ncol = v == 1 ? 5 : v == 10 ? 4 : 1, nb = v == 12 ? 4 : 5, two = 2;
+    uint32_t in[8];
+    in[0] = hfxb_set_dtype(b, hfxb_input(b, 0, 3, adims), v == 3 ? HFX_DTYPE_F32 : HFX_DTYPE_U8);
+    in[1] = hfxb_set_dtype(b, hfxb_input(b, 0, v == 9 ? 3 : 2, bdims), HFX_DTYPE_I8);
+    in[2] = hfxb_set_dtype(b, v == 11 ? hfxb_input(b, 0, 1, &two) : hfxb_input(b, 0, HFXB_SCALAR),
+                           v == 4 ? HFX_DTYPE_I8 : HFX_DTYPE_U8);
+    in[3] = hfxb_set_dtype(b, ncol > 1 ? hfxb_input(b, 0, 1, &ncol) : hfxb_input(b, 0, HFXB_SCALAR), HFX_DTYPE_I8);
+    in[4] = ncol > 1 ? hfxb_input(b, 0, 1, &ncol) : hfxb_input(b, 0, HFXB_SCALAR);
+    if (v == 5) hfxb_set_dtype(b, in[4], HFX_DTYPE_U8);
+    in[5] = hfxb_set_dtype(b, hfxb_input(b, 0, HFXB_SCALAR), HFX_DTYPE_U8);
+    in[6] = hfxb_set_dtype(b, hfxb_input(b, 0, 1, &nb), v == 7 ? HFX_DTYPE_F32 : HFX_DTYPE_I32);
+    in[7] = hfxb_input(b, 0, HFXB_SCALAR);
+    uint32_t y = hfxb_set_dtype(b, hfxb_output(b, 0, 3, ydims), v == 6 ? HFX_DTYPE_I32 : HFX_DTYPE_U8);
+    int32_t p[HFX_OP_PARAMS] = {0};
+    p[0] = v == 16;
+    uint32_t nin = v == 14 ? 8 : v == 15 ? 5 : v == 2 || v == 7 || v == 12 ? 7 : 6;
+    return hfxb_op_add(b, 0, HFX_OP_QMATMUL, -1, nin, in, y, p);
+}
+
+static void test_qmatmul_op(void) {
+    for (int v = 0; v <= 2; v++) expect_parse(qmatmul_prog, v, HFX_OK, "qmatmul");
+    for (int v = 3; v <= 7; v++) expect_parse(qmatmul_prog, v, HFX_ERR_DTYPE, "qmatmul");
+    for (int v = 8; v <= 13; v++) expect_parse(qmatmul_prog, v, HFX_ERR_SHAPE, "qmatmul");
+    expect_parse(qmatmul_prog, 14, HFX_ERR_OP, "qmatmul");
+    expect_parse(qmatmul_prog, 15, HFX_ERR_OP, "qmatmul");
+    expect_parse(qmatmul_prog, 16, HFX_ERR_PARAM, "qmatmul");
+}
+
 static void test_slice_axis(void) {
     int64_t f;
     CHECK(hfx_slice_axis(10, 0, INT32_MAX, 1, &f) == 10 && f == 0);
@@ -688,6 +722,7 @@ int main(void) {
     RUN_TEST(test_pool_resize_activation_ops);
     RUN_TEST(test_slice_axis);
     RUN_TEST(test_quant_ops);
+    RUN_TEST(test_qmatmul_op);
     RUN_TEST(test_byte_flips);
     RUN_TEST(test_graph_errors);
     RUN_TEST(test_arena_and_deps);

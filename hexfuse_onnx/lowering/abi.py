@@ -64,6 +64,7 @@ class Role(IntEnum):
 class Opcode(IntEnum):
     GEMM = 1
     CONV2D = 2
+    QMATMUL = 3  # QDQ MatMul in integers: dsp/ref/ref_qmatmul.h
     ADD = 10
     SUB = 11
     MUL = 12

@@ -1,0 +1,161 @@
+/* qmatmul.c - QMATMUL: the integer MatMul of a QDQ group (u8/i8 x u8/i8, int32 accumulation,
+ * requantised to u8/i8), exactly as dsp/ref/ref_qmatmul.h defines it. Portable C on the host
+ * and on Hexagon (the HVX vrmpy matmul in dsp/hvx requantises in fixed point, which is not
+ * these semantics). An item is a block of rows of A viewed as [rows, K]. */
+#include "../../ref/ref_qmatmul.h"
+#include "kernels.h"
+
+#define QMM_COLS 256u /* int32 accumulators of one column tile (stack) */
+
+enum { QMM_A, QMM_B, QMM_ZA, QMM_ZB, QMM_SCALE, QMM_ZY, QMM_BIAS };
+
+typedef struct qmatmul_plan {
+    uint64_t rows, k, n;
+    uint64_t rows_per_item;
+} qmatmul_plan;
+
+static bool narrow_int(uint32_t d) { return d == HFX_DTYPE_U8 || d == HFX_DTYPE_I8; }
+
+static hfx_status want_dtype(hfx_vctx *v, const hfx_op *op, uint32_t slot, bool ok, const char *what) {
+    if (ok) return HFX_OK;
+    uint32_t id = slot == 99 ? op->out[0] : op->in[slot];
+    return hfx_vfail(v, HFX_ERR_DTYPE, slot == 99 ? HFX_OUT_OFF(v, 0) : HFX_IN_OFF(v, slot),
+                     "op %u (%s): tensor %u dtype %u, expected %s", v->index, op->desc->label, id,
+                     v->p->tensors[id].dtype, what);
+}
+
+static hfx_status validate_dtypes(hfx_vctx *v, const hfx_op *op) {
+    const hfx_tensor *t = v->p->tensors;
+    uint32_t a = t[op->in[QMM_A]].dtype, b = t[op->in[QMM_B]].dtype, y = t[op->out[0]].dtype;
+    hfx_status st = want_dtype(v, op, QMM_A, narrow_int(a), "u8 or i8");
+    if (!st) st = want_dtype(v, op, QMM_B, narrow_int(b), "u8 or i8");
+    if (!st) st = want_dtype(v, op, 99, narrow_int(y), "u8 or i8");
+    if (!st) st = want_dtype(v, op, QMM_ZA, t[op->in[QMM_ZA]].dtype == a, "A's (its zero point)");
+    if (!st) st = want_dtype(v, op, QMM_ZB, t[op->in[QMM_ZB]].dtype == b, "B's (its zero point)");
+    if (!st) st = want_dtype(v, op, QMM_SCALE, t[op->in[QMM_SCALE]].dtype == HFX_DTYPE_F32, "f32 (the scale)");
+    if (!st) st = want_dtype(v, op, QMM_ZY, t[op->in[QMM_ZY]].dtype == y, "Y's (its zero point)");
+    if (!st && op->n_in > QMM_BIAS)
+        st = want_dtype(v, op, QMM_BIAS, t[op->in[QMM_BIAS]].dtype == HFX_DTYPE_I32, "i32 (the bias)");
+    return st;
+}
+
+/* one element, or (when per_column) a 1-D tensor of n */
+static hfx_status want_size(hfx_vctx *v, const hfx_op *op, uint32_t slot, uint32_t n, bool per_column) {
+    const hfx_tensor *t = &v->p->tensors[op->in[slot]];
+    if (t->numel == 1 || (per_column && t->rank == 1 && t->dims[0] == n)) return HFX_OK;
+    return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, slot), "op %u (%s): input %u must have one element%s", v->index,
+                     op->desc->label, slot, per_column ? " or one per column of B" : "");
+}
+
+hfx_status hfx_validate_qmatmul(hfx_vctx *v, hfx_op *op) {
+    hfx_status st = validate_dtypes(v, op);
+    if (st) return st;
+    const hfx_tensor *a = &v->p->tensors[op->in[QMM_A]], *b = &v->p->tensors[op->in[QMM_B]];
+    if (a->rank < 1 || b->rank != 2 || a->dims[a->rank - 1] != b->dims[0])
+        return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, QMM_B), "op %u (%s): needs A[..., K] and B[K, N]", v->index,
+                         op->desc->label);
+    uint32_t n = b->dims[1];
+    if (!st) st = want_size(v, op, QMM_ZA, n, false);
+    if (!st) st = want_size(v, op, QMM_ZB, n, true);
+    if (!st) st = want_size(v, op, QMM_SCALE, n, true);
+    if (!st) st = want_size(v, op, QMM_ZY, n, false);
+    if (!st && op->n_in > QMM_BIAS) {
+        const hfx_tensor *bias = &v->p->tensors[op->in[QMM_BIAS]];
+        if (bias->rank != 1 || bias->dims[0] != n)
+            return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, QMM_BIAS), "op %u (%s): the bias must be [N]", v->index,
+                             op->desc->label);
+    }
+    if (st) return st;
+    uint32_t od[HFX_MAX_RANK];
+    for (uint32_t i = 0; i + 1 < a->rank; i++) od[i] = a->dims[i];
+    od[a->rank - 1] = n;
+    return hfx_same_shape(&v->p->tensors[op->out[0]], od, a->rank) ? HFX_OK : hfx_shape_err(v, "QMatMul");
+}
+
+hfx_status hfx_plan_qmatmul(const hfx_program *p, hfx_op *op) {
+    const hfx_tensor *a = &p->tensors[op->in[QMM_A]], *b = &p->tensors[op->in[QMM_B]];
+    qmatmul_plan pl = {0};
+    pl.k = b->dims[0];
+    pl.n = b->dims[1];
+    pl.rows = pl.k ? a->numel / pl.k : p->tensors[op->out[0]].numel / (pl.n ? pl.n : 1);
+    pl.rows_per_item = hfx_per_item_for(2 * pl.n * pl.k, HFX_GEMM_ITEM_FLOPS);
+    HFX_PLAN_STORE(op, pl);
+    return hfx_plan_set_items(op, hfx_ceil_div(pl.rows ? pl.rows : 1, pl.rows_per_item));
+}
+
+static inline int32_t load_narrow(const void *p, uint32_t dtype, uint64_t i) {
+    return dtype == HFX_DTYPE_U8 ? ((const uint8_t *)p)[i] : ((const int8_t *)p)[i];
+}
+
+/* acc[j] += a * (B[k, c0 + j] - zb[j]) for j < w, one B type each */
+#define QMM_AXPY(ctype)                                                                              \
+    static void axpy_##ctype(uint32_t *acc, int32_t a, const ctype *brow, const int32_t *zb, uint32_t w) { \
+        for (uint32_t j = 0; j < w; j++) acc[j] += (uint32_t)a * (uint32_t)((int32_t)brow[j] - zb[j]);   \
+    }
+QMM_AXPY(uint8_t)
+QMM_AXPY(int8_t)
+
+typedef struct qmm_io {
+    const void *a, *b, *zb;
+    const float *scale;
+    const int32_t *bias;
+    void *y;
+    uint32_t ta, tb, ty;
+    int32_t za, zy, lo, hi;
+    bool zb_cols, scale_cols;
+} qmm_io;
+
+/* rows [r0, r1), columns [c0, c0 + w) */
+static void qmm_tile(const qmm_io *io, const qmatmul_plan *pl, uint64_t r0, uint64_t r1, uint64_t c0, uint32_t w) {
+    int32_t zb[QMM_COLS];
+    uint32_t acc[QMM_COLS];
+    for (uint32_t j = 0; j < w; j++) zb[j] = load_narrow(io->zb, io->tb, io->zb_cols ? c0 + j : 0);
+    for (uint64_t r = r0; r < r1; r++) {
+        for (uint32_t j = 0; j < w; j++) acc[j] = io->bias ? (uint32_t)io->bias[c0 + j] : 0u;
+        for (uint64_t k = 0; k < pl->k; k++) {
+            int32_t av = load_narrow(io->a, io->ta, r * pl->k + k) - io->za;
+            uint64_t off = k * pl->n + c0;
+            if (io->tb == HFX_DTYPE_U8)
+                axpy_uint8_t(acc, av, (const uint8_t *)io->b + off, zb, w);
+            else
+                axpy_int8_t(acc, av, (const int8_t *)io->b + off, zb, w);
+        }
+        for (uint32_t j = 0; j < w; j++) {
+            float s = io->scale[io->scale_cols ? c0 + j : 0];
+            int32_t q = ref_qmatmul_requant((int32_t)acc[j], s, io->zy, io->lo, io->hi);
+            uint64_t at = r * pl->n + c0 + j;
+            if (io->ty == HFX_DTYPE_U8)
+                ((uint8_t *)io->y)[at] = (uint8_t)q;
+            else
+                ((int8_t *)io->y)[at] = (int8_t)q;
+        }
+    }
+}
+
+HFX_VECTOR_KERNEL
+void hfx_run_qmatmul(const hfx_kernel_args *a, uint32_t item) {
+    const hfx_op *op = a->op;
+    const hfx_tensor *t = a->prog->tensors;
+    qmatmul_plan pl;
+    HFX_PLAN_LOAD(pl, op);
+    qmm_io io = {0};
+    io.a = a->in[QMM_A];
+    io.b = a->in[QMM_B];
+    io.zb = a->in[QMM_ZB];
+    io.scale = a->in[QMM_SCALE];
+    io.bias = op->n_in > QMM_BIAS ? a->in[QMM_BIAS] : NULL;
+    io.y = a->out[0];
+    io.ta = t[op->in[QMM_A]].dtype;
+    io.tb = t[op->in[QMM_B]].dtype;
+    io.ty = t[op->out[0]].dtype;
+    io.za = load_narrow(a->in[QMM_ZA], io.ta, 0);
+    io.zy = load_narrow(a->in[QMM_ZY], io.ty, 0);
+    io.lo = io.ty == HFX_DTYPE_U8 ? 0 : INT8_MIN;
+    io.hi = io.ty == HFX_DTYPE_U8 ? UINT8_MAX : INT8_MAX;
+    io.zb_cols = t[op->in[QMM_ZB]].numel > 1;
+    io.scale_cols = t[op->in[QMM_SCALE]].numel > 1;
+    uint64_t r0, r1;
+    hfx_plan_range(pl.rows, pl.rows_per_item, item, &r0, &r1);
+    for (uint64_t c0 = 0; c0 < pl.n; c0 += QMM_COLS)
+        qmm_tile(&io, &pl, r0, r1, c0, (uint32_t)(pl.n - c0 < QMM_COLS ? pl.n - c0 : QMM_COLS));
+}
