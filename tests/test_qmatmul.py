@@ -133,3 +133,59 @@ def test_qmatmul_matches_onnxruntime_within_one_step(case: str) -> None:
         assert r.dtype == g.dtype and r.shape == g.shape
         diff = np.abs(r.astype(np.int32) - g.astype(np.int32))
         assert diff.max() <= 1 and (diff == 0).mean() >= 0.99, (diff.max(), (diff == 0).mean())
+
+
+def _conv_group(p: str, xt: int, wt: int, yt: int, *, bias: bool, seed: int = 0) -> Group:
+    """x [1,4,9,7] (xt) -> DQ, W [6,2,3,3] (wt, per output channel) -> DQ [, bias] -> Conv group 2, pads,
+    strides 2 1 -> Q (yt)."""
+    rng = np.random.default_rng(seed)
+    info = np.iinfo(NP[wt])
+    sa, sy = np.float32(0.03), np.float32(0.04)
+    sw = rng.uniform(0.002, 0.01, 6).astype(np.float32)
+    inits = [
+        init(f"{p}w", rng.integers(info.min, info.max + 1, [6, 2, 3, 3]).astype(NP[wt])),
+        init(f"{p}sa", sa),
+        init(f"{p}za", np.array(128 if xt == U8 else -2, NP[xt])),
+        init(f"{p}sw", sw),
+        init(f"{p}zw", np.zeros(6, NP[wt])),
+        init(f"{p}sy", sy),
+        init(f"{p}zy", np.array(100 if yt == U8 else 4, NP[yt])),
+    ]
+    nodes = [
+        helper.make_node("DequantizeLinear", [f"{p}x", f"{p}sa", f"{p}za"], [f"{p}xf"]),
+        helper.make_node("DequantizeLinear", [f"{p}w", f"{p}sw", f"{p}zw"], [f"{p}wf"], axis=0),
+    ]
+    conv_in = [f"{p}xf", f"{p}wf"]
+    if bias:
+        inits += [
+            init(f"{p}bq", rng.integers(-2000, 2000, 6).astype(np.int32)),
+            init(f"{p}bs", (sa * sw).astype(np.float32)),
+        ]
+        nodes.append(helper.make_node("DequantizeLinear", [f"{p}bq", f"{p}bs"], [f"{p}bf"], axis=0))
+        conv_in.append(f"{p}bf")
+    nodes.append(helper.make_node("Conv", conv_in, [f"{p}c"], group=2, pads=[1, 0, 2, 1], strides=[2, 1]))
+    nodes.append(helper.make_node("QuantizeLinear", [f"{p}c", f"{p}sy", f"{p}zy"], [f"{p}y"]))
+    inputs = [vi(f"{p}x", [1, 4, 9, 7], xt)] + [vi(t.name, list(t.dims), t.data_type) for t in inits]
+    return nodes, inputs, [vi(f"{p}y", [1, 6, 5, 6], yt)], inits
+
+
+@pytest.mark.skipif(not (LIB_DIR / HOST_NAME).is_file(), reason="run `bash custom_ops/build.sh`")
+def test_qdq_conv_groups_lower_to_qconv2d_and_match_onnxruntime() -> None:
+    """u8 x u8 with a bias, i8 x i8 without: QCONV2D each, within one step of ORT's QLinearConv."""
+    ga, gb = _conv_group("a_", U8, U8, U8, bias=True), _conv_group("b_", I8, I8, I8, bias=False, seed=1)
+    m, plain = _pair(ga, gb), _plain(ga, gb)
+    program = lower_pair(m, m.graph.node[0])
+    assert _opcodes(program) == [Opcode.QCONV2D, Opcode.QCONV2D]
+    rng = np.random.default_rng(9)
+    feeds = {
+        "a_x": rng.integers(0, 256, [1, 4, 9, 7]).astype(np.uint8),
+        "b_x": rng.integers(-128, 128, [1, 4, 9, 7]).astype(np.int8),
+    }
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    ref = ort.InferenceSession(plain.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, feeds)
+    got = HostKernel().run(program, program_inputs(m, m.graph.node[0], feeds))
+    for r, g in zip(ref, got):
+        assert r.dtype == g.dtype and r.shape == g.shape
+        diff = np.abs(r.astype(np.int32) - g.astype(np.int32))
+        assert diff.max() <= 1 and (diff == 0).mean() >= 0.99, (diff.max(), (diff == 0).mean())

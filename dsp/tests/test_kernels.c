@@ -918,6 +918,73 @@ static void test_qmatmul(void) {
     }
 }
 
+/* QCONV2D of every type combination on X[2,6,7,9], W[4,3,3,3], group 2, pads 1 0 2 1, strides 2 1,
+ * dilations 1 2 (per channel, with a bias), and a 1x1 of X[1,5,4,4] per tensor without one. */
+static void qconv_case(uint8_t tx, uint8_t tw, uint8_t ty, int big) {
+    uint32_t xd[4] = {2, 6, 7, 9}, wd[4] = {4, 3, 3, 3};
+    int32_t pr[HFX_OP_PARAMS] = {1, 0, 2, 1, 2, 1, 1, 2, 2};
+    if (!big) {
+        uint32_t x1[4] = {1, 5, 4, 4}, w1[4] = {3, 5, 1, 1};
+        memcpy(xd, x1, sizeof xd), memcpy(wd, w1, sizeof wd);
+        int32_t p1[9] = {0, 0, 0, 0, 1, 1, 1, 1, 1};
+        memcpy(pr, p1, sizeof p1);
+    }
+    uint32_t oh = (xd[2] + (uint32_t)(pr[0] + pr[2]) - (uint32_t)pr[6] * (wd[2] - 1) - 1) / (uint32_t)pr[4] + 1;
+    uint32_t ow = (xd[3] + (uint32_t)(pr[1] + pr[3]) - (uint32_t)pr[7] * (wd[3] - 1) - 1) / (uint32_t)pr[5] + 1;
+    uint32_t yd[4] = {xd[0], wd[0], oh, ow}, m = wd[0], ncol = big ? m : 1;
+    uint64_t nx = (uint64_t)xd[0] * xd[1] * xd[2] * xd[3], nw = (uint64_t)wd[0] * wd[1] * wd[2] * wd[3];
+    uint64_t ny = (uint64_t)yd[0] * yd[1] * oh * ow;
+    int32_t *Xi = malloc(nx * 4), *Wi = malloc(nw * 4), bias[8], zw[8];
+    uint8_t *X = malloc(nx + 1), *Wb = malloc(nw + 1), *Y = malloc(ny + 1), zx[4], zwb[8], zy[4];
+    float sc[8];
+    for (uint64_t i = 0; i < nx; i++) store_int(X + 1, tx, i, Xi[i] = qrand(tx));
+    for (uint64_t i = 0; i < nw; i++) store_int(Wb, tw, i, Wi[i] = qrand(tw));
+    int32_t zxv = qrand(tx), zyv = qrand(ty);
+    store_int(zx, tx, 0, zxv), store_int(zy, ty, 0, zyv);
+    for (uint32_t j = 0; j < m; j++) {
+        store_int(zwb, tw, j, zw[j] = qrand(tw));
+        sc[j] = j % 2 ? 0.5f : rng_f(1e-5f, 1e-2f);
+        bias[j] = (int32_t)rng_range(0, 20000) - 10000;
+    }
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t in[7];
+    in[0] = hfxb_set_dtype(&b, hfxb_input(&b, 0, 4, xd), tx);
+    in[1] = hfxb_set_dtype(&b, hfxb_const(&b, 0, 4, wd, (const float *)(const void *)Wb), tw);
+    in[2] = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_SCALAR), tx);
+    in[3] = hfxb_set_dtype(&b, hfxb_input(&b, 0, big ? 1 : 0, &ncol), tw);
+    in[4] = hfxb_input(&b, 0, big ? 1 : 0, &ncol);
+    in[5] = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_SCALAR), ty);
+    in[6] = big ? hfxb_set_dtype(&b, hfxb_input(&b, 0, 1, &m), HFX_DTYPE_I32) : HFXB_NONE;
+    uint32_t y = hfxb_set_dtype(&b, hfxb_output(&b, 0, 4, yd), ty);
+    hfxb_op_add(&b, 0, HFX_OP_QCONV2D, -1, big ? 7 : 6, in, y, pr);
+    const void *ins[6] = {X + 1, zx, zwb, sc, zy, bias};
+    void *outs[1] = {Y + 1};
+    if (run_prog(&b, ins, big ? 6 : 5, outs, 1)) {
+        int32_t lo = ty == HFX_DTYPE_U8 ? 0 : -128, hi = ty == HFX_DTYPE_U8 ? 255 : 127;
+        int32_t p6[6] = {pr[0], pr[1], pr[4], pr[5], pr[6], pr[7]};
+        uint32_t cg = wd[1], mg = m / (uint32_t)pr[8];
+        uint64_t bad = ny;
+        for (uint64_t i = 0; i < ny && bad == ny; i++) {
+            uint32_t ox = (uint32_t)(i % ow), oy = (uint32_t)(i / ow % oh), mm = (uint32_t)(i / ((uint64_t)ow * oh) % m);
+            uint32_t img = (uint32_t)(i / ((uint64_t)ow * oh * m)), c = big ? mm : 0;
+            int32_t acc = ref_qconv_acc(Xi + (uint64_t)img * xd[1] * xd[2] * xd[3], xd[2], xd[3],
+                                        Wi + (uint64_t)mm * cg * wd[2] * wd[3], cg, wd[2], wd[3], (mm / mg) * cg, oy,
+                                        ox, p6, zxv, zw[c], big ? bias[mm] : 0);
+            if (load_int(Y + 1, ty, i) != ref_qmatmul_requant(acc, sc[c], zyv, lo, hi)) bad = i;
+        }
+        CHECK_MSG(bad == ny, "qconv %u%u%u big %d: y[%u] differs", tx, tw, ty, big, (unsigned)bad);
+    }
+    hfxb_free(&b);
+    free(Xi), free(Wi), free(X), free(Wb), free(Y);
+}
+
+static void test_qconv(void) {
+    static const uint8_t types[2] = {HFX_DTYPE_U8, HFX_DTYPE_I8};
+    for (int t = 0; t < 8; t++)
+        for (int big = 0; big < 2; big++) qconv_case(types[t & 1], types[(t >> 1) & 1], types[(t >> 2) & 1], big);
+}
+
 int main(void) {
     hfx_pool_config cfg;
     hfx_pool_config_init(&cfg);
@@ -944,6 +1011,7 @@ int main(void) {
     RUN_TEST(test_resize);
     RUN_TEST(test_quant);
     RUN_TEST(test_qmatmul);
+    RUN_TEST(test_qconv);
     hfx_pool_destroy(g_pool);
     hfx_pool_destroy(g_pool_alt);
     TEST_MAIN_END();

@@ -610,6 +610,32 @@ static void test_qmatmul_op(void) {
     expect_parse(qmatmul_prog, 16, HFX_ERR_PARAM, "qmatmul");
 }
 
+/* QConv2D of X[1,4,5,5] u8 * W[6,2,3,3] i8, group 2, pads 1 -> Y[1,6,5,5] u8 unless said:
+ * 0 per tensor, 1 per channel + bias, 2 W f32, 3 zp_w [5], 4 bias [5], 5 group 3, 6 output [1,6,3,3] */
+static uint32_t qconv_prog(hfxb *b, int v) {
+    uint32_t xd[4] = {1, 4, 5, 5}, wd[4] = {6, 2, 3, 3}, yd[4] = {1, 6, v == 6 ? 3u : 5u, v == 6 ? 3u : 5u};
+    uint32_t nc = v == 1 || v == 4 ? 6 : v == 3 ? 5 : 1, nb = v == 4 ? 5 : 6;
+    uint32_t in[7];
+    in[0] = hfxb_set_dtype(b, hfxb_input(b, 0, 4, xd), HFX_DTYPE_U8);
+    in[1] = hfxb_set_dtype(b, hfxb_input(b, 0, 4, wd), v == 2 ? HFX_DTYPE_F32 : HFX_DTYPE_I8);
+    in[2] = hfxb_set_dtype(b, hfxb_input(b, 0, HFXB_SCALAR), HFX_DTYPE_U8);
+    in[3] = hfxb_set_dtype(b, nc > 1 ? hfxb_input(b, 0, 1, &nc) : hfxb_input(b, 0, HFXB_SCALAR), HFX_DTYPE_I8);
+    in[4] = nc > 1 ? hfxb_input(b, 0, 1, &nc) : hfxb_input(b, 0, HFXB_SCALAR);
+    if (v == 3) in[4] = hfxb_input(b, 0, HFXB_SCALAR);
+    in[5] = hfxb_set_dtype(b, hfxb_input(b, 0, HFXB_SCALAR), HFX_DTYPE_U8);
+    in[6] = hfxb_set_dtype(b, hfxb_input(b, 0, 1, &nb), HFX_DTYPE_I32);
+    uint32_t y = hfxb_set_dtype(b, hfxb_output(b, 0, 4, yd), HFX_DTYPE_U8);
+    int32_t p[HFX_OP_PARAMS] = {1, 1, 1, 1, 1, 1, 1, 1, v == 5 ? 3 : 2};
+    return hfxb_op_add(b, 0, HFX_OP_QCONV2D, -1, v == 1 || v == 4 ? 7 : 6, in, y, p);
+}
+
+static void test_qconv_op(void) {
+    expect_parse(qconv_prog, 0, HFX_OK, "qconv");
+    expect_parse(qconv_prog, 1, HFX_OK, "qconv");
+    expect_parse(qconv_prog, 2, HFX_ERR_DTYPE, "qconv");
+    for (int v = 3; v <= 6; v++) expect_parse(qconv_prog, v, HFX_ERR_SHAPE, "qconv");
+}
+
 static void test_slice_axis(void) {
     int64_t f;
     CHECK(hfx_slice_axis(10, 0, INT32_MAX, 1, &f) == 10 && f == 0);
@@ -723,6 +749,7 @@ int main(void) {
     RUN_TEST(test_slice_axis);
     RUN_TEST(test_quant_ops);
     RUN_TEST(test_qmatmul_op);
+    RUN_TEST(test_qconv_op);
     RUN_TEST(test_byte_flips);
     RUN_TEST(test_graph_errors);
     RUN_TEST(test_arena_and_deps);

@@ -1,10 +1,12 @@
-"""QDQ MatMul/Gemm groups in integers: DQ(A) + DQ(B) [+ DQ(bias)] -> MatMul/Gemm -> Q lowers to one
-QMATMUL (dsp/ref/ref_qmatmul.h), as ONNX Runtime's QDQ fusion runs it (QLinearMatMul / QGemm).
+"""QDQ MatMul/Gemm/Conv groups in integers: DQ(A) + DQ(B) [+ DQ(bias)] -> MatMul/Gemm/Conv -> Q
+lowers to one QMATMUL or QCONV2D (dsp/ref/ref_qmatmul.h), as ONNX Runtime's QDQ fusion runs it
+(QLinearMatMul / QGemm / QLinearConv).
 
-A group fits when A, B and Y are u8/i8 per tensor (B may be per output column), the scales and zero
-points are initializers, B is a 2-D initializer, and a Gemm has transA 0, alpha 1, beta 1 and a bias
-that DequantizeLinear reads from int32 with zero point 0 and scale s_a * s_b. Any other group keeps
-the float path (its DQ, op and Q each lowered on their own).
+A group fits when A, B and Y are u8/i8 per tensor (B may be per output column / channel), the
+scales and zero points are initializers, B is a 2-D (Conv: 4-D) initializer, a Gemm has transA 0,
+alpha 1, beta 1, a Conv is 2-D, and a bias is read by a DequantizeLinear from int32 with zero point
+0 and scale s_a * s_b. Any other group keeps the float path (its DQ, op and Q each lowered on
+their own).
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import onnx
 
-from .abi import Dtype, Opcode, Role, Task
+from .abi import ConvParam, Dtype, Opcode, Role, Task
 from .lowerer import DTYPES, Lowerer, attr
 from .program import Tensor
 from .quant import QUANTIZED
+from .spatial import pads_2d
 
 NP_DTYPES = {Dtype.U8: "<u1", Dtype.I8: "<i1", Dtype.I32: "<i4"}
 
@@ -63,7 +66,7 @@ def _task(cx: Lowerer, k: int) -> Task:
 
 def _match(cx: Lowerer, k: int, prod: dict[str, int], cons: dict[str, list[int]]) -> _Group | None:
     fn, n = cx.fn, cx.fn.node[k]
-    if not (_is(n, "MatMul") or _is(n, "Gemm")) or n.output[0] in cx.out_index:
+    if not any(_is(n, op) for op in ("MatMul", "Gemm", "Conv")) or n.output[0] in cx.out_index:
         return None
     dqs = [prod.get(i) for i in n.input[:3] if i]
     if len(dqs) < 2 or any(d is None or not _is(fn.node[d], "DequantizeLinear") for d in dqs):
@@ -138,7 +141,10 @@ def _operands(cx: Lowerer, g: _Group) -> _Operands | None:
     a_dtype, y_dtype = DTYPES.get(cx.dtype(dq_a.input[0])), DTYPES.get(cx.dtype(q.output[0]))
     b = _const(cx, dq_b.input[0])
     pa, pb, py = _qparams(cx, dq_a), _qparams(cx, dq_b), _qparams(cx, q)
-    if a_dtype not in QUANTIZED or y_dtype not in QUANTIZED or b is None or b.ndim != 2:
+    conv = _is(op, "Conv")
+    if a_dtype not in QUANTIZED or y_dtype not in QUANTIZED or b is None or b.ndim != (4 if conv else 2):
+        return None
+    if conv and len(cx.shape(dq_a.input[0], dq_a)) != 4:
         return None
     if DTYPES.get(cx.dtype(dq_b.input[0])) not in QUANTIZED or None in (pa, pb, py):
         return None
@@ -150,10 +156,10 @@ def _operands(cx: Lowerer, g: _Group) -> _Operands | None:
         int(attr(op, "transA", 0)) or attr(op, "alpha", 1.0) != 1.0 or attr(op, "beta", 1.0) != 1.0
     ):
         return None
-    n_cols = b.shape[0] if trans_b else b.shape[1]
+    n_cols = b.shape[0] if trans_b or conv else b.shape[1]
     if sb.size > 1:
-        axis = int(attr(dq_b, "axis", 1)) % 2
-        if sb.size != n_cols or axis != (0 if trans_b else 1):
+        axis = int(attr(dq_b, "axis", 1)) % b.ndim
+        if sb.size != n_cols or axis != (0 if trans_b or conv else 1):
             return None
     scale = (np.float32(sa[0]) * sb.astype(np.float32)) / np.float32(sy[0])  # f32, as ORT computes it
     bias = None
@@ -190,7 +196,8 @@ def emit(cx: Lowerer, g: _Group, task: Task) -> None:
     n = cx.fn.node[g.op]
     b_dtype = DTYPES[cx.dtype(cx.fn.node[g.b_dq].input[0])]
     per_col = o.zb.size > 1 or o.scale.size > 1
-    cols = o.b.shape[1]
+    conv = _is(n, "Conv")
+    cols = o.b.shape[0] if conv else o.b.shape[1]
     zb = np.broadcast_to(o.zb, (cols,)) if per_col else o.zb
     scale = np.broadcast_to(o.scale, (cols,)) if per_col else o.scale
     inputs = [
@@ -203,4 +210,23 @@ def emit(cx: Lowerer, g: _Group, task: Task) -> None:
     ]
     if o.bias is not None:
         inputs.append(_constant(cx, o.bias, Dtype.I32, task))
-    cx.emit(n, task, Opcode.QMATMUL, inputs, out=o.y, out_dtype=o.y_dtype)
+    params = _conv_params(cx, n) if conv else None
+    cx.emit(n, task, Opcode.QCONV2D if conv else Opcode.QMATMUL, inputs, params, out=o.y, out_dtype=o.y_dtype)
+
+
+def _conv_params(cx: Lowerer, n: onnx.NodeProto) -> dict[ConvParam, int]:
+    x, w = cx.shape(n.input[0], n), cx.shape(n.input[1], n)
+    strides = [int(v) for v in attr(n, "strides", [1, 1])]
+    dil = [int(v) for v in attr(n, "dilations", [1, 1])]
+    pads = pads_2d(n, x, w[2:], strides, dil)
+    return {
+        ConvParam.PAD_TOP: pads[0],
+        ConvParam.PAD_LEFT: pads[1],
+        ConvParam.PAD_BOTTOM: pads[2],
+        ConvParam.PAD_RIGHT: pads[3],
+        ConvParam.STRIDE_H: strides[0],
+        ConvParam.STRIDE_W: strides[1],
+        ConvParam.DILATION_H: dil[0],
+        ConvParam.DILATION_W: dil[1],
+        ConvParam.GROUP: int(attr(n, "group", 1)),
+    }

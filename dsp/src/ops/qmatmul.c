@@ -1,7 +1,8 @@
-/* qmatmul.c - QMATMUL: the integer MatMul of a QDQ group (u8/i8 x u8/i8, int32 accumulation,
- * requantised to u8/i8), exactly as dsp/ref/ref_qmatmul.h defines it. Portable C on the host
- * and on Hexagon (the HVX vrmpy matmul in dsp/hvx requantises in fixed point, which is not
- * these semantics). An item is a block of rows of A viewed as [rows, K]. */
+/* qmatmul.c - QMATMUL and QCONV2D: the integer MatMul and Conv of a QDQ group (u8/i8 x u8/i8,
+ * int32 accumulation, requantised to u8/i8), exactly as dsp/ref/ref_qmatmul.h defines them.
+ * Portable C on the host and on Hexagon (the HVX vrmpy matmul in dsp/hvx requantises in fixed
+ * point, which is not these semantics). A QMATMUL item is a block of rows of A viewed as
+ * [rows, K]; a QCONV2D item a block of output channels of one image. */
 #include "../../ref/ref_qmatmul.h"
 #include "kernels.h"
 
@@ -132,12 +133,9 @@ static void qmm_tile(const qmm_io *io, const qmatmul_plan *pl, uint64_t r0, uint
     }
 }
 
-HFX_VECTOR_KERNEL
-void hfx_run_qmatmul(const hfx_kernel_args *a, uint32_t item) {
+static qmm_io qmm_io_of(const hfx_kernel_args *a) {
     const hfx_op *op = a->op;
     const hfx_tensor *t = a->prog->tensors;
-    qmatmul_plan pl;
-    HFX_PLAN_LOAD(pl, op);
     qmm_io io = {0};
     io.a = a->in[QMM_A];
     io.b = a->in[QMM_B];
@@ -154,8 +152,99 @@ void hfx_run_qmatmul(const hfx_kernel_args *a, uint32_t item) {
     io.hi = io.ty == HFX_DTYPE_U8 ? UINT8_MAX : INT8_MAX;
     io.zb_cols = t[op->in[QMM_ZB]].numel > 1;
     io.scale_cols = t[op->in[QMM_SCALE]].numel > 1;
+    return io;
+}
+
+HFX_VECTOR_KERNEL
+void hfx_run_qmatmul(const hfx_kernel_args *a, uint32_t item) {
+    const hfx_op *op = a->op;
+    qmatmul_plan pl;
+    HFX_PLAN_LOAD(pl, op);
+    qmm_io io = qmm_io_of(a);
     uint64_t r0, r1;
     hfx_plan_range(pl.rows, pl.rows_per_item, item, &r0, &r1);
     for (uint64_t c0 = 0; c0 < pl.n; c0 += QMM_COLS)
         qmm_tile(&io, &pl, r0, r1, c0, (uint32_t)(pl.n - c0 < QMM_COLS ? pl.n - c0 : QMM_COLS));
+}
+
+/* ---- QCONV2D: X[N,C,H,W], W[M,C/g,kh,kw]; the inputs of QMATMUL with M for N, CONV2D's params ---- */
+
+typedef struct qconv_plan {
+    uint64_t channels_per_item, blocks; /* output channels per item, items per image */
+} qconv_plan;
+
+hfx_status hfx_validate_qconv(hfx_vctx *v, hfx_op *op) {
+    hfx_status st = validate_dtypes(v, op);
+    if (!st) st = hfx_validate_conv2d(v, op); /* params and shapes of X, W, Y (its bias slot is not ours) */
+    if (st) return st;
+    uint32_t m = v->p->tensors[op->in[QMM_B]].dims[0];
+    if (!st) st = want_size(v, op, QMM_ZA, m, false);
+    if (!st) st = want_size(v, op, QMM_ZB, m, true);
+    if (!st) st = want_size(v, op, QMM_SCALE, m, true);
+    if (!st) st = want_size(v, op, QMM_ZY, m, false);
+    if (!st && op->n_in > QMM_BIAS) {
+        const hfx_tensor *bias = &v->p->tensors[op->in[QMM_BIAS]];
+        if (bias->rank != 1 || bias->dims[0] != m)
+            return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, QMM_BIAS), "op %u (%s): the bias must be [M]", v->index,
+                             op->desc->label);
+    }
+    return st;
+}
+
+hfx_status hfx_plan_qconv(const hfx_program *p, hfx_op *op) {
+    const hfx_tensor *w = &p->tensors[op->in[QMM_B]], *y = &p->tensors[op->out[0]];
+    uint64_t per_channel = 2ull * w->dims[1] * w->dims[2] * w->dims[3] * y->dims[2] * y->dims[3];
+    qconv_plan pl = {hfx_per_item_for(per_channel, HFX_GEMM_ITEM_FLOPS), 0};
+    if (pl.channels_per_item > w->dims[0]) pl.channels_per_item = w->dims[0];
+    pl.blocks = hfx_ceil_div(w->dims[0], pl.channels_per_item);
+    HFX_PLAN_STORE(op, pl);
+    return hfx_plan_set_items(op, y->dims[0] * pl.blocks);
+}
+
+/* One output channel m of image `img`: every output pixel. Padding reads X's zero point (adds 0). */
+static void qconv_channel(const qmm_io *io, const hfx_tensor *x, const hfx_tensor *w, const hfx_tensor *y,
+                          const int32_t *pr, uint64_t img, uint64_t m) {
+    uint64_t cg = w->dims[1], kh = w->dims[2], kw = w->dims[3], H = x->dims[2], W = x->dims[3];
+    uint64_t OH = y->dims[2], OW = y->dims[3], mg = w->dims[0] / (uint64_t)pr[HFX_P_CONV_GROUP];
+    uint64_t c0 = (m / mg) * cg;
+    int32_t zb = load_narrow(io->zb, io->tb, io->zb_cols ? m : 0);
+    float s = io->scale[io->scale_cols ? m : 0];
+    for (uint64_t oh = 0; oh < OH; oh++)
+        for (uint64_t ow = 0; ow < OW; ow++) {
+            uint32_t acc = io->bias ? (uint32_t)io->bias[m] : 0u;
+            for (uint64_t c = 0; c < cg; c++)
+                for (uint64_t i = 0; i < kh; i++) {
+                    int64_t ih = (int64_t)(oh * (uint64_t)pr[HFX_P_CONV_STRIDE_H] + i * (uint64_t)pr[HFX_P_CONV_DILATION_H]) -
+                                 pr[HFX_P_CONV_PAD_TOP];
+                    if (ih < 0 || ih >= (int64_t)H) continue;
+                    for (uint64_t j = 0; j < kw; j++) {
+                        int64_t iw = (int64_t)(ow * (uint64_t)pr[HFX_P_CONV_STRIDE_W] +
+                                               j * (uint64_t)pr[HFX_P_CONV_DILATION_W]) -
+                                     pr[HFX_P_CONV_PAD_LEFT];
+                        if (iw < 0 || iw >= (int64_t)W) continue;
+                        int32_t xv = load_narrow(io->a, io->ta, ((img * x->dims[1] + c0 + c) * H + (uint64_t)ih) * W + (uint64_t)iw);
+                        int32_t wv = load_narrow(io->b, io->tb, ((m * cg + c) * kh + i) * kw + j);
+                        acc += (uint32_t)(xv - io->za) * (uint32_t)(wv - zb);
+                    }
+                }
+            int32_t q = ref_qmatmul_requant((int32_t)acc, s, io->zy, io->lo, io->hi);
+            uint64_t at = ((img * w->dims[0] + m) * OH + oh) * OW + ow;
+            if (io->ty == HFX_DTYPE_U8)
+                ((uint8_t *)io->y)[at] = (uint8_t)q;
+            else
+                ((int8_t *)io->y)[at] = (int8_t)q;
+        }
+}
+
+HFX_VECTOR_KERNEL
+void hfx_run_qconv(const hfx_kernel_args *a, uint32_t item) {
+    const hfx_op *op = a->op;
+    const hfx_tensor *t = a->prog->tensors;
+    qconv_plan pl;
+    HFX_PLAN_LOAD(pl, op);
+    qmm_io io = qmm_io_of(a);
+    const hfx_tensor *w = &t[op->in[QMM_B]];
+    uint64_t img = item / pl.blocks, m0 = (item % pl.blocks) * pl.channels_per_item;
+    uint64_t m1 = m0 + pl.channels_per_item < w->dims[0] ? m0 + pl.channels_per_item : w->dims[0];
+    for (uint64_t m = m0; m < m1; m++) qconv_channel(&io, &t[op->in[QMM_A]], w, &t[op->out[0]], op->params, img, m);
 }
