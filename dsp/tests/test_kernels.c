@@ -919,7 +919,8 @@ static void test_qmatmul(void) {
 }
 
 /* QCONV2D of every type combination on X[2,6,7,9], W[4,3,3,3], group 2, pads 1 0 2 1, strides 2 1,
- * dilations 1 2 (per channel, with a bias), and a 1x1 of X[1,5,4,4] per tensor without one. */
+ * dilations 1 2 (per channel, with a bias), a 1x1 of X[1,5,4,4] per tensor without one, and (big 2)
+ * a 3x3 of X[1,64,40,40] cut into several items. */
 static void qconv_case(uint8_t tx, uint8_t tw, uint8_t ty, int big) {
     uint32_t xd[4] = {2, 6, 7, 9}, wd[4] = {4, 3, 3, 3};
     int32_t pr[HFX_OP_PARAMS] = {1, 0, 2, 1, 2, 1, 1, 2, 2};
@@ -929,14 +930,20 @@ static void qconv_case(uint8_t tx, uint8_t tw, uint8_t ty, int big) {
         int32_t p1[9] = {0, 0, 0, 0, 1, 1, 1, 1, 1};
         memcpy(pr, p1, sizeof p1);
     }
+    if (big == 2) { /* several pixel blocks of an image (the work space caps them) */
+        uint32_t x2[4] = {1, 64, 40, 40}, w2[4] = {16, 64, 3, 3};
+        memcpy(xd, x2, sizeof xd), memcpy(wd, w2, sizeof wd);
+        int32_t p2[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+        memcpy(pr, p2, sizeof p2);
+    }
     uint32_t oh = (xd[2] + (uint32_t)(pr[0] + pr[2]) - (uint32_t)pr[6] * (wd[2] - 1) - 1) / (uint32_t)pr[4] + 1;
     uint32_t ow = (xd[3] + (uint32_t)(pr[1] + pr[3]) - (uint32_t)pr[7] * (wd[3] - 1) - 1) / (uint32_t)pr[5] + 1;
     uint32_t yd[4] = {xd[0], wd[0], oh, ow}, m = wd[0], ncol = big ? m : 1;
     uint64_t nx = (uint64_t)xd[0] * xd[1] * xd[2] * xd[3], nw = (uint64_t)wd[0] * wd[1] * wd[2] * wd[3];
     uint64_t ny = (uint64_t)yd[0] * yd[1] * oh * ow;
-    int32_t *Xi = malloc(nx * 4), *Wi = malloc(nw * 4), bias[8], zw[8];
-    uint8_t *X = malloc(nx + 1), *Wb = malloc(nw + 1), *Y = malloc(ny + 1), zx[4], zwb[8], zy[4];
-    float sc[8];
+    int32_t *Xi = malloc(nx * 4), *Wi = malloc(nw * 4), bias[16], zw[16];
+    uint8_t *X = malloc(nx + 1), *Wb = malloc(nw + 1), *Y = malloc(ny + 1), zx[4], zwb[16], zy[4];
+    float sc[16];
     for (uint64_t i = 0; i < nx; i++) store_int(X + 1, tx, i, Xi[i] = qrand(tx));
     for (uint64_t i = 0; i < nw; i++) store_int(Wb, tw, i, Wi[i] = qrand(tw));
     int32_t zxv = qrand(tx), zyv = qrand(ty);
@@ -982,7 +989,7 @@ static void qconv_case(uint8_t tx, uint8_t tw, uint8_t ty, int big) {
 static void test_qconv(void) {
     static const uint8_t types[2] = {HFX_DTYPE_U8, HFX_DTYPE_I8};
     for (int t = 0; t < 8; t++)
-        for (int big = 0; big < 2; big++) qconv_case(types[t & 1], types[(t >> 1) & 1], types[(t >> 2) & 1], big);
+        for (int big = 0; big < (t == 5 ? 3 : 2); big++) qconv_case(types[t & 1], types[(t >> 1) & 1], types[(t >> 2) & 1], big);
 }
 
 int main(void) {

@@ -169,8 +169,11 @@ void hfx_run_qmatmul(const hfx_kernel_args *a, uint32_t item) {
 
 /* ---- QCONV2D: X[N,C,H,W], W[M,C/g,kh,kw]; the inputs of QMATMUL with M for N, CONV2D's params ---- */
 
+#define QCONV_WS_MAX (256u * 1024u) /* im2col + weight bytes per item */
+
 typedef struct qconv_plan {
-    uint64_t channels_per_item, blocks; /* output channels per item, items per image */
+    uint64_t groups, kk, pixels;       /* kk = C/g * kh * kw, pixels = OH * OW */
+    uint64_t pixels_per_item, blocks;  /* output pixels per item, items per (image, group) */
 } qconv_plan;
 
 hfx_status hfx_validate_qconv(hfx_vctx *v, hfx_op *op) {
@@ -191,60 +194,83 @@ hfx_status hfx_validate_qconv(hfx_vctx *v, hfx_op *op) {
     return st;
 }
 
+/* Blocks of output pixels of one (image, group) of about HFX_GEMM_ITEM_FLOPS, their im2col and the
+ * group's weights (int16, zero points subtracted) within QCONV_WS_MAX bytes. */
 hfx_status hfx_plan_qconv(const hfx_program *p, hfx_op *op) {
     const hfx_tensor *w = &p->tensors[op->in[QMM_B]], *y = &p->tensors[op->out[0]];
-    uint64_t per_channel = 2ull * w->dims[1] * w->dims[2] * w->dims[3] * y->dims[2] * y->dims[3];
-    qconv_plan pl = {hfx_per_item_for(per_channel, HFX_GEMM_ITEM_FLOPS), 0};
-    if (pl.channels_per_item > w->dims[0]) pl.channels_per_item = w->dims[0];
-    pl.blocks = hfx_ceil_div(w->dims[0], pl.channels_per_item);
+    qconv_plan pl = {0};
+    pl.groups = (uint64_t)op->params[HFX_P_CONV_GROUP];
+    pl.kk = (uint64_t)w->dims[1] * w->dims[2] * w->dims[3];
+    pl.pixels = (uint64_t)y->dims[2] * y->dims[3];
+    uint64_t mg = w->dims[0] / pl.groups, weights = mg * pl.kk * 2;
+    uint64_t pb = hfx_per_item_for(2 * mg * pl.kk, HFX_GEMM_ITEM_FLOPS);
+    uint64_t cap = weights < QCONV_WS_MAX ? (QCONV_WS_MAX - weights) / (pl.kk * 2) : 0;
+    if (pb > cap) pb = cap ? cap : 1;
+    if (pb > pl.pixels) pb = pl.pixels;
+    pl.blocks = hfx_ceil_div(pl.pixels, pb);
+    pl.pixels_per_item = hfx_ceil_div(pl.pixels, pl.blocks);
+    op->plan.ws_bytes = (size_t)(weights + pl.pixels_per_item * pl.kk * 2);
     HFX_PLAN_STORE(op, pl);
-    return hfx_plan_set_items(op, y->dims[0] * pl.blocks);
+    return hfx_plan_set_items(op, (uint64_t)y->dims[0] * pl.groups * pl.blocks);
 }
 
-/* One output channel m of image `img`: every output pixel. Padding reads X's zero point (adds 0). */
-static void qconv_channel(const qmm_io *io, const hfx_tensor *x, const hfx_tensor *w, const hfx_tensor *y,
-                          const int32_t *pr, uint64_t img, uint64_t m) {
-    uint64_t cg = w->dims[1], kh = w->dims[2], kw = w->dims[3], H = x->dims[2], W = x->dims[3];
-    uint64_t OH = y->dims[2], OW = y->dims[3], mg = w->dims[0] / (uint64_t)pr[HFX_P_CONV_GROUP];
-    uint64_t c0 = (m / mg) * cg;
-    int32_t zb = load_narrow(io->zb, io->tb, io->zb_cols ? m : 0);
-    float s = io->scale[io->scale_cols ? m : 0];
-    for (uint64_t oh = 0; oh < OH; oh++)
-        for (uint64_t ow = 0; ow < OW; ow++) {
-            uint32_t acc = io->bias ? (uint32_t)io->bias[m] : 0u;
-            for (uint64_t c = 0; c < cg; c++)
-                for (uint64_t i = 0; i < kh; i++) {
-                    int64_t ih = (int64_t)(oh * (uint64_t)pr[HFX_P_CONV_STRIDE_H] + i * (uint64_t)pr[HFX_P_CONV_DILATION_H]) -
-                                 pr[HFX_P_CONV_PAD_TOP];
-                    if (ih < 0 || ih >= (int64_t)H) continue;
-                    for (uint64_t j = 0; j < kw; j++) {
-                        int64_t iw = (int64_t)(ow * (uint64_t)pr[HFX_P_CONV_STRIDE_W] +
-                                               j * (uint64_t)pr[HFX_P_CONV_DILATION_W]) -
-                                     pr[HFX_P_CONV_PAD_LEFT];
-                        if (iw < 0 || iw >= (int64_t)W) continue;
-                        int32_t xv = load_narrow(io->a, io->ta, ((img * x->dims[1] + c0 + c) * H + (uint64_t)ih) * W + (uint64_t)iw);
-                        int32_t wv = load_narrow(io->b, io->tb, ((m * cg + c) * kh + i) * kw + j);
-                        acc += (uint32_t)(xv - io->za) * (uint32_t)(wv - zb);
-                    }
+/* rows[p][k] = X[img, c0 + c, ih, iw] - zx for output pixel p0 + p and tap k = (c, i, j); 0 in the padding */
+static void qconv_im2col(const qmm_io *io, const hfx_tensor *x, const hfx_tensor *w, const int32_t *pr, uint64_t img,
+                         uint64_t c0, uint64_t ow_n, uint64_t p0, uint64_t np, int16_t *rows) {
+    uint64_t cg = w->dims[1], kh = w->dims[2], kw = w->dims[3], H = x->dims[2], W = x->dims[3], kk = cg * kh * kw;
+    for (uint64_t p = 0; p < np; p++) {
+        uint64_t oh = (p0 + p) / ow_n, ow = (p0 + p) % ow_n;
+        int16_t *row = rows + p * kk;
+        for (uint64_t c = 0; c < cg; c++)
+            for (uint64_t i = 0; i < kh; i++) {
+                int64_t ih = (int64_t)(oh * (uint64_t)pr[HFX_P_CONV_STRIDE_H] + i * (uint64_t)pr[HFX_P_CONV_DILATION_H]) -
+                             pr[HFX_P_CONV_PAD_TOP];
+                uint64_t base = ((img * x->dims[1] + c0 + c) * H + (uint64_t)ih) * W;
+                for (uint64_t j = 0; j < kw; j++) {
+                    int64_t iw = (int64_t)(ow * (uint64_t)pr[HFX_P_CONV_STRIDE_W] + j * (uint64_t)pr[HFX_P_CONV_DILATION_W]) -
+                                 pr[HFX_P_CONV_PAD_LEFT];
+                    bool inside = ih >= 0 && ih < (int64_t)H && iw >= 0 && iw < (int64_t)W;
+                    *row++ = (int16_t)(inside ? load_narrow(io->a, io->ta, base + (uint64_t)iw) - io->za : 0);
                 }
-            int32_t q = ref_qmatmul_requant((int32_t)acc, s, io->zy, io->lo, io->hi);
-            uint64_t at = ((img * w->dims[0] + m) * OH + oh) * OW + ow;
-            if (io->ty == HFX_DTYPE_U8)
-                ((uint8_t *)io->y)[at] = (uint8_t)q;
-            else
-                ((int8_t *)io->y)[at] = (int8_t)q;
-        }
+            }
+    }
+}
+
+static int32_t dot_i16(const int16_t *a, const int16_t *b, uint64_t n) {
+    uint32_t acc = 0; /* |a|, |b| <= 255: each product fits; the sum wraps as int32 */
+    for (uint64_t k = 0; k < n; k++) acc += (uint32_t)((int32_t)a[k] * (int32_t)b[k]);
+    return (int32_t)acc;
 }
 
 HFX_VECTOR_KERNEL
 void hfx_run_qconv(const hfx_kernel_args *a, uint32_t item) {
     const hfx_op *op = a->op;
-    const hfx_tensor *t = a->prog->tensors;
+    const hfx_tensor *t = a->prog->tensors, *x = &t[op->in[QMM_A]], *w = &t[op->in[QMM_B]], *y = &t[op->out[0]];
     qconv_plan pl;
     HFX_PLAN_LOAD(pl, op);
     qmm_io io = qmm_io_of(a);
-    const hfx_tensor *w = &t[op->in[QMM_B]];
-    uint64_t img = item / pl.blocks, m0 = (item % pl.blocks) * pl.channels_per_item;
-    uint64_t m1 = m0 + pl.channels_per_item < w->dims[0] ? m0 + pl.channels_per_item : w->dims[0];
-    for (uint64_t m = m0; m < m1; m++) qconv_channel(&io, &t[op->in[QMM_A]], w, &t[op->out[0]], op->params, img, m);
+    uint64_t blk = item % pl.blocks, g = (item / pl.blocks) % pl.groups, img = item / pl.blocks / pl.groups;
+    uint64_t mg = w->dims[0] / pl.groups, kk = pl.kk, p0 = blk * pl.pixels_per_item;
+    uint64_t np = p0 + pl.pixels_per_item < pl.pixels ? pl.pixels_per_item : pl.pixels - p0;
+    int16_t *wts = (int16_t *)a->ws, *rows = wts + mg * kk;
+    for (uint64_t m = 0; m < mg; m++) {
+        uint64_t mm = g * mg + m;
+        int32_t zb = load_narrow(io.zb, io.tb, io.zb_cols ? mm : 0);
+        for (uint64_t k = 0; k < kk; k++) wts[m * kk + k] = (int16_t)(load_narrow(io.b, io.tb, mm * kk + k) - zb);
+    }
+    qconv_im2col(&io, x, w, op->params, img, g * w->dims[1], y->dims[3], p0, np, rows);
+    for (uint64_t m = 0; m < mg; m++) {
+        uint64_t mm = g * mg + m;
+        float s = io.scale[io.scale_cols ? mm : 0];
+        uint32_t bias = io.bias ? (uint32_t)io.bias[mm] : 0u;
+        uint64_t at = (img * w->dims[0] + mm) * pl.pixels + p0;
+        for (uint64_t p = 0; p < np; p++) {
+            uint32_t acc = bias + (uint32_t)dot_i16(rows + p * kk, wts + m * kk, kk);
+            int32_t q = ref_qmatmul_requant((int32_t)acc, s, io.zy, io.lo, io.hi);
+            if (io.ty == HFX_DTYPE_U8)
+                ((uint8_t *)io.y)[at + p] = (uint8_t)q;
+            else
+                ((int8_t *)io.y)[at + p] = (int8_t)q;
+        }
+    }
 }
