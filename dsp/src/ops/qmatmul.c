@@ -88,9 +88,9 @@ static inline int32_t load_narrow(const void *p, uint32_t dtype, uint64_t i) {
     return dtype == HFX_DTYPE_U8 ? ((const uint8_t *)p)[i] : ((const int8_t *)p)[i];
 }
 
-/* acc[j] += a * (B[k, c0 + j] - zb[j]) for j < w, one B type each */
+/* acc[j] += a * (B[k, c0 + j] - zb[j]) for j < w, one B type each (the inner loops: vector ISA clones) */
 #define QMM_AXPY(ctype)                                                                              \
-    static void axpy_##ctype(uint32_t *acc, int32_t a, const ctype *brow, const int32_t *zb, uint32_t w) { \
+    HFX_VECTOR_KERNEL static void axpy_##ctype(uint32_t *acc, int32_t a, const ctype *brow, const int32_t *zb, uint32_t w) { \
         for (uint32_t j = 0; j < w; j++) acc[j] += (uint32_t)a * (uint32_t)((int32_t)brow[j] - zb[j]);   \
     }
 QMM_AXPY(uint8_t)
@@ -236,7 +236,7 @@ static void qconv_im2col(const qmm_io *io, const hfx_tensor *x, const hfx_tensor
     }
 }
 
-static int32_t dot_i16(const int16_t *a, const int16_t *b, uint64_t n) {
+HFX_VECTOR_KERNEL static int32_t dot_i16(const int16_t *a, const int16_t *b, uint64_t n) {
     uint32_t acc = 0; /* |a|, |b| <= 255: each product fits; the sum wraps as int32 */
     for (uint64_t k = 0; k < n; k++) acc += (uint32_t)((int32_t)a[k] * (int32_t)b[k]);
     return (int32_t)acc;
