@@ -915,6 +915,8 @@ static void test_qmatmul(void) {
         qmm_case_cfg edge = {ta, tb, ty, 2, {9, 40}, 40, 11, t & 1, 1, 1, 2};
         qmm_case_cfg big = {ta, tb, ty, 2, {300, 256}, 256, 96, t & 1, (t >> 2) & 1, 0, 0}; /* several items */
         qmm_case(&small), qmm_case(&odd), qmm_case(&wide), qmm_case(&edge), qmm_case(&big);
+        qmm_case_cfg deep = {ta, tb, ty, 2, {3, 2000}, 2000, 150, 1, 1, 0, 1}; /* several column blocks */
+        if (t == 3 || t == 4) qmm_case(&deep);
     }
 }
 

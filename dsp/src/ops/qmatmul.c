@@ -6,13 +6,14 @@
 #include "../../ref/ref_qmatmul.h"
 #include "kernels.h"
 
-#define QMM_COLS 256u /* int32 accumulators of one column tile (stack) */
+#define QMM_WS_MAX (256u * 1024u) /* B^T of an item's columns + one row of A, int16 */
 
 enum { QMM_A, QMM_B, QMM_ZA, QMM_ZB, QMM_SCALE, QMM_ZY, QMM_BIAS };
 
 typedef struct qmatmul_plan {
     uint64_t rows, k, n;
-    uint64_t rows_per_item;
+    uint64_t rows_per_item, row_blocks;
+    uint64_t cols_per_item; /* B^T - zb of these columns fits the work space */
 } qmatmul_plan;
 
 static bool narrow_int(uint32_t d) { return d == HFX_DTYPE_U8 || d == HFX_DTYPE_I8; }
@@ -79,22 +80,18 @@ hfx_status hfx_plan_qmatmul(const hfx_program *p, hfx_op *op) {
     pl.k = b->dims[0];
     pl.n = b->dims[1];
     pl.rows = pl.k ? a->numel / pl.k : p->tensors[op->out[0]].numel / (pl.n ? pl.n : 1);
-    pl.rows_per_item = hfx_per_item_for(2 * pl.n * pl.k, HFX_GEMM_ITEM_FLOPS);
+    uint64_t cap = QMM_WS_MAX / (2 * pl.k) - 1;
+    pl.cols_per_item = pl.n < cap ? pl.n : (cap ? cap : 1);
+    pl.rows_per_item = hfx_per_item_for(2 * pl.cols_per_item * pl.k, HFX_GEMM_ITEM_FLOPS);
+    pl.row_blocks = hfx_ceil_div(pl.rows ? pl.rows : 1, pl.rows_per_item);
+    op->plan.ws_bytes = (size_t)((pl.cols_per_item + 1) * pl.k * 2);
     HFX_PLAN_STORE(op, pl);
-    return hfx_plan_set_items(op, hfx_ceil_div(pl.rows ? pl.rows : 1, pl.rows_per_item));
+    return hfx_plan_set_items(op, pl.row_blocks * hfx_ceil_div(pl.n, pl.cols_per_item));
 }
 
 static inline int32_t load_narrow(const void *p, uint32_t dtype, uint64_t i) {
     return dtype == HFX_DTYPE_U8 ? ((const uint8_t *)p)[i] : ((const int8_t *)p)[i];
 }
-
-/* acc[j] += a * (B[k, c0 + j] - zb[j]) for j < w, one B type each (the inner loops: vector ISA clones) */
-#define QMM_AXPY(ctype)                                                                              \
-    HFX_VECTOR_KERNEL static void axpy_##ctype(uint32_t *acc, int32_t a, const ctype *brow, const int32_t *zb, uint32_t w) { \
-        for (uint32_t j = 0; j < w; j++) acc[j] += (uint32_t)a * (uint32_t)((int32_t)brow[j] - zb[j]);   \
-    }
-QMM_AXPY(uint8_t)
-QMM_AXPY(int8_t)
 
 typedef struct qmm_io {
     const void *a, *b, *zb;
@@ -106,31 +103,10 @@ typedef struct qmm_io {
     bool zb_cols, scale_cols;
 } qmm_io;
 
-/* rows [r0, r1), columns [c0, c0 + w) */
-static void qmm_tile(const qmm_io *io, const qmatmul_plan *pl, uint64_t r0, uint64_t r1, uint64_t c0, uint32_t w) {
-    int32_t zb[QMM_COLS];
-    uint32_t acc[QMM_COLS];
-    for (uint32_t j = 0; j < w; j++) zb[j] = load_narrow(io->zb, io->tb, io->zb_cols ? c0 + j : 0);
-    for (uint64_t r = r0; r < r1; r++) {
-        for (uint32_t j = 0; j < w; j++) acc[j] = io->bias ? (uint32_t)io->bias[c0 + j] : 0u;
-        for (uint64_t k = 0; k < pl->k; k++) {
-            int32_t av = load_narrow(io->a, io->ta, r * pl->k + k) - io->za;
-            uint64_t off = k * pl->n + c0;
-            if (io->tb == HFX_DTYPE_U8)
-                axpy_uint8_t(acc, av, (const uint8_t *)io->b + off, zb, w);
-            else
-                axpy_int8_t(acc, av, (const int8_t *)io->b + off, zb, w);
-        }
-        for (uint32_t j = 0; j < w; j++) {
-            float s = io->scale[io->scale_cols ? c0 + j : 0];
-            int32_t q = ref_qmatmul_requant((int32_t)acc[j], s, io->zy, io->lo, io->hi);
-            uint64_t at = r * pl->n + c0 + j;
-            if (io->ty == HFX_DTYPE_U8)
-                ((uint8_t *)io->y)[at] = (uint8_t)q;
-            else
-                ((int8_t *)io->y)[at] = (int8_t)q;
-        }
-    }
+HFX_VECTOR_KERNEL static int32_t dot_i16(const int16_t *a, const int16_t *b, uint64_t n) {
+    uint32_t acc = 0; /* |a|, |b| <= 255: each product fits; the sum wraps as int32 */
+    for (uint64_t k = 0; k < n; k++) acc += (uint32_t)((int32_t)a[k] * (int32_t)b[k]);
+    return (int32_t)acc;
 }
 
 static qmm_io qmm_io_of(const hfx_kernel_args *a) {
@@ -155,16 +131,32 @@ static qmm_io qmm_io_of(const hfx_kernel_args *a) {
     return io;
 }
 
+/* y[r, c] for rows [r0, r1) and columns [c0, c1): B^T - zb of the columns and each row of A - za in
+ * the work space as int16, then one int32 dot product per output. */
 HFX_VECTOR_KERNEL
 void hfx_run_qmatmul(const hfx_kernel_args *a, uint32_t item) {
-    const hfx_op *op = a->op;
     qmatmul_plan pl;
-    HFX_PLAN_LOAD(pl, op);
+    HFX_PLAN_LOAD(pl, a->op);
     qmm_io io = qmm_io_of(a);
-    uint64_t r0, r1;
-    hfx_plan_range(pl.rows, pl.rows_per_item, item, &r0, &r1);
-    for (uint64_t c0 = 0; c0 < pl.n; c0 += QMM_COLS)
-        qmm_tile(&io, &pl, r0, r1, c0, (uint32_t)(pl.n - c0 < QMM_COLS ? pl.n - c0 : QMM_COLS));
+    uint64_t k = pl.k, r0, r1, c0 = (item / pl.row_blocks) * pl.cols_per_item;
+    uint64_t c1 = c0 + pl.cols_per_item < pl.n ? c0 + pl.cols_per_item : pl.n;
+    hfx_plan_range(pl.rows, pl.rows_per_item, item % (uint32_t)pl.row_blocks, &r0, &r1);
+    int16_t *bt = (int16_t *)a->ws, *arow = bt + (c1 - c0) * k;
+    for (uint64_t c = c0; c < c1; c++) {
+        int32_t zb = load_narrow(io.zb, io.tb, io.zb_cols ? c : 0);
+        for (uint64_t i = 0; i < k; i++) bt[(c - c0) * k + i] = (int16_t)(load_narrow(io.b, io.tb, i * pl.n + c) - zb);
+    }
+    for (uint64_t r = r0; r < r1; r++) {
+        for (uint64_t i = 0; i < k; i++) arow[i] = (int16_t)(load_narrow(io.a, io.ta, r * k + i) - io.za);
+        for (uint64_t c = c0; c < c1; c++) {
+            uint32_t acc = (io.bias ? (uint32_t)io.bias[c] : 0u) + (uint32_t)dot_i16(arow, bt + (c - c0) * k, k);
+            int32_t q = ref_qmatmul_requant((int32_t)acc, io.scale[io.scale_cols ? c : 0], io.zy, io.lo, io.hi);
+            if (io.ty == HFX_DTYPE_U8)
+                ((uint8_t *)io.y)[r * pl.n + c] = (uint8_t)q;
+            else
+                ((int8_t *)io.y)[r * pl.n + c] = (int8_t)q;
+        }
+    }
 }
 
 /* ---- QCONV2D: X[N,C,H,W], W[M,C/g,kh,kw]; the inputs of QMATMUL with M for N, CONV2D's params ---- */
@@ -236,11 +228,6 @@ static void qconv_im2col(const qmm_io *io, const hfx_tensor *x, const hfx_tensor
     }
 }
 
-HFX_VECTOR_KERNEL static int32_t dot_i16(const int16_t *a, const int16_t *b, uint64_t n) {
-    uint32_t acc = 0; /* |a|, |b| <= 255: each product fits; the sum wraps as int32 */
-    for (uint64_t k = 0; k < n; k++) acc += (uint32_t)((int32_t)a[k] * (int32_t)b[k]);
-    return (int32_t)acc;
-}
 
 HFX_VECTOR_KERNEL
 void hfx_run_qconv(const hfx_kernel_args *a, uint32_t item) {
