@@ -38,8 +38,7 @@ static inline int32_t ref_qmatmul_requant(int32_t acc, float scale, int32_t zy, 
 static inline int32_t ref_qmatmul_acc(const int32_t *a_row, const int32_t *b, uint32_t K, uint32_t N, uint32_t n,
                                       int32_t za, int32_t zb, int32_t bias) {
     uint32_t acc = (uint32_t)bias;
-    for (uint32_t k = 0; k < K; k++)
-        acc += (uint32_t)(a_row[k] - za) * (uint32_t)(b[(uint64_t)k * N + n] - zb);
+    for (uint32_t k = 0; k < K; k++) acc += (uint32_t)(a_row[k] - za) * (uint32_t)(b[(uint64_t)k * N + n] - zb);
     return (int32_t)acc;
 }
 
@@ -54,7 +53,9 @@ static inline int32_t ref_qconv_acc(const int32_t *x, uint32_t H, uint32_t W, co
             for (uint32_t j = 0; j < kw; j++) {
                 int64_t ih = (int64_t)oh * p[2] + (int64_t)i * p[4] - p[0];
                 int64_t iw = (int64_t)ow * p[3] + (int64_t)j * p[5] - p[1];
-                int32_t xv = ih < 0 || ih >= H || iw < 0 || iw >= W ? zx : x[((uint64_t)(c0 + c) * H + (uint64_t)ih) * W + (uint64_t)iw];
+                int32_t xv = ih < 0 || ih >= H || iw < 0 || iw >= W
+                                 ? zx
+                                 : x[((uint64_t)(c0 + c) * H + (uint64_t)ih) * W + (uint64_t)iw];
                 acc += (uint32_t)(xv - zx) * (uint32_t)(w[((uint64_t)c * kh + i) * kw + j] - zw);
             }
     return (int32_t)acc;

@@ -1,8 +1,9 @@
 /* qmatmul.c - QMATMUL and QCONV2D: the integer MatMul and Conv of a QDQ group (u8/i8 x u8/i8,
  * int32 accumulation, requantised to u8/i8), exactly as dsp/ref/ref_qmatmul.h defines them.
  * Portable C on the host and on Hexagon (the HVX vrmpy matmul in dsp/hvx requantises in fixed
- * point, which is not these semantics). A QMATMUL item is a block of rows of A viewed as
- * [rows, K]; a QCONV2D item a block of output channels of one image. */
+ * point, which is not these semantics). A QMATMUL item is a block of rows x a block of columns
+ * of A[rows, K] x B; a QCONV2D item a block of output pixels of one (image, group). Both put the
+ * zero-point-subtracted operands in the work space as int16 and take int32 dot products. */
 #include "../../ref/ref_qmatmul.h"
 #include "kernels.h"
 
@@ -151,10 +152,8 @@ void hfx_run_qmatmul(const hfx_kernel_args *a, uint32_t item) {
         for (uint64_t c = c0; c < c1; c++) {
             uint32_t acc = (io.bias ? (uint32_t)io.bias[c] : 0u) + (uint32_t)dot_i16(arow, bt + (c - c0) * k, k);
             int32_t q = ref_qmatmul_requant((int32_t)acc, io.scale[io.scale_cols ? c : 0], io.zy, io.lo, io.hi);
-            if (io.ty == HFX_DTYPE_U8)
-                ((uint8_t *)io.y)[r * pl.n + c] = (uint8_t)q;
-            else
-                ((int8_t *)io.y)[r * pl.n + c] = (int8_t)q;
+            if (io.ty == HFX_DTYPE_U8) ((uint8_t *)io.y)[r * pl.n + c] = (uint8_t)q;
+            else ((int8_t *)io.y)[r * pl.n + c] = (int8_t)q;
         }
     }
 }
@@ -164,8 +163,8 @@ void hfx_run_qmatmul(const hfx_kernel_args *a, uint32_t item) {
 #define QCONV_WS_MAX (256u * 1024u) /* im2col + weight bytes per item */
 
 typedef struct qconv_plan {
-    uint64_t groups, kk, pixels;       /* kk = C/g * kh * kw, pixels = OH * OW */
-    uint64_t pixels_per_item, blocks;  /* output pixels per item, items per (image, group) */
+    uint64_t groups, kk, pixels;      /* kk = C/g * kh * kw, pixels = OH * OW */
+    uint64_t pixels_per_item, blocks; /* output pixels per item, items per (image, group) */
 } qconv_plan;
 
 hfx_status hfx_validate_qconv(hfx_vctx *v, hfx_op *op) {
@@ -207,27 +206,37 @@ hfx_status hfx_plan_qconv(const hfx_program *p, hfx_op *op) {
 }
 
 /* rows[p][k] = X[img, c0 + c, ih, iw] - zx for output pixel p0 + p and tap k = (c, i, j); 0 in the padding */
+#define QCONV_IM2COL(ctype)                                                                                    \
+    static void im2col_##ctype(const ctype *X, int32_t zx, const hfx_tensor *x, const hfx_tensor *w,           \
+                               const int32_t *pr, uint64_t ow_n, uint64_t p0, uint64_t np, int16_t *rows) {    \
+        uint64_t cg = w->dims[1], kh = w->dims[2], kw = w->dims[3], H = x->dims[2], W = x->dims[3];            \
+        int64_t sh = pr[HFX_P_CONV_STRIDE_H], sw = pr[HFX_P_CONV_STRIDE_W], dh = pr[HFX_P_CONV_DILATION_H];    \
+        int64_t dw = pr[HFX_P_CONV_DILATION_W], pt = pr[HFX_P_CONV_PAD_TOP], pl = pr[HFX_P_CONV_PAD_LEFT];     \
+        for (uint64_t p = 0; p < np; p++) {                                                                    \
+            int64_t oh = (int64_t)((p0 + p) / ow_n), ow = (int64_t)((p0 + p) % ow_n);                          \
+            int16_t *row = rows + p * cg * kh * kw;                                                            \
+            for (uint64_t c = 0; c < cg; c++)                                                                  \
+                for (uint64_t i = 0; i < kh; i++) {                                                            \
+                    int64_t ih = oh * sh + (int64_t)i * dh - pt;                                               \
+                    const ctype *xrow = X + (c * H + (uint64_t)(ih < 0 ? 0 : ih)) * W;                         \
+                    bool row_in = ih >= 0 && ih < (int64_t)H;                                                  \
+                    for (uint64_t j = 0; j < kw; j++) {                                                        \
+                        int64_t iw = ow * sw + (int64_t)j * dw - pl;                                           \
+                        *row++ = (int16_t)(row_in && iw >= 0 && iw < (int64_t)W ? (int32_t)xrow[iw] - zx : 0); \
+                    }                                                                                          \
+                }                                                                                              \
+        }                                                                                                      \
+    }
+QCONV_IM2COL(uint8_t)
+QCONV_IM2COL(int8_t)
+
+/* rows[p][k] = X[img, c0 + c, ih, iw] - zx for output pixel p0 + p and tap k = (c, i, j); 0 in the padding */
 static void qconv_im2col(const qmm_io *io, const hfx_tensor *x, const hfx_tensor *w, const int32_t *pr, uint64_t img,
                          uint64_t c0, uint64_t ow_n, uint64_t p0, uint64_t np, int16_t *rows) {
-    uint64_t cg = w->dims[1], kh = w->dims[2], kw = w->dims[3], H = x->dims[2], W = x->dims[3], kk = cg * kh * kw;
-    for (uint64_t p = 0; p < np; p++) {
-        uint64_t oh = (p0 + p) / ow_n, ow = (p0 + p) % ow_n;
-        int16_t *row = rows + p * kk;
-        for (uint64_t c = 0; c < cg; c++)
-            for (uint64_t i = 0; i < kh; i++) {
-                int64_t ih = (int64_t)(oh * (uint64_t)pr[HFX_P_CONV_STRIDE_H] + i * (uint64_t)pr[HFX_P_CONV_DILATION_H]) -
-                             pr[HFX_P_CONV_PAD_TOP];
-                uint64_t base = ((img * x->dims[1] + c0 + c) * H + (uint64_t)ih) * W;
-                for (uint64_t j = 0; j < kw; j++) {
-                    int64_t iw = (int64_t)(ow * (uint64_t)pr[HFX_P_CONV_STRIDE_W] + j * (uint64_t)pr[HFX_P_CONV_DILATION_W]) -
-                                 pr[HFX_P_CONV_PAD_LEFT];
-                    bool inside = ih >= 0 && ih < (int64_t)H && iw >= 0 && iw < (int64_t)W;
-                    *row++ = (int16_t)(inside ? load_narrow(io->a, io->ta, base + (uint64_t)iw) - io->za : 0);
-                }
-            }
-    }
+    uint64_t at = (img * x->dims[1] + c0) * x->dims[2] * x->dims[3];
+    if (io->ta == HFX_DTYPE_U8) im2col_uint8_t((const uint8_t *)io->a + at, io->za, x, w, pr, ow_n, p0, np, rows);
+    else im2col_int8_t((const int8_t *)io->a + at, io->za, x, w, pr, ow_n, p0, np, rows);
 }
-
 
 HFX_VECTOR_KERNEL
 void hfx_run_qconv(const hfx_kernel_args *a, uint32_t item) {
@@ -254,10 +263,8 @@ void hfx_run_qconv(const hfx_kernel_args *a, uint32_t item) {
         for (uint64_t p = 0; p < np; p++) {
             uint32_t acc = bias + (uint32_t)dot_i16(rows + p * kk, wts + m * kk, kk);
             int32_t q = ref_qmatmul_requant((int32_t)acc, s, io.zy, io.lo, io.hi);
-            if (io.ty == HFX_DTYPE_U8)
-                ((uint8_t *)io.y)[at + p] = (uint8_t)q;
-            else
-                ((int8_t *)io.y)[at + p] = (int8_t)q;
+            if (io.ty == HFX_DTYPE_U8) ((uint8_t *)io.y)[at + p] = (uint8_t)q;
+            else ((int8_t *)io.y)[at + p] = (int8_t)q;
         }
     }
 }
