@@ -232,11 +232,17 @@ class Lowerer:
     # ---- lowering ----
 
     def lower(self) -> bytes:
+        from . import qmatmul  # imports this module
+
         self._declare_inputs()
+        integer = qmatmul.plan(self)
         for k, n in enumerate(self.fn.node):
             self._body_index = k
-            if not self._folds(n):
-                LOWERINGS[op_key(n)](self, n, Task.A if k < self.n_nodes_a else Task.B)
+            task = Task.A if k < self.n_nodes_a else Task.B
+            if k in integer.groups:
+                qmatmul.emit(self, integer.groups[k], task)
+            elif k not in integer.absorbed and not self._folds(n):
+                LOWERINGS[op_key(n)](self, n, task)
         self._body_index = None
         self._copy_out_outputs()
         p = self.prog
