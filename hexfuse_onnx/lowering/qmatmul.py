@@ -68,8 +68,9 @@ def _match(cx: Lowerer, k: int, prod: dict[str, int], cons: dict[str, list[int]]
     fn, n = cx.fn, cx.fn.node[k]
     if not any(_is(n, op) for op in ("MatMul", "Gemm", "Conv")) or n.output[0] in cx.out_index:
         return None
-    dqs = [prod.get(i) for i in n.input[:3] if i]
-    if len(dqs) < 2 or any(d is None or not _is(fn.node[d], "DequantizeLinear") for d in dqs):
+    found = [prod.get(i) for i in n.input[:3] if i]
+    dqs = [d for d in found if d is not None and _is(fn.node[d], "DequantizeLinear")]
+    if len(dqs) < 2 or len(dqs) != len(found):
         return None
     users = cons.get(n.output[0], [])
     if len(users) != 1 or not _is(fn.node[users[0]], "QuantizeLinear"):
@@ -95,7 +96,7 @@ def plan(cx: Lowerer) -> IntegerGroups:
         for d in (g.a_dq, g.b_dq, g.bias_dq):
             o = cx.fn.node[d].output[0] if d is not None else None
             if o is not None and o not in cx.out_index and set(cons.get(o, [])) <= fused:
-                out.absorbed.add(d)
+                out.absorbed.add(d)  # type: ignore[arg-type]  # d is not None here (o is)
     return out
 
 
