@@ -18,6 +18,7 @@ import onnx
 
 from .abi import ConvParam, Dtype, Opcode, Role, Task
 from .lowerer import DTYPES, Lowerer, attr
+from .matrix import conv_params
 from .program import Tensor
 from .quant import QUANTIZED
 from .spatial import pads_2d
@@ -220,14 +221,4 @@ def _conv_params(cx: Lowerer, n: onnx.NodeProto) -> dict[ConvParam, int]:
     strides = [int(v) for v in attr(n, "strides", [1, 1])]
     dil = [int(v) for v in attr(n, "dilations", [1, 1])]
     pads = pads_2d(n, x, w[2:], strides, dil)
-    return {
-        ConvParam.PAD_TOP: pads[0],
-        ConvParam.PAD_LEFT: pads[1],
-        ConvParam.PAD_BOTTOM: pads[2],
-        ConvParam.PAD_RIGHT: pads[3],
-        ConvParam.STRIDE_H: strides[0],
-        ConvParam.STRIDE_W: strides[1],
-        ConvParam.DILATION_H: dil[0],
-        ConvParam.DILATION_W: dil[1],
-        ConvParam.GROUP: int(attr(n, "group", 1)),
-    }
+    return conv_params(n, strides, dil, pads)
