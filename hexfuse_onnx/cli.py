@@ -16,7 +16,7 @@ from pathlib import Path
 from . import __version__
 from .costmodel import TARGETS
 from .errors import EXIT_INTERNAL, EXIT_OK, HexfuseError
-from .graph import parse_shape_overrides
+from .graph import parse_shape_overrides, read_model
 from .hybrid import DEFAULT_PAST, DEFAULT_PREFILL, DEFAULT_PREFILL_PAST
 from .kinds import KINDS
 from .select import DEFAULT_MIN_GAIN
@@ -432,8 +432,6 @@ def _inspect(args: argparse.Namespace, progress) -> int:
 def _profile(args: argparse.Namespace, progress) -> int:
     import tempfile
 
-    import onnx
-
     from .contract import DOMAIN
     from .pipeline import rewrite
     from .tools import timeline
@@ -445,7 +443,7 @@ def _profile(args: argparse.Namespace, progress) -> int:
         timeline.check_png_support()
     model = Path(args.model)
     with tempfile.TemporaryDirectory(prefix="hexfuse-profile-") as folder:
-        head = onnx.load(str(model), load_external_data=False)
+        head = read_model(model, load_external_data=False)  # one line and exit 3 for a bad file
         if not any(n.domain == DOMAIN for n in head.graph.node):
             progress("the model has no FusedHexPair: rewriting it first")
             result = rewrite(model, Path(folder) / "fused.onnx", progress=progress)
@@ -525,6 +523,7 @@ def _bench(args: argparse.Namespace, progress) -> int:
     baselines = parse_baselines(args.baseline)
     with tempfile.TemporaryDirectory(prefix="hexfuse-zoo-") as folder:
         path, shapes = resolve(args.model, Path(folder), args.cache_dir)
+        read_model(path, load_external_data=False)  # one line and exit 3 for a missing or bad file
         shapes = {**(shapes or {}), **parse_shape_overrides(args.shape)}
         tol = args.tol if args.tol is not None else plugin_rtol(args.model)
         result = bench(

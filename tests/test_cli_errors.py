@@ -561,3 +561,14 @@ def test_unwritable_json_report_writes_nothing(dirs, zoo_bytes):
     assert proc.returncode == EXIT_WRITE, proc.stderr
     assert_mentions(error_line(proc), "r.json")
     assert listing(dirs.out) == []
+
+
+@pytest.mark.parametrize("command", [["profile", "-o", "trace.json"], ["bench"]])
+@pytest.mark.parametrize(("content", "words"), [(None, "file not found"), (b"not onnx", "not a valid ONNX model")])
+def test_profile_and_bench_refuse_a_bad_file_as_a_bad_model(dirs, command, content, words):
+    src = dirs.inp / "bad.onnx"
+    if content is not None:
+        src.write_bytes(content)
+    proc = run_cli(command[0], src, *[dirs.out / a if a.endswith(".json") else a for a in command[1:]])
+    assert proc.returncode == 3, proc.stderr
+    assert words in error_line(proc)
