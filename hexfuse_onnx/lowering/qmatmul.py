@@ -16,14 +16,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import onnx
 
-from .abi import ConvParam, Dtype, Opcode, Role, Task
+from .abi import ConvParam, Dtype, Opcode, Task
 from .lowerer import DTYPES, Lowerer, attr
 from .matrix import conv_params
-from .program import Tensor
 from .quant import QUANTIZED
 from .spatial import pads_2d
-
-NP_DTYPES = {Dtype.U8: "<u1", Dtype.I8: "<i1", Dtype.I32: "<i4"}
 
 
 @dataclass
@@ -61,10 +58,6 @@ def _is(n: onnx.NodeProto, op: str) -> bool:
     return n.op_type == op and n.domain in ("", "ai.onnx")
 
 
-def _task(cx: Lowerer, k: int) -> Task:
-    return Task.A if k < cx.n_nodes_a else Task.B
-
-
 def _match(cx: Lowerer, k: int, prod: dict[str, int], cons: dict[str, list[int]]) -> _Group | None:
     fn, n = cx.fn, cx.fn.node[k]
     if not any(_is(n, op) for op in ("MatMul", "Gemm", "Conv")) or n.output[0] in cx.out_index:
@@ -77,7 +70,7 @@ def _match(cx: Lowerer, k: int, prod: dict[str, int], cons: dict[str, list[int]]
     if len(users) != 1 or not _is(fn.node[users[0]], "QuantizeLinear"):
         return None
     members = [*dqs, users[0]]
-    if any(_task(cx, m) != _task(cx, k) for m in members):
+    if any(cx.node_task(m) != cx.node_task(k) for m in members):
         return None
     return _Group(k, dqs[0], dqs[1], users[0], dqs[2] if len(dqs) > 2 else None)
 
@@ -115,23 +108,12 @@ class _Operands:
     bias: np.ndarray | None  # i32 [N]
 
 
-def _const(cx: Lowerer, name: str) -> np.ndarray | None:
-    if not name:
-        return None
-    if name in cx.static:
-        return np.asarray(cx.static[name])
-    formal = cx.formal.get(name)
-    if formal in cx.inits:
-        return onnx.numpy_helper.to_array(cx.inits[formal])
-    return None
-
-
 def _qparams(cx: Lowerer, n: onnx.NodeProto) -> tuple[np.ndarray, np.ndarray] | None:
     """(scale f32, zero point int) of a Q/DQ node with constant parameters, flattened."""
     if int(attr(n, "block_size", 0)) != 0:
         return None
-    scale = _const(cx, n.input[1])
-    zp = _const(cx, n.input[2]) if len(n.input) > 2 and n.input[2] else np.zeros(1, np.int64)
+    scale = cx.known_value(n.input[1])
+    zp = cx.known_value(n.input[2]) if len(n.input) > 2 and n.input[2] else np.zeros(1, np.int64)
     if scale is None or zp is None or scale.dtype != np.float32:
         return None
     return scale.reshape(-1), zp.reshape(-1).astype(np.int64)
@@ -141,7 +123,7 @@ def _operands(cx: Lowerer, g: _Group) -> _Operands | None:
     fn = cx.fn
     op, dq_a, dq_b, q = fn.node[g.op], fn.node[g.a_dq], fn.node[g.b_dq], fn.node[g.q]
     a_dtype, y_dtype = DTYPES.get(cx.dtype(dq_a.input[0])), DTYPES.get(cx.dtype(q.output[0]))
-    b = _const(cx, dq_b.input[0])
+    b = cx.known_value(dq_b.input[0])
     pa, pb, py = _qparams(cx, dq_a), _qparams(cx, dq_b), _qparams(cx, q)
     conv = _is(op, "Conv")
     if a_dtype not in QUANTIZED or y_dtype not in QUANTIZED or b is None or b.ndim != (4 if conv else 2):
@@ -177,18 +159,13 @@ def _operands(cx: Lowerer, g: _Group) -> _Operands | None:
 
 def _bias(cx: Lowerer, dq: onnx.NodeProto, acc_scale: np.ndarray, n_cols: int) -> np.ndarray | None:
     """The int32 bias of a Gemm when its DequantizeLinear has the accumulator's scale, else None."""
-    value, params = _const(cx, dq.input[0]), _qparams(cx, dq)
+    value, params = cx.known_value(dq.input[0]), _qparams(cx, dq)
     if value is None or params is None or value.dtype != np.int32 or value.size != n_cols:
         return None
     scale, zp = params
     if np.any(zp != 0) or not np.array_equal(np.broadcast_to(scale, acc_scale.shape), acc_scale):
         return None
     return value.reshape(-1)
-
-
-def _constant(cx: Lowerer, value: np.ndarray, dtype: Dtype, task: Task) -> int:
-    arr = np.ascontiguousarray(value, dtype=NP_DTYPES.get(dtype, "<f4"))
-    return cx.prog.add(Tensor(dtype, Role.CONSTANT, task, list(arr.shape), data=arr.tobytes()))
 
 
 def emit(cx: Lowerer, g: _Group, task: Task) -> None:
@@ -204,14 +181,14 @@ def emit(cx: Lowerer, g: _Group, task: Task) -> None:
     scale = np.broadcast_to(o.scale, (cols,)) if per_col else o.scale
     inputs = [
         cx.read_typed(o.a, n, task, o.a_dtype),
-        _constant(cx, o.b, b_dtype, task),
-        _constant(cx, np.array(o.za), o.a_dtype, task),
-        _constant(cx, zb, b_dtype, task),
-        _constant(cx, scale, Dtype.F32, task),
-        _constant(cx, np.array(o.zy), o.y_dtype, task),
+        cx.constant(o.b, task, b_dtype),
+        cx.constant(np.array(o.za), task, o.a_dtype),
+        cx.constant(zb, task, b_dtype),
+        cx.constant(scale, task, Dtype.F32),
+        cx.constant(np.array(o.zy), task, o.y_dtype),
     ]
     if o.bias is not None:
-        inputs.append(_constant(cx, o.bias, Dtype.I32, task))
+        inputs.append(cx.constant(o.bias, task, Dtype.I32))
     params = _conv_params(cx, n) if conv else None
     cx.emit(n, task, Opcode.QCONV2D if conv else Opcode.QMATMUL, inputs, params, out=o.y, out_dtype=o.y_dtype)
 
