@@ -60,6 +60,16 @@ def reexec_without_blas_tuning(argv: list[str], mark: str = "HEXFUSE_BENCH_REEXE
 # ---- configurations, checks, timing -------------------------------------------------------------
 
 
+def sample_stats(a: np.ndarray) -> dict[str, float]:
+    """Median, p10 and p90 (microseconds) and the count of a set of timings."""
+    return {
+        "median_us": float(np.median(a)),
+        "p10_us": float(np.percentile(a, 10)),
+        "p90_us": float(np.percentile(a, 90)),
+        "n": int(a.size),
+    }
+
+
 @dataclass
 class Config:
     label: str
@@ -75,15 +85,7 @@ class Config:
         return self.session is not None and not self.check
 
     def stats(self) -> dict[str, float] | None:
-        if not self.samples:
-            return None
-        a = np.asarray(self.samples)
-        return {
-            "median_us": float(np.median(a)),
-            "p10_us": float(np.percentile(a, 10)),
-            "p90_us": float(np.percentile(a, 90)),
-            "n": int(a.size),
-        }
+        return sample_stats(np.asarray(self.samples)) if self.samples else None
 
     def record(self) -> dict[str, Any]:
         return {
