@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -361,11 +362,17 @@ def _check_output_folder(path: str) -> None:
     """Refuse before any analysis when the model's output folder is missing or not writable."""
     from .errors import WriteError
 
-    folder = Path(path).resolve().parent
+    dest = Path(path).resolve()
+    folder = dest.parent
+    if dest.is_dir():
+        raise WriteError(f"{path}: is a directory; give a file name for the output")
     if not folder.is_dir():
         raise WriteError(f"{path}: output folder {folder} does not exist")
-    if not os.access(folder, os.W_OK):
-        raise WriteError(f"{path}: output folder {folder} is not writable")
+    try:  # os.access says yes to root even on /proc: try the staging the writer will do
+        with tempfile.TemporaryDirectory(prefix=f".{dest.name}.", dir=folder):
+            pass
+    except OSError as exc:
+        raise WriteError(f"{path}: output folder {folder} is not writable ({exc.strerror})") from None
 
 
 def _rewrite(args: argparse.Namespace, progress) -> int:

@@ -258,7 +258,16 @@ BAD_SHAPE_SPECS = [
     ("x=64xab", ["bad --shape", "x=64xab"]),
     ("x", ["bad --shape"]),
     ("x=64x-1", ["bad --shape"]),
+    ("x=0x256", ["bad --shape", "at least 1"]),
 ]
+
+
+def test_shape_given_twice_is_usage_error(dirs, zoo_bytes):
+    src = dirs.write("two_branch.onnx", zoo_bytes["two_branch"])
+    proc = run_cli("rewrite", src, "-q", "--shape", "x=64x256", "--shape", "x=32x256", "-o", dirs.out / "o.onnx")
+    assert proc.returncode == EXIT_USAGE, proc.stderr
+    assert_mentions(error_line(proc), "bad --shape", "given twice")
+    assert listing(dirs.out) == []
 
 
 @pytest.mark.parametrize("spec,words", BAD_SHAPE_SPECS, ids=[s for s, _ in BAD_SHAPE_SPECS])
