@@ -252,6 +252,7 @@ def prepare(name: str, cache: Path, seed: int = 0) -> Prepared:
 class Run:
     target: str
     fixed_shape: bool
+    candidates: int = 0
     pairs: int = 0
     rejected: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -296,6 +297,7 @@ def run_one(m: Prepared, target: str, fixed: bool, out_dir: Path, with_plugin: b
         run.error = f"exit {exc.exit_code}: {exc.message[:120]}"
         return run
     run.seconds = time.perf_counter() - t0
+    run.candidates = len(result.analysis.candidates)
     run.pairs = len(result.analysis.pairs) if result.output else 0
     run.rejected = rejection_lines(result.analysis.rejected)
     if result.output is None:
@@ -338,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"onnx {onnx.__version__} light models in {light_dir()}; cache {cache}")
     if skipped:
         print(f"skipped: {', '.join(skipped)}")
-    report = {}
+    report, summary = {}, {}
     for name in names:
         t0 = time.perf_counter()
         m = prepare(name, cache)
@@ -354,6 +356,8 @@ def main(argv: list[str] | None = None) -> int:
                 runs.append(r)
                 _print_run(r)
         report[name] = {"prepared": {**asdict(m), "path": str(m.path)}, "runs": [asdict(r) for r in runs]}
+        summary[name] = runs
+    _print_summary(summary)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(report, indent=1))
@@ -370,8 +374,27 @@ def _print_run(r: Run) -> None:
         f"  {r.target:11s} {mode:10s} pairs {r.pairs:3d}  {r.seconds:6.1f} s  input dims {kept:5s}"
         f"  fallback [{', '.join(r.fallback)}]  plugin [{', '.join(r.plugin)}]"
     )
-    for line in r.rejected:
+    for line in r.rejected or ["no candidate pair"] * (r.candidates == 0):
         print(f"      {line}")
+
+
+def _print_summary(report: dict[str, list[Run]]) -> None:
+    """One line per model and target: pairs with/without --shape, the worst error over the shapes."""
+    print("\nmodel          target       pairs --shape/none  dims  fallback (3 shapes)  plugin (3 shapes)")
+    for name, runs in report.items():
+        for fixed, free in zip(runs[::2], runs[1::2]):
+            kept = {None: "-", True: "kept", False: "FIXED"}[free.dims_kept]
+            print(
+                f"{name:14s} {fixed.target:12s} {fixed.pairs:5d} / {free.pairs:<5d}     {kept:5s} "
+                f"{_worst(free.fallback):20s} {_worst(free.plugin)}"
+            )
+
+
+def _worst(results: list[str]) -> str:
+    failed = [r for r in results if r.startswith("FAIL")]
+    if failed:
+        return f"{len(failed)} of {len(results)} fail"
+    return f"{max(float(r) for r in results):.1e}" if results else "-"
 
 
 if __name__ == "__main__":
