@@ -316,6 +316,46 @@ def _fmt(shapes: list[list[int]]) -> str:
     return ", ".join("x".join(map(str, s)) for s in shapes)
 
 
+def run_model(name: str, targets: list[str], cache: Path, with_plugin: bool, record: Path) -> None:
+    """Prepare one model and run every target with and without --shape; the runs so far are in
+    `record` after each, so a crash loses only the run it happened in."""
+    t0 = time.perf_counter()
+    m = prepare(name, cache)
+    print(f"\n== {name}: shapes {_fmt(m.shapes)}; {m.spatial_note} (prepared in {time.perf_counter() - t0:.1f} s)")
+    entry: dict = {"prepared": {**asdict(m), "path": str(m.path)}, "runs": []}
+    for target in targets:
+        for fixed in (True, False):
+            try:
+                r = run_one(m, target, fixed, cache, with_plugin)
+            except Exception as exc:  # noqa: BLE001 - one model's crash is a finding, not the end of the run
+                r = Run(target, fixed, error=f"internal error: {exc!r}"[:160])
+                traceback.print_exc()
+            _print_run(r)
+            entry["runs"].append(asdict(r))
+            record.write_text(json.dumps(entry))
+    sys.stdout.flush()
+
+
+def _run_in_child(name: str, args: argparse.Namespace, cache: Path) -> dict:
+    """One model in its own process: ONNX Runtime kills the process with SIGFPE on some shapes."""
+    record = cache / f"{name}.runs.json"
+    record.unlink(missing_ok=True)
+    argv = [sys.executable, __file__, "--models", name, "--targets", args.targets, "--cache", str(cache)]
+    argv += ["--child", str(record)] + ["--no-plugin"] * args.no_plugin
+    sys.stdout.flush()
+    code = subprocess.run(argv).returncode
+    entry = json.loads(record.read_text()) if record.exists() else {"prepared": None, "runs": []}
+    done = {(r["target"], r["fixed_shape"]) for r in entry["runs"]}
+    missing = [(t, f) for t in args.targets.split(",") for f in (True, False) if (t, f) not in done]
+    why = f"died of signal {-code}" if code < 0 else f"exited {code}"
+    for k, (target, fixed) in enumerate(missing):
+        error = f"the process {why}" if k == 0 else "not run: the process died before"
+        entry["runs"].append(asdict(Run(target, fixed, error=error)))
+        if k == 0:
+            _print_run(Run(target, fixed, error=error))
+    return entry
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", help=f"comma-separated, of: {', '.join(light_names())}")
@@ -326,6 +366,7 @@ def main(argv: list[str] | None = None) -> int:
         "--call-overhead-us", type=float, help="replace every target's per-call overhead (HEXFUSE_CALL_OVERHEAD_US)"
     )
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--child", type=Path, help=argparse.SUPPRESS)  # one model, its runs into this file
     args = ap.parse_args(argv)
     if args.call_overhead_us is not None:
         os.environ[CALL_OVERHEAD_ENV] = str(args.call_overhead_us)
@@ -336,28 +377,17 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     cache = args.cache or Path(tempfile.mkdtemp(prefix="hexfuse-light-"))
     cache.mkdir(parents=True, exist_ok=True)
+    if args.child:
+        run_model(names[0], args.targets.split(","), cache, not args.no_plugin, args.child)
+        return 0
     skipped = [n for n in light_names() if n not in names]
     print(f"onnx {onnx.__version__} light models in {light_dir()}; cache {cache}")
     if skipped:
         print(f"skipped: {', '.join(skipped)}")
-    report, summary = {}, {}
+    report: dict[str, dict] = {}
     for name in names:
-        t0 = time.perf_counter()
-        m = prepare(name, cache)
-        print(f"\n== {name}: shapes {_fmt(m.shapes)}; {m.spatial_note} (prepared in {time.perf_counter() - t0:.1f} s)")
-        runs = []
-        for target in args.targets.split(","):
-            for fixed in (True, False):
-                try:
-                    r = run_one(m, target, fixed, cache, not args.no_plugin)
-                except Exception as exc:  # noqa: BLE001 - one model's crash is a finding, not the end of the run
-                    r = Run(target, fixed, error=f"internal error: {exc!r}"[:160])
-                    traceback.print_exc()
-                runs.append(r)
-                _print_run(r)
-        report[name] = {"prepared": {**asdict(m), "path": str(m.path)}, "runs": [asdict(r) for r in runs]}
-        summary[name] = runs
-    _print_summary(summary)
+        report[name] = _run_in_child(name, args, cache)
+    _print_summary({name: [Run(**r) for r in entry["runs"]] for name, entry in report.items()})
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(report, indent=1))
@@ -369,9 +399,8 @@ def _print_run(r: Run) -> None:
     if r.error:
         print(f"  {r.target:11s} {mode:10s} {r.error}")
         return
-    kept = {None: "-", True: "kept", False: "FIXED"}[r.dims_kept]
     print(
-        f"  {r.target:11s} {mode:10s} pairs {r.pairs:3d}  {r.seconds:6.1f} s  input dims {kept:5s}"
+        f"  {r.target:11s} {mode:10s} pairs {r.pairs:3d}  {r.seconds:6.1f} s  input dims {_dims(r):5s}"
         f"  fallback [{', '.join(r.fallback)}]  plugin [{', '.join(r.plugin)}]"
     )
     for line in r.rejected or ["no candidate pair"] * (r.candidates == 0):
@@ -379,15 +408,24 @@ def _print_run(r: Run) -> None:
 
 
 def _print_summary(report: dict[str, list[Run]]) -> None:
-    """One line per model and target: pairs with/without --shape, the worst error over the shapes."""
-    print("\nmodel          target       pairs --shape/none  dims  fallback (3 shapes)  plugin (3 shapes)")
+    """One line per model and target, with --shape | without: pairs, input dims, worst error over the shapes."""
+    print("\nwith --shape | without       pairs     input dims     fallback (3 shapes)          plugin (3 shapes)")
     for name, runs in report.items():
         for fixed, free in zip(runs[::2], runs[1::2]):
-            kept = {None: "-", True: "kept", False: "FIXED"}[free.dims_kept]
             print(
-                f"{name:14s} {fixed.target:12s} {fixed.pairs:5d} / {free.pairs:<5d}     {kept:5s} "
-                f"{_worst(free.fallback):20s} {_worst(free.plugin)}"
+                f"{name:13s} {fixed.target:12s} {_pairs(fixed):>3s} | {_pairs(free):3s}"
+                f" {_dims(fixed):>5s} | {_dims(free):5s}"
+                f"  {_worst(fixed.fallback):>12s} | {_worst(free.fallback):12s}"
+                f"  {_worst(fixed.plugin):>12s} | {_worst(free.plugin)}"
             )
+
+
+def _pairs(r: Run) -> str:
+    return "ERR" if r.error else str(r.pairs)
+
+
+def _dims(r: Run) -> str:
+    return {None: "-", True: "kept", False: "FIXED"}[r.dims_kept]
 
 
 def _worst(results: list[str]) -> str:
