@@ -25,6 +25,7 @@ import argparse
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -364,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", help=f"comma-separated, of: {', '.join(light_names())}")
     ap.add_argument("--targets", default=",".join(TARGETS))
-    ap.add_argument("--cache", type=Path, help="where prepared and rewritten models go (default: a temp dir)")
+    ap.add_argument("--cache", type=Path, help="keep prepared and rewritten models here (default: a temp dir, removed)")
     ap.add_argument("--no-plugin", action="store_true", help="check fallback only")
     ap.add_argument(
         "--call-overhead-us", type=float, help="replace every target's per-call overhead (HEXFUSE_CALL_OVERHEAD_US)"
@@ -389,8 +390,12 @@ def main(argv: list[str] | None = None) -> int:
     if skipped:
         print(f"skipped: {', '.join(skipped)}")
     report: dict[str, dict] = {}
-    for name in names:
-        report[name] = _run_in_child(name, args, cache)
+    try:
+        for name in names:
+            report[name] = _run_in_child(name, args, cache)
+    finally:
+        if args.cache is None:  # about 1.5 GB of models for the full set
+            shutil.rmtree(cache, ignore_errors=True)
     _print_summary({name: [Run(**r) for r in entry["runs"]] for name, entry in report.items()})
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
