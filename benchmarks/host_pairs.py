@@ -41,7 +41,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-from hexfuse_onnx.bench import BLAS_VARS, reexec_without_blas_tuning  # noqa: E402  (loads no BLAS)
+from hexfuse_onnx.tools.bench import BLAS_VARS, reexec_without_blas_tuning  # noqa: E402  (loads no BLAS)
 
 _REEXEC_MARK = "HEXFUSE_BENCH_REEXECED"
 
@@ -68,10 +68,10 @@ from onnx import helper
 import models
 from hexfuse_onnx import contract as C
 from hexfuse_onnx import runtime
-from hexfuse_onnx.bench import Config, CpuMeter, load_text, ort_options, time_configs, verify_config
 from hexfuse_onnx.costmodel import engine_seconds
 from hexfuse_onnx.pipeline import rewrite
 from hexfuse_onnx.profile import Engine
+from hexfuse_onnx.tools.bench import Config, CpuMeter, load_text, ort_options, time_configs, verify_config
 from hexfuse_onnx.verify import random_inputs
 
 DEFAULT_SHARES = "0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9"

@@ -4,9 +4,9 @@ model's calibration.
 
     python benchmarks/results.py [--runs 30] [--models two_branch,centerface] [--no-real] [-o docs/RESULTS.md]
 
-Everything on the page is measured in this one run (`hexfuse_onnx.bench` per model,
-`hexfuse_onnx.calibrate` for the cost model, `hexfuse_onnx.timeline` for the picture); nothing is
-copied from an earlier run. Real models are used when they are in the cache
+Everything on the page is measured in this one run (`hexfuse_onnx.tools.bench` per model,
+`hexfuse_onnx.tools.calibrate` for the cost model, `hexfuse_onnx.tools.timeline` for the
+picture); nothing is copied from an earlier run. Real models are used when they are in the cache
 (`python -m models real fetch --ci`). The OpenBLAS tuning variables are removed by re-executing.
 """
 
@@ -19,7 +19,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-from hexfuse_onnx.bench import reexec_without_blas_tuning  # noqa: E402  (loads no BLAS)
+from hexfuse_onnx.tools.bench import reexec_without_blas_tuning  # noqa: E402  (loads no BLAS)
 
 if __name__ == "__main__":
     reexec_without_blas_tuning([os.path.abspath(__file__), *sys.argv[1:]])
@@ -35,9 +35,9 @@ from typing import Any
 
 import onnxruntime as ort
 
-from hexfuse_onnx import bench, timeline
 from hexfuse_onnx.pipeline import rewrite
-from hexfuse_onnx.zoo import list_models
+from hexfuse_onnx.tools import bench, timeline
+from hexfuse_onnx.tools.zoo import list_models
 
 DOC = Path(REPO) / "docs" / "RESULTS.md"
 PICTURE_MODEL = "mlp_chain"
@@ -54,7 +54,7 @@ def default_models(include_real: bool) -> list[str]:
 
 
 def measure(names: list[str], args: argparse.Namespace, say) -> list[dict[str, Any]]:
-    from hexfuse_onnx.zoo import plugin_rtol, resolve
+    from hexfuse_onnx.tools.zoo import plugin_rtol, resolve
 
     rows = []
     for name in names:
@@ -75,7 +75,7 @@ def measure(names: list[str], args: argparse.Namespace, say) -> list[dict[str, A
 
 def picture(model: str, out_png: Path, say) -> list[str]:
     """The timeline of one rewritten zoo model's pairs, drawn into out_png; its summary lines."""
-    from hexfuse_onnx.zoo import resolve
+    from hexfuse_onnx.tools.zoo import resolve
 
     say(f"timeline of {model}")
     with tempfile.TemporaryDirectory(prefix="hexfuse-results-") as folder:
@@ -150,8 +150,9 @@ def _why_not(row: dict[str, Any]) -> str:
 
 
 def calibration_section(say) -> list[str]:
-    from hexfuse_onnx import calibrate, costmodel
-    from hexfuse_onnx.zoo import resolve
+    from hexfuse_onnx import costmodel
+    from hexfuse_onnx.tools import calibrate
+    from hexfuse_onnx.tools.zoo import resolve
 
     say("calibrating the host cost model (ORT profiling, then the plugin over the zoo)")
     with tempfile.TemporaryDirectory(prefix="hexfuse-results-") as folder:

@@ -14,14 +14,14 @@ import time
 from pathlib import Path
 
 from . import __version__
-from .bench import BASELINES, DEFAULT_BASELINES
 from .costmodel import TARGETS
 from .errors import EXIT_INTERNAL, EXIT_OK, HexfuseError
-from .graph import parse_shape_overrides
+from .graph import parse_shape_overrides, read_model
 from .hybrid import DEFAULT_PAST, DEFAULT_PREFILL, DEFAULT_PREFILL_PAST
 from .kinds import KINDS
 from .select import DEFAULT_MIN_GAIN
 from .tools import tune as tune_defaults
+from .tools.bench import BASELINES, DEFAULT_BASELINES
 from .verify import DEFAULT_RTOL
 
 EPILOG = (
@@ -61,7 +61,8 @@ def _parser() -> argparse.ArgumentParser:
             "--shape",
             action="append",
             metavar="NAME=DxDxD",
-            help="fix a graph input's dims, e.g. input_ids=1x128 (repeatable)",
+            help="the shape to analyse and verify at, e.g. input_ids=1x128 (repeatable); symbolic dims stay "
+            "symbolic in the written model unless --freeze-shapes",
         )
         sp.add_argument("--json", metavar="REPORT", help="also write a JSON report here")
         sp.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
@@ -81,6 +82,17 @@ def _parser() -> argparse.ArgumentParser:
         type=float,
         default=DEFAULT_RTOL,
         help=f"verification tolerance, relative to each output's scale (default {DEFAULT_RTOL:g})",
+    )
+    rw.add_argument(
+        "--freeze-shapes",
+        action="store_true",
+        help="write the input shapes analysed at (--shape, else the defaults) into the model",
+    )
+    rw.add_argument(
+        "--inputs",
+        action="append",
+        metavar="NPZ|NAME:NPY",
+        help="real graph inputs to verify on: data.npz, or NAME:file.npy (repeatable)",
     )
 
     ins = sub.add_parser("inspect", help="print profiles and candidate pairs; writes nothing but --json", epilog=EPILOG)
@@ -277,7 +289,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command in ("bench", "calibrate", "tune") and argv is None:
-        from .bench import reexec_without_blas_tuning
+        from .tools.bench import reexec_without_blas_tuning
 
         reexec_without_blas_tuning(["-m", "hexfuse_onnx", *sys.argv[1:]])
     progress = (lambda msg: None) if getattr(args, "quiet", False) else _progress()
@@ -359,6 +371,7 @@ def _check_output_folder(path: str) -> None:
 def _rewrite(args: argparse.Namespace, progress) -> int:
     from .pipeline import default_output, rewrite
     from .report import pair_rows, rejection_lines, rewrite_json, summary, table
+    from .verify import load_inputs
 
     output = args.output or str(default_output(args.model))
     _refuse_same_file(args.json, args.model, output)
@@ -374,6 +387,8 @@ def _rewrite(args: argparse.Namespace, progress) -> int:
         args.rtol,
         progress,
         verify_plugin=args.verify == "plugin",
+        freeze_shapes=args.freeze_shapes,
+        inputs=load_inputs(args.inputs) if args.inputs else None,
     )
     a = result.analysis
     print(summary(a))
@@ -387,7 +402,7 @@ def _rewrite(args: argparse.Namespace, progress) -> int:
         assert c is not None
         print(
             f"verified: full checker passed; stock ONNX Runtime matches the original on {c.outputs} output(s) "
-            f"(worst relative error {c.worst_relative_error:.2e} <= {args.rtol:g})"
+            f"(worst relative error {c.worst_relative_error:.2e} <= {args.rtol:g}) at {'; '.join(c.shapes)}"
         )
         if args.verify == "plugin":
             print("verified: with the FusedHexPair plugin (host backend) the outputs match too (<= 1e-4)")
@@ -417,11 +432,9 @@ def _inspect(args: argparse.Namespace, progress) -> int:
 def _profile(args: argparse.Namespace, progress) -> int:
     import tempfile
 
-    import onnx
-
-    from . import timeline
     from .contract import DOMAIN
     from .pipeline import rewrite
+    from .tools import timeline
 
     _refuse_same_file(args.output, args.model)
     _check_report_path(args.output)
@@ -430,7 +443,7 @@ def _profile(args: argparse.Namespace, progress) -> int:
         timeline.check_png_support()
     model = Path(args.model)
     with tempfile.TemporaryDirectory(prefix="hexfuse-profile-") as folder:
-        head = onnx.load(str(model), load_external_data=False)
+        head = read_model(model, load_external_data=False)  # one line and exit 3 for a bad file
         if not any(n.domain == DOMAIN for n in head.graph.node):
             progress("the model has no FusedHexPair: rewriting it first")
             result = rewrite(model, Path(folder) / "fused.onnx", progress=progress)
@@ -453,7 +466,7 @@ def _profile(args: argparse.Namespace, progress) -> int:
 
 
 def _zoo(args: argparse.Namespace, progress) -> int:
-    from .zoo import list_models
+    from .tools.zoo import list_models
 
     entries = list_models(args.cache_dir)
     width = max(len(m.name) for m in entries)
@@ -473,7 +486,7 @@ def _analysis_line(entry, target: str, progress) -> str:
     import tempfile
 
     from .pipeline import analyse
-    from .zoo import resolve
+    from .tools.zoo import resolve
 
     with tempfile.TemporaryDirectory(prefix="hexfuse-zoo-") as folder:
         try:
@@ -498,9 +511,9 @@ def _analysis_line(entry, target: str, progress) -> str:
 def _bench(args: argparse.Namespace, progress) -> int:
     import tempfile
 
-    from .bench import bench, clear_blas_tuning, parse_baselines
     from .errors import UsageError
-    from .zoo import plugin_rtol, resolve
+    from .tools.bench import bench, clear_blas_tuning, parse_baselines
+    from .tools.zoo import plugin_rtol, resolve
 
     cleared = clear_blas_tuning()  # the process entry point re-executes without them; API calls get this
     if args.runs < 1 or args.rounds < 1 or args.warmup < 0:
@@ -510,6 +523,7 @@ def _bench(args: argparse.Namespace, progress) -> int:
     baselines = parse_baselines(args.baseline)
     with tempfile.TemporaryDirectory(prefix="hexfuse-zoo-") as folder:
         path, shapes = resolve(args.model, Path(folder), args.cache_dir)
+        read_model(path, load_external_data=False)  # one line and exit 3 for a missing or bad file
         shapes = {**(shapes or {}), **parse_shape_overrides(args.shape)}
         tol = args.tol if args.tol is not None else plugin_rtol(args.model)
         result = bench(
@@ -537,10 +551,11 @@ def _bench(args: argparse.Namespace, progress) -> int:
 def _calibrate(args: argparse.Namespace, progress) -> int:
     import tempfile
 
-    from . import calibrate, costmodel
-    from .bench import clear_blas_tuning
+    from . import costmodel
     from .errors import UsageError
-    from .zoo import models_package, resolve
+    from .tools import calibrate
+    from .tools.bench import clear_blas_tuning
+    from .tools.zoo import models_package, resolve
 
     clear_blas_tuning()
     if args.runs < 1 or args.warmup < 0:
@@ -574,7 +589,7 @@ def _colocate(args: argparse.Namespace, progress) -> int:
 
     from .colocate import colocate, stream_names
     from .errors import UsageError
-    from .zoo import resolve
+    from .tools.zoo import resolve
 
     if args.hybrid is not None:
         return _hybrid(args, progress)
@@ -612,7 +627,7 @@ def _hybrid(args: argparse.Namespace, progress) -> int:
 
     from .errors import UsageError
     from .hybrid import Requests, hybrid
-    from .zoo import resolve
+    from .tools.zoo import resolve
 
     if args.models or args.requests != 1 or args.names or args.shape:
         raise UsageError(
@@ -743,7 +758,7 @@ def _shares(text: str) -> list[float]:
 
 
 def _tune(args: argparse.Namespace, progress) -> int:
-    from .bench import clear_blas_tuning
+    from .tools.bench import clear_blas_tuning
     from .tools.tune import tune
 
     clear_blas_tuning()

@@ -439,16 +439,15 @@ def colocate(
         check(merged_path)
         compared = check_outputs(merged_path, merged.plan, shapes or {}, feeds=feeds, op_for_op=specialise)
         progress(f"merged model: full checker passed, {compared} output(s) equal their source's exactly")
-        kw = {} if min_gain is None else {"min_gain": min_gain}
         result = pipeline.rewrite(
             merged_path,
             out,
             kinds or [Colocate.name],
             target,
+            min_gain=pipeline.DEFAULT_MIN_GAIN if min_gain is None else min_gain,
             shapes=shapes,
             progress=progress,
             verify_plugin=verify_plugin,
-            **kw,
         )
         if result.output is None:
             stage(merged.model, out, None).commit()

@@ -1,4 +1,4 @@
-"""The FusedHexPair contract between the graph pass and the kernel (see shared DESIGN.md).
+"""The FusedHexPair contract between the graph pass and the kernel (docs/DESIGN.md).
 
 One place for every name both sides agree on, so the pass, `unfuse`, the lowering and the
 custom-op library cannot drift apart.

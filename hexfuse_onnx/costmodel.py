@@ -1,20 +1,25 @@
 """An engine model of a target, predicting a task alone, two tasks in series, and fused.
 
-THIS IS A MODEL, NOT A MEASUREMENT. Every Hexagon figure below is modelled: either taken from a
-public document (named in its `source`) or an assumption (marked so); none was measured on a
-device. The host figures describe this development machine; `hexfuse_onnx.calibrate` fits them
-from ORT per-op profiling and from the kernel's own work-item times, and writes the fit that
-predicts the plugin's fused calls better as a "host-calibrated" target in JSON (`load_target` reads it,
+THIS IS A MODEL, NOT A MEASUREMENT. The targets' figures are data (targets/*.json). Every
+Hexagon figure is modelled: either taken from a public document (named in its `source`) or an
+assumption (marked so); none was measured on a device. The host figures describe one development
+machine; `python -m hexfuse_onnx calibrate` (tools/calibrate.py) fits them from ORT per-op
+profiling and from the kernel's own work-item times, and writes the fit that predicts the
+plugin's fused calls better as a "host-calibrated" target in JSON (`load_target` reads it,
 `register_target` makes it usable by name). `parameter_table` renders any target's parameters
 and their sources as markdown rows for the results page.
 
 How the prediction works: each op needs compute on one engine (matrix, vector, or the
-memory/DMA path) and bytes from DDR. A task runs its ops in order. When two tasks run fused,
-a fluid simulation advances both at once: the vector contexts are split by the work share
-(a task alone gets all of them), the single matrix engine is time-shared by the same share
-when both want it, and DDR bandwidth is split max-min fairly. An op progresses at the rate
-its scarcest resource allows. Each op also pays a fixed dispatch/sync overhead. This counts
-contention for DDR and engines; the on-chip budget is a hard constraint checked by `fits`.
+memory/DMA path) and bytes from DDR; its work runs at its engine's rate, or at its op class's
+(OP_CLASSES: convolution, windowed pooling, transcendental functions) when the target has one.
+A task runs its ops in order. When two tasks run fused, a fluid simulation advances both at
+once: on separate engines (Hexagon) the vector contexts are split by the work share (a task
+alone gets all of them), the single matrix engine is time-shared by the same share when both
+want it; on a general-worker pool (the host, `general_workers`) each op runs on one worker of
+any engine, and the two ops split the share of the workers there are when fewer than two run
+at once. DDR bandwidth is split max-min fairly. An op progresses at the rate its scarcest
+resource allows. Each op also pays a fixed dispatch/sync overhead. This counts contention for
+DDR and engines; the on-chip budget is a hard constraint checked by `fits`.
 Within a task, intermediates stay in the on-chip arena: DDR carries weights, the task's
 inputs and the tensors that leave it (`GraphProfile.task`).
 """
@@ -26,8 +31,9 @@ import math
 import os
 from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
+from pathlib import Path
 
-from .profile import Engine, TaskProfile
+from .profile import Engine, NodeProfile, TaskProfile
 
 
 @dataclass(frozen=True)
@@ -56,20 +62,51 @@ class Target:
     matrix_int8_ops: Param | None = None
     vector_int8_ops_per_context: Param | None = None
     vector_int16_ops_per_context: Param | None = None
+    # Workers that run items of every engine, shared by both tasks (the host pool, where the
+    # matrix and vector workers take each other's items); 0: the engines are separate hardware.
+    general_workers: Param = Param(0.0, "workers", "separate engines")
+    # Rates of op classes whose kernels run at a rate of their own (OP_CLASSES), in the unit of
+    # their engine's rate (FLOP/s or B/s: the whole engine, or one worker of a general-worker
+    # pool); a class not listed runs at its engine's rate.
+    class_rates: tuple[tuple[str, Param], ...] = ()
+    # Where the unfused baseline runs when not on this target's kernels (the host: stock ORT's
+    # kernels, not the plugin's): the serial prediction uses it, the fused one this target.
+    baseline: Target | None = None
 
     def params(self) -> dict[str, Param]:
         return {k: v for k, v in self.__dict__.items() if isinstance(v, Param)}
+
+    def rate(self, engine: Engine, int_bits: int = 0, op_class: str = "") -> float:
+        """Work per second of one op (FLOP/s, integer ops/s at `int_bits` 8 or 16, or B/s for memory):
+        its op class's rate when the target has one (float ops), else its engine's; the whole
+        engine, or on a general-worker pool the one worker that runs the op."""
+        for name, rate in self.class_rates:
+            if name == op_class and not int_bits:
+                return rate.value
+        if engine == Engine.MEMORY:
+            return self.dma_bytes.value
+        if engine == Engine.MATRIX:
+            p = self.matrix_int8_ops if int_bits == 8 else None
+            return (p or self.matrix_flops).value
+        p = {8: self.vector_int8_ops_per_context, 16: self.vector_int16_ops_per_context}.get(int_bits)
+        contexts = 1.0 if self.general_workers.value else self.vector_contexts.value
+        return contexts * (p or self.vector_flops_per_context).value
 
     def to_json(self) -> str:
         """The target as JSON (`load_target` reads it back)."""
         return json.dumps(self.to_dict(), indent=2) + "\n"
 
     def to_dict(self) -> dict:
-        return {
+        doc = {
             "name": self.name,
             "description": self.description,
             "params": {k: asdict(v) for k, v in self.params().items()},
         }
+        if self.class_rates:
+            doc["class_rates"] = {k: asdict(v) for k, v in self.class_rates}
+        if self.baseline is not None:
+            doc["baseline"] = self.baseline.to_dict()
+        return doc
 
     @classmethod
     def from_json(cls, text: str) -> Target:
@@ -77,118 +114,59 @@ class Target:
         if isinstance(doc, dict) and isinstance(doc.get("target"), dict):
             doc = doc["target"]  # a calibration result carries its target
         try:
-            params = {k: Param(float(v["value"]), str(v["unit"]), str(v["source"])) for k, v in doc["params"].items()}
-            return cls(name=str(doc["name"]), description=str(doc["description"]), **params)
-        except (KeyError, TypeError, ValueError) as exc:
+            return cls.from_dict(doc)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"not a cost-model target document: {exc!r}") from None
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> Target:
+        params = {k: _param(v) for k, v in doc["params"].items()}
+        rates = tuple((str(k), _param(v)) for k, v in doc.get("class_rates", {}).items())
+        baseline = cls.from_dict(doc["baseline"]) if "baseline" in doc else None
+        name, description = str(doc["name"]), str(doc["description"])
+        return cls(name=name, description=description, class_rates=rates, baseline=baseline, **params)
 
     @property
     def vector_flops(self) -> float:
         return self.vector_contexts.value * self.vector_flops_per_context.value
 
-    def rate(self, engine: Engine, int_bits: int) -> float:
-        """Ops per second of a matrix or vector op, at its integer width (0: float)."""
-        if engine == Engine.MATRIX:
-            p = self.matrix_int8_ops if int_bits == 8 else None
-            return (p or self.matrix_flops).value
-        p = {8: self.vector_int8_ops_per_context, 16: self.vector_int16_ops_per_context}.get(int_bits)
-        return self.vector_contexts.value * (p or self.vector_flops_per_context).value
+
+def _param(doc: dict) -> Param:
+    return Param(float(doc["value"]), str(doc["unit"]), str(doc["source"]))
 
 
-_HEXAGON_CLOCK_HZ = 1.0e9  # modelled (assumption): cDSP clock of about 1 GHz (not published per SKU)
+# Op classes whose kernels run at rates of their own: a convolution's im2col, a pooling window
+# and a transcendental function do not run at the rate of a GEMM or of an Add. An op not listed
+# is of its engine's class ("matrix", "vector", "memory").
+OP_CLASSES = {
+    **dict.fromkeys(("Conv", "ConvTranspose", "FusedConv"), "conv"),
+    **dict.fromkeys(("MaxPool", "AveragePool", "LpPool"), "pool"),  # windows; a global pool is a reduction
+    **dict.fromkeys(
+        ("Exp", "Log", "Sigmoid", "Tanh", "Erf", "Gelu", "FastGelu", "Softmax", "LogSoftmax", "Softplus", "Mish"),
+        "transcendental",
+    ),
+}
 
-# Every figure of this target is MODELLED, none measured: "modelled (assumption)" is a figure we
-# chose, "modelled (document)" one read from the public document named.
-HEXAGON_V73 = Target(
-    name="hexagon-v73",
-    description=(
-        "Hexagon v73 cDSP (Snapdragon 8 Gen 2 class): HMX + 4 HVX-128B contexts + VTCM (modelled, not measured)"
-    ),
-    matrix_flops=Param(
-        4096 * _HEXAGON_CLOCK_HZ,
-        "FLOP/s",
-        "modelled (assumption): HMX 2048 fp16 MAC/cycle at an assumed 1 GHz; Qualcomm publishes no HMX rate",
-    ),
-    vector_contexts=Param(
-        4,
-        "contexts",
-        "modelled (assumption): 4 HVX contexts on the v73 cDSP; the Hexagon V73 HVX "
-        "Programmer's Reference describes per-context 128-byte vectors, the context "
-        "count is part-specific",
-    ),
-    vector_flops_per_context=Param(
-        64 * _HEXAGON_CLOCK_HZ,
-        "FLOP/s",
-        "modelled (assumption): 32 fp32 (qf32) lanes x multiply-add per cycle per "
-        "context at an assumed 1 GHz (128-byte vectors: Hexagon V73 HVX "
-        "Programmer's Reference)",
-    ),
-    dma_bytes=Param(30e9, "B/s", "modelled (assumption): user DMA limited by the DDR share below"),
-    ddr_bytes=Param(
-        30e9,
-        "B/s",
-        "modelled (assumption): about half of the LPDDR5X-8533 x64 peak (68 GB/s, "
-        "Snapdragon 8 Gen 2 spec sheet) reachable by the cDSP",
-    ),
-    onchip_bytes=Param(
-        8 * 2**20, "B", "modelled (document): 8 MB VTCM on v73 per the Hexagon SDK documentation (not measured here)"
-    ),
-    op_overhead_s=Param(2e-6, "s", "modelled (assumption): per-op barrier/dispatch inside a persistent kernel"),
-    call_overhead_s=Param(
-        100e-6,
-        "s",
-        "modelled (assumption): one FastRPC round trip to the cDSP per kernel "
-        "call, order of 100 us; not measured (no device here)",
-    ),
-    matrix_int8_ops=Param(
-        8192 * _HEXAGON_CLOCK_HZ,
-        "op/s",
-        "modelled (assumption): HMX int8 at twice its fp16 rate (4096 MAC/cycle) at an assumed 1 GHz; "
-        "Qualcomm publishes no HMX rate",
-    ),
-    vector_int8_ops_per_context=Param(
-        256 * _HEXAGON_CLOCK_HZ,
-        "op/s",
-        "modelled (document): vrmpy, 32 lanes x 4 8-bit multiply-adds per cycle per context (Hexagon V73 "
-        "HVX Programmer's Reference), at an assumed 1 GHz",
-    ),
-    vector_int16_ops_per_context=Param(
-        128 * _HEXAGON_CLOCK_HZ,
-        "op/s",
-        "modelled (document): vmpyh-class, 64 16-bit multiply-adds per cycle per context (Hexagon V73 "
-        "HVX Programmer's Reference), at an assumed 1 GHz",
-    ),
-)
 
-# The defaults of this machine. `hexfuse_onnx.calibrate` fits a "host-calibrated" target from ORT
-# per-op profiling; the figures below stay the pass's defaults for `--target host`.
-HOST = Target(
-    name="host",
-    description="this x86 development machine: 1 matrix worker + 1 vector worker (2 cores)",
-    matrix_flops=Param(
-        80e9,
-        "FLOP/s",
-        "measured: 79-85 GFLOP/s single-thread fp32, least-squares fit to 49 ORT-profiled "
-        "MatMul/Gemm/Conv ops of the zoo (hexfuse_onnx.calibrate, this 2-core VM, 2026-11-29; "
-        "its larger MatMuls reach about 97); the 225-240 GFLOP/s of DESIGN.md is not reached here",
-    ),
-    vector_contexts=Param(1, "workers", "2 cores: one matrix worker, one vector worker (the pool's default)"),
-    vector_flops_per_context=Param(8e9, "FLOP/s", "assumption: see hexfuse_onnx.calibrate for the fitted figure"),
-    dma_bytes=Param(8e9, "B/s", "assumption: single-core memcpy-class throughput; see hexfuse_onnx.calibrate"),
-    ddr_bytes=Param(20e9, "B/s", "assumption: two-core DRAM bandwidth; see hexfuse_onnx.calibrate"),
-    onchip_bytes=Param(8 * 2**20, "B", "the host kernel's scratch arena (hfx_pool_config_init default, 8 MiB)"),
-    op_overhead_s=Param(5e-6, "s", "assumption: per-op work-item dispatch on the host pool"),
-    call_overhead_s=Param(
-        40e-6,
-        "s",
-        "measured: 14-74 us per FusedHexPair call on this VM in hexfuse_onnx.calibrate "
-        "runs after the caller-as-worker scheduler (median over 10 zoo pairs of "
-        "hfx_run's wall time minus the work-item span, same traced runs, 2026-11-29); "
-        "noisy",
-    ),
-)
+def op_class(op: NodeProfile) -> str:
+    return OP_CLASSES.get(op.op_type, op.engine.value)
 
-TARGETS = {t.name: t for t in (HEXAGON_V73, HOST)}
+
+# The built-in targets are data, not code: hexfuse_onnx/targets/<name>.json. `hexagon-v73` holds
+# modelled figures (documents and assumptions, each named in its source), `host` the figures
+# measured on one development machine; `calibrate -o` writes a file of the same form for another.
+TARGET_DIR = Path(__file__).with_name("targets")
+
+
+def load_target(path: str | os.PathLike[str]) -> Target:
+    """A target written by `Target.to_json` (raises ValueError when the file is not one)."""
+    with open(path, encoding="utf-8") as f:
+        return Target.from_json(f.read())
+
+
+TARGETS = {t.name: t for t in map(load_target, sorted(TARGET_DIR.glob("*.json")))}
+HEXAGON_V73 = TARGETS["hexagon-v73"]
+HOST = TARGETS["host"]
 
 
 # Overrides every target's per-call overhead, in microseconds (the test suite sets 0: its zoo graphs
@@ -219,12 +197,6 @@ def register_target(target: Target) -> None:
     TARGETS[target.name] = target
 
 
-def load_target(path: str | os.PathLike[str]) -> Target:
-    """A target written by `Target.to_json` (raises ValueError when the file is not one)."""
-    with open(path, encoding="utf-8") as f:
-        return Target.from_json(f.read())
-
-
 def parameter_table(target: Target) -> list[str]:
     """Markdown rows (header first) of the target's parameters: value, unit and source."""
     rows = [
@@ -233,9 +205,12 @@ def parameter_table(target: Target) -> list[str]:
         "| parameter | value | unit | source |",
         "|---|---:|---|---|",
     ]
-    for key, p in target.params().items():
+    named = [*target.params().items(), *((f"rate of {c} ops", p) for c, p in target.class_rates)]
+    for key, p in named:
         source = p.source.replace("|", "\\|")
         rows.append(f"| {key} | {p.value:.4g} | {p.unit} | {source} |")
+    if target.baseline is not None:
+        rows.append(f"| baseline | `{target.baseline.name}` | | the unfused tasks' (serial) times |")
     return rows
 
 
@@ -277,9 +252,15 @@ def task_time(task: TaskProfile, target: Target) -> float:
     return _simulate_cached((_signature(task), ()), target, 1.0)
 
 
+def serial_time(task: TaskProfile, target: Target) -> float:
+    """Predicted time of the task unfused: alone on the target's baseline (`Target.baseline`)."""
+    return task_time(task, target.baseline or target)
+
+
 def predict(a: TaskProfile, b: TaskProfile, target: Target, share_a: float | None = None) -> Prediction:
-    """Serial and fused time; with share_a None the best share is searched."""
-    ta, tb = task_time(a, target), task_time(b, target)
+    """Serial (each task unfused, on the baseline) and fused time; with share_a None the best
+    share is searched."""
+    ta, tb = serial_time(a, target), serial_time(b, target)
     tasks = (_signature(a), _signature(b))
     if share_a is None:
         share_a, fused = _best_share(tasks, target)
@@ -288,8 +269,9 @@ def predict(a: TaskProfile, b: TaskProfile, target: Target, share_a: float | Non
     return Prediction(ta, tb, ta + tb, fused, share_a, target.call_overhead_s.value)
 
 
-# Work of a task as the simulation sees it; equal signatures (repeated layers) share results.
-Signature = tuple[tuple[Engine, float, float, float, int], ...]
+# Work of a task as the simulation sees it (engine, op class, FLOPs, bytes, DDR bytes, integer
+# width per op); equal signatures (repeated layers) share results.
+Signature = tuple[tuple[Engine, str, float, float, float, int], ...]
 
 
 def engine_seconds(t: TaskProfile, target: Target) -> tuple[float, float, float]:
@@ -312,7 +294,7 @@ def complementarity(a: TaskProfile, b: TaskProfile, target: Target) -> float:
 
 def _signature(task: TaskProfile) -> Signature:
     return tuple(
-        (op.engine, op.flops, float(op.bytes), float(op.ddr_bytes), op.int_bits)
+        (op.engine, op_class(op), op.flops, float(op.bytes), float(op.ddr_bytes), op.int_bits)
         for op in task.ops
         if op.engine != Engine.NONE
     )
@@ -338,15 +320,31 @@ def _simulate_cached(tasks: tuple[Signature, Signature], target: Target, share_a
 # The fluid simulation
 
 
-def _work(op: tuple[Engine, float, float, float, int], target: Target) -> tuple[Engine, float, float]:
+def _work(op: tuple[Engine, str, float, float, float, int], target: Target) -> tuple[Engine, float, float]:
     """(engine, engine work in seconds at the full engine, DDR bytes) of a signature entry."""
-    engine, flops, nbytes, ddr_bytes, int_bits = op
-    if engine in (Engine.MATRIX, Engine.VECTOR):
-        return engine, flops / target.rate(engine, int_bits), ddr_bytes
-    return engine, nbytes / target.dma_bytes.value, ddr_bytes
+    engine, cls, flops, nbytes, ddr_bytes, int_bits = op
+    work = nbytes if engine == Engine.MEMORY else flops
+    return engine, work / target.rate(engine, int_bits, cls), ddr_bytes
 
 
-def _simulate(tasks: list[list[tuple[Engine, float, float, float, int]]], target: Target, share_a: float) -> float:
+def _allocations(engines: dict[int, Engine], shares: tuple[float, float], target: Target) -> dict[int, float]:
+    """The fraction of its engine (or of one general worker) each running op gets.
+
+    Separate engines: an engine wanted by both tasks is split by the share, otherwise one op has
+    all of it. A general-worker pool: each op runs on one worker; when fewer than two workers
+    are available to both ops, they split what there is by the share (a task takes what the
+    other cannot use)."""
+    workers = target.general_workers.value
+    if not workers:
+        contended = len(engines) > 1 and len(set(engines.values())) == 1
+        return {k: shares[k] if contended else 1.0 for k in engines}
+    if len(engines) < 2 or workers >= 2:
+        return {k: min(1.0, workers) for k in engines}
+    first = min(1.0, max(workers * shares[0], workers - 1.0))
+    return {0: first, 1: min(1.0, workers - first)}
+
+
+def _simulate(tasks: list[list[tuple[Engine, str, float, float, float, int]]], target: Target, share_a: float) -> float:
     """Time until both op lists have run, sharing engines and DDR (see module docstring)."""
     queues = [[_work(op, target) for op in ops] for ops in tasks]
     overhead = target.op_overhead_s.value
@@ -361,13 +359,10 @@ def _simulate(tasks: list[list[tuple[Engine, float, float, float, int]]], target
         if not active:
             return now
         engines = {k: queues[k][pos[k]][0] for k in active if stall[k] <= 0}
-        # Engine allocation: a contended engine is split by the share; otherwise all of it.
         rates: dict[int, float] = {}
         ddr_need: dict[int, float] = {}
-        for k, e in engines.items():
+        for k, alloc in _allocations(engines, shares, target).items():
             _, engine_s, nbytes = queues[k][pos[k]]
-            contended = sum(1 for e2 in engines.values() if e2 == e) > 1
-            alloc = shares[k] if contended else 1.0
             rates[k] = alloc / engine_s if engine_s > 0 else float("inf")
             ddr_need[k] = rates[k] * nbytes
         _share_ddr(rates, ddr_need, {k: queues[k][pos[k]][2] for k in engines}, ddr)

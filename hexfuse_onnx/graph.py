@@ -24,6 +24,9 @@ from .errors import ModelError, UsageError
 KNOWN_DOMAINS = {"", "ai.onnx", "ai.onnx.ml", "com.microsoft", "com.microsoft.nchwc", "hexfuse"}
 SUBGRAPH_OPS = {"If", "Loop", "Scan"}
 SYMBOLIC_INFERENCE_MAX_NODES = 20_000  # ORT's symbolic inference is Python: bounded for speed
+# The representative binding of symbolic input dims when --shape gives none (README "Symbolic dims").
+DEFAULT_BATCH = 1  # dim 0 of an input
+DEFAULT_SYMBOLIC_DIM = 128  # any other symbolic dim (sequence, height, width, past length, ...)
 
 Dim = int | str | None  # a static size, a symbolic name, or unknown
 
@@ -55,6 +58,19 @@ class TensorInfo:
         return None if n is None else n * self.itemsize
 
 
+@dataclass(frozen=True)
+class ShapeBinding:
+    """Concrete values of a model's symbolic input dims: per symbol name and per graph input.
+
+    An input dim without a name is named `INPUT:AXIS`."""
+
+    symbols: dict[str, int]
+    inputs: dict[str, list[int]]
+
+    def describe(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in self.symbols.items())
+
+
 @dataclass
 class ModelGraph:
     """A shape-inferred model with an index over its main graph."""
@@ -72,6 +88,22 @@ class ModelGraph:
     uses_external_data: bool = False
     pred_ids: list[list[int]] = field(default_factory=list)  # distinct producer nodes of each node
     succ_ids: list[list[int]] = field(default_factory=list)  # distinct consumer nodes of each node
+    # Symbolic inputs (and not --freeze-shapes): the model as read, which the rewrite edits so the
+    # written model keeps its input shapes; each tensor's symbolic shape (ORT's symbolic
+    # inference: ints and dim strings such as 'floor(h/2 - 1/2) + 1'); the binding `infos` hold.
+    source: onnx.ModelProto | None = None
+    symbolic: dict[str, tuple[Dim, ...]] = field(default_factory=dict)
+    binding: ShapeBinding | None = None
+    _infos_at: dict[tuple, dict[str, TensorInfo]] = field(default_factory=dict, repr=False)
+
+    def infos_at(self, binding: ShapeBinding) -> dict[str, TensorInfo]:
+        """Every tensor's concrete info at another binding of the symbolic input dims (cached)."""
+        key = tuple(sorted((k, tuple(v)) for k, v in binding.inputs.items()))
+        if key not in self._infos_at:
+            assert self.source is not None, "infos_at needs a model loaded with symbolic shapes"
+            model = _apply_shape_overrides(self.source, binding.inputs, "model")
+            self._infos_at[key] = _collect_infos(_infer_shapes(model, "model"), self.nodes)
+        return self._infos_at[key]
 
     def info(self, name: str) -> TensorInfo:
         return self.infos.get(name) or TensorInfo(name, 0, None)
@@ -120,12 +152,21 @@ def read_model(path: str | os.PathLike[str], load_external_data: bool = True) ->
     return model
 
 
-def load(path: str | os.PathLike[str], shape_overrides: dict[str, list[int]] | None = None) -> ModelGraph:
-    """Read, validate, shape-infer and index a model file. The file is never modified."""
+def load(
+    path: str | os.PathLike[str], shape_overrides: dict[str, list[int]] | None = None, freeze_shapes: bool = False
+) -> ModelGraph:
+    """Read, validate, shape-infer and index a model file. The file is never modified.
+
+    Symbolic input dims are bound to representative values (`shape_overrides` where given, else
+    DEFAULT_BATCH / DEFAULT_SYMBOLIC_DIM) and the concrete shapes at that binding indexed; the
+    symbolic shapes are kept beside them unless `freeze_shapes`, which fixes the inputs at the
+    binding as the written model will."""
     model = read_model(path, load_external_data=False)
     uses_external = _has_external_data(model)
     _check_external_data_present(model, Path(path))
-    return index_model(model, path=Path(path), shape_overrides=shape_overrides, uses_external_data=uses_external)
+    return index_model(
+        model, path=Path(path), shape_overrides=shape_overrides, uses_external_data=uses_external, freeze=freeze_shapes
+    )
 
 
 def index_model(
@@ -133,6 +174,7 @@ def index_model(
     path: Path | None = None,
     shape_overrides: dict[str, list[int]] | None = None,
     uses_external_data: bool = False,
+    freeze: bool = False,
 ) -> ModelGraph:
     where = str(path) if path else "model"
     if model.ir_version < 3:
@@ -144,7 +186,13 @@ def index_model(
     toposort(list(raw.node), [node_reads(n) for n in raw.node], raw_available, where)
     if path is not None:
         _check_input_model(path)  # after the checks above, whose messages are more specific
-    model = _apply_shape_overrides(model, shape_overrides or {}, where)
+    source = model
+    binding = representative_binding(model, shape_overrides or {}, where)
+    symbolic: dict[str, tuple[Dim, ...]] = {}
+    if binding.symbols and not freeze:
+        symbolic = symbolic_shapes(model)
+    overrides = {**binding.inputs, **(shape_overrides or {})} if binding.symbols else (shape_overrides or {})
+    model = _apply_shape_overrides(model, overrides, where)
     inferred = _infer_shapes(model, where)
     g = inferred.graph
 
@@ -175,17 +223,7 @@ def index_model(
         if name not in producer and name not in available:
             raise ModelError(f"{where}: graph output '{name}' is produced by no node and is no input")
 
-    infos: dict[str, TensorInfo] = {}
-    for vi in list(g.input) + list(g.value_info) + list(g.output):
-        infos[vi.name] = _tensor_info(vi)
-    for t in g.initializer:
-        infos[t.name] = TensorInfo(t.name, t.data_type, tuple(int(d) for d in t.dims))
-    for n in nodes:  # Constant nodes: shape from the attribute
-        if n.op_type == "Constant" and n.domain in ("", "ai.onnx"):
-            for a in n.attribute:
-                if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
-                    infos[n.output[0]] = TensorInfo(n.output[0], a.t.data_type, tuple(int(d) for d in a.t.dims))
-
+    infos = _collect_infos(inferred, nodes)
     pred_ids = [sorted({producer[t] for t in ins if t in producer}) for ins in node_inputs]
     succ_ids: list[list[int]] = [[] for _ in nodes]
     for i, ps in enumerate(pred_ids):
@@ -206,7 +244,149 @@ def index_model(
         uses_external_data=uses_external_data,
         pred_ids=pred_ids,
         succ_ids=succ_ids,
+        source=source if symbolic else None,
+        symbolic=symbolic,
+        binding=binding if binding.symbols else None,  # also with --freeze-shapes: the fixed shapes
     )
+
+
+def _collect_infos(inferred: onnx.ModelProto, nodes: list[onnx.NodeProto]) -> dict[str, TensorInfo]:
+    g = inferred.graph
+    infos: dict[str, TensorInfo] = {}
+    for vi in list(g.input) + list(g.value_info) + list(g.output):
+        infos[vi.name] = _tensor_info(vi)
+    for t in g.initializer:
+        infos[t.name] = TensorInfo(t.name, t.data_type, tuple(int(d) for d in t.dims))
+    for n in nodes:  # Constant nodes: shape from the attribute
+        if n.op_type == "Constant" and n.domain in ("", "ai.onnx"):
+            for a in n.attribute:
+                if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
+                    infos[n.output[0]] = TensorInfo(n.output[0], a.t.data_type, tuple(int(d) for d in a.t.dims))
+    return infos
+
+
+# ---------------------------------------------------------------------------------------
+# Symbolic input dims
+
+
+def input_dims(model: onnx.ModelProto) -> dict[str, list[int | str]]:
+    """Every real graph input's dims: an int, or the symbol's name (`INPUT:AXIS` when unnamed)."""
+    inits = {t.name for t in model.graph.initializer}
+    out: dict[str, list[int | str]] = {}
+    for v in model.graph.input:
+        if v.name in inits or not v.type.tensor_type.HasField("shape"):
+            continue
+        dims: list[int | str] = []
+        for axis, d in enumerate(v.type.tensor_type.shape.dim):
+            if d.HasField("dim_value") and d.dim_value >= 0:
+                dims.append(int(d.dim_value))
+            else:
+                dims.append(d.dim_param if _is_symbol_name(d.dim_param) else f"{v.name}:{axis}")
+        out[v.name] = dims
+    return out
+
+
+def _is_symbol_name(text: str) -> bool:
+    """A dim_param that names a symbol ('?' and '' are exporters' words for unknown)."""
+    return bool(re.search(r"[A-Za-z0-9_]", text))
+
+
+def representative_binding(model: onnx.ModelProto, hints: dict[str, list[int]], where: str) -> ShapeBinding:
+    """The binding the pass analyses at: --shape values where given, else the defaults.
+    Hints for inputs without symbolic dims are left to `_apply_shape_overrides`' checks."""
+    symbols: dict[str, int] = {}
+    dims_of = input_dims(model)
+    for name, dims in dims_of.items():
+        hint = hints.get(name)
+        if hint is not None and len(hint) != len(dims):
+            raise ModelError(f"{where}: --shape {name} has rank {len(hint)}, the input has rank {len(dims)}")
+        for axis, d in enumerate(dims):
+            if isinstance(d, int):
+                continue
+            value = hint[axis] if hint is not None else DEFAULT_BATCH if axis == 0 else DEFAULT_SYMBOLIC_DIM
+            if hint is not None and d in symbols and symbols[d] != value:
+                raise ModelError(f"{where}: --shape gives dim '{d}' two values, {symbols[d]} and {value}")
+            symbols.setdefault(d, value)
+    return bind(dims_of, symbols)
+
+
+def other_bindings(g: ModelGraph) -> list[ShapeBinding]:
+    """Bindings besides the representative one, to prove programs and verify at, in order: the
+    batch doubled and every other symbol x1.5; the others x0.5; the batch alone doubled; the
+    others alone x1.5. A scaled value of 32 or more is rounded to a multiple of 32."""
+    assert g.source is not None and g.binding is not None
+    dims_of = input_dims(g.source)
+    batch = {dims[0] for dims in dims_of.values() if dims and not isinstance(dims[0], int)}
+    rep = g.binding.symbols
+    variants = [(2, 1.5), (1, 0.5), (2, 1.0), (1, 1.5)]
+    out: list[ShapeBinding] = []
+    for batch_factor, factor in variants:
+        values = {k: v * batch_factor if k in batch else _scaled(v, factor) for k, v in rep.items()}
+        if values != rep and all(b.symbols != values for b in out):
+            out.append(bind(dims_of, values))
+    return out
+
+
+def _scaled(value: int, factor: float) -> int:
+    if factor == 1.0:
+        return value
+    scaled = value * factor
+    rounded = round(scaled / 32) * 32 if scaled >= 32 else round(scaled)
+    return max(1, rounded) if rounded != value else value + 1
+
+
+def bind(dims_of: dict[str, list[int | str]], symbols: dict[str, int]) -> ShapeBinding:
+    inputs = {name: [d if isinstance(d, int) else symbols[d] for d in dims] for name, dims in dims_of.items()}
+    return ShapeBinding(dict(symbols), inputs)
+
+
+def symbolic_shapes(model: onnx.ModelProto) -> dict[str, tuple[Dim, ...]]:
+    """Each tensor's shape in the model as given: ints and dim strings (input names, names of
+    computed dims, or expressions of input names), None where unknown. ONNX's inference when it
+    gives every tensor its rank (fast; computed dims are named 'unk__N'), else ORT's symbolic
+    inference (expressions such as 'floor(h/2 - 1/2) + 1'; seconds on a large model)."""
+    light = _symbolic_light_copy(model)
+    try:
+        inferred = shape_inference.infer_shapes(light, check_type=False, strict_mode=False, data_prop=True)
+    except Exception:  # noqa: BLE001 - only the input dims are known then
+        inferred = light
+    if _unknown_ranks(inferred):
+        inferred = _run_symbolic_inference(light) or inferred
+    g = inferred.graph
+    return {
+        vi.name: info.shape
+        for vi in list(g.input) + list(g.value_info) + list(g.output)
+        if (info := _tensor_info(vi)).shape is not None
+    }
+
+
+def _symbolic_light_copy(model: onnx.ModelProto) -> onnx.ModelProto:
+    """The model for symbolic inference: large weights become inputs of their type and shape
+    (ORT's inference reads the values of what it can fold, a Cast of an int8 weight, and needs
+    none of these), unnamed input dims are named as `input_dims` names them."""
+    light = _shallow_copy_without_weights(model)
+    inits = list(light.graph.initializer)
+    small = [t for t in inits if t.data_location != onnx.TensorProto.EXTERNAL and t.ByteSize() <= 4096]
+    small_names = {t.name for t in small}
+    light.graph.ClearField("initializer")
+    light.graph.initializer.extend(small)
+    light.graph.input.extend(
+        onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
+        for t in inits
+        if t.name not in small_names
+    )
+    for v in light.graph.input:
+        for axis, d in enumerate(v.type.tensor_type.shape.dim):
+            if not d.HasField("dim_value") and not _is_symbol_name(d.dim_param):
+                d.dim_param = f"{v.name}:{axis}"
+    return light
+
+
+def _unknown_ranks(model: onnx.ModelProto) -> int:
+    """Node outputs whose rank inference left unknown."""
+    g = model.graph
+    known = {v.name for v in list(g.value_info) + list(g.output) if v.type.tensor_type.HasField("shape")}
+    return sum(1 for n in g.node for t in n.output if t and t not in known)
 
 
 # ---------------------------------------------------------------------------------------
@@ -333,8 +513,8 @@ def _shallow_copy_without_weights(model: onnx.ModelProto) -> onnx.ModelProto:
     return copy
 
 
-def _infer_shapes(model: onnx.ModelProto, where: str) -> onnx.ModelProto:
-    # Shape inference only needs initializer dims; strip raw bytes so large models stay cheap.
+def _light_copy(model: onnx.ModelProto) -> onnx.ModelProto:
+    """Shape inference only needs initializer dims; strip raw bytes so large models stay cheap."""
     light = _shallow_copy_without_weights(model)
     for t in light.graph.initializer:
         if t.data_location != onnx.TensorProto.EXTERNAL and t.ByteSize() > 4096:
@@ -343,6 +523,11 @@ def _infer_shapes(model: onnx.ModelProto, where: str) -> onnx.ModelProto:
             t.ClearField("int64_data")
             t.ClearField("int32_data")
             t.ClearField("double_data")
+    return light
+
+
+def _infer_shapes(model: onnx.ModelProto, where: str) -> onnx.ModelProto:
+    light = _light_copy(model)
     try:
         if any(n.domain == "com.microsoft" for n in light.graph.node):
             inferred = _infer_contrib_shapes(light)
@@ -374,6 +559,16 @@ def _unknown_outputs(model: onnx.ModelProto) -> int:
 
 def _infer_contrib_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
     """ONNX's inference does not know com.microsoft ops; ONNX Runtime's symbolic inference does."""
+    inferred = _run_symbolic_inference(model, complete_only=True)
+    if inferred is not None:
+        return inferred
+    # incomplete or refused: ONNX's partial inference
+    return shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
+
+
+def _run_symbolic_inference(model: onnx.ModelProto, complete_only: bool = False) -> onnx.ModelProto | None:
+    """ORT's symbolic shape inference; None when it refuses the model (or, with complete_only,
+    leaves a shape unknown)."""
     from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
 
     # The steps of SymbolicShapeInference.infer_shapes, whose public entry saves
@@ -386,12 +581,9 @@ def _infer_contrib_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
         while sym.run_:
             complete = sym._infer_impl()
         sym._update_output_from_vi()
-        if complete:
-            return sym.out_mp_
     except Exception:  # noqa: BLE001 - it refuses some models outright (or its internals moved)
-        pass
-    # incomplete or refused: ONNX's partial inference
-    return shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
+        return None
+    return sym.out_mp_ if complete or not complete_only else None
 
 
 def _tensor_info(vi: onnx.ValueInfoProto) -> TensorInfo:

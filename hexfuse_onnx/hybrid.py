@@ -48,7 +48,7 @@ class Requests:
 
 
 def _exported() -> Any:
-    from .zoo import models_package
+    from .tools.zoo import models_package  # the checkout's models/ (a development feature)
 
     models_package()
     return importlib.import_module("models.exported")

@@ -11,18 +11,32 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from . import graph as graph_mod
 from .costmodel import Target, get_target
-from .errors import UsageError, VerificationError, WriteError
-from .graph import ModelGraph
+from .errors import ModelError, UsageError, VerificationError, WriteError
+from .graph import ModelGraph, ShapeBinding
 from .kinds import KINDS, Candidate, Pair, discover
 from .lowering import LoweringError
 from .modelio import stage
 from .profile import GraphProfile, profile_graph
 from .rewrite import fuse, prepare
 from .select import DEFAULT_MIN_GAIN, Rejection, blocker_of, select
-from .verify import DEFAULT_RTOL, Comparison, check, compare, original_runs
+from .verify import (
+    DEFAULT_RTOL,
+    Case,
+    Comparison,
+    check,
+    check_inputs_match,
+    compare_cases,
+    random_inputs,
+    run_original,
+    shapes_label,
+)
+from .verify import session as ort_session
 
 Progress = Callable[[str], None]
 PLUGIN_RTOL = 1e-4  # the kernel's fp32 sums run in another order than ONNX Runtime's
@@ -37,6 +51,15 @@ class Analysis:
     pairs: list[Pair]
     rejected: list[Rejection]
     seconds: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class Reference:
+    """The original's outputs to verify against, and the binding pairs over symbolic dims are
+    proven at (None: static inputs)."""
+
+    cases: list[Case]
+    second: ShapeBinding | None
 
 
 @dataclass
@@ -58,6 +81,7 @@ def analyse(
     min_gain: float = DEFAULT_MIN_GAIN,
     shapes: dict[str, list[int]] | None = None,
     progress: Progress = _quiet,
+    freeze_shapes: bool = False,
 ) -> Analysis:
     kinds = list(kinds or KINDS)
     bad = [k for k in kinds if k not in KINDS]
@@ -69,9 +93,12 @@ def analyse(
         raise UsageError(str(exc)) from None
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
-    g = graph_mod.load(path, shapes)
+    g = graph_mod.load(path, shapes, freeze_shapes)
     seconds["load"] = time.perf_counter() - t0
     progress(f"loaded {len(g.nodes)} nodes, shapes inferred ({seconds['load']:.2f} s)")
+    if g.binding is not None:
+        kept = "kept symbolic in the output" if g.source is not None else "fixed in the output (--freeze-shapes)"
+        progress(f"symbolic dims analysed at {g.binding.describe()}; {kept}")
     t0 = time.perf_counter()
     profile = profile_graph(g)
     seconds["profile"] = time.perf_counter() - t0
@@ -103,6 +130,8 @@ def rewrite(
     rtol: float = DEFAULT_RTOL,
     progress: Progress = _quiet,
     verify_plugin: bool = False,
+    freeze_shapes: bool = False,
+    inputs: dict[str, np.ndarray] | None = None,
 ) -> RewriteResult:
     """Analyse, rewrite, verify and write. With no qualifying pair nothing is written.
 
@@ -116,14 +145,16 @@ def rewrite(
     out = Path(output) if output else default_output(path)
     if out.exists() and out.resolve() == Path(path).resolve():
         raise WriteError(f"{out}: the output would overwrite the input model; choose another -o")
-    analysis = analyse(path, kinds, target, min_gain, shapes, progress)
+    analysis = analyse(path, kinds, target, min_gain, shapes, progress, freeze_shapes)
     _check_keeps_external_data(analysis.graph, Path(path), out)
+    reference = _reference(path, analysis.graph, bool(shapes), inputs, progress) if analysis.pairs else None
     seconds = dict(analysis.seconds)
     source_dir = Path(path).resolve().parent
     failed: list[Rejection] = []
     while analysis.pairs:
         t0 = time.perf_counter()
-        unlowered = prepare(analysis.graph, analysis.pairs, analysis.target.name)
+        assert reference is not None
+        unlowered = prepare(analysis.graph, analysis.pairs, analysis.target.name, reference.second)
         seconds["lower"] = time.perf_counter() - t0
         if unlowered:
             failed += [_not_lowered(pair, error, progress) for pair, error in unlowered]
@@ -136,11 +167,10 @@ def rewrite(
         t0 = time.perf_counter()
         staged = stage(fused, out, source_dir)
         try:
-            comparison = _verify(path, staged.model_path, shapes, rtol, verify_plugin)
+            comparison = _verify(staged.model_path, reference.cases, rtol, verify_plugin)
         except VerificationError as whole_error:
             staged.discard()
-            original_runs(path, shapes)  # when the input itself cannot run, no pair is to blame
-            failed += _failing_pairs(analysis, path, out, source_dir, shapes, rtol, progress, verify_plugin)
+            failed += _failing_pairs(analysis, reference, out, source_dir, rtol, progress, verify_plugin)
             if not failed:
                 raise whole_error
             _reselect(analysis, failed, min_gain)
@@ -168,20 +198,86 @@ def _not_lowered(pair: Pair, error: LoweringError, progress: Progress) -> Reject
     return Rejection(pair.candidate, f"does not lower: {error.message}", blocker_of(error))
 
 
-def _verify(
-    original: str | os.PathLike[str],
-    staged: Path,
-    shapes: dict[str, list[int]] | None,
-    rtol: float,
-    verify_plugin: bool = False,
-) -> Comparison:
+def _reference(
+    path: str | os.PathLike[str],
+    g: ModelGraph,
+    hinted: bool,
+    given: dict[str, np.ndarray] | None,
+    progress: Progress,
+) -> Reference:
+    """Run the original on the given inputs, then at the representative binding and at one more
+    (the first other binding it runs at); one failure the user caused is a ModelError."""
+    try:
+        original = ort_session(path)
+    except Exception as exc:  # noqa: BLE001
+        raise ModelError(f"{path}: the original model does not load in ONNX Runtime: {_first_line(exc)}") from None
+    cases = []
+    if given is not None:
+        check_inputs_match(original, given)
+        try:
+            cases.append(run_original(original, given, f"--inputs ({shapes_label(given)})"))
+        except VerificationError as exc:
+            raise ModelError(f"{path}: the original model fails on the --inputs: {exc.message}") from None
+    if g.source is None:  # static inputs, or fixed by --freeze-shapes
+        if given is None:
+            shapes = g.binding.inputs if g.binding is not None else None
+            cases.append(_random_case(path, original, shapes, "seeded random inputs"))
+        return Reference(cases, None)
+    assert g.binding is not None
+    bindings = [g.binding, *graph_mod.other_bindings(g)]
+    ran = _binding_cases(path, original, bindings, hinted, cases, progress)
+    if not ran and given is None:
+        raise ModelError(f"{path}: the original model runs at none of the shapes tried (give --shape or --inputs)")
+    second = next((b for b in ran if b is not g.binding), bindings[1] if len(bindings) > 1 else g.binding)
+    return Reference(cases, second)
+
+
+def _binding_cases(
+    path: str | os.PathLike[str],
+    original: Any,
+    bindings: list[ShapeBinding],
+    hinted: bool,
+    cases: list[Case],
+    progress: Progress,
+) -> list[ShapeBinding]:
+    """Add the original's outputs at the first two bindings it runs at to `cases`; returns those bindings."""
+    ran: list[ShapeBinding] = []
+    for k, b in enumerate(bindings):
+        try:
+            cases.append(run_original(original, random_inputs(original, b.inputs)))
+            ran.append(b)
+        except VerificationError as exc:
+            if k == 0 and hinted:
+                raise ModelError(
+                    f"{path}: the original model does not run at --shape {b.describe()}: {exc.message}"
+                ) from None
+            progress(f"the original model does not run at {b.describe()} ({exc.message}); trying another shape")
+        if len(ran) == 2:
+            break
+    return ran
+
+
+def _random_case(path: str | os.PathLike[str], original: Any, shapes: dict[str, list[int]] | None, what: str) -> Case:
+    try:
+        return run_original(original, random_inputs(original, shapes))
+    except VerificationError as exc:
+        raise ModelError(
+            f"{path}: the original model fails on {what}: {exc.message} (give real ones with --inputs)"
+        ) from None
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip() or type(exc).__name__).splitlines()[0][:300]
+
+
+def _verify(staged: Path, cases: list[Case], rtol: float, verify_plugin: bool = False) -> Comparison:
     check(staged)
-    comparison = compare(original, staged, shapes, rtol)
+    comparison = compare_cases(staged, cases, rtol)
     if verify_plugin:
         from .runtime import session_options
 
         try:
-            compare(original, staged, shapes, max(rtol, PLUGIN_RTOL), rewritten_options=session_options("host"))
+            compare_cases(staged, cases, max(rtol, PLUGIN_RTOL), rewritten_options=session_options("host"))
         except VerificationError as exc:
             raise VerificationError(f"with the FusedHexPair plugin: {exc.message}") from None
     return comparison
@@ -189,21 +285,20 @@ def _verify(
 
 def _failing_pairs(
     analysis: Analysis,
-    path: str | os.PathLike[str],
+    reference: Reference,
     out: Path,
     source_dir: Path,
-    shapes: dict[str, list[int]] | None,
     rtol: float,
     progress: Progress,
     verify_plugin: bool,
 ) -> list[Rejection]:
     failing = []
     for pair in analysis.pairs:
-        prepare(analysis.graph, [pair], analysis.target.name)  # numbered as the only pair
+        prepare(analysis.graph, [pair], analysis.target.name, reference.second)  # numbered as the only pair
         fused = fuse(analysis.graph, [pair])
         staged = stage(fused, out, source_dir)
         try:
-            _verify(path, staged.model_path, shapes, rtol, verify_plugin)
+            _verify(staged.model_path, reference.cases, rtol, verify_plugin)
         except VerificationError as exc:
             progress(f"dropping a {pair.kind} pair ({pair.candidate.note}): {exc.message}")
             failing.append(Rejection(pair.candidate, f"fails verification: {exc.message}"))

@@ -121,6 +121,7 @@ class NodeProfile:
     footprint: int  # on-chip working set: activations in and out of this op
     ddr_bytes: int = -1  # bytes to/from DDR; within a task, intermediates stay on chip
     int_bits: int = 0  # the op of a QDQ group: the integer width its work runs at (8, 16); 0 float
+    op_type: str = ""  # the ONNX op type (the cost model's op class: costmodel.op_class)
 
     def __post_init__(self) -> None:
         if self.ddr_bytes < 0:
@@ -171,6 +172,7 @@ class TaskProfile:
                 int(p.footprint * fraction),
                 int((p.ddr_bytes - p.weight_bytes) * fraction) + p.weight_bytes,
                 p.int_bits,
+                p.op_type,
             )
             for p in self.ops
         ]
@@ -257,13 +259,15 @@ def profile_node(g: ModelGraph, i: int) -> NodeProfile | str:
     # the on-chip working set as today's kernel holds it: a group's float tensors in f32
     activation = sum(t.nbytes or 0 for t in ins + outs) - weight_bytes
     if engine == Engine.NONE:
-        return NodeProfile(i, engine, 0.0, 0, 0, 0, 0)
+        return NodeProfile(i, engine, 0.0, 0, 0, 0, 0, op_type=n.op_type)
     flops = _flops(n, ins, outs)
     if flops is None:
         return f"FLOPs of {n.op_type} unknown"
     int_bits = 8 * max(group.values(), default=0)
     # Memory ops read and write every byte; matrix/vector ops stream weights once.
-    return NodeProfile(i, engine, float(flops), bytes_in, bytes_out, weight_bytes, activation, int_bits=int_bits)
+    return NodeProfile(
+        i, engine, float(flops), bytes_in, bytes_out, weight_bytes, activation, int_bits=int_bits, op_type=n.op_type
+    )
 
 
 def _bytes(t: TensorInfo, group: dict[str, int]) -> int:
@@ -303,6 +307,8 @@ def _flops(n: onnx.NodeProto, ins: list, outs: list) -> float | None:
         return _attention_flops(n, ins, outs)
     if engine_of(n) == Engine.MEMORY:
         return 0.0
+    if op in ("MaxPool", "AveragePool", "LpPool"):  # one step per window element of every output
+        return float(outs[0].numel * math.prod(attribute(n, "kernel_shape", [1])))
     # Vector ops: element count of the larger side times a per-element cost.
     elements = max(out_numel, max((t.numel for t in ins), default=0))
     return float(elements * _VECTOR_FLOPS_PER_ELEMENT.get(op, 1))

@@ -68,6 +68,9 @@ def summary(a: Analysis) -> str:
         f"target {a.target.name} (modelled: {a.target.description})",
         f"{len(a.graph.nodes)} nodes; candidates: {found}; chosen: {len(a.pairs)}",
     ]
+    if a.graph.binding is not None:
+        kept = "symbolic in the output" if a.graph.source is not None else "fixed in the output (--freeze-shapes)"
+        lines.append(f"symbolic dims analysed at {a.graph.binding.describe()} (--shape to choose); {kept}")
     hidden = subgraph_nodes(a.graph.model.graph)
     if hidden:
         where = ", ".join(f"{n} in {owner}" for owner, n in hidden)
@@ -128,6 +131,7 @@ def analysis_json(a: Analysis) -> dict:
             "modelled": True,
             "params": {k: {"value": v.value, "unit": v.unit, "source": v.source} for k, v in a.target.params().items()},
         },
+        "binding": g.binding.symbols if g.binding is not None else None,
         "unprofiled": [{"node": g.describe(i), "reason": why} for i, why in a.profile.unprofiled.items()],
         "candidates": len(a.candidates),
         "pairs": [pair_json(a, p) for p in a.pairs],
@@ -150,6 +154,7 @@ def rewrite_json(r: RewriteResult) -> dict:
             "runtime": "onnxruntime CPU, no plugin",
             "outputs": r.comparison.outputs,
             "worst_relative_error": r.comparison.worst_relative_error,
+            "shapes": r.comparison.shapes,
         }
     return out
 

@@ -18,18 +18,24 @@ import onnx
 from onnx import helper
 
 from . import contract as C
+from . import graph as graph_mod
 from .errors import HexfuseError, ModelError
-from .graph import ModelGraph, TensorInfo, node_reads, toposort
+from .graph import Dim, ModelGraph, ShapeBinding, TensorInfo, attribute, node_reads, toposort
 from .kinds import KINDS, kind_of
 from .kinds.base import FusedCall, Pair, PairTasks, renamed_copy
-from .lowering import Lowered, LoweringError, lower_function, set_program
+from .lowering import Lowered, LoweringError, SymbolicInputs, lower_function, set_program
 
 SHARED_INPUT_SUFFIX = "__b"
 
 
-def prepare(g: ModelGraph, pairs: list[Pair], target_name: str) -> list[tuple[Pair, LoweringError]]:
+def prepare(
+    g: ModelGraph, pairs: list[Pair], target_name: str, second: ShapeBinding | None = None
+) -> list[tuple[Pair, LoweringError]]:
     """Give each pair its id (pair k: `pair{first + k}`), FusedHexPair node and body, and task
-    program; returns the pairs that do not lower, with why."""
+    program; returns the pairs that do not lower, with why. A pair over symbolic dims is proven
+    at the `second` binding (default: the first of `graph.other_bindings`)."""
+    if g.source is not None and second is None:
+        second = graph_mod.other_bindings(g)[0]
     first = next_pair_id(g.model)
     opsets = [o for o in g.model.opset_import if o.domain != C.DOMAIN]
     typed = {
@@ -41,7 +47,7 @@ def prepare(g: ModelGraph, pairs: list[Pair], target_name: str) -> list[tuple[Pa
         pair.call = _fused_call(kind_of(pair).tasks(g, pair), pair, target_name, opsets)
         _add_value_info(pair.call.function, typed)
         try:
-            pair.lowered = _lower(g, pair.call)
+            pair.lowered = _lower(g, pair.call, second)
         except LoweringError as exc:
             failed.append((pair, exc))
     return failed
@@ -50,7 +56,7 @@ def prepare(g: ModelGraph, pairs: list[Pair], target_name: str) -> list[tuple[Pa
 def fuse(g: ModelGraph, pairs: list[Pair]) -> onnx.ModelProto:
     """A new model with every prepared pair replaced; `g.model` is left untouched."""
     model = onnx.ModelProto()
-    model.CopyFrom(g.model)
+    model.CopyFrom(g.source or g.model)  # symbolic inputs: the model as read, so no dim is fixed
     graph = model.graph
     removed: set[int] = set()
     placed: list[tuple[int, onnx.NodeProto]] = []  # (position, node) for new nodes
@@ -62,6 +68,8 @@ def fuse(g: ModelGraph, pairs: list[Pair]) -> onnx.ModelProto:
         node, fn = onnx.NodeProto(), onnx.FunctionProto()
         node.CopyFrom(pair.call.node)
         fn.CopyFrom(pair.call.function)
+        if g.source is not None:  # the body's value_info holds dims of the representative binding
+            _retype(fn, _body_types(g))
         set_program(node, pair.lowered.program)
         removed.update(tasks.replaced)
         placed += tasks.placed
@@ -108,12 +116,69 @@ def next_pair_id(model: onnx.ModelProto) -> int:
     return max(numbers, default=-1) + 1
 
 
-def _lower(g: ModelGraph, call: FusedCall) -> Lowered:
+def _lower(g: ModelGraph, call: FusedCall, second: ShapeBinding | None) -> Lowered:
     """The call's program, its formal inputs typed from the ModelGraph's inferred shapes."""
     infos = {t: call.tasks.placed_tensors.get(t) or g.info(t) for t in call.node.input}
     types = {t: _type_proto(info) for t, info in infos.items() if info.elem_type}
     opset = next(o.version for o in g.model.opset_import if o.domain in ("", "ai.onnx"))
-    return lower_function(call.node, call.function, g.initializers, types, opset, g.model.ir_version)
+    symbolic = _symbolic_inputs(g, call, second) if second is not None else None
+    return lower_function(call.node, call.function, g.initializers, types, opset, g.model.ir_version, symbolic)
+
+
+def _symbolic_inputs(g: ModelGraph, call: FusedCall, second: ShapeBinding) -> SymbolicInputs | None:
+    """The node inputs' symbolic dims and their types at `second`; None when every dim is static."""
+    at_second = g.infos_at(second)
+    dims: list[tuple[Dim, ...]] = []
+    types: dict[str, onnx.TypeProto] = {}
+    for t in call.node.input:
+        if t in call.tasks.placed_tensors:
+            shape, info = _placed_shapes(g, call, t, at_second)
+        else:
+            shape, info = g.symbolic.get(t, g.info(t).shape), at_second.get(t, g.info(t))
+        if shape is None:
+            raise LoweringError(C.OP_TYPE, call.node.name, f"input '{t}' has no known rank")
+        dims.append(tuple(shape))
+        if info.elem_type:
+            types[t] = _type_proto(info)
+    if all(isinstance(d, int) for shape in dims for d in shape):
+        return None
+    body = {t: g.symbolic[t] for n in call.function.node for t in n.output if t in g.symbolic}
+    function = onnx.FunctionProto()
+    function.CopyFrom(call.function)
+    _retype(function, {t: helper.make_value_info(t, _type_proto(i)) for t, i in at_second.items() if i.elem_type})
+    return SymbolicInputs(dims, types, body, function)
+
+
+def _placed_shapes(
+    g: ModelGraph, call: FusedCall, t: str, at_second: dict[str, TensorInfo]
+) -> tuple[tuple[Dim, ...] | None, TensorInfo]:
+    """A micro-batch part's symbolic dims and info at the second binding: the whole input's, with
+    the split axis fixed to the part's rows (refused when that axis is symbolic)."""
+    split = next(n for _, n in call.tasks.placed if t in n.output)
+    whole, axis, part = split.input[0], int(attribute(split, "axis", 0)), call.tasks.placed_tensors[t]
+    shape = g.symbolic.get(whole, g.info(whole).shape)
+    if shape is None or part.shape is None or not isinstance(shape[axis], int):
+        raise LoweringError(C.OP_TYPE, call.node.name, f"the micro-batch axis {axis} of '{whole}' is symbolic")
+    rows = part.shape[axis]
+    other = at_second.get(whole, g.info(whole))
+    assert other.shape is not None
+    fixed = lambda dims: tuple(rows if k == axis else d for k, d in enumerate(dims))  # noqa: E731
+    return fixed(shape), TensorInfo(t, part.elem_type, fixed(other.shape))
+
+
+def _body_types(g: ModelGraph) -> dict[str, onnx.ValueInfoProto]:
+    """Types for the function bodies' value_info: the inferred ones; with symbolic inputs only
+    each tensor's type and rank and its static dims, so no body dim is fixed."""
+    graph = g.model.graph
+    typed = {v.name: v for v in list(graph.value_info) + list(graph.output) if v.type.tensor_type.elem_type}
+    if g.source is None:
+        return typed
+    out = {}
+    for name, v in typed.items():
+        shape = g.symbolic.get(name)
+        dims = [d if isinstance(d, int) else None for d in shape] if shape is not None else None
+        out[name] = helper.make_tensor_value_info(name, v.type.tensor_type.elem_type, dims)
+    return out
 
 
 def _type_proto(info: TensorInfo) -> onnx.TypeProto:
@@ -152,6 +217,12 @@ def _fused_call(tasks: PairTasks, pair: Pair, target_name: str, opsets: list[onn
     fn.overload = pair.id
     fn.doc_string = f"hexfuse {pair.kind} pair: {pair.candidate.note}"
     return FusedCall(node, fn, tasks)
+
+
+def _retype(fn: onnx.FunctionProto, typed: dict[str, onnx.ValueInfoProto]) -> None:
+    """Replace the function's value_info with these types of its body tensors."""
+    fn.ClearField("value_info")
+    _add_value_info(fn, typed)
 
 
 def _add_value_info(fn: onnx.FunctionProto, typed: dict[str, onnx.ValueInfoProto]) -> None:

@@ -362,7 +362,7 @@ class HostKernel:
             w, len(words), sym, len(symbols), ctypes.byref(value), ctypes.byref(text)
         )
         if fault:
-            raise HexfuseError(text.value.decode())
+            raise HexfuseError((text.value or b"shape expression fault").decode())
         return value.value
 
     def run(self, program: bytes, inputs: list[np.ndarray]) -> list[np.ndarray]:

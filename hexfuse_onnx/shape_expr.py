@@ -22,6 +22,7 @@ import sympy
 MAX_SYMBOLS = 64
 MAX_STACK = 16
 MAX_WORDS = 64
+MAX_PATCHES = 65535
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
@@ -74,7 +75,10 @@ def parse_dim(text: str) -> sympy.Expr:
         expr = sympy.sympify(body, locals=dict(names))
     except (sympy.SympifyError, SyntaxError, TypeError) as exc:
         raise ShapeExprError(f"dim '{text}' is not an expression of symbols: {exc}") from None
-    return sympy.sympify(expr)
+    # ORT's inference writes scaled dims with floats ('1.00000000000000', '2.0*h'): exact rationals
+    # here, so an integral one is an Integer (a fraction left outside floor/ceiling is refused).
+    expr = sympy.sympify(expr)
+    return expr.xreplace({f: sympy.nsimplify(f, rational=True) for f in expr.atoms(sympy.Float)})
 
 
 def free_names(expr: sympy.Expr) -> set[str]:
@@ -265,6 +269,8 @@ class Patch:
 def encode_section(symbols: list[Symbol], patches: list[Patch]) -> bytes:
     if not 1 <= len(symbols) <= MAX_SYMBOLS:
         raise ShapeExprError(f"{len(symbols)} symbols; the format allows 1..{MAX_SYMBOLS}")
+    if len(patches) > MAX_PATCHES:
+        raise ShapeExprError(f"{len(patches)} patches; the format allows {MAX_PATCHES}")
     out = bytearray(struct.pack("<I", len(symbols)))
     for s in symbols:
         out += struct.pack("<II", s.io_index, s.axis)

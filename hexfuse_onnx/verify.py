@@ -1,20 +1,21 @@
 """Prove a rewritten model before it is written: full checker, then stock ORT against the original.
 
-Both models run on ONNX Runtime's CPU provider with no plugin, on the same seeded random
-inputs. Float outputs must agree within `rtol` relative to the output's scale
-(|a - b| <= rtol * max|reference|, elementwise); other outputs must be equal.
+Both models run on ONNX Runtime's CPU provider with no plugin, on the same inputs: the cases
+(`Case`), each a set of seeded random inputs at one shape or the user's real inputs, with the
+original's outputs computed once. Float outputs must agree within `rtol` relative to the
+output's scale (|a - b| <= rtol * max|reference|, elementwise); other outputs must be equal.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import onnx
 import onnxruntime as ort
 
-from .errors import ModelError, VerificationError
+from .errors import ModelError, UsageError, VerificationError
 
 DEFAULT_RTOL = 1e-5
 
@@ -24,6 +25,59 @@ class Comparison:
     outputs: int
     worst_output: str
     worst_relative_error: float
+    shapes: list[str] = field(default_factory=list)  # the cases verified, by their labels
+
+
+@dataclass
+class Case:
+    """Inputs the original ran on, and its outputs."""
+
+    label: str  # "x=1x3x128x128" or "--inputs (x=...)"
+    feeds: dict[str, np.ndarray]
+    names: list[str]
+    expected: list[np.ndarray]
+
+
+def shapes_label(feeds: dict[str, np.ndarray]) -> str:
+    return ", ".join(f"{k}={'x'.join(map(str, v.shape)) or 'scalar'}" for k, v in feeds.items())
+
+
+def run_original(original: ort.InferenceSession, feeds: dict[str, np.ndarray], label: str = "") -> Case:
+    """The original's outputs on these inputs; VerificationError (one line) when it fails."""
+    names = [o.name for o in original.get_outputs()]
+    try:
+        expected = original.run(names, feeds)
+    except Exception as exc:
+        raise VerificationError(_first_line(exc)) from None
+    return Case(label or shapes_label(feeds), feeds, names, [np.asarray(e) for e in expected])
+
+
+def load_inputs(specs: list[str]) -> dict[str, np.ndarray]:
+    """`--inputs data.npz` or `--inputs NAME:file.npy` (repeatable): graph inputs by name."""
+    if len(specs) == 1 and ":" not in specs[0]:
+        try:
+            with np.load(specs[0]) as data:
+                return {k: data[k] for k in data.files}
+        except Exception as exc:  # noqa: BLE001 - missing, not an npz, ...
+            raise UsageError(f"--inputs {specs[0]}: cannot read it as .npz: {_first_line(exc)}") from None
+    feeds = {}
+    for spec in specs:
+        name, sep, path = spec.rpartition(":")
+        if not sep or not name:
+            raise UsageError(f"bad --inputs '{spec}': expected data.npz or NAME:file.npy")
+        try:
+            feeds[name] = np.load(path)
+        except Exception as exc:  # noqa: BLE001
+            raise UsageError(f"--inputs {spec}: cannot read {path} as .npy: {_first_line(exc)}") from None
+    return feeds
+
+
+def check_inputs_match(session: ort.InferenceSession, feeds: dict[str, np.ndarray]) -> None:
+    wanted = [a.name for a in session.get_inputs()]
+    missing, unknown = sorted(set(wanted) - set(feeds)), sorted(set(feeds) - set(wanted))
+    if missing or unknown:
+        what = f"lacks {', '.join(missing)}" if missing else f"names no graph input: {', '.join(unknown)}"
+        raise UsageError(f"--inputs {what} (inputs: {', '.join(wanted)})")
 
 
 def check(path: str | os.PathLike[str]) -> None:
@@ -73,55 +127,55 @@ def compare(
     except Exception as exc:
         raise VerificationError(f"the original model does not run on ONNX Runtime: {_first_line(exc)}") from None
     try:
+        case = run_original(ref_session, random_inputs(ref_session, shape_overrides, seed))
+    except VerificationError as exc:  # the input (or its --shape values) is at fault, not the rewrite
+        raise ModelError(
+            f"{original}: the original model fails to run on ONNX Runtime with the test inputs "
+            f"(are the --shape values consistent?): {exc.message}"
+        ) from None
+    return compare_cases(rewritten, [case], rtol, rewritten_options)
+
+
+def compare_cases(
+    rewritten: str | os.PathLike[str],
+    cases: list[Case],
+    rtol: float = DEFAULT_RTOL,
+    rewritten_options: ort.SessionOptions | None = None,
+) -> Comparison:
+    """Run the rewritten model on every case; raise VerificationError (naming the case's shapes
+    when there are several) on any mismatch."""
+    try:
         new_session = session(rewritten, rewritten_options)
     except Exception as exc:
         raise VerificationError(f"the rewritten model does not load in ONNX Runtime: {_first_line(exc)}") from None
-    feeds = random_inputs(ref_session, shape_overrides, seed)
-    names = [o.name for o in ref_session.get_outputs()]
-    expected = _run_original(original, ref_session, names, feeds)
-    try:
-        got = new_session.run(names, feeds)
-    except Exception as exc:
-        raise VerificationError(f"the rewritten model fails to run: {_first_line(exc)}") from None
     worst = ("", 0.0)
-    for name, ref, out in zip(names, expected, got):
-        ref, out = np.asarray(ref), np.asarray(out)
-        if ref.shape != out.shape:
-            raise VerificationError(
-                f"output '{name}': shape {list(out.shape)} differs from the original's {list(ref.shape)}"
-            )
-        if np.issubdtype(ref.dtype, np.floating):
-            err = relative_error(ref, out)
-            if not err <= rtol:  # also catches NaN
-                raise VerificationError(
-                    f"output '{name}' differs from the original: relative error {err:.3g} > {rtol:g}"
-                )
+    for case in cases:
+        where = f" at {case.label}" if len(cases) > 1 else ""
+        try:
+            got = new_session.run(case.names, case.feeds)
+        except Exception as exc:
+            raise VerificationError(f"the rewritten model fails to run{where}: {_first_line(exc)}") from None
+        for name, ref, out in zip(case.names, case.expected, got):
+            err = _output_error(name, ref, np.asarray(out), rtol, where)
             worst = max(worst, (name, err), key=lambda w: w[1])
-        elif not np.array_equal(ref, out):
-            raise VerificationError(f"output '{name}' differs from the original")
-    return Comparison(len(names), worst[0], worst[1])
+    return Comparison(len(cases[0].names), worst[0], worst[1], [c.label for c in cases])
 
 
-def original_runs(original: str | os.PathLike[str], shape_overrides: dict[str, list[int]] | None = None) -> None:
-    """Raise ModelError when the original model does not load or run on the test inputs `compare` makes."""
-    try:
-        ref_session = session(original)
-    except Exception as exc:  # noqa: BLE001 - the input is at fault (e.g. complex tensors): no pair can pass
-        raise ModelError(f"{original}: the original model does not load in ONNX Runtime: {_first_line(exc)}") from None
-    names = [o.name for o in ref_session.get_outputs()]
-    _run_original(original, ref_session, names, random_inputs(ref_session, shape_overrides))
-
-
-def _run_original(
-    original: str | os.PathLike[str], s: ort.InferenceSession, names: list[str], feeds: dict[str, np.ndarray]
-) -> list:
-    try:
-        return s.run(names, feeds)
-    except Exception as exc:  # the input (or its --shape values) is at fault, not the rewrite: no pair can pass
-        raise ModelError(
-            f"{original}: the original model fails to run on ONNX Runtime with the test inputs "
-            f"(are the --shape values consistent?): {_first_line(exc)}"
-        ) from None
+def _output_error(name: str, ref: np.ndarray, out: np.ndarray, rtol: float, where: str) -> float:
+    if ref.shape != out.shape:
+        raise VerificationError(
+            f"output '{name}'{where}: shape {list(out.shape)} differs from the original's {list(ref.shape)}"
+        )
+    if np.issubdtype(ref.dtype, np.floating):
+        err = relative_error(ref, out)
+        if not err <= rtol:  # also catches NaN
+            raise VerificationError(
+                f"output '{name}'{where} differs from the original: relative error {err:.3g} > {rtol:g}"
+            )
+        return err
+    if not np.array_equal(ref, out):
+        raise VerificationError(f"output '{name}'{where} differs from the original")
+    return 0.0
 
 
 def relative_error(ref: np.ndarray, out: np.ndarray) -> float:

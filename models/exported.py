@@ -212,7 +212,7 @@ ZOO_REQUEST = {"seq": 8, "past": 16}  # the shapes the zoo gives for the symboli
 
 
 def zoo_entries(make: type) -> list:
-    """The committed decoders as hexfuse_onnx.zoo.ZooModel rows (`make` is that class)."""
+    """The committed decoders as hexfuse_onnx.tools.zoo.ZooModel rows (`make` is that class)."""
     return [
         make(m.name, m.exporter, "decoder", m.what, m.path, input_shapes(decoder_spec(m.path), **ZOO_REQUEST))
         for m in MODELS.values()

@@ -1,10 +1,10 @@
-"""The QNN EP for tests: hexfuse_onnx.qnn, or a skip that says exactly why."""
+"""The QNN EP for tests: hexfuse_onnx.tools.qnn, or a skip that says exactly why."""
 
 from __future__ import annotations
 
 import pytest
 
-from hexfuse_onnx.qnn import QNN_EP, QNN_OPTIONS, QnnUnavailable, devices, nodes_by_provider
+from hexfuse_onnx.tools.qnn import QNN_EP, QNN_OPTIONS, QnnUnavailable, devices, nodes_by_provider
 
 __all__ = ["QNN_EP", "QNN_OPTIONS", "nodes_by_provider", "qnn_devices_or_skip"]
 

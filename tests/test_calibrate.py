@@ -14,10 +14,11 @@ import onnx
 import pytest
 
 import models
-from hexfuse_onnx import calibrate, costmodel
+from hexfuse_onnx import costmodel
 from hexfuse_onnx.costmodel import Param, task_time
 from hexfuse_onnx.profile import Engine, NodeProfile, TaskProfile
 from hexfuse_onnx.runtime import LIB_DIR, PLUGIN_NAME
+from hexfuse_onnx.tools import calibrate
 
 needs_plugin = pytest.mark.skipif(
     not (LIB_DIR / PLUGIN_NAME).is_file(), reason="plugin not built (bash custom_ops/build.sh)"
@@ -122,6 +123,132 @@ def test_every_hexagon_figure_is_marked_modelled_and_tabled() -> None:
     assert len([r for r in rows if r.startswith("| ") and not r.startswith("| parameter")]) == len(params)
 
 
+def _op(engine: Engine, work: float, op_type: str = "", node: int = 0) -> NodeProfile:
+    """A one-op profile with `work` FLOPs (bytes for a memory op) and no DDR traffic to speak of."""
+    flops = 0.0 if engine == Engine.MEMORY else work
+    nbytes = int(work) if engine == Engine.MEMORY else 8
+    return NodeProfile(node, engine, flops, nbytes // 2, nbytes - nbytes // 2, 0, nbytes, 0, op_type=op_type)
+
+
+def _pool_target(workers: float) -> costmodel.Target:
+    return replace(
+        costmodel.HOST,
+        matrix_flops=Param(1e9, "FLOP/s", "test"),
+        vector_flops_per_context=Param(1e9, "FLOP/s", "test"),
+        op_overhead_s=Param(0.0, "s", "test"),
+        general_workers=Param(workers, "workers", "test"),
+    )
+
+
+def test_a_general_worker_pool_runs_both_tasks_as_its_workers_allow() -> None:
+    """Separate engines overlap a matrix task with a vector task but not two matrix tasks; a
+    general-worker pool overlaps any two tasks on two workers, and runs them one after the other
+    on one (at any share)."""
+    a = TaskProfile.of([_op(Engine.MATRIX, 1e6)])  # 1 ms at 1 GFLOP/s
+    b = TaskProfile.of([_op(Engine.VECTOR, 1e6, node=1)])
+    m = TaskProfile.of([_op(Engine.MATRIX, 1e6, node=1)])
+    engines = _pool_target(0.0)
+    assert costmodel.predict(a, b, engines, 0.5).fused == pytest.approx(1e-3)
+    assert costmodel.predict(a, m, engines, 0.5).fused == pytest.approx(2e-3)
+    for share in (0.2, 0.5, 0.8):
+        assert costmodel.predict(a, m, _pool_target(2.0), share).fused == pytest.approx(1e-3)
+        assert costmodel.predict(a, b, _pool_target(1.0), share).fused == pytest.approx(2e-3)
+    assert costmodel.predict(a, b, _pool_target(1.5), 0.5).fused == pytest.approx(2e-3 / 1.5)
+    assert costmodel.task_time(a, _pool_target(1.0)) == pytest.approx(1e-3)  # alone: one worker
+
+
+def test_an_op_class_runs_at_its_own_rate_and_travels_in_the_json(tmp_path: Path) -> None:
+    pool = Param(1e8, "FLOP/s", "test: windowed pooling")
+    target = replace(_pool_target(1.0), class_rates=(("pool", pool),))
+    maxpool, relu = _op(Engine.VECTOR, 1e6, "MaxPool"), _op(Engine.VECTOR, 1e6, "Relu")
+    assert (costmodel.op_class(maxpool), costmodel.op_class(relu)) == ("pool", "vector")
+    assert costmodel.task_time(TaskProfile.of([maxpool]), target) == pytest.approx(1e-2)
+    assert costmodel.task_time(TaskProfile.of([relu]), target) == pytest.approx(1e-3)
+    (tmp_path / "t.json").write_text(target.to_json())
+    assert costmodel.load_target(tmp_path / "t.json") == target
+    assert "class_rates" not in costmodel.HEXAGON_V73.to_dict()  # Hexagon: every op at its engine's rate
+
+
+def test_the_serial_prediction_runs_on_the_baseline(tmp_path: Path) -> None:
+    """A target whose unfused tasks run on other kernels (the host: stock ORT) predicts serial
+    times there and fused times on its own rates; the JSON keeps the baseline."""
+    a = TaskProfile.of([_op(Engine.MATRIX, 1e6)])
+    b = TaskProfile.of([_op(Engine.VECTOR, 1e6, node=1)])
+    ort = replace(_pool_target(1.0), name="ort", matrix_flops=Param(4e9, "FLOP/s", "test"))
+    kernel = replace(_pool_target(1.0), baseline=ort)
+    p = costmodel.predict(a, b, kernel, 0.5)
+    assert (p.time_a, p.time_b, p.serial) == pytest.approx((0.25e-3, 1e-3, 1.25e-3))
+    assert p.fused == pytest.approx(2e-3)  # both on the kernel's rates, one worker
+    assert costmodel.serial_time(a, kernel) == costmodel.task_time(a, ort) < costmodel.task_time(a, kernel)
+    (tmp_path / "t.json").write_text(kernel.to_json())
+    assert costmodel.load_target(tmp_path / "t.json") == kernel
+    assert costmodel.parameter_table(kernel)[-1].startswith("| baseline | `ort` |")
+
+
+def test_a_windowed_pool_counts_every_window_element(zoo_dir: Path) -> None:
+    from hexfuse_onnx.graph import load
+    from hexfuse_onnx.profile import profile_graph
+
+    g = load(zoo_dir / "inception.onnx")
+    (i,) = [k for k, n in enumerate(g.nodes) if n.op_type == "MaxPool"]
+    out = g.info(g.nodes[i].output[0]).numel
+    assert profile_graph(g).nodes[i].flops == out * 9  # kernel_shape [3, 3]
+
+
+def test_fit_recovers_the_rate_of_each_op_class() -> None:
+    truth = replace(
+        costmodel.HOST,
+        op_overhead_s=Param(3e-6, "s", "test"),
+        ddr_bytes=Param(1e15, "B/s", "test"),
+        class_rates=(("conv", Param(30e9, "FLOP/s", "test")), ("transcendental", Param(2e9, "FLOP/s", "test"))),
+    )
+    ops = []
+    for k, op_type in enumerate(["MatMul", "Conv", "Add", "Tanh", "Transpose"] * 6):
+        engine = Engine.MEMORY if op_type == "Transpose" else Engine.MATRIX if op_type in ("MatMul", "Conv") else None
+        op = _op(engine or Engine.VECTOR, 1e4 * (k + 1) ** 1.5, op_type, k)
+        ops.append(calibrate.OpTiming("synthetic", f"n{k}", op_type, op, task_time(TaskProfile.of([op]), truth), 1))
+    fit = calibrate.fit_target(ops, base=costmodel.HOST)
+    rates = dict(fit.target.class_rates)
+    assert set(rates) == {"conv", "transcendental"}
+    for name, p in truth.class_rates:
+        assert rates[name].value == pytest.approx(p.value, rel=1e-6)
+        assert rates[name].source.startswith("measured: least-squares fit to 30 ORT-profiled ops")
+    assert fit.target.matrix_flops.value == pytest.approx(truth.matrix_flops.value, rel=1e-6)
+    assert fit.median_abs_residual < 1e-9
+
+
+@pytest.mark.parametrize("seed", [1, 3, 6])  # seeds where the fit without the floor went below it
+def test_the_fitted_ddr_bandwidth_is_never_below_what_an_op_reached(seed: int) -> None:
+    """With noisy times, a few DDR-bound ops can fit a bandwidth below what an engine-bound op
+    reached (so that op could not have run as measured): the fit keeps at least that bandwidth."""
+    truth = replace(costmodel.HOST, ddr_bytes=Param(15e9, "B/s", "test"))
+    rng = np.random.default_rng(seed)
+    noisy = [replace(t, seconds=t.seconds * float(np.exp(rng.normal(0, 0.3)))) for t in _synthetic_ops(truth, 30, seed)]
+    fit = calibrate.fit_target(noisy, base=costmodel.HOST)
+    reached = calibrate.ddr_lower_bound(noisy, fit.target.op_overhead_s.value)
+    assert reached is not None and fit.target.ddr_bytes.value >= reached * (1 - 1e-6)
+
+
+def _row(work_s: float, span_s: float, gap_s: float = float("nan")) -> calibrate.PairRow:
+    return calibrate.PairRow(
+        "m", "p", "branches", "", 0.5, False, 0.0, span_s, span_s, 0.0, 0.0,
+        kernel_work_s=work_s, kernel_gap_per_op_s=gap_s,
+    )  # fmt: skip
+
+
+def test_the_pools_workers_and_the_kernels_gaps_are_measured_from_the_calls() -> None:
+    rows = [_row(1.0, 1.0, 1e-6), _row(1.6, 1.0, 3e-6), _row(3.0, 1.0, 2e-6), _row(0.8, 1.0)]
+    pool = calibrate.with_measured_pool(costmodel.HOST, rows)
+    assert pool.general_workers.value == pytest.approx(1.3)  # median of 1.0, 1.6, 3.0, 0.8
+    assert pool.general_workers.source.startswith("measured: median over 4 plugin pairs")
+    assert calibrate.with_measured_pool(costmodel.HOST, rows[2:3]).general_workers.value == 2.0  # the pool's own
+    assert calibrate.with_measured_pool(costmodel.HOST, rows[3:]).general_workers.value == 1.0  # at least one
+    assert calibrate.with_measured_pool(costmodel.HEXAGON_V73, rows) == costmodel.HEXAGON_V73  # separate engines
+    gapped = calibrate.with_kernel_gap(costmodel.HOST, rows)
+    assert gapped.op_overhead_s.value == pytest.approx(costmodel.HOST.op_overhead_s.value + 2e-6)
+    assert "between a task's items per op (median over 3 plugin pairs" in gapped.op_overhead_s.source
+
+
 @pytest.mark.parametrize("name", ["inception", "mlp_chain"])  # branches; a micro-batch pair (renamed copies)
 def test_program_ops_map_to_the_pairs_own_nodes(zoo_dir: Path, tmp_path: Path, name: str) -> None:
     """Every program op of a lowered zoo pair names a body node, and through it a real graph node
@@ -191,10 +318,14 @@ def test_prediction_error_end_to_end_on_the_plugin(zoo_dir: Path, monkeypatch: p
     # the second fit, to the kernel's own item times, on the same pairs
     assert result.kernel_target is not None and result.kernel_fit_rows
     assert result.kernel_target.name == calibrate.KERNEL_FIT_NAME
-    assert (
-        "kernel-traced" in result.kernel_target.op_overhead_s.source
-        or result.kernel_target.op_overhead_s.source.startswith("not fitted")
-    )
+    overhead = result.kernel_target.op_overhead_s.source  # item times leave the gaps between items out
+    assert overhead.startswith("measured: ") and "between a task's items per op" in overhead
+    assert "kernel-traced" in overhead or "not fitted" in overhead
+    assert result.kernel_target.baseline == result.ort_target  # unfused, the pair's nodes run on ORT
+    assert result.errors(calibrate.KERNEL_FIT).serial == result.errors(calibrate.ORT_FIT).serial
+    for t in (result.ort_target, result.kernel_target):  # the pool's workers as they ran in these calls
+        assert t is not None and 1.0 <= t.general_workers.value <= 1 + costmodel.HOST.vector_contexts.value
+        assert t.general_workers.source.startswith("measured: median over 1 plugin pairs")
     assert [(r.model, r.node) for r in result.kernel_pair_rows] == [(r.model, r.node) for r in result.pair_rows]
     for r, k in zip(result.pair_rows, result.kernel_pair_rows):
         assert k.measured_call_s == r.measured_call_s and k.call_overhead_s == r.call_overhead_s

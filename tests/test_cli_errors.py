@@ -214,27 +214,26 @@ def test_unfuse_of_invalid_graph_names_the_cause(dirs, zoo_bytes, case, builder,
 # Unknown shapes and --shape
 
 
-def test_symbolic_dims_rewrite_declines_cleanly(dirs):
+def test_symbolic_dims_rewrite_keeps_them(dirs):
     src = dirs.write("symbolic.onnx", symbolic_two_branch())
     before = sha256(src)
     proc = run_cli("rewrite", src, "-q", "-o", dirs.out / "out.onnx")
     assert proc.returncode == EXIT_OK, proc.stderr
-    assert "no pair qualifies" in proc.stdout
-    assert "not profiled" in proc.stdout
-    assert listing(dirs.out) == []
+    assert "symbolic dims analysed at N=1" in proc.stdout
+    assert "at x=1x256; x=2x256" in proc.stdout  # verified at two shapes
+    written = onnx.load(str(dirs.out / "out.onnx"))
+    assert written.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "N"
     assert sha256(src) == before
 
 
-def test_symbolic_dims_inspect_lists_unprofiled_nodes(dirs):
+def test_symbolic_dims_inspect_shows_the_binding(dirs):
     src = dirs.write("symbolic.onnx", symbolic_two_branch())
     in_before = listing(dirs.inp)
     proc = run_cli("inspect", src, "-q")
     assert proc.returncode == EXIT_OK, proc.stderr
-    assert "9 node(s) not profiled" in proc.stdout
-    for node in ("matrix/matmul0", "vector/sigmoid"):
-        assert f"node '{node}'" in proc.stdout
-    assert "unknown" in proc.stdout and "--shape" in proc.stdout  # says why and how to fix it
-    assert "chosen: 0" in proc.stdout
+    assert "not profiled" not in proc.stdout
+    assert "symbolic dims analysed at N=1 (--shape to choose); symbolic in the output" in proc.stdout
+    assert "chosen: 1" in proc.stdout
     assert listing(dirs.inp) == in_before
 
 
@@ -562,3 +561,14 @@ def test_unwritable_json_report_writes_nothing(dirs, zoo_bytes):
     assert proc.returncode == EXIT_WRITE, proc.stderr
     assert_mentions(error_line(proc), "r.json")
     assert listing(dirs.out) == []
+
+
+@pytest.mark.parametrize("command", [["profile", "-o", "trace.json"], ["bench"]])
+@pytest.mark.parametrize(("content", "words"), [(None, "file not found"), (b"not onnx", "not a valid ONNX model")])
+def test_profile_and_bench_refuse_a_bad_file_as_a_bad_model(dirs, command, content, words):
+    src = dirs.inp / "bad.onnx"
+    if content is not None:
+        src.write_bytes(content)
+    proc = run_cli(command[0], src, *[dirs.out / a if a.endswith(".json") else a for a in command[1:]])
+    assert proc.returncode == 3, proc.stderr
+    assert words in error_line(proc)

@@ -233,7 +233,7 @@ def test_cli_bad_input_is_one_line_and_writes_nothing(zoo_dir, tmp_path, case):
 
 
 def test_bench_times_the_stream_baselines(zoo_dir, tmp_path):
-    from hexfuse_onnx.bench import bench
+    from hexfuse_onnx.tools.bench import bench
 
     merged = colocate.merge([zoo_dir / "mlp_chain.onnx"], requests=2)
     result = bench(_save(merged, tmp_path / "r2.onnx"), runs=2, rounds=1, warmup=0, target="host")

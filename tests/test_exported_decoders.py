@@ -140,7 +140,7 @@ def test_decoder_spec_refuses_a_model_without_a_kv_cache(tmp_path: Path) -> None
 
 
 def test_zoo_lists_the_decoders_with_shapes_for_their_symbolic_dims() -> None:
-    from hexfuse_onnx.zoo import list_models
+    from hexfuse_onnx.tools.zoo import list_models
 
     entries = {m.name: m for m in list_models() if m.kind == "decoder"}
     assert set(entries) == set(MODELS)

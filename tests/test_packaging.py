@@ -36,6 +36,7 @@ def test_wheel_carries_the_plugin_and_the_host_kernel(tmp_path: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     assert "hexfuse_onnx/_lib/libhexfuse_ort.so" in names
     assert "hexfuse_onnx/_lib/libhexfuse_host.so" in names
+    assert {"hexfuse_onnx/targets/host.json", "hexfuse_onnx/targets/hexagon-v73.json"} <= set(names)
     assert "hexfuse_onnx/_lib/libhexfuse_rpc_loopback.so" not in names  # a test stand-in
     assert "hexfuse_onnx/cli.py" in names
     lib_after = {p.name: p.stat().st_mtime_ns for p in (ROOT / "hexfuse_onnx" / "_lib").glob("*.so")}

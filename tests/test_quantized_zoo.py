@@ -175,7 +175,7 @@ def _placement(profile: Path) -> tuple[int, set[str]]:
 
 def test_the_cli_zoo_lists_and_resolves_them(tmp_path: Path) -> None:
     from hexfuse_onnx.errors import UsageError
-    from hexfuse_onnx.zoo import list_models, resolve
+    from hexfuse_onnx.tools.zoo import list_models, resolve
 
     entries = {m.name: m for m in list_models()}
     assert set(quantized.MODELS) <= set(entries)

@@ -33,6 +33,11 @@ def test_compiled_code_evaluates_as_sympy(text: str) -> None:
         assert S.run(words, [binding[n] for n in names]) == S.evaluate(expr, binding)
 
 
+def test_floats_of_ort_inference_become_exact() -> None:
+    assert S.parse_dim("1.00000000000000") == 1
+    assert S.run(S.compile_expr(S.parse_dim("2.0*h"), {"h": 0}), [21]) == 42
+
+
 def test_names_with_dots_and_keywords_are_symbols() -> None:
     expr = S.parse_dim("p2o.DynamicDimension.0 + lambda")
     assert S.free_names(expr) == {"p2o.DynamicDimension.0", "lambda"}

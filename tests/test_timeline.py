@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from cli_support import assert_mentions, error_line, listing, run_cli
 
-from hexfuse_onnx import timeline
 from hexfuse_onnx.errors import EXIT_USAGE
 from hexfuse_onnx.runtime import LIB_DIR, PLUGIN_NAME
+from hexfuse_onnx.tools import timeline
 
 ROOT = Path(__file__).resolve().parents[1]
 needs_plugin = pytest.mark.skipif(

@@ -6,7 +6,7 @@
 //! inputs too), variadic float32 outputs. Each node's kernel parses its `program` attribute once
 //! and runs both tasks on its backend (backend.rs): `host`, one process-wide persistent worker
 //! pool of the dsp/ kernel linked in statically, or `hexagon`, the same kernel on the cDSP
-//! through FastRPC (hexagon.rs, fastrpc_client.c). See DESIGN.md, "The FusedHexPair contract".
+//! through FastRPC (hexagon.rs, fastrpc_client.c). See docs/DESIGN.md, "The FusedHexPair contract".
 //!
 //! Environment: `HEXFUSE_BACKEND` (auto | host | hexagon, default auto; read at kernel creation,
 //! i.e. when a session is created), `HEXFUSE_CDSPRPC_LIB` (the FastRPC library, default

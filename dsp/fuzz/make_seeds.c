@@ -228,6 +228,39 @@ int main(int argc, char **argv) {
         hfxb_quant(&b, 1, HFX_OP_DEQUANTIZE_LINEAR, bx, bs, HFXB_NONE, hfxb_output(&b, 1, HFXB_DIMS(7)), 0);
     }
     emit(dir, "quant", &b);
+    /* task A: QMatMul of u8 A [2,3,4] x constant i8 B [4,5], per-column zero point and scale, i32 bias */
+    hfxb_init(&b);
+    {
+        static const int8_t w[20] = {1, -2, 3, -4, 5, 127, -128, 0, 7, 9, -9, 11, 2, 3, 4, 5, 6, 7, 8, 9};
+        static const uint8_t za[1] = {128}, zy[1] = {3};
+        static const int8_t zb[5] = {0, 1, -1, 2, 0};
+        static const float sc[5] = {0.01f, 0.02f, 0.5f, 0.25f, 0.001f};
+        static const int32_t bias[5] = {100, -100, 0, 7, INT32_MAX};
+        uint32_t in[7];
+        in[0] = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(2, 3, 4)), HFX_DTYPE_U8);
+        in[1] = hfxb_set_dtype(&b, hfxb_const(&b, 0, HFXB_DIMS(4, 5), (const float *)w), HFX_DTYPE_I8);
+        in[2] = hfxb_set_dtype(&b, hfxb_const(&b, 0, HFXB_SCALAR, (const float *)za), HFX_DTYPE_U8);
+        in[3] = hfxb_set_dtype(&b, hfxb_const(&b, 0, HFXB_DIMS(5), (const float *)zb), HFX_DTYPE_I8);
+        in[4] = hfxb_const(&b, 0, HFXB_DIMS(5), sc);
+        in[5] = hfxb_set_dtype(&b, hfxb_const(&b, 0, HFXB_SCALAR, (const float *)zy), HFX_DTYPE_U8);
+        in[6] = hfxb_set_dtype(&b, hfxb_const(&b, 0, HFXB_DIMS(5), (const float *)bias), HFX_DTYPE_I32);
+        uint32_t y = hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(2, 3, 5)), HFX_DTYPE_U8);
+        hfxb_op_add(&b, 0, HFX_OP_QMATMUL, -1, 7, in, y, NULL);
+        /* task B: QConv2D of X u8 [1,4,5,5] * W i8 [6,2,3,3], group 2, pads 1, per tensor, no bias */
+        static const float sc1[1] = {0.02f};
+        static const int8_t zb1[1] = {0};
+        uint32_t cin[6];
+        cin[0] = hfxb_set_dtype(&b, hfxb_input(&b, 1, HFXB_DIMS(1, 4, 5, 5)), HFX_DTYPE_U8);
+        cin[1] = hfxb_set_dtype(&b, hfxb_const(&b, 1, HFXB_DIMS(6, 2, 3, 3), g_data), HFX_DTYPE_I8);
+        cin[2] = hfxb_set_dtype(&b, hfxb_const(&b, 1, HFXB_SCALAR, (const float *)za), HFX_DTYPE_U8);
+        cin[3] = hfxb_set_dtype(&b, hfxb_const(&b, 1, HFXB_SCALAR, (const float *)zb1), HFX_DTYPE_I8);
+        cin[4] = hfxb_const(&b, 1, HFXB_SCALAR, sc1);
+        cin[5] = hfxb_set_dtype(&b, hfxb_const(&b, 1, HFXB_SCALAR, (const float *)zy), HFX_DTYPE_U8);
+        int32_t cp[HFX_OP_PARAMS] = {1, 1, 1, 1, 1, 1, 1, 1, 2};
+        uint32_t cy = hfxb_set_dtype(&b, hfxb_output(&b, 1, HFXB_DIMS(1, 6, 5, 5)), HFX_DTYPE_U8);
+        hfxb_op_add(&b, 1, HFX_OP_QCONV2D, -1, 6, cin, cy, cp);
+    }
+    emit(dir, "qmatmul", &b);
     for (int v = 0; v < 3; v++) {
         hfxb_sec sec = {0};
         hfxb_init(&b);

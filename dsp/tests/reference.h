@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "../ref/ref_qmatmul.h" /* QMATMUL: shared with the host kernel and the qemu image */
 #include "../ref/ref_quant.h" /* QUANTIZE_LINEAR, DEQUANTIZE_LINEAR: shared with the qemu image */
 
 typedef struct rshape {

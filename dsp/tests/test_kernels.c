@@ -166,13 +166,18 @@ static void conv_case(uint32_t N, uint32_t C, uint32_t H, uint32_t W, uint32_t M
 }
 
 static void test_conv(void) {
-    int32_t p0[4] = {0, 0, 0, 0}, p1[4] = {1, 1, 1, 1}, pa[4] = {0, 2, 1, 0};
+    int32_t p0[4] = {0, 0, 0, 0}, p1[4] = {1, 1, 1, 1}, pa[4] = {0, 2, 1, 0}, pk[4] = {2, 3, 2, 3};
     int32_t s1[2] = {1, 1}, s2[2] = {2, 3}, d1[2] = {1, 1}, d2[2] = {2, 1};
     conv_case(1, 1, 1, 1, 1, 1, 1, p0, s1, d1, 1, 0);      /* all ones */
     conv_case(2, 8, 7, 9, 6, 1, 1, p0, s1, d1, 1, 1);      /* 1x1 direct */
     conv_case(1, 3, 11, 13, 5, 3, 3, p1, s1, d1, 1, 1);    /* same padding */
     conv_case(2, 6, 10, 9, 6, 3, 2, pa, s2, d2, 3, 1);     /* asym pads, strides, dilation, groups */
-    conv_case(1, 4, 9, 9, 4, 3, 3, p1, s1, d1, 4, 0);      /* depthwise */
+    conv_case(1, 4, 9, 9, 4, 3, 3, p1, s1, d1, 4, 0);      /* depthwise (direct kernel) */
+    conv_case(2, 5, 10, 9, 5, 3, 2, pa, s2, d2, 5, 1);     /* depthwise: asym pads, strides, dilation */
+    conv_case(1, 3, 4, 3, 3, 5, 5, pk, s1, d1, 3, 1);      /* depthwise: kernel wider than the input */
+    conv_case(1, 6, 10, 12, 6, 3, 3, p1, s1, d1, 6, 1);    /* depthwise: rows of 12, blocks of 8 */
+    conv_case(2, 40, 48, 40, 40, 3, 3, p1, s1, d1, 40, 1); /* depthwise in several channel blocks */
+    CHECK(g_last_items > 2);
     conv_case(1, 64, 32, 32, 16, 3, 3, p1, s1, d1, 1, 1);  /* im2col in several pixel blocks */
     CHECK(g_last_items > 1);
     conv_case(1, 2, 5, 5, 2, 5, 5, p0, s1, d1, 1, 0);      /* kernel == input */
@@ -185,6 +190,15 @@ static void test_conv(void) {
         int32_t dil[2] = {(int32_t)rng_range(1, 2), (int32_t)rng_range(1, 2)};
         conv_case(rng_range(1, 2), C, rng_range(1, 12), rng_range(1, 12), M, rng_range(1, 4), rng_range(1, 4), pads,
                   st, dil, g, (int)(rng_u32() % 2));
+    }
+    for (int i = 0; i < 20; i++) { /* depthwise: pads up to the kernel, strides and dilations up to 3 */
+        uint32_t C = rng_range(1, 6), kh = rng_range(1, 5), kw = rng_range(1, 5);
+        int32_t pads[4] = {(int32_t)rng_range(0, kh - 1), (int32_t)rng_range(0, kw - 1), (int32_t)rng_range(0, kh - 1),
+                           (int32_t)rng_range(0, kw - 1)};
+        int32_t st[2] = {(int32_t)rng_range(1, 3), (int32_t)rng_range(1, 3)};
+        int32_t dil[2] = {(int32_t)rng_range(1, 3), (int32_t)rng_range(1, 3)};
+        conv_case(rng_range(1, 2), C, rng_range(1, 14), rng_range(1, 14), C, kh, kw, pads, st, dil, (int32_t)C,
+                  (int)(rng_u32() % 2));
     }
 }
 
@@ -395,7 +409,29 @@ static void pool_case(uint32_t opc, uint32_t N, uint32_t C, uint32_t H, uint32_t
     free(X), free(Y), free(R);
 }
 
+/* MaxPool on a wide row with NaNs in the input: NaN propagates, the same bits as the reference. */
+static void pool_nan_case(void) {
+    rshape xs = {4, {1, 2, 5, 37}}, ys = {4, {1, 2, 5, 37}};
+    int32_t p[12] = {1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 0, 0};
+    uint64_t xn = rs_numel(&xs), yn = rs_numel(&ys);
+    float *X = rand_buf(xn, -4, 4), *Y = calloc(yn, 4), *R = calloc(yn, 4);
+    for (uint64_t i = 3; i < xn; i += 29) X[i] = NAN;
+    ref_pool2d(1, X, &xs, p, R, &ys);
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t x = hfxb_input(&b, 0, 4, xs.d), y = hfxb_output(&b, 0, 4, ys.d);
+    int32_t params[HFX_OP_PARAMS] = {0};
+    memcpy(params, p, 12 * sizeof(int32_t));
+    hfxb_op_add(&b, 0, HFX_OP_MAXPOOL, HFX_ENGINE_VECTOR, 1, &x, y, params);
+    const void *ins[1] = {X};
+    void *outs[1] = {Y};
+    if (run_prog(&b, ins, 1, outs, 1)) CHECK_MSG(memcmp(Y, R, yn * 4) == 0, "maxpool with NaNs");
+    hfxb_free(&b);
+    free(X), free(Y), free(R);
+}
+
 static void test_pool(void) {
+    pool_nan_case();
     for (int m = 0; m < 2; m++) {
         uint32_t opc = m ? HFX_OP_AVGPOOL : HFX_OP_MAXPOOL;
         /* pads t l b r, strides h w, dilations h w, kernel h w, ceil, count_include_pad */
@@ -429,7 +465,9 @@ static void test_pool(void) {
             p[7] = rng_u32() % 3 == 0 ? (int32_t)rng_range(1, 3) : 1;
             p[10] = (int32_t)(rng_u32() % 2);
             p[11] = m ? (int32_t)(rng_u32() % 2) : 0;
-            pool_case(opc, rng_range(1, 2), rng_range(1, 4), rng_range(1, 13), rng_range(1, 13), p, t % 2);
+            /* every fourth row wide enough for the stride-1 blocks of 16 outputs */
+            pool_case(opc, rng_range(1, 2), rng_range(1, 4), rng_range(1, 13), t % 4 ? rng_range(1, 13) : rng_range(16, 45),
+                      p, t % 2);
         }
     }
 }
@@ -825,6 +863,175 @@ static void test_quant(void) {
     hfxb_free(&b);
 }
 
+/* ---- QMATMUL: bit for bit against ref_qmatmul.h ------------------------------------------- */
+
+typedef struct qmm_case_cfg {
+    uint8_t ta, tb, ty;
+    uint32_t rank, dims[3], k, n; /* A = dims[0..rank) with dims[rank-1] = k */
+    int per_column, bias, extremes, misalign;
+} qmm_case_cfg;
+
+static int32_t qrand(uint8_t dtype) {
+    return dtype == HFX_DTYPE_U8 ? (int32_t)rng_range(0, 255) : (int32_t)rng_range(0, 255) - 128;
+}
+
+static void qmm_case(const qmm_case_cfg *c) {
+    uint32_t m = 1;
+    for (uint32_t i = 0; i + 1 < c->rank; i++) m *= c->dims[i];
+    uint32_t k = c->k, n = c->n, ncol = c->per_column ? n : 1;
+    uint8_t *abuf = malloc((size_t)m * k + 8), *bbuf = malloc((size_t)k * n + 8), *ybuf = malloc((size_t)m * n + 8);
+    uint8_t *A = abuf + c->misalign, *B = bbuf + c->misalign, *Y = ybuf + c->misalign;
+    int32_t *Ai = malloc(sizeof(int32_t) * m * k), *Bi = malloc(sizeof(int32_t) * k * n);
+    int32_t *bias = malloc(sizeof(int32_t) * n), zb[512];
+    float sc[512];
+    uint8_t zbb[512 * 4], zab[4], zyb[4];
+    for (uint64_t i = 0; i < (uint64_t)m * k; i++) {
+        Ai[i] = c->extremes ? (c->ta == HFX_DTYPE_U8 ? (i % 3 ? 255 : 0) : (i % 3 ? 127 : -128)) : qrand(c->ta);
+        store_int(A, c->ta, i, Ai[i]);
+    }
+    for (uint64_t i = 0; i < (uint64_t)k * n; i++) {
+        Bi[i] = c->extremes ? (c->tb == HFX_DTYPE_U8 ? 255 : -128) : qrand(c->tb);
+        store_int(B, c->tb, i, Bi[i]);
+    }
+    int32_t za = qrand(c->ta), zy = qrand(c->ty);
+    store_int(zab, c->ta, 0, za);
+    store_int(zyb, c->ty, 0, zy);
+    for (uint32_t j = 0; j < ncol; j++) {
+        zb[j] = qrand(c->tb);
+        store_int(zbb, c->tb, j, zb[j]);
+        /* a power of two makes ties (x.5) common; 1e-7 .. 1e-2 covers saturation at both ends */
+        sc[j] = j % 3 == 0 ? 0.5f : rng_f(1e-7f, 1e-2f);
+    }
+    for (uint32_t j = 0; j < n; j++)
+        bias[j] = j == 0 && c->extremes ? INT32_MAX : (int32_t)rng_range(0, 200000) - 100000; /* INT32_MAX: wraps */
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t kn[2] = {k, n}, nd[1] = {ncol}, bd[1] = {n}, yd[3];
+    for (uint32_t i = 0; i < c->rank; i++) yd[i] = i + 1 < c->rank ? c->dims[i] : n;
+    uint32_t in[7];
+    in[0] = hfxb_set_dtype(&b, hfxb_input(&b, 0, c->rank, c->dims), c->ta);
+    in[1] = hfxb_set_dtype(&b, hfxb_input(&b, 0, 2, kn), c->tb);
+    in[2] = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_SCALAR), c->ta);
+    in[3] = hfxb_set_dtype(&b, hfxb_input(&b, 0, c->per_column ? 1 : 0, nd), c->tb);
+    in[4] = hfxb_input(&b, 0, c->per_column ? 1 : 0, nd);
+    in[5] = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_SCALAR), c->ty);
+    in[6] = c->bias ? hfxb_set_dtype(&b, hfxb_input(&b, 0, 1, bd), HFX_DTYPE_I32) : HFXB_NONE;
+    uint32_t y = hfxb_set_dtype(&b, hfxb_output(&b, 0, c->rank, yd), c->ty);
+    hfxb_op_add(&b, 0, HFX_OP_QMATMUL, -1, c->bias ? 7 : 6, in, y, NULL);
+    const void *ins[7] = {A, B, zab, zbb, sc, zyb, bias};
+    void *outs[1] = {Y};
+    if (run_prog(&b, ins, c->bias ? 7 : 6, outs, 1)) {
+        int32_t lo = c->ty == HFX_DTYPE_U8 ? 0 : -128, hi = c->ty == HFX_DTYPE_U8 ? 255 : 127;
+        uint64_t bad = (uint64_t)m * n;
+        int32_t want = 0;
+        for (uint64_t i = 0; i < (uint64_t)m * n && bad == (uint64_t)m * n; i++) {
+            uint32_t r = (uint32_t)(i / n), col = (uint32_t)(i % n), cc = c->per_column ? col : 0;
+            int32_t acc = ref_qmatmul_acc(Ai + (uint64_t)r * k, Bi, k, n, col, za, zb[cc], c->bias ? bias[col] : 0);
+            want = ref_qmatmul_requant(acc, sc[cc], zy, lo, hi);
+            if (load_int(Y, c->ty, i) != want) bad = i;
+        }
+        CHECK_MSG(bad == (uint64_t)m * n, "qmatmul %u%u%u m=%u k=%u n=%u: y[%u] = %d, want %d", c->ta, c->tb, c->ty, m, k,
+                  n, (unsigned)bad, bad < (uint64_t)m * n ? load_int(Y, c->ty, bad) : 0, want);
+    }
+    hfxb_free(&b);
+    free(abuf), free(bbuf), free(ybuf), free(Ai), free(Bi), free(bias);
+}
+
+static void test_qmatmul(void) {
+    /* the requantisation itself: ties to even, the clamp before rounding, the zero point after */
+    CHECK(ref_qmatmul_requant(5, 0.5f, 0, 0, 255) == 2 && ref_qmatmul_requant(7, 0.5f, 0, 0, 255) == 4);
+    CHECK(ref_qmatmul_requant(-5, 0.5f, 3, -128, 127) == 1 && ref_qmatmul_requant(-7, 0.5f, 0, -128, 127) == -4);
+    CHECK(ref_qmatmul_requant(1000, 1.0f, 10, 0, 255) == 255 && ref_qmatmul_requant(-1000, 1.0f, 10, 0, 255) == 0);
+    CHECK(ref_qmatmul_requant(INT32_MIN, 1.0f, 0, -128, 127) == -128);
+    CHECK(ref_qmatmul_acc((const int32_t[]){255, 0}, (const int32_t[]){-128, 1}, 2, 1, 0, 128, -128, 7) == -128 * 129 + 7);
+    static const uint8_t types[2] = {HFX_DTYPE_U8, HFX_DTYPE_I8};
+    for (int t = 0; t < 8; t++) {
+        uint8_t ta = types[t & 1], tb = types[(t >> 1) & 1], ty = types[(t >> 2) & 1];
+        qmm_case_cfg small = {ta, tb, ty, 2, {1, 1}, 1, 1, t & 1, 1, 0, 0};
+        qmm_case_cfg odd = {ta, tb, ty, 3, {3, 7, 33}, 33, 17, (t >> 1) & 1, t & 1, 0, 1};
+        qmm_case_cfg wide = {ta, tb, ty, 2, {5, 64}, 64, 300, 1, 1, 0, 3}; /* two column tiles */
+        qmm_case_cfg edge = {ta, tb, ty, 2, {9, 40}, 40, 11, t & 1, 1, 1, 2};
+        qmm_case_cfg big = {ta, tb, ty, 2, {300, 256}, 256, 96, t & 1, (t >> 2) & 1, 0, 0}; /* several items */
+        qmm_case(&small), qmm_case(&odd), qmm_case(&wide), qmm_case(&edge), qmm_case(&big);
+        qmm_case_cfg deep = {ta, tb, ty, 2, {3, 2000}, 2000, 150, 1, 1, 0, 1}; /* several column blocks */
+        if (t == 3 || t == 4) qmm_case(&deep);
+    }
+}
+
+/* QCONV2D of every type combination on X[2,6,7,9], W[4,3,3,3], group 2, pads 1 0 2 1, strides 2 1,
+ * dilations 1 2 (per channel, with a bias), a 1x1 of X[1,5,4,4] per tensor without one, and (big 2)
+ * a 3x3 of X[1,64,40,40] cut into several items. */
+static void qconv_case(uint8_t tx, uint8_t tw, uint8_t ty, int big) {
+    uint32_t xd[4] = {2, 6, 7, 9}, wd[4] = {4, 3, 3, 3};
+    int32_t pr[HFX_OP_PARAMS] = {1, 0, 2, 1, 2, 1, 1, 2, 2};
+    if (!big) {
+        uint32_t x1[4] = {1, 5, 4, 4}, w1[4] = {3, 5, 1, 1};
+        memcpy(xd, x1, sizeof xd), memcpy(wd, w1, sizeof wd);
+        int32_t p1[9] = {0, 0, 0, 0, 1, 1, 1, 1, 1};
+        memcpy(pr, p1, sizeof p1);
+    }
+    if (big == 2) { /* several pixel blocks of an image (the work space caps them) */
+        uint32_t x2[4] = {1, 64, 40, 40}, w2[4] = {16, 64, 3, 3};
+        memcpy(xd, x2, sizeof xd), memcpy(wd, w2, sizeof wd);
+        int32_t p2[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+        memcpy(pr, p2, sizeof p2);
+    }
+    uint32_t oh = (xd[2] + (uint32_t)(pr[0] + pr[2]) - (uint32_t)pr[6] * (wd[2] - 1) - 1) / (uint32_t)pr[4] + 1;
+    uint32_t ow = (xd[3] + (uint32_t)(pr[1] + pr[3]) - (uint32_t)pr[7] * (wd[3] - 1) - 1) / (uint32_t)pr[5] + 1;
+    uint32_t yd[4] = {xd[0], wd[0], oh, ow}, m = wd[0], ncol = big ? m : 1;
+    uint64_t nx = (uint64_t)xd[0] * xd[1] * xd[2] * xd[3], nw = (uint64_t)wd[0] * wd[1] * wd[2] * wd[3];
+    uint64_t ny = (uint64_t)yd[0] * yd[1] * oh * ow;
+    int32_t *Xi = malloc(nx * 4), *Wi = malloc(nw * 4), bias[16], zw[16];
+    uint8_t *X = malloc(nx + 1), *Wb = malloc(nw + 1), *Y = malloc(ny + 1), zx[4], zwb[16], zy[4];
+    float sc[16];
+    for (uint64_t i = 0; i < nx; i++) store_int(X + 1, tx, i, Xi[i] = qrand(tx));
+    for (uint64_t i = 0; i < nw; i++) store_int(Wb, tw, i, Wi[i] = qrand(tw));
+    int32_t zxv = qrand(tx), zyv = qrand(ty);
+    store_int(zx, tx, 0, zxv), store_int(zy, ty, 0, zyv);
+    for (uint32_t j = 0; j < m; j++) {
+        store_int(zwb, tw, j, zw[j] = qrand(tw));
+        sc[j] = j % 2 ? 0.5f : rng_f(1e-5f, 1e-2f);
+        bias[j] = (int32_t)rng_range(0, 20000) - 10000;
+    }
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t in[7];
+    in[0] = hfxb_set_dtype(&b, hfxb_input(&b, 0, 4, xd), tx);
+    in[1] = hfxb_set_dtype(&b, hfxb_const(&b, 0, 4, wd, (const float *)(const void *)Wb), tw);
+    in[2] = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_SCALAR), tx);
+    in[3] = hfxb_set_dtype(&b, hfxb_input(&b, 0, big ? 1 : 0, &ncol), tw);
+    in[4] = hfxb_input(&b, 0, big ? 1 : 0, &ncol);
+    in[5] = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_SCALAR), ty);
+    in[6] = big ? hfxb_set_dtype(&b, hfxb_input(&b, 0, 1, &m), HFX_DTYPE_I32) : HFXB_NONE;
+    uint32_t y = hfxb_set_dtype(&b, hfxb_output(&b, 0, 4, yd), ty);
+    hfxb_op_add(&b, 0, HFX_OP_QCONV2D, -1, big ? 7 : 6, in, y, pr);
+    const void *ins[6] = {X + 1, zx, zwb, sc, zy, bias};
+    void *outs[1] = {Y + 1};
+    if (run_prog(&b, ins, big ? 6 : 5, outs, 1)) {
+        int32_t lo = ty == HFX_DTYPE_U8 ? 0 : -128, hi = ty == HFX_DTYPE_U8 ? 255 : 127;
+        int32_t p6[6] = {pr[0], pr[1], pr[4], pr[5], pr[6], pr[7]};
+        uint32_t cg = wd[1], mg = m / (uint32_t)pr[8];
+        uint64_t bad = ny;
+        for (uint64_t i = 0; i < ny && bad == ny; i++) {
+            uint32_t ox = (uint32_t)(i % ow), oy = (uint32_t)(i / ow % oh), mm = (uint32_t)(i / ((uint64_t)ow * oh) % m);
+            uint32_t img = (uint32_t)(i / ((uint64_t)ow * oh * m)), c = big ? mm : 0;
+            int32_t acc = ref_qconv_acc(Xi + (uint64_t)img * xd[1] * xd[2] * xd[3], xd[2], xd[3],
+                                        Wi + (uint64_t)mm * cg * wd[2] * wd[3], cg, wd[2], wd[3], (mm / mg) * cg, oy,
+                                        ox, p6, zxv, zw[c], big ? bias[mm] : 0);
+            if (load_int(Y + 1, ty, i) != ref_qmatmul_requant(acc, sc[c], zyv, lo, hi)) bad = i;
+        }
+        CHECK_MSG(bad == ny, "qconv %u%u%u big %d: y[%u] differs", tx, tw, ty, big, (unsigned)bad);
+    }
+    hfxb_free(&b);
+    free(Xi), free(Wi), free(X), free(Wb), free(Y);
+}
+
+static void test_qconv(void) {
+    static const uint8_t types[2] = {HFX_DTYPE_U8, HFX_DTYPE_I8};
+    for (int t = 0; t < 8; t++)
+        for (int big = 0; big < (t == 5 ? 3 : 2); big++) qconv_case(types[t & 1], types[(t >> 1) & 1], types[(t >> 2) & 1], big);
+}
+
 int main(void) {
     hfx_pool_config cfg;
     hfx_pool_config_init(&cfg);
@@ -850,6 +1057,8 @@ int main(void) {
     RUN_TEST(test_global_avgpool);
     RUN_TEST(test_resize);
     RUN_TEST(test_quant);
+    RUN_TEST(test_qmatmul);
+    RUN_TEST(test_qconv);
     hfx_pool_destroy(g_pool);
     hfx_pool_destroy(g_pool_alt);
     TEST_MAIN_END();

@@ -576,6 +576,66 @@ static void test_quant_ops(void) {
     }
 }
 
+/* QMatMul of A[2,3,4] u8 x B[4,5] i8 -> Y[2,3,5] u8 unless said:
+ * 0 per tensor, 1 per column (zp_b and scale [5]), 2 with a bias, 3 A f32, 4 zp_a of B's type,
+ * 5 scale u8, 6 Y i32, 7 bias f32, 8 B [3,5] (K mismatch), 9 B rank 3, 10 scale [4],
+ * 11 zp_a [2], 12 bias [4], 13 output [2,3,4], 14 8 inputs, 15 5 inputs, 16 a param set */
+static uint32_t qmatmul_prog(hfxb *b, int v) {
+    uint32_t adims[3] = {2, 3, 4}, bdims[3] = {v == 8 ? 3u : 4u, 5, 1}, ydims[3] = {2, 3, v == 13 ? 4u : 5u};
+    uint32_t ncol = v == 1 ? 5 : v == 10 ? 4 : 1, nb = v == 12 ? 4 : 5, two = 2;
+    uint32_t in[8];
+    in[0] = hfxb_set_dtype(b, hfxb_input(b, 0, 3, adims), v == 3 ? HFX_DTYPE_F32 : HFX_DTYPE_U8);
+    in[1] = hfxb_set_dtype(b, hfxb_input(b, 0, v == 9 ? 3 : 2, bdims), HFX_DTYPE_I8);
+    in[2] = hfxb_set_dtype(b, v == 11 ? hfxb_input(b, 0, 1, &two) : hfxb_input(b, 0, HFXB_SCALAR),
+                           v == 4 ? HFX_DTYPE_I8 : HFX_DTYPE_U8);
+    in[3] = hfxb_set_dtype(b, ncol > 1 ? hfxb_input(b, 0, 1, &ncol) : hfxb_input(b, 0, HFXB_SCALAR), HFX_DTYPE_I8);
+    in[4] = ncol > 1 ? hfxb_input(b, 0, 1, &ncol) : hfxb_input(b, 0, HFXB_SCALAR);
+    if (v == 5) hfxb_set_dtype(b, in[4], HFX_DTYPE_U8);
+    in[5] = hfxb_set_dtype(b, hfxb_input(b, 0, HFXB_SCALAR), HFX_DTYPE_U8);
+    in[6] = hfxb_set_dtype(b, hfxb_input(b, 0, 1, &nb), v == 7 ? HFX_DTYPE_F32 : HFX_DTYPE_I32);
+    in[7] = hfxb_input(b, 0, HFXB_SCALAR);
+    uint32_t y = hfxb_set_dtype(b, hfxb_output(b, 0, 3, ydims), v == 6 ? HFX_DTYPE_I32 : HFX_DTYPE_U8);
+    int32_t p[HFX_OP_PARAMS] = {0};
+    p[0] = v == 16;
+    uint32_t nin = v == 14 ? 8 : v == 15 ? 5 : v == 2 || v == 7 || v == 12 ? 7 : 6;
+    return hfxb_op_add(b, 0, HFX_OP_QMATMUL, -1, nin, in, y, p);
+}
+
+static void test_qmatmul_op(void) {
+    for (int v = 0; v <= 2; v++) expect_parse(qmatmul_prog, v, HFX_OK, "qmatmul");
+    for (int v = 3; v <= 7; v++) expect_parse(qmatmul_prog, v, HFX_ERR_DTYPE, "qmatmul");
+    for (int v = 8; v <= 13; v++) expect_parse(qmatmul_prog, v, HFX_ERR_SHAPE, "qmatmul");
+    expect_parse(qmatmul_prog, 14, HFX_ERR_OP, "qmatmul");
+    expect_parse(qmatmul_prog, 15, HFX_ERR_OP, "qmatmul");
+    expect_parse(qmatmul_prog, 16, HFX_ERR_PARAM, "qmatmul");
+}
+
+/* QConv2D of X[1,4,5,5] u8 * W[6,2,3,3] i8, group 2, pads 1 -> Y[1,6,5,5] u8 unless said:
+ * 0 per tensor, 1 per channel + bias, 2 W f32, 3 zp_w [5], 4 bias [5], 5 group 3, 6 output [1,6,3,3] */
+static uint32_t qconv_prog(hfxb *b, int v) {
+    uint32_t xd[4] = {1, 4, 5, 5}, wd[4] = {6, 2, 3, 3}, yd[4] = {1, 6, v == 6 ? 3u : 5u, v == 6 ? 3u : 5u};
+    uint32_t nc = v == 1 || v == 4 ? 6 : v == 3 ? 5 : 1, nb = v == 4 ? 5 : 6;
+    uint32_t in[7];
+    in[0] = hfxb_set_dtype(b, hfxb_input(b, 0, 4, xd), HFX_DTYPE_U8);
+    in[1] = hfxb_set_dtype(b, hfxb_input(b, 0, 4, wd), v == 2 ? HFX_DTYPE_F32 : HFX_DTYPE_I8);
+    in[2] = hfxb_set_dtype(b, hfxb_input(b, 0, HFXB_SCALAR), HFX_DTYPE_U8);
+    in[3] = hfxb_set_dtype(b, nc > 1 ? hfxb_input(b, 0, 1, &nc) : hfxb_input(b, 0, HFXB_SCALAR), HFX_DTYPE_I8);
+    in[4] = nc > 1 ? hfxb_input(b, 0, 1, &nc) : hfxb_input(b, 0, HFXB_SCALAR);
+    if (v == 3) in[4] = hfxb_input(b, 0, HFXB_SCALAR);
+    in[5] = hfxb_set_dtype(b, hfxb_input(b, 0, HFXB_SCALAR), HFX_DTYPE_U8);
+    in[6] = hfxb_set_dtype(b, hfxb_input(b, 0, 1, &nb), HFX_DTYPE_I32);
+    uint32_t y = hfxb_set_dtype(b, hfxb_output(b, 0, 4, yd), HFX_DTYPE_U8);
+    int32_t p[HFX_OP_PARAMS] = {1, 1, 1, 1, 1, 1, 1, 1, v == 5 ? 3 : 2};
+    return hfxb_op_add(b, 0, HFX_OP_QCONV2D, -1, v == 1 || v == 4 ? 7 : 6, in, y, p);
+}
+
+static void test_qconv_op(void) {
+    expect_parse(qconv_prog, 0, HFX_OK, "qconv");
+    expect_parse(qconv_prog, 1, HFX_OK, "qconv");
+    expect_parse(qconv_prog, 2, HFX_ERR_DTYPE, "qconv");
+    for (int v = 3; v <= 6; v++) expect_parse(qconv_prog, v, HFX_ERR_SHAPE, "qconv");
+}
+
 static void test_slice_axis(void) {
     int64_t f;
     CHECK(hfx_slice_axis(10, 0, INT32_MAX, 1, &f) == 10 && f == 0);
@@ -688,6 +748,8 @@ int main(void) {
     RUN_TEST(test_pool_resize_activation_ops);
     RUN_TEST(test_slice_axis);
     RUN_TEST(test_quant_ops);
+    RUN_TEST(test_qmatmul_op);
+    RUN_TEST(test_qconv_op);
     RUN_TEST(test_byte_flips);
     RUN_TEST(test_graph_errors);
     RUN_TEST(test_arena_and_deps);

@@ -20,7 +20,7 @@ import onnx
 from onnx import helper
 
 from .. import contract as C
-from ..costmodel import Prediction, Target, complementarity, fits, predict, task_time
+from ..costmodel import Prediction, Target, complementarity, fits, predict, serial_time
 from ..errors import ModelError
 from ..graph import ModelGraph, TensorInfo, attribute
 from ..profile import Engine, GraphProfile, TaskProfile, engine_of
@@ -109,7 +109,7 @@ class Microbatch(PairKind):
         whole = profile.task(c.task_a)
         assert whole is not None and isinstance(c.detail, ChainSplit)
         batch = c.detail.batch
-        serial = task_time(whole, target)
+        serial = serial_time(whole, target)
         splits = sorted(
             {max(1, min(batch - 1, round(batch * k / MAX_SPLITS_TRIED))) for k in range(1, MAX_SPLITS_TRIED)}
         )

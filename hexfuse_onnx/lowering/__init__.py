@@ -24,12 +24,14 @@ from .. import contract as C
 from . import layout, matrix, normalize, pointwise, quant, spatial  # noqa: F401 - they register the lowerings
 from .lowerer import Lowerer, OpOrigin
 from .registry import LOWERINGS, LoweringError, op_outside_kernel
+from .shapes import SymbolicInputs, lower_symbolic
 
 SUPPORTED_OPS = tuple(sorted(LOWERINGS))
 
 __all__ = [
     "SUPPORTED_OPS",
     "Lowered",
+    "SymbolicInputs",
     "LoweringError",
     "OpOrigin",
     "attach_programs",
@@ -56,8 +58,12 @@ def lower_function(
     types: dict[str, onnx.TypeProto],
     model_opset: int,
     ir_version: int,
+    symbolic: SymbolicInputs | None = None,
 ) -> Lowered:
     """Lower a FusedHexPair node with its function body; `types` by the node's actual input names.
+
+    With `symbolic` (some node input dim is symbolic) the program is format v2 with a shape
+    section, proven at the second binding's types (`lowering.shapes`).
 
     Raises LoweringError. A body node lowers to one op or a few through scratch tensors (Split:
     one per output; Sum, BatchNormalization, Pow x**3: a chain), a Constant to none (its value
@@ -67,8 +73,10 @@ def lower_function(
     if node.domain != C.DOMAIN or node.op_type != C.OP_TYPE:
         raise LoweringError(node.op_type, node.name, f"not a {C.DOMAIN}::{C.OP_TYPE} node")
     lowerer = Lowerer(node, fn, initializers, types, model_opset, ir_version)
-    program = lowerer.lower()
-    return Lowered(program, lowerer.origins)
+    if symbolic is None:
+        return Lowered(lowerer.lower(), lowerer.origins)
+    second = (node, symbolic.function, initializers, symbolic.second, model_opset, ir_version)
+    return Lowered(lower_symbolic(lowerer, second, symbolic), lowerer.origins)
 
 
 def _lower_in_model(model: onnx.ModelProto, node: onnx.NodeProto, types: dict[str, onnx.TypeProto] | None) -> Lowered:
@@ -138,11 +146,12 @@ def attach_programs(model: onnx.ModelProto) -> tuple[onnx.ModelProto, dict[str, 
 
 
 def set_program(node: onnx.NodeProto, program: bytes) -> None:
-    """Give a FusedHexPair node its program attributes."""
+    """Give a FusedHexPair node its program attributes (`program_version`: the program's own)."""
+    version = int.from_bytes(program[4:6], "little")
     node.attribute.extend(
         [
             helper.make_attribute(C.ATTR_PROGRAM, program),
-            helper.make_attribute(C.ATTR_PROGRAM_VERSION, C.PROGRAM_VERSION),
+            helper.make_attribute(C.ATTR_PROGRAM_VERSION, version),
         ]
     )
 

@@ -64,6 +64,8 @@ class Role(IntEnum):
 class Opcode(IntEnum):
     GEMM = 1
     CONV2D = 2
+    QMATMUL = 3  # QDQ MatMul in integers: dsp/ref/ref_qmatmul.h
+    QCONV2D = 4  # QDQ Conv in integers: the same, CONV2D's params
     ADD = 10
     SUB = 11
     MUL = 12

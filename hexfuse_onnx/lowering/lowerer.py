@@ -39,6 +39,8 @@ DTYPES: dict[int, Dtype] = {
     onnx.TensorProto.INT8: Dtype.I8,
     onnx.TensorProto.UINT8: Dtype.U8,
 }
+# numpy layout of the program constants a lowering writes
+NP_DTYPES: dict[Dtype, str] = {Dtype.F32: "<f4", Dtype.U8: "<u1", Dtype.I8: "<i1", Dtype.I32: "<i4"}
 
 # Output types a lowering-time fold never makes: the kernel's data (and unknown types).
 _NOT_SHAPE_DTYPES = {0, onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE}
@@ -104,6 +106,7 @@ class Lowerer:
         if len(fn.input) != len(node.input) or len(fn.output) != len(node.output):
             raise LoweringError(node.op_type, self.pair, "node and function body disagree on inputs/outputs")
         self.n_in_a, self.n_out_a = n_in_a, n_out_a
+        self.ir_version = ir_version
         self.inits = initializers
         self.opset = next((o.version for o in fn.opset_import if o.domain in ("", "ai.onnx")), model_opset)
         self.formal: dict[str, str] = dict(zip(fn.input, node.input))  # formal name -> actual name
@@ -133,7 +136,20 @@ class Lowerer:
         self._body_index: int | None = None  # the body node being lowered
 
     def _infer_body(self, ir_version: int) -> None:
-        g_inputs = [helper.make_value_info(f, self.types[f]) for f in self.fn.input]
+        m = self.body_model({f: self.types[f] for f in self.fn.input}, ir_version)
+        try:
+            inferred = shape_inference.infer_shapes(m, strict_mode=False, data_prop=True)
+        except Exception as exc:  # noqa: BLE001
+            raise LoweringError(self.node.op_type, self.pair, f"shape inference of the body failed: {exc}") from None
+        g = inferred.graph
+        for v in list(g.value_info) + list(g.output):
+            if v.type.tensor_type.elem_type:
+                self.types.setdefault(v.name, v.type)
+
+    def body_model(self, input_types: dict[str, onnx.TypeProto], ir_version: int) -> onnx.ModelProto:
+        """The function body as a model of its formal inputs (of these types), with the
+        initializers that steer ops, for shape inference."""
+        g_inputs = [helper.make_value_info(f, input_types[f]) for f in self.fn.input]
         # float initializers that steer an op (Resize roi/scales) are given to shape inference too
         steering = {i for n in self.fn.node if n.op_type == "Resize" for i in n.input[1:] if i}
         renamed = []
@@ -151,15 +167,7 @@ class Lowerer:
             initializer=renamed,
             value_info=list(self.fn.value_info),
         )
-        m = helper.make_model(graph, opset_imports=list(self.fn.opset_import), ir_version=ir_version)
-        try:
-            inferred = shape_inference.infer_shapes(m, strict_mode=False, data_prop=True)
-        except Exception as exc:  # noqa: BLE001
-            raise LoweringError(self.node.op_type, self.pair, f"shape inference of the body failed: {exc}") from None
-        g = inferred.graph
-        for v in list(g.value_info) + list(g.output):
-            if v.type.tensor_type.elem_type:
-                self.types.setdefault(v.name, v.type)
+        return helper.make_model(graph, opset_imports=list(self.fn.opset_import), ir_version=ir_version)
 
     # ---- tensors ----
 
@@ -183,10 +191,7 @@ class Lowerer:
         """Program id of a float tensor an op reads."""
         if name not in self.ids:
             if name in self.static and self.static[name].dtype == np.float32:
-                arr = np.ascontiguousarray(self.static[name], dtype="<f4")
-                self.ids[name] = self.prog.add(
-                    Tensor(Dtype.F32, Role.CONSTANT, task, list(arr.shape), data=arr.tobytes())
-                )
+                self.ids[name] = self.constant(self.static[name], task)
                 self.task_of[name] = task
             else:
                 raise LoweringError(op.op_type, op.name, f"input '{name}' is not available to the program")
@@ -213,24 +218,41 @@ class Lowerer:
             raise LoweringError(op.op_type, op.name, f"'{name}' must be a constant (initializer or Constant)")
         return [int(v) for v in np.asarray(self.static[name]).reshape(-1)]
 
+    def known_value(self, name: str) -> np.ndarray | None:
+        """The value of a body tensor known at lowering time (a Constant, folded, or an initializer)."""
+        if not name:
+            return None
+        if name in self.static:
+            return np.asarray(self.static[name])
+        if self.formal.get(name) in self.inits:
+            return numpy_helper.to_array(self.inits[self.formal[name]])
+        return None
+
     def const_floats(self, name: str, op: onnx.NodeProto) -> np.ndarray:
         """The float32 values of a constant float input (Resize scales): a Constant or an initializer."""
-        if name in self.static:
-            arr = self.static[name]
-        elif self.formal.get(name) in self.inits:
-            arr = numpy_helper.to_array(self.inits[self.formal[name]])
-        else:
+        arr = self.known_value(name)
+        if arr is None:
             raise LoweringError(op.op_type, op.name, f"'{name}' must be a constant (initializer or Constant)")
         return np.asarray(arr, dtype=np.float32).reshape(-1)
+
+    def node_task(self, k: int) -> Task:
+        """The task of body node k: A's nodes come first."""
+        return Task.A if k < self.n_nodes_a else Task.B
 
     # ---- lowering ----
 
     def lower(self) -> bytes:
+        from . import qmatmul  # imports this module
+
         self._declare_inputs()
+        integer = qmatmul.plan(self)
         for k, n in enumerate(self.fn.node):
             self._body_index = k
-            if not self._folds(n):
-                LOWERINGS[op_key(n)](self, n, Task.A if k < self.n_nodes_a else Task.B)
+            task = self.node_task(k)
+            if k in integer.groups:
+                qmatmul.emit(self, integer.groups[k], task)
+            elif k not in integer.absorbed and not self._folds(n):
+                LOWERINGS[op_key(n)](self, n, task)
         self._body_index = None
         self._copy_out_outputs()
         p = self.prog
@@ -305,10 +327,10 @@ class Lowerer:
         """A program tensor for an intermediate of a lowering that emits several ops."""
         return self.prog.add(Tensor(Dtype.F32, Role.SCRATCH, task, list(dims)))
 
-    def constant(self, value: np.ndarray, task: Task) -> int:
-        """A float32 program constant computed at lowering time."""
-        arr = np.ascontiguousarray(value, dtype="<f4")
-        return self.prog.add(Tensor(Dtype.F32, Role.CONSTANT, task, list(arr.shape), data=arr.tobytes()))
+    def constant(self, value: np.ndarray, task: Task, dtype: Dtype = Dtype.F32) -> int:
+        """A program constant computed at lowering time (float32 unless `dtype` says otherwise)."""
+        arr = np.ascontiguousarray(value, dtype=NP_DTYPES[dtype])
+        return self.prog.add(Tensor(dtype, Role.CONSTANT, task, list(arr.shape), data=arr.tobytes()))
 
     def _out(self, n: onnx.NodeProto, task: Task, name: str | None = None, dtype: Dtype = Dtype.F32) -> int:
         name = name or n.output[0]

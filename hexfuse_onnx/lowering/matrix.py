@@ -54,17 +54,7 @@ def conv(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         inputs = [as_2d(cx, n, t, inputs[0], cx.shape(source, n)), as_2d(cx, n, t, inputs[1], w)]
     if len(n.input) > 2 and n.input[2]:
         inputs.append(cx.read(n.input[2], n, t))
-    params = {
-        ConvParam.PAD_TOP: pads[0],
-        ConvParam.PAD_LEFT: pads[1],
-        ConvParam.PAD_BOTTOM: pads[2],
-        ConvParam.PAD_RIGHT: pads[3],
-        ConvParam.STRIDE_H: strides[0],
-        ConvParam.STRIDE_W: strides[1],
-        ConvParam.DILATION_H: dil[0],
-        ConvParam.DILATION_W: dil[1],
-        ConvParam.GROUP: int(attr(n, "group", 1)),
-    }
+    params = conv_params(n, strides, dil, pads)
     if r == 2:
         cx.emit(n, t, Opcode.CONV2D, inputs, params)
     else:
@@ -107,3 +97,18 @@ def _pad_amounts(cx: Lowerer, n: onnx.NodeProto, rank: int) -> tuple[list[int], 
     for k, a in enumerate(axes):
         pads[a % rank], pads[rank + a % rank] = given[k], given[len(axes) + k]
     return pads, value
+
+
+def conv_params(n: onnx.NodeProto, strides: list[int], dil: list[int], pads: list[int]) -> dict[ConvParam, int]:
+    """CONV2D's (and QCONV2D's) params: pads top, left, bottom, right; strides; dilations; group."""
+    return {
+        ConvParam.PAD_TOP: pads[0],
+        ConvParam.PAD_LEFT: pads[1],
+        ConvParam.PAD_BOTTOM: pads[2],
+        ConvParam.PAD_RIGHT: pads[3],
+        ConvParam.STRIDE_H: strides[0],
+        ConvParam.STRIDE_W: strides[1],
+        ConvParam.DILATION_H: dil[0],
+        ConvParam.DILATION_W: dil[1],
+        ConvParam.GROUP: int(attr(n, "group", 1)),
+    }

@@ -1,4 +1,10 @@
-"""The task program in memory and its byte encoding (format: dsp/README.md, numbers: abi.py)."""
+"""The task program in memory and its byte encoding (format: dsp/README.md, numbers: abi.py).
+
+A program without a shape section is encoded as format version 1, exactly as before; one with
+a shape section as version 2 (64-byte header, the section after the data; spec
+/work/wt/_brief/PROGRAM_V2.md until dsp/README.md carries it). `specialize` is the reference of
+the kernel's hfx_program_specialize: the shape section applied to actual input shapes.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +12,17 @@ import struct
 import zlib
 from dataclasses import dataclass, field
 
+from .. import shape_expr
+from ..shape_expr import ShapeExprError, Target
 from .abi import Dtype, Engine, Layout, Opcode, Role, Task
+
+VERSION_2 = 2
+HEADER_BYTES_V2 = 64
+_HEADER = "<IHHIIII4HIIII"  # v1, and the first 48 bytes of v2
+_HEADER_V2_TAIL = "<II2I"  # shapes_bytes, quant_bytes, reserved
+_TENSOR = "<BBBBI8III"
+_DIMS_AT = 8  # byte offset of dims[] in a tensor record
+_PARAMS_AT = 48  # byte offset of params[] in an op record
 
 
 @dataclass
@@ -39,9 +55,11 @@ class Program:
         self.tensors.append(t)
         return len(self.tensors) - 1
 
-    def encode(self) -> bytes:
+    def encode(self, shapes: bytes = b"") -> bytes:
+        """Version 1 bytes, or version 2 with `shapes` (an encoded shape section) after the data."""
         align = Layout.CONST_ALIGN
-        ops_off = Layout.HEADER_BYTES + len(self.tensors) * Layout.TENSOR_RECORD_BYTES
+        header_bytes = HEADER_BYTES_V2 if shapes else Layout.HEADER_BYTES
+        ops_off = header_bytes + len(self.tensors) * Layout.TENSOR_RECORD_BYTES
         ops_end = ops_off + len(self.ops) * Layout.OP_RECORD_BYTES
         data_off = -(-ops_end // align) * align
         data = bytearray()
@@ -50,24 +68,26 @@ class Program:
             records += _tensor_record(t, data)
         for o in self.ops:
             records += _op_record(o)
-        total = data_off + len(data) + Layout.PROGRAM_CRC_BYTES
+        total = data_off + len(data) + len(shapes) + Layout.PROGRAM_CRC_BYTES
         header = struct.pack(
-            "<IHHIIII4HIIII",
+            _HEADER,
             Layout.PROGRAM_MAGIC,
-            Layout.PROGRAM_VERSION,
-            Layout.HEADER_BYTES,
+            VERSION_2 if shapes else Layout.PROGRAM_VERSION,
+            header_bytes,
             total,
             Layout.PROGRAM_FLAG_CRC32,
             len(self.tensors),
             len(self.ops),
             *self.n_io,
-            Layout.HEADER_BYTES,
+            header_bytes,
             ops_off,
             data_off,
             len(data),
         )
+        if shapes:
+            header += struct.pack(_HEADER_V2_TAIL, len(shapes), 0, 0, 0)
         blob = header + records
-        body = bytes(blob + bytes(data_off - len(blob)) + data)
+        body = bytes(blob + bytes(data_off - len(blob)) + data + shapes)
         return body + struct.pack("<I", zlib.crc32(body))  # the kernel refuses a corrupted program
 
 
@@ -97,3 +117,124 @@ def _op_record(o: Op) -> bytes:
         Layout.NO_TENSOR,
         *o.params,
     )
+
+
+# ---- reading a program back: the layout, the shape section, specialization
+
+
+@dataclass(frozen=True)
+class Layout2:
+    """Where the parts of an encoded program lie (v1 or v2)."""
+
+    version: int
+    n_tensors: int
+    n_ops: int
+    tensors_off: int
+    ops_off: int
+    data_off: int
+    data_bytes: int
+    shapes_off: int
+    shapes_bytes: int
+
+
+def layout_of(program: bytes) -> Layout2:
+    head = struct.unpack_from(_HEADER, program)
+    version, n_tensors, n_ops = head[1], head[5], head[6]
+    tensors_off, ops_off, data_off, data_bytes = head[11:15]
+    shapes_bytes = struct.unpack_from("<I", program, 48)[0] if version >= VERSION_2 else 0
+    return Layout2(
+        version, n_tensors, n_ops, tensors_off, ops_off, data_off, data_bytes, data_off + data_bytes, shapes_bytes
+    )
+
+
+@dataclass(frozen=True)
+class Section:
+    symbols: list[tuple[int, int]]  # (io_index, axis)
+    patches: list[tuple[int, int, int, list[int]]]  # (target, id, slot, words)
+
+
+def read_section(program: bytes) -> Section | None:
+    lay = layout_of(program)
+    if lay.shapes_bytes == 0:
+        return None
+    at = lay.shapes_off
+    (n_symbols,) = struct.unpack_from("<I", program, at)
+    symbols = [struct.unpack_from("<II", program, at + 4 + 8 * k) for k in range(n_symbols)]
+    at += 4 + 8 * n_symbols
+    (n_patches,) = struct.unpack_from("<I", program, at)
+    at += 4
+    patches = []
+    for _ in range(n_patches):
+        target, _, n_words, ident, slot = struct.unpack_from("<BBHII", program, at)
+        words = list(struct.unpack_from(f"<{n_words}I", program, at + 12))
+        patches.append((target, ident, slot, words))
+        at += 12 + 4 * n_words
+    return Section([(int(i), int(a)) for i, a in symbols], patches)
+
+
+def tensor_records(program: bytes) -> list[tuple[int, int, list[int]]]:
+    """(role, io, dims) of every tensor record."""
+    lay = layout_of(program)
+    out = []
+    for k in range(lay.n_tensors):
+        _, role, _, rank, io, *rest = struct.unpack_from(
+            _TENSOR, program, lay.tensors_off + k * Layout.TENSOR_RECORD_BYTES
+        )
+        out.append((role, io, list(rest[:rank])))
+    return out
+
+
+def specialize(program: bytes, input_dims: list[list[int]]) -> bytes:
+    """The program specialized to the given dims of every node input (A's then B's), as the
+    kernel's hfx_program_specialize makes it; raises ShapeExprError with why it cannot."""
+    lay, section, records = layout_of(program), read_section(program), tensor_records(program)
+    patched = (
+        {(ident, slot) for target, ident, slot, _ in section.patches if target == Target.TENSOR_DIM}
+        if section
+        else set()
+    )
+    for tid, (role, io, dims) in enumerate(records):
+        if role != Role.INPUT:
+            continue
+        if io >= len(input_dims) or len(input_dims[io]) != len(dims):
+            raise ShapeExprError(f"input {io} has another rank than the program's")
+        for axis, d in enumerate(dims):
+            if (tid, axis) not in patched and input_dims[io][axis] != d:
+                raise ShapeExprError(f"input {io} dim {axis} is static ({d}), given {input_dims[io][axis]}")
+    if section is None:
+        return program
+    values = [input_dims[io][axis] for io, axis in section.symbols]
+    out = bytearray(program)
+    for target, ident, slot, words in section.patches:
+        value = shape_expr.run(words, values)
+        if target == Target.TENSOR_DIM:
+            if not 1 <= value <= 2**31 - 1:
+                raise ShapeExprError(f"tensor {ident} dim {slot} evaluates to {value}")
+            struct.pack_into(
+                "<I", out, lay.tensors_off + ident * Layout.TENSOR_RECORD_BYTES + _DIMS_AT + 4 * slot, value
+            )
+        else:
+            if not -(2**31) <= value < 2**31:
+                raise ShapeExprError(f"op {ident} param {slot} evaluates to {value}, outside i32")
+            struct.pack_into("<i", out, lay.ops_off + ident * Layout.OP_RECORD_BYTES + _PARAMS_AT + 4 * slot, value)
+    struct.pack_into("<I", out, len(out) - 4, zlib.crc32(bytes(out[:-4])))
+    return bytes(out)
+
+
+def locate(program: bytes, offset: int) -> tuple[str, int, int]:
+    """What byte `offset` of a program belongs to: ("tensor", id, axis), ("op", index, param
+    slot; -1 outside params), ("data", byte in data, 0), ("header"/"section"/"crc", offset, 0)."""
+    lay = layout_of(program)
+    tensors_end = lay.tensors_off + lay.n_tensors * Layout.TENSOR_RECORD_BYTES
+    ops_end = lay.ops_off + lay.n_ops * Layout.OP_RECORD_BYTES
+    if lay.tensors_off <= offset < tensors_end:
+        tid, at = divmod(offset - lay.tensors_off, Layout.TENSOR_RECORD_BYTES)
+        return ("tensor", tid, (at - _DIMS_AT) // 4 if _DIMS_AT <= at < _DIMS_AT + 32 else -1)
+    if lay.ops_off <= offset < ops_end:
+        op, at = divmod(offset - lay.ops_off, Layout.OP_RECORD_BYTES)
+        return ("op", op, (at - _PARAMS_AT) // 4 if at >= _PARAMS_AT else -1)
+    if lay.data_off <= offset < lay.shapes_off:
+        return ("data", offset - lay.data_off, 0)
+    if offset < lay.tensors_off:
+        return ("header", offset, 0)
+    return ("section" if offset < len(program) - 4 else "crc", offset, 0)

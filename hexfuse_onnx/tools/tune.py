@@ -32,13 +32,13 @@ import onnxruntime as ort
 
 from .. import contract as C
 from .. import runtime, tuning
-from ..bench import Config, first_line, ort_options, time_configs, verify_config
 from ..errors import ModelError, UsageError, WriteError
 from ..graph import load, read_model
 from ..modelio import stage
 from ..pipeline import PLUGIN_RTOL
 from ..rewrite import unfuse
 from ..verify import DEFAULT_RTOL, check, compare, random_inputs
+from .bench import Config, first_line, ort_options, sample_stats, time_configs, verify_config
 
 DEFAULT_RUNS = 30
 DEFAULT_ROUNDS = 5
@@ -68,14 +68,7 @@ class Timing:
 
     def stats(self) -> dict[str, float]:
         a = self.all()
-        med = float(np.median(a))
-        return {
-            "median_us": med,
-            "p10_us": float(np.percentile(a, 10)),
-            "p90_us": float(np.percentile(a, 90)),
-            "mad_us": float(np.median(np.abs(a - med))),
-            "n": int(a.size),
-        }
+        return {**sample_stats(a), "mad_us": float(np.median(np.abs(a - np.median(a))))}
 
 
 @dataclass

@@ -170,6 +170,8 @@ enum hfx_opcode {
     /* matrix */
     HFX_OP_GEMM = 1,   /* MatMul and Gemm: in A, B [, C]; batched, numpy broadcast of batch dims */
     HFX_OP_CONV2D = 2, /* in X[N,C,H,W], W[M,C/g,kh,kw] [, B[M]] */
+    HFX_OP_QMATMUL = 3, /* QDQ MatMul, integer: in A[..., K], B[K, N], zp_a, zp_b, scale, zp_y [, bias i32 [N]] */
+    HFX_OP_QCONV2D = 4, /* QDQ Conv, integer: in X[N,C,H,W], W[M,C/g,kh,kw], zp_x, zp_w, scale, zp_y [, bias i32 [M]] */
     /* elementwise binary, numpy broadcasting */
     HFX_OP_ADD = 10,
     HFX_OP_SUB = 11,
@@ -303,5 +305,11 @@ enum hfx_resize_nearest_mode {
  * param is 0) or are 1-D with X.dims[axis] elements (per axis). The zero point has the integer
  * type (Q: the output's, DQ: the input's). */
 #define HFX_P_QUANT_AXIS 0 /* per axis: in [-rank, rank), normalized; per tensor: 0 */
+
+/* QMATMUL (no params): A u8/i8, B u8/i8 [K, N], zp_a (A's type) and zp_y (Y's type) one element,
+ * zp_b (B's type) and scale (f32, = f32(f32(s_a * s_b) / s_y)) one element or N; Y u8/i8
+ * [..., N]. Integer semantics: dsp/ref/ref_qmatmul.h.
+ * QCONV2D: the same inputs with M (W.dims[0]) for N, and CONV2D's params (HFX_P_CONV_*); padding
+ * reads X's zero point. */
 
 #endif /* HEXFUSE_OPS_H */

@@ -1,16 +1,24 @@
 /* conv.c - Conv2D (NCHW) as im2col + GEMM on the matrix engine. An item is a
- * block of output pixels of one (image, group): Y[n, g*Mg:(g+1)*Mg, p0:p1]. */
+ * block of output pixels of one (image, group): Y[n, g*Mg:(g+1)*Mg, p0:p1].
+ * Depthwise convs (one input and one output channel per group) run a direct
+ * kernel instead, an item being a range of channels of one image: as a GEMM
+ * they are a 1-row product after an im2col that costs more than the product. */
 #include <cblas.h>
 #include <string.h>
 
 #include "kernels.h"
 
-#define CONV_WS_MAX (512u * 1024u) /* im2col bytes per item */
+#define CONV_WS_MAX (512u * 1024u)          /* im2col bytes per item */
+#define CONV_DW_ITEM_TAPS (1u << 18)        /* depthwise: multiply-adds per item */
+#define CONV_DW_WS_MAX (2u * 1024u * 1024u) /* depthwise: padded channel bytes; larger ones take im2col */
+
+enum { CONV_IM2COL, CONV_1X1, CONV_DEPTHWISE };
 
 typedef struct conv_plan {
     uint64_t images, groups;
     uint64_t pixels_per_item, blocks; /* output pixels per item, items per (image, group) */
-    uint64_t direct;                  /* 1x1, stride 1, no pads: no im2col */
+    uint64_t mode;                    /* CONV_IM2COL, CONV_1X1 (no im2col) or CONV_DEPTHWISE */
+    uint64_t channels_per_item;       /* CONV_DEPTHWISE: channels of one image per item */
     uint64_t kk;                      /* C/g * kh * kw */
     uint64_t pixels;                  /* OH * OW */
 } conv_plan;
@@ -63,11 +71,27 @@ hfx_status hfx_plan_conv2d(const hfx_program *p, hfx_op *op) {
     pl.kk = (uint64_t)w->dims[1] * w->dims[2] * w->dims[3];
     pl.pixels = (uint64_t)y->dims[2] * y->dims[3];
     uint64_t mg = w->dims[0] / pl.groups;
-    pl.direct = w->dims[2] == 1 && w->dims[3] == 1 && pr[HFX_P_CONV_PAD_TOP] == 0 && pr[HFX_P_CONV_PAD_LEFT] == 0 &&
-                pr[HFX_P_CONV_PAD_BOTTOM] == 0 && pr[HFX_P_CONV_PAD_RIGHT] == 0 && pr[HFX_P_CONV_STRIDE_H] == 1 &&
-                pr[HFX_P_CONV_STRIDE_W] == 1;
+    bool one_by_one = w->dims[2] == 1 && w->dims[3] == 1 && pr[HFX_P_CONV_PAD_TOP] == 0 &&
+                      pr[HFX_P_CONV_PAD_LEFT] == 0 && pr[HFX_P_CONV_PAD_BOTTOM] == 0 && pr[HFX_P_CONV_PAD_RIGHT] == 0 &&
+                      pr[HFX_P_CONV_STRIDE_H] == 1 && pr[HFX_P_CONV_STRIDE_W] == 1;
+    uint64_t sw = (uint64_t)pr[HFX_P_CONV_STRIDE_W];
+    uint64_t padded_row =
+        hfx_ceil_div(x->dims[3] + (uint64_t)pr[HFX_P_CONV_PAD_LEFT] + (uint64_t)pr[HFX_P_CONV_PAD_RIGHT], sw) * sw;
+    uint64_t padded_bytes =
+        (x->dims[2] + (uint64_t)pr[HFX_P_CONV_PAD_TOP] + (uint64_t)pr[HFX_P_CONV_PAD_BOTTOM]) * padded_row * 4;
+    if (mg == 1 && w->dims[1] == 1 && !one_by_one && padded_bytes <= CONV_DW_WS_MAX) {
+        pl.mode = CONV_DEPTHWISE;
+        pl.channels_per_item = hfx_per_item_for(pl.pixels * pl.kk, CONV_DW_ITEM_TAPS);
+        if (pl.channels_per_item > pl.groups) pl.channels_per_item = pl.groups;
+        pl.blocks = hfx_ceil_div(pl.groups, pl.channels_per_item);
+        pl.pixels_per_item = pl.pixels;
+        op->plan.ws_bytes = (size_t)padded_bytes;
+        HFX_PLAN_STORE(op, pl);
+        return hfx_plan_set_items(op, pl.images * pl.blocks);
+    }
+    pl.mode = one_by_one ? CONV_1X1 : CONV_IM2COL;
     uint64_t pb = hfx_per_item_for(2 * mg * pl.kk, HFX_GEMM_ITEM_FLOPS);
-    if (!pl.direct) {
+    if (pl.mode == CONV_IM2COL) {
         uint64_t cap = CONV_WS_MAX / (pl.kk * 4);
         if (cap == 0) cap = 1;
         if (pb > cap) pb = cap;
@@ -75,9 +99,136 @@ hfx_status hfx_plan_conv2d(const hfx_program *p, hfx_op *op) {
     if (pb > pl.pixels) pb = pl.pixels;
     pl.blocks = hfx_ceil_div(pl.pixels, pb);
     pl.pixels_per_item = hfx_ceil_div(pl.pixels, pl.blocks);
-    op->plan.ws_bytes = pl.direct ? 0 : (size_t)(pl.kk * pl.pixels_per_item * 4);
+    op->plan.ws_bytes = pl.mode == CONV_1X1 ? 0 : (size_t)(pl.kk * pl.pixels_per_item * 4);
     HFX_PLAN_STORE(op, pl);
     return hfx_plan_set_items(op, pl.images * pl.groups * pl.blocks);
+}
+
+typedef float dw_vec __attribute__((vector_size(32))); /* 8 lanes; plain SSE pairs without AVX */
+#define DW_LANES 8
+
+/* One padded input row of a channel into its `sw` phase planes of wq floats each: padded column j goes
+ * to plane j % sw at j / sw, so that every tap of a strided output run reads contiguous floats. */
+static inline void dw_split_row(const float *x, int64_t w, int64_t pl, int64_t wp, int64_t sw, int64_t wq, float *dst) {
+    if (sw == 1) {
+        memset(dst, 0, (size_t)wp * sizeof(float));
+        if (x) memcpy(dst + pl, x, (size_t)w * sizeof(float));
+        return;
+    }
+    memset(dst, 0, (size_t)(sw * wq) * sizeof(float));
+    if (!x) return;
+    for (int64_t r = 0; r < sw; r++) {
+        /* plane r, index q holds input column q sw + r - pl: inside the row for q in [lo, hi) */
+        int64_t lo = pl - r <= 0 ? 0 : (pl - r + sw - 1) / sw, hi = (w + pl - r + sw - 1) / sw;
+        if (hi > wq) hi = wq;
+        for (int64_t q = lo; q < hi; q++) dst[r * wq + q] = x[q * sw + r - pl];
+    }
+}
+
+/* Geometry of a depthwise channel in the work space (see conv_depthwise). */
+typedef struct dw_geom {
+    int64_t kh, kw, dh, row; /* kernel, vertical dilation, floats per padded input row */
+    int64_t wq, dws, dwr;    /* floats per phase plane; horizontal dilation = dws * sw + dwr */
+    int64_t sw;
+} dw_geom;
+
+/* Outputs [ox, ox + n) of one output row (n <= 2 * DW_LANES), src at the row's first input row: the bias
+ * plus every tap in (ki, kj) order. Full blocks use two 8-lane accumulators; a short block the same
+ * order on a small array, so every output gets the same value whichever block computes it. */
+static inline void dw_block(const float *restrict src, const float *restrict wc, float b, const dw_geom *g, int64_t ox,
+                            int64_t n, float *restrict y) {
+    dw_vec acc0 = (dw_vec){0} + b, acc1 = acc0;
+    float acc[2 * DW_LANES];
+    for (int64_t l = 0; l < n; l++) acc[l] = b;
+    for (int64_t ki = 0; ki < g->kh; ki++) {
+        int64_t r = 0, q = ox; /* the tap's phase plane and index in it */
+        for (int64_t kj = 0; kj < g->kw; kj++) {
+            const float *t = src + ki * g->dh * g->row + r * g->wq + q;
+            float wv = wc[ki * g->kw + kj];
+            if (n == 2 * DW_LANES) {
+                dw_vec x0, x1; /* memcpy: unaligned loads, no dw_vec in a signature (psABI) */
+                memcpy(&x0, t, sizeof x0);
+                memcpy(&x1, t + DW_LANES, sizeof x1);
+                acc0 += wv * x0;
+                acc1 += wv * x1;
+            } else {
+                for (int64_t l = 0; l < n; l++) acc[l] += wv * t[l];
+            }
+            r += g->dwr, q += g->dws;
+            if (r >= g->sw) r -= g->sw, q++;
+        }
+    }
+    if (n == 2 * DW_LANES) {
+        memcpy(y + ox, &acc0, sizeof acc0);
+        memcpy(y + ox + DW_LANES, &acc1, sizeof acc1);
+    } else {
+        memcpy(y + ox, acc, (size_t)n * sizeof(float));
+    }
+}
+
+#define DW_ROWS 4 /* output rows of a full block: 2 x DW_ROWS independent accumulators hide the add latency */
+
+/* A full block: outputs [ox, ox + nvec DW_LANES) (nvec 1 or 2) of output rows oy .. oy + DW_ROWS - 1, same
+ * order per output as dw_block. src is at output row oy's first input row, y at output row oy. */
+static inline void dw_block_rows(const float *restrict src, const float *restrict wc, float b, const dw_geom *g,
+                                 int64_t sh, int64_t ox, float *restrict y, int64_t ow, int nvec) {
+    dw_vec acc[DW_ROWS][2];
+    for (int i = 0; i < DW_ROWS; i++) acc[i][0] = acc[i][1] = (dw_vec){0} + b;
+    for (int64_t ki = 0; ki < g->kh; ki++) {
+        int64_t r = 0, q = ox;
+        for (int64_t kj = 0; kj < g->kw; kj++) {
+            const float *t = src + ki * g->dh * g->row + r * g->wq + q;
+            float wv = wc[ki * g->kw + kj];
+            for (int i = 0; i < DW_ROWS; i++) {
+                for (int v = 0; v < nvec; v++) {
+                    dw_vec x;
+                    memcpy(&x, t + i * sh * g->row + v * DW_LANES, sizeof x);
+                    acc[i][v] += wv * x;
+                }
+            }
+            r += g->dwr, q += g->dws;
+            if (r >= g->sw) r -= g->sw, q++;
+        }
+    }
+    for (int i = 0; i < DW_ROWS; i++) memcpy(y + i * ow + ox, acc[i], (size_t)nvec * sizeof acc[i][0]);
+}
+
+/* Channels [c0, c1) of one image of a depthwise conv. Each channel is first rewritten into the work
+ * space xp: zero-padded and split into stride phases, so that no tap needs a bounds check and every
+ * load is contiguous. Then the output is computed in blocks of DW_ROWS rows x 16 (or, in rows under
+ * 16, 8) outputs; the last block of a row or column overlaps the previous one rather than running
+ * short (same values: same order per output), and planes under DW_ROWS x DW_LANES go row by row.
+ * Not inlined (too big), hence its own AVX2 copy. */
+HFX_VECTOR_KERNEL
+static void conv_depthwise(const float *restrict X, const float *restrict W, const float *restrict bias,
+                           float *restrict Y, float *restrict xp, uint64_t c0, uint64_t c1, const uint64_t in_hw[2],
+                           const uint64_t k_hw[2], const uint64_t out_hw[2], const int32_t *pr) {
+    int64_t h = (int64_t)in_hw[0], w = (int64_t)in_hw[1], oh = (int64_t)out_hw[0], ow = (int64_t)out_hw[1];
+    int64_t sh = pr[HFX_P_CONV_STRIDE_H], sw = pr[HFX_P_CONV_STRIDE_W], dw = pr[HFX_P_CONV_DILATION_W];
+    int64_t pt = pr[HFX_P_CONV_PAD_TOP], pl = pr[HFX_P_CONV_PAD_LEFT];
+    int64_t hp = h + pt + pr[HFX_P_CONV_PAD_BOTTOM], wp = w + pl + pr[HFX_P_CONV_PAD_RIGHT];
+    int64_t wq = (wp + sw - 1) / sw;
+    dw_geom g = {(int64_t)k_hw[0], (int64_t)k_hw[1], pr[HFX_P_CONV_DILATION_H], sw * wq, wq, dw / sw, dw % sw, sw};
+    int nvec = ow >= 2 * DW_LANES ? 2 : 1; /* vectors per row of a full block */
+    bool full = oh >= DW_ROWS && ow >= DW_LANES;
+    int64_t block = full ? nvec * DW_LANES : ow < 2 * DW_LANES ? ow : 2 * DW_LANES;
+    for (uint64_t c = c0; c < c1; c++) {
+        const float *xc = X + c * (uint64_t)(h * w), *wc = W + c * (uint64_t)(g.kh * g.kw);
+        for (int64_t iy = 0; iy < hp; iy++)
+            dw_split_row(iy >= pt && iy < pt + h ? xc + (iy - pt) * w : NULL, w, pl, wp, sw, wq, xp + iy * g.row);
+        float b = bias ? bias[c] : 0.0f;
+        float *yc = Y + c * (uint64_t)(oh * ow);
+        int64_t rows = full ? DW_ROWS : 1;
+        for (int64_t oy = 0; oy < oh; oy += rows) {
+            int64_t y0 = oy + rows <= oh ? oy : oh - rows;
+            for (int64_t ox = 0; ox < ow; ox += block) {
+                int64_t x0 = ox + block <= ow ? ox : ow - block;
+                if (full && nvec == 2) dw_block_rows(xp + y0 * sh * g.row, wc, b, &g, sh, x0, yc + y0 * ow, ow, 2);
+                else if (full) dw_block_rows(xp + y0 * sh * g.row, wc, b, &g, sh, x0, yc + y0 * ow, ow, 1);
+                else dw_block(xp + y0 * sh * g.row, wc, b, &g, x0, block, yc + y0 * ow);
+            }
+        }
+    }
 }
 
 HFX_VECTOR_KERNEL
@@ -89,8 +240,18 @@ void hfx_run_conv2d(const hfx_kernel_args *a, uint32_t item) {
     const int32_t *pr = op->params;
     conv_plan plan;
     HFX_PLAN_LOAD(plan, op);
-    uint64_t groups = plan.groups, pb = plan.pixels_per_item, nb = plan.blocks, direct = plan.direct, kk = plan.kk;
+    uint64_t groups = plan.groups, pb = plan.pixels_per_item, nb = plan.blocks, kk = plan.kk;
     uint64_t pix = plan.pixels;
+    if (plan.mode == CONV_DEPTHWISE) {
+        uint64_t n = item / nb, c0 = (item % nb) * plan.channels_per_item;
+        uint64_t c1 = c0 + plan.channels_per_item < groups ? c0 + plan.channels_per_item : groups;
+        uint64_t in_hw[2] = {xt->dims[2], xt->dims[3]}, k_hw[2] = {wt->dims[2], wt->dims[3]};
+        uint64_t out_hw[2] = {yt->dims[2], yt->dims[3]};
+        const float *bias = op->n_in == 3 ? (const float *)a->in[2] : NULL;
+        conv_depthwise((const float *)a->in[0] + n * groups * in_hw[0] * in_hw[1], (const float *)a->in[1], bias,
+                       (float *)a->out[0] + n * groups * pix, a->ws, c0, c1, in_hw, k_hw, out_hw, pr);
+        return;
+    }
     uint64_t pbi = item % nb, g = (item / nb) % groups, n = item / nb / groups;
     uint64_t c = xt->dims[1], h = xt->dims[2], w = xt->dims[3];
     uint64_t m = wt->dims[0], mg = m / groups, cg = c / groups;
@@ -110,7 +271,7 @@ void hfx_run_conv2d(const hfx_kernel_args *a, uint32_t item) {
     }
     const float *col;
     uint64_t ldb;
-    if (direct) {
+    if (plan.mode == CONV_1X1) {
         col = X + p0;
         ldb = pix;
     } else {

@@ -10,6 +10,8 @@
  * ONNX Runtime; a window with nothing to count gives 0.
  * GlobalAveragePool: an item is a range of (n, c) channels, each summed in
  * double (vsum.h). */
+#include <string.h>
+
 #include "kernels.h"
 #include "vsum.h"
 
@@ -93,6 +95,74 @@ hfx_status hfx_plan_pool2d(const hfx_program *p, hfx_op *op) {
     return hfx_plan_set_items(op, hfx_ceil_div(pl.rows, pl.rows_per_item));
 }
 
+/* yr[q] = max(yr[q], src[q sw]) (NaN propagates) and yr[q] += src[q sw] for q in [q_lo, q_hi). */
+static inline void pool_max_run(const float *src, int64_t sw, float *yr, int64_t q_lo, int64_t q_hi) {
+    for (int64_t q = q_lo; q < q_hi; q++) {
+        float t = src[q * sw], m = yr[q];
+        yr[q] = (t > m || t != t) ? t : m;
+    }
+}
+
+static inline void pool_sum_run(const float *src, int64_t sw, float *yr, int64_t q_lo, int64_t q_hi) {
+    for (int64_t q = q_lo; q < q_hi; q++) yr[q] += src[q * sw];
+}
+
+typedef float pool_vec __attribute__((vector_size(32))); /* 8 lanes; plain SSE pairs without AVX */
+typedef int32_t pool_ivec __attribute__((vector_size(32)));
+#define POOL_LANES 8
+#define POOL_BLOCK (2 * POOL_LANES)
+
+/* Max (NaN propagates) or sum over the taps of POOL_BLOCK adjacent stride-1 windows whose taps all lie
+ * inside the row: src at the first window's first tap, rows of taps row_step apart. Same (ky, kx)
+ * order per output as the tap-by-tap loops, so the same values. */
+static inline void pool_block(const float *src, int64_t rows, int64_t row_step, int64_t kw, int64_t dw, bool is_max,
+                              float *y) {
+    pool_vec acc[2];
+    acc[0] = acc[1] = (pool_vec){0} + (is_max ? -HFX_FLT_MAX : 0.0f);
+    for (int64_t ky = 0; ky < rows; ky++) {
+        for (int64_t kx = 0; kx < kw; kx++) {
+            const float *t = src + ky * row_step + kx * dw;
+            for (int i = 0; i < 2; i++) {
+                pool_vec x;
+                memcpy(&x, t + i * POOL_LANES, sizeof x); /* unaligned load; no vector in a signature (psABI) */
+                if (is_max) {
+                    pool_ivec take = (x > acc[i]) | (x != x);
+                    acc[i] = (pool_vec)(((pool_ivec)x & take) | ((pool_ivec)acc[i] & ~take));
+                } else {
+                    acc[i] += x;
+                }
+            }
+        }
+    }
+    memcpy(y, acc, sizeof acc);
+}
+
+/* The same for outputs [q_lo, q_hi) of any stride, tap by tap over the whole range. */
+static inline void pool_rows(const float *xc, int64_t w, int64_t y0, int64_t ky0, int64_t ky1, int64_t dh, int64_t pl,
+                             int64_t kw, int64_t dw, int64_t sw, bool is_max, int64_t q_lo, int64_t q_hi, float *yr) {
+    for (int64_t q = q_lo; q < q_hi; q++) yr[q] = is_max ? -HFX_FLT_MAX : 0.0f;
+    for (int64_t ky = ky0; ky < ky1; ky++) {
+        const float *xr = xc + (y0 + ky * dh) * w - pl;
+        for (int64_t kx = 0; kx < kw; kx++) {
+            const float *src = xr + kx * dw;
+            /* strides 1 and 2 as constants: the compiler vectorizes their loads */
+            if (is_max && sw == 1) {
+                pool_max_run(src, 1, yr, q_lo, q_hi);
+            } else if (is_max && sw == 2) {
+                pool_max_run(src, 2, yr, q_lo, q_hi);
+            } else if (is_max) {
+                pool_max_run(src, sw, yr, q_lo, q_hi);
+            } else if (sw == 1) {
+                pool_sum_run(src, 1, yr, q_lo, q_hi);
+            } else if (sw == 2) {
+                pool_sum_run(src, 2, yr, q_lo, q_hi);
+            } else {
+                pool_sum_run(src, sw, yr, q_lo, q_hi);
+            }
+        }
+    }
+}
+
 HFX_VECTOR_KERNEL
 void hfx_run_pool2d(const hfx_kernel_args *a, uint32_t item) {
     const hfx_op *op = a->op;
@@ -113,9 +183,9 @@ void hfx_run_pool2d(const hfx_kernel_args *a, uint32_t item) {
     int64_t pb = pr[HFX_P_POOL_PAD_BOTTOM], pr_ = pr[HFX_P_POOL_PAD_RIGHT];
     bool is_max = op->opcode == HFX_OP_MAXPOOL;
     bool include_pad = pr[HFX_P_POOL_COUNT_INCLUDE_PAD] != 0;
-    /* Outputs whose window lies inside the row, [q_lo, q_hi): computed tap by tap over the whole
-     * range (contiguous, vectorizable); only the border outputs take the per-window path. Each
-     * output still sees its taps in the same (ky, kx) order, so the results are unchanged. */
+    /* Outputs whose window lies inside the row, [q_lo, q_hi): with stride 1 in blocks of POOL_BLOCK
+     * outputs held in registers, else tap by tap over the whole range; only the border outputs take
+     * the per-window path. Each output sees its taps in the same (ky, kx) order on every path. */
     int64_t q_lo = (pl + sw - 1) / sw, q_hi = (w - 1 - (kw - 1) * dw + pl) / sw + 1;
     if (w - 1 - (kw - 1) * dw + pl < 0) q_hi = 0;
     if (q_hi > (int64_t)ow) q_hi = (int64_t)ow;
@@ -127,20 +197,14 @@ void hfx_run_pool2d(const hfx_kernel_args *a, uint32_t item) {
         int64_t y0 = oy * sh - pt, ky0, ky1, py0, py1;
         tap_range(y0, kh, dh, 0, h, &ky0, &ky1);
         tap_range(y0, kh, dh, -pt, h + pb, &py0, &py1);
-        for (int64_t q = q_lo; q < q_hi; q++) yr[q] = is_max ? -HFX_FLT_MAX : 0.0f;
-        for (int64_t ky = ky0; ky < ky1; ky++) {
-            const float *xr = xc + (y0 + ky * dh) * w - pl;
-            for (int64_t kx = 0; kx < kw; kx++) {
-                const float *src = xr + kx * dw;
-                if (is_max) {
-                    for (int64_t q = q_lo; q < q_hi; q++) {
-                        float t = src[q * sw], m = yr[q];
-                        yr[q] = (t > m || t != t) ? t : m; /* NaN propagates */
-                    }
-                } else {
-                    for (int64_t q = q_lo; q < q_hi; q++) yr[q] += src[q * sw];
-                }
+        if (sw == 1 && q_hi - q_lo >= POOL_BLOCK) {
+            for (int64_t q = q_lo; q < q_hi; q += POOL_BLOCK) {
+                int64_t q0 = q + POOL_BLOCK <= q_hi ? q : q_hi - POOL_BLOCK; /* last block overlaps: same values */
+                const float *src = ky1 > ky0 ? xc + (y0 + ky0 * dh) * w - pl + q0 : xc; /* no rows: unread */
+                pool_block(src, ky1 - ky0, dh * w, kw, dw, is_max, yr + q0);
             }
+        } else {
+            pool_rows(xc, w, y0, ky0, ky1, dh, pl, kw, dw, sw, is_max, q_lo, q_hi, yr);
         }
         if (!is_max) {
             int64_t count = (include_pad ? py1 - py0 : ky1 - ky0) * kw;

@@ -30,6 +30,10 @@
  *   task A  XQ[3,37] -> QuantizeLinear u8 (per tensor) -> QA; QA -> DequantizeLinear -> DA
  *   task B  XQ -> QuantizeLinear i8 per axis 0 (3 scales and zero points) -> QB
  * XQ holds ties at .5, saturating values, +-inf and NaN, then random values.
+ *
+ * A fourth runs QMatMul (every u8/i8 combination of A, B, Y; odd sizes, per-tensor and per-column
+ * zero points and scales, a bias that wraps int32, buffers at odd addresses), bit for bit against
+ * dsp/ref/ref_qmatmul.h.
  */
 #include <stdint.h>
 #include <string.h>
@@ -38,6 +42,7 @@
 #include "platform.h"
 #include "program_builder.h"
 #include "qtest.h"
+#include "../../ref/ref_qmatmul.h"
 #include "../../ref/ref_quant.h"
 
 #define MA 16
@@ -358,6 +363,84 @@ static void test_quant_program(hfx_pool *pool)
     hfx_program_free(prog);
 }
 
+#define QM_M 7
+#define QM_K 37
+#define QM_N 19
+static uint8_t qm_a[QM_M * QM_K + 1], qm_b[QM_K * QM_N + 1], qm_y[QM_M * QM_N + 1];
+static int32_t qm_ai[QM_M * QM_K], qm_bi[QM_K * QM_N], qm_bias[QM_N];
+
+static int32_t qm_load(const uint8_t *p, int is_u8, int i) { return is_u8 ? p[i] : (int8_t)p[i]; }
+
+/* one QMatMul of types (ta, tb, ty) (1: u8, 0: i8) on buffers at odd addresses; 1 if bit-exact */
+static int qmatmul_case(hfx_pool *pool, int ta, int tb, int ty, int per_column, qt_rng *r)
+{
+    uint8_t za[4], zb[QM_N], zy[4];
+    float sc[QM_N];
+    for (int i = 0; i < QM_M * QM_K; i++) {
+        qm_a[1 + i] = (uint8_t)qt_range(r, 0, 255);
+        qm_ai[i] = qm_load(qm_a + 1, ta, i);
+    }
+    for (int i = 0; i < QM_K * QM_N; i++) {
+        qm_b[1 + i] = (uint8_t)qt_range(r, 0, 255);
+        qm_bi[i] = qm_load(qm_b + 1, tb, i);
+    }
+    for (int j = 0; j < QM_N; j++) {
+        zb[j] = (uint8_t)qt_range(r, 0, 255);
+        sc[j] = j % 3 ? (float)qt_range(r, 1, 20000) * 1e-7f : 0.5f; /* 0.5: ties */
+        qm_bias[j] = j == 0 ? INT32_MAX : (int32_t)qt_range(r, -100000, 100000);
+    }
+    za[0] = (uint8_t)qt_range(r, 0, 255);
+    zy[0] = (uint8_t)qt_range(r, 0, 255);
+    uint8_t dt[2] = {HFX_DTYPE_I8, HFX_DTYPE_U8};
+    uint32_t ncol = per_column ? QM_N : 1, nb = QM_N;
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t in[7];
+    in[0] = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(QM_M, QM_K)), dt[ta]);
+    in[1] = hfxb_set_dtype(&b, hfxb_const(&b, 0, HFXB_DIMS(QM_K, QM_N), (const float *)(const void *)(qm_b + 1)), dt[tb]);
+    in[2] = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_SCALAR), dt[ta]);
+    in[3] = hfxb_set_dtype(&b, hfxb_input(&b, 0, per_column ? 1 : 0, &ncol), dt[tb]);
+    in[4] = hfxb_input(&b, 0, per_column ? 1 : 0, &ncol);
+    in[5] = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_SCALAR), dt[ty]);
+    in[6] = hfxb_set_dtype(&b, hfxb_input(&b, 0, 1, &nb), HFX_DTYPE_I32);
+    uint32_t y = hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(QM_M, QM_N)), dt[ty]);
+    hfxb_op_add(&b, 0, HFX_OP_QMATMUL, -1, 7, in, y, NULL);
+    size_t size = 0;
+    uint8_t *bytes = hfxb_encode(&b, &size);
+    hfxb_free(&b);
+    hfx_program *prog = NULL;
+    hfx_error err;
+    hfx_status st = hfx_program_parse(bytes, size, &prog, &err);
+    free(bytes);
+    if (st != HFX_OK)
+        return 0;
+    const void *ins[6] = {qm_a + 1, za, zb, sc, zy, qm_bias};
+    void *outs[1] = {qm_y + 1};
+    hfx_run_result res;
+    st = hfx_run(pool, prog, ins, 6, outs, 1, NULL, NULL, &res);
+    hfx_program_free(prog);
+    int ok = st == HFX_OK;
+    int32_t lo = ty ? 0 : -128, hi = ty ? 255 : 127, zbi[QM_N];
+    for (int j = 0; j < (int)ncol; j++)
+        zbi[j] = qm_load(zb, tb, j);
+    for (int i = 0; ok && i < QM_M * QM_N; i++) {
+        int c = per_column ? i % QM_N : 0;
+        int32_t acc = ref_qmatmul_acc(qm_ai + (i / QM_N) * QM_K, qm_bi, QM_K, QM_N, (uint32_t)(i % QM_N),
+                                      qm_load(za, ta, 0), zbi[c], qm_bias[i % QM_N]);
+        ok = qm_load(qm_y + 1, ty, i) == ref_qmatmul_requant(acc, sc[c], qm_load(zy, ty, 0), lo, hi);
+    }
+    return ok;
+}
+
+static void test_qmatmul_program(hfx_pool *pool)
+{
+    qt_rng r = {4242};
+    int ok = 1;
+    for (int t = 0; t < 8; t++)
+        ok &= qmatmul_case(pool, t & 1, (t >> 1) & 1, (t >> 2) & 1, t % 3 == 0, &r);
+    expect(ok, "QMatMul u8/i8 x u8/i8 -> u8/i8 bit-exact against ref_qmatmul.h");
+}
+
 /* ---- task program v2: a template specialized to other shapes, parsed and run ----
  * A: x[N,8] -> Relu -> y[N,8]; B: xs[2,T] slice [1, T-1) -> ys[2,T-2]; representative N 4, T 6 */
 static uint8_t *build_v2_template(size_t *size)
@@ -596,6 +679,10 @@ int main(void)
     qt_begin_group(&T);
     test_quant_program(pool);
     qt_end_group(&T, "QuantizeLinear / DequantizeLinear");
+
+    qt_begin_group(&T);
+    test_qmatmul_program(pool);
+    qt_end_group(&T, "QMatMul");
     /* ---- task program v2: specialize on the DSP side too ---- */
     qt_begin_group(&T);
     test_v2_program(pool);

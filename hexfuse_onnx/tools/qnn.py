@@ -9,7 +9,7 @@ from pathlib import Path
 
 import onnxruntime as ort
 
-from .errors import HexfuseError
+from ..errors import HexfuseError
 
 QNN_EP = "QNNExecutionProvider"
 # The emulated HTP needs a SoC model, or graph finalize fails with MEM_ALLOC: SM8550 (Hexagon v73).

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import onnx
 
-from . import contract as C
-from .errors import HexfuseError, UsageError
-from .verify import random_inputs
+from .. import contract as C
+from ..errors import HexfuseError, UsageError
+from ..verify import random_inputs
 
 ENGINES = ("matrix", "vector", "copy")
 
@@ -77,7 +77,7 @@ def record(
     model_path: str | os.PathLike[str], runs: int = 10, backend: str = "host", workers: int | None = None
 ) -> list[PairTimeline]:
     """Run a rewritten model on the plugin and return the last run's timeline of every pair."""
-    from .runtime import InferenceSession
+    from ..runtime import InferenceSession
 
     model = onnx.load(str(model_path), load_external_data=False)
     pairs = [n.name for n in model.graph.node if n.domain == C.DOMAIN and n.op_type == C.OP_TYPE]

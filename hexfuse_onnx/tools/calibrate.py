@@ -10,12 +10,13 @@
 1. Per-op times: each model runs on stock ORT (one intra-op thread, sequential, no graph
    optimisation so every node runs as written) with the ORT profiler on; the profile's node
    events of the runs after warm-up are matched to the graph's NodeProfile by node name.
-2. Fit: the cost model of one op is op_overhead + max(work / engine rate, DDR bytes / DDR
-   bandwidth), work being the FLOPs of matrix and vector ops and the bytes of memory ops. The
-   fit alternates between assigning each op to its binding resource and one linear least-squares
-   fit of that assignment (numpy.linalg.lstsq, rows weighted by 1/time: relative error), which
-   gives the shared overhead, the three engine rates and the DDR bandwidth. It starts with every
-   op engine-bound and DDR at the largest bandwidth a work-dominated op reached.
+2. Fit: the cost model of one op is op_overhead + max(work / rate, DDR bytes / DDR bandwidth),
+   work being the FLOPs of matrix and vector ops and the bytes of memory ops, the rate its op
+   class's (costmodel.OP_CLASSES: conv, pool, transcendental) or its engine's. The fit alternates
+   between assigning each op to its binding resource and one linear least-squares fit of that
+   assignment (numpy.linalg.lstsq, rows weighted by 1/time: relative error), which gives the
+   shared overhead, one rate per engine and op class, and the DDR bandwidth. It starts with every
+   op engine-bound; the bandwidth never falls below the largest a work-dominated op reached.
 3. Prediction error: each model is rewritten for the calibrated target with every lowerable
    pair kept (min_gain below any real loss), and run with the FusedHexPair plugin and the kernel
    trace: each call's hfx_run wall time (the measured fused time) and its work-item span come
@@ -24,8 +25,10 @@
    (pool wake-up and join) is measured as the median over the pairs of (call time - work-item
    span) and kept as `call_overhead_s`; the
    predicted fused time of a call is costmodel.predict(...).fused at the share the plugin used
-   plus that overhead. The serial prediction is compared with the ORT-profiled time of the
-   pair's original nodes.
+   plus that overhead. The host pool's workers take each other's items (costmodel's
+   `general_workers`); how many ran at once is measured from the same traces, as the median over
+   the pairs of summed item time / span (on a loaded 2-vCPU VM often one). The serial prediction
+   is compared with the ORT-profiled time of the pair's original nodes.
 4. A second fit, to the kernel's own item times: the plugin's host kernels are not ORT's (its
    Conv, pooling and small GEMMs are slower), so rates fitted to ORT can mispredict it. The
    traced runs of step 3 give, per call, every work item's program op and duration; the sum of
@@ -34,9 +37,12 @@
    (`lowering.program_op_nodes`; both micro-batch copies of a chain node add up to that node).
    Those per-node times, with the same one-op NodeProfiles as the ORT fit, go through the same
    `fit_target`, and the fit predicts the same measured calls (same share, same call overhead).
-   This fit is in-sample (fitted and checked on the same fused runs), and item times leave out
+   This fit is in-sample (fitted and checked on the same fused runs). Item times leave out
    the kernel's time between items (dispatch, the barrier between ops, waiting for a worker:
-   the `kernel_gap_per_op_s` column), so its fitted op overhead is close to zero.
+   the `kernel_gap_per_op_s` column), so the measured median gap per op is added to its op
+   overhead. Its ops' DDR bytes are counted in the pair's tasks, as the prediction counts them.
+   Unfused, a pair's nodes run on stock ORT: the kernel fit carries the ORT fit as its
+   `baseline`, which predicts its serial times.
    `-o` writes the fit with the lower median fused-call error as "host-calibrated" and says which.
 
 Run it as `python -m hexfuse_onnx calibrate [-o FILE] [--table] [MODEL ...]` (the zoo when no
@@ -62,12 +68,12 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
-from . import contract as C
-from . import costmodel
-from . import graph as graph_mod
-from .costmodel import Param, Target, predict, task_time
-from .kinds import Pair, kind_of
-from .profile import Engine, GraphProfile, NodeProfile, TaskProfile, profile_graph
+from .. import contract as C
+from .. import costmodel
+from .. import graph as graph_mod
+from ..costmodel import Param, Target, predict, serial_time, task_time
+from ..kinds import Pair, kind_of
+from ..profile import Engine, GraphProfile, NodeProfile, TaskProfile, profile_graph
 
 Progress = Callable[[str], None]
 CALIBRATED_NAME = "host-calibrated"  # the target `calibrate -o` writes (the fit with the lower error)
@@ -171,7 +177,7 @@ def measure_ops(
 ) -> tuple[GraphProfile, dict[int, float], list[OpTiming]]:
     """Profile the model on ORT: (graph profile, median seconds per node id, the timings of
     every profiled node that does work)."""
-    from .verify import random_inputs
+    from ..verify import random_inputs
 
     g = graph_mod.load(path)
     profile = profile_graph(g)
@@ -227,30 +233,37 @@ def _median_abs(errors: Iterable[float]) -> float:
     return statistics.median(finite) if finite else float("nan")
 
 
-_COLUMNS = ("overhead", Engine.MATRIX.value, Engine.VECTOR.value, Engine.MEMORY.value, "ddr")
+_ENGINE_COLUMNS = tuple(e.value for e in _WORK_COLUMNS)
 
 
-def _base_coefficients(base: Target) -> dict[str, float]:
-    """Seconds per unit of each column: per op, per FLOP, per FLOP, per byte, per DDR byte."""
-    return {
-        "overhead": base.op_overhead_s.value,
-        Engine.MATRIX.value: 1.0 / base.matrix_flops.value,
-        Engine.VECTOR.value: 1.0 / base.vector_flops,
-        Engine.MEMORY.value: 1.0 / base.dma_bytes.value,
-        "ddr": 1.0 / base.ddr_bytes.value,
-    }
+def op_columns(ops: list[OpTiming]) -> list[str]:
+    """Each op's rate column: its op class (costmodel.op_class; its engine's unless listed)."""
+    return [costmodel.op_class(t.op) for t in ops]
 
 
-def _design(ops: list[OpTiming], ddr_bound: set[int]) -> np.ndarray:
-    """One row per op: 1 in the overhead column, and its work in its engine's column, or its
-    DDR bytes in the DDR column when the model says DDR bounds it (time = overhead + max(...))."""
-    x = np.zeros((len(ops), len(_COLUMNS)))
+def _columns(cols: list[str]) -> tuple[str, ...]:
+    return ("overhead", *sorted(set(cols)), "ddr")
+
+
+def _base_coefficients(base: Target, ops: list[OpTiming], cols: list[str]) -> dict[str, float]:
+    """Seconds per unit of each column: per op, per unit of work of each rate column, per DDR byte."""
+    coef = {"overhead": base.op_overhead_s.value, "ddr": 1.0 / base.ddr_bytes.value}
+    for t, c in zip(ops, cols):
+        coef[c] = 1.0 / base.rate(t.op.engine, op_class=c)
+    return coef
+
+
+def _design(ops: list[OpTiming], cols: list[str], ddr_bound: set[int]) -> np.ndarray:
+    """One row per op: 1 in the overhead column, and its work in its rate column, or its DDR
+    bytes in the DDR column when the model says DDR bounds it (time = overhead + max(...))."""
+    columns = _columns(cols)
+    x = np.zeros((len(ops), len(columns)))
     x[:, 0] = 1.0
     for r, t in enumerate(ops):
         if r in ddr_bound:
-            x[r, _COLUMNS.index("ddr")] = t.op.ddr_bytes
+            x[r, columns.index("ddr")] = t.op.ddr_bytes
         else:
-            x[r, _COLUMNS.index(t.op.engine.value)] = t.work
+            x[r, columns.index(cols[r])] = t.work
     return x
 
 
@@ -258,17 +271,19 @@ def fit_coefficients(ops: list[OpTiming], ddr_bound: set[int], base: Target) -> 
     """Least squares (numpy.linalg.lstsq, rows weighted by 1/time: relative error) of each op's
     time on the columns. A column without data, or fitted non-positive, keeps `base`'s value
     and the others are refitted. Returns every column's coefficient and the fitted columns."""
-    x = _design(ops, ddr_bound)
+    cols = op_columns(ops)
+    columns = _columns(cols)
+    x = _design(ops, cols, ddr_bound)
     y = np.array([t.seconds for t in ops])
     w = 1.0 / np.maximum(y, 1e-9)
-    base_coef = _base_coefficients(base)
-    fixed = {c: base_coef[c] for k, c in enumerate(_COLUMNS) if not x[:, k].any()}
-    for _ in range(len(_COLUMNS)):
-        free = [c for c in _COLUMNS if c not in fixed]
+    base_coef = _base_coefficients(base, ops, cols)
+    fixed = {c: base_coef[c] for k, c in enumerate(columns) if not x[:, k].any()}
+    for _ in range(len(columns)):
+        free = [c for c in columns if c not in fixed]
         if not free:
             break
-        rhs = y - sum((x[:, _COLUMNS.index(c)] * v for c, v in fixed.items()), np.zeros_like(y))
-        a = x[:, [_COLUMNS.index(c) for c in free]]
+        rhs = y - sum((x[:, columns.index(c)] * v for c, v in fixed.items()), np.zeros_like(y))
+        a = x[:, [columns.index(c) for c in free]]
         coef, *_ = np.linalg.lstsq(a * w[:, None], rhs * w, rcond=None)
         bad = [c for c, v in zip(free, coef) if v <= 0]
         if not bad:
@@ -289,9 +304,8 @@ def ddr_lower_bound(ops: list[OpTiming], overhead: float) -> float | None:
 
 def _ddr_bound(ops: list[OpTiming], coef: dict[str, float]) -> set[int]:
     """The ops whose DDR time exceeds their engine time under `coef`."""
-    return {
-        k for k, t in enumerate(ops) if t.op.ddr_bytes * coef["ddr"] > t.work * coef[t.op.engine.value] * (1 + 1e-9)
-    }
+    cols = op_columns(ops)
+    return {k for k, t in enumerate(ops) if t.op.ddr_bytes * coef["ddr"] > t.work * coef[cols[k]] * (1 + 1e-9)}
 
 
 def fit_target(
@@ -325,8 +339,10 @@ def fit_target(
             break
         bound = new_bound
         coef, fitted = fit_coefficients(ops, bound, base)
-        if "ddr" not in fitted and observed is not None:
-            coef["ddr"], fitted = 1.0 / observed, fitted | {"ddr-observed"}
+        # No fitted bandwidth below what a work-dominated op reached (a few DDR-bound ops can fit one)
+        observed = ddr_lower_bound(ops, coef["overhead"]) or observed
+        if observed is not None and ("ddr" not in fitted or coef["ddr"] * observed > 1.0 + 1e-6):
+            coef["ddr"], fitted = 1.0 / observed, (fitted - {"ddr"}) | {"ddr-observed"}
     bound = bound or set()
     target = _fitted_target(base, name, coef, fitted, ops, bound, where, measured_by, fitted_to)
     rows = [
@@ -370,24 +386,40 @@ def _fitted_target(
             )
         return replace(base_param, source=f"not fitted (no usable data in {what}): {base_param.source}")
 
+    def rate(key: str, unit: str, base_param: Param, per: float = 1.0) -> Param:
+        return param(key, 1.0 / coef[key] / per if key in coef else base_param.value, unit, base_param)
+
     contexts = base.vector_contexts.value
     return replace(
         base,
         name=name,
         description=f"{base.description}; fitted to {fitted_to}",
-        matrix_flops=param(Engine.MATRIX.value, 1.0 / coef[Engine.MATRIX.value], "FLOP/s", base.matrix_flops),
-        vector_flops_per_context=param(
-            Engine.VECTOR.value, 1.0 / coef[Engine.VECTOR.value] / contexts, "FLOP/s", base.vector_flops_per_context
-        ),
-        dma_bytes=param(Engine.MEMORY.value, 1.0 / coef[Engine.MEMORY.value], "B/s", base.dma_bytes),
+        matrix_flops=rate(Engine.MATRIX.value, "FLOP/s", base.matrix_flops),
+        vector_flops_per_context=rate(Engine.VECTOR.value, "FLOP/s", base.vector_flops_per_context, contexts),
+        dma_bytes=rate(Engine.MEMORY.value, "B/s", base.dma_bytes),
         ddr_bytes=param("ddr", 1.0 / coef["ddr"], "B/s", base.ddr_bytes),
         op_overhead_s=param("overhead", coef["overhead"], "s", base.op_overhead_s),
+        class_rates=_class_rates(ops, coef, fitted, how),
+    )
+
+
+def _class_rates(ops: list[OpTiming], coef: dict[str, float], fitted: set[str], how: str) -> tuple:
+    """The fitted rates of the op classes that have a column of their own."""
+    units = {c: "B/s" if t.op.engine == Engine.MEMORY else "FLOP/s" for t, c in zip(ops, op_columns(ops))}
+    return tuple(
+        (c, Param(1.0 / coef[c], units[c], f"measured: least-squares fit to {how}"))
+        for c in sorted(units)
+        if c not in _ENGINE_COLUMNS and c in fitted
     )
 
 
 def _with_residual(target: Target, residual: str) -> Target:
-    params = {k: replace(p, source=p.source.replace("{residual}", residual)) for k, p in target.params().items()}
-    return replace(target, **cast(dict[str, Any], params))
+    def fill(p: Param) -> Param:
+        return replace(p, source=p.source.replace("{residual}", residual))
+
+    params = {k: fill(p) for k, p in target.params().items()}
+    rates = tuple((c, fill(p)) for c, p in target.class_rates)
+    return replace(target, class_rates=rates, **cast(dict[str, Any], params))
 
 
 # ---------------------------------------------------------------------------------------
@@ -474,8 +506,8 @@ def plugin_traces(
     """Run the fused model `warmup + runs` times with the kernel trace on (plugin, host backend)
     and summarise each node's traces of the last `runs` runs. A run whose trace dropped events
     is left out of the per-op times (its span still counts)."""
-    from .runtime import InferenceSession
-    from .verify import random_inputs
+    from ..runtime import InferenceSession
+    from ..verify import random_inputs
 
     with tempfile.TemporaryDirectory(prefix="hexfuse-trace-") as folder:
         pattern = str(Path(folder) / "{node}.json")
@@ -520,8 +552,8 @@ def node_kernel_seconds(
     the graph node producing the same tensor (a micro-batch copy after its suffix is stripped,
     so both halves of a chain node add up to that node). A Constant lowers to no op and gets no
     time; an op copying a formal input out has no node (its time is returned apart)."""
-    from .kinds import KINDS
-    from .lowering import program_op_nodes
+    from ..kinds import KINDS
+    from ..lowering import program_op_nodes
 
     node = next(n for n in model.graph.node if n.name == pair_node)
     kind = KINDS[next(a.s.decode() for a in node.attribute if a.name == C.ATTR_KIND)]
@@ -544,7 +576,7 @@ def fused_pairs(
 ) -> tuple[Path | None, dict[str, Pair], GraphProfile]:
     """Rewrite for `target` keeping every lowerable pair: (fused model or None, node name ->
     its Pair, the original graph's profile)."""
-    from . import pipeline
+    from .. import pipeline
 
     costmodel.register_target(target)
     result = pipeline.rewrite(path, out, target=target.name, min_gain=KEEP_EVERY_PAIR, progress=progress)
@@ -616,8 +648,9 @@ def measure_pairs(
         )
         per_node, unnamed = node_kernel_seconds(model, name, profile, trace.op_seconds)
         kernel_ops, unmodelled = [], unnamed
+        in_tasks = ops_in_tasks(pair, serial_task)
         for i, seconds in sorted(per_node.items()):
-            op = one_op_profile(profile, i)
+            op = in_tasks.get(i) or one_op_profile(profile, i)
             if op is None or op.engine == Engine.NONE:
                 unmodelled += seconds
                 continue
@@ -629,17 +662,54 @@ def measure_pairs(
     return measured
 
 
+def ops_in_tasks(pair: Pair, serial_task: TaskProfile | None) -> dict[int, NodeProfile]:
+    """Graph node id -> its op as the pair's tasks run it in the kernel: DDR bytes counted in the
+    task (intermediates stay in the arena), a micro-batch chain node whole (both copies)."""
+    tasks = [serial_task] if serial_task is not None else [pair.a, pair.b]
+    return {op.node: op for t in tasks for op in t.ops}
+
+
 def predicted_row(m: PairMeasurement, target: Target) -> PairRow:
     """The pair's row with the fused and serial times `target` predicts, at the share the plugin
     used (call_overhead_s unchanged)."""
     p = predict(m.pair.a, m.pair.b, target, share_a=m.row.share_a)
-    serial = task_time(m.serial_task, target) if m.serial_task is not None else p.serial
+    serial = serial_time(m.serial_task, target) if m.serial_task is not None else p.serial
     return replace(m.row, predicted_fused_s=p.fused, predicted_serial_s=serial)
 
 
 def measured_call_overhead(rows: list[PairRow]) -> float:
     """Median over the pairs of (call time - work-item span): what a call costs besides its work."""
     return statistics.median(max(r.measured_call_s - r.measured_span_s, 0.0) for r in rows)
+
+
+def with_measured_pool(target: Target, rows: list[PairRow], where: str = "") -> Target:
+    """`target` with the workers its general-worker pool ran at once in the measured calls: the
+    median over the pairs of summed work-item time / work-item span, between 1 and the pool's
+    workers (a VM whose other load keeps the second worker off a CPU runs a call on one)."""
+    spans = [r.kernel_work_s / r.measured_span_s for r in rows if r.measured_span_s > 0]
+    if not target.general_workers.value or not spans:
+        return target
+    nominal = 1.0 + target.vector_contexts.value  # the matrix worker (the caller) and the vector workers
+    workers = min(max(statistics.median(spans), 1.0), nominal)
+    source = (
+        f"measured: median over {len(spans)} plugin pairs of summed work-item time / work-item span "
+        f"(kernel trace), of the pool's {nominal:g} workers" + (f"; {where}" if where else "")
+    )
+    return replace(target, general_workers=Param(workers, "workers", source))
+
+
+def with_kernel_gap(target: Target, rows: list[PairRow], where: str = "") -> Target:
+    """`target` (fitted to work-item times, which leave out what the kernel does between a task's
+    items) with the measured in-kernel time between items per op added to its op overhead."""
+    gaps = [r.kernel_gap_per_op_s for r in rows if np.isfinite(r.kernel_gap_per_op_s)]
+    if not gaps:
+        return target
+    gap, before = statistics.median(gaps), target.op_overhead_s
+    source = (
+        f"measured: {gap * 1e6:.2f} us between a task's items per op (median over {len(gaps)} plugin pairs, "
+        f"kernel trace)" + (f"; {where}" if where else "") + f"; plus {before.value * 1e6:.2f} us: {before.source}"
+    )
+    return replace(target, op_overhead_s=Param(before.value + gap, "s", source))
 
 
 def with_call_overhead(target: Target, rows: list[PairRow], where: str = "") -> tuple[Target, list[PairRow]]:
@@ -850,7 +920,8 @@ class CalibrationResult:
             f"{self.median_abs_error:.1%}{kernel_errors}",
             f"  fused work span: {FIT_LABELS[ORT_FIT]} {self.errors(ORT_FIT).span:.1%}"
             + (f", {FIT_LABELS[KERNEL_FIT]} {self.errors(KERNEL_FIT).span:.1%}" if kernel_errors else "")
-            + f"; serial (ORT-profiled original nodes) {FIT_LABELS[ORT_FIT]} {self.errors(ORT_FIT).serial:.1%}",
+            + f"; serial (ORT-profiled original nodes) {FIT_LABELS[ORT_FIT]} {self.errors(ORT_FIT).serial:.1%}"
+            + (f", {FIT_LABELS[KERNEL_FIT]} {self.errors(KERNEL_FIT).serial:.1%}" if kernel_errors else ""),
             "  work/span: summed work-item time over the span (2 = both workers busy throughout); overlap: "
             "share of the span both tasks ran an item; gap/op: time per op a task ran no item (in the span, "
             "in no op's item time)",
@@ -916,7 +987,9 @@ def calibrate(
     with tempfile.TemporaryDirectory(prefix="hexfuse-calibrate-") as folder:
         for path in model_paths:
             pairs += measure_pairs(path, fit.target, measured[str(path)][0], Path(folder), runs, warmup, progress)
-    ort_target, rows = with_call_overhead(fit.target, [m.row for m in pairs], where)
+    measured_rows = [m.row for m in pairs]
+    ort_target = with_measured_pool(fit.target, measured_rows, where)
+    ort_target, rows = with_call_overhead(ort_target, [predicted_row(m, ort_target) for m in pairs], where)
     kernel_ops = [t for m in pairs for t in m.kernel_ops]
     result = CalibrationResult(
         ort_target,
@@ -930,15 +1003,17 @@ def calibrate(
     if kernel_ops:
         kfit = fit_target(
             kernel_ops,
-            base,
+            replace(ort_target, description=base.description),  # a rate items cannot fit keeps the ORT fit's
             KERNEL_FIT_NAME,
             where,
             KERNEL_MEASURED_BY,
             "the kernel's own per-op work-item times (plugin trace of the fused pairs)",
         )
         progress(f"{FIT_LABELS[KERNEL_FIT]}: {len(kfit.rows)} ops, median |residual| {kfit.median_abs_residual:.1%}")
+        kernel_target = with_kernel_gap(with_measured_pool(kfit.target, measured_rows, where), measured_rows, where)
+        kernel_target = replace(kernel_target, baseline=ort_target)  # unfused, the tasks run on stock ORT
         kernel_target, kernel_rows = with_call_overhead(
-            kfit.target, [predicted_row(m, kfit.target) for m in pairs], where
+            kernel_target, [predicted_row(m, kernel_target) for m in pairs], where
         )
         result.kernel_target, result.kernel_fit_rows = kernel_target, kfit.rows
         result.kernel_pair_rows, result.kernel_ddr_bound = kernel_rows, kfit.ddr_bound

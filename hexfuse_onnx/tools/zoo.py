@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from .errors import ModelError, UsageError
+from ..errors import ModelError, UsageError
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ def models_package() -> ModuleType:
         return importlib.import_module("models")
     except ImportError:
         pass
-    checkout = Path(__file__).resolve().parents[1]
+    checkout = Path(__file__).resolve().parents[2]  # hexfuse_onnx/tools/zoo.py -> checkout
     if (checkout / "models" / "__init__.py").is_file():
         sys.path.insert(0, str(checkout))
         return importlib.import_module("models")
@@ -121,7 +121,7 @@ def _quantized(entry: ZooModel, cache_dir: str | os.PathLike[str] | None) -> Pat
 def plugin_rtol(name_or_path: str) -> float:
     """How far the plugin may be from stock ORT on this model: PLUGIN_RTOL, or a real model's
     documented exception (models/real.py says why)."""
-    from .pipeline import PLUGIN_RTOL
+    from ..pipeline import PLUGIN_RTOL
 
     try:
         real = importlib.import_module("models.real")

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from .colocate import Plan, plan_of, stream_model
+from ..colocate import Plan, plan_of, stream_model
 
 STREAM_BASELINES = ("streams-seq", "streams-seq-2t", "streams-2threads")
 
@@ -86,9 +86,9 @@ def stream_configs(original: Path, work: Path, options: Callable[[str], Any]) ->
 
 def modelled_lines(original: Path, shapes: dict[str, list[int]] | None, target: str) -> list[str]:
     """The cost model's view of the co-located model on the target."""
-    from .kinds.colocate import Colocate, modelled
-    from .kinds.dag import dag_facts
-    from .pipeline import analyse
+    from ..kinds.colocate import Colocate, modelled
+    from ..kinds.dag import dag_facts
+    from ..pipeline import analyse
 
     plan: Plan | None = plan_of(onnx.load(str(original), load_external_data=False))
     if plan is None:

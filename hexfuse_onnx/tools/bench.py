@@ -60,6 +60,16 @@ def reexec_without_blas_tuning(argv: list[str], mark: str = "HEXFUSE_BENCH_REEXE
 # ---- configurations, checks, timing -------------------------------------------------------------
 
 
+def sample_stats(a: np.ndarray) -> dict[str, float]:
+    """Median, p10 and p90 (microseconds) and the count of a set of timings."""
+    return {
+        "median_us": float(np.median(a)),
+        "p10_us": float(np.percentile(a, 10)),
+        "p90_us": float(np.percentile(a, 90)),
+        "n": int(a.size),
+    }
+
+
 @dataclass
 class Config:
     label: str
@@ -75,15 +85,7 @@ class Config:
         return self.session is not None and not self.check
 
     def stats(self) -> dict[str, float] | None:
-        if not self.samples:
-            return None
-        a = np.asarray(self.samples)
-        return {
-            "median_us": float(np.median(a)),
-            "p10_us": float(np.percentile(a, 10)),
-            "p90_us": float(np.percentile(a, 90)),
-            "n": int(a.size),
-        }
+        return sample_stats(np.asarray(self.samples)) if self.samples else None
 
     def record(self) -> dict[str, Any]:
         return {
@@ -107,7 +109,7 @@ def verify_config(
 ) -> None:
     """Run once and compare every output with the reference (within tol, default cfg.tol); a
     mismatch refuses the config."""
-    from .verify import relative_error
+    from ..verify import relative_error
 
     if tol is not None:
         cfg.tol = tol
@@ -320,7 +322,7 @@ class BenchResult:
 
 
 def parse_baselines(text: str) -> list[str]:
-    from .errors import UsageError
+    from ..errors import UsageError
 
     names = [b.strip() for b in text.split(",") if b.strip()]
     unknown = [b for b in names if b not in BASELINES]
@@ -332,8 +334,8 @@ def parse_baselines(text: str) -> list[str]:
 def predicted(analysis) -> dict[str, Any]:
     """What the cost model says about the chosen pairs (MODELLED for a Hexagon target): pairs by
     kind, their serial and fused time, and the saving against the whole model run op by op."""
-    from .costmodel import task_time
-    from .profile import TaskProfile
+    from ..costmodel import task_time
+    from ..profile import TaskProfile
 
     kinds: dict[str, int] = {}
     for p in analysis.pairs:
@@ -359,10 +361,10 @@ def _prepare(
     baselines (and has no prediction)."""
     import onnx
 
-    from .contract import DOMAIN
-    from .modelio import stage
-    from .pipeline import rewrite
-    from .rewrite import unfuse
+    from ..contract import DOMAIN
+    from ..modelio import stage
+    from ..pipeline import rewrite
+    from ..rewrite import unfuse
 
     head = onnx.load(str(model), load_external_data=False)
     if any(n.domain == DOMAIN for n in head.graph.node):
@@ -395,10 +397,10 @@ def bench(
     how far the plugin's outputs may be from ort-seq's (relative to each output's scale)."""
     import onnx
 
-    from . import runtime
+    from .. import runtime
+    from ..contract import DOMAIN
+    from ..verify import random_inputs
     from .colocate_bench import modelled_lines, stream_configs
-    from .contract import DOMAIN
-    from .verify import random_inputs
 
     baselines = baselines or list(DEFAULT_BASELINES)
     model = Path(model)

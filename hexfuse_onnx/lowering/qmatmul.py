@@ -1,0 +1,201 @@
+"""QDQ MatMul/Gemm/Conv groups in integers: DQ(A) + DQ(B) [+ DQ(bias)] -> MatMul/Gemm/Conv -> Q
+lowers to one QMATMUL or QCONV2D (dsp/ref/ref_qmatmul.h), as ONNX Runtime's QDQ fusion runs it
+(QLinearMatMul / QGemm / QLinearConv).
+
+A group fits when A, B and Y are u8/i8 per tensor (B may be per output column / channel), the
+scales and zero points are initializers, B is a 2-D (Conv: 4-D) initializer, a Gemm has transA 0,
+alpha 1, beta 1, a Conv is 2-D, and a bias is read by a DequantizeLinear from int32 with zero point
+0 and scale s_a * s_b. Any other group keeps the float path (its DQ, op and Q each lowered on
+their own).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import onnx
+
+from .abi import ConvParam, Dtype, Opcode, Task
+from .lowerer import DTYPES, Lowerer, attr
+from .matrix import conv_params
+from .quant import QUANTIZED
+from .spatial import pads_2d
+
+
+@dataclass
+class _Group:
+    op: int  # body index of the MatMul/Gemm
+    a_dq: int
+    b_dq: int
+    q: int
+    bias_dq: int | None
+
+
+@dataclass
+class IntegerGroups:
+    """The body's groups that lower to QMATMUL: the op's index -> its group, and the indices of the
+    Q/DQ nodes the QMATMUL replaces (lowered to nothing)."""
+
+    groups: dict[int, _Group] = field(default_factory=dict)
+    absorbed: set[int] = field(default_factory=set)
+
+
+def _producers(fn: onnx.FunctionProto) -> dict[str, int]:
+    return {o: k for k, n in enumerate(fn.node) for o in n.output if o}
+
+
+def _consumers(fn: onnx.FunctionProto) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for k, n in enumerate(fn.node):
+        for i in n.input:
+            if i:
+                out.setdefault(i, []).append(k)
+    return out
+
+
+def _is(n: onnx.NodeProto, op: str) -> bool:
+    return n.op_type == op and n.domain in ("", "ai.onnx")
+
+
+def _match(cx: Lowerer, k: int, prod: dict[str, int], cons: dict[str, list[int]]) -> _Group | None:
+    fn, n = cx.fn, cx.fn.node[k]
+    if not any(_is(n, op) for op in ("MatMul", "Gemm", "Conv")) or n.output[0] in cx.out_index:
+        return None
+    found = [prod.get(i) for i in n.input[:3] if i]
+    dqs = [d for d in found if d is not None and _is(fn.node[d], "DequantizeLinear")]
+    if len(dqs) < 2 or len(dqs) != len(found):
+        return None
+    users = cons.get(n.output[0], [])
+    if len(users) != 1 or not _is(fn.node[users[0]], "QuantizeLinear"):
+        return None
+    members = [*dqs, users[0]]
+    if any(cx.node_task(m) != cx.node_task(k) for m in members):
+        return None
+    return _Group(k, dqs[0], dqs[1], users[0], dqs[2] if len(dqs) > 2 else None)
+
+
+def plan(cx: Lowerer) -> IntegerGroups:
+    """The groups of the body that fit QMATMUL (see the module doc)."""
+    prod, cons = _producers(cx.fn), _consumers(cx.fn)
+    out = IntegerGroups()
+    for k in range(len(cx.fn.node)):
+        g = _match(cx, k, prod, cons)
+        if g is None or _operands(cx, g) is None:
+            continue
+        out.groups[k] = g
+        out.absorbed.add(g.q)
+    fused = set(out.groups)
+    for g in out.groups.values():  # a DQ whose every reader is fused lowers to nothing
+        for d in (g.a_dq, g.b_dq, g.bias_dq):
+            o = cx.fn.node[d].output[0] if d is not None else None
+            if o is not None and o not in cx.out_index and set(cons.get(o, [])) <= fused:
+                out.absorbed.add(d)  # type: ignore[arg-type]  # d is not None here (o is)
+    return out
+
+
+@dataclass
+class _Operands:
+    a: str  # the integer tensor A (a body tensor or formal input)
+    a_dtype: Dtype
+    b: np.ndarray  # [K, N] integers
+    za: int
+    zb: np.ndarray  # [1] or [N]
+    scale: np.ndarray  # f32 [1] or [N]
+    zy: int
+    y: str
+    y_dtype: Dtype
+    bias: np.ndarray | None  # i32 [N]
+
+
+def _qparams(cx: Lowerer, n: onnx.NodeProto) -> tuple[np.ndarray, np.ndarray] | None:
+    """(scale f32, zero point int) of a Q/DQ node with constant parameters, flattened."""
+    if int(attr(n, "block_size", 0)) != 0:
+        return None
+    scale = cx.known_value(n.input[1])
+    zp = cx.known_value(n.input[2]) if len(n.input) > 2 and n.input[2] else np.zeros(1, np.int64)
+    if scale is None or zp is None or scale.dtype != np.float32:
+        return None
+    return scale.reshape(-1), zp.reshape(-1).astype(np.int64)
+
+
+def _operands(cx: Lowerer, g: _Group) -> _Operands | None:
+    fn = cx.fn
+    op, dq_a, dq_b, q = fn.node[g.op], fn.node[g.a_dq], fn.node[g.b_dq], fn.node[g.q]
+    a_dtype, y_dtype = DTYPES.get(cx.dtype(dq_a.input[0])), DTYPES.get(cx.dtype(q.output[0]))
+    b = cx.known_value(dq_b.input[0])
+    pa, pb, py = _qparams(cx, dq_a), _qparams(cx, dq_b), _qparams(cx, q)
+    conv = _is(op, "Conv")
+    if a_dtype not in QUANTIZED or y_dtype not in QUANTIZED or b is None or b.ndim != (4 if conv else 2):
+        return None
+    if conv and len(cx.shape(dq_a.input[0], dq_a)) != 4:
+        return None
+    if DTYPES.get(cx.dtype(dq_b.input[0])) not in QUANTIZED or None in (pa, pb, py):
+        return None
+    (sa, za), (sb, zb), (sy, zy) = pa, pb, py  # type: ignore[misc]
+    if sa.size != 1 or sy.size != 1 or len(cx.shape(dq_a.input[0], dq_a)) < 2:
+        return None
+    trans_b = _is(op, "Gemm") and int(attr(op, "transB", 0)) == 1
+    if _is(op, "Gemm") and (
+        int(attr(op, "transA", 0)) or attr(op, "alpha", 1.0) != 1.0 or attr(op, "beta", 1.0) != 1.0
+    ):
+        return None
+    n_cols = b.shape[0] if trans_b or conv else b.shape[1]
+    if sb.size > 1:
+        axis = int(attr(dq_b, "axis", 1)) % b.ndim
+        if sb.size != n_cols or axis != (0 if trans_b or conv else 1):
+            return None
+    scale = (np.float32(sa[0]) * sb.astype(np.float32)) / np.float32(sy[0])  # f32, as ORT computes it
+    bias = None
+    if g.bias_dq is not None:
+        bias = _bias(cx, fn.node[g.bias_dq], np.float32(sa[0]) * sb.astype(np.float32), n_cols)
+        if bias is None:
+            return None
+    return _Operands(
+        dq_a.input[0], a_dtype, b.T if trans_b else b, int(za[0]), zb, scale.astype(np.float32), int(zy[0]),
+        q.output[0], y_dtype, bias,
+    )  # fmt: skip
+
+
+def _bias(cx: Lowerer, dq: onnx.NodeProto, acc_scale: np.ndarray, n_cols: int) -> np.ndarray | None:
+    """The int32 bias of a Gemm when its DequantizeLinear has the accumulator's scale, else None."""
+    value, params = cx.known_value(dq.input[0]), _qparams(cx, dq)
+    if value is None or params is None or value.dtype != np.int32 or value.size != n_cols:
+        return None
+    scale, zp = params
+    if np.any(zp != 0) or not np.array_equal(np.broadcast_to(scale, acc_scale.shape), acc_scale):
+        return None
+    return value.reshape(-1)
+
+
+def emit(cx: Lowerer, g: _Group, task: Task) -> None:
+    """Emit the group's QMATMUL (its origin: the MatMul/Gemm node)."""
+    o = _operands(cx, g)
+    assert o is not None  # plan() kept only groups that fit
+    n = cx.fn.node[g.op]
+    b_dtype = DTYPES[cx.dtype(cx.fn.node[g.b_dq].input[0])]
+    per_col = o.zb.size > 1 or o.scale.size > 1
+    conv = _is(n, "Conv")
+    cols = o.b.shape[0] if conv else o.b.shape[1]
+    zb = np.broadcast_to(o.zb, (cols,)) if per_col else o.zb
+    scale = np.broadcast_to(o.scale, (cols,)) if per_col else o.scale
+    inputs = [
+        cx.read_typed(o.a, n, task, o.a_dtype),
+        cx.constant(o.b, task, b_dtype),
+        cx.constant(np.array(o.za), task, o.a_dtype),
+        cx.constant(zb, task, b_dtype),
+        cx.constant(scale, task, Dtype.F32),
+        cx.constant(np.array(o.zy), task, o.y_dtype),
+    ]
+    if o.bias is not None:
+        inputs.append(cx.constant(o.bias, task, Dtype.I32))
+    params = _conv_params(cx, n) if conv else None
+    cx.emit(n, task, Opcode.QCONV2D if conv else Opcode.QMATMUL, inputs, params, out=o.y, out_dtype=o.y_dtype)
+
+
+def _conv_params(cx: Lowerer, n: onnx.NodeProto) -> dict[ConvParam, int]:
+    x, w = cx.shape(n.input[0], n), cx.shape(n.input[1], n)
+    strides = [int(v) for v in attr(n, "strides", [1, 1])]
+    dil = [int(v) for v in attr(n, "dilations", [1, 1])]
+    pads = pads_2d(n, x, w[2:], strides, dil)
+    return conv_params(n, strides, dil, pads)

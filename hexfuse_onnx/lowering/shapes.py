@@ -1,0 +1,273 @@
+"""The shape section of a pair whose inputs have symbolic dims, and the safety net that proves it.
+
+The program is lowered at the representative binding. Every symbolic dim of a node input is a
+symbol (program format v2: symbol k = dim `axis` of node input `io_index`). The body is given
+to ORT's symbolic shape inference with those dims named `s0, s1, ...`, which gives every body
+tensor's dims as expressions of the symbols; each program tensor dim whose expression is not a
+constant gets a TENSOR_DIM patch. Nothing else is patched, so a param that follows the shapes
+has no expression.
+
+Safety net: the pair is lowered again at a second binding, and the first program specialized
+(`program.specialize`, the kernel's reference) to the second program's input dims must equal it
+byte for byte. Any difference refuses the pair, naming the op or tensor that differs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+import onnx
+import sympy
+from onnx import helper
+
+from .. import shape_expr
+from ..graph import Dim, _run_symbolic_inference, _tensor_info
+from ..shape_expr import Patch, ShapeExprError, Symbol, Target
+from .abi import (
+    ClipParam,
+    ConvParam,
+    GemmParam,
+    HardSigmoidParam,
+    Opcode,
+    PoolParam,
+    ReduceParam,
+    ResizeParam,
+    Role,
+    SliceParam,
+)
+from .lowerer import Lowerer
+from .program import layout_of, locate, specialize, tensor_records
+from .registry import LoweringError
+
+
+@dataclass(frozen=True)
+class SymbolicInputs:
+    """What a pair over symbolic dims is lowered from besides its representative types: each node
+    input's symbolic dims (ints, dim strings, None where unknown) and its type at a second binding."""
+
+    dims: list[tuple[Dim, ...]]
+    second: dict[str, onnx.TypeProto]
+    model_dims: dict[str, tuple[Dim, ...]]  # body tensors' symbolic dims in the whole model (a fallback)
+    function: onnx.FunctionProto  # the body with its value_info at the second binding
+
+
+@dataclass(frozen=True)
+class _Symbols:
+    names: list[list[str | None]]  # per node input and axis: the body's dim name, None when static
+    section: list[Symbol]  # one per symbolic (io_index, axis), in order
+    index: dict[str, int]  # body dim name -> the first symbol carrying it
+    renames: dict[str, str]  # a node input dim that is a lone model symbol ('height') -> its body name
+
+
+def lower_symbolic(first: Lowerer, second_args: tuple, sym: SymbolicInputs) -> bytes:
+    """The v2 program of `first` (a Lowerer at the representative types, not yet lowered),
+    proven against a lowering at the second binding (`Lowerer(*second_args)`)."""
+    first.lower()
+    symbols = _symbols(sym.dims)
+    body = {**_model_dims(sym.model_dims, symbols), **_body_dims(first, symbols)}
+    patches, notes = _patches(first, body, symbols)
+    try:
+        section = shape_expr.encode_section(symbols.section, patches)
+    except ShapeExprError as exc:
+        raise _refuse(first, f"its shape section cannot be encoded: {exc}") from None
+    return _proven(first, second_args, section, notes)
+
+
+def _proven(first: Lowerer, second_args: tuple, section: bytes, notes: dict[tuple[int, int], str]) -> bytes:
+    """The v2 program, once its specialization to the second binding equals the lowering there."""
+    try:
+        second = Lowerer(*second_args)
+        second.lower()
+    except LoweringError as exc:
+        raise _refuse(first, f"does not lower at a second shape: {exc.message}") from None
+    template, expected = first.prog.encode(section), second.prog.encode(section)
+    inputs = [dims for role, _, dims in sorted(tensor_records(expected), key=lambda r: r[1]) if role == Role.INPUT]
+    try:
+        got = specialize(template, inputs)
+    except ShapeExprError as exc:
+        raise _refuse(first, f"its shape section fails at a second shape: {exc}") from None
+    if got != expected:
+        raise _refuse(first, _difference(first, got, expected, notes))
+    return template
+
+
+def _refuse(lowerer: Lowerer, why: str) -> LoweringError:
+    return LoweringError(lowerer.node.op_type, lowerer.pair, why)
+
+
+def _symbols(dims: list[tuple[Dim, ...]]) -> _Symbols:
+    """Name every symbolic input dim: equal dim strings share a name, unknown dims get their own."""
+    by_text: dict[str, str] = {}
+    names: list[list[str | None]] = []
+    section: list[Symbol] = []
+    index: dict[str, int] = {}
+    renames: dict[str, str] = {}
+    for io, shape in enumerate(dims):
+        row: list[str | None] = []
+        for axis, d in enumerate(shape):
+            if isinstance(d, int):
+                row.append(None)
+                continue
+            name = by_text.setdefault(d, f"hfx_s{len(by_text)}") if d is not None else f"hfx_u{io}_{axis}"
+            index.setdefault(name, len(section))
+            section.append(Symbol(name, io, axis))
+            row.append(name)
+            if d is not None and isinstance(_parse(d), sympy.Symbol):
+                renames.setdefault(d, name)
+        names.append(row)
+    return _Symbols(names, section, index, renames)
+
+
+def _body_dims(lowerer: Lowerer, symbols: _Symbols) -> dict[str, list[int | sympy.Expr | None]]:
+    """Every body tensor's dims from ORT's symbolic inference over the symbols (None: unknown)."""
+    types = {}
+    for io, f in enumerate(lowerer.fn.input):
+        elem = lowerer.types[f].tensor_type.elem_type
+        concrete = [d.dim_value for d in lowerer.types[f].tensor_type.shape.dim]
+        dims = [name or concrete[axis] for axis, name in enumerate(symbols.names[io])]
+        types[f] = helper.make_tensor_type_proto(elem, dims)
+    inferred = _run_symbolic_inference(lowerer.body_model(types, lowerer.ir_version))
+    if inferred is None:
+        return {}
+    g = inferred.graph
+    out: dict[str, list[int | sympy.Expr | None]] = {}
+    for vi in list(g.input) + list(g.value_info) + list(g.output):
+        shape = _tensor_info(vi).shape
+        if shape is not None:
+            out[vi.name] = [_parse(d) for d in shape]
+    return out
+
+
+def _model_dims(model_dims: dict[str, tuple[Dim, ...]], symbols: _Symbols) -> dict[str, list[int | sympy.Expr | None]]:
+    """Body tensors' dims from the whole model's symbolic shapes, where every name in them is a
+    node input dim (used where ORT's inference of the body alone fails)."""
+    subs = {sympy.Symbol(k, integer=True): sympy.Symbol(v, integer=True) for k, v in symbols.renames.items()}
+    out: dict[str, list[int | sympy.Expr | None]] = {}
+    for name, shape in model_dims.items():
+        dims: list[int | sympy.Expr | None] = []
+        for d in shape:
+            expr = _parse(d)
+            if isinstance(expr, sympy.Expr):
+                expr = expr.xreplace(subs)
+                expr = expr if shape_expr.free_names(expr) <= set(symbols.index) else None
+            dims.append(expr)
+        out[name] = dims
+    return out
+
+
+def _parse(d: Dim) -> int | sympy.Expr | None:
+    if d is None or isinstance(d, int):
+        return d
+    try:
+        return shape_expr.parse_dim(d)
+    except ShapeExprError:
+        return None
+
+
+def _patches(
+    lowerer: Lowerer, body: dict[str, list[int | sympy.Expr | None]], symbols: _Symbols
+) -> tuple[list[Patch], dict[tuple[int, int], str]]:
+    """TENSOR_DIM patches of every program tensor dim with a non-constant expression; notes say
+    why a dim got none (read only if the safety net finds that dim varies)."""
+    patches: list[Patch] = []
+    notes: dict[tuple[int, int], str] = {}
+    for k, s in enumerate(symbols.section):  # an input dim: a lone SYM of its own symbol
+        tid = _input_id(lowerer, s.io_index)
+        patches.append(Patch(Target.TENSOR_DIM, tid, s.axis, (int(shape_expr.Code.SYM) | (k << 8),)))
+    values = _representative_values(lowerer, symbols)
+    for tid, t in enumerate(lowerer.prog.tensors):
+        if t.role in (Role.INPUT, Role.CONSTANT):
+            continue
+        name = tensor_name(lowerer, tid)
+        exprs = body.get(name) if name else None
+        if exprs is None or len(exprs) != len(t.dims):
+            notes.update({(tid, axis): "its shape has no expression" for axis in range(len(t.dims))})
+            continue
+        for axis, (expr, stored) in enumerate(zip(exprs, t.dims)):
+            patch, note = _dim_patch(tid, axis, expr, stored, symbols, values)
+            if patch is not None:
+                patches.append(patch)
+            elif note:
+                notes[(tid, axis)] = note
+    return patches, notes
+
+
+def _dim_patch(
+    tid: int, axis: int, expr: int | sympy.Expr | None, stored: int, symbols: _Symbols, values: list[int]
+) -> tuple[Patch | None, str]:
+    if expr is None:
+        return None, "its shape inference gave no expression"
+    if isinstance(expr, int) or expr.is_Integer:
+        return None, ""
+    try:
+        words = shape_expr.compile_expr(expr, symbols.index)
+        value = shape_expr.run(words, values)
+    except ShapeExprError as exc:
+        return None, str(exc)
+    if value != stored:
+        return None, f"its expression '{expr}' gives {value}, the program holds {stored}"
+    return Patch(Target.TENSOR_DIM, tid, axis, tuple(words)), ""
+
+
+def _representative_values(lowerer: Lowerer, symbols: _Symbols) -> list[int]:
+    return [lowerer.prog.tensors[_input_id(lowerer, s.io_index)].dims[s.axis] for s in symbols.section]
+
+
+def _input_id(lowerer: Lowerer, io: int) -> int:
+    return lowerer.ids[lowerer.fn.input[io]]
+
+
+def tensor_name(lowerer: Lowerer, tid: int) -> str | None:
+    """The body tensor a program tensor holds (inputs and outputs by io index)."""
+    t = lowerer.prog.tensors[tid]
+    if t.role == Role.INPUT:
+        return lowerer.fn.input[t.io]
+    if t.role == Role.OUTPUT:
+        return lowerer.fn.output[t.io]
+    return next((n for n, i in lowerer.ids.items() if i == tid), None)
+
+
+def _difference(lowerer: Lowerer, got: bytes, expected: bytes, notes: dict[tuple[int, int], str]) -> str:
+    """Why the specialized program differs from the one lowered at the second shape."""
+    if len(got) != len(expected) or layout_of(got) != layout_of(expected):
+        return "its program's layout depends on the input shape"
+    offset = next(i for i, (a, b) in enumerate(zip(got, expected)) if a != b)
+    part, index, field = locate(expected, offset)
+    if part == "tensor":
+        name = tensor_name(lowerer, index) or f"#{index}"
+        note = notes.get((index, field), "")
+        return f"tensor '{name}' dim {field} depends on the input shape and has no expression" + (
+            f" ({note})" if note else ""
+        )
+    if part == "op":
+        o = lowerer.origins[index]
+        where = _param_name(lowerer.prog.ops[index].opcode, field) if field >= 0 else "record"
+        return f"{o.op_type} '{o.node or o.output}' {where} depends on the input shape and has no expression"
+    if part == "data":
+        return "a constant's data depends on the input shape"
+    return f"its program's {part} depends on the input shape"
+
+
+_PARAMS: dict[Opcode, type[IntEnum]] = {
+    Opcode.GEMM: GemmParam,
+    Opcode.CONV2D: ConvParam,
+    Opcode.MAXPOOL: PoolParam,
+    Opcode.AVGPOOL: PoolParam,
+    Opcode.RESIZE: ResizeParam,
+    Opcode.SLICE: SliceParam,
+    Opcode.REDUCE_MEAN: ReduceParam,
+    Opcode.REDUCE_SUM: ReduceParam,
+    Opcode.HARDSIGMOID: HardSigmoidParam,
+    Opcode.CLIP: ClipParam,
+}
+
+
+def _param_name(opcode: int, slot: int) -> str:
+    """'param SCALE_H' (a slot of an array param: 'param STARTS[2]'), or 'param 7'."""
+    enum = _PARAMS.get(Opcode(opcode)) if opcode in Opcode._value2member_map_ else None
+    below = [m for m in enum or () if m.value <= slot]
+    if not below:
+        return f"param {slot}"
+    m = max(below, key=lambda m: m.value)
+    return f"param {m.name}" + (f"[{slot - m.value}]" if slot > m.value else "")

@@ -1,0 +1,191 @@
+"""QDQ MatMul/Gemm groups lowered to QMATMUL (integer MatMul, ORT's requantisation): which groups
+take it, which keep the float path, and the host kernel against ONNX Runtime's run of the QDQ model
+(its QDQ fusion makes them QLinearMatMul / QGemm)."""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper
+from test_lower import init, pair_model, program_inputs, vi
+
+from hexfuse_onnx.lowering import lower_pair
+from hexfuse_onnx.lowering.abi import Opcode
+from hexfuse_onnx.runtime import HOST_NAME, LIB_DIR, HostKernel
+
+NP = {TensorProto.UINT8: np.uint8, TensorProto.INT8: np.int8}
+# nodes, inputs, outputs, initializers of one QDQ group
+Group = tuple[list[onnx.NodeProto], list[onnx.ValueInfoProto], list[onnx.ValueInfoProto], list[onnx.TensorProto]]
+
+
+def _opcodes(program: bytes) -> list[Opcode]:
+    n_ops, ops_off = struct.unpack_from("<I", program, 20)[0], struct.unpack_from("<I", program, 36)[0]
+    return [Opcode(struct.unpack_from("<H", program, ops_off + 176 * i)[0]) for i in range(n_ops)]
+
+
+def _group(
+    p: str, a_shape: list[int], k: int, n: int, at: int, bt: int, yt: int, *, gemm: dict | None = None,
+    per_column: bool = False, bias_scale: float | None = None, seed: int = 0,
+) -> Group:  # fmt: skip
+    """x (at) -> DQ, W (bt) -> DQ -> MatMul (or Gemm with `gemm` attributes, bias DQ'd from i32) -> Q (yt)."""
+    rng = np.random.default_rng(seed)
+    trans_b = bool(gemm and gemm.get("transB"))
+    w_shape = [n, k] if trans_b else [k, n]
+    info_b = np.iinfo(NP[bt])
+    sa, sy = np.float32(0.02), np.float32(0.05)
+    sb = rng.uniform(0.002, 0.01, n if per_column else ()).astype(np.float32)
+    zb = (np.zeros(n, NP[bt]) if per_column else np.array(0, NP[bt])) if bt == TensorProto.INT8 else None
+    if zb is None:
+        zb = rng.integers(100, 156, n if per_column else ()).astype(np.uint8)
+    inits = [
+        init(f"{p}w", rng.integers(info_b.min, info_b.max + 1, w_shape).astype(NP[bt])),
+        init(f"{p}sa", sa),
+        init(f"{p}za", np.array(128 if at == TensorProto.UINT8 else 3, NP[at])),
+        init(f"{p}sb", sb),
+        init(f"{p}zb", zb),
+        init(f"{p}sy", sy),
+        init(f"{p}zy", np.array(120 if yt == TensorProto.UINT8 else -5, NP[yt])),
+    ]
+    axis = 0 if trans_b else 1
+    nodes = [
+        helper.make_node("DequantizeLinear", [f"{p}x", f"{p}sa", f"{p}za"], [f"{p}xf"]),
+        helper.make_node("DequantizeLinear", [f"{p}w", f"{p}sb", f"{p}zb"], [f"{p}wf"], axis=axis),
+    ]
+    mm_inputs = [f"{p}xf", f"{p}wf"]
+    if gemm is not None:
+        acc_scale = (sa * sb).astype(np.float32) if bias_scale is None else np.float32(bias_scale)
+        inits += [init(f"{p}bq", rng.integers(-3000, 3000, n).astype(np.int32)), init(f"{p}bs", acc_scale)]
+        nodes.append(helper.make_node("DequantizeLinear", [f"{p}bq", f"{p}bs"], [f"{p}bf"], axis=0))
+        mm_inputs.append(f"{p}bf")
+        nodes.append(helper.make_node("Gemm", mm_inputs, [f"{p}mm"], **gemm))
+    else:
+        nodes.append(helper.make_node("MatMul", mm_inputs, [f"{p}mm"]))
+    nodes.append(helper.make_node("QuantizeLinear", [f"{p}mm", f"{p}sy", f"{p}zy"], [f"{p}y"]))
+    out_shape = [*a_shape[:-1], n] if gemm is None or not gemm.get("transA") else [a_shape[1], n]
+    inputs = [vi(f"{p}x", a_shape, at)] + [vi(t.name, list(t.dims), t.data_type) for t in inits]
+    return nodes, inputs, [vi(f"{p}y", out_shape, yt)], inits
+
+
+def _pair(a: tuple, b: tuple) -> onnx.ModelProto:
+    return pair_model(a[0], b[0], a[1], b[1], a[2], b[2], a[3] + b[3], opset=19)
+
+
+def _plain(a: tuple, b: tuple) -> onnx.ModelProto:
+    """The same groups as a plain QDQ model (what ONNX Runtime runs)."""
+    graph = helper.make_graph(
+        a[0] + b[0], "qdq", [a[1][0], b[1][0]], a[2] + b[2], initializer=a[3] + b[3]
+    )  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=10)
+
+
+U8, I8 = TensorProto.UINT8, TensorProto.INT8
+CASES = {
+    "matmul_u8u8_gemm_u8i8_bias_per_column": (
+        dict(a_shape=[2, 5, 33], k=33, n=17, at=U8, bt=U8, yt=U8),
+        dict(a_shape=[7, 40], k=40, n=300, at=U8, bt=I8, yt=U8, gemm={"transB": 1}, per_column=True),
+    ),
+    "matmul_i8i8_gemm_i8i8_bias": (
+        dict(a_shape=[9, 16], k=16, n=5, at=I8, bt=I8, yt=I8),
+        dict(a_shape=[3, 24], k=24, n=8, at=I8, bt=I8, yt=I8, gemm={}),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_qdq_matmul_and_gemm_groups_lower_to_qmatmul(case: str) -> None:
+    a, b = CASES[case]
+    ops = _opcodes(lower_pair(m := _pair(_group("a_", **a), _group("b_", **b)), m.graph.node[0]))
+    assert ops == [Opcode.QMATMUL, Opcode.QMATMUL], ops  # each DQ, op and Q: one op
+
+
+def test_groups_that_do_not_fit_keep_the_float_path() -> None:
+    """transA, and a bias whose scale is not s_a * s_b: DQ, GEMM, Q as before."""
+    a = _group("a_", [24, 3], 24, 8, U8, U8, U8, gemm={"transA": 1})
+    b = _group("b_", [3, 24], 24, 8, U8, I8, U8, gemm={}, bias_scale=0.001)
+    ops = _opcodes(lower_pair(m := _pair(a, b), m.graph.node[0]))
+    assert ops.count(Opcode.GEMM) == 2 and Opcode.QMATMUL not in ops, ops
+
+
+@pytest.mark.skipif(not (LIB_DIR / HOST_NAME).is_file(), reason="run `bash custom_ops/build.sh`")
+@pytest.mark.parametrize("case", list(CASES))
+def test_qmatmul_matches_onnxruntime_within_one_step(case: str) -> None:
+    """Against ORT's QLinearMatMul/QGemm: at most one quantization step apart, and equal on most
+    elements (ORT's u8 x i8 kernel without VNNI may saturate 16-bit pair sums; u8 x u8 is exact)."""
+    a, b = CASES[case]
+    ga, gb = _group("a_", **a), _group("b_", **b)
+    m, plain = _pair(ga, gb), _plain(ga, gb)
+    rng = np.random.default_rng(5)
+    feeds = {}
+    for g in (ga, gb):
+        x = g[1][0]
+        dt = NP[x.type.tensor_type.elem_type]
+        shape = [d.dim_value for d in x.type.tensor_type.shape.dim]
+        feeds[x.name] = rng.integers(np.iinfo(dt).min, np.iinfo(dt).max + 1, shape).astype(dt)
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    ref = ort.InferenceSession(plain.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, feeds)
+    got = HostKernel().run(lower_pair(m, m.graph.node[0]), program_inputs(m, m.graph.node[0], feeds))
+    for r, g in zip(ref, got):
+        assert r.dtype == g.dtype and r.shape == g.shape
+        diff = np.abs(r.astype(np.int32) - g.astype(np.int32))
+        assert diff.max() <= 1 and (diff == 0).mean() >= 0.99, (diff.max(), (diff == 0).mean())
+
+
+def _conv_group(p: str, xt: int, wt: int, yt: int, *, bias: bool, seed: int = 0) -> Group:
+    """x [1,4,9,7] (xt) -> DQ, W [6,2,3,3] (wt, per output channel) -> DQ [, bias] -> Conv group 2, pads,
+    strides 2 1 -> Q (yt)."""
+    rng = np.random.default_rng(seed)
+    info = np.iinfo(NP[wt])
+    sa, sy = np.float32(0.03), np.float32(0.04)
+    sw = rng.uniform(0.002, 0.01, 6).astype(np.float32)
+    inits = [
+        init(f"{p}w", rng.integers(info.min, info.max + 1, [6, 2, 3, 3]).astype(NP[wt])),
+        init(f"{p}sa", sa),
+        init(f"{p}za", np.array(128 if xt == U8 else -2, NP[xt])),
+        init(f"{p}sw", sw),
+        init(f"{p}zw", np.zeros(6, NP[wt])),
+        init(f"{p}sy", sy),
+        init(f"{p}zy", np.array(100 if yt == U8 else 4, NP[yt])),
+    ]
+    nodes = [
+        helper.make_node("DequantizeLinear", [f"{p}x", f"{p}sa", f"{p}za"], [f"{p}xf"]),
+        helper.make_node("DequantizeLinear", [f"{p}w", f"{p}sw", f"{p}zw"], [f"{p}wf"], axis=0),
+    ]
+    conv_in = [f"{p}xf", f"{p}wf"]
+    if bias:
+        inits += [
+            init(f"{p}bq", rng.integers(-2000, 2000, 6).astype(np.int32)),
+            init(f"{p}bs", (sa * sw).astype(np.float32)),
+        ]
+        nodes.append(helper.make_node("DequantizeLinear", [f"{p}bq", f"{p}bs"], [f"{p}bf"], axis=0))
+        conv_in.append(f"{p}bf")
+    nodes.append(helper.make_node("Conv", conv_in, [f"{p}c"], group=2, pads=[1, 0, 2, 1], strides=[2, 1]))
+    nodes.append(helper.make_node("QuantizeLinear", [f"{p}c", f"{p}sy", f"{p}zy"], [f"{p}y"]))
+    inputs = [vi(f"{p}x", [1, 4, 9, 7], xt)] + [vi(t.name, list(t.dims), t.data_type) for t in inits]
+    return nodes, inputs, [vi(f"{p}y", [1, 6, 5, 6], yt)], inits
+
+
+@pytest.mark.skipif(not (LIB_DIR / HOST_NAME).is_file(), reason="run `bash custom_ops/build.sh`")
+def test_qdq_conv_groups_lower_to_qconv2d_and_match_onnxruntime() -> None:
+    """u8 x u8 with a bias, i8 x i8 without: QCONV2D each, within one step of ORT's QLinearConv."""
+    ga, gb = _conv_group("a_", U8, U8, U8, bias=True), _conv_group("b_", I8, I8, I8, bias=False, seed=1)
+    m, plain = _pair(ga, gb), _plain(ga, gb)
+    program = lower_pair(m, m.graph.node[0])
+    assert _opcodes(program) == [Opcode.QCONV2D, Opcode.QCONV2D]
+    rng = np.random.default_rng(9)
+    feeds = {
+        "a_x": rng.integers(0, 256, [1, 4, 9, 7]).astype(np.uint8),
+        "b_x": rng.integers(-128, 128, [1, 4, 9, 7]).astype(np.int8),
+    }
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    ref = ort.InferenceSession(plain.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, feeds)
+    got = HostKernel().run(program, program_inputs(m, m.graph.node[0], feeds))
+    for r, g in zip(ref, got):
+        assert r.dtype == g.dtype and r.shape == g.shape
+        diff = np.abs(r.astype(np.int32) - g.astype(np.int32))
+        assert diff.max() <= 1 and (diff == 0).mean() >= 0.99, (diff.max(), (diff == 0).mean())

@@ -1,0 +1,256 @@
+"""Shape-polymorphic fusion: symbolic input dims stay symbolic, programs carry a shape section
+(format v2) proven at a second shape, verification runs at several shapes (real ORT, no mocks)."""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from cli_support import error_line, run_cli
+
+import models
+from hexfuse_onnx import contract as C
+from hexfuse_onnx import pipeline, runtime, shape_expr, verify
+from hexfuse_onnx.errors import EXIT_BAD_MODEL, EXIT_OK
+from hexfuse_onnx.lowering.abi import Dtype, Engine, Opcode, Role, Task
+from hexfuse_onnx.lowering.program import Op, Program, Tensor, layout_of, read_section, specialize, tensor_records
+from models.graph_builder import GraphBuilder
+
+C_IN = 16
+SHAPES = [(1, C_IN, 64, 64), (2, C_IN, 96, 160), (3, C_IN, 30, 50)]  # three input shapes, one with odd dims
+
+
+def conv_two_branch(path: Path) -> Path:
+    """Two conv branches of x[batch, 16, height, width] joined by Add (one strided, one pooled)."""
+    b = GraphBuilder("symbolic_two_branch", seed=1)
+    x = b.input("x", ["batch", C_IN, "height", "width"])
+    a = b.op("Conv", [x, b.weight("wa1", [C_IN, C_IN, 3, 3]), b.bias("ba1", C_IN)], "conv_a1", pads=[1, 1, 1, 1])
+    a = b.op("Relu", [a], "relu_a")
+    a = b.op(
+        "Conv", [a, b.weight("wa2", [C_IN, C_IN, 3, 3]), b.bias("ba2", C_IN)], "conv_a2", pads=[1] * 4, strides=[2, 2]
+    )
+    c = b.op("Conv", [x, b.weight("wb1", [C_IN, C_IN, 1, 1]), b.bias("bb1", C_IN)], "conv_b1")
+    c = b.op("Sigmoid", [c], "sigmoid_b")
+    c = b.op("MaxPool", [c], "pool_b", kernel_shape=[2, 2], strides=[2, 2])
+    b.op("Add", [a, c], "join", outputs=["y"])
+    b.output("y", ["batch", C_IN, "h2", "w2"])
+    onnx.save(b.model(), path)
+    return path
+
+
+def resize_pair(path: Path) -> Path:
+    """A pair whose Resize scale follows the input shape (constant `sizes`): no expression for it."""
+    b = GraphBuilder("symbolic_resize", seed=2)
+    x = b.input("x", [1, C_IN, "height", "width"])
+    r = b.op("Resize", [x, "", "", b.ints("sizes", [1, C_IN, 32, 32])], "resize_a", mode="linear")
+    b.op("Conv", [r, b.weight("wa", [C_IN, C_IN, 3, 3]), b.bias("ba", C_IN)], "conv_a", pads=[1] * 4, outputs=["ya"])
+    p = b.op("MaxPool", [x], "pool_b", kernel_shape=[2, 2], strides=[2, 2])
+    b.op("Conv", [p, b.weight("wb", [C_IN, C_IN, 3, 3]), b.bias("bb", C_IN)], "conv_b", pads=[1] * 4, outputs=["yb"])
+    b.output("ya", [1, C_IN, 32, 32])
+    b.output("yb", [1, C_IN, "h2", "w2"])
+    onnx.save(b.model(), path)
+    return path
+
+
+def input_dims(model: onnx.ModelProto) -> list[list[int | str]]:
+    return [[d.dim_param or d.dim_value for d in v.type.tensor_type.shape.dim] for v in model.graph.input]
+
+
+def programs(model: onnx.ModelProto) -> list[bytes]:
+    return [a.s for n in model.graph.node if n.domain == C.DOMAIN for a in n.attribute if a.name == C.ATTR_PROGRAM]
+
+
+def max_error_at(original: Path, fused: Path, shape: tuple[int, ...], options: ort.SessionOptions | None = None):
+    x = np.random.default_rng(sum(shape)).standard_normal(shape).astype(np.float32)
+    want = verify.session(original).run(None, {"x": x})
+    got = verify.session(fused, options).run(None, {"x": x})
+    return max(verify.relative_error(w, g) for w, g in zip(want, got))
+
+
+@pytest.fixture(scope="module")
+def rewritten(tmp_path_factory) -> tuple[Path, Path, pipeline.RewriteResult]:
+    folder = tmp_path_factory.mktemp("symbolic")
+    src = conv_two_branch(folder / "model.onnx")
+    result = pipeline.rewrite(src, folder / "model.fused.onnx", target="host", min_gain=-1.0)
+    assert result.output is not None
+    return src, result.output, result
+
+
+def test_rewrite_without_shape_keeps_symbolic_inputs(rewritten) -> None:
+    src, out, result = rewritten
+    fused = onnx.load(str(out))
+    assert len(result.analysis.pairs) >= 1
+    assert input_dims(fused) == [["batch", C_IN, "height", "width"]]
+    assert [[d.dim_param or d.dim_value for d in v.type.tensor_type.shape.dim] for v in fused.graph.output] == [
+        ["batch", C_IN, "h2", "w2"]
+    ]
+    assert result.analysis.graph.binding is not None
+    assert result.analysis.graph.binding.symbols == {"batch": 1, "height": 128, "width": 128}
+    # verified at the representative binding and a second one
+    assert result.comparison is not None
+    assert result.comparison.shapes == ["x=1x16x128x128", "x=2x16x192x192"]
+
+
+def test_rewritten_model_matches_at_three_shapes_on_stock_ort(rewritten) -> None:
+    src, out, _ = rewritten
+    for shape in SHAPES:
+        assert max_error_at(src, out, shape) <= 1e-5, shape
+
+
+def test_programs_are_v2_with_a_shape_section(rewritten) -> None:
+    _, out, _ = rewritten
+    progs = programs(onnx.load(str(out)))
+    assert progs
+    for prog in progs:
+        lay = layout_of(prog)
+        assert (lay.version, lay.tensors_off, lay.data_bytes % 4) == (2, 64, 0)
+        assert struct.unpack_from("<H", prog, 6)[0] == 64
+        total, crc = struct.unpack_from("<I", prog, 8)[0], struct.unpack_from("<I", prog, len(prog) - 4)[0]
+        assert total == len(prog) == lay.shapes_off + lay.shapes_bytes + 4
+        assert crc == zlib.crc32(prog[:-4])
+        section = read_section(prog)
+        assert section is not None and (0, 0) in section.symbols and (0, 2) in section.symbols
+
+
+def test_specialized_program_holds_the_actual_shapes(rewritten) -> None:
+    """The program specialized to another input shape has every tensor dim the body has there."""
+    _, out, _ = rewritten
+    prog = programs(onnx.load(str(out)))[0]
+    inputs = [dims for role, _, dims in sorted(tensor_records(prog), key=lambda r: r[1]) if role == Role.INPUT]
+    given = [[3, d[1], 30, 50] if len(d) == 4 and d[0] == 1 else d for d in inputs]
+    dims = [d for role, _, d in tensor_records(specialize(prog, given)) if role == Role.OUTPUT]
+    assert sorted(map(tuple, dims)) == [(3, C_IN, 15, 25)] * 2  # conv_a2 (stride 2) and pool_b (2x2)
+
+
+def test_freeze_shapes_fixes_the_inputs(tmp_path: Path) -> None:
+    src = conv_two_branch(tmp_path / "model.onnx")
+    result = pipeline.rewrite(
+        src, tmp_path / "frozen.onnx", target="host", min_gain=-1.0, shapes={"x": [1, C_IN, 64, 64]}, freeze_shapes=True
+    )
+    assert result.output is not None
+    fused = onnx.load(str(result.output))
+    assert input_dims(fused) == [[1, C_IN, 64, 64]]
+    assert {layout_of(p).version for p in programs(fused)} == {1}
+    assert result.comparison is not None and result.comparison.shapes == ["x=1x16x64x64"]
+
+
+def test_safety_net_refuses_a_shape_dependent_param(tmp_path: Path) -> None:
+    src = resize_pair(tmp_path / "model.onnx")
+    result = pipeline.rewrite(src, tmp_path / "out.onnx", target="host", min_gain=-1.0)
+    assert result.output is None
+    reasons = [r.reason for r in result.analysis.rejected]
+    assert any("Resize 'resize_a' param SCALE_H depends on the input shape" in r for r in reasons), reasons
+
+
+def test_cli_reports_the_binding_and_the_verified_shapes(tmp_path: Path) -> None:
+    src = conv_two_branch(tmp_path / "model.onnx")
+    proc = run_cli("rewrite", src, "-q", "--target", "host", "--min-gain", "-1", "-o", tmp_path / "out.onnx")
+    assert proc.returncode == EXIT_OK, proc.stderr
+    assert "symbolic dims analysed at batch=1, height=128, width=128 (--shape to choose)" in proc.stdout
+    assert "at x=1x16x128x128; x=2x16x192x192" in proc.stdout
+
+
+def test_inputs_npz_are_verified_on(tmp_path: Path) -> None:
+    src = conv_two_branch(tmp_path / "model.onnx")
+    np.savez(tmp_path / "data.npz", x=np.ones((2, C_IN, 40, 24), np.float32))
+    args = ["-q", "--target", "host", "--min-gain", "-1", "-o", tmp_path / "out.onnx"]
+    proc = run_cli("rewrite", src, *args, "--inputs", tmp_path / "data.npz")
+    assert proc.returncode == EXIT_OK, proc.stderr
+    assert "at --inputs (x=2x16x40x24); x=1x16x128x128; x=2x16x192x192" in proc.stdout
+
+
+def test_inputs_the_original_fails_on_exit_3(tmp_path: Path) -> None:
+    src = conv_two_branch(tmp_path / "model.onnx")
+    np.save(tmp_path / "x.npy", np.ones((1, C_IN, 9, 8), np.float32))  # odd H: the branches disagree
+    proc = run_cli("rewrite", src, "-q", "--inputs", f"x:{tmp_path / 'x.npy'}", "-o", tmp_path / "out.onnx")
+    assert proc.returncode == EXIT_BAD_MODEL, proc.stderr
+    assert "the original model fails on the --inputs" in error_line(proc)
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "out.onnx").exists()
+
+
+def test_inconsistent_shape_is_one_line_exit_3(tmp_path: Path) -> None:
+    src = conv_two_branch(tmp_path / "model.onnx")
+    proc = run_cli("rewrite", src, "-q", "--shape", "x=1x16x64x63", "-o", tmp_path / "out.onnx")
+    assert proc.returncode == EXIT_BAD_MODEL, proc.stderr
+    assert "does not run at --shape batch=1, height=64, width=63" in error_line(proc)
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.skipif(not (runtime.LIB_DIR / runtime.PLUGIN_NAME).is_file(), reason="plugin not built")
+def test_plugin_matches_at_three_shapes(rewritten) -> None:
+    src, out, _ = rewritten
+    for shape in SHAPES:
+        assert max_error_at(src, out, shape, runtime.session_options("host")) <= 1e-4, shape
+
+
+# ---- the Python specializer against hand-made programs
+
+
+def relu_program(section: bytes | None, rows: int = 4) -> bytes:
+    """x[rows, 8] -> Relu -> y[rows, 8]; with `section`, dim 0 of both follows x's dim 0."""
+    p = Program()
+    x = p.add(Tensor(Dtype.F32, Role.INPUT, Task.A, [rows, 8], io=0))
+    y = p.add(Tensor(Dtype.F32, Role.OUTPUT, Task.A, [rows, 8], io=0))
+    p.ops.append(Op(Opcode.RELU, Engine.VECTOR, Task.A, [x], y))
+    p.n_io = [1, 0, 1, 0]
+    return p.encode(section or b"")
+
+
+def rows_section(expr_for_y: list[int]) -> bytes:
+    sym0 = int(shape_expr.Code.SYM)
+    patches = [
+        shape_expr.Patch(shape_expr.Target.TENSOR_DIM, 0, 0, (sym0,)),
+        shape_expr.Patch(shape_expr.Target.TENSOR_DIM, 1, 0, tuple(expr_for_y)),
+    ]
+    return shape_expr.encode_section([shape_expr.Symbol("rows", 0, 0)], patches)
+
+
+def test_specializer_patches_dims_and_recomputes_the_crc() -> None:
+    prog = relu_program(rows_section([int(shape_expr.Code.SYM)]))
+    out = specialize(prog, [[7, 8]])
+    assert [d for _, _, d in tensor_records(out)] == [[7, 8], [7, 8]]
+    assert struct.unpack_from("<I", out, len(out) - 4)[0] == zlib.crc32(out[:-4])
+    assert specialize(out, [[4, 8]]) == prog  # the result is again a template
+
+
+def test_specializer_evaluates_expressions() -> None:
+    code = shape_expr.compile_expr(shape_expr.parse_dim("floor(r/2 - 1/2) + 1"), {"r": 0})
+    prog = relu_program(rows_section(code), rows=4)
+    # (the y dim at the representative 4 is not floor(4/2-1/2)+1 = 2: the spec's parser refuses such a
+    # template; the specializer only evaluates)
+    assert [d for _, _, d in tensor_records(specialize(prog, [[9, 8]]))] == [[9, 8], [5, 8]]
+
+
+@pytest.mark.parametrize(
+    ("dims", "why"),
+    [([[4, 9]], "static"), ([[4, 8, 1]], "rank"), ([[0, 8]], "evaluates to 0")],
+)
+def test_specializer_refuses_what_the_program_cannot_take(dims: list[list[int]], why: str) -> None:
+    with pytest.raises(shape_expr.ShapeExprError, match=why):
+        specialize(relu_program(rows_section([int(shape_expr.Code.SYM)])), dims)
+
+
+def test_v1_program_specializes_only_to_its_own_shapes() -> None:
+    prog = relu_program(None)
+    assert layout_of(prog).version == 1 and len(prog) == 48 + 2 * 48 + 176 + 4  # header, records (64-aligned), crc
+    assert specialize(prog, [[4, 8]]) == prog
+    with pytest.raises(shape_expr.ShapeExprError, match="static"):
+        specialize(prog, [[5, 8]])
+
+
+def test_microbatch_over_a_symbolic_batch_is_refused(tmp_path: Path) -> None:
+    model = models.build("mlp_chain")
+    concrete = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
+    for v in list(model.graph.input) + list(model.graph.output):
+        v.type.tensor_type.shape.dim[0].dim_param = "N"
+    onnx.save(model, tmp_path / "model.onnx")
+    name = model.graph.input[0].name
+    result = pipeline.rewrite(tmp_path / "model.onnx", tmp_path / "out.onnx", ["microbatch"], shapes={name: concrete})
+    assert result.output is None
+    assert any(f"the micro-batch axis 0 of '{name}' is symbolic" in r.reason for r in result.analysis.rejected)
