@@ -1,4 +1,5 @@
-"""Acceptance harness of issue 11 on the light models of the installed onnx package.
+"""The light models of the installed onnx package, made worth fusing for issue 11's acceptance
+(benchmarks/shape_acceptance.py runs it on them).
 
 onnx ships `backend/test/data/light/*.onnx`: real architectures (AlexNet, DenseNet-121,
 Inception v1/v2, ResNet-50, ShuffleNet, SqueezeNet, VGG-19, ZFNet-512) whose weights are
@@ -6,32 +7,15 @@ ConstantOfShape nodes filling 0.02. `prepare` turns each into a model worth fusi
 weight becomes seeded random values of its shape (He-scaled for Conv/Gemm weights, BatchNorm
 variance positive, the classifier scaled to logits of unit spread), the Reshape shapes copy the
 batch instead of fixing it, and the input is declared [N, 3, H, W] (H and W only where the
-original runs at another spatial size; fixed pooling before a Gemm does not). Then, per target,
-`rewrite` runs with `--shape` fixed to the model's own shape and without it; the script reports
-pairs, what blocked the rest, time, whether the written model kept the input dims, and the worst
-relative error of fallback (stock ORT) and plugin (host backend) against the original at three
-input shapes.
-
-    python benchmarks/light_models.py                          # every light model, both targets
-    python benchmarks/light_models.py --models squeezenet,resnet50 --targets host
-    python benchmarks/light_models.py --call-overhead-us 0 --json build/light.json   # the call not counted
-
-Timings are wall seconds of one pass on a loaded 2-core machine: compare within one run.
+original runs at another spatial size; fixed pooling before a Gemm does not).
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
-import os
-import shutil
 import subprocess
 import sys
-import tempfile
-import time
-import traceback
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -39,17 +23,7 @@ import onnx
 import onnxruntime as ort
 from onnx import numpy_helper
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from hexfuse_onnx import pipeline, verify  # noqa: E402
-from hexfuse_onnx.costmodel import CALL_OVERHEAD_ENV  # noqa: E402
-from hexfuse_onnx.errors import HexfuseError  # noqa: E402
-from hexfuse_onnx.report import rejection_lines  # noqa: E402
-
 SPATIAL_TRIES = (200, 256, 192)  # first the original accepts is the "other spatial size"
-TARGETS = ("hexagon-v73", "host")
 
 
 def light_dir() -> Path:
@@ -248,201 +222,3 @@ def prepare(name: str, cache: Path, seed: int = 0) -> Prepared:
         shapes = [own, [2, *own[1:]], [2, own[1], other, other]]
     onnx.checker.check_model(str(path), full_check=True)
     return Prepared(name, path, inp.name, shapes, note)
-
-
-# --- the checks ----------------------------------------------------------------------------------
-
-
-@dataclass
-class Run:
-    target: str
-    fixed_shape: bool
-    candidates: int = 0
-    pairs: int = 0
-    rejected: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-    written: bool = False
-    dims_kept: bool | None = None
-    fallback: list[str] = field(default_factory=list)  # per shape: worst relative error or the failure
-    plugin: list[str] = field(default_factory=list)
-    error: str = ""
-
-
-def input_dims(path: Path) -> list[list[int | str]]:
-    model = onnx.load(str(path), load_external_data=False)
-    inits = {t.name for t in model.graph.initializer}
-    return [
-        [d.dim_param or d.dim_value for d in v.type.tensor_type.shape.dim]
-        for v in model.graph.input
-        if v.name not in inits
-    ]
-
-
-def worst_error(original: Path, fused: Path, feeds: dict[str, list[int]], plugin: bool) -> str:
-    from hexfuse_onnx.runtime import session_options
-
-    options: ort.SessionOptions | None = session_options("host") if plugin else None
-    try:
-        c = verify.compare(original, fused, feeds, rtol=math.inf, rewritten_options=options)
-    except HexfuseError as exc:
-        if "Got invalid dimensions" in exc.message:
-            return "FAIL: refuses the shape"
-        return f"FAIL: {exc.message[:100]}"
-    return f"{c.worst_relative_error:.1e}"
-
-
-def run_one(m: Prepared, target: str, fixed: bool, out_dir: Path, with_plugin: bool) -> Run:
-    run = Run(target, fixed)
-    out = out_dir / f"{m.name}.{target}.{'shape' if fixed else 'noshape'}.fused.onnx"
-    shapes = {m.input_name: m.shapes[0]} if fixed else None
-    t0 = time.perf_counter()
-    try:
-        result = pipeline.rewrite(m.path, out, target=target, shapes=shapes)
-    except HexfuseError as exc:
-        run.error = f"exit {exc.exit_code}: {exc.message[:120]}"
-        return run
-    run.seconds = time.perf_counter() - t0
-    run.candidates = len(result.analysis.candidates)
-    run.pairs = len(result.analysis.pairs) if result.output else 0
-    run.rejected = rejection_lines(result.analysis.rejected)
-    if result.output is None:
-        return run
-    run.written = True
-    run.dims_kept = input_dims(out) == input_dims(m.path)
-    for shape in m.shapes:
-        feeds = {m.input_name: shape}
-        run.fallback.append(worst_error(m.path, out, feeds, plugin=False))
-        if with_plugin:
-            run.plugin.append(worst_error(m.path, out, feeds, plugin=True))
-    return run
-
-
-def _fmt(shapes: list[list[int]]) -> str:
-    return ", ".join("x".join(map(str, s)) for s in shapes)
-
-
-def run_model(name: str, targets: list[str], cache: Path, with_plugin: bool, record: Path) -> None:
-    """Prepare one model and run every target with and without --shape; the runs so far are in
-    `record` after each, so a crash loses only the run it happened in."""
-    t0 = time.perf_counter()
-    m = prepare(name, cache)
-    print(f"\n== {name}: shapes {_fmt(m.shapes)}; {m.spatial_note} (prepared in {time.perf_counter() - t0:.1f} s)")
-    entry: dict = {"prepared": {**asdict(m), "path": str(m.path)}, "runs": []}
-    for target in targets:
-        for fixed in (True, False):
-            try:
-                r = run_one(m, target, fixed, cache, with_plugin)
-            except Exception as exc:  # noqa: BLE001 - one model's crash is a finding, not the end of the run
-                r = Run(target, fixed, error=f"internal error: {exc!r}"[:160])
-                traceback.print_exc()
-            _print_run(r)
-            entry["runs"].append(asdict(r))
-            record.write_text(json.dumps(entry))
-    sys.stdout.flush()
-
-
-def _run_in_child(name: str, args: argparse.Namespace, cache: Path) -> dict:
-    """One model in its own process: ONNX Runtime kills the process with SIGFPE on some shapes (_runs)."""
-    record = cache / f"{name}.runs.json"
-    record.unlink(missing_ok=True)
-    argv = [sys.executable, __file__, "--models", name, "--targets", args.targets, "--cache", str(cache)]
-    argv += ["--child", str(record)] + ["--no-plugin"] * args.no_plugin
-    sys.stdout.flush()
-    code = subprocess.run(argv).returncode
-    entry = json.loads(record.read_text()) if record.exists() else {"prepared": None, "runs": []}
-    done = {(r["target"], r["fixed_shape"]) for r in entry["runs"]}
-    missing = [(t, f) for t in args.targets.split(",") for f in (True, False) if (t, f) not in done]
-    why = f"died of signal {-code}" if code < 0 else f"exited {code}"
-    for k, (target, fixed) in enumerate(missing):
-        error = f"the process {why}" if k == 0 else "not run: the process died before"
-        entry["runs"].append(asdict(Run(target, fixed, error=error)))
-        if k == 0:
-            _print_run(Run(target, fixed, error=error))
-    return entry
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--models", help=f"comma-separated, of: {', '.join(light_names())}")
-    ap.add_argument("--targets", default=",".join(TARGETS))
-    ap.add_argument("--cache", type=Path, help="keep prepared and rewritten models here (default: a temp dir, removed)")
-    ap.add_argument("--no-plugin", action="store_true", help="check fallback only")
-    ap.add_argument(
-        "--call-overhead-us", type=float, help="replace every target's per-call overhead (HEXFUSE_CALL_OVERHEAD_US)"
-    )
-    ap.add_argument("--json", type=Path)
-    ap.add_argument("--child", type=Path, help=argparse.SUPPRESS)  # one model, its runs into this file
-    args = ap.parse_args(argv)
-    if args.call_overhead_us is not None:
-        os.environ[CALL_OVERHEAD_ENV] = str(args.call_overhead_us)
-    names = args.models.split(",") if args.models else light_names()
-    unknown = sorted(set(names) - set(light_names()))
-    if unknown:
-        print(f"unknown light model(s): {', '.join(unknown)} (have: {', '.join(light_names())})", file=sys.stderr)
-        return 2
-    cache = args.cache or Path(tempfile.mkdtemp(prefix="hexfuse-light-"))
-    cache.mkdir(parents=True, exist_ok=True)
-    if args.child:
-        run_model(names[0], args.targets.split(","), cache, not args.no_plugin, args.child)
-        return 0
-    skipped = [n for n in light_names() if n not in names]
-    print(f"onnx {onnx.__version__} light models in {light_dir()}; cache {cache}")
-    if skipped:
-        print(f"skipped: {', '.join(skipped)}")
-    report: dict[str, dict] = {}
-    try:
-        for name in names:
-            report[name] = _run_in_child(name, args, cache)
-    finally:
-        if args.cache is None:  # about 1.5 GB of models for the full set
-            shutil.rmtree(cache, ignore_errors=True)
-    _print_summary({name: [Run(**r) for r in entry["runs"]] for name, entry in report.items()})
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=1))
-    return 0
-
-
-def _print_run(r: Run) -> None:
-    mode = "--shape" if r.fixed_shape else "no --shape"
-    if r.error:
-        print(f"  {r.target:11s} {mode:10s} {r.error}")
-        return
-    print(
-        f"  {r.target:11s} {mode:10s} pairs {r.pairs:3d}  {r.seconds:6.1f} s  input dims {_dims(r):5s}"
-        f"  fallback [{', '.join(r.fallback)}]  plugin [{', '.join(r.plugin)}]"
-    )
-    for line in r.rejected or ["no candidate pair"] * (r.candidates == 0):
-        print(f"      {line}")
-
-
-def _print_summary(report: dict[str, list[Run]]) -> None:
-    """One line per model and target, with --shape | without: pairs, input dims, worst error over the shapes."""
-    print("\nwith --shape | without       pairs     input dims     fallback (3 shapes)          plugin (3 shapes)")
-    for name, runs in report.items():
-        for fixed, free in zip(runs[::2], runs[1::2]):
-            print(
-                f"{name:13s} {fixed.target:12s} {_pairs(fixed):>3s} | {_pairs(free):3s}"
-                f" {_dims(fixed):>5s} | {_dims(free):5s}"
-                f"  {_worst(fixed.fallback):>12s} | {_worst(free.fallback):12s}"
-                f"  {_worst(fixed.plugin):>12s} | {_worst(free.plugin)}"
-            )
-
-
-def _pairs(r: Run) -> str:
-    return "ERR" if r.error else str(r.pairs)
-
-
-def _dims(r: Run) -> str:
-    return {None: "-", True: "kept", False: "FIXED"}[r.dims_kept]
-
-
-def _worst(results: list[str]) -> str:
-    failed = [r for r in results if r.startswith("FAIL")]
-    if failed:
-        return f"{len(failed)} of {len(results)} fail"
-    return f"{max(float(r) for r in results):.1e}" if results else "-"
-
-
-if __name__ == "__main__":
-    sys.exit(main())
