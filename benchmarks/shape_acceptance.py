@@ -25,6 +25,7 @@ import json
 import math
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -135,6 +136,7 @@ class Result:
     seconds_fixed: float = 0.0
     seconds_free: float = 0.0
     error: str = ""
+    stage: str = ""  # the step in progress, with the pass's last progress message
 
 
 def input_dims(path: Path) -> list[list[int | str]]:
@@ -189,48 +191,71 @@ def error_at(s: Subject, fused: Path, case: verify.Case, plugin: bool) -> str:
     return f"{got.worst_relative_error:.1e}"
 
 
-def rewrite(s: Subject, out: Path, target: str, fixed: bool) -> tuple[pipeline.RewriteResult, float]:
+class Recorder:
+    """Keeps the result so far and the step in progress in a file, so a crash loses only that step."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.result = path, Result()
+
+    def step(self, what: str) -> None:
+        self.result.stage = what[:400]
+        self.path.write_text(json.dumps(asdict(self.result)))
+
+
+def rewrite(s: Subject, out: Path, target: str, fixed: bool, rec: Recorder) -> tuple[pipeline.RewriteResult, float]:
+    mode = "fixed shapes" if fixed else "without --shape"
     t0 = time.perf_counter()
-    shapes = s.shapes[0] if fixed else None
-    result = pipeline.rewrite(s.path, out, target=target, shapes=shapes, freeze_shapes=fixed)
+    result = pipeline.rewrite(
+        s.path,
+        out,
+        target=target,
+        shapes=s.shapes[0] if fixed else None,
+        freeze_shapes=fixed,
+        progress=lambda message: rec.step(f"rewrite {mode}: {message}"),
+    )
     return result, time.perf_counter() - t0
 
 
 def check(s: Subject, target: str, cache: Path, with_plugin: bool, record: Path) -> Result:
-    """Both rewrites, then the rewrite without --shape against the original at the three shapes;
-    `record` holds the result so far, so a crash loses only the step it happened in."""
-    r = Result()
+    """Both rewrites, then the rewrite without --shape against the original at the three shapes."""
+    rec = Recorder(record)
     try:
-        fixed, r.seconds_fixed = rewrite(s, cache / f"{s.name}.shape.fused.onnx", target, fixed=True)
+        return _check(s, target, cache, with_plugin, rec)
+    finally:
+        rec.step("done")
+
+
+def _check(s: Subject, target: str, cache: Path, with_plugin: bool, rec: Recorder) -> Result:
+    r = rec.result
+    try:
+        fixed, r.seconds_fixed = rewrite(s, cache / f"{s.name}.shape.fused.onnx", target, True, rec)
         r.pairs_fixed = len(fixed.analysis.pairs) if fixed.output else 0
         r.blockers_fixed = rejection_lines(fixed.analysis.rejected)
     except HexfuseError as exc:
         r.error = f"fixed shapes: exit {exc.exit_code}: {exc.message[:200]}"
-    record.write_text(json.dumps(asdict(r)))
     try:
-        free, r.seconds_free = rewrite(s, cache / f"{s.name}.noshape.fused.onnx", target, fixed=False)
+        free, r.seconds_free = rewrite(s, cache / f"{s.name}.noshape.fused.onnx", target, False, rec)
     except HexfuseError as exc:
         r.error += f"{'; ' if r.error else ''}without --shape: exit {exc.exit_code}: {exc.message[:200]}"
         return r
     r.pairs_free = len(free.analysis.pairs) if free.output else 0
     r.candidates_free = len(free.analysis.candidates)
     r.blockers = rejection_lines(free.analysis.rejected) or ["no candidate pair"] * (r.candidates_free == 0)
-    record.write_text(json.dumps(asdict(r)))
     if free.output is None:
         return r
     r.dims_kept = input_dims(free.output) == input_dims(s.path)
     original = verify.session(s.path)
     for k, shapes in enumerate(s.shapes):
+        rec.step(f"comparing at shape {k + 1}")
         try:
             case = verify.run_original(original, feeds_at(original, s, shapes, seed=k))
         except HexfuseError as exc:  # the harness chose a shape the original refuses
             r.error = f"the original fails at shape {k + 1}: {exc.message[:200]}"
             return r
         r.fallback.append(error_at(s, free.output, case, plugin=False))
-        record.write_text(json.dumps(asdict(r)))
         if with_plugin:
+            rec.step(f"the plugin at shape {k + 1}")
             r.plugin.append(error_at(s, free.output, case, plugin=True))
-            record.write_text(json.dumps(asdict(r)))
     return r
 
 
@@ -251,19 +276,11 @@ def _run_in_child(name: str, args: argparse.Namespace, cache: Path) -> tuple[Res
     argv = [sys.executable, __file__, "--models", name, "--target", args.target, "--cache", str(cache)]
     argv += ["--child", str(record)] + ["--no-plugin"] * args.no_plugin
     code = subprocess.run(argv).returncode
-    r = Result(**json.loads(record.read_text())) if record.exists() else Result()
+    r = Result(**json.loads(record.read_text())) if record.exists() else Result(stage="preparing the model")
     if code:
-        why = f"died of signal {-code}" if code < 0 else f"exited {code}"
-        r.error += f"{'; ' if r.error else ''}the process {why} after {_progress(r)}"
+        why = f"died of {signal.Signals(-code).name}" if code < 0 else f"exited {code}"
+        r.error += f"{'; ' if r.error else ''}the process {why} at: {r.stage}"
     return r, plugin_rtol(name)
-
-
-def _progress(r: Result) -> str:
-    if r.pairs_fixed < 0 and not r.error:
-        return "nothing (preparing, or rewriting with fixed shapes)"
-    if r.pairs_free < 0:
-        return "the rewrite with fixed shapes (rewriting without --shape)"
-    return f"{len(r.fallback)} fallback and {len(r.plugin)} plugin comparison(s)"
 
 
 # --- output --------------------------------------------------------------------------------------

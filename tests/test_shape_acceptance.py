@@ -39,28 +39,32 @@ KNOWN = {
 CASES = [pytest.param(n, marks=[pytest.mark.xfail(strict=True, reason=KNOWN[n])] if n in KNOWN else []) for n in MODELS]
 
 
+Checked = tuple[acceptance.Subject, acceptance.Result]
+
+
 @pytest.fixture(scope="module")
-def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[acceptance.Subject, acceptance.Result]]:
+def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Checked | str]:
+    """Per model, the harness's check on the target, or why a real model cannot be fetched."""
     folder = tmp_path_factory.mktemp("acceptance")
-    out = {}
+    out: dict[str, Checked | str] = {}
     for name in MODELS:
         if name in acceptance.REAL_SHAPES:
             try:
                 real.fetch(name)
             except real.FetchError as exc:
-                out[name] = (None, str(exc))
+                out[name] = str(exc)
                 continue
         s = acceptance.subject(name, folder)
         out[name] = (s, acceptance.check(s, TARGET, folder, True, folder / f"{name}.json"))
     return out
 
 
-def _result(results: dict, name: str) -> tuple[acceptance.Subject, acceptance.Result]:
-    s, r = results[name]
-    if s is None:
-        pytest.skip(f"{name}: cannot fetch: {r}")
-    assert not r.error, f"{name}: {r.error}"
-    return s, r
+def _result(results: dict[str, Checked | str], name: str) -> Checked:
+    got = results[name]
+    if isinstance(got, str):
+        pytest.skip(f"{name}: cannot fetch: {got}")
+    assert not got[1].error, f"{name}: {got[1].error}"
+    return got
 
 
 @pytest.mark.parametrize("name", CASES)
