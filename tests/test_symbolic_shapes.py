@@ -57,6 +57,26 @@ def resize_pair(path: Path) -> Path:
     return path
 
 
+def scratch_branches(path: Path) -> Path:
+    """Two branches over x[batch, 16, height, width] whose lowerings make scratch tensors: an
+    unfolded BatchNormalization (MUL, ADD) and a three-input Sum (two ADDs), then an x**3."""
+    b = GraphBuilder("symbolic_scratch", seed=3)
+    x = b.input("x", ["batch", C_IN, "height", "width"])
+    a = b.op("Conv", [x, b.weight("wa", [C_IN, C_IN, 3, 3]), b.bias("ba", C_IN)], "conv_a", pads=[1] * 4)
+    a = b.op("Relu", [a], "relu_a")  # keeps the BatchNormalization from folding into the Conv
+    var = b.const("var", np.linspace(0.5, 1.5, C_IN, dtype=np.float32))
+    bn = [b.bias("gamma", C_IN, 1.0), b.bias("beta", C_IN), b.bias("mean", C_IN), var]
+    a = b.op("BatchNormalization", [a, *bn], "bn_a")
+    c = b.op("Conv", [x, b.weight("wb", [C_IN, C_IN, 1, 1]), b.bias("bb", C_IN)], "conv_b")
+    c = b.op("Sigmoid", [c], "sigmoid_b")
+    c = b.op("Sum", [c, x, c], "sum_b")
+    c = b.op("Pow", [c, b.scalar("three", 3.0)], "cube_b")
+    b.op("Add", [a, c], "join", outputs=["y"])
+    b.output("y", ["batch", C_IN, "height", "width"])
+    onnx.save(b.model(), path)
+    return path
+
+
 def input_dims(model: onnx.ModelProto) -> list[list[int | str]]:
     return [[d.dim_param or d.dim_value for d in v.type.tensor_type.shape.dim] for v in model.graph.input]
 
@@ -187,6 +207,25 @@ def test_plugin_matches_at_three_shapes(rewritten) -> None:
     src, out, _ = rewritten
     for shape in SHAPES:
         assert max_error_at(src, out, shape, runtime.session_options("host")) <= 1e-4, shape
+
+
+def test_scratch_tensors_follow_the_symbolic_dims(tmp_path: Path) -> None:
+    """BatchNormalization, Sum and Pow lower through scratch tensors: they take the dims'
+    expressions of the tensor they derive from, so the pair is polymorphic (it was refused)."""
+    src = scratch_branches(tmp_path / "model.onnx")
+    result = pipeline.rewrite(src, tmp_path / "out.onnx", target="host", min_gain=-1.0)
+    assert result.output is not None, [r.reason for r in result.analysis.rejected]
+    (pair,) = result.analysis.pairs
+    fused = {result.analysis.graph.nodes[i].op_type for i in pair.candidate.nodes}
+    assert fused >= {"BatchNormalization", "Sum", "Pow"}
+    fused_model = onnx.load(str(result.output))
+    assert input_dims(fused_model) == [["batch", C_IN, "height", "width"]]
+    (program,) = programs(fused_model)
+    assert read_section(program) is not None
+    for shape in SHAPES:
+        assert max_error_at(src, result.output, shape) <= 1e-5, shape
+        if (runtime.LIB_DIR / runtime.PLUGIN_NAME).is_file():
+            assert max_error_at(src, result.output, shape, runtime.session_options("host")) <= 1e-4, shape
 
 
 # ---- the Python specializer against hand-made programs
