@@ -65,7 +65,7 @@ def lower_symbolic(first: Lowerer, second_args: tuple, sym: SymbolicInputs) -> b
     proven against a lowering at the second binding (`Lowerer(*second_args)`)."""
     first.lower()
     symbols = _symbols(sym.dims)
-    body = {**_model_dims(sym.model_dims, symbols), **_body_dims(first, symbols)}
+    body = _merged(_body_dims(first, symbols), _model_dims(sym.model_dims, symbols), symbols)
     patches, notes = _patches(first, body, symbols)
     try:
         section = shape_expr.encode_section(symbols.section, patches)
@@ -137,6 +137,28 @@ def _body_dims(lowerer: Lowerer, symbols: _Symbols) -> dict[str, list[int | symp
         if shape is not None:
             out[vi.name] = [_parse(d) for d in shape]
     return out
+
+
+def _merged(
+    body: dict[str, list[int | sympy.Expr | None]],
+    model: dict[str, list[int | sympy.Expr | None]],
+    symbols: _Symbols,
+) -> dict[str, list[int | sympy.Expr | None]]:
+    """Each tensor's dims from the body's inference, where a dim names a symbol the pair's inputs
+    do not carry (ORT invents one for a Reshape to a shape computed outside the body,
+    'Reshape_1_o0__d0') or is unknown, from the whole model's inference (of the input dims)."""
+    out = dict(model)
+    for name, dims in body.items():
+        whole = model.get(name)
+        if whole is None or len(whole) != len(dims):
+            out[name] = dims
+            continue
+        out[name] = [b if _expressible(b, symbols) or w is None else w for b, w in zip(dims, whole)]
+    return out
+
+
+def _expressible(d: int | sympy.Expr | None, symbols: _Symbols) -> bool:
+    return isinstance(d, int) or (d is not None and shape_expr.free_names(d) <= set(symbols.index))
 
 
 def _model_dims(model_dims: dict[str, tuple[Dim, ...]], symbols: _Symbols) -> dict[str, list[int | sympy.Expr | None]]:
