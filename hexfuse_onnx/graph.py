@@ -27,6 +27,9 @@ SYMBOLIC_INFERENCE_MAX_NODES = 20_000  # ORT's symbolic inference is Python: bou
 # The representative binding of symbolic input dims when --shape gives none (README "Symbolic dims").
 DEFAULT_BATCH = 1  # dim 0 of an input
 DEFAULT_SYMBOLIC_DIM = 128  # any other symbolic dim (sequence, height, width, past length, ...)
+# Where the original does not run at the default, every other symbolic dim without --shape takes
+# these in turn (image sides of common backbones and of text-line recognisers, then small ones).
+ALTERNATIVE_SYMBOLIC_DIMS = (224, 64, 48, 32, 256, 320, 640, 16)
 
 Dim = int | str | None  # a static size, a symbolic name, or unknown
 
@@ -308,6 +311,30 @@ def representative_binding(model: onnx.ModelProto, hints: dict[str, list[int]], 
                 raise ModelError(f"{where}: --shape gives dim '{d}' two values, {symbols[d]} and {value}")
             symbols.setdefault(d, value)
     return bind(dims_of, symbols)
+
+
+def binding_candidates(model: onnx.ModelProto, hints: dict[str, list[int]], where: str) -> list[ShapeBinding]:
+    """The representative binding, then the same with every symbolic dim that is neither dim 0 nor
+    given by `hints` at each of ALTERNATIVE_SYMBOLIC_DIMS (only the first when there is none)."""
+    first = representative_binding(model, hints, where)
+    free = unhinted_dims(model, hints)
+    dims_of = input_dims(model)
+    out = [first]
+    for value in ALTERNATIVE_SYMBOLIC_DIMS if free else ():
+        out.append(bind(dims_of, {k: value if k in free else v for k, v in first.symbols.items()}))
+    return out
+
+
+def unhinted_dims(model: onnx.ModelProto, hints: dict[str, list[int]]) -> dict[str, str]:
+    """Symbolic dims that are no input's dim 0 and that no hint gives: name -> where ('x' axis 2)."""
+    dims_of = input_dims(model)
+    skip = {dims[0] for dims in dims_of.values() if dims} | {d for n in hints for d in dims_of.get(n, [])}
+    out: dict[str, str] = {}
+    for name, dims in dims_of.items():
+        for axis, d in enumerate(dims):
+            if isinstance(d, str) and d not in skip:
+                out.setdefault(d, f"'{name}' axis {axis}")
+    return out
 
 
 def other_bindings(g: ModelGraph) -> list[ShapeBinding]:
