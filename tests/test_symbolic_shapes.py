@@ -17,6 +17,7 @@ import models
 from hexfuse_onnx import contract as C
 from hexfuse_onnx import pipeline, runtime, shape_expr, verify
 from hexfuse_onnx.errors import EXIT_BAD_MODEL, EXIT_OK
+from hexfuse_onnx.lowering import attach_programs
 from hexfuse_onnx.lowering.abi import Dtype, Engine, Opcode, Role, Task
 from hexfuse_onnx.lowering.program import Op, Program, Tensor, layout_of, read_section, specialize, tensor_records
 from models.graph_builder import GraphBuilder
@@ -226,6 +227,29 @@ def test_scratch_tensors_follow_the_symbolic_dims(tmp_path: Path) -> None:
         assert max_error_at(src, result.output, shape) <= 1e-5, shape
         if (runtime.LIB_DIR / runtime.PLUGIN_NAME).is_file():
             assert max_error_at(src, result.output, shape, runtime.session_options("host")) <= 1e-4, shape
+
+
+def test_attach_programs_relowers_the_v2_programs(rewritten, tmp_path: Path) -> None:
+    """A polymorphic model's pairs lower again to the programs the pass wrote (emulate, tune and
+    calibrate lower the pairs of a written model); without the programs the model still runs."""
+    src, out, _ = rewritten
+    written = onnx.load(str(out))
+    stripped = onnx.ModelProto()
+    stripped.CopyFrom(written)
+    for n in stripped.graph.node:
+        kept = [a for a in n.attribute if a.name not in (C.ATTR_PROGRAM, C.ATTR_PROGRAM_VERSION)]
+        del n.attribute[:]
+        n.attribute.extend(kept)
+    again, failed = attach_programs(stripped)
+    assert failed == {}
+    assert programs(again) == programs(written)
+    assert all(read_section(p) is not None for p in programs(again))
+    scratch = scratch_branches(tmp_path / "scratch.onnx")
+    result = pipeline.rewrite(scratch, tmp_path / "scratch.fused.onnx", target="host", min_gain=-1.0)
+    assert result.output is not None
+    written = onnx.load(str(result.output))
+    again, failed = attach_programs(written)
+    assert failed == {} and programs(again) == programs(written)
 
 
 # ---- the Python specializer against hand-made programs
