@@ -51,7 +51,7 @@ def _child_run(path: Path, candidates: list[dict[str, list[int]]], enough: int) 
         )
     except subprocess.TimeoutExpired:
         return [Outcome(candidates[0], f"ONNX Runtime did not finish within {PROBE_TIMEOUT_S} s")]
-    outcomes = []
+    outcomes: list[Outcome] = []
     for line in child.stdout.splitlines():
         status, _, why = line.partition(" ")
         outcomes.append(Outcome(candidates[len(outcomes)], None if status == "ok" else why))

@@ -84,7 +84,8 @@ def test_verification_skips_a_binding_ort_dies_at(tmp_path: Path) -> None:
     assert ran == [bindings[0], bindings[2]]
     assert [c.label for c in cases] == ["x=1x16x12x12", "x=1x16x8x8"]
     assert said == [
-        "the original model does not run at N=1, H=6, W=6 (ONNX Runtime died of SIGFPE running the original); not verifying there"
+        "the original model does not run at N=1, H=6, W=6"
+        " (ONNX Runtime died of SIGFPE running the original); not verifying there"
     ]
 
 
