@@ -133,8 +133,8 @@ def _runnable_shapes(
         return shapes
     outcomes = probe.runs_at(path, [b.inputs for b in candidates], enough=1)
     chosen = next((b for b, o in zip(candidates, outcomes) if o.error is None), None)
-    if chosen is candidates[0]:
-        return shapes
+    if chosen is candidates[0] or (chosen is None and probe.LOAD_FAILED in (outcomes[0].error or "")):
+        return shapes  # a model ORT cannot load is named by the checks after this
     free = graph_mod.unhinted_dims(model, shapes or {})
     named = ", ".join(f"'{d}' ({where})" for d, where in free.items())
     if chosen is None:

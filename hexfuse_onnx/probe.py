@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 PROBE_TIMEOUT_S = 900
+LOAD_FAILED = "the original does not load in ONNX Runtime"
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,7 @@ def child_main() -> None:
     try:
         original = session(request["path"])
     except Exception as exc:  # noqa: BLE001
-        why = f"the original does not load in ONNX Runtime: {_first_line(exc)}"
+        why = f"{LOAD_FAILED}: {_first_line(exc)}"
         print("\n".join(f"fail {why}" for _ in request["shapes"]), flush=True)
         return
     ran = 0
