@@ -157,8 +157,9 @@ def test_rewritten_merged_decoder_fuses_every_layer_and_verifies_on_the_kernel(n
     # Expand to a shape computed from Shape(past); all reshape to computed shapes (TorchScript:
     # Shape/Gather/Concat chains inside the blocks, folded when lowering). The prefill
     # reads a short past: an empty one is a zero-sized input, which the kernel refuses. The
-    # lengths are frozen: these exports' Reshapes to computed shapes invent dims ('Reshape_1_o0__d0')
-    # that no pair input carries, so a shape-polymorphic program is refused for them.
+    # lengths are frozen: an MLP pair reads [batch * length, 64] and reshapes to [batch, length, 256],
+    # dims no pair input carries apart, and Llama's attention program changes layout with the
+    # length; GPT-2 dynamo's attention stays polymorphic (the test after the next one).
     path = tmp_path / f"{name}.prefill_decode.onnx"
     onnx.save(prefill_decode_model(MODELS[name].path), path)
     shapes = prefill_decode_shapes(decoder_spec(MODELS[name].path), SEQ, PAST, prefill_past=4)
