@@ -159,7 +159,7 @@ def test_rewritten_merged_decoder_fuses_every_layer_and_verifies_on_the_kernel(n
     # reads a short past: an empty one is a zero-sized input, which the kernel refuses. The
     # lengths are frozen: an MLP pair reads [batch * length, 64] and reshapes to [batch, length, 256],
     # dims no pair input carries apart, and Llama's attention program changes layout with the
-    # length; GPT-2 dynamo's attention stays polymorphic (the test after the next one).
+    # length; GPT-2 dynamo's attention stays polymorphic (test_merged_dynamo_decoder_attention_pairs_...).
     path = tmp_path / f"{name}.prefill_decode.onnx"
     onnx.save(prefill_decode_model(MODELS[name].path), path)
     shapes = prefill_decode_shapes(decoder_spec(MODELS[name].path), SEQ, PAST, prefill_past=4)
