@@ -159,7 +159,7 @@ def test_rewritten_merged_decoder_fuses_every_layer_and_verifies_on_the_kernel(n
     # reads a short past: an empty one is a zero-sized input, which the kernel refuses. The
     # lengths are frozen: an MLP pair reads [batch * length, 64] and reshapes to [batch, length, 256],
     # dims no pair input carries apart, and Llama's attention program changes layout with the
-    # length; GPT-2 dynamo's attention stays polymorphic (test_merged_dynamo_decoder_attention_pairs_...).
+    # length; GPT-2 dynamo's attention and the Llama exports stay polymorphic (POLYMORPHIC).
     path = tmp_path / f"{name}.prefill_decode.onnx"
     onnx.save(prefill_decode_model(MODELS[name].path), path)
     shapes = prefill_decode_shapes(decoder_spec(MODELS[name].path), SEQ, PAST, prefill_past=4)
@@ -173,11 +173,19 @@ def test_rewritten_merged_decoder_fuses_every_layer_and_verifies_on_the_kernel(n
     assert fused_ops["FusedHexPair"] == 2 * LAYERS
 
 
+POLYMORPHIC = {  # the blocks whose pairs lower with the lengths symbolic
+    "gpt2_dynamo": ["attention"],  # the MLP reshapes [batch * length, 256] to [batch, length, 256]
+    "llama_dynamo": ["attention", "mlp"],
+    "llama_torchscript": ["attention", "mlp"],
+}
+
+
 @needs_host
-def test_merged_dynamo_decoder_attention_pairs_keep_the_lengths_symbolic(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", list(POLYMORPHIC))
+def test_merged_decoder_pairs_keep_the_lengths_symbolic(name: str, tmp_path: Path) -> None:
     # the Reshapes to shapes computed outside a pair (val_68 = Concat(Shape ...)) get their dims
-    # from the whole model's inference, not the dims the body's inference invents for them
-    name = "gpt2_dynamo"
+    # from the whole model's inference, not the dims the body's inference invents for them;
+    # repeat_kv's Expand multiplies by ones that do not follow the lengths
     path = tmp_path / f"{name}.prefill_decode.onnx"
     onnx.save(prefill_decode_model(MODELS[name].path), path)
     shapes = prefill_decode_shapes(decoder_spec(MODELS[name].path), SEQ, PAST, prefill_past=4)
@@ -186,7 +194,7 @@ def test_merged_dynamo_decoder_attention_pairs_keep_the_lengths_symbolic(tmp_pat
     )
     assert result.output is not None, [r.reason for r in result.analysis.rejected]
     notes = sorted(p.candidate.note.split(":")[0] for p in result.analysis.pairs)
-    assert notes == [f"layer {i} attention" for i in range(LAYERS)]
+    assert notes == sorted(f"layer {i} {kind}" for i in range(LAYERS) for kind in POLYMORPHIC[name])
     fused = onnx.load(str(result.output))
     ids = next(v for v in fused.graph.input if v.name == "prefill/input_ids")
     assert [d.dim_param for d in ids.type.tensor_type.shape.dim] == ["prefill_batch_size", "prefill_sequence_length"]
