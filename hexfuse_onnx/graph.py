@@ -24,6 +24,7 @@ from .errors import ModelError, UsageError
 KNOWN_DOMAINS = {"", "ai.onnx", "ai.onnx.ml", "com.microsoft", "com.microsoft.nchwc", "hexfuse"}
 SUBGRAPH_OPS = {"If", "Loop", "Scan"}
 SYMBOLIC_INFERENCE_MAX_NODES = 20_000  # ORT's symbolic inference is Python: bounded for speed
+COMPUTED_DIM_PREFIX = "unk__"  # how ONNX's inference names a dim it cannot express
 # The representative binding of symbolic input dims when --shape gives none (README "Symbolic dims").
 DEFAULT_BATCH = 1  # dim 0 of an input
 DEFAULT_SYMBOLIC_DIM = 128  # any other symbolic dim (sequence, height, width, past length, ...)
@@ -98,6 +99,18 @@ class ModelGraph:
     symbolic: dict[str, tuple[Dim, ...]] = field(default_factory=dict)
     binding: ShapeBinding | None = None
     _infos_at: dict[tuple, dict[str, TensorInfo]] = field(default_factory=dict, repr=False)
+    _computed: dict[str, tuple[Dim, ...]] | None = field(default=None, repr=False)
+
+    def symbolic_dims(self, name: str) -> tuple[Dim, ...] | None:
+        """A tensor's symbolic dims. Where ONNX's inference named a computed dim ('unk__N', a
+        Reshape to a shape made of Shape/Gather/Concat), ORT's symbolic inference of the model
+        gives its expression ('batch*length'): run once, when first asked (seconds on a large model)."""
+        dims = self.symbolic.get(name)
+        if dims is None or not any(isinstance(d, str) and d.startswith(COMPUTED_DIM_PREFIX) for d in dims):
+            return dims
+        if self._computed is None:
+            self._computed = _ort_symbolic_shapes(self.source) if self.source is not None else {}
+        return self._computed.get(name, dims)
 
     def infos_at(self, binding: ShapeBinding) -> dict[str, TensorInfo]:
         """Every tensor's concrete info at another binding of the symbolic input dims (cached)."""
@@ -383,6 +396,20 @@ def symbolic_shapes(model: onnx.ModelProto) -> dict[str, tuple[Dim, ...]]:
     return {
         vi.name: info.shape
         for vi in list(g.input) + list(g.value_info) + list(g.output)
+        if (info := _tensor_info(vi)).shape is not None
+    }
+
+
+def _ort_symbolic_shapes(model: onnx.ModelProto) -> dict[str, tuple[Dim, ...]]:
+    if len(model.graph.node) > SYMBOLIC_INFERENCE_MAX_NODES:
+        return {}
+    inferred = _run_symbolic_inference(_symbolic_light_copy(model))
+    if inferred is None:
+        return {}
+    g = inferred.graph
+    return {
+        vi.name: info.shape
+        for vi in list(g.value_info) + list(g.output)
         if (info := _tensor_info(vi)).shape is not None
     }
 

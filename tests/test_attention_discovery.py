@@ -156,9 +156,7 @@ def test_rewritten_merged_decoder_fuses_every_layer_and_verifies_on_the_kernel(n
     # GPT-2: fused-QKV Split, tanh GELU's Pow(x, 3); Llama: rotary Neg/Slice/Concat, repeat_kv's
     # Expand to a shape computed from Shape(past); all reshape to computed shapes (TorchScript:
     # Shape/Gather/Concat chains inside the blocks, folded when lowering). The prefill
-    # reads a short past: an empty one is a zero-sized input, which the kernel refuses. GPT-2's
-    # lengths are frozen: its MLP pair reads [batch * length, 64] and reshapes to [batch, length,
-    # 256], dims no pair input carries apart; the Llama exports keep them symbolic (POLYMORPHIC).
+    # reads a short past: an empty one is a zero-sized input, which the kernel refuses.
     path = tmp_path / f"{name}.prefill_decode.onnx"
     onnx.save(prefill_decode_model(MODELS[name].path), path)
     shapes = prefill_decode_shapes(decoder_spec(MODELS[name].path), SEQ, PAST, prefill_past=4)
@@ -168,7 +166,6 @@ def test_rewritten_merged_decoder_fuses_every_layer_and_verifies_on_the_kernel(n
         kinds=["prefill_decode"],
         shapes=shapes,
         verify_plugin=True,
-        freeze_shapes=name.startswith("gpt2"),
     )
     notes = sorted(p.candidate.note.split(":")[0] for p in result.analysis.pairs)
     assert notes == sorted(f"layer {i} {kind}" for i in range(LAYERS) for kind in ("attention", "mlp"))
@@ -177,18 +174,12 @@ def test_rewritten_merged_decoder_fuses_every_layer_and_verifies_on_the_kernel(n
     assert fused_ops["FusedHexPair"] == 2 * LAYERS
 
 
-POLYMORPHIC = {  # the blocks whose pairs lower with the lengths symbolic
-    "gpt2_dynamo": ["attention"],  # the MLP reshapes [batch * length, 256] to [batch, length, 256]
-    "llama_dynamo": ["attention", "mlp"],
-    "llama_torchscript": ["attention", "mlp"],
-}
-
-
 @needs_host
-@pytest.mark.parametrize("name", list(POLYMORPHIC))
+@pytest.mark.parametrize("name", TORCH_EXPORTS)
 def test_merged_decoder_pairs_keep_the_lengths_symbolic(name: str, tmp_path: Path) -> None:
     # the Reshapes to shapes computed outside a pair (val_68 = Concat(Shape ...)) get their dims
-    # from the whole model's inference, not the dims the body's inference invents for them;
+    # from the whole model's inference, not the dims the body's inference invents for them; an
+    # MLP pair reading [batch * length, 64] also reads input_ids (batch and length apart);
     # repeat_kv's Expand multiplies by ones that do not follow the lengths
     path = tmp_path / f"{name}.prefill_decode.onnx"
     onnx.save(prefill_decode_model(MODELS[name].path), path)
@@ -198,7 +189,7 @@ def test_merged_decoder_pairs_keep_the_lengths_symbolic(name: str, tmp_path: Pat
     )
     assert result.output is not None, [r.reason for r in result.analysis.rejected]
     notes = sorted(p.candidate.note.split(":")[0] for p in result.analysis.pairs)
-    assert notes == sorted(f"layer {i} {kind}" for i in range(LAYERS) for kind in POLYMORPHIC[name])
+    assert notes == sorted(f"layer {i} {kind}" for i in range(LAYERS) for kind in ("attention", "mlp"))
     fused = onnx.load(str(result.output))
     ids = next(v for v in fused.graph.input if v.name == "prefill/input_ids")
     assert [d.dim_param for d in ids.type.tensor_type.shape.dim] == ["prefill_batch_size", "prefill_sequence_length"]

@@ -62,7 +62,11 @@ class ModelShapes:
         if all(isinstance(d, int) for shape in dims for d in shape):
             return first, None
         second_types = {t: _type_proto(at_second[t]) for t in node.input if t in at_second and at_second[t].elem_type}
-        body = {t: g.symbolic[t] for n in fn.node for t in n.output if t in g.symbolic}
+        body: dict[str, tuple[Dim, ...]] = {}
+        for t in (t for n in fn.node for t in n.output):
+            symbolic = g.symbolic_dims(t)
+            if symbolic is not None:
+                body[t] = symbolic
         return first, SymbolicInputs(dims, second_types, body, _typed(fn, at_second))
 
 
