@@ -323,7 +323,37 @@ def representative_binding(model: onnx.ModelProto, hints: dict[str, list[int]], 
             if hint is not None and d in symbols and symbols[d] != value:
                 raise ModelError(f"{where}: --shape gives dim '{d}' two values, {symbols[d]} and {value}")
             symbols.setdefault(d, value)
-    return bind(dims_of, symbols)
+    hinted = {d for name in hints for d in dims_of.get(name, []) if isinstance(d, str)}
+    return bind(dims_of, with_derived(symbols, hinted))
+
+
+def with_derived(symbols: dict[str, int], keep: set[str]) -> dict[str, int]:
+    """`symbols` with each dim that is an expression of the others ('past + seq', TorchScript's
+    mask length) at its value there, unless it is in `keep` (given by --shape)."""
+    from .shape_expr import ShapeExprError, evaluate, free_names, parse_dim
+
+    out = dict(symbols)
+    lone = {k: v for k, v in symbols.items() if _is_lone_name(k)}
+    for k in symbols:
+        if k in keep or k in lone:
+            continue
+        try:
+            expr = parse_dim(k)
+            if free_names(expr) and free_names(expr) <= set(lone):
+                out[k] = max(1, evaluate(expr, lone))
+        except (ShapeExprError, TypeError):
+            continue
+    return out
+
+
+def _is_lone_name(dim: str) -> bool:
+    from .shape_expr import ShapeExprError, parse_dim
+
+    try:
+        expr = parse_dim(dim)
+    except ShapeExprError:
+        return True  # a name shape inference cannot parse stands for itself
+    return expr.is_Symbol and expr.name == dim
 
 
 def binding_candidates(model: onnx.ModelProto, hints: dict[str, list[int]], where: str) -> list[ShapeBinding]:
@@ -333,8 +363,10 @@ def binding_candidates(model: onnx.ModelProto, hints: dict[str, list[int]], wher
     free = unhinted_dims(model, hints)
     dims_of = input_dims(model)
     out = [first]
+    hinted = {d for name in hints for d in dims_of.get(name, []) if isinstance(d, str)}
     for value in ALTERNATIVE_SYMBOLIC_DIMS if free else ():
-        out.append(bind(dims_of, {k: value if k in free else v for k, v in first.symbols.items()}))
+        values = {k: value if k in free else v for k, v in first.symbols.items()}
+        out.append(bind(dims_of, with_derived(values, hinted)))
     return out
 
 
@@ -345,7 +377,7 @@ def unhinted_dims(model: onnx.ModelProto, hints: dict[str, list[int]]) -> dict[s
     out: dict[str, str] = {}
     for name, dims in dims_of.items():
         for axis, d in enumerate(dims):
-            if isinstance(d, str) and d not in skip:
+            if isinstance(d, str) and d not in skip and _is_lone_name(d):
                 out.setdefault(d, f"'{name}' axis {axis}")
     return out
 
@@ -362,6 +394,7 @@ def other_bindings(g: ModelGraph) -> list[ShapeBinding]:
     out: list[ShapeBinding] = []
     for batch_factor, factor in variants:
         values = {k: v * batch_factor if k in batch else _scaled(v, factor) for k, v in rep.items()}
+        values = with_derived(values, set())
         if values != rep and all(b.symbols != values for b in out):
             out.append(bind(dims_of, values))
     return out

@@ -122,3 +122,31 @@ def test_a_model_that_runs_at_no_default_names_the_dims_to_give(command: str, tm
     assert "'H' ('x' axis 2), 'W' ('x' axis 3); give that dim with --shape" in line
     assert len(proc.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "model.fused.onnx").exists()
+
+
+def test_a_dim_that_is_an_expression_of_others_is_bound_to_its_value() -> None:
+    # TorchScript decoders declare the mask [batch, past_sequence_length + sequence_length]
+    inputs = [
+        helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", "seq"]),
+        helper.make_tensor_value_info("mask", TensorProto.INT64, ["batch", "past + seq"]),
+        helper.make_tensor_value_info("past", TensorProto.FLOAT, ["batch", 2, "past", 4]),
+    ]
+    model = helper.make_model(helper.make_graph([], "g", inputs, []))
+    rep = graph.representative_binding(model, {}, "model")
+    assert rep.inputs == {"ids": [1, 128], "mask": [1, 256], "past": [1, 2, 128, 4]}
+    hinted = graph.representative_binding(model, {"mask": [1, 9]}, "model")
+    assert hinted.inputs["mask"] == [1, 9]  # a --shape value is kept as given
+    assert graph.unhinted_dims(model, {}) == {"seq": "'ids' axis 1", "past": "'past' axis 2"}
+
+
+@pytest.mark.slow
+def test_a_torchscript_decoder_rewrites_without_shape_and_generates(tmp_path: Path) -> None:
+    from models.exported import MODELS, decoder_spec, generate
+
+    name = "llama_torchscript"
+    result = pipeline.rewrite(MODELS[name].path, tmp_path / "fused.onnx", target="host", min_gain=-1.0)
+    assert result.output is not None, [r.reason for r in result.analysis.rejected]
+    spec = decoder_spec(MODELS[name].path)
+    prompt = np.array([[5, 17, 42, 7, 99], [1, 2, 3, 4, 5]], np.int64)
+    want = generate(session(MODELS[name].path), spec, prompt, 6)
+    np.testing.assert_array_equal(generate(session(result.output), spec, prompt, 6), want)
