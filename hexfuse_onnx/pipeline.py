@@ -193,7 +193,7 @@ def rewrite(
             _reselect(analysis, failed, min_gain)
             continue
         t0 = time.perf_counter()
-        fused = fuse(analysis.graph, analysis.pairs)
+        fused = fuse(analysis.graph, analysis.pairs, reference.second)
         seconds["rewrite"] = time.perf_counter() - t0
         progress("verifying: full checker, then stock ONNX Runtime against the original")
         t0 = time.perf_counter()
@@ -330,7 +330,7 @@ def _failing_pairs(
     failing = []
     for pair in analysis.pairs:
         prepare(analysis.graph, [pair], analysis.target.name, reference.second)  # numbered as the only pair
-        fused = fuse(analysis.graph, [pair])
+        fused = fuse(analysis.graph, [pair], reference.second)
         staged = stage(fused, out, source_dir)
         try:
             _verify(staged.model_path, reference.cases, rtol, verify_plugin)

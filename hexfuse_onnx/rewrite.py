@@ -12,6 +12,7 @@ the ModelGraph's inferred types; `fuse` then edits one copy of the model once.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection
 from dataclasses import replace
 
@@ -95,8 +96,10 @@ def _dim_names(dims: tuple[Dim, ...]) -> set[str]:
     return names
 
 
-def fuse(g: ModelGraph, pairs: list[Pair]) -> onnx.ModelProto:
-    """A new model with every prepared pair replaced; `g.model` is left untouched."""
+def fuse(g: ModelGraph, pairs: list[Pair], second: ShapeBinding | None = None) -> onnx.ModelProto:
+    """A new model with every prepared pair replaced; `g.model` is left untouched. Over symbolic
+    dims the model records the bindings the pairs were lowered and proven at (`second`, default:
+    the first of `graph.other_bindings`)."""
     model = onnx.ModelProto()
     model.CopyFrom(g.source or g.model)  # symbolic inputs: the model as read, so no dim is fixed
     graph = model.graph
@@ -136,7 +139,16 @@ def fuse(g: ModelGraph, pairs: list[Pair]) -> onnx.ModelProto:
     if not any(o.domain == C.DOMAIN for o in model.opset_import):
         model.opset_import.append(helper.make_opsetid(C.DOMAIN, C.DOMAIN_VERSION))
     model.ir_version = max(model.ir_version, 10)  # function overloads need IR 10
+    if g.source is not None and g.binding is not None:
+        proven = second or graph_mod.other_bindings(g)[0]
+        _set_metadata(model, C.METADATA_BINDINGS, json.dumps({"analysed": g.binding.inputs, "proven": proven.inputs}))
     return model
+
+
+def _set_metadata(model: onnx.ModelProto, key: str, value: str) -> None:
+    kept = [p for p in model.metadata_props if p.key != key]
+    del model.metadata_props[:]
+    model.metadata_props.extend([*kept, onnx.StringStringEntryProto(key=key, value=value)])
 
 
 def _type_pair_outputs(g: ModelGraph, graph: onnx.GraphProto, pairs: list[Pair]) -> None:

@@ -12,8 +12,9 @@ import pytest
 from cli_support import error_line, run_cli
 from onnx import TensorProto, helper, numpy_helper
 
-from hexfuse_onnx import graph, pipeline, probe
+from hexfuse_onnx import contract, graph, pipeline, probe
 from hexfuse_onnx.errors import EXIT_BAD_MODEL
+from hexfuse_onnx.lowering import attach_programs
 from hexfuse_onnx.verify import session
 
 C = 16
@@ -61,6 +62,10 @@ def fixed_width(path: Path, width: int) -> Path:
 OPSET = helper.make_opsetid("", 17)
 
 
+def programs(model: onnx.ModelProto) -> list[bytes]:
+    return [a.s for n in model.graph.node for a in n.attribute if a.name == contract.ATTR_PROGRAM]
+
+
 def shapes(side: int) -> dict[str, list[int]]:
     return {"x": [1, C, side, side]}
 
@@ -104,6 +109,10 @@ def test_the_default_binding_moves_to_where_the_original_runs(tmp_path: Path) ->
         "H",
         "W",
     ]
+    # the program lowers again where it was analysed (recorded in the model), not at the default
+    again, failed = attach_programs(written)
+    assert failed == {}
+    assert programs(again) == programs(written)
 
 
 def test_a_hint_for_the_dim_is_kept(tmp_path: Path) -> None:

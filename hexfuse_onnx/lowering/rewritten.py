@@ -10,11 +10,13 @@ at that binding, and the program is proven at the first of `graph.other_bindings
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import onnx
 from onnx import helper, shape_inference
 
+from .. import contract as C
 from .. import graph as graph_mod
 from ..graph import Dim, ModelGraph, TensorInfo
 from .registry import LoweringError
@@ -35,8 +37,11 @@ class ModelShapes:
             return cls(model_types(model))
         from ..rewrite import unfuse  # rewrite lowers through this package
 
-        g = graph_mod.index_model(unfuse(model))
-        return cls({}, g, graph_mod.other_bindings(g)[0])
+        analysed, proven = _recorded_bindings(model)
+        g = graph_mod.index_model(unfuse(model), shape_overrides=analysed)
+        assert g.source is not None
+        second = _binding(g.source, proven) if proven else None
+        return cls({}, g, second or graph_mod.other_bindings(g)[0])
 
     def types(self, node: onnx.NodeProto) -> dict[str, onnx.TypeProto]:
         """The node inputs' types: at the representative binding when the model is symbolic."""
@@ -68,6 +73,34 @@ class ModelShapes:
             if symbolic is not None:
                 body[t] = symbolic
         return first, SymbolicInputs(dims, second_types, body, _typed(fn, at_second))
+
+
+def _recorded_bindings(model: onnx.ModelProto) -> tuple[dict[str, list[int]] | None, dict[str, list[int]] | None]:
+    """The input shapes the pass analysed and proved the programs at (C.METADATA_BINDINGS), if recorded."""
+    text = next((p.value for p in model.metadata_props if p.key == C.METADATA_BINDINGS), None)
+    if text is None:
+        return None, None
+    try:
+        recorded = json.loads(text)
+        return dict(recorded["analysed"]), dict(recorded["proven"])
+    except (ValueError, KeyError, TypeError):
+        return None, None  # not ours to refuse: lower at the default binding
+
+
+def _binding(model: onnx.ModelProto, shapes: dict[str, list[int]]) -> graph_mod.ShapeBinding | None:
+    """The binding of these input shapes; None when they do not give every symbolic dim."""
+    dims_of = graph_mod.input_dims(model)
+    symbols = {
+        d: shapes[name][axis]
+        for name, dims in dims_of.items()
+        if name in shapes and len(shapes[name]) == len(dims)
+        for axis, d in enumerate(dims)
+        if isinstance(d, str)
+    }
+    try:
+        return graph_mod.bind(dims_of, symbols)
+    except KeyError:
+        return None
 
 
 def _typed(fn: onnx.FunctionProto, infos: dict[str, TensorInfo]) -> onnx.FunctionProto:
