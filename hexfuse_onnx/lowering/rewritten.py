@@ -37,7 +37,7 @@ class ModelShapes:
             return cls(model_types(model))
         from ..rewrite import unfuse  # rewrite lowers through this package
 
-        analysed, proven = _recorded_bindings(model)
+        analysed, proven = recorded_bindings(model)
         g = graph_mod.index_model(unfuse(model), shape_overrides=analysed)
         assert g.source is not None
         second = _binding(g.source, proven) if proven else None
@@ -75,7 +75,7 @@ class ModelShapes:
         return first, SymbolicInputs(dims, second_types, body, _typed(fn, at_second))
 
 
-def _recorded_bindings(model: onnx.ModelProto) -> tuple[dict[str, list[int]] | None, dict[str, list[int]] | None]:
+def recorded_bindings(model: onnx.ModelProto) -> tuple[dict[str, list[int]] | None, dict[str, list[int]] | None]:
     """The input shapes the pass analysed and proved the programs at (C.METADATA_BINDINGS), if recorded."""
     text = next((p.value for p in model.metadata_props if p.key == C.METADATA_BINDINGS), None)
     if text is None:
