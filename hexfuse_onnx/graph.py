@@ -357,17 +357,16 @@ def _is_lone_name(dim: str) -> bool:
 
 
 def binding_candidates(model: onnx.ModelProto, hints: dict[str, list[int]], where: str) -> list[ShapeBinding]:
-    """The representative binding, then the same with every symbolic dim that is neither dim 0 nor
-    given by `hints` at each of ALTERNATIVE_SYMBOLIC_DIMS (only the first when there is none)."""
+    """The representative binding; then the same with every symbolic dim that is neither dim 0 nor
+    given by `hints` at each of ALTERNATIVE_SYMBOLIC_DIMS; then with one of those dims at a time
+    doubled (a total length that must be past + new); only the first when there is none."""
     first = representative_binding(model, hints, where)
     free = unhinted_dims(model, hints)
     dims_of = input_dims(model)
-    out = [first]
     hinted = {d for name in hints for d in dims_of.get(name, []) if isinstance(d, str)}
-    for value in ALTERNATIVE_SYMBOLIC_DIMS if free else ():
-        values = {k: value if k in free else v for k, v in first.symbols.items()}
-        out.append(bind(dims_of, with_derived(values, hinted)))
-    return out
+    variants = [{k: value if k in free else v for k, v in first.symbols.items()} for value in ALTERNATIVE_SYMBOLIC_DIMS]
+    variants += [{**first.symbols, d: 2 * first.symbols[d]} for d in free] if len(free) > 1 else []
+    return [first, *(bind(dims_of, with_derived(v, hinted)) for v in (variants if free else []))]
 
 
 def unhinted_dims(model: onnx.ModelProto, hints: dict[str, list[int]]) -> dict[str, str]:

@@ -148,11 +148,26 @@ def test_a_dim_that_is_an_expression_of_others_is_bound_to_its_value() -> None:
     assert graph.unhinted_dims(model, {}) == {"seq": "'ids' axis 1", "past": "'past' axis 2"}
 
 
+def test_after_all_free_dims_together_each_is_tried_doubled() -> None:
+    # dynamo decoders declare the mask [batch, total_sequence_length]: it must be past + new
+    inputs = [
+        helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", "seq"]),
+        helper.make_tensor_value_info("mask", TensorProto.INT64, ["batch", "total"]),
+        helper.make_tensor_value_info("past", TensorProto.FLOAT, ["batch", 2, "past", 4]),
+    ]
+    model = helper.make_model(helper.make_graph([], "g", inputs, []))
+    candidates = graph.binding_candidates(model, {}, "model")
+    together = [{"seq": v, "total": v, "past": v} for v in (128, *graph.ALTERNATIVE_SYMBOLIC_DIMS)]
+    alone = [{"seq": 256, "total": 128, "past": 128}, {"seq": 128, "total": 256, "past": 128}]
+    alone.append({"seq": 128, "total": 128, "past": 256})
+    assert [{k: v for k, v in c.symbols.items() if k != "batch"} for c in candidates] == together + alone
+
+
 @pytest.mark.slow
-def test_a_torchscript_decoder_rewrites_without_shape_and_generates(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["llama_torchscript", "gpt2_dynamo"])
+def test_a_decoder_rewrites_without_shape_and_generates(name: str, tmp_path: Path) -> None:
     from models.exported import MODELS, decoder_spec, generate
 
-    name = "llama_torchscript"
     result = pipeline.rewrite(MODELS[name].path, tmp_path / "fused.onnx", target="host", min_gain=-1.0)
     assert result.output is not None, [r.reason for r in result.analysis.rejected]
     spec = decoder_spec(MODELS[name].path)
