@@ -25,6 +25,10 @@ ATTR_MICROBATCH_SIZES = "microbatch_sizes"  # ints [a, b]: rows of the batch axi
 ATTR_PROGRAM = "program"  # bytes (string attr): the task program, filled by hexfuse_onnx/lowering/
 ATTR_PROGRAM_VERSION = "program_version"  # int: format version of `program`
 
+# Model metadata of a rewrite over symbolic dims: JSON {"analysed": {input: dims}, "proven":
+# {input: dims}}, the bindings its v2 programs were lowered and proven at, so they lower again there.
+METADATA_BINDINGS = "hexfuse.bindings"
+
 # Version of the task program format the pass writes (dsp/README.md documents it).
 PROGRAM_VERSION = 1
 

@@ -24,9 +24,13 @@ from .errors import ModelError, UsageError
 KNOWN_DOMAINS = {"", "ai.onnx", "ai.onnx.ml", "com.microsoft", "com.microsoft.nchwc", "hexfuse"}
 SUBGRAPH_OPS = {"If", "Loop", "Scan"}
 SYMBOLIC_INFERENCE_MAX_NODES = 20_000  # ORT's symbolic inference is Python: bounded for speed
+COMPUTED_DIM_PREFIX = "unk__"  # how ONNX's inference names a dim it cannot express
 # The representative binding of symbolic input dims when --shape gives none (README "Symbolic dims").
 DEFAULT_BATCH = 1  # dim 0 of an input
 DEFAULT_SYMBOLIC_DIM = 128  # any other symbolic dim (sequence, height, width, past length, ...)
+# Where the original does not run at the default, every other symbolic dim without --shape takes
+# these in turn (image sides of common backbones and of text-line recognisers, then small ones).
+ALTERNATIVE_SYMBOLIC_DIMS = (224, 64, 48, 32, 256, 320, 640, 16)
 
 Dim = int | str | None  # a static size, a symbolic name, or unknown
 
@@ -95,6 +99,18 @@ class ModelGraph:
     symbolic: dict[str, tuple[Dim, ...]] = field(default_factory=dict)
     binding: ShapeBinding | None = None
     _infos_at: dict[tuple, dict[str, TensorInfo]] = field(default_factory=dict, repr=False)
+    _computed: dict[str, tuple[Dim, ...]] | None = field(default=None, repr=False)
+
+    def symbolic_dims(self, name: str) -> tuple[Dim, ...] | None:
+        """A tensor's symbolic dims. Where ONNX's inference named a computed dim ('unk__N', a
+        Reshape to a shape made of Shape/Gather/Concat), ORT's symbolic inference of the model
+        gives its expression ('batch*length'): run once, when first asked (seconds on a large model)."""
+        dims = self.symbolic.get(name)
+        if dims is None or not any(isinstance(d, str) and d.startswith(COMPUTED_DIM_PREFIX) for d in dims):
+            return dims
+        if self._computed is None:
+            self._computed = _ort_symbolic_shapes(self.source) if self.source is not None else {}
+        return self._computed.get(name, dims)
 
     def infos_at(self, binding: ShapeBinding) -> dict[str, TensorInfo]:
         """Every tensor's concrete info at another binding of the symbolic input dims (cached)."""
@@ -312,7 +328,62 @@ def representative_binding(model: onnx.ModelProto, hints: dict[str, list[int]], 
             if hint is not None and d in symbols and symbols[d] != value:
                 raise ModelError(f"{where}: --shape gives dim '{d}' two values, {symbols[d]} and {value}")
             symbols.setdefault(d, value)
-    return bind(dims_of, symbols)
+    hinted = {d for name in hints for d in dims_of.get(name, []) if isinstance(d, str)}
+    return bind(dims_of, with_derived(symbols, hinted))
+
+
+def with_derived(symbols: dict[str, int], keep: set[str]) -> dict[str, int]:
+    """`symbols` with each dim that is an expression of the others ('past + seq', TorchScript's
+    mask length) at its value there, unless it is in `keep` (given by --shape)."""
+    from .shape_expr import ShapeExprError, evaluate, free_names, parse_dim
+
+    out = dict(symbols)
+    lone = {k: v for k, v in symbols.items() if _is_lone_name(k)}
+    for k in symbols:
+        if k in keep or k in lone:
+            continue
+        try:
+            expr = parse_dim(k)
+            if free_names(expr) and free_names(expr) <= set(lone):
+                out[k] = max(1, evaluate(expr, lone))
+        except (ShapeExprError, TypeError):
+            continue
+    return out
+
+
+def _is_lone_name(dim: str) -> bool:
+    from .shape_expr import ShapeExprError, parse_dim
+
+    try:
+        expr = parse_dim(dim)
+    except ShapeExprError:
+        return True  # a name shape inference cannot parse stands for itself
+    return expr.is_Symbol and expr.name == dim
+
+
+def binding_candidates(model: onnx.ModelProto, hints: dict[str, list[int]], where: str) -> list[ShapeBinding]:
+    """The representative binding; then the same with every symbolic dim that is neither dim 0 nor
+    given by `hints` at each of ALTERNATIVE_SYMBOLIC_DIMS; then with one of those dims at a time
+    doubled (a total length that must be past + new); only the first when there is none."""
+    first = representative_binding(model, hints, where)
+    free = unhinted_dims(model, hints)
+    dims_of = input_dims(model)
+    hinted = {d for name in hints for d in dims_of.get(name, []) if isinstance(d, str)}
+    variants = [{k: value if k in free else v for k, v in first.symbols.items()} for value in ALTERNATIVE_SYMBOLIC_DIMS]
+    variants += [{**first.symbols, d: 2 * first.symbols[d]} for d in free] if len(free) > 1 else []
+    return [first, *(bind(dims_of, with_derived(v, hinted)) for v in (variants if free else []))]
+
+
+def unhinted_dims(model: onnx.ModelProto, hints: dict[str, list[int]]) -> dict[str, str]:
+    """Symbolic dims that are no input's dim 0 and that no hint gives: name -> where ('x' axis 2)."""
+    dims_of = input_dims(model)
+    skip = {dims[0] for dims in dims_of.values() if dims} | {d for n in hints for d in dims_of.get(n, [])}
+    out: dict[str, str] = {}
+    for name, dims in dims_of.items():
+        for axis, d in enumerate(dims):
+            if isinstance(d, str) and d not in skip and _is_lone_name(d):
+                out.setdefault(d, f"'{name}' axis {axis}")
+    return out
 
 
 def other_bindings(g: ModelGraph) -> list[ShapeBinding]:
@@ -327,6 +398,7 @@ def other_bindings(g: ModelGraph) -> list[ShapeBinding]:
     out: list[ShapeBinding] = []
     for batch_factor, factor in variants:
         values = {k: v * batch_factor if k in batch else _scaled(v, factor) for k, v in rep.items()}
+        values = with_derived(values, set())
         if values != rep and all(b.symbols != values for b in out):
             out.append(bind(dims_of, values))
     return out
@@ -361,6 +433,20 @@ def symbolic_shapes(model: onnx.ModelProto) -> dict[str, tuple[Dim, ...]]:
     return {
         vi.name: info.shape
         for vi in list(g.input) + list(g.value_info) + list(g.output)
+        if (info := _tensor_info(vi)).shape is not None
+    }
+
+
+def _ort_symbolic_shapes(model: onnx.ModelProto) -> dict[str, tuple[Dim, ...]]:
+    if len(model.graph.node) > SYMBOLIC_INFERENCE_MAX_NODES:
+        return {}
+    inferred = _run_symbolic_inference(_symbolic_light_copy(model))
+    if inferred is None:
+        return {}
+    g = inferred.graph
+    return {
+        vi.name: info.shape
+        for vi in list(g.value_info) + list(g.output)
         if (info := _tensor_info(vi)).shape is not None
     }
 

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from . import graph as graph_mod
+from . import probe
 from .costmodel import Target, get_target
 from .errors import ModelError, UsageError, VerificationError, WriteError
 from .graph import ModelGraph, ShapeBinding
@@ -82,7 +83,10 @@ def analyse(
     shapes: dict[str, list[int]] | None = None,
     progress: Progress = _quiet,
     freeze_shapes: bool = False,
+    probe_binding: bool = True,
 ) -> Analysis:
+    """With `probe_binding`, symbolic dims without --shape are analysed where the original runs
+    (`_runnable_shapes`)."""
     kinds = list(kinds or KINDS)
     bad = [k for k in kinds if k not in KINDS]
     if bad:
@@ -93,6 +97,8 @@ def analyse(
         raise UsageError(str(exc)) from None
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
+    if probe_binding:
+        shapes = _runnable_shapes(path, shapes, progress)
     g = graph_mod.load(path, shapes, freeze_shapes)
     seconds["load"] = time.perf_counter() - t0
     progress(f"loaded {len(g.nodes)} nodes, shapes inferred ({seconds['load']:.2f} s)")
@@ -113,6 +119,32 @@ def analyse(
     seconds["select"] = time.perf_counter() - t0
     progress(f"{len(pairs)} pair(s) chosen ({seconds['select']:.2f} s)")
     return Analysis(g, profile, tgt, candidates, pairs, rejected, seconds)
+
+
+def _runnable_shapes(
+    path: str | os.PathLike[str], shapes: dict[str, list[int]] | None, progress: Progress
+) -> dict[str, list[int]] | None:
+    """`shapes`, completed where the original does not run at the default binding of the dims
+    they leave free with the first of `graph.binding_candidates` it runs at (asked of a child
+    process); ModelError naming those dims when it runs at none."""
+    model = graph_mod.read_model(path, load_external_data=False)
+    candidates = graph_mod.binding_candidates(model, shapes or {}, str(path))
+    if len(candidates) == 1:
+        return shapes
+    outcomes = probe.runs_at(path, [b.inputs for b in candidates], enough=1)
+    chosen = next((b for b, o in zip(candidates, outcomes) if o.error is None), None)
+    if chosen is candidates[0] or (chosen is None and probe.LOAD_FAILED in (outcomes[0].error or "")):
+        return shapes  # a model ORT cannot load is named by the checks after this
+    free = graph_mod.unhinted_dims(model, shapes or {})
+    named = ", ".join(f"'{d}' ({where})" for d, where in free.items())
+    if chosen is None:
+        values = ", ".join(map(str, (graph_mod.DEFAULT_SYMBOLIC_DIM, *graph_mod.ALTERNATIVE_SYMBOLIC_DIMS)))
+        raise ModelError(
+            f"{path}: the original model runs with none of {values} for {named}; give that dim with --shape"
+            f" ({outcomes[0].error})"
+        )
+    progress(f"the original model does not run at {candidates[0].describe()}; analysing at {chosen.describe()}")
+    return {**chosen.inputs, **(shapes or {})}
 
 
 def default_output(path: str | os.PathLike[str]) -> Path:
@@ -145,7 +177,7 @@ def rewrite(
     out = Path(output) if output else default_output(path)
     if out.exists() and out.resolve() == Path(path).resolve():
         raise WriteError(f"{out}: the output would overwrite the input model; choose another -o")
-    analysis = analyse(path, kinds, target, min_gain, shapes, progress, freeze_shapes)
+    analysis = analyse(path, kinds, target, min_gain, shapes, progress, freeze_shapes, probe_binding=inputs is None)
     _check_keeps_external_data(analysis.graph, Path(path), out)
     reference = _reference(path, analysis.graph, bool(shapes), inputs, progress) if analysis.pairs else None
     seconds = dict(analysis.seconds)
@@ -161,7 +193,7 @@ def rewrite(
             _reselect(analysis, failed, min_gain)
             continue
         t0 = time.perf_counter()
-        fused = fuse(analysis.graph, analysis.pairs)
+        fused = fuse(analysis.graph, analysis.pairs, reference.second)
         seconds["rewrite"] = time.perf_counter() - t0
         progress("verifying: full checker, then stock ONNX Runtime against the original")
         t0 = time.perf_counter()
@@ -240,10 +272,15 @@ def _binding_cases(
     cases: list[Case],
     progress: Progress,
 ) -> list[ShapeBinding]:
-    """Add the original's outputs at the first two bindings it runs at to `cases`; returns those bindings."""
+    """Add the original's outputs at the first two bindings it runs at to `cases`; returns those
+    bindings. A child process tries them first (`probe`), so a binding ONNX Runtime dies at is
+    refused with one line; only those it ran at are run here."""
     ran: list[ShapeBinding] = []
-    for k, b in enumerate(bindings):
+    outcomes = probe.runs_at(path, [b.inputs for b in bindings], enough=2)
+    for k, (b, outcome) in enumerate(zip(bindings, outcomes)):
         try:
+            if outcome.error is not None:
+                raise VerificationError(outcome.error)
             cases.append(run_original(original, random_inputs(original, b.inputs)))
             ran.append(b)
         except VerificationError as exc:
@@ -251,9 +288,7 @@ def _binding_cases(
                 raise ModelError(
                     f"{path}: the original model does not run at --shape {b.describe()}: {exc.message}"
                 ) from None
-            progress(f"the original model does not run at {b.describe()} ({exc.message}); trying another shape")
-        if len(ran) == 2:
-            break
+            progress(f"the original model does not run at {b.describe()} ({exc.message}); not verifying there")
     return ran
 
 
@@ -295,7 +330,7 @@ def _failing_pairs(
     failing = []
     for pair in analysis.pairs:
         prepare(analysis.graph, [pair], analysis.target.name, reference.second)  # numbered as the only pair
-        fused = fuse(analysis.graph, [pair])
+        fused = fuse(analysis.graph, [pair], reference.second)
         staged = stage(fused, out, source_dir)
         try:
             _verify(staged.model_path, reference.cases, rtol, verify_plugin)

@@ -12,18 +12,22 @@ the ModelGraph's inferred types; `fuse` then edits one copy of the model once.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection
+from dataclasses import replace
 
 import onnx
 from onnx import helper
 
 from . import contract as C
 from . import graph as graph_mod
+from . import shape_expr
 from .errors import HexfuseError, ModelError
 from .graph import Dim, ModelGraph, ShapeBinding, TensorInfo, attribute, node_reads, toposort
 from .kinds import KINDS, kind_of
-from .kinds.base import FusedCall, Pair, PairTasks, renamed_copy
+from .kinds.base import FusedCall, Pair, PairTasks, TaskBody, renamed_copy
 from .lowering import Lowered, LoweringError, SymbolicInputs, lower_function, set_program
+from .lowering.lowerer import DTYPES
 
 SHARED_INPUT_SUFFIX = "__b"
 
@@ -44,7 +48,7 @@ def prepare(
     failed = []
     for k, pair in enumerate(pairs):
         pair.id, pair.lowered = f"pair{first + k}", None
-        pair.call = _fused_call(kind_of(pair).tasks(g, pair), pair, target_name, opsets)
+        pair.call = _fused_call(_with_witnesses(g, kind_of(pair).tasks(g, pair)), pair, target_name, opsets)
         _add_value_info(pair.call.function, typed)
         try:
             pair.lowered = _lower(g, pair.call, second)
@@ -53,8 +57,49 @@ def prepare(
     return failed
 
 
-def fuse(g: ModelGraph, pairs: list[Pair]) -> onnx.ModelProto:
-    """A new model with every prepared pair replaced; `g.model` is left untouched."""
+def _with_witnesses(g: ModelGraph, tasks: PairTasks) -> PairTasks:
+    """With symbolic inputs, each task also reads the graph inputs that carry, as dims of their
+    own, the symbols its tensors' dims name but its inputs carry only inside an expression (a
+    Reshape of [batch*length, 64] to [batch, length, 256]). No op reads them: they let the shape
+    section name those symbols (a graph input is never made by the pair, so no cycle)."""
+    if g.source is None:
+        return tasks
+    return replace(tasks, a=_witnessed(g, tasks.a), b=_witnessed(g, tasks.b))
+
+
+def _witnessed(g: ModelGraph, body: TaskBody) -> TaskBody:
+    missing = {n for node in body.nodes for t in node.output for n in _dim_names(g.symbolic_dims(t) or ())}
+    missing -= {d for t in body.inputs for d in _lone_dims(g, t)}
+    inputs = list(body.inputs)
+    while missing:
+        usable = [t for t in g.graph_inputs if t not in inputs and DTYPES.get(g.info(t).elem_type) is not None]
+        best = max(usable, key=lambda t: len(_lone_dims(g, t) & missing), default=None)
+        if best is None or not _lone_dims(g, best) & missing:
+            break
+        inputs.append(best)
+        missing -= _lone_dims(g, best)
+    return replace(body, inputs=inputs)
+
+
+def _lone_dims(g: ModelGraph, t: str) -> set[str]:
+    return {d for d in g.symbolic.get(t, ()) if isinstance(d, str) and _dim_names((d,)) == {d}}
+
+
+def _dim_names(dims: tuple[Dim, ...]) -> set[str]:
+    names: set[str] = set()
+    for d in dims:
+        if isinstance(d, str):
+            try:
+                names |= shape_expr.free_names(shape_expr.parse_dim(d))
+            except shape_expr.ShapeExprError:
+                continue
+    return names
+
+
+def fuse(g: ModelGraph, pairs: list[Pair], second: ShapeBinding | None = None) -> onnx.ModelProto:
+    """A new model with every prepared pair replaced; `g.model` is left untouched. Over symbolic
+    dims the model records the bindings the pairs were lowered and proven at (`second`, default:
+    the first of `graph.other_bindings`)."""
     model = onnx.ModelProto()
     model.CopyFrom(g.source or g.model)  # symbolic inputs: the model as read, so no dim is fixed
     graph = model.graph
@@ -94,7 +139,16 @@ def fuse(g: ModelGraph, pairs: list[Pair]) -> onnx.ModelProto:
     if not any(o.domain == C.DOMAIN for o in model.opset_import):
         model.opset_import.append(helper.make_opsetid(C.DOMAIN, C.DOMAIN_VERSION))
     model.ir_version = max(model.ir_version, 10)  # function overloads need IR 10
+    if g.source is not None and g.binding is not None:
+        proven = second or graph_mod.other_bindings(g)[0]
+        _set_metadata(model, C.METADATA_BINDINGS, json.dumps({"analysed": g.binding.inputs, "proven": proven.inputs}))
     return model
+
+
+def _set_metadata(model: onnx.ModelProto, key: str, value: str) -> None:
+    kept = [p for p in model.metadata_props if p.key != key]
+    del model.metadata_props[:]
+    model.metadata_props.extend([*kept, onnx.StringStringEntryProto(key=key, value=value)])
 
 
 def _type_pair_outputs(g: ModelGraph, graph: onnx.GraphProto, pairs: list[Pair]) -> None:
@@ -142,7 +196,11 @@ def _symbolic_inputs(g: ModelGraph, call: FusedCall, second: ShapeBinding) -> Sy
             types[t] = _type_proto(info)
     if all(isinstance(d, int) for shape in dims for d in shape):
         return None
-    body = {t: g.symbolic[t] for n in call.function.node for t in n.output if t in g.symbolic}
+    body: dict[str, tuple[Dim, ...]] = {}
+    for t in (t for n in call.function.node for t in n.output):
+        symbolic = g.symbolic_dims(t)
+        if symbolic is not None:
+            body[t] = symbolic
     function = onnx.FunctionProto()
     function.CopyFrom(call.function)
     _retype(function, {t: helper.make_value_info(t, _type_proto(i)) for t, i in at_second.items() if i.elem_type})

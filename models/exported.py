@@ -190,13 +190,20 @@ def prefill_decode_model(model_path: str | os.PathLike[str]) -> onnx.ModelProto:
 
 
 def _prefixed(model: onnx.ModelProto, prefix: str) -> onnx.ModelProto:
+    """Every name prefixed; in a dim (`batch_size*sequence_length`) every symbol in it, as an
+    identifier (`prefill_batch_size*prefill_sequence_length`), so the dim stays an expression."""
     copy = onnx.compose.add_prefix(model, prefix)
     graph = copy.graph
+    word = prefix.rstrip("/") + "_"
     for value in [*graph.input, *graph.output, *graph.value_info]:
         for dim in value.type.tensor_type.shape.dim:
             if dim.HasField("dim_param"):
-                dim.dim_param = prefix + dim.dim_param
+                dim.dim_param = _DIM_NAME.sub(lambda m: m[0] if m[0] in _DIM_FUNCTIONS else word + m[0], dim.dim_param)
     return copy
+
+
+_DIM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+_DIM_FUNCTIONS = {"floor", "ceiling", "ceil", "Min", "Max", "min", "max", "Mod", "mod"}
 
 
 def prefill_decode_shapes(

@@ -11,7 +11,7 @@ import numpy as np
 import onnx
 import pytest
 
-from hexfuse_onnx import graph, pipeline
+from hexfuse_onnx import graph, pipeline, runtime
 from hexfuse_onnx.kinds.blocks import Block, layer_blocks
 from hexfuse_onnx.kinds.dag import DagFacts, dag_facts
 from hexfuse_onnx.runtime import HOST_NAME, LIB_DIR
@@ -156,20 +156,50 @@ def test_rewritten_merged_decoder_fuses_every_layer_and_verifies_on_the_kernel(n
     # GPT-2: fused-QKV Split, tanh GELU's Pow(x, 3); Llama: rotary Neg/Slice/Concat, repeat_kv's
     # Expand to a shape computed from Shape(past); all reshape to computed shapes (TorchScript:
     # Shape/Gather/Concat chains inside the blocks, folded when lowering). The prefill
-    # reads a short past: an empty one is a zero-sized input, which the kernel refuses. The
-    # lengths are frozen: these exports' Reshapes to computed shapes invent dims ('Reshape_1_o0__d0')
-    # that no pair input carries, so a shape-polymorphic program is refused for them.
+    # reads a short past: an empty one is a zero-sized input, which the kernel refuses.
     path = tmp_path / f"{name}.prefill_decode.onnx"
     onnx.save(prefill_decode_model(MODELS[name].path), path)
     shapes = prefill_decode_shapes(decoder_spec(MODELS[name].path), SEQ, PAST, prefill_past=4)
     result = pipeline.rewrite(
-        path, tmp_path / "fused.onnx", kinds=["prefill_decode"], shapes=shapes, verify_plugin=True, freeze_shapes=True
+        path,
+        tmp_path / "fused.onnx",
+        kinds=["prefill_decode"],
+        shapes=shapes,
+        verify_plugin=True,
     )
     notes = sorted(p.candidate.note.split(":")[0] for p in result.analysis.pairs)
     assert notes == sorted(f"layer {i} {kind}" for i in range(LAYERS) for kind in ("attention", "mlp"))
     assert result.output is not None and result.comparison is not None
     fused_ops = Counter(n.op_type for n in onnx.load(str(result.output)).graph.node)
     assert fused_ops["FusedHexPair"] == 2 * LAYERS
+
+
+@needs_host
+@pytest.mark.parametrize("name", TORCH_EXPORTS)
+def test_merged_decoder_pairs_keep_the_lengths_symbolic(name: str, tmp_path: Path) -> None:
+    # the Reshapes to shapes computed outside a pair (val_68 = Concat(Shape ...)) get their dims
+    # from the whole model's inference, not the dims the body's inference invents for them; an
+    # MLP pair reading [batch * length, 64] also reads input_ids (batch and length apart);
+    # repeat_kv's Expand multiplies by ones that do not follow the lengths
+    path = tmp_path / f"{name}.prefill_decode.onnx"
+    onnx.save(prefill_decode_model(MODELS[name].path), path)
+    shapes = prefill_decode_shapes(decoder_spec(MODELS[name].path), SEQ, PAST, prefill_past=4)
+    result = pipeline.rewrite(
+        path, tmp_path / "fused.onnx", kinds=["prefill_decode"], shapes=shapes, verify_plugin=True
+    )
+    assert result.output is not None, [r.reason for r in result.analysis.rejected]
+    notes = sorted(p.candidate.note.split(":")[0] for p in result.analysis.pairs)
+    assert notes == sorted(f"layer {i} {kind}" for i in range(LAYERS) for kind in ("attention", "mlp"))
+    fused = onnx.load(str(result.output))
+    ids = next(v for v in fused.graph.input if v.name == "prefill/input_ids")
+    assert [d.dim_param for d in ids.type.tensor_type.shape.dim] == ["prefill_batch_size", "prefill_sequence_length"]
+    feeds = {f"prefill/{k}": v for k, v in decoder_inputs(MODELS[name].path, 5, 3, seed=3, batch=2).items()}
+    feeds |= {f"decode/{k}": v for k, v in decoder_inputs(MODELS[name].path, 1, 30, seed=4).items()}
+    want = session(path).run(None, feeds)
+    for options in (None, runtime.session_options("host")):
+        got = session(result.output, options).run(None, feeds)
+        for w, g in zip(want, got):
+            np.testing.assert_allclose(g, w, rtol=0, atol=1e-4)
 
 
 def test_a_decode_batch_pairs_its_mlp_by_the_attention_query_length(tmp_path: Path) -> None:

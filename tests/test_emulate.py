@@ -157,3 +157,20 @@ def test_corrupt_job_files_are_refused(images, fused, tmp_path):
         assert proc.returncode == 3, (what, proc.returncode, proc.stderr)
         assert len(lines) == 1 and lines[0].startswith("hexfuse_emulate: bad job:"), (what, proc.stderr)
         assert not (tmp_path / "result").exists()
+
+
+def test_a_polymorphic_pair_runs_at_the_analysed_shape_and_at_other_inputs(images, tmp_path):
+    # a v2 program is specialized to the captured inputs' shapes before it goes to the image
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_symbolic_shapes import C_IN, conv_two_branch
+
+    src = conv_two_branch(tmp_path / "model.onnx")
+    result = rewrite(src, tmp_path / "fused.onnx", target="host", min_gain=-1.0, shapes={"x": [1, C_IN, 16, 16]})
+    assert result.output is not None
+    report = tmp_path / "report.json"
+    np.savez(tmp_path / "other.npz", x=np.random.default_rng(0).standard_normal((2, C_IN, 24, 40)).astype(np.float32))
+    for extra in ([], ["--inputs", tmp_path / "other.npz"]):
+        proc = run_cli("emulate", result.output, "--arch", "v73", "--json", report, "-q", *extra)
+        assert proc.returncode == 0, proc.stderr
+        (pair,) = json.loads(report.read_text())["pairs"]
+        assert pair["ok"] and all(o["rel"] <= emulate.DEFAULT_RTOL for o in pair["outputs"])

@@ -17,6 +17,7 @@ import models
 from hexfuse_onnx import contract as C
 from hexfuse_onnx import pipeline, runtime, shape_expr, verify
 from hexfuse_onnx.errors import EXIT_BAD_MODEL, EXIT_OK
+from hexfuse_onnx.lowering import attach_programs
 from hexfuse_onnx.lowering.abi import Dtype, Engine, Opcode, Role, Task
 from hexfuse_onnx.lowering.program import Op, Program, Tensor, layout_of, read_section, specialize, tensor_records
 from models.graph_builder import GraphBuilder
@@ -53,6 +54,26 @@ def resize_pair(path: Path) -> Path:
     b.op("Conv", [p, b.weight("wb", [C_IN, C_IN, 3, 3]), b.bias("bb", C_IN)], "conv_b", pads=[1] * 4, outputs=["yb"])
     b.output("ya", [1, C_IN, 32, 32])
     b.output("yb", [1, C_IN, "h2", "w2"])
+    onnx.save(b.model(), path)
+    return path
+
+
+def scratch_branches(path: Path) -> Path:
+    """Two branches over x[batch, 16, height, width] whose lowerings make scratch tensors: an
+    unfolded BatchNormalization (MUL, ADD) and a three-input Sum (two ADDs), then an x**3."""
+    b = GraphBuilder("symbolic_scratch", seed=3)
+    x = b.input("x", ["batch", C_IN, "height", "width"])
+    a = b.op("Conv", [x, b.weight("wa", [C_IN, C_IN, 3, 3]), b.bias("ba", C_IN)], "conv_a", pads=[1] * 4)
+    a = b.op("Relu", [a], "relu_a")  # keeps the BatchNormalization from folding into the Conv
+    var = b.const("var", np.linspace(0.5, 1.5, C_IN, dtype=np.float32))
+    bn = [b.bias("gamma", C_IN, 1.0), b.bias("beta", C_IN), b.bias("mean", C_IN), var]
+    a = b.op("BatchNormalization", [a, *bn], "bn_a")
+    c = b.op("Conv", [x, b.weight("wb", [C_IN, C_IN, 1, 1]), b.bias("bb", C_IN)], "conv_b")
+    c = b.op("Sigmoid", [c], "sigmoid_b")
+    c = b.op("Sum", [c, x, c], "sum_b")
+    c = b.op("Pow", [c, b.scalar("three", 3.0)], "cube_b")
+    b.op("Add", [a, c], "join", outputs=["y"])
+    b.output("y", ["batch", C_IN, "height", "width"])
     onnx.save(b.model(), path)
     return path
 
@@ -187,6 +208,48 @@ def test_plugin_matches_at_three_shapes(rewritten) -> None:
     src, out, _ = rewritten
     for shape in SHAPES:
         assert max_error_at(src, out, shape, runtime.session_options("host")) <= 1e-4, shape
+
+
+def test_scratch_tensors_follow_the_symbolic_dims(tmp_path: Path) -> None:
+    """BatchNormalization, Sum and Pow lower through scratch tensors: they take the dims'
+    expressions of the tensor they derive from, so the pair is polymorphic (it was refused)."""
+    src = scratch_branches(tmp_path / "model.onnx")
+    result = pipeline.rewrite(src, tmp_path / "out.onnx", target="host", min_gain=-1.0)
+    assert result.output is not None, [r.reason for r in result.analysis.rejected]
+    (pair,) = result.analysis.pairs
+    fused = {result.analysis.graph.nodes[i].op_type for i in pair.candidate.nodes}
+    assert fused >= {"BatchNormalization", "Sum", "Pow"}
+    fused_model = onnx.load(str(result.output))
+    assert input_dims(fused_model) == [["batch", C_IN, "height", "width"]]
+    (program,) = programs(fused_model)
+    assert read_section(program) is not None
+    for shape in SHAPES:
+        assert max_error_at(src, result.output, shape) <= 1e-5, shape
+        if (runtime.LIB_DIR / runtime.PLUGIN_NAME).is_file():
+            assert max_error_at(src, result.output, shape, runtime.session_options("host")) <= 1e-4, shape
+
+
+def test_attach_programs_relowers_the_v2_programs(rewritten, tmp_path: Path) -> None:
+    """A polymorphic model's pairs lower again to the programs the pass wrote (emulate, tune and
+    calibrate lower the pairs of a written model); without the programs the model still runs."""
+    src, out, _ = rewritten
+    written = onnx.load(str(out))
+    stripped = onnx.ModelProto()
+    stripped.CopyFrom(written)
+    for n in stripped.graph.node:
+        kept = [a for a in n.attribute if a.name not in (C.ATTR_PROGRAM, C.ATTR_PROGRAM_VERSION)]
+        del n.attribute[:]
+        n.attribute.extend(kept)
+    again, failed = attach_programs(stripped)
+    assert failed == {}
+    assert programs(again) == programs(written)
+    assert all(read_section(p) is not None for p in programs(again))
+    scratch = scratch_branches(tmp_path / "scratch.onnx")
+    result = pipeline.rewrite(scratch, tmp_path / "scratch.fused.onnx", target="host", min_gain=-1.0)
+    assert result.output is not None
+    written = onnx.load(str(result.output))
+    again, failed = attach_programs(written)
+    assert failed == {} and programs(again) == programs(written)
 
 
 # ---- the Python specializer against hand-made programs

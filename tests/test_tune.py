@@ -258,3 +258,18 @@ def test_cli_bad_input_is_one_line_and_an_exit_code(work, zoo_dir, tmp_path, cas
     assert listing(tmp_path / "out") == (["out.onnx"] if case == "directory" else [])
     if src.exists():
         assert sha256(src) == before
+
+
+def test_a_polymorphic_model_is_timed_at_the_shapes_it_was_analysed_at(tmp_path):
+    # without --shape the plugin ran its v2 program at 1 for every symbolic dim, which it refuses
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_symbolic_shapes import conv_two_branch
+
+    src = conv_two_branch(tmp_path / "model.onnx")
+    fused = pipeline.rewrite(src, tmp_path / "fused.onnx", target="host", min_gain=-1.0).output
+    assert fused is not None
+    result = tune(fused, tmp_path / "tuned.onnx", margin=-100.0, shares=[0.5], **QUICK)
+    (pair,) = result.pairs
+    assert pair.refused == {} and pair.fused, pair.refused

@@ -18,12 +18,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import onnx
-from onnx import helper, shape_inference
+from onnx import helper
 
 from .. import contract as C
 from . import layout, matrix, normalize, pointwise, quant, spatial  # noqa: F401 - they register the lowerings
 from .lowerer import Lowerer, OpOrigin
 from .registry import LOWERINGS, LoweringError, op_outside_kernel
+from .rewritten import ModelShapes, model_types
 from .shapes import SymbolicInputs, lower_symbolic
 
 SUPPORTED_OPS = tuple(sorted(LOWERINGS))
@@ -31,12 +32,14 @@ SUPPORTED_OPS = tuple(sorted(LOWERINGS))
 __all__ = [
     "SUPPORTED_OPS",
     "Lowered",
+    "ModelShapes",
     "SymbolicInputs",
     "LoweringError",
     "OpOrigin",
     "attach_programs",
     "lower_function",
     "lower_pair",
+    "model_types",
     "op_outside_kernel",
     "program_op_maps",
     "program_op_nodes",
@@ -79,7 +82,7 @@ def lower_function(
     return Lowered(lower_symbolic(lowerer, second, symbolic), lowerer.origins)
 
 
-def _lower_in_model(model: onnx.ModelProto, node: onnx.NodeProto, types: dict[str, onnx.TypeProto] | None) -> Lowered:
+def _lower_in_model(model: onnx.ModelProto, node: onnx.NodeProto, shapes: ModelShapes | None) -> Lowered:
     if node.domain != C.DOMAIN or node.op_type != C.OP_TYPE:
         raise LoweringError(node.op_type, node.name, f"not a {C.DOMAIN}::{C.OP_TYPE} node")
     fn = next(
@@ -88,35 +91,36 @@ def _lower_in_model(model: onnx.ModelProto, node: onnx.NodeProto, types: dict[st
     )
     if fn is None:
         raise LoweringError(node.op_type, node.name, f"no function body for overload '{node.overload}'")
+    shapes = shapes or ModelShapes.of(model)
     inits = {t.name: t for t in model.graph.initializer}
     opset = next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
-    return lower_function(node, fn, inits, types if types is not None else model_types(model), opset, model.ir_version)
+    body, symbolic = shapes.symbolic(node, fn)
+    return lower_function(node, body, inits, shapes.types(node), opset, model.ir_version, symbolic)
 
 
-def lower_pair(model: onnx.ModelProto, node: onnx.NodeProto, types: dict[str, onnx.TypeProto] | None = None) -> bytes:
-    """The task program bytes of one FusedHexPair node of a rewritten model (raises LoweringError)."""
-    return _lower_in_model(model, node, types).program
+def lower_pair(model: onnx.ModelProto, node: onnx.NodeProto, shapes: ModelShapes | None = None) -> bytes:
+    """The task program bytes of one FusedHexPair node of a rewritten model (raises LoweringError);
+    a model with symbolic input dims gets the v2 program the pass gave it (`lowering.rewritten`)."""
+    return _lower_in_model(model, node, shapes).program
 
 
-def program_op_nodes(
-    model: onnx.ModelProto, node: onnx.NodeProto, types: dict[str, onnx.TypeProto] | None = None
-) -> list[OpOrigin]:
+def program_op_nodes(model: onnx.ModelProto, node: onnx.NodeProto, shapes: ModelShapes | None = None) -> list[OpOrigin]:
     """The origin of every op of the pair's task program, indexed like the program's ops (the
     body nodes are the pair's original graph nodes; micro-batch pairs: two renamed copies of the
     chain, their tensors suffixed as `kinds.microbatch.suffixes` says)."""
-    return _lower_in_model(model, node, types).origins
+    return _lower_in_model(model, node, shapes).origins
 
 
 def program_op_maps(model: onnx.ModelProto) -> dict[str, list[OpOrigin]]:
     """`program_op_nodes` of every FusedHexPair node of the model that lowers, by node name
     (a pair that does not lower has no program, and is left out)."""
-    types = model_types(model)
+    shapes = ModelShapes.of(model)
     maps: dict[str, list[OpOrigin]] = {}
     for node in model.graph.node:
         if node.domain != C.DOMAIN or node.op_type != C.OP_TYPE:
             continue
         try:
-            maps[node.name] = program_op_nodes(model, node, types)
+            maps[node.name] = program_op_nodes(model, node, shapes)
         except LoweringError:
             continue
     return maps
@@ -130,7 +134,7 @@ def attach_programs(model: onnx.ModelProto) -> tuple[onnx.ModelProto, dict[str, 
     """
     out = onnx.ModelProto()
     out.CopyFrom(model)
-    types = model_types(out)
+    shapes = ModelShapes.of(out)
     failed: dict[str, str] = {}
     for node in out.graph.node:
         if node.domain != C.DOMAIN or node.op_type != C.OP_TYPE:
@@ -139,7 +143,7 @@ def attach_programs(model: onnx.ModelProto) -> tuple[onnx.ModelProto, dict[str, 
         del node.attribute[:]
         node.attribute.extend(keep)
         try:
-            set_program(node, lower_pair(out, node, types))
+            set_program(node, lower_pair(out, node, shapes))
         except LoweringError as exc:
             failed[node.overload or node.name] = exc.message
     return out, failed
@@ -154,21 +158,3 @@ def set_program(node: onnx.NodeProto, program: bytes) -> None:
             helper.make_attribute(C.ATTR_PROGRAM_VERSION, version),
         ]
     )
-
-
-def model_types(model: onnx.ModelProto) -> dict[str, onnx.TypeProto]:
-    """Types of every graph tensor of a model file: inferred when the model does not carry them."""
-    types = {}
-    try:
-        inferred = shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
-    except Exception:  # noqa: BLE001 - fall back to what the model carries
-        inferred = model
-    for m in (model, inferred):
-        g = m.graph
-        for v in list(g.input) + list(g.value_info) + list(g.output):
-            if v.type.tensor_type.elem_type and v.name not in types:
-                types[v.name] = v.type
-        for t in g.initializer:
-            if t.name not in types:
-                types[t.name] = helper.make_tensor_type_proto(t.data_type, list(t.dims))
-    return types

@@ -140,12 +140,16 @@ def gather(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
 
 @lowers("Expand")
 def expand(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
-    """x * ones(shape): the kernel's MUL broadcasts as numpy does, as Expand does. A shape computed
-    in the graph (repeat_kv's, from Shape) is read from the output's known shape."""
+    """x * ones: the kernel's MUL broadcasts as numpy does, as Expand does. The ones have the
+    output's size only along the axes x is expanded on (1 elsewhere), so they do not follow the
+    other dims: repeat_kv's [b, kv, 1, T, d] -> [b, kv, n_rep, T, d] multiplies by [1, 1, n_rep, 1, 1]."""
     shape = cx.const_ints(n.input[1], n) if n.input[1] in cx.static else cx.shape(n.output[0], n)
     if any(d <= 0 for d in shape):
         raise LoweringError(n.op_type, n.name, f"shape {shape} has a dim <= 0")
-    ones = cx.constant(np.ones(shape, np.float32), t)
+    x = cx.shape(n.input[0], n)
+    out = list(np.broadcast_shapes(tuple(x), tuple(shape)))
+    padded = [1] * (len(out) - len(x)) + x
+    ones = cx.constant(np.ones([1 if d == o else o for d, o in zip(padded, out)], np.float32), t)
     cx.emit(n, t, Opcode.MUL, [cx.read(n.input[0], n, t), ones])
 
 

@@ -134,6 +134,7 @@ class Lowerer:
         self.folded: dict[str, tuple[str, list[int]]] = {}  # Pad output -> (its input, spatial pads) for the Conv
         self.origins: list[OpOrigin] = []
         self._body_index: int | None = None  # the body node being lowered
+        self.scratch_node: dict[int, int] = {}  # scratch program id -> the body node whose lowering made it
 
     def _infer_body(self, ir_version: int) -> None:
         m = self.body_model({f: self.types[f] for f in self.fn.input}, ir_version)
@@ -324,8 +325,12 @@ class Lowerer:
                 self.origins.append(OpOrigin(len(p.ops) - 1, task, None, f"output {o}", "Identity", o))
 
     def scratch(self, dims: list[int], task: Task) -> int:
-        """A program tensor for an intermediate of a lowering that emits several ops."""
-        return self.prog.add(Tensor(Dtype.F32, Role.SCRATCH, task, list(dims)))
+        """A program tensor for an intermediate of a lowering that emits several ops. It derives
+        from the body node being lowered (`scratch_node`), whose tensors give its dims' expressions."""
+        tid = self.prog.add(Tensor(Dtype.F32, Role.SCRATCH, task, list(dims)))
+        if self._body_index is not None:
+            self.scratch_node[tid] = self._body_index
+        return tid
 
     def constant(self, value: np.ndarray, task: Task, dtype: Dtype = Dtype.F32) -> int:
         """A program constant computed at lowering time (float32 unless `dtype` says otherwise)."""

@@ -65,7 +65,7 @@ def lower_symbolic(first: Lowerer, second_args: tuple, sym: SymbolicInputs) -> b
     proven against a lowering at the second binding (`Lowerer(*second_args)`)."""
     first.lower()
     symbols = _symbols(sym.dims)
-    body = {**_model_dims(sym.model_dims, symbols), **_body_dims(first, symbols)}
+    body = _merged(_body_dims(first, symbols), _model_dims(sym.model_dims, symbols), symbols)
     patches, notes = _patches(first, body, symbols)
     try:
         section = shape_expr.encode_section(symbols.section, patches)
@@ -139,6 +139,28 @@ def _body_dims(lowerer: Lowerer, symbols: _Symbols) -> dict[str, list[int | symp
     return out
 
 
+def _merged(
+    body: dict[str, list[int | sympy.Expr | None]],
+    model: dict[str, list[int | sympy.Expr | None]],
+    symbols: _Symbols,
+) -> dict[str, list[int | sympy.Expr | None]]:
+    """Each tensor's dims from the body's inference, where a dim names a symbol the pair's inputs
+    do not carry (ORT invents one for a Reshape to a shape computed outside the body,
+    'Reshape_1_o0__d0') or is unknown, from the whole model's inference (of the input dims)."""
+    out = dict(model)
+    for name, dims in body.items():
+        whole = model.get(name)
+        if whole is None or len(whole) != len(dims):
+            out[name] = dims
+            continue
+        out[name] = [b if _expressible(b, symbols) or w is None else w for b, w in zip(dims, whole)]
+    return out
+
+
+def _expressible(d: int | sympy.Expr | None, symbols: _Symbols) -> bool:
+    return isinstance(d, int) or (d is not None and shape_expr.free_names(d) <= set(symbols.index))
+
+
 def _model_dims(model_dims: dict[str, tuple[Dim, ...]], symbols: _Symbols) -> dict[str, list[int | sympy.Expr | None]]:
     """Body tensors' dims from the whole model's symbolic shapes, where every name in them is a
     node input dim (used where ORT's inference of the body alone fails)."""
@@ -180,7 +202,7 @@ def _patches(
         if t.role in (Role.INPUT, Role.CONSTANT):
             continue
         name = tensor_name(lowerer, tid)
-        exprs = body.get(name) if name else None
+        exprs = body.get(name) if name else _scratch_exprs(lowerer, tid, body)
         if exprs is None or len(exprs) != len(t.dims):
             notes.update({(tid, axis): "its shape has no expression" for axis in range(len(t.dims))})
             continue
@@ -191,6 +213,48 @@ def _patches(
             elif note:
                 notes[(tid, axis)] = note
     return patches, notes
+
+
+def _scratch_exprs(
+    lowerer: Lowerer, tid: int, body: dict[str, list[int | sympy.Expr | None]]
+) -> list[int | sympy.Expr | None] | None:
+    """A scratch tensor's dims as expressions of the body tensor it derives from: the first output,
+    then input, of the node whose lowering made it whose dims it holds, axis by axis, with extra
+    size-1 axes (a 1-D op lifted to 2-D) or axes cut to 1 (a Gather) as constants."""
+    k = lowerer.scratch_node.get(tid)
+    if k is None:
+        return None
+    node, dims = lowerer.fn.node[k], lowerer.prog.tensors[tid].dims
+    for name in [*node.output, *node.input]:
+        t = lowerer.types.get(name)
+        exprs = body.get(name)
+        if t is None or exprs is None or not t.tensor_type.HasField("shape"):
+            continue
+        concrete = [d.dim_value if d.HasField("dim_value") else -1 for d in t.tensor_type.shape.dim]
+        aligned = _aligned(dims, concrete, exprs) if len(concrete) == len(exprs) else None
+        if aligned is not None:
+            return aligned
+    return None
+
+
+def _aligned(
+    dims: list[int], source: list[int], exprs: list[int | sympy.Expr | None]
+) -> list[int | sympy.Expr | None] | None:
+    """`dims` as `source`'s axes in order (their expressions), where every dim not taken from
+    `source` is 1; None when no such alignment exists."""
+    if not dims:
+        return [] if not source else None
+    if len(dims) == len(source) and all(d == s or d == 1 for d, s in zip(dims, source)):
+        return [e if d == s else 1 for d, s, e in zip(dims, source, exprs)]
+    if source and dims[0] == source[0]:
+        rest = _aligned(dims[1:], source[1:], exprs[1:])
+        if rest is not None:
+            return [exprs[0], *rest]
+    if dims[0] == 1 and len(dims) > len(source):
+        rest = _aligned(dims[1:], source, exprs)
+        if rest is not None:
+            return [1, *rest]
+    return None
 
 
 def _dim_patch(

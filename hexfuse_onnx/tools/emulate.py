@@ -41,6 +41,7 @@ import onnx
 from .. import contract as C
 from ..errors import HexfuseError, ModelError, UsageError, VerificationError
 from ..graph import read_model
+from ..lowering.rewritten import recorded_bindings
 from ..verify import random_inputs, relative_error, session
 
 REPO_DIR = Path(__file__).resolve().parents[2]
@@ -228,8 +229,9 @@ def capture_inputs(
 
 def model_feeds(model_path: Path, inputs_npz: str | None, seed: int) -> dict[str, np.ndarray]:
     sess = session(model_path)
-    if inputs_npz is None:
-        return random_inputs(sess, seed=seed)
+    if inputs_npz is None:  # symbolic dims: at the shapes the pass analysed the model at
+        analysed, _ = recorded_bindings(read_model(model_path, load_external_data=False))
+        return random_inputs(sess, analysed, seed=seed)
     try:
         data = np.load(inputs_npz)
     except (OSError, ValueError) as exc:
@@ -306,6 +308,10 @@ def _emulate_pair(
     program = _attr(node, C.ATTR_PROGRAM)
     if not program:
         raise ModelError(f"pair '{node.name}' has no task program (attribute '{C.ATTR_PROGRAM}')")
+    try:
+        program = host.specialize(program, [x.shape for x in inputs])  # a v2 program: to these shapes
+    except HexfuseError as exc:
+        raise ModelError(f"pair '{node.name}': task program refused at the input shapes: {exc.message}") from None
     job = job_bytes(program, inputs, float(_attr(node, C.ATTR_SHARE_A, 0.5)))
     stats, raw = run_image(cmd, job, workdir, node.name)
     expected = host.run(program, inputs)

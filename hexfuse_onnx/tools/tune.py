@@ -34,6 +34,7 @@ from .. import contract as C
 from .. import runtime, tuning
 from ..errors import ModelError, UsageError, WriteError
 from ..graph import load, read_model
+from ..lowering.rewritten import recorded_bindings
 from ..modelio import stage
 from ..pipeline import PLUGIN_RTOL
 from ..rewrite import unfuse
@@ -359,6 +360,8 @@ def tune(
     load(source)  # validated: a missing file, a cycle or a dangling input is named here
     model = read_model(source)
     nodes = fused_pairs(model, source)
+    if not input_shapes:  # symbolic dims: time at the shapes the pass analysed the model at
+        input_shapes, _ = recorded_bindings(model)
     runtime.resolve_backend(backend)
     runtime.library_path()
     settings = {

@@ -1,0 +1,100 @@
+"""Run the original model at input shapes in a child process, to learn where it runs.
+
+ONNX Runtime can die instead of failing at a shape it cannot take: version 1.2x's NCHWc
+AveragePool divides by zero (SIGFPE) when a fixed 7x7 window exceeds the map, as ResNet-50's does
+at 112x112. The pass asks a child process, so that such a death refuses that shape with one line
+and the pass goes on. The child runs the seeded random inputs the pass verifies on
+(`verify.random_inputs`, seed 0) and reports each shape in order: `ok`, or `fail` and why.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+PROBE_TIMEOUT_S = 900
+LOAD_FAILED = "the original does not load in ONNX Runtime"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    shapes: dict[str, list[int]]
+    error: str | None  # None: the original ran at these shapes
+
+
+def runs_at(path: str | os.PathLike[str], candidates: list[dict[str, list[int]]], enough: int) -> list[Outcome]:
+    """The original's outcome at each candidate in order, up to the `enough`-th that runs."""
+    outcomes: list[Outcome] = []
+    while len(outcomes) < len(candidates) and sum(o.error is None for o in outcomes) < enough:
+        rest = candidates[len(outcomes) :]
+        want = enough - sum(o.error is None for o in outcomes)
+        outcomes += _child_run(Path(path), rest, want)
+    return outcomes
+
+
+def _child_run(path: Path, candidates: list[dict[str, list[int]]], enough: int) -> list[Outcome]:
+    """Outcomes from one child; a child that dies refuses the shape it was running, the last."""
+    request = json.dumps({"path": str(path), "shapes": candidates, "enough": enough})
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1]), *sys.path]))
+    try:
+        child = subprocess.run(
+            [sys.executable, "-c", "from hexfuse_onnx.probe import child_main; child_main()"],
+            input=request,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=PROBE_TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired:
+        return [Outcome(candidates[0], f"ONNX Runtime did not finish within {PROBE_TIMEOUT_S} s")]
+    outcomes: list[Outcome] = []
+    for line in child.stdout.splitlines():
+        status, _, why = line.partition(" ")
+        outcomes.append(Outcome(candidates[len(outcomes)], None if status == "ok" else why))
+    if child.returncode != 0 and len(outcomes) < len(candidates):
+        outcomes.append(Outcome(candidates[len(outcomes)], _death(child.returncode, child.stderr)))
+    return outcomes or [Outcome(candidates[0], _death(child.returncode, child.stderr))]
+
+
+def _death(code: int, stderr: str) -> str:
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"ONNX Runtime died of {name} running the original"
+    last = (stderr.strip().splitlines() or ["no message"])[-1][:300]
+    return f"the probe process exited {code}: {last}"
+
+
+def child_main() -> None:
+    """The child: read the request from stdin, print one line per shape tried."""
+    from .verify import random_inputs, session
+
+    request = json.loads(sys.stdin.read())
+    try:
+        original = session(request["path"])
+    except Exception as exc:  # noqa: BLE001
+        why = f"{LOAD_FAILED}: {_first_line(exc)}"
+        print("\n".join(f"fail {why}" for _ in request["shapes"]), flush=True)
+        return
+    ran = 0
+    for shapes in request["shapes"]:
+        try:
+            original.run(None, random_inputs(original, shapes))
+        except Exception as exc:  # noqa: BLE001
+            print(f"fail {_first_line(exc)}", flush=True)
+            continue
+        print("ok", flush=True)
+        ran += 1
+        if ran == request["enough"]:
+            return
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip() or type(exc).__name__).splitlines()[0][:300]
