@@ -55,6 +55,30 @@ def two_chains(path: Path) -> Path:
     return path
 
 
+def prefill_and_decode(path: Path) -> Path:
+    """One attention layer (single head, d 128) serving a prefill request x[1, seq, 128] and a decode
+    request h[1, 1, 128] with a KV cache past_k/past_v[1, past, 128]: a prefill_decode pair."""
+    b = GraphBuilder("prefill_and_decode", seed=6)
+    w = {k: b.weight(f"w{k}", [2 * D, 2 * D]) for k in "qkvo"}
+
+    def attention(req: str, x: str, past: tuple[str, str] | None) -> None:
+        q, k, v = (b.op("MatMul", [x, w[n]], f"{req}/{n}") for n in "qkv")
+        if past is not None:
+            k = b.op("Concat", [past[0], k], f"{req}/present_k", axis=1)
+            v = b.op("Concat", [past[1], v], f"{req}/present_v", axis=1)
+        s = b.op("MatMul", [q, b.op("Transpose", [k], f"{req}/kt", perm=[0, 2, 1])], f"{req}/scores")
+        o = b.op("MatMul", [b.op("Softmax", [s], f"{req}/softmax", axis=-1), v], f"{req}/context")
+        b.op("MatMul", [o, w["o"]], f"{req}/out", outputs=[f"{req}_out"])
+
+    attention("prefill", b.input("x", [1, "seq", 2 * D]), None)
+    past = (b.input("past_k", [1, "past", 2 * D]), b.input("past_v", [1, "past", 2 * D]))
+    attention("decode", b.input("h", [1, 1, 2 * D]), past)
+    b.output("prefill_out", [1, "seq", 2 * D])
+    b.output("decode_out", [1, 1, 2 * D])
+    onnx.save(b.model(), path)
+    return path
+
+
 def fused_node(model: onnx.ModelProto) -> onnx.NodeProto:
     (node,) = [n for n in model.graph.node if n.domain == C.DOMAIN]
     return node
@@ -200,3 +224,29 @@ def test_tune_drops_the_table_with_a_measured_share(rewritten) -> None:
     a = attrs(node)
     assert a[C.ATTR_SHARE_A] == pytest.approx(0.3)
     assert C.ATTR_SHARE_BUCKETS not in a and C.ATTR_SHARE_TABLE not in a
+
+
+@needs_plugin
+def test_prefill_decode_pair_runs_each_bucket_at_its_share(tmp_path: Path) -> None:
+    """The prefill task grows with seq (and seq^2), the decode task with past: scaled together, the
+    best share moves; each bucket's call runs at its share and matches the original."""
+    src = prefill_and_decode(tmp_path / "pd.onnx")
+    result = pipeline.rewrite(src, tmp_path / "pd.fused.onnx", target="hexagon-v73", min_gain=-1.0)
+    assert result.output is not None and [p.kind for p in result.analysis.pairs] == ["prefill_decode"]
+    share_a, keys, shares = table_of(result.output)
+    assert max(abs(s - share_a) for s in shares) > buckets.MIN_SHARE_DIFF
+    onnx.checker.check_model(onnx.load(result.output), full_check=True)
+    trace = tmp_path / "trace.json"
+    plugin = runtime.InferenceSession(result.output, backend="host", trace=trace)
+    original, stock = verify.session(src), verify.session(result.output)
+    rng = np.random.default_rng(7)
+    bindings = buckets.bucket_bindings(result.analysis.graph)
+    assert len(bindings) == len(keys)
+    for binding in bindings:
+        feeds = {k: rng.standard_normal(v).astype(np.float32) for k, v in binding.inputs.items()}
+        want = original.run(None, feeds)
+        for got, rtol in ((stock.run(None, feeds), 1e-5), (plugin.run(None, feeds), pipeline.PLUGIN_RTOL)):
+            assert max(verify.relative_error(w, g) for w, g in zip(want, got)) <= rtol
+        weights = 8 * (2 * D) ** 2  # the 4 weight matrices, read by both tasks
+        key = sum(int(np.prod(v)) for v in binding.inputs.values()) + weights
+        assert json.loads(trace.read_text())["share_a"] == pytest.approx(shares[keys.index(key)], abs=1e-6)
