@@ -193,6 +193,23 @@ def test_plugin_runs_a_shape_beyond_the_arena_one_task_after_the_other(rewritten
 
 
 @needs_plugin
+def test_hexagon_backend_runs_a_shape_beyond_the_arena_one_task_after_the_other(
+    rewritten, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same on the hexagon backend (the real skeleton and kernel behind the loopback stand-in for
+    libcdsprpc.so): the DSP side runs the tasks one after the other with a DDR run state."""
+    loopback = LIB_DIR / runtime.LOOPBACK_NAME
+    assert loopback.is_file(), f"{loopback} is not built: run `bash custom_ops/build.sh`"
+    monkeypatch.setenv(runtime.ENV_CDSPRPC_LIB, str(loopback))
+    src, fused, _ = rewritten
+    trace = tmp_path / "trace.json"
+    session = runtime.InferenceSession(fused, backend="hexagon", trace=trace)
+    doc = _run_traced(session, verify.session(src), trace, 2048)
+    assert doc["backend"] == "hexagon" and doc["serialized"] == 1
+    assert doc["share_a"] == pytest.approx(table_of(fused)[2][-1], abs=1e-6)
+
+
+@needs_plugin
 @pytest.mark.parametrize(
     ("keys", "shares", "message"),
     [
