@@ -12,9 +12,9 @@ model has no shapes, or the pair's tasks cannot be profiled, is left out.
 A bucket's key is the number of elements of the node's inputs at that binding (weights
 included), one integer the kernel computes from the shapes it is called with. The node gets a
 table (`share_buckets`, keys ascending, and `share_table`, the shares) when some bucket's best
-share differs from `share_a` by more than MIN_SHARE_DIFF and running that bucket at `share_a` is
-predicted at least MIN_FUSED_LOSS slower; such buckets get their best share, the others (the
-representative one too) `share_a`. The kernel runs a call at the share of the key nearest (in
+share differs from `share_a` by what matters: running that bucket at `share_a` is predicted at
+least MIN_FUSED_LOSS slower than at its best share. Such buckets get their best share, the others
+(the representative one too) `share_a`. The kernel runs a call at the share of the key nearest (in
 log scale) to the call's input elements (custom_ops/src/shares.rs); without a table at `share_a`.
 """
 
@@ -32,7 +32,6 @@ from .profile import GraphProfile, profile_node
 
 SYMBOL_FACTORS = (0.125, 0.5, 1.0, 4.0)
 BATCH_FACTORS = (1, 4, 16)
-MIN_SHARE_DIFF = 0.1
 MIN_FUSED_LOSS = 0.01
 MAX_BUCKETS = 16  # the kernel refuses a longer table
 
@@ -87,7 +86,7 @@ def share_table(
         if shares is None:
             continue
         best, loss = shares
-        pays = abs(best - default) > MIN_SHARE_DIFF and loss >= MIN_FUSED_LOSS
+        pays = loss >= MIN_FUSED_LOSS
         entries[key] = best if pays else default  # where the share hardly matters, the default's
         differs |= pays
     if not differs or len(entries) < 2:

@@ -43,12 +43,12 @@ def scores_vs_chain(path: Path) -> Path:
     return path
 
 
-def two_chains(path: Path) -> Path:
-    """x[1, seq, 64]: two elementwise chains whose work grows alike with seq: one share fits all."""
+def two_relus(path: Path) -> Path:
+    """x[1, seq, 64]: a Relu on each branch, the same work at every length."""
     b = GraphBuilder("one_share", seed=4)
     x = b.input("x", [1, "seq", D])
-    b.op("Tanh", [b.op("Sigmoid", [x], "sig_a")], "tanh_a", outputs=["ya"])
-    b.op("Sigmoid", [b.op("Tanh", [x], "tanh_b")], "sig_b", outputs=["yb"])
+    b.op("Relu", [x], "relu_a", outputs=["ya"])
+    b.op("Relu", [x], "relu_b", outputs=["yb"])
     b.output("ya", [1, "seq", D])
     b.output("yb", [1, "seq", D])
     onnx.save(b.model(), path)
@@ -114,7 +114,7 @@ def test_pass_writes_a_table_where_the_best_share_changes(rewritten) -> None:
     # the buckets: seq 128 x 1/8, 1/2, 1, 4; the key is the node's input elements (x twice)
     assert [seq_of(k) for k in keys] == [16, 64, 128, 512]
     assert shares[keys.index(2 * D * REPRESENTATIVE_SEQ)] == pytest.approx(share_a)
-    assert max(abs(s - share_a) for s in shares) > buckets.MIN_SHARE_DIFF
+    assert max(abs(s - share_a) for s in shares) > 0.1
     assert result.analysis.pairs[0].share_table is not None
 
 
@@ -136,10 +136,9 @@ def test_table_shares_beat_the_default_in_the_model(rewritten) -> None:
     assert differing >= 1
 
 
-def test_one_share_when_the_tasks_grow_alike(tmp_path: Path) -> None:
-    """On hexagon-v73 (vector contexts split by the share) two chains growing alike keep one share.
-    (The host model, a pool of general workers, moves its best share with the size even here.)"""
-    src = two_chains(tmp_path / "m.onnx")
+def test_one_share_when_no_bucket_pays_for_another(tmp_path: Path) -> None:
+    """Two Relu branches: at every bucket share_a is modelled within MIN_FUSED_LOSS of the best."""
+    src = two_relus(tmp_path / "m.onnx")
     result = pipeline.rewrite(src, tmp_path / "f.onnx", target="hexagon-v73", min_gain=-1)
     assert result.output is not None
     a = attrs(fused_node(onnx.load(result.output)))
@@ -251,7 +250,7 @@ def test_prefill_decode_pair_runs_each_bucket_at_its_share(tmp_path: Path) -> No
     result = pipeline.rewrite(src, tmp_path / "pd.fused.onnx", target="hexagon-v73", min_gain=-1.0)
     assert result.output is not None and [p.kind for p in result.analysis.pairs] == ["prefill_decode"]
     share_a, keys, shares = table_of(result.output)
-    assert max(abs(s - share_a) for s in shares) > buckets.MIN_SHARE_DIFF
+    assert max(abs(s - share_a) for s in shares) > 0.1
     onnx.checker.check_model(onnx.load(result.output), full_check=True)
     trace = tmp_path / "trace.json"
     plugin = runtime.InferenceSession(result.output, backend="host", trace=trace)
