@@ -59,7 +59,7 @@ def measure(path: Path, out_dir: Path, clock=time.perf_counter) -> dict[str, flo
     analysis = clock() - t0
     gc.collect()
     t0 = clock()
-    prepare(a.graph, a.pairs, a.target.name)
+    prepare(a.graph, a.pairs, a.target)
     fused = fuse(a.graph, [p for p in a.pairs if p.lowered is not None])
     staged = stage(fused, out_dir / "fused.onnx", path.parent)
     rewrite = clock() - t0

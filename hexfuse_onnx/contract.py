@@ -24,6 +24,10 @@ ATTR_EST_FUSED_US = "est_fused_us"  # float: predicted fused time at share_a
 ATTR_MICROBATCH_SIZES = "microbatch_sizes"  # ints [a, b]: rows of the batch axis per task
 ATTR_PROGRAM = "program"  # bytes (string attr): the task program, filled by hexfuse_onnx/lowering/
 ATTR_PROGRAM_VERSION = "program_version"  # int: format version of `program`
+# Optional, together: shares per shape bucket (buckets.py). Keys: the node's input elements per
+# bucket, ascending; the kernel runs a call at the share of the nearest key (log scale).
+ATTR_SHARE_BUCKETS = "share_buckets"  # ints
+ATTR_SHARE_TABLE = "share_table"  # floats in [0, 1], one per key
 
 # Model metadata of a rewrite over symbolic dims: JSON {"analysed": {input: dims}, "proven":
 # {input: dims}}, the bindings its v2 programs were lowered and proven at, so they lower again there.
@@ -46,4 +50,6 @@ NODE_ATTRIBUTES = (
     ATTR_MICROBATCH_SIZES,
     ATTR_PROGRAM,
     ATTR_PROGRAM_VERSION,
+    ATTR_SHARE_BUCKETS,
+    ATTR_SHARE_TABLE,
 )

@@ -186,7 +186,7 @@ def rewrite(
     while analysis.pairs:
         t0 = time.perf_counter()
         assert reference is not None
-        unlowered = prepare(analysis.graph, analysis.pairs, analysis.target.name, reference.second)
+        unlowered = prepare(analysis.graph, analysis.pairs, analysis.target, reference.second)
         seconds["lower"] = time.perf_counter() - t0
         if unlowered:
             failed += [_not_lowered(pair, error, progress) for pair, error in unlowered]
@@ -329,7 +329,7 @@ def _failing_pairs(
 ) -> list[Rejection]:
     failing = []
     for pair in analysis.pairs:
-        prepare(analysis.graph, [pair], analysis.target.name, reference.second)  # numbered as the only pair
+        prepare(analysis.graph, [pair], analysis.target, reference.second)  # numbered as the only pair
         fused = fuse(analysis.graph, [pair], reference.second)
         staged = stage(fused, out, source_dir)
         try:

@@ -48,7 +48,7 @@ def pair_rows(pairs: list[Pair]) -> list[list[str]]:
                 f"{p.prediction.fused * 1e6:.1f}",
                 f"{p.prediction.call * 1e6:.1f}",
                 f"{p.prediction.gain:.1%}",
-                kind_of(p).share_text(p),
+                kind_of(p).share_text(p) + (f" ({len(p.share_table.keys)} buckets)" if p.share_table else ""),
             ]
         )
     return rows
@@ -116,6 +116,7 @@ def pair_json(a: Analysis, p: Pair) -> dict:
         },
         "gain": p.prediction.gain,
         "share_a": p.prediction.share_a,
+        "share_table": {"input_elements": list(t.keys), "share_a": list(t.shares)} if (t := p.share_table) else None,
         "complementarity": p.complementarity,
         "microbatch_sizes": list(p.microbatch_sizes or []),
     }

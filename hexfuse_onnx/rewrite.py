@@ -22,6 +22,8 @@ from onnx import helper
 from . import contract as C
 from . import graph as graph_mod
 from . import shape_expr
+from .buckets import input_elements_of, share_table
+from .costmodel import Target
 from .errors import HexfuseError, ModelError
 from .graph import Dim, ModelGraph, ShapeBinding, TensorInfo, attribute, node_reads, toposort
 from .kinds import KINDS, kind_of
@@ -33,11 +35,12 @@ SHARED_INPUT_SUFFIX = "__b"
 
 
 def prepare(
-    g: ModelGraph, pairs: list[Pair], target_name: str, second: ShapeBinding | None = None
+    g: ModelGraph, pairs: list[Pair], target: Target, second: ShapeBinding | None = None
 ) -> list[tuple[Pair, LoweringError]]:
     """Give each pair its id (pair k: `pair{first + k}`), FusedHexPair node and body, and task
     program; returns the pairs that do not lower, with why. A pair over symbolic dims is proven
-    at the `second` binding (default: the first of `graph.other_bindings`)."""
+    at the `second` binding (default: the first of `graph.other_bindings`) and gets a table of
+    shares per shape bucket where its best share changes with the shapes (buckets.py)."""
     if g.source is not None and second is None:
         second = graph_mod.other_bindings(g)[0]
     first = next_pair_id(g.model)
@@ -47,13 +50,16 @@ def prepare(
     }
     failed = []
     for k, pair in enumerate(pairs):
-        pair.id, pair.lowered = f"pair{first + k}", None
-        pair.call = _fused_call(_with_witnesses(g, kind_of(pair).tasks(g, pair)), pair, target_name, opsets)
+        pair.id, pair.lowered, pair.share_table = f"pair{first + k}", None, None
+        pair.call = _fused_call(_with_witnesses(g, kind_of(pair).tasks(g, pair)), pair, target.name, opsets)
         _add_value_info(pair.call.function, typed)
         try:
             pair.lowered = _lower(g, pair.call, second)
         except LoweringError as exc:
             failed.append((pair, exc))
+            continue
+        if g.source is not None:
+            _add_share_table(g, pair, pair.call, target)
     return failed
 
 
@@ -94,6 +100,30 @@ def _dim_names(dims: tuple[Dim, ...]) -> set[str]:
             except shape_expr.ShapeExprError:
                 continue
     return names
+
+
+def _add_share_table(g: ModelGraph, pair: Pair, call: FusedCall, target: Target) -> None:
+    table = pair.share_table = share_table(g, pair, target, lambda b: _input_elements(g, call, b))
+    if table is not None:
+        call.node.attribute.extend(
+            [
+                helper.make_attribute(C.ATTR_SHARE_BUCKETS, list(table.keys)),
+                helper.make_attribute(C.ATTR_SHARE_TABLE, list(table.shares)),
+            ]
+        )
+
+
+def _input_elements(g: ModelGraph, call: FusedCall, binding: ShapeBinding) -> int | None:
+    """The elements of the node's inputs at the binding (a shape bucket's key), None without shapes there."""
+    try:
+        at = g.infos_at(binding)
+    except ModelError:
+        return None
+    shapes = [
+        _placed_shapes(g, call, t, at)[1].shape if t in call.tasks.placed_tensors else at.get(t, g.info(t)).shape
+        for t in call.node.input
+    ]
+    return input_elements_of(shapes)
 
 
 def fuse(g: ModelGraph, pairs: list[Pair], second: ShapeBinding | None = None) -> onnx.ModelProto:

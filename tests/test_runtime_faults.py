@@ -615,7 +615,7 @@ def test_scratch_over_the_arena_fails_cleanly_at_run(big_scratch, tmp_path, over
 
     a = pipeline.analyse(big_scratch, target="host")
     assert a.pairs, "the host target should pair the two branches"
-    failed = prepare(a.graph, a.pairs[:1], a.target.name)
+    failed = prepare(a.graph, a.pairs[:1], a.target)
     assert not failed, failed
     model = fuse(a.graph, a.pairs[:1])
     path = tmp_path / "lowered.onnx"

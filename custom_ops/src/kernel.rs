@@ -2,7 +2,8 @@
 //! program and picks its backend, backend.rs), computed by any number of ONNX Runtime threads at
 //! once (checks the inputs against the program, allocates the outputs, runs both tasks on the
 //! host's shared pool or on the cDSP). A program with a shape section (format v2) runs at any
-//! input shapes it specializes to (specialized.rs); one without runs at its own shapes only.
+//! input shapes it specializes to (specialized.rs); one without runs at its own shapes only. A call
+//! runs at the share of its shape bucket when the node has a table of them (shares.rs).
 
 use std::ffi::{c_void, CStr};
 use std::fmt::Write as _;
@@ -14,6 +15,7 @@ use crate::backend::{self, Exec};
 use crate::hexagon::Loaded;
 use crate::hfx::{self, Pool, Program, TraceEvent};
 use crate::ort::{self, fail, invalid};
+use crate::shares::Shares;
 use crate::specialized::{self, Specialized};
 use crate::trace;
 
@@ -31,7 +33,9 @@ pub struct Kernel {
     program: Program,
     exec: Exec,
     specialized: specialized::Cache,
-    share_a: f32,
+    shares: Shares,
+    /// The share at the program's own input shapes.
+    own_share: f32,
     trace_path: Option<PathBuf>,
 }
 
@@ -76,11 +80,12 @@ impl Kernel {
         let name = ort::node_name(info);
         let at = Self::where_(&name);
 
-        let share_a = match ort::attr_f32(info, c"share_a") {
-            None => 0.5,
-            Some(s) if (0.0..=1.0).contains(&s) => s,
-            Some(s) => return Err(invalid(format!("{at}: share_a = {s} is not a share in [0, 1]"))),
-        };
+        let shares = Shares::new(
+            ort::attr_f32(info, c"share_a").unwrap_or(0.5),
+            ort::attr_i64s(info, c"share_buckets"),
+            ort::attr_f32s(info, c"share_table"),
+        )
+        .map_err(|m| invalid(format!("{at}: {m}")))?;
 
         let bytes = ort::attr_bytes(info, c"program").map_err(|m| {
             invalid(format!(
@@ -130,7 +135,19 @@ impl Kernel {
             .ok()
             .filter(|p| !p.is_empty())
             .map(|p| PathBuf::from(p.replace("{node}", &name.replace('/', "_"))));
-        Ok(Kernel { name, bytes, program, exec, specialized: specialized::Cache::default(), share_a, trace_path })
+        let own_shapes: Vec<Vec<i64>> =
+            program.inputs.iter().map(|t| t.shape().iter().map(|&d| i64::from(d)).collect()).collect();
+        let own_share = shares.pick(&own_shapes);
+        Ok(Kernel {
+            name,
+            bytes,
+            program,
+            exec,
+            specialized: specialized::Cache::default(),
+            shares,
+            own_share,
+            trace_path,
+        })
     }
 
     pub fn compute(&self, ctx: *mut OrtKernelContext) -> ort::Result<()> {
@@ -164,6 +181,7 @@ impl Kernel {
         let shapes: Vec<Vec<i64>> = views.iter().map(|t| t.shape.clone()).collect();
         let spec = self.program_for(&shapes)?;
         let program = spec.as_ref().map_or(&self.program, |s| &s.program);
+        let share_a = spec.as_ref().map_or(self.own_share, |s| s.share_a);
 
         let mut inputs: Vec<*const c_void> = Vec::with_capacity(n_in);
         for (i, (t, want)) in views.iter().zip(&program.inputs).enumerate() {
@@ -179,10 +197,10 @@ impl Kernel {
         }
 
         match &self.exec {
-            Exec::Host(pool) => self.run_host(*pool, program, &inputs, &outputs),
+            Exec::Host(pool) => self.run_host(*pool, program, share_a, &inputs, &outputs),
             Exec::Hexagon(loaded) => {
                 let loaded = spec.as_ref().and_then(|s| s.loaded.as_ref()).unwrap_or(loaded);
-                self.run_hexagon(loaded, program, &inputs, &outputs)
+                self.run_hexagon(loaded, program, share_a, &inputs, &outputs)
             }
         }
     }
@@ -225,13 +243,14 @@ impl Kernel {
                 ))
             })?),
         };
-        Ok(Specialized { program, loaded })
+        Ok(Specialized { program, loaded, share_a: self.shares.pick(shapes) })
     }
 
     fn run_host(
         &self,
         pool: Pool,
         program: &Program,
+        share_a: f32,
         inputs: &[*const c_void],
         outputs: &[*mut c_void],
     ) -> ort::Result<()> {
@@ -241,12 +260,12 @@ impl Kernel {
             None => Vec::new(),
         };
         let res = pool
-            .run(program, inputs, outputs, self.share_a, &mut events)
+            .run(program, inputs, outputs, share_a, &mut events)
             .map_err(|st| fail(format!("{at}: the kernel failed: {}", hfx::status_name(st))))?;
 
         if let Some(path) = &self.trace_path {
             events.truncate(res.trace_events.min(events.len()));
-            let run = trace::Run { node: &self.name, share_a: self.share_a, workers: pool.num_workers(), result: &res };
+            let run = trace::Run { node: &self.name, share_a, workers: pool.num_workers(), result: &res };
             trace::write(path, &trace::render(&run, &events))
                 .map_err(|e| fail(format!("{at}: cannot write the trace to {}: {e}", path.display())))?;
         }
@@ -257,6 +276,7 @@ impl Kernel {
         &self,
         loaded: &Loaded,
         program: &Program,
+        share_a: f32,
         inputs: &[*const c_void],
         outputs: &[*mut c_void],
     ) -> ort::Result<()> {
@@ -264,10 +284,10 @@ impl Kernel {
         let in_bytes: Vec<u64> = program.inputs.iter().map(|t| t.bytes).collect();
         let out_bytes: Vec<u64> = program.outputs.iter().map(|t| t.bytes).collect();
         let stats = loaded
-            .run(self.share_a, inputs, &in_bytes, outputs, &out_bytes)
+            .run(share_a, inputs, &in_bytes, outputs, &out_bytes)
             .map_err(|m| fail(format!("{at}: the hexagon backend failed ({}): {m}", loaded.library())))?;
         if let Some(path) = &self.trace_path {
-            trace::write(path, &trace::render_hexagon(&self.name, self.share_a, &stats))
+            trace::write(path, &trace::render_hexagon(&self.name, share_a, &stats))
                 .map_err(|e| fail(format!("{at}: cannot write the trace to {}: {e}", path.display())))?;
         }
         Ok(())

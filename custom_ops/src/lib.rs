@@ -23,6 +23,7 @@ mod hexagon;
 mod hfx;
 mod kernel;
 mod ort;
+mod shares;
 mod specialized;
 mod trace;
 

@@ -103,6 +103,34 @@ pub fn attr_i64(info: *const OrtKernelInfo, name: &CStr) -> Option<i64> {
     check(unsafe { (api().KernelInfoGetAttribute_int64)(info, name.as_ptr(), &mut v) }).ok().map(|_| v)
 }
 
+/// A float array attribute; None when the node does not have it (as floats).
+pub fn attr_f32s(info: *const OrtKernelInfo, name: &CStr) -> Option<Vec<f32>> {
+    let get = api().KernelInfoGetAttributeArray_float;
+    let mut size = 0usize;
+    // SAFETY: size query with a null buffer, then a buffer of that size.
+    unsafe {
+        check(get(info, name.as_ptr(), std::ptr::null_mut(), &mut size)).ok()?;
+        let mut v = vec![0f32; size];
+        check(get(info, name.as_ptr(), v.as_mut_ptr(), &mut size)).ok()?;
+        v.truncate(size);
+        Some(v)
+    }
+}
+
+/// An integer array attribute; None when the node does not have it (as integers).
+pub fn attr_i64s(info: *const OrtKernelInfo, name: &CStr) -> Option<Vec<i64>> {
+    let get = api().KernelInfoGetAttributeArray_int64;
+    let mut size = 0usize;
+    // SAFETY: size query with a null buffer, then a buffer of that size.
+    unsafe {
+        check(get(info, name.as_ptr(), std::ptr::null_mut(), &mut size)).ok()?;
+        let mut v = vec![0i64; size];
+        check(get(info, name.as_ptr(), v.as_mut_ptr(), &mut size)).ok()?;
+        v.truncate(size);
+        Some(v)
+    }
+}
+
 /// A string attribute's raw bytes (ONNX string attributes are bytes; NULs are kept).
 /// Err(message) when the node does not have it as a string.
 pub fn attr_bytes(info: *const OrtKernelInfo, name: &CStr) -> std::result::Result<Vec<u8>, String> {

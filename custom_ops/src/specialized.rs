@@ -10,11 +10,12 @@ use crate::hfx::Program;
 /// Specialized programs kept per node.
 pub const CAPACITY: usize = 8;
 
-/// A specialized program, and on the hexagon backend its copy loaded into the cDSP session
-/// (unloaded when the entry is dropped).
+/// A specialized program, on the hexagon backend its copy loaded into the cDSP session
+/// (unloaded when the entry is dropped), and the share its calls run at (shares.rs).
 pub struct Specialized {
     pub program: Program,
     pub loaded: Option<Loaded>,
+    pub share_a: f32,
 }
 
 type Shapes = Vec<Vec<i64>>;

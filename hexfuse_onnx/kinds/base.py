@@ -20,6 +20,7 @@ from ..qdq import is_dq
 from .dag import DagFacts
 
 if TYPE_CHECKING:
+    from ..buckets import ShareTable
     from ..lowering import Lowered
 
 
@@ -74,7 +75,7 @@ class FusedCall:
 @dataclass
 class Pair:
     """A chosen candidate with its profiles and prediction. `id` ("pairN", the node's overload),
-    `call` and `lowered` (its program) are set when the pass lowers it, before fusing."""
+    `call`, `lowered` (its program) and `share_table` are set when the pass lowers it, before fusing."""
 
     candidate: Candidate
     a: TaskProfile
@@ -85,6 +86,7 @@ class Pair:
     id: str = ""
     call: FusedCall | None = None
     lowered: Lowered | None = None
+    share_table: ShareTable | None = None  # shares per shape bucket, set with `lowered` (buckets.py)
 
     @property
     def kind(self) -> str:
@@ -139,6 +141,12 @@ class PairKind:
     def original_tensor(self, pair_id: str, body_tensor: str) -> str:
         """The graph tensor a body tensor of the pair stands for."""
         return body_tensor
+
+    def bucket_tasks(self, profile: GraphProfile, pair: Pair) -> tuple[TaskProfile, TaskProfile] | None:
+        """The pair's two tasks as `profile` (another binding of the symbolic dims) sees them, for
+        choosing its share there (buckets.py); None when they cannot be profiled or the share is fixed."""
+        a, b = profile.task(pair.candidate.task_a), profile.task(pair.candidate.task_b)
+        return None if a is None or b is None else (a, b)
 
     def serial_task(self, profile: GraphProfile, pair: Pair) -> TaskProfile | None:
         """The task the serial baseline runs when it is not A then B (None: A then B)."""

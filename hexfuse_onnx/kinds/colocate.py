@@ -102,6 +102,9 @@ class Colocate(PairKind):
             return budget_message(a, b, target)
         return Pair(c, a, b, predict(a, b, target, c.detail.share_a), complementarity(a, b, target))
 
+    def bucket_tasks(self, profile: GraphProfile, pair: Pair) -> tuple[TaskProfile, TaskProfile] | None:
+        return None  # the alignment's share (a priority stream's latency bound) holds at every shape
+
 
 def find_colocated(
     g: ModelGraph, facts: DagFacts, profile: GraphProfile, target: Target, plan: Plan

@@ -126,6 +126,14 @@ class Microbatch(PairKind):
             return budget_message(whole.scaled(0.5), whole.scaled(0.5), target)
         return best
 
+    def bucket_tasks(self, profile: GraphProfile, pair: Pair) -> tuple[TaskProfile, TaskProfile] | None:
+        """The chain at the pair's split (the split is in the graph; only the share can change)."""
+        whole = profile.task(pair.candidate.task_a)
+        if whole is None or pair.microbatch_sizes is None:
+            return None
+        rows_a, rows_b = pair.microbatch_sizes
+        return whole.scaled(rows_a / (rows_a + rows_b)), whole.scaled(rows_b / (rows_a + rows_b))
+
     def tasks(self, g: ModelGraph, pair: Pair) -> PairTasks:
         """Two renamed copies of the chain, with a Split before and a Concat after."""
         c, split = pair.candidate, pair.candidate.detail

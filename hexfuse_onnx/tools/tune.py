@@ -9,10 +9,12 @@ A pair is kept when its saving, 1 - fused/unfused of the medians at its best sha
 run-to-run spread of that saving (the median absolute deviation of the per-round savings from it)
 is at least the margin. A negative margin keeps pairs that lose by less than it (for development).
 Kept pairs get their best share written into `share_a` (the kernel reads the share from that
-attribute when the session is created; the task program does not contain it); the rest are
-unfused. The measured figures go into the tuned model's metadata (hexfuse_onnx/tuning.py, which
-`session_options(backend="auto")` reads) and into the --json report. The tuned model is written only
-after it passed the full checker and matched the input on stock ONNX Runtime and on the plugin.
+attribute when the session is created; the task program does not contain it) and lose any table
+of modelled shares per shape bucket (tune times one shape; a measured table would need the sweep
+at every bucket's shapes); the rest are unfused. The measured figures go into the tuned model's
+metadata (hexfuse_onnx/tuning.py, which `session_options(backend="auto")` reads) and into the --json
+report. The tuned model is written only after it passed the full checker and matched the input on
+stock ONNX Runtime and on the plugin.
 """
 
 from __future__ import annotations
@@ -239,8 +241,12 @@ def _attr(node: onnx.NodeProto, name: str) -> onnx.AttributeProto | None:
 
 
 def with_share(model: onnx.ModelProto, pair_id: str, share: float) -> None:
-    """Set share_a of the pair's node in place."""
+    """Set share_a of the pair's node in place. A modelled table of shares per shape bucket is
+    dropped: the kernel would run the table's share instead, and tune measures one shape only."""
     node = next(n for n in model.graph.node if n.domain == C.DOMAIN and n.overload == pair_id)
+    kept = [a for a in node.attribute if a.name not in (C.ATTR_SHARE_BUCKETS, C.ATTR_SHARE_TABLE)]
+    del node.attribute[:]
+    node.attribute.extend(kept)
     attr = _attr(node, C.ATTR_SHARE_A)
     if attr is None:
         node.attribute.append(onnx.helper.make_attribute(C.ATTR_SHARE_A, float(share)))

@@ -178,6 +178,30 @@ static void fill_stats(session *s, const hfx_run_result *res, uint64_t *stats, i
         stats[i] = v[i];
 }
 
+/* A program with a shape section, specialized to larger shapes than it was
+ * lowered for, may hold a task whose scratch alone exceeds the pool's on-chip
+ * arena (HFX_ERR_BUDGET): run the tasks one after the other with their
+ * scratch in a run state's own heap arena (DDR on the DSP), as the host
+ * backend does (custom_ops/src/hfx.rs), rather than fail. A program without
+ * one was checked against the budget by the pass and still fails. */
+static hfx_status run_fitting(session *s, const hfx_program *p, void **in, size_t n_in, void **out, size_t n_out,
+                              hfx_run_options *opt, hfx_run_result *res)
+{
+    hfx_status st = hfx_run(s->pool, p, (const void *const *)in, n_in, (void *const *)out, n_out, opt, NULL, res);
+    if (st != HFX_ERR_BUDGET || hfx_program_num_symbols(p) == 0)
+        return st;
+    size_t a = hfx_program_scratch_bytes(p, HFX_TASK_A), b = hfx_program_scratch_bytes(p, HFX_TASK_B);
+    hfx_runstate *rs = NULL;
+    st = hfx_runstate_create(s->pool, p, &rs);
+    if (st != HFX_OK)
+        return st;
+    opt->flags |= HFX_RUN_FORCE_SERIAL;
+    opt->budget_bytes = a > b ? a : b;
+    st = hfx_run(s->pool, p, (const void *const *)in, n_in, (void *const *)out, n_out, opt, rs, res);
+    hfx_runstate_destroy(rs);
+    return st;
+}
+
 int hexfuse_rpc_run(remote_handle64 handle, int program_id, float share_a, const unsigned char *inputs,
                     int inputsLen, unsigned char *outputs, int outputsLen, uint64_t *stats, int statsLen)
 {
@@ -208,7 +232,7 @@ int hexfuse_rpc_run(remote_handle64 handle, int program_id, float share_a, const
     opt.trace = s->trace;
     opt.trace_capacity = HEXFUSE_RPC_TRACE;
     hfx_run_result res;
-    if (hfx_run(s->pool, p, (const void *const *)in, n_in, (void *const *)out, n_out, &opt, NULL, &res) != HFX_OK) {
+    if (run_fitting(s, p, in, n_in, out, n_out, &opt, &res) != HFX_OK) {
         rc = HFX_AEE_EFAILED;
         goto done;
     }
