@@ -81,6 +81,7 @@ def test_fit_recovers_the_parameters_that_made_the_timings() -> None:
         dma_bytes=Param(6e9, "B/s", "test"),
         ddr_bytes=Param(15e9, "B/s", "test"),
         op_overhead_s=Param(4e-6, "s", "test"),
+        general_workers=Param(1.0, "workers", "test: profiled ops ran on one thread"),
     )
     ops = _synthetic_ops(truth)
     fit = calibrate.fit_target(ops, base=costmodel.HOST, where="synthetic")
@@ -94,7 +95,7 @@ def test_fit_recovers_the_parameters_that_made_the_timings() -> None:
 
 
 def test_fit_keeps_the_base_value_of_an_engine_without_ops() -> None:
-    truth = replace(costmodel.HOST, ddr_bytes=Param(1e15, "B/s", "test"))
+    truth = replace(costmodel.HOST, ddr_bytes=Param(1e15, "B/s", "test"), general_workers=Param(1.0, "workers", "test"))
     ops = [t for t in _synthetic_ops(truth) if t.op.engine != Engine.MEMORY]
     fit = calibrate.fit_target(ops, base=costmodel.HOST)
     assert fit.target.dma_bytes.value == costmodel.HOST.dma_bytes.value
@@ -321,11 +322,13 @@ def test_prediction_error_end_to_end_on_the_plugin(zoo_dir: Path, monkeypatch: p
     overhead = result.kernel_target.op_overhead_s.source  # item times leave the gaps between items out
     assert overhead.startswith("measured: ") and "between a task's items per op" in overhead
     assert "kernel-traced" in overhead or "not fitted" in overhead
-    assert result.kernel_target.baseline == result.ort_target  # unfused, the pair's nodes run on ORT
+    assert result.ort_target is not None and result.ort_target.baseline is not None
+    assert result.kernel_target.baseline == result.ort_target.baseline  # unfused, the pair's nodes run on ORT
+    assert result.ort_target.baseline.general_workers.value == 1.0  # as profiled: one intra-op thread
     assert result.errors(calibrate.KERNEL_FIT).serial == result.errors(calibrate.ORT_FIT).serial
     for t in (result.ort_target, result.kernel_target):  # the pool's workers as they ran in these calls
         assert t is not None and 1.0 <= t.general_workers.value <= 1 + costmodel.HOST.vector_contexts.value
-        assert t.general_workers.source.startswith("measured: median over 1 plugin pairs")
+        assert t.general_workers.source.startswith("measured: ") and " 1 plugin pairs" in t.general_workers.source
     assert [(r.model, r.node) for r in result.kernel_pair_rows] == [(r.model, r.node) for r in result.pair_rows]
     for r, k in zip(result.pair_rows, result.kernel_pair_rows):
         assert k.measured_call_s == r.measured_call_s and k.call_overhead_s == r.call_overhead_s
