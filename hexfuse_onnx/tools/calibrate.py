@@ -9,7 +9,10 @@
 
 1. Per-op times: each model runs on stock ORT (one intra-op thread, sequential, no graph
    optimisation so every node runs as written) with the ORT profiler on; the profile's node
-   events of the runs after warm-up are matched to the graph's NodeProfile by node name.
+   events of the runs after warm-up are matched to the graph's NodeProfile by node name. The
+   runs come in blocks that alternate with the plugin's runs of step 3 (`measure_model`), so
+   that both see the shared machine alike; the pairs are those the pass makes for the base
+   target (every lowerable pair kept).
 2. Fit: the cost model of one op is op_overhead + max(work / rate, DDR bytes / DDR bandwidth),
    work being the FLOPs of matrix and vector ops and the bytes of memory ops, the rate its op
    class's (costmodel.OP_CLASSES: conv, pool, transcendental) or its engine's. The fit alternates
@@ -191,6 +194,14 @@ def measure_ops(
             str(path), sess_options=profiling_options(folder), providers=["CPUExecutionProvider"]
         )
         times = profile_session(session, random_inputs(session, seed=0), runs, warmup)
+    return (profile, *op_timings(path, profile, times))
+
+
+def op_timings(
+    path: str | os.PathLike[str], profile: GraphProfile, times: dict[str, list[float]]
+) -> tuple[dict[int, float], list[OpTiming]]:
+    """(median seconds per node id, the timings of every profiled node that does work) of the
+    profiled node times."""
     matched = match_nodes(profile, times)
     medians = {i: statistics.median(v) for i, v in matched.items()}
     timings = []
@@ -198,9 +209,9 @@ def measure_ops(
         op = one_op_profile(profile, i)
         if op is None or op.engine == Engine.NONE:
             continue
-        n = g.nodes[i]
+        n = profile.graph.nodes[i]
         timings.append(OpTiming(Path(path).stem, n.name, n.op_type, op, seconds, len(matched[i])))
-    return profile, medians, timings
+    return medians, timings
 
 
 # ---------------------------------------------------------------------------------------
@@ -555,24 +566,41 @@ def plugin_traces(
     fused_path: str | os.PathLike[str], nodes: list[str], runs: int, warmup: int
 ) -> dict[str, TracedPair]:
     """Run the fused model `warmup + runs` times with the kernel trace on (plugin, host backend)
-    and summarise each node's traces of the last `runs` runs. A run whose trace dropped events
-    is left out of the per-op times (its span still counts)."""
-    from ..runtime import InferenceSession
+    and summarise each node's traces of the last `runs` runs (`summarise_traces`)."""
     from ..verify import random_inputs
 
     with tempfile.TemporaryDirectory(prefix="hexfuse-trace-") as folder:
-        pattern = str(Path(folder) / "{node}.json")
+        traced = TracedSession(fused_path, nodes, Path(folder))
+        feeds = random_inputs(traced.session, seed=0)
+        traced.run(feeds, warmup, keep=False)
+        traced.run(feeds, runs)
+    return summarise_traces(traced.docs)
+
+
+class TracedSession:
+    """The fused model on the plugin (host backend) with the kernel trace on, keeping each run's
+    trace document per FusedHexPair node."""
+
+    def __init__(self, fused_path: str | os.PathLike[str], nodes: list[str], folder: Path) -> None:
+        from ..runtime import InferenceSession
+
+        self.pattern = str(folder / "{node}.json")
         so = profiling_options(folder)
         so.enable_profiling = False
-        session = InferenceSession(fused_path, backend="host", trace=pattern, so=so)
-        feeds = random_inputs(session, seed=0)
-        docs: dict[str, list[dict]] = {n: [] for n in nodes}
-        for k in range(warmup + runs):
-            session.run(None, feeds)
-            if k < warmup:
-                continue
-            for n in nodes:
-                docs[n].append(json.loads(Path(pattern.replace("{node}", n.replace("/", "_"))).read_text()))
+        self.session = InferenceSession(fused_path, backend="host", trace=self.pattern, so=so)
+        self.docs: dict[str, list[dict]] = {n: [] for n in nodes}
+
+    def run(self, feeds: dict[str, np.ndarray], runs: int, keep: bool = True) -> None:
+        for _ in range(runs):
+            self.session.run(None, feeds)
+            if keep:
+                for n, docs in self.docs.items():
+                    docs.append(json.loads(Path(self.pattern.replace("{node}", n.replace("/", "_"))).read_text()))
+
+
+def summarise_traces(docs: dict[str, list[dict]]) -> dict[str, TracedPair]:
+    """Each node's traced calls as medians. A run whose trace dropped events is left out of the
+    per-op times (its span still counts)."""
     out = {}
     idle = idle_before(docs)
     for n, ds in docs.items():
@@ -674,8 +702,22 @@ def measure_pairs(
     if fused is None:
         progress(f"{Path(path).name}: no pair to measure")
         return []
+    traces = plugin_traces(fused, sorted(pairs), runs, warmup)
+    return pair_measurements(path, target, fused, pairs, profile, traces, original_times, progress)
+
+
+def pair_measurements(
+    path: str | os.PathLike[str],
+    target: Target,
+    fused: Path,
+    pairs: dict[str, Pair],
+    profile: GraphProfile,
+    traces: dict[str, TracedPair],
+    original_times: dict[int, float],
+    progress: Progress = _quiet,
+) -> list[PairMeasurement]:
+    """Each traced pair measured: its row (predicted by `target`) and its per-node kernel times."""
     names = sorted(pairs)
-    traces = plugin_traces(fused, names, runs, warmup)
     model = onnx.load(str(fused), load_external_data=False)
     g = profile.graph
     measured = []
@@ -716,6 +758,50 @@ def measure_pairs(
         measured.append(replace(m, row=predicted_row(m, target)))
     progress(f"{Path(path).name}: {len(measured)} pair(s) measured on the plugin")
     return measured
+
+
+ROUNDS = 4  # blocks of runs per side when ORT's and the plugin's runs of a model alternate
+
+
+def measure_model(
+    path: str | os.PathLike[str],
+    target: Target,
+    folder: Path,
+    runs: int = 20,
+    warmup: int = 3,
+    progress: Progress = _quiet,
+) -> tuple[dict[int, float], list[OpTiming], list[PairMeasurement]]:
+    """The model's ops profiled on ORT and its pairs (rewritten for `target`) traced on the plugin,
+    in ROUNDS alternating blocks of runs, so that both see the machine alike (a shared VM's speed
+    drifts from second to second): (median seconds per node id, op timings, pair measurements)."""
+    from ..verify import random_inputs
+
+    g = graph_mod.load(path)
+    profile = profile_graph(g)
+    work = folder / Path(path).stem
+    work.mkdir(parents=True, exist_ok=True)
+    session = ort.InferenceSession(str(path), sess_options=profiling_options(work), providers=["CPUExecutionProvider"])
+    feeds = random_inputs(session, seed=0)
+    fused, pairs, _ = fused_pairs(path, work / "fused.onnx", target)
+    traced = TracedSession(fused, sorted(pairs), work) if fused is not None else None
+    for _ in range(warmup):
+        session.run(None, feeds)
+    if traced is not None:
+        traced.run(feeds, warmup, keep=False)
+    for block in range(ROUNDS):
+        n = runs // ROUNDS + (1 if block < runs % ROUNDS else 0)
+        for _ in range(n):
+            session.run(None, feeds)
+        if traced is not None:
+            traced.run(feeds, n)
+    events = json.loads(Path(session.end_profiling()).read_text())
+    medians, ops = op_timings(path, profile, node_times(events, warmup))
+    progress(f"{Path(path).name}: {len(ops)} op(s) profiled on ORT")
+    if fused is None or traced is None:
+        progress(f"{Path(path).name}: no pair to measure")
+        return medians, ops, []
+    traces = summarise_traces(traced.docs)
+    return medians, ops, pair_measurements(path, target, fused, pairs, profile, traces, medians, progress)
 
 
 def ops_in_tasks(pair: Pair, serial_task: TaskProfile | None) -> dict[int, NodeProfile]:
@@ -1110,17 +1196,15 @@ def calibrate(
     per-op item times of those runs, and measure its error on the same calls (see the module doc).
     The better of the two is registered as CALIBRATED_NAME."""
     where = where_measured()
-    measured: dict[str, tuple[dict[int, float], list[OpTiming]]] = {}
-    for path in model_paths:
-        _, medians, ops = measure_ops(path, runs, warmup)
-        measured[str(path)] = (medians, ops)
-        progress(f"{Path(path).name}: {len(ops)} op(s) profiled on ORT")
-    fit = fit_target([t for _, ops in measured.values() for t in ops], base, ORT_FIT_NAME, where)
-    progress(f"{FIT_LABELS[ORT_FIT]}: {len(fit.rows)} ops, median |residual| {fit.median_abs_residual:.1%}")
+    all_ops: list[OpTiming] = []
     pairs: list[PairMeasurement] = []
     with tempfile.TemporaryDirectory(prefix="hexfuse-calibrate-") as folder:
         for path in model_paths:
-            pairs += measure_pairs(path, fit.target, measured[str(path)][0], Path(folder), runs, warmup, progress)
+            _, ops, measured = measure_model(path, base, Path(folder), runs, warmup, progress)
+            all_ops += ops
+            pairs += measured
+    fit = fit_target(all_ops, base, ORT_FIT_NAME, where)
+    progress(f"{FIT_LABELS[ORT_FIT]}: {len(fit.rows)} ops, median |residual| {fit.median_abs_residual:.1%}")
     ort_target = on_the_kernel(fit.target, pairs, where, replace_overhead=True)
     ort_target, rows = with_call_overhead(ort_target, [predicted_row(m, ort_target) for m in pairs], where)
     kernel_ops = [t for m in pairs for t in m.kernel_ops]
