@@ -67,6 +67,9 @@ class Target:
     # Workers that run items of every engine, shared by both tasks (the host pool, where the
     # matrix and vector workers take each other's items); 0: the engines are separate hardware.
     general_workers: Param = Param(0.0, "workers", "separate engines")
+    # On a general-worker pool, how long into a call the workers other than the caller take their
+    # first item (their wake-up: they sleep between calls that come far apart); the caller runs alone until then.
+    join_s: Param = Param(0.0, "s", "not modelled")
     # Rates of op classes whose kernels run at a rate of their own (OP_CLASSES), in the unit of
     # their engine's rate (FLOP/s or B/s: the whole engine, or one worker of a general-worker
     # pool); a class not listed runs at its engine's rate.
@@ -360,16 +363,17 @@ def _parallel(items: int, workers: float) -> float:
 
 
 def _allocations(
-    running: dict[int, tuple[Engine, int]], shares: tuple[float, float], target: Target
+    running: dict[int, tuple[Engine, int]], shares: tuple[float, float], target: Target, joined: bool = True
 ) -> dict[int, float]:
     """The fraction of its engine (or the general workers) each running op (engine, work items) gets.
 
     Separate engines: an engine wanted by both tasks is split by the share, otherwise one op has
     all of it. A general-worker pool: an op runs on as many workers as its items allow
     (`_parallel`); two ops split the workers by the share, and one takes what the other cannot use
-    (the kernel's quotas hand an idle worker to the task that has an item for it)."""
-    workers = target.general_workers.value
-    if not workers:
+    (the kernel's quotas hand an idle worker to the task that has an item for it); until the other
+    workers have joined the call (`joined`), the caller is the one worker."""
+    workers = target.general_workers.value if joined else min(1.0, target.general_workers.value)
+    if not target.general_workers.value:
         engines = [engine for engine, _ in running.values()]
         contended = len(engines) > 1 and len(set(engines)) == 1
         return {k: shares[k] if contended else 1.0 for k in running}
@@ -391,6 +395,7 @@ def _simulate(tasks: list[list[SignatureOp]], target: Target, share_a: float) ->
     stall = [overhead, overhead]  # dispatch time still to pay before the current op starts
     now = 0.0
     shares = (share_a, 1.0 - share_a)
+    join = target.join_s.value if target.general_workers.value > 1 else 0.0
     while True:
         active = [k for k in (0, 1) if pos[k] < len(queues[k])]
         if not active:
@@ -398,13 +403,13 @@ def _simulate(tasks: list[list[SignatureOp]], target: Target, share_a: float) ->
         running = {k: (queues[k][pos[k]][0], queues[k][pos[k]][3]) for k in active if stall[k] <= 0}
         rates: dict[int, float] = {}
         ddr_need: dict[int, float] = {}
-        for k, alloc in _allocations(running, shares, target).items():
+        for k, alloc in _allocations(running, shares, target, now >= join).items():
             _, engine_s, nbytes, _ = queues[k][pos[k]]
             rates[k] = alloc / engine_s if engine_s > 0 else float("inf")
             ddr_need[k] = rates[k] * nbytes
         _share_ddr(rates, ddr_need, {k: queues[k][pos[k]][2] for k in running}, ddr)
-        # Next event: an op finishing or a stall ending.
-        dt = float("inf")
+        # Next event: an op finishing, a stall ending or the other workers joining.
+        dt = join - now if now < join else float("inf")
         for k in active:
             if stall[k] > 0:
                 dt = min(dt, stall[k])

@@ -158,6 +158,35 @@ def test_a_general_worker_pool_runs_both_tasks_as_its_workers_allow() -> None:
     assert costmodel.task_time(a, _pool_target(1.0)) == pytest.approx(1e-3)  # alone: one worker
 
 
+def test_an_op_runs_on_as_many_workers_as_its_items_and_the_others_join_late() -> None:
+    """The kernel cuts a GEMM into items of about 2^23 FLOPs that both workers take; the workers other
+    than the caller join a call that woke them only after their wake-up (`join_s`)."""
+    two_items = TaskProfile.of([_op(Engine.MATRIX, 2 * costmodel.GEMM_ITEM_FLOPS)])
+    seconds = 2 * costmodel.GEMM_ITEM_FLOPS / 1e9
+    assert costmodel.work_items(two_items.ops[0]) == 2
+    assert costmodel.task_time(two_items, _pool_target(2.0)) == pytest.approx(seconds / 2)
+    assert costmodel.task_time(two_items, _pool_target(1.0)) == pytest.approx(seconds)
+    assert costmodel.serial_time(two_items, _pool_target(2.0)) == pytest.approx(seconds)  # unfused: one thread
+    a, m = TaskProfile.of([_op(Engine.MATRIX, 1e6)]), TaskProfile.of([_op(Engine.MATRIX, 1e6, node=1)])
+    late = replace(_pool_target(2.0), join_s=Param(5e-4, "s", "test"))
+    # 0.5 ms on the caller alone (each task at half its rate), then both at full rate: 0.75 ms more
+    assert costmodel.predict(a, m, late, 0.5).fused == pytest.approx(1.25e-3)
+
+
+def test_a_calls_join_and_wake_ups_come_from_its_trace() -> None:
+    def doc(t0_us: float, wall_us: float, run_us: float, starts: dict[int, float]) -> dict:
+        events = [{"worker": w, "start_ns": s * 1e3} for w, s in starts.items()]
+        return {"t0_ns": t0_us * 1e3, "wall_ns": wall_us * 1e3, "run_wall_ns": run_us * 1e3, "trace_events": events}
+
+    docs = {"p": [doc(0, 10, 11, {0: 0}), doc(1000, 10, 25, {0: 0, 1: 4}), doc(1050, 10, 10.5, {0: 0, 1: 1})]}
+    idle = calibrate.idle_before(docs)["p"]
+    assert math.isnan(idle[0]) and idle[1] == pytest.approx(990e-6) and idle[2] == pytest.approx(40e-6)
+    assert [calibrate.call_join(d) for d in docs["p"]] == pytest.approx([10e-6, 4e-6, 1e-6])  # none: the span
+    cold_share, cold, warm = calibrate.call_leads(docs["p"], idle)
+    assert cold_share == 0.5 and cold == pytest.approx(15e-6) and warm == pytest.approx(0.5e-6)
+    assert calibrate.cold_join(docs["p"], idle) == pytest.approx(4e-6)
+
+
 def test_an_op_class_runs_at_its_own_rate_and_travels_in_the_json(tmp_path: Path) -> None:
     pool = Param(1e8, "FLOP/s", "test: windowed pooling")
     target = replace(_pool_target(1.0), class_rates=(("pool", pool),))

@@ -29,7 +29,9 @@
    between a task's items per op, and the host pool's workers take each other's items
    (costmodel's `general_workers`, an op on as many workers as its items allow); how much of the
    second worker a call got is measured from the same traces, on the pairs whose program had work
-   for two (on a loaded 2-vCPU VM often little). The per-call cost outside the work items is the
+   for two (on a loaded 2-vCPU VM often little), and how long into a call that woke the pool the
+   other workers took their first item (`join_s`: the caller runs alone until then; a call that
+   finds them spinning has them at once). The per-call cost outside the work items is the
    wake-up of the pool: its workers spin POOL_SPIN_S after their last item, then sleep, so a call
    that comes later pays it before its first item and one right after another does not; both are
    measured (call time - work-item span, medians over the pairs) and each pair is predicted with
@@ -471,6 +473,7 @@ class PairRow:
     cold_share: float = float("nan")  # share of the calls that had to wake the pool (TracedPair)
     cold_lead_s: float = float("nan")
     warm_lead_s: float = float("nan")
+    cold_join_s: float = float("nan")
 
     @property
     def predicted_call_s(self) -> float:
@@ -506,6 +509,7 @@ class TracedPair:
     cold_share: float = float("nan")  # share of the calls that found the pool's workers asleep (`idle_before`)
     cold_lead_s: float = float("nan")  # median call - span of those calls (the wake-up on the caller)
     warm_lead_s: float = float("nan")  # median call - span of the others
+    cold_join_s: float = float("nan")  # median time into those calls of another worker's first item (`call_join`)
 
 
 # The kernel's idle workers spin this long before they sleep (HFX_SPIN_NS, dsp/src/platform_posix.c):
@@ -528,6 +532,19 @@ def idle_before(docs: dict[str, list[dict]]) -> dict[str, list[float]]:
 
 def _median_or_nan(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
+
+
+def call_join(doc: dict) -> float:
+    """Seconds from a traced call's first item to the first item of a worker other than the caller
+    (worker 0); the span when none took one. Both tasks' first ops are ready at the start of a call,
+    so this is how long the other workers took to wake up and get a CPU."""
+    others = [e["start_ns"] for e in doc["trace_events"] if e["worker"] != 0]
+    return (min(others) if others else doc["wall_ns"]) / 1e9
+
+
+def cold_join(ds: list[dict], idle: list[float]) -> float:
+    """Median `call_join` of the calls that found the pool's workers asleep."""
+    return _median_or_nan([call_join(d) for d, t in zip(ds, idle) if t > POOL_SPIN_S])
 
 
 def call_leads(ds: list[dict], idle: list[float]) -> tuple[float, float, float]:
@@ -619,6 +636,7 @@ def summarise_traces(docs: dict[str, list[dict]]) -> dict[str, TracedPair]:
             len(complete),
             statistics.median(trace_gap_per_op(d) for d in complete),
             *call_leads(ds, idle[n]),
+            cold_join(ds, idle[n]),
         )
     return out
 
@@ -743,6 +761,7 @@ def pair_measurements(
             cold_share=trace.cold_share,
             cold_lead_s=trace.cold_lead_s,
             warm_lead_s=trace.warm_lead_s,
+            cold_join_s=trace.cold_join_s,
         )
         per_node, unnamed = node_kernel_seconds(model, name, profile, trace.op_seconds)
         kernel_ops, unmodelled = [], unnamed
@@ -816,7 +835,12 @@ def predicted_row(m: PairMeasurement, target: Target) -> PairRow:
     used (call_overhead_s unchanged)."""
     p = predict(m.pair.a, m.pair.b, target, share_a=m.row.share_a)
     serial = serial_time(m.serial_task, target) if m.serial_task is not None else p.serial
-    return replace(m.row, predicted_fused_s=p.fused, predicted_serial_s=serial)
+    fused = p.fused
+    cold = m.row.cold_share if np.isfinite(m.row.cold_share) else 1.0
+    if target.join_s.value and cold < 1.0:  # a warm call finds the workers spinning: they join at once
+        warm = replace(target, join_s=Param(0.0, "s", "a warm call"))
+        fused = cold * fused + (1.0 - cold) * predict(m.pair.a, m.pair.b, warm, share_a=m.row.share_a).fused
+    return replace(m.row, predicted_fused_s=fused, predicted_serial_s=serial)
 
 
 def measured_call_overhead(rows: list[PairRow]) -> float:
@@ -885,6 +909,19 @@ def modelled_parallelism(m: PairMeasurement, target: Target) -> float:
     return (task_time(m.pair.a, one) + task_time(m.pair.b, one)) / fused if fused > 0 else 1.0
 
 
+def with_join(target: Target, rows: list[PairRow], where: str = "") -> Target:
+    """`target` with the measured time into a call that wakes the pool until another worker takes
+    its first item: median over the pairs of their calls' medians (`call_join`)."""
+    joins = [r.cold_join_s for r in rows if np.isfinite(r.cold_join_s)]
+    if not target.general_workers.value or not joins:
+        return target
+    source = (
+        f"measured: median over {len(joins)} plugin pairs of the time from a call's first item to another "
+        f"worker's first, in the calls that woke the pool (kernel trace)" + (f"; {where}" if where else "")
+    )
+    return replace(target, join_s=Param(statistics.median(joins), "s", source))
+
+
 def with_kernel_gap(target: Target, rows: list[PairRow], where: str = "", replace_overhead: bool = False) -> Target:
     """`target` (fitted to work-item times, which leave out what the kernel does between a task's
     items) with the measured in-kernel time between items per op added to its op overhead, or
@@ -912,7 +949,7 @@ def on_the_kernel(
     cost when the rates come from ORT profiling). Unfused, the tasks run on `target.baseline`, or
     on `target` itself as fitted (ORT's kernels, one op at a time)."""
     rows = [m.row for m in pairs]
-    kernel = with_kernel_gap(target, rows, where, replace_overhead)
+    kernel = with_join(with_kernel_gap(target, rows, where, replace_overhead), rows, where)
     kernel = with_measured_pool(kernel, rows, where, [modelled_parallelism(m, kernel) for m in pairs])
     return replace(kernel, baseline=target.baseline or target)
 
