@@ -19,6 +19,11 @@ skipped with the reason), in one process and on the same seeded inputs
     busy time and overlap.
 (b) the whole original model (ort-seq, ort-seq-2t, ort-par) against the whole rewritten model with the
     plugin (ort-seq and ort-seq-2t around it; also with every pair set to its best share from (a)).
+(c) drop-in (`--defaults` runs only this): every zoo builder and every real model in the cache
+    (models/real.py, never downloaded here), rewritten for --target, run as an application would
+    after the one-line change, `hexfuse_onnx.InferenceSession(model)` with its defaults (backend
+    auto, ORT's default session options), against the best ORT mode of the original (ort-seq,
+    ort-seq-2t, ort-par, and ORT's defaults "ort-default"); target <= DEFAULTS_TARGET.
 
 Every configuration's outputs are checked against ort-seq on the original first
 (hexfuse_onnx.verify.relative_error <= --tol); a configuration that disagrees is reported and not
@@ -77,6 +82,8 @@ from hexfuse_onnx.verify import random_inputs
 DEFAULT_SHARES = "0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9"
 PAIR_TARGET = 1.0  # plugin / best ORT mode, on complementary pairs
 MODEL_TARGET = 1.05  # whole rewritten model with plugin / best ORT mode on the original
+DEFAULTS_TARGET = 1.02  # rewritten model with hexfuse_onnx.InferenceSession's defaults / best ORT mode
+SAME_MODES = ("ort-seq", "ort-seq-2t")  # the rewritten model on stock ORT too: its fallback bodies' own cost
 ORT_MODES = ("ort-seq", "ort-seq-2t", "ort-par")
 
 
@@ -607,6 +614,120 @@ def _bench_model(args, name: str, work: Path) -> dict[str, Any]:
     return {"model": name, "target": args.target, "pairs": pairs_out, "whole": whole}
 
 
+def default_models() -> list[str]:
+    """Every zoo builder, then every real model already in the cache (none is downloaded)."""
+    from hexfuse_onnx.tools.zoo import list_models
+
+    real = [m.name for m in list_models() if m.kind not in ("synthetic", "qdq", "decoder") and m.path is not None]
+    return [*models.BUILDERS, *real]
+
+
+KEEP_EVERY_PAIR = -10.0  # a min_gain no real pair falls below: every lowerable pair gets a fallback body
+
+
+def rewrite_every_pair(path: Path, out: Path, target: str, shapes: dict[str, list[int]] | None):
+    """The model rewritten with every lowerable pair kept, paying or not: the most fallback bodies
+    stock ORT can be given (on a machine without a cDSP, `auto` runs them)."""
+    return rewrite(path, out, target=target, shapes=shapes, min_gain=KEEP_EVERY_PAIR, verify_plugin=False)
+
+
+def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
+    """The original in every ORT mode and ORT's defaults against the rewritten model with
+    hexfuse_onnx.InferenceSession's defaults (backend auto), same inputs, alternating rounds."""
+    from hexfuse_onnx.tools.zoo import plugin_rtol, resolve
+
+    work.mkdir(parents=True, exist_ok=True)
+    orig_path, shapes = resolve(name, work)
+    fused_path = work / f"{name}.fused.onnx"
+    try:  # as a user would: without --shape where the model allows it
+        res = rewrite_every_pair(orig_path, fused_path, args.target, None)
+    except Exception:  # noqa: BLE001
+        try:
+            res = rewrite_every_pair(orig_path, fused_path, args.target, shapes)
+        except Exception as exc:  # noqa: BLE001
+            why = f"rewrite failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+            return {"model": name, "skipped": why}
+    if res.output is None:
+        return {"model": name, "skipped": skip_reason(res) + ": the rewritten model is the original"}
+    n_pairs = sum(1 for n in onnx.load(str(fused_path), load_external_data=False).graph.node if n.domain == C.DOMAIN)
+    ref = make_session(orig_path, "ort-seq", plugin=False)
+    feeds = random_inputs(ref, shapes, seed=args.seed)
+    names = [o.name for o in ref.get_outputs()]
+    reference = ref.run(names, feeds)
+    cfgs = [Config("ort-seq", ref)] + [Config(m, make_session(orig_path, m, plugin=False)) for m in ORT_MODES[1:]]
+    stock = ort.SessionOptions()
+    stock.log_severity_level = 3
+    cfgs.append(Config("ort-default", ort.InferenceSession(str(orig_path), stock, providers=["CPUExecutionProvider"])))
+    tol = max(args.tol, plugin_rtol(name))
+    cfgs += [Config(f"rewritten {m}", make_session(fused_path, m, plugin=False), tol=tol) for m in SAME_MODES]
+    cfgs.append(Config("hexfuse defaults", runtime.InferenceSession(fused_path), tol=tol))
+    for c in cfgs:
+        verify_config(c, feeds, names, reference, c.tol)
+    meter = CpuMeter()
+    time_configs(cfgs, feeds, args.runs, args.rounds, args.warmup)
+    by = {c.label: c for c in cfgs}
+    mine = by["hexfuse defaults"]
+    best = min(
+        (c for c in cfgs if c.samples and c.label in (*ORT_MODES, "ort-default")), key=Config.median, default=None
+    )
+    ratio = mine.median() / best.median() if best and mine.samples else None
+    same = {
+        m: by[f"rewritten {m}"].median() / by[m].median()
+        for m in SAME_MODES
+        if by[f"rewritten {m}"].samples and by[m].samples
+    }
+    if mine.samples and by["ort-default"].samples:
+        same["ort-default"] = mine.median() / by["ort-default"].median()
+    out = {
+        "model": name,
+        "pairs": n_pairs,
+        "configs": {c.label: c.record() for c in cfgs},
+        "best_ort": best.label if best else None,
+        "defaults_over_best_ort": ratio,
+        "rewritten_over_original_same_options": same,
+        "met": ratio is not None and ratio <= DEFAULTS_TARGET,
+        "cpu_use": meter.others(),
+    }
+    verdict = "not timed" if ratio is None else f"{ratio:.3f}x ({'met' if out['met'] else 'NOT met'})"
+    print(
+        f"  {name:<24} {n_pairs:>3} pair(s)  best ORT {best.median() if best else float('nan'):10.1f} us "
+        f"({best.label if best else '-':>11})  hexfuse defaults "
+        f"{mine.median() if mine.samples else float('nan'):10.1f} us  -> {verdict}"
+    )
+    print(
+        "      rewritten / original, same options: "
+        + ", ".join(f"{k} {v:.3f}x" for k, v in same.items())
+        + f"; {load_text(out['cpu_use'])}"
+    )
+    return out
+
+
+def run_defaults(args, root: Path) -> list[dict[str, Any]]:
+    print(
+        f"\nDrop-in: rewritten (target {args.target}, every lowerable pair kept) with "
+        f"hexfuse_onnx.InferenceSession's defaults / best ORT mode of the original (target <= {DEFAULTS_TARGET:.2f}x)"
+    )
+    results = []
+    for name in default_models():
+        r = bench_defaults(args, name, root / "defaults" / name)
+        if "skipped" in r:
+            print(f"  {name:<24} skipped: {r['skipped'][:100]}")
+        results.append(r)
+    timed = [r for r in results if r.get("defaults_over_best_ort") is not None]
+    if timed:
+        worst = max(timed, key=lambda r: r["defaults_over_best_ort"])
+        print(
+            f"  {sum(r['met'] for r in timed)}/{len(timed)} timed models at or under {DEFAULTS_TARGET:.2f}x; "
+            f"worst {worst['model']} {worst['defaults_over_best_ort']:.3f}x"
+        )
+        same = [(r["rewritten_over_original_same_options"].get("ort-default"), r["model"]) for r in timed]
+        known = [x for x in same if x[0] is not None]
+        if known:
+            ratio, model = max(known)
+            print(f"  against the original with the same (ORT's default) options: worst {model} {ratio:.3f}x")
+    return results
+
+
 def print_summary(results: list[dict[str, Any]]) -> None:
     """One line per pair and per whole model: the figures the targets are about."""
     print("\nSummary (medians in us; ratio = plugin / best ORT mode, same rounds)")
@@ -698,6 +819,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", type=Path, default=None, help="write every figure to this JSON file")
     ap.add_argument("--keep", type=Path, default=None, help="keep the generated models in this folder")
+    ap.add_argument(
+        "--defaults",
+        action="store_true",
+        help="only (c): every zoo builder and cached real model with hexfuse_onnx.InferenceSession's defaults",
+    )
     args = ap.parse_args(argv)
     if args.runs < 1:
         ap.error("--runs must be >= 1")
@@ -749,15 +875,18 @@ def main(argv: list[str] | None = None) -> int:
     t_start = time.perf_counter()
     meter = CpuMeter()
     root = Path(tempfile.mkdtemp(prefix="host_pairs."))
-    results = []
+    results: list[dict[str, Any]] = []
+    defaults: list[dict[str, Any]] = []
     try:
-        for name in names:
+        for name in [] if args.defaults else names:
             results.append(bench_model(args, name, root))
+        defaults = run_defaults(args, root)
     finally:
         if args.keep:
             shutil.copytree(root, args.keep, dirs_exist_ok=True)
         shutil.rmtree(root, ignore_errors=True)
-    print_summary(results)
+    if results:
+        print_summary(results)
     mapped = mapped_blas_libraries()
     elapsed = time.perf_counter() - t_start
     cpu_use = meter.others()
@@ -781,6 +910,7 @@ def main(argv: list[str] | None = None) -> int:
             "seconds": elapsed,
             "cpu_use": cpu_use,
             "models": results,
+            "defaults": defaults,
         }
         args.json.write_text(json.dumps(doc, indent=1, default=str))
         print(f"wrote {args.json}")

@@ -15,10 +15,12 @@ memory/DMA path) and bytes from DDR; its work runs at its engine's rate, or at i
 A task runs its ops in order. When two tasks run fused, a fluid simulation advances both at
 once: on separate engines (Hexagon) the vector contexts are split by the work share (a task
 alone gets all of them), the single matrix engine is time-shared by the same share when both
-want it; on a general-worker pool (the host, `general_workers`) each op runs on one worker of
-any engine, and the two ops split the share of the workers there are when fewer than two run
-at once. DDR bandwidth is split max-min fairly. An op progresses at the rate its scarcest
-resource allows. Each op also pays a fixed dispatch/sync overhead. This counts contention for
+want it; on a general-worker pool (the host, `general_workers`) an op runs on as many workers of
+any engine as its work items allow (`work_items`, the kernel's plan), the two tasks' ops split
+the workers by the share and one takes what the other cannot use; unfused, a pool's nodes run
+one at a time on one worker (`serial_time`). DDR bandwidth is split max-min fairly. An op
+progresses at the rate its scarcest resource allows. Each op also pays a fixed dispatch/sync
+overhead. This counts contention for
 DDR and engines; the on-chip budget is a hard constraint checked by `fits`.
 Within a task, intermediates stay in the on-chip arena: DDR carries weights, the task's
 inputs and the tensors that leave it (`GraphProfile.task`).
@@ -65,6 +67,9 @@ class Target:
     # Workers that run items of every engine, shared by both tasks (the host pool, where the
     # matrix and vector workers take each other's items); 0: the engines are separate hardware.
     general_workers: Param = Param(0.0, "workers", "separate engines")
+    # On a general-worker pool, how long into a call the workers other than the caller take their
+    # first item (their wake-up: they sleep between calls that come far apart); the caller runs alone until then.
+    join_s: Param = Param(0.0, "s", "not modelled")
     # Rates of op classes whose kernels run at a rate of their own (OP_CLASSES), in the unit of
     # their engine's rate (FLOP/s or B/s: the whole engine, or one worker of a general-worker
     # pool); a class not listed runs at its engine's rate.
@@ -253,8 +258,14 @@ def task_time(task: TaskProfile, target: Target) -> float:
 
 
 def serial_time(task: TaskProfile, target: Target) -> float:
-    """Predicted time of the task unfused: alone on the target's baseline (`Target.baseline`)."""
-    return task_time(task, target.baseline or target)
+    """Predicted time of the task unfused: alone on the target's baseline (`Target.baseline`), or
+    on the target one op at a time on one worker (a general-worker pool's nodes unfused are ONNX
+    Runtime's, sequential on one thread)."""
+    if target.baseline is not None:
+        return task_time(task, target.baseline)
+    if target.general_workers.value:
+        return task_time(task, replace(target, general_workers=Param(1.0, "workers", "one thread")))
+    return task_time(task, target)
 
 
 def predict(a: TaskProfile, b: TaskProfile, target: Target, share_a: float | None = None) -> Prediction:
@@ -270,8 +281,25 @@ def predict(a: TaskProfile, b: TaskProfile, target: Target, share_a: float | Non
 
 
 # Work of a task as the simulation sees it (engine, op class, FLOPs, bytes, DDR bytes, integer
-# width per op); equal signatures (repeated layers) share results.
-Signature = tuple[tuple[Engine, str, float, float, float, int], ...]
+# width, work items per op); equal signatures (repeated layers) share results.
+SignatureOp = tuple[Engine, str, float, float, float, int, int]
+Signature = tuple[SignatureOp, ...]
+
+# How the host kernel cuts an op into work items that its workers share (dsp/src/core.h): a GEMM or
+# convolution into blocks of about HFX_GEMM_ITEM_FLOPS, a vector op into HFX_EW_CHUNK elements, a
+# copy into HFX_COPY_CHUNK. On a general-worker pool an op runs on as many workers as its items allow.
+GEMM_ITEM_FLOPS = float(1 << 23)
+VECTOR_ITEM_ELEMENTS = 32768
+COPY_ITEM_ELEMENTS = 262144
+
+
+def work_items(op: NodeProfile) -> int:
+    """About how many work items the host kernel cuts the op into (its plan, dsp/src/ops/)."""
+    if op.engine == Engine.MATRIX:
+        return max(1, math.ceil(op.flops / GEMM_ITEM_FLOPS))
+    elements = op.bytes_out / 4
+    chunk = COPY_ITEM_ELEMENTS if op.engine == Engine.MEMORY else VECTOR_ITEM_ELEMENTS
+    return max(1, math.ceil(elements / chunk))
 
 
 def engine_seconds(t: TaskProfile, target: Target) -> tuple[float, float, float]:
@@ -294,7 +322,7 @@ def complementarity(a: TaskProfile, b: TaskProfile, target: Target) -> float:
 
 def _signature(task: TaskProfile) -> Signature:
     return tuple(
-        (op.engine, op_class(op), op.flops, float(op.bytes), float(op.ddr_bytes), op.int_bits)
+        (op.engine, op_class(op), op.flops, float(op.bytes), float(op.ddr_bytes), op.int_bits, work_items(op))
         for op in task.ops
         if op.engine != Engine.NONE
     )
@@ -320,31 +348,44 @@ def _simulate_cached(tasks: tuple[Signature, Signature], target: Target, share_a
 # The fluid simulation
 
 
-def _work(op: tuple[Engine, str, float, float, float, int], target: Target) -> tuple[Engine, float, float]:
-    """(engine, engine work in seconds at the full engine, DDR bytes) of a signature entry."""
-    engine, cls, flops, nbytes, ddr_bytes, int_bits = op
+def _work(op: SignatureOp, target: Target) -> tuple[Engine, float, float, int]:
+    """(engine, engine work in seconds at the full engine, DDR bytes, work items) of a signature entry."""
+    engine, cls, flops, nbytes, ddr_bytes, int_bits, items = op
     work = nbytes if engine == Engine.MEMORY else flops
-    return engine, work / target.rate(engine, int_bits, cls), ddr_bytes
+    return engine, work / target.rate(engine, int_bits, cls), ddr_bytes, items
 
 
-def _allocations(engines: dict[int, Engine], shares: tuple[float, float], target: Target) -> dict[int, float]:
-    """The fraction of its engine (or of one general worker) each running op gets.
+def _parallel(items: int, workers: float) -> float:
+    """Workers an op of `items` equal items keeps busy on a pool of `workers`: its items run in
+    ceil(items / n) rounds on n whole workers (3 items on 2 workers: 1.5)."""
+    n = max(1, math.ceil(workers - 1e-9))
+    return min(workers, items / math.ceil(items / n))
+
+
+def _allocations(
+    running: dict[int, tuple[Engine, int]], shares: tuple[float, float], target: Target, joined: bool = True
+) -> dict[int, float]:
+    """The fraction of its engine (or the general workers) each running op (engine, work items) gets.
 
     Separate engines: an engine wanted by both tasks is split by the share, otherwise one op has
-    all of it. A general-worker pool: each op runs on one worker; when fewer than two workers
-    are available to both ops, they split what there is by the share (a task takes what the
-    other cannot use)."""
-    workers = target.general_workers.value
-    if not workers:
-        contended = len(engines) > 1 and len(set(engines.values())) == 1
-        return {k: shares[k] if contended else 1.0 for k in engines}
-    if len(engines) < 2 or workers >= 2:
-        return {k: min(1.0, workers) for k in engines}
-    first = min(1.0, max(workers * shares[0], workers - 1.0))
-    return {0: first, 1: min(1.0, workers - first)}
+    all of it. A general-worker pool: an op runs on as many workers as its items allow
+    (`_parallel`); two ops split the workers by the share, and one takes what the other cannot use
+    (the kernel's quotas hand an idle worker to the task that has an item for it); until the other
+    workers have joined the call (`joined`), the caller is the one worker."""
+    workers = target.general_workers.value if joined else min(1.0, target.general_workers.value)
+    if not target.general_workers.value:
+        engines = [engine for engine, _ in running.values()]
+        contended = len(engines) > 1 and len(set(engines)) == 1
+        return {k: shares[k] if contended else 1.0 for k in running}
+    caps = {k: _parallel(items, workers) for k, (_, items) in running.items()}
+    if len(caps) < 2:
+        return caps
+    first = min(caps[0], max(workers * shares[0], workers - caps[1]))
+    second = min(caps[1], workers - first)
+    return {0: min(caps[0], workers - second), 1: second}
 
 
-def _simulate(tasks: list[list[tuple[Engine, str, float, float, float, int]]], target: Target, share_a: float) -> float:
+def _simulate(tasks: list[list[SignatureOp]], target: Target, share_a: float) -> float:
     """Time until both op lists have run, sharing engines and DDR (see module docstring)."""
     queues = [[_work(op, target) for op in ops] for ops in tasks]
     overhead = target.op_overhead_s.value
@@ -354,20 +395,21 @@ def _simulate(tasks: list[list[tuple[Engine, str, float, float, float, int]]], t
     stall = [overhead, overhead]  # dispatch time still to pay before the current op starts
     now = 0.0
     shares = (share_a, 1.0 - share_a)
+    join = target.join_s.value if target.general_workers.value > 1 else 0.0
     while True:
         active = [k for k in (0, 1) if pos[k] < len(queues[k])]
         if not active:
             return now
-        engines = {k: queues[k][pos[k]][0] for k in active if stall[k] <= 0}
+        running = {k: (queues[k][pos[k]][0], queues[k][pos[k]][3]) for k in active if stall[k] <= 0}
         rates: dict[int, float] = {}
         ddr_need: dict[int, float] = {}
-        for k, alloc in _allocations(engines, shares, target).items():
-            _, engine_s, nbytes = queues[k][pos[k]]
+        for k, alloc in _allocations(running, shares, target, now >= join).items():
+            _, engine_s, nbytes, _ = queues[k][pos[k]]
             rates[k] = alloc / engine_s if engine_s > 0 else float("inf")
             ddr_need[k] = rates[k] * nbytes
-        _share_ddr(rates, ddr_need, {k: queues[k][pos[k]][2] for k in engines}, ddr)
-        # Next event: an op finishing or a stall ending.
-        dt = float("inf")
+        _share_ddr(rates, ddr_need, {k: queues[k][pos[k]][2] for k in running}, ddr)
+        # Next event: an op finishing, a stall ending or the other workers joining.
+        dt = join - now if now < join else float("inf")
         for k in active:
             if stall[k] > 0:
                 dt = min(dt, stall[k])

@@ -3,7 +3,8 @@
     so = runtime.session_options(model="m.tuned.onnx")   # plugin registered where it pays
     sess = runtime.InferenceSession("m.tuned.onnx")       # the same, in one call
 
-Without the plugin, stock ONNX Runtime runs each pair's fallback body. Build the libraries with
+Without the plugin, stock ONNX Runtime runs each pair's fallback body (`InferenceSession`: the
+unfused original). Build the libraries with
 `bash custom_ops/build.sh` (they land in hexfuse_onnx/_lib/).
 
 Backends (`session_options(backend=...)`, passed to the plugin as HEXFUSE_BACKEND):
@@ -16,8 +17,10 @@ Backends (`session_options(backend=...)`, passed to the plugin as HEXFUSE_BACKEN
 - `auto` (default) registers the plugin only where it is expected to pay: when a cDSP answers, or
   when the model was tuned on this machine (`python -m hexfuse_onnx tune`, whose record
   hexfuse_onnx/tuning.py reads) for the backend the plugin would use here. Otherwise the plugin is not
-  registered and stock ONNX Runtime runs each FusedHexPair's function body (its own kernels): never
-  slower than the original model. The choice and its reason are logged once per reason (INFO).
+  registered: `InferenceSession` gives stock ONNX Runtime the model unfused (the original nodes, so
+  never slower than the original model); ORT given the rewritten file itself with `session_options`
+  runs each FusedHexPair's function body (its own kernels, which a micro-batch pair runs per half).
+  The choice and its reason are logged once per reason (INFO).
   Without `model=` and without a cDSP, `session_options` cannot see a tuning record, so `auto` does
   not register the plugin; `InferenceSession` always passes its model.
 
@@ -170,16 +173,28 @@ def session_options(
     overwrites after every run with the last run's trace (JSON: per-engine busy time, engine and
     task overlap, and every work item's event); kernels read it when the session is created.
     """
+    return _options(backend, workers, trace, so, model)[0]
+
+
+def _options(
+    backend: str,
+    workers: int | None,
+    trace: str | os.PathLike[str] | None,
+    so: ort.SessionOptions | None,
+    model: ModelRef | None,
+    unfused: str = "",
+) -> tuple[ort.SessionOptions, bool]:
+    """`session_options`, and whether it registered the plugin; `unfused` says in auto's log what
+    stock ONNX Runtime runs without it."""
     so = so or ort.SessionOptions()
     if backend != "auto":
         resolve_backend(backend)
     else:
         register, why = auto_decision(model)
-        _log_once(
-            f"hexfuse: backend auto -> {'plugin' if register else 'stock ONNX Runtime (plugin not registered)'}: {why}"
-        )
+        stock = f"stock ONNX Runtime{unfused} (plugin not registered)"
+        _log_once(f"hexfuse: backend auto -> {'plugin' if register else stock}: {why}")
         if not register:
-            return so
+            return so, False
     os.environ[ENV_BACKEND] = backend
     if workers is not None:
         if workers < 1:
@@ -188,7 +203,7 @@ def session_options(
     if trace is not None:
         os.environ[ENV_TRACE] = str(trace)
     so.register_custom_ops_library(str(library_path()))
-    return so
+    return so, True
 
 
 def InferenceSession(
@@ -200,13 +215,33 @@ def InferenceSession(
     providers: list[str] | None = None,
 ) -> ort.InferenceSession:
     """An onnxruntime.InferenceSession of a model file (or its bytes), with the plugin registered as
-    `session_options` decides (backend auto: only where it is expected to pay). The kernels read
-    `backend`, `workers` and `trace` when the session is created; the environment is restored
-    afterwards, so later sessions do not inherit them."""
+    `session_options` decides (backend auto: only where it is expected to pay). Where auto does not
+    register it, stock ONNX Runtime runs the model unfused (`rewrite.unfuse`: the original nodes,
+    which ORT runs as fast as the original model; a pair's function body can be slower, e.g. a
+    micro-batch pair's halves read the weights twice). The kernels read `backend`, `workers` and
+    `trace` when the session is created; the environment is restored afterwards, so later sessions
+    do not inherit them."""
     with plugin_environment_restored():
-        options = session_options(backend, workers, trace, so, model=path)
+        options, registered = _options(backend, workers, trace, so, path, " on the unfused original")
         source = path if isinstance(path, bytes) else str(path)
+        if not registered:
+            source = _unfused(path)
         return ort.InferenceSession(source, sess_options=options, providers=providers or ["CPUExecutionProvider"])
+
+
+def _unfused(path: str | os.PathLike[str] | bytes) -> str | bytes:
+    """The model's bytes with every FusedHexPair unfused; the model itself (path or bytes) when it
+    has none, or when it is too large to pass as bytes (ORT then runs the function bodies)."""
+    from .contract import DOMAIN
+    from .rewrite import unfuse
+
+    source = path if isinstance(path, bytes) else str(path)
+    if not any(n.domain == DOMAIN for n in tuning.load_header(path).graph.node):
+        return source
+    model = onnx.load_model_from_string(path) if isinstance(path, bytes) else onnx.load_model(str(path))
+    if model.ByteSize() >= 2**31 - 1:
+        return source
+    return unfuse(model).SerializeToString()
 
 
 @contextlib.contextmanager

@@ -81,6 +81,7 @@ def test_fit_recovers_the_parameters_that_made_the_timings() -> None:
         dma_bytes=Param(6e9, "B/s", "test"),
         ddr_bytes=Param(15e9, "B/s", "test"),
         op_overhead_s=Param(4e-6, "s", "test"),
+        general_workers=Param(1.0, "workers", "test: profiled ops ran on one thread"),
     )
     ops = _synthetic_ops(truth)
     fit = calibrate.fit_target(ops, base=costmodel.HOST, where="synthetic")
@@ -94,7 +95,7 @@ def test_fit_recovers_the_parameters_that_made_the_timings() -> None:
 
 
 def test_fit_keeps_the_base_value_of_an_engine_without_ops() -> None:
-    truth = replace(costmodel.HOST, ddr_bytes=Param(1e15, "B/s", "test"))
+    truth = replace(costmodel.HOST, ddr_bytes=Param(1e15, "B/s", "test"), general_workers=Param(1.0, "workers", "test"))
     ops = [t for t in _synthetic_ops(truth) if t.op.engine != Engine.MEMORY]
     fit = calibrate.fit_target(ops, base=costmodel.HOST)
     assert fit.target.dma_bytes.value == costmodel.HOST.dma_bytes.value
@@ -155,6 +156,35 @@ def test_a_general_worker_pool_runs_both_tasks_as_its_workers_allow() -> None:
         assert costmodel.predict(a, b, _pool_target(1.0), share).fused == pytest.approx(2e-3)
     assert costmodel.predict(a, b, _pool_target(1.5), 0.5).fused == pytest.approx(2e-3 / 1.5)
     assert costmodel.task_time(a, _pool_target(1.0)) == pytest.approx(1e-3)  # alone: one worker
+
+
+def test_an_op_runs_on_as_many_workers_as_its_items_and_the_others_join_late() -> None:
+    """The kernel cuts a GEMM into items of about 2^23 FLOPs that both workers take; the workers other
+    than the caller join a call that woke them only after their wake-up (`join_s`)."""
+    two_items = TaskProfile.of([_op(Engine.MATRIX, 2 * costmodel.GEMM_ITEM_FLOPS)])
+    seconds = 2 * costmodel.GEMM_ITEM_FLOPS / 1e9
+    assert costmodel.work_items(two_items.ops[0]) == 2
+    assert costmodel.task_time(two_items, _pool_target(2.0)) == pytest.approx(seconds / 2)
+    assert costmodel.task_time(two_items, _pool_target(1.0)) == pytest.approx(seconds)
+    assert costmodel.serial_time(two_items, _pool_target(2.0)) == pytest.approx(seconds)  # unfused: one thread
+    a, m = TaskProfile.of([_op(Engine.MATRIX, 1e6)]), TaskProfile.of([_op(Engine.MATRIX, 1e6, node=1)])
+    late = replace(_pool_target(2.0), join_s=Param(5e-4, "s", "test"))
+    # 0.5 ms on the caller alone (each task at half its rate), then both at full rate: 0.75 ms more
+    assert costmodel.predict(a, m, late, 0.5).fused == pytest.approx(1.25e-3)
+
+
+def test_a_calls_join_and_wake_ups_come_from_its_trace() -> None:
+    def doc(t0_us: float, wall_us: float, run_us: float, starts: dict[int, float]) -> dict:
+        events = [{"worker": w, "start_ns": s * 1e3} for w, s in starts.items()]
+        return {"t0_ns": t0_us * 1e3, "wall_ns": wall_us * 1e3, "run_wall_ns": run_us * 1e3, "trace_events": events}
+
+    docs = {"p": [doc(0, 10, 11, {0: 0}), doc(1000, 10, 25, {0: 0, 1: 4}), doc(1050, 10, 10.5, {0: 0, 1: 1})]}
+    idle = calibrate.idle_before(docs)["p"]
+    assert math.isnan(idle[0]) and idle[1] == pytest.approx(990e-6) and idle[2] == pytest.approx(40e-6)
+    assert [calibrate.call_join(d) for d in docs["p"]] == pytest.approx([10e-6, 4e-6, 1e-6])  # none: the span
+    cold_share, cold, warm = calibrate.call_leads(docs["p"], idle)
+    assert cold_share == 0.5 and cold == pytest.approx(15e-6) and warm == pytest.approx(0.5e-6)
+    assert calibrate.cold_join(docs["p"], idle) == pytest.approx(4e-6)
 
 
 def test_an_op_class_runs_at_its_own_rate_and_travels_in_the_json(tmp_path: Path) -> None:
@@ -321,11 +351,13 @@ def test_prediction_error_end_to_end_on_the_plugin(zoo_dir: Path, monkeypatch: p
     overhead = result.kernel_target.op_overhead_s.source  # item times leave the gaps between items out
     assert overhead.startswith("measured: ") and "between a task's items per op" in overhead
     assert "kernel-traced" in overhead or "not fitted" in overhead
-    assert result.kernel_target.baseline == result.ort_target  # unfused, the pair's nodes run on ORT
+    assert result.ort_target is not None and result.ort_target.baseline is not None
+    assert result.kernel_target.baseline == result.ort_target.baseline  # unfused, the pair's nodes run on ORT
+    assert result.ort_target.baseline.general_workers.value == 1.0  # as profiled: one intra-op thread
     assert result.errors(calibrate.KERNEL_FIT).serial == result.errors(calibrate.ORT_FIT).serial
     for t in (result.ort_target, result.kernel_target):  # the pool's workers as they ran in these calls
         assert t is not None and 1.0 <= t.general_workers.value <= 1 + costmodel.HOST.vector_contexts.value
-        assert t.general_workers.source.startswith("measured: median over 1 plugin pairs")
+        assert t.general_workers.source.startswith("measured: ") and " 1 plugin pairs" in t.general_workers.source
     assert [(r.model, r.node) for r in result.kernel_pair_rows] == [(r.model, r.node) for r in result.pair_rows]
     for r, k in zip(result.pair_rows, result.kernel_pair_rows):
         assert k.measured_call_s == r.measured_call_s and k.call_overhead_s == r.call_overhead_s

@@ -103,6 +103,33 @@ def test_auto_without_cdsp_does_not_register_and_says_why_once(work, tmp_path, n
     assert_mentions(auto_messages(no_cdsp)[-1], "plugin not registered", "no model given")
 
 
+def optimized_ops(model: Path | bytes, out: Path, **kwargs) -> list[str]:
+    """The op types of the graph ONNX Runtime runs for the model (its optimized model, written)."""
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.optimized_model_filepath = str(out)
+    if kwargs:
+        runtime.InferenceSession(model, so=so, **kwargs)
+    else:
+        ort.InferenceSession(str(model), so, providers=["CPUExecutionProvider"])
+    return sorted(n.op_type for n in onnx.load(str(out)).graph.node)
+
+
+def test_auto_without_cdsp_runs_the_unfused_original(zoo_dir, tmp_path, no_cdsp):
+    """A micro-batch pair's function body runs the chain per half (its weights read twice): without
+    the plugin, InferenceSession gives ORT the original nodes instead."""
+    result = pipeline.rewrite(zoo_dir / "mlp_chain.onnx", tmp_path / "mlp.fused.onnx", min_gain=-10.0)
+    assert result.output is not None and [p.kind for p in result.analysis.pairs] == ["microbatch"]
+    original = optimized_ops(zoo_dir / "mlp_chain.onnx", tmp_path / "original.opt.onnx")
+    assert optimized_ops(result.output, tmp_path / "body.opt.onnx") != original  # the bodies: two halves
+    assert optimized_ops(result.output, tmp_path / "auto.opt.onnx", backend="auto") == original
+    assert_mentions(auto_messages(no_cdsp)[-1], "plugin not registered", "unfused original")
+    got, feeds, ran = run_traced(result.output, tmp_path / "trace.json")
+    want = verify.session(zoo_dir / "mlp_chain.onnx").run(None, feeds)
+    assert not ran and all(np.array_equal(w, g) for w, g in zip(want, got))
+
+
 def test_auto_registers_for_a_model_tuned_here(work, zoo_dir, tmp_path, no_cdsp):
     got, feeds, ran = run_traced(work["kept"], tmp_path / "trace.json")
     assert ran, "auto did not run the kernel for a model tuned on this machine"

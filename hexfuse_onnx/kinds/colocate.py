@@ -36,7 +36,7 @@ from functools import cache
 import onnx
 
 from ..colocate import Plan, plan_of
-from ..costmodel import Prediction, Target, complementarity, engine_seconds, fits, predict, task_time
+from ..costmodel import Prediction, Target, complementarity, engine_seconds, fits, predict, serial_time, task_time
 from ..graph import ModelGraph
 from ..lowering import op_outside_kernel
 from ..profile import Engine, GraphProfile, TaskProfile
@@ -302,13 +302,13 @@ def align(
             if u == na or v == nb:
                 continue
             for u2 in range(u + 1, reach_a[u] + 1):
-                task_a, time_a, work_a = segment_a(u, u2)
+                task_a, serial_a, alone_a, work_a = segment_a(u, u2)
                 for v2 in range(v + 1, reach_b[v] + 1):
                     if layers is not None and not layers(u, u2, v, v2):
                         continue
-                    task_b, time_b, work_b = segment_b(v, v2)
-                    least_fused = max(time_a, time_b, *(x + y for x, y in zip(work_a, work_b)))
-                    bound = time_a + time_b - least_fused - overhead
+                    task_b, serial_b, alone_b, work_b = segment_b(v, v2)
+                    least_fused = max(alone_a, alone_b, *_least_busy(work_a, work_b, target))
+                    bound = serial_a + serial_b - least_fused - overhead
                     if bound <= 0 or here + bound <= value[u2][v2]:
                         continue
                     prediction = score(task_a, task_b)
@@ -356,18 +356,26 @@ def _pairable_reach(units: list[Unit], max_segment_units: int) -> list[int]:
     return reach
 
 
+def _least_busy(work_a: tuple[float, ...], work_b: tuple[float, ...], target: Target) -> tuple[float, ...]:
+    """Lower bounds of the fused time from the two segments' busy seconds (engines, then DDR):
+    per engine, or on a general-worker pool all engines' work shared by its workers."""
+    both = [x + y for x, y in zip(work_a, work_b)]
+    pool = target.general_workers.value
+    return (sum(both[:-1]) / pool, both[-1]) if pool else tuple(both)
+
+
 def _segments(
     profile: GraphProfile, units: list[Unit], target: Target
-) -> Callable[[int, int], tuple[TaskProfile, float, tuple[float, ...]]]:
-    """(profile, time alone, busy seconds of each engine and of DDR) of the segment of units
-    [u, u2), computed once each."""
+) -> Callable[[int, int], tuple[TaskProfile, float, float, tuple[float, ...]]]:
+    """(profile, time unfused, time alone on the target, busy seconds of each engine and of DDR)
+    of the segment of units [u, u2), computed once each."""
 
     @cache
-    def segment(u: int, u2: int) -> tuple[TaskProfile, float, tuple[float, ...]]:
+    def segment(u: int, u2: int) -> tuple[TaskProfile, float, float, tuple[float, ...]]:
         task = profile.task(list(segment_nodes(units, u, u2)))
         assert task is not None  # pairable units are profiled
         ddr = sum(op.ddr_bytes for op in task.ops if op.engine != Engine.NONE) / target.ddr_bytes.value
-        return task, task_time(task, target), (*engine_seconds(task, target), ddr)
+        return task, serial_time(task, target), task_time(task, target), (*engine_seconds(task, target), ddr)
 
     return segment
 

@@ -9,7 +9,10 @@
 
 1. Per-op times: each model runs on stock ORT (one intra-op thread, sequential, no graph
    optimisation so every node runs as written) with the ORT profiler on; the profile's node
-   events of the runs after warm-up are matched to the graph's NodeProfile by node name.
+   events of the runs after warm-up are matched to the graph's NodeProfile by node name. The
+   runs come in blocks that alternate with the plugin's runs of step 3 (`measure_model`), so
+   that both see the shared machine alike; the pairs are those the pass makes for the base
+   target (every lowerable pair kept).
 2. Fit: the cost model of one op is op_overhead + max(work / rate, DDR bytes / DDR bandwidth),
    work being the FLOPs of matrix and vector ops and the bytes of memory ops, the rate its op
    class's (costmodel.OP_CLASSES: conv, pool, transcendental) or its engine's. The fit alternates
@@ -21,14 +24,21 @@
    pair kept (min_gain below any real loss), and run with the FusedHexPair plugin and the kernel
    trace: each call's hfx_run wall time (the measured fused time) and its work-item span come
    from the same runs (measuring them in separate runs let the VM's speed, which drifts from
-   minute to minute, into the error). The per-call cost the kernel pays outside its work items
-   (pool wake-up and join) is measured as the median over the pairs of (call time - work-item
-   span) and kept as `call_overhead_s`; the
-   predicted fused time of a call is costmodel.predict(...).fused at the share the plugin used
-   plus that overhead. The host pool's workers take each other's items (costmodel's
-   `general_workers`); how many ran at once is measured from the same traces, as the median over
-   the pairs of summed item time / span (on a loaded 2-vCPU VM often one). The serial prediction
-   is compared with the ORT-profiled time of the pair's original nodes.
+   minute to minute, into the error). The fused prediction runs the fitted rates on the kernel's
+   schedule (`on_the_kernel`): ORT's per-node overhead is replaced by the kernel's measured time
+   between a task's items per op, and the host pool's workers take each other's items
+   (costmodel's `general_workers`, an op on as many workers as its items allow); how much of the
+   second worker a call got is measured from the same traces, on the pairs whose program had work
+   for two (on a loaded 2-vCPU VM often little), and how long into a call that woke the pool the
+   other workers took their first item (`join_s`: the caller runs alone until then; a call that
+   finds them spinning has them at once). The per-call cost outside the work items is the
+   wake-up of the pool: its workers spin POOL_SPIN_S after their last item, then sleep, so a call
+   that comes later pays it before its first item and one right after another does not; both are
+   measured (call time - work-item span, medians over the pairs) and each pair is predicted with
+   its own mix of the two (`with_call_overhead`). The predicted time of a call is
+   costmodel.predict(...).fused at the share the plugin used plus that overhead. The serial
+   prediction (ORT's one thread, the fit as profiled) is compared with the ORT-profiled time of
+   the pair's original nodes.
 4. A second fit, to the kernel's own item times: the plugin's host kernels are not ORT's (its
    Conv, pooling and small GEMMs are slower), so rates fitted to ORT can mispredict it. The
    traced runs of step 3 give, per call, every work item's program op and duration; the sum of
@@ -186,6 +196,14 @@ def measure_ops(
             str(path), sess_options=profiling_options(folder), providers=["CPUExecutionProvider"]
         )
         times = profile_session(session, random_inputs(session, seed=0), runs, warmup)
+    return (profile, *op_timings(path, profile, times))
+
+
+def op_timings(
+    path: str | os.PathLike[str], profile: GraphProfile, times: dict[str, list[float]]
+) -> tuple[dict[int, float], list[OpTiming]]:
+    """(median seconds per node id, the timings of every profiled node that does work) of the
+    profiled node times."""
     matched = match_nodes(profile, times)
     medians = {i: statistics.median(v) for i, v in matched.items()}
     timings = []
@@ -193,9 +211,9 @@ def measure_ops(
         op = one_op_profile(profile, i)
         if op is None or op.engine == Engine.NONE:
             continue
-        n = g.nodes[i]
+        n = profile.graph.nodes[i]
         timings.append(OpTiming(Path(path).stem, n.name, n.op_type, op, seconds, len(matched[i])))
-    return profile, medians, timings
+    return medians, timings
 
 
 # ---------------------------------------------------------------------------------------
@@ -400,7 +418,16 @@ def _fitted_target(
         ddr_bytes=param("ddr", 1.0 / coef["ddr"], "B/s", base.ddr_bytes),
         op_overhead_s=param("overhead", coef["overhead"], "s", base.op_overhead_s),
         class_rates=_class_rates(ops, coef, fitted, how),
+        general_workers=_one_worker(base.general_workers, measured_by),
     )
+
+
+def _one_worker(pool: Param, measured_by: str) -> Param:
+    """A general-worker pool fitted to op times is one worker: each op ran on one thread (ORT's
+    sequential session with one intra-op thread, or one work item's worker)."""
+    if not pool.value:
+        return pool
+    return Param(1.0, "workers", f"one: the {measured_by} op times are one thread's")
 
 
 def _class_rates(ops: list[OpTiming], coef: dict[str, float], fitted: set[str], how: str) -> tuple:
@@ -443,6 +470,10 @@ class PairRow:
     kernel_work_s: float = 0.0  # sum of the call's work-item durations (trace): work/span > 1 is parallelism
     task_overlap: float = float("nan")  # share of the span both tasks had an item running (trace)
     kernel_gap_per_op_s: float = float("nan")  # in-kernel time between a task's items, per op (trace)
+    cold_share: float = float("nan")  # share of the calls that had to wake the pool (TracedPair)
+    cold_lead_s: float = float("nan")
+    warm_lead_s: float = float("nan")
+    cold_join_s: float = float("nan")
 
     @property
     def predicted_call_s(self) -> float:
@@ -475,6 +506,54 @@ class TracedPair:
     op_seconds: dict[int, float]  # program op index -> the sum of its items' durations in a call
     runs: int
     gap_per_op_s: float = float("nan")  # see trace_gap_per_op
+    cold_share: float = float("nan")  # share of the calls that found the pool's workers asleep (`idle_before`)
+    cold_lead_s: float = float("nan")  # median call - span of those calls (the wake-up on the caller)
+    warm_lead_s: float = float("nan")  # median call - span of the others
+    cold_join_s: float = float("nan")  # median time into those calls of another worker's first item (`call_join`)
+
+
+# The kernel's idle workers spin this long before they sleep (HFX_SPIN_NS, dsp/src/platform_posix.c):
+# a call that comes later than this after the pool's last item has to wake them.
+POOL_SPIN_S = 200e-6
+
+
+def idle_before(docs: dict[str, list[dict]]) -> dict[str, list[float]]:
+    """Per node and traced run: seconds from the end of the pool's previous call (any node; in the
+    same run or the run before) to the first item of this call; NaN for the first call seen."""
+    calls = sorted((d["t0_ns"], d["t0_ns"] + d["wall_ns"], n, i) for n, ds in docs.items() for i, d in enumerate(ds))
+    out = {n: [float("nan")] * len(ds) for n, ds in docs.items()}
+    last_end = None
+    for start, end, n, i in calls:
+        if last_end is not None:
+            out[n][i] = (start - last_end) / 1e9
+        last_end = end if last_end is None else max(last_end, end)
+    return out
+
+
+def _median_or_nan(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def call_join(doc: dict) -> float:
+    """Seconds from a traced call's first item to the first item of a worker other than the caller
+    (worker 0); the span when none took one. Both tasks' first ops are ready at the start of a call,
+    so this is how long the other workers took to wake up and get a CPU."""
+    others = [e["start_ns"] for e in doc["trace_events"] if e["worker"] != 0]
+    return (min(others) if others else doc["wall_ns"]) / 1e9
+
+
+def cold_join(ds: list[dict], idle: list[float]) -> float:
+    """Median `call_join` of the calls that found the pool's workers asleep."""
+    return _median_or_nan([call_join(d) for d, t in zip(ds, idle) if t > POOL_SPIN_S])
+
+
+def call_leads(ds: list[dict], idle: list[float]) -> tuple[float, float, float]:
+    """(share of the calls that came after the workers went to sleep, median call - span of those,
+    of the others); a call whose idle time is unknown is left out."""
+    cold = [(d["run_wall_ns"] - d["wall_ns"]) / 1e9 for d, t in zip(ds, idle) if t > POOL_SPIN_S]
+    warm = [(d["run_wall_ns"] - d["wall_ns"]) / 1e9 for d, t in zip(ds, idle) if t <= POOL_SPIN_S]
+    known = len(cold) + len(warm)
+    return (len(cold) / known if known else float("nan")), _median_or_nan(cold), _median_or_nan(warm)
 
 
 def trace_gap_per_op(doc: dict) -> float:
@@ -504,25 +583,43 @@ def plugin_traces(
     fused_path: str | os.PathLike[str], nodes: list[str], runs: int, warmup: int
 ) -> dict[str, TracedPair]:
     """Run the fused model `warmup + runs` times with the kernel trace on (plugin, host backend)
-    and summarise each node's traces of the last `runs` runs. A run whose trace dropped events
-    is left out of the per-op times (its span still counts)."""
-    from ..runtime import InferenceSession
+    and summarise each node's traces of the last `runs` runs (`summarise_traces`)."""
     from ..verify import random_inputs
 
     with tempfile.TemporaryDirectory(prefix="hexfuse-trace-") as folder:
-        pattern = str(Path(folder) / "{node}.json")
+        traced = TracedSession(fused_path, nodes, Path(folder))
+        feeds = random_inputs(traced.session, seed=0)
+        traced.run(feeds, warmup, keep=False)
+        traced.run(feeds, runs)
+    return summarise_traces(traced.docs)
+
+
+class TracedSession:
+    """The fused model on the plugin (host backend) with the kernel trace on, keeping each run's
+    trace document per FusedHexPair node."""
+
+    def __init__(self, fused_path: str | os.PathLike[str], nodes: list[str], folder: Path) -> None:
+        from ..runtime import InferenceSession
+
+        self.pattern = str(folder / "{node}.json")
         so = profiling_options(folder)
         so.enable_profiling = False
-        session = InferenceSession(fused_path, backend="host", trace=pattern, so=so)
-        feeds = random_inputs(session, seed=0)
-        docs: dict[str, list[dict]] = {n: [] for n in nodes}
-        for k in range(warmup + runs):
-            session.run(None, feeds)
-            if k < warmup:
-                continue
-            for n in nodes:
-                docs[n].append(json.loads(Path(pattern.replace("{node}", n.replace("/", "_"))).read_text()))
+        self.session = InferenceSession(fused_path, backend="host", trace=self.pattern, so=so)
+        self.docs: dict[str, list[dict]] = {n: [] for n in nodes}
+
+    def run(self, feeds: dict[str, np.ndarray], runs: int, keep: bool = True) -> None:
+        for _ in range(runs):
+            self.session.run(None, feeds)
+            if keep:
+                for n, docs in self.docs.items():
+                    docs.append(json.loads(Path(self.pattern.replace("{node}", n.replace("/", "_"))).read_text()))
+
+
+def summarise_traces(docs: dict[str, list[dict]]) -> dict[str, TracedPair]:
+    """Each node's traced calls as medians. A run whose trace dropped events is left out of the
+    per-op times (its span still counts)."""
     out = {}
+    idle = idle_before(docs)
     for n, ds in docs.items():
         complete = [d for d in ds if not d.get("dropped")] or ds
         per_run = [trace_op_seconds(d) for d in complete]
@@ -538,6 +635,8 @@ def plugin_traces(
             {o: statistics.median(r.get(o, 0.0) for r in per_run) for o in ops},
             len(complete),
             statistics.median(trace_gap_per_op(d) for d in complete),
+            *call_leads(ds, idle[n]),
+            cold_join(ds, idle[n]),
         )
     return out
 
@@ -621,8 +720,22 @@ def measure_pairs(
     if fused is None:
         progress(f"{Path(path).name}: no pair to measure")
         return []
+    traces = plugin_traces(fused, sorted(pairs), runs, warmup)
+    return pair_measurements(path, target, fused, pairs, profile, traces, original_times, progress)
+
+
+def pair_measurements(
+    path: str | os.PathLike[str],
+    target: Target,
+    fused: Path,
+    pairs: dict[str, Pair],
+    profile: GraphProfile,
+    traces: dict[str, TracedPair],
+    original_times: dict[int, float],
+    progress: Progress = _quiet,
+) -> list[PairMeasurement]:
+    """Each traced pair measured: its row (predicted by `target`) and its per-node kernel times."""
     names = sorted(pairs)
-    traces = plugin_traces(fused, names, runs, warmup)
     model = onnx.load(str(fused), load_external_data=False)
     g = profile.graph
     measured = []
@@ -645,6 +758,10 @@ def measure_pairs(
             kernel_work_s=trace.work_s,
             task_overlap=trace.task_overlap,
             kernel_gap_per_op_s=trace.gap_per_op_s,
+            cold_share=trace.cold_share,
+            cold_lead_s=trace.cold_lead_s,
+            warm_lead_s=trace.warm_lead_s,
+            cold_join_s=trace.cold_join_s,
         )
         per_node, unnamed = node_kernel_seconds(model, name, profile, trace.op_seconds)
         kernel_ops, unmodelled = [], unnamed
@@ -662,6 +779,50 @@ def measure_pairs(
     return measured
 
 
+ROUNDS = 4  # blocks of runs per side when ORT's and the plugin's runs of a model alternate
+
+
+def measure_model(
+    path: str | os.PathLike[str],
+    target: Target,
+    folder: Path,
+    runs: int = 20,
+    warmup: int = 3,
+    progress: Progress = _quiet,
+) -> tuple[dict[int, float], list[OpTiming], list[PairMeasurement]]:
+    """The model's ops profiled on ORT and its pairs (rewritten for `target`) traced on the plugin,
+    in ROUNDS alternating blocks of runs, so that both see the machine alike (a shared VM's speed
+    drifts from second to second): (median seconds per node id, op timings, pair measurements)."""
+    from ..verify import random_inputs
+
+    g = graph_mod.load(path)
+    profile = profile_graph(g)
+    work = folder / Path(path).stem
+    work.mkdir(parents=True, exist_ok=True)
+    session = ort.InferenceSession(str(path), sess_options=profiling_options(work), providers=["CPUExecutionProvider"])
+    feeds = random_inputs(session, seed=0)
+    fused, pairs, _ = fused_pairs(path, work / "fused.onnx", target)
+    traced = TracedSession(fused, sorted(pairs), work) if fused is not None else None
+    for _ in range(warmup):
+        session.run(None, feeds)
+    if traced is not None:
+        traced.run(feeds, warmup, keep=False)
+    for block in range(ROUNDS):
+        n = runs // ROUNDS + (1 if block < runs % ROUNDS else 0)
+        for _ in range(n):
+            session.run(None, feeds)
+        if traced is not None:
+            traced.run(feeds, n)
+    events = json.loads(Path(session.end_profiling()).read_text())
+    medians, ops = op_timings(path, profile, node_times(events, warmup))
+    progress(f"{Path(path).name}: {len(ops)} op(s) profiled on ORT")
+    if fused is None or traced is None:
+        progress(f"{Path(path).name}: no pair to measure")
+        return medians, ops, []
+    traces = summarise_traces(traced.docs)
+    return medians, ops, pair_measurements(path, target, fused, pairs, profile, traces, medians, progress)
+
+
 def ops_in_tasks(pair: Pair, serial_task: TaskProfile | None) -> dict[int, NodeProfile]:
     """Graph node id -> its op as the pair's tasks run it in the kernel: DDR bytes counted in the
     task (intermediates stay in the arena), a micro-batch chain node whole (both copies)."""
@@ -674,7 +835,12 @@ def predicted_row(m: PairMeasurement, target: Target) -> PairRow:
     used (call_overhead_s unchanged)."""
     p = predict(m.pair.a, m.pair.b, target, share_a=m.row.share_a)
     serial = serial_time(m.serial_task, target) if m.serial_task is not None else p.serial
-    return replace(m.row, predicted_fused_s=p.fused, predicted_serial_s=serial)
+    fused = p.fused
+    cold = m.row.cold_share if np.isfinite(m.row.cold_share) else 1.0
+    if target.join_s.value and cold < 1.0:  # a warm call finds the workers spinning: they join at once
+        warm = replace(target, join_s=Param(0.0, "s", "a warm call"))
+        fused = cold * fused + (1.0 - cold) * predict(m.pair.a, m.pair.b, warm, share_a=m.row.share_a).fused
+    return replace(m.row, predicted_fused_s=fused, predicted_serial_s=serial)
 
 
 def measured_call_overhead(rows: list[PairRow]) -> float:
@@ -682,46 +848,136 @@ def measured_call_overhead(rows: list[PairRow]) -> float:
     return statistics.median(max(r.measured_call_s - r.measured_span_s, 0.0) for r in rows)
 
 
-def with_measured_pool(target: Target, rows: list[PairRow], where: str = "") -> Target:
-    """`target` with the workers its general-worker pool ran at once in the measured calls: the
-    median over the pairs of summed work-item time / work-item span, between 1 and the pool's
-    workers (a VM whose other load keeps the second worker off a CPU runs a call on one)."""
-    spans = [r.kernel_work_s / r.measured_span_s for r in rows if r.measured_span_s > 0]
-    if not target.general_workers.value or not spans:
+def measured_leads(rows: list[PairRow]) -> tuple[float, float] | None:
+    """(cold, warm): median over the pairs of call - span of their calls that had to wake the pool's
+    workers, and of those that found them spinning; None unless both kinds of call were seen."""
+    cold = [r.cold_lead_s for r in rows if np.isfinite(r.cold_lead_s)]
+    warm = [r.warm_lead_s for r in rows if np.isfinite(r.warm_lead_s)]
+    if not cold or not warm:
+        return None
+    return max(statistics.median(cold), 0.0), max(statistics.median(warm), 0.0)
+
+
+def expected_call_overhead(row: PairRow, cold: float, warm: float) -> float:
+    """The call overhead of a pair whose calls wake the pool in `row.cold_share` of the runs."""
+    share = row.cold_share if np.isfinite(row.cold_share) else 1.0
+    return share * cold + (1.0 - share) * warm
+
+
+def with_measured_pool(
+    target: Target, rows: list[PairRow], where: str = "", modelled: list[float] | None = None
+) -> Target:
+    """`target` with the workers its general-worker pool had in the measured calls.
+
+    Without `modelled`: the median over the pairs of summed work-item time / work-item span,
+    between 1 and the pool's workers. With `modelled` (per row, the parallelism the model gives
+    the pair on the pool's nominal workers: summed op time / fused time): how much of the second
+    worker's time the pair got where its program had work for it, (measured - 1) / (modelled - 1)
+    over the pairs modelled at 1.2 or more, median; a pair that is one chain of one-item ops says
+    nothing about the CPUs (on a VM whose other load keeps the second worker off a CPU, 0)."""
+    spans = [r.kernel_work_s / r.measured_span_s if r.measured_span_s > 0 else float("nan") for r in rows]
+    if not target.general_workers.value or not any(np.isfinite(spans)):
         return target
     nominal = 1.0 + target.vector_contexts.value  # the matrix worker (the caller) and the vector workers
-    workers = min(max(statistics.median(spans), 1.0), nominal)
-    source = (
-        f"measured: median over {len(spans)} plugin pairs of summed work-item time / work-item span "
-        f"(kernel trace), of the pool's {nominal:g} workers" + (f"; {where}" if where else "")
-    )
+    suffix = f" (kernel trace), of the pool's {nominal:g} workers" + (f"; {where}" if where else "")
+    got = [
+        min(max((p - 1.0) / (m - 1.0), 0.0), 1.0)
+        for p, m in zip(spans, modelled or [])
+        if np.isfinite(p) and m >= PARALLEL_ENOUGH
+    ]
+    if got:
+        workers = 1.0 + statistics.median(got) * (nominal - 1.0)
+        source = (
+            f"measured: 1 + the median over {len(got)} plugin pairs with work for two workers of the share of "
+            f"the other workers' time they got ((summed work-item time / span - 1) / (modelled - 1))" + suffix
+        )
+        return replace(target, general_workers=Param(workers, "workers", source))
+    finite = [x for x in spans if np.isfinite(x)]
+    workers = min(max(statistics.median(finite), 1.0), nominal)
+    source = f"measured: median over {len(finite)} plugin pairs of summed work-item time / work-item span" + suffix
     return replace(target, general_workers=Param(workers, "workers", source))
 
 
-def with_kernel_gap(target: Target, rows: list[PairRow], where: str = "") -> Target:
+PARALLEL_ENOUGH = 1.2  # a pair the model runs on at least this many workers at once tells how many it got
+
+
+def modelled_parallelism(m: PairMeasurement, target: Target) -> float:
+    """The pair's summed op time on one worker over its fused time on the pool's nominal workers."""
+    nominal = replace(target, general_workers=Param(1.0 + target.vector_contexts.value, "workers", ""))
+    one = replace(target, general_workers=Param(1.0, "workers", ""))
+    fused = predict(m.pair.a, m.pair.b, nominal, share_a=m.row.share_a).fused
+    return (task_time(m.pair.a, one) + task_time(m.pair.b, one)) / fused if fused > 0 else 1.0
+
+
+def with_join(target: Target, rows: list[PairRow], where: str = "") -> Target:
+    """`target` with the measured time into a call that wakes the pool until another worker takes
+    its first item: median over the pairs of their calls' medians (`call_join`)."""
+    joins = [r.cold_join_s for r in rows if np.isfinite(r.cold_join_s)]
+    if not target.general_workers.value or not joins:
+        return target
+    source = (
+        f"measured: median over {len(joins)} plugin pairs of the time from a call's first item to another "
+        f"worker's first, in the calls that woke the pool (kernel trace)" + (f"; {where}" if where else "")
+    )
+    return replace(target, join_s=Param(statistics.median(joins), "s", source))
+
+
+def with_kernel_gap(target: Target, rows: list[PairRow], where: str = "", replace_overhead: bool = False) -> Target:
     """`target` (fitted to work-item times, which leave out what the kernel does between a task's
-    items) with the measured in-kernel time between items per op added to its op overhead."""
+    items) with the measured in-kernel time between items per op added to its op overhead, or
+    (`replace_overhead`) as its op overhead."""
     gaps = [r.kernel_gap_per_op_s for r in rows if np.isfinite(r.kernel_gap_per_op_s)]
     if not gaps:
         return target
     gap, before = statistics.median(gaps), target.op_overhead_s
+    base = 0.0 if replace_overhead else before.value
     source = (
         f"measured: {gap * 1e6:.2f} us between a task's items per op (median over {len(gaps)} plugin pairs, "
-        f"kernel trace)" + (f"; {where}" if where else "") + f"; plus {before.value * 1e6:.2f} us: {before.source}"
+        f"kernel trace)" + (f"; {where}" if where else "")
     )
-    return replace(target, op_overhead_s=Param(before.value + gap, "s", source))
+    if not replace_overhead:
+        source += f"; plus {before.value * 1e6:.2f} us: {before.source}"
+    return replace(target, op_overhead_s=Param(base + gap, "s", source))
+
+
+def on_the_kernel(
+    target: Target, pairs: list[PairMeasurement], where: str = "", replace_overhead: bool = False
+) -> Target:
+    """`target` (rates fitted to one worker's op times) as the plugin's kernel schedules a fused
+    call: its pool's workers, and the kernel's measured time between a task's items per op as the
+    op overhead (`replace_overhead`: instead of the fitted one, which is ONNX Runtime's per-node
+    cost when the rates come from ORT profiling). Unfused, the tasks run on `target.baseline`, or
+    on `target` itself as fitted (ORT's kernels, one op at a time)."""
+    rows = [m.row for m in pairs]
+    kernel = with_join(with_kernel_gap(target, rows, where, replace_overhead), rows, where)
+    kernel = with_measured_pool(kernel, rows, where, [modelled_parallelism(m, kernel) for m in pairs])
+    return replace(kernel, baseline=target.baseline or target)
 
 
 def with_call_overhead(target: Target, rows: list[PairRow], where: str = "") -> tuple[Target, list[PairRow]]:
+    """`target` with the measured call overhead, and the rows with each pair's. The workers of the
+    kernel's pool spin for POOL_SPIN_S after their last item, then sleep: a call that comes later
+    pays a wake-up on the caller before its first item, one that comes sooner (a pair right after
+    another) does not. Where both kinds of call were traced, a pair's overhead is that of its kind
+    (weighted by how often its calls were cold) and the target's `call_overhead_s` is the cold one
+    (a call on its own); else the median over the pairs of call - span."""
     if not rows:
         return target, rows
-    overhead = measured_call_overhead(rows)
+    leads = measured_leads(rows)
+    suffix = "; both from the kernel trace of the same runs" + (f"; {where}" if where else "")
+    if leads is None:
+        overhead = measured_call_overhead(rows)
+        source = f"measured: median over {len(rows)} plugin pairs of (hfx_run's wall time - the work-item span)"
+        target = replace(target, call_overhead_s=Param(overhead, "s", source + suffix))
+        return target, [replace(r, call_overhead_s=overhead) for r in rows]
+    cold, warm = leads
     source = (
-        f"measured: median over {len(rows)} plugin pairs of (hfx_run's wall time - the work-item span), "
-        f"both from the kernel trace of the same runs" + (f"; {where}" if where else "")
+        f"measured: median over the plugin pairs of (hfx_run's wall time - the work-item span) of the calls "
+        f"that came over {POOL_SPIN_S * 1e6:.0f} us after the pool's previous one (its workers asleep: a wake-up); "
+        f"{warm * 1e6:.1f} us for the calls that found them spinning"
     )
-    target = replace(target, call_overhead_s=Param(overhead, "s", source))
-    return target, [replace(r, call_overhead_s=overhead) for r in rows]
+    target = replace(target, call_overhead_s=Param(cold, "s", source + suffix))
+    return target, [replace(r, call_overhead_s=expected_call_overhead(r, cold, warm)) for r in rows]
 
 
 # ---------------------------------------------------------------------------------------
@@ -883,7 +1139,8 @@ class CalibrationResult:
         overhead = self.target.call_overhead_s.value
         lines = [
             f"calibrated host targets ({self.where}); both predict a call as the fused time plus the measured "
-            f"call overhead {overhead * 1e6:.1f} us (median over the pairs of call time - work-item span)"
+            f"call overhead: {overhead * 1e6:.1f} us for a call that wakes the pool "
+            f"({self.target.call_overhead_s.source})"
         ]
         for key, t, rows, residual in fits:
             lines += [
@@ -896,7 +1153,7 @@ class CalibrationResult:
         lines += [
             "",
             "pair                                   kind            share  meas us  span us  work/span  "
-            "overlap  gap/op us |  ORT fit  error | kernel fit  error | serial meas  ORT fit  error",
+            "overlap  gap/op us  cold  call oh |  ORT fit  error | kernel fit  error | serial meas  ORT fit  error",
         ]
         for r in self.pair_rows:
             k = kernel.get((r.model, r.node))
@@ -905,7 +1162,7 @@ class CalibrationResult:
             lines.append(
                 f"{r.model + ':' + r.node:<38} {r.kind:<15} {r.share_a:5.2f} {r.measured_call_s * 1e6:8.0f} "
                 f"{r.measured_span_s * 1e6:8.0f} {ratio:10.2f} {r.task_overlap:8.0%} "
-                f"{r.kernel_gap_per_op_s * 1e6:10.1f} | "
+                f"{r.kernel_gap_per_op_s * 1e6:10.1f} {r.cold_share:5.0%} {r.call_overhead_s * 1e6:8.1f} | "
                 f"{r.predicted_call_s * 1e6:8.0f} {r.fused_error:+6.0%} | {kernel_cols} | "
                 f"{r.measured_serial_s * 1e6:11.0f} {r.predicted_serial_s * 1e6:8.0f} {r.serial_error:+6.0%}"
                 + ("  (serialised)" if r.serialized else "")
@@ -976,19 +1233,16 @@ def calibrate(
     per-op item times of those runs, and measure its error on the same calls (see the module doc).
     The better of the two is registered as CALIBRATED_NAME."""
     where = where_measured()
-    measured: dict[str, tuple[dict[int, float], list[OpTiming]]] = {}
-    for path in model_paths:
-        _, medians, ops = measure_ops(path, runs, warmup)
-        measured[str(path)] = (medians, ops)
-        progress(f"{Path(path).name}: {len(ops)} op(s) profiled on ORT")
-    fit = fit_target([t for _, ops in measured.values() for t in ops], base, ORT_FIT_NAME, where)
-    progress(f"{FIT_LABELS[ORT_FIT]}: {len(fit.rows)} ops, median |residual| {fit.median_abs_residual:.1%}")
+    all_ops: list[OpTiming] = []
     pairs: list[PairMeasurement] = []
     with tempfile.TemporaryDirectory(prefix="hexfuse-calibrate-") as folder:
         for path in model_paths:
-            pairs += measure_pairs(path, fit.target, measured[str(path)][0], Path(folder), runs, warmup, progress)
-    measured_rows = [m.row for m in pairs]
-    ort_target = with_measured_pool(fit.target, measured_rows, where)
+            _, ops, measured = measure_model(path, base, Path(folder), runs, warmup, progress)
+            all_ops += ops
+            pairs += measured
+    fit = fit_target(all_ops, base, ORT_FIT_NAME, where)
+    progress(f"{FIT_LABELS[ORT_FIT]}: {len(fit.rows)} ops, median |residual| {fit.median_abs_residual:.1%}")
+    ort_target = on_the_kernel(fit.target, pairs, where, replace_overhead=True)
     ort_target, rows = with_call_overhead(ort_target, [predicted_row(m, ort_target) for m in pairs], where)
     kernel_ops = [t for m in pairs for t in m.kernel_ops]
     result = CalibrationResult(
@@ -1003,15 +1257,14 @@ def calibrate(
     if kernel_ops:
         kfit = fit_target(
             kernel_ops,
-            replace(ort_target, description=base.description),  # a rate items cannot fit keeps the ORT fit's
+            replace(fit.target, description=base.description),  # a rate items cannot fit keeps the ORT fit's
             KERNEL_FIT_NAME,
             where,
             KERNEL_MEASURED_BY,
             "the kernel's own per-op work-item times (plugin trace of the fused pairs)",
         )
         progress(f"{FIT_LABELS[KERNEL_FIT]}: {len(kfit.rows)} ops, median |residual| {kfit.median_abs_residual:.1%}")
-        kernel_target = with_kernel_gap(with_measured_pool(kfit.target, measured_rows, where), measured_rows, where)
-        kernel_target = replace(kernel_target, baseline=ort_target)  # unfused, the tasks run on stock ORT
+        kernel_target = on_the_kernel(replace(kfit.target, baseline=fit.target), pairs, where)
         kernel_target, kernel_rows = with_call_overhead(
             kernel_target, [predicted_row(m, kernel_target) for m in pairs], where
         )
