@@ -163,6 +163,27 @@ def test_priority_bounds_the_critical_streams_latency(zoo_dir, tmp_path):
     assert mf.stream_colocated["r0/"] > 1.05 * mf.stream_alone["r0/"]
 
 
+def test_an_empty_constant_input_does_not_stop_a_node_from_pairing(tmp_path):
+    # paddle2onnx's Resize reads an empty roi initializer; only an empty run-time tensor (a prefill's
+    # past of 0 tokens) is one the kernel cannot hold
+    roi = helper.make_tensor("roi", TensorProto.FLOAT, [0], [])
+    scales = helper.make_tensor("scales", TensorProto.FLOAT, [4], [1, 1, 2, 2])
+    nodes = [
+        helper.make_node("Resize", ["x", "roi", "scales"], ["up"], mode="nearest"),
+        helper.make_node("Concat", ["x", "past"], ["kv"], axis=2),
+    ]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 3, 3])]
+    inputs.append(helper.make_tensor_value_info("past", TensorProto.FLOAT, [1, 2, 0, 3]))
+    outputs = [helper.make_tensor_value_info("up", TensorProto.FLOAT, [1, 2, 6, 6])]
+    outputs.append(helper.make_tensor_value_info("kv", TensorProto.FLOAT, [1, 2, 3, 3]))
+    model = helper.make_model(helper.make_graph(nodes, "g", inputs, outputs, [roi, scales]))
+    onnx.save(model, tmp_path / "m.onnx")
+    g = graph.load(tmp_path / "m.onnx")
+    profile = profile_graph(g)
+    assert kind.lowerable(g, profile, 0)
+    assert not kind.lowerable(g, profile, 1)
+
+
 # ---- the command line ---------------------------------------------------------------------------
 
 

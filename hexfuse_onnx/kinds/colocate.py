@@ -163,24 +163,26 @@ def node_time(profile: GraphProfile, i: int, target: Target) -> float:
 
 def lowerable(g: ModelGraph, profile: GraphProfile, i: int) -> bool:
     """The node is profiled, of an op the kernel runs, makes float32 (the kernel's only data type),
-    touches no empty tensor (a prefill's past of 0 tokens), and reads other types and steering inputs
+    touches no empty run-time tensor (a prefill's past of 0 tokens; an empty constant, such as
+    Resize's unused roi, is only read when lowering), and reads other types and steering inputs
     only from constants."""
     n = g.nodes[i]
     if i in profile.unprofiled or op_outside_kernel(n) is not None:
         return False
     if any(g.info(t).elem_type != onnx.TensorProto.FLOAT for t in n.output if t):
         return False
-    if any(g.info(t).numel == 0 for t in [*n.input, *n.output] if t):
+    if any(g.info(t).numel == 0 for t in [*n.input, *n.output] if t and not _constant(g, t)):
         return False
     # A run-time input the kernel cannot hold (a boolean mask) or that steers the op must be a constant.
     steered = n.input[1:] if n.op_type in STEERED_OPS else []
     computed = [t for t in n.input if t and (t in steered or g.info(t).elem_type != onnx.TensorProto.FLOAT)]
-    return all(t in g.initializers or _made_by_constant(g, t) for t in computed)
+    return all(_constant(g, t) for t in computed)
 
 
-def _made_by_constant(g: ModelGraph, tensor: str) -> bool:
+def _constant(g: ModelGraph, tensor: str) -> bool:
+    """An initializer or a Constant's output."""
     producer = g.producer.get(tensor)
-    return producer is not None and g.nodes[producer].op_type == "Constant"
+    return tensor in g.initializers or (producer is not None and g.nodes[producer].op_type == "Constant")
 
 
 def cut_units(
