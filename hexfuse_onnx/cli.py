@@ -275,6 +275,12 @@ def _parser() -> argparse.ArgumentParser:
     co.add_argument("--target", default="hexagon-v73", type=_target, help="cost-model target (default hexagon-v73)")
     co.add_argument("--min-gain", type=float, default=DEFAULT_MIN_GAIN, help="smallest predicted gain of a pair")
     co.add_argument("--shape", action="append", metavar="NAME=DxDxD", help="fix a merged input's dims, e.g. a/x=1x64")
+    co.add_argument(
+        "--freeze-shapes",
+        action="store_true",
+        help="write the model with the --shape dims (and a zoo model's own) fixed and the integer shape work "
+        "they decide folded, as --hybrid does: pairs then need no shape expressions",
+    )
     co.add_argument("--verify", choices=("ort", "plugin"), default="ort", help="as for rewrite (default ort)")
     co.add_argument("--cache-dir", help="real-model cache (default ~/.cache/hexfuse-onnx/real)")
     co.add_argument("--json", metavar="REPORT", help="also write a JSON report here")
@@ -618,6 +624,7 @@ def _colocate(args: argparse.Namespace, progress) -> int:
             shapes,
             progress,
             verify_plugin=args.verify == "plugin",
+            specialise=args.freeze_shapes,
         )
     return _colocated(args, r)
 

@@ -206,6 +206,48 @@ def test_cli_requests_rewrites_and_the_plugin_matches(zoo_dir, tmp_path):
         assert verify.relative_error(ref, plugin[name]) <= 1e-4, name
 
 
+def _paddle_style_model() -> onnx.ModelProto:
+    """Conv -> BatchNormalization -> Relu -> Conv, its input declared [-1, 3, '?', '?'] and its output
+    [-1, 8, '?', '?'] as paddle2onnx writes them (the '?'s are unknowns, not one symbol)."""
+    rng = np.random.default_rng(5)
+    inits = [
+        onnx.numpy_helper.from_array(rng.standard_normal(shape).astype(np.float32), name)
+        for name, shape in (("w1", (8, 3, 3, 3)), ("w2", (8, 8, 3, 3)), ("g", (8,)), ("b", (8,)), ("m", (8,)))
+    ]
+    inits.append(onnx.numpy_helper.from_array(np.full(8, 2.0, np.float32), "v"))
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c1", "g", "b", "m", "v"], ["n1"]),
+        helper.make_node("Relu", ["n1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "w2"], ["y"], pads=[1, 1, 1, 1]),
+    ]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [-1, 3, "?", "?"])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [-1, 8, "?", "?"])
+    graph_ = helper.make_graph(nodes, "paddle_style", [x], [y], inits)
+    return helper.make_model(graph_, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+
+
+@pytest.mark.parametrize("freeze", [False, True])
+def test_cli_colocates_a_model_of_unknown_dims(tmp_path, freeze):
+    # each '?' is its own unknown, not one symbol 'r0/?' that H and W must both equal; with
+    # --freeze-shapes the BatchNormalization's scratch tensors need no shape expressions, so it pairs
+    src, out = tmp_path / "p.onnx", tmp_path / "p2.onnx"
+    onnx.save(_paddle_style_model(), src)
+    shapes = ["--shape", "r0/x=1x3x8x12", "--shape", "r1/x=1x3x8x12"]
+    extra = ["--freeze-shapes"] if freeze else []
+    proc = run_cli("colocate", src, "--requests", "2", "-o", out, *shapes, *extra, "--target", "host", "-q")
+    assert proc.returncode == EXIT_OK, proc.stderr
+    written = onnx.load(out)
+    if freeze:
+        assert any(n.op_type == "FusedHexPair" for n in written.graph.node)
+        for v in written.graph.input:
+            assert [d.dim_value for d in v.type.tensor_type.shape.dim] == [1, 3, 8, 12]
+    feeds, got = _merged_outputs(out)
+    for prefix in ("r0/", "r1/"):
+        for name, ref in _own_outputs(src, feeds, prefix).items():
+            assert verify.relative_error(ref, got[name]) <= 1e-5, name
+
+
 def _ml_model(ml_opset: int) -> onnx.ModelProto:
     """A LabelEncoder, which ai.onnx.ml opset 2 redefined (int64 keys to int64 values)."""
     if ml_opset < 2:  # LabelEncoder-1 maps strings to int64s (or back) by class index
