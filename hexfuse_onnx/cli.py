@@ -131,7 +131,11 @@ def _parser() -> argparse.ArgumentParser:
     be.add_argument("--rounds", type=int, default=5, help="alternating rounds the runs are spread over (default 5)")
     be.add_argument("--warmup", type=int, default=3, help="untimed runs before each block (default 3)")
     be.add_argument("--workers", type=int, help="vector workers of the kernel's pool")
-    be.add_argument("--target", default="hexagon-v73", type=_target, help="cost-model target of the rewrite")
+    be.add_argument(
+        "--target",
+        type=_target,
+        help="cost-model target of the rewrite (default: a co-located model's own target, else hexagon-v73)",
+    )
     be.add_argument("--shape", action="append", metavar="NAME=DxDxD", help="fix a graph input's dims (repeatable)")
     be.add_argument("--cache-dir", help="real-model cache (default ~/.cache/hexfuse-onnx/real)")
     be.add_argument(

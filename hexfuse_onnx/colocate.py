@@ -48,6 +48,7 @@ class Plan:
     priority: int | None = None  # index of the latency-critical stream
     max_slowdown: float = DEFAULT_MAX_SLOWDOWN
     shared_weights: int = 0  # initializers kept once for several streams
+    target: str | None = None  # the cost-model target the pairs are chosen for (`bench` models with it)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -95,8 +96,10 @@ def merge(
     names: list[str] | None = None,
     priority: int | None = None,
     max_slowdown: float = DEFAULT_MAX_SLOWDOWN,
+    target: str | None = None,
 ) -> Merged:
-    """One model running every stream. Two paths, or one path with requests >= 2 copies."""
+    """One model running every stream. Two paths, or one path with requests >= 2 copies; `target`
+    is recorded in the plan as the target its pairs are chosen for."""
     if len(paths) not in (1, 2) or (len(paths) == 1 and requests < 2) or (len(paths) == 2 and requests > 1):
         raise UsageError("co-locate two models, or one model with --requests N (N >= 2)")
     prefixes = stream_names(len(paths), requests, names)
@@ -133,7 +136,7 @@ def merge(
             onnx.StringStringEntryProto(key=prefix + p.key, value=p.value) for p in model.metadata_props
         )
     pairs = [(k, k + 1) for k in range(0, len(prefixes) - 1, 2)]
-    plan = Plan(prefixes, files, pairs, priority, max_slowdown, len(shared) if len(copies) > 1 else 0)
+    plan = Plan(prefixes, files, pairs, priority, max_slowdown, len(shared) if len(copies) > 1 else 0, target)
     merged.metadata_props.append(onnx.StringStringEntryProto(key=METADATA_KEY, value=plan.to_json()))
     merged.doc_string = "co-located by hexfuse-onnx: " + ", ".join(f"{p} {f}" for p, f in zip(prefixes, files))
     return Merged(merged, plan, notes)
@@ -423,7 +426,7 @@ def colocate(
             raise WriteError(f"{out}: the output would overwrite an input model; choose another -o")
     if not out.parent.is_dir():
         raise WriteError(f"{out.parent.resolve()}: output directory does not exist")
-    merged = merge(paths, requests, names, priority, max_slowdown)
+    merged = merge(paths, requests, names, priority, max_slowdown, target)
     progress(f"merged {len(merged.plan.streams)} streams ({merged.plan.shared_weights} weights shared)")
     for note in merged.notes:
         progress(note)

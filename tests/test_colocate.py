@@ -307,6 +307,17 @@ def test_bench_times_the_stream_baselines(zoo_dir, tmp_path):
     assert any("lies inside pairs" in line for line in result.lines())
 
 
+def test_bench_models_with_the_target_the_pairs_were_chosen_for(zoo_dir, tmp_path):
+    from hexfuse_onnx.tools.bench import bench, planned_target
+
+    out = tmp_path / "r2.onnx"
+    colocate.colocate([zoo_dir / "mlp_chain.onnx"], out, requests=2, target="host")
+    assert planned_target(out) == "host"
+    result = bench(out, baselines=["ort-seq"], runs=1, rounds=1, warmup=0)  # no target given
+    assert any(line.startswith("modelled on host") for line in result.colocated), result.colocated
+    assert planned_target(zoo_dir / "mlp_chain.onnx") is None
+
+
 def test_external_data_input_is_read_and_left_alone(zoo_dir, tmp_path):
     src = tmp_path / "in" / "mlp.onnx"
     src.parent.mkdir()
