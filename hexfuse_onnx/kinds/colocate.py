@@ -286,7 +286,7 @@ def align(
     segment_b = _segments(profile, units_b, target)
     if max_segment_units is None:
         max_segment_units = _segment_units(units_a, units_b)
-    reach_a, reach_b = _pairable_reach(units_a, max_segment_units), _pairable_reach(units_b, max_segment_units)
+    ends_a, ends_b = _segment_ends(units_a, max_segment_units), _segment_ends(units_b, max_segment_units)
     value = [[float("-inf")] * (nb + 1) for _ in range(na + 1)]
     back: list[list[tuple[int, int, AlignedPair | None] | None]] = [[None] * (nb + 1) for _ in range(na + 1)]
     value[0][0] = 0.0
@@ -300,9 +300,9 @@ def align(
                 value[u][v + 1], back[u][v + 1] = here, (u, v, None)
             if u == na or v == nb:
                 continue
-            for u2 in range(u + 1, reach_a[u] + 1):
+            for u2 in ends_a[u]:
                 task_a, time_a, work_a = segment_a(u, u2)
-                for v2 in range(v + 1, reach_b[v] + 1):
+                for v2 in ends_b[v]:
                     if layers is not None and not layers(u, u2, v, v2):
                         continue
                     task_b, time_b, work_b = segment_b(v, v2)
@@ -343,16 +343,18 @@ def _segment_units(units_a: list[Unit], units_b: list[Unit]) -> int:
     return max(MIN_SEGMENT_UNITS, int((ALIGN_BUDGET / work) ** (1 / 3)))
 
 
-def _pairable_reach(units: list[Unit], max_segment_units: int) -> list[int]:
-    """For each unit, the furthest end of a pairable segment starting there (the start itself when
-    the unit does not lower)."""
-    reach = []
+def _segment_ends(units: list[Unit], max_segment_units: int) -> list[list[int]]:
+    """For each unit, the ends of the pairable segments starting there: up to max_segment_units
+    units, and the end of its run of pairable units (a whole model between nodes that do not lower:
+    two copies in step pair best as one long segment, which the length limit would cut)."""
+    ends = []
     for u in range(len(units)):
-        end = u
-        while end < len(units) and end - u < max_segment_units and units[end].pairable:
-            end += 1
-        reach.append(end)
-    return reach
+        run_end = u
+        while run_end < len(units) and units[run_end].pairable:
+            run_end += 1
+        near = list(range(u + 1, min(run_end, u + max_segment_units) + 1))
+        ends.append(near + [run_end] if run_end > u + max_segment_units else near)
+    return ends
 
 
 def _segments(
