@@ -36,7 +36,7 @@ from functools import cache
 import onnx
 
 from ..colocate import Plan, plan_of
-from ..costmodel import Prediction, Target, complementarity, engine_seconds, fits, predict, task_time
+from ..costmodel import Prediction, Target, complementarity, engine_seconds, fits, predict, serial_time, task_time
 from ..graph import ModelGraph
 from ..lowering import op_outside_kernel
 from ..profile import Engine, GraphProfile, TaskProfile
@@ -381,7 +381,7 @@ class Modelled:
     """MODELLED times of a co-located model on a target (seconds), for the report."""
 
     target: str
-    serial: float  # every stream alone, one after another (the pairs' segments as their tasks)
+    serial: float  # every stream alone, one after another (its pairs' segments and the runs between as tasks)
     fused: float  # the same with each pair fused (plus its call overhead)
     inside_pairs: float  # the part of `serial` inside pairs
     stream_alone: dict[str, float]
@@ -425,6 +425,26 @@ class Modelled:
         }
 
 
+def outside_time(g: ModelGraph, profile: GraphProfile, side: list[int], in_pair: set[int], target: Target) -> float:
+    """A stream's modelled time outside pairs, counted as a pair's serial time counts its segments
+    (serial_time: as tasks, intermediates on chip, on the target's baseline): each run of
+    consecutive unpaired nodes the kernel runs is one task; a node it does not run is a task alone.
+    So a stream alone costs the same whichever pairs it is in."""
+    total, run = 0.0, []
+    for i in [*side, None]:
+        if i is not None and i not in in_pair and lowerable(g, profile, i):
+            run.append(i)
+            continue
+        if run:
+            task = profile.task(run)
+            assert task is not None  # lowerable nodes are profiled
+            total += serial_time(task, target)
+            run = []
+        if i is not None and i not in in_pair and i not in profile.unprofiled:
+            total += serial_time(TaskProfile.of([profile.nodes[i]]), target)
+    return total
+
+
 def modelled(
     g: ModelGraph, profile: GraphProfile, facts: DagFacts, pairs: list[Pair], target: Target
 ) -> Modelled | None:
@@ -434,14 +454,12 @@ def modelled(
     if plan is None:
         return None
     overhead = target.call_overhead_s.value
-    stream_of = {i: plan.streams[k] for k, side in enumerate(stream_sides(g, facts, plan)) for i in side}
+    sides = stream_sides(g, facts, plan)
+    stream_of = {i: plan.streams[k] for k, side in enumerate(sides) for i in side}
     in_pair = {i for p in pairs for i in p.candidate.nodes}
-    alone = {s: 0.0 for s in plan.streams}
-    for i, s in stream_of.items():
-        if i not in in_pair:
-            alone[s] += node_time(profile, i, target)
+    alone = {s: outside_time(g, profile, side, in_pair, target) for s, side in zip(plan.streams, sides)}
     colocated = dict(alone)
-    serial = fused = inside = 0.0
+    fused = inside = 0.0
     for p in pairs:
         sa, sb = stream_of[p.candidate.task_a[0]], stream_of[p.candidate.task_b[0]]
         pr = p.prediction
@@ -451,6 +469,6 @@ def modelled(
         colocated[sb] += pr.fused + overhead
         inside += pr.serial
         fused += pr.fused + overhead
-    outside = sum(node_time(profile, i, target) for i in stream_of if i not in in_pair)
+    outside = sum(alone.values()) - inside
     serial = outside + inside
     return Modelled(target.name, serial, outside + fused, inside, alone, colocated)
