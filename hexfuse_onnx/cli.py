@@ -132,7 +132,11 @@ def _parser() -> argparse.ArgumentParser:
     be.add_argument("--rounds", type=int, default=5, help="alternating rounds the runs are spread over (default 5)")
     be.add_argument("--warmup", type=int, default=3, help="untimed runs before each block (default 3)")
     be.add_argument("--workers", type=int, help="vector workers of the kernel's pool")
-    be.add_argument("--target", default="hexagon-v73", type=_target, help="cost-model target of the rewrite")
+    be.add_argument(
+        "--target",
+        type=_target,
+        help="cost-model target of the rewrite (default: a co-located model's own target, else hexagon-v73)",
+    )
     be.add_argument("--shape", action="append", metavar="NAME=DxDxD", help="fix a graph input's dims (repeatable)")
     be.add_argument("--cache-dir", help="real-model cache (default ~/.cache/hexfuse-onnx/real)")
     be.add_argument(
@@ -276,6 +280,12 @@ def _parser() -> argparse.ArgumentParser:
     co.add_argument("--target", default="hexagon-v73", type=_target, help="cost-model target (default hexagon-v73)")
     co.add_argument("--min-gain", type=float, default=DEFAULT_MIN_GAIN, help="smallest predicted gain of a pair")
     co.add_argument("--shape", action="append", metavar="NAME=DxDxD", help="fix a merged input's dims, e.g. a/x=1x64")
+    co.add_argument(
+        "--freeze-shapes",
+        action="store_true",
+        help="write the model with the --shape dims (and a zoo model's own) fixed and the integer shape work "
+        "they decide folded, as --hybrid does: pairs then need no shape expressions",
+    )
     co.add_argument("--verify", choices=("ort", "plugin"), default="ort", help="as for rewrite (default ort)")
     co.add_argument("--cache-dir", help="real-model cache (default ~/.cache/hexfuse-onnx/real)")
     co.add_argument("--json", metavar="REPORT", help="also write a JSON report here")
@@ -625,6 +635,7 @@ def _colocate(args: argparse.Namespace, progress) -> int:
             shapes,
             progress,
             verify_plugin=args.verify == "plugin",
+            specialise=args.freeze_shapes,
         )
     return _colocated(args, r)
 

@@ -11,10 +11,11 @@ the IR version is the higher one. The streams and the pairing intent (which stre
 `colocate` pair kind (kinds/colocate.py) reads them: a pair kind sees only the graph.
 """
 
-from __future__ import annotations
+from __future__ import re
 
 import json
 import os
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -26,6 +27,7 @@ from onnx import helper
 
 from .contract import DOMAIN
 from .errors import ModelError, UsageError, VerificationError
+from .graph import _is_symbol_name as is_symbol_name  # graph.py is owned elsewhere: not renamed there
 from .graph import read_model
 
 if TYPE_CHECKING:
@@ -47,6 +49,7 @@ class Plan:
     priority: int | None = None  # index of the latency-critical stream
     max_slowdown: float = DEFAULT_MAX_SLOWDOWN
     shared_weights: int = 0  # initializers kept once for several streams
+    target: str | None = None  # the cost-model target the pairs are chosen for (`bench` models with it)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -94,8 +97,10 @@ def merge(
     names: list[str] | None = None,
     priority: int | None = None,
     max_slowdown: float = DEFAULT_MAX_SLOWDOWN,
+    target: str | None = None,
 ) -> Merged:
-    """One model running every stream. Two paths, or one path with requests >= 2 copies."""
+    """One model running every stream. Two paths, or one path with requests >= 2 copies; `target`
+    is recorded in the plan as the target its pairs are chosen for."""
     if len(paths) not in (1, 2) or (len(paths) == 1 and requests < 2) or (len(paths) == 2 and requests > 1):
         raise UsageError("co-locate two models, or one model with --requests N (N >= 2)")
     prefixes = stream_names(len(paths), requests, names)
@@ -132,7 +137,7 @@ def merge(
             onnx.StringStringEntryProto(key=prefix + p.key, value=p.value) for p in model.metadata_props
         )
     pairs = [(k, k + 1) for k in range(0, len(prefixes) - 1, 2)]
-    plan = Plan(prefixes, files, pairs, priority, max_slowdown, len(shared) if len(copies) > 1 else 0)
+    plan = Plan(prefixes, files, pairs, priority, max_slowdown, len(shared) if len(copies) > 1 else 0, target)
     merged.metadata_props.append(onnx.StringStringEntryProto(key=METADATA_KEY, value=plan.to_json()))
     merged.doc_string = "co-located by hexfuse-onnx: " + ", ".join(f"{p} {f}" for p, f in zip(prefixes, files))
     return Merged(merged, plan, notes)
@@ -170,8 +175,9 @@ def _rename_in_place(graph: onnx.GraphProto, rename: Callable[[str], str]) -> No
     for v in list(graph.input) + list(graph.output) + list(graph.value_info):
         v.name = rename(v.name)
         for d in v.type.tensor_type.shape.dim:
-            if d.HasField("dim_param"):  # each stream's symbolic lengths are its own
-                d.dim_param = rename(d.dim_param)
+            # each stream's symbolic lengths are its own; '?' (an exporter's "unknown") stays unknown
+            if d.HasField("dim_param") and is_symbol_name(d.dim_param):
+                d.dim_param = _renamed_dim(d.dim_param, rename)
     for t in graph.initializer:
         t.name = rename(t.name)
     for s in graph.sparse_initializer:
@@ -187,6 +193,20 @@ def _rename_in_place(graph: onnx.GraphProto, rename: Callable[[str], str]) -> No
             elif a.type == onnx.AttributeProto.GRAPHS:
                 for sub in a.graphs:
                     _rename_in_place(sub, rename)
+
+
+_DIM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+_DIM_FUNCTIONS = {"floor", "ceiling", "ceil", "Min", "Max", "min", "max", "Mod", "mod"}
+
+
+def _renamed_dim(text: str, rename: Callable[[str], str]) -> str:
+    """Each symbol inside a dim renamed as an identifier (`batch*seq` -> `a_batch*a_seq`), so an
+    expression stays an expression rather than `a/batch*seq`, which reads as a division."""
+
+    def one(m: re.Match[str]) -> str:
+        return m[0] if m[0] in _DIM_FUNCTIONS else re.sub(r"[^A-Za-z0-9_.]", "_", rename(m[0]))
+
+    return _DIM_NAME.sub(one, text)
 
 
 def _graph_names(graph: onnx.GraphProto) -> Iterable[str]:
@@ -335,9 +355,10 @@ def check_outputs(
 ) -> int:
     """Each stream's outputs in the merged model must equal, bit for bit, its source model's outputs
     on the same inputs (`feeds` by merged name, else seeded random ones; stock ONNX Runtime, one
-    thread each). `op_for_op`: both run without ORT's shape-dependent fusions (ORT_ENABLE_BASIC),
-    for a specialised model, where ORT fuses differently once shapes are constant (gpt2_torchscript:
-    logits 1e-6 apart) though every op computes the same. Returns the outputs compared."""
+    thread each). `op_for_op`: both run without ORT's graph optimisations (ORT_DISABLE_ALL), for a
+    specialised model, where ORT fuses and folds differently once shapes are constant
+    (gpt2_torchscript: logits 1e-6 apart at ORT_ENABLE_BASIC; ppocr_rec: 9.5e-7) though every op
+    computes the same. Returns the outputs compared."""
     from .verify import random_inputs, session
 
     def opened(path: str | os.PathLike[str]) -> Any:
@@ -366,7 +387,7 @@ def op_for_op_options() -> Any:
     import onnxruntime as ort
 
     options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     return options
 
 
@@ -420,7 +441,7 @@ def colocate(
             raise WriteError(f"{out}: the output would overwrite an input model; choose another -o")
     if not out.parent.is_dir():
         raise WriteError(f"{out.parent.resolve()}: output directory does not exist")
-    merged = merge(paths, requests, names, priority, max_slowdown)
+    merged = merge(paths, requests, names, priority, max_slowdown, target)
     progress(f"merged {len(merged.plan.streams)} streams ({merged.plan.shared_weights} weights shared)")
     for note in merged.notes:
         progress(note)

@@ -40,6 +40,10 @@ def specialise(model: onnx.ModelProto, shapes: dict[str, list[int]]) -> tuple[on
     for v in graph.input:
         if v.name in shapes:
             _fix_dims(v, shapes[v.name])
+    for v in graph.output:  # a dim_value of -1 (paddle2onnx's "unknown") would contradict the fixed dims
+        for d in v.type.tensor_type.shape.dim:
+            if d.HasField("dim_value") and d.dim_value < 0:
+                d.Clear()
     folded = 0
     while True:  # a folded Reshape target can make the next Shape static: fold until nothing changes
         made = _fold_round(out)

@@ -180,30 +180,13 @@ PREFILL, DECODE = "prefill/", "decode/"  # name prefixes of the two copies in `p
 
 
 def prefill_decode_model(model_path: str | os.PathLike[str]) -> onnx.ModelProto:
-    """The decoder twice in one graph, as `onnx.compose.merge_models` joins two models with no
-    edge between them: every name of one copy prefixed `prefill/`, of the other `decode/`, symbolic
-    dims included (the two requests have their own lengths). Feed it a prefill request to the first
-    and a decode step to the second (`prefill_decode_shapes`)."""
-    model = onnx.load(str(model_path))
-    copies = [_prefixed(model, prefix) for prefix in (PREFILL, DECODE)]
-    return onnx.compose.merge_models(copies[0], copies[1], io_map=[])
+    """The decoder twice in one graph, as `colocate --requests 2` merges it (hexfuse_onnx.colocate.merge):
+    every name of one copy prefixed `prefill/`, of the other `decode/`, symbolic dims included (the two
+    requests have their own lengths), weights kept once as `shared/<name>`. Feed it a prefill request
+    to the first and a decode step to the second (`prefill_decode_shapes`)."""
+    from hexfuse_onnx.colocate import merge
 
-
-def _prefixed(model: onnx.ModelProto, prefix: str) -> onnx.ModelProto:
-    """Every name prefixed; in a dim (`batch_size*sequence_length`) every symbol in it, as an
-    identifier (`prefill_batch_size*prefill_sequence_length`), so the dim stays an expression."""
-    copy = onnx.compose.add_prefix(model, prefix)
-    graph = copy.graph
-    word = prefix.rstrip("/") + "_"
-    for value in [*graph.input, *graph.output, *graph.value_info]:
-        for dim in value.type.tensor_type.shape.dim:
-            if dim.HasField("dim_param"):
-                dim.dim_param = _DIM_NAME.sub(lambda m: m[0] if m[0] in _DIM_FUNCTIONS else word + m[0], dim.dim_param)
-    return copy
-
-
-_DIM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
-_DIM_FUNCTIONS = {"floor", "ceiling", "ceil", "Min", "Max", "min", "max", "Mod", "mod"}
+    return merge([model_path], requests=2, names=[PREFILL[:-1], DECODE[:-1]]).model
 
 
 def prefill_decode_shapes(

@@ -92,6 +92,24 @@ def test_pairs_meet_the_same_layers(built):
     assert paired >= 1
 
 
+@pytest.mark.parametrize("name", ["gpt2_mha_contrib", "llama_gqa_contrib", "llama_attention23"])
+def test_fused_attention_exports_keep_each_requests_outputs(name, tmp_path):
+    """The exports whose attention is one op (com.microsoft MultiHeadAttention, GroupQueryAttention,
+    opset-23 Attention): the kernel runs none of those ops, so the pairs (if any) are the
+    projections and norms around them; every output is still the decoder's own."""
+    out = tmp_path / "hybrid.onnx"
+    result = hybrid.hybrid(MODELS[name].path, out, REQUESTS, target="host")
+    assert result.compared_outputs == 2 * len(onnx.load(MODELS[name].path).graph.output)
+    feeds = hybrid.inputs(MODELS[name].path, REQUESTS, seed=5)
+    expected = _own_outputs(name, feeds)
+    stock = _run(_stock(out), feeds)
+    plugin = _run(runtime.InferenceSession(out, backend="host"), feeds)
+    assert sorted(stock) == sorted(expected)
+    for k, ref in expected.items():
+        assert np.array_equal(stock[k], ref), k
+        assert verify.relative_error(ref, plugin[k]) <= PLUGIN_RTOL, k
+
+
 def test_the_decode_half_continues_the_prefill(built):
     """Greedy generation of the decoder alone on a 16-token prompt, against: the decoder on the first
     chunk, the hybrid's prefill half on the second (its next token), then the hybrid's decode half

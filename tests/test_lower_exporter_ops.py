@@ -170,6 +170,18 @@ CASES = {
         [vi("yb", [2, 5, 3])],
         [init("i", np.array([2, 3, 4], np.int64))],
     ),
+    "conv_transpose_2x2_bias": lambda: task_b_pair(
+        [helper.make_node("ConvTranspose", ["z", "w", "bias"], ["yb"], name="up", kernel_shape=[2, 2], strides=[2, 2])],
+        [vi("z", [2, 3, 4, 5])],
+        [vi("yb", [2, 4, 8, 10])],
+        [init("w", f32(3, 4, 2, 2)), init("bias", f32(4))],
+    ),
+    "conv_transpose_3x1": lambda: task_b_pair(
+        [helper.make_node("ConvTranspose", ["z", "w"], ["yb"], name="up", strides=[3, 1], pads=[0, 0, 0, 0])],
+        [vi("z", [1, 5, 3, 4])],
+        [vi("yb", [1, 2, 9, 4])],
+        [init("w", f32(5, 2, 3, 1))],
+    ),
 }
 
 OPCODES = {
@@ -185,6 +197,7 @@ OPCODES = {
     "expand": [Opcode.RELU, Opcode.MUL],
     "gather_scalar": [Opcode.RELU, Opcode.SLICE, Opcode.COPY],
     "gather_range": [Opcode.RELU, Opcode.SLICE],
+    "conv_transpose_2x2_bias": [Opcode.RELU, Opcode.CONV2D, Opcode.COPY, Opcode.TRANSPOSE, Opcode.COPY],
 }
 
 
@@ -251,6 +264,14 @@ REFUSED = {
         [init("pads", np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64))],
         17,
         "folded into it",
+    ),
+    "conv_transpose_overlapping": (
+        [helper.make_node("ConvTranspose", ["z", "w"], ["yb"], name="up", strides=[2, 2], pads=[1, 1, 1, 1])],
+        [vi("z", [1, 2, 4, 4])],
+        [vi("yb", [1, 3, 7, 7])],
+        [init("w", np.ones((2, 3, 3, 3), np.float32))],
+        17,
+        "kernel equal to its strides",
     ),
     "conv3d": (
         [helper.make_node("Conv", ["z", "w"], ["yb"], name="conv")],

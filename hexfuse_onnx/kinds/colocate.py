@@ -166,24 +166,26 @@ def node_time(profile: GraphProfile, i: int, target: Target) -> float:
 
 def lowerable(g: ModelGraph, profile: GraphProfile, i: int) -> bool:
     """The node is profiled, of an op the kernel runs, makes float32 (the kernel's only data type),
-    touches no empty tensor (a prefill's past of 0 tokens), and reads other types and steering inputs
+    touches no empty run-time tensor (a prefill's past of 0 tokens; an empty constant, such as
+    Resize's unused roi, is only read when lowering), and reads other types and steering inputs
     only from constants."""
     n = g.nodes[i]
     if i in profile.unprofiled or op_outside_kernel(n) is not None:
         return False
     if any(g.info(t).elem_type != onnx.TensorProto.FLOAT for t in n.output if t):
         return False
-    if any(g.info(t).numel == 0 for t in [*n.input, *n.output] if t):
+    if any(g.info(t).numel == 0 for t in [*n.input, *n.output] if t and not _constant(g, t)):
         return False
     # A run-time input the kernel cannot hold (a boolean mask) or that steers the op must be a constant.
     steered = n.input[1:] if n.op_type in STEERED_OPS else []
     computed = [t for t in n.input if t and (t in steered or g.info(t).elem_type != onnx.TensorProto.FLOAT)]
-    return all(t in g.initializers or _made_by_constant(g, t) for t in computed)
+    return all(_constant(g, t) for t in computed)
 
 
-def _made_by_constant(g: ModelGraph, tensor: str) -> bool:
+def _constant(g: ModelGraph, tensor: str) -> bool:
+    """An initializer or a Constant's output."""
     producer = g.producer.get(tensor)
-    return producer is not None and g.nodes[producer].op_type == "Constant"
+    return tensor in g.initializers or (producer is not None and g.nodes[producer].op_type == "Constant")
 
 
 def cut_units(
@@ -287,7 +289,7 @@ def align(
     segment_b = _segments(profile, units_b, target)
     if max_segment_units is None:
         max_segment_units = _segment_units(units_a, units_b)
-    reach_a, reach_b = _pairable_reach(units_a, max_segment_units), _pairable_reach(units_b, max_segment_units)
+    ends_a, ends_b = _segment_ends(units_a, max_segment_units), _segment_ends(units_b, max_segment_units)
     value = [[float("-inf")] * (nb + 1) for _ in range(na + 1)]
     back: list[list[tuple[int, int, AlignedPair | None] | None]] = [[None] * (nb + 1) for _ in range(na + 1)]
     value[0][0] = 0.0
@@ -301,9 +303,9 @@ def align(
                 value[u][v + 1], back[u][v + 1] = here, (u, v, None)
             if u == na or v == nb:
                 continue
-            for u2 in range(u + 1, reach_a[u] + 1):
+            for u2 in ends_a[u]:
                 task_a, serial_a, alone_a, work_a = segment_a(u, u2)
-                for v2 in range(v + 1, reach_b[v] + 1):
+                for v2 in ends_b[v]:
                     if layers is not None and not layers(u, u2, v, v2):
                         continue
                     task_b, serial_b, alone_b, work_b = segment_b(v, v2)
@@ -344,16 +346,18 @@ def _segment_units(units_a: list[Unit], units_b: list[Unit]) -> int:
     return max(MIN_SEGMENT_UNITS, int((ALIGN_BUDGET / work) ** (1 / 3)))
 
 
-def _pairable_reach(units: list[Unit], max_segment_units: int) -> list[int]:
-    """For each unit, the furthest end of a pairable segment starting there (the start itself when
-    the unit does not lower)."""
-    reach = []
+def _segment_ends(units: list[Unit], max_segment_units: int) -> list[list[int]]:
+    """For each unit, the ends of the pairable segments starting there: up to max_segment_units
+    units, and the end of its run of pairable units (a whole model between nodes that do not lower:
+    two copies in step pair best as one long segment, which the length limit would cut)."""
+    ends = []
     for u in range(len(units)):
-        end = u
-        while end < len(units) and end - u < max_segment_units and units[end].pairable:
-            end += 1
-        reach.append(end)
-    return reach
+        run_end = u
+        while run_end < len(units) and units[run_end].pairable:
+            run_end += 1
+        near = list(range(u + 1, min(run_end, u + max_segment_units) + 1))
+        ends.append(near + [run_end] if run_end > u + max_segment_units else near)
+    return ends
 
 
 def _least_busy(work_a: tuple[float, ...], work_b: tuple[float, ...], target: Target) -> tuple[float, ...]:
@@ -388,7 +392,7 @@ class Modelled:
     """MODELLED times of a co-located model on a target (seconds), for the report."""
 
     target: str
-    serial: float  # every stream alone, one after another (the pairs' segments as their tasks)
+    serial: float  # every stream alone, one after another (its pairs' segments and the runs between as tasks)
     fused: float  # the same with each pair fused (plus its call overhead)
     inside_pairs: float  # the part of `serial` inside pairs
     stream_alone: dict[str, float]
@@ -432,6 +436,26 @@ class Modelled:
         }
 
 
+def outside_time(g: ModelGraph, profile: GraphProfile, side: list[int], in_pair: set[int], target: Target) -> float:
+    """A stream's modelled time outside pairs, counted as a pair's serial time counts its segments
+    (serial_time: as tasks, intermediates on chip, on the target's baseline): each run of
+    consecutive unpaired nodes the kernel runs is one task; a node it does not run is a task alone.
+    So a stream alone costs the same whichever pairs it is in."""
+    total, run = 0.0, []
+    for i in [*side, None]:
+        if i is not None and i not in in_pair and lowerable(g, profile, i):
+            run.append(i)
+            continue
+        if run:
+            task = profile.task(run)
+            assert task is not None  # lowerable nodes are profiled
+            total += serial_time(task, target)
+            run = []
+        if i is not None and i not in in_pair and i not in profile.unprofiled:
+            total += serial_time(TaskProfile.of([profile.nodes[i]]), target)
+    return total
+
+
 def modelled(
     g: ModelGraph, profile: GraphProfile, facts: DagFacts, pairs: list[Pair], target: Target
 ) -> Modelled | None:
@@ -441,14 +465,12 @@ def modelled(
     if plan is None:
         return None
     overhead = target.call_overhead_s.value
-    stream_of = {i: plan.streams[k] for k, side in enumerate(stream_sides(g, facts, plan)) for i in side}
+    sides = stream_sides(g, facts, plan)
+    stream_of = {i: plan.streams[k] for k, side in enumerate(sides) for i in side}
     in_pair = {i for p in pairs for i in p.candidate.nodes}
-    alone = {s: 0.0 for s in plan.streams}
-    for i, s in stream_of.items():
-        if i not in in_pair:
-            alone[s] += node_time(profile, i, target)
+    alone = {s: outside_time(g, profile, side, in_pair, target) for s, side in zip(plan.streams, sides)}
     colocated = dict(alone)
-    serial = fused = inside = 0.0
+    fused = inside = 0.0
     for p in pairs:
         sa, sb = stream_of[p.candidate.task_a[0]], stream_of[p.candidate.task_b[0]]
         pr = p.prediction
@@ -458,6 +480,6 @@ def modelled(
         colocated[sb] += pr.fused + overhead
         inside += pr.serial
         fused += pr.fused + overhead
-    outside = sum(node_time(profile, i, target) for i in stream_of if i not in in_pair)
+    outside = sum(alone.values()) - inside
     serial = outside + inside
     return Modelled(target.name, serial, outside + fused, inside, alone, colocated)

@@ -1,10 +1,13 @@
-"""Ops on the matrix engine: MatMul and Gemm (one GEMM opcode), 1-D and 2-D Conv, and a Pad folded into a Conv."""
+"""Ops on the matrix engine: MatMul and Gemm (one GEMM opcode), 1-D and 2-D Conv, a Pad folded into a Conv,
+and the ConvTranspose whose kernel equals its strides (a 1x1 Conv, then depth to space)."""
 
 from __future__ import annotations
 
+import numpy as np
 import onnx
 
-from .abi import ConvParam, GemmParam, Opcode, Task
+from ..profile import Engine as EngineClass
+from .abi import ConvParam, GemmParam, Opcode, Param, Task
 from .lowerer import Lowerer, attr, f32_bits, str_attr
 from .registry import LoweringError, lowers
 from .spatial import as_2d, emit_1d, lift_1d, pads_2d
@@ -59,6 +62,60 @@ def conv(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         cx.emit(n, t, Opcode.CONV2D, inputs, params)
     else:
         emit_1d(cx, n, t, Opcode.CONV2D, inputs, params)
+
+
+@lowers("ConvTranspose")
+def conv_transpose(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """2-D, group 1, kernel equal to strides, no pads or dilation (the upsampling of FPN necks:
+    centerface, PP-OCR det): each input pixel writes its own kh x kw output block, so it is a 1x1
+    Conv to Co*kh*kw channels (weights reordered when lowering), then a depth-to-space: COPY to
+    [N, Co, kh, kw, H, W], TRANSPOSE to [N, Co, H, kh, W, kw], COPY to [N, Co, H*kh, W*kw]."""
+    x = cx.shape(n.input[0], n)
+    weight = cx.known_value(n.input[1])
+    if len(x) != 4 or weight is None or weight.ndim != 4:
+        raise LoweringError(n.op_type, n.name, "only 2-D ConvTranspose with constant weights is supported")
+    ci, co, kh, kw = weight.shape
+    strides = [int(v) for v in attr(n, "strides", [1, 1])]
+    plain = (
+        int(attr(n, "group", 1)) == 1
+        and strides == [kh, kw]
+        and all(int(d) == 1 for d in attr(n, "dilations", [1, 1]))
+        and all(int(p) == 0 for p in attr(n, "pads", [0] * 4) + attr(n, "output_padding", [0, 0]))
+        and str_attr(n, "auto_pad", "NOTSET") in ("NOTSET", "VALID")
+        and cx.shape(n.output[0], n) == [x[0], co, x[2] * kh, x[3] * kw]
+    )
+    if not plain:
+        raise LoweringError(
+            n.op_type, n.name, "only group 1, a kernel equal to its strides, no pads, dilation or output padding"
+        )
+    inputs = [cx.read(n.input[0], n, t), cx.constant(weight.transpose(1, 2, 3, 0).reshape(co * kh * kw, ci, 1, 1), t)]
+    bias = cx.known_value(n.input[2]) if len(n.input) > 2 and n.input[2] else None
+    if len(n.input) > 2 and n.input[2] and bias is None:
+        raise LoweringError(n.op_type, n.name, "the bias must be a constant")
+    if bias is not None:
+        inputs.append(cx.constant(np.repeat(np.asarray(bias, np.float32), kh * kw), t))
+    blocks = cx.emit(
+        n,
+        t,
+        Opcode.CONV2D,
+        inputs,
+        conv_params(n, [1, 1], [1, 1], [0] * 4),
+        out=cx.scratch([x[0], co * kh * kw, x[2], x[3]], t),
+    )
+    split = cx.emit(
+        n, t, Opcode.COPY, [blocks], out=cx.scratch([x[0], co, kh, kw, x[2], x[3]], t), engine=EngineClass.MEMORY
+    )
+    perm = {Param.PERM + i: p for i, p in enumerate([0, 1, 4, 2, 5, 3])}
+    moved = cx.emit(
+        n,
+        t,
+        Opcode.TRANSPOSE,
+        [split],
+        perm,
+        out=cx.scratch([x[0], co, x[2], kh, x[3], kw], t),
+        engine=EngineClass.MEMORY,
+    )
+    cx.emit(n, t, Opcode.COPY, [moved], engine=EngineClass.MEMORY)
 
 
 @lowers("Pad")

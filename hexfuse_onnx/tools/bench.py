@@ -30,6 +30,7 @@ from .colocate_bench import STREAM_BASELINES
 BLAS_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 BASELINES = ("ort-seq", "ort-seq-2t", "ort-par", "qnn-htp")
 DEFAULT_BASELINES = ("ort-seq", "ort-seq-2t", "ort-par")
+DEFAULT_TARGET = "hexagon-v73"
 DEFAULT_TOL = 1e-4
 QNN_TOL = 5e-2  # the emulated HTP may run float ops at reduced precision: its error is reported, not refused
 
@@ -354,6 +355,16 @@ def predicted(analysis) -> dict[str, Any]:
     }
 
 
+def planned_target(model: Path) -> str | None:
+    """The target a co-located model's pairs were chosen for (its plan's), None for other models."""
+    import onnx
+
+    from ..colocate import plan_of
+
+    plan = plan_of(onnx.load(str(model), load_external_data=False))
+    return plan.target if plan is not None else None
+
+
 def _prepare(
     model: Path, work: Path, shapes, target: str, progress
 ) -> tuple[Path, Path | None, str, dict[str, Any] | None]:
@@ -387,14 +398,16 @@ def bench(
     rounds: int = 5,
     warmup: int = 3,
     shapes: dict[str, list[int]] | None = None,
-    target: str = "hexagon-v73",
+    target: str | None = None,
     workers: int | None = None,
     seed: int = 0,
     progress: Callable[[str], None] = lambda m: None,
     tol: float = DEFAULT_TOL,
 ) -> BenchResult:
     """Measure one model (a path; a model without FusedHexPair nodes is rewritten first). `tol`:
-    how far the plugin's outputs may be from ort-seq's (relative to each output's scale)."""
+    how far the plugin's outputs may be from ort-seq's (relative to each output's scale). `target`:
+    the cost-model target; by default a co-located model's own (recorded by `colocate`), else
+    hexagon-v73."""
     import onnx
 
     from .. import runtime
@@ -404,6 +417,7 @@ def bench(
 
     baselines = baselines or list(DEFAULT_BASELINES)
     model = Path(model)
+    target = target or planned_target(model) or DEFAULT_TARGET
     meter, start = CpuMeter(), time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="hexfuse-bench-") as folder:
         original, fused, note, prediction = _prepare(model, Path(folder), shapes, target, progress)
