@@ -11,7 +11,7 @@ the IR version is the higher one. The streams and the pairing intent (which stre
 `colocate` pair kind (kinds/colocate.py) reads them: a pair kind sees only the graph.
 """
 
-from __future__ import re
+from __future__ import annotations
 
 import json
 import os
