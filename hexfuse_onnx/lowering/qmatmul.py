@@ -19,8 +19,11 @@ import onnx
 from .abi import ConvParam, Dtype, Opcode, Task
 from .lowerer import DTYPES, Lowerer, attr
 from .matrix import conv_params
-from .quant import QUANTIZED
 from .spatial import pads_2d
+
+# the integer kernels' operand types. A 16-bit group keeps the float path (DQ, f32 op, Q), as ONNX
+# Runtime runs it: its QDQ fusion to QLinearConv/QLinearMatMul takes 8-bit groups only.
+EIGHT_BIT = {Dtype.U8, Dtype.I8}
 
 
 @dataclass
@@ -126,11 +129,11 @@ def _operands(cx: Lowerer, g: _Group) -> _Operands | None:
     b = cx.known_value(dq_b.input[0])
     pa, pb, py = _qparams(cx, dq_a), _qparams(cx, dq_b), _qparams(cx, q)
     conv = _is(op, "Conv")
-    if a_dtype not in QUANTIZED or y_dtype not in QUANTIZED or b is None or b.ndim != (4 if conv else 2):
+    if a_dtype not in EIGHT_BIT or y_dtype not in EIGHT_BIT or b is None or b.ndim != (4 if conv else 2):
         return None
     if conv and len(cx.shape(dq_a.input[0], dq_a)) != 4:
         return None
-    if DTYPES.get(cx.dtype(dq_b.input[0])) not in QUANTIZED or None in (pa, pb, py):
+    if DTYPES.get(cx.dtype(dq_b.input[0])) not in EIGHT_BIT or None in (pa, pb, py):
         return None
     (sa, za), (sb, zb), (sy, zy) = pa, pb, py  # type: ignore[misc]
     if sa.size != 1 or sy.size != 1 or len(cx.shape(dq_a.input[0], dq_a)) < 2:
