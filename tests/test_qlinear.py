@@ -96,3 +96,15 @@ def test_a_qlinear_scale_that_is_not_an_initializer_is_named() -> None:
     m.graph.initializer.extend(kept)
     with pytest.raises(LoweringError, match="QLinearAdd.*per-tensor initializers"):
         lower_pair(m, m.graph.node[0])
+
+
+def test_emulate_allows_one_step_only_where_a_quantize_writes_the_output() -> None:
+    """QUANTIZE_LINEAR outputs quantize an f32 result (one step between builds); integer kernels' are exact."""
+    from hexfuse_onnx.tools.emulate import check_output, quantized_outputs
+
+    m = _pair()
+    assert quantized_outputs(lower_pair(m, m.graph.node[0])) == {0, 1, 2}
+    host = np.array([3, 200], np.uint8)
+    assert check_output("y", np.array([4, 200], np.uint8), host, 1e-4, steps=1).ok
+    assert not check_output("y", np.array([5, 200], np.uint8), host, 1e-4, steps=1).ok
+    assert not check_output("y", np.array([4, 200], np.uint8), host, 1e-4).ok
