@@ -7,8 +7,14 @@ quantization steps against ONNX Runtime running the same quantized model.
 No timing. A pair output that is an integer tensor (a QuantizeLinear's, a QLinear op's) is compared
 in integer units (1 = one step); a float one made by a DequantizeLinear with a per-tensor scale in
 steps of that scale. The fallback (stock ORT on the rewritten model) must equal the original bit for
-bit. Models: the QDQ zoo (models/quantized.py) where cached, and centerface_qdq / centerface_qop
-(models/real.py's derived models) where cached.
+bit. `--groups` also runs every QDQ group (DequantizeLinear inputs, the op, its QuantizeLinear; a
+QLinear node alone) of every pair as a pair of its own on ORT's values of its integer inputs: the
+error each group makes, before later groups of the same pair carry it on.
+
+Models: the QDQ zoo (models/quantized.py) and centerface_qdq / centerface_qop (models/real.py's
+derived models), where cached. The rewrite uses the default target (hexagon-v73) with the per-call
+overhead set to 0 (HEXFUSE_CALL_OVERHEAD_US, as the tests do): these small pairs would not pay for
+a modelled 100 us call.
 """
 
 from __future__ import annotations
@@ -26,8 +32,9 @@ from onnx import numpy_helper
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from hexfuse_onnx import contract as C  # noqa: E402
 from hexfuse_onnx import pipeline, report, runtime, verify  # noqa: E402
-from hexfuse_onnx.lowering import attach_programs  # noqa: E402
+from hexfuse_onnx.lowering import attach_programs, lower_function  # noqa: E402
 from models import quantized, real  # noqa: E402
 
 DERIVED = ("centerface_qdq", "centerface_qop")
@@ -105,13 +112,91 @@ def _steps(name: str, ref: np.ndarray, got: np.ndarray, steps: dict[str, float])
     if np.issubdtype(ref.dtype, np.integer):
         return diff
     if name in steps:
-        return diff / steps[name] / 1.0001  # f32 rounding of (q - zp) * scale
+        rounding = 2 * np.spacing(np.abs(ref)).astype(np.float64)  # f32 rounding of each (q - zp) * scale
+        return (
+            float(np.maximum(np.abs(ref.astype(np.float64) - got.astype(np.float64)) - rounding, 0).max()) / steps[name]
+        )
     if diff:
         raise AssertionError(f"{name}: a float pair output without a step differs by {diff}")
     return 0.0
 
 
-def analyse(name: str, src: Path, out_dir: Path) -> dict:
+def _groups(fn: onnx.FunctionProto) -> list[list[onnx.NodeProto]]:
+    """The QDQ groups of a pair body: a compute op with the Constant / DequantizeLinear nodes that feed
+    it and its QuantizeLinear; a QLinear op (integer in and out) alone."""
+    made = {o: n for n in fn.node for o in n.output}
+    readers: dict[str, list[onnx.NodeProto]] = {}
+    for n in fn.node:
+        for t in n.input:
+            readers.setdefault(t, []).append(n)
+    out = []
+    for n in fn.node:
+        if n.op_type in ("QuantizeLinear", "DequantizeLinear", "Constant"):
+            continue
+        if n.op_type.startswith("QLinear"):
+            out.append([n])
+            continue
+        qs = [r for r in readers.get(n.output[0], []) if r.op_type == "QuantizeLinear"]
+        feeds = [made[t] for t in n.input if t in made and made[t].op_type in ("DequantizeLinear", "Constant")]
+        if qs:
+            out.append([*feeds, n, qs[0]])
+    return out
+
+
+def _original_name(t: str, known: set[str]) -> str:
+    """A body tensor's name in the original graph (a task's DequantizeLinear copy: `<name>__<tag>`)."""
+    base = t.rsplit("__", 1)[0]
+    return base if "__" in t and base in known else t
+
+
+def _group_call(
+    nodes: list[onnx.NodeProto], opsets: list, types: dict[str, onnx.TypeProto]
+) -> tuple[onnx.NodeProto, onnx.FunctionProto]:
+    """A one-task FusedHexPair over the group, its tensors named and typed as the graph's."""
+    made = {o for n in nodes for o in n.output}
+    inputs = list(dict.fromkeys(t for n in nodes for t in n.input if t and t not in made))
+    outputs = [nodes[-1].output[0]]
+    fn = onnx.helper.make_function(C.DOMAIN, C.OP_TYPE, inputs, outputs, nodes, opsets)
+    fn.value_info.extend(onnx.helper.make_value_info(t, types[t]) for t in made if t in types)
+    node = onnx.helper.make_node(
+        C.OP_TYPE, inputs, outputs, domain=C.DOMAIN, num_inputs_a=len(inputs), num_outputs_a=1,
+        num_nodes_a=len(nodes),
+    )  # fmt: skip
+    return node, fn
+
+
+def worst_group(src: Path, fused: onnx.ModelProto, typed: onnx.ModelProto, config: dict[str, str]) -> float:
+    """The worst error, in steps, of any one group of the pairs run alone on ORT's values of its inputs."""
+    inits = {t.name: t for t in typed.graph.initializer}
+    types = {v.name: v.type for v in list(typed.graph.value_info) + list(typed.graph.input) + list(typed.graph.output)}
+    types.update({t.name: onnx.helper.make_tensor_type_proto(t.data_type, list(t.dims)) for t in inits.values()})
+    opsets = list(fused.opset_import)
+    groups = []
+    for fn in fused.functions:
+        for nodes in _groups(fn):
+            copies = [onnx.NodeProto.FromString(n.SerializeToString()) for n in nodes]
+            for n in copies:
+                n.input[:] = [_original_name(t, set(types)) for t in n.input]
+                n.output[:] = [_original_name(t, set(types)) for t in n.output]
+            groups.append(_group_call(copies, opsets, types))
+    wanted = sorted({t for node, _ in groups for t in [*node.input, *node.output] if t not in inits})
+    values = dict(zip(wanted, _run_with_outputs(src, typed, wanted, config)))
+    arrays = {name: onnx.numpy_helper.to_array(t) for name, t in inits.items()}
+    host, worst = runtime.HostKernel(), 0.0
+    for node, fn in groups:
+        program = lower_function(node, fn, inits, types, 21, fused.ir_version).program
+        got = host.run(program, [values[t] if t in values else arrays[t] for t in node.input])[0]
+        worst = max(worst, _steps(node.output[0], values[node.output[0]], got, {}))
+    return worst
+
+
+def _run_with_outputs(src: Path, typed: onnx.ModelProto, names: list[str], config: dict[str, str]) -> list:
+    feeds = verify.random_inputs(verify.session(src), seed=3)
+    want = ort.InferenceSession(with_outputs(typed, names), _options(config, False), providers=["CPUExecutionProvider"])
+    return want.run(names, feeds)
+
+
+def analyse(name: str, src: Path, out_dir: Path, groups: bool = False) -> dict:
     result = pipeline.rewrite(src, out_dir / f"{name}.fused.onnx", rtol=0.0)
     refused = report.rejection_lines(result.analysis.rejected)
     row = {"model": name, "pairs": len(result.analysis.pairs), "refused": refused, "steps": None}
@@ -128,26 +213,31 @@ def analyse(name: str, src: Path, out_dir: Path) -> dict:
         if not np.array_equal(r, g, equal_nan=True):
             raise AssertionError(f"{name}: the fallback differs from the original")
     row["steps"] = worst_steps(src, fused, typed)
+    if groups:
+        row["group"] = worst_group(src, fused, typed, CONFIGS["matmulnbits f32"])
     return row
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", help="comma-separated names (default: every cached quantized model)")
+    ap.add_argument("--groups", action="store_true", help="also the worst error of any one QDQ group, run alone")
     args = ap.parse_args(argv)
     os.environ.setdefault("HEXFUSE_CALL_OVERHEAD_US", "0")  # the zoo's small pairs: count fusion, not the call
     paths = model_paths()
     names = args.models.split(",") if args.models else sorted(paths)
-    print("| model | pairs | refused candidates (why: op, count) | plugin vs ORT, steps (default / MatMulNBits f32) |")
-    print("|---|---|---|---|")
+    head = "| model | pairs | refused candidates (why: op, count) | plugin vs ORT, steps (default / MatMulNBits f32) |"
+    print(head + (" worst group alone, steps |" if args.groups else ""))
+    print("|---|---|---|---|" + ("---|" if args.groups else ""))
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
             if name not in paths:
                 print(f"| {name} | not cached | | |")
                 continue
-            row = analyse(name, paths[name], Path(tmp))
+            row = analyse(name, paths[name], Path(tmp), args.groups)
             steps = "-" if row["steps"] is None else " / ".join(f"{v:.0f}" for v in row["steps"].values())
-            print(f"| {name} | {row['pairs']} | {'; '.join(row['refused']) or '-'} | {steps} |", flush=True)
+            group = f" {row['group']:.0f} |" if "group" in row else (" - |" if args.groups else "")
+            print(f"| {name} | {row['pairs']} | {'; '.join(row['refused']) or '-'} | {steps} |{group}", flush=True)
     return 0
 
 

@@ -237,15 +237,15 @@ def test_qoperator_nodes_lower_as_their_qdq_groups() -> None:
 
 
 def test_qoperator_ops_without_a_kernel_are_named() -> None:
-    """A QLinearConv whose scale is not an initializer, and com.microsoft QLinearAdd: refused with the op."""
+    """com.microsoft QLinearLeakyRelu (no kernel, no chain): refused with the op."""
     from hexfuse_onnx.lowering import LoweringError
 
     nodes, inputs, outputs, inits = _as_qoperator(_conv_group("a_", U8, U8, U8, bias=False))
-    add = helper.make_node(
-        "QLinearAdd", ["b_x", "b_s", "b_z", "b_x", "b_s", "b_z", "b_s", "b_z"], ["b_y"], domain="com.microsoft"
+    leaky = helper.make_node(
+        "QLinearLeakyRelu", ["b_x", "b_s", "b_z", "b_s", "b_z"], ["b_y"], alpha=0.1, domain="com.microsoft"
     )
     b_inits = [init("b_s", np.float32(0.1)), init("b_z", np.array(3, np.uint8))]
     b_in = [vi("b_x", [4], U8)] + [vi(t.name, [], t.data_type) for t in b_inits]
-    m = pair_model(nodes, [add], inputs, b_in, outputs, [vi("b_y", [4], U8)], inits + b_inits, opset=19)
-    with pytest.raises(LoweringError, match="QLinearAdd.*outside the kernel"):
+    m = pair_model(nodes, [leaky], inputs, b_in, outputs, [vi("b_y", [4], U8)], inits + b_inits, opset=19)
+    with pytest.raises(LoweringError, match="QLinearLeakyRelu.*outside the kernel"):
         lower_pair(m, m.graph.node[0])
