@@ -180,7 +180,7 @@ def worst_group(src: Path, fused: onnx.ModelProto, typed: onnx.ModelProto, confi
                 n.output[:] = [_original_name(t, set(types)) for t in n.output]
             groups.append(_group_call(copies, opsets, types))
     wanted = sorted({t for node, _ in groups for t in [*node.input, *node.output] if t not in inits})
-    values = dict(zip(wanted, _run_with_outputs(src, typed, wanted, config)))
+    values = _run_with_outputs(src, typed, wanted, config)
     arrays = {name: onnx.numpy_helper.to_array(t) for name, t in inits.items()}
     host, worst = runtime.HostKernel(), 0.0
     for node, fn in groups:
@@ -190,10 +190,12 @@ def worst_group(src: Path, fused: onnx.ModelProto, typed: onnx.ModelProto, confi
     return worst
 
 
-def _run_with_outputs(src: Path, typed: onnx.ModelProto, names: list[str], config: dict[str, str]) -> list:
+def _run_with_outputs(src: Path, typed: onnx.ModelProto, names: list[str], config: dict[str, str]) -> dict:
+    """The values of these tensors (graph inputs among them) on ORT's run of the original."""
     feeds = verify.random_inputs(verify.session(src), seed=3)
-    want = ort.InferenceSession(with_outputs(typed, names), _options(config, False), providers=["CPUExecutionProvider"])
-    return want.run(names, feeds)
+    made = [n for n in names if n not in feeds]
+    want = ort.InferenceSession(with_outputs(typed, made), _options(config, False), providers=["CPUExecutionProvider"])
+    return {**{n: feeds[n] for n in names if n in feeds}, **dict(zip(made, want.run(made, feeds)))}
 
 
 def analyse(name: str, src: Path, out_dir: Path, groups: bool = False) -> dict:
