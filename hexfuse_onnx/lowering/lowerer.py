@@ -165,7 +165,7 @@ class Lowerer:
                 continue
             if n.output[0] in self.types or n.input[0] not in self.types:
                 continue
-            elem = onnx.TensorProto.FLOAT
+            elem: int = onnx.TensorProto.FLOAT
             if n.op_type == "QuantizeLinear":
                 zp = n.input[2] if len(n.input) > 2 else ""
                 elem = self.dtype(zp) if zp and self.dtype(zp) else onnx.TensorProto.UINT8

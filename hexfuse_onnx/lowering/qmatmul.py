@@ -239,7 +239,7 @@ def _qlinear_operands(cx: Lowerer, n: onnx.NodeProto) -> _Operands:
     values = [cx.known_value(t) for t in (sx, zx, sw, zw, sy, zy)]
     if any(v is None for v in values):
         raise refuse("scales and zero points must be initializers")
-    sa, za, sb, zb, s_y, z_y = (np.asarray(v).reshape(-1) for v in values)  # type: ignore[arg-type]
+    sa, za, sb, zb, s_y, z_y = (np.asarray(v).reshape(-1) for v in values)
     n_cols = b.shape[0] if conv else b.shape[1]
     if {sa.size, za.size, s_y.size, z_y.size} != {1} or sb.size not in (1, n_cols) or zb.size not in (1, n_cols):
         raise refuse("scales and zero points must be per tensor (the weight's: or per output channel)")
