@@ -23,6 +23,8 @@ from .errors import ModelError, UsageError
 # Domains stock ONNX Runtime implements. A node of any other domain has no kernel there.
 KNOWN_DOMAINS = {"", "ai.onnx", "ai.onnx.ml", "com.microsoft", "com.microsoft.nchwc", "hexfuse"}
 SUBGRAPH_OPS = {"If", "Loop", "Scan"}
+# com.microsoft elementwise ops ORT's symbolic inference has no rule for (QOperator models)
+UNARY_CONTRIB_OPS = ("QLinearSigmoid", "QLinearLeakyRelu", "QLinearSoftmax")
 SYMBOLIC_INFERENCE_MAX_NODES = 20_000  # ORT's symbolic inference is Python: bounded for speed
 COMPUTED_DIM_PREFIX = "unk__"  # how ONNX's inference names a dim it cannot express
 # The representative binding of symbolic input dims when --shape gives none (README "Symbolic dims").
@@ -649,12 +651,17 @@ def _unknown_outputs(model: onnx.ModelProto) -> int:
 
 
 def _infer_contrib_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
-    """ONNX's inference does not know com.microsoft ops; ONNX Runtime's symbolic inference does."""
+    """ONNX's inference does not know com.microsoft ops; ONNX Runtime's symbolic inference does.
+    When it is incomplete (no rule for com.microsoft QLinearSigmoid), whichever of it and ONNX's
+    partial inference leaves fewer outputs unknown."""
     inferred = _run_symbolic_inference(model, complete_only=True)
     if inferred is not None:
         return inferred
-    # incomplete or refused: ONNX's partial inference
-    return shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
+    partial = shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
+    symbolic = _run_symbolic_inference(model)
+    if symbolic is not None and _unknown_outputs(symbolic) < _unknown_outputs(partial):
+        return symbolic
+    return partial
 
 
 def _run_symbolic_inference(model: onnx.ModelProto, complete_only: bool = False) -> onnx.ModelProto | None:
@@ -667,6 +674,8 @@ def _run_symbolic_inference(model: onnx.ModelProto, complete_only: bool = False)
     # pass never writes beside the user's files, and changing directory would not be thread safe.
     try:
         sym = SymbolicShapeInference(2**31 - 1, True, False, 0)  # int_max, auto_merge, guess_output_rank, verbose
+        for op in UNARY_CONTRIB_OPS:  # elementwise ops it has no rule for: the output is shaped as the input
+            sym.dispatcher_.setdefault(op, sym._pass_on_shape_and_type)
         sym._preprocess(model)
         complete = False
         while sym.run_:

@@ -189,3 +189,63 @@ def test_qdq_conv_groups_lower_to_qconv2d_and_match_onnxruntime() -> None:
         assert r.dtype == g.dtype and r.shape == g.shape
         diff = np.abs(r.astype(np.int32) - g.astype(np.int32))
         assert diff.max() <= 1 and (diff == 0).mean() >= 0.99, (diff.max(), (diff == 0).mean())
+
+
+def _as_qoperator(g: Group) -> Group:
+    """The QDQ group as the one QOperator node onnxruntime.quantization writes for it (QLinearConv,
+    QLinearMatMul), on the same initializers (a Conv bias: its int32 values)."""
+    nodes, inputs, outputs, inits = g
+    op = nodes[-2]
+    p = op.output[0][:2]
+    args = [f"{p}x", f"{p}sa", f"{p}za", f"{p}w"]
+    if op.op_type == "Conv":
+        args += [f"{p}sw", f"{p}zw", f"{p}sy", f"{p}zy"] + ([f"{p}bq"] if len(op.input) > 2 else [])
+        node = helper.make_node(
+            "QLinearConv", args, [f"{p}y"], **{a.name: helper.get_attribute_value(a) for a in op.attribute}
+        )
+    else:
+        node = helper.make_node("QLinearMatMul", args + [f"{p}sb", f"{p}zb", f"{p}sy", f"{p}zy"], [f"{p}y"])
+    kept = [t for t in inits if t.name != f"{p}bs"]
+    return [node], [v for v in inputs if v.name != f"{p}bs"], outputs, kept
+
+
+@pytest.mark.skipif(not (LIB_DIR / HOST_NAME).is_file(), reason="run `bash custom_ops/build.sh`")
+def test_qoperator_nodes_lower_as_their_qdq_groups() -> None:
+    """QLinearConv (u8 x u8, bias) and QLinearMatMul (u8 x i8, per column): QCONV2D and QMATMUL whose
+    outputs equal those of the same groups written as QDQ bit for bit, and ORT's within one step."""
+    ga = _conv_group("a_", U8, U8, U8, bias=True)
+    gb = _group("b_", [2, 5, 33], 33, 17, U8, I8, U8, per_column=True)
+    qa, qb = _as_qoperator(ga), _as_qoperator(gb)
+    m_qop, m_qdq = _pair(qa, qb), _pair(ga, gb)
+    program = lower_pair(m_qop, m_qop.graph.node[0])
+    assert _opcodes(program) == [Opcode.QCONV2D, Opcode.QMATMUL]
+    rng = np.random.default_rng(11)
+    feeds = {
+        "a_x": rng.integers(0, 256, [1, 4, 9, 7]).astype(np.uint8),
+        "b_x": rng.integers(0, 256, [2, 5, 33]).astype(np.uint8),
+    }
+    got = HostKernel().run(program, program_inputs(m_qop, m_qop.graph.node[0], feeds))
+    same = HostKernel().run(lower_pair(m_qdq, m_qdq.graph.node[0]), program_inputs(m_qdq, m_qdq.graph.node[0], feeds))
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    ref = ort.InferenceSession(_plain(qa, qb).SerializeToString(), so, providers=["CPUExecutionProvider"]).run(
+        None, feeds
+    )
+    for g, s, r in zip(got, same, ref):
+        assert g.dtype == s.dtype == r.dtype == np.uint8 and np.array_equal(g, s)
+        assert np.abs(r.astype(np.int32) - g.astype(np.int32)).max() <= 1
+
+
+def test_qoperator_ops_without_a_kernel_are_named() -> None:
+    """com.microsoft QLinearLeakyRelu (no kernel, no chain): refused with the op."""
+    from hexfuse_onnx.lowering import LoweringError
+
+    nodes, inputs, outputs, inits = _as_qoperator(_conv_group("a_", U8, U8, U8, bias=False))
+    leaky = helper.make_node(
+        "QLinearLeakyRelu", ["b_x", "b_s", "b_z", "b_s", "b_z"], ["b_y"], alpha=0.1, domain="com.microsoft"
+    )
+    b_inits = [init("b_s", np.float32(0.1)), init("b_z", np.array(3, np.uint8))]
+    b_in = [vi("b_x", [4], U8)] + [vi(t.name, [], t.data_type) for t in b_inits]
+    m = pair_model(nodes, [leaky], inputs, b_in, outputs, [vi("b_y", [4], U8)], inits + b_inits, opset=19)
+    with pytest.raises(LoweringError, match="QLinearLeakyRelu.*outside the kernel"):
+        lower_pair(m, m.graph.node[0])

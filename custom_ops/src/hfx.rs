@@ -21,6 +21,8 @@ pub const DTYPE_I32: u8 = 3;
 pub const DTYPE_I64: u8 = 4;
 pub const DTYPE_I8: u8 = 5;
 pub const DTYPE_U8: u8 = 6;
+pub const DTYPE_U16: u8 = 7; // format v2 programs only
+pub const DTYPE_I16: u8 = 8; // format v2 programs only
 
 pub type Status = c_int; // enum hfx_status
 pub const OK: Status = 0;
@@ -187,6 +189,8 @@ pub fn dtype_name(d: u8) -> &'static str {
         DTYPE_I64 => "int64",
         DTYPE_I8 => "int8",
         DTYPE_U8 => "uint8",
+        DTYPE_U16 => "uint16",
+        DTYPE_I16 => "int16",
         _ => "an unsupported type",
     }
 }

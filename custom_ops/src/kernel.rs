@@ -48,6 +48,8 @@ fn hfx_dtype(onnx_type: i32) -> u8 {
         7 => hfx::DTYPE_I64,
         3 => hfx::DTYPE_I8,
         2 => hfx::DTYPE_U8,
+        4 => hfx::DTYPE_U16,
+        5 => hfx::DTYPE_I16,
         _ => 0,
     }
 }
@@ -120,9 +122,9 @@ impl Kernel {
             )));
         }
         for (j, t) in program.outputs.iter().enumerate() {
-            if !matches!(t.dtype, hfx::DTYPE_F32 | hfx::DTYPE_U8 | hfx::DTYPE_I8) {
+            if !matches!(t.dtype, hfx::DTYPE_F32 | hfx::DTYPE_U8 | hfx::DTYPE_I8 | hfx::DTYPE_U16 | hfx::DTYPE_I16) {
                 return Err(invalid(format!(
-                    "{at}: program output {j} is {}, the kernel produces float32, uint8 and int8 outputs only",
+                    "{at}: program output {j} is {}, the kernel produces float32 and 8- and 16-bit integer outputs only",
                     hfx::dtype_name(t.dtype)
                 )));
             }

@@ -114,7 +114,9 @@ static inline uint64_t hfxb_numel(const hfxb *b, uint32_t id) {
 }
 
 static inline size_t hfxb_dtype_size(uint8_t dtype) {
-    return dtype == HFX_DTYPE_I8 || dtype == HFX_DTYPE_U8 ? 1 : dtype == HFX_DTYPE_F16 ? 2 : dtype == HFX_DTYPE_I64 ? 8 : 4;
+    if (dtype == HFX_DTYPE_I8 || dtype == HFX_DTYPE_U8) return 1;
+    if (dtype == HFX_DTYPE_F16 || dtype == HFX_DTYPE_U16 || dtype == HFX_DTYPE_I16) return 2;
+    return dtype == HFX_DTYPE_I64 ? 8 : 4;
 }
 
 /* Gives tensor id another dtype (the quantization ops' integer tensors); a constant's data then

@@ -764,17 +764,23 @@ typedef struct quant_type {
     uint8_t dtype;
     int32_t lo, hi;
 } quant_type;
-static const quant_type k_quant_types[] = {{HFX_DTYPE_U8, 0, 255}, {HFX_DTYPE_I8, -128, 127}};
+/* u16 and i16 need a version 2 program */
+static const quant_type k_quant_types[] = {
+    {HFX_DTYPE_U8, 0, 255}, {HFX_DTYPE_I8, -128, 127}, {HFX_DTYPE_U16, 0, 65535}, {HFX_DTYPE_I16, -32768, 32767}};
 
 static int32_t load_int(const void *p, uint8_t dtype, uint64_t i) {
     if (dtype == HFX_DTYPE_U8) return ((const uint8_t *)p)[i];
     if (dtype == HFX_DTYPE_I8) return ((const int8_t *)p)[i];
+    if (dtype == HFX_DTYPE_U16) return ((const uint16_t *)p)[i];
+    if (dtype == HFX_DTYPE_I16) return ((const int16_t *)p)[i];
     return ((const int32_t *)p)[i];
 }
 
 static void store_int(void *p, uint8_t dtype, uint64_t i, int32_t v) {
     if (dtype == HFX_DTYPE_U8) ((uint8_t *)p)[i] = (uint8_t)v;
     else if (dtype == HFX_DTYPE_I8) ((int8_t *)p)[i] = (int8_t)v;
+    else if (dtype == HFX_DTYPE_U16) ((uint16_t *)p)[i] = (uint16_t)v;
+    else if (dtype == HFX_DTYPE_I16) ((int16_t *)p)[i] = (int16_t)v;
     else ((int32_t *)p)[i] = v;
 }
 
@@ -783,9 +789,10 @@ static void store_int(void *p, uint8_t dtype, uint64_t i, int32_t v) {
 static void quant_case(const quant_type *qt, const rshape *xs, int axis, int with_zp, int task) {
     uint64_t n = rs_numel(xs), channels = axis < 0 ? 1 : xs->d[axis], inner = 1;
     for (uint32_t i = (uint32_t)(axis < 0 ? xs->rank : (uint32_t)axis + 1); i < xs->rank; i++) inner *= xs->d[i];
-    float *X = malloc(n * 4 + 4), *S = malloc(channels * 4), *D = malloc(n * 4 + 4);
+    /* buffers one element past their (64-byte aligned) allocation: not vector aligned */
+    float *Xa = malloc(n * 4 + 4), *S = malloc(channels * 4), *Da = malloc(n * 4 + 4), *X = Xa + 1, *D = Da + 1;
     int32_t Z[64];
-    uint8_t *Q = malloc(n * 4 + 4), *Zb = malloc(64 * 4);
+    uint8_t *Qa = malloc(n * 4 + 4), *Zb = malloc(64 * 4), *Q = Qa + hfxb_dtype_size(qt->dtype);
     for (uint64_t c = 0; c < channels; c++) {
         S[c] = c % 2 ? 0.5f : rng_f(0.01f, 0.2f);
         Z[c] = with_zp ? (int32_t)rng_range(0, (uint32_t)(qt->hi - qt->lo)) + qt->lo : 0;
@@ -797,6 +804,7 @@ static void quant_case(const quant_type *qt, const rshape *xs, int axis, int wit
     for (uint64_t i = 0; i < n; i++) X[i] = i < 15 ? special[i] : rng_f(-range, range);
     hfxb b;
     hfxb_init(&b);
+    b.v2 = hfxb_dtype_size(qt->dtype) == 2;
     uint32_t sdims[1] = {(uint32_t)channels};
     uint32_t x = hfxb_input(&b, task, xs->rank, xs->d);
     uint32_t s = hfxb_input(&b, task, axis < 0 ? 0 : 1, sdims);
@@ -822,7 +830,7 @@ static void quant_case(const quant_type *qt, const rshape *xs, int axis, int wit
                   (double)D[bad % n]);
     }
     hfxb_free(&b);
-    free(X), free(S), free(D), free(Q), free(Zb);
+    free(Xa), free(S), free(Da), free(Qa), free(Zb);
 }
 
 static void test_quant(void) {
@@ -833,7 +841,10 @@ static void test_quant(void) {
     CHECK(ref_quantize_linear(NAN, 0.5f, 10, 0, 255) == 0 && ref_quantize_linear(NAN, 0.5f, 10, -128, 127) == -128);
     CHECK(ref_quantize_linear(INFINITY, 0.5f, 10, 0, 255) == 255 && ref_quantize_linear(-1e30f, 1.0f, 5, 0, 255) == 0);
     CHECK(ref_quantize_linear(127.5f, 1.0f, 0, -128, 127) == 127 && ref_quantize_linear(-128.5f, 1.0f, 0, -128, 127) == -128);
-    for (int k = 0; k < 2; k++) {
+    CHECK(ref_quantize_linear(65534.5f, 1.0f, 0, 0, 65535) == 65534 && ref_quantize_linear(-0.5f, 1.0f, 0, 0, 65535) == 0);
+    CHECK(ref_quantize_linear(-32768.5f, 1.0f, 0, -32768, 32767) == -32768 &&
+          ref_quantize_linear(2.5f, 1.0f, -32768, -32768, 32767) == -32766);
+    for (int k = 0; k < 4; k++) {
         const quant_type *qt = &k_quant_types[k];
         rshape s1 = {1, {1}}, s2 = {1, {32769 + 17}}, s3 = {3, {3, 5, 7}}, s4 = {4, {2, 16, 33, 31}};
         quant_case(qt, &s1, -1, 1, 0);

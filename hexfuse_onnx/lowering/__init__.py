@@ -4,7 +4,9 @@
 - `program`: the program in memory and its encoding.
 - `registry`: `@lowers("Conv")`; its keys are the op set (`SUPPORTED_OPS`).
 - `lowerer`: the per-pair state (tensors, constants, op origins) every lowering writes through.
-- one module per op family: `matrix`, `pointwise`, `normalize`, `layout`, `spatial`, `quant`.
+- one module per op family: `matrix`, `pointwise`, `normalize`, `layout`, `spatial`, `quant`,
+  `qmatmul` (integer MatMul/Conv: QDQ groups and QLinearMatMul/QLinearConv), `qlinear` (the other
+  QOperator ops as DQ -> op -> Q chains).
 
 Adding an op: write its lowering in its family's module with `@lowers("OnnxOp")`, add the
 opcode to `abi.Opcode` (and its parameter enum), and test it in tests/test_lower.py.
@@ -21,7 +23,7 @@ import onnx
 from onnx import helper
 
 from .. import contract as C
-from . import layout, matrix, normalize, pointwise, quant, spatial  # noqa: F401 - they register the lowerings
+from . import layout, matrix, normalize, pointwise, qlinear, qmatmul, quant, spatial  # noqa: F401 - they register
 from .lowerer import Lowerer, OpOrigin
 from .registry import LOWERINGS, LoweringError, op_outside_kernel
 from .rewritten import ModelShapes, model_types

@@ -52,6 +52,8 @@ class Dtype(IntEnum):
     I64 = 4
     I8 = 5
     U8 = 6
+    U16 = 7  # format v2 programs only
+    I16 = 8  # format v2 programs only
 
 
 class Role(IntEnum):

@@ -38,9 +38,18 @@ DTYPES: dict[int, Dtype] = {
     onnx.TensorProto.INT64: Dtype.I64,
     onnx.TensorProto.INT8: Dtype.I8,
     onnx.TensorProto.UINT8: Dtype.U8,
+    onnx.TensorProto.UINT16: Dtype.U16,
+    onnx.TensorProto.INT16: Dtype.I16,
 }
 # numpy layout of the program constants a lowering writes
-NP_DTYPES: dict[Dtype, str] = {Dtype.F32: "<f4", Dtype.U8: "<u1", Dtype.I8: "<i1", Dtype.I32: "<i4"}
+NP_DTYPES: dict[Dtype, str] = {
+    Dtype.F32: "<f4",
+    Dtype.U8: "<u1",
+    Dtype.I8: "<i1",
+    Dtype.I32: "<i4",
+    Dtype.U16: "<u2",
+    Dtype.I16: "<i2",
+}
 
 # Output types a lowering-time fold never makes: the kernel's data (and unknown types).
 _NOT_SHAPE_DTYPES = {0, onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE}
@@ -146,6 +155,25 @@ class Lowerer:
         for v in list(g.value_info) + list(g.output):
             if v.type.tensor_type.elem_type:
                 self.types.setdefault(v.name, v.type)
+        self._type_contrib_qdq()
+
+    def _type_contrib_qdq(self) -> None:
+        """Types of com.microsoft QuantizeLinear/DequantizeLinear outputs (the 16-bit QDQ ops) that
+        ONNX's inference leaves unknown: the input's shape, f32 or the zero point's type (u8
+        without one). The pass types the graph's own; this covers the body's DequantizeLinear copies."""
+        for n in self.fn.node:
+            if n.domain != "com.microsoft" or n.op_type not in ("QuantizeLinear", "DequantizeLinear"):
+                continue
+            if n.output[0] in self.types or n.input[0] not in self.types:
+                continue
+            elem: int = onnx.TensorProto.FLOAT
+            if n.op_type == "QuantizeLinear":
+                zp = n.input[2] if len(n.input) > 2 else ""
+                elem = self.dtype(zp) if zp and self.dtype(zp) else onnx.TensorProto.UINT8
+            out = onnx.TypeProto()
+            out.CopyFrom(self.types[n.input[0]])
+            out.tensor_type.elem_type = elem
+            self.types[n.output[0]] = out
 
     def body_model(self, input_types: dict[str, onnx.TypeProto], ir_version: int) -> onnx.ModelProto:
         """The function body as a model of its formal inputs (of these types), with the
@@ -292,7 +320,7 @@ class Lowerer:
                 raise LoweringError(
                     self.node.op_type,
                     self.pair,
-                    f"input '{self.formal[f]}' is {name}, which the program format v1 does not carry",
+                    f"input '{self.formal[f]}' is {name}, which the task program does not carry",
                 )
             dims = self.shape(f, self.node)
             if f in self.ids:

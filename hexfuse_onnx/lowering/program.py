@@ -1,7 +1,7 @@
 """The task program in memory and its byte encoding (format: dsp/README.md, numbers: abi.py).
 
-A program without a shape section is encoded as format version 1, exactly as before; one with
-a shape section as version 2 (64-byte header, the section after the data; spec
+A program without a shape section or 16-bit integer tensor is encoded as format version 1,
+exactly as before; one with either as version 2 (64-byte header, the section after the data; spec
 /work/wt/_brief/PROGRAM_V2.md until dsp/README.md carries it). `specialize` is the reference of
 the kernel's hfx_program_specialize: the shape section applied to actual input shapes.
 """
@@ -23,6 +23,7 @@ _HEADER_V2_TAIL = "<II2I"  # shapes_bytes, quant_bytes, reserved
 _TENSOR = "<BBBBI8III"
 _DIMS_AT = 8  # byte offset of dims[] in a tensor record
 _PARAMS_AT = 48  # byte offset of params[] in an op record
+V2_DTYPES = {Dtype.U16, Dtype.I16}  # tensor dtypes a version 1 program cannot carry
 
 
 @dataclass
@@ -56,9 +57,11 @@ class Program:
         return len(self.tensors) - 1
 
     def encode(self, shapes: bytes = b"") -> bytes:
-        """Version 1 bytes, or version 2 with `shapes` (an encoded shape section) after the data."""
+        """Version 1 bytes, or version 2 with `shapes` (an encoded shape section) after the data or
+        with a 16-bit integer tensor (a v2 dtype)."""
         align = Layout.CONST_ALIGN
-        header_bytes = HEADER_BYTES_V2 if shapes else Layout.HEADER_BYTES
+        v2 = bool(shapes) or any(t.dtype in V2_DTYPES for t in self.tensors)
+        header_bytes = HEADER_BYTES_V2 if v2 else Layout.HEADER_BYTES
         ops_off = header_bytes + len(self.tensors) * Layout.TENSOR_RECORD_BYTES
         ops_end = ops_off + len(self.ops) * Layout.OP_RECORD_BYTES
         data_off = -(-ops_end // align) * align
@@ -72,7 +75,7 @@ class Program:
         header = struct.pack(
             _HEADER,
             Layout.PROGRAM_MAGIC,
-            VERSION_2 if shapes else Layout.PROGRAM_VERSION,
+            VERSION_2 if v2 else Layout.PROGRAM_VERSION,
             header_bytes,
             total,
             Layout.PROGRAM_FLAG_CRC32,
@@ -84,7 +87,7 @@ class Program:
             data_off,
             len(data),
         )
-        if shapes:
+        if v2:
             header += struct.pack(_HEADER_V2_TAIL, len(shapes), 0, 0, 0)
         blob = header + records
         body = bytes(blob + bytes(data_off - len(blob)) + data + shapes)

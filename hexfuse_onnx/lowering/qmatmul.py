@@ -1,6 +1,7 @@
 """QDQ MatMul/Gemm/Conv groups in integers: DQ(A) + DQ(B) [+ DQ(bias)] -> MatMul/Gemm/Conv -> Q
 lowers to one QMATMUL or QCONV2D (dsp/ref/ref_qmatmul.h), as ONNX Runtime's QDQ fusion runs it
-(QLinearMatMul / QGemm / QLinearConv).
+(QLinearMatMul / QGemm / QLinearConv). A QOperator model's QLinearMatMul / QLinearConv node is that
+group already: it lowers to the same op with the same operands (`qlinear`).
 
 A group fits when A, B and Y are u8/i8 per tensor (B may be per output column / channel), the
 scales and zero points are initializers, B is a 2-D (Conv: 4-D) initializer, a Gemm has transA 0,
@@ -19,8 +20,12 @@ import onnx
 from .abi import ConvParam, Dtype, Opcode, Task
 from .lowerer import DTYPES, Lowerer, attr
 from .matrix import conv_params
-from .quant import QUANTIZED
+from .registry import LoweringError, lowers
 from .spatial import pads_2d
+
+# the integer kernels' operand types. A 16-bit group keeps the float path (DQ, f32 op, Q), as ONNX
+# Runtime runs it: its QDQ fusion to QLinearConv/QLinearMatMul takes 8-bit groups only.
+EIGHT_BIT = {Dtype.U8, Dtype.I8}
 
 
 @dataclass
@@ -106,6 +111,7 @@ class _Operands:
     y: str
     y_dtype: Dtype
     bias: np.ndarray | None  # i32 [N]
+    b_dtype: Dtype
 
 
 def _qparams(cx: Lowerer, n: onnx.NodeProto) -> tuple[np.ndarray, np.ndarray] | None:
@@ -126,11 +132,11 @@ def _operands(cx: Lowerer, g: _Group) -> _Operands | None:
     b = cx.known_value(dq_b.input[0])
     pa, pb, py = _qparams(cx, dq_a), _qparams(cx, dq_b), _qparams(cx, q)
     conv = _is(op, "Conv")
-    if a_dtype not in QUANTIZED or y_dtype not in QUANTIZED or b is None or b.ndim != (4 if conv else 2):
+    if a_dtype not in EIGHT_BIT or y_dtype not in EIGHT_BIT or b is None or b.ndim != (4 if conv else 2):
         return None
     if conv and len(cx.shape(dq_a.input[0], dq_a)) != 4:
         return None
-    if DTYPES.get(cx.dtype(dq_b.input[0])) not in QUANTIZED or None in (pa, pb, py):
+    if DTYPES.get(cx.dtype(dq_b.input[0])) not in EIGHT_BIT or None in (pa, pb, py):
         return None
     (sa, za), (sb, zb), (sy, zy) = pa, pb, py  # type: ignore[misc]
     if sa.size != 1 or sy.size != 1 or len(cx.shape(dq_a.input[0], dq_a)) < 2:
@@ -153,7 +159,7 @@ def _operands(cx: Lowerer, g: _Group) -> _Operands | None:
             return None
     return _Operands(
         dq_a.input[0], a_dtype, b.T if trans_b else b, int(za[0]), zb, scale.astype(np.float32), int(zy[0]),
-        q.output[0], y_dtype, bias,
+        q.output[0], y_dtype, bias, DTYPES[cx.dtype(dq_b.input[0])],
     )  # fmt: skip
 
 
@@ -169,33 +175,83 @@ def _bias(cx: Lowerer, dq: onnx.NodeProto, acc_scale: np.ndarray, n_cols: int) -
 
 
 def emit(cx: Lowerer, g: _Group, task: Task) -> None:
-    """Emit the group's QMATMUL (its origin: the MatMul/Gemm node)."""
+    """Emit the group's QMATMUL or QCONV2D (its origin: the MatMul/Gemm/Conv node)."""
     o = _operands(cx, g)
     assert o is not None  # plan() kept only groups that fit
     n = cx.fn.node[g.op]
-    b_dtype = DTYPES[cx.dtype(cx.fn.node[g.b_dq].input[0])]
+    _emit(cx, n, o, task, n.input[0], n.input[1])
+
+
+def _emit(cx: Lowerer, n: onnx.NodeProto, o: _Operands, task: Task, x: str, w: str) -> None:
     per_col = o.zb.size > 1 or o.scale.size > 1
-    conv = _is(n, "Conv")
+    conv = n.op_type in ("Conv", "QLinearConv")
     cols = o.b.shape[0] if conv else o.b.shape[1]
     zb = np.broadcast_to(o.zb, (cols,)) if per_col else o.zb
     scale = np.broadcast_to(o.scale, (cols,)) if per_col else o.scale
     inputs = [
         cx.read_typed(o.a, n, task, o.a_dtype),
-        cx.constant(o.b, task, b_dtype),
+        cx.constant(o.b, task, o.b_dtype),
         cx.constant(np.array(o.za), task, o.a_dtype),
-        cx.constant(zb, task, b_dtype),
+        cx.constant(zb, task, o.b_dtype),
         cx.constant(scale, task, Dtype.F32),
         cx.constant(np.array(o.zy), task, o.y_dtype),
     ]
     if o.bias is not None:
         inputs.append(cx.constant(o.bias, task, Dtype.I32))
-    params = _conv_params(cx, n) if conv else None
+    params = _conv_params(cx, n, x, w) if conv else None
     cx.emit(n, task, Opcode.QCONV2D if conv else Opcode.QMATMUL, inputs, params, out=o.y, out_dtype=o.y_dtype)
 
 
-def _conv_params(cx: Lowerer, n: onnx.NodeProto) -> dict[ConvParam, int]:
-    x, w = cx.shape(n.input[0], n), cx.shape(n.input[1], n)
+def _conv_params(cx: Lowerer, n: onnx.NodeProto, x_name: str, w_name: str) -> dict[ConvParam, int]:
+    x, w = cx.shape(x_name, n), cx.shape(w_name, n)
     strides = [int(v) for v in attr(n, "strides", [1, 1])]
     dil = [int(v) for v in attr(n, "dilations", [1, 1])]
     pads = pads_2d(n, x, w[2:], strides, dil)
     return conv_params(n, strides, dil, pads)
+
+
+# ---- QOperator: QLinearConv (x, sx, zx, w, sw, zw, sy, zy [, B]), QLinearMatMul (a, sa, za, b, sb, zb, sy, zy)
+
+
+@lowers("QLinearConv", "QLinearMatMul")
+def qlinear(cx: Lowerer, n: onnx.NodeProto, task: Task) -> None:
+    _emit(cx, n, _qlinear_operands(cx, n), task, n.input[0], n.input[3])
+
+
+def _qlinear_operands(cx: Lowerer, n: onnx.NodeProto) -> _Operands:
+    """The operands of a QLinearConv / QLinearMatMul node (raises LoweringError for what QCONV2D /
+    QMATMUL do not run)."""
+
+    def refuse(why: str) -> LoweringError:
+        return LoweringError(n.op_type, n.name, why)
+
+    conv = n.op_type == "QLinearConv"
+    x, sx, zx, w, sw, zw, sy, zy = n.input[:8]
+    a_dtype, b_dtype, y_dtype = (DTYPES.get(cx.dtype(t)) for t in (x, w, n.output[0]))
+    if a_dtype not in EIGHT_BIT or b_dtype not in EIGHT_BIT or y_dtype not in EIGHT_BIT:
+        raise refuse("the integer kernels take u8/i8 operands only")
+    b = cx.known_value(w)
+    if b is None or b.ndim != (4 if conv else 2):
+        raise refuse(f"the weight must be a {'4' if conv else '2'}-D initializer")
+    rank = len(cx.shape(x, n))
+    if (conv and rank != 4) or rank < 2:
+        raise refuse("QLinearConv is 2-D only" if conv else "A must have rank >= 2")
+    values = [cx.known_value(t) for t in (sx, zx, sw, zw, sy, zy)]
+    if any(v is None for v in values):
+        raise refuse("scales and zero points must be initializers")
+    sa, za, sb, zb, s_y, z_y = (np.asarray(v).reshape(-1) for v in values)
+    n_cols = b.shape[0] if conv else b.shape[1]
+    if {sa.size, za.size, s_y.size, z_y.size} != {1} or sb.size not in (1, n_cols) or zb.size not in (1, n_cols):
+        raise refuse("scales and zero points must be per tensor (the weight's: or per output channel)")
+    if sa.dtype != np.float32 or sb.dtype != np.float32 or s_y.dtype != np.float32:
+        raise refuse("scales must be float32")
+    scale = (np.float32(sa[0]) * sb) / np.float32(s_y[0])  # f32, as ORT computes it
+    bias = cx.known_value(n.input[8]) if conv and len(n.input) > 8 else None
+    if bias is not None and (bias.dtype != np.int32 or bias.size != n_cols):
+        raise refuse("the bias must be an int32 initializer of one element per output channel")
+    if conv and len(n.input) > 8 and n.input[8] and bias is None:
+        raise refuse("the bias must be an initializer")
+    return _Operands(
+        x, a_dtype, b, int(za[0]), zb.astype(np.int64), scale.astype(np.float32), int(z_y[0]), n.output[0], y_dtype,
+        None if bias is None else bias.reshape(-1), b_dtype,
+    )  # fmt: skip

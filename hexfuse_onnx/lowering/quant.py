@@ -1,8 +1,8 @@
 """Quantization: QuantizeLinear and DequantizeLinear (ai.onnx, and com.microsoft's, which QDQ
 models use for 16-bit types below opset 21), per tensor or per axis, on the vector engine.
 
-Their integer tensors are program tensors of their own dtype (u8, i8; DequantizeLinear also
-reads i32 biases). 16-bit types need the program format v2 and are refused until it exists.
+Their integer tensors are program tensors of their own dtype (u8, i8, u16, i16; DequantizeLinear
+also reads i32 biases). A program with a 16-bit tensor is encoded as format v2 (`program.encode`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from .abi import Dtype, Opcode, QuantParam, Task
 from .lowerer import DTYPES, Lowerer, attr
 from .registry import LoweringError, lowers
 
-QUANTIZED = {Dtype.U8, Dtype.I8}  # what QuantizeLinear writes; adding U16/I16 (format v2) is an entry here
+QUANTIZED = {Dtype.U8, Dtype.I8, Dtype.U16, Dtype.I16}  # what QuantizeLinear writes
 DEQUANTIZED = QUANTIZED | {Dtype.I32}
 
 
@@ -26,7 +26,9 @@ def quantize_linear(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     dtype = DTYPES.get(cx.dtype(integer))
     if dtype not in (QUANTIZED if q else DEQUANTIZED):
         name = onnx.TensorProto.DataType.Name(cx.dtype(integer)) if cx.dtype(integer) else "unknown"
-        raise LoweringError(n.op_type, n.name, f"'{integer}' is {name}: the program format v1 carries u8/i8 only")
+        raise LoweringError(
+            n.op_type, n.name, f"'{integer}' is {name}: QuantizeLinear/DequantizeLinear carry 8- and 16-bit integers"
+        )
     x = cx.read_typed(n.input[0], n, t, Dtype.F32 if q else dtype)
     scale = cx.read_typed(n.input[1], n, t, Dtype.F32)
     inputs = [x, scale]

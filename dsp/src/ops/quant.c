@@ -12,10 +12,12 @@
 #include "kernels.h"
 
 /* The integer types these ops quantize to and from: a row each, X(dtype, C type, min, max).
- * Adding one (format v2: U16, I16) is a row here. */
-#define HFX_QUANT_TYPES(X)                       \
-    X(HFX_DTYPE_U8, uint8_t, 0, UINT8_MAX)       \
-    X(HFX_DTYPE_I8, int8_t, INT8_MIN, INT8_MAX)
+ * U16 and I16 exist in format v2 programs only (the parser refuses them in v1). */
+#define HFX_QUANT_TYPES(X)                          \
+    X(HFX_DTYPE_U8, uint8_t, 0, UINT8_MAX)          \
+    X(HFX_DTYPE_I8, int8_t, INT8_MIN, INT8_MAX)     \
+    X(HFX_DTYPE_U16, uint16_t, 0, UINT16_MAX)       \
+    X(HFX_DTYPE_I16, int16_t, INT16_MIN, INT16_MAX)
 /* DequantizeLinear also reads int32 (the biases of QDQ models). */
 #define HFX_DEQUANT_ONLY_TYPES(X) X(HFX_DTYPE_I32, int32_t, INT32_MIN, INT32_MAX)
 
@@ -37,7 +39,7 @@ static hfx_status dtype_fail(hfx_vctx *v, const hfx_op *op, uint32_t slot, bool 
                      id, v->p->tensors[id].dtype, want);
 }
 
-/* Q: x f32, y u8/i8 (the zero point's type, u8 without one); DQ: x u8/i8/i32, y f32, zp x's type */
+/* Q: x f32, y u8/i8/u16/i16 (the zero point's type, u8 without one); DQ: x u8/i8/u16/i16/i32, y f32, zp x's type */
 static hfx_status validate_dtypes(hfx_vctx *v, const hfx_op *op) {
     const hfx_tensor *t = v->p->tensors;
     bool q = op->opcode == HFX_OP_QUANTIZE_LINEAR;

@@ -31,6 +31,8 @@
  *   task B  XQ -> QuantizeLinear i8 per axis 0 (3 scales and zero points) -> QB
  * XQ holds ties at .5, saturating values, +-inf and NaN, then random values.
  *
+ * The same with 16-bit types (a v2 program): u16 per tensor in task A, i16 per axis in task B.
+ *
  * A fourth runs QMatMul (every u8/i8 combination of A, B, Y; odd sizes, per-tensor and per-column
  * zero points and scales, a bias that wraps int32, buffers at odd addresses), bit for bit against
  * dsp/ref/ref_qmatmul.h.
@@ -363,6 +365,67 @@ static void test_quant_program(hfx_pool *pool)
     hfx_program_free(prog);
 }
 
+/* 16-bit types need a version 2 program: u16 per tensor (Q, then DQ of the result) in task A, i16 per
+ * axis in task B, buffers one element past their alignment. */
+static float q16_x[QR * QC + 1], q16_d[QR * QC + 1];
+static uint16_t q16_qa[QR * QC + 1];
+static int16_t q16_qb[QR * QC + 1];
+
+static void test_quant16_program(hfx_pool *pool)
+{
+    static const float scale_a[1] = {0.0625f}, scale_b[QR] = {0.5f, 0.00371f, 1.75f};
+    static const uint16_t zp_a[2] = {32771, 0};
+    static const int16_t zp_b[4] = {0, -30000, 3, 0};
+    const float special[] = {0.25f, 0.75f, -0.25f, -3.75f, 1e30f, -1e30f, hfxb_f(0x7f800000), hfxb_f((int32_t)0xff800000),
+                             hfxb_f(0x7fc00000), 2047.96875f, -2048.03125f};
+    qt_rng r = {4242};
+    float *x = q16_x + 1;
+    for (int i = 0; i < QR * QC; i++)
+        x[i] = i < 11 ? special[i] : (float)qt_range(&r, -400000, 400000) / 97.0f;
+    hfxb b;
+    hfxb_init(&b);
+    b.v2 = 1;
+    uint32_t xa = hfxb_input(&b, 0, HFXB_DIMS(QR, QC)), xb = hfxb_input(&b, 1, HFXB_DIMS(QR, QC));
+    uint32_t sa = hfxb_const(&b, 0, HFXB_SCALAR, scale_a);
+    uint32_t za = hfxb_set_dtype(&b, hfxb_const(&b, 0, HFXB_SCALAR, (const float *)(const void *)zp_a), HFX_DTYPE_U16);
+    uint32_t qa = hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(QR, QC)), HFX_DTYPE_U16);
+    uint32_t da = hfxb_output(&b, 0, HFXB_DIMS(QR, QC));
+    hfxb_quant(&b, 0, HFX_OP_QUANTIZE_LINEAR, xa, sa, za, qa, 0);
+    hfxb_quant(&b, 0, HFX_OP_DEQUANTIZE_LINEAR, qa, sa, za, da, 0);
+    uint32_t sb = hfxb_const(&b, 1, HFXB_DIMS(QR), scale_b);
+    uint32_t zb = hfxb_set_dtype(&b, hfxb_const(&b, 1, HFXB_DIMS(QR), (const float *)(const void *)zp_b), HFX_DTYPE_I16);
+    uint32_t qb = hfxb_set_dtype(&b, hfxb_output(&b, 1, HFXB_DIMS(QR, QC)), HFX_DTYPE_I16);
+    hfxb_quant(&b, 1, HFX_OP_QUANTIZE_LINEAR, xb, sb, zb, qb, 0);
+    size_t size = 0;
+    uint8_t *bytes = hfxb_encode(&b, &size);
+    hfxb_free(&b);
+    hfx_program *prog = NULL;
+    hfx_error err;
+    hfx_status st = hfx_program_parse(bytes, size, &prog, &err);
+    free(bytes);
+    expect(st == HFX_OK, "u16/i16 quant program (v2) parses");
+    if (st != HFX_OK)
+        return;
+    const void *in[2] = {x, x};
+    void *out[3] = {q16_qa + 1, q16_d + 1, q16_qb + 1};
+    hfx_run_result res;
+    st = hfx_run(pool, prog, in, 2, out, 3, NULL, NULL, &res);
+    expect(st == HFX_OK, "u16/i16 quant program runs");
+    int qa_ok = 1, da_ok = 1, qb_ok = 1;
+    for (int i = 0; i < QR * QC; i++) {
+        int32_t wa = ref_quantize_linear(x[i], scale_a[0], zp_a[0], 0, 65535);
+        float wd = ref_dequantize_linear(wa, scale_a[0], zp_a[0]);
+        int32_t wb = ref_quantize_linear(x[i], scale_b[i / QC], zp_b[i / QC], -32768, 32767);
+        qa_ok &= q16_qa[1 + i] == wa;
+        da_ok &= memcmp(&q16_d[1 + i], &wd, 4) == 0;
+        qb_ok &= q16_qb[1 + i] == wb;
+    }
+    expect(qa_ok, "QuantizeLinear u16 per tensor bit-exact (ties, saturation, inf, NaN; misaligned buffers)");
+    expect(da_ok, "DequantizeLinear u16 bit-exact");
+    expect(qb_ok, "QuantizeLinear i16 per axis bit-exact");
+    hfx_program_free(prog);
+}
+
 #define QM_M 7
 #define QM_K 37
 #define QM_N 19
@@ -678,6 +741,7 @@ int main(void)
 
     qt_begin_group(&T);
     test_quant_program(pool);
+    test_quant16_program(pool);
     qt_end_group(&T, "QuantizeLinear / DequantizeLinear");
 
     qt_begin_group(&T);
