@@ -1,0 +1,239 @@
+/* test_qeltwise.c - QADD, QMUL and QLUT bit for bit against dsp/ref/ref_qeltwise.h: every
+ * (a, b) pair of the type through a broadcast, odd sizes, sizes cut into several items, the
+ * broadcasts that swap QADD's operands, ties, saturation, a folded output range, misaligned
+ * buffers; and the refusals of bad dtypes, params and tables. */
+#include "core.h"
+#include "hexfuse/hexfuse.h"
+#include "program_builder.h"
+#include "test_util.h"
+#include "../ref/ref_qeltwise.h"
+
+static hfx_pool *g_pool;
+
+static int32_t tmin(uint8_t d) { return d == HFX_DTYPE_U8 ? 0 : -128; }
+static int32_t tmax(uint8_t d) { return d == HFX_DTYPE_U8 ? 255 : 127; }
+static int32_t load(const uint8_t *p, uint8_t d, uint64_t i) { return d == HFX_DTYPE_U8 ? p[i] : (int8_t)p[i]; }
+static int32_t qrand(uint8_t d) { return (int32_t)rng_range(0, 255) + tmin(d); }
+
+static hfx_status parse(hfxb *b, hfx_program **p, hfx_error *e) {
+    size_t n;
+    uint8_t *bytes = hfxb_encode(b, &n);
+    hfx_status st = hfx_program_parse(bytes, n, p, e);
+    free(bytes);
+    return st;
+}
+
+static int run(hfxb *b, const void *const *ins, size_t nin, void *const *outs) {
+    hfx_program *p = NULL;
+    hfx_error e;
+    hfx_status st = parse(b, &p, &e);
+    CHECK_MSG(st == HFX_OK, "parse: %s", e.message);
+    if (st != HFX_OK) return 0;
+    st = hfx_run(g_pool, p, ins, nin, outs, 1, NULL, NULL, NULL);
+    CHECK_MSG(st == HFX_OK, "run: %s", hfx_status_name(st));
+    hfx_program_free(p);
+    return st == HFX_OK;
+}
+
+typedef struct qbin_cfg {
+    uint32_t opcode;
+    uint8_t tx, ty;
+    uint32_t ra, a[4], rb, b[4]; /* ranks and dims of A and B (numpy broadcast) */
+    int misalign, fold, exhaustive;
+} qbin_cfg;
+
+static int32_t want_qbin(const qbin_cfg *c, const int32_t *p, int swap, int32_t x, int32_t w) {
+    float ra = hfxb_f(p[HFX_P_QBIN_RATIO_A]), rb = hfxb_f(p[HFX_P_QBIN_RATIO_B]);
+    int32_t za = p[HFX_P_QBIN_ZERO_A], zb = p[HFX_P_QBIN_ZERO_B], zy = p[HFX_P_QBIN_ZERO_Y];
+    int32_t lo = p[HFX_P_QBIN_LO], hi = p[HFX_P_QBIN_HI];
+    if (c->opcode == HFX_OP_QMUL) return ref_qmul(x, w, ra, za, zb, zy, lo, hi);
+    return swap ? ref_qadd(w, x, rb, ra, zb, za, zy, lo, hi) : ref_qadd(x, w, ra, rb, za, zb, zy, lo, hi);
+}
+
+/* the broadcast output shape and each element's A and B offsets */
+static uint32_t out_shape(const qbin_cfg *c, uint32_t *od) {
+    uint32_t r = c->ra > c->rb ? c->ra : c->rb;
+    for (uint32_t i = 0; i < r; i++) {
+        uint32_t da = i + c->ra >= r ? c->a[i + c->ra - r] : 1, db = i + c->rb >= r ? c->b[i + c->rb - r] : 1;
+        od[i] = da > db ? da : db;
+    }
+    return r;
+}
+
+static uint64_t offset_of(uint64_t flat, const uint32_t *od, uint32_t r, uint32_t rank, const uint32_t *d) {
+    uint64_t off = 0, stride = 1;
+    for (uint32_t i = r; i-- > 0;) {
+        uint64_t idx = flat % od[i];
+        flat /= od[i];
+        if (i + rank >= r) {
+            uint32_t di = d[i + rank - r];
+            off += (di == 1 ? 0 : idx) * stride;
+            stride *= di;
+        }
+    }
+    return off;
+}
+
+static void qbin_case(const qbin_cfg *c, int swap) {
+    uint32_t od[4], r = out_shape(c, od);
+    uint64_t na = 1, nb = 1, ny = 1;
+    for (uint32_t i = 0; i < c->ra; i++) na *= c->a[i];
+    for (uint32_t i = 0; i < c->rb; i++) nb *= c->b[i];
+    for (uint32_t i = 0; i < r; i++) ny *= od[i];
+    uint8_t *abuf = malloc(na + 4), *bbuf = malloc(nb + 4), *ybuf = malloc(ny + 4);
+    uint8_t *A = abuf + c->misalign, *B = bbuf + c->misalign, *Y = ybuf + c->misalign;
+    for (uint64_t i = 0; i < na; i++) A[i] = (uint8_t)(c->exhaustive ? i : (uint64_t)qrand(c->tx));
+    for (uint64_t i = 0; i < nb; i++) B[i] = (uint8_t)(c->exhaustive ? i : (uint64_t)qrand(c->tx));
+    int32_t p[HFX_OP_PARAMS] = {0};
+    int mul = c->opcode == HFX_OP_QMUL;
+    /* powers of two make ties common; 40 / 1e6 saturate; the rest is the usual range of QDQ models */
+    uint32_t pick = rng_range(0, 5);
+    float ra = pick == 0 ? 0.5f : pick == 1 ? 4.0e6f : rng_f(0.05f, 2.0f), rb = rng_f(0.05f, 2.0f);
+    if (mul) ra = pick == 0 ? 0.0078125f : pick == 1 ? 40.0f : rng_f(1e-4f, 0.05f), rb = 0.0f;
+    p[HFX_P_QBIN_RATIO_A] = hfxb_bits(ra), p[HFX_P_QBIN_RATIO_B] = hfxb_bits(rb);
+    p[HFX_P_QBIN_ZERO_A] = qrand(c->tx), p[HFX_P_QBIN_ZERO_B] = qrand(c->tx), p[HFX_P_QBIN_ZERO_Y] = qrand(c->ty);
+    p[HFX_P_QBIN_LO] = c->fold ? p[HFX_P_QBIN_ZERO_Y] : tmin(c->ty); /* a folded Relu */
+    p[HFX_P_QBIN_HI] = c->fold == 2 ? p[HFX_P_QBIN_LO] + 3 < tmax(c->ty) ? p[HFX_P_QBIN_LO] + 3 : tmax(c->ty)
+                                    : tmax(c->ty);
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t in[2] = {hfxb_set_dtype(&b, hfxb_input(&b, 0, c->ra, c->a), c->tx),
+                      hfxb_set_dtype(&b, hfxb_input(&b, 0, c->rb, c->b), c->tx)};
+    uint32_t y = hfxb_set_dtype(&b, hfxb_output(&b, 0, r, od), c->ty);
+    hfxb_op_add(&b, 0, c->opcode, -1, 2, in, y, p);
+    const void *ins[2] = {A, B};
+    void *outs[1] = {Y};
+    if (run(&b, ins, 2, outs)) {
+        uint64_t bad = ny;
+        for (uint64_t i = 0; i < ny && bad == ny; i++) {
+            int32_t x = load(A, c->tx, offset_of(i, od, r, c->ra, c->a));
+            int32_t w = load(B, c->tx, offset_of(i, od, r, c->rb, c->b));
+            if (load(Y, c->ty, i) != want_qbin(c, p, swap, x, w)) bad = i;
+        }
+        CHECK_MSG(bad == ny, "%s %u->%u ranks %u/%u swap %d: y[%u] = %d differs", mul ? "qmul" : "qadd", c->tx, c->ty,
+                  c->ra, c->rb, swap, (unsigned)bad, bad < ny ? load(Y, c->ty, bad) : 0);
+    }
+    hfxb_free(&b);
+    free(abuf), free(bbuf), free(ybuf);
+}
+
+static void test_ref(void) {
+    /* ties go to even, the zero point is inside the rounding for QADD and after it for QMUL */
+    CHECK(ref_qadd(1, 0, 0.5f, 0.0f, 0, 0, 0, 0, 255) == 0 && ref_qadd(3, 0, 0.5f, 0.0f, 0, 0, 0, 0, 255) == 2);
+    CHECK(ref_qadd(3, 4, 0.5f, 0.25f, 1, 2, 10, 0, 255) == 12); /* 10 + 1 + 0.5 -> 12 (tie to even) */
+    CHECK(ref_qmul(3, 1, 0.5f, 0, 0, 7, 0, 255) == 8 && ref_qmul(-3, 1, 0.5f, 0, 0, 0, -128, 127) == -2);
+    CHECK(ref_qadd(255, 255, 1e9f, 1e9f, 0, 0, 0, 0, 255) == 0);     /* beyond int32: cvtps2dq's INT32_MIN */
+    CHECK(ref_qadd(255, 255, 1e6f, 1e6f, 0, 0, 0, -128, 127) == 127); /* within int32: saturates */
+    CHECK(ref_qmul(-128, -128, 1.0f, 0, 0, 0, 5, 9) == 9 && ref_qmul(0, 0, 1.0f, 0, 0, -100, 5, 9) == 5);
+    CHECK(ref_qeltwise_round(2.5f, -128, 127) == 2 && ref_qeltwise_round(-3.5f, -128, 127) == -4);
+}
+
+static void test_qbinary(void) {
+    static const uint8_t types[2] = {HFX_DTYPE_U8, HFX_DTYPE_I8};
+    for (int t = 0; t < 4; t++)
+        for (uint32_t opc = HFX_OP_QADD; opc <= HFX_OP_QMUL; opc++) {
+            uint8_t tx = types[t & 1], ty = types[t >> 1];
+            qbin_cfg all = {opc, tx, ty, 2, {256, 1}, 2, {1, 256}, 1, 0, 1}; /* every pair; A swaps */
+            qbin_cfg allb = {opc, tx, ty, 2, {1, 256}, 2, {256, 1}, 0, 0, 1};
+            qbin_cfg odd = {opc, tx, ty, 3, {3, 5, 7}, 3, {3, 5, 7}, 3, t & 1, 0};
+            qbin_cfg big = {opc, tx, ty, 1, {70001}, 1, {70001}, 2, 2, 0}; /* several items */
+            qbin_cfg se = {opc, tx, ty, 4, {2, 4, 3, 3}, 4, {2, 4, 1, 1}, 1, 0, 0};
+            qbin_cfg se_a = {opc, tx, ty, 4, {1, 4, 1, 1}, 4, {2, 4, 3, 3}, 0, 1, 0};
+            qbin_cfg sa = {opc, tx, ty, 1, {1}, 2, {5, 33}, 1, 0, 0}, sb = {opc, tx, ty, 2, {5, 33}, 1, {1}, 2, 0, 0};
+            qbin_cfg mixed = {opc, tx, ty, 3, {4, 1, 6}, 3, {1, 5, 1}, 3, 0, 0};
+            qbin_cfg inner1 = {opc, tx, ty, 2, {4, 1}, 2, {1, 1}, 0, 0, 0}, inner1s = {opc, tx, ty, 2, {1, 1}, 2, {4, 1}, 0, 0, 0};
+            qbin_cfg one = {opc, tx, ty, 1, {1}, 1, {1}, 1, 0, 0};
+            int add = opc == HFX_OP_QADD;
+            qbin_case(&all, add), qbin_case(&allb, 0), qbin_case(&odd, 0), qbin_case(&big, 0);
+            qbin_case(&se, 0), qbin_case(&se_a, add), qbin_case(&sa, add), qbin_case(&sb, 0);
+            qbin_case(&mixed, 0), qbin_case(&inner1, 0), qbin_case(&inner1s, add), qbin_case(&one, add);
+        }
+}
+
+static void qlut_case(uint8_t tx, uint8_t ty, uint64_t n, int misalign) {
+    uint8_t table[256], *xbuf = malloc(n + 4), *ybuf = malloc(n + 4), *X = xbuf + misalign, *Y = ybuf + misalign;
+    for (int i = 0; i < 256; i++) table[i] = (uint8_t)rng_u32();
+    for (uint64_t i = 0; i < n; i++) X[i] = (uint8_t)(i < 256 ? i : rng_u32());
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t dims[2] = {(uint32_t)(n / 7 ? 7 : 1), (uint32_t)(n / 7 ? n / 7 : n)}, tdim[1] = {256};
+    uint32_t in[2] = {hfxb_set_dtype(&b, hfxb_input(&b, 1, 2, dims), tx),
+                      hfxb_set_dtype(&b, hfxb_const(&b, 1, 1, tdim, (const float *)(const void *)table), ty)};
+    uint32_t y = hfxb_set_dtype(&b, hfxb_output(&b, 1, 2, dims), ty);
+    hfxb_op_add(&b, 1, HFX_OP_QLUT, -1, 2, in, y, NULL);
+    const void *ins[1] = {X};
+    void *outs[1] = {Y};
+    uint64_t m = (uint64_t)dims[0] * dims[1];
+    if (run(&b, ins, 1, outs)) {
+        uint64_t bad = m;
+        for (uint64_t i = 0; i < m && bad == m; i++)
+            if (Y[i] != table[load(X, tx, i) - tmin(tx)]) bad = i;
+        CHECK_MSG(bad == m, "qlut %u->%u n=%u: y[%u] differs", tx, ty, (unsigned)m, (unsigned)bad);
+    }
+    hfxb_free(&b);
+    free(xbuf), free(ybuf);
+}
+
+static void test_qlut(void) {
+    static const uint8_t types[2] = {HFX_DTYPE_U8, HFX_DTYPE_I8};
+    for (int t = 0; t < 4; t++) {
+        qlut_case(types[t & 1], types[t >> 1], 1, 0);
+        qlut_case(types[t & 1], types[t >> 1], 7 * 37, 1);
+        qlut_case(types[t & 1], types[t >> 1], 7 * 10001, 3); /* several items */
+    }
+}
+
+/* one QADD/QMUL/QLUT with a changed dtype, param or table size: refused with the given status */
+static void refused(uint32_t opcode, uint8_t tb, uint8_t ty, uint32_t slot, int32_t value, uint32_t table_n,
+                    hfx_status want) {
+    hfxb b;
+    hfxb_init(&b);
+    int32_t p[HFX_OP_PARAMS] = {hfxb_bits(0.5f), hfxb_bits(0.25f), 0, 0, 0, 0, 255};
+    if (opcode == HFX_OP_QLUT) memset(p, 0, sizeof p);
+    p[slot] = value;
+    static uint8_t table[512];
+    uint32_t tdim[1] = {table_n};
+    uint32_t x = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(3, 4)), HFX_DTYPE_U8);
+    uint32_t w = opcode == HFX_OP_QLUT ? hfxb_set_dtype(&b, hfxb_const(&b, 0, 1, tdim, (const float *)(void *)table), tb)
+                                       : hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(4)), tb);
+    uint32_t in[2] = {x, w};
+    hfxb_op_add(&b, 0, opcode, -1, 2, in, hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(3, 4)), ty), p);
+    hfx_program *prog = NULL;
+    hfx_error e;
+    hfx_status st = parse(&b, &prog, &e);
+    CHECK_MSG(st == want, "op %u slot %u value %d: status %s (%s), want %s", opcode, slot, value, hfx_status_name(st),
+              st ? e.message : "", hfx_status_name(want));
+    if (prog) hfx_program_free(prog);
+    hfxb_free(&b);
+}
+
+static void test_refusals(void) {
+    const uint8_t U8 = HFX_DTYPE_U8, I8 = HFX_DTYPE_I8, F32 = HFX_DTYPE_F32;
+    refused(HFX_OP_QADD, U8, U8, 7, 0, 0, HFX_OK); /* the base program parses */
+    refused(HFX_OP_QMUL, I8, U8, 7, 0, 0, HFX_ERR_DTYPE);  /* B's dtype is not A's */
+    refused(HFX_OP_QADD, U8, F32, 7, 0, 0, HFX_ERR_DTYPE); /* a float output */
+    refused(HFX_OP_QADD, U8, U8, HFX_P_QBIN_RATIO_A, 0x7fc00000, 0, HFX_ERR_PARAM); /* NaN ratio */
+    refused(HFX_OP_QMUL, U8, U8, HFX_P_QBIN_RATIO_B, 0x7f800000, 0, HFX_ERR_PARAM); /* inf */
+    refused(HFX_OP_QADD, U8, U8, HFX_P_QBIN_ZERO_A, 256, 0, HFX_ERR_PARAM);
+    refused(HFX_OP_QADD, U8, I8, HFX_P_QBIN_ZERO_Y, 200, 0, HFX_ERR_PARAM); /* outside i8 */
+    refused(HFX_OP_QADD, U8, U8, HFX_P_QBIN_LO, 256, 0, HFX_ERR_PARAM);       /* lo > hi */
+    refused(HFX_OP_QMUL, U8, U8, 7, 1, 0, HFX_ERR_PARAM);                     /* a param beyond the row's 7 */
+    refused(HFX_OP_QLUT, U8, U8, 0, 0, 256, HFX_OK);
+    refused(HFX_OP_QLUT, U8, U8, 0, 0, 255, HFX_ERR_SHAPE);    /* a short table */
+    refused(HFX_OP_QLUT, I8, U8, 0, 0, 256, HFX_ERR_DTYPE);    /* Y is not the table's type */
+    refused(HFX_OP_QLUT, F32, F32, 0, 0, 256, HFX_ERR_DTYPE);  /* a float table */
+    refused(HFX_OP_QLUT, U8, U8, 0, 1, 256, HFX_ERR_PARAM);    /* QLUT has no params */
+}
+
+int main(void) {
+    hfx_pool_config cfg;
+    hfx_pool_config_init(&cfg);
+    cfg.arena_bytes = 16u << 20;
+    if (hfx_pool_create(&cfg, &g_pool) != HFX_OK) return 1;
+    RUN_TEST(test_ref);
+    RUN_TEST(test_qbinary);
+    RUN_TEST(test_qlut);
+    RUN_TEST(test_refusals);
+    hfx_pool_destroy(g_pool);
+    TEST_MAIN_END();
+}
