@@ -96,6 +96,9 @@ class Opcode(IntEnum):
     GLOBAL_AVGPOOL = 62
     QUANTIZE_LINEAR = 70
     DEQUANTIZE_LINEAR = 71
+    QADD = 80  # QDQ Add in integers: dsp/ref/ref_qeltwise.h
+    QMUL = 81  # QDQ Mul in integers
+    QLUT = 82  # a QDQ unary group as a 256-entry table
 
 
 class Param(IntEnum):
@@ -165,6 +168,18 @@ class QuantParam(IntEnum):
     AXIS = 0  # per axis: the axis; per tensor: 0
 
 
+class QBinaryParam(IntEnum):
+    """QADD, QMUL (ratios as f32 bits)"""
+
+    RATIO_A = 0
+    RATIO_B = 1
+    ZERO_A = 2
+    ZERO_B = 3
+    ZERO_Y = 4
+    LO = 5
+    HI = 6
+
+
 class ResizeParam(IntEnum):
     MODE = 0
     COORD = 1
@@ -209,6 +224,7 @@ C_PREFIX: dict[type[IntEnum], str] = {
     HardSigmoidParam: "HFX_P_HARDSIGMOID_",
     ClipParam: "HFX_P_CLIP_",
     QuantParam: "HFX_P_QUANT_",
+    QBinaryParam: "HFX_P_QBIN_",
     ResizeParam: "HFX_P_RESIZE_",
     ResizeMode: "HFX_RESIZE_",
     ResizeCoord: "HFX_RESIZE_COORD_",
