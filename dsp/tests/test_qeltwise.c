@@ -1,12 +1,15 @@
-/* test_qeltwise.c - QADD, QMUL and QLUT bit for bit against dsp/ref/ref_qeltwise.h: every
- * (a, b) pair of the type through a broadcast, odd sizes, sizes cut into several items, the
- * broadcasts that swap QADD's operands, ties, saturation, a folded output range, misaligned
- * buffers; and the refusals of bad dtypes, params and tables. */
+/* test_qeltwise.c - the integer ops of QDQ groups bit for bit against their references:
+ * QADD, QMUL and QLUT (dsp/ref/ref_qeltwise.h): every (a, b) pair of the type through a broadcast,
+ * odd sizes, sizes cut into several items, the broadcasts that swap QADD's operands, ties,
+ * saturation, a folded output range, misaligned buffers; QGLOBAL_AVGPOOL and QMAXPOOL
+ * (dsp/ref/ref_qpool.h): odd and one-element planes, several items, padding, dilation, ceil mode,
+ * equal and different quantization; and the refusals of bad dtypes, params and tables. */
 #include "core.h"
 #include "hexfuse/hexfuse.h"
 #include "program_builder.h"
 #include "test_util.h"
 #include "../ref/ref_qeltwise.h"
+#include "../ref/ref_qpool.h"
 
 static hfx_pool *g_pool;
 
@@ -183,6 +186,108 @@ static void test_qlut(void) {
     }
 }
 
+static void qgap_case(uint8_t dt, uint32_t rank, const uint32_t *xd, int extreme) {
+    uint32_t yd[HFX_MAX_RANK];
+    uint64_t n = 1, rows = (uint64_t)xd[0] * xd[1];
+    for (uint32_t i = 0; i < rank; i++) n *= xd[i], yd[i] = i < 2 ? xd[i] : 1;
+    uint64_t count = n / rows;
+    uint8_t *xbuf = malloc(n + 2), *ybuf = malloc(rows + 2), *X = xbuf + 1, *Y = ybuf + 1;
+    for (uint64_t i = 0; i < n; i++) X[i] = (uint8_t)(extreme ? (uint32_t)tmax(dt) : rng_u32());
+    int32_t p[HFX_OP_PARAMS] = {0};
+    float scale = rng_range(0, 2) == 0 ? 0.5f : rng_f(0.2f, 3.0f) / (float)count;
+    p[HFX_P_QGAP_SCALE] = hfxb_bits(scale), p[HFX_P_QGAP_ZERO_X] = qrand(dt), p[HFX_P_QGAP_ZERO_Y] = qrand(dt);
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t in[1] = {hfxb_set_dtype(&b, hfxb_input(&b, 0, rank, xd), dt)};
+    hfxb_op_add(&b, 0, HFX_OP_QGLOBAL_AVGPOOL, -1, 1, in, hfxb_set_dtype(&b, hfxb_output(&b, 0, rank, yd), dt), p);
+    const void *ins[1] = {X};
+    void *outs[1] = {Y};
+    if (run(&b, ins, 1, outs)) {
+        uint64_t bad = rows;
+        for (uint64_t r = 0; r < rows && bad == rows; r++) {
+            int32_t sum = 0;
+            for (uint64_t i = 0; i < count; i++) sum += load(X, dt, r * count + i);
+            int32_t want = ref_qglobal_avgpool(sum, (uint32_t)count, p[1], scale, p[2], tmin(dt), tmax(dt));
+            if (load(Y, dt, r) != want) bad = r;
+        }
+        CHECK_MSG(bad == rows, "qgap %u rank %u count %u: y[%u] differs", dt, rank, (unsigned)count, (unsigned)bad);
+    }
+    hfxb_free(&b);
+    free(xbuf), free(ybuf);
+}
+
+static void test_qglobal_avgpool(void) {
+    CHECK(ref_qglobal_avgpool(10, 4, 2, 0.25f, 3, 0, 255) == 3 + 0); /* (10 - 8) / 4 = 0.5 -> 0 (even) */
+    CHECK(ref_qglobal_avgpool(14, 4, 2, 0.25f, 3, 0, 255) == 3 + 2); /* 6 / 4 = 1.5 -> 2 */
+    static const uint8_t types[2] = {HFX_DTYPE_U8, HFX_DTYPE_I8};
+    for (int t = 0; t < 2; t++) {
+        qgap_case(types[t], 4, (const uint32_t[]){2, 3, 5, 7}, 0);
+        qgap_case(types[t], 4, (const uint32_t[]){1, 4, 1, 1}, 0);
+        qgap_case(types[t], 3, (const uint32_t[]){2, 5, 17}, 0);
+        qgap_case(types[t], 4, (const uint32_t[]){1, 3, 300, 300}, 1); /* several items, the largest sums */
+        qgap_case(types[t], 4, (const uint32_t[]){2, 9, 13, 13}, 0);
+    }
+}
+
+typedef struct qmp_cfg {
+    uint32_t xd[4];
+    int32_t k, s, pad, dil, ceil, oh, ow; /* square windows; the output size by ONNX's rule */
+} qmp_cfg;
+
+static void qmaxpool_case(uint8_t tx, uint8_t ty, const qmp_cfg *c, int same) {
+    uint32_t yd[4] = {c->xd[0], c->xd[1], (uint32_t)c->oh, (uint32_t)c->ow};
+    uint64_t nx = (uint64_t)c->xd[0] * c->xd[1] * c->xd[2] * c->xd[3], ny = (uint64_t)yd[0] * yd[1] * yd[2] * yd[3];
+    uint8_t *xbuf = malloc(nx + 2), *ybuf = malloc(ny + 2), *X = xbuf + 1, *Y = ybuf + 1;
+    for (uint64_t i = 0; i < nx; i++) X[i] = (uint8_t)rng_u32();
+    int32_t p[HFX_OP_PARAMS] = {c->pad, c->pad, c->pad, c->pad, c->s, c->s, c->dil, c->dil, c->k, c->k, c->ceil};
+    float sx = rng_f(0.01f, 0.1f), sy = same && tx == ty ? sx : rng_f(0.01f, 0.1f);
+    p[HFX_P_QPOOL_SCALE_X] = hfxb_bits(sx), p[HFX_P_QPOOL_ZERO_X] = qrand(tx);
+    p[HFX_P_QPOOL_SCALE_Y] = hfxb_bits(sy), p[HFX_P_QPOOL_ZERO_Y] = same && tx == ty ? p[HFX_P_QPOOL_ZERO_X] : qrand(ty);
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t in[1] = {hfxb_set_dtype(&b, hfxb_input(&b, 0, 4, c->xd), tx)};
+    hfxb_op_add(&b, 0, HFX_OP_QMAXPOOL, -1, 1, in, hfxb_set_dtype(&b, hfxb_output(&b, 0, 4, yd), ty), p);
+    const void *ins[1] = {X};
+    void *outs[1] = {Y};
+    if (run(&b, ins, 1, outs)) {
+        uint64_t bad = ny;
+        int64_t H = c->xd[2], W = c->xd[3];
+        for (uint64_t i = 0; i < ny && bad == ny; i++) {
+            int64_t ow = (int64_t)(i % yd[3]), oh = (int64_t)(i / yd[3] % yd[2]);
+            uint64_t plane = i / ((uint64_t)yd[2] * yd[3]) * (uint64_t)(H * W);
+            int32_t m = INT32_MIN;
+            for (int64_t u = 0; u < c->k; u++)
+                for (int64_t v = 0; v < c->k; v++) {
+                    int64_t h = oh * c->s - c->pad + u * c->dil, w = ow * c->s - c->pad + v * c->dil;
+                    if (h >= 0 && h < H && w >= 0 && w < W && load(X, tx, plane + (uint64_t)(h * W + w)) > m)
+                        m = load(X, tx, plane + (uint64_t)(h * W + w));
+                }
+            int32_t want = m == INT32_MIN ? tmin(ty)
+                                          : ref_qmaxpool_requant(m, sx, p[HFX_P_QPOOL_ZERO_X], sy,
+                                                                 p[HFX_P_QPOOL_ZERO_Y], tmin(ty), tmax(ty));
+            if (same && tx == ty && m != INT32_MIN && want != m) bad = ny + 1; /* equal parameters: the max itself */
+            else if (load(Y, ty, i) != want) bad = i;
+        }
+        CHECK_MSG(bad == ny, "qmaxpool %u->%u k%d s%d same %d: y[%u] differs", tx, ty, c->k, c->s, same,
+                  (unsigned)bad);
+    }
+    hfxb_free(&b);
+    free(xbuf), free(ybuf);
+}
+
+static void test_qmaxpool(void) {
+    static const uint8_t types[2] = {HFX_DTYPE_U8, HFX_DTYPE_I8};
+    static const qmp_cfg cfgs[] = {
+        {{2, 3, 9, 11}, 3, 2, 1, 1, 0, 5, 6}, /* 3x3 s2 p1 */
+        {{1, 2, 7, 7}, 2, 2, 0, 1, 1, 4, 4},  /* ceil mode: a partial last window */
+        {{1, 3, 9, 8}, 3, 1, 2, 2, 0, 9, 8},  /* dilation 2, pad 2 */
+        {{1, 1, 1, 1}, 1, 1, 0, 1, 0, 1, 1},
+        {{1, 4, 120, 130}, 3, 1, 1, 1, 0, 120, 130}, /* several items */
+    };
+    for (int t = 0; t < 4; t++)
+        for (size_t k = 0; k < sizeof cfgs / sizeof cfgs[0]; k++) qmaxpool_case(types[t & 1], types[t >> 1], &cfgs[k], t % 3 == 0);
+}
+
 /* one QADD/QMUL/QLUT with a changed dtype, param or table size: refused with the given status */
 static void refused(uint32_t opcode, uint8_t tb, uint8_t ty, uint32_t slot, int32_t value, uint32_t table_n,
                     hfx_status want) {
@@ -207,6 +312,31 @@ static void refused(uint32_t opcode, uint8_t tb, uint8_t ty, uint32_t slot, int3
     hfxb_free(&b);
 }
 
+/* a QGLOBAL_AVGPOOL of X[1,2,4,4] or a 2x2 QMAXPOOL of it, with param `slot` (>= 0) set to `value` */
+static void pool_refused(uint32_t opcode, uint8_t dt, int slot, int32_t value, hfx_status want) {
+    int gap = opcode == HFX_OP_QGLOBAL_AVGPOOL;
+    int32_t p[HFX_OP_PARAMS] = {0};
+    if (gap) p[HFX_P_QGAP_SCALE] = hfxb_bits(0.5f);
+    else {
+        int32_t base[11] = {0, 0, 0, 0, 2, 2, 1, 1, 2, 2, 0};
+        memcpy(p, base, sizeof base);
+        p[HFX_P_QPOOL_SCALE_X] = p[HFX_P_QPOOL_SCALE_Y] = hfxb_bits(0.5f);
+    }
+    if (slot >= 0) p[slot] = value;
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t in[1] = {hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(1, 2, 4, 4)), dt)};
+    uint32_t y = gap ? hfxb_output(&b, 0, HFXB_DIMS(1, 2, 1, 1)) : hfxb_output(&b, 0, HFXB_DIMS(1, 2, 2, 2));
+    hfxb_op_add(&b, 0, opcode, -1, 1, in, hfxb_set_dtype(&b, y, dt), p);
+    hfx_program *prog = NULL;
+    hfx_error e;
+    hfx_status st = parse(&b, &prog, &e);
+    CHECK_MSG(st == want, "op %u slot %d value %d: status %s (%s), want %s", opcode, slot, value, hfx_status_name(st),
+              st ? e.message : "", hfx_status_name(want));
+    if (prog) hfx_program_free(prog);
+    hfxb_free(&b);
+}
+
 static void test_refusals(void) {
     const uint8_t U8 = HFX_DTYPE_U8, I8 = HFX_DTYPE_I8, F32 = HFX_DTYPE_F32;
     refused(HFX_OP_QADD, U8, U8, 7, 0, 0, HFX_OK); /* the base program parses */
@@ -223,6 +353,16 @@ static void test_refusals(void) {
     refused(HFX_OP_QLUT, I8, U8, 0, 0, 256, HFX_ERR_DTYPE);    /* Y is not the table's type */
     refused(HFX_OP_QLUT, F32, F32, 0, 0, 256, HFX_ERR_DTYPE);  /* a float table */
     refused(HFX_OP_QLUT, U8, U8, 0, 1, 256, HFX_ERR_PARAM);    /* QLUT has no params */
+    pool_refused(HFX_OP_QGLOBAL_AVGPOOL, U8, -1, 0, HFX_OK);
+    pool_refused(HFX_OP_QGLOBAL_AVGPOOL, F32, -1, 0, HFX_ERR_DTYPE);
+    pool_refused(HFX_OP_QGLOBAL_AVGPOOL, U8, HFX_P_QGAP_SCALE, 0x7f800000, HFX_ERR_PARAM);
+    pool_refused(HFX_OP_QGLOBAL_AVGPOOL, I8, HFX_P_QGAP_ZERO_Y, 128, HFX_ERR_PARAM);
+    pool_refused(HFX_OP_QMAXPOOL, U8, -1, 0, HFX_OK);
+    pool_refused(HFX_OP_QMAXPOOL, U8, HFX_P_QPOOL_SCALE_Y, hfxb_bits(-1.0f), HFX_ERR_PARAM);
+    pool_refused(HFX_OP_QMAXPOOL, U8, HFX_P_QPOOL_ZERO_X, -1, HFX_ERR_PARAM);
+    pool_refused(HFX_OP_QMAXPOOL, U8, HFX_P_POOL_COUNT_INCLUDE_PAD, 1, HFX_ERR_PARAM);
+    pool_refused(HFX_OP_QMAXPOOL, U8, HFX_P_POOL_KERNEL_H, 0, HFX_ERR_PARAM); /* MAXPOOL's own checks */
+    pool_refused(HFX_OP_QMAXPOOL, U8, 16, 1, HFX_ERR_PARAM);                  /* beyond the row's 16 */
 }
 
 int main(void) {
@@ -233,6 +373,8 @@ int main(void) {
     RUN_TEST(test_ref);
     RUN_TEST(test_qbinary);
     RUN_TEST(test_qlut);
+    RUN_TEST(test_qglobal_avgpool);
+    RUN_TEST(test_qmaxpool);
     RUN_TEST(test_refusals);
     hfx_pool_destroy(g_pool);
     TEST_MAIN_END();

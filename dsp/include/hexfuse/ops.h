@@ -212,7 +212,10 @@ enum hfx_opcode {
     /* integer elementwise ops of QDQ groups (80..99), dsp/ref/ref_qeltwise.h */
     HFX_OP_QADD = 80, /* in A, B u8/i8 (one dtype), numpy broadcast: ONNX Runtime's QLinearAdd */
     HFX_OP_QMUL = 81, /* in A, B u8/i8 (one dtype), numpy broadcast: ONNX Runtime's QLinearMul */
-    HFX_OP_QLUT = 82  /* in X u8/i8, table[256] u8/i8: y = table[x - the type's minimum] */
+    HFX_OP_QLUT = 82, /* in X u8/i8, table[256] u8/i8: y = table[x - the type's minimum] */
+    /* integer pooling of QDQ groups, dsp/ref/ref_qpool.h */
+    HFX_OP_QGLOBAL_AVGPOOL = 83, /* in X u8/i8 [N,C,...]: ONNX Runtime's QLinearGlobalAveragePool */
+    HFX_OP_QMAXPOOL = 84         /* in X u8/i8 [N,C,H,W]: MaxPool, requantised (exact) */
 };
 
 /* RESIZE modes (param HFX_P_RESIZE_MODE) */
@@ -331,6 +334,19 @@ enum hfx_resize_nearest_mode {
 #define HFX_P_QBIN_ZERO_Y 4
 #define HFX_P_QBIN_LO 5
 #define HFX_P_QBIN_HI 6
+
+/* QGLOBAL_AVGPOOL: acc = sum of the spatial elements - zx * count (int32), then QMATMUL's
+ * requantisation with the scale f32(s_x / f32(s_y * f32(count))) (dsp/ref/ref_qpool.h) */
+#define HFX_P_QGAP_SCALE 0 /* f32 bits, finite */
+#define HFX_P_QGAP_ZERO_X 1
+#define HFX_P_QGAP_ZERO_Y 2
+
+/* QMAXPOOL: MAXPOOL's params (HFX_P_POOL_*, count_include_pad 0), then y = Q(DQ(max of the
+ * window)) with these (a window without a tap inside X gives Y's minimum) */
+#define HFX_P_QPOOL_SCALE_X 12 /* f32 bits, finite > 0 */
+#define HFX_P_QPOOL_ZERO_X 13
+#define HFX_P_QPOOL_SCALE_Y 14 /* f32 bits, finite > 0 */
+#define HFX_P_QPOOL_ZERO_Y 15
 
 /* QLUT (no params): the table is 256 elements of Y's dtype, indexed by x - the minimum of X's
  * type; the lowering builds it from the float function between the group's DequantizeLinear and
