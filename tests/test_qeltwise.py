@@ -166,3 +166,33 @@ def test_elementwise_pair_matches_onnxruntime(dt: int) -> None:
     pair, plain = _models(a, b)
     for d in _compare(pair, plain, _feeds(plain, rng)):
         assert d.max() <= 1 and (d == 0).mean() >= 0.99, (d.max(), (d == 0).mean())
+
+
+def _pool_chain(p: str, shape: list[int], dt: int, same: bool) -> Chain:
+    """DQ -> MaxPool 3x3 s2 p1 -> Q (the same or other parameters), then DQ -> GlobalAveragePool -> Q."""
+    c = Chain(p)
+    c.inputs = [vi(f"{p}x", shape, dt)]
+    z = 0 if dt == U8 else -128
+    c.add(_q(p, "d0", f"{p}x", f"{p}a", 0.037, z + 90, dt, True))
+    c.nodes.append(helper.make_node("MaxPool", [f"{p}a"], [f"{p}b"], kernel_shape=[3, 3], strides=[2, 2], pads=[1] * 4))
+    c.add(_q(p, "q0", f"{p}b", f"{p}c", 0.037 if same else 0.021, z + (90 if same else 17), dt, False))
+    c.add(_q(p, "d1", f"{p}c", f"{p}cf", 0.037 if same else 0.021, z + (90 if same else 17), dt, True))
+    c.nodes.append(helper.make_node("GlobalAveragePool", [f"{p}cf"], [f"{p}g"]))
+    c.add(_q(p, "q1", f"{p}g", f"{p}y", 0.013, z + 60, dt, False))
+    return c
+
+
+@needs_host
+@pytest.mark.parametrize("dt", [U8, I8])
+def test_pool_groups_lower_to_integer_pools_and_equal_onnxruntime(dt: int) -> None:
+    """MaxPool with equal and with other quantization, GlobalAveragePool over 9x13 and 5x5 planes: the
+    integer ops, bit for bit equal to ORT (its QLinearGlobalAveragePool and integer MaxPool)."""
+    a = _pool_chain("a_", [2, 5, 17, 25], dt, True).model_parts("a_y", [2, 5, 1, 1], dt, "a_c")
+    b = _pool_chain("b_", [1, 7, 9, 9], dt, False).model_parts("b_y", [1, 7, 1, 1], dt, "b_c")
+    a[2][0].type.tensor_type.shape.dim[2].dim_value, a[2][0].type.tensor_type.shape.dim[3].dim_value = 9, 13
+    b[2][0].type.tensor_type.shape.dim[2].dim_value, b[2][0].type.tensor_type.shape.dim[3].dim_value = 5, 5
+    pair, plain = _models(a, b)
+    ops = _opcodes(lower_pair(pair, pair.graph.node[0]))
+    assert ops == [Opcode.QMAXPOOL, Opcode.QGLOBAL_AVGPOOL] * 2, ops
+    for d in _compare(pair, plain, _feeds(plain, np.random.default_rng(3))):
+        assert d.max() == 0, (d.max(), (d > 0).sum())

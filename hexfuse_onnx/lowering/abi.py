@@ -99,6 +99,8 @@ class Opcode(IntEnum):
     QADD = 80  # QDQ Add in integers: dsp/ref/ref_qeltwise.h
     QMUL = 81  # QDQ Mul in integers
     QLUT = 82  # a QDQ unary group as a 256-entry table
+    QGLOBAL_AVGPOOL = 83  # QDQ GlobalAveragePool in integers: dsp/ref/ref_qpool.h
+    QMAXPOOL = 84  # QDQ MaxPool in integers: POOL params, then QPoolParam
 
 
 class Param(IntEnum):
@@ -180,6 +182,23 @@ class QBinaryParam(IntEnum):
     HI = 6
 
 
+class QGapParam(IntEnum):
+    """QGLOBAL_AVGPOOL (the scale as f32 bits)"""
+
+    SCALE = 0
+    ZERO_X = 1
+    ZERO_Y = 2
+
+
+class QPoolParam(IntEnum):
+    """QMAXPOOL, after PoolParam's slots (scales as f32 bits)"""
+
+    SCALE_X = 12
+    ZERO_X = 13
+    SCALE_Y = 14
+    ZERO_Y = 15
+
+
 class ResizeParam(IntEnum):
     MODE = 0
     COORD = 1
@@ -225,6 +244,8 @@ C_PREFIX: dict[type[IntEnum], str] = {
     ClipParam: "HFX_P_CLIP_",
     QuantParam: "HFX_P_QUANT_",
     QBinaryParam: "HFX_P_QBIN_",
+    QGapParam: "HFX_P_QGAP_",
+    QPoolParam: "HFX_P_QPOOL_",
     ResizeParam: "HFX_P_RESIZE_",
     ResizeMode: "HFX_RESIZE_",
     ResizeCoord: "HFX_RESIZE_COORD_",

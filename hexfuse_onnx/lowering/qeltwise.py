@@ -1,4 +1,4 @@
-"""QDQ elementwise groups in integers (dsp/ref/ref_qeltwise.h).
+"""QDQ groups of elementwise ops and pooling in integers (dsp/ref/ref_qeltwise.h, ref_qpool.h).
 
 - DQ(a) + DQ(b) -> Add/Mul -> Q, all u8 or all i8 per tensor: QADD/QMUL, ONNX Runtime's
   QLinearAdd/QLinearMul, which its QDQ fusion runs for the same group.
@@ -6,6 +6,8 @@
   time (Sigmoid, Tanh, HardSigmoid, HardSwish, Gelu, Exp, LeakyRelu, Div by a constant, ...):
   QLUT, a 256-entry table. The table is ONNX Runtime's own result of the group on the 256 values
   of x's type, so it is what ORT computes for the group, fused or not.
+- DQ(x) -> GlobalAveragePool -> Q (one type): QGLOBAL_AVGPOOL, ORT's QLinearGlobalAveragePool;
+  DQ(x) -> MaxPool (2-D) -> Q: QMAXPOOL, Q(DQ(max)), which is exact either way.
 
 A 16-bit input (u16/i16) would need a 65536-entry table (128 KiB), which does not pay for the
 few unary groups of a u16 model; the method documented for it is a 2-level table: the high byte
@@ -23,7 +25,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from .abi import Dtype, Opcode, QBinaryParam, Task
+from .abi import Dtype, Opcode, QBinaryParam, QGapParam, QPoolParam, Task
 from .lowerer import DTYPES, Lowerer, f32_bits
 from .qmatmul import IntegerGroups
 
@@ -101,7 +103,7 @@ def plan(cx: Lowerer, matmuls: IntegerGroups) -> ElementwiseGroups:
     for k in range(len(cx.fn.node)):
         if k in matmuls.groups:
             continue
-        found = _table(body, k) or _binary(body, k)
+        found = _table(body, k) or _binary(body, k) or _pool(body, k)
         if found is not None:
             emit, members = found
             out.emit[k] = emit
@@ -222,3 +224,49 @@ def _ort_table(
         return np.asarray(sess.run(None, {dq.input[0]: values})[0]).reshape(256)
     except Exception:  # noqa: BLE001 - a group ORT cannot run alone keeps the float path
         return None
+
+
+def _pool(b: _Body, k: int) -> tuple[Emit, list[int]] | None:
+    """DQ(x) -> GlobalAveragePool (x and y of one type, as ORT's QLinearGlobalAveragePool wants) or
+    2-D MaxPool -> Q."""
+    from .registry import LoweringError
+    from .spatial import pool_params
+
+    n, cx = b.node(k), b.cx
+    gap, maxpool = _is(n, "GlobalAveragePool"), _is(n, "MaxPool")
+    if not (gap or maxpool) or b.dq_of(n.input[0]) is None or b.only_q(k) is None:
+        return None
+    d, q = b.dq_of(n.input[0]), b.only_q(k)
+    assert d is not None and q is not None  # checked above
+    dq, qn = b.node(d), b.node(q)
+    tx, ty = b.narrow(dq.input[0]), b.narrow(qn.output[0])
+    px, py = _per_tensor(cx, dq), _per_tensor(cx, qn)
+    x_shape = cx.shape(dq.input[0], dq)
+    if tx is None or ty is None or px is None or py is None or (gap and tx != ty) or (maxpool and len(x_shape) != 4):
+        return None
+    if maxpool and (len(n.output) > 1 and any(n.output[1:])):
+        return None
+    (sx, zx), (sy, zy) = px, py
+    if gap:
+        if len(x_shape) < 3:
+            return None
+        count = int(np.prod(x_shape[2:]))
+        scale = np.float32(sx / np.float32(sy * np.float32(count)))
+        params: dict = {QGapParam.SCALE: f32_bits(float(scale)), QGapParam.ZERO_X: zx, QGapParam.ZERO_Y: zy}
+    else:
+        if sx <= 0 or sy <= 0:
+            return None
+        try:
+            params = dict(pool_params(cx, n))
+        except LoweringError:
+            return None
+        params.update({
+            QPoolParam.SCALE_X: f32_bits(float(sx)), QPoolParam.ZERO_X: zx,
+            QPoolParam.SCALE_Y: f32_bits(float(sy)), QPoolParam.ZERO_Y: zy,
+        })  # fmt: skip
+    opcode = Opcode.QGLOBAL_AVGPOOL if gap else Opcode.QMAXPOOL
+
+    def emit(task: Task) -> None:
+        cx.emit(n, task, opcode, [cx.read_typed(dq.input[0], n, task, tx)], params, out=qn.output[0], out_dtype=ty)
+
+    return emit, [d, q]
