@@ -3,7 +3,8 @@
  * coop platform, bit for bit against dsp/ref/ref_qeltwise.h (the Hexagon build's fma is sfmpy's
  * fused accumulate). Every (a, b) pair of u8 and of i8 through a broadcast, both ways round (A as
  * the scalar span swaps QADD's operands), misaligned buffers, a folded output range, an odd-size
- * same-shape case, and QLUT over every input value.
+ * same-shape case, and QLUT over every input value; QGLOBAL_AVGPOOL and QMAXPOOL against
+ * dsp/ref/ref_qpool.h (odd planes, padding, other output quantization).
  */
 #include <stdint.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "program_builder.h"
 #include "qtest.h"
 #include "../../ref/ref_qeltwise.h"
+#include "../../ref/ref_qpool.h"
 
 static qtest T;
 static uint8_t g_a[256 + 1], g_b[256 + 1], g_y[256 * 256 + 1], g_table[256];
@@ -107,6 +109,59 @@ static void qlut_case(hfx_pool *pool, uint8_t tx, uint8_t ty, qt_rng *r)
     expect(ok, tx == HFX_DTYPE_U8 ? "QLut u8 input, every value" : "QLut i8 input, every value");
 }
 
+/* X[2, 3, 9, 11] (misaligned): a QGLOBAL_AVGPOOL, and a 3x3 stride-2 pad-1 QMAXPOOL to [2, 3, 5, 6] */
+static void qpool_case(hfx_pool *pool, uint8_t dt, qt_rng *r)
+{
+    enum { C = 6, H = 9, W = 11, OH = 5, OW = 6 };
+    static uint8_t xbuf[C * H * W + 1];
+    uint8_t *X = xbuf + 1, *Y = g_y + 1;
+    for (int i = 0; i < C * H * W; i++)
+        X[i] = (uint8_t)qt_rand(r);
+    int32_t pg[HFX_OP_PARAMS] = {hfxb_bits(0.8f / (H * W)), (int32_t)qt_range(r, 0, 255) + lo_of(dt),
+                                 (int32_t)qt_range(r, 0, 255) + lo_of(dt)};
+    int32_t pm[HFX_OP_PARAMS] = {1, 1, 1, 1, 2, 2, 1, 1, 3, 3, 0};
+    pm[HFX_P_QPOOL_SCALE_X] = hfxb_bits(0.03f), pm[HFX_P_QPOOL_ZERO_X] = (int32_t)qt_range(r, 0, 255) + lo_of(dt);
+    pm[HFX_P_QPOOL_SCALE_Y] = hfxb_bits(0.05f), pm[HFX_P_QPOOL_ZERO_Y] = (int32_t)qt_range(r, 0, 255) + lo_of(dt);
+    for (int maxpool = 0; maxpool < 2; maxpool++) {
+        hfxb b;
+        hfxb_init(&b);
+        uint32_t in[1] = {hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(2, 3, H, W)), dt)};
+        uint32_t y = maxpool ? hfxb_output(&b, 0, HFXB_DIMS(2, 3, OH, OW)) : hfxb_output(&b, 0, HFXB_DIMS(2, 3, 1, 1));
+        hfxb_op_add(&b, 0, maxpool ? HFX_OP_QMAXPOOL : HFX_OP_QGLOBAL_AVGPOOL, -1, 1, in, hfxb_set_dtype(&b, y, dt),
+                    maxpool ? pm : pg);
+        const void *ins[1] = {X};
+        int ok = run_one(pool, &b, ins, 1, Y) == HFX_OK;
+        hfxb_free(&b);
+        for (int c = 0; ok && c < C; c++) {
+            const uint8_t *plane = X + c * H * W;
+            if (!maxpool) {
+                int32_t sum = 0;
+                for (int i = 0; i < H * W; i++)
+                    sum += load(plane, dt, (uint32_t)i);
+                ok = load(Y, dt, (uint32_t)c) ==
+                     ref_qglobal_avgpool(sum, H * W, pg[1], hfxb_f(pg[0]), pg[2], lo_of(dt), hi_of(dt));
+                continue;
+            }
+            for (int oh = 0; ok && oh < OH; oh++)
+                for (int ow = 0; ok && ow < OW; ow++) {
+                    int32_t m = INT32_MIN;
+                    for (int i = 0; i < 3; i++)
+                        for (int j = 0; j < 3; j++) {
+                            int h = oh * 2 - 1 + i, w = ow * 2 - 1 + j;
+                            if (h >= 0 && h < H && w >= 0 && w < W && load(plane, dt, (uint32_t)(h * W + w)) > m)
+                                m = load(plane, dt, (uint32_t)(h * W + w));
+                        }
+                    ok = load(Y, dt, (uint32_t)((c * OH + oh) * OW + ow)) ==
+                         ref_qmaxpool_requant(m, 0.03f, pm[13], 0.05f, pm[15], lo_of(dt), hi_of(dt));
+                }
+        }
+        char what[64];
+        hx_snprintf(what, sizeof what, "%s %s", maxpool ? "QMaxPool" : "QGlobalAveragePool",
+                    dt == HFX_DTYPE_U8 ? "u8" : "i8");
+        expect(ok, what);
+    }
+}
+
 int main(void)
 {
     hx_printf("QAdd/QMul/QLut on the coop platform (\"%s\")\n", hfx_plat_name());
@@ -135,6 +190,10 @@ int main(void)
     for (int t = 0; t < 4; t++)
         qlut_case(pool, types[t & 1], types[t >> 1], &r);
     qt_end_group(&T, "QLut");
+    qt_begin_group(&T);
+    for (int t = 0; t < 2; t++)
+        qpool_case(pool, types[t], &r);
+    qt_end_group(&T, "QGlobalAveragePool/QMaxPool");
     hfx_pool_destroy(pool);
     return qt_result(&T, "test_qeltwise");
 }
