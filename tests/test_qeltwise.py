@@ -196,3 +196,33 @@ def test_pool_groups_lower_to_integer_pools_and_equal_onnxruntime(dt: int) -> No
     assert ops == [Opcode.QMAXPOOL, Opcode.QGLOBAL_AVGPOOL] * 2, ops
     for d in _compare(pair, plain, _feeds(plain, np.random.default_rng(3))):
         assert d.max() == 0, (d.max(), (d > 0).sum())
+
+
+def _clamped(p: str, op: str, clamp: str, dt: int) -> Chain:
+    """DQ(x) op DQ(w) -> Relu or Clip(0, 6) -> Q, x and w [4, 33]."""
+    c = Chain(p)
+    c.inputs = [vi(f"{p}x", [4, 33], dt), vi(f"{p}w", [4, 33], dt)]
+    z = 0 if dt == U8 else -128
+    c.add(_q(p, "dx", f"{p}x", f"{p}xf", 0.04, z + 120, dt, True))
+    c.add(_q(p, "dw", f"{p}w", f"{p}wf", 0.03, z + 130, dt, True))
+    c.nodes.append(helper.make_node(op, [f"{p}xf", f"{p}wf"], [f"{p}s"]))
+    if clamp == "Relu":
+        c.nodes.append(helper.make_node("Relu", [f"{p}s"], [f"{p}r"]))
+    else:
+        c.inits += [init(f"{p}lo", np.float32(0)), init(f"{p}hi", np.float32(6))]
+        c.nodes.append(helper.make_node("Clip", [f"{p}s", f"{p}lo", f"{p}hi"], [f"{p}r"]))
+    c.add(_q(p, "qy", f"{p}r", f"{p}y", 0.05 if op == "Add" else 0.01, z + 70, dt, False))
+    return c
+
+
+@needs_host
+@pytest.mark.parametrize("dt", [U8, I8])
+def test_relu_and_clip_fold_into_the_output_range(dt: int) -> None:
+    """Add -> Relu -> Q and Mul -> Clip(0, 6) -> Q: one QADD/QMUL whose range the clamp narrows
+    (Q is monotone: exact); ORT runs these groups in float, so within one step of it."""
+    a = _clamped("a_", "Add", "Relu", dt).model_parts("a_y", [4, 33], dt)
+    b = _clamped("b_", "Mul", "Clip", dt).model_parts("b_y", [4, 33], dt)
+    pair, plain = _models(a, b)
+    assert _opcodes(lower_pair(pair, pair.graph.node[0])) == [Opcode.QADD, Opcode.QMUL]
+    for d in _compare(pair, plain, _feeds(plain, np.random.default_rng(11))):
+        assert d.max() <= 1 and (d == 0).mean() >= 0.99, (d.max(), (d == 0).mean())

@@ -38,6 +38,9 @@ TABLE_OPS = {
 NARROW = {Dtype.U8: (0, 255), Dtype.I8: (-128, 127)}
 
 Emit = Callable[[Task], None]
+# what a matcher finds: the group's emitter, its DequantizeLinear inputs (lowered to nothing when only
+# integer groups read them), and the nodes after the op that it replaces (a folded Relu/Clip, the Q)
+Found = tuple[Emit, list[int], list[int]]
 
 
 @dataclass
@@ -105,10 +108,10 @@ def plan(cx: Lowerer, matmuls: IntegerGroups) -> ElementwiseGroups:
             continue
         found = _table(body, k) or _binary(body, k) or _pool(body, k)
         if found is not None:
-            emit, members = found
+            emit, inputs, tail = found
             out.emit[k] = emit
-            out.absorbed.add(members[-1])
-            dqs.update(members[:-1])
+            out.absorbed.update(tail)
+            dqs.update(inputs)
     integer = set(out.emit) | set(matmuls.groups)
     for d in dqs:
         o = cx.fn.node[d].output[0]
@@ -117,13 +120,14 @@ def plan(cx: Lowerer, matmuls: IntegerGroups) -> ElementwiseGroups:
     return out
 
 
-def _binary(b: _Body, k: int) -> tuple[Emit, list[int]] | None:
+def _binary(b: _Body, k: int) -> Found | None:
     n = b.node(k)
     if not (_is(n, "Add") or _is(n, "Mul")) or len(n.input) != 2:
         return None
-    dx, dw, q = b.dq_of(n.input[0]), b.dq_of(n.input[1]), b.only_q(k)
-    if dx is None or dw is None or q is None:
+    dx, dw, out = b.dq_of(n.input[0]), b.dq_of(n.input[1]), _clamped_q(b, k)
+    if dx is None or dw is None or out is None:
         return None
+    q, clamp, (c_lo, c_hi) = out
     da, db = b.node(dx), b.node(dw)
     ta, tb, ty = b.narrow(da.input[0]), b.narrow(db.input[0]), b.narrow(b.node(q).output[0])
     pa, pb, py = _per_tensor(b.cx, da), _per_tensor(b.cx, db), _per_tensor(b.cx, b.node(q))
@@ -135,6 +139,7 @@ def _binary(b: _Body, k: int) -> tuple[Emit, list[int]] | None:
     else:
         ra, rb = np.float32(np.float32(sa * sb) / sy), np.float32(0)
     lo, hi = NARROW[ta]
+    lo, hi = max(lo, _quantize(c_lo, sy, zy, ta)), min(hi, _quantize(c_hi, sy, zy, ta))
     params = {
         QBinaryParam.RATIO_A: f32_bits(float(ra)), QBinaryParam.RATIO_B: f32_bits(float(rb)),
         QBinaryParam.ZERO_A: za, QBinaryParam.ZERO_B: zb, QBinaryParam.ZERO_Y: zy,
@@ -147,10 +152,57 @@ def _binary(b: _Body, k: int) -> tuple[Emit, list[int]] | None:
         inputs = [b.cx.read_typed(da.input[0], n, task, ta), b.cx.read_typed(db.input[0], n, task, ta)]
         b.cx.emit(n, task, opcode, inputs, params, out=y, out_dtype=ta)
 
-    return emit, [dx, dw, q]
+    return emit, [dx, dw], [*clamp, q]
 
 
-def _table(b: _Body, k: int) -> tuple[Emit, list[int]] | None:
+def _clamped_q(b: _Body, k: int) -> tuple[int, list[int], tuple[float, float]] | None:
+    """The QuantizeLinear of node k's output, directly or through one Relu or Clip with known
+    bounds: (the Q, the nodes between, the float range they clamp to). Q is monotone, so
+    Q(clamp(t)) = clamp(Q(t), Q(lo), Q(hi)) exactly."""
+    q = b.only_q(k)
+    if q is not None:
+        return q, [], (-np.inf, np.inf)
+    out, cx = b.node(k).output[0], b.cx
+    users = b.cons.get(out, [])
+    if out in cx.out_index or len(users) != 1 or cx.node_task(users[0]) != cx.node_task(k):
+        return None
+    c = b.node(users[0])
+    if _is(c, "Relu"):
+        bounds = (0.0, np.inf)
+    elif _is(c, "Clip") and not any(a.name in ("min", "max") for a in c.attribute):
+        clip = _clip_bounds(cx, c)
+        if clip is None:
+            return None
+        bounds = clip
+    else:
+        return None
+    q = b.only_q(users[0])
+    return (q, [users[0]], bounds) if q is not None else None
+
+
+def _clip_bounds(cx: Lowerer, c: onnx.NodeProto) -> tuple[float, float] | None:
+    """Clip's (min, max) when both are absent or known scalars."""
+    values = []
+    for name, default in zip([*c.input[1:3], "", ""], (-np.inf, np.inf)):
+        v = cx.known_value(name) if name else np.array(default)
+        if v is None or v.size != 1 or np.isnan(v).any():
+            return None
+        values.append(float(v.reshape(-1)[0]))
+    return (values[0], values[1]) if values[0] <= values[1] else None
+
+
+def _quantize(v: float, scale: np.float32, zp: int, dtype: Dtype) -> int:
+    """QuantizeLinear of one value (dsp/ref/ref_quant.h): an f32 division, saturation, ties to even."""
+    lo, hi = NARROW[dtype]
+    t = np.float32(np.float32(v) / scale) if np.isfinite(v) else np.float32(v)
+    if t >= hi - zp:
+        return hi
+    if t <= lo - zp:
+        return lo
+    return int(np.rint(t)) + zp
+
+
+def _table(b: _Body, k: int) -> Found | None:
     n, cx = b.node(k), b.cx
     if n.op_type not in TABLE_OPS or n.domain not in ("", "ai.onnx") or len(n.output) != 1:
         return None
@@ -174,7 +226,7 @@ def _table(b: _Body, k: int) -> tuple[Emit, list[int]] | None:
         cx.emit(n, task, Opcode.QLUT, inputs, out=qn.output[0], out_dtype=ty)
 
     constant_dqs = [c for c in (b.dq_of(i) for i in n.input if i and i != variable[0]) if c is not None]
-    return emit, [d, *constant_dqs, q]
+    return emit, [d, *constant_dqs], [q]
 
 
 def _scalar_constant(b: _Body, name: str) -> np.ndarray | None:
@@ -226,7 +278,7 @@ def _ort_table(
         return None
 
 
-def _pool(b: _Body, k: int) -> tuple[Emit, list[int]] | None:
+def _pool(b: _Body, k: int) -> Found | None:
     """DQ(x) -> GlobalAveragePool (x and y of one type, as ORT's QLinearGlobalAveragePool wants) or
     2-D MaxPool -> Q."""
     from .registry import LoweringError
@@ -269,4 +321,4 @@ def _pool(b: _Body, k: int) -> tuple[Emit, list[int]] | None:
     def emit(task: Task) -> None:
         cx.emit(n, task, opcode, [cx.read_typed(dq.input[0], n, task, tx)], params, out=qn.output[0], out_dtype=ty)
 
-    return emit, [d, q]
+    return emit, [d], [q]
