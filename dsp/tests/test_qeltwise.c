@@ -3,7 +3,8 @@
  * odd sizes, sizes cut into several items, the broadcasts that swap QADD's operands, ties,
  * saturation, a folded output range, misaligned buffers; QGLOBAL_AVGPOOL and QMAXPOOL
  * (dsp/ref/ref_qpool.h): odd and one-element planes, several items, padding, dilation, ceil mode,
- * equal and different quantization; and the refusals of bad dtypes, params and tables. */
+ * equal and different quantization; QCONCAT on every axis with odd sizes and per-input tables; and
+ * the refusals of bad dtypes, params and tables. */
 #include "core.h"
 #include "hexfuse/hexfuse.h"
 #include "program_builder.h"
@@ -288,6 +289,56 @@ static void test_qmaxpool(void) {
         for (size_t k = 0; k < sizeof cfgs / sizeof cfgs[0]; k++) qmaxpool_case(types[t & 1], types[t >> 1], &cfgs[k], t % 3 == 0);
 }
 
+/* QCONCAT of three inputs (sizes 1, 3, 2 on the axis) of X[2, *, 5, 3] permuted to put the axis at
+ * `axis`; random tables (any requantisation is a table) */
+static void qconcat_case(uint8_t tx, uint8_t ty, int axis, int misalign) {
+    static const uint32_t base[4] = {2, 0, 5, 3}, along[3] = {1, 3, 2};
+    uint32_t xd[3][4], yd[4];
+    uint8_t *bufs[3], *X[3], tables[3 * 256];
+    uint64_t nx[3];
+    for (int i = 0; i < 3; i++) {
+        for (int a = 0; a < 4; a++) xd[i][a] = a == axis ? along[i] : base[(a + 1) % 4] ? base[(a + 1) % 4] : 4;
+        nx[i] = (uint64_t)xd[i][0] * xd[i][1] * xd[i][2] * xd[i][3];
+        bufs[i] = malloc(nx[i] + 4), X[i] = bufs[i] + misalign;
+        for (uint64_t j = 0; j < nx[i]; j++) X[i][j] = (uint8_t)rng_u32();
+    }
+    for (int j = 0; j < 3 * 256; j++) tables[j] = (uint8_t)rng_u32();
+    for (int a = 0; a < 4; a++) yd[a] = a == axis ? 6 : xd[0][a];
+    uint64_t ny = (uint64_t)yd[0] * yd[1] * yd[2] * yd[3];
+    uint8_t *ybuf = malloc(ny + 4), *Y = ybuf + misalign;
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t in[4], tdims[2] = {3, 256};
+    for (int i = 0; i < 3; i++) in[i] = hfxb_set_dtype(&b, hfxb_input(&b, 0, 4, xd[i]), tx);
+    in[3] = hfxb_set_dtype(&b, hfxb_const(&b, 0, 2, tdims, (const float *)(const void *)tables), ty);
+    int32_t p[HFX_OP_PARAMS] = {axis - 4}; /* a negative axis, normalized */
+    hfxb_op_add(&b, 0, HFX_OP_QCONCAT, -1, 4, in, hfxb_set_dtype(&b, hfxb_output(&b, 0, 4, yd), ty), p);
+    const void *ins[3] = {X[0], X[1], X[2]};
+    void *outs[1] = {Y};
+    if (run(&b, ins, 3, outs)) {
+        uint64_t bad = ny;
+        for (uint64_t i = 0; i < ny && bad == ny; i++) {
+            uint32_t idx[4];
+            uint64_t rem = i;
+            for (int a = 3; a >= 0; a--) idx[a] = (uint32_t)(rem % yd[a]), rem /= yd[a];
+            int src = idx[axis] < 1 ? 0 : idx[axis] < 4 ? 1 : 2;
+            idx[axis] -= src == 0 ? 0 : src == 1 ? 1 : 4;
+            uint64_t off = ((uint64_t)(idx[0] * xd[src][1] + idx[1]) * xd[src][2] + idx[2]) * xd[src][3] + idx[3];
+            if (Y[i] != tables[256 * src + (uint32_t)(load(X[src], tx, off) - tmin(tx))]) bad = i;
+        }
+        CHECK_MSG(bad == ny, "qconcat %u->%u axis %d: y[%u] differs", tx, ty, axis, (unsigned)bad);
+    }
+    hfxb_free(&b);
+    for (int i = 0; i < 3; i++) free(bufs[i]);
+    free(ybuf);
+}
+
+static void test_qconcat(void) {
+    static const uint8_t types[2] = {HFX_DTYPE_U8, HFX_DTYPE_I8};
+    for (int t = 0; t < 4; t++)
+        for (int axis = 0; axis < 4; axis++) qconcat_case(types[t & 1], types[t >> 1], axis, axis & 1);
+}
+
 /* one QADD/QMUL/QLUT with a changed dtype, param or table size: refused with the given status */
 static void refused(uint32_t opcode, uint8_t tb, uint8_t ty, uint32_t slot, int32_t value, uint32_t table_n,
                     hfx_status want) {
@@ -337,6 +388,26 @@ static void pool_refused(uint32_t opcode, uint8_t dt, int slot, int32_t value, h
     hfxb_free(&b);
 }
 
+/* a QCONCAT of two X[2, 3] (u8) on axis 1 with `rows` tables of `table_dt`, Y of `y_dt` */
+static void concat_refused(uint32_t rows, uint8_t table_dt, uint8_t y_dt, int32_t axis, hfx_status want) {
+    static uint8_t tables[3 * 256];
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t tdims[2] = {rows, 256};
+    uint32_t in[3] = {hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(2, 3)), HFX_DTYPE_U8),
+                      hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(2, 3)), HFX_DTYPE_U8),
+                      hfxb_set_dtype(&b, hfxb_const(&b, 0, 2, tdims, (const float *)(void *)tables), table_dt)};
+    int32_t p[HFX_OP_PARAMS] = {axis};
+    hfxb_op_add(&b, 0, HFX_OP_QCONCAT, -1, 3, in, hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(2, 6)), y_dt), p);
+    hfx_program *prog = NULL;
+    hfx_error e;
+    hfx_status st = parse(&b, &prog, &e);
+    CHECK_MSG(st == want, "qconcat rows %u axis %d: status %s (%s), want %s", rows, axis, hfx_status_name(st),
+              st ? e.message : "", hfx_status_name(want));
+    if (prog) hfx_program_free(prog);
+    hfxb_free(&b);
+}
+
 static void test_refusals(void) {
     const uint8_t U8 = HFX_DTYPE_U8, I8 = HFX_DTYPE_I8, F32 = HFX_DTYPE_F32;
     refused(HFX_OP_QADD, U8, U8, 7, 0, 0, HFX_OK); /* the base program parses */
@@ -363,6 +434,11 @@ static void test_refusals(void) {
     pool_refused(HFX_OP_QMAXPOOL, U8, HFX_P_POOL_COUNT_INCLUDE_PAD, 1, HFX_ERR_PARAM);
     pool_refused(HFX_OP_QMAXPOOL, U8, HFX_P_POOL_KERNEL_H, 0, HFX_ERR_PARAM); /* MAXPOOL's own checks */
     pool_refused(HFX_OP_QMAXPOOL, U8, 16, 1, HFX_ERR_PARAM);                  /* beyond the row's 16 */
+    concat_refused(2, U8, U8, 1, HFX_OK);
+    concat_refused(3, U8, U8, 1, HFX_ERR_SHAPE);  /* a table per input, no more */
+    concat_refused(2, U8, I8, 1, HFX_ERR_DTYPE);  /* Y is not the tables' type */
+    concat_refused(2, U8, U8, 0, HFX_ERR_SHAPE);  /* [2, 3] twice on axis 0 is [4, 3] */
+    concat_refused(2, U8, U8, 2, HFX_ERR_PARAM);  /* axis out of range */
 }
 
 int main(void) {
@@ -375,6 +451,7 @@ int main(void) {
     RUN_TEST(test_qlut);
     RUN_TEST(test_qglobal_avgpool);
     RUN_TEST(test_qmaxpool);
+    RUN_TEST(test_qconcat);
     RUN_TEST(test_refusals);
     hfx_pool_destroy(g_pool);
     TEST_MAIN_END();

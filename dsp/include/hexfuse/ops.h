@@ -215,7 +215,8 @@ enum hfx_opcode {
     HFX_OP_QLUT = 82, /* in X u8/i8, table[256] u8/i8: y = table[x - the type's minimum] */
     /* integer pooling of QDQ groups, dsp/ref/ref_qpool.h */
     HFX_OP_QGLOBAL_AVGPOOL = 83, /* in X u8/i8 [N,C,...]: ONNX Runtime's QLinearGlobalAveragePool */
-    HFX_OP_QMAXPOOL = 84         /* in X u8/i8 [N,C,H,W]: MaxPool, requantised (exact) */
+    HFX_OP_QMAXPOOL = 84,        /* in X u8/i8 [N,C,H,W]: MaxPool, requantised (exact) */
+    HFX_OP_QCONCAT = 85          /* in X1..Xk u8/i8, tables [k, 256]: Concat, each input through its table */
 };
 
 /* RESIZE modes (param HFX_P_RESIZE_MODE) */
@@ -347,6 +348,10 @@ enum hfx_resize_nearest_mode {
 #define HFX_P_QPOOL_ZERO_X 13
 #define HFX_P_QPOOL_SCALE_Y 14 /* f32 bits, finite > 0 */
 #define HFX_P_QPOOL_ZERO_Y 15
+
+/* QCONCAT: HFX_P_AXIS; the last input holds one 256-entry table of Y's dtype per input, indexed
+ * by x - the minimum of x's type (the requantisation Q_y(DQ_x(x)), the identity when the
+ * parameters are equal: ONNX Runtime's QLinearConcat) */
 
 /* QLUT (no params): the table is 256 elements of Y's dtype, indexed by x - the minimum of X's
  * type; the lowering builds it from the float function between the group's DequantizeLinear and
