@@ -226,3 +226,29 @@ def test_relu_and_clip_fold_into_the_output_range(dt: int) -> None:
     assert _opcodes(lower_pair(pair, pair.graph.node[0])) == [Opcode.QADD, Opcode.QMUL]
     for d in _compare(pair, plain, _feeds(plain, np.random.default_rng(11))):
         assert d.max() <= 1 and (d == 0).mean() >= 0.99, (d.max(), (d == 0).mean())
+
+
+def _concat_chain(p: str, dt: int, axis: int) -> Chain:
+    """DQ(x1), DQ(x2), DQ(x3) -> Concat -> Q: x1 with Y's parameters (an identity table), x2 and x3
+    with others (requantised, x3 saturating)."""
+    c = Chain(p)
+    shapes = [[2, 3, 5], [2, 4, 5], [2, 1, 5]] if axis == 1 else [[2, 3, 5], [2, 3, 2], [2, 3, 7]]
+    c.inputs = [vi(f"{p}x{i}", s, dt) for i, s in enumerate(shapes)]
+    z = 0 if dt == U8 else -128
+    for i, (scale, zp) in enumerate([(0.05, 100), (0.031, 7), (0.2, 201)]):
+        c.add(_q(p, f"d{i}", f"{p}x{i}", f"{p}f{i}", scale, z + zp, dt, True))
+    c.nodes.append(helper.make_node("Concat", [f"{p}f0", f"{p}f1", f"{p}f2"], [f"{p}cat"], axis=axis))
+    c.add(_q(p, "q", f"{p}cat", f"{p}y", 0.05, z + 100, dt, False))
+    return c
+
+
+@needs_host
+@pytest.mark.parametrize("dt", [U8, I8])
+def test_concat_groups_lower_to_qconcat_and_equal_onnxruntime(dt: int) -> None:
+    """Concat on axis 1 and on the last axis (written -1): one QCONCAT each, equal to ORT's QLinearConcat."""
+    a = _concat_chain("a_", dt, 1).model_parts("a_y", [2, 8, 5], dt)
+    b = _concat_chain("b_", dt, -1).model_parts("b_y", [2, 3, 14], dt)
+    pair, plain = _models(a, b)
+    assert _opcodes(lower_pair(pair, pair.graph.node[0])) == [Opcode.QCONCAT, Opcode.QCONCAT]
+    for d in _compare(pair, plain, _feeds(plain, np.random.default_rng(2))):
+        assert d.max() == 0, (d.max(), (d > 0).sum())

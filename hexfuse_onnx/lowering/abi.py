@@ -101,6 +101,7 @@ class Opcode(IntEnum):
     QLUT = 82  # a QDQ unary group as a 256-entry table
     QGLOBAL_AVGPOOL = 83  # QDQ GlobalAveragePool in integers: dsp/ref/ref_qpool.h
     QMAXPOOL = 84  # QDQ MaxPool in integers: POOL params, then QPoolParam
+    QCONCAT = 85  # QDQ Concat: each input through its requantisation table
 
 
 class Param(IntEnum):

@@ -8,6 +8,8 @@
   of x's type, so it is what ORT computes for the group, fused or not.
 - DQ(x) -> GlobalAveragePool -> Q (one type): QGLOBAL_AVGPOOL, ORT's QLinearGlobalAveragePool;
   DQ(x) -> MaxPool (2-D) -> Q: QMAXPOOL, Q(DQ(max)), which is exact either way.
+- DQ(x1), ..., DQ(xk) -> Concat -> Q (one type): QCONCAT, each input through its table Q(DQ(x)),
+  as ORT's QLinearConcat.
 
 A 16-bit input (u16/i16) would need a 65536-entry table (128 KiB), which does not pay for the
 few unary groups of a u16 model; the method documented for it is a 2-level table: the high byte
@@ -25,8 +27,8 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from .abi import Dtype, Opcode, QBinaryParam, QGapParam, QPoolParam, Task
-from .lowerer import DTYPES, Lowerer, f32_bits
+from .abi import Dtype, Opcode, Param, QBinaryParam, QGapParam, QPoolParam, Task
+from .lowerer import DTYPES, Lowerer, attr, f32_bits
 from .qmatmul import IntegerGroups
 
 # the unary functions a table replaces (their other inputs must be known scalars)
@@ -106,7 +108,7 @@ def plan(cx: Lowerer, matmuls: IntegerGroups) -> ElementwiseGroups:
     for k in range(len(cx.fn.node)):
         if k in matmuls.groups:
             continue
-        found = _table(body, k) or _binary(body, k) or _pool(body, k)
+        found = _table(body, k) or _binary(body, k) or _pool(body, k) or _concat(body, k)
         if found is not None:
             emit, inputs, tail = found
             out.emit[k] = emit
@@ -322,3 +324,44 @@ def _pool(b: _Body, k: int) -> Found | None:
         cx.emit(n, task, opcode, [cx.read_typed(dq.input[0], n, task, tx)], params, out=qn.output[0], out_dtype=ty)
 
     return emit, [d], [q]
+
+
+def requant_table(sx: np.float32, zx: int, sy: np.float32, zy: int, tx: Dtype, ty: Dtype) -> np.ndarray:
+    """Q_y(DQ_x(x)) for the 256 values of x's type (dsp/ref/ref_quant.h: an f32 product, then an f32
+    division, ties to even, saturation), as Y's type."""
+    lo, hi = NARROW[tx]
+    t = (np.arange(lo, hi + 1, dtype=np.int32) - zx).astype(np.float32) * np.float32(sx)
+    t = (t.astype(np.float32) / np.float32(sy)).astype(np.float32)
+    ylo, yhi = NARROW[ty]
+    q = np.clip(np.rint(np.clip(t, ylo - zy, yhi - zy)) + zy, ylo, yhi)
+    return q.astype(np.uint8 if ty == Dtype.U8 else np.int8)
+
+
+def _concat(b: _Body, k: int) -> Found | None:
+    n, cx = b.node(k), b.cx
+    q = b.only_q(k)
+    if not _is(n, "Concat") or q is None or not 1 <= len(n.input) <= 7:
+        return None
+    dqs = [b.dq_of(i) for i in n.input]
+    qn = b.node(q)
+    ty, py = b.narrow(qn.output[0]), _per_tensor(cx, qn)
+    if ty is None or py is None or any(d is None for d in dqs):
+        return None
+    tables, inputs = [], []
+    for d in dqs:
+        dq = b.node(d)  # type: ignore[arg-type]
+        tx, px = b.narrow(dq.input[0]), _per_tensor(cx, dq)
+        if tx != ty or px is None:
+            return None  # ORT's QLinearConcat wants one type
+        tables.append(requant_table(px[0], px[1], py[0], py[1], tx, ty))
+        inputs.append(dq.input[0])
+    rank = len(cx.shape(n.output[0], n))
+    axis = int(attr(n, "axis", 0))
+    axis = axis + rank if axis < 0 else axis
+
+    def emit(task: Task) -> None:
+        ids = [cx.read_typed(i, n, task, ty) for i in inputs]
+        ids.append(cx.constant(np.stack(tables), task, ty))
+        cx.emit(n, task, Opcode.QCONCAT, ids, {Param.AXIS: axis}, out=qn.output[0], out_dtype=ty)
+
+    return emit, [d for d in dqs if d is not None], [q]
