@@ -4,7 +4,8 @@
  * fused accumulate). Every (a, b) pair of u8 and of i8 through a broadcast, both ways round (A as
  * the scalar span swaps QADD's operands), misaligned buffers, a folded output range, an odd-size
  * same-shape case, and QLUT over every input value; QGLOBAL_AVGPOOL and QMAXPOOL against
- * dsp/ref/ref_qpool.h (odd planes, padding, other output quantization).
+ * dsp/ref/ref_qpool.h (odd planes, padding, other output quantization); QCONCAT on axis 1 with
+ * per-input tables.
  */
 #include <stdint.h>
 #include <string.h>
@@ -162,6 +163,35 @@ static void qpool_case(hfx_pool *pool, uint8_t dt, qt_rng *r)
     }
 }
 
+/* X1[2, 3, 5], X2[2, 4, 5] (misaligned) concatenated on axis 1 through random tables */
+static void qconcat_case(hfx_pool *pool, uint8_t dt, qt_rng *r)
+{
+    static uint8_t x1[31], x2[41], tables[2 * 256];
+    uint8_t *X1 = x1 + 1, *X2 = x2 + 1, *Y = g_y + 1;
+    for (int i = 0; i < 30; i++)
+        X1[i] = (uint8_t)qt_rand(r);
+    for (int i = 0; i < 40; i++)
+        X2[i] = (uint8_t)qt_rand(r);
+    for (int i = 0; i < 2 * 256; i++)
+        tables[i] = (uint8_t)qt_rand(r);
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t in[3] = {hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(2, 3, 5)), dt),
+                      hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(2, 4, 5)), dt),
+                      hfxb_set_dtype(&b, hfxb_const(&b, 0, HFXB_DIMS(2, 256), (const float *)(const void *)tables), dt)};
+    int32_t p[HFX_OP_PARAMS] = {1};
+    hfxb_op_add(&b, 0, HFX_OP_QCONCAT, -1, 3, in, hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(2, 7, 5)), dt), p);
+    const void *ins[2] = {X1, X2};
+    int ok = run_one(pool, &b, ins, 2, Y) == HFX_OK;
+    hfxb_free(&b);
+    for (int i = 0; ok && i < 2 * 7 * 5; i++) {
+        int n = i / 35, c = i / 5 % 7, w = i % 5;
+        const uint8_t *x = c < 3 ? X1 + (n * 3 + c) * 5 : X2 + (n * 4 + c - 3) * 5;
+        ok = Y[i] == tables[(c < 3 ? 0 : 256) + (uint32_t)(load(x, dt, (uint32_t)w) - lo_of(dt))];
+    }
+    expect(ok, dt == HFX_DTYPE_U8 ? "QConcat u8" : "QConcat i8");
+}
+
 int main(void)
 {
     hx_printf("QAdd/QMul/QLut on the coop platform (\"%s\")\n", hfx_plat_name());
@@ -194,6 +224,10 @@ int main(void)
     for (int t = 0; t < 2; t++)
         qpool_case(pool, types[t], &r);
     qt_end_group(&T, "QGlobalAveragePool/QMaxPool");
+    qt_begin_group(&T);
+    for (int t = 0; t < 2; t++)
+        qconcat_case(pool, types[t], &r);
+    qt_end_group(&T, "QConcat");
     hfx_pool_destroy(pool);
     return qt_result(&T, "test_qeltwise");
 }
