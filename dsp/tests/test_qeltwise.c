@@ -347,7 +347,7 @@ static void refused(uint32_t opcode, uint8_t tb, uint8_t ty, uint32_t slot, int3
     int32_t p[HFX_OP_PARAMS] = {hfxb_bits(0.5f), hfxb_bits(0.25f), 0, 0, 0, 0, 255};
     if (opcode == HFX_OP_QLUT) memset(p, 0, sizeof p);
     p[slot] = value;
-    static uint8_t table[512];
+    static uint8_t table[256 * 4]; /* an f32 table too */
     uint32_t tdim[1] = {table_n};
     uint32_t x = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(3, 4)), HFX_DTYPE_U8);
     uint32_t w = opcode == HFX_OP_QLUT ? hfxb_set_dtype(&b, hfxb_const(&b, 0, 1, tdim, (const float *)(void *)table), tb)
