@@ -41,6 +41,7 @@ QEMU_CPUS=" $("$QEMU" -cpu help 2>/dev/null | awk '/^ +v[0-9]+$/ {print $1}' | t
 
 need_build=0
 for f in hexagon-qemu/test_hvx_kernels.elf hexagon-qemu/test_scheduler.elf hexagon-qemu/test_rpc_skel.elf \
+         hexagon-qemu/test_qeltwise.elf hexagon-v73/test_qeltwise.elf \
          hexagon-v68/test_hvx_kernels.elf hexagon-v73/test_hvx_kernels.elf; do
     [ -e "$BUILD_ROOT/$f" ] || need_build=1
 done
@@ -111,6 +112,7 @@ Q="$BUILD_ROOT/hexagon-qemu"
 run_qemu "qemu v67: HVX integer kernels vs C references" "$WORK/qemu_kernels.log" "$Q/test_hvx_kernels.elf"
 run_qemu "qemu v67: hexfuse core, coop platform (scheduler)" "$WORK/qemu_scheduler.log" "$Q/test_scheduler.elf"
 run_qemu "qemu v67: FastRPC skeleton dispatcher, loopback" "$WORK/qemu_rpc_skel.log" "$Q/test_rpc_skel.elf"
+run_qemu "qemu v67: QAdd/QMul/QLut vs ref_qeltwise.h" "$WORK/qemu_qeltwise.log" "$Q/test_qeltwise.elf"
 
 # the image of arch v to run: as built with -cpu v when this qemu knows v, else a copy relabelled v67
 image_for() { # v name -> prints the qemu arguments before the image's own
@@ -130,6 +132,7 @@ for v in v68 v73; do
     run_qemu "qemu $v code: hexfuse core, coop platform" "$WORK/${v}_scheduler.log" $(image_for "$v" test_scheduler)
     run_qemu "qemu $v code: FastRPC skeleton dispatcher, loopback" "$WORK/${v}_rpc_skel.log" \
         $(image_for "$v" test_rpc_skel)
+    run_qemu "qemu $v code: QAdd/QMul/QLut vs ref_qeltwise.h" "$WORK/${v}_qeltwise.log" $(image_for "$v" test_qeltwise)
 done
 
 echo "== 4. v68+ HVX float kernels (qf32/qf16)"

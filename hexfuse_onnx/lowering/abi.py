@@ -98,6 +98,12 @@ class Opcode(IntEnum):
     GLOBAL_AVGPOOL = 62
     QUANTIZE_LINEAR = 70
     DEQUANTIZE_LINEAR = 71
+    QADD = 80  # QDQ Add in integers: dsp/ref/ref_qeltwise.h
+    QMUL = 81  # QDQ Mul in integers
+    QLUT = 82  # a QDQ unary group as a 256-entry table
+    QGLOBAL_AVGPOOL = 83  # QDQ GlobalAveragePool in integers: dsp/ref/ref_qpool.h
+    QMAXPOOL = 84  # QDQ MaxPool in integers: POOL params, then QPoolParam
+    QCONCAT = 85  # QDQ Concat: each input through its requantisation table
 
 
 class Param(IntEnum):
@@ -167,6 +173,35 @@ class QuantParam(IntEnum):
     AXIS = 0  # per axis: the axis; per tensor: 0
 
 
+class QBinaryParam(IntEnum):
+    """QADD, QMUL (ratios as f32 bits)"""
+
+    RATIO_A = 0
+    RATIO_B = 1
+    ZERO_A = 2
+    ZERO_B = 3
+    ZERO_Y = 4
+    LO = 5
+    HI = 6
+
+
+class QGapParam(IntEnum):
+    """QGLOBAL_AVGPOOL (the scale as f32 bits)"""
+
+    SCALE = 0
+    ZERO_X = 1
+    ZERO_Y = 2
+
+
+class QPoolParam(IntEnum):
+    """QMAXPOOL, after PoolParam's slots (scales as f32 bits)"""
+
+    SCALE_X = 12
+    ZERO_X = 13
+    SCALE_Y = 14
+    ZERO_Y = 15
+
+
 class ResizeParam(IntEnum):
     MODE = 0
     COORD = 1
@@ -211,6 +246,9 @@ C_PREFIX: dict[type[IntEnum], str] = {
     HardSigmoidParam: "HFX_P_HARDSIGMOID_",
     ClipParam: "HFX_P_CLIP_",
     QuantParam: "HFX_P_QUANT_",
+    QBinaryParam: "HFX_P_QBIN_",
+    QGapParam: "HFX_P_QGAP_",
+    QPoolParam: "HFX_P_QPOOL_",
     ResizeParam: "HFX_P_RESIZE_",
     ResizeMode: "HFX_RESIZE_",
     ResizeCoord: "HFX_RESIZE_COORD_",

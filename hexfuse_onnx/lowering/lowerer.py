@@ -271,16 +271,20 @@ class Lowerer:
     # ---- lowering ----
 
     def lower(self) -> bytes:
-        from . import qmatmul  # imports this module
+        from . import qeltwise, qmatmul  # import this module
 
         self._declare_inputs()
         integer = qmatmul.plan(self)
+        elementwise = qeltwise.plan(self, integer)
+        absorbed = integer.absorbed | elementwise.absorbed
         for k, n in enumerate(self.fn.node):
             self._body_index = k
             task = self.node_task(k)
             if k in integer.groups:
                 qmatmul.emit(self, integer.groups[k], task)
-            elif k not in integer.absorbed and not self._folds(n):
+            elif k in elementwise.emit:
+                elementwise.emit[k](task)
+            elif k not in absorbed and not self._folds(n):
                 LOWERINGS[op_key(n)](self, n, task)
         self._body_index = None
         self._copy_out_outputs()

@@ -68,6 +68,16 @@ def pool_out_len(size: int, k: int, stride: int, dil: int, pad_begin: int, pad_e
 
 @lowers(*POOLS)
 def pool(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    params = pool_params(cx, n)
+    if len(cx.shape(n.input[0], n)) == 4:
+        cx.emit(n, t, POOLS[n.op_type], [cx.read(n.input[0], n, t)], params)
+    else:
+        x = as_2d(cx, n, t, cx.read(n.input[0], n, t), cx.shape(n.input[0], n))
+        emit_1d(cx, n, t, POOLS[n.op_type], [x], params)
+
+
+def pool_params(cx: Lowerer, n: onnx.NodeProto) -> dict[PoolParam, int]:
+    """The 2-D pooling params of a MaxPool/AveragePool (a 1-D one lifted to H = 1), or LoweringError."""
     op = n.op_type
     x = cx.shape(n.input[0], n)
     if len(x) not in (3, 4):
@@ -103,7 +113,7 @@ def pool(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
             f"output shape {got} differs from ONNX Runtime's {want} (ceil_mode "
             "windows starting in the padding are dropped by ONNX Runtime)",
         )
-    params = {
+    return {
         PoolParam.PAD_TOP: pads[0],
         PoolParam.PAD_LEFT: pads[1],
         PoolParam.PAD_BOTTOM: pads[2],
@@ -117,10 +127,6 @@ def pool(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         PoolParam.CEIL_MODE: ceil_mode,
         PoolParam.COUNT_INCLUDE_PAD: include_pad,
     }
-    if r == 2:
-        cx.emit(n, t, POOLS[op], [cx.read(n.input[0], n, t)], params)
-    else:
-        emit_1d(cx, n, t, POOLS[op], [as_2d(cx, n, t, cx.read(n.input[0], n, t), cx.shape(n.input[0], n))], params)
 
 
 def _check_pool_window(

@@ -208,7 +208,15 @@ enum hfx_opcode {
     HFX_OP_GLOBAL_AVGPOOL = 62, /* in X[N,C,spatial...] (rank >= 3) -> [N,C,1,...] */
     /* quantization (ONNX QuantizeLinear / DequantizeLinear), per tensor or per axis */
     HFX_OP_QUANTIZE_LINEAR = 70,  /* in X f32, scale f32 [, zero point]: y = sat(rint(x / scale) + zp) */
-    HFX_OP_DEQUANTIZE_LINEAR = 71 /* in X int, scale f32 [, zero point]: y = f32(x - zp) * scale */
+    HFX_OP_DEQUANTIZE_LINEAR = 71, /* in X int, scale f32 [, zero point]: y = f32(x - zp) * scale */
+    /* integer elementwise ops of QDQ groups (80..99), dsp/ref/ref_qeltwise.h */
+    HFX_OP_QADD = 80, /* in A, B u8/i8 (one dtype), numpy broadcast: ONNX Runtime's QLinearAdd */
+    HFX_OP_QMUL = 81, /* in A, B u8/i8 (one dtype), numpy broadcast: ONNX Runtime's QLinearMul */
+    HFX_OP_QLUT = 82, /* in X u8/i8, table[256] u8/i8: y = table[x - the type's minimum] */
+    /* integer pooling of QDQ groups, dsp/ref/ref_qpool.h */
+    HFX_OP_QGLOBAL_AVGPOOL = 83, /* in X u8/i8 [N,C,...]: ONNX Runtime's QLinearGlobalAveragePool */
+    HFX_OP_QMAXPOOL = 84,        /* in X u8/i8 [N,C,H,W]: MaxPool, requantised (exact) */
+    HFX_OP_QCONCAT = 85          /* in X1..Xk u8/i8, tables [k, 256]: Concat, each input through its table */
 };
 
 /* RESIZE modes (param HFX_P_RESIZE_MODE) */
@@ -311,5 +319,42 @@ enum hfx_resize_nearest_mode {
  * [..., N]. Integer semantics: dsp/ref/ref_qmatmul.h.
  * QCONV2D: the same inputs with M (W.dims[0]) for N, and CONV2D's params (HFX_P_CONV_*); padding
  * reads X's zero point. */
+
+/* QADD, QMUL: Y u8/i8; the ratios are f32 bits (finite), the zero points in their tensors' ranges,
+ * lo <= hi within Y's range (Y's range, narrowed by a Relu/Clip folded into the group).
+ *   QADD  t = fma(a, ra, fma(b, rb, zy - fma(za, ra, rb * zb))), ra = s_a / s_y, rb = s_b / s_y,
+ *         A and B (with their ratios and zero points) swapped when A is broadcast along the
+ *         innermost output axis longer than 1 and B is not (ONNX Runtime's scalar span)
+ *   QMUL  t = f32(f32((a - za)(b - zb)) * ra) + zy, ra = f32(s_a * s_b) / s_y, rb = 0
+ *   y = min(max(cvt(t), lo), hi), cvt rounding half to even (NaN, |t| >= 2^31: lo)
+ * Bit for bit: dsp/ref/ref_qeltwise.h. */
+#define HFX_P_QBIN_RATIO_A 0
+#define HFX_P_QBIN_RATIO_B 1
+#define HFX_P_QBIN_ZERO_A 2
+#define HFX_P_QBIN_ZERO_B 3
+#define HFX_P_QBIN_ZERO_Y 4
+#define HFX_P_QBIN_LO 5
+#define HFX_P_QBIN_HI 6
+
+/* QGLOBAL_AVGPOOL: acc = sum of the spatial elements - zx * count (int32), then QMATMUL's
+ * requantisation with the scale f32(s_x / f32(s_y * f32(count))) (dsp/ref/ref_qpool.h) */
+#define HFX_P_QGAP_SCALE 0 /* f32 bits, finite */
+#define HFX_P_QGAP_ZERO_X 1
+#define HFX_P_QGAP_ZERO_Y 2
+
+/* QMAXPOOL: MAXPOOL's params (HFX_P_POOL_*, count_include_pad 0), then y = Q(DQ(max of the
+ * window)) with these (a window without a tap inside X gives Y's minimum) */
+#define HFX_P_QPOOL_SCALE_X 12 /* f32 bits, finite > 0 */
+#define HFX_P_QPOOL_ZERO_X 13
+#define HFX_P_QPOOL_SCALE_Y 14 /* f32 bits, finite > 0 */
+#define HFX_P_QPOOL_ZERO_Y 15
+
+/* QCONCAT: HFX_P_AXIS; the last input holds one 256-entry table of Y's dtype per input, indexed
+ * by x - the minimum of x's type (the requantisation Q_y(DQ_x(x)), the identity when the
+ * parameters are equal: ONNX Runtime's QLinearConcat) */
+
+/* QLUT (no params): the table is 256 elements of Y's dtype, indexed by x - the minimum of X's
+ * type; the lowering builds it from the float function between the group's DequantizeLinear and
+ * QuantizeLinear. */
 
 #endif /* HEXFUSE_OPS_H */

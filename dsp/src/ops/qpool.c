@@ -1,0 +1,154 @@
+/* qpool.c - the integer pooling ops of QDQ groups, exactly as dsp/ref/ref_qpool.h defines them:
+ * QGLOBAL_AVGPOOL (an item is a block of (image, channel) rows) and QMAXPOOL (MAXPOOL's windows on
+ * u8/i8, an item is a block of output rows). Portable C on the host and on Hexagon. */
+#include "../../ref/ref_qpool.h"
+#include "kernels.h"
+
+static bool narrow_int(uint32_t d) { return d == HFX_DTYPE_U8 || d == HFX_DTYPE_I8; }
+static int32_t type_min(uint32_t d) { return d == HFX_DTYPE_U8 ? 0 : INT8_MIN; }
+static int32_t type_max(uint32_t d) { return d == HFX_DTYPE_U8 ? UINT8_MAX : INT8_MAX; }
+
+static inline int32_t load_narrow(const void *p, uint32_t dtype, uint64_t i) {
+    return dtype == HFX_DTYPE_U8 ? ((const uint8_t *)p)[i] : ((const int8_t *)p)[i];
+}
+
+static inline void store_narrow(void *p, uint32_t dtype, uint64_t i, int32_t v) {
+    if (dtype == HFX_DTYPE_U8) ((uint8_t *)p)[i] = (uint8_t)v;
+    else ((int8_t *)p)[i] = (int8_t)v;
+}
+
+static hfx_status check_dtypes(hfx_vctx *v, const hfx_op *op) {
+    const hfx_tensor *t = v->p->tensors;
+    bool in_ok = narrow_int(t[op->in[0]].dtype), out_ok = narrow_int(t[op->out[0]].dtype);
+    if (in_ok && out_ok) return HFX_OK;
+    return hfx_vfail(v, HFX_ERR_DTYPE, in_ok ? HFX_OUT_OFF(v, 0) : HFX_IN_OFF(v, 0),
+                     "op %u (%s): X and Y must be u8 or i8", v->index, op->desc->label);
+}
+
+/* zero point params in their tensor's range, scale params finite (and > 0 when `positive`) */
+static hfx_status check_zero(hfx_vctx *v, const hfx_op *op, uint32_t slot, uint32_t tensor) {
+    uint32_t d = v->p->tensors[tensor].dtype;
+    if (op->params[slot] >= type_min(d) && op->params[slot] <= type_max(d)) return HFX_OK;
+    return hfx_vfail(v, HFX_ERR_PARAM, HFX_PARAM_OFF(v, slot), "op %u (%s): zero point param %u outside its type",
+                     v->index, op->desc->label, slot);
+}
+
+static hfx_status check_scale(hfx_vctx *v, const hfx_op *op, uint32_t slot, bool positive) {
+    int32_t bits = op->params[slot];
+    if (hfx_finite_f32(bits) && (!positive || (bits > 0 && hfx_f32_from_bits(bits) > 0.0f))) return HFX_OK;
+    return hfx_vfail(v, HFX_ERR_PARAM, HFX_PARAM_OFF(v, slot), "op %u (%s): scale param %u must be finite%s",
+                     v->index, op->desc->label, slot, positive ? " and > 0" : "");
+}
+
+/* ---- QGLOBAL_AVGPOOL ---- */
+
+typedef struct qgap_plan {
+    uint64_t rows, spatial, rows_per_item;
+} qgap_plan;
+
+hfx_status hfx_validate_qglobal_avgpool(hfx_vctx *v, hfx_op *op) {
+    hfx_status st = check_dtypes(v, op);
+    if (!st) st = check_scale(v, op, HFX_P_QGAP_SCALE, false);
+    if (!st) st = check_zero(v, op, HFX_P_QGAP_ZERO_X, op->in[0]);
+    if (!st) st = check_zero(v, op, HFX_P_QGAP_ZERO_Y, op->out[0]);
+    return st ? st : hfx_validate_global_avgpool(v, op);
+}
+
+hfx_status hfx_plan_qglobal_avgpool(const hfx_program *p, hfx_op *op) {
+    const hfx_tensor *x = &p->tensors[op->in[0]];
+    qgap_plan pl = {(uint64_t)x->dims[0] * x->dims[1], 0, 0};
+    pl.spatial = x->numel / pl.rows;
+    pl.rows_per_item = hfx_per_item_for(pl.spatial, HFX_EW_CHUNK);
+    HFX_PLAN_STORE(op, pl);
+    return hfx_plan_set_items(op, hfx_ceil_div(pl.rows, pl.rows_per_item));
+}
+
+HFX_VECTOR_KERNEL
+void hfx_run_qglobal_avgpool(const hfx_kernel_args *a, uint32_t item) {
+    const hfx_op *op = a->op;
+    uint32_t tx = a->prog->tensors[op->in[0]].dtype, ty = a->prog->tensors[op->out[0]].dtype;
+    qgap_plan pl;
+    HFX_PLAN_LOAD(pl, op);
+    uint64_t r0, r1;
+    hfx_plan_range(pl.rows, pl.rows_per_item, item, &r0, &r1);
+    float scale = hfx_f32_from_bits(op->params[HFX_P_QGAP_SCALE]);
+    for (uint64_t r = r0; r < r1; r++) {
+        uint32_t sum = 0;
+        if (tx == HFX_DTYPE_U8)
+            for (uint64_t i = 0; i < pl.spatial; i++) sum += ((const uint8_t *)a->in[0])[r * pl.spatial + i];
+        else
+            for (uint64_t i = 0; i < pl.spatial; i++)
+                sum += (uint32_t)(int32_t)((const int8_t *)a->in[0])[r * pl.spatial + i];
+        int32_t q = ref_qglobal_avgpool((int32_t)sum, (uint32_t)pl.spatial, op->params[HFX_P_QGAP_ZERO_X], scale,
+                                        op->params[HFX_P_QGAP_ZERO_Y], type_min(ty), type_max(ty));
+        store_narrow(a->out[0], ty, r, q);
+    }
+}
+
+/* ---- QMAXPOOL ---- */
+
+typedef struct qmaxpool_plan {
+    uint64_t rows, rows_per_item; /* output rows (N*C*OH) */
+} qmaxpool_plan;
+
+hfx_status hfx_validate_qmaxpool(hfx_vctx *v, hfx_op *op) {
+    hfx_status st = check_dtypes(v, op);
+    if (!st && op->params[HFX_P_POOL_COUNT_INCLUDE_PAD] != 0)
+        st = hfx_vfail(v, HFX_ERR_PARAM, HFX_PARAM_OFF(v, HFX_P_POOL_COUNT_INCLUDE_PAD),
+                       "op %u (%s): count_include_pad must be 0", v->index, op->desc->label);
+    if (!st) st = check_scale(v, op, HFX_P_QPOOL_SCALE_X, true);
+    if (!st) st = check_scale(v, op, HFX_P_QPOOL_SCALE_Y, true);
+    if (!st) st = check_zero(v, op, HFX_P_QPOOL_ZERO_X, op->in[0]);
+    if (!st) st = check_zero(v, op, HFX_P_QPOOL_ZERO_Y, op->out[0]);
+    return st ? st : hfx_validate_pool2d(v, op);
+}
+
+hfx_status hfx_plan_qmaxpool(const hfx_program *p, hfx_op *op) {
+    const hfx_tensor *y = &p->tensors[op->out[0]];
+    uint64_t taps = (uint64_t)op->params[HFX_P_POOL_KERNEL_H] * (uint64_t)op->params[HFX_P_POOL_KERNEL_W];
+    qmaxpool_plan pl = {y->numel / y->dims[3], hfx_per_item_for(y->dims[3] * taps, HFX_EW_CHUNK)};
+    HFX_PLAN_STORE(op, pl);
+    return hfx_plan_set_items(op, hfx_ceil_div(pl.rows, pl.rows_per_item));
+}
+
+/* the max of one window of the plane x[H][W], or INT32_MIN when no tap is inside */
+static int32_t window_max(const void *x, uint32_t tx, uint64_t plane, int64_t H, int64_t W, int64_t h0, int64_t w0,
+                          const int32_t *pr) {
+    int32_t m = INT32_MIN;
+    for (int64_t i = 0; i < pr[HFX_P_POOL_KERNEL_H]; i++) {
+        int64_t h = h0 + i * pr[HFX_P_POOL_DILATION_H];
+        if (h < 0 || h >= H) continue;
+        for (int64_t j = 0; j < pr[HFX_P_POOL_KERNEL_W]; j++) {
+            int64_t w = w0 + j * pr[HFX_P_POOL_DILATION_W];
+            if (w < 0 || w >= W) continue;
+            int32_t t = load_narrow(x, tx, plane + (uint64_t)(h * W + w));
+            m = t > m ? t : m;
+        }
+    }
+    return m;
+}
+
+HFX_VECTOR_KERNEL
+void hfx_run_qmaxpool(const hfx_kernel_args *a, uint32_t item) {
+    const hfx_op *op = a->op;
+    const hfx_tensor *x = &a->prog->tensors[op->in[0]], *y = &a->prog->tensors[op->out[0]];
+    const int32_t *pr = op->params;
+    qmaxpool_plan pl;
+    HFX_PLAN_LOAD(pl, op);
+    uint64_t r0, r1, oh_n = y->dims[2], ow_n = y->dims[3];
+    hfx_plan_range(pl.rows, pl.rows_per_item, item, &r0, &r1);
+    float sx = hfx_f32_from_bits(pr[HFX_P_QPOOL_SCALE_X]), sy = hfx_f32_from_bits(pr[HFX_P_QPOOL_SCALE_Y]);
+    int32_t lo = type_min(y->dtype), hi = type_max(y->dtype);
+    for (uint64_t r = r0; r < r1; r++) {
+        uint64_t plane = (r / oh_n) * x->dims[2] * x->dims[3];
+        int64_t h0 = (int64_t)(r % oh_n) * pr[HFX_P_POOL_STRIDE_H] - pr[HFX_P_POOL_PAD_TOP];
+        for (uint64_t ow = 0; ow < ow_n; ow++) {
+            int64_t w0 = (int64_t)ow * pr[HFX_P_POOL_STRIDE_W] - pr[HFX_P_POOL_PAD_LEFT];
+            int32_t m = window_max(a->in[0], x->dtype, plane, x->dims[2], x->dims[3], h0, w0, pr);
+            int32_t q = m == INT32_MIN ? lo
+                                       : ref_qmaxpool_requant(m, sx, pr[HFX_P_QPOOL_ZERO_X], sy,
+                                                              pr[HFX_P_QPOOL_ZERO_Y], lo, hi);
+            store_narrow(a->out[0], y->dtype, r * ow_n + ow, q);
+        }
+    }
+}

@@ -1,0 +1,233 @@
+/*
+ * test_qeltwise_coop.c - qemu-hexagon image: QADD, QMUL and QLUT through the hexfuse core on the
+ * coop platform, bit for bit against dsp/ref/ref_qeltwise.h (the Hexagon build's fma is sfmpy's
+ * fused accumulate). Every (a, b) pair of u8 and of i8 through a broadcast, both ways round (A as
+ * the scalar span swaps QADD's operands), misaligned buffers, a folded output range, an odd-size
+ * same-shape case, and QLUT over every input value; QGLOBAL_AVGPOOL and QMAXPOOL against
+ * dsp/ref/ref_qpool.h (odd planes, padding, other output quantization); QCONCAT on axis 1 with
+ * per-input tables.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "hexfuse/hexfuse.h"
+#include "platform.h"
+#include "program_builder.h"
+#include "qtest.h"
+#include "../../ref/ref_qeltwise.h"
+#include "../../ref/ref_qpool.h"
+
+static qtest T;
+static uint8_t g_a[256 + 1], g_b[256 + 1], g_y[256 * 256 + 1], g_table[256];
+
+static void expect(int ok, const char *what)
+{
+    qt_case(&T, ok);
+    if (!ok)
+        hx_printf("FAIL %s\n", what);
+}
+
+static int32_t lo_of(uint8_t d) { return d == HFX_DTYPE_U8 ? 0 : -128; }
+static int32_t hi_of(uint8_t d) { return d == HFX_DTYPE_U8 ? 255 : 127; }
+static int32_t load(const uint8_t *p, uint8_t d, uint32_t i) { return d == HFX_DTYPE_U8 ? p[i] : (int8_t)p[i]; }
+
+static hfx_status run_one(hfx_pool *pool, hfxb *b, const void *const *in, size_t nin, void *out)
+{
+    size_t size = 0;
+    uint8_t *bytes = hfxb_encode(b, &size);
+    hfx_program *prog = NULL;
+    hfx_error err;
+    hfx_status st = hfx_program_parse(bytes, size, &prog, &err);
+    free(bytes);
+    if (st != HFX_OK) {
+        hx_printf("     parse: %s\n", err.message);
+        return st;
+    }
+    void *outs[1] = {out};
+    st = hfx_run(pool, prog, in, nin, outs, 1, NULL, NULL, NULL);
+    hfx_program_free(prog);
+    return st;
+}
+
+/* y[i, j] = op(a[i], b[j]) with A [256, 1] and B [1, 256] (or the other way round: `a_inner`) */
+static void qbin_case(hfx_pool *pool, uint32_t opcode, uint8_t dt, int a_inner, int fold, qt_rng *r)
+{
+    int32_t p[HFX_OP_PARAMS] = {0};
+    int mul = opcode == HFX_OP_QMUL;
+    float ra = mul ? (float)qt_range(r, 1, 500) / 10000.0f : (float)qt_range(r, 50, 2000) / 1000.0f;
+    float rb = mul ? 0.0f : (float)qt_range(r, 50, 2000) / 1000.0f;
+    p[HFX_P_QBIN_RATIO_A] = hfxb_bits(ra), p[HFX_P_QBIN_RATIO_B] = hfxb_bits(rb);
+    p[HFX_P_QBIN_ZERO_A] = (int32_t)qt_range(r, 0, 255) + lo_of(dt);
+    p[HFX_P_QBIN_ZERO_B] = (int32_t)qt_range(r, 0, 255) + lo_of(dt);
+    p[HFX_P_QBIN_ZERO_Y] = (int32_t)qt_range(r, 0, 255) + lo_of(dt);
+    p[HFX_P_QBIN_LO] = fold ? p[HFX_P_QBIN_ZERO_Y] : lo_of(dt);
+    p[HFX_P_QBIN_HI] = hi_of(dt);
+    uint8_t *A = g_a + 1, *B = g_b + 1, *Y = g_y + 1; /* misaligned */
+    for (int i = 0; i < 256; i++)
+        A[i] = B[i] = (uint8_t)i;
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t in[2] = {hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(a_inner ? 1 : 256, a_inner ? 256 : 1)), dt),
+                      hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(a_inner ? 256 : 1, a_inner ? 1 : 256)), dt)};
+    hfxb_op_add(&b, 0, opcode, -1, 2, in, hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(256, 256)), dt), p);
+    const void *ins[2] = {A, B};
+    hfx_status st = run_one(pool, &b, ins, 2, Y);
+    hfxb_free(&b);
+    int ok = st == HFX_OK, swap = !mul && !a_inner;
+    for (uint32_t i = 0; ok && i < 256 * 256; i++) {
+        int32_t x = load(A, dt, a_inner ? i % 256 : i / 256), w = load(B, dt, a_inner ? i / 256 : i % 256);
+        int32_t want = mul ? ref_qmul(x, w, ra, p[2], p[3], p[4], p[5], p[6])
+                           : swap ? ref_qadd(w, x, rb, ra, p[3], p[2], p[4], p[5], p[6])
+                                  : ref_qadd(x, w, ra, rb, p[2], p[3], p[4], p[5], p[6]);
+        ok = load(Y, dt, i) == want;
+    }
+    char what[96];
+    hx_snprintf(what, sizeof what, "%s %s every pair, A %s, fold %d", mul ? "QMul" : "QAdd",
+                dt == HFX_DTYPE_U8 ? "u8" : "i8", a_inner ? "inner" : "outer (swapped)", fold);
+    expect(ok, what);
+}
+
+static void qlut_case(hfx_pool *pool, uint8_t tx, uint8_t ty, qt_rng *r)
+{
+    enum { N = 3 * 7 * 13 };
+    static uint8_t x_all[N + 1];
+    uint8_t *X = x_all + 1, *Y = g_y + 1; /* misaligned */
+    for (int i = 0; i < 256; i++)
+        g_table[i] = (uint8_t)qt_rand(r);
+    for (int i = 0; i < N; i++)
+        X[i] = (uint8_t)(i < 256 ? i : qt_rand(r));
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t in[2] = {hfxb_set_dtype(&b, hfxb_input(&b, 1, HFXB_DIMS(3, 7, 13)), tx),
+                      hfxb_set_dtype(&b, hfxb_const(&b, 1, HFXB_DIMS(256), (const float *)(const void *)g_table), ty)};
+    hfxb_op_add(&b, 1, HFX_OP_QLUT, -1, 2, in, hfxb_set_dtype(&b, hfxb_output(&b, 1, HFXB_DIMS(3, 7, 13)), ty), NULL);
+    const void *ins[1] = {X};
+    hfx_status st = run_one(pool, &b, ins, 1, Y);
+    hfxb_free(&b);
+    int ok = st == HFX_OK;
+    for (int i = 0; ok && i < N; i++)
+        ok = Y[i] == g_table[load(X, tx, (uint32_t)i) - lo_of(tx)];
+    expect(ok, tx == HFX_DTYPE_U8 ? "QLut u8 input, every value" : "QLut i8 input, every value");
+}
+
+/* X[2, 3, 9, 11] (misaligned): a QGLOBAL_AVGPOOL, and a 3x3 stride-2 pad-1 QMAXPOOL to [2, 3, 5, 6] */
+static void qpool_case(hfx_pool *pool, uint8_t dt, qt_rng *r)
+{
+    enum { C = 6, H = 9, W = 11, OH = 5, OW = 6 };
+    static uint8_t xbuf[C * H * W + 1];
+    uint8_t *X = xbuf + 1, *Y = g_y + 1;
+    for (int i = 0; i < C * H * W; i++)
+        X[i] = (uint8_t)qt_rand(r);
+    int32_t pg[HFX_OP_PARAMS] = {hfxb_bits(0.8f / (H * W)), (int32_t)qt_range(r, 0, 255) + lo_of(dt),
+                                 (int32_t)qt_range(r, 0, 255) + lo_of(dt)};
+    int32_t pm[HFX_OP_PARAMS] = {1, 1, 1, 1, 2, 2, 1, 1, 3, 3, 0};
+    pm[HFX_P_QPOOL_SCALE_X] = hfxb_bits(0.03f), pm[HFX_P_QPOOL_ZERO_X] = (int32_t)qt_range(r, 0, 255) + lo_of(dt);
+    pm[HFX_P_QPOOL_SCALE_Y] = hfxb_bits(0.05f), pm[HFX_P_QPOOL_ZERO_Y] = (int32_t)qt_range(r, 0, 255) + lo_of(dt);
+    for (int maxpool = 0; maxpool < 2; maxpool++) {
+        hfxb b;
+        hfxb_init(&b);
+        uint32_t in[1] = {hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(2, 3, H, W)), dt)};
+        uint32_t y = maxpool ? hfxb_output(&b, 0, HFXB_DIMS(2, 3, OH, OW)) : hfxb_output(&b, 0, HFXB_DIMS(2, 3, 1, 1));
+        hfxb_op_add(&b, 0, maxpool ? HFX_OP_QMAXPOOL : HFX_OP_QGLOBAL_AVGPOOL, -1, 1, in, hfxb_set_dtype(&b, y, dt),
+                    maxpool ? pm : pg);
+        const void *ins[1] = {X};
+        int ok = run_one(pool, &b, ins, 1, Y) == HFX_OK;
+        hfxb_free(&b);
+        for (int c = 0; ok && c < C; c++) {
+            const uint8_t *plane = X + c * H * W;
+            if (!maxpool) {
+                int32_t sum = 0;
+                for (int i = 0; i < H * W; i++)
+                    sum += load(plane, dt, (uint32_t)i);
+                ok = load(Y, dt, (uint32_t)c) ==
+                     ref_qglobal_avgpool(sum, H * W, pg[1], hfxb_f(pg[0]), pg[2], lo_of(dt), hi_of(dt));
+                continue;
+            }
+            for (int oh = 0; ok && oh < OH; oh++)
+                for (int ow = 0; ok && ow < OW; ow++) {
+                    int32_t m = INT32_MIN;
+                    for (int i = 0; i < 3; i++)
+                        for (int j = 0; j < 3; j++) {
+                            int h = oh * 2 - 1 + i, w = ow * 2 - 1 + j;
+                            if (h >= 0 && h < H && w >= 0 && w < W && load(plane, dt, (uint32_t)(h * W + w)) > m)
+                                m = load(plane, dt, (uint32_t)(h * W + w));
+                        }
+                    ok = load(Y, dt, (uint32_t)((c * OH + oh) * OW + ow)) ==
+                         ref_qmaxpool_requant(m, 0.03f, pm[13], 0.05f, pm[15], lo_of(dt), hi_of(dt));
+                }
+        }
+        char what[64];
+        hx_snprintf(what, sizeof what, "%s %s", maxpool ? "QMaxPool" : "QGlobalAveragePool",
+                    dt == HFX_DTYPE_U8 ? "u8" : "i8");
+        expect(ok, what);
+    }
+}
+
+/* X1[2, 3, 5], X2[2, 4, 5] (misaligned) concatenated on axis 1 through random tables */
+static void qconcat_case(hfx_pool *pool, uint8_t dt, qt_rng *r)
+{
+    static uint8_t x1[31], x2[41], tables[2 * 256];
+    uint8_t *X1 = x1 + 1, *X2 = x2 + 1, *Y = g_y + 1;
+    for (int i = 0; i < 30; i++)
+        X1[i] = (uint8_t)qt_rand(r);
+    for (int i = 0; i < 40; i++)
+        X2[i] = (uint8_t)qt_rand(r);
+    for (int i = 0; i < 2 * 256; i++)
+        tables[i] = (uint8_t)qt_rand(r);
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t in[3] = {hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(2, 3, 5)), dt),
+                      hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(2, 4, 5)), dt),
+                      hfxb_set_dtype(&b, hfxb_const(&b, 0, HFXB_DIMS(2, 256), (const float *)(const void *)tables), dt)};
+    int32_t p[HFX_OP_PARAMS] = {1};
+    hfxb_op_add(&b, 0, HFX_OP_QCONCAT, -1, 3, in, hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(2, 7, 5)), dt), p);
+    const void *ins[2] = {X1, X2};
+    int ok = run_one(pool, &b, ins, 2, Y) == HFX_OK;
+    hfxb_free(&b);
+    for (int i = 0; ok && i < 2 * 7 * 5; i++) {
+        int n = i / 35, c = i / 5 % 7, w = i % 5;
+        const uint8_t *x = c < 3 ? X1 + (n * 3 + c) * 5 : X2 + (n * 4 + c - 3) * 5;
+        ok = Y[i] == tables[(c < 3 ? 0 : 256) + (uint32_t)(load(x, dt, (uint32_t)w) - lo_of(dt))];
+    }
+    expect(ok, dt == HFX_DTYPE_U8 ? "QConcat u8" : "QConcat i8");
+}
+
+int main(void)
+{
+    hx_printf("QAdd/QMul/QLut on the coop platform (\"%s\")\n", hfx_plat_name());
+    hfx_pool_config cfg;
+    hfx_pool_config_init(&cfg);
+    cfg.n_vector_workers = 2;
+    cfg.n_matrix_workers = 1;
+    cfg.arena_bytes = 1u << 20;
+    hfx_pool *pool = NULL;
+    qt_begin_group(&T);
+    expect(hfx_pool_create(&cfg, &pool) == HFX_OK, "pool");
+    if (!pool)
+        return qt_result(&T, "test_qeltwise");
+    qt_end_group(&T, "pool");
+    qt_rng r = {4242};
+    static const uint8_t types[2] = {HFX_DTYPE_U8, HFX_DTYPE_I8};
+    qt_begin_group(&T);
+    expect(ref_fmaf(3.0f, 1.0f / 3.0f, -1.0f) != (3.0f * (1.0f / 3.0f)) - 1.0f, "fma is fused (one rounding)");
+    for (int t = 0; t < 2; t++)
+        for (int a_inner = 0; a_inner < 2; a_inner++) {
+            qbin_case(pool, HFX_OP_QADD, types[t], a_inner, t, &r);
+            qbin_case(pool, HFX_OP_QMUL, types[t], a_inner, a_inner, &r);
+        }
+    qt_end_group(&T, "QAdd/QMul");
+    qt_begin_group(&T);
+    for (int t = 0; t < 4; t++)
+        qlut_case(pool, types[t & 1], types[t >> 1], &r);
+    qt_end_group(&T, "QLut");
+    qt_begin_group(&T);
+    for (int t = 0; t < 2; t++)
+        qpool_case(pool, types[t], &r);
+    qt_end_group(&T, "QGlobalAveragePool/QMaxPool");
+    qt_begin_group(&T);
+    for (int t = 0; t < 2; t++)
+        qconcat_case(pool, types[t], &r);
+    qt_end_group(&T, "QConcat");
+    hfx_pool_destroy(pool);
+    return qt_result(&T, "test_qeltwise");
+}

@@ -1,0 +1,367 @@
+"""QDQ groups of elementwise ops and pooling in integers (dsp/ref/ref_qeltwise.h, ref_qpool.h).
+
+- DQ(a) + DQ(b) -> Add/Mul -> Q, all u8 or all i8 per tensor: QADD/QMUL, ONNX Runtime's
+  QLinearAdd/QLinearMul, which its QDQ fusion runs for the same group.
+- DQ(x) -> f(x, constants) -> Q, x u8/i8 per tensor, every other input a scalar known at lowering
+  time (Sigmoid, Tanh, HardSigmoid, HardSwish, Gelu, Exp, LeakyRelu, Div by a constant, ...):
+  QLUT, a 256-entry table. The table is ONNX Runtime's own result of the group on the 256 values
+  of x's type, so it is what ORT computes for the group, fused or not.
+- DQ(x) -> GlobalAveragePool -> Q (one type): QGLOBAL_AVGPOOL, ORT's QLinearGlobalAveragePool;
+  DQ(x) -> MaxPool (2-D) -> Q: QMAXPOOL, Q(DQ(max)), which is exact either way.
+- DQ(x1), ..., DQ(xk) -> Concat -> Q (one type): QCONCAT, each input through its table Q(DQ(x)),
+  as ORT's QLinearConcat.
+
+A 16-bit input (u16/i16) would need a 65536-entry table (128 KiB), which does not pay for the
+few unary groups of a u16 model; the method documented for it is a 2-level table: the high byte
+picks a segment, a linear interpolation between the segment's ends with the low byte, exact where
+the function is linear and within one step where its second derivative is small over 256 codes.
+Not implemented: the program format carries u8/i8 only (issue 12's u16 path).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from .abi import Dtype, Opcode, Param, QBinaryParam, QGapParam, QPoolParam, Task
+from .lowerer import DTYPES, Lowerer, attr, f32_bits
+from .qmatmul import IntegerGroups
+
+# the unary functions a table replaces (their other inputs must be known scalars)
+TABLE_OPS = {
+    "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Gelu", "Exp", "Log", "Relu", "LeakyRelu", "Elu", "Selu",
+    "Softplus", "Softsign", "Clip", "Sqrt", "Neg", "Abs", "Erf", "Reciprocal", "Pow", "Add", "Sub", "Mul", "Div",
+    "Min", "Max",
+}  # fmt: skip
+NARROW = {Dtype.U8: (0, 255), Dtype.I8: (-128, 127)}
+
+Emit = Callable[[Task], None]
+# what a matcher finds: the group's emitter, its DequantizeLinear inputs (lowered to nothing when only
+# integer groups read them), and the nodes after the op that it replaces (a folded Relu/Clip, the Q)
+Found = tuple[Emit, list[int], list[int]]
+
+
+@dataclass
+class ElementwiseGroups:
+    """The body's elementwise groups: the op's index -> what emits it, and the Q/DQ nodes they
+    replace (lowered to nothing)."""
+
+    emit: dict[int, Emit] = field(default_factory=dict)
+    absorbed: set[int] = field(default_factory=set)
+
+
+def _is(n: onnx.NodeProto, op: str) -> bool:
+    return n.op_type == op and n.domain in ("", "ai.onnx")
+
+
+def _per_tensor(cx: Lowerer, n: onnx.NodeProto) -> tuple[np.float32, int] | None:
+    """(scale, zero point) of a Q/DQ node with constant per-tensor parameters."""
+    scale = cx.known_value(n.input[1])
+    zp = cx.known_value(n.input[2]) if len(n.input) > 2 and n.input[2] else np.zeros(1, np.int64)
+    if scale is None or zp is None or scale.dtype != np.float32 or scale.size != 1 or zp.size != 1:
+        return None
+    return np.float32(scale.reshape(-1)[0]), int(zp.reshape(-1)[0])
+
+
+@dataclass
+class _Body:
+    cx: Lowerer
+    prod: dict[str, int]
+    cons: dict[str, list[int]]
+
+    def node(self, k: int) -> onnx.NodeProto:
+        return self.cx.fn.node[k]
+
+    def dq_of(self, name: str) -> int | None:
+        k = self.prod.get(name)
+        return k if k is not None and _is(self.node(k), "DequantizeLinear") else None
+
+    def only_q(self, k: int) -> int | None:
+        """The QuantizeLinear that alone reads node k's output (not a pair output), in k's task."""
+        out = self.node(k).output[0]
+        users = self.cons.get(out, [])
+        if out in self.cx.out_index or len(users) != 1 or not _is(self.node(users[0]), "QuantizeLinear"):
+            return None
+        return users[0] if self.cx.node_task(users[0]) == self.cx.node_task(k) else None
+
+    def narrow(self, name: str) -> Dtype | None:
+        d = DTYPES.get(self.cx.dtype(name))
+        return d if d in NARROW else None
+
+
+def plan(cx: Lowerer, matmuls: IntegerGroups) -> ElementwiseGroups:
+    """The elementwise groups of the body (see the module doc), and the DequantizeLinear nodes that
+    only integer groups (these and the matmuls) read."""
+    prod = {o: k for k, n in enumerate(cx.fn.node) for o in n.output if o}
+    cons: dict[str, list[int]] = {}
+    for k, n in enumerate(cx.fn.node):
+        for i in n.input:
+            if i:
+                cons.setdefault(i, []).append(k)
+    body = _Body(cx, prod, cons)
+    out = ElementwiseGroups()
+    dqs: set[int] = set()
+    for k in range(len(cx.fn.node)):
+        if k in matmuls.groups:
+            continue
+        found = _table(body, k) or _binary(body, k) or _pool(body, k) or _concat(body, k)
+        if found is not None:
+            emit, inputs, tail = found
+            out.emit[k] = emit
+            out.absorbed.update(tail)
+            dqs.update(inputs)
+    integer = set(out.emit) | set(matmuls.groups)
+    for d in dqs:
+        o = cx.fn.node[d].output[0]
+        if o not in cx.out_index and set(cons.get(o, [])) <= integer:
+            out.absorbed.add(d)
+    return out
+
+
+def _binary(b: _Body, k: int) -> Found | None:
+    n = b.node(k)
+    if not (_is(n, "Add") or _is(n, "Mul")) or len(n.input) != 2:
+        return None
+    dx, dw, out = b.dq_of(n.input[0]), b.dq_of(n.input[1]), _clamped_q(b, k)
+    if dx is None or dw is None or out is None:
+        return None
+    q, clamp, (c_lo, c_hi) = out
+    da, db = b.node(dx), b.node(dw)
+    ta, tb, ty = b.narrow(da.input[0]), b.narrow(db.input[0]), b.narrow(b.node(q).output[0])
+    pa, pb, py = _per_tensor(b.cx, da), _per_tensor(b.cx, db), _per_tensor(b.cx, b.node(q))
+    if ta is None or not ta == tb == ty or pa is None or pb is None or py is None:
+        return None  # ORT's QLinearAdd/Mul want one type: other groups keep the float path
+    (sa, za), (sb, zb), (sy, zy) = pa, pb, py
+    if _is(n, "Add"):
+        ra, rb = np.float32(sa / sy), np.float32(sb / sy)
+    else:
+        ra, rb = np.float32(np.float32(sa * sb) / sy), np.float32(0)
+    lo, hi = NARROW[ta]
+    lo, hi = max(lo, _quantize(c_lo, sy, zy, ta)), min(hi, _quantize(c_hi, sy, zy, ta))
+    params = {
+        QBinaryParam.RATIO_A: f32_bits(float(ra)), QBinaryParam.RATIO_B: f32_bits(float(rb)),
+        QBinaryParam.ZERO_A: za, QBinaryParam.ZERO_B: zb, QBinaryParam.ZERO_Y: zy,
+        QBinaryParam.LO: lo, QBinaryParam.HI: hi,
+    }  # fmt: skip
+    opcode = Opcode.QADD if _is(n, "Add") else Opcode.QMUL
+    y = b.node(q).output[0]
+
+    def emit(task: Task) -> None:
+        inputs = [b.cx.read_typed(da.input[0], n, task, ta), b.cx.read_typed(db.input[0], n, task, ta)]
+        b.cx.emit(n, task, opcode, inputs, params, out=y, out_dtype=ta)
+
+    return emit, [dx, dw], [*clamp, q]
+
+
+def _clamped_q(b: _Body, k: int) -> tuple[int, list[int], tuple[float, float]] | None:
+    """The QuantizeLinear of node k's output, directly or through one Relu or Clip with known
+    bounds: (the Q, the nodes between, the float range they clamp to). Q is monotone, so
+    Q(clamp(t)) = clamp(Q(t), Q(lo), Q(hi)) exactly."""
+    q = b.only_q(k)
+    if q is not None:
+        return q, [], (-np.inf, np.inf)
+    out, cx = b.node(k).output[0], b.cx
+    users = b.cons.get(out, [])
+    if out in cx.out_index or len(users) != 1 or cx.node_task(users[0]) != cx.node_task(k):
+        return None
+    c = b.node(users[0])
+    if _is(c, "Relu"):
+        bounds = (0.0, np.inf)
+    elif _is(c, "Clip") and not any(a.name in ("min", "max") for a in c.attribute):
+        clip = _clip_bounds(cx, c)
+        if clip is None:
+            return None
+        bounds = clip
+    else:
+        return None
+    q = b.only_q(users[0])
+    return (q, [users[0]], bounds) if q is not None else None
+
+
+def _clip_bounds(cx: Lowerer, c: onnx.NodeProto) -> tuple[float, float] | None:
+    """Clip's (min, max) when both are absent or known scalars."""
+    values = []
+    for name, default in zip([*c.input[1:3], "", ""], (-np.inf, np.inf)):
+        v = cx.known_value(name) if name else np.array(default)
+        if v is None or v.size != 1 or np.isnan(v).any():
+            return None
+        values.append(float(v.reshape(-1)[0]))
+    return (values[0], values[1]) if values[0] <= values[1] else None
+
+
+def _quantize(v: float, scale: np.float32, zp: int, dtype: Dtype) -> int:
+    """QuantizeLinear of one value (dsp/ref/ref_quant.h): an f32 division, saturation, ties to even."""
+    lo, hi = NARROW[dtype]
+    t = np.float32(np.float32(v) / scale) if np.isfinite(v) else np.float32(v)
+    if t >= hi - zp:
+        return hi
+    if t <= lo - zp:
+        return lo
+    return int(np.rint(t)) + zp
+
+
+def _table(b: _Body, k: int) -> Found | None:
+    n, cx = b.node(k), b.cx
+    if n.op_type not in TABLE_OPS or n.domain not in ("", "ai.onnx") or len(n.output) != 1:
+        return None
+    variable = sorted({i for i in n.input if i and _scalar_constant(b, i) is None})
+    if len(variable) != 1 or b.dq_of(variable[0]) is None or b.only_q(k) is None:
+        return None
+    d, q = b.dq_of(variable[0]), b.only_q(k)
+    assert d is not None and q is not None  # checked above
+    dq, qn = b.node(d), b.node(q)
+    tx, ty = b.narrow(dq.input[0]), b.narrow(qn.output[0])
+    if tx is None or ty is None or _per_tensor(cx, dq) is None or _per_tensor(cx, qn) is None:
+        return None
+    if cx.shape(n.output[0], n) != cx.shape(dq.input[0], dq):
+        return None
+    table = _ort_table(b, dq, n, qn, tx, variable[0])
+    if table is None:
+        return None
+
+    def emit(task: Task) -> None:
+        inputs = [cx.read_typed(dq.input[0], n, task, tx), cx.constant(table, task, ty)]
+        cx.emit(n, task, Opcode.QLUT, inputs, out=qn.output[0], out_dtype=ty)
+
+    constant_dqs = [c for c in (b.dq_of(i) for i in n.input if i and i != variable[0]) if c is not None]
+    return emit, [d, *constant_dqs], [q]
+
+
+def _scalar_constant(b: _Body, name: str) -> np.ndarray | None:
+    """The value of a one-element input known at lowering time, or of a DequantizeLinear of one."""
+    v = b.cx.known_value(name)
+    d = b.dq_of(name)
+    if v is None and d is not None:
+        dq = b.node(d)
+        x, p = b.cx.known_value(dq.input[0]), _per_tensor(b.cx, dq)
+        if x is not None and p is not None and x.size == 1:
+            v = ((x.astype(np.int32) - p[1]).astype(np.float32) * p[0]).astype(np.float32)
+    return v if v is not None and v.size == 1 else None
+
+
+def _ort_table(
+    b: _Body, dq: onnx.NodeProto, op: onnx.NodeProto, q: onnx.NodeProto, tx: Dtype, x: str
+) -> np.ndarray | None:
+    """ONNX Runtime's result of DQ -> op -> Q on the 256 values of x's type, as Q's dtype."""
+    import onnxruntime as ort  # the lowering runs it only for tables
+
+    cx = b.cx
+    inits = []
+    for name in {*dq.input[1:], *q.input[1:], *(i for i in op.input if i and i != x)}:
+        if not name:
+            continue
+        v = cx.known_value(name)
+        if v is None:
+            v = _scalar_constant(b, name)
+        if v is None:
+            return None
+        inits.append(numpy_helper.from_array(np.asarray(v), name))
+    lo, hi = NARROW[tx]
+    elem = cx.dtype(dq.input[0])
+    graph = helper.make_graph(
+        [dq, op, q],
+        "table",
+        [helper.make_tensor_value_info(dq.input[0], elem, [256])],
+        [helper.make_tensor_value_info(q.output[0], cx.dtype(q.output[0]), [256])],
+        initializer=inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", cx.opset)], ir_version=cx.ir_version)
+    values = np.arange(lo, hi + 1).astype(np.uint8 if tx == Dtype.U8 else np.int8)
+    try:
+        opts = ort.SessionOptions()
+        opts.log_severity_level = 3
+        sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+        return np.asarray(sess.run(None, {dq.input[0]: values})[0]).reshape(256)
+    except Exception:  # noqa: BLE001 - a group ORT cannot run alone keeps the float path
+        return None
+
+
+def _pool(b: _Body, k: int) -> Found | None:
+    """DQ(x) -> GlobalAveragePool (x and y of one type, as ORT's QLinearGlobalAveragePool wants) or
+    2-D MaxPool -> Q."""
+    from .registry import LoweringError
+    from .spatial import pool_params
+
+    n, cx = b.node(k), b.cx
+    gap, maxpool = _is(n, "GlobalAveragePool"), _is(n, "MaxPool")
+    if not (gap or maxpool) or b.dq_of(n.input[0]) is None or b.only_q(k) is None:
+        return None
+    d, q = b.dq_of(n.input[0]), b.only_q(k)
+    assert d is not None and q is not None  # checked above
+    dq, qn = b.node(d), b.node(q)
+    tx, ty = b.narrow(dq.input[0]), b.narrow(qn.output[0])
+    px, py = _per_tensor(cx, dq), _per_tensor(cx, qn)
+    x_shape = cx.shape(dq.input[0], dq)
+    if tx is None or ty is None or px is None or py is None or (gap and tx != ty) or (maxpool and len(x_shape) != 4):
+        return None
+    if maxpool and (len(n.output) > 1 and any(n.output[1:])):
+        return None
+    (sx, zx), (sy, zy) = px, py
+    if gap:
+        if len(x_shape) < 3:
+            return None
+        count = int(np.prod(x_shape[2:]))
+        scale = np.float32(sx / np.float32(sy * np.float32(count)))
+        params: dict = {QGapParam.SCALE: f32_bits(float(scale)), QGapParam.ZERO_X: zx, QGapParam.ZERO_Y: zy}
+    else:
+        if sx <= 0 or sy <= 0:
+            return None
+        try:
+            params = dict(pool_params(cx, n))
+        except LoweringError:
+            return None
+        params.update({
+            QPoolParam.SCALE_X: f32_bits(float(sx)), QPoolParam.ZERO_X: zx,
+            QPoolParam.SCALE_Y: f32_bits(float(sy)), QPoolParam.ZERO_Y: zy,
+        })  # fmt: skip
+    opcode = Opcode.QGLOBAL_AVGPOOL if gap else Opcode.QMAXPOOL
+
+    def emit(task: Task) -> None:
+        cx.emit(n, task, opcode, [cx.read_typed(dq.input[0], n, task, tx)], params, out=qn.output[0], out_dtype=ty)
+
+    return emit, [d], [q]
+
+
+def requant_table(sx: np.float32, zx: int, sy: np.float32, zy: int, tx: Dtype, ty: Dtype) -> np.ndarray:
+    """Q_y(DQ_x(x)) for the 256 values of x's type (dsp/ref/ref_quant.h: an f32 product, then an f32
+    division, ties to even, saturation), as Y's type."""
+    lo, hi = NARROW[tx]
+    t = (np.arange(lo, hi + 1, dtype=np.int32) - zx).astype(np.float32) * np.float32(sx)
+    t = (t.astype(np.float32) / np.float32(sy)).astype(np.float32)
+    ylo, yhi = NARROW[ty]
+    q = np.clip(np.rint(np.clip(t, ylo - zy, yhi - zy)) + zy, ylo, yhi)
+    return q.astype(np.uint8 if ty == Dtype.U8 else np.int8)
+
+
+def _concat(b: _Body, k: int) -> Found | None:
+    n, cx = b.node(k), b.cx
+    q = b.only_q(k)
+    if not _is(n, "Concat") or q is None or not 1 <= len(n.input) <= 7:
+        return None
+    dqs = [b.dq_of(i) for i in n.input]
+    qn = b.node(q)
+    ty, py = b.narrow(qn.output[0]), _per_tensor(cx, qn)
+    if ty is None or py is None or any(d is None for d in dqs):
+        return None
+    tables, inputs = [], []
+    for d in dqs:
+        dq = b.node(d)  # type: ignore[arg-type]
+        tx, px = b.narrow(dq.input[0]), _per_tensor(cx, dq)
+        if tx != ty or px is None:
+            return None  # ORT's QLinearConcat wants one type
+        tables.append(requant_table(px[0], px[1], py[0], py[1], tx, ty))
+        inputs.append(dq.input[0])
+    rank = len(cx.shape(n.output[0], n))
+    axis = int(attr(n, "axis", 0))
+    axis = axis + rank if axis < 0 else axis
+
+    def emit(task: Task) -> None:
+        ids = [cx.read_typed(i, n, task, ty) for i in inputs]
+        ids.append(cx.constant(np.stack(tables), task, ty))
+        cx.emit(n, task, Opcode.QCONCAT, ids, {Param.AXIS: axis}, out=qn.output[0], out_dtype=ty)
+
+    return emit, [d for d in dqs if d is not None], [q]

@@ -1,0 +1,254 @@
+"""QDQ elementwise groups lowered to QADD, QMUL and QLUT (dsp/ref/ref_qeltwise.h): which groups take
+them, which keep the float path, and the host kernel against ONNX Runtime's run of the QDQ model
+(its QDQ fusion makes Add/Mul QLinearAdd/QLinearMul; the unary groups run in float or as its own
+lookup tables)."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper
+from test_lower import init, pair_model, program_inputs, vi
+from test_qmatmul import _opcodes
+
+from hexfuse_onnx.lowering import lower_pair
+from hexfuse_onnx.lowering.abi import Opcode
+from hexfuse_onnx.runtime import HOST_NAME, LIB_DIR, HostKernel
+
+U8, I8 = TensorProto.UINT8, TensorProto.INT8
+NP = {U8: np.uint8, I8: np.int8}
+needs_host = pytest.mark.skipif(not (LIB_DIR / HOST_NAME).is_file(), reason="run `bash custom_ops/build.sh`")
+
+
+def _q(p: str, name: str, src: str, dst: str, scale: float, zp: int, dt: int, dq: bool) -> tuple:
+    """A QuantizeLinear (or DequantizeLinear) of src with its own scale and zero point initializers."""
+    op = "DequantizeLinear" if dq else "QuantizeLinear"
+    inits = [init(f"{p}{name}_s", np.float32(scale)), init(f"{p}{name}_z", np.array(zp, NP[dt]))]
+    return helper.make_node(op, [src, f"{p}{name}_s", f"{p}{name}_z"], [dst]), inits
+
+
+class Chain:
+    """A task of QDQ groups built node by node: inputs, nodes, initializers, its output."""
+
+    def __init__(self, p: str) -> None:
+        self.p, self.nodes, self.inits, self.inputs = p, [], [], []
+
+    def add(self, node_and_inits: tuple) -> None:
+        self.nodes.append(node_and_inits[0])
+        self.inits += node_and_inits[1]
+
+    def model_parts(self, out: str, shape: list[int], dt: int, intermediate: str = "") -> tuple:
+        infos = self.inputs + [vi(t.name, list(t.dims), t.data_type) for t in self.inits]
+        outs = [vi(o, shape, dt) for o in (intermediate, out) if o]
+        return self.nodes, infos, outs, self.inits
+
+
+def _binary(p: str, op: str, a: list[int], b: list[int], dt: int, rng: np.random.Generator) -> Chain:
+    """DQ(x) op DQ(w) -> Q, then DQ -> Sigmoid -> Q (two groups)."""
+    c = Chain(p)
+    c.inputs = [vi(f"{p}x", a, dt), vi(f"{p}w", b, dt)]
+    lo = 0 if dt == U8 else -128
+
+    def zp() -> int:
+        return int(rng.integers(lo, lo + 256))
+
+    c.add(_q(p, "dx", f"{p}x", f"{p}xf", rng.uniform(0.01, 0.1), zp(), dt, True))
+    c.add(_q(p, "dw", f"{p}w", f"{p}wf", rng.uniform(0.01, 0.1), zp(), dt, True))
+    c.nodes.append(helper.make_node(op, [f"{p}xf", f"{p}wf"], [f"{p}sf"]))
+    s_sum, z_sum = rng.uniform(0.02, 0.2) * (4 if op == "Mul" else 1), zp()
+    c.add(_q(p, "qs", f"{p}sf", f"{p}s", s_sum, z_sum, dt, False))
+    c.add(_q(p, "ds", f"{p}s", f"{p}sd", s_sum, z_sum, dt, True))
+    c.nodes.append(helper.make_node("Sigmoid", [f"{p}sd"], [f"{p}gf"]))
+    c.add(_q(p, "qy", f"{p}gf", f"{p}y", 1 / 255, lo, dt, False))
+    return c
+
+
+def _unary_chain(p: str, shape: list[int], dt: int) -> Chain:
+    """DQ -> HardSigmoid -> Q -> DQ -> Div by DQ(6) -> Q -> DQ -> Tanh -> Q (three table groups)."""
+    c = Chain(p)
+    c.inputs = [vi(f"{p}x", shape, dt)]
+    z = 0 if dt == U8 else -128
+    c.add(_q(p, "d0", f"{p}x", f"{p}a", 0.05, z + 100, dt, True))
+    c.nodes.append(helper.make_node("HardSigmoid", [f"{p}a"], [f"{p}b"], alpha=0.2, beta=0.5))
+    c.add(_q(p, "q0", f"{p}b", f"{p}c", 1 / 255, z, dt, False))
+    c.add(_q(p, "d1", f"{p}c", f"{p}cf", 1 / 255, z, dt, True))
+    c.inits.append(init(f"{p}six", np.array(z + 200, NP[dt])))
+    c.add(_q(p, "d6", f"{p}six", f"{p}sixf", 0.03, z, dt, True))
+    c.nodes.append(helper.make_node("Div", [f"{p}cf", f"{p}sixf"], [f"{p}e"]))
+    c.add(_q(p, "q1", f"{p}e", f"{p}f", 0.001, z, dt, False))
+    c.add(_q(p, "d2", f"{p}f", f"{p}ff", 0.001, z, dt, True))
+    c.nodes.append(helper.make_node("Tanh", [f"{p}ff"], [f"{p}g"]))
+    c.add(_q(p, "q2", f"{p}g", f"{p}y", 0.002, z + 50, dt, False))
+    return c
+
+
+def _models(a: tuple, b: tuple) -> tuple[onnx.ModelProto, onnx.ModelProto]:
+    """The pair over the two tasks, and the same nodes as a plain QDQ model (what ORT runs)."""
+    pair = pair_model(a[0], b[0], a[1], b[1], a[2], b[2], a[3] + b[3], opset=19)
+    names = {t.name for t in a[3] + b[3]}
+    inputs = [v for v in a[1] + b[1] if v.name not in names]
+    graph = helper.make_graph(a[0] + b[0], "qdq", inputs, a[2] + b[2], initializer=a[3] + b[3])
+    return pair, helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=10)
+
+
+def _feeds(plain: onnx.ModelProto, rng: np.random.Generator, exhaustive: bool = False) -> dict[str, np.ndarray]:
+    feeds = {}
+    for v in plain.graph.input:
+        dt = NP[v.type.tensor_type.elem_type]
+        shape = [d.dim_value for d in v.type.tensor_type.shape.dim]
+        if exhaustive:  # every value of the type along the non-broadcast axis
+            feeds[v.name] = np.arange(np.iinfo(dt).min, np.iinfo(dt).max + 1).astype(dt).reshape(shape)
+        else:
+            feeds[v.name] = rng.integers(np.iinfo(dt).min, np.iinfo(dt).max + 1, shape).astype(dt)
+    return feeds
+
+
+def _compare(pair: onnx.ModelProto, plain: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    ref = ort.InferenceSession(plain.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, feeds)
+    got = HostKernel().run(lower_pair(pair, pair.graph.node[0]), program_inputs(pair, pair.graph.node[0], feeds))
+    diffs = []
+    for r, g in zip(ref, got):
+        assert r.dtype == g.dtype and r.shape == g.shape
+        diffs.append(np.abs(r.astype(np.int32) - g.astype(np.int32)))
+    return diffs
+
+
+def test_qdq_elementwise_groups_lower_to_integer_ops() -> None:
+    rng = np.random.default_rng(0)
+    a = _binary("a_", "Add", [2, 4, 5, 5], [1, 4, 1, 1], U8, rng).model_parts("a_y", [2, 4, 5, 5], U8)
+    b = _unary_chain("b_", [3, 7, 11], I8).model_parts("b_y", [3, 7, 11], I8)
+    pair, _ = _models(a, b)
+    ops = _opcodes(lower_pair(pair, pair.graph.node[0]))
+    assert ops == [Opcode.QADD, Opcode.QLUT, Opcode.QLUT, Opcode.QLUT, Opcode.QLUT], ops  # no DQ of the constant
+
+
+def test_mixed_types_keep_the_float_path() -> None:
+    """ORT's QLinearAdd wants one type: a u8 + i8 Add stays DQ, ADD, Q."""
+    rng = np.random.default_rng(1)
+    c = _binary("a_", "Add", [4, 6], [4, 6], U8, rng)
+    c.inputs[1] = vi("a_w", [4, 6], I8)
+    c.inits[3] = init("a_dw_z", np.array(3, np.int8))
+    a = c.model_parts("a_y", [4, 6], U8)
+    b = _unary_chain("b_", [5], U8).model_parts("b_y", [5], U8)
+    pair, _ = _models(a, b)
+    ops = _opcodes(lower_pair(pair, pair.graph.node[0]))
+    assert Opcode.ADD in ops and Opcode.QADD not in ops and ops.count(Opcode.QLUT) == 4, ops
+
+
+@needs_host
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("dt", [U8, I8])
+def test_qadd_qmul_equal_onnxruntime_on_every_pair(dt: int, seed: int) -> None:
+    """Every (x, w) pair of the type through a broadcast both ways round (A as the scalar span swaps
+    QADD's operands): bit for bit equal to ORT's QLinearAdd/QLinearMul, and the Sigmoid tables too.
+    The quantized sum is an output: without it ORT's graph optimizations may feed the Sigmoid group
+    a value its QDQ semantics do not give (measured: 1 element in 65536 off by one step, i8)."""
+    rng = np.random.default_rng(seed)
+    a = _binary("a_", "Add", [256, 1], [1, 256], dt, rng).model_parts("a_y", [256, 256], dt, "a_s")
+    b = _binary("b_", "Mul", [1, 256], [256, 1], dt, rng).model_parts("b_y", [256, 256], dt, "b_s")
+    pair, plain = _models(a, b)
+    assert _opcodes(lower_pair(pair, pair.graph.node[0])).count(Opcode.QLUT) == 2
+    for d in _compare(pair, plain, _feeds(plain, rng, exhaustive=True)):
+        assert d.max() == 0, (d.max(), (d > 0).sum())
+
+
+@needs_host
+@pytest.mark.parametrize("dt", [U8, I8])
+def test_elementwise_pair_matches_onnxruntime(dt: int) -> None:
+    """Odd shapes, both broadcasts, tables: within one step of ORT (measured: equal)."""
+    rng = np.random.default_rng(7)
+    a = _binary("a_", "Mul", [3, 5, 7], [3, 1, 7], dt, rng).model_parts("a_y", [3, 5, 7], dt)
+    b = _unary_chain("b_", [2, 33, 9], dt).model_parts("b_y", [2, 33, 9], dt)
+    pair, plain = _models(a, b)
+    for d in _compare(pair, plain, _feeds(plain, rng)):
+        assert d.max() <= 1 and (d == 0).mean() >= 0.99, (d.max(), (d == 0).mean())
+
+
+def _pool_chain(p: str, shape: list[int], dt: int, same: bool) -> Chain:
+    """DQ -> MaxPool 3x3 s2 p1 -> Q (the same or other parameters), then DQ -> GlobalAveragePool -> Q."""
+    c = Chain(p)
+    c.inputs = [vi(f"{p}x", shape, dt)]
+    z = 0 if dt == U8 else -128
+    c.add(_q(p, "d0", f"{p}x", f"{p}a", 0.037, z + 90, dt, True))
+    c.nodes.append(helper.make_node("MaxPool", [f"{p}a"], [f"{p}b"], kernel_shape=[3, 3], strides=[2, 2], pads=[1] * 4))
+    c.add(_q(p, "q0", f"{p}b", f"{p}c", 0.037 if same else 0.021, z + (90 if same else 17), dt, False))
+    c.add(_q(p, "d1", f"{p}c", f"{p}cf", 0.037 if same else 0.021, z + (90 if same else 17), dt, True))
+    c.nodes.append(helper.make_node("GlobalAveragePool", [f"{p}cf"], [f"{p}g"]))
+    c.add(_q(p, "q1", f"{p}g", f"{p}y", 0.013, z + 60, dt, False))
+    return c
+
+
+@needs_host
+@pytest.mark.parametrize("dt", [U8, I8])
+def test_pool_groups_lower_to_integer_pools_and_equal_onnxruntime(dt: int) -> None:
+    """MaxPool with equal and with other quantization, GlobalAveragePool over 9x13 and 5x5 planes: the
+    integer ops, bit for bit equal to ORT (its QLinearGlobalAveragePool and integer MaxPool)."""
+    a = _pool_chain("a_", [2, 5, 17, 25], dt, True).model_parts("a_y", [2, 5, 1, 1], dt, "a_c")
+    b = _pool_chain("b_", [1, 7, 9, 9], dt, False).model_parts("b_y", [1, 7, 1, 1], dt, "b_c")
+    a[2][0].type.tensor_type.shape.dim[2].dim_value, a[2][0].type.tensor_type.shape.dim[3].dim_value = 9, 13
+    b[2][0].type.tensor_type.shape.dim[2].dim_value, b[2][0].type.tensor_type.shape.dim[3].dim_value = 5, 5
+    pair, plain = _models(a, b)
+    ops = _opcodes(lower_pair(pair, pair.graph.node[0]))
+    assert ops == [Opcode.QMAXPOOL, Opcode.QGLOBAL_AVGPOOL] * 2, ops
+    for d in _compare(pair, plain, _feeds(plain, np.random.default_rng(3))):
+        assert d.max() == 0, (d.max(), (d > 0).sum())
+
+
+def _clamped(p: str, op: str, clamp: str, dt: int) -> Chain:
+    """DQ(x) op DQ(w) -> Relu or Clip(0, 6) -> Q, x and w [4, 33]."""
+    c = Chain(p)
+    c.inputs = [vi(f"{p}x", [4, 33], dt), vi(f"{p}w", [4, 33], dt)]
+    z = 0 if dt == U8 else -128
+    c.add(_q(p, "dx", f"{p}x", f"{p}xf", 0.04, z + 120, dt, True))
+    c.add(_q(p, "dw", f"{p}w", f"{p}wf", 0.03, z + 130, dt, True))
+    c.nodes.append(helper.make_node(op, [f"{p}xf", f"{p}wf"], [f"{p}s"]))
+    if clamp == "Relu":
+        c.nodes.append(helper.make_node("Relu", [f"{p}s"], [f"{p}r"]))
+    else:
+        c.inits += [init(f"{p}lo", np.float32(0)), init(f"{p}hi", np.float32(6))]
+        c.nodes.append(helper.make_node("Clip", [f"{p}s", f"{p}lo", f"{p}hi"], [f"{p}r"]))
+    c.add(_q(p, "qy", f"{p}r", f"{p}y", 0.05 if op == "Add" else 0.01, z + 70, dt, False))
+    return c
+
+
+@needs_host
+@pytest.mark.parametrize("dt", [U8, I8])
+def test_relu_and_clip_fold_into_the_output_range(dt: int) -> None:
+    """Add -> Relu -> Q and Mul -> Clip(0, 6) -> Q: one QADD/QMUL whose range the clamp narrows
+    (Q is monotone: exact); ORT runs these groups in float, so within one step of it."""
+    a = _clamped("a_", "Add", "Relu", dt).model_parts("a_y", [4, 33], dt)
+    b = _clamped("b_", "Mul", "Clip", dt).model_parts("b_y", [4, 33], dt)
+    pair, plain = _models(a, b)
+    assert _opcodes(lower_pair(pair, pair.graph.node[0])) == [Opcode.QADD, Opcode.QMUL]
+    for d in _compare(pair, plain, _feeds(plain, np.random.default_rng(11))):
+        assert d.max() <= 1 and (d == 0).mean() >= 0.99, (d.max(), (d == 0).mean())
+
+
+def _concat_chain(p: str, dt: int, axis: int) -> Chain:
+    """DQ(x1), DQ(x2), DQ(x3) -> Concat -> Q: x1 with Y's parameters (an identity table), x2 and x3
+    with others (requantised, x3 saturating)."""
+    c = Chain(p)
+    shapes = [[2, 3, 5], [2, 4, 5], [2, 1, 5]] if axis == 1 else [[2, 3, 5], [2, 3, 2], [2, 3, 7]]
+    c.inputs = [vi(f"{p}x{i}", s, dt) for i, s in enumerate(shapes)]
+    z = 0 if dt == U8 else -128
+    for i, (scale, zp) in enumerate([(0.05, 100), (0.031, 7), (0.2, 201)]):
+        c.add(_q(p, f"d{i}", f"{p}x{i}", f"{p}f{i}", scale, z + zp, dt, True))
+    c.nodes.append(helper.make_node("Concat", [f"{p}f0", f"{p}f1", f"{p}f2"], [f"{p}cat"], axis=axis))
+    c.add(_q(p, "q", f"{p}cat", f"{p}y", 0.05, z + 100, dt, False))
+    return c
+
+
+@needs_host
+@pytest.mark.parametrize("dt", [U8, I8])
+def test_concat_groups_lower_to_qconcat_and_equal_onnxruntime(dt: int) -> None:
+    """Concat on axis 1 and on the last axis (written -1): one QCONCAT each, equal to ORT's QLinearConcat."""
+    a = _concat_chain("a_", dt, 1).model_parts("a_y", [2, 8, 5], dt)
+    b = _concat_chain("b_", dt, -1).model_parts("b_y", [2, 3, 14], dt)
+    pair, plain = _models(a, b)
+    assert _opcodes(lower_pair(pair, pair.graph.node[0])) == [Opcode.QCONCAT, Opcode.QCONCAT]
+    for d in _compare(pair, plain, _feeds(plain, np.random.default_rng(2))):
+        assert d.max() == 0, (d.max(), (d > 0).sum())
