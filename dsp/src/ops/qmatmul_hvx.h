@@ -1,0 +1,20 @@
+/* qmatmul_hvx.h - QMATMUL and QCONV2D items on HVX (Hexagon builds, HFX_HVX): the accumulators by
+ * vrmpy (dsp/hvx/hvx_qgemm.h), bit for bit those of dsp/ref/ref_qmatmul.h; the requantisation stays
+ * scalar (ORT's float multiply and round half to even: v67 HVX has no float, and the v68+ qf32
+ * arithmetic does not round as IEEE f32 does). */
+#ifndef HEXFUSE_OPS_QMATMUL_HVX_H
+#define HEXFUSE_OPS_QMATMUL_HVX_H
+
+#include "kernels.h"
+
+#ifdef HFX_HVX
+/* work space of an item of K x cols (QMATMUL) or of pixels output pixels with K taps (QCONV2D) */
+size_t hfx_qgemm_hvx_ws_bytes(uint64_t k, uint64_t cols);
+/* Rows [r0, r1) x columns [c0, c1) of A[rows, k] x B[k, n]. false: not u8/i8 (the C kernel runs). */
+bool hfx_qmatmul_hvx(const hfx_kernel_args *a, uint64_t k, uint64_t n, uint64_t r0, uint64_t r1, uint64_t c0,
+                     uint64_t c1);
+/* Output pixels [p0, p0 + np) of (img, group g), all the group's channels. false: not u8/i8. */
+bool hfx_qconv_hvx(const hfx_kernel_args *a, uint64_t img, uint64_t g, uint64_t p0, uint64_t np);
+#endif
+
+#endif
