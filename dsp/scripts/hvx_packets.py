@@ -254,6 +254,12 @@ def qemu_version(qemu):
     return m.group(0).split()[1]
 
 
+def qemu_arch_note(qemu, arch):
+    if arch == "v67":
+        return ""
+    return " -cpu %s" % arch if int(qemu_version(qemu).split(".")[0]) >= 10 else " (%s image relabelled v67)" % arch
+
+
 def image_command(qemu, elf, arch, workdir):
     """qemu command prefix for the image: v73 runs with -cpu v73 on qemu >= 10; older qemu knows
     only up to v67 and gets a copy whose ELF e_flags say v67 (the integer HVX code runs the same)."""
@@ -384,7 +390,7 @@ def rates_document(rows, qemu, arch, elf):
         "what": "HVX integer rates of the hexagon-v73 cost-model target, from packets executed under qemu-hexagon",
         "written_by": "dsp/scripts/hvx_packets.py --arch %s --json" % arch,
         "date": datetime.date.today().isoformat(),
-        "qemu": "qemu-hexagon %s%s" % (qemu_version(qemu), " -cpu %s" % arch if arch != "v67" else ""),
+        "qemu": "qemu-hexagon %s%s" % (qemu_version(qemu), qemu_arch_note(qemu, arch)),
         "image": os.path.relpath(elf, REPO_DIR),
         "method": "qemu -d exec,nochain with one packet per translation block; packets whose PC is in the "
         "kernel's symbols, one call on a small 128-byte aligned problem (dsp/tests/qemu/test_hvx_kernels.c "
