@@ -78,7 +78,7 @@ void hvx_qgemm_col_sums(const uint8_t *packed, size_t K, size_t N, int32_t *vsum
 }
 
 /* sum of a copied row's bytes (zero padded), signed or not */
-static int32_t row_sum(const uint8_t *row, size_t K, int s_signed)
+static int32_t qgemm_row_sum(const uint8_t *row, size_t K, int s_signed)
 {
     const HVX_Vector *v = (const HVX_Vector *)(const void *)row;
     HVX_Vector acc = Q6_V_vzero(), ones = Q6_Vb_vsplat_R(1);
@@ -97,7 +97,7 @@ static inline HVX_Vector mul_w(HVX_Vector a, int32_t x)
 }
 
 /* the start of row i's accumulators of panel vector v: bcol + brow + zv' (K zs - rowsum) - zs vsum */
-static inline HVX_Vector acc_start(const hvx_qgemm_cols *cols, size_t at, int32_t brow, int32_t zs, int32_t zk)
+static inline HVX_Vector qgemm_acc_start(const hvx_qgemm_cols *cols, size_t at, int32_t brow, int32_t zs, int32_t zk)
 {
     HVX_Vector b = cols->bcol ? *(const HVX_Vector *)(const void *)(cols->bcol + at) : Q6_V_vzero();
     b = Q6_Vw_vadd_VwVw(b, Q6_V_vsplat_R(brow));
@@ -130,10 +130,10 @@ static inline HVX_Vector acc_start(const hvx_qgemm_cols *cols, size_t at, int32_
             for (int v = 0; v < 4; v++)                                                                    \
                 acc[i][v] = a[i][v];                                                                       \
     }
-QGEMM_TILE(tile4_s, 4, VRMPY_S)
-QGEMM_TILE(tile1_s, 1, VRMPY_S)
-QGEMM_TILE(tile4_u, 4, VRMPY_U)
-QGEMM_TILE(tile1_u, 1, VRMPY_U)
+QGEMM_TILE(qgemm_tile4_s, 4, VRMPY_S)
+QGEMM_TILE(qgemm_tile1_s, 1, VRMPY_S)
+QGEMM_TILE(qgemm_tile4_u, 4, VRMPY_U)
+QGEMM_TILE(qgemm_tile1_u, 1, VRMPY_U)
 
 void hvx_qgemm_rows(const uint8_t *s, int rows, int s_signed, const int32_t *zs, const int32_t *brow,
                     const uint8_t *packed, const hvx_qgemm_cols *cols, size_t K, size_t N, int32_t *acc)
@@ -144,23 +144,36 @@ void hvx_qgemm_rows(const uint8_t *s, int rows, int s_signed, const int32_t *zs,
     int32_t zk[4];
     for (int i = 0; i < rows; i++) {
         w[i] = (const int32_t *)(const void *)(s + i * rb);
-        zk[i] = (int32_t)((uint32_t)K * (uint32_t)zs[i] - (uint32_t)row_sum(s + i * rb, K, s_signed));
+        zk[i] = (int32_t)((uint32_t)K * (uint32_t)zs[i] - (uint32_t)qgemm_row_sum(s + i * rb, K, s_signed));
     }
     for (size_t c = 0; c < N; c += HVX_QGEMM_PANEL) {
         HVX_Vector a[4][4];
         for (int i = 0; i < rows; i++)
             for (int v = 0; v < PANEL_VECS; v++)
-                a[i][v] = acc_start(cols, c + 32 * (size_t)v, brow[i], zs[i], zk[i]);
+                a[i][v] = qgemm_acc_start(cols, c + 32 * (size_t)v, brow[i], zs[i], zk[i]);
         const HVX_Vector *bp = (const HVX_Vector *)(const void *)packed + c / HVX_QGEMM_PANEL * kg_n * PANEL_VECS;
         if (rows == 4)
-            (s_signed ? tile4_s : tile4_u)(w, bp, kg_n, a);
+            (s_signed ? qgemm_tile4_s : qgemm_tile4_u)(w, bp, kg_n, a);
         else
             for (int i = 0; i < rows; i++)
-                (s_signed ? tile1_s : tile1_u)(w + i, bp, kg_n, a + i);
+                (s_signed ? qgemm_tile1_s : qgemm_tile1_u)(w + i, bp, kg_n, a + i);
         for (int i = 0; i < rows; i++) {
             HVX_Vector *out = (HVX_Vector *)(void *)(acc + (size_t)i * ldacc + c);
             for (int v = 0; v < PANEL_VECS; v++)
                 out[v] = a[i][v];
         }
+    }
+}
+
+void hvx_qgemm_requant(const int32_t *acc, size_t n, const float *scale, size_t scale_step, int32_t zy, int y_signed,
+                       uint8_t *y)
+{
+    int32_t lo = y_signed ? INT8_MIN : 0, hi = y_signed ? INT8_MAX : UINT8_MAX;
+    float tlo = (float)(lo - zy), thi = (float)(hi - zy);
+    for (size_t i = 0; i < n; i++) {
+        float t = (float)acc[i] * scale[i * scale_step];
+        t = t > tlo ? t : tlo; /* NaN: the lower bound, as the reference */
+        t = t < thi ? t : thi;
+        y[i] = (uint8_t)(Q6_R_convert_sf2w_R(t) + zy);
     }
 }

@@ -54,4 +54,11 @@ typedef struct hvx_qgemm_cols {
 void hvx_qgemm_rows(const uint8_t *s, int rows, int s_signed, const int32_t *zs, const int32_t *brow,
                     const uint8_t *packed, const hvx_qgemm_cols *cols, size_t K, size_t N, int32_t *acc);
 
+/* y[i] = ref_qmatmul_requant(acc[i], scale[i * scale_step], zy, lo, hi) for an u8 (y_signed 0) or i8
+ * output, bit for bit. Scalar: ORT's f32 multiply has no exact HVX form (no float on v67; qf32 does not
+ * round as IEEE f32). It rounds with convert_sf2w (the USR mode: to nearest, ties to even, the reset
+ * state) instead of the reference's add and subtract of 1.5 * 2^23: 7 packets per output, not 9. */
+void hvx_qgemm_requant(const int32_t *acc, size_t n, const float *scale, size_t scale_step, int32_t zy, int y_signed,
+                       uint8_t *y);
+
 #endif /* HEXFUSE_HVX_QGEMM_H */

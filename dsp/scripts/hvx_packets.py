@@ -45,7 +45,11 @@ context); qemu models no stalls, so this is an upper bound on the rate:
 with "packets" the whole call (setup and tails included). Counts are
 deterministic: two runs give the same figures (tests/test_hvx_rates.py).
 
+With --target TARGET_JSON (hexfuse_onnx/targets/hexagon-v73.json) the rates are also written
+into that cost-model target, each with its source "emulated (qemu packets): ...".
+
 Usage: dsp/scripts/hvx_packets.py [--build-root DIR] [--arch v67|v73] [--kernel NAME ...] [--json FILE]
+                                  [--target TARGET_JSON]
 """
 
 import argparse
@@ -77,6 +81,22 @@ KERNELS = {
     "hvx_lut_i8": ([], "store"),
     "hvx_requant_i32_i8": (["rq_setup"], "store"),
     "hvx_matmul_i8": (["rq_setup", "rowsum_i8", "load_bias"], "vrmpy"),
+    # QMATMUL's HVX path (dsp/src/ops/qmatmul_hvx.c) on one item: packing, sums, vrmpy, scalar requantisation
+    "hvx_qgemm": (
+        [
+            "hvx_qgemm_pack",
+            "hvx_qgemm_col_sums",
+            "hvx_qgemm_copy_row",
+            "hvx_qgemm_rows",
+            "qgemm_row_sum",
+            "qgemm_acc_start",
+            "qgemm_tile4_u",
+            "qgemm_tile1_u",
+            "hvx_qgemm_requant",
+            "memcpy",
+        ],
+        "vrmpy",
+    ),
 }
 
 PERMUTE = {
@@ -305,7 +325,12 @@ IMAGE_DIRS = {"v67": "hexagon-qemu", "v73": "hexagon-v73"}
 # grounds each: ops the profile counts per unit of the kernel (2 per MAC; 1 per element of an
 # elementwise op, as profile.py counts Add and Mul).
 RATES = {
-    "vector_int8_ops_per_context": ("hvx_matmul_i8", 2 * 128, "int8 MACs: 128 per vrmpy, 2 ops per MAC"),
+    "vector_int8_ops_per_context": (
+        "hvx_qgemm",
+        2 * 128,
+        "QMatMul's HVX path at M=8 K=128 N=256: int8 MACs, 128 per vrmpy, 2 ops per MAC; packing, zero-point "
+        "sums and the scalar float requantisation included",
+    ),
     "vector_int16_ops_per_context": ("hvx_mul_i16", 64, "int16 elementwise: 64 elements per vector, 1 op each"),
 }
 # Kernel classes measured for per-op-class rates, not yet read by the cost model: elements per unit.
@@ -314,6 +339,7 @@ CLASSES = {
     "int32 elementwise (add, saturating)": ("hvx_add_sat_i32", 32),
     "int8 table lookup (vlut32)": ("hvx_lut_i8", 128),
     "requantisation int32 -> int8": ("hvx_requant_i32_i8", 128),
+    "int8 matmul, vrmpy + fixed-point requantisation (hvx_matmul_i8, no opcode)": ("hvx_matmul_i8", 2 * 128),
 }
 CLOCK_HZ = 1.0e9  # modelled (assumption), as costmodel's _HEXAGON_CLOCK_HZ
 PACKETS_PER_CYCLE = 1.0  # modelled (assumption): one packet per cycle per hardware thread, no stalls
@@ -428,13 +454,48 @@ def write_atomically(path, text):
     os.replace(tmp, path)
 
 
+def ground_target(target_path, doc, rates_path):
+    """The target JSON with the rates of `doc` as its parameters, each saying where it comes from."""
+    with open(target_path, encoding="utf-8") as f:
+        target = json.load(f)
+    for name, r in doc["rates"].items():
+        if name not in target["params"]:
+            sys.exit("hvx_packets: %s has no parameter '%s'" % (target_path, name))
+        k = doc["kernels"][r["kernel"]]
+        target["params"][name] = {
+            "value": r["value"],
+            "unit": r["unit"],
+            "source": "emulated (qemu packets): %s, %d packets / %d %s (%s; %s, %s; %s) at %g GHz and %g packet "
+            "per cycle per context (assumption)"
+            % (
+                r["kernel"],
+                k["packets"],
+                k["units"],
+                k["unit"],
+                r["what"],
+                doc["qemu"],
+                doc["date"],
+                os.path.relpath(rates_path, REPO_DIR),
+                doc["clock_hz"] / 1e9,
+                doc["packets_per_cycle"],
+            ),
+        }
+    target["description"] = target["description"].replace(
+        "(modelled, not measured)", "(modelled; HVX integer rates emulated under qemu)"
+    )
+    return target
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build-root", default=os.path.join(REPO_DIR, "build"))
     ap.add_argument("--arch", choices=sorted(IMAGE_DIRS), default="v67", help="image to run (default v67)")
     ap.add_argument("--kernel", action="append", choices=list(KERNELS), help="only these kernels")
     ap.add_argument("--json", help="write the packets and the cost model's rates to this file")
+    ap.add_argument("--target", help="also write the rates into this cost-model target JSON (needs --json)")
     args = ap.parse_args()
+    if args.target and not args.json:
+        sys.exit("hvx_packets: --target needs --json (the target names the rates file)")
     elf = os.path.join(args.build_root, IMAGE_DIRS[args.arch], "test_hvx_kernels.elf")
     if not os.path.exists(elf):
         sys.exit("hvx_packets: %s missing: run dsp/scripts/build_hexagon.sh first" % elf)
@@ -443,7 +504,11 @@ def main():
     objdump = tool("llvm-objdump-19", "llvm-objdump")
     rows = measure(qemu, nm, objdump, elf, args.arch, args.kernel or list(KERNELS))
     if args.json:
-        write_atomically(args.json, json.dumps(rates_document(rows, qemu, args.arch, elf), indent=2) + "\n")
+        doc = rates_document(rows, qemu, args.arch, elf)
+        write_atomically(args.json, json.dumps(doc, indent=2) + "\n")
+        if args.target:
+            target = ground_target(args.target, doc, args.json)
+            write_atomically(args.target, json.dumps(target, indent=2) + "\n")
     print_table(rows, args.arch, elf)
     return 0
 

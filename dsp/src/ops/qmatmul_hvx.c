@@ -1,13 +1,12 @@
 /* qmatmul_hvx.c - QMATMUL and QCONV2D items on HVX (Hexagon builds with HFX_HVX), see qmatmul_hvx.h.
  * Per item: V (B's columns, or the im2col of the item's pixels) packed once, then 4 rows of S (A's
  * rows, or the group's weights) at a time through hvx_qgemm_rows, then each int32 accumulator
- * requantised by ref_qmatmul_requant. */
+ * requantised by hvx_qgemm_requant (scalar, bit for bit ref_qmatmul_requant). */
 #include "qmatmul_hvx.h"
 
 #ifdef HFX_HVX
 #include "../../hvx/hvx_qgemm.h"
 #include "../../hvx/hvx_util.h"
-#include "../../ref/ref_qmatmul.h"
 
 enum { IN_A, IN_B, IN_ZA, IN_ZB, IN_SCALE, IN_ZY, IN_BIAS }; /* qmatmul.c's input slots */
 
@@ -44,7 +43,7 @@ static int32_t load_narrow(const void *p, uint32_t dtype, uint64_t i) {
 
 typedef struct qgemm_io {
     uint32_t ta, tb, ty;
-    int32_t za, zy, lo, hi;
+    int32_t za, zy;
     bool zb_cols, scale_cols;
 } qgemm_io;
 
@@ -55,16 +54,9 @@ static bool io_of(const hfx_kernel_args *a, qgemm_io *io) {
     if (!narrow(io->ta) || !narrow(io->tb) || !narrow(io->ty)) return false;
     io->za = load_narrow(a->in[IN_ZA], io->ta, 0);
     io->zy = load_narrow(a->in[IN_ZY], io->ty, 0);
-    io->lo = io->ty == HFX_DTYPE_U8 ? 0 : INT8_MIN;
-    io->hi = io->ty == HFX_DTYPE_U8 ? UINT8_MAX : INT8_MAX;
     io->zb_cols = t[op->in[IN_ZB]].numel > 1;
     io->scale_cols = t[op->in[IN_SCALE]].numel > 1;
     return true;
-}
-
-static void store_q(void *y, uint32_t ty, uint64_t i, int32_t q) {
-    if (ty == HFX_DTYPE_U8) ((uint8_t *)y)[i] = (uint8_t)q;
-    else ((int8_t *)y)[i] = (int8_t)q;
 }
 
 bool hfx_qmatmul_hvx(const hfx_kernel_args *a, uint64_t k, uint64_t n, uint64_t r0, uint64_t r1, uint64_t c0,
@@ -91,11 +83,8 @@ bool hfx_qmatmul_hvx(const hfx_kernel_args *a, uint64_t k, uint64_t n, uint64_t 
             hvx_qgemm_copy_row((const uint8_t *)a->in[IN_A] + (r + (uint64_t)i) * k, k, w.srows + i * w.rb);
         hvx_qgemm_rows(w.srows, rows, io.ta == HFX_DTYPE_I8, zs, brow, w.packed, &cols, k, nc, w.acc);
         for (int i = 0; i < rows; i++)
-            for (uint64_t c = 0; c < nc; c++) {
-                float s = scale[io.scale_cols ? c0 + c : 0];
-                int32_t q = ref_qmatmul_requant(w.acc[(size_t)i * w.ldc + c], s, io.zy, io.lo, io.hi);
-                store_q(a->out[0], io.ty, (r + (uint64_t)i) * n + c0 + c, q);
-            }
+            hvx_qgemm_requant(w.acc + (size_t)i * w.ldc, nc, scale + (io.scale_cols ? c0 : 0), io.scale_cols, io.zy,
+                              io.ty == HFX_DTYPE_I8, (uint8_t *)a->out[0] + (r + (uint64_t)i) * n + c0);
     }
     return true;
 }
@@ -160,11 +149,9 @@ bool hfx_qconv_hvx(const hfx_kernel_args *a, uint64_t img, uint64_t g, uint64_t 
         }
         hvx_qgemm_rows(w.srows, rows, io.tb == HFX_DTYPE_I8, zs, brow, w.packed, &cols, kk, np, w.acc);
         for (int i = 0; i < rows; i++) {
-            uint64_t mm = g * mg + m + (uint64_t)i, at = (img * m_all + mm) * pixels + p0;
-            float s = scale[io.scale_cols ? mm : 0];
-            for (uint64_t p = 0; p < np; p++)
-                store_q(a->out[0], io.ty, at + p,
-                        ref_qmatmul_requant(w.acc[(size_t)i * w.ldc + p], s, io.zy, io.lo, io.hi));
+            uint64_t mm = g * mg + m + (uint64_t)i;
+            hvx_qgemm_requant(w.acc + (size_t)i * w.ldc, np, scale + (io.scale_cols ? mm : 0), 0, io.zy,
+                              io.ty == HFX_DTYPE_I8, (uint8_t *)a->out[0] + (img * m_all + mm) * pixels + p0);
         }
     }
     return true;

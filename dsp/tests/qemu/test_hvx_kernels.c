@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "hvx_kernels.h"
+#include "hvx_qgemm.h"
 #include "hvx_util.h"
 #include "qtest.h"
 #include "ref_kernels.h"
@@ -458,6 +459,32 @@ static void test_float(void)
 
 /* ---- packet-count mode -------------------------------------------------------------- */
 
+/* A QMATMUL item as qmatmul_hvx.c runs it (u8 x u8 -> u8, per-tensor zero points): V packed, its
+ * column sums, then 4 rows at a time copied, accumulated and requantised. */
+static void qgemm_item(const uint8_t *A, const uint8_t *B, uint8_t *Y, int M, int K, int N)
+{
+    size_t ldc = (size_t)(N + HVX_QGEMM_PANEL - 1) / HVX_QGEMM_PANEL * HVX_QGEMM_PANEL;
+    uint8_t *packed = pool_r;
+    int32_t *bcol = (int32_t *)(void *)(packed + hvx_qgemm_packed_bytes((size_t)K, (size_t)N));
+    int32_t *zvp = bcol + ldc, *vsum = zvp + ldc, *acc = vsum + ldc;
+    uint8_t *rows = (uint8_t *)(acc + 4 * ldc);
+    hvx_qgemm_pack(B, (size_t)N, 0, (size_t)K, (size_t)N, packed);
+    hvx_qgemm_col_sums(packed, (size_t)K, (size_t)N, vsum);
+    for (size_t c = 0; c < ldc; c++)
+        bcol[c] = (int32_t)c, zvp[c] = 128;
+    hvx_qgemm_cols cols = {bcol, zvp, vsum};
+    int32_t zs[4] = {3, 3, 3, 3}, brow[4] = {0, 0, 0, 0};
+    float scale = 0.0123f;
+    size_t rb = hvx_qgemm_row_bytes((size_t)K);
+    for (int r = 0; r < M; r += 4) {
+        for (int i = 0; i < 4; i++)
+            hvx_qgemm_copy_row(A + (size_t)(r + i) * K, (size_t)K, rows + i * rb);
+        hvx_qgemm_rows(rows, 4, 0, zs, brow, packed, &cols, (size_t)K, (size_t)N, acc);
+        for (int i = 0; i < 4; i++)
+            hvx_qgemm_requant(acc + i * ldc, (size_t)N, &scale, 0, 7, 0, Y + (size_t)(r + i) * N);
+    }
+}
+
 /* Fixed small sizes, 128-byte aligned buffers; the caller counts the packets
  * executed inside the kernel under qemu -singlestep -d exec. */
 static int run_packets(const char *kernel)
@@ -504,6 +531,12 @@ static int run_packets(const char *kernel)
             bias[i] = i;
         hvx_matmul_i8_pack_b((const int8_t *)pool_b, N, K, N, pool_r);
         hvx_matmul_i8((const int8_t *)pool_a, K, pool_r, bias, (int8_t *)pool_y, N, M, N, K, &rq);
+        hx_printf("PACKETS %s units=%d unit=vrmpy\n", kernel, M * (N / 32) * (K / 4));
+        return 0;
+    }
+    if (strcmp(kernel, "hvx_qgemm") == 0) {
+        int M = 8, N = 256, K = 128; /* as hvx_matmul_i8: 2048 vrmpy */
+        qgemm_item(pool_a, pool_b, pool_y, M, K, N);
         hx_printf("PACKETS %s units=%d unit=vrmpy\n", kernel, M * (N / 32) * (K / 4));
         return 0;
     }
