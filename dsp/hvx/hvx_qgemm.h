@@ -10,7 +10,8 @@
  *   sum (s - zs)(v' - zv') = sum s v' + zv' (K zs - rowsum s) - zs colsum v',   zv' = zv + voff
  *
  * so vrmpy gives sum s v' and the zero points cost one vector multiply per row and panel. The
- * identity holds modulo 2^32, hence bit for bit. The requantisation (ORT's float one) is not here.
+ * identity holds modulo 2^32, hence bit for bit. hvx_qgemm_requant then gives ORT's float
+ * requantisation, bit for bit.
  */
 #ifndef HEXFUSE_HVX_QGEMM_H
 #define HEXFUSE_HVX_QGEMM_H
@@ -55,9 +56,13 @@ void hvx_qgemm_rows(const uint8_t *s, int rows, int s_signed, const int32_t *zs,
                     const uint8_t *packed, const hvx_qgemm_cols *cols, size_t K, size_t N, int32_t *acc);
 
 /* y[i] = ref_qmatmul_requant(acc[i], scale[i * scale_step], zy, lo, hi) for an u8 (y_signed 0) or i8
- * output, bit for bit. Scalar: ORT's f32 multiply has no exact HVX form (no float on v67; qf32 does not
- * round as IEEE f32). It rounds with convert_sf2w (the USR mode: to nearest, ties to even, the reset
- * state) instead of the reference's add and subtract of 1.5 * 2^23: 7 packets per output, not 9. */
+ * output, bit for bit. ORT's f32 multiply has no exact HVX form (no float on v67; qf32 does not round as
+ * IEEE f32), but its result is known to within 3 / 2^16 (two f32 roundings of a product below 2^9): HVX
+ * computes round(acc * scale * 2^16) in fixed point from the scale's bits (exact mantissa, error 1/2^16),
+ * and rounds that to the integer. A block of 128 outputs with a lane within 8 / 2^16 of a tie (where the
+ * f32 rounding could decide), or a scale that is 0, subnormal, >= 2^15, inf or NaN, and the tail, are
+ * done in scalar code, exactly as the reference (convert_sf2w rounds to nearest, ties to even: the USR
+ * mode). acc: 128-byte aligned for the HVX path. */
 void hvx_qgemm_requant(const int32_t *acc, size_t n, const float *scale, size_t scale_step, int32_t zy, int y_signed,
                        uint8_t *y);
 

@@ -1,7 +1,7 @@
 /* qmatmul_hvx.c - QMATMUL and QCONV2D items on HVX (Hexagon builds with HFX_HVX), see qmatmul_hvx.h.
  * Per item: V (B's columns, or the im2col of the item's pixels) packed once, then 4 rows of S (A's
  * rows, or the group's weights) at a time through hvx_qgemm_rows, then each int32 accumulator
- * requantised by hvx_qgemm_requant (scalar, bit for bit ref_qmatmul_requant). */
+ * requantised by hvx_qgemm_requant (bit for bit ref_qmatmul_requant). */
 #include "qmatmul_hvx.h"
 
 #ifdef HFX_HVX

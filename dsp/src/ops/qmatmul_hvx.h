@@ -1,7 +1,6 @@
 /* qmatmul_hvx.h - QMATMUL and QCONV2D items on HVX (Hexagon builds, HFX_HVX): the accumulators by
- * vrmpy (dsp/hvx/hvx_qgemm.h), bit for bit those of dsp/ref/ref_qmatmul.h; the requantisation stays
- * scalar (ORT's float multiply and round half to even: v67 HVX has no float, and the v68+ qf32
- * arithmetic does not round as IEEE f32 does). */
+ * vrmpy and ORT's float requantisation in fixed point with a scalar fallback near ties
+ * (dsp/hvx/hvx_qgemm.h), bit for bit dsp/ref/ref_qmatmul.h. */
 #ifndef HEXFUSE_OPS_QMATMUL_HVX_H
 #define HEXFUSE_OPS_QMATMUL_HVX_H
 

@@ -28,6 +28,7 @@
 #include "hvx_util.h"
 #include "qtest.h"
 #include "ref_kernels.h"
+#include "ref_qmatmul.h"
 
 #define POOL_BYTES (96 * 1024)
 #define GUARD 256
@@ -457,6 +458,56 @@ static void test_float(void)
 }
 #endif
 
+/* hvx_qgemm_requant against ref_qmatmul_requant (ORT's f32 requantisation), bit for bit: accumulators
+ * over the whole int32 range, small ones and exact ties (x.5 after scaling); scales of every magnitude
+ * (2^-60 .. 2^20), negative, 0, subnormal, inf and NaN; per tensor and per column; u8 and i8. */
+static float qgemm_scale(qt_rng *r)
+{
+    static const uint32_t special[8] = {0x00000000u, 0x80000000u, 0x00000001u, 0x007fffffu,
+                                        0x7f800000u, 0xff800000u, 0x7fc00000u, 0x3f000000u};
+    uint32_t bits;
+    if (qt_rand(r) % 8 == 0)
+        bits = special[qt_rand(r) % 8];
+    else
+        bits = (uint32_t)qt_range(r, 67, 147) << 23 | (qt_rand(r) & 0x7fffffu) | (qt_rand(r) % 16 == 0) << 31;
+    float s;
+    memcpy(&s, &bits, 4);
+    return s;
+}
+
+static void test_qgemm_requant(void)
+{
+    enum { QN = 3 * 128 + 5 };
+    qt_begin_group(&T);
+    qt_rng r = {99};
+    int32_t *acc = (int32_t *)(void *)pool_a;
+    float *sc = (float *)(void *)pool_b;
+    for (int t = 0; t < 64; t++) {
+        int per_column = t & 1, y_signed = (t >> 1) & 1, kind = (t >> 2) % 4;
+        int32_t zy = y_signed ? (int32_t)qt_range(&r, -128, 127) : (int32_t)qt_range(&r, 0, 255);
+        float s0 = qgemm_scale(&r);
+        for (int i = 0; i < QN; i++) {
+            sc[i] = per_column ? qgemm_scale(&r) : s0;
+            int64_t v = kind == 0 ? qt_range(&r, INT32_MIN, INT32_MAX) : qt_range(&r, -100000, 100000);
+            if (kind == 2) /* ties: an odd integer over a power of two scale */
+                sc[i] = per_column ? (qt_rand(&r) % 2 ? 0.5f : 0.25f) : 0.5f, v = v | 1;
+            if (kind == 3 && i % 7 == 0)
+                v = i % 2 ? INT32_MAX : INT32_MIN;
+            acc[i] = (int32_t)v;
+        }
+        hvx_qgemm_requant(acc, QN, sc, (size_t)per_column, zy, y_signed, pool_y);
+        int lo = y_signed ? -128 : 0, hi = y_signed ? 127 : 255, ok = 1;
+        for (int i = 0; i < QN && ok; i++) {
+            int32_t want = ref_qmatmul_requant(acc[i], sc[i], zy, lo, hi);
+            ok = pool_y[i] == (uint8_t)want;
+            if (!ok)
+                hx_printf("FAIL hvx_qgemm_requant case %d: y[%d] %d, want %d (acc %d)\n", t, i, pool_y[i], want, acc[i]);
+        }
+        qt_case(&T, ok);
+    }
+    qt_end_group(&T, "hvx_qgemm_requant");
+}
+
 /* ---- packet-count mode -------------------------------------------------------------- */
 
 /* A QMATMUL item as qmatmul_hvx.c runs it (u8 x u8 -> u8, per-tensor zero points): V packed, its
@@ -558,6 +609,7 @@ int main(int argc, char **argv)
         test_lut();
         test_requant();
         test_matmul();
+        test_qgemm_requant();
         test_interleave();
     }
 #if defined(__HVX_ARCH__) && __HVX_ARCH__ >= 68
