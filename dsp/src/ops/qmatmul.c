@@ -210,7 +210,7 @@ hfx_status hfx_plan_qconv(const hfx_program *p, hfx_op *op) {
     pl.pixels_per_item = hfx_ceil_div(pl.pixels, pl.blocks);
     op->plan.ws_bytes = (size_t)(weights + pl.pixels_per_item * pl.kk * 2);
 #ifdef HFX_HVX
-    size_t hvx_ws = hfx_qgemm_hvx_ws_bytes(pl.kk, pl.pixels_per_item);
+    size_t hvx_ws = hfx_qconv_hvx_ws_bytes(pl.kk, pl.pixels_per_item);
     if (hvx_ws > op->plan.ws_bytes) op->plan.ws_bytes = hvx_ws;
 #endif
     HFX_PLAN_STORE(op, pl);

@@ -7,12 +7,13 @@
 #include "kernels.h"
 
 #ifdef HFX_HVX
-/* work space of an item of K x cols (QMATMUL) or of pixels output pixels with K taps (QCONV2D) */
+/* work space of an item of K x cols (QMATMUL), of pixels output pixels with kk taps (QCONV2D) */
 size_t hfx_qgemm_hvx_ws_bytes(uint64_t k, uint64_t cols);
 /* Rows [r0, r1) x columns [c0, c1) of A[rows, k] x B[k, n]. false: not u8/i8 (the C kernel runs). */
 bool hfx_qmatmul_hvx(const hfx_kernel_args *a, uint64_t k, uint64_t n, uint64_t r0, uint64_t r1, uint64_t c0,
                      uint64_t c1);
 /* Output pixels [p0, p0 + np) of (img, group g), all the group's channels. false: not u8/i8. */
+size_t hfx_qconv_hvx_ws_bytes(uint64_t kk, uint64_t pixels);
 bool hfx_qconv_hvx(const hfx_kernel_args *a, uint64_t img, uint64_t g, uint64_t p0, uint64_t np);
 #endif
 

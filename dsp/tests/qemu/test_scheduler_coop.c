@@ -533,7 +533,8 @@ static int qconv_case(hfx_pool *pool, const qc_shape *sh, int tx, int tw, int ty
 }
 
 /* test_kernels.c's host shapes (grouped with pads, strides and dilations; a 1x1 per tensor) plus
- * channels not a multiple of the 4-row tile, taps not a multiple of 4, more than 128 pixels, extremes. */
+ * channels not a multiple of the 4-row tile, taps not a multiple of 4, more than 128 pixels, extremes,
+ * stride 2 in both axes, and rows of 300 pixels (im2col runs of several vectors up to X's end). */
 static void test_qconv_program(hfx_pool *pool)
 {
     static const qc_shape shapes[] = {
@@ -541,13 +542,15 @@ static void test_qconv_program(hfx_pool *pool)
         {{1, 5, 4, 4}, {3, 5, 1, 1}, {0, 0, 0, 0, 1, 1, 1, 1, 1}, 0, 0},
         {{1, 3, 13, 17}, {7, 3, 3, 3}, {1, 1, 1, 1, 1, 1, 1, 1, 1}, 1, 0},
         {{1, 8, 9, 9}, {5, 8, 2, 2}, {0, 1, 1, 0, 1, 1, 1, 1, 1}, 1, 1},
+        {{1, 4, 11, 12}, {6, 4, 3, 3}, {1, 1, 1, 1, 2, 2, 1, 1, 1}, 1, 0},
+        {{1, 2, 5, 300}, {3, 2, 1, 3}, {0, 1, 0, 1, 1, 1, 1, 1, 1}, 0, 0},
     };
     qt_rng r = {777};
     int ok = 1;
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int t = 0; t < 8; t++)
             ok &= qconv_case(pool, &shapes[s], t & 1, (t >> 1) & 1, (t >> 2) & 1, &r);
-    expect(ok, "QConv2D u8/i8 x u8/i8 -> u8/i8 bit-exact against ref_qmatmul.h (4 shapes x 8 types)");
+    expect(ok, "QConv2D u8/i8 x u8/i8 -> u8/i8 bit-exact against ref_qmatmul.h (6 shapes x 8 types)");
 }
 
 /* ---- task program v2: a template specialized to other shapes, parsed and run ----
