@@ -24,11 +24,13 @@
 #include <string.h>
 
 #include "hvx_kernels.h"
+#include "hvx_dequant.h"
 #include "hvx_qgemm.h"
 #include "hvx_util.h"
 #include "qtest.h"
 #include "ref_kernels.h"
 #include "ref_qmatmul.h"
+#include "ref_quant.h"
 
 #define POOL_BYTES (96 * 1024)
 #define GUARD 256
@@ -508,6 +510,44 @@ static void test_qgemm_requant(void)
     qt_end_group(&T, "hvx_qgemm_requant");
 }
 
+/* hvx_dequant_i8_f32 against ref_dequantize_linear, bit for bit: every byte value, zero points at and
+ * between the extremes, scales of every exponent (normal, the edges of the HVX range, and the scalar
+ * path's subnormal, 0, inf, NaN), negative scales, u8 and i8, odd lengths, misaligned x and y. */
+static void test_dequant(void)
+{
+    enum { DN = 3 * 128 + 7 };
+    qt_begin_group(&T);
+    qt_rng r = {1234};
+    static const uint32_t special[10] = {0x00000000u, 0x80000000u, 0x00000003u, 0x7f800000u, 0x7fc00000u,
+                                         0x00800000u, 0x7a800000u, 0x7affffffu, 0x7b000000u, 0x3b800000u};
+    for (int t = 0; t < 96; t++) {
+        int x_signed = t & 1, off = (t >> 1) % 3;
+        uint8_t *x = pool_a + off;
+        float *y = (float *)(void *)(pool_y + 4 * off); /* 4-byte, not 128-byte, aligned */
+        uint32_t sbits = t < 20 ? special[t / 2] : (uint32_t)qt_range(&r, 1, 254) << 23 | (qt_rand(&r) & 0x807fffffu);
+        float sc;
+        memcpy(&sc, &sbits, 4);
+        int32_t zp = x_signed ? (t % 5 == 0 ? -128 : t % 5 == 1 ? 127 : (int32_t)qt_range(&r, -128, 127))
+                              : (t % 5 == 0 ? 0 : t % 5 == 1 ? 255 : (int32_t)qt_range(&r, 0, 255));
+        for (int i = 0; i < DN; i++)
+            x[i] = (uint8_t)(i < 256 ? i : qt_rand(&r));
+        hvx_dequant_i8_f32(x, DN, x_signed, zp, sc, y);
+        int ok = 1;
+        for (int i = 0; i < DN && ok; i++) {
+            float want = ref_dequantize_linear(x_signed ? (int8_t)x[i] : x[i], sc, zp);
+            ok = memcmp(&want, &y[i], 4) == 0;
+            if (!ok) {
+                uint32_t gb, wb;
+                memcpy(&gb, &y[i], 4), memcpy(&wb, &want, 4);
+                hx_printf("FAIL hvx_dequant case %d: x[%d] %d zp %d scale %08x: %08x, want %08x\n", t, i, x[i], zp,
+                          sbits, gb, wb);
+            }
+        }
+        qt_case(&T, ok);
+    }
+    qt_end_group(&T, "hvx_dequant_i8_f32");
+}
+
 /* ---- packet-count mode -------------------------------------------------------------- */
 
 /* A QMATMUL item as qmatmul_hvx.c runs it (u8 x u8 -> u8, per-tensor zero points): V packed, its
@@ -610,6 +650,7 @@ int main(int argc, char **argv)
         test_requant();
         test_matmul();
         test_qgemm_requant();
+        test_dequant();
         test_interleave();
     }
 #if defined(__HVX_ARCH__) && __HVX_ARCH__ >= 68
