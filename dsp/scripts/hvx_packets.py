@@ -81,6 +81,7 @@ KERNELS = {
     "hvx_lut_i8": ([], "store"),
     "hvx_requant_i32_i8": (["rq_setup"], "store"),
     "hvx_matmul_i8": (["rq_setup", "rowsum_i8", "load_bias"], "vrmpy"),
+    "hvx_dequant_i8_f32": (["dq_words"], "store"),
     # QMATMUL's HVX path (dsp/src/ops/qmatmul_hvx.c) on one item: packing, sums, vrmpy, scalar requantisation
     "hvx_qgemm": (
         [
@@ -339,6 +340,7 @@ CLASSES = {
     "int32 elementwise (add, saturating)": ("hvx_add_sat_i32", 32),
     "int8 table lookup (vlut32)": ("hvx_lut_i8", 128),
     "requantisation int32 -> int8": ("hvx_requant_i32_i8", 128),
+    "DequantizeLinear u8 -> f32": ("hvx_dequant_i8_f32", 32),
     "int8 matmul, vrmpy + fixed-point requantisation (hvx_matmul_i8, no opcode)": ("hvx_matmul_i8", 2 * 128),
 }
 CLOCK_HZ = 1.0e9  # modelled (assumption), as costmodel's _HEXAGON_CLOCK_HZ

@@ -625,6 +625,11 @@ static int run_packets(const char *kernel)
         hx_printf("PACKETS %s units=%d unit=vrmpy\n", kernel, M * (N / 32) * (K / 4));
         return 0;
     }
+    if (strcmp(kernel, "hvx_dequant_i8_f32") == 0) {
+        hvx_dequant_i8_f32(pool_a, 16 * HVX_BYTES, 0, 3, 0.0123f, (float *)(void *)pool_y); /* 64 f32 vectors */
+        hx_printf("PACKETS %s units=64 unit=vector\n", kernel);
+        return 0;
+    }
     if (strcmp(kernel, "hvx_qgemm") == 0) {
         int M = 8, N = 256, K = 128; /* as hvx_matmul_i8: 2048 vrmpy */
         qgemm_item(pool_a, pool_b, pool_y, M, K, N);
