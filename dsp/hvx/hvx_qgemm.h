@@ -22,7 +22,8 @@
 #define HVX_QGEMM_PANEL 128 /* columns per packed panel: 4 vectors of 32 word lanes */
 
 /* Packed V: per panel, per 4 k, 4 vectors of 32 columns x 4 consecutive k (one word lane per
- * column); k >= K and columns >= N are 0. 128-byte aligned. */
+ * column); rows k >= K are 0, columns >= N are don't-care (their accumulators are never read).
+ * 128-byte aligned. */
 size_t hvx_qgemm_packed_bytes(size_t K, size_t N);
 
 static inline size_t hvx_qgemm_packed_at(size_t K, size_t k, size_t c)
