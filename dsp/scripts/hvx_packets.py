@@ -35,14 +35,31 @@ divided by the units (128-byte output vectors, or vrmpy ops for the
 matmul) one iteration produces. It ignores latencies and loop-carried
 dependencies: it is what the instruction mix allows, not a schedule.
 
-Usage: dsp/scripts/hvx_packets.py [--build-root DIR] [--kernel NAME ...]
+Rates (--json FILE): the cost model's HVX integer rates of the hexagon-v73 target
+(hexfuse_onnx/targets/emulated/hvx-v73.json) are these counts converted at the
+modelled clock, assuming one packet per cycle per hardware thread (an HVX
+context); qemu models no stalls, so this is an upper bound on the rate:
+
+    op/s per context = ops per unit / (packets / units) x 1 packet/cycle x clock
+
+with "packets" the whole call (setup and tails included). Counts are
+deterministic: two runs give the same figures (tests/test_hvx_rates.py).
+
+With --target TARGET_JSON (hexfuse_onnx/targets/hexagon-v73.json) the rates are also written
+into that cost-model target, each with its source "emulated (qemu packets): ...".
+
+Usage: dsp/scripts/hvx_packets.py [--build-root DIR] [--arch v67|v73] [--kernel NAME ...] [--json FILE]
+                                  [--target TARGET_JSON]
 """
 
 import argparse
+import datetime
+import json
 import math
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -64,6 +81,23 @@ KERNELS = {
     "hvx_lut_i8": ([], "store"),
     "hvx_requant_i32_i8": (["rq_setup"], "store"),
     "hvx_matmul_i8": (["rq_setup", "rowsum_i8", "load_bias"], "vrmpy"),
+    "hvx_dequant_i8_f32": (["dq_words"], "store"),
+    # QMATMUL's HVX path (dsp/src/ops/qmatmul_hvx.c) on one item: packing, sums, vrmpy, scalar requantisation
+    "hvx_qgemm": (
+        [
+            "hvx_qgemm_pack",
+            "hvx_qgemm_col_sums",
+            "hvx_qgemm_copy_row",
+            "hvx_qgemm_rows",
+            "qgemm_row_sum",
+            "qgemm_acc_start",
+            "qgemm_tile4_u",
+            "qgemm_tile1_u",
+            "hvx_qgemm_requant",
+            "memcpy",
+        ],
+        "vrmpy",
+    ),
 }
 
 PERMUTE = {
@@ -127,15 +161,15 @@ def symbols(nm, elf):
     return syms
 
 
-def disassemble(objdump, elf, lo, hi):
+def disassemble(objdump, elf, lo, hi, arch="v67"):
     """address of packet -> list of instruction strings, and the set of endloop packets."""
     out = subprocess.run(
         [
             objdump,
             "-d",
             "--no-show-raw-insn",
-            "--mcpu=hexagonv67",
-            "--mattr=+hvxv67,+hvx-length128b",
+            "--mcpu=hexagon%s" % arch,
+            "--mattr=+hvx%s,+hvx-length128b" % arch,
             "--start-address=%#x" % lo,
             "--stop-address=%#x" % hi,
             elf,
@@ -233,10 +267,42 @@ def one_packet_per_block(qemu):
     return "-one-insn-per-tb" if "-one-insn-per-tb" in usage else "-singlestep"
 
 
-def run_kernel(qemu, elf, kernel, logdir):
+def qemu_version(qemu):
+    out = subprocess.run([qemu, "--version"], capture_output=True, text=True).stdout
+    m = re.search(r"version (\d+)\.(\d+)\.?(\d*)", out)
+    if not m:
+        sys.exit("hvx_packets: cannot read the version of %s" % qemu)
+    return m.group(0).split()[1]
+
+
+def qemu_arch_note(qemu, arch):
+    if arch == "v67":
+        return ""
+    return " -cpu %s" % arch if int(qemu_version(qemu).split(".")[0]) >= 10 else " (%s image relabelled v67)" % arch
+
+
+def image_command(qemu, elf, arch, workdir):
+    """qemu command prefix for the image: v73 runs with -cpu v73 on qemu >= 10; older qemu knows
+    only up to v67 and gets a copy whose ELF e_flags say v67 (the integer HVX code runs the same)."""
+    if arch == "v67":
+        return [qemu], elf
+    if int(qemu_version(qemu).split(".")[0]) >= 10:
+        return [qemu, "-cpu", arch], elf
+    relabelled = os.path.join(workdir, "%s_as_v67_%s" % (arch, os.path.basename(elf)))
+    with open(elf, "rb") as f:
+        data = bytearray(f.read())
+    data[36:40] = struct.pack("<I", 0x67)
+    with open(relabelled, "wb") as f:
+        f.write(data)
+    os.chmod(relabelled, 0o755)
+    return [qemu], relabelled
+
+
+def run_kernel(qemu, elf, kernel, logdir, arch="v67"):
     log = os.path.join(logdir, kernel + ".log")
+    prefix, image = image_command(qemu, elf, arch, logdir)
     out = subprocess.run(
-        [qemu, one_packet_per_block(qemu), "-d", "exec,nochain", "-D", log, elf, "--packets", kernel],
+        prefix + [one_packet_per_block(qemu), "-d", "exec,nochain", "-D", log, image, "--packets", kernel],
         capture_output=True,
         text=True,
         timeout=300,
@@ -254,65 +320,203 @@ def run_kernel(qemu, elf, kernel, logdir):
     return int(m.group(1)), m.group(2), pcs
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--build-root", default=os.path.join(REPO_DIR, "build"))
-    ap.add_argument("--kernel", action="append", help="only these kernels")
-    args = ap.parse_args()
-    elf = os.path.join(args.build_root, "hexagon-qemu", "test_hvx_kernels.elf")
-    if not os.path.exists(elf):
-        sys.exit("hvx_packets: %s missing: run dsp/scripts/build_hexagon.sh first" % elf)
-    qemu = tool(os.environ.get("QEMU_HEXAGON", "qemu-hexagon"))
-    nm = tool("llvm-nm-19", "llvm-nm")
-    objdump = tool("llvm-objdump-19", "llvm-objdump")
+IMAGE_DIRS = {"v67": "hexagon-qemu", "v73": "hexagon-v73"}
+
+# The cost model's HVX integer rates (hexfuse_onnx/costmodel.py, Target fields) and the kernel that
+# grounds each: ops the profile counts per unit of the kernel (2 per MAC; 1 per element of an
+# elementwise op, as profile.py counts Add and Mul).
+RATES = {
+    "vector_int8_ops_per_context": (
+        "hvx_qgemm",
+        2 * 128,
+        "QMatMul's HVX path at M=8 K=128 N=256: int8 MACs, 128 per vrmpy, 2 ops per MAC; packing, zero-point "
+        "sums and the scalar float requantisation included",
+    ),
+    "vector_int16_ops_per_context": ("hvx_mul_i16", 64, "int16 elementwise: 64 elements per vector, 1 op each"),
+}
+# Kernel classes measured for per-op-class rates, not yet read by the cost model: elements per unit.
+CLASSES = {
+    "int16 elementwise (add, saturating)": ("hvx_add_sat_i16", 64),
+    "int32 elementwise (add, saturating)": ("hvx_add_sat_i32", 32),
+    "int8 table lookup (vlut32)": ("hvx_lut_i8", 128),
+    "requantisation int32 -> int8": ("hvx_requant_i32_i8", 128),
+    "DequantizeLinear u8 -> f32": ("hvx_dequant_i8_f32", 32),
+    "int8 matmul, vrmpy + fixed-point requantisation (hvx_matmul_i8, no opcode)": ("hvx_matmul_i8", 2 * 128),
+}
+CLOCK_HZ = 1.0e9  # modelled (assumption), as costmodel's _HEXAGON_CLOCK_HZ
+PACKETS_PER_CYCLE = 1.0  # modelled (assumption): one packet per cycle per hardware thread, no stalls
+
+
+def measure(qemu, nm, objdump, elf, arch, kernels):
+    """-> rows (kernel, units, unit name, packets in the kernel, hot-loop figures or None)"""
     syms = symbols(nm, elf)
-    kernels = args.kernel or list(KERNELS)
     rows = []
     with tempfile.TemporaryDirectory() as logdir:
         for k in kernels:
             extra, unit_kind = KERNELS[k]
             ranges = [syms[s] for s in [k] + extra if s in syms]
-            units, unit_name, pcs = run_kernel(qemu, elf, k, logdir)
+            units, unit_name, pcs = run_kernel(qemu, elf, k, logdir, arch)
             inside = [pc for pc in pcs if any(a <= pc < a + n for a, n in ranges)]
             packets = {}
             for a, n in ranges:
-                packets.update(disassemble(objdump, elf, a, a + n)[0])
-            # hot loop: the backward control transfer (endloop or branch back,
-            # seen as PC[i+1] <= PC[i] in the trace) that executed the most
-            # packets; its body is its last complete iteration in the trace
-            edges = Counter()
-            last = {}
-            for i in range(len(inside) - 1):
-                a, b = inside[i], inside[i + 1]
-                if b <= a:
-                    edges[(a, b)] += 1
-                    last[(a, b)] = i
-            best = None
-            for (a, b), n in edges.items():
-                j = last[(a, b)]
-                i0 = j
-                while i0 >= 0 and inside[i0] != b:
-                    i0 -= 1
-                if i0 < 0:
-                    continue
-                body = inside[i0 : j + 1]
-                # innermost loops only: no other backward transfer inside the body
-                if any(body[t + 1] <= body[t] for t in range(len(body) - 1)):
-                    continue
-                executed = n * len(body)
-                if best is None or executed > best[2]:
-                    best = (a, body, executed, n + 1)
-            if best is None:
-                rows.append((k, units, unit_name, len(inside), None))
-                continue
-            e, body, executed, iters = best
-            insns = [ins for pc in body for ins in packets.get(pc, [])]
-            per_iter_min, binding, mix = min_packets(insns)
-            units_per_iter = mix["vst"] if unit_kind == "store" else sum(1 for i in insns if "vrmpy" in i)
-            rows.append(
-                (k, units, unit_name, len(inside), (len(body), per_iter_min, binding, units_per_iter, iters, mix))
-            )
-    print("HVX packets per 128-byte vector under qemu-hexagon (v67 image, %s)" % os.path.basename(elf))
+                packets.update(disassemble(objdump, elf, a, a + n, arch)[0])
+            rows.append((k, units, unit_name, len(inside), hot_loop(inside, packets, unit_kind)))
+    return rows
+
+
+def hot_loop(inside, packets, unit_kind):
+    """The backward control transfer (endloop or branch back, seen as PC[i+1] <= PC[i] in the
+    trace) that executed the most packets; its body is its last complete iteration in the trace."""
+    edges = Counter()
+    last = {}
+    for i in range(len(inside) - 1):
+        a, b = inside[i], inside[i + 1]
+        if b <= a:
+            edges[(a, b)] += 1
+            last[(a, b)] = i
+    best = None
+    for (a, b), n in edges.items():
+        j = last[(a, b)]
+        i0 = j
+        while i0 >= 0 and inside[i0] != b:
+            i0 -= 1
+        if i0 < 0:
+            continue
+        body = inside[i0 : j + 1]
+        # innermost loops only: no other backward transfer inside the body
+        if any(body[t + 1] <= body[t] for t in range(len(body) - 1)):
+            continue
+        executed = n * len(body)
+        if best is None or executed > best[2]:
+            best = (a, body, executed, n + 1)
+    if best is None:
+        return None
+    _, body, _, iters = best
+    insns = [ins for pc in body for ins in packets.get(pc, [])]
+    per_iter_min, binding, mix = min_packets(insns)
+    units_per_iter = mix["vst"] if unit_kind == "store" else sum(1 for i in insns if "vrmpy" in i)
+    return (len(body), per_iter_min, binding, units_per_iter, iters, mix)
+
+
+def rates_document(rows, qemu, arch, elf):
+    """The JSON the cost model reads: per kernel its packets, and the rates derived from them."""
+    kernels = {
+        k: {
+            "units": units,
+            "unit": unit_name,
+            "packets": total,
+            "packets_per_unit": round(total / units, 6),
+            "hot_loop_packets_per_unit": None if loop is None else round(loop[0] / max(loop[3], 1), 6),
+        }
+        for k, units, unit_name, total, loop in rows
+    }
+
+    def rate(kernel, ops_per_unit):
+        return ops_per_unit / kernels[kernel]["packets_per_unit"] * PACKETS_PER_CYCLE * CLOCK_HZ
+
+    return {
+        "what": "HVX integer rates of the hexagon-v73 cost-model target, from packets executed under qemu-hexagon",
+        "written_by": "dsp/scripts/hvx_packets.py --arch %s --json" % arch,
+        "date": datetime.date.today().isoformat(),
+        "qemu": "qemu-hexagon %s%s" % (qemu_version(qemu), qemu_arch_note(qemu, arch)),
+        "image": os.path.relpath(elf, REPO_DIR),
+        "method": "qemu -d exec,nochain with one packet per translation block; packets whose PC is in the "
+        "kernel's symbols, one call on a small 128-byte aligned problem (dsp/tests/qemu/test_hvx_kernels.c "
+        "--packets): the whole call, setup and tails included",
+        "clock_hz": CLOCK_HZ,
+        "packets_per_cycle": PACKETS_PER_CYCLE,
+        "assumptions": "1 GHz clock and one packet per cycle per hardware thread (HVX context): qemu counts "
+        "packets, not cycles, and models no stalls, caches, VTCM or contention; a device runs slower",
+        "formula": "op/s per context = ops per unit / (packets / units) x packets_per_cycle x clock_hz",
+        "kernels": kernels,
+        "rates": {
+            name: {
+                "kernel": kernel,
+                "ops_per_unit": ops,
+                "what": what,
+                "value": rate(kernel, ops),
+                "unit": "op/s",
+            }
+            for name, (kernel, ops, what) in RATES.items()
+            if kernel in kernels
+        },
+        "classes": {
+            name: {"kernel": kernel, "elements_per_unit": n, "elements_per_s": rate(kernel, n)}
+            for name, (kernel, n) in CLASSES.items()
+            if kernel in kernels
+        },
+    }
+
+
+def write_atomically(path, text):
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".hvx_rates.")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def ground_target(target_path, doc, rates_path):
+    """The target JSON with the rates of `doc` as its parameters, each saying where it comes from."""
+    with open(target_path, encoding="utf-8") as f:
+        target = json.load(f)
+    for name, r in doc["rates"].items():
+        if name not in target["params"]:
+            sys.exit("hvx_packets: %s has no parameter '%s'" % (target_path, name))
+        k = doc["kernels"][r["kernel"]]
+        target["params"][name] = {
+            "value": r["value"],
+            "unit": r["unit"],
+            "source": "emulated (qemu packets): %s, %d packets / %d %s (%s; %s, %s; %s) at %g GHz and %g packet "
+            "per cycle per context (assumption)"
+            % (
+                r["kernel"],
+                k["packets"],
+                k["units"],
+                k["unit"],
+                r["what"],
+                doc["qemu"],
+                doc["date"],
+                os.path.relpath(rates_path, REPO_DIR),
+                doc["clock_hz"] / 1e9,
+                doc["packets_per_cycle"],
+            ),
+        }
+    target["description"] = target["description"].replace(
+        "(modelled, not measured)", "(modelled; HVX integer rates emulated under qemu)"
+    )
+    return target
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build-root", default=os.path.join(REPO_DIR, "build"))
+    ap.add_argument("--arch", choices=sorted(IMAGE_DIRS), default="v67", help="image to run (default v67)")
+    ap.add_argument("--kernel", action="append", choices=list(KERNELS), help="only these kernels")
+    ap.add_argument("--json", help="write the packets and the cost model's rates to this file")
+    ap.add_argument("--target", help="also write the rates into this cost-model target JSON (needs --json)")
+    args = ap.parse_args()
+    if args.target and not args.json:
+        sys.exit("hvx_packets: --target needs --json (the target names the rates file)")
+    elf = os.path.join(args.build_root, IMAGE_DIRS[args.arch], "test_hvx_kernels.elf")
+    if not os.path.exists(elf):
+        sys.exit("hvx_packets: %s missing: run dsp/scripts/build_hexagon.sh first" % elf)
+    qemu = tool(os.environ.get("QEMU_HEXAGON", "qemu-hexagon"))
+    nm = tool("llvm-nm-19", "llvm-nm")
+    objdump = tool("llvm-objdump-19", "llvm-objdump")
+    rows = measure(qemu, nm, objdump, elf, args.arch, args.kernel or list(KERNELS))
+    if args.json:
+        doc = rates_document(rows, qemu, args.arch, elf)
+        write_atomically(args.json, json.dumps(doc, indent=2) + "\n")
+        if args.target:
+            target = ground_target(args.target, doc, args.json)
+            write_atomically(args.target, json.dumps(target, indent=2) + "\n")
+    print_table(rows, args.arch, elf)
+    return 0
+
+
+def print_table(rows, arch, elf):
+    print("HVX packets per 128-byte vector under qemu-hexagon (%s image, %s)" % (arch, os.path.basename(elf)))
     print(
         "unit: 'vector' = one 128-byte output vector; 'vrmpy' = one 128-byte B vector x 4 k of one row "
         "(32 lanes x 4 MACs)"
@@ -365,7 +569,6 @@ def main():
                 mixs,
             )
         )
-    return 0
 
 
 if __name__ == "__main__":

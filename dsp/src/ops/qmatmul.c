@@ -1,11 +1,12 @@
 /* qmatmul.c - QMATMUL and QCONV2D: the integer MatMul and Conv of a QDQ group (u8/i8 x u8/i8,
  * int32 accumulation, requantised to u8/i8), exactly as dsp/ref/ref_qmatmul.h defines them.
- * Portable C on the host and on Hexagon (the HVX vrmpy matmul in dsp/hvx requantises in fixed
- * point, which is not these semantics). A QMATMUL item is a block of rows x a block of columns
- * of A[rows, K] x B; a QCONV2D item a block of output pixels of one (image, group). Both put the
- * zero-point-subtracted operands in the work space as int16 and take int32 dot products. */
+ * Portable C on the host; on Hexagon builds (HFX_HVX) an item of u8/i8 runs qmatmul_hvx.c's vrmpy
+ * kernel instead. A QMATMUL item is a block of rows x a block of columns of A[rows, K] x B; a QCONV2D
+ * item a block of output pixels of one (image, group). The C kernels put the zero-point-subtracted
+ * operands in the work space as int16 and take int32 dot products. */
 #include "../../ref/ref_qmatmul.h"
 #include "kernels.h"
+#include "qmatmul_hvx.h"
 
 #define QMM_WS_MAX (256u * 1024u) /* B^T of an item's columns + one row of A, int16 */
 
@@ -86,6 +87,10 @@ hfx_status hfx_plan_qmatmul(const hfx_program *p, hfx_op *op) {
     pl.rows_per_item = hfx_per_item_for(2 * pl.cols_per_item * pl.k, HFX_GEMM_ITEM_FLOPS);
     pl.row_blocks = hfx_ceil_div(pl.rows ? pl.rows : 1, pl.rows_per_item);
     op->plan.ws_bytes = (size_t)((pl.cols_per_item + 1) * pl.k * 2);
+#ifdef HFX_HVX
+    size_t hvx_ws = hfx_qgemm_hvx_ws_bytes(pl.k, pl.cols_per_item);
+    if (hvx_ws > op->plan.ws_bytes) op->plan.ws_bytes = hvx_ws;
+#endif
     HFX_PLAN_STORE(op, pl);
     return hfx_plan_set_items(op, pl.row_blocks * hfx_ceil_div(pl.n, pl.cols_per_item));
 }
@@ -142,6 +147,9 @@ void hfx_run_qmatmul(const hfx_kernel_args *a, uint32_t item) {
     uint64_t k = pl.k, r0, r1, c0 = (item / pl.row_blocks) * pl.cols_per_item;
     uint64_t c1 = c0 + pl.cols_per_item < pl.n ? c0 + pl.cols_per_item : pl.n;
     hfx_plan_range(pl.rows, pl.rows_per_item, item % (uint32_t)pl.row_blocks, &r0, &r1);
+#ifdef HFX_HVX
+    if (hfx_qmatmul_hvx(a, k, pl.n, r0, r1, c0, c1)) return;
+#endif
     int16_t *bt = (int16_t *)a->ws, *arow = bt + (c1 - c0) * k;
     for (uint64_t c = c0; c < c1; c++) {
         int32_t zb = load_narrow(io.zb, io.tb, io.zb_cols ? c : 0);
@@ -201,6 +209,10 @@ hfx_status hfx_plan_qconv(const hfx_program *p, hfx_op *op) {
     pl.blocks = hfx_ceil_div(pl.pixels, pb);
     pl.pixels_per_item = hfx_ceil_div(pl.pixels, pl.blocks);
     op->plan.ws_bytes = (size_t)(weights + pl.pixels_per_item * pl.kk * 2);
+#ifdef HFX_HVX
+    size_t hvx_ws = hfx_qconv_hvx_ws_bytes(pl.kk, pl.pixels_per_item);
+    if (hvx_ws > op->plan.ws_bytes) op->plan.ws_bytes = hvx_ws;
+#endif
     HFX_PLAN_STORE(op, pl);
     return hfx_plan_set_items(op, (uint64_t)y->dims[0] * pl.groups * pl.blocks);
 }
@@ -248,6 +260,9 @@ void hfx_run_qconv(const hfx_kernel_args *a, uint32_t item) {
     uint64_t blk = item % pl.blocks, g = (item / pl.blocks) % pl.groups, img = item / pl.blocks / pl.groups;
     uint64_t mg = w->dims[0] / pl.groups, kk = pl.kk, p0 = blk * pl.pixels_per_item;
     uint64_t np = p0 + pl.pixels_per_item < pl.pixels ? pl.pixels_per_item : pl.pixels - p0;
+#ifdef HFX_HVX
+    if (hfx_qconv_hvx(a, img, g, p0, np)) return;
+#endif
     int16_t *wts = (int16_t *)a->ws, *rows = wts + mg * kk;
     for (uint64_t m = 0; m < mg; m++) {
         uint64_t mm = g * mg + m;

@@ -10,6 +10,9 @@
 #include <stdint.h>
 
 #include "kernels.h"
+#ifdef HFX_HVX
+#include "../../hvx/hvx_dequant.h"
+#endif
 
 /* The integer types these ops quantize to and from: a row each, X(dtype, C type, min, max).
  * U16 and I16 exist in format v2 programs only (the parser refuses them in v1). */
@@ -132,6 +135,13 @@ static void dequantize_run(const hfx_kernel_args *a, uint32_t dtype, uint64_t b,
     float *y = a->out[0];
     float sc = ((const float *)a->in[1])[c];
     const void *zp = a->op->n_in == 3 ? a->in[2] : NULL;
+#ifdef HFX_HVX
+    if (dtype == HFX_DTYPE_U8 || dtype == HFX_DTYPE_I8) { /* Hexagon: HVX, bit for bit the loop below */
+        int32_t z = !zp ? 0 : dtype == HFX_DTYPE_U8 ? ((const uint8_t *)zp)[c] : ((const int8_t *)zp)[c];
+        hvx_dequant_i8_f32((const uint8_t *)a->in[0] + b, e - b, dtype == HFX_DTYPE_I8, z, sc, y + b);
+        return;
+    }
+#endif
     switch (dtype) { HFX_QUANT_TYPES(HFX_DQ_RUN) HFX_DEQUANT_ONLY_TYPES(HFX_DQ_RUN) }
 }
 

@@ -24,9 +24,13 @@
 #include <string.h>
 
 #include "hvx_kernels.h"
+#include "hvx_dequant.h"
+#include "hvx_qgemm.h"
 #include "hvx_util.h"
 #include "qtest.h"
 #include "ref_kernels.h"
+#include "ref_qmatmul.h"
+#include "ref_quant.h"
 
 #define POOL_BYTES (96 * 1024)
 #define GUARD 256
@@ -456,7 +460,121 @@ static void test_float(void)
 }
 #endif
 
+/* hvx_qgemm_requant against ref_qmatmul_requant (ORT's f32 requantisation), bit for bit: accumulators
+ * over the whole int32 range, small ones and exact ties (x.5 after scaling); scales of every magnitude
+ * (2^-60 .. 2^20), negative, 0, subnormal, inf and NaN; per tensor and per column; u8 and i8. */
+static float qgemm_scale(qt_rng *r)
+{
+    static const uint32_t special[8] = {0x00000000u, 0x80000000u, 0x00000001u, 0x007fffffu,
+                                        0x7f800000u, 0xff800000u, 0x7fc00000u, 0x3f000000u};
+    uint32_t bits;
+    if (qt_rand(r) % 8 == 0)
+        bits = special[qt_rand(r) % 8];
+    else
+        bits = (uint32_t)qt_range(r, 67, 147) << 23 | (qt_rand(r) & 0x7fffffu) | (qt_rand(r) % 16 == 0) << 31;
+    float s;
+    memcpy(&s, &bits, 4);
+    return s;
+}
+
+static void test_qgemm_requant(void)
+{
+    enum { QN = 3 * 128 + 5 };
+    qt_begin_group(&T);
+    qt_rng r = {99};
+    int32_t *acc = (int32_t *)(void *)pool_a;
+    float *sc = (float *)(void *)pool_b;
+    for (int t = 0; t < 64; t++) {
+        int per_column = t & 1, y_signed = (t >> 1) & 1, kind = (t >> 2) % 4;
+        int32_t zy = y_signed ? (int32_t)qt_range(&r, -128, 127) : (int32_t)qt_range(&r, 0, 255);
+        float s0 = qgemm_scale(&r);
+        for (int i = 0; i < QN; i++) {
+            sc[i] = per_column ? qgemm_scale(&r) : s0;
+            int64_t v = kind == 0 ? qt_range(&r, INT32_MIN, INT32_MAX) : qt_range(&r, -100000, 100000);
+            if (kind == 2) /* ties: an odd integer over a power of two scale */
+                sc[i] = per_column ? (qt_rand(&r) % 2 ? 0.5f : 0.25f) : 0.5f, v = v | 1;
+            if (kind == 3 && i % 7 == 0)
+                v = i % 2 ? INT32_MAX : INT32_MIN;
+            acc[i] = (int32_t)v;
+        }
+        hvx_qgemm_requant(acc, QN, sc, (size_t)per_column, zy, y_signed, pool_y);
+        int lo = y_signed ? -128 : 0, hi = y_signed ? 127 : 255, ok = 1;
+        for (int i = 0; i < QN && ok; i++) {
+            int32_t want = ref_qmatmul_requant(acc[i], sc[i], zy, lo, hi);
+            ok = pool_y[i] == (uint8_t)want;
+            if (!ok)
+                hx_printf("FAIL hvx_qgemm_requant case %d: y[%d] %d, want %d (acc %d)\n", t, i, pool_y[i], want, acc[i]);
+        }
+        qt_case(&T, ok);
+    }
+    qt_end_group(&T, "hvx_qgemm_requant");
+}
+
+/* hvx_dequant_i8_f32 against ref_dequantize_linear, bit for bit: every byte value, zero points at and
+ * between the extremes, scales of every exponent (normal, the edges of the HVX range, and the scalar
+ * path's subnormal, 0, inf, NaN), negative scales, u8 and i8, odd lengths, misaligned x and y. */
+static void test_dequant(void)
+{
+    enum { DN = 3 * 128 + 7 };
+    qt_begin_group(&T);
+    qt_rng r = {1234};
+    static const uint32_t special[10] = {0x00000000u, 0x80000000u, 0x00000003u, 0x7f800000u, 0x7fc00000u,
+                                         0x00800000u, 0x7a800000u, 0x7affffffu, 0x7b000000u, 0x3b800000u};
+    for (int t = 0; t < 96; t++) {
+        int x_signed = t & 1, off = (t >> 1) % 3;
+        uint8_t *x = pool_a + off;
+        float *y = (float *)(void *)(pool_y + 4 * off); /* 4-byte, not 128-byte, aligned */
+        uint32_t sbits = t < 20 ? special[t / 2] : (uint32_t)qt_range(&r, 1, 254) << 23 | (qt_rand(&r) & 0x807fffffu);
+        float sc;
+        memcpy(&sc, &sbits, 4);
+        int32_t zp = x_signed ? (t % 5 == 0 ? -128 : t % 5 == 1 ? 127 : (int32_t)qt_range(&r, -128, 127))
+                              : (t % 5 == 0 ? 0 : t % 5 == 1 ? 255 : (int32_t)qt_range(&r, 0, 255));
+        for (int i = 0; i < DN; i++)
+            x[i] = (uint8_t)(i < 256 ? i : qt_rand(&r));
+        hvx_dequant_i8_f32(x, DN, x_signed, zp, sc, y);
+        int ok = 1;
+        for (int i = 0; i < DN && ok; i++) {
+            float want = ref_dequantize_linear(x_signed ? (int8_t)x[i] : x[i], sc, zp);
+            ok = memcmp(&want, &y[i], 4) == 0;
+            if (!ok) {
+                uint32_t gb, wb;
+                memcpy(&gb, &y[i], 4), memcpy(&wb, &want, 4);
+                hx_printf("FAIL hvx_dequant case %d: x[%d] %d zp %d scale %08x: %08x, want %08x\n", t, i, x[i], zp,
+                          sbits, gb, wb);
+            }
+        }
+        qt_case(&T, ok);
+    }
+    qt_end_group(&T, "hvx_dequant_i8_f32");
+}
+
 /* ---- packet-count mode -------------------------------------------------------------- */
+
+/* A QMATMUL item as qmatmul_hvx.c runs it (u8 x u8 -> u8, per-tensor zero points): V packed, its
+ * column sums, then 4 rows at a time copied, accumulated and requantised. */
+static void qgemm_item(const uint8_t *A, const uint8_t *B, uint8_t *Y, int M, int K, int N)
+{
+    size_t ldc = (size_t)(N + HVX_QGEMM_PANEL - 1) / HVX_QGEMM_PANEL * HVX_QGEMM_PANEL;
+    uint8_t *packed = pool_r;
+    int32_t *bcol = (int32_t *)(void *)(packed + hvx_qgemm_packed_bytes((size_t)K, (size_t)N));
+    int32_t *zvp = bcol + ldc, *vsum = zvp + ldc, *acc = vsum + ldc;
+    uint8_t *rows = (uint8_t *)(acc + 4 * ldc);
+    hvx_qgemm_pack(B, (size_t)N, 0, (size_t)K, (size_t)N, packed);
+    hvx_qgemm_col_sums(packed, (size_t)K, (size_t)N, vsum);
+    for (size_t c = 0; c < ldc; c++)
+        bcol[c] = (int32_t)c, zvp[c] = 128;
+    hvx_qgemm_cols cols = {bcol, zvp, vsum};
+    int32_t zs[4] = {3, 3, 3, 3}, brow[4] = {0, 0, 0, 0};
+    float scale = 0.0123f;
+    size_t rb = hvx_qgemm_row_bytes((size_t)K);
+    for (int r = 0; r < M; r += 4) {
+        for (int i = 0; i < 4; i++)
+            hvx_qgemm_copy_row(A + (size_t)(r + i) * K, (size_t)K, rows + i * rb);
+        hvx_qgemm_rows(rows, 4, 0, zs, brow, packed, &cols, (size_t)K, (size_t)N, acc);
+        for (int i = 0; i < 4; i++)
+            hvx_qgemm_requant(acc + i * ldc, (size_t)N, &scale, 0, 7, 0, Y + (size_t)(r + i) * N);
+    }
+}
 
 /* Fixed small sizes, 128-byte aligned buffers; the caller counts the packets
  * executed inside the kernel under qemu -singlestep -d exec. */
@@ -507,6 +625,17 @@ static int run_packets(const char *kernel)
         hx_printf("PACKETS %s units=%d unit=vrmpy\n", kernel, M * (N / 32) * (K / 4));
         return 0;
     }
+    if (strcmp(kernel, "hvx_dequant_i8_f32") == 0) {
+        hvx_dequant_i8_f32(pool_a, 16 * HVX_BYTES, 0, 3, 0.0123f, (float *)(void *)pool_y); /* 64 f32 vectors */
+        hx_printf("PACKETS %s units=64 unit=vector\n", kernel);
+        return 0;
+    }
+    if (strcmp(kernel, "hvx_qgemm") == 0) {
+        int M = 8, N = 256, K = 128; /* as hvx_matmul_i8: 2048 vrmpy */
+        qgemm_item(pool_a, pool_b, pool_y, M, K, N);
+        hx_printf("PACKETS %s units=%d unit=vrmpy\n", kernel, M * (N / 32) * (K / 4));
+        return 0;
+    }
     hx_printf("unknown kernel %s\n", kernel);
     return 2;
 }
@@ -525,6 +654,8 @@ int main(int argc, char **argv)
         test_lut();
         test_requant();
         test_matmul();
+        test_qgemm_requant();
+        test_dequant();
         test_interleave();
     }
 #if defined(__HVX_ARCH__) && __HVX_ARCH__ >= 68

@@ -33,9 +33,9 @@
  *
  * The same with 16-bit types (a v2 program): u16 per tensor in task A, i16 per axis in task B.
  *
- * A fourth runs QMatMul (every u8/i8 combination of A, B, Y; odd sizes, per-tensor and per-column
- * zero points and scales, a bias that wraps int32, buffers at odd addresses), bit for bit against
- * dsp/ref/ref_qmatmul.h.
+ * A fourth runs QMatMul and QConv2D (every u8/i8 combination of the operands and Y; odd sizes,
+ * per-tensor and per-column zero points and scales, a bias that wraps int32, extremes only, buffers
+ * at odd addresses), bit for bit against dsp/ref/ref_qmatmul.h: on Hexagon builds the HVX vrmpy path.
  */
 #include <stdint.h>
 #include <string.h>
@@ -426,47 +426,52 @@ static void test_quant16_program(hfx_pool *pool)
     hfx_program_free(prog);
 }
 
-#define QM_M 7
-#define QM_K 37
-#define QM_N 19
-static uint8_t qm_a[QM_M * QM_K + 1], qm_b[QM_K * QM_N + 1], qm_y[QM_M * QM_N + 1];
-static int32_t qm_ai[QM_M * QM_K], qm_bi[QM_K * QM_N], qm_bias[QM_N];
+/* QMatMul of shape (m, k, n); edge: operands, zero points and bias only at their extremes */
+typedef struct qm_shape {
+    uint32_t m, k, n;
+    int edge;
+} qm_shape;
 
 static int32_t qm_load(const uint8_t *p, int is_u8, int i) { return is_u8 ? p[i] : (int8_t)p[i]; }
 
-/* one QMatMul of types (ta, tb, ty) (1: u8, 0: i8) on buffers at odd addresses; 1 if bit-exact */
-static int qmatmul_case(hfx_pool *pool, int ta, int tb, int ty, int per_column, qt_rng *r)
+static uint8_t qm_byte(qt_rng *r, int edge)
 {
-    uint8_t za[4], zb[QM_N], zy[4];
-    float sc[QM_N];
-    for (int i = 0; i < QM_M * QM_K; i++) {
-        qm_a[1 + i] = (uint8_t)qt_range(r, 0, 255);
-        qm_ai[i] = qm_load(qm_a + 1, ta, i);
-    }
-    for (int i = 0; i < QM_K * QM_N; i++) {
-        qm_b[1 + i] = (uint8_t)qt_range(r, 0, 255);
-        qm_bi[i] = qm_load(qm_b + 1, tb, i);
-    }
-    for (int j = 0; j < QM_N; j++) {
-        zb[j] = (uint8_t)qt_range(r, 0, 255);
+    static const uint8_t extremes[4] = {0, 255, 127, 128}; /* u8 0/255, i8 127/-128 */
+    return edge ? extremes[qt_rand(r) % 4] : (uint8_t)qt_range(r, 0, 255);
+}
+
+/* one QMatMul of types (ta, tb, ty) (1: u8, 0: i8) on buffers at odd addresses; 1 if bit-exact */
+static int qmatmul_case(hfx_pool *pool, qm_shape sh, int ta, int tb, int ty, int per_column, qt_rng *r)
+{
+    uint32_t M = sh.m, K = sh.k, N = sh.n;
+    uint8_t *qa = malloc(M * K + 1), *qb = malloc(K * N + 1), *qy = malloc(M * N + 1), *zb = malloc(N);
+    int32_t *ai = malloc(M * K * 4 + 4), *bi = malloc(K * N * 4 + 4), *bias = malloc(N * 4), *zbi = malloc(N * 4);
+    float *sc = malloc(N * 4);
+    uint8_t za[4], zy[4];
+    for (uint32_t i = 0; i < M * K; i++)
+        ai[i] = qm_load((qa[1 + i] = qm_byte(r, sh.edge), qa + 1), ta, (int)i);
+    for (uint32_t i = 0; i < K * N; i++)
+        bi[i] = qm_load((qb[1 + i] = qm_byte(r, sh.edge), qb + 1), tb, (int)i);
+    for (uint32_t j = 0; j < N; j++) {
+        zb[j] = qm_byte(r, sh.edge);
         sc[j] = j % 3 ? (float)qt_range(r, 1, 20000) * 1e-7f : 0.5f; /* 0.5: ties */
-        qm_bias[j] = j == 0 ? INT32_MAX : (int32_t)qt_range(r, -100000, 100000);
+        bias[j] = j == 0 ? INT32_MAX : sh.edge ? (j % 2 ? INT32_MIN : INT32_MAX) : (int32_t)qt_range(r, -100000, 100000);
     }
-    za[0] = (uint8_t)qt_range(r, 0, 255);
-    zy[0] = (uint8_t)qt_range(r, 0, 255);
+    za[0] = qm_byte(r, sh.edge);
+    zy[0] = qm_byte(r, sh.edge);
     uint8_t dt[2] = {HFX_DTYPE_I8, HFX_DTYPE_U8};
-    uint32_t ncol = per_column ? QM_N : 1, nb = QM_N;
+    uint32_t ncol = per_column ? N : 1;
     hfxb b;
     hfxb_init(&b);
     uint32_t in[7];
-    in[0] = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(QM_M, QM_K)), dt[ta]);
-    in[1] = hfxb_set_dtype(&b, hfxb_const(&b, 0, HFXB_DIMS(QM_K, QM_N), (const float *)(const void *)(qm_b + 1)), dt[tb]);
+    in[0] = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(M, K)), dt[ta]);
+    in[1] = hfxb_set_dtype(&b, hfxb_const(&b, 0, HFXB_DIMS(K, N), (const float *)(const void *)(qb + 1)), dt[tb]);
     in[2] = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_SCALAR), dt[ta]);
     in[3] = hfxb_set_dtype(&b, hfxb_input(&b, 0, per_column ? 1 : 0, &ncol), dt[tb]);
     in[4] = hfxb_input(&b, 0, per_column ? 1 : 0, &ncol);
     in[5] = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_SCALAR), dt[ty]);
-    in[6] = hfxb_set_dtype(&b, hfxb_input(&b, 0, 1, &nb), HFX_DTYPE_I32);
-    uint32_t y = hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(QM_M, QM_N)), dt[ty]);
+    in[6] = hfxb_set_dtype(&b, hfxb_input(&b, 0, 1, &N), HFX_DTYPE_I32);
+    uint32_t y = hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(M, N)), dt[ty]);
     hfxb_op_add(&b, 0, HFX_OP_QMATMUL, -1, 7, in, y, NULL);
     size_t size = 0;
     uint8_t *bytes = hfxb_encode(&b, &size);
@@ -475,33 +480,140 @@ static int qmatmul_case(hfx_pool *pool, int ta, int tb, int ty, int per_column, 
     hfx_error err;
     hfx_status st = hfx_program_parse(bytes, size, &prog, &err);
     free(bytes);
-    if (st != HFX_OK)
-        return 0;
-    const void *ins[6] = {qm_a + 1, za, zb, sc, zy, qm_bias};
-    void *outs[1] = {qm_y + 1};
-    hfx_run_result res;
-    st = hfx_run(pool, prog, ins, 6, outs, 1, NULL, NULL, &res);
-    hfx_program_free(prog);
     int ok = st == HFX_OK;
-    int32_t lo = ty ? 0 : -128, hi = ty ? 255 : 127, zbi[QM_N];
-    for (int j = 0; j < (int)ncol; j++)
-        zbi[j] = qm_load(zb, tb, j);
-    for (int i = 0; ok && i < QM_M * QM_N; i++) {
-        int c = per_column ? i % QM_N : 0;
-        int32_t acc = ref_qmatmul_acc(qm_ai + (i / QM_N) * QM_K, qm_bi, QM_K, QM_N, (uint32_t)(i % QM_N),
-                                      qm_load(za, ta, 0), zbi[c], qm_bias[i % QM_N]);
-        ok = qm_load(qm_y + 1, ty, i) == ref_qmatmul_requant(acc, sc[c], qm_load(zy, ty, 0), lo, hi);
+    if (ok) {
+        const void *ins[6] = {qa + 1, za, zb, sc, zy, bias};
+        void *outs[1] = {qy + 1};
+        hfx_run_result res;
+        ok = hfx_run(pool, prog, ins, 6, outs, 1, NULL, NULL, &res) == HFX_OK;
+        hfx_program_free(prog);
     }
+    int32_t lo = ty ? 0 : -128, hi = ty ? 255 : 127;
+    for (uint32_t j = 0; j < ncol; j++)
+        zbi[j] = qm_load(zb, tb, (int)j);
+    for (uint32_t i = 0; ok && i < M * N; i++) {
+        uint32_t c = per_column ? i % N : 0;
+        int32_t acc = ref_qmatmul_acc(ai + (i / N) * K, bi, K, N, i % N, qm_load(za, ta, 0), zbi[c], bias[i % N]);
+        ok = qm_load(qy + 1, ty, (int)i) == ref_qmatmul_requant(acc, sc[c], qm_load(zy, ty, 0), lo, hi);
+        if (!ok)
+            hx_printf("QMatMul %ux%ux%u types %d%d%d edge %d: y[%u] differs\n", M, K, N, ta, tb, ty, sh.edge, i);
+    }
+    free(qa), free(qb), free(qy), free(zb), free(ai), free(bi), free(bias), free(zbi), free(sc);
     return ok;
 }
 
+/* The C reference's shapes plus the HVX kernel's corners: K and N not multiples of 4 or 128, rows not a
+ * multiple of its 4-row tile, several 128-column panels, K = 1, N = 1, and extremes only. */
 static void test_qmatmul_program(hfx_pool *pool)
 {
+    static const qm_shape shapes[] = {{7, 37, 19, 0}, {9, 131, 261, 0}, {1, 1, 1, 0},  {5, 4, 128, 0},
+                                      {4, 256, 129, 0}, {3, 77, 33, 1}, {6, 130, 140, 1}};
     qt_rng r = {4242};
     int ok = 1;
-    for (int t = 0; t < 8; t++)
-        ok &= qmatmul_case(pool, t & 1, (t >> 1) & 1, (t >> 2) & 1, t % 3 == 0, &r);
-    expect(ok, "QMatMul u8/i8 x u8/i8 -> u8/i8 bit-exact against ref_qmatmul.h");
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int t = 0; t < 8; t++)
+            ok &= qmatmul_case(pool, shapes[s], t & 1, (t >> 1) & 1, (t >> 2) & 1, (t + (int)s) % 3 == 0, &r);
+    expect(ok, "QMatMul u8/i8 x u8/i8 -> u8/i8 bit-exact against ref_qmatmul.h (7 shapes x 8 types)");
+}
+
+/* QConv2D of shape x[4] (NCHW), w[4]; params as CONV2D's; per_channel: zero points and scales per output
+ * channel and a bias. Buffers at odd addresses; 1 if bit-exact against ref_qconv_acc. */
+typedef struct qc_shape {
+    uint32_t x[4], w[4];
+    int32_t pr[9]; /* pads t l b r, strides h w, dilations h w, group */
+    int per_channel, edge;
+} qc_shape;
+
+static int qconv_case(hfx_pool *pool, const qc_shape *sh, int tx, int tw, int ty, qt_rng *r)
+{
+    const uint32_t *xd = sh->x, *wd = sh->w;
+    const int32_t *pr = sh->pr;
+    uint32_t oh = (xd[2] + (uint32_t)(pr[0] + pr[2]) - (uint32_t)pr[6] * (wd[2] - 1) - 1) / (uint32_t)pr[4] + 1;
+    uint32_t ow = (xd[3] + (uint32_t)(pr[1] + pr[3]) - (uint32_t)pr[7] * (wd[3] - 1) - 1) / (uint32_t)pr[5] + 1;
+    uint32_t yd[4] = {xd[0], wd[0], oh, ow}, m = wd[0], ncol = sh->per_channel ? m : 1;
+    uint32_t nx = xd[0] * xd[1] * xd[2] * xd[3], nw = wd[0] * wd[1] * wd[2] * wd[3], ny = yd[0] * m * oh * ow;
+    uint8_t *X = malloc(nx + 1), *Wb = malloc(nw + 1), *Y = malloc(ny + 1), *zwb = malloc(m), zx[4], zy[4];
+    int32_t *Xi = malloc(nx * 4), *Wi = malloc(nw * 4), *bias = malloc(m * 4), *zw = malloc(m * 4);
+    float *sc = malloc(m * 4);
+    uint8_t dt[2] = {HFX_DTYPE_I8, HFX_DTYPE_U8};
+    for (uint32_t i = 0; i < nx; i++)
+        Xi[i] = qm_load((X[1 + i] = qm_byte(r, sh->edge), X + 1), tx, (int)i);
+    for (uint32_t i = 0; i < nw; i++)
+        Wi[i] = qm_load((Wb[1 + i] = qm_byte(r, sh->edge), Wb + 1), tw, (int)i);
+    zx[0] = qm_byte(r, sh->edge);
+    zy[0] = qm_byte(r, sh->edge);
+    for (uint32_t j = 0; j < m; j++) {
+        zw[j] = qm_load((zwb[j] = qm_byte(r, sh->edge), zwb), tw, (int)j);
+        sc[j] = j % 2 ? 0.5f : (float)qt_range(r, 1, 10000) * 1e-6f;
+        bias[j] = sh->edge ? (j % 2 ? INT32_MIN : INT32_MAX) : (int32_t)qt_range(r, -10000, 10000);
+    }
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t in[7];
+    in[0] = hfxb_set_dtype(&b, hfxb_input(&b, 0, 4, xd), dt[tx]);
+    in[1] = hfxb_set_dtype(&b, hfxb_const(&b, 0, 4, wd, (const float *)(const void *)(Wb + 1)), dt[tw]);
+    in[2] = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_SCALAR), dt[tx]);
+    in[3] = hfxb_set_dtype(&b, hfxb_input(&b, 0, sh->per_channel ? 1 : 0, &ncol), dt[tw]);
+    in[4] = hfxb_input(&b, 0, sh->per_channel ? 1 : 0, &ncol);
+    in[5] = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_SCALAR), dt[ty]);
+    in[6] = sh->per_channel ? hfxb_set_dtype(&b, hfxb_input(&b, 0, 1, &m), HFX_DTYPE_I32) : HFXB_NONE;
+    uint32_t y = hfxb_set_dtype(&b, hfxb_output(&b, 0, 4, yd), dt[ty]);
+    int32_t params[HFX_OP_PARAMS] = {0};
+    memcpy(params, pr, sizeof sh->pr);
+    hfxb_op_add(&b, 0, HFX_OP_QCONV2D, -1, sh->per_channel ? 7 : 6, in, y, params);
+    size_t size = 0;
+    uint8_t *bytes = hfxb_encode(&b, &size);
+    hfxb_free(&b);
+    hfx_program *prog = NULL;
+    hfx_error err;
+    int ok = hfx_program_parse(bytes, size, &prog, &err) == HFX_OK;
+    free(bytes);
+    if (!ok)
+        hx_printf("QConv2D program refused: %s\n", err.message);
+    if (ok) {
+        const void *ins[6] = {X + 1, zx, zwb, sc, zy, bias};
+        void *outs[1] = {Y + 1};
+        hfx_run_result res;
+        ok = hfx_run(pool, prog, ins, sh->per_channel ? 6 : 5, outs, 1, NULL, NULL, &res) == HFX_OK;
+        hfx_program_free(prog);
+    }
+    int32_t lo = ty ? 0 : -128, hi = ty ? 255 : 127, p6[6] = {pr[0], pr[1], pr[4], pr[5], pr[6], pr[7]};
+    int32_t zxv = qm_load(zx, tx, 0), zyv = qm_load(zy, ty, 0);
+    uint32_t cg = wd[1], mg = m / (uint32_t)pr[8];
+    for (uint32_t i = 0; ok && i < ny; i++) {
+        uint32_t ox = i % ow, oy = i / ow % oh, mm = i / (ow * oh) % m, img = i / (ow * oh * m);
+        uint32_t c = sh->per_channel ? mm : 0;
+        int32_t acc = ref_qconv_acc(Xi + img * xd[1] * xd[2] * xd[3], xd[2], xd[3], Wi + mm * cg * wd[2] * wd[3], cg,
+                                    wd[2], wd[3], (mm / mg) * cg, oy, ox, p6, zxv, zw[c],
+                                    sh->per_channel ? bias[mm] : 0);
+        ok = qm_load(Y + 1, ty, (int)i) == ref_qmatmul_requant(acc, sc[c], zyv, lo, hi);
+        if (!ok)
+            hx_printf("QConv2D x %ux%ux%ux%u w %ux%ux%ux%u types %d%d%d: y[%u] differs\n", xd[0], xd[1], xd[2], xd[3],
+                      wd[0], wd[1], wd[2], wd[3], tx, tw, ty, i);
+    }
+    free(X), free(Wb), free(Y), free(zwb), free(Xi), free(Wi), free(bias), free(zw), free(sc);
+    return ok;
+}
+
+/* test_kernels.c's host shapes (grouped with pads, strides and dilations; a 1x1 per tensor) plus
+ * channels not a multiple of the 4-row tile, taps not a multiple of 4, more than 128 pixels, extremes,
+ * stride 2 in both axes, and rows of 300 pixels (im2col runs of several vectors up to X's end). */
+static void test_qconv_program(hfx_pool *pool)
+{
+    static const qc_shape shapes[] = {
+        {{2, 6, 7, 9}, {4, 3, 3, 3}, {1, 0, 2, 1, 2, 1, 1, 2, 2}, 1, 0},
+        {{1, 5, 4, 4}, {3, 5, 1, 1}, {0, 0, 0, 0, 1, 1, 1, 1, 1}, 0, 0},
+        {{1, 3, 13, 17}, {7, 3, 3, 3}, {1, 1, 1, 1, 1, 1, 1, 1, 1}, 1, 0},
+        {{1, 8, 9, 9}, {5, 8, 2, 2}, {0, 1, 1, 0, 1, 1, 1, 1, 1}, 1, 1},
+        {{1, 4, 11, 12}, {6, 4, 3, 3}, {1, 1, 1, 1, 2, 2, 1, 1, 1}, 1, 0},
+        {{1, 2, 5, 300}, {3, 2, 1, 3}, {0, 1, 0, 1, 1, 1, 1, 1, 1}, 0, 0},
+    };
+    qt_rng r = {777};
+    int ok = 1;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int t = 0; t < 8; t++)
+            ok &= qconv_case(pool, &shapes[s], t & 1, (t >> 1) & 1, (t >> 2) & 1, &r);
+    expect(ok, "QConv2D u8/i8 x u8/i8 -> u8/i8 bit-exact against ref_qmatmul.h (6 shapes x 8 types)");
 }
 
 /* ---- task program v2: a template specialized to other shapes, parsed and run ----
@@ -746,7 +858,8 @@ int main(void)
 
     qt_begin_group(&T);
     test_qmatmul_program(pool);
-    qt_end_group(&T, "QMatMul");
+    test_qconv_program(pool);
+    qt_end_group(&T, "QMatMul / QConv2D");
     /* ---- task program v2: specialize on the DSP side too ---- */
     qt_begin_group(&T);
     test_v2_program(pool);

@@ -1,0 +1,65 @@
+/*
+ * hvx_dequant.c - DequantizeLinear u8/i8 -> f32 (hvx_dequant.h).
+ */
+#include "hvx_dequant.h"
+
+#include "hvx_util.h"
+
+typedef struct dq_consts {
+    HVX_Vector zp, mant, sign_s, exp8;
+} dq_consts;
+
+static inline HVX_Vector splat_w(int32_t v) { return Q6_V_vsplat_R(v); }
+
+/* 32 words x - zp -> the f32 bits of f32(x - zp) * scale */
+static inline HVX_Vector dq_words(HVX_Vector xw, const dq_consts *k)
+{
+    HVX_Vector zero = Q6_V_vzero();
+    HVX_Vector q = Q6_Vw_vsub_VwVw(xw, k->zp);
+    HVX_VectorPred neg = Q6_Q_vcmp_gt_VwVw(zero, q);
+    HVX_Vector a = Q6_V_vmux_QVV(neg, Q6_Vw_vsub_VwVw(zero, q), q);
+    /* |q| * mantissa < 2^32: the low 32 bits of the product are all of it */
+    HVX_Vector p = Q6_Vw_vmpyieacc_VwVwVuh(Q6_Vw_vmpyieo_VhVh(a, k->mant), a, k->mant);
+    HVX_Vector lz = Q6_Vuw_vcl0_Vuw(p); /* 0..8 for |q| >= 1 */
+    HVX_Vector nrm = Q6_Vw_vasl_VwVw(p, lz);
+    HVX_Vector m24 = Q6_Vuw_vlsr_VuwR(nrm, 8), rest = Q6_V_vand_VV(nrm, splat_w(0xff));
+    HVX_VectorPred up = Q6_Q_vcmp_gt_VwVw(rest, splat_w(0x80));
+    up = Q6_Q_or_QQ(up, Q6_Q_and_QQ(Q6_Q_vcmp_eq_VwVw(rest, splat_w(0x80)),
+                                    Q6_Q_vcmp_eq_VwVw(Q6_V_vand_VV(m24, splat_w(1)), splat_w(1))));
+    m24 = Q6_Vw_vadd_VwVw(m24, Q6_V_vmux_QVV(up, splat_w(1), zero));
+    HVX_VectorPred carry = Q6_Q_vcmp_eq_VwVw(m24, splat_w(1 << 24));
+    m24 = Q6_V_vmux_QVV(carry, splat_w(1 << 23), m24);
+    HVX_Vector e = Q6_Vw_vsub_VwVw(k->exp8, lz);
+    e = Q6_Vw_vadd_VwVw(e, Q6_V_vmux_QVV(carry, splat_w(1), zero));
+    HVX_Vector bits = Q6_V_vor_VV(Q6_Vw_vasl_VwR(e, 23), Q6_V_vand_VV(m24, splat_w(0x7fffff)));
+    HVX_Vector sign = Q6_V_vxor_VV(k->sign_s, Q6_V_vmux_QVV(neg, splat_w((int32_t)0x80000000u), zero));
+    bits = Q6_V_vor_VV(bits, sign);
+    return Q6_V_vmux_QVV(Q6_Q_vcmp_eq_VwVw(a, zero), k->sign_s, bits); /* 0 * scale: a zero of scale's sign */
+}
+
+void hvx_dequant_i8_f32(const uint8_t *x, size_t n, int x_signed, int32_t zp, float scale, float *y)
+{
+    uint32_t sb;
+    memcpy(&sb, &scale, 4);
+    int32_t es = (int32_t)(sb >> 23 & 0xff);
+    size_t i = 0;
+    if (es >= 1 && es <= 245) {
+        dq_consts k = {splat_w(zp), splat_w((int32_t)(sb & 0x7fffff) | 0x800000),
+                       splat_w((int32_t)(sb & 0x80000000u)), splat_w(es + 8)};
+        for (; i + HVX_BYTES <= n; i += HVX_BYTES) {
+            HVX_Vector v = *(const hvx_uvec *)(const void *)(x + i);
+            HVX_VectorPair h = x_signed ? Q6_Wh_vunpack_Vb(v) : Q6_Wuh_vunpack_Vub(v);
+            HVX_VectorPair w0 = x_signed ? Q6_Ww_vunpack_Vh(Q6_V_lo_W(h)) : Q6_Wuw_vunpack_Vuh(Q6_V_lo_W(h));
+            HVX_VectorPair w1 = x_signed ? Q6_Ww_vunpack_Vh(Q6_V_hi_W(h)) : Q6_Wuw_vunpack_Vuh(Q6_V_hi_W(h));
+            hvx_uvec *out = (hvx_uvec *)(void *)(y + i);
+            out[0] = dq_words(Q6_V_lo_W(w0), &k);
+            out[1] = dq_words(Q6_V_hi_W(w0), &k);
+            out[2] = dq_words(Q6_V_lo_W(w1), &k);
+            out[3] = dq_words(Q6_V_hi_W(w1), &k);
+        }
+    }
+    for (; i < n; i++) {
+        int32_t xi = x_signed ? (int8_t)x[i] : x[i];
+        y[i] = (float)(int32_t)((uint32_t)xi - (uint32_t)zp) * scale;
+    }
+}

@@ -1,0 +1,19 @@
+/*
+ * hvx_dequant.h - DequantizeLinear of u8/i8 to f32 in HVX integer arithmetic, bit for bit
+ * ref_dequantize_linear (dsp/ref/ref_quant.h): y = f32(x - zp) * scale, rounded to nearest even.
+ *
+ * |x - zp| <= 255 and the scale's 24-bit mantissa multiply exactly in 32 bits; the product is then
+ * normalised (count leading zeros), rounded to 24 bits (ties to even) and given the scale's exponent.
+ * A scale whose product could leave the normal range (exponent field 0, or above 245: subnormal,
+ * zero, huge, inf, NaN) and the tail past the last 128 elements take the scalar path.
+ */
+#ifndef HEXFUSE_HVX_DEQUANT_H
+#define HEXFUSE_HVX_DEQUANT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* y[i] = f32(x[i] - zp) * scale for i < n; x: u8 (x_signed 0) or i8; any alignment */
+void hvx_dequant_i8_f32(const uint8_t *x, size_t n, int x_signed, int32_t zp, float scale, float *y);
+
+#endif /* HEXFUSE_HVX_DEQUANT_H */
