@@ -253,8 +253,9 @@ class Lowerer:
             return None
         if name in self.static:
             return np.asarray(self.static[name])
-        if self.formal.get(name) in self.inits:
-            return numpy_helper.to_array(self.inits[self.formal[name]])
+        init = self.inits.get(self.formal.get(name, ""))
+        if init is not None and init.data_location != onnx.TensorProto.EXTERNAL:  # external: not read here
+            return numpy_helper.to_array(init)
         return None
 
     def const_floats(self, name: str, op: onnx.NodeProto) -> np.ndarray:
