@@ -28,7 +28,6 @@ from pathlib import Path
 import numpy as np
 import onnx
 import onnxruntime as ort
-from onnx import numpy_helper
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -36,6 +35,7 @@ from hexfuse_onnx import contract as C  # noqa: E402
 from hexfuse_onnx import pipeline, report, runtime, verify  # noqa: E402
 from hexfuse_onnx.lowering import attach_programs, lower_function  # noqa: E402
 from models import quantized, real  # noqa: E402
+from models.qdq_analysis import steps_of  # noqa: E402
 
 DERIVED = ("centerface_qdq", "centerface_qop")
 
@@ -47,18 +47,6 @@ def model_paths() -> dict[str, Path]:
         if (path := real.cached_path(name)) is not None:
             out[name] = Path(path)
     return out
-
-
-def steps_of(model: onnx.ModelProto) -> dict[str, float]:
-    """The quantization step of every tensor a DequantizeLinear with a per-tensor scale makes."""
-    inits = {t.name: t for t in model.graph.initializer}
-    steps = {}
-    for n in model.graph.node:
-        if n.op_type == "DequantizeLinear" and n.input[1] in inits:
-            s = numpy_helper.to_array(inits[n.input[1]])
-            if s.size == 1:
-                steps[n.output[0]] = float(s.reshape(()))
-    return steps
 
 
 def with_outputs(model: onnx.ModelProto, names: list[str]) -> bytes:

@@ -151,3 +151,15 @@ def lines(name: str, a: Analysis) -> list[str]:
         + (", ".join(f"{v} {k}" for k, v in a.rejected.most_common()) or "none")
     )
     return out
+
+
+def steps_of(model: onnx.ModelProto) -> dict[str, float]:
+    """The quantization step of every tensor a DequantizeLinear with a per-tensor scale makes."""
+    inits = {t.name: t for t in model.graph.initializer}
+    steps = {}
+    for n in model.graph.node:
+        if n.op_type == "DequantizeLinear" and n.input[1] in inits:
+            s = numpy_helper.to_array(inits[n.input[1]])
+            if s.size == 1:
+                steps[n.output[0]] = float(s.reshape(()))
+    return steps

@@ -65,14 +65,7 @@ def test_each_half_gives_the_decoders_own_outputs(built):
     model = onnx.load(out)
     assert any(n.domain == DOMAIN for n in model.graph.node)
     assert result.merged.plan.shared_weights == len(onnx.load(MODELS[name].path).graph.initializer)
-    feeds = hybrid.inputs(MODELS[name].path, REQUESTS, seed=5)
-    expected = _own_outputs(name, feeds)
-    stock = _run(_stock(out), feeds)
-    plugin = _run(runtime.InferenceSession(out, backend="host"), feeds)
-    assert sorted(stock) == sorted(expected)
-    for k, ref in expected.items():
-        assert np.array_equal(stock[k], ref), k
-        assert verify.relative_error(ref, plugin[k]) <= PLUGIN_RTOL, k
+    _assert_each_requests_outputs(name, out)
 
 
 def test_pairs_meet_the_same_layers(built):
@@ -100,14 +93,7 @@ def test_fused_attention_exports_keep_each_requests_outputs(name, tmp_path):
     out = tmp_path / "hybrid.onnx"
     result = hybrid.hybrid(MODELS[name].path, out, REQUESTS, target="host")
     assert result.compared_outputs == 2 * len(onnx.load(MODELS[name].path).graph.output)
-    feeds = hybrid.inputs(MODELS[name].path, REQUESTS, seed=5)
-    expected = _own_outputs(name, feeds)
-    stock = _run(_stock(out), feeds)
-    plugin = _run(runtime.InferenceSession(out, backend="host"), feeds)
-    assert sorted(stock) == sorted(expected)
-    for k, ref in expected.items():
-        assert np.array_equal(stock[k], ref), k
-        assert verify.relative_error(ref, plugin[k]) <= PLUGIN_RTOL, k
+    _assert_each_requests_outputs(name, out)
 
 
 def test_the_decode_half_continues_the_prefill(built):
@@ -213,3 +199,15 @@ def test_cli_hybrid_decode_priority_bounds_the_decode(tmp_path):
     assert doc["priority"] == 1
     modelled = doc["modelled"]
     assert modelled["stream_colocated_us"]["decode/"] <= 1.05 * modelled["stream_alone_us"]["decode/"] * (1 + 1e-9)
+
+
+def _assert_each_requests_outputs(name: str, out) -> None:
+    """Stock ORT gives each request exactly the decoder's own outputs; the plugin within PLUGIN_RTOL."""
+    feeds = hybrid.inputs(MODELS[name].path, REQUESTS, seed=5)
+    expected = _own_outputs(name, feeds)
+    stock = _run(_stock(out), feeds)
+    plugin = _run(runtime.InferenceSession(out, backend="host"), feeds)
+    assert sorted(stock) == sorted(expected)
+    for k, ref in expected.items():
+        assert np.array_equal(stock[k], ref), k
+        assert verify.relative_error(ref, plugin[k]) <= PLUGIN_RTOL, k

@@ -17,6 +17,7 @@ from hexfuse_onnx.lowering import attach_programs
 from hexfuse_onnx.lowering.abi import Dtype, Engine, Opcode, QuantParam, Role, Task
 from hexfuse_onnx.lowering.program import Op, Program, Tensor
 from models import quantized
+from models.qdq_analysis import steps_of
 
 pytestmark = [
     pytest.mark.slow,
@@ -108,18 +109,6 @@ ZOO = [
 ]
 
 
-def _steps_of(model: onnx.ModelProto) -> dict[str, float]:
-    """The quantization step of every tensor made by a DequantizeLinear with a per-tensor scale."""
-    inits = {t.name: t for t in model.graph.initializer}
-    steps = {}
-    for n in model.graph.node:
-        if n.op_type == "DequantizeLinear" and n.input[1] in inits:
-            s = numpy_helper.to_array(inits[n.input[1]])
-            if s.size == 1:
-                steps[n.output[0]] = float(s.reshape(()))
-    return steps
-
-
 def _with_outputs(model: onnx.ModelProto, names: list[str]) -> bytes:
     """The model with these tensors added as graph outputs (their types from shape inference)."""
     m = onnx.shape_inference.infer_shapes(model)
@@ -191,7 +180,7 @@ def _fuses_and_matches(name: str, tmp_path: Path, config: dict[str, str]) -> Non
     want = ort.InferenceSession(_with_outputs(original_model, pair_outputs), ref_so, providers=["CPUExecutionProvider"])
     names = [o.name for o in want.get_outputs()]
     got_all, ref_all = plugin.run(names, feeds), want.run(names, feeds)
-    steps = _steps_of(onnx.load(src))
+    steps = steps_of(onnx.load(src))
     graph_outputs = {o.name for o in original.get_outputs()}
     worst_pair = 0.0
     for n, r, g in zip(names, ref_all, got_all):
