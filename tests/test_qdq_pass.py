@@ -255,7 +255,7 @@ def test_profile_counts_a_qdq_group_at_its_integer_widths() -> None:
     reason="build the Hexagon images first: bash dsp/scripts/build_hexagon.sh",
 )
 def test_a_qdq_pair_under_qemu_equals_the_host_kernel(tmp_path: Path) -> None:
-    """inception u8u8's pair (Q/DQ, int8 convs in f32, u8 outputs) under qemu-hexagon v73: bit for bit."""
+    """inception u8u8's pair (integer convs, pools and concat, u8 outputs) under qemu-hexagon v73: bit for bit."""
     import json
     import shutil
 
@@ -270,7 +270,8 @@ def test_a_qdq_pair_under_qemu_equals_the_host_kernel(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     pairs = json.loads(report.read_text())["pairs"]
     assert pairs and all(p["bit_exact"] for p in pairs)
-    assert all("quantize_linear" in p["op_names"] for p in pairs)
+    # integer ops ran, not only f32 ones (since ops 80-85, the Q/DQ pairs may lower to no QuantizeLinear)
+    assert all(any(n.startswith("q") for n in p["op_names"]) for p in pairs)
 
 
 def test_qdq_groups_are_taken_whole_or_named() -> None:
