@@ -157,9 +157,8 @@ def test_auto_ignores_a_record_that_is_not_for_here(work, tmp_path, no_cdsp, cha
 
 def test_auto_registers_when_a_cdsp_answers(work, tmp_path, monkeypatch, caplog):
     """The cDSP is the loopback stand-in for libcdsprpc.so (real marshalling, skeleton and kernel)."""
-    loopback = Path(__file__).resolve().parents[1] / "build" / "custom_ops" / "libhexfuse_rpc_loopback.so"
-    if not loopback.is_file():
-        pytest.skip(f"{loopback} is not built: run `bash custom_ops/build.sh`")
+    loopback = Path(__file__).resolve().parents[1] / "hexfuse_onnx" / "_lib" / "libhexfuse_rpc_loopback.so"
+    assert loopback.is_file(), f"{loopback} is not built: run `bash custom_ops/build.sh`"
     monkeypatch.setenv(runtime.ENV_CDSPRPC_LIB, str(loopback))
     monkeypatch.setattr(runtime, "_logged", set())
     caplog.set_level(logging.INFO, logger="hexfuse_onnx.runtime")
