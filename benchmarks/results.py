@@ -49,7 +49,11 @@ def default_models(include_real: bool) -> list[str]:
     zoo = list_models()
     names = [m.name for m in zoo if m.source == "builder"]
     if include_real:
-        names += [m.name for m in zoo if m.source != "builder" and m.available and real.MODELS[m.name].ci]
+        names += [
+            m.name
+            for m in zoo
+            if m.source != "builder" and m.available and m.name in real.MODELS and real.MODELS[m.name].ci
+        ]
     return names
 
 
@@ -188,6 +192,8 @@ def page(rows, timeline_lines, calibration, args, started: float, cpu_use) -> st
         f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python "
         f"{platform.python_version()}, onnxruntime {ort.__version__}. {bench.load_text(cpu_use)}.",
         "",
+        _overhead_text(),
+        "",
         "**What is measured and what is modelled.** The host columns are measured here, in this run, on "
         "the CPU build of the dsp/ kernel (the plugin's `host` backend): medians of "
         f"{args.runs} `InferenceSession.run` calls per configuration, alternated over {args.rounds} rounds. "
@@ -257,6 +263,17 @@ def main(argv: list[str] | None = None) -> int:
     tmp.replace(args.output)
     say(f"wrote {args.output} and {png}")
     return 0
+
+
+def _overhead_text() -> str:
+    """Whether pairs were chosen with the target's own per-call overhead (HEXFUSE_CALL_OVERHEAD_US)."""
+    us = os.environ.get("HEXFUSE_CALL_OVERHEAD_US")
+    if us is None:
+        return "Pairs are chosen with each target's own per-call overhead (hexagon-v73: 100 us, modelled)."
+    return (
+        f"Pairs were chosen with the per-call overhead set to {us} us (HEXFUSE_CALL_OVERHEAD_US), so that the "
+        "kernel is measured: at hexagon-v73's modelled 100 us per call, no pair of the zoo builders qualifies."
+    )
 
 
 if __name__ == "__main__":
