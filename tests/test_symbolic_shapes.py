@@ -117,6 +117,14 @@ def test_rewrite_without_shape_keeps_symbolic_inputs(rewritten) -> None:
     assert result.comparison.shapes == ["x=1x16x128x128", "x=2x16x192x192"]
 
 
+def test_bindings_are_recorded_and_unfuse_drops_them(rewritten) -> None:
+    from hexfuse_onnx.rewrite import unfuse
+
+    fused = onnx.load(str(rewritten[1]))
+    assert any(p.key == C.METADATA_BINDINGS for p in fused.metadata_props)
+    assert not any(p.key == C.METADATA_BINDINGS for p in unfuse(fused).metadata_props)
+
+
 def test_rewritten_model_matches_at_three_shapes_on_stock_ort(rewritten) -> None:
     src, out, _ = rewritten
     for shape in SHAPES:
