@@ -43,3 +43,9 @@ class WriteError(HexfuseError):
     """The output could not be written."""
 
     exit_code = EXIT_WRITE_FAILED
+
+
+def first_line(exc: BaseException, limit: int = 300) -> str:
+    """The first line of an exception's message (its type when it has none), cut at `limit`
+    characters: what a one-line error quotes from a library's multi-line message."""
+    return (str(exc).strip() or type(exc).__name__).splitlines()[0][:limit]

@@ -18,7 +18,7 @@ from typing import Any
 import onnx
 from onnx import shape_inference
 
-from .errors import ModelError, UsageError
+from .errors import ModelError, UsageError, first_line
 
 # Domains stock ONNX Runtime implements. A node of any other domain has no kernel there.
 KNOWN_DOMAINS = {"", "ai.onnx", "ai.onnx.ml", "com.microsoft", "com.microsoft.nchwc", "hexfuse"}
@@ -164,14 +164,14 @@ def read_model(path: str | os.PathLike[str], load_external_data: bool = True) ->
     try:
         model = onnx.load_model(str(p), load_external_data=False)
     except Exception as exc:  # protobuf raises DecodeError, RuntimeWarning, ...
-        raise ModelError(f"{p}: not a valid ONNX model (protobuf parse failed: {_first_line(exc)})") from None
+        raise ModelError(f"{p}: not a valid ONNX model (protobuf parse failed: {first_line(exc)})") from None
     if not model.HasField("graph") or (not model.graph.node and not model.graph.output):
         raise ModelError(f"{p}: not a valid ONNX model (no graph; is the file truncated or of another format?)")
     if load_external_data and _has_external_data(model):
         try:
             onnx.load_external_data_for_model(model, str(p.parent))
         except Exception as exc:
-            raise ModelError(f"{p}: external data could not be loaded: {_first_line(exc)}") from None
+            raise ModelError(f"{p}: external data could not be loaded: {first_line(exc)}") from None
     return model
 
 
@@ -494,11 +494,6 @@ def attribute(node: onnx.NodeProto, name: str, default: Any = None) -> Any:
     return default
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0][:300]
-
-
 def _has_external_data(model: onnx.ModelProto) -> bool:
     return any(t.data_location == onnx.TensorProto.EXTERNAL for t in model.graph.initializer)
 
@@ -511,7 +506,7 @@ def _check_input_model(path: Path) -> None:
     except Exception as exc:
         if "topologically sorted" in str(exc):
             return  # the pass sorts the graph itself and names a cycle or a dangling input exactly
-        raise ModelError(f"{path}: the input model fails onnx.checker: {_first_line(exc)}") from None
+        raise ModelError(f"{path}: the input model fails onnx.checker: {first_line(exc)}") from None
 
 
 def external_data_files(model: onnx.ModelProto, path: Path) -> set[Path]:
@@ -632,7 +627,7 @@ def _infer_shapes(model: onnx.ModelProto, where: str) -> onnx.ModelProto:
                 if _unknown_outputs(symbolic) < _unknown_outputs(inferred):
                     inferred = symbolic
     except Exception as exc:
-        raise ModelError(f"{where}: shape inference failed: {_first_line(exc)}") from None
+        raise ModelError(f"{where}: shape inference failed: {first_line(exc)}") from None
     # Put the real initializers back.
     inferred.graph.ClearField("initializer")
     inferred.graph.initializer.extend(model.graph.initializer)

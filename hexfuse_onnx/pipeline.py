@@ -18,7 +18,7 @@ import numpy as np
 from . import graph as graph_mod
 from . import probe
 from .costmodel import Target, get_target
-from .errors import ModelError, UsageError, VerificationError, WriteError
+from .errors import ModelError, UsageError, VerificationError, WriteError, first_line
 from .graph import ModelGraph, ShapeBinding
 from .kinds import KINDS, Candidate, Pair, discover
 from .lowering import LoweringError
@@ -242,7 +242,7 @@ def _reference(
     try:
         original = ort_session(path)
     except Exception as exc:  # noqa: BLE001
-        raise ModelError(f"{path}: the original model does not load in ONNX Runtime: {_first_line(exc)}") from None
+        raise ModelError(f"{path}: the original model does not load in ONNX Runtime: {first_line(exc)}") from None
     cases = []
     if given is not None:
         check_inputs_match(original, given)
@@ -299,10 +299,6 @@ def _random_case(path: str | os.PathLike[str], original: Any, shapes: dict[str, 
         raise ModelError(
             f"{path}: the original model fails on {what}: {exc.message} (give real ones with --inputs)"
         ) from None
-
-
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip() or type(exc).__name__).splitlines()[0][:300]
 
 
 def _verify(staged: Path, cases: list[Case], rtol: float, verify_plugin: bool = False) -> Comparison:

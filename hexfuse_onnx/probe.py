@@ -17,6 +17,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import first_line
+
 PROBE_TIMEOUT_S = 900
 LOAD_FAILED = "the original does not load in ONNX Runtime"
 
@@ -80,7 +82,7 @@ def child_main() -> None:
     try:
         original = session(request["path"])
     except Exception as exc:  # noqa: BLE001
-        why = f"{LOAD_FAILED}: {_first_line(exc)}"
+        why = f"{LOAD_FAILED}: {first_line(exc)}"
         print("\n".join(f"fail {why}" for _ in request["shapes"]), flush=True)
         return
     ran = 0
@@ -88,13 +90,9 @@ def child_main() -> None:
         try:
             original.run(None, random_inputs(original, shapes))
         except Exception as exc:  # noqa: BLE001
-            print(f"fail {_first_line(exc)}", flush=True)
+            print(f"fail {first_line(exc)}", flush=True)
             continue
         print("ok", flush=True)
         ran += 1
         if ran == request["enough"]:
             return
-
-
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip() or type(exc).__name__).splitlines()[0][:300]

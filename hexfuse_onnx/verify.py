@@ -15,7 +15,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
-from .errors import ModelError, UsageError, VerificationError
+from .errors import ModelError, UsageError, VerificationError, first_line
 
 DEFAULT_RTOL = 1e-5
 
@@ -48,7 +48,7 @@ def run_original(original: ort.InferenceSession, feeds: dict[str, np.ndarray], l
     try:
         expected = original.run(names, feeds)
     except Exception as exc:
-        raise VerificationError(_first_line(exc)) from None
+        raise VerificationError(first_line(exc, 400)) from None
     return Case(label or shapes_label(feeds), feeds, names, [np.asarray(e) for e in expected])
 
 
@@ -59,7 +59,7 @@ def load_inputs(specs: list[str]) -> dict[str, np.ndarray]:
             with np.load(specs[0]) as data:
                 return {k: data[k] for k in data.files}
         except Exception as exc:  # noqa: BLE001 - missing, not an npz, ...
-            raise UsageError(f"--inputs {specs[0]}: cannot read it as .npz: {_first_line(exc)}") from None
+            raise UsageError(f"--inputs {specs[0]}: cannot read it as .npz: {first_line(exc, 400)}") from None
     feeds = {}
     for spec in specs:
         name, sep, path = spec.rpartition(":")
@@ -68,7 +68,7 @@ def load_inputs(specs: list[str]) -> dict[str, np.ndarray]:
         try:
             feeds[name] = np.load(path)
         except Exception as exc:  # noqa: BLE001
-            raise UsageError(f"--inputs {spec}: cannot read {path} as .npy: {_first_line(exc)}") from None
+            raise UsageError(f"--inputs {spec}: cannot read {path} as .npy: {first_line(exc, 400)}") from None
     return feeds
 
 
@@ -84,7 +84,7 @@ def check(path: str | os.PathLike[str]) -> None:
     try:
         onnx.checker.check_model(str(path), full_check=True)
     except Exception as exc:
-        raise VerificationError(f"rewritten model fails onnx.checker (full check): {_first_line(exc)}") from None
+        raise VerificationError(f"rewritten model fails onnx.checker (full check): {first_line(exc, 400)}") from None
 
 
 def random_inputs(
@@ -125,7 +125,7 @@ def compare(
     try:
         ref_session = session(original)
     except Exception as exc:
-        raise VerificationError(f"the original model does not run on ONNX Runtime: {_first_line(exc)}") from None
+        raise VerificationError(f"the original model does not run on ONNX Runtime: {first_line(exc, 400)}") from None
     try:
         case = run_original(ref_session, random_inputs(ref_session, shape_overrides, seed))
     except VerificationError as exc:  # the input (or its --shape values) is at fault, not the rewrite
@@ -147,14 +147,14 @@ def compare_cases(
     try:
         new_session = session(rewritten, rewritten_options)
     except Exception as exc:
-        raise VerificationError(f"the rewritten model does not load in ONNX Runtime: {_first_line(exc)}") from None
+        raise VerificationError(f"the rewritten model does not load in ONNX Runtime: {first_line(exc, 400)}") from None
     worst = ("", 0.0)
     for case in cases:
         where = f" at {case.label}" if len(cases) > 1 else ""
         try:
             got = new_session.run(case.names, case.feeds)
         except Exception as exc:
-            raise VerificationError(f"the rewritten model fails to run{where}: {_first_line(exc)}") from None
+            raise VerificationError(f"the rewritten model fails to run{where}: {first_line(exc, 400)}") from None
         for name, ref, out in zip(case.names, case.expected, got):
             err = _output_error(name, ref, np.asarray(out), rtol, where)
             worst = max(worst, (name, err), key=lambda w: w[1])
@@ -212,8 +212,3 @@ def _numpy_dtype(ort_type: str) -> np.dtype:
     if name not in table:
         raise VerificationError(f"cannot make test inputs of type {ort_type}")
     return np.dtype(table[name])
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0][:400]
