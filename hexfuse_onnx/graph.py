@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import onnx
-from onnx import shape_inference
+from onnx import helper, shape_inference
 
 from .errors import ModelError, UsageError, first_line
 
@@ -51,6 +51,10 @@ class TensorInfo:
     def numel(self) -> int | None:
         sizes = [d for d in self.shape or () if isinstance(d, int)]
         return math.prod(sizes) if self.is_static else None
+
+    def type_proto(self) -> onnx.TypeProto:
+        """The tensor type as a value_info carries it (unknown rank: no shape)."""
+        return helper.make_tensor_type_proto(self.elem_type, None if self.shape is None else list(self.shape))
 
     @property
     def itemsize(self) -> int:

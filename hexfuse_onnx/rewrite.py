@@ -203,7 +203,7 @@ def next_pair_id(model: onnx.ModelProto) -> int:
 def _lower(g: ModelGraph, call: FusedCall, second: ShapeBinding | None) -> Lowered:
     """The call's program, its formal inputs typed from the ModelGraph's inferred shapes."""
     infos = {t: call.tasks.placed_tensors.get(t) or g.info(t) for t in call.node.input}
-    types = {t: _type_proto(info) for t, info in infos.items() if info.elem_type}
+    types = {t: info.type_proto() for t, info in infos.items() if info.elem_type}
     opset = next(o.version for o in g.model.opset_import if o.domain in ("", "ai.onnx"))
     symbolic = _symbolic_inputs(g, call, second) if second is not None else None
     return lower_function(call.node, call.function, g.initializers, types, opset, g.model.ir_version, symbolic)
@@ -223,7 +223,7 @@ def _symbolic_inputs(g: ModelGraph, call: FusedCall, second: ShapeBinding) -> Sy
             raise LoweringError(C.OP_TYPE, call.node.name, f"input '{t}' has no known rank")
         dims.append(tuple(shape))
         if info.elem_type:
-            types[t] = _type_proto(info)
+            types[t] = info.type_proto()
     if all(isinstance(d, int) for shape in dims for d in shape):
         return None
     body: dict[str, tuple[Dim, ...]] = {}
@@ -233,7 +233,7 @@ def _symbolic_inputs(g: ModelGraph, call: FusedCall, second: ShapeBinding) -> Sy
             body[t] = symbolic
     function = onnx.FunctionProto()
     function.CopyFrom(call.function)
-    _retype(function, {t: helper.make_value_info(t, _type_proto(i)) for t, i in at_second.items() if i.elem_type})
+    _retype(function, {t: helper.make_value_info(t, i.type_proto()) for t, i in at_second.items() if i.elem_type})
     return SymbolicInputs(dims, types, body, function)
 
 
@@ -267,12 +267,6 @@ def _body_types(g: ModelGraph) -> dict[str, onnx.ValueInfoProto]:
         dims = [d if isinstance(d, int) else None for d in shape] if shape is not None else None
         out[name] = helper.make_tensor_value_info(name, v.type.tensor_type.elem_type, dims)
     return out
-
-
-def _type_proto(info: TensorInfo) -> onnx.TypeProto:
-    if info.shape is None:
-        return helper.make_tensor_type_proto(info.elem_type, None)
-    return helper.make_tensor_type_proto(info.elem_type, list(info.shape))
 
 
 def _fused_call(tasks: PairTasks, pair: Pair, target_name: str, opsets: list[onnx.OperatorSetIdProto]) -> FusedCall:

@@ -47,7 +47,7 @@ class ModelShapes:
         """The node inputs' types: at the representative binding when the model is symbolic."""
         if self.g is None:
             return self.static_types
-        return {t: _type_proto(self.g.info(t)) for t in node.input if self.g.info(t).elem_type}
+        return {t: self.g.info(t).type_proto() for t in node.input if self.g.info(t).elem_type}
 
     def symbolic(
         self, node: onnx.NodeProto, fn: onnx.FunctionProto
@@ -66,7 +66,7 @@ class ModelShapes:
         first = _typed(fn, g.infos)
         if all(isinstance(d, int) for shape in dims for d in shape):
             return first, None
-        second_types = {t: _type_proto(at_second[t]) for t in node.input if t in at_second and at_second[t].elem_type}
+        second_types = {t: at_second[t].type_proto() for t in node.input if t in at_second and at_second[t].elem_type}
         body: dict[str, tuple[Dim, ...]] = {}
         for t in (t for n in fn.node for t in n.output):
             symbolic = g.symbolic_dims(t)
@@ -110,13 +110,9 @@ def _typed(fn: onnx.FunctionProto, infos: dict[str, TensorInfo]) -> onnx.Functio
     out.ClearField("value_info")
     for n in fn.node:
         out.value_info.extend(
-            helper.make_value_info(t, _type_proto(infos[t])) for t in n.output if t in infos and infos[t].elem_type
+            helper.make_value_info(t, infos[t].type_proto()) for t in n.output if t in infos and infos[t].elem_type
         )
     return out
-
-
-def _type_proto(info: TensorInfo) -> onnx.TypeProto:
-    return helper.make_tensor_type_proto(info.elem_type, None if info.shape is None else list(info.shape))
 
 
 def model_types(model: onnx.ModelProto) -> dict[str, onnx.TypeProto]:
