@@ -147,6 +147,8 @@ def v2_program(n: int = 3, t: int = 6) -> bytes:
 
 
 def _softmax(x: np.ndarray) -> np.ndarray:
+    if x.size == 0:
+        return x.copy()
     e = np.exp(x - x.max(axis=-1, keepdims=True))
     return e / e.sum(axis=-1, keepdims=True)
 
@@ -170,7 +172,7 @@ def test_specialize_runs_at_new_shapes(kernel: HostKernel) -> None:
     [
         ([(3, 5), (2, 6)], "input 0 axis 1: 5 but the program's static dim is 4"),
         ([(3, 4), (2, 6, 1)], "input 1: rank 3 but the program's input has rank 2"),
-        ([(0, 4), (2, 6)], "input 0 axis 0: 0 is not a dim"),
+        ([(-1, 4), (2, 6)], "input 0 axis 0: -1 is not a dim"),
         ([(3, 4)], "1 input shapes given, the program has 2 inputs"),
     ],
 )
@@ -235,6 +237,15 @@ def test_plugin_runs_every_shape_the_program_specializes_to(tmp_path: Path) -> N
 
 
 @needs_plugin
+def test_plugin_runs_zero_size_inputs(tmp_path: Path) -> None:
+    """An empty input (a dim of 0, as ONNX allows) empties the ops it reaches; the other task runs."""
+    session = runtime.InferenceSession(pair_model(v2_program(), tmp_path), backend="host")
+    rng = np.random.default_rng(5)
+    for n, t in [(0, 6), (3, 0), (0, 0), (3, 6)]:
+        _check(session, n, t, rng)
+
+
+@needs_plugin
 def test_plugin_runs_tasks_one_after_the_other_beyond_the_arena(tmp_path: Path) -> None:
     """At N = 600,000 task A's scratch (9.6 MB) exceeds the pool's 8 MiB arena: the plugin runs the
     tasks one after the other with a heap arena instead of failing."""
@@ -264,5 +275,5 @@ def test_hexagon_backend_specializes_on_the_host(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv(runtime.ENV_CDSPRPC_LIB, str(loopback))
     session = runtime.InferenceSession(pair_model(v2_program(), tmp_path), backend="hexagon")
     rng = np.random.default_rng(4)
-    for n, t in [(3, 6), (10, 20), (1, 1), (10, 20)]:
+    for n, t in [(3, 6), (10, 20), (1, 1), (10, 20), (0, 6), (3, 0)]:
         _check(session, n, t, rng)

@@ -171,7 +171,8 @@ static void copy_packed(unsigned char *packed, const void *const *ptrs, const ui
 {
     uint64_t off = 0;
     for (size_t i = 0; i < n; i++) {
-        memcpy(packed + off, ptrs[i], bytes[i]);
+        if (bytes[i]) /* an empty tensor may have no buffer */
+            memcpy(packed + off, ptrs[i], bytes[i]);
         off = hfx_rpc_align(off + bytes[i]);
     }
 }
@@ -180,7 +181,8 @@ static void copy_unpacked(void *const *ptrs, const unsigned char *packed, const 
 {
     uint64_t off = 0;
     for (size_t i = 0; i < n; i++) {
-        memcpy(ptrs[i], packed + off, bytes[i]);
+        if (bytes[i])
+            memcpy(ptrs[i], packed + off, bytes[i]);
         off = hfx_rpc_align(off + bytes[i]);
     }
 }

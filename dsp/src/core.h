@@ -171,6 +171,10 @@ bool hfx_broadcastable_to(const hfx_tensor *t, const uint32_t *dims, uint32_t ra
 /* HFX_P_AXIS in [-rank, rank), normalized in place */
 hfx_status hfx_check_axis(hfx_vctx *v, hfx_op *op, uint32_t rank, uint32_t *axis_out);
 static inline bool hfx_finite_f32(int32_t bits) { return ((uint32_t)bits & 0x7f800000u) != 0x7f800000u; }
+/* every output has 0 elements: the op has no work items (the family's plan is not called) */
+bool hfx_outputs_empty(const hfx_program *p, const hfx_op *op);
+/* for families without a rule for a non-empty output from an empty input: HFX_ERR_SHAPE naming it */
+hfx_status hfx_no_empty_input(hfx_vctx *v, const hfx_op *op);
 /* X must keep its shape: Y's shape equals X's */
 hfx_status hfx_same_as_input(hfx_vctx *v, hfx_op *op);
 

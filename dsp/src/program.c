@@ -242,6 +242,22 @@ bool hfx_broadcastable_to(const hfx_tensor *t, const uint32_t *dims, uint32_t ra
     return true;
 }
 
+bool hfx_outputs_empty(const hfx_program *p, const hfx_op *op) {
+    for (uint32_t i = 0; i < op->n_out; i++)
+        if (p->tensors[op->out[i]].numel != 0) return false;
+    return true;
+}
+
+hfx_status hfx_no_empty_input(hfx_vctx *v, const hfx_op *op) {
+    if (hfx_outputs_empty(v->p, op)) return HFX_OK;
+    for (uint32_t i = 0; i < op->n_in; i++)
+        if (v->p->tensors[op->in[i]].numel == 0)
+            return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, i),
+                             "op %u (%s): input %u is empty but the output is not (unsupported)", v->index,
+                             op->desc->label, i);
+    return HFX_OK;
+}
+
 hfx_status hfx_check_axis(hfx_vctx *v, hfx_op *op, uint32_t rank, uint32_t *axis_out) {
     int32_t a = op->params[HFX_P_AXIS];
     if (a < -(int32_t)rank || a >= (int32_t)rank)
@@ -441,7 +457,7 @@ static hfx_status parse_dims(const uint8_t *rec, size_t r, uint32_t t, hfx_tenso
         size_t at = HFX_TREC_DIMS + 4u * i;
         uint32_t d = rd_u32(rec + at);
         if (i < T->rank) {
-            if (d == 0 || d > 0x7fffffffu) FAIL(HFX_ERR_TENSOR, r + at, "tensor %u: dim %u = %u out of range", t, i, d);
+            if (d > 0x7fffffffu) FAIL(HFX_ERR_TENSOR, r + at, "tensor %u: dim %u = %u out of range", t, i, d);
             numel *= d;
             if (numel > HFX_MAX_TENSOR_BYTES)
                 FAIL(HFX_ERR_SIZE, r + at, "tensor %u: element count overflows the size limit", t);
@@ -640,6 +656,7 @@ static hfx_status parse_op(hfx_program *p, const header *h, uint32_t o, uint8_t 
     if (st) return st;
     commit_dataflow(p, o, op, written);
     memset(&op->plan, 0, sizeof op->plan);
+    if (hfx_outputs_empty(p, op)) return HFX_OK; /* nothing to write: no work items */
     st = op->desc->plan(p, op);
     if (st) FAIL(st, r, "op %u (%s): cannot plan work items", o, op->desc->label);
     p->task_items[op->task] += op->plan.n_items;

@@ -110,20 +110,34 @@ static bool op_ready(const hfx_program *p, hfx_runstate *rs, uint32_t o) {
     return true;
 }
 
+static void advance_cursor(hfx_runstate *rs, int t) {
+    const hfx_program *p = rs->prog;
+    while (rs->cursor[t] < p->n_task_ops[t] && rs->op_done[p->task_ops[t][rs->cursor[t]]]) rs->cursor[t]++;
+}
+
+static void mark_op_done(hfx_runstate *rs, uint32_t o, int t) {
+    rs->op_done[o] = 1;
+    rs->ops_done[t]++;
+    advance_cursor(rs, t);
+}
+
+/* The earliest ready op of task t with an unclaimed item for `mask`. On the way it marks done every
+ * ready op without work items (empty outputs), so that its dependents become ready. */
 static uint32_t find_claimable(job *j, int t, uint32_t mask) {
     hfx_runstate *rs = j->rs;
     const hfx_program *p = j->prog;
-    if (j->budget[t] == 0) return HFX_NO_TENSOR;
     if (t == HFX_TASK_B && rs->serialized && !task_complete(rs, HFX_TASK_A)) return HFX_NO_TENSOR;
     uint32_t end = p->n_task_ops[t];
     if (j->stop[t] < end) end = j->stop[t];
-    uint32_t lim = rs->cursor[t] + LOOKAHEAD;
-    if (lim < end) end = lim;
-    for (uint32_t k = rs->cursor[t]; k < end; k++) {
+    for (uint32_t k = rs->cursor[t]; k < end && k < rs->cursor[t] + LOOKAHEAD; k++) {
         uint32_t o = p->task_ops[t][k];
         if (rs->op_done[o]) continue;
         const hfx_op *op = &p->ops[o];
-        if (!(mask & (1u << op->engine))) continue;
+        if (op->plan.n_items == 0) {
+            if (op_ready(p, rs, o)) mark_op_done(rs, o, t);
+            continue;
+        }
+        if (j->budget[t] == 0 || !(mask & (1u << op->engine))) continue;
         if (j->next_item[o] >= op->plan.n_items) continue;
         if (!op_ready(p, rs, o)) continue;
         return o;
@@ -204,9 +218,7 @@ static int complete(hfx_pool *pool, uint32_t worker, uint32_t o, uint32_t item, 
         }
     }
     if (++rs->items_done[o] == op->plan.n_items) {
-        rs->op_done[o] = 1;
-        rs->ops_done[t]++;
-        while (rs->cursor[t] < p->n_task_ops[t] && rs->op_done[p->task_ops[t][rs->cursor[t]]]) rs->cursor[t]++;
+        mark_op_done(rs, o, t);
         wake = WAKE_WORKERS;
     }
     if (j->inflight == 0 && !anything_claimable(j)) {
@@ -555,9 +567,9 @@ hfx_status hfx_run(hfx_pool *pool, const hfx_program *p, const void *const *inpu
         return HFX_ERR_ARG;
     if ((n_inputs && !inputs) || (n_outputs && !outputs)) return HFX_ERR_ARG;
     for (size_t i = 0; i < n_inputs; i++)
-        if (!inputs[i]) return HFX_ERR_ARG;
+        if (!inputs[i] && p->tensors[p->input_tensor[i]].bytes) return HFX_ERR_ARG;
     for (size_t i = 0; i < n_outputs; i++)
-        if (!outputs[i]) return HFX_ERR_ARG;
+        if (!outputs[i] && p->tensors[p->output_tensor[i]].bytes) return HFX_ERR_ARG;
     hfx_run_options opt;
     if (opt_in) opt = *opt_in;
     else hfx_run_options_init(&opt);

@@ -304,8 +304,8 @@ static hfx_status check_input(const hfx_program *p, uint32_t io, const int64_t *
         SFAIL(at + HFX_TREC_RANK, "input %u: rank %u but the program's input has rank %u", io, rank, T->rank);
     for (uint32_t a = 0; a < T->rank; a++) {
         int64_t d = dims[a];
-        if (d < 1 || d > DIM_MAX)
-            SFAIL(at + HFX_TREC_DIMS + 4 * a, "input %u axis %u: %D is not a dim (1 .. 2147483647)", io, a, d);
+        if (d < 0 || d > DIM_MAX)
+            SFAIL(at + HFX_TREC_DIMS + 4 * a, "input %u axis %u: %D is not a dim (0 .. 2147483647)", io, a, d);
         if (!(patched & (1u << a)) && d != (int64_t)T->dims[a])
             SFAIL(at + HFX_TREC_DIMS + 4 * a, "input %u axis %u: %D but the program's static dim is %u", io, a, d,
                   T->dims[a]);
@@ -343,7 +343,7 @@ static hfx_status write_patches(section *s, const int64_t *sym, uint8_t *out, hf
             SFAIL(at, "shape patch %u (%s %u %s %u): %s at these input shapes", i, target_kind(&q), q.id,
                   slot_kind(&q), q.slot, hfx_expr_fault_text(f));
         bool dim = q.target == HFX_PATCH_TENSOR_DIM;
-        if (dim ? (v < 1 || v > DIM_MAX) : (v < INT32_MIN || v > INT32_MAX))
+        if (dim ? (v < 0 || v > DIM_MAX) : (v < INT32_MIN || v > INT32_MAX))
             SFAIL(at, "shape patch %u (%s %u %s %u): %D at these input shapes is out of the field's range", i,
                   target_kind(&q), q.id, slot_kind(&q), q.slot, v);
         hfx_wr_u32(out + target_offset(s->p, &q), (uint32_t)v);

@@ -82,6 +82,7 @@ static void gemm_case(uint32_t m, uint32_t n, uint32_t k, const rshape *abatch, 
     float *C = cmode ? rand_buf(rs_numel(&cs), -1, 1) : NULL;
     uint64_t yn = rs_numel(&ys);
     float *Y = calloc(yn, 4), *R = calloc(yn, 4);
+    for (uint64_t i = 0; i < yn; i++) Y[i] = NAN; /* every element must be written (K = 0 too) */
     ref_gemm(A, &as, B, &bs, C, &cs, ta, tb, alpha, beta, R, &ys);
     hfxb b;
     hfxb_init(&b);
@@ -93,8 +94,8 @@ static void gemm_case(uint32_t m, uint32_t n, uint32_t k, const rshape *abatch, 
     hfxb_gemm(&b, task, ta_id, tb_id, tc_id, ty, ta, tb, alpha, beta);
     const void *ins[3];
     size_t nin = 0;
-    ins[nin++] = A;
-    if (!const_b) ins[nin++] = B;
+    ins[nin++] = rs_numel(&as) ? A : NULL; /* ONNX Runtime may give no buffer for an empty tensor */
+    if (!const_b) ins[nin++] = rs_numel(&bs) ? B : NULL;
     if (cmode) ins[nin++] = C;
     void *outs[1] = {Y};
     if (run_prog(&b, ins, nin, outs, 1))
@@ -106,7 +107,8 @@ static void gemm_case(uint32_t m, uint32_t n, uint32_t k, const rshape *abatch, 
 static void test_gemm(void) {
     rshape none = {0, {0}};
     /* edge sizes, every transpose and bias mode */
-    static const uint32_t sizes[][3] = {{1, 1, 1}, {1, 7, 3}, {5, 1, 9}, {3, 4, 1}, {17, 33, 65}, {64, 64, 64}, {127, 129, 31}};
+    static const uint32_t sizes[][3] = {{1, 1, 1}, {1, 7, 3}, {5, 1, 9}, {3, 4, 1}, {17, 33, 65}, {64, 64, 64}, {127, 129, 31},
+                                        {5, 7, 0}, {300, 600, 0}, {0, 4, 3}, {3, 0, 5}};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         for (int t = 0; t < 4; t++)
             gemm_case(sizes[i][0], sizes[i][1], sizes[i][2], &none, &none, t & 1, t >> 1, (int)(i + (size_t)t) % 6,
@@ -758,6 +760,110 @@ static void test_concat_copy(void) {
 }
 
 
+/* ---- zero-size tensors: ops with empty outputs have no items, empty inputs follow ONNX ---- */
+
+/* a buffer of n floats, all NaN (so that every element the kernel must write is checked) */
+static float *nan_buf(uint64_t n) {
+    float *p = malloc(n * sizeof(float) + 1);
+    for (uint64_t i = 0; i < n; i++) p[i] = NAN;
+    return p;
+}
+
+static int all_zero(const float *p, uint64_t n) {
+    for (uint64_t i = 0; i < n; i++)
+        if (p[i] != 0.0f || signbit(p[i])) return 0;
+    return 1;
+}
+
+/* ReduceSum and ReduceMean over an empty axis give 0 (ONNX Runtime gives 0 for the mean too) */
+static void test_zero_size_reduce(void) {
+    static const rshape shapes[] = {{3, {3, 0, 4}}, {3, {3, 4, 0}}, {2, {0, 5}}};
+    static const uint32_t masks[] = {2u, 4u, 6u, 1u};
+    for (size_t i = 0; i < 3; i++)
+        for (size_t m = 0; m < 4; m++)
+            for (int mean = 0; mean < 2; mean++) {
+                rshape s = shapes[i], os = {0, {0}};
+                uint32_t mask = masks[m];
+                if (mask >> s.rank) continue;
+                for (uint32_t q = 0; q < s.rank; q++)
+                    if (mask & (1u << q)) os.d[os.rank++] = 1;
+                    else os.d[os.rank++] = s.d[q];
+                uint64_t on = rs_numel(&os);
+                float *O = nan_buf(on);
+                hfxb b;
+                hfxb_init(&b);
+                uint32_t x = hfxb_input(&b, 0, s.rank, s.d), o = hfxb_output(&b, 0, os.rank, os.d);
+                hfxb_reduce(&b, 0, mean ? HFX_OP_REDUCE_MEAN : HFX_OP_REDUCE_SUM, x, o, mask, 1);
+                const void *ins[1] = {NULL}; /* ONNX Runtime may give no buffer for an empty tensor */
+                void *outs[1] = {on ? O : NULL};
+                if (run_prog(&b, ins, 1, outs, 1))
+                    CHECK_MSG(all_zero(O, on) && g_last_items == (on ? 1 : 0), "reduce of [%u %u %u] mask %u mean %d",
+                              s.d[0], s.d[1], s.d[2], mask, mean);
+                hfxb_free(&b);
+                free(O);
+            }
+}
+
+/* Concat copies its non-empty operands; an empty operand's pointer is never read */
+static void test_zero_size_concat(void) {
+    for (uint32_t empty_at = 0; empty_at < 3; empty_at++) {
+        rshape full = {3, {2, 4, 3}}, none = {3, {2, 0, 3}};
+        float *X = rand_buf(rs_numel(&full), -1, 1), *Y = rand_buf(rs_numel(&full), -1, 1);
+        rshape ss[3];
+        const float *xs[3];
+        hfxb b;
+        hfxb_init(&b);
+        uint32_t ids[3];
+        const float *filled[2] = {X, Y};
+        for (uint32_t q = 0, f = 0; q < 3; q++) {
+            ss[q] = q == empty_at ? none : full;
+            xs[q] = q == empty_at ? NULL : filled[f++];
+            ids[q] = hfxb_input(&b, 1, 3, ss[q].d);
+        }
+        rshape os = {3, {2, 8, 3}};
+        uint64_t on = rs_numel(&os);
+        float *O = nan_buf(on), *R = calloc(on, 4);
+        const float *refs[2] = {X, Y};
+        rshape rss[2] = {full, full};
+        ref_concat(refs, rss, 2, 1, R, &os);
+        uint32_t o = hfxb_output(&b, 1, os.rank, os.d);
+        hfxb_concat(&b, 1, 3, ids, o, 1);
+        void *outs[1] = {O};
+        if (run_prog(&b, (const void *const *)xs, 3, outs, 1))
+            CHECK_MSG(memcmp(O, R, on * 4) == 0, "concat with input %u empty", empty_at);
+        hfxb_free(&b);
+        free(X), free(Y), free(O), free(R);
+    }
+}
+
+/* A chain through empty tensors: the empty ops (Slice to nothing, Relu, Softmax over an empty axis,
+ * an Add broadcasting the empty axis) have no items and are done once their inputs are, so the Concat
+ * after them runs; task B is all empty. */
+static void test_zero_size_chain(void) {
+    rshape xs = {2, {4, 6}}, es = {2, {0, 6}};
+    float *X = rand_buf(24, -1, 1), *B1 = rand_buf(6, -1, 1), *O = nan_buf(24), *R = calloc(24, 4);
+    for (int i = 0; i < 24; i++) R[i] = X[i] > 0 ? X[i] : 0.0f;
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t x = hfxb_input(&b, 0, xs.rank, xs.d), bias = hfxb_const(&b, 0, HFXB_DIMS(1, 6), B1);
+    uint32_t e1 = hfxb_scratch(&b, 0, es.rank, es.d), e2 = hfxb_scratch(&b, 0, es.rank, es.d);
+    uint32_t e3 = hfxb_scratch(&b, 0, es.rank, es.d), e4 = hfxb_scratch(&b, 0, es.rank, es.d);
+    uint32_t r = hfxb_scratch(&b, 0, xs.rank, xs.d), o = hfxb_output(&b, 0, xs.rank, xs.d);
+    hfxb_slice(&b, 0, x, e1, (const int32_t[]){3, 0}, (const int32_t[]){3, INT32_MAX}, (const int32_t[]){1, 1}, 2);
+    hfxb_unary(&b, 0, HFX_OP_RELU, e1, e2);
+    hfxb_softmax(&b, 0, e2, e3, 0);
+    hfxb_binary(&b, 0, HFX_OP_ADD, e3, bias, e4);
+    hfxb_unary(&b, 0, HFX_OP_RELU, x, r);
+    hfxb_concat(&b, 0, 2, (const uint32_t[]){e4, r}, o, 0);
+    uint32_t xb = hfxb_input(&b, 1, HFXB_DIMS(3, 0)), yb = hfxb_output(&b, 1, HFXB_DIMS(3, 0));
+    hfxb_softmax(&b, 1, xb, yb, 1);
+    const void *ins[2] = {X, NULL};
+    void *outs[2] = {O, NULL};
+    if (run_prog(&b, ins, 2, outs, 2)) CHECK(memcmp(O, R, 24 * 4) == 0);
+    hfxb_free(&b);
+    free(X), free(B1), free(O), free(R);
+}
+
 /* ---- QuantizeLinear / DequantizeLinear: bit for bit against ref_quant.h -------------- */
 
 typedef struct quant_type {
@@ -1062,6 +1168,9 @@ int main(void) {
     RUN_TEST(test_transpose);
     RUN_TEST(test_slice);
     RUN_TEST(test_concat_copy);
+    RUN_TEST(test_zero_size_reduce);
+    RUN_TEST(test_zero_size_concat);
+    RUN_TEST(test_zero_size_chain);
     RUN_TEST(test_hardsigmoid);
     RUN_TEST(test_clip_neg_sqrt);
     RUN_TEST(test_pool);

@@ -179,8 +179,8 @@ static void test_tensors(void) {
     EXPECT_U8(TREC(0) + 1, 5, HFX_ERR_TENSOR);
     EXPECT_U8(TREC(0) + 2, 2, HFX_ERR_TENSOR);
     EXPECT_U8(TREC(0) + 3, 9, HFX_ERR_TENSOR);
-    EXPECT_U8(TREC(0) + 3, 3, HFX_ERR_TENSOR); /* dim 2 = 0 within rank */
-    EXPECT_U32(TREC(0) + 8, 0, HFX_ERR_TENSOR);
+    EXPECT_U8(TREC(0) + 3, 3, HFX_ERR_SHAPE); /* dim 2 = 0 within rank: a zero-size tensor, not Gemm's A */
+    EXPECT_U32(TREC(0) + 8, 0, HFX_ERR_SHAPE); /* the same */
     EXPECT_U32(TREC(0) + 8, 0x80000000u, HFX_ERR_TENSOR);
     EXPECT_U32(TREC(0) + 20, 5, HFX_ERR_TENSOR); /* dim beyond rank */
     EXPECT_U32(TREC(0) + 4, 1, HFX_ERR_TENSOR);  /* A input with B's io index */
@@ -326,10 +326,10 @@ static uint32_t concat_prog(hfxb *b, int v) {
 
 static uint32_t slice_prog(hfxb *b, int v) {
     uint32_t x = hfxb_input(b, 0, HFXB_DIMS(10, 8));
-    uint32_t o = hfxb_output(b, 0, HFXB_DIMS(4, 3));
+    uint32_t o = v == 4 ? hfxb_output(b, 0, HFXB_DIMS(0, 3)) : hfxb_output(b, 0, HFXB_DIMS(4, 3));
     int32_t st[2] = {1, -1}, en[2] = {9, -100}, sp[2] = {2, -3}; /* rows 1,3,5,7 ; cols 7,4,1 */
     if (v == 1) sp[0] = 0;
-    if (v == 2) en[0] = 1; /* empty */
+    if (v == 2 || v == 4) en[0] = 1; /* empty: the output must be [0, 3] */
     if (v == 3) sp[1] = -2; /* 4 columns */
     return hfxb_slice(b, 0, x, o, st, en, sp, 2);
 }
@@ -478,6 +478,53 @@ static void test_other_ops(void) {
     CHECK(build_and_parse(slice_prog, 1) == HFX_ERR_PARAM);
     CHECK(build_and_parse(slice_prog, 2) == HFX_ERR_SHAPE);
     CHECK(build_and_parse(slice_prog, 3) == HFX_ERR_SHAPE);
+    CHECK(build_and_parse(slice_prog, 4) == HFX_OK);
+}
+
+/* Zero-size tensors: an op whose output is empty parses (with no work items); a family without a
+ * rule for a non-empty output from an empty input refuses it. */
+static uint32_t zero_size_prog(hfxb *b, int v) {
+    static float w[8 * 4 * 3 * 3];
+    int32_t pads[4] = {1, 1, 1, 1}, st[2] = {2, 2}, dil[2] = {1, 1}, one[2] = {1, 1}, k2[2] = {2, 2};
+    switch (v) {
+    case 0: /* Conv2D of an empty batch */
+        return hfxb_conv(b, 0, hfxb_input(b, 0, HFXB_DIMS(0, 4, 10, 10)), hfxb_const(b, 0, HFXB_DIMS(8, 2, 3, 3), w),
+                         HFXB_NONE, hfxb_output(b, 0, HFXB_DIMS(0, 8, 5, 5)), pads, st, dil, 2);
+    case 1: /* Conv2D over 0 input channels into a non-empty output */
+        return hfxb_conv(b, 0, hfxb_input(b, 0, HFXB_DIMS(1, 0, 10, 10)), hfxb_const(b, 0, HFXB_DIMS(8, 0, 3, 3), w),
+                         HFXB_NONE, hfxb_output(b, 0, HFXB_DIMS(1, 8, 5, 5)), pads, st, dil, 2);
+    case 2: /* MaxPool of an empty map whose padding alone makes a window */
+        return hfxb_pool(b, 0, HFX_OP_MAXPOOL, hfxb_input(b, 0, HFXB_DIMS(1, 1, 0, 3)),
+                         hfxb_output(b, 0, HFXB_DIMS(1, 1, 1, 4)), pads, one, one, k2, 0, 0);
+    case 3: { /* GlobalAveragePool over an empty map */
+        uint32_t x = hfxb_input(b, 0, HFXB_DIMS(1, 2, 0));
+        return hfxb_op_add(b, 0, HFX_OP_GLOBAL_AVGPOOL, -1, 1, &x, hfxb_output(b, 0, HFXB_DIMS(1, 2, 1)), NULL);
+    }
+    default: { /* GlobalAveragePool of an empty batch */
+        uint32_t x = hfxb_input(b, 0, HFXB_DIMS(0, 2, 5));
+        return hfxb_op_add(b, 0, HFX_OP_GLOBAL_AVGPOOL, -1, 1, &x, hfxb_output(b, 0, HFXB_DIMS(0, 2, 1)), NULL);
+    }
+    }
+}
+
+static void test_zero_size_ops(void) {
+    static const hfx_status want[] = {HFX_OK, HFX_ERR_SHAPE, HFX_ERR_SHAPE, HFX_ERR_SHAPE, HFX_OK};
+    for (int v = 0; v < 5; v++) {
+        hfxb b;
+        hfxb_init(&b);
+        zero_size_prog(&b, v);
+        size_t n;
+        uint8_t *bytes = hfxb_encode(&b, &n);
+        hfx_program *p = NULL;
+        hfx_error e;
+        hfx_status st = hfx_program_parse(bytes, n, &p, &e);
+        CHECK_MSG(st == want[v], "zero-size variant %d: got %s (%s)", v, hfx_status_name(st), e.message);
+        if (st == HFX_ERR_SHAPE) CHECK_MSG(strstr(e.message, "is empty but the output is not"), "%s", e.message);
+        if (p) CHECK(hfx_program_num_items(p, 0) == 0);
+        hfx_program_free(p);
+        free(bytes);
+        hfxb_free(&b);
+    }
 }
 
 static void expect_parse(build_fn f, int variant, hfx_status want, const char *what) {
@@ -581,7 +628,8 @@ static void test_quant_ops(void) {
  * 5 scale u8, 6 Y i32, 7 bias f32, 8 B [3,5] (K mismatch), 9 B rank 3, 10 scale [4],
  * 11 zp_a [2], 12 bias [4], 13 output [2,3,4], 14 8 inputs, 15 5 inputs, 16 a param set */
 static uint32_t qmatmul_prog(hfxb *b, int v) {
-    uint32_t adims[3] = {2, 3, 4}, bdims[3] = {v == 8 ? 3u : 4u, 5, 1}, ydims[3] = {2, 3, v == 13 ? 4u : 5u};
+    uint32_t adims[3] = {v == 18 ? 0u : 2u, 3, v == 17 ? 0u : 4u}, bdims[3] = {v == 8 ? 3u : v == 17 ? 0u : 4u, 5, 1};
+    uint32_t ydims[3] = {v == 18 ? 0u : 2u, 3, v == 13 ? 4u : 5u};
     uint32_t ncol = v == 1 ? 5 : v == 10 ? 4 : 1, nb = v == 12 ? 4 : 5, two = 2;
     uint32_t in[8];
     in[0] = hfxb_set_dtype(b, hfxb_input(b, 0, 3, adims), v == 3 ? HFX_DTYPE_F32 : HFX_DTYPE_U8);
@@ -608,6 +656,8 @@ static void test_qmatmul_op(void) {
     expect_parse(qmatmul_prog, 14, HFX_ERR_OP, "qmatmul");
     expect_parse(qmatmul_prog, 15, HFX_ERR_OP, "qmatmul");
     expect_parse(qmatmul_prog, 16, HFX_ERR_PARAM, "qmatmul");
+    expect_parse(qmatmul_prog, 17, HFX_ERR_SHAPE, "qmatmul"); /* K = 0: no rule for it */
+    expect_parse(qmatmul_prog, 18, HFX_OK, "qmatmul");        /* an empty batch */
 }
 
 /* QConv2D of X[1,4,5,5] u8 * W[6,2,3,3] i8, group 2, pads 1 -> Y[1,6,5,5] u8 unless said:
@@ -749,6 +799,7 @@ int main(void) {
     RUN_TEST(test_slice_axis);
     RUN_TEST(test_quant_ops);
     RUN_TEST(test_qmatmul_op);
+    RUN_TEST(test_zero_size_ops);
     RUN_TEST(test_qconv_op);
     RUN_TEST(test_byte_flips);
     RUN_TEST(test_graph_errors);

@@ -503,6 +503,66 @@ static void test_partial_resume(void) {
     for (int i = 0; i < 3; i++) free(ref[i]), free(got[i]);
 }
 
+/* ---- ops without work items ------------------------------------------------------------ */
+
+/* 40 empty ops (more than the 32 ops a claim looks ahead) in task A, a real chain in task B: the
+ * empty ops are done as soon as their inputs are, in complete, serialized and partial runs. */
+static void test_empty_ops(void) {
+    uint32_t n = 3u * 32768u;
+    hfxb b;
+    hfxb_init(&b);
+    vec_chain(&b, 0, 0, 40);
+    vec_chain(&b, 1, n, 3);
+    hfx_program *p = parse(&b);
+    CHECK(hfx_program_num_items(p, 0) == 0 && hfx_program_num_items(p, 1) == 9);
+    float *xb = rand_buf(n, -1, 1), *ref = calloc(n, 4), *got = calloc(n, 4);
+    const void *in[2] = {NULL, xb};
+    void *out[2] = {NULL, ref};
+    hfx_run_result r;
+    CHECK(hfx_run(g_pool, p, in, 2, out, 2, NULL, NULL, &r) == HFX_OK);
+    CHECK(r.task_done[0] && r.task_done[1] && r.ops_done[0] == 40 && r.items_run[0] == 0 && r.items_run[1] == 9);
+    for (int mode = 0; mode < 3; mode++) {
+        memset(got, 0, n * 4);
+        out[1] = got;
+        hfx_runstate *rs;
+        CHECK(hfx_runstate_create(g_pool, p, &rs) == HFX_OK);
+        hfx_run_options o;
+        hfx_run_options_init(&o);
+        if (mode == 0) o.flags = HFX_RUN_FORCE_SERIAL; /* B starts when A is done */
+        if (mode == 1) o.stop_op[0] = 10, o.stop_op[1] = 1;
+        if (mode == 2) o.item_fraction[0] = o.item_fraction[1] = 0.5f;
+        CHECK(hfx_run(g_pool, p, in, 2, out, 2, &o, rs, &r) == HFX_OK);
+        if (mode == 0) CHECK(r.serialized && hfx_runstate_done(rs));
+        if (mode == 1) CHECK(r.ops_done[0] == 10 && r.ops_done[1] == 1 && !r.task_done[0]);
+        if (mode == 2) CHECK(r.task_done[0] && !r.task_done[1]);
+        hfx_run_options_init(&o);
+        if (!hfx_runstate_done(rs)) CHECK(hfx_run(g_pool, p, in, 2, out, 2, &o, rs, &r) == HFX_OK);
+        CHECK_MSG(hfx_runstate_done(rs) && r.ops_done[0] == 40 && memcmp(got, ref, n * 4) == 0, "mode %d", mode);
+        hfx_runstate_destroy(rs);
+    }
+    hfx_program_free(p);
+    hfxb_free(&b);
+    /* both tasks empty: nothing to claim, the call returns at once */
+    hfxb_init(&b);
+    vec_chain(&b, 0, 0, 3);
+    vec_chain(&b, 1, 0, 2);
+    p = parse(&b);
+    CHECK(hfx_run(g_pool, p, in, 2, (void *const[]){NULL, NULL}, 2, NULL, NULL, &r) == HFX_OK);
+    CHECK(r.task_done[0] && r.task_done[1] && r.ops_done[0] == 3 && r.ops_done[1] == 2);
+    /* a NULL buffer is refused where the tensor has bytes */
+    CHECK(hfx_run(g_pool, p, in, 2, out, 2, NULL, NULL, &r) == HFX_OK);
+    hfx_program_free(p);
+    hfxb_free(&b);
+    hfxb_init(&b);
+    vec_chain(&b, 0, 4, 1);
+    p = parse(&b);
+    CHECK(hfx_run(g_pool, p, (const void *const[]){NULL}, 1, (void *const[]){got}, 1, NULL, NULL, &r) == HFX_ERR_ARG);
+    CHECK(hfx_run(g_pool, p, (const void *const[]){xb}, 1, (void *const[]){NULL}, 1, NULL, NULL, &r) == HFX_ERR_ARG);
+    hfx_program_free(p);
+    hfxb_free(&b);
+    free(xb), free(ref), free(got);
+}
+
 /* ---- trace ---------------------------------------------------------------------------- */
 
 static void test_trace_helpers(void) {
@@ -799,6 +859,7 @@ int main(void) {
     RUN_TEST(test_early_finish_hands_over);
     RUN_TEST(test_budget_fallback);
     RUN_TEST(test_partial_resume);
+    RUN_TEST(test_empty_ops);
     RUN_TEST(test_trace_helpers);
     RUN_TEST(test_api_errors);
     RUN_TEST(test_many_calls);

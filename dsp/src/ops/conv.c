@@ -57,7 +57,7 @@ hfx_status hfx_validate_conv2d(hfx_vctx *v, hfx_op *op) {
         if (bias->rank != 1 || bias->dims[0] != m)
             return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, 2), "op %u: Conv2D bias must be [M]", v->index);
     }
-    return HFX_OK;
+    return hfx_no_empty_input(v, op);
 }
 
 /* Blocks of output pixels of one (image, group) of about HFX_GEMM_ITEM_FLOPS, the im2col of a block

@@ -136,8 +136,6 @@ void hfx_run_gemm(const hfx_kernel_args *a, uint32_t item) {
     int ta = op->params[HFX_P_GEMM_TRANS_A], tb = op->params[HFX_P_GEMM_TRANS_B];
     float alpha = hfx_f32_from_bits(op->params[HFX_P_GEMM_ALPHA]);
     float beta = hfx_f32_from_bits(op->params[HFX_P_GEMM_BETA]);
-    const float *A = (const float *)a->in[0] + batch_offset(at, y, b);
-    const float *B = (const float *)a->in[1] + batch_offset(bt, y, b);
     float *Y = (float *)a->out[0] + b * m * n;
     uint64_t r0 = 0, r1 = m, c0 = 0, c1 = n;
     if (split == 0) {
@@ -152,6 +150,13 @@ void hfx_run_gemm(const hfx_kernel_args *a, uint32_t item) {
         fill_bias(&p->tensors[op->in[2]], (const float *)a->in[2], y, b, beta, Y, r0, r1, c0, c1);
         gb = 1.0f;
     }
+    if (k == 0) { /* A and B are empty (maybe without a buffer): Y = beta C, or 0 */
+        if (op->n_in != 3)
+            for (uint64_t r = r0; r < r1; r++) memset(Y + r * n + c0, 0, (c1 - c0) * sizeof(float));
+        return;
+    }
+    const float *A = (const float *)a->in[0] + batch_offset(at, y, b);
+    const float *B = (const float *)a->in[1] + batch_offset(bt, y, b);
     const float *Ab = ta ? A + r0 : A + r0 * k;
     const float *Bb = tb ? B + c0 * k : B + c0;
     scipy_cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)(r1 - r0),

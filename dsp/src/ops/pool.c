@@ -83,7 +83,7 @@ hfx_status hfx_validate_pool2d(hfx_vctx *v, hfx_op *op) {
         od[2 + a] = (uint32_t)n;
     }
     if (!hfx_same_shape(y, od, 4)) return hfx_shape_err(v, "the pooling");
-    return HFX_OK;
+    return hfx_no_empty_input(v, op);
 }
 
 /* about HFX_EW_CHUNK window taps per item */
@@ -257,7 +257,7 @@ hfx_status hfx_validate_global_avgpool(hfx_vctx *v, hfx_op *op) {
     uint32_t od[HFX_MAX_RANK] = {x->dims[0], x->dims[1]};
     for (uint32_t i = 2; i < x->rank; i++) od[i] = 1;
     if (!hfx_same_shape(&v->p->tensors[op->out[0]], od, x->rank)) return hfx_shape_err(v, "[N, C, 1, ...]");
-    return HFX_OK;
+    return hfx_no_empty_input(v, op);
 }
 
 hfx_status hfx_plan_global_avgpool(const hfx_program *p, hfx_op *op) {

@@ -73,7 +73,8 @@ hfx_status hfx_validate_qmatmul(hfx_vctx *v, hfx_op *op) {
     uint32_t od[HFX_MAX_RANK];
     for (uint32_t i = 0; i + 1 < a->rank; i++) od[i] = a->dims[i];
     od[a->rank - 1] = n;
-    return hfx_same_shape(&v->p->tensors[op->out[0]], od, a->rank) ? HFX_OK : hfx_shape_err(v, "QMatMul");
+    if (!hfx_same_shape(&v->p->tensors[op->out[0]], od, a->rank)) return hfx_shape_err(v, "QMatMul");
+    return hfx_no_empty_input(v, op);
 }
 
 hfx_status hfx_plan_qmatmul(const hfx_program *p, hfx_op *op) {

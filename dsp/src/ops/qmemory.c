@@ -74,6 +74,7 @@ void hfx_run_qconcat(const hfx_kernel_args *a, uint32_t item) {
         for (uint32_t i = 0; i < k; i++) {
             const hfx_tensor *x = &t[op->in[i]];
             uint64_t n = x->dims[axis] * pl.inner;
+            if (n == 0) continue; /* an empty input (its pointer may be NULL) */
             const uint8_t *src = (const uint8_t *)a->in[i] + r * n, *table = tables + 256u * i;
             uint8_t flip = x->dtype == HFX_DTYPE_I8 ? 0x80u : 0u; /* i8: x - (-128) is the byte ^ 0x80 */
             for (uint64_t j = 0; j < n; j++) dst[j] = table[src[j] ^ flip];

@@ -59,6 +59,10 @@ void hfx_run_reduce(const hfx_kernel_args *a, uint32_t item) {
     HFX_PLAN_LOAD(pl, op);
     uint64_t b, e;
     hfx_plan_range(pl.outputs, pl.outputs_per_item, item, &b, &e);
+    if (rcount == 0) { /* over no element: 0, ReduceMean too (as ONNX Runtime) */
+        memset(o + b, 0, (e - b) * sizeof(float));
+        return;
+    }
     for (uint64_t q = b; q < e; q++) {
         uint64_t rem = q, base = 0;
         for (uint32_t k = nk; k-- > 0;) {
