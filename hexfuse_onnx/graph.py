@@ -410,6 +410,16 @@ def other_bindings(g: ModelGraph) -> list[ShapeBinding]:
     return out
 
 
+def zero_bindings(model: onnx.ModelProto, symbols: dict[str, int]) -> list[ShapeBinding]:
+    """`symbols` (a binding's) with one dim at 0 at a time: each dim named alone on an input axis,
+    the batch (dim 0) excepted; the dims derived from it follow. ONNX allows empty tensors and a
+    decoder's first step has an empty past: the pass verifies where the original runs so."""
+    dims_of = input_dims(model)
+    batch = {dims[0] for dims in dims_of.values() if dims}
+    zeroed = [d for d in symbols if d not in batch and _is_lone_name(d)]
+    return [bind(dims_of, with_derived({**symbols, d: 0}, set())) for d in zeroed]
+
+
 def _scaled(value: int, factor: float) -> int:
     if factor == 1.0:
         return value

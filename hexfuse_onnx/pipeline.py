@@ -6,6 +6,7 @@ original on stock ONNX Runtime; the input file is only ever read.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable
@@ -257,7 +258,8 @@ def _reference(
         return Reference(cases, None)
     assert g.binding is not None
     bindings = [g.binding, *graph_mod.other_bindings(g)]
-    ran = _binding_cases(path, original, bindings, hinted, cases, progress)
+    empty = graph_mod.zero_bindings(g.source, g.binding.symbols)
+    ran = _binding_cases(path, original, bindings, hinted, cases, progress, empty)
     if not ran and given is None:
         raise ModelError(f"{path}: the original model runs at none of the shapes tried (give --shape or --inputs)")
     second = next((b for b in ran if b is not g.binding), bindings[1] if len(bindings) > 1 else g.binding)
@@ -271,13 +273,16 @@ def _binding_cases(
     hinted: bool,
     cases: list[Case],
     progress: Progress,
+    empty: list[ShapeBinding] | None = None,
 ) -> list[ShapeBinding]:
     """Add the original's outputs at the first two bindings it runs at to `cases`; returns those
-    bindings. A child process tries them first (`probe`), so a binding ONNX Runtime dies at is
-    refused with one line; only those it ran at are run here."""
+    bindings. Then those of `empty` (a dim at 0) it runs at, quietly skipping the others (most
+    models refuse an empty image). A child process tries them first (`probe`), so a binding ONNX
+    Runtime dies at is refused with one line; only those it ran at are run here."""
+    empty = empty or []
+    outcomes = probe.runs_at(path, [b.inputs for b in bindings], enough=2, also=[b.inputs for b in empty])
     ran: list[ShapeBinding] = []
-    outcomes = probe.runs_at(path, [b.inputs for b in bindings], enough=2)
-    for k, (b, outcome) in enumerate(zip(bindings, outcomes)):
+    for k, (b, outcome) in enumerate(zip(bindings, outcomes[: len(outcomes) - len(empty)])):
         try:
             if outcome.error is not None:
                 raise VerificationError(outcome.error)
@@ -289,6 +294,11 @@ def _binding_cases(
                     f"{path}: the original model does not run at --shape {b.describe()}: {exc.message}"
                 ) from None
             progress(f"the original model does not run at {b.describe()} ({exc.message}); not verifying there")
+    for b, outcome in zip(empty, outcomes[len(outcomes) - len(empty) :]):
+        if outcome.error is None:
+            with contextlib.suppress(VerificationError):  # ran in the probe, so it runs here too
+                cases.append(run_original(original, random_inputs(original, b.inputs)))
+                progress(f"the original model runs with an empty input at {b.describe()}: verifying there too")
     return ran
 
 

@@ -4,7 +4,8 @@ ONNX Runtime can die instead of failing at a shape it cannot take: version 1.2x'
 AveragePool divides by zero (SIGFPE) when a fixed 7x7 window exceeds the map, as ResNet-50's does
 at 112x112. The pass asks a child process, so that such a death refuses that shape with one line
 and the pass goes on. The child runs the seeded random inputs the pass verifies on
-(`verify.random_inputs`, seed 0) and reports each shape in order: `ok`, or `fail` and why.
+(`verify.random_inputs`, seed 0) and reports each shape in order: `ok`, or `fail` and why, or
+`skip` for a candidate after enough ran.
 """
 
 from __future__ import annotations
@@ -29,19 +30,26 @@ class Outcome:
     error: str | None  # None: the original ran at these shapes
 
 
-def runs_at(path: str | os.PathLike[str], candidates: list[dict[str, list[int]]], enough: int) -> list[Outcome]:
-    """The original's outcome at each candidate in order, up to the `enough`-th that runs."""
-    outcomes: list[Outcome] = []
-    while len(outcomes) < len(candidates) and sum(o.error is None for o in outcomes) < enough:
-        rest = candidates[len(outcomes) :]
-        want = enough - sum(o.error is None for o in outcomes)
-        outcomes += _child_run(Path(path), rest, want)
-    return outcomes
+def runs_at(
+    path: str | os.PathLike[str],
+    candidates: list[dict[str, list[int]]],
+    enough: int,
+    also: list[dict[str, list[int]]] | None = None,
+) -> list[Outcome]:
+    """The original's outcome at each candidate in order, up to the `enough`-th that runs; then its
+    outcome at each of `also`, tried in the same child whatever happened before (one each, last)."""
+    items = [*candidates, *(also or [])]
+    tried: list[Outcome | None] = []  # None: a candidate left untried once enough ran
+    while len(tried) < len(items):
+        ran = sum(o is not None and o.error is None for o in tried[: len(candidates)])
+        tried += _child_run(Path(path), items[len(tried) :], max(0, len(candidates) - len(tried)), enough - ran)
+    return [o for o in tried[: len(candidates)] if o is not None] + [o for o in tried[len(candidates) :] if o]
 
 
-def _child_run(path: Path, candidates: list[dict[str, list[int]]], enough: int) -> list[Outcome]:
-    """Outcomes from one child; a child that dies refuses the shape it was running, the last."""
-    request = json.dumps({"path": str(path), "shapes": candidates, "enough": enough})
+def _child_run(path: Path, items: list[dict[str, list[int]]], counted: int, enough: int) -> list[Outcome | None]:
+    """Outcomes from one child (the first `counted` items stop at the `enough`-th that runs); a
+    child that dies refuses the shape it was running, the last."""
+    request = json.dumps({"path": str(path), "shapes": items, "counted": counted, "enough": enough})
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1]), *sys.path]))
     try:
         child = subprocess.run(
@@ -53,14 +61,15 @@ def _child_run(path: Path, candidates: list[dict[str, list[int]]], enough: int) 
             timeout=PROBE_TIMEOUT_S,
         )
     except subprocess.TimeoutExpired:
-        return [Outcome(candidates[0], f"ONNX Runtime did not finish within {PROBE_TIMEOUT_S} s")]
-    outcomes: list[Outcome] = []
+        return [Outcome(items[0], f"ONNX Runtime did not finish within {PROBE_TIMEOUT_S} s")]
+    outcomes: list[Outcome | None] = []
     for line in child.stdout.splitlines():
         status, _, why = line.partition(" ")
-        outcomes.append(Outcome(candidates[len(outcomes)], None if status == "ok" else why))
-    if child.returncode != 0 and len(outcomes) < len(candidates):
-        outcomes.append(Outcome(candidates[len(outcomes)], _death(child.returncode, child.stderr)))
-    return outcomes or [Outcome(candidates[0], _death(child.returncode, child.stderr))]
+        shapes = items[len(outcomes)]
+        outcomes.append(None if status == "skip" else Outcome(shapes, None if status == "ok" else why))
+    if child.returncode != 0 and len(outcomes) < len(items):
+        outcomes.append(Outcome(items[len(outcomes)], _death(child.returncode, child.stderr)))
+    return outcomes or [Outcome(items[0], _death(child.returncode, child.stderr))]
 
 
 def _death(code: int, stderr: str) -> str:
@@ -85,14 +94,15 @@ def child_main() -> None:
         why = f"{LOAD_FAILED}: {first_line(exc)}"
         print("\n".join(f"fail {why}" for _ in request["shapes"]), flush=True)
         return
-    ran = 0
-    for shapes in request["shapes"]:
+    counted, ran = request["counted"], 0
+    for i, shapes in enumerate(request["shapes"]):
+        if i < counted and ran >= request["enough"]:
+            print("skip", flush=True)
+            continue
         try:
             original.run(None, random_inputs(original, shapes))
         except Exception as exc:  # noqa: BLE001
             print(f"fail {first_line(exc)}", flush=True)
             continue
         print("ok", flush=True)
-        ran += 1
-        if ran == request["enough"]:
-            return
+        ran += i < counted

@@ -5,7 +5,6 @@ give the original's tokens and logits at every step."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -44,18 +43,33 @@ def greedy(inner: Any, spec: DecoderSpec) -> tuple[np.ndarray, list[np.ndarray]]
 
 
 @pytest.fixture(scope="module", params=DECODERS)
-def rewritten(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
-    """A decoder rewritten without --shape (its dims stay symbolic), and the written model."""
+def rewritten(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[str, pipeline.RewriteResult]:
+    """A decoder rewritten without --shape (its dims stay symbolic)."""
     name = request.param
     result = pipeline.rewrite(MODELS[name].path, tmp_path_factory.mktemp(name) / "fused.onnx", target="host")
     assert result.output is not None, [r.reason for r in result.analysis.rejected]
-    return name, result.output
+    return name, result
+
+
+@pytest.mark.slow
+def test_the_rewrite_was_verified_with_an_empty_past(rewritten: tuple[str, pipeline.RewriteResult]) -> None:
+    name, result = rewritten
+    spec = decoder_spec(MODELS[name].path)
+    assert result.comparison is not None
+    empty = f"{spec.past[0][0]}=1x{spec.kv_heads}x0x{spec.head_dim}"
+    assert any(empty in label for label in result.comparison.shapes), result.comparison.shapes
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("with_plugin", [True, False], ids=["plugin", "stock"])
-def test_generation_from_an_empty_cache_matches_the_original(rewritten: tuple[str, Path], with_plugin: bool) -> None:
-    name, fused = rewritten
+def test_generation_from_an_empty_cache_matches_the_original(
+    rewritten: tuple[str, pipeline.RewriteResult], with_plugin: bool
+) -> None:
+    name, result = rewritten
+    fused = result.output
+    assert fused is not None
     spec = decoder_spec(MODELS[name].path)
     want_tokens, want_logits = greedy(session(MODELS[name].path), spec)
     inner = runtime.InferenceSession(fused, backend="host") if with_plugin else session(fused)

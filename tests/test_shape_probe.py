@@ -148,6 +148,21 @@ def test_a_dim_that_is_an_expression_of_others_is_bound_to_its_value() -> None:
     assert graph.unhinted_dims(model, {}) == {"seq": "'ids' axis 1", "past": "'past' axis 2"}
 
 
+def test_zero_bindings_empty_one_non_batch_dim_at_a_time() -> None:
+    inputs = [
+        helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", "seq"]),
+        helper.make_tensor_value_info("mask", TensorProto.INT64, ["batch", "past + seq"]),
+        helper.make_tensor_value_info("past", TensorProto.FLOAT, ["batch", 2, "past", 4]),
+    ]
+    model = helper.make_model(helper.make_graph([], "g", inputs, []))
+    rep = graph.representative_binding(model, {}, "model")
+    # the mask's length follows; the batch is never emptied
+    assert [b.inputs for b in graph.zero_bindings(model, rep.symbols)] == [
+        {"ids": [1, 0], "mask": [1, 128], "past": [1, 2, 128, 4]},
+        {"ids": [1, 128], "mask": [1, 128], "past": [1, 2, 0, 4]},
+    ]
+
+
 def test_after_all_free_dims_together_each_is_tried_doubled() -> None:
     # dynamo decoders declare the mask [batch, total_sequence_length]: it must be past + new
     inputs = [
