@@ -338,9 +338,9 @@ def representative_binding(model: onnx.ModelProto, hints: dict[str, list[int]], 
     return bind(dims_of, with_derived(symbols, hinted))
 
 
-def with_derived(symbols: dict[str, int], keep: set[str]) -> dict[str, int]:
+def with_derived(symbols: dict[str, int], keep: set[str], least: int = 1) -> dict[str, int]:
     """`symbols` with each dim that is an expression of the others ('past + seq', TorchScript's
-    mask length) at its value there, unless it is in `keep` (given by --shape)."""
+    mask length) at its value there (at least `least`), unless it is in `keep` (given by --shape)."""
     from .shape_expr import ShapeExprError, evaluate, free_names, parse_dim
 
     out = dict(symbols)
@@ -351,7 +351,7 @@ def with_derived(symbols: dict[str, int], keep: set[str]) -> dict[str, int]:
         try:
             expr = parse_dim(k)
             if free_names(expr) and free_names(expr) <= set(lone):
-                out[k] = max(1, evaluate(expr, lone))
+                out[k] = max(least, evaluate(expr, lone))
         except (ShapeExprError, TypeError):
             continue
     return out
@@ -416,8 +416,8 @@ def zero_bindings(model: onnx.ModelProto, symbols: dict[str, int]) -> list[Shape
     decoder's first step has an empty past: the pass verifies where the original runs so."""
     dims_of = input_dims(model)
     batch = {dims[0] for dims in dims_of.values() if dims}
-    zeroed = [d for d in symbols if d not in batch and _is_lone_name(d)]
-    return [bind(dims_of, with_derived({**symbols, d: 0}, set())) for d in zeroed]
+    zeroed = [d for d, v in symbols.items() if v != 0 and d not in batch and _is_lone_name(d)]
+    return [bind(dims_of, with_derived({**symbols, d: 0}, set(), least=0)) for d in zeroed]
 
 
 def _scaled(value: int, factor: float) -> int:

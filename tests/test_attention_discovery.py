@@ -156,7 +156,8 @@ def test_rewritten_merged_decoder_fuses_every_layer_and_verifies_on_the_kernel(n
     # GPT-2: fused-QKV Split, tanh GELU's Pow(x, 3); Llama: rotary Neg/Slice/Concat, repeat_kv's
     # Expand to a shape computed from Shape(past); all reshape to computed shapes (TorchScript:
     # Shape/Gather/Concat chains inside the blocks, folded when lowering). The prefill
-    # reads a short past: an empty one is a zero-sized input, which the kernel refuses.
+    # reads a short past: analysed at an empty one, the attention blocks do not lower (the
+    # lowering refuses empty dims; the kernel runs them, tests/test_empty_cache_generation.py).
     path = tmp_path / f"{name}.prefill_decode.onnx"
     onnx.save(prefill_decode_model(MODELS[name].path), path)
     shapes = prefill_decode_shapes(decoder_spec(MODELS[name].path), SEQ, PAST, prefill_past=4)

@@ -161,6 +161,11 @@ def test_zero_bindings_empty_one_non_batch_dim_at_a_time() -> None:
         {"ids": [1, 0], "mask": [1, 128], "past": [1, 2, 128, 4]},
         {"ids": [1, 128], "mask": [1, 128], "past": [1, 2, 0, 4]},
     ]
+    # a dim already at 0 is not verified twice
+    hinted = graph.representative_binding(model, {"past": [1, 2, 0, 4]}, "model")
+    assert [b.inputs for b in graph.zero_bindings(model, hinted.symbols)] == [
+        {"ids": [1, 0], "mask": [1, 0], "past": [1, 2, 0, 4]}
+    ]
 
 
 def test_after_all_free_dims_together_each_is_tried_doubled() -> None:
