@@ -7,17 +7,20 @@ onnxruntime op), Attention and RotaryEmbedding of opset 23."""
 from __future__ import annotations
 
 import math
+import struct
 
 import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-from test_lower import needs_host
+from test_lower import _op_records, needs_host
 
 from hexfuse_onnx import contract as C
-from hexfuse_onnx import verify
+from hexfuse_onnx import graph, verify
+from hexfuse_onnx.fused_work import fused_work
 from hexfuse_onnx.lowering import LoweringError, lower_pair
+from hexfuse_onnx.lowering.abi import Engine, Task
 from hexfuse_onnx.runtime import HostKernel
 
 MS = "com.microsoft"
@@ -115,10 +118,7 @@ def rand(rng: np.random.Generator, *shape: int) -> np.ndarray:
 # ---- norms
 
 
-@needs_host
-@pytest.mark.parametrize("bias", [True, False])
-@pytest.mark.parametrize("simplified", [False, True])
-def test_skip_layer_norm_gives_the_norm_and_the_sum(bias, simplified):
+def skip_norm_case(simplified: bool, bias: bool):
     rng = np.random.default_rng(0)
     feeds = {"x": rand(rng, 2, 3, 16), "skip": rand(rng, 2, 3, 16)}
     inits = {"gamma": rand(rng, 16)}
@@ -131,7 +131,14 @@ def test_skip_layer_norm_gives_the_norm_and_the_sum(bias, simplified):
         inputs.append("bias")
     op = "SkipSimplifiedLayerNormalization" if simplified else "SkipLayerNormalization"
     node = helper.make_node(op, inputs, ["y", "", "", "sum"], domain=MS, epsilon=1e-5)
-    assert_matches_ort(fused_pair(node, feeds, {"y": [2, 3, 16], "sum": [2, 3, 16]}, inits), feeds)
+    return fused_pair(node, feeds, {"y": [2, 3, 16], "sum": [2, 3, 16]}, inits), feeds
+
+
+@needs_host
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("simplified", [False, True])
+def test_skip_layer_norm_gives_the_norm_and_the_sum(bias, simplified):
+    assert_matches_ort(*skip_norm_case(simplified, bias))
 
 
 @needs_host
@@ -292,10 +299,7 @@ def test_group_query_attention_other_attributes_are_refused_by_name(attribute, v
 # ---- RotaryEmbedding
 
 
-@needs_host
-@pytest.mark.parametrize("interleaved", [0, 1])
-@pytest.mark.parametrize("domain", ["", MS])
-def test_rotary_embedding_at_run_time_positions_matches_ort(domain, interleaved):
+def rotary_case(domain: str, interleaved: int):
     rng = np.random.default_rng(9)
     b, s, heads, h = 2, 3, 2, 8
     angles = np.arange(32)[:, None] * (10000.0 ** (-np.arange(h // 2) / (h // 2)))[None]
@@ -303,8 +307,14 @@ def test_rotary_embedding_at_run_time_positions_matches_ort(domain, interleaved)
     feeds = {"x": rand(rng, b, s, heads * h), "pos": np.array([[4, 5, 6], [0, 1, 31]], np.int64)}
     inputs = ["x", "pos", "cos", "sin"] if domain else ["x", "cos", "sin", "pos"]
     node = helper.make_node("RotaryEmbedding", inputs, ["y"], domain=domain, num_heads=heads, interleaved=interleaved)
-    m = fused_pair(node, feeds, {"y": [b, s, heads * h]}, inits, opset=23)
-    assert_matches_ort(m, feeds)
+    return fused_pair(node, feeds, {"y": [b, s, heads * h]}, inits, opset=23), feeds
+
+
+@needs_host
+@pytest.mark.parametrize("interleaved", [0, 1])
+@pytest.mark.parametrize("domain", ["", MS])
+def test_rotary_embedding_at_run_time_positions_matches_ort(domain, interleaved):
+    assert_matches_ort(*rotary_case(domain, interleaved))
 
 
 @needs_host
@@ -318,19 +328,16 @@ def test_rotary_embedding_without_positions_reads_per_token_caches():
 # ---- ONNX Attention (opset 23)
 
 
-@needs_host
-@pytest.mark.parametrize(
-    "case",
-    [
-        {"past": 4},
-        {"past": 4, "kv": 4},
-        {"past": 0, "causal": 1},
-        {"past": 0, "four_d": True},
-        {"past": 2, "mask": False},
-    ],
-    ids=["gqa+mask+past", "mha+mask+past", "causal", "4-D", "no mask"],
-)
-def test_attention_23_matches_ort(case):
+ATTENTION_23_CASES = {
+    "gqa+mask+past": {"past": 4},
+    "mha+mask+past": {"past": 4, "kv": 4},
+    "causal": {"past": 0, "causal": 1},
+    "4-D": {"past": 0, "four_d": True},
+    "no mask": {"past": 2, "mask": False},
+}
+
+
+def attention_23_case(case: dict):
     rng = np.random.default_rng(11)
     b, s, heads, h = 2, 3, 4, 8
     kv, past, causal = case.get("kv", 2), case["past"], case.get("causal", 0)
@@ -350,7 +357,13 @@ def test_attention_23_matches_ort(case):
         outputs |= {"present_k": [b, kv, total, h], "present_v": [b, kv, total, h]}
     heads_attrs = {} if four_d else {"q_num_heads": heads, "kv_num_heads": kv}
     node = helper.make_node("Attention", inputs, list(outputs), is_causal=causal, **heads_attrs)
-    assert_matches_ort(fused_pair(node, feeds, outputs, opset=23), feeds)
+    return fused_pair(node, feeds, outputs, opset=23), feeds
+
+
+@needs_host
+@pytest.mark.parametrize("case", ATTENTION_23_CASES.values(), ids=ATTENTION_23_CASES.keys())
+def test_attention_23_matches_ort(case):
+    assert_matches_ort(*attention_23_case(case))
 
 
 def test_attention_23_boolean_mask_is_refused():
@@ -365,3 +378,34 @@ def test_attention_23_boolean_mask_is_refused():
     m = fused_pair(node, feeds, {"y": [1, 2, 16]}, opset=23)
     with pytest.raises(LoweringError, match="input .mask. is BOOL"):
         lower_pair(m, m.graph.node[0])
+
+
+# ---- the cost profile counts the program ops
+
+
+PROFILED_CASES = {
+    "skip_norm": lambda: skip_norm_case(False, True),
+    "skip_simplified": lambda: skip_norm_case(True, False),
+    "mha": lambda: mha_case(np.random.default_rng(3)),
+    "mha_attention_bias": lambda: mha_case(np.random.default_rng(3), attn_bias=True, bias=False),
+    "mha_no_past": lambda: mha_case(np.random.default_rng(3), past=0, s=5, mask=False),
+    "gqa_chunk": lambda: gqa_case(np.random.default_rng(5), b=1, s=3, past=5, seqlens=[7], interleaved=1),
+    "gqa_decode": lambda: gqa_case(np.random.default_rng(6), b=2, s=1, past=6, seqlens=[6, 3], packed=False),
+    "gqa_first_prompt": lambda: gqa_case(np.random.default_rng(7), b=2, s=4, past=0, seqlens=[3, 2]),
+    "rotary": lambda: rotary_case("", 1),
+    "rotary_contrib": lambda: rotary_case(MS, 0),
+    **{f"attention_{k}": (lambda c=c: attention_23_case(c)) for k, c in ATTENTION_23_CASES.items()},
+}
+KERNEL_ENGINE = {"matrix": Engine.MATRIX, "vector": Engine.VECTOR, "memory": Engine.COPY}
+
+
+@pytest.mark.parametrize("case", PROFILED_CASES.values(), ids=PROFILED_CASES.keys())
+def test_profile_counts_each_program_op_on_its_engine(case):
+    """fused_work lists the fused op's program ops as its lowering emits them: one entry per op of
+    task B, on the same engine, in the same order (the cost model charges each its dispatch)."""
+    m, _ = case()
+    program = lower_pair(m, m.graph.node[0])
+    engines = [Engine(struct.unpack_from("<B", r, 2)[0]) for r in _op_records(program) if r[3] == Task.B]
+    g = graph.index_model(plain(m))
+    node = next(n for n in g.nodes if n.op_type != "Relu")
+    assert [KERNEL_ENGINE[e] for e, _, _, _ in fused_work(g, node)] == engines
