@@ -25,14 +25,16 @@ from onnx import helper
 
 from .. import contract as C
 from . import attention, layout, matrix, normalize, pointwise, qlinear, qmatmul, quant, spatial  # noqa: F401 - they register
+from .attention import RUN_TIME_INTEGERS
 from .lowerer import Lowerer, OpOrigin
-from .registry import LOWERINGS, LoweringError, op_outside_kernel
+from .registry import LOWERINGS, LoweringError, op_key, op_outside_kernel
 from .rewritten import ModelShapes, model_types
 from .shapes import SymbolicInputs, lower_symbolic
 
 SUPPORTED_OPS = tuple(sorted(LOWERINGS))
 
 __all__ = [
+    "RUN_TIME_INTEGERS",
     "SUPPORTED_OPS",
     "Lowered",
     "ModelShapes",
@@ -43,6 +45,7 @@ __all__ = [
     "lower_function",
     "lower_pair",
     "model_types",
+    "op_key",
     "op_outside_kernel",
     "program_op_maps",
     "program_op_nodes",

@@ -26,6 +26,14 @@ from .registry import LoweringError, lowers
 MASKED = -1e30  # added to a score that must get no weight: exp underflows to exactly 0
 MAX_POSITIONS = 4096  # one-hot rows are exact while (p - m)^2 stays an exact float32 integer
 
+# The integer inputs each op reads at run time (made float by DEQUANTIZE_LINEAR), by registry key;
+# any other integer input must be known when lowering.
+RUN_TIME_INTEGERS: dict[str, frozenset[int]] = {
+    "com.microsoft::MultiHeadAttention": frozenset({4}),  # key_padding_mask
+    "com.microsoft::GroupQueryAttention": frozenset({5}),  # seqlens_k
+    "com.microsoft::RotaryEmbedding": frozenset({1}),  # position_ids
+    "RotaryEmbedding": frozenset({3}),  # position_ids
+}
 _INTEGERS: dict[int, Dtype] = {onnx.TensorProto.INT32: Dtype.I32, onnx.TensorProto.INT64: Dtype.I64}
 _ENGINE = {
     Opcode.GEMM: EngineClass.MATRIX,
