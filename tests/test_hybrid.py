@@ -85,14 +85,29 @@ def test_pairs_meet_the_same_layers(built):
     assert paired >= 1
 
 
-@pytest.mark.parametrize("name", ["gpt2_mha_contrib", "llama_gqa_contrib", "llama_attention23"])
-def test_fused_attention_exports_keep_each_requests_outputs(name, tmp_path):
+@pytest.mark.parametrize(
+    ("name", "fused"),
+    [
+        ("gpt2_mha_contrib", {"MultiHeadAttention", "SkipLayerNormalization"}),
+        ("llama_gqa_contrib", {"GroupQueryAttention", "SkipSimplifiedLayerNormalization"}),
+        ("llama_attention23", {"Attention", "RotaryEmbedding"}),
+    ],
+)
+def test_fused_attention_exports_pair_their_attention_ops(name, fused, tmp_path):
     """The exports whose attention is one op (com.microsoft MultiHeadAttention, GroupQueryAttention,
-    opset-23 Attention): the kernel runs none of those ops, so the pairs (if any) are the
-    projections and norms around them; every output is still the decoder's own."""
+    opset-23 Attention): the kernel runs those ops (lowering/attention.py), so the pairs hold them,
+    as many on each side; every output is still the decoder's own, with the plugin too."""
     out = tmp_path / "hybrid.onnx"
     result = hybrid.hybrid(MODELS[name].path, out, REQUESTS, target="host")
     assert result.compared_outputs == 2 * len(onnx.load(MODELS[name].path).graph.output)
+    model = onnx.load(out)
+    assert any(n.domain == DOMAIN for n in model.graph.node)
+    for op in fused:
+        count = {
+            half: sum(n.op_type == op and n.name.startswith(half) for f in model.functions for n in f.node)
+            for half in ("prefill/", "decode/")
+        }
+        assert count["prefill/"] == count["decode/"] >= 1, (op, count)
     _assert_each_requests_outputs(name, out)
 
 
