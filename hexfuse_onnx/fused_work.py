@@ -184,22 +184,21 @@ def _gqa(g: ModelGraph, n: onnx.NodeProto) -> Work:
     _heads_in(o, b, s, kv_heads * h, rotary)
     _heads_in(o, b, s, kv_heads * h)
     length = max(past, total)
+    o.mem(b)  # the new rows' start, [B, 1, 1, 1]
+    for _ in range(4):  # their one-hot cache slots
+        o.vec(b * length * s)
+    if past:  # the past rows kept
+        o.vec(b * length)
+        o.vec(b * length)
     for _ in range(2):  # the present K and V
-        o.mem(b)
-        for _ in range(4):
-            o.vec(b * length * s)
         o.gemm(b * kv_heads * length, h, s)
         if past:
             if past < length:
                 o.mem(b * kv_heads * length * h)
-            o.mem(b)
-            o.vec(b * length)
-            o.vec(b * length)
             o.vec(b * kv_heads * length * h)
             o.vec(b * kv_heads * length * h)
         else:
             o.mem(b * kv_heads * length * h)
-    o.mem(b)
     o.vec(b * s * length)
     o.vec(b * s * length)
     if first:  # and key j <= seqlens_k

@@ -309,12 +309,13 @@ def group_query_attention(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     qh, kh = to_heads(o, q, heads, rotary), to_heads(o, k, kv_heads, rotary)
     vh = to_heads(o, v, kv_heads)
     present_len = max(past_len, total_len)
-    start = o.const(np.zeros((b, 1), np.float32)) if past_b is None else past_b
-    keys = _gqa_present(o, past_k, kh, start, present_len, present_name(n, 1))
-    values = _gqa_present(o, past_v, vh, start, present_len, present_name(n, 2))
+    start = o.copy(o.const(np.zeros((b, 1), np.float32)) if past_b is None else past_b, [b, 1, 1, 1])
+    slots = _cache_slots(o, start, present_len, s, bool(past_k))
+    keys = _gqa_present(o, past_k, kh, slots, present_name(n, 1))
+    values = _gqa_present(o, past_v, vh, slots, present_name(n, 2))
     # query i sees key j iff j <= start + i (and, for a first prompt, j <= seqlens_k)
     j_minus_i = np.arange(present_len)[None, :] - np.arange(s)[:, None]
-    after = o.clip01(o.binary(Opcode.SUB, o.const(j_minus_i[None, None]), o.copy(start, [b, 1, 1, 1])))
+    after = o.clip01(o.binary(Opcode.SUB, o.const(j_minus_i[None, None]), start))
     if first_prompt:
         beyond = o.binary(Opcode.SUB, o.const(np.arange(present_len)[None, None, None]), o.copy(seqlens, [b, 1, 1, 1]))
         after = o.clip01(o.binary(Opcode.ADD, after, o.clip01(beyond)))
@@ -323,13 +324,24 @@ def group_query_attention(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     from_heads(o, attend(o, qh, keys, values, scale, penalty), n.output[0])
 
 
-def _gqa_present(o: Ops, past: str, new: int, start: int, length: int, out: str) -> int:
-    """[B, Nkv, length, H]: past rows t < start[b], the S new rows at start[b] + i, zeros elsewhere."""
-    b, kv, s, h = o.dims(new)
+def _cache_slots(o: Ops, start: int, length: int, s: int, past: bool) -> tuple[int, int | None]:
+    """The KV-cache slots of GQA's new rows, shared by K and V: [B, 1, length, S] one-hot rows (new
+    row i goes to slot start[b] + i) and, with a past, [B, 1, length, 1] 0/1 rows kept (t < start[b])."""
     slot = np.arange(length)[:, None] - np.arange(s)[None, :]  # t - i
-    place = o.binary(Opcode.SUB, o.const(slot[None, None]), o.copy(start, [b, 1, 1, 1]))  # t - i - start
-    written = gemm(o, o.clip01(o.binary(Opcode.SUB, o.const(1.0), o.binary(Opcode.MUL, place, place))), new)
+    place = o.binary(Opcode.SUB, o.const(slot[None, None]), start)  # t - i - start
+    hot = o.clip01(o.binary(Opcode.SUB, o.const(1.0), o.binary(Opcode.MUL, place, place)))
     if not past:
+        return hot, None
+    return hot, o.clip01(o.binary(Opcode.SUB, start, o.const(np.arange(length)[None, None, :, None])))
+
+
+def _gqa_present(o: Ops, past: str, new: int, slots: tuple[int, int | None], out: str) -> int:
+    """[B, Nkv, length, H]: past rows t < start[b], the S new rows at start[b] + i, zeros elsewhere."""
+    hot, keep = slots
+    b, kv, _, h = o.dims(new)
+    length = o.dims(hot)[2]
+    written = gemm(o, hot, new)
+    if not past or keep is None:
         return o.op(Opcode.COPY, [written], [b, kv, length, h], out=out)
     p = o.read(past)
     if o.dims(p)[2] < length:
@@ -339,7 +351,6 @@ def _gqa_present(o: Ops, past: str, new: int, start: int, length: int, out: str)
             [b, kv, length, h],
             {Param.AXIS: 2},
         )
-    keep = o.clip01(o.binary(Opcode.SUB, o.copy(start, [b, 1, 1, 1]), o.const(np.arange(length)[None, None, :, None])))
     return o.binary(Opcode.ADD, o.binary(Opcode.MUL, p, keep), written, out=out)
 
 
