@@ -254,9 +254,8 @@ def _rotary(g: ModelGraph, n: onnx.NodeProto) -> Work:
     x = _dims(g, n.input[0])
     elements = math.prod(x)
     cos, sin, pos = (n.input[2], n.input[3], n.input[1]) if contrib else (n.input[1], n.input[2], _given(n, 3))
-    rows = x[0] * (x[1] if len(x) == 3 or contrib else x[2])
-    if len(x) == 3 or not contrib:
-        o.mem(elements)  # COPY to [B, S, N, H] (ONNX 4-D: TRANSPOSE)
+    rows = x[0] * (x[1] if len(x) == 3 else x[2])
+    o.mem(elements)  # COPY to [B, S, N, H] (4-D: TRANSPOSE)
     if pos:
         known = pos in g.initializers
         if not known:

@@ -299,22 +299,26 @@ def test_group_query_attention_other_attributes_are_refused_by_name(attribute, v
 # ---- RotaryEmbedding
 
 
-def rotary_case(domain: str, interleaved: int):
+def rotary_case(domain: str, interleaved: int, four_d: bool = False):
+    """3-D [B, S, N*H] with num_heads, or 4-D [B, N, S, H]."""
     rng = np.random.default_rng(9)
     b, s, heads, h = 2, 3, 2, 8
     angles = np.arange(32)[:, None] * (10000.0 ** (-np.arange(h // 2) / (h // 2)))[None]
     inits = {"cos": np.cos(angles).astype(np.float32), "sin": np.sin(angles).astype(np.float32)}
-    feeds = {"x": rand(rng, b, s, heads * h), "pos": np.array([[4, 5, 6], [0, 1, 31]], np.int64)}
+    shape = [b, heads, s, h] if four_d else [b, s, heads * h]
+    feeds = {"x": rand(rng, *shape), "pos": np.array([[4, 5, 6], [0, 1, 31]], np.int64)}
     inputs = ["x", "pos", "cos", "sin"] if domain else ["x", "cos", "sin", "pos"]
-    node = helper.make_node("RotaryEmbedding", inputs, ["y"], domain=domain, num_heads=heads, interleaved=interleaved)
-    return fused_pair(node, feeds, {"y": [b, s, heads * h]}, inits, opset=23), feeds
+    heads_attr = {} if four_d else {"num_heads": heads}
+    node = helper.make_node("RotaryEmbedding", inputs, ["y"], domain=domain, interleaved=interleaved, **heads_attr)
+    return fused_pair(node, feeds, {"y": shape}, inits, opset=23), feeds
 
 
 @needs_host
+@pytest.mark.parametrize("four_d", [False, True])
 @pytest.mark.parametrize("interleaved", [0, 1])
 @pytest.mark.parametrize("domain", ["", MS])
-def test_rotary_embedding_at_run_time_positions_matches_ort(domain, interleaved):
-    assert_matches_ort(*rotary_case(domain, interleaved))
+def test_rotary_embedding_at_run_time_positions_matches_ort(domain, interleaved, four_d):
+    assert_matches_ort(*rotary_case(domain, interleaved, four_d))
 
 
 @needs_host
@@ -394,6 +398,8 @@ PROFILED_CASES = {
     "gqa_first_prompt": lambda: gqa_case(np.random.default_rng(7), b=2, s=4, past=0, seqlens=[3, 2]),
     "rotary": lambda: rotary_case("", 1),
     "rotary_contrib": lambda: rotary_case(MS, 0),
+    "rotary_4d": lambda: rotary_case("", 0, four_d=True),
+    "rotary_contrib_4d": lambda: rotary_case(MS, 1, four_d=True),
     **{f"attention_{k}": (lambda c=c: attention_23_case(c)) for k, c in ATTENTION_23_CASES.items()},
 }
 KERNEL_ENGINE = {"matrix": Engine.MATRIX, "vector": Engine.VECTOR, "memory": Engine.COPY}

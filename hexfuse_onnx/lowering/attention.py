@@ -406,8 +406,8 @@ def rotate(o: Ops, x: int, rotary: Rotary) -> int:
 @lowers("RotaryEmbedding", "com.microsoft::RotaryEmbedding")
 def rotary_embedding(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     """ONNX (X, cos, sin, position_ids) and onnxruntime (input, position_ids, cos, sin): X 3-D
-    [B, S, N*H] with num_heads or 4-D ([B, N, S, H] in ONNX, [B, S, N, H] in onnxruntime), full
-    rotation; position_ids int [B, S] (onnxruntime: or [1], an offset), or ONNX cos/sin [B, S, H/2]."""
+    [B, S, N*H] with num_heads or 4-D [B, N, S, H], full rotation; position_ids int [B, S]
+    (onnxruntime: or [1], an offset), or ONNX cos/sin [B, S, H/2] without them."""
     o = Ops(cx, n, t)
     contrib = n.domain == "com.microsoft"
     x_name, cos_name, sin_name, pos_name = (
@@ -426,7 +426,7 @@ def rotary_embedding(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
             raise refuse(n, "a 3-D input needs num_heads")
         bsnh = o.copy(x, [dims[0], dims[1], heads, dims[2] // heads])
     elif len(dims) == 4:
-        bsnh = x if contrib else o.transpose(x, [0, 2, 1, 3])
+        bsnh = o.transpose(x, [0, 2, 1, 3])
     else:
         raise refuse(n, f"input rank {len(dims)}: only 3-D or 4-D is supported")
     b, s, _, h = o.dims(bsnh)
@@ -441,7 +441,7 @@ def rotary_embedding(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
             raise refuse(n, f"cos_cache {cx.shape(cos_name, n)}: without position_ids it must be [B, S, H/2]")
         cos, sin = (o.copy(o.read(c), [b, s, 1, h // 2]) for c in (cos_name, sin_name))
     y = rotate(o, bsnh, Rotary(cos, sin, interleaved))
-    if len(dims) == 3 or contrib:
+    if len(dims) == 3:
         o.op(Opcode.COPY, [y], dims, out=n.output[0])
     else:
         o.transpose(y, [0, 2, 1, 3], out=n.output[0])
