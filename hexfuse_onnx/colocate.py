@@ -469,6 +469,7 @@ def colocate(
             shapes=shapes,
             progress=progress,
             verify_plugin=verify_plugin,
+            inputs=feeds,  # a hybrid's masks of ones: GroupQueryAttention refuses random lengths
         )
         if result.output is None:
             stage(merged.model, out, None).commit()

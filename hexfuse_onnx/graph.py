@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import onnx
-from onnx import helper, shape_inference
+from onnx import helper, numpy_helper, shape_inference
 
 from .errors import ModelError, UsageError, first_line
 
@@ -642,10 +642,30 @@ def _infer_shapes(model: onnx.ModelProto, where: str) -> onnx.ModelProto:
                     inferred = symbolic
     except Exception as exc:
         raise ModelError(f"{where}: shape inference failed: {first_line(exc)}") from None
+    _correct_gqa_present(inferred, model)
     # Put the real initializers back.
     inferred.graph.ClearField("initializer")
     inferred.graph.initializer.extend(model.graph.initializer)
     return inferred
+
+
+def _correct_gqa_present(inferred: onnx.ModelProto, model: onnx.ModelProto) -> None:
+    """ORT's symbolic inference gives GroupQueryAttention's present_key/value the past's shape (a
+    buffer shared with the past); without sharing ORT's kernel makes them max(past length,
+    total_sequence_length) long. Corrected where total_sequence_length is an initializer."""
+    totals = {t.name: t for t in model.graph.initializer}
+    infos = {v.name: v for v in list(inferred.graph.value_info) + list(inferred.graph.output)}
+    for n in inferred.graph.node:
+        if n.domain != "com.microsoft" or n.op_type != "GroupQueryAttention" or len(n.input) < 7:
+            continue
+        total = totals.get(n.input[6])
+        if total is None:
+            continue
+        length = int(numpy_helper.to_array(total).reshape(-1)[0])
+        for name in n.output[1:3]:
+            dims = infos[name].type.tensor_type.shape.dim if name in infos else []
+            if len(dims) == 4 and dims[2].HasField("dim_value"):
+                dims[2].dim_value = max(dims[2].dim_value, length)
 
 
 def _unknown_outputs(model: onnx.ModelProto) -> int:

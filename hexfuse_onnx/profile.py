@@ -15,6 +15,7 @@ from enum import Enum
 import onnx
 
 from . import qdq
+from .fused_work import Work, fused_work
 from .graph import ModelGraph, TensorInfo, attribute
 
 
@@ -122,6 +123,10 @@ class NodeProfile:
     ddr_bytes: int = -1  # bytes to/from DDR; within a task, intermediates stay on chip
     int_bits: int = 0  # the op of a QDQ group: the integer width its work runs at (8, 16); 0 float
     op_type: str = ""  # the ONNX op type (the cost model's op class: costmodel.op_class)
+    # A fused op's work as the program ops it lowers to run it, one engine each (attention: the
+    # GEMMs on the matrix engine, softmax and rotary on the vectors, head layout on memory); a
+    # task's ops list these in its place. Empty for an op of one engine.
+    parts: tuple[NodeProfile, ...] = ()
 
     def __post_init__(self) -> None:
         if self.ddr_bytes < 0:
@@ -144,7 +149,10 @@ class TaskProfile:
 
     @classmethod
     def of(cls, ops: list[NodeProfile]) -> TaskProfile:
-        t = cls(nodes=[p.node for p in ops], ops=ops)
+        """The task of these nodes' profiles (a fused op's parts stand in its place)."""
+        nodes = [p.node for p in ops]
+        ops = [part for p in ops for part in (p.parts or (p,))]
+        t = cls(nodes=nodes, ops=ops)
         for e in Engine:
             t.flops[e] = sum(p.flops for p in ops if p.engine == e)
             t.bytes[e] = float(sum(p.bytes for p in ops if p.engine == e))
@@ -176,7 +184,9 @@ class TaskProfile:
             )
             for p in self.ops
         ]
-        return TaskProfile.of(ops)
+        scaled = TaskProfile.of(ops)
+        scaled.nodes = list(self.nodes)
+        return scaled
 
     def dominant_engine(self) -> Engine:
         return max((Engine.MATRIX, Engine.VECTOR, Engine.MEMORY), key=lambda e: (self.flops[e], self.bytes[e]))
@@ -213,8 +223,17 @@ class GraphProfile:
                 for t in n.output
                 if t and (t in outputs or any(c not in inside for c in g.consumers.get(t, ())))
             )
-            ops.append(replace(p, ddr_bytes=ddr))
+            ops.append(_with_ddr(p, ddr))
         return TaskProfile.of(ops)
+
+
+def _with_ddr(p: NodeProfile, ddr: int) -> NodeProfile:
+    """The profile with its DDR traffic in a task; a fused op's parts share it by their bytes."""
+    if not p.parts:
+        return replace(p, ddr_bytes=ddr)
+    total = sum(part.bytes for part in p.parts) or 1
+    parts = tuple(replace(part, ddr_bytes=ddr * part.bytes // total) for part in p.parts)
+    return replace(p, ddr_bytes=ddr, parts=parts)
 
 
 def engine_of(node: onnx.NodeProto) -> Engine:
@@ -248,7 +267,8 @@ def profile_node(g: ModelGraph, i: int) -> NodeProfile | str:
     n = g.nodes[i]
     engine = engine_of(n)
     ins = [g.info(t) for t in n.input if t]
-    outs = [g.info(t) for t in n.output if t]
+    # an optional output nobody reads (SkipLayerNormalization's mean) costs nothing, known shape or not
+    outs = [g.info(t) for t in n.output if t and (g.consumers.get(t) or t in g.graph_outputs)]
     for t in ins + outs:
         if not t.is_static:
             return f"shape of '{t.name}' unknown ({_fmt_shape(t.shape)})"
@@ -265,9 +285,36 @@ def profile_node(g: ModelGraph, i: int) -> NodeProfile | str:
         return f"FLOPs of {n.op_type} unknown"
     int_bits = 8 * max(group.values(), default=0)
     # Memory ops read and write every byte; matrix/vector ops stream weights once.
-    return NodeProfile(
+    node = NodeProfile(
         i, engine, float(flops), bytes_in, bytes_out, weight_bytes, activation, int_bits=int_bits, op_type=n.op_type
     )
+    work = fused_work(g, n)
+    if not work:
+        return node
+    return replace(node, flops=sum(f for _, _, f, _ in work), parts=_parts(node, work))
+
+
+def _parts(node: NodeProfile, work: Work) -> tuple[NodeProfile, ...]:
+    """NodeProfiles of a fused op's program ops (fused_work.py): the node's own input and output
+    bytes on its first part, the weights streamed once."""
+    parts = []
+    for k, (name, op_type, flops, moved) in enumerate(work):
+        engine = Engine(name)
+        outer_in, outer_out = (node.bytes_in, node.bytes_out) if k == 0 else (0, 0)
+        half = int(moved) // 2
+        parts.append(
+            NodeProfile(
+                node.node,
+                engine,
+                flops,
+                outer_in + half,
+                outer_out + half,
+                node.weight_bytes if k == 0 else 0,
+                node.footprint,
+                op_type=op_type,
+            )
+        )
+    return tuple(parts)
 
 
 def _bytes(t: TensorInfo, group: dict[str, int]) -> int:
@@ -303,8 +350,8 @@ def _flops(n: onnx.NodeProto, ins: list, outs: list) -> float | None:
         return 2.0 * ins[0].numel * math.prod(w[1:])
     if op == "Einsum":
         return 2.0 * max(out_numel, 1) * max(t.numel for t in ins) ** 0.5
-    if op in ("Attention", "MultiHeadAttention", "GroupQueryAttention", "QAttention"):
-        return _attention_flops(n, ins, outs)
+    if op == "QAttention" or op == "Attention" and n.domain == "com.microsoft":
+        return _projected_attention_flops(ins)
     if engine_of(n) == Engine.MEMORY:
         return 0.0
     if op in ("MaxPool", "AveragePool", "LpPool"):  # one step per window element of every output
@@ -314,23 +361,8 @@ def _flops(n: onnx.NodeProto, ins: list, outs: list) -> float | None:
     return float(elements * _VECTOR_FLOPS_PER_ELEMENT.get(op, 1))
 
 
-def _attention_flops(n: onnx.NodeProto, ins: list, outs: list) -> float:
-    """QK^T and AV products (plus the QKV projection for com.microsoft Attention)."""
-    q = ins[0].shape  # [B, S, hidden]
-    b, s, hidden = q[0], q[1], q[-1]
-    kv_len = s
-    if (
-        n.op_type in ("MultiHeadAttention", "GroupQueryAttention")
-        and len(ins) > 1
-        and ins[1].shape
-        and len(ins[1].shape) == 3
-    ):
-        kv_len = ins[1].shape[1]
-    for t in ins[1:]:  # a past KV cache adds to the attended length
-        if t.name and t.shape and len(t.shape) == 4 and "past" in t.name:
-            kv_len += t.shape[2]
-    flops = 4.0 * b * s * kv_len * hidden
-    if n.op_type in ("Attention", "QAttention") and len(ins) > 1:
-        w = ins[1].shape  # [hidden, 3*hidden]
-        flops += 2.0 * b * s * w[0] * w[-1]
-    return flops
+def _projected_attention_flops(ins: list) -> float:
+    """com.microsoft Attention and QAttention (not lowered): QK^T and AV plus the QKV projection."""
+    b, s, hidden = ins[0].shape[0], ins[0].shape[1], ins[0].shape[-1]
+    w = ins[1].shape  # [hidden, 3*hidden]
+    return 4.0 * b * s * s * hidden + 2.0 * b * s * w[0] * w[-1]

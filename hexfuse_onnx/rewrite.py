@@ -272,7 +272,8 @@ def _body_types(g: ModelGraph) -> dict[str, onnx.ValueInfoProto]:
 def _fused_call(tasks: PairTasks, pair: Pair, target_name: str, opsets: list[onnx.OperatorSetIdProto]) -> FusedCall:
     a, b = tasks.a, tasks.b
     shared = {t: t + SHARED_INPUT_SUFFIX for t in b.inputs if t in a.inputs}
-    b_nodes = [renamed_copy(n, shared) for n in b.nodes]
+    a_nodes = _loadable_in_a_function(a.nodes)
+    b_nodes = _loadable_in_a_function([renamed_copy(n, shared) for n in b.nodes])
     formal_inputs = a.inputs + [shared.get(t, t) for t in b.inputs]
     outputs = a.outputs + b.outputs
     p = pair.prediction
@@ -280,7 +281,7 @@ def _fused_call(tasks: PairTasks, pair: Pair, target_name: str, opsets: list[onn
         C.ATTR_KIND: pair.kind,
         C.ATTR_NUM_INPUTS_A: len(a.inputs),
         C.ATTR_NUM_OUTPUTS_A: len(a.outputs),
-        C.ATTR_NUM_NODES_A: len(a.nodes),
+        C.ATTR_NUM_NODES_A: len(a_nodes),
         C.ATTR_SHARE_A: float(p.share_a),
         C.ATTR_ONCHIP_A: int(pair.a.footprint),
         C.ATTR_ONCHIP_B: int(pair.b.footprint),
@@ -294,11 +295,59 @@ def _fused_call(tasks: PairTasks, pair: Pair, target_name: str, opsets: list[onn
     node.attribute.extend(helper.make_attribute(k, v) for k, v in sorted(attrs.items()) if v is not None)
     node.overload = pair.id
     fn = helper.make_function(
-        C.DOMAIN, C.OP_TYPE, formal_inputs, outputs, a.nodes + b_nodes, opsets, attributes=list(C.NODE_ATTRIBUTES)
+        C.DOMAIN, C.OP_TYPE, formal_inputs, outputs, a_nodes + b_nodes, opsets, attributes=list(C.NODE_ATTRIBUTES)
     )
     fn.overload = pair.id
     fn.doc_string = f"hexfuse {pair.kind} pair: {pair.candidate.note}"
     return FusedCall(node, fn, tasks)
+
+
+def _loadable_in_a_function(nodes: list[onnx.NodeProto]) -> list[onnx.NodeProto]:
+    """The body nodes, with what ONNX Runtime needs to load them inside a function. Its type
+    inference of com.microsoft MultiHeadAttention with a past sets the present outputs' shape
+    (from the value's static sequence length) without their type, which a function body then fails
+    on ("Invalid tensor data type 0"). Such a node reads its value through Reshape(value,
+    Shape(value)): the same tensor, of a length the inference does not know, so it leaves the
+    present outputs to the body's types. The lowering emits nothing for that Reshape."""
+    out: list[onnx.NodeProto] = []
+    for n in nodes:
+        past = len(n.input) > 6 and any(n.input[6:8])
+        if n.domain != "com.microsoft" or n.op_type != "MultiHeadAttention" or not past or not n.input[2]:
+            out.append(n)
+            continue
+        value = n.input[2]
+        prefix = f"{n.name or n.output[0]}/value"
+        out += [
+            helper.make_node("Shape", [value], [f"{prefix}/shape"], name=f"{prefix}/shape"),
+            helper.make_node("Reshape", [value, f"{prefix}/shape"], [prefix], name=prefix),
+        ]
+        reading = onnx.NodeProto()
+        reading.CopyFrom(n)
+        reading.input[2] = prefix
+        out.append(reading)
+    return out
+
+
+def _as_written(nodes: list[onnx.NodeProto]) -> list[onnx.NodeProto]:
+    """The body nodes without what `_loadable_in_a_function` added: the original graph's nodes."""
+    made = {n.output[0]: n for n in nodes if n.output}
+    added: set[str] = set()
+    out = []
+    for n in nodes:
+        value = f"{n.name or n.output[0]}/value"
+        if (
+            n.domain == "com.microsoft"
+            and n.op_type == "MultiHeadAttention"
+            and len(n.input) > 2
+            and n.input[2] == value
+        ):
+            original = onnx.NodeProto()
+            original.CopyFrom(n)
+            original.input[2] = made[value].input[0]
+            added.update({value, f"{value}/shape"})
+            n = original
+        out.append(n)
+    return [n for n in out if n.name not in added]
 
 
 def _retype(fn: onnx.FunctionProto, typed: dict[str, onnx.ValueInfoProto]) -> None:
@@ -367,7 +416,7 @@ def unfuse(model: onnx.ModelProto, pair_ids: Collection[str] | None = None) -> o
 def _inline(call: onnx.NodeProto, fn: onnx.FunctionProto) -> list[onnx.NodeProto]:
     mapping = dict(zip(fn.input, call.input))
     mapping.update(zip(fn.output, call.output))
-    return [renamed_copy(n, mapping) for n in fn.node]
+    return _as_written([renamed_copy(n, mapping) for n in fn.node])
 
 
 def _attr_str(node: onnx.NodeProto, name: str) -> str:

@@ -29,7 +29,18 @@ PLUGIN_RTOL = 1e-4
 REQUESTS = hybrid.Requests(prefill=8, prefill_past=8, past=16)
 
 
-@pytest.fixture(scope="module", params=["gpt2_dynamo", "llama_dynamo", "gpt2_torchscript", "llama_torchscript"])
+# the torch exports, then the exports whose attention is one op (com.microsoft MultiHeadAttention,
+# GroupQueryAttention, opset-23 Attention), which lowering/attention.py runs
+DECODERS = ["gpt2_dynamo", "llama_dynamo", "gpt2_torchscript", "llama_torchscript"]
+FUSED_ATTENTION = {  # the attention op, and the export's norm or rotary op beside it
+    "gpt2_mha_contrib": ("MultiHeadAttention", "SkipLayerNormalization"),
+    "llama_gqa_contrib": ("GroupQueryAttention", "SkipSimplifiedLayerNormalization"),
+    "llama_attention23": ("Attention", "RotaryEmbedding"),
+}
+ATTENTION_CORES = ("Softmax", "Attention", "MultiHeadAttention", "GroupQueryAttention")
+
+
+@pytest.fixture(scope="module", params=DECODERS + list(FUSED_ATTENTION))
 def built(request, tmp_path_factory):
     name = request.param
     out = tmp_path_factory.mktemp(name) / "hybrid.onnx"
@@ -69,31 +80,23 @@ def test_each_half_gives_the_decoders_own_outputs(built):
 
 
 def test_pairs_meet_the_same_layers(built):
-    """Each pair is the same layers' blocks of both requests: as many attention cores (Softmax) and
-    projections (MatMul/Gemm, within the decode's extra LM-head row) on each side."""
-    _, out, _ = built
+    """Each pair is the same layers' blocks of both requests: as many attention cores (Softmax, or
+    the one attention op) on each side, projections (MatMul/Gemm) and a fused export's norm or
+    rotary ops within the decode's extra final norm and LM-head row."""
+    name, out, _ = built
+    companion = FUSED_ATTENTION.get(name, ("", ""))[1]
     paired = 0
     for f in onnx.load(out).functions:
         count = {
             (half, ops): sum(n.op_type in ops and n.name.startswith(half) for n in f.node)
             for half in ("prefill/", "decode/")
-            for ops in ("Softmax", ("MatMul", "Gemm"))
+            for ops in (ATTENTION_CORES, ("MatMul", "Gemm"), companion)
         }
-        assert count["prefill/", "Softmax"] == count["decode/", "Softmax"], (f.overload, count)
-        assert abs(count["prefill/", ("MatMul", "Gemm")] - count["decode/", ("MatMul", "Gemm")]) <= 1, count
-        paired += count["prefill/", "Softmax"]
+        assert count["prefill/", ATTENTION_CORES] == count["decode/", ATTENTION_CORES], (f.overload, count)
+        for ops in (("MatMul", "Gemm"), companion):
+            assert abs(count["prefill/", ops] - count["decode/", ops]) <= 1, (f.overload, count)
+        paired += count["prefill/", ATTENTION_CORES]
     assert paired >= 1
-
-
-@pytest.mark.parametrize("name", ["gpt2_mha_contrib", "llama_gqa_contrib", "llama_attention23"])
-def test_fused_attention_exports_keep_each_requests_outputs(name, tmp_path):
-    """The exports whose attention is one op (com.microsoft MultiHeadAttention, GroupQueryAttention,
-    opset-23 Attention): the kernel runs none of those ops, so the pairs (if any) are the
-    projections and norms around them; every output is still the decoder's own."""
-    out = tmp_path / "hybrid.onnx"
-    result = hybrid.hybrid(MODELS[name].path, out, REQUESTS, target="host")
-    assert result.compared_outputs == 2 * len(onnx.load(MODELS[name].path).graph.output)
-    _assert_each_requests_outputs(name, out)
 
 
 def test_the_decode_half_continues_the_prefill(built):

@@ -978,6 +978,19 @@ static void test_quant(void) {
                       (double)want);
         }
     hfxb_free(&b);
+    /* int64 position ids and masks: DequantizeLinear only, scale 1, no zero point; exact below 2^31 */
+    int64_t P[5] = {-5, 0, 1, 4095, INT32_MAX};
+    float one = 1.0f, E[5];
+    hfxb_init(&b);
+    x = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(5)), HFX_DTYPE_I64);
+    s = hfxb_input(&b, 0, HFXB_SCALAR);
+    hfxb_quant(&b, 0, HFX_OP_DEQUANTIZE_LINEAR, x, s, HFXB_NONE, hfxb_output(&b, 0, HFXB_DIMS(5)), 0);
+    const void *ins64[2] = {P, &one};
+    void *outs64[1] = {E};
+    if (run_prog(&b, ins64, 2, outs64, 1))
+        for (int i = 0; i < 5; i++)
+            CHECK_MSG(E[i] == (float)P[i], "i64 dequantize %lld: got %g", (long long)P[i], (double)E[i]);
+    hfxb_free(&b);
 }
 
 /* ---- QMATMUL: bit for bit against ref_qmatmul.h ------------------------------------------- */

@@ -38,7 +38,7 @@ import onnx
 from ..colocate import Plan, plan_of
 from ..costmodel import Prediction, Target, complementarity, engine_seconds, fits, predict, serial_time, task_time
 from ..graph import ModelGraph
-from ..lowering import op_outside_kernel
+from ..lowering import RUN_TIME_INTEGERS, op_key, op_outside_kernel
 from ..profile import Engine, GraphProfile, TaskProfile
 from .base import Candidate, KindDetail, Pair, PairKind, budget_message
 from .blocks import Block, layer_blocks
@@ -172,13 +172,20 @@ def lowerable(g: ModelGraph, profile: GraphProfile, i: int) -> bool:
     n = g.nodes[i]
     if i in profile.unprofiled or op_outside_kernel(n) is not None:
         return False
-    if any(g.info(t).elem_type != onnx.TensorProto.FLOAT for t in n.output if t):
+    read = [t for t in n.output if t and (g.consumers.get(t) or t in g.graph_outputs)]  # not an unread statistic
+    if any(g.info(t).elem_type != onnx.TensorProto.FLOAT for t in read):
         return False
     if any(g.info(t).numel == 0 for t in [*n.input, *n.output] if t and not _constant(g, t)):
         return False
-    # A run-time input the kernel cannot hold (a boolean mask) or that steers the op must be a constant.
+    # A run-time input the kernel cannot hold (a boolean mask) or that steers the op must be a
+    # constant, unless the op reads that integer at run time (a key padding mask, position ids).
     steered = n.input[1:] if n.op_type in STEERED_OPS else []
-    computed = [t for t in n.input if t and (t in steered or g.info(t).elem_type != onnx.TensorProto.FLOAT)]
+    at_run_time = RUN_TIME_INTEGERS.get(op_key(n), frozenset())
+    computed = [
+        t
+        for k, t in enumerate(n.input)
+        if t and k not in at_run_time and (t in steered or g.info(t).elem_type != onnx.TensorProto.FLOAT)
+    ]
     return all(_constant(g, t) for t in computed)
 
 

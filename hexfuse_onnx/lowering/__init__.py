@@ -4,7 +4,8 @@
 - `program`: the program in memory and its encoding.
 - `registry`: `@lowers("Conv")`; its keys are the op set (`SUPPORTED_OPS`).
 - `lowerer`: the per-pair state (tensors, constants, op origins) every lowering writes through.
-- one module per op family: `matrix`, `pointwise`, `normalize`, `layout`, `spatial`, `quant`,
+- one module per op family: `matrix`, `pointwise`, `normalize`, `layout`, `spatial`, `quant`, `attention`
+  (fused attention and rotary ops expanded into program ops),
   `qmatmul` (integer MatMul/Conv: QDQ groups and QLinearMatMul/QLinearConv), `qlinear` (the other
   QOperator ops as DQ -> op -> Q chains).
 
@@ -23,15 +24,17 @@ import onnx
 from onnx import helper
 
 from .. import contract as C
-from . import layout, matrix, normalize, pointwise, qlinear, qmatmul, quant, spatial  # noqa: F401 - they register
+from . import attention, layout, matrix, normalize, pointwise, qlinear, qmatmul, quant, spatial  # noqa: F401 - they register
+from .attention import RUN_TIME_INTEGERS
 from .lowerer import Lowerer, OpOrigin
-from .registry import LOWERINGS, LoweringError, op_outside_kernel
+from .registry import LOWERINGS, LoweringError, op_key, op_outside_kernel
 from .rewritten import ModelShapes, model_types
 from .shapes import SymbolicInputs, lower_symbolic
 
 SUPPORTED_OPS = tuple(sorted(LOWERINGS))
 
 __all__ = [
+    "RUN_TIME_INTEGERS",
     "SUPPORTED_OPS",
     "Lowered",
     "ModelShapes",
@@ -42,6 +45,7 @@ __all__ = [
     "lower_function",
     "lower_pair",
     "model_types",
+    "op_key",
     "op_outside_kernel",
     "program_op_maps",
     "program_op_nodes",

@@ -32,8 +32,24 @@ def shape_arithmetic(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
 
 @lowers(*RESHAPES)
 def reshape(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
-    """A real copy: the kernel has no aliasing view, the output gets its own buffer."""
+    """A real copy: the kernel has no aliasing view, the output gets its own buffer. A Reshape of
+    a tensor to its own Shape (rewrite's way of hiding a length from ONNX Runtime's inference) is
+    the same tensor: no op, unless it is a pair output."""
+    if n.op_type == "Reshape" and _to_own_shape(cx, n) and n.output[0] not in cx.out_index:
+        cx.ids[n.output[0]] = cx.read(n.input[0], n, t)
+        cx.task_of[n.output[0]] = t
+        return
     cx.emit(n, t, Opcode.COPY, [cx.read(n.input[0], n, t)])
+
+
+def _to_own_shape(cx: Lowerer, n: onnx.NodeProto) -> bool:
+    made_by = next((b for b in cx.fn.node if n.input[1] in b.output), None)
+    return (
+        made_by is not None
+        and made_by.op_type == "Shape"
+        and list(made_by.input) == [n.input[0]]
+        and not made_by.attribute
+    )
 
 
 @lowers("Transpose")

@@ -1,5 +1,6 @@
 """Ops over an axis on the vector engine: Softmax, LayerNormalization, RMSNormalization, ReduceMean/ReduceSum,
-and inference-mode BatchNormalization (per-channel MUL then ADD)."""
+inference-mode BatchNormalization (per-channel MUL then ADD), and onnxruntime's norms: SimplifiedLayerNormalization
+(RMS), SkipLayerNormalization and SkipSimplifiedLayerNormalization (the residual ADDs, then the norm)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import math
 import numpy as np
 import onnx
 
+from ..profile import Engine as EngineClass
 from .abi import Opcode, Param, ReduceParam, Task
 from .lowerer import Lowerer, attr, f32_bits
 from .registry import LoweringError, lowers
@@ -88,3 +90,63 @@ def batch_norm(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         n, t, Opcode.MUL, [cx.read(n.input[0], n, t), cx.constant(scale.reshape(per_channel), t)], out=cx.scratch(x, t)
     )
     cx.emit(n, t, Opcode.ADD, [scaled, cx.constant(shift.reshape(per_channel), t)])
+
+
+@lowers("SimplifiedLayerNormalization", "com.microsoft::SimplifiedLayerNormalization")
+def simplified_layer_norm(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """onnxruntime's RMS norm over [axis, rank): X / sqrt(mean(X^2) + epsilon) * scale."""
+    _refuse_used(cx, n, [1], "inv_std_var")
+    x, scale = cx.shape(n.input[0], n), cx.shape(n.input[1], n)
+    axis = int(attr(n, "axis", -1))
+    if not -len(x) <= axis < len(x) or math.prod(scale) != math.prod(x[axis:]):
+        raise LoweringError(n.op_type, n.name, f"scale {scale} must have the normalized shape {x[axis:]}")
+    params = {Param.AXIS: axis, Param.EPSILON: f32_bits(float(attr(n, "epsilon", 1e-5)))}
+    cx.emit(n, t, Opcode.RMSNORM, [cx.read(n.input[0], n, t), cx.read(n.input[1], n, t)], params, out=n.output[0])
+
+
+@lowers("com.microsoft::SkipLayerNormalization", "com.microsoft::SkipSimplifiedLayerNormalization")
+def skip_layer_norm(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """sum = input + skip (+ bias), as onnxruntime adds them; output 0 the norm of sum over the last
+    axis (LayerNorm with gamma and beta, or RMS with gamma), output 3 the sum itself."""
+    _refuse_used(cx, n, [1, 2], "mean/inv_std_var")
+    simplified = n.op_type == "SkipSimplifiedLayerNormalization"
+    bias_at = 3 if simplified else 4
+    x = cx.shape(n.input[0], n)
+    has_sum = len(n.output) > 3 and bool(n.output[3])
+    has_bias = len(n.input) > bias_at and bool(n.input[bias_at])
+    summed = cx.emit(
+        n,
+        t,
+        Opcode.ADD,
+        [cx.read(n.input[0], n, t), cx.read(n.input[1], n, t)],
+        out=n.output[3] if has_sum and not has_bias else cx.scratch(x, t),
+        engine=EngineClass.VECTOR,
+    )
+    if has_bias:
+        bias = cx.read(n.input[bias_at], n, t)
+        summed = cx.emit(
+            n,
+            t,
+            Opcode.ADD,
+            [summed, bias],
+            out=n.output[3] if has_sum else cx.scratch(x, t),
+            engine=EngineClass.VECTOR,
+        )
+    params = {Param.AXIS: -1, Param.EPSILON: f32_bits(float(attr(n, "epsilon", 1e-12)))}
+    if simplified:
+        cx.emit(n, t, Opcode.RMSNORM, [summed, cx.read(n.input[2], n, t)], params, out=n.output[0])
+        return
+    norm = [summed, cx.read(n.input[2], n, t)]
+    if len(n.input) > 3 and n.input[3]:
+        norm.append(cx.read(n.input[3], n, t))
+    cx.emit(n, t, Opcode.LAYERNORM, norm, params, out=n.output[0])
+
+
+def _refuse_used(cx: Lowerer, n: onnx.NodeProto, outputs: list[int], what: str) -> None:
+    """The statistics outputs are for training: refused when a body node or the pair reads them."""
+    for k in outputs:
+        name = n.output[k] if len(n.output) > k else ""
+        if name and (name in cx.fn.output or any(name in b.input for b in cx.fn.node)):
+            raise LoweringError(
+                n.op_type, n.name, f"output {k} ({what}) is read; only the normalized output and the sum run"
+            )

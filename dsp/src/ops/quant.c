@@ -21,8 +21,11 @@
     X(HFX_DTYPE_I8, int8_t, INT8_MIN, INT8_MAX)     \
     X(HFX_DTYPE_U16, uint16_t, 0, UINT16_MAX)       \
     X(HFX_DTYPE_I16, int16_t, INT16_MIN, INT16_MAX)
-/* DequantizeLinear also reads int32 (the biases of QDQ models). */
-#define HFX_DEQUANT_ONLY_TYPES(X) X(HFX_DTYPE_I32, int32_t, INT32_MIN, INT32_MAX)
+/* DequantizeLinear also reads int32 (the biases of QDQ models) and int64 (position ids, masks: the
+ * low 32 bits as int32, exact below 2^31). */
+#define HFX_DEQUANT_ONLY_TYPES(X)                    \
+    X(HFX_DTYPE_I32, int32_t, INT32_MIN, INT32_MAX) \
+    X(HFX_DTYPE_I64, int64_t, INT64_MIN, INT64_MAX)
 
 #define HFX_IS_TYPE(dt, ctype, lo, hi) || d == (dt)
 static bool quant_type(uint32_t d) { return false HFX_QUANT_TYPES(HFX_IS_TYPE); }
@@ -42,7 +45,7 @@ static hfx_status dtype_fail(hfx_vctx *v, const hfx_op *op, uint32_t slot, bool 
                      id, v->p->tensors[id].dtype, want);
 }
 
-/* Q: x f32, y u8/i8/u16/i16 (the zero point's type, u8 without one); DQ: x u8/i8/u16/i16/i32, y f32, zp x's type */
+/* Q: x f32, y u8/i8/u16/i16 (the zero point's type, u8 without one); DQ: x u8/i8/u16/i16/i32/i64, y f32, zp x's type */
 static hfx_status validate_dtypes(hfx_vctx *v, const hfx_op *op) {
     const hfx_tensor *t = v->p->tensors;
     bool q = op->opcode == HFX_OP_QUANTIZE_LINEAR;
