@@ -49,4 +49,19 @@ static inline HVX_VectorPair hvx_interleave_words(HVX_Vector even, HVX_Vector od
     return Q6_W_vshuff_VVR(odd, even, -4);
 }
 
+/* 128 bytes through a 256-entry table prepared by hvx_lut_i8_prepare (t0, t1: its two vectors):
+ * eight vlut32, each for the 32 indices of one value of bits 7..5. */
+static inline HVX_Vector hvx_lut256(HVX_Vector x, HVX_Vector t0, HVX_Vector t1)
+{
+    HVX_Vector y = Q6_Vb_vlut32_VbVbR(x, t0, 0);
+    y = Q6_Vb_vlut32or_VbVbVbR(y, x, t0, 1);
+    y = Q6_Vb_vlut32or_VbVbVbR(y, x, t0, 2);
+    y = Q6_Vb_vlut32or_VbVbVbR(y, x, t0, 3);
+    y = Q6_Vb_vlut32or_VbVbVbR(y, x, t1, 4);
+    y = Q6_Vb_vlut32or_VbVbVbR(y, x, t1, 5);
+    y = Q6_Vb_vlut32or_VbVbVbR(y, x, t1, 6);
+    y = Q6_Vb_vlut32or_VbVbVbR(y, x, t1, 7);
+    return y;
+}
+
 #endif /* HEXFUSE_HVX_UTIL_H */

@@ -1,8 +1,15 @@
 /* qpool.c - the integer pooling ops of QDQ groups, exactly as dsp/ref/ref_qpool.h defines them:
  * QGLOBAL_AVGPOOL (an item is a block of (image, channel) rows) and QMAXPOOL (MAXPOOL's windows on
- * u8/i8, an item is a block of output rows). Portable C on the host and on Hexagon. */
+ * u8/i8, an item is a block of output rows). Portable C on the host; on Hexagon builds (HFX_HVX) the
+ * QMAXPOOL rows of horizontal stride 1 or 2 run on HVX (hvx/hvx_maxpool.c) and the requantisation is
+ * a 256-entry table; windows with no tap inside X (dilations above 1 only) stay scalar. */
 #include "../../ref/ref_qpool.h"
 #include "kernels.h"
+
+#ifdef HFX_HVX
+#include "../../hvx/hvx_kernels.h"
+#include "../../hvx/hvx_maxpool.h"
+#endif
 
 static bool narrow_int(uint32_t d) { return d == HFX_DTYPE_U8 || d == HFX_DTYPE_I8; }
 static int32_t type_min(uint32_t d) { return d == HFX_DTYPE_U8 ? 0 : INT8_MIN; }
@@ -108,6 +115,13 @@ hfx_status hfx_plan_qmaxpool(const hfx_program *p, hfx_op *op) {
     uint64_t taps = (uint64_t)op->params[HFX_P_POOL_KERNEL_H] * (uint64_t)op->params[HFX_P_POOL_KERNEL_W];
     qmaxpool_plan pl = {y->numel / y->dims[3], hfx_per_item_for(y->dims[3] * taps, HFX_EW_CHUNK)};
     HFX_PLAN_STORE(op, pl);
+#ifdef HFX_HVX
+    /* the prepared requantisation table, then one padded row of window-row maxima (its taps reach at
+     * most stride - 1 past the right pad) and the slack of the vector loads and stores */
+    const int32_t *pr = op->params;
+    op->plan.ws_bytes = 256 + (size_t)p->tensors[op->in[0]].dims[3] + (size_t)pr[HFX_P_POOL_PAD_LEFT] +
+                        (size_t)pr[HFX_P_POOL_PAD_RIGHT] + (size_t)pr[HFX_P_POOL_STRIDE_W] + HVX_MAXPOOL_SLACK + 128;
+#endif
     return hfx_plan_set_items(op, hfx_ceil_div(pl.rows, pl.rows_per_item));
 }
 
@@ -128,6 +142,68 @@ static int32_t window_max(const void *x, uint32_t tx, uint64_t plane, int64_t H,
     return m;
 }
 
+#ifdef HFX_HVX
+/* Q(DQ(m)) is m itself when both sides have the same type and parameters and the scale keeps every
+ * (m - z) * s normal: the quotient is then m - z within 2^-15 and rounds back to it. */
+static bool requant_is_identity(const int32_t *pr, uint32_t tx, uint32_t ty) {
+    float s = hfx_f32_from_bits(pr[HFX_P_QPOOL_SCALE_X]);
+    return tx == ty && pr[HFX_P_QPOOL_SCALE_X] == pr[HFX_P_QPOOL_SCALE_Y] &&
+           pr[HFX_P_QPOOL_ZERO_X] == pr[HFX_P_QPOOL_ZERO_Y] && s >= 0x1p-100f && s <= 0x1p100f;
+}
+
+/* the vlut32 table in ws of the output byte of each window-max byte; NULL when it is the identity */
+static const uint8_t *requant_lut(const int32_t *pr, uint32_t tx, uint32_t ty, void *ws) {
+    if (requant_is_identity(pr, tx, ty)) return NULL;
+    float sx = hfx_f32_from_bits(pr[HFX_P_QPOOL_SCALE_X]), sy = hfx_f32_from_bits(pr[HFX_P_QPOOL_SCALE_Y]);
+    int8_t rq[256];
+    for (int b = 0; b < 256; b++) {
+        int32_t m = tx == HFX_DTYPE_U8 ? b : (int8_t)b;
+        rq[b] = (int8_t)ref_qmaxpool_requant(m, sx, pr[HFX_P_QPOOL_ZERO_X], sy, pr[HFX_P_QPOOL_ZERO_Y], type_min(ty),
+                                             type_max(ty));
+    }
+    hvx_lut_i8_prepare(rq, ws);
+    return ws;
+}
+
+/* t[0, n) = the padding byte (the type's minimum: no tap inside X is below it) */
+static void fill_pad(uint8_t *t, size_t n, uint32_t tx) { memset(t, tx == HFX_DTYPE_U8 ? 0 : 0x80, n); }
+
+/* One output row on HVX: the window rows' max into a row of ws padded with the type's minimum, then
+ * the taps' max along it. Sets [*oa, *ob), the outputs written: every output when the window has a
+ * row inside X and each window a tap inside the row (dilation 1: pads are below the kernel), the
+ * interior (every tap inside) with a larger dilation, none with a stride above 2. */
+static void qmaxpool_row_hvx(const hfx_kernel_args *a, const uint8_t *lut, uint64_t plane, int64_t h0, uint64_t y_at,
+                             uint64_t *oa, uint64_t *ob) {
+    const hfx_tensor *x = &a->prog->tensors[a->op->in[0]];
+    const int32_t *pr = a->op->params;
+    int64_t H = x->dims[2], W = x->dims[3], s = pr[HFX_P_POOL_STRIDE_W], dh = pr[HFX_P_POOL_DILATION_H];
+    int64_t kw = pr[HFX_P_POOL_KERNEL_W], dw = pr[HFX_P_POOL_DILATION_W], pl = pr[HFX_P_POOL_PAD_LEFT];
+    int64_t ow_n = a->prog->tensors[a->op->out[0]].dims[3];
+    int64_t i0, i1; /* the window rows inside X; dilation 1 without a division (a library call here) */
+    if (dh == 1) i0 = h0 < 0 ? -h0 : 0, i1 = H - h0;
+    else i0 = h0 < 0 ? (-h0 + dh - 1) / dh : 0, i1 = h0 < H ? (H - h0 + dh - 1) / dh : 0;
+    if (i1 > pr[HFX_P_POOL_KERNEL_H]) i1 = pr[HFX_P_POOL_KERNEL_H];
+    *oa = *ob = 0;
+    if ((s != 1 && s != 2) || i0 >= i1) return;
+    int64_t first = 0, end = ow_n;
+    if (dw > 1) { /* the interior: ow * s >= pl and ow * s <= last */
+        int64_t last = W - 1 - (kw - 1) * dw + pl;
+        first = (pl + s - 1) / s, end = last < 0 ? 0 : last / s + 1 < ow_n ? last / s + 1 : ow_n;
+        if (end <= first) return;
+    }
+    int64_t extent = (ow_n - 1) * s + (kw - 1) * dw + 1; /* the padded row's bytes the taps read */
+    uint8_t *t = (uint8_t *)a->ws + 256;
+    fill_pad(t, (size_t)pl, x->dtype);
+    const uint8_t *xb = a->in[0];
+    hvx_maxpool_rows(xb + plane + (uint64_t)((h0 + i0 * dh) * W), (size_t)(dh * W), (int)(i1 - i0), (size_t)W,
+                     x->dtype == HFX_DTYPE_I8, xb + x->numel, t + pl);
+    if (extent > pl + W) fill_pad(t + pl + W, (size_t)(extent - pl - W), x->dtype);
+    hvx_maxpool_taps(t + first * s, (size_t)(end - first), (int)s, (int)kw, (int)dw, x->dtype == HFX_DTYPE_I8, lut,
+                     (uint8_t *)a->out[0] + y_at + (uint64_t)first);
+    *oa = (uint64_t)first, *ob = (uint64_t)end;
+}
+#endif
+
 HFX_VECTOR_KERNEL
 void hfx_run_qmaxpool(const hfx_kernel_args *a, uint32_t item) {
     const hfx_op *op = a->op;
@@ -139,10 +215,19 @@ void hfx_run_qmaxpool(const hfx_kernel_args *a, uint32_t item) {
     hfx_plan_range(pl.rows, pl.rows_per_item, item, &r0, &r1);
     float sx = hfx_f32_from_bits(pr[HFX_P_QPOOL_SCALE_X]), sy = hfx_f32_from_bits(pr[HFX_P_QPOOL_SCALE_Y]);
     int32_t lo = type_min(y->dtype), hi = type_max(y->dtype);
+#ifdef HFX_HVX
+    const uint8_t *lut = requant_lut(pr, x->dtype, y->dtype, a->ws);
+#endif
+    uint64_t plane_n = r0 / oh_n, oh = r0 % oh_n; /* row r is output row oh of plane plane_n */
     for (uint64_t r = r0; r < r1; r++) {
-        uint64_t plane = (r / oh_n) * x->dims[2] * x->dims[3];
-        int64_t h0 = (int64_t)(r % oh_n) * pr[HFX_P_POOL_STRIDE_H] - pr[HFX_P_POOL_PAD_TOP];
+        uint64_t plane = plane_n * x->dims[2] * x->dims[3], oa = 0, ob = 0; /* [oa, ob): done on HVX */
+        int64_t h0 = (int64_t)oh * pr[HFX_P_POOL_STRIDE_H] - pr[HFX_P_POOL_PAD_TOP];
+#ifdef HFX_HVX
+        qmaxpool_row_hvx(a, lut, plane, h0, r * ow_n, &oa, &ob);
+#endif
         for (uint64_t ow = 0; ow < ow_n; ow++) {
+            if (ow == oa && ob > oa) ow = ob;
+            if (ow >= ow_n) break;
             int64_t w0 = (int64_t)ow * pr[HFX_P_POOL_STRIDE_W] - pr[HFX_P_POOL_PAD_LEFT];
             int32_t m = window_max(a->in[0], x->dtype, plane, x->dims[2], x->dims[3], h0, w0, pr);
             int32_t q = m == INT32_MIN ? lo
@@ -150,5 +235,6 @@ void hfx_run_qmaxpool(const hfx_kernel_args *a, uint32_t item) {
                                                               pr[HFX_P_QPOOL_ZERO_Y], lo, hi);
             store_narrow(a->out[0], y->dtype, r * ow_n + ow, q);
         }
+        if (++oh == oh_n) oh = 0, plane_n++;
     }
 }

@@ -4,7 +4,8 @@
  * fused accumulate). Every (a, b) pair of u8 and of i8 through a broadcast, both ways round (A as
  * the scalar span swaps QADD's operands), misaligned buffers, a folded output range, an odd-size
  * same-shape case, and QLUT over every input value; QGLOBAL_AVGPOOL and QMAXPOOL against
- * dsp/ref/ref_qpool.h (odd planes, padding, other output quantization); QCONCAT on axis 1 with
+ * dsp/ref/ref_qpool.h (odd planes, padding, other output quantization; QMAXPOOL also over random
+ * geometries: widths across the 128-byte vectors, strides, dilations, pads); QCONCAT on axis 1 with
  * per-input tables.
  */
 #include <stdint.h>
@@ -163,6 +164,94 @@ static void qpool_case(hfx_pool *pool, uint8_t dt, qt_rng *r)
     }
 }
 
+/* ONNX's pooled length (as pool.c's hfx_pool_out_len) */
+static int pool_len(int in, int k, int s, int d, int p0, int p1, int ceil_mode)
+{
+    int span = in + p0 + p1 - d * (k - 1) - 1;
+    if (span < 0)
+        return 0;
+    if (!ceil_mode)
+        return span / s + 1;
+    int out = (span + s - 1) / s + 1;
+    return (out - 1) * s >= in + p0 ? out - 1 : out;
+}
+
+/* the QMAXPOOL output of window (oh, ow) of plane x[H][W], straight from the definition */
+static int32_t want_qmaxpool(const uint8_t *x, uint8_t tx, uint8_t ty, const int32_t *pm, int H, int W, int oh, int ow)
+{
+    int32_t m = INT32_MIN;
+    for (int i = 0; i < pm[HFX_P_POOL_KERNEL_H]; i++)
+        for (int j = 0; j < pm[HFX_P_POOL_KERNEL_W]; j++) {
+            int h = oh * pm[HFX_P_POOL_STRIDE_H] + i * pm[HFX_P_POOL_DILATION_H] - pm[HFX_P_POOL_PAD_TOP];
+            int w = ow * pm[HFX_P_POOL_STRIDE_W] + j * pm[HFX_P_POOL_DILATION_W] - pm[HFX_P_POOL_PAD_LEFT];
+            if (h >= 0 && h < H && w >= 0 && w < W && load(x, tx, (uint32_t)(h * W + w)) > m)
+                m = load(x, tx, (uint32_t)(h * W + w));
+        }
+    if (m == INT32_MIN)
+        return lo_of(ty);
+    return ref_qmaxpool_requant(m, hfxb_f(pm[HFX_P_QPOOL_SCALE_X]), pm[HFX_P_QPOOL_ZERO_X],
+                                hfxb_f(pm[HFX_P_QPOOL_SCALE_Y]), pm[HFX_P_QPOOL_ZERO_Y], lo_of(ty), hi_of(ty));
+}
+
+/* Random QMAXPOOL geometries on X[1, 2, H, W] (misaligned, W up to 300: full vectors, tails and
+ * rows under one vector): kernels 1..4, strides 1..3, dilations 1..3, each pad 0 .. kernel - 1,
+ * ceil mode, extreme values, all-negative i8, and requantisations: the identity, another scale, the other output
+ * type. The bytes after Y must stay untouched. */
+static void qmaxpool_sweep(hfx_pool *pool, qt_rng *r)
+{
+    enum { C = 2, MAX_W = 300, MAX_H = 7, CASES = 96 };
+    static const int widths[] = {1, 2, 5, 17, 64, 127, 128, 129, 200, 255, 257, MAX_W};
+    static uint8_t xbuf[C * MAX_H * MAX_W + 3];
+    int failed = 0, run = 0;
+    for (int t = 0; t < CASES; t++) {
+        uint8_t tx = t & 1 ? HFX_DTYPE_I8 : HFX_DTYPE_U8, ty = t % 7 == 3 ? (uint8_t)(HFX_DTYPE_U8 + HFX_DTYPE_I8 - tx) : tx;
+        int H = (int)qt_range(r, 1, MAX_H), W = widths[qt_range(r, 0, sizeof widths / sizeof *widths - 1)];
+        int32_t pm[HFX_OP_PARAMS] = {0};
+        pm[HFX_P_POOL_KERNEL_H] = (int32_t)qt_range(r, 1, 4), pm[HFX_P_POOL_KERNEL_W] = (int32_t)qt_range(r, 1, 4);
+        pm[HFX_P_POOL_STRIDE_H] = (int32_t)qt_range(r, 1, 3), pm[HFX_P_POOL_STRIDE_W] = (int32_t)qt_range(r, 1, 3);
+        pm[HFX_P_POOL_DILATION_H] = (int32_t)qt_range(r, 1, 3), pm[HFX_P_POOL_DILATION_W] = (int32_t)qt_range(r, 1, 3);
+        for (int a = 0; a < 4; a++)
+            pm[a] = (int32_t)qt_range(r, 0, pm[HFX_P_POOL_KERNEL_H + (a & 1)] - 1);
+        pm[HFX_P_POOL_CEIL_MODE] = (int32_t)qt_range(r, 0, 1);
+        pm[HFX_P_QPOOL_SCALE_X] = hfxb_bits(0.03f), pm[HFX_P_QPOOL_ZERO_X] = (int32_t)qt_range(r, 0, 255) + lo_of(tx);
+        pm[HFX_P_QPOOL_SCALE_Y] = hfxb_bits(t % 3 ? 0.03f : 0.05f);
+        pm[HFX_P_QPOOL_ZERO_Y] = t % 3 && ty == tx ? pm[HFX_P_QPOOL_ZERO_X] : (int32_t)qt_range(r, 0, 255) + lo_of(ty);
+        int OH = pool_len(H, pm[8], pm[4], pm[6], pm[0], pm[2], pm[10]);
+        int OW = pool_len(W, pm[9], pm[5], pm[7], pm[1], pm[3], pm[10]);
+        if (OH < 1 || OW < 1)
+            continue;
+        uint8_t *X = xbuf + 1 + t % 3, *Y = g_y + 1 + t % 2;
+        for (int i = 0; i < C * H * W; i++)
+            X[i] = (uint8_t)(t % 5 == 0   ? (i % 3 ? 0x80 : 0x7f) /* the extremes of both types */
+                             : t % 5 == 1 ? qt_rand(r) | 0x80    /* i8: all negative, a max below 0 */
+                                          : qt_rand(r));
+        memset(Y, 0xa5, (size_t)(C * OH * OW + 64));
+        hfxb b;
+        hfxb_init(&b);
+        uint32_t in[1] = {hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(1, C, (uint32_t)H, (uint32_t)W)), tx)};
+        uint32_t y = hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(1, C, (uint32_t)OH, (uint32_t)OW)), ty);
+        hfxb_op_add(&b, 0, HFX_OP_QMAXPOOL, -1, 1, in, y, pm);
+        const void *ins[1] = {X};
+        int ok = run_one(pool, &b, ins, 1, Y) == HFX_OK;
+        hfxb_free(&b);
+        for (int i = 0; ok && i < C * OH * OW; i++) {
+            int c = i / (OH * OW), oh = i / OW % OH, ow = i % OW;
+            ok = load(Y, ty, (uint32_t)i) == want_qmaxpool(X + c * H * W, tx, ty, pm, H, W, oh, ow);
+            if (!ok)
+                hx_printf("     QMaxPool case %d (H %d W %d k %dx%d s %d,%d d %d,%d pads %d,%d,%d,%d): y[%d] %d\n", t, H,
+                          W, pm[8], pm[9], pm[4], pm[5], pm[6], pm[7], pm[0], pm[1], pm[2], pm[3], i,
+                          load(Y, ty, (uint32_t)i));
+        }
+        for (int i = 0; ok && i < 64; i++)
+            ok = Y[C * OH * OW + i] == 0xa5;
+        failed += !ok;
+        run++;
+    }
+    char what[64];
+    hx_snprintf(what, sizeof what, "QMaxPool %d random geometries (%d failed)", run, failed);
+    expect(failed == 0 && run > CASES / 2, what);
+}
+
 /* X1[2, 3, 5], X2[2, 4, 5] (misaligned) concatenated on axis 1 through random tables */
 static void qconcat_case(hfx_pool *pool, uint8_t dt, qt_rng *r)
 {
@@ -223,6 +312,7 @@ int main(void)
     qt_begin_group(&T);
     for (int t = 0; t < 2; t++)
         qpool_case(pool, types[t], &r);
+    qmaxpool_sweep(pool, &r);
     qt_end_group(&T, "QGlobalAveragePool/QMaxPool");
     qt_begin_group(&T);
     for (int t = 0; t < 2; t++)
