@@ -1,9 +1,13 @@
 /* qeltwise.c - the integer elementwise ops of QDQ groups, exactly as dsp/ref/ref_qeltwise.h
  * defines them: QADD and QMUL (u8/i8 with numpy broadcasting, requantised to u8/i8) and QLUT (a
- * 256-entry table on u8/i8). Portable C on the host and on Hexagon. An item is a chunk of output
- * elements. */
+ * 256-entry table on u8/i8). Portable C on the host; on Hexagon builds (HFX_HVX) QLUT runs vlut32
+ * (hvx/hvx_lut_i8.c). An item is a chunk of output elements. */
 #include "../../ref/ref_qeltwise.h"
 #include "kernels.h"
+
+#ifdef HFX_HVX
+#include "../../hvx/hvx_kernels.h"
+#endif
 
 static bool narrow_int(uint32_t d) { return d == HFX_DTYPE_U8 || d == HFX_DTYPE_I8; }
 static int32_t type_min(uint32_t d) { return d == HFX_DTYPE_U8 ? 0 : INT8_MIN; }
@@ -147,6 +151,9 @@ hfx_status hfx_validate_qlut(hfx_vctx *v, hfx_op *op) {
 }
 
 hfx_status hfx_plan_qlut(const hfx_program *p, hfx_op *op) {
+#ifdef HFX_HVX
+    op->plan.ws_bytes = 256; /* the table prepared for vlut32 */
+#endif
     return hfx_plan_chunks(op, p->tensors[op->out[0]].numel, HFX_EW_CHUNK);
 }
 
@@ -160,5 +167,12 @@ void hfx_run_qlut(const hfx_kernel_args *a, uint32_t item) {
     const uint8_t *x = a->in[0], *table = a->in[1]; /* one byte each; the table's bytes are Y's */
     uint8_t *y = a->out[0];
     uint8_t flip = t[a->op->in[0]].dtype == HFX_DTYPE_I8 ? 0x80u : 0u; /* i8: x - (-128) is the byte ^ 0x80 */
+#ifdef HFX_HVX
+    int8_t by_byte[256]; /* hvx_lut_i8 indexes by the byte */
+    for (int i = 0; i < 256; i++) by_byte[i] = (int8_t)table[i ^ flip];
+    hvx_lut_i8_prepare(by_byte, a->ws);
+    hvx_lut_i8((const int8_t *)x + b, (int8_t *)y + b, (size_t)(e - b), a->ws);
+#else
     for (uint64_t i = b; i < e; i++) y[i] = table[x[i] ^ flip];
+#endif
 }

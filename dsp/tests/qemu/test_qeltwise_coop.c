@@ -3,7 +3,8 @@
  * coop platform, bit for bit against dsp/ref/ref_qeltwise.h (the Hexagon build's fma is sfmpy's
  * fused accumulate). Every (a, b) pair of u8 and of i8 through a broadcast, both ways round (A as
  * the scalar span swaps QADD's operands), misaligned buffers, a folded output range, an odd-size
- * same-shape case, and QLUT over every input value; QGLOBAL_AVGPOOL and QMAXPOOL against
+ * same-shape case, and QLUT over every input value (sizes across the vector size and two items,
+ * misaligned); QGLOBAL_AVGPOOL and QMAXPOOL against
  * dsp/ref/ref_qpool.h (odd planes, padding, other output quantization; QMAXPOOL also over random
  * geometries: widths across the 128-byte vectors, strides, dilations, pads); QCONCAT on axis 1 with
  * per-input tables.
@@ -88,27 +89,35 @@ static void qbin_case(hfx_pool *pool, uint32_t opcode, uint8_t dt, int a_inner, 
     expect(ok, what);
 }
 
-static void qlut_case(hfx_pool *pool, uint8_t tx, uint8_t ty, qt_rng *r)
+/* QLUT on X[n] at byte offset `off` of its buffer (the first 256 elements: every value), into Y at
+ * offset off + 1; the bytes after Y must stay untouched */
+static void qlut_case(hfx_pool *pool, uint8_t tx, uint8_t ty, uint32_t n, uint32_t off, qt_rng *r)
 {
-    enum { N = 3 * 7 * 13 };
-    static uint8_t x_all[N + 1];
-    uint8_t *X = x_all + 1, *Y = g_y + 1; /* misaligned */
+    enum { MAX_N = 40000 }; /* above HFX_EW_CHUNK: two items */
+    static uint8_t x_all[MAX_N + 128];
+    uint8_t *X = x_all + off, *Y = g_y + off + 1;
     for (int i = 0; i < 256; i++)
         g_table[i] = (uint8_t)qt_rand(r);
-    for (int i = 0; i < N; i++)
+    for (uint32_t i = 0; i < n; i++)
         X[i] = (uint8_t)(i < 256 ? i : qt_rand(r));
+    memset(Y, 0xa5, n + 64);
     hfxb b;
     hfxb_init(&b);
-    uint32_t in[2] = {hfxb_set_dtype(&b, hfxb_input(&b, 1, HFXB_DIMS(3, 7, 13)), tx),
+    uint32_t in[2] = {hfxb_set_dtype(&b, hfxb_input(&b, 1, HFXB_DIMS(n)), tx),
                       hfxb_set_dtype(&b, hfxb_const(&b, 1, HFXB_DIMS(256), (const float *)(const void *)g_table), ty)};
-    hfxb_op_add(&b, 1, HFX_OP_QLUT, -1, 2, in, hfxb_set_dtype(&b, hfxb_output(&b, 1, HFXB_DIMS(3, 7, 13)), ty), NULL);
+    hfxb_op_add(&b, 1, HFX_OP_QLUT, -1, 2, in, hfxb_set_dtype(&b, hfxb_output(&b, 1, HFXB_DIMS(n)), ty), NULL);
     const void *ins[1] = {X};
     hfx_status st = run_one(pool, &b, ins, 1, Y);
     hfxb_free(&b);
     int ok = st == HFX_OK;
-    for (int i = 0; ok && i < N; i++)
-        ok = Y[i] == g_table[load(X, tx, (uint32_t)i) - lo_of(tx)];
-    expect(ok, tx == HFX_DTYPE_U8 ? "QLut u8 input, every value" : "QLut i8 input, every value");
+    for (uint32_t i = 0; ok && i < n; i++)
+        ok = Y[i] == g_table[load(X, tx, i) - lo_of(tx)];
+    for (uint32_t i = 0; ok && i < 64; i++)
+        ok = Y[n + i] == 0xa5;
+    char what[64];
+    hx_snprintf(what, sizeof what, "QLut %s -> %s, %u elements at offset %u", tx == HFX_DTYPE_U8 ? "u8" : "i8",
+                ty == HFX_DTYPE_U8 ? "u8" : "i8", n, off);
+    expect(ok, what);
 }
 
 /* X[2, 3, 9, 11] (misaligned): a QGLOBAL_AVGPOOL, and a 3x3 stride-2 pad-1 QMAXPOOL to [2, 3, 5, 6] */
@@ -306,8 +315,9 @@ int main(void)
         }
     qt_end_group(&T, "QAdd/QMul");
     qt_begin_group(&T);
-    for (int t = 0; t < 4; t++)
-        qlut_case(pool, types[t & 1], types[t >> 1], &r);
+    static const uint32_t lut_sizes[] = {3 * 7 * 13, 1, 127, 128, 129, 256, 259, 1000, 40000};
+    for (uint32_t t = 0; t < 4 * sizeof lut_sizes / sizeof *lut_sizes; t++)
+        qlut_case(pool, types[t & 1], types[t >> 1 & 1], lut_sizes[t / 4], t % 5 * 31, &r);
     qt_end_group(&T, "QLut");
     qt_begin_group(&T);
     for (int t = 0; t < 2; t++)
