@@ -2,12 +2,12 @@
  * test_qeltwise_coop.c - qemu-hexagon image: QADD, QMUL and QLUT through the hexfuse core on the
  * coop platform, bit for bit against dsp/ref/ref_qeltwise.h (the Hexagon build's fma is sfmpy's
  * fused accumulate). Every (a, b) pair of u8 and of i8 through a broadcast, both ways round (A as
- * the scalar span swaps QADD's operands), misaligned buffers, a folded output range, an odd-size
- * same-shape case, and QLUT over every input value (sizes across the vector size and two items,
- * misaligned); QGLOBAL_AVGPOOL and QMAXPOOL against
- * dsp/ref/ref_qpool.h (odd planes, padding, other output quantization; QMAXPOOL also over random
- * geometries: widths across the 128-byte vectors, strides, dilations, pads); QCONCAT on axis 1 with
- * per-input tables.
+ * the scalar span swaps QADD's operands), misaligned buffers, a folded output range; random values
+ * through broadcast shapes (same shape, broadcast middle or innermost axis, one-element operands, two
+ * items) and ratios outside the HVX path's range; QLUT over every input value (sizes across the vector
+ * size and two items, misaligned); QGLOBAL_AVGPOOL and QMAXPOOL against dsp/ref/ref_qpool.h (odd
+ * planes, padding, other output quantization; QMAXPOOL also over random geometries: widths across
+ * the 128-byte vectors, strides, dilations, pads); QCONCAT on axis 1 with per-input tables.
  */
 #include <stdint.h>
 #include <string.h>
@@ -86,6 +86,71 @@ static void qbin_case(hfx_pool *pool, uint32_t opcode, uint8_t dt, int a_inner, 
     char what[96];
     hx_snprintf(what, sizeof what, "%s %s every pair, A %s, fold %d", mul ? "QMul" : "QAdd",
                 dt == HFX_DTYPE_U8 ? "u8" : "i8", a_inner ? "inner" : "outer (swapped)", fold);
+    expect(ok, what);
+}
+
+/* QADD/QMUL on random values through shapes (rank 3, numpy broadcasting) that make the kernel's
+ * spans: same shape (two items at 40000), a broadcast middle axis, a broadcast innermost axis, a
+ * one-element A (QADD swaps) or B, odd lengths and misaligned buffers; ratios in the HVX path's range
+ * and, for `big`, outside it (the reference alone) */
+static void qbin_shapes_case(hfx_pool *pool, uint32_t opcode, uint8_t dt, const uint32_t ad[3], const uint32_t bd[3],
+                             int big, qt_rng *r)
+{
+    enum { MAX_N = 40000 };
+    static uint8_t abuf[MAX_N + 8], bbuf[MAX_N + 8];
+    uint32_t yd[3], na = ad[0] * ad[1] * ad[2], nb = bd[0] * bd[1] * bd[2];
+    for (int i = 0; i < 3; i++)
+        yd[i] = ad[i] > bd[i] ? ad[i] : bd[i];
+    uint32_t ny = yd[0] * yd[1] * yd[2];
+    int mul = opcode == HFX_OP_QMUL, swap = 1;
+    for (int i = 3; i-- > 0;)
+        if (yd[i] > 1) {
+            swap = ad[i] == 1 && bd[i] != 1;
+            break;
+        }
+    swap = swap && !mul;
+    float ra = mul ? (float)qt_range(r, 1, 500) / 10000.0f : (float)qt_range(r, 50, 2000) / 1000.0f;
+    float rb = mul ? 0.0f : (float)qt_range(r, 50, 2000) / 1000.0f;
+    if (big)
+        ra = mul ? 70000.0f : 100.0f;
+    int32_t p[HFX_OP_PARAMS] = {0};
+    p[HFX_P_QBIN_RATIO_A] = hfxb_bits(ra), p[HFX_P_QBIN_RATIO_B] = hfxb_bits(rb);
+    p[HFX_P_QBIN_ZERO_A] = (int32_t)qt_range(r, 0, 255) + lo_of(dt);
+    p[HFX_P_QBIN_ZERO_B] = (int32_t)qt_range(r, 0, 255) + lo_of(dt);
+    p[HFX_P_QBIN_ZERO_Y] = (int32_t)qt_range(r, 0, 255) + lo_of(dt);
+    p[HFX_P_QBIN_LO] = lo_of(dt), p[HFX_P_QBIN_HI] = hi_of(dt);
+    uint32_t off = (uint32_t)qt_range(r, 0, 7);
+    uint8_t *A = abuf + off, *B = bbuf + 7 - off, *Y = g_y + 1 + off;
+    for (uint32_t i = 0; i < na; i++)
+        A[i] = (uint8_t)qt_rand(r);
+    for (uint32_t i = 0; i < nb; i++)
+        B[i] = (uint8_t)qt_rand(r);
+    memset(Y, 0xa5, ny + 64);
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t in[2] = {hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(ad[0], ad[1], ad[2])), dt),
+                      hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(bd[0], bd[1], bd[2])), dt)};
+    hfxb_op_add(&b, 0, opcode, -1, 2, in, hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(yd[0], yd[1], yd[2])), dt),
+                p);
+    const void *ins[2] = {A, B};
+    int ok = run_one(pool, &b, ins, 2, Y) == HFX_OK;
+    hfxb_free(&b);
+    for (uint32_t i = 0; ok && i < ny; i++) {
+        uint32_t i0 = i / (yd[1] * yd[2]), i1 = i / yd[2] % yd[1], i2 = i % yd[2];
+        uint32_t ia = ((ad[0] > 1 ? i0 : 0) * ad[1] + (ad[1] > 1 ? i1 : 0)) * ad[2] + (ad[2] > 1 ? i2 : 0);
+        uint32_t ib = ((bd[0] > 1 ? i0 : 0) * bd[1] + (bd[1] > 1 ? i1 : 0)) * bd[2] + (bd[2] > 1 ? i2 : 0);
+        int32_t x = load(A, dt, ia), w = load(B, dt, ib);
+        int32_t want = mul    ? ref_qmul(x, w, ra, p[2], p[3], p[4], p[5], p[6])
+                       : swap ? ref_qadd(w, x, rb, ra, p[3], p[2], p[4], p[5], p[6])
+                              : ref_qadd(x, w, ra, rb, p[2], p[3], p[4], p[5], p[6]);
+        ok = load(Y, dt, i) == want;
+    }
+    for (uint32_t i = 0; ok && i < 64; i++)
+        ok = Y[ny + i] == 0xa5;
+    char what[112];
+    hx_snprintf(what, sizeof what, "%s %s [%u,%u,%u] x [%u,%u,%u]%s", mul ? "QMul" : "QAdd",
+                dt == HFX_DTYPE_U8 ? "u8" : "i8", ad[0], ad[1], ad[2], bd[0], bd[1], bd[2],
+                big ? ", ratio outside the HVX range" : "");
     expect(ok, what);
 }
 
@@ -313,6 +378,15 @@ int main(void)
             qbin_case(pool, HFX_OP_QADD, types[t], a_inner, t, &r);
             qbin_case(pool, HFX_OP_QMUL, types[t], a_inner, a_inner, &r);
         }
+    static const uint32_t shapes[][2][3] = {
+        {{3, 5, 300}, {3, 5, 300}}, {{3, 5, 300}, {3, 1, 300}}, {{2, 1, 257}, {2, 4, 1}}, {{1, 1, 1000}, {1, 1, 1}},
+        {{1, 1, 1}, {1, 1, 1000}},  {{1, 1, 40000}, {1, 1, 40000}},
+    };
+    for (uint32_t t = 0; t < 4 * sizeof shapes / sizeof *shapes; t++)
+        qbin_shapes_case(pool, t & 1 ? HFX_OP_QMUL : HFX_OP_QADD, types[t >> 1 & 1], shapes[t / 4][0],
+                         shapes[t / 4][1], 0, &r);
+    for (uint32_t t = 0; t < 4; t++)
+        qbin_shapes_case(pool, t & 1 ? HFX_OP_QMUL : HFX_OP_QADD, types[t >> 1], shapes[0][0], shapes[1][1], 1, &r);
     qt_end_group(&T, "QAdd/QMul");
     qt_begin_group(&T);
     static const uint32_t lut_sizes[] = {3 * 7 * 13, 1, 127, 128, 129, 256, 259, 1000, 40000};
