@@ -12,13 +12,18 @@
 #include "hvx_kernels.h"
 #include "hvx_util.h"
 
-void hvx_lut_i8_prepare(const int8_t table[256], uint8_t prepared[256])
+void hvx_lut_i8_prepare_xor(const uint8_t table[256], uint8_t flip, uint8_t prepared[256])
 {
     for (int i = 0; i < 256; i++) {
         int vec = i >> 7;
         int pos = 2 * (i % 64) + ((i >> 6) & 1);
-        prepared[vec * HVX_BYTES + pos] = (uint8_t)table[i];
+        prepared[vec * HVX_BYTES + pos] = table[i ^ flip];
     }
+}
+
+void hvx_lut_i8_prepare(const int8_t table[256], uint8_t prepared[256])
+{
+    hvx_lut_i8_prepare_xor((const uint8_t *)table, 0, prepared);
 }
 
 void hvx_lut_i8(const int8_t *x, int8_t *y, size_t n, const uint8_t prepared[256])

@@ -211,9 +211,7 @@ void hfx_run_qlut(const hfx_kernel_args *a, uint32_t item) {
     uint8_t *y = a->out[0];
     uint8_t flip = t[a->op->in[0]].dtype == HFX_DTYPE_I8 ? 0x80u : 0u; /* i8: x - (-128) is the byte ^ 0x80 */
 #ifdef HFX_HVX
-    int8_t by_byte[256]; /* hvx_lut_i8 indexes by the byte */
-    for (int i = 0; i < 256; i++) by_byte[i] = (int8_t)table[i ^ flip];
-    hvx_lut_i8_prepare(by_byte, a->ws);
+    hvx_lut_i8_prepare_xor(table, flip, a->ws);
     hvx_lut_i8((const int8_t *)x + b, (int8_t *)y + b, (size_t)(e - b), a->ws);
 #else
     for (uint64_t i = b; i < e; i++) y[i] = table[x[i] ^ flip];

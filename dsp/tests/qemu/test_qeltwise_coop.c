@@ -7,7 +7,8 @@
  * items) and ratios outside the HVX path's range; QLUT over every input value (sizes across the vector
  * size and two items, misaligned); QGLOBAL_AVGPOOL and QMAXPOOL against dsp/ref/ref_qpool.h (odd
  * planes, padding, other output quantization; QMAXPOOL also over random geometries: widths across
- * the 128-byte vectors, strides, dilations, pads); QCONCAT on axis 1 with per-input tables.
+ * the 128-byte vectors, strides, dilations, pads); QCONCAT on axis 1 with per-input tables (spans
+ * below and above a vector).
  */
 #include <stdint.h>
 #include <string.h>
@@ -326,33 +327,40 @@ static void qmaxpool_sweep(hfx_pool *pool, qt_rng *r)
     expect(failed == 0 && run > CASES / 2, what);
 }
 
-/* X1[2, 3, 5], X2[2, 4, 5] (misaligned) concatenated on axis 1 through random tables */
-static void qconcat_case(hfx_pool *pool, uint8_t dt, qt_rng *r)
+/* X1[2, 3, W], X2[2, 4, W] (misaligned) concatenated on axis 1 through random tables; W 77: spans of
+ * 231 and 308 bytes (vectors and tails) */
+static void qconcat_case(hfx_pool *pool, uint8_t dt, uint32_t W, qt_rng *r)
 {
-    static uint8_t x1[31], x2[41], tables[2 * 256];
+    enum { MAX_W = 77 };
+    static uint8_t x1[6 * MAX_W + 1], x2[8 * MAX_W + 1], tables[2 * 256];
     uint8_t *X1 = x1 + 1, *X2 = x2 + 1, *Y = g_y + 1;
-    for (int i = 0; i < 30; i++)
+    for (uint32_t i = 0; i < 6 * W; i++)
         X1[i] = (uint8_t)qt_rand(r);
-    for (int i = 0; i < 40; i++)
+    for (uint32_t i = 0; i < 8 * W; i++)
         X2[i] = (uint8_t)qt_rand(r);
     for (int i = 0; i < 2 * 256; i++)
         tables[i] = (uint8_t)qt_rand(r);
+    memset(Y, 0xa5, 14 * W + 64);
     hfxb b;
     hfxb_init(&b);
-    uint32_t in[3] = {hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(2, 3, 5)), dt),
-                      hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(2, 4, 5)), dt),
+    uint32_t in[3] = {hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(2, 3, W)), dt),
+                      hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(2, 4, W)), dt),
                       hfxb_set_dtype(&b, hfxb_const(&b, 0, HFXB_DIMS(2, 256), (const float *)(const void *)tables), dt)};
     int32_t p[HFX_OP_PARAMS] = {1};
-    hfxb_op_add(&b, 0, HFX_OP_QCONCAT, -1, 3, in, hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(2, 7, 5)), dt), p);
+    hfxb_op_add(&b, 0, HFX_OP_QCONCAT, -1, 3, in, hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(2, 7, W)), dt), p);
     const void *ins[2] = {X1, X2};
     int ok = run_one(pool, &b, ins, 2, Y) == HFX_OK;
     hfxb_free(&b);
-    for (int i = 0; ok && i < 2 * 7 * 5; i++) {
-        int n = i / 35, c = i / 5 % 7, w = i % 5;
-        const uint8_t *x = c < 3 ? X1 + (n * 3 + c) * 5 : X2 + (n * 4 + c - 3) * 5;
-        ok = Y[i] == tables[(c < 3 ? 0 : 256) + (uint32_t)(load(x, dt, (uint32_t)w) - lo_of(dt))];
+    for (uint32_t i = 0; ok && i < 14 * W; i++) {
+        uint32_t n = i / (7 * W), c = i / W % 7, w = i % W;
+        const uint8_t *x = c < 3 ? X1 + (n * 3 + c) * W : X2 + (n * 4 + c - 3) * W;
+        ok = Y[i] == tables[(c < 3 ? 0 : 256) + (uint32_t)(load(x, dt, w) - lo_of(dt))];
     }
-    expect(ok, dt == HFX_DTYPE_U8 ? "QConcat u8" : "QConcat i8");
+    for (uint32_t i = 0; ok && i < 64; i++)
+        ok = Y[14 * W + i] == 0xa5;
+    char what[48];
+    hx_snprintf(what, sizeof what, "QConcat %s, W %u", dt == HFX_DTYPE_U8 ? "u8" : "i8", W);
+    expect(ok, what);
 }
 
 int main(void)
@@ -399,8 +407,8 @@ int main(void)
     qmaxpool_sweep(pool, &r);
     qt_end_group(&T, "QGlobalAveragePool/QMaxPool");
     qt_begin_group(&T);
-    for (int t = 0; t < 2; t++)
-        qconcat_case(pool, types[t], &r);
+    for (int t = 0; t < 4; t++)
+        qconcat_case(pool, types[t & 1], t < 2 ? 5 : 77, &r);
     qt_end_group(&T, "QConcat");
     hfx_pool_destroy(pool);
     return qt_result(&T, "test_qeltwise");
