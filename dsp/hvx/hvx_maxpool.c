@@ -15,7 +15,7 @@ static inline HVX_Vector load_upto(const uint8_t *p, size_t need, const uint8_t 
 {
     if ((size_t)(x_end - p) >= HVX_BYTES)
         return *(const hvx_uvec *)(const void *)p;
-    return hvx_load_partial(p, need < HVX_BYTES ? need : HVX_BYTES);
+    return hvx_load_upto(p, need < HVX_BYTES ? need : HVX_BYTES);
 }
 
 void hvx_maxpool_rows(const uint8_t *row0, size_t step, int nrows, size_t n, int is_signed, const uint8_t *x_end,
@@ -57,6 +57,6 @@ void hvx_maxpool_taps(const uint8_t *t, size_t n, int stride, int taps, int dila
         if (n - o >= HVX_BYTES)
             *(hvx_uvec *)(void *)(y + o) = m;
         else
-            hvx_store_partial(y + o, m, n - o);
+            hvx_store_first(y + o, m, n - o);
     }
 }

@@ -82,6 +82,11 @@ KERNELS = {
     "hvx_requant_i32_i8": (["rq_setup"], "store"),
     "hvx_matmul_i8": (["rq_setup", "rowsum_i8", "load_bias"], "vrmpy"),
     "hvx_dequant_i8_f32": (["dq_words"], "store"),
+    # QMAXPOOL's HVX row path (dsp/src/ops/qpool.c): window rows' max, then the taps' max
+    "hvx_maxpool": (["hvx_maxpool_rows", "hvx_maxpool_taps"], "store"),
+    # QADD / QMUL blocks (dsp/src/ops/qeltwise.c): fixed-point requantisation, tie check
+    "hvx_qadd": (["hvx_qbin_block"], "store"),
+    "hvx_qmul": (["hvx_qbin_block"], "store"),
     # QMATMUL's HVX path (dsp/src/ops/qmatmul_hvx.c) on one item: packing, sums, vrmpy, scalar requantisation
     "hvx_qgemm": (
         [
@@ -338,7 +343,10 @@ RATES = {
 CLASSES = {
     "int16 elementwise (add, saturating)": ("hvx_add_sat_i16", 64),
     "int32 elementwise (add, saturating)": ("hvx_add_sat_i32", 32),
-    "int8 table lookup (vlut32)": ("hvx_lut_i8", 128),
+    "int8 table lookup (vlut32; QLUT, QCONCAT's requantisation)": ("hvx_lut_i8", 128),
+    "QMaxPool u8 3x3 stride 1 (outputs; HVX row path, edges and tails excluded)": ("hvx_maxpool", 128),
+    "QAdd u8 (outputs; blocks near a rounding tie run scalar, not counted)": ("hvx_qadd", 128),
+    "QMul u8 (outputs; blocks near a rounding tie run scalar, not counted)": ("hvx_qmul", 128),
     "requantisation int32 -> int8": ("hvx_requant_i32_i8", 128),
     "DequantizeLinear u8 -> f32": ("hvx_dequant_i8_f32", 32),
     "int8 matmul, vrmpy + fixed-point requantisation (hvx_matmul_i8, no opcode)": ("hvx_matmul_i8", 2 * 128),
