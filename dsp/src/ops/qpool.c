@@ -1,14 +1,15 @@
 /* qpool.c - the integer pooling ops of QDQ groups, exactly as dsp/ref/ref_qpool.h defines them:
  * QGLOBAL_AVGPOOL (an item is a block of (image, channel) rows) and QMAXPOOL (MAXPOOL's windows on
- * u8/i8, an item is a block of output rows). Portable C on the host; on Hexagon builds (HFX_HVX) the
- * QMAXPOOL rows of horizontal stride 1 or 2 run on HVX (hvx/hvx_maxpool.c) and the requantisation is
- * a 256-entry table; windows with no tap inside X (dilations above 1 only) stay scalar. */
+ * u8/i8, an item is a block of output rows). Portable C on the host; on Hexagon builds (HFX_HVX),
+ * hvx/hvx_qpool.c: QGLOBAL_AVGPOOL's sums by vrmpy, QMAXPOOL rows of horizontal stride 1 or 2 by vmax
+ * with the requantisation as a 256-entry table (windows with no tap inside X, dilations above 1
+ * only, stay scalar). */
 #include "../../ref/ref_qpool.h"
 #include "kernels.h"
 
 #ifdef HFX_HVX
 #include "../../hvx/hvx_kernels.h"
-#include "../../hvx/hvx_maxpool.h"
+#include "../../hvx/hvx_qpool.h"
 #endif
 
 static bool narrow_int(uint32_t d) { return d == HFX_DTYPE_U8 || d == HFX_DTYPE_I8; }
@@ -81,11 +82,15 @@ void hfx_run_qglobal_avgpool(const hfx_kernel_args *a, uint32_t item) {
     float scale = hfx_f32_from_bits(op->params[HFX_P_QGAP_SCALE]);
     for (uint64_t r = r0; r < r1; r++) {
         uint32_t sum = 0;
+#ifdef HFX_HVX
+        sum = hvx_sum_bytes((const uint8_t *)a->in[0] + r * pl.spatial, (size_t)pl.spatial, tx == HFX_DTYPE_I8);
+#else
         if (tx == HFX_DTYPE_U8)
             for (uint64_t i = 0; i < pl.spatial; i++) sum += ((const uint8_t *)a->in[0])[r * pl.spatial + i];
         else
             for (uint64_t i = 0; i < pl.spatial; i++)
                 sum += (uint32_t)(int32_t)((const int8_t *)a->in[0])[r * pl.spatial + i];
+#endif
         int32_t q = ref_qglobal_avgpool((int32_t)sum, (uint32_t)pl.spatial, op->params[HFX_P_QGAP_ZERO_X], scale,
                                         op->params[HFX_P_QGAP_ZERO_Y], type_min(ty), type_max(ty));
         store_narrow(a->out[0], ty, r, q);

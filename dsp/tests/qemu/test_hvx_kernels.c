@@ -25,7 +25,7 @@
 
 #include "hvx_kernels.h"
 #include "hvx_dequant.h"
-#include "hvx_maxpool.h"
+#include "hvx_qpool.h"
 #include "hvx_qeltwise.h"
 #include "hvx_qgemm.h"
 #include "hvx_util.h"

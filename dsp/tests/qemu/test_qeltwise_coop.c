@@ -6,7 +6,8 @@
  * through broadcast shapes (same shape, broadcast middle or innermost axis, one-element operands, two
  * items) and ratios outside the HVX path's range; QLUT over every input value (sizes across the vector
  * size and two items, misaligned); QGLOBAL_AVGPOOL and QMAXPOOL against dsp/ref/ref_qpool.h (odd
- * planes, padding, other output quantization; QMAXPOOL also over random geometries: widths across
+ * planes, padding, other output quantization; QGLOBAL_AVGPOOL also over plane sizes across the vector
+ * size and extreme values; QMAXPOOL over random geometries: widths across
  * the 128-byte vectors, strides, dilations, pads); QCONCAT on axis 1 with per-input tables (spans
  * below and above a vector).
  */
@@ -239,6 +240,42 @@ static void qpool_case(hfx_pool *pool, uint8_t dt, qt_rng *r)
     }
 }
 
+/* QGLOBAL_AVGPOOL over X[1, 3, 1, S] (misaligned) for plane sizes across the vector size, values
+ * random or all at one extreme of the type (the largest sums) */
+static void qgap_sweep(hfx_pool *pool, qt_rng *r)
+{
+    static const uint32_t sizes[] = {1, 2, 127, 128, 129, 300, 1000, 4099};
+    static uint8_t xbuf[3 * 4099 + 3];
+    int failed = 0, run = 0;
+    for (uint32_t t = 0; t < 4 * sizeof sizes / sizeof *sizes; t++, run++) {
+        uint8_t dt = t & 1 ? HFX_DTYPE_I8 : HFX_DTYPE_U8;
+        uint32_t S = sizes[t / 4], kind = t >> 1 & 1 ? (uint32_t)qt_range(r, 0, 3) : 0;
+        uint8_t *X = xbuf + t % 3, *Y = g_y + 1;
+        for (uint32_t i = 0; i < 3 * S; i++)
+            X[i] = kind == 0 ? (uint8_t)qt_rand(r) : kind == 1 ? 0xff : kind == 2 ? 0x80 : 0x7f;
+        int32_t pg[HFX_OP_PARAMS] = {hfxb_bits(0.8f / (float)S), (int32_t)qt_range(r, 0, 255) + lo_of(dt),
+                                     (int32_t)qt_range(r, 0, 255) + lo_of(dt)};
+        hfxb b;
+        hfxb_init(&b);
+        uint32_t in[1] = {hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(1, 3, 1, S)), dt)};
+        uint32_t y = hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(1, 3, 1, 1)), dt);
+        hfxb_op_add(&b, 0, HFX_OP_QGLOBAL_AVGPOOL, -1, 1, in, y, pg);
+        const void *ins[1] = {X};
+        int ok = run_one(pool, &b, ins, 1, Y) == HFX_OK;
+        hfxb_free(&b);
+        for (uint32_t c = 0; ok && c < 3; c++) {
+            uint32_t sum = 0;
+            for (uint32_t i = 0; i < S; i++)
+                sum += (uint32_t)load(X + c * S, dt, i);
+            ok = load(Y, dt, c) == ref_qglobal_avgpool((int32_t)sum, S, pg[1], hfxb_f(pg[0]), pg[2], lo_of(dt), hi_of(dt));
+        }
+        failed += !ok;
+    }
+    char what[64];
+    hx_snprintf(what, sizeof what, "QGlobalAveragePool %d plane sizes and types (%d failed)", run, failed);
+    expect(failed == 0, what);
+}
+
 /* ONNX's pooled length (as pool.c's hfx_pool_out_len) */
 static int pool_len(int in, int k, int s, int d, int p0, int p1, int ceil_mode)
 {
@@ -404,6 +441,7 @@ int main(void)
     qt_begin_group(&T);
     for (int t = 0; t < 2; t++)
         qpool_case(pool, types[t], &r);
+    qgap_sweep(pool, &r);
     qmaxpool_sweep(pool, &r);
     qt_end_group(&T, "QGlobalAveragePool/QMaxPool");
     qt_begin_group(&T);

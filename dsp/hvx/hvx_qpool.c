@@ -1,7 +1,7 @@
 /*
- * hvx_maxpool.c - the max steps of QMAXPOOL (hvx_maxpool.h).
+ * hvx_qpool.c - the steps of QMAXPOOL and QGLOBAL_AVGPOOL (hvx_qpool.h).
  */
-#include "hvx_maxpool.h"
+#include "hvx_qpool.h"
 
 #include "hvx_util.h"
 
@@ -59,4 +59,23 @@ void hvx_maxpool_taps(const uint8_t *t, size_t n, int stride, int taps, int dila
         else
             hvx_store_first(y + o, m, n - o);
     }
+}
+
+uint32_t hvx_sum_bytes(const uint8_t *x, size_t n, int is_signed)
+{
+    /* i8: the bytes ^ 0x80 are x + 128 as u8, so the sum is theirs minus 128 n */
+    HVX_Vector flip = Q6_V_vsplat_R(is_signed ? (int32_t)0x80808080u : 0), acc = Q6_V_vzero();
+    size_t i = 0;
+    for (; i + HVX_BYTES <= n; i += HVX_BYTES) {
+        HVX_Vector v = Q6_V_vxor_VV(*(const hvx_uvec *)(const void *)(x + i), flip);
+        acc = Q6_Vuw_vrmpyacc_VuwVubRub(acc, v, 0x01010101u);
+    }
+    if (i < n) {
+        HVX_Vector v = Q6_V_vxor_VV(hvx_load_upto(x + i, n - i), flip);
+        v = Q6_V_vmux_QVV(Q6_Q_vsetq_R((int32_t)(n - i)), v, Q6_V_vzero());
+        acc = Q6_Vuw_vrmpyacc_VuwVubRub(acc, v, 0x01010101u);
+    }
+    for (int sh = HVX_BYTES / 2; sh >= 4; sh >>= 1)
+        acc = Q6_Vw_vadd_VwVw(acc, Q6_V_vror_VR(acc, sh));
+    return ((const uint32_t *)(const void *)&acc)[0] - (is_signed ? 128u * (uint32_t)n : 0u);
 }

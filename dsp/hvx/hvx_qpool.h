@@ -1,11 +1,13 @@
 /*
- * hvx_maxpool.h - the two max steps of QMAXPOOL on u8/i8 rows (HVX, 128 bytes per vector): the max
- * over a window's input rows, column by column, then the max over the window's taps along that row
- * for 128 outputs at a time (strides 1 and 2), each output optionally through a 256-entry table
- * (vlut32). Integer max is exact, so the result is the scalar window max bit for bit.
+ * hvx_qpool.h - the integer pooling ops' HVX steps on u8/i8 (128 bytes per vector), exact integer
+ * arithmetic, so bit for bit the scalar loops:
+ *   QMAXPOOL         the max over a window's input rows, column by column, then the max over the
+ *                    window's taps along that row for 128 outputs at a time (strides 1 and 2), each
+ *                    output optionally through a 256-entry table (vlut32)
+ *   QGLOBAL_AVGPOOL  the sum of a plane's bytes (vrmpy by ones)
  */
-#ifndef HEXFUSE_HVX_MAXPOOL_H
-#define HEXFUSE_HVX_MAXPOOL_H
+#ifndef HEXFUSE_HVX_QPOOL_H
+#define HEXFUSE_HVX_QPOOL_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -24,4 +26,7 @@ void hvx_maxpool_rows(const uint8_t *row0, size_t step, int nrows, size_t n, int
 void hvx_maxpool_taps(const uint8_t *t, size_t n, int stride, int taps, int dilation, int is_signed,
                       const uint8_t *lut, uint8_t *y);
 
-#endif /* HEXFUSE_HVX_MAXPOOL_H */
+/* the sum of x[0, n) (signed bytes when is_signed), modulo 2^32; any alignment */
+uint32_t hvx_sum_bytes(const uint8_t *x, size_t n, int is_signed);
+
+#endif /* HEXFUSE_HVX_QPOOL_H */
