@@ -26,7 +26,10 @@ void hvx_maxpool_rows(const uint8_t *row0, size_t step, int nrows, size_t n, int
         HVX_Vector m = load_upto(row0 + q, need, x_end);
         for (int r = 1; r < nrows; r++)
             m = vmax(m, load_upto(row0 + (size_t)r * step + q, need, x_end), is_signed);
-        *(hvx_uvec *)(void *)(t + q) = m;
+        if (need >= HVX_BYTES)
+            *(hvx_uvec *)(void *)(t + q) = m;
+        else
+            hvx_store_first(t + q, m, need);
     }
 }
 

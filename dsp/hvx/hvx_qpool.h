@@ -12,11 +12,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* bytes hvx_maxpool_taps may read past its last tap, and hvx_maxpool_rows write past n */
+/* bytes hvx_maxpool_taps may read past its last tap */
 #define HVX_MAXPOOL_SLACK 256
 
 /* t[0, n) = the max over r < nrows of row0[r * step + (0, n)] (signed bytes when is_signed); reads
- * nothing at or past x_end; writes up to 127 bytes past n. nrows >= 1. */
+ * nothing at or past x_end (nor outside the pages of the rows), writes nothing past n. nrows >= 1. */
 void hvx_maxpool_rows(const uint8_t *row0, size_t step, int nrows, size_t n, int is_signed, const uint8_t *x_end,
                       uint8_t *t);
 

@@ -170,42 +170,55 @@ static const uint8_t *requant_lut(const int32_t *pr, uint32_t tx, uint32_t ty, v
     return ws;
 }
 
-/* t[0, n) = the padding byte (the type's minimum: no tap inside X is below it) */
-static void fill_pad(uint8_t *t, size_t n, uint32_t tx) { memset(t, tx == HFX_DTYPE_U8 ? 0 : 0x80, n); }
+/* QMAXPOOL's HVX row path as an item runs it: a row of ws holds the window rows' max between pads
+ * of the type's minimum (no tap inside X is below it), written once per item; the taps' max over it
+ * gives outputs [first, end) of each row: every output (dilation 1: pads are below the kernel, so
+ * each window has a tap inside), the interior (every tap inside) with a larger dilation, none with a
+ * stride above 2. */
+typedef struct qmaxpool_hvx {
+    const uint8_t *x, *x_end, *lut;
+    uint8_t *t, *y;
+    int64_t H, W, dh, kh, pl;
+    int s, kw, dw, is_signed;
+    uint64_t first, end;
+} qmaxpool_hvx;
 
-/* One output row on HVX: the window rows' max into a row of ws padded with the type's minimum, then
- * the taps' max along it. Sets [*oa, *ob), the outputs written: every output when the window has a
- * row inside X and each window a tap inside the row (dilation 1: pads are below the kernel), the
- * interior (every tap inside) with a larger dilation, none with a stride above 2. */
-static void qmaxpool_row_hvx(const hfx_kernel_args *a, const uint8_t *lut, uint64_t plane, int64_t h0, uint64_t y_at,
-                             uint64_t *oa, uint64_t *ob) {
+static qmaxpool_hvx qmaxpool_hvx_of(const hfx_kernel_args *a, const uint8_t *lut) {
     const hfx_tensor *x = &a->prog->tensors[a->op->in[0]];
     const int32_t *pr = a->op->params;
-    int64_t H = x->dims[2], W = x->dims[3], s = pr[HFX_P_POOL_STRIDE_W], dh = pr[HFX_P_POOL_DILATION_H];
-    int64_t kw = pr[HFX_P_POOL_KERNEL_W], dw = pr[HFX_P_POOL_DILATION_W], pl = pr[HFX_P_POOL_PAD_LEFT];
-    int64_t ow_n = a->prog->tensors[a->op->out[0]].dims[3];
-    int64_t i0, i1; /* the window rows inside X; dilation 1 without a division (a library call here) */
-    if (dh == 1) i0 = h0 < 0 ? -h0 : 0, i1 = H - h0;
-    else i0 = h0 < 0 ? (-h0 + dh - 1) / dh : 0, i1 = h0 < H ? (H - h0 + dh - 1) / dh : 0;
-    if (i1 > pr[HFX_P_POOL_KERNEL_H]) i1 = pr[HFX_P_POOL_KERNEL_H];
-    *oa = *ob = 0;
-    if ((s != 1 && s != 2) || i0 >= i1) return;
-    int64_t first = 0, end = ow_n;
-    if (dw > 1) { /* the interior: ow * s >= pl and ow * s <= last */
-        int64_t last = W - 1 - (kw - 1) * dw + pl;
-        first = (pl + s - 1) / s, end = last < 0 ? 0 : last / s + 1 < ow_n ? last / s + 1 : ow_n;
-        if (end <= first) return;
+    qmaxpool_hvx h = {a->in[0], (const uint8_t *)a->in[0] + x->numel, lut, (uint8_t *)a->ws + 256, a->out[0],
+                      x->dims[2], x->dims[3], pr[HFX_P_POOL_DILATION_H], pr[HFX_P_POOL_KERNEL_H],
+                      pr[HFX_P_POOL_PAD_LEFT], pr[HFX_P_POOL_STRIDE_W], pr[HFX_P_POOL_KERNEL_W],
+                      pr[HFX_P_POOL_DILATION_W], x->dtype == HFX_DTYPE_I8, 0, 0};
+    int64_t ow_n = a->prog->tensors[a->op->out[0]].dims[3], first = 0, end = ow_n;
+    if (h.s != 1 && h.s != 2) return h;
+    if (h.dw > 1) { /* the interior: ow * s >= pl and ow * s <= last */
+        int64_t last = h.W - 1 - (int64_t)(h.kw - 1) * h.dw + h.pl;
+        first = (h.pl + h.s - 1) / h.s, end = last < 0 ? 0 : last / h.s + 1 < ow_n ? last / h.s + 1 : ow_n;
+        if (end <= first) return h;
     }
-    int64_t extent = (ow_n - 1) * s + (kw - 1) * dw + 1; /* the padded row's bytes the taps read */
-    uint8_t *t = (uint8_t *)a->ws + 256;
-    fill_pad(t, (size_t)pl, x->dtype);
-    const uint8_t *xb = a->in[0];
-    hvx_maxpool_rows(xb + plane + (uint64_t)((h0 + i0 * dh) * W), (size_t)(dh * W), (int)(i1 - i0), (size_t)W,
-                     x->dtype == HFX_DTYPE_I8, xb + x->numel, t + pl);
-    if (extent > pl + W) fill_pad(t + pl + W, (size_t)(extent - pl - W), x->dtype);
-    hvx_maxpool_taps(t + first * s, (size_t)(end - first), (int)s, (int)kw, (int)dw, x->dtype == HFX_DTYPE_I8, lut,
-                     (uint8_t *)a->out[0] + y_at + (uint64_t)first);
-    *oa = (uint64_t)first, *ob = (uint64_t)end;
+    int64_t extent = (ow_n - 1) * h.s + (int64_t)(h.kw - 1) * h.dw + 1; /* the padded row's bytes the taps read */
+    memset(h.t, h.is_signed ? 0x80 : 0, (size_t)h.pl);
+    if (extent > h.pl + h.W) memset(h.t + h.pl + h.W, h.is_signed ? 0x80 : 0, (size_t)(extent - h.pl - h.W));
+    h.first = (uint64_t)first, h.end = (uint64_t)end;
+    return h;
+}
+
+/* One output row (window rows from h0 of the plane at `plane`, outputs at y_at): [*oa, *ob), the
+ * outputs written, empty when the window has no row inside X */
+static void qmaxpool_row_hvx(const qmaxpool_hvx *h, uint64_t plane, int64_t h0, uint64_t y_at, uint64_t *oa,
+                             uint64_t *ob) {
+    int64_t i0, i1; /* the window rows inside X; dilation 1 without a division (a library call here) */
+    if (h->dh == 1) i0 = h0 < 0 ? -h0 : 0, i1 = h->H - h0;
+    else i0 = h0 < 0 ? (-h0 + h->dh - 1) / h->dh : 0, i1 = h0 < h->H ? (h->H - h0 + h->dh - 1) / h->dh : 0;
+    if (i1 > h->kh) i1 = h->kh;
+    *oa = *ob = 0;
+    if (h->first >= h->end || i0 >= i1) return;
+    hvx_maxpool_rows(h->x + plane + (uint64_t)((h0 + i0 * h->dh) * h->W), (size_t)(h->dh * h->W), (int)(i1 - i0),
+                     (size_t)h->W, h->is_signed, h->x_end, h->t + h->pl);
+    hvx_maxpool_taps(h->t + h->first * (uint64_t)h->s, (size_t)(h->end - h->first), h->s, h->kw, h->dw, h->is_signed,
+                     h->lut, h->y + y_at + h->first);
+    *oa = h->first, *ob = h->end;
 }
 #endif
 
@@ -221,14 +234,14 @@ void hfx_run_qmaxpool(const hfx_kernel_args *a, uint32_t item) {
     float sx = hfx_f32_from_bits(pr[HFX_P_QPOOL_SCALE_X]), sy = hfx_f32_from_bits(pr[HFX_P_QPOOL_SCALE_Y]);
     int32_t lo = type_min(y->dtype), hi = type_max(y->dtype);
 #ifdef HFX_HVX
-    const uint8_t *lut = requant_lut(pr, x->dtype, y->dtype, a->ws);
+    qmaxpool_hvx hv = qmaxpool_hvx_of(a, requant_lut(pr, x->dtype, y->dtype, a->ws));
 #endif
     uint64_t plane_n = r0 / oh_n, oh = r0 % oh_n; /* row r is output row oh of plane plane_n */
     for (uint64_t r = r0; r < r1; r++) {
         uint64_t plane = plane_n * x->dims[2] * x->dims[3], oa = 0, ob = 0; /* [oa, ob): done on HVX */
         int64_t h0 = (int64_t)oh * pr[HFX_P_POOL_STRIDE_H] - pr[HFX_P_POOL_PAD_TOP];
 #ifdef HFX_HVX
-        qmaxpool_row_hvx(a, lut, plane, h0, r * ow_n, &oa, &ob);
+        qmaxpool_row_hvx(&hv, plane, h0, r * ow_n, &oa, &ob);
 #endif
         for (uint64_t ow = 0; ow < ow_n; ow++) {
             if (ow == oa && ob > oa) ow = ob;
