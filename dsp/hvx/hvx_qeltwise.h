@@ -1,8 +1,7 @@
 /*
  * hvx_qeltwise.h - QADD and QMUL (dsp/ref/ref_qeltwise.h) on HVX, 128 outputs at a time, bit for bit:
- * the exact value in 16.16 fixed point (hvx_requant.h) rounded to the integer, and a block refused
- * (0 returned, nothing written) when a lane lies within the float reference's error of a tie; the
- * caller then runs the reference on that block.
+ * the exact value in 16.16 fixed point (hvx_requant.h) rounded to the integer, and the outputs within
+ * the float reference's error of a tie flagged; the caller runs the reference on those.
  *
  *   QMUL  t = (a - za)(b - zb) r + zy: the product exact in int32, times r as QMATMUL's requantisation
  *         (the same margin of 8 / 2^16: below saturation f32's two roundings, p r and + zy, are
@@ -29,7 +28,9 @@ int hvx_qbin_init(hvx_qbin *q, int mul, int x_signed, int y_signed, float ra, fl
                   int32_t zy, int32_t lo, int32_t hi);
 
 /* y[k] = op(a[k * a_step], b[k * b_step]) for k < 128, steps 0 (a broadcast element) or 1; any
- * alignment. Returns 0, writing nothing, when a lane is near a tie. */
-int hvx_qbin_block(const hvx_qbin *q, const uint8_t *a, int a_step, const uint8_t *b, int b_step, uint8_t *y);
+ * alignment. Returns 1 when some output is near a tie: near_tie[k] is then 1 for those (y[k] is to
+ * be redone by the reference), 0 for the others; returns 0 (near_tie untouched) when none is. */
+int hvx_qbin_block(const hvx_qbin *q, const uint8_t *a, int a_step, const uint8_t *b, int b_step, uint8_t *y,
+                   uint8_t near_tie[128]);
 
 #endif /* HEXFUSE_HVX_QELTWISE_H */

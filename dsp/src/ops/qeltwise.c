@@ -135,11 +135,13 @@ static void qbinary_span(const qbinary_io *io, uint64_t oa, uint64_t as, uint64_
                          uint64_t n) {
     uint64_t k = 0;
 #ifdef HFX_HVX
-    /* 128 outputs a block; a block near a rounding tie runs the reference */
+    /* 128 outputs a block; those near a rounding tie by the reference */
+    uint8_t near_tie[128];
     for (; io->hvx_ok && k + 128 <= n; k += 128)
-        if (!hvx_qbin_block(&io->hv, (const uint8_t *)io->a + oa + k * as, (int)as, (const uint8_t *)io->b + ob + k * bs,
-                            (int)bs, (uint8_t *)io->y + pos + k))
-            qbinary_scalar(io, oa, as, ob, bs, pos, k, k + 128);
+        if (hvx_qbin_block(&io->hv, (const uint8_t *)io->a + oa + k * as, (int)as, (const uint8_t *)io->b + ob + k * bs,
+                           (int)bs, (uint8_t *)io->y + pos + k, near_tie))
+            for (uint64_t j = 0; j < 128; j++)
+                if (near_tie[j]) qbinary_scalar(io, oa, as, ob, bs, pos, k + j, k + j + 1);
 #endif
     qbinary_scalar(io, oa, as, ob, bs, pos, k, n);
 }

@@ -653,7 +653,7 @@ static int run_packets(const char *kernel)
         hvx_qbin q;
         hvx_qbin_init(&q, mul, 0, 0, mul ? 0.0123f : 0.75f, 0.5f, 3, 200, 17, 0, 255);
         for (int v = 0; v < 64; v++)
-            hvx_qbin_block(&q, pool_a + v * HVX_BYTES, 1, pool_b + v * HVX_BYTES, 1, pool_y + v * HVX_BYTES);
+            hvx_qbin_block(&q, pool_a + v * HVX_BYTES, 1, pool_b + v * HVX_BYTES, 1, pool_y + v * HVX_BYTES, pool_r);
         hx_printf("PACKETS %s units=64 unit=vector\n", kernel);
         return 0;
     }
