@@ -83,10 +83,11 @@ class Target:
 
     def rate(self, engine: Engine, int_bits: int = 0, op_class: str = "") -> float:
         """Work per second of one op (FLOP/s, integer ops/s at `int_bits` 8 or 16, or B/s for memory):
-        its op class's rate when the target has one (float ops), else its engine's; the whole
+        its op class's rate when the target has one (float ops, and the 8-bit classes of
+        INT8_OP_CLASSES), else its engine's; the whole
         engine, or on a general-worker pool the one worker that runs the op."""
         for name, rate in self.class_rates:
-            if name == op_class and not int_bits:
+            if name == op_class and (not int_bits or name in INT8_OP_CLASSES.values()):
                 return rate.value
         if engine == Engine.MEMORY:
             return self.dma_bytes.value
@@ -153,7 +154,21 @@ OP_CLASSES = {
 }
 
 
+# The ops of 8-bit QDQ groups whose HVX kernels run at rates of their own (the hexagon-v73 target's
+# class rates, emulated under qemu by dsp/scripts/hvx_packets.py): QADD, QMUL, QMAXPOOL and the
+# 256-entry table (QLUT) of a unary function. Their rates count ops as the profile does: 1 per
+# element of Add/Mul, 1 per window tap of MaxPool, 10 per element of the table functions listed.
+INT8_OP_CLASSES = {
+    "Add": "int8 add",
+    "Mul": "int8 mul",
+    "MaxPool": "int8 maxpool",
+    **dict.fromkeys(("Sigmoid", "Tanh", "Erf", "Softplus"), "int8 lut"),
+}
+
+
 def op_class(op: NodeProfile) -> str:
+    if op.int_bits == 8 and op.op_type in INT8_OP_CLASSES:
+        return INT8_OP_CLASSES[op.op_type]
     return OP_CLASSES.get(op.op_type, op.engine.value)
 
 

@@ -284,6 +284,10 @@ def profile_node(g: ModelGraph, i: int) -> NodeProfile | str:
     if flops is None:
         return f"FLOPs of {n.op_type} unknown"
     int_bits = 8 * max(group.values(), default=0)
+    if engine == Engine.MATRIX and int_bits == 8:
+        # The Hexagon build runs 8-bit matrix groups (QMATMUL, QCONV2D) on HVX with vrmpy: there is no
+        # HMX code (clang-19 has no public HMX ISA), so their work is vector work until there is.
+        engine = Engine.VECTOR
     # Memory ops read and write every byte; matrix/vector ops stream weights once.
     node = NodeProfile(
         i, engine, float(flops), bytes_in, bytes_out, weight_bytes, activation, int_bits=int_bits, op_type=n.op_type

@@ -46,6 +46,30 @@ def test_the_hvx_integer_rates_are_the_emulated_packets_at_the_modelled_clock() 
     assert v73.rate(Engine.VECTOR, 8) == v73.vector_contexts.value * v73.vector_int8_ops_per_context.value
 
 
+def test_the_int8_op_classes_run_at_their_emulated_kernels_rates() -> None:
+    """QADD, QMUL, QMAXPOOL and QLUT groups at the rates of their HVX kernels (x the modelled contexts);
+    an 8-bit op outside the classes at the vrmpy rate, a float Add at the float rate."""
+    from hexfuse_onnx.profile import NodeProfile
+
+    doc, v73 = rates_file(), costmodel.get_target("hexagon-v73")
+    rates = dict(v73.class_rates)
+    assert set(doc["class_rates"]) == set(rates) == set(costmodel.INT8_OP_CLASSES.values())
+    for name, r in doc["class_rates"].items():
+        kernel = doc["kernels"][r["kernel"]]
+        per_context = r["ops_per_unit"] / kernel["packets_per_unit"] * doc["packets_per_cycle"] * doc["clock_hz"]
+        assert rates[name].value == pytest.approx(per_context * v73.vector_contexts.value, rel=1e-12)
+        assert rates[name].source.startswith(f"emulated (qemu packets): {r['kernel']}, {kernel['packets']} packets / ")
+
+    def op(op_type: str, bits: int) -> NodeProfile:
+        return NodeProfile(0, Engine.VECTOR, 1e6, 0, 0, 0, 0, int_bits=bits, op_type=op_type)
+
+    for op_type, name in (("Add", "int8 add"), ("Mul", "int8 mul"), ("MaxPool", "int8 maxpool"), ("Tanh", "int8 lut")):
+        assert v73.rate(Engine.VECTOR, 8, costmodel.op_class(op(op_type, 8))) == rates[name].value
+    assert v73.rate(Engine.VECTOR, 8, costmodel.op_class(op("Relu", 8))) == v73.rate(Engine.VECTOR, 8)
+    assert v73.rate(Engine.VECTOR, 0, costmodel.op_class(op("Add", 0))) == v73.rate(Engine.VECTOR, 0)
+    assert v73.rate(Engine.VECTOR, 16, costmodel.op_class(op("Add", 16))) == v73.rate(Engine.VECTOR, 16)
+
+
 def test_every_other_hexagon_figure_stays_modelled() -> None:
     grounded = set(rates_file()["rates"])
     for name, p in costmodel.HEXAGON_V73.params().items():

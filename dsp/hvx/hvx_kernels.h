@@ -37,6 +37,8 @@ void hvx_relu_i32(const int32_t *x, int32_t *y, size_t n);
 /* Rearranges a 256-entry table into the two vlut32 table vectors.
  * `prepared` must be 128-byte aligned and 256 bytes long. */
 void hvx_lut_i8_prepare(const int8_t table[256], uint8_t prepared[256]);
+/* The same with the entry for byte x at table[x ^ flip] (flip 0x80: a table indexed by x + 128). */
+void hvx_lut_i8_prepare_xor(const uint8_t table[256], uint8_t flip, uint8_t prepared[256]);
 void hvx_lut_i8(const int8_t *x, int8_t *y, size_t n, const uint8_t prepared[256]);
 
 /* ---- int8 matmul, int32 accumulation, requantised int8 output ----------

@@ -12,26 +12,18 @@
 #include "hvx_kernels.h"
 #include "hvx_util.h"
 
-void hvx_lut_i8_prepare(const int8_t table[256], uint8_t prepared[256])
+void hvx_lut_i8_prepare_xor(const uint8_t table[256], uint8_t flip, uint8_t prepared[256])
 {
     for (int i = 0; i < 256; i++) {
         int vec = i >> 7;
         int pos = 2 * (i % 64) + ((i >> 6) & 1);
-        prepared[vec * HVX_BYTES + pos] = (uint8_t)table[i];
+        prepared[vec * HVX_BYTES + pos] = table[i ^ flip];
     }
 }
 
-static inline HVX_Vector lut8(HVX_Vector x, HVX_Vector t0, HVX_Vector t1)
+void hvx_lut_i8_prepare(const int8_t table[256], uint8_t prepared[256])
 {
-    HVX_Vector y = Q6_Vb_vlut32_VbVbR(x, t0, 0);
-    y = Q6_Vb_vlut32or_VbVbVbR(y, x, t0, 1);
-    y = Q6_Vb_vlut32or_VbVbVbR(y, x, t0, 2);
-    y = Q6_Vb_vlut32or_VbVbVbR(y, x, t0, 3);
-    y = Q6_Vb_vlut32or_VbVbVbR(y, x, t1, 4);
-    y = Q6_Vb_vlut32or_VbVbVbR(y, x, t1, 5);
-    y = Q6_Vb_vlut32or_VbVbVbR(y, x, t1, 6);
-    y = Q6_Vb_vlut32or_VbVbVbR(y, x, t1, 7);
-    return y;
+    hvx_lut_i8_prepare_xor((const uint8_t *)table, 0, prepared);
 }
 
 void hvx_lut_i8(const int8_t *x, int8_t *y, size_t n, const uint8_t prepared[256])
@@ -43,16 +35,16 @@ void hvx_lut_i8(const int8_t *x, int8_t *y, size_t n, const uint8_t prepared[256
         const HVX_Vector *vx = (const HVX_Vector *)(const void *)x;
         HVX_Vector *vy = (HVX_Vector *)(void *)y;
         for (size_t i = 0; i < nv; i++)
-            vy[i] = lut8(vx[i], t0, t1);
+            vy[i] = hvx_lut256(vx[i], t0, t1);
     } else {
         const hvx_uvec *vx = (const hvx_uvec *)(const void *)x;
         hvx_uvec *vy = (hvx_uvec *)(void *)y;
         for (size_t i = 0; i < nv; i++)
-            vy[i] = lut8(vx[i], t0, t1);
+            vy[i] = hvx_lut256(vx[i], t0, t1);
     }
     if (tail) {
         size_t off = nv * HVX_BYTES;
         HVX_Vector tx = hvx_load_partial(x + off, tail);
-        hvx_store_partial(y + off, lut8(tx, t0, t1), tail);
+        hvx_store_partial(y + off, hvx_lut256(tx, t0, t1), tail);
     }
 }

@@ -7,6 +7,7 @@
  */
 #include "hvx_qgemm.h"
 
+#include "hvx_requant.h"
 #include "hvx_util.h"
 
 #define PANEL_VECS 4
@@ -174,52 +175,6 @@ static inline uint8_t requant_one(int32_t acc, float scale, int32_t zy, float tl
     return (uint8_t)(Q6_R_convert_sf2w_R(t) + zy);
 }
 
-/* round(a * 2^16 * s) for 32 lanes, s = mant * 2^(e - 150) from the f32 bits, in fixed point:
- * M = mant << 7, L = e - 110, R = (sat(a, 2^(31-L)) << L) * M / 2^31 for L >= 0, else a * M / 2^31
- * rounded right by -L. The lanes whose scale is not a normal below 2^15 come back in *bad. */
-static inline HVX_Vector requant_fixed16(HVX_Vector a, HVX_Vector sbits, HVX_Vector *bad)
-{
-    HVX_Vector e = Q6_V_vand_VV(Q6_Vuw_vlsr_VuwR(sbits, 23), Q6_V_vsplat_R(0xff));
-    HVX_Vector mant = Q6_V_vor_VV(Q6_V_vand_VV(sbits, Q6_V_vsplat_R(0x7fffff)), Q6_V_vsplat_R(0x800000));
-    HVX_Vector m = Q6_Vw_vasl_VwR(mant, 7), l = Q6_Vw_vsub_VwVw(e, Q6_V_vsplat_R(110));
-    m = Q6_V_vmux_QVV(Q6_Q_vcmp_gt_VwVw(Q6_V_vzero(), sbits), Q6_Vw_vsub_VwVw(Q6_V_vzero(), m), m);
-    *bad = Q6_V_vor_VV(*bad, Q6_V_vmux_QVV(Q6_Q_vcmp_eq_VwVw(e, Q6_V_vzero()), Q6_V_vsplat_R(1), Q6_V_vzero()));
-    *bad = Q6_V_vor_VV(*bad, Q6_V_vmux_QVV(Q6_Q_vcmp_gt_VwVw(e, Q6_V_vsplat_R(141)), Q6_V_vsplat_R(1),
-                                           Q6_V_vzero()));
-    HVX_Vector zero = Q6_V_vzero(), l31 = Q6_V_vsplat_R(31);
-    HVX_Vector lpos = Q6_Vw_vmin_VwVw(Q6_Vw_vmax_VwVw(l, zero), l31);
-    HVX_Vector lneg = Q6_Vw_vmin_VwVw(Q6_Vw_vmax_VwVw(Q6_Vw_vsub_VwVw(zero, l), zero), l31);
-    HVX_Vector bound = Q6_Vw_vsub_VwVw(Q6_Vw_vasl_VwVw(Q6_V_vsplat_R(1), Q6_Vw_vsub_VwVw(l31, lpos)),
-                                       Q6_V_vsplat_R(1)); /* 2^(31 - L) - 1; L = 0: INT32_MAX */
-    a = Q6_Vw_vmin_VwVw(Q6_Vw_vmax_VwVw(a, Q6_Vw_vsub_VwVw(zero, bound)), bound);
-    a = Q6_Vw_vasl_VwVw(a, lpos);
-    HVX_Vector r = Q6_Vw_vmpye_VwVuh(a, m);
-    r = Q6_Vw_vmpyoacc_VwVwVh_s1_rnd_sat_shift(r, a, m);
-    HVX_Vector rnd = Q6_Vuw_vlsr_VuwR(Q6_Vw_vasl_VwVw(Q6_V_vsplat_R(1), lneg), 1);
-    return Q6_Vw_vasr_VwVw(Q6_Vw_vadd_VwVw_sat(r, rnd), lneg);
-}
-
-/* 32 outputs as words: (R + 2^15) >> 16 clamped to [lo - zy, hi - zy], + zy; lanes whose R is within 8
- * units of a tie (where f32's own rounding of the product could decide) are marked in *bad. */
-static inline HVX_Vector requant_words32(HVX_Vector acc, HVX_Vector sbits, HVX_Vector tlo, HVX_Vector thi,
-                                         HVX_Vector zy, HVX_Vector *bad)
-{
-    HVX_Vector r = requant_fixed16(acc, sbits, bad);
-    HVX_Vector d = Q6_Vw_vsub_VwVw(Q6_V_vand_VV(r, Q6_V_vsplat_R(0xffff)), Q6_V_vsplat_R(0x8000));
-    HVX_VectorPred tie = Q6_Q_and_QQ(Q6_Q_vcmp_gt_VwVw(Q6_V_vsplat_R(9), d), Q6_Q_vcmp_gt_VwVw(d, Q6_V_vsplat_R(-9)));
-    *bad = Q6_V_vor_VV(*bad, Q6_V_vmux_QVV(tie, Q6_V_vsplat_R(1), Q6_V_vzero()));
-    HVX_Vector y = Q6_Vw_vasr_VwR(Q6_Vw_vadd_VwVw_sat(r, Q6_V_vsplat_R(0x8000)), 16);
-    y = Q6_Vw_vmin_VwVw(Q6_Vw_vmax_VwVw(y, tlo), thi);
-    return Q6_Vw_vadd_VwVw(y, zy);
-}
-
-static int any_lane(HVX_Vector v)
-{
-    for (int sh = HVX_BYTES / 2; sh >= 4; sh >>= 1)
-        v = Q6_V_vor_VV(v, Q6_V_vror_VR(v, sh));
-    return ((const int32_t *)(const void *)&v)[0] != 0;
-}
-
 void hvx_qgemm_requant(const int32_t *acc, size_t n, const float *scale, size_t scale_step, int32_t zy, int y_signed,
                        uint8_t *y)
 {
@@ -236,9 +191,9 @@ void hvx_qgemm_requant(const int32_t *acc, size_t n, const float *scale, size_t 
             HVX_Vector w[4], bad = Q6_V_vzero();
             for (int v = 0; v < 4; v++) {
                 HVX_Vector sb = scale_step ? *(const hvx_uvec *)(const void *)(scale + i + 32 * (size_t)v) : splat;
-                w[v] = requant_words32(va[v], sb, vtlo, vthi, vzy, &bad);
+                w[v] = hvx_requant_words32(va[v], sb, vtlo, vthi, vzy, &bad);
             }
-            if (any_lane(bad)) {
+            if (hvx_any_lane(bad)) {
                 for (size_t j = i; j < i + HVX_BYTES; j++)
                     y[j] = requant_one(acc[j], scale[j * scale_step], zy, tlo, thi);
                 continue;

@@ -82,6 +82,11 @@ KERNELS = {
     "hvx_requant_i32_i8": (["rq_setup"], "store"),
     "hvx_matmul_i8": (["rq_setup", "rowsum_i8", "load_bias"], "vrmpy"),
     "hvx_dequant_i8_f32": (["dq_words"], "store"),
+    # QMAXPOOL's HVX row path (dsp/src/ops/qpool.c): window rows' max, then the taps' max
+    "hvx_maxpool": (["hvx_maxpool_rows", "hvx_maxpool_taps"], "store"),
+    # QADD / QMUL blocks (dsp/src/ops/qeltwise.c): fixed-point requantisation, tie check
+    "hvx_qadd": (["hvx_qbin_block"], "store"),
+    "hvx_qmul": (["hvx_qbin_block"], "store"),
     # QMATMUL's HVX path (dsp/src/ops/qmatmul_hvx.c) on one item: packing, sums, vrmpy, scalar requantisation
     "hvx_qgemm": (
         [
@@ -334,11 +339,35 @@ RATES = {
     ),
     "vector_int16_ops_per_context": ("hvx_mul_i16", 64, "int16 elementwise: 64 elements per vector, 1 op each"),
 }
-# Kernel classes measured for per-op-class rates, not yet read by the cost model: elements per unit.
+# The cost model's 8-bit op classes (hexfuse_onnx/costmodel.py INT8_OP_CLASSES, the target's
+# class_rates) and the kernel that grounds each: ops the profile counts per unit (1 per element of
+# Add/Mul, 1 per window tap of MaxPool, 10 per element of Sigmoid/Tanh).
+CLASS_RATES = {
+    "int8 add": (
+        "hvx_qadd",
+        128,
+        "QAdd u8: 128 outputs, 1 op each; blocks near a rounding tie run scalar, not counted",
+    ),
+    "int8 mul": (
+        "hvx_qmul",
+        128,
+        "QMul u8: 128 outputs, 1 op each; blocks near a rounding tie run scalar, not counted",
+    ),
+    "int8 maxpool": (
+        "hvx_maxpool",
+        128 * 9,
+        "QMaxPool u8 3x3 stride 1: 128 outputs of 9 taps from rows of 130; the core's row loop and padding not counted",
+    ),
+    "int8 lut": ("hvx_lut_i8", 128 * 10, "QLut: 128 outputs of a 10-op function (Sigmoid, Tanh), one lookup each"),
+}
+# Kernel classes measured for per-op-class rates, not read by the cost model: elements per unit.
 CLASSES = {
     "int16 elementwise (add, saturating)": ("hvx_add_sat_i16", 64),
     "int32 elementwise (add, saturating)": ("hvx_add_sat_i32", 32),
-    "int8 table lookup (vlut32)": ("hvx_lut_i8", 128),
+    "int8 table lookup (vlut32; QLUT, QCONCAT's requantisation)": ("hvx_lut_i8", 128),
+    "QMaxPool u8 3x3 stride 1 (outputs; HVX row steps without the core's row loop)": ("hvx_maxpool", 128),
+    "QAdd u8 (outputs; blocks near a rounding tie run scalar, not counted)": ("hvx_qadd", 128),
+    "QMul u8 (outputs; blocks near a rounding tie run scalar, not counted)": ("hvx_qmul", 128),
     "requantisation int32 -> int8": ("hvx_requant_i32_i8", 128),
     "DequantizeLinear u8 -> f32": ("hvx_dequant_i8_f32", 32),
     "int8 matmul, vrmpy + fixed-point requantisation (hvx_matmul_i8, no opcode)": ("hvx_matmul_i8", 2 * 128),
@@ -440,6 +469,17 @@ def rates_document(rows, qemu, arch, elf):
             for name, (kernel, ops, what) in RATES.items()
             if kernel in kernels
         },
+        "class_rates": {
+            name: {
+                "kernel": kernel,
+                "ops_per_unit": ops,
+                "what": what,
+                "value": rate(kernel, ops),
+                "unit": "op/s per context",
+            }
+            for name, (kernel, ops, what) in CLASS_RATES.items()
+            if kernel in kernels
+        },
         "classes": {
             name: {"kernel": kernel, "elements_per_unit": n, "elements_per_s": rate(kernel, n)}
             for name, (kernel, n) in CLASSES.items()
@@ -480,6 +520,28 @@ def ground_target(target_path, doc, rates_path):
                 os.path.relpath(rates_path, REPO_DIR),
                 doc["clock_hz"] / 1e9,
                 doc["packets_per_cycle"],
+            ),
+        }
+    contexts = target["params"]["vector_contexts"]["value"]
+    for name, r in doc.get("class_rates", {}).items():
+        k = doc["kernels"][r["kernel"]]
+        target.setdefault("class_rates", {})[name] = {
+            "value": r["value"] * contexts,
+            "unit": "op/s",
+            "source": "emulated (qemu packets): %s, %d packets / %d %s (%s; %s, %s; %s) at %g GHz and %g packet "
+            "per cycle per context (assumption), x %g HVX contexts (vector_contexts)"
+            % (
+                r["kernel"],
+                k["packets"],
+                k["units"],
+                k["unit"],
+                r["what"],
+                doc["qemu"],
+                doc["date"],
+                os.path.relpath(rates_path, REPO_DIR),
+                doc["clock_hz"] / 1e9,
+                doc["packets_per_cycle"],
+                contexts,
             ),
         }
     target["description"] = target["description"].replace(

@@ -1,9 +1,16 @@
 /* qeltwise.c - the integer elementwise ops of QDQ groups, exactly as dsp/ref/ref_qeltwise.h
  * defines them: QADD and QMUL (u8/i8 with numpy broadcasting, requantised to u8/i8) and QLUT (a
- * 256-entry table on u8/i8). Portable C on the host and on Hexagon. An item is a chunk of output
- * elements. */
+ * 256-entry table on u8/i8). Portable C on the host; on Hexagon builds (HFX_HVX) QLUT runs vlut32
+ * (hvx/hvx_lut_i8.c), and QADD/QMUL 128 outputs of a span of the innermost axis at a time in fixed
+ * point (hvx/hvx_qeltwise.c), a block near a rounding tie by the reference. An item is a chunk of
+ * output elements. */
 #include "../../ref/ref_qeltwise.h"
 #include "kernels.h"
+
+#ifdef HFX_HVX
+#include "../../hvx/hvx_kernels.h"
+#include "../../hvx/hvx_qeltwise.h"
+#endif
 
 static bool narrow_int(uint32_t d) { return d == HFX_DTYPE_U8 || d == HFX_DTYPE_I8; }
 static int32_t type_min(uint32_t d) { return d == HFX_DTYPE_U8 ? 0 : INT8_MIN; }
@@ -83,6 +90,10 @@ typedef struct qbinary_io {
     int32_t za, zb, zy, lo, hi;
     uint16_t opcode;
     uint32_t swap;
+#ifdef HFX_HVX
+    hvx_qbin hv;
+    int hvx_ok; /* the ratios are in the HVX path's range */
+#endif
 } qbinary_io;
 
 static qbinary_io qbinary_io_of(const hfx_kernel_args *a, const qbinary_plan *pl) {
@@ -91,7 +102,15 @@ static qbinary_io qbinary_io_of(const hfx_kernel_args *a, const qbinary_plan *pl
     qbinary_io io = {a->in[0], a->in[1], a->out[0], a->prog->tensors[op->in[0]].dtype,
                      a->prog->tensors[op->out[0]].dtype, hfx_f32_from_bits(p[HFX_P_QBIN_RATIO_A]),
                      hfx_f32_from_bits(p[HFX_P_QBIN_RATIO_B]), p[HFX_P_QBIN_ZERO_A], p[HFX_P_QBIN_ZERO_B],
-                     p[HFX_P_QBIN_ZERO_Y], p[HFX_P_QBIN_LO], p[HFX_P_QBIN_HI], op->opcode, pl->swap};
+                     p[HFX_P_QBIN_ZERO_Y], p[HFX_P_QBIN_LO], p[HFX_P_QBIN_HI], op->opcode, pl->swap
+#ifdef HFX_HVX
+                     , {0}, 0
+#endif
+    };
+#ifdef HFX_HVX
+    io.hvx_ok = hvx_qbin_init(&io.hv, op->opcode == HFX_OP_QMUL, io.tab == HFX_DTYPE_I8, io.ty == HFX_DTYPE_I8, io.ra,
+                              io.rb, io.za, io.zb, io.zy, io.lo, io.hi);
+#endif
     return io;
 }
 
@@ -101,7 +120,34 @@ static int32_t qbinary_one(const qbinary_io *io, int32_t x, int32_t w) {
     return ref_qadd(x, w, io->ra, io->rb, io->za, io->zb, io->zy, io->lo, io->hi);
 }
 
-/* output elements [b, e), walking the broadcast multi-index of A and B */
+/* y[pos + k] for k in [k0, k1), A's element oa + k * as, B's ob + k * bs */
+static void qbinary_scalar(const qbinary_io *io, uint64_t oa, uint64_t as, uint64_t ob, uint64_t bs, uint64_t pos,
+                           uint64_t k0, uint64_t k1) {
+    for (uint64_t k = k0; k < k1; k++) {
+        int32_t q = qbinary_one(io, load_narrow(io->a, io->tab, oa + k * as), load_narrow(io->b, io->tab, ob + k * bs));
+        if (io->ty == HFX_DTYPE_U8) ((uint8_t *)io->y)[pos + k] = (uint8_t)q;
+        else ((int8_t *)io->y)[pos + k] = (int8_t)q;
+    }
+}
+
+/* n outputs along the innermost axis: A and B advance by as, bs (1, or 0 when broadcast) */
+static void qbinary_span(const qbinary_io *io, uint64_t oa, uint64_t as, uint64_t ob, uint64_t bs, uint64_t pos,
+                         uint64_t n) {
+    uint64_t k = 0;
+#ifdef HFX_HVX
+    /* 128 outputs a block; those near a rounding tie by the reference */
+    uint8_t near_tie[128];
+    for (; io->hvx_ok && k + 128 <= n; k += 128)
+        if (hvx_qbin_block(&io->hv, (const uint8_t *)io->a + oa + k * as, (int)as, (const uint8_t *)io->b + ob + k * bs,
+                           (int)bs, (uint8_t *)io->y + pos + k, near_tie))
+            for (uint64_t j = 0; j < 128; j++)
+                if (near_tie[j]) qbinary_scalar(io, oa, as, ob, bs, pos, k + j, k + j + 1);
+#endif
+    qbinary_scalar(io, oa, as, ob, bs, pos, k, n);
+}
+
+/* output elements [b, e), a span of the innermost axis at a time, walking the broadcast
+ * multi-index of A and B */
 HFX_VECTOR_KERNEL
 void hfx_run_qbinary(const hfx_kernel_args *a, uint32_t item) {
     const hfx_tensor *t = a->prog->tensors, *yt = &t[a->op->out[0]];
@@ -111,6 +157,10 @@ void hfx_run_qbinary(const hfx_kernel_args *a, uint32_t item) {
     uint64_t b, e, sa[HFX_MAX_RANK], sb[HFX_MAX_RANK], idx[HFX_MAX_RANK], oa = 0, ob = 0;
     hfx_plan_range(yt->numel, pl.elems_per_item, item, &b, &e);
     uint32_t r = yt->rank;
+    if (r == 0) {
+        qbinary_span(&io, 0, 0, 0, 0, 0, e - b);
+        return;
+    }
     hfx_bcast_strides(&t[a->op->in[0]], r, sa);
     hfx_bcast_strides(&t[a->op->in[1]], r, sb);
     uint64_t rem = b;
@@ -120,15 +170,14 @@ void hfx_run_qbinary(const hfx_kernel_args *a, uint32_t item) {
         oa += idx[i] * sa[i];
         ob += idx[i] * sb[i];
     }
-    for (uint64_t pos = b; pos < e; pos++) {
-        int32_t q = qbinary_one(&io, load_narrow(io.a, io.tab, oa), load_narrow(io.b, io.tab, ob));
-        if (io.ty == HFX_DTYPE_U8) ((uint8_t *)io.y)[pos] = (uint8_t)q;
-        else ((int8_t *)io.y)[pos] = (int8_t)q;
-        for (uint32_t i = r; i-- > 0;) { /* advance the multi-index by one */
-            oa += sa[i], ob += sb[i];
-            if (++idx[i] < yt->dims[i]) break;
-            oa -= idx[i] * sa[i], ob -= idx[i] * sb[i];
-            idx[i] = 0;
+    uint32_t last = r - 1;
+    for (uint64_t pos = b; pos < e;) {
+        uint64_t n = yt->dims[last] - idx[last] < e - pos ? yt->dims[last] - idx[last] : e - pos;
+        qbinary_span(&io, oa, sa[last], ob, sb[last], pos, n);
+        pos += n, oa += n * sa[last], ob += n * sb[last], idx[last] += n;
+        for (uint32_t i = last + 1; i-- > 0 && idx[i] == yt->dims[i];) { /* carry into the outer axes */
+            oa -= idx[i] * sa[i], ob -= idx[i] * sb[i], idx[i] = 0;
+            if (i > 0) idx[i - 1]++, oa += sa[i - 1], ob += sb[i - 1];
         }
     }
 }
@@ -147,6 +196,9 @@ hfx_status hfx_validate_qlut(hfx_vctx *v, hfx_op *op) {
 }
 
 hfx_status hfx_plan_qlut(const hfx_program *p, hfx_op *op) {
+#ifdef HFX_HVX
+    op->plan.ws_bytes = 256; /* the table prepared for vlut32 */
+#endif
     return hfx_plan_chunks(op, p->tensors[op->out[0]].numel, HFX_EW_CHUNK);
 }
 
@@ -160,5 +212,10 @@ void hfx_run_qlut(const hfx_kernel_args *a, uint32_t item) {
     const uint8_t *x = a->in[0], *table = a->in[1]; /* one byte each; the table's bytes are Y's */
     uint8_t *y = a->out[0];
     uint8_t flip = t[a->op->in[0]].dtype == HFX_DTYPE_I8 ? 0x80u : 0u; /* i8: x - (-128) is the byte ^ 0x80 */
+#ifdef HFX_HVX
+    hvx_lut_i8_prepare_xor(table, flip, a->ws);
+    hvx_lut_i8((const int8_t *)x + b, (int8_t *)y + b, (size_t)(e - b), a->ws);
+#else
     for (uint64_t i = b; i < e; i++) y[i] = table[x[i] ^ flip];
+#endif
 }

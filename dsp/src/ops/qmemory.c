@@ -1,7 +1,12 @@
 /* qmemory.c - QCONCAT, the Concat of a QDQ group on u8/i8: each input's bytes through its 256-entry
  * table (its requantisation to Y's parameters, ONNX Runtime's QLinearConcat; the identity when they
- * are equal). An item is a block of outer rows (the axes before the concat axis). */
+ * are equal); on Hexagon builds (HFX_HVX) by vlut32 (hvx/hvx_lut_i8.c). An item is a block of outer
+ * rows (the axes before the concat axis). */
 #include "kernels.h"
+
+#ifdef HFX_HVX
+#include "../../hvx/hvx_kernels.h"
+#endif
 
 static bool narrow_int(uint32_t d) { return d == HFX_DTYPE_U8 || d == HFX_DTYPE_I8; }
 
@@ -55,6 +60,9 @@ hfx_status hfx_plan_qconcat(const hfx_program *p, hfx_op *op) {
     for (uint32_t a = axis + 1; a < y->rank; a++) pl.inner *= y->dims[a];
     pl.rows_per_item = hfx_per_item_for(y->numel / pl.outer, HFX_COPY_CHUNK);
     HFX_PLAN_STORE(op, pl);
+#ifdef HFX_HVX
+    op->plan.ws_bytes = 256u * (op->n_in - 1u); /* the tables prepared for vlut32 */
+#endif
     return hfx_plan_set_items(op, hfx_ceil_div(pl.outer, pl.rows_per_item));
 }
 
@@ -69,15 +77,25 @@ void hfx_run_qconcat(const hfx_kernel_args *a, uint32_t item) {
     uint8_t *y = a->out[0];
     uint64_t r0, r1, row = t[op->out[0]].dims[axis] * pl.inner;
     hfx_plan_range(pl.outer, pl.rows_per_item, item, &r0, &r1);
+#ifdef HFX_HVX
+    for (uint32_t i = 0; i < k; i++)
+        hvx_lut_i8_prepare_xor(tables + 256u * i, t[op->in[i]].dtype == HFX_DTYPE_I8 ? 0x80u : 0u,
+                               (uint8_t *)a->ws + 256u * i);
+#endif
     for (uint64_t r = r0; r < r1; r++) {
         uint8_t *dst = y + r * row;
         for (uint32_t i = 0; i < k; i++) {
             const hfx_tensor *x = &t[op->in[i]];
             uint64_t n = x->dims[axis] * pl.inner;
             if (n == 0) continue; /* an empty input (its pointer may be NULL) */
-            const uint8_t *src = (const uint8_t *)a->in[i] + r * n, *table = tables + 256u * i;
+            const uint8_t *src = (const uint8_t *)a->in[i] + r * n;
+#ifdef HFX_HVX
+            hvx_lut_i8((const int8_t *)src, (int8_t *)dst, (size_t)n, (const uint8_t *)a->ws + 256u * i);
+#else
+            const uint8_t *table = tables + 256u * i;
             uint8_t flip = x->dtype == HFX_DTYPE_I8 ? 0x80u : 0u; /* i8: x - (-128) is the byte ^ 0x80 */
             for (uint64_t j = 0; j < n; j++) dst[j] = table[src[j] ^ flip];
+#endif
             dst += n;
         }
     }

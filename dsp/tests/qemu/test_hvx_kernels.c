@@ -25,6 +25,8 @@
 
 #include "hvx_kernels.h"
 #include "hvx_dequant.h"
+#include "hvx_qpool.h"
+#include "hvx_qeltwise.h"
 #include "hvx_qgemm.h"
 #include "hvx_util.h"
 #include "qtest.h"
@@ -634,6 +636,25 @@ static int run_packets(const char *kernel)
         int M = 8, N = 256, K = 128; /* as hvx_matmul_i8: 2048 vrmpy */
         qgemm_item(pool_a, pool_b, pool_y, M, K, N);
         hx_printf("PACKETS %s units=%d unit=vrmpy\n", kernel, M * (N / 32) * (K / 4));
+        return 0;
+    }
+    if (strcmp(kernel, "hvx_maxpool") == 0) {
+        /* QMAXPOOL's HVX row path, 3x3 stride 1 on rows of 130 u8: 16 output rows of 128 */
+        for (int r = 0; r < 16; r++) {
+            hvx_maxpool_rows(pool_a + r * 130, 130, 3, 130, 0, pool_a + POOL_BYTES, pool_r);
+            hvx_maxpool_taps(pool_r, 128, 1, 3, 1, 0, NULL, pool_y + r * 128);
+        }
+        hx_printf("PACKETS %s units=16 unit=vector\n", kernel);
+        return 0;
+    }
+    if (strcmp(kernel, "hvx_qadd") == 0 || strcmp(kernel, "hvx_qmul") == 0) {
+        /* QADD / QMUL blocks of 128 u8 outputs, same-shape operands (ties and all: the block's cost) */
+        int mul = kernel[5] == 'm';
+        hvx_qbin q;
+        hvx_qbin_init(&q, mul, 0, 0, mul ? 0.0123f : 0.75f, 0.5f, 3, 200, 17, 0, 255);
+        for (int v = 0; v < 64; v++)
+            hvx_qbin_block(&q, pool_a + v * HVX_BYTES, 1, pool_b + v * HVX_BYTES, 1, pool_y + v * HVX_BYTES, pool_r);
+        hx_printf("PACKETS %s units=64 unit=vector\n", kernel);
         return 0;
     }
     hx_printf("unknown kernel %s\n", kernel);

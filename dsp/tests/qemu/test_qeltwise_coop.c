@@ -2,10 +2,14 @@
  * test_qeltwise_coop.c - qemu-hexagon image: QADD, QMUL and QLUT through the hexfuse core on the
  * coop platform, bit for bit against dsp/ref/ref_qeltwise.h (the Hexagon build's fma is sfmpy's
  * fused accumulate). Every (a, b) pair of u8 and of i8 through a broadcast, both ways round (A as
- * the scalar span swaps QADD's operands), misaligned buffers, a folded output range, an odd-size
- * same-shape case, and QLUT over every input value; QGLOBAL_AVGPOOL and QMAXPOOL against
- * dsp/ref/ref_qpool.h (odd planes, padding, other output quantization); QCONCAT on axis 1 with
- * per-input tables.
+ * the scalar span swaps QADD's operands), misaligned buffers, a folded output range; random values
+ * through broadcast shapes (same shape, broadcast middle or innermost axis, one-element operands, two
+ * items) and ratios outside the HVX path's range; QLUT over every input value (sizes across the vector
+ * size and two items, misaligned); QGLOBAL_AVGPOOL and QMAXPOOL against dsp/ref/ref_qpool.h (odd
+ * planes, padding, other output quantization; QGLOBAL_AVGPOOL also over plane sizes across the vector
+ * size and extreme values; QMAXPOOL over random geometries: widths across
+ * the 128-byte vectors, strides, dilations, pads); QCONCAT on axis 1 with per-input tables (spans
+ * below and above a vector).
  */
 #include <stdint.h>
 #include <string.h>
@@ -87,27 +91,100 @@ static void qbin_case(hfx_pool *pool, uint32_t opcode, uint8_t dt, int a_inner, 
     expect(ok, what);
 }
 
-static void qlut_case(hfx_pool *pool, uint8_t tx, uint8_t ty, qt_rng *r)
+/* QADD/QMUL on random values through shapes (rank 3, numpy broadcasting) that make the kernel's
+ * spans: same shape (two items at 40000), a broadcast middle axis, a broadcast innermost axis, a
+ * one-element A (QADD swaps) or B, odd lengths and misaligned buffers; ratios in the HVX path's range
+ * and, for `big`, outside it (the reference alone) */
+static void qbin_shapes_case(hfx_pool *pool, uint32_t opcode, uint8_t dt, const uint32_t ad[3], const uint32_t bd[3],
+                             int big, qt_rng *r)
 {
-    enum { N = 3 * 7 * 13 };
-    static uint8_t x_all[N + 1];
-    uint8_t *X = x_all + 1, *Y = g_y + 1; /* misaligned */
-    for (int i = 0; i < 256; i++)
-        g_table[i] = (uint8_t)qt_rand(r);
-    for (int i = 0; i < N; i++)
-        X[i] = (uint8_t)(i < 256 ? i : qt_rand(r));
+    enum { MAX_N = 40000 };
+    static uint8_t abuf[MAX_N + 8], bbuf[MAX_N + 8];
+    uint32_t yd[3], na = ad[0] * ad[1] * ad[2], nb = bd[0] * bd[1] * bd[2];
+    for (int i = 0; i < 3; i++)
+        yd[i] = ad[i] > bd[i] ? ad[i] : bd[i];
+    uint32_t ny = yd[0] * yd[1] * yd[2];
+    int mul = opcode == HFX_OP_QMUL, swap = 1;
+    for (int i = 3; i-- > 0;)
+        if (yd[i] > 1) {
+            swap = ad[i] == 1 && bd[i] != 1;
+            break;
+        }
+    swap = swap && !mul;
+    float ra = mul ? (float)qt_range(r, 1, 500) / 10000.0f : (float)qt_range(r, 50, 2000) / 1000.0f;
+    float rb = mul ? 0.0f : (float)qt_range(r, 50, 2000) / 1000.0f;
+    if (big)
+        ra = mul ? 70000.0f : 100.0f;
+    int32_t p[HFX_OP_PARAMS] = {0};
+    p[HFX_P_QBIN_RATIO_A] = hfxb_bits(ra), p[HFX_P_QBIN_RATIO_B] = hfxb_bits(rb);
+    p[HFX_P_QBIN_ZERO_A] = (int32_t)qt_range(r, 0, 255) + lo_of(dt);
+    p[HFX_P_QBIN_ZERO_B] = (int32_t)qt_range(r, 0, 255) + lo_of(dt);
+    p[HFX_P_QBIN_ZERO_Y] = (int32_t)qt_range(r, 0, 255) + lo_of(dt);
+    p[HFX_P_QBIN_LO] = lo_of(dt), p[HFX_P_QBIN_HI] = hi_of(dt);
+    uint32_t off = (uint32_t)qt_range(r, 0, 7);
+    uint8_t *A = abuf + off, *B = bbuf + 7 - off, *Y = g_y + 1 + off;
+    for (uint32_t i = 0; i < na; i++)
+        A[i] = (uint8_t)qt_rand(r);
+    for (uint32_t i = 0; i < nb; i++)
+        B[i] = (uint8_t)qt_rand(r);
+    memset(Y, 0xa5, ny + 64);
     hfxb b;
     hfxb_init(&b);
-    uint32_t in[2] = {hfxb_set_dtype(&b, hfxb_input(&b, 1, HFXB_DIMS(3, 7, 13)), tx),
+    uint32_t in[2] = {hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(ad[0], ad[1], ad[2])), dt),
+                      hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(bd[0], bd[1], bd[2])), dt)};
+    hfxb_op_add(&b, 0, opcode, -1, 2, in, hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(yd[0], yd[1], yd[2])), dt),
+                p);
+    const void *ins[2] = {A, B};
+    int ok = run_one(pool, &b, ins, 2, Y) == HFX_OK;
+    hfxb_free(&b);
+    for (uint32_t i = 0; ok && i < ny; i++) {
+        uint32_t i0 = i / (yd[1] * yd[2]), i1 = i / yd[2] % yd[1], i2 = i % yd[2];
+        uint32_t ia = ((ad[0] > 1 ? i0 : 0) * ad[1] + (ad[1] > 1 ? i1 : 0)) * ad[2] + (ad[2] > 1 ? i2 : 0);
+        uint32_t ib = ((bd[0] > 1 ? i0 : 0) * bd[1] + (bd[1] > 1 ? i1 : 0)) * bd[2] + (bd[2] > 1 ? i2 : 0);
+        int32_t x = load(A, dt, ia), w = load(B, dt, ib);
+        int32_t want = mul    ? ref_qmul(x, w, ra, p[2], p[3], p[4], p[5], p[6])
+                       : swap ? ref_qadd(w, x, rb, ra, p[3], p[2], p[4], p[5], p[6])
+                              : ref_qadd(x, w, ra, rb, p[2], p[3], p[4], p[5], p[6]);
+        ok = load(Y, dt, i) == want;
+    }
+    for (uint32_t i = 0; ok && i < 64; i++)
+        ok = Y[ny + i] == 0xa5;
+    char what[112];
+    hx_snprintf(what, sizeof what, "%s %s [%u,%u,%u] x [%u,%u,%u]%s", mul ? "QMul" : "QAdd",
+                dt == HFX_DTYPE_U8 ? "u8" : "i8", ad[0], ad[1], ad[2], bd[0], bd[1], bd[2],
+                big ? ", ratio outside the HVX range" : "");
+    expect(ok, what);
+}
+
+/* QLUT on X[n] at byte offset `off` of its buffer (the first 256 elements: every value), into Y at
+ * offset off + 1; the bytes after Y must stay untouched */
+static void qlut_case(hfx_pool *pool, uint8_t tx, uint8_t ty, uint32_t n, uint32_t off, qt_rng *r)
+{
+    enum { MAX_N = 40000 }; /* above HFX_EW_CHUNK: two items */
+    static uint8_t x_all[MAX_N + 128];
+    uint8_t *X = x_all + off, *Y = g_y + off + 1;
+    for (int i = 0; i < 256; i++)
+        g_table[i] = (uint8_t)qt_rand(r);
+    for (uint32_t i = 0; i < n; i++)
+        X[i] = (uint8_t)(i < 256 ? i : qt_rand(r));
+    memset(Y, 0xa5, n + 64);
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t in[2] = {hfxb_set_dtype(&b, hfxb_input(&b, 1, HFXB_DIMS(n)), tx),
                       hfxb_set_dtype(&b, hfxb_const(&b, 1, HFXB_DIMS(256), (const float *)(const void *)g_table), ty)};
-    hfxb_op_add(&b, 1, HFX_OP_QLUT, -1, 2, in, hfxb_set_dtype(&b, hfxb_output(&b, 1, HFXB_DIMS(3, 7, 13)), ty), NULL);
+    hfxb_op_add(&b, 1, HFX_OP_QLUT, -1, 2, in, hfxb_set_dtype(&b, hfxb_output(&b, 1, HFXB_DIMS(n)), ty), NULL);
     const void *ins[1] = {X};
     hfx_status st = run_one(pool, &b, ins, 1, Y);
     hfxb_free(&b);
     int ok = st == HFX_OK;
-    for (int i = 0; ok && i < N; i++)
-        ok = Y[i] == g_table[load(X, tx, (uint32_t)i) - lo_of(tx)];
-    expect(ok, tx == HFX_DTYPE_U8 ? "QLut u8 input, every value" : "QLut i8 input, every value");
+    for (uint32_t i = 0; ok && i < n; i++)
+        ok = Y[i] == g_table[load(X, tx, i) - lo_of(tx)];
+    for (uint32_t i = 0; ok && i < 64; i++)
+        ok = Y[n + i] == 0xa5;
+    char what[64];
+    hx_snprintf(what, sizeof what, "QLut %s -> %s, %u elements at offset %u", tx == HFX_DTYPE_U8 ? "u8" : "i8",
+                ty == HFX_DTYPE_U8 ? "u8" : "i8", n, off);
+    expect(ok, what);
 }
 
 /* X[2, 3, 9, 11] (misaligned): a QGLOBAL_AVGPOOL, and a 3x3 stride-2 pad-1 QMAXPOOL to [2, 3, 5, 6] */
@@ -163,33 +240,164 @@ static void qpool_case(hfx_pool *pool, uint8_t dt, qt_rng *r)
     }
 }
 
-/* X1[2, 3, 5], X2[2, 4, 5] (misaligned) concatenated on axis 1 through random tables */
-static void qconcat_case(hfx_pool *pool, uint8_t dt, qt_rng *r)
+/* QGLOBAL_AVGPOOL over X[1, 3, 1, S] (misaligned) for plane sizes across the vector size, values
+ * random or all at one extreme of the type (the largest sums) */
+static void qgap_sweep(hfx_pool *pool, qt_rng *r)
 {
-    static uint8_t x1[31], x2[41], tables[2 * 256];
+    static const uint32_t sizes[] = {1, 2, 127, 128, 129, 300, 1000, 4099};
+    static uint8_t xbuf[3 * 4099 + 3];
+    int failed = 0, run = 0;
+    for (uint32_t t = 0; t < 4 * sizeof sizes / sizeof *sizes; t++, run++) {
+        uint8_t dt = t & 1 ? HFX_DTYPE_I8 : HFX_DTYPE_U8;
+        uint32_t S = sizes[t / 4], kind = t >> 1 & 1 ? (uint32_t)qt_range(r, 0, 3) : 0;
+        uint8_t *X = xbuf + t % 3, *Y = g_y + 1;
+        for (uint32_t i = 0; i < 3 * S; i++)
+            X[i] = kind == 0 ? (uint8_t)qt_rand(r) : kind == 1 ? 0xff : kind == 2 ? 0x80 : 0x7f;
+        int32_t pg[HFX_OP_PARAMS] = {hfxb_bits(0.8f / (float)S), (int32_t)qt_range(r, 0, 255) + lo_of(dt),
+                                     (int32_t)qt_range(r, 0, 255) + lo_of(dt)};
+        hfxb b;
+        hfxb_init(&b);
+        uint32_t in[1] = {hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(1, 3, 1, S)), dt)};
+        uint32_t y = hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(1, 3, 1, 1)), dt);
+        hfxb_op_add(&b, 0, HFX_OP_QGLOBAL_AVGPOOL, -1, 1, in, y, pg);
+        const void *ins[1] = {X};
+        int ok = run_one(pool, &b, ins, 1, Y) == HFX_OK;
+        hfxb_free(&b);
+        for (uint32_t c = 0; ok && c < 3; c++) {
+            uint32_t sum = 0;
+            for (uint32_t i = 0; i < S; i++)
+                sum += (uint32_t)load(X + c * S, dt, i);
+            ok = load(Y, dt, c) == ref_qglobal_avgpool((int32_t)sum, S, pg[1], hfxb_f(pg[0]), pg[2], lo_of(dt), hi_of(dt));
+        }
+        failed += !ok;
+    }
+    char what[64];
+    hx_snprintf(what, sizeof what, "QGlobalAveragePool %d plane sizes and types (%d failed)", run, failed);
+    expect(failed == 0, what);
+}
+
+/* ONNX's pooled length (as pool.c's hfx_pool_out_len) */
+static int pool_len(int in, int k, int s, int d, int p0, int p1, int ceil_mode)
+{
+    int span = in + p0 + p1 - d * (k - 1) - 1;
+    if (span < 0)
+        return 0;
+    if (!ceil_mode)
+        return span / s + 1;
+    int out = (span + s - 1) / s + 1;
+    return (out - 1) * s >= in + p0 ? out - 1 : out;
+}
+
+/* the QMAXPOOL output of window (oh, ow) of plane x[H][W], straight from the definition */
+static int32_t want_qmaxpool(const uint8_t *x, uint8_t tx, uint8_t ty, const int32_t *pm, int H, int W, int oh, int ow)
+{
+    int32_t m = INT32_MIN;
+    for (int i = 0; i < pm[HFX_P_POOL_KERNEL_H]; i++)
+        for (int j = 0; j < pm[HFX_P_POOL_KERNEL_W]; j++) {
+            int h = oh * pm[HFX_P_POOL_STRIDE_H] + i * pm[HFX_P_POOL_DILATION_H] - pm[HFX_P_POOL_PAD_TOP];
+            int w = ow * pm[HFX_P_POOL_STRIDE_W] + j * pm[HFX_P_POOL_DILATION_W] - pm[HFX_P_POOL_PAD_LEFT];
+            if (h >= 0 && h < H && w >= 0 && w < W && load(x, tx, (uint32_t)(h * W + w)) > m)
+                m = load(x, tx, (uint32_t)(h * W + w));
+        }
+    if (m == INT32_MIN)
+        return lo_of(ty);
+    return ref_qmaxpool_requant(m, hfxb_f(pm[HFX_P_QPOOL_SCALE_X]), pm[HFX_P_QPOOL_ZERO_X],
+                                hfxb_f(pm[HFX_P_QPOOL_SCALE_Y]), pm[HFX_P_QPOOL_ZERO_Y], lo_of(ty), hi_of(ty));
+}
+
+/* Random QMAXPOOL geometries on X[1, 2, H, W] (misaligned, W up to 300: full vectors, tails and
+ * rows under one vector): kernels 1..4, strides 1..3, dilations 1..3, each pad 0 .. kernel - 1,
+ * ceil mode, extreme values, all-negative i8, and requantisations: the identity, another scale, the other output
+ * type. The bytes after Y must stay untouched. */
+static void qmaxpool_sweep(hfx_pool *pool, qt_rng *r)
+{
+    enum { C = 2, MAX_W = 300, MAX_H = 7, CASES = 96 };
+    static const int widths[] = {1, 2, 5, 17, 64, 127, 128, 129, 200, 255, 257, MAX_W};
+    static uint8_t xbuf[C * MAX_H * MAX_W + 3];
+    int failed = 0, run = 0;
+    for (int t = 0; t < CASES; t++) {
+        uint8_t tx = t & 1 ? HFX_DTYPE_I8 : HFX_DTYPE_U8, ty = t % 7 == 3 ? (uint8_t)(HFX_DTYPE_U8 + HFX_DTYPE_I8 - tx) : tx;
+        int H = (int)qt_range(r, 1, MAX_H), W = widths[qt_range(r, 0, sizeof widths / sizeof *widths - 1)];
+        int32_t pm[HFX_OP_PARAMS] = {0};
+        pm[HFX_P_POOL_KERNEL_H] = (int32_t)qt_range(r, 1, 4), pm[HFX_P_POOL_KERNEL_W] = (int32_t)qt_range(r, 1, 4);
+        pm[HFX_P_POOL_STRIDE_H] = (int32_t)qt_range(r, 1, 3), pm[HFX_P_POOL_STRIDE_W] = (int32_t)qt_range(r, 1, 3);
+        pm[HFX_P_POOL_DILATION_H] = (int32_t)qt_range(r, 1, 3), pm[HFX_P_POOL_DILATION_W] = (int32_t)qt_range(r, 1, 3);
+        for (int a = 0; a < 4; a++)
+            pm[a] = (int32_t)qt_range(r, 0, pm[HFX_P_POOL_KERNEL_H + (a & 1)] - 1);
+        pm[HFX_P_POOL_CEIL_MODE] = (int32_t)qt_range(r, 0, 1);
+        pm[HFX_P_QPOOL_SCALE_X] = hfxb_bits(0.03f), pm[HFX_P_QPOOL_ZERO_X] = (int32_t)qt_range(r, 0, 255) + lo_of(tx);
+        pm[HFX_P_QPOOL_SCALE_Y] = hfxb_bits(t % 3 ? 0.03f : 0.05f);
+        pm[HFX_P_QPOOL_ZERO_Y] = t % 3 && ty == tx ? pm[HFX_P_QPOOL_ZERO_X] : (int32_t)qt_range(r, 0, 255) + lo_of(ty);
+        int OH = pool_len(H, pm[8], pm[4], pm[6], pm[0], pm[2], pm[10]);
+        int OW = pool_len(W, pm[9], pm[5], pm[7], pm[1], pm[3], pm[10]);
+        if (OH < 1 || OW < 1)
+            continue;
+        uint8_t *X = xbuf + 1 + t % 3, *Y = g_y + 1 + t % 2;
+        for (int i = 0; i < C * H * W; i++)
+            X[i] = (uint8_t)(t % 5 == 0   ? (i % 3 ? 0x80 : 0x7f) /* the extremes of both types */
+                             : t % 5 == 1 ? qt_rand(r) | 0x80    /* i8: all negative, a max below 0 */
+                                          : qt_rand(r));
+        memset(Y, 0xa5, (size_t)(C * OH * OW + 64));
+        hfxb b;
+        hfxb_init(&b);
+        uint32_t in[1] = {hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(1, C, (uint32_t)H, (uint32_t)W)), tx)};
+        uint32_t y = hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(1, C, (uint32_t)OH, (uint32_t)OW)), ty);
+        hfxb_op_add(&b, 0, HFX_OP_QMAXPOOL, -1, 1, in, y, pm);
+        const void *ins[1] = {X};
+        int ok = run_one(pool, &b, ins, 1, Y) == HFX_OK;
+        hfxb_free(&b);
+        for (int i = 0; ok && i < C * OH * OW; i++) {
+            int c = i / (OH * OW), oh = i / OW % OH, ow = i % OW;
+            ok = load(Y, ty, (uint32_t)i) == want_qmaxpool(X + c * H * W, tx, ty, pm, H, W, oh, ow);
+            if (!ok)
+                hx_printf("     QMaxPool case %d (H %d W %d k %dx%d s %d,%d d %d,%d pads %d,%d,%d,%d): y[%d] %d\n", t, H,
+                          W, pm[8], pm[9], pm[4], pm[5], pm[6], pm[7], pm[0], pm[1], pm[2], pm[3], i,
+                          load(Y, ty, (uint32_t)i));
+        }
+        for (int i = 0; ok && i < 64; i++)
+            ok = Y[C * OH * OW + i] == 0xa5;
+        failed += !ok;
+        run++;
+    }
+    char what[64];
+    hx_snprintf(what, sizeof what, "QMaxPool %d random geometries (%d failed)", run, failed);
+    expect(failed == 0 && run > CASES / 2, what);
+}
+
+/* X1[2, 3, W], X2[2, 4, W] (misaligned) concatenated on axis 1 through random tables; W 77: spans of
+ * 231 and 308 bytes (vectors and tails) */
+static void qconcat_case(hfx_pool *pool, uint8_t dt, uint32_t W, qt_rng *r)
+{
+    enum { MAX_W = 77 };
+    static uint8_t x1[6 * MAX_W + 1], x2[8 * MAX_W + 1], tables[2 * 256];
     uint8_t *X1 = x1 + 1, *X2 = x2 + 1, *Y = g_y + 1;
-    for (int i = 0; i < 30; i++)
+    for (uint32_t i = 0; i < 6 * W; i++)
         X1[i] = (uint8_t)qt_rand(r);
-    for (int i = 0; i < 40; i++)
+    for (uint32_t i = 0; i < 8 * W; i++)
         X2[i] = (uint8_t)qt_rand(r);
     for (int i = 0; i < 2 * 256; i++)
         tables[i] = (uint8_t)qt_rand(r);
+    memset(Y, 0xa5, 14 * W + 64);
     hfxb b;
     hfxb_init(&b);
-    uint32_t in[3] = {hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(2, 3, 5)), dt),
-                      hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(2, 4, 5)), dt),
+    uint32_t in[3] = {hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(2, 3, W)), dt),
+                      hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(2, 4, W)), dt),
                       hfxb_set_dtype(&b, hfxb_const(&b, 0, HFXB_DIMS(2, 256), (const float *)(const void *)tables), dt)};
     int32_t p[HFX_OP_PARAMS] = {1};
-    hfxb_op_add(&b, 0, HFX_OP_QCONCAT, -1, 3, in, hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(2, 7, 5)), dt), p);
+    hfxb_op_add(&b, 0, HFX_OP_QCONCAT, -1, 3, in, hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(2, 7, W)), dt), p);
     const void *ins[2] = {X1, X2};
     int ok = run_one(pool, &b, ins, 2, Y) == HFX_OK;
     hfxb_free(&b);
-    for (int i = 0; ok && i < 2 * 7 * 5; i++) {
-        int n = i / 35, c = i / 5 % 7, w = i % 5;
-        const uint8_t *x = c < 3 ? X1 + (n * 3 + c) * 5 : X2 + (n * 4 + c - 3) * 5;
-        ok = Y[i] == tables[(c < 3 ? 0 : 256) + (uint32_t)(load(x, dt, (uint32_t)w) - lo_of(dt))];
+    for (uint32_t i = 0; ok && i < 14 * W; i++) {
+        uint32_t n = i / (7 * W), c = i / W % 7, w = i % W;
+        const uint8_t *x = c < 3 ? X1 + (n * 3 + c) * W : X2 + (n * 4 + c - 3) * W;
+        ok = Y[i] == tables[(c < 3 ? 0 : 256) + (uint32_t)(load(x, dt, w) - lo_of(dt))];
     }
-    expect(ok, dt == HFX_DTYPE_U8 ? "QConcat u8" : "QConcat i8");
+    for (uint32_t i = 0; ok && i < 64; i++)
+        ok = Y[14 * W + i] == 0xa5;
+    char what[48];
+    hx_snprintf(what, sizeof what, "QConcat %s, W %u", dt == HFX_DTYPE_U8 ? "u8" : "i8", W);
+    expect(ok, what);
 }
 
 int main(void)
@@ -215,18 +423,30 @@ int main(void)
             qbin_case(pool, HFX_OP_QADD, types[t], a_inner, t, &r);
             qbin_case(pool, HFX_OP_QMUL, types[t], a_inner, a_inner, &r);
         }
+    static const uint32_t shapes[][2][3] = {
+        {{3, 5, 300}, {3, 5, 300}}, {{3, 5, 300}, {3, 1, 300}}, {{2, 1, 257}, {2, 4, 1}}, {{1, 1, 1000}, {1, 1, 1}},
+        {{1, 1, 1}, {1, 1, 1000}},  {{1, 1, 40000}, {1, 1, 40000}},
+    };
+    for (uint32_t t = 0; t < 4 * sizeof shapes / sizeof *shapes; t++)
+        qbin_shapes_case(pool, t & 1 ? HFX_OP_QMUL : HFX_OP_QADD, types[t >> 1 & 1], shapes[t / 4][0],
+                         shapes[t / 4][1], 0, &r);
+    for (uint32_t t = 0; t < 4; t++)
+        qbin_shapes_case(pool, t & 1 ? HFX_OP_QMUL : HFX_OP_QADD, types[t >> 1], shapes[0][0], shapes[1][1], 1, &r);
     qt_end_group(&T, "QAdd/QMul");
     qt_begin_group(&T);
-    for (int t = 0; t < 4; t++)
-        qlut_case(pool, types[t & 1], types[t >> 1], &r);
+    static const uint32_t lut_sizes[] = {3 * 7 * 13, 1, 127, 128, 129, 256, 259, 1000, 40000};
+    for (uint32_t t = 0; t < 4 * sizeof lut_sizes / sizeof *lut_sizes; t++)
+        qlut_case(pool, types[t & 1], types[t >> 1 & 1], lut_sizes[t / 4], t % 5 * 31, &r);
     qt_end_group(&T, "QLut");
     qt_begin_group(&T);
     for (int t = 0; t < 2; t++)
         qpool_case(pool, types[t], &r);
+    qgap_sweep(pool, &r);
+    qmaxpool_sweep(pool, &r);
     qt_end_group(&T, "QGlobalAveragePool/QMaxPool");
     qt_begin_group(&T);
-    for (int t = 0; t < 2; t++)
-        qconcat_case(pool, types[t], &r);
+    for (int t = 0; t < 4; t++)
+        qconcat_case(pool, types[t & 1], t < 2 ? 5 : 77, &r);
     qt_end_group(&T, "QConcat");
     hfx_pool_destroy(pool);
     return qt_result(&T, "test_qeltwise");
