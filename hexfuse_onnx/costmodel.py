@@ -154,7 +154,20 @@ OP_CLASSES = {
 
 
 def op_class(op: NodeProfile) -> str:
-    return OP_CLASSES.get(op.op_type, op.engine.value)
+    """The op's rate class: OP_CLASSES, except that a pointwise convolution is a GEMM (`is_pointwise`)."""
+    name = OP_CLASSES.get(op.op_type, op.engine.value)
+    return op.engine.value if name == "conv" and is_pointwise(op) else name
+
+
+def is_pointwise(conv: NodeProfile) -> bool:
+    """A convolution whose GEMM reads its input as it lies (1x1, stride 1: the host kernel's
+    CONV_1X1, no im2col), from its profile: the GEMM's K x pixels, (FLOPs / 2)^2 / (weights x
+    outputs), is no more than the input's elements (a KxK window makes it about KxK times more)."""
+    weights, outputs = conv.weight_bytes / 4, conv.bytes_out / 4
+    inputs = (conv.bytes_in - conv.weight_bytes) / 4
+    if conv.int_bits or weights <= 0 or outputs <= 0 or inputs <= 0:
+        return False
+    return (conv.flops / 2) ** 2 / (weights * outputs) <= inputs * (1 + 1e-6)
 
 
 # The built-in targets are data, not code: hexfuse_onnx/targets/<name>.json. `hexagon-v73` holds

@@ -39,9 +39,10 @@ slower, never faster, and the longer the call the likelier it is preempted.
    finds them spinning has them at once). The per-call cost outside the work items is the
    wake-up of the pool: its workers spin POOL_SPIN_S after their last item, then sleep, so a call
    that comes later pays it before its first item and one right after another does not; both are
-   measured (call time - work-item span, medians over the pairs) and each pair is predicted with
-   its own mix of the two (`with_call_overhead`; a worker just past its spin is still on its way to
-   sleep and costs about half a wake-up: WAKE_REGIMES). The predicted time of a call is
+   measured (call time - work-item span) on a probe pair that is in no measured model, called
+   after idle times of each kind (`probe_wake_leads`), and each pair is predicted with its own mix
+   of them (`with_call_overhead`; a worker just past its spin is still on its way to sleep and
+   costs about half a wake-up: WAKE_REGIMES). The predicted time of a call is
    costmodel.predict(...).fused at the share the plugin used plus that overhead. The serial
    prediction (ORT's one thread, the fit as profiled) is compared with the ORT-profiled time of
    the pair's original nodes.
@@ -61,7 +62,7 @@ slower, never faster, and the longer the call the likelier it is preempted.
    `baseline`, which predicts its serial times.
 5. The error reported is held out (`held_out_rows`): leave one model out, fit both targets to the
    other models' ORT-profiled ops, kernel item times and traced calls (the kernel's gap per op,
-   its pool's workers, join and call overheads), and predict the left-out model's pairs; the
+   its pool's workers and join), with the probe's call overheads, and predict the left-out model's pairs; the
    median |error| over all pairs is the headline. What a held-out prediction takes from its own
    pair is its schedule, not its times: the share the plugin ran it at and how long the pool had
    been idle before each call (which wake-up it paid). The in-sample errors are shown beside it.
@@ -653,8 +654,12 @@ class TracedSession:
         for _ in range(runs):
             self.session.run(None, feeds)
             if keep:
-                for n, docs in self.docs.items():
-                    docs.append(json.loads(Path(self.pattern.replace("{node}", n.replace("/", "_"))).read_text()))
+                self.keep()
+
+    def keep(self) -> None:
+        """Keep the last run's trace of every node."""
+        for n, docs in self.docs.items():
+            docs.append(json.loads(Path(self.pattern.replace("{node}", n.replace("/", "_"))).read_text()))
 
 
 def summarise_traces(docs: dict[str, list[dict]]) -> dict[str, TracedPair]:
@@ -867,6 +872,59 @@ def measure_model(
     return medians, ops, pair_measurements(path, target, fused, pairs, profile, traces, medians, progress)
 
 
+def wake_probe_model() -> onnx.ModelProto:
+    """Two small pairs in series, each two short elementwise branches of one input joined: every
+    run calls the first after the run before (its pool asleep) and the second right after the
+    first (its workers spinning or on their way to sleep), as a model's pairs are called."""
+    from onnx import TensorProto
+    from onnx import helper as h
+
+    x, y = (h.make_tensor_value_info(n, TensorProto.FLOAT, [1, 4096]) for n in ("x", "y"))
+    nodes = []
+    for k, (src, dst) in enumerate((("x", "s"), ("s", "y"))):
+        nodes += [
+            h.make_node("Relu", [src], [f"a{k}"], name=f"p{k}/a/relu"),
+            h.make_node("Tanh", [f"a{k}"], [f"at{k}"], name=f"p{k}/a/tanh"),
+            h.make_node("Sigmoid", [src], [f"b{k}"], name=f"p{k}/b/sigmoid"),
+            h.make_node("Exp", [f"b{k}"], [f"be{k}"], name=f"p{k}/b/exp"),
+            h.make_node("Add", [f"at{k}", f"be{k}"], [dst], name=f"p{k}/join"),
+        ]
+    graph = h.make_graph(nodes, "wake_probe", [x], [y])
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
+
+
+def probe_wake_leads(folder: Path, runs: int, warmup: int, progress: Progress = _quiet) -> tuple[float, ...] | None:
+    """Per WAKE_REGIMES, call - span (`over_runs`) of the calls of a probe model's pairs
+    (`wake_probe_model`, in no measured model) that came in it: the pool's wake-up as the runtime
+    costs it, apart from every measured pair; a regime no call came in takes the nearest's
+    (`measured_leads`). None when the probe gives no pair or no call found the pool asleep."""
+    from ..verify import random_inputs
+
+    work = folder / "wake_probe"
+    work.mkdir(parents=True, exist_ok=True)
+    onnx.save(wake_probe_model(), work / "probe.onnx")
+    fused, pairs, _ = fused_pairs(work / "probe.onnx", work / "fused.onnx", costmodel.HOST)
+    if fused is None:
+        return None
+    traced = TracedSession(fused, sorted(pairs), work)
+    feeds = random_inputs(traced.session, seed=0)
+    traced.run(feeds, warmup, keep=False)
+    traced.run(feeds, runs)
+    idle = idle_before(traced.docs)
+    rows = []
+    for node, docs in traced.docs.items():
+        shares, leads = wake_regimes(docs, idle[node])
+        rows.append(
+            PairRow(
+                "wake_probe", node, "", "", 0.5, False, 0.0, 0.0, 0.0, 0.0, 0.0, wake_shares=shares, wake_leads_s=leads
+            )
+        )
+    found = measured_leads(rows)
+    if found is not None:
+        progress("wake-up probe: " + ", ".join(f"{n} {t * 1e6:.1f} us" for n, t in zip(WAKE_REGIMES, found)))
+    return found
+
+
 def ops_in_tasks(pair: Pair, serial_task: TaskProfile | None) -> dict[int, NodeProfile]:
     """Graph node id -> its op as the pair's tasks run it in the kernel: DDR bytes counted in the
     task (intermediates stay in the arena), a micro-batch chain node whole (both copies)."""
@@ -1006,27 +1064,29 @@ def on_the_kernel(
 
 
 def with_call_overhead(
-    target: Target, rows: list[PairRow], where: str = "", measured_on: list[PairRow] | None = None
+    target: Target, rows: list[PairRow], where: str = "", leads: Sequence[float] | None = None
 ) -> tuple[Target, list[PairRow]]:
-    """`target` with the call overhead measured on `measured_on` (default: `rows`), and the rows
-    with each pair's. The workers of the kernel's pool spin for POOL_SPIN_S after their last item,
-    then sleep: a call that comes later pays a wake-up on the caller before its first item, one that
-    comes sooner (a pair right after another) does not. Where both kinds of call were traced, a
-    pair's overhead is that of its kind (weighted by how often its calls were cold) and the target's
-    `call_overhead_s` is the cold one (a call on its own); else the median over the pairs of call - span."""
-    measured = rows if measured_on is None else measured_on
-    if not rows or not measured:
+    """`target` with the call overhead, and the rows with each pair's. The workers of the kernel's
+    pool spin for POOL_SPIN_S after their last item, then sleep: a call that comes later pays a
+    wake-up on the caller before its first item, one that comes sooner (a pair right after another)
+    does not, one in between less (WAKE_REGIMES). `leads` gives call - span per regime (the wake-up
+    probe's, `probe_wake_leads`); without it they are measured on the rows' own calls
+    (`measured_leads`). A pair's overhead is its calls' mix of the regimes, the target's
+    `call_overhead_s` the asleep one (a call on its own); with neither, the median over the pairs of
+    call - span."""
+    if not rows:
         return target, rows
-    leads = measured_leads(measured)
-    suffix = "; both from the kernel trace of the same runs" + (f"; {where}" if where else "")
+    suffix = "; kernel trace" + (f"; {where}" if where else "")
+    measured_by = "the pairs of a probe model in no measured model" if leads is not None else "the plugin pairs"
+    leads = leads if leads is not None else measured_leads(rows)
     if leads is None:
-        overhead = measured_call_overhead(measured)
-        source = f"measured: median over {len(measured)} plugin pairs of (hfx_run's wall time - the work-item span)"
+        overhead = measured_call_overhead(rows)
+        source = f"measured: median over {len(rows)} plugin pairs of (hfx_run's wall time - the work-item span)"
         target = replace(target, call_overhead_s=Param(overhead, "s", source + suffix))
         return target, [replace(r, call_overhead_s=overhead) for r in rows]
     others = ", ".join(f"{lead * 1e6:.1f} us {name}" for name, lead in zip(WAKE_REGIMES[:-1], leads))
     source = (
-        f"measured: median over the plugin pairs of (hfx_run's wall time - the work-item span) of the calls "
+        f"measured: median over {measured_by} of (hfx_run's wall time - the work-item span) of their calls "
         f"that came over {POOL_ASLEEP_S * 1e6:.0f} us after the pool's previous one (its workers asleep: a "
         f"wake-up); a call that found them {others} (over {POOL_SPIN_S * 1e6:.0f} us: falling asleep)"
     )
@@ -1042,35 +1102,42 @@ class FittedTargets:
     ort_target: Target
     kernel_fit: Fit | None  # None: no pair measured on the kernel
     kernel_target: Target | None
-    measured: tuple[PairRow, ...]  # the calls whose traces gave the kernel's schedule and call overhead
+    leads: tuple[float, ...] | None  # call - span per WAKE_REGIMES (None: the measured pairs')
 
     def target(self, fit: str) -> Target | None:
         return self.ort_target if fit == ORT_FIT else self.kernel_target
 
     def predicted_rows(self, pairs: list[PairMeasurement], fit: str) -> list[PairRow]:
-        """The pairs' rows as the fit predicts them (fused call, serial), with the call overhead
-        measured on `measured`; empty for a fit that was not made."""
+        """The pairs' rows as the fit predicts them (fused call, serial), each with its call overhead
+        (its calls' mix of WAKE_REGIMES at `leads`); empty for a fit that was not made."""
         target = self.target(fit)
         if target is None:
             return []
         rows = [predicted_row(m, target) for m in pairs]
-        return with_call_overhead(target, rows, measured_on=list(self.measured))[1]
+        return with_call_overhead(target, rows, leads=self.leads)[1]
 
 
 def fit_targets(
-    ops: list[OpTiming], pairs: list[PairMeasurement], base: Target, where: str = "", progress: Progress = _quiet
+    ops: list[OpTiming],
+    pairs: list[PairMeasurement],
+    base: Target,
+    where: str = "",
+    progress: Progress = _quiet,
+    leads: tuple[float, ...] | None = None,
 ) -> FittedTargets:
     """The fit to ORT-profiled `ops`, and the fit to the kernel's item times of `pairs`, each run on
-    the kernel's schedule as measured on `pairs` (`on_the_kernel`, `with_call_overhead`)."""
+    the kernel's schedule as measured on `pairs` (`on_the_kernel`), with the call overhead of `leads`
+    (`with_call_overhead`; None: measured on `pairs`)."""
     fit = fit_target(ops, base, ORT_FIT_NAME, where)
     progress(f"{FIT_LABELS[ORT_FIT]}: {len(fit.rows)} ops, median |residual| {fit.median_abs_residual:.1%}")
-    rows = tuple(m.row for m in pairs)
+    rows = [m.row for m in pairs]
+    leads = leads if leads is not None else measured_leads(rows)
     ort_target, _ = with_call_overhead(
-        on_the_kernel(fit.target, pairs, where, replace_overhead=True), list(rows), where
+        on_the_kernel(fit.target, pairs, where, replace_overhead=True), rows, where, leads
     )
     kernel_ops = [t for m in pairs for t in m.kernel_ops]
     if not kernel_ops:
-        return FittedTargets(fit, ort_target, None, None, rows)
+        return FittedTargets(fit, ort_target, None, None, leads)
     kfit = fit_target(
         kernel_ops,
         replace(fit.target, description=base.description),  # a rate items cannot fit keeps the ORT fit's
@@ -1081,16 +1148,21 @@ def fit_targets(
     )
     progress(f"{FIT_LABELS[KERNEL_FIT]}: {len(kfit.rows)} ops, median |residual| {kfit.median_abs_residual:.1%}")
     kernel_target = on_the_kernel(replace(kfit.target, baseline=fit.target), pairs, where)
-    kernel_target, _ = with_call_overhead(kernel_target, list(rows), where)
-    return FittedTargets(fit, ort_target, kfit, kernel_target, rows)
+    kernel_target, _ = with_call_overhead(kernel_target, rows, where, leads)
+    return FittedTargets(fit, ort_target, kfit, kernel_target, leads)
 
 
 def held_out_rows(
-    ops: list[OpTiming], pairs: list[PairMeasurement], base: Target, where: str = ""
+    ops: list[OpTiming],
+    pairs: list[PairMeasurement],
+    base: Target,
+    where: str = "",
+    leads: tuple[float, ...] | None = None,
 ) -> dict[str, list[PairRow]]:
     """Each fit's prediction of every pair by a fit that saw nothing of the pair's model: leave one
     model out, fit both targets on the other models' ORT-profiled ops, kernel item times and calls,
-    predict the left-out model's pairs. Per fit (ORT_FIT, KERNEL_FIT), the rows in `pairs`' order;
+    predict the left-out model's pairs. The call overhead is `leads` (the wake-up probe's, measured
+    apart from every model), else the other models' calls'. Per fit (ORT_FIT, KERNEL_FIT), the rows in `pairs`' order;
     a pair whose model is the only one measured gets no held-out row."""
     out: dict[str, dict[int, PairRow]] = {ORT_FIT: {}, KERNEL_FIT: {}}
     for model in dict.fromkeys(m.row.model for m in pairs):
@@ -1099,7 +1171,7 @@ def held_out_rows(
         train_ops = [t for t in ops if t.model != model]
         if not train or not train_ops:
             continue
-        fitted = fit_targets(train_ops, train, base, where)
+        fitted = fit_targets(train_ops, train, base, where, leads=leads)
         for fit, rows in out.items():
             rows.update(zip(kept, fitted.predicted_rows([pairs[k] for k in kept], fit)))
     return {fit: [rows[k] for k in sorted(rows)] for fit, rows in out.items()}
@@ -1439,7 +1511,8 @@ def calibrate(
             _, ops, measured = measure_model(path, base, Path(folder), runs, warmup, progress)
             all_ops += ops
             pairs += measured
-    fitted = fit_targets(all_ops, pairs, base, where, progress)
+        leads = probe_wake_leads(Path(folder), runs, warmup, progress) if pairs else None
+    fitted = fit_targets(all_ops, pairs, base, where, progress, leads)
     result = CalibrationResult(
         fitted.ort_target,
         fitted.ort_fit.rows,
@@ -1452,7 +1525,7 @@ def calibrate(
         kernel_pair_rows=fitted.predicted_rows(pairs, KERNEL_FIT),
         kernel_ddr_bound=fitted.kernel_fit.ddr_bound if fitted.kernel_fit else [],
         unmodelled_kernel_s={f"{m.row.model}:{m.row.node}": m.unmodelled_s for m in pairs},
-        held_out=held_out_rows(all_ops, pairs, base, where),
+        held_out=held_out_rows(all_ops, pairs, base, where, leads),
     )
     result.choose()
     chosen = fitted.target(result.chosen_fit)
