@@ -566,6 +566,10 @@ def idle_before(docs: dict[str, list[dict]]) -> dict[str, list[float]]:
     return out
 
 
+def _median_or_nan(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
 def call_join(doc: dict) -> float:
     """Seconds from a traced call's first item to the first item of a worker other than the caller
     (worker 0); the span when none took one. Both tasks' first ops are ready at the start of a call,
@@ -580,14 +584,16 @@ def cold_join(ds: list[dict], idle: list[float]) -> float:
 
 
 def wake_regimes(ds: list[dict], idle: list[float]) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    """Per WAKE_REGIMES: (the share of the calls that came in it, `over_runs` of their call - span);
-    a call whose idle time is unknown is left out (no such call: every share NaN)."""
+    """Per WAKE_REGIMES: (the share of the calls that came in it, the median of their call - span);
+    a call whose idle time is unknown is left out (no such call: every share NaN). The median, not
+    `over_runs`: whether a worker still spins when the call comes is chance, so a regime's calls mix
+    cheap and full wake-ups, and a low quantile would keep only the cheap ones."""
     regimes: list[list[float]] = [[] for _ in WAKE_REGIMES]
     for d, t in zip(ds, idle):
         if np.isfinite(t):
             regimes[sum(t > edge for edge in _WAKE_EDGES_S)].append((d["run_wall_ns"] - d["wall_ns"]) / 1e9)
     known = sum(map(len, regimes))
-    return tuple(len(r) / known if known else float("nan") for r in regimes), tuple(map(over_runs, regimes))
+    return tuple(len(r) / known if known else float("nan") for r in regimes), tuple(_median_or_nan(r) for r in regimes)
 
 
 def call_leads(ds: list[dict], idle: list[float]) -> tuple[float, float, float]:
