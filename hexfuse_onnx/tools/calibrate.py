@@ -15,9 +15,9 @@ slower, never faster, and the longer the call the likelier it is preempted.
 1. Per-op times: each model runs on stock ORT (one intra-op thread, sequential, no graph
    optimisation so every node runs as written) with the ORT profiler on; the profile's node
    events of the runs after warm-up are matched to the graph's NodeProfile by node name. The
-   runs come in blocks that alternate with the plugin's runs of step 3 (`measure_model`), so
-   that both see the shared machine alike; the pairs are those the pass makes for the base
-   target (every lowerable pair kept).
+   runs come in blocks that alternate with the plugin's runs of step 3 and go round all the
+   models (`measure_models`), so that every measurement sees the shared machine alike; the pairs
+   are those the pass makes for the base target (every lowerable pair kept).
 2. Fit: the cost model of one op is op_overhead + max(work / rate, DDR bytes / DDR bandwidth),
    work being the FLOPs of matrix and vector ops and the bytes of memory ops, the rate its op
    class's (costmodel.OP_CLASSES: conv, pool, transcendental) or its engine's. The fit alternates
@@ -834,7 +834,73 @@ def pair_measurements(
     return measured
 
 
-ROUNDS = 4  # blocks of runs per side when ORT's and the plugin's runs of a model alternate
+ROUNDS = 8  # blocks of runs per model and side: ORT's and the plugin's runs of every model alternate
+
+
+@dataclass
+class _ModelSessions:
+    """One model's ORT profiling session and its fused model's traced plugin session."""
+
+    path: Path
+    profile: GraphProfile
+    session: ort.InferenceSession
+    feeds: dict[str, np.ndarray]
+    fused: Path | None
+    pairs: dict[str, Pair]
+    traced: TracedSession | None
+
+    def run(self, runs: int, keep: bool = True) -> None:
+        for _ in range(runs):
+            self.session.run(None, self.feeds)
+        if self.traced is not None:
+            self.traced.run(self.feeds, runs, keep)
+
+
+def _open_model(path: Path, target: Target, folder: Path) -> _ModelSessions:
+    from ..verify import random_inputs
+
+    work = folder / path.stem
+    work.mkdir(parents=True, exist_ok=True)
+    session = ort.InferenceSession(str(path), sess_options=profiling_options(work), providers=["CPUExecutionProvider"])
+    fused, pairs, _ = fused_pairs(path, work / "fused.onnx", target)
+    traced = TracedSession(fused, sorted(pairs), work) if fused is not None else None
+    profile = profile_graph(graph_mod.load(path))
+    return _ModelSessions(path, profile, session, random_inputs(session, seed=0), fused, pairs, traced)
+
+
+def measure_models(
+    paths: Sequence[str | os.PathLike[str]],
+    target: Target,
+    folder: Path,
+    runs: int = 20,
+    warmup: int = 3,
+    progress: Progress = _quiet,
+) -> list[tuple[dict[int, float], list[OpTiming], list[PairMeasurement]]]:
+    """Every model's ops profiled on ORT and its pairs (rewritten for `target`) traced on the plugin,
+    in ROUNDS blocks of runs that alternate between the two and go round all the models, so that
+    every measurement sees the machine alike (a shared VM's speed drifts from second to second, and
+    the held-out error compares one model's calls with a fit to the others'): per model, (seconds
+    per node id, op timings, pair measurements)."""
+    models = [_open_model(Path(p), target, folder) for p in paths]
+    for m in models:
+        m.run(warmup, keep=False)
+    for block in range(ROUNDS):
+        for m in models:
+            m.run(runs // ROUNDS + (1 if block < runs % ROUNDS else 0))
+    return [_measured(m, target, warmup, progress) for m in models]
+
+
+def _measured(
+    m: _ModelSessions, target: Target, warmup: int, progress: Progress
+) -> tuple[dict[int, float], list[OpTiming], list[PairMeasurement]]:
+    events = json.loads(Path(m.session.end_profiling()).read_text())
+    medians, ops = op_timings(m.path, m.profile, node_times(events, warmup))
+    progress(f"{m.path.name}: {len(ops)} op(s) profiled on ORT")
+    if m.fused is None or m.traced is None:
+        progress(f"{m.path.name}: no pair to measure")
+        return medians, ops, []
+    traces = summarise_traces(m.traced.docs)
+    return medians, ops, pair_measurements(m.path, target, m.fused, m.pairs, m.profile, traces, medians, progress)
 
 
 def measure_model(
@@ -845,37 +911,8 @@ def measure_model(
     warmup: int = 3,
     progress: Progress = _quiet,
 ) -> tuple[dict[int, float], list[OpTiming], list[PairMeasurement]]:
-    """The model's ops profiled on ORT and its pairs (rewritten for `target`) traced on the plugin,
-    in ROUNDS alternating blocks of runs, so that both see the machine alike (a shared VM's speed
-    drifts from second to second): (median seconds per node id, op timings, pair measurements)."""
-    from ..verify import random_inputs
-
-    g = graph_mod.load(path)
-    profile = profile_graph(g)
-    work = folder / Path(path).stem
-    work.mkdir(parents=True, exist_ok=True)
-    session = ort.InferenceSession(str(path), sess_options=profiling_options(work), providers=["CPUExecutionProvider"])
-    feeds = random_inputs(session, seed=0)
-    fused, pairs, _ = fused_pairs(path, work / "fused.onnx", target)
-    traced = TracedSession(fused, sorted(pairs), work) if fused is not None else None
-    for _ in range(warmup):
-        session.run(None, feeds)
-    if traced is not None:
-        traced.run(feeds, warmup, keep=False)
-    for block in range(ROUNDS):
-        n = runs // ROUNDS + (1 if block < runs % ROUNDS else 0)
-        for _ in range(n):
-            session.run(None, feeds)
-        if traced is not None:
-            traced.run(feeds, n)
-    events = json.loads(Path(session.end_profiling()).read_text())
-    medians, ops = op_timings(path, profile, node_times(events, warmup))
-    progress(f"{Path(path).name}: {len(ops)} op(s) profiled on ORT")
-    if fused is None or traced is None:
-        progress(f"{Path(path).name}: no pair to measure")
-        return medians, ops, []
-    traces = summarise_traces(traced.docs)
-    return medians, ops, pair_measurements(path, target, fused, pairs, profile, traces, medians, progress)
+    """`measure_models` of one model."""
+    return measure_models([path], target, folder, runs, warmup, progress)[0]
 
 
 def wake_probe_model() -> onnx.ModelProto:
@@ -1513,8 +1550,7 @@ def calibrate(
     all_ops: list[OpTiming] = []
     pairs: list[PairMeasurement] = []
     with tempfile.TemporaryDirectory(prefix="hexfuse-calibrate-") as folder:
-        for path in model_paths:
-            _, ops, measured = measure_model(path, base, Path(folder), runs, warmup, progress)
+        for _, ops, measured in measure_models(model_paths, base, Path(folder), runs, warmup, progress):
             all_ops += ops
             pairs += measured
         leads = probe_wake_leads(Path(folder), runs, warmup, progress) if pairs else None
