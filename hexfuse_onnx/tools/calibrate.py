@@ -39,9 +39,10 @@ slower, never faster, and the longer the call the likelier it is preempted.
    finds them spinning has them at once). The per-call cost outside the work items is the
    wake-up of the pool: its workers spin POOL_SPIN_S after their last item, then sleep, so a call
    that comes later pays it before its first item and one right after another does not; both are
-   measured (call time - work-item span) on a probe pair that is in no measured model, called
-   after idle times of each kind (`probe_wake_leads`), and each pair is predicted with its own mix
-   of them (`with_call_overhead`; a worker just past its spin is still on its way to sleep and
+   measured (call time - work-item span, the median of each kind of call) on the two pairs in
+   series of a probe model that is in no measured model but measured with them (the first
+   called after the run before, the second right after it), and each pair is predicted with its
+   own mix of them (`with_call_overhead`; a worker just past its spin is still on its way to sleep and
    costs about half a wake-up: WAKE_REGIMES). The predicted time of a call is
    costmodel.predict(...).fused at the share the plugin used plus that overhead. The serial
    prediction (ORT's one thread, the fit as profiled) is compared with the ORT-profiled time of
@@ -936,36 +937,17 @@ def wake_probe_model() -> onnx.ModelProto:
     return h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
 
 
-def probe_wake_leads(folder: Path, runs: int, warmup: int, progress: Progress = _quiet) -> tuple[float, ...] | None:
-    """Per WAKE_REGIMES, call - span (`over_runs`) of the calls of a probe model's pairs
-    (`wake_probe_model`, in no measured model) that came in it: the pool's wake-up as the runtime
-    costs it, apart from every measured pair; a regime no call came in takes the nearest's
-    (`measured_leads`). None when the probe gives no pair or no call found the pool asleep."""
-    from ..verify import random_inputs
+PROBE_NAME = "wake_probe"
 
-    work = folder / "wake_probe"
-    work.mkdir(parents=True, exist_ok=True)
-    onnx.save(wake_probe_model(), work / "probe.onnx")
-    fused, pairs, _ = fused_pairs(work / "probe.onnx", work / "fused.onnx", costmodel.HOST)
-    if fused is None:
-        return None
-    traced = TracedSession(fused, sorted(pairs), work)
-    feeds = random_inputs(traced.session, seed=0)
-    traced.run(feeds, warmup, keep=False)
-    traced.run(feeds, runs)
-    idle = idle_before(traced.docs)
-    rows = []
-    for node, docs in traced.docs.items():
-        shares, leads = wake_regimes(docs, idle[node])
-        rows.append(
-            PairRow(
-                "wake_probe", node, "", "", 0.5, False, 0.0, 0.0, 0.0, 0.0, 0.0, wake_shares=shares, wake_leads_s=leads
-            )
-        )
-    found = measured_leads(rows)
-    if found is not None:
-        progress("wake-up probe: " + ", ".join(f"{n} {t * 1e6:.1f} us" for n, t in zip(WAKE_REGIMES, found)))
-    return found
+
+def probe_leads(rows: list[PairRow], progress: Progress = _quiet) -> tuple[float, ...] | None:
+    """`measured_leads` of the probe model's pairs (`wake_probe_model`, measured with the models but in
+    none of them): the pool's wake-up per WAKE_REGIMES as the runtime costs it, apart from every
+    measured pair; None when the probe gave no pair or none of its calls found the pool asleep."""
+    leads = measured_leads(rows)
+    if leads is not None:
+        progress("wake-up probe: " + ", ".join(f"{n} {t * 1e6:.1f} us" for n, t in zip(WAKE_REGIMES, leads)))
+    return leads
 
 
 def ops_in_tasks(pair: Pair, serial_task: TaskProfile | None) -> dict[int, NodeProfile]:
@@ -1113,7 +1095,7 @@ def with_call_overhead(
     pool spin for POOL_SPIN_S after their last item, then sleep: a call that comes later pays a
     wake-up on the caller before its first item, one that comes sooner (a pair right after another)
     does not, one in between less (WAKE_REGIMES). `leads` gives call - span per regime (the wake-up
-    probe's, `probe_wake_leads`); without it they are measured on the rows' own calls
+    probe model's, `probe_leads`); without it they are measured on the rows' own calls
     (`measured_leads`). A pair's overhead is its calls' mix of the regimes, the target's
     `call_overhead_s` the asleep one (a call on its own); with neither, the median over the pairs of
     call - span."""
@@ -1550,10 +1532,14 @@ def calibrate(
     all_ops: list[OpTiming] = []
     pairs: list[PairMeasurement] = []
     with tempfile.TemporaryDirectory(prefix="hexfuse-calibrate-") as folder:
-        for _, ops, measured in measure_models(model_paths, base, Path(folder), runs, warmup, progress):
-            all_ops += ops
-            pairs += measured
-        leads = probe_wake_leads(Path(folder), runs, warmup, progress) if pairs else None
+        probe_path = Path(folder) / f"{PROBE_NAME}.onnx"
+        onnx.save(wake_probe_model(), probe_path)
+        *measured, (_, _, probe) = measure_models([*model_paths, probe_path], base, Path(folder), runs, warmup)
+    for path, (_, ops, model_pairs) in zip(model_paths, measured):
+        progress(f"{Path(path).name}: {len(ops)} op(s) profiled on ORT, {len(model_pairs)} pair(s) on the plugin")
+        all_ops += ops
+        pairs += model_pairs
+    leads = probe_leads([m.row for m in probe], progress)
     fitted = fit_targets(all_ops, pairs, base, where, progress, leads)
     result = CalibrationResult(
         fitted.ort_target,
