@@ -607,17 +607,18 @@ def call_leads(ds: list[dict], idle: list[float]) -> tuple[float, float, float]:
 
 
 def trace_gap_per_op(doc: dict) -> float:
-    """Seconds per op a task of one traced call spends with none of its items running, between
-    its first item's start and its last item's end (dispatch and the barrier between its ops,
-    or waiting for a worker): time in the span that no item duration contains."""
+    """Seconds per op of one traced call in which no item of either task ran, between the first
+    item's start and the last item's end: the kernel's dispatch and the barriers between ops. A task
+    waiting while the other task's item holds the worker is not a gap: the model shares the workers
+    between the tasks itself (counting that wait too added it twice, and with it the waits for a
+    worker another process held, which grow with the machine's load)."""
     from .timeline import _union_ns
 
-    gaps, ops = 0, 0
-    for task in {e["task"] for e in doc["trace_events"]}:
-        items = [(e["start_ns"], e["end_ns"]) for e in doc["trace_events"] if e["task"] == task]
-        gaps += max(end for _, end in items) - min(start for start, _ in items) - _union_ns(items)
-        ops += len({e["op"] for e in doc["trace_events"] if e["task"] == task})
-    return gaps / 1e9 / ops if ops else float("nan")
+    items = [(e["start_ns"], e["end_ns"]) for e in doc["trace_events"]]
+    ops = len({(e["task"], e["op"]) for e in doc["trace_events"]})
+    if not ops:
+        return float("nan")
+    return (max(end for _, end in items) - min(start for start, _ in items) - _union_ns(items)) / 1e9 / ops
 
 
 def trace_op_seconds(doc: dict) -> dict[int, float]:
@@ -1462,8 +1463,8 @@ class CalibrationResult:
             f"{each(lambda f: self.errors(f).fused)}; fused work span {each(lambda f: self.errors(f).span)}; "
             f"serial {each(lambda f: self.errors(f).serial)}",
             "  work/span: summed work-item time over the span (2 = both workers busy throughout); overlap: "
-            "share of the span both tasks ran an item; gap/op: time per op a task ran no item (in the span, "
-            "in no op's item time)",
+            "share of the span both tasks ran an item; gap/op: time per op no item ran (in the span, in no "
+            "item's time)",
         ]
         if self.kernel_target is not None:
             unmodelled = sum(self.unmodelled_kernel_s.values())
