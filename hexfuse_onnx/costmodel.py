@@ -11,7 +11,8 @@ and their sources as markdown rows for the results page.
 
 How the prediction works: each op needs compute on one engine (matrix, vector, or the
 memory/DMA path) and bytes from DDR; its work runs at its engine's rate, or at its op class's
-(OP_CLASSES: convolution, windowed pooling, transcendental functions) when the target has one.
+(OP_CLASSES: windowed convolution, windowed pooling, transpose, transcendental functions) when
+the target has one.
 A task runs its ops in order. When two tasks run fused, a fluid simulation advances both at
 once: on separate engines (Hexagon) the vector contexts are split by the work share (a task
 alone gets all of them), the single matrix engine is time-shared by the same share when both
@@ -140,12 +141,14 @@ def _param(doc: dict) -> Param:
     return Param(float(doc["value"]), str(doc["unit"]), str(doc["source"]))
 
 
-# Op classes whose kernels run at rates of their own: a convolution's im2col, a pooling window
-# and a transcendental function do not run at the rate of a GEMM or of an Add. An op not listed
+# Op classes whose kernels run at rates of their own: a convolution's im2col, a pooling window,
+# a transpose's strided reads and a transcendental function do not run at the rate of a GEMM, a
+# contiguous copy or an Add. An op not listed
 # is of its engine's class ("matrix", "vector", "memory").
 OP_CLASSES = {
     **dict.fromkeys(("Conv", "ConvTranspose", "FusedConv"), "conv"),
     **dict.fromkeys(("MaxPool", "AveragePool", "LpPool"), "pool"),  # windows; a global pool is a reduction
+    "Transpose": "transpose",  # a strided gather, not a copy of contiguous runs
     **dict.fromkeys(
         ("Exp", "Log", "Sigmoid", "Tanh", "Erf", "Gelu", "FastGelu", "Softmax", "LogSoftmax", "Softplus", "Mish"),
         "transcendental",

@@ -233,8 +233,8 @@ def test_fit_recovers_the_rate_of_each_op_class() -> None:
         class_rates=(("conv", Param(30e9, "FLOP/s", "test")), ("transcendental", Param(2e9, "FLOP/s", "test"))),
     )
     ops = []
-    for k, op_type in enumerate(["MatMul", "Conv", "Add", "Tanh", "Transpose"] * 6):
-        engine = Engine.MEMORY if op_type == "Transpose" else Engine.MATRIX if op_type in ("MatMul", "Conv") else None
+    for k, op_type in enumerate(["MatMul", "Conv", "Add", "Tanh", "Concat"] * 6):
+        engine = Engine.MEMORY if op_type == "Concat" else Engine.MATRIX if op_type in ("MatMul", "Conv") else None
         op = _op(engine or Engine.VECTOR, 1e4 * (k + 1) ** 1.5, op_type, k)
         ops.append(calibrate.OpTiming("synthetic", f"n{k}", op_type, op, task_time(TaskProfile.of([op]), truth), 1))
     fit = calibrate.fit_target(ops, base=costmodel.HOST)

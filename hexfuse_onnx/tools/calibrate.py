@@ -20,7 +20,7 @@ slower, never faster, and the longer the call the likelier it is preempted.
    are those the pass makes for the base target (every lowerable pair kept).
 2. Fit: the cost model of one op is op_overhead + max(work / rate, DDR bytes / DDR bandwidth),
    work being the FLOPs of matrix and vector ops and the bytes of memory ops, the rate its op
-   class's (costmodel.OP_CLASSES: conv, pool, transcendental) or its engine's. The fit alternates
+   class's (costmodel.OP_CLASSES: conv, pool, transpose, transcendental) or its engine's. The fit alternates
    between assigning each op to its binding resource and one linear least-squares fit of that
    assignment (numpy.linalg.lstsq, rows weighted by 1/time: relative error), which gives the
    shared overhead, one rate per engine and op class, and the DDR bandwidth. It starts with every
