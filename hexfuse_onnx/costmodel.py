@@ -71,6 +71,9 @@ class Target:
     # On a general-worker pool, how long into a call the workers other than the caller take their
     # first item (their wake-up: they sleep between calls that come far apart); the caller runs alone until then.
     join_s: Param = Param(0.0, "s", "not modelled")
+    # Fixed time of one matrix op on top of its FLOPs (a GEMM call: dispatch, packing): a small GEMM
+    # runs far below the matrix rate.
+    matrix_op_s: Param = Param(0.0, "s", "not modelled")
     # Rates of op classes whose kernels run at a rate of their own (OP_CLASSES), in the unit of
     # their engine's rate (FLOP/s or B/s: the whole engine, or one worker of a general-worker
     # pool); a class not listed runs at its engine's rate.
@@ -368,7 +371,8 @@ def _work(op: SignatureOp, target: Target) -> tuple[Engine, float, float, int]:
     """(engine, engine work in seconds at the full engine, DDR bytes, work items) of a signature entry."""
     engine, cls, flops, nbytes, ddr_bytes, int_bits, items = op
     work = nbytes if engine == Engine.MEMORY else flops
-    return engine, work / target.rate(engine, int_bits, cls), ddr_bytes, items
+    fixed = target.matrix_op_s.value if engine == Engine.MATRIX else 0.0
+    return engine, work / target.rate(engine, int_bits, cls) + fixed, ddr_bytes, items
 
 
 def _parallel(items: int, workers: float) -> float:

@@ -289,20 +289,30 @@ def op_columns(ops: list[OpTiming]) -> list[str]:
 
 
 def _columns(cols: list[str]) -> tuple[str, ...]:
-    return ("overhead", *sorted(set(cols)), "ddr")
+    return ("overhead", "matrix_op", *sorted(set(cols)), "ddr")
+
+
+def _fixed_s(t: OpTiming, coef: dict[str, float]) -> float:
+    """The op's fixed time on its engine under `coef` (a matrix op's `matrix_op`)."""
+    return coef["matrix_op"] if t.op.engine == Engine.MATRIX else 0.0
 
 
 def _base_coefficients(base: Target, ops: list[OpTiming], cols: list[str]) -> dict[str, float]:
     """Seconds per unit of each column: per op, per unit of work of each rate column, per DDR byte."""
-    coef = {"overhead": base.op_overhead_s.value, "ddr": 1.0 / base.ddr_bytes.value}
+    coef = {
+        "overhead": base.op_overhead_s.value,
+        "matrix_op": base.matrix_op_s.value,
+        "ddr": 1.0 / base.ddr_bytes.value,
+    }
     for t, c in zip(ops, cols):
         coef[c] = 1.0 / base.rate(t.op.engine, op_class=c)
     return coef
 
 
 def _design(ops: list[OpTiming], cols: list[str], ddr_bound: set[int]) -> np.ndarray:
-    """One row per op: 1 in the overhead column, and its work in its rate column, or its DDR
-    bytes in the DDR column when the model says DDR bounds it (time = overhead + max(...))."""
+    """One row per op: 1 in the overhead column, and its work in its rate column (and a matrix op
+    1 in the matrix_op column: a GEMM call's fixed time), or its DDR bytes in the DDR column when
+    the model says DDR bounds it (time = overhead + max(...))."""
     columns = _columns(cols)
     x = np.zeros((len(ops), len(columns)))
     x[:, 0] = 1.0
@@ -311,6 +321,7 @@ def _design(ops: list[OpTiming], cols: list[str], ddr_bound: set[int]) -> np.nda
             x[r, columns.index("ddr")] = t.op.ddr_bytes
         else:
             x[r, columns.index(cols[r])] = t.work
+            x[r, columns.index("matrix_op")] = 1.0 if t.op.engine == Engine.MATRIX else 0.0
     return x
 
 
@@ -352,7 +363,11 @@ def ddr_lower_bound(ops: list[OpTiming], overhead: float) -> float | None:
 def _ddr_bound(ops: list[OpTiming], coef: dict[str, float]) -> set[int]:
     """The ops whose DDR time exceeds their engine time under `coef`."""
     cols = op_columns(ops)
-    return {k for k, t in enumerate(ops) if t.op.ddr_bytes * coef["ddr"] > t.work * coef[cols[k]] * (1 + 1e-9)}
+    return {
+        k
+        for k, t in enumerate(ops)
+        if t.op.ddr_bytes * coef["ddr"] > (t.work * coef[cols[k]] + _fixed_s(t, coef)) * (1 + 1e-9)
+    }
 
 
 def fit_target(
@@ -446,6 +461,7 @@ def _fitted_target(
         dma_bytes=rate(Engine.MEMORY.value, "B/s", base.dma_bytes),
         ddr_bytes=param("ddr", 1.0 / coef["ddr"], "B/s", base.ddr_bytes),
         op_overhead_s=param("overhead", coef["overhead"], "s", base.op_overhead_s),
+        matrix_op_s=param("matrix_op", coef["matrix_op"], "s", base.matrix_op_s),
         class_rates=_class_rates(ops, coef, fitted, how),
         general_workers=_one_worker(base.general_workers, measured_by),
     )
@@ -1414,7 +1430,8 @@ class CalibrationResult:
             lines.append(
                 f"  {FIT_LABELS[key]} ('{t.name}'): matrix {t.matrix_flops.value / 1e9:.1f} GFLOP/s, "
                 f"vector {t.vector_flops / 1e9:.2f} GFLOP/s, memory {t.dma_bytes.value / 1e9:.2f} GB/s, "
-                f"DDR {t.ddr_bytes.value / 1e9:.1f} GB/s, op overhead {t.op_overhead_s.value * 1e6:.1f} us; "
+                f"DDR {t.ddr_bytes.value / 1e9:.1f} GB/s, op overhead {t.op_overhead_s.value * 1e6:.1f} us, "
+                f"matrix op {t.matrix_op_s.value * 1e6:.1f} us; "
                 f"{len(rows)} ops, median |residual| {self.errors(key).residual:.1%}"
             )
         return lines
