@@ -21,7 +21,7 @@ any engine as its work items allow (`work_items`, the kernel's plan), the two ta
 the workers by the share and one takes what the other cannot use; unfused, a pool's nodes run
 one at a time on one worker (`serial_time`). DDR bandwidth is split max-min fairly. An op
 progresses at the rate its scarcest resource allows. Each op also pays a fixed dispatch/sync
-overhead. This counts contention for
+overhead, and a matrix op a GEMM call's fixed time on its engine (`matrix_op_s`). This counts contention for
 DDR and engines; the on-chip budget is a hard constraint checked by `fits`.
 Within a task, intermediates stay in the on-chip arena: DDR carries weights, the task's
 inputs and the tensors that leave it (`GraphProfile.task`).
