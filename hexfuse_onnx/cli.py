@@ -157,7 +157,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     ca.add_argument("models", nargs="*", help="models or zoo names to calibrate on (default: every zoo builder)")
     ca.add_argument("-o", "--output", help="write the result JSON (use it with --target FILE of rewrite/inspect)")
-    ca.add_argument("--runs", type=int, default=20, help="profiled runs per model after warm-up (default 20)")
+    ca.add_argument(
+        "--runs", type=int, default=40, help="profiled and traced runs per model after warm-up (default 40)"
+    )
     ca.add_argument("--warmup", type=int, default=3, help="untimed runs first (default 3)")
     ca.add_argument("--table", action="store_true", help="also print the parameter tables (markdown)")
     ca.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
@@ -568,11 +570,10 @@ def _bench(args: argparse.Namespace, progress) -> int:
 def _calibrate(args: argparse.Namespace, progress) -> int:
     import tempfile
 
-    from . import costmodel
     from .errors import UsageError
     from .tools import calibrate
     from .tools.bench import clear_blas_tuning
-    from .tools.zoo import models_package, resolve
+    from .tools.zoo import resolve
 
     clear_blas_tuning()
     if args.runs < 1 or args.warmup < 0:
@@ -580,21 +581,16 @@ def _calibrate(args: argparse.Namespace, progress) -> int:
     _refuse_same_file(args.output, *args.models)
     _check_report_path(args.output)
     with tempfile.TemporaryDirectory(prefix="hexfuse-calibrate-") as folder:
-        names = args.models or list(models_package().BUILDERS)
-        paths = [resolve(name, Path(folder))[0] for name in names]
-        result = calibrate.calibrate(paths, progress, args.runs, args.warmup)
+        if args.models:
+            paths = [resolve(name, Path(folder))[0] for name in args.models]
+            result = calibrate.calibrate(paths, progress, args.runs, args.warmup)
+        else:
+            result = calibrate.calibrate_zoo(Path(folder), progress, args.runs, args.warmup)
     print("\n".join(result.summary_lines()))
     if args.table:
         if result.kernel_fit_rows:
             print("\n" + "\n".join(result.op_lines()))
-        fits = [
-            (calibrate.FIT_LABELS[calibrate.ORT_FIT], result.ort_target or result.target),
-            (calibrate.FIT_LABELS[calibrate.KERNEL_FIT], result.kernel_target),
-        ]
-        for label, t in fits:
-            if t is not None:
-                print(f"\n{label}:\n" + "\n".join(costmodel.parameter_table(t)))
-        print("\n" + "\n".join(costmodel.parameter_table(costmodel.HEXAGON_V73)))
+        print("\n" + "\n".join(result.parameter_tables()))
     if args.output:
         _write_text(args.output, result.to_json())
         print(f"wrote {args.output} (target '{result.target.name}': {result.choice_note})")

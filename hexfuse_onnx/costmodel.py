@@ -11,7 +11,8 @@ and their sources as markdown rows for the results page.
 
 How the prediction works: each op needs compute on one engine (matrix, vector, or the
 memory/DMA path) and bytes from DDR; its work runs at its engine's rate, or at its op class's
-(OP_CLASSES: convolution, windowed pooling, transcendental functions) when the target has one.
+(OP_CLASSES: windowed convolution, windowed pooling, transpose, transcendental functions) when
+the target has one.
 A task runs its ops in order. When two tasks run fused, a fluid simulation advances both at
 once: on separate engines (Hexagon) the vector contexts are split by the work share (a task
 alone gets all of them), the single matrix engine is time-shared by the same share when both
@@ -20,7 +21,7 @@ any engine as its work items allow (`work_items`, the kernel's plan), the two ta
 the workers by the share and one takes what the other cannot use; unfused, a pool's nodes run
 one at a time on one worker (`serial_time`). DDR bandwidth is split max-min fairly. An op
 progresses at the rate its scarcest resource allows. Each op also pays a fixed dispatch/sync
-overhead. This counts contention for
+overhead, and a matrix op a GEMM call's fixed time on its engine (`matrix_op_s`). This counts contention for
 DDR and engines; the on-chip budget is a hard constraint checked by `fits`.
 Within a task, intermediates stay in the on-chip arena: DDR carries weights, the task's
 inputs and the tensors that leave it (`GraphProfile.task`).
@@ -70,6 +71,9 @@ class Target:
     # On a general-worker pool, how long into a call the workers other than the caller take their
     # first item (their wake-up: they sleep between calls that come far apart); the caller runs alone until then.
     join_s: Param = Param(0.0, "s", "not modelled")
+    # Fixed time of one matrix op on top of its FLOPs (a GEMM call: dispatch, packing): a small GEMM
+    # runs far below the matrix rate.
+    matrix_op_s: Param = Param(0.0, "s", "not modelled")
     # Rates of op classes whose kernels run at a rate of their own (OP_CLASSES), in the unit of
     # their engine's rate (FLOP/s or B/s: the whole engine, or one worker of a general-worker
     # pool); a class not listed runs at its engine's rate.
@@ -141,12 +145,14 @@ def _param(doc: dict) -> Param:
     return Param(float(doc["value"]), str(doc["unit"]), str(doc["source"]))
 
 
-# Op classes whose kernels run at rates of their own: a convolution's im2col, a pooling window
-# and a transcendental function do not run at the rate of a GEMM or of an Add. An op not listed
+# Op classes whose kernels run at rates of their own: a convolution's im2col, a pooling window,
+# a transpose's strided reads and a transcendental function do not run at the rate of a GEMM, a
+# contiguous copy or an Add. An op not listed
 # is of its engine's class ("matrix", "vector", "memory").
 OP_CLASSES = {
     **dict.fromkeys(("Conv", "ConvTranspose", "FusedConv"), "conv"),
     **dict.fromkeys(("MaxPool", "AveragePool", "LpPool"), "pool"),  # windows; a global pool is a reduction
+    "Transpose": "transpose",  # a strided gather, not a copy of contiguous runs
     **dict.fromkeys(
         ("Exp", "Log", "Sigmoid", "Tanh", "Erf", "Gelu", "FastGelu", "Softmax", "LogSoftmax", "Softplus", "Mish"),
         "transcendental",
@@ -167,9 +173,22 @@ INT8_OP_CLASSES = {
 
 
 def op_class(op: NodeProfile) -> str:
+    """The op's rate class: INT8_OP_CLASSES for 8-bit groups, else OP_CLASSES, except that a pointwise convolution is a GEMM (`is_pointwise`)."""
     if op.int_bits == 8 and op.op_type in INT8_OP_CLASSES:
         return INT8_OP_CLASSES[op.op_type]
-    return OP_CLASSES.get(op.op_type, op.engine.value)
+    name = OP_CLASSES.get(op.op_type, op.engine.value)
+    return op.engine.value if name == "conv" and is_pointwise(op) else name
+
+
+def is_pointwise(conv: NodeProfile) -> bool:
+    """A convolution whose GEMM reads its input as it lies (1x1, stride 1: the host kernel's
+    CONV_1X1, no im2col), from its profile: the GEMM's K x pixels, (FLOPs / 2)^2 / (weights x
+    outputs), is no more than the input's elements (a KxK window makes it about KxK times more)."""
+    weights, outputs = conv.weight_bytes / 4, conv.bytes_out / 4
+    inputs = (conv.bytes_in - conv.weight_bytes) / 4
+    if conv.int_bits or weights <= 0 or outputs <= 0 or inputs <= 0:
+        return False
+    return (conv.flops / 2) ** 2 / (weights * outputs) <= inputs * (1 + 1e-6)
 
 
 # The built-in targets are data, not code: hexfuse_onnx/targets/<name>.json. `hexagon-v73` holds
@@ -367,7 +386,8 @@ def _work(op: SignatureOp, target: Target) -> tuple[Engine, float, float, int]:
     """(engine, engine work in seconds at the full engine, DDR bytes, work items) of a signature entry."""
     engine, cls, flops, nbytes, ddr_bytes, int_bits, items = op
     work = nbytes if engine == Engine.MEMORY else flops
-    return engine, work / target.rate(engine, int_bits, cls), ddr_bytes, items
+    fixed = target.matrix_op_s.value if engine == Engine.MATRIX else 0.0
+    return engine, work / target.rate(engine, int_bits, cls) + fixed, ddr_bytes, items
 
 
 def _parallel(items: int, workers: float) -> float:

@@ -237,8 +237,8 @@ def test_fit_recovers_the_rate_of_each_op_class() -> None:
         class_rates=(("conv", Param(30e9, "FLOP/s", "test")), ("transcendental", Param(2e9, "FLOP/s", "test"))),
     )
     ops = []
-    for k, op_type in enumerate(["MatMul", "Conv", "Add", "Tanh", "Transpose"] * 6):
-        engine = Engine.MEMORY if op_type == "Transpose" else Engine.MATRIX if op_type in ("MatMul", "Conv") else None
+    for k, op_type in enumerate(["MatMul", "Conv", "Add", "Tanh", "Concat"] * 6):
+        engine = Engine.MEMORY if op_type == "Concat" else Engine.MATRIX if op_type in ("MatMul", "Conv") else None
         op = _op(engine or Engine.VECTOR, 1e4 * (k + 1) ** 1.5, op_type, k)
         ops.append(calibrate.OpTiming("synthetic", f"n{k}", op_type, op, task_time(TaskProfile.of([op]), truth), 1))
     fit = calibrate.fit_target(ops, base=costmodel.HOST)
@@ -407,3 +407,72 @@ def test_cli_calibrate_writes_a_target_that_rewrite_uses(tmp_path: Path) -> None
     bad.write_text("{}")
     r = run_cli("inspect", model, "--target", bad)
     assert r.returncode == 2 and "not a cost-model target" in r.stderr, r.stderr
+
+
+def _slower(m: calibrate.PairMeasurement, factor: float) -> calibrate.PairMeasurement:
+    """The measurement with every time measured on its pair multiplied by `factor`."""
+    r = m.row
+    row = replace(
+        r,
+        measured_call_s=r.measured_call_s * factor,
+        measured_span_s=r.measured_span_s * factor,
+        kernel_work_s=r.kernel_work_s * factor,
+        kernel_gap_per_op_s=r.kernel_gap_per_op_s * factor,
+        cold_join_s=r.cold_join_s * factor,
+        wake_leads_s=tuple(t * factor for t in r.wake_leads_s),
+    )
+    ops = [replace(t, seconds=t.seconds * factor) for t in m.kernel_ops]
+    return replace(m, row=row, kernel_ops=ops)
+
+
+@needs_plugin
+def test_the_held_out_error_predicts_each_model_without_its_own_measurements(zoo_dir: Path, tmp_path: Path) -> None:
+    """Leave one model out: every time measured on one model (its ORT-profiled ops, its pairs' kernel
+    item times, calls, spans and wake-ups) made 5x slower leaves that model's held-out predictions
+    exactly as they were, while its in-sample ones and the other models' held-out ones move."""
+    ops: list[calibrate.OpTiming] = []
+    pairs: list[calibrate.PairMeasurement] = []
+    for name in ("two_branch", "mha_encoder", "convnet_heads"):
+        _, model_ops, measured = calibrate.measure_model(
+            zoo_dir / f"{name}.onnx", costmodel.HOST, tmp_path, runs=3, warmup=1
+        )
+        ops += model_ops
+        pairs += measured
+    assert {m.row.model for m in pairs} == {"two_branch", "mha_encoder", "convnet_heads"}
+    slow = "two_branch"
+    slow_ops = [replace(t, seconds=t.seconds * 5) if t.model == slow else t for t in ops]
+    slow_pairs = [_slower(m, 5.0) if m.row.model == slow else m for m in pairs]
+
+    def predictions(rows: list[calibrate.PairRow]) -> dict[tuple[str, str], tuple[float, float, float]]:
+        return {(r.model, r.node): (r.predicted_fused_s, r.call_overhead_s, r.predicted_serial_s) for r in rows}
+
+    before = calibrate.held_out_rows(ops, pairs, costmodel.HOST)
+    after = calibrate.held_out_rows(slow_ops, slow_pairs, costmodel.HOST)
+    for fit in (calibrate.ORT_FIT, calibrate.KERNEL_FIT):
+        assert len(before[fit]) == len(pairs)
+        old, new = predictions(before[fit]), predictions(after[fit])
+        for key in old:
+            if key[0] == slow:
+                assert new[key] == old[key]  # nothing of its own model went into its prediction
+            else:
+                assert new[key] != old[key]  # the slow model is in their fits
+        inside_old = predictions(calibrate.fit_targets(ops, pairs, costmodel.HOST).predicted_rows(pairs, fit))
+        inside_new = calibrate.fit_targets(slow_ops, slow_pairs, costmodel.HOST).predicted_rows(slow_pairs, fit)
+        assert any(v != inside_old[k] for k, v in predictions(inside_new).items() if k[0] == slow)
+
+
+def test_wake_regimes_split_the_calls_by_the_pools_idle_time() -> None:
+    def doc(call_us: float, span_us: float) -> dict:
+        return {"run_wall_ns": call_us * 1e3, "wall_ns": span_us * 1e3}
+
+    ds = [doc(10, 9), doc(18, 10), doc(30, 14), doc(31, 15), doc(5, 5)]
+    idle = [100e-6, 250e-6, 400e-6, 900e-6, float("nan")]
+    shares, leads = calibrate.wake_regimes(ds, idle)
+    assert shares == (0.25, 0.25, 0.5)
+    assert leads == pytest.approx((1e-6, 8e-6, 16e-6))
+    rows = [replace(_row(1.0, 1.0), wake_shares=shares, wake_leads_s=leads)]
+    assert calibrate.measured_leads(rows) == pytest.approx(leads)
+    assert calibrate.expected_call_overhead(rows[0], leads) == pytest.approx(0.25e-6 + 2e-6 + 8e-6)
+    cold_only = [replace(_row(1.0, 1.0), wake_shares=(0.0, 0.0, 1.0), wake_leads_s=(math.nan, math.nan, 9e-6))]
+    assert calibrate.measured_leads(cold_only) == pytest.approx((9e-6,) * 3)  # nothing seen: the nearest regime's
+    assert calibrate.measured_leads([_row(1.0, 1.0)]) is None  # no traced wake-up at all
