@@ -54,6 +54,7 @@ ENV_WORKERS = "HEXFUSE_WORKERS"
 ENV_TRACE = "HEXFUSE_TRACE"
 ENV_BACKEND = "HEXFUSE_BACKEND"
 ENV_CDSPRPC_LIB = "HEXFUSE_CDSPRPC_LIB"
+ENV_SCHEDULE = "HEXFUSE_SCHEDULE"  # host calls: adaptive (default), fused, or serial (A then B on the caller)
 
 log = logging.getLogger("hexfuse_onnx.runtime")
 _logged: set[str] = set()  # auto's choices already logged (once per reason)
@@ -247,7 +248,7 @@ def _unfused(path: str | os.PathLike[str] | bytes) -> str | bytes:
 @contextlib.contextmanager
 def plugin_environment_restored() -> Iterator[None]:
     """Sessions created inside see what session_options() sets; later ones do not inherit it."""
-    saved = {k: os.environ.get(k) for k in (ENV_BACKEND, ENV_WORKERS, ENV_TRACE)}
+    saved = {k: os.environ.get(k) for k in (ENV_BACKEND, ENV_WORKERS, ENV_TRACE, ENV_SCHEDULE)}
     try:
         yield
     finally:

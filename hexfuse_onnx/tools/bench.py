@@ -243,7 +243,7 @@ class BenchResult:
 
     def best_hexfuse(self) -> Config | None:
         """The faster of `hexfuse` and `hexfuse-2t` (medians of the same rounds)."""
-        timed = [c for c in self.configs if c.label.startswith("hexfuse") and c.samples]
+        timed = [c for c in self.configs if c.label in ("hexfuse", "hexfuse-2t") and c.samples]
         return min(timed, key=Config.median) if timed else None
 
     def ratios(self) -> dict[str, float]:
@@ -264,6 +264,17 @@ class BenchResult:
         auto, best = self.by_label().get("auto"), self.best_ort()
         return auto.median() / best.median() if auto and auto.samples and best else None
 
+    def over_serial(self) -> dict[str, float]:
+        """`hexfuse` (the default schedule) and `hexfuse-fused` (every call fused) over `hexfuse-serial`
+        (every call's tasks in sequence on the calling thread), same ORT options: above 1 costs time."""
+        cfgs = self.by_label()
+        serial = cfgs.get("hexfuse-serial")
+        if not serial or not serial.samples:
+            return {}
+        return {
+            k: c.median() / serial.median() for k in ("hexfuse", "hexfuse-fused") if (c := cfgs.get(k)) and c.samples
+        }
+
     def to_json(self) -> dict[str, Any]:
         return {
             "model": self.model,
@@ -277,6 +288,7 @@ class BenchResult:
             "hexfuse_over": self.ratios(),
             "hexfuse_best": getattr(self.best_hexfuse(), "label", None),
             "auto_over_best_ort": self.auto_over_best_ort(),
+            "over_serial": self.over_serial(),
             "best_ort": getattr(self.best_ort(), "label", None),
         }
 
@@ -314,6 +326,12 @@ class BenchResult:
             out.append(
                 f"  {best.label} (the faster hexfuse configuration) / baseline: "
                 + ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items())
+            )
+        serial = self.over_serial()
+        if serial:
+            out.append(
+                "  / hexfuse-serial (tasks in sequence on the caller): "
+                + ", ".join(f"{k} {v:.2f}x" for k, v in serial.items())
             )
         auto, best_ort = self.auto_over_best_ort(), self.best_ort()
         if auto is not None and best_ort is not None:
@@ -470,6 +488,20 @@ def bench(
                 tol,
                 note=f"rewritten model with the plugin ({backend} backend), ORT sequential 1 thread around it",
             )
+            if backend == "host":
+                add(
+                    "hexfuse-fused",
+                    lambda: _scheduled_session(fused, workers, "fused"),
+                    tol,
+                    note="the same, every call fused: both tasks at once on the pool (HEXFUSE_SCHEDULE=fused)",
+                )
+                add(
+                    "hexfuse-serial",
+                    lambda: _scheduled_session(fused, workers, "serial"),
+                    tol,
+                    note="the same, every call's task A then task B on the calling thread alone "
+                    "(HEXFUSE_SCHEDULE=serial)",
+                )
             if "ort-seq-2t" in baselines:
                 add(
                     "hexfuse-2t",
@@ -489,6 +521,15 @@ def bench(
             c.session = None  # the temporary folder goes; results keep the figures only
     seconds = time.perf_counter() - start
     return BenchResult(model.name, n_pairs, note, configs, meter.others(), seconds, prediction, colocated)
+
+
+def _scheduled_session(path: Path, workers: int | None, schedule: str) -> Any:
+    """The plugin on the host backend with every call run fused, or serial on the calling thread."""
+    from .. import runtime
+
+    with runtime.plugin_environment_restored():
+        os.environ[runtime.ENV_SCHEDULE] = schedule
+        return runtime.InferenceSession(path, backend="host", workers=workers, so=ort_options("ort-seq"))
 
 
 def _cpu_session(path: Path, mode: str) -> Any:
