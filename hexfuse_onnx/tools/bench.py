@@ -207,21 +207,11 @@ def load_text(m: dict[str, float] | None) -> str:
 
 
 def ort_options(mode: str):
-    """SessionOptions of one ORT mode: ort-seq (sequential, 1 intra-op thread), ort-seq-2t
-    (sequential, 2), ort-par (ORT_PARALLEL, 2 inter-op threads of 1)."""
-    import onnxruntime as ort
+    """SessionOptions of one ORT mode (hexfuse_onnx/ort_modes.py): ort-seq, ort-seq-2t, ort-par,
+    ort-default."""
+    from ..ort_modes import options
 
-    so = ort.SessionOptions()
-    so.log_severity_level = 3
-    if mode == "ort-seq":
-        so.execution_mode, so.intra_op_num_threads = ort.ExecutionMode.ORT_SEQUENTIAL, 1
-    elif mode == "ort-seq-2t":
-        so.execution_mode, so.intra_op_num_threads = ort.ExecutionMode.ORT_SEQUENTIAL, 2
-    elif mode == "ort-par":
-        so.execution_mode, so.inter_op_num_threads, so.intra_op_num_threads = ort.ExecutionMode.ORT_PARALLEL, 2, 1
-    else:
-        raise ValueError(f"unknown ORT mode {mode!r}")
-    return so
+    return options(mode)
 
 
 # ---- one model ----------------------------------------------------------------------------------
@@ -527,9 +517,7 @@ def _scheduled_session(path: Path, workers: int | None, schedule: str) -> Any:
     """The plugin on the host backend with every call run fused, or serial on the calling thread."""
     from .. import runtime
 
-    with runtime.plugin_environment_restored():
-        os.environ[runtime.ENV_SCHEDULE] = schedule
-        return runtime.InferenceSession(path, backend="host", workers=workers, so=ort_options("ort-seq"))
+    return runtime.InferenceSession(path, "host", workers, so=ort_options("ort-seq"), schedule=schedule)
 
 
 def _cpu_session(path: Path, mode: str) -> Any:
