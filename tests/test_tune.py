@@ -255,6 +255,8 @@ def test_tune_times_every_ort_mode_and_records_the_choice(work):
         else:  # any mode beats them by -10000%: the fastest is taken
             assert choice["mode"] == min(medians, key=medians.__getitem__)
         assert tuning.ort_mode_here(onnx.load(str(work[name])))[0] == choice["mode"]
+        # with a kept pair the modes are timed again on the tuned model, its pair on the plugin
+        assert ("kept pairs on the plugin" in choice["why"]) == (name == "kept"), choice["why"]
 
 
 def test_tune_with_a_given_session_records_it_untimed(work, tmp_path):
