@@ -23,7 +23,11 @@ skipped with the reason), in one process and on the same seeded inputs
     (models/real.py, never downloaded here), rewritten for --target, run as an application would
     after the one-line change, `hexfuse_onnx.InferenceSession(model)` with its defaults (backend
     auto, ORT's default session options), against the best ORT mode of the original (ort-seq,
-    ort-seq-2t, ort-par, and ORT's defaults "ort-default"); target <= DEFAULTS_TARGET.
+    ort-seq-2t, ort-par, and ORT's defaults "ort-default"; hexfuse_onnx/ort_modes.py); target <=
+    DEFAULTS_TARGET. In the same rounds: the rewritten model after `tune` on this machine
+    (--tune-runs, --tune-rounds; the kept pairs and the ORT mode it chose are printed) with the
+    same defaults, target <= PAIR_TARGET where a pair was kept, else <= DEFAULTS_TARGET. --models
+    limits (c) to the models named (zoo builders or cached real models).
 
 Every configuration's outputs are checked against ort-seq on the original first
 (hexfuse_onnx.verify.relative_error <= --tol); a configuration that disagrees is reported and not
@@ -72,11 +76,12 @@ from onnx import helper
 
 import models
 from hexfuse_onnx import contract as C
-from hexfuse_onnx import runtime
+from hexfuse_onnx import ort_modes, runtime
 from hexfuse_onnx.costmodel import engine_seconds
 from hexfuse_onnx.pipeline import rewrite
 from hexfuse_onnx.profile import Engine
 from hexfuse_onnx.tools.bench import Config, CpuMeter, load_text, ort_options, time_configs, verify_config
+from hexfuse_onnx.tools.tune import tune
 from hexfuse_onnx.verify import random_inputs
 
 DEFAULT_SHARES = "0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9"
@@ -84,7 +89,7 @@ PAIR_TARGET = 1.0  # plugin / best ORT mode, on complementary pairs
 MODEL_TARGET = 1.05  # whole rewritten model with plugin / best ORT mode on the original
 DEFAULTS_TARGET = 1.02  # rewritten model with hexfuse_onnx.InferenceSession's defaults / best ORT mode
 SAME_MODES = ("ort-seq", "ort-seq-2t")  # the rewritten model on stock ORT too: its fallback bodies' own cost
-ORT_MODES = ("ort-seq", "ort-seq-2t", "ort-par")
+ORT_MODES = ort_modes.BASELINES  # the pairs' and whole models' baselines; (c) adds ORT's defaults
 
 
 # ---- environment -------------------------------------------------------------------------------
@@ -140,11 +145,12 @@ def make_session(path: Path, mode: str, plugin: bool, trace: Path | None = None)
     if not plugin:
         return ort.InferenceSession(str(path), sess_options=so, providers=["CPUExecutionProvider"])
     os.environ.pop(runtime.ENV_TRACE, None)
-    try:
-        so = runtime.session_options("host", trace=trace, so=so)
+    try:  # a trace shows the fused schedule: the adaptive one might run the traced call serial
+        so = runtime.session_options("host", trace=trace, so=so, schedule="fused" if trace else None)
         return ort.InferenceSession(str(path), sess_options=so, providers=["CPUExecutionProvider"])
-    finally:
-        os.environ.pop(runtime.ENV_TRACE, None)  # session_options leaves it set for every later session
+    finally:  # session_options leaves them set for every later session
+        os.environ.pop(runtime.ENV_TRACE, None)
+        os.environ.pop(runtime.ENV_SCHEDULE, None)
 
 
 def _summarize_trace(doc: dict[str, Any]) -> dict[str, Any]:
@@ -631,6 +637,13 @@ def rewrite_every_pair(path: Path, out: Path, target: str, shapes: dict[str, lis
     return rewrite(path, out, target=target, shapes=shapes, min_gain=KEEP_EVERY_PAIR, verify_plugin=False)
 
 
+def quiet() -> ort.SessionOptions:
+    """ORT's default options without its warnings (the execution fields stay ORT's defaults)."""
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    return so
+
+
 def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
     """The original in every ORT mode and ORT's defaults against the rewritten model with
     hexfuse_onnx.InferenceSession's defaults (backend auto), same inputs, alternating rounds."""
@@ -650,49 +663,72 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
     if res.output is None:
         return {"model": name, "skipped": skip_reason(res) + ": the rewritten model is the original"}
     n_pairs = sum(1 for n in onnx.load(str(fused_path), load_external_data=False).graph.node if n.domain == C.DOMAIN)
+    tuned_path = work / f"{name}.tuned.onnx"
+    tuned = tune(
+        fused_path,
+        tuned_path,
+        "host",
+        args.tune_runs,
+        args.tune_rounds,
+        1,
+        input_shapes=shapes,
+        progress=lambda m: None,
+    )
+    kept = [p.pair_id for p in tuned.kept]
     ref = make_session(orig_path, "ort-seq", plugin=False)
     feeds = random_inputs(ref, shapes, seed=args.seed)
     names = [o.name for o in ref.get_outputs()]
     reference = ref.run(names, feeds)
-    cfgs = [Config("ort-seq", ref)] + [Config(m, make_session(orig_path, m, plugin=False)) for m in ORT_MODES[1:]]
-    stock = ort.SessionOptions()
-    stock.log_severity_level = 3
-    cfgs.append(Config("ort-default", ort.InferenceSession(str(orig_path), stock, providers=["CPUExecutionProvider"])))
+    cfgs = [Config(m, ref if m == "ort-seq" else make_session(orig_path, m, plugin=False)) for m in ort_modes.MODES]
     tol = max(args.tol, plugin_rtol(name))
     cfgs += [Config(f"rewritten {m}", make_session(fused_path, m, plugin=False), tol=tol) for m in SAME_MODES]
-    cfgs.append(Config("hexfuse defaults", runtime.InferenceSession(fused_path), tol=tol))
+    cfgs.append(Config("hexfuse defaults", runtime.InferenceSession(fused_path, so=quiet()), tol=tol))
+    cfgs.append(Config("hexfuse tuned defaults", runtime.InferenceSession(tuned_path, so=quiet()), tol=tol))
     for c in cfgs:
         verify_config(c, feeds, names, reference, c.tol)
     meter = CpuMeter()
     time_configs(cfgs, feeds, args.runs, args.rounds, args.warmup)
     by = {c.label: c for c in cfgs}
-    mine = by["hexfuse defaults"]
-    best = min(
-        (c for c in cfgs if c.samples and c.label in (*ORT_MODES, "ort-default")), key=Config.median, default=None
-    )
-    ratio = mine.median() / best.median() if best and mine.samples else None
+    best = min((c for c in cfgs if c.samples and c.label in ort_modes.MODES), key=Config.median, default=None)
+
+    def over_best(label: str) -> float | None:
+        return by[label].median() / best.median() if best and by[label].samples else None
+
+    ratio, tuned_ratio = over_best("hexfuse defaults"), over_best("hexfuse tuned defaults")
     same = {
         m: by[f"rewritten {m}"].median() / by[m].median()
         for m in SAME_MODES
         if by[f"rewritten {m}"].samples and by[m].samples
     }
-    if mine.samples and by["ort-default"].samples:
-        same["ort-default"] = mine.median() / by["ort-default"].median()
+    if by["hexfuse defaults"].samples and by[ort_modes.DEFAULT].samples:
+        same[ort_modes.DEFAULT] = by["hexfuse defaults"].median() / by[ort_modes.DEFAULT].median()
+    tuned_target = PAIR_TARGET if kept else DEFAULTS_TARGET
     out = {
         "model": name,
         "pairs": n_pairs,
         "configs": {c.label: c.record() for c in cfgs},
         "best_ort": best.label if best else None,
         "defaults_over_best_ort": ratio,
+        "tuned_defaults_over_best_ort": tuned_ratio,
+        "tuned": {"kept": kept, "ort_mode": tuned.ort_mode.record(), "pairs": [p.record() for p in tuned.pairs]},
         "rewritten_over_original_same_options": same,
         "met": ratio is not None and ratio <= DEFAULTS_TARGET,
+        "tuned_met": tuned_ratio is not None and tuned_ratio <= tuned_target,
         "cpu_use": meter.others(),
     }
-    verdict = "not timed" if ratio is None else f"{ratio:.3f}x ({'met' if out['met'] else 'NOT met'})"
+
+    def verdict(r: float | None, target: float, met: bool) -> str:
+        return "not timed" if r is None else f"{r:.3f}x ({'met' if met else 'NOT met'}, <= {target:.2f}x)"
+
     print(
         f"  {name:<24} {n_pairs:>3} pair(s)  best ORT {best.median() if best else float('nan'):10.1f} us "
-        f"({best.label if best else '-':>11})  hexfuse defaults "
-        f"{mine.median() if mine.samples else float('nan'):10.1f} us  -> {verdict}"
+        f"({best.label if best else '-':>11})  untuned defaults {by['hexfuse defaults'].median():10.1f} us "
+        f"-> {verdict(ratio, DEFAULTS_TARGET, out['met'])}"
+    )
+    print(
+        f"      tuned here: {len(kept)} of {n_pairs} pair(s) kept{' (' + ', '.join(kept) + ')' if kept else ''}, "
+        f"ORT mode {tuned.ort_mode.mode}; tuned defaults {by['hexfuse tuned defaults'].median():10.1f} us "
+        f"-> {verdict(tuned_ratio, tuned_target, out['tuned_met'])}"
     )
     print(
         "      rewritten / original, same options: "
@@ -708,7 +744,7 @@ def run_defaults(args, root: Path) -> list[dict[str, Any]]:
         f"hexfuse_onnx.InferenceSession's defaults / best ORT mode of the original (target <= {DEFAULTS_TARGET:.2f}x)"
     )
     results = []
-    for name in default_models():
+    for name in args.models or default_models():
         r = bench_defaults(args, name, root / "defaults" / name)
         if "skipped" in r:
             print(f"  {name:<24} skipped: {r['skipped'][:100]}")
@@ -718,8 +754,16 @@ def run_defaults(args, root: Path) -> list[dict[str, Any]]:
         worst = max(timed, key=lambda r: r["defaults_over_best_ort"])
         print(
             f"  {sum(r['met'] for r in timed)}/{len(timed)} timed models at or under {DEFAULTS_TARGET:.2f}x; "
-            f"worst {worst['model']} {worst['defaults_over_best_ort']:.3f}x"
+            f"worst {worst['model']} {worst['defaults_over_best_ort']:.3f}x (untuned)"
         )
+        tuned = [r for r in timed if r.get("tuned_defaults_over_best_ort") is not None]
+        if tuned:
+            worst = max(tuned, key=lambda r: r["tuned_defaults_over_best_ort"])
+            print(
+                f"  tuned here: {sum(r['tuned_met'] for r in tuned)}/{len(tuned)} at or under their target "
+                f"({PAIR_TARGET:.2f}x with kept pairs, else {DEFAULTS_TARGET:.2f}x); worst {worst['model']} "
+                f"{worst['tuned_defaults_over_best_ort']:.3f}x"
+            )
         same = [(r["rewritten_over_original_same_options"].get("ort-default"), r["model"]) for r in timed]
         known = [x for x in same if x[0] is not None]
         if known:
@@ -819,6 +863,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", type=Path, default=None, help="write every figure to this JSON file")
     ap.add_argument("--keep", type=Path, default=None, help="keep the generated models in this folder")
+    ap.add_argument("--tune-runs", type=int, default=20, help="(c): runs per configuration of `tune` (default 20)")
+    ap.add_argument("--tune-rounds", type=int, default=4, help="(c): rounds of `tune` (default 4)")
     ap.add_argument(
         "--defaults",
         action="store_true",
@@ -829,9 +875,11 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--runs must be >= 1")
     args.sweep_runs = args.sweep_runs or max(5, args.runs // 2)
     names = [m.strip() for m in args.models.split(",")] if args.models else list(models.BUILDERS)
-    unknown = [m for m in names if m not in models.BUILDERS]
+    known = default_models() if args.defaults else list(models.BUILDERS)
+    unknown = [m for m in names if m not in known]
     if unknown:
-        ap.error(f"unknown model(s) {', '.join(unknown)}; known: {', '.join(models.BUILDERS)}")
+        ap.error(f"unknown model(s) {', '.join(unknown)}; known: {', '.join(known)}")
+    args.models = names if args.models else None
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
     if args.workers is not None:

@@ -228,10 +228,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     tu.add_argument(
         "--session",
-        default="default",
+        default=tune_defaults.BEST_MODE,
         choices=tune_defaults.SESSION_MODES,
-        help="ONNX Runtime session options both sides run under: default (ORT's own, what InferenceSession uses) "
-        "or one of bench's modes (default %(default)s)",
+        help="ONNX Runtime's mode for the tuned model: best (time ORT's modes here on the unfused model and record "
+        "the fastest; sessions of the tuned model use it) or one of them, recorded as given; the pairs are "
+        "timed under it (default %(default)s)",
     )
     tu.add_argument("--workers", type=int, help="vector workers of the kernel's pool")
     tu.add_argument("--shape", action="append", metavar="NAME=DxDxD", help="fix a graph input's dims (repeatable)")

@@ -24,6 +24,13 @@ Backends (`session_options(backend=...)`, passed to the plugin as HEXFUSE_BACKEN
   Without `model=` and without a cDSP, `session_options` cannot see a tuning record, so `auto` does
   not register the plugin; `InferenceSession` always passes its model.
 
+ONNX Runtime's own execution mode: a model tuned on this machine records the mode (ort_modes.py:
+ORT's defaults, sequential with 1 or 2 intra-op threads, or parallel) that ran it fastest here, and
+`session_options(model=...)` / `InferenceSession` set it, with or without the plugin, logging once
+which and why. The user's settings win: when the SessionOptions given set the execution mode or a
+thread count (any value other than ORT's default), the tuned mode is not applied (logged too). An
+untuned model, or one tuned on another machine, keeps ORT's defaults.
+
 The probe (`_hexagon_reason`) is the plugin's own FastRPC client, exported by libhexfuse_host.so: it
 opens and closes a session. The hexagon path has never run on a device: on this machine it runs on a
 loopback stand-in for libcdsprpc.so (LOOPBACK_NAME in LIB_DIR, built for tests, not in the wheel).
@@ -42,7 +49,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
-from . import tuning
+from . import ort_modes, tuning
 from .errors import HexfuseError
 
 LIB_DIR = Path(__file__).resolve().parent / "_lib"
@@ -54,6 +61,8 @@ ENV_WORKERS = "HEXFUSE_WORKERS"
 ENV_TRACE = "HEXFUSE_TRACE"
 ENV_BACKEND = "HEXFUSE_BACKEND"
 ENV_CDSPRPC_LIB = "HEXFUSE_CDSPRPC_LIB"
+ENV_SCHEDULE = "HEXFUSE_SCHEDULE"
+SCHEDULES = ("adaptive", "fused", "serial")  # how host calls run their tasks (custom_ops/src/schedule.rs)
 
 log = logging.getLogger("hexfuse_onnx.runtime")
 _logged: set[str] = set()  # auto's choices already logged (once per reason)
@@ -127,16 +136,16 @@ def resolve_backend(backend: str) -> str:
     return "host" if reason else "hexagon"
 
 
-def auto_decision(model: ModelRef | None) -> tuple[bool, str]:
+def auto_decision(model: ModelRef | None, header: onnx.ModelProto | None = None) -> tuple[bool, str]:
     """(register the plugin?, why) for backend auto: yes when a cDSP answers or the model was tuned
-    on this machine for the host backend; no otherwise."""
+    on this machine for the host backend; no otherwise. `header`: the model, already loaded."""
     reason = _hexagon_reason()
     if reason is None:
         return True, "a cDSP answered"
     if model is None:
         return False, f"{reason} and no model given to look for a tuning record"
     try:
-        header = tuning.load_header(model)
+        header = header or tuning.load_header(model)
     except Exception as exc:  # noqa: BLE001 - ORT reports an unreadable model itself, in its own words
         return False, f"{reason} and the model's tuning record cannot be read ({type(exc).__name__})"
     why_not = tuning.tuned_here(header, "host")
@@ -151,12 +160,41 @@ def _log_once(message: str) -> None:
         log.info("%s", message)
 
 
+def _header(model: ModelRef | None) -> onnx.ModelProto | None:
+    """The model without its weights, or None (no model, or one that cannot be read: ORT says why)."""
+    if model is None:
+        return None
+    try:
+        return tuning.load_header(model)
+    except Exception:  # noqa: BLE001 - ORT reports an unreadable model itself, in its own words
+        return None
+
+
+def apply_tuned_mode(so: ort.SessionOptions, header: onnx.ModelProto | None, given: list[str]) -> str | None:
+    """Set `so` to the ONNX Runtime mode the model's tuning record chose on this machine, unless the
+    user's options set the execution themselves (`given`: those fields). Returns the mode applied."""
+    found = tuning.ort_mode_here(header) if header is not None else None
+    if found is None:
+        return None
+    mode, why = found
+    if given:
+        _log_once(
+            f"hexfuse: ONNX Runtime mode {mode} from the model's tuning record not applied: "
+            f"the session options given set {', '.join(given)}"
+        )
+        return None
+    ort_modes.apply(so, mode)
+    _log_once(f"hexfuse: ONNX Runtime mode {mode} from the model's tuning record ({why})")
+    return mode
+
+
 def session_options(
     backend: str = "auto",
     workers: int | None = None,
     trace: str | os.PathLike[str] | None = None,
     so: ort.SessionOptions | None = None,
     model: ModelRef | None = None,
+    schedule: str | None = None,
 ) -> ort.SessionOptions:
     """SessionOptions with the FusedHexPair plugin registered where it is expected to pay.
 
@@ -172,8 +210,14 @@ def session_options(
     a session is created; they stay set for later sessions (InferenceSession restores them). trace: a file the kernel
     overwrites after every run with the last run's trace (JSON: per-engine busy time, engine and
     task overlap, and every work item's event); kernels read it when the session is created.
+    schedule: how host calls run their two tasks (HEXFUSE_SCHEDULE, read at session creation):
+    adaptive (the plugin's default: per node, fused or serial, whichever has been faster lately),
+    fused (both at once on the pool; what traces of the fused schedule and calibration measure) or
+    serial (task A then task B on the calling thread alone).
+    so: options to extend; when they set the execution mode or a thread count, a tuned model's
+    ONNX Runtime mode is not applied (the user's settings win).
     """
-    return _options(backend, workers, trace, so, model)[0]
+    return _options(backend, workers, trace, so, model, schedule)[0]
 
 
 def _options(
@@ -182,15 +226,19 @@ def _options(
     trace: str | os.PathLike[str] | None,
     so: ort.SessionOptions | None,
     model: ModelRef | None,
+    schedule: str | None = None,
     unfused: str = "",
 ) -> tuple[ort.SessionOptions, bool]:
     """`session_options`, and whether it registered the plugin; `unfused` says in auto's log what
     stock ONNX Runtime runs without it."""
+    given = ort_modes.user_settings(so)
     so = so or ort.SessionOptions()
+    header = _header(model)
+    apply_tuned_mode(so, header, given)
     if backend != "auto":
         resolve_backend(backend)
     else:
-        register, why = auto_decision(model)
+        register, why = auto_decision(model, header)
         stock = f"stock ONNX Runtime{unfused} (plugin not registered)"
         _log_once(f"hexfuse: backend auto -> {'plugin' if register else stock}: {why}")
         if not register:
@@ -202,6 +250,10 @@ def _options(
         os.environ[ENV_WORKERS] = str(int(workers))
     if trace is not None:
         os.environ[ENV_TRACE] = str(trace)
+    if schedule is not None:
+        if schedule not in SCHEDULES:
+            raise RuntimeUnavailable(f"unknown schedule '{schedule}' (known: {', '.join(SCHEDULES)})")
+        os.environ[ENV_SCHEDULE] = schedule
     so.register_custom_ops_library(str(library_path()))
     return so, True
 
@@ -213,6 +265,7 @@ def InferenceSession(
     trace: str | os.PathLike[str] | None = None,
     so: ort.SessionOptions | None = None,
     providers: list[str] | None = None,
+    schedule: str | None = None,
 ) -> ort.InferenceSession:
     """An onnxruntime.InferenceSession of a model file (or its bytes), with the plugin registered as
     `session_options` decides (backend auto: only where it is expected to pay). Where auto does not
@@ -222,7 +275,7 @@ def InferenceSession(
     `trace` when the session is created; the environment is restored afterwards, so later sessions
     do not inherit them."""
     with plugin_environment_restored():
-        options, registered = _options(backend, workers, trace, so, path, " on the unfused original")
+        options, registered = _options(backend, workers, trace, so, path, schedule, " on the unfused original")
         source = path if isinstance(path, bytes) else str(path)
         if not registered:
             source = _unfused(path)
@@ -247,7 +300,7 @@ def _unfused(path: str | os.PathLike[str] | bytes) -> str | bytes:
 @contextlib.contextmanager
 def plugin_environment_restored() -> Iterator[None]:
     """Sessions created inside see what session_options() sets; later ones do not inherit it."""
-    saved = {k: os.environ.get(k) for k in (ENV_BACKEND, ENV_WORKERS, ENV_TRACE)}
+    saved = {k: os.environ.get(k) for k in (ENV_BACKEND, ENV_WORKERS, ENV_TRACE, ENV_SCHEDULE)}
     try:
         yield
     finally:

@@ -4,7 +4,9 @@
 and unfused on one machine and backend, and writes what it measured into the tuned model's
 metadata_props under `METADATA_KEY` (JSON). `runtime.session_options(backend="auto", model=...)`
 reads it back: a model tuned on this machine for the backend the plugin would use here is worth
-registering the plugin for; any other model runs on stock ONNX Runtime.
+registering the plugin for; any other model runs on stock ONNX Runtime. The record also names
+ONNX Runtime's own execution mode that ran the model fastest here (`ort_modes`), which sessions of
+the model on this machine use unless their options set the execution themselves.
 
 A machine is what decides which pairs win: the CPU (architecture, model name, logical CPUs) and the
 versions of ONNX Runtime and hexfuse-onnx (either changes the kernels timed on each side).
@@ -21,7 +23,7 @@ from typing import Any
 
 import onnx
 
-from . import __version__
+from . import __version__, ort_modes
 
 METADATA_KEY = "hexfuse.tuning"
 RECORD_VERSION = 1
@@ -76,10 +78,15 @@ def read_record(model: onnx.ModelProto) -> dict[str, Any] | None:
 
 def write_record(model: onnx.ModelProto, record: dict[str, Any]) -> None:
     """Set (or replace) the model's tuning record in place."""
+    drop_record(model)
+    model.metadata_props.add(key=METADATA_KEY, value=json.dumps(record, sort_keys=True))
+
+
+def drop_record(model: onnx.ModelProto) -> None:
+    """Remove the model's tuning record (if any) in place."""
     kept = [p for p in model.metadata_props if p.key != METADATA_KEY]
     model.ClearField("metadata_props")
     model.metadata_props.extend(kept)
-    model.metadata_props.add(key=METADATA_KEY, value=json.dumps(record, sort_keys=True))
 
 
 def load_header(model: str | os.PathLike[str] | bytes | onnx.ModelProto) -> onnx.ModelProto:
@@ -89,6 +96,18 @@ def load_header(model: str | os.PathLike[str] | bytes | onnx.ModelProto) -> onnx
     if isinstance(model, bytes):
         return onnx.load_model_from_string(model)
     return onnx.load_model(str(model), load_external_data=False)
+
+
+def ort_mode_here(model: onnx.ModelProto) -> tuple[str, str] | None:
+    """(ONNX Runtime mode, why it was chosen) from a tuning record made on this machine; None for an
+    untuned model, a record from elsewhere, or one without a known mode."""
+    record = read_record(model)
+    if record is None or record.get("fingerprint") != fingerprint():
+        return None
+    choice = record.get("ort_mode")
+    if not isinstance(choice, dict) or choice.get("mode") not in ort_modes.MODES:
+        return None
+    return str(choice["mode"]), str(choice.get("why", ""))
 
 
 def tuned_here(model: onnx.ModelProto, backend: str) -> str | None:

@@ -51,7 +51,8 @@ def test_bench_zoo_name_measures_every_configuration(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     doc = json.loads(report.read_text())
     assert doc["fused_pairs"] == 1
-    for label in ("ort-seq", "ort-seq-2t", "ort-par", "fallback", "auto", "hexfuse", "hexfuse-2t"):
+    hexfuse = ("hexfuse", "hexfuse-2t", "hexfuse-fused", "hexfuse-serial")
+    for label in ("ort-seq", "ort-seq-2t", "ort-par", "fallback", "auto", *hexfuse):
         cfg = doc["configs"][label]
         assert cfg["check"] == "ok", (label, cfg["check"])
         assert cfg["relative_error"] <= 1e-4
@@ -61,6 +62,7 @@ def test_bench_zoo_name_measures_every_configuration(tmp_path: Path) -> None:
     assert "(the faster hexfuse configuration) / baseline:" in r.stdout
     assert doc["auto_over_best_ort"] > 0 and doc["best_ort"] in ("ort-seq", "ort-seq-2t", "ort-par")
     assert "auto (default session options) / best ORT mode" in r.stdout
+    assert set(doc["over_serial"]) == {"hexfuse", "hexfuse-fused"} and "/ hexfuse-serial" in r.stdout
 
 
 @pytest.mark.skipif(not PLUGIN_BUILT, reason="plugin not built (bash custom_ops/build.sh)")
@@ -72,7 +74,8 @@ def test_bench_rewritten_model_runs_its_unfused_original(zoo_dir: Path, tmp_path
     assert r.returncode == 0, r.stderr
     doc = json.loads(report.read_text())
     assert doc["note"] == "the baselines run its unfused original"
-    assert [c for c, v in doc["configs"].items() if v["check"] == "ok"] == ["ort-seq", "fallback", "auto", "hexfuse"]
+    ok = [c for c, v in doc["configs"].items() if v["check"] == "ok"]
+    assert ok == ["ort-seq", "fallback", "auto", "hexfuse", "hexfuse-fused", "hexfuse-serial"]
 
 
 def test_bench_model_without_pairs_times_the_baselines_only(zoo_dir: Path, tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ import pytest
 from cli_support import assert_mentions, error_line, listing, run_cli, sha256
 
 from hexfuse_onnx import contract as C
-from hexfuse_onnx import pipeline, runtime, tuning, verify
+from hexfuse_onnx import ort_modes, pipeline, runtime, tuning, verify
 from hexfuse_onnx.errors import EXIT_BAD_MODEL, EXIT_OK, EXIT_USAGE, EXIT_WRITE_FAILED
 from hexfuse_onnx.rewrite import unfuse
 from hexfuse_onnx.tools.tune import tune
@@ -229,6 +229,82 @@ def test_unfuse_selected_pairs_keeps_the_others(zoo_dir, tmp_path):
     onnx.save(partial, str(tmp_path / "partial.onnx"))
     verify.compare(src, tmp_path / "partial.onnx", rtol=0.0)
     verify.compare(src, tmp_path / "partial.onnx", rtol=PLUGIN_TOL, rewritten_options=runtime.session_options("host"))
+
+
+# ---- ONNX Runtime's own mode ---------------------------------------------------------------------
+
+
+def execution(so) -> tuple:
+    return so.execution_mode, so.intra_op_num_threads, so.inter_op_num_threads
+
+
+def mode_messages(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "ONNX Runtime mode" in r.getMessage()]
+
+
+def test_tune_times_every_ort_mode_and_records_the_choice(work):
+    for name, margin in (("kept", -100.0), ("lost", 100.0)):
+        record = tuning.read_record(onnx.load(str(work[name])))
+        assert record is not None
+        choice = record["ort_mode"]
+        assert set(choice["modes"]) == set(ort_modes.MODES), choice
+        assert all(choice["modes"][m]["median_us"] > 0 for m in ort_modes.MODES)
+        medians = {m: t["median_us"] for m, t in choice["modes"].items()}
+        if margin > 0:  # nothing beats ORT's defaults by a 10000% margin
+            assert choice["mode"] == ort_modes.DEFAULT and "no mode beats" in choice["why"]
+        else:  # any mode beats them by -10000%: the fastest is taken
+            assert choice["mode"] == min(medians, key=medians.__getitem__)
+        assert tuning.ort_mode_here(onnx.load(str(work[name])))[0] == choice["mode"]
+        # with a kept pair the modes are timed again on the tuned model, its pair on the plugin
+        assert ("kept pairs on the plugin" in choice["why"]) == (name == "kept"), choice["why"]
+
+
+def test_tune_with_a_given_session_records_it_untimed(work, tmp_path):
+    result = tune(work["two_branch"], tmp_path / "seq.onnx", margin=100.0, session="ort-seq", **QUICK)
+    assert result.ort_mode.mode == "ort-seq" and not result.ort_mode.timings
+    record = tuning.read_record(onnx.load(str(tmp_path / "seq.onnx")))
+    assert record is not None and record["ort_mode"]["mode"] == "ort-seq"
+    assert "given" in record["ort_mode"]["why"] and "modes" not in record["ort_mode"]
+
+
+def with_mode(src: Path, dst: Path, mode: str, **changes: str) -> Path:
+    return edited_record(src, dst, ort_mode={"mode": mode, "why": "set by the test"}, **changes)
+
+
+@pytest.mark.parametrize("mode", ["ort-par", "ort-seq-2t"])
+def test_the_tuned_mode_is_applied_and_logged_once(work, tmp_path, no_cdsp, mode):
+    model = with_mode(work["lost"], tmp_path / "tuned.onnx", mode)
+    want = execution(ort_modes.options(mode))
+    assert execution(runtime.session_options(model=model)) == want
+    assert execution(runtime.InferenceSession(model).get_session_options()) == want
+    runtime.InferenceSession(model)
+    messages = mode_messages(no_cdsp)
+    assert len(messages) == 1, messages
+    assert_mentions(messages[0], mode, "tuning record", "set by the test")
+
+
+def test_user_settings_win_over_the_tuned_mode(work, tmp_path, no_cdsp):
+    import onnxruntime as ort
+
+    model = with_mode(work["lost"], tmp_path / "tuned.onnx", "ort-par")
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 3
+    got = runtime.session_options(model=model, so=so)
+    assert execution(got) == (ort.ExecutionMode.ORT_SEQUENTIAL, 3, 0)
+    session = runtime.InferenceSession(model, so=ort_modes.options("ort-seq"))
+    assert execution(session.get_session_options()) == execution(ort_modes.options("ort-seq"))
+    assert_mentions(mode_messages(no_cdsp)[0], "ort-par", "not applied", "intra_op_num_threads")
+
+
+def test_untuned_or_elsewhere_tuned_models_keep_ort_defaults(work, tmp_path, no_cdsp):
+    import onnxruntime as ort
+
+    defaults = execution(ort.SessionOptions())
+    elsewhere = with_mode(work["lost"], tmp_path / "elsewhere.onnx", "ort-par", fingerprint="0123456789abcdef")
+    for model in (work["two_branch"], elsewhere):
+        assert execution(runtime.session_options(model=model)) == defaults
+        assert execution(runtime.InferenceSession(model).get_session_options()) == defaults
+    assert mode_messages(no_cdsp) == []
 
 
 # ---- command line -------------------------------------------------------------------------------

@@ -27,8 +27,9 @@ pub const DTYPE_I16: u8 = 8; // format v2 programs only
 pub type Status = c_int; // enum hfx_status
 pub const OK: Status = 0;
 pub const ERR_BUDGET: Status = 14;
-/// HFX_RUN_FORCE_SERIAL (hexfuse.h)
+/// HFX_RUN_FORCE_SERIAL, HFX_RUN_CALLER_ONLY (hexfuse.h)
 const RUN_FORCE_SERIAL: u32 = 1;
+const RUN_CALLER_ONLY: u32 = 2;
 
 #[repr(C)]
 pub struct HfxProgram {
@@ -420,12 +421,14 @@ impl Pool {
 
     /// Runs both tasks of `prog` to completion. `trace` (may be empty) receives the events. A program
     /// with a shape section whose task alone exceeds the arena runs serialized with a heap arena.
+    /// `serial`: task A then task B on the calling thread alone (the pool's threads sit out).
     pub fn run(
         self,
         prog: &Program,
         inputs: &[*const c_void],
         outputs: &[*mut c_void],
         share_a: f32,
+        serial: bool,
         trace: &mut [TraceEvent],
     ) -> Result<RunResult, Status> {
         let mut opt = std::mem::MaybeUninit::<RunOptions>::uninit();
@@ -435,6 +438,9 @@ impl Pool {
             opt.assume_init()
         };
         opt.share_a = share_a;
+        if serial {
+            opt.flags |= RUN_FORCE_SERIAL | RUN_CALLER_ONLY;
+        }
         if !trace.is_empty() {
             opt.trace = trace.as_mut_ptr();
             opt.trace_capacity = trace.len();

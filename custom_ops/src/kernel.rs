@@ -15,6 +15,7 @@ use crate::backend::{self, Exec};
 use crate::hexagon::Loaded;
 use crate::hfx::{self, Pool, Program, TraceEvent};
 use crate::ort::{self, fail, invalid};
+use crate::schedule::{Chooser, Policy};
 use crate::shares::Shares;
 use crate::specialized::{self, Specialized};
 use crate::trace;
@@ -37,6 +38,9 @@ pub struct Kernel {
     /// The share at the program's own input shapes.
     own_share: f32,
     trace_path: Option<PathBuf>,
+    policy: Policy,
+    /// Fused or serial, for calls at the program's own input shapes (a specialized program has its own).
+    schedule: Chooser,
 }
 
 /// ONNX TensorProto element type -> hfx dtype (0: not a type the kernel knows).
@@ -140,6 +144,7 @@ impl Kernel {
         let own_shapes: Vec<Vec<i64>> =
             program.inputs.iter().map(|t| t.shape().iter().map(|&d| i64::from(d)).collect()).collect();
         let own_share = shares.pick(&own_shapes);
+        let policy = Policy::from_env().map_err(|m| invalid(format!("{at}: {m}")))?;
         Ok(Kernel {
             name,
             bytes,
@@ -149,6 +154,8 @@ impl Kernel {
             shares,
             own_share,
             trace_path,
+            policy,
+            schedule: Chooser::new(policy),
         })
     }
 
@@ -184,6 +191,7 @@ impl Kernel {
         let spec = self.program_for(&shapes)?;
         let program = spec.as_ref().map_or(&self.program, |s| &s.program);
         let share_a = spec.as_ref().map_or(self.own_share, |s| s.share_a);
+        let schedule = spec.as_ref().map_or(&self.schedule, |s| &s.schedule);
 
         let mut inputs: Vec<*const c_void> = Vec::with_capacity(n_in);
         for (i, (t, want)) in views.iter().zip(&program.inputs).enumerate() {
@@ -199,7 +207,7 @@ impl Kernel {
         }
 
         match &self.exec {
-            Exec::Host(pool) => self.run_host(*pool, program, share_a, &inputs, &outputs),
+            Exec::Host(pool) => self.run_host(*pool, program, share_a, schedule, &inputs, &outputs),
             Exec::Hexagon(loaded) => {
                 let loaded = spec.as_ref().and_then(|s| s.loaded.as_ref()).unwrap_or(loaded);
                 self.run_hexagon(loaded, program, share_a, &inputs, &outputs)
@@ -245,7 +253,7 @@ impl Kernel {
                 ))
             })?),
         };
-        Ok(Specialized { program, loaded, share_a: self.shares.pick(shapes) })
+        Ok(Specialized { program, loaded, share_a: self.shares.pick(shapes), schedule: Chooser::new(self.policy) })
     }
 
     fn run_host(
@@ -253,17 +261,20 @@ impl Kernel {
         pool: Pool,
         program: &Program,
         share_a: f32,
+        schedule: &Chooser,
         inputs: &[*const c_void],
         outputs: &[*mut c_void],
     ) -> ort::Result<()> {
         let at = Self::where_(&self.name);
+        let serial = schedule.serial();
         let mut events = match &self.trace_path {
             Some(_) => vec![TraceEvent::default(); (program.num_items + 64).min(MAX_TRACE_EVENTS) as usize],
             None => Vec::new(),
         };
         let res = pool
-            .run(program, inputs, outputs, share_a, &mut events)
+            .run(program, inputs, outputs, share_a, serial, &mut events)
             .map_err(|st| fail(format!("{at}: the kernel failed: {}", hfx::status_name(st))))?;
+        schedule.record(serial, res.wall_ns);
 
         if let Some(path) = &self.trace_path {
             events.truncate(res.trace_events.min(events.len()));

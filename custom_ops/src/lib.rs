@@ -13,7 +13,8 @@
 //! libcdsprpc.so), `HEXFUSE_WORKERS` (vector workers of the host pool) and `HEXFUSE_PIN` (0: do
 //! not bind each worker to its own CPU; default 1), both read when the pool is created by the
 //! first kernel, `HEXFUSE_TRACE` (a JSON trace file rewritten after every run;
-//! read at kernel creation).
+//! read at kernel creation) and `HEXFUSE_SCHEDULE` (adaptive | fused | serial: how host calls run
+//! their two tasks, schedule.rs; read at kernel creation).
 //!
 //! No panic crosses the C boundary: every entry point runs under `catch_unwind` and turns a
 //! panic into an ORT_FAIL status (or a harmless default where the C signature has no status).
@@ -23,6 +24,7 @@ mod hexagon;
 mod hfx;
 mod kernel;
 mod ort;
+mod schedule;
 mod shares;
 mod specialized;
 mod trace;

@@ -6,16 +6,19 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::hexagon::Loaded;
 use crate::hfx::Program;
+use crate::schedule::Chooser;
 
 /// Specialized programs kept per node.
 pub const CAPACITY: usize = 8;
 
 /// A specialized program, on the hexagon backend its copy loaded into the cDSP session
-/// (unloaded when the entry is dropped), and the share its calls run at (shares.rs).
+/// (unloaded when the entry is dropped), the share its calls run at (shares.rs) and its choice of
+/// schedule on the host (schedule.rs).
 pub struct Specialized {
     pub program: Program,
     pub loaded: Option<Loaded>,
     pub share_a: f32,
+    pub schedule: Chooser,
 }
 
 type Shapes = Vec<Vec<i64>>;

@@ -64,6 +64,7 @@ typedef struct job {
     uint64_t items_run[HFX_NUM_TASKS];
     uint64_t used_ns[2][HFX_NUM_TASKS]; /* per engine group, per task */
     float share[2];                     /* task A's share per engine group */
+    bool caller_only;                   /* HFX_RUN_CALLER_ONLY */
     uint32_t inflight;
     hfx_trace_event *trace;
     size_t trace_cap, trace_n, trace_dropped;
@@ -156,10 +157,14 @@ static bool pick_a(const job *j, int group) {
 /* Returns the op claimed (item in *item) or HFX_NO_TENSOR. */
 static uint32_t claim(hfx_pool *pool, uint32_t worker, uint32_t *item) {
     job *j = &pool->job;
+    if (j->caller_only && worker != 0) return HFX_NO_TENSOR;
     bool matrix_worker = pool->cfg.n_matrix_workers == 1 && worker == 0;
     /* engine groups this worker serves, in order of preference */
     int groups[2], n = 0;
-    if (matrix_worker) {
+    if (j->caller_only) {
+        groups[n++] = GROUP_MATRIX;
+        groups[n++] = GROUP_VECTOR;
+    } else if (matrix_worker) {
         groups[n++] = GROUP_MATRIX;
         if (pool->cfg.flags & HFX_POOL_MATRIX_TAKES_VECTOR) groups[n++] = GROUP_VECTOR;
     } else {
@@ -256,8 +261,11 @@ static int worker_step(void *ctx, uint32_t worker) {
     hfx_plat_mutex_lock(pool->mu);
     int wake = complete(pool, worker, o, item, t0, t1);
     hfx_plat_mutex_unlock(pool->mu);
+    if (j->caller_only) return HFX_STEP_WORKED; /* the caller is the only worker and the waiter */
     if (wake & WAKE_WORKERS) hfx_plat_workers_notify(pool->workers);
-    if (wake & WAKE_WAITER) hfx_plat_workers_finish(pool->workers);
+    /* worker 0 runs on the waiter's thread (every platform): it sees the end itself, and a wake-up
+     * would only rouse sleeping workers to spin for nothing */
+    if ((wake & WAKE_WAITER) && worker != 0) hfx_plat_workers_finish(pool->workers);
     return HFX_STEP_WORKED;
 }
 
@@ -524,6 +532,7 @@ static hfx_status run_locked(hfx_pool *pool, const hfx_program *p, const void *c
     }
     j->share[GROUP_VECTOR] = opt->share_a;
     j->share[GROUP_MATRIX] = opt->matrix_share_a;
+    j->caller_only = (opt->flags & HFX_RUN_CALLER_ONLY) != 0;
     j->trace = opt->trace;
     j->trace_cap = opt->trace ? opt->trace_capacity : 0;
     bool nothing = !anything_claimable(j);
@@ -534,7 +543,7 @@ static hfx_status run_locked(hfx_pool *pool, const hfx_program *p, const void *c
     uint64_t t0 = hfx_plat_now_ns();
     int wr = 0;
     if (!nothing) {
-        hfx_plat_workers_notify(pool->workers);
+        if (!j->caller_only) hfx_plat_workers_notify(pool->workers);
         wr = hfx_plat_workers_wait(pool->workers, job_is_done, pool);
     }
     uint64_t t1 = hfx_plat_now_ns();
@@ -574,7 +583,7 @@ hfx_status hfx_run(hfx_pool *pool, const hfx_program *p, const void *const *inpu
     if (opt_in) opt = *opt_in;
     else hfx_run_options_init(&opt);
     if (!valid_share(opt.share_a) || !valid_share(opt.matrix_share_a)) return HFX_ERR_ARG;
-    if (opt.flags & ~HFX_RUN_FORCE_SERIAL) return HFX_ERR_ARG;
+    if (opt.flags & ~(HFX_RUN_FORCE_SERIAL | HFX_RUN_CALLER_ONLY)) return HFX_ERR_ARG;
     if (opt.trace && !opt.trace_capacity) opt.trace = NULL;
     for (int t = 0; t < 2; t++)
         if (!(opt.item_fraction[t] >= 0.0f && opt.item_fraction[t] <= 1.0f)) return HFX_ERR_ARG;

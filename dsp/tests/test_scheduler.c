@@ -168,6 +168,17 @@ static void test_slow_task_never_delays_other(void) {
     so.flags = HFX_RUN_FORCE_SERIAL;
     CHECK(hfx_run(g_pool, p, in, 2, out2, 2, &so, NULL, &r) == HFX_OK && r.serialized);
     CHECK(memcmp(ya, ya2, (size_t)m * k * 4) == 0 && memcmp(yb, yb2, nvec * 4) == 0);
+    /* caller only: every item on worker 0, A then B, the same results */
+    so = opts_with_trace();
+    so.flags = HFX_RUN_FORCE_SERIAL | HFX_RUN_CALLER_ONLY;
+    memset(ya2, 0, (size_t)m * k * 4);
+    memset(yb2, 0, nvec * 4);
+    CHECK(hfx_run(g_pool, p, in, 2, out2, 2, &so, NULL, &r) == HFX_OK && r.serialized);
+    CHECK(r.trace_events == hfx_program_num_items(p, 0) + hfx_program_num_items(p, 1));
+    ttimes tc = times_of(g_ev, r.trace_events);
+    CHECK(tc.last_end[0] <= tc.first_start[1]);
+    for (size_t i = 0; i < r.trace_events; i++) CHECK(g_ev[i].worker == 0);
+    CHECK(memcmp(ya, ya2, (size_t)m * k * 4) == 0 && memcmp(yb, yb2, nvec * 4) == 0);
     hfx_program_free(p);
     hfxb_free(&b);
     free(w), free(xa), free(ya), free(xb), free(yb), free(ya2), free(yb2);

@@ -207,21 +207,11 @@ def load_text(m: dict[str, float] | None) -> str:
 
 
 def ort_options(mode: str):
-    """SessionOptions of one ORT mode: ort-seq (sequential, 1 intra-op thread), ort-seq-2t
-    (sequential, 2), ort-par (ORT_PARALLEL, 2 inter-op threads of 1)."""
-    import onnxruntime as ort
+    """SessionOptions of one ORT mode (hexfuse_onnx/ort_modes.py): ort-seq, ort-seq-2t, ort-par,
+    ort-default."""
+    from ..ort_modes import options
 
-    so = ort.SessionOptions()
-    so.log_severity_level = 3
-    if mode == "ort-seq":
-        so.execution_mode, so.intra_op_num_threads = ort.ExecutionMode.ORT_SEQUENTIAL, 1
-    elif mode == "ort-seq-2t":
-        so.execution_mode, so.intra_op_num_threads = ort.ExecutionMode.ORT_SEQUENTIAL, 2
-    elif mode == "ort-par":
-        so.execution_mode, so.inter_op_num_threads, so.intra_op_num_threads = ort.ExecutionMode.ORT_PARALLEL, 2, 1
-    else:
-        raise ValueError(f"unknown ORT mode {mode!r}")
-    return so
+    return options(mode)
 
 
 # ---- one model ----------------------------------------------------------------------------------
@@ -243,7 +233,7 @@ class BenchResult:
 
     def best_hexfuse(self) -> Config | None:
         """The faster of `hexfuse` and `hexfuse-2t` (medians of the same rounds)."""
-        timed = [c for c in self.configs if c.label.startswith("hexfuse") and c.samples]
+        timed = [c for c in self.configs if c.label in ("hexfuse", "hexfuse-2t") and c.samples]
         return min(timed, key=Config.median) if timed else None
 
     def ratios(self) -> dict[str, float]:
@@ -264,6 +254,17 @@ class BenchResult:
         auto, best = self.by_label().get("auto"), self.best_ort()
         return auto.median() / best.median() if auto and auto.samples and best else None
 
+    def over_serial(self) -> dict[str, float]:
+        """`hexfuse` (the default schedule) and `hexfuse-fused` (every call fused) over `hexfuse-serial`
+        (every call's tasks in sequence on the calling thread), same ORT options: above 1 costs time."""
+        cfgs = self.by_label()
+        serial = cfgs.get("hexfuse-serial")
+        if not serial or not serial.samples:
+            return {}
+        return {
+            k: c.median() / serial.median() for k in ("hexfuse", "hexfuse-fused") if (c := cfgs.get(k)) and c.samples
+        }
+
     def to_json(self) -> dict[str, Any]:
         return {
             "model": self.model,
@@ -277,6 +278,7 @@ class BenchResult:
             "hexfuse_over": self.ratios(),
             "hexfuse_best": getattr(self.best_hexfuse(), "label", None),
             "auto_over_best_ort": self.auto_over_best_ort(),
+            "over_serial": self.over_serial(),
             "best_ort": getattr(self.best_ort(), "label", None),
         }
 
@@ -314,6 +316,12 @@ class BenchResult:
             out.append(
                 f"  {best.label} (the faster hexfuse configuration) / baseline: "
                 + ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items())
+            )
+        serial = self.over_serial()
+        if serial:
+            out.append(
+                "  / hexfuse-serial (tasks in sequence on the caller): "
+                + ", ".join(f"{k} {v:.2f}x" for k, v in serial.items())
             )
         auto, best_ort = self.auto_over_best_ort(), self.best_ort()
         if auto is not None and best_ort is not None:
@@ -470,6 +478,20 @@ def bench(
                 tol,
                 note=f"rewritten model with the plugin ({backend} backend), ORT sequential 1 thread around it",
             )
+            if backend == "host":
+                add(
+                    "hexfuse-fused",
+                    lambda: _scheduled_session(fused, workers, "fused"),
+                    tol,
+                    note="the same, every call fused: both tasks at once on the pool (HEXFUSE_SCHEDULE=fused)",
+                )
+                add(
+                    "hexfuse-serial",
+                    lambda: _scheduled_session(fused, workers, "serial"),
+                    tol,
+                    note="the same, every call's task A then task B on the calling thread alone "
+                    "(HEXFUSE_SCHEDULE=serial)",
+                )
             if "ort-seq-2t" in baselines:
                 add(
                     "hexfuse-2t",
@@ -489,6 +511,13 @@ def bench(
             c.session = None  # the temporary folder goes; results keep the figures only
     seconds = time.perf_counter() - start
     return BenchResult(model.name, n_pairs, note, configs, meter.others(), seconds, prediction, colocated)
+
+
+def _scheduled_session(path: Path, workers: int | None, schedule: str) -> Any:
+    """The plugin on the host backend with every call run fused, or serial on the calling thread."""
+    from .. import runtime
+
+    return runtime.InferenceSession(path, "host", workers, so=ort_options("ort-seq"), schedule=schedule)
 
 
 def _cpu_session(path: Path, mode: str) -> Any:

@@ -672,7 +672,7 @@ class TracedSession:
         self.pattern = str(folder / "{node}.json")
         so = profiling_options(folder)
         so.enable_profiling = False
-        self.session = InferenceSession(fused_path, backend="host", trace=self.pattern, so=so)
+        self.session = InferenceSession(fused_path, backend="host", trace=self.pattern, so=so, schedule="fused")
         self.docs: dict[str, list[dict]] = {n: [] for n in nodes}
 
     def run(self, feeds: dict[str, np.ndarray], runs: int, keep: bool = True) -> None:

@@ -85,7 +85,7 @@ def record(
         raise HexfuseError(f"{model_path}: has no FusedHexPair node; rewrite it first")
     with tempfile.TemporaryDirectory(prefix="hexfuse-trace-") as folder:
         pattern = str(Path(folder) / "{node}.json")
-        session = InferenceSession(model_path, backend=backend, workers=workers, trace=pattern)
+        session = InferenceSession(model_path, backend=backend, workers=workers, trace=pattern, schedule="fused")
         feeds = random_inputs(session, seed=0)
         for _ in range(max(1, runs)):
             session.run(None, feeds)

@@ -33,7 +33,7 @@ import onnx
 import onnxruntime as ort
 
 from .. import contract as C
-from .. import runtime, tuning
+from .. import ort_modes, runtime, tuning
 from ..errors import ModelError, UsageError, WriteError
 from ..graph import load, read_model
 from ..lowering.rewritten import recorded_bindings
@@ -41,17 +41,22 @@ from ..modelio import stage
 from ..pipeline import PLUGIN_RTOL
 from ..rewrite import unfuse
 from ..verify import DEFAULT_RTOL, check, compare, random_inputs
-from .bench import Config, first_line, ort_options, sample_stats, time_configs, verify_config
+from .bench import Config, first_line, sample_stats, time_configs, verify_config
 
 DEFAULT_RUNS = 30
 DEFAULT_ROUNDS = 5
 DEFAULT_WARMUP = 2
 DEFAULT_MARGIN = 0.02
 SWEEP = (0.25, 0.5, 0.75)  # shares tried besides the node's own
-SESSION_MODES = ("default", "ort-seq", "ort-seq-2t", "ort-par")
+BEST_MODE = "best"  # --session: measure ORT's modes here and take the fastest
+SESSION_MODES = (BEST_MODE, *ort_modes.MODES)
 CRITERION = (
     "kept when saving - spread >= margin; saving = 1 - fused/unfused (medians of all rounds, fused at "
     "the best share); spread = median absolute deviation of the per-round savings from it"
+)
+MODE_CRITERION = (
+    "the fastest ORT mode (median) on the tuned model (with kept pairs: on the plugin), when its saving over "
+    "ORT's defaults minus the spread of that saving is at least the margin; else ORT's defaults"
 )
 
 Progress = Callable[[str], None]
@@ -74,6 +79,14 @@ class Timing:
         return {**sample_stats(a), "mad_us": float(np.median(np.abs(a - np.median(a))))}
 
 
+def saving_and_spread(faster: Timing, slower: Timing) -> tuple[float, float, list[float]]:
+    """1 - faster/slower of the medians, the median absolute deviation of the per-round savings from
+    it, and the per-round savings."""
+    saving = 1.0 - faster.median() / slower.median()
+    rounds = [1.0 - float(np.median(f)) / float(np.median(u)) for f, u in zip(faster.rounds, slower.rounds)]
+    return saving, float(np.median(np.abs(np.asarray(rounds) - saving))), rounds
+
+
 @dataclass
 class PairResult:
     pair_id: str
@@ -94,12 +107,7 @@ class PairResult:
         if self.unfused is None or not self.fused:
             return
         self.best_share = min(self.fused, key=lambda s: self.fused[s].median())
-        best = self.fused[self.best_share]
-        self.saving = 1.0 - best.median() / self.unfused.median()
-        self.round_savings = [
-            1.0 - float(np.median(f)) / float(np.median(u)) for f, u in zip(best.rounds, self.unfused.rounds)
-        ]
-        self.spread = float(np.median(np.abs(np.asarray(self.round_savings) - self.saving)))
+        self.saving, self.spread, self.round_savings = saving_and_spread(self.fused[self.best_share], self.unfused)
         self.kept = self.saving - self.spread >= margin
 
     def record(self, samples: bool = False) -> dict[str, Any]:
@@ -130,6 +138,47 @@ class PairResult:
 
 
 @dataclass
+class ModeChoice:
+    """ONNX Runtime's own execution mode for this machine: every mode timed on the unfused model
+    (stock ORT), or the one given with --session (then nothing is timed)."""
+
+    mode: str
+    why: str
+    timings: dict[str, Timing] = field(default_factory=dict)
+    saving: float = 0.0  # the fastest mode's over ORT's defaults
+    spread: float = 0.0
+
+    @classmethod
+    def given(cls, mode: str) -> ModeChoice:
+        return cls(mode, "given with --session")
+
+    @classmethod
+    def measured(cls, timings: dict[str, Timing], margin: float) -> ModeChoice:
+        default = timings[ort_modes.DEFAULT]
+        fastest = min(timings, key=lambda m: timings[m].median())
+        saving, spread, _ = saving_and_spread(timings[fastest], default)
+        figures = f"{timings[fastest].median():.1f} us vs ORT's defaults {default.median():.1f} us"
+        if fastest != ort_modes.DEFAULT and saving - spread >= margin:
+            why = f"fastest here: {figures}, saving {saving:.1%} ± {spread:.1%}"
+            return cls(fastest, why, timings, saving, spread)
+        why = f"no mode beats ORT's defaults by the margin here (fastest {fastest}: {figures})"
+        return cls(ort_modes.DEFAULT, why, timings, saving, spread)
+
+    def record(self, samples: bool = False) -> dict[str, Any]:
+        out: dict[str, Any] = {"mode": self.mode, "why": self.why, "criterion": MODE_CRITERION}
+        if self.timings:
+            out |= {
+                "measured_on": "the tuned model: stock ONNX Runtime unfused, or with its kept pairs on the plugin",
+                "saving": self.saving,
+                "spread": self.spread,
+                "modes": {m: t.stats() for m, t in self.timings.items()},
+            }
+        if samples:
+            out["samples_us"] = {m: t.rounds for m, t in self.timings.items()}
+        return out
+
+
+@dataclass
 class TuneResult:
     source: Path
     output: Path
@@ -138,6 +187,7 @@ class TuneResult:
     pairs: list[PairResult]
     machine: dict[str, Any]
     date: str
+    ort_mode: ModeChoice
     comparison_note: str = ""
 
     @property
@@ -158,6 +208,7 @@ class TuneResult:
             "criterion": CRITERION,
             "kept": [p.pair_id for p in self.kept],
             "pairs": [p.record(samples) for p in self.pairs],
+            "ort_mode": self.ort_mode.record(samples),
         }
 
     def lines(self) -> list[str]:
@@ -180,10 +231,11 @@ class TuneResult:
         out.append(
             f"{len(self.kept)} of {len(self.pairs)} pair(s) kept on the {self.backend} backend "
             f"(margin {s['margin']:.1%}; {s['runs']} runs per configuration in {s['rounds']} rounds, "
-            f"ORT session {s['session']}; machine {tuning.fingerprint(self.machine)})"
+            f"pairs timed under ORT mode {s['pairs_ort_mode']}; machine {tuning.fingerprint(self.machine)})"
         )
         if not self.kept:
             out.append("no pair wins here: the output is the original model (every pair unfused)")
+        out.append(f"ONNX Runtime's mode for this model here: {self.ort_mode.mode} ({self.ort_mode.why})")
         out.append(self.comparison_note)
         return out
 
@@ -261,27 +313,21 @@ def only_pair_fused(model: onnx.ModelProto, pair_id: str, share: float) -> onnx.
     return variant
 
 
-def tuned_model(model: onnx.ModelProto, pairs: list[PairResult], record: dict[str, Any]) -> onnx.ModelProto:
+def tuned_model(
+    model: onnx.ModelProto, pairs: list[PairResult], record: dict[str, Any] | None = None
+) -> onnx.ModelProto:
     """The input with the losing pairs unfused, the kept ones at their best share, and the record."""
     out = unfuse(model, {p.pair_id for p in pairs if not p.kept})
     for p in pairs:
         if p.kept:
             assert p.best_share is not None
             with_share(out, p.pair_id, p.best_share)
-    tuning.write_record(out, record)
+    if record is not None:
+        tuning.write_record(out, record)
     return out
 
 
 # ---- measuring ---------------------------------------------------------------------------------
-
-
-def ort_session_options(mode: str) -> ort.SessionOptions:
-    """ORT's own defaults (what InferenceSession uses) or one of bench's modes."""
-    if mode == "default":
-        so = ort.SessionOptions()
-        so.log_severity_level = 3
-        return so
-    return ort_options(mode)
 
 
 def _pair_result(node: onnx.NodeProto) -> PairResult:
@@ -315,7 +361,7 @@ def measure_pair(
         variant = only_pair_fused(model, result.pair_id, share).SerializeToString()
         try:
             session = runtime.InferenceSession(
-                variant, settings["backend"], settings["workers"], so=ort_session_options(settings["session"])
+                variant, settings["backend"], settings["workers"], so=ort_modes.options(settings["pairs_ort_mode"])
             )
         except Exception as exc:  # noqa: BLE001 - a share the plugin refuses is reported, not timed
             result.refused[share] = f"session fails: {first_line(exc)}"
@@ -326,19 +372,51 @@ def measure_pair(
             result.refused[share] = cfg.check
         else:
             fused[share] = cfg
-    configs = [unfused, *fused.values()]
+    timings = time_in_rounds([unfused, *fused.values()], feeds, settings)
+    result.unfused = timings[0]
+    result.fused = dict(zip(fused, timings[1:]))
+    result.decide(settings["margin"])
+
+
+def time_in_rounds(configs: list[Config], feeds: dict[str, np.ndarray], settings: dict[str, Any]) -> list[Timing]:
+    """Every configuration once per round (settings' runs spread over its rounds), round by round."""
     runs, rounds = settings["runs"], settings["rounds"]
     bounds = [0]
     for r in range(rounds):
         time_configs(configs, feeds, runs // rounds + (1 if r < runs % rounds else 0), 1, settings["warmup"])
-        bounds.append(len(unfused.samples))
-    result.unfused = _by_round(unfused, bounds)
-    result.fused = {s: _by_round(c, bounds) for s, c in fused.items()}
-    result.decide(settings["margin"])
+        bounds.append(len(configs[0].samples))
+    return [Timing([c.samples[a:b] for a, b in itertools.pairwise(bounds)]) for c in configs]
 
 
-def _by_round(cfg: Config, bounds: list[int]) -> Timing:
-    return Timing([cfg.samples[a:b] for a, b in itertools.pairwise(bounds)])
+def choose_ort_mode(
+    model: bytes,
+    feeds: dict[str, np.ndarray],
+    reference: list[np.ndarray],
+    settings: dict[str, Any],
+    plugin: bool = False,
+) -> ModeChoice:
+    """Time the model in each of ONNX Runtime's modes (with the plugin on settings' backend, or on
+    stock ORT) and choose one."""
+    configs = []
+    for mode in ort_modes.MODES:
+        if plugin:
+            session = runtime.InferenceSession(
+                model, settings["backend"], settings["workers"], so=ort_modes.options(mode)
+            )
+        else:
+            session = ort.InferenceSession(
+                model, sess_options=ort_modes.options(mode), providers=["CPUExecutionProvider"]
+            )
+        cfg = Config(mode, session)
+        verify_config(
+            cfg, feeds, [o.name for o in session.get_outputs()], reference, PLUGIN_RTOL if plugin else DEFAULT_RTOL
+        )
+        configs.append(cfg)
+    timed = [c for c in configs if c.ok]
+    timings = dict(zip((c.label for c in timed), time_in_rounds(timed, feeds, settings)))
+    if ort_modes.DEFAULT not in timings:
+        return ModeChoice(ort_modes.DEFAULT, f"ORT's defaults not timed: {configs[0].check}")
+    return ModeChoice.measured(timings, settings["margin"])
 
 
 def tune(
@@ -351,7 +429,7 @@ def tune(
     margin: float = DEFAULT_MARGIN,
     shares: list[float] | None = None,
     workers: int | None = None,
-    session: str = "default",
+    session: str = BEST_MODE,
     input_shapes: dict[str, list[int]] | None = None,
     progress: Progress = lambda m: None,
 ) -> TuneResult:
@@ -365,6 +443,7 @@ def tune(
     check_output(output)
     load(source)  # validated: a missing file, a cycle or a dangling input is named here
     model = read_model(source)
+    tuning.drop_record(model)  # an earlier tuning's mode must not reach the sessions timed here
     nodes = fused_pairs(model, source)
     if not input_shapes:  # symbolic dims: time at the shapes the pass analysed the model at
         input_shapes, _ = recorded_bindings(model)
@@ -379,12 +458,23 @@ def tune(
         "workers": workers,
         "session": session,
     }
+    unfused = unfuse(model).SerializeToString()
+    reference_session = ort.InferenceSession(
+        unfused, sess_options=ort_modes.options("ort-seq"), providers=["CPUExecutionProvider"]
+    )
+    feeds = random_inputs(reference_session, input_shapes, seed=0)
+    reference = reference_session.run(None, feeds)
+    if session == BEST_MODE:
+        progress(f"{source.name}: timing ONNX Runtime's modes ({', '.join(ort_modes.MODES)}) on the unfused model")
+        mode = choose_ort_mode(unfused, feeds, reference, settings)
+    else:
+        mode = ModeChoice.given(session)
+    settings["pairs_ort_mode"] = mode.mode
+    progress(f"  ORT mode {mode.mode}: {mode.why}")
     progress(f"{source.name}: {len(nodes)} pair(s); timing each fused against unfused on the {backend} backend")
     unfused_session = ort.InferenceSession(
-        unfuse(model).SerializeToString(), sess_options=ort_session_options(session), providers=["CPUExecutionProvider"]
+        unfused, sess_options=ort_modes.options(mode.mode), providers=["CPUExecutionProvider"]
     )
-    feeds = random_inputs(unfused_session, input_shapes, seed=0)
-    reference = unfused_session.run(None, feeds)
     results = []
     for k, node in enumerate(nodes):
         result = _pair_result(node)
@@ -401,8 +491,14 @@ def tune(
             f"{'kept' if result.kept else 'unfused'}"
         )
         results.append(result)
+    if session == BEST_MODE and any(r.kept for r in results):
+        progress(f"{source.name}: timing ONNX Runtime's modes again on the tuned model, with the plugin")
+        kept = tuned_model(model, results).SerializeToString()
+        mode = choose_ort_mode(kept, feeds, reference, settings, plugin=True)
+        mode.why += " (the tuned model with its kept pairs on the plugin)"
+        progress(f"  ORT mode {mode.mode}: {mode.why}")
     date = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    tuned = TuneResult(source, output, backend, settings, results, tuning.machine(), date)
+    tuned = TuneResult(source, output, backend, settings, results, tuning.machine(), date, mode)
     tuned.comparison_note = write_tuned(model, tuned, source, output, input_shapes, progress)
     return tuned
 

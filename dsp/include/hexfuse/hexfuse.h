@@ -176,6 +176,8 @@ hfx_status hfx_trace_summarize(const hfx_trace_event *ev, size_t n, hfx_trace_su
 #define HFX_ALL_OPS 0xffffffffu
 
 #define HFX_RUN_FORCE_SERIAL 1u /* run task A then task B even if both fit */
+#define HFX_RUN_CALLER_ONLY 2u  /* only worker 0 (the hfx_run caller) claims items; the pool's
+                                   threads sit out the call (the in-process serial baseline) */
 
 typedef struct hfx_run_options {
     float share_a;          /* share of vector/copy work for task A while both have some; default 0.5 */
