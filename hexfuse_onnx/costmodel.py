@@ -173,7 +173,8 @@ INT8_OP_CLASSES = {
 
 
 def op_class(op: NodeProfile) -> str:
-    """The op's rate class: INT8_OP_CLASSES for 8-bit groups, else OP_CLASSES, except that a pointwise convolution is a GEMM (`is_pointwise`)."""
+    """The op's rate class: INT8_OP_CLASSES for 8-bit groups, else OP_CLASSES, except that a
+    pointwise convolution is a GEMM (`is_pointwise`)."""
     if op.int_bits == 8 and op.op_type in INT8_OP_CLASSES:
         return INT8_OP_CLASSES[op.op_type]
     name = OP_CLASSES.get(op.op_type, op.engine.value)
