@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every test of the project: the static checks (scripts/lint.sh), the dsp kernel's C tests (host,
 # sanitizers, fuzzing), the Hexagon builds and the qemu-hexagon tests, the ONNX Runtime plugin
-# build, then all the Python tests, slow ones included.
+# build and its Rust unit tests, then all the Python tests, slow ones included.
 # Exits non-zero on any failure. Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +16,14 @@ echo "== dsp: qemu-hexagon tests"
 bash dsp/scripts/run_qemu_tests.sh
 echo "== custom_ops/build.sh (the ONNX Runtime plugin the plugin tests load)"
 bash custom_ops/build.sh >/dev/null
+echo "== cargo test (the plugin's Rust unit tests)"
+(
+  build="${HEXFUSE_BUILD_DIR:-$PWD/build/custom_ops}"
+  # shellcheck disable=SC1091
+  source "$build/cargo-env.sh"
+  export HEXFUSE_NATIVE_LIB_DIR HEXFUSE_BLAS_LIB CARGO_TARGET_DIR="$build/cargo"
+  cargo test --quiet --release --locked --manifest-path custom_ops/Cargo.toml
+)
 
 echo "== pytest"
 set +e
