@@ -674,7 +674,7 @@ def _hybrid(args: argparse.Namespace, progress) -> int:
 
 def _colocated(args: argparse.Namespace, r, extra: dict | None = None) -> int:
     """Print (and with --json write) what `colocate` did."""
-    from .report import pair_rows, rewrite_json, table
+    from .report import pair_rows, rejection_lines, rewrite_json, table
 
     plan = r.merged.plan
     print(
@@ -686,6 +686,8 @@ def _colocated(args: argparse.Namespace, r, extra: dict | None = None) -> int:
         print(table(pair_rows(rw.analysis.pairs)))
     else:
         print("no pair qualifies; the merged model is written unpaired")
+    for line in rejection_lines(rw.analysis.rejected):
+        print(line)
     m = r.modelled
     if m is not None:
         for line in m.lines(plan.priority):

@@ -26,7 +26,7 @@ import onnx
 from onnx import helper
 
 from .contract import DOMAIN
-from .errors import ModelError, UsageError, VerificationError
+from .errors import ModelError, UsageError, VerificationError, first_line
 from .graph import _is_symbol_name as is_symbol_name  # graph.py is owned elsewhere: not renamed there
 from .graph import read_model
 
@@ -359,21 +359,33 @@ def check_outputs(
     specialised model, where ORT fuses and folds differently once shapes are constant
     (gpt2_torchscript: logits 1e-6 apart at ORT_ENABLE_BASIC; ppocr_rec: 9.5e-7) though every op
     computes the same. Returns the outputs compared."""
-    from .verify import random_inputs, session
+    from .verify import random_inputs, random_integer_note, session, shapes_label
 
     def opened(path: str | os.PathLike[str]) -> Any:
         return session(path, op_for_op_options() if op_for_op else None)
 
     merged = opened(merged_path)
     feeds = feeds or random_inputs(merged, shapes, seed)
-    names = [o.name for o in merged.get_outputs()]
-    got = dict(zip(names, merged.run(names, feeds)))
-    compared = 0
+    expected = {}
     for prefix, source in zip(plan.streams, plan.sources):
         own = opened(source)
         own_feeds = {a.name: feeds[prefix + a.name] for a in own.get_inputs()}
         own_names = [o.name for o in own.get_outputs()]
-        for name, ref in zip(own_names, own.run(own_names, own_feeds)):
+        try:
+            expected[prefix] = list(zip(own_names, own.run(own_names, own_feeds)))
+        except Exception as exc:  # noqa: BLE001 - ORT's own error, quoted
+            raise ModelError(
+                f"{source}: the model fails on the inputs the merge is checked with ({shapes_label(own_feeds)})"
+                f"{random_integer_note(onnx.load(source, load_external_data=False))}: {first_line(exc)}"
+            ) from None
+    names = [o.name for o in merged.get_outputs()]
+    try:
+        got = dict(zip(names, merged.run(names, feeds)))
+    except Exception as exc:  # noqa: BLE001
+        raise VerificationError(f"the merged model fails where its sources run: {first_line(exc)}") from None
+    compared = 0
+    for prefix, source in zip(plan.streams, plan.sources):
+        for name, ref in expected[prefix]:
             out = got[prefix + name]
             if ref.shape != out.shape or not np.array_equal(ref, out, equal_nan=ref.dtype.kind == "f"):
                 raise VerificationError(

@@ -34,6 +34,7 @@ from .verify import (
     check_inputs_match,
     compare_cases,
     random_inputs,
+    random_integer_note,
     run_original,
     shapes_label,
 )
@@ -141,7 +142,7 @@ def _runnable_shapes(
         values = ", ".join(map(str, (graph_mod.DEFAULT_SYMBOLIC_DIM, *graph_mod.ALTERNATIVE_SYMBOLIC_DIMS)))
         raise ModelError(
             f"{path}: the original model runs with none of {values} for {named}; give that dim with --shape"
-            f" ({outcomes[0].error})"
+            f"{random_integer_note(model)} ({outcomes[0].error})"
         )
     progress(f"the original model does not run at {candidates[0].describe()}; analysing at {chosen.describe()}")
     return {**chosen.inputs, **(shapes or {})}

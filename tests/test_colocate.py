@@ -356,3 +356,63 @@ def test_external_data_input_is_read_and_left_alone(zoo_dir, tmp_path):
     for name, ref in _own_outputs(src, feeds, "a/").items():
         assert verify.relative_error(ref, got[name]) <= 1e-5, name
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no staging folder left
+
+
+def _speech_like(path: Path, frame_input: bool) -> Path:
+    """x[8, 1, 4] through an LSTM (no lowering) and a Relu; with `frame_input`, then a Reshape to
+    the integer input `frame`, which random 0/1 values break, as Silero VAD's sample rate `sr`
+    breaks that model."""
+    rng = np.random.default_rng(0)
+    weights = [
+        onnx.numpy_helper.from_array(rng.standard_normal((1, 4 * 6, n)).astype(np.float32), name)
+        for name, n in (("w", 4), ("r", 6))
+    ]
+    nodes = [helper.make_node("LSTM", ["x", "w", "r"], ["y"], hidden_size=6)]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 1, 4])]
+    if frame_input:
+        nodes += [helper.make_node("Relu", ["y"], ["act"]), helper.make_node("Reshape", ["act", "frame"], ["out"])]
+        inputs.append(helper.make_tensor_value_info("frame", TensorProto.INT64, [2]))
+    else:
+        nodes.append(helper.make_node("Relu", ["y"], ["out"]))
+    outputs = [
+        helper.make_tensor_value_info("out", TensorProto.FLOAT, ["rows", "cols"] if frame_input else [8, 1, 1, 6])
+    ]
+    graph_proto = helper.make_graph(nodes, "speech_like", inputs, outputs, weights)
+    onnx.save(helper.make_model(graph_proto, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def test_a_model_random_inputs_break_is_refused_naming_its_integer_inputs(tmp_path):
+    """Once an internal error (exit 70) on Silero VAD: now one line, exit 3, nothing written."""
+    out = tmp_path / "two.onnx"
+    proc = run_cli("colocate", _speech_like(tmp_path / "m.onnx", True), "--requests", "2", "-o", out, "-q")
+    assert proc.returncode == EXIT_BAD_MODEL, proc.stderr
+    assert_mentions(error_line(proc), "fails on the inputs", "'frame'", "random 0 or 1")
+    assert not out.exists()
+
+
+def test_the_report_names_what_never_pairs(tmp_path):
+    """An LSTM lowers to nothing: the modelled report says how much of the time it holds."""
+    out = tmp_path / "two.onnx"
+    proc = run_cli("colocate", _speech_like(tmp_path / "m.onnx", False), "--requests", "2", "-o", out, "-q")
+    assert proc.returncode == EXIT_OK, proc.stderr
+    line = next(ln for ln in proc.stdout.splitlines() if "never paired" in ln)
+    assert "LSTM 2x" in line, line
+
+
+def test_an_lstm_is_modelled_as_its_matrix_products(tmp_path):
+    """2 * steps * batch * (|W| + |R|): 8 steps of [24x4] and [24x6] products, on the matrix engine."""
+    g = graph.load(_speech_like(tmp_path / "m.onnx", False))
+    lstm = next(i for i, n in enumerate(g.nodes) if n.op_type == "LSTM")
+    p = profile_graph(g).nodes[lstm]
+    assert p.flops == 2 * 8 * (24 * 4 + 24 * 6)
+    assert p.engine.name == "MATRIX"
+
+
+def test_inspect_names_the_integer_inputs_when_no_shape_runs(tmp_path):
+    model = onnx.load(_speech_like(tmp_path / "m.onnx", True))
+    model.graph.input[0].type.tensor_type.shape.dim[1].dim_param = "streams"  # not axis 0: that is tried at 1 only
+    onnx.save(model, tmp_path / "free.onnx")
+    proc = run_cli("inspect", tmp_path / "free.onnx", "-q")
+    assert proc.returncode == EXIT_BAD_MODEL, proc.stderr
+    assert_mentions(error_line(proc), "runs with none of", "--shape", "'frame'", "random 0 or 1")

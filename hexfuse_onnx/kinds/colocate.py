@@ -30,7 +30,7 @@ or alone) grows by at most max_slowdown over the stream alone.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 
 import onnx
@@ -397,6 +397,8 @@ class Modelled:
     inside_pairs: float  # the part of `serial` inside pairs
     stream_alone: dict[str, float]
     stream_colocated: dict[str, float]  # each pair counted at its fused time plus overhead
+    # the part of `serial` in nodes that never pair (no lowering, not float32, not profiled), by op
+    unpairable: dict[str, tuple[int, float]] = field(default_factory=dict)  # op: (nodes, seconds)
 
     @property
     def gain(self) -> float:
@@ -422,6 +424,14 @@ class Modelled:
                 f"  stream {stream[:-1]}{role}: alone {alone * 1e6:.0f} us, co-located {together * 1e6:.0f} us "
                 f"({slower:+.1%}; a pair counts at its fused time plus the call overhead)"
             )
+        if self.unpairable:
+            total = sum(t for _, t in self.unpairable.values())
+            ops = sorted(self.unpairable.items(), key=lambda kv: -kv[1][1])
+            out.append(
+                f"  never paired ({total / self.serial:.0%} of the serial time): "
+                + ", ".join(f"{op} {n}x {t * 1e6:.0f} us" for op, (n, t) in ops[:6])
+                + (f" and {len(ops) - 6} more op(s)" if len(ops) > 6 else "")
+            )
         return out
 
     def to_json(self) -> dict:
@@ -433,6 +443,7 @@ class Modelled:
             "coverage": self.coverage,
             "stream_alone_us": {k: v * 1e6 for k, v in self.stream_alone.items()},
             "stream_colocated_us": {k: v * 1e6 for k, v in self.stream_colocated.items()},
+            "unpairable_us": {op: {"nodes": n, "us": t * 1e6} for op, (n, t) in self.unpairable.items()},
         }
 
 
@@ -482,4 +493,19 @@ def modelled(
         fused += pr.fused + overhead
     outside = sum(alone.values()) - inside
     serial = outside + inside
-    return Modelled(target.name, serial, outside + fused, inside, alone, colocated)
+    unpairable = _unpairable(g, profile, [i for side in sides for i in side], target)
+    return Modelled(target.name, serial, outside + fused, inside, alone, colocated, unpairable)
+
+
+def _unpairable(g: ModelGraph, profile: GraphProfile, nodes: list[int], target: Target) -> dict[str, tuple[int, float]]:
+    """Nodes no pair may hold, by op: their count and modelled time alone (0 when not profiled)."""
+    out: dict[str, tuple[int, float]] = {}
+    for i in nodes:
+        if lowerable(g, profile, i) or (i in profile.nodes and profile.nodes[i].engine == Engine.NONE):
+            continue
+        n = g.nodes[i]
+        op = f"{n.domain}::{n.op_type}" if n.domain not in ("", "ai.onnx") else n.op_type
+        seconds = serial_time(TaskProfile.of([profile.nodes[i]]), target) if i in profile.nodes else 0.0
+        count, total = out.get(op, (0, 0.0))
+        out[op] = (count + 1, total + seconds)
+    return out
