@@ -435,3 +435,28 @@ def test_a_qdq_merge_is_checked_op_for_op_where_ort_fuses_only_the_source(tmp_pa
     with pytest.raises(colocate.VerificationError):
         colocate._compare_outputs(path, merged.plan, feeds, op_for_op=False)
     assert colocate.check_outputs(path, merged.plan, {}) == 10
+
+
+@pytest.mark.parametrize("name", ["convnet_heads_qdq_u8u8", "mlp_chain_qdq_u8u8"])
+def test_two_streams_of_a_qdq_model_pair_whole_groups(tmp_path, name):
+    """Q/DQ nodes once cut every stream into single ops (0% paired); now segments keep each op with
+    its QuantizeLinear, a DequantizeLinear also read outside a segment runs outside it (the task
+    reads its own copy, which may read a Q of the task itself: mlp_chain's HardSwish), and the
+    plugin's outputs are within one step of their final DequantizeLinear of stock ORT's."""
+    from models import quantized
+
+    source = quantized.fetch(name)
+    r = colocate.colocate([source], tmp_path / "two.onnx", requests=2)
+    a = r.rewrite.analysis
+    assert r.rewrite.output is not None and a.pairs
+    assert any(a.graph.nodes[i].op_type == "QuantizeLinear" for p in a.pairs for i in p.candidate.nodes)
+    assert r.modelled is not None and r.modelled.coverage > 0.5
+    merged = _save(r.merged, tmp_path / "merged.onnx")
+    feeds = verify.random_inputs(verify.session(merged), seed=3)
+    want = verify.session(merged).run(None, feeds)
+    got = runtime.InferenceSession(r.output, backend="host").run(None, feeds)
+    model = onnx.load(merged)
+    inits = {t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer}
+    scale = {n.output[0]: np.max(inits[n.input[1]]) for n in model.graph.node if n.op_type == "DequantizeLinear"}
+    for out, w, g in zip(model.graph.output, want, got):
+        assert np.abs(w - g).max() <= scale[out.name] * 1.001, f"{out.name}: more than one step from ORT"
