@@ -39,7 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     def common(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("model", help="input .onnx file (never modified)")
+        sp.add_argument("model", help="input .onnx file (never modified), or a zoo model's name")
         sp.add_argument(
             "--kinds",
             default=",".join(KINDS),
@@ -385,7 +385,30 @@ def _check_output_folder(path: str) -> None:
         raise WriteError(f"{path}: output folder {folder} is not writable ({exc.strerror})") from None
 
 
+def _zoo_model(args: argparse.Namespace, folder: str) -> dict[str, list[int]]:
+    """A zoo name given for MODEL becomes its file (`tools.zoo.resolve`; a builder is written into
+    `folder`); returns the --shape hints, else the zoo model's own shapes."""
+    shapes = parse_shape_overrides(args.shape)
+    if Path(args.model).suffix == ".onnx" or Path(args.model).exists():
+        return shapes
+    from .tools.zoo import resolve
+
+    path, own = resolve(args.model, Path(folder))
+    if args.command == "rewrite" and not args.output:
+        args.output = f"{args.model}.fused.onnx"  # in the working folder, not the model cache
+    args.model = str(path)
+    return shapes or own or {}
+
+
 def _rewrite(args: argparse.Namespace, progress) -> int:
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="hexfuse-zoo-") as folder:
+        shapes = _zoo_model(args, folder)
+        return _rewrite_file(args, shapes, progress)
+
+
+def _rewrite_file(args: argparse.Namespace, shapes: dict[str, list[int]], progress) -> int:
     from .pipeline import default_output, rewrite
     from .report import pair_rows, rejection_lines, rewrite_json, summary, table
     from .verify import load_inputs
@@ -400,7 +423,7 @@ def _rewrite(args: argparse.Namespace, progress) -> int:
         _kinds(args.kinds),
         args.target,
         args.min_gain,
-        parse_shape_overrides(args.shape),
+        shapes,
         args.rtol,
         progress,
         verify_plugin=args.verify == "plugin",
@@ -430,12 +453,16 @@ def _rewrite(args: argparse.Namespace, progress) -> int:
 
 
 def _inspect(args: argparse.Namespace, progress) -> int:
+    import tempfile
+
     from .pipeline import analyse
     from .report import analysis_json, pair_rows, rejection_lines, summary, table
 
-    _refuse_same_file(args.json, args.model)
-    _check_report_path(args.json)
-    a = analyse(args.model, _kinds(args.kinds), args.target, args.min_gain, parse_shape_overrides(args.shape), progress)
+    with tempfile.TemporaryDirectory(prefix="hexfuse-zoo-") as folder:
+        shapes = _zoo_model(args, folder)
+        _refuse_same_file(args.json, args.model)
+        _check_report_path(args.json)
+        a = analyse(args.model, _kinds(args.kinds), args.target, args.min_gain, shapes, progress)
     print(summary(a))
     if a.pairs:
         print(table(pair_rows(a.pairs)))
