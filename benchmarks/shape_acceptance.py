@@ -51,7 +51,7 @@ import light_models  # noqa: E402
 from hexfuse_onnx import pipeline, verify  # noqa: E402
 from hexfuse_onnx.costmodel import CALL_OVERHEAD_ENV  # noqa: E402
 from hexfuse_onnx.errors import HexfuseError  # noqa: E402
-from hexfuse_onnx.report import rejection_lines, subgraph_nodes  # noqa: E402
+from hexfuse_onnx.report import hidden_lines, rejection_lines  # noqa: E402
 from hexfuse_onnx.runtime import session_options  # noqa: E402
 from hexfuse_onnx.tools.zoo import plugin_rtol  # noqa: E402
 from models import real  # noqa: E402
@@ -232,13 +232,6 @@ def rewrite(s: Subject, out: Path, target: str, fixed: bool, rec: Recorder) -> t
     return result, time.perf_counter() - t0
 
 
-def hidden_lines(a: pipeline.Analysis) -> list[str]:
-    """The nodes inside If/Loop/Scan bodies, which the pass does not look at (Silero VAD's network)."""
-    hidden = subgraph_nodes(a.graph.model.graph)
-    where = ", ".join(f"{n} in {owner}" for owner, n in hidden)
-    return [f"not looked at: {sum(n for _, n in hidden)} node(s) inside control flow ({where})"] if hidden else []
-
-
 def check(s: Subject, target: str, cache: Path, with_plugin: bool, record: Path) -> Result:
     """Both rewrites, then the rewrite without --shape against the original at the three shapes."""
     rec = Recorder(record)
@@ -264,7 +257,7 @@ def _check(s: Subject, target: str, cache: Path, with_plugin: bool, rec: Recorde
     r.pairs_free = len(free.analysis.pairs) if free.output else 0
     r.candidates_free = len(free.analysis.candidates)
     r.blockers = rejection_lines(free.analysis.rejected) or ["no candidate pair"] * (r.candidates_free == 0)
-    r.blockers += hidden_lines(free.analysis)
+    r.blockers += hidden_lines(free.analysis.graph.model.graph)  # Silero VAD's network
     if free.output is None:
         return r
     r.dims_kept = input_dims(free.output) == input_dims(s.path)

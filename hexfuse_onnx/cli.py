@@ -287,6 +287,12 @@ def _parser() -> argparse.ArgumentParser:
         "they decide folded, as --hybrid does: pairs then need no shape expressions",
     )
     co.add_argument("--verify", choices=("ort", "plugin"), default="ort", help="as for rewrite (default ort)")
+    co.add_argument(
+        "--inputs",
+        action="append",
+        metavar="NPZ|NAME:NPY",
+        help="real inputs of the merged model, by merged name (r0/x): as for rewrite (repeatable)",
+    )
     co.add_argument("--cache-dir", help="real-model cache (default ~/.cache/hexfuse-onnx/real)")
     co.add_argument("--json", metavar="REPORT", help="also write a JSON report here")
     co.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
@@ -634,6 +640,7 @@ def _colocate(args: argparse.Namespace, progress) -> int:
     from .colocate import colocate, stream_names
     from .errors import UsageError
     from .tools.zoo import resolve
+    from .verify import load_inputs
 
     if args.hybrid is not None:
         return _hybrid(args, progress)
@@ -662,7 +669,9 @@ def _colocate(args: argparse.Namespace, progress) -> int:
             shapes,
             progress,
             verify_plugin=args.verify == "plugin",
+            feeds=load_inputs(args.inputs) if args.inputs else None,
             specialise=args.freeze_shapes,
+            verify_on_feeds=bool(args.inputs),
         )
     return _colocated(args, r)
 
@@ -674,9 +683,9 @@ def _hybrid(args: argparse.Namespace, progress) -> int:
     from .hybrid import Requests, hybrid
     from .tools.zoo import resolve
 
-    if args.models or args.requests != 1 or args.names or args.shape:
+    if args.models or args.requests != 1 or args.names or args.shape or args.inputs:
         raise UsageError(
-            "--hybrid takes one decoder and no MODEL, --requests, --names or --shape "
+            "--hybrid takes one decoder and no MODEL, --requests, --names, --shape or --inputs "
             "(--prefill, --prefill-past and --past give the shapes)"
         )
     _refuse_same_file(args.json, args.hybrid, args.output)
@@ -701,7 +710,7 @@ def _hybrid(args: argparse.Namespace, progress) -> int:
 
 def _colocated(args: argparse.Namespace, r, extra: dict | None = None) -> int:
     """Print (and with --json write) what `colocate` did."""
-    from .report import pair_rows, rejection_lines, rewrite_json, table
+    from .report import hidden_lines, pair_rows, rejection_lines, rewrite_json, table
 
     plan = r.merged.plan
     print(
@@ -713,7 +722,7 @@ def _colocated(args: argparse.Namespace, r, extra: dict | None = None) -> int:
         print(table(pair_rows(rw.analysis.pairs)))
     else:
         print("no pair qualifies; the merged model is written unpaired")
-    for line in rejection_lines(rw.analysis.rejected):
+    for line in rejection_lines(rw.analysis.rejected) + hidden_lines(rw.analysis.graph.model.graph):
         print(line)
     m = r.modelled
     if m is not None:

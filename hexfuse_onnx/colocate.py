@@ -388,9 +388,12 @@ def _compare_outputs(merged_path: Path, plan: Plan, feeds: dict[str, np.ndarray]
         try:
             expected[prefix] = list(zip(own_names, own.run(own_names, own_feeds)))
         except Exception as exc:  # noqa: BLE001 - ORT's own error, quoted
+            note = random_integer_note(onnx.load(source, load_external_data=False))
+            if note:
+                note += f" (--inputs gives real ones, by merged name: {prefix}NAME)"
             raise ModelError(
                 f"{source}: the model fails on the inputs the merge is checked with ({shapes_label(own_feeds)})"
-                f"{random_integer_note(onnx.load(source, load_external_data=False))}: {first_line(exc)}"
+                f"{note}: {first_line(exc)}"
             ) from None
     merged = opened(merged_path)
     names = [o.name for o in merged.get_outputs()]
@@ -445,12 +448,13 @@ def colocate(
     verify_plugin: bool = False,
     feeds: dict[str, np.ndarray] | None = None,
     specialise: bool = False,
+    verify_on_feeds: bool = False,
 ) -> Result:
     """Merge, check the merge (full checker; every stream's outputs bit-equal to its source's on
     stock ONNX Runtime), then pair and rewrite it with the normal pipeline, which verifies again and
     writes atomically. `shapes` are input dims by merged name (`a/x`); with `specialise` the written
-    model has them fixed and the integer computations they decide folded (fold.py). Nothing is
-    written on error."""
+    model has them fixed and the integer computations they decide folded (fold.py); with
+    `verify_on_feeds` the rewrite verifies on `feeds` (--inputs) too. Nothing is written on error."""
     import tempfile
 
     from . import pipeline
@@ -496,6 +500,7 @@ def colocate(
             shapes=shapes,
             progress=progress,
             verify_plugin=verify_plugin,
+            inputs=feeds if verify_on_feeds else None,
         )
         if result.output is None:
             stage(merged.model, out, None).commit()

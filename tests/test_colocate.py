@@ -460,3 +460,19 @@ def test_two_streams_of_a_qdq_model_pair_whole_groups(tmp_path, name):
     scale = {n.output[0]: np.max(inits[n.input[1]]) for n in model.graph.node if n.op_type == "DequantizeLinear"}
     for out, w, g in zip(model.graph.output, want, got):
         assert np.abs(w - g).max() <= scale[out.name] * 1.001, f"{out.name}: more than one step from ORT"
+
+
+def test_real_inputs_let_such_a_model_be_colocated(tmp_path):
+    """--inputs (by merged name) check the merge and verify the rewrite on real values: Silero VAD's sr."""
+    rng = np.random.default_rng(0)
+    feeds = {f"r{k}/x": rng.standard_normal((8, 1, 4)).astype(np.float32) for k in range(2)}
+    feeds.update({f"r{k}/frame": np.array([8, 6], np.int64) for k in range(2)})
+    np.savez(tmp_path / "in.npz", **feeds)
+    out = tmp_path / "two.onnx"
+    source = _speech_like(tmp_path / "m.onnx", True)
+    proc = run_cli("colocate", source, "--requests", "2", "--inputs", tmp_path / "in.npz", "-o", out, "-q")
+    assert proc.returncode == EXIT_OK, proc.stderr
+    assert "2 output(s) equal their source's exactly" in proc.stdout
+    assert out.is_file()
+    hybrid = run_cli("colocate", "--hybrid", "gpt2_dynamo", "--inputs", tmp_path / "in.npz", "-o", out, "-q")
+    assert hybrid.returncode == EXIT_USAGE and "--inputs" in error_line(hybrid)
