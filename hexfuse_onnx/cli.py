@@ -100,7 +100,9 @@ def _parser() -> argparse.ArgumentParser:
     common(ins)
 
     pr = sub.add_parser("profile", help="run a model on the plugin and write its engine timeline", epilog=EPILOG)
-    pr.add_argument("model", help="a rewritten model (an original one is rewritten first, into a temporary file)")
+    pr.add_argument(
+        "model", help="a rewritten model (an original one or a zoo name is rewritten first, into a temporary file)"
+    )
     pr.add_argument("-o", "--output", required=True, help="Chrome-trace/Perfetto JSON to write")
     pr.add_argument("--png", help="also draw the timeline into this PNG (needs the timeline extra: matplotlib)")
     pr.add_argument("--runs", type=int, default=10, help="runs before the recorded one (default 10)")
@@ -394,7 +396,7 @@ def _check_output_folder(path: str) -> None:
 def _zoo_model(args: argparse.Namespace, folder: str) -> dict[str, list[int]]:
     """A zoo name given for MODEL becomes its file (`tools.zoo.resolve`; a builder is written into
     `folder`); returns the --shape hints, else the zoo model's own shapes."""
-    shapes = parse_shape_overrides(args.shape)
+    shapes = parse_shape_overrides(getattr(args, "shape", None))  # profile has no --shape
     if Path(args.model).suffix == ".onnx" or Path(args.model).exists():
         return shapes
     from .tools.zoo import resolve
@@ -491,12 +493,13 @@ def _profile(args: argparse.Namespace, progress) -> int:
     _check_report_path(args.png)
     if args.png:
         timeline.check_png_support()
-    model = Path(args.model)
     with tempfile.TemporaryDirectory(prefix="hexfuse-profile-") as folder:
+        shapes = _zoo_model(args, folder)
+        model = Path(args.model)
         head = read_model(model, load_external_data=False)  # one line and exit 3 for a bad file
         if not any(n.domain == DOMAIN for n in head.graph.node):
             progress("the model has no FusedHexPair: rewriting it first")
-            result = rewrite(model, Path(folder) / "fused.onnx", progress=progress)
+            result = rewrite(model, Path(folder) / "fused.onnx", shapes=shapes, progress=progress)
             if result.output is None:
                 print("no pair qualifies; nothing to profile")
                 return EXIT_OK
