@@ -76,7 +76,7 @@ def _parser() -> argparse.ArgumentParser:
         choices=("ort", "plugin"),
         default="ort",
         help="ort: stock ONNX Runtime must match (default); plugin: also with the FusedHexPair "
-        "plugin loaded (host backend), within 1e-4",
+        "plugin loaded (host backend), within 1e-4 (a QDQ model's quantized outputs: one step)",
     )
     rw.add_argument(
         "--rtol",
@@ -146,7 +146,7 @@ def _parser() -> argparse.ArgumentParser:
         type=float,
         default=None,
         help="largest relative error of the plugin against ort-seq (default 1e-4, or a real model's "
-        "documented plugin_rtol)",
+        "documented plugin_rtol; a QDQ model's quantized outputs may also be one step off)",
     )
     be.add_argument("--json", metavar="REPORT", help="also write every figure (raw samples too) here")
     be.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
@@ -453,7 +453,10 @@ def _rewrite_file(args: argparse.Namespace, shapes: dict[str, list[int]], progre
             f"(worst relative error {c.worst_relative_error:.2e} <= {args.rtol:g}) at {'; '.join(c.shapes)}"
         )
         if args.verify == "plugin":
-            print("verified: with the FusedHexPair plugin (host backend) the outputs match too (<= 1e-4)")
+            print(
+                "verified: with the FusedHexPair plugin (host backend) the outputs match too "
+                "(<= 1e-4, or one step of a quantized output)"
+            )
         print(f"wrote {result.output}")
     if args.json:
         _write_json(args.json, rewrite_json(result))
