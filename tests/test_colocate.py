@@ -356,3 +356,124 @@ def test_external_data_input_is_read_and_left_alone(zoo_dir, tmp_path):
     for name, ref in _own_outputs(src, feeds, "a/").items():
         assert verify.relative_error(ref, got[name]) <= 1e-5, name
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no staging folder left
+
+
+def _speech_like(path: Path, frame_input: bool) -> Path:
+    """x[8, 1, 4] through an LSTM (no lowering) and a Relu; with `frame_input`, then a Reshape to
+    the integer input `frame`, which random 0/1 values break, as Silero VAD's sample rate `sr`
+    breaks that model."""
+    rng = np.random.default_rng(0)
+    weights = [
+        onnx.numpy_helper.from_array(rng.standard_normal((1, 4 * 6, n)).astype(np.float32), name)
+        for name, n in (("w", 4), ("r", 6))
+    ]
+    nodes = [helper.make_node("LSTM", ["x", "w", "r"], ["y"], hidden_size=6)]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 1, 4])]
+    if frame_input:
+        nodes += [helper.make_node("Relu", ["y"], ["act"]), helper.make_node("Reshape", ["act", "frame"], ["out"])]
+        inputs.append(helper.make_tensor_value_info("frame", TensorProto.INT64, [2]))
+    else:
+        nodes.append(helper.make_node("Relu", ["y"], ["out"]))
+    outputs = [
+        helper.make_tensor_value_info("out", TensorProto.FLOAT, ["rows", "cols"] if frame_input else [8, 1, 1, 6])
+    ]
+    graph_proto = helper.make_graph(nodes, "speech_like", inputs, outputs, weights)
+    onnx.save(helper.make_model(graph_proto, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def test_a_model_random_inputs_break_is_refused_naming_its_integer_inputs(tmp_path):
+    """Once an internal error (exit 70) on Silero VAD: now one line, exit 3, nothing written."""
+    out = tmp_path / "two.onnx"
+    proc = run_cli("colocate", _speech_like(tmp_path / "m.onnx", True), "--requests", "2", "-o", out, "-q")
+    assert proc.returncode == EXIT_BAD_MODEL, proc.stderr
+    assert_mentions(error_line(proc), "fails on the inputs", "'frame'", "random 0 or 1")
+    assert not out.exists()
+
+
+def test_the_report_names_what_never_pairs(tmp_path):
+    """An LSTM lowers to nothing: the modelled report says how much of the time it holds."""
+    out = tmp_path / "two.onnx"
+    proc = run_cli("colocate", _speech_like(tmp_path / "m.onnx", False), "--requests", "2", "-o", out, "-q")
+    assert proc.returncode == EXIT_OK, proc.stderr
+    line = next(ln for ln in proc.stdout.splitlines() if "never paired" in ln)
+    assert "LSTM 2x" in line, line
+
+
+def test_an_lstm_is_modelled_as_its_matrix_products(tmp_path):
+    """2 * steps * batch * (|W| + |R|): 8 steps of [24x4] and [24x6] products, on the matrix engine."""
+    g = graph.load(_speech_like(tmp_path / "m.onnx", False))
+    lstm = next(i for i, n in enumerate(g.nodes) if n.op_type == "LSTM")
+    p = profile_graph(g).nodes[lstm]
+    assert p.flops == 2 * 8 * (24 * 4 + 24 * 6)
+    assert p.engine.name == "MATRIX"
+
+
+def test_inspect_names_the_integer_inputs_when_no_shape_runs(tmp_path):
+    model = onnx.load(_speech_like(tmp_path / "m.onnx", True))
+    model.graph.input[0].type.tensor_type.shape.dim[1].dim_param = "streams"  # not axis 0: that is tried at 1 only
+    onnx.save(model, tmp_path / "free.onnx")
+    proc = run_cli("inspect", tmp_path / "free.onnx", "-q")
+    assert proc.returncode == EXIT_BAD_MODEL, proc.stderr
+    assert_mentions(error_line(proc), "runs with none of", "--shape", "'frame'", "random 0 or 1")
+
+
+@pytest.mark.slow
+def test_a_qdq_merge_is_checked_op_for_op_where_ort_fuses_only_the_source(tmp_path):
+    """fsmn_vad_qdq_u16u8 x2 was refused (exit 4): ORT turns the source's DQ + MatMul into
+    MatMulNBits with int8 activations, not the merge's, whose DQ of a shared weight feeds both streams."""
+    from models import quantized
+
+    source = quantized.cached_path("fsmn_vad_qdq_u16u8")
+    if source is None:
+        pytest.skip(
+            "not made: python -m models real fetch fsmn_vad && python -m models quantized build fsmn_vad_qdq_u16u8"
+        )
+    merged = colocate.merge([source], 2)
+    path = _save(merged, tmp_path / "two.onnx")
+    feeds = verify.random_inputs(verify.session(path), {}, 0)
+    with pytest.raises(colocate.VerificationError):
+        colocate._compare_outputs(path, merged.plan, feeds, op_for_op=False)
+    assert colocate.check_outputs(path, merged.plan, {}) == 10
+
+
+@pytest.mark.parametrize("name", ["convnet_heads_qdq_u8u8", "mlp_chain_qdq_u8u8"])
+def test_two_streams_of_a_qdq_model_pair_whole_groups(tmp_path, name):
+    """Q/DQ nodes once cut every stream into single ops (0% paired); now segments keep each op with
+    its QuantizeLinear, a DequantizeLinear also read outside a segment runs outside it (the task
+    reads its own copy, which may read a Q of the task itself: mlp_chain's HardSwish), and the
+    plugin's outputs are within one step of their final DequantizeLinear of stock ORT's (the bar
+    --verify plugin holds them to: with 1e-4 of the scale, mlp_chain's pairs were dropped to 37%)."""
+    from models import quantized
+
+    source = quantized.fetch(name)
+    r = colocate.colocate([source], tmp_path / "two.onnx", requests=2, verify_plugin=True)
+    a = r.rewrite.analysis
+    assert r.rewrite.output is not None and a.pairs
+    assert any(a.graph.nodes[i].op_type == "QuantizeLinear" for p in a.pairs for i in p.candidate.nodes)
+    assert r.modelled is not None and r.modelled.coverage > 0.5
+    merged = _save(r.merged, tmp_path / "merged.onnx")
+    feeds = verify.random_inputs(verify.session(merged), seed=3)
+    want = verify.session(merged).run(None, feeds)
+    got = runtime.InferenceSession(r.output, backend="host").run(None, feeds)
+    model = onnx.load(merged)
+    inits = {t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer}
+    scale = {n.output[0]: np.max(inits[n.input[1]]) for n in model.graph.node if n.op_type == "DequantizeLinear"}
+    for out, w, g in zip(model.graph.output, want, got):
+        assert np.abs(w - g).max() <= scale[out.name] * 1.001, f"{out.name}: more than one step from ORT"
+
+
+def test_real_inputs_let_such_a_model_be_colocated(tmp_path):
+    """--inputs (by merged name) check the merge and verify the rewrite on real values: Silero VAD's sr."""
+    rng = np.random.default_rng(0)
+    feeds = {f"r{k}/x": rng.standard_normal((8, 1, 4)).astype(np.float32) for k in range(2)}
+    feeds.update({f"r{k}/frame": np.array([8, 6], np.int64) for k in range(2)})
+    np.savez(tmp_path / "in.npz", **feeds)
+    out = tmp_path / "two.onnx"
+    source = _speech_like(tmp_path / "m.onnx", True)
+    proc = run_cli("colocate", source, "--requests", "2", "--inputs", tmp_path / "in.npz", "-o", out, "-q")
+    assert proc.returncode == EXIT_OK, proc.stderr
+    assert "2 output(s) equal their source's exactly" in proc.stdout
+    assert out.is_file()
+    hybrid = run_cli("colocate", "--hybrid", "gpt2_dynamo", "--inputs", tmp_path / "in.npz", "-o", out, "-q")
+    assert hybrid.returncode == EXIT_USAGE and "--inputs" in error_line(hybrid)

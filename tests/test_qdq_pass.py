@@ -305,3 +305,21 @@ def test_qdq_groups_are_taken_whole_or_named() -> None:
     assert sorted(closed) == sorted([ids["dq"], ids["relu"], ids["q"]]) and qdq.split_group(g, closed) is None
     assert qdq.release_foreign(g, closed + [ids["dq2"]]) == sorted(closed)
     assert qdq.group_widths(g, ids["relu"]) == {"xf": 1, "r": 1}
+
+
+def test_a_quantized_output_may_differ_by_one_step() -> None:
+    """The plugin's bar on a QDQ model's quantized outputs (qdq.output_steps): one step, not 1e-4."""
+    from hexfuse_onnx.errors import VerificationError
+    from hexfuse_onnx.qdq import output_steps
+
+    model = onnx.load(quantized.fetch("convnet_heads_qdq_u8u8"))
+    steps = output_steps(model)
+    assert steps and set(steps) <= {o.name for o in model.graph.output} and all(0 < s < 1 for s in steps.values())
+    ref = np.array([0.0, 0.5, np.nan], np.float32)
+    verify._output_error("y", ref, ref + np.float32([0.004, 0, 0]), 1e-4, "", step=0.004)
+    for bad in (ref + np.float32([0.009, 0, 0]), np.float32([0.0, 0.5, 0.0])):  # two steps; a NaN lost
+        with pytest.raises(VerificationError, match="quantization step"):
+            verify._output_error("y", ref, bad, 1e-4, "", step=0.004)
+    verify._output_error("q", np.uint8([3, 4]), np.uint8([4, 4]), 1e-4, "", step=1.0)
+    with pytest.raises(VerificationError):
+        verify._output_error("q", np.uint8([3, 4]), np.uint8([5, 4]), 1e-4, "", step=1.0)

