@@ -252,3 +252,53 @@ def test_concat_groups_lower_to_qconcat_and_equal_onnxruntime(dt: int) -> None:
     assert _opcodes(lower_pair(pair, pair.graph.node[0])) == [Opcode.QCONCAT, Opcode.QCONCAT]
     for d in _compare(pair, plain, _feeds(plain, np.random.default_rng(2))):
         assert d.max() == 0, (d.max(), (d > 0).sum())
+
+
+def _avgpool_chain(p: str, shape: list[int], dt: int, **pool) -> Chain:
+    """DQ -> AveragePool -> Q, then DQ -> MaxPool 1x1 -> Q (a second integer group after it)."""
+    c = Chain(p)
+    c.inputs = [vi(f"{p}x", shape, dt)]
+    z = 0 if dt == U8 else -128
+    c.add(_q(p, "d0", f"{p}x", f"{p}a", 0.037, z + 90, dt, True))
+    c.nodes.append(helper.make_node("AveragePool", [f"{p}a"], [f"{p}b"], **pool))
+    c.add(_q(p, "q0", f"{p}b", f"{p}c", 0.011, z + 17, dt, False))
+    c.add(_q(p, "d1", f"{p}c", f"{p}cf", 0.011, z + 17, dt, True))
+    c.nodes.append(helper.make_node("MaxPool", [f"{p}cf"], [f"{p}m"], kernel_shape=[1, 1]))
+    c.add(_q(p, "q1", f"{p}m", f"{p}y", 0.011, z + 17, dt, False))
+    return c
+
+
+AVGPOOLS = [  # (input shape, output H W, AveragePool attributes)
+    ([2, 5, 17, 25], (9, 13), {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1] * 4, "count_include_pad": 1}),
+    ([1, 7, 9, 9], (4, 4), {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1] * 4}),
+    ([1, 3, 8, 9], (4, 5), {"kernel_shape": [2, 2], "strides": [2, 2], "ceil_mode": 1}),
+    ([1, 4, 6, 7], (3, 4), {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 0, 1], "ceil_mode": 1}),
+]
+
+
+@needs_host
+@pytest.mark.parametrize("dt", [U8, I8])
+@pytest.mark.parametrize("case", range(len(AVGPOOLS) - 1))
+def test_avgpool_groups_lower_to_qavgpool_and_equal_onnxruntime(dt: int, case: int) -> None:
+    """Padding counted or not, ceil mode, odd planes: QAVGPOOL bit for bit equal to ORT, whose QDQ
+    fusion runs QLinearAveragePool for the same group."""
+    pair_of = []
+    for p, (shape, (oh, ow), pool) in zip(("a_", "b_"), AVGPOOLS[case : case + 2]):
+        pair_of.append(_avgpool_chain(p, shape, dt, **pool).model_parts(f"{p}y", [*shape[:2], oh, ow], dt, f"{p}c"))
+    pair, plain = _models(*pair_of)
+    ops = _opcodes(lower_pair(pair, pair.graph.node[0]))
+    assert ops == [Opcode.QAVGPOOL, Opcode.QMAXPOOL] * 2, ops
+    for seed in range(3):
+        for d in _compare(pair, plain, _feeds(plain, np.random.default_rng(seed))):
+            assert d.max() == 0, (d.max(), (d > 0).sum())
+
+
+def test_avgpool_over_the_plane_is_the_global_pool_and_dilated_stays_float() -> None:
+    """ORT's QLinearAveragePool falls back to its global pool for a window over the whole plane
+    without pads; it has no dilations, so a dilated AveragePool keeps the float path."""
+    whole = _avgpool_chain("a_", [1, 3, 5, 6], U8, kernel_shape=[5, 6]).model_parts("a_y", [1, 3, 1, 1], U8)
+    dilated = _avgpool_chain("b_", [1, 2, 9, 9], U8, kernel_shape=[3, 3], dilations=[2, 2])
+    pair, _ = _models(whole, dilated.model_parts("b_y", [1, 2, 5, 5], U8))
+    ops = _opcodes(lower_pair(pair, pair.graph.node[0]))
+    assert ops[:2] == [Opcode.QGLOBAL_AVGPOOL, Opcode.QMAXPOOL] and Opcode.AVGPOOL in ops[2:], ops
+    assert Opcode.QAVGPOOL not in ops, ops

@@ -1,7 +1,7 @@
 /* test_qeltwise.c - the integer ops of QDQ groups bit for bit against their references:
  * QADD, QMUL and QLUT (dsp/ref/ref_qeltwise.h): every (a, b) pair of the type through a broadcast,
  * odd sizes, sizes cut into several items, the broadcasts that swap QADD's operands, ties,
- * saturation, a folded output range, misaligned buffers; QGLOBAL_AVGPOOL and QMAXPOOL
+ * saturation, a folded output range, misaligned buffers; QGLOBAL_AVGPOOL, QMAXPOOL and QAVGPOOL
  * (dsp/ref/ref_qpool.h): odd and one-element planes, several items, padding, dilation, ceil mode,
  * equal and different quantization; QCONCAT on every axis with odd sizes and per-input tables; and
  * the refusals of bad dtypes, params and tables. */
@@ -289,6 +289,77 @@ static void test_qmaxpool(void) {
         for (size_t k = 0; k < sizeof cfgs / sizeof cfgs[0]; k++) qmaxpool_case(types[t & 1], types[t >> 1], &cfgs[k], t % 3 == 0);
 }
 
+/* QAVGPOOL against windows taken here tap by tap, row by row (ORT's order) */
+static void qavgpool_case(uint8_t tx, uint8_t ty, const qmp_cfg *c, int include_pad) {
+    uint32_t yd[4] = {c->xd[0], c->xd[1], (uint32_t)c->oh, (uint32_t)c->ow};
+    uint64_t nx = (uint64_t)c->xd[0] * c->xd[1] * c->xd[2] * c->xd[3], ny = (uint64_t)yd[0] * yd[1] * yd[2] * yd[3];
+    uint8_t *xbuf = malloc(nx + 2), *ybuf = malloc(ny + 2), *X = xbuf + 1, *Y = ybuf + 1;
+    for (uint64_t i = 0; i < nx; i++) X[i] = (uint8_t)rng_u32();
+    int32_t p[HFX_OP_PARAMS] = {c->pad, c->pad, c->pad, c->pad, c->s, c->s, 1, 1, c->k, c->k, c->ceil, include_pad};
+    float sx = rng_f(0.01f, 0.1f), sy = rng_f(0.005f, 0.1f);
+    p[HFX_P_QPOOL_SCALE_X] = hfxb_bits(sx), p[HFX_P_QPOOL_ZERO_X] = qrand(tx);
+    p[HFX_P_QPOOL_SCALE_Y] = hfxb_bits(sy), p[HFX_P_QPOOL_ZERO_Y] = qrand(ty);
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t in[1] = {hfxb_set_dtype(&b, hfxb_input(&b, 0, 4, c->xd), tx)};
+    hfxb_op_add(&b, 0, HFX_OP_QAVGPOOL, -1, 1, in, hfxb_set_dtype(&b, hfxb_output(&b, 0, 4, yd), ty), p);
+    const void *ins[1] = {X};
+    void *outs[1] = {Y};
+    if (run(&b, ins, 1, outs)) {
+        uint64_t bad = ny;
+        int64_t H = c->xd[2], W = c->xd[3];
+        for (uint64_t i = 0; i < ny && bad == ny; i++) {
+            int64_t ow = (int64_t)(i % yd[3]), oh = (int64_t)(i / yd[3] % yd[2]), inside = 0;
+            uint64_t plane = i / ((uint64_t)yd[2] * yd[3]) * (uint64_t)(H * W);
+            float sum = 0.0f;
+            for (int64_t u = 0; u < c->k; u++)
+                for (int64_t v = 0; v < c->k; v++) {
+                    int64_t h = oh * c->s - c->pad + u, w = ow * c->s - c->pad + v;
+                    if (h < 0 || h >= H || w < 0 || w >= W) continue;
+                    sum += ref_qavgpool_tap(load(X, tx, plane + (uint64_t)(h * W + w)), sx, p[HFX_P_QPOOL_ZERO_X]);
+                    inside++;
+                }
+            float count = (float)(include_pad ? c->k * c->k : inside);
+            if (load(Y, ty, i) != ref_qavgpool_out(sum, count, sy, p[HFX_P_QPOOL_ZERO_Y], tmin(ty), tmax(ty))) bad = i;
+        }
+        CHECK_MSG(bad == ny, "qavgpool %u->%u k%d s%d pad %d include_pad %d: y[%u] differs", tx, ty, c->k, c->s,
+                  c->pad, include_pad, (unsigned)bad);
+    }
+    hfxb_free(&b);
+    free(xbuf), free(ybuf);
+}
+
+static void test_qavgpool(void) {
+    static const uint8_t types[2] = {HFX_DTYPE_U8, HFX_DTYPE_I8};
+    static const qmp_cfg cfgs[] = {
+        {{2, 3, 9, 11}, 3, 2, 1, 1, 0, 5, 6}, /* 3x3 s2 p1 */
+        {{1, 2, 7, 7}, 2, 2, 0, 1, 1, 4, 4},  /* ceil mode: a partial last window */
+        {{1, 3, 8, 9}, 3, 2, 1, 1, 1, 5, 5},  /* ceil mode and padding */
+        {{1, 1, 1, 1}, 1, 1, 0, 1, 0, 1, 1},
+        {{1, 4, 120, 130}, 3, 1, 1, 1, 0, 120, 130}, /* several items */
+        {{1, 2, 5, 5}, 5, 1, 0, 1, 0, 1, 1},         /* the whole plane */
+    };
+    for (int t = 0; t < 4; t++)
+        for (size_t k = 0; k < sizeof cfgs / sizeof cfgs[0]; k++) qavgpool_case(types[t & 1], types[t >> 1], &cfgs[k], t & 1);
+    /* QLinearAveragePool has no dilations */
+    uint32_t xd[4] = {1, 1, 6, 6}, yd[4] = {1, 1, 2, 2};
+    int32_t p[HFX_OP_PARAMS] = {0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 0, 0};
+    p[HFX_P_QPOOL_SCALE_X] = p[HFX_P_QPOOL_SCALE_Y] = hfxb_bits(0.5f);
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t in[1] = {hfxb_set_dtype(&b, hfxb_input(&b, 0, 4, xd), HFX_DTYPE_U8)};
+    hfxb_op_add(&b, 0, HFX_OP_QAVGPOOL, -1, 1, in, hfxb_set_dtype(&b, hfxb_output(&b, 0, 4, yd), HFX_DTYPE_U8), p);
+    size_t size = 0;
+    uint8_t *bytes = hfxb_encode(&b, &size);
+    hfx_program *prog = NULL;
+    hfx_error err;
+    CHECK_MSG(hfx_program_parse(bytes, size, &prog, &err) == HFX_ERR_PARAM && strstr(err.message, "dilations"),
+              "qavgpool with dilation 2 refused: %s", err.message);
+    hfx_program_free(prog);
+    free(bytes);
+    hfxb_free(&b);
+}
+
 /* QCONCAT of three inputs (sizes 1, 3, 2 on the axis) of X[2, *, 5, 3] permuted to put the axis at
  * `axis`; random tables (any requantisation is a table) */
 static void qconcat_case(uint8_t tx, uint8_t ty, int axis, int misalign) {
@@ -451,6 +522,7 @@ int main(void) {
     RUN_TEST(test_qlut);
     RUN_TEST(test_qglobal_avgpool);
     RUN_TEST(test_qmaxpool);
+    RUN_TEST(test_qavgpool);
     RUN_TEST(test_qconcat);
     RUN_TEST(test_refusals);
     hfx_pool_destroy(g_pool);

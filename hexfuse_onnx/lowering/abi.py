@@ -104,6 +104,7 @@ class Opcode(IntEnum):
     QGLOBAL_AVGPOOL = 83  # QDQ GlobalAveragePool in integers: dsp/ref/ref_qpool.h
     QMAXPOOL = 84  # QDQ MaxPool in integers: POOL params, then QPoolParam
     QCONCAT = 85  # QDQ Concat: each input through its requantisation table
+    QAVGPOOL = 86  # QDQ AveragePool (2-D): ORT's QLinearAveragePool, POOL params then QPoolParam
 
 
 class Param(IntEnum):
@@ -194,7 +195,7 @@ class QGapParam(IntEnum):
 
 
 class QPoolParam(IntEnum):
-    """QMAXPOOL, after PoolParam's slots (scales as f32 bits)"""
+    """QMAXPOOL and QAVGPOOL, after PoolParam's slots (scales as f32 bits)"""
 
     SCALE_X = 12
     ZERO_X = 13

@@ -7,7 +7,9 @@
   QLUT, a 256-entry table. The table is ONNX Runtime's own result of the group on the 256 values
   of x's type, so it is what ORT computes for the group, fused or not.
 - DQ(x) -> GlobalAveragePool -> Q (one type): QGLOBAL_AVGPOOL, ORT's QLinearGlobalAveragePool;
-  DQ(x) -> MaxPool (2-D) -> Q: QMAXPOOL, Q(DQ(max)), which is exact either way.
+  DQ(x) -> MaxPool (2-D) -> Q: QMAXPOOL, Q(DQ(max)), which is exact either way;
+  DQ(x) -> AveragePool (2-D, no dilation) -> Q (one type): QAVGPOOL, ORT's QLinearAveragePool (a
+  window over the whole plane without pads: QGLOBAL_AVGPOOL, where ORT falls back to it too).
 - DQ(x1), ..., DQ(xk) -> Concat -> Q (one type): QCONCAT, each input through its table Q(DQ(x)),
   as ORT's QLinearConcat.
 
@@ -27,7 +29,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from .abi import Dtype, Opcode, Param, QBinaryParam, QGapParam, QPoolParam, Task
+from .abi import Dtype, Opcode, Param, PoolParam, QBinaryParam, QGapParam, QPoolParam, Task
 from .lowerer import DTYPES, Lowerer, attr, f32_bits
 from .qmatmul import IntegerGroups
 
@@ -281,14 +283,11 @@ def _ort_table(
 
 
 def _pool(b: _Body, k: int) -> Found | None:
-    """DQ(x) -> GlobalAveragePool (x and y of one type, as ORT's QLinearGlobalAveragePool wants) or
-    2-D MaxPool -> Q."""
-    from .registry import LoweringError
-    from .spatial import pool_params
-
+    """DQ(x) -> GlobalAveragePool or 2-D AveragePool (x and y of one type, as ORT's QLinear ops want)
+    or 2-D MaxPool -> Q."""
     n, cx = b.node(k), b.cx
-    gap, maxpool = _is(n, "GlobalAveragePool"), _is(n, "MaxPool")
-    if not (gap or maxpool) or b.dq_of(n.input[0]) is None or b.only_q(k) is None:
+    kind = next((op for op in ("GlobalAveragePool", "MaxPool", "AveragePool") if _is(n, op)), None)
+    if kind is None or b.dq_of(n.input[0]) is None or b.only_q(k) is None:
         return None
     d, q = b.dq_of(n.input[0]), b.only_q(k)
     assert d is not None and q is not None  # checked above
@@ -296,34 +295,56 @@ def _pool(b: _Body, k: int) -> Found | None:
     tx, ty = b.narrow(dq.input[0]), b.narrow(qn.output[0])
     px, py = _per_tensor(cx, dq), _per_tensor(cx, qn)
     x_shape = cx.shape(dq.input[0], dq)
-    if tx is None or ty is None or px is None or py is None or (gap and tx != ty) or (maxpool and len(x_shape) != 4):
+    if tx is None or ty is None or px is None or py is None or (kind != "MaxPool" and tx != ty):
         return None
-    if maxpool and (len(n.output) > 1 and any(n.output[1:])):
-        return None
-    (sx, zx), (sy, zy) = px, py
-    if gap:
-        if len(x_shape) < 3:
-            return None
-        count = int(np.prod(x_shape[2:]))
-        scale = np.float32(sx / np.float32(sy * np.float32(count)))
-        params: dict = {QGapParam.SCALE: f32_bits(float(scale)), QGapParam.ZERO_X: zx, QGapParam.ZERO_Y: zy}
+    if kind == "GlobalAveragePool":
+        found = _global_avgpool(x_shape, px, py)
     else:
-        if sx <= 0 or sy <= 0:
-            return None
-        try:
-            params = dict(pool_params(cx, n))
-        except LoweringError:
-            return None
-        params.update({
-            QPoolParam.SCALE_X: f32_bits(float(sx)), QPoolParam.ZERO_X: zx,
-            QPoolParam.SCALE_Y: f32_bits(float(sy)), QPoolParam.ZERO_Y: zy,
-        })  # fmt: skip
-    opcode = Opcode.QGLOBAL_AVGPOOL if gap else Opcode.QMAXPOOL
+        found = _window_pool(cx, n, kind, x_shape, px, py)
+    if found is None:
+        return None
+    opcode, params = found
 
     def emit(task: Task) -> None:
         cx.emit(n, task, opcode, [cx.read_typed(dq.input[0], n, task, tx)], params, out=qn.output[0], out_dtype=ty)
 
     return emit, [d], [q]
+
+
+def _global_avgpool(x_shape: list[int], px: tuple, py: tuple) -> tuple[Opcode, dict] | None:
+    if len(x_shape) < 3:
+        return None
+    (sx, zx), (sy, zy) = px, py
+    scale = np.float32(sx / np.float32(sy * np.float32(int(np.prod(x_shape[2:])))))
+    return Opcode.QGLOBAL_AVGPOOL, {QGapParam.SCALE: f32_bits(float(scale)), QGapParam.ZERO_X: zx, QGapParam.ZERO_Y: zy}
+
+
+def _window_pool(
+    cx: Lowerer, n: onnx.NodeProto, kind: str, x_shape: list[int], px: tuple, py: tuple
+) -> tuple[Opcode, dict] | None:
+    """QMAXPOOL or QAVGPOOL with the pool's params; an AveragePool whose window is the whole plane
+    without pads is the global pool, as in ORT's QLinearAveragePool."""
+    from .registry import LoweringError
+    from .spatial import pool_params
+
+    (sx, zx), (sy, zy) = px, py
+    if len(x_shape) != 4 or (len(n.output) > 1 and any(n.output[1:])) or sy <= 0 or (kind == "MaxPool" and sx <= 0):
+        return None
+    try:
+        params: dict = dict(pool_params(cx, n))
+    except LoweringError:
+        return None
+    if kind == "AveragePool":
+        if params[PoolParam.DILATION_H] != 1 or params[PoolParam.DILATION_W] != 1:
+            return None  # QLinearAveragePool has none: ORT keeps such a group in float
+        pads = [params[p] for p in (PoolParam.PAD_TOP, PoolParam.PAD_LEFT, PoolParam.PAD_BOTTOM, PoolParam.PAD_RIGHT)]
+        if [params[PoolParam.KERNEL_H], params[PoolParam.KERNEL_W]] == x_shape[2:] and not any(pads):
+            return _global_avgpool(x_shape, px, py)
+    params.update({
+        QPoolParam.SCALE_X: f32_bits(float(sx)), QPoolParam.ZERO_X: zx,
+        QPoolParam.SCALE_Y: f32_bits(float(sy)), QPoolParam.ZERO_Y: zy,
+    })  # fmt: skip
+    return (Opcode.QMAXPOOL if kind == "MaxPool" else Opcode.QAVGPOOL), params
 
 
 def requant_table(sx: np.float32, zx: int, sy: np.float32, zy: int, tx: Dtype, ty: Dtype) -> np.ndarray:

@@ -216,7 +216,8 @@ enum hfx_opcode {
     /* integer pooling of QDQ groups, dsp/ref/ref_qpool.h */
     HFX_OP_QGLOBAL_AVGPOOL = 83, /* in X u8/i8 [N,C,...]: ONNX Runtime's QLinearGlobalAveragePool */
     HFX_OP_QMAXPOOL = 84,        /* in X u8/i8 [N,C,H,W]: MaxPool, requantised (exact) */
-    HFX_OP_QCONCAT = 85          /* in X1..Xk u8/i8, tables [k, 256]: Concat, each input through its table */
+    HFX_OP_QCONCAT = 85,         /* in X1..Xk u8/i8, tables [k, 256]: Concat, each input through its table */
+    HFX_OP_QAVGPOOL = 86         /* in X u8/i8 [N,C,H,W]: ONNX Runtime's QLinearAveragePool */
 };
 
 /* RESIZE modes (param HFX_P_RESIZE_MODE) */
@@ -348,6 +349,9 @@ enum hfx_resize_nearest_mode {
 #define HFX_P_QPOOL_ZERO_X 13
 #define HFX_P_QPOOL_SCALE_Y 14 /* f32 bits, finite > 0 */
 #define HFX_P_QPOOL_ZERO_Y 15
+
+/* QAVGPOOL: AVGPOOL's params (HFX_P_POOL_*, dilations 1), then HFX_P_QPOOL_*: ONNX Runtime's
+ * QLinearAveragePool, bit for bit (dsp/ref/ref_qpool.h) */
 
 /* QCONCAT: HFX_P_AXIS; the last input holds one 256-entry table of Y's dtype per input, indexed
  * by x - the minimum of x's type (the requantisation Q_y(DQ_x(x)), the identity when the

@@ -4,7 +4,8 @@
  * fused accumulate). Every (a, b) pair of u8 and of i8 through a broadcast, both ways round (A as
  * the scalar span swaps QADD's operands), misaligned buffers, a folded output range, an odd-size
  * same-shape case, and QLUT over every input value; QGLOBAL_AVGPOOL and QMAXPOOL against
- * dsp/ref/ref_qpool.h (odd planes, padding, other output quantization); QCONCAT on axis 1 with
+ * dsp/ref/ref_qpool.h (odd planes, padding, other output quantization); QAVGPOOL (padding counted
+ * or not, ceil mode) against windows summed here with ref_qpool.h's steps; QCONCAT on axis 1 with
  * per-input tables.
  */
 #include <stdint.h>
@@ -163,6 +164,50 @@ static void qpool_case(hfx_pool *pool, uint8_t dt, qt_rng *r)
     }
 }
 
+/* X[6, 9, 11] as [1, 6, 9, 11] (misaligned): a 3x3 stride-2 pad-1 QAVGPOOL to [1, 6, 5, 6], the
+ * padding counted or not, then with ceil mode and no pads, 2x2 stride 2 to [1, 6, 5, 6] */
+static void qavgpool_case(hfx_pool *pool, uint8_t dt, int include_pad, qt_rng *r)
+{
+    enum { C = 6, H = 9, W = 11, OH = 5, OW = 6 };
+    static uint8_t xbuf[C * H * W + 1];
+    uint8_t *X = xbuf + 1, *Y = g_y + 1;
+    for (int i = 0; i < C * H * W; i++)
+        X[i] = (uint8_t)qt_rand(r);
+    for (int ceil = 0; ceil < 2; ceil++) {
+        int k = ceil ? 2 : 3, pad = ceil ? 0 : 1;
+        int32_t p[HFX_OP_PARAMS] = {pad, pad, pad, pad, 2, 2, 1, 1, k, k, ceil, include_pad};
+        float sx = (float)qt_range(r, 10, 100) / 1000.0f, sy = (float)qt_range(r, 5, 100) / 1000.0f;
+        p[HFX_P_QPOOL_SCALE_X] = hfxb_bits(sx), p[HFX_P_QPOOL_ZERO_X] = (int32_t)qt_range(r, 0, 255) + lo_of(dt);
+        p[HFX_P_QPOOL_SCALE_Y] = hfxb_bits(sy), p[HFX_P_QPOOL_ZERO_Y] = (int32_t)qt_range(r, 0, 255) + lo_of(dt);
+        hfxb b;
+        hfxb_init(&b);
+        uint32_t in[1] = {hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(1, C, H, W)), dt)};
+        uint32_t y = hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(1, C, OH, OW)), dt);
+        hfxb_op_add(&b, 0, HFX_OP_QAVGPOOL, -1, 1, in, y, p);
+        const void *ins[1] = {X};
+        int ok = run_one(pool, &b, ins, 1, Y) == HFX_OK;
+        hfxb_free(&b);
+        for (int i = 0; ok && i < C * OH * OW; i++) {
+            int c = i / (OH * OW), oh = i / OW % OH, ow = i % OW, inside = 0;
+            float sum = 0.0f;
+            for (int u = 0; u < k; u++)
+                for (int v = 0; v < k; v++) {
+                    int h = oh * 2 - pad + u, w = ow * 2 - pad + v;
+                    if (h < 0 || h >= H || w < 0 || w >= W)
+                        continue;
+                    sum += ref_qavgpool_tap(load(X, dt, (uint32_t)((c * H + h) * W + w)), sx, p[HFX_P_QPOOL_ZERO_X]);
+                    inside++;
+                }
+            float count = (float)(include_pad ? k * k : inside);
+            ok = load(Y, dt, (uint32_t)i) == ref_qavgpool_out(sum, count, sy, p[HFX_P_QPOOL_ZERO_Y], lo_of(dt), hi_of(dt));
+        }
+        char what[64];
+        hx_snprintf(what, sizeof what, "QAveragePool %s k%d ceil %d include_pad %d", dt == HFX_DTYPE_U8 ? "u8" : "i8", k,
+                    ceil, include_pad);
+        expect(ok, what);
+    }
+}
+
 /* X1[2, 3, 5], X2[2, 4, 5] (misaligned) concatenated on axis 1 through random tables */
 static void qconcat_case(hfx_pool *pool, uint8_t dt, qt_rng *r)
 {
@@ -224,6 +269,10 @@ int main(void)
     for (int t = 0; t < 2; t++)
         qpool_case(pool, types[t], &r);
     qt_end_group(&T, "QGlobalAveragePool/QMaxPool");
+    qt_begin_group(&T);
+    for (int t = 0; t < 4; t++)
+        qavgpool_case(pool, types[t & 1], t >> 1, &r);
+    qt_end_group(&T, "QAveragePool");
     qt_begin_group(&T);
     for (int t = 0; t < 2; t++)
         qconcat_case(pool, types[t], &r);
