@@ -302,3 +302,38 @@ def test_avgpool_over_the_plane_is_the_global_pool_and_dilated_stays_float() -> 
     ops = _opcodes(lower_pair(pair, pair.graph.node[0]))
     assert ops[:2] == [Opcode.QGLOBAL_AVGPOOL, Opcode.QMAXPOOL] and Opcode.AVGPOOL in ops[2:], ops
     assert Opcode.QAVGPOOL not in ops, ops
+
+
+def _resize_chain(p: str, shape: list[int], dt: int, scales: list[float], same: bool, **modes) -> Chain:
+    """DQ -> Resize nearest -> Q (the same or other parameters), then DQ -> MaxPool 1x1 -> Q."""
+    c = Chain(p)
+    c.inputs = [vi(f"{p}x", shape, dt)]
+    z = 0 if dt == U8 else -128
+    c.add(_q(p, "d0", f"{p}x", f"{p}a", 0.037, z + 90, dt, True))
+    c.inits.append(init(f"{p}scales", np.array(scales, np.float32)))
+    c.nodes.append(helper.make_node("Resize", [f"{p}a", "", f"{p}scales"], [f"{p}b"], mode="nearest", **modes))
+    sy, zy = (0.037, z + 90) if same else (0.023, z + 40)
+    c.add(_q(p, "q0", f"{p}b", f"{p}c", sy, zy, dt, False))
+    c.add(_q(p, "d1", f"{p}c", f"{p}cf", sy, zy, dt, True))
+    c.nodes.append(helper.make_node("MaxPool", [f"{p}cf"], [f"{p}m"], kernel_shape=[1, 1]))
+    c.add(_q(p, "q1", f"{p}m", f"{p}y", sy, zy, dt, False))
+    return c
+
+
+@needs_host
+@pytest.mark.parametrize("dt", [U8, I8])
+@pytest.mark.parametrize("same", [True, False])
+def test_nearest_resize_groups_lower_to_qresize_and_equal_onnxruntime(dt: int, same: bool) -> None:
+    """x2 asymmetric/floor (ppocr_det's), and x1.5 by 0.6 half_pixel/round_prefer_ceil: QRESIZE bit for
+    bit equal to ORT, which copies the bytes when the parameters are equal and runs the group in
+    float when they differ."""
+    a = _resize_chain(
+        "a_", [2, 3, 5, 7], dt, [1, 1, 2, 2], same, coordinate_transformation_mode="asymmetric", nearest_mode="floor"
+    ).model_parts("a_y", [2, 3, 10, 14], dt, "a_c")
+    b = _resize_chain("b_", [1, 4, 6, 10], dt, [1, 1, 1.5, 0.6], same, nearest_mode="round_prefer_ceil")
+    pair, plain = _models(a, b.model_parts("b_y", [1, 4, 9, 6], dt, "b_c"))
+    ops = _opcodes(lower_pair(pair, pair.graph.node[0]))
+    assert ops == [Opcode.QRESIZE, Opcode.QMAXPOOL] * 2, ops
+    for seed in range(3):
+        for d in _compare(pair, plain, _feeds(plain, np.random.default_rng(seed))):
+            assert d.max() == 0, (d.max(), (d > 0).sum())

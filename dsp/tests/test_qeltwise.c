@@ -3,7 +3,8 @@
  * odd sizes, sizes cut into several items, the broadcasts that swap QADD's operands, ties,
  * saturation, a folded output range, misaligned buffers; QGLOBAL_AVGPOOL, QMAXPOOL and QAVGPOOL
  * (dsp/ref/ref_qpool.h): odd and one-element planes, several items, padding, dilation, ceil mode,
- * equal and different quantization; QCONCAT on every axis with odd sizes and per-input tables; and
+ * equal and different quantization; QRESIZE in every coordinate and nearest mode against the f32
+ * RESIZE's sources; QCONCAT on every axis with odd sizes and per-input tables; and
  * the refusals of bad dtypes, params and tables. */
 #include "core.h"
 #include "hexfuse/hexfuse.h"
@@ -360,6 +361,74 @@ static void test_qavgpool(void) {
     hfxb_free(&b);
 }
 
+/* QRESIZE against the f32 RESIZE of the same codes (its nearest source) through the table */
+static void qresize_case(uint8_t tx, uint8_t ty, uint32_t rank, const uint32_t *xd, const uint32_t *yd, int coord,
+                         int nearest) {
+    uint64_t nx = 1, ny = 1;
+    for (uint32_t a = 0; a < rank; a++) nx *= xd[a], ny *= yd[a];
+    float sh = (float)yd[rank - 2] / (float)xd[rank - 2], sw = (float)yd[rank - 1] / (float)xd[rank - 1];
+    uint8_t *xbuf = malloc(nx + 1), *ybuf = malloc(ny + 1), *X = xbuf + 1, *Y = ybuf + 1, table[256];
+    float *XF = malloc(nx * 4), *YF = malloc(ny * 4);
+    for (uint64_t i = 0; i < nx; i++) X[i] = (uint8_t)rng_u32(), XF[i] = (float)load(X, tx, i);
+    for (int i = 0; i < 256; i++) table[i] = (uint8_t)rng_u32();
+    hfxb f;
+    hfxb_init(&f);
+    hfxb_resize(&f, 0, hfxb_input(&f, 0, rank, xd), hfxb_output(&f, 0, rank, yd), HFX_RESIZE_NEAREST, coord, nearest,
+                sh, sw);
+    const void *fins[1] = {XF};
+    void *fouts[1] = {YF};
+    int ok = run(&f, fins, 1, fouts);
+    hfxb_free(&f);
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t in[2] = {hfxb_set_dtype(&b, hfxb_input(&b, 0, rank, xd), tx),
+                      hfxb_set_dtype(&b, hfxb_const(&b, 0, 1, (const uint32_t[]){256}, (const float *)(const void *)table),
+                                     ty)};
+    int32_t p[HFX_OP_PARAMS] = {HFX_RESIZE_NEAREST, coord, nearest, hfxb_bits(sh), hfxb_bits(sw)};
+    hfxb_op_add(&b, 0, HFX_OP_QRESIZE, -1, 2, in, hfxb_set_dtype(&b, hfxb_output(&b, 0, rank, yd), ty), p);
+    const void *ins[1] = {X};
+    void *outs[1] = {Y};
+    if (ok && run(&b, ins, 1, outs)) {
+        uint64_t bad = ny;
+        for (uint64_t i = 0; i < ny && bad == ny; i++)
+            if (Y[i] != table[(int32_t)YF[i] - tmin(tx)]) bad = i;
+        CHECK_MSG(bad == ny, "qresize %u->%u coord %d nearest %d: y[%u] differs", tx, ty, coord, nearest,
+                  (unsigned)bad);
+    }
+    hfxb_free(&b);
+    free(xbuf), free(ybuf), free(XF), free(YF);
+}
+
+static void test_qresize(void) {
+    const uint8_t U8 = HFX_DTYPE_U8, types[2] = {HFX_DTYPE_U8, HFX_DTYPE_I8};
+    for (int coord = HFX_RESIZE_COORD_HALF_PIXEL; coord <= HFX_RESIZE_COORD_HALF_PIXEL_SYMMETRIC; coord++)
+        for (int nearest = 0; nearest <= HFX_RESIZE_NEAREST_CEIL; nearest++)
+            for (int t = 0; t < 4; t++) {
+                qresize_case(types[t & 1], types[t >> 1], 4, (const uint32_t[]){2, 3, 7, 5},
+                             (const uint32_t[]){2, 3, 14, 10}, coord, nearest);
+                qresize_case(types[t & 1], types[t >> 1], 3, (const uint32_t[]){3, 10, 9},
+                             (const uint32_t[]){3, 6, 17}, coord, nearest); /* down and odd */
+            }
+    qresize_case(U8, U8, 4, (const uint32_t[]){1, 4, 150, 300}, (const uint32_t[]){1, 4, 300, 600},
+                 HFX_RESIZE_COORD_ASYMMETRIC, HFX_RESIZE_NEAREST_FLOOR); /* several items, several column chunks */
+    /* linear is not an integer op */
+    uint32_t xd[4] = {1, 1, 2, 2}, yd[4] = {1, 1, 4, 4};
+    uint8_t table[256] = {0};
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t in[2] = {hfxb_set_dtype(&b, hfxb_input(&b, 0, 4, xd), U8),
+                      hfxb_set_dtype(&b, hfxb_const(&b, 0, 1, (const uint32_t[]){256}, (const float *)(const void *)table),
+                                     U8)};
+    int32_t p[HFX_OP_PARAMS] = {HFX_RESIZE_LINEAR, 0, 0, hfxb_bits(2.0f), hfxb_bits(2.0f)};
+    hfxb_op_add(&b, 0, HFX_OP_QRESIZE, -1, 2, in, hfxb_set_dtype(&b, hfxb_output(&b, 0, 4, yd), U8), p);
+    hfx_program *prog = NULL;
+    hfx_error err;
+    CHECK_MSG(parse(&b, &prog, &err) == HFX_ERR_PARAM && strstr(err.message, "nearest"), "linear QRESIZE refused: %s",
+              err.message);
+    hfx_program_free(prog);
+    hfxb_free(&b);
+}
+
 /* QCONCAT of three inputs (sizes 1, 3, 2 on the axis) of X[2, *, 5, 3] permuted to put the axis at
  * `axis`; random tables (any requantisation is a table) */
 static void qconcat_case(uint8_t tx, uint8_t ty, int axis, int misalign) {
@@ -523,6 +592,7 @@ int main(void) {
     RUN_TEST(test_qglobal_avgpool);
     RUN_TEST(test_qmaxpool);
     RUN_TEST(test_qavgpool);
+    RUN_TEST(test_qresize);
     RUN_TEST(test_qconcat);
     RUN_TEST(test_refusals);
     hfx_pool_destroy(g_pool);

@@ -105,6 +105,7 @@ class Opcode(IntEnum):
     QMAXPOOL = 84  # QDQ MaxPool in integers: POOL params, then QPoolParam
     QCONCAT = 85  # QDQ Concat: each input through its requantisation table
     QAVGPOOL = 86  # QDQ AveragePool (2-D): ORT's QLinearAveragePool, POOL params then QPoolParam
+    QRESIZE = 87  # QDQ nearest Resize: RESIZE params; each source byte through a requantisation table
 
 
 class Param(IntEnum):

@@ -12,6 +12,8 @@
   window over the whole plane without pads: QGLOBAL_AVGPOOL, where ORT falls back to it too).
 - DQ(x1), ..., DQ(xk) -> Concat -> Q (one type): QCONCAT, each input through its table Q(DQ(x)),
   as ORT's QLinearConcat.
+- DQ(x) -> Resize (nearest) -> Q: QRESIZE, each source byte through its table Q(DQ(x)): exact,
+  whether ORT drops the Q/DQ (equal parameters: it copies bytes) or runs the group in float.
 
 A 16-bit input (u16/i16) would need a 65536-entry table (128 KiB), which does not pay for the
 few unary groups of a u16 model; the method documented for it is a 2-level table: the high byte
@@ -29,7 +31,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from .abi import Dtype, Opcode, Param, PoolParam, QBinaryParam, QGapParam, QPoolParam, Task
+from .abi import Dtype, Opcode, Param, PoolParam, QBinaryParam, QGapParam, QPoolParam, ResizeMode, ResizeParam, Task
 from .lowerer import DTYPES, Lowerer, attr, f32_bits
 from .qmatmul import IntegerGroups
 
@@ -110,7 +112,7 @@ def plan(cx: Lowerer, matmuls: IntegerGroups) -> ElementwiseGroups:
     for k in range(len(cx.fn.node)):
         if k in matmuls.groups:
             continue
-        found = _table(body, k) or _binary(body, k) or _pool(body, k) or _concat(body, k)
+        found = _table(body, k) or _binary(body, k) or _pool(body, k) or _concat(body, k) or _resize(body, k)
         if found is not None:
             emit, inputs, tail = found
             out.emit[k] = emit
@@ -386,3 +388,31 @@ def _concat(b: _Body, k: int) -> Found | None:
         cx.emit(n, task, Opcode.QCONCAT, ids, {Param.AXIS: axis}, out=qn.output[0], out_dtype=ty)
 
     return emit, [d for d in dqs if d is not None], [q]
+
+
+def _resize(b: _Body, k: int) -> Found | None:
+    from .registry import LoweringError
+    from .spatial import resize_params
+
+    n, cx = b.node(k), b.cx
+    d, q = (b.dq_of(n.input[0]), b.only_q(k)) if _is(n, "Resize") else (None, None)
+    if d is None or q is None:
+        return None
+    dq, qn = b.node(d), b.node(q)
+    tx, ty = b.narrow(dq.input[0]), b.narrow(qn.output[0])
+    px, py = _per_tensor(cx, dq), _per_tensor(cx, qn)
+    if tx is None or ty is None or px is None or py is None:
+        return None
+    try:
+        params = resize_params(cx, n)
+    except LoweringError:
+        return None
+    if params[ResizeParam.MODE] != ResizeMode.NEAREST:
+        return None  # linear interpolates: ORT's u8 Resize rounds its own way
+    table = requant_table(px[0], px[1], py[0], py[1], tx, ty)
+
+    def emit(task: Task) -> None:
+        inputs = [cx.read_typed(dq.input[0], n, task, tx), cx.constant(table, task, ty)]
+        cx.emit(n, task, Opcode.QRESIZE, inputs, params, out=qn.output[0], out_dtype=ty)
+
+    return emit, [d], [q]

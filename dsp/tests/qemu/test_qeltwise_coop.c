@@ -5,7 +5,8 @@
  * the scalar span swaps QADD's operands), misaligned buffers, a folded output range, an odd-size
  * same-shape case, and QLUT over every input value; QGLOBAL_AVGPOOL and QMAXPOOL against
  * dsp/ref/ref_qpool.h (odd planes, padding, other output quantization); QAVGPOOL (padding counted
- * or not, ceil mode) against windows summed here with ref_qpool.h's steps; QCONCAT on axis 1 with
+ * or not, ceil mode) against windows summed here with ref_qpool.h's steps; QRESIZE (x2 asymmetric
+ * floor, x3 half_pixel) through a random table; QCONCAT on axis 1 with
  * per-input tables.
  */
 #include <stdint.h>
@@ -208,6 +209,41 @@ static void qavgpool_case(hfx_pool *pool, uint8_t dt, int include_pad, qt_rng *r
     }
 }
 
+/* X[2, 3, 5, 7] (misaligned) to [2, 3, 10, 14] (x2, asymmetric, floor: ppocr_det's) and to
+ * [2, 3, 15, 21] (x3, half_pixel, round_prefer_floor): both take source o / f, through a random table */
+static void qresize_case(hfx_pool *pool, uint8_t tx, uint8_t ty, qt_rng *r)
+{
+    enum { N = 2 * 3, H = 5, W = 7 };
+    static uint8_t xbuf[N * H * W + 1], table[256];
+    uint8_t *X = xbuf + 1, *Y = g_y + 1;
+    for (int i = 0; i < N * H * W; i++)
+        X[i] = (uint8_t)qt_rand(r);
+    for (int i = 0; i < 256; i++)
+        table[i] = (uint8_t)qt_rand(r);
+    for (int f = 2; f <= 3; f++) {
+        int coord = f == 2 ? HFX_RESIZE_COORD_ASYMMETRIC : HFX_RESIZE_COORD_HALF_PIXEL;
+        int nearest = f == 2 ? HFX_RESIZE_NEAREST_FLOOR : HFX_RESIZE_NEAREST_ROUND_PREFER_FLOOR;
+        int32_t p[HFX_OP_PARAMS] = {HFX_RESIZE_NEAREST, coord, nearest, hfxb_bits((float)f), hfxb_bits((float)f)};
+        hfxb b;
+        hfxb_init(&b);
+        uint32_t in[2] = {hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(2, 3, H, W)), tx),
+                          hfxb_set_dtype(&b, hfxb_const(&b, 0, HFXB_DIMS(256), (const float *)(const void *)table), ty)};
+        uint32_t y = hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(2, 3, f * H, f * W)), ty);
+        hfxb_op_add(&b, 0, HFX_OP_QRESIZE, -1, 2, in, y, p);
+        const void *ins[1] = {X};
+        int ok = run_one(pool, &b, ins, 1, Y) == HFX_OK;
+        hfxb_free(&b);
+        for (int i = 0; ok && i < N * f * H * f * W; i++) {
+            int plane = i / (f * H * f * W), oy = i / (f * W) % (f * H), ox = i % (f * W);
+            ok = Y[i] == table[load(X, tx, (uint32_t)((plane * H + oy / f) * W + ox / f)) - lo_of(tx)];
+        }
+        char what[64];
+        hx_snprintf(what, sizeof what, "QResize x%d %s -> %s", f, tx == HFX_DTYPE_U8 ? "u8" : "i8",
+                    ty == HFX_DTYPE_U8 ? "u8" : "i8");
+        expect(ok, what);
+    }
+}
+
 /* X1[2, 3, 5], X2[2, 4, 5] (misaligned) concatenated on axis 1 through random tables */
 static void qconcat_case(hfx_pool *pool, uint8_t dt, qt_rng *r)
 {
@@ -273,6 +309,10 @@ int main(void)
     for (int t = 0; t < 4; t++)
         qavgpool_case(pool, types[t & 1], t >> 1, &r);
     qt_end_group(&T, "QAveragePool");
+    qt_begin_group(&T);
+    for (int t = 0; t < 4; t++)
+        qresize_case(pool, types[t & 1], types[t >> 1], &r);
+    qt_end_group(&T, "QResize");
     qt_begin_group(&T);
     for (int t = 0; t < 2; t++)
         qconcat_case(pool, types[t], &r);
