@@ -337,3 +337,37 @@ def test_nearest_resize_groups_lower_to_qresize_and_equal_onnxruntime(dt: int, s
     for seed in range(3):
         for d in _compare(pair, plain, _feeds(plain, np.random.default_rng(seed))):
             assert d.max() == 0, (d.max(), (d > 0).sum())
+
+
+def _softmax_chain(p: str, shape: list[int], dt: int, axis: int, sy: float) -> Chain:
+    """DQ -> Softmax -> Q, then DQ -> MaxPool 1x1 -> Q (a second integer group after it)."""
+    c = Chain(p)
+    c.inputs = [vi(f"{p}x", shape, dt)]
+    z = 0 if dt == U8 else -128
+    c.add(_q(p, "d0", f"{p}x", f"{p}a", 0.061, z + 90, dt, True))
+    c.nodes.append(helper.make_node("Softmax", [f"{p}a"], [f"{p}b"], axis=axis))
+    c.add(_q(p, "q0", f"{p}b", f"{p}c", sy, z, dt, False))
+    c.add(_q(p, "d1", f"{p}c", f"{p}cf", sy, z, dt, True))
+    c.nodes.append(helper.make_node("MaxPool", [f"{p}cf"], [f"{p}m"], kernel_shape=[1, 1]))
+    c.add(_q(p, "q1", f"{p}m", f"{p}y", sy, z, dt, False))
+    return c
+
+
+@needs_host
+@pytest.mark.parametrize("dt", [U8, I8])
+def test_softmax_groups_lower_to_qsoftmax_and_equal_onnxruntime(dt: int) -> None:
+    """The last axis of attention scores and a middle axis, output scales 1/256 (a line whose one
+    value takes all gives q = 256: saturated, in i8 too) and 1/255: QSOFTMAX bit for bit equal to
+    ORT's QLinearSoftmax."""
+    a = _softmax_chain("a_", [2, 4, 9, 33], dt, -1, 1 / 256).model_parts("a_y", [2, 4, 9, 33], dt, "a_c")
+    b = _softmax_chain("b_", [1, 7, 5, 6], dt, 1, 1 / 255).model_parts("b_y", [1, 7, 5, 6], dt, "b_c")
+    pair, plain = _models(a, b)
+    ops = _opcodes(lower_pair(pair, pair.graph.node[0]))
+    assert ops == [Opcode.QSOFTMAX, Opcode.QMAXPOOL] * 2, ops
+    for seed in range(3):
+        feeds = _feeds(plain, np.random.default_rng(seed))
+        feeds["a_x"][0, 0, 0] = feeds["a_x"][0, 0, 0, 0]  # a line of one value: 1/33 each
+        info = np.iinfo(feeds["a_x"].dtype)
+        feeds["a_x"][0, 0, 1], feeds["a_x"][0, 0, 1, 5] = info.min, info.max  # one value takes all: q = 256
+        for d in _compare(pair, plain, feeds):
+            assert d.max() == 0, (d.max(), (d > 0).sum())

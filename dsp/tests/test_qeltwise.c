@@ -4,7 +4,8 @@
  * saturation, a folded output range, misaligned buffers; QGLOBAL_AVGPOOL, QMAXPOOL and QAVGPOOL
  * (dsp/ref/ref_qpool.h): odd and one-element planes, several items, padding, dilation, ceil mode,
  * equal and different quantization; QRESIZE in every coordinate and nearest mode against the f32
- * RESIZE's sources; QCONCAT on every axis with odd sizes and per-input tables; and
+ * RESIZE's sources; QSOFTMAX (dsp/ref/ref_qsoftmax.h) on the last and a middle axis, saturation;
+ * QCONCAT on every axis with odd sizes and per-input tables; and
  * the refusals of bad dtypes, params and tables. */
 #include "core.h"
 #include "hexfuse/hexfuse.h"
@@ -12,6 +13,7 @@
 #include "test_util.h"
 #include "../ref/ref_qeltwise.h"
 #include "../ref/ref_qpool.h"
+#include "../ref/ref_qsoftmax.h"
 
 static hfx_pool *g_pool;
 
@@ -429,6 +431,68 @@ static void test_qresize(void) {
     hfxb_free(&b);
 }
 
+/* QSOFTMAX of X[2, d, inner] over axis 1 against lines taken here (any positive table will do) */
+static void qsoftmax_case(uint8_t dt, uint32_t d, uint32_t inner, float y_scale) {
+    uint32_t xd[3] = {2, d, inner};
+    uint64_t n = 2ull * d * inner;
+    uint8_t *xbuf = malloc(n + 1), *ybuf = malloc(n + 1), *X = xbuf + 1, *Y = ybuf + 1;
+    float table[256];
+    for (uint64_t i = 0; i < n; i++) X[i] = (uint8_t)rng_u32();
+    for (int j = 0; j < 256; j++) table[j] = rng_f(0.0f, 1.0f) * (float)(j + 1) * (float)(j + 1);
+    int32_t zy = dt == HFX_DTYPE_U8 ? (int32_t)rng_range(0, 3) : -128 + (int32_t)rng_range(0, 3);
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t in[2] = {hfxb_set_dtype(&b, hfxb_input(&b, 0, 3, xd), dt),
+                      hfxb_const(&b, 0, 1, (const uint32_t[]){256}, table)};
+    int32_t p[HFX_OP_PARAMS] = {1, hfxb_bits(y_scale), zy};
+    hfxb_op_add(&b, 0, HFX_OP_QSOFTMAX, -1, 2, in, hfxb_set_dtype(&b, hfxb_output(&b, 0, 3, xd), dt), p);
+    const void *ins[1] = {X};
+    void *outs[1] = {Y};
+    if (run(&b, ins, 1, outs)) {
+        uint64_t bad = n;
+        for (uint64_t line = 0; line < 2ull * inner && bad == n; line++) {
+            uint64_t base = line / inner * d * inner + line % inner;
+            int32_t m = INT32_MIN;
+            for (uint32_t k = 0; k < d; k++) m = load(X, dt, base + k * inner) > m ? load(X, dt, base + k * inner) : m;
+            float sum = 0.0f;
+            for (uint32_t k = 0; k < d; k++) sum += table[ref_qsoftmax_index(load(X, dt, base + k * inner), m)];
+            for (uint32_t k = 0; k < d && bad == n; k++) {
+                float t = table[ref_qsoftmax_index(load(X, dt, base + k * inner), m)];
+                if (load(Y, dt, base + k * inner) != ref_qsoftmax_out(t, sum, y_scale, zy, dt == HFX_DTYPE_U8))
+                    bad = base + k * inner;
+            }
+        }
+        CHECK_MSG(bad == n, "qsoftmax %u d %u inner %u: y[%u] differs", dt, d, inner, (unsigned)bad);
+    }
+    hfxb_free(&b);
+    free(xbuf), free(ybuf);
+}
+
+static void test_qsoftmax(void) {
+    static const uint8_t types[2] = {HFX_DTYPE_U8, HFX_DTYPE_I8};
+    for (int t = 0; t < 2; t++) {
+        qsoftmax_case(types[t], 33, 1, 256.0f);
+        qsoftmax_case(types[t], 7, 5, 255.0f);
+        qsoftmax_case(types[t], 1, 3, 256.0f); /* one element: q = 256, saturated */
+        qsoftmax_case(types[t], 40000, 1, 512.0f); /* a line longer than a chunk: one item */
+    }
+    /* the table must be 256 f32 */
+    uint32_t xd[2] = {2, 8};
+    float table[255] = {0};
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t in[2] = {hfxb_set_dtype(&b, hfxb_input(&b, 0, 2, xd), HFX_DTYPE_U8),
+                      hfxb_const(&b, 0, 1, (const uint32_t[]){255}, table)};
+    int32_t p[HFX_OP_PARAMS] = {1, hfxb_bits(256.0f), 0};
+    hfxb_op_add(&b, 0, HFX_OP_QSOFTMAX, -1, 2, in, hfxb_set_dtype(&b, hfxb_output(&b, 0, 2, xd), HFX_DTYPE_U8), p);
+    hfx_program *prog = NULL;
+    hfx_error err;
+    CHECK_MSG(parse(&b, &prog, &err) == HFX_ERR_SHAPE && strstr(err.message, "256 f32"), "short table refused: %s",
+              err.message);
+    hfx_program_free(prog);
+    hfxb_free(&b);
+}
+
 /* QCONCAT of three inputs (sizes 1, 3, 2 on the axis) of X[2, *, 5, 3] permuted to put the axis at
  * `axis`; random tables (any requantisation is a table) */
 static void qconcat_case(uint8_t tx, uint8_t ty, int axis, int misalign) {
@@ -593,6 +657,7 @@ int main(void) {
     RUN_TEST(test_qmaxpool);
     RUN_TEST(test_qavgpool);
     RUN_TEST(test_qresize);
+    RUN_TEST(test_qsoftmax);
     RUN_TEST(test_qconcat);
     RUN_TEST(test_refusals);
     hfx_pool_destroy(g_pool);

@@ -12,6 +12,7 @@
   window over the whole plane without pads: QGLOBAL_AVGPOOL, where ORT falls back to it too).
 - DQ(x1), ..., DQ(xk) -> Concat -> Q (one type): QCONCAT, each input through its table Q(DQ(x)),
   as ORT's QLinearConcat.
+- DQ(x) -> Softmax -> Q (one type): QSOFTMAX, ORT's QLinearSoftmax with the exp table it builds.
 - DQ(x) -> Resize (nearest) -> Q: QRESIZE, each source byte through its table Q(DQ(x)): exact,
   whether ORT drops the Q/DQ (equal parameters: it copies bytes) or runs the group in float.
 
@@ -24,6 +25,7 @@ Not implemented: the program format carries u8/i8 only (issue 12's u16 path).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -31,7 +33,19 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from .abi import Dtype, Opcode, Param, PoolParam, QBinaryParam, QGapParam, QPoolParam, ResizeMode, ResizeParam, Task
+from .abi import (
+    Dtype,
+    Opcode,
+    Param,
+    PoolParam,
+    QBinaryParam,
+    QGapParam,
+    QPoolParam,
+    QSoftmaxParam,
+    ResizeMode,
+    ResizeParam,
+    Task,
+)
 from .lowerer import DTYPES, Lowerer, attr, f32_bits
 from .qmatmul import IntegerGroups
 
@@ -112,7 +126,14 @@ def plan(cx: Lowerer, matmuls: IntegerGroups) -> ElementwiseGroups:
     for k in range(len(cx.fn.node)):
         if k in matmuls.groups:
             continue
-        found = _table(body, k) or _binary(body, k) or _pool(body, k) or _concat(body, k) or _resize(body, k)
+        found = (
+            _table(body, k)
+            or _binary(body, k)
+            or _pool(body, k)
+            or _concat(body, k)
+            or _resize(body, k)
+            or _softmax(body, k)
+        )
         if found is not None:
             emit, inputs, tail = found
             out.emit[k] = emit
@@ -416,3 +437,40 @@ def _resize(b: _Body, k: int) -> Found | None:
         cx.emit(n, task, Opcode.QRESIZE, inputs, params, out=qn.output[0], out_dtype=ty)
 
     return emit, [d], [q]
+
+
+def _softmax(b: _Body, k: int) -> Found | None:
+    n, cx = b.node(k), b.cx
+    d, q = (b.dq_of(n.input[0]), b.only_q(k)) if _is(n, "Softmax") else (None, None)
+    if d is None or q is None:
+        return None
+    dq, qn = b.node(d), b.node(q)
+    tx, ty = b.narrow(dq.input[0]), b.narrow(qn.output[0])
+    px, py = _per_tensor(cx, dq), _per_tensor(cx, qn)
+    shape = cx.shape(n.input[0], n)
+    axis = int(attr(n, "axis", -1 if cx.opset >= 13 else 1))
+    if tx is None or tx != ty or px is None or py is None or not shape or not -len(shape) <= axis < len(shape):
+        return None
+    axis %= len(shape)
+    if cx.opset < 13 and axis != len(shape) - 1:
+        return None  # coerced to 2-D: the float lowering refuses it too
+    params = {
+        Param.AXIS: axis,
+        QSoftmaxParam.SCALE: f32_bits(float(np.floor(np.float32(1) / py[0]))),
+        QSoftmaxParam.ZERO_Y: py[1],
+    }
+    table = softmax_table(px[0], shape[axis])
+
+    def emit(task: Task) -> None:
+        inputs = [cx.read_typed(dq.input[0], n, task, tx), cx.constant(table, task, Dtype.F32)]
+        cx.emit(n, task, Opcode.QSOFTMAX, inputs, params, out=qn.output[0], out_dtype=ty)
+
+    return emit, [d], [q]
+
+
+def softmax_table(sx: np.float32, length: int) -> np.ndarray:
+    """ORT's QLinearSoftmax table: f32(exp((j - 255 + b) * s_x)) in double, b = max(0, log(FLT_MAX /
+    length) - 5) / s_x, the quotient in f32 as its C++ computes it; math.exp is the C library's."""
+    flt_max = np.finfo(np.float32).max
+    shift = max(0.0, math.log(float(np.float32(flt_max / np.float32(length)))) - 5.0) / float(sx)
+    return np.array([math.exp((j - 255 + shift) * float(sx)) for j in range(256)], dtype=np.float32)

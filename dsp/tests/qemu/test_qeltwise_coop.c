@@ -6,7 +6,7 @@
  * same-shape case, and QLUT over every input value; QGLOBAL_AVGPOOL and QMAXPOOL against
  * dsp/ref/ref_qpool.h (odd planes, padding, other output quantization); QAVGPOOL (padding counted
  * or not, ceil mode) against windows summed here with ref_qpool.h's steps; QRESIZE (x2 asymmetric
- * floor, x3 half_pixel) through a random table; QCONCAT on axis 1 with
+ * floor, x3 half_pixel) through a random table; QSOFTMAX on two axes with a saturating line; QCONCAT on axis 1 with
  * per-input tables.
  */
 #include <stdint.h>
@@ -18,6 +18,7 @@
 #include "qtest.h"
 #include "../../ref/ref_qeltwise.h"
 #include "../../ref/ref_qpool.h"
+#include "../../ref/ref_qsoftmax.h"
 
 static qtest T;
 static uint8_t g_a[256 + 1], g_b[256 + 1], g_y[256 * 256 + 1], g_table[256];
@@ -244,6 +245,54 @@ static void qresize_case(hfx_pool *pool, uint8_t tx, uint8_t ty, qt_rng *r)
     }
 }
 
+/* QSOFTMAX of X[3, 9, 4] (misaligned) over axis 1 and of X[3, 9, 4] over axis 2, a random positive table,
+ * against lines taken here with ref_qsoftmax.h's steps; line 0 of axis 1 has one value taking all (q = 256:
+ * saturated) */
+static void qsoftmax_case(hfx_pool *pool, uint8_t dt, qt_rng *r)
+{
+    enum { A = 3, B = 9, C = 4 };
+    static uint8_t xbuf[A * B * C + 1];
+    static float table[256];
+    uint8_t *X = xbuf + 1, *Y = g_y + 1;
+    for (int i = 0; i < A * B * C; i++)
+        X[i] = (uint8_t)qt_rand(r);
+    float t = (float)qt_range(r, 1, 1000) / 1000.0f; /* growing as exp does: table[255] / table[0] = 3.4e9 */
+    for (int j = 0; j < 256; j++, t *= 1.09f)
+        table[j] = t;
+    for (int i = 0; i < B; i++)
+        X[i * C] = (uint8_t)lo_of(dt);
+    X[2 * C] = (uint8_t)hi_of(dt);
+    for (int axis = 1; axis <= 2; axis++) {
+        int d = axis == 1 ? B : C, inner = axis == 1 ? C : 1;
+        int32_t zy = lo_of(dt) + (int32_t)qt_range(r, 0, 2);
+        int32_t p[HFX_OP_PARAMS] = {axis, hfxb_bits(256.0f), zy};
+        hfxb b;
+        hfxb_init(&b);
+        uint32_t in[2] = {hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(A, B, C)), dt),
+                          hfxb_const(&b, 0, HFXB_DIMS(256), table)};
+        hfxb_op_add(&b, 0, HFX_OP_QSOFTMAX, -1, 2, in, hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(A, B, C)), dt), p);
+        const void *ins[1] = {X};
+        int ok = run_one(pool, &b, ins, 1, Y) == HFX_OK;
+        hfxb_free(&b);
+        for (int line = 0; ok && line < A * B * C / d; line++) {
+            int base = line / inner * d * inner + line % inner, m = INT32_MIN;
+            for (int k = 0; k < d; k++)
+                m = load(X, dt, (uint32_t)(base + k * inner)) > m ? load(X, dt, (uint32_t)(base + k * inner)) : m;
+            float sum = 0.0f;
+            for (int k = 0; k < d; k++)
+                sum += table[ref_qsoftmax_index(load(X, dt, (uint32_t)(base + k * inner)), m)];
+            for (int k = 0; ok && k < d; k++) {
+                float t = table[ref_qsoftmax_index(load(X, dt, (uint32_t)(base + k * inner)), m)];
+                ok = load(Y, dt, (uint32_t)(base + k * inner)) ==
+                     ref_qsoftmax_out(t, sum, 256.0f, zy, dt == HFX_DTYPE_U8);
+            }
+        }
+        char what[64];
+        hx_snprintf(what, sizeof what, "QSoftmax %s axis %d", dt == HFX_DTYPE_U8 ? "u8" : "i8", axis);
+        expect(ok, what);
+    }
+}
+
 /* X1[2, 3, 5], X2[2, 4, 5] (misaligned) concatenated on axis 1 through random tables */
 static void qconcat_case(hfx_pool *pool, uint8_t dt, qt_rng *r)
 {
@@ -313,6 +362,10 @@ int main(void)
     for (int t = 0; t < 4; t++)
         qresize_case(pool, types[t & 1], types[t >> 1], &r);
     qt_end_group(&T, "QResize");
+    qt_begin_group(&T);
+    for (int t = 0; t < 2; t++)
+        qsoftmax_case(pool, types[t], &r);
+    qt_end_group(&T, "QSoftmax");
     qt_begin_group(&T);
     for (int t = 0; t < 2; t++)
         qconcat_case(pool, types[t], &r);
