@@ -371,3 +371,47 @@ def test_softmax_groups_lower_to_qsoftmax_and_equal_onnxruntime(dt: int) -> None
         feeds["a_x"][0, 0, 1], feeds["a_x"][0, 0, 1, 5] = info.min, info.max  # one value takes all: q = 256
         for d in _compare(pair, plain, feeds):
             assert d.max() == 0, (d.max(), (d > 0).sum())
+
+
+def _symbolic_softmax_model(path, axis: int) -> None:
+    """x[1, t, 64] -> Q, then two branches DQ -> MatMul(DQ w) -> Q -> DQ -> Softmax(axis) -> Q -> DQ."""
+    nodes, inits = [], []
+
+    def q(src: str, dst: str, scale: float, zp: int, dq: bool = False) -> None:
+        inits.extend([init(f"{dst}_s", np.float32(scale)), init(f"{dst}_z", np.uint8(zp))])
+        nodes.append(
+            helper.make_node("DequantizeLinear" if dq else "QuantizeLinear", [src, f"{dst}_s", f"{dst}_z"], [dst])
+        )
+
+    q("x", "xq", 0.05, 128)
+    for br in "ab":
+        inits.append(init(f"{br}w", np.random.default_rng(1).integers(0, 256, (64, 64)).astype(np.uint8)))
+        q("xq", f"{br}0", 0.05, 128, dq=True)
+        q(f"{br}w", f"{br}wf", 0.01, 128, dq=True)
+        nodes.append(helper.make_node("MatMul", [f"{br}0", f"{br}wf"], [f"{br}1"]))
+        q(f"{br}1", f"{br}2", 0.2, 128)
+        q(f"{br}2", f"{br}3", 0.2, 128, dq=True)
+        nodes.append(helper.make_node("Softmax", [f"{br}3"], [f"{br}4"], axis=axis))
+        q(f"{br}4", f"{br}5", 1 / 256, 0)
+        q(f"{br}5", f"{br}y", 1 / 256, 0, dq=True)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "t", 64])
+    ys = [helper.make_tensor_value_info(f"{b}y", TensorProto.FLOAT, [1, "t", 64]) for b in "ab"]
+    graph = helper.make_graph(nodes, "symbolic_qdq_softmax", [x], ys, initializer=inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=10), path)
+
+
+@pytest.mark.parametrize("axis,softmax", [(1, Opcode.SOFTMAX), (2, Opcode.QSOFTMAX)])
+def test_a_softmax_over_a_symbolic_axis_keeps_the_float_path(tmp_path, axis: int, softmax: Opcode) -> None:
+    """QSOFTMAX's table follows the axis length: over a symbolic axis the v2 program could not carry
+    it (the safety net refused the pair: "a constant's data depends on the input shape"), so that
+    group runs DQ -> SOFTMAX -> Q; over a static axis it stays QSOFTMAX."""
+    from hexfuse_onnx import pipeline
+    from hexfuse_onnx.lowering.program import layout_of
+
+    _symbolic_softmax_model(tmp_path / "m.onnx", axis)
+    result = pipeline.rewrite(tmp_path / "m.onnx", tmp_path / "f.onnx", target="host", min_gain=-1.0)
+    assert result.output is not None, [r.reason for r in result.analysis.rejected]
+    program = next(a.s for n in onnx.load(str(result.output)).graph.node for a in n.attribute if a.name == "program")
+    assert layout_of(program).version == 2
+    ops = _opcodes(program)
+    assert ops.count(softmax) == 2 and ops.count(Opcode.QMATMUL) == 2, ops

@@ -320,6 +320,8 @@ def _pool(b: _Body, k: int) -> Found | None:
     x_shape = cx.shape(dq.input[0], dq)
     if tx is None or ty is None or px is None or py is None or (kind != "MaxPool" and tx != ty):
         return None
+    if set(cx.varying.get(dq.input[0], set())) & set(range(2, len(x_shape))) and kind != "MaxPool":
+        return None  # the scale (or ORT's choice of the global pool) follows the plane's size
     if kind == "GlobalAveragePool":
         found = _global_avgpool(x_shape, px, py)
     else:
@@ -454,6 +456,8 @@ def _softmax(b: _Body, k: int) -> Found | None:
     axis %= len(shape)
     if cx.opset < 13 and axis != len(shape) - 1:
         return None  # coerced to 2-D: the float lowering refuses it too
+    if axis in cx.varying.get(n.input[0], set()):
+        return None  # the table follows the axis length: the float Softmax does not
     params = {
         Param.AXIS: axis,
         QSoftmaxParam.SCALE: f32_bits(float(np.floor(np.float32(1) / py[0]))),
