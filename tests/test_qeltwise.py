@@ -252,3 +252,166 @@ def test_concat_groups_lower_to_qconcat_and_equal_onnxruntime(dt: int) -> None:
     assert _opcodes(lower_pair(pair, pair.graph.node[0])) == [Opcode.QCONCAT, Opcode.QCONCAT]
     for d in _compare(pair, plain, _feeds(plain, np.random.default_rng(2))):
         assert d.max() == 0, (d.max(), (d > 0).sum())
+
+
+def _avgpool_chain(p: str, shape: list[int], dt: int, **pool) -> Chain:
+    """DQ -> AveragePool -> Q, then DQ -> MaxPool 1x1 -> Q (a second integer group after it)."""
+    c = Chain(p)
+    c.inputs = [vi(f"{p}x", shape, dt)]
+    z = 0 if dt == U8 else -128
+    c.add(_q(p, "d0", f"{p}x", f"{p}a", 0.037, z + 90, dt, True))
+    c.nodes.append(helper.make_node("AveragePool", [f"{p}a"], [f"{p}b"], **pool))
+    c.add(_q(p, "q0", f"{p}b", f"{p}c", 0.011, z + 17, dt, False))
+    c.add(_q(p, "d1", f"{p}c", f"{p}cf", 0.011, z + 17, dt, True))
+    c.nodes.append(helper.make_node("MaxPool", [f"{p}cf"], [f"{p}m"], kernel_shape=[1, 1]))
+    c.add(_q(p, "q1", f"{p}m", f"{p}y", 0.011, z + 17, dt, False))
+    return c
+
+
+AVGPOOLS = [  # (input shape, output H W, AveragePool attributes)
+    ([2, 5, 17, 25], (9, 13), {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1] * 4, "count_include_pad": 1}),
+    ([1, 7, 9, 9], (4, 4), {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1] * 4}),
+    ([1, 3, 8, 9], (4, 5), {"kernel_shape": [2, 2], "strides": [2, 2], "ceil_mode": 1}),
+    ([1, 4, 6, 7], (3, 4), {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 0, 1], "ceil_mode": 1}),
+]
+
+
+@needs_host
+@pytest.mark.parametrize("dt", [U8, I8])
+@pytest.mark.parametrize("case", range(len(AVGPOOLS) - 1))
+def test_avgpool_groups_lower_to_qavgpool_and_equal_onnxruntime(dt: int, case: int) -> None:
+    """Padding counted or not, ceil mode, odd planes: QAVGPOOL bit for bit equal to ORT, whose QDQ
+    fusion runs QLinearAveragePool for the same group."""
+    pair_of = []
+    for p, (shape, (oh, ow), pool) in zip(("a_", "b_"), AVGPOOLS[case : case + 2]):
+        pair_of.append(_avgpool_chain(p, shape, dt, **pool).model_parts(f"{p}y", [*shape[:2], oh, ow], dt, f"{p}c"))
+    pair, plain = _models(*pair_of)
+    ops = _opcodes(lower_pair(pair, pair.graph.node[0]))
+    assert ops == [Opcode.QAVGPOOL, Opcode.QMAXPOOL] * 2, ops
+    for seed in range(3):
+        for d in _compare(pair, plain, _feeds(plain, np.random.default_rng(seed))):
+            assert d.max() == 0, (d.max(), (d > 0).sum())
+
+
+def test_avgpool_over_the_plane_is_the_global_pool_and_dilated_stays_float() -> None:
+    """ORT's QLinearAveragePool falls back to its global pool for a window over the whole plane
+    without pads; it has no dilations, so a dilated AveragePool keeps the float path."""
+    whole = _avgpool_chain("a_", [1, 3, 5, 6], U8, kernel_shape=[5, 6]).model_parts("a_y", [1, 3, 1, 1], U8)
+    dilated = _avgpool_chain("b_", [1, 2, 9, 9], U8, kernel_shape=[3, 3], dilations=[2, 2])
+    pair, _ = _models(whole, dilated.model_parts("b_y", [1, 2, 5, 5], U8))
+    ops = _opcodes(lower_pair(pair, pair.graph.node[0]))
+    assert ops[:2] == [Opcode.QGLOBAL_AVGPOOL, Opcode.QMAXPOOL] and Opcode.AVGPOOL in ops[2:], ops
+    assert Opcode.QAVGPOOL not in ops, ops
+
+
+def _resize_chain(p: str, shape: list[int], dt: int, scales: list[float], same: bool, **modes) -> Chain:
+    """DQ -> Resize nearest -> Q (the same or other parameters), then DQ -> MaxPool 1x1 -> Q."""
+    c = Chain(p)
+    c.inputs = [vi(f"{p}x", shape, dt)]
+    z = 0 if dt == U8 else -128
+    c.add(_q(p, "d0", f"{p}x", f"{p}a", 0.037, z + 90, dt, True))
+    c.inits.append(init(f"{p}scales", np.array(scales, np.float32)))
+    c.nodes.append(helper.make_node("Resize", [f"{p}a", "", f"{p}scales"], [f"{p}b"], mode="nearest", **modes))
+    sy, zy = (0.037, z + 90) if same else (0.023, z + 40)
+    c.add(_q(p, "q0", f"{p}b", f"{p}c", sy, zy, dt, False))
+    c.add(_q(p, "d1", f"{p}c", f"{p}cf", sy, zy, dt, True))
+    c.nodes.append(helper.make_node("MaxPool", [f"{p}cf"], [f"{p}m"], kernel_shape=[1, 1]))
+    c.add(_q(p, "q1", f"{p}m", f"{p}y", sy, zy, dt, False))
+    return c
+
+
+@needs_host
+@pytest.mark.parametrize("dt", [U8, I8])
+@pytest.mark.parametrize("same", [True, False])
+def test_nearest_resize_groups_lower_to_qresize_and_equal_onnxruntime(dt: int, same: bool) -> None:
+    """x2 asymmetric/floor (ppocr_det's), and x1.5 by 0.6 half_pixel/round_prefer_ceil: QRESIZE bit for
+    bit equal to ORT, which copies the bytes when the parameters are equal and runs the group in
+    float when they differ."""
+    a = _resize_chain(
+        "a_", [2, 3, 5, 7], dt, [1, 1, 2, 2], same, coordinate_transformation_mode="asymmetric", nearest_mode="floor"
+    ).model_parts("a_y", [2, 3, 10, 14], dt, "a_c")
+    b = _resize_chain("b_", [1, 4, 6, 10], dt, [1, 1, 1.5, 0.6], same, nearest_mode="round_prefer_ceil")
+    pair, plain = _models(a, b.model_parts("b_y", [1, 4, 9, 6], dt, "b_c"))
+    ops = _opcodes(lower_pair(pair, pair.graph.node[0]))
+    assert ops == [Opcode.QRESIZE, Opcode.QMAXPOOL] * 2, ops
+    for seed in range(3):
+        for d in _compare(pair, plain, _feeds(plain, np.random.default_rng(seed))):
+            assert d.max() == 0, (d.max(), (d > 0).sum())
+
+
+def _softmax_chain(p: str, shape: list[int], dt: int, axis: int, sy: float) -> Chain:
+    """DQ -> Softmax -> Q, then DQ -> MaxPool 1x1 -> Q (a second integer group after it)."""
+    c = Chain(p)
+    c.inputs = [vi(f"{p}x", shape, dt)]
+    z = 0 if dt == U8 else -128
+    c.add(_q(p, "d0", f"{p}x", f"{p}a", 0.061, z + 90, dt, True))
+    c.nodes.append(helper.make_node("Softmax", [f"{p}a"], [f"{p}b"], axis=axis))
+    c.add(_q(p, "q0", f"{p}b", f"{p}c", sy, z, dt, False))
+    c.add(_q(p, "d1", f"{p}c", f"{p}cf", sy, z, dt, True))
+    c.nodes.append(helper.make_node("MaxPool", [f"{p}cf"], [f"{p}m"], kernel_shape=[1, 1]))
+    c.add(_q(p, "q1", f"{p}m", f"{p}y", sy, z, dt, False))
+    return c
+
+
+@needs_host
+@pytest.mark.parametrize("dt", [U8, I8])
+def test_softmax_groups_lower_to_qsoftmax_and_equal_onnxruntime(dt: int) -> None:
+    """The last axis of attention scores and a middle axis, output scales 1/256 (a line whose one
+    value takes all gives q = 256: saturated, in i8 too) and 1/255: QSOFTMAX bit for bit equal to
+    ORT's QLinearSoftmax."""
+    a = _softmax_chain("a_", [2, 4, 9, 33], dt, -1, 1 / 256).model_parts("a_y", [2, 4, 9, 33], dt, "a_c")
+    b = _softmax_chain("b_", [1, 7, 5, 6], dt, 1, 1 / 255).model_parts("b_y", [1, 7, 5, 6], dt, "b_c")
+    pair, plain = _models(a, b)
+    ops = _opcodes(lower_pair(pair, pair.graph.node[0]))
+    assert ops == [Opcode.QSOFTMAX, Opcode.QMAXPOOL] * 2, ops
+    for seed in range(3):
+        feeds = _feeds(plain, np.random.default_rng(seed))
+        feeds["a_x"][0, 0, 0] = feeds["a_x"][0, 0, 0, 0]  # a line of one value: 1/33 each
+        info = np.iinfo(feeds["a_x"].dtype)
+        feeds["a_x"][0, 0, 1], feeds["a_x"][0, 0, 1, 5] = info.min, info.max  # one value takes all: q = 256
+        for d in _compare(pair, plain, feeds):
+            assert d.max() == 0, (d.max(), (d > 0).sum())
+
+
+def _symbolic_softmax_model(path, axis: int) -> None:
+    """x[1, t, 64] -> Q, then two branches DQ -> MatMul(DQ w) -> Q -> DQ -> Softmax(axis) -> Q -> DQ."""
+    nodes, inits = [], []
+
+    def q(src: str, dst: str, scale: float, zp: int, dq: bool = False) -> None:
+        inits.extend([init(f"{dst}_s", np.float32(scale)), init(f"{dst}_z", np.uint8(zp))])
+        nodes.append(
+            helper.make_node("DequantizeLinear" if dq else "QuantizeLinear", [src, f"{dst}_s", f"{dst}_z"], [dst])
+        )
+
+    q("x", "xq", 0.05, 128)
+    for br in "ab":
+        inits.append(init(f"{br}w", np.random.default_rng(1).integers(0, 256, (64, 64)).astype(np.uint8)))
+        q("xq", f"{br}0", 0.05, 128, dq=True)
+        q(f"{br}w", f"{br}wf", 0.01, 128, dq=True)
+        nodes.append(helper.make_node("MatMul", [f"{br}0", f"{br}wf"], [f"{br}1"]))
+        q(f"{br}1", f"{br}2", 0.2, 128)
+        q(f"{br}2", f"{br}3", 0.2, 128, dq=True)
+        nodes.append(helper.make_node("Softmax", [f"{br}3"], [f"{br}4"], axis=axis))
+        q(f"{br}4", f"{br}5", 1 / 256, 0)
+        q(f"{br}5", f"{br}y", 1 / 256, 0, dq=True)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "t", 64])
+    ys = [helper.make_tensor_value_info(f"{b}y", TensorProto.FLOAT, [1, "t", 64]) for b in "ab"]
+    graph = helper.make_graph(nodes, "symbolic_qdq_softmax", [x], ys, initializer=inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=10), path)
+
+
+@pytest.mark.parametrize("axis,softmax", [(1, Opcode.SOFTMAX), (2, Opcode.QSOFTMAX)])
+def test_a_softmax_over_a_symbolic_axis_keeps_the_float_path(tmp_path, axis: int, softmax: Opcode) -> None:
+    """QSOFTMAX's table follows the axis length: over a symbolic axis the v2 program could not carry
+    it (the safety net refused the pair: "a constant's data depends on the input shape"), so that
+    group runs DQ -> SOFTMAX -> Q; over a static axis it stays QSOFTMAX."""
+    from hexfuse_onnx import pipeline
+    from hexfuse_onnx.lowering.program import layout_of
+
+    _symbolic_softmax_model(tmp_path / "m.onnx", axis)
+    result = pipeline.rewrite(tmp_path / "m.onnx", tmp_path / "f.onnx", target="host", min_gain=-1.0)
+    assert result.output is not None, [r.reason for r in result.analysis.rejected]
+    program = next(a.s for n in onnx.load(str(result.output)).graph.node for a in n.attribute if a.name == "program")
+    assert layout_of(program).version == 2
+    ops = _opcodes(program)
+    assert ops.count(softmax) == 2 and ops.count(Opcode.QMATMUL) == 2, ops

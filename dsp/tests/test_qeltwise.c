@@ -1,9 +1,11 @@
 /* test_qeltwise.c - the integer ops of QDQ groups bit for bit against their references:
  * QADD, QMUL and QLUT (dsp/ref/ref_qeltwise.h): every (a, b) pair of the type through a broadcast,
  * odd sizes, sizes cut into several items, the broadcasts that swap QADD's operands, ties,
- * saturation, a folded output range, misaligned buffers; QGLOBAL_AVGPOOL and QMAXPOOL
+ * saturation, a folded output range, misaligned buffers; QGLOBAL_AVGPOOL, QMAXPOOL and QAVGPOOL
  * (dsp/ref/ref_qpool.h): odd and one-element planes, several items, padding, dilation, ceil mode,
- * equal and different quantization; QCONCAT on every axis with odd sizes and per-input tables; and
+ * equal and different quantization; QRESIZE in every coordinate and nearest mode against the f32
+ * RESIZE's sources; QSOFTMAX (dsp/ref/ref_qsoftmax.h) on the last and a middle axis, saturation;
+ * QCONCAT on every axis with odd sizes and per-input tables; and
  * the refusals of bad dtypes, params and tables. */
 #include "core.h"
 #include "hexfuse/hexfuse.h"
@@ -11,6 +13,7 @@
 #include "test_util.h"
 #include "../ref/ref_qeltwise.h"
 #include "../ref/ref_qpool.h"
+#include "../ref/ref_qsoftmax.h"
 
 static hfx_pool *g_pool;
 
@@ -289,6 +292,207 @@ static void test_qmaxpool(void) {
         for (size_t k = 0; k < sizeof cfgs / sizeof cfgs[0]; k++) qmaxpool_case(types[t & 1], types[t >> 1], &cfgs[k], t % 3 == 0);
 }
 
+/* QAVGPOOL against windows taken here tap by tap, row by row (ORT's order) */
+static void qavgpool_case(uint8_t tx, uint8_t ty, const qmp_cfg *c, int include_pad) {
+    uint32_t yd[4] = {c->xd[0], c->xd[1], (uint32_t)c->oh, (uint32_t)c->ow};
+    uint64_t nx = (uint64_t)c->xd[0] * c->xd[1] * c->xd[2] * c->xd[3], ny = (uint64_t)yd[0] * yd[1] * yd[2] * yd[3];
+    uint8_t *xbuf = malloc(nx + 2), *ybuf = malloc(ny + 2), *X = xbuf + 1, *Y = ybuf + 1;
+    for (uint64_t i = 0; i < nx; i++) X[i] = (uint8_t)rng_u32();
+    int32_t p[HFX_OP_PARAMS] = {c->pad, c->pad, c->pad, c->pad, c->s, c->s, 1, 1, c->k, c->k, c->ceil, include_pad};
+    float sx = rng_f(0.01f, 0.1f), sy = rng_f(0.005f, 0.1f);
+    p[HFX_P_QPOOL_SCALE_X] = hfxb_bits(sx), p[HFX_P_QPOOL_ZERO_X] = qrand(tx);
+    p[HFX_P_QPOOL_SCALE_Y] = hfxb_bits(sy), p[HFX_P_QPOOL_ZERO_Y] = qrand(ty);
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t in[1] = {hfxb_set_dtype(&b, hfxb_input(&b, 0, 4, c->xd), tx)};
+    hfxb_op_add(&b, 0, HFX_OP_QAVGPOOL, -1, 1, in, hfxb_set_dtype(&b, hfxb_output(&b, 0, 4, yd), ty), p);
+    const void *ins[1] = {X};
+    void *outs[1] = {Y};
+    if (run(&b, ins, 1, outs)) {
+        uint64_t bad = ny;
+        int64_t H = c->xd[2], W = c->xd[3];
+        for (uint64_t i = 0; i < ny && bad == ny; i++) {
+            int64_t ow = (int64_t)(i % yd[3]), oh = (int64_t)(i / yd[3] % yd[2]), inside = 0;
+            uint64_t plane = i / ((uint64_t)yd[2] * yd[3]) * (uint64_t)(H * W);
+            float sum = 0.0f;
+            for (int64_t u = 0; u < c->k; u++)
+                for (int64_t v = 0; v < c->k; v++) {
+                    int64_t h = oh * c->s - c->pad + u, w = ow * c->s - c->pad + v;
+                    if (h < 0 || h >= H || w < 0 || w >= W) continue;
+                    sum += ref_qavgpool_tap(load(X, tx, plane + (uint64_t)(h * W + w)), sx, p[HFX_P_QPOOL_ZERO_X]);
+                    inside++;
+                }
+            float count = (float)(include_pad ? c->k * c->k : inside);
+            if (load(Y, ty, i) != ref_qavgpool_out(sum, count, sy, p[HFX_P_QPOOL_ZERO_Y], tmin(ty), tmax(ty))) bad = i;
+        }
+        CHECK_MSG(bad == ny, "qavgpool %u->%u k%d s%d pad %d include_pad %d: y[%u] differs", tx, ty, c->k, c->s,
+                  c->pad, include_pad, (unsigned)bad);
+    }
+    hfxb_free(&b);
+    free(xbuf), free(ybuf);
+}
+
+static void test_qavgpool(void) {
+    static const uint8_t types[2] = {HFX_DTYPE_U8, HFX_DTYPE_I8};
+    static const qmp_cfg cfgs[] = {
+        {{2, 3, 9, 11}, 3, 2, 1, 1, 0, 5, 6}, /* 3x3 s2 p1 */
+        {{1, 2, 7, 7}, 2, 2, 0, 1, 1, 4, 4},  /* ceil mode: a partial last window */
+        {{1, 3, 8, 9}, 3, 2, 1, 1, 1, 5, 5},  /* ceil mode and padding */
+        {{1, 1, 1, 1}, 1, 1, 0, 1, 0, 1, 1},
+        {{1, 4, 120, 130}, 3, 1, 1, 1, 0, 120, 130}, /* several items */
+        {{1, 2, 5, 5}, 5, 1, 0, 1, 0, 1, 1},         /* the whole plane */
+    };
+    for (int t = 0; t < 4; t++)
+        for (size_t k = 0; k < sizeof cfgs / sizeof cfgs[0]; k++) qavgpool_case(types[t & 1], types[t >> 1], &cfgs[k], t & 1);
+    /* QLinearAveragePool has no dilations */
+    uint32_t xd[4] = {1, 1, 6, 6}, yd[4] = {1, 1, 2, 2};
+    int32_t p[HFX_OP_PARAMS] = {0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 0, 0};
+    p[HFX_P_QPOOL_SCALE_X] = p[HFX_P_QPOOL_SCALE_Y] = hfxb_bits(0.5f);
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t in[1] = {hfxb_set_dtype(&b, hfxb_input(&b, 0, 4, xd), HFX_DTYPE_U8)};
+    hfxb_op_add(&b, 0, HFX_OP_QAVGPOOL, -1, 1, in, hfxb_set_dtype(&b, hfxb_output(&b, 0, 4, yd), HFX_DTYPE_U8), p);
+    size_t size = 0;
+    uint8_t *bytes = hfxb_encode(&b, &size);
+    hfx_program *prog = NULL;
+    hfx_error err;
+    CHECK_MSG(hfx_program_parse(bytes, size, &prog, &err) == HFX_ERR_PARAM && strstr(err.message, "dilations"),
+              "qavgpool with dilation 2 refused: %s", err.message);
+    hfx_program_free(prog);
+    free(bytes);
+    hfxb_free(&b);
+}
+
+/* QRESIZE against the f32 RESIZE of the same codes (its nearest source) through the table */
+static void qresize_case(uint8_t tx, uint8_t ty, uint32_t rank, const uint32_t *xd, const uint32_t *yd, int coord,
+                         int nearest) {
+    uint64_t nx = 1, ny = 1;
+    for (uint32_t a = 0; a < rank; a++) nx *= xd[a], ny *= yd[a];
+    float sh = (float)yd[rank - 2] / (float)xd[rank - 2], sw = (float)yd[rank - 1] / (float)xd[rank - 1];
+    uint8_t *xbuf = malloc(nx + 1), *ybuf = malloc(ny + 1), *X = xbuf + 1, *Y = ybuf + 1, table[256];
+    float *XF = malloc(nx * 4), *YF = malloc(ny * 4);
+    for (uint64_t i = 0; i < nx; i++) X[i] = (uint8_t)rng_u32(), XF[i] = (float)load(X, tx, i);
+    for (int i = 0; i < 256; i++) table[i] = (uint8_t)rng_u32();
+    hfxb f;
+    hfxb_init(&f);
+    hfxb_resize(&f, 0, hfxb_input(&f, 0, rank, xd), hfxb_output(&f, 0, rank, yd), HFX_RESIZE_NEAREST, coord, nearest,
+                sh, sw);
+    const void *fins[1] = {XF};
+    void *fouts[1] = {YF};
+    int ok = run(&f, fins, 1, fouts);
+    hfxb_free(&f);
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t in[2] = {hfxb_set_dtype(&b, hfxb_input(&b, 0, rank, xd), tx),
+                      hfxb_set_dtype(&b, hfxb_const(&b, 0, 1, (const uint32_t[]){256}, (const float *)(const void *)table),
+                                     ty)};
+    int32_t p[HFX_OP_PARAMS] = {HFX_RESIZE_NEAREST, coord, nearest, hfxb_bits(sh), hfxb_bits(sw)};
+    hfxb_op_add(&b, 0, HFX_OP_QRESIZE, -1, 2, in, hfxb_set_dtype(&b, hfxb_output(&b, 0, rank, yd), ty), p);
+    const void *ins[1] = {X};
+    void *outs[1] = {Y};
+    if (ok && run(&b, ins, 1, outs)) {
+        uint64_t bad = ny;
+        for (uint64_t i = 0; i < ny && bad == ny; i++)
+            if (Y[i] != table[(int32_t)YF[i] - tmin(tx)]) bad = i;
+        CHECK_MSG(bad == ny, "qresize %u->%u coord %d nearest %d: y[%u] differs", tx, ty, coord, nearest,
+                  (unsigned)bad);
+    }
+    hfxb_free(&b);
+    free(xbuf), free(ybuf), free(XF), free(YF);
+}
+
+static void test_qresize(void) {
+    const uint8_t U8 = HFX_DTYPE_U8, types[2] = {HFX_DTYPE_U8, HFX_DTYPE_I8};
+    for (int coord = HFX_RESIZE_COORD_HALF_PIXEL; coord <= HFX_RESIZE_COORD_HALF_PIXEL_SYMMETRIC; coord++)
+        for (int nearest = 0; nearest <= HFX_RESIZE_NEAREST_CEIL; nearest++)
+            for (int t = 0; t < 4; t++) {
+                qresize_case(types[t & 1], types[t >> 1], 4, (const uint32_t[]){2, 3, 7, 5},
+                             (const uint32_t[]){2, 3, 14, 10}, coord, nearest);
+                qresize_case(types[t & 1], types[t >> 1], 3, (const uint32_t[]){3, 10, 9},
+                             (const uint32_t[]){3, 6, 17}, coord, nearest); /* down and odd */
+            }
+    qresize_case(U8, U8, 4, (const uint32_t[]){1, 4, 150, 300}, (const uint32_t[]){1, 4, 300, 600},
+                 HFX_RESIZE_COORD_ASYMMETRIC, HFX_RESIZE_NEAREST_FLOOR); /* several items, several column chunks */
+    /* linear is not an integer op */
+    uint32_t xd[4] = {1, 1, 2, 2}, yd[4] = {1, 1, 4, 4};
+    uint8_t table[256] = {0};
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t in[2] = {hfxb_set_dtype(&b, hfxb_input(&b, 0, 4, xd), U8),
+                      hfxb_set_dtype(&b, hfxb_const(&b, 0, 1, (const uint32_t[]){256}, (const float *)(const void *)table),
+                                     U8)};
+    int32_t p[HFX_OP_PARAMS] = {HFX_RESIZE_LINEAR, 0, 0, hfxb_bits(2.0f), hfxb_bits(2.0f)};
+    hfxb_op_add(&b, 0, HFX_OP_QRESIZE, -1, 2, in, hfxb_set_dtype(&b, hfxb_output(&b, 0, 4, yd), U8), p);
+    hfx_program *prog = NULL;
+    hfx_error err;
+    CHECK_MSG(parse(&b, &prog, &err) == HFX_ERR_PARAM && strstr(err.message, "nearest"), "linear QRESIZE refused: %s",
+              err.message);
+    hfx_program_free(prog);
+    hfxb_free(&b);
+}
+
+/* QSOFTMAX of X[2, d, inner] over axis 1 against lines taken here (any positive table will do) */
+static void qsoftmax_case(uint8_t dt, uint32_t d, uint32_t inner, float y_scale) {
+    uint32_t xd[3] = {2, d, inner};
+    uint64_t n = 2ull * d * inner;
+    uint8_t *xbuf = malloc(n + 1), *ybuf = malloc(n + 1), *X = xbuf + 1, *Y = ybuf + 1;
+    float table[256];
+    for (uint64_t i = 0; i < n; i++) X[i] = (uint8_t)rng_u32();
+    for (int j = 0; j < 256; j++) table[j] = rng_f(0.0f, 1.0f) * (float)(j + 1) * (float)(j + 1);
+    int32_t zy = dt == HFX_DTYPE_U8 ? (int32_t)rng_range(0, 3) : -128 + (int32_t)rng_range(0, 3);
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t in[2] = {hfxb_set_dtype(&b, hfxb_input(&b, 0, 3, xd), dt),
+                      hfxb_const(&b, 0, 1, (const uint32_t[]){256}, table)};
+    int32_t p[HFX_OP_PARAMS] = {1, hfxb_bits(y_scale), zy};
+    hfxb_op_add(&b, 0, HFX_OP_QSOFTMAX, -1, 2, in, hfxb_set_dtype(&b, hfxb_output(&b, 0, 3, xd), dt), p);
+    const void *ins[1] = {X};
+    void *outs[1] = {Y};
+    if (run(&b, ins, 1, outs)) {
+        uint64_t bad = n;
+        for (uint64_t line = 0; line < 2ull * inner && bad == n; line++) {
+            uint64_t base = line / inner * d * inner + line % inner;
+            int32_t m = INT32_MIN;
+            for (uint32_t k = 0; k < d; k++) m = load(X, dt, base + k * inner) > m ? load(X, dt, base + k * inner) : m;
+            float sum = 0.0f;
+            for (uint32_t k = 0; k < d; k++) sum += table[ref_qsoftmax_index(load(X, dt, base + k * inner), m)];
+            for (uint32_t k = 0; k < d && bad == n; k++) {
+                float t = table[ref_qsoftmax_index(load(X, dt, base + k * inner), m)];
+                if (load(Y, dt, base + k * inner) != ref_qsoftmax_out(t, sum, y_scale, zy, dt == HFX_DTYPE_U8))
+                    bad = base + k * inner;
+            }
+        }
+        CHECK_MSG(bad == n, "qsoftmax %u d %u inner %u: y[%u] differs", dt, d, inner, (unsigned)bad);
+    }
+    hfxb_free(&b);
+    free(xbuf), free(ybuf);
+}
+
+static void test_qsoftmax(void) {
+    static const uint8_t types[2] = {HFX_DTYPE_U8, HFX_DTYPE_I8};
+    for (int t = 0; t < 2; t++) {
+        qsoftmax_case(types[t], 33, 1, 256.0f);
+        qsoftmax_case(types[t], 7, 5, 255.0f);
+        qsoftmax_case(types[t], 1, 3, 256.0f); /* one element: q = 256, saturated */
+        qsoftmax_case(types[t], 40000, 1, 512.0f); /* a line longer than a chunk: one item */
+    }
+    /* the table must be 256 f32 */
+    uint32_t xd[2] = {2, 8};
+    float table[255] = {0};
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t in[2] = {hfxb_set_dtype(&b, hfxb_input(&b, 0, 2, xd), HFX_DTYPE_U8),
+                      hfxb_const(&b, 0, 1, (const uint32_t[]){255}, table)};
+    int32_t p[HFX_OP_PARAMS] = {1, hfxb_bits(256.0f), 0};
+    hfxb_op_add(&b, 0, HFX_OP_QSOFTMAX, -1, 2, in, hfxb_set_dtype(&b, hfxb_output(&b, 0, 2, xd), HFX_DTYPE_U8), p);
+    hfx_program *prog = NULL;
+    hfx_error err;
+    CHECK_MSG(parse(&b, &prog, &err) == HFX_ERR_SHAPE && strstr(err.message, "256 f32"), "short table refused: %s",
+              err.message);
+    hfx_program_free(prog);
+    hfxb_free(&b);
+}
+
 /* QCONCAT of three inputs (sizes 1, 3, 2 on the axis) of X[2, *, 5, 3] permuted to put the axis at
  * `axis`; random tables (any requantisation is a table) */
 static void qconcat_case(uint8_t tx, uint8_t ty, int axis, int misalign) {
@@ -451,6 +655,9 @@ int main(void) {
     RUN_TEST(test_qlut);
     RUN_TEST(test_qglobal_avgpool);
     RUN_TEST(test_qmaxpool);
+    RUN_TEST(test_qavgpool);
+    RUN_TEST(test_qresize);
+    RUN_TEST(test_qsoftmax);
     RUN_TEST(test_qconcat);
     RUN_TEST(test_refusals);
     hfx_pool_destroy(g_pool);

@@ -18,6 +18,7 @@ types); the functions taking a model lower the pairs of an already rewritten mod
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 import onnx
@@ -85,6 +86,8 @@ def lower_function(
     if symbolic is None:
         return Lowered(lowerer.lower(), lowerer.origins)
     second = (node, symbolic.function, initializers, symbolic.second, model_opset, ir_version)
+    with contextlib.suppress(LoweringError):  # else lower_symbolic refuses it, saying why
+        lowerer.set_second_binding(Lowerer(*second))
     return Lowered(lower_symbolic(lowerer, second, symbolic), lowerer.origins)
 
 

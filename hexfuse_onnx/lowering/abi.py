@@ -104,6 +104,9 @@ class Opcode(IntEnum):
     QGLOBAL_AVGPOOL = 83  # QDQ GlobalAveragePool in integers: dsp/ref/ref_qpool.h
     QMAXPOOL = 84  # QDQ MaxPool in integers: POOL params, then QPoolParam
     QCONCAT = 85  # QDQ Concat: each input through its requantisation table
+    QAVGPOOL = 86  # QDQ AveragePool (2-D): ORT's QLinearAveragePool, POOL params then QPoolParam
+    QRESIZE = 87  # QDQ nearest Resize: RESIZE params; each source byte through a requantisation table
+    QSOFTMAX = 88  # QDQ Softmax (8-bit): ORT's QLinearSoftmax with its exp table (dsp/ref/ref_qsoftmax.h)
 
 
 class Param(IntEnum):
@@ -194,12 +197,19 @@ class QGapParam(IntEnum):
 
 
 class QPoolParam(IntEnum):
-    """QMAXPOOL, after PoolParam's slots (scales as f32 bits)"""
+    """QMAXPOOL and QAVGPOOL, after PoolParam's slots (scales as f32 bits)"""
 
     SCALE_X = 12
     ZERO_X = 13
     SCALE_Y = 14
     ZERO_Y = 15
+
+
+class QSoftmaxParam(IntEnum):
+    """QSOFTMAX, after Param.AXIS (the scale as f32 bits)"""
+
+    SCALE = 1  # floor(1 / y_scale)
+    ZERO_Y = 2
 
 
 class ResizeParam(IntEnum):

@@ -144,6 +144,9 @@ class Lowerer:
         self.origins: list[OpOrigin] = []
         self._body_index: int | None = None  # the body node being lowered
         self.scratch_node: dict[int, int] = {}  # scratch program id -> the body node whose lowering made it
+        # body tensor -> its axes whose length differs at a second binding of symbolic input dims: an
+        # op whose params or tables follow such a length lowers the way that does not (lowering.shapes)
+        self.varying: dict[str, set[int]] = {}
 
     def _infer_body(self, ir_version: int) -> None:
         m = self.body_model({f: self.types[f] for f in self.fn.input}, ir_version)
@@ -199,6 +202,17 @@ class Lowerer:
         return helper.make_model(graph, opset_imports=list(self.fn.opset_import), ir_version=ir_version)
 
     # ---- tensors ----
+
+    def set_second_binding(self, other: Lowerer) -> None:
+        """Record which body tensor axes have another length in `other` (the second binding)."""
+        for name, t in self.types.items():
+            u = other.types.get(name)
+            if u is None or not t.tensor_type.HasField("shape") or not u.tensor_type.HasField("shape"):
+                continue
+            a, b = t.tensor_type.shape.dim, u.tensor_type.shape.dim
+            axes = {i for i in range(min(len(a), len(b))) if a[i].dim_value != b[i].dim_value or not a[i].dim_value}
+            if axes or len(a) != len(b):
+                self.varying[name] = axes | set(range(min(len(a), len(b)), max(len(a), len(b))))
 
     def shape(self, name: str, op: onnx.NodeProto) -> list[int]:
         t = self.types.get(name)

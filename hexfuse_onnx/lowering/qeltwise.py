@@ -7,9 +7,14 @@
   QLUT, a 256-entry table. The table is ONNX Runtime's own result of the group on the 256 values
   of x's type, so it is what ORT computes for the group, fused or not.
 - DQ(x) -> GlobalAveragePool -> Q (one type): QGLOBAL_AVGPOOL, ORT's QLinearGlobalAveragePool;
-  DQ(x) -> MaxPool (2-D) -> Q: QMAXPOOL, Q(DQ(max)), which is exact either way.
+  DQ(x) -> MaxPool (2-D) -> Q: QMAXPOOL, Q(DQ(max)), which is exact either way;
+  DQ(x) -> AveragePool (2-D, no dilation) -> Q (one type): QAVGPOOL, ORT's QLinearAveragePool (a
+  window over the whole plane without pads: QGLOBAL_AVGPOOL, where ORT falls back to it too).
 - DQ(x1), ..., DQ(xk) -> Concat -> Q (one type): QCONCAT, each input through its table Q(DQ(x)),
   as ORT's QLinearConcat.
+- DQ(x) -> Softmax -> Q (one type): QSOFTMAX, ORT's QLinearSoftmax with the exp table it builds.
+- DQ(x) -> Resize (nearest) -> Q: QRESIZE, each source byte through its table Q(DQ(x)): exact,
+  whether ORT drops the Q/DQ (equal parameters: it copies bytes) or runs the group in float.
 
 A 16-bit input (u16/i16) would need a 65536-entry table (128 KiB), which does not pay for the
 few unary groups of a u16 model; the method documented for it is a 2-level table: the high byte
@@ -20,6 +25,7 @@ Not implemented: the program format carries u8/i8 only (issue 12's u16 path).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -27,7 +33,19 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from .abi import Dtype, Opcode, Param, QBinaryParam, QGapParam, QPoolParam, Task
+from .abi import (
+    Dtype,
+    Opcode,
+    Param,
+    PoolParam,
+    QBinaryParam,
+    QGapParam,
+    QPoolParam,
+    QSoftmaxParam,
+    ResizeMode,
+    ResizeParam,
+    Task,
+)
 from .lowerer import DTYPES, Lowerer, attr, f32_bits
 from .qmatmul import IntegerGroups
 
@@ -108,7 +126,14 @@ def plan(cx: Lowerer, matmuls: IntegerGroups) -> ElementwiseGroups:
     for k in range(len(cx.fn.node)):
         if k in matmuls.groups:
             continue
-        found = _table(body, k) or _binary(body, k) or _pool(body, k) or _concat(body, k)
+        found = (
+            _table(body, k)
+            or _binary(body, k)
+            or _pool(body, k)
+            or _concat(body, k)
+            or _resize(body, k)
+            or _softmax(body, k)
+        )
         if found is not None:
             emit, inputs, tail = found
             out.emit[k] = emit
@@ -281,14 +306,11 @@ def _ort_table(
 
 
 def _pool(b: _Body, k: int) -> Found | None:
-    """DQ(x) -> GlobalAveragePool (x and y of one type, as ORT's QLinearGlobalAveragePool wants) or
-    2-D MaxPool -> Q."""
-    from .registry import LoweringError
-    from .spatial import pool_params
-
+    """DQ(x) -> GlobalAveragePool or 2-D AveragePool (x and y of one type, as ORT's QLinear ops want)
+    or 2-D MaxPool -> Q."""
     n, cx = b.node(k), b.cx
-    gap, maxpool = _is(n, "GlobalAveragePool"), _is(n, "MaxPool")
-    if not (gap or maxpool) or b.dq_of(n.input[0]) is None or b.only_q(k) is None:
+    kind = next((op for op in ("GlobalAveragePool", "MaxPool", "AveragePool") if _is(n, op)), None)
+    if kind is None or b.dq_of(n.input[0]) is None or b.only_q(k) is None:
         return None
     d, q = b.dq_of(n.input[0]), b.only_q(k)
     assert d is not None and q is not None  # checked above
@@ -296,34 +318,58 @@ def _pool(b: _Body, k: int) -> Found | None:
     tx, ty = b.narrow(dq.input[0]), b.narrow(qn.output[0])
     px, py = _per_tensor(cx, dq), _per_tensor(cx, qn)
     x_shape = cx.shape(dq.input[0], dq)
-    if tx is None or ty is None or px is None or py is None or (gap and tx != ty) or (maxpool and len(x_shape) != 4):
+    if tx is None or ty is None or px is None or py is None or (kind != "MaxPool" and tx != ty):
         return None
-    if maxpool and (len(n.output) > 1 and any(n.output[1:])):
-        return None
-    (sx, zx), (sy, zy) = px, py
-    if gap:
-        if len(x_shape) < 3:
-            return None
-        count = int(np.prod(x_shape[2:]))
-        scale = np.float32(sx / np.float32(sy * np.float32(count)))
-        params: dict = {QGapParam.SCALE: f32_bits(float(scale)), QGapParam.ZERO_X: zx, QGapParam.ZERO_Y: zy}
+    if set(cx.varying.get(dq.input[0], set())) & set(range(2, len(x_shape))) and kind != "MaxPool":
+        return None  # the scale (or ORT's choice of the global pool) follows the plane's size
+    if kind == "GlobalAveragePool":
+        found = _global_avgpool(x_shape, px, py)
     else:
-        if sx <= 0 or sy <= 0:
-            return None
-        try:
-            params = dict(pool_params(cx, n))
-        except LoweringError:
-            return None
-        params.update({
-            QPoolParam.SCALE_X: f32_bits(float(sx)), QPoolParam.ZERO_X: zx,
-            QPoolParam.SCALE_Y: f32_bits(float(sy)), QPoolParam.ZERO_Y: zy,
-        })  # fmt: skip
-    opcode = Opcode.QGLOBAL_AVGPOOL if gap else Opcode.QMAXPOOL
+        found = _window_pool(cx, n, kind, x_shape, px, py)
+    if found is None:
+        return None
+    opcode, params = found
 
     def emit(task: Task) -> None:
         cx.emit(n, task, opcode, [cx.read_typed(dq.input[0], n, task, tx)], params, out=qn.output[0], out_dtype=ty)
 
     return emit, [d], [q]
+
+
+def _global_avgpool(x_shape: list[int], px: tuple, py: tuple) -> tuple[Opcode, dict] | None:
+    if len(x_shape) < 3:
+        return None
+    (sx, zx), (sy, zy) = px, py
+    scale = np.float32(sx / np.float32(sy * np.float32(int(np.prod(x_shape[2:])))))
+    return Opcode.QGLOBAL_AVGPOOL, {QGapParam.SCALE: f32_bits(float(scale)), QGapParam.ZERO_X: zx, QGapParam.ZERO_Y: zy}
+
+
+def _window_pool(
+    cx: Lowerer, n: onnx.NodeProto, kind: str, x_shape: list[int], px: tuple, py: tuple
+) -> tuple[Opcode, dict] | None:
+    """QMAXPOOL or QAVGPOOL with the pool's params; an AveragePool whose window is the whole plane
+    without pads is the global pool, as in ORT's QLinearAveragePool."""
+    from .registry import LoweringError
+    from .spatial import pool_params
+
+    (sx, zx), (sy, zy) = px, py
+    if len(x_shape) != 4 or (len(n.output) > 1 and any(n.output[1:])) or sy <= 0 or (kind == "MaxPool" and sx <= 0):
+        return None
+    try:
+        params: dict = dict(pool_params(cx, n))
+    except LoweringError:
+        return None
+    if kind == "AveragePool":
+        if params[PoolParam.DILATION_H] != 1 or params[PoolParam.DILATION_W] != 1:
+            return None  # QLinearAveragePool has none: ORT keeps such a group in float
+        pads = [params[p] for p in (PoolParam.PAD_TOP, PoolParam.PAD_LEFT, PoolParam.PAD_BOTTOM, PoolParam.PAD_RIGHT)]
+        if [params[PoolParam.KERNEL_H], params[PoolParam.KERNEL_W]] == x_shape[2:] and not any(pads):
+            return _global_avgpool(x_shape, px, py)
+    params.update({
+        QPoolParam.SCALE_X: f32_bits(float(sx)), QPoolParam.ZERO_X: zx,
+        QPoolParam.SCALE_Y: f32_bits(float(sy)), QPoolParam.ZERO_Y: zy,
+    })  # fmt: skip
+    return (Opcode.QMAXPOOL if kind == "MaxPool" else Opcode.QAVGPOOL), params
 
 
 def requant_table(sx: np.float32, zx: int, sy: np.float32, zy: int, tx: Dtype, ty: Dtype) -> np.ndarray:
@@ -365,3 +411,70 @@ def _concat(b: _Body, k: int) -> Found | None:
         cx.emit(n, task, Opcode.QCONCAT, ids, {Param.AXIS: axis}, out=qn.output[0], out_dtype=ty)
 
     return emit, [d for d in dqs if d is not None], [q]
+
+
+def _resize(b: _Body, k: int) -> Found | None:
+    from .registry import LoweringError
+    from .spatial import resize_params
+
+    n, cx = b.node(k), b.cx
+    d, q = (b.dq_of(n.input[0]), b.only_q(k)) if _is(n, "Resize") else (None, None)
+    if d is None or q is None:
+        return None
+    dq, qn = b.node(d), b.node(q)
+    tx, ty = b.narrow(dq.input[0]), b.narrow(qn.output[0])
+    px, py = _per_tensor(cx, dq), _per_tensor(cx, qn)
+    if tx is None or ty is None or px is None or py is None:
+        return None
+    try:
+        params = resize_params(cx, n)
+    except LoweringError:
+        return None
+    if params[ResizeParam.MODE] != ResizeMode.NEAREST:
+        return None  # linear interpolates: ORT's u8 Resize rounds its own way
+    table = requant_table(px[0], px[1], py[0], py[1], tx, ty)
+
+    def emit(task: Task) -> None:
+        inputs = [cx.read_typed(dq.input[0], n, task, tx), cx.constant(table, task, ty)]
+        cx.emit(n, task, Opcode.QRESIZE, inputs, params, out=qn.output[0], out_dtype=ty)
+
+    return emit, [d], [q]
+
+
+def _softmax(b: _Body, k: int) -> Found | None:
+    n, cx = b.node(k), b.cx
+    d, q = (b.dq_of(n.input[0]), b.only_q(k)) if _is(n, "Softmax") else (None, None)
+    if d is None or q is None:
+        return None
+    dq, qn = b.node(d), b.node(q)
+    tx, ty = b.narrow(dq.input[0]), b.narrow(qn.output[0])
+    px, py = _per_tensor(cx, dq), _per_tensor(cx, qn)
+    shape = cx.shape(n.input[0], n)
+    axis = int(attr(n, "axis", -1 if cx.opset >= 13 else 1))
+    if tx is None or tx != ty or px is None or py is None or not shape or not -len(shape) <= axis < len(shape):
+        return None
+    axis %= len(shape)
+    if cx.opset < 13 and axis != len(shape) - 1:
+        return None  # coerced to 2-D: the float lowering refuses it too
+    if axis in cx.varying.get(n.input[0], set()):
+        return None  # the table follows the axis length: the float Softmax does not
+    params = {
+        Param.AXIS: axis,
+        QSoftmaxParam.SCALE: f32_bits(float(np.floor(np.float32(1) / py[0]))),
+        QSoftmaxParam.ZERO_Y: py[1],
+    }
+    table = softmax_table(px[0], shape[axis])
+
+    def emit(task: Task) -> None:
+        inputs = [cx.read_typed(dq.input[0], n, task, tx), cx.constant(table, task, Dtype.F32)]
+        cx.emit(n, task, Opcode.QSOFTMAX, inputs, params, out=qn.output[0], out_dtype=ty)
+
+    return emit, [d], [q]
+
+
+def softmax_table(sx: np.float32, length: int) -> np.ndarray:
+    """ORT's QLinearSoftmax table: f32(exp((j - 255 + b) * s_x)) in double, b = max(0, log(FLT_MAX /
+    length) - 5) / s_x, the quotient in f32 as its C++ computes it; math.exp is the C library's."""
+    flt_max = np.finfo(np.float32).max
+    shift = max(0.0, math.log(float(np.float32(flt_max / np.float32(length)))) - 5.0) / float(sx)
+    return np.array([math.exp((j - 255 + shift) * float(sx)) for j in range(256)], dtype=np.float32)

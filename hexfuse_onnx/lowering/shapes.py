@@ -78,6 +78,7 @@ def _proven(first: Lowerer, second_args: tuple, section: bytes, notes: dict[tupl
     """The v2 program, once its specialization to the second binding equals the lowering there."""
     try:
         second = Lowerer(*second_args)
+        second.varying = first.varying
         second.lower()
     except LoweringError as exc:
         raise _refuse(first, f"does not lower at a second shape: {exc.message}") from None

@@ -150,6 +150,11 @@ def global_average_pool(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
 
 @lowers("Resize")
 def resize(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    cx.emit(n, t, Opcode.RESIZE, [cx.read(n.input[0], n, t)], resize_params(cx, n))
+
+
+def resize_params(cx: Lowerer, n: onnx.NodeProto) -> dict[ResizeParam, int]:
+    """RESIZE's params of a Resize node, or LoweringError."""
     op = n.op_type
     if cx.opset < 11:
         raise LoweringError(op, n.name, f"opset {cx.opset} Resize is not supported (opset 11 and later)")
@@ -167,14 +172,13 @@ def resize(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         want = float(x[a]) * float(scales[a])
         if not (0 <= want - y[a] < 1 or 0 < y[a] - want <= 1e-5 * y[a]):
             raise LoweringError(op, n.name, f"output length {y[a]} is not floor({x[a]} * {scales[a]})")
-    params = {
+    return {
         ResizeParam.MODE: mode,
         ResizeParam.COORD: coord,
         ResizeParam.NEAREST_MODE: nearest if mode == ResizeMode.NEAREST else 0,
         ResizeParam.SCALE_H: f32_bits(scales[rank - 2]),
         ResizeParam.SCALE_W: f32_bits(scales[rank - 1]),
     }
-    cx.emit(n, t, Opcode.RESIZE, [cx.read(n.input[0], n, t)], params)
 
 
 def _resize_modes(n: onnx.NodeProto) -> tuple[ResizeMode, ResizeCoord, ResizeNearest]:

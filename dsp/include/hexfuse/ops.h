@@ -216,7 +216,10 @@ enum hfx_opcode {
     /* integer pooling of QDQ groups, dsp/ref/ref_qpool.h */
     HFX_OP_QGLOBAL_AVGPOOL = 83, /* in X u8/i8 [N,C,...]: ONNX Runtime's QLinearGlobalAveragePool */
     HFX_OP_QMAXPOOL = 84,        /* in X u8/i8 [N,C,H,W]: MaxPool, requantised (exact) */
-    HFX_OP_QCONCAT = 85          /* in X1..Xk u8/i8, tables [k, 256]: Concat, each input through its table */
+    HFX_OP_QCONCAT = 85,         /* in X1..Xk u8/i8, tables [k, 256]: Concat, each input through its table */
+    HFX_OP_QAVGPOOL = 86,        /* in X u8/i8 [N,C,H,W]: ONNX Runtime's QLinearAveragePool */
+    HFX_OP_QRESIZE = 87,         /* in X u8/i8, table [256] of Y's type: nearest RESIZE, each byte through the table */
+    HFX_OP_QSOFTMAX = 88         /* in X u8/i8, exp table f32 [256]: ONNX Runtime's QLinearSoftmax */
 };
 
 /* RESIZE modes (param HFX_P_RESIZE_MODE) */
@@ -348,6 +351,18 @@ enum hfx_resize_nearest_mode {
 #define HFX_P_QPOOL_ZERO_X 13
 #define HFX_P_QPOOL_SCALE_Y 14 /* f32 bits, finite > 0 */
 #define HFX_P_QPOOL_ZERO_Y 15
+
+/* QRESIZE: RESIZE's params (mode nearest); y = table[x at RESIZE's nearest source - the minimum of
+ * X's type]: the requantisation Q_y(DQ_x(x)) of a DQ -> Resize -> Q group, the identity when the
+ * parameters are equal (ONNX Runtime then drops the Q/DQ and copies the bytes) */
+
+/* QSOFTMAX: HFX_P_AXIS as SOFTMAX's, then floor(1 / s_y) and zy; Y of X's type; the table as
+ * dsp/ref/ref_qsoftmax.h builds it */
+#define HFX_P_QSOFTMAX_SCALE 1 /* f32 bits: floor(1 / s_y), finite >= 0 */
+#define HFX_P_QSOFTMAX_ZERO_Y 2
+
+/* QAVGPOOL: AVGPOOL's params (HFX_P_POOL_*, dilations 1), then HFX_P_QPOOL_*: ONNX Runtime's
+ * QLinearAveragePool, bit for bit (dsp/ref/ref_qpool.h) */
 
 /* QCONCAT: HFX_P_AXIS; the last input holds one 256-entry table of Y's dtype per input, indexed
  * by x - the minimum of x's type (the requantisation Q_y(DQ_x(x)), the identity when the

@@ -1,9 +1,9 @@
 /* qpool.c - the integer pooling ops of QDQ groups, exactly as dsp/ref/ref_qpool.h defines them:
  * QGLOBAL_AVGPOOL (an item is a block of (image, channel) rows) and QMAXPOOL (MAXPOOL's windows on
- * u8/i8, an item is a block of output rows). Portable C on the host; on Hexagon builds (HFX_HVX),
- * hvx/hvx_qpool.c: QGLOBAL_AVGPOOL's sums by vrmpy, QMAXPOOL rows of horizontal stride 1 or 2 by vmax
- * with the requantisation as a 256-entry table (windows with no tap inside X, dilations above 1
- * only, stay scalar). */
+ * u8/i8, an item is a block of output rows) and QAVGPOOL (AVGPOOL's windows, the same items).
+ * Portable C on the host; on Hexagon builds (HFX_HVX), hvx/hvx_qpool.c: QGLOBAL_AVGPOOL's sums by
+ * vrmpy, QMAXPOOL rows of horizontal stride 1 or 2 by vmax with the requantisation as a 256-entry
+ * table (windows with no tap inside X, dilations above 1 only, stay scalar). QAVGPOOL is C on both. */
 #include "../../ref/ref_qpool.h"
 #include "kernels.h"
 
@@ -254,5 +254,69 @@ void hfx_run_qmaxpool(const hfx_kernel_args *a, uint32_t item) {
             store_narrow(a->out[0], y->dtype, r * ow_n + ow, q);
         }
         if (++oh == oh_n) oh = 0, plane_n++;
+    }
+}
+
+/* ---- QAVGPOOL ---- */
+
+typedef struct qavgpool_plan {
+    uint64_t rows, rows_per_item; /* output rows (N*C*OH) */
+} qavgpool_plan;
+
+hfx_status hfx_validate_qavgpool(hfx_vctx *v, hfx_op *op) {
+    hfx_status st = check_dtypes(v, op);
+    for (uint32_t slot = HFX_P_POOL_DILATION_H; !st && slot <= HFX_P_POOL_DILATION_W; slot++)
+        if (op->params[slot] != 1) /* QLinearAveragePool has no dilations */
+            st = hfx_vfail(v, HFX_ERR_PARAM, HFX_PARAM_OFF(v, slot), "op %u (%s): dilations must be 1", v->index,
+                           op->desc->label);
+    if (!st) st = check_scale(v, op, HFX_P_QPOOL_SCALE_X, false);
+    if (!st) st = check_scale(v, op, HFX_P_QPOOL_SCALE_Y, true);
+    if (!st) st = check_zero(v, op, HFX_P_QPOOL_ZERO_X, op->in[0]);
+    if (!st) st = check_zero(v, op, HFX_P_QPOOL_ZERO_Y, op->out[0]);
+    return st ? st : hfx_validate_pool2d(v, op);
+}
+
+hfx_status hfx_plan_qavgpool(const hfx_program *p, hfx_op *op) {
+    const hfx_tensor *y = &p->tensors[op->out[0]];
+    uint64_t taps = (uint64_t)op->params[HFX_P_POOL_KERNEL_H] * (uint64_t)op->params[HFX_P_POOL_KERNEL_W];
+    qavgpool_plan pl = {y->numel / y->dims[3], hfx_per_item_for(y->dims[3] * taps, HFX_EW_CHUNK)};
+    HFX_PLAN_STORE(op, pl);
+    return hfx_plan_set_items(op, hfx_ceil_div(pl.rows, pl.rows_per_item));
+}
+
+/* [start, end) of one window along an axis of length n, clipped to it (ORT's hstart/hend) */
+static void clip_window(int64_t start, int64_t kernel, int64_t n, int64_t *b, int64_t *e) {
+    *e = start + kernel < n ? start + kernel : n;
+    *b = start > 0 ? start : 0;
+}
+
+HFX_VECTOR_KERNEL
+void hfx_run_qavgpool(const hfx_kernel_args *a, uint32_t item) {
+    const hfx_op *op = a->op;
+    const hfx_tensor *x = &a->prog->tensors[op->in[0]], *y = &a->prog->tensors[op->out[0]];
+    const int32_t *pr = op->params;
+    qavgpool_plan pl;
+    HFX_PLAN_LOAD(pl, op);
+    uint64_t r0, r1, oh_n = y->dims[2], ow_n = y->dims[3];
+    hfx_plan_range(pl.rows, pl.rows_per_item, item, &r0, &r1);
+    int64_t H = x->dims[2], W = x->dims[3], kh = pr[HFX_P_POOL_KERNEL_H], kw = pr[HFX_P_POOL_KERNEL_W];
+    float sx = hfx_f32_from_bits(pr[HFX_P_QPOOL_SCALE_X]), sy = hfx_f32_from_bits(pr[HFX_P_QPOOL_SCALE_Y]);
+    int32_t zx = pr[HFX_P_QPOOL_ZERO_X], lo = type_min(y->dtype), hi = type_max(y->dtype);
+    float tap[256]; /* the dequantized value of each code, indexed by x - the type's minimum */
+    for (int32_t i = 0; i < 256; i++) tap[i] = ref_qavgpool_tap(i + type_min(x->dtype), sx, zx);
+    for (uint64_t r = r0; r < r1; r++) {
+        uint64_t plane = (r / oh_n) * (uint64_t)(H * W);
+        int64_t h0, h1, w0, w1;
+        clip_window((int64_t)(r % oh_n) * pr[HFX_P_POOL_STRIDE_H] - pr[HFX_P_POOL_PAD_TOP], kh, H, &h0, &h1);
+        for (uint64_t ow = 0; ow < ow_n; ow++) {
+            clip_window((int64_t)ow * pr[HFX_P_POOL_STRIDE_W] - pr[HFX_P_POOL_PAD_LEFT], kw, W, &w0, &w1);
+            float sum = 0.0f;
+            for (int64_t h = h0; h < h1; h++)
+                for (int64_t w = w0; w < w1; w++)
+                    sum += tap[load_narrow(a->in[0], x->dtype, plane + (uint64_t)(h * W + w)) - type_min(x->dtype)];
+            int64_t count = pr[HFX_P_POOL_COUNT_INCLUDE_PAD] ? kh * kw : (h1 - h0) * (w1 - w0);
+            int32_t q = ref_qavgpool_out(sum, (float)count, sy, pr[HFX_P_QPOOL_ZERO_Y], lo, hi);
+            store_narrow(a->out[0], y->dtype, r * ow_n + ow, q);
+        }
     }
 }

@@ -34,6 +34,27 @@ hfx_status hfx_plan_reduce(const hfx_program *p, hfx_op *op) {
     return hfx_plan_set_items(op, hfx_ceil_div(pl.outputs, pl.outputs_per_item));
 }
 
+/* Sum, in row-major order of the reduced axes `red` (not only the trailing ones), of
+ * the elements from x. Runs along the last reduced axis; each run's start comes from
+ * its index by division. The odometer over all reduced axes it replaces (idx[r]++ ...
+ * break) never ended as clang-19 -O2 compiled it for Hexagon: the 4x unrolled loop's
+ * exit test read a register holding a dead value (seen in qemu's register dump). */
+static double strided_sum(const float *x, const uint32_t *dims, const uint64_t *st, const uint32_t *red, uint32_t nr) {
+    uint32_t last = red[nr - 1];
+    uint64_t run = dims[last], step = st[last], runs = 1;
+    for (uint32_t r = 0; r + 1 < nr; r++) runs *= dims[red[r]];
+    double sum = 0.0;
+    for (uint64_t j = 0; j < runs; j++) {
+        uint64_t rem = j, off = 0;
+        for (uint32_t r = nr - 1; r-- > 0;) {
+            off += (rem % dims[red[r]]) * st[red[r]];
+            rem /= dims[red[r]];
+        }
+        for (uint64_t i = 0; i < run; i++) sum += x[off + i * step];
+    }
+    return sum;
+}
+
 HFX_VECTOR_KERNEL
 void hfx_run_reduce(const hfx_kernel_args *a, uint32_t item) {
     const hfx_op *op = a->op;
@@ -69,24 +90,7 @@ void hfx_run_reduce(const hfx_kernel_args *a, uint32_t item) {
             base += (rem % xt->dims[kept[k]]) * st[kept[k]];
             rem /= xt->dims[kept[k]];
         }
-        double sum = 0.0;
-        if (trailing) {
-            sum = hfx_sum(x + base, rcount, 0.0f, 0);
-        } else {
-            uint64_t idx[HFX_MAX_RANK] = {0};
-            uint64_t off = base;
-            for (uint64_t k = 0; k < rcount; k++) {
-                sum += x[off];
-                for (uint32_t r = nr; r-- > 0;) {
-                    uint32_t ax = red[r];
-                    idx[r]++;
-                    off += st[ax];
-                    if (idx[r] < xt->dims[ax]) break;
-                    off -= idx[r] * st[ax];
-                    idx[r] = 0;
-                }
-            }
-        }
+        double sum = trailing ? hfx_sum(x + base, rcount, 0.0f, 0) : strided_sum(x + base, xt->dims, st, red, nr);
         o[q] = op->opcode == HFX_OP_REDUCE_MEAN ? (float)(sum / (double)rcount) : (float)sum;
     }
 }

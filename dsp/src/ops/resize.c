@@ -8,7 +8,10 @@
  *            weights (i2 - x, x - i1), or 1/2 and 1/2 when i1 == i2.
  * Columns are mapped in chunks of RESIZE_COLS into small tables on the stack
  * (no work space); rows are mapped as they come. Only f32 arithmetic and
- * integer conversions of clamped values: no libm. */
+ * integer conversions of clamped values: no libm.
+ *
+ * QRESIZE is the nearest mode on u8/i8 with a 256-entry table: each source byte
+ * through it (a QDQ group's requantisation), the same coordinates. */
 #include "kernels.h"
 
 #define RESIZE_COLS 256u
@@ -176,6 +179,58 @@ void hfx_run_resize(const hfx_kernel_args *a, uint32_t item) {
                 float bottom = cw1[q] * r2[c1[q]] + cw2[q] * r2[c2[q]];
                 dst[q] = wy1 * top + wy2 * bottom;
             }
+        }
+    }
+}
+
+/* ---- QRESIZE ---- */
+
+static bool narrow_int(uint32_t d) { return d == HFX_DTYPE_U8 || d == HFX_DTYPE_I8; }
+
+hfx_status hfx_validate_qresize(hfx_vctx *v, hfx_op *op) {
+    const hfx_tensor *t = v->p->tensors, *table = &t[op->in[1]];
+    if (!narrow_int(t[op->in[0]].dtype))
+        return hfx_vfail(v, HFX_ERR_DTYPE, HFX_IN_OFF(v, 0), "op %u (%s): X must be u8 or i8", v->index,
+                         op->desc->label);
+    if (!narrow_int(table->dtype) || t[op->out[0]].dtype != table->dtype)
+        return hfx_vfail(v, HFX_ERR_DTYPE, HFX_IN_OFF(v, 1), "op %u (%s): the table and Y must be one u8/i8 type",
+                         v->index, op->desc->label);
+    if (table->numel != 256)
+        return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, 1), "op %u (%s): the table must have 256 elements", v->index,
+                         op->desc->label);
+    if (op->params[HFX_P_RESIZE_MODE] != HFX_RESIZE_NEAREST)
+        return hfx_vfail(v, HFX_ERR_PARAM, HFX_PARAM_OFF(v, HFX_P_RESIZE_MODE), "op %u (%s): the mode must be nearest",
+                         v->index, op->desc->label);
+    return hfx_validate_resize(v, op);
+}
+
+hfx_status hfx_plan_qresize(const hfx_program *p, hfx_op *op) { return hfx_plan_rows(p, op); }
+
+HFX_VECTOR_KERNEL
+void hfx_run_qresize(const hfx_kernel_args *a, uint32_t item) {
+    const hfx_op *op = a->op;
+    const hfx_tensor *xt = &a->prog->tensors[op->in[0]], *yt = &a->prog->tensors[op->out[0]];
+    const int32_t *pr = op->params;
+    const uint8_t *X = a->in[0], *table = a->in[1];
+    uint8_t *Y = a->out[0];
+    uint32_t r = yt->rank, bias = xt->dtype == HFX_DTYPE_U8 ? 0u : 128u; /* x - the type's minimum, as a byte */
+    int64_t h = xt->dims[r - 2], w = xt->dims[r - 1], oh = yt->dims[r - 2], ow = yt->dims[r - 1];
+    float sh = hfx_f32_from_bits(pr[HFX_P_RESIZE_SCALE_H]), sw = hfx_f32_from_bits(pr[HFX_P_RESIZE_SCALE_W]);
+    int32_t coord = pr[HFX_P_RESIZE_COORD], nm = pr[HFX_P_RESIZE_NEAREST_MODE];
+    hfx_rows_plan pl;
+    HFX_PLAN_LOAD(pl, op);
+    uint64_t b, e;
+    hfx_plan_range(pl.rows, pl.rows_per_item, item, &b, &e);
+    uint32_t cols[RESIZE_COLS];
+    for (int64_t q0 = 0; q0 < ow; q0 += RESIZE_COLS) {
+        int64_t nq = ow - q0 < (int64_t)RESIZE_COLS ? ow - q0 : (int64_t)RESIZE_COLS;
+        for (int64_t q = 0; q < nq; q++) cols[q] = nearest_index(nm, resize_coord(coord, q0 + q, sw, w, ow), w);
+        for (uint64_t row = b; row < e; row++) {
+            uint64_t plane = row / (uint64_t)oh;
+            uint32_t iy = nearest_index(nm, resize_coord(coord, (int64_t)(row % (uint64_t)oh), sh, h, oh), h);
+            const uint8_t *src = X + (plane * (uint64_t)h + iy) * (uint64_t)w;
+            uint8_t *dst = Y + row * (uint64_t)ow + q0;
+            for (int64_t q = 0; q < nq; q++) dst[q] = table[(uint8_t)(src[cols[q]] ^ bias)];
         }
     }
 }

@@ -1,6 +1,8 @@
 /* softmax.c - Softmax over any axis. The tensor is seen as [outer, D, inner];
  * a line is one (outer, inner) pair; an item is a range of lines. Contiguous
- * lines (inner == 1, the usual last axis) take a SIMD-friendly path. */
+ * lines (inner == 1, the usual last axis) take a SIMD-friendly path.
+ * QSOFTMAX (u8/i8, ONNX Runtime's QLinearSoftmax: dsp/ref/ref_qsoftmax.h) has the same lines. */
+#include "../../ref/ref_qsoftmax.h"
 #include "kernels.h"
 #include "vmath.h"
 #include "vsum.h"
@@ -64,5 +66,60 @@ void hfx_run_softmax(const hfx_kernel_args *a, uint32_t item) {
         }
         float inv = (float)(1.0 / sum);
         for (uint64_t k = 0; k < d; k++) ol[k * inner] *= inv;
+    }
+}
+
+/* ---- QSOFTMAX ---- */
+
+hfx_status hfx_validate_qsoftmax(hfx_vctx *v, hfx_op *op) {
+    const hfx_tensor *t = v->p->tensors, *x = &t[op->in[0]], *table = &t[op->in[1]];
+    if ((x->dtype != HFX_DTYPE_U8 && x->dtype != HFX_DTYPE_I8) || t[op->out[0]].dtype != x->dtype)
+        return hfx_vfail(v, HFX_ERR_DTYPE, HFX_IN_OFF(v, 0), "op %u (%s): X and Y must be one u8/i8 type", v->index,
+                         op->desc->label);
+    if (table->dtype != HFX_DTYPE_F32 || table->numel != 256)
+        return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, 1), "op %u (%s): the table must be 256 f32", v->index,
+                         op->desc->label);
+    int32_t bits = op->params[HFX_P_QSOFTMAX_SCALE], zy = op->params[HFX_P_QSOFTMAX_ZERO_Y];
+    if (!hfx_finite_f32(bits) || !(hfx_f32_from_bits(bits) >= 0.0f))
+        return hfx_vfail(v, HFX_ERR_PARAM, HFX_PARAM_OFF(v, HFX_P_QSOFTMAX_SCALE),
+                         "op %u (%s): floor(1 / y_scale) must be finite and >= 0", v->index, op->desc->label);
+    if (zy < (x->dtype == HFX_DTYPE_U8 ? 0 : -128) || zy > (x->dtype == HFX_DTYPE_U8 ? 255 : 127))
+        return hfx_vfail(v, HFX_ERR_PARAM, HFX_PARAM_OFF(v, HFX_P_QSOFTMAX_ZERO_Y),
+                         "op %u (%s): zero point outside Y's type", v->index, op->desc->label);
+    return hfx_validate_softmax(v, op);
+}
+
+hfx_status hfx_plan_qsoftmax(const hfx_program *p, hfx_op *op) { return hfx_plan_softmax(p, op); }
+
+HFX_VECTOR_KERNEL
+void hfx_run_qsoftmax(const hfx_kernel_args *a, uint32_t item) {
+    softmax_plan pl;
+    HFX_PLAN_LOAD(pl, a->op);
+    int is_u8 = a->prog->tensors[a->op->in[0]].dtype == HFX_DTYPE_U8;
+    const uint8_t *x = a->in[0];
+    const float *table = a->in[1];
+    uint8_t *y = a->out[0];
+    float y_scale = hfx_f32_from_bits(a->op->params[HFX_P_QSOFTMAX_SCALE]);
+    int32_t zy = a->op->params[HFX_P_QSOFTMAX_ZERO_Y];
+    uint64_t b, e;
+    hfx_plan_range(pl.outer * pl.inner, pl.lines_per_item, item, &b, &e);
+    for (uint64_t line = b; line < e; line++) {
+        uint64_t base = (line / pl.inner) * pl.d * pl.inner + line % pl.inner;
+        int32_t m = INT32_MIN;
+        for (uint64_t k = 0; k < pl.d; k++) {
+            uint8_t c = x[base + k * pl.inner];
+            int32_t v = is_u8 ? c : (int8_t)c;
+            m = v > m ? v : m;
+        }
+        float sum = 0.0f;
+        for (uint64_t k = 0; k < pl.d; k++) {
+            uint8_t c = x[base + k * pl.inner];
+            sum += table[ref_qsoftmax_index(is_u8 ? c : (int8_t)c, m)];
+        }
+        for (uint64_t k = 0; k < pl.d; k++) {
+            uint8_t c = x[base + k * pl.inner];
+            float t = table[ref_qsoftmax_index(is_u8 ? c : (int8_t)c, m)];
+            y[base + k * pl.inner] = (uint8_t)ref_qsoftmax_out(t, sum, y_scale, zy, is_u8);
+        }
     }
 }

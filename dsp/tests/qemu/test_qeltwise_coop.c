@@ -7,9 +7,11 @@
  * items) and ratios outside the HVX path's range; QLUT over every input value (sizes across the vector
  * size and two items, misaligned); QGLOBAL_AVGPOOL and QMAXPOOL against dsp/ref/ref_qpool.h (odd
  * planes, padding, other output quantization; QGLOBAL_AVGPOOL also over plane sizes across the vector
- * size and extreme values; QMAXPOOL over random geometries: widths across
- * the 128-byte vectors, strides, dilations, pads); QCONCAT on axis 1 with per-input tables (spans
- * below and above a vector).
+ * size and extreme values; QMAXPOOL over random geometries: widths across the 128-byte vectors,
+ * strides, dilations, pads); QAVGPOOL (padding counted or not, ceil mode) against windows summed here
+ * with ref_qpool.h's steps; QRESIZE (x2 asymmetric floor, x3 half_pixel) through a random table;
+ * QSOFTMAX on two axes with a saturating line; QCONCAT on axis 1 with per-input tables (spans below
+ * and above a vector).
  */
 #include <stdint.h>
 #include <string.h>
@@ -20,6 +22,7 @@
 #include "qtest.h"
 #include "../../ref/ref_qeltwise.h"
 #include "../../ref/ref_qpool.h"
+#include "../../ref/ref_qsoftmax.h"
 
 static qtest T;
 static uint8_t g_a[256 + 1], g_b[256 + 1], g_y[256 * 256 + 1], g_table[256];
@@ -364,6 +367,133 @@ static void qmaxpool_sweep(hfx_pool *pool, qt_rng *r)
     expect(failed == 0 && run > CASES / 2, what);
 }
 
+/* X[6, 9, 11] as [1, 6, 9, 11] (misaligned): a 3x3 stride-2 pad-1 QAVGPOOL to [1, 6, 5, 6], the
+ * padding counted or not, then with ceil mode and no pads, 2x2 stride 2 to [1, 6, 5, 6] */
+static void qavgpool_case(hfx_pool *pool, uint8_t dt, int include_pad, qt_rng *r)
+{
+    enum { C = 6, H = 9, W = 11, OH = 5, OW = 6 };
+    static uint8_t xbuf[C * H * W + 1];
+    uint8_t *X = xbuf + 1, *Y = g_y + 1;
+    for (int i = 0; i < C * H * W; i++)
+        X[i] = (uint8_t)qt_rand(r);
+    for (int ceil = 0; ceil < 2; ceil++) {
+        int k = ceil ? 2 : 3, pad = ceil ? 0 : 1;
+        int32_t p[HFX_OP_PARAMS] = {pad, pad, pad, pad, 2, 2, 1, 1, k, k, ceil, include_pad};
+        float sx = (float)qt_range(r, 10, 100) / 1000.0f, sy = (float)qt_range(r, 5, 100) / 1000.0f;
+        p[HFX_P_QPOOL_SCALE_X] = hfxb_bits(sx), p[HFX_P_QPOOL_ZERO_X] = (int32_t)qt_range(r, 0, 255) + lo_of(dt);
+        p[HFX_P_QPOOL_SCALE_Y] = hfxb_bits(sy), p[HFX_P_QPOOL_ZERO_Y] = (int32_t)qt_range(r, 0, 255) + lo_of(dt);
+        hfxb b;
+        hfxb_init(&b);
+        uint32_t in[1] = {hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(1, C, H, W)), dt)};
+        uint32_t y = hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(1, C, OH, OW)), dt);
+        hfxb_op_add(&b, 0, HFX_OP_QAVGPOOL, -1, 1, in, y, p);
+        const void *ins[1] = {X};
+        int ok = run_one(pool, &b, ins, 1, Y) == HFX_OK;
+        hfxb_free(&b);
+        for (int i = 0; ok && i < C * OH * OW; i++) {
+            int c = i / (OH * OW), oh = i / OW % OH, ow = i % OW, inside = 0;
+            float sum = 0.0f;
+            for (int u = 0; u < k; u++)
+                for (int v = 0; v < k; v++) {
+                    int h = oh * 2 - pad + u, w = ow * 2 - pad + v;
+                    if (h < 0 || h >= H || w < 0 || w >= W)
+                        continue;
+                    sum += ref_qavgpool_tap(load(X, dt, (uint32_t)((c * H + h) * W + w)), sx, p[HFX_P_QPOOL_ZERO_X]);
+                    inside++;
+                }
+            float count = (float)(include_pad ? k * k : inside);
+            ok = load(Y, dt, (uint32_t)i) == ref_qavgpool_out(sum, count, sy, p[HFX_P_QPOOL_ZERO_Y], lo_of(dt), hi_of(dt));
+        }
+        char what[64];
+        hx_snprintf(what, sizeof what, "QAveragePool %s k%d ceil %d include_pad %d", dt == HFX_DTYPE_U8 ? "u8" : "i8", k,
+                    ceil, include_pad);
+        expect(ok, what);
+    }
+}
+
+/* X[2, 3, 5, 7] (misaligned) to [2, 3, 10, 14] (x2, asymmetric, floor: ppocr_det's) and to
+ * [2, 3, 15, 21] (x3, half_pixel, round_prefer_floor): both take source o / f, through a random table */
+static void qresize_case(hfx_pool *pool, uint8_t tx, uint8_t ty, qt_rng *r)
+{
+    enum { N = 2 * 3, H = 5, W = 7 };
+    static uint8_t xbuf[N * H * W + 1], table[256];
+    uint8_t *X = xbuf + 1, *Y = g_y + 1;
+    for (int i = 0; i < N * H * W; i++)
+        X[i] = (uint8_t)qt_rand(r);
+    for (int i = 0; i < 256; i++)
+        table[i] = (uint8_t)qt_rand(r);
+    for (int f = 2; f <= 3; f++) {
+        int coord = f == 2 ? HFX_RESIZE_COORD_ASYMMETRIC : HFX_RESIZE_COORD_HALF_PIXEL;
+        int nearest = f == 2 ? HFX_RESIZE_NEAREST_FLOOR : HFX_RESIZE_NEAREST_ROUND_PREFER_FLOOR;
+        int32_t p[HFX_OP_PARAMS] = {HFX_RESIZE_NEAREST, coord, nearest, hfxb_bits((float)f), hfxb_bits((float)f)};
+        hfxb b;
+        hfxb_init(&b);
+        uint32_t in[2] = {hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(2, 3, H, W)), tx),
+                          hfxb_set_dtype(&b, hfxb_const(&b, 0, HFXB_DIMS(256), (const float *)(const void *)table), ty)};
+        uint32_t y = hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(2, 3, f * H, f * W)), ty);
+        hfxb_op_add(&b, 0, HFX_OP_QRESIZE, -1, 2, in, y, p);
+        const void *ins[1] = {X};
+        int ok = run_one(pool, &b, ins, 1, Y) == HFX_OK;
+        hfxb_free(&b);
+        for (int i = 0; ok && i < N * f * H * f * W; i++) {
+            int plane = i / (f * H * f * W), oy = i / (f * W) % (f * H), ox = i % (f * W);
+            ok = Y[i] == table[load(X, tx, (uint32_t)((plane * H + oy / f) * W + ox / f)) - lo_of(tx)];
+        }
+        char what[64];
+        hx_snprintf(what, sizeof what, "QResize x%d %s -> %s", f, tx == HFX_DTYPE_U8 ? "u8" : "i8",
+                    ty == HFX_DTYPE_U8 ? "u8" : "i8");
+        expect(ok, what);
+    }
+}
+
+/* QSOFTMAX of X[3, 9, 4] (misaligned) over axis 1 and of X[3, 9, 4] over axis 2, a random positive table,
+ * against lines taken here with ref_qsoftmax.h's steps; line 0 of axis 1 has one value taking all (q = 256:
+ * saturated) */
+static void qsoftmax_case(hfx_pool *pool, uint8_t dt, qt_rng *r)
+{
+    enum { A = 3, B = 9, C = 4 };
+    static uint8_t xbuf[A * B * C + 1];
+    static float table[256];
+    uint8_t *X = xbuf + 1, *Y = g_y + 1;
+    for (int i = 0; i < A * B * C; i++)
+        X[i] = (uint8_t)qt_rand(r);
+    float t = (float)qt_range(r, 1, 1000) / 1000.0f; /* growing as exp does: table[255] / table[0] = 3.4e9 */
+    for (int j = 0; j < 256; j++, t *= 1.09f)
+        table[j] = t;
+    for (int i = 0; i < B; i++)
+        X[i * C] = (uint8_t)lo_of(dt);
+    X[2 * C] = (uint8_t)hi_of(dt);
+    for (int axis = 1; axis <= 2; axis++) {
+        int d = axis == 1 ? B : C, inner = axis == 1 ? C : 1;
+        int32_t zy = lo_of(dt) + (int32_t)qt_range(r, 0, 2);
+        int32_t p[HFX_OP_PARAMS] = {axis, hfxb_bits(256.0f), zy};
+        hfxb b;
+        hfxb_init(&b);
+        uint32_t in[2] = {hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(A, B, C)), dt),
+                          hfxb_const(&b, 0, HFXB_DIMS(256), table)};
+        hfxb_op_add(&b, 0, HFX_OP_QSOFTMAX, -1, 2, in, hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(A, B, C)), dt), p);
+        const void *ins[1] = {X};
+        int ok = run_one(pool, &b, ins, 1, Y) == HFX_OK;
+        hfxb_free(&b);
+        for (int line = 0; ok && line < A * B * C / d; line++) {
+            int base = line / inner * d * inner + line % inner, m = INT32_MIN;
+            for (int k = 0; k < d; k++)
+                m = load(X, dt, (uint32_t)(base + k * inner)) > m ? load(X, dt, (uint32_t)(base + k * inner)) : m;
+            float sum = 0.0f;
+            for (int k = 0; k < d; k++)
+                sum += table[ref_qsoftmax_index(load(X, dt, (uint32_t)(base + k * inner)), m)];
+            for (int k = 0; ok && k < d; k++) {
+                float t = table[ref_qsoftmax_index(load(X, dt, (uint32_t)(base + k * inner)), m)];
+                ok = load(Y, dt, (uint32_t)(base + k * inner)) ==
+                     ref_qsoftmax_out(t, sum, 256.0f, zy, dt == HFX_DTYPE_U8);
+            }
+        }
+        char what[64];
+        hx_snprintf(what, sizeof what, "QSoftmax %s axis %d", dt == HFX_DTYPE_U8 ? "u8" : "i8", axis);
+        expect(ok, what);
+    }
+}
+
 /* X1[2, 3, W], X2[2, 4, W] (misaligned) concatenated on axis 1 through random tables; W 77: spans of
  * 231 and 308 bytes (vectors and tails) */
 static void qconcat_case(hfx_pool *pool, uint8_t dt, uint32_t W, qt_rng *r)
@@ -444,6 +574,18 @@ int main(void)
     qgap_sweep(pool, &r);
     qmaxpool_sweep(pool, &r);
     qt_end_group(&T, "QGlobalAveragePool/QMaxPool");
+    qt_begin_group(&T);
+    for (int t = 0; t < 4; t++)
+        qavgpool_case(pool, types[t & 1], t >> 1, &r);
+    qt_end_group(&T, "QAveragePool");
+    qt_begin_group(&T);
+    for (int t = 0; t < 4; t++)
+        qresize_case(pool, types[t & 1], types[t >> 1], &r);
+    qt_end_group(&T, "QResize");
+    qt_begin_group(&T);
+    for (int t = 0; t < 2; t++)
+        qsoftmax_case(pool, types[t], &r);
+    qt_end_group(&T, "QSoftmax");
     qt_begin_group(&T);
     for (int t = 0; t < 4; t++)
         qconcat_case(pool, types[t & 1], t < 2 ? 5 : 77, &r);

@@ -26,6 +26,8 @@
  * against plain C: bit for bit where the result is exact (max, nearest, linear
  * weights 1/4 and 3/4 on integers), else within 1e-5 relative.
  *
+ * ReduceSum and ReduceMean run over every axes mask of a [2,5,6,4] tensor of integers, bit for bit.
+ *
  * A third runs the quantization ops, bit for bit against dsp/ref/ref_quant.h:
  *   task A  XQ[3,37] -> QuantizeLinear u8 (per tensor) -> QA; QA -> DequantizeLinear -> DA
  *   task B  XQ -> QuantizeLinear i8 per axis 0 (3 scales and zero points) -> QB
@@ -304,6 +306,66 @@ static void test_pool_resize_program(hfx_pool *pool)
     expect(memcmp(p_yb1, w_yb1, sizeof w_yb1) == 0, "Resize linear x2 (half_pixel) bit-exact");
     expect(close_to(p_yb2, w_yb2, RC * RH * RW), "HardSigmoid within 1e-5");
     hfx_program_free(prog);
+}
+
+/* ---- ReduceSum / ReduceMean over every axes mask of a rank-4 tensor ---- */
+
+#define RD0 2
+#define RD1 5
+#define RD2 6
+#define RD3 4
+#define RDN (RD0 * RD1 * RD2 * RD3)
+static float r_x[RDN], r_y[RDN], r_want[RDN];
+
+/* plain C: y at the kept axes' index = sum over the reduced axes (integers: exact in any order) */
+static void reduce_want(uint32_t mask, int mean)
+{
+    const uint32_t d[4] = {RD0, RD1, RD2, RD3};
+    double sum[RDN] = {0};
+    uint32_t count = 1;
+    for (int a = 0; a < 4; a++)
+        if (mask & (1u << a)) count *= d[a];
+    for (uint32_t i = 0; i < RDN; i++) {
+        uint32_t rem = i, q = 0, scale = 1, idx[4];
+        for (int a = 3; a >= 0; a--) idx[a] = rem % d[a], rem /= d[a];
+        for (int a = 3; a >= 0; a--)
+            if (!(mask & (1u << a))) q += idx[a] * scale, scale *= d[a];
+        sum[q] += (double)r_x[i];
+    }
+    for (uint32_t q = 0; q < RDN / count; q++) r_want[q] = mean ? (float)(sum[q] / (double)count) : (float)sum[q];
+}
+
+/* the non-trailing masks once ran forever on Hexagon (the odometer loop as clang-19 compiled it) */
+static void test_reduce_program(hfx_pool *pool)
+{
+    char what[96];
+    const uint32_t d[4] = {RD0, RD1, RD2, RD3};
+    for (uint32_t i = 0; i < RDN; i++) r_x[i] = (float)((int)((i * 37u) % 19u) - 9);
+    for (uint32_t mask = 1; mask < 16; mask++)
+        for (int mean = 0; mean < 2; mean++) {
+            uint32_t od[4] = {1, 1, 1, 1}, on = 1;
+            for (int a = 0; a < 4; a++)
+                if (!(mask & (1u << a))) od[a] = d[a], on *= d[a];
+            hfxb b;
+            hfxb_init(&b);
+            uint32_t x = hfxb_input(&b, HFX_TASK_A, 4, d), y = hfxb_output(&b, HFX_TASK_A, 4, od);
+            hfxb_reduce(&b, HFX_TASK_A, mean ? HFX_OP_REDUCE_MEAN : HFX_OP_REDUCE_SUM, x, y, mask, 1);
+            size_t size = 0;
+            uint8_t *bytes = hfxb_encode(&b, &size);
+            hfxb_free(&b);
+            hfx_program *prog = NULL;
+            hfx_error err;
+            hfx_status st = hfx_program_parse(bytes, size, &prog, &err);
+            free(bytes);
+            const void *in[1] = {r_x};
+            void *out[1] = {r_y};
+            st = st ? st : hfx_run(pool, prog, in, 1, out, 1, NULL, NULL, NULL);
+            reduce_want(mask, mean);
+            hx_snprintf(what, sizeof what, "Reduce%s axes mask %u: %s, bit-exact", mean ? "Mean" : "Sum",
+                        (unsigned)mask, hfx_status_name(st));
+            expect(st == HFX_OK && memcmp(r_y, r_want, on * sizeof(float)) == 0, what);
+            hfx_program_free(prog);
+        }
 }
 
 #define QR 3
@@ -850,6 +912,10 @@ int main(void)
     qt_begin_group(&T);
     test_pool_resize_program(pool);
     qt_end_group(&T, "pool/resize/hard activations");
+
+    qt_begin_group(&T);
+    test_reduce_program(pool);
+    qt_end_group(&T, "ReduceSum / ReduceMean");
 
     qt_begin_group(&T);
     test_quant_program(pool);

@@ -1,0 +1,30 @@
+/*
+ * ref_qsoftmax.h - QSOFTMAX, the Softmax of a QDQ group as ONNX Runtime's QLinearSoftmax
+ * (contrib_ops/cpu/quantization/qlinear_softmax.cc), which its QDQ fusion runs for
+ * DQ -> Softmax -> Q of one 8-bit type. Header only, plain C11 without libc.
+ *
+ * The lowering builds ORT's table of 256 f32: table[j] = f32(exp((j - 255 + b) s_x)) in double,
+ * b = max(0, log(FLT_MAX / D) - 5) / s_x, D the axis length. Per line: m = max(x); each element
+ * takes t = table[255 - (m - x)]; sum = the f32 sum of the line's t in order; then
+ * q = nearbyint((t * floor(1 / s_y)) / sum) + zy (>= zy), saturated at the type's maximum. (An
+ * older ORT source casts an i8 q of 128 to -128; ORT 1.32 gives 127: tests/test_qeltwise.py.)
+ */
+#ifndef HEXFUSE_REF_QSOFTMAX_H
+#define HEXFUSE_REF_QSOFTMAX_H
+
+#include <stdint.h>
+
+#include "ref_qeltwise.h"
+
+static inline uint32_t ref_qsoftmax_index(int32_t x, int32_t max) { return (uint32_t)(255 - (max - x)); }
+
+/* one output from its table value t and the line's sum; `is_u8` picks ORT's cast */
+static inline int32_t ref_qsoftmax_out(float t, float sum, float y_scale, int32_t zy, int is_u8) {
+    float v = t * y_scale; /* two statements: no contraction */
+    v = v / sum;
+    int32_t q = ref_qeltwise_round(v, INT32_MIN, INT32_MAX) + zy; /* 0 <= v <= floor(1 / s_y) */
+    if (is_u8) return q > 255 ? 255 : q;
+    return q > 127 ? 127 : q;
+}
+
+#endif
