@@ -1,11 +1,16 @@
 /* qmatmul.c - QMATMUL and QCONV2D: the integer MatMul and Conv of a QDQ group (u8/i8 x u8/i8,
  * int32 accumulation, requantised to u8/i8), exactly as dsp/ref/ref_qmatmul.h defines them.
- * Portable C on the host; on Hexagon builds (HFX_HVX) an item of u8/i8 runs qmatmul_hvx.c's vrmpy
- * kernel instead. A QMATMUL item is a block of rows x a block of columns of A[rows, K] x B; a QCONV2D
- * item a block of output pixels of one (image, group). The C kernels put the zero-point-subtracted
- * operands in the work space as int16 and take int32 dot products. */
+ * On the host a GEMM item runs qgemm_host.c (operands packed as int16 with their zero points
+ * subtracted, AVX2 where the CPU has it); on Hexagon builds (HFX_HVX) qmatmul_hvx.c's vrmpy kernel.
+ * A QMATMUL item is a block of rows x a block of columns of A[rows, K] x B. A QCONV2D item is a block
+ * of output pixels of one group over one or more images (several when an image has few pixels: one
+ * per item on HFX_HVX), 1x1 convs reading X without im2col; on the host a depthwise conv runs a
+ * direct loop instead, an item being a range of (image, channel) pairs. */
+#include <string.h>
+
 #include "../../ref/ref_qmatmul.h"
 #include "kernels.h"
+#include "qgemm_host.h"
 #include "qmatmul_hvx.h"
 
 #define QMM_WS_MAX (256u * 1024u) /* B^T of an item's columns + one row of A, int16 */
@@ -76,6 +81,30 @@ hfx_status hfx_validate_qmatmul(hfx_vctx *v, hfx_op *op) {
     return hfx_same_shape(&v->p->tensors[op->out[0]], od, a->rank) ? HFX_OK : hfx_shape_err(v, "QMatMul");
 }
 
+/* host work space of a GEMM item of k x cols with a_rows rows of the broadcast operand: the
+ * accumulators of HFX_QGEMM_MR rows, the packed columns, the rows */
+static size_t qmm_host_ws(uint64_t k, uint64_t cols, uint64_t a_rows) {
+    return (size_t)(HFX_QGEMM_MR * hfx_qgemm_np(cols) * 4 +
+                    (hfx_qgemm_packed_elems(k, cols) + a_rows * hfx_qgemm_kp(k)) * 2);
+}
+
+typedef struct qgemm_bufs {
+    int32_t *acc; /* HFX_QGEMM_MR rows of ldc */
+    int16_t *b;   /* packed columns */
+    int16_t *a;   /* rows of kp */
+    size_t kp, ldc;
+} qgemm_bufs;
+
+static qgemm_bufs qgemm_bufs_of(void *ws, uint64_t k, uint64_t cols) {
+    qgemm_bufs w;
+    w.kp = hfx_qgemm_kp(k);
+    w.ldc = hfx_qgemm_np(cols);
+    w.acc = ws;
+    w.b = (int16_t *)(void *)(w.acc + HFX_QGEMM_MR * w.ldc);
+    w.a = w.b + hfx_qgemm_packed_elems(k, cols);
+    return w;
+}
+
 hfx_status hfx_plan_qmatmul(const hfx_program *p, hfx_op *op) {
     const hfx_tensor *a = &p->tensors[op->in[QMM_A]], *b = &p->tensors[op->in[QMM_B]];
     qmatmul_plan pl = {0};
@@ -86,7 +115,7 @@ hfx_status hfx_plan_qmatmul(const hfx_program *p, hfx_op *op) {
     pl.cols_per_item = pl.n < cap ? pl.n : (cap ? cap : 1);
     pl.rows_per_item = hfx_per_item_for(2 * pl.cols_per_item * pl.k, HFX_GEMM_ITEM_FLOPS);
     pl.row_blocks = hfx_ceil_div(pl.rows ? pl.rows : 1, pl.rows_per_item);
-    op->plan.ws_bytes = (size_t)((pl.cols_per_item + 1) * pl.k * 2);
+    op->plan.ws_bytes = qmm_host_ws(pl.k, pl.cols_per_item, HFX_QGEMM_MR);
 #ifdef HFX_HVX
     size_t hvx_ws = hfx_qgemm_hvx_ws_bytes(pl.k, pl.cols_per_item);
     if (hvx_ws > op->plan.ws_bytes) op->plan.ws_bytes = hvx_ws;
@@ -108,12 +137,6 @@ typedef struct qmm_io {
     int32_t za, zy, lo, hi;
     bool zb_cols, scale_cols;
 } qmm_io;
-
-HFX_VECTOR_KERNEL static int32_t dot_i16(const int16_t *a, const int16_t *b, uint64_t n) {
-    uint32_t acc = 0; /* |a|, |b| <= 255: each product fits; the sum wraps as int32 */
-    for (uint64_t k = 0; k < n; k++) acc += (uint32_t)((int32_t)a[k] * (int32_t)b[k]);
-    return (int32_t)acc;
-}
 
 static qmm_io qmm_io_of(const hfx_kernel_args *a) {
     const hfx_op *op = a->op;
@@ -137,42 +160,75 @@ static qmm_io qmm_io_of(const hfx_kernel_args *a) {
     return io;
 }
 
-/* y[r, c] for rows [r0, r1) and columns [c0, c1): B^T - zb of the columns and each row of A - za in
- * the work space as int16, then one int32 dot product per output. */
-HFX_VECTOR_KERNEL
+/* dst[0, k) = src[0, k) - z as int16, and a 0 after an odd k */
+static void widen_row(const void *src, uint32_t dtype, int32_t z, uint64_t k, int16_t *dst) {
+    if (dtype == HFX_DTYPE_U8)
+        for (uint64_t i = 0; i < k; i++) dst[i] = (int16_t)(((const uint8_t *)src)[i] - z);
+    else
+        for (uint64_t i = 0; i < k; i++) dst[i] = (int16_t)(((const int8_t *)src)[i] - z);
+    if (k & 1) dst[k] = 0;
+}
+
+/* columns [c0, c0 + nc) of B[k, n] - zb, packed (qgemm_host.h) */
+#define QMM_PACK_B(ctype)                                                                                          \
+    static void pack_b_##ctype(const ctype *B, const ctype *zb, bool zb_cols, uint64_t k, uint64_t n, uint64_t c0, \
+                               uint64_t nc, int16_t *dst) {                                                        \
+        size_t kp = hfx_qgemm_kp(k);                                                                               \
+        memset(dst, 0, hfx_qgemm_packed_elems(k, nc) * sizeof *dst);                                               \
+        for (uint64_t i = 0; i < k; i++)                                                                           \
+            for (uint64_t c = 0; c < nc; c++)                                                                      \
+                dst[hfx_qgemm_at(kp, i, c)] = (int16_t)(B[i * n + c0 + c] - zb[zb_cols ? c0 + c : 0]);             \
+    }
+QMM_PACK_B(uint8_t)
+QMM_PACK_B(int8_t)
+
+/* y[r, c] for rows [r0, r1) and columns [c0, c1): B's columns packed once, then HFX_QGEMM_MR rows of A
+ * at a time widened, multiplied and requantised. */
+static void qmatmul_host(const qmm_io *io, void *ws, uint64_t k, uint64_t n, uint64_t r0, uint64_t r1, uint64_t c0,
+                         uint64_t c1) {
+    uint64_t nc = c1 - c0;
+    qgemm_bufs w = qgemm_bufs_of(ws, k, nc);
+    if (io->tb == HFX_DTYPE_U8) pack_b_uint8_t(io->b, io->zb, io->zb_cols, k, n, c0, nc, w.b);
+    else pack_b_int8_t(io->b, io->zb, io->zb_cols, k, n, c0, nc, w.b);
+    const int32_t *bias = io->bias ? io->bias + c0 : NULL;
+    const float *scale = io->scale + (io->scale_cols ? c0 : 0);
+    bool y_signed = io->ty == HFX_DTYPE_I8;
+    for (uint64_t r = r0; r < r1; r += HFX_QGEMM_MR) {
+        int rows = r1 - r < HFX_QGEMM_MR ? (int)(r1 - r) : HFX_QGEMM_MR;
+        for (int i = 0; i < rows; i++) /* u8 and i8 are both one byte */
+            widen_row((const uint8_t *)io->a + (r + (uint64_t)i) * k, io->ta, io->za, k, w.a + (size_t)i * w.kp);
+        hfx_qgemm_rows(w.a, w.kp, rows, w.b, w.kp, nc, w.acc, w.ldc);
+        for (int i = 0; i < rows; i++)
+            hfx_qgemm_requant(w.acc + (size_t)i * w.ldc, nc, bias, 1, scale, io->scale_cols, io->zy, y_signed,
+                              (uint8_t *)io->y + (r + (uint64_t)i) * n + c0, nc, 0);
+    }
+}
+
 void hfx_run_qmatmul(const hfx_kernel_args *a, uint32_t item) {
     qmatmul_plan pl;
     HFX_PLAN_LOAD(pl, a->op);
     qmm_io io = qmm_io_of(a);
-    uint64_t k = pl.k, r0, r1, c0 = (item / pl.row_blocks) * pl.cols_per_item;
+    uint64_t r0, r1, c0 = (item / pl.row_blocks) * pl.cols_per_item;
     uint64_t c1 = c0 + pl.cols_per_item < pl.n ? c0 + pl.cols_per_item : pl.n;
     hfx_plan_range(pl.rows, pl.rows_per_item, item % (uint32_t)pl.row_blocks, &r0, &r1);
 #ifdef HFX_HVX
-    if (hfx_qmatmul_hvx(a, k, pl.n, r0, r1, c0, c1)) return;
+    if (hfx_qmatmul_hvx(a, pl.k, pl.n, r0, r1, c0, c1)) return;
 #endif
-    int16_t *bt = (int16_t *)a->ws, *arow = bt + (c1 - c0) * k;
-    for (uint64_t c = c0; c < c1; c++) {
-        int32_t zb = load_narrow(io.zb, io.tb, io.zb_cols ? c : 0);
-        for (uint64_t i = 0; i < k; i++) bt[(c - c0) * k + i] = (int16_t)(load_narrow(io.b, io.tb, i * pl.n + c) - zb);
-    }
-    for (uint64_t r = r0; r < r1; r++) {
-        for (uint64_t i = 0; i < k; i++) arow[i] = (int16_t)(load_narrow(io.a, io.ta, r * k + i) - io.za);
-        for (uint64_t c = c0; c < c1; c++) {
-            uint32_t acc = (io.bias ? (uint32_t)io.bias[c] : 0u) + (uint32_t)dot_i16(arow, bt + (c - c0) * k, k);
-            int32_t q = ref_qmatmul_requant((int32_t)acc, io.scale[io.scale_cols ? c : 0], io.zy, io.lo, io.hi);
-            if (io.ty == HFX_DTYPE_U8) ((uint8_t *)io.y)[r * pl.n + c] = (uint8_t)q;
-            else ((int8_t *)io.y)[r * pl.n + c] = (int8_t)q;
-        }
-    }
+    qmatmul_host(&io, a->ws, pl.k, pl.n, r0, r1, c0, c1);
 }
 
 /* ---- QCONV2D: X[N,C,H,W], W[M,C/g,kh,kw]; the inputs of QMATMUL with M for N, CONV2D's params ---- */
 
-#define QCONV_WS_MAX (256u * 1024u) /* im2col + weight bytes per item */
+#define QCONV_WS_MAX (256u * 1024u)   /* packed columns per GEMM item */
+#define QCONV_DW_ITEM_TAPS (1u << 18) /* depthwise: multiply-adds per item, as conv.c */
+
+enum { QCONV_GEMM, QCONV_DEPTHWISE };
 
 typedef struct qconv_plan {
-    uint64_t groups, kk, pixels;      /* kk = C/g * kh * kw, pixels = OH * OW */
-    uint64_t pixels_per_item, blocks; /* output pixels per item, items per (image, group) */
+    uint64_t groups, pixels, mode;          /* pixels = OH * OW */
+    uint64_t images_per_item, image_blocks; /* GEMM: an item is images x pixels of one group */
+    uint64_t pixels_per_item, blocks;       /* GEMM: output pixels per item, pixel blocks per image */
+    uint64_t units_per_item;                /* DEPTHWISE: (image, channel) pairs per item */
 } qconv_plan;
 
 hfx_status hfx_validate_qconv(hfx_vctx *v, hfx_op *op) {
@@ -193,93 +249,198 @@ hfx_status hfx_validate_qconv(hfx_vctx *v, hfx_op *op) {
     return st;
 }
 
-/* Blocks of output pixels of one (image, group) of about HFX_GEMM_ITEM_FLOPS, their im2col and the
- * group's weights (int16, zero points subtracted) within QCONV_WS_MAX bytes. */
+/* GEMM items: blocks of output pixels of one group of about HFX_GEMM_ITEM_FLOPS, over as many images as
+ * that allows when an image has fewer pixels (one image per item on HFX_HVX), the packed columns within
+ * QCONV_WS_MAX bytes. Depthwise (host): ranges of (channel, image) pairs, channel-major. */
 hfx_status hfx_plan_qconv(const hfx_program *p, hfx_op *op) {
     const hfx_tensor *w = &p->tensors[op->in[QMM_B]], *y = &p->tensors[op->out[0]];
     qconv_plan pl = {0};
     pl.groups = (uint64_t)op->params[HFX_P_CONV_GROUP];
-    pl.kk = (uint64_t)w->dims[1] * w->dims[2] * w->dims[3];
     pl.pixels = (uint64_t)y->dims[2] * y->dims[3];
-    uint64_t mg = w->dims[0] / pl.groups, weights = mg * pl.kk * 2;
-    uint64_t pb = hfx_per_item_for(2 * mg * pl.kk, HFX_GEMM_ITEM_FLOPS);
-    uint64_t cap = weights < QCONV_WS_MAX ? (QCONV_WS_MAX - weights) / (pl.kk * 2) : 0;
+    uint64_t kk = (uint64_t)w->dims[1] * w->dims[2] * w->dims[3], images = y->dims[0];
+    uint64_t mg = w->dims[0] / pl.groups, kp = hfx_qgemm_kp(kk);
+#ifndef HFX_HVX
+    if (mg == 1 && w->dims[1] == 1) {
+        pl.mode = QCONV_DEPTHWISE;
+        pl.units_per_item = hfx_per_item_for(pl.pixels * kk, QCONV_DW_ITEM_TAPS);
+        op->plan.ws_bytes = (size_t)(kk * sizeof(int32_t));
+        HFX_PLAN_STORE(op, pl);
+        return hfx_plan_set_items(op, hfx_ceil_div(images * pl.groups, pl.units_per_item));
+    }
+#endif
+    pl.mode = QCONV_GEMM;
+    uint64_t pb = hfx_per_item_for(2 * mg * kk, HFX_GEMM_ITEM_FLOPS), cap = QCONV_WS_MAX / (kp * 2);
+#ifdef HFX_HVX
+    uint64_t weights = mg * kk * 2; /* the HVX kernel's per-item budget, as before the host's GEMM */
+    cap = weights < QCONV_WS_MAX ? (QCONV_WS_MAX - weights) / (kk * 2) : 0;
+#endif
     if (pb > cap) pb = cap ? cap : 1;
+    pl.images_per_item = 1;
+#ifndef HFX_HVX
+    if (pb >= 2 * pl.pixels) pl.images_per_item = pb / pl.pixels < images ? pb / pl.pixels : images;
+#endif
     if (pb > pl.pixels) pb = pl.pixels;
     pl.blocks = hfx_ceil_div(pl.pixels, pb);
     pl.pixels_per_item = hfx_ceil_div(pl.pixels, pl.blocks);
-    op->plan.ws_bytes = (size_t)(weights + pl.pixels_per_item * pl.kk * 2);
+    pl.image_blocks = hfx_ceil_div(images, pl.images_per_item);
+    pl.images_per_item = hfx_ceil_div(images, pl.image_blocks);
+    op->plan.ws_bytes = qmm_host_ws(kk, pl.images_per_item * pl.pixels_per_item, HFX_QGEMM_MR);
 #ifdef HFX_HVX
-    size_t hvx_ws = hfx_qconv_hvx_ws_bytes(pl.kk, pl.pixels_per_item);
+    size_t hvx_ws = hfx_qconv_hvx_ws_bytes(kk, pl.pixels_per_item);
     if (hvx_ws > op->plan.ws_bytes) op->plan.ws_bytes = hvx_ws;
 #endif
     HFX_PLAN_STORE(op, pl);
-    return hfx_plan_set_items(op, (uint64_t)y->dims[0] * pl.groups * pl.blocks);
+    return hfx_plan_set_items(op, pl.groups * pl.image_blocks * pl.blocks);
 }
 
-/* rows[p][k] = X[img, c0 + c, ih, iw] - zx for output pixel p0 + p and tap k = (c, i, j); 0 in the padding */
-#define QCONV_IM2COL(ctype)                                                                                    \
-    static void im2col_##ctype(const ctype *X, int32_t zx, const hfx_tensor *x, const hfx_tensor *w,           \
-                               const int32_t *pr, uint64_t ow_n, uint64_t p0, uint64_t np, int16_t *rows) {    \
-        uint64_t cg = w->dims[1], kh = w->dims[2], kw = w->dims[3], H = x->dims[2], W = x->dims[3];            \
-        int64_t sh = pr[HFX_P_CONV_STRIDE_H], sw = pr[HFX_P_CONV_STRIDE_W], dh = pr[HFX_P_CONV_DILATION_H];    \
-        int64_t dw = pr[HFX_P_CONV_DILATION_W], pt = pr[HFX_P_CONV_PAD_TOP], pl = pr[HFX_P_CONV_PAD_LEFT];     \
-        for (uint64_t p = 0; p < np; p++) {                                                                    \
-            int64_t oh = (int64_t)((p0 + p) / ow_n), ow = (int64_t)((p0 + p) % ow_n);                          \
-            int16_t *row = rows + p * cg * kh * kw;                                                            \
-            for (uint64_t c = 0; c < cg; c++)                                                                  \
-                for (uint64_t i = 0; i < kh; i++) {                                                            \
-                    int64_t ih = oh * sh + (int64_t)i * dh - pt;                                               \
-                    const ctype *xrow = X + (c * H + (uint64_t)(ih < 0 ? 0 : ih)) * W;                         \
-                    bool row_in = ih >= 0 && ih < (int64_t)H;                                                  \
-                    for (uint64_t j = 0; j < kw; j++) {                                                        \
-                        int64_t iw = ow * sw + (int64_t)j * dw - pl;                                           \
-                        *row++ = (int16_t)(row_in && iw >= 0 && iw < (int64_t)W ? (int32_t)xrow[iw] - zx : 0); \
-                    }                                                                                          \
-                }                                                                                              \
-        }                                                                                                      \
-    }
-QCONV_IM2COL(uint8_t)
-QCONV_IM2COL(int8_t)
+typedef struct conv_geom {
+    uint64_t cg, kh, kw, H, W, ow_n;
+    int64_t sh, sw, dh, dw, pt, pl;
+    bool direct; /* 1x1, stride 1, no padding: output pixel p reads input pixel p */
+} conv_geom;
 
-/* rows[p][k] = X[img, c0 + c, ih, iw] - zx for output pixel p0 + p and tap k = (c, i, j); 0 in the padding */
-static void qconv_im2col(const qmm_io *io, const hfx_tensor *x, const hfx_tensor *w, const int32_t *pr, uint64_t img,
-                         uint64_t c0, uint64_t ow_n, uint64_t p0, uint64_t np, int16_t *rows) {
-    uint64_t at = (img * x->dims[1] + c0) * x->dims[2] * x->dims[3];
-    if (io->ta == HFX_DTYPE_U8) im2col_uint8_t((const uint8_t *)io->a + at, io->za, x, w, pr, ow_n, p0, np, rows);
-    else im2col_int8_t((const int8_t *)io->a + at, io->za, x, w, pr, ow_n, p0, np, rows);
+static conv_geom geom_of(const hfx_tensor *x, const hfx_tensor *w, const int32_t *pr, uint64_t ow_n) {
+    conv_geom g = {w->dims[1], w->dims[2], w->dims[3], x->dims[2], x->dims[3], ow_n, 0, 0, 0, 0, 0, 0, false};
+    g.sh = pr[HFX_P_CONV_STRIDE_H], g.sw = pr[HFX_P_CONV_STRIDE_W];
+    g.dh = pr[HFX_P_CONV_DILATION_H], g.dw = pr[HFX_P_CONV_DILATION_W];
+    g.pt = pr[HFX_P_CONV_PAD_TOP], g.pl = pr[HFX_P_CONV_PAD_LEFT];
+    g.direct = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pl == 0 &&
+               pr[HFX_P_CONV_PAD_BOTTOM] == 0 && pr[HFX_P_CONV_PAD_RIGHT] == 0;
+    return g;
+}
+
+/* The packed columns (qgemm_host.h) of ni images from X (at the first image's group channels) x output
+ * pixels [p0, p0 + np): column im * np + p, tap k = (c, i, j) holds X - zx, 0 in the padding. */
+#define QCONV_PACK_COLS(ctype)                                                                                       \
+    static void pack_cols_##ctype(const ctype *X, uint64_t img_stride, int32_t zx, const conv_geom *g, uint64_t ni,  \
+                                  uint64_t p0, uint64_t np, size_t kp, int16_t *dst) {                               \
+        memset(dst, 0, kp *hfx_qgemm_np(ni *np) * sizeof *dst);                                                      \
+        for (uint64_t im = 0; im < ni; im++) {                                                                       \
+            uint64_t q0 = im * np, k = 0;                                                                            \
+            for (uint64_t c = 0; c < g->cg; c++) {                                                                   \
+                const ctype *xc = X + im * img_stride + c * g->H * g->W;                                             \
+                if (g->direct) {                                                                                     \
+                    for (uint64_t p = 0; p < np; p++) dst[hfx_qgemm_at(kp, k, q0 + p)] = (int16_t)(xc[p0 + p] - zx); \
+                    k++;                                                                                             \
+                    continue;                                                                                        \
+                }                                                                                                    \
+                for (uint64_t i = 0; i < g->kh; i++)                                                                 \
+                    for (uint64_t j = 0; j < g->kw; j++, k++) {                                                      \
+                        uint64_t oh = p0 / g->ow_n, ow = p0 % g->ow_n;                                               \
+                        for (uint64_t p = 0; p < np; p++) {                                                          \
+                            int64_t ih = (int64_t)oh * g->sh + (int64_t)i * g->dh - g->pt;                           \
+                            int64_t iw = (int64_t)ow * g->sw + (int64_t)j * g->dw - g->pl;                           \
+                            if (ih >= 0 && ih < (int64_t)g->H && iw >= 0 && iw < (int64_t)g->W)                      \
+                                dst[hfx_qgemm_at(kp, k, q0 + p)] =                                                   \
+                                    (int16_t)(xc[(uint64_t)ih * g->W + (uint64_t)iw] - zx);                          \
+                            if (++ow == g->ow_n) ow = 0, oh++;                                                       \
+                        }                                                                                            \
+                    }                                                                                                \
+            }                                                                                                        \
+        }                                                                                                            \
+    }
+QCONV_PACK_COLS(uint8_t)
+QCONV_PACK_COLS(int8_t)
+
+/* Images [i0, i0 + ni) x output pixels [p0, p0 + np) of group g, all the group's channels: the
+ * columns packed once, then HFX_QGEMM_MR channels at a time: their weights widened, multiplied, requantised. */
+static void qconv_gemm(const hfx_kernel_args *a, const qmm_io *io, uint64_t i0, uint64_t ni, uint64_t g, uint64_t p0,
+                       uint64_t np) {
+    const hfx_op *op = a->op;
+    const hfx_tensor *t = a->prog->tensors, *x = &t[op->in[QMM_A]], *w = &t[op->in[QMM_B]], *y = &t[op->out[0]];
+    uint64_t m_all = w->dims[0], mg = m_all / (uint64_t)op->params[HFX_P_CONV_GROUP];
+    uint64_t kk = (uint64_t)w->dims[1] * w->dims[2] * w->dims[3], pixels = (uint64_t)y->dims[2] * y->dims[3];
+    qgemm_bufs b = qgemm_bufs_of(a->ws, kk, ni * np);
+    conv_geom geo = geom_of(x, w, op->params, y->dims[3]);
+    uint64_t img_stride = (uint64_t)x->dims[1] * x->dims[2] * x->dims[3];
+    const uint8_t *xg = (const uint8_t *)io->a + i0 * img_stride + g * geo.cg * geo.H * geo.W;
+    if (io->ta == HFX_DTYPE_U8) pack_cols_uint8_t(xg, img_stride, io->za, &geo, ni, p0, np, b.kp, b.b);
+    else pack_cols_int8_t((const int8_t *)xg, img_stride, io->za, &geo, ni, p0, np, b.kp, b.b);
+    bool y_signed = io->ty == HFX_DTYPE_I8;
+    for (uint64_t m = 0; m < mg; m += HFX_QGEMM_MR) {
+        int rows = mg - m < HFX_QGEMM_MR ? (int)(mg - m) : HFX_QGEMM_MR;
+        for (int i = 0; i < rows; i++) {
+            uint64_t mm = g * mg + m + (uint64_t)i;
+            int32_t zw = load_narrow(io->zb, io->tb, io->zb_cols ? mm : 0);
+            widen_row((const uint8_t *)io->b + mm * kk, io->tb, zw, kk, b.a + (size_t)i * b.kp);
+        }
+        hfx_qgemm_rows(b.a, b.kp, rows, b.b, b.kp, ni * np, b.acc, b.ldc);
+        for (int i = 0; i < rows; i++) {
+            uint64_t mm = g * mg + m + (uint64_t)i;
+            const int32_t *bias = io->bias ? io->bias + mm : NULL;
+            const float *scale = io->scale + (io->scale_cols ? mm : 0);
+            hfx_qgemm_requant(b.acc + (size_t)i * b.ldc, ni * np, bias, 0, scale, 0, io->zy, y_signed,
+                              (uint8_t *)io->y + (i0 * m_all + mm) * pixels + p0, np, m_all * pixels);
+        }
+    }
+}
+
+/* One output channel of one image of a depthwise conv (one input and one output channel per group): each
+ * output the sum over its window's taps inside X (a padding tap reads zx: it adds 0), requantised. */
+#define QCONV_DEPTHWISE(ctype)                                                                                  \
+    static void depthwise_##ctype(const ctype *xc, const int32_t *wv, uint32_t bias, float s, const qmm_io *io, \
+                                  const conv_geom *g, uint64_t oh_n, uint64_t at) {                             \
+        for (uint64_t oh = 0; oh < oh_n; oh++)                                                                  \
+            for (uint64_t ow = 0; ow < g->ow_n; ow++, at++) {                                                   \
+                uint32_t acc = bias;                                                                            \
+                for (uint64_t i = 0; i < g->kh; i++) {                                                          \
+                    int64_t ih = (int64_t)oh * g->sh + (int64_t)i * g->dh - g->pt;                              \
+                    if (ih < 0 || ih >= (int64_t)g->H) continue;                                                \
+                    for (uint64_t j = 0; j < g->kw; j++) {                                                      \
+                        int64_t iw = (int64_t)ow * g->sw + (int64_t)j * g->dw - g->pl;                          \
+                        if (iw >= 0 && iw < (int64_t)g->W)                                                      \
+                            acc += (uint32_t)(((int32_t)xc[(uint64_t)ih * g->W + (uint64_t)iw] - io->za) *      \
+                                              wv[i * g->kw + j]);                                               \
+                    }                                                                                           \
+                }                                                                                               \
+                int32_t q = ref_qmatmul_requant((int32_t)acc, s, io->zy, io->lo, io->hi);                       \
+                if (io->ty == HFX_DTYPE_U8) ((uint8_t *)io->y)[at] = (uint8_t)q;                                \
+                else ((int8_t *)io->y)[at] = (int8_t)q;                                                         \
+            }                                                                                                   \
+    }
+QCONV_DEPTHWISE(uint8_t)
+QCONV_DEPTHWISE(int8_t)
+
+/* (channel, image) pairs [u0, u1) of the item, channel-major: a channel's weights are loaded once
+ * (wv: kk int32 of work space) for all its images. */
+static void qconv_depthwise(const hfx_kernel_args *a, const qmm_io *io, const qconv_plan *pl, uint32_t item) {
+    const hfx_op *op = a->op;
+    const hfx_tensor *t = a->prog->tensors, *x = &t[op->in[QMM_A]], *w = &t[op->in[QMM_B]], *y = &t[op->out[0]];
+    conv_geom geo = geom_of(x, w, op->params, y->dims[3]);
+    uint64_t images = y->dims[0], channels = pl->groups, kk = geo.kh * geo.kw, hw = geo.H * geo.W, u0, u1;
+    int32_t *wv = a->ws;
+    hfx_plan_range(images * channels, pl->units_per_item, item, &u0, &u1);
+    for (uint64_t u = u0; u < u1; u++) {
+        uint64_t c = u / images, img = u % images, xy = img * channels + c;
+        if (u == u0 || img == 0) {
+            int32_t zw = load_narrow(io->zb, io->tb, io->zb_cols ? c : 0);
+            for (uint64_t k = 0; k < kk; k++) wv[k] = load_narrow(io->b, io->tb, c * kk + k) - zw;
+        }
+        uint32_t bias = io->bias ? (uint32_t)io->bias[c] : 0u;
+        float s = io->scale[io->scale_cols ? c : 0];
+        if (io->ta == HFX_DTYPE_U8)
+            depthwise_uint8_t((const uint8_t *)io->a + xy * hw, wv, bias, s, io, &geo, y->dims[2], xy * pl->pixels);
+        else depthwise_int8_t((const int8_t *)io->a + xy * hw, wv, bias, s, io, &geo, y->dims[2], xy * pl->pixels);
+    }
 }
 
 HFX_VECTOR_KERNEL
 void hfx_run_qconv(const hfx_kernel_args *a, uint32_t item) {
     const hfx_op *op = a->op;
-    const hfx_tensor *t = a->prog->tensors, *x = &t[op->in[QMM_A]], *w = &t[op->in[QMM_B]], *y = &t[op->out[0]];
     qconv_plan pl;
     HFX_PLAN_LOAD(pl, op);
     qmm_io io = qmm_io_of(a);
-    uint64_t blk = item % pl.blocks, g = (item / pl.blocks) % pl.groups, img = item / pl.blocks / pl.groups;
-    uint64_t mg = w->dims[0] / pl.groups, kk = pl.kk, p0 = blk * pl.pixels_per_item;
+    if (pl.mode == QCONV_DEPTHWISE) {
+        qconv_depthwise(a, &io, &pl, item);
+        return;
+    }
+    uint64_t images = a->prog->tensors[op->out[0]].dims[0];
+    uint64_t blk = item % pl.blocks, ib = item / pl.blocks % pl.image_blocks, g = item / pl.blocks / pl.image_blocks;
+    uint64_t i0 = ib * pl.images_per_item, p0 = blk * pl.pixels_per_item;
+    uint64_t ni = i0 + pl.images_per_item < images ? pl.images_per_item : images - i0;
     uint64_t np = p0 + pl.pixels_per_item < pl.pixels ? pl.pixels_per_item : pl.pixels - p0;
 #ifdef HFX_HVX
-    if (hfx_qconv_hvx(a, img, g, p0, np)) return;
+    if (hfx_qconv_hvx(a, i0, g, p0, np)) return; /* one image per item on HFX_HVX */
 #endif
-    int16_t *wts = (int16_t *)a->ws, *rows = wts + mg * kk;
-    for (uint64_t m = 0; m < mg; m++) {
-        uint64_t mm = g * mg + m;
-        int32_t zb = load_narrow(io.zb, io.tb, io.zb_cols ? mm : 0);
-        for (uint64_t k = 0; k < kk; k++) wts[m * kk + k] = (int16_t)(load_narrow(io.b, io.tb, mm * kk + k) - zb);
-    }
-    qconv_im2col(&io, x, w, op->params, img, g * w->dims[1], y->dims[3], p0, np, rows);
-    for (uint64_t m = 0; m < mg; m++) {
-        uint64_t mm = g * mg + m;
-        float s = io.scale[io.scale_cols ? mm : 0];
-        uint32_t bias = io.bias ? (uint32_t)io.bias[mm] : 0u;
-        uint64_t at = (img * w->dims[0] + mm) * pl.pixels + p0;
-        for (uint64_t p = 0; p < np; p++) {
-            uint32_t acc = bias + (uint32_t)dot_i16(rows + p * kk, wts + m * kk, kk);
-            int32_t q = ref_qmatmul_requant((int32_t)acc, s, io.zy, io.lo, io.hi);
-            if (io.ty == HFX_DTYPE_U8) ((uint8_t *)io.y)[at + p] = (uint8_t)q;
-            else ((int8_t *)io.y)[at + p] = (int8_t)q;
-        }
-    }
+    qconv_gemm(a, &io, i0, ni, g, p0, np);
 }

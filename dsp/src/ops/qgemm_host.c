@@ -1,0 +1,111 @@
+/* qgemm_host.c - see qgemm_host.h. The AVX2 kernel is compiled with a target attribute and chosen per
+ * call from the CPU's features, so a baseline x86-64 build runs anywhere; both kernels compute the same
+ * wrapping int32 sums, hence the same bits. */
+#include "qgemm_host.h"
+
+#include <string.h>
+
+#include "../../ref/ref_qmatmul.h"
+#include "kernels.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(HFX_NO_AVX2)
+#include <immintrin.h>
+#define QGEMM_HAVE_AVX2 1
+#endif
+
+bool hfx_qgemm_force_portable;
+
+#define NR HFX_QGEMM_NR
+#define MR HFX_QGEMM_MR
+
+/* one row at a time: NR uint32 sums (wrapping) per panel */
+static void rows_portable(const int16_t *a, size_t lda, int rows, const int16_t *b, size_t kp, size_t n, int32_t *acc,
+                          size_t ldc) {
+    size_t np = hfx_qgemm_np(n);
+    for (size_t j = 0; j < np; j += NR) {
+        const int16_t *panel = b + j * kp;
+        for (int i = 0; i < rows; i++) {
+            const int16_t *ar = a + (size_t)i * lda;
+            uint32_t t[NR] = {0};
+            for (size_t k = 0; k < kp; k += 2) {
+                int32_t a0 = ar[k], a1 = ar[k + 1];
+                const int16_t *bk = panel + k * NR;
+                for (int c = 0; c < NR; c++) t[c] += (uint32_t)(a0 * bk[2 * c] + a1 * bk[2 * c + 1]);
+            }
+            for (int c = 0; c < NR; c++) acc[(size_t)i * ldc + j + (size_t)c] = (int32_t)t[c];
+        }
+    }
+}
+
+#ifdef QGEMM_HAVE_AVX2
+__attribute__((target("avx2"))) static inline __m256i pair_of(const int16_t *p) {
+    int32_t v;
+    memcpy(&v, p, sizeof v); /* a[k], a[k + 1] as one 32-bit lane */
+    return _mm256_set1_epi32(v);
+}
+
+/* MR rows x one panel per step: 8 accumulators, 2 loads of b and MR broadcasts of a per pair of k. A
+ * missing row reads row 0 and is not stored. */
+__attribute__((target("avx2"))) static void rows_avx2(const int16_t *a, size_t lda, int rows, const int16_t *b,
+                                                      size_t kp, size_t n, int32_t *acc, size_t ldc) {
+    const int16_t *a0 = a, *a1 = a + (rows > 1 ? lda : 0), *a2 = a + (rows > 2 ? 2 * lda : 0);
+    const int16_t *a3 = a + (rows > 3 ? 3 * lda : 0);
+    size_t np = hfx_qgemm_np(n);
+    for (size_t j = 0; j < np; j += NR) {
+        const int16_t *panel = b + j * kp;
+        __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00;
+        __m256i c31 = c00;
+        for (size_t k = 0; k < kp; k += 2) {
+            __m256i b0 = _mm256_loadu_si256((const __m256i *)(const void *)(panel + k * NR));
+            __m256i b1 = _mm256_loadu_si256((const __m256i *)(const void *)(panel + k * NR + 16));
+            __m256i v = pair_of(a0 + k);
+            c00 = _mm256_add_epi32(c00, _mm256_madd_epi16(v, b0)),
+            c01 = _mm256_add_epi32(c01, _mm256_madd_epi16(v, b1));
+            v = pair_of(a1 + k);
+            c10 = _mm256_add_epi32(c10, _mm256_madd_epi16(v, b0)),
+            c11 = _mm256_add_epi32(c11, _mm256_madd_epi16(v, b1));
+            v = pair_of(a2 + k);
+            c20 = _mm256_add_epi32(c20, _mm256_madd_epi16(v, b0)),
+            c21 = _mm256_add_epi32(c21, _mm256_madd_epi16(v, b1));
+            v = pair_of(a3 + k);
+            c30 = _mm256_add_epi32(c30, _mm256_madd_epi16(v, b0)),
+            c31 = _mm256_add_epi32(c31, _mm256_madd_epi16(v, b1));
+        }
+        int32_t *out = acc + j;
+        _mm256_storeu_si256((__m256i *)(void *)out, c00), _mm256_storeu_si256((__m256i *)(void *)(out + 8), c01);
+        if (rows > 1)
+            _mm256_storeu_si256((__m256i *)(void *)(out + ldc), c10),
+                _mm256_storeu_si256((__m256i *)(void *)(out + ldc + 8), c11);
+        if (rows > 2)
+            _mm256_storeu_si256((__m256i *)(void *)(out + 2 * ldc), c20),
+                _mm256_storeu_si256((__m256i *)(void *)(out + 2 * ldc + 8), c21);
+        if (rows > 3)
+            _mm256_storeu_si256((__m256i *)(void *)(out + 3 * ldc), c30),
+                _mm256_storeu_si256((__m256i *)(void *)(out + 3 * ldc + 8), c31);
+    }
+}
+#endif
+
+void hfx_qgemm_rows(const int16_t *a, size_t lda, int rows, const int16_t *b, size_t kp, size_t n, int32_t *acc,
+                    size_t ldc) {
+#ifdef QGEMM_HAVE_AVX2
+    if (!hfx_qgemm_force_portable && __builtin_cpu_supports("avx2")) {
+        rows_avx2(a, lda, rows, b, kp, n, acc, ldc);
+        return;
+    }
+#endif
+    rows_portable(a, lda, rows, b, kp, n, acc, ldc);
+}
+
+HFX_VECTOR_KERNEL
+void hfx_qgemm_requant(const int32_t *acc, size_t n, const int32_t *bias, size_t bias_step, const float *scale,
+                       size_t scale_step, int32_t zy, bool y_signed, void *y, size_t run, size_t run_stride) {
+    int32_t lo = y_signed ? INT8_MIN : 0, hi = y_signed ? INT8_MAX : UINT8_MAX;
+    for (size_t c0 = 0, at = 0; c0 < n; c0 += run, at += run_stride)
+        for (size_t c = c0; c < c0 + run && c < n; c++) {
+            uint32_t s = (uint32_t)acc[c] + (bias ? (uint32_t)bias[c * bias_step] : 0u);
+            int32_t q = ref_qmatmul_requant((int32_t)s, scale[c * scale_step], zy, lo, hi);
+            if (y_signed) ((int8_t *)y)[at + c - c0] = (int8_t)q;
+            else ((uint8_t *)y)[at + c - c0] = (uint8_t)q;
+        }
+}
