@@ -914,6 +914,7 @@ static void qmm_case(const qmm_case_cfg *c) {
         /* a power of two makes ties (x.5) common; 1e-7 .. 1e-2 covers saturation at both ends */
         sc[j] = j % 3 == 0 ? 0.5f : rng_f(1e-7f, 1e-2f);
     }
+    if (c->extremes && ncol > 2) sc[1] = NAN, sc[2] = INFINITY; /* NaN products take the lower bound */
     for (uint32_t j = 0; j < n; j++)
         bias[j] = j == 0 && c->extremes ? INT32_MAX : (int32_t)rng_range(0, 200000) - 100000; /* INT32_MAX: wraps */
     hfxb b;

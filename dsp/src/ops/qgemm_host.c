@@ -97,15 +97,65 @@ void hfx_qgemm_rows(const int16_t *a, size_t lda, int rows, const int16_t *b, si
     rows_portable(a, lda, rows, b, kp, n, acc, ldc);
 }
 
-HFX_VECTOR_KERNEL
+/* q[c] = the reference's output byte for acc[c] (+ bias), c < n */
+static void requant_portable(const int32_t *acc, size_t n, const int32_t *bias, size_t bias_step, const float *scale,
+                             size_t scale_step, int32_t zy, int32_t lo, int32_t hi, uint8_t *q) {
+    for (size_t c = 0; c < n; c++) {
+        uint32_t s = (uint32_t)acc[c] + (bias ? (uint32_t)bias[c * bias_step] : 0u);
+        q[c] = (uint8_t)ref_qmatmul_requant((int32_t)s, scale[c * scale_step], zy, lo, hi); /* i8: its bits */
+    }
+}
+
+#ifdef QGEMM_HAVE_AVX2
+/* 8 lanes of ref_qmatmul_requant: cvtdq2ps rounds as C's conversion does, mulps is the f32 product (no
+ * FMA), maxps(t, lo) / minps(t, hi) give their second operand on NaN as the reference's selects do, and
+ * the magic-number rounding is the same two additions. Steps are 0 or 1. */
+__attribute__((target("avx2"))) static void requant_avx2(const int32_t *acc, size_t n, const int32_t *bias,
+                                                         size_t bias_step, const float *scale, size_t scale_step,
+                                                         int32_t zy, int32_t lo, int32_t hi, uint8_t *q) {
+    const __m256 tlo = _mm256_set1_ps((float)(lo - zy)), thi = _mm256_set1_ps((float)(hi - zy));
+    const __m256 magic = _mm256_set1_ps(12582912.0f);
+    const __m256i z = _mm256_set1_epi32(zy), bias1 = _mm256_set1_epi32(bias ? bias[0] : 0);
+    const __m256 scale1 = _mm256_set1_ps(scale[0]);
+    const __m256i low_bytes = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12,
+                                               -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+    const __m256i halves = _mm256_setr_epi32(0, 4, 1, 1, 1, 1, 1, 1);
+    size_t c = 0;
+    for (; c + 8 <= n; c += 8) {
+        __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)(acc + c));
+        if (bias)
+            a = _mm256_add_epi32(a, bias_step ? _mm256_loadu_si256((const __m256i *)(const void *)(bias + c)) : bias1);
+        __m256 s = scale_step ? _mm256_loadu_ps(scale + c) : scale1;
+        __m256 t = _mm256_mul_ps(_mm256_cvtepi32_ps(a), s);
+        t = _mm256_min_ps(_mm256_max_ps(t, tlo), thi);
+        t = _mm256_sub_ps(_mm256_add_ps(t, magic), magic);
+        __m256i v = _mm256_add_epi32(_mm256_cvttps_epi32(t), z);
+        v = _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(v, low_bytes), halves);
+        _mm_storel_epi64((__m128i *)(void *)(q + c), _mm256_castsi256_si128(v));
+    }
+    requant_portable(acc + c, n - c, bias ? bias + c * bias_step : NULL, bias_step, scale + c * scale_step, scale_step,
+                     zy, lo, hi, q + c);
+}
+#endif
+
 void hfx_qgemm_requant(const int32_t *acc, size_t n, const int32_t *bias, size_t bias_step, const float *scale,
                        size_t scale_step, int32_t zy, bool y_signed, void *y, size_t run, size_t run_stride) {
     int32_t lo = y_signed ? INT8_MIN : 0, hi = y_signed ? INT8_MAX : UINT8_MAX;
-    for (size_t c0 = 0, at = 0; c0 < n; c0 += run, at += run_stride)
-        for (size_t c = c0; c < c0 + run && c < n; c++) {
-            uint32_t s = (uint32_t)acc[c] + (bias ? (uint32_t)bias[c * bias_step] : 0u);
-            int32_t q = ref_qmatmul_requant((int32_t)s, scale[c * scale_step], zy, lo, hi);
-            if (y_signed) ((int8_t *)y)[at + c - c0] = (int8_t)q;
-            else ((uint8_t *)y)[at + c - c0] = (uint8_t)q;
+    uint8_t tmp[256], *out = y;
+    for (size_t c0 = 0; c0 < n; c0 += sizeof tmp) {
+        size_t m = n - c0 < sizeof tmp ? n - c0 : sizeof tmp;
+        uint8_t *q = run >= n ? out + c0 : tmp; /* one run: straight into y */
+        const int32_t *b = bias ? bias + c0 * bias_step : NULL;
+#ifdef QGEMM_HAVE_AVX2
+        if (!hfx_qgemm_force_portable && __builtin_cpu_supports("avx2"))
+            requant_avx2(acc + c0, m, b, bias_step, scale + c0 * scale_step, scale_step, zy, lo, hi, q);
+        else
+#endif
+            requant_portable(acc + c0, m, b, bias_step, scale + c0 * scale_step, scale_step, zy, lo, hi, q);
+        if (q != tmp) continue;
+        for (size_t c = 0, seg = c0 / run, off = c0 % run; c < m; c++) {
+            out[seg * run_stride + off] = tmp[c];
+            if (++off == run) off = 0, seg++;
         }
+    }
 }

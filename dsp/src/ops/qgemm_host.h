@@ -38,7 +38,7 @@ void hfx_qgemm_rows(const int16_t *a, size_t lda, int rows, const int16_t *b, si
 
 /* y[(c / run) * run_stride + c % run] = ref_qmatmul_requant(acc[c] + bias[c * bias_step],
  * scale[c * scale_step], zy) for c < n (runs of `run` outputs, run_stride apart), into u8 or i8 (y_signed);
- * bias may be NULL (0). Bit for bit the reference. */
+ * bias may be NULL (0); the steps are 0 or 1. Bit for bit the reference (AVX2 where the CPU has it). */
 void hfx_qgemm_requant(const int32_t *acc, size_t n, const int32_t *bias, size_t bias_step, const float *scale,
                        size_t scale_step, int32_t zy, bool y_signed, void *y, size_t run, size_t run_stride);
 

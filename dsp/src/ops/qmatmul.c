@@ -5,7 +5,7 @@
  * A QMATMUL item is a block of rows x a block of columns of A[rows, K] x B. A QCONV2D item is a block
  * of output pixels of one group over one or more images (several when an image has few pixels: one
  * per item on HFX_HVX), 1x1 convs reading X without im2col; on the host a depthwise conv runs a
- * direct loop instead, an item being a range of (image, channel) pairs. */
+ * direct loop instead, an item being a range of channels of every image. */
 #include <string.h>
 
 #include "../../ref/ref_qmatmul.h"
@@ -221,6 +221,7 @@ void hfx_run_qmatmul(const hfx_kernel_args *a, uint32_t item) {
 
 #define QCONV_WS_MAX (256u * 1024u)   /* packed columns per GEMM item */
 #define QCONV_DW_ITEM_TAPS (1u << 18) /* depthwise: multiply-adds per item, as conv.c */
+#define QCONV_DW_CHANNELS 256         /* depthwise: at most this many channels per item */
 
 enum { QCONV_GEMM, QCONV_DEPTHWISE };
 
@@ -228,7 +229,7 @@ typedef struct qconv_plan {
     uint64_t groups, pixels, mode;          /* pixels = OH * OW */
     uint64_t images_per_item, image_blocks; /* GEMM: an item is images x pixels of one group */
     uint64_t pixels_per_item, blocks;       /* GEMM: output pixels per item, pixel blocks per image */
-    uint64_t units_per_item;                /* DEPTHWISE: (image, channel) pairs per item */
+    uint64_t units_per_item;                /* DEPTHWISE: channels per item (of every image) */
 } qconv_plan;
 
 hfx_status hfx_validate_qconv(hfx_vctx *v, hfx_op *op) {
@@ -249,9 +250,15 @@ hfx_status hfx_validate_qconv(hfx_vctx *v, hfx_op *op) {
     return st;
 }
 
+/* work space of a depthwise item: its channels' weights and accumulators, the tap ranges of every output
+ * row and column */
+static size_t depthwise_ws(uint64_t kk, uint64_t cb, uint64_t oh_n, uint64_t ow_n) {
+    return (size_t)(kk * cb + cb + 2 * (oh_n + ow_n)) * 4;
+}
+
 /* GEMM items: blocks of output pixels of one group of about HFX_GEMM_ITEM_FLOPS, over as many images as
  * that allows when an image has fewer pixels (one image per item on HFX_HVX), the packed columns within
- * QCONV_WS_MAX bytes. Depthwise (host): ranges of (channel, image) pairs, channel-major. */
+ * QCONV_WS_MAX bytes. Depthwise (host): ranges of channels of every image. */
 hfx_status hfx_plan_qconv(const hfx_program *p, hfx_op *op) {
     const hfx_tensor *w = &p->tensors[op->in[QMM_B]], *y = &p->tensors[op->out[0]];
     qconv_plan pl = {0};
@@ -262,10 +269,13 @@ hfx_status hfx_plan_qconv(const hfx_program *p, hfx_op *op) {
 #ifndef HFX_HVX
     if (mg == 1 && w->dims[1] == 1) {
         pl.mode = QCONV_DEPTHWISE;
-        pl.units_per_item = hfx_per_item_for(pl.pixels * kk, QCONV_DW_ITEM_TAPS);
-        op->plan.ws_bytes = (size_t)(kk * sizeof(int32_t));
+        pl.units_per_item = hfx_per_item_for(images * pl.pixels * kk, QCONV_DW_ITEM_TAPS);
+        if (pl.units_per_item > QCONV_DW_CHANNELS) pl.units_per_item = QCONV_DW_CHANNELS;
+        uint64_t blocks = hfx_ceil_div(pl.groups, pl.units_per_item);
+        pl.units_per_item = hfx_ceil_div(pl.groups, blocks);
+        op->plan.ws_bytes = depthwise_ws(kk, pl.units_per_item, y->dims[2], y->dims[3]);
         HFX_PLAN_STORE(op, pl);
-        return hfx_plan_set_items(op, hfx_ceil_div(images * pl.groups, pl.units_per_item));
+        return hfx_plan_set_items(op, blocks);
     }
 #endif
     pl.mode = QCONV_GEMM;
@@ -375,53 +385,71 @@ static void qconv_gemm(const hfx_kernel_args *a, const qmm_io *io, uint64_t i0, 
     }
 }
 
-/* One output channel of one image of a depthwise conv (one input and one output channel per group): each
- * output the sum over its window's taps inside X (a padding tap reads zx: it adds 0), requantised. */
-#define QCONV_DEPTHWISE(ctype)                                                                                  \
-    static void depthwise_##ctype(const ctype *xc, const int32_t *wv, uint32_t bias, float s, const qmm_io *io, \
-                                  const conv_geom *g, uint64_t oh_n, uint64_t at) {                             \
-        for (uint64_t oh = 0; oh < oh_n; oh++)                                                                  \
-            for (uint64_t ow = 0; ow < g->ow_n; ow++, at++) {                                                   \
-                uint32_t acc = bias;                                                                            \
-                for (uint64_t i = 0; i < g->kh; i++) {                                                          \
-                    int64_t ih = (int64_t)oh * g->sh + (int64_t)i * g->dh - g->pt;                              \
-                    if (ih < 0 || ih >= (int64_t)g->H) continue;                                                \
-                    for (uint64_t j = 0; j < g->kw; j++) {                                                      \
-                        int64_t iw = (int64_t)ow * g->sw + (int64_t)j * g->dw - g->pl;                          \
-                        if (iw >= 0 && iw < (int64_t)g->W)                                                      \
-                            acc += (uint32_t)(((int32_t)xc[(uint64_t)ih * g->W + (uint64_t)iw] - io->za) *      \
-                                              wv[i * g->kw + j]);                                               \
-                    }                                                                                           \
-                }                                                                                               \
-                int32_t q = ref_qmatmul_requant((int32_t)acc, s, io->zy, io->lo, io->hi);                       \
-                if (io->ty == HFX_DTYPE_U8) ((uint8_t *)io->y)[at] = (uint8_t)q;                                \
-                else ((int8_t *)io->y)[at] = (int8_t)q;                                                         \
-            }                                                                                                   \
+/* [lo, hi): the taps t < k of a window whose input coordinate o * stride + t * dil - pad is in [0, n) */
+static void tap_range(uint64_t o, int64_t stride, int64_t dil, int64_t pad, uint64_t k, uint64_t n, uint32_t *lo_hi) {
+    uint32_t lo = 0, hi = 0;
+    for (uint64_t t = 0; t < k; t++) {
+        int64_t at = (int64_t)o * stride + (int64_t)t * dil - pad;
+        if (at < 0 || at >= (int64_t)n) continue;
+        if (hi == lo) lo = (uint32_t)t;
+        hi = (uint32_t)t + 1;
+    }
+    lo_hi[0] = lo, lo_hi[1] = hi;
+}
+
+/* Depthwise (one input and one output channel per group), channels [c0, c0 + cb) of one output pixel of
+ * one image: acc[c] = the sum over the window's taps inside X (a padding tap reads zx: it adds 0). x: X at
+ * the image's channel c0, wt: the channels' weights - zw tap-major (kk x cb), hw: X's channel stride. */
+#define QCONV_DEPTHWISE(ctype)                                                                             \
+    static void depthwise_##ctype(const ctype *x, uint64_t hw, int32_t zx, const int32_t *wt, uint64_t cb, \
+                                  const conv_geom *g, uint64_t oh, uint64_t ow, const uint32_t *rows,      \
+                                  const uint32_t *cols, uint32_t *acc) {                                   \
+        for (uint64_t c = 0; c < cb; c++) acc[c] = 0;                                                      \
+        for (uint64_t i = rows[2 * oh]; i < rows[2 * oh + 1]; i++)                                         \
+            for (uint64_t j = cols[2 * ow]; j < cols[2 * ow + 1]; j++) {                                   \
+                int64_t ih = (int64_t)oh * g->sh + (int64_t)i * g->dh - g->pt;                             \
+                int64_t iw = (int64_t)ow * g->sw + (int64_t)j * g->dw - g->pl;                             \
+                const ctype *xt = x + (uint64_t)ih * g->W + (uint64_t)iw;                                  \
+                const int32_t *w = wt + (i * g->kw + j) * cb;                                              \
+                for (uint64_t c = 0; c < cb; c++) acc[c] += (uint32_t)(((int32_t)xt[c * hw] - zx) * w[c]); \
+            }                                                                                              \
     }
 QCONV_DEPTHWISE(uint8_t)
 QCONV_DEPTHWISE(int8_t)
 
-/* (channel, image) pairs [u0, u1) of the item, channel-major: a channel's weights are loaded once
- * (wv: kk int32 of work space) for all its images. */
+/* Channels [c0, c1) of every image: their weights widened tap-major once, then per image and output pixel
+ * the channels' accumulators and one requantisation of them (scattered a channel plane apart). */
 static void qconv_depthwise(const hfx_kernel_args *a, const qmm_io *io, const qconv_plan *pl, uint32_t item) {
     const hfx_op *op = a->op;
     const hfx_tensor *t = a->prog->tensors, *x = &t[op->in[QMM_A]], *w = &t[op->in[QMM_B]], *y = &t[op->out[0]];
     conv_geom geo = geom_of(x, w, op->params, y->dims[3]);
-    uint64_t images = y->dims[0], channels = pl->groups, kk = geo.kh * geo.kw, hw = geo.H * geo.W, u0, u1;
-    int32_t *wv = a->ws;
-    hfx_plan_range(images * channels, pl->units_per_item, item, &u0, &u1);
-    for (uint64_t u = u0; u < u1; u++) {
-        uint64_t c = u / images, img = u % images, xy = img * channels + c;
-        if (u == u0 || img == 0) {
-            int32_t zw = load_narrow(io->zb, io->tb, io->zb_cols ? c : 0);
-            for (uint64_t k = 0; k < kk; k++) wv[k] = load_narrow(io->b, io->tb, c * kk + k) - zw;
-        }
-        uint32_t bias = io->bias ? (uint32_t)io->bias[c] : 0u;
-        float s = io->scale[io->scale_cols ? c : 0];
-        if (io->ta == HFX_DTYPE_U8)
-            depthwise_uint8_t((const uint8_t *)io->a + xy * hw, wv, bias, s, io, &geo, y->dims[2], xy * pl->pixels);
-        else depthwise_int8_t((const int8_t *)io->a + xy * hw, wv, bias, s, io, &geo, y->dims[2], xy * pl->pixels);
+    uint64_t channels = pl->groups, kk = geo.kh * geo.kw, hw = geo.H * geo.W, oh_n = y->dims[2], c0, c1;
+    hfx_plan_range(channels, pl->units_per_item, item, &c0, &c1);
+    uint64_t cb = c1 - c0;
+    int32_t *wt = a->ws;
+    uint32_t *acc = (uint32_t *)(void *)(wt + kk * pl->units_per_item), *rows = acc + pl->units_per_item;
+    uint32_t *cols = rows + 2 * oh_n;
+    for (uint64_t o = 0; o < oh_n; o++) tap_range(o, geo.sh, geo.dh, geo.pt, geo.kh, geo.H, rows + 2 * o);
+    for (uint64_t o = 0; o < geo.ow_n; o++) tap_range(o, geo.sw, geo.dw, geo.pl, geo.kw, geo.W, cols + 2 * o);
+    for (uint64_t c = 0; c < cb; c++) {
+        int32_t zw = load_narrow(io->zb, io->tb, io->zb_cols ? c0 + c : 0);
+        for (uint64_t k = 0; k < kk; k++) wt[k * cb + c] = load_narrow(io->b, io->tb, (c0 + c) * kk + k) - zw;
     }
+    const int32_t *bias = io->bias ? io->bias + c0 : NULL;
+    const float *scale = io->scale + (io->scale_cols ? c0 : 0);
+    for (uint64_t img = 0; img < y->dims[0]; img++)
+        for (uint64_t oh = 0, p = 0; oh < oh_n; oh++)
+            for (uint64_t ow = 0; ow < geo.ow_n; ow++, p++) {
+                uint64_t xy = img * channels + c0;
+                if (io->ta == HFX_DTYPE_U8)
+                    depthwise_uint8_t((const uint8_t *)io->a + xy * hw, hw, io->za, wt, cb, &geo, oh, ow, rows, cols,
+                                      acc);
+                else
+                    depthwise_int8_t((const int8_t *)io->a + xy * hw, hw, io->za, wt, cb, &geo, oh, ow, rows, cols,
+                                     acc);
+                hfx_qgemm_requant((const int32_t *)acc, cb, bias, 1, scale, io->scale_cols, io->zy,
+                                  io->ty == HFX_DTYPE_I8, (uint8_t *)io->y + xy * pl->pixels + p, 1, pl->pixels);
+            }
 }
 
 HFX_VECTOR_KERNEL
