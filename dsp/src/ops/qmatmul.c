@@ -325,6 +325,15 @@ static conv_geom geom_of(const hfx_tensor *x, const hfx_tensor *w, const int32_t
     static void pack_cols_##ctype(const ctype *X, uint64_t img_stride, int32_t zx, const conv_geom *g, uint64_t ni,  \
                                   uint64_t p0, uint64_t np, size_t kp, int16_t *dst) {                               \
         memset(dst, 0, kp *hfx_qgemm_np(ni *np) * sizeof *dst);                                                      \
+        if (g->direct && np < HFX_QGEMM_NR) { /* few pixels: column by column, every channel */                      \
+            for (uint64_t q = 0; q < ni * np; q++) {                                                                 \
+                const ctype *xq = X + q / np * img_stride + p0 + q % np;                                             \
+                int16_t *d = dst + hfx_qgemm_at(kp, 0, q);                                                           \
+                for (uint64_t c = 0; c < g->cg; c++)                                                                 \
+                    d[(c & ~(uint64_t)1) * HFX_QGEMM_NR + (c & 1)] = (int16_t)(xq[c * g->H * g->W] - zx);            \
+            }                                                                                                        \
+            return;                                                                                                  \
+        }                                                                                                            \
         for (uint64_t im = 0; im < ni; im++) {                                                                       \
             uint64_t q0 = im * np, k = 0;                                                                            \
             for (uint64_t c = 0; c < g->cg; c++) {                                                                   \
