@@ -86,6 +86,24 @@ __attribute__((target("avx2"))) static void rows_avx2(const int16_t *a, size_t l
 }
 #endif
 
+HFX_VECTOR_KERNEL
+void hfx_qgemm_pack_pair(const int16_t *r0, const int16_t *r1, size_t n, size_t kp, size_t k, int16_t *b) {
+    size_t full = n / NR * NR;
+    for (size_t j = 0; j < full; j += NR) {
+        int16_t *d = b + j * kp + k * NR;
+        if (r1)
+            for (int c = 0; c < NR; c++) d[2 * c] = r0[j + (size_t)c], d[2 * c + 1] = r1[j + (size_t)c];
+        else
+            for (int c = 0; c < NR; c++) d[2 * c] = r0[j + (size_t)c], d[2 * c + 1] = 0;
+    }
+    if (full == n) return;
+    int16_t *d = b + full * kp + k * NR;
+    for (size_t c = 0; c < NR; c++) {
+        d[2 * c] = full + c < n ? r0[full + c] : 0;
+        d[2 * c + 1] = r1 && full + c < n ? r1[full + c] : 0;
+    }
+}
+
 void hfx_qgemm_rows(const int16_t *a, size_t lda, int rows, const int16_t *b, size_t kp, size_t n, int32_t *acc,
                     size_t ldc) {
 #ifdef QGEMM_HAVE_AVX2

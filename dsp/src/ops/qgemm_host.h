@@ -28,8 +28,12 @@ static inline size_t hfx_qgemm_at(size_t kp, size_t k, size_t c) {
     return ((c / HFX_QGEMM_NR) * kp + (k & ~(size_t)1)) * HFX_QGEMM_NR + (c % HFX_QGEMM_NR) * 2 + (k & 1);
 }
 
-/* int16 elements of a packed b of k x n; every element outside the k x n values must be 0 */
+/* int16 elements of a packed b of k x n (its padding 0, as hfx_qgemm_pack_pair writes it) */
 static inline size_t hfx_qgemm_packed_elems(size_t k, size_t n) { return hfx_qgemm_kp(k) * hfx_qgemm_np(n); }
+
+/* Packs rows k and k + 1 (k even) of b from two int16 rows of n values (r1 NULL: zeros, the padding
+ * row of an odd depth); columns n .. hfx_qgemm_np(n) get 0. */
+void hfx_qgemm_pack_pair(const int16_t *r0, const int16_t *r1, size_t n, size_t kp, size_t k, int16_t *b);
 
 /* acc[i * ldc + c] for rows i < rows (1..HFX_QGEMM_MR) of a (rows of lda int16, kp of them used) and
  * columns c < hfx_qgemm_np(n) of the packed b (columns past n give whatever their padding gives). */

@@ -82,26 +82,29 @@ hfx_status hfx_validate_qmatmul(hfx_vctx *v, hfx_op *op) {
 }
 
 /* host work space of a GEMM item of k x cols with a_rows rows of the broadcast operand: the
- * accumulators of HFX_QGEMM_MR rows, the packed columns, the rows */
+ * accumulators of HFX_QGEMM_MR rows, the packed columns, the rows, two rows of columns being packed */
 static size_t qmm_host_ws(uint64_t k, uint64_t cols, uint64_t a_rows) {
-    return (size_t)(HFX_QGEMM_MR * hfx_qgemm_np(cols) * 4 +
-                    (hfx_qgemm_packed_elems(k, cols) + a_rows * hfx_qgemm_kp(k)) * 2);
+    uint64_t np = hfx_qgemm_np(cols);
+    return (size_t)(HFX_QGEMM_MR * np * 4 + (hfx_qgemm_packed_elems(k, cols) + a_rows * hfx_qgemm_kp(k) + 2 * np) * 2);
 }
 
 typedef struct qgemm_bufs {
-    int32_t *acc; /* HFX_QGEMM_MR rows of ldc */
-    int16_t *b;   /* packed columns */
-    int16_t *a;   /* rows of kp */
+    int32_t *acc;  /* HFX_QGEMM_MR rows of ldc */
+    int16_t *b;    /* packed columns */
+    int16_t *a;    /* rows of kp */
+    int16_t *t[2]; /* two rows of ldc: rows k, k + 1 of the columns before hfx_qgemm_pack_pair */
     size_t kp, ldc;
 } qgemm_bufs;
 
-static qgemm_bufs qgemm_bufs_of(void *ws, uint64_t k, uint64_t cols) {
+static qgemm_bufs qgemm_bufs_of(void *ws, uint64_t k, uint64_t cols, uint64_t a_rows) {
     qgemm_bufs w;
     w.kp = hfx_qgemm_kp(k);
     w.ldc = hfx_qgemm_np(cols);
     w.acc = ws;
     w.b = (int16_t *)(void *)(w.acc + HFX_QGEMM_MR * w.ldc);
     w.a = w.b + hfx_qgemm_packed_elems(k, cols);
+    w.t[0] = w.a + a_rows * w.kp;
+    w.t[1] = w.t[0] + w.ldc;
     return w;
 }
 
@@ -169,27 +172,37 @@ static void widen_row(const void *src, uint32_t dtype, int32_t z, uint64_t k, in
     if (k & 1) dst[k] = 0;
 }
 
-/* columns [c0, c0 + nc) of B[k, n] - zb, packed (qgemm_host.h) */
-#define QMM_PACK_B(ctype)                                                                                          \
-    static void pack_b_##ctype(const ctype *B, const ctype *zb, bool zb_cols, uint64_t k, uint64_t n, uint64_t c0, \
-                               uint64_t nc, int16_t *dst) {                                                        \
-        size_t kp = hfx_qgemm_kp(k);                                                                               \
-        memset(dst, 0, hfx_qgemm_packed_elems(k, nc) * sizeof *dst);                                               \
-        for (uint64_t i = 0; i < k; i++)                                                                           \
-            for (uint64_t c = 0; c < nc; c++)                                                                      \
-                dst[hfx_qgemm_at(kp, i, c)] = (int16_t)(B[i * n + c0 + c] - zb[zb_cols ? c0 + c : 0]);             \
+/* t[c] = B[row, c0 + c] - zb for c < nc */
+#define QMM_B_ROW(ctype)                                                                                            \
+    static void b_row_##ctype(const ctype *B, const ctype *zb, bool zb_cols, uint64_t n, uint64_t row, uint64_t c0, \
+                              uint64_t nc, int16_t *t) {                                                            \
+        const ctype *src = B + row * n + c0;                                                                        \
+        if (zb_cols)                                                                                                \
+            for (uint64_t c = 0; c < nc; c++) t[c] = (int16_t)(src[c] - zb[c0 + c]);                                \
+        else                                                                                                        \
+            for (uint64_t c = 0; c < nc; c++) t[c] = (int16_t)(src[c] - zb[0]);                                     \
     }
-QMM_PACK_B(uint8_t)
-QMM_PACK_B(int8_t)
+QMM_B_ROW(uint8_t)
+QMM_B_ROW(int8_t)
+
+/* columns [c0, c0 + nc) of B[k, n] - zb, packed (qgemm_host.h) two rows at a time */
+static void pack_b(const qmm_io *io, uint64_t k, uint64_t n, uint64_t c0, uint64_t nc, const qgemm_bufs *w) {
+    for (uint64_t r = 0; r < k; r += 2) {
+        for (uint64_t h = 0; h < 2 && r + h < k; h++) {
+            if (io->tb == HFX_DTYPE_U8) b_row_uint8_t(io->b, io->zb, io->zb_cols, n, r + h, c0, nc, w->t[h]);
+            else b_row_int8_t(io->b, io->zb, io->zb_cols, n, r + h, c0, nc, w->t[h]);
+        }
+        hfx_qgemm_pack_pair(w->t[0], r + 1 < k ? w->t[1] : NULL, nc, w->kp, r, w->b);
+    }
+}
 
 /* y[r, c] for rows [r0, r1) and columns [c0, c1): B's columns packed once, then HFX_QGEMM_MR rows of A
  * at a time widened, multiplied and requantised. */
 static void qmatmul_host(const qmm_io *io, void *ws, uint64_t k, uint64_t n, uint64_t r0, uint64_t r1, uint64_t c0,
                          uint64_t c1) {
     uint64_t nc = c1 - c0;
-    qgemm_bufs w = qgemm_bufs_of(ws, k, nc);
-    if (io->tb == HFX_DTYPE_U8) pack_b_uint8_t(io->b, io->zb, io->zb_cols, k, n, c0, nc, w.b);
-    else pack_b_int8_t(io->b, io->zb, io->zb_cols, k, n, c0, nc, w.b);
+    qgemm_bufs w = qgemm_bufs_of(ws, k, nc, HFX_QGEMM_MR);
+    pack_b(io, k, n, c0, nc, &w);
     const int32_t *bias = io->bias ? io->bias + c0 : NULL;
     const float *scale = io->scale + (io->scale_cols ? c0 : 0);
     bool y_signed = io->ty == HFX_DTYPE_I8;
@@ -319,47 +332,82 @@ static conv_geom geom_of(const hfx_tensor *x, const hfx_tensor *w, const int32_t
     return g;
 }
 
-/* The packed columns (qgemm_host.h) of ni images from X (at the first image's group channels) x output
- * pixels [p0, p0 + np): column im * np + p, tap k = (c, i, j) holds X - zx, 0 in the padding. */
-#define QCONV_PACK_COLS(ctype)                                                                                       \
-    static void pack_cols_##ctype(const ctype *X, uint64_t img_stride, int32_t zx, const conv_geom *g, uint64_t ni,  \
-                                  uint64_t p0, uint64_t np, size_t kp, int16_t *dst) {                               \
-        memset(dst, 0, kp *hfx_qgemm_np(ni *np) * sizeof *dst);                                                      \
-        if (g->direct && np < HFX_QGEMM_NR) { /* few pixels: column by column, every channel */                      \
-            for (uint64_t q = 0; q < ni * np; q++) {                                                                 \
-                const ctype *xq = X + q / np * img_stride + p0 + q % np;                                             \
-                int16_t *d = dst + hfx_qgemm_at(kp, 0, q);                                                           \
-                for (uint64_t c = 0; c < g->cg; c++)                                                                 \
-                    d[(c & ~(uint64_t)1) * HFX_QGEMM_NR + (c & 1)] = (int16_t)(xq[c * g->H * g->W] - zx);            \
-            }                                                                                                        \
-            return;                                                                                                  \
-        }                                                                                                            \
-        for (uint64_t im = 0; im < ni; im++) {                                                                       \
-            uint64_t q0 = im * np, k = 0;                                                                            \
-            for (uint64_t c = 0; c < g->cg; c++) {                                                                   \
-                const ctype *xc = X + im * img_stride + c * g->H * g->W;                                             \
-                if (g->direct) {                                                                                     \
-                    for (uint64_t p = 0; p < np; p++) dst[hfx_qgemm_at(kp, k, q0 + p)] = (int16_t)(xc[p0 + p] - zx); \
-                    k++;                                                                                             \
-                    continue;                                                                                        \
-                }                                                                                                    \
-                for (uint64_t i = 0; i < g->kh; i++)                                                                 \
-                    for (uint64_t j = 0; j < g->kw; j++, k++) {                                                      \
-                        uint64_t oh = p0 / g->ow_n, ow = p0 % g->ow_n;                                               \
-                        for (uint64_t p = 0; p < np; p++) {                                                          \
-                            int64_t ih = (int64_t)oh * g->sh + (int64_t)i * g->dh - g->pt;                           \
-                            int64_t iw = (int64_t)ow * g->sw + (int64_t)j * g->dw - g->pl;                           \
-                            if (ih >= 0 && ih < (int64_t)g->H && iw >= 0 && iw < (int64_t)g->W)                      \
-                                dst[hfx_qgemm_at(kp, k, q0 + p)] =                                                   \
-                                    (int16_t)(xc[(uint64_t)ih * g->W + (uint64_t)iw] - zx);                          \
-                            if (++ow == g->ow_n) ow = 0, oh++;                                                       \
-                        }                                                                                            \
-                    }                                                                                                \
-            }                                                                                                        \
-        }                                                                                                            \
+/* [lo, hi): the output columns whose tap j reads inside X's row (0 <= ow * sw + j * dw - pl < W) */
+static void out_range(const conv_geom *g, uint64_t j, uint64_t *lo, uint64_t *hi) {
+    int64_t off = (int64_t)j * g->dw - g->pl, first = off >= 0 ? 0 : (-off + g->sw - 1) / g->sw;
+    int64_t last = (int64_t)g->W - 1 - off; /* ow * sw <= last */
+    int64_t end = last < 0 ? 0 : last / g->sw + 1;
+    if (end > (int64_t)g->ow_n) end = (int64_t)g->ow_n;
+    if (first > end) first = end;
+    *lo = (uint64_t)first, *hi = (uint64_t)end;
+}
+
+/* t[im * np + p] = tap (c, i, j) of output pixel p0 + p of image im: X - zx, 0 in the padding. X is at the
+ * first image's group channels. */
+#define QCONV_TAP_ROW(ctype)                                                                                      \
+    static void tap_row_##ctype(const ctype *X, uint64_t img_stride, int32_t zx, const conv_geom *g, uint64_t ni, \
+                                uint64_t p0, uint64_t np, uint64_t c, uint64_t i, uint64_t j, int16_t *t) {       \
+        uint64_t lo, hi;                                                                                          \
+        out_range(g, j, &lo, &hi);                                                                                \
+        int64_t off = (int64_t)j * g->dw - g->pl;                                                                 \
+        for (uint64_t im = 0; im < ni; im++, t += np) {                                                           \
+            const ctype *xc = X + im * img_stride + c * g->H * g->W;                                              \
+            if (g->direct) {                                                                                      \
+                for (uint64_t p = 0; p < np; p++) t[p] = (int16_t)(xc[p0 + p] - zx);                              \
+                continue;                                                                                         \
+            }                                                                                                     \
+            for (uint64_t p = 0, oh = p0 / g->ow_n, ow = p0 % g->ow_n; p < np; oh++, ow = 0) {                    \
+                uint64_t end = ow + (g->ow_n - ow < np - p ? g->ow_n - ow : np - p); /* this row: [ow, end) */    \
+                int64_t ih = (int64_t)oh * g->sh + (int64_t)i * g->dh - g->pt;                                    \
+                uint64_t a = lo > ow ? lo : ow, b = hi < end ? hi : end;                                          \
+                if (ih < 0 || ih >= (int64_t)g->H || a >= b) a = b = end;                                         \
+                int16_t *tr = t + p - ow;                                                                         \
+                const ctype *xr = xc + (ih < 0 ? 0 : ih) * (int64_t)g->W + off;                                   \
+                for (uint64_t q = ow; q < a; q++) tr[q] = 0;                                                      \
+                if (g->sw == 1)                                                                                   \
+                    for (uint64_t q = a; q < b; q++) tr[q] = (int16_t)(xr[q] - zx);                               \
+                else                                                                                              \
+                    for (uint64_t q = a; q < b; q++) tr[q] = (int16_t)(xr[q * (uint64_t)g->sw] - zx);             \
+                for (uint64_t q = b; q < end; q++) tr[q] = 0;                                                     \
+                p += end - ow;                                                                                    \
+            }                                                                                                     \
+        }                                                                                                         \
     }
-QCONV_PACK_COLS(uint8_t)
-QCONV_PACK_COLS(int8_t)
+QCONV_TAP_ROW(uint8_t)
+QCONV_TAP_ROW(int8_t)
+
+/* The packed columns (qgemm_host.h) of ni images x output pixels [p0, p0 + np): column im * np + p, tap
+ * k = (c, i, j), two taps at a time (tap_row); below a panel's width of pixels a 1x1 conv's columns are
+ * packed one at a time over every channel instead (one short row segment per image and channel costs
+ * more than the values). */
+static void pack_cols(const qmm_io *io, const uint8_t *X, uint64_t img_stride, const conv_geom *g, uint64_t ni,
+                      uint64_t p0, uint64_t np, const qgemm_bufs *w) {
+    bool u8 = io->ta == HFX_DTYPE_U8;
+    int32_t zx = io->za;
+    if (g->direct && np < HFX_QGEMM_NR) {
+        for (uint64_t q = 0; q < ni * np; q++) {
+            const uint8_t *xq = X + q / np * img_stride + p0 + q % np;
+            int16_t *d = w->b + hfx_qgemm_at(w->kp, 0, q);
+            for (uint64_t c = 0; c < g->cg; c++) {
+                int32_t v = u8 ? xq[c * g->H * g->W] : ((const int8_t *)xq)[c * g->H * g->W];
+                d[(c & ~(uint64_t)1) * HFX_QGEMM_NR + (c & 1)] = (int16_t)(v - zx);
+            }
+            if (g->cg & 1) d[(g->cg - 1) * HFX_QGEMM_NR + 1] = 0; /* the padding tap */
+        }
+        for (uint64_t q = ni * np; q < w->ldc; q++) /* the padding columns */
+            for (uint64_t k = 0; k < w->kp; k++) w->b[hfx_qgemm_at(w->kp, k, q)] = 0;
+        return;
+    }
+    uint64_t kk = g->cg * g->kh * g->kw;
+    for (uint64_t k = 0; k < kk; k += 2) {
+        for (uint64_t h = 0; h < 2 && k + h < kk; h++) {
+            uint64_t c = (k + h) / (g->kh * g->kw), i = (k + h) / g->kw % g->kh, j = (k + h) % g->kw;
+            if (u8) tap_row_uint8_t(X, img_stride, zx, g, ni, p0, np, c, i, j, w->t[h]);
+            else tap_row_int8_t((const int8_t *)X, img_stride, zx, g, ni, p0, np, c, i, j, w->t[h]);
+        }
+        hfx_qgemm_pack_pair(w->t[0], k + 1 < kk ? w->t[1] : NULL, ni * np, w->kp, k, w->b);
+    }
+}
 
 /* Images [i0, i0 + ni) x output pixels [p0, p0 + np) of group g, all the group's channels: the
  * columns packed once, then HFX_QGEMM_MR channels at a time: their weights widened, multiplied, requantised. */
@@ -369,12 +417,11 @@ static void qconv_gemm(const hfx_kernel_args *a, const qmm_io *io, uint64_t i0, 
     const hfx_tensor *t = a->prog->tensors, *x = &t[op->in[QMM_A]], *w = &t[op->in[QMM_B]], *y = &t[op->out[0]];
     uint64_t m_all = w->dims[0], mg = m_all / (uint64_t)op->params[HFX_P_CONV_GROUP];
     uint64_t kk = (uint64_t)w->dims[1] * w->dims[2] * w->dims[3], pixels = (uint64_t)y->dims[2] * y->dims[3];
-    qgemm_bufs b = qgemm_bufs_of(a->ws, kk, ni * np);
+    qgemm_bufs b = qgemm_bufs_of(a->ws, kk, ni * np, HFX_QGEMM_MR);
     conv_geom geo = geom_of(x, w, op->params, y->dims[3]);
     uint64_t img_stride = (uint64_t)x->dims[1] * x->dims[2] * x->dims[3];
     const uint8_t *xg = (const uint8_t *)io->a + i0 * img_stride + g * geo.cg * geo.H * geo.W;
-    if (io->ta == HFX_DTYPE_U8) pack_cols_uint8_t(xg, img_stride, io->za, &geo, ni, p0, np, b.kp, b.b);
-    else pack_cols_int8_t((const int8_t *)xg, img_stride, io->za, &geo, ni, p0, np, b.kp, b.b);
+    pack_cols(io, xg, img_stride, &geo, ni, p0, np, &b);
     bool y_signed = io->ty == HFX_DTYPE_I8;
     for (uint64_t m = 0; m < mg; m += HFX_QGEMM_MR) {
         int rows = mg - m < HFX_QGEMM_MR ? (int)(mg - m) : HFX_QGEMM_MR;
