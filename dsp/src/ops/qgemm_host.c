@@ -171,6 +171,10 @@ void hfx_qgemm_requant(const int32_t *acc, size_t n, const int32_t *bias, size_t
 #endif
             requant_portable(acc + c0, m, b, bias_step, scale + c0 * scale_step, scale_step, zy, lo, hi, q);
         if (q != tmp) continue;
+        if (run == 1) { /* one output per run (1x1 images): a plain strided store */
+            for (size_t c = 0; c < m; c++) out[(c0 + c) * run_stride] = tmp[c];
+            continue;
+        }
         for (size_t c = 0, seg = c0 / run, off = c0 % run; c < m; c++) {
             out[seg * run_stride + off] = tmp[c];
             if (++off == run) off = 0, seg++;

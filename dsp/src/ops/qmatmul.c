@@ -164,7 +164,7 @@ static qmm_io qmm_io_of(const hfx_kernel_args *a) {
 }
 
 /* dst[0, k) = src[0, k) - z as int16, and a 0 after an odd k */
-static void widen_row(const void *src, uint32_t dtype, int32_t z, uint64_t k, int16_t *dst) {
+HFX_VECTOR_KERNEL static void widen_row(const void *src, uint32_t dtype, int32_t z, uint64_t k, int16_t *dst) {
     if (dtype == HFX_DTYPE_U8)
         for (uint64_t i = 0; i < k; i++) dst[i] = (int16_t)(((const uint8_t *)src)[i] - z);
     else
