@@ -877,6 +877,12 @@ static void test_quant(void) {
 
 /* ---- QMATMUL: bit for bit against ref_qmatmul.h ------------------------------------------- */
 
+/* the widest host GEMM kernel the test allows (the CPU may have less) */
+static const char *isa_name(void) {
+    static const char *names[] = {"portable", "up to AVX2", "up to AVX-512 VNNI"};
+    return names[hfx_qgemm_max_isa];
+}
+
 typedef struct qmm_case_cfg {
     uint8_t ta, tb, ty;
     uint32_t rank, dims[3], k, n; /* A = dims[0..rank) with dims[rank-1] = k */
@@ -944,7 +950,7 @@ static void qmm_case(const qmm_case_cfg *c) {
             if (load_int(Y, c->ty, i) != want) bad = i;
         }
         CHECK_MSG(bad == (uint64_t)m * n, "qmatmul %u%u%u m=%u k=%u n=%u (%s): y[%u] = %d, want %d", c->ta, c->tb, c->ty, m, k,
-                  n, hfx_qgemm_force_portable ? "portable" : "default", (unsigned)bad, bad < (uint64_t)m * n ? load_int(Y, c->ty, bad) : 0, want);
+                  n, isa_name(), (unsigned)bad, bad < (uint64_t)m * n ? load_int(Y, c->ty, bad) : 0, want);
     }
     hfxb_free(&b);
     free(abuf), free(bbuf), free(ybuf), free(Ai), free(Bi), free(bias);
@@ -958,8 +964,8 @@ static void test_qmatmul(void) {
     CHECK(ref_qmatmul_requant(INT32_MIN, 1.0f, 0, -128, 127) == -128);
     CHECK(ref_qmatmul_acc((const int32_t[]){255, 0}, (const int32_t[]){-128, 1}, 2, 1, 0, 128, -128, 7) == -128 * 129 + 7);
     static const uint8_t types[2] = {HFX_DTYPE_U8, HFX_DTYPE_I8};
-    for (int t = 0; t < 16; t++) { /* t >= 8: the portable C kernel where AVX2 would run */
-        hfx_qgemm_force_portable = t >= 8;
+    for (int t = 0; t < 24; t++) { /* each type combination with every kernel the CPU has (qgemm_host.h) */
+        hfx_qgemm_max_isa = HFX_QGEMM_VNNI - t / 8;
         uint8_t ta = types[t & 1], tb = types[(t >> 1) & 1], ty = types[(t >> 2) & 1];
         qmm_case_cfg small = {ta, tb, ty, 2, {1, 1}, 1, 1, t & 1, 1, 0, 0};
         qmm_case_cfg odd = {ta, tb, ty, 3, {3, 7, 33}, 33, 17, (t >> 1) & 1, t & 1, 0, 1};
@@ -970,7 +976,7 @@ static void test_qmatmul(void) {
         qmm_case_cfg deep = {ta, tb, ty, 2, {3, 2000}, 2000, 150, 1, 1, 0, 1}; /* several column blocks */
         if (t % 8 == 3 || t % 8 == 4) qmm_case(&deep);
     }
-    hfx_qgemm_force_portable = false;
+    hfx_qgemm_max_isa = HFX_QGEMM_VNNI;
 }
 
 /* QCONV2D against ref_qconv_acc: pr = pads top, left, bottom, right, strides h, w, dilations h, w, group */
@@ -1029,7 +1035,7 @@ static void qconv_case(uint8_t tx, uint8_t tw, uint8_t ty, const qconv_cfg *c) {
             if (load_int(Y + 1, ty, i) != ref_qmatmul_requant(acc, sc[col], zyv, lo, hi)) bad = i;
         }
         CHECK_MSG(bad == ny, "qconv %u%u%u %s (%s): y[%u] differs", tx, tw, ty, c->what,
-                  hfx_qgemm_force_portable ? "portable" : "default", (unsigned)bad);
+                  isa_name(), (unsigned)bad);
     }
     hfxb_free(&b);
     free(Xi), free(Wi), free(X), free(Wb), free(Y), free(bias), free(zw), free(zwb), free(sc);
@@ -1061,15 +1067,15 @@ static void test_qconv(void) {
     static const uint8_t types[2] = {HFX_DTYPE_U8, HFX_DTYPE_I8};
     /* a 3x3 of X[1,64,40,40] cut into several pixel blocks (the work space caps them) */
     static const qconv_cfg big = {{1, 64, 40, 40}, {16, 64, 3, 3}, {1, 1, 1, 1, 1, 1, 1, 1, 1}, 1, 1, "big"};
-    for (int portable = 0; portable < 2; portable++) {
-        hfx_qgemm_force_portable = portable;
+    for (int isa = HFX_QGEMM_VNNI; isa >= HFX_QGEMM_PORTABLE; isa--) {
+        hfx_qgemm_max_isa = isa;
         for (int t = 0; t < 8; t++) {
             for (size_t i = 0; i < sizeof qconv_cfgs / sizeof qconv_cfgs[0]; i++)
                 qconv_case(types[t & 1], types[(t >> 1) & 1], types[(t >> 2) & 1], &qconv_cfgs[i]);
             if (t == 5) qconv_case(types[t & 1], types[(t >> 1) & 1], types[(t >> 2) & 1], &big);
         }
     }
-    hfx_qgemm_force_portable = false;
+    hfx_qgemm_max_isa = HFX_QGEMM_VNNI;
 }
 
 int main(void) {

@@ -1,6 +1,6 @@
-/* qgemm_host.c - see qgemm_host.h. The AVX2 kernel is compiled with a target attribute and chosen per
- * call from the CPU's features, so a baseline x86-64 build runs anywhere; both kernels compute the same
- * wrapping int32 sums, hence the same bits. */
+/* qgemm_host.c - see qgemm_host.h. The AVX2 and AVX-512 VNNI kernels are compiled with target attributes
+ * and chosen per call from the CPU's features, so a baseline x86-64 build runs anywhere; every kernel
+ * computes the same wrapping int32 sums, hence the same bits. */
 #include "qgemm_host.h"
 
 #include <string.h>
@@ -11,9 +11,12 @@
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(HFX_NO_AVX2)
 #include <immintrin.h>
 #define QGEMM_HAVE_AVX2 1
+#if defined(__clang__) ? __clang_major__ >= 8 : __GNUC__ >= 9 /* their first with AVX-512 VNNI intrinsics */
+#define QGEMM_HAVE_VNNI 1
+#endif
 #endif
 
-bool hfx_qgemm_force_portable;
+int hfx_qgemm_max_isa = HFX_QGEMM_VNNI;
 
 #define NR HFX_QGEMM_NR
 #define MR HFX_QGEMM_MR
@@ -45,45 +48,49 @@ __attribute__((target("avx2"))) static inline __m256i pair_of(const int16_t *p) 
 }
 
 /* MR rows x one panel per step: 8 accumulators, 2 loads of b and MR broadcasts of a per pair of k. A
- * missing row reads row 0 and is not stored. */
-__attribute__((target("avx2"))) static void rows_avx2(const int16_t *a, size_t lda, int rows, const int16_t *b,
-                                                      size_t kp, size_t n, int32_t *acc, size_t ldc) {
-    const int16_t *a0 = a, *a1 = a + (rows > 1 ? lda : 0), *a2 = a + (rows > 2 ? 2 * lda : 0);
-    const int16_t *a3 = a + (rows > 3 ? 3 * lda : 0);
-    size_t np = hfx_qgemm_np(n);
-    for (size_t j = 0; j < np; j += NR) {
-        const int16_t *panel = b + j * kp;
-        __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00;
-        __m256i c31 = c00;
-        for (size_t k = 0; k < kp; k += 2) {
-            __m256i b0 = _mm256_loadu_si256((const __m256i *)(const void *)(panel + k * NR));
-            __m256i b1 = _mm256_loadu_si256((const __m256i *)(const void *)(panel + k * NR + 16));
-            __m256i v = pair_of(a0 + k);
-            c00 = _mm256_add_epi32(c00, _mm256_madd_epi16(v, b0)),
-            c01 = _mm256_add_epi32(c01, _mm256_madd_epi16(v, b1));
-            v = pair_of(a1 + k);
-            c10 = _mm256_add_epi32(c10, _mm256_madd_epi16(v, b0)),
-            c11 = _mm256_add_epi32(c11, _mm256_madd_epi16(v, b1));
-            v = pair_of(a2 + k);
-            c20 = _mm256_add_epi32(c20, _mm256_madd_epi16(v, b0)),
-            c21 = _mm256_add_epi32(c21, _mm256_madd_epi16(v, b1));
-            v = pair_of(a3 + k);
-            c30 = _mm256_add_epi32(c30, _mm256_madd_epi16(v, b0)),
-            c31 = _mm256_add_epi32(c31, _mm256_madd_epi16(v, b1));
-        }
-        int32_t *out = acc + j;
-        _mm256_storeu_si256((__m256i *)(void *)out, c00), _mm256_storeu_si256((__m256i *)(void *)(out + 8), c01);
-        if (rows > 1)
-            _mm256_storeu_si256((__m256i *)(void *)(out + ldc), c10),
-                _mm256_storeu_si256((__m256i *)(void *)(out + ldc + 8), c11);
-        if (rows > 2)
-            _mm256_storeu_si256((__m256i *)(void *)(out + 2 * ldc), c20),
-                _mm256_storeu_si256((__m256i *)(void *)(out + 2 * ldc + 8), c21);
-        if (rows > 3)
-            _mm256_storeu_si256((__m256i *)(void *)(out + 3 * ldc), c30),
-                _mm256_storeu_si256((__m256i *)(void *)(out + 3 * ldc + 8), c31);
+ * missing row reads row 0 and is not stored. ACC(c, a, b) adds the pairwise products of a and b to c:
+ * vpmaddwd + vpaddd on AVX2, one vpdpwssd (the same wrapping sum) with AVX-512 VNNI. */
+#define QGEMM_ROWS_KERNEL(name, isa, ACC)                                                                              \
+    __attribute__((target(isa))) static void name(const int16_t *a, size_t lda, int rows, const int16_t *b, size_t kp, \
+                                                  size_t n, int32_t *acc, size_t ldc) {                                \
+        const int16_t *a0 = a, *a1 = a + (rows > 1 ? lda : 0), *a2 = a + (rows > 2 ? 2 * lda : 0);                     \
+        const int16_t *a3 = a + (rows > 3 ? 3 * lda : 0);                                                              \
+        size_t np = hfx_qgemm_np(n);                                                                                   \
+        for (size_t j = 0; j < np; j += NR) {                                                                          \
+            const int16_t *panel = b + j * kp;                                                                         \
+            __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00;    \
+            __m256i c31 = c00;                                                                                         \
+            for (size_t k = 0; k < kp; k += 2) {                                                                       \
+                __m256i b0 = _mm256_loadu_si256((const __m256i *)(const void *)(panel + k * NR));                      \
+                __m256i b1 = _mm256_loadu_si256((const __m256i *)(const void *)(panel + k * NR + 16));                 \
+                __m256i v = pair_of(a0 + k);                                                                           \
+                c00 = ACC(c00, v, b0), c01 = ACC(c01, v, b1);                                                          \
+                v = pair_of(a1 + k);                                                                                   \
+                c10 = ACC(c10, v, b0), c11 = ACC(c11, v, b1);                                                          \
+                v = pair_of(a2 + k);                                                                                   \
+                c20 = ACC(c20, v, b0), c21 = ACC(c21, v, b1);                                                          \
+                v = pair_of(a3 + k);                                                                                   \
+                c30 = ACC(c30, v, b0), c31 = ACC(c31, v, b1);                                                          \
+            }                                                                                                          \
+            int32_t *out = acc + j;                                                                                    \
+            _mm256_storeu_si256((__m256i *)(void *)out, c00), _mm256_storeu_si256((__m256i *)(void *)(out + 8), c01);  \
+            if (rows > 1)                                                                                              \
+                _mm256_storeu_si256((__m256i *)(void *)(out + ldc), c10),                                              \
+                    _mm256_storeu_si256((__m256i *)(void *)(out + ldc + 8), c11);                                      \
+            if (rows > 2)                                                                                              \
+                _mm256_storeu_si256((__m256i *)(void *)(out + 2 * ldc), c20),                                          \
+                    _mm256_storeu_si256((__m256i *)(void *)(out + 2 * ldc + 8), c21);                                  \
+            if (rows > 3)                                                                                              \
+                _mm256_storeu_si256((__m256i *)(void *)(out + 3 * ldc), c30),                                          \
+                    _mm256_storeu_si256((__m256i *)(void *)(out + 3 * ldc + 8), c31);                                  \
+        }                                                                                                              \
     }
-}
+#define ACC_AVX2(c, a, b) _mm256_add_epi32(c, _mm256_madd_epi16(a, b))
+#define ACC_VNNI(c, a, b) _mm256_dpwssd_epi32(c, a, b)
+QGEMM_ROWS_KERNEL(rows_avx2, "avx2", ACC_AVX2)
+#ifdef QGEMM_HAVE_VNNI
+QGEMM_ROWS_KERNEL(rows_vnni, "avx2,avx512vl,avx512vnni", ACC_VNNI)
+#endif
 #endif
 
 HFX_VECTOR_KERNEL
@@ -107,7 +114,14 @@ void hfx_qgemm_pack_pair(const int16_t *r0, const int16_t *r1, size_t n, size_t 
 void hfx_qgemm_rows(const int16_t *a, size_t lda, int rows, const int16_t *b, size_t kp, size_t n, int32_t *acc,
                     size_t ldc) {
 #ifdef QGEMM_HAVE_AVX2
-    if (!hfx_qgemm_force_portable && __builtin_cpu_supports("avx2")) {
+#ifdef QGEMM_HAVE_VNNI
+    if (hfx_qgemm_max_isa >= HFX_QGEMM_VNNI && __builtin_cpu_supports("avx512vnni") &&
+        __builtin_cpu_supports("avx512vl")) {
+        rows_vnni(a, lda, rows, b, kp, n, acc, ldc);
+        return;
+    }
+#endif
+    if (hfx_qgemm_max_isa >= HFX_QGEMM_AVX2 && __builtin_cpu_supports("avx2")) {
         rows_avx2(a, lda, rows, b, kp, n, acc, ldc);
         return;
     }
@@ -165,7 +179,7 @@ void hfx_qgemm_requant(const int32_t *acc, size_t n, const int32_t *bias, size_t
         uint8_t *q = run >= n ? out + c0 : tmp; /* one run: straight into y */
         const int32_t *b = bias ? bias + c0 * bias_step : NULL;
 #ifdef QGEMM_HAVE_AVX2
-        if (!hfx_qgemm_force_portable && __builtin_cpu_supports("avx2"))
+        if (hfx_qgemm_max_isa >= HFX_QGEMM_AVX2 && __builtin_cpu_supports("avx2"))
             requant_avx2(acc + c0, m, b, bias_step, scale + c0 * scale_step, scale_step, zy, lo, hi, q);
         else
 #endif

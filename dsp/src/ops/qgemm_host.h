@@ -1,5 +1,5 @@
 /* qgemm_host.h - the integer GEMM of QMATMUL and QCONV2D on the host (and on Hexagon builds without HVX
- * dispatch): portable C, and AVX2 where the CPU has it (picked at run time, bit-identical).
+ * dispatch): portable C, and AVX2 or AVX-512 VNNI where the CPU has them (picked at run time, bit-identical).
  *
  *   acc[r][c] = sum_k a[r][k] * b[k][c]      int32, wrapping
  *
@@ -46,7 +46,9 @@ void hfx_qgemm_rows(const int16_t *a, size_t lda, int rows, const int16_t *b, si
 void hfx_qgemm_requant(const int32_t *acc, size_t n, const int32_t *bias, size_t bias_step, const float *scale,
                        size_t scale_step, int32_t zy, bool y_signed, void *y, size_t run, size_t run_stride);
 
-/* Tests: true runs the portable C kernel even where AVX2 is available. */
-extern bool hfx_qgemm_force_portable;
+/* The widest kernels hfx_qgemm_rows / hfx_qgemm_requant may pick where the CPU has them (tests lower it
+ * to reach the others): portable C, AVX2, AVX-512 VNNI (vpdpwssd, 256-bit; the requantisation stays AVX2). */
+enum { HFX_QGEMM_PORTABLE, HFX_QGEMM_AVX2, HFX_QGEMM_VNNI };
+extern int hfx_qgemm_max_isa;
 
 #endif
