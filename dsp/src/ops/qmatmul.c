@@ -263,11 +263,13 @@ hfx_status hfx_validate_qconv(hfx_vctx *v, hfx_op *op) {
     return st;
 }
 
+#ifndef HFX_HVX /* HVX builds run depthwise convs as GEMMs */
 /* work space of a depthwise item: its channels' weights and accumulators, the tap ranges of every output
  * row and column */
 static size_t depthwise_ws(uint64_t kk, uint64_t cb, uint64_t oh_n, uint64_t ow_n) {
     return (size_t)(kk * cb + cb + 2 * (oh_n + ow_n)) * 4;
 }
+#endif
 
 /* GEMM items: blocks of output pixels of one group of about HFX_GEMM_ITEM_FLOPS, over as many images as
  * that allows when an image has fewer pixels (one image per item on HFX_HVX), the packed columns within
