@@ -170,28 +170,55 @@ __attribute__((target("avx2"))) static void requant_avx2(const int32_t *acc, siz
 }
 #endif
 
+/* q[0, n) from acc[0, n): AVX2 where allowed and present, else portable */
+static void requant_bytes(const int32_t *acc, size_t n, const int32_t *bias, size_t bias_step, const float *scale,
+                          size_t scale_step, int32_t zy, int32_t lo, int32_t hi, uint8_t *q) {
+#ifdef QGEMM_HAVE_AVX2
+    if (hfx_qgemm_max_isa >= HFX_QGEMM_AVX2 && __builtin_cpu_supports("avx2")) {
+        requant_avx2(acc, n, bias, bias_step, scale, scale_step, zy, lo, hi, q);
+        return;
+    }
+#endif
+    requant_portable(acc, n, bias, bias_step, scale, scale_step, zy, lo, hi, q);
+}
+
+/* outputs c0 .. c0 + m of a row (runs of `run`, run_stride apart) from q */
+static void scatter_runs(const uint8_t *q, size_t m, size_t c0, uint8_t *out, size_t run, size_t run_stride) {
+    if (run == 1) { /* one output per run (1x1 images): a plain strided store */
+        for (size_t c = 0; c < m; c++) out[(c0 + c) * run_stride] = q[c];
+        return;
+    }
+    for (size_t c = 0, seg = c0 / run, off = c0 % run; c < m; c++) {
+        out[seg * run_stride + off] = q[c];
+        if (++off == run) off = 0, seg++;
+    }
+}
+
+#define REQUANT_CHUNK 256
+
 void hfx_qgemm_requant(const int32_t *acc, size_t n, const int32_t *bias, size_t bias_step, const float *scale,
                        size_t scale_step, int32_t zy, bool y_signed, void *y, size_t run, size_t run_stride) {
     int32_t lo = y_signed ? INT8_MIN : 0, hi = y_signed ? INT8_MAX : UINT8_MAX;
-    uint8_t tmp[256], *out = y;
-    for (size_t c0 = 0; c0 < n; c0 += sizeof tmp) {
-        size_t m = n - c0 < sizeof tmp ? n - c0 : sizeof tmp;
+    uint8_t tmp[REQUANT_CHUNK], *out = y;
+    for (size_t c0 = 0; c0 < n; c0 += REQUANT_CHUNK) {
+        size_t m = n - c0 < REQUANT_CHUNK ? n - c0 : REQUANT_CHUNK;
         uint8_t *q = run >= n ? out + c0 : tmp; /* one run: straight into y */
-        const int32_t *b = bias ? bias + c0 * bias_step : NULL;
-#ifdef QGEMM_HAVE_AVX2
-        if (hfx_qgemm_max_isa >= HFX_QGEMM_AVX2 && __builtin_cpu_supports("avx2"))
-            requant_avx2(acc + c0, m, b, bias_step, scale + c0 * scale_step, scale_step, zy, lo, hi, q);
-        else
-#endif
-            requant_portable(acc + c0, m, b, bias_step, scale + c0 * scale_step, scale_step, zy, lo, hi, q);
-        if (q != tmp) continue;
-        if (run == 1) { /* one output per run (1x1 images): a plain strided store */
-            for (size_t c = 0; c < m; c++) out[(c0 + c) * run_stride] = tmp[c];
-            continue;
-        }
-        for (size_t c = 0, seg = c0 / run, off = c0 % run; c < m; c++) {
-            out[seg * run_stride + off] = tmp[c];
-            if (++off == run) off = 0, seg++;
-        }
+        requant_bytes(acc + c0, m, bias ? bias + c0 * bias_step : NULL, bias_step, scale + c0 * scale_step, scale_step,
+                      zy, lo, hi, q);
+        if (q == tmp) scatter_runs(tmp, m, c0, out, run, run_stride);
     }
+}
+
+void hfx_qgemm_requant_rows(const int32_t *acc, size_t ldc, int rows, size_t n, const int32_t *bias, const float *scale,
+                            size_t scale_step, int32_t zy, bool y_signed, uint8_t *y, size_t y_row, size_t run,
+                            size_t run_stride) {
+    int32_t lo = y_signed ? INT8_MIN : 0, hi = y_signed ? INT8_MAX : UINT8_MAX;
+    uint8_t tmp[REQUANT_CHUNK];
+    for (int i = 0; i < rows; i++)
+        for (size_t c0 = 0; c0 < n; c0 += REQUANT_CHUNK) {
+            size_t m = n - c0 < REQUANT_CHUNK ? n - c0 : REQUANT_CHUNK, whole = (m + 7) & ~(size_t)7;
+            requant_bytes(acc + (size_t)i * ldc + c0, whole, bias ? bias + i : NULL, 0, scale + (size_t)i * scale_step,
+                          0, zy, lo, hi, tmp);
+            scatter_runs(tmp, m, c0, y + (size_t)i * y_row, run, run_stride);
+        }
 }

@@ -46,6 +46,13 @@ void hfx_qgemm_rows(const int16_t *a, size_t lda, int rows, const int16_t *b, si
 void hfx_qgemm_requant(const int32_t *acc, size_t n, const int32_t *bias, size_t bias_step, const float *scale,
                        size_t scale_step, int32_t zy, bool y_signed, void *y, size_t run, size_t run_stride);
 
+/* The same for rows i < rows of a GEMM's accumulators (ldc apart, ldc a multiple of 8: whole vectors are
+ * computed past n), row i with bias[i] (bias may be NULL) and scale[i * scale_step] (step 0 or 1), into
+ * y + i * y_row: the rows of one call of hfx_qgemm_rows when a row is an output channel (QCONV2D). */
+void hfx_qgemm_requant_rows(const int32_t *acc, size_t ldc, int rows, size_t n, const int32_t *bias, const float *scale,
+                            size_t scale_step, int32_t zy, bool y_signed, uint8_t *y, size_t y_row, size_t run,
+                            size_t run_stride);
+
 /* The widest kernels hfx_qgemm_rows / hfx_qgemm_requant may pick where the CPU has them (tests lower it
  * to reach the others): portable C, AVX2, AVX-512 VNNI (vpdpwssd, 256-bit; the requantisation stays AVX2). */
 enum { HFX_QGEMM_PORTABLE, HFX_QGEMM_AVX2, HFX_QGEMM_VNNI };

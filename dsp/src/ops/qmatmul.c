@@ -433,13 +433,10 @@ static void qconv_gemm(const hfx_kernel_args *a, const qmm_io *io, uint64_t i0, 
             widen_row((const uint8_t *)io->b + mm * kk, io->tb, zw, kk, b.a + (size_t)i * b.kp);
         }
         hfx_qgemm_rows(b.a, b.kp, rows, b.b, b.kp, ni * np, b.acc, b.ldc);
-        for (int i = 0; i < rows; i++) {
-            uint64_t mm = g * mg + m + (uint64_t)i;
-            const int32_t *bias = io->bias ? io->bias + mm : NULL;
-            const float *scale = io->scale + (io->scale_cols ? mm : 0);
-            hfx_qgemm_requant(b.acc + (size_t)i * b.ldc, ni * np, bias, 0, scale, 0, io->zy, y_signed,
-                              (uint8_t *)io->y + (i0 * m_all + mm) * pixels + p0, np, m_all * pixels);
-        }
+        uint64_t mm = g * mg + m;
+        hfx_qgemm_requant_rows(b.acc, b.ldc, rows, ni * np, io->bias ? io->bias + mm : NULL,
+                               io->scale + (io->scale_cols ? mm : 0), io->scale_cols, io->zy, y_signed,
+                               (uint8_t *)io->y + (i0 * m_all + mm) * pixels + p0, pixels, np, m_all * pixels);
     }
 }
 
