@@ -8,7 +8,7 @@
 #include "../../ref/ref_qmatmul.h"
 #include "kernels.h"
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(HFX_NO_AVX2)
+#if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define QGEMM_HAVE_AVX2 1
 #if defined(__clang__) ? __clang_major__ >= 8 : __GNUC__ >= 9 /* their first with AVX-512 VNNI intrinsics */
