@@ -1044,8 +1044,9 @@ static void qconv_case(uint8_t tx, uint8_t tw, uint8_t ty, const qconv_cfg *c) {
 /* Shapes that reach every path and blocking edge of the host kernel (qmatmul.c, qgemm_host.c): the
  * im2col GEMM, the 1x1 path without im2col (and a 1x1 with padding, which must not take it), several
  * images per item (small images) and several items per image, channel counts that leave a partial row
- * block (HFX_QGEMM_MR) and column counts a partial panel (HFX_QGEMM_NR), odd depths, groups, and the
- * depthwise loop (strides, dilations, asymmetric pads, items cut across channels). */
+ * block (HFX_QGEMM_MR) and column counts a partial panel (HFX_QGEMM_NR), odd depths, groups, and both
+ * depthwise loops, across channels (output rows under 16) and along rows (strides, dilations, asymmetric
+ * pads, items cut across channels). */
 static const qconv_cfg qconv_cfgs[] = {
     {{2, 6, 7, 9}, {4, 3, 3, 3}, {1, 0, 2, 1, 2, 1, 1, 2, 2}, 1, 1, "group 2, strides, dilations"},
     {{1, 5, 4, 4}, {3, 5, 1, 1}, {0, 0, 0, 0, 1, 1, 1, 1, 1}, 0, 0, "1x1"},
@@ -1061,6 +1062,8 @@ static const qconv_cfg qconv_cfgs[] = {
     {{10, 24, 2, 2}, {24, 1, 3, 3}, {1, 1, 1, 1, 2, 2, 1, 1, 24}, 0, 1, "depthwise stride 2 on 2x2"},
     {{2, 5, 8, 7}, {5, 1, 3, 2}, {2, 1, 0, 1, 1, 2, 2, 1, 5}, 1, 0, "depthwise dilated, asymmetric pads"},
     {{4, 300, 16, 16}, {300, 1, 3, 3}, {1, 1, 1, 1, 1, 1, 1, 1, 300}, 1, 1, "depthwise, several items"},
+    {{2, 6, 20, 40}, {6, 1, 3, 3}, {1, 2, 1, 0, 2, 2, 2, 1, 6}, 1, 1, "depthwise wide rows, strides 2, dilation 2"},
+    {{1, 4, 7, 33}, {4, 1, 2, 5}, {0, 3, 1, 1, 1, 1, 1, 3, 4}, 0, 0, "depthwise wide rows, dilated 1x5 taps"},
 };
 
 static void test_qconv(void) {

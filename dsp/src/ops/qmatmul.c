@@ -265,9 +265,9 @@ hfx_status hfx_validate_qconv(hfx_vctx *v, hfx_op *op) {
 
 #ifndef HFX_HVX /* HVX builds run depthwise convs as GEMMs */
 /* work space of a depthwise item: its channels' weights and accumulators, the tap ranges of every output
- * row and column */
+ * row and column, a row of accumulators */
 static size_t depthwise_ws(uint64_t kk, uint64_t cb, uint64_t oh_n, uint64_t ow_n) {
-    return (size_t)(kk * cb + cb + 2 * (oh_n + ow_n)) * 4;
+    return (size_t)(kk * cb + cb + 2 * (oh_n + ow_n) + ow_n) * 4; /* + a row of accumulators (dw_rows) */
 }
 #endif
 
@@ -472,8 +472,59 @@ static void tap_range(uint64_t o, int64_t stride, int64_t dil, int64_t pad, uint
 QCONV_DEPTHWISE(uint8_t)
 QCONV_DEPTHWISE(int8_t)
 
-/* Channels [c0, c1) of every image: their weights widened tap-major once, then per image and output pixel
- * the channels' accumulators and one requantisation of them (scattered a channel plane apart). */
+/* Depthwise, one channel of one image with OW >= DW_ROW_MIN: per output row, acc[ow] (row of OW) summed tap
+ * by tap over the columns whose input is inside X (out_range; contiguous reads at stride 1), then the row
+ * requantised at once. wv: the channel's weights - zw. */
+#define DW_ROW_MIN 16
+#define QCONV_DW_ROWS(ctype)                                                                                           \
+    HFX_VECTOR_KERNEL static void dw_rows_##ctype(const ctype *xc, const int32_t *wv, const qmm_io *io,                \
+                                                  const conv_geom *g, uint64_t oh_n, const uint32_t *rows, uint64_t c, \
+                                                  uint32_t *acc, uint8_t *y) {                                         \
+        for (uint64_t oh = 0; oh < oh_n; oh++) {                                                                       \
+            for (uint64_t ow = 0; ow < g->ow_n; ow++) acc[ow] = 0;                                                     \
+            for (uint64_t i = rows[2 * oh]; i < rows[2 * oh + 1]; i++) {                                               \
+                const ctype *xr = xc + (uint64_t)((int64_t)oh * g->sh + (int64_t)i * g->dh - g->pt) * g->W;            \
+                for (uint64_t j = 0; j < g->kw; j++) {                                                                 \
+                    uint64_t lo, hi;                                                                                   \
+                    out_range(g, j, &lo, &hi);                                                                         \
+                    const ctype *xj = xr + ((int64_t)j * g->dw - g->pl);                                               \
+                    uint32_t wij = (uint32_t)wv[i * g->kw + j];                                                        \
+                    if (g->sw == 1)                                                                                    \
+                        for (uint64_t ow = lo; ow < hi; ow++) acc[ow] += (uint32_t)((int32_t)xj[ow] - io->za) * wij;   \
+                    else                                                                                               \
+                        for (uint64_t ow = lo; ow < hi; ow++)                                                          \
+                            acc[ow] += (uint32_t)((int32_t)xj[ow * (uint64_t)g->sw] - io->za) * wij;                   \
+                }                                                                                                      \
+            }                                                                                                          \
+            hfx_qgemm_requant((const int32_t *)acc, g->ow_n, io->bias ? io->bias + c : NULL, 0,                        \
+                              io->scale + (io->scale_cols ? c : 0), 0, io->zy, io->ty == HFX_DTYPE_I8,                 \
+                              y + oh * g->ow_n, g->ow_n, 0);                                                           \
+        }                                                                                                              \
+    }
+QCONV_DW_ROWS(uint8_t)
+QCONV_DW_ROWS(int8_t)
+
+/* Channels [c0, c1) of every image, wide output rows: channel by channel, row by row (dw_rows). */
+static void qconv_depthwise_rows(const hfx_kernel_args *a, const qmm_io *io, const conv_geom *geo, uint64_t c0,
+                                 uint64_t c1, int32_t *wv, uint32_t *rows, uint32_t *acc) {
+    const hfx_tensor *y = &a->prog->tensors[a->op->out[0]];
+    uint64_t channels = y->dims[1], kk = geo->kh * geo->kw, hw = geo->H * geo->W, oh_n = y->dims[2];
+    for (uint64_t c = c0; c < c1; c++) {
+        int32_t zw = load_narrow(io->zb, io->tb, io->zb_cols ? c : 0);
+        for (uint64_t k = 0; k < kk; k++) wv[k] = load_narrow(io->b, io->tb, c * kk + k) - zw;
+        for (uint64_t img = 0; img < y->dims[0]; img++) {
+            uint64_t xy = img * channels + c;
+            uint8_t *yc = (uint8_t *)io->y + xy * oh_n * geo->ow_n;
+            if (io->ta == HFX_DTYPE_U8)
+                dw_rows_uint8_t((const uint8_t *)io->a + xy * hw, wv, io, geo, oh_n, rows, c, acc, yc);
+            else dw_rows_int8_t((const int8_t *)io->a + xy * hw, wv, io, geo, oh_n, rows, c, acc, yc);
+        }
+    }
+}
+
+/* Channels [c0, c1) of every image. Narrow output rows (below DW_ROW_MIN): their weights widened tap-major
+ * once, then per image and output pixel the channels' accumulators and one requantisation of them
+ * (scattered a channel plane apart); wide ones: qconv_depthwise_rows. */
 static void qconv_depthwise(const hfx_kernel_args *a, const qmm_io *io, const qconv_plan *pl, uint32_t item) {
     const hfx_op *op = a->op;
     const hfx_tensor *t = a->prog->tensors, *x = &t[op->in[QMM_A]], *w = &t[op->in[QMM_B]], *y = &t[op->out[0]];
@@ -485,6 +536,10 @@ static void qconv_depthwise(const hfx_kernel_args *a, const qmm_io *io, const qc
     uint32_t *acc = (uint32_t *)(void *)(wt + kk * pl->units_per_item), *rows = acc + pl->units_per_item;
     uint32_t *cols = rows + 2 * oh_n;
     for (uint64_t o = 0; o < oh_n; o++) tap_range(o, geo.sh, geo.dh, geo.pt, geo.kh, geo.H, rows + 2 * o);
+    if (geo.ow_n >= DW_ROW_MIN) {
+        qconv_depthwise_rows(a, io, &geo, c0, c1, wt, rows, cols + 2 * geo.ow_n);
+        return;
+    }
     for (uint64_t o = 0; o < geo.ow_n; o++) tap_range(o, geo.sw, geo.dw, geo.pl, geo.kw, geo.W, cols + 2 * o);
     for (uint64_t c = 0; c < cb; c++) {
         int32_t zw = load_narrow(io->zb, io->tb, io->zb_cols ? c0 + c : 0);
