@@ -971,8 +971,11 @@ static void test_qmatmul(void) {
         qmm_case_cfg odd = {ta, tb, ty, 3, {3, 7, 33}, 33, 17, (t >> 1) & 1, t & 1, 0, 1};
         qmm_case_cfg wide = {ta, tb, ty, 2, {5, 64}, 64, 300, 1, 1, 0, 3}; /* two column tiles */
         qmm_case_cfg edge = {ta, tb, ty, 2, {9, 40}, 40, 11, t & 1, 1, 1, 2};
+        qmm_case_cfg narrow = {ta, tb, ty, 2, {9, 70}, 70, 3, 1, t & 1, 0, 1}; /* fewer columns than a panel (dot) */
+        qmm_case_cfg narrow_edge = {ta, tb, ty, 2, {5, 40}, 40, 2, t & 1, 1, 1, 3};
         qmm_case_cfg big = {ta, tb, ty, 2, {300, 256}, 256, 96, t & 1, (t >> 2) & 1, 0, 0}; /* several items */
         qmm_case(&small), qmm_case(&odd), qmm_case(&wide), qmm_case(&edge), qmm_case(&big);
+        qmm_case(&narrow), qmm_case(&narrow_edge);
         qmm_case_cfg deep = {ta, tb, ty, 2, {3, 2000}, 2000, 150, 1, 1, 0, 1}; /* several column blocks */
         if (t % 8 == 3 || t % 8 == 4) qmm_case(&deep);
     }
@@ -1054,6 +1057,11 @@ static const qconv_cfg qconv_cfgs[] = {
     {{10, 160, 1, 1}, {33, 160, 1, 1}, {0, 0, 0, 0, 1, 1, 1, 1, 1}, 1, 1, "1x1 on 1x1 images"},
     {{10, 96, 2, 2}, {20, 96, 1, 1}, {0, 0, 0, 0, 1, 1, 1, 1, 1}, 0, 1, "1x1 on 2x2 images"},
     {{6, 7, 2, 3}, {5, 7, 1, 1}, {0, 0, 0, 0, 1, 1, 1, 1, 1}, 1, 0, "1x1 on 2x3 images, odd channels"},
+    {{1, 100, 1, 1}, {37, 100, 1, 1}, {0, 0, 0, 0, 1, 1, 1, 1, 1}, 1, 1, "1x1 on one pixel (dot)"},
+    {{3, 40, 1, 1}, {20, 40, 1, 1}, {0, 0, 0, 0, 1, 1, 1, 1, 1}, 0, 1, "1x1 on three pixels (dot)"},
+    {{2, 9, 1, 1}, {17, 9, 3, 3}, {1, 1, 1, 1, 1, 1, 1, 1, 1}, 1, 0, "3x3 padded on 1x1 images (dot)"},
+    {{1, 8, 1, 1}, {12, 4, 1, 1}, {0, 0, 0, 0, 1, 1, 1, 1, 2}, 1, 1, "group 2 on one pixel (dot)"},
+    {{5, 1024, 1, 1}, {1400, 1024, 1, 1}, {0, 0, 0, 0, 1, 1, 1, 1, 1}, 1, 1, "1x1, 2 one-pixel images per item (dot)"},
     {{9, 256, 8, 8}, {64, 256, 1, 1}, {0, 0, 0, 0, 1, 1, 1, 1, 1}, 1, 0, "1x1, 3 images per item"},
     {{2, 8, 6, 6}, {12, 2, 3, 3}, {1, 1, 1, 1, 1, 1, 1, 1, 4}, 1, 1, "group 4"},
     {{2, 3, 9, 10}, {4, 3, 3, 3}, {1, 2, 0, 1, 1, 2, 1, 1, 1}, 0, 1, "stride 2 across the rows"},

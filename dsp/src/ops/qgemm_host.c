@@ -111,6 +111,59 @@ void hfx_qgemm_pack_pair(const int16_t *r0, const int16_t *r1, size_t n, size_t 
     }
 }
 
+static void dot_portable(const uint8_t *w, bool w_signed, int32_t zw, size_t kk, const int16_t *x, size_t ldx,
+                         int ncols, int32_t *acc) {
+    for (int q = 0; q < ncols; q++) {
+        const int16_t *xq = x + (size_t)q * ldx;
+        uint32_t s = 0;
+        for (size_t k = 0; k < kk; k++) {
+            int32_t wk = w_signed ? (int8_t)w[k] : w[k];
+            s += (uint32_t)((wk - zw) * xq[k]);
+        }
+        acc[q] = (int32_t)s;
+    }
+}
+
+#ifdef QGEMM_HAVE_AVX2
+/* 16 k per step: the weights widened (vpmovzx/sx), zw subtracted, vpmaddwd with each column; the 8 lanes'
+ * sums and the tail's added at the end (wrapping, as the reference) */
+__attribute__((target("avx2"))) static void dot_avx2(const uint8_t *w, bool w_signed, int32_t zw, size_t kk,
+                                                     const int16_t *x, size_t ldx, int ncols, int32_t *acc) {
+    __m256i s[HFX_QGEMM_DOT_COLS];
+    for (int q = 0; q < HFX_QGEMM_DOT_COLS; q++) s[q] = _mm256_setzero_si256();
+    const __m256i z = _mm256_set1_epi16((int16_t)zw);
+    size_t k = 0;
+    for (; k + 16 <= kk; k += 16) {
+        __m128i raw = _mm_loadu_si128((const __m128i *)(const void *)(w + k));
+        __m256i wv = _mm256_sub_epi16(w_signed ? _mm256_cvtepi8_epi16(raw) : _mm256_cvtepu8_epi16(raw), z);
+        for (int q = 0; q < ncols; q++)
+            s[q] = _mm256_add_epi32(
+                s[q],
+                _mm256_madd_epi16(wv, _mm256_loadu_si256((const __m256i *)(const void *)(x + (size_t)q * ldx + k))));
+    }
+    int32_t tail[HFX_QGEMM_DOT_COLS];
+    dot_portable(w + k, w_signed, zw, kk - k, x + k, ldx, ncols, tail);
+    for (int q = 0; q < ncols; q++) {
+        int32_t lanes[8];
+        _mm256_storeu_si256((__m256i *)(void *)lanes, s[q]);
+        uint32_t sum = (uint32_t)tail[q];
+        for (int l = 0; l < 8; l++) sum += (uint32_t)lanes[l];
+        acc[q] = (int32_t)sum;
+    }
+}
+#endif
+
+void hfx_qgemm_dot(const uint8_t *w, bool w_signed, int32_t zw, size_t kk, const int16_t *x, size_t ldx, int ncols,
+                   int32_t *acc) {
+#ifdef QGEMM_HAVE_AVX2
+    if (hfx_qgemm_max_isa >= HFX_QGEMM_AVX2 && __builtin_cpu_supports("avx2")) {
+        dot_avx2(w, w_signed, zw, kk, x, ldx, ncols, acc);
+        return;
+    }
+#endif
+    dot_portable(w, w_signed, zw, kk, x, ldx, ncols, acc);
+}
+
 void hfx_qgemm_rows(const int16_t *a, size_t lda, int rows, const int16_t *b, size_t kp, size_t n, int32_t *acc,
                     size_t ldc) {
 #ifdef QGEMM_HAVE_AVX2

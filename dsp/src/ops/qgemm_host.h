@@ -31,6 +31,14 @@ static inline size_t hfx_qgemm_at(size_t kp, size_t k, size_t c) {
 /* int16 elements of a packed b of k x n (its padding 0, as hfx_qgemm_pack_pair writes it) */
 static inline size_t hfx_qgemm_packed_elems(size_t k, size_t n) { return hfx_qgemm_kp(k) * hfx_qgemm_np(n); }
 
+/* Fewer columns than this take hfx_qgemm_dot: a panel of HFX_QGEMM_NR lanes would be mostly padding. */
+#define HFX_QGEMM_DOT_COLS 4
+
+/* acc[q] = sum_k (w[k] - zw) * x[q * ldx + k] for q < ncols (< HFX_QGEMM_DOT_COLS), k < kk: w are kk bytes
+ * (u8, or i8 when w_signed), read as they are; x holds int16 columns with their zero point subtracted. */
+void hfx_qgemm_dot(const uint8_t *w, bool w_signed, int32_t zw, size_t kk, const int16_t *x, size_t ldx, int ncols,
+                   int32_t *acc);
+
 /* Packs rows k and k + 1 (k even) of b from two int16 rows of n values (r1 NULL: zeros, the padding
  * row of an odd depth); columns n .. hfx_qgemm_np(n) get 0. */
 void hfx_qgemm_pack_pair(const int16_t *r0, const int16_t *r1, size_t n, size_t kp, size_t k, int16_t *b);

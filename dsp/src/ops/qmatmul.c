@@ -196,12 +196,32 @@ static void pack_b(const qmm_io *io, uint64_t k, uint64_t n, uint64_t c0, uint64
     }
 }
 
+/* Fewer columns than HFX_QGEMM_DOT_COLS: B's columns - zb as contiguous int16 (cols: nc x k), each row of
+ * A dotted with them (hfx_qgemm_dot) and requantised. */
+static void qmatmul_dot(const qmm_io *io, int16_t *cols, uint64_t k, uint64_t n, uint64_t r0, uint64_t r1, uint64_t c0,
+                        uint64_t nc) {
+    for (uint64_t c = 0; c < nc; c++) {
+        int32_t zb = load_narrow(io->zb, io->tb, io->zb_cols ? c0 + c : 0);
+        for (uint64_t i = 0; i < k; i++) cols[c * k + i] = (int16_t)(load_narrow(io->b, io->tb, i * n + c0 + c) - zb);
+    }
+    int32_t acc[HFX_QGEMM_DOT_COLS];
+    for (uint64_t r = r0; r < r1; r++) {
+        hfx_qgemm_dot((const uint8_t *)io->a + r * k, io->ta == HFX_DTYPE_I8, io->za, k, cols, k, (int)nc, acc);
+        hfx_qgemm_requant(acc, nc, io->bias ? io->bias + c0 : NULL, 1, io->scale + (io->scale_cols ? c0 : 0),
+                          io->scale_cols, io->zy, io->ty == HFX_DTYPE_I8, (uint8_t *)io->y + r * n + c0, nc, 0);
+    }
+}
+
 /* y[r, c] for rows [r0, r1) and columns [c0, c1): B's columns packed once, then HFX_QGEMM_MR rows of A
  * at a time widened, multiplied and requantised. */
 static void qmatmul_host(const qmm_io *io, void *ws, uint64_t k, uint64_t n, uint64_t r0, uint64_t r1, uint64_t c0,
                          uint64_t c1) {
     uint64_t nc = c1 - c0;
     qgemm_bufs w = qgemm_bufs_of(ws, k, nc, HFX_QGEMM_MR);
+    if (nc < HFX_QGEMM_DOT_COLS) {
+        qmatmul_dot(io, w.b, k, n, r0, r1, c0, nc);
+        return;
+    }
     pack_b(io, k, n, c0, nc, &w);
     const int32_t *bias = io->bias ? io->bias + c0 : NULL;
     const float *scale = io->scale + (io->scale_cols ? c0 : 0);
@@ -411,6 +431,42 @@ static void pack_cols(const qmm_io *io, const uint8_t *X, uint64_t img_stride, c
     }
 }
 
+/* Fewer columns (images x pixels) than HFX_QGEMM_DOT_COLS: the columns as contiguous int16 (ncols x kk, in
+ * the packed area), then each of the group's mg channels (from m0 of m_all; W at its first) dotted with
+ * them (hfx_qgemm_dot), requantised 16 channels at a time per column (images from i0). */
+static void qconv_dot(const qmm_io *io, const uint8_t *X, uint64_t img_stride, const conv_geom *g, const uint8_t *W,
+                      uint64_t m0, uint64_t mg, uint64_t m_all, uint64_t pixels, uint64_t i0, uint64_t ni, uint64_t p0,
+                      uint64_t np, const qgemm_bufs *b) {
+    uint64_t kk = g->cg * g->kh * g->kw, ncols = ni * np;
+    int16_t *xcol = b->b;
+    int32_t *acc = b->acc, dot[HFX_QGEMM_DOT_COLS];     /* acc: ncols rows of 16 channels */
+    for (uint64_t q = 0; q < ncols && g->direct; q++) { /* 1x1: a column is X's channels at one pixel */
+        const uint8_t *xq = X + q / np * img_stride + p0 + q % np;
+        for (uint64_t c = 0; c < kk; c++)
+            xcol[q * kk + c] =
+                (int16_t)((io->ta == HFX_DTYPE_U8 ? xq[c * g->H * g->W] : ((const int8_t *)xq)[c * g->H * g->W]) -
+                          io->za);
+    }
+    for (uint64_t k = 0; k < kk && !g->direct; k++) {
+        uint64_t c = k / (g->kh * g->kw), i = k / g->kw % g->kh, j = k % g->kw;
+        if (io->ta == HFX_DTYPE_U8) tap_row_uint8_t(X, img_stride, io->za, g, ni, p0, np, c, i, j, b->t[0]);
+        else tap_row_int8_t((const int8_t *)X, img_stride, io->za, g, ni, p0, np, c, i, j, b->t[0]);
+        for (uint64_t q = 0; q < ncols; q++) xcol[q * kk + k] = b->t[0][q];
+    }
+    for (uint64_t mb = 0; mb < mg; mb += 16) {
+        uint64_t nb = mg - mb < 16 ? mg - mb : 16, mm = m0 + mb;
+        for (uint64_t i = 0; i < nb; i++) {
+            int32_t zw = load_narrow(io->zb, io->tb, io->zb_cols ? mm + i : 0);
+            hfx_qgemm_dot(W + (mb + i) * kk, io->tb == HFX_DTYPE_I8, zw, kk, xcol, kk, (int)ncols, dot);
+            for (uint64_t q = 0; q < ncols; q++) acc[q * 16 + i] = dot[q];
+        }
+        for (uint64_t q = 0; q < ncols; q++)
+            hfx_qgemm_requant(acc + q * 16, nb, io->bias ? io->bias + mm : NULL, 1,
+                              io->scale + (io->scale_cols ? mm : 0), io->scale_cols, io->zy, io->ty == HFX_DTYPE_I8,
+                              (uint8_t *)io->y + ((i0 + q / np) * m_all + mm) * pixels + p0 + q % np, 1, pixels);
+    }
+}
+
 /* Images [i0, i0 + ni) x output pixels [p0, p0 + np) of group g, all the group's channels: the
  * columns packed once, then HFX_QGEMM_MR channels at a time: their weights widened, multiplied, requantised. */
 static void qconv_gemm(const hfx_kernel_args *a, const qmm_io *io, uint64_t i0, uint64_t ni, uint64_t g, uint64_t p0,
@@ -423,6 +479,11 @@ static void qconv_gemm(const hfx_kernel_args *a, const qmm_io *io, uint64_t i0, 
     conv_geom geo = geom_of(x, w, op->params, y->dims[3]);
     uint64_t img_stride = (uint64_t)x->dims[1] * x->dims[2] * x->dims[3];
     const uint8_t *xg = (const uint8_t *)io->a + i0 * img_stride + g * geo.cg * geo.H * geo.W;
+    if (ni * np < HFX_QGEMM_DOT_COLS) {
+        qconv_dot(io, xg, img_stride, &geo, (const uint8_t *)io->b + g * mg * kk, g * mg, mg, m_all, pixels, i0, ni, p0,
+                  np, &b);
+        return;
+    }
     pack_cols(io, xg, img_stride, &geo, ni, p0, np, &b);
     bool y_signed = io->ty == HFX_DTYPE_I8;
     for (uint64_t m = 0; m < mg; m += HFX_QGEMM_MR) {
