@@ -4,6 +4,7 @@
  * into several items. Checks |got - ref| <= 1e-4 * max(|ref|, floor). */
 #include "core.h"
 #include "hexfuse/hexfuse.h"
+#include "ops/qgemm_host.h"
 #include "program_builder.h"
 #include "test_util.h"
 #include "reference.h"
@@ -995,6 +996,12 @@ static void test_quant(void) {
 
 /* ---- QMATMUL: bit for bit against ref_qmatmul.h ------------------------------------------- */
 
+/* the widest host GEMM kernel the test allows (the CPU may have less) */
+static const char *isa_name(void) {
+    static const char *names[] = {"portable", "up to AVX2", "up to AVX-512 VNNI"};
+    return names[hfx_qgemm_max_isa];
+}
+
 typedef struct qmm_case_cfg {
     uint8_t ta, tb, ty;
     uint32_t rank, dims[3], k, n; /* A = dims[0..rank) with dims[rank-1] = k */
@@ -1032,6 +1039,7 @@ static void qmm_case(const qmm_case_cfg *c) {
         /* a power of two makes ties (x.5) common; 1e-7 .. 1e-2 covers saturation at both ends */
         sc[j] = j % 3 == 0 ? 0.5f : rng_f(1e-7f, 1e-2f);
     }
+    if (c->extremes && ncol > 2) sc[1] = NAN, sc[2] = INFINITY; /* NaN products take the lower bound */
     for (uint32_t j = 0; j < n; j++)
         bias[j] = j == 0 && c->extremes ? INT32_MAX : (int32_t)rng_range(0, 200000) - 100000; /* INT32_MAX: wraps */
     hfxb b;
@@ -1060,8 +1068,8 @@ static void qmm_case(const qmm_case_cfg *c) {
             want = ref_qmatmul_requant(acc, sc[cc], zy, lo, hi);
             if (load_int(Y, c->ty, i) != want) bad = i;
         }
-        CHECK_MSG(bad == (uint64_t)m * n, "qmatmul %u%u%u m=%u k=%u n=%u: y[%u] = %d, want %d", c->ta, c->tb, c->ty, m, k,
-                  n, (unsigned)bad, bad < (uint64_t)m * n ? load_int(Y, c->ty, bad) : 0, want);
+        CHECK_MSG(bad == (uint64_t)m * n, "qmatmul %u%u%u m=%u k=%u n=%u (%s): y[%u] = %d, want %d", c->ta, c->tb, c->ty, m, k,
+                  n, isa_name(), (unsigned)bad, bad < (uint64_t)m * n ? load_int(Y, c->ty, bad) : 0, want);
     }
     hfxb_free(&b);
     free(abuf), free(bbuf), free(ybuf), free(Ai), free(Bi), free(bias);
@@ -1075,45 +1083,43 @@ static void test_qmatmul(void) {
     CHECK(ref_qmatmul_requant(INT32_MIN, 1.0f, 0, -128, 127) == -128);
     CHECK(ref_qmatmul_acc((const int32_t[]){255, 0}, (const int32_t[]){-128, 1}, 2, 1, 0, 128, -128, 7) == -128 * 129 + 7);
     static const uint8_t types[2] = {HFX_DTYPE_U8, HFX_DTYPE_I8};
-    for (int t = 0; t < 8; t++) {
+    for (int t = 0; t < 24; t++) { /* each type combination with every kernel the CPU has (qgemm_host.h) */
+        hfx_qgemm_max_isa = HFX_QGEMM_VNNI - t / 8;
         uint8_t ta = types[t & 1], tb = types[(t >> 1) & 1], ty = types[(t >> 2) & 1];
         qmm_case_cfg small = {ta, tb, ty, 2, {1, 1}, 1, 1, t & 1, 1, 0, 0};
         qmm_case_cfg odd = {ta, tb, ty, 3, {3, 7, 33}, 33, 17, (t >> 1) & 1, t & 1, 0, 1};
         qmm_case_cfg wide = {ta, tb, ty, 2, {5, 64}, 64, 300, 1, 1, 0, 3}; /* two column tiles */
         qmm_case_cfg edge = {ta, tb, ty, 2, {9, 40}, 40, 11, t & 1, 1, 1, 2};
+        qmm_case_cfg narrow = {ta, tb, ty, 2, {9, 70}, 70, 3, 1, t & 1, 0, 1}; /* fewer columns than a panel (dot) */
+        qmm_case_cfg narrow_edge = {ta, tb, ty, 2, {5, 40}, 40, 2, t & 1, 1, 1, 3};
         qmm_case_cfg big = {ta, tb, ty, 2, {300, 256}, 256, 96, t & 1, (t >> 2) & 1, 0, 0}; /* several items */
         qmm_case(&small), qmm_case(&odd), qmm_case(&wide), qmm_case(&edge), qmm_case(&big);
+        qmm_case(&narrow), qmm_case(&narrow_edge);
         qmm_case_cfg deep = {ta, tb, ty, 2, {3, 2000}, 2000, 150, 1, 1, 0, 1}; /* several column blocks */
-        if (t == 3 || t == 4) qmm_case(&deep);
+        if (t % 8 == 3 || t % 8 == 4) qmm_case(&deep);
     }
+    hfx_qgemm_max_isa = HFX_QGEMM_VNNI;
 }
 
-/* QCONV2D of every type combination on X[2,6,7,9], W[4,3,3,3], group 2, pads 1 0 2 1, strides 2 1,
- * dilations 1 2 (per channel, with a bias), a 1x1 of X[1,5,4,4] per tensor without one, and (big 2)
- * a 3x3 of X[1,64,40,40] cut into several items. */
-static void qconv_case(uint8_t tx, uint8_t tw, uint8_t ty, int big) {
-    uint32_t xd[4] = {2, 6, 7, 9}, wd[4] = {4, 3, 3, 3};
-    int32_t pr[HFX_OP_PARAMS] = {1, 0, 2, 1, 2, 1, 1, 2, 2};
-    if (!big) {
-        uint32_t x1[4] = {1, 5, 4, 4}, w1[4] = {3, 5, 1, 1};
-        memcpy(xd, x1, sizeof xd), memcpy(wd, w1, sizeof wd);
-        int32_t p1[9] = {0, 0, 0, 0, 1, 1, 1, 1, 1};
-        memcpy(pr, p1, sizeof p1);
-    }
-    if (big == 2) { /* several pixel blocks of an image (the work space caps them) */
-        uint32_t x2[4] = {1, 64, 40, 40}, w2[4] = {16, 64, 3, 3};
-        memcpy(xd, x2, sizeof xd), memcpy(wd, w2, sizeof wd);
-        int32_t p2[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
-        memcpy(pr, p2, sizeof p2);
-    }
+/* QCONV2D against ref_qconv_acc: pr = pads top, left, bottom, right, strides h, w, dilations h, w, group */
+typedef struct qconv_cfg {
+    uint32_t xd[4], wd[4];
+    int32_t pr[HFX_OP_PARAMS];
+    int per_channel, bias;
+    const char *what;
+} qconv_cfg;
+
+static void qconv_case(uint8_t tx, uint8_t tw, uint8_t ty, const qconv_cfg *c) {
+    const uint32_t *xd = c->xd, *wd = c->wd;
+    const int32_t *pr = c->pr;
     uint32_t oh = (xd[2] + (uint32_t)(pr[0] + pr[2]) - (uint32_t)pr[6] * (wd[2] - 1) - 1) / (uint32_t)pr[4] + 1;
     uint32_t ow = (xd[3] + (uint32_t)(pr[1] + pr[3]) - (uint32_t)pr[7] * (wd[3] - 1) - 1) / (uint32_t)pr[5] + 1;
-    uint32_t yd[4] = {xd[0], wd[0], oh, ow}, m = wd[0], ncol = big ? m : 1;
+    uint32_t yd[4] = {xd[0], wd[0], oh, ow}, m = wd[0], ncol = c->per_channel ? m : 1;
     uint64_t nx = (uint64_t)xd[0] * xd[1] * xd[2] * xd[3], nw = (uint64_t)wd[0] * wd[1] * wd[2] * wd[3];
     uint64_t ny = (uint64_t)yd[0] * yd[1] * oh * ow;
-    int32_t *Xi = malloc(nx * 4), *Wi = malloc(nw * 4), bias[16], zw[16];
-    uint8_t *X = malloc(nx + 1), *Wb = malloc(nw + 1), *Y = malloc(ny + 1), zx[4], zwb[16], zy[4];
-    float sc[16];
+    int32_t *Xi = malloc(nx * 4), *Wi = malloc(nw * 4), *bias = malloc(m * 4), *zw = malloc(m * 4);
+    uint8_t *X = malloc(nx + 1), *Wb = malloc(nw + 1), *Y = malloc(ny + 1), zx[4], *zwb = malloc(m), zy[4];
+    float *sc = malloc(m * 4);
     for (uint64_t i = 0; i < nx; i++) store_int(X + 1, tx, i, Xi[i] = qrand(tx));
     for (uint64_t i = 0; i < nw; i++) store_int(Wb, tw, i, Wi[i] = qrand(tw));
     int32_t zxv = qrand(tx), zyv = qrand(ty);
@@ -1129,37 +1135,77 @@ static void qconv_case(uint8_t tx, uint8_t tw, uint8_t ty, int big) {
     in[0] = hfxb_set_dtype(&b, hfxb_input(&b, 0, 4, xd), tx);
     in[1] = hfxb_set_dtype(&b, hfxb_const(&b, 0, 4, wd, (const float *)(const void *)Wb), tw);
     in[2] = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_SCALAR), tx);
-    in[3] = hfxb_set_dtype(&b, hfxb_input(&b, 0, big ? 1 : 0, &ncol), tw);
-    in[4] = hfxb_input(&b, 0, big ? 1 : 0, &ncol);
+    in[3] = hfxb_set_dtype(&b, hfxb_input(&b, 0, c->per_channel ? 1 : 0, &ncol), tw);
+    in[4] = hfxb_input(&b, 0, c->per_channel ? 1 : 0, &ncol);
     in[5] = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_SCALAR), ty);
-    in[6] = big ? hfxb_set_dtype(&b, hfxb_input(&b, 0, 1, &m), HFX_DTYPE_I32) : HFXB_NONE;
+    in[6] = c->bias ? hfxb_set_dtype(&b, hfxb_input(&b, 0, 1, &m), HFX_DTYPE_I32) : HFXB_NONE;
     uint32_t y = hfxb_set_dtype(&b, hfxb_output(&b, 0, 4, yd), ty);
-    hfxb_op_add(&b, 0, HFX_OP_QCONV2D, -1, big ? 7 : 6, in, y, pr);
+    hfxb_op_add(&b, 0, HFX_OP_QCONV2D, -1, c->bias ? 7 : 6, in, y, pr);
     const void *ins[6] = {X + 1, zx, zwb, sc, zy, bias};
     void *outs[1] = {Y + 1};
-    if (run_prog(&b, ins, big ? 6 : 5, outs, 1)) {
+    if (run_prog(&b, ins, c->bias ? 6 : 5, outs, 1)) {
         int32_t lo = ty == HFX_DTYPE_U8 ? 0 : -128, hi = ty == HFX_DTYPE_U8 ? 255 : 127;
         int32_t p6[6] = {pr[0], pr[1], pr[4], pr[5], pr[6], pr[7]};
         uint32_t cg = wd[1], mg = m / (uint32_t)pr[8];
         uint64_t bad = ny;
         for (uint64_t i = 0; i < ny && bad == ny; i++) {
             uint32_t ox = (uint32_t)(i % ow), oy = (uint32_t)(i / ow % oh), mm = (uint32_t)(i / ((uint64_t)ow * oh) % m);
-            uint32_t img = (uint32_t)(i / ((uint64_t)ow * oh * m)), c = big ? mm : 0;
+            uint32_t img = (uint32_t)(i / ((uint64_t)ow * oh * m)), col = c->per_channel ? mm : 0;
             int32_t acc = ref_qconv_acc(Xi + (uint64_t)img * xd[1] * xd[2] * xd[3], xd[2], xd[3],
                                         Wi + (uint64_t)mm * cg * wd[2] * wd[3], cg, wd[2], wd[3], (mm / mg) * cg, oy,
-                                        ox, p6, zxv, zw[c], big ? bias[mm] : 0);
-            if (load_int(Y + 1, ty, i) != ref_qmatmul_requant(acc, sc[c], zyv, lo, hi)) bad = i;
+                                        ox, p6, zxv, zw[col], c->bias ? bias[mm] : 0);
+            if (load_int(Y + 1, ty, i) != ref_qmatmul_requant(acc, sc[col], zyv, lo, hi)) bad = i;
         }
-        CHECK_MSG(bad == ny, "qconv %u%u%u big %d: y[%u] differs", tx, tw, ty, big, (unsigned)bad);
+        CHECK_MSG(bad == ny, "qconv %u%u%u %s (%s): y[%u] differs", tx, tw, ty, c->what,
+                  isa_name(), (unsigned)bad);
     }
     hfxb_free(&b);
-    free(Xi), free(Wi), free(X), free(Wb), free(Y);
+    free(Xi), free(Wi), free(X), free(Wb), free(Y), free(bias), free(zw), free(zwb), free(sc);
 }
+
+/* Shapes that reach every path and blocking edge of the host kernel (qmatmul.c, qgemm_host.c): the
+ * im2col GEMM, the 1x1 path without im2col (and a 1x1 with padding, which must not take it), several
+ * images per item (small images) and several items per image, channel counts that leave a partial row
+ * block (HFX_QGEMM_MR) and column counts a partial panel (HFX_QGEMM_NR), odd depths, groups, and both
+ * depthwise loops, across channels (output rows under 16) and along rows (strides, dilations, asymmetric
+ * pads, items cut across channels). */
+static const qconv_cfg qconv_cfgs[] = {
+    {{2, 6, 7, 9}, {4, 3, 3, 3}, {1, 0, 2, 1, 2, 1, 1, 2, 2}, 1, 1, "group 2, strides, dilations"},
+    {{1, 5, 4, 4}, {3, 5, 1, 1}, {0, 0, 0, 0, 1, 1, 1, 1, 1}, 0, 0, "1x1"},
+    {{3, 7, 5, 5}, {6, 7, 1, 1}, {0, 0, 1, 1, 1, 1, 1, 1, 1}, 1, 1, "1x1 padded bottom/right"},
+    {{10, 160, 1, 1}, {33, 160, 1, 1}, {0, 0, 0, 0, 1, 1, 1, 1, 1}, 1, 1, "1x1 on 1x1 images"},
+    {{10, 96, 2, 2}, {20, 96, 1, 1}, {0, 0, 0, 0, 1, 1, 1, 1, 1}, 0, 1, "1x1 on 2x2 images"},
+    {{6, 7, 2, 3}, {5, 7, 1, 1}, {0, 0, 0, 0, 1, 1, 1, 1, 1}, 1, 0, "1x1 on 2x3 images, odd channels"},
+    {{1, 100, 1, 1}, {37, 100, 1, 1}, {0, 0, 0, 0, 1, 1, 1, 1, 1}, 1, 1, "1x1 on one pixel (dot)"},
+    {{3, 40, 1, 1}, {20, 40, 1, 1}, {0, 0, 0, 0, 1, 1, 1, 1, 1}, 0, 1, "1x1 on three pixels (dot)"},
+    {{2, 9, 1, 1}, {17, 9, 3, 3}, {1, 1, 1, 1, 1, 1, 1, 1, 1}, 1, 0, "3x3 padded on 1x1 images (dot)"},
+    {{1, 8, 1, 1}, {12, 4, 1, 1}, {0, 0, 0, 0, 1, 1, 1, 1, 2}, 1, 1, "group 2 on one pixel (dot)"},
+    {{5, 1024, 1, 1}, {1400, 1024, 1, 1}, {0, 0, 0, 0, 1, 1, 1, 1, 1}, 1, 1, "1x1, 2 one-pixel images per item (dot)"},
+    {{9, 256, 8, 8}, {64, 256, 1, 1}, {0, 0, 0, 0, 1, 1, 1, 1, 1}, 1, 0, "1x1, 3 images per item"},
+    {{2, 8, 6, 6}, {12, 2, 3, 3}, {1, 1, 1, 1, 1, 1, 1, 1, 4}, 1, 1, "group 4"},
+    {{2, 3, 9, 10}, {4, 3, 3, 3}, {1, 2, 0, 1, 1, 2, 1, 1, 1}, 0, 1, "stride 2 across the rows"},
+    {{1, 4, 11, 13}, {6, 4, 2, 3}, {0, 3, 1, 2, 2, 3, 2, 4, 1}, 1, 1, "strides 2 3, dilations 2 4"},
+    {{3, 20, 9, 11}, {20, 1, 3, 3}, {1, 1, 1, 1, 1, 1, 1, 1, 20}, 1, 1, "depthwise 3x3"},
+    {{10, 24, 2, 2}, {24, 1, 3, 3}, {1, 1, 1, 1, 2, 2, 1, 1, 24}, 0, 1, "depthwise stride 2 on 2x2"},
+    {{2, 5, 8, 7}, {5, 1, 3, 2}, {2, 1, 0, 1, 1, 2, 2, 1, 5}, 1, 0, "depthwise dilated, asymmetric pads"},
+    {{4, 300, 16, 16}, {300, 1, 3, 3}, {1, 1, 1, 1, 1, 1, 1, 1, 300}, 1, 1, "depthwise, several items"},
+    {{2, 6, 20, 40}, {6, 1, 3, 3}, {1, 2, 1, 0, 2, 2, 2, 1, 6}, 1, 1, "depthwise wide rows, strides 2, dilation 2"},
+    {{1, 4, 7, 33}, {4, 1, 2, 5}, {0, 3, 1, 1, 1, 1, 1, 3, 4}, 0, 0, "depthwise wide rows, dilated 1x5 taps"},
+};
 
 static void test_qconv(void) {
     static const uint8_t types[2] = {HFX_DTYPE_U8, HFX_DTYPE_I8};
-    for (int t = 0; t < 8; t++)
-        for (int big = 0; big < (t == 5 ? 3 : 2); big++) qconv_case(types[t & 1], types[(t >> 1) & 1], types[(t >> 2) & 1], big);
+    /* a 3x3 of X[1,64,40,40] cut into several pixel blocks (the work space caps them) */
+    static const qconv_cfg big = {{1, 64, 40, 40}, {16, 64, 3, 3}, {1, 1, 1, 1, 1, 1, 1, 1, 1}, 1, 1, "big"};
+    for (int isa = HFX_QGEMM_VNNI; isa >= HFX_QGEMM_PORTABLE; isa--) {
+        hfx_qgemm_max_isa = isa;
+        for (int t = 0; t < 8; t++) {
+            for (size_t i = 0; i < sizeof qconv_cfgs / sizeof qconv_cfgs[0]; i++)
+                qconv_case(types[t & 1], types[(t >> 1) & 1], types[(t >> 2) & 1], &qconv_cfgs[i]);
+            if (t == 5) qconv_case(types[t & 1], types[(t >> 1) & 1], types[(t >> 2) & 1], &big);
+        }
+    }
+    hfx_qgemm_max_isa = HFX_QGEMM_VNNI;
 }
 
 int main(void) {
