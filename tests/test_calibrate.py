@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import math
 import struct
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -317,6 +319,40 @@ def test_program_ops_map_to_the_pairs_own_nodes(zoo_dir: Path, tmp_path: Path, n
         assert set(per_node) == working
         if pair.microbatch_sizes:  # both copies of each chain node land on it
             assert set(per_node.values()) == {2.0}
+
+
+_SHARED_CPU_RUN = """
+import os, sys, tempfile
+from pathlib import Path
+from hexfuse_onnx.tools.calibration import kernel_trace, measure
+from hexfuse_onnx import costmodel
+from hexfuse_onnx.verify import random_inputs
+os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # the caller and the pool's worker on one CPU
+with tempfile.TemporaryDirectory() as d:
+    fused, pairs, _ = measure.fused_pairs(sys.argv[1], Path(d) / "f.onnx", costmodel.HOST)
+    traced = kernel_trace.TracedSession(fused, sorted(pairs), Path(d))
+    feeds = random_inputs(traced.session, seed=0)
+    traced.run(feeds, 4)
+docs = [doc for ds in traced.docs.values() for doc in ds]
+print(sum(doc["runnable_ns"][0] for doc in docs) / sum(doc["run_wall_ns"] for doc in docs))
+"""
+
+
+@needs_plugin
+@pytest.mark.skipif(not Path("/proc/thread-self/schedstat").is_file(), reason="Linux schedstat only")
+def test_trace_records_the_time_the_caller_waited_for_its_cpu(zoo_dir: Path) -> None:
+    """A caller that shares its one CPU with the pool's other worker (which works or spins for work)
+    waits for it a good part of each call, and the trace's `runnable_ns` says so (0 if the kernel
+    did not read it). In its own process: the pinning stays there."""
+    done = subprocess.run(
+        [sys.executable, "-c", _SHARED_CPU_RUN, str(zoo_dir / "mlp_chain.onnx")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    waited = float(done.stdout.split()[-1])
+    assert 0.1 < waited <= 1.0
 
 
 @needs_plugin
