@@ -321,6 +321,15 @@ def test_program_ops_map_to_the_pairs_own_nodes(zoo_dir: Path, tmp_path: Path, n
             assert set(per_node.values()) == {2.0}
 
 
+def test_preempted_time_is_the_mean_wait_of_the_workers_that_ran_items() -> None:
+    events = [{"worker": 0}, {"worker": 1}, {"worker": 1}]
+    doc = {"run_wall_ns": 10_000, "runnable_ns": [4_000, 2_000, 9_999], "trace_events": events}
+    assert kernel_trace.preempted_s(doc) == pytest.approx(3e-6)  # worker 2 ran no item: not counted
+    assert kernel_trace.unpreempted_call_s(doc) == pytest.approx(7e-6)
+    del doc["runnable_ns"]  # a trace without the field (hexagon backend): nothing subtracted
+    assert kernel_trace.unpreempted_call_s(doc) == pytest.approx(10e-6)
+
+
 _SHARED_CPU_RUN = """
 import os, sys, tempfile
 from pathlib import Path

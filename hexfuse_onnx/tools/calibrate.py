@@ -28,7 +28,11 @@ slower, never faster, and the longer the call the likelier it is preempted.
    op engine-bound; the bandwidth never falls below the largest a work-dominated op reached.
 3. Prediction error: each model is rewritten for the calibrated target with every lowerable
    pair kept (min_gain below any real loss), and run with the FusedHexPair plugin and the kernel
-   trace: each call's hfx_run wall time (the measured fused time) and its work-item span come
+   trace: each call's hfx_run wall time less the time other processes took from it (the measured
+   fused time: the mean over the threads that ran its items of their time runnable but not running,
+   Linux's run delay from /proc schedstat, which the kernel reads per worker around the timed call;
+   under sustained load every run of a long call is preempted, so no statistic of the wall times
+   recovers it) and its work-item span come
    from the same runs (measuring them in separate runs let the VM's speed, which drifts from
    minute to minute, into the error). The fused prediction runs the fitted rates on the kernel's
    schedule (`on_the_kernel`): ORT's per-node overhead is replaced by the kernel's measured time

@@ -22,7 +22,7 @@ class TracedPair:
 
     node: str
     span_s: float  # the work-item span (trace `wall_ns`)
-    call_s: float  # the kernel call, hfx_run's wall time (trace `run_wall_ns`), same runs
+    call_s: float  # the kernel call, hfx_run's wall time less the time other processes took (`unpreempted_call_s`)
     share_a: float
     serialized: bool
     work_s: float  # sum of all work-item durations of a call
@@ -34,6 +34,7 @@ class TracedPair:
     cold_join_s: float = float("nan")  # time into those calls of another worker's first item (`call_join`)
     wake_shares: tuple[float, ...] = ()  # per WAKE_REGIMES: the share of the calls that came in it
     wake_leads_s: tuple[float, ...] = ()  # per WAKE_REGIMES: call - span of those calls (NaN: none)
+    preempted_s: float = 0.0  # median over the calls of `preempted_s` (subtracted from call_s)
 
 
 # The kernel's idle workers spin this long before they sleep (HFX_SPIN_NS, dsp/src/platform_posix.c):
@@ -171,6 +172,24 @@ class TracedSession:
             docs.append(json.loads(Path(self.pattern.replace("{node}", n.replace("/", "_"))).read_text()))
 
 
+def preempted_s(doc: dict) -> float:
+    """Seconds of one traced call that other processes took: the mean over the workers that ran an
+    item in it of the time their thread was runnable but not running (trace `runnable_ns`: Linux's
+    run delay, read by the caller before and after the timed call; absent or 0 elsewhere). The mean,
+    as the workers take each other's items: a worker kept off its CPU for t delays a call that both
+    keep busy by about t / 2, one that it runs alone by t."""
+    waits = doc.get("runnable_ns") or []
+    ran = {int(e["worker"]) for e in doc["trace_events"]}
+    counted = [waits[w] for w in ran if w < len(waits)]
+    return statistics.fmean(counted) / 1e9 if counted else 0.0
+
+
+def unpreempted_call_s(doc: dict) -> float:
+    """A traced call's hfx_run wall time less `preempted_s`: on a loaded machine a long call is
+    preempted in every run, and no statistic of its wall times recovers the time it takes alone."""
+    return doc["run_wall_ns"] / 1e9 - preempted_s(doc)
+
+
 def summarise_traces(docs: dict[str, list[dict]]) -> dict[str, TracedPair]:
     """Each node's traced calls: its times `over_runs`, the share of the span both tasks ran an
     item as the median. A run whose trace dropped events is left out of the per-op times (its span
@@ -184,7 +203,7 @@ def summarise_traces(docs: dict[str, list[dict]]) -> dict[str, TracedPair]:
         out[n] = TracedPair(
             n,
             over_runs(d["wall_ns"] / 1e9 for d in ds),
-            over_runs(d["run_wall_ns"] / 1e9 for d in ds),
+            over_runs(unpreempted_call_s(d) for d in ds),
             float(ds[-1]["share_a"]),
             bool(ds[-1]["serialized"]),
             over_runs(sum(r.values()) for r in per_run),
@@ -195,5 +214,6 @@ def summarise_traces(docs: dict[str, list[dict]]) -> dict[str, TracedPair]:
             call_leads(ds, idle[n])[0],
             cold_join(ds, idle[n]),
             *wake_regimes(ds, idle[n]),
+            statistics.median(preempted_s(d) for d in ds),
         )
     return out

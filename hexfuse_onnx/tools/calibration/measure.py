@@ -137,6 +137,7 @@ def pair_measurements(
             cold_join_s=trace.cold_join_s,
             wake_shares=trace.wake_shares,
             wake_leads_s=trace.wake_leads_s,
+            preempted_s=trace.preempted_s,
         )
         per_node, unnamed = node_kernel_seconds(model, name, profile, trace.op_seconds)
         kernel_ops, unmodelled = [], unnamed

@@ -57,7 +57,7 @@ class PairRow:
     share_a: float
     serialized: bool
     predicted_fused_s: float  # costmodel fused time at the plugin's share (no call overhead)
-    measured_call_s: float  # the kernel call (hfx_run's wall, from the same traced runs as the span)
+    measured_call_s: float  # the kernel call (hfx_run's wall less preempted_s, same traced runs as the span)
     measured_span_s: float  # the kernel's work-item span (trace)
     predicted_serial_s: float
     measured_serial_s: float  # ORT-profiled time of the pair's original nodes
@@ -69,6 +69,7 @@ class PairRow:
     cold_join_s: float = float("nan")
     wake_shares: tuple[float, ...] = ()  # per WAKE_REGIMES (TracedPair)
     wake_leads_s: tuple[float, ...] = ()
+    preempted_s: float = 0.0  # median time of a call other processes took, not in measured_call_s (trace)
 
     @property
     def predicted_call_s(self) -> float:

@@ -36,6 +36,7 @@ _MEASURED_FIELDS = (
     "share_a",
     "serialized",
     "measured_call_s",
+    "preempted_s",
     "measured_span_s",
     "measured_serial_s",
     "call_overhead_s",
@@ -234,7 +235,7 @@ class CalibrationResult:
         held = {f: self._by_pair(f, True) for f in (ORT_FIT, KERNEL_FIT)}
         inside = self._by_pair(KERNEL_FIT, False)
         lines = [
-            "pair                                   kind            share  meas us  span us  work/span  "
+            "pair                                   kind            share  meas us  preempt  span us  work/span  "
             "overlap  gap/op us  cold  call oh | held out: ORT fit  error  kernel fit  error | in-sample: "
             "ORT  kernel | serial meas  ORT fit  error"
         ]
@@ -250,7 +251,7 @@ class CalibrationResult:
             ratio = r.kernel_work_s / r.measured_span_s if r.measured_span_s > 0 else float("nan")
             lines.append(
                 f"{r.model + ':' + r.node:<38} {r.kind:<15} {r.share_a:5.2f} {r.measured_call_s * 1e6:8.0f} "
-                f"{r.measured_span_s * 1e6:8.0f} {ratio:10.2f} {r.task_overlap:8.0%} "
+                f"{r.preempted_s * 1e6:8.0f} {r.measured_span_s * 1e6:8.0f} {ratio:10.2f} {r.task_overlap:8.0%} "
                 f"{r.kernel_gap_per_op_s * 1e6:10.1f} {r.cold_share:5.0%} {r.call_overhead_s * 1e6:8.1f} |"
                 f"{predicted} | {r.fused_error:+15.0%} {(k.fused_error if k else float('nan')):+7.0%} | "
                 f"{r.measured_serial_s * 1e6:11.0f} {r.predicted_serial_s * 1e6:8.0f} {r.serial_error:+6.0%}"
@@ -273,6 +274,8 @@ class CalibrationResult:
             f"  in-sample (fitted to all the pairs' models, checked on the same calls): fused call "
             f"{each(lambda f: self.errors(f).fused)}; fused work span {each(lambda f: self.errors(f).span)}; "
             f"serial {each(lambda f: self.errors(f).serial)}",
+            "  meas: hfx_run's wall time less preempt, the time other processes took from the call (the mean "
+            "over its working threads of their time runnable but not running: Linux run delay; median shown)",
             "  work/span: summed work-item time over the span (2 = both workers busy throughout); overlap: "
             "share of the span both tasks ran an item; gap/op: time per op no item ran (in the span, in no "
             "item's time)",
