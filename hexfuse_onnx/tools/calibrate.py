@@ -100,9 +100,9 @@ import onnx
 from .. import costmodel
 from ..costmodel import Target
 from .calibration.fitting import CALIBRATED_NAME, KERNEL_FIT, ORT_FIT
-from .calibration.held_out import fit_targets, held_out_rows
+from .calibration.held_out import FittedTargets, fit_targets, held_out_rows
 from .calibration.measure import PROBE_NAME, measure_models, wake_probe_model
-from .calibration.records import OpTiming, PairMeasurement, Progress, quiet
+from .calibration.records import OpTiming, PairMeasurement, PairRow, Progress, quiet
 from .calibration.report import CalibrationResult, where_measured
 from .calibration.schedule import probe_leads
 
@@ -136,6 +136,17 @@ def calibrate(
         pairs += model_pairs
     leads = probe_leads([m.row for m in probe], progress)
     fitted = fit_targets(all_ops, pairs, base, where, progress, leads)
+    result = _result(fitted, pairs, where, held_out_rows(all_ops, pairs, base, where, leads))
+    for t in (result.ort_target, result.kernel_target, result.target):
+        if t is not None:
+            costmodel.register_target(t)
+    return result
+
+
+def _result(
+    fitted: FittedTargets, pairs: list[PairMeasurement], where: str, held_out: dict[str, list[PairRow]]
+) -> CalibrationResult:
+    """Both fits' rows and predictions of `pairs`, the chosen fit as CALIBRATED_NAME."""
     result = CalibrationResult(
         fitted.ort_target,
         fitted.ort_fit.rows,
@@ -148,7 +159,7 @@ def calibrate(
         kernel_pair_rows=fitted.predicted_rows(pairs, KERNEL_FIT),
         kernel_ddr_bound=fitted.kernel_fit.ddr_bound if fitted.kernel_fit else [],
         unmodelled_kernel_s={f"{m.row.model}:{m.row.node}": m.unmodelled_s for m in pairs},
-        held_out=held_out_rows(all_ops, pairs, base, where, leads),
+        held_out=held_out,
     )
     result.choose()
     chosen = fitted.target(result.chosen_fit)
@@ -158,9 +169,6 @@ def calibrate(
         name=CALIBRATED_NAME,
         description=f"{chosen.description}; chosen over the other fit: {result.choice_note}",
     )
-    for t in (result.ort_target, result.kernel_target, result.target):
-        if t is not None:
-            costmodel.register_target(t)
     return result
 
 

@@ -166,6 +166,28 @@ def _ddr_bound(ops: list[OpTiming], coef: dict[str, float]) -> set[int]:
     }
 
 
+def alternate_fits(ops: list[OpTiming], base: Target) -> tuple[dict[str, float], set[str], set[int]]:
+    """(coefficients, fitted columns, the ops DDR binds): fits that alternate with assigning each op
+    to its binding resource, from every op engine-bound and the DDR bandwidth at the largest a
+    work-dominated op reached, until the assignment no longer changes (at most 8 rounds)."""
+    coef, fitted = fit_coefficients(ops, set(), base)
+    observed = ddr_lower_bound(ops, coef["overhead"])
+    if observed is not None:
+        coef["ddr"] = 1.0 / observed
+    bound: set[int] | None = None
+    for _ in range(8):
+        new_bound = _ddr_bound(ops, coef)
+        if new_bound == bound:
+            break
+        bound = new_bound
+        coef, fitted = fit_coefficients(ops, bound, base)
+        # No fitted bandwidth below what a work-dominated op reached (a few DDR-bound ops can fit one)
+        observed = ddr_lower_bound(ops, coef["overhead"]) or observed
+        if observed is not None and ("ddr" not in fitted or coef["ddr"] * observed > 1.0 + 1e-6):
+            coef["ddr"], fitted = 1.0 / observed, (fitted - {"ddr"}) | {"ddr-observed"}
+    return coef, fitted, bound or set()
+
+
 def fit_target(
     ops: list[OpTiming],
     base: Target = costmodel.HOST,
@@ -186,22 +208,7 @@ def fit_target(
     largest one observed, until the assignment no longer changes."""
     if not ops:
         raise ValueError("no profiled op to fit")
-    coef, fitted = fit_coefficients(ops, set(), base)
-    observed = ddr_lower_bound(ops, coef["overhead"])
-    if observed is not None:
-        coef["ddr"] = 1.0 / observed
-    bound: set[int] | None = None
-    for _ in range(8):
-        new_bound = _ddr_bound(ops, coef)
-        if new_bound == bound:
-            break
-        bound = new_bound
-        coef, fitted = fit_coefficients(ops, bound, base)
-        # No fitted bandwidth below what a work-dominated op reached (a few DDR-bound ops can fit one)
-        observed = ddr_lower_bound(ops, coef["overhead"]) or observed
-        if observed is not None and ("ddr" not in fitted or coef["ddr"] * observed > 1.0 + 1e-6):
-            coef["ddr"], fitted = 1.0 / observed, (fitted - {"ddr"}) | {"ddr-observed"}
-    bound = bound or set()
+    coef, fitted, bound = alternate_fits(ops, base)
     target = _fitted_target(base, name, coef, fitted, ops, bound, where, measured_by, fitted_to)
     rows = [
         FitRow(

@@ -110,49 +110,60 @@ def pair_measurements(
     progress: Progress = quiet,
 ) -> list[PairMeasurement]:
     """Each traced pair measured: its row (predicted by `target`) and its per-node kernel times."""
-    names = sorted(pairs)
     model = onnx.load(str(fused), load_external_data=False)
-    g = profile.graph
     measured = []
-    for name in names:
+    for name in sorted(pairs):
         pair, trace = pairs[name], traces[name]
         serial_task = kind_of(pair).serial_task(profile, pair)
-        measured_serial = sum(original_times.get(i, 0.0) for i in pair.candidate.nodes)
-        row = PairRow(
-            Path(path).stem,
-            name,
-            pair.kind,
-            pair.candidate.note,
-            trace.share_a,
-            trace.serialized,
-            0.0,
-            trace.call_s,
-            trace.span_s,
-            0.0,
-            measured_serial,
-            kernel_work_s=trace.work_s,
-            task_overlap=trace.task_overlap,
-            kernel_gap_per_op_s=trace.gap_per_op_s,
-            cold_share=trace.cold_share,
-            cold_join_s=trace.cold_join_s,
-            wake_shares=trace.wake_shares,
-            wake_leads_s=trace.wake_leads_s,
-            preempted_s=trace.preempted_s,
-        )
+        row = traced_row(Path(path).stem, name, pair, trace, original_times)
         per_node, unnamed = node_kernel_seconds(model, name, profile, trace.op_seconds)
-        kernel_ops, unmodelled = [], unnamed
-        in_tasks = ops_in_tasks(pair, serial_task)
-        for i, seconds in sorted(per_node.items()):
-            op = in_tasks.get(i) or one_op_profile(profile, i)
-            if op is None or op.engine == Engine.NONE:
-                unmodelled += seconds
-                continue
-            n = g.nodes[i]
-            kernel_ops.append(OpTiming(Path(path).stem, n.name, n.op_type, op, seconds, trace.runs))
-        m = PairMeasurement(row, pair, serial_task, kernel_ops, unmodelled)
+        kernel_ops, unmodelled = kernel_op_timings(row.model, ops_in_tasks(pair, serial_task), profile, per_node, trace)
+        m = PairMeasurement(row, pair, serial_task, kernel_ops, unmodelled + unnamed)
         measured.append(replace(m, row=predicted_row(m, target)))
     progress(f"{Path(path).name}: {len(measured)} pair(s) measured on the plugin")
     return measured
+
+
+def traced_row(model: str, name: str, pair: Pair, trace: TracedPair, original_times: dict[int, float]) -> PairRow:
+    """The pair's measured row, nothing predicted yet: the trace's figures and the ORT-profiled time
+    of its original nodes."""
+    return PairRow(
+        model,
+        name,
+        pair.kind,
+        pair.candidate.note,
+        trace.share_a,
+        trace.serialized,
+        0.0,
+        trace.call_s,
+        trace.span_s,
+        0.0,
+        sum(original_times.get(i, 0.0) for i in pair.candidate.nodes),
+        kernel_work_s=trace.work_s,
+        task_overlap=trace.task_overlap,
+        kernel_gap_per_op_s=trace.gap_per_op_s,
+        cold_share=trace.cold_share,
+        cold_join_s=trace.cold_join_s,
+        wake_shares=trace.wake_shares,
+        wake_leads_s=trace.wake_leads_s,
+        preempted_s=trace.preempted_s,
+    )
+
+
+def kernel_op_timings(
+    model: str, in_tasks: dict[int, NodeProfile], profile: GraphProfile, per_node: dict[int, float], trace: TracedPair
+) -> tuple[list[OpTiming], float]:
+    """(the kernel item time of each graph node that does work, as an OpTiming with its op as the
+    pair's tasks run it, the item time of nodes the cost model gives no work)."""
+    timings, unmodelled = [], 0.0
+    for i, seconds in sorted(per_node.items()):
+        op = in_tasks.get(i) or one_op_profile(profile, i)
+        if op is None or op.engine == Engine.NONE:
+            unmodelled += seconds
+            continue
+        n = profile.graph.nodes[i]
+        timings.append(OpTiming(model, n.name, n.op_type, op, seconds, trace.runs))
+    return timings, unmodelled
 
 
 ROUNDS = 8  # blocks of runs per model and side: ORT's and the plugin's runs of every model alternate
