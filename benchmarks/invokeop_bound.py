@@ -4,7 +4,7 @@ CreateOp/InvokeOp) instead of its own? An upper bound, measured on the zoo pairs
     python benchmarks/invokeop_bound.py [--runs 20] [--models two_branch,inception]
 
 For every pair the pass makes of each zoo builder (every lowerable pair kept), in one process and in
-alternating blocks (`tools.calibrate.measure_model`): each original node's kernel time on stock ORT
+alternating blocks (`tools.calibration.measure.measure_model`): each original node's kernel time on stock ORT
 (ORT profiler, one thread, no graph optimisation: the time an InvokeOp of that node could take at
 best, before InvokeOp's own per-call cost), and each node's time on the plugin's host kernel (the
 summed durations of its work items in the traced fused calls).
@@ -40,12 +40,12 @@ from pathlib import Path
 
 import models
 from hexfuse_onnx import costmodel
-from hexfuse_onnx.tools import calibrate
 from hexfuse_onnx.tools.bench import CpuMeter, load_text
+from hexfuse_onnx.tools.calibration import measure, records
 from hexfuse_onnx.tools.zoo import resolve
 
 
-def pair_lines(name: str, medians: dict[int, float], measured: list[calibrate.PairMeasurement]) -> list[dict]:
+def pair_lines(name: str, medians: dict[int, float], measured: list[records.PairMeasurement]) -> list[dict]:
     """Per pair: each task's summed op time on ORT and on the host kernel, the InvokeOp bound and
     the measured kernel span (microseconds)."""
     rows = []
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="invokeop-bound-") as folder:
         for name in names:
             path, _ = resolve(name, Path(folder))
-            medians, ops, measured = calibrate.measure_model(path, costmodel.HOST, Path(folder), args.runs)
+            medians, ops, measured = measure.measure_model(path, costmodel.HOST, Path(folder), args.runs)
             rows += pair_lines(name, medians, measured)
             ort_by_node = {t.node: t for t in ops}
             for m in measured:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import math
 import struct
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,6 +21,16 @@ from hexfuse_onnx.costmodel import Param, task_time
 from hexfuse_onnx.profile import Engine, NodeProfile, TaskProfile
 from hexfuse_onnx.runtime import LIB_DIR, PLUGIN_NAME
 from hexfuse_onnx.tools import calibrate
+from hexfuse_onnx.tools.calibration import (
+    fitting,
+    held_out,
+    kernel_trace,
+    measure,
+    ort_profile,
+    records,
+    report,
+    schedule,
+)
 
 needs_plugin = pytest.mark.skipif(
     not (LIB_DIR / PLUGIN_NAME).is_file(), reason="plugin not built (bash custom_ops/build.sh)"
@@ -36,24 +48,24 @@ def test_node_times_keeps_only_runs_after_warmup() -> None:
         node("b", 250, 3),
         {"cat": "Node", "name": "a_fence_before", "ts": 205, "dur": 0},
     ]
-    assert calibrate.node_times(events, warmup=1) == {"a": [7e-6], "b": [3e-6]}
-    assert calibrate.node_times(events, warmup=0)["a"] == [50e-6, 7e-6]
+    assert ort_profile.node_times(events, warmup=1) == {"a": [7e-6], "b": [3e-6]}
+    assert ort_profile.node_times(events, warmup=0)["a"] == [50e-6, 7e-6]
 
 
 def test_profiler_matches_every_working_node_of_a_zoo_model(zoo_dir: Path) -> None:
-    profile, medians, ops = calibrate.measure_ops(zoo_dir / "two_branch.onnx", runs=3, warmup=1)
+    profile, medians, ops = ort_profile.measure_ops(zoo_dir / "two_branch.onnx", runs=3, warmup=1)
     names = [n.name for n in profile.graph.nodes]
     assert set(medians) == set(range(len(names)))  # every node reported once per run, by name
     assert {t.node for t in ops} == set(names)  # two_branch has no shape-only node
     for t in ops:
         assert t.seconds > 0 and t.runs == 3
-        assert t.op == calibrate.one_op_profile(profile, names.index(t.node))
+        assert t.op == ort_profile.one_op_profile(profile, names.index(t.node))
     by_type = {t.op_type: t.op.engine for t in ops}
     assert by_type["MatMul"] == Engine.MATRIX and by_type["Sigmoid"] == Engine.VECTOR
     assert by_type["Concat"] == Engine.MEMORY
 
 
-def _synthetic_ops(truth: costmodel.Target, n: int = 60, seed: int = 1) -> list[calibrate.OpTiming]:
+def _synthetic_ops(truth: costmodel.Target, n: int = 60, seed: int = 1) -> list[records.OpTiming]:
     """Op timings made by the cost model itself from `truth` (some ops DDR-bound)."""
     rng = np.random.default_rng(seed)
     ops = []
@@ -64,9 +76,7 @@ def _synthetic_ops(truth: costmodel.Target, n: int = 60, seed: int = 1) -> list[
         op = NodeProfile(
             k, engine, float(flops), nbytes // 2, nbytes - nbytes // 2, 0, nbytes, int(nbytes * rng.uniform(0.5, 3.0))
         )
-        ops.append(
-            calibrate.OpTiming("synthetic", f"n{k}", engine.value, op, task_time(TaskProfile.of([op]), truth), 1)
-        )
+        ops.append(records.OpTiming("synthetic", f"n{k}", engine.value, op, task_time(TaskProfile.of([op]), truth), 1))
     return ops
 
 
@@ -84,20 +94,20 @@ def test_fit_recovers_the_parameters_that_made_the_timings() -> None:
         general_workers=Param(1.0, "workers", "test: profiled ops ran on one thread"),
     )
     ops = _synthetic_ops(truth)
-    fit = calibrate.fit_target(ops, base=costmodel.HOST, where="synthetic")
+    fit = fitting.fit_target(ops, base=costmodel.HOST, where="synthetic")
     assert fit.ddr_bound, "the synthetic set should contain DDR-bound ops"
     for key in FITTED:
         got, want = getattr(fit.target, key).value, getattr(truth, key).value
         assert got == pytest.approx(want, rel=1e-6), key
         assert getattr(fit.target, key).source.startswith("measured: least-squares fit to 60 ORT-profiled ops")
     assert fit.median_abs_residual < 1e-9
-    assert fit.target.name == calibrate.CALIBRATED_NAME
+    assert fit.target.name == fitting.CALIBRATED_NAME
 
 
 def test_fit_keeps_the_base_value_of_an_engine_without_ops() -> None:
     truth = replace(costmodel.HOST, ddr_bytes=Param(1e15, "B/s", "test"), general_workers=Param(1.0, "workers", "test"))
     ops = [t for t in _synthetic_ops(truth) if t.op.engine != Engine.MEMORY]
-    fit = calibrate.fit_target(ops, base=costmodel.HOST)
+    fit = fitting.fit_target(ops, base=costmodel.HOST)
     assert fit.target.dma_bytes.value == costmodel.HOST.dma_bytes.value
     assert fit.target.dma_bytes.source.startswith("not fitted")
     assert fit.target.matrix_flops.value == pytest.approx(truth.matrix_flops.value, rel=1e-6)
@@ -108,7 +118,7 @@ def test_load_target_round_trips(tmp_path: Path) -> None:
         path = tmp_path / f"{target.name}.json"
         path.write_text(target.to_json())
         assert costmodel.load_target(path) == target
-    result = calibrate.CalibrationResult(costmodel.HOST, [], [], "nowhere")
+    result = report.CalibrationResult(costmodel.HOST, [], [], "nowhere")
     (tmp_path / "result.json").write_text(result.to_json())
     assert costmodel.load_target(tmp_path / "result.json") == costmodel.HOST
     (tmp_path / "bad.json").write_text(json.dumps({"name": "x"}))
@@ -182,12 +192,12 @@ def test_a_calls_join_and_wake_ups_come_from_its_trace() -> None:
         return {"t0_ns": t0_us * 1e3, "wall_ns": wall_us * 1e3, "run_wall_ns": run_us * 1e3, "trace_events": events}
 
     docs = {"p": [doc(0, 10, 11, {0: 0}), doc(1000, 10, 25, {0: 0, 1: 4}), doc(1050, 10, 10.5, {0: 0, 1: 1})]}
-    idle = calibrate.idle_before(docs)["p"]
+    idle = kernel_trace.idle_before(docs)["p"]
     assert math.isnan(idle[0]) and idle[1] == pytest.approx(990e-6) and idle[2] == pytest.approx(40e-6)
-    assert [calibrate.call_join(d) for d in docs["p"]] == pytest.approx([10e-6, 4e-6, 1e-6])  # none: the span
-    cold_share, cold, warm = calibrate.call_leads(docs["p"], idle)
+    assert [kernel_trace.call_join(d) for d in docs["p"]] == pytest.approx([10e-6, 4e-6, 1e-6])  # none: the span
+    cold_share, cold, warm = kernel_trace.call_leads(docs["p"], idle)
     assert cold_share == 0.5 and cold == pytest.approx(15e-6) and warm == pytest.approx(0.5e-6)
-    assert calibrate.cold_join(docs["p"], idle) == pytest.approx(4e-6)
+    assert kernel_trace.cold_join(docs["p"], idle) == pytest.approx(4e-6)
 
 
 def test_an_op_class_runs_at_its_own_rate_and_travels_in_the_json(tmp_path: Path) -> None:
@@ -240,8 +250,8 @@ def test_fit_recovers_the_rate_of_each_op_class() -> None:
     for k, op_type in enumerate(["MatMul", "Conv", "Add", "Tanh", "Concat"] * 6):
         engine = Engine.MEMORY if op_type == "Concat" else Engine.MATRIX if op_type in ("MatMul", "Conv") else None
         op = _op(engine or Engine.VECTOR, 1e4 * (k + 1) ** 1.5, op_type, k)
-        ops.append(calibrate.OpTiming("synthetic", f"n{k}", op_type, op, task_time(TaskProfile.of([op]), truth), 1))
-    fit = calibrate.fit_target(ops, base=costmodel.HOST)
+        ops.append(records.OpTiming("synthetic", f"n{k}", op_type, op, task_time(TaskProfile.of([op]), truth), 1))
+    fit = fitting.fit_target(ops, base=costmodel.HOST)
     rates = dict(fit.target.class_rates)
     assert set(rates) == {"conv", "transcendental"}
     for name, p in truth.class_rates:
@@ -258,13 +268,13 @@ def test_the_fitted_ddr_bandwidth_is_never_below_what_an_op_reached(seed: int) -
     truth = replace(costmodel.HOST, ddr_bytes=Param(15e9, "B/s", "test"))
     rng = np.random.default_rng(seed)
     noisy = [replace(t, seconds=t.seconds * float(np.exp(rng.normal(0, 0.3)))) for t in _synthetic_ops(truth, 30, seed)]
-    fit = calibrate.fit_target(noisy, base=costmodel.HOST)
-    reached = calibrate.ddr_lower_bound(noisy, fit.target.op_overhead_s.value)
+    fit = fitting.fit_target(noisy, base=costmodel.HOST)
+    reached = fitting.ddr_lower_bound(noisy, fit.target.op_overhead_s.value)
     assert reached is not None and fit.target.ddr_bytes.value >= reached * (1 - 1e-6)
 
 
-def _row(work_s: float, span_s: float, gap_s: float = float("nan")) -> calibrate.PairRow:
-    return calibrate.PairRow(
+def _row(work_s: float, span_s: float, gap_s: float = float("nan")) -> records.PairRow:
+    return records.PairRow(
         "m", "p", "branches", "", 0.5, False, 0.0, span_s, span_s, 0.0, 0.0,
         kernel_work_s=work_s, kernel_gap_per_op_s=gap_s,
     )  # fmt: skip
@@ -272,13 +282,13 @@ def _row(work_s: float, span_s: float, gap_s: float = float("nan")) -> calibrate
 
 def test_the_pools_workers_and_the_kernels_gaps_are_measured_from_the_calls() -> None:
     rows = [_row(1.0, 1.0, 1e-6), _row(1.6, 1.0, 3e-6), _row(3.0, 1.0, 2e-6), _row(0.8, 1.0)]
-    pool = calibrate.with_measured_pool(costmodel.HOST, rows)
+    pool = schedule.with_measured_pool(costmodel.HOST, rows)
     assert pool.general_workers.value == pytest.approx(1.3)  # median of 1.0, 1.6, 3.0, 0.8
     assert pool.general_workers.source.startswith("measured: median over 4 plugin pairs")
-    assert calibrate.with_measured_pool(costmodel.HOST, rows[2:3]).general_workers.value == 2.0  # the pool's own
-    assert calibrate.with_measured_pool(costmodel.HOST, rows[3:]).general_workers.value == 1.0  # at least one
-    assert calibrate.with_measured_pool(costmodel.HEXAGON_V73, rows) == costmodel.HEXAGON_V73  # separate engines
-    gapped = calibrate.with_kernel_gap(costmodel.HOST, rows)
+    assert schedule.with_measured_pool(costmodel.HOST, rows[2:3]).general_workers.value == 2.0  # the pool's own
+    assert schedule.with_measured_pool(costmodel.HOST, rows[3:]).general_workers.value == 1.0  # at least one
+    assert schedule.with_measured_pool(costmodel.HEXAGON_V73, rows) == costmodel.HEXAGON_V73  # separate engines
+    gapped = schedule.with_kernel_gap(costmodel.HOST, rows)
     assert gapped.op_overhead_s.value == pytest.approx(costmodel.HOST.op_overhead_s.value + 2e-6)
     assert "between a task's items per op (median over 3 plugin pairs" in gapped.op_overhead_s.source
 
@@ -290,7 +300,7 @@ def test_program_ops_map_to_the_pairs_own_nodes(zoo_dir: Path, tmp_path: Path, n
     from hexfuse_onnx import contract as C
     from hexfuse_onnx.lowering import program_op_maps
 
-    fused, pairs, profile = calibrate.fused_pairs(zoo_dir / f"{name}.onnx", tmp_path / "m.fused.onnx", costmodel.HOST)
+    fused, pairs, profile = measure.fused_pairs(zoo_dir / f"{name}.onnx", tmp_path / "m.fused.onnx", costmodel.HOST)
     assert fused is not None and pairs
     model = onnx.load(str(fused))
     maps = program_op_maps(model)
@@ -301,7 +311,7 @@ def test_program_ops_map_to_the_pairs_own_nodes(zoo_dir: Path, tmp_path: Path, n
         assert [o.op for o in origins] == list(range(struct.unpack_from("<IHHIIII", program)[6]))
         body = next(f for f in model.functions if f.overload == node.overload).node
         assert all(o.body_index is not None and body[o.body_index].name == o.node for o in origins)
-        per_node, unnamed = calibrate.node_kernel_seconds(model, node.name, profile, {o.op: 1.0 for o in origins})
+        per_node, unnamed = measure.node_kernel_seconds(model, node.name, profile, {o.op: 1.0 for o in origins})
         assert unnamed == 0.0 and sum(per_node.values()) == len(origins)
         pair = pairs[node.name]
         assert set(per_node) <= set(pair.candidate.nodes)
@@ -311,23 +321,64 @@ def test_program_ops_map_to_the_pairs_own_nodes(zoo_dir: Path, tmp_path: Path, n
             assert set(per_node.values()) == {2.0}
 
 
+def test_preempted_time_is_the_mean_wait_of_the_workers_that_ran_items() -> None:
+    events = [{"worker": 0}, {"worker": 1}, {"worker": 1}]
+    doc = {"run_wall_ns": 10_000, "runnable_ns": [4_000, 2_000, 9_999], "trace_events": events}
+    assert kernel_trace.preempted_s(doc) == pytest.approx(3e-6)  # worker 2 ran no item: not counted
+    assert kernel_trace.unpreempted_call_s(doc) == pytest.approx(7e-6)
+    del doc["runnable_ns"]  # a trace without the field (hexagon backend): nothing subtracted
+    assert kernel_trace.unpreempted_call_s(doc) == pytest.approx(10e-6)
+
+
+_SHARED_CPU_RUN = """
+import os, sys, tempfile
+from pathlib import Path
+from hexfuse_onnx.tools.calibration import kernel_trace, measure
+from hexfuse_onnx import costmodel
+from hexfuse_onnx.verify import random_inputs
+os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # the caller and the pool's worker on one CPU
+with tempfile.TemporaryDirectory() as d:
+    fused, pairs, _ = measure.fused_pairs(sys.argv[1], Path(d) / "f.onnx", costmodel.HOST)
+    traced = kernel_trace.TracedSession(fused, sorted(pairs), Path(d))
+    feeds = random_inputs(traced.session, seed=0)
+    traced.run(feeds, 4)
+docs = [doc for ds in traced.docs.values() for doc in ds]
+print(sum(doc["runnable_ns"][0] for doc in docs) / sum(doc["run_wall_ns"] for doc in docs))
+"""
+
+
+@needs_plugin
+@pytest.mark.skipif(not Path("/proc/thread-self/schedstat").is_file(), reason="Linux schedstat only")
+def test_trace_records_the_time_the_caller_waited_for_its_cpu(zoo_dir: Path) -> None:
+    """A caller that shares its one CPU with the pool's other worker (which works or spins for work)
+    waits for it a good part of each call, and the trace's `runnable_ns` says so (0 if the kernel
+    did not read it). In its own process: the pinning stays there."""
+    done = subprocess.run(
+        [sys.executable, "-c", _SHARED_CPU_RUN, str(zoo_dir / "mlp_chain.onnx")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    waited = float(done.stdout.split()[-1])
+    assert 0.1 < waited <= 1.0
+
+
 @needs_plugin
 def test_kernel_times_of_a_traced_plugin_run(zoo_dir: Path, tmp_path: Path) -> None:
     """The per-op item times of a real traced run map to positive times for the pair's nodes."""
-    fused, pairs, profile = calibrate.fused_pairs(
-        zoo_dir / "two_branch.onnx", tmp_path / "m.fused.onnx", costmodel.HOST
-    )
-    traces = calibrate.plugin_traces(fused, sorted(pairs), runs=2, warmup=1)
+    fused, pairs, profile = measure.fused_pairs(zoo_dir / "two_branch.onnx", tmp_path / "m.fused.onnx", costmodel.HOST)
+    traces = kernel_trace.plugin_traces(fused, sorted(pairs), runs=2, warmup=1)
     model = onnx.load(str(fused))
     for name, trace in traces.items():
         assert trace.runs == 2 and trace.span_s > 0 and trace.work_s > 0
         assert all(v > 0 for v in trace.op_seconds.values())
         assert sum(trace.op_seconds.values()) == pytest.approx(trace.work_s, rel=0.5)
-        per_node, unnamed = calibrate.node_kernel_seconds(model, name, profile, trace.op_seconds)
+        per_node, unnamed = measure.node_kernel_seconds(model, name, profile, trace.op_seconds)
         assert unnamed == 0.0
         assert set(per_node) == set(pairs[name].candidate.nodes)
         assert all(v > 0 for v in per_node.values())
-    measured = calibrate.measure_pairs(zoo_dir / "two_branch.onnx", costmodel.HOST, {}, tmp_path, runs=2, warmup=1)
+    measured = measure.measure_pairs(zoo_dir / "two_branch.onnx", costmodel.HOST, {}, tmp_path, runs=2, warmup=1)
     assert measured and all(m.kernel_ops for m in measured)
     for m in measured:
         assert {t.node for t in m.kernel_ops} == {profile.graph.nodes[i].name for i in m.pair.candidate.nodes}
@@ -341,7 +392,7 @@ def test_prediction_error_end_to_end_on_the_plugin(zoo_dir: Path, monkeypatch: p
     monkeypatch.delenv(costmodel.CALL_OVERHEAD_ENV)  # get_target must give the measured call overhead back
     result = calibrate.calibrate([zoo_dir / "two_branch.onnx"], runs=3, warmup=1)
     assert result.fit_rows and result.pair_rows
-    assert costmodel.get_target(calibrate.CALIBRATED_NAME) == result.target
+    assert costmodel.get_target(fitting.CALIBRATED_NAME) == result.target
     assert result.target.call_overhead_s.source.startswith("measured: median over")
     for r in result.pair_rows:
         assert r.measured_call_s > 0 and r.measured_span_s > 0 and r.measured_serial_s > 0
@@ -351,14 +402,14 @@ def test_prediction_error_end_to_end_on_the_plugin(zoo_dir: Path, monkeypatch: p
     assert math.isfinite(result.median_abs_error)
     # the second fit, to the kernel's own item times, on the same pairs
     assert result.kernel_target is not None and result.kernel_fit_rows
-    assert result.kernel_target.name == calibrate.KERNEL_FIT_NAME
+    assert result.kernel_target.name == fitting.KERNEL_FIT_NAME
     overhead = result.kernel_target.op_overhead_s.source  # item times leave the gaps between items out
     assert overhead.startswith("measured: ") and "between a task's items per op" in overhead
     assert "kernel-traced" in overhead or "not fitted" in overhead
     assert result.ort_target is not None and result.ort_target.baseline is not None
     assert result.kernel_target.baseline == result.ort_target.baseline  # unfused, the pair's nodes run on ORT
     assert result.ort_target.baseline.general_workers.value == 1.0  # as profiled: one intra-op thread
-    assert result.errors(calibrate.KERNEL_FIT).serial == result.errors(calibrate.ORT_FIT).serial
+    assert result.errors(fitting.KERNEL_FIT).serial == result.errors(fitting.ORT_FIT).serial
     for t in (result.ort_target, result.kernel_target):  # the pool's workers as they ran in these calls
         assert t is not None and 1.0 <= t.general_workers.value <= 1 + costmodel.HOST.vector_contexts.value
         assert t.general_workers.source.startswith("measured: ") and " 1 plugin pairs" in t.general_workers.source
@@ -367,9 +418,9 @@ def test_prediction_error_end_to_end_on_the_plugin(zoo_dir: Path, monkeypatch: p
         assert k.measured_call_s == r.measured_call_s and k.call_overhead_s == r.call_overhead_s
         assert math.isfinite(k.fused_error)
     assert math.isfinite(result.kernel_median_abs_error)
-    assert result.chosen_fit in (calibrate.ORT_FIT, calibrate.KERNEL_FIT)
-    chosen = result.kernel_target if result.chosen_fit == calibrate.KERNEL_FIT else result.ort_target
-    assert result.target.name == calibrate.CALIBRATED_NAME
+    assert result.chosen_fit in (fitting.ORT_FIT, fitting.KERNEL_FIT)
+    chosen = result.kernel_target if result.chosen_fit == fitting.KERNEL_FIT else result.ort_target
+    assert result.target.name == fitting.CALIBRATED_NAME
     assert result.target.matrix_flops == chosen.matrix_flops
     doc = json.loads(result.to_json())
     assert doc["pairs"][0]["node"] == result.pair_rows[0].node
@@ -409,7 +460,7 @@ def test_cli_calibrate_writes_a_target_that_rewrite_uses(tmp_path: Path) -> None
     assert r.returncode == 2 and "not a cost-model target" in r.stderr, r.stderr
 
 
-def _slower(m: calibrate.PairMeasurement, factor: float) -> calibrate.PairMeasurement:
+def _slower(m: records.PairMeasurement, factor: float) -> records.PairMeasurement:
     """The measurement with every time measured on its pair multiplied by `factor`."""
     r = m.row
     row = replace(
@@ -430,10 +481,10 @@ def test_the_held_out_error_predicts_each_model_without_its_own_measurements(zoo
     """Leave one model out: every time measured on one model (its ORT-profiled ops, its pairs' kernel
     item times, calls, spans and wake-ups) made 5x slower leaves that model's held-out predictions
     exactly as they were, while its in-sample ones and the other models' held-out ones move."""
-    ops: list[calibrate.OpTiming] = []
-    pairs: list[calibrate.PairMeasurement] = []
+    ops: list[records.OpTiming] = []
+    pairs: list[records.PairMeasurement] = []
     for name in ("two_branch", "mha_encoder", "convnet_heads"):
-        _, model_ops, measured = calibrate.measure_model(
+        _, model_ops, measured = measure.measure_model(
             zoo_dir / f"{name}.onnx", costmodel.HOST, tmp_path, runs=3, warmup=1
         )
         ops += model_ops
@@ -443,12 +494,12 @@ def test_the_held_out_error_predicts_each_model_without_its_own_measurements(zoo
     slow_ops = [replace(t, seconds=t.seconds * 5) if t.model == slow else t for t in ops]
     slow_pairs = [_slower(m, 5.0) if m.row.model == slow else m for m in pairs]
 
-    def predictions(rows: list[calibrate.PairRow]) -> dict[tuple[str, str], tuple[float, float, float]]:
+    def predictions(rows: list[records.PairRow]) -> dict[tuple[str, str], tuple[float, float, float]]:
         return {(r.model, r.node): (r.predicted_fused_s, r.call_overhead_s, r.predicted_serial_s) for r in rows}
 
-    before = calibrate.held_out_rows(ops, pairs, costmodel.HOST)
-    after = calibrate.held_out_rows(slow_ops, slow_pairs, costmodel.HOST)
-    for fit in (calibrate.ORT_FIT, calibrate.KERNEL_FIT):
+    before = held_out.held_out_rows(ops, pairs, costmodel.HOST)
+    after = held_out.held_out_rows(slow_ops, slow_pairs, costmodel.HOST)
+    for fit in (fitting.ORT_FIT, fitting.KERNEL_FIT):
         assert len(before[fit]) == len(pairs)
         old, new = predictions(before[fit]), predictions(after[fit])
         for key in old:
@@ -456,8 +507,8 @@ def test_the_held_out_error_predicts_each_model_without_its_own_measurements(zoo
                 assert new[key] == old[key]  # nothing of its own model went into its prediction
             else:
                 assert new[key] != old[key]  # the slow model is in their fits
-        inside_old = predictions(calibrate.fit_targets(ops, pairs, costmodel.HOST).predicted_rows(pairs, fit))
-        inside_new = calibrate.fit_targets(slow_ops, slow_pairs, costmodel.HOST).predicted_rows(slow_pairs, fit)
+        inside_old = predictions(held_out.fit_targets(ops, pairs, costmodel.HOST).predicted_rows(pairs, fit))
+        inside_new = held_out.fit_targets(slow_ops, slow_pairs, costmodel.HOST).predicted_rows(slow_pairs, fit)
         assert any(v != inside_old[k] for k, v in predictions(inside_new).items() if k[0] == slow)
 
 
@@ -467,12 +518,12 @@ def test_wake_regimes_split_the_calls_by_the_pools_idle_time() -> None:
 
     ds = [doc(10, 9), doc(18, 10), doc(30, 14), doc(31, 15), doc(5, 5)]
     idle = [100e-6, 250e-6, 400e-6, 900e-6, float("nan")]
-    shares, leads = calibrate.wake_regimes(ds, idle)
+    shares, leads = kernel_trace.wake_regimes(ds, idle)
     assert shares == (0.25, 0.25, 0.5)
     assert leads == pytest.approx((1e-6, 8e-6, 16e-6))
     rows = [replace(_row(1.0, 1.0), wake_shares=shares, wake_leads_s=leads)]
-    assert calibrate.measured_leads(rows) == pytest.approx(leads)
-    assert calibrate.expected_call_overhead(rows[0], leads) == pytest.approx(0.25e-6 + 2e-6 + 8e-6)
+    assert schedule.measured_leads(rows) == pytest.approx(leads)
+    assert schedule.expected_call_overhead(rows[0], leads) == pytest.approx(0.25e-6 + 2e-6 + 8e-6)
     cold_only = [replace(_row(1.0, 1.0), wake_shares=(0.0, 0.0, 1.0), wake_leads_s=(math.nan, math.nan, 9e-6))]
-    assert calibrate.measured_leads(cold_only) == pytest.approx((9e-6,) * 3)  # nothing seen: the nearest regime's
-    assert calibrate.measured_leads([_row(1.0, 1.0)]) is None  # no traced wake-up at all
+    assert schedule.measured_leads(cold_only) == pytest.approx((9e-6,) * 3)  # nothing seen: the nearest regime's
+    assert schedule.measured_leads([_row(1.0, 1.0)]) is None  # no traced wake-up at all

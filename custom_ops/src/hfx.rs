@@ -11,6 +11,8 @@ use std::sync::Mutex;
 pub const MAX_RANK: usize = 8;
 pub const NUM_ENGINES: usize = 3;
 pub const NUM_TASKS: usize = 2;
+/// HFX_RUN_MAX_WORKERS (hexfuse.h): the workers whose runnable time a run result records.
+pub const RUN_MAX_WORKERS: usize = 8;
 
 pub const TASK_A: c_int = 0;
 pub const TASK_B: c_int = 1;
@@ -128,6 +130,7 @@ pub struct RunResult {
     pub trace_events: usize,
     pub trace_dropped: usize,
     pub arena_used: usize,
+    pub runnable_ns: [u64; RUN_MAX_WORKERS],
 }
 
 extern "C" {

@@ -72,6 +72,12 @@ pub fn render_hexagon(node: &str, share_a: f32, stats: &[u64; hexagon::NUM_STATS
     out
 }
 
+/// Per worker of the run (the caller first): the time its thread waited for a CPU during the call.
+fn runnable<'a>(run: &Run<'a>) -> &'a [u64] {
+    let n = (run.workers as usize).min(hfx::RUN_MAX_WORKERS);
+    &run.result.runnable_ns[..n]
+}
+
 /// The JSON document for one run.
 pub fn render(run: &Run, events: &[TraceEvent]) -> String {
     let s = hfx::summarize(events);
@@ -91,7 +97,7 @@ pub fn render(run: &Run, events: &[TraceEvent]) -> String {
     let _ = write!(
         out,
         ", \"task_busy_ns\": [{}, {}], \"matrix_vector_overlap_ns\": {}, \"task_overlap_ns\": {}, \
-         \"items_run\": [{}, {}], \"events\": {}, \"dropped\": {}, \"t0_ns\": {t0}, \"trace_events\": [",
+         \"items_run\": [{}, {}], \"events\": {}, \"dropped\": {}, \"t0_ns\": {t0}",
         s.task_busy_ns[0],
         s.task_busy_ns[1],
         s.matrix_vector_overlap_ns,
@@ -101,6 +107,8 @@ pub fn render(run: &Run, events: &[TraceEvent]) -> String {
         events.len(),
         r.trace_dropped
     );
+    let _ = write!(out, ", \"runnable_ns\": {:?}", runnable(run));
+    out.push_str(", \"trace_events\": [");
     for (i, e) in events.iter().enumerate() {
         let engine = ENGINES.get(e.engine as usize).copied().unwrap_or("unknown");
         let _ = write!(

@@ -104,6 +104,11 @@ void hfx_plat_workers_finish(hfx_plat_workers *w);
  * false (a scheduler bug; never happens with a correct scheduler). */
 int hfx_plat_workers_wait(hfx_plat_workers *w, hfx_plat_done_fn done, void *done_ctx);
 
+/* Per worker (out[i], i < n; the waiter is worker 0, the calling thread): the nanoseconds its
+ * thread has spent so far runnable but not running (waiting for a CPU another thread held), as
+ * the OS counts them; 0 where the platform cannot tell. */
+void hfx_plat_workers_runnable_ns(hfx_plat_workers *w, uint64_t *out, uint32_t n);
+
 /* Stops and joins all workers. No step runs after it returns. NULL ok. */
 void hfx_plat_workers_stop(hfx_plat_workers *w);
 

@@ -3,6 +3,7 @@
 
 #include "platform.h"
 
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sched.h>
@@ -74,6 +75,7 @@ struct worker_slot {
     struct hfx_plat_workers *w;
     uint32_t id;
     pthread_t thread;
+    atomic_int tid; /* the thread's Linux id once it runs (0 before, and elsewhere) */
 };
 
 struct hfx_plat_workers {
@@ -124,6 +126,9 @@ static void sleep_past(struct hfx_plat_workers *w, uint_fast64_t g, hfx_plat_don
 static void *worker_main(void *arg) {
     struct worker_slot *s = arg;
     struct hfx_plat_workers *w = s->w;
+#ifdef __linux__
+    atomic_store(&s->tid, (int)gettid());
+#endif
     for (;;) {
         uint_fast64_t g = atomic_load(&w->gen);
         if (atomic_load(&w->stop)) break;
@@ -221,6 +226,32 @@ int hfx_plat_workers_wait(hfx_plat_workers *w, hfx_plat_done_fn done, void *done
         if (done(done_ctx)) return 0;
         if (w->step(w->ctx, 0) == HFX_STEP_WORKED) continue;
         sleep_past(w, g, done, done_ctx);
+    }
+}
+
+/* The second field of a thread's schedstat: nanoseconds spent on a runqueue waiting for a CPU. */
+static uint64_t run_delay_ns(const char *path) {
+    uint64_t running = 0, waiting = 0;
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    if (fscanf(f, "%" SCNu64 " %" SCNu64, &running, &waiting) != 2) waiting = 0;
+    fclose(f);
+    return waiting;
+}
+
+void hfx_plat_workers_runnable_ns(hfx_plat_workers *w, uint64_t *out, uint32_t n) {
+    for (uint32_t i = 0; i < n; i++) {
+        out[i] = 0;
+#ifdef __linux__
+        char path[64];
+        int tid = i == 0 ? 0 : i < w->n ? atomic_load(&w->slots[i].tid) : 0;
+        if (i == 0) snprintf(path, sizeof path, "/proc/thread-self/schedstat");
+        else if (tid > 0) snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", tid);
+        else continue;
+        out[i] = run_delay_ns(path);
+#else
+        (void)w;
+#endif
     }
 }
 

@@ -540,6 +540,9 @@ static hfx_status run_locked(hfx_pool *pool, const hfx_program *p, const void *c
     atomic_store(&pool->job_active, !nothing);
     hfx_plat_mutex_unlock(pool->mu);
 
+    uint64_t runnable0[HFX_RUN_MAX_WORKERS] = {0}, runnable1[HFX_RUN_MAX_WORKERS] = {0};
+    uint32_t counted = pool->n_workers < HFX_RUN_MAX_WORKERS ? pool->n_workers : HFX_RUN_MAX_WORKERS;
+    if (opt->trace) hfx_plat_workers_runnable_ns(pool->workers, runnable0, counted); /* outside the timed call */
     uint64_t t0 = hfx_plat_now_ns();
     int wr = 0;
     if (!nothing) {
@@ -547,6 +550,7 @@ static hfx_status run_locked(hfx_pool *pool, const hfx_program *p, const void *c
         wr = hfx_plat_workers_wait(pool->workers, job_is_done, pool);
     }
     uint64_t t1 = hfx_plat_now_ns();
+    if (opt->trace) hfx_plat_workers_runnable_ns(pool->workers, runnable1, counted);
 
     hfx_plat_mutex_lock(pool->mu);
     atomic_store(&pool->job_active, false);
@@ -561,6 +565,7 @@ static hfx_status run_locked(hfx_pool *pool, const hfx_program *p, const void *c
         res->trace_events = j->trace_n;
         res->trace_dropped = j->trace_dropped;
         res->arena_used = rs->arena_used;
+        for (uint32_t i = 0; i < counted; i++) res->runnable_ns[i] = runnable1[i] - runnable0[i];
     }
     j->rs = NULL;
     hfx_plat_mutex_unlock(pool->mu);

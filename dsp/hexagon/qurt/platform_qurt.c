@@ -215,6 +215,13 @@ int hfx_plat_workers_wait(hfx_plat_workers *w, hfx_plat_done_fn done, void *done
     return 0;
 }
 
+void hfx_plat_workers_runnable_ns(hfx_plat_workers *w, uint64_t *out, uint32_t n)
+{
+    (void)w;
+    for (uint32_t i = 0; i < n; i++)
+        out[i] = 0; /* not counted on the cDSP */
+}
+
 void hfx_plat_workers_stop(hfx_plat_workers *w)
 {
     if (!w)

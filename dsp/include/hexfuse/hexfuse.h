@@ -191,6 +191,8 @@ typedef struct hfx_run_options {
     size_t trace_capacity;
 } hfx_run_options;
 
+#define HFX_RUN_MAX_WORKERS 8
+
 typedef struct hfx_run_result {
     int serialized;      /* 1: both tasks did not fit the budget together (or FORCE_SERIAL): A ran, then B */
     int task_done[HFX_NUM_TASKS];        /* task finished all its ops */
@@ -200,6 +202,10 @@ typedef struct hfx_run_result {
     size_t trace_events;                 /* events written */
     size_t trace_dropped;                /* events that did not fit */
     size_t arena_used;                   /* arena bytes used by the placement */
+    /* With a trace buffer only: per worker (0: the caller), the time its thread spent runnable but
+     * not running during the call (Linux: /proc schedstat's run delay; 0 elsewhere and for workers
+     * past HFX_RUN_MAX_WORKERS): the call's time taken by other processes. */
+    uint64_t runnable_ns[HFX_RUN_MAX_WORKERS];
 } hfx_run_result;
 
 void hfx_run_options_init(hfx_run_options *opt);

@@ -1,0 +1,297 @@
+"""The fit of a host target's op overhead, rates and DDR bandwidth to measured op times
+(calibration step 2)."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import Any, cast
+
+import numpy as np
+
+from ... import costmodel
+from ...costmodel import Param, Target, task_time
+from ...profile import Engine, TaskProfile
+from .records import OpTiming
+
+CALIBRATED_NAME = "host-calibrated"  # the target `calibrate -o` writes (the fit with the lower error)
+
+
+ORT_FIT_NAME = "host-ort-fit"
+
+
+KERNEL_FIT_NAME = "host-kernel-fit"
+
+
+ORT_FIT = "ort"
+
+
+KERNEL_FIT = "kernel"
+
+
+FIT_LABELS = {ORT_FIT: "fit to ORT profiling", KERNEL_FIT: "fit to the kernel's own item times"}
+
+
+ORT_MEASURED_BY = "ORT-profiled"
+
+
+KERNEL_MEASURED_BY = "kernel-traced (summed work-item time on the plugin's host kernel, fused runs)"
+
+
+WORK_DOMINATED = 0.5  # an op whose work is at least this share of its time bounds DDR
+
+
+_WORK_COLUMNS = (Engine.MATRIX, Engine.VECTOR, Engine.MEMORY)
+
+
+@dataclass(frozen=True)
+class FitRow:
+    model: str
+    node: str
+    op_type: str
+    engine: str
+    work: float
+    measured_s: float
+    predicted_s: float
+
+    @property
+    def rel_error(self) -> float:
+        return self.predicted_s / self.measured_s - 1.0 if self.measured_s > 0 else float("nan")
+
+
+@dataclass
+class Fit:
+    target: Target
+    rows: list[FitRow]
+    ddr_bound: list[str]  # ops the fitted model calls DDR-bound
+
+    @property
+    def median_abs_residual(self) -> float:
+        return median_abs([r.rel_error for r in self.rows])
+
+
+def median_abs(errors: Iterable[float]) -> float:
+    finite = [abs(e) for e in errors if np.isfinite(e)]
+    return statistics.median(finite) if finite else float("nan")
+
+
+_ENGINE_COLUMNS = tuple(e.value for e in _WORK_COLUMNS)
+
+
+def op_columns(ops: list[OpTiming]) -> list[str]:
+    """Each op's rate column: its op class (costmodel.op_class; its engine's unless listed)."""
+    return [costmodel.op_class(t.op) for t in ops]
+
+
+def _columns(cols: list[str]) -> tuple[str, ...]:
+    return ("overhead", "matrix_op", *sorted(set(cols)), "ddr")
+
+
+def _fixed_s(t: OpTiming, coef: dict[str, float]) -> float:
+    """The op's fixed time on its engine under `coef` (a matrix op's `matrix_op`)."""
+    return coef["matrix_op"] if t.op.engine == Engine.MATRIX else 0.0
+
+
+def _base_coefficients(base: Target, ops: list[OpTiming], cols: list[str]) -> dict[str, float]:
+    """Seconds per unit of each column: per op, per unit of work of each rate column, per DDR byte."""
+    coef = {
+        "overhead": base.op_overhead_s.value,
+        "matrix_op": base.matrix_op_s.value,
+        "ddr": 1.0 / base.ddr_bytes.value,
+    }
+    for t, c in zip(ops, cols):
+        coef[c] = 1.0 / base.rate(t.op.engine, op_class=c)
+    return coef
+
+
+def _design(ops: list[OpTiming], cols: list[str], ddr_bound: set[int]) -> np.ndarray:
+    """One row per op: 1 in the overhead column, and its work in its rate column (and a matrix op
+    1 in the matrix_op column: a GEMM call's fixed time), or its DDR bytes in the DDR column when
+    the model says DDR bounds it (time = overhead + max(...))."""
+    columns = _columns(cols)
+    x = np.zeros((len(ops), len(columns)))
+    x[:, 0] = 1.0
+    for r, t in enumerate(ops):
+        if r in ddr_bound:
+            x[r, columns.index("ddr")] = t.op.ddr_bytes
+        else:
+            x[r, columns.index(cols[r])] = t.work
+            x[r, columns.index("matrix_op")] = 1.0 if t.op.engine == Engine.MATRIX else 0.0
+    return x
+
+
+def fit_coefficients(ops: list[OpTiming], ddr_bound: set[int], base: Target) -> tuple[dict[str, float], set[str]]:
+    """Least squares (numpy.linalg.lstsq, rows weighted by 1/time: relative error) of each op's
+    time on the columns. A column without data, or fitted non-positive, keeps `base`'s value
+    and the others are refitted. Returns every column's coefficient and the fitted columns."""
+    cols = op_columns(ops)
+    columns = _columns(cols)
+    x = _design(ops, cols, ddr_bound)
+    y = np.array([t.seconds for t in ops])
+    w = 1.0 / np.maximum(y, 1e-9)
+    base_coef = _base_coefficients(base, ops, cols)
+    fixed = {c: base_coef[c] for k, c in enumerate(columns) if not x[:, k].any()}
+    for _ in range(len(columns)):
+        free = [c for c in columns if c not in fixed]
+        if not free:
+            break
+        rhs = y - sum((x[:, columns.index(c)] * v for c, v in fixed.items()), np.zeros_like(y))
+        a = x[:, [columns.index(c) for c in free]]
+        coef, *_ = np.linalg.lstsq(a * w[:, None], rhs * w, rcond=None)
+        bad = [c for c, v in zip(free, coef) if v <= 0]
+        if not bad:
+            return {**fixed, **dict(zip(free, map(float, coef)))}, set(free)
+        fixed.update({c: base_coef[c] for c in bad})
+    return dict(fixed), set()
+
+
+def ddr_lower_bound(ops: list[OpTiming], overhead: float) -> float | None:
+    """The largest DDR bandwidth a work-dominated op reached (None without such an op)."""
+    seen = [
+        t.op.ddr_bytes / (t.seconds - overhead)
+        for t in ops
+        if t.op.ddr_bytes > 0 and t.seconds - overhead >= WORK_DOMINATED * t.seconds
+    ]
+    return max(seen) if seen else None
+
+
+def _ddr_bound(ops: list[OpTiming], coef: dict[str, float]) -> set[int]:
+    """The ops whose DDR time exceeds their engine time under `coef`."""
+    cols = op_columns(ops)
+    return {
+        k
+        for k, t in enumerate(ops)
+        if t.op.ddr_bytes * coef["ddr"] > (t.work * coef[cols[k]] + _fixed_s(t, coef)) * (1 + 1e-9)
+    }
+
+
+def alternate_fits(ops: list[OpTiming], base: Target) -> tuple[dict[str, float], set[str], set[int]]:
+    """(coefficients, fitted columns, the ops DDR binds): fits that alternate with assigning each op
+    to its binding resource, from every op engine-bound and the DDR bandwidth at the largest a
+    work-dominated op reached, until the assignment no longer changes (at most 8 rounds)."""
+    coef, fitted = fit_coefficients(ops, set(), base)
+    observed = ddr_lower_bound(ops, coef["overhead"])
+    if observed is not None:
+        coef["ddr"] = 1.0 / observed
+    bound: set[int] | None = None
+    for _ in range(8):
+        new_bound = _ddr_bound(ops, coef)
+        if new_bound == bound:
+            break
+        bound = new_bound
+        coef, fitted = fit_coefficients(ops, bound, base)
+        # No fitted bandwidth below what a work-dominated op reached (a few DDR-bound ops can fit one)
+        observed = ddr_lower_bound(ops, coef["overhead"]) or observed
+        if observed is not None and ("ddr" not in fitted or coef["ddr"] * observed > 1.0 + 1e-6):
+            coef["ddr"], fitted = 1.0 / observed, (fitted - {"ddr"}) | {"ddr-observed"}
+    return coef, fitted, bound or set()
+
+
+def fit_target(
+    ops: list[OpTiming],
+    base: Target = costmodel.HOST,
+    name: str = CALIBRATED_NAME,
+    where: str = "",
+    measured_by: str = ORT_MEASURED_BY,
+    fitted_to: str = "ORT per-op profiling",
+) -> Fit:
+    """Fit base's op overhead, engine rates and DDR bandwidth to the measured ops.
+
+    `measured_by` says in every fitted parameter's source what the op times are ("ORT-profiled",
+    or KERNEL_MEASURED_BY for the kernel's own item times), `fitted_to` the same in the target's
+    description.
+
+    The model of one op is overhead + max(work / engine rate, DDR bytes / DDR bandwidth): the
+    fit alternates between assigning each op to its binding resource and a linear least-squares
+    fit of that assignment, starting from every op engine-bound and the DDR bandwidth at the
+    largest one observed, until the assignment no longer changes."""
+    if not ops:
+        raise ValueError("no profiled op to fit")
+    coef, fitted, bound = alternate_fits(ops, base)
+    target = _fitted_target(base, name, coef, fitted, ops, bound, where, measured_by, fitted_to)
+    rows = [
+        FitRow(
+            t.model, t.node, t.op_type, t.op.engine.value, t.work, t.seconds, task_time(TaskProfile.of([t.op]), target)
+        )
+        for t in ops
+    ]
+    fit = Fit(target, rows, [ops[k].node for k in sorted(bound)])
+    fit.target = _with_residual(target, f"median |residual| {fit.median_abs_residual:.1%}")
+    return fit
+
+
+def _fitted_target(
+    base: Target,
+    name: str,
+    coef: dict[str, float],
+    fitted: set[str],
+    ops: list[OpTiming],
+    ddr_bound: set[int],
+    where: str,
+    measured_by: str = ORT_MEASURED_BY,
+    fitted_to: str = "ORT per-op profiling",
+) -> Target:
+    counts = {e: sum(1 for t in ops if t.op.engine == e) for e in _WORK_COLUMNS}
+    what = (
+        f"{len(ops)} {measured_by} ops: {counts[Engine.MATRIX]} matrix, {counts[Engine.VECTOR]} vector, "
+        f"{counts[Engine.MEMORY]} memory, {len(ddr_bound)} of them DDR-bound in the model"
+    )
+    how = f"{what}; {{residual}}" + (f"; {where}" if where else "")
+
+    def param(key: str, value: float, unit: str, base_param: Param) -> Param:
+        if key in fitted:
+            return Param(value, unit, f"measured: least-squares fit to {how}")
+        if key == "ddr" and "ddr-observed" in fitted:
+            return Param(
+                value,
+                unit,
+                f"measured: the largest bandwidth a work-dominated op reached (a lower "
+                f"bound; no op is DDR-bound in the fit), {how}",
+            )
+        return replace(base_param, source=f"not fitted (no usable data in {what}): {base_param.source}")
+
+    def rate(key: str, unit: str, base_param: Param, per: float = 1.0) -> Param:
+        return param(key, 1.0 / coef[key] / per if key in coef else base_param.value, unit, base_param)
+
+    contexts = base.vector_contexts.value
+    return replace(
+        base,
+        name=name,
+        description=f"{base.description}; fitted to {fitted_to}",
+        matrix_flops=rate(Engine.MATRIX.value, "FLOP/s", base.matrix_flops),
+        vector_flops_per_context=rate(Engine.VECTOR.value, "FLOP/s", base.vector_flops_per_context, contexts),
+        dma_bytes=rate(Engine.MEMORY.value, "B/s", base.dma_bytes),
+        ddr_bytes=param("ddr", 1.0 / coef["ddr"], "B/s", base.ddr_bytes),
+        op_overhead_s=param("overhead", coef["overhead"], "s", base.op_overhead_s),
+        matrix_op_s=param("matrix_op", coef["matrix_op"], "s", base.matrix_op_s),
+        class_rates=_class_rates(ops, coef, fitted, how),
+        general_workers=_one_worker(base.general_workers, measured_by),
+    )
+
+
+def _one_worker(pool: Param, measured_by: str) -> Param:
+    """A general-worker pool fitted to op times is one worker: each op ran on one thread (ORT's
+    sequential session with one intra-op thread, or one work item's worker)."""
+    if not pool.value:
+        return pool
+    return Param(1.0, "workers", f"one: the {measured_by} op times are one thread's")
+
+
+def _class_rates(ops: list[OpTiming], coef: dict[str, float], fitted: set[str], how: str) -> tuple:
+    """The fitted rates of the op classes that have a column of their own."""
+    units = {c: "B/s" if t.op.engine == Engine.MEMORY else "FLOP/s" for t, c in zip(ops, op_columns(ops))}
+    return tuple(
+        (c, Param(1.0 / coef[c], units[c], f"measured: least-squares fit to {how}"))
+        for c in sorted(units)
+        if c not in _ENGINE_COLUMNS and c in fitted
+    )
+
+
+def _with_residual(target: Target, residual: str) -> Target:
+    def fill(p: Param) -> Param:
+        return replace(p, source=p.source.replace("{residual}", residual))
+
+    params = {k: fill(p) for k, p in target.params().items()}
+    rates = tuple((c, fill(p)) for c, p in target.class_rates)
+    return replace(target, class_rates=rates, **cast(dict[str, Any], params))

@@ -1,0 +1,107 @@
+"""Per-op times of a model on stock ONNX Runtime, from the ORT profiler (calibration step 1)."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+
+from ... import graph as graph_mod
+from ...profile import Engine, GraphProfile, NodeProfile, profile_graph
+from .records import OpTiming, over_runs
+
+
+def profiling_options(folder: str | os.PathLike[str]) -> ort.SessionOptions:
+    """One intra-op thread, sequential, no graph optimisation (every node runs as written),
+    the ORT profiler writing into `folder`."""
+    so = ort.SessionOptions()
+    so.enable_profiling = True
+    so.profile_file_prefix = str(Path(folder) / "ort_profile")
+    so.intra_op_num_threads = 1
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    so.log_severity_level = 3
+    return so
+
+
+def node_times(events: list[dict], warmup: int) -> dict[str, list[float]]:
+    """Seconds per node name and run from ORT profile events, the first `warmup` runs dropped."""
+    runs = sorted(
+        (e["ts"], e["ts"] + e["dur"]) for e in events if e.get("cat") == "Session" and e.get("name") == "model_run"
+    )
+    kept = runs[warmup:]
+    times: dict[str, list[float]] = {}
+    for e in events:
+        if e.get("cat") != "Node" or not str(e.get("name", "")).endswith("_kernel_time"):
+            continue
+        if not any(start <= e["ts"] <= end for start, end in kept):
+            continue
+        times.setdefault(e["name"][: -len("_kernel_time")], []).append(e["dur"] / 1e6)
+    return times
+
+
+def profile_session(
+    session: ort.InferenceSession, feeds: dict[str, np.ndarray], runs: int, warmup: int
+) -> dict[str, list[float]]:
+    """Run `warmup + runs` times and return the profiled node times of the last `runs`."""
+    for _ in range(warmup + runs):
+        session.run(None, feeds)
+    path = session.end_profiling()
+    try:
+        events = json.loads(Path(path).read_text())
+    finally:
+        Path(path).unlink(missing_ok=True)
+    return node_times(events, warmup)
+
+
+def match_nodes(profile: GraphProfile, times: dict[str, list[float]]) -> dict[int, list[float]]:
+    """Graph node id -> its profiled times, matched by node name (nodes without a unique name,
+    and nodes ORT did not report, are left out)."""
+    names = [n.name for n in profile.graph.nodes]
+    unique = {name for name in names if name and names.count(name) == 1}
+    return {i: times[name] for i, name in enumerate(names) if name in unique and name in times}
+
+
+def one_op_profile(profile: GraphProfile, i: int) -> NodeProfile | None:
+    """The node's profile as a one-op task (so its DDR bytes are what the cost model uses)."""
+    task = profile.task([i])
+    return task.ops[0] if task is not None else None
+
+
+def measure_ops(
+    path: str | os.PathLike[str], runs: int = 20, warmup: int = 3
+) -> tuple[GraphProfile, dict[int, float], list[OpTiming]]:
+    """Profile the model on ORT: (graph profile, median seconds per node id, the timings of
+    every profiled node that does work)."""
+    from ...verify import random_inputs
+
+    g = graph_mod.load(path)
+    profile = profile_graph(g)
+    with tempfile.TemporaryDirectory(prefix="hexfuse-calibrate-") as folder:
+        session = ort.InferenceSession(
+            str(path), sess_options=profiling_options(folder), providers=["CPUExecutionProvider"]
+        )
+        times = profile_session(session, random_inputs(session, seed=0), runs, warmup)
+    return (profile, *op_timings(path, profile, times))
+
+
+def op_timings(
+    path: str | os.PathLike[str], profile: GraphProfile, times: dict[str, list[float]]
+) -> tuple[dict[int, float], list[OpTiming]]:
+    """(seconds per node id, the timings of every profiled node that does work) of the profiled
+    node times (`over_runs` of each node's)."""
+    matched = match_nodes(profile, times)
+    medians = {i: over_runs(v) for i, v in matched.items()}
+    timings = []
+    for i, seconds in medians.items():
+        op = one_op_profile(profile, i)
+        if op is None or op.engine == Engine.NONE:
+            continue
+        n = profile.graph.nodes[i]
+        timings.append(OpTiming(Path(path).stem, n.name, n.op_type, op, seconds, len(matched[i])))
+    return medians, timings
