@@ -300,9 +300,26 @@ def _binding_cases(
     for b, outcome in zip(empty, outcomes[len(outcomes) - len(empty) :]):
         if outcome.error is None:
             with contextlib.suppress(VerificationError):  # ran in the probe, so it runs here too
-                cases.append(run_original(original, random_inputs(original, b.inputs)))
-                progress(f"the original model runs with an empty input at {b.describe()}: verifying there too")
+                case = run_original(original, random_inputs(original, b.inputs))
+                if _reproducible(path, case):
+                    cases.append(case)
+                    progress(f"the original model runs with an empty input at {b.describe()}: verifying there too")
+                else:
+                    progress(f"the original's outputs at {b.describe()} are not reproducible; not verifying there")
     return ran
+
+
+def _reproducible(path: str | os.PathLike[str], case: Case) -> bool:
+    """Whether a second session without ORT's memory arena gives the same outputs, none NaN. At an
+    empty input some kernels leave an output unwritten (ORT 1.2x's LSTM: Y_c at 0 time steps), so
+    what the original returns there is whatever memory held, not a result to match."""
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.enable_cpu_mem_arena = False
+    so.enable_mem_pattern = False
+    again = run_original(ort_session(path, so), case.feeds)
+    return all(np.array_equal(a, b) for a, b in zip(case.expected, again.expected))
 
 
 def _random_case(path: str | os.PathLike[str], original: Any, shapes: dict[str, list[int]] | None, what: str) -> Case:
