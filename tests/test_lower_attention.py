@@ -415,3 +415,28 @@ def test_profile_counts_each_program_op_on_its_engine(case):
     g = graph.index_model(plain(m))
     node = next(n for n in g.nodes if n.op_type != "Relu")
     assert [KERNEL_ENGINE[e] for e, _, _, _ in fused_work(g, node)] == engines
+
+
+@needs_host
+def test_rotary_pairs_of_a_decoder_keep_its_symbolic_shapes(tmp_path):
+    """Without --shape the opset-23 Llama decoder's rotary embeddings pair (their scratch tensors
+    get shape expressions), and the written model, its dims still symbolic, generates the
+    original's tokens with a growing KV cache on the plugin and on stock ORT."""
+    from models.exported import MODELS, decoder_spec, generate
+
+    from hexfuse_onnx import pipeline, runtime
+
+    path = MODELS["llama_attention23"].path
+    result = pipeline.rewrite(path, tmp_path / "fused.onnx", verify_plugin=True)
+    assert result.output is not None, [r.reason for r in result.analysis.rejected]
+    fused = onnx.load(result.output)
+    assert any(n.op_type == "RotaryEmbedding" for fn in fused.functions for n in fn.node)
+    original = onnx.load(path)
+    assert [i.type for i in fused.graph.input] == [i.type for i in original.graph.input]
+    spec = decoder_spec(path)
+    prompt = np.array([[5, 17, 42, 7, 99], [1, 2, 3, 4, 5]], np.int64)
+    want = generate(verify.session(path), spec, prompt, 4)
+    np.testing.assert_array_equal(
+        generate(runtime.InferenceSession(result.output, backend="host"), spec, prompt, 4), want
+    )
+    np.testing.assert_array_equal(generate(verify.session(result.output), spec, prompt, 4), want)

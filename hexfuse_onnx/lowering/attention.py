@@ -22,6 +22,7 @@ from .abi import ClipParam, Dtype, GemmParam, Opcode, Param, QuantParam, Task
 from .layout import axis_slice
 from .lowerer import Lowerer, attr, f32_bits
 from .registry import LoweringError, lowers
+from .traced import broadcast, traced_dims
 
 MASKED = -1e30  # added to a score that must get no weight: exp underflows to exactly 0
 MAX_POSITIONS = 4096  # one-hot rows are exact while (p - m)^2 stays an exact float32 integer
@@ -69,7 +70,7 @@ class Ops:
         return self.cx.read(name, self.n, self.t)
 
     def dims(self, tid: int) -> list[int]:
-        return list(self.cx.prog.tensors[tid].dims)
+        return traced_dims(self.cx.prog, tid)
 
     def copy(self, x: int, dims: list[int]) -> int:
         return self.op(Opcode.COPY, [x], dims)
@@ -87,7 +88,7 @@ class Ops:
         return self.op(Opcode.SLICE, [x], d[:-1] + [len(range(begin, end, step))], params)
 
     def binary(self, opcode: Opcode, a: int, b: int, out: str = "") -> int:
-        dims = list(np.broadcast_shapes(tuple(self.dims(a)), tuple(self.dims(b))))
+        dims = broadcast(self.dims(a), self.dims(b))
         return self.op(opcode, [a, b], dims, out=out)
 
     def clip01(self, x: int) -> int:
@@ -111,7 +112,7 @@ class Ops:
 def gemm(o: Ops, a: int, b: int, trans_b: bool = False, alpha: float = 1.0, c: int | None = None) -> int:
     da, db = o.dims(a), o.dims(b)
     n = db[-2] if trans_b else db[-1]
-    batch = list(np.broadcast_shapes(tuple(da[:-2]), tuple(db[:-2])))
+    batch = broadcast(da[:-2], db[:-2])
     params = {
         GemmParam.TRANS_B: int(trans_b),
         GemmParam.ALPHA: f32_bits(alpha),

@@ -38,6 +38,7 @@ from .abi import (
 )
 from .lowerer import Lowerer
 from .program import layout_of, locate, specialize, tensor_records
+from . import traced
 from .registry import LoweringError
 
 
@@ -201,8 +202,7 @@ def _patches(
     for tid, t in enumerate(lowerer.prog.tensors):
         if t.role in (Role.INPUT, Role.CONSTANT):
             continue
-        name = tensor_name(lowerer, tid)
-        exprs = body.get(name) if name else _scratch_exprs(lowerer, tid, body)
+        exprs = _tensor_exprs(lowerer, tid, body)
         if exprs is None or len(exprs) != len(t.dims):
             notes.update({(tid, axis): "its shape has no expression" for axis in range(len(t.dims))})
             continue
@@ -213,6 +213,28 @@ def _patches(
             elif note:
                 notes[(tid, axis)] = note
     return patches, notes
+
+
+def _tensor_exprs(
+    lowerer: Lowerer, tid: int, body: dict[str, list[int | sympy.Expr | None]]
+) -> list[int | sympy.Expr | None] | None:
+    """Program tensor `tid`'s dims as expressions of the symbols: a body tensor's from the body,
+    a scratch tensor's from the dims it was computed from (traced.py), else from its node's tensors."""
+    name = tensor_name(lowerer, tid)
+    if name:
+        return body.get(name)
+    dims = lowerer.prog.tensors[tid].dims
+    if not traced.is_traced(dims):
+        return _scratch_exprs(lowerer, tid, body)
+
+    def axis_expr(source: int, axis: int) -> sympy.Expr | int | None:
+        t = lowerer.prog.tensors[source]
+        if t.role == Role.CONSTANT:
+            return int(t.dims[axis])
+        exprs = _tensor_exprs(lowerer, source, body) if source != tid else None
+        return exprs[axis] if exprs is not None and axis < len(exprs) else None
+
+    return [traced.resolve(traced.expr_of(d), axis_expr) for d in dims]
 
 
 def _scratch_exprs(
