@@ -20,7 +20,7 @@ from hexfuse_onnx import contract as C
 from hexfuse_onnx import graph, verify
 from hexfuse_onnx.fused_work import fused_work
 from hexfuse_onnx.lowering import LoweringError, lower_pair
-from hexfuse_onnx.lowering.abi import Engine, Task
+from hexfuse_onnx.lowering.abi import Engine, Opcode, Task
 from hexfuse_onnx.runtime import HostKernel
 
 MS = "com.microsoft"
@@ -299,14 +299,15 @@ def test_group_query_attention_other_attributes_are_refused_by_name(attribute, v
 # ---- RotaryEmbedding
 
 
-def rotary_case(domain: str, interleaved: int, four_d: bool = False):
-    """3-D [B, S, N*H] with num_heads, or 4-D [B, N, S, H]."""
+def rotary_case(domain: str, interleaved: int, four_d: bool = False, positions: int = 32):
+    """3-D [B, S, N*H] with num_heads, or 4-D [B, N, S, H]; a cache of `positions` rows."""
     rng = np.random.default_rng(9)
     b, s, heads, h = 2, 3, 2, 8
-    angles = np.arange(32)[:, None] * (10000.0 ** (-np.arange(h // 2) / (h // 2)))[None]
+    angles = np.arange(positions)[:, None] * (10000.0 ** (-np.arange(h // 2) / (h // 2)))[None]
     inits = {"cos": np.cos(angles).astype(np.float32), "sin": np.sin(angles).astype(np.float32)}
     shape = [b, heads, s, h] if four_d else [b, s, heads * h]
-    feeds = {"x": rand(rng, *shape), "pos": np.array([[4, 5, 6], [0, 1, 31]], np.int64)}
+    last = positions - 1
+    feeds = {"x": rand(rng, *shape), "pos": np.array([[4, 5, 6], [0, last - 1, last]], np.int64)}
     inputs = ["x", "pos", "cos", "sin"] if domain else ["x", "cos", "sin", "pos"]
     heads_attr = {} if four_d else {"num_heads": heads}
     node = helper.make_node("RotaryEmbedding", inputs, ["y"], domain=domain, interleaved=interleaved, **heads_attr)
@@ -319,6 +320,24 @@ def rotary_case(domain: str, interleaved: int, four_d: bool = False):
 @pytest.mark.parametrize("domain", ["", MS])
 def test_rotary_embedding_at_run_time_positions_matches_ort(domain, interleaved, four_d):
     assert_matches_ort(*rotary_case(domain, interleaved, four_d))
+
+
+@needs_host
+@pytest.mark.parametrize("domain", ["", MS])
+def test_rotary_embedding_reads_a_long_cache_by_gathered_rows(domain):
+    """A 131072-row cache (an LLM's 128k context) read at positions up to its last row: GATHER_ROWS
+    picks the rows, no one-hot [positions x rows] GEMM."""
+    m, feeds = rotary_case(domain, 0, positions=131072)
+    assert_matches_ort(m, feeds)
+    ops = {struct.unpack_from("<H", r, 0)[0] for r in _op_records(lower_pair(m, m.graph.node[0]))}
+    assert Opcode.GATHER_ROWS in ops and Opcode.GEMM not in ops
+
+
+@needs_host
+def test_group_query_attention_rotary_rows_past_4096_positions_match_ort():
+    """Decode at position 5000 of a 8192-row rotary cache (rows picked at float positions)."""
+    m, feeds = gqa_case(np.random.default_rng(8), b=1, s=1, past=5001, seqlens=[5001], positions=8192)
+    assert_matches_ort(m, feeds)
 
 
 @needs_host
