@@ -21,6 +21,7 @@ from hexfuse_onnx import graph, verify
 from hexfuse_onnx.fused_work import fused_work
 from hexfuse_onnx.lowering import LoweringError, lower_pair
 from hexfuse_onnx.lowering.abi import Engine, Opcode, Task
+from hexfuse_onnx.lowering.program import specialize
 from hexfuse_onnx.runtime import HostKernel
 
 MS = "com.microsoft"
@@ -459,3 +460,44 @@ def test_rotary_pairs_of_a_decoder_keep_its_symbolic_shapes(tmp_path):
         generate(runtime.InferenceSession(result.output, backend="host"), spec, prompt, 4), want
     )
     np.testing.assert_array_equal(generate(verify.session(result.output), spec, prompt, 4), want)
+
+
+def with_symbolic_dims(m: onnx.ModelProto, axes: dict[str, dict[int, str]]) -> onnx.ModelProto:
+    """`m` with the named graph inputs', outputs' and body value_info's axes made symbolic."""
+    values = [*m.graph.input, *m.graph.output, *(v for f in m.functions for v in f.value_info)]
+    for v in values:
+        for axis, name in axes.get(v.name, {}).items():
+            v.type.tensor_type.shape.dim[axis].dim_param = name
+    return m
+
+
+def attention_23_at(b: int, s: int, past: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(b * 100 + s * 10 + past)
+    mask = np.where(rng.random((b, 1, s, past + s)) < 0.2, -np.inf, 0).astype(np.float32)
+    mask[..., 0] = 0
+    kv = {k: rand(rng, b, 2, past, 8) for k in ("pk", "pv")}
+    return {"q": rand(rng, b, s, 32), "k": rand(rng, b, s, 16), "v": rand(rng, b, s, 16), "mask": mask, **kv}
+
+
+@needs_host
+def test_attention_23_lowers_once_for_every_batch_and_length():
+    """With batch, sequence and past symbolic, the expansion's scratch tensors get shape
+    expressions (one v2 program), which runs at other shapes than the representative one and
+    matches ORT there."""
+    m, _ = attention_23_case({"past": 5})
+    bs, cache = {0: "B", 1: "S"}, {0: "B", 2: "P"}
+    present = {0: "B", 2: "P + S"}
+    axes = {"q": bs, "k": bs, "v": bs, "y": bs, "mask": {0: "B", 2: "S", 3: "P + S"}, "pk": cache, "pv": cache}
+    m = with_symbolic_dims(m, axes | {"present_k": present, "present_v": present})
+    program = lower_pair(m, m.graph.node[0])
+    assert struct.unpack_from("<H", program, 4)[0] == 2  # format v2: carries a shape section
+    ra = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
+    session = ort.InferenceSession(plain(m).SerializeToString(), providers=["CPUExecutionProvider"])
+    for b, s, past in ((1, 1, 9), (3, 4, 2)):
+        feeds = attention_23_at(b, s, past)
+        ref = session.run(None, {"ra": ra, **feeds})
+        inputs = [ra, *(feeds[n] for n in ("q", "k", "v", "mask", "pk", "pv"))]
+        got = HostKernel().run(specialize(program, [list(x.shape) for x in inputs]), inputs)
+        for r, g in zip(ref, got):
+            assert r.shape == g.shape
+            assert verify.relative_error(r, g) <= TOL
