@@ -442,9 +442,8 @@ def test_rotary_pairs_of_a_decoder_keep_its_symbolic_shapes(tmp_path):
     """Without --shape the opset-23 Llama decoder's rotary embeddings pair (their scratch tensors
     get shape expressions), and the written model, its dims still symbolic, generates the
     original's tokens with a growing KV cache on the plugin and on stock ORT."""
-    from models.exported import MODELS, decoder_spec, generate
-
     from hexfuse_onnx import pipeline, runtime
+    from models.exported import MODELS, decoder_spec, generate
 
     path = MODELS["llama_attention23"].path
     result = pipeline.rewrite(path, tmp_path / "fused.onnx", verify_plugin=True)

@@ -9,7 +9,7 @@ import onnx
 from onnx import numpy_helper
 
 from .abi import Dtype, Layout, Opcode, Param, SliceParam, Task
-from .lowerer import Lowerer, attr
+from .lowerer import DTYPES, Lowerer, attr
 from .registry import LoweringError, lowers
 
 INT32_MAX = 2**31 - 1
@@ -138,13 +138,13 @@ def gather(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     x = cx.shape(n.input[0], n)
     axis = int(attr(n, "axis", 0)) % len(x)
     if n.input[1] not in cx.static:
-        dtype = {onnx.TensorProto.INT32: Dtype.I32, onnx.TensorProto.INT64: Dtype.I64}.get(cx.dtype(n.input[1]))
-        if axis != 0 or dtype is None:
+        dtype = DTYPES.get(cx.dtype(n.input[1]))
+        if axis != 0 or dtype not in (Dtype.I32, Dtype.I64):
             raise LoweringError(
                 n.op_type, n.name, f"run-time indices '{n.input[1]}': only int32/int64 indices on axis 0 are supported"
             )
-        indices = cx.read_typed(n.input[1], n, t, dtype)
-        cx.emit(n, t, Opcode.GATHER_ROWS, [cx.read(n.input[0], n, t), indices])
+        rows = cx.read_typed(n.input[1], n, t, dtype)
+        cx.emit(n, t, Opcode.GATHER_ROWS, [cx.read(n.input[0], n, t), rows])
         return
     indices = np.asarray(cx.static[n.input[1]])
     flat = [int(i) % x[axis] if -x[axis] <= int(i) < x[axis] else -1 for i in indices.reshape(-1)]

@@ -24,6 +24,7 @@ from onnx import helper
 from .. import shape_expr
 from ..graph import Dim, _run_symbolic_inference, _tensor_info
 from ..shape_expr import Patch, ShapeExprError, Symbol, Target
+from . import traced
 from .abi import (
     ClipParam,
     ConvParam,
@@ -38,7 +39,6 @@ from .abi import (
 )
 from .lowerer import Lowerer
 from .program import layout_of, locate, specialize, tensor_records
-from . import traced
 from .registry import LoweringError
 
 
