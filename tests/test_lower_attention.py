@@ -438,26 +438,28 @@ def test_profile_counts_each_program_op_on_its_engine(case):
 
 
 @needs_host
-def test_rotary_pairs_of_a_decoder_keep_its_symbolic_shapes(tmp_path):
-    """Without --shape the opset-23 Llama decoder's rotary embeddings pair (their scratch tensors
-    get shape expressions), and the written model, its dims still symbolic, generates the
-    original's tokens with a growing KV cache on the plugin and on stock ORT."""
+@pytest.mark.parametrize("name", ["llama_attention23", "llama_gqa_contrib", "gpt2_mha_contrib"])
+def test_fused_op_decoders_keep_their_symbolic_shapes(tmp_path, name):
+    """Without --shape the fused-op decoders pair (the opset-23 Llama its rotary embeddings: their
+    scratch tensors get shape expressions; GPT-2 its embedding lookups, GATHER_ROWS), and the
+    written model, its dims still symbolic, generates the original's tokens with a growing KV
+    cache (prompt of 5, then 1 token a step) on the plugin and on stock ORT."""
     from hexfuse_onnx import pipeline, runtime
     from models.exported import MODELS, decoder_spec, generate
 
-    path = MODELS["llama_attention23"].path
+    path = MODELS[name].path
     result = pipeline.rewrite(path, tmp_path / "fused.onnx", verify_plugin=True)
     assert result.output is not None, [r.reason for r in result.analysis.rejected]
     fused = onnx.load(result.output)
-    assert any(n.op_type == "RotaryEmbedding" for fn in fused.functions for n in fn.node)
+    paired = {n.op_type for fn in fused.functions for n in fn.node}
+    assert {"llama_attention23": "RotaryEmbedding", "gpt2_mha_contrib": "Gather"}.get(name, "MatMul") in paired
     original = onnx.load(path)
     assert [i.type for i in fused.graph.input] == [i.type for i in original.graph.input]
     spec = decoder_spec(path)
     prompt = np.array([[5, 17, 42, 7, 99], [1, 2, 3, 4, 5]], np.int64)
     want = generate(verify.session(path), spec, prompt, 4)
-    np.testing.assert_array_equal(
-        generate(runtime.InferenceSession(result.output, backend="host"), spec, prompt, 4), want
-    )
+    plugin = runtime.InferenceSession(result.output, backend="host")
+    np.testing.assert_array_equal(generate(plugin, spec, prompt, 4), want)
     np.testing.assert_array_equal(generate(verify.session(result.output), spec, prompt, 4), want)
 
 
