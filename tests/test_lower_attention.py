@@ -502,3 +502,29 @@ def test_attention_23_lowers_once_for_every_batch_and_length():
         for r, g in zip(ref, got):
             assert r.shape == g.shape
             assert verify.relative_error(r, g) <= TOL
+
+
+@needs_host
+def test_multi_head_attention_with_padding_mask_lowers_once_for_every_batch_and_length():
+    """MultiHeadAttention (not unidirectional) with a key padding mask and a past, batch, sequence
+    and past symbolic: one v2 program, matching ORT at two other shapes."""
+    m, _ = mha_case(np.random.default_rng(1), causal=0, b=2, s=3, past=5)
+    bs, cache, present = {0: "B", 1: "S"}, {0: "B", 2: "P"}, {0: "B", 2: "P + S"}
+    axes = {"q": bs, "k": bs, "v": bs, "y": bs, "mask": {0: "B", 1: "P + S"}, "pk": cache, "pv": cache}
+    m = with_symbolic_dims(m, axes | {"present_k": present, "present_v": present})
+    program = lower_pair(m, m.graph.node[0])
+    ra = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
+    bias = numpy_helper.to_array(m.graph.initializer[0])
+    session = ort.InferenceSession(plain(m).SerializeToString(), providers=["CPUExecutionProvider"])
+    for b, s, past in ((1, 1, 9), (3, 4, 2)):
+        rng = np.random.default_rng(b)
+        feeds = {n: rand(rng, b, s, 16) for n in ("q", "k", "v")}
+        feeds["mask"] = np.ones((b, past + s), np.int32)
+        feeds["mask"][0, 0] = 0
+        feeds |= {n: rand(rng, b, 2, past, 8) for n in ("pk", "pv")}
+        ref = session.run(None, {"ra": ra, **feeds})
+        inputs = [ra, *(bias if n == "bias" else feeds[n] for n in m.graph.node[0].input[1:])]
+        got = HostKernel().run(specialize(program, [list(x.shape) for x in inputs]), inputs)
+        for r, g in zip(ref, got):
+            assert r.shape == g.shape
+            assert verify.relative_error(r, g) <= TOL
