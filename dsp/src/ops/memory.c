@@ -257,8 +257,9 @@ static int64_t gather_index(const hfx_tensor *t, const void *data, uint64_t r, i
     if (t->dtype == HFX_DTYPE_I64) return ((const int64_t *)data)[r];
     if (t->dtype == HFX_DTYPE_I32) return ((const int32_t *)data)[r];
     float f = ((const float *)data)[r];
-    if (!(f >= (float)-rows && f < (float)rows) || f != floorf(f)) return INT64_MIN; /* NaN fails too */
-    return (int64_t)f;
+    if (!(f >= (float)-rows && f < (float)rows)) return INT64_MIN; /* NaN fails too */
+    int64_t k = (int64_t)f;
+    return (float)k == f ? k : INT64_MIN;
 }
 
 hfx_status hfx_validate_gather_rows(hfx_vctx *v, hfx_op *op) {
