@@ -91,15 +91,12 @@ def _rotate(o: _Ops, elements: int, interleaved: int) -> None:
 
 def _rows(o: _Ops, g: ModelGraph, rows: int, cache: str, known_positions: bool) -> None:
     """A cos or sin [rows, R/2] pick: constant when the positions and cache are known, else a
-    one-hot (COPY, SUB, MUL, SUB, CLIP) unless the positions are known, a GEMM, a COPY."""
-    positions, half = _dims(g, cache)
+    GATHER_ROWS (after a COPY of run-time positions to [B, S, 1])."""
+    half = _dims(g, cache)[1]
     if known_positions and cache in g.initializers:
         return
     if not known_positions:
         o.mem(rows)
-        for _ in range(4):
-            o.vec(rows * positions)
-    o.gemm(rows, half, positions)
     o.mem(rows * half)
 
 

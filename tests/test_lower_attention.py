@@ -20,7 +20,8 @@ from hexfuse_onnx import contract as C
 from hexfuse_onnx import graph, verify
 from hexfuse_onnx.fused_work import fused_work
 from hexfuse_onnx.lowering import LoweringError, lower_pair
-from hexfuse_onnx.lowering.abi import Engine, Task
+from hexfuse_onnx.lowering.abi import Engine, Opcode, Task
+from hexfuse_onnx.lowering.program import specialize
 from hexfuse_onnx.runtime import HostKernel
 
 MS = "com.microsoft"
@@ -299,14 +300,15 @@ def test_group_query_attention_other_attributes_are_refused_by_name(attribute, v
 # ---- RotaryEmbedding
 
 
-def rotary_case(domain: str, interleaved: int, four_d: bool = False):
-    """3-D [B, S, N*H] with num_heads, or 4-D [B, N, S, H]."""
+def rotary_case(domain: str, interleaved: int, four_d: bool = False, positions: int = 32):
+    """3-D [B, S, N*H] with num_heads, or 4-D [B, N, S, H]; a cache of `positions` rows."""
     rng = np.random.default_rng(9)
     b, s, heads, h = 2, 3, 2, 8
-    angles = np.arange(32)[:, None] * (10000.0 ** (-np.arange(h // 2) / (h // 2)))[None]
+    angles = np.arange(positions)[:, None] * (10000.0 ** (-np.arange(h // 2) / (h // 2)))[None]
     inits = {"cos": np.cos(angles).astype(np.float32), "sin": np.sin(angles).astype(np.float32)}
     shape = [b, heads, s, h] if four_d else [b, s, heads * h]
-    feeds = {"x": rand(rng, *shape), "pos": np.array([[4, 5, 6], [0, 1, 31]], np.int64)}
+    last = positions - 1
+    feeds = {"x": rand(rng, *shape), "pos": np.array([[4, 5, 6], [0, last - 1, last]], np.int64)}
     inputs = ["x", "pos", "cos", "sin"] if domain else ["x", "cos", "sin", "pos"]
     heads_attr = {} if four_d else {"num_heads": heads}
     node = helper.make_node("RotaryEmbedding", inputs, ["y"], domain=domain, interleaved=interleaved, **heads_attr)
@@ -319,6 +321,24 @@ def rotary_case(domain: str, interleaved: int, four_d: bool = False):
 @pytest.mark.parametrize("domain", ["", MS])
 def test_rotary_embedding_at_run_time_positions_matches_ort(domain, interleaved, four_d):
     assert_matches_ort(*rotary_case(domain, interleaved, four_d))
+
+
+@needs_host
+@pytest.mark.parametrize("domain", ["", MS])
+def test_rotary_embedding_reads_a_long_cache_by_gathered_rows(domain):
+    """A 131072-row cache (an LLM's 128k context) read at positions up to its last row: GATHER_ROWS
+    picks the rows, no one-hot [positions x rows] GEMM."""
+    m, feeds = rotary_case(domain, 0, positions=131072)
+    assert_matches_ort(m, feeds)
+    ops = {struct.unpack_from("<H", r, 0)[0] for r in _op_records(lower_pair(m, m.graph.node[0]))}
+    assert Opcode.GATHER_ROWS in ops and Opcode.GEMM not in ops
+
+
+@needs_host
+def test_group_query_attention_rotary_rows_past_4096_positions_match_ort():
+    """Decode at position 5000 of a 8192-row rotary cache (rows picked at float positions)."""
+    m, feeds = gqa_case(np.random.default_rng(8), b=1, s=1, past=5001, seqlens=[5001], positions=8192)
+    assert_matches_ort(m, feeds)
 
 
 @needs_host
@@ -415,3 +435,96 @@ def test_profile_counts_each_program_op_on_its_engine(case):
     g = graph.index_model(plain(m))
     node = next(n for n in g.nodes if n.op_type != "Relu")
     assert [KERNEL_ENGINE[e] for e, _, _, _ in fused_work(g, node)] == engines
+
+
+@needs_host
+@pytest.mark.parametrize("name", ["llama_attention23", "llama_gqa_contrib", "gpt2_mha_contrib"])
+def test_fused_op_decoders_keep_their_symbolic_shapes(tmp_path, name):
+    """Without --shape the fused-op decoders pair (the opset-23 Llama its rotary embeddings: their
+    scratch tensors get shape expressions; GPT-2 its embedding lookups, GATHER_ROWS), and the
+    written model, its dims still symbolic, generates the original's tokens with a growing KV
+    cache (prompt of 5, then 1 token a step) on the plugin and on stock ORT."""
+    from hexfuse_onnx import pipeline, runtime
+    from models.exported import MODELS, decoder_spec, generate
+
+    path = MODELS[name].path
+    result = pipeline.rewrite(path, tmp_path / "fused.onnx", verify_plugin=True)
+    assert result.output is not None, [r.reason for r in result.analysis.rejected]
+    fused = onnx.load(result.output)
+    paired = {n.op_type for fn in fused.functions for n in fn.node}
+    assert {"llama_attention23": "RotaryEmbedding", "gpt2_mha_contrib": "Gather"}.get(name, "MatMul") in paired
+    original = onnx.load(path)
+    assert [i.type for i in fused.graph.input] == [i.type for i in original.graph.input]
+    spec = decoder_spec(path)
+    prompt = np.array([[5, 17, 42, 7, 99], [1, 2, 3, 4, 5]], np.int64)
+    want = generate(verify.session(path), spec, prompt, 4)
+    plugin = runtime.InferenceSession(result.output, backend="host")
+    np.testing.assert_array_equal(generate(plugin, spec, prompt, 4), want)
+    np.testing.assert_array_equal(generate(verify.session(result.output), spec, prompt, 4), want)
+
+
+def with_symbolic_dims(m: onnx.ModelProto, axes: dict[str, dict[int, str]]) -> onnx.ModelProto:
+    """`m` with the named graph inputs', outputs' and body value_info's axes made symbolic."""
+    values = [*m.graph.input, *m.graph.output, *(v for f in m.functions for v in f.value_info)]
+    for v in values:
+        for axis, name in axes.get(v.name, {}).items():
+            v.type.tensor_type.shape.dim[axis].dim_param = name
+    return m
+
+
+def attention_23_at(b: int, s: int, past: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(b * 100 + s * 10 + past)
+    mask = np.where(rng.random((b, 1, s, past + s)) < 0.2, -np.inf, 0).astype(np.float32)
+    mask[..., 0] = 0
+    kv = {k: rand(rng, b, 2, past, 8) for k in ("pk", "pv")}
+    return {"q": rand(rng, b, s, 32), "k": rand(rng, b, s, 16), "v": rand(rng, b, s, 16), "mask": mask, **kv}
+
+
+@needs_host
+def test_attention_23_lowers_once_for_every_batch_and_length():
+    """With batch, sequence and past symbolic, the expansion's scratch tensors get shape
+    expressions (one v2 program), which runs at other shapes than the representative one and
+    matches ORT there."""
+    m, _ = attention_23_case({"past": 5})
+    bs, cache = {0: "B", 1: "S"}, {0: "B", 2: "P"}
+    present = {0: "B", 2: "P + S"}
+    axes = {"q": bs, "k": bs, "v": bs, "y": bs, "mask": {0: "B", 2: "S", 3: "P + S"}, "pk": cache, "pv": cache}
+    m = with_symbolic_dims(m, axes | {"present_k": present, "present_v": present})
+    program = lower_pair(m, m.graph.node[0])
+    assert struct.unpack_from("<H", program, 4)[0] == 2  # format v2: carries a shape section
+    ra = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
+    session = ort.InferenceSession(plain(m).SerializeToString(), providers=["CPUExecutionProvider"])
+    for b, s, past in ((1, 1, 9), (3, 4, 2)):
+        feeds = attention_23_at(b, s, past)
+        ref = session.run(None, {"ra": ra, **feeds})
+        inputs = [ra, *(feeds[n] for n in ("q", "k", "v", "mask", "pk", "pv"))]
+        got = HostKernel().run(specialize(program, [list(x.shape) for x in inputs]), inputs)
+        for r, g in zip(ref, got):
+            assert r.shape == g.shape
+            assert verify.relative_error(r, g) <= TOL
+
+
+@needs_host
+def test_multi_head_attention_with_padding_mask_lowers_once_for_every_batch_and_length():
+    """MultiHeadAttention (not unidirectional) with a key padding mask and a past, batch, sequence
+    and past symbolic: one v2 program, matching ORT at two other shapes."""
+    m, _ = mha_case(np.random.default_rng(1), causal=0, b=2, s=3, past=5)
+    bs, cache, present = {0: "B", 1: "S"}, {0: "B", 2: "P"}, {0: "B", 2: "P + S"}
+    axes = {"q": bs, "k": bs, "v": bs, "y": bs, "mask": {0: "B", 1: "P + S"}, "pk": cache, "pv": cache}
+    m = with_symbolic_dims(m, axes | {"present_k": present, "present_v": present})
+    program = lower_pair(m, m.graph.node[0])
+    ra = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
+    bias = numpy_helper.to_array(m.graph.initializer[0])
+    session = ort.InferenceSession(plain(m).SerializeToString(), providers=["CPUExecutionProvider"])
+    for b, s, past in ((1, 1, 9), (3, 4, 2)):
+        rng = np.random.default_rng(b)
+        feeds = {n: rand(rng, b, s, 16) for n in ("q", "k", "v")}
+        feeds["mask"] = np.ones((b, past + s), np.int32)
+        feeds["mask"][0, 0] = 0
+        feeds |= {n: rand(rng, b, 2, past, 8) for n in ("pk", "pv")}
+        ref = session.run(None, {"ra": ra, **feeds})
+        inputs = [ra, *(bias if n == "bias" else feeds[n] for n in m.graph.node[0].input[1:])]
+        got = HostKernel().run(specialize(program, [list(x.shape) for x in inputs]), inputs)
+        for r, g in zip(ref, got):
+            assert r.shape == g.shape
+            assert verify.relative_error(r, g) <= TOL

@@ -8,6 +8,7 @@ import struct
 
 import numpy as np
 import onnx
+import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper
 from test_lower import _op_records, assert_matches_ort_on_the_host_kernel, init, needs_host, pair_model, vi
@@ -341,3 +342,36 @@ def test_exported_style_branches_fuse_and_match_with_the_plugin(tmp_path) -> Non
     (pair,) = result.analysis.pairs
     fused = {result.analysis.graph.nodes[i].op_type for i in pair.candidate.nodes}
     assert fused >= {"BatchNormalization", "Clip", "Split", "Sum", "Pad", "Neg", "Gather", "Expand"}
+
+
+@needs_host
+@pytest.mark.parametrize("dtype", [np.int64, np.int32])
+def test_gather_of_run_time_token_ids_is_gather_rows(dtype) -> None:
+    """An embedding lookup: Gather axis 0 of a weight by token ids known only at run time, negative
+    ones included, runs as one GATHER_ROWS and equals ORT's Gather."""
+    from test_lower import program_inputs
+
+    from hexfuse_onnx.runtime import HostKernel
+
+    elem = TensorProto.INT64 if dtype == np.int64 else TensorProto.INT32
+    m = task_b_pair(
+        [helper.make_node("Gather", ["emb", "ids"], ["yb"], name="wte")],
+        [vi("ids", [2, 3], elem)],
+        [vi("yb", [2, 3, 4])],
+        [init("emb", np.random.default_rng(3).standard_normal((7, 4)).astype(np.float32))],
+    )
+    assert opcodes(m) == [Opcode.RELU, Opcode.GATHER_ROWS]
+    feeds = {"x": np.ones((2, 4), np.float32), "ids": np.array([[0, 6, 3], [-1, -7, 2]], dtype)}
+    ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+    got = HostKernel().run(lower_pair(m, m.graph.node[0]), program_inputs(m, m.graph.node[0], feeds))
+    np.testing.assert_array_equal(got[1], ref[1])
+
+
+def test_gather_of_run_time_indices_off_axis_0_is_refused_by_name() -> None:
+    m = task_b_pair(
+        [helper.make_node("Gather", ["z", "ids"], ["yb"], name="gather", axis=1)],
+        [vi("z", [2, 5]), vi("ids", [3], TensorProto.INT64)],
+        [vi("yb", [2, 3])],
+    )
+    with pytest.raises(LoweringError, match="only int32/int64 indices on axis 0"):
+        lower_pair(m, m.graph.node[0])

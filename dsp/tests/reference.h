@@ -212,6 +212,16 @@ static inline void ref_slice(const float *x, const rshape *s, const int64_t *fir
     }
 }
 
+/* ONNX Gather on axis 0: output element (i..., j...) = x[idx[i...], j...]; `ni` indices, rows of
+ * `row` elements out of `rows`; an index outside [-rows, rows) gives a row of NaN. */
+static inline void ref_gather_rows(const float *x, uint64_t rows, uint64_t row, const int64_t *idx, uint64_t ni,
+                                   float *o) {
+    for (uint64_t i = 0; i < ni; i++) {
+        int64_t k = idx[i] < 0 ? idx[i] + (int64_t)rows : idx[i];
+        for (uint64_t j = 0; j < row; j++) o[i * row + j] = k < 0 || k >= (int64_t)rows ? NAN : x[(uint64_t)k * row + j];
+    }
+}
+
 static inline void ref_concat(const float *const *xs, const rshape *ss, uint32_t n, uint32_t axis, float *o,
                               const rshape *os) {
     uint32_t idx[8] = {0};

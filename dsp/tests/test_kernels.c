@@ -718,6 +718,50 @@ static void test_slice(void) {
     }
 }
 
+/* GatherRows against ref_gather_rows: i64, i32 and f32 indices of rank 0..2 (negative ones, and
+ * one out of range giving NaN; an f32 one that is not an integer gives NaN too), data of rank 1..3 */
+static void test_gather_rows(void) {
+    for (int i = 0; i < 24; i++) {
+        rshape xs, is;
+        rand_shape(&xs, rng_range(1, 3), i < 2 ? 300 : 9);
+        rand_shape(&is, i % 3, 6);
+        uint64_t rows = xs.d[0], row = rs_numel(&xs) / rows, ni = rs_numel(&is);
+        int kind = i % 3, bad = i % 5 == 4; /* 0 i64, 1 i32, 2 f32 */
+        int64_t *idx = calloc(ni, 8);
+        int32_t *idx32 = calloc(ni, 4);
+        float *idxf = calloc(ni, 4);
+        for (uint64_t k = 0; k < ni; k++) {
+            idx[k] = (int64_t)rng_range(0, (uint32_t)(2 * rows - 1)) - (int64_t)rows;
+            if (bad && k == ni - 1) idx[k] = rng_u32() % 2 ? (int64_t)rows : -(int64_t)rows - 1;
+            idx32[k] = (int32_t)idx[k];
+            idxf[k] = (float)idx[k];
+        }
+        if (kind == 2 && i % 4 == 1) idxf[0] += 0.5f, idx[0] = (int64_t)rows; /* not an integer: NaN */
+        rshape os = is;
+        for (uint32_t q = 1; q < xs.rank; q++) os.d[os.rank++] = xs.d[q];
+        float *X = rand_buf(rs_numel(&xs), -1, 1), *O = calloc(ni * row, 4), *R = calloc(ni * row, 4);
+        ref_gather_rows(X, rows, row, idx, ni, R);
+        hfxb b;
+        hfxb_init(&b);
+        int task = i % 2;
+        uint32_t x = hfxb_input(&b, task, xs.rank, xs.d);
+        uint8_t dtypes[3] = {HFX_DTYPE_I64, HFX_DTYPE_I32, HFX_DTYPE_F32};
+        uint32_t ix = hfxb_set_dtype(&b, hfxb_input(&b, task, is.rank, is.d), dtypes[kind]);
+        uint32_t in[2] = {x, ix};
+        hfxb_op_add(&b, task, HFX_OP_GATHER_ROWS, -1, 2, in, hfxb_output(&b, task, os.rank, os.d), NULL);
+        const void *idxs[3] = {idx, idx32, idxf};
+        const void *ins[2] = {X, idxs[kind]};
+        void *outs[1] = {O};
+        if (run_prog(&b, ins, 2, outs, 1)) {
+            int same = 1;
+            for (uint64_t k = 0; k < ni * row; k++) same &= isnan(R[k]) ? isnan(O[k]) : O[k] == R[k];
+            CHECK_MSG(same, "gather_rows data rank %u indices rank %u dtype %u", xs.rank, is.rank, dtypes[kind]);
+        }
+        hfxb_free(&b);
+        free(X), free(O), free(R), free(idx), free(idx32), free(idxf);
+    }
+}
+
 static void test_concat_copy(void) {
     for (int i = 0; i < 20; i++) {
         rshape base;
@@ -1227,6 +1271,7 @@ int main(void) {
     RUN_TEST(test_transpose);
     RUN_TEST(test_slice);
     RUN_TEST(test_concat_copy);
+    RUN_TEST(test_gather_rows);
     RUN_TEST(test_zero_size_reduce);
     RUN_TEST(test_zero_size_concat);
     RUN_TEST(test_zero_size_chain);

@@ -93,6 +93,7 @@ class Opcode(IntEnum):
     SLICE = 52
     COPY = 53
     RESIZE = 54
+    GATHER_ROWS = 55  # ONNX Gather on axis 0 with run-time int32/int64 indices
     MAXPOOL = 60
     AVGPOOL = 61
     GLOBAL_AVGPOOL = 62

@@ -1,12 +1,13 @@
 """Fused attention ops expanded into the kernel's program ops: onnxruntime's MultiHeadAttention,
 GroupQueryAttention and RotaryEmbedding (com.microsoft), and ONNX's Attention and RotaryEmbedding
-(opset 23). No new kernel op: heads are COPY/TRANSPOSE, scores one batched GEMM (scale as alpha,
+(opset 23). Heads are COPY/TRANSPOSE, rotary rows GATHER_ROWS, scores one batched GEMM (scale as alpha,
 the mask as its C), SOFTMAX, then a GEMM with V.
 
 Values known only at run time (a key padding mask, GQA's seqlens_k, rotary position ids) enter as
 integers and are made float by DEQUANTIZE_LINEAR (scale 1). Whatever depends on them is then exact
-arithmetic on small integers: a one-hot row (CLIP(1 - (p - m)^2, 0, 1)) picks a cos/sin row or a
-KV-cache slot by a GEMM, a 0/1 penalty (CLIP of a difference) masks a score.
+arithmetic on small integers: GATHER_ROWS picks cos/sin rows at float positions, a one-hot row
+(CLIP(1 - (p - m)^2, 0, 1)) places GQA's new rows in their KV-cache slots by a GEMM, a 0/1
+penalty (CLIP of a difference) masks a score.
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ from .abi import ClipParam, Dtype, GemmParam, Opcode, Param, QuantParam, Task
 from .layout import axis_slice
 from .lowerer import Lowerer, attr, f32_bits
 from .registry import LoweringError, lowers
+from .traced import broadcast, traced_dims
 
 MASKED = -1e30  # added to a score that must get no weight: exp underflows to exactly 0
-MAX_POSITIONS = 4096  # one-hot rows are exact while (p - m)^2 stays an exact float32 integer
+F32_EXACT = 2**24  # positions and cache slots computed in float32 are exact integers below this
 
 # The integer inputs each op reads at run time (made float by DEQUANTIZE_LINEAR), by registry key;
 # any other integer input must be known when lowering.
@@ -41,6 +43,7 @@ _ENGINE = {
     Opcode.COPY: EngineClass.MEMORY,
     Opcode.SLICE: EngineClass.MEMORY,
     Opcode.CONCAT: EngineClass.MEMORY,
+    Opcode.GATHER_ROWS: EngineClass.MEMORY,
 }
 
 
@@ -69,7 +72,7 @@ class Ops:
         return self.cx.read(name, self.n, self.t)
 
     def dims(self, tid: int) -> list[int]:
-        return list(self.cx.prog.tensors[tid].dims)
+        return traced_dims(self.cx.prog, tid)
 
     def copy(self, x: int, dims: list[int]) -> int:
         return self.op(Opcode.COPY, [x], dims)
@@ -87,7 +90,7 @@ class Ops:
         return self.op(Opcode.SLICE, [x], d[:-1] + [len(range(begin, end, step))], params)
 
     def binary(self, opcode: Opcode, a: int, b: int, out: str = "") -> int:
-        dims = list(np.broadcast_shapes(tuple(self.dims(a)), tuple(self.dims(b))))
+        dims = broadcast(self.dims(a), self.dims(b))
         return self.op(opcode, [a, b], dims, out=out)
 
     def clip01(self, x: int) -> int:
@@ -101,17 +104,11 @@ class Ops:
         x = self.cx.read_typed(name, self.n, self.t, dtype)
         return self.op(Opcode.DEQUANTIZE_LINEAR, [x, self.const(1.0)], self.dims(x), {QuantParam.AXIS: 0})
 
-    def one_hot(self, positions: int, count: int) -> int:
-        """[..., count] rows: 1 where m equals the (integer, float) position, else 0."""
-        p = self.dims(positions)
-        d = self.binary(Opcode.SUB, self.copy(positions, p + [1]), self.const(np.arange(count)))
-        return self.clip01(self.binary(Opcode.SUB, self.const(1.0), self.binary(Opcode.MUL, d, d)))
-
 
 def gemm(o: Ops, a: int, b: int, trans_b: bool = False, alpha: float = 1.0, c: int | None = None) -> int:
     da, db = o.dims(a), o.dims(b)
     n = db[-2] if trans_b else db[-1]
-    batch = list(np.broadcast_shapes(tuple(da[:-2]), tuple(db[:-2])))
+    batch = broadcast(da[:-2], db[:-2])
     params = {
         GemmParam.TRANS_B: int(trans_b),
         GemmParam.ALPHA: f32_bits(alpha),
@@ -309,6 +306,8 @@ def group_query_attention(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     qh, kh = to_heads(o, q, heads, rotary), to_heads(o, k, kv_heads, rotary)
     vh = to_heads(o, v, kv_heads)
     present_len = max(past_len, total_len)
+    if present_len + s > F32_EXACT:
+        raise refuse(n, f"a KV cache of {present_len} positions: float32 slots are exact below 2^24")
     start = o.copy(o.const(np.zeros((b, 1), np.float32)) if past_b is None else past_b, [b, 1, 1, 1])
     slots = _cache_slots(o, start, present_len, s, bool(past_k))
     keys = _gqa_present(o, past_k, kh, slots, present_name(n, 1))
@@ -358,25 +357,26 @@ def _gqa_present(o: Ops, past: str, new: int, slots: tuple[int, int | None], out
 
 
 def _rows(o: Ops, positions: int | np.ndarray, cache: str) -> int:
-    """cache[positions]: [B, S, 1, R/2] rows of a [max_positions, R/2] cos or sin cache; positions
-    known when lowering (an array) pick the rows here when the cache is known too."""
+    """cache[positions]: [B, S, 1, R/2] rows of a [max_positions, R/2] cos or sin cache by a
+    GATHER_ROWS (f32 integer positions); positions known when lowering (an array) pick the rows
+    here when the cache is known too."""
     cx, n = o.cx, o.n
     table = cx.shape(cache, n)
-    if len(table) != 2 or table[0] > MAX_POSITIONS:
-        raise refuse(n, f"cos/sin cache {table}: only [positions <= {MAX_POSITIONS}, rotary_dim / 2] is supported")
-    known = cx.known_value(cache)
+    if len(table) != 2 or table[0] > F32_EXACT:
+        raise refuse(n, f"cos/sin cache {table}: only [max positions <= 2^24, rotary_dim / 2] is supported")
     if isinstance(positions, np.ndarray):
         b, s = positions.shape
         index = positions.astype(np.int64)
         if index.min() < 0 or index.max() >= table[0]:
             raise refuse(n, f"position ids {index.min()}..{index.max()} lie outside the {table[0]}-row cache")
+        known = cx.known_value(cache)
         if known is not None:
             return o.const(np.asarray(known, np.float32)[index][:, :, None, :])
-        hot = o.const(np.eye(table[0], dtype=np.float32)[index])
+        picks = cx.constant(index[:, :, None], o.t, Dtype.I32)
     else:
         b, s = o.dims(positions)
-        hot = o.one_hot(positions, table[0])
-    return o.copy(gemm(o, hot, o.read(cache)), [b, s, 1, table[1]])
+        picks = o.copy(positions, [b, s, 1])
+    return o.op(Opcode.GATHER_ROWS, [o.read(cache), picks], [b, s, 1, table[1]])
 
 
 def rotate(o: Ops, x: int, rotary: Rotary) -> int:

@@ -8,8 +8,8 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from .abi import Layout, Opcode, Param, SliceParam, Task
-from .lowerer import Lowerer, attr
+from .abi import Dtype, Layout, Opcode, Param, SliceParam, Task
+from .lowerer import DTYPES, Lowerer, attr
 from .registry import LoweringError, lowers
 
 INT32_MAX = 2**31 - 1
@@ -133,11 +133,19 @@ def _split_sizes(cx: Lowerer, n: onnx.NodeProto, length: int) -> list[int]:
 @lowers("Gather")
 def gather(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     """A constant scalar index (SLICE, then a COPY dropping the axis) or a constant contiguous
-    ascending range of indices (one SLICE) along one axis; other indices are refused."""
+    ascending range of indices (one SLICE) along one axis; indices known only at run time (token
+    ids into an embedding table) on axis 0 by GATHER_ROWS; other indices are refused."""
     x = cx.shape(n.input[0], n)
     axis = int(attr(n, "axis", 0)) % len(x)
     if n.input[1] not in cx.static:
-        raise LoweringError(n.op_type, n.name, f"indices '{n.input[1]}' must be a constant")
+        dtype = DTYPES.get(cx.dtype(n.input[1]))
+        if axis != 0 or dtype not in (Dtype.I32, Dtype.I64):
+            raise LoweringError(
+                n.op_type, n.name, f"run-time indices '{n.input[1]}': only int32/int64 indices on axis 0 are supported"
+            )
+        rows = cx.read_typed(n.input[1], n, t, dtype)
+        cx.emit(n, t, Opcode.GATHER_ROWS, [cx.read(n.input[0], n, t), rows])
+        return
     indices = np.asarray(cx.static[n.input[1]])
     flat = [int(i) % x[axis] if -x[axis] <= int(i) < x[axis] else -1 for i in indices.reshape(-1)]
     if indices.ndim > 1 or not flat or -1 in flat or flat != list(range(flat[0], flat[0] + len(flat))):

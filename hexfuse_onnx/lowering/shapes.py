@@ -24,6 +24,7 @@ from onnx import helper
 from .. import shape_expr
 from ..graph import Dim, _run_symbolic_inference, _tensor_info
 from ..shape_expr import Patch, ShapeExprError, Symbol, Target
+from . import traced
 from .abi import (
     ClipParam,
     ConvParam,
@@ -202,8 +203,7 @@ def _patches(
     for tid, t in enumerate(lowerer.prog.tensors):
         if t.role in (Role.INPUT, Role.CONSTANT):
             continue
-        name = tensor_name(lowerer, tid)
-        exprs = body.get(name) if name else _scratch_exprs(lowerer, tid, body)
+        exprs = _tensor_exprs(lowerer, tid, body, symbols)
         if exprs is None or len(exprs) != len(t.dims):
             notes.update({(tid, axis): "its shape has no expression" for axis in range(len(t.dims))})
             continue
@@ -214,6 +214,32 @@ def _patches(
             elif note:
                 notes[(tid, axis)] = note
     return patches, notes
+
+
+def _tensor_exprs(
+    lowerer: Lowerer, tid: int, body: dict[str, list[int | sympy.Expr | None]], symbols: _Symbols
+) -> list[int | sympy.Expr | None] | None:
+    """Program tensor `tid`'s dims as expressions of the symbols: a body tensor's from the body,
+    a scratch tensor's from the dims it was computed from (traced.py: an input's own symbols), else
+    from its node's tensors."""
+    name = tensor_name(lowerer, tid)
+    if name:
+        return body.get(name)
+    dims = lowerer.prog.tensors[tid].dims
+    if not traced.is_traced(dims):
+        return _scratch_exprs(lowerer, tid, body)
+
+    def axis_expr(source: int, axis: int) -> sympy.Expr | int | None:
+        t = lowerer.prog.tensors[source]
+        if t.role == Role.CONSTANT:
+            return int(t.dims[axis])
+        if t.role == Role.INPUT:
+            name = symbols.names[t.io][axis]
+            return sympy.Symbol(name, integer=True) if name else int(t.dims[axis])
+        exprs = _tensor_exprs(lowerer, source, body, symbols) if source != tid else None
+        return exprs[axis] if exprs is not None and axis < len(exprs) else None
+
+    return [traced.resolve(traced.expr_of(d), axis_expr) for d in dims]
 
 
 def _scratch_exprs(

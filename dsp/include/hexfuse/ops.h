@@ -202,6 +202,8 @@ enum hfx_opcode {
     HFX_OP_SLICE = 52,
     HFX_OP_COPY = 53, /* identity / reshape: same element count, any shape */
     HFX_OP_RESIZE = 54, /* nearest / linear resize of the last two axes (ONNX Resize) */
+    HFX_OP_GATHER_ROWS = 55, /* in X f32 [R, ...], indices i32/i64 (or f32 integers): ONNX Gather axis 0;
+                                an index that is not an integer in [-R, R) gives a row of NaN */
     /* pooling, NCHW */
     HFX_OP_MAXPOOL = 60,        /* 2-D, in X[N,C,H,W] */
     HFX_OP_AVGPOOL = 61,        /* 2-D, in X[N,C,H,W] */

@@ -1,6 +1,8 @@
-/* memory.c - Transpose, Concat, Slice, Copy (the COPY/DMA engine class).
+/* memory.c - Transpose, Concat, Slice, Copy, GatherRows (the COPY/DMA engine class).
  * Transpose/Slice items are ranges of output rows (all axes but the last);
- * Concat/Copy items are ranges of output elements. */
+ * Concat/Copy items are ranges of output elements, GatherRows items ranges of indices. */
+#include <math.h>
+
 #include "kernels.h"
 
 /* ---- Transpose ---- */
@@ -245,4 +247,65 @@ void hfx_run_copy(const hfx_kernel_args *a, uint32_t item) {
     uint64_t b, e;
     hfx_plan_range(ot->numel, pl.elems_per_item, item, &b, &e);
     memcpy((float *)a->out[0] + b, (const float *)a->in[0] + b, (e - b) * sizeof(float));
+}
+
+/* ---- GatherRows: ONNX Gather on axis 0 with run-time indices ----
+ * Indices are i32/i64, or f32 holding integers (positions a program computes in float: exact
+ * below 2^24); an index that is not an integer in [-R, R) gives a row of NaN. */
+
+static int64_t gather_index(const hfx_tensor *t, const void *data, uint64_t r, int64_t rows) {
+    if (t->dtype == HFX_DTYPE_I64) return ((const int64_t *)data)[r];
+    if (t->dtype == HFX_DTYPE_I32) return ((const int32_t *)data)[r];
+    float f = ((const float *)data)[r];
+    if (!(f >= (float)-rows && f < (float)rows)) return INT64_MIN; /* NaN fails too */
+    int64_t k = (int64_t)f;
+    return (float)k == f ? k : INT64_MIN;
+}
+
+hfx_status hfx_validate_gather_rows(hfx_vctx *v, hfx_op *op) {
+    const hfx_tensor *x = &v->p->tensors[op->in[0]], *ix = &v->p->tensors[op->in[1]];
+    const hfx_tensor *y = &v->p->tensors[op->out[0]];
+    if (x->dtype != HFX_DTYPE_F32 || y->dtype != HFX_DTYPE_F32)
+        return hfx_vfail(v, HFX_ERR_DTYPE, HFX_IN_OFF(v, 0), "op %u (GatherRows): data and output must be f32",
+                         v->index);
+    if (ix->dtype != HFX_DTYPE_I32 && ix->dtype != HFX_DTYPE_I64 && ix->dtype != HFX_DTYPE_F32)
+        return hfx_vfail(v, HFX_ERR_DTYPE, HFX_IN_OFF(v, 1), "op %u (GatherRows): indices must be i32, i64 or f32",
+                         v->index);
+    if (x->rank == 0 || ix->rank + x->rank - 1u > HFX_MAX_RANK)
+        return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, 0), "op %u (GatherRows): data rank %u, indices rank %u",
+                         v->index, x->rank, ix->rank);
+    uint32_t od[HFX_MAX_RANK];
+    memcpy(od, ix->dims, sizeof(uint32_t) * ix->rank);
+    memcpy(od + ix->rank, x->dims + 1, sizeof(uint32_t) * (x->rank - 1u));
+    if (!hfx_same_shape(y, od, ix->rank + x->rank - 1u)) return hfx_shape_err(v, "indices.shape + data.shape[1:]");
+    return hfx_no_empty_input(v, op);
+}
+
+hfx_status hfx_plan_gather_rows(const hfx_program *p, hfx_op *op) {
+    const hfx_tensor *x = &p->tensors[op->in[0]];
+    uint64_t row_len = x->numel / x->dims[0];
+    hfx_rows_plan pl = {p->tensors[op->in[1]].numel, row_len, hfx_per_item_for(row_len, HFX_EW_CHUNK)};
+    HFX_PLAN_STORE(op, pl);
+    return hfx_plan_set_items(op, hfx_ceil_div(pl.rows, pl.rows_per_item));
+}
+
+void hfx_run_gather_rows(const hfx_kernel_args *a, uint32_t item) {
+    const hfx_op *op = a->op;
+    const hfx_tensor *xt = &a->prog->tensors[op->in[0]], *it = &a->prog->tensors[op->in[1]];
+    const float *x = a->in[0];
+    float *o = a->out[0];
+    hfx_rows_plan pl;
+    HFX_PLAN_LOAD(pl, op);
+    uint64_t b, e;
+    hfx_plan_range(pl.rows, pl.rows_per_item, item, &b, &e);
+    int64_t rows = xt->dims[0];
+    for (uint64_t r = b; r < e; r++) {
+        int64_t k = gather_index(it, a->in[1], r, rows);
+        if (k < 0 && k != INT64_MIN) k += rows;
+        float *dst = o + r * pl.row_len;
+        if (k < 0 || k >= rows)
+            for (uint64_t j = 0; j < pl.row_len; j++) dst[j] = NAN;
+        else
+            memcpy(dst, x + (uint64_t)k * pl.row_len, pl.row_len * sizeof(float));
+    }
 }
