@@ -72,6 +72,7 @@ class Opcode(IntEnum):
     SUB = 11
     MUL = 12
     DIV = 13
+    ERF = 18
     SQRT = 19
     RELU = 20
     SIGMOID = 21

@@ -20,6 +20,7 @@ UNARY = {
     "HardSwish": Opcode.HARDSWISH,
     "Neg": Opcode.NEG,
     "Sqrt": Opcode.SQRT,
+    "Erf": Opcode.ERF,
 }
 
 

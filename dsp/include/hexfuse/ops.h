@@ -177,6 +177,7 @@ enum hfx_opcode {
     HFX_OP_SUB = 11,
     HFX_OP_MUL = 12,
     HFX_OP_DIV = 13,
+    HFX_OP_ERF = 18,  /* unary: erf(x), the Gauss error function; numbered here because 20..29 is full */
     HFX_OP_SQRT = 19, /* unary, numbered here because 20..29 is full */
     /* unary activations */
     HFX_OP_RELU = 20,
