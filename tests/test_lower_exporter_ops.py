@@ -1,6 +1,6 @@
 """The ops exporters write, lowered onto the kernel's existing opcodes and run on the real host
-kernel against ONNX Runtime: BatchNormalization, Sum, Split, Neg, Sqrt, Erf, Clip, Cast, 1-D Conv and
-pooling, Pad folded into a Conv, Expand, Gather; and the forms the kernel cannot run, refused by name."""
+kernel against ONNX Runtime: BatchNormalization, Sum, Split, Neg, Sqrt, Erf, Where(IsNaN(x), c, x), Clip,
+Cast, 1-D Conv and pooling, Pad folded into a Conv, Expand, Gather; and the forms the kernel cannot run, refused by name."""
 
 from __future__ import annotations
 
@@ -96,6 +96,15 @@ CASES = {
     ),
     "erf": lambda: task_b_pair(  # BERT's exact GELU: x * 0.5 * (1 + erf(x / sqrt 2))
         [helper.make_node("Erf", ["z"], ["yb"], name="erf")], [vi("z", [4, 257])], [vi("yb", [4, 257])]
+    ),
+    "where_isnan": lambda: task_b_pair(  # torch's SDPA export after each Softmax
+        [
+            helper.make_node("IsNaN", ["z"], ["nan"], name="isnan"),
+            helper.make_node("Where", ["nan", "c", "z"], ["yb"], name="where"),
+        ],
+        [vi("z", [2, 3, 4])],
+        [vi("yb", [2, 3, 4])],
+        [init("c", np.array(-0.25, np.float32))],
     ),
     "clip_relu6_inputs": lambda: task_b_pair(
         [helper.make_node("Clip", ["z", "lo", "hi"], ["yb"], name="clip")],
@@ -203,6 +212,7 @@ OPCODES = {
     "split_input": [Opcode.RELU, Opcode.SLICE, Opcode.SLICE, Opcode.SLICE],
     "neg": [Opcode.RELU, Opcode.NEG],
     "erf": [Opcode.RELU, Opcode.ERF],
+    "where_isnan": [Opcode.RELU, Opcode.REPLACE_NAN],  # the IsNaN emits nothing
     "clip_relu6_inputs": [Opcode.RELU, Opcode.CLIP],
     "cast_float": [Opcode.RELU, Opcode.COPY],
     "conv1d": [Opcode.RELU, Opcode.COPY, Opcode.COPY, Opcode.CONV2D, Opcode.COPY],
@@ -243,6 +253,19 @@ def test_erf_is_within_1e6_of_ort_at_every_element() -> None:
     assert np.array_equal(np.signbit(got), np.signbit(ref))
 
 
+@needs_host
+def test_where_isnan_replaces_every_nan_as_ort_does() -> None:
+    m = CASES["where_isnan"]()
+    z = f32(2, 3, 4)
+    z.reshape(-1)[[0, 5, 23]] = [np.nan, -np.nan, np.nan]
+    z.reshape(-1)[[1, 2]] = [np.inf, -0.0]
+    feeds = {"x": f32(2, 4), "z": z}
+    ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)[1]
+    got = HostKernel().run(lower_pair(m, m.graph.node[0]), program_inputs(m, m.graph.node[0], feeds))[1]
+    assert not np.isnan(ref).any() and ref.reshape(-1)[0] == np.float32(-0.25)
+    assert got.tobytes() == ref.tobytes()
+
+
 def refused(nodes, inputs, outputs, inits=(), opset=17) -> tuple[onnx.ModelProto, str]:
     return task_b_pair(nodes, inputs, outputs, list(inits), opset), nodes[-1].op_type
 
@@ -271,6 +294,28 @@ REFUSED = {
         [init("i", np.array([0, 2], np.int64))],
         17,
         "contiguous",
+    ),
+    "where_isnan_of_another_tensor": (
+        [
+            helper.make_node("IsNaN", ["z"], ["nan"], name="isnan"),
+            helper.make_node("Where", ["nan", "c", "w"], ["yb"], name="where"),
+        ],
+        [vi("z", [3]), vi("w", [3])],
+        [vi("yb", [3])],
+        [init("c", np.array(0, np.float32))],
+        17,
+        "runs only as the test of a Where",
+    ),
+    "where_isnan_value_computed": (
+        [
+            helper.make_node("IsNaN", ["z"], ["nan"], name="isnan"),
+            helper.make_node("Where", ["nan", "w", "z"], ["yb"], name="where"),
+        ],
+        [vi("z", [3]), vi("w", [3])],
+        [vi("yb", [3])],
+        (),
+        17,
+        "constant scalar c",
     ),
     "pad_reflect": (
         [

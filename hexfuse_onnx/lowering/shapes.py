@@ -32,6 +32,7 @@ from .abi import (
     Opcode,
     PoolParam,
     ReduceParam,
+    ReplaceNanParam,
     ResizeParam,
     Role,
     SliceParam,
@@ -324,6 +325,7 @@ _PARAMS: dict[Opcode, type[IntEnum]] = {
     Opcode.REDUCE_SUM: ReduceParam,
     Opcode.HARDSIGMOID: HardSigmoidParam,
     Opcode.CLIP: ClipParam,
+    Opcode.REPLACE_NAN: ReplaceNanParam,
 }
 
 
