@@ -1,6 +1,6 @@
-"""The ops exporters write, lowered onto the kernel's existing opcodes and run on the real host
-kernel against ONNX Runtime: BatchNormalization, Sum, Split, Neg, Sqrt, Erf, Where(IsNaN(x), c, x), Clip,
-Cast, 1-D Conv and pooling, Pad folded into a Conv, Expand, Gather; and the forms the kernel cannot run, refused by name."""
+"""The ops exporters write, lowered onto the kernel's opcodes and run on the real host kernel against
+ONNX Runtime: BatchNormalization, Sum, Split, Neg, Sqrt, Erf, Where(IsNaN(x), c, x), Clip, Cast, 1-D Conv
+and pooling, Pad folded into a Conv, Expand, Gather; and the forms the kernel cannot run, refused by name."""
 
 from __future__ import annotations
 
