@@ -380,3 +380,21 @@ def test_external_data_input_is_read_and_left_alone(zoo_dir, tmp_path):
     for name, ref in _own_outputs(src, feeds, "a/").items():
         assert verify.relative_error(ref, got[name]) <= 1e-5, name
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no staging folder left
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["minilm_int8", "minilm_l3"])
+def test_two_requests_of_a_real_encoder_are_mostly_inside_pairs(tmp_path, monkeypatch, name):
+    # issue 14's target: >= 80% of the modelled time inside pairs. Each layer's Erf (exact GELU) and
+    # Where(IsNaN) after the Softmax used to run alone and cut it (37% / 39% before they lowered).
+    from models import real
+
+    if real.cached_path(name) is None:
+        pytest.skip(f"{name} is not fetched: python -m models real fetch {name}")
+    monkeypatch.delenv(costmodel.CALL_OVERHEAD_ENV)  # the target's own 100 us per call, as the CLI counts
+    report = tmp_path / "r.json"
+    args = ("colocate", name, "--requests", "2", "--freeze-shapes", "-o", tmp_path / "m.onnx", "--json", report)
+    proc = run_cli(*args, "--target", "hexagon-v73", "-q")
+    assert proc.returncode == 0, proc.stderr
+    modelled = json.loads(report.read_text())["colocate"]["modelled"]
+    assert modelled["coverage"] >= 0.8 and modelled["gain"] >= 0.15, modelled
