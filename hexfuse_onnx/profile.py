@@ -71,6 +71,9 @@ MEMORY_OPS = {
     "Flatten",
     "Identity",
 }
+# Ops that read only the part of their data input (input 0) they return: an embedding lookup reads
+# the rows of its token ids, not the whole table.
+GATHER_OPS = {"Gather", "GatherElements", "GatherND"}
 # Not memory: Expand runs on the kernel as a broadcasting MUL by ones (lowering/layout.py), a vector op.
 # Pure metadata: no data moves when these run (constants, shapes, inference-time no-ops).
 NO_COST_OPS = {
@@ -217,8 +220,8 @@ class GraphProfile:
             n = g.nodes[i]
             ddr = p.weight_bytes
             ddr += sum(
-                g.info(t).nbytes or 0
-                for t in n.input
+                int((g.info(t).nbytes or 0) * read_fraction(g, n, k))
+                for k, t in enumerate(n.input)
                 if t and t not in g.initializers and g.producer.get(t) not in inside
             )
             ddr += sum(
@@ -276,11 +279,13 @@ def profile_node(g: ModelGraph, i: int) -> NodeProfile | str:
         if not t.is_static:
             return f"shape of '{t.name}' unknown ({_fmt_shape(t.shape)})"
     group = qdq.group_widths(g, i)
-    weight_bytes = sum(t.nbytes or 0 for t in ins if t.name in g.initializers)
-    bytes_in = sum(_bytes(t, group) for t in ins)
+    read = [read_fraction(g, n, k) for k, t in enumerate(n.input) if t]
+    weight_bytes = sum(int((t.nbytes or 0) * f) for t, f in zip(ins, read) if t.name in g.initializers)
+    bytes_in = sum(int(_bytes(t, group) * f) for t, f in zip(ins, read))
     bytes_out = sum(_bytes(t, group) for t in outs)
     # the on-chip working set as today's kernel holds it: a group's float tensors in f32
-    activation = sum(t.nbytes or 0 for t in ins + outs) - weight_bytes
+    in_bytes = sum(int((t.nbytes or 0) * f) for t, f in zip(ins, read))
+    activation = in_bytes + sum(t.nbytes or 0 for t in outs) - weight_bytes
     if engine == Engine.NONE:
         return NodeProfile(i, engine, 0.0, 0, 0, 0, 0, op_type=n.op_type)
     flops = _flops(n, ins, outs)
@@ -299,6 +304,15 @@ def profile_node(g: ModelGraph, i: int) -> NodeProfile | str:
     if not work:
         return node
     return replace(node, flops=sum(f for _, _, f, _ in work), parts=_parts(node, work))
+
+
+def read_fraction(g: ModelGraph, n: onnx.NodeProto, k: int) -> float:
+    """The share of input k's bytes node n reads: a gather's data input as many elements as it
+    returns (at most all of them); every other input all."""
+    if n.op_type not in GATHER_OPS or k != 0:
+        return 1.0
+    data, out = g.info(n.input[0]).numel, g.info(n.output[0]).numel
+    return min(1.0, out / data) if data and out is not None else 1.0
 
 
 def _parts(node: NodeProfile, work: Work) -> tuple[NodeProfile, ...]:

@@ -36,7 +36,7 @@ class Rejection:
 
 
 def blocker_of(error: LoweringError) -> str:
-    """The op and reason of a lowering error without the node's name: "Erf outside the kernel",
+    """The op and reason of a lowering error without the node's name: "Sin outside the kernel",
     "com.microsoft::FastGelu outside the kernel", "Cast: Cast from INT64 to FLOAT: the kernel runs
     float32 only"."""
     if error.reason.startswith("op is outside the kernel"):

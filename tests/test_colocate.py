@@ -193,6 +193,30 @@ def test_an_empty_constant_input_does_not_stop_a_node_from_pairing(tmp_path):
     assert not kind.lowerable(g, profile, 1)
 
 
+def test_an_isnan_read_only_by_where_isnan_pairs_and_stays_with_its_where(tmp_path):
+    # torch's SDPA export: Where(IsNaN(p), 0, p) after the Softmax; the kernel runs the two as one op,
+    # so they pair, and no unit boundary falls between them. A second IsNaN also read by a Not does not.
+    zero = helper.make_tensor("zero", TensorProto.FLOAT, [], [0.0])
+    nodes = [
+        helper.make_node("Softmax", ["x"], ["p"], axis=-1),
+        helper.make_node("IsNaN", ["p"], ["nan"]),
+        helper.make_node("Where", ["nan", "zero", "p"], ["q"]),
+        helper.make_node("Relu", ["q"], ["y"]),
+        helper.make_node("IsNaN", ["y"], ["nan2"]),
+        helper.make_node("Where", ["nan2", "zero", "y"], ["z"]),
+        helper.make_node("Not", ["nan2"], ["ok"]),
+    ]
+    f = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 64])]
+    outs = [helper.make_tensor_value_info("z", TensorProto.FLOAT, [4, 64])]
+    outs.append(helper.make_tensor_value_info("ok", TensorProto.BOOL, [4, 64]))
+    onnx.save(helper.make_model(helper.make_graph(nodes, "g", f, outs, [zero])), tmp_path / "m.onnx")
+    g = graph.load(tmp_path / "m.onnx")
+    profile = profile_graph(g)
+    assert [kind.lowerable(g, profile, i) for i in range(len(nodes))] == [True] * 4 + [False] * 3
+    units = kind.cut_units(g, profile, list(range(4)), HOST, max_units=100)
+    assert [u.nodes for u in units] == [(0,), (1, 2), (3,)]
+
+
 def test_a_stream_alone_costs_about_the_same_whichever_pairs_it_is_in(zoo_dir, tmp_path):
     # unpaired nodes are counted as the pairs' serial time counts segments (runs as tasks); counted
     # node by node, ppocr_rec "alone" was 13.7 ms next to ppocr_cls and 1.9 ms next to itself
@@ -477,3 +501,21 @@ def test_real_inputs_let_such_a_model_be_colocated(tmp_path):
     assert out.is_file()
     hybrid = run_cli("colocate", "--hybrid", "gpt2_dynamo", "--inputs", tmp_path / "in.npz", "-o", out, "-q")
     assert hybrid.returncode == EXIT_USAGE and "--inputs" in error_line(hybrid)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["minilm_int8", "minilm_l3"])
+def test_two_requests_of_a_real_encoder_are_mostly_inside_pairs(tmp_path, monkeypatch, name):
+    # issue 14's target: >= 80% of the modelled time inside pairs. Each layer's Erf (exact GELU) and
+    # Where(IsNaN) after the Softmax used to run alone and cut it (37% / 39% before they lowered).
+    from models import real
+
+    if real.cached_path(name) is None:
+        pytest.skip(f"{name} is not fetched: python -m models real fetch {name}")
+    monkeypatch.delenv(costmodel.CALL_OVERHEAD_ENV)  # the target's own 100 us per call, as the CLI counts
+    report = tmp_path / "r.json"
+    args = ("colocate", name, "--requests", "2", "--freeze-shapes", "-o", tmp_path / "m.onnx", "--json", report)
+    proc = run_cli(*args, "--target", "hexagon-v73", "-q")
+    assert proc.returncode == 0, proc.stderr
+    modelled = json.loads(report.read_text())["colocate"]["modelled"]
+    assert modelled["coverage"] >= 0.8 and modelled["gain"] >= 0.15, modelled

@@ -13,15 +13,15 @@ from onnx import TensorProto, helper, numpy_helper
 from hexfuse_onnx.errors import EXIT_WRITE_FAILED
 
 
-def erf_branches(n: int = 3):
-    """x feeds n branches, each MatMul -> Erf; their Sum is the output."""
+def sin_branches(n: int = 3):
+    """x feeds n branches, each MatMul -> Sin; their Sum is the output."""
     rng = np.random.default_rng(0)
     nodes, inits = [], []
     for k in range(n):
         inits.append(numpy_helper.from_array(rng.standard_normal((64, 64)).astype(np.float32), f"w{k}"))
         nodes += [
             helper.make_node("MatMul", ["x", f"w{k}"], [f"m{k}"], name=f"mm{k}"),
-            helper.make_node("Erf", [f"m{k}"], [f"e{k}"], name=f"erf{k}"),
+            helper.make_node("Sin", [f"m{k}"], [f"e{k}"], name=f"sin{k}"),
         ]
     nodes.append(helper.make_node("Sum", [f"e{k}" for k in range(n)], ["y"], name="sum"))
     g = helper.make_graph(
@@ -35,14 +35,14 @@ def erf_branches(n: int = 3):
 
 
 def test_blocking_op_is_named_with_its_count(dirs) -> None:
-    src = dirs.save("erf.onnx", erf_branches())
+    src = dirs.save("sin.onnx", sin_branches())
     proc = run_cli("inspect", src, "--json", dirs.out / "r.json")
     assert proc.returncode == 0, proc.stderr
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("rejected")]
     doc = json.loads((dirs.out / "r.json").read_text())
     n = sum(1 for r in doc["rejected"] if r["reason"].startswith("does not lower"))
-    assert n >= 3 and all(r["blocker"] == "Erf outside the kernel" for r in doc["rejected"] if r["blocker"])
-    assert f"rejected {n}: does not lower: Erf outside the kernel ({n})" in lines
+    assert n >= 3 and all(r["blocker"] == "Sin outside the kernel" for r in doc["rejected"] if r["blocker"])
+    assert f"rejected {n}: does not lower: Sin outside the kernel ({n})" in lines
 
 
 def if_model():
@@ -86,7 +86,7 @@ def test_nodes_inside_control_flow_are_named_as_not_looked_at(dirs) -> None:
 
 
 def test_missing_output_folder_is_refused_before_analysis(dirs) -> None:
-    src = dirs.save("erf.onnx", erf_branches())
+    src = dirs.save("sin.onnx", sin_branches())
     missing = dirs.out / "no" / "such" / "x.onnx"
     proc = run_cli("rewrite", src, "-o", missing)  # not -q: analysis would print progress lines
     assert proc.returncode == EXIT_WRITE_FAILED

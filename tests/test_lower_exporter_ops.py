@@ -1,6 +1,6 @@
-"""The ops exporters write, lowered onto the kernel's existing opcodes and run on the real host
-kernel against ONNX Runtime: BatchNormalization, Sum, Split, Neg, Sqrt, Clip, Cast, 1-D Conv and
-pooling, Pad folded into a Conv, Expand, Gather; and the forms the kernel cannot run, refused by name."""
+"""The ops exporters write, lowered onto the kernel's opcodes and run on the real host kernel against
+ONNX Runtime: BatchNormalization, Sum, Split, Neg, Sqrt, Erf, Where(IsNaN(x), c, x), Clip, Cast, 1-D Conv
+and pooling, Pad folded into a Conv, Expand, Gather; and the forms the kernel cannot run, refused by name."""
 
 from __future__ import annotations
 
@@ -11,7 +11,16 @@ import onnx
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper
-from test_lower import _op_records, assert_matches_ort_on_the_host_kernel, init, needs_host, pair_model, vi
+from test_lower import (
+    HostKernel,
+    _op_records,
+    assert_matches_ort_on_the_host_kernel,
+    init,
+    needs_host,
+    pair_model,
+    program_inputs,
+    vi,
+)
 
 from hexfuse_onnx.lowering import LoweringError, lower_pair
 from hexfuse_onnx.lowering.abi import Opcode
@@ -84,6 +93,18 @@ CASES = {
     ),
     "sqrt": lambda: task_b_pair(  # negative inputs give NaN on both sides, in the same places
         [helper.make_node("Sqrt", ["z"], ["yb"], name="sqrt")], [vi("z", [3, 5])], [vi("yb", [3, 5])]
+    ),
+    "erf": lambda: task_b_pair(  # BERT's exact GELU: x * 0.5 * (1 + erf(x / sqrt 2))
+        [helper.make_node("Erf", ["z"], ["yb"], name="erf")], [vi("z", [4, 257])], [vi("yb", [4, 257])]
+    ),
+    "where_isnan": lambda: task_b_pair(  # torch's SDPA export after each Softmax
+        [
+            helper.make_node("IsNaN", ["z"], ["nan"], name="isnan"),
+            helper.make_node("Where", ["nan", "c", "z"], ["yb"], name="where"),
+        ],
+        [vi("z", [2, 3, 4])],
+        [vi("yb", [2, 3, 4])],
+        [init("c", np.array(-0.25, np.float32))],
     ),
     "clip_relu6_inputs": lambda: task_b_pair(
         [helper.make_node("Clip", ["z", "lo", "hi"], ["yb"], name="clip")],
@@ -190,6 +211,8 @@ OPCODES = {
     "sum3_broadcast": [Opcode.RELU, Opcode.ADD, Opcode.ADD],
     "split_input": [Opcode.RELU, Opcode.SLICE, Opcode.SLICE, Opcode.SLICE],
     "neg": [Opcode.RELU, Opcode.NEG],
+    "erf": [Opcode.RELU, Opcode.ERF],
+    "where_isnan": [Opcode.RELU, Opcode.REPLACE_NAN],  # the IsNaN emits nothing
     "clip_relu6_inputs": [Opcode.RELU, Opcode.CLIP],
     "cast_float": [Opcode.RELU, Opcode.COPY],
     "conv1d": [Opcode.RELU, Opcode.COPY, Opcode.COPY, Opcode.CONV2D, Opcode.COPY],
@@ -216,6 +239,31 @@ def test_lowers_onto_the_expected_opcodes(name: str) -> None:
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_matches_ort_on_the_host_kernel(name: str) -> None:
     assert_matches_ort_on_the_host_kernel(CASES[name](), tol=1e-5)
+
+
+@needs_host
+def test_erf_is_within_1e6_of_ort_at_every_element() -> None:
+    """Each element, not the tensor's scale: erf near 0 is as small as its input."""
+    m = CASES["erf"]()
+    z = np.concatenate([np.linspace(-5, 5, 1024, dtype=np.float32), [0.0, -0.0, 1e-30, -4.0]]).reshape(4, 257)
+    feeds = {"x": f32(2, 4), "z": z.astype(np.float32)}
+    ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)[1]
+    got = HostKernel().run(lower_pair(m, m.graph.node[0]), program_inputs(m, m.graph.node[0], feeds))[1]
+    assert np.all(np.abs(got - ref) <= 1e-6 * np.abs(ref) + 1e-37)
+    assert np.array_equal(np.signbit(got), np.signbit(ref))
+
+
+@needs_host
+def test_where_isnan_replaces_every_nan_as_ort_does() -> None:
+    m = CASES["where_isnan"]()
+    z = f32(2, 3, 4)
+    z.reshape(-1)[[0, 5, 23]] = [np.nan, -np.nan, np.nan]
+    z.reshape(-1)[[1, 2]] = [np.inf, -0.0]
+    feeds = {"x": f32(2, 4), "z": z}
+    ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)[1]
+    got = HostKernel().run(lower_pair(m, m.graph.node[0]), program_inputs(m, m.graph.node[0], feeds))[1]
+    assert not np.isnan(ref).any() and ref.reshape(-1)[0] == np.float32(-0.25)
+    assert got.tobytes() == ref.tobytes()
 
 
 def refused(nodes, inputs, outputs, inits=(), opset=17) -> tuple[onnx.ModelProto, str]:
@@ -246,6 +294,28 @@ REFUSED = {
         [init("i", np.array([0, 2], np.int64))],
         17,
         "contiguous",
+    ),
+    "where_isnan_of_another_tensor": (
+        [
+            helper.make_node("IsNaN", ["z"], ["nan"], name="isnan"),
+            helper.make_node("Where", ["nan", "c", "w"], ["yb"], name="where"),
+        ],
+        [vi("z", [3]), vi("w", [3])],
+        [vi("yb", [3])],
+        [init("c", np.array(0, np.float32))],
+        17,
+        "runs only as the test of a Where",
+    ),
+    "where_isnan_value_computed": (
+        [
+            helper.make_node("IsNaN", ["z"], ["nan"], name="isnan"),
+            helper.make_node("Where", ["nan", "w", "z"], ["yb"], name="where"),
+        ],
+        [vi("z", [3]), vi("w", [3])],
+        [vi("yb", [3])],
+        (),
+        17,
+        "constant scalar c",
     ),
     "pad_reflect": (
         [

@@ -359,6 +359,70 @@ static void test_clip_neg_sqrt(void) {
             }
 }
 
+/* Erf within 1e-6 relative of double erf (ONNX Runtime's bar for the lowering's tests) on random
+ * values in [-5, 5] and special ones: NaN stays NaN, +-inf gives +-1, +-0 keeps its sign */
+static void test_erf(void) {
+    static const float special[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-40f, -1e-8f, 0.999f, 1.0f, 3.99f, 4.0f, 9.0f};
+    enum { S = sizeof special / sizeof special[0] };
+    static const uint32_t sizes[] = {S, 32769, 100003};
+    for (int s = 0; s < 3; s++) {
+        uint32_t n = sizes[s];
+        float *X = rand_buf(n, -5.0f, 5.0f), *O = calloc(n, 4);
+        memcpy(X, special, sizeof special);
+        hfxb b;
+        hfxb_init(&b);
+        uint32_t x = hfxb_input(&b, s % 2, HFXB_DIMS(n)), o = hfxb_output(&b, s % 2, HFXB_DIMS(n));
+        hfxb_unary(&b, s % 2, HFX_OP_ERF, x, o);
+        const void *ins[1] = {X};
+        void *outs[1] = {O};
+        if (run_prog(&b, ins, 1, outs, 1)) {
+            uint32_t i = 0;
+            double r = 0.0;
+            for (; i < n; i++) {
+                r = erf((double)X[i]);
+                if (isnan(r) ? !isnan(O[i]) : fabs((double)O[i] - r) > 1e-6 * fabs(r) + 1e-38) break;
+                if (X[i] == 0.0f && signbit(O[i]) != signbit(X[i])) break;
+            }
+            CHECK_MSG(i == n, "erf n=%u x=%g: got %.9g want %.9g", n, (double)X[i < n ? i : 0],
+                      (double)O[i < n ? i : 0], r);
+        }
+        hfxb_free(&b);
+        free(X), free(O);
+    }
+}
+
+/* ReplaceNaN: every NaN (quiet, signalling, either sign) becomes the value, every other input
+ * keeps its bits (-0, infinities, denormals) */
+static void test_replace_nan(void) {
+    static const float values[] = {0.0f, -1.5f, INFINITY};
+    static const uint32_t nans[] = {0x7fc00000u, 0xffc00000u, 0x7f800001u, 0x7fffffffu};
+    for (int v = 0; v < 3; v++) {
+        uint32_t n = 32769;
+        float *X = rand_buf(n, -8.0f, 8.0f), *O = calloc(n, 4);
+        static const float special[] = {INFINITY, -INFINITY, 0.0f, -0.0f, 1e-40f};
+        memcpy(X, special, sizeof special);
+        for (uint32_t i = 5; i < n; i += 7) memcpy(&X[i], &nans[i % 4], 4);
+        int32_t p[HFX_OP_PARAMS] = {0};
+        p[HFX_P_REPLACE_NAN_VALUE] = hfxb_bits(values[v]);
+        hfxb b;
+        hfxb_init(&b);
+        uint32_t x = hfxb_input(&b, v % 2, HFXB_DIMS(n)), o = hfxb_output(&b, v % 2, HFXB_DIMS(n));
+        hfxb_op_add(&b, v % 2, HFX_OP_REPLACE_NAN, -1, 1, &x, o, p);
+        const void *ins[1] = {X};
+        void *outs[1] = {O};
+        if (run_prog(&b, ins, 1, outs, 1)) {
+            uint32_t i = 0;
+            for (; i < n; i++) {
+                float want = X[i] != X[i] ? values[v] : X[i];
+                if (memcmp(&O[i], &want, 4) != 0) break;
+            }
+            CHECK_MSG(i == n, "replace_nan value %g: element %u got %g", (double)values[v], i, (double)O[i < n ? i : 0]);
+        }
+        hfxb_free(&b);
+        free(X), free(O);
+    }
+}
+
 static void test_hardsigmoid(void) {
     static const uint32_t sizes[] = {1, 5, 32768, 65537};
     for (int s = 0; s < 4; s++)
@@ -1277,6 +1341,8 @@ int main(void) {
     RUN_TEST(test_zero_size_chain);
     RUN_TEST(test_hardsigmoid);
     RUN_TEST(test_clip_neg_sqrt);
+    RUN_TEST(test_erf);
+    RUN_TEST(test_replace_nan);
     RUN_TEST(test_pool);
     RUN_TEST(test_global_avgpool);
     RUN_TEST(test_resize);

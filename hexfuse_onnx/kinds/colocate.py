@@ -38,7 +38,7 @@ import onnx
 from ..colocate import Plan, plan_of
 from ..costmodel import Prediction, Target, complementarity, engine_seconds, fits, predict, serial_time, task_time
 from ..graph import ModelGraph
-from ..lowering import RUN_TIME_INTEGERS, op_key, op_outside_kernel
+from ..lowering import RUN_TIME_INTEGERS, op_key, op_outside_kernel, replaces_nan
 from ..profile import Engine, GraphProfile, TaskProfile
 from ..qdq import is_dq, is_q
 from .base import Candidate, KindDetail, Pair, PairKind, budget_message
@@ -179,7 +179,7 @@ def lowerable(g: ModelGraph, profile: GraphProfile, i: int) -> bool:
     if is_q(g, i) or is_dq(g, i):
         return True  # the integer tensors of QDQ groups: the kernel reads and writes them (qdq.py)
     read = [t for t in n.output if t and (g.consumers.get(t) or t in g.graph_outputs)]  # not an unread statistic
-    if any(g.info(t).elem_type != onnx.TensorProto.FLOAT for t in read):
+    if any(g.info(t).elem_type != onnx.TensorProto.FLOAT for t in read) and not _nan_test(g, i):
         return False
     # A run-time input the kernel cannot hold (a boolean mask) or that steers the op must be a
     # constant, unless the op reads that integer at run time (a key padding mask, position ids).
@@ -190,7 +190,15 @@ def lowerable(g: ModelGraph, profile: GraphProfile, i: int) -> bool:
         for k, t in enumerate(n.input)
         if t and k not in at_run_time and (t in steered or g.info(t).elem_type != onnx.TensorProto.FLOAT)
     ]
-    return all(_constant(g, t) for t in computed)
+    return all(_constant(g, t) or _nan_test(g, g.producer.get(t)) for t in computed)
+
+
+def _nan_test(g: ModelGraph, i: int | None) -> bool:
+    """Node i is an IsNaN read only by Where(IsNaN(x), c, x) nodes, which the kernel runs as one op."""
+    if i is None or g.nodes[i].op_type != "IsNaN" or g.nodes[i].output[0] in g.graph_outputs:
+        return False
+    readers = g.consumers.get(g.nodes[i].output[0], ())
+    return bool(readers) and all(replaces_nan(g.nodes[r], g.nodes[i]) for r in readers)
 
 
 def _constant(g: ModelGraph, tensor: str) -> bool:
@@ -219,7 +227,9 @@ def cut_units(
     current: list[int] = []
     current_ok, acc = True, 0.0
     for i, ok, t in zip(side, pairable, times):
-        cut = ok and (acc >= quantum or i in starts) and i not in inside_group
+        # never between an IsNaN and the Where that reads it: the kernel runs the two as one op
+        nan_test = _nan_test(g, current[-1] if current else None)
+        cut = ok and (acc >= quantum or i in starts) and i not in inside_group and not nan_test
         if current and (ok != current_ok or cut):
             units.append(Unit(tuple(current), current_ok))
             current, acc = [], 0.0

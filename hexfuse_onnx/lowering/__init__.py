@@ -28,6 +28,7 @@ from .. import contract as C
 from . import attention, layout, matrix, normalize, pointwise, qlinear, qmatmul, quant, spatial  # noqa: F401 - they register
 from .attention import RUN_TIME_INTEGERS
 from .lowerer import Lowerer, OpOrigin
+from .pointwise import replaces_nan
 from .registry import LOWERINGS, LoweringError, op_key, op_outside_kernel
 from .rewritten import ModelShapes, model_types
 from .shapes import SymbolicInputs, lower_symbolic
@@ -50,6 +51,7 @@ __all__ = [
     "op_outside_kernel",
     "program_op_maps",
     "program_op_nodes",
+    "replaces_nan",
 ]
 
 

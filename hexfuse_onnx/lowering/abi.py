@@ -72,6 +72,8 @@ class Opcode(IntEnum):
     SUB = 11
     MUL = 12
     DIV = 13
+    REPLACE_NAN = 17  # Where(IsNaN(x), c, x): x, or c where x is NaN
+    ERF = 18
     SQRT = 19
     RELU = 20
     SIGMOID = 21
@@ -173,6 +175,10 @@ class ClipParam(IntEnum):
     MAX = 1  # f32 bits
 
 
+class ReplaceNanParam(IntEnum):
+    VALUE = 0  # f32 bits
+
+
 class QuantParam(IntEnum):
     AXIS = 0  # per axis: the axis; per tensor: 0
 
@@ -256,6 +262,7 @@ C_PREFIX: dict[type[IntEnum], str] = {
     SliceParam: "HFX_P_SLICE_",
     HardSigmoidParam: "HFX_P_HARDSIGMOID_",
     ClipParam: "HFX_P_CLIP_",
+    ReplaceNanParam: "HFX_P_REPLACE_NAN_",
     QuantParam: "HFX_P_QUANT_",
     QBinaryParam: "HFX_P_QBIN_",
     QGapParam: "HFX_P_QGAP_",

@@ -1,4 +1,5 @@
-"""Elementwise ops on the vector engine: binary arithmetic, Sum, activations, Clip, float-to-float Cast."""
+"""Elementwise ops on the vector engine: binary arithmetic, Sum, activations, Clip, float-to-float Cast,
+Where(IsNaN(x), c, x)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import math
 import numpy as np
 import onnx
 
-from .abi import ClipParam, HardSigmoidParam, Opcode, Task
+from .abi import ClipParam, HardSigmoidParam, Opcode, ReplaceNanParam, Task
 from .lowerer import Lowerer, attr, f32_bits
 from .registry import LoweringError, lowers
 
@@ -20,6 +21,7 @@ UNARY = {
     "HardSwish": Opcode.HARDSWISH,
     "Neg": Opcode.NEG,
     "Sqrt": Opcode.SQRT,
+    "Erf": Opcode.ERF,
 }
 
 
@@ -146,3 +148,41 @@ def _clip_bound(cx: Lowerer, n: onnx.NodeProto, k: int, default: float) -> float
     if values.size != 1:
         raise LoweringError(n.op_type, n.name, f"bound '{n.input[k]}' must be a scalar")
     return float(values[0])
+
+
+def replaces_nan(where: onnx.NodeProto, test: onnx.NodeProto) -> bool:
+    """`where` is Where(IsNaN(x), c, x) and `test` its IsNaN(x) (torch's SDPA export writes it
+    after each Softmax: a fully masked row's NaNs become 0)."""
+    return (
+        where.op_type == "Where"
+        and test.op_type == "IsNaN"
+        and len(where.input) == 3
+        and where.input[0] == test.output[0]
+        and where.input[2] == test.input[0]
+    )
+
+
+@lowers("IsNaN")
+def is_nan(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """No op: the kernel holds no booleans, so the test runs inside each Where(IsNaN(x), c, x) that
+    reads it (below); any other reader, or the test as a pair output, is refused."""
+    readers = [b for b in cx.fn.node if n.output[0] in b.input]
+    if n.output[0] in cx.out_index or not readers or not all(replaces_nan(b, n) for b in readers):
+        raise LoweringError(n.op_type, n.name, "runs only as the test of a Where(IsNaN(x), c, x) in the same pair")
+
+
+@lowers("Where")
+def where(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """Where(IsNaN(x), c, x) with a constant scalar c is REPLACE_NAN of x; any other Where runs only
+    as shape arithmetic, folded by the Lowerer when its inputs are known."""
+    test = next((b for b in cx.fn.node if n.input[0] in b.output), None)
+    value = cx.known_value(n.input[1]) if len(n.input) == 3 else None
+    if test is None or not replaces_nan(n, test) or value is None or value.size != 1:
+        raise LoweringError(
+            n.op_type,
+            n.name,
+            "only Where(IsNaN(x), c, x) with a constant scalar c runs; any other Where only as shape "
+            "arithmetic on values known when lowering",
+        )
+    c = f32_bits(float(np.asarray(value, np.float32).reshape(-1)[0]))
+    cx.emit(n, t, Opcode.REPLACE_NAN, [cx.read(n.input[2], n, t)], {ReplaceNanParam.VALUE: c})

@@ -33,6 +33,7 @@ from .abi import (
     Opcode,
     PoolParam,
     ReduceParam,
+    ReplaceNanParam,
     ResizeParam,
     Role,
     SliceParam,
@@ -351,6 +352,7 @@ _PARAMS: dict[Opcode, type[IntEnum]] = {
     Opcode.REDUCE_SUM: ReduceParam,
     Opcode.HARDSIGMOID: HardSigmoidParam,
     Opcode.CLIP: ClipParam,
+    Opcode.REPLACE_NAN: ReplaceNanParam,
 }
 
 

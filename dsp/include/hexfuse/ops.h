@@ -177,6 +177,8 @@ enum hfx_opcode {
     HFX_OP_SUB = 11,
     HFX_OP_MUL = 12,
     HFX_OP_DIV = 13,
+    HFX_OP_REPLACE_NAN = 17, /* unary: x, or the param value where x is NaN (ONNX Where(IsNaN(x), c, x)) */
+    HFX_OP_ERF = 18,  /* unary: erf(x), the Gauss error function; numbered here because 20..29 is full */
     HFX_OP_SQRT = 19, /* unary, numbered here because 20..29 is full */
     /* unary activations */
     HFX_OP_RELU = 20,
@@ -292,6 +294,9 @@ enum hfx_resize_nearest_mode {
  * f32 bits, not NaN (+-inf: no bound) */
 #define HFX_P_CLIP_MIN 0
 #define HFX_P_CLIP_MAX 1
+
+/* REPLACE_NAN: y = isnan(x) ? value : x; f32 bits, any value */
+#define HFX_P_REPLACE_NAN_VALUE 0
 
 /* MAXPOOL, AVGPOOL (2-D, NCHW; pads/strides/dilations in CONV2D's order) */
 #define HFX_P_POOL_PAD_TOP 0      /* 0 .. kernel - 1 */

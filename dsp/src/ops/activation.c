@@ -1,5 +1,5 @@
 /* activation.c - the unary elementwise ops: Relu, Sigmoid, Tanh, Gelu (erf),
- * SiLU, Exp, HardSigmoid, HardSwish, Clip, Neg, Sqrt. An item is a chunk of
+ * SiLU, Exp, HardSigmoid, HardSwish, Clip, Neg, Sqrt, Erf, ReplaceNaN. An item is a chunk of
  * elements. */
 #include <math.h>
 
@@ -96,5 +96,13 @@ void hfx_run_unary(const hfx_kernel_args *a, uint32_t item) {
     case HFX_OP_SQRT:
         for (uint64_t i = b; i < e; i++) o[i] = sqrtf(x[i]);
         break;
+    case HFX_OP_ERF:
+        for (uint64_t i = b; i < e; i++) o[i] = erff(x[i]);
+        break;
+    case HFX_OP_REPLACE_NAN: {
+        float value = hfx_f32_from_bits(op->params[HFX_P_REPLACE_NAN_VALUE]);
+        for (uint64_t i = b; i < e; i++) o[i] = x[i] != x[i] ? value : x[i];
+        break;
+    }
     }
 }
