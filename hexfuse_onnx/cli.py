@@ -87,13 +87,14 @@ def _parser() -> argparse.ArgumentParser:
     rw.add_argument(
         "--freeze-shapes",
         action="store_true",
-        help="write the input shapes analysed at (--shape, else the defaults) into the model",
+        help="write the input shapes analysed at (--shape, else the --inputs', else the defaults) into the model",
     )
     rw.add_argument(
         "--inputs",
         action="append",
         metavar="NPZ|NAME:NPY",
-        help="real graph inputs to verify on: data.npz, or NAME:file.npy (repeatable)",
+        help="real graph inputs to verify on: data.npz, or NAME:file.npy (repeatable); without --shape, "
+        "their shapes are the ones analysed at",
     )
 
     ins = sub.add_parser("inspect", help="print profiles and candidate pairs; writes nothing but --json", epilog=EPILOG)

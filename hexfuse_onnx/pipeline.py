@@ -151,6 +151,23 @@ def _runnable_shapes(
     return {**chosen.inputs, **(shapes or {})}
 
 
+def inputs_shapes(path: str | os.PathLike[str], feeds: dict[str, np.ndarray]) -> dict[str, list[int]] | None:
+    """The shapes of the --inputs as --shape values: the binding the pass analyses at, symbolic dims
+    kept. None (the defaults) when they bind no symbolic dim, or one at 0 (an empty past: nothing to
+    cost) or at two values, or differ from a fixed dim: ONNX Runtime names what is wrong there."""
+    dims_of = graph_mod.input_dims(graph_mod.read_model(path, load_external_data=False))
+    shapes = {name: list(feeds[name].shape) for name in dims_of if name in feeds}
+    values: dict[str, int] = {}
+    for name, shape in shapes.items():
+        if len(shape) != len(dims_of[name]):
+            return None
+        for d, size in zip(dims_of[name], shape):
+            bound = values.setdefault(d, size) if isinstance(d, str) else d
+            if bound != size:
+                return None
+    return shapes if values and 0 not in values.values() else None
+
+
 def default_output(path: str | os.PathLike[str]) -> Path:
     p = Path(path)
     return p.with_name(p.stem + ".fused.onnx")
@@ -181,7 +198,8 @@ def rewrite(
     out = Path(output) if output else default_output(path)
     if out.exists() and out.resolve() == Path(path).resolve():
         raise WriteError(f"{out}: the output would overwrite the input model; choose another -o")
-    analysis = analyse(path, kinds, target, min_gain, shapes, progress, freeze_shapes, probe_binding=inputs is None)
+    at = shapes or (inputs_shapes(path, inputs) if inputs is not None else None)
+    analysis = analyse(path, kinds, target, min_gain, at, progress, freeze_shapes, probe_binding=inputs is None)
     _check_keeps_external_data(analysis.graph, Path(path), out)
     reference = _reference(path, analysis.graph, bool(shapes), inputs, progress) if analysis.pairs else None
     seconds = dict(analysis.seconds)
@@ -262,7 +280,9 @@ def _reference(
     assert g.binding is not None
     bindings = [g.binding, *graph_mod.other_bindings(g)]
     empty = graph_mod.zero_bindings(g.source, g.binding.symbols)
-    ran = _binding_cases(path, original, bindings, hinted, cases, progress, empty)
+    # analysed at the --inputs' shapes: two more shapes still prove the pairs polymorphic
+    at_inputs = given is not None and all(list(given[k].shape) == v for k, v in g.binding.inputs.items() if k in given)
+    ran = _binding_cases(path, original, bindings, hinted, cases, progress, empty, enough=3 if at_inputs else 2)
     if not ran and given is None:
         raise ModelError(f"{path}: the original model runs at none of the shapes tried (give --shape or --inputs)")
     second = next((b for b in ran if b is not g.binding), bindings[1] if len(bindings) > 1 else g.binding)
@@ -277,13 +297,14 @@ def _binding_cases(
     cases: list[Case],
     progress: Progress,
     empty: list[ShapeBinding] | None = None,
+    enough: int = 2,
 ) -> list[ShapeBinding]:
-    """Add the original's outputs at the first two bindings it runs at to `cases`; returns those
+    """Add the original's outputs at the first `enough` bindings it runs at to `cases`; returns those
     bindings. Then those of `empty` (a dim at 0) it runs at, quietly skipping the others (most
     models refuse an empty image). A child process tries them first (`probe`), so a binding ONNX
     Runtime dies at is refused with one line; only those it ran at are run here."""
     empty = empty or []
-    outcomes = probe.runs_at(path, [b.inputs for b in bindings], enough=2, also=[b.inputs for b in empty])
+    outcomes = probe.runs_at(path, [b.inputs for b in bindings], enough=enough, also=[b.inputs for b in empty])
     ran: list[ShapeBinding] = []
     for k, (b, outcome) in enumerate(zip(bindings, outcomes[: len(outcomes) - len(empty)])):
         try:

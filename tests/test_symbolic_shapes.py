@@ -190,7 +190,29 @@ def test_inputs_npz_are_verified_on(tmp_path: Path) -> None:
     args = ["-q", "--target", "host", "--min-gain", "-1", "-o", tmp_path / "out.onnx"]
     proc = run_cli("rewrite", src, *args, "--inputs", tmp_path / "data.npz")
     assert proc.returncode == EXIT_OK, proc.stderr
-    assert "at --inputs (x=2x16x40x24); x=1x16x128x128; x=2x16x192x192" in proc.stdout
+    # analysed at the inputs' shape; verified there on random data too, and at two other shapes
+    assert "at --inputs (x=2x16x40x24); x=2x16x40x24; x=4x16x64x32; x=2x16x20x12" in proc.stdout
+
+
+def test_inputs_shapes_are_analysed_at_and_stay_symbolic(tmp_path: Path) -> None:
+    """Without --shape, the pass analyses (pairs, costs) at the shapes of the --inputs; the written
+    model still takes every shape the original does."""
+    src = conv_two_branch(tmp_path / "model.onnx")
+    feeds = {"x": np.ones((2, C_IN, 40, 24), np.float32)}
+    result = pipeline.rewrite(src, tmp_path / "out.onnx", target="host", min_gain=-1.0, inputs=feeds)
+    assert result.output is not None
+    assert result.analysis.graph.binding is not None
+    assert result.analysis.graph.binding.symbols == {"batch": 2, "height": 40, "width": 24}
+    assert input_dims(onnx.load(result.output)) == [["batch", C_IN, "height", "width"]]
+    for shape in SHAPES:
+        assert max_error_at(src, result.output, shape) <= verify.DEFAULT_RTOL, shape
+
+
+def test_inputs_with_an_empty_dim_leave_the_default_binding(tmp_path: Path) -> None:
+    """An empty input (a first step's past) costs nothing: the pass analyses at the defaults."""
+    src = conv_two_branch(tmp_path / "model.onnx")
+    assert pipeline.inputs_shapes(src, {"x": np.ones((1, C_IN, 0, 8), np.float32)}) is None
+    assert pipeline.inputs_shapes(src, {"x": np.ones((1, C_IN, 8, 6), np.float32)}) == {"x": [1, C_IN, 8, 6]}
 
 
 def test_inputs_the_original_fails_on_exit_3(tmp_path: Path) -> None:
