@@ -364,18 +364,19 @@ def check_outputs(
     2.5% of the logits' scale apart, exact op for op). Returns the outputs compared."""
     from .verify import random_inputs, session
 
+    given = feeds is not None
     if feeds is None:
         feeds = random_inputs(session(merged_path), shapes, seed)
     try:
-        return _compare_outputs(merged_path, plan, feeds, op_for_op)
+        return _compare_outputs(merged_path, plan, feeds, op_for_op, given)
     except VerificationError:
         if op_for_op:
             raise
-    return _compare_outputs(merged_path, plan, feeds, True)
+    return _compare_outputs(merged_path, plan, feeds, True, given)
 
 
-def _compare_outputs(merged_path: Path, plan: Plan, feeds: dict[str, np.ndarray], op_for_op: bool) -> int:
-    from .verify import random_integer_note, session, shapes_label
+def _compare_outputs(merged_path: Path, plan: Plan, feeds: dict[str, np.ndarray], op_for_op: bool, given: bool) -> int:
+    from .verify import session, shapes_label
 
     def opened(path: str | os.PathLike[str]) -> Any:
         return session(path, op_for_op_options() if op_for_op else None)
@@ -388,12 +389,16 @@ def _compare_outputs(merged_path: Path, plan: Plan, feeds: dict[str, np.ndarray]
         try:
             expected[prefix] = list(zip(own_names, own.run(own_names, own_feeds)))
         except Exception as exc:  # noqa: BLE001 - ORT's own error, quoted
-            note = random_integer_note(onnx.load(source, load_external_data=False))
-            if note:
-                note += f" (--inputs gives real ones, by merged name: {prefix}NAME)"
+            if given:
+                raise ModelError(
+                    f"{source}: the model fails on the --inputs ({shapes_label(own_feeds)}): {first_line(exc)}"
+                ) from None
+            model = onnx.load(source, load_external_data=False)
+            same = [prefix, *(p for p, s in zip(plan.streams, plan.sources) if s == source and p != prefix)]
             raise ModelError(
-                f"{source}: the model fails on the inputs the merge is checked with ({shapes_label(own_feeds)})"
-                f"{note}: {first_line(exc)}"
+                f"{source}: the model fails on the inputs the merge is checked with ({shapes_label(own_feeds)}; "
+                f"seeded random values; dims not given by --shape are 1){_real_inputs_hint(model, same)}: "
+                f"{first_line(exc)}"
             ) from None
     merged = opened(merged_path)
     names = [o.name for o in merged.get_outputs()]
@@ -411,6 +416,30 @@ def _compare_outputs(merged_path: Path, plan: Plan, feeds: dict[str, np.ndarray]
                 )
             compared += 1
     return compared
+
+
+_MASK_NAME = re.compile(r"mask", re.IGNORECASE)
+
+
+def _real_inputs_hint(model: onnx.ModelProto, prefixes: list[str]) -> str:
+    """The integer inputs random 0/1 may break, to give with --inputs by merged name (`prefixes`: the
+    streams of this model); for one named like a mask, its usual value, said rather than assumed."""
+    from .verify import integer_inputs
+
+    names = integer_inputs(model)
+    if not names:
+        return ""
+    merged = ", ".join(prefixes[0] + n for n in names)
+    others = f" and the same for {', '.join(prefixes[1:])}" if len(prefixes) > 1 else ""
+    hint = f"; its integer input(s) {', '.join(map(repr, names))} get random 0 or 1, which may be the cause: "
+    hint += f"give real ones with --inputs, by merged name ({merged}{others})"
+    masks = [n for n in names if _MASK_NAME.search(n)]
+    if masks:
+        hint += (
+            f"; {', '.join(map(repr, masks))} {'is' if len(masks) == 1 else 'are'} named like an attention mask: "
+            "usually all ones, as long as the keys (past + new tokens)"
+        )
+    return hint
 
 
 def op_for_op_options() -> Any:

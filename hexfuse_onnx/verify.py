@@ -105,12 +105,17 @@ def random_inputs(
     return feeds
 
 
+def integer_inputs(model: onnx.ModelProto) -> list[str]:
+    """The graph inputs random_inputs gives 0 or 1: those not of a float type."""
+    inits = {t.name for t in model.graph.initializer}
+    floats = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE, onnx.TensorProto.BFLOAT16)
+    return [v.name for v in model.graph.input if v.name not in inits and v.type.tensor_type.elem_type not in floats]
+
+
 def random_integer_note(model: onnx.ModelProto) -> str:
     """Why random inputs may be the cause when a model fails on them: its integer inputs get 0 or 1
     (a sample rate, a token id, a length), which '' when it has none."""
-    inits = {t.name for t in model.graph.initializer}
-    floats = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE, onnx.TensorProto.BFLOAT16)
-    names = [v.name for v in model.graph.input if v.name not in inits and v.type.tensor_type.elem_type not in floats]
+    names = integer_inputs(model)
     if not names:
         return ""
     return f"; its integer input(s) {', '.join(repr(n) for n in names)} get random 0 or 1, which may be the cause"

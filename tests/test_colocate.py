@@ -415,6 +415,94 @@ def test_a_model_random_inputs_break_is_refused_naming_its_integer_inputs(tmp_pa
     assert not out.exists()
 
 
+def _masked_attention(path: Path) -> Path:
+    """A MultiHeadAttention step over a cache: its key padding mask `attention_mask` [batch, total]
+    must be as long as past + new tokens, which random inputs with every free dim at 1 are not
+    (gpt2_mha_contrib's failure, exit 70 in a report)."""
+    d = 4
+    inputs = [
+        helper.make_tensor_value_info("query", TensorProto.FLOAT, ["batch", "seq", d]),
+        helper.make_tensor_value_info("attention_mask", TensorProto.INT32, ["batch", "total"]),
+        helper.make_tensor_value_info("past_key", TensorProto.FLOAT, ["batch", 1, "past", d]),
+        helper.make_tensor_value_info("past_value", TensorProto.FLOAT, ["batch", 1, "past", d]),
+    ]
+    reads = ["query", "query", "query", "", "attention_mask", "", "past_key", "past_value"]
+    node = helper.make_node(
+        "MultiHeadAttention", reads, ["out", "present_key", "present_value"], domain="com.microsoft", num_heads=1
+    )
+    outputs = [
+        helper.make_tensor_value_info("out", TensorProto.FLOAT, ["batch", "seq", d]),
+        helper.make_tensor_value_info("present_key", TensorProto.FLOAT, ["batch", 1, "total", d]),
+        helper.make_tensor_value_info("present_value", TensorProto.FLOAT, ["batch", 1, "total", d]),
+    ]
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
+    onnx.save(helper.make_model(helper.make_graph([node], "masked", inputs, outputs), opset_imports=opsets), path)
+    return path
+
+
+def _attention_feeds(total: int) -> dict[str, np.ndarray]:
+    """Both streams' inputs by merged name: one new token over one cached, the mask `total` ones."""
+    one = {
+        "query": np.ones((1, 1, 4), np.float32),
+        "attention_mask": np.ones((1, total), np.int32),
+        "past_key": np.ones((1, 1, 1, 4), np.float32),
+        "past_value": np.ones((1, 1, 1, 4), np.float32),
+    }
+    return {p + k: v for p in ("r0/", "r1/") for k, v in one.items()}
+
+
+def test_a_mask_random_inputs_misshape_is_one_line_naming_it(tmp_path):
+    """The message names the inputs to give by merged name and says what a mask usually holds."""
+    out = tmp_path / "two.onnx"
+    proc = run_cli("colocate", _masked_attention(tmp_path / "m.onnx"), "--requests", "2", "-o", out, "-q")
+    assert proc.returncode == EXIT_BAD_MODEL, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    line = error_line(proc)
+    assert_mentions(line, "fails on the inputs", "dims not given by --shape are 1", "--inputs", "r0/attention_mask")
+    assert_mentions(line, "the same for r1/", "named like an attention mask", "all ones", "past + new tokens")
+    assert not out.exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_the_mask_the_message_describes_colocates(tmp_path):
+    """Ones as long as past + new tokens, given with --inputs, is what the model takes."""
+    np.savez(tmp_path / "in.npz", **_attention_feeds(total=2))
+    out = tmp_path / "two.onnx"
+    proc = run_cli(
+        "colocate",
+        _masked_attention(tmp_path / "m.onnx"),
+        "--requests",
+        "2",
+        "--inputs",
+        tmp_path / "in.npz",
+        "-o",
+        out,
+        "-q",
+    )
+    assert proc.returncode == EXIT_OK, proc.stderr
+    assert out.exists()
+
+
+def test_inputs_the_source_fails_on_are_not_called_random(tmp_path):
+    np.savez(tmp_path / "in.npz", **_attention_feeds(total=1))
+    out = tmp_path / "two.onnx"
+    proc = run_cli(
+        "colocate",
+        _masked_attention(tmp_path / "m.onnx"),
+        "--requests",
+        "2",
+        "--inputs",
+        tmp_path / "in.npz",
+        "-o",
+        out,
+        "-q",
+    )
+    assert proc.returncode == EXIT_BAD_MODEL, proc.stderr
+    assert_mentions(error_line(proc), "fails on the --inputs", "attention_mask=1x1", "key_padding_mask")
+    assert "random" not in error_line(proc)
+    assert not out.exists()
+
+
 def test_the_report_names_what_never_pairs(tmp_path):
     """An LSTM lowers to nothing: the modelled report says how much of the time it holds."""
     out = tmp_path / "two.onnx"
