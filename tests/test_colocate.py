@@ -468,17 +468,8 @@ def test_the_mask_the_message_describes_colocates(tmp_path):
     """Ones as long as past + new tokens, given with --inputs, is what the model takes."""
     np.savez(tmp_path / "in.npz", **_attention_feeds(total=2))
     out = tmp_path / "two.onnx"
-    proc = run_cli(
-        "colocate",
-        _masked_attention(tmp_path / "m.onnx"),
-        "--requests",
-        "2",
-        "--inputs",
-        tmp_path / "in.npz",
-        "-o",
-        out,
-        "-q",
-    )
+    model = _masked_attention(tmp_path / "m.onnx")
+    proc = run_cli("colocate", model, "--requests", "2", "--inputs", tmp_path / "in.npz", "-o", out, "-q")
     assert proc.returncode == EXIT_OK, proc.stderr
     assert out.exists()
 
@@ -486,17 +477,8 @@ def test_the_mask_the_message_describes_colocates(tmp_path):
 def test_inputs_the_source_fails_on_are_not_called_random(tmp_path):
     np.savez(tmp_path / "in.npz", **_attention_feeds(total=1))
     out = tmp_path / "two.onnx"
-    proc = run_cli(
-        "colocate",
-        _masked_attention(tmp_path / "m.onnx"),
-        "--requests",
-        "2",
-        "--inputs",
-        tmp_path / "in.npz",
-        "-o",
-        out,
-        "-q",
-    )
+    model = _masked_attention(tmp_path / "m.onnx")
+    proc = run_cli("colocate", model, "--requests", "2", "--inputs", tmp_path / "in.npz", "-o", out, "-q")
     assert proc.returncode == EXIT_BAD_MODEL, proc.stderr
     assert_mentions(error_line(proc), "fails on the --inputs", "attention_mask=1x1", "key_padding_mask")
     assert "random" not in error_line(proc)
