@@ -184,6 +184,14 @@ def with_past(o: Ops, past: str, new: int, out: str) -> int:
     return o.op(Opcode.CONCAT, [p, new], dims, {Param.AXIS: 2}, out=out)
 
 
+def with_pasts(o: Ops, n: onnx.NodeProto, at: tuple[int, int], k: int, v: int) -> tuple[int, int]:
+    """(present key, present value): inputs `at` (past key, past value) prepended to k and v."""
+    past_k, past_v = (n.input[i] if len(n.input) > i else "" for i in at)
+    if bool(past_k) != bool(past_v):
+        raise refuse(n, "past_key and past_value must come together")
+    return with_past(o, past_k, k, present_name(n, 1)), with_past(o, past_v, v, present_name(n, 2))
+
+
 def present_name(n: onnx.NodeProto, k: int) -> str:
     return n.output[k] if len(n.output) > k else ""
 
@@ -227,12 +235,7 @@ def multi_head_attention(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         bias = o.read(n.input[3])
         q, k, v = (o.binary(Opcode.ADD, x, o.slice_last(bias, i * d, (i + 1) * d)) for i, x in enumerate((q, k, v)))
     qh, kh, vh = to_heads(o, q, heads), to_heads(o, k, heads), to_heads(o, v, heads)
-    past_k = n.input[6] if len(n.input) > 6 else ""
-    past_v = n.input[7] if len(n.input) > 7 else ""
-    if bool(past_k) != bool(past_v):
-        raise refuse(n, "past_key and past_value must come together")
-    keys = with_past(o, past_k, kh, present_name(n, 1))
-    values = with_past(o, past_v, vh, present_name(n, 2))
+    keys, values = with_pasts(o, n, (6, 7), kh, vh)
     b, _, s, h = o.dims(qh)
     total = o.dims(keys)[2]
     penalty = _mha_penalty(o, b, s, total)
@@ -482,11 +485,7 @@ def attention(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         if heads <= 0 or kv_heads <= 0:
             raise refuse(n, "3-D inputs need q_num_heads and kv_num_heads")
         q, k, v = to_heads(o, q, heads), to_heads(o, k, kv_heads), to_heads(o, v, kv_heads)
-    past_k, past_v = (n.input[i] if len(n.input) > i else "" for i in (4, 5))
-    if bool(past_k) != bool(past_v):
-        raise refuse(n, "past_key and past_value must come together")
-    keys = with_past(o, past_k, k, present_name(n, 1))
-    values = with_past(o, past_v, v, present_name(n, 2))
+    keys, values = with_pasts(o, n, (4, 5), k, v)
     b, heads, s, h = o.dims(q)
     total = o.dims(keys)[2]
     penalty = None
@@ -500,7 +499,7 @@ def attention(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
             raise refuse(n, f"attn_mask {md} does not broadcast to {[b, heads, s, total]}")
         penalty = o.read(mask) if len(md) == 4 else o.copy(o.read(mask), full)
     if int(attr(n, "is_causal", 0)):
-        if past_k or s != total:
+        if (len(n.input) > 4 and n.input[4]) or s != total:
             raise refuse(n, "is_causal with a past (or S != total length) is not supported")
         hidden = o.const((causal(s, total) * MASKED)[None, None])
         penalty = hidden if penalty is None else o.binary(Opcode.ADD, penalty, hidden)

@@ -110,6 +110,33 @@ class _Body:
         d = DTYPES.get(self.cx.dtype(name))
         return d if d in NARROW else None
 
+    def unary_group(self, k: int) -> _Unary | None:
+        """DQ(x) -> node k -> Q, both narrow and per-tensor, or None."""
+        n = self.node(k)
+        d, q = self.dq_of(n.input[0]), self.only_q(k)
+        if d is None or q is None:
+            return None
+        dq, qn = self.node(d), self.node(q)
+        tx, ty = self.narrow(dq.input[0]), self.narrow(qn.output[0])
+        px, py = _per_tensor(self.cx, dq), _per_tensor(self.cx, qn)
+        if tx is None or ty is None or px is None or py is None:
+            return None
+        return _Unary(d, q, dq, qn, tx, ty, px, py)
+
+
+@dataclass(frozen=True)
+class _Unary:
+    """A one-input QDQ group: its DequantizeLinear and QuantizeLinear, their types and (scale, zero)."""
+
+    d: int
+    q: int
+    dq: onnx.NodeProto
+    qn: onnx.NodeProto
+    tx: Dtype
+    ty: Dtype
+    px: tuple[np.float32, int]
+    py: tuple[np.float32, int]
+
 
 def plan(cx: Lowerer, matmuls: IntegerGroups) -> ElementwiseGroups:
     """The elementwise groups of the body (see the module doc), and the DequantizeLinear nodes that
@@ -310,16 +337,11 @@ def _pool(b: _Body, k: int) -> Found | None:
     or 2-D MaxPool -> Q."""
     n, cx = b.node(k), b.cx
     kind = next((op for op in ("GlobalAveragePool", "MaxPool", "AveragePool") if _is(n, op)), None)
-    if kind is None or b.dq_of(n.input[0]) is None or b.only_q(k) is None:
+    g = b.unary_group(k) if kind is not None else None
+    if kind is None or g is None or (kind != "MaxPool" and g.tx != g.ty):
         return None
-    d, q = b.dq_of(n.input[0]), b.only_q(k)
-    assert d is not None and q is not None  # checked above
-    dq, qn = b.node(d), b.node(q)
-    tx, ty = b.narrow(dq.input[0]), b.narrow(qn.output[0])
-    px, py = _per_tensor(cx, dq), _per_tensor(cx, qn)
+    dq, qn, tx, ty, px, py = g.dq, g.qn, g.tx, g.ty, g.px, g.py
     x_shape = cx.shape(dq.input[0], dq)
-    if tx is None or ty is None or px is None or py is None or (kind != "MaxPool" and tx != ty):
-        return None
     if set(cx.varying.get(dq.input[0], set())) & set(range(2, len(x_shape))) and kind != "MaxPool":
         return None  # the scale (or ORT's choice of the global pool) follows the plane's size
     if kind == "GlobalAveragePool":
@@ -333,7 +355,7 @@ def _pool(b: _Body, k: int) -> Found | None:
     def emit(task: Task) -> None:
         cx.emit(n, task, opcode, [cx.read_typed(dq.input[0], n, task, tx)], params, out=qn.output[0], out_dtype=ty)
 
-    return emit, [d], [q]
+    return emit, [g.d], [g.q]
 
 
 def _global_avgpool(x_shape: list[int], px: tuple, py: tuple) -> tuple[Opcode, dict] | None:
@@ -418,14 +440,10 @@ def _resize(b: _Body, k: int) -> Found | None:
     from .spatial import resize_params
 
     n, cx = b.node(k), b.cx
-    d, q = (b.dq_of(n.input[0]), b.only_q(k)) if _is(n, "Resize") else (None, None)
-    if d is None or q is None:
+    g = b.unary_group(k) if _is(n, "Resize") else None
+    if g is None:
         return None
-    dq, qn = b.node(d), b.node(q)
-    tx, ty = b.narrow(dq.input[0]), b.narrow(qn.output[0])
-    px, py = _per_tensor(cx, dq), _per_tensor(cx, qn)
-    if tx is None or ty is None or px is None or py is None:
-        return None
+    dq, qn, tx, ty, px, py = g.dq, g.qn, g.tx, g.ty, g.px, g.py
     try:
         params = resize_params(cx, n)
     except LoweringError:
@@ -438,20 +456,18 @@ def _resize(b: _Body, k: int) -> Found | None:
         inputs = [cx.read_typed(dq.input[0], n, task, tx), cx.constant(table, task, ty)]
         cx.emit(n, task, Opcode.QRESIZE, inputs, params, out=qn.output[0], out_dtype=ty)
 
-    return emit, [d], [q]
+    return emit, [g.d], [g.q]
 
 
 def _softmax(b: _Body, k: int) -> Found | None:
     n, cx = b.node(k), b.cx
-    d, q = (b.dq_of(n.input[0]), b.only_q(k)) if _is(n, "Softmax") else (None, None)
-    if d is None or q is None:
+    g = b.unary_group(k) if _is(n, "Softmax") else None
+    if g is None or g.tx != g.ty:
         return None
-    dq, qn = b.node(d), b.node(q)
-    tx, ty = b.narrow(dq.input[0]), b.narrow(qn.output[0])
-    px, py = _per_tensor(cx, dq), _per_tensor(cx, qn)
+    dq, qn, tx, ty, px, py = g.dq, g.qn, g.tx, g.ty, g.px, g.py
     shape = cx.shape(n.input[0], n)
     axis = int(attr(n, "axis", -1 if cx.opset >= 13 else 1))
-    if tx is None or tx != ty or px is None or py is None or not shape or not -len(shape) <= axis < len(shape):
+    if not shape or not -len(shape) <= axis < len(shape):
         return None
     axis %= len(shape)
     if cx.opset < 13 and axis != len(shape) - 1:
@@ -469,7 +485,7 @@ def _softmax(b: _Body, k: int) -> Found | None:
         inputs = [cx.read_typed(dq.input[0], n, task, tx), cx.constant(table, task, Dtype.F32)]
         cx.emit(n, task, Opcode.QSOFTMAX, inputs, params, out=qn.output[0], out_dtype=ty)
 
-    return emit, [d], [q]
+    return emit, [g.d], [g.q]
 
 
 def softmax_table(sx: np.float32, length: int) -> np.ndarray:
