@@ -496,6 +496,27 @@ def write_atomically(path, text):
     os.replace(tmp, path)
 
 
+def _emulated_source(doc, r, rates_path):
+    """Where an emulated rate comes from: the kernel's packets, the qemu run, the clock assumption."""
+    k = doc["kernels"][r["kernel"]]
+    return (
+        "emulated (qemu packets): %s, %d packets / %d %s (%s; %s, %s; %s) at %g GHz and %g packet "
+        "per cycle per context (assumption)"
+        % (
+            r["kernel"],
+            k["packets"],
+            k["units"],
+            k["unit"],
+            r["what"],
+            doc["qemu"],
+            doc["date"],
+            os.path.relpath(rates_path, REPO_DIR),
+            doc["clock_hz"] / 1e9,
+            doc["packets_per_cycle"],
+        )
+    )
+
+
 def ground_target(target_path, doc, rates_path):
     """The target JSON with the rates of `doc` as its parameters, each saying where it comes from."""
     with open(target_path, encoding="utf-8") as f:
@@ -503,46 +524,14 @@ def ground_target(target_path, doc, rates_path):
     for name, r in doc["rates"].items():
         if name not in target["params"]:
             sys.exit("hvx_packets: %s has no parameter '%s'" % (target_path, name))
-        k = doc["kernels"][r["kernel"]]
-        target["params"][name] = {
-            "value": r["value"],
-            "unit": r["unit"],
-            "source": "emulated (qemu packets): %s, %d packets / %d %s (%s; %s, %s; %s) at %g GHz and %g packet "
-            "per cycle per context (assumption)"
-            % (
-                r["kernel"],
-                k["packets"],
-                k["units"],
-                k["unit"],
-                r["what"],
-                doc["qemu"],
-                doc["date"],
-                os.path.relpath(rates_path, REPO_DIR),
-                doc["clock_hz"] / 1e9,
-                doc["packets_per_cycle"],
-            ),
-        }
+        source = _emulated_source(doc, r, rates_path)
+        target["params"][name] = {"value": r["value"], "unit": r["unit"], "source": source}
     contexts = target["params"]["vector_contexts"]["value"]
     for name, r in doc.get("class_rates", {}).items():
-        k = doc["kernels"][r["kernel"]]
         target.setdefault("class_rates", {})[name] = {
             "value": r["value"] * contexts,
             "unit": "op/s",
-            "source": "emulated (qemu packets): %s, %d packets / %d %s (%s; %s, %s; %s) at %g GHz and %g packet "
-            "per cycle per context (assumption), x %g HVX contexts (vector_contexts)"
-            % (
-                r["kernel"],
-                k["packets"],
-                k["units"],
-                k["unit"],
-                r["what"],
-                doc["qemu"],
-                doc["date"],
-                os.path.relpath(rates_path, REPO_DIR),
-                doc["clock_hz"] / 1e9,
-                doc["packets_per_cycle"],
-                contexts,
-            ),
+            "source": "%s, x %g HVX contexts (vector_contexts)" % (_emulated_source(doc, r, rates_path), contexts),
         }
     target["description"] = target["description"].replace(
         "(modelled, not measured)", "(modelled; HVX integer rates emulated under qemu)"
