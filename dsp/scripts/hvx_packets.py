@@ -443,6 +443,13 @@ def rates_document(rows, qemu, arch, elf):
     def rate(kernel, ops_per_unit):
         return ops_per_unit / kernels[kernel]["packets_per_unit"] * PACKETS_PER_CYCLE * CLOCK_HZ
 
+    def rates_of(table, unit):
+        return {
+            name: {"kernel": kernel, "ops_per_unit": ops, "what": what, "value": rate(kernel, ops), "unit": unit}
+            for name, (kernel, ops, what) in table.items()
+            if kernel in kernels
+        }
+
     return {
         "what": "HVX integer rates of the hexagon-v73 cost-model target, from packets executed under qemu-hexagon",
         "written_by": "dsp/scripts/hvx_packets.py --arch %s --json" % arch,
@@ -458,28 +465,8 @@ def rates_document(rows, qemu, arch, elf):
         "packets, not cycles, and models no stalls, caches, VTCM or contention; a device runs slower",
         "formula": "op/s per context = ops per unit / (packets / units) x packets_per_cycle x clock_hz",
         "kernels": kernels,
-        "rates": {
-            name: {
-                "kernel": kernel,
-                "ops_per_unit": ops,
-                "what": what,
-                "value": rate(kernel, ops),
-                "unit": "op/s",
-            }
-            for name, (kernel, ops, what) in RATES.items()
-            if kernel in kernels
-        },
-        "class_rates": {
-            name: {
-                "kernel": kernel,
-                "ops_per_unit": ops,
-                "what": what,
-                "value": rate(kernel, ops),
-                "unit": "op/s per context",
-            }
-            for name, (kernel, ops, what) in CLASS_RATES.items()
-            if kernel in kernels
-        },
+        "rates": rates_of(RATES, "op/s"),
+        "class_rates": rates_of(CLASS_RATES, "op/s per context"),
         "classes": {
             name: {"kernel": kernel, "elements_per_unit": n, "elements_per_s": rate(kernel, n)}
             for name, (kernel, n) in CLASSES.items()
