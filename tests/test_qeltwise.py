@@ -254,18 +254,27 @@ def test_concat_groups_lower_to_qconcat_and_equal_onnxruntime(dt: int) -> None:
         assert d.max() == 0, (d.max(), (d > 0).sum())
 
 
-def _avgpool_chain(p: str, shape: list[int], dt: int, **pool) -> Chain:
-    """DQ -> AveragePool -> Q, then DQ -> MaxPool 1x1 -> Q (a second integer group after it)."""
+def _group_then_maxpool(
+    p: str, shape: list[int], dt: int, xq: tuple[float, int], op: onnx.NodeProto, yq: tuple[float, int]
+) -> Chain:
+    """DQ (scale, zero point xq) -> op (a -> b) -> Q (yq), then DQ -> MaxPool 1x1 -> Q (a second
+    integer group after it)."""
     c = Chain(p)
     c.inputs = [vi(f"{p}x", shape, dt)]
-    z = 0 if dt == U8 else -128
-    c.add(_q(p, "d0", f"{p}x", f"{p}a", 0.037, z + 90, dt, True))
-    c.nodes.append(helper.make_node("AveragePool", [f"{p}a"], [f"{p}b"], **pool))
-    c.add(_q(p, "q0", f"{p}b", f"{p}c", 0.011, z + 17, dt, False))
-    c.add(_q(p, "d1", f"{p}c", f"{p}cf", 0.011, z + 17, dt, True))
+    c.add(_q(p, "d0", f"{p}x", f"{p}a", *xq, dt, True))
+    c.nodes.append(op)
+    c.add(_q(p, "q0", f"{p}b", f"{p}c", *yq, dt, False))
+    c.add(_q(p, "d1", f"{p}c", f"{p}cf", *yq, dt, True))
     c.nodes.append(helper.make_node("MaxPool", [f"{p}cf"], [f"{p}m"], kernel_shape=[1, 1]))
-    c.add(_q(p, "q1", f"{p}m", f"{p}y", 0.011, z + 17, dt, False))
+    c.add(_q(p, "q1", f"{p}m", f"{p}y", *yq, dt, False))
     return c
+
+
+def _avgpool_chain(p: str, shape: list[int], dt: int, **pool) -> Chain:
+    """DQ -> AveragePool -> Q, then DQ -> MaxPool 1x1 -> Q."""
+    z = 0 if dt == U8 else -128
+    pool_node = helper.make_node("AveragePool", [f"{p}a"], [f"{p}b"], **pool)
+    return _group_then_maxpool(p, shape, dt, (0.037, z + 90), pool_node, (0.011, z + 17))
 
 
 AVGPOOLS = [  # (input shape, output H W, AveragePool attributes)
@@ -306,17 +315,11 @@ def test_avgpool_over_the_plane_is_the_global_pool_and_dilated_stays_float() -> 
 
 def _resize_chain(p: str, shape: list[int], dt: int, scales: list[float], same: bool, **modes) -> Chain:
     """DQ -> Resize nearest -> Q (the same or other parameters), then DQ -> MaxPool 1x1 -> Q."""
-    c = Chain(p)
-    c.inputs = [vi(f"{p}x", shape, dt)]
     z = 0 if dt == U8 else -128
-    c.add(_q(p, "d0", f"{p}x", f"{p}a", 0.037, z + 90, dt, True))
+    resize = helper.make_node("Resize", [f"{p}a", "", f"{p}scales"], [f"{p}b"], mode="nearest", **modes)
+    yq = (0.037, z + 90) if same else (0.023, z + 40)
+    c = _group_then_maxpool(p, shape, dt, (0.037, z + 90), resize, yq)
     c.inits.append(init(f"{p}scales", np.array(scales, np.float32)))
-    c.nodes.append(helper.make_node("Resize", [f"{p}a", "", f"{p}scales"], [f"{p}b"], mode="nearest", **modes))
-    sy, zy = (0.037, z + 90) if same else (0.023, z + 40)
-    c.add(_q(p, "q0", f"{p}b", f"{p}c", sy, zy, dt, False))
-    c.add(_q(p, "d1", f"{p}c", f"{p}cf", sy, zy, dt, True))
-    c.nodes.append(helper.make_node("MaxPool", [f"{p}cf"], [f"{p}m"], kernel_shape=[1, 1]))
-    c.add(_q(p, "q1", f"{p}m", f"{p}y", sy, zy, dt, False))
     return c
 
 
@@ -340,17 +343,10 @@ def test_nearest_resize_groups_lower_to_qresize_and_equal_onnxruntime(dt: int, s
 
 
 def _softmax_chain(p: str, shape: list[int], dt: int, axis: int, sy: float) -> Chain:
-    """DQ -> Softmax -> Q, then DQ -> MaxPool 1x1 -> Q (a second integer group after it)."""
-    c = Chain(p)
-    c.inputs = [vi(f"{p}x", shape, dt)]
+    """DQ -> Softmax -> Q, then DQ -> MaxPool 1x1 -> Q."""
     z = 0 if dt == U8 else -128
-    c.add(_q(p, "d0", f"{p}x", f"{p}a", 0.061, z + 90, dt, True))
-    c.nodes.append(helper.make_node("Softmax", [f"{p}a"], [f"{p}b"], axis=axis))
-    c.add(_q(p, "q0", f"{p}b", f"{p}c", sy, z, dt, False))
-    c.add(_q(p, "d1", f"{p}c", f"{p}cf", sy, z, dt, True))
-    c.nodes.append(helper.make_node("MaxPool", [f"{p}cf"], [f"{p}m"], kernel_shape=[1, 1]))
-    c.add(_q(p, "q1", f"{p}m", f"{p}y", sy, z, dt, False))
-    return c
+    softmax = helper.make_node("Softmax", [f"{p}a"], [f"{p}b"], axis=axis)
+    return _group_then_maxpool(p, shape, dt, (0.061, z + 90), softmax, (sy, z))
 
 
 @needs_host

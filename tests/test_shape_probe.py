@@ -133,14 +133,19 @@ def test_a_model_that_runs_at_no_default_names_the_dims_to_give(command: str, tm
     assert not (tmp_path / "model.fused.onnx").exists()
 
 
-def test_a_dim_that_is_an_expression_of_others_is_bound_to_its_value() -> None:
-    # TorchScript decoders declare the mask [batch, past_sequence_length + sequence_length]
+def _decoder_inputs() -> onnx.ModelProto:
+    """No nodes, a decoder's inputs: TorchScript declares the mask [batch, past_sequence_length +
+    sequence_length]."""
     inputs = [
         helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", "seq"]),
         helper.make_tensor_value_info("mask", TensorProto.INT64, ["batch", "past + seq"]),
         helper.make_tensor_value_info("past", TensorProto.FLOAT, ["batch", 2, "past", 4]),
     ]
-    model = helper.make_model(helper.make_graph([], "g", inputs, []))
+    return helper.make_model(helper.make_graph([], "g", inputs, []))
+
+
+def test_a_dim_that_is_an_expression_of_others_is_bound_to_its_value() -> None:
+    model = _decoder_inputs()
     rep = graph.representative_binding(model, {}, "model")
     assert rep.inputs == {"ids": [1, 128], "mask": [1, 256], "past": [1, 2, 128, 4]}
     hinted = graph.representative_binding(model, {"mask": [1, 9]}, "model")
@@ -149,12 +154,7 @@ def test_a_dim_that_is_an_expression_of_others_is_bound_to_its_value() -> None:
 
 
 def test_zero_bindings_empty_one_non_batch_dim_at_a_time() -> None:
-    inputs = [
-        helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", "seq"]),
-        helper.make_tensor_value_info("mask", TensorProto.INT64, ["batch", "past + seq"]),
-        helper.make_tensor_value_info("past", TensorProto.FLOAT, ["batch", 2, "past", 4]),
-    ]
-    model = helper.make_model(helper.make_graph([], "g", inputs, []))
+    model = _decoder_inputs()
     rep = graph.representative_binding(model, {}, "model")
     # the mask's length follows; the batch is never emptied
     assert [b.inputs for b in graph.zero_bindings(model, rep.symbols)] == [
