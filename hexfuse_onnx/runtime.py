@@ -228,12 +228,13 @@ def _options(
     model: ModelRef | None,
     schedule: str | None = None,
     unfused: str = "",
+    header: onnx.ModelProto | None = None,
 ) -> tuple[ort.SessionOptions, bool]:
     """`session_options`, and whether it registered the plugin; `unfused` says in auto's log what
-    stock ONNX Runtime runs without it."""
+    stock ONNX Runtime runs without it; `header`: the model's header, already loaded."""
     given = ort_modes.user_settings(so)
     so = so or ort.SessionOptions()
-    header = _header(model)
+    header = header or _header(model)
     apply_tuned_mode(so, header, given)
     if backend != "auto":
         resolve_backend(backend)
@@ -275,23 +276,25 @@ def InferenceSession(
     `trace` when the session is created; the environment is restored afterwards, so later sessions
     do not inherit them."""
     with plugin_environment_restored():
-        options, registered = _options(backend, workers, trace, so, path, schedule, " on the unfused original")
+        header = _header(path)
+        options, registered = _options(backend, workers, trace, so, path, schedule, " on the unfused original", header)
         source = path if isinstance(path, bytes) else str(path)
-        if not registered:
-            source = _unfused(path)
+        if not registered and header is not None:
+            source = _unfused(path, header)
         return ort.InferenceSession(source, sess_options=options, providers=providers or ["CPUExecutionProvider"])
 
 
-def _unfused(path: str | os.PathLike[str] | bytes) -> str | bytes:
+def _unfused(path: str | os.PathLike[str] | bytes, header: onnx.ModelProto) -> str | bytes:
     """The model's bytes with every FusedHexPair unfused; the model itself (path or bytes) when it
-    has none, or when it is too large to pass as bytes (ORT then runs the function bodies)."""
+    has none, or when it is too large to pass as bytes (ORT then runs the function bodies).
+    `header`: the model without its external weights (all of it when given as bytes)."""
     from .contract import DOMAIN
     from .rewrite import unfuse
 
     source = path if isinstance(path, bytes) else str(path)
-    if not any(n.domain == DOMAIN for n in tuning.load_header(path).graph.node):
+    if not any(n.domain == DOMAIN for n in header.graph.node):
         return source
-    model = onnx.load_model_from_string(path) if isinstance(path, bytes) else onnx.load_model(str(path))
+    model = header if isinstance(path, bytes) else onnx.load_model(str(path))
     if model.ByteSize() >= 2**31 - 1:
         return source
     return unfuse(model).SerializeToString()
