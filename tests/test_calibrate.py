@@ -527,3 +527,13 @@ def test_wake_regimes_split_the_calls_by_the_pools_idle_time() -> None:
     cold_only = [replace(_row(1.0, 1.0), wake_shares=(0.0, 0.0, 1.0), wake_leads_s=(math.nan, math.nan, 9e-6))]
     assert schedule.measured_leads(cold_only) == pytest.approx((9e-6,) * 3)  # nothing seen: the nearest regime's
     assert schedule.measured_leads([_row(1.0, 1.0)]) is None  # no traced wake-up at all
+
+
+def test_a_pairs_per_op_kernel_times_add_up_to_its_work_at_the_quantile() -> None:
+    """Two ops whose times trade off run to run: every call does 5 us of work, but each op's own lower
+    quartile (1.75 us) sums to 3.5 us. The per-op times come from the runs at the quantile of the sum."""
+    per_run = [{0: a * 1e-6, 1: (5 - a) * 1e-6} for a in (1.0, 2.0, 3.0, 4.0)]
+    ops = kernel_trace.op_seconds_at_quantile(per_run)
+    assert sum(ops.values()) == pytest.approx(records.over_runs(sum(r.values()) for r in per_run))
+    assert ops[0] == pytest.approx(1.5e-6)  # the mean over the lower half of the runs by their sum (a tie: 1 and 2)
+    assert kernel_trace.quantile_band([4.0, 1.0, 3.0, 2.0, 5.0, 6.0, 7.0, 8.0]) == [1, 3, 2, 0]

@@ -56,7 +56,9 @@ slower, never faster, and the longer the call the likelier it is preempted.
    Conv, pooling and small GEMMs are slower), so rates fitted to ORT can mispredict it. The
    traced runs of step 3 give, per call, every work item's program op and duration; the sum of
    an op's item durations (worker time: an op cut into items run by both workers counts both),
-   `over_runs`, is attributed to the graph node the op was lowered from
+   averaged over the runs at the quantile of the call's summed item time (so that a pair's per-op
+   times add up to its work `over_runs`: `op_seconds_at_quantile`), is attributed to the graph node
+   the op was lowered from
    (`lowering.program_op_nodes`; both micro-batch copies of a chain node add up to that node).
    Those per-node times, with the same one-op NodeProfiles as the ORT fit, go through the same
    `fit_target`, and the fit predicts the same measured calls (same share, same call overhead).
