@@ -537,3 +537,6 @@ def test_a_pairs_per_op_kernel_times_add_up_to_its_work_at_the_quantile() -> Non
     assert sum(ops.values()) == pytest.approx(records.over_runs(sum(r.values()) for r in per_run))
     assert ops[0] == pytest.approx(1.5e-6)  # the mean over the lower half of the runs by their sum (a tie: 1 and 2)
     assert kernel_trace.quantile_band([4.0, 1.0, 3.0, 2.0, 5.0, 6.0, 7.0, 8.0]) == [1, 3, 2, 0]
+    two = kernel_trace.op_seconds_at_quantile([{0: 1.0, 1: 1.0}, {0: 4.0, 1: 4.0}])  # a preempted run: q25 3.5
+    assert two == pytest.approx({0: 1.75, 1: 1.75})
+

@@ -140,13 +140,16 @@ def quantile_band(totals: list[float]) -> list[int]:
 
 
 def op_seconds_at_quantile(per_run: list[dict[int, float]]) -> dict[int, float]:
-    """Seconds per program op of a pair's call, the mean over the runs of `quantile_band` of their
-    summed item time: per-op times that add up to the pair's work `over_runs`. Each op's own
-    `over_runs` would not: the quantile of a sum exceeds the sum of its parts' quantiles, by more
-    the more ops a call has (a 45-op pair's per-op lower quartiles summed to 87-92% of its work)."""
-    band = quantile_band([sum(r.values()) for r in per_run])
+    """Seconds per program op of a pair's call that add up to its summed item time `over_runs`: the
+    ops' shares of it are their means over the runs of `quantile_band`. Each op's own `over_runs`
+    would not add up: the quantile of a sum exceeds the sum of its parts' quantiles, by more the
+    more ops a call has (a 45-op pair's per-op lower quartiles summed to 87-92% of its work)."""
+    totals = [sum(r.values()) for r in per_run]
+    band = quantile_band(totals)
     ops = sorted({o for r in per_run for o in r})
-    return {o: statistics.fmean(per_run[k].get(o, 0.0) for k in band) for o in ops}
+    means = {o: statistics.fmean(per_run[k].get(o, 0.0) for k in band) for o in ops}
+    scale = over_runs(totals) / sum(means.values()) if sum(means.values()) > 0 else 1.0
+    return {o: t * scale for o, t in means.items()}
 
 
 def plugin_traces(
