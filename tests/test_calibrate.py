@@ -540,3 +540,34 @@ def test_a_pairs_per_op_kernel_times_add_up_to_its_work_at_the_quantile() -> Non
     two = kernel_trace.op_seconds_at_quantile([{0: 1.0, 1: 1.0}, {0: 4.0, 1: 4.0}])  # a preempted run: q25 3.5
     assert two == pytest.approx({0: 1.75, 1: 1.75})
 
+
+def _vector_op(model: str, k: int, flops: float, seconds: float) -> records.OpTiming:
+    op = NodeProfile(k, Engine.VECTOR, flops, 4096, 4096, 0, 8192, 0)
+    return records.OpTiming(model, f"n{k}", "Add", op, seconds, 1)
+
+
+def test_weighting_by_the_pairs_time_fits_the_ops_that_make_the_call() -> None:
+    """Per pair, one long op and nine short ones that take twice what a line through the long ones
+    gives (a cost no column models). Relative to each op's own time the short ones set the fit and
+    every call comes out 5% long; relative to the pair's time the long ops, most of each call, set
+    it and the calls come out within 1%."""
+    pairs = [
+        [_vector_op(f"m{p}", 0, flops, 1e-6 + flops / 1e10)]
+        + [_vector_op(f"m{p}", k, 1e3 * k, 2 * (1e-6 + 1e3 * k / 1e10)) for k in range(1, 10)]
+        for p, flops in enumerate((1e6, 2e6, 4e6))
+    ]
+    ops = [t for pair in pairs for t in pair]
+
+    def worst_call_error(fit: fitting.Fit) -> float:
+        calls = [
+            (sum(t.seconds for t in pair), sum(r.predicted_s for r in fit.rows if r.model == pair[0].model))
+            for pair in pairs
+        ]
+        return max(abs(predicted / measured - 1) for measured, predicted in calls)
+
+    own = fitting.fit_target(ops, base=costmodel.HOST)
+    by_pair = fitting.fit_target(ops, base=costmodel.HOST, relative_to=fitting.pair_times(pairs))
+    assert fitting.pair_times([pairs[0][:2], pairs[1][:1]]) == pytest.approx(
+        [pairs[0][0].seconds + pairs[0][1].seconds] * 2 + [pairs[1][0].seconds]
+    )
+    assert worst_call_error(by_pair) < 0.5 * worst_call_error(own)

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
@@ -121,15 +121,18 @@ def _design(ops: list[OpTiming], cols: list[str], ddr_bound: set[int]) -> np.nda
     return x
 
 
-def fit_coefficients(ops: list[OpTiming], ddr_bound: set[int], base: Target) -> tuple[dict[str, float], set[str]]:
-    """Least squares (numpy.linalg.lstsq, rows weighted by 1/time: relative error) of each op's
-    time on the columns. A column without data, or fitted non-positive, keeps `base`'s value
-    and the others are refitted. Returns every column's coefficient and the fitted columns."""
+def fit_coefficients(
+    ops: list[OpTiming], ddr_bound: set[int], base: Target, relative_to: Sequence[float] | None = None
+) -> tuple[dict[str, float], set[str]]:
+    """Least squares (numpy.linalg.lstsq) of each op's time on the columns, rows weighted by
+    1/`relative_to` (default each op's own time: relative error). A column without data, or fitted
+    non-positive, keeps `base`'s value and the others are refitted. Returns every column's
+    coefficient and the fitted columns."""
     cols = op_columns(ops)
     columns = _columns(cols)
     x = _design(ops, cols, ddr_bound)
     y = np.array([t.seconds for t in ops])
-    w = 1.0 / np.maximum(y, 1e-9)
+    w = 1.0 / np.maximum(np.asarray(relative_to if relative_to is not None else y, dtype=float), 1e-9)
     base_coef = _base_coefficients(base, ops, cols)
     fixed = {c: base_coef[c] for k, c in enumerate(columns) if not x[:, k].any()}
     for _ in range(len(columns)):
@@ -144,6 +147,11 @@ def fit_coefficients(ops: list[OpTiming], ddr_bound: set[int], base: Target) -> 
             return {**fixed, **dict(zip(free, map(float, coef)))}, set(free)
         fixed.update({c: base_coef[c] for c in bad})
     return dict(fixed), set()
+
+
+def pair_times(pairs: Sequence[Sequence[OpTiming]]) -> list[float]:
+    """Per op of `pairs` (in order), the summed time of its pair's ops."""
+    return [sum(t.seconds for t in ops) for ops in pairs for _ in ops]
 
 
 def ddr_lower_bound(ops: list[OpTiming], overhead: float) -> float | None:
@@ -166,11 +174,14 @@ def _ddr_bound(ops: list[OpTiming], coef: dict[str, float]) -> set[int]:
     }
 
 
-def alternate_fits(ops: list[OpTiming], base: Target) -> tuple[dict[str, float], set[str], set[int]]:
-    """(coefficients, fitted columns, the ops DDR binds): fits that alternate with assigning each op
-    to its binding resource, from every op engine-bound and the DDR bandwidth at the largest a
-    work-dominated op reached, until the assignment no longer changes (at most 8 rounds)."""
-    coef, fitted = fit_coefficients(ops, set(), base)
+def alternate_fits(
+    ops: list[OpTiming], base: Target, relative_to: Sequence[float] | None = None
+) -> tuple[dict[str, float], set[str], set[int]]:
+    """(coefficients, fitted columns, the ops DDR binds): fits (`fit_coefficients`) that alternate
+    with assigning each op to its binding resource, from every op engine-bound and the DDR bandwidth
+    at the largest a work-dominated op reached, until the assignment no longer changes (at most 8
+    rounds)."""
+    coef, fitted = fit_coefficients(ops, set(), base, relative_to)
     observed = ddr_lower_bound(ops, coef["overhead"])
     if observed is not None:
         coef["ddr"] = 1.0 / observed
@@ -180,7 +191,7 @@ def alternate_fits(ops: list[OpTiming], base: Target) -> tuple[dict[str, float],
         if new_bound == bound:
             break
         bound = new_bound
-        coef, fitted = fit_coefficients(ops, bound, base)
+        coef, fitted = fit_coefficients(ops, bound, base, relative_to)
         # No fitted bandwidth below what a work-dominated op reached (a few DDR-bound ops can fit one)
         observed = ddr_lower_bound(ops, coef["overhead"]) or observed
         if observed is not None and ("ddr" not in fitted or coef["ddr"] * observed > 1.0 + 1e-6):
@@ -195,8 +206,12 @@ def fit_target(
     where: str = "",
     measured_by: str = ORT_MEASURED_BY,
     fitted_to: str = "ORT per-op profiling",
+    relative_to: Sequence[float] | None = None,
 ) -> Fit:
     """Fit base's op overhead, engine rates and DDR bandwidth to the measured ops.
+
+    Each op's error counts relative to `relative_to` (default its own time; `pair_times`: the
+    summed time of its pair's ops, so that within a pair an op counts by its share of the call).
 
     `measured_by` says in every fitted parameter's source what the op times are ("ORT-profiled",
     or KERNEL_MEASURED_BY for the kernel's own item times), `fitted_to` the same in the target's
@@ -208,7 +223,7 @@ def fit_target(
     largest one observed, until the assignment no longer changes."""
     if not ops:
         raise ValueError("no profiled op to fit")
-    coef, fitted, bound = alternate_fits(ops, base)
+    coef, fitted, bound = alternate_fits(ops, base, relative_to)
     target = _fitted_target(base, name, coef, fitted, ops, bound, where, measured_by, fitted_to)
     rows = [
         FitRow(

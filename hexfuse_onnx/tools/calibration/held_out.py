@@ -6,7 +6,17 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ...costmodel import Target
-from .fitting import FIT_LABELS, KERNEL_FIT, KERNEL_FIT_NAME, KERNEL_MEASURED_BY, ORT_FIT, ORT_FIT_NAME, Fit, fit_target
+from .fitting import (
+    FIT_LABELS,
+    KERNEL_FIT,
+    KERNEL_FIT_NAME,
+    KERNEL_MEASURED_BY,
+    ORT_FIT,
+    ORT_FIT_NAME,
+    Fit,
+    fit_target,
+    pair_times,
+)
 from .records import OpTiming, PairMeasurement, PairRow, Progress, quiet
 from .schedule import measured_leads, on_the_kernel, predicted_row, with_call_overhead
 
@@ -61,7 +71,9 @@ def fit_targets(
         KERNEL_FIT_NAME,
         where,
         KERNEL_MEASURED_BY,
-        "the kernel's own per-op work-item times (plugin trace of the fused pairs)",
+        "the kernel's own per-op work-item times (plugin trace of the fused pairs), each op's error "
+        "relative to its pair's summed time",
+        pair_times([m.kernel_ops for m in pairs]),
     )
     progress(f"{FIT_LABELS[KERNEL_FIT]}: {len(kfit.rows)} ops, median |residual| {kfit.median_abs_residual:.1%}")
     kernel_target = on_the_kernel(replace(kfit.target, baseline=fit.target), pairs, where)
