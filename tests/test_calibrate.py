@@ -571,3 +571,30 @@ def test_weighting_by_the_pairs_time_fits_the_ops_that_make_the_call() -> None:
         [pairs[0][0].seconds + pairs[0][1].seconds] * 2 + [pairs[1][0].seconds]
     )
     assert worst_call_error(by_pair) < 0.5 * worst_call_error(own)
+
+
+def test_a_fused_op_is_fitted_as_the_program_ops_it_runs() -> None:
+    """An attention node runs GEMMs, a softmax and head-layout copies, each paying the op overhead
+    at its own rate (as the cost model simulates its parts): the fit recovers the parameters that
+    made the timings of plain and fused ops alike."""
+    truth = replace(
+        costmodel.HOST,
+        matrix_flops=Param(75e9, "FLOP/s", "test"),
+        vector_flops_per_context=Param(12e9, "FLOP/s", "test"),
+        dma_bytes=Param(6e9, "B/s", "test"),
+        ddr_bytes=Param(1e15, "B/s", "test: no op DDR-bound"),
+        op_overhead_s=Param(4e-6, "s", "test"),
+        general_workers=Param(1.0, "workers", "test"),
+    )
+    plain = [replace(t, op=replace(t.op, ddr_bytes=0)) for t in _synthetic_ops(truth, n=30)]
+    fused = []
+    for k in range(10):
+        parts = [replace(t.op, node=100 + k, ddr_bytes=0) for t in plain[3 * k : 3 * k + 3]]
+        whole = ort_profile.whole_node(parts)
+        assert whole.parts == tuple(parts) and whole.flops == sum(p.flops for p in parts)
+        seconds = task_time(TaskProfile.of([whole]), truth)
+        fused.append(records.OpTiming("synthetic", f"attn{k}", "MultiHeadAttention", whole, seconds, 1))
+    fit = fitting.fit_target(plain[::2] + fused, base=costmodel.HOST)
+    for key in ("matrix_flops", "vector_flops_per_context", "dma_bytes", "op_overhead_s"):
+        assert getattr(fit.target, key).value == pytest.approx(getattr(truth, key).value, rel=1e-6), key
+    assert fit.median_abs_residual < 1e-9

@@ -21,7 +21,8 @@ slower, never faster, and the longer the call the likelier it is preempted.
 2. Fit: the cost model of one op is op_overhead + max(work / rate (+ matrix_op_s for a matrix
    op: a GEMM call's fixed time), DDR bytes / DDR bandwidth), work being the FLOPs of matrix and
    vector ops and the bytes of memory ops, the rate its op class's (costmodel.OP_CLASSES: conv,
-   pool, transpose, transcendental) or its engine's. The fit alternates between assigning each op
+   pool, transpose, transcendental) or its engine's; a fused op (attention) is the program ops it
+   runs (`NodeProfile.parts`), each with its overhead, work and rate, as the cost model runs it. The fit alternates between assigning each op
    to its binding resource and one linear least-squares fit of that assignment
    (numpy.linalg.lstsq, rows weighted by 1/time: relative error), which gives the shared
    overhead, a matrix op's fixed time, one rate per engine and op class, and the DDR bandwidth. It starts with every

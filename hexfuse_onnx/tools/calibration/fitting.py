@@ -12,7 +12,7 @@ import numpy as np
 
 from ... import costmodel
 from ...costmodel import Param, Target, task_time
-from ...profile import Engine, TaskProfile
+from ...profile import Engine, NodeProfile, TaskProfile
 from .records import OpTiming
 
 CALIBRATED_NAME = "host-calibrated"  # the target `calibrate -o` writes (the fit with the lower error)
@@ -79,45 +79,64 @@ def median_abs(errors: Iterable[float]) -> float:
 _ENGINE_COLUMNS = tuple(e.value for e in _WORK_COLUMNS)
 
 
-def op_columns(ops: list[OpTiming]) -> list[str]:
-    """Each op's rate column: its op class (costmodel.op_class; its engine's unless listed)."""
-    return [costmodel.op_class(t.op) for t in ops]
+def program_ops(t: OpTiming) -> tuple[NodeProfile, ...]:
+    """The program ops the op runs as: a fused op's parts (attention: GEMMs, softmax, head layout),
+    else the op itself. Each pays the op overhead and runs at its own class's rate, as the cost
+    model simulates them."""
+    return t.op.parts or (t.op,)
 
 
-def _columns(cols: list[str]) -> tuple[str, ...]:
-    return ("overhead", "matrix_op", *sorted(set(cols)), "ddr")
+def _work(op: NodeProfile) -> float:
+    """The fit's work unit: FLOPs for matrix and vector ops, bytes for memory ops."""
+    return float(op.bytes) if op.engine == Engine.MEMORY else op.flops
 
 
-def _fixed_s(t: OpTiming, coef: dict[str, float]) -> float:
-    """The op's fixed time on its engine under `coef` (a matrix op's `matrix_op`)."""
-    return coef["matrix_op"] if t.op.engine == Engine.MATRIX else 0.0
+def op_columns(ops: list[OpTiming]) -> list[tuple[str, ...]]:
+    """Each op's rate columns, one per program op: its op class (costmodel.op_class; its engine's
+    unless listed)."""
+    return [tuple(costmodel.op_class(p) for p in program_ops(t)) for t in ops]
 
 
-def _base_coefficients(base: Target, ops: list[OpTiming], cols: list[str]) -> dict[str, float]:
+def _columns(cols: list[tuple[str, ...]]) -> tuple[str, ...]:
+    return ("overhead", "matrix_op", *sorted({c for row in cols for c in row}), "ddr")
+
+
+def _engine_s(t: OpTiming, cols: tuple[str, ...], coef: dict[str, float]) -> float:
+    """The op's time on its engines under `coef`, besides its overhead: its program ops' work at
+    their columns' rates, and a matrix op's `matrix_op` (a GEMM call's fixed time)."""
+    return sum(
+        _work(p) * coef[c] + (coef["matrix_op"] if p.engine == Engine.MATRIX else 0.0)
+        for p, c in zip(program_ops(t), cols)
+    )
+
+
+def _base_coefficients(base: Target, ops: list[OpTiming], cols: list[tuple[str, ...]]) -> dict[str, float]:
     """Seconds per unit of each column: per op, per unit of work of each rate column, per DDR byte."""
     coef = {
         "overhead": base.op_overhead_s.value,
         "matrix_op": base.matrix_op_s.value,
         "ddr": 1.0 / base.ddr_bytes.value,
     }
-    for t, c in zip(ops, cols):
-        coef[c] = 1.0 / base.rate(t.op.engine, op_class=c)
+    for t, row in zip(ops, cols):
+        for p, c in zip(program_ops(t), row):
+            coef[c] = 1.0 / base.rate(p.engine, op_class=c)
     return coef
 
 
-def _design(ops: list[OpTiming], cols: list[str], ddr_bound: set[int]) -> np.ndarray:
-    """One row per op: 1 in the overhead column, and its work in its rate column (and a matrix op
-    1 in the matrix_op column: a GEMM call's fixed time), or its DDR bytes in the DDR column when
-    the model says DDR bounds it (time = overhead + max(...))."""
+def _design(ops: list[OpTiming], cols: list[tuple[str, ...]], ddr_bound: set[int]) -> np.ndarray:
+    """One row per op: per program op, 1 in the overhead column and its work in its rate column
+    (and a matrix op 1 in the matrix_op column: a GEMM call's fixed time), or, when the model says
+    DDR bounds the op, its DDR bytes in the DDR column (time = overhead + max(...))."""
     columns = _columns(cols)
     x = np.zeros((len(ops), len(columns)))
-    x[:, 0] = 1.0
     for r, t in enumerate(ops):
+        x[r, 0] = len(program_ops(t))
         if r in ddr_bound:
             x[r, columns.index("ddr")] = t.op.ddr_bytes
-        else:
-            x[r, columns.index(cols[r])] = t.work
-            x[r, columns.index("matrix_op")] = 1.0 if t.op.engine == Engine.MATRIX else 0.0
+            continue
+        for p, c in zip(program_ops(t), cols[r]):
+            x[r, columns.index(c)] += _work(p)
+            x[r, columns.index("matrix_op")] += 1.0 if p.engine == Engine.MATRIX else 0.0
     return x
 
 
@@ -167,11 +186,7 @@ def ddr_lower_bound(ops: list[OpTiming], overhead: float) -> float | None:
 def _ddr_bound(ops: list[OpTiming], coef: dict[str, float]) -> set[int]:
     """The ops whose DDR time exceeds their engine time under `coef`."""
     cols = op_columns(ops)
-    return {
-        k
-        for k, t in enumerate(ops)
-        if t.op.ddr_bytes * coef["ddr"] > (t.work * coef[cols[k]] + _fixed_s(t, coef)) * (1 + 1e-9)
-    }
+    return {k for k, t in enumerate(ops) if t.op.ddr_bytes * coef["ddr"] > _engine_s(t, cols[k], coef) * (1 + 1e-9)}
 
 
 def alternate_fits(
@@ -295,7 +310,11 @@ def _one_worker(pool: Param, measured_by: str) -> Param:
 
 def _class_rates(ops: list[OpTiming], coef: dict[str, float], fitted: set[str], how: str) -> tuple:
     """The fitted rates of the op classes that have a column of their own."""
-    units = {c: "B/s" if t.op.engine == Engine.MEMORY else "FLOP/s" for t, c in zip(ops, op_columns(ops))}
+    units = {
+        c: "B/s" if p.engine == Engine.MEMORY else "FLOP/s"
+        for t, row in zip(ops, op_columns(ops))
+        for p, c in zip(program_ops(t), row)
+    }
     return tuple(
         (c, Param(1.0 / coef[c], units[c], f"measured: least-squares fit to {how}"))
         for c in sorted(units)

@@ -20,7 +20,7 @@ from ...costmodel import Target
 from ...kinds import Pair, kind_of
 from ...profile import Engine, GraphProfile, NodeProfile, TaskProfile, profile_graph
 from .kernel_trace import TracedPair, TracedSession, plugin_traces, summarise_traces
-from .ort_profile import node_times, one_op_profile, op_timings, profiling_options
+from .ort_profile import node_times, one_op_profile, op_timings, profiling_options, whole_node
 from .records import OpTiming, PairMeasurement, PairRow, Progress, quiet
 from .schedule import predicted_row
 
@@ -273,6 +273,11 @@ PROBE_NAME = "wake_probe"
 
 def ops_in_tasks(pair: Pair, serial_task: TaskProfile | None) -> dict[int, NodeProfile]:
     """Graph node id -> its op as the pair's tasks run it in the kernel: DDR bytes counted in the
-    task (intermediates stay in the arena), a micro-batch chain node whole (both copies)."""
+    task (intermediates stay in the arena), a micro-batch chain node whole (both copies), a fused op
+    with its program ops as parts (`whole_node`)."""
     tasks = [serial_task] if serial_task is not None else [pair.a, pair.b]
-    return {op.node: op for t in tasks for op in t.ops}
+    by_node: dict[int, list[NodeProfile]] = {}
+    for t in tasks:
+        for op in t.ops:
+            by_node.setdefault(op.node, []).append(op)
+    return {node: whole_node(ops) for node, ops in by_node.items()}

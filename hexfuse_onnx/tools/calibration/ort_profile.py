@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -68,9 +69,28 @@ def match_nodes(profile: GraphProfile, times: dict[str, list[float]]) -> dict[in
 
 
 def one_op_profile(profile: GraphProfile, i: int) -> NodeProfile | None:
-    """The node's profile as a one-op task (so its DDR bytes are what the cost model uses)."""
+    """The node's profile as a one-op task (so its DDR bytes are what the cost model uses); a fused
+    op (attention, ...) with the program ops it runs as its parts."""
     task = profile.task([i])
-    return task.ops[0] if task is not None else None
+    return whole_node(task.ops) if task is not None else None
+
+
+def whole_node(ops: list[NodeProfile]) -> NodeProfile:
+    """One node's op from the ops a task runs for it: the op itself, or a fused op's program ops
+    (`NodeProfile.parts`, one engine each) as the parts of one op that adds up their work."""
+    if len(ops) == 1:
+        return ops[0]
+    first = ops[0]
+    return replace(
+        first,
+        flops=sum(p.flops for p in ops),
+        bytes_in=sum(p.bytes_in for p in ops),
+        bytes_out=sum(p.bytes_out for p in ops),
+        weight_bytes=sum(p.weight_bytes for p in ops),
+        footprint=max(p.footprint for p in ops),
+        ddr_bytes=sum(p.ddr_bytes for p in ops),
+        parts=tuple(ops),
+    )
 
 
 def measure_ops(
