@@ -229,6 +229,11 @@ class CalibrationResult:
                 f"matrix op {t.matrix_op_s.value * 1e6:.1f} us; "
                 f"{len(rows)} ops, median |residual| {self.errors(key).residual:.1%}"
             )
+        if self.kernel_target is not None:
+            lines.append(
+                "  residual: per op, of its own time; the kernel fit counts each op's error relative to its pair's "
+                "time (a call is the sum of its ops), so its short ops' residuals are large"
+            )
         return lines
 
     def _pair_lines(self) -> list[str]:
