@@ -28,7 +28,7 @@ from .. import contract as C
 from ..profile import Engine as EngineClass
 from ..profile import engine_of
 from .abi import Dtype, Engine, Layout, Opcode, Role, Task
-from .program import Op, Program, Tensor
+from .program import Op, Program, QuantEntry, Tensor
 from .registry import LOWERINGS, LoweringError, op_key, op_outside_kernel
 
 DTYPES: dict[int, Dtype] = {
@@ -378,6 +378,21 @@ class Lowerer:
         if self._body_index is not None:
             self.scratch_node[tid] = self._body_index
         return tid
+
+    def quantized(
+        self, tid: int, scale: Any, zero: Any, task: Task, axis: int = -1, zero_id: int | None = None
+    ) -> None:
+        """Record program tensor tid's scale and zero point (the v2 quantization section): one each
+        (axis -1) or one per index of `axis`. They become constants of the task, unless `zero_id`
+        names the zero point constant an op already reads."""
+        dtype = self.prog.tensors[tid].dtype
+        scale = np.asarray(scale, np.float32).reshape(-1)
+        if zero_id is None:
+            zero = np.zeros(1, np.int64) if zero is None else np.asarray(zero).reshape(-1)
+            n = max(scale.size, zero.size)  # one per tensor, the other per channel: both per channel
+            scale, zero = np.broadcast_to(scale, (n,)), np.broadcast_to(zero, (n,))
+            zero_id = self.constant(zero, task, dtype)
+        self.prog.quantize(tid, QuantEntry(self.constant(scale, task), zero_id, axis if scale.size > 1 else -1))
 
     def constant(self, value: np.ndarray, task: Task, dtype: Dtype = Dtype.F32) -> int:
         """A program constant computed at lowering time (float32 unless `dtype` says otherwise)."""
