@@ -256,6 +256,23 @@ def read_quantization(program: bytes) -> dict[int, Quantization]:
     return out
 
 
+def op_quantization(program: bytes) -> dict[int, str]:
+    """Op index -> the quantization of the integer tensors it reads and writes ("in 0: u8 scale ...;
+    out: ..."), for the ops that touch a tensor of the section."""
+    q, lay = read_quantization(program), layout_of(program)
+    out = {}
+    for k in range(lay.n_ops):
+        at = lay.ops_off + k * Layout.OP_RECORD_BYTES
+        n_in = program[at + 4]
+        inputs = struct.unpack_from(f"<{n_in}I", program, at + 8)
+        (target,) = struct.unpack_from("<I", program, at + 40)
+        parts = [f"in {i}: {q[t].describe()}" for i, t in enumerate(inputs) if t in q]
+        parts += [f"out: {q[target].describe()}"] if target in q else []
+        if parts:
+            out[k] = "; ".join(parts)
+    return out
+
+
 def _quantization(program: bytes, lay: Layout2, tid: int, scale: int, zero: int, axis: int) -> Quantization:
     def record(t: int) -> tuple[int, int, int]:  # dtype, data offset, data bytes
         rec = struct.unpack_from(_TENSOR, program, lay.tensors_off + t * Layout.TENSOR_RECORD_BYTES)
