@@ -7,7 +7,8 @@ A group fits when A, B and Y are u8/i8 per tensor (B may be per output column / 
 scales and zero points are initializers, B is a 2-D (Conv: 4-D) initializer, a Gemm has transA 0,
 alpha 1, beta 1, a Conv is 2-D, and a bias is read by a DequantizeLinear from int32 with zero point
 0 and scale s_a * s_b. Any other group keeps the float path (its DQ, op and Q each lowered on
-their own).
+their own). The op goes to the engine the profile costs an 8-bit group on (`profile.engine_at_width`:
+the vector engine, where the Hexagon build runs it with vrmpy).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import onnx
 
+from ..profile import engine_at_width
 from .abi import ConvParam, Dtype, Opcode, Task
 from .lowerer import DTYPES, Lowerer, attr
 from .matrix import conv_params
@@ -203,7 +205,9 @@ def _emit(cx: Lowerer, n: onnx.NodeProto, o: _Operands, task: Task, x: str, w: s
     if o.bias is not None:
         inputs.append(cx.constant(o.bias, task, Dtype.I32))
     params = _conv_params(cx, n, x, w) if conv else None
-    y = cx.emit(n, task, Opcode.QCONV2D if conv else Opcode.QMATMUL, inputs, params, out=o.y, out_dtype=o.y_dtype)
+    opcode = Opcode.QCONV2D if conv else Opcode.QMATMUL
+    engine = engine_at_width(n, 8)  # the engine the profile costs the 8-bit group on
+    y = cx.emit(n, task, opcode, inputs, params, out=o.y, engine=engine, out_dtype=o.y_dtype)
     _quantization(cx, o, inputs, y, task, 0 if conv else 1)
 
 
