@@ -3,6 +3,7 @@
  * integer tensors. Each entry is validated, then every integer op's quantization operands (zero
  * points, scales, the scale ratios derived from them) must agree with the entries of its tensors.
  */
+#include "../ref/ref_quant.h"
 #include "core.h"
 #include "platform.h"
 
@@ -317,9 +318,47 @@ static hfx_status check_qsoftmax(hfx_vctx *v, const hfx_op *op) {
     return HFX_OK;
 }
 
-/* The ops whose quantization the section checks. QLUT, QCONCAT and QRESIZE carry tables made from
- * the parameters (QLUT's from ONNX Runtime's run of the group), and QSOFTMAX's exp table: not
- * rederived here. */
+/* Table `tab` of dtype ty (256 entries) maps each value of X's dtype tx to Q_y(DQ_x(x)) with the
+ * entries of x and y (QCONCAT, QRESIZE: ref_quant.h's arithmetic); checked when both have one. */
+static hfx_status check_table(hfx_vctx *v, const hfx_op *op, uint32_t x, uint32_t y, const uint8_t *tab, size_t at) {
+    float sx, sy;
+    bool kx, ky;
+    hfx_status st = one_scale(v, op, x, at, &sx, &kx);
+    if (!st) st = one_scale(v, op, y, at, &sy, &ky);
+    qvals ex, ey;
+    if (st || !kx || !ky || !entry_of(v->p, x, &ex) || !entry_of(v->p, y, &ey)) return st;
+    int32_t zx = q_zero(&ex, 0), zy = q_zero(&ey, 0);
+    bool x_signed = v->p->tensors[x].dtype == HFX_DTYPE_I8, y_signed = v->p->tensors[y].dtype == HFX_DTYPE_I8;
+    int32_t ylo = y_signed ? -128 : 0;
+    for (int32_t j = 0; j < 256; j++) {
+        float f = ref_dequantize_linear(j + (x_signed ? -128 : 0), sx, zx);
+        int32_t want = ref_quantize_linear(f, sy, zy, ylo, ylo + 255);
+        int32_t got = y_signed ? (int8_t)tab[j] : tab[j];
+        if (got != want) return disagree(v, op, at, "table Q_y(DQ_x(x))", x, (uint64_t)j);
+    }
+    return HFX_OK;
+}
+
+/* QCONCAT: each input's table [k, 256] row against its entry and Y's */
+static hfx_status check_qconcat(hfx_vctx *v, const hfx_op *op) {
+    uint32_t k = op->n_in - 1;
+    const hfx_tensor *T = &v->p->tensors[op->in[k]];
+    if (T->role != HFX_ROLE_CONSTANT) return HFX_OK;
+    hfx_status st = HFX_OK;
+    for (uint32_t i = 0; i < k && !st; i++)
+        st = check_table(v, op, op->in[i], op->out[0], v->p->blob + T->const_offset + 256u * i, HFX_IN_OFF(v, k));
+    return st;
+}
+
+/* QRESIZE: its table [256] against X's and Y's entries */
+static hfx_status check_qresize(hfx_vctx *v, const hfx_op *op) {
+    const hfx_tensor *T = &v->p->tensors[op->in[1]];
+    if (T->role != HFX_ROLE_CONSTANT) return HFX_OK;
+    return check_table(v, op, op->in[0], op->out[0], v->p->blob + T->const_offset, HFX_IN_OFF(v, 1));
+}
+
+/* The ops whose quantization the section checks. QLUT's table is ONNX Runtime's own run of the
+ * group and QSOFTMAX's an exp table: not rederived here. */
 static const struct {
     uint16_t opcode;
     hfx_status (*check)(hfx_vctx *v, const hfx_op *op);
@@ -327,7 +366,7 @@ static const struct {
     {HFX_OP_QMATMUL, check_qmatmul},        {HFX_OP_QCONV2D, check_qmatmul}, {HFX_OP_QUANTIZE_LINEAR, check_q_dq},
     {HFX_OP_DEQUANTIZE_LINEAR, check_q_dq}, {HFX_OP_QADD, check_qbinary},    {HFX_OP_QMUL, check_qbinary},
     {HFX_OP_QMAXPOOL, check_qpool},         {HFX_OP_QAVGPOOL, check_qpool},  {HFX_OP_QGLOBAL_AVGPOOL, check_qgap},
-    {HFX_OP_QSOFTMAX, check_qsoftmax},
+    {HFX_OP_QSOFTMAX, check_qsoftmax},      {HFX_OP_QCONCAT, check_qconcat}, {HFX_OP_QRESIZE, check_qresize},
 };
 
 hfx_status hfx_quant_check_op(hfx_vctx *v, const hfx_op *op) {

@@ -1,6 +1,6 @@
 /* test_quant_section.c - the v2 quantization section read by the integer ops: each op's zero points,
  * scales and derived scales (QMATMUL's s_a s_b / s_y, QADD's ratios, QGLOBAL_AVGPOOL's scale,
- * QSOFTMAX's floor(1 / s_y)) against its tensors' entries; every disagreement refused with
+ * QSOFTMAX's floor(1 / s_y), QRESIZE's and QCONCAT's tables) against its tensors' entries; every disagreement refused with
  * HFX_ERR_QUANT at the op's operand or param, entries that break the section's own rules at the
  * entry's field; a program with its section runs to the same bytes as without it. */
 #include <math.h>
@@ -9,6 +9,7 @@
 #include "hexfuse/hexfuse.h"
 #include "program_builder.h"
 #include "test_util.h"
+#include "../ref/ref_quant.h"
 
 static hfx_pool *g_pool;
 
@@ -275,6 +276,56 @@ static void test_elementwise_and_pools(void) {
     expect_param(HFX_OP_QSOFTMAX, p, HFX_P_QSOFTMAX_ZERO_Y, 0, same, "QSoftmax zero point of Y");
 }
 
+/* QRESIZE (nearest, x2) and QCONCAT (two inputs on axis 1): their tables against Q_y(DQ_x(x)) of
+ * the entries; `bad_entry` >= 0 changes that table entry by one */
+static uint8_t g_tables[2][256];
+
+static void table_case(qcase *c, uint32_t opcode, int bad_entry) {
+    memset(c, 0, sizeof *c);
+    hfxb *b = &c->b;
+    const float sx[2] = {g_s1[0], g_s2[0]};
+    const int32_t zx[2] = {g_z1, g_z2};
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 256; j++)
+            g_tables[i][j] =
+                (uint8_t)ref_quantize_linear(ref_dequantize_linear(j, sx[i], zx[i]), g_s3[0], g_z3, 0, 255);
+    if (bad_entry >= 0) g_tables[opcode == HFX_OP_QCONCAT][bad_entry] ^= 1;
+    uint32_t x[2], in[3], nin;
+    for (int i = 0; i < 2; i++)
+        x[i] = hfxb_set_dtype(b, hfxb_input(b, HFX_TASK_A, HFXB_DIMS(1, 3, 4, 4)), HFX_DTYPE_U8);
+    int32_t p[HFX_OP_PARAMS] = {0};
+    uint32_t y;
+    if (opcode == HFX_OP_QRESIZE) {
+        p[HFX_P_RESIZE_COORD] = HFX_RESIZE_COORD_ASYMMETRIC;
+        p[HFX_P_RESIZE_NEAREST_MODE] = HFX_RESIZE_NEAREST_FLOOR;
+        p[HFX_P_RESIZE_SCALE_H] = p[HFX_P_RESIZE_SCALE_W] = hfxb_bits(2.0f);
+        in[0] = x[0], in[1] = cst(b, HFX_DTYPE_U8, HFXB_DIMS(256), g_tables[0]), nin = 2;
+        y = hfxb_set_dtype(b, hfxb_output(b, HFX_TASK_A, HFXB_DIMS(1, 3, 8, 8)), HFX_DTYPE_U8);
+    } else {
+        p[HFX_P_AXIS] = 1;
+        in[0] = x[0], in[1] = x[1], in[2] = cst(b, HFX_DTYPE_U8, HFXB_DIMS(2, 256), g_tables), nin = 3;
+        y = hfxb_set_dtype(b, hfxb_output(b, HFX_TASK_A, HFXB_DIMS(1, 6, 4, 4)), HFX_DTYPE_U8);
+    }
+    hfxb_op_add(b, HFX_TASK_A, opcode, HFX_ENGINE_VECTOR, nin, in, y, p);
+    for (int i = 0; i < 2; i++)
+        entry(c, x[i], cst(b, HFX_DTYPE_F32, HFXB_DIMS(1), i ? g_s2 : g_s1),
+              cst(b, HFX_DTYPE_U8, HFXB_SCALAR, i ? &g_z2 : &g_z1), -1);
+    entry(c, y, cst(b, HFX_DTYPE_F32, HFXB_DIMS(1), g_s3), cst(b, HFX_DTYPE_U8, HFXB_SCALAR, &g_z3), -1);
+}
+
+static void test_tables(void) {
+    static const uint32_t opcodes[2] = {HFX_OP_QRESIZE, HFX_OP_QCONCAT};
+    for (int k = 0; k < 2; k++) {
+        qcase c;
+        table_case(&c, opcodes[k], -1);
+        expect(&c, HFX_OK, OK, 0, 0, "tables of the entries");
+        hfxb_free(&c.b);
+        table_case(&c, opcodes[k], 77);
+        expect(&c, HFX_ERR_QUANT, OP_INPUT, opcodes[k] == HFX_OP_QRESIZE ? 1 : 2, 0, "one table entry off");
+        hfxb_free(&c.b);
+    }
+}
+
 /* DEQUANTIZE_LINEAR per axis 1 of X [2, 3] u8, and QUANTIZE_LINEAR per tensor */
 static float g_s_axis[3] = {0.1f, 0.2f, 0.3f};
 static const uint8_t g_z_axis[3] = {1, 2, 3}, g_z_other[3] = {1, 2, 4};
@@ -340,6 +391,7 @@ int main(void) {
     if (hfx_pool_create(&cfg, &g_pool) != HFX_OK) return 1;
     RUN_TEST(test_qmatmul);
     RUN_TEST(test_elementwise_and_pools);
+    RUN_TEST(test_tables);
     RUN_TEST(test_quantize_ops);
     RUN_TEST(test_section_runs_the_same);
     hfx_pool_destroy(g_pool);
