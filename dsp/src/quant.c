@@ -289,8 +289,9 @@ static hfx_status check_qgap(hfx_vctx *v, const hfx_op *op) {
     if (!st) st = one_scale(v, op, op->out[0], HFX_OUT_OFF(v, 0), &sy, &ky);
     if (st || !kx || !ky) return st;
     const hfx_tensor *X = &v->p->tensors[op->in[0]];
-    uint64_t planes = (uint64_t)X->dims[0] * X->dims[1];
-    float count = (float)(planes ? X->numel / planes : 0);
+    uint64_t plane = 1; /* the plane's size, also when the batch is empty */
+    for (uint32_t i = 2; i < X->rank; i++) plane *= X->dims[i];
+    float count = (float)plane;
     if (P[HFX_P_QGAP_SCALE] != div_bits(sx, hfx_f32_from_bits(mul_bits(sy, count))))
         return disagree(v, op, HFX_PARAM_OFF(v, HFX_P_QGAP_SCALE), "scale s_x / (s_y count)", op->out[0], 0);
     return HFX_OK;

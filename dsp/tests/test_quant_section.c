@@ -199,12 +199,12 @@ static void test_qmatmul(void) {
 static float g_s1[1] = {0.04f}, g_s2[1] = {0.01f}, g_s3[1] = {0.05f};
 static const uint8_t g_z1 = 10, g_z2 = 200, g_z3 = 128;
 
-/* a one-op program X (u8 [1, 3, 4, 4]) [, W] -> Y u8 with entries for X, (W,) Y */
+/* a one-op program X (u8 [N, 3, 4, 4], N of Y) [, W] -> Y u8 with entries for X, (W,) Y */
 static void unary_case(qcase *c, uint32_t opcode, const int32_t *params, const uint32_t *ydims) {
     memset(c, 0, sizeof *c);
     hfxb *b = &c->b;
     static float table[256];
-    uint32_t x = hfxb_set_dtype(b, hfxb_input(b, HFX_TASK_A, HFXB_DIMS(1, 3, 4, 4)), HFX_DTYPE_U8);
+    uint32_t x = hfxb_set_dtype(b, hfxb_input(b, HFX_TASK_A, HFXB_DIMS(ydims[0], 3, 4, 4)), HFX_DTYPE_U8);
     uint32_t in[2] = {x, 0};
     uint32_t nin = 1;
     if (opcode == HFX_OP_QADD || opcode == HFX_OP_QMUL) {
@@ -267,6 +267,9 @@ static void test_elementwise_and_pools(void) {
     expect_param(HFX_OP_QGLOBAL_AVGPOOL, p, HFX_P_QGAP_SCALE, hfxb_bits(g_s1[0] / g_s3[0]), global,
                  "QGlobalAveragePool scale");
     expect_param(HFX_OP_QGLOBAL_AVGPOOL, p, HFX_P_QGAP_ZERO_X, 0, global, "QGlobalAveragePool zero point of X");
+    static const uint32_t empty_batch[4] = {0, 3, 1, 1}; /* the count is the plane's, not numel / N C */
+    expect_param(HFX_OP_QGLOBAL_AVGPOOL, p, HFX_P_QGAP_SCALE, hfxb_bits(g_s1[0] / g_s3[0]), empty_batch,
+                 "QGlobalAveragePool of an empty batch");
 
     memset(p, 0, sizeof p);
     p[HFX_P_AXIS] = 3;
