@@ -131,3 +131,25 @@ def test_programs_with_the_section_match_onnxruntime() -> None:
     for x, y in zip(with_section, without):
         assert x.dtype == np.uint8 and np.array_equal(x, y)
     assert max(d.max() for d in _compare(pair, plain, feeds)) == 0
+
+
+def test_a_tensor_quantized_two_ways_gets_no_entry() -> None:
+    """Two ops that read one integer tensor with different parameters: the kernel would refuse one
+    of them against any entry, so the tensor has none (equal parameters keep it)."""
+    from hexfuse_onnx.lowering.abi import Role, Task
+    from hexfuse_onnx.lowering.program import Program, QuantEntry, Tensor
+
+    p = Program()
+
+    def const(value: np.ndarray, dtype: Dtype) -> int:
+        return p.add(Tensor(dtype, Role.CONSTANT, Task.A, list(value.shape), data=value.tobytes()))
+
+    x, y = (p.add(Tensor(Dtype.U8, Role.INPUT, Task.A, [4], io=i)) for i in range(2))
+    zero = const(np.array([3], np.uint8), Dtype.U8)
+    s1, s1_again, s2 = (const(np.array([v], np.float32), Dtype.F32) for v in (0.5, 0.5, 0.25))
+    p.quantize(x, QuantEntry(s1, zero))
+    p.quantize(x, QuantEntry(s1_again, zero))  # the same values in another constant
+    p.quantize(y, QuantEntry(s1, zero))
+    p.quantize(y, QuantEntry(s2, zero))
+    p.quantize(y, QuantEntry(s1, zero))
+    assert p.quant == {x: QuantEntry(s1, zero)}
