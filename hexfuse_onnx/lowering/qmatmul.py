@@ -208,15 +208,16 @@ def _emit(cx: Lowerer, n: onnx.NodeProto, o: _Operands, task: Task, x: str, w: s
     opcode = Opcode.QCONV2D if conv else Opcode.QMATMUL
     engine = engine_at_width(n, 8)  # the engine the profile costs the 8-bit group on
     y = cx.emit(n, task, opcode, inputs, params, out=o.y, engine=engine, out_dtype=o.y_dtype)
-    _quantization(cx, o, inputs, y, task, 0 if conv else 1)
+    _quantization(cx, o, inputs, y, task, 0 if conv else 1, per_col)
 
 
-def _quantization(cx: Lowerer, o: _Operands, inputs: list[int], y: int, task: Task, col_axis: int) -> None:
+def _quantization(
+    cx: Lowerer, o: _Operands, inputs: list[int], y: int, task: Task, col_axis: int, per_col: bool
+) -> None:
     """The section's entries of the op's tensors: A, B (per column when its zero point or scale is),
     Y, and the bias (scale s_a s_b, zero point 0), each pointing at the op's zero point constants."""
     a, b, za, zb = inputs[:4]
     cols = cx.prog.tensors[b].dims[col_axis]
-    per_col = cx.prog.tensors[zb].dims != [] and cx.prog.tensors[zb].dims != [1]
     sb = np.broadcast_to(o.sb, (cols,)) if per_col else o.sb.reshape(1)
     cx.quantized(a, o.sa, None, task, zero_id=za)
     cx.quantized(b, sb, None, task, col_axis, zero_id=zb)
