@@ -254,6 +254,21 @@ def engine_of(node: onnx.NodeProto) -> Engine:
     return Engine.VECTOR
 
 
+def engine_at_width(node: onnx.NodeProto, int_bits: int) -> Engine:
+    """The engine class of a node computed at an integer width (0: in float). The Hexagon build runs
+    8-bit matrix groups (QMATMUL, QCONV2D) on HVX with vrmpy: there is no HMX code (clang-19 has no
+    public HMX ISA), so their work is vector work until there is. The lowering places them by it."""
+    engine = engine_of(node)
+    return Engine.VECTOR if engine == Engine.MATRIX and int_bits == 8 else engine
+
+
+def _qoperator_bits(g: ModelGraph, n: onnx.NodeProto) -> int:
+    """The integer width of a QLinearConv / QLinearMatMul (QOperator models): its input's."""
+    if n.op_type not in ("QLinearConv", "QLinearMatMul") or g.info(n.input[0]).elem_type not in qdq.NARROW_INTS:
+        return 0
+    return 8 * g.info(n.input[0]).itemsize
+
+
 def profile_graph(g: ModelGraph) -> GraphProfile:
     nodes: dict[int, NodeProfile] = {}
     unprofiled: dict[int, str] = {}
@@ -271,14 +286,15 @@ def profile_node(g: ModelGraph, i: int) -> NodeProfile | str:
     counts its work at the group's integer width and its bytes at the integer tensors' widths; its
     footprint stays in f32, since the kernel computes a group's op in f32 between its Q/DQ ops."""
     n = g.nodes[i]
-    engine = engine_of(n)
+    group = qdq.group_widths(g, i)
+    int_bits = 8 * max(group.values(), default=0) or _qoperator_bits(g, n)
+    engine = engine_at_width(n, int_bits)
     ins = [g.info(t) for t in n.input if t]
     # an optional output nobody reads (SkipLayerNormalization's mean) costs nothing, known shape or not
     outs = [g.info(t) for t in n.output if t and (g.consumers.get(t) or t in g.graph_outputs)]
     for t in ins + outs:
         if not t.is_static:
             return f"shape of '{t.name}' unknown ({_fmt_shape(t.shape)})"
-    group = qdq.group_widths(g, i)
     read = [read_fraction(g, n, k) for k, t in enumerate(n.input) if t]
     weight_bytes = sum(int((t.nbytes or 0) * f) for t, f in zip(ins, read) if t.name in g.initializers)
     bytes_in = sum(int(_bytes(t, group) * f) for t, f in zip(ins, read))
@@ -291,11 +307,6 @@ def profile_node(g: ModelGraph, i: int) -> NodeProfile | str:
     flops = _flops(n, ins, outs)
     if flops is None:
         return f"FLOPs of {n.op_type} unknown"
-    int_bits = 8 * max(group.values(), default=0)
-    if engine == Engine.MATRIX and int_bits == 8:
-        # The Hexagon build runs 8-bit matrix groups (QMATMUL, QCONV2D) on HVX with vrmpy: there is no
-        # HMX code (clang-19 has no public HMX ISA), so their work is vector work until there is.
-        engine = Engine.VECTOR
     # Memory ops read and write every byte; matrix/vector ops stream weights once.
     node = NodeProfile(
         i, engine, float(flops), bytes_in, bytes_out, weight_bytes, activation, int_bits=int_bits, op_type=n.op_type

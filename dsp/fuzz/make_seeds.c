@@ -55,8 +55,8 @@ static void v2_template(hfxb *b, hfxb_sec *sec, int crc, int quant) {
     uint32_t y = hfxb_output(b, 0, HFXB_DIMS(3, 4));
     hfxb_gemm(b, 0, x, w, HFXB_NONE, y, 0, 0, 1.0f, 0.0f);
     uint32_t xs = hfxb_input(b, 1, HFXB_DIMS(2, 7)), ys = hfxb_output(b, 1, HFXB_DIMS(2, 5));
-    uint32_t sl = hfxb_slice(b, 1, xs, ys, (const int32_t[]){0, 1}, (const int32_t[]){INT32_MAX, 6},
-                             (const int32_t[]){1, 1}, 2);
+    uint32_t sl =
+        hfxb_slice(b, 1, xs, ys, (const int32_t[]){0, 1}, (const int32_t[]){INT32_MAX, 6}, (const int32_t[]){1, 1}, 2);
     uint32_t xp = hfxb_input(b, 1, HFXB_DIMS(1, 2, 5, 5)), yp = hfxb_output(b, 1, HFXB_DIMS(1, 2, 3, 3));
     hfxb_pool(b, 1, HFX_OP_MAXPOOL, xp, yp, (const int32_t[]){1, 1, 1, 1}, (const int32_t[]){2, 2},
               (const int32_t[]){1, 1}, (const int32_t[]){3, 3}, 0, 0);
@@ -67,7 +67,7 @@ static void v2_template(hfxb *b, hfxb_sec *sec, int crc, int quant) {
     const uint32_t n = HFX_EXPR_SYM, t2[] = {HFX_EXPR_SYM | 1u << 8, HFX_EXPR_CONST, 2, HFX_EXPR_SUB};
     const uint32_t t1[] = {HFX_EXPR_SYM | 1u << 8, HFX_EXPR_CONST, 1, HFX_EXPR_SUB};
     const uint32_t oh[] = {HFX_EXPR_SYM | 2u << 8, HFX_EXPR_CONST, 1, HFX_EXPR_SUB, HFX_EXPR_CONST, 2,
-                           HFX_EXPR_FLOORDIV, HFX_EXPR_CONST, 1, HFX_EXPR_ADD};
+                           HFX_EXPR_FLOORDIV,      HFX_EXPR_CONST, 1, HFX_EXPR_ADD};
     hfxb_sec_patch(sec, HFX_PATCH_TENSOR_DIM, y, 0, 1, &n);
     hfxb_sec_patch(sec, HFX_PATCH_TENSOR_DIM, ys, 1, 4, t2);
     hfxb_sec_patch(sec, HFX_PATCH_OP_PARAM, sl, HFX_P_SLICE_ENDS + 1, 4, t1);
@@ -89,6 +89,60 @@ static void v2_template(hfxb *b, hfxb_sec *sec, int crc, int quant) {
     static uint8_t qsec[4 + 2 * HFX_QREC_BYTES];
     const uint32_t words[] = {2, q8, sc, zp, 0, q16, sc1, HFX_NO_TENSOR, 0xffffffffu};
     for (uint32_t i = 0; i < 9; i++) hfxb_put32(qsec + 4 * i, words[i]);
+    b->quant = qsec;
+    b->quant_bytes = sizeof qsec;
+}
+
+/* Task A: QMatMul of u8 A [2,3,4] x constant i8 B [4,5], per-column zero point and scale, i32 bias;
+ * task B: QConv2D of X u8 [1,4,5,5] * W i8 [6,2,3,3], group 2, pads 1, per tensor, no bias. With
+ * `with_section`, v2 with every integer tensor's entry: s_a 0.5, s_y 1 and s_b twice the ops'
+ * combined scales, so that f32(f32(s_a s_b) / s_y) is exactly them. */
+static void qmatmul_pair(hfxb *b, int with_section) {
+    static const int8_t w[20] = {1, -2, 3, -4, 5, 127, -128, 0, 7, 9, -9, 11, 2, 3, 4, 5, 6, 7, 8, 9};
+    static const uint8_t za[1] = {128}, zy[1] = {3};
+    static const int8_t zb[5] = {0, 1, -1, 2, 0};
+    static const float sc[5] = {0.01f, 0.02f, 0.5f, 0.25f, 0.001f};
+    static const int32_t bias[5] = {100, -100, 0, 7, INT32_MAX};
+    uint32_t in[7];
+    in[0] = hfxb_set_dtype(b, hfxb_input(b, 0, HFXB_DIMS(2, 3, 4)), HFX_DTYPE_U8);
+    in[1] = hfxb_set_dtype(b, hfxb_const(b, 0, HFXB_DIMS(4, 5), (const float *)w), HFX_DTYPE_I8);
+    in[2] = hfxb_set_dtype(b, hfxb_const(b, 0, HFXB_SCALAR, (const float *)za), HFX_DTYPE_U8);
+    in[3] = hfxb_set_dtype(b, hfxb_const(b, 0, HFXB_DIMS(5), (const float *)zb), HFX_DTYPE_I8);
+    in[4] = hfxb_const(b, 0, HFXB_DIMS(5), sc);
+    in[5] = hfxb_set_dtype(b, hfxb_const(b, 0, HFXB_SCALAR, (const float *)zy), HFX_DTYPE_U8);
+    in[6] = hfxb_set_dtype(b, hfxb_const(b, 0, HFXB_DIMS(5), (const float *)bias), HFX_DTYPE_I32);
+    uint32_t y = hfxb_set_dtype(b, hfxb_output(b, 0, HFXB_DIMS(2, 3, 5)), HFX_DTYPE_U8);
+    hfxb_op_add(b, 0, HFX_OP_QMATMUL, -1, 7, in, y, NULL);
+    static const float sc1[1] = {0.02f};
+    static const int8_t zb1[1] = {0};
+    uint32_t cin[6];
+    cin[0] = hfxb_set_dtype(b, hfxb_input(b, 1, HFXB_DIMS(1, 4, 5, 5)), HFX_DTYPE_U8);
+    cin[1] = hfxb_set_dtype(b, hfxb_const(b, 1, HFXB_DIMS(6, 2, 3, 3), g_data), HFX_DTYPE_I8);
+    cin[2] = hfxb_set_dtype(b, hfxb_const(b, 1, HFXB_SCALAR, (const float *)za), HFX_DTYPE_U8);
+    cin[3] = hfxb_set_dtype(b, hfxb_const(b, 1, HFXB_SCALAR, (const float *)zb1), HFX_DTYPE_I8);
+    cin[4] = hfxb_const(b, 1, HFXB_SCALAR, sc1);
+    cin[5] = hfxb_set_dtype(b, hfxb_const(b, 1, HFXB_SCALAR, (const float *)zy), HFX_DTYPE_U8);
+    int32_t cp[HFX_OP_PARAMS] = {1, 1, 1, 1, 1, 1, 1, 1, 2};
+    uint32_t cy = hfxb_set_dtype(b, hfxb_output(b, 1, HFXB_DIMS(1, 6, 5, 5)), HFX_DTYPE_U8);
+    hfxb_op_add(b, 1, HFX_OP_QCONV2D, -1, 6, cin, cy, cp);
+    if (!with_section) return;
+    static const float sa[1] = {0.5f}, sy[1] = {1.0f}, sb[5] = {0.02f, 0.04f, 1.0f, 0.5f, 0.002f}, sw[1] = {0.04f};
+    static const int32_t zeros[5] = {0};
+    uint32_t s_a = hfxb_const(b, 0, HFXB_DIMS(1), sa), s_y = hfxb_const(b, 0, HFXB_DIMS(1), sy);
+    uint32_t s_b = hfxb_const(b, 0, HFXB_DIMS(5), sb), s_w = hfxb_const(b, 1, HFXB_DIMS(1), sw);
+    uint32_t z_bias = hfxb_set_dtype(b, hfxb_const(b, 0, HFXB_DIMS(5), (const float *)zeros), HFX_DTYPE_I32);
+    const uint32_t per_tensor = 0xffffffffu; /* axis -1 */
+    const uint32_t entries[7][4] = {
+        {in[0], s_a, in[2], per_tensor},   {in[1], s_b, in[3], 1},
+        {y, s_y, in[5], per_tensor},       {in[6], in[4], z_bias, 0},
+        {cin[0], s_a, cin[2], per_tensor}, {cin[1], s_w, cin[3], per_tensor},
+        {cy, s_y, cin[5], per_tensor},
+    };
+    static uint8_t qsec[4 + 7 * HFX_QREC_BYTES];
+    hfxb_put32(qsec, 7);
+    for (uint32_t e = 0; e < 7; e++)
+        for (uint32_t k = 0; k < 4; k++) hfxb_put32(qsec + 4 + HFX_QREC_BYTES * e + 4 * k, entries[e][k]);
+    b->v2 = 1;
     b->quant = qsec;
     b->quant_bytes = sizeof qsec;
 }
@@ -228,39 +282,11 @@ int main(int argc, char **argv) {
         hfxb_quant(&b, 1, HFX_OP_DEQUANTIZE_LINEAR, bx, bs, HFXB_NONE, hfxb_output(&b, 1, HFXB_DIMS(7)), 0);
     }
     emit(dir, "quant", &b);
-    /* task A: QMatMul of u8 A [2,3,4] x constant i8 B [4,5], per-column zero point and scale, i32 bias */
-    hfxb_init(&b);
-    {
-        static const int8_t w[20] = {1, -2, 3, -4, 5, 127, -128, 0, 7, 9, -9, 11, 2, 3, 4, 5, 6, 7, 8, 9};
-        static const uint8_t za[1] = {128}, zy[1] = {3};
-        static const int8_t zb[5] = {0, 1, -1, 2, 0};
-        static const float sc[5] = {0.01f, 0.02f, 0.5f, 0.25f, 0.001f};
-        static const int32_t bias[5] = {100, -100, 0, 7, INT32_MAX};
-        uint32_t in[7];
-        in[0] = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(2, 3, 4)), HFX_DTYPE_U8);
-        in[1] = hfxb_set_dtype(&b, hfxb_const(&b, 0, HFXB_DIMS(4, 5), (const float *)w), HFX_DTYPE_I8);
-        in[2] = hfxb_set_dtype(&b, hfxb_const(&b, 0, HFXB_SCALAR, (const float *)za), HFX_DTYPE_U8);
-        in[3] = hfxb_set_dtype(&b, hfxb_const(&b, 0, HFXB_DIMS(5), (const float *)zb), HFX_DTYPE_I8);
-        in[4] = hfxb_const(&b, 0, HFXB_DIMS(5), sc);
-        in[5] = hfxb_set_dtype(&b, hfxb_const(&b, 0, HFXB_SCALAR, (const float *)zy), HFX_DTYPE_U8);
-        in[6] = hfxb_set_dtype(&b, hfxb_const(&b, 0, HFXB_DIMS(5), (const float *)bias), HFX_DTYPE_I32);
-        uint32_t y = hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(2, 3, 5)), HFX_DTYPE_U8);
-        hfxb_op_add(&b, 0, HFX_OP_QMATMUL, -1, 7, in, y, NULL);
-        /* task B: QConv2D of X u8 [1,4,5,5] * W i8 [6,2,3,3], group 2, pads 1, per tensor, no bias */
-        static const float sc1[1] = {0.02f};
-        static const int8_t zb1[1] = {0};
-        uint32_t cin[6];
-        cin[0] = hfxb_set_dtype(&b, hfxb_input(&b, 1, HFXB_DIMS(1, 4, 5, 5)), HFX_DTYPE_U8);
-        cin[1] = hfxb_set_dtype(&b, hfxb_const(&b, 1, HFXB_DIMS(6, 2, 3, 3), g_data), HFX_DTYPE_I8);
-        cin[2] = hfxb_set_dtype(&b, hfxb_const(&b, 1, HFXB_SCALAR, (const float *)za), HFX_DTYPE_U8);
-        cin[3] = hfxb_set_dtype(&b, hfxb_const(&b, 1, HFXB_SCALAR, (const float *)zb1), HFX_DTYPE_I8);
-        cin[4] = hfxb_const(&b, 1, HFXB_SCALAR, sc1);
-        cin[5] = hfxb_set_dtype(&b, hfxb_const(&b, 1, HFXB_SCALAR, (const float *)zy), HFX_DTYPE_U8);
-        int32_t cp[HFX_OP_PARAMS] = {1, 1, 1, 1, 1, 1, 1, 1, 2};
-        uint32_t cy = hfxb_set_dtype(&b, hfxb_output(&b, 1, HFXB_DIMS(1, 6, 5, 5)), HFX_DTYPE_U8);
-        hfxb_op_add(&b, 1, HFX_OP_QCONV2D, -1, 6, cin, cy, cp);
+    for (int with_section = 0; with_section < 2; with_section++) {
+        hfxb_init(&b);
+        qmatmul_pair(&b, with_section);
+        emit(dir, with_section ? "qmatmul_quant" : "qmatmul", &b);
     }
-    emit(dir, "qmatmul", &b);
     for (int v = 0; v < 3; v++) {
         hfxb_sec sec = {0};
         hfxb_init(&b);

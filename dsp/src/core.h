@@ -73,6 +73,8 @@ struct hfx_program {
     uint32_t version;                  /* 1 or 2 */
     uint32_t shapes_off, shapes_bytes; /* v2 shape section in blob (bytes 0: none) */
     uint32_t quant_off, quant_bytes;   /* v2 quantization section */
+    uint32_t *quant_rec;               /* [n_tensors] blob offset of each tensor's quantization record, 0: none
+                                          (NULL without a section) */
     uint32_t n_symbols;                /* of the shape section */
 };
 
@@ -275,8 +277,11 @@ const char *hfx_expr_fault_text(hfx_expr_fault f);
 /* The shape section of p (after the tensors are parsed): every rule of dsp/README.md, and
  * every expression reproduces its stored value. Sets p->n_symbols. HFX_ERR_SHAPES. */
 hfx_status hfx_shapes_check(hfx_program *p, hfx_error *err);
-/* The quantization section of p (after the tensors are parsed). */
-hfx_status hfx_quant_check(const hfx_program *p, hfx_error *err);
+/* The quantization section of p (after the tensors are parsed); sets p->quant_rec. */
+hfx_status hfx_quant_check(hfx_program *p, hfx_error *err);
+/* An integer op's quantization operands against the section's entries of its tensors (after the
+ * op's validation): HFX_ERR_QUANT naming the op and the tensor where they disagree. */
+hfx_status hfx_quant_check_op(hfx_vctx *v, const hfx_op *op);
 
 /* ---- error formatting (program.c) -------------------------------------------- */
 

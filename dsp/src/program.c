@@ -90,6 +90,7 @@ const char *hfx_status_name(hfx_status s) {
     case HFX_ERR_PLATFORM: return "HFX_ERR_PLATFORM";
     case HFX_ERR_STATE: return "HFX_ERR_STATE";
     case HFX_ERR_SHAPES: return "HFX_ERR_SHAPES";
+    case HFX_ERR_QUANT: return "HFX_ERR_QUANT";
     }
     return "HFX_ERR_?";
 }
@@ -125,6 +126,7 @@ void hfx_program_free(hfx_program *p) {
     hfx_plat_free(p->task_ops[0]);
     hfx_plat_free(p->task_ops[1]);
     hfx_plat_free(p->deps);
+    hfx_plat_free(p->quant_rec);
     hfx_plat_free(p);
 }
 
@@ -653,6 +655,7 @@ static hfx_status parse_op(hfx_program *p, const header *h, uint32_t o, uint8_t 
     if (!st) st = parse_op_params(rec, r, o, op, err);
     hfx_vctx v = {p, err, r, o};
     if (!st) st = op->desc->validate(&v, op);
+    if (!st && p->quant_rec) st = hfx_quant_check_op(&v, op);
     if (st) return st;
     commit_dataflow(p, o, op, written);
     memset(&op->plan, 0, sizeof op->plan);

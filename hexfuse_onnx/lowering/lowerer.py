@@ -28,7 +28,7 @@ from .. import contract as C
 from ..profile import Engine as EngineClass
 from ..profile import engine_of
 from .abi import Dtype, Engine, Layout, Opcode, Role, Task
-from .program import Op, Program, Tensor
+from .program import Op, Program, QuantEntry, Tensor
 from .registry import LOWERINGS, LoweringError, op_key, op_outside_kernel
 
 DTYPES: dict[int, Dtype] = {
@@ -147,6 +147,7 @@ class Lowerer:
         # body tensor -> its axes whose length differs at a second binding of symbolic input dims: an
         # op whose params or tables follow such a length lowers the way that does not (lowering.shapes)
         self.varying: dict[str, set[int]] = {}
+        self._section_constants: dict[tuple[Task, Dtype, bytes], int] = {}  # see _section_constant
 
     def _infer_body(self, ir_version: int) -> None:
         m = self.body_model({f: self.types[f] for f in self.fn.input}, ir_version)
@@ -378,6 +379,30 @@ class Lowerer:
         if self._body_index is not None:
             self.scratch_node[tid] = self._body_index
         return tid
+
+    def quantized(
+        self, tid: int, scale: Any, zero: Any, task: Task, axis: int = -1, zero_id: int | None = None
+    ) -> None:
+        """Record program tensor tid's scale and zero point (the v2 quantization section): one each
+        (axis -1) or one per index of `axis`. They become constants of the task, unless `zero_id`
+        names the zero point constant an op already reads."""
+        dtype = self.prog.tensors[tid].dtype
+        scale = np.asarray(scale, np.float32).reshape(-1)
+        if zero_id is None:
+            zero = np.zeros(1, np.int64) if zero is None else np.asarray(zero).reshape(-1)
+            n = max(scale.size, zero.size)  # one per tensor, the other per channel: both per channel
+            scale, zero = np.broadcast_to(scale, (n,)), np.broadcast_to(zero, (n,))
+            zero_id = self._section_constant(zero, task, dtype)
+        scale_id = self._section_constant(scale, task, Dtype.F32)
+        self.prog.quantize(tid, QuantEntry(scale_id, zero_id, axis if scale.size > 1 else -1))
+
+    def _section_constant(self, value: np.ndarray, task: Task, dtype: Dtype) -> int:
+        """A constant only the quantization section reads, shared by the entries that hold its value."""
+        data = np.ascontiguousarray(value, dtype=NP_DTYPES[dtype]).tobytes()
+        key = (task, dtype, data)
+        if key not in self._section_constants:
+            self._section_constants[key] = self.constant(value, task, dtype)
+        return self._section_constants[key]
 
     def constant(self, value: np.ndarray, task: Task, dtype: Dtype = Dtype.F32) -> int:
         """A program constant computed at lowering time (float32 unless `dtype` says otherwise)."""

@@ -1,9 +1,9 @@
 """The task program in memory and its byte encoding (format: dsp/README.md, numbers: abi.py).
 
-A program without a shape section or 16-bit integer tensor is encoded as format version 1,
-exactly as before; one with either as version 2 (64-byte header, the section after the data; spec
-/work/wt/_brief/PROGRAM_V2.md until dsp/README.md carries it). `specialize` is the reference of
-the kernel's hfx_program_specialize: the shape section applied to actual input shapes.
+A program without a shape section, quantization entries or 16-bit integer tensor is encoded as
+format version 1, exactly as before; one with any of them as version 2 (64-byte header, the
+sections after the data; dsp/README.md "Task program format, version 2"). `specialize` is the
+reference of the kernel's hfx_program_specialize: the shape section applied to actual input shapes.
 """
 
 from __future__ import annotations
@@ -46,21 +46,60 @@ class Op:
     params: list[int] = field(default_factory=lambda: [0] * Layout.OP_PARAMS)
 
 
+@dataclass(frozen=True)
+class QuantEntry:
+    """An integer tensor's quantization (a record of the v2 quantization section): program ids of a
+    constant f32 scale and of a constant zero point of the tensor's dtype (NO_TENSOR: zero), with
+    one element (axis -1) or one per index of `axis`."""
+
+    scale: int
+    zero_point: int
+    axis: int = -1
+
+
 class Program:
     def __init__(self) -> None:
         self.tensors: list[Tensor] = []
         self.ops: list[Op] = []
         self.n_io = [0, 0, 0, 0]  # inputs A, B, outputs A, B
+        self.quant: dict[int, QuantEntry] = {}  # integer tensor id -> its quantization
+        self._unquantized: set[int] = set()  # tensors read with two different quantizations
 
     def add(self, t: Tensor) -> int:
         self.tensors.append(t)
         return len(self.tensors) - 1
 
+    def quantize(self, tid: int, entry: QuantEntry) -> None:
+        """Record tensor tid's quantization. Two ops that quantize it differently leave it without an
+        entry: the kernel checks each op against the entry, and the ops stay what the model says."""
+        old = self.quant.get(tid)
+        if tid in self._unquantized or (old is not None and not self._same(old, entry)):
+            self.quant.pop(tid, None)
+            self._unquantized.add(tid)
+        elif old is None:
+            self.quant[tid] = entry
+
+    def _same(self, a: QuantEntry, b: QuantEntry) -> bool:
+        def data(tid: int) -> bytes:
+            return self.tensors[tid].data if tid != Layout.NO_TENSOR else b""
+
+        scale = data(a.scale)
+        per_tensor = len(scale) == 4  # one f32: the axis says nothing
+        return scale == data(b.scale) and data(a.zero_point) == data(b.zero_point) and (per_tensor or a.axis == b.axis)
+
+    def _quant_section(self) -> bytes:
+        entries = sorted(self.quant.items())
+        out = struct.pack("<I", len(entries))
+        for tid, e in entries:
+            out += struct.pack("<IIIi", tid, e.scale, e.zero_point, e.axis)
+        return out if entries else b""
+
     def encode(self, shapes: bytes = b"") -> bytes:
-        """Version 1 bytes, or version 2 with `shapes` (an encoded shape section) after the data or
-        with a 16-bit integer tensor (a v2 dtype)."""
+        """Version 1 bytes, or version 2 with `shapes` (an encoded shape section) after the data,
+        with quantization entries (their section after it) or with a 16-bit integer tensor (a v2 dtype)."""
         align = Layout.CONST_ALIGN
-        v2 = bool(shapes) or any(t.dtype in V2_DTYPES for t in self.tensors)
+        quant = self._quant_section()
+        v2 = bool(shapes) or bool(quant) or any(t.dtype in V2_DTYPES for t in self.tensors)
         header_bytes = HEADER_BYTES_V2 if v2 else Layout.HEADER_BYTES
         ops_off = header_bytes + len(self.tensors) * Layout.TENSOR_RECORD_BYTES
         ops_end = ops_off + len(self.ops) * Layout.OP_RECORD_BYTES
@@ -71,7 +110,7 @@ class Program:
             records += _tensor_record(t, data)
         for o in self.ops:
             records += _op_record(o)
-        total = data_off + len(data) + len(shapes) + Layout.PROGRAM_CRC_BYTES
+        total = data_off + len(data) + len(shapes) + len(quant) + Layout.PROGRAM_CRC_BYTES
         header = struct.pack(
             _HEADER,
             Layout.PROGRAM_MAGIC,
@@ -88,9 +127,9 @@ class Program:
             len(data),
         )
         if v2:
-            header += struct.pack(_HEADER_V2_TAIL, len(shapes), 0, 0, 0)
+            header += struct.pack(_HEADER_V2_TAIL, len(shapes), len(quant), 0, 0)
         blob = header + records
-        body = bytes(blob + bytes(data_off - len(blob)) + data + shapes)
+        body = bytes(blob + bytes(data_off - len(blob)) + data + shapes + quant)
         return body + struct.pack("<I", zlib.crc32(body))  # the kernel refuses a corrupted program
 
 
@@ -138,16 +177,22 @@ class Layout2:
     data_bytes: int
     shapes_off: int
     shapes_bytes: int
+    quant_bytes: int = 0
+
+    @property
+    def quant_off(self) -> int:
+        return self.shapes_off + self.shapes_bytes
 
 
 def layout_of(program: bytes) -> Layout2:
     head = struct.unpack_from(_HEADER, program)
     version, n_tensors, n_ops = head[1], head[5], head[6]
     tensors_off, ops_off, data_off, data_bytes = head[11:15]
-    shapes_bytes = struct.unpack_from("<I", program, 48)[0] if version >= VERSION_2 else 0
+    shapes_bytes, quant_bytes = struct.unpack_from("<II", program, 48) if version >= VERSION_2 else (0, 0)
     return Layout2(
-        version, n_tensors, n_ops, tensors_off, ops_off, data_off, data_bytes, data_off + data_bytes, shapes_bytes
-    )
+        version, n_tensors, n_ops, tensors_off, ops_off, data_off, data_bytes, data_off + data_bytes, shapes_bytes,
+        quant_bytes,
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -173,6 +218,74 @@ def read_section(program: bytes) -> Section | None:
         patches.append((target, ident, slot, words))
         at += 12 + 4 * n_words
     return Section([(int(i), int(a)) for i, a in symbols], patches)
+
+
+_ZERO_FORMATS = {Dtype.U8: "B", Dtype.I8: "b", Dtype.U16: "H", Dtype.I16: "h", Dtype.I32: "i"}
+
+
+@dataclass(frozen=True)
+class Quantization:
+    """A tensor's entry of the quantization section, with the values it points at."""
+
+    dtype: Dtype
+    scales: tuple[float, ...]
+    zero_points: tuple[int, ...]
+    axis: int  # -1: per tensor
+
+    def describe(self) -> str:
+        """One line: "u8 scale 0.0235 zero point 128", or per channel its axis and ranges."""
+        kind = self.dtype.name.lower()
+        if self.axis < 0:
+            return f"{kind} scale {self.scales[0]:.6g} zero point {self.zero_points[0]}"
+        return (
+            f"{kind} per channel of axis {self.axis} ({len(self.scales)}): scale {min(self.scales):.6g}.."
+            f"{max(self.scales):.6g}, zero point {min(self.zero_points)}..{max(self.zero_points)}"
+        )
+
+
+def read_quantization(program: bytes) -> dict[int, Quantization]:
+    """Tensor id -> its quantization, from the v2 quantization section (empty without one)."""
+    lay = layout_of(program)
+    if lay.quant_bytes == 0:
+        return {}
+    (n,) = struct.unpack_from("<I", program, lay.quant_off)
+    out = {}
+    for k in range(n):
+        tid, scale, zero, axis = struct.unpack_from("<IIIi", program, lay.quant_off + 4 + 16 * k)
+        out[tid] = _quantization(program, lay, tid, scale, zero, axis)
+    return out
+
+
+def op_quantization(program: bytes) -> dict[int, str]:
+    """Op index -> the quantization of the integer tensors it reads and writes ("in 0: u8 scale ...;
+    out: ..."), for the ops that touch a tensor of the section."""
+    q, lay = read_quantization(program), layout_of(program)
+    out = {}
+    for k in range(lay.n_ops):
+        at = lay.ops_off + k * Layout.OP_RECORD_BYTES
+        n_in = program[at + 4]
+        inputs = struct.unpack_from(f"<{n_in}I", program, at + 8)
+        (target,) = struct.unpack_from("<I", program, at + 40)
+        parts = [f"in {i}: {q[t].describe()}" for i, t in enumerate(inputs) if t in q]
+        parts += [f"out: {q[target].describe()}"] if target in q else []
+        if parts:
+            out[k] = "; ".join(parts)
+    return out
+
+
+def _quantization(program: bytes, lay: Layout2, tid: int, scale: int, zero: int, axis: int) -> Quantization:
+    def record(t: int) -> tuple[int, int, int]:  # dtype, data offset, data bytes
+        rec = struct.unpack_from(_TENSOR, program, lay.tensors_off + t * Layout.TENSOR_RECORD_BYTES)
+        return rec[0], lay.data_off + rec[13], rec[14]
+
+    dtype = Dtype(record(tid)[0])
+    _, at, size = record(scale)
+    scales = struct.unpack_from(f"<{size // 4}f", program, at)
+    zeros: tuple[int, ...] = (0,) * len(scales)
+    if zero != Layout.NO_TENSOR:
+        _, at, _ = record(zero)
+        zeros = struct.unpack_from(f"<{len(scales)}{_ZERO_FORMATS[dtype]}", program, at)
+    return Quantization(dtype, tuple(scales), tuple(zeros), axis)
 
 
 def tensor_records(program: bytes) -> list[tuple[int, int, list[int]]]:

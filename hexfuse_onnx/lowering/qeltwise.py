@@ -85,6 +85,11 @@ def _per_tensor(cx: Lowerer, n: onnx.NodeProto) -> tuple[np.float32, int] | None
     return np.float32(scale.reshape(-1)[0]), int(zp.reshape(-1)[0])
 
 
+def _quantized(cx: Lowerer, tid: int, p: tuple[np.float32, int], task: Task) -> None:
+    """Record a tensor's per-tensor (scale, zero point) in the program's quantization section."""
+    cx.quantized(tid, p[0], p[1], task)
+
+
 @dataclass
 class _Body:
     cx: Lowerer
@@ -204,7 +209,9 @@ def _binary(b: _Body, k: int) -> Found | None:
 
     def emit(task: Task) -> None:
         inputs = [b.cx.read_typed(da.input[0], n, task, ta), b.cx.read_typed(db.input[0], n, task, ta)]
-        b.cx.emit(n, task, opcode, inputs, params, out=y, out_dtype=ta)
+        out = b.cx.emit(n, task, opcode, inputs, params, out=y, out_dtype=ta)
+        for tid, p in zip([*inputs, out], (pa, pb, py)):
+            _quantized(b.cx, tid, p, task)
 
     return emit, [dx, dw], [*clamp, q]
 
@@ -267,7 +274,8 @@ def _table(b: _Body, k: int) -> Found | None:
     assert d is not None and q is not None  # checked above
     dq, qn = b.node(d), b.node(q)
     tx, ty = b.narrow(dq.input[0]), b.narrow(qn.output[0])
-    if tx is None or ty is None or _per_tensor(cx, dq) is None or _per_tensor(cx, qn) is None:
+    px, py = _per_tensor(cx, dq), _per_tensor(cx, qn)
+    if tx is None or ty is None or px is None or py is None:
         return None
     if cx.shape(n.output[0], n) != cx.shape(dq.input[0], dq):
         return None
@@ -277,7 +285,9 @@ def _table(b: _Body, k: int) -> Found | None:
 
     def emit(task: Task) -> None:
         inputs = [cx.read_typed(dq.input[0], n, task, tx), cx.constant(table, task, ty)]
-        cx.emit(n, task, Opcode.QLUT, inputs, out=qn.output[0], out_dtype=ty)
+        y = cx.emit(n, task, Opcode.QLUT, inputs, out=qn.output[0], out_dtype=ty)
+        _quantized(cx, inputs[0], px, task)
+        _quantized(cx, y, py, task)
 
     constant_dqs = [c for c in (b.dq_of(i) for i in n.input if i and i != variable[0]) if c is not None]
     return emit, [d, *constant_dqs], [q]
@@ -353,7 +363,10 @@ def _pool(b: _Body, k: int) -> Found | None:
     opcode, params = found
 
     def emit(task: Task) -> None:
-        cx.emit(n, task, opcode, [cx.read_typed(dq.input[0], n, task, tx)], params, out=qn.output[0], out_dtype=ty)
+        x = cx.read_typed(dq.input[0], n, task, tx)
+        y = cx.emit(n, task, opcode, [x], params, out=qn.output[0], out_dtype=ty)
+        _quantized(cx, x, px, task)
+        _quantized(cx, y, py, task)
 
     return emit, [g.d], [g.q]
 
@@ -415,7 +428,7 @@ def _concat(b: _Body, k: int) -> Found | None:
     ty, py = b.narrow(qn.output[0]), _per_tensor(cx, qn)
     if ty is None or py is None or any(d is None for d in dqs):
         return None
-    tables, inputs = [], []
+    tables, inputs, params = [], [], []
     for d in dqs:
         dq = b.node(d)  # type: ignore[arg-type]
         tx, px = b.narrow(dq.input[0]), _per_tensor(cx, dq)
@@ -423,14 +436,18 @@ def _concat(b: _Body, k: int) -> Found | None:
             return None  # ORT's QLinearConcat wants one type
         tables.append(requant_table(px[0], px[1], py[0], py[1], tx, ty))
         inputs.append(dq.input[0])
+        params.append(px)
     rank = len(cx.shape(n.output[0], n))
     axis = int(attr(n, "axis", 0))
     axis = axis + rank if axis < 0 else axis
 
     def emit(task: Task) -> None:
         ids = [cx.read_typed(i, n, task, ty) for i in inputs]
+        for x, px in zip(ids, params):
+            _quantized(cx, x, px, task)
         ids.append(cx.constant(np.stack(tables), task, ty))
-        cx.emit(n, task, Opcode.QCONCAT, ids, {Param.AXIS: axis}, out=qn.output[0], out_dtype=ty)
+        y = cx.emit(n, task, Opcode.QCONCAT, ids, {Param.AXIS: axis}, out=qn.output[0], out_dtype=ty)
+        _quantized(cx, y, py, task)
 
     return emit, [d for d in dqs if d is not None], [q]
 
@@ -454,7 +471,9 @@ def _resize(b: _Body, k: int) -> Found | None:
 
     def emit(task: Task) -> None:
         inputs = [cx.read_typed(dq.input[0], n, task, tx), cx.constant(table, task, ty)]
-        cx.emit(n, task, Opcode.QRESIZE, inputs, params, out=qn.output[0], out_dtype=ty)
+        y = cx.emit(n, task, Opcode.QRESIZE, inputs, params, out=qn.output[0], out_dtype=ty)
+        _quantized(cx, inputs[0], px, task)
+        _quantized(cx, y, py, task)
 
     return emit, [g.d], [g.q]
 
@@ -483,7 +502,9 @@ def _softmax(b: _Body, k: int) -> Found | None:
 
     def emit(task: Task) -> None:
         inputs = [cx.read_typed(dq.input[0], n, task, tx), cx.constant(table, task, Dtype.F32)]
-        cx.emit(n, task, Opcode.QSOFTMAX, inputs, params, out=qn.output[0], out_dtype=ty)
+        y = cx.emit(n, task, Opcode.QSOFTMAX, inputs, params, out=qn.output[0], out_dtype=ty)
+        _quantized(cx, inputs[0], px, task)
+        _quantized(cx, y, py, task)
 
     return emit, [g.d], [g.q]
 

@@ -43,13 +43,15 @@ def _dequantize(cx: Lowerer, n: onnx.NodeProto, t: Task, x: str, scale: str, zer
     dtype = _integer_type(cx, n, x)
     inputs = [cx.read_typed(x, n, t, dtype), *_qparams(cx, n, scale, zero, dtype, t)]
     out = cx.scratch(cx.shape(x, n), t)
+    cx.quantized(inputs[0], cx.known_value(scale), None, t, zero_id=inputs[2])
     return cx.emit(n, t, Opcode.DEQUANTIZE_LINEAR, inputs, {QuantParam.AXIS: 0}, out=out)
 
 
 def _quantize(cx: Lowerer, n: onnx.NodeProto, t: Task, src: int, scale: str, zero: str) -> None:
     dtype = _integer_type(cx, n, n.output[0])
     inputs = [src, *_qparams(cx, n, scale, zero, dtype, t)]
-    cx.emit(n, t, Opcode.QUANTIZE_LINEAR, inputs, {QuantParam.AXIS: 0}, out=n.output[0], out_dtype=dtype)
+    y = cx.emit(n, t, Opcode.QUANTIZE_LINEAR, inputs, {QuantParam.AXIS: 0}, out=n.output[0], out_dtype=dtype)
+    cx.quantized(y, cx.known_value(scale), None, t, zero_id=inputs[2])
 
 
 def _arg(n: onnx.NodeProto, k: int) -> str:

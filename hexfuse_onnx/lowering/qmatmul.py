@@ -7,7 +7,8 @@ A group fits when A, B and Y are u8/i8 per tensor (B may be per output column / 
 scales and zero points are initializers, B is a 2-D (Conv: 4-D) initializer, a Gemm has transA 0,
 alpha 1, beta 1, a Conv is 2-D, and a bias is read by a DequantizeLinear from int32 with zero point
 0 and scale s_a * s_b. Any other group keeps the float path (its DQ, op and Q each lowered on
-their own).
+their own). The op goes to the engine the profile costs an 8-bit group on (`profile.engine_at_width`:
+the vector engine, where the Hexagon build runs it with vrmpy).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import onnx
 
+from ..profile import engine_at_width
 from .abi import ConvParam, Dtype, Opcode, Task
 from .lowerer import DTYPES, Lowerer, attr
 from .matrix import conv_params
@@ -112,6 +114,9 @@ class _Operands:
     y_dtype: Dtype
     bias: np.ndarray | None  # i32 [N]
     b_dtype: Dtype
+    sa: np.float32  # the scales of A, B ([1] or [N]) and Y, for the quantization section
+    sb: np.ndarray
+    sy: np.float32
 
 
 def _qparams(cx: Lowerer, n: onnx.NodeProto) -> tuple[np.ndarray, np.ndarray] | None:
@@ -159,7 +164,8 @@ def _operands(cx: Lowerer, g: _Group) -> _Operands | None:
             return None
     return _Operands(
         dq_a.input[0], a_dtype, b.T if trans_b else b, int(za[0]), zb, scale.astype(np.float32), int(zy[0]),
-        q.output[0], y_dtype, bias, DTYPES[cx.dtype(dq_b.input[0])],
+        q.output[0], y_dtype, bias, DTYPES[cx.dtype(dq_b.input[0])], np.float32(sa[0]), sb.astype(np.float32),
+        np.float32(sy[0]),
     )  # fmt: skip
 
 
@@ -199,7 +205,26 @@ def _emit(cx: Lowerer, n: onnx.NodeProto, o: _Operands, task: Task, x: str, w: s
     if o.bias is not None:
         inputs.append(cx.constant(o.bias, task, Dtype.I32))
     params = _conv_params(cx, n, x, w) if conv else None
-    cx.emit(n, task, Opcode.QCONV2D if conv else Opcode.QMATMUL, inputs, params, out=o.y, out_dtype=o.y_dtype)
+    opcode = Opcode.QCONV2D if conv else Opcode.QMATMUL
+    engine = engine_at_width(n, 8)  # the engine the profile costs the 8-bit group on
+    y = cx.emit(n, task, opcode, inputs, params, out=o.y, engine=engine, out_dtype=o.y_dtype)
+    _quantization(cx, o, inputs, y, task, 0 if conv else 1, per_col)
+
+
+def _quantization(
+    cx: Lowerer, o: _Operands, inputs: list[int], y: int, task: Task, col_axis: int, per_col: bool
+) -> None:
+    """The section's entries of the op's tensors: A, B (per column when its zero point or scale is),
+    Y, and the bias (scale s_a s_b, zero point 0), each pointing at the op's zero point constants."""
+    a, b, za, zb = inputs[:4]
+    cols = cx.prog.tensors[b].dims[col_axis]
+    sb = np.broadcast_to(o.sb, (cols,)) if per_col else o.sb.reshape(1)
+    cx.quantized(a, o.sa, None, task, zero_id=za)
+    cx.quantized(b, sb, None, task, col_axis, zero_id=zb)
+    cx.quantized(y, o.sy, None, task, zero_id=inputs[5])
+    if o.bias is not None:
+        acc = (o.sa * o.sb.astype(np.float32)).astype(np.float32)  # f32, as the kernel checks it
+        cx.quantized(inputs[6], np.broadcast_to(acc, (cols,)) if acc.size > 1 else acc, None, task, 0)
 
 
 def _conv_params(cx: Lowerer, n: onnx.NodeProto, x_name: str, w_name: str) -> dict[ConvParam, int]:
@@ -253,5 +278,5 @@ def _qlinear_operands(cx: Lowerer, n: onnx.NodeProto) -> _Operands:
         raise refuse("the bias must be an initializer")
     return _Operands(
         x, a_dtype, b, int(za[0]), zb.astype(np.int64), scale.astype(np.float32), int(z_y[0]), n.output[0], y_dtype,
-        None if bias is None else bias.reshape(-1), b_dtype,
+        None if bias is None else bias.reshape(-1), b_dtype, np.float32(sa[0]), sb, np.float32(s_y[0]),
     )  # fmt: skip

@@ -3,6 +3,7 @@ models use for 16-bit types below opset 21), per tensor or per axis, on the vect
 
 Their integer tensors are program tensors of their own dtype (u8, i8, u16, i16; DequantizeLinear
 also reads i32 biases). A program with a 16-bit tensor is encoded as format v2 (`program.encode`).
+The integer tensor's scale and zero point go into the v2 quantization section when they are known.
 """
 
 from __future__ import annotations
@@ -41,4 +42,8 @@ def quantize_linear(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         axis = int(attr(n, "axis", 1))
         axis = axis + rank if axis < 0 else axis
     opcode = Opcode.QUANTIZE_LINEAR if q else Opcode.DEQUANTIZE_LINEAR
-    cx.emit(n, t, opcode, inputs, {QuantParam.AXIS: axis}, out_dtype=dtype if q else Dtype.F32)
+    y = cx.emit(n, t, opcode, inputs, {QuantParam.AXIS: axis}, out_dtype=dtype if q else Dtype.F32)
+    scale_value = cx.known_value(n.input[1])
+    zero_value = cx.known_value(n.input[2]) if len(inputs) > 2 else None
+    if scale_value is not None and (zero_value is not None or len(inputs) == 2):
+        cx.quantized(y if q else x, scale_value, zero_value, t, axis)

@@ -36,6 +36,7 @@ class PairTimeline:
     device_busy_ns: int = 0
     engine_busy_ns: dict[str, int] = field(default_factory=dict)
     matrix_vector_overlap_ns: int = 0
+    quantization: dict[int, str] = field(default_factory=dict)  # op -> its tensors' quantization (v2 section)
 
     def fractions(self) -> dict[str, float]:
         wall = max(self.wall_ns, 1)
@@ -95,7 +96,16 @@ def record(
             if not path.is_file():
                 raise HexfuseError(f"the plugin wrote no trace for '{name}' (did it run the node?)")
             timelines.append(pair_timeline(json.loads(path.read_text())))
+            timelines[-1].quantization = _op_quantization(model, name)
     return timelines
+
+
+def _op_quantization(model: onnx.ModelProto, pair: str) -> dict[int, str]:
+    from ..lowering.program import op_quantization
+
+    node = next(n for n in model.graph.node if n.name == pair)
+    program = next((a.s for a in node.attribute if a.name == C.ATTR_PROGRAM), b"")
+    return op_quantization(program) if program else {}
 
 
 def chrome_trace(timelines: list[PairTimeline]) -> dict:
@@ -126,7 +136,13 @@ def chrome_trace(timelines: list[PairTimeline]) -> dict:
                     "cat": e["engine"],
                     "ts": e["start_ns"] / 1000.0,
                     "dur": max(e["end_ns"] - e["start_ns"], 1) / 1000.0,
-                    "args": {"engine": e["engine"], "task": e["task"], "op": e["op"], "item": e["item"]},
+                    "args": {
+                        "engine": e["engine"],
+                        "task": e["task"],
+                        "op": e["op"],
+                        "item": e["item"],
+                        **({"quantization": t.quantization[e["op"]]} if e["op"] in t.quantization else {}),
+                    },
                 }
             )
     return {"traceEvents": events, "displayTimeUnit": "ns"}

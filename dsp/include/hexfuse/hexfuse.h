@@ -39,7 +39,8 @@ typedef enum hfx_status {
     HFX_ERR_BUDGET = 14,    /* a task's scratch does not fit the on-chip budget */
     HFX_ERR_PLATFORM = 15,  /* thread creation etc. failed */
     HFX_ERR_STATE = 16,     /* run state does not belong to this program/pool */
-    HFX_ERR_SHAPES = 17     /* v2 shape section: bad record or expression, or a shape it cannot specialize to */
+    HFX_ERR_SHAPES = 17,    /* v2 shape section: bad record or expression, or a shape it cannot specialize to */
+    HFX_ERR_QUANT = 18      /* an integer op's quantization operands disagree with the v2 quantization section */
 } hfx_status;
 
 /* Name of a status code ("HFX_ERR_SHAPE"). */

@@ -324,6 +324,9 @@ enum hfx_resize_nearest_mode {
  * type (Q: the output's, DQ: the input's). */
 #define HFX_P_QUANT_AXIS 0 /* per axis: in [-rank, rank), normalized; per tensor: 0 */
 
+/* QMATMUL / QCONV2D operand slots */
+enum hfx_qmm_slot { HFX_QMM_A, HFX_QMM_B, HFX_QMM_ZA, HFX_QMM_ZB, HFX_QMM_SCALE, HFX_QMM_ZY, HFX_QMM_BIAS };
+
 /* QMATMUL (no params): A u8/i8, B u8/i8 [K, N], zp_a (A's type) and zp_y (Y's type) one element,
  * zp_b (B's type) and scale (f32, = f32(f32(s_a * s_b) / s_y)) one element or N; Y u8/i8
  * [..., N]. Integer semantics: dsp/ref/ref_qmatmul.h.

@@ -15,8 +15,6 @@
 
 #define QMM_WS_MAX (256u * 1024u) /* B^T of an item's columns + one row of A, int16 */
 
-enum { QMM_A, QMM_B, QMM_ZA, QMM_ZB, QMM_SCALE, QMM_ZY, QMM_BIAS };
-
 typedef struct qmatmul_plan {
     uint64_t rows, k, n;
     uint64_t rows_per_item, row_blocks;
@@ -35,16 +33,16 @@ static hfx_status want_dtype(hfx_vctx *v, const hfx_op *op, uint32_t slot, bool 
 
 static hfx_status validate_dtypes(hfx_vctx *v, const hfx_op *op) {
     const hfx_tensor *t = v->p->tensors;
-    uint32_t a = t[op->in[QMM_A]].dtype, b = t[op->in[QMM_B]].dtype, y = t[op->out[0]].dtype;
-    hfx_status st = want_dtype(v, op, QMM_A, narrow_int(a), "u8 or i8");
-    if (!st) st = want_dtype(v, op, QMM_B, narrow_int(b), "u8 or i8");
+    uint32_t a = t[op->in[HFX_QMM_A]].dtype, b = t[op->in[HFX_QMM_B]].dtype, y = t[op->out[0]].dtype;
+    hfx_status st = want_dtype(v, op, HFX_QMM_A, narrow_int(a), "u8 or i8");
+    if (!st) st = want_dtype(v, op, HFX_QMM_B, narrow_int(b), "u8 or i8");
     if (!st) st = want_dtype(v, op, 99, narrow_int(y), "u8 or i8");
-    if (!st) st = want_dtype(v, op, QMM_ZA, t[op->in[QMM_ZA]].dtype == a, "A's (its zero point)");
-    if (!st) st = want_dtype(v, op, QMM_ZB, t[op->in[QMM_ZB]].dtype == b, "B's (its zero point)");
-    if (!st) st = want_dtype(v, op, QMM_SCALE, t[op->in[QMM_SCALE]].dtype == HFX_DTYPE_F32, "f32 (the scale)");
-    if (!st) st = want_dtype(v, op, QMM_ZY, t[op->in[QMM_ZY]].dtype == y, "Y's (its zero point)");
-    if (!st && op->n_in > QMM_BIAS)
-        st = want_dtype(v, op, QMM_BIAS, t[op->in[QMM_BIAS]].dtype == HFX_DTYPE_I32, "i32 (the bias)");
+    if (!st) st = want_dtype(v, op, HFX_QMM_ZA, t[op->in[HFX_QMM_ZA]].dtype == a, "A's (its zero point)");
+    if (!st) st = want_dtype(v, op, HFX_QMM_ZB, t[op->in[HFX_QMM_ZB]].dtype == b, "B's (its zero point)");
+    if (!st) st = want_dtype(v, op, HFX_QMM_SCALE, t[op->in[HFX_QMM_SCALE]].dtype == HFX_DTYPE_F32, "f32 (the scale)");
+    if (!st) st = want_dtype(v, op, HFX_QMM_ZY, t[op->in[HFX_QMM_ZY]].dtype == y, "Y's (its zero point)");
+    if (!st && op->n_in > HFX_QMM_BIAS)
+        st = want_dtype(v, op, HFX_QMM_BIAS, t[op->in[HFX_QMM_BIAS]].dtype == HFX_DTYPE_I32, "i32 (the bias)");
     return st;
 }
 
@@ -59,20 +57,20 @@ static hfx_status want_size(hfx_vctx *v, const hfx_op *op, uint32_t slot, uint32
 hfx_status hfx_validate_qmatmul(hfx_vctx *v, hfx_op *op) {
     hfx_status st = validate_dtypes(v, op);
     if (st) return st;
-    const hfx_tensor *a = &v->p->tensors[op->in[QMM_A]], *b = &v->p->tensors[op->in[QMM_B]];
+    const hfx_tensor *a = &v->p->tensors[op->in[HFX_QMM_A]], *b = &v->p->tensors[op->in[HFX_QMM_B]];
     if (a->rank < 1 || b->rank != 2 || a->dims[a->rank - 1] != b->dims[0])
-        return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, QMM_B), "op %u (%s): needs A[..., K] and B[K, N]", v->index,
-                         op->desc->label);
+        return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, HFX_QMM_B), "op %u (%s): needs A[..., K] and B[K, N]",
+                         v->index, op->desc->label);
     uint32_t n = b->dims[1];
-    if (!st) st = want_size(v, op, QMM_ZA, n, false);
-    if (!st) st = want_size(v, op, QMM_ZB, n, true);
-    if (!st) st = want_size(v, op, QMM_SCALE, n, true);
-    if (!st) st = want_size(v, op, QMM_ZY, n, false);
-    if (!st && op->n_in > QMM_BIAS) {
-        const hfx_tensor *bias = &v->p->tensors[op->in[QMM_BIAS]];
+    if (!st) st = want_size(v, op, HFX_QMM_ZA, n, false);
+    if (!st) st = want_size(v, op, HFX_QMM_ZB, n, true);
+    if (!st) st = want_size(v, op, HFX_QMM_SCALE, n, true);
+    if (!st) st = want_size(v, op, HFX_QMM_ZY, n, false);
+    if (!st && op->n_in > HFX_QMM_BIAS) {
+        const hfx_tensor *bias = &v->p->tensors[op->in[HFX_QMM_BIAS]];
         if (bias->rank != 1 || bias->dims[0] != n)
-            return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, QMM_BIAS), "op %u (%s): the bias must be [N]", v->index,
-                             op->desc->label);
+            return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, HFX_QMM_BIAS), "op %u (%s): the bias must be [N]",
+                             v->index, op->desc->label);
     }
     if (st) return st;
     uint32_t od[HFX_MAX_RANK];
@@ -110,7 +108,7 @@ static qgemm_bufs qgemm_bufs_of(void *ws, uint64_t k, uint64_t cols, uint64_t a_
 }
 
 hfx_status hfx_plan_qmatmul(const hfx_program *p, hfx_op *op) {
-    const hfx_tensor *a = &p->tensors[op->in[QMM_A]], *b = &p->tensors[op->in[QMM_B]];
+    const hfx_tensor *a = &p->tensors[op->in[HFX_QMM_A]], *b = &p->tensors[op->in[HFX_QMM_B]];
     qmatmul_plan pl = {0};
     pl.k = b->dims[0];
     pl.n = b->dims[1];
@@ -146,21 +144,21 @@ static qmm_io qmm_io_of(const hfx_kernel_args *a) {
     const hfx_op *op = a->op;
     const hfx_tensor *t = a->prog->tensors;
     qmm_io io = {0};
-    io.a = a->in[QMM_A];
-    io.b = a->in[QMM_B];
-    io.zb = a->in[QMM_ZB];
-    io.scale = a->in[QMM_SCALE];
-    io.bias = op->n_in > QMM_BIAS ? a->in[QMM_BIAS] : NULL;
+    io.a = a->in[HFX_QMM_A];
+    io.b = a->in[HFX_QMM_B];
+    io.zb = a->in[HFX_QMM_ZB];
+    io.scale = a->in[HFX_QMM_SCALE];
+    io.bias = op->n_in > HFX_QMM_BIAS ? a->in[HFX_QMM_BIAS] : NULL;
     io.y = a->out[0];
-    io.ta = t[op->in[QMM_A]].dtype;
-    io.tb = t[op->in[QMM_B]].dtype;
+    io.ta = t[op->in[HFX_QMM_A]].dtype;
+    io.tb = t[op->in[HFX_QMM_B]].dtype;
     io.ty = t[op->out[0]].dtype;
-    io.za = load_narrow(a->in[QMM_ZA], io.ta, 0);
-    io.zy = load_narrow(a->in[QMM_ZY], io.ty, 0);
+    io.za = load_narrow(a->in[HFX_QMM_ZA], io.ta, 0);
+    io.zy = load_narrow(a->in[HFX_QMM_ZY], io.ty, 0);
     io.lo = io.ty == HFX_DTYPE_U8 ? 0 : INT8_MIN;
     io.hi = io.ty == HFX_DTYPE_U8 ? UINT8_MAX : INT8_MAX;
-    io.zb_cols = t[op->in[QMM_ZB]].numel > 1;
-    io.scale_cols = t[op->in[QMM_SCALE]].numel > 1;
+    io.zb_cols = t[op->in[HFX_QMM_ZB]].numel > 1;
+    io.scale_cols = t[op->in[HFX_QMM_SCALE]].numel > 1;
     return io;
 }
 
@@ -270,16 +268,16 @@ hfx_status hfx_validate_qconv(hfx_vctx *v, hfx_op *op) {
     hfx_status st = validate_dtypes(v, op);
     if (!st) st = hfx_validate_conv2d(v, op); /* params and shapes of X, W, Y (its bias slot is not ours) */
     if (st) return st;
-    uint32_t m = v->p->tensors[op->in[QMM_B]].dims[0];
-    if (!st) st = want_size(v, op, QMM_ZA, m, false);
-    if (!st) st = want_size(v, op, QMM_ZB, m, true);
-    if (!st) st = want_size(v, op, QMM_SCALE, m, true);
-    if (!st) st = want_size(v, op, QMM_ZY, m, false);
-    if (!st && op->n_in > QMM_BIAS) {
-        const hfx_tensor *bias = &v->p->tensors[op->in[QMM_BIAS]];
+    uint32_t m = v->p->tensors[op->in[HFX_QMM_B]].dims[0];
+    if (!st) st = want_size(v, op, HFX_QMM_ZA, m, false);
+    if (!st) st = want_size(v, op, HFX_QMM_ZB, m, true);
+    if (!st) st = want_size(v, op, HFX_QMM_SCALE, m, true);
+    if (!st) st = want_size(v, op, HFX_QMM_ZY, m, false);
+    if (!st && op->n_in > HFX_QMM_BIAS) {
+        const hfx_tensor *bias = &v->p->tensors[op->in[HFX_QMM_BIAS]];
         if (bias->rank != 1 || bias->dims[0] != m)
-            return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, QMM_BIAS), "op %u (%s): the bias must be [M]", v->index,
-                             op->desc->label);
+            return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, HFX_QMM_BIAS), "op %u (%s): the bias must be [M]",
+                             v->index, op->desc->label);
     }
     return st;
 }
@@ -296,7 +294,7 @@ static size_t depthwise_ws(uint64_t kk, uint64_t cb, uint64_t oh_n, uint64_t ow_
  * that allows when an image has fewer pixels (one image per item on HFX_HVX), the packed columns within
  * QCONV_WS_MAX bytes. Depthwise (host): ranges of channels of every image. */
 hfx_status hfx_plan_qconv(const hfx_program *p, hfx_op *op) {
-    const hfx_tensor *w = &p->tensors[op->in[QMM_B]], *y = &p->tensors[op->out[0]];
+    const hfx_tensor *w = &p->tensors[op->in[HFX_QMM_B]], *y = &p->tensors[op->out[0]];
     qconv_plan pl = {0};
     pl.groups = (uint64_t)op->params[HFX_P_CONV_GROUP];
     pl.pixels = (uint64_t)y->dims[2] * y->dims[3];
@@ -473,7 +471,7 @@ static void qconv_dot(const qmm_io *io, const uint8_t *X, uint64_t img_stride, c
 static void qconv_gemm(const hfx_kernel_args *a, const qmm_io *io, uint64_t i0, uint64_t ni, uint64_t g, uint64_t p0,
                        uint64_t np) {
     const hfx_op *op = a->op;
-    const hfx_tensor *t = a->prog->tensors, *x = &t[op->in[QMM_A]], *w = &t[op->in[QMM_B]], *y = &t[op->out[0]];
+    const hfx_tensor *t = a->prog->tensors, *x = &t[op->in[HFX_QMM_A]], *w = &t[op->in[HFX_QMM_B]], *y = &t[op->out[0]];
     uint64_t m_all = w->dims[0], mg = m_all / (uint64_t)op->params[HFX_P_CONV_GROUP];
     uint64_t kk = (uint64_t)w->dims[1] * w->dims[2] * w->dims[3], pixels = (uint64_t)y->dims[2] * y->dims[3];
     qgemm_bufs b = qgemm_bufs_of(a->ws, kk, ni * np, HFX_QGEMM_MR);
@@ -589,7 +587,7 @@ static void qconv_depthwise_rows(const hfx_kernel_args *a, const qmm_io *io, con
  * (scattered a channel plane apart); wide ones: qconv_depthwise_rows. */
 static void qconv_depthwise(const hfx_kernel_args *a, const qmm_io *io, const qconv_plan *pl, uint32_t item) {
     const hfx_op *op = a->op;
-    const hfx_tensor *t = a->prog->tensors, *x = &t[op->in[QMM_A]], *w = &t[op->in[QMM_B]], *y = &t[op->out[0]];
+    const hfx_tensor *t = a->prog->tensors, *x = &t[op->in[HFX_QMM_A]], *w = &t[op->in[HFX_QMM_B]], *y = &t[op->out[0]];
     conv_geom geo = geom_of(x, w, op->params, y->dims[3]);
     uint64_t channels = pl->groups, kk = geo.kh * geo.kw, hw = geo.H * geo.W, oh_n = y->dims[2], c0, c1;
     hfx_plan_range(channels, pl->units_per_item, item, &c0, &c1);

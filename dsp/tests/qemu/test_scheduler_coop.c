@@ -766,6 +766,62 @@ static void test_v2_program(hfx_pool *pool)
     free(twice);
 }
 
+/* v2 quantization section: a DequantizeLinear per axis whose entry agrees parses and runs; one
+ * whose entry's zero point differs in channel 2 is refused with HFX_ERR_QUANT at the op's zero point */
+static uint8_t qs_x[6];
+static float qs_y[6];
+static const float qs_scale[3] = {0.5f, 0.25f, 2.0f};
+static const uint8_t qs_zero[3] = {1, 2, 3}, qs_other[3] = {1, 2, 4};
+
+static uint8_t *quant_section_program(const uint8_t *entry_zero, size_t *size)
+{
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t x = hfxb_set_dtype(&b, hfxb_input(&b, HFX_TASK_A, HFXB_DIMS(2, 3)), HFX_DTYPE_U8);
+    uint32_t s = hfxb_const(&b, HFX_TASK_A, HFXB_DIMS(3), qs_scale);
+    uint32_t z = hfxb_set_dtype(&b, hfxb_const(&b, HFX_TASK_A, HFXB_DIMS(3), (const float *)qs_zero), HFX_DTYPE_U8);
+    uint32_t ez = hfxb_set_dtype(&b, hfxb_const(&b, HFX_TASK_A, HFXB_DIMS(3), (const float *)entry_zero), HFX_DTYPE_U8);
+    hfxb_quant(&b, HFX_TASK_A, HFX_OP_DEQUANTIZE_LINEAR, x, s, z, hfxb_output(&b, HFX_TASK_A, HFXB_DIMS(2, 3)), 1);
+    static uint8_t sec[4 + HFX_QREC_BYTES];
+    const uint32_t words[5] = {1, x, s, ez, 1};
+    for (int i = 0; i < 5; i++)
+        hfxb_put32(sec + 4 * i, words[i]);
+    b.v2 = 1;
+    b.quant = sec;
+    b.quant_bytes = sizeof sec;
+    uint8_t *bytes = hfxb_encode(&b, size);
+    hfxb_free(&b);
+    return bytes;
+}
+
+static void test_quant_section(hfx_pool *pool)
+{
+    size_t size = 0;
+    uint8_t *good = quant_section_program(qs_zero, &size);
+    hfx_program *prog = NULL;
+    hfx_error err;
+    hfx_status st = hfx_program_parse(good, size, &prog, &err);
+    expect(st == HFX_OK, "quant section: entries that agree parse");
+    for (int i = 0; i < 6; i++)
+        qs_x[i] = (uint8_t)(i * 41);
+    const void *in[1] = {qs_x};
+    void *out[1] = {qs_y};
+    st = prog ? hfx_run(pool, prog, in, 1, out, 1, NULL, NULL, NULL) : HFX_ERR_ARG;
+    int ok = st == HFX_OK;
+    for (int i = 0; ok && i < 6; i++)
+        ok = qs_y[i] == (float)(qs_x[i] - qs_zero[i % 3]) * qs_scale[i % 3];
+    expect(ok, "quant section: the program runs as without it");
+    hfx_program_free(prog);
+    uint8_t *bad = quant_section_program(qs_other, &size);
+    const uint8_t *ops = bad + HFX_HDR_OPS_OFFSET;
+    uint32_t at = (uint32_t)(ops[0] | ops[1] << 8 | ops[2] << 16 | ops[3] << 24) + HFX_OREC_INPUTS + 8;
+    st = hfx_program_parse(bad, size, &prog, &err);
+    expect(st == HFX_ERR_QUANT && err.byte_offset == at && contains(err.message, "op 0 (DequantizeLinear): zero point"),
+           "quant section: a zero point that disagrees is refused at the op's operand");
+    free(good);
+    free(bad);
+}
+
 int main(void)
 {
     char what[160];
@@ -929,6 +985,7 @@ int main(void)
     /* ---- task program v2: specialize on the DSP side too ---- */
     qt_begin_group(&T);
     test_v2_program(pool);
+    test_quant_section(pool);
     qt_end_group(&T, "program v2");
 
     /* ---- teardown ---- */
