@@ -445,3 +445,55 @@ def test_gather_of_run_time_indices_off_axis_0_is_refused_by_name() -> None:
     )
     with pytest.raises(LoweringError, match="only int32/int64 indices on axis 0"):
         lower_pair(m, m.graph.node[0])
+
+
+@needs_host
+def test_gather_index_from_a_constant_node_outside_the_pair_is_known() -> None:
+    """torch's exporter writes one Constant `-1` for two Gathers (the romaniser decoder's last token
+    and last state); a pair holding one of them reads it as an input, which was lowered as an index
+    'known only at run time' and refused. Its value is now read from the Constant node."""
+    from hexfuse_onnx.runtime import HostKernel
+
+    m = task_b_pair(
+        [helper.make_node("Gather", ["z", "last"], ["yb"], name="gather", axis=1)],
+        [vi("z", [2, 5]), vi("last", [], TensorProto.INT64)],
+        [vi("yb", [2])],
+    )
+    last = np.array(-1, np.int64)
+    del m.graph.input[[v.name for v in m.graph.input].index("last")]
+    m.graph.node.insert(
+        0, helper.make_node("Constant", [], ["last"], name="shared", value=onnx.numpy_helper.from_array(last))
+    )
+    onnx.checker.check_model(m, full_check=True)
+    pair = m.graph.node[1]
+    program = lower_pair(m, pair)
+    assert [struct.unpack_from("<H", r, 0)[0] for r in _op_records(program)] == [Opcode.RELU, Opcode.SLICE, Opcode.COPY]
+    feeds = {"x": f32(2, 4), "z": f32(2, 5)}
+    ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+    got = HostKernel().run(program, program_inputs(m, pair, {**feeds, "last": last}))
+    np.testing.assert_array_equal(got[1], ref[1])
+
+
+@needs_host
+def test_branches_sharing_one_constant_index_pair_and_match_with_the_plugin(tmp_path) -> None:
+    """The same through the pass: both branches Gather the last step by one shared Constant."""
+    from hexfuse_onnx import pipeline
+
+    last = onnx.numpy_helper.from_array(np.array(-1, np.int64))
+    nodes = [
+        helper.make_node("Constant", [], ["last"], name="shared", value=last),
+        helper.make_node("Gather", ["x", "last"], ["a1"], name="a/gather", axis=2),
+        helper.make_node("MatMul", ["a1", "w"], ["a2"], name="a/matmul"),
+        helper.make_node("Sigmoid", ["x"], ["b1"], name="b/sigmoid"),
+        helper.make_node("Gather", ["b1", "last"], ["b2"], name="b/gather", axis=2),
+        helper.make_node("Add", ["a2", "b2"], ["y"], name="join"),
+    ]
+    g = helper.make_graph(
+        nodes, "g", [vi("x", [64, 64, 16])], [vi("y", [64, 64])], initializer=[init("w", f32(64, 64))]
+    )
+    src = tmp_path / "shared_constant.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), src)
+    result = pipeline.rewrite(src, tmp_path / "out.onnx", target="host", verify_plugin=True)
+    assert result.output is not None, [r.reason for r in result.analysis.rejected]
+    (pair,) = result.analysis.pairs
+    assert {result.analysis.graph.nodes[i].name for i in pair.candidate.nodes} >= {"a/gather", "b/gather"}
