@@ -198,6 +198,12 @@ CASES = {
         [vi("yb", [2, 4, 8, 10])],
         [init("w", f32(3, 4, 2, 2)), init("bias", f32(4))],
     ),
+    # an unrolled LSTM's 20 steps [1, batch, hidden] stacked on axis 0: more inputs than one op takes
+    "concat20_steps": lambda: task_b_pair(
+        [helper.make_node("Concat", [f"s{k}" for k in range(20)], ["yb"], name="steps", axis=-3)],
+        [vi(f"s{k}", [1, 2, 3]) for k in range(20)],
+        [vi("yb", [20, 2, 3])],
+    ),
     "conv_transpose_3x1": lambda: task_b_pair(
         [helper.make_node("ConvTranspose", ["z", "w"], ["yb"], name="up", strides=[3, 1], pads=[0, 0, 0, 0])],
         [vi("z", [1, 5, 3, 4])],
@@ -222,6 +228,7 @@ OPCODES = {
     "gather_scalar": [Opcode.RELU, Opcode.SLICE, Opcode.COPY],
     "gather_range": [Opcode.RELU, Opcode.SLICE],
     "conv_transpose_2x2_bias": [Opcode.RELU, Opcode.CONV2D, Opcode.COPY, Opcode.TRANSPOSE, Opcode.COPY],
+    "concat20_steps": [Opcode.RELU] + [Opcode.CONCAT] * 4,  # groups of 8, 8 and 4, then those three
 }
 
 
@@ -497,3 +504,53 @@ def test_branches_sharing_one_constant_index_pair_and_match_with_the_plugin(tmp_
     assert result.output is not None, [r.reason for r in result.analysis.rejected]
     (pair,) = result.analysis.pairs
     assert {result.analysis.graph.nodes[i].name for i in pair.candidate.nodes} >= {"a/gather", "b/gather"}
+
+
+@needs_host
+def test_a_long_concat_over_a_symbolic_batch_pairs_and_matches_with_the_plugin(tmp_path) -> None:
+    """20 steps [1, batch, 64] stacked as captcha_crnn's unrolled LSTM does, the batch left symbolic:
+    the partial concatenations' lengths (8, 8, 4) are constants the shape section must accept."""
+    from hexfuse_onnx import pipeline
+
+    nodes = [
+        helper.make_node("Relu", ["s"], ["r"], name="a/relu"),
+        helper.make_node("Concat", ["r"] * 20, ["c"], name="a/steps", axis=0),
+        helper.make_node("Sigmoid", ["s"], ["g"], name="b/sigmoid"),
+        helper.make_node("Mul", ["g", "s"], ["m"], name="b/mul"),
+        helper.make_node("Add", ["c", "m"], ["y"], name="join"),
+    ]
+    g = helper.make_graph(nodes, "g", [vi("s", [1, "batch", 64])], [vi("y", [20, "batch", 64])])
+    src = tmp_path / "steps.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), src)
+    result = pipeline.rewrite(src, tmp_path / "out.onnx", target="host", verify_plugin=True)
+    assert result.output is not None, [r.reason for r in result.analysis.rejected]
+    (pair,) = result.analysis.pairs
+    assert "a/steps" in {result.analysis.graph.nodes[i].name for i in pair.candidate.nodes}
+    written = onnx.load(result.output)
+    assert [d.dim_param for d in written.graph.input[0].type.tensor_type.shape.dim][1] == "batch"
+
+
+@needs_host
+def test_a_gather_of_one_step_at_batch_1_keeps_the_batch_symbolic(tmp_path) -> None:
+    """captcha_crnn's unrolled LSTM Gathers step k of [20, batch, C]; analysed at batch 1, the
+    scratch [1, 1, C] was aligned with the output [batch, C] the wrong way round (its first axis
+    taken for the batch), so the pair was refused at the second binding."""
+    from hexfuse_onnx import pipeline
+
+    step = onnx.numpy_helper.from_array(np.array(3, np.int64), "step")
+    nodes = [
+        helper.make_node("Gather", ["x", "step"], ["a1"], name="a/gather", axis=0),
+        helper.make_node("MatMul", ["a1", "w"], ["a2"], name="a/matmul"),
+        helper.make_node("ReduceMean", ["x"], ["b1"], name="b/mean", axes=[0], keepdims=0),
+        helper.make_node("Sigmoid", ["b1"], ["b2"], name="b/sigmoid"),
+        helper.make_node("Add", ["a2", "b2"], ["y"], name="join"),
+    ]
+    g = helper.make_graph(
+        nodes, "g", [vi("x", [20, "batch", 64])], [vi("y", ["batch", 64])], initializer=[init("w", f32(64, 64)), step]
+    )
+    src = tmp_path / "steps.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), src)
+    result = pipeline.rewrite(src, tmp_path / "out.onnx", target="host", shapes={"x": [20, 1, 64]}, verify_plugin=True)
+    assert result.output is not None, [r.reason for r in result.analysis.rejected]
+    (pair,) = result.analysis.pairs
+    assert "a/gather" in {result.analysis.graph.nodes[i].name for i in pair.candidate.nodes}
