@@ -198,6 +198,29 @@ CASES = {
         [vi("yb", [2, 4, 8, 10])],
         [init("w", f32(3, 4, 2, 2)), init("bias", f32(4))],
     ),
+    # the reflect Pad the old refusal case "pad_reflect" held, now lowered and run
+    "pad_reflect_conv": lambda: task_b_pair(
+        [
+            helper.make_node("Pad", ["z", "pads"], ["zp"], name="pad", mode="reflect"),
+            helper.make_node("Conv", ["zp", "w"], ["yb"], name="conv"),
+        ],
+        [vi("z", [1, 2, 5, 5])],
+        [vi("yb", [1, 2, 5, 5])],
+        [init("pads", np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64)), init("w", f32(2, 2, 3, 3))],
+    ),
+    # Silero VAD v5's STFT front end: [batch, 576] reflected by 64 samples each side
+    "pad_reflect_1d": lambda: task_b_pair(
+        [helper.make_node("Pad", ["z", "pads"], ["yb"], name="pad", mode="reflect")],
+        [vi("z", [2, 576])],
+        [vi("yb", [2, 704])],
+        [init("pads", np.array([0, 64, 0, 64], np.int64))],
+    ),
+    "pad_reflect_one_side": lambda: task_b_pair(
+        [helper.make_node("Pad", ["z", "pads"], ["yb"], name="pad", mode="reflect")],
+        [vi("z", [2, 3, 6])],
+        [vi("yb", [2, 3, 9])],
+        [init("pads", np.array([0, 0, 0, 0, 0, 3], np.int64))],
+    ),
     # an unrolled LSTM's 20 steps [1, batch, hidden] stacked on axis 0: more inputs than one op takes
     "concat20_steps": lambda: task_b_pair(
         [helper.make_node("Concat", [f"s{k}" for k in range(20)], ["yb"], name="steps", axis=-3)],
@@ -228,6 +251,9 @@ OPCODES = {
     "gather_scalar": [Opcode.RELU, Opcode.SLICE, Opcode.COPY],
     "gather_range": [Opcode.RELU, Opcode.SLICE],
     "conv_transpose_2x2_bias": [Opcode.RELU, Opcode.CONV2D, Opcode.COPY, Opcode.TRANSPOSE, Opcode.COPY],
+    "pad_reflect_conv": [Opcode.RELU] + [Opcode.SLICE, Opcode.SLICE, Opcode.CONCAT] * 2 + [Opcode.CONV2D],
+    "pad_reflect_1d": [Opcode.RELU, Opcode.SLICE, Opcode.SLICE, Opcode.CONCAT],
+    "pad_reflect_one_side": [Opcode.RELU, Opcode.SLICE, Opcode.CONCAT],
     "concat20_steps": [Opcode.RELU] + [Opcode.CONCAT] * 4,  # groups of 8, 8 and 4, then those three
 }
 
@@ -324,9 +350,9 @@ REFUSED = {
         17,
         "constant scalar c",
     ),
-    "pad_reflect": (
+    "pad_edge": (  # reflect lowers since captcha/silero (CASES["pad_reflect_conv"]); edge does not
         [
-            helper.make_node("Pad", ["z", "pads"], ["zp"], name="pad", mode="reflect"),
+            helper.make_node("Pad", ["z", "pads"], ["zp"], name="pad", mode="edge"),
             helper.make_node("Conv", ["zp", "w"], ["yb"], name="conv"),
         ],
         [vi("z", [1, 2, 5, 5])],

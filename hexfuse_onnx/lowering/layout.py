@@ -86,6 +86,45 @@ def _concat_group(
     return cx.emit(n, t, Opcode.CONCAT, [tid for tid, _ in group], params, out=cx.scratch(dims, t)), dims
 
 
+def reflect_pad(cx: Lowerer, n: onnx.NodeProto, t: Task, pads: list[int]) -> None:
+    """ONNX Pad mode='reflect', axis by axis: CONCAT(x[b:0:-1], x, x[-2:-2-e:-1]). The SLICE
+    params do not depend on the axis length, so the ops follow any input shape."""
+    rank = len(pads) // 2
+    dims = cx.shape(n.input[0], n)
+    if min(pads) < 0:
+        raise LoweringError(n.op_type, n.name, f"pads {pads}: a negative pad (a crop) is not supported")
+    axes = [a for a in range(rank) if pads[a] or pads[rank + a]]
+    src = cx.read(n.input[0], n, t)
+    if not axes:
+        cx.emit(n, t, Opcode.COPY, [src])
+        return
+    for a in axes:
+        begin, end = pads[a], pads[rank + a]
+        if max(begin, end) >= dims[a]:
+            raise LoweringError(
+                n.op_type, n.name, f"reflect pads {begin}, {end} of axis {a} need it longer than {dims[a]}"
+            )
+        parts = [src]
+        if begin:
+            parts.insert(0, _mirror(cx, n, t, src, a, begin, begin, 0))
+        if end:
+            parts.append(_mirror(cx, n, t, src, a, end, -2, -2 - end))
+        padded = traced_dims(cx.prog, src)
+        padded[a] = padded[a] + begin + end
+        out = None if a == axes[-1] else cx.scratch(padded, t)
+        src = cx.emit(n, t, Opcode.CONCAT, parts, {Param.AXIS: a}, out=out)
+
+
+def _mirror(cx: Lowerer, n: onnx.NodeProto, t: Task, src: int, axis: int, length: int, first: int, stop: int) -> int:
+    """x[first:stop:-1] along `axis` (`length` elements), every other axis whole."""
+    dims = traced_dims(cx.prog, src)
+    rank = len(dims)
+    starts, ends, steps = [0] * rank, [INT32_MAX] * rank, [1] * rank
+    starts[axis], ends[axis], steps[axis] = first, stop, -1
+    dims[axis] = length
+    return cx.emit(n, t, Opcode.SLICE, [src], slice_params(starts, ends, steps), out=cx.scratch(dims, t))
+
+
 @lowers("Slice")
 def slice_(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     rank = len(cx.shape(n.input[0], n))
