@@ -361,6 +361,19 @@ REFUSED = {
         17,
         "mode='constant'",
     ),
+    # a task whose output is its input's batch size (captcha_crnn's, nudenet's shape branches): the
+    # refusal named an 'Identity' node and an input 'not available to the program'
+    "output_of_shape_arithmetic": (
+        [
+            helper.make_node("Shape", ["z"], ["shape"], name="shape"),
+            helper.make_node("Gather", ["shape", "zero"], ["yb"], name="batch", axis=0),
+        ],
+        [vi("z", [3, 4])],
+        [vi("yb", [], TensorProto.INT64)],
+        [init("zero", np.array(0, np.int64))],
+        17,
+        "output 'yb' is shape arithmetic the lowering computes",
+    ),
     "pad_not_before_conv": (
         [helper.make_node("Pad", ["z", "pads"], ["yb"], name="pad")],
         [vi("z", [1, 2, 5, 5])],
