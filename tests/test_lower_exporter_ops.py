@@ -593,3 +593,27 @@ def test_a_gather_of_one_step_at_batch_1_keeps_the_batch_symbolic(tmp_path) -> N
     assert result.output is not None, [r.reason for r in result.analysis.rejected]
     (pair,) = result.analysis.pairs
     assert "a/gather" in {result.analysis.graph.nodes[i].name for i in pair.candidate.nodes}
+
+
+@needs_host
+def test_a_1d_conv_to_one_channel_at_batch_1_keeps_the_batch_symbolic(tmp_path) -> None:
+    """Silero VAD v5's decoder ends in Conv1d(128 -> 1, k=1) on [batch, 128, 1]: analysed at batch 1,
+    the weight's [1, 128, 1, 1] copy had its M = 1 taken for the batch, refusing the pair."""
+    from hexfuse_onnx import pipeline
+
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["a1"], name="a/conv", kernel_shape=[1]),
+        helper.make_node("Sigmoid", ["a1"], ["a2"], name="a/sigmoid"),
+        helper.make_node("ReduceMean", ["x"], ["b1"], name="b/mean", axes=[1], keepdims=1),
+        helper.make_node("Tanh", ["b1"], ["b2"], name="b/tanh"),
+        helper.make_node("Add", ["a2", "b2"], ["y"], name="join"),
+    ]
+    g = helper.make_graph(
+        nodes, "g", [vi("x", ["batch", 128, 1])], [vi("y", ["batch", 1, 1])], initializer=[init("w", f32(1, 128, 1))]
+    )
+    src = tmp_path / "decoder_head.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), src)
+    result = pipeline.rewrite(src, tmp_path / "out.onnx", target="host", verify_plugin=True)
+    assert result.output is not None, [r.reason for r in result.analysis.rejected]
+    (pair,) = result.analysis.pairs
+    assert "a/conv" in {result.analysis.graph.nodes[i].name for i in pair.candidate.nodes}

@@ -55,7 +55,7 @@ def conv(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     inputs = [cx.read(source, n, t), cx.read(n.input[1], n, t)]
     if r == 1:
         _, strides, dil, pads = lift_1d(w[2:], strides, dil, pads)
-        inputs = [as_2d(cx, n, t, inputs[0], cx.shape(source, n)), as_2d(cx, n, t, inputs[1], w)]
+        inputs = [as_2d(cx, n, t, inputs[0]), as_2d(cx, n, t, inputs[1])]
     if len(n.input) > 2 and n.input[2]:
         inputs.append(cx.read(n.input[2], n, t))
     params = conv_params(n, strides, dil, pads)
