@@ -345,6 +345,18 @@ def _reads(node: onnx.NodeProto) -> list[str]:
     return node_reads(node)
 
 
+def _check_shape_names(model: onnx.ModelProto, shapes: dict[str, list[int]]) -> None:
+    """--shape takes merged names (`r0/x`); a name no merged input has would be ignored silently."""
+    weights = {t.name for t in model.graph.initializer}
+    inputs = [v.name for v in model.graph.input if v.name not in weights]
+    unknown = sorted(set(shapes) - set(inputs))
+    if unknown:
+        raise UsageError(
+            f"--shape names no input of the merged model: {', '.join(unknown)} "
+            f"(its inputs, by stream prefix: {', '.join(inputs)})"
+        )
+
+
 def check_outputs(
     merged_path: Path,
     plan: Plan,
@@ -396,8 +408,9 @@ def _compare_outputs(merged_path: Path, plan: Plan, feeds: dict[str, np.ndarray]
             model = onnx.load(source, load_external_data=False)
             same = [prefix, *(p for p, s in zip(plan.streams, plan.sources) if s == source and p != prefix)]
             raise ModelError(
-                f"{source}: the model fails on the inputs the merge is checked with ({shapes_label(own_feeds)}; "
-                f"seeded random values; dims not given by --shape are 1){_real_inputs_hint(model, same)}: "
+                f"{source}: the model fails on the inputs the merge is checked with "
+                f"({shapes_label({prefix + k: v for k, v in own_feeds.items()})}; seeded random values; dims not "
+                f"given by --shape are 1){_real_inputs_hint(model, same)}: "
                 f"{first_line(exc)}"
             ) from None
     merged = opened(merged_path)
@@ -501,6 +514,7 @@ def colocate(
     if not out.parent.is_dir():
         raise WriteError(f"{out.parent.resolve()}: output directory does not exist")
     merged = merge(paths, requests, names, priority, max_slowdown, target)
+    _check_shape_names(merged.model, shapes or {})
     progress(f"merged {len(merged.plan.streams)} streams ({merged.plan.shared_weights} weights shared)")
     for note in merged.notes:
         progress(note)

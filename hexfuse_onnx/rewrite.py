@@ -28,7 +28,7 @@ from .errors import HexfuseError, ModelError
 from .graph import Dim, ModelGraph, ShapeBinding, TensorInfo, attribute, node_reads, toposort
 from .kinds import KINDS, kind_of
 from .kinds.base import FusedCall, Pair, PairTasks, TaskBody, renamed_copy
-from .lowering import Lowered, LoweringError, SymbolicInputs, lower_function, set_program
+from .lowering import Lowered, LoweringError, SymbolicInputs, known_tensors, lower_function, set_program
 from .lowering.lowerer import DTYPES
 
 SHARED_INPUT_SUFFIX = "__b"
@@ -48,13 +48,14 @@ def prepare(
     typed = {
         v.name: v for v in list(g.model.graph.value_info) + list(g.model.graph.output) if v.type.tensor_type.elem_type
     }
+    known = known_tensors(g.model.graph)  # once: a 10,000-node graph with 754 pairs
     failed = []
     for k, pair in enumerate(pairs):
         pair.id, pair.lowered, pair.share_table = f"pair{first + k}", None, None
         pair.call = _fused_call(_with_witnesses(g, kind_of(pair).tasks(g, pair)), pair, target.name, opsets)
         _add_value_info(pair.call.function, typed)
         try:
-            pair.lowered = _lower(g, pair.call, second)
+            pair.lowered = _lower(g, pair.call, second, known)
         except LoweringError as exc:
             failed.append((pair, exc))
             continue
@@ -200,13 +201,14 @@ def next_pair_id(model: onnx.ModelProto) -> int:
     return max(numbers, default=-1) + 1
 
 
-def _lower(g: ModelGraph, call: FusedCall, second: ShapeBinding | None) -> Lowered:
-    """The call's program, its formal inputs typed from the ModelGraph's inferred shapes."""
+def _lower(g: ModelGraph, call: FusedCall, second: ShapeBinding | None, known: dict[str, onnx.TensorProto]) -> Lowered:
+    """The call's program, its formal inputs typed from the ModelGraph's inferred shapes; `known`:
+    the graph's initializers and Constant values (`lowering.known_tensors`)."""
     infos = {t: call.tasks.placed_tensors.get(t) or g.info(t) for t in call.node.input}
     types = {t: info.type_proto() for t, info in infos.items() if info.elem_type}
     opset = next(o.version for o in g.model.opset_import if o.domain in ("", "ai.onnx"))
     symbolic = _symbolic_inputs(g, call, second) if second is not None else None
-    return lower_function(call.node, call.function, g.initializers, types, opset, g.model.ir_version, symbolic)
+    return lower_function(call.node, call.function, known, types, opset, g.model.ir_version, symbolic)
 
 
 def _symbolic_inputs(g: ModelGraph, call: FusedCall, second: ShapeBinding) -> SymbolicInputs | None:

@@ -58,6 +58,8 @@ REAL_IMAGE_RANGES: dict[str, tuple[float, float]] = {
     "centerface": (0.0, 255.0),
     "ddddocr_det": (0.0, 255.0),
     "ppocrv6_det_tiny": (-1.0, 1.0),
+    "nudenet_320n": (0.0, 1.0),  # nudenet: cv2.dnn.blobFromImage(scale 1/255)
+    "captcha_crnn": (0.0, 255.0),  # captcha-whisperer: raw BGR pixels, no mean subtraction
 }
 # Builders whose float inputs are images, and their range.
 BUILDER_IMAGE_RANGES: dict[str, tuple[float, float]] = {"convnet_heads": (0.0, 1.0), "inception": (0.0, 1.0)}

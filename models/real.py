@@ -28,7 +28,7 @@ from pathlib import Path
 
 ENV_CACHE = "HEXFUSE_REAL_CACHE"
 PIP_TIMEOUT_S = 900
-KINDS = ("detector", "ocr", "encoder", "classifier", "speech", "quantised")
+KINDS = ("detector", "ocr", "encoder", "classifier", "speech", "seq2seq", "quantised")
 _COMPLETE = ".hexfuse-complete"
 
 
@@ -306,6 +306,84 @@ MODELS: dict[str, RealModel] = {
             sha256="9c7a3b9a585b79cf6c976b5fdf0a38de7437074a839e9ea95a70057632b464b7",
             ci=False,
             shapes={"stacked_logmel": [1, 128, 512], "dvec": [1, 256], "h0": [3, 1, 512], "c0": [3, 1, 512]},
+        ),
+        RealModel(
+            "nudenet_320n",
+            package="nudenet",
+            version="3.4.2",
+            onnx_path="nudenet/320n.onnx",
+            kind="detector",
+            what="NudeNet v3 body-part detector (YOLOv8n: CSP backbone, PAN, decoupled DFL heads, 18 classes)",
+            license="AGPL-3.0 (the wheel's LICENSE file; its metadata says MIT)",
+            onnx_bytes=12_150_158,
+            wheel_bytes=10_595_223,
+            sha256="c15d8273adad2d0a92f014cc69ab2d6c311a06777a55545f2c4eb46f51911f0f",
+            ci=False,
+            shapes={"images": [1, 3, 320, 320]},
+            notes="input [batch, 3, height, width]; the anchors are Range ops over the feature maps' shapes",
+        ),
+        RealModel(
+            "captcha_crnn",
+            package="captcha-whisperer",
+            version="0.1.0",
+            onnx_path="captcha_whisperer/models/captcha_crnn.onnx",
+            kind="ocr",
+            what="CRNN captcha reader (conv stack, 2-layer bidirectional LSTM unrolled into Gemm/Sigmoid/Tanh "
+            "over 20 steps, CTC over 37 symbols)",
+            license="MIT",
+            onnx_bytes=19_351_359,
+            wheel_bytes=4_489_288,
+            sha256="7298347e85a4dfe3265b73874f1af42b17f0a8979688b48a44eaec4a50100c7b",
+            ci=False,
+            shapes={"image": [1, 3, 60, 160]},
+        ),
+        RealModel(
+            "silero_encoder_v5",
+            package="faster-whisper",
+            version="1.1.1",
+            onnx_path="faster_whisper/assets/silero_encoder_v5.onnx",
+            kind="speech",
+            what="Silero VAD v5's encoder as faster-whisper splits it (STFT as Conv, magnitude, 4 Conv+ReLU), "
+            "outside any If",
+            license="MIT",
+            onnx_bytes=713_415,
+            wheel_bytes=1_118_368,
+            sha256="0e9fc8f56407693d283f99045fb95c2b90fdca3433ce5f83e2c121fb4e615075",
+            ci=False,
+            shapes={"input": [1, 576]},
+        ),
+        RealModel(
+            "silero_decoder_v5",
+            package="faster-whisper",
+            version="1.1.1",
+            onnx_path="faster_whisper/assets/silero_decoder_v5.onnx",
+            kind="speech",
+            what="Silero VAD v5's decoder as faster-whisper splits it (LSTM cell as Gemm/Sigmoid/Tanh with its "
+            "state, Conv+Sigmoid)",
+            license="MIT",
+            onnx_bytes=532_505,
+            wheel_bytes=1_118_368,
+            sha256="8c20344f509846a07ccd85827e8857017fae67fabd58689bec1af79e1d488307",
+            ci=False,
+            shapes={"input": [1, 128], "state": [2, 1, 128]},
+        ),
+        RealModel(
+            "romanizer_decoder",
+            package="arabic-name-romanizer",
+            version="0.2.0",
+            onnx_path="arabic_name_romanizer/resources/decoder.onnx",
+            kind="seq2seq",  # not the zoo's "decoder" kind: that is a KV-cache decoder (models/exported.py)
+            what="Arabic-name romaniser's step decoder (GRU cell with its hidden state, attention over the "
+            "encoder memory, 160-symbol log-softmax), run once per output character",
+            license="MIT",
+            onnx_bytes=4_284_858,
+            wheel_bytes=17_487_157,
+            sha256="2365c42d362313c21748750eefebf3a61fd8045f73a98644176eca538200841a",
+            ci=False,
+            shapes={"prefix": [1, 8], "memory": [1, 16, 256], "src_mask": [1, 16], "hidden": [1, 2, 256]},
+            int_ranges={"prefix": (0, 160)},
+            pip_args=("--ignore-requires-python",),
+            notes="the package requires Python 3.11 or later; only its model file is used, so pip ignores that",
         ),
     ]
 }

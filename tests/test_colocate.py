@@ -297,6 +297,20 @@ def test_cli_colocates_a_model_of_unknown_dims(tmp_path, freeze):
             assert verify.relative_error(ref, got[name]) <= 1e-5, name
 
 
+@pytest.mark.parametrize("freeze", [False, True])
+def test_a_shape_by_its_unprefixed_name_is_refused_naming_the_merged_inputs(tmp_path, freeze):
+    """`--shape images=...` (nudenet's input, as a stranger gives it) was ignored without a word: the
+    merge was then checked at 1x3x1x1, where the model fails, and the error still said `images`."""
+    src, out = tmp_path / "p.onnx", tmp_path / "p2.onnx"
+    onnx.save(_paddle_style_model(), src)
+    extra = ["--freeze-shapes"] if freeze else []
+    proc = run_cli("colocate", src, "--requests", "2", "-o", out, "--shape", "x=1x3x8x12", *extra, "-q")
+    assert proc.returncode == EXIT_USAGE, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert_mentions(error_line(proc), "--shape names no input of the merged model: x", "r0/x, r1/x")
+    assert listing(tmp_path) == ["p.onnx"]
+
+
 def _ml_model(ml_opset: int) -> onnx.ModelProto:
     """A LabelEncoder, which ai.onnx.ml opset 2 redefined (int64 keys to int64 values)."""
     if ml_opset < 2:  # LabelEncoder-1 maps strings to int64s (or back) by class index

@@ -198,6 +198,35 @@ CASES = {
         [vi("yb", [2, 4, 8, 10])],
         [init("w", f32(3, 4, 2, 2)), init("bias", f32(4))],
     ),
+    # the reflect Pad the old refusal case "pad_reflect" held, now lowered and run
+    "pad_reflect_conv": lambda: task_b_pair(
+        [
+            helper.make_node("Pad", ["z", "pads"], ["zp"], name="pad", mode="reflect"),
+            helper.make_node("Conv", ["zp", "w"], ["yb"], name="conv"),
+        ],
+        [vi("z", [1, 2, 5, 5])],
+        [vi("yb", [1, 2, 5, 5])],
+        [init("pads", np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64)), init("w", f32(2, 2, 3, 3))],
+    ),
+    # Silero VAD v5's STFT front end: [batch, 576] reflected by 64 samples each side
+    "pad_reflect_1d": lambda: task_b_pair(
+        [helper.make_node("Pad", ["z", "pads"], ["yb"], name="pad", mode="reflect")],
+        [vi("z", [2, 576])],
+        [vi("yb", [2, 704])],
+        [init("pads", np.array([0, 64, 0, 64], np.int64))],
+    ),
+    "pad_reflect_one_side": lambda: task_b_pair(
+        [helper.make_node("Pad", ["z", "pads"], ["yb"], name="pad", mode="reflect")],
+        [vi("z", [2, 3, 6])],
+        [vi("yb", [2, 3, 9])],
+        [init("pads", np.array([0, 0, 0, 0, 0, 3], np.int64))],
+    ),
+    # an unrolled LSTM's 20 steps [1, batch, hidden] stacked on axis 0: more inputs than one op takes
+    "concat20_steps": lambda: task_b_pair(
+        [helper.make_node("Concat", [f"s{k}" for k in range(20)], ["yb"], name="steps", axis=-3)],
+        [vi(f"s{k}", [1, 2, 3]) for k in range(20)],
+        [vi("yb", [20, 2, 3])],
+    ),
     "conv_transpose_3x1": lambda: task_b_pair(
         [helper.make_node("ConvTranspose", ["z", "w"], ["yb"], name="up", strides=[3, 1], pads=[0, 0, 0, 0])],
         [vi("z", [1, 5, 3, 4])],
@@ -222,6 +251,10 @@ OPCODES = {
     "gather_scalar": [Opcode.RELU, Opcode.SLICE, Opcode.COPY],
     "gather_range": [Opcode.RELU, Opcode.SLICE],
     "conv_transpose_2x2_bias": [Opcode.RELU, Opcode.CONV2D, Opcode.COPY, Opcode.TRANSPOSE, Opcode.COPY],
+    "pad_reflect_conv": [Opcode.RELU] + [Opcode.SLICE, Opcode.SLICE, Opcode.CONCAT] * 2 + [Opcode.CONV2D],
+    "pad_reflect_1d": [Opcode.RELU, Opcode.SLICE, Opcode.SLICE, Opcode.CONCAT],
+    "pad_reflect_one_side": [Opcode.RELU, Opcode.SLICE, Opcode.CONCAT],
+    "concat20_steps": [Opcode.RELU] + [Opcode.CONCAT] * 4,  # groups of 8, 8 and 4, then those three
 }
 
 
@@ -317,9 +350,9 @@ REFUSED = {
         17,
         "constant scalar c",
     ),
-    "pad_reflect": (
+    "pad_edge": (  # reflect lowers since captcha/silero (CASES["pad_reflect_conv"]); edge does not
         [
-            helper.make_node("Pad", ["z", "pads"], ["zp"], name="pad", mode="reflect"),
+            helper.make_node("Pad", ["z", "pads"], ["zp"], name="pad", mode="edge"),
             helper.make_node("Conv", ["zp", "w"], ["yb"], name="conv"),
         ],
         [vi("z", [1, 2, 5, 5])],
@@ -327,6 +360,19 @@ REFUSED = {
         [init("pads", np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64)), init("w", np.ones((2, 2, 3, 3), np.float32))],
         17,
         "mode='constant'",
+    ),
+    # a task whose output is its input's batch size (captcha_crnn's, nudenet's shape branches): the
+    # refusal named an 'Identity' node and an input 'not available to the program'
+    "output_of_shape_arithmetic": (
+        [
+            helper.make_node("Shape", ["z"], ["shape"], name="shape"),
+            helper.make_node("Gather", ["shape", "zero"], ["yb"], name="batch", axis=0),
+        ],
+        [vi("z", [3, 4])],
+        [vi("yb", [], TensorProto.INT64)],
+        [init("zero", np.array(0, np.int64))],
+        17,
+        "output 'yb' is shape arithmetic the lowering computes",
     ),
     "pad_not_before_conv": (
         [helper.make_node("Pad", ["z", "pads"], ["yb"], name="pad")],
@@ -445,3 +491,129 @@ def test_gather_of_run_time_indices_off_axis_0_is_refused_by_name() -> None:
     )
     with pytest.raises(LoweringError, match="only int32/int64 indices on axis 0"):
         lower_pair(m, m.graph.node[0])
+
+
+@needs_host
+def test_gather_index_from_a_constant_node_outside_the_pair_is_known() -> None:
+    """torch's exporter writes one Constant `-1` for two Gathers (the romaniser decoder's last token
+    and last state); a pair holding one of them reads it as an input, which was lowered as an index
+    'known only at run time' and refused. Its value is now read from the Constant node."""
+    from hexfuse_onnx.runtime import HostKernel
+
+    m = task_b_pair(
+        [helper.make_node("Gather", ["z", "last"], ["yb"], name="gather", axis=1)],
+        [vi("z", [2, 5]), vi("last", [], TensorProto.INT64)],
+        [vi("yb", [2])],
+    )
+    last = np.array(-1, np.int64)
+    del m.graph.input[[v.name for v in m.graph.input].index("last")]
+    m.graph.node.insert(
+        0, helper.make_node("Constant", [], ["last"], name="shared", value=onnx.numpy_helper.from_array(last))
+    )
+    onnx.checker.check_model(m, full_check=True)
+    pair = m.graph.node[1]
+    program = lower_pair(m, pair)
+    assert [struct.unpack_from("<H", r, 0)[0] for r in _op_records(program)] == [Opcode.RELU, Opcode.SLICE, Opcode.COPY]
+    feeds = {"x": f32(2, 4), "z": f32(2, 5)}
+    ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+    got = HostKernel().run(program, program_inputs(m, pair, {**feeds, "last": last}))
+    np.testing.assert_array_equal(got[1], ref[1])
+
+
+@needs_host
+def test_branches_sharing_one_constant_index_pair_and_match_with_the_plugin(tmp_path) -> None:
+    """The same through the pass: both branches Gather the last step by one shared Constant."""
+    from hexfuse_onnx import pipeline
+
+    last = onnx.numpy_helper.from_array(np.array(-1, np.int64))
+    nodes = [
+        helper.make_node("Constant", [], ["last"], name="shared", value=last),
+        helper.make_node("Gather", ["x", "last"], ["a1"], name="a/gather", axis=2),
+        helper.make_node("MatMul", ["a1", "w"], ["a2"], name="a/matmul"),
+        helper.make_node("Sigmoid", ["x"], ["b1"], name="b/sigmoid"),
+        helper.make_node("Gather", ["b1", "last"], ["b2"], name="b/gather", axis=2),
+        helper.make_node("Add", ["a2", "b2"], ["y"], name="join"),
+    ]
+    g = helper.make_graph(
+        nodes, "g", [vi("x", [64, 64, 16])], [vi("y", [64, 64])], initializer=[init("w", f32(64, 64))]
+    )
+    src = tmp_path / "shared_constant.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), src)
+    result = pipeline.rewrite(src, tmp_path / "out.onnx", target="host", verify_plugin=True)
+    assert result.output is not None, [r.reason for r in result.analysis.rejected]
+    (pair,) = result.analysis.pairs
+    assert {result.analysis.graph.nodes[i].name for i in pair.candidate.nodes} >= {"a/gather", "b/gather"}
+
+
+@needs_host
+def test_a_long_concat_over_a_symbolic_batch_pairs_and_matches_with_the_plugin(tmp_path) -> None:
+    """20 steps [1, batch, 64] stacked as captcha_crnn's unrolled LSTM does, the batch left symbolic:
+    the partial concatenations' lengths (8, 8, 4) are constants the shape section must accept."""
+    from hexfuse_onnx import pipeline
+
+    nodes = [
+        helper.make_node("Relu", ["s"], ["r"], name="a/relu"),
+        helper.make_node("Concat", ["r"] * 20, ["c"], name="a/steps", axis=0),
+        helper.make_node("Sigmoid", ["s"], ["g"], name="b/sigmoid"),
+        helper.make_node("Mul", ["g", "s"], ["m"], name="b/mul"),
+        helper.make_node("Add", ["c", "m"], ["y"], name="join"),
+    ]
+    g = helper.make_graph(nodes, "g", [vi("s", [1, "batch", 64])], [vi("y", [20, "batch", 64])])
+    src = tmp_path / "steps.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), src)
+    result = pipeline.rewrite(src, tmp_path / "out.onnx", target="host", verify_plugin=True)
+    assert result.output is not None, [r.reason for r in result.analysis.rejected]
+    (pair,) = result.analysis.pairs
+    assert "a/steps" in {result.analysis.graph.nodes[i].name for i in pair.candidate.nodes}
+    written = onnx.load(result.output)
+    assert [d.dim_param for d in written.graph.input[0].type.tensor_type.shape.dim][1] == "batch"
+
+
+@needs_host
+def test_a_gather_of_one_step_at_batch_1_keeps_the_batch_symbolic(tmp_path) -> None:
+    """captcha_crnn's unrolled LSTM Gathers step k of [20, batch, C]; analysed at batch 1, the
+    scratch [1, 1, C] was aligned with the output [batch, C] the wrong way round (its first axis
+    taken for the batch), so the pair was refused at the second binding."""
+    from hexfuse_onnx import pipeline
+
+    step = onnx.numpy_helper.from_array(np.array(3, np.int64), "step")
+    nodes = [
+        helper.make_node("Gather", ["x", "step"], ["a1"], name="a/gather", axis=0),
+        helper.make_node("MatMul", ["a1", "w"], ["a2"], name="a/matmul"),
+        helper.make_node("ReduceMean", ["x"], ["b1"], name="b/mean", axes=[0], keepdims=0),
+        helper.make_node("Sigmoid", ["b1"], ["b2"], name="b/sigmoid"),
+        helper.make_node("Add", ["a2", "b2"], ["y"], name="join"),
+    ]
+    g = helper.make_graph(
+        nodes, "g", [vi("x", [20, "batch", 64])], [vi("y", ["batch", 64])], initializer=[init("w", f32(64, 64)), step]
+    )
+    src = tmp_path / "steps.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), src)
+    result = pipeline.rewrite(src, tmp_path / "out.onnx", target="host", shapes={"x": [20, 1, 64]}, verify_plugin=True)
+    assert result.output is not None, [r.reason for r in result.analysis.rejected]
+    (pair,) = result.analysis.pairs
+    assert "a/gather" in {result.analysis.graph.nodes[i].name for i in pair.candidate.nodes}
+
+
+@needs_host
+def test_a_1d_conv_to_one_channel_at_batch_1_keeps_the_batch_symbolic(tmp_path) -> None:
+    """Silero VAD v5's decoder ends in Conv1d(128 -> 1, k=1) on [batch, 128, 1]: analysed at batch 1,
+    the weight's [1, 128, 1, 1] copy had its M = 1 taken for the batch, refusing the pair."""
+    from hexfuse_onnx import pipeline
+
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["a1"], name="a/conv", kernel_shape=[1]),
+        helper.make_node("Sigmoid", ["a1"], ["a2"], name="a/sigmoid"),
+        helper.make_node("ReduceMean", ["x"], ["b1"], name="b/mean", axes=[1], keepdims=1),
+        helper.make_node("Tanh", ["b1"], ["b2"], name="b/tanh"),
+        helper.make_node("Add", ["a2", "b2"], ["y"], name="join"),
+    ]
+    g = helper.make_graph(
+        nodes, "g", [vi("x", ["batch", 128, 1])], [vi("y", ["batch", 1, 1])], initializer=[init("w", f32(1, 128, 1))]
+    )
+    src = tmp_path / "decoder_head.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), src)
+    result = pipeline.rewrite(src, tmp_path / "out.onnx", target="host", verify_plugin=True)
+    assert result.output is not None, [r.reason for r in result.analysis.rejected]
+    (pair,) = result.analysis.pairs
+    assert "a/conv" in {result.analysis.graph.nodes[i].name for i in pair.candidate.nodes}

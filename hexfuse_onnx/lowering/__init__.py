@@ -44,6 +44,7 @@ __all__ = [
     "LoweringError",
     "OpOrigin",
     "attach_programs",
+    "known_tensors",
     "lower_function",
     "lower_pair",
     "model_types",
@@ -93,7 +94,43 @@ def lower_function(
     return Lowered(lower_symbolic(lowerer, second, symbolic), lowerer.origins)
 
 
-def _lower_in_model(model: onnx.ModelProto, node: onnx.NodeProto, shapes: ModelShapes | None) -> Lowered:
+_CONSTANT_ATTRS = {
+    "value_int": (onnx.TensorProto.INT64, False),
+    "value_ints": (onnx.TensorProto.INT64, True),
+    "value_float": (onnx.TensorProto.FLOAT, False),
+    "value_floats": (onnx.TensorProto.FLOAT, True),
+}
+
+
+def known_tensors(graph: onnx.GraphProto) -> dict[str, onnx.TensorProto]:
+    """The graph's initializers and its Constant nodes' values, by name: a pair may read a Constant
+    the exporter shares with nodes outside the pair (torch's one `-1` for two Gathers' index)."""
+    known: dict[str, onnx.TensorProto] = {}
+    for n in graph.node:
+        if n.op_type != "Constant" or n.domain not in ("", "ai.onnx") or len(n.attribute) != 1:
+            continue
+        a = n.attribute[0]
+        if (
+            a.name == "value"
+            and a.type == onnx.AttributeProto.TENSOR
+            and a.t.data_location != onnx.TensorProto.EXTERNAL
+        ):
+            known[n.output[0]] = a.t  # read by value only: its own name does not matter
+        elif a.name in _CONSTANT_ATTRS:
+            elem, is_list = _CONSTANT_ATTRS[a.name]
+            value = helper.get_attribute_value(a)
+            shape = [len(value)] if is_list else []
+            known[n.output[0]] = helper.make_tensor(n.output[0], elem, shape, value if is_list else [value])
+    known.update((t.name, t) for t in graph.initializer)
+    return known
+
+
+def _lower_in_model(
+    model: onnx.ModelProto,
+    node: onnx.NodeProto,
+    shapes: ModelShapes | None,
+    known: dict[str, onnx.TensorProto] | None = None,
+) -> Lowered:
     if node.domain != C.DOMAIN or node.op_type != C.OP_TYPE:
         raise LoweringError(node.op_type, node.name, f"not a {C.DOMAIN}::{C.OP_TYPE} node")
     fn = next(
@@ -103,35 +140,46 @@ def _lower_in_model(model: onnx.ModelProto, node: onnx.NodeProto, shapes: ModelS
     if fn is None:
         raise LoweringError(node.op_type, node.name, f"no function body for overload '{node.overload}'")
     shapes = shapes or ModelShapes.of(model)
-    inits = {t.name: t for t in model.graph.initializer}
+    inits = known if known is not None else known_tensors(model.graph)
     opset = next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
     body, symbolic = shapes.symbolic(node, fn)
     return lower_function(node, body, inits, shapes.types(node), opset, model.ir_version, symbolic)
 
 
-def lower_pair(model: onnx.ModelProto, node: onnx.NodeProto, shapes: ModelShapes | None = None) -> bytes:
+def lower_pair(
+    model: onnx.ModelProto,
+    node: onnx.NodeProto,
+    shapes: ModelShapes | None = None,
+    known: dict[str, onnx.TensorProto] | None = None,
+) -> bytes:
     """The task program bytes of one FusedHexPair node of a rewritten model (raises LoweringError);
-    a model with symbolic input dims gets the v2 program the pass gave it (`lowering.rewritten`)."""
-    return _lower_in_model(model, node, shapes).program
+    a model with symbolic input dims gets the v2 program the pass gave it (`lowering.rewritten`).
+    `known`: the model's `known_tensors`, when many pairs are lowered."""
+    return _lower_in_model(model, node, shapes, known).program
 
 
-def program_op_nodes(model: onnx.ModelProto, node: onnx.NodeProto, shapes: ModelShapes | None = None) -> list[OpOrigin]:
+def program_op_nodes(
+    model: onnx.ModelProto,
+    node: onnx.NodeProto,
+    shapes: ModelShapes | None = None,
+    known: dict[str, onnx.TensorProto] | None = None,
+) -> list[OpOrigin]:
     """The origin of every op of the pair's task program, indexed like the program's ops (the
     body nodes are the pair's original graph nodes; micro-batch pairs: two renamed copies of the
     chain, their tensors suffixed as `kinds.microbatch.suffixes` says)."""
-    return _lower_in_model(model, node, shapes).origins
+    return _lower_in_model(model, node, shapes, known).origins
 
 
 def program_op_maps(model: onnx.ModelProto) -> dict[str, list[OpOrigin]]:
     """`program_op_nodes` of every FusedHexPair node of the model that lowers, by node name
     (a pair that does not lower has no program, and is left out)."""
-    shapes = ModelShapes.of(model)
+    shapes, known = ModelShapes.of(model), known_tensors(model.graph)
     maps: dict[str, list[OpOrigin]] = {}
     for node in model.graph.node:
         if node.domain != C.DOMAIN or node.op_type != C.OP_TYPE:
             continue
         try:
-            maps[node.name] = program_op_nodes(model, node, shapes)
+            maps[node.name] = program_op_nodes(model, node, shapes, known)
         except LoweringError:
             continue
     return maps
@@ -145,7 +193,7 @@ def attach_programs(model: onnx.ModelProto) -> tuple[onnx.ModelProto, dict[str, 
     """
     out = onnx.ModelProto()
     out.CopyFrom(model)
-    shapes = ModelShapes.of(out)
+    shapes, known = ModelShapes.of(out), known_tensors(out.graph)
     failed: dict[str, str] = {}
     for node in out.graph.node:
         if node.domain != C.DOMAIN or node.op_type != C.OP_TYPE:
@@ -154,7 +202,7 @@ def attach_programs(model: onnx.ModelProto) -> tuple[onnx.ModelProto, dict[str, 
         del node.attribute[:]
         node.attribute.extend(keep)
         try:
-            set_program(node, lower_pair(out, node, shapes))
+            set_program(node, lower_pair(out, node, shapes, known))
         except LoweringError as exc:
             failed[node.overload or node.name] = exc.message
     return out, failed

@@ -11,6 +11,7 @@ from onnx import numpy_helper
 from .abi import Dtype, Layout, Opcode, Param, SliceParam, Task
 from .lowerer import DTYPES, Lowerer, attr
 from .registry import LoweringError, lowers
+from .traced import traced_dims
 
 INT32_MAX = 2**31 - 1
 RESHAPES = ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity")
@@ -62,10 +63,66 @@ def transpose(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
 
 @lowers("Concat")
 def concat(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
-    if not 1 <= len(n.input) <= Layout.MAX_OP_INPUTS:
-        raise LoweringError(n.op_type, n.name, f"{len(n.input)} inputs; the kernel concatenates 1..8")
-    inputs = [cx.read(i, n, t) for i in n.input]
-    cx.emit(n, t, Opcode.CONCAT, inputs, {Param.AXIS: int(attr(n, "axis"))})
+    """One CONCAT; more inputs than an op takes (an unrolled LSTM's 20 steps) are concatenated in
+    groups into scratch tensors first, which costs one more copy of the data."""
+    if not n.input:
+        raise LoweringError(n.op_type, n.name, "no inputs")
+    params = {Param.AXIS: int(attr(n, "axis"))}
+    axis = params[Param.AXIS] % len(cx.shape(n.input[0], n))
+    parts = [(tid, traced_dims(cx.prog, tid)) for tid in (cx.read(i, n, t) for i in n.input)]
+    while len(parts) > Layout.MAX_OP_INPUTS:
+        groups = [parts[k : k + Layout.MAX_OP_INPUTS] for k in range(0, len(parts), Layout.MAX_OP_INPUTS)]
+        parts = [_concat_group(cx, n, t, group, axis, params) for group in groups]
+    cx.emit(n, t, Opcode.CONCAT, [tid for tid, _ in parts], params)
+
+
+def _concat_group(
+    cx: Lowerer, n: onnx.NodeProto, t: Task, group: list[tuple[int, list[int]]], axis: int, params: dict[Param, int]
+) -> tuple[int, list[int]]:
+    if len(group) == 1:
+        return group[0]
+    dims = list(group[0][1])
+    dims[axis] = sum(d[axis] for _, d in group)
+    return cx.emit(n, t, Opcode.CONCAT, [tid for tid, _ in group], params, out=cx.scratch(dims, t)), dims
+
+
+def reflect_pad(cx: Lowerer, n: onnx.NodeProto, t: Task, pads: list[int]) -> None:
+    """ONNX Pad mode='reflect', axis by axis: CONCAT(x[b:0:-1], x, x[-2:-2-e:-1]). The SLICE
+    params do not depend on the axis length, so the ops follow any input shape."""
+    rank = len(pads) // 2
+    dims = cx.shape(n.input[0], n)
+    if min(pads) < 0:
+        raise LoweringError(n.op_type, n.name, f"pads {pads}: a negative pad (a crop) is not supported")
+    axes = [a for a in range(rank) if pads[a] or pads[rank + a]]
+    src = cx.read(n.input[0], n, t)
+    if not axes:
+        cx.emit(n, t, Opcode.COPY, [src])
+        return
+    for a in axes:
+        begin, end = pads[a], pads[rank + a]
+        if max(begin, end) >= dims[a]:
+            raise LoweringError(
+                n.op_type, n.name, f"reflect pads {begin}, {end} of axis {a} need it longer than {dims[a]}"
+            )
+        parts = [src]
+        if begin:
+            parts.insert(0, _mirror(cx, n, t, src, a, begin, begin, 0))
+        if end:
+            parts.append(_mirror(cx, n, t, src, a, end, -2, -2 - end))
+        padded = traced_dims(cx.prog, src)
+        padded[a] = padded[a] + begin + end
+        out = None if a == axes[-1] else cx.scratch(padded, t)
+        src = cx.emit(n, t, Opcode.CONCAT, parts, {Param.AXIS: a}, out=out)
+
+
+def _mirror(cx: Lowerer, n: onnx.NodeProto, t: Task, src: int, axis: int, length: int, first: int, stop: int) -> int:
+    """x[first:stop:-1] along `axis` (`length` elements), every other axis whole."""
+    dims = traced_dims(cx.prog, src)
+    rank = len(dims)
+    starts, ends, steps = [0] * rank, [INT32_MAX] * rank, [1] * rank
+    starts[axis], ends[axis], steps[axis] = first, stop, -1
+    dims[axis] = length
+    return cx.emit(n, t, Opcode.SLICE, [src], slice_params(starts, ends, steps), out=cx.scratch(dims, t))
 
 
 @lowers("Slice")
@@ -157,7 +214,8 @@ def gather(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     if indices.ndim == 1:
         cx.emit(n, t, Opcode.SLICE, [src], params)
         return
-    kept = x[:axis] + [1] + x[axis + 1 :]
+    traced = traced_dims(cx.prog, src)  # the kept axes follow the input's, whatever the binding
+    kept = traced[:axis] + [1] + traced[axis + 1 :]
     picked = cx.emit(n, t, Opcode.SLICE, [src], params, out=cx.scratch(kept, t))
     cx.emit(n, t, Opcode.COPY, [picked])
 

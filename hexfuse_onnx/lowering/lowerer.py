@@ -361,6 +361,14 @@ class Lowerer:
                 if task != p.tensors[self.ids[o]].task:
                     raise LoweringError(self.node.op_type, self.pair, f"output '{o}' is listed for the wrong task")
                 continue
+            if o in made_by and o in self.static and self.static[o].dtype != np.float32:  # float: a constant
+                b = self.fn.node[made_by[o]]
+                raise LoweringError(
+                    b.op_type,
+                    b.name,
+                    f"output '{o}' is shape arithmetic the lowering computes from shapes and constants: "
+                    "no op of the program writes it",
+                )
             src = self.read(o, helper.make_node("Identity", [o], [o], name=f"output {o}"), task)
             dst = p.add(Tensor(Dtype.F32, Role.OUTPUT, task, list(p.tensors[src].dims), io=j))
             p.ops.append(Op(Opcode.COPY, Engine.COPY, task, [src], dst))

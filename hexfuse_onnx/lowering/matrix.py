@@ -8,6 +8,7 @@ import onnx
 
 from ..profile import Engine as EngineClass
 from .abi import ConvParam, GemmParam, Opcode, Param, Task
+from .layout import reflect_pad
 from .lowerer import Lowerer, attr, f32_bits, str_attr
 from .registry import LoweringError, lowers
 from .spatial import as_2d, emit_1d, lift_1d, pads_2d
@@ -54,7 +55,7 @@ def conv(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     inputs = [cx.read(source, n, t), cx.read(n.input[1], n, t)]
     if r == 1:
         _, strides, dil, pads = lift_1d(w[2:], strides, dil, pads)
-        inputs = [as_2d(cx, n, t, inputs[0], cx.shape(source, n)), as_2d(cx, n, t, inputs[1], w)]
+        inputs = [as_2d(cx, n, t, inputs[0]), as_2d(cx, n, t, inputs[1])]
     if len(n.input) > 2 and n.input[2]:
         inputs.append(cx.read(n.input[2], n, t))
     params = conv_params(n, strides, dil, pads)
@@ -121,15 +122,19 @@ def conv_transpose(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
 @lowers("Pad")
 def pad(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     """Emits nothing: a zero constant Pad of the spatial axes whose only reader is a Conv (as its
-    X) is folded into that Conv's pads; any other Pad is refused."""
+    X) is folded into that Conv's pads. A reflect Pad (an STFT front end's) is mirrored SLICEs
+    concatenated around the input (layout.reflect_pad). Any other Pad is refused."""
+    if str_attr(n, "mode", "constant") == "reflect":
+        reflect_pad(cx, n, t, _pad_amounts(cx, n, len(cx.shape(n.input[0], n)))[0])
+        return
     y = n.output[0]
     readers = [b for b in cx.fn.node if y in b.input]
     if y in cx.fn.output or len(readers) != 1 or readers[0].op_type != "Conv" or list(readers[0].input).index(y) != 0:
         raise LoweringError(
-            n.op_type, n.name, "only a Pad whose one reader is a Conv's X is supported (folded into it)"
+            n.op_type, n.name, "only mode='reflect', or a Pad whose one reader is a Conv's X (folded into it)"
         )
     if str_attr(n, "mode", "constant") != "constant":
-        raise LoweringError(n.op_type, n.name, "only mode='constant' is supported")
+        raise LoweringError(n.op_type, n.name, "only mode='constant' (folded into a Conv) or 'reflect' is supported")
     rank = len(cx.shape(n.input[0], n))
     pads, value = _pad_amounts(cx, n, rank)
     if value != 0.0:

@@ -320,6 +320,15 @@ def tensor_name(lowerer: Lowerer, tid: int) -> str | None:
     return next((n for n, i in lowerer.ids.items() if i == tid), None)
 
 
+def _unnamed(lowerer: Lowerer, tid: int) -> str:
+    """A program tensor that holds no body tensor, named by the node whose lowering made it."""
+    k = lowerer.scratch_node.get(tid)
+    if k is None:
+        return f"#{tid}"
+    node = lowerer.fn.node[k]
+    return f"#{tid}, a scratch tensor of {node.op_type} '{node.name or node.output[0]}'"
+
+
 def _difference(lowerer: Lowerer, got: bytes, expected: bytes, notes: dict[tuple[int, int], str]) -> str:
     """Why the specialized program differs from the one lowered at the second shape."""
     if len(got) != len(expected) or layout_of(got) != layout_of(expected):
@@ -327,7 +336,7 @@ def _difference(lowerer: Lowerer, got: bytes, expected: bytes, notes: dict[tuple
     offset = next(i for i, (a, b) in enumerate(zip(got, expected)) if a != b)
     part, index, field = locate(expected, offset)
     if part == "tensor":
-        name = tensor_name(lowerer, index) or f"#{index}"
+        name = tensor_name(lowerer, index) or _unnamed(lowerer, index)
         note = notes.get((index, field), "")
         return f"tensor '{name}' dim {field} depends on the input shape and has no expression" + (
             f" ({note})" if note else ""

@@ -12,6 +12,7 @@ from ..profile import Engine as EngineClass
 from .abi import Opcode, PoolParam, ResizeCoord, ResizeMode, ResizeNearest, ResizeParam, Task
 from .lowerer import Lowerer, attr, f32_bits, str_attr
 from .registry import LoweringError, lowers
+from .traced import traced_dims
 
 POOLS = {"MaxPool": Opcode.MAXPOOL, "AveragePool": Opcode.AVGPOOL}
 
@@ -41,8 +42,11 @@ def lift_1d(kernel: list[int], strides: list[int], dil: list[int], pads: list[in
     return [1] + kernel, [1] + strides, [1] + dil, [0, pads[0], 0, pads[1]]
 
 
-def as_2d(cx: Lowerer, n: onnx.NodeProto, t: Task, tensor: int, dims: list[int]) -> int:
-    """A COPY of a [N, C, L] tensor (or a [M, C, k] weight) as [N, C, 1, L]: the 2-D kernels' input."""
+def as_2d(cx: Lowerer, n: onnx.NodeProto, t: Task, tensor: int) -> int:
+    """A COPY of a [N, C, L] tensor (or a [M, C, k] weight) as [N, C, 1, L]: the 2-D kernels' input.
+    Its dims are traced from the tensor's own: matched against the body instead, a weight's M = 1
+    was taken for a batch of 1 (Silero VAD v5's decoder Conv)."""
+    dims = traced_dims(cx.prog, tensor)
     return cx.emit(n, t, Opcode.COPY, [tensor], out=cx.scratch(dims[:2] + [1] + dims[2:], t), engine=EngineClass.MEMORY)
 
 
@@ -72,7 +76,7 @@ def pool(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     if len(cx.shape(n.input[0], n)) == 4:
         cx.emit(n, t, POOLS[n.op_type], [cx.read(n.input[0], n, t)], params)
     else:
-        x = as_2d(cx, n, t, cx.read(n.input[0], n, t), cx.shape(n.input[0], n))
+        x = as_2d(cx, n, t, cx.read(n.input[0], n, t))
         emit_1d(cx, n, t, POOLS[n.op_type], [x], params)
 
 

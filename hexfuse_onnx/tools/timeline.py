@@ -19,8 +19,9 @@ from pathlib import Path
 import onnx
 
 from .. import contract as C
-from ..errors import HexfuseError, UsageError
-from ..verify import random_inputs
+from ..errors import HexfuseError, ModelError, UsageError, first_line
+from ..lowering.rewritten import recorded_bindings
+from ..verify import random_inputs, random_integer_note, shapes_label
 
 ENGINES = ("matrix", "vector", "copy")
 
@@ -87,8 +88,16 @@ def record(
     with tempfile.TemporaryDirectory(prefix="hexfuse-trace-") as folder:
         pattern = str(Path(folder) / "{node}.json")
         session = InferenceSession(model_path, backend=backend, workers=workers, trace=pattern, schedule="fused")
-        feeds = random_inputs(session, seed=0)
-        for _ in range(max(1, runs)):
+        analysed, _ = recorded_bindings(model)  # symbolic dims: at the shapes the pass analysed the model at
+        feeds = random_inputs(session, analysed, seed=0)
+        try:
+            session.run(None, feeds)
+        except Exception as exc:  # ORT's own failure on these inputs: the model's, not ours
+            raise ModelError(
+                f"{model_path}: the model fails on the inputs profile runs it with ({shapes_label(feeds)}; seeded "
+                f"random values{random_integer_note(model)}): {first_line(exc)}"
+            ) from None
+        for _ in range(max(0, runs - 1)):
             session.run(None, feeds)
         timelines = []
         for name in pairs:
