@@ -43,8 +43,8 @@ from . import ort_modes, tuning
 ENV_MODE = "HEXFUSE_ORT_MODE"
 ENV_CACHE = "HEXFUSE_ORT_MODE_CACHE"
 OFF = "off"
-ROUNDS = 3  # blocks per mode
-BLOCK = 4  # calls per block; the first of each is not counted (the switch from another session)
+ROUNDS = 4  # blocks per mode
+BLOCK = 5  # calls per block; the first of each is not counted (the switch from another session)
 EXPLORE_MAX_BYTES = 128 * 2**20  # above: four copies of the model are too many to hold
 CANDIDATES = ort_modes.MODES  # ORT's defaults first: the session other methods use while choosing
 

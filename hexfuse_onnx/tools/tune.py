@@ -2,7 +2,8 @@
 
     python -m hexfuse_onnx tune model.fused.onnx -o model.tuned.onnx [--backend host|hexagon] [--json F]
 
-Aker's "choose the fused or the original version", per device. In one process, for each pair:
+Aker's "choose the fused or the original version", per device. Every configuration is timed in a
+worker process of its own (isolated.py), in alternating blocks. For each pair:
 the model with only that pair fused (at each share of a sweep) is timed against the model with no
 pair fused, in alternating rounds (every configuration once per round, so drift hits all alike).
 A pair is kept when its saving, 1 - fused/unfused of the medians at its best share, minus the
@@ -11,8 +12,10 @@ is at least the margin. A negative margin keeps pairs that lose by less than it 
 Kept pairs get their best share written into `share_a` (the kernel reads the share from that
 attribute when the session is created; the task program does not contain it) and lose any table
 of modelled shares per shape bucket (tune times one shape; a measured table would need the sweep
-at every bucket's shapes); the rest are unfused. The measured figures go into the tuned model's
-metadata (hexfuse_onnx/tuning.py, which `session_options(backend="auto")` reads) and into the --json
+at every bucket's shapes); the rest are unfused. With kept pairs, the tuned model (plugin) is
+then timed against the original in its best ORT mode; unless it wins by the margin beyond the
+spread, every pair is unfused. The measured figures go into the tuned model's metadata
+(hexfuse_onnx/tuning.py, which `session_options(backend="auto")` reads) and into the --json
 report. The tuned model is written only after it passed the full checker and matched the input on
 stock ONNX Runtime and on the plugin.
 """
