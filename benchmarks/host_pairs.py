@@ -716,7 +716,12 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
         "best_ort": best.label if best else None,
         "defaults_over_best_ort": ratio,
         "tuned_defaults_over_best_ort": tuned_ratio,
-        "tuned": {"kept": kept, "ort_mode": tuned.ort_mode.record(), "pairs": [p.record() for p in tuned.pairs]},
+        "tuned": {
+            "kept": kept,
+            "ort_mode": tuned.ort_mode.record(),
+            "final_check": tuned.final.record() if tuned.final else None,
+            "pairs": [p.record() for p in tuned.pairs],
+        },
         "rewritten_over_original_same_options": same,
         "met": ratio is not None and ratio <= DEFAULTS_TARGET,
         "tuned_met": tuned_ratio is not None and tuned_ratio <= tuned_target,
@@ -737,6 +742,8 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
         f"ORT mode {tuned.ort_mode.mode}; tuned defaults {by['hexfuse tuned defaults'].median():10.1f} us "
         f"-> {verdict(tuned_ratio, tuned_target, out['tuned_met'])}"
     )
+    if tuned.final is not None:
+        print(f"      tune's whole-model check: {tuned.final.why} -> {'kept' if tuned.final.won else 'unfused'}")
     print(
         "      rewritten / original, same options: "
         + ", ".join(f"{k} {v:.3f}x" for k, v in same.items())

@@ -120,11 +120,16 @@ def forced_mode() -> str | None:
 
 
 def preset(
-    so: ort.SessionOptions, model: str | os.PathLike[str] | bytes | None, given: list[str], log: Log
+    so: ort.SessionOptions,
+    model: str | os.PathLike[str] | bytes | onnx.ModelProto | None,
+    header: onnx.ModelProto,
+    given: list[str],
+    log: Log,
 ) -> str | None:
     """Apply the mode the environment forces or the cache remembers for `model` (unless the user's
     options set the execution: `given`). Returns why nothing is left to choose (the mode applied, or
-    the reason no choice is made), None when the mode is still to be chosen at run time."""
+    the reason no choice is made), None when the mode is still to be chosen at run time. `header`:
+    the model without its external data."""
     if given:
         return f"the session options given set {', '.join(given)}"
     forced = forced_mode()
@@ -137,7 +142,7 @@ def preset(
         return forced
     if model is None or isinstance(model, onnx.ModelProto):
         return "no model file to remember a choice by"
-    size = model_bytes(model if isinstance(model, bytes) else str(model))
+    size = model_bytes(model if isinstance(model, bytes) else str(model), header)
     if size > EXPLORE_MAX_BYTES:
         log(
             f"hexfuse: ONNX Runtime mode: ORT's defaults, not chosen at run time (the model, "
@@ -153,12 +158,11 @@ def preset(
     return mode
 
 
-def model_bytes(source: str | bytes) -> int:
-    """The model's size with its external data files."""
+def model_bytes(source: str | bytes, header: onnx.ModelProto) -> int:
+    """The model's size with its external data files (`header`: the model without them)."""
     if isinstance(source, bytes):
         return len(source)
     size = os.path.getsize(source)
-    header = onnx.load_model(source, load_external_data=False)
     locations = {
         e.value
         for t in header.graph.initializer
@@ -190,14 +194,15 @@ class ChoosingSession:
         self.mode: str | None = None
 
     def run(self, output_names: Sequence[str] | None, input_feed: dict[str, Any], run_options: Any = None) -> Any:
-        with self._lock:
+        with self._lock:  # the session is taken here: another thread's last call may release the rest
             call = self._calls
             self._calls += 1
-        if not self.choosing or call >= len(self._plan):
-            return self._current.run(output_names, input_feed, run_options)
-        mode = self._plan[call]
+            mode = self._plan[call] if self.choosing and call < len(self._plan) else None
+            session = self._sessions[mode] if mode else self._current
+        if mode is None:
+            return session.run(output_names, input_feed, run_options)
         t0 = time.perf_counter_ns()
-        out = self._sessions[mode].run(output_names, input_feed, run_options)
+        out = session.run(output_names, input_feed, run_options)
         elapsed_us = (time.perf_counter_ns() - t0) / 1000.0
         with self._lock:
             if call % BLOCK:

@@ -246,7 +246,7 @@ def _options(
         stock = f"stock ONNX Runtime{unfused} (plugin not registered)"
         _log_once(f"hexfuse: backend auto -> {'plugin' if register else stock}: {why}")
         if not register:
-            settled = tuned or header is None or mode_choice.preset(so, model, given, _log_once)
+            settled = tuned or header is None or mode_choice.preset(so, model, header, given, _log_once)
             return so, False, not settled
     os.environ[ENV_BACKEND] = backend
     if workers is not None:

@@ -139,3 +139,15 @@ def test_a_model_too_large_to_hold_once_per_mode_keeps_ort_defaults(untuned, log
     assert isinstance(session, ort.InferenceSession)
     assert execution(session.get_session_options()) == execution(ort.SessionOptions())
     assert len(messages(logged, "not chosen at run time", "MiB")) == 1
+
+
+def test_calls_from_several_threads_while_choosing_are_all_served(untuned, logged):
+    from concurrent.futures import ThreadPoolExecutor
+
+    session = runtime.InferenceSession(untuned)
+    feeds = verify.random_inputs(session, seed=2)
+    want = verify.session(untuned).run(None, feeds)
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda _: session.run(None, feeds), range(CALLS + 20)))
+    assert not session.choosing and session.mode in ort_modes.MODES
+    assert all(np.array_equal(w, g) for got in results for w, g in zip(want, got))

@@ -131,6 +131,7 @@ class Workers:
             status, value = pickle.load(from_worker)
         except (EOFError, OSError, pickle.UnpicklingError):
             cfg.check = f"worker exited (code {proc.wait()})"
+            cfg.samples.clear()  # a configuration is timed in every round or not at all
             return None
         if status == "failed":
             cfg.check = value
