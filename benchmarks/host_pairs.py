@@ -27,7 +27,13 @@ skipped with the reason), in one process and on the same seeded inputs
     DEFAULTS_TARGET. In the same rounds: the rewritten model after `tune` on this machine
     (--tune-runs, --tune-rounds; the kept pairs and the ORT mode it chose are printed) with the
     same defaults, target <= PAIR_TARGET where a pair was kept, else <= DEFAULTS_TARGET. --models
-    limits (c) to the models named (zoo builders or cached real models).
+    limits (c) to the models named (zoo builders or cached real models). Each configuration of (c)
+    runs in a worker process of its own (hexfuse_onnx/tools/isolated.py: one session per process,
+    as an application has; sessions with ORT's default thread pools slow each other down in one
+    process), driven from this one in alternating blocks. An untuned model's session chooses ORT's
+    mode during its first calls (hexfuse_onnx/mode_choice.py; a fresh cache per run, so every run
+    chooses again); its worker runs it until it has chosen before timing starts, and the mode it
+    chose is printed.
 
 Every configuration's outputs are checked against ort-seq on the original first
 (hexfuse_onnx.verify.relative_error <= --tol); a configuration that disagrees is reported and not
@@ -66,6 +72,7 @@ import platform
 import shutil
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -76,10 +83,11 @@ from onnx import helper
 
 import models
 from hexfuse_onnx import contract as C
-from hexfuse_onnx import ort_modes, runtime
+from hexfuse_onnx import mode_choice, ort_modes, runtime
 from hexfuse_onnx.costmodel import engine_seconds
 from hexfuse_onnx.pipeline import rewrite
 from hexfuse_onnx.profile import Engine
+from hexfuse_onnx.tools import isolated
 from hexfuse_onnx.tools.bench import Config, CpuMeter, load_text, ort_options, time_configs, verify_config
 from hexfuse_onnx.tools.tune import tune
 from hexfuse_onnx.verify import random_inputs
@@ -637,13 +645,6 @@ def rewrite_every_pair(path: Path, out: Path, target: str, shapes: dict[str, lis
     return rewrite(path, out, target=target, shapes=shapes, min_gain=KEEP_EVERY_PAIR, verify_plugin=False)
 
 
-def quiet() -> ort.SessionOptions:
-    """ORT's default options without its warnings (the execution fields stay ORT's defaults)."""
-    so = ort.SessionOptions()
-    so.log_severity_level = 3
-    return so
-
-
 def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
     """The original in every ORT mode and ORT's defaults against the rewritten model with
     hexfuse_onnx.InferenceSession's defaults (backend auto), same inputs, alternating rounds."""
@@ -679,15 +680,20 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
     feeds = random_inputs(ref, shapes, seed=args.seed)
     names = [o.name for o in ref.get_outputs()]
     reference = ref.run(names, feeds)
-    cfgs = [Config(m, ref if m == "ort-seq" else make_session(orig_path, m, plugin=False)) for m in ort_modes.MODES]
+    del ref
     tol = max(args.tol, plugin_rtol(name))
-    cfgs += [Config(f"rewritten {m}", make_session(fused_path, m, plugin=False), tol=tol) for m in SAME_MODES]
-    cfgs.append(Config("hexfuse defaults", runtime.InferenceSession(fused_path, so=quiet()), tol=tol))
-    cfgs.append(Config("hexfuse tuned defaults", runtime.InferenceSession(tuned_path, so=quiet()), tol=tol))
-    for c in cfgs:
-        verify_config(c, feeds, names, reference, c.tol)
+    cfgs = [Config(m, None, make=partial(isolated.ort_session, str(orig_path), m)) for m in ort_modes.MODES]
+    cfgs += [
+        Config(f"rewritten {m}", None, tol=tol, make=partial(isolated.ort_session, str(fused_path), m))
+        for m in SAME_MODES
+    ]
+    cfgs.append(Config("hexfuse defaults", None, tol=tol, make=partial(isolated.hexfuse_session, str(fused_path))))
+    cfgs.append(
+        Config("hexfuse tuned defaults", None, tol=tol, make=partial(isolated.hexfuse_session, str(tuned_path)))
+    )
     meter = CpuMeter()
-    time_configs(cfgs, feeds, args.runs, args.rounds, args.warmup)
+    with isolated.started(cfgs, feeds, names, reference) as workers:  # one session per process, as an app
+        workers.time(args.runs, args.rounds, args.warmup)
     by = {c.label: c for c in cfgs}
     best = min((c for c in cfgs if c.samples and c.label in ort_modes.MODES), key=Config.median, default=None)
 
@@ -710,7 +716,12 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
         "best_ort": best.label if best else None,
         "defaults_over_best_ort": ratio,
         "tuned_defaults_over_best_ort": tuned_ratio,
-        "tuned": {"kept": kept, "ort_mode": tuned.ort_mode.record(), "pairs": [p.record() for p in tuned.pairs]},
+        "tuned": {
+            "kept": kept,
+            "ort_mode": tuned.ort_mode.record(),
+            "final_check": tuned.final.record() if tuned.final else None,
+            "pairs": [p.record() for p in tuned.pairs],
+        },
         "rewritten_over_original_same_options": same,
         "met": ratio is not None and ratio <= DEFAULTS_TARGET,
         "tuned_met": tuned_ratio is not None and tuned_ratio <= tuned_target,
@@ -720,16 +731,19 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
     def verdict(r: float | None, target: float, met: bool) -> str:
         return "not timed" if r is None else f"{r:.3f}x ({'met' if met else 'NOT met'}, <= {target:.2f}x)"
 
+    chosen = by["hexfuse defaults"].extra.get("ort_mode_chosen", "-")
     print(
         f"  {name:<24} {n_pairs:>3} pair(s)  best ORT {best.median() if best else float('nan'):10.1f} us "
         f"({best.label if best else '-':>11})  untuned defaults {by['hexfuse defaults'].median():10.1f} us "
-        f"-> {verdict(ratio, DEFAULTS_TARGET, out['met'])}"
+        f"(chose {chosen}) -> {verdict(ratio, DEFAULTS_TARGET, out['met'])}"
     )
     print(
         f"      tuned here: {len(kept)} of {n_pairs} pair(s) kept{' (' + ', '.join(kept) + ')' if kept else ''}, "
         f"ORT mode {tuned.ort_mode.mode}; tuned defaults {by['hexfuse tuned defaults'].median():10.1f} us "
         f"-> {verdict(tuned_ratio, tuned_target, out['tuned_met'])}"
     )
+    if tuned.final is not None:
+        print(f"      tune's whole-model check: {tuned.final.why} -> {'kept' if tuned.final.won else 'unfused'}")
     print(
         "      rewritten / original, same options: "
         + ", ".join(f"{k} {v:.3f}x" for k, v in same.items())
@@ -923,6 +937,8 @@ def main(argv: list[str] | None = None) -> int:
     t_start = time.perf_counter()
     meter = CpuMeter()
     root = Path(tempfile.mkdtemp(prefix="host_pairs."))
+    # a fresh cache: every run's sessions choose ORT's mode at run time themselves (mode_choice)
+    os.environ[mode_choice.ENV_CACHE] = str(root / "ort_modes.json")
     results: list[dict[str, Any]] = []
     defaults: list[dict[str, Any]] = []
     try:

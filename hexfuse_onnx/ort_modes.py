@@ -25,9 +25,13 @@ EXECUTION_FIELDS = ("execution_mode", "intra_op_num_threads", "inter_op_num_thre
 
 
 def apply(so: ort.SessionOptions, mode: str) -> ort.SessionOptions:
-    """Set `so`'s execution mode and thread counts to `mode` (other fields untouched)."""
+    """Set `so`'s execution mode and thread counts to `mode` (ORT's defaults first; other fields
+    untouched)."""
     if mode not in MODES:
         raise ValueError(f"unknown ORT mode {mode!r} (known: {', '.join(MODES)})")
+    fresh = ort.SessionOptions()
+    for f in EXECUTION_FIELDS:
+        setattr(so, f, getattr(fresh, f))
     if mode == "ort-seq":
         so.execution_mode, so.intra_op_num_threads = ort.ExecutionMode.ORT_SEQUENTIAL, 1
     elif mode == "ort-seq-2t":

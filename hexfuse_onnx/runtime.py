@@ -29,7 +29,9 @@ ORT's defaults, sequential with 1 or 2 intra-op threads, or parallel) that ran i
 `session_options(model=...)` / `InferenceSession` set it, with or without the plugin, logging once
 which and why. The user's settings win: when the SessionOptions given set the execution mode or a
 thread count (any value other than ORT's default), the tuned mode is not applied (logged too). An
-untuned model, or one tuned on another machine, keeps ORT's defaults.
+untuned model, or one tuned on another machine, without the plugin: `InferenceSession` chooses the
+mode at run time and remembers it (mode_choice.py), `session_options(model=...)` applies a
+remembered choice, else keeps ORT's defaults.
 
 The probe (`_hexagon_reason`) is the plugin's own FastRPC client, exported by libhexfuse_host.so: it
 opens and closes a session. The hexagon path has never run on a device: on this machine it runs on a
@@ -49,7 +51,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
-from . import ort_modes, tuning
+from . import mode_choice, ort_modes, tuning
 from .errors import HexfuseError
 
 LIB_DIR = Path(__file__).resolve().parent / "_lib"
@@ -229,13 +231,14 @@ def _options(
     schedule: str | None = None,
     unfused: str = "",
     header: onnx.ModelProto | None = None,
-) -> tuple[ort.SessionOptions, bool]:
-    """`session_options`, and whether it registered the plugin; `unfused` says in auto's log what
-    stock ONNX Runtime runs without it; `header`: the model's header, already loaded."""
+) -> tuple[ort.SessionOptions, bool, bool]:
+    """`session_options`, whether it registered the plugin, and whether ORT's mode is left to choose
+    at run time (mode_choice: neither tuned, given, forced nor remembered); `unfused` says in
+    auto's log what stock ONNX Runtime runs without it; `header`: the model's header, already loaded."""
     given = ort_modes.user_settings(so)
     so = so or ort.SessionOptions()
     header = header or _header(model)
-    apply_tuned_mode(so, header, given)
+    tuned = apply_tuned_mode(so, header, given)
     if backend != "auto":
         resolve_backend(backend)
     else:
@@ -243,7 +246,8 @@ def _options(
         stock = f"stock ONNX Runtime{unfused} (plugin not registered)"
         _log_once(f"hexfuse: backend auto -> {'plugin' if register else stock}: {why}")
         if not register:
-            return so, False
+            settled = tuned or header is None or mode_choice.preset(so, model, header, given, _log_once)
+            return so, False, not settled
     os.environ[ENV_BACKEND] = backend
     if workers is not None:
         if workers < 1:
@@ -256,7 +260,7 @@ def _options(
             raise RuntimeUnavailable(f"unknown schedule '{schedule}' (known: {', '.join(SCHEDULES)})")
         os.environ[ENV_SCHEDULE] = schedule
     so.register_custom_ops_library(str(library_path()))
-    return so, True
+    return so, True, False
 
 
 def InferenceSession(
@@ -267,21 +271,28 @@ def InferenceSession(
     so: ort.SessionOptions | None = None,
     providers: list[str] | None = None,
     schedule: str | None = None,
-) -> ort.InferenceSession:
+) -> ort.InferenceSession | mode_choice.ChoosingSession:
     """An onnxruntime.InferenceSession of a model file (or its bytes), with the plugin registered as
     `session_options` decides (backend auto: only where it is expected to pay). Where auto does not
     register it, stock ONNX Runtime runs the model unfused (`rewrite.unfuse`: the original nodes,
     which ORT runs as fast as the original model; a pair's function body can be slower, e.g. a
-    micro-batch pair's halves read the weights twice). The kernels read `backend`, `workers` and
-    `trace` when the session is created; the environment is restored afterwards, so later sessions
-    do not inherit them."""
+    micro-batch pair's halves read the weights twice). There, unless the model's tuning record,
+    the options given, HEXFUSE_ORT_MODE or an earlier choice decide ORT's execution mode, the
+    session chooses it during its first calls (mode_choice.ChoosingSession). The kernels read
+    `backend`, `workers` and `trace` when the session is created; the environment is restored
+    afterwards, so later sessions do not inherit them."""
+    providers = providers or ["CPUExecutionProvider"]
     with plugin_environment_restored():
         header = _header(path)
-        options, registered = _options(backend, workers, trace, so, path, schedule, " on the unfused original", header)
+        options, registered, choose = _options(
+            backend, workers, trace, so, path, schedule, " on the unfused original", header
+        )
         source = path if isinstance(path, bytes) else str(path)
         if not registered and header is not None:
             source = _unfused(path, header)
-        return ort.InferenceSession(source, sess_options=options, providers=providers or ["CPUExecutionProvider"])
+        if choose:
+            return mode_choice.session(source, path, options, providers, _log_once)
+        return ort.InferenceSession(source, sess_options=options, providers=providers)
 
 
 def _unfused(path: str | os.PathLike[str] | bytes, header: onnx.ModelProto) -> str | bytes:

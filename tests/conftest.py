@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import onnx
@@ -14,6 +15,17 @@ import models
 # mechanics on them with the call not counted (CLI subprocesses inherit this);
 # tests/test_call_overhead.py runs with the targets' own figures.
 os.environ["HEXFUSE_CALL_OVERHEAD_US"] = "0"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def ort_mode_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The run-time ORT mode choices (hexfuse_onnx/mode_choice.py) of the tests' sessions go to a
+    cache of their own, not the user's."""
+    path = tmp_path_factory.mktemp("ort_mode_cache") / "ort_modes.json"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HEXFUSE_ORT_MODE_CACHE", str(path))
+        patch.delenv("HEXFUSE_ORT_MODE", raising=False)
+        yield path
 
 
 @pytest.fixture(scope="session")

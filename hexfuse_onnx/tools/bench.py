@@ -80,10 +80,11 @@ class Config:
     tol: float = DEFAULT_TOL
     samples: list[float] = field(default_factory=list)  # microseconds
     extra: dict[str, Any] = field(default_factory=dict)
+    make: Callable[[], Any] | None = None  # builds the session in a worker process of its own (isolated.py)
 
     @property
     def ok(self) -> bool:
-        return self.session is not None and not self.check
+        return (self.session is not None or self.make is not None) and not self.check
 
     def stats(self) -> dict[str, float] | None:
         return sample_stats(np.asarray(self.samples)) if self.samples else None
@@ -149,7 +150,7 @@ def verify_config(
 
 def time_configs(configs: list[Config], feeds: dict[str, np.ndarray], runs: int, rounds: int, warmup: int) -> None:
     """Blocks of warm-up + timed runs per config, alternating configs over `rounds` rounds."""
-    live = [c for c in configs if c.ok]
+    live = [c for c in configs if c.ok and c.session is not None]
     rounds = max(1, min(rounds, runs))
     per_round = [runs // rounds + (1 if r < runs % rounds else 0) for r in range(rounds)]
     clock = time.perf_counter_ns
@@ -186,8 +187,9 @@ class CpuMeter:
             return None
         hz = os.sysconf("SC_CLK_TCK")
         idle = fields[3] + (fields[4] if len(fields) > 4 else 0.0)
-        t = os.times()
-        return sum(fields[:8]) / hz, idle / hz, t.user + t.system, time.monotonic()
+        t = os.times()  # with the worker processes (isolated.py) that have ended
+        ours = t.user + t.system + t.children_user + t.children_system
+        return sum(fields[:8]) / hz, idle / hz, ours, time.monotonic()
 
     def others(self) -> dict[str, float] | None:
         end = self._sample()
@@ -425,10 +427,10 @@ def bench(
     hexagon-v73."""
     import onnx
 
-    from .. import runtime
     from ..contract import DOMAIN
     from ..qdq import output_steps
     from ..verify import random_inputs
+    from . import isolated
     from .colocate_bench import modelled_lines, stream_configs
 
     baselines = baselines or list(DEFAULT_BASELINES)
@@ -446,87 +448,89 @@ def bench(
         configs: list[Config] = []
 
         def add(label: str, make: Callable[[], Any], tol: float = DEFAULT_TOL, **extra: Any) -> None:
-            try:
-                configs.append(Config(label, make(), tol=tol, extra=extra))
-            except Exception as exc:  # noqa: BLE001 - a configuration that cannot start is reported
-                configs.append(Config(label, None, check=f"session fails: {first_line(exc)}", extra=extra))
+            configs.append(Config(label, None, tol=tol, extra=extra, make=make))
 
         for b in baselines:
-            if b == "ort-seq":
-                configs.append(Config(b, reference_session))
-            elif b == "qnn-htp":
-                add(
-                    b,
-                    lambda: _qnn_session(original),
-                    QNN_TOL,
-                    note="HTP emulated on x86: its time follows the host, not a device",
-                )
+            if b == "qnn-htp":
+                add(b, partial(_qnn_session, original), QNN_TOL, note=QNN_NOTE)
             else:
-                add(b, partial(_cpu_session, original, b))
-        for label, make, what in stream_configs(original, Path(folder), ort_options):
+                add(b, partial(isolated.ort_session, str(original), b))
+        for label, make, what in stream_configs(original, Path(folder)):
             add(label, make, note=what)  # a co-located model: its streams as separate models
         colocated = modelled_lines(original, shapes, target)
         if fused is not None:
             n_pairs = sum(1 for n in onnx.load(str(fused), load_external_data=False).graph.node if n.domain == DOMAIN)
-            add(
-                "fallback",
-                partial(_cpu_session, fused, "ort-seq"),
-                note="rewritten model on stock ORT (the pairs' fallback bodies), ort-seq",
-            )
-            add(
-                "auto",
-                lambda: runtime.InferenceSession(fused, workers=workers),
-                tol,
-                note="hexfuse_onnx.InferenceSession's defaults: backend auto (the plugin only where it is expected "
-                "to pay), ORT's default session options",
-            )
-            add(
-                "hexfuse",
-                lambda: runtime.InferenceSession(fused, backend=backend, workers=workers, so=ort_options("ort-seq")),
-                tol,
-                note=f"rewritten model with the plugin ({backend} backend), ORT sequential 1 thread around it",
-            )
-            if backend == "host":
-                add(
-                    "hexfuse-fused",
-                    lambda: _scheduled_session(fused, workers, "fused"),
-                    tol,
-                    note="the same, every call fused: both tasks at once on the pool (HEXFUSE_SCHEDULE=fused)",
-                )
-                add(
-                    "hexfuse-serial",
-                    lambda: _scheduled_session(fused, workers, "serial"),
-                    tol,
-                    note="the same, every call's task A then task B on the calling thread alone "
-                    "(HEXFUSE_SCHEDULE=serial)",
-                )
-            if "ort-seq-2t" in baselines:
-                add(
-                    "hexfuse-2t",
-                    lambda: runtime.InferenceSession(
-                        fused, backend=backend, workers=workers, so=ort_options("ort-seq-2t")
-                    ),
-                    tol,
-                    note="the same with 2 ORT intra-op threads for the unfused nodes",
-                )
+            for label, make, fused_tol, what in _fused_configs(str(fused), backend, workers, baselines, tol):
+                add(label, make, fused_tol, note=what)
         else:
             n_pairs = 0
         steps = output_steps(onnx.load(str(original), load_external_data=False))
-        for c in configs:
-            verify_config(c, feeds, names, reference, steps=steps)
-        progress(f"timing {sum(c.ok for c in configs)} configuration(s): {runs} runs each in {rounds} rounds")
-        time_configs(configs, feeds, runs, rounds, warmup)
-        for c in configs:
-            c.session = None  # the temporary folder goes; results keep the figures only
+        del reference_session
+        progress(f"timing {len(configs)} configuration(s), each in its own process: {runs} runs in {rounds} rounds")
+        with isolated.started(configs, feeds, names, reference, steps) as processes:
+            processes.time(runs, rounds, warmup)
     seconds = time.perf_counter() - start
     return BenchResult(model.name, n_pairs, note, configs, meter.others(), seconds, prediction, colocated)
 
 
-def _scheduled_session(path: Path, workers: int | None, schedule: str) -> Any:
-    """The plugin on the host backend with every call run fused, or serial on the calling thread."""
-    from .. import runtime
+QNN_NOTE = "HTP emulated on x86: its time follows the host, not a device"
 
-    return runtime.InferenceSession(path, "host", workers, so=ort_options("ort-seq"), schedule=schedule)
+
+def _fused_configs(
+    fused: str, backend: str, workers: int | None, baselines: list[str], tol: float
+) -> list[tuple[str, Callable[[], Any], float, str]]:
+    """(label, picklable session maker, tolerance, note) of the rewritten model's configurations."""
+    from . import isolated
+
+    plugin = partial(isolated.hexfuse_session, fused, "ort-seq", backend=backend, workers=workers)
+    out: list[tuple[str, Callable[[], Any], float, str]] = [
+        (
+            "fallback",
+            partial(isolated.ort_session, fused, "ort-seq"),
+            DEFAULT_TOL,
+            "rewritten model on stock ORT (the pairs' fallback bodies), ort-seq",
+        ),
+        (
+            "auto",
+            partial(isolated.hexfuse_session, fused, None, workers=workers),
+            tol,
+            "hexfuse_onnx.InferenceSession's defaults: backend auto (the plugin only where it is expected to pay), "
+            "ORT's default session options (an untuned model's session chooses ORT's mode during its first calls)",
+        ),
+        (
+            "hexfuse",
+            plugin,
+            tol,
+            f"rewritten model with the plugin ({backend} backend), ORT sequential 1 thread around it",
+        ),
+    ]
+    if backend == "host":
+        out.append(
+            (
+                "hexfuse-fused",
+                partial(plugin, schedule="fused"),
+                tol,
+                "the same, every call fused: both tasks at once on the pool (HEXFUSE_SCHEDULE=fused)",
+            )
+        )
+        out.append(
+            (
+                "hexfuse-serial",
+                partial(plugin, schedule="serial"),
+                tol,
+                "the same, every call's task A then task B on the calling thread alone (HEXFUSE_SCHEDULE=serial)",
+            )
+        )
+    if "ort-seq-2t" in baselines:
+        out.append(
+            (
+                "hexfuse-2t",
+                partial(isolated.hexfuse_session, fused, "ort-seq-2t", backend=backend, workers=workers),
+                tol,
+                "the same with 2 ORT intra-op threads for the unfused nodes",
+            )
+        )
+    return out
 
 
 def _cpu_session(path: Path, mode: str) -> Any:

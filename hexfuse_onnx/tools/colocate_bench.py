@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -51,37 +52,37 @@ class _Streams:
         return [outputs[n] for n in (names or self.output_names)]
 
 
-def stream_configs(original: Path, work: Path, options: Callable[[str], Any]) -> list[tuple[str, Callable, str]]:
-    """(label, session maker, note) of each stream baseline; empty when the model is not co-located.
-    `options(mode)` gives the ORT SessionOptions of a bench mode (bench.ort_options)."""
+def stream_sessions(paths: list[str], output_names: list[str], mode: str, concurrent: bool) -> _Streams:
+    """The streams' models as ORT sessions in one of ORT's modes (ort_modes) behind one `run`."""
     import onnxruntime as ort
 
+    from .. import ort_modes
+
+    made = [
+        ort.InferenceSession(p, sess_options=ort_modes.options(mode), providers=["CPUExecutionProvider"]) for p in paths
+    ]
+    return _Streams(made, output_names, concurrent)
+
+
+def stream_configs(original: Path, work: Path) -> list[tuple[str, Callable[[], _Streams], str]]:
+    """(label, session maker, note) of each stream baseline; empty when the model is not co-located.
+    The makers are picklable (each baseline runs in a process of its own: isolated.py)."""
     model = onnx.load(str(original))
     plan = plan_of(model)
     if plan is None:
         return []
     paths = []
     for k, prefix in enumerate(plan.streams):
-        paths.append(work / f"stream{k}.onnx")
+        paths.append(str(work / f"stream{k}.onnx"))
         onnx.save(stream_model(model, prefix), paths[-1])
     names = [o.name for o in model.graph.output]
-
-    def make(mode: str, concurrent: bool) -> Callable[[], _Streams]:
-        def sessions() -> _Streams:
-            made = [
-                ort.InferenceSession(str(p), sess_options=options(mode), providers=["CPUExecutionProvider"])
-                for p in paths
-            ]
-            return _Streams(made, names, concurrent)
-
-        return sessions
-
     streams = ", ".join(p[:-1] for p in plan.streams)
-    return [
-        ("streams-seq", make("ort-seq", False), f"{streams} as separate models, one after another, 1 thread"),
-        ("streams-seq-2t", make("ort-seq-2t", False), f"{streams} one after another, 2 intra-op threads each"),
-        ("streams-2threads", make("ort-seq", True), f"{streams} as two sessions run at once from two threads"),
-    ]
+    notes = {
+        "streams-seq": ("ort-seq", False, f"{streams} as separate models, one after another, 1 thread"),
+        "streams-seq-2t": ("ort-seq-2t", False, f"{streams} one after another, 2 intra-op threads each"),
+        "streams-2threads": ("ort-seq", True, f"{streams} as two sessions run at once from two threads"),
+    }
+    return [(k, partial(stream_sessions, paths, names, m, c), note) for k, (m, c, note) in notes.items()]
 
 
 def modelled_lines(original: Path, shapes: dict[str, list[int]] | None, target: str) -> list[str]:

@@ -2,7 +2,8 @@
 
     python -m hexfuse_onnx tune model.fused.onnx -o model.tuned.onnx [--backend host|hexagon] [--json F]
 
-Aker's "choose the fused or the original version", per device. In one process, for each pair:
+Aker's "choose the fused or the original version", per device. Every configuration is timed in a
+worker process of its own (isolated.py), in alternating blocks. For each pair:
 the model with only that pair fused (at each share of a sweep) is timed against the model with no
 pair fused, in alternating rounds (every configuration once per round, so drift hits all alike).
 A pair is kept when its saving, 1 - fused/unfused of the medians at its best share, minus the
@@ -11,8 +12,10 @@ is at least the margin. A negative margin keeps pairs that lose by less than it 
 Kept pairs get their best share written into `share_a` (the kernel reads the share from that
 attribute when the session is created; the task program does not contain it) and lose any table
 of modelled shares per shape bucket (tune times one shape; a measured table would need the sweep
-at every bucket's shapes); the rest are unfused. The measured figures go into the tuned model's
-metadata (hexfuse_onnx/tuning.py, which `session_options(backend="auto")` reads) and into the --json
+at every bucket's shapes); the rest are unfused. With kept pairs, the tuned model (plugin) is
+then timed against the original in its best ORT mode; unless it wins by the margin beyond the
+spread, every pair is unfused. The measured figures go into the tuned model's metadata
+(hexfuse_onnx/tuning.py, which `session_options(backend="auto")` reads) and into the --json
 report. The tuned model is written only after it passed the full checker and matched the input on
 stock ONNX Runtime and on the plugin.
 """
@@ -25,6 +28,7 @@ import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +45,8 @@ from ..modelio import stage
 from ..pipeline import PLUGIN_RTOL
 from ..rewrite import unfuse
 from ..verify import DEFAULT_RTOL, check, compare, random_inputs
-from .bench import Config, first_line, sample_stats, time_configs, verify_config
+from . import isolated
+from .bench import Config, sample_stats
 
 DEFAULT_RUNS = 30
 DEFAULT_ROUNDS = 5
@@ -179,6 +184,28 @@ class ModeChoice:
 
 
 @dataclass
+class FinalCheck:
+    """The tuned model with its kept pairs on the plugin against the original in its best ORT mode,
+    each in its own process: the pairs stay only when the tuned model wins by the margin beyond the
+    spread (the pairs were each timed alone; together, or against another ORT mode, they may lose)."""
+
+    original_mode: str
+    won: bool
+    why: str
+    tuned: Timing | None = None
+    original: Timing | None = None
+    saving: float = 0.0
+    spread: float = 0.0
+
+    def record(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"original_mode": self.original_mode, "won": self.won, "why": self.why}
+        if self.tuned is not None and self.original is not None:
+            out |= {"tuned": self.tuned.stats(), "original": self.original.stats()}
+            out |= {"saving": self.saving, "spread": self.spread}
+        return out
+
+
+@dataclass
 class TuneResult:
     source: Path
     output: Path
@@ -188,6 +215,7 @@ class TuneResult:
     machine: dict[str, Any]
     date: str
     ort_mode: ModeChoice
+    final: FinalCheck | None = None  # None: no pair was kept before it
     comparison_note: str = ""
 
     @property
@@ -209,6 +237,7 @@ class TuneResult:
             "kept": [p.pair_id for p in self.kept],
             "pairs": [p.record(samples) for p in self.pairs],
             "ort_mode": self.ort_mode.record(samples),
+            "final_check": self.final.record() if self.final else None,
         }
 
     def lines(self) -> list[str]:
@@ -233,6 +262,9 @@ class TuneResult:
             f"(margin {s['margin']:.1%}; {s['runs']} runs per configuration in {s['rounds']} rounds, "
             f"pairs timed under ORT mode {s['pairs_ort_mode']}; machine {tuning.fingerprint(self.machine)})"
         )
+        if self.final is not None:
+            verdict = "kept" if self.final.won else "every pair unfused: the tuned model does not win"
+            out.append(f"whole model: {self.final.why} -> {verdict}")
         if not self.kept:
             out.append("no pair wins here: the output is the original model (every pair unfused)")
         out.append(f"ONNX Runtime's mode for this model here: {self.ort_mode.mode} ({self.ort_mode.why})")
@@ -348,44 +380,42 @@ def measure_pair(
     model: onnx.ModelProto,
     result: PairResult,
     shares: list[float],
-    unfused_session: ort.InferenceSession,
+    unfused: bytes,
     feeds: dict[str, np.ndarray],
     reference: list[np.ndarray],
     settings: dict[str, Any],
 ) -> None:
     """Time the model with only this pair fused (each share) against no pair fused, in rounds."""
-    names = [o.name for o in unfused_session.get_outputs()]
-    unfused = Config("unfused", unfused_session)
-    fused: dict[float, Config] = {}
+    mode = settings["pairs_ort_mode"]
+    configs = [Config("unfused", None, make=partial(isolated.ort_session, unfused, mode))]
     for share in shares:
         variant = only_pair_fused(model, result.pair_id, share).SerializeToString()
-        try:
-            session = runtime.InferenceSession(
-                variant, settings["backend"], settings["workers"], so=ort_modes.options(settings["pairs_ort_mode"])
-            )
-        except Exception as exc:  # noqa: BLE001 - a share the plugin refuses is reported, not timed
-            result.refused[share] = f"session fails: {first_line(exc)}"
-            continue
-        cfg = Config(f"share {share:.2f}", session)
-        verify_config(cfg, feeds, names, reference, PLUGIN_RTOL)
-        if cfg.check:
-            result.refused[share] = cfg.check
+        configs.append(Config(f"{share}", None, tol=PLUGIN_RTOL, make=_plugin_session(variant, mode, settings)))
+    timings = time_in_rounds(configs, feeds, reference, settings)
+    result.unfused = timings.get("unfused")
+    for cfg in configs[1:]:
+        if cfg.label in timings:
+            result.fused[float(cfg.label)] = timings[cfg.label]
         else:
-            fused[share] = cfg
-    timings = time_in_rounds([unfused, *fused.values()], feeds, settings)
-    result.unfused = timings[0]
-    result.fused = dict(zip(fused, timings[1:]))
+            result.refused[float(cfg.label)] = cfg.check or "no sample"
     result.decide(settings["margin"])
 
 
-def time_in_rounds(configs: list[Config], feeds: dict[str, np.ndarray], settings: dict[str, Any]) -> list[Timing]:
-    """Every configuration once per round (settings' runs spread over its rounds), round by round."""
-    runs, rounds = settings["runs"], settings["rounds"]
-    bounds = [0]
-    for r in range(rounds):
-        time_configs(configs, feeds, runs // rounds + (1 if r < runs % rounds else 0), 1, settings["warmup"])
-        bounds.append(len(configs[0].samples))
-    return [Timing([c.samples[a:b] for a, b in itertools.pairwise(bounds)]) for c in configs]
+def _plugin_session(model: bytes, mode: str, settings: dict[str, Any]) -> partial[Any]:
+    """What builds the model's session with the plugin on settings' backend, in ORT mode `mode`."""
+    return partial(isolated.hexfuse_session, model, mode, backend=settings["backend"], workers=settings["workers"])
+
+
+def time_in_rounds(
+    configs: list[Config], feeds: dict[str, np.ndarray], reference: list[np.ndarray], settings: dict[str, Any]
+) -> dict[str, Timing]:
+    """Each configuration in its own process (isolated.py), checked against the reference, then
+    once per round (settings' runs spread over its rounds); the timings of those that ran."""
+    with isolated.started(configs, feeds, settings["output_names"], reference) as workers:
+        bounds = workers.time(settings["runs"], settings["rounds"], settings["warmup"])
+    return {
+        c.label: Timing([c.samples[a:b] for a, b in itertools.pairwise(bounds)]) for c in configs if c.ok and c.samples
+    }
 
 
 def choose_ort_mode(
@@ -396,27 +426,45 @@ def choose_ort_mode(
     plugin: bool = False,
 ) -> ModeChoice:
     """Time the model in each of ONNX Runtime's modes (with the plugin on settings' backend, or on
-    stock ORT) and choose one."""
-    configs = []
-    for mode in ort_modes.MODES:
-        if plugin:
-            session = runtime.InferenceSession(
-                model, settings["backend"], settings["workers"], so=ort_modes.options(mode)
-            )
-        else:
-            session = ort.InferenceSession(
-                model, sess_options=ort_modes.options(mode), providers=["CPUExecutionProvider"]
-            )
-        cfg = Config(mode, session)
-        verify_config(
-            cfg, feeds, [o.name for o in session.get_outputs()], reference, PLUGIN_RTOL if plugin else DEFAULT_RTOL
-        )
-        configs.append(cfg)
-    timed = [c for c in configs if c.ok]
-    timings = dict(zip((c.label for c in timed), time_in_rounds(timed, feeds, settings)))
+    stock ORT), each in its own process, and choose one."""
+    configs = [
+        Config(m, None, tol=PLUGIN_RTOL, make=_plugin_session(model, m, settings))
+        if plugin
+        else Config(m, None, make=partial(isolated.ort_session, model, m))
+        for m in ort_modes.MODES
+    ]
+    timings = time_in_rounds(configs, feeds, reference, settings)
     if ort_modes.DEFAULT not in timings:
         return ModeChoice(ort_modes.DEFAULT, f"ORT's defaults not timed: {configs[0].check}")
     return ModeChoice.measured(timings, settings["margin"])
+
+
+def final_check(
+    tuned: bytes,
+    mode: str,
+    unfused: bytes,
+    first: ModeChoice,
+    feeds: dict[str, np.ndarray],
+    reference: list[np.ndarray],
+    settings: dict[str, Any],
+) -> FinalCheck:
+    """Time the tuned model (its kept pairs on the plugin, in its ORT mode) against the original in
+    its best ORT mode, each in its own process, in alternating rounds."""
+    best = min(first.timings, key=lambda m: first.timings[m].median()) if first.timings else first.mode
+    configs = [
+        Config("tuned", None, tol=PLUGIN_RTOL, make=_plugin_session(tuned, mode, settings)),
+        Config("original", None, make=partial(isolated.ort_session, unfused, best)),
+    ]
+    timings = time_in_rounds(configs, feeds, reference, settings)
+    if len(timings) < 2:
+        return FinalCheck(best, False, f"not timed: {configs[0].check or configs[1].check}")
+    saving, spread, _ = saving_and_spread(timings["tuned"], timings["original"])
+    won = saving - spread >= settings["margin"]
+    why = (
+        f"tuned {timings['tuned'].median():.1f} us ({mode}) vs the original {timings['original'].median():.1f} us "
+        f"({best}): saving {saving:+.1%} ± {spread:.1%}"
+    )
+    return FinalCheck(best, won, why, timings["tuned"], timings["original"], saving, spread)
 
 
 def tune(
@@ -464,6 +512,8 @@ def tune(
     )
     feeds = random_inputs(reference_session, input_shapes, seed=0)
     reference = reference_session.run(None, feeds)
+    settings["output_names"] = [o.name for o in reference_session.get_outputs()]
+    del reference_session
     if session == BEST_MODE:
         progress(f"{source.name}: timing ONNX Runtime's modes ({', '.join(ort_modes.MODES)}) on the unfused model")
         mode = choose_ort_mode(unfused, feeds, reference, settings)
@@ -472,9 +522,6 @@ def tune(
     settings["pairs_ort_mode"] = mode.mode
     progress(f"  ORT mode {mode.mode}: {mode.why}")
     progress(f"{source.name}: {len(nodes)} pair(s); timing each fused against unfused on the {backend} backend")
-    unfused_session = ort.InferenceSession(
-        unfused, sess_options=ort_modes.options(mode.mode), providers=["CPUExecutionProvider"]
-    )
     results = []
     for k, node in enumerate(nodes):
         result = _pair_result(node)
@@ -483,7 +530,7 @@ def tune(
             f"pair {k + 1}/{len(nodes)} {result.node} ({result.kind}): unfused vs fused at share "
             f"{', '.join(f'{s:.2f}' for s in tried)}; {runs} runs each in {rounds} rounds"
         )
-        measure_pair(model, result, tried, unfused_session, feeds, reference, settings)
+        measure_pair(model, result, tried, unfused, feeds, reference, settings)
         progress(
             f"  {result.pair_id}: unfused {_span(result.unfused.stats() if result.unfused else None)} us, "
             f"fused {_span(result.fused[result.best_share].stats() if result.best_share is not None else None)} us "
@@ -491,16 +538,44 @@ def tune(
             f"{'kept' if result.kept else 'unfused'}"
         )
         results.append(result)
-    if session == BEST_MODE and any(r.kept for r in results):
-        progress(f"{source.name}: timing ONNX Runtime's modes again on the tuned model, with the plugin")
-        kept = tuned_model(model, results).SerializeToString()
+    final = None
+    if any(r.kept for r in results):
+        mode, final = whole_model(model, results, mode, unfused, feeds, reference, settings, progress)
+    date = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    settings.pop("output_names")
+    tuned = TuneResult(source, output, backend, settings, results, tuning.machine(), date, mode, final)
+    tuned.comparison_note = write_tuned(model, tuned, source, output, input_shapes, progress)
+    return tuned
+
+
+def whole_model(
+    model: onnx.ModelProto,
+    results: list[PairResult],
+    first: ModeChoice,
+    unfused: bytes,
+    feeds: dict[str, np.ndarray],
+    reference: list[np.ndarray],
+    settings: dict[str, Any],
+    progress: Progress,
+) -> tuple[ModeChoice, FinalCheck]:
+    """With kept pairs: ORT's mode chosen again on the tuned model with the plugin (--session best),
+    then the tuned model against the original in its best mode; when it does not win, every pair is
+    unfused and the mode is the one chosen on the original. Returns (mode, final check)."""
+    kept = tuned_model(model, results).SerializeToString()
+    mode = first
+    if settings["session"] == BEST_MODE:
+        progress("timing ONNX Runtime's modes again on the tuned model, with the plugin")
         mode = choose_ort_mode(kept, feeds, reference, settings, plugin=True)
         mode.why += " (the tuned model with its kept pairs on the plugin)"
         progress(f"  ORT mode {mode.mode}: {mode.why}")
-    date = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    tuned = TuneResult(source, output, backend, settings, results, tuning.machine(), date, mode)
-    tuned.comparison_note = write_tuned(model, tuned, source, output, input_shapes, progress)
-    return tuned
+    progress("timing the tuned model against the original in its best ORT mode")
+    final = final_check(kept, mode.mode, unfused, first, feeds, reference, settings)
+    progress(f"  {final.why} -> {'kept' if final.won else 'every pair unfused'}")
+    if final.won:
+        return mode, final
+    for r in results:
+        r.kept = False
+    return first, final
 
 
 def write_tuned(

@@ -1,0 +1,257 @@
+"""ONNX Runtime's execution mode chosen at run time, for a model without a tuning record made here.
+
+ORT's defaults are not its fastest mode everywhere: on a 2-core VM gpt_decode_step ran at 78 us
+under them and 75 us under ort-seq, mlp_chain twice as fast on 2 threads as on 1. A tuned model
+carries the mode that ran it fastest here (tuning.py); for any other model
+`runtime.InferenceSession` (backend auto, no cDSP, plugin not registered) prepares a session in
+each of ORT's modes (ort_modes.MODES) and alternates its first calls among them in blocks (Aker:
+prepare the versions, choose at run time). After ROUNDS rounds it keeps the mode with the lowest
+median, releases the other sessions, logs the choice once and remembers it in a small cache file
+keyed by the model's digest and this machine (tuning.fingerprint: CPU, CPU count, ORT and
+hexfuse-onnx versions), so the next session of the model starts in that mode at once, and
+`session_options(model=...)` applies it too.
+
+No choice is made where the user chose: session options that set the execution mode or a thread
+count, providers other than the CPU's alone, or HEXFUSE_ORT_MODE: a mode name (ort-seq, ...)
+forces that mode, `off` keeps ORT's defaults. HEXFUSE_ORT_MODE_CACHE names the cache file (default
+$XDG_CACHE_HOME/hexfuse_onnx/ort_modes.json); it is written atomically, and one that cannot be read
+is ignored with one log line. Memory: while choosing, the model is held once per mode, so a model
+above EXPLORE_MAX_BYTES is not explored (ORT's defaults, logged). Timings of the first calls are
+those of the inputs the application gives; calls from several threads at once while choosing are
+served but make the medians noisier.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+
+from . import ort_modes, tuning
+
+ENV_MODE = "HEXFUSE_ORT_MODE"
+ENV_CACHE = "HEXFUSE_ORT_MODE_CACHE"
+OFF = "off"
+ROUNDS = 4  # blocks per mode
+BLOCK = 5  # calls per block; the first of each is not counted (the switch from another session)
+EXPLORE_MAX_BYTES = 128 * 2**20  # above: four copies of the model are too many to hold
+CANDIDATES = ort_modes.MODES  # ORT's defaults first: the session other methods use while choosing
+
+Log = Callable[[str], None]
+
+
+def cache_path() -> Path:
+    given = os.environ.get(ENV_CACHE)
+    if given:
+        return Path(given)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "hexfuse_onnx" / "ort_modes.json"
+
+
+def model_key(model: str | os.PathLike[str] | bytes) -> str:
+    """The cache key: the model file's (or bytes') digest and this machine's fingerprint."""
+    digest = hashlib.sha256()
+    if isinstance(model, bytes):
+        digest.update(model)
+    else:
+        with open(model, "rb") as f:
+            while chunk := f.read(1 << 20):
+                digest.update(chunk)
+    return f"{digest.hexdigest()[:32]}@{tuning.fingerprint()}"
+
+
+def read_cache(path: Path, log: Log) -> dict[str, Any]:
+    """The cache's entries; {} when there is none, or (logged once) when it cannot be read."""
+    try:
+        entries = json.loads(path.read_text())
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        log(f"hexfuse: the ORT mode cache {path} cannot be read ({type(exc).__name__}); ignored")
+        return {}
+    if not isinstance(entries, dict):
+        log(f"hexfuse: the ORT mode cache {path} is not a JSON object; ignored")
+        return {}
+    return entries
+
+
+def cached_mode(key: str, log: Log) -> tuple[str, dict[str, Any]] | None:
+    entry = read_cache(cache_path(), log).get(key)
+    if isinstance(entry, dict) and entry.get("mode") in ort_modes.MODES:
+        return str(entry["mode"]), entry
+    return None
+
+
+def remember(key: str, entry: dict[str, Any], log: Log) -> Path:
+    """Add the entry to the cache, written atomically (a temporary file beside it, then renamed)."""
+    path = cache_path()
+    entries = read_cache(path, log) | {key: entry}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(entries, f, indent=1, sort_keys=True)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def forced_mode() -> str | None:
+    """HEXFUSE_ORT_MODE: a mode, OFF, or None (unset or `choose`); an unknown value raises."""
+    value = os.environ.get(ENV_MODE, "").strip()
+    if value in ("", "choose"):
+        return None
+    if value != OFF and value not in ort_modes.MODES:
+        raise ValueError(f"{ENV_MODE}={value!r}: not one of {', '.join((*ort_modes.MODES, OFF, 'choose'))}")
+    return value
+
+
+def preset(
+    so: ort.SessionOptions,
+    model: str | os.PathLike[str] | bytes | onnx.ModelProto | None,
+    header: onnx.ModelProto,
+    given: list[str],
+    log: Log,
+) -> str | None:
+    """Apply the mode the environment forces or the cache remembers for `model` (unless the user's
+    options set the execution: `given`). Returns why nothing is left to choose (the mode applied, or
+    the reason no choice is made), None when the mode is still to be chosen at run time. `header`:
+    the model without its external data."""
+    if given:
+        return f"the session options given set {', '.join(given)}"
+    forced = forced_mode()
+    if forced == OFF:
+        log(f"hexfuse: ONNX Runtime mode: ORT's defaults ({ENV_MODE}={OFF})")
+        return OFF
+    if forced:
+        ort_modes.apply(so, forced)
+        log(f"hexfuse: ONNX Runtime mode {forced} forced by {ENV_MODE}")
+        return forced
+    if model is None or isinstance(model, onnx.ModelProto):
+        return "no model file to remember a choice by"
+    size = model_bytes(model if isinstance(model, bytes) else str(model), header)
+    if size > EXPLORE_MAX_BYTES:
+        log(
+            f"hexfuse: ONNX Runtime mode: ORT's defaults, not chosen at run time (the model, "
+            f"{size / 2**20:.0f} MiB, is above {EXPLORE_MAX_BYTES >> 20} MiB to hold once per mode)"
+        )
+        return "too large to choose"
+    found = cached_mode(model_key(model), log)
+    if found is None:
+        return None
+    mode, entry = found
+    ort_modes.apply(so, mode)
+    log(f"hexfuse: ONNX Runtime mode {mode} chosen at run time on {entry.get('date', '?')}, from {cache_path()}")
+    return mode
+
+
+def model_bytes(source: str | bytes, header: onnx.ModelProto) -> int:
+    """The model's size with its external data files (`header`: the model without them)."""
+    if isinstance(source, bytes):
+        return len(source)
+    size = os.path.getsize(source)
+    locations = {
+        e.value
+        for t in header.graph.initializer
+        if t.data_location == onnx.TensorProto.EXTERNAL
+        for e in t.external_data
+        if e.key == "location"
+    }
+    folder = Path(source).parent
+    return size + sum((folder / loc).stat().st_size for loc in locations if (folder / loc).is_file())
+
+
+class ChoosingSession:
+    """An onnxruntime.InferenceSession that chooses its execution mode during its first calls.
+
+    `run` alternates blocks of BLOCK calls among one session per mode for ROUNDS rounds, then keeps
+    the fastest (median of the counted calls) and from then on is that session's own `run`. Every
+    other attribute is the current session's (ORT's defaults' while choosing). `choosing` says
+    whether the choice is still open; `mode` is the mode chosen (None before)."""
+
+    def __init__(self, sessions: dict[str, ort.InferenceSession], key: str, log: Log) -> None:
+        self._sessions = sessions
+        self._current = sessions[CANDIDATES[0]]
+        self._plan = [m for _ in range(ROUNDS) for m in sessions for _ in range(BLOCK)]
+        self._samples: dict[str, list[float]] = {m: [] for m in sessions}
+        self._calls = 0
+        self._lock = threading.Lock()
+        self._key, self._log = key, log
+        self.choosing = True
+        self.mode: str | None = None
+
+    def run(self, output_names: Sequence[str] | None, input_feed: dict[str, Any], run_options: Any = None) -> Any:
+        with self._lock:  # the session is taken here: another thread's last call may release the rest
+            call = self._calls
+            self._calls += 1
+            mode = self._plan[call] if self.choosing and call < len(self._plan) else None
+            session = self._sessions[mode] if mode else self._current
+        if mode is None:
+            return session.run(output_names, input_feed, run_options)
+        t0 = time.perf_counter_ns()
+        out = session.run(output_names, input_feed, run_options)
+        elapsed_us = (time.perf_counter_ns() - t0) / 1000.0
+        with self._lock:
+            if call % BLOCK:
+                self._samples[mode].append(elapsed_us)
+            if call == len(self._plan) - 1:
+                self._choose()
+        return out
+
+    def _choose(self) -> None:
+        medians = {m: float(np.median(s)) for m, s in self._samples.items()}
+        mode = min(medians, key=medians.__getitem__)
+        self._current, self.mode, self.choosing = self._sessions[mode], mode, False
+        self.run = self._current.run  # type: ignore[method-assign]  # the chosen session's own, no detour
+        self._sessions = {}  # the other modes' sessions are released
+        figures = ", ".join(f"{m} {t:.1f}" for m, t in medians.items())
+        entry = {"mode": mode, "median_us": medians, "calls": len(self._plan), "date": _today()}
+        try:
+            where = f"remembered in {remember(self._key, entry, self._log)}"
+        except OSError as exc:
+            where = f"not remembered: {exc}"
+        self._log(f"hexfuse: ONNX Runtime mode {mode} chosen at run time (median us: {figures}); {where}")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._current, name)
+
+
+def _today() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def session(
+    source: str | bytes,
+    model: str | os.PathLike[str] | bytes,
+    so: ort.SessionOptions,
+    providers: list[str],
+    log: Log,
+) -> ort.InferenceSession | ChoosingSession:
+    """A session of `source` that chooses ORT's mode at run time (`so`'s other fields kept), or a
+    plain one in ORT's defaults when the providers are not the CPU's alone. `model`: what the user
+    gave, whose digest keys the cache (`preset` found no entry for it)."""
+    if providers != ["CPUExecutionProvider"]:
+        log("hexfuse: ONNX Runtime mode: ORT's defaults, not chosen at run time (providers other than the CPU's)")
+        return ort.InferenceSession(source, sess_options=so, providers=providers)
+    sessions = {}
+    for mode in CANDIDATES:  # SessionOptions are copied into each session when it is created
+        sessions[mode] = ort.InferenceSession(source, sess_options=ort_modes.apply(so, mode), providers=providers)
+    ort_modes.apply(so, CANDIDATES[0])
+    log(
+        f"hexfuse: choosing ONNX Runtime's mode at run time: the first {ROUNDS * BLOCK * len(CANDIDATES)} calls "
+        f"alternate among {', '.join(CANDIDATES)} (no tuning record made here; {ENV_MODE}=off keeps ORT's defaults)"
+    )
+    return ChoosingSession(sessions, model_key(model), log)

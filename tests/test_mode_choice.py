@@ -1,0 +1,153 @@
+"""ORT's execution mode chosen at run time (hexfuse_onnx/mode_choice.py): real ONNX Runtime sessions,
+no mocks. Which mode wins is not asserted (timings are noise here); what is: the session runs one
+real session per mode during its first calls, keeps one whose options are that mode's, returns the
+reference outputs throughout, records the choice in the cache and the next session reads it; the
+user's settings and HEXFUSE_ORT_MODE decide instead; the cache is written atomically and a corrupt
+one is ignored with one log line."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+
+from hexfuse_onnx import mode_choice, ort_modes, runtime, verify
+
+CALLS = mode_choice.ROUNDS * mode_choice.BLOCK * len(mode_choice.CANDIDATES)
+
+
+@pytest.fixture
+def untuned(zoo_dir: Path, tmp_path: Path) -> Path:
+    """A model no test has chosen a mode for yet (a copy with its own producer name: its own digest)."""
+    model = onnx.load(str(zoo_dir / "gpt_decode_step.onnx"))
+    model.producer_name = f"test-{tmp_path.name}"
+    path = tmp_path / "model.onnx"
+    onnx.save(model, str(path))
+    return path
+
+
+@pytest.fixture
+def logged(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
+    """No cDSP (skip where one answers), the runtime's once-only log cleared and captured."""
+    monkeypatch.delenv(runtime.ENV_CDSPRPC_LIB, raising=False)
+    if runtime._hexagon_reason() is None:
+        pytest.skip("a cDSP answers on this machine: auto registers the plugin for every model")
+    monkeypatch.setattr(runtime, "_logged", set())
+    caplog.set_level(logging.INFO, logger="hexfuse_onnx.runtime")
+    return caplog
+
+
+def execution(so: ort.SessionOptions) -> tuple:
+    return so.execution_mode, so.intra_op_num_threads, so.inter_op_num_threads
+
+
+def messages(caplog: pytest.LogCaptureFixture, *words: str) -> list[str]:
+    return [r.getMessage() for r in caplog.records if all(w in r.getMessage() for w in words)]
+
+
+def run_until_chosen(session, path: Path) -> None:
+    feeds = verify.random_inputs(session, seed=1)
+    want = verify.session(path).run(None, feeds)
+    for _ in range(CALLS):
+        assert session.choosing
+        got = session.run(None, feeds)
+        assert all(np.array_equal(w, g) for w, g in zip(want, got))
+    assert not session.choosing
+
+
+def test_the_choice_runs_every_mode_keeps_one_and_is_remembered(untuned, logged, ort_mode_cache):
+    session = runtime.InferenceSession(untuned)
+    assert isinstance(session, mode_choice.ChoosingSession)
+    assert execution(session.get_session_options()) == execution(ort.SessionOptions())  # ORT's defaults meanwhile
+    run_until_chosen(session, untuned)
+    assert session.mode in ort_modes.MODES
+    assert execution(session.get_session_options()) == execution(ort_modes.options(session.mode))
+    entry = json.loads(ort_mode_cache.read_text())[mode_choice.model_key(untuned)]
+    assert entry["mode"] == session.mode and set(entry["median_us"]) == set(ort_modes.MODES)
+    assert min(entry["median_us"], key=entry["median_us"].get) == session.mode
+    assert len(messages(logged, "chosen at run time", session.mode, "remembered in")) == 1
+
+    again = runtime.InferenceSession(untuned)  # the next session starts in the remembered mode
+    assert isinstance(again, ort.InferenceSession)
+    assert execution(again.get_session_options()) == execution(ort_modes.options(session.mode))
+    assert messages(logged, f"mode {session.mode} chosen at run time on", str(ort_mode_cache))
+    so = runtime.session_options(model=untuned)
+    assert execution(so) == execution(ort_modes.options(session.mode))
+
+
+def test_user_settings_disable_the_choice(untuned, logged):
+    so = ort_modes.options("ort-seq-2t")
+    session = runtime.InferenceSession(untuned, so=so)
+    assert isinstance(session, ort.InferenceSession)
+    assert execution(session.get_session_options()) == execution(ort_modes.options("ort-seq-2t"))
+    assert not messages(logged, "choosing")
+    plugin = runtime.InferenceSession(untuned, backend="host")  # the plugin registered: no choice either
+    assert isinstance(plugin, ort.InferenceSession)
+
+
+@pytest.mark.parametrize(("value", "mode"), [("ort-par", "ort-par"), ("off", ort_modes.DEFAULT)])
+def test_the_environment_forces_a_mode_or_switches_the_choice_off(untuned, logged, monkeypatch, value, mode):
+    monkeypatch.setenv(mode_choice.ENV_MODE, value)
+    session = runtime.InferenceSession(untuned)
+    assert isinstance(session, ort.InferenceSession)
+    assert execution(session.get_session_options()) == execution(ort_modes.options(mode))
+    assert len(messages(logged, mode_choice.ENV_MODE)) == 1
+
+
+def test_an_unknown_forced_mode_is_refused_in_one_line(untuned, logged, monkeypatch):
+    monkeypatch.setenv(mode_choice.ENV_MODE, "fastest")
+    with pytest.raises(ValueError, match="HEXFUSE_ORT_MODE='fastest': not one of ort-default"):
+        runtime.InferenceSession(untuned)
+
+
+def test_a_corrupt_cache_is_ignored_with_one_line_and_rewritten(untuned, logged, ort_mode_cache):
+    before = ort_mode_cache.read_text() if ort_mode_cache.is_file() else None
+    try:
+        ort_mode_cache.write_text("{not json")
+        session = runtime.InferenceSession(untuned)
+        assert isinstance(session, mode_choice.ChoosingSession)
+        run_until_chosen(session, untuned)
+        assert len(messages(logged, "cannot be read", "JSONDecodeError", "ignored")) == 1
+        assert json.loads(ort_mode_cache.read_text())[mode_choice.model_key(untuned)]["mode"] == session.mode
+    finally:
+        if before is not None:
+            ort_mode_cache.write_text(before)
+
+
+def test_the_cache_is_written_atomically(tmp_path, monkeypatch):
+    cache = tmp_path / "cache" / "ort_modes.json"
+    monkeypatch.setenv(mode_choice.ENV_CACHE, str(cache))
+    log: list[str] = []
+    mode_choice.remember("a", {"mode": "ort-seq"}, log.append)
+    mode_choice.remember("b", {"mode": "ort-par"}, log.append)
+    written = cache.read_text()
+    assert json.loads(written) == {"a": {"mode": "ort-seq"}, "b": {"mode": "ort-par"}}
+    with pytest.raises(TypeError):  # fails while writing: the cache in place stays whole
+        mode_choice.remember("c", {"mode": object()}, log.append)
+    assert cache.read_text() == written and [p.name for p in cache.parent.iterdir()] == [cache.name]
+    assert log == []
+
+
+def test_a_model_too_large_to_hold_once_per_mode_keeps_ort_defaults(untuned, logged, monkeypatch):
+    monkeypatch.setattr(mode_choice, "EXPLORE_MAX_BYTES", 1024)
+    session = runtime.InferenceSession(untuned)
+    assert isinstance(session, ort.InferenceSession)
+    assert execution(session.get_session_options()) == execution(ort.SessionOptions())
+    assert len(messages(logged, "not chosen at run time", "MiB")) == 1
+
+
+def test_calls_from_several_threads_while_choosing_are_all_served(untuned, logged):
+    from concurrent.futures import ThreadPoolExecutor
+
+    session = runtime.InferenceSession(untuned)
+    feeds = verify.random_inputs(session, seed=2)
+    want = verify.session(untuned).run(None, feeds)
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda _: session.run(None, feeds), range(CALLS + 20)))
+    assert not session.choosing and session.mode in ort_modes.MODES
+    assert all(np.array_equal(w, g) for got in results for w, g in zip(want, got))
