@@ -748,41 +748,58 @@ static void test_transpose(void) {
     }
 }
 
+static void slice_case(const rshape *s, const int32_t *st, const int32_t *en, const int32_t *sp) {
+    int64_t first[8], step[8];
+    rshape os = {s->rank, {0}};
+    for (uint32_t q = 0; q < s->rank; q++) {
+        os.d[q] = (uint32_t)hfx_slice_axis(s->d[q], st[q], en[q], sp[q], &first[q]);
+        step[q] = sp[q];
+    }
+    uint64_t n = rs_numel(s), on = rs_numel(&os);
+    float *X = rand_buf(n, -1, 1), *O = calloc(on, 4), *R = calloc(on, 4);
+    ref_slice(X, s, first, step, R, &os);
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t x = hfxb_input(&b, 1, s->rank, s->d), o = hfxb_output(&b, 1, os.rank, os.d);
+    hfxb_slice(&b, 1, x, o, st, en, sp, s->rank);
+    const void *ins[1] = {X};
+    void *outs[1] = {O};
+    if (run_prog(&b, ins, 1, outs, 1)) CHECK_MSG(memcmp(O, R, on * 4) == 0, "slice rank %u", s->rank);
+    hfxb_free(&b);
+    free(X), free(O), free(R);
+}
+
 static void test_slice(void) {
     for (int i = 0; i < 30; i++) {
         rshape s;
         rand_shape(&s, i < 2 ? rng_range(1, 2) : rng_range(1, 4), i < 2 ? 500 : 12);
         int32_t st[8], en[8], sp[8];
-        int64_t first[8], step[8];
-        rshape os = {s.rank, {0}};
         for (uint32_t q = 0; q < s.rank; q++) {
             int32_t d = (int32_t)s.d[q];
             for (;;) {
+                int64_t first;
                 sp[q] = (int32_t)rng_range(1, 3) * (rng_u32() % 3 == 0 ? -1 : 1);
                 st[q] = (int32_t)rng_range(0, (uint32_t)(2 * d + 2)) - d - 1;
                 en[q] = rng_u32() % 4 == 0 ? (sp[q] > 0 ? INT32_MAX : INT32_MIN)
                                            : (int32_t)rng_range(0, (uint32_t)(2 * d + 2)) - d - 1;
-                uint64_t len = hfx_slice_axis(d, st[q], en[q], sp[q], &first[q]);
-                if (len) {
-                    os.d[q] = (uint32_t)len;
-                    step[q] = sp[q];
-                    break;
-                }
+                if (hfx_slice_axis(d, st[q], en[q], sp[q], &first)) break;
             }
         }
-        uint64_t n = rs_numel(&s), on = rs_numel(&os);
-        float *X = rand_buf(n, -1, 1), *O = calloc(on, 4), *R = calloc(on, 4);
-        ref_slice(X, &s, first, step, R, &os);
-        hfxb b;
-        hfxb_init(&b);
-        uint32_t x = hfxb_input(&b, 1, s.rank, s.d), o = hfxb_output(&b, 1, os.rank, os.d);
-        hfxb_slice(&b, 1, x, o, st, en, sp, s.rank);
-        const void *ins[1] = {X};
-        void *outs[1] = {O};
-        if (run_prog(&b, ins, 1, outs, 1)) CHECK_MSG(memcmp(O, R, on * 4) == 0, "slice rank %u", s.rank);
-        hfxb_free(&b);
-        free(X), free(O), free(R);
+        slice_case(&s, st, en, sp);
     }
+    /* axes merged into runs: size-1 axes dropped, whole trailing axes joined; items cut inside a run */
+    static const struct {
+        rshape s;
+        int32_t st[4], en[4], sp[4];
+    } merged[] = {
+        {{4, {1, 128, 20, 1}}, {0, 0, 1, 0}, {1, 128, 20, 1}, {1, 1, 1, 1}},
+        {{4, {3, 1, 5, 4}}, {-1, 0, 0, 0}, {INT32_MIN, 1, 5, 4}, {-1, 1, 1, 1}},
+        {{4, {2, 600, 37, 1}}, {0, 0, 2, 0}, {2, 600, 37, 1}, {1, 1, 1, 1}},
+        {{3, {40, 30, 1}}, {1, 0, 0}, {40, 30, 1}, {2, 1, 1}},
+        {{2, {1, 1}}, {0, 0}, {1, 1}, {1, 1}},
+    };
+    for (size_t i = 0; i < sizeof merged / sizeof merged[0]; i++)
+        slice_case(&merged[i].s, merged[i].st, merged[i].en, merged[i].sp);
 }
 
 /* GatherRows against ref_gather_rows: i64, i32 and f32 indices of rank 0..2 (negative ones, and
