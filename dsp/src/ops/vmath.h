@@ -36,16 +36,26 @@ static inline float hfx_exp(float x) {
     return x == x ? y : x;
 }
 
-/* tanh: odd polynomial below 0.625, 1 - 2 / (exp(2|x|) + 1) above (Cephes tanhf) */
+/* tanh: x P(x^2) / Q(x^2) on x clamped to [-9, 9] (tanh(9) rounds to the float below 1), one division
+ * and no exp, as ONNX Runtime's MLAS does. The coefficients are a weighted least-squares fit of the
+ * relative error made here (max 6.7e-9 in double); in float, checked against every float in [0, 30]:
+ * at most 6 ulp (at x = 4.06), 0.07 ulp on average. NaN in, NaN out (the clamps compare and select). */
 static inline float hfx_tanh(float x) {
-    float ax = x < 0.0f ? -x : x;
-    float z = x * x;
-    float small = ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) * z +
-                    1.33314422036e-1f) * z - 3.33332819422e-1f) * z * x + x;
-    float e = hfx_exp(2.0f * (ax > 9.0f ? 9.0f : ax));
-    float big = 1.0f - 2.0f / (e + 1.0f);
-    big = x < 0.0f ? -big : big;
-    return ax < 0.625f ? small : big;
+    float c = x > 9.0f ? 9.0f : x;
+    c = c < -9.0f ? -9.0f : c;
+    float s = c * c;
+    float p = -8.490611507e-14f;
+    p = p * s + 5.278782272e-11f;
+    p = p * s - 2.022714440e-08f;
+    p = p * s + 1.115481882e-05f;
+    p = p * s + 3.104007104e-03f;
+    p = p * s + 1.308405697e-01f;
+    p = p * s + 1.0f;
+    float q = 2.546218166e-04f;
+    q = q * s + 2.449538372e-02f;
+    q = q * s + 4.641738236e-01f;
+    q = q * s + 1.0f;
+    return c * p / q;
 }
 
 static inline float hfx_sigmoid(float x) { return 1.0f / (1.0f + hfx_exp(-x)); }
