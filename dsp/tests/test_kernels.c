@@ -170,7 +170,7 @@ static void conv_case(uint32_t N, uint32_t C, uint32_t H, uint32_t W, uint32_t M
 
 static void test_conv(void) {
     int32_t p0[4] = {0, 0, 0, 0}, p1[4] = {1, 1, 1, 1}, pa[4] = {0, 2, 1, 0}, pk[4] = {2, 3, 2, 3};
-    int32_t pc[4] = {3, 0, 1, 0};
+    int32_t pc[4] = {3, 0, 1, 0}, pd[4] = {1, 2, 0, 1};
     int32_t s1[2] = {1, 1}, s2[2] = {2, 3}, d1[2] = {1, 1}, d2[2] = {2, 1};
     conv_case(1, 1, 1, 1, 1, 1, 1, p0, s1, d1, 1, 0);      /* all ones */
     conv_case(2, 8, 7, 9, 6, 1, 1, p0, s1, d1, 1, 1);      /* 1x1 direct */
@@ -184,6 +184,9 @@ static void test_conv(void) {
     CHECK(g_last_items > 2);
     conv_case(1, 16, 147, 1, 16, 20, 1, p0, s1, d1, 16, 1); /* depthwise along a column (FSMN): as a row */
     conv_case(2, 5, 30, 1, 5, 4, 1, pc, s2, d2, 5, 0);      /* the same, padded, strided, dilated */
+    conv_case(1, 128, 20, 1, 128, 20, 1, p0, s1, d1, 128, 1); /* ... at one output: a dot product per channel */
+    conv_case(1, 3, 5, 12, 3, 2, 9, p0, s1, d1, 3, 1);        /* dot products, two kernel rows */
+    conv_case(2, 4, 6, 10, 4, 3, 8, pd, s1, d1, 4, 0);        /* dot products on a padded plane */
     conv_case(1, 64, 32, 32, 16, 3, 3, p1, s1, d1, 1, 1);  /* im2col in several pixel blocks */
     CHECK(g_last_items > 1);
     conv_case(1, 2, 5, 5, 2, 5, 5, p0, s1, d1, 1, 0);      /* kernel == input */

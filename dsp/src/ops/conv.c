@@ -225,12 +225,29 @@ static inline void dw_block_rows(const float *restrict src, const float *restric
     for (int i = 0; i < DW_ROWS; i++) memcpy(y + i * ow + ox, acc[i], (size_t)nvec * sizeof acc[i][0]);
 }
 
+/* One output of a row too short for blocks of lanes (ow < DW_LANES) under a wide, unit-stride, undilated
+ * kernel (kw >= DW_LANES): a dot product over its taps in DW_LANES lanes, the lanes then added in order to
+ * the bias. A 1-D conv along a column at one frame (FSMN streaming) is one such output per channel. */
+static inline float dw_dot(const float *restrict src, const float *restrict wc, float b, const dw_geom *g) {
+    float acc[DW_LANES] = {0};
+    for (int64_t ki = 0; ki < g->kh; ki++) {
+        const float *t = src + ki * g->dh * g->row, *wk = wc + ki * g->kw;
+        int64_t kj = 0;
+        for (; kj + DW_LANES <= g->kw; kj += DW_LANES)
+            for (int l = 0; l < DW_LANES; l++) acc[l] += wk[kj + l] * t[kj + l];
+        for (; kj < g->kw; kj++) acc[kj % DW_LANES] += wk[kj] * t[kj];
+    }
+    for (int l = 0; l < DW_LANES; l++) b += acc[l];
+    return b;
+}
+
 /* Channels [c0, c1) of one image of a depthwise conv. Each channel is first rewritten into the work
  * space xp: zero-padded and split into stride phases, so that no tap needs a bounds check and every
- * load is contiguous. Then the output is computed in blocks of DW_ROWS rows x 16 (or, in rows under
- * 16, 8) outputs; the last block of a row or column overlaps the previous one rather than running
- * short (same values: same order per output), and planes under DW_ROWS x DW_LANES go row by row.
- * Not inlined (too big), hence its own AVX2 copy. */
+ * load is contiguous (an unpadded channel with horizontal stride 1 is read where it is). Then the
+ * output is computed in blocks of DW_ROWS rows x 16 (or, in rows under 16, 8) outputs; the last block
+ * of a row or column overlaps the previous one rather than running short (same values: same order per
+ * output), and planes under DW_ROWS x DW_LANES go row by row; rows under DW_LANES outputs with a wide
+ * kernel go output by output (dw_dot). Not inlined (too big), hence its own AVX2 copy. */
 HFX_VECTOR_KERNEL
 static void conv_depthwise(const float *restrict X, const float *restrict W, const float *restrict bias,
                            float *restrict Y, float *restrict xp, uint64_t c0, uint64_t c1, const uint64_t in_hw[2],
@@ -244,20 +261,29 @@ static void conv_depthwise(const float *restrict X, const float *restrict W, con
     int nvec = ow >= 2 * DW_LANES ? 2 : 1; /* vectors per row of a full block */
     bool full = oh >= DW_ROWS && ow >= DW_LANES;
     int64_t block = full ? nvec * DW_LANES : ow < 2 * DW_LANES ? ow : 2 * DW_LANES;
+    /* unpadded with horizontal stride 1, a channel already has the work space's layout */
+    bool in_place = hp == h && wp == w && sw == 1;
+    bool dot = ow < DW_LANES && g.kw >= DW_LANES && sw == 1 && dw == 1;
     for (uint64_t c = c0; c < c1; c++) {
         const float *xc = X + c * (uint64_t)(h * w), *wc = W + c * (uint64_t)(g.kh * g.kw);
-        for (int64_t iy = 0; iy < hp; iy++)
+        const float *src = in_place ? xc : xp;
+        for (int64_t iy = 0; iy < hp && !in_place; iy++)
             dw_split_row(iy >= pt && iy < pt + h ? xc + (iy - pt) * w : NULL, w, pl, wp, sw, wq, xp + iy * g.row);
         float b = bias ? bias[c] : 0.0f;
         float *yc = Y + c * (uint64_t)(oh * ow);
+        if (dot) {
+            for (int64_t oy = 0; oy < oh; oy++)
+                for (int64_t ox = 0; ox < ow; ox++) yc[oy * ow + ox] = dw_dot(src + oy * sh * g.row + ox, wc, b, &g);
+            continue;
+        }
         int64_t rows = full ? DW_ROWS : 1;
         for (int64_t oy = 0; oy < oh; oy += rows) {
             int64_t y0 = oy + rows <= oh ? oy : oh - rows;
             for (int64_t ox = 0; ox < ow; ox += block) {
                 int64_t x0 = ox + block <= ow ? ox : ow - block;
-                if (full && nvec == 2) dw_block_rows(xp + y0 * sh * g.row, wc, b, &g, sh, x0, yc + y0 * ow, ow, 2);
-                else if (full) dw_block_rows(xp + y0 * sh * g.row, wc, b, &g, sh, x0, yc + y0 * ow, ow, 1);
-                else dw_block(xp + y0 * sh * g.row, wc, b, &g, x0, block, yc + y0 * ow);
+                if (full && nvec == 2) dw_block_rows(src + y0 * sh * g.row, wc, b, &g, sh, x0, yc + y0 * ow, ow, 2);
+                else if (full) dw_block_rows(src + y0 * sh * g.row, wc, b, &g, sh, x0, yc + y0 * ow, ow, 1);
+                else dw_block(src + y0 * sh * g.row, wc, b, &g, x0, block, yc + y0 * ow);
             }
         }
     }
