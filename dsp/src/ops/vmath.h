@@ -58,6 +58,35 @@ static inline float hfx_tanh(float x) {
     return c * p / q;
 }
 
+/* erf: x P(x^2) below |x| = 0.921875, else 1 - exp(Q(|x|)) with Q(a) ~ log(erfc(a)) on a clamped to 4
+ * (erf rounds to 1 from 3.99), its sign restored. Coefficients fitted here by weighted least squares
+ * (erf(x) / x: 1.6e-8 relative; log(erfc): 1.2e-8 absolute, in double); in float, checked against every
+ * float in [0, 10]: at most 3 ulp (at 0.47), 0.63 on average; erf(±inf) = ±1, NaN in, NaN out. */
+static inline float hfx_erf(float x) {
+    float a = x < 0.0f ? -x : x;
+    float s = x * x;
+    float p = -5.991704529e-04f;
+    p = p * s + 4.993353039e-03f;
+    p = p * s - 2.676673792e-02f;
+    p = p * s + 1.128181964e-01f;
+    p = p * s - 3.761249483e-01f;
+    p = p * s + 1.128379107e+00f;
+    float c = a < 4.0f ? a : 4.0f;
+    float q = 1.602716566e-06f;
+    q = q * c - 4.535896005e-05f;
+    q = q * c + 5.907511804e-04f;
+    q = q * c - 4.730445333e-03f;
+    q = q * c + 2.633598819e-02f;
+    q = q * c - 1.099259406e-01f;
+    q = q * c - 6.319945455e-01f;
+    q = q * c - 1.130131960e+00f;
+    q = q * c + 2.943751460e-04f;
+    float big = 1.0f - hfx_exp(q);
+    big = x < 0.0f ? -big : big;
+    float r = a < 0.921875f ? x * p : big;
+    return x == x ? r : x;
+}
+
 static inline float hfx_sigmoid(float x) { return 1.0f / (1.0f + hfx_exp(-x)); }
 
 #endif
