@@ -30,7 +30,9 @@ static inline float hfx_fma(float a, float b, float c) {
 
 static inline float hfx_exp(float x) {
     float xc = x < 89.0f ? x : 89.0f; /* NaN -> 89, replaced by NaN at the end */
-    xc = xc > -104.0f ? xc : -104.0f;
+    /* exp rounds to 0 from -104 down: those lanes compute exp(0) and take 0 at the end, so that a masked
+     * -inf or -FLT_MAX (attention masks) costs no arithmetic on denormals, which x86 runs slowly */
+    xc = xc > -104.0f ? xc : 0.0f;
     /* n = round(x / ln2) with the 1.5 * 2^23 trick */
     float fn = hfx_fma(xc, 1.44269504088896341f, 12582912.0f) - 12582912.0f;
     float r = hfx_fma(fn, -0.693359375f, xc);
@@ -44,7 +46,7 @@ static inline float hfx_exp(float x) {
     p = hfx_fma(p, r * r, r) + 1.0f;
     int32_t n = (int32_t)fn; /* in [-150, 129] */
     int32_t n1 = n / 2, n2 = n - n1;
-    float y = p * hfx_pow2i(n1) * hfx_pow2i(n2);
+    float y = x > -104.0f ? p * hfx_pow2i(n1) * hfx_pow2i(n2) : 0.0f;
     return x == x ? y : x;
 }
 
