@@ -71,11 +71,11 @@ def original_for_ort(fused: onnx.ModelProto) -> onnx.ModelProto:
 
 
 def ort_name(o: OpOrigin, names: set[str], by_output: dict[str, str]) -> str | None:
-    """The original node a program op's time belongs to, as ORT's profile names it."""
-    for candidate in (o.node, MICROBATCH_SUFFIX.sub("", o.node)):
-        if candidate in names:
-            return candidate
-    return by_output.get(o.output) or by_output.get(MICROBATCH_SUFFIX.sub("", o.output))
+    """The original node a program op's time belongs to, as ORT's profile names it (None: the profile
+    has no time for it)."""
+    outputs = (o.output, MICROBATCH_SUFFIX.sub("", o.output))
+    candidates = (o.node, MICROBATCH_SUFFIX.sub("", o.node), *(by_output.get(t, "") for t in outputs))
+    return next((c for c in candidates if c in names), None)
 
 
 def measure(fused_path: Path, runs: int, schedule: str, folder: Path) -> tuple[list[dict], dict[str, list[float]]]:
