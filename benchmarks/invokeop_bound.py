@@ -72,6 +72,11 @@ def pair_lines(name: str, medians: dict[int, float], measured: list[records.Pair
     return rows
 
 
+def ratio(num: float, den: float) -> str:
+    """num / den as '1.23x', or 'n/a' when ORT's profile named none of the pair's nodes (den 0)."""
+    return f"{num / den:.2f}x" if den > 0 else "n/a"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=20)
@@ -105,8 +110,8 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"  {r['pair']:<40} {r['kind']:<15} {r['ort_a_us']:8.1f} {r['ort_b_us']:8.1f} "
             f"{r['ort_a_us'] + r['ort_b_us']:8.1f} {r['kernel_work_us']:10.1f} {r['invokeop_span_bound_us']:16.1f} "
-            f"{r['kernel_span_us']:11.1f} {r['kernel_span_us'] / r['invokeop_span_bound_us']:6.2f}x "
-            f"{r['kernel_span_us'] / (r['ort_a_us'] + r['ort_b_us']):7.2f}x"
+            f"{r['kernel_span_us']:11.1f} {ratio(r['kernel_span_us'], r['invokeop_span_bound_us']):>7} "
+            f"{ratio(r['kernel_span_us'], r['ort_a_us'] + r['ort_b_us']):>8}"
         )
     print("\nper op class: summed host-kernel item time / summed ORT time of the same nodes")
     for cls, (kern, ort) in sorted(classes.items()):

@@ -170,6 +170,7 @@ static void conv_case(uint32_t N, uint32_t C, uint32_t H, uint32_t W, uint32_t M
 
 static void test_conv(void) {
     int32_t p0[4] = {0, 0, 0, 0}, p1[4] = {1, 1, 1, 1}, pa[4] = {0, 2, 1, 0}, pk[4] = {2, 3, 2, 3};
+    int32_t pc[4] = {3, 0, 1, 0}, pd[4] = {1, 2, 0, 1};
     int32_t s1[2] = {1, 1}, s2[2] = {2, 3}, d1[2] = {1, 1}, d2[2] = {2, 1};
     conv_case(1, 1, 1, 1, 1, 1, 1, p0, s1, d1, 1, 0);      /* all ones */
     conv_case(2, 8, 7, 9, 6, 1, 1, p0, s1, d1, 1, 1);      /* 1x1 direct */
@@ -181,6 +182,11 @@ static void test_conv(void) {
     conv_case(1, 6, 10, 12, 6, 3, 3, p1, s1, d1, 6, 1);    /* depthwise: rows of 12, blocks of 8 */
     conv_case(2, 40, 48, 40, 40, 3, 3, p1, s1, d1, 40, 1); /* depthwise in several channel blocks */
     CHECK(g_last_items > 2);
+    conv_case(1, 16, 147, 1, 16, 20, 1, p0, s1, d1, 16, 1); /* depthwise along a column (FSMN): as a row */
+    conv_case(2, 5, 30, 1, 5, 4, 1, pc, s2, d2, 5, 0);      /* the same, padded, strided, dilated */
+    conv_case(1, 128, 20, 1, 128, 20, 1, p0, s1, d1, 128, 1); /* ... at one output: a dot product per channel */
+    conv_case(1, 3, 5, 12, 3, 2, 9, p0, s1, d1, 3, 1);        /* dot products, two kernel rows */
+    conv_case(2, 4, 6, 10, 4, 3, 8, pd, s1, d1, 4, 0);        /* dot products on a padded plane */
     conv_case(1, 64, 32, 32, 16, 3, 3, p1, s1, d1, 1, 1);  /* im2col in several pixel blocks */
     CHECK(g_last_items > 1);
     conv_case(1, 2, 5, 5, 2, 5, 5, p0, s1, d1, 1, 0);      /* kernel == input */
@@ -653,6 +659,24 @@ static void test_softmax(void) {
         hfxb_free(&b);
         free(X), free(O), free(R);
     }
+    /* the line's max in each place (lanes and tail of the 8-wide max): a max taken wrongly by more than
+     * 88 overflows an exp, and a masked -3e38 must give 0 */
+    enum { D = 21 };
+    for (uint32_t at = 0; at < D; at++) {
+        float X[D], O[D], R[D];
+        rshape s = {1, {D}};
+        for (uint32_t k = 0; k < D; k++) X[k] = k % 5 == 4 ? -3e38f : (float)k;
+        X[at] = 200.0f;
+        ref_softmax(X, &s, 0, R);
+        hfxb b;
+        hfxb_init(&b);
+        uint32_t x = hfxb_input(&b, 0, 1, s.d), o = hfxb_output(&b, 0, 1, s.d);
+        hfxb_softmax(&b, 0, x, o, 0);
+        const void *ins[1] = {X};
+        void *outs[1] = {O};
+        if (run_prog(&b, ins, 1, outs, 1)) EXPECT_CLOSE(O, R, D, 1e-7, "softmax, max at %u", at);
+        hfxb_free(&b);
+    }
 }
 
 static void test_norms(void) {
@@ -745,41 +769,58 @@ static void test_transpose(void) {
     }
 }
 
+static void slice_case(const rshape *s, const int32_t *st, const int32_t *en, const int32_t *sp) {
+    int64_t first[8], step[8];
+    rshape os = {s->rank, {0}};
+    for (uint32_t q = 0; q < s->rank; q++) {
+        os.d[q] = (uint32_t)hfx_slice_axis(s->d[q], st[q], en[q], sp[q], &first[q]);
+        step[q] = sp[q];
+    }
+    uint64_t n = rs_numel(s), on = rs_numel(&os);
+    float *X = rand_buf(n, -1, 1), *O = calloc(on, 4), *R = calloc(on, 4);
+    ref_slice(X, s, first, step, R, &os);
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t x = hfxb_input(&b, 1, s->rank, s->d), o = hfxb_output(&b, 1, os.rank, os.d);
+    hfxb_slice(&b, 1, x, o, st, en, sp, s->rank);
+    const void *ins[1] = {X};
+    void *outs[1] = {O};
+    if (run_prog(&b, ins, 1, outs, 1)) CHECK_MSG(memcmp(O, R, on * 4) == 0, "slice rank %u", s->rank);
+    hfxb_free(&b);
+    free(X), free(O), free(R);
+}
+
 static void test_slice(void) {
     for (int i = 0; i < 30; i++) {
         rshape s;
         rand_shape(&s, i < 2 ? rng_range(1, 2) : rng_range(1, 4), i < 2 ? 500 : 12);
         int32_t st[8], en[8], sp[8];
-        int64_t first[8], step[8];
-        rshape os = {s.rank, {0}};
         for (uint32_t q = 0; q < s.rank; q++) {
             int32_t d = (int32_t)s.d[q];
             for (;;) {
+                int64_t first;
                 sp[q] = (int32_t)rng_range(1, 3) * (rng_u32() % 3 == 0 ? -1 : 1);
                 st[q] = (int32_t)rng_range(0, (uint32_t)(2 * d + 2)) - d - 1;
                 en[q] = rng_u32() % 4 == 0 ? (sp[q] > 0 ? INT32_MAX : INT32_MIN)
                                            : (int32_t)rng_range(0, (uint32_t)(2 * d + 2)) - d - 1;
-                uint64_t len = hfx_slice_axis(d, st[q], en[q], sp[q], &first[q]);
-                if (len) {
-                    os.d[q] = (uint32_t)len;
-                    step[q] = sp[q];
-                    break;
-                }
+                if (hfx_slice_axis(d, st[q], en[q], sp[q], &first)) break;
             }
         }
-        uint64_t n = rs_numel(&s), on = rs_numel(&os);
-        float *X = rand_buf(n, -1, 1), *O = calloc(on, 4), *R = calloc(on, 4);
-        ref_slice(X, &s, first, step, R, &os);
-        hfxb b;
-        hfxb_init(&b);
-        uint32_t x = hfxb_input(&b, 1, s.rank, s.d), o = hfxb_output(&b, 1, os.rank, os.d);
-        hfxb_slice(&b, 1, x, o, st, en, sp, s.rank);
-        const void *ins[1] = {X};
-        void *outs[1] = {O};
-        if (run_prog(&b, ins, 1, outs, 1)) CHECK_MSG(memcmp(O, R, on * 4) == 0, "slice rank %u", s.rank);
-        hfxb_free(&b);
-        free(X), free(O), free(R);
+        slice_case(&s, st, en, sp);
     }
+    /* axes merged into runs: size-1 axes dropped, whole trailing axes joined; items cut inside a run */
+    static const struct {
+        rshape s;
+        int32_t st[4], en[4], sp[4];
+    } merged[] = {
+        {{4, {1, 128, 20, 1}}, {0, 0, 1, 0}, {1, 128, 20, 1}, {1, 1, 1, 1}},
+        {{4, {3, 1, 5, 4}}, {-1, 0, 0, 0}, {INT32_MIN, 1, 5, 4}, {-1, 1, 1, 1}},
+        {{4, {2, 600, 37, 1}}, {0, 0, 2, 0}, {2, 600, 37, 1}, {1, 1, 1, 1}},
+        {{3, {40, 30, 1}}, {1, 0, 0}, {40, 30, 1}, {2, 1, 1}},
+        {{2, {1, 1}}, {0, 0}, {1, 1}, {1, 1}},
+    };
+    for (size_t i = 0; i < sizeof merged / sizeof merged[0]; i++)
+        slice_case(&merged[i].s, merged[i].st, merged[i].en, merged[i].sp);
 }
 
 /* GatherRows against ref_gather_rows: i64, i32 and f32 indices of rank 0..2 (negative ones, and

@@ -58,7 +58,7 @@ void hfx_run_unary(const hfx_kernel_args *a, uint32_t item) {
         for (uint64_t i = b; i < e; i++) o[i] = hfx_tanh(x[i]);
         break;
     case HFX_OP_GELU:
-        for (uint64_t i = b; i < e; i++) o[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678118654752f));
+        for (uint64_t i = b; i < e; i++) o[i] = 0.5f * x[i] * (1.0f + hfx_erf(x[i] * 0.70710678118654752f));
         break;
     case HFX_OP_SILU:
         for (uint64_t i = b; i < e; i++) o[i] = x[i] * hfx_sigmoid(x[i]);
@@ -97,7 +97,7 @@ void hfx_run_unary(const hfx_kernel_args *a, uint32_t item) {
         for (uint64_t i = b; i < e; i++) o[i] = sqrtf(x[i]);
         break;
     case HFX_OP_ERF:
-        for (uint64_t i = b; i < e; i++) o[i] = erff(x[i]);
+        for (uint64_t i = b; i < e; i++) o[i] = hfx_erf(x[i]);
         break;
     case HFX_OP_REPLACE_NAN: {
         float value = hfx_f32_from_bits(op->params[HFX_P_REPLACE_NAN_VALUE]);

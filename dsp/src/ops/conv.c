@@ -60,6 +60,37 @@ hfx_status hfx_validate_conv2d(hfx_vctx *v, hfx_op *op) {
     return hfx_no_empty_input(v, op);
 }
 
+/* The planes a depthwise conv runs on. A conv over planes one column wide (W = KW = OW = 1, no horizontal
+ * padding: a 1-D conv along H, as FSMN and TDNN layers are exported) runs on the transposed [1, H] planes,
+ * whose outputs conv_depthwise vectorizes along the row: the same taps in the same order per output. */
+typedef struct dw_dims {
+    uint64_t in_hw[2], k_hw[2], out_hw[2];
+    int32_t pr[HFX_P_CONV_GROUP + 1];
+} dw_dims;
+
+static dw_dims dw_dims_of(const hfx_tensor *x, const hfx_tensor *w, const hfx_tensor *y, const int32_t *pr) {
+    dw_dims d = {{x->dims[2], x->dims[3]}, {w->dims[2], w->dims[3]}, {y->dims[2], y->dims[3]}, {0}};
+    memcpy(d.pr, pr, sizeof d.pr);
+    if (d.in_hw[1] != 1 || d.k_hw[1] != 1 || d.out_hw[1] != 1 || pr[HFX_P_CONV_PAD_LEFT] != 0 ||
+        pr[HFX_P_CONV_PAD_RIGHT] != 0)
+        return d;
+    static const int swapped[][2] = {{HFX_P_CONV_PAD_TOP, HFX_P_CONV_PAD_LEFT},
+                                     {HFX_P_CONV_PAD_BOTTOM, HFX_P_CONV_PAD_RIGHT},
+                                     {HFX_P_CONV_STRIDE_H, HFX_P_CONV_STRIDE_W},
+                                     {HFX_P_CONV_DILATION_H, HFX_P_CONV_DILATION_W}};
+    for (size_t i = 0; i < sizeof swapped / sizeof swapped[0]; i++) {
+        d.pr[swapped[i][0]] = pr[swapped[i][1]];
+        d.pr[swapped[i][1]] = pr[swapped[i][0]];
+    }
+    uint64_t *pairs[] = {d.in_hw, d.k_hw, d.out_hw};
+    for (size_t i = 0; i < 3; i++) {
+        uint64_t t = pairs[i][0];
+        pairs[i][0] = pairs[i][1];
+        pairs[i][1] = t;
+    }
+    return d;
+}
+
 /* Blocks of output pixels of one (image, group) of about HFX_GEMM_ITEM_FLOPS, the im2col of a block
  * at most CONV_WS_MAX bytes, evened out. */
 hfx_status hfx_plan_conv2d(const hfx_program *p, hfx_op *op) {
@@ -74,11 +105,12 @@ hfx_status hfx_plan_conv2d(const hfx_program *p, hfx_op *op) {
     bool one_by_one = w->dims[2] == 1 && w->dims[3] == 1 && pr[HFX_P_CONV_PAD_TOP] == 0 &&
                       pr[HFX_P_CONV_PAD_LEFT] == 0 && pr[HFX_P_CONV_PAD_BOTTOM] == 0 && pr[HFX_P_CONV_PAD_RIGHT] == 0 &&
                       pr[HFX_P_CONV_STRIDE_H] == 1 && pr[HFX_P_CONV_STRIDE_W] == 1;
-    uint64_t sw = (uint64_t)pr[HFX_P_CONV_STRIDE_W];
+    dw_dims d = dw_dims_of(x, w, y, pr);
+    uint64_t sw = (uint64_t)d.pr[HFX_P_CONV_STRIDE_W];
     uint64_t padded_row =
-        hfx_ceil_div(x->dims[3] + (uint64_t)pr[HFX_P_CONV_PAD_LEFT] + (uint64_t)pr[HFX_P_CONV_PAD_RIGHT], sw) * sw;
+        hfx_ceil_div(d.in_hw[1] + (uint64_t)d.pr[HFX_P_CONV_PAD_LEFT] + (uint64_t)d.pr[HFX_P_CONV_PAD_RIGHT], sw) * sw;
     uint64_t padded_bytes =
-        (x->dims[2] + (uint64_t)pr[HFX_P_CONV_PAD_TOP] + (uint64_t)pr[HFX_P_CONV_PAD_BOTTOM]) * padded_row * 4;
+        (d.in_hw[0] + (uint64_t)d.pr[HFX_P_CONV_PAD_TOP] + (uint64_t)d.pr[HFX_P_CONV_PAD_BOTTOM]) * padded_row * 4;
     if (mg == 1 && w->dims[1] == 1 && !one_by_one && padded_bytes <= CONV_DW_WS_MAX) {
         pl.mode = CONV_DEPTHWISE;
         pl.channels_per_item = hfx_per_item_for(pl.pixels * pl.kk, CONV_DW_ITEM_TAPS);
@@ -193,12 +225,29 @@ static inline void dw_block_rows(const float *restrict src, const float *restric
     for (int i = 0; i < DW_ROWS; i++) memcpy(y + i * ow + ox, acc[i], (size_t)nvec * sizeof acc[i][0]);
 }
 
+/* One output of a row too short for blocks of lanes (ow < DW_LANES) under a wide, unit-stride, undilated
+ * kernel (kw >= DW_LANES): a dot product over its taps in DW_LANES lanes, the lanes then added in order to
+ * the bias. A 1-D conv along a column at one frame (FSMN streaming) is one such output per channel. */
+static inline float dw_dot(const float *restrict src, const float *restrict wc, float b, const dw_geom *g) {
+    float acc[DW_LANES] = {0};
+    for (int64_t ki = 0; ki < g->kh; ki++) {
+        const float *t = src + ki * g->dh * g->row, *wk = wc + ki * g->kw;
+        int64_t kj = 0;
+        for (; kj + DW_LANES <= g->kw; kj += DW_LANES)
+            for (int l = 0; l < DW_LANES; l++) acc[l] += wk[kj + l] * t[kj + l];
+        for (; kj < g->kw; kj++) acc[kj % DW_LANES] += wk[kj] * t[kj];
+    }
+    for (int l = 0; l < DW_LANES; l++) b += acc[l];
+    return b;
+}
+
 /* Channels [c0, c1) of one image of a depthwise conv. Each channel is first rewritten into the work
  * space xp: zero-padded and split into stride phases, so that no tap needs a bounds check and every
- * load is contiguous. Then the output is computed in blocks of DW_ROWS rows x 16 (or, in rows under
- * 16, 8) outputs; the last block of a row or column overlaps the previous one rather than running
- * short (same values: same order per output), and planes under DW_ROWS x DW_LANES go row by row.
- * Not inlined (too big), hence its own AVX2 copy. */
+ * load is contiguous (an unpadded channel with horizontal stride 1 is read where it is). Then the
+ * output is computed in blocks of DW_ROWS rows x 16 (or, in rows under 16, 8) outputs; the last block
+ * of a row or column overlaps the previous one rather than running short (same values: same order per
+ * output), and planes under DW_ROWS x DW_LANES go row by row; rows under DW_LANES outputs with a wide
+ * kernel go output by output (dw_dot). Not inlined (too big), hence its own AVX2 copy. */
 HFX_VECTOR_KERNEL
 static void conv_depthwise(const float *restrict X, const float *restrict W, const float *restrict bias,
                            float *restrict Y, float *restrict xp, uint64_t c0, uint64_t c1, const uint64_t in_hw[2],
@@ -212,20 +261,29 @@ static void conv_depthwise(const float *restrict X, const float *restrict W, con
     int nvec = ow >= 2 * DW_LANES ? 2 : 1; /* vectors per row of a full block */
     bool full = oh >= DW_ROWS && ow >= DW_LANES;
     int64_t block = full ? nvec * DW_LANES : ow < 2 * DW_LANES ? ow : 2 * DW_LANES;
+    /* unpadded with horizontal stride 1, a channel already has the work space's layout */
+    bool in_place = hp == h && wp == w && sw == 1;
+    bool dot = ow < DW_LANES && g.kw >= DW_LANES && sw == 1 && dw == 1;
     for (uint64_t c = c0; c < c1; c++) {
         const float *xc = X + c * (uint64_t)(h * w), *wc = W + c * (uint64_t)(g.kh * g.kw);
-        for (int64_t iy = 0; iy < hp; iy++)
+        const float *src = in_place ? xc : xp;
+        for (int64_t iy = 0; iy < hp && !in_place; iy++)
             dw_split_row(iy >= pt && iy < pt + h ? xc + (iy - pt) * w : NULL, w, pl, wp, sw, wq, xp + iy * g.row);
         float b = bias ? bias[c] : 0.0f;
         float *yc = Y + c * (uint64_t)(oh * ow);
+        if (dot) {
+            for (int64_t oy = 0; oy < oh; oy++)
+                for (int64_t ox = 0; ox < ow; ox++) yc[oy * ow + ox] = dw_dot(src + oy * sh * g.row + ox, wc, b, &g);
+            continue;
+        }
         int64_t rows = full ? DW_ROWS : 1;
         for (int64_t oy = 0; oy < oh; oy += rows) {
             int64_t y0 = oy + rows <= oh ? oy : oh - rows;
             for (int64_t ox = 0; ox < ow; ox += block) {
                 int64_t x0 = ox + block <= ow ? ox : ow - block;
-                if (full && nvec == 2) dw_block_rows(xp + y0 * sh * g.row, wc, b, &g, sh, x0, yc + y0 * ow, ow, 2);
-                else if (full) dw_block_rows(xp + y0 * sh * g.row, wc, b, &g, sh, x0, yc + y0 * ow, ow, 1);
-                else dw_block(xp + y0 * sh * g.row, wc, b, &g, x0, block, yc + y0 * ow);
+                if (full && nvec == 2) dw_block_rows(src + y0 * sh * g.row, wc, b, &g, sh, x0, yc + y0 * ow, ow, 2);
+                else if (full) dw_block_rows(src + y0 * sh * g.row, wc, b, &g, sh, x0, yc + y0 * ow, ow, 1);
+                else dw_block(src + y0 * sh * g.row, wc, b, &g, x0, block, yc + y0 * ow);
             }
         }
     }
@@ -245,11 +303,10 @@ void hfx_run_conv2d(const hfx_kernel_args *a, uint32_t item) {
     if (plan.mode == CONV_DEPTHWISE) {
         uint64_t n = item / nb, c0 = (item % nb) * plan.channels_per_item;
         uint64_t c1 = c0 + plan.channels_per_item < groups ? c0 + plan.channels_per_item : groups;
-        uint64_t in_hw[2] = {xt->dims[2], xt->dims[3]}, k_hw[2] = {wt->dims[2], wt->dims[3]};
-        uint64_t out_hw[2] = {yt->dims[2], yt->dims[3]};
+        dw_dims d = dw_dims_of(xt, wt, yt, pr);
         const float *bias = op->n_in == 3 ? (const float *)a->in[2] : NULL;
-        conv_depthwise((const float *)a->in[0] + n * groups * in_hw[0] * in_hw[1], (const float *)a->in[1], bias,
-                       (float *)a->out[0] + n * groups * pix, a->ws, c0, c1, in_hw, k_hw, out_hw, pr);
+        conv_depthwise((const float *)a->in[0] + n * groups * d.in_hw[0] * d.in_hw[1], (const float *)a->in[1], bias,
+                       (float *)a->out[0] + n * groups * pix, a->ws, c0, c1, d.in_hw, d.k_hw, d.out_hw, d.pr);
         return;
     }
     uint64_t pbi = item % nb, g = (item / nb) % groups, n = item / nb / groups;

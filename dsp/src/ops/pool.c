@@ -2,7 +2,7 @@
  * ceil_mode / count_include_pad) and GlobalAveragePool (any spatial rank).
  *
  * MaxPool/AveragePool: an item is a range of output rows (n, c, oy), each of
- * OW outputs. A window's taps outside the input are skipped; a MaxPool
+ * OW outputs; MaxPool takes each row's column maxima first (column_max). A window's taps outside the input are skipped; a MaxPool
  * window without any tap inside the input (possible only with dilation)
  * gives -FLT_MAX, as ONNX Runtime. AveragePool divides by the taps inside
  * the input, or with count_include_pad by the taps inside the padded input
@@ -91,18 +91,12 @@ hfx_status hfx_plan_pool2d(const hfx_program *p, hfx_op *op) {
     const hfx_tensor *y = &p->tensors[op->out[0]];
     uint64_t taps = (uint64_t)op->params[HFX_P_POOL_KERNEL_H] * (uint64_t)op->params[HFX_P_POOL_KERNEL_W];
     pool2d_plan pl = {y->numel / y->dims[3], y->dims[3], hfx_per_item_for(y->dims[3] * taps, HFX_EW_CHUNK)};
+    if (op->opcode == HFX_OP_MAXPOOL) op->plan.ws_bytes = (size_t)p->tensors[op->in[0]].dims[3] * sizeof(float);
     HFX_PLAN_STORE(op, pl);
     return hfx_plan_set_items(op, hfx_ceil_div(pl.rows, pl.rows_per_item));
 }
 
-/* yr[q] = max(yr[q], src[q sw]) (NaN propagates) and yr[q] += src[q sw] for q in [q_lo, q_hi). */
-static inline void pool_max_run(const float *src, int64_t sw, float *yr, int64_t q_lo, int64_t q_hi) {
-    for (int64_t q = q_lo; q < q_hi; q++) {
-        float t = src[q * sw], m = yr[q];
-        yr[q] = (t > m || t != t) ? t : m;
-    }
-}
-
+/* yr[q] += src[q sw] for q in [q_lo, q_hi). */
 static inline void pool_sum_run(const float *src, int64_t sw, float *yr, int64_t q_lo, int64_t q_hi) {
     for (int64_t q = q_lo; q < q_hi; q++) yr[q] += src[q * sw];
 }
@@ -112,47 +106,99 @@ typedef int32_t pool_ivec __attribute__((vector_size(32)));
 #define POOL_LANES 8
 #define POOL_BLOCK (2 * POOL_LANES)
 
-/* Max (NaN propagates) or sum over the taps of POOL_BLOCK adjacent stride-1 windows whose taps all lie
- * inside the row: src at the first window's first tap, rows of taps row_step apart. Same (ky, kx)
- * order per output as the tap-by-tap loops, so the same values. */
-static inline void pool_block(const float *src, int64_t rows, int64_t row_step, int64_t kw, int64_t dw, bool is_max,
-                              float *y) {
+/* MaxPool's select on 8 lanes: m = t where t is larger or NaN (NaN propagates). A macro: no vector type in
+ * a function signature (psABI). */
+#define POOL_VMAX(m, t)                                                         \
+    do {                                                                        \
+        pool_ivec take_ = ((t) > (m)) | ((t) != (t));                           \
+        (m) = (pool_vec)(((pool_ivec)(t) & take_) | ((pool_ivec)(m) & ~take_)); \
+    } while (0)
+
+/* AveragePool's sum over the taps of POOL_BLOCK adjacent stride-1 windows whose taps all lie inside the
+ * row: src at the first window's first tap, rows of taps row_step apart. Same (ky, kx) order per output as
+ * the tap-by-tap loops, so the same values. */
+static inline void pool_block(const float *src, int64_t rows, int64_t row_step, int64_t kw, int64_t dw, float *y) {
     pool_vec acc[2];
-    acc[0] = acc[1] = (pool_vec){0} + (is_max ? -HFX_FLT_MAX : 0.0f);
+    acc[0] = acc[1] = (pool_vec){0};
     for (int64_t ky = 0; ky < rows; ky++) {
         for (int64_t kx = 0; kx < kw; kx++) {
             const float *t = src + ky * row_step + kx * dw;
             for (int i = 0; i < 2; i++) {
                 pool_vec x;
                 memcpy(&x, t + i * POOL_LANES, sizeof x); /* unaligned load; no vector in a signature (psABI) */
-                if (is_max) {
-                    pool_ivec take = (x > acc[i]) | (x != x);
-                    acc[i] = (pool_vec)(((pool_ivec)x & take) | ((pool_ivec)acc[i] & ~take));
-                } else {
-                    acc[i] += x;
-                }
+                acc[i] += x;
             }
         }
     }
     memcpy(y, acc, sizeof acc);
 }
 
-/* The same for outputs [q_lo, q_hi) of any stride, tap by tap over the whole range. */
+/* A max over a window is a max over its columns of the max down each column: vm[x], x in [0, w), is the
+ * max of column x over the rows y0 + ky dh, ky in [ky0, ky1) (-FLT_MAX without rows). A KxK window then
+ * costs K + K selects per output instead of K x K, with the same value (a max does not depend on the
+ * order; of several NaNs another may be the one kept). */
+static inline void column_max(const float *xc, int64_t w, int64_t y0, int64_t ky0, int64_t ky1, int64_t dh, float *vm) {
+    int64_t x = 0;
+    for (; x + POOL_LANES <= w; x += POOL_LANES) {
+        pool_vec m = (pool_vec){0} - HFX_FLT_MAX;
+        for (int64_t ky = ky0; ky < ky1; ky++) {
+            pool_vec t;
+            memcpy(&t, xc + (y0 + ky * dh) * w + x, sizeof t);
+            POOL_VMAX(m, t);
+        }
+        memcpy(vm + x, &m, sizeof m);
+    }
+    for (; x < w; x++) {
+        float m = -HFX_FLT_MAX;
+        for (int64_t ky = ky0; ky < ky1; ky++) {
+            float t = xc[(y0 + ky * dh) * w + x];
+            m = (t > m || t != t) ? t : m;
+        }
+        vm[x] = m;
+    }
+}
+
+/* One MaxPool output row from the column maxima vm: outputs [q_lo, q_hi) (every tap inside the row) of
+ * stride 1 POOL_LANES at a time, the others tap by tap over the taps inside the row. */
+static inline void max_row(const float *vm, int64_t w, int64_t ow, int64_t kw, int64_t dw, int64_t sw, int64_t pl,
+                           int64_t q_lo, int64_t q_hi, float *yr) {
+    int64_t q = 0;
+    while (q < ow) {
+        if (sw == 1 && q == q_lo && q_hi - q_lo >= POOL_LANES) {
+            for (; q < q_hi; q += POOL_LANES) {
+                int64_t q0 = q + POOL_LANES <= q_hi ? q : q_hi - POOL_LANES; /* last block overlaps: same values */
+                pool_vec m = (pool_vec){0} - HFX_FLT_MAX;
+                for (int64_t kx = 0; kx < kw; kx++) {
+                    pool_vec t;
+                    memcpy(&t, vm + q0 - pl + kx * dw, sizeof t);
+                    POOL_VMAX(m, t);
+                }
+                memcpy(yr + q0, &m, sizeof m);
+            }
+            q = q_hi;
+            continue;
+        }
+        int64_t x0 = q * sw - pl, kx0, kx1;
+        tap_range(x0, kw, dw, 0, w, &kx0, &kx1);
+        float m = -HFX_FLT_MAX;
+        for (int64_t kx = kx0; kx < kx1; kx++) {
+            float t = vm[x0 + kx * dw];
+            m = (t > m || t != t) ? t : m;
+        }
+        yr[q++] = m;
+    }
+}
+
+/* AveragePool's sums for outputs [q_lo, q_hi) of any stride, tap by tap over the whole range. */
 static inline void pool_rows(const float *xc, int64_t w, int64_t y0, int64_t ky0, int64_t ky1, int64_t dh, int64_t pl,
-                             int64_t kw, int64_t dw, int64_t sw, bool is_max, int64_t q_lo, int64_t q_hi, float *yr) {
-    for (int64_t q = q_lo; q < q_hi; q++) yr[q] = is_max ? -HFX_FLT_MAX : 0.0f;
+                             int64_t kw, int64_t dw, int64_t sw, int64_t q_lo, int64_t q_hi, float *yr) {
+    for (int64_t q = q_lo; q < q_hi; q++) yr[q] = 0.0f;
     for (int64_t ky = ky0; ky < ky1; ky++) {
         const float *xr = xc + (y0 + ky * dh) * w - pl;
         for (int64_t kx = 0; kx < kw; kx++) {
             const float *src = xr + kx * dw;
             /* strides 1 and 2 as constants: the compiler vectorizes their loads */
-            if (is_max && sw == 1) {
-                pool_max_run(src, 1, yr, q_lo, q_hi);
-            } else if (is_max && sw == 2) {
-                pool_max_run(src, 2, yr, q_lo, q_hi);
-            } else if (is_max) {
-                pool_max_run(src, sw, yr, q_lo, q_hi);
-            } else if (sw == 1) {
+            if (sw == 1) {
                 pool_sum_run(src, 1, yr, q_lo, q_hi);
             } else if (sw == 2) {
                 pool_sum_run(src, 2, yr, q_lo, q_hi);
@@ -183,9 +229,10 @@ void hfx_run_pool2d(const hfx_kernel_args *a, uint32_t item) {
     int64_t pb = pr[HFX_P_POOL_PAD_BOTTOM], pr_ = pr[HFX_P_POOL_PAD_RIGHT];
     bool is_max = op->opcode == HFX_OP_MAXPOOL;
     bool include_pad = pr[HFX_P_POOL_COUNT_INCLUDE_PAD] != 0;
-    /* Outputs whose window lies inside the row, [q_lo, q_hi): with stride 1 in blocks of POOL_BLOCK
-     * outputs held in registers, else tap by tap over the whole range; only the border outputs take
-     * the per-window path. Each output sees its taps in the same (ky, kx) order on every path. */
+    /* Outputs whose window lies inside the row, [q_lo, q_hi): MaxPool from the column maxima (max_row);
+     * AveragePool with stride 1 in blocks of POOL_BLOCK outputs held in registers, else tap by tap over
+     * the whole range, only the border outputs taking the per-window path; each of its outputs sees its
+     * taps in the same (ky, kx) order on every path. */
     int64_t q_lo = (pl + sw - 1) / sw, q_hi = (w - 1 - (kw - 1) * dw + pl) / sw + 1;
     if (w - 1 - (kw - 1) * dw + pl < 0) q_hi = 0;
     if (q_hi > (int64_t)ow) q_hi = (int64_t)ow;
@@ -197,50 +244,43 @@ void hfx_run_pool2d(const hfx_kernel_args *a, uint32_t item) {
         int64_t y0 = oy * sh - pt, ky0, ky1, py0, py1;
         tap_range(y0, kh, dh, 0, h, &ky0, &ky1);
         tap_range(y0, kh, dh, -pt, h + pb, &py0, &py1);
+        if (is_max) { /* 3x3 stride-1 windows as constants: the taps unrolled */
+            if (ky1 - ky0 == 3) column_max(xc, w, y0 + ky0 * dh, 0, 3, dh, a->ws);
+            else column_max(xc, w, y0, ky0, ky1, dh, a->ws);
+            if (kw == 3 && dw == 1 && sw == 1) max_row(a->ws, w, (int64_t)ow, 3, 1, 1, pl, q_lo, q_hi, yr);
+            else max_row(a->ws, w, (int64_t)ow, kw, dw, sw, pl, q_lo, q_hi, yr);
+            continue;
+        }
         if (sw == 1 && q_hi - q_lo >= POOL_BLOCK) {
             for (int64_t q = q_lo; q < q_hi; q += POOL_BLOCK) {
                 int64_t q0 = q + POOL_BLOCK <= q_hi ? q : q_hi - POOL_BLOCK; /* last block overlaps: same values */
                 const float *src = ky1 > ky0 ? xc + (y0 + ky0 * dh) * w - pl + q0 : xc; /* no rows: unread */
-                pool_block(src, ky1 - ky0, dh * w, kw, dw, is_max, yr + q0);
+                pool_block(src, ky1 - ky0, dh * w, kw, dw, yr + q0);
             }
         } else {
-            pool_rows(xc, w, y0, ky0, ky1, dh, pl, kw, dw, sw, is_max, q_lo, q_hi, yr);
+            pool_rows(xc, w, y0, ky0, ky1, dh, pl, kw, dw, sw, q_lo, q_hi, yr);
         }
-        if (!is_max) {
-            int64_t count = (include_pad ? py1 - py0 : ky1 - ky0) * kw;
-            for (int64_t q = q_lo; q < q_hi; q++) yr[q] = count > 0 ? yr[q] / (float)count : 0.0f;
-        }
+        int64_t count = (include_pad ? py1 - py0 : ky1 - ky0) * kw;
+        for (int64_t q = q_lo; q < q_hi; q++) yr[q] = count > 0 ? yr[q] / (float)count : 0.0f;
         for (uint64_t q = 0; q < ow; q++) {
             if ((int64_t)q == q_lo) q = (uint64_t)q_hi;
             if (q >= ow) break;
             int64_t x0 = (int64_t)q * sw - pl, kx0, kx1;
             tap_range(x0, kw, dw, 0, w, &kx0, &kx1);
-            if (is_max) {
-                float m = -HFX_FLT_MAX;
-                for (int64_t ky = ky0; ky < ky1; ky++) {
-                    int64_t base = (y0 + ky * dh) * w + x0;
-                    for (int64_t kx = kx0; kx < kx1; kx++) {
-                        float t = xc[base + kx * dw];
-                        m = (t > m || t != t) ? t : m; /* NaN propagates */
-                    }
-                }
-                yr[q] = m;
-            } else {
-                float s = 0.0f;
-                for (int64_t ky = ky0; ky < ky1; ky++) {
-                    int64_t base = (y0 + ky * dh) * w + x0;
-                    for (int64_t kx = kx0; kx < kx1; kx++) s += xc[base + kx * dw];
-                }
-                int64_t count;
-                if (include_pad) {
-                    int64_t px0, px1;
-                    tap_range(x0, kw, dw, -pl, w + pr_, &px0, &px1);
-                    count = (py1 - py0) * (px1 - px0);
-                } else {
-                    count = (ky1 - ky0) * (kx1 - kx0);
-                }
-                yr[q] = count > 0 ? s / (float)count : 0.0f;
+            float s = 0.0f;
+            for (int64_t ky = ky0; ky < ky1; ky++) {
+                int64_t base = (y0 + ky * dh) * w + x0;
+                for (int64_t kx = kx0; kx < kx1; kx++) s += xc[base + kx * dw];
             }
+            int64_t count_q;
+            if (include_pad) {
+                int64_t px0, px1;
+                tap_range(x0, kw, dw, -pl, w + pr_, &px0, &px1);
+                count_q = (py1 - py0) * (px1 - px0);
+            } else {
+                count_q = (ky1 - ky0) * (kx1 - kx0);
+            }
+            yr[q] = count_q > 0 ? s / (float)count_q : 0.0f;
         }
     }
 }
