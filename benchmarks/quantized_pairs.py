@@ -187,7 +187,7 @@ def _run_with_outputs(src: Path, typed: onnx.ModelProto, names: list[str], confi
 
 
 def analyse(name: str, src: Path, out_dir: Path, groups: bool = False) -> dict:
-    result = pipeline.rewrite(src, out_dir / f"{name}.fused.onnx", rtol=0.0)
+    result = pipeline.rewrite(src, out_dir / f"{name}.fused.onnx", rtol=0.0, verify_plugin=True)
     refused = report.rejection_lines(result.analysis.rejected)
     row = {"model": name, "pairs": len(result.analysis.pairs), "refused": refused, "steps": None}
     if result.output is None:
