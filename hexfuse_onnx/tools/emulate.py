@@ -380,7 +380,7 @@ def _emulate_pair(
         raise ModelError(f"pair '{node.name}': task program refused at the input shapes: {exc.message}") from None
     job = job_bytes(program, inputs, float(_attr(node, C.ATTR_SHARE_A, 0.5)))
     stats, raw = run_image(cmd, job, workdir, node.name)
-    expected = host.run(program, inputs)
+    expected = host.run(program, inputs, hexagon_order=True)
     quantized, dequantized = quantized_outputs(program), dequantized_steps(program, inputs)
     checks = [
         check_output(
