@@ -407,3 +407,37 @@ def test_plugin_verification_of_a_sixteen_bit_model_computes_matmulnbits_in_f32(
     result = pipeline.rewrite(quantized.fetch("mha_encoder_qdq_u16u8"), tmp_path / "fused.onnx", verify_plugin=True)
     assert result.output is not None and result.analysis.pairs
     assert not [r for r in result.analysis.rejected if r.reason.startswith("fails verification")]
+
+
+@pytest.mark.parametrize(
+    ("m", "n", "k", "trans_a", "trans_b"), [(5, 37, 300, 0, 0), (8, 32, 16, 1, 0), (4, 20, 9, 0, 1)]
+)
+def test_hexagon_order_sums_a_quantized_gemm_in_k_order(m: int, n: int, k: int, trans_a: int, trans_b: int) -> None:
+    """HostKernel.run(hexagon_order=True): a Gemm whose result a QUANTIZE_LINEAR reads sums each
+    element's products for k = 0, 1, ... one at a time, as the Hexagon builds' sgemm does (tile
+    edges, a k beyond one packed panel and transposed operands included)."""
+    from hexfuse_onnx.lowering.abi import GemmParam
+    from hexfuse_onnx.lowering.lowerer import f32_bits
+
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((k, m) if trans_a else (m, k)).astype(np.float32)
+    b = rng.standard_normal((n, k) if trans_b else (k, n)).astype(np.float32)
+    p, t = Program(), Task.A
+    ia = p.add(Tensor(Dtype.F32, Role.INPUT, t, list(a.shape), io=0))
+    ib = p.add(Tensor(Dtype.F32, Role.INPUT, t, list(b.shape), io=1))
+    y = p.add(Tensor(Dtype.F32, Role.OUTPUT, t, [m, n], io=0))
+    s = p.add(Tensor(Dtype.F32, Role.CONSTANT, t, [], data=np.float32(0.05).tobytes()))
+    q = p.add(Tensor(Dtype.U8, Role.OUTPUT, t, [m, n], io=1))
+    params = [0] * len(Op(Opcode.GEMM, Engine.MATRIX, t, [], 0).params)
+    params[GemmParam.TRANS_A], params[GemmParam.TRANS_B], params[GemmParam.ALPHA] = trans_a, trans_b, f32_bits(1.0)
+    p.ops += [
+        Op(Opcode.GEMM, Engine.MATRIX, t, [ia, ib], y, params),
+        Op(Opcode.QUANTIZE_LINEAR, Engine.VECTOR, t, [y, s], q),
+    ]
+    p.n_io = [2, 0, 2, 0]
+    got = runtime.HostKernel().run(p.encode(), [a, b], hexagon_order=True)[0]
+    a2, b2 = (a.T if trans_a else a), (b.T if trans_b else b)
+    want = np.zeros((m, n), np.float32)
+    for kk in range(k):
+        want = want + a2[:, kk : kk + 1] * b2[kk : kk + 1, :]  # float32: one rounding per product and per sum
+    assert np.array_equal(got, want)
