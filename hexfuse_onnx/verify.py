@@ -18,7 +18,6 @@ import onnxruntime as ort
 from .errors import ModelError, UsageError, VerificationError, first_line
 
 DEFAULT_RTOL = 1e-5
-MATMULNBITS_F32 = "session.qdq_matmulnbits_accuracy_level"  # "1": ORT's MatMulNBits computes in f32
 
 
 @dataclass
@@ -129,10 +128,7 @@ def session(path: str | os.PathLike[str] | bytes, extra: ort.SessionOptions | No
     # ORT's extended level rewrites DQ(8-bit weight) + MatMul into MatMulNBits, which by default
     # quantizes the activations to int8: hundreds of u16 steps from what a QDQ model says. Every
     # session that verifies computes it in f32 (the original's and the rewritten's alike).
-    try:  # options a caller passes twice have it already (ORT warns when it is set again)
-        so.get_session_config_entry(MATMULNBITS_F32)
-    except Exception:  # noqa: BLE001 - ORT raises a bare Exception for a missing key
-        so.add_session_config_entry(MATMULNBITS_F32, "1")
+    so.add_session_config_entry("session.qdq_matmulnbits_accuracy_level", "1")
     model = path if isinstance(path, bytes) else str(path)
     return ort.InferenceSession(model, sess_options=so, providers=["CPUExecutionProvider"])
 
