@@ -125,10 +125,6 @@ def session(path: str | os.PathLike[str] | bytes, extra: ort.SessionOptions | No
     so = extra or ort.SessionOptions()
     so.intra_op_num_threads = so.intra_op_num_threads or 1
     so.log_severity_level = 4  # a failed run is reported once, as an error of ours; ORT's own log would repeat it
-    # ORT's extended level rewrites DQ(8-bit weight) + MatMul into MatMulNBits, which by default
-    # quantizes the activations to int8: hundreds of u16 steps from what a QDQ model says. Every
-    # session that verifies computes it in f32 (the original's and the rewritten's alike).
-    so.add_session_config_entry("session.qdq_matmulnbits_accuracy_level", "1")
     model = path if isinstance(path, bytes) else str(path)
     return ort.InferenceSession(model, sess_options=so, providers=["CPUExecutionProvider"])
 
