@@ -40,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hexfuse_onnx import contract as C  # noqa: E402
 from hexfuse_onnx import costmodel, pipeline, report, runtime, verify  # noqa: E402
+from hexfuse_onnx.errors import VerificationError  # noqa: E402
 from hexfuse_onnx.lowering import attach_programs, lower_function  # noqa: E402
 from models import quantized, real  # noqa: E402
 from models.qdq_analysis import steps_of  # noqa: E402
@@ -222,11 +223,14 @@ def modelled_us(src: Path) -> dict[str, tuple[float, float]]:
 
 
 def analyse(name: str, src: Path, out_dir: Path, groups: bool = False, modelled: bool = False) -> dict:
-    result = pipeline.rewrite(src, out_dir / f"{name}.fused.onnx", rtol=0.0, verify_plugin=True)
-    refused = report.rejection_lines(result.analysis.rejected)
-    row = {"model": name, "pairs": len(result.analysis.pairs), "refused": refused, "steps": None}
+    row: dict = {"model": name, "pairs": 0, "refused": [], "steps": None}
     if modelled:
         row["modelled"] = modelled_us(src)
+    try:
+        result = pipeline.rewrite(src, out_dir / f"{name}.fused.onnx", rtol=0.0, verify_plugin=True)
+    except VerificationError as exc:  # every pair refused by the plugin verification
+        return {**row, "refused": [exc.message]}
+    row.update(pairs=len(result.analysis.pairs), refused=report.rejection_lines(result.analysis.rejected))
     if result.output is None:
         return row
     fused, failed = attach_programs(onnx.load(result.output))
