@@ -13,7 +13,8 @@ equal the original bit for bit. `--groups` also runs every QDQ group (Dequantize
 op, its QuantizeLinear; a QLinear node alone) of every pair as a pair of its own on ORT's values of
 its integer inputs: the error each group makes, before later groups of the same pair carry it on.
 
-`--modelled` adds the modelled hexagon-v73 serial/fused time of the pairs chosen, before (the
+`--ort-threads` adds ORT against itself on the pair outputs: 1 intra-op thread against 2, 4, 6, 8
+and 16. `--modelled` adds the modelled hexagon-v73 serial/fused time of the pairs chosen, before (the
 documented HVX integer rates) and after grounding them under qemu. Inputs are seeded, at the shapes
 the pass analysed.
 
@@ -100,6 +101,28 @@ def worst_steps(fused: onnx.ModelProto, typed: onnx.ModelProto, feeds: dict[str,
         pairs = zip(names, want.run(names, feeds), plugin.run(names, feeds))
         worst[label] = max((_steps(n, r, g, steps) for n, r, g in pairs), default=0.0)
     return worst
+
+
+# intra-op thread counts ORT's own run of the original is compared at, against 1 thread (`--ort-threads`)
+THREADS = (2, 4, 6, 8, 16)
+
+
+def ort_spread(fused: onnx.ModelProto, typed: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[int, float]:
+    """ORT against itself on the pair outputs: the worst difference in steps between its run of the
+    original at 1 intra-op thread and at each of THREADS (MatMulNBits in f32). MLAS sums a GEMM in K
+    blocks that follow its thread split, so this is how far "ORT's result" moves with the machine."""
+    pair_outputs = [t for n in fused.graph.node if n.op_type == "FusedHexPair" for t in n.output]
+    typed_bytes, steps = with_outputs(typed, pair_outputs), steps_of(typed)
+
+    def run(threads: int) -> list[np.ndarray]:
+        so = _options(CONFIGS["matmulnbits f32"], False)
+        so.intra_op_num_threads = threads
+        return ort.InferenceSession(typed_bytes, so, providers=["CPUExecutionProvider"]).run(pair_outputs, feeds)
+
+    one = run(1)
+    return {
+        t: max((_steps(n, r, g, steps) for n, r, g in zip(pair_outputs, one, run(t))), default=0.0) for t in THREADS
+    }
 
 
 def _steps(name: str, ref: np.ndarray, got: np.ndarray, steps: dict[str, float]) -> float:
@@ -222,7 +245,9 @@ def modelled_us(src: Path) -> dict[str, tuple[float, float]]:
     return out
 
 
-def analyse(name: str, src: Path, out_dir: Path, groups: bool = False, modelled: bool = False) -> dict:
+def analyse(
+    name: str, src: Path, out_dir: Path, groups: bool = False, modelled: bool = False, ort_threads: bool = False
+) -> dict:
     row: dict = {"model": name, "pairs": 0, "refused": [], "steps": None}
     if modelled:
         row["modelled"] = modelled_us(src)
@@ -247,6 +272,8 @@ def analyse(name: str, src: Path, out_dir: Path, groups: bool = False, modelled:
     row["steps"] = worst_steps(fused, typed, feeds)
     if groups:
         row["group"] = worst_group(fused, typed, CONFIGS["matmulnbits f32"], feeds)
+    if ort_threads:
+        row["ort"] = ort_spread(fused, typed, feeds)
     return row
 
 
@@ -259,6 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--models", help="comma-separated names (default: every cached quantized model)")
     ap.add_argument("--groups", action="store_true", help="also the worst error of any one QDQ group, run alone")
     ap.add_argument("--modelled", action="store_true", help="also modelled v73 us before/after grounding HVX rates")
+    ap.add_argument("--ort-threads", action="store_true", help="also ORT against itself at 1 and more threads")
     args = ap.parse_args(argv)
     os.environ.setdefault("HEXFUSE_CALL_OVERHEAD_US", "0")  # the zoo's small pairs: count fusion, not the call
     paths = model_paths()
@@ -266,6 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     head = "| model | pairs | refused candidates (why: op, count) | plugin vs ORT, steps (default / MatMulNBits f32) |"
     head += " worst group alone, steps |" if args.groups else ""
     head += " modelled v73 serial/fused us, before -> after grounding |" if args.modelled else ""
+    head += f" ORT 1 thread vs {'/'.join(map(str, THREADS))}, steps |" if args.ort_threads else ""
     print(head)
     print("|---" * head.count(" |") + "|")
     with tempfile.TemporaryDirectory() as tmp:
@@ -273,11 +302,14 @@ def main(argv: list[str] | None = None) -> int:
             if name not in paths:
                 print(f"| {name} | not cached | | |")
                 continue
-            row = analyse(name, paths[name], Path(tmp), args.groups, args.modelled)
+            row = analyse(name, paths[name], Path(tmp), args.groups, args.modelled, args.ort_threads)
             steps = "-" if row["steps"] is None else " / ".join(f"{v:.0f}" for v in row["steps"].values())
             group = f" {row['group']:.0f} |" if "group" in row else (" - |" if args.groups else "")
             us = f" {_us(row['modelled'])} |" if "modelled" in row else ""
-            print(f"| {name} | {row['pairs']} | {'; '.join(row['refused']) or '-'} | {steps} |{group}{us}", flush=True)
+            spread = f" {'/'.join(f'{v:.0f}' for v in row['ort'].values())} |" if "ort" in row else ""
+            spread = spread or (" - |" if args.ort_threads else "")
+            cells = f"{steps} |{group}{us}{spread}"
+            print(f"| {name} | {row['pairs']} | {'; '.join(row['refused']) or '-'} | {cells}", flush=True)
     return 0
 
 
