@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import onnx
 
+from . import contract as C
 from . import graph as graph_mod
 from . import probe
 from .costmodel import Target, get_target
@@ -25,7 +27,7 @@ from .kinds import KINDS, Candidate, Pair, discover
 from .lowering import LoweringError
 from .modelio import stage
 from .profile import GraphProfile, profile_graph
-from .qdq import output_steps
+from .qdq import output_steps, quantized_tensors
 from .rewrite import fuse, prepare
 from .select import DEFAULT_MIN_GAIN, Rejection, blocker_of, select
 from .verify import (
@@ -35,6 +37,7 @@ from .verify import (
     check,
     check_inputs_match,
     compare_cases,
+    compare_inner,
     random_inputs,
     random_integer_note,
     run_original,
@@ -65,6 +68,8 @@ class Reference:
     cases: list[Case]
     second: ShapeBinding | None
     steps: dict[str, float] = field(default_factory=dict)  # a QDQ model's quantized outputs (qdq.output_steps)
+    quantized: set[str] = field(default_factory=set)  # the original's tensors one step apart (qdq.quantized_tensors)
+    source: str = ""  # the original model's path
 
 
 @dataclass
@@ -276,7 +281,7 @@ def _reference(
         if given is None:
             shapes = g.binding.inputs if g.binding is not None else None
             cases.append(_random_case(path, original, shapes, "seeded random inputs"))
-        return Reference(cases, None, output_steps(g.model))
+        return Reference(cases, None, output_steps(g.model), quantized_tensors(g.model), str(path))
     assert g.binding is not None
     bindings = [g.binding, *graph_mod.other_bindings(g)]
     empty = graph_mod.zero_bindings(g.source, g.binding.symbols)
@@ -286,7 +291,7 @@ def _reference(
     if not ran and given is None:
         raise ModelError(f"{path}: the original model runs at none of the shapes tried (give --shape or --inputs)")
     second = next((b for b in ran if b is not g.binding), bindings[1] if len(bindings) > 1 else g.binding)
-    return Reference(cases, second, output_steps(g.model))
+    return Reference(cases, second, output_steps(g.model), quantized_tensors(g.model), str(path))
 
 
 def _binding_cases(
@@ -353,7 +358,9 @@ def _random_case(path: str | os.PathLike[str], original: Any, shapes: dict[str, 
 
 
 def _verify(staged: Path, reference: Reference, rtol: float, verify_plugin: bool = False) -> Comparison:
-    """Stock ORT within rtol; the plugin within PLUGIN_RTOL, or one step of a quantized output."""
+    """Stock ORT within rtol; the plugin within PLUGIN_RTOL, or one step of a quantized output, and
+    each quantized pair output within one step too: a step flipped in one group's f32 op carries on
+    through the later groups of a long pair, and need not reach a graph output."""
     check(staged)
     comparison = compare_cases(staged, reference.cases, rtol)
     if verify_plugin:
@@ -362,9 +369,20 @@ def _verify(staged: Path, reference: Reference, rtol: float, verify_plugin: bool
         options = session_options("host")
         try:
             compare_cases(staged, reference.cases, max(rtol, PLUGIN_RTOL), options, reference.steps)
+            compare_inner(
+                reference.source, staged, _quantized_pair_outputs(staged, reference), reference.cases, options
+            )
         except VerificationError as exc:
             raise VerificationError(f"with the FusedHexPair plugin: {exc.message}") from None
     return comparison
+
+
+def _quantized_pair_outputs(staged: Path, reference: Reference) -> list[str]:
+    if not reference.quantized:
+        return []
+    fused = onnx.load(str(staged), load_external_data=False)
+    made = [t for n in fused.graph.node if (n.domain, n.op_type) == (C.DOMAIN, C.OP_TYPE) for t in n.output]
+    return [t for t in made if t in reference.quantized]
 
 
 def _failing_pairs(

@@ -137,3 +137,13 @@ def output_steps(model: onnx.ModelProto) -> dict[str, float]:
         elif n.op_type == "DequantizeLinear" and len(n.input) > 1 and n.input[1] in constants:
             steps[out.name] = float(np.max(np.abs(numpy_helper.to_array(constants[n.input[1]]))))
     return steps
+
+
+def quantized_tensors(model: onnx.ModelProto) -> set[str]:
+    """The tensors a QuantizeLinear or a QLinear op makes: integer values one step apart."""
+    return {
+        t
+        for n in model.graph.node
+        if n.domain in QDQ_DOMAINS and (n.op_type == "QuantizeLinear" or n.op_type.startswith("QLinear"))
+        for t in n.output[:1]
+    }

@@ -379,6 +379,7 @@ class HostKernel:
             ctypes.POINTER(_Error),
         ]
         lib.hfx_program_free.argtypes = [ctypes.c_void_p]
+        lib.hfx_program_sum_in_hexagon_order.argtypes = [ctypes.c_void_p]
         for f in ("hfx_program_num_inputs", "hfx_program_num_outputs"):
             getattr(lib, f).argtypes = [ctypes.c_void_p, ctypes.c_int]
             getattr(lib, f).restype = ctypes.c_uint32
@@ -467,8 +468,12 @@ class HostKernel:
             raise HexfuseError((text.value or b"shape expression fault").decode())
         return value.value
 
-    def run(self, program: bytes, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    def run(self, program: bytes, inputs: list[np.ndarray], hexagon_order: bool = False) -> list[np.ndarray]:
+        """`hexagon_order`: a 16-bit QDQ group's float Conv/Gemm sums as the Hexagon builds do, not as
+        the BLAS does (hfx_program_sum_in_hexagon_order: emulate's reference, several times slower)."""
         prog = self.parse(program)
+        if hexagon_order:
+            self.lib.hfx_program_sum_in_hexagon_order(prog)
         try:
             n_in = self.lib.hfx_program_num_inputs(prog, 0) + self.lib.hfx_program_num_inputs(prog, 1)
             n_out = self.lib.hfx_program_num_outputs(prog, 0) + self.lib.hfx_program_num_outputs(prog, 1)

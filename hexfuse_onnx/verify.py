@@ -121,11 +121,12 @@ def random_integer_note(model: onnx.ModelProto) -> str:
     return f"; its integer input(s) {', '.join(repr(n) for n in names)} get random 0 or 1, which may be the cause"
 
 
-def session(path: str | os.PathLike[str], extra: ort.SessionOptions | None = None) -> ort.InferenceSession:
+def session(path: str | os.PathLike[str] | bytes, extra: ort.SessionOptions | None = None) -> ort.InferenceSession:
     so = extra or ort.SessionOptions()
     so.intra_op_num_threads = so.intra_op_num_threads or 1
     so.log_severity_level = 4  # a failed run is reported once, as an error of ours; ORT's own log would repeat it
-    return ort.InferenceSession(str(path), sess_options=so, providers=["CPUExecutionProvider"])
+    model = path if isinstance(path, bytes) else str(path)
+    return ort.InferenceSession(model, sess_options=so, providers=["CPUExecutionProvider"])
 
 
 def compare(
@@ -177,6 +178,37 @@ def compare_cases(
             err = _output_error(name, ref, np.asarray(out), rtol, where, (steps or {}).get(name, 0.0))
             worst = max(worst, (name, err), key=lambda w: w[1])
     return Comparison(len(cases[0].names), worst[0], worst[1], [c.label for c in cases])
+
+
+def compare_inner(
+    original: str | os.PathLike[str],
+    rewritten: str | os.PathLike[str],
+    names: list[str],
+    cases: list[Case],
+    rewritten_options: ort.SessionOptions | None = None,
+) -> None:
+    """Integer tensors both models make inside (a QDQ pair's outputs) within one step of the
+    original's on every case: raise VerificationError naming the first beyond it."""
+    if not names:
+        return
+    ref_session = session(with_outputs(onnx.load(str(original)), names))
+    new_session = session(with_outputs(onnx.load(str(rewritten)), names), rewritten_options)
+    for case in cases:
+        where = f" at {case.label}" if len(cases) > 1 else ""
+        feeds = {k: v for k, v in case.feeds.items() if k in {i.name for i in ref_session.get_inputs()}}
+        for name, ref, out in zip(names, ref_session.run(names, feeds), new_session.run(names, feeds)):
+            steps = float(np.abs(np.asarray(out, np.float64) - np.asarray(ref, np.float64)).max(initial=0.0))
+            if steps > 1:
+                raise VerificationError(
+                    f"pair output '{name}'{where} is {steps:.0f} quantization steps from the original's"
+                )
+
+
+def with_outputs(model: onnx.ModelProto, names: list[str]) -> bytes:
+    """The model serialized with these tensors added as graph outputs (ORT infers their types)."""
+    have = {o.name for o in model.graph.output}
+    model.graph.output.extend(onnx.ValueInfoProto(name=n) for n in names if n not in have)
+    return model.SerializeToString()
 
 
 def _output_error(name: str, ref: np.ndarray, out: np.ndarray, rtol: float, where: str, step: float = 0.0) -> float:

@@ -684,6 +684,14 @@ static hfx_status parse_ops(hfx_program *p, const header *h, hfx_error *err) {
     return st;
 }
 
+void hfx_program_sum_in_hexagon_order(hfx_program *p) {
+    for (uint32_t o = 0; o < p->n_ops; o++) { /* a QUANTIZE_LINEAR has its input X (validated) */
+        if (p->ops[o].opcode != HFX_OP_QUANTIZE_LINEAR) continue;
+        uint32_t producer = p->tensors[p->ops[o].in[0]].producer;
+        if (producer != HFX_NO_TENSOR) p->ops[producer].quantized_out = 1;
+    }
+}
+
 hfx_status hfx_program_parse(const void *bytes, size_t size, hfx_program **out, hfx_error *err) {
     hfx_error local;
     if (!err) err = &local;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "sgemm_ordered.h"
 
 #define CONV_WS_MAX (512u * 1024u)          /* im2col bytes per item */
 #define CONV_DW_ITEM_TAPS (1u << 18)        /* depthwise: multiply-adds per item */
@@ -377,6 +378,9 @@ void hfx_run_conv2d(const hfx_kernel_args *a, uint32_t item) {
         col = ws;
         ldb = np;
     }
-    scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)mg, (blasint)np, (blasint)kk, 1.0f, W,
-                      (blasint)kk, col, (blasint)ldb, gb, Y, (blasint)pix);
+    if (op->quantized_out)
+        hfx_sgemm_ordered(mg, np, kk, 1.0f, (hfx_strided){W, kk, 1}, (hfx_strided){col, ldb, 1}, gb != 0.0f, Y, pix);
+    else
+        scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)mg, (blasint)np, (blasint)kk, 1.0f, W,
+                          (blasint)kk, col, (blasint)ldb, gb, Y, (blasint)pix);
 }

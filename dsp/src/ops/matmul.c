@@ -4,6 +4,7 @@
 #include <cblas.h>
 
 #include "kernels.h"
+#include "sgemm_ordered.h"
 
 #define GEMM_MIN_ROWS 64u
 
@@ -159,6 +160,12 @@ void hfx_run_gemm(const hfx_kernel_args *a, uint32_t item) {
     const float *B = (const float *)a->in[1] + batch_offset(bt, y, b);
     const float *Ab = ta ? A + r0 : A + r0 * k;
     const float *Bb = tb ? B + c0 * k : B + c0;
+    if (op->quantized_out) {
+        hfx_strided as = ta ? (hfx_strided){Ab, 1, m} : (hfx_strided){Ab, k, 1};
+        hfx_strided bs = tb ? (hfx_strided){Bb, 1, k} : (hfx_strided){Bb, n, 1};
+        hfx_sgemm_ordered(r1 - r0, c1 - c0, k, alpha, as, bs, gb != 0.0f, Y + r0 * n + c0, n);
+        return;
+    }
     scipy_cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)(r1 - r0),
                       (blasint)(c1 - c0), (blasint)k, alpha, Ab, (blasint)(ta ? m : k), Bb, (blasint)(tb ? k : n), gb,
                       Y + r0 * n + c0, (blasint)n);
