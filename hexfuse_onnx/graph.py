@@ -584,7 +584,7 @@ def _apply_shape_overrides(model: onnx.ModelProto, overrides: dict[str, list[int
     inputs = {v.name: v for v in model.graph.input}
     unknown = sorted(set(overrides) - set(inputs))
     if unknown:
-        raise ModelError(f"{where}: --shape names no graph input: {', '.join(unknown)} (inputs: {', '.join(inputs)})")
+        raise UsageError(f"{where}: --shape names no graph input: {', '.join(unknown)} (inputs: {', '.join(inputs)})")
     model = _shallow_copy_without_weights(model)
     symbols: dict[str, set[int]] = {}
     for v in model.graph.input:
