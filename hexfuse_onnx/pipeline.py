@@ -127,6 +127,16 @@ def analyse(
     return Analysis(g, profile, tgt, candidates, pairs, rejected, seconds, evaluated)
 
 
+def runnable_inputs(
+    path: str | os.PathLike[str], shapes: dict[str, list[int]] | None, progress: Progress
+) -> dict[str, list[int]]:
+    """Every input's dims with a symbolic one as the pass analyses them without --shape for it:
+    `shapes`, the other dims where the original runs (`_runnable_shapes`)."""
+    hints = _runnable_shapes(path, shapes, progress) or {}
+    model = graph_mod.read_model(path, load_external_data=False)
+    return {**graph_mod.representative_binding(model, hints, str(path)).inputs, **hints}
+
+
 def _runnable_shapes(
     path: str | os.PathLike[str], shapes: dict[str, list[int]] | None, progress: Progress
 ) -> dict[str, list[int]] | None:

@@ -313,6 +313,34 @@ def test_cli_colocates_a_model_of_unknown_dims(tmp_path, freeze):
             assert verify.relative_error(ref, got[name]) <= 1e-5, name
 
 
+def _detector_head(path: Path) -> Path:
+    """A stride-2 Conv upsampled back and concatenated with its input, as YOLO's neck does
+    (nudenet_320n): at a 1x1 image 1 row meets 2 and ORT refuses the Concat; at 128x128 it runs."""
+    w = onnx.numpy_helper.from_array(np.random.default_rng(2).standard_normal((3, 3, 3, 3)).astype(np.float32), "w")
+    scales = onnx.numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["down"], pads=[1, 1, 1, 1], strides=[2, 2]),
+        helper.make_node("Resize", ["down", "", "scales"], ["up"], mode="nearest"),
+        helper.make_node("Concat", ["x", "up"], ["y"], axis=1),
+    ]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3, "height", "width"])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 6, "height", "width"])
+    graph_ = helper.make_graph(nodes, "head", [x], [y], [w, scales])
+    onnx.save(helper.make_model(graph_, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def test_the_merge_is_checked_where_the_pass_analyses_it(tmp_path):
+    """colocate checked the merge with free dims 1 and refused nudenet_320n (exit 3) where rewrite,
+    probing shapes in a child process, analyses it at 1x3x128x128."""
+    src, out = _detector_head(tmp_path / "head.onnx"), tmp_path / "two.onnx"
+    assert run_cli("rewrite", src, "-o", tmp_path / "one.onnx", "-q").returncode == EXIT_OK
+    proc = run_cli("colocate", src, "--requests", "2", "-o", out, "--target", "host")
+    assert proc.returncode == EXIT_OK, proc.stderr
+    assert "output(s) equal their source's exactly" in proc.stdout
+    assert out.is_file()
+
+
 @pytest.mark.parametrize("freeze", [False, True])
 def test_a_shape_by_its_unprefixed_name_is_refused_naming_the_merged_inputs(tmp_path, freeze):
     """`--shape images=...` (nudenet's input, as a stranger gives it) was ignored without a word: the
