@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -339,6 +340,20 @@ def test_the_merge_is_checked_where_the_pass_analyses_it(tmp_path):
     assert proc.returncode == EXIT_OK, proc.stderr
     assert "output(s) equal their source's exactly" in proc.stdout
     assert out.is_file()
+
+
+def test_no_pair_paying_for_its_call_is_accounted_for_as_rewrite_does(zoo_dir, tmp_path, monkeypatch):
+    """colocate silero_encoder_v5 x2 at 100 us per call found no pair and said nothing of why, where
+    rewrite says "rejected 1: saving below the call overhead"."""
+    monkeypatch.setenv("HEXFUSE_CALL_OVERHEAD_US", "100")
+    out, report = tmp_path / "two.onnx", tmp_path / "two.json"
+    proc = run_cli("colocate", zoo_dir / "mlp_chain.onnx", "--requests", "2", "-o", out, "--json", report, "-q")
+    assert proc.returncode == EXIT_OK, proc.stderr
+    assert "no pair qualifies" in proc.stdout
+    assert re.search(r"^rejected \d+: saving below the call overhead$", proc.stdout, re.MULTILINE), proc.stdout
+    reasons = [r["reason"] for r in json.loads(report.read_text())["rejected"]]
+    assert reasons and all(r.startswith("saving below the call overhead: fusing saves") for r in reasons)
+    assert all("a call costs 100.0 us" in r for r in reasons)
 
 
 @pytest.mark.parametrize("freeze", [False, True])

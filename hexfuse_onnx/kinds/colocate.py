@@ -30,7 +30,7 @@ or alone) grows by at most max_slowdown over the stream alone.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 
 import onnx
@@ -152,9 +152,15 @@ def find_colocated(
         units_b = cut_units(g, profile, sides[kb], target, blocks)
         same_model = plan.sources[ka] == plan.sources[kb]
         layers = same_layers(units_a, units_b, sides[ka], sides[kb], blocks) if same_model else None
-        for p in align(profile, units_a, units_b, target, score, layers=layers).pairs:
+        pairs, below_call = align(profile, units_a, units_b, target, score, layers=layers).pairs, False
+        if not pairs and target.call_overhead_s.value > 0:
+            # nothing pays for its call: the pairs that would pay without it, for the report to reject
+            free = replace(target, call_overhead_s=replace(target.call_overhead_s, value=0.0))
+            score_free = pair_score(free, _priority_side(plan, ka, kb), plan.max_slowdown)
+            pairs, below_call = align(profile, units_a, units_b, free, score_free, layers=layers).pairs, True
+        for p in pairs:
             share = p.prediction.share_a
-            if plan.priority is None:  # the alignment tried a few shares; the pair gets the best one
+            if plan.priority is None and not below_call:  # the alignment tried a few shares; the pair gets the best one
                 task_a, task_b = profile.task(list(p.a)), profile.task(list(p.b))
                 assert task_a is not None and task_b is not None
                 share = predict(task_a, task_b, target).share_a
