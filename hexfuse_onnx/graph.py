@@ -220,6 +220,10 @@ def index_model(
         symbolic = symbolic_shapes(model)
     overrides = {**binding.inputs, **(shape_overrides or {})} if binding.symbols else (shape_overrides or {})
     model = _apply_shape_overrides(model, overrides, where)
+    if freeze and binding.symbols:  # what the fixed dims decide is folded, as colocate --freeze-shapes does
+        from .fold import specialise
+
+        model, _ = specialise(model, {})
     inferred = _infer_shapes(model, where)
     g = inferred.graph
 
