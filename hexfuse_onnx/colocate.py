@@ -410,7 +410,7 @@ def _compare_outputs(merged_path: Path, plan: Plan, feeds: dict[str, np.ndarray]
             raise ModelError(
                 f"{source}: the model fails on the inputs the merge is checked with "
                 f"({shapes_label({prefix + k: v for k, v in own_feeds.items()})}; seeded random values; dims not "
-                f"given by --shape are 1){_real_inputs_hint(model, same)}: "
+                f"given by --shape are 1, as it runs at none the pass tries){_real_inputs_hint(model, same)}: "
                 f"{first_line(exc)}"
             ) from None
     merged = opened(merged_path)
@@ -453,6 +453,20 @@ def _real_inputs_hint(model: onnx.ModelProto, prefixes: list[str]) -> str:
             "usually all ones, as long as the keys (past + new tokens)"
         )
     return hint
+
+
+def _checked_shapes(
+    merged_path: Path, shapes: dict[str, list[int]], progress: Callable[[str], None]
+) -> dict[str, list[int]]:
+    """The input shapes the merge is checked at: where the pass analyses it (`--shape`, the other
+    dims where the merged model runs: `pipeline.runnable_inputs`, as `rewrite` searches them);
+    where it runs at none, `shapes` and the other dims 1, whose failure names what to give."""
+    from . import pipeline
+
+    try:
+        return pipeline.runnable_inputs(merged_path, shapes, progress)
+    except ModelError:
+        return shapes
 
 
 def op_for_op_options() -> Any:
@@ -531,7 +545,8 @@ def colocate(
         merged_path = Path(folder) / "merged.onnx"
         stage(merged.model, merged_path, None).commit()
         check(merged_path)
-        compared = check_outputs(merged_path, merged.plan, shapes or {}, feeds=feeds, op_for_op=specialise)
+        at = shapes or {} if feeds is not None else _checked_shapes(merged_path, shapes or {}, progress)
+        compared = check_outputs(merged_path, merged.plan, at, feeds=feeds, op_for_op=specialise)
         progress(f"merged model: full checker passed, {compared} output(s) equal their source's exactly")
         result = pipeline.rewrite(
             merged_path,

@@ -289,30 +289,46 @@ def fits(a: TaskProfile, b: TaskProfile, target: Target) -> bool:
 
 def task_time(task: TaskProfile, target: Target) -> float:
     """Predicted time of the task alone on the whole target."""
-    return _simulate_cached((_signature(task), ()), target, 1.0)
+    return signed_time(signature(task), target)
+
+
+def signed_time(task: Signature, target: Target) -> float:
+    """`task_time` of a task's signature."""
+    return _simulate_cached((task, ()), target, 1.0)
 
 
 def serial_time(task: TaskProfile, target: Target) -> float:
     """Predicted time of the task unfused: alone on the target's baseline (`Target.baseline`), or
     on the target one op at a time on one worker (a general-worker pool's nodes unfused are ONNX
     Runtime's, sequential on one thread)."""
+    return signed_serial_time(signature(task), target)
+
+
+def signed_serial_time(task: Signature, target: Target) -> float:
+    """`serial_time` of a task's signature."""
     if target.baseline is not None:
-        return task_time(task, target.baseline)
+        return signed_time(task, target.baseline)
     if target.general_workers.value:
-        return task_time(task, replace(target, general_workers=Param(1.0, "workers", "one thread")))
-    return task_time(task, target)
+        return signed_time(task, replace(target, general_workers=Param(1.0, "workers", "one thread")))
+    return signed_time(task, target)
 
 
 def predict(a: TaskProfile, b: TaskProfile, target: Target, share_a: float | None = None) -> Prediction:
     """Serial (each task unfused, on the baseline) and fused time; with share_a None the best
     share is searched."""
-    ta, tb = serial_time(a, target), serial_time(b, target)
-    tasks = (_signature(a), _signature(b))
+    return predict_signed(signature(a), signature(b), serial_time(a, target), serial_time(b, target), target, share_a)
+
+
+def predict_signed(
+    a: Signature, b: Signature, serial_a: float, serial_b: float, target: Target, share_a: float | None = None
+) -> Prediction:
+    """`predict` from the tasks' signatures and serial times, for a search that scores one task
+    against many (the signature of a long task costs as much to build as to simulate)."""
     if share_a is None:
-        share_a, fused = _best_share(tasks, target)
+        share_a, fused = _best_share((a, b), target)
     else:
-        fused = _simulate_cached(tasks, target, share_a)
-    return Prediction(ta, tb, ta + tb, fused, share_a, target.call_overhead_s.value)
+        fused = _simulate_cached((a, b), target, share_a)
+    return Prediction(serial_a, serial_b, serial_a + serial_b, fused, share_a, target.call_overhead_s.value)
 
 
 # Work of a task as the simulation sees it (engine, op class, FLOPs, bytes, DDR bytes, integer
@@ -355,7 +371,7 @@ def complementarity(a: TaskProfile, b: TaskProfile, target: Target) -> float:
     return 1.0 - sum(x * y for x, y in zip(ea, eb)) / (na * nb)
 
 
-def _signature(task: TaskProfile) -> Signature:
+def signature(task: TaskProfile) -> Signature:
     return tuple(
         (op.engine, op_class(op), op.flops, float(op.bytes), float(op.ddr_bytes), op.int_bits, work_items(op))
         for op in task.ops
@@ -376,14 +392,22 @@ def _best_share(tasks: tuple[Signature, Signature], target: Target) -> tuple[flo
 
 @lru_cache(maxsize=65536)
 def _simulate_cached(tasks: tuple[Signature, Signature], target: Target, share_a: float) -> float:
-    return _simulate([list(t) for t in tasks], target, share_a)
+    return _simulate([_works(t, target) for t in tasks], target, share_a)
+
+
+@lru_cache(maxsize=4096)
+def _works(task: Signature, target: Target) -> list[Work]:
+    return [_work(op, target) for op in task]
 
 
 # ---------------------------------------------------------------------------------------
 # The fluid simulation
 
 
-def _work(op: SignatureOp, target: Target) -> tuple[Engine, float, float, int]:
+Work = tuple[Engine, float, float, int]
+
+
+def _work(op: SignatureOp, target: Target) -> Work:
     """(engine, engine work in seconds at the full engine, DDR bytes, work items) of a signature entry."""
     engine, cls, flops, nbytes, ddr_bytes, int_bits, items = op
     work = nbytes if engine == Engine.MEMORY else flops
@@ -398,87 +422,131 @@ def _parallel(items: int, workers: float) -> float:
     return min(workers, items / math.ceil(items / n))
 
 
-def _allocations(
-    running: dict[int, tuple[Engine, int]], shares: tuple[float, float], target: Target, joined: bool = True
-) -> dict[int, float]:
-    """The fraction of its engine (or the general workers) each running op (engine, work items) gets.
+def _simulate(queues: list[list[Work]], target: Target, share_a: float) -> float:
+    """Time until both op lists have run, sharing engines and DDR (see module docstring).
 
-    Separate engines: an engine wanted by both tasks is split by the share, otherwise one op has
-    all of it. A general-worker pool: an op runs on as many workers as its items allow
-    (`_parallel`); two ops split the workers by the share, and one takes what the other cannot use
-    (the kernel's quotas hand an idle worker to the task that has an item for it); until the other
-    workers have joined the call (`joined`), the caller is the one worker."""
-    workers = target.general_workers.value if joined else min(1.0, target.general_workers.value)
-    if not target.general_workers.value:
-        engines = [engine for engine, _ in running.values()]
-        contended = len(engines) > 1 and len(set(engines)) == 1
-        return {k: shares[k] if contended else 1.0 for k in running}
-    caps = {k: _parallel(items, workers) for k, (_, items) in running.items()}
-    if len(caps) < 2:
-        return caps
-    first = min(caps[0], max(workers * shares[0], workers - caps[1]))
-    second = min(caps[1], workers - first)
-    return {0: min(caps[0], workers - second), 1: second}
-
-
-def _simulate(tasks: list[list[SignatureOp]], target: Target, share_a: float) -> float:
-    """Time until both op lists have run, sharing engines and DDR (see module docstring)."""
-    queues = [[_work(op, target) for op in ops] for ops in tasks]
-    overhead = target.op_overhead_s.value
-    ddr = target.ddr_bytes.value
-    pos = [0, 0]
-    left = [1.0, 1.0]  # fraction of the current op still to do
-    stall = [overhead, overhead]  # dispatch time still to pay before the current op starts
+    Each step runs until an op finishes, a dispatch stall ends or the other workers join. An op
+    gets a fraction of its engine: on separate engines an engine wanted by both tasks is split by
+    the share, otherwise one op has all of it; on a general-worker pool an op runs on as many
+    workers as its items allow (`_parallel`), two ops split the workers by the share and one takes
+    what the other cannot use (the kernel's quotas hand an idle worker to the task that has an
+    item for it); until the other workers have joined the call, the caller is the one worker.
+    Then DDR caps the rates (`_share_ddr1`, `_share_ddr2`). Scalars, not per-step dicts: the colocate alignment
+    runs millions of steps."""
+    overhead, pool, inf = target.op_overhead_s.value, target.general_workers.value, float("inf")
+    join = target.join_s.value if pool > 1 else 0.0
+    (q0, q1), shares = queues, (share_a, 1.0 - share_a)
+    p0 = p1 = 0
+    left0 = left1 = 1.0  # fraction of the current op still to do
+    stall0 = stall1 = overhead  # dispatch time still to pay before the current op starts
     now = 0.0
-    shares = (share_a, 1.0 - share_a)
-    join = target.join_s.value if target.general_workers.value > 1 else 0.0
-    while True:
-        active = [k for k in (0, 1) if pos[k] < len(queues[k])]
-        if not active:
-            return now
-        running = {k: (queues[k][pos[k]][0], queues[k][pos[k]][3]) for k in active if stall[k] <= 0}
-        rates: dict[int, float] = {}
-        ddr_need: dict[int, float] = {}
-        for k, alloc in _allocations(running, shares, target, now >= join).items():
-            _, engine_s, nbytes, _ = queues[k][pos[k]]
-            rates[k] = alloc / engine_s if engine_s > 0 else float("inf")
-            ddr_need[k] = rates[k] * nbytes
-        _share_ddr(rates, ddr_need, {k: queues[k][pos[k]][2] for k in running}, ddr)
-        # Next event: an op finishing, a stall ending or the other workers joining.
-        dt = join - now if now < join else float("inf")
-        for k in active:
-            if stall[k] > 0:
-                dt = min(dt, stall[k])
-            elif rates[k] == float("inf"):
-                dt = 0.0
-            else:
-                dt = min(dt, left[k] / rates[k])
+    while p0 < len(q0) and p1 < len(q1):
+        engine0, seconds0, bytes0, items0 = q0[p0]
+        engine1, seconds1, bytes1, items1 = q1[p1]
+        run0, run1 = stall0 <= 0, stall1 <= 0
+        if not pool:
+            contended = run0 and run1 and engine0 == engine1
+            alloc0, alloc1 = (shares if contended else (1.0, 1.0)) if run0 or run1 else (0.0, 0.0)
+        else:
+            workers = pool if now >= join else min(1.0, pool)
+            alloc0 = _parallel(items0, workers) if run0 else 0.0
+            alloc1 = _parallel(items1, workers) if run1 else 0.0
+            if run0 and run1:
+                first = min(alloc0, max(workers * shares[0], workers - alloc1))
+                alloc1 = min(alloc1, workers - first)
+                alloc0 = min(alloc0, workers - alloc1)
+        rate0 = (alloc0 / seconds0 if seconds0 > 0 else inf) if run0 else 0.0
+        rate1 = (alloc1 / seconds1 if seconds1 > 0 else inf) if run1 else 0.0
+        if run0 and run1:
+            rate0, rate1 = _share_ddr2(rate0, rate1, bytes0, bytes1, target.ddr_bytes.value)
+        elif run0:
+            rate0 = _share_ddr1(rate0, bytes0, target.ddr_bytes.value)
+        elif run1:
+            rate1 = _share_ddr1(rate1, bytes1, target.ddr_bytes.value)
+        dt = join - now if now < join else inf
+        if stall0 > 0:
+            dt = min(dt, stall0)
+        elif rate0 == inf:
+            dt = 0.0
+        else:
+            dt = min(dt, left0 / rate0)
+        if stall1 > 0:
+            dt = min(dt, stall1)
+        elif rate1 == inf:
+            dt = 0.0
+        else:
+            dt = min(dt, left1 / rate1)
         now += dt
-        for k in active:
-            if stall[k] > 0:
-                stall[k] -= dt
-                if stall[k] <= 1e-15:
-                    stall[k] = 0.0
+        if stall0 > 0:
+            stall0 -= dt
+            if stall0 <= 1e-15:
+                stall0 = 0.0
+        else:
+            left0 -= dt * rate0 if rate0 != inf else left0
+            if left0 <= 1e-9:
+                p0, left0, stall0 = p0 + 1, 1.0, overhead
+        if stall1 > 0:
+            stall1 -= dt
+            if stall1 <= 1e-15:
+                stall1 = 0.0
+        else:
+            left1 -= dt * rate1 if rate1 != inf else left1
+            if left1 <= 1e-9:
+                p1, left1, stall1 = p1 + 1, 1.0, overhead
+    if p0 < len(q0):
+        return _finish_alone(q0[p0:], left0, stall0, now, target, join)
+    if p1 < len(q1):
+        return _finish_alone(q1[p1:], left1, stall1, now, target, join)
+    return now
+
+
+def _finish_alone(queue: list[Work], left: float, stall: float, now: float, target: Target, join: float) -> float:
+    """`_simulate`'s loop once one task is left, step for step the same arithmetic without the
+    other task's bookkeeping (most of a long task's steps; all of them for a task alone)."""
+    overhead, ddr, pool = target.op_overhead_s.value, target.ddr_bytes.value, target.general_workers.value
+    inf = float("inf")
+    for _, engine_s, nbytes, items in queue:
+        while True:
+            until_join = join - now if now < join else inf
+            if stall > 0:
+                dt = min(until_join, stall)
+                now += dt
+                stall -= dt
+                if stall <= 1e-15:
+                    stall = 0.0
                 continue
-            left[k] -= dt * rates[k] if rates[k] != float("inf") else left[k]
-            if left[k] <= 1e-9:
-                pos[k] += 1
-                left[k] = 1.0
-                stall[k] = overhead
+            alloc = _parallel(items, pool if now >= join else min(1.0, pool)) if pool else 1.0
+            rate = alloc / engine_s if engine_s > 0 else inf
+            rate = _share_ddr1(rate, nbytes, ddr)
+            dt = 0.0 if rate == inf else min(until_join, left / rate)
+            now += dt
+            left -= dt * rate if rate != inf else left
+            if left <= 1e-9:
+                left, stall = 1.0, overhead
+                break
+    return now
 
 
-def _share_ddr(rates: dict[int, float], need: dict[int, float], nbytes: dict[int, float], ddr: float) -> None:
-    """Cap op rates so that DDR demand fits, max-min fair between the running ops."""
-    for k in rates:  # an op with no engine work is bound by DDR alone
-        if rates[k] == float("inf") and nbytes[k] > 0:
-            need[k] = float("inf")
-    total = sum(need.values())
-    if total <= ddr:
-        return
-    remaining, users = ddr, sorted(need, key=lambda k: need[k])
-    for i, k in enumerate(users):
-        fair = remaining / (len(users) - i)
-        grant = min(need[k], fair)
+def _share_ddr1(rate: float, nbytes: float, ddr: float) -> float:
+    """One running op's rate capped by DDR (an op with no engine work is bound by DDR alone)."""
+    need = float("inf") if rate == float("inf") and nbytes > 0 else rate * nbytes
+    if not need <= ddr and nbytes > 0:
+        return min(rate, min(need, ddr) / nbytes)
+    return rate
+
+
+def _share_ddr2(rate0: float, rate1: float, bytes0: float, bytes1: float, ddr: float) -> tuple[float, float]:
+    """Two running ops' rates capped so that their DDR demand fits, max-min fair."""
+    inf = float("inf")
+    need0 = inf if rate0 == inf and bytes0 > 0 else rate0 * bytes0
+    need1 = inf if rate1 == inf and bytes1 > 0 else rate1 * bytes1
+    if need0 + need1 <= ddr:
+        return rate0, rate1
+    rates, need, nbytes = [rate0, rate1], (need0, need1), (bytes0, bytes1)
+    remaining = ddr
+    for i, k in enumerate((1, 0) if need1 < need0 else (0, 1)):
+        grant = min(need[k], remaining / (2 - i))
         remaining -= grant
         if nbytes[k] > 0:
             rates[k] = min(rates[k], grant / nbytes[k])
+    return rates[0], rates[1]

@@ -7,7 +7,8 @@ static, and any default-domain node whose inputs are all known and whose outputs
 booleans, is evaluated here (onnx's reference implementation) and its outputs become initializers.
 Integer arithmetic is exact, so every op computes what it did. The kernel then sees constant
 steering inputs (a Reshape's target) instead of a run-time integer subgraph it cannot run. Float
-computations are never folded.
+computations are not folded, except a Range (and the Casts making its bounds) whose inputs and
+outputs are whole numbers that float32 holds exactly, which every implementation computes alike.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ _EXACT = {
     onnx.TensorProto.UINT8,
     onnx.TensorProto.BOOL,
 }
+_FLOATS = {onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE}
 
 
 def specialise(model: onnx.ModelProto, shapes: dict[str, list[int]]) -> tuple[onnx.ModelProto, int]:
@@ -62,12 +64,13 @@ def _fold_round(model: onnx.ModelProto) -> int:
     initializers = {t.name: t for t in graph.initializer}
     kept: list[onnx.NodeProto] = []
     made: set[str] = set()  # outputs of folded nodes
+    range_bounds = {t for n in graph.node if n.op_type == "Range" for t in n.input}
     for node in graph.node:
         if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and len(node.output) == 1:
             known[node.output[0]] = _evaluate(node, {}, None)
             kept.append(node)
             continue
-        value = _fold(node, types, known, initializers, opset)
+        value = _fold(node, types, known, initializers, opset, range_bounds)
         if value is None:
             kept.append(node)
             continue
@@ -101,26 +104,46 @@ def _fold(
     known: dict[str, np.ndarray],
     initializers: dict[str, onnx.TensorProto],
     opset: int,
+    range_bounds: set[str],
 ) -> list[np.ndarray] | None:
-    """The node's output values when it can be folded, else None."""
+    """The node's output values when it can be folded, else None. A float Range, and a float Cast
+    that makes a Range's bound (`range_bounds`), are folded when their inputs and outputs are
+    whole numbers (`_whole`): a YOLO head's anchors, a Range over a feature map's width."""
     if node.domain not in ("", "ai.onnx") or len(node.output) != 1 or not node.output[0]:
         return None
     if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
         return None
     kind = types.get(node.output[0])
-    if node.op_type == "Constant" or kind is None or kind.elem_type not in _EXACT:
+    if node.op_type == "Constant" or kind is None:
+        return None
+    whole_float = node.op_type == "Range" or (node.op_type == "Cast" and node.output[0] in range_bounds)
+    if kind.elem_type not in _EXACT and not (whole_float and kind.elem_type in _FLOATS):
         return None
     if node.op_type == "Shape":
         value = _static_shape(node, types)
     else:
         inputs = [t for t in node.input if t]
-        if not all(t in known or t in initializers for t in inputs):
+        if not all(t in known or (t in initializers and not _external(initializers[t])) for t in inputs):
             return None
         feeds = {t: known[t] if t in known else numpy_helper.to_array(initializers[t]) for t in inputs}
         value = _evaluate(node, feeds, opset)
+        if kind.elem_type in _FLOATS and not all(map(_whole, [*feeds.values(), value])):
+            return None
     if value is None or value.size > MAX_FOLDED_ELEMENTS:
         return None
     return [value]
+
+
+def _external(t: onnx.TensorProto) -> bool:
+    return t.data_location == onnx.TensorProto.EXTERNAL
+
+
+def _whole(value: np.ndarray) -> bool:
+    """Whole numbers a float32 holds exactly, where every way of computing a Range or Cast of them
+    (ORT adds delta step by step, numpy multiplies) gives the same floats."""
+    if value.dtype == np.bool_:
+        return True
+    return bool(np.all(np.isfinite(value)) and np.all(np.mod(value, 1) == 0) and np.all(np.abs(value) <= 1 << 24))
 
 
 def _evaluate(node: onnx.NodeProto, feeds: dict[str, np.ndarray], opset: int | None) -> np.ndarray:

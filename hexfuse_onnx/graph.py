@@ -220,6 +220,10 @@ def index_model(
         symbolic = symbolic_shapes(model)
     overrides = {**binding.inputs, **(shape_overrides or {})} if binding.symbols else (shape_overrides or {})
     model = _apply_shape_overrides(model, overrides, where)
+    if freeze and binding.symbols:  # what the fixed dims decide is folded, as colocate --freeze-shapes does
+        from .fold import specialise
+
+        model, _ = specialise(model, {})
     inferred = _infer_shapes(model, where)
     g = inferred.graph
 
@@ -584,7 +588,7 @@ def _apply_shape_overrides(model: onnx.ModelProto, overrides: dict[str, list[int
     inputs = {v.name: v for v in model.graph.input}
     unknown = sorted(set(overrides) - set(inputs))
     if unknown:
-        raise ModelError(f"{where}: --shape names no graph input: {', '.join(unknown)} (inputs: {', '.join(inputs)})")
+        raise UsageError(f"{where}: --shape names no graph input: {', '.join(unknown)} (inputs: {', '.join(inputs)})")
     model = _shallow_copy_without_weights(model)
     symbols: dict[str, set[int]] = {}
     for v in model.graph.input:

@@ -58,6 +58,7 @@ class Analysis:
     pairs: list[Pair]
     rejected: list[Rejection]
     seconds: dict[str, float] = field(default_factory=dict)
+    evaluated: dict[int, Pair | Rejection | str] = field(default_factory=dict)  # by id() of the candidate
 
 
 @dataclass
@@ -124,10 +125,21 @@ def analyse(
     seconds["discover"] = time.perf_counter() - t0
     progress(f"{len(candidates)} candidate pair(s) ({seconds['discover']:.2f} s)")
     t0 = time.perf_counter()
-    pairs, rejected = select(g, profile, candidates, tgt, min_gain)
+    evaluated: dict[int, Pair | Rejection | str] = {}
+    pairs, rejected = select(g, profile, candidates, tgt, min_gain, evaluated)
     seconds["select"] = time.perf_counter() - t0
     progress(f"{len(pairs)} pair(s) chosen ({seconds['select']:.2f} s)")
-    return Analysis(g, profile, tgt, candidates, pairs, rejected, seconds)
+    return Analysis(g, profile, tgt, candidates, pairs, rejected, seconds, evaluated)
+
+
+def runnable_inputs(
+    path: str | os.PathLike[str], shapes: dict[str, list[int]] | None, progress: Progress
+) -> dict[str, list[int]]:
+    """Every input's dims with a symbolic one as the pass analyses them without --shape for it:
+    `shapes`, the other dims where the original runs (`_runnable_shapes`)."""
+    hints = _runnable_shapes(path, shapes, progress) or {}
+    model = graph_mod.read_model(path, load_external_data=False)
+    return {**graph_mod.representative_binding(model, hints, str(path)).inputs, **hints}
 
 
 def _runnable_shapes(
@@ -210,10 +222,11 @@ def rewrite(
     seconds = dict(analysis.seconds)
     source_dir = Path(path).resolve().parent
     failed: list[Rejection] = []
+    lowers: set[int] = set()  # id() of the candidates that lowered in an earlier round
     while analysis.pairs:
         t0 = time.perf_counter()
         assert reference is not None
-        unlowered = prepare(analysis.graph, analysis.pairs, analysis.target, reference.second)
+        unlowered = _lower_new(analysis, lowers, reference.second)
         seconds["lower"] = time.perf_counter() - t0
         if unlowered:
             failed += [_not_lowered(pair, error, progress) for pair, error in unlowered]
@@ -243,6 +256,20 @@ def rewrite(
         staged.commit()
         return RewriteResult(analysis, out, comparison, seconds)
     return RewriteResult(analysis, None, None, seconds)
+
+
+def _lower_new(analysis: Analysis, lowers: set[int], second: ShapeBinding | None) -> list[tuple[Pair, LoweringError]]:
+    """Lower the chosen pairs; those not lowered in an earlier round first, alone, so that a
+    re-selection after a failure does not lower again every pair that lowered (captcha_crnn: 8
+    rounds of 83 pairs). Whether a pair lowers depends on it alone, not on its id or the others."""
+    new = [p for p in analysis.pairs if id(p.candidate) not in lowers]
+    if len(new) < len(analysis.pairs):
+        unlowered = prepare(analysis.graph, new, analysis.target, second)
+        if unlowered:
+            return unlowered
+    unlowered = prepare(analysis.graph, analysis.pairs, analysis.target, second)  # ids in the final order
+    lowers.update(id(p.candidate) for p in analysis.pairs if p.lowered is not None)
+    return unlowered
 
 
 def _check_keeps_external_data(g: ModelGraph, path: Path, out: Path) -> None:
@@ -412,5 +439,7 @@ def _failing_pairs(
 def _reselect(analysis: Analysis, failed: list[Rejection], min_gain: float) -> None:
     bad = {id(r.candidate) for r in failed}
     candidates = [c for c in analysis.candidates if id(c) not in bad]
-    analysis.pairs, rejected = select(analysis.graph, analysis.profile, candidates, analysis.target, min_gain)
+    analysis.pairs, rejected = select(
+        analysis.graph, analysis.profile, candidates, analysis.target, min_gain, analysis.evaluated
+    )
     analysis.rejected = failed + rejected

@@ -235,8 +235,13 @@ def _symbolic_inputs(g: ModelGraph, call: FusedCall, second: ShapeBinding) -> Sy
             body[t] = symbolic
     function = onnx.FunctionProto()
     function.CopyFrom(call.function)
-    _retype(function, {t: helper.make_value_info(t, i.type_proto()) for t, i in at_second.items() if i.elem_type})
+    made = {t for n in function.node for t in n.output}  # not every tensor of the graph: once per pair
+    _retype(function, {t: helper.make_value_info(t, at_second[t].type_proto()) for t in made if _typed(at_second, t)})
     return SymbolicInputs(dims, types, body, function)
+
+
+def _typed(infos: dict[str, TensorInfo], t: str) -> bool:
+    return t in infos and bool(infos[t].elem_type)
 
 
 def _placed_shapes(

@@ -52,11 +52,16 @@ def select(
     candidates: list[Candidate],
     target: Target,
     min_gain: float = DEFAULT_MIN_GAIN,
+    evaluated: dict[int, Pair | Rejection | str] | None = None,
 ) -> tuple[list[Pair], list[Rejection]]:
+    """`evaluated`: each candidate's evaluation by id(), kept across the re-selections of one pass."""
     scored: list[Pair] = []
     rejected: list[Rejection] = []
+    evaluated = {} if evaluated is None else evaluated
     for c in candidates:
-        result = evaluate(g, profile, c, target)
+        if id(c) not in evaluated:
+            evaluated[id(c)] = evaluate(g, profile, c, target)
+        result = evaluated[id(c)]
         if isinstance(result, (str, Rejection)):
             rejected.append(result if isinstance(result, Rejection) else Rejection(c, result))
         else:

@@ -16,6 +16,7 @@ import re
 import struct
 from dataclasses import dataclass
 from enum import IntEnum
+from functools import cache
 
 import sympy
 
@@ -54,6 +55,7 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 _FUNCTIONS = {"floor", "ceiling", "Min", "Max", "Mod", "ceil", "min", "max", "mod"}
 
 
+@cache  # sympy's parser takes about 2 ms a dim; a pass parses the same few dims thousands of times
 def parse_dim(text: str) -> sympy.Expr:
     """A dim string as a sympy expression; every name that is not a function is a symbol.
 

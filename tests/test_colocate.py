@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -119,7 +120,7 @@ def _brute_force(profile, units_a, units_b, score) -> float:
     def saving(seg_a, seg_b) -> float | None:
         ta = profile.task([i for u in units_a[seg_a[0] : seg_a[1]] for i in u.nodes])
         tb = profile.task([i for u in units_b[seg_b[0] : seg_b[1]] for i in u.nodes])
-        p = score(ta, tb)
+        p = score(kind.Segment.of(ta, HOST), kind.Segment.of(tb, HOST))
         return None if p is None else p.serial - p.fused - overhead
 
     best = 0.0
@@ -143,6 +144,22 @@ def test_alignment_is_optimal_against_brute_force(zoo_dir, tmp_path):
     assert best > 0  # the case has something to find
     assert result.saving == pytest.approx(best, rel=1e-9)
     assert sum(p.saving for p in result.pairs) == pytest.approx(result.saving, rel=1e-9)
+
+
+def test_the_alignment_reads_each_segments_work_once(zoo_dir, tmp_path, monkeypatch):
+    """nudenet_320n_qdq_u8u8 x2 spent 148 s aligning, half of it rebuilding the cost model's view of
+    the same segments (and their serial time) for every pair and share tried: once per segment."""
+    path = _save(colocate.merge([zoo_dir / "mlp_chain.onnx", zoo_dir / "two_branch.onnx"]), tmp_path / "ab.onnx")
+    profile, (units_a, units_b) = _sides(path, first=6)
+    built: list[int] = []
+    real_signature = costmodel.signature
+    monkeypatch.setattr(costmodel, "signature", lambda t: built.append(id(t)) or real_signature(t))
+    monkeypatch.setattr(kind, "signature", costmodel.signature)
+    costmodel._simulate_cached.cache_clear()
+    result = kind.align(profile, units_a, units_b, HOST, kind.pair_score(HOST, None, 0.05), max_segment_units=6)
+    assert result.pairs_simulated > 10  # many pairs scored
+    assert len(built) == len(set(built))  # no task's signature built twice
+    assert len(built) <= len(units_a) * (len(units_a) + 1) // 2 + len(units_b) * (len(units_b) + 1) // 2
 
 
 def test_a_segment_may_also_span_its_whole_run_of_pairable_units():
@@ -295,6 +312,48 @@ def test_cli_colocates_a_model_of_unknown_dims(tmp_path, freeze):
     for prefix in ("r0/", "r1/"):
         for name, ref in _own_outputs(src, feeds, prefix).items():
             assert verify.relative_error(ref, got[name]) <= 1e-5, name
+
+
+def _detector_head(path: Path) -> Path:
+    """A stride-2 Conv upsampled back and concatenated with its input, as YOLO's neck does
+    (nudenet_320n): at a 1x1 image 1 row meets 2 and ORT refuses the Concat; at 128x128 it runs."""
+    w = onnx.numpy_helper.from_array(np.random.default_rng(2).standard_normal((3, 3, 3, 3)).astype(np.float32), "w")
+    scales = onnx.numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["down"], pads=[1, 1, 1, 1], strides=[2, 2]),
+        helper.make_node("Resize", ["down", "", "scales"], ["up"], mode="nearest"),
+        helper.make_node("Concat", ["x", "up"], ["y"], axis=1),
+    ]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3, "height", "width"])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 6, "height", "width"])
+    graph_ = helper.make_graph(nodes, "head", [x], [y], [w, scales])
+    onnx.save(helper.make_model(graph_, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def test_the_merge_is_checked_where_the_pass_analyses_it(tmp_path):
+    """colocate checked the merge with free dims 1 and refused nudenet_320n (exit 3) where rewrite,
+    probing shapes in a child process, analyses it at 1x3x128x128."""
+    src, out = _detector_head(tmp_path / "head.onnx"), tmp_path / "two.onnx"
+    assert run_cli("rewrite", src, "-o", tmp_path / "one.onnx", "-q").returncode == EXIT_OK
+    proc = run_cli("colocate", src, "--requests", "2", "-o", out, "--target", "host")
+    assert proc.returncode == EXIT_OK, proc.stderr
+    assert "output(s) equal their source's exactly" in proc.stdout
+    assert out.is_file()
+
+
+def test_no_pair_paying_for_its_call_is_accounted_for_as_rewrite_does(zoo_dir, tmp_path, monkeypatch):
+    """colocate silero_encoder_v5 x2 at 100 us per call found no pair and said nothing of why, where
+    rewrite says "rejected 1: saving below the call overhead"."""
+    monkeypatch.setenv("HEXFUSE_CALL_OVERHEAD_US", "100")
+    out, report = tmp_path / "two.onnx", tmp_path / "two.json"
+    proc = run_cli("colocate", zoo_dir / "mlp_chain.onnx", "--requests", "2", "-o", out, "--json", report, "-q")
+    assert proc.returncode == EXIT_OK, proc.stderr
+    assert "no pair qualifies" in proc.stdout
+    assert re.search(r"^rejected \d+: saving below the call overhead$", proc.stdout, re.MULTILINE), proc.stdout
+    reasons = [r["reason"] for r in json.loads(report.read_text())["rejected"]]
+    assert reasons and all(r.startswith("saving below the call overhead: fusing saves") for r in reasons)
+    assert all("a call costs 100.0 us" in r for r in reasons)
 
 
 @pytest.mark.parametrize("freeze", [False, True])

@@ -16,7 +16,7 @@ import pytest
 from cli_support import assert_mentions, error_line, listing, run_cli, sha256
 from onnx import TensorProto, helper, numpy_helper
 
-from hexfuse_onnx import colocate, fold, hybrid, runtime, verify
+from hexfuse_onnx import colocate, fold, graph, hybrid, runtime, verify
 from hexfuse_onnx.contract import DOMAIN
 from models.exported import MODELS, decoder_spec, generate
 
@@ -178,6 +178,55 @@ def test_specialise_folds_integer_shape_work_and_nothing_else(tmp_path):
         verify.session(tmp_path / "a.onnx").run(None, feeds), verify.session(tmp_path / "b.onnx").run(None, feeds)
     ):
         assert np.array_equal(ref, got)
+
+
+def _anchors(start: float) -> onnx.ModelProto:
+    """A YOLO head's anchors: a float Range over the map's width (cast from its shape), plus 0.5."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, "h", "w"])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, "h", "w"])
+    consts = [
+        numpy_helper.from_array(np.array(v, dtype), n)
+        for n, v, dtype in [
+            ("three", [3], np.int64),
+            ("start", start, np.float32),
+            ("step", 1.0, np.float32),
+            ("half", 0.5, np.float32),
+        ]
+    ]
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "three"], ["wi"], axis=0),
+        helper.make_node("Squeeze", ["wi"], ["wi0"]),
+        helper.make_node("Cast", ["wi0"], ["wf"], to=TensorProto.FLOAT),
+        helper.make_node("Range", ["start", "wf", "step"], ["r"]),
+        helper.make_node("Add", ["r", "half"], ["anchors"]),
+        helper.make_node("Add", ["x", "anchors"], ["y"]),
+    ]
+    graph_ = helper.make_graph(nodes, "anchors", [x], [y], consts)
+    return helper.make_model(graph_, opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
+
+
+@pytest.mark.parametrize(("start", "folded"), [(0.0, True), (0.1, False)])
+def test_specialise_folds_a_range_of_whole_numbers(tmp_path, start, folded):
+    """nudenet_320n's anchors (Range outside the kernel, 11 candidates) folded at fixed dims; a
+    Range of fractions is left computed (ORT adds its step, numpy multiplies: the floats differ)."""
+    model = _anchors(start)
+    fixed, _ = fold.specialise(model, {"x": [1, 2, 3, 24]})
+    ops = [n.op_type for n in fixed.graph.node]
+    assert ("Range" not in ops and "Cast" not in ops) if folded else "Range" in ops
+    onnx.save(model, tmp_path / "a.onnx")
+    onnx.save(fixed, tmp_path / "b.onnx")
+    feeds = {"x": np.random.default_rng(0).standard_normal((1, 2, 3, 24)).astype(np.float32)}
+    ref, got = (verify.session(tmp_path / name).run(None, feeds)[0] for name in ("a.onnx", "b.onnx"))
+    assert np.array_equal(ref, got)
+
+
+def test_rewrite_freeze_shapes_folds_what_the_dims_decide(tmp_path):
+    """rewrite --freeze-shapes left nudenet's anchors a run-time Range, which colocate folds."""
+    onnx.save(_anchors(0.0), tmp_path / "a.onnx")
+    g = graph.load(tmp_path / "a.onnx", {"x": [1, 2, 3, 24]}, freeze_shapes=True)
+    assert "Range" not in [n.op_type for n in g.nodes]
+    assert "Range" in [n.op_type for n in graph.load(tmp_path / "a.onnx", {"x": [1, 2, 3, 24]}).nodes]
 
 
 def test_cli_hybrid_writes_the_model_and_its_report(tmp_path):

@@ -30,13 +30,27 @@ or alone) grows by at most max_slowdown over the stream alone.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 
 import onnx
 
 from ..colocate import Plan, plan_of
-from ..costmodel import Prediction, Target, complementarity, engine_seconds, fits, predict, serial_time, task_time
+from ..costmodel import (
+    Prediction,
+    Signature,
+    Target,
+    complementarity,
+    engine_seconds,
+    fits,
+    predict,
+    predict_signed,
+    serial_time,
+    signature,
+    signed_serial_time,
+    signed_time,
+    task_time,
+)
 from ..graph import ModelGraph
 from ..lowering import RUN_TIME_INTEGERS, op_key, op_outside_kernel, replaces_nan
 from ..profile import Engine, GraphProfile, TaskProfile
@@ -77,8 +91,26 @@ class Alignment:
     pairs_simulated: int
 
 
+@dataclass(frozen=True)
+class Segment:
+    """A run of units as the alignment scores it, computed once."""
+
+    task: TaskProfile
+    signature: Signature  # the cost model's view of its work
+    serial: float  # time unfused, on the target's baseline
+    alone: float  # time alone on the target
+    work: tuple[float, ...]  # busy seconds of each engine and of DDR
+
+    @classmethod
+    def of(cls, task: TaskProfile, target: Target) -> Segment:
+        ddr = sum(op.ddr_bytes for op in task.ops if op.engine != Engine.NONE) / target.ddr_bytes.value
+        work = (*engine_seconds(task, target), ddr)
+        signed = signature(task)
+        return cls(task, signed, signed_serial_time(signed, target), signed_time(signed, target), work)
+
+
 # The modelled fused time of two segments (and their share), or None when they may not pair.
-PairScore = Callable[[TaskProfile, TaskProfile], Prediction | None]
+PairScore = Callable[[Segment, Segment], Prediction | None]
 
 
 @dataclass(frozen=True)
@@ -120,9 +152,15 @@ def find_colocated(
         units_b = cut_units(g, profile, sides[kb], target, blocks)
         same_model = plan.sources[ka] == plan.sources[kb]
         layers = same_layers(units_a, units_b, sides[ka], sides[kb], blocks) if same_model else None
-        for p in align(profile, units_a, units_b, target, score, layers=layers).pairs:
+        pairs, below_call = align(profile, units_a, units_b, target, score, layers=layers).pairs, False
+        if not pairs and target.call_overhead_s.value > 0:
+            # nothing pays for its call: the pairs that would pay without it, for the report to reject
+            free = replace(target, call_overhead_s=replace(target.call_overhead_s, value=0.0))
+            score_free = pair_score(free, _priority_side(plan, ka, kb), plan.max_slowdown)
+            pairs, below_call = align(profile, units_a, units_b, free, score_free, layers=layers).pairs, True
+        for p in pairs:
             share = p.prediction.share_a
-            if plan.priority is None:  # the alignment tried a few shares; the pair gets the best one
+            if plan.priority is None and not below_call:  # the alignment tried a few shares; the pair gets the best one
                 task_a, task_b = profile.task(list(p.a)), profile.task(list(p.b))
                 assert task_a is not None and task_b is not None
                 share = predict(task_a, task_b, target).share_a
@@ -312,14 +350,18 @@ def pair_score(target: Target, priority: str | None, max_slowdown: float) -> Pai
     alone, or None when no share does."""
     overhead = target.call_overhead_s.value
 
-    def score(a: TaskProfile, b: TaskProfile) -> Prediction | None:
-        if not fits(a, b, target):
+    def score(a: Segment, b: Segment) -> Prediction | None:
+        if not fits(a.task, b.task, target):
             return None
+
+        def at(share: float) -> Prediction:
+            return predict_signed(a.signature, b.signature, a.serial, b.serial, target, share)
+
         if priority is None:
-            return min((predict(a, b, target, share_a=s) for s in ALIGN_SHARES), key=lambda p: p.fused)
+            return min((at(s) for s in ALIGN_SHARES), key=lambda p: p.fused)
         best = None
         for s in PRIORITY_SHARES:
-            p = predict(a, b, target, share_a=s if priority == "a" else 1.0 - s)
+            p = at(s if priority == "a" else 1.0 - s)
             alone = p.time_a if priority == "a" else p.time_b
             if p.fused + overhead <= (1.0 + max_slowdown) * alone and (best is None or p.fused < best.fused):
                 best = p
@@ -359,16 +401,16 @@ def align(
             if u == na or v == nb:
                 continue
             for u2 in ends_a[u]:
-                task_a, serial_a, alone_a, work_a = segment_a(u, u2)
+                seg_a = segment_a(u, u2)
                 for v2 in ends_b[v]:
                     if layers is not None and not layers(u, u2, v, v2):
                         continue
-                    task_b, serial_b, alone_b, work_b = segment_b(v, v2)
-                    least_fused = max(alone_a, alone_b, *_least_busy(work_a, work_b, target))
-                    bound = serial_a + serial_b - least_fused - overhead
+                    seg_b = segment_b(v, v2)
+                    least_fused = max(seg_a.alone, seg_b.alone, *_least_busy(seg_a.work, seg_b.work, target))
+                    bound = seg_a.serial + seg_b.serial - least_fused - overhead
                     if bound <= 0 or here + bound <= value[u2][v2]:
                         continue
-                    prediction = score(task_a, task_b)
+                    prediction = score(seg_a, seg_b)
                     simulated += 1
                     if prediction is None:
                         continue
@@ -423,18 +465,14 @@ def _least_busy(work_a: tuple[float, ...], work_b: tuple[float, ...], target: Ta
     return (sum(both[:-1]) / pool, both[-1]) if pool else tuple(both)
 
 
-def _segments(
-    profile: GraphProfile, units: list[Unit], target: Target
-) -> Callable[[int, int], tuple[TaskProfile, float, float, tuple[float, ...]]]:
-    """(profile, time unfused, time alone on the target, busy seconds of each engine and of DDR)
-    of the segment of units [u, u2), computed once each."""
+def _segments(profile: GraphProfile, units: list[Unit], target: Target) -> Callable[[int, int], Segment]:
+    """The segment of units [u, u2), computed once each."""
 
     @cache
-    def segment(u: int, u2: int) -> tuple[TaskProfile, float, float, tuple[float, ...]]:
+    def segment(u: int, u2: int) -> Segment:
         task = profile.task(list(segment_nodes(units, u, u2)))
         assert task is not None  # pairable units are profiled
-        ddr = sum(op.ddr_bytes for op in task.ops if op.engine != Engine.NONE) / target.ddr_bytes.value
-        return task, serial_time(task, target), task_time(task, target), (*engine_seconds(task, target), ddr)
+        return Segment.of(task, target)
 
     return segment
 

@@ -1,0 +1,40 @@
+"""What a stranger hit with the models of models/README.md's "Models a stranger brings" (cached
+real models only: `python -m models real fetch NAME`; skipped when not in the cache)."""
+
+from __future__ import annotations
+
+import collections
+from pathlib import Path
+
+import pytest
+
+from hexfuse_onnx import pipeline
+from models import real
+
+pytestmark = pytest.mark.slow  # real models through ORT
+
+
+def _cached(name: str) -> Path:
+    path = real.cached_path(name)
+    if path is None:
+        pytest.skip(f"{name} is not cached (python -m models real fetch {name})")
+    return path
+
+
+def test_a_reselection_lowers_only_the_pairs_it_has_not_lowered(tmp_path, monkeypatch):
+    """captcha_crnn at 0 us per call: 83 pairs chosen, then 24 rounds of lowering each finding
+    pairs that do not lower (shape arithmetic); every round lowered all 83 again (43-96 s)."""
+    path = _cached("captcha_crnn")
+    lowered: collections.Counter[int] = collections.Counter()  # by id() of the candidate
+    real_prepare = pipeline.prepare
+
+    def counted(g, pairs, *args, **kwargs):
+        lowered.update(id(p.candidate) for p in pairs)
+        return real_prepare(g, pairs, *args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "prepare", counted)
+    result = pipeline.rewrite(path, tmp_path / "out.onnx", shapes=real.get("captcha_crnn").shapes)
+    assert result.output is not None
+    not_lowered = [r for r in result.analysis.rejected if r.reason.startswith("does not lower")]
+    assert len(not_lowered) >= 20  # the case has many rounds
+    assert max(lowered.values()) <= 2  # once when first chosen, once in the final order
