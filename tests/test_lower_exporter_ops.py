@@ -221,6 +221,22 @@ CASES = {
         [vi("yb", [2, 3, 9])],
         [init("pads", np.array([0, 0, 0, 0, 0, 3], np.int64))],
     ),
+    # DTLN's tf2onnx export: a Pad of all-zero pads before a 'valid' Conv1D, read by a Transpose
+    "pad_zero_then_transpose": lambda: task_b_pair(
+        [
+            helper.make_node("Pad", ["z", "pads"], ["zp"], name="pad"),
+            helper.make_node("Transpose", ["zp"], ["yb"], name="t", perm=[0, 2, 1]),
+        ],
+        [vi("z", [1, 3, 5])],
+        [vi("yb", [1, 5, 3])],
+        [init("pads", np.zeros(6, np.int64))],
+    ),
+    "pad_zero_as_output": lambda: task_b_pair(
+        [helper.make_node("Pad", ["z", "pads"], ["yb"], name="pad")],
+        [vi("z", [1, 3, 5])],
+        [vi("yb", [1, 3, 5])],
+        [init("pads", np.zeros(6, np.int64))],
+    ),
     # an unrolled LSTM's 20 steps [1, batch, hidden] stacked on axis 0: more inputs than one op takes
     "concat20_steps": lambda: task_b_pair(
         [helper.make_node("Concat", [f"s{k}" for k in range(20)], ["yb"], name="steps", axis=-3)],
@@ -254,6 +270,8 @@ OPCODES = {
     "pad_reflect_conv": [Opcode.RELU] + [Opcode.SLICE, Opcode.SLICE, Opcode.CONCAT] * 2 + [Opcode.CONV2D],
     "pad_reflect_1d": [Opcode.RELU, Opcode.SLICE, Opcode.SLICE, Opcode.CONCAT],
     "pad_reflect_one_side": [Opcode.RELU, Opcode.SLICE, Opcode.CONCAT],
+    "pad_zero_then_transpose": [Opcode.RELU, Opcode.TRANSPOSE],  # the Pad emits nothing
+    "pad_zero_as_output": [Opcode.RELU, Opcode.COPY],
     "concat20_steps": [Opcode.RELU] + [Opcode.CONCAT] * 4,  # groups of 8, 8 and 4, then those three
 }
 
