@@ -237,6 +237,27 @@ CASES = {
         [vi("yb", [1, 3, 5])],
         [init("pads", np.zeros(6, np.int64))],
     ),
+    # openWakeWord's embedding model (tf2onnx): LeakyRelu(alpha=0.2), then Max with a [1, 1, 1, 1] constant
+    "leaky_relu_max_const": lambda: task_b_pair(
+        [
+            helper.make_node("LeakyRelu", ["z"], ["zl"], name="leaky", alpha=0.2),
+            helper.make_node("Max", ["zl", "floor"], ["yb"], name="max"),
+        ],
+        [vi("z", [1, 3, 4, 5])],
+        [vi("yb", [1, 3, 4, 5])],
+        [init("floor", np.full((1, 1, 1, 1), -0.4, np.float32))],
+    ),
+    "leaky_relu_default_alpha": lambda: task_b_pair(
+        [helper.make_node("LeakyRelu", ["z"], ["yb"], name="leaky")],
+        [vi("z", [2, 7])],
+        [vi("yb", [2, 7])],
+    ),
+    "min_const_first": lambda: task_b_pair(
+        [helper.make_node("Min", ["ceiling", "z"], ["yb"], name="min")],
+        [vi("z", [2, 7])],
+        [vi("yb", [2, 7])],
+        [init("ceiling", np.array([0.5], np.float32))],
+    ),
     # an unrolled LSTM's 20 steps [1, batch, hidden] stacked on axis 0: more inputs than one op takes
     "concat20_steps": lambda: task_b_pair(
         [helper.make_node("Concat", [f"s{k}" for k in range(20)], ["yb"], name="steps", axis=-3)],
@@ -272,6 +293,9 @@ OPCODES = {
     "pad_reflect_one_side": [Opcode.RELU, Opcode.SLICE, Opcode.CONCAT],
     "pad_zero_then_transpose": [Opcode.RELU, Opcode.TRANSPOSE],  # the Pad emits nothing
     "pad_zero_as_output": [Opcode.RELU, Opcode.COPY],
+    "leaky_relu_max_const": [Opcode.RELU, Opcode.CLIP, Opcode.MUL, Opcode.ADD, Opcode.CLIP],
+    "leaky_relu_default_alpha": [Opcode.RELU, Opcode.CLIP, Opcode.MUL, Opcode.ADD],
+    "min_const_first": [Opcode.RELU, Opcode.CLIP],
     "concat20_steps": [Opcode.RELU] + [Opcode.CONCAT] * 4,  # groups of 8, 8 and 4, then those three
 }
 
@@ -337,6 +361,22 @@ REFUSED = {
         [init(k, np.ones(3, np.float32)) for k in "gbmv"],
         15,
         "training_mode=1",
+    ),
+    "max_of_two_tensors": (
+        [helper.make_node("Max", ["z", "w"], ["yb"], name="max")],
+        [vi("z", [2, 3]), vi("w", [2, 3])],
+        [vi("yb", [2, 3])],
+        (),
+        17,
+        "one of them a scalar constant",
+    ),
+    "max_broadcasting_the_tensor": (
+        [helper.make_node("Max", ["z", "c"], ["yb"], name="max")],
+        [vi("z", [3])],
+        [vi("yb", [1, 3])],
+        [init("c", np.zeros((1, 1), np.float32))],  # one value, but it adds an axis
+        17,
+        "one of them a scalar constant",
     ),
     "gather_gaps": (
         [helper.make_node("Gather", ["z", "i"], ["yb"], name="gather")],
