@@ -24,6 +24,7 @@ from test_lower import (
 
 from hexfuse_onnx.lowering import LoweringError, lower_pair
 from hexfuse_onnx.lowering.abi import Opcode
+from hexfuse_onnx.lowering.quant import dequantized
 
 RNG = np.random.default_rng(11)
 
@@ -252,6 +253,21 @@ CASES = {
         [vi("z", [2, 7])],
         [vi("yb", [2, 7])],
     ),
+    # the same in a 16-bit QDQ model: the constant is a DequantizeLinear of a quantised initializer
+    "max_dequantized_const": lambda: task_b_pair(
+        [
+            helper.make_node("DequantizeLinear", ["floor_q", "floor_scale", "floor_zp"], ["floor"], name="dq"),
+            helper.make_node("Max", ["z", "floor"], ["yb"], name="max"),
+        ],
+        [vi("z", [1, 3, 4, 5])],
+        [vi("yb", [1, 3, 4, 5])],
+        [
+            init("floor_q", np.full((1, 1, 1, 1), 7, np.uint16)),
+            init("floor_scale", np.array(0.05, np.float32)),  # (7 - 15) * 0.05 = -0.4
+            init("floor_zp", np.array(15, np.uint16)),
+        ],
+        opset=21,
+    ),
     "min_const_first": lambda: task_b_pair(
         [helper.make_node("Min", ["ceiling", "z"], ["yb"], name="min")],
         [vi("z", [2, 7])],
@@ -296,6 +312,7 @@ OPCODES = {
     "leaky_relu_max_const": [Opcode.RELU, Opcode.CLIP, Opcode.MUL, Opcode.ADD, Opcode.CLIP],
     "leaky_relu_default_alpha": [Opcode.RELU, Opcode.CLIP, Opcode.MUL, Opcode.ADD],
     "min_const_first": [Opcode.RELU, Opcode.CLIP],
+    "max_dequantized_const": [Opcode.RELU, Opcode.DEQUANTIZE_LINEAR, Opcode.CLIP],
     "concat20_steps": [Opcode.RELU] + [Opcode.CONCAT] * 4,  # groups of 8, 8 and 4, then those three
 }
 
@@ -675,3 +692,12 @@ def test_a_1d_conv_to_one_channel_at_batch_1_keeps_the_batch_symbolic(tmp_path) 
     assert result.output is not None, [r.reason for r in result.analysis.rejected]
     (pair,) = result.analysis.pairs
     assert "a/conv" in {result.analysis.graph.nodes[i].name for i in pair.candidate.nodes}
+
+
+def test_a_16_bit_dequantized_constant_is_known_and_a_per_axis_one_is_not() -> None:
+    """openWakeWord's u16 QDQ embedding model: com.microsoft DequantizeLinear(0, 6.1e-6, 65535) is -0.4."""
+    dq = helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], domain="com.microsoft")
+    q, zero = np.zeros((1, 1, 1, 1), np.uint16), np.array(65535, np.uint16)
+    assert dequantized(dq, [q, np.array(6.103609e-06, np.float32), zero]).item() == pytest.approx(-0.4, abs=1e-6)
+    assert dequantized(dq, [q, np.ones(2, np.float32), zero]) is None
+    assert dequantized(dq, [q, None, zero]) is None

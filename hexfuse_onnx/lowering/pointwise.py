@@ -10,6 +10,7 @@ import onnx
 
 from .abi import ClipParam, HardSigmoidParam, Opcode, ReplaceNanParam, Task
 from .lowerer import Lowerer, attr, f32_bits
+from .quant import dequantized
 from .registry import LoweringError, lowers
 
 BINARY = {"Add": Opcode.ADD, "Sub": Opcode.SUB, "Mul": Opcode.MUL, "Div": Opcode.DIV}
@@ -146,7 +147,7 @@ def max_min_constant(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     """Max(x, c) and Min(x, c) of a scalar constant c are one-sided CLIPs (tf2onnx writes Max(x, -0.4)
     after each LeakyRelu of openWakeWord's embedding model)."""
     inputs = [name for name in n.input if name]
-    known = [cx.known_value(name) for name in inputs]
+    known = [_constant(cx, name) for name in inputs]
     scalars = [k for k, v in enumerate(known) if v is not None and np.asarray(v).size == 1]
     if len(inputs) != 2 or not scalars or cx.shape(inputs[1 - scalars[0]], n) != cx.shape(n.output[0], n):
         raise LoweringError(n.op_type, n.name, "only two inputs, one of them a scalar constant, are supported")
@@ -154,6 +155,15 @@ def max_min_constant(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     lo, hi = (c, np.inf) if n.op_type == "Max" else (-np.inf, c)
     params = {ClipParam.MIN: f32_bits(lo), ClipParam.MAX: f32_bits(hi)}
     cx.emit(n, t, Opcode.CLIP, [cx.read(inputs[1 - scalars[0]], n, t)], params)
+
+
+def _constant(cx: Lowerer, name: str) -> np.ndarray | None:
+    """A value known at lowering time, or a DequantizeLinear of known values (a QDQ model's constant)."""
+    value = cx.known_value(name)
+    made_by = next((b for b in cx.fn.node if name in b.output), None)
+    if value is not None or made_by is None:
+        return value
+    return dequantized(made_by, [cx.known_value(i) for i in made_by.input if i])
 
 
 @lowers("LeakyRelu")
