@@ -253,7 +253,11 @@ def _placed_shapes(
     whole, axis, part = split.input[0], int(attribute(split, "axis", 0)), call.tasks.placed_tensors[t]
     shape = g.symbolic.get(whole, g.info(whole).shape)
     if shape is None or part.shape is None or not isinstance(shape[axis], int):
-        raise LoweringError(C.OP_TYPE, call.node.name, f"the micro-batch axis {axis} of '{whole}' is symbolic")
+        raise LoweringError(
+            C.OP_TYPE,
+            call.node.name,
+            f"the micro-batch axis {axis} of '{whole}' is symbolic (--freeze-shapes fixes it)",
+        )
     rows = part.shape[axis]
     other = at_second.get(whole, g.info(whole))
     assert other.shape is not None

@@ -24,6 +24,7 @@ from test_lower import (
 
 from hexfuse_onnx.lowering import LoweringError, lower_pair
 from hexfuse_onnx.lowering.abi import Opcode
+from hexfuse_onnx.lowering.quant import dequantized
 
 RNG = np.random.default_rng(11)
 
@@ -221,6 +222,58 @@ CASES = {
         [vi("yb", [2, 3, 9])],
         [init("pads", np.array([0, 0, 0, 0, 0, 3], np.int64))],
     ),
+    # DTLN's tf2onnx export: a Pad of all-zero pads before a 'valid' Conv1D, read by a Transpose
+    "pad_zero_then_transpose": lambda: task_b_pair(
+        [
+            helper.make_node("Pad", ["z", "pads"], ["zp"], name="pad"),
+            helper.make_node("Transpose", ["zp"], ["yb"], name="t", perm=[0, 2, 1]),
+        ],
+        [vi("z", [1, 3, 5])],
+        [vi("yb", [1, 5, 3])],
+        [init("pads", np.zeros(6, np.int64))],
+    ),
+    "pad_zero_as_output": lambda: task_b_pair(
+        [helper.make_node("Pad", ["z", "pads"], ["yb"], name="pad")],
+        [vi("z", [1, 3, 5])],
+        [vi("yb", [1, 3, 5])],
+        [init("pads", np.zeros(6, np.int64))],
+    ),
+    # openWakeWord's embedding model (tf2onnx): LeakyRelu(alpha=0.2), then Max with a [1, 1, 1, 1] constant
+    "leaky_relu_max_const": lambda: task_b_pair(
+        [
+            helper.make_node("LeakyRelu", ["z"], ["zl"], name="leaky", alpha=0.2),
+            helper.make_node("Max", ["zl", "floor"], ["yb"], name="max"),
+        ],
+        [vi("z", [1, 3, 4, 5])],
+        [vi("yb", [1, 3, 4, 5])],
+        [init("floor", np.full((1, 1, 1, 1), -0.4, np.float32))],
+    ),
+    "leaky_relu_default_alpha": lambda: task_b_pair(
+        [helper.make_node("LeakyRelu", ["z"], ["yb"], name="leaky")],
+        [vi("z", [2, 7])],
+        [vi("yb", [2, 7])],
+    ),
+    # the same in a 16-bit QDQ model: the constant is a DequantizeLinear of a quantised initializer
+    "max_dequantized_const": lambda: task_b_pair(
+        [
+            helper.make_node("DequantizeLinear", ["floor_q", "floor_scale", "floor_zp"], ["floor"], name="dq"),
+            helper.make_node("Max", ["z", "floor"], ["yb"], name="max"),
+        ],
+        [vi("z", [1, 3, 4, 5])],
+        [vi("yb", [1, 3, 4, 5])],
+        [
+            init("floor_q", np.full((1, 1, 1, 1), 7, np.uint16)),
+            init("floor_scale", np.array(0.05, np.float32)),  # (7 - 15) * 0.05 = -0.4
+            init("floor_zp", np.array(15, np.uint16)),
+        ],
+        opset=21,
+    ),
+    "min_const_first": lambda: task_b_pair(
+        [helper.make_node("Min", ["ceiling", "z"], ["yb"], name="min")],
+        [vi("z", [2, 7])],
+        [vi("yb", [2, 7])],
+        [init("ceiling", np.array([0.5], np.float32))],
+    ),
     # an unrolled LSTM's 20 steps [1, batch, hidden] stacked on axis 0: more inputs than one op takes
     "concat20_steps": lambda: task_b_pair(
         [helper.make_node("Concat", [f"s{k}" for k in range(20)], ["yb"], name="steps", axis=-3)],
@@ -254,6 +307,12 @@ OPCODES = {
     "pad_reflect_conv": [Opcode.RELU] + [Opcode.SLICE, Opcode.SLICE, Opcode.CONCAT] * 2 + [Opcode.CONV2D],
     "pad_reflect_1d": [Opcode.RELU, Opcode.SLICE, Opcode.SLICE, Opcode.CONCAT],
     "pad_reflect_one_side": [Opcode.RELU, Opcode.SLICE, Opcode.CONCAT],
+    "pad_zero_then_transpose": [Opcode.RELU, Opcode.TRANSPOSE],  # the Pad emits nothing
+    "pad_zero_as_output": [Opcode.RELU, Opcode.COPY],
+    "leaky_relu_max_const": [Opcode.RELU, Opcode.CLIP, Opcode.MUL, Opcode.ADD, Opcode.CLIP],
+    "leaky_relu_default_alpha": [Opcode.RELU, Opcode.CLIP, Opcode.MUL, Opcode.ADD],
+    "min_const_first": [Opcode.RELU, Opcode.CLIP],
+    "max_dequantized_const": [Opcode.RELU, Opcode.DEQUANTIZE_LINEAR, Opcode.CLIP],
     "concat20_steps": [Opcode.RELU] + [Opcode.CONCAT] * 4,  # groups of 8, 8 and 4, then those three
 }
 
@@ -319,6 +378,22 @@ REFUSED = {
         [init(k, np.ones(3, np.float32)) for k in "gbmv"],
         15,
         "training_mode=1",
+    ),
+    "max_of_two_tensors": (
+        [helper.make_node("Max", ["z", "w"], ["yb"], name="max")],
+        [vi("z", [2, 3]), vi("w", [2, 3])],
+        [vi("yb", [2, 3])],
+        (),
+        17,
+        "one of them a scalar constant",
+    ),
+    "max_broadcasting_the_tensor": (
+        [helper.make_node("Max", ["z", "c"], ["yb"], name="max")],
+        [vi("z", [3])],
+        [vi("yb", [1, 3])],
+        [init("c", np.zeros((1, 1), np.float32))],  # one value, but it adds an axis
+        17,
+        "one of them a scalar constant",
     ),
     "gather_gaps": (
         [helper.make_node("Gather", ["z", "i"], ["yb"], name="gather")],
@@ -617,3 +692,12 @@ def test_a_1d_conv_to_one_channel_at_batch_1_keeps_the_batch_symbolic(tmp_path) 
     assert result.output is not None, [r.reason for r in result.analysis.rejected]
     (pair,) = result.analysis.pairs
     assert "a/conv" in {result.analysis.graph.nodes[i].name for i in pair.candidate.nodes}
+
+
+def test_a_16_bit_dequantized_constant_is_known_and_a_per_axis_one_is_not() -> None:
+    """openWakeWord's u16 QDQ embedding model: com.microsoft DequantizeLinear(0, 6.1e-6, 65535) is -0.4."""
+    dq = helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], domain="com.microsoft")
+    q, zero = np.zeros((1, 1, 1, 1), np.uint16), np.array(65535, np.uint16)
+    assert dequantized(dq, [q, np.array(6.103609e-06, np.float32), zero]).item() == pytest.approx(-0.4, abs=1e-6)
+    assert dequantized(dq, [q, np.ones(2, np.float32), zero]) is None
+    assert dequantized(dq, [q, None, zero]) is None

@@ -346,7 +346,14 @@ def test_microbatch_over_a_symbolic_batch_is_refused(tmp_path: Path) -> None:
     name = model.graph.input[0].name
     result = pipeline.rewrite(tmp_path / "model.onnx", tmp_path / "out.onnx", ["microbatch"], shapes={name: concrete})
     assert result.output is None
-    assert any(f"the micro-batch axis 0 of '{name}' is symbolic" in r.reason for r in result.analysis.rejected)
+    assert any(
+        f"the micro-batch axis 0 of '{name}' is symbolic (--freeze-shapes fixes it)" in r.reason
+        for r in result.analysis.rejected
+    )
+    frozen = pipeline.rewrite(
+        tmp_path / "model.onnx", tmp_path / "frozen.onnx", ["microbatch"], shapes={name: concrete}, freeze_shapes=True
+    )
+    assert frozen.output is not None
 
 
 def test_recorded_shapes_take_the_bound_input_symbols(tmp_path: Path) -> None:

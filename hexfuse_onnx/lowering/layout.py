@@ -36,11 +36,19 @@ def reshape(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     """A real copy: the kernel has no aliasing view, the output gets its own buffer. A Reshape of
     a tensor to its own Shape (rewrite's way of hiding a length from ONNX Runtime's inference) is
     the same tensor: no op, unless it is a pair output."""
-    if n.op_type == "Reshape" and _to_own_shape(cx, n) and n.output[0] not in cx.out_index:
-        cx.ids[n.output[0]] = cx.read(n.input[0], n, t)
-        cx.task_of[n.output[0]] = t
+    if n.op_type == "Reshape" and _to_own_shape(cx, n):
+        same_tensor(cx, n, t)
         return
     cx.emit(n, t, Opcode.COPY, [cx.read(n.input[0], n, t)])
+
+
+def same_tensor(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """`n`'s output is its input unchanged: no op, unless it is a pair output (which needs its own buffer)."""
+    if n.output[0] in cx.out_index:
+        cx.emit(n, t, Opcode.COPY, [cx.read(n.input[0], n, t)])
+        return
+    cx.ids[n.output[0]] = cx.read(n.input[0], n, t)
+    cx.task_of[n.output[0]] = t
 
 
 def _to_own_shape(cx: Lowerer, n: onnx.NodeProto) -> bool:

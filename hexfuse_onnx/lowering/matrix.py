@@ -8,7 +8,7 @@ import onnx
 
 from ..profile import Engine as EngineClass
 from .abi import ConvParam, GemmParam, Opcode, Param, Task
-from .layout import reflect_pad
+from .layout import reflect_pad, same_tensor
 from .lowerer import Lowerer, attr, f32_bits, str_attr
 from .registry import LoweringError, lowers
 from .spatial import as_2d, emit_1d, lift_1d, pads_2d
@@ -123,7 +123,11 @@ def conv_transpose(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
 def pad(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     """Emits nothing: a zero constant Pad of the spatial axes whose only reader is a Conv (as its
     X) is folded into that Conv's pads. A reflect Pad (an STFT front end's) is mirrored SLICEs
-    concatenated around the input (layout.reflect_pad). Any other Pad is refused."""
+    concatenated around the input (layout.reflect_pad). A Pad of all-zero pads (tf2onnx writes
+    one before a 'valid' Conv1D) is its input. Any other Pad is refused."""
+    if not any(_pad_amounts(cx, n, len(cx.shape(n.input[0], n)))[0]):
+        same_tensor(cx, n, t)
+        return
     if str_attr(n, "mode", "constant") == "reflect":
         reflect_pad(cx, n, t, _pad_amounts(cx, n, len(cx.shape(n.input[0], n)))[0])
         return

@@ -1,5 +1,5 @@
-"""Elementwise ops on the vector engine: binary arithmetic, Sum, activations, Clip, float-to-float Cast,
-Where(IsNaN(x), c, x)."""
+"""Elementwise ops on the vector engine: binary arithmetic, Sum, activations, Clip (and Max/Min with a
+scalar constant), float-to-float Cast, Where(IsNaN(x), c, x)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import onnx
 
 from .abi import ClipParam, HardSigmoidParam, Opcode, ReplaceNanParam, Task
 from .lowerer import Lowerer, attr, f32_bits
+from .quant import dequantized
 from .registry import LoweringError, lowers
 
 BINARY = {"Add": Opcode.ADD, "Sub": Opcode.SUB, "Mul": Opcode.MUL, "Div": Opcode.DIV}
@@ -139,6 +140,50 @@ def clip(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         raise LoweringError(n.op_type, n.name, "a NaN bound is not supported")
     params = {ClipParam.MIN: f32_bits(lo), ClipParam.MAX: f32_bits(hi)}
     cx.emit(n, t, Opcode.CLIP, [cx.read(n.input[0], n, t)], params)
+
+
+@lowers("Max", "Min")
+def max_min_constant(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """Max(x, c) and Min(x, c) of a scalar constant c are one-sided CLIPs (tf2onnx writes Max(x, -0.4)
+    after each LeakyRelu of openWakeWord's embedding model)."""
+    inputs = [name for name in n.input if name]
+    known = [_constant(cx, name) for name in inputs]
+    scalars = [k for k, v in enumerate(known) if v is not None and np.asarray(v).size == 1]
+    if len(inputs) != 2 or not scalars or cx.shape(inputs[1 - scalars[0]], n) != cx.shape(n.output[0], n):
+        raise LoweringError(n.op_type, n.name, "only two inputs, one of them a scalar constant, are supported")
+    c = float(np.asarray(known[scalars[0]]).ravel()[0])
+    lo, hi = (c, np.inf) if n.op_type == "Max" else (-np.inf, c)
+    params = {ClipParam.MIN: f32_bits(lo), ClipParam.MAX: f32_bits(hi)}
+    cx.emit(n, t, Opcode.CLIP, [cx.read(inputs[1 - scalars[0]], n, t)], params)
+
+
+def _constant(cx: Lowerer, name: str) -> np.ndarray | None:
+    """A value known at lowering time, or a DequantizeLinear of known values (a QDQ model's constant)."""
+    value = cx.known_value(name)
+    made_by = next((b for b in cx.fn.node if name in b.output), None)
+    if value is not None or made_by is None:
+        return value
+    return dequantized(made_by, [cx.known_value(i) for i in made_by.input if i])
+
+
+@lowers("LeakyRelu")
+def leaky_relu(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """x + (alpha - 1) min(x, 0): x unchanged where x >= 0, alpha x (within a few ulp) below."""
+    alpha = float(attr(n, "alpha", 0.01))
+    dims = cx.shape(n.output[0], n)
+    x = cx.read(n.input[0], n, t)
+    negative = cx.emit(
+        n,
+        t,
+        Opcode.CLIP,
+        [x],
+        {ClipParam.MIN: f32_bits(-np.inf), ClipParam.MAX: f32_bits(0.0)},
+        out=cx.scratch(dims, t),
+    )
+    scaled = cx.emit(
+        n, t, Opcode.MUL, [negative, cx.constant(np.array([alpha - 1.0], np.float32), t)], out=cx.scratch(dims, t)
+    )
+    cx.emit(n, t, Opcode.ADD, [x, scaled])
 
 
 def _clip_bound(cx: Lowerer, n: onnx.NodeProto, k: int, default: float) -> float:

@@ -8,6 +8,7 @@ The integer tensor's scale and zero point go into the v2 quantization section wh
 
 from __future__ import annotations
 
+import numpy as np
 import onnx
 
 from .abi import Dtype, Opcode, QuantParam, Task
@@ -16,6 +17,18 @@ from .registry import LoweringError, lowers
 
 QUANTIZED = {Dtype.U8, Dtype.I8, Dtype.U16, Dtype.I16}  # what QuantizeLinear writes
 DEQUANTIZED = QUANTIZED | {Dtype.I32}
+
+
+def dequantized(n: onnx.NodeProto, inputs: list[np.ndarray | None]) -> np.ndarray | None:
+    """The value of DequantizeLinear `n` (either domain) from its inputs' values, or None when one is
+    unknown or the scale is per axis: (q - zero point) * scale, as ONNX Runtime computes it."""
+    if n.op_type != "DequantizeLinear" or n.domain not in ("", "ai.onnx", "com.microsoft"):
+        return None
+    if len(inputs) < 2 or any(v is None for v in inputs) or any(v.size != 1 for v in inputs[1:]):  # type: ignore[union-attr]
+        return None
+    q, scale = np.asarray(inputs[0]), np.asarray(inputs[1], np.float32).reshape(())
+    zero = np.asarray(inputs[2]).astype(np.int32).reshape(()) if len(inputs) > 2 else np.int32(0)
+    return ((q.astype(np.int32) - zero) * scale).astype(np.float32)
 
 
 @lowers("QuantizeLinear", "DequantizeLinear", "com.microsoft::QuantizeLinear", "com.microsoft::DequantizeLinear")
