@@ -67,7 +67,9 @@ def _fold_round(model: onnx.ModelProto) -> int:
     range_bounds = {t for n in graph.node if n.op_type == "Range" for t in n.input}
     for node in graph.node:
         if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and len(node.output) == 1:
-            known[node.output[0]] = _evaluate(node, {}, None)
+            constant = _evaluate(node, {}, None)
+            if constant is not None:
+                known[node.output[0]] = constant
             kept.append(node)
             continue
         value = _fold(node, types, known, initializers, opset, range_bounds)
@@ -127,6 +129,8 @@ def _fold(
             return None
         feeds = {t: known[t] if t in known else numpy_helper.to_array(initializers[t]) for t in inputs}
         value = _evaluate(node, feeds, opset)
+        if value is None:
+            return None
         if kind.elem_type in _FLOATS and not all(map(_whole, [*feeds.values(), value])):
             return None
     if value is None or value.size > MAX_FOLDED_ELEMENTS:
@@ -146,8 +150,13 @@ def _whole(value: np.ndarray) -> bool:
     return bool(np.all(np.isfinite(value)) and np.all(np.mod(value, 1) == 0) and np.all(np.abs(value) <= 1 << 24))
 
 
-def _evaluate(node: onnx.NodeProto, feeds: dict[str, np.ndarray], opset: int | None) -> np.ndarray:
-    outputs = ReferenceEvaluator(node, opsets=None if opset is None else {"": opset}).run(None, feeds)
+def _evaluate(node: onnx.NodeProto, feeds: dict[str, np.ndarray], opset: int | None) -> np.ndarray | None:
+    """The node's output by onnx's reference evaluator; None (the node stays computed) where the
+    evaluator cannot run it (onnx 1.23 fails on opset-11 Unsqueeze's `axes` attribute)."""
+    try:
+        outputs = ReferenceEvaluator(node, opsets=None if opset is None else {"": opset}).run(None, feeds)
+    except Exception:  # noqa: BLE001 - any evaluator failure only means: not folded
+        return None
     assert isinstance(outputs, list)  # a list when no intermediate results are asked for
     return np.asarray(outputs[0])
 

@@ -180,6 +180,33 @@ def test_specialise_folds_integer_shape_work_and_nothing_else(tmp_path):
         assert np.array_equal(ref, got)
 
 
+def test_specialise_leaves_computed_what_the_reference_evaluator_cannot_run(tmp_path):
+    """ddddocr_ocr (opset 12) x2 --freeze-shapes exited 70: onnx's reference evaluator raises on an
+    Unsqueeze whose axes are an attribute. Such a node, and what depends on it, stays computed."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    zero = numpy_helper.from_array(np.array(0, np.int64), "zero")
+    rest = numpy_helper.from_array(np.array([-1], np.int64), "rest")
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "zero"], ["n"], axis=0),
+        helper.make_node("Unsqueeze", ["n"], ["n1"], axes=[0]),
+        helper.make_node("Concat", ["n1", "rest"], ["shape"], axis=0),
+        helper.make_node("Reshape", ["x", "shape"], ["y"]),
+    ]
+    model = helper.make_model(
+        helper.make_graph(nodes, "g", [x], [y], [zero, rest]), opset_imports=[helper.make_opsetid("", 12)], ir_version=7
+    )
+    fixed, folded = fold.specialise(model, {"x": [2, 4]})
+    assert folded == 2  # Shape and Gather
+    assert [n.op_type for n in fixed.graph.node] == ["Unsqueeze", "Concat", "Reshape"]
+    onnx.save(model, tmp_path / "a.onnx")
+    onnx.save(fixed, tmp_path / "b.onnx")
+    feeds = {"x": np.arange(8, dtype=np.float32).reshape(2, 4)}
+    ref, got = (verify.session(tmp_path / name).run(None, feeds)[0] for name in ("a.onnx", "b.onnx"))
+    assert np.array_equal(ref, got)
+
+
 def _anchors(start: float) -> onnx.ModelProto:
     """A YOLO head's anchors: a float Range over the map's width (cast from its shape), plus 0.5."""
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, "h", "w"])
