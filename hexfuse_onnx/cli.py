@@ -471,7 +471,7 @@ def _inspect(args: argparse.Namespace, progress) -> int:
     import tempfile
 
     from .pipeline import analyse
-    from .report import analysis_json, pair_rows, rejection_lines, summary, table
+    from .report import analysis_json, candidate_lines, pair_rows, rejection_lines, summary, table
 
     with tempfile.TemporaryDirectory(prefix="hexfuse-zoo-") as folder:
         shapes = _zoo_model(args, folder)
@@ -481,7 +481,7 @@ def _inspect(args: argparse.Namespace, progress) -> int:
     print(summary(a))
     if a.pairs:
         print(table(pair_rows(a.pairs)))
-    for line in rejection_lines(a.rejected):
+    for line in [*rejection_lines(a.rejected), *candidate_lines(a.rejected)]:
         print(line)
     if args.json:
         _write_json(args.json, analysis_json(a))

@@ -178,6 +178,20 @@ def subgraph_nodes(graph: onnx.GraphProto) -> list[tuple[str, int]]:
     return out
 
 
+def candidate_lines(rejected: list[Rejection], limit: int = 12) -> list[str]:
+    """`inspect`'s account of the candidates not chosen, the largest first, each with its whole
+    reason (a below-the-bar one gives the modelled saving against the call)."""
+    if not rejected:
+        return []
+    ranked = sorted(rejected, key=lambda r: -len(r.candidate.nodes))
+    head = f"not chosen ({len(rejected)}" + (f", the {limit} largest; all in --json" if len(ranked) > limit else "")
+    lines = [head + "):"]
+    for r in ranked[:limit]:
+        c = r.candidate
+        lines.append(f"  {c.kind} {c.note} ({len(c.task_a)}+{len(c.task_b)} nodes): {r.reason}")
+    return lines
+
+
 def rejection_lines(rejected: list[Rejection]) -> list[str]:
     """One line per reason, most frequent first; candidates that do not lower are counted by the
     op (and its reason) that stopped them: `rejected 116: does not lower: BatchNormalization

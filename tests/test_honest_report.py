@@ -45,6 +45,18 @@ def test_blocking_op_is_named_with_its_count(dirs) -> None:
     assert f"rejected {n}: does not lower: Sin outside the kernel ({n})" in lines
 
 
+def test_inspect_lists_each_candidate_not_chosen_with_its_reason(dirs) -> None:
+    """A stranger's `inspect` printed counts only: which fork, how big, and why each was refused."""
+    src = dirs.save("sin.onnx", sin_branches())
+    proc = run_cli("inspect", src, "-q")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    head = next(k for k, ln in enumerate(lines) if ln.startswith("not chosen ("))
+    listed = [ln for ln in lines[head + 1 :] if ln.startswith("  ")]
+    assert lines[head] == f"not chosen ({len(listed)}):"
+    assert listed and all("nodes): does not lower: " in ln and "Sin" in ln for ln in listed)
+
+
 def if_model():
     """Relu, then an If whose branches hold 2 and 3 nodes."""
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])
