@@ -26,7 +26,7 @@ from hexfuse_onnx import contract as C
 from hexfuse_onnx import ort_modes, pipeline, runtime, tuning, verify
 from hexfuse_onnx.errors import EXIT_BAD_MODEL, EXIT_OK, EXIT_USAGE, EXIT_WRITE_FAILED
 from hexfuse_onnx.rewrite import unfuse
-from hexfuse_onnx.tools.tune import tune
+from hexfuse_onnx.tools.tune import DEFAULT_MARGIN, tune
 
 pytestmark = pytest.mark.skipif(
     not (runtime.LIB_DIR / runtime.PLUGIN_NAME).is_file(),
@@ -187,14 +187,23 @@ def test_where_fusion_loses_everything_is_unfused_and_equals_the_original(work, 
     verify.compare(zoo_dir / "two_branch.onnx", work["lost"], rtol=0.0)
 
 
-def test_a_pair_that_loses_on_the_host_is_unfused(work, tmp_path):
-    """inception's Conv/pool branches run slower on the host kernels than on ORT's (issue 13 item 3):
-    a genuine loss, well beyond run-to-run noise (about 1.4x here), so the default margin unfuses it."""
+def test_inception_pair_is_kept_only_as_its_measurements_say(work, tmp_path):
+    """inception's Conv/pool pair at the default margin. It lost by about 1.4x until the host's
+    MaxPool got faster (2.1-2.5x -> 1.2-1.3x of ORT's), so which way it goes is the machine's to say:
+    the test holds tune to its own figures, both ways, and the written model to its decision."""
     out = tmp_path / "inception.tuned.onnx"
     result = tune(work["inception"], out, runs=20, rounds=4, warmup=1)
     (pair,) = result.pairs
-    assert not pair.kept, result.lines()
-    assert onnx.load(str(out)).graph == unfuse(onnx.load(str(work["inception"]))).graph
+    assert pair.unfused is not None and pair.fused, result.lines()
+    clears = pair.saving - pair.spread >= DEFAULT_MARGIN
+    won = result.final is not None and result.final.won
+    assert pair.kept == (clears and won), result.lines()
+    assert (result.final is not None) == clears  # the whole model is timed exactly when a pair cleared
+    written = onnx.load(str(out)).graph
+    if pair.kept:
+        assert [n.domain for n in written.node].count(C.DOMAIN) == 1
+    else:
+        assert written == unfuse(onnx.load(str(work["inception"]))).graph
 
 
 def test_tuned_model_keeps_its_pair_at_the_measured_share_and_runs_on_stock_ort(work, zoo_dir):
@@ -296,9 +305,14 @@ def test_user_settings_win_over_the_tuned_mode(work, tmp_path, no_cdsp):
     assert_mentions(mode_messages(no_cdsp)[0], "ort-par", "not applied", "intra_op_num_threads")
 
 
-def test_untuned_or_elsewhere_tuned_models_keep_ort_defaults(work, tmp_path, no_cdsp):
+def test_untuned_or_elsewhere_tuned_models_keep_ort_defaults(work, tmp_path, no_cdsp, monkeypatch):
+    """No tuned mode is applied; the run-time choice's cache is this test's own, empty, since another
+    test's session may have remembered a mode for the same model (then that mode is applied)."""
     import onnxruntime as ort
 
+    from hexfuse_onnx import mode_choice
+
+    monkeypatch.setenv(mode_choice.ENV_CACHE, str(tmp_path / "ort_modes.json"))
     defaults = execution(ort.SessionOptions())
     elsewhere = with_mode(work["lost"], tmp_path / "elsewhere.onnx", "ort-par", fingerprint="0123456789abcdef")
     for model in (work["two_branch"], elsewhere):
