@@ -34,6 +34,10 @@ import numpy as np
 from .bench import Config, first_line, verify_config
 
 SETTLE_CALLS_MAX = 200  # calls a run-time mode choice may take before timing starts
+# Idle time before each block: ORT's intra-op threads spin for a while after a call, and a worker
+# whose threads still spin takes a core from the next worker's block. Blocks also start from a
+# different configuration each round, so no configuration always follows the same one.
+SETTLE_S = 0.05
 
 
 def ort_session(model: str | bytes, mode: str) -> Any:
@@ -65,12 +69,10 @@ class Workers:
         self.procs: dict[str, tuple[subprocess.Popen[bytes], IO[bytes], IO[bytes]]] = {}
 
     def start(self, feeds: dict[str, np.ndarray], names: list[str], reference: list[np.ndarray], steps: Any) -> None:
-        for cfg in self.configs:
+        for cfg in self.configs:  # one after another: a session choosing its mode must time it alone
             if cfg.make is not None and not cfg.check:
                 self.procs[cfg.label] = _spawn()
                 self._send(cfg, (cfg.make, feeds, names, reference, cfg.tol, steps))
-        for cfg in self.configs:  # the workers build and check their sessions at once
-            if cfg.label in self.procs:
                 reply = self._receive(cfg)
                 if reply is not None:
                     cfg.check, cfg.error, chosen = reply
@@ -87,7 +89,9 @@ class Workers:
         try:
             for r in range(rounds):
                 k = runs // rounds + (1 if r < runs % rounds else 0)
-                for cfg in self.live():
+                live = self.live()
+                for cfg in live[r % len(live) :] + live[: r % len(live)] if live else []:
+                    time.sleep(SETTLE_S)  # the last block's worker threads stop spinning first
                     self._send(cfg, (k, warmup))
                     samples = self._receive(cfg)
                     if samples is not None:
