@@ -252,17 +252,15 @@ def mode_messages(caplog: pytest.LogCaptureFixture) -> list[str]:
 
 
 def test_tune_times_every_ort_mode_and_records_the_choice(work):
-    for name, margin in (("kept", -100.0), ("lost", 100.0)):
+    for name in ("kept", "lost"):  # tuned at margins -100 and 100
         record = tuning.read_record(onnx.load(str(work[name])))
         assert record is not None
         choice = record["ort_mode"]
         assert set(choice["modes"]) == set(ort_modes.MODES), choice
         assert all(choice["modes"][m]["median_us"] > 0 for m in ort_modes.MODES)
         medians = {m: t["median_us"] for m, t in choice["modes"].items()}
-        if margin > 0:  # nothing beats ORT's defaults by a 10000% margin
-            assert choice["mode"] == ort_modes.DEFAULT and "no mode beats" in choice["why"]
-        else:  # any mode beats them by -10000%: the fastest is taken
-            assert choice["mode"] == min(medians, key=medians.__getitem__)
+        # the pairs' margin (either way) does not bind the mode: every mode is stock ORT
+        assert choice["mode"] == min(medians, key=medians.__getitem__) and "fastest here" in choice["why"]
         assert tuning.ort_mode_here(onnx.load(str(work[name])))[0] == choice["mode"]
         # with a kept pair the modes are timed again on the tuned model, its pair on the plugin
         assert ("kept pairs on the plugin" in choice["why"]) == (name == "kept"), choice["why"]
