@@ -5,7 +5,8 @@ under them and 75 us under ort-seq, mlp_chain twice as fast on 2 threads as on 1
 carries the mode that ran it fastest here (tuning.py); for any other model
 `runtime.InferenceSession` (backend auto, no cDSP, plugin not registered) prepares a session in
 each of ORT's modes (ort_modes.MODES) and alternates its first calls among them in blocks (Aker:
-prepare the versions, choose at run time). After ROUNDS rounds it keeps the mode with the lowest
+prepare the versions, choose at run time). After MIN_ROUNDS rounds, and more (up to MAX_ROUNDS) until the timed calls
+took EXPLORE_S, it keeps the mode with the lowest
 median, releases the other sessions, logs the choice once and remembers it in a small cache file
 keyed by the model's digest and this machine (tuning.fingerprint: CPU, CPU count, ORT and
 hexfuse-onnx versions), so the next session of the model starts in that mode at once, and
@@ -43,7 +44,9 @@ from . import ort_modes, tuning
 ENV_MODE = "HEXFUSE_ORT_MODE"
 ENV_CACHE = "HEXFUSE_ORT_MODE_CACHE"
 OFF = "off"
-ROUNDS = 4  # blocks per mode
+MIN_ROUNDS = 4  # blocks per mode at least ...
+EXPLORE_S = 0.25  # ... and until the counted calls took this long: short calls differ by a few %,
+MAX_ROUNDS = 40  # which 16 samples a mode cannot tell apart; at most this many rounds
 BLOCK = 5  # calls per block; the first of each is not counted (the switch from another session)
 EXPLORE_MAX_BYTES = 128 * 2**20  # above: four copies of the model are too many to hold
 CANDIDATES = ort_modes.MODES  # ORT's defaults first: the session other methods use while choosing
@@ -177,17 +180,20 @@ def model_bytes(source: str | bytes, header: onnx.ModelProto) -> int:
 class ChoosingSession:
     """An onnxruntime.InferenceSession that chooses its execution mode during its first calls.
 
-    `run` alternates blocks of BLOCK calls among one session per mode for ROUNDS rounds, then keeps
-    the fastest (median of the counted calls) and from then on is that session's own `run`. Every
-    other attribute is the current session's (ORT's defaults' while choosing). `choosing` says
+    `run` alternates blocks of BLOCK calls among one session per mode, round after round (at least
+    MIN_ROUNDS, then until the counted calls took EXPLORE_S, at most MAX_ROUNDS), then keeps the
+    fastest (median of the counted calls) and from then on is that session's own `run`. Every other
+    attribute is the current session's (ORT's defaults' while choosing). `choosing` says
     whether the choice is still open; `mode` is the mode chosen (None before)."""
 
     def __init__(self, sessions: dict[str, ort.InferenceSession], key: str, log: Log) -> None:
         self._sessions = sessions
         self._current = sessions[CANDIDATES[0]]
-        self._plan = [m for _ in range(ROUNDS) for m in sessions for _ in range(BLOCK)]
+        self._plan = [m for _ in range(MAX_ROUNDS) for m in sessions for _ in range(BLOCK)]
+        self._round_calls = BLOCK * len(sessions)
         self._samples: dict[str, list[float]] = {m: [] for m in sessions}
         self._calls = 0
+        self._counted_s = 0.0
         self._lock = threading.Lock()
         self._key, self._log = key, log
         self.choosing = True
@@ -207,18 +213,26 @@ class ChoosingSession:
         with self._lock:
             if call % BLOCK:
                 self._samples[mode].append(elapsed_us)
-            if call == len(self._plan) - 1:
-                self._choose()
+                self._counted_s += elapsed_us / 1e6
+            if self.choosing and self._round_done(call + 1):
+                self._choose(call + 1)
         return out
 
-    def _choose(self) -> None:
+    def _round_done(self, calls: int) -> bool:
+        """Whether the choice is made after `calls` calls: a round ends there, and enough is timed."""
+        if calls % self._round_calls:
+            return False
+        rounds = calls // self._round_calls
+        return rounds >= MAX_ROUNDS or (rounds >= MIN_ROUNDS and self._counted_s >= EXPLORE_S)
+
+    def _choose(self, calls: int) -> None:
         medians = {m: float(np.median(s)) for m, s in self._samples.items()}
         mode = min(medians, key=medians.__getitem__)
         self._current, self.mode, self.choosing = self._sessions[mode], mode, False
         self.run = self._current.run  # type: ignore[method-assign]  # the chosen session's own, no detour
         self._sessions = {}  # the other modes' sessions are released
         figures = ", ".join(f"{m} {t:.1f}" for m, t in medians.items())
-        entry = {"mode": mode, "median_us": medians, "calls": len(self._plan), "date": _today()}
+        entry = {"mode": mode, "median_us": medians, "calls": calls, "date": _today()}
         try:
             where = f"remembered in {remember(self._key, entry, self._log)}"
         except OSError as exc:
@@ -251,7 +265,8 @@ def session(
         sessions[mode] = ort.InferenceSession(source, sess_options=ort_modes.apply(so, mode), providers=providers)
     ort_modes.apply(so, CANDIDATES[0])
     log(
-        f"hexfuse: choosing ONNX Runtime's mode at run time: the first {ROUNDS * BLOCK * len(CANDIDATES)} calls "
-        f"alternate among {', '.join(CANDIDATES)} (no tuning record made here; {ENV_MODE}=off keeps ORT's defaults)"
+        f"hexfuse: choosing ONNX Runtime's mode at run time: the first {MIN_ROUNDS * BLOCK * len(CANDIDATES)} to "
+        f"{MAX_ROUNDS * BLOCK * len(CANDIDATES)} calls (until {EXPLORE_S:g} s are timed) alternate among "
+        f"{', '.join(CANDIDATES)} (no tuning record made here; {ENV_MODE}=off keeps ORT's defaults)"
     )
     return ChoosingSession(sessions, model_key(model), log)
