@@ -97,7 +97,11 @@ def _parser() -> argparse.ArgumentParser:
         "their shapes are the ones analysed at",
     )
 
-    ins = sub.add_parser("inspect", help="print profiles and candidate pairs; writes nothing but --json", epilog=EPILOG)
+    ins = sub.add_parser(
+        "inspect",
+        help="print the candidate pairs: those chosen with their figures, the rest with why; writes nothing but --json",
+        epilog=EPILOG,
+    )
     common(ins)
 
     pr = sub.add_parser("profile", help="run a model on the plugin and write its engine timeline", epilog=EPILOG)
