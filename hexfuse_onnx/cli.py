@@ -97,7 +97,11 @@ def _parser() -> argparse.ArgumentParser:
         "their shapes are the ones analysed at",
     )
 
-    ins = sub.add_parser("inspect", help="print profiles and candidate pairs; writes nothing but --json", epilog=EPILOG)
+    ins = sub.add_parser(
+        "inspect",
+        help="print the candidate pairs: those chosen with their figures, the rest with why; writes nothing but --json",
+        epilog=EPILOG,
+    )
     common(ins)
 
     pr = sub.add_parser("profile", help="run a model on the plugin and write its engine timeline", epilog=EPILOG)
@@ -117,7 +121,7 @@ def _parser() -> argparse.ArgumentParser:
         help="also run the analysis on every available model: pairs found by kind, predicted gain",
     )
     zo.add_argument("--target", default="hexagon-v73", type=_target, help="cost-model target of --analyse")
-    zo.add_argument("--cache-dir", help="real-model cache (default ~/.cache/hexfuse-onnx/real)")
+    zo.add_argument("--cache-dir", help="real-model cache (default $HEXFUSE_REAL_CACHE or ~/.cache/hexfuse-onnx/real)")
 
     be = sub.add_parser(
         "bench", help="time the original on ORT (and QNN) against the rewritten model on the plugin", epilog=EPILOG
@@ -141,7 +145,7 @@ def _parser() -> argparse.ArgumentParser:
         help="cost-model target of the rewrite (default: a co-located model's own target, else hexagon-v73)",
     )
     be.add_argument("--shape", action="append", metavar="NAME=DxDxD", help="fix a graph input's dims (repeatable)")
-    be.add_argument("--cache-dir", help="real-model cache (default ~/.cache/hexfuse-onnx/real)")
+    be.add_argument("--cache-dir", help="real-model cache (default $HEXFUSE_REAL_CACHE or ~/.cache/hexfuse-onnx/real)")
     be.add_argument(
         "--tol",
         type=float,
@@ -299,7 +303,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="NPZ|NAME:NPY",
         help="real inputs of the merged model, by merged name (r0/x): as for rewrite (repeatable)",
     )
-    co.add_argument("--cache-dir", help="real-model cache (default ~/.cache/hexfuse-onnx/real)")
+    co.add_argument("--cache-dir", help="real-model cache (default $HEXFUSE_REAL_CACHE or ~/.cache/hexfuse-onnx/real)")
     co.add_argument("--json", metavar="REPORT", help="also write a JSON report here")
     co.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
 
