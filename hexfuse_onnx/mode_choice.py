@@ -5,11 +5,11 @@ under them and 75 us under ort-seq, mlp_chain twice as fast on 2 threads as on 1
 carries the mode that ran it fastest here (tuning.py); for any other model
 `runtime.InferenceSession` (backend auto, no cDSP, plugin not registered) prepares a session in
 each of ORT's modes (ort_modes.MODES) and alternates its first calls among them in blocks (Aker:
-prepare the versions, choose at run time). After MIN_ROUNDS rounds, and more (up to MAX_ROUNDS) until the timed calls
-took EXPLORE_S, it keeps the mode with the lowest
-median, releases the other sessions, logs the choice once and remembers it in a small cache file
-keyed by the model's digest and this machine (tuning.fingerprint: CPU, CPU count, ORT and
-hexfuse-onnx versions), so the next session of the model starts in that mode at once, and
+prepare the versions, choose at run time). After ROUNDS rounds of blocks (each at least BLOCK calls
+and BLOCK_S long) it keeps the mode with the lowest median, releases the other sessions, logs the
+choice once and remembers it in a small cache file keyed by the model's digest and this machine
+(tuning.fingerprint: CPU, CPU count, ORT and hexfuse-onnx versions), so the next session of the
+model starts in that mode at once, and
 `session_options(model=...)` applies it too.
 
 No choice is made where the user chose: session options that set the execution mode or a thread
@@ -44,10 +44,11 @@ from . import ort_modes, tuning
 ENV_MODE = "HEXFUSE_ORT_MODE"
 ENV_CACHE = "HEXFUSE_ORT_MODE_CACHE"
 OFF = "off"
-MIN_ROUNDS = 4  # blocks per mode at least ...
-EXPLORE_S = 0.25  # ... and until the counted calls took this long: short calls differ by a few %,
-MAX_ROUNDS = 40  # which 16 samples a mode cannot tell apart; at most this many rounds
-BLOCK = 5  # calls per block; the first of each is not counted (the switch from another session)
+ROUNDS = 4  # blocks per mode, in turn
+BLOCK = 5  # calls per block at least ...
+BLOCK_S = 0.016  # ... and this long: short calls differ by a few %, which 16 calls cannot tell apart
+SWITCH_S = 0.002  # calls in a block's first 2 ms (at least its first call) are not counted: the
+# previous mode's intra-op threads still spin for a while, taking a core from this one
 EXPLORE_MAX_BYTES = 128 * 2**20  # above: four copies of the model are too many to hold
 CANDIDATES = ort_modes.MODES  # ORT's defaults first: the session other methods use while choosing
 
@@ -180,20 +181,19 @@ def model_bytes(source: str | bytes, header: onnx.ModelProto) -> int:
 class ChoosingSession:
     """An onnxruntime.InferenceSession that chooses its execution mode during its first calls.
 
-    `run` alternates blocks of BLOCK calls among one session per mode, round after round (at least
-    MIN_ROUNDS, then until the counted calls took EXPLORE_S, at most MAX_ROUNDS), then keeps the
-    fastest (median of the counted calls) and from then on is that session's own `run`. Every other
+    `run` alternates blocks of calls among one session per mode (a block: at least BLOCK calls and
+    BLOCK_S; its first call, and its calls in the first SWITCH_S, not counted) for ROUNDS rounds,
+    then keeps the fastest (median of the counted calls) and from then on is that session's own `run`. Every other
     attribute is the current session's (ORT's defaults' while choosing). `choosing` says
     whether the choice is still open; `mode` is the mode chosen (None before)."""
 
     def __init__(self, sessions: dict[str, ort.InferenceSession], key: str, log: Log) -> None:
         self._sessions = sessions
         self._current = sessions[CANDIDATES[0]]
-        self._plan = [m for _ in range(MAX_ROUNDS) for m in sessions for _ in range(BLOCK)]
-        self._round_calls = BLOCK * len(sessions)
+        self._order = list(sessions)
         self._samples: dict[str, list[float]] = {m: [] for m in sessions}
         self._calls = 0
-        self._counted_s = 0.0
+        self._block, self._block_calls, self._block_start = 0, 0, 0  # block index, its calls, start ns
         self._lock = threading.Lock()
         self._key, self._log = key, log
         self.choosing = True
@@ -201,32 +201,33 @@ class ChoosingSession:
 
     def run(self, output_names: Sequence[str] | None, input_feed: dict[str, Any], run_options: Any = None) -> Any:
         with self._lock:  # the session is taken here: another thread's last call may release the rest
-            call = self._calls
             self._calls += 1
-            mode = self._plan[call] if self.choosing and call < len(self._plan) else None
+            mode = self._order[self._block % len(self._order)] if self.choosing else None
             session = self._sessions[mode] if mode else self._current
         if mode is None:
             return session.run(output_names, input_feed, run_options)
         t0 = time.perf_counter_ns()
         out = session.run(output_names, input_feed, run_options)
-        elapsed_us = (time.perf_counter_ns() - t0) / 1000.0
+        t1 = time.perf_counter_ns()
         with self._lock:
-            if call % BLOCK:
-                self._samples[mode].append(elapsed_us)
-                self._counted_s += elapsed_us / 1e6
-            if self.choosing and self._round_done(call + 1):
-                self._choose(call + 1)
+            if self.choosing and mode == self._order[self._block % len(self._order)]:
+                self._count(mode, t0, t1)
         return out
 
-    def _round_done(self, calls: int) -> bool:
-        """Whether the choice is made after `calls` calls: a round ends there, and enough is timed."""
-        if calls % self._round_calls:
-            return False
-        rounds = calls // self._round_calls
-        return rounds >= MAX_ROUNDS or (rounds >= MIN_ROUNDS and self._counted_s >= EXPLORE_S)
+    def _count(self, mode: str, t0: int, t1: int) -> None:
+        """Record one call of the current block; end the block, and the choice, when done."""
+        if self._block_calls == 0:
+            self._block_start = t0
+        self._block_calls += 1
+        if self._block_calls > 1 and t0 - self._block_start >= SWITCH_S * 1e9:
+            self._samples[mode].append((t1 - t0) / 1000.0)
+        if self._block_calls >= BLOCK and t1 - self._block_start >= BLOCK_S * 1e9:
+            self._block, self._block_calls = self._block + 1, 0
+            if self._block == ROUNDS * len(self._order):
+                self._choose(self._calls)
 
     def _choose(self, calls: int) -> None:
-        medians = {m: float(np.median(s)) for m, s in self._samples.items()}
+        medians = {m: float(np.median(s)) for m, s in self._samples.items() if s}
         mode = min(medians, key=medians.__getitem__)
         self._current, self.mode, self.choosing = self._sessions[mode], mode, False
         self.run = self._current.run  # type: ignore[method-assign]  # the chosen session's own, no detour
@@ -265,8 +266,8 @@ def session(
         sessions[mode] = ort.InferenceSession(source, sess_options=ort_modes.apply(so, mode), providers=providers)
     ort_modes.apply(so, CANDIDATES[0])
     log(
-        f"hexfuse: choosing ONNX Runtime's mode at run time: the first {MIN_ROUNDS * BLOCK * len(CANDIDATES)} to "
-        f"{MAX_ROUNDS * BLOCK * len(CANDIDATES)} calls (until {EXPLORE_S:g} s are timed) alternate among "
+        f"hexfuse: choosing ONNX Runtime's mode at run time: the first calls (at least "
+        f"{ROUNDS * BLOCK * len(CANDIDATES)}, {ROUNDS * BLOCK_S * len(CANDIDATES):g} s) alternate among "
         f"{', '.join(CANDIDATES)} (no tuning record made here; {ENV_MODE}=off keeps ORT's defaults)"
     )
     return ChoosingSession(sessions, model_key(model), log)

@@ -18,8 +18,7 @@ import pytest
 
 from hexfuse_onnx import mode_choice, ort_modes, runtime, verify
 
-ROUND = mode_choice.BLOCK * len(mode_choice.CANDIDATES)
-CALLS = mode_choice.MAX_ROUNDS * ROUND  # the most a choice takes
+CALLS = 20_000  # more than any choice takes on the test models (a round is 4 blocks of >= 16 ms)
 
 
 @pytest.fixture
@@ -60,8 +59,7 @@ def run_until_chosen(session, path: Path) -> None:
         calls += 1
         assert all(np.array_equal(w, g) for w, g in zip(want, got))
     assert not session.choosing
-    # whole rounds, at least MIN_ROUNDS of them
-    assert calls % ROUND == 0 and calls >= mode_choice.MIN_ROUNDS * ROUND, calls
+    assert calls >= mode_choice.ROUNDS * mode_choice.BLOCK * len(mode_choice.CANDIDATES), calls
 
 
 def test_the_choice_runs_every_mode_keeps_one_and_is_remembered(untuned, logged, ort_mode_cache):

@@ -33,7 +33,7 @@ import numpy as np
 
 from .bench import Config, first_line, verify_config
 
-SETTLE_CALLS_MAX = 200  # calls a run-time mode choice may take before timing starts
+SETTLE_S_MAX = 10.0  # how long a run-time mode choice may run before timing starts (it takes >= 0.26 s)
 # Idle time before each block: ORT's intra-op threads spin for a while after a call, and a worker
 # whose threads still spin takes a core from the next worker's block. Blocks also start from a
 # different configuration each round, so no configuration always follows the same one.
@@ -212,9 +212,8 @@ def _serve(requests: IO[bytes], replies: IO[bytes]) -> None:
 
 def settle(session: Any, feeds: dict[str, np.ndarray]) -> None:
     """Run a session that is still choosing its ORT mode at run time until it has chosen."""
-    for _ in range(SETTLE_CALLS_MAX):
-        if not getattr(session, "choosing", False):
-            return
+    deadline = time.monotonic() + SETTLE_S_MAX
+    while getattr(session, "choosing", False) and time.monotonic() < deadline:
         session.run(None, feeds)
 
 
