@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parent
 
 class BuildPyWithNative(build_py):
     def run(self) -> None:
-        if not os.environ.get("HEXFUSE_SKIP_NATIVE"):
+        if os.environ.get("HEXFUSE_SKIP_NATIVE", "0") in ("", "0"):
             import scipy_openblas32
 
             env = dict(os.environ)
