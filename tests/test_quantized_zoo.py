@@ -27,7 +27,13 @@ MEAN_ERROR_BOUND = 0.15
 SLOW_QNN = {"ppocr_det", "ppocr_rec"}
 # Besides the graph's input QuantizeLinear and output DequantizeLinear nodes (float at the edges),
 # what QNN leaves to the CPU: centerface's BatchNormalization nodes after ConvTranspose, with their Q/DQ.
-ALLOWED_ON_CPU = {"centerface": {"BatchNormalization", "QuantizeLinear", "DequantizeLinear"}}
+# What QNN's emulated HTP leaves to the CPU, as measured (a baseline of QNN, not of hexfuse):
+# dtln_stage1's two LSTMs; oww_melspectrogram's power-to-dB Clip and the Q/DQ around it.
+ALLOWED_ON_CPU = {
+    "centerface": {"BatchNormalization", "QuantizeLinear", "DequantizeLinear"},
+    "dtln_stage1": {"LSTM"},
+    "oww_melspectrogram": {"Clip", "QuantizeLinear", "DequantizeLinear"},
+}
 FEED_SEED = 100  # not one of the calibration batches (seeds 0..CALIBRATION_BATCHES-1)
 # QNN's failures (strict xfails: they turn into failures once QNN takes the model).
 QNN_FAILS = {
