@@ -23,14 +23,7 @@
 
 #include <stdint.h>
 
-static inline float ref_fmaf(float a, float b, float c) {
-#if defined(__hexagon__)
-    __asm__("%0 += sfmpy(%1, %2)" : "+r"(c) : "r"(a), "r"(b));
-    return c;
-#else
-    return __builtin_fmaf(a, b, c);
-#endif
-}
+#include "ref_fma.h"
 
 /* cvtps2dq (round half to even; NaN and |t| >= 2^31 give INT32_MIN), then the saturating packs,
  * then the output range [lo, hi] */
@@ -43,8 +36,8 @@ static inline int32_t ref_qeltwise_round(float t, int32_t lo, int32_t hi) {
     return i < lo ? lo : i > hi ? hi : i;
 }
 
-static inline int32_t ref_qadd(int32_t a, int32_t b, float ra, float rb, int32_t za, int32_t zb, int32_t zy,
-                               int32_t lo, int32_t hi) {
+static inline int32_t ref_qadd(int32_t a, int32_t b, float ra, float rb, int32_t za, int32_t zb, int32_t zy, int32_t lo,
+                               int32_t hi) {
     float pb = rb * (float)zb;
     float fixed = (float)zy - ref_fmaf((float)za, ra, pb);
     float t = ref_fmaf((float)a, ra, ref_fmaf((float)b, rb, fixed));

@@ -8,9 +8,9 @@
 /* On x86-64 Linux each vector kernel is also compiled for x86-64-v3 (AVX2 and FMA) and the best copy
  * is picked when the library loads (GNU ifunc), so a baseline x86-64 build runs anywhere and still
  * uses AVX2 (measured: sigmoid/tanh over 16 Ki floats 2.2-2.5x faster). ISO C mode does not
- * contract, so only vmath.h's explicit hfx_fma is fused: an instruction in the v3 copy, a libm
- * fmaf call in the baseline one, the fused sfmpy accumulate on Hexagon; every copy and the Hexagon
- * build give bit-identical results. */
+ * contract, so only vmath.h's explicit ref_fmaf (ref/ref_fma.h) is fused: an instruction in the v3
+ * copy, a libm fmaf call in the baseline one, the fused sfmpy accumulate on Hexagon; every copy
+ * and the Hexagon build give bit-identical results. */
 #if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__) && !defined(HFX_NO_TARGET_CLONES)
 #define HFX_VECTOR_KERNEL __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else

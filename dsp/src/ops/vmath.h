@@ -1,6 +1,6 @@
 /* vmath.h - vectorizable float math for the host vector kernels (plain C
  * the compiler can turn into SIMD; no libm calls in the loops of the x86-64-v3
- * copy; products summed by hfx_fma, one rounding on every build).
+ * copy; products summed by ref_fmaf, one rounding on every build).
  * hfx_exp: Cephes-style range reduction + degree-6 polynomial (about 2 ulp),
  * 2^n applied in two halves so that overflow gives inf and underflow gives
  * denormals / 0; NaN in, NaN out (no float-to-int conversion of NaN). */
@@ -10,22 +10,13 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "../../ref/ref_fma.h" /* ref_fmaf: an instruction in the x86-64-v3 copy of a vector kernel */
+
 static inline float hfx_pow2i(int32_t n) { /* 2^n for n in [-126, 127] */
     int32_t e = (n + 127) * (1 << 23);
     float f;
     memcpy(&f, &e, sizeof f);
     return f;
-}
-
-/* a * b + c with one rounding: the Hexagon build's fused sfmpy accumulate, elsewhere fmaf (an instruction in
- * the x86-64-v3 copy of a vector kernel, a libm call in the baseline copy): every copy gives the same bits. */
-static inline float hfx_fma(float a, float b, float c) {
-#if defined(__hexagon__)
-    __asm__("%0 += sfmpy(%1, %2)" : "+r"(c) : "r"(a), "r"(b));
-    return c;
-#else
-    return __builtin_fmaf(a, b, c);
-#endif
 }
 
 static inline float hfx_exp(float x) {
@@ -34,16 +25,16 @@ static inline float hfx_exp(float x) {
      * -inf or -FLT_MAX (attention masks) costs no arithmetic on denormals, which x86 runs slowly */
     xc = xc > -104.0f ? xc : 0.0f;
     /* n = round(x / ln2) with the 1.5 * 2^23 trick */
-    float fn = hfx_fma(xc, 1.44269504088896341f, 12582912.0f) - 12582912.0f;
-    float r = hfx_fma(fn, -0.693359375f, xc);
-    r = hfx_fma(fn, 2.12194440e-4f, r);
+    float fn = ref_fmaf(xc, 1.44269504088896341f, 12582912.0f) - 12582912.0f;
+    float r = ref_fmaf(fn, -0.693359375f, xc);
+    r = ref_fmaf(fn, 2.12194440e-4f, r);
     float p = 1.9875691500e-4f;
-    p = hfx_fma(p, r, 1.3981999507e-3f);
-    p = hfx_fma(p, r, 8.3334519073e-3f);
-    p = hfx_fma(p, r, 4.1665795894e-2f);
-    p = hfx_fma(p, r, 1.6666665459e-1f);
-    p = hfx_fma(p, r, 5.0000001201e-1f);
-    p = hfx_fma(p, r * r, r) + 1.0f;
+    p = ref_fmaf(p, r, 1.3981999507e-3f);
+    p = ref_fmaf(p, r, 8.3334519073e-3f);
+    p = ref_fmaf(p, r, 4.1665795894e-2f);
+    p = ref_fmaf(p, r, 1.6666665459e-1f);
+    p = ref_fmaf(p, r, 5.0000001201e-1f);
+    p = ref_fmaf(p, r * r, r) + 1.0f;
     int32_t n = (int32_t)fn; /* in [-150, 129] */
     int32_t n1 = n / 2, n2 = n - n1;
     float y = x > -104.0f ? p * hfx_pow2i(n1) * hfx_pow2i(n2) : 0.0f;
@@ -59,16 +50,16 @@ static inline float hfx_tanh(float x) {
     c = c < -9.0f ? -9.0f : c;
     float s = c * c;
     float p = -8.490611507e-14f;
-    p = hfx_fma(p, s, 5.278782272e-11f);
-    p = hfx_fma(p, s, -2.022714440e-08f);
-    p = hfx_fma(p, s, 1.115481882e-05f);
-    p = hfx_fma(p, s, 3.104007104e-03f);
-    p = hfx_fma(p, s, 1.308405697e-01f);
-    p = hfx_fma(p, s, 1.0f);
+    p = ref_fmaf(p, s, 5.278782272e-11f);
+    p = ref_fmaf(p, s, -2.022714440e-08f);
+    p = ref_fmaf(p, s, 1.115481882e-05f);
+    p = ref_fmaf(p, s, 3.104007104e-03f);
+    p = ref_fmaf(p, s, 1.308405697e-01f);
+    p = ref_fmaf(p, s, 1.0f);
     float q = 2.546218166e-04f;
-    q = hfx_fma(q, s, 2.449538372e-02f);
-    q = hfx_fma(q, s, 4.641738236e-01f);
-    q = hfx_fma(q, s, 1.0f);
+    q = ref_fmaf(q, s, 2.449538372e-02f);
+    q = ref_fmaf(q, s, 4.641738236e-01f);
+    q = ref_fmaf(q, s, 1.0f);
     return c * p / q;
 }
 
@@ -80,21 +71,21 @@ static inline float hfx_erf(float x) {
     float a = x < 0.0f ? -x : x;
     float s = x * x;
     float p = -5.991704529e-04f;
-    p = hfx_fma(p, s, 4.993353039e-03f);
-    p = hfx_fma(p, s, -2.676673792e-02f);
-    p = hfx_fma(p, s, 1.128181964e-01f);
-    p = hfx_fma(p, s, -3.761249483e-01f);
-    p = hfx_fma(p, s, 1.128379107e+00f);
+    p = ref_fmaf(p, s, 4.993353039e-03f);
+    p = ref_fmaf(p, s, -2.676673792e-02f);
+    p = ref_fmaf(p, s, 1.128181964e-01f);
+    p = ref_fmaf(p, s, -3.761249483e-01f);
+    p = ref_fmaf(p, s, 1.128379107e+00f);
     float c = a < 4.0f ? a : 4.0f;
     float q = 1.602716566e-06f;
-    q = hfx_fma(q, c, -4.535896005e-05f);
-    q = hfx_fma(q, c, 5.907511804e-04f);
-    q = hfx_fma(q, c, -4.730445333e-03f);
-    q = hfx_fma(q, c, 2.633598819e-02f);
-    q = hfx_fma(q, c, -1.099259406e-01f);
-    q = hfx_fma(q, c, -6.319945455e-01f);
-    q = hfx_fma(q, c, -1.130131960e+00f);
-    q = hfx_fma(q, c, 2.943751460e-04f);
+    q = ref_fmaf(q, c, -4.535896005e-05f);
+    q = ref_fmaf(q, c, 5.907511804e-04f);
+    q = ref_fmaf(q, c, -4.730445333e-03f);
+    q = ref_fmaf(q, c, 2.633598819e-02f);
+    q = ref_fmaf(q, c, -1.099259406e-01f);
+    q = ref_fmaf(q, c, -6.319945455e-01f);
+    q = ref_fmaf(q, c, -1.130131960e+00f);
+    q = ref_fmaf(q, c, 2.943751460e-04f);
     float big = 1.0f - hfx_exp(q);
     big = x < 0.0f ? -big : big;
     float r = a < 0.921875f ? x * p : big;
