@@ -25,6 +25,7 @@ served but make the medians noisier.
 from __future__ import annotations
 
 import datetime
+import functools
 import hashlib
 import json
 import os
@@ -65,14 +66,23 @@ def cache_path() -> Path:
 
 def model_key(model: str | os.PathLike[str] | bytes) -> str:
     """The cache key: the model file's (or bytes') digest and this machine's fingerprint."""
-    digest = hashlib.sha256()
     if isinstance(model, bytes):
-        digest.update(model)
+        digest = hashlib.sha256(model).hexdigest()
     else:
-        with open(model, "rb") as f:
-            while chunk := f.read(1 << 20):
-                digest.update(chunk)
-    return f"{digest.hexdigest()[:32]}@{tuning.fingerprint()}"
+        stat = os.stat(model)
+        digest = _file_digest(os.fspath(model), stat.st_size, stat.st_mtime_ns)
+    return f"{digest[:32]}@{tuning.fingerprint()}"
+
+
+@functools.lru_cache(maxsize=16)
+def _file_digest(path: str, size: int, mtime_ns: int) -> str:
+    """SHA-256 of the file, once per (path, size, mtime): a session looks the cache up, then keys
+    its choice by the same digest, and a model may be up to EXPLORE_MAX_BYTES."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def read_cache(path: Path, log: Log) -> dict[str, Any]:
