@@ -371,22 +371,28 @@ static void test_early_finish_hands_over(void) {
     float *xa = rand_buf(na, -1, 1), *xb = rand_buf(nb, -1, 1), *ya = calloc(na, 4), *yb = calloc(nb, 4);
     const void *in[2] = {xa, xb};
     void *out[2] = {ya, yb};
-    hfx_run_options o = opts_with_trace();
-    o.share_a = 0.5f;
-    hfx_run_result r;
-    CHECK(hfx_run(g_pool, p, in, 2, out, 2, &o, NULL, &r) == HFX_OK);
-    ttimes t = times_of(g_ev, r.trace_events);
-    CHECK(t.last_end[1] < t.last_end[0]);
-    /* every worker that ran B items runs A items after B finished */
-    uint32_t b_workers = 0, a_after = 0;
-    for (size_t i = 0; i < r.trace_events; i++) {
-        if (g_ev[i].task == 1) b_workers |= 1u << g_ev[i].worker;
-        else if (g_ev[i].start_ns >= t.last_end[1]) a_after |= 1u << g_ev[i].worker;
+    /* a shared host may keep a woken worker off the CPU until A ends, so allow TIMING_ATTEMPTS attempts */
+    uint32_t all = (1u << hfx_pool_num_workers(g_pool)) - 1u, b_workers = 0, a_after = 0;
+    int b_first = 0;
+    for (int attempt = 0; attempt < TIMING_ATTEMPTS && !(b_first && b_workers && (b_workers & ~a_after) == 0 && a_after == all);
+         attempt++) {
+        hfx_run_options o = opts_with_trace();
+        o.share_a = 0.5f;
+        hfx_run_result r;
+        CHECK(hfx_run(g_pool, p, in, 2, out, 2, &o, NULL, &r) == HFX_OK);
+        ttimes t = times_of(g_ev, r.trace_events);
+        b_first = t.last_end[1] < t.last_end[0];
+        /* every worker that ran B items runs A items after B finished */
+        b_workers = a_after = 0;
+        for (size_t i = 0; i < r.trace_events; i++) {
+            if (g_ev[i].task == 1) b_workers |= 1u << g_ev[i].worker;
+            else if (g_ev[i].start_ns >= t.last_end[1]) a_after |= 1u << g_ev[i].worker;
+        }
     }
-    CHECK(b_workers != 0);
+    CHECK(b_first && b_workers != 0);
     CHECK_MSG((b_workers & ~a_after) == 0, "B workers %x, A workers after B %x", b_workers, a_after);
     /* every worker of the pool took part (the matrix worker takes vector items) */
-    CHECK(a_after == (1u << hfx_pool_num_workers(g_pool)) - 1u);
+    CHECK_MSG(a_after == all, "A workers after B %x, pool %x", a_after, all);
     hfx_program_free(p);
     hfxb_free(&b);
     free(xa), free(xb), free(ya), free(yb);
