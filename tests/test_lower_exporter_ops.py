@@ -522,17 +522,26 @@ def exported_style_branches() -> onnx.ModelProto:
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
-@needs_host
-def test_exported_style_branches_fuse_and_match_with_the_plugin(tmp_path) -> None:
+def plugin_verified_pair(tmp_path, model: onnx.ModelProto | onnx.GraphProto, **rewrite_args):
+    """Rewrite `model` (a graph: at opset 17) for the host with the plugin verified; its one pair's
+    nodes, and the result."""
     from hexfuse_onnx import pipeline
 
-    src = tmp_path / "exported.onnx"
-    onnx.save(exported_style_branches(), src)
-    result = pipeline.rewrite(src, tmp_path / "out.onnx", target="host", verify_plugin=True)
+    if isinstance(model, onnx.GraphProto):
+        model = helper.make_model(model, opset_imports=[helper.make_opsetid("", 17)])
+    src = tmp_path / "model.onnx"
+    onnx.save(model, src)
+    result = pipeline.rewrite(src, tmp_path / "out.onnx", target="host", verify_plugin=True, **rewrite_args)
     assert result.output is not None, [r.reason for r in result.analysis.rejected]
     (pair,) = result.analysis.pairs
-    fused = {result.analysis.graph.nodes[i].op_type for i in pair.candidate.nodes}
-    assert fused >= {"BatchNormalization", "Clip", "Split", "Sum", "Pad", "Neg", "Gather", "Expand"}
+    return [result.analysis.graph.nodes[i] for i in pair.candidate.nodes], result
+
+
+@needs_host
+def test_exported_style_branches_fuse_and_match_with_the_plugin(tmp_path) -> None:
+    fused, _ = plugin_verified_pair(tmp_path, exported_style_branches())
+    expected = {"BatchNormalization", "Clip", "Split", "Sum", "Pad", "Neg", "Gather", "Expand"}
+    assert {n.op_type for n in fused} >= expected
 
 
 @needs_host
@@ -598,8 +607,6 @@ def test_gather_index_from_a_constant_node_outside_the_pair_is_known() -> None:
 @needs_host
 def test_branches_sharing_one_constant_index_pair_and_match_with_the_plugin(tmp_path) -> None:
     """The same through the pass: both branches Gather the last step by one shared Constant."""
-    from hexfuse_onnx import pipeline
-
     last = onnx.numpy_helper.from_array(np.array(-1, np.int64))
     nodes = [
         helper.make_node("Constant", [], ["last"], name="shared", value=last),
@@ -612,20 +619,14 @@ def test_branches_sharing_one_constant_index_pair_and_match_with_the_plugin(tmp_
     g = helper.make_graph(
         nodes, "g", [vi("x", [64, 64, 16])], [vi("y", [64, 64])], initializer=[init("w", f32(64, 64))]
     )
-    src = tmp_path / "shared_constant.onnx"
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), src)
-    result = pipeline.rewrite(src, tmp_path / "out.onnx", target="host", verify_plugin=True)
-    assert result.output is not None, [r.reason for r in result.analysis.rejected]
-    (pair,) = result.analysis.pairs
-    assert {result.analysis.graph.nodes[i].name for i in pair.candidate.nodes} >= {"a/gather", "b/gather"}
+    fused, _ = plugin_verified_pair(tmp_path, g)
+    assert {n.name for n in fused} >= {"a/gather", "b/gather"}
 
 
 @needs_host
 def test_a_long_concat_over_a_symbolic_batch_pairs_and_matches_with_the_plugin(tmp_path) -> None:
     """20 steps [1, batch, 64] stacked as captcha_crnn's unrolled LSTM does, the batch left symbolic:
     the partial concatenations' lengths (8, 8, 4) are constants the shape section must accept."""
-    from hexfuse_onnx import pipeline
-
     nodes = [
         helper.make_node("Relu", ["s"], ["r"], name="a/relu"),
         helper.make_node("Concat", ["r"] * 20, ["c"], name="a/steps", axis=0),
@@ -634,12 +635,8 @@ def test_a_long_concat_over_a_symbolic_batch_pairs_and_matches_with_the_plugin(t
         helper.make_node("Add", ["c", "m"], ["y"], name="join"),
     ]
     g = helper.make_graph(nodes, "g", [vi("s", [1, "batch", 64])], [vi("y", [20, "batch", 64])])
-    src = tmp_path / "steps.onnx"
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), src)
-    result = pipeline.rewrite(src, tmp_path / "out.onnx", target="host", verify_plugin=True)
-    assert result.output is not None, [r.reason for r in result.analysis.rejected]
-    (pair,) = result.analysis.pairs
-    assert "a/steps" in {result.analysis.graph.nodes[i].name for i in pair.candidate.nodes}
+    fused, result = plugin_verified_pair(tmp_path, g)
+    assert "a/steps" in {n.name for n in fused}
     written = onnx.load(result.output)
     assert [d.dim_param for d in written.graph.input[0].type.tensor_type.shape.dim][1] == "batch"
 
@@ -649,8 +646,6 @@ def test_a_gather_of_one_step_at_batch_1_keeps_the_batch_symbolic(tmp_path) -> N
     """captcha_crnn's unrolled LSTM Gathers step k of [20, batch, C]; analysed at batch 1, the
     scratch [1, 1, C] was aligned with the output [batch, C] the wrong way round (its first axis
     taken for the batch), so the pair was refused at the second binding."""
-    from hexfuse_onnx import pipeline
-
     step = onnx.numpy_helper.from_array(np.array(3, np.int64), "step")
     nodes = [
         helper.make_node("Gather", ["x", "step"], ["a1"], name="a/gather", axis=0),
@@ -662,20 +657,14 @@ def test_a_gather_of_one_step_at_batch_1_keeps_the_batch_symbolic(tmp_path) -> N
     g = helper.make_graph(
         nodes, "g", [vi("x", [20, "batch", 64])], [vi("y", ["batch", 64])], initializer=[init("w", f32(64, 64)), step]
     )
-    src = tmp_path / "steps.onnx"
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), src)
-    result = pipeline.rewrite(src, tmp_path / "out.onnx", target="host", shapes={"x": [20, 1, 64]}, verify_plugin=True)
-    assert result.output is not None, [r.reason for r in result.analysis.rejected]
-    (pair,) = result.analysis.pairs
-    assert "a/gather" in {result.analysis.graph.nodes[i].name for i in pair.candidate.nodes}
+    fused, _ = plugin_verified_pair(tmp_path, g, shapes={"x": [20, 1, 64]})
+    assert "a/gather" in {n.name for n in fused}
 
 
 @needs_host
 def test_a_1d_conv_to_one_channel_at_batch_1_keeps_the_batch_symbolic(tmp_path) -> None:
     """Silero VAD v5's decoder ends in Conv1d(128 -> 1, k=1) on [batch, 128, 1]: analysed at batch 1,
     the weight's [1, 128, 1, 1] copy had its M = 1 taken for the batch, refusing the pair."""
-    from hexfuse_onnx import pipeline
-
     nodes = [
         helper.make_node("Conv", ["x", "w"], ["a1"], name="a/conv", kernel_shape=[1]),
         helper.make_node("Sigmoid", ["a1"], ["a2"], name="a/sigmoid"),
@@ -686,12 +675,8 @@ def test_a_1d_conv_to_one_channel_at_batch_1_keeps_the_batch_symbolic(tmp_path) 
     g = helper.make_graph(
         nodes, "g", [vi("x", ["batch", 128, 1])], [vi("y", ["batch", 1, 1])], initializer=[init("w", f32(1, 128, 1))]
     )
-    src = tmp_path / "decoder_head.onnx"
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), src)
-    result = pipeline.rewrite(src, tmp_path / "out.onnx", target="host", verify_plugin=True)
-    assert result.output is not None, [r.reason for r in result.analysis.rejected]
-    (pair,) = result.analysis.pairs
-    assert "a/conv" in {result.analysis.graph.nodes[i].name for i in pair.candidate.nodes}
+    fused, _ = plugin_verified_pair(tmp_path, g)
+    assert "a/conv" in {n.name for n in fused}
 
 
 def test_a_16_bit_dequantized_constant_is_known_and_a_per_axis_one_is_not() -> None:
