@@ -80,19 +80,24 @@ def _synthetic_ops(truth: costmodel.Target, n: int = 60, seed: int = 1) -> list[
     return ops
 
 
-FITTED = ("matrix_flops", "vector_flops_per_context", "dma_bytes", "ddr_bytes", "op_overhead_s")
-
-
-def test_fit_recovers_the_parameters_that_made_the_timings() -> None:
-    truth = replace(
+def _truth(ddr_bytes: float) -> costmodel.Target:
+    """The parameters that make the synthetic timings: profiled ops ran on one thread."""
+    return replace(
         costmodel.HOST,
         matrix_flops=Param(75e9, "FLOP/s", "test"),
         vector_flops_per_context=Param(12e9, "FLOP/s", "test"),
         dma_bytes=Param(6e9, "B/s", "test"),
-        ddr_bytes=Param(15e9, "B/s", "test"),
+        ddr_bytes=Param(ddr_bytes, "B/s", "test"),
         op_overhead_s=Param(4e-6, "s", "test"),
         general_workers=Param(1.0, "workers", "test: profiled ops ran on one thread"),
     )
+
+
+FITTED = ("matrix_flops", "vector_flops_per_context", "dma_bytes", "ddr_bytes", "op_overhead_s")
+
+
+def test_fit_recovers_the_parameters_that_made_the_timings() -> None:
+    truth = _truth(ddr_bytes=15e9)
     ops = _synthetic_ops(truth)
     fit = fitting.fit_target(ops, base=costmodel.HOST, where="synthetic")
     assert fit.ddr_bound, "the synthetic set should contain DDR-bound ops"
@@ -577,15 +582,7 @@ def test_a_fused_op_is_fitted_as_the_program_ops_it_runs() -> None:
     """An attention node runs GEMMs, a softmax and head-layout copies, each paying the op overhead
     at its own rate (as the cost model simulates its parts): the fit recovers the parameters that
     made the timings of plain and fused ops alike."""
-    truth = replace(
-        costmodel.HOST,
-        matrix_flops=Param(75e9, "FLOP/s", "test"),
-        vector_flops_per_context=Param(12e9, "FLOP/s", "test"),
-        dma_bytes=Param(6e9, "B/s", "test"),
-        ddr_bytes=Param(1e15, "B/s", "test: no op DDR-bound"),
-        op_overhead_s=Param(4e-6, "s", "test"),
-        general_workers=Param(1.0, "workers", "test"),
-    )
+    truth = _truth(ddr_bytes=1e15)  # no op DDR-bound
     plain = [replace(t, op=replace(t.op, ddr_bytes=0)) for t in _synthetic_ops(truth, n=30)]
     fused = []
     for k in range(10):
