@@ -54,6 +54,20 @@ static hfx_status want_size(hfx_vctx *v, const hfx_op *op, uint32_t slot, uint32
                      op->desc->label, slot, per_column ? " or one per column of B" : "");
 }
 
+/* zero points, scales and bias: one entry, or one per output channel (`channels`, named `name`) */
+static hfx_status validate_channel_operands(hfx_vctx *v, hfx_op *op, uint32_t channels, const char *name) {
+    hfx_status st = want_size(v, op, HFX_QMM_ZA, channels, false);
+    if (!st) st = want_size(v, op, HFX_QMM_ZB, channels, true);
+    if (!st) st = want_size(v, op, HFX_QMM_SCALE, channels, true);
+    if (!st) st = want_size(v, op, HFX_QMM_ZY, channels, false);
+    if (st || op->n_in <= HFX_QMM_BIAS) return st;
+    const hfx_tensor *bias = &v->p->tensors[op->in[HFX_QMM_BIAS]];
+    if (bias->rank != 1 || bias->dims[0] != channels)
+        return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, HFX_QMM_BIAS), "op %u (%s): the bias must be [%s]", v->index,
+                         op->desc->label, name);
+    return HFX_OK;
+}
+
 hfx_status hfx_validate_qmatmul(hfx_vctx *v, hfx_op *op) {
     hfx_status st = validate_dtypes(v, op);
     if (st) return st;
@@ -62,16 +76,7 @@ hfx_status hfx_validate_qmatmul(hfx_vctx *v, hfx_op *op) {
         return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, HFX_QMM_B), "op %u (%s): needs A[..., K] and B[K, N]",
                          v->index, op->desc->label);
     uint32_t n = b->dims[1];
-    if (!st) st = want_size(v, op, HFX_QMM_ZA, n, false);
-    if (!st) st = want_size(v, op, HFX_QMM_ZB, n, true);
-    if (!st) st = want_size(v, op, HFX_QMM_SCALE, n, true);
-    if (!st) st = want_size(v, op, HFX_QMM_ZY, n, false);
-    if (!st && op->n_in > HFX_QMM_BIAS) {
-        const hfx_tensor *bias = &v->p->tensors[op->in[HFX_QMM_BIAS]];
-        if (bias->rank != 1 || bias->dims[0] != n)
-            return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, HFX_QMM_BIAS), "op %u (%s): the bias must be [N]",
-                             v->index, op->desc->label);
-    }
+    st = validate_channel_operands(v, op, n, "N");
     if (st) return st;
     uint32_t od[HFX_MAX_RANK];
     for (uint32_t i = 0; i + 1 < a->rank; i++) od[i] = a->dims[i];
@@ -268,18 +273,7 @@ hfx_status hfx_validate_qconv(hfx_vctx *v, hfx_op *op) {
     hfx_status st = validate_dtypes(v, op);
     if (!st) st = hfx_validate_conv2d(v, op); /* params and shapes of X, W, Y (its bias slot is not ours) */
     if (st) return st;
-    uint32_t m = v->p->tensors[op->in[HFX_QMM_B]].dims[0];
-    if (!st) st = want_size(v, op, HFX_QMM_ZA, m, false);
-    if (!st) st = want_size(v, op, HFX_QMM_ZB, m, true);
-    if (!st) st = want_size(v, op, HFX_QMM_SCALE, m, true);
-    if (!st) st = want_size(v, op, HFX_QMM_ZY, m, false);
-    if (!st && op->n_in > HFX_QMM_BIAS) {
-        const hfx_tensor *bias = &v->p->tensors[op->in[HFX_QMM_BIAS]];
-        if (bias->rank != 1 || bias->dims[0] != m)
-            return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, HFX_QMM_BIAS), "op %u (%s): the bias must be [M]",
-                             v->index, op->desc->label);
-    }
-    return st;
+    return validate_channel_operands(v, op, v->p->tensors[op->in[HFX_QMM_B]].dims[0], "M");
 }
 
 #ifndef HFX_HVX /* HVX builds run depthwise convs as GEMMs */
