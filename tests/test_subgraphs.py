@@ -1,0 +1,126 @@
+"""Pairs inside If branches (hexfuse_onnx/subgraphs.py): each branch is analysed as a graph of its
+own whose outer-scope values are inputs, its pairs fused inside the branch, the bodies kept as
+model-local functions; stock ONNX Runtime inlines them there and the plugin runs them there."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper
+
+from hexfuse_onnx import contract as C
+from hexfuse_onnx.pipeline import analyse, rewrite
+from hexfuse_onnx.report import summary
+from hexfuse_onnx.rewrite import unfuse
+from hexfuse_onnx.runtime import session_options
+from models.graph_builder import GraphBuilder
+
+ROWS, D_IN, D_HID = 64, 256, 512
+
+
+def _branch(g: GraphBuilder, prefix: str, x: str) -> onnx.GraphProto:
+    """A matrix chain and a vector chain from `x`, joined: two independent tasks that pair. The
+    weights are the outer graph's initializers (outer-scope values of the branch)."""
+    start = len(g.nodes)
+    h = g.op("MatMul", [x, g.weight(f"{prefix}/w0", [D_IN, D_HID])], f"{prefix}/matmul0")
+    a = g.op("MatMul", [h, g.weight(f"{prefix}/w1", [D_HID, D_HID])], f"{prefix}/matmul1")
+    v = g.op("Sigmoid", [x], f"{prefix}/sigmoid")
+    v = g.op("Mul", [v, g.bias(f"{prefix}/gain", D_IN, scale=1.0)], f"{prefix}/mul")
+    v = g.op("Tanh", [v], f"{prefix}/tanh")
+    v = g.op("Exp", [v], f"{prefix}/exp")
+    b = g.op("Softmax", [v], f"{prefix}/softmax", axis=-1)
+    y = g.op("Concat", [a, b], f"{prefix}/concat", axis=1)
+    nodes = g.nodes[start:]
+    del g.nodes[start:]
+    out = helper.make_tensor_value_info(y, TensorProto.FLOAT, [ROWS, D_HID + D_IN])
+    return helper.make_graph(nodes, prefix, [], [out])
+
+
+def if_model() -> onnx.ModelProto:
+    """x [64, 256] and a bool `fast`: an If whose two branches each hold a matrix/vector pair."""
+    g = GraphBuilder("if_branches", seed=0)
+    x = g.input("x", [ROWS, D_IN])
+    g.inputs.append(helper.make_tensor_value_info("fast", TensorProto.BOOL, []))
+    then_branch, else_branch = _branch(g, "then", x), _branch(g, "else", x)
+    g.op("If", ["fast"], "choose", outputs=["y"], then_branch=then_branch, else_branch=else_branch)
+    g.output("y", [ROWS, D_HID + D_IN])
+    return g.model()
+
+
+@pytest.fixture
+def model_path(tmp_path: Path) -> Path:
+    path = tmp_path / "if_branches.onnx"
+    onnx.save(if_model(), path)
+    return path
+
+
+def _feeds(fast: bool) -> dict[str, np.ndarray]:
+    x = np.random.default_rng(1).standard_normal((ROWS, D_IN)).astype(np.float32)
+    return {"x": x, "fast": np.array(fast)}
+
+
+def _pairs_in(model: onnx.ModelProto) -> dict[str, int]:
+    """FusedHexPair nodes per If branch."""
+    out = {}
+    for n in model.graph.node:
+        for a in n.attribute:
+            if a.type == onnx.AttributeProto.GRAPH:
+                out[a.name] = sum((m.domain, m.op_type) == (C.DOMAIN, C.OP_TYPE) for m in a.g.node)
+    return out
+
+
+def test_analysis_finds_a_pair_in_each_branch(model_path: Path) -> None:
+    a = analyse(model_path, target="host")
+    assert [b.branch.label for b in a.branches] == ["then branch of If 'choose'", "else branch of If 'choose'"]
+    assert [len(b.analysis.pairs) for b in a.branches] == [1, 1]
+    assert not a.pairs  # the main graph holds the If alone
+    text = summary(a)
+    assert "then branch of If 'choose': 8 nodes" in text and "not looked at" not in text
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_rewrite_fuses_the_branch_the_inputs_take(model_path: Path, tmp_path: Path, fast: bool) -> None:
+    out = tmp_path / "fused.onnx"
+    result = rewrite(model_path, out, target="host", inputs=_feeds(fast), verify_plugin=True)
+    taken, untaken = ("then_branch", "else_branch") if fast else ("else_branch", "then_branch")
+    fused = onnx.load(out)
+    assert _pairs_in(fused) == {taken: 1, untaken: 0}
+    onnx.checker.check_model(fused, full_check=True)
+    refused = [r.reason for b in result.analysis.branches for r in b.analysis.rejected]
+    assert any("which no verification input takes" in r for r in refused), refused
+    assert [b.taken for b in result.analysis.branches] == [fast, not fast]
+
+
+def test_rewritten_branch_runs_on_stock_ort_and_on_the_plugin(model_path: Path, tmp_path: Path) -> None:
+    out = tmp_path / "fused.onnx"
+    rewrite(model_path, out, target="host", inputs=_feeds(True))
+    original = ort.InferenceSession(str(model_path), providers=["CPUExecutionProvider"])
+    stock = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    for fast in (True, False):
+        want = original.run(None, _feeds(fast))[0]
+        assert np.array_equal(stock.run(None, _feeds(fast))[0], want)
+    trace = tmp_path / "trace-{node}.json"
+    plugin = ort.InferenceSession(
+        str(out), sess_options=session_options("host", trace=str(trace)), providers=["CPUExecutionProvider"]
+    )
+    got = plugin.run(None, _feeds(True))[0]
+    want = original.run(None, _feeds(True))[0]
+    assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max()
+    assert list(tmp_path.glob("trace-*.json")), "the plugin's kernel did not run the pair in the branch"
+
+
+def test_unfuse_restores_the_branches(model_path: Path, tmp_path: Path) -> None:
+    out = tmp_path / "fused.onnx"
+    rewrite(model_path, out, target="host", inputs=_feeds(False))
+    original = onnx.load(model_path)
+    restored = unfuse(onnx.load(out))
+    assert not restored.functions
+    assert [o.domain for o in restored.opset_import] == [o.domain for o in original.opset_import]
+    for got, want in zip(restored.graph.node, original.graph.node):
+        for a, b in zip(got.attribute, want.attribute):
+            assert sorted(n.SerializeToString() for n in a.g.node) == sorted(n.SerializeToString() for n in b.g.node)
+    onnx.checker.check_model(restored, full_check=True)
