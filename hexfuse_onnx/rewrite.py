@@ -154,7 +154,8 @@ def fuse(g: ModelGraph, pairs: list[Pair], second: ShapeBinding | None = None) -
         model.functions.append(fn)
         for n in tasks.a.nodes + tasks.b.nodes:
             internal.update(t for t in n.output if t not in tasks.a.outputs and t not in tasks.b.outputs)
-    keep = [(i, n) for i, n in enumerate(g.nodes) if i not in removed]
+    as_read = _as_read(g, graph)
+    keep = [(i, as_read.get(n.output[0], n) if n.output else n) for i, n in enumerate(g.nodes) if i not in removed]
     ordered = sorted(keep + placed, key=lambda item: item[0])
     nodes = [n for _, n in ordered]
     available = {t.name for t in graph.initializer} | {v.name for v in graph.input}
@@ -175,6 +176,15 @@ def fuse(g: ModelGraph, pairs: list[Pair], second: ShapeBinding | None = None) -
         proven = second or graph_mod.other_bindings(g)[0]
         _set_metadata(model, C.METADATA_BINDINGS, json.dumps({"analysed": g.binding.inputs, "proven": proven.inputs}))
     return model
+
+
+def _as_read(g: ModelGraph, graph: onnx.GraphProto) -> dict[str, onnx.NodeProto]:
+    """With symbolic inputs, the nodes holding subgraphs as read, by first output: shape inference
+    gave their branches value_info at the representative binding, which would fix those dims."""
+    if g.source is None:
+        return {}
+    held = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+    return {n.output[0]: n for n in graph.node if n.output and any(a.type in held for a in n.attribute)}
 
 
 def _set_metadata(model: onnx.ModelProto, key: str, value: str) -> None:

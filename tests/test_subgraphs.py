@@ -22,7 +22,7 @@ from models.graph_builder import GraphBuilder
 ROWS, D_IN, D_HID = 64, 256, 512
 
 
-def _branch(g: GraphBuilder, prefix: str, x: str) -> onnx.GraphProto:
+def _branch(g: GraphBuilder, prefix: str, x: str, rows: int | str) -> onnx.GraphProto:
     """A matrix chain and a vector chain from `x`, joined: two independent tasks that pair. The
     weights are the outer graph's initializers (outer-scope values of the branch)."""
     start = len(g.nodes)
@@ -36,18 +36,19 @@ def _branch(g: GraphBuilder, prefix: str, x: str) -> onnx.GraphProto:
     y = g.op("Concat", [a, b], f"{prefix}/concat", axis=1)
     nodes = g.nodes[start:]
     del g.nodes[start:]
-    out = helper.make_tensor_value_info(y, TensorProto.FLOAT, [ROWS, D_HID + D_IN])
+    out = helper.make_tensor_value_info(y, TensorProto.FLOAT, [rows, D_HID + D_IN])
     return helper.make_graph(nodes, prefix, [], [out])
 
 
-def if_model() -> onnx.ModelProto:
-    """x [64, 256] and a bool `fast`: an If whose two branches each hold a matrix/vector pair."""
+def if_model(rows: int | str = ROWS) -> onnx.ModelProto:
+    """x [rows, 256] and a bool `fast`: an If whose two branches each hold a matrix/vector pair."""
     g = GraphBuilder("if_branches", seed=0)
-    x = g.input("x", [ROWS, D_IN])
+    g.inputs.append(helper.make_tensor_value_info("x", TensorProto.FLOAT, [rows, D_IN]))
     g.inputs.append(helper.make_tensor_value_info("fast", TensorProto.BOOL, []))
-    then_branch, else_branch = _branch(g, "then", x), _branch(g, "else", x)
+    g._tensor_names.add("x")
+    then_branch, else_branch = _branch(g, "then", "x", rows), _branch(g, "else", "x", rows)
     g.op("If", ["fast"], "choose", outputs=["y"], then_branch=then_branch, else_branch=else_branch)
-    g.output("y", [ROWS, D_HID + D_IN])
+    g.outputs.append(helper.make_tensor_value_info("y", TensorProto.FLOAT, [rows, D_HID + D_IN]))
     return g.model()
 
 
@@ -124,3 +125,20 @@ def test_unfuse_restores_the_branches(model_path: Path, tmp_path: Path) -> None:
         for a, b in zip(got.attribute, want.attribute):
             assert sorted(n.SerializeToString() for n in a.g.node) == sorted(n.SerializeToString() for n in b.g.node)
     onnx.checker.check_model(restored, full_check=True)
+
+
+def test_symbolic_rows_stay_free_in_the_branches(tmp_path: Path) -> None:
+    """With x [rows, 256] the random cases (fast=False) and the --inputs (fast=True) take both
+    branches: both are fused, and verified at rows 64 and 128 on stock ORT and on the plugin. The
+    If's branches as written carry no dim of the analysed binding (shape inference's value_info)."""
+    path = tmp_path / "if_rows.onnx"
+    onnx.save(if_model("rows"), path)
+    out = tmp_path / "fused.onnx"
+    result = rewrite(path, out, target="host", inputs=_feeds(True), verify_plugin=True)
+    assert result.comparison is not None and "x=128x256, fast=scalar" in result.comparison.shapes
+    assert [b.taken for b in result.analysis.branches] == [True, True]
+    fused = onnx.load(out)
+    assert _pairs_in(fused) == {"then_branch": 1, "else_branch": 1}
+    assert fused.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "rows"
+    for a in fused.graph.node[0].attribute:
+        assert all(not v.type.tensor_type.HasField("shape") for v in a.g.value_info)
