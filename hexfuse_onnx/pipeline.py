@@ -22,7 +22,6 @@ from . import graph as graph_mod
 from . import probe
 from .costmodel import Target, get_target
 from .errors import HexfuseError, ModelError, UsageError, VerificationError, WriteError, first_line
-from .fold import specialise
 from .graph import ModelGraph, ShapeBinding
 from .kinds import KINDS, Candidate, Pair, discover
 from .lowering import LoweringError
@@ -31,7 +30,7 @@ from .profile import GraphProfile, profile_graph
 from .qdq import output_steps, quantized_tensors
 from .rewrite import fuse, next_pair_id, prepare
 from .select import DEFAULT_MIN_GAIN, Rejection, blocker_of, select
-from .subgraphs import Branch, branch_models, conditions_taken, input_hints, splice
+from .subgraphs import Branch, branch_models, conditions_taken, fold_constants, input_hints, splice
 from .verify import (
     DEFAULT_RTOL,
     Case,
@@ -162,8 +161,7 @@ def _analyse_branch(
 ) -> Analysis | str:
     """An If branch's analysis as a model of its own at the outer graph's binding; why not, when its
     model is refused."""
-    if freeze_shapes:  # the integer shape work a branch holds is folded as the main graph's is
-        branch.model = specialise(branch.model, {})[0]
+    fold_constants(branch)
     try:
         sub = graph_mod.index_model(branch.model, shape_overrides=input_hints(g, branch), freeze=freeze_shapes)
     except HexfuseError as exc:
@@ -467,8 +465,9 @@ def _binding_cases(
             ran.append(b)
         except VerificationError as exc:
             if k == 0 and hinted:
+                note = random_integer_note(graph_mod.read_model(path, load_external_data=False))
                 raise ModelError(
-                    f"{path}: the original model does not run at --shape {b.describe()}: {exc.message}"
+                    f"{path}: the original model does not run at --shape {b.describe()}{note} ({exc.message})"
                 ) from None
             progress(f"the original model does not run at {b.describe()} ({exc.message}); not verifying there")
     for b, outcome in zip(empty, outcomes[len(outcomes) - len(empty) :]):

@@ -73,7 +73,7 @@ def summary(a: Analysis) -> str:
         kept = "symbolic in the output" if a.graph.source is not None else "fixed in the output (--freeze-shapes)"
         lines.append(f"symbolic dims analysed at {a.graph.binding.describe()} (--shape to choose); {kept}")
     lines += branch_lines(a)
-    lines += hidden_lines(a.graph.model.graph, _looked_at(a))
+    lines += hidden_lines(a.graph.model.graph, looked_at(a))
     if a.profile.unprofiled:
         shown = list(a.profile.unprofiled.items())[:5]
         lines.append(f"{len(a.profile.unprofiled)} node(s) not profiled, so not paired:")
@@ -100,7 +100,7 @@ def branch_lines(a: Analysis) -> list[str]:
     return lines
 
 
-def _looked_at(a: Analysis) -> set[tuple[str, str]]:
+def looked_at(a: Analysis) -> set[tuple[str, str]]:
     return {(b.branch.owner, b.branch.attribute) for b in a.branches}
 
 
@@ -168,7 +168,7 @@ def analysis_json(a: Analysis) -> dict:
         ],
         "branches_not_analysed": a.skipped_branches,
         "not_looked_at": [
-            {"node": owner, "subgraph_nodes": n} for owner, n in subgraph_nodes(g.model.graph, _looked_at(a))
+            {"node": owner, "subgraph_nodes": n} for owner, n in subgraph_nodes(g.model.graph, looked_at(a))
         ],
         "seconds": a.seconds,
     }

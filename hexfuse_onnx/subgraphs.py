@@ -13,14 +13,15 @@ bodies are not descended into: a Loop's carried values have no shapes before it 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import onnx
 from onnx import helper
 
 from . import contract as C
-from .graph import Dim, ModelGraph, ShapeBinding, outer_scope_names
+from .fold import specialise
+from .graph import Dim, ModelGraph, ShapeBinding, node_reads, outer_scope_names, toposort
 
 BRANCH_ATTRIBUTES = ("then_branch", "else_branch")
 
@@ -32,7 +33,6 @@ class Branch:
     attribute: str  # "then_branch" or "else_branch"
     condition: str  # the If's condition tensor
     model: onnx.ModelProto  # the branch as a model of its own
-    outer_weights: set[str] = field(default_factory=set)  # outer initializers and Constants it reads
 
     @property
     def label(self) -> str:
@@ -73,7 +73,6 @@ def _fill_model(g: ModelGraph, outer: onnx.ModelProto, sub: onnx.GraphProto, bra
     for name in dict.fromkeys(outer_scope_names(sub)):
         if name in initializers or name in constants:
             weights.append(initializers[name] if name in initializers else constants[name])
-            branch.outer_weights.add(name)
         elif name in graph_inputs:
             inputs.append(graph_inputs[name])
         else:
@@ -127,26 +126,36 @@ def input_hints(g: ModelGraph, branch: Branch, at: dict[str, list[int]] | None =
 
 
 def splice(model: onnx.ModelProto, branch: Branch, fused: onnx.ModelProto) -> None:
-    """Put the fused branch model's nodes and own initializers (with --freeze-shapes, the values
-    folded) into the branch of `model`'s If, the FusedHexPair outputs typed there (ONNX Runtime
-    cannot infer a custom op's output type inside a branch), and its FusedHexPair bodies into
-    `model`'s functions."""
+    """Put the fused branch model's nodes into the branch of `model`'s If, the FusedHexPair outputs
+    typed there (ONNX Runtime cannot infer a custom op's output type inside a branch), and its
+    FusedHexPair bodies into `model`'s functions. The branch was analysed with its constant shape
+    work folded (`fold_constants`); the nodes that computed those values stay, as read."""
     node = next(n for n in model.graph.node if n.op_type == "If" and n.output and n.output[0] == branch.owner)
     graph = next(a.g for a in node.attribute if a.name == branch.attribute)
-    made = {t for n in fused.graph.node for t in n.output}
-    pair_outputs = {t for n in fused.graph.node if (n.domain, n.op_type) == (C.DOMAIN, C.OP_TYPE) for t in n.output}
+    calls = [n for n in fused.graph.node if (n.domain, n.op_type) == (C.DOMAIN, C.OP_TYPE)]
+    bodies = [f for f in fused.functions if f.domain == C.DOMAIN and f.overload in {n.overload for n in calls}]
+    gone = {t for n in fused.graph.node for t in n.output} | {t for f in bodies for n in f.node for t in n.output}
+    nodes = [n for n in graph.node if not set(n.output) & gone] + list(fused.graph.node)
+    available = set(outer_scope_names(graph)) | {t.name for t in graph.initializer} | {v.name for v in graph.input}
+    order = toposort(nodes, [node_reads(n) for n in nodes], available, branch.label)
+    made = {t for n in nodes for t in n.output}
+    pair_outputs = {t for n in calls for t in n.output}
     kept = [v for v in graph.value_info if v.name in made]
     have = {v.name for v in kept}
     kept += [v for v in fused.graph.value_info if v.name in pair_outputs and v.name not in have]
     graph.ClearField("node")
-    graph.node.extend(fused.graph.node)
+    graph.node.extend(nodes[i] for i in order)
     graph.ClearField("value_info")
     graph.value_info.extend(kept)
-    weights = [t for t in fused.graph.initializer if t.name not in branch.outer_weights]
-    graph.ClearField("initializer")
-    graph.initializer.extend(weights)
     known = {(f.domain, f.name, f.overload) for f in model.functions}
-    model.functions.extend(f for f in fused.functions if (f.domain, f.name, f.overload) not in known)
+    model.functions.extend(f for f in bodies if (f.domain, f.name, f.overload) not in known)
+
+
+def fold_constants(branch: Branch) -> None:
+    """Fold the branch model's constant shape work (fold.specialise, no dim fixed): exporters leave it
+    in a branch (Silero VAD's Pad reads pads made by 9 nodes from Constants), where shape inference
+    stops. The analysis sees the values; `splice` keeps the nodes that make them."""
+    branch.model = specialise(branch.model, {})[0]
 
 
 def conditions_taken(condition_values: list[np.ndarray]) -> set[bool]:
