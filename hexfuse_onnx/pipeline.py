@@ -30,7 +30,15 @@ from .profile import GraphProfile, profile_graph
 from .qdq import output_steps, quantized_tensors
 from .rewrite import fuse, next_pair_id, prepare
 from .select import DEFAULT_MIN_GAIN, Rejection, blocker_of, select
-from .subgraphs import Branch, branch_models, conditions_taken, fold_constants, input_hints, splice
+from .subgraphs import (
+    Branch,
+    branch_models,
+    conditions_taken,
+    feeds_taking,
+    fold_constants,
+    input_hints,
+    splice,
+)
 from .verify import (
     DEFAULT_RTOL,
     Case,
@@ -364,17 +372,39 @@ def _fuse_all(analysis: Analysis, reference: Reference, only: Pair | None = None
 
 def _refuse_untaken_branches(analysis: Analysis, reference: Reference, progress: Progress) -> None:
     """Pairs in a branch no verification case takes are refused: they could be neither verified nor
-    proven on the plugin. Which branch each case takes is the original's If condition there."""
+    proven on the plugin. Which branch each case takes is the original's If condition there. Where
+    the condition is simple (`subgraphs.feeds_taking`) a case that takes the branch is added first,
+    when the original runs on it."""
     conditions = sorted({b.branch.condition for b in analysis.branches})
     values = condition_values(reference, conditions)
     for b in analysis.branches:
         b.taken = b.branch.taken_when in conditions_taken(values[b.branch.condition])
+        if not b.taken and b.analysis.pairs and _add_case_taking(reference, b.branch, progress):
+            values = condition_values(reference, conditions)
+            b.taken = b.branch.taken_when in conditions_taken(values[b.branch.condition])
         if b.taken or not b.analysis.pairs:
             continue
         why = f"in the {b.branch.label}, which no verification input takes (give --inputs that take it)"
         progress(f"not fusing {len(b.analysis.pairs)} pair(s) {why}")
         b.analysis.rejected = [Rejection(p.candidate, why) for p in b.analysis.pairs] + b.analysis.rejected
         b.analysis.pairs = []
+
+
+def _add_case_taking(reference: Reference, branch: Branch, progress: Progress) -> bool:
+    """Add to the cases the first case's inputs set to take the branch, when its condition allows and
+    the original runs there; whether it did."""
+    model = graph_mod.read_model(reference.source, load_external_data=False)
+    feeds = feeds_taking(model, branch.condition, reference.cases[0].feeds, branch.taken_when)
+    if feeds is None:
+        return False
+    label = f"{shapes_label(feeds)} (set to take the {branch.label})"
+    try:
+        reference.cases.append(run_original(ort_session(reference.source), feeds, label))
+    except VerificationError as exc:
+        progress(f"the original fails on inputs set to take the {branch.label} ({exc.message}); not verifying it")
+        return False
+    progress(f"verifying the {branch.label} on inputs set to take it")
+    return True
 
 
 def condition_values(reference: Reference, conditions: list[str]) -> dict[str, list[np.ndarray]]:

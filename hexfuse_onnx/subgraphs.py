@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import onnx
-from onnx import helper
+from onnx import helper, numpy_helper
 
 from . import contract as C
 from .fold import specialise
@@ -161,3 +161,20 @@ def fold_constants(branch: Branch) -> None:
 def conditions_taken(condition_values: list[np.ndarray]) -> set[bool]:
     """The branches (True: then) the verification cases take, from the If condition's values."""
     return {bool(np.asarray(v).reshape(-1)[0]) for v in condition_values}
+
+
+def feeds_taking(model: onnx.ModelProto, condition: str, feeds: dict[str, np.ndarray], then: bool) -> dict | None:
+    """`feeds` changed so that an If's condition is `then`, where the condition is a bool graph input
+    or Equal of a one-element graph input and a constant (Silero VAD: sr == 16000); None otherwise."""
+    if condition in feeds:
+        return {**feeds, condition: np.full_like(feeds[condition], then)}
+    node = next((n for n in model.graph.node if condition in n.output), None)
+    if node is None or node.op_type != "Equal" or node.domain not in ("", "ai.onnx"):
+        return None
+    constants = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer if t.name in node.input}
+    constants.update({name: numpy_helper.to_array(t) for name, t in _constant_values(model.graph).items()})
+    for given, constant in (tuple(node.input), tuple(reversed(node.input))):
+        if given in feeds and constant in constants and feeds[given].size == 1 and constants[constant].size == 1:
+            value = constants[constant].reshape(()).astype(feeds[given].dtype)
+            return {**feeds, given: np.full_like(feeds[given], value if then else value + 1)}
+    return None

@@ -48,14 +48,20 @@ def _branch(g: GraphBuilder, prefix: str, x: str, rows: int | str) -> onnx.Graph
     return helper.make_graph(nodes, prefix, [], [out])
 
 
-def if_model(rows: int | str = ROWS) -> onnx.ModelProto:
-    """x [rows, 256] and a bool `fast`: an If whose two branches each hold a matrix/vector pair."""
+def if_model(rows: int | str = ROWS, on_mean: bool = False) -> onnx.ModelProto:
+    """x [rows, 256] and a bool `fast` (or, `on_mean`, whether x's mean is positive): an If whose two
+    branches each hold a matrix/vector pair."""
     g = GraphBuilder("if_branches", seed=0)
     g.inputs.append(helper.make_tensor_value_info("x", TensorProto.FLOAT, [rows, D_IN]))
-    g.inputs.append(helper.make_tensor_value_info("fast", TensorProto.BOOL, []))
     g._tensor_names.add("x")
+    if on_mean:
+        mean = g.op("ReduceMean", ["x"], "mean", keepdims=0)
+        fast = g.op("Greater", [mean, g.scalar("zero", 0.0)], "positive")
+    else:
+        fast = "fast"
+        g.inputs.append(helper.make_tensor_value_info(fast, TensorProto.BOOL, []))
     then_branch, else_branch = _branch(g, "then", "x", rows), _branch(g, "else", "x", rows)
-    g.op("If", ["fast"], "choose", outputs=["y"], then_branch=then_branch, else_branch=else_branch)
+    g.op("If", [fast], "choose", outputs=["y"], then_branch=then_branch, else_branch=else_branch)
     g.outputs.append(helper.make_tensor_value_info("y", TensorProto.FLOAT, [rows, D_HID + D_IN]))
     return g.model()
 
@@ -70,6 +76,15 @@ def model_path(tmp_path: Path) -> Path:
 def _feeds(fast: bool) -> dict[str, np.ndarray]:
     x = np.random.default_rng(1).standard_normal((ROWS, D_IN)).astype(np.float32)
     return {"x": x, "fast": np.array(fast)}
+
+
+def _mean_feeds(positive: bool) -> dict[str, np.ndarray]:
+    x = np.abs(np.random.default_rng(1).standard_normal((ROWS, D_IN)).astype(np.float32))
+    return {"x": x if positive else -x}
+
+
+def _branch_of(model: onnx.ModelProto, name: str) -> onnx.GraphProto:
+    return next(a.g for n in model.graph.node if n.op_type == "If" for a in n.attribute if a.name == name)
 
 
 def _pairs_in(model: onnx.ModelProto) -> dict[str, int]:
@@ -91,19 +106,29 @@ def test_analysis_finds_a_pair_in_each_branch(model_path: Path) -> None:
     assert "then branch of If 'choose': 9 nodes" in text and "not looked at" not in text  # 3 folded
 
 
-@pytest.mark.parametrize("fast", [True, False])
-def test_rewrite_fuses_the_branch_the_inputs_take(model_path: Path, tmp_path: Path, fast: bool) -> None:
+@pytest.mark.parametrize("positive", [True, False])
+def test_rewrite_fuses_only_the_branch_the_inputs_take(tmp_path: Path, positive: bool) -> None:
+    """The condition (mean(x) > 0) is no input to set: the branch the --inputs do not take is refused."""
+    path = tmp_path / "if_mean.onnx"
+    onnx.save(if_model(on_mean=True), path)
     out = tmp_path / "fused.onnx"
-    result = rewrite(model_path, out, target="host", inputs=_feeds(fast), verify_plugin=True)
-    taken, untaken = ("then_branch", "else_branch") if fast else ("else_branch", "then_branch")
+    result = rewrite(path, out, target="host", inputs=_mean_feeds(positive), verify_plugin=True)
+    taken, untaken = ("then_branch", "else_branch") if positive else ("else_branch", "then_branch")
     fused = onnx.load(out)
     assert _pairs_in(fused) == {taken: 1, untaken: 0}
-    branch = next(a.g for a in fused.graph.node[0].attribute if a.name == taken)
-    assert [n.op_type for n in branch.node][:3] == ["Constant", "Transpose", "Reshape"]  # the folded shape work
+    assert [n.op_type for n in _branch_of(fused, taken).node][:3] == ["Constant", "Transpose", "Reshape"]  # kept
     onnx.checker.check_model(fused, full_check=True)
     refused = [r.reason for b in result.analysis.branches for r in b.analysis.rejected]
-    assert any("which no verification input takes" in r for r in refused), refused
-    assert [b.taken for b in result.analysis.branches] == [fast, not fast]
+    assert f"in the {untaken.split('_')[0]} branch of If 'choose', which no verification input takes" in refused[0]
+    assert [b.taken for b in result.analysis.branches] == [positive, not positive]
+
+
+def test_a_bool_input_condition_is_set_to_verify_both_branches(model_path: Path, tmp_path: Path) -> None:
+    out = tmp_path / "fused.onnx"
+    result = rewrite(model_path, out, target="host", inputs=_feeds(True), verify_plugin=True)
+    assert _pairs_in(onnx.load(out)) == {"then_branch": 1, "else_branch": 1}
+    assert result.comparison is not None
+    assert result.comparison.shapes[-1] == "x=64x256, fast=scalar (set to take the else branch of If 'choose')"
 
 
 def test_rewritten_branch_runs_on_stock_ort_and_on_the_plugin(model_path: Path, tmp_path: Path) -> None:
