@@ -178,3 +178,22 @@ def feeds_taking(model: onnx.ModelProto, condition: str, feeds: dict[str, np.nda
             value = constants[constant].reshape(()).astype(feeds[given].dtype)
             return {**feeds, given: np.full_like(feeds[given], value if then else value + 1)}
     return None
+
+
+def pairs_in_branches(model: onnx.ModelProto) -> int:
+    """The FusedHexPair nodes inside the model's subgraphs (If branches): the tools that read the main
+    graph's pairs (tune, emulate, profile) do not reach these."""
+    return sum(_calls_in(a.g) for n in model.graph.node for a in n.attribute if a.type == onnx.AttributeProto.GRAPH)
+
+
+def _calls_in(graph: onnx.GraphProto) -> int:
+    own = sum((n.domain, n.op_type) == (C.DOMAIN, C.OP_TYPE) for n in graph.node)
+    return own + sum(_calls_in(a.g) for n in graph.node for a in n.attribute if a.type == onnx.AttributeProto.GRAPH)
+
+
+def no_pair_message(model: onnx.ModelProto, where: str, command: str) -> str:
+    """Why `command` finds no FusedHexPair node in the main graph, in one line."""
+    hidden = pairs_in_branches(model)
+    if hidden:
+        return f"{where}: its {hidden} {C.OP_TYPE} node(s) sit inside If branches, which {command} does not reach"
+    return f"{where}: has no {C.DOMAIN}::{C.OP_TYPE} node; rewrite it first (`python -m hexfuse_onnx rewrite`)"
