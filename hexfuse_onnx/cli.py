@@ -558,13 +558,14 @@ def _analysis_line(entry, target: str, progress) -> str:
             a = analyse(path, target=target, shapes=shapes)
         except HexfuseError as exc:
             return f"analysis fails: {exc.message}"
-    if not a.pairs:
+    pairs = a.all_pairs()  # If branches' too
+    if not pairs:
         return f"{len(a.graph.nodes)} nodes, {len(a.candidates)} candidate(s), no pair qualifies"
     kinds: dict[str, int] = {}
-    for p in a.pairs:
+    for p in pairs:
         kinds[p.kind] = kinds.get(p.kind, 0) + 1
-    serial = sum(p.prediction.serial for p in a.pairs)
-    fused = sum(p.prediction.fused_call for p in a.pairs)
+    serial = sum(p.prediction.serial for p in pairs)
+    fused = sum(p.prediction.fused_call for p in pairs)
     return (
         f"{len(a.graph.nodes)} nodes, pairs: "
         + ", ".join(f"{k} {n}" for k, n in kinds.items())
