@@ -285,7 +285,7 @@ def rewrite(
     analysis = analyse(path, kinds, target, min_gain, at, progress, freeze_shapes, probe_binding=inputs is None)
     _check_keeps_external_data(analysis.graph, Path(path), out)
     reference = _reference(path, analysis.graph, bool(shapes), inputs, progress) if analysis.all_pairs() else None
-    if reference is not None and analysis.branches:
+    if reference is not None and any(b.analysis.pairs for b in analysis.branches):
         _refuse_untaken_branches(analysis, reference, progress)
     seconds = dict(analysis.seconds)
     source_dir = Path(path).resolve().parent
