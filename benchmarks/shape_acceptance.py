@@ -51,7 +51,7 @@ import light_models  # noqa: E402
 from hexfuse_onnx import pipeline, verify  # noqa: E402
 from hexfuse_onnx.costmodel import CALL_OVERHEAD_ENV  # noqa: E402
 from hexfuse_onnx.errors import HexfuseError  # noqa: E402
-from hexfuse_onnx.report import hidden_lines, rejection_lines  # noqa: E402
+from hexfuse_onnx.report import branch_lines, hidden_lines, looked_at, rejection_lines  # noqa: E402
 from hexfuse_onnx.runtime import session_options  # noqa: E402
 from hexfuse_onnx.tools.zoo import plugin_rtol  # noqa: E402
 from models import real  # noqa: E402
@@ -245,8 +245,8 @@ def _check(s: Subject, target: str, cache: Path, with_plugin: bool, rec: Recorde
     r = rec.result
     try:
         fixed, r.seconds_fixed = rewrite(s, cache / f"{s.name}.shape.fused.onnx", target, True, rec)
-        r.pairs_fixed = len(fixed.analysis.pairs) if fixed.output else 0
-        r.blockers_fixed = rejection_lines(fixed.analysis.rejected)
+        r.pairs_fixed = len(fixed.analysis.all_pairs()) if fixed.output else 0
+        r.blockers_fixed = rejection_lines(fixed.analysis.all_rejected())
     except HexfuseError as exc:
         r.error = f"fixed shapes: exit {exc.exit_code}: {exc.message[:200]}"
     try:
@@ -254,10 +254,10 @@ def _check(s: Subject, target: str, cache: Path, with_plugin: bool, rec: Recorde
     except HexfuseError as exc:
         r.error += f"{'; ' if r.error else ''}without --shape: exit {exc.exit_code}: {exc.message[:200]}"
         return r
-    r.pairs_free = len(free.analysis.pairs) if free.output else 0
-    r.candidates_free = len(free.analysis.candidates)
-    r.blockers = rejection_lines(free.analysis.rejected) or ["no candidate pair"] * (r.candidates_free == 0)
-    r.blockers += hidden_lines(free.analysis.graph.model.graph)  # Silero VAD's network
+    r.pairs_free = len(free.analysis.all_pairs()) if free.output else 0
+    r.candidates_free = sum(len(a.candidates) for a in free.analysis.scopes())
+    r.blockers = rejection_lines(free.analysis.all_rejected()) or ["no candidate pair"] * (r.candidates_free == 0)
+    r.blockers += branch_lines(free.analysis) + hidden_lines(free.analysis.graph.model.graph, looked_at(free.analysis))
     if free.output is None:
         return r
     r.dims_kept = input_dims(free.output) == input_dims(s.path)

@@ -448,12 +448,12 @@ def _rewrite_file(args: argparse.Namespace, shapes: dict[str, list[int]], progre
     )
     a = result.analysis
     print(summary(a))
-    for line in rejection_lines(a.rejected):
+    for line in rejection_lines(a.all_rejected()):
         print(line)
     if result.output is None:
         print("no pair qualifies; nothing written")
     else:
-        print(table(pair_rows(a.pairs)))
+        print(table(pair_rows(a.all_pairs())))
         c = result.comparison
         assert c is not None
         print(
@@ -483,9 +483,9 @@ def _inspect(args: argparse.Namespace, progress) -> int:
         _check_report_path(args.json)
         a = analyse(args.model, _kinds(args.kinds), args.target, args.min_gain, shapes, progress)
     print(summary(a))
-    if a.pairs:
-        print(table(pair_rows(a.pairs)))
-    for line in [*rejection_lines(a.rejected), *candidate_lines(a.rejected)]:
+    if a.all_pairs():
+        print(table(pair_rows(a.all_pairs())))
+    for line in [*rejection_lines(a.all_rejected()), *candidate_lines(a.all_rejected())]:
         print(line)
     if args.json:
         _write_json(args.json, analysis_json(a))
@@ -558,13 +558,14 @@ def _analysis_line(entry, target: str, progress) -> str:
             a = analyse(path, target=target, shapes=shapes)
         except HexfuseError as exc:
             return f"analysis fails: {exc.message}"
-    if not a.pairs:
+    pairs = a.all_pairs()  # If branches' too
+    if not pairs:
         return f"{len(a.graph.nodes)} nodes, {len(a.candidates)} candidate(s), no pair qualifies"
     kinds: dict[str, int] = {}
-    for p in a.pairs:
+    for p in pairs:
         kinds[p.kind] = kinds.get(p.kind, 0) + 1
-    serial = sum(p.prediction.serial for p in a.pairs)
-    fused = sum(p.prediction.fused_call for p in a.pairs)
+    serial = sum(p.prediction.serial for p in pairs)
+    fused = sum(p.prediction.fused_call for p in pairs)
     return (
         f"{len(a.graph.nodes)} nodes, pairs: "
         + ", ".join(f"{k} {n}" for k, n in kinds.items())

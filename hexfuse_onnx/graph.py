@@ -767,16 +767,20 @@ def node_reads(node: onnx.NodeProto) -> list[str]:
 def _outer_scope_names(node: onnx.NodeProto) -> list[str]:
     names: list[str] = []
     for a in node.attribute:
-        graphs = [a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs)
-        for sub in graphs:
-            local = {v.name for v in sub.input} | {t.name for t in sub.initializer}
-            for n in sub.node:
-                local.update(n.output)
-            for n in sub.node:
-                for t in node_reads(n):
-                    if t and t not in local:
-                        names.append(t)
-            names.extend(v.name for v in sub.output if v.name not in local)
+        for sub in [a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs):
+            names += outer_scope_names(sub)
+    return names
+
+
+def outer_scope_names(sub: onnx.GraphProto) -> list[str]:
+    """The outer-scope tensors a subgraph reads (its nested subgraphs' too), in order, repeats kept."""
+    names: list[str] = []
+    local = {v.name for v in sub.input} | {t.name for t in sub.initializer}
+    for n in sub.node:
+        local.update(n.output)
+    for n in sub.node:
+        names += [t for t in node_reads(n) if t and t not in local]
+    names.extend(v.name for v in sub.output if v.name not in local)
     return names
 
 

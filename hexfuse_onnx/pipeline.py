@@ -21,15 +21,24 @@ from . import contract as C
 from . import graph as graph_mod
 from . import probe
 from .costmodel import Target, get_target
-from .errors import ModelError, UsageError, VerificationError, WriteError, first_line
+from .errors import HexfuseError, ModelError, UsageError, VerificationError, WriteError, first_line
 from .graph import ModelGraph, ShapeBinding
 from .kinds import KINDS, Candidate, Pair, discover
 from .lowering import LoweringError
 from .modelio import stage
 from .profile import GraphProfile, profile_graph
 from .qdq import output_steps, quantized_tensors
-from .rewrite import fuse, prepare
+from .rewrite import fuse, next_pair_id, prepare
 from .select import DEFAULT_MIN_GAIN, Rejection, blocker_of, select
+from .subgraphs import (
+    Branch,
+    branch_models,
+    conditions_taken,
+    feeds_taking,
+    fold_constants,
+    input_hints,
+    splice,
+)
 from .verify import (
     DEFAULT_RTOL,
     Case,
@@ -42,6 +51,7 @@ from .verify import (
     random_integer_note,
     run_original,
     shapes_label,
+    with_outputs,
 )
 from .verify import session as ort_session
 
@@ -59,6 +69,28 @@ class Analysis:
     rejected: list[Rejection]
     seconds: dict[str, float] = field(default_factory=dict)
     evaluated: dict[int, Pair | Rejection | str] = field(default_factory=dict)  # by id() of the candidate
+    branches: list[BranchAnalysis] = field(default_factory=list)  # the main graph's If branches
+    skipped_branches: list[str] = field(default_factory=list)  # If branches not analysed, with why
+
+    def scopes(self) -> list[Analysis]:
+        """This graph's analysis, then its If branches'."""
+        return [self, *(b.analysis for b in self.branches)]
+
+    def all_pairs(self) -> list[Pair]:
+        return [p for a in self.scopes() for p in a.pairs]
+
+    def all_rejected(self) -> list[Rejection]:
+        return [r for a in self.scopes() for r in a.rejected]
+
+
+@dataclass
+class BranchAnalysis:
+    """An If branch analysed as a model of its own (subgraphs.py). `taken`: whether a verification
+    input of the rewrite takes it (None: not run: `inspect`)."""
+
+    branch: Branch
+    analysis: Analysis
+    taken: bool | None = None
 
 
 @dataclass
@@ -115,6 +147,40 @@ def analyse(
     if g.binding is not None:
         kept = "kept symbolic in the output" if g.source is not None else "fixed in the output (--freeze-shapes)"
         progress(f"symbolic dims analysed at {g.binding.describe()}; {kept}")
+    analysis = _analyse_graph(g, kinds, tgt, min_gain, progress, seconds)
+    branches, analysis.skipped_branches = branch_models(g)
+    for branch in branches:
+        sub = _analyse_branch(g, branch, kinds, tgt, min_gain, freeze_shapes, progress)
+        if isinstance(sub, str):
+            analysis.skipped_branches.append(sub)
+        else:
+            analysis.branches.append(BranchAnalysis(branch, sub))
+    return analysis
+
+
+def _analyse_branch(
+    g: ModelGraph,
+    branch: Branch,
+    kinds: list[str],
+    tgt: Target,
+    min_gain: float,
+    freeze_shapes: bool,
+    progress: Progress,
+) -> Analysis | str:
+    """An If branch's analysis as a model of its own at the outer graph's binding; why not, when its
+    model is refused."""
+    fold_constants(branch)
+    try:
+        sub = graph_mod.index_model(branch.model, shape_overrides=input_hints(g, branch), freeze=freeze_shapes)
+    except HexfuseError as exc:
+        return f"{branch.label}: {exc.message}"
+    progress(f"the {branch.label}: {len(sub.nodes)} nodes")
+    return _analyse_graph(sub, kinds, tgt, min_gain, progress, {})
+
+
+def _analyse_graph(
+    g: ModelGraph, kinds: list[str], tgt: Target, min_gain: float, progress: Progress, seconds: dict[str, float]
+) -> Analysis:
     t0 = time.perf_counter()
     profile = profile_graph(g)
     seconds["profile"] = time.perf_counter() - t0
@@ -218,22 +284,24 @@ def rewrite(
     at = shapes or (inputs_shapes(path, inputs) if inputs is not None else None)
     analysis = analyse(path, kinds, target, min_gain, at, progress, freeze_shapes, probe_binding=inputs is None)
     _check_keeps_external_data(analysis.graph, Path(path), out)
-    reference = _reference(path, analysis.graph, bool(shapes), inputs, progress) if analysis.pairs else None
+    reference = _reference(path, analysis.graph, bool(shapes), inputs, progress) if analysis.all_pairs() else None
+    if reference is not None and any(b.analysis.pairs for b in analysis.branches):
+        _refuse_untaken_branches(analysis, reference, progress)
     seconds = dict(analysis.seconds)
     source_dir = Path(path).resolve().parent
     failed: list[Rejection] = []
     lowers: set[int] = set()  # id() of the candidates that lowered in an earlier round
-    while analysis.pairs:
+    while analysis.all_pairs():
         t0 = time.perf_counter()
         assert reference is not None
-        unlowered = _lower_new(analysis, lowers, reference.second)
+        unlowered = _lower_new(analysis, lowers, reference)
         seconds["lower"] = time.perf_counter() - t0
         if unlowered:
             failed += [_not_lowered(pair, error, progress) for pair, error in unlowered]
             _reselect(analysis, failed, min_gain)
             continue
         t0 = time.perf_counter()
-        fused = fuse(analysis.graph, analysis.pairs, reference.second)
+        fused = _fuse_all(analysis, reference)
         seconds["rewrite"] = time.perf_counter() - t0
         progress("verifying: full checker, then stock ONNX Runtime against the original")
         t0 = time.perf_counter()
@@ -246,7 +314,7 @@ def rewrite(
             if not failed:
                 raise whole_error
             _reselect(analysis, failed, min_gain)
-            if not analysis.pairs:
+            if not analysis.all_pairs():
                 raise VerificationError(f"no pair survives verification; first failure: {failed[0].reason}") from None
             continue
         except BaseException:
@@ -258,18 +326,99 @@ def rewrite(
     return RewriteResult(analysis, None, None, seconds)
 
 
-def _lower_new(analysis: Analysis, lowers: set[int], second: ShapeBinding | None) -> list[tuple[Pair, LoweringError]]:
-    """Lower the chosen pairs; those not lowered in an earlier round first, alone, so that a
-    re-selection after a failure does not lower again every pair that lowered (captcha_crnn: 8
-    rounds of 83 pairs). Whether a pair lowers depends on it alone, not on its id or the others."""
-    new = [p for p in analysis.pairs if id(p.candidate) not in lowers]
-    if len(new) < len(analysis.pairs):
-        unlowered = prepare(analysis.graph, new, analysis.target, second)
-        if unlowered:
-            return unlowered
-    unlowered = prepare(analysis.graph, analysis.pairs, analysis.target, second)  # ids in the final order
-    lowers.update(id(p.candidate) for p in analysis.pairs if p.lowered is not None)
+def _lower_new(analysis: Analysis, lowers: set[int], reference: Reference) -> list[tuple[Pair, LoweringError]]:
+    """Lower the chosen pairs of the main graph and of its If branches, numbered across them; those
+    not lowered in an earlier round first, alone, so that a re-selection after a failure does not
+    lower again every pair that lowered (captcha_crnn: 8 rounds of 83 pairs). Whether a pair lowers
+    depends on it alone, not on its id or the others."""
+    unlowered = []
+    first = next_pair_id(analysis.graph.model)
+    for scope, second, _ in _scopes(analysis, reference):
+        new = [p for p in scope.pairs if id(p.candidate) not in lowers]
+        failed = prepare(scope.graph, new, scope.target, second, first) if len(new) < len(scope.pairs) else []
+        if not failed:
+            failed = prepare(scope.graph, scope.pairs, scope.target, second, first)  # ids in the final order
+            lowers.update(id(p.candidate) for p in scope.pairs if p.lowered is not None)
+        unlowered += failed
+        first += len(scope.pairs)
     return unlowered
+
+
+def _scopes(analysis: Analysis, reference: Reference) -> list[tuple[Analysis, ShapeBinding | None, Branch | None]]:
+    """The main graph's analysis and its If branches', each with the binding its pairs are proven at
+    (a branch's: the main graph's `second` binding carried into it) and its branch."""
+    out: list[tuple[Analysis, ShapeBinding | None, Branch | None]] = [(analysis, reference.second, None)]
+    for b in analysis.branches:
+        g = b.analysis.graph
+        second = None
+        if g.source is not None and reference.second is not None:
+            hints = input_hints(analysis.graph, b.branch, reference.second.inputs)
+            second = graph_mod.representative_binding(g.source, hints, b.branch.label)
+        out.append((b.analysis, second, b.branch))
+    return out
+
+
+def _fuse_all(analysis: Analysis, reference: Reference, only: Pair | None = None) -> onnx.ModelProto:
+    """The model with the prepared pairs (or `only` that one) fused, in the main graph and in the
+    branches of its Ifs."""
+    chosen = lambda scope: [p for p in scope.pairs if only is None or p is only]  # noqa: E731
+    model = fuse(analysis.graph, chosen(analysis), reference.second)
+    for scope, second, branch in _scopes(analysis, reference)[1:]:
+        if chosen(scope):
+            assert branch is not None
+            splice(model, branch, fuse(scope.graph, chosen(scope), second))
+    return model
+
+
+def _refuse_untaken_branches(analysis: Analysis, reference: Reference, progress: Progress) -> None:
+    """Pairs in a branch no verification case takes are refused: they could be neither verified nor
+    proven on the plugin. Which branch each case takes is the original's If condition there. Where
+    the condition is simple (`subgraphs.feeds_taking`) a case that takes the branch is added first,
+    when the original runs on it."""
+    conditions = sorted({b.branch.condition for b in analysis.branches})
+    values = condition_values(reference, conditions)
+    for b in analysis.branches:
+        b.taken = b.branch.taken_when in conditions_taken(values[b.branch.condition])
+        if not b.taken and b.analysis.pairs and _add_case_taking(reference, b.branch, progress):
+            values = condition_values(reference, conditions)
+            b.taken = b.branch.taken_when in conditions_taken(values[b.branch.condition])
+        if b.taken or not b.analysis.pairs:
+            continue
+        why = f"in the {b.branch.label}, which no verification input takes (give --inputs that take it)"
+        progress(f"not fusing {len(b.analysis.pairs)} pair(s) {why}")
+        b.analysis.rejected = [Rejection(p.candidate, why) for p in b.analysis.pairs] + b.analysis.rejected
+        b.analysis.pairs = []
+
+
+def _add_case_taking(reference: Reference, branch: Branch, progress: Progress) -> bool:
+    """Add to the cases the first case's inputs set to take the branch, when its condition allows and
+    the original runs there; whether it did."""
+    model = graph_mod.read_model(reference.source, load_external_data=False)
+    feeds = feeds_taking(model, branch.condition, reference.cases[0].feeds, branch.taken_when)
+    if feeds is None:
+        return False
+    label = f"{shapes_label(feeds)} (set to take the {branch.label})"
+    try:
+        reference.cases.append(run_original(ort_session(reference.source), feeds, label))
+    except VerificationError as exc:
+        progress(f"the original fails on inputs set to take the {branch.label} ({exc.message}); not verifying it")
+        return False
+    progress(f"verifying the {branch.label} on inputs set to take it")
+    return True
+
+
+def condition_values(reference: Reference, conditions: list[str]) -> dict[str, list[np.ndarray]]:
+    """Each If condition's value in every verification case, the original run with them as outputs."""
+    model = onnx.load(reference.source, load_external_data=False)
+    onnx.load_external_data_for_model(model, str(Path(reference.source).resolve().parent))
+    names = [c for c in conditions if c not in reference.cases[0].feeds]
+    original = ort_session(with_outputs(model, names)) if names else None
+    out: dict[str, list[np.ndarray]] = {c: [] for c in conditions}
+    for case in reference.cases:
+        got = dict(zip(names, original.run(names, case.feeds))) if original is not None else {}
+        for c in conditions:
+            out[c].append(np.asarray(case.feeds[c] if c in case.feeds else got[c]))
+    return out
 
 
 def _check_keeps_external_data(g: ModelGraph, path: Path, out: Path) -> None:
@@ -346,8 +495,9 @@ def _binding_cases(
             ran.append(b)
         except VerificationError as exc:
             if k == 0 and hinted:
+                note = random_integer_note(graph_mod.read_model(path, load_external_data=False))
                 raise ModelError(
-                    f"{path}: the original model does not run at --shape {b.describe()}: {exc.message}"
+                    f"{path}: the original model does not run at --shape {b.describe()}{note} ({exc.message})"
                 ) from None
             progress(f"the original model does not run at {b.describe()} ({exc.message}); not verifying there")
     for b, outcome in zip(empty, outcomes[len(outcomes) - len(empty) :]):
@@ -422,24 +572,27 @@ def _failing_pairs(
     verify_plugin: bool,
 ) -> list[Rejection]:
     failing = []
-    for pair in analysis.pairs:
-        prepare(analysis.graph, [pair], analysis.target, reference.second)  # numbered as the only pair
-        fused = fuse(analysis.graph, [pair], reference.second)
-        staged = stage(fused, out, source_dir)
-        try:
-            _verify(staged.model_path, reference, rtol, verify_plugin)
-        except VerificationError as exc:
-            progress(f"dropping a {pair.kind} pair ({pair.candidate.note}): {exc.message}")
-            failing.append(Rejection(pair.candidate, f"fails verification: {exc.message}"))
-        finally:
-            staged.discard()
+    for scope, second, _ in _scopes(analysis, reference):
+        for pair in scope.pairs:
+            prepare(scope.graph, [pair], scope.target, second, next_pair_id(analysis.graph.model))  # the only pair
+            staged = stage(_fuse_all(analysis, reference, only=pair), out, source_dir)
+            try:
+                _verify(staged.model_path, reference, rtol, verify_plugin)
+            except VerificationError as exc:
+                progress(f"dropping a {pair.kind} pair ({pair.candidate.note}): {exc.message}")
+                failing.append(Rejection(pair.candidate, f"fails verification: {exc.message}"))
+            finally:
+                staged.discard()
     return failing
 
 
 def _reselect(analysis: Analysis, failed: list[Rejection], min_gain: float) -> None:
+    """Choose again in every scope without the failed candidates."""
     bad = {id(r.candidate) for r in failed}
-    candidates = [c for c in analysis.candidates if id(c) not in bad]
-    analysis.pairs, rejected = select(
-        analysis.graph, analysis.profile, candidates, analysis.target, min_gain, analysis.evaluated
-    )
-    analysis.rejected = failed + rejected
+    for scope in analysis.scopes():
+        mine = {id(c) for c in scope.candidates}
+        candidates = [c for c in scope.candidates if id(c) not in bad]
+        if len(candidates) == len(scope.candidates) and scope is not analysis:
+            continue  # nothing failed here: its choice stands (an untaken branch stays refused)
+        scope.pairs, rejected = select(scope.graph, scope.profile, candidates, scope.target, min_gain, scope.evaluated)
+        scope.rejected = [r for r in failed if id(r.candidate) in mine] + rejected

@@ -61,17 +61,19 @@ def table(rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def summary(a: Analysis) -> str:
+def _found(a: Analysis) -> str:
     kinds = Counter(c.kind for c in a.candidates)
     found = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())) or "none"
-    lines = [
-        f"target {a.target.name} (modelled: {a.target.description})",
-        f"{len(a.graph.nodes)} nodes; candidates: {found}; chosen: {len(a.pairs)}",
-    ]
+    return f"{len(a.graph.nodes)} nodes; candidates: {found}; chosen: {len(a.pairs)}"
+
+
+def summary(a: Analysis) -> str:
+    lines = [f"target {a.target.name} (modelled: {a.target.description})", _found(a)]
     if a.graph.binding is not None:
         kept = "symbolic in the output" if a.graph.source is not None else "fixed in the output (--freeze-shapes)"
         lines.append(f"symbolic dims analysed at {a.graph.binding.describe()} (--shape to choose); {kept}")
-    lines += hidden_lines(a.graph.model.graph)
+    lines += branch_lines(a)
+    lines += hidden_lines(a.graph.model.graph, looked_at(a))
     if a.profile.unprofiled:
         shown = list(a.profile.unprofiled.items())[:5]
         lines.append(f"{len(a.profile.unprofiled)} node(s) not profiled, so not paired:")
@@ -81,6 +83,25 @@ def summary(a: Analysis) -> str:
                 f"  ... and {len(a.profile.unprofiled) - len(shown)} more (use --shape NAME=DIMxDIM to fix input dims)"
             )
     return "\n".join(lines)
+
+
+def branch_lines(a: Analysis) -> list[str]:
+    """One line per If branch the pass analysed as a graph of its own, saying whether the rewrite's
+    verification inputs take it; one per branch it could not."""
+    lines = []
+    for b in a.branches:
+        taken = {
+            None: "its pairs are verified only where the rewrite's inputs take it",
+            True: "the verification inputs take it",
+            False: "no verification input takes it, so it is not fused (--inputs that take it)",
+        }[b.taken]
+        lines.append(f"{b.branch.label}: {_found(b.analysis)}; {taken}")
+    lines += [f"not analysed: {why}" for why in a.skipped_branches]
+    return lines
+
+
+def looked_at(a: Analysis) -> set[tuple[str, str]]:
+    return {(b.branch.owner, b.branch.attribute) for b in a.branches}
 
 
 def pair_json(a: Analysis, p: Pair) -> dict:
@@ -133,13 +154,31 @@ def analysis_json(a: Analysis) -> dict:
         "unprofiled": [{"node": g.describe(i), "reason": why} for i, why in a.profile.unprofiled.items()],
         "candidates": len(a.candidates),
         "pairs": [pair_json(a, p) for p in a.pairs],
-        "rejected": [
-            {"kind": r.candidate.kind, "note": r.candidate.note, "reason": r.reason, "blocker": r.blocker}
-            for r in a.rejected
+        "rejected": _rejected_json(a),
+        "branches": [
+            {
+                "where": b.branch.label,
+                "nodes": len(b.analysis.graph.nodes),
+                "taken": b.taken,
+                "candidates": len(b.analysis.candidates),
+                "pairs": [pair_json(b.analysis, p) for p in b.analysis.pairs],
+                "rejected": _rejected_json(b.analysis),
+            }
+            for b in a.branches
         ],
-        "not_looked_at": [{"node": owner, "subgraph_nodes": n} for owner, n in subgraph_nodes(g.model.graph)],
+        "branches_not_analysed": a.skipped_branches,
+        "not_looked_at": [
+            {"node": owner, "subgraph_nodes": n} for owner, n in subgraph_nodes(g.model.graph, looked_at(a))
+        ],
         "seconds": a.seconds,
     }
+
+
+def _rejected_json(a: Analysis) -> list[dict]:
+    return [
+        {"kind": r.candidate.kind, "note": r.candidate.note, "reason": r.reason, "blocker": r.blocker}
+        for r in a.rejected
+    ]
 
 
 def rewrite_json(r: RewriteResult) -> dict:
@@ -157,23 +196,28 @@ def rewrite_json(r: RewriteResult) -> dict:
     return out
 
 
-def hidden_lines(graph: onnx.GraphProto) -> list[str]:
-    """The line naming the nodes inside If/Loop/Scan bodies, which the pass does not look at (none without)."""
-    hidden = subgraph_nodes(graph)
+def hidden_lines(graph: onnx.GraphProto, looked_at: set[tuple[str, str]] | None = None) -> list[str]:
+    """The line naming the nodes inside If/Loop/Scan bodies the pass does not look at (none without):
+    `looked_at` (If output, branch attribute) names the branches analysed, whose nested ones count."""
+    hidden = subgraph_nodes(graph, looked_at)
     if not hidden:
         return []
     where = ", ".join(f"{n} in {owner}" for owner, n in hidden)
     return [f"not looked at: {sum(n for _, n in hidden)} node(s) inside control-flow subgraphs ({where})"]
 
 
-def subgraph_nodes(graph: onnx.GraphProto) -> list[tuple[str, int]]:
+def subgraph_nodes(graph: onnx.GraphProto, looked_at: set[tuple[str, str]] | None = None) -> list[tuple[str, int]]:
     """For each node of the graph holding subgraphs (If/Loop/Scan bodies), its description and the
-    number of nodes inside them (nested ones included): the pass looks at the main graph only."""
+    number of nodes inside them the pass does not look at (nested ones included): all but those of
+    the branches in `looked_at` (If output, attribute), of which only their nested subgraphs'."""
     out = []
     for node in graph.node:
-        bodies = [g for a in node.attribute for g in ([a.g] if a.type == onnx.AttributeProto.GRAPH else a.graphs)]
-        if bodies:
-            count = sum(len(b.node) + sum(n for _, n in subgraph_nodes(b)) for b in bodies)
+        count = 0
+        for a in node.attribute:
+            for body in [a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs):
+                own = 0 if node.output and (node.output[0], a.name) in (looked_at or set()) else len(body.node)
+                count += own + sum(n for _, n in subgraph_nodes(body))
+        if count:
             out.append((f"{node.op_type} '{node.name or node.output[0]}'", count))
     return out
 

@@ -35,15 +35,16 @@ SHARED_INPUT_SUFFIX = "__b"
 
 
 def prepare(
-    g: ModelGraph, pairs: list[Pair], target: Target, second: ShapeBinding | None = None
+    g: ModelGraph, pairs: list[Pair], target: Target, second: ShapeBinding | None = None, first: int | None = None
 ) -> list[tuple[Pair, LoweringError]]:
-    """Give each pair its id (pair k: `pair{first + k}`), FusedHexPair node and body, and task
+    """Give each pair its id (pair k: `pair{first + k}`; `first` defaults to `next_pair_id`: an If
+    branch's pairs are numbered after the main graph's), FusedHexPair node and body, and task
     program; returns the pairs that do not lower, with why. A pair over symbolic dims is proven
     at the `second` binding (default: the first of `graph.other_bindings`) and gets a table of
     shares per shape bucket where its best share changes with the shapes (buckets.py)."""
     if g.source is not None and second is None:
         second = graph_mod.other_bindings(g)[0]
-    first = next_pair_id(g.model)
+    first = next_pair_id(g.model) if first is None else first
     opsets = [o for o in g.model.opset_import if o.domain != C.DOMAIN]
     typed = {
         v.name: v for v in list(g.model.graph.value_info) + list(g.model.graph.output) if v.type.tensor_type.elem_type
@@ -153,7 +154,8 @@ def fuse(g: ModelGraph, pairs: list[Pair], second: ShapeBinding | None = None) -
         model.functions.append(fn)
         for n in tasks.a.nodes + tasks.b.nodes:
             internal.update(t for t in n.output if t not in tasks.a.outputs and t not in tasks.b.outputs)
-    keep = [(i, n) for i, n in enumerate(g.nodes) if i not in removed]
+    as_read = _as_read(g, graph)
+    keep = [(i, as_read.get(n.output[0], n) if n.output else n) for i, n in enumerate(g.nodes) if i not in removed]
     ordered = sorted(keep + placed, key=lambda item: item[0])
     nodes = [n for _, n in ordered]
     available = {t.name for t in graph.initializer} | {v.name for v in graph.input}
@@ -174,6 +176,15 @@ def fuse(g: ModelGraph, pairs: list[Pair], second: ShapeBinding | None = None) -
         proven = second or graph_mod.other_bindings(g)[0]
         _set_metadata(model, C.METADATA_BINDINGS, json.dumps({"analysed": g.binding.inputs, "proven": proven.inputs}))
     return model
+
+
+def _as_read(g: ModelGraph, graph: onnx.GraphProto) -> dict[str, onnx.NodeProto]:
+    """With symbolic inputs, the nodes holding subgraphs as read, by first output: shape inference
+    gave their branches value_info at the representative binding, which would fix those dims."""
+    if g.source is None:
+        return {}
+    held = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+    return {n.output[0]: n for n in graph.node if n.output and any(a.type in held for a in n.attribute)}
 
 
 def _set_metadata(model: onnx.ModelProto, key: str, value: str) -> None:
@@ -379,11 +390,31 @@ def _add_value_info(fn: onnx.FunctionProto, typed: dict[str, onnx.ValueInfoProto
 
 def unfuse(model: onnx.ModelProto, pair_ids: Collection[str] | None = None) -> onnx.ModelProto:
     """The model with every FusedHexPair (or only those whose pair id, `node.overload`, is in
-    `pair_ids`) replaced by the original nodes of its function body."""
+    `pair_ids`) replaced by the original nodes of its function body, in the main graph and in the
+    If branches (and any subgraph) that hold one."""
     out = onnx.ModelProto()
     out.CopyFrom(model)
-    graph = out.graph
     functions = {(f.domain, f.name, f.overload): f for f in out.functions}
+    _unfuse_graph(out.graph, functions, pair_ids)
+    used = _calls(out.graph)
+    keep = [f for f in out.functions if (f.domain, f.name, f.overload) in used or f.domain != C.DOMAIN]
+    out.ClearField("functions")
+    out.functions.extend(keep)
+    if not any(domain == C.DOMAIN for domain, _, _ in used) and not any(f.domain == C.DOMAIN for f in keep):
+        ops = [o for o in out.opset_import if o.domain != C.DOMAIN]
+        out.ClearField("opset_import")
+        out.opset_import.extend(ops)
+        props = [p for p in out.metadata_props if p.key != C.METADATA_BINDINGS]  # no program left to re-lower
+        out.ClearField("metadata_props")
+        out.metadata_props.extend(props)
+    return out
+
+
+def _unfuse_graph(
+    graph: onnx.GraphProto,
+    functions: dict[tuple[str, str, str], onnx.FunctionProto],
+    pair_ids: Collection[str] | None,
+) -> None:
     producers = {t: n for n in graph.node for t in n.output}
     consumers: dict[str, list[onnx.NodeProto]] = {}
     for n in graph.node:
@@ -403,24 +434,29 @@ def unfuse(model: onnx.ModelProto, pair_ids: Collection[str] | None = None) -> o
         body = _inline(n, fn)
         kind = KINDS.get(_attr_str(n, C.ATTR_KIND))
         replacement[id(n)] = kind.restore(n, body, producers, consumers, drop) if kind else body
-    nodes: list[onnx.NodeProto] = []
+    if replacement:
+        nodes: list[onnx.NodeProto] = []
+        for n in graph.node:
+            if id(n) not in drop:
+                nodes.extend(replacement.get(id(n), [n]))
+        graph.ClearField("node")
+        graph.node.extend(nodes)
     for n in graph.node:
-        if id(n) in drop:
-            continue
-        nodes.extend(replacement.get(id(n), [n]))
-    graph.ClearField("node")
-    graph.node.extend(nodes)
-    used = {(n.domain, n.op_type, n.overload) for n in nodes}
-    keep = [f for f in out.functions if (f.domain, f.name, f.overload) in used or f.domain != C.DOMAIN]
-    out.ClearField("functions")
-    out.functions.extend(keep)
-    if not any(n.domain == C.DOMAIN for n in nodes) and not any(f.domain == C.DOMAIN for f in keep):
-        ops = [o for o in out.opset_import if o.domain != C.DOMAIN]
-        out.ClearField("opset_import")
-        out.opset_import.extend(ops)
-        props = [p for p in out.metadata_props if p.key != C.METADATA_BINDINGS]  # no program left to re-lower
-        out.ClearField("metadata_props")
-        out.metadata_props.extend(props)
+        for sub in _subgraphs(n):
+            _unfuse_graph(sub, functions, pair_ids)
+
+
+def _subgraphs(node: onnx.NodeProto) -> list[onnx.GraphProto]:
+    return [g for a in node.attribute for g in ([a.g] if a.type == onnx.AttributeProto.GRAPH else a.graphs)]
+
+
+def _calls(graph: onnx.GraphProto) -> set[tuple[str, str, str]]:
+    """(domain, op_type, overload) of every node of the graph and of its subgraphs."""
+    out = set()
+    for n in graph.node:
+        out.add((n.domain, n.op_type, n.overload))
+        for sub in _subgraphs(n):
+            out |= _calls(sub)
     return out
 
 

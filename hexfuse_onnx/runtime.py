@@ -303,7 +303,7 @@ def _unfused(path: str | os.PathLike[str] | bytes, header: onnx.ModelProto) -> s
     from .rewrite import unfuse
 
     source = path if isinstance(path, bytes) else str(path)
-    if not any(n.domain == DOMAIN for n in header.graph.node):
+    if not any(f.domain == DOMAIN for f in header.functions):  # pairs in If branches too
         return source
     model = header if isinstance(path, bytes) else onnx.load_model(str(path))
     if model.ByteSize() >= 2**31 - 1:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import onnx
 from cli_support import error_line, listing, run_cli
 from onnx import TensorProto, helper, numpy_helper
 
@@ -58,7 +59,8 @@ def test_inspect_lists_each_candidate_not_chosen_with_its_reason(dirs) -> None:
 
 
 def if_model():
-    """Relu, then an If whose branches hold 2 and 3 nodes."""
+    """Relu, then an If whose branches hold 2 and 4 nodes, the else branch's last an If of its own
+    whose branches hold 1 node each."""
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])
     out = helper.make_tensor_value_info("b", TensorProto.FLOAT, [4])
 
@@ -68,6 +70,14 @@ def if_model():
             nodes.append(helper.make_node(op, [prev], [f"{name}{k}"], name=f"{name}/{op}{k}"))
             prev = f"{name}{k}"
         nodes.append(helper.make_node("Identity", [prev], ["b_" + name], name=f"{name}/out"))
+        if name == "else":
+            inner = [
+                helper.make_graph([helper.make_node("Identity", ["r"], [t], name=t)], t, [], [_vector4(t)])
+                for t in "pq"
+            ]
+            nodes.append(
+                helper.make_node("If", ["c"], ["n"], name="nested", then_branch=inner[0], else_branch=inner[1])
+            )
         return helper.make_graph(nodes, name, [], [helper.make_tensor_value_info("b_" + name, TensorProto.FLOAT, [4])])
 
     nodes = [
@@ -88,13 +98,20 @@ def if_model():
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
-def test_nodes_inside_control_flow_are_named_as_not_looked_at(dirs) -> None:
+def _vector4(name: str) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, [4])
+
+
+def test_if_branches_are_analysed_and_nested_control_flow_named_as_not_looked_at(dirs) -> None:
     src = dirs.save("if.onnx", if_model())
     proc = run_cli("inspect", src, "--json", dirs.out / "r.json")
     assert proc.returncode == 0, proc.stderr
-    assert "not looked at: 5 node(s) inside control-flow subgraphs (5 in If 'cond')" in proc.stdout
+    assert "then branch of If 'cond': 2 nodes; candidates: none; chosen: 0" in proc.stdout
+    assert "else branch of If 'cond': 4 nodes" in proc.stdout
+    assert "not looked at: 2 node(s) inside control-flow subgraphs (2 in If 'cond')" in proc.stdout
     doc = json.loads((dirs.out / "r.json").read_text())
-    assert doc["not_looked_at"] == [{"node": "If 'cond'", "subgraph_nodes": 5}]
+    assert doc["not_looked_at"] == [{"node": "If 'cond'", "subgraph_nodes": 2}]
+    assert [b["where"] for b in doc["branches"]] == ["then branch of If 'cond'", "else branch of If 'cond'"]
 
 
 def test_missing_output_folder_is_refused_before_analysis(dirs) -> None:

@@ -50,6 +50,7 @@ from .. import contract as C
 from ..errors import HexfuseError, ModelError, UsageError, VerificationError
 from ..graph import read_model
 from ..lowering.rewritten import recorded_bindings
+from ..subgraphs import no_pair_message
 from ..verify import random_inputs, relative_error, session
 
 REPO_DIR = Path(__file__).resolve().parents[2]
@@ -315,7 +316,7 @@ def emulate(
     model = read_model(model_path)
     nodes = fused_nodes(model)
     if not nodes:
-        raise ModelError(f"{model_path}: no {C.DOMAIN}::{C.OP_TYPE} node (rewrite the model first)")
+        raise ModelError(no_pair_message(model, str(model_path), "emulate"))
     progress(f"capturing the inputs of {len(nodes)} pair(s) on stock ONNX Runtime")
     values = capture_inputs(model, nodes, model_feeds(Path(model_path), inputs_npz, seed))
     host, names = HostKernel(), op_names()

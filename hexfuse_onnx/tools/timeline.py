@@ -21,6 +21,7 @@ import onnx
 from .. import contract as C
 from ..errors import HexfuseError, ModelError, UsageError, first_line
 from ..lowering.rewritten import recorded_bindings
+from ..subgraphs import no_pair_message
 from ..verify import random_inputs, random_integer_note, shapes_label
 
 ENGINES = ("matrix", "vector", "copy")
@@ -84,7 +85,7 @@ def record(
     model = onnx.load(str(model_path), load_external_data=False)
     pairs = [n.name for n in model.graph.node if n.domain == C.DOMAIN and n.op_type == C.OP_TYPE]
     if not pairs:
-        raise HexfuseError(f"{model_path}: has no FusedHexPair node; rewrite it first")
+        raise HexfuseError(no_pair_message(model, str(model_path), "profile"))
     with tempfile.TemporaryDirectory(prefix="hexfuse-trace-") as folder:
         pattern = str(Path(folder) / "{node}.json")
         session = InferenceSession(model_path, backend=backend, workers=workers, trace=pattern, schedule="fused")

@@ -44,6 +44,7 @@ from ..lowering.rewritten import recorded_bindings
 from ..modelio import stage
 from ..pipeline import PLUGIN_RTOL
 from ..rewrite import unfuse
+from ..subgraphs import no_pair_message
 from ..verify import DEFAULT_RTOL, check, compare, random_inputs
 from . import isolated
 from .bench import Config, sample_stats
@@ -306,9 +307,7 @@ def check_output(path: Path) -> None:
 def fused_pairs(model: onnx.ModelProto, path: Path) -> list[onnx.NodeProto]:
     nodes = [n for n in model.graph.node if n.domain == C.DOMAIN and n.op_type == C.OP_TYPE]
     if not nodes:
-        raise ModelError(
-            f"{path}: has no {C.DOMAIN}::{C.OP_TYPE} node; rewrite it first (`python -m hexfuse_onnx rewrite`)"
-        )
+        raise ModelError(no_pair_message(model, str(path), "tune"))
     for n in nodes:
         if not any(a.name == C.ATTR_PROGRAM for a in n.attribute):
             raise ModelError(
