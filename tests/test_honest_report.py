@@ -8,6 +8,7 @@ import json
 
 import numpy as np
 from cli_support import error_line, listing, run_cli
+import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from hexfuse_onnx.errors import EXIT_WRITE_FAILED
@@ -163,3 +164,40 @@ def test_inconsistent_shape_values_are_one_line_and_exit_3(dirs) -> None:
     assert listing(dirs.out) == []
     consistent = run_cli("rewrite", src, "-o", dirs.out / "out.onnx", "--shape", "x=2x64", "--shape", "m=2x64", "-q")
     assert consistent.returncode == 0, consistent.stderr
+
+
+def test_unknown_shapes_are_traced_to_the_op_they_start_at(dirs) -> None:
+    """SVTRv2 (azcrawlerpy-recaptcha-text): 24 nodes not profiled below If outputs, and the report
+    told the user to fix input dims with --shape, which were already fixed."""
+
+    def branch(name: str, node: onnx.NodeProto) -> onnx.GraphProto:
+        return helper.make_graph([node], name, [], [helper.make_tensor_value_info(node.output[0], TensorProto.FLOAT, [None, 64])])
+
+    nodes = [
+        helper.make_node("ReduceSum", ["x"], ["s"], name="sum", keepdims=0),
+        helper.make_node("Greater", ["s", "zero"], ["c"], name="positive"),
+        helper.make_node(
+            "If",
+            ["c"],
+            ["p"],
+            name="pad",
+            then_branch=branch("then", helper.make_node("Identity", ["x"], ["t"])),
+            else_branch=branch("else", helper.make_node("Concat", ["x", "x"], ["e"], axis=0)),
+        ),
+        *[helper.make_node("Relu" if k % 2 else "Sigmoid", [f"h{k}"], [f"h{k + 1}"], name=f"act{k}") for k in range(7)],
+    ]
+    nodes[2].output[0] = "h0"
+    zero = numpy_helper.from_array(np.array(0, np.float32), "zero")
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [64, 64])
+    y = helper.make_tensor_value_info("h7", TensorProto.FLOAT, [None, 64])
+    model = helper.make_model(
+        helper.make_graph(nodes, "g", [x], [y], initializer=[zero]), opset_imports=[helper.make_opsetid("", 17)]
+    )
+    proc = run_cli("inspect", dirs.save("if_pad.onnx", model), "-q")
+    assert proc.returncode == 0, proc.stderr
+    assert "8 node(s) not profiled, so not paired:" in proc.stdout
+    assert (
+        "  ... and 3 more; the unknown shapes start at If 'pad', whose outputs shape inference does not follow\n"
+        in proc.stdout
+    )
+    assert "--shape NAME" not in proc.stdout
