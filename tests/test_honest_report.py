@@ -117,6 +117,13 @@ def test_blocker_names_the_op_not_the_node() -> None:
     assert blocker_of(domain) == "com.microsoft::FastGelu outside the kernel"
     cast = LoweringError("Cast", "n3", "Cast from INT64 to FLOAT: the kernel runs float32 only")
     assert blocker_of(cast) == "Cast: Cast from INT64 to FLOAT: the kernel runs float32 only"
+    # the tensors' names too: flan-t5's decoder listed 30 blockers, one per Gather output
+    by_input = [LoweringError("Unsqueeze", f"u{k}", f"'g{k}' is not float32 (the kernel runs float32 only)") for k in (1, 2)]
+    assert {blocker_of(e) for e in by_input} == {"Unsqueeze: a tensor is not float32 (the kernel runs float32 only)"}
+    by_output = LoweringError("Concat", "c", "output '/m/Concat_output_0' is shape arithmetic the lowering computes")
+    assert blocker_of(by_output) == "Concat: an output is shape arithmetic the lowering computes"
+    mode = LoweringError("Resize", "r", "mode 'cubic' is not supported (nearest and linear only)")
+    assert blocker_of(mode) == "Resize: mode 'cubic' is not supported (nearest and linear only)"
 
 
 def test_original_failing_on_the_test_inputs_is_a_bad_model(tmp_path) -> None:
