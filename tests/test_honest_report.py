@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 
 import numpy as np
-from cli_support import error_line, listing, run_cli
 import onnx
+from cli_support import error_line, listing, run_cli
 from onnx import TensorProto, helper, numpy_helper
 
 from hexfuse_onnx.errors import EXIT_WRITE_FAILED
@@ -118,7 +118,9 @@ def test_blocker_names_the_op_not_the_node() -> None:
     cast = LoweringError("Cast", "n3", "Cast from INT64 to FLOAT: the kernel runs float32 only")
     assert blocker_of(cast) == "Cast: Cast from INT64 to FLOAT: the kernel runs float32 only"
     # the tensors' names too: flan-t5's decoder listed 30 blockers, one per Gather output
-    by_input = [LoweringError("Unsqueeze", f"u{k}", f"'g{k}' is not float32 (the kernel runs float32 only)") for k in (1, 2)]
+    by_input = [
+        LoweringError("Unsqueeze", f"u{k}", f"'g{k}' is not float32 (the kernel runs float32 only)") for k in (1, 2)
+    ]
     assert {blocker_of(e) for e in by_input} == {"Unsqueeze: a tensor is not float32 (the kernel runs float32 only)"}
     by_output = LoweringError("Concat", "c", "output '/m/Concat_output_0' is shape arithmetic the lowering computes")
     assert blocker_of(by_output) == "Concat: an output is shape arithmetic the lowering computes"
@@ -178,7 +180,9 @@ def test_unknown_shapes_are_traced_to_the_op_they_start_at(dirs) -> None:
     told the user to fix input dims with --shape, which were already fixed."""
 
     def branch(name: str, node: onnx.NodeProto) -> onnx.GraphProto:
-        return helper.make_graph([node], name, [], [helper.make_tensor_value_info(node.output[0], TensorProto.FLOAT, [None, 64])])
+        return helper.make_graph(
+            [node], name, [], [helper.make_tensor_value_info(node.output[0], TensorProto.FLOAT, [None, 64])]
+        )
 
     nodes = [
         helper.make_node("ReduceSum", ["x"], ["s"], name="sum", keepdims=0),

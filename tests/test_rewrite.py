@@ -216,7 +216,9 @@ def test_a_plugin_mismatch_grown_after_the_pairs_says_so(tmp_path: Path) -> None
     onnx.save(model, tmp_path / "m.onnx")
     lines: list[str] = []
     with pytest.raises(VerificationError, match="no pair survives verification"):
-        pipeline.rewrite(tmp_path / "m.onnx", tmp_path / "out.onnx", target="host", verify_plugin=True, progress=lines.append)
+        pipeline.rewrite(
+            tmp_path / "m.onnx", tmp_path / "out.onnx", target="host", verify_plugin=True, progress=lines.append
+        )
     dropped = [line for line in lines if line.startswith("dropping a branches pair (fork 'fork' -> join 'join')")]
     assert len(dropped) == 1
     assert "output 'y' differs from the original" in dropped[0]
