@@ -281,6 +281,26 @@ def profile_graph(g: ModelGraph) -> GraphProfile:
     return GraphProfile(g, nodes, unprofiled)
 
 
+def unknown_shape_origins(g: ModelGraph, node_ids: list[int]) -> list[int]:
+    """The nodes, among `node_ids`' producers, where unknown shapes start: every input's shape is
+    known and an output's is not (an If's branches of two shapes, NonZero, a Reshape to computed
+    dims). Input dims bound by --shape do not reach past them."""
+    origins: list[int] = []
+    seen: set[int] = set()
+    todo = list(node_ids)
+    while todo:
+        i = todo.pop()
+        if i in seen:
+            continue
+        seen.add(i)
+        unknown_in = [t for t in g.nodes[i].input if t and not g.info(t).is_static]
+        if unknown_in:
+            todo += [g.producer[t] for t in unknown_in if t in g.producer]
+        elif any(t and not g.info(t).is_static for t in g.nodes[i].output):
+            origins.append(i)
+    return sorted(origins)
+
+
 def profile_node(g: ModelGraph, i: int) -> NodeProfile | str:
     """The node's profile, or a string saying why it cannot be profiled. The op of a QDQ group
     counts its work at the group's integer width and its bytes at the integer tensors' widths; its

@@ -9,6 +9,7 @@ import onnx
 from .costmodel import engine_seconds
 from .kinds import Pair, kind_of
 from .pipeline import Analysis, RewriteResult
+from .profile import unknown_shape_origins
 from .select import Rejection
 
 
@@ -74,15 +75,29 @@ def summary(a: Analysis) -> str:
         lines.append(f"symbolic dims analysed at {a.graph.binding.describe()} (--shape to choose); {kept}")
     lines += branch_lines(a)
     lines += hidden_lines(a.graph.model.graph, looked_at(a))
-    if a.profile.unprofiled:
-        shown = list(a.profile.unprofiled.items())[:5]
-        lines.append(f"{len(a.profile.unprofiled)} node(s) not profiled, so not paired:")
-        lines += [f"  {a.graph.describe(i)}: {why}" for i, why in shown]
-        if len(a.profile.unprofiled) > len(shown):
-            lines.append(
-                f"  ... and {len(a.profile.unprofiled) - len(shown)} more (use --shape NAME=DIMxDIM to fix input dims)"
-            )
+    lines += _unprofiled_lines(a)
     return "\n".join(lines)
+
+
+def _unprofiled_lines(a: Analysis) -> list[str]:
+    """The nodes not profiled, and where their unknown shapes start: --shape fixes only input dims."""
+    if not a.profile.unprofiled:
+        return []
+    shown = list(a.profile.unprofiled.items())[:5]
+    lines = [f"{len(a.profile.unprofiled)} node(s) not profiled, so not paired:"]
+    lines += [f"  {a.graph.describe(i)}: {why}" for i, why in shown]
+    more = len(a.profile.unprofiled) - len(shown)
+    origins = unknown_shape_origins(a.graph, list(a.profile.unprofiled))
+    if not origins:
+        return lines + ([f"  ... and {more} more (use --shape NAME=DIMxDIM to fix input dims)"] if more else [])
+    named = ", ".join(f"{a.graph.nodes[i].op_type} '{a.graph.nodes[i].name}'" for i in origins[:3])
+    named += f" and {len(origins) - 3} more" if len(origins) > 3 else ""
+    folds = " (--freeze-shapes folds the shape arithmetic the input dims decide)" if a.graph.source else ""
+    lines.append(
+        f"  {f'... and {more} more; ' if more else ''}the unknown shapes start at {named}, "
+        f"whose outputs shape inference does not follow{folds}"
+    )
+    return lines
 
 
 def branch_lines(a: Analysis) -> list[str]:

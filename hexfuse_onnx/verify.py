@@ -204,6 +204,46 @@ def compare_inner(
                 )
 
 
+def inner_relative_error(
+    original: str | os.PathLike[str],
+    rewritten: str | os.PathLike[str],
+    names: list[str],
+    cases: list[Case],
+    rewritten_options: ort.SessionOptions | None = None,
+) -> float:
+    """The largest relative error of the tensors `names` (pair outputs) of the rewritten model against
+    the original's, over every case (inf where they disagree on NaN, or where other tensors differ)."""
+    ref_session = session(with_outputs(onnx.load(str(original)), names))
+    new_session = session(with_outputs(onnx.load(str(rewritten)), names), rewritten_options)
+    worst = 0.0
+    for case in cases:
+        feeds = {k: v for k, v in case.feeds.items() if k in {i.name for i in ref_session.get_inputs()}}
+        for ref, out in zip(ref_session.run(names, feeds), new_session.run(names, feeds)):
+            ref, out = np.asarray(ref), np.asarray(out)
+            if ref.dtype.kind == "f" and ref.shape == out.shape:
+                err = relative_error(ref, out)
+            else:
+                err = 0.0 if np.array_equal(ref, out) else float("inf")
+            worst = max(worst, err if err == err else float("inf"))
+    return worst
+
+
+def optimisation_spread(original: str | os.PathLike[str], cases: list[Case]) -> float:
+    """The largest relative error of the original's float outputs with ONNX Runtime's graph
+    optimisations off against the cases' (made with them on): how far the model carries a
+    rounding difference of ORT's own."""
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    plain = session(original, so)
+    worst = 0.0
+    for case in cases:
+        for ref, out in zip(case.expected, plain.run(case.names, case.feeds)):
+            if ref.dtype.kind == "f":
+                err = relative_error(ref, np.asarray(out))
+                worst = max(worst, err if err == err else float("inf"))
+    return worst
+
+
 def with_outputs(model: onnx.ModelProto, names: list[str]) -> bytes:
     """The model serialized with these tensors added as graph outputs (ORT infers their types)."""
     have = {o.name for o in model.graph.output}

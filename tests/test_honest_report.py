@@ -133,6 +133,15 @@ def test_blocker_names_the_op_not_the_node() -> None:
     assert blocker_of(domain) == "com.microsoft::FastGelu outside the kernel"
     cast = LoweringError("Cast", "n3", "Cast from INT64 to FLOAT: the kernel runs float32 only")
     assert blocker_of(cast) == "Cast: Cast from INT64 to FLOAT: the kernel runs float32 only"
+    # the tensors' names too: flan-t5's decoder listed 30 blockers, one per Gather output
+    by_input = [
+        LoweringError("Unsqueeze", f"u{k}", f"'g{k}' is not float32 (the kernel runs float32 only)") for k in (1, 2)
+    ]
+    assert {blocker_of(e) for e in by_input} == {"Unsqueeze: a tensor is not float32 (the kernel runs float32 only)"}
+    by_output = LoweringError("Concat", "c", "output '/m/Concat_output_0' is shape arithmetic the lowering computes")
+    assert blocker_of(by_output) == "Concat: an output is shape arithmetic the lowering computes"
+    mode = LoweringError("Resize", "r", "mode 'cubic' is not supported (nearest and linear only)")
+    assert blocker_of(mode) == "Resize: mode 'cubic' is not supported (nearest and linear only)"
 
 
 def test_original_failing_on_the_test_inputs_is_a_bad_model(tmp_path) -> None:
@@ -180,3 +189,42 @@ def test_inconsistent_shape_values_are_one_line_and_exit_3(dirs) -> None:
     assert listing(dirs.out) == []
     consistent = run_cli("rewrite", src, "-o", dirs.out / "out.onnx", "--shape", "x=2x64", "--shape", "m=2x64", "-q")
     assert consistent.returncode == 0, consistent.stderr
+
+
+def test_unknown_shapes_are_traced_to_the_op_they_start_at(dirs) -> None:
+    """SVTRv2 (azcrawlerpy-recaptcha-text): 24 nodes not profiled below If outputs, and the report
+    told the user to fix input dims with --shape, which were already fixed."""
+
+    def branch(name: str, node: onnx.NodeProto) -> onnx.GraphProto:
+        return helper.make_graph(
+            [node], name, [], [helper.make_tensor_value_info(node.output[0], TensorProto.FLOAT, [None, 64])]
+        )
+
+    nodes = [
+        helper.make_node("ReduceSum", ["x"], ["s"], name="sum", keepdims=0),
+        helper.make_node("Greater", ["s", "zero"], ["c"], name="positive"),
+        helper.make_node(
+            "If",
+            ["c"],
+            ["p"],
+            name="pad",
+            then_branch=branch("then", helper.make_node("Identity", ["x"], ["t"])),
+            else_branch=branch("else", helper.make_node("Concat", ["x", "x"], ["e"], axis=0)),
+        ),
+        *[helper.make_node("Relu" if k % 2 else "Sigmoid", [f"h{k}"], [f"h{k + 1}"], name=f"act{k}") for k in range(7)],
+    ]
+    nodes[2].output[0] = "h0"
+    zero = numpy_helper.from_array(np.array(0, np.float32), "zero")
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [64, 64])
+    y = helper.make_tensor_value_info("h7", TensorProto.FLOAT, [None, 64])
+    model = helper.make_model(
+        helper.make_graph(nodes, "g", [x], [y], initializer=[zero]), opset_imports=[helper.make_opsetid("", 17)]
+    )
+    proc = run_cli("inspect", dirs.save("if_pad.onnx", model), "-q")
+    assert proc.returncode == 0, proc.stderr
+    assert "8 node(s) not profiled, so not paired:" in proc.stdout
+    assert (
+        "  ... and 3 more; the unknown shapes start at If 'pad', whose outputs shape inference does not follow\n"
+        in proc.stdout
+    )
+    assert "--shape NAME" not in proc.stdout
