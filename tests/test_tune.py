@@ -215,7 +215,7 @@ def test_a_final_check_that_loses_unfuses_every_kept_pair(work, zoo_dir, tmp_pat
     and its ORT mode is the one chosen on the original."""
 
     def doubled(tuned, originals, mode, margin):
-        slower = Timing([[2.0 * t for t in r] for r in tuned.rounds])
+        slower = [Timing([[2.0 * t for t in r] for r in process.rounds]) for process in tuned]
         return judge_whole_model(slower, originals, mode, DEFAULT_MARGIN)
 
     monkeypatch.setattr(tune_module, "judge_whole_model", doubled)
@@ -226,6 +226,9 @@ def test_a_final_check_that_loses_unfuses_every_kept_pair(work, zoo_dir, tmp_pat
     record = tuning.read_record(onnx.load(str(out)))
     assert record is not None and record["kept"] == [] and record["final_check"]["won"] is False
     assert "kept pairs on the plugin" not in record["ort_mode"]["why"]  # the original's mode
+    samples = result.record(samples=True)["final_check"]["samples_us"]  # the --json report's
+    assert set(samples) == {"tuned", *ort_modes.MODES} and len(samples["tuned"]) == tune_module.TUNED_PROCESSES
+    assert all(len(r) == QUICK["rounds"] for r in [*samples["tuned"], *(samples[m] for m in ort_modes.MODES)])
     verify.compare(zoo_dir / "two_branch.onnx", out, rtol=0.0)
 
 
@@ -236,7 +239,8 @@ def test_the_final_check_times_the_tuned_model_against_every_ort_mode(work):
     assert final["won"] is True and set(final["originals"]) == set(ort_modes.MODES), final
     medians = {m: t["median_us"] for m, t in final["originals"].items()}
     assert final["original_mode"] == min(medians, key=medians.__getitem__)
-    assert len(final["round_savings"]) == QUICK["rounds"] and final["tuned"]["median_us"] > 0
+    assert len(final["round_savings"]) == QUICK["rounds"] and len(final["tuned_processes"]) == 2
+    assert final["tuned"]["median_us"] == max(t["median_us"] for t in final["tuned_processes"])
 
 
 def rounds_of(*medians: float) -> Timing:
@@ -246,8 +250,8 @@ def rounds_of(*medians: float) -> Timing:
 def test_final_verdict_is_against_the_fastest_mode_not_the_one_chosen_before():
     tuned = rounds_of(90, 90, 90, 90)
     seq, two = rounds_of(100, 100, 100, 100), rounds_of(85, 85, 85, 85)
-    assert judge_whole_model(tuned, {"ort-seq": seq}, "ort-seq", DEFAULT_MARGIN).won
-    verdict = judge_whole_model(tuned, {"ort-seq": seq, "ort-seq-2t": two}, "ort-seq", DEFAULT_MARGIN)
+    assert judge_whole_model([tuned], {"ort-seq": seq}, "ort-seq", DEFAULT_MARGIN).won
+    verdict = judge_whole_model([tuned], {"ort-seq": seq, "ort-seq-2t": two}, "ort-seq", DEFAULT_MARGIN)
     assert not verdict.won and verdict.original_mode == "ort-seq-2t"
     assert verdict.saving == pytest.approx(1 - 90 / 85)
 
@@ -256,7 +260,7 @@ def test_final_verdict_compares_each_round_with_its_fastest_mode():
     """Modes that take turns being fastest: each has a median of 90 us, but the tuned model's 90 us
     is slower than the fastest mode in every round."""
     a, b = rounds_of(100, 80, 100, 80), rounds_of(80, 100, 80, 100)
-    verdict = judge_whole_model(rounds_of(90, 90, 90, 90), {"ort-seq": a, "ort-par": b}, "ort-seq", -0.05)
+    verdict = judge_whole_model([rounds_of(90, 90, 90, 90)], {"ort-seq": a, "ort-par": b}, "ort-seq", -0.05)
     assert verdict.saving == pytest.approx(0.0) and verdict.round_savings == pytest.approx([-0.125] * 4)
     assert not verdict.won  # -12.5% in a round is below the margin of -5%
 
@@ -274,8 +278,19 @@ def test_final_verdict_compares_each_round_with_its_fastest_mode():
 )
 def test_final_verdict_needs_the_margin_beyond_the_spread_and_every_round(tuned_rounds, margin, won):
     original = {"ort-seq": rounds_of(100, 100, 100, 100)}
-    verdict = judge_whole_model(rounds_of(*tuned_rounds), original, "ort-seq", margin)
+    verdict = judge_whole_model([rounds_of(*tuned_rounds)], original, "ort-seq", margin)
     assert verdict.won == won, verdict.why
+
+
+def test_final_verdict_judges_the_slower_tuned_process():
+    """Two processes of one tuned model: one won by 10% throughout, its twin by 1%."""
+    original = {"ort-seq": rounds_of(100, 100, 100, 100)}
+    fast, slow = rounds_of(90, 90, 90, 90), rounds_of(99, 99, 99, 99)
+    assert judge_whole_model([fast], original, "ort-seq", DEFAULT_MARGIN).won
+    verdict = judge_whole_model([fast, slow], original, "ort-seq", DEFAULT_MARGIN)
+    assert not verdict.won and verdict.saving == pytest.approx(0.01)
+    mixed = judge_whole_model([rounds_of(90, 99, 90, 90), rounds_of(99, 90, 90, 90)], original, "ort-seq", 0.0)
+    assert mixed.round_savings == pytest.approx([0.01, 0.01, 0.1, 0.1])  # each round's slower process
 
 
 def test_tuned_model_keeps_its_pair_at_the_measured_share_and_runs_on_stock_ort(work, zoo_dir):
