@@ -3,9 +3,11 @@
 - auto without a cDSP registers the plugin only for a model tuned on this machine for the host
   backend, and logs why once; a record from another machine or for another backend does not count.
   Whether the plugin ran is seen in its trace file (the kernel writes one per run).
-- tune where fusion loses (forced with a huge margin, and inception's pair, which loses on the host
-  today) writes exactly `unfuse`'s graph; a tuned model with its pair kept runs on stock ORT and on
-  the plugin and matches the original.
+- tune where fusion loses (forced with a huge margin, by a final whole-model check given slower
+  times, and inception's pair, which loses on the host today) writes exactly `unfuse`'s graph; a
+  tuned model with its pair kept runs on stock ORT and on the plugin and matches the original.
+- The final check's verdict from injected timings: against the original's fastest mode, round by
+  round.
 - Bad input: one error line and the documented exit code; the input is never modified.
 Timings are kept to a few runs: these tests check decisions and files, not speed.
 """
@@ -26,7 +28,8 @@ from hexfuse_onnx import contract as C
 from hexfuse_onnx import ort_modes, pipeline, runtime, tuning, verify
 from hexfuse_onnx.errors import EXIT_BAD_MODEL, EXIT_OK, EXIT_USAGE, EXIT_WRITE_FAILED
 from hexfuse_onnx.rewrite import unfuse
-from hexfuse_onnx.tools.tune import DEFAULT_MARGIN, tune
+from hexfuse_onnx.tools import tune as tune_module
+from hexfuse_onnx.tools.tune import DEFAULT_MARGIN, Timing, judge_whole_model, tune
 
 pytestmark = pytest.mark.skipif(
     not (runtime.LIB_DIR / runtime.PLUGIN_NAME).is_file(),
@@ -204,6 +207,90 @@ def test_inception_pair_is_kept_only_as_its_measurements_say(work, tmp_path):
         assert [n.domain for n in written.node].count(C.DOMAIN) == 1
     else:
         assert written == unfuse(onnx.load(str(work["inception"]))).graph
+
+
+def test_a_final_check_that_loses_unfuses_every_kept_pair(work, zoo_dir, tmp_path, monkeypatch):
+    """The pair is kept (margin -100), then the whole-model check is given the tuned model's real
+    times doubled and judged at the default margin: every pair is unfused, the output is the original
+    and its ORT mode is the one chosen on the original."""
+
+    def doubled(tuned, originals, mode, margin):
+        slower = [Timing([[2.0 * t for t in r] for r in process.rounds]) for process in tuned]
+        return judge_whole_model(slower, originals, mode, DEFAULT_MARGIN)
+
+    monkeypatch.setattr(tune_module, "judge_whole_model", doubled)
+    out = tmp_path / "lost_whole.onnx"
+    result = tune(work["two_branch"], out, margin=-100.0, shares=[0.3], **QUICK)
+    assert result.final is not None and not result.final.won and result.kept == [], result.lines()
+    assert onnx.load(str(out)).graph == unfuse(onnx.load(str(work["two_branch"]))).graph
+    record = tuning.read_record(onnx.load(str(out)))
+    assert record is not None and record["kept"] == [] and record["final_check"]["won"] is False
+    assert "kept pairs on the plugin" not in record["ort_mode"]["why"]  # the original's mode
+    samples = result.record(samples=True)["final_check"]["samples_us"]  # the --json report's
+    assert set(samples) == {"tuned", *ort_modes.MODES} and len(samples["tuned"]) == tune_module.TUNED_PROCESSES
+    assert all(len(r) == QUICK["rounds"] for r in [*samples["tuned"], *(samples[m] for m in ort_modes.MODES)])
+    verify.compare(zoo_dir / "two_branch.onnx", out, rtol=0.0)
+
+
+def test_the_final_check_times_the_tuned_model_against_every_ort_mode(work):
+    record = tuning.read_record(onnx.load(str(work["kept"])))
+    assert record is not None
+    final = record["final_check"]
+    assert final["won"] is True and set(final["originals"]) == set(ort_modes.MODES), final
+    medians = {m: t["median_us"] for m, t in final["originals"].items()}
+    assert final["original_mode"] == min(medians, key=medians.__getitem__)
+    assert len(final["round_savings"]) == QUICK["rounds"] and len(final["tuned_processes"]) == 2
+    assert final["tuned"]["median_us"] == max(t["median_us"] for t in final["tuned_processes"])
+
+
+def rounds_of(*medians: float) -> Timing:
+    return Timing([[m, m, m] for m in medians])
+
+
+def test_final_verdict_is_against_the_fastest_mode_not_the_one_chosen_before():
+    tuned = rounds_of(90, 90, 90, 90)
+    seq, two = rounds_of(100, 100, 100, 100), rounds_of(85, 85, 85, 85)
+    assert judge_whole_model([tuned], {"ort-seq": seq}, "ort-seq", DEFAULT_MARGIN).won
+    verdict = judge_whole_model([tuned], {"ort-seq": seq, "ort-seq-2t": two}, "ort-seq", DEFAULT_MARGIN)
+    assert not verdict.won and verdict.original_mode == "ort-seq-2t"
+    assert verdict.saving == pytest.approx(1 - 90 / 85)
+
+
+def test_final_verdict_compares_each_round_with_its_fastest_mode():
+    """Modes that take turns being fastest: each has a median of 90 us, but the tuned model's 90 us
+    is slower than the fastest mode in every round."""
+    a, b = rounds_of(100, 80, 100, 80), rounds_of(80, 100, 80, 100)
+    verdict = judge_whole_model([rounds_of(90, 90, 90, 90)], {"ort-seq": a, "ort-par": b}, "ort-seq", -0.05)
+    assert verdict.saving == pytest.approx(0.0) and verdict.round_savings == pytest.approx([-0.125] * 4)
+    assert not verdict.won  # -12.5% in a round is below the margin of -5%
+
+
+@pytest.mark.parametrize(
+    ("tuned_rounds", "margin", "won"),
+    [
+        ((80, 80, 80, 80), DEFAULT_MARGIN, True),
+        ((80, 80, 80, 105), DEFAULT_MARGIN, False),  # one round slower than the original
+        ((80, 80, 80, 105), -0.1, True),  # a negative margin lets a round lose by less than it
+        ((99, 99, 99, 99), DEFAULT_MARGIN, False),  # 1% is below the margin
+        ((60, 75, 90, 97), DEFAULT_MARGIN, True),  # saving 17.5% ± 11.0%
+        ((50, 92, 98, 99), DEFAULT_MARGIN, False),  # saving 5.0% ± 3.5%: the spread eats it
+    ],
+)
+def test_final_verdict_needs_the_margin_beyond_the_spread_and_every_round(tuned_rounds, margin, won):
+    original = {"ort-seq": rounds_of(100, 100, 100, 100)}
+    verdict = judge_whole_model([rounds_of(*tuned_rounds)], original, "ort-seq", margin)
+    assert verdict.won == won, verdict.why
+
+
+def test_final_verdict_judges_the_slower_tuned_process():
+    """Two processes of one tuned model: one won by 10% throughout, its twin by 1%."""
+    original = {"ort-seq": rounds_of(100, 100, 100, 100)}
+    fast, slow = rounds_of(90, 90, 90, 90), rounds_of(99, 99, 99, 99)
+    assert judge_whole_model([fast], original, "ort-seq", DEFAULT_MARGIN).won
+    verdict = judge_whole_model([fast, slow], original, "ort-seq", DEFAULT_MARGIN)
+    assert not verdict.won and verdict.saving == pytest.approx(0.01)
+    mixed = judge_whole_model([rounds_of(90, 99, 90, 90), rounds_of(99, 90, 90, 90)], original, "ort-seq", 0.0)
+    assert mixed.round_savings == pytest.approx([0.01, 0.01, 0.1, 0.1])  # each round's slower process
 
 
 def test_tuned_model_keeps_its_pair_at_the_measured_share_and_runs_on_stock_ort(work, zoo_dir):
