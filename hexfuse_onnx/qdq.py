@@ -28,7 +28,10 @@ def is_q(g: ModelGraph, i: int) -> bool:
 
 
 def is_dq(g: ModelGraph, i: int) -> bool:
-    n = g.nodes[i]
+    return is_dq_node(g.nodes[i])
+
+
+def is_dq_node(n: onnx.NodeProto) -> bool:
     return n.op_type == "DequantizeLinear" and n.domain in QDQ_DOMAINS
 
 

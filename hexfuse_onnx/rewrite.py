@@ -30,6 +30,7 @@ from .kinds import KINDS, kind_of
 from .kinds.base import FusedCall, Pair, PairTasks, TaskBody, renamed_copy
 from .lowering import Lowered, LoweringError, SymbolicInputs, known_tensors, lower_function, set_program
 from .lowering.lowerer import DTYPES
+from .qdq import is_dq_node
 
 SHARED_INPUT_SUFFIX = "__b"
 
@@ -439,11 +440,42 @@ def _unfuse_graph(
         for n in graph.node:
             if id(n) not in drop:
                 nodes.extend(replacement.get(id(n), [n]))
+        kept = [n for n in graph.node if id(n) not in drop and id(n) not in replacement]
+        nodes = _without_task_copies(nodes, kept, {t.name for t in graph.initializer})
         graph.ClearField("node")
         graph.node.extend(nodes)
     for n in graph.node:
         for sub in _subgraphs(n):
             _unfuse_graph(sub, functions, pair_ids)
+
+
+def _without_task_copies(
+    nodes: list[onnx.NodeProto], kept: list[onnx.NodeProto], initializers: set[str]
+) -> list[onnx.NodeProto]:
+    """`nodes` without what a task body made of the graph's own values, output `<name>__<tag>`:
+    its copy of a DequantizeLinear the graph shares (kinds.base.with_dequantize_copies) and the
+    Constant it made of an empty initializer (with_empty_constants); their readers read the
+    graph's own again, so the unfused graph is the original, node for node."""
+    original = {(n.domain, n.op_type, tuple(n.input), _attrs(n)): n.output[0] for n in kept if is_dq_node(n)}
+    rename: dict[str, str] = {}
+    for n in nodes:
+        own = original.get((n.domain, n.op_type, tuple(n.input), _attrs(n)))
+        if own is None and n.op_type == "Constant" and not n.domain and "__" in n.output[0]:
+            own = n.output[0].rsplit("__", 1)[0]
+            own = own if own in initializers else None
+        if own is not None and n.output[0].startswith(own + "__"):
+            rename[n.output[0]] = own
+    if not rename:
+        return nodes
+    out = [renamed_copy(n, rename) for n in nodes if n.output[0] not in rename]
+    reads = [node_reads(n) for n in out]
+    made = {t for n in out for t in n.output}
+    outside = {t for ins in reads for t in ins if t not in made}  # inputs, initializers, outer scope
+    return [out[i] for i in toposort(out, reads, outside, "unfused graph")]  # a graph DQ may follow the call
+
+
+def _attrs(node: onnx.NodeProto) -> bytes:
+    return b"".join(a.SerializeToString(deterministic=True) for a in node.attribute)
 
 
 def _subgraphs(node: onnx.NodeProto) -> list[onnx.GraphProto]:

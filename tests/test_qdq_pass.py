@@ -12,7 +12,7 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from hexfuse_onnx import pipeline, runtime, verify
+from hexfuse_onnx import pipeline, rewrite, runtime, verify
 from hexfuse_onnx.lowering import attach_programs
 from hexfuse_onnx.lowering.abi import Dtype, Engine, Opcode, QuantParam, Role, Task
 from hexfuse_onnx.lowering.program import Op, Program, Tensor
@@ -167,6 +167,9 @@ def _fuses_and_matches(name: str, tmp_path: Path, config: dict[str, str]) -> Non
     stock = verify.session(result.output).run(None, feeds)
     for r, g in zip(ref, stock):  # the fallback is the original nodes
         assert np.array_equal(r, g, equal_nan=True)
+    node = lambda n: (n.domain, n.op_type, tuple(n.input), tuple(n.output))  # noqa: E731
+    restored = rewrite.unfuse(onnx.load(result.output))  # without the tasks' copies of shared DQs
+    assert sorted(map(node, restored.graph.node)) == sorted(map(node, onnx.load(src).graph.node))
     so, ref_so = runtime.session_options(backend="host"), ort.SessionOptions()
     so.log_severity_level = 3
     for key, value in config.items():
