@@ -70,10 +70,11 @@ def with_outputs(model: onnx.ModelProto, names: list[str]) -> bytes:
 
 # ONNX Runtime configurations the plugin is compared under (the plugin's session and the reference
 # get the same one, so nodes outside the pairs compute alike): its defaults, and its defaults with
-# com.microsoft MatMulNBits in f32. At its extended level ORT rewrites DQ(8-bit weight) + MatMul into
+# com.microsoft MatMulNBits in f32, the reference `rewrite --verify plugin` holds the plugin to
+# (verify.EXACT_QDQ_CONFIG). At its extended level ORT rewrites DQ(8-bit weight) + MatMul into
 # MatMulNBits, whose default accuracy level 4 quantizes the activations to int8 blockwise: not what
 # the QDQ model says, and hundreds of u16 steps away from it.
-CONFIGS = {"default": {}, "matmulnbits f32": {"session.qdq_matmulnbits_accuracy_level": "1"}}
+CONFIGS = {"default": {}, "matmulnbits f32": verify.EXACT_QDQ_CONFIG}
 
 
 def _options(config: dict[str, str], plugin: bool) -> ort.SessionOptions:
