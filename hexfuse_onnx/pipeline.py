@@ -265,9 +265,10 @@ def rewrite(
             comparison = _verify(staged.model_path, reference, rtol, verify_plugin)
         except VerificationError as whole_error:
             staged.discard()
-            failed += _failing_pairs(analysis, reference, out, source_dir, rtol, progress, verify_plugin)
-            if not failed:
+            failing = _failing_pairs(analysis, reference, out, source_dir, rtol, progress, verify_plugin)
+            if not failing and len(analysis.pairs) == 1:
                 raise whole_error
+            failed += failing or [_least_saving(analysis, whole_error, progress)]
             _reselect(analysis, failed, min_gain)
             if not analysis.pairs:
                 raise VerificationError(f"no pair survives verification; first failure: {failed[0].reason}") from None
@@ -463,6 +464,14 @@ def _failing_pairs(
         finally:
             staged.discard()
     return failing
+
+
+def _least_saving(analysis: Analysis, error: VerificationError, progress: Progress) -> Rejection:
+    """The pair to drop when each passes verification alone but not all together (one-step
+    differences of several pairs adding up downstream): the one with the least predicted saving."""
+    pair = min(analysis.pairs, key=lambda p: (p.saved, -min(p.candidate.nodes)))
+    progress(f"dropping a {pair.kind} pair ({pair.candidate.note}): it passes alone, not with the others")
+    return Rejection(pair.candidate, f"fails verification with the other pairs: {error.message}")
 
 
 def _reselect(analysis: Analysis, failed: list[Rejection], min_gain: float) -> None:
