@@ -13,6 +13,10 @@ equal the original bit for bit. `--groups` also runs every QDQ group (Dequantize
 op, its QuantizeLinear; a QLinear node alone) of every pair as a pair of its own on ORT's values of
 its integer inputs: the error each group makes, before later groups of the same pair carry it on.
 
+`--ort-exactness 1` only compares ORT's sessions (its defaults, MatMulNBits in f32, the
+QDQSelectorActionTransformer off) with ORT_DISABLE_ALL on every QuantizeLinear output of each model;
+`--ort-exactness N` ORT_DISABLE_ALL at 1 intra-op thread with MatMulNBits f32 at N (no rewrite).
+
 `--ort-threads` adds ORT against itself on the pair outputs: 1 intra-op thread against 2, 4, 6, 8
 and 16. `--modelled` adds the modelled hexagon-v73 serial/fused time of the pairs chosen, before (the
 documented HVX integer rates) and after grounding them under qemu. Inputs are seeded, at the shapes
@@ -70,10 +74,11 @@ def with_outputs(model: onnx.ModelProto, names: list[str]) -> bytes:
 
 # ONNX Runtime configurations the plugin is compared under (the plugin's session and the reference
 # get the same one, so nodes outside the pairs compute alike): its defaults, and its defaults with
-# com.microsoft MatMulNBits in f32. At its extended level ORT rewrites DQ(8-bit weight) + MatMul into
+# com.microsoft MatMulNBits in f32, the reference `rewrite --verify plugin` holds the plugin to
+# (verify.EXACT_QDQ_CONFIG). At its extended level ORT rewrites DQ(8-bit weight) + MatMul into
 # MatMulNBits, whose default accuracy level 4 quantizes the activations to int8 blockwise: not what
 # the QDQ model says, and hundreds of u16 steps away from it.
-CONFIGS = {"default": {}, "matmulnbits f32": {"session.qdq_matmulnbits_accuracy_level": "1"}}
+CONFIGS = {"default": {}, "matmulnbits f32": verify.EXACT_QDQ_CONFIG}
 
 
 def _options(config: dict[str, str], plugin: bool) -> ort.SessionOptions:
@@ -123,6 +128,45 @@ def ort_spread(fused: onnx.ModelProto, typed: onnx.ModelProto, feeds: dict[str, 
     return {
         t: max((_steps(n, r, g, steps) for n, r, g in zip(pair_outputs, one, run(t))), default=0.0) for t in THREADS
     }
+
+
+# ORT sessions compared with ORT_DISABLE_ALL (every node as written) by `--ort-exactness`
+EXACTNESS = {
+    "default": {},
+    "MatMulNBits f32": verify.EXACT_QDQ_CONFIG,
+    "no QDQSelectorActionTransformer": {"optimization.disable_specified_optimizers": "QDQSelectorActionTransformer"},
+}
+
+
+def ort_exactness(src: Path, threads: int = 1) -> dict[str, float]:
+    """Per ORT session in EXACTNESS, its worst difference in steps from ORT_DISABLE_ALL over every
+    QuantizeLinear output of the model (seeds 0 and 3); with `threads`, ORT_DISABLE_ALL at 1 thread
+    against the "MatMulNBits f32" session at that many (ORT's own spread)."""
+    model = onnx.load(src)
+    names = [n.output[0] for n in model.graph.node if n.op_type == "QuantizeLinear"]
+    data = verify.with_outputs(model, names)
+
+    def run(config: dict[str, str] | None, feeds: dict[str, np.ndarray], n: int = 1) -> list[np.ndarray]:
+        so = _options(config or {}, False)
+        so.intra_op_num_threads = n
+        if config is None:
+            so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        return ort.InferenceSession(data, so, providers=["CPUExecutionProvider"]).run(names, feeds)
+
+    configs = {k: (v, 1) for k, v in EXACTNESS.items()}
+    if threads > 1:
+        configs = {f"MatMulNBits f32, {threads} threads": (verify.EXACT_QDQ_CONFIG, threads)}
+    worst = dict.fromkeys(configs, 0.0)
+    for seed in (0, 3):
+        feeds = verify.random_inputs(verify.session(data), seed=seed)
+        written = run(None, feeds)
+        for label, (config, n) in configs.items():
+            got = run(config, feeds, n)
+            worst[label] = max(
+                [worst[label]]
+                + [float(np.abs(w.astype(np.int64) - g.astype(np.int64)).max()) for w, g in zip(written, got)]
+            )
+    return worst
 
 
 def _steps(name: str, ref: np.ndarray, got: np.ndarray, steps: dict[str, float]) -> float:
@@ -281,13 +325,29 @@ def _us(modelled: dict[str, tuple[float, float]]) -> str:
     return " -> ".join(f"{serial:.1f}/{fused:.1f}" for serial, fused in modelled.values())
 
 
+def print_exactness(names: list[str], threads: int) -> int:
+    paths = model_paths()
+    for name in names:
+        worst = ort_exactness(paths[name], threads)
+        print(f"{name}: " + "; ".join(f"{label} {steps:.0f}" for label, steps in worst.items()), flush=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", help="comma-separated names (default: every cached quantized model)")
     ap.add_argument("--groups", action="store_true", help="also the worst error of any one QDQ group, run alone")
     ap.add_argument("--modelled", action="store_true", help="also modelled v73 us before/after grounding HVX rates")
     ap.add_argument("--ort-threads", action="store_true", help="also ORT against itself at 1 and more threads")
+    ap.add_argument(
+        "--ort-exactness",
+        type=int,
+        metavar="THREADS",
+        help="only ORT against ORT_DISABLE_ALL on every QuantizeLinear output (1), or ORT's own spread at THREADS",
+    )
     args = ap.parse_args(argv)
+    if args.ort_exactness:
+        return print_exactness(args.models.split(",") if args.models else sorted(model_paths()), args.ort_exactness)
     os.environ.setdefault("HEXFUSE_CALL_OVERHEAD_US", "0")  # the zoo's small pairs: count fusion, not the call
     paths = model_paths()
     names = args.models.split(",") if args.models else sorted(paths)

@@ -47,8 +47,10 @@ from .verify import (
     check_inputs_match,
     compare_cases,
     compare_inner,
+    exact_qdq_options,
     inner_relative_error,
     optimisation_spread,
+    ort_spread,
     random_inputs,
     random_integer_note,
     run_original,
@@ -105,6 +107,27 @@ class Reference:
     steps: dict[str, float] = field(default_factory=dict)  # a QDQ model's quantized outputs (qdq.output_steps)
     quantized: set[str] = field(default_factory=set)  # the original's tensors one step apart (qdq.quantized_tensors)
     source: str = ""  # the original model's path
+    dequantizes: bool = False  # the original has a DequantizeLinear: the plugin's reference differs (exact_cases)
+    exact: list[Case] | None = None  # the original's outputs under verify.exact_qdq_options, made when first needed
+    spread: dict[str, float] | None = None  # ORT's own spread on the quantized outputs (verify.ort_spread)
+
+    def exact_cases(self) -> list[Case]:
+        """The cases with the original's outputs on ORT computing its QDQ nodes as written
+        (verify.exact_qdq_options), the plugin's reference; `cases` when it has no DequantizeLinear."""
+        if not self.dequantizes:
+            return self.cases
+        if self.exact is None:
+            original = ort_session(self.source, exact_qdq_options())
+            self.exact = [run_original(original, c.feeds, c.label) for c in self.cases]
+        return self.exact
+
+    def plugin_steps(self, made_by_pairs: set[str]) -> dict[str, float]:
+        """What the plugin's quantized graph outputs may differ by: one step, or ORT's own spread
+        between thread counts (verify.ort_spread) on an output no pair makes."""
+        if self.spread is None and self.steps:
+            self.spread = ort_spread(self.source, self.exact_cases(), set(self.steps), exact_qdq_options())
+        spread = self.spread or {}
+        return {n: s if n in made_by_pairs else max(s, spread.get(n, 0.0)) for n, s in self.steps.items()}
 
 
 @dataclass
@@ -313,9 +336,10 @@ def rewrite(
             comparison = _verify(staged.model_path, reference, rtol, verify_plugin)
         except VerificationError as whole_error:
             staged.discard()
-            failed += _failing_pairs(analysis, reference, out, source_dir, rtol, progress, verify_plugin)
-            if not failed:
+            failing = _failing_pairs(analysis, reference, out, source_dir, rtol, progress, verify_plugin)
+            if not failing and len(analysis.pairs) == 1:
                 raise whole_error
+            failed += failing or [_least_saving(analysis, whole_error, progress)]
             _reselect(analysis, failed, min_gain)
             if not analysis.all_pairs():
                 raise VerificationError(f"no pair survives verification; first failure: {failed[0].reason}") from None
@@ -465,7 +489,7 @@ def _reference(
         if given is None:
             shapes = g.binding.inputs if g.binding is not None else None
             cases.append(_random_case(path, original, shapes, "seeded random inputs"))
-        return Reference(cases, None, output_steps(g.model), quantized_tensors(g.model), str(path))
+        return _with_cases(path, g, cases, None)
     assert g.binding is not None
     bindings = [g.binding, *graph_mod.other_bindings(g)]
     empty = graph_mod.zero_bindings(g.source, g.binding.symbols)
@@ -475,7 +499,14 @@ def _reference(
     if not ran and given is None:
         raise ModelError(f"{path}: the original model runs at none of the shapes tried (give --shape or --inputs)")
     second = next((b for b in ran if b is not g.binding), bindings[1] if len(bindings) > 1 else g.binding)
-    return Reference(cases, second, output_steps(g.model), quantized_tensors(g.model), str(path))
+    return _with_cases(path, g, cases, second)
+
+
+def _with_cases(
+    path: str | os.PathLike[str], g: ModelGraph, cases: list[Case], second: ShapeBinding | None
+) -> Reference:
+    dequantizes = any(n.op_type == "DequantizeLinear" for n in g.model.graph.node)
+    return Reference(cases, second, output_steps(g.model), quantized_tensors(g.model), str(path), dequantizes)
 
 
 def _binding_cases(
@@ -545,36 +576,36 @@ def _random_case(path: str | os.PathLike[str], original: Any, shapes: dict[str, 
 def _verify(staged: Path, reference: Reference, rtol: float, verify_plugin: bool = False) -> Comparison:
     """Stock ORT within rtol; the plugin within PLUGIN_RTOL, or one step of a quantized output, and
     each quantized pair output within one step too: a step flipped in one group's f32 op carries on
-    through the later groups of a long pair, and need not reach a graph output."""
+    through the later groups of a long pair, and need not reach a graph output. The plugin is held
+    to ORT computing the QDQ model as written, in both sessions (verify.exact_qdq_options)."""
     check(staged)
     comparison = compare_cases(staged, reference.cases, rtol)
     if verify_plugin:
         from .runtime import session_options
 
-        options = session_options("host")
+        exact = reference.exact_cases()
+        options = session_options("host", so=exact_qdq_options())
+        made = _pair_outputs(staged)
         try:
-            compare_cases(staged, reference.cases, max(rtol, PLUGIN_RTOL), options, reference.steps)
+            compare_cases(staged, exact, max(rtol, PLUGIN_RTOL), options, reference.plugin_steps(set(made)))
         except VerificationError as exc:
-            grown = _grown_after_pairs(staged, reference, options)
+            grown = _grown_after_pairs(staged, reference, made, options)
             raise VerificationError(f"with the FusedHexPair plugin: {exc.message}{grown}") from None
         try:
-            compare_inner(
-                reference.source, staged, _quantized_pair_outputs(staged, reference), reference.cases, options
-            )
+            quantized = [t for t in made if t in reference.quantized]
+            compare_inner(reference.source, staged, quantized, exact, options, exact_qdq_options())
         except VerificationError as exc:
             raise VerificationError(f"with the FusedHexPair plugin: {exc.message}") from None
     return comparison
 
 
-def _grown_after_pairs(staged: Path, reference: Reference, options: Any) -> str:
+def _grown_after_pairs(staged: Path, reference: Reference, made: list[str], options: Any) -> str:
     """When every pair's own outputs agree with the plugin, what the mismatch is: a small difference
     grown by the rest of the model (flan-t5's int8 encoder: pair outputs within 2e-7, its output 0.39
     off; ORT with its optimisations off is 0.39 off too). Empty when a pair's outputs disagree."""
-    fused = onnx.load(str(staged), load_external_data=False)
-    made = [t for n in fused.graph.node if (n.domain, n.op_type) == (C.DOMAIN, C.OP_TYPE) for t in n.output]
     if not made:
         return ""
-    inner = inner_relative_error(reference.source, staged, made, reference.cases, options)
+    inner = inner_relative_error(reference.source, staged, made, reference.exact_cases(), options, exact_qdq_options())
     if inner > PLUGIN_RTOL:
         return ""
     spread = optimisation_spread(reference.source, reference.cases)
@@ -586,12 +617,9 @@ def _grown_after_pairs(staged: Path, reference: Reference, options: Any) -> str:
     )
 
 
-def _quantized_pair_outputs(staged: Path, reference: Reference) -> list[str]:
-    if not reference.quantized:
-        return []
+def _pair_outputs(staged: Path) -> list[str]:
     fused = onnx.load(str(staged), load_external_data=False)
-    made = [t for n in fused.graph.node if (n.domain, n.op_type) == (C.DOMAIN, C.OP_TYPE) for t in n.output]
-    return [t for t in made if t in reference.quantized]
+    return [t for n in fused.graph.node if (n.domain, n.op_type) == (C.DOMAIN, C.OP_TYPE) for t in n.output]
 
 
 def _failing_pairs(
@@ -616,6 +644,14 @@ def _failing_pairs(
             finally:
                 staged.discard()
     return failing
+
+
+def _least_saving(analysis: Analysis, error: VerificationError, progress: Progress) -> Rejection:
+    """The pair to drop when each passes verification alone but not all together (one-step
+    differences of several pairs adding up downstream): the one with the least predicted saving."""
+    pair = min(analysis.pairs, key=lambda p: (p.saved, -min(p.candidate.nodes)))
+    progress(f"dropping a {pair.kind} pair ({pair.candidate.note}): it passes alone, not with the others")
+    return Rejection(pair.candidate, f"fails verification with the other pairs: {error.message}")
 
 
 def _reselect(analysis: Analysis, failed: list[Rejection], min_gain: float) -> None:

@@ -134,8 +134,8 @@ def _dequantized_steps(ref: np.ndarray, got: np.ndarray, step: float) -> float:
 # f32 op carries on through the later groups of the same pair
 ZOO16 = [n.replace("u8u8", "u16u8") for n in ZOO if not n.startswith("ppocr_det")]
 # ORT rewrites DQ(u8 weight) + MatMul into MatMulNBits, by default with int8 activations: hundreds of
-# u16 steps from what the QDQ model says. Both sessions compute it in f32 here.
-MATMULNBITS_F32 = {"session.qdq_matmulnbits_accuracy_level": "1"}
+# u16 steps from what the QDQ model says. Both sessions compute it in f32 here, as --verify plugin does.
+MATMULNBITS_F32 = verify.EXACT_QDQ_CONFIG
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in ZOO])
@@ -151,11 +151,11 @@ def test_sixteen_bit_zoo_fuses_and_matches(name: str, tmp_path: Path) -> None:
     _fuses_and_matches(name, tmp_path, MATMULNBITS_F32)
 
 
-def _fuses_and_matches(name: str, tmp_path: Path, config: dict[str, str]) -> None:
+def _fuses_and_matches(name: str, tmp_path: Path, config: dict[str, str], verify_plugin: bool = False) -> None:
     if not quantized.base_available(name):
         pytest.skip(f"needs python -m models real fetch {quantized.get(name).base}")
     src = quantized.fetch(name)
-    result = pipeline.rewrite(src, tmp_path / "fused.onnx", rtol=0.0)
+    result = pipeline.rewrite(src, tmp_path / "fused.onnx", rtol=0.0, verify_plugin=verify_plugin)
     pairs = result.analysis.pairs
     assert result.output is not None and pairs, f"{name}: no pair fused"
     fused, failed = attach_programs(onnx.load(result.output))
@@ -197,6 +197,48 @@ def _fuses_and_matches(name: str, tmp_path: Path, config: dict[str, str]) -> Non
             print(f"{name} model output {n}: {_steps(r, g, steps[n]):.2f} steps")
     print(f"{name}: {len(pairs)} pair(s), worst pair output error {worst_pair:.0f} step(s)")
     assert worst_pair <= 1, f"{name}: a pair output is {worst_pair} quantization steps from ONNX Runtime"
+
+
+def _quantized_outputs(src: Path, options: ort.SessionOptions, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    model = onnx.load(src)
+    names = [n.output[0] for n in model.graph.node if n.op_type == "QuantizeLinear"]
+    options.log_severity_level = 3
+    s = ort.InferenceSession(verify.with_outputs(model, names), options, providers=["CPUExecutionProvider"])
+    return s.run(names, feeds)
+
+
+@pytest.mark.parametrize("name", ["two_branch_qdq_u16u8", "mha_encoder_qdq_u16u8"])
+def test_exact_qdq_options_run_the_model_as_written(name: str) -> None:
+    """The plugin's reference (verify.exact_qdq_options) equals ORT with no graph optimisation on
+    every QuantizeLinear output, bit for bit; ORT's default session, whose MatMulNBits quantizes the
+    activations to int8, is more than one step away from it."""
+    src = quantized.fetch(name)
+    feeds = verify.random_inputs(verify.session(src), seed=3)
+    written = ort.SessionOptions()
+    written.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    want = _quantized_outputs(src, written, feeds)
+    exact = _quantized_outputs(src, verify.exact_qdq_options(), feeds)
+    default = _quantized_outputs(src, ort.SessionOptions(), feeds)
+    assert all(np.array_equal(w, e) for w, e in zip(want, exact))
+    assert max(_steps(w, d, 1.0) for w, d in zip(want, default)) > 1
+
+
+@pytest.mark.parametrize("name", ["two_branch_qdq_u16u8", "mha_encoder_qdq_u16u8"])
+def test_plugin_verification_pairs_sixteen_bit_matmuls(name: str, tmp_path: Path) -> None:
+    """`rewrite --verify plugin` on u16 models whose MatMul groups ORT turns into MatMulNBits: the
+    plugin is held to ORT computing the QDQ model as written, and the pair passes (it was refused
+    against ORT's int8 MatMulNBits); its outputs are within one step of that reference."""
+    _fuses_and_matches(name, tmp_path, MATMULNBITS_F32, verify_plugin=True)
+
+
+def test_ort_spread_widens_only_outputs_no_pair_makes() -> None:
+    """The plugin's bar on a quantized graph output: one step, or ORT's own spread across thread
+    counts where no pair makes the output (a pair's one-step difference grows downstream as ORT's own
+    summation order does); an output a pair makes keeps one step."""
+    reference = pipeline.Reference(
+        [], None, steps={"y": 0.1, "z": 0.1, "w": 1.0}, spread={"y": 0.5, "z": 0.5, "w": 0.0}
+    )
+    assert reference.plugin_steps({"z"}) == {"y": 0.5, "z": 0.1, "w": 1.0}
 
 
 def test_sixteen_bit_pairs_fuse_as_v2_programs(tmp_path: Path) -> None:
