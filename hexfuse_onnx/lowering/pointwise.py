@@ -23,6 +23,7 @@ UNARY = {
     "Neg": Opcode.NEG,
     "Sqrt": Opcode.SQRT,
     "Erf": Opcode.ERF,
+    "Log": Opcode.LOG,
 }
 
 
