@@ -431,6 +431,10 @@ class Lowerer:
         self.task_of[name] = task
         return tid
 
+    def typed_output(self, n: onnx.NodeProto, task: Task, name: str, dtype: Dtype) -> int:
+        """The program tensor of n's output `name` (of `dtype`) for an op that writes a second output."""
+        return self._out(n, task, name, dtype)
+
     def emit(
         self,
         n: onnx.NodeProto,

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import onnx
 
-from .abi import ClipParam, HardSigmoidParam, Opcode, ReplaceNanParam, Task
+from .abi import ClipParam, Dtype, HardSigmoidParam, Opcode, ReplaceNanParam, Task
 from .lowerer import Lowerer, attr, f32_bits
 from .quant import dequantized
 from .registry import LoweringError, lowers
@@ -122,8 +122,13 @@ def sum_(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
 
 @lowers("Cast")
 def cast(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
-    """float32 to float32 is a COPY; the kernel runs float32 only, so every other cast is refused."""
+    """float32 to float32 is a COPY; int32 to float32 (MatMulInteger's result) a DEQUANTIZE_LINEAR by
+    1.0, which rounds as the cast does; every other cast is refused."""
     to, source = int(attr(n, "to", 0)), cx.dtype(n.input[0])
+    if source == onnx.TensorProto.INT32 and to == onnx.TensorProto.FLOAT:
+        one = cx.constant(np.ones((), np.float32), t)
+        cx.emit(n, t, Opcode.DEQUANTIZE_LINEAR, [cx.read_typed(n.input[0], n, t, Dtype.I32), one])
+        return
     if source != onnx.TensorProto.FLOAT or to != onnx.TensorProto.FLOAT:
         names = (onnx.TensorProto.DataType.Name(d) if d else "unknown" for d in (source, to))
         raise LoweringError(n.op_type, n.name, "Cast from {} to {}: the kernel runs float32 only".format(*names))
