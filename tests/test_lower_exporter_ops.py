@@ -129,6 +129,33 @@ CASES = {
         [init("axes", np.array([-2], np.int64))],
         opset=18,
     ),
+    "max_of_two_tensors": lambda: task_b_pair(  # MAX: NaN of either input propagates, as ORT
+        [helper.make_node("Max", ["z", "w"], ["yb"], name="max")],
+        [vi("z", [2, 3]), vi("w", [2, 3])],
+        [vi("yb", [2, 3])],
+    ),
+    "max_broadcasting_the_tensor": lambda: task_b_pair(
+        [helper.make_node("Max", ["z", "c"], ["yb"], name="max")],
+        [vi("z", [3])],
+        [vi("yb", [1, 3])],
+        [init("c", np.zeros((1, 1), np.float32))],  # one value, but it adds an axis
+    ),
+    "min_of_three": lambda: task_b_pair(
+        [helper.make_node("Min", ["z", "w", "v"], ["yb"], name="min")],
+        [vi("z", [2, 3, 4]), vi("w", [3, 1]), vi("v", [4])],
+        [vi("yb", [2, 3, 4])],
+    ),
+    "clip_by_computed_bound": lambda: task_b_pair(  # the melspectrogram's top_db floor: max(x) - 80
+        [
+            helper.make_node("ReduceMax", ["z"], ["m"], name="rmax", keepdims=0),
+            helper.make_node("Sub", ["m", "db"], ["floor"], name="sub"),
+            helper.make_node("Clip", ["z", "floor", "hi"], ["yb"], name="clip"),
+        ],
+        [vi("z", [2, 97, 32])],
+        [vi("yb", [2, 97, 32])],
+        [init("db", np.array(1.5, np.float32)), init("hi", np.array(0.5, np.float32))],
+        opset=13,
+    ),
     "clip_relu6_inputs": lambda: task_b_pair(
         [helper.make_node("Clip", ["z", "lo", "hi"], ["yb"], name="clip")],
         [vi("z", [2, 3, 4])],
@@ -320,6 +347,9 @@ OPCODES = {
     "reducemax_axes_attribute": [Opcode.RELU, Opcode.REDUCE_MAX],
     "reducemax_all": [Opcode.RELU, Opcode.REDUCE_MAX],
     "reducemin_axes_input": [Opcode.RELU, Opcode.REDUCE_MIN],
+    "max_of_two_tensors": [Opcode.RELU, Opcode.MAX],
+    "min_of_three": [Opcode.RELU, Opcode.MIN, Opcode.MIN],
+    "clip_by_computed_bound": [Opcode.RELU, Opcode.REDUCE_MAX, Opcode.SUB, Opcode.MAX, Opcode.MIN],
     "where_isnan": [Opcode.RELU, Opcode.REPLACE_NAN],  # the IsNaN emits nothing
     "clip_relu6_inputs": [Opcode.RELU, Opcode.CLIP],
     "cast_float": [Opcode.RELU, Opcode.COPY],
@@ -430,22 +460,6 @@ REFUSED = {
         [init(k, np.ones(3, np.float32)) for k in "gbmv"],
         15,
         "training_mode=1",
-    ),
-    "max_of_two_tensors": (
-        [helper.make_node("Max", ["z", "w"], ["yb"], name="max")],
-        [vi("z", [2, 3]), vi("w", [2, 3])],
-        [vi("yb", [2, 3])],
-        (),
-        17,
-        "one of them a scalar constant",
-    ),
-    "max_broadcasting_the_tensor": (
-        [helper.make_node("Max", ["z", "c"], ["yb"], name="max")],
-        [vi("z", [3])],
-        [vi("yb", [1, 3])],
-        [init("c", np.zeros((1, 1), np.float32))],  # one value, but it adds an axis
-        17,
-        "one of them a scalar constant",
     ),
     "gather_gaps": (
         [helper.make_node("Gather", ["z", "i"], ["yb"], name="gather")],

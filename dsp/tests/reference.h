@@ -47,6 +47,7 @@ static inline void ref_binary(int opc, const float *x, const rshape *xs, const f
         rs_unflatten(os, f, idx);
         double a = x[rs_bcast_offset(xs, idx, os->rank)], b = y[rs_bcast_offset(ys, idx, os->rank)];
         double r = opc == HFX_OP_ADD ? a + b : opc == HFX_OP_SUB ? a - b : opc == HFX_OP_MUL ? a * b : a / b;
+        if (opc == HFX_OP_MAX || opc == HFX_OP_MIN) r = (opc == HFX_OP_MAX) == (a > b) ? a : b;
         o[f] = (float)r;
     }
 }

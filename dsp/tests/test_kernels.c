@@ -237,9 +237,9 @@ static void binary_case(uint32_t opc, const rshape *xs, const rshape *ys) {
 }
 
 static void test_binary(void) {
-    static const uint32_t ops[] = {HFX_OP_ADD, HFX_OP_SUB, HFX_OP_MUL, HFX_OP_DIV};
+    static const uint32_t ops[] = {HFX_OP_ADD, HFX_OP_SUB, HFX_OP_MUL, HFX_OP_DIV, HFX_OP_MAX, HFX_OP_MIN};
     rshape big = {1, {70001}}, scalar = {0, {0}}, row = {2, {1, 70001}};
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < 6; k++) {
         binary_case(ops[k], &big, &big);
         CHECK(g_last_items == 3);
         binary_case(ops[k], &big, &scalar);
@@ -262,6 +262,20 @@ static void test_binary(void) {
     rshape a = {3, {3, 200, 129}}, c = {3, {3, 1, 129}};
     binary_case(HFX_OP_MUL, &a, &c);
     binary_case(HFX_OP_SUB, &c, &a);
+    /* Max / Min: a NaN of either input propagates; -0 and +0 compare equal (either is kept) */
+    for (int max = 0; max < 2; max++) {
+        float X[4] = {NAN, 1.0f, 2.0f, -INFINITY}, Y[4] = {0.0f, NAN, 3.0f, -1.0f}, O[4];
+        hfxb b;
+        hfxb_init(&b);
+        uint32_t x = hfxb_input(&b, 1, HFXB_DIMS(4)), y = hfxb_input(&b, 1, HFXB_DIMS(4)), o = hfxb_output(&b, 1, HFXB_DIMS(4));
+        hfxb_binary(&b, 1, max ? HFX_OP_MAX : HFX_OP_MIN, x, y, o);
+        const void *ins[2] = {X, Y};
+        void *outs[1] = {O};
+        if (run_prog(&b, ins, 2, outs, 1))
+            CHECK_MSG(isnan(O[0]) && isnan(O[1]) && O[2] == (max ? 3.0f : 2.0f) && O[3] == (max ? -1.0f : -INFINITY),
+                      "%s NaN: %g %g %g %g", max ? "max" : "min", (double)O[0], (double)O[1], (double)O[2], (double)O[3]);
+        hfxb_free(&b);
+    }
 }
 
 static void test_unary(void) {

@@ -73,6 +73,8 @@ class Opcode(IntEnum):
     SUB = 11
     MUL = 12
     DIV = 13
+    MAX = 14  # a NaN of either input propagates
+    MIN = 15
     LOG = 16
     REPLACE_NAN = 17  # Where(IsNaN(x), c, x): x, or c where x is NaN
     ERF = 18

@@ -178,6 +178,8 @@ enum hfx_opcode {
     HFX_OP_SUB = 11,
     HFX_OP_MUL = 12,
     HFX_OP_DIV = 13,
+    HFX_OP_MAX = 14, /* a NaN of either input propagates (Max of two tensors, Clip by a computed bound) */
+    HFX_OP_MIN = 15,
     HFX_OP_LOG = 16,         /* unary: natural logarithm (x < 0 or NaN: NaN, +-0: -inf) */
     HFX_OP_REPLACE_NAN = 17, /* unary: x, or the param value where x is NaN (ONNX Where(IsNaN(x), c, x)) */
     HFX_OP_ERF = 18,  /* unary: erf(x), the Gauss error function; numbered here because 20..29 is full */
