@@ -3,13 +3,17 @@ the real host kernel: integer results equal ONNX Runtime's bit for bit."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+from cli_support import run_cli
 from onnx import TensorProto, helper
 from test_lower import HostKernel, init, needs_host, pair_model, program_inputs, vi
 
+from hexfuse_onnx import runtime
 from hexfuse_onnx.lowering import LoweringError, lower_pair
 
 RNG = np.random.default_rng(5)
@@ -111,3 +115,27 @@ def test_matmul_integer_with_a_per_row_zero_point_is_refused() -> None:
     m = matmul_integer_pair(U8, U8, [4, 8], 8, 5, False, True, za_dims=[4])  # ONNX allows it; ORT and the kernel not
     with pytest.raises(LoweringError, match="zero point 'za'"):
         lower_pair(m, m.graph.node[0])
+
+
+@pytest.mark.skipif(not (runtime.LIB_DIR / runtime.PLUGIN_NAME).is_file(), reason="the plugin is not built")
+def test_two_streams_of_a_dynamically_quantised_mlp_pair_their_matmul_integers(tmp_path: Path) -> None:
+    """colocate counts quantize_dynamic's chain (DynamicQuantizeLinear, MatMulInteger, Cast) as kernel work:
+    two requests of a 2-layer MLP pair it, and the plugin's outputs agree with stock ONNX Runtime."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    w1, w2 = RNG.standard_normal((64, 96)).astype(np.float32), RNG.standard_normal((96, 32)).astype(np.float32)
+    nodes = [
+        helper.make_node("MatMul", ["x", "w1"], ["h"], name="mm1"),
+        helper.make_node("Relu", ["h"], ["r"], name="relu"),
+        helper.make_node("MatMul", ["r", "w2"], ["y"], name="mm2"),
+    ]
+    graph = helper.make_graph(nodes, "mlp", [vi("x", [8, 64])], [vi("y", [8, 32])], [init("w1", w1), init("w2", w2)])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "mlp.onnx")
+    quantize_dynamic(tmp_path / "mlp.onnx", tmp_path / "mlp_int8.onnx", weight_type=QuantType.QInt8)
+    report = tmp_path / "r.json"
+    args = ("colocate", tmp_path / "mlp_int8.onnx", "--requests", "2", "-o", tmp_path / "x2.onnx", "--json", report)
+    proc = run_cli(*args, "--target", "host", "--verify", "plugin", "-q")
+    assert proc.returncode == 0, proc.stderr
+    fused = onnx.load(tmp_path / "x2.onnx")
+    body_ops = {n.op_type for f in fused.functions for n in f.node}
+    assert {"DynamicQuantizeLinear", "MatMulInteger"} <= body_ops, body_ops
