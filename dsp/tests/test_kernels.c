@@ -1126,7 +1126,9 @@ static int32_t load_int(const void *p, uint8_t dtype, uint64_t i) {
     if (dtype == HFX_DTYPE_I8) return ((const int8_t *)p)[i];
     if (dtype == HFX_DTYPE_U16) return ((const uint16_t *)p)[i];
     if (dtype == HFX_DTYPE_I16) return ((const int16_t *)p)[i];
-    return ((const int32_t *)p)[i];
+    int32_t v; /* i32: IMATMUL's output, at any address */
+    memcpy(&v, (const uint8_t *)p + i * 4, 4);
+    return v;
 }
 
 static void store_int(void *p, uint8_t dtype, uint64_t i, int32_t v) {

@@ -226,7 +226,7 @@ static void pack_b(const qmm_io *io, uint64_t k, uint64_t n, uint64_t c0, uint64
 /* row r's columns [c0, c0 + nc) of Y from their accumulators: IMATMUL's as they are, else requantised */
 static void store_row(const qmm_io *io, const int32_t *acc, uint64_t n, uint64_t r, uint64_t c0, uint64_t nc) {
     if (io->raw) {
-        memcpy((int32_t *)io->y + r * n + c0, acc, nc * sizeof(int32_t));
+        memcpy((uint8_t *)io->y + (r * n + c0) * sizeof(int32_t), acc, nc * sizeof(int32_t)); /* Y may be unaligned */
         return;
     }
     hfx_qgemm_requant(acc, nc, io->bias ? io->bias + c0 : NULL, 1, io->scale + (io->scale_cols ? c0 : 0),

@@ -103,8 +103,9 @@ void hfx_run_reduce(const hfx_kernel_args *a, uint32_t item) {
     uint64_t b, e;
     hfx_plan_range(pl.outputs, pl.outputs_per_item, item, &b, &e);
     bool extreme = op->opcode == HFX_OP_REDUCE_MAX || op->opcode == HFX_OP_REDUCE_MIN;
-    if (rcount == 0 && !extreme) { /* over no element: 0, ReduceMean too (as ONNX Runtime) */
-        memset(o + b, 0, (e - b) * sizeof(float));
+    if (rcount == 0) { /* over no element (x may be NULL): 0, ReduceMean too; -inf / +inf (as ONNX Runtime) */
+        float none = op->opcode == HFX_OP_REDUCE_MAX ? -__builtin_inff() : extreme ? __builtin_inff() : 0.0f;
+        for (uint64_t q = b; q < e; q++) o[q] = none;
         return;
     }
     for (uint64_t q = b; q < e; q++) {
