@@ -114,6 +114,7 @@ _VECTOR_FLOPS_PER_ELEMENT = {
     "Div": 4,
     "QuantizeLinear": 3,  # divide, round, add the zero point (and saturate)
     "DequantizeLinear": 2,  # subtract the zero point, multiply
+    "DynamicQuantizeLinear": 5,  # the range (2 compares), then QuantizeLinear's 3
 }
 
 
@@ -263,8 +264,12 @@ def engine_at_width(node: onnx.NodeProto, int_bits: int) -> Engine:
 
 
 def _qoperator_bits(g: ModelGraph, n: onnx.NodeProto) -> int:
-    """The integer width of a QLinearConv / QLinearMatMul (QOperator models): its input's."""
-    if n.op_type not in ("QLinearConv", "QLinearMatMul") or g.info(n.input[0]).elem_type not in qdq.NARROW_INTS:
+    """The integer width of a QLinearConv / QLinearMatMul (QOperator models) or a MatMulInteger /
+    ConvInteger (dynamically quantised models): its input's."""
+    if (
+        n.op_type not in ("QLinearConv", "QLinearMatMul", "MatMulInteger", "ConvInteger")
+        or g.info(n.input[0]).elem_type not in qdq.NARROW_INTS
+    ):
         return 0
     return 8 * g.info(n.input[0]).itemsize
 

@@ -107,6 +107,55 @@ CASES = {
         [vi("yb", [2, 3, 4])],
         [init("c", np.array(-0.25, np.float32))],
     ),
+    "log": lambda: task_b_pair(  # a power spectrum to dB (openWakeWord's melspectrogram); < 0 gives NaN on both sides
+        [helper.make_node("Log", ["z"], ["yb"], name="log")], [vi("z", [4, 257])], [vi("yb", [4, 257])]
+    ),
+    "reducemax_axes_attribute": lambda: task_b_pair(
+        [helper.make_node("ReduceMax", ["z"], ["yb"], name="rmax", axes=[0, 2], keepdims=1)],
+        [vi("z", [3, 5, 7])],
+        [vi("yb", [1, 5, 1])],
+        opset=13,
+    ),
+    "reducemax_all": lambda: task_b_pair(  # no axes: every axis (the melspectrogram's top_db floor)
+        [helper.make_node("ReduceMax", ["z"], ["yb"], name="rmax", keepdims=0)],
+        [vi("z", [2, 97, 32])],
+        [vi("yb", [])],
+        opset=13,
+    ),
+    "reducemin_axes_input": lambda: task_b_pair(
+        [helper.make_node("ReduceMin", ["z", "axes"], ["yb"], name="rmin", keepdims=0)],
+        [vi("z", [3, 5, 7])],
+        [vi("yb", [3, 7])],
+        [init("axes", np.array([-2], np.int64))],
+        opset=18,
+    ),
+    "max_of_two_tensors": lambda: task_b_pair(  # MAX: NaN of either input propagates, as ORT
+        [helper.make_node("Max", ["z", "w"], ["yb"], name="max")],
+        [vi("z", [2, 3]), vi("w", [2, 3])],
+        [vi("yb", [2, 3])],
+    ),
+    "max_broadcasting_the_tensor": lambda: task_b_pair(
+        [helper.make_node("Max", ["z", "c"], ["yb"], name="max")],
+        [vi("z", [3])],
+        [vi("yb", [1, 3])],
+        [init("c", np.zeros((1, 1), np.float32))],  # one value, but it adds an axis
+    ),
+    "min_of_three": lambda: task_b_pair(
+        [helper.make_node("Min", ["z", "w", "v"], ["yb"], name="min")],
+        [vi("z", [2, 3, 4]), vi("w", [3, 1]), vi("v", [4])],
+        [vi("yb", [2, 3, 4])],
+    ),
+    "clip_by_computed_bound": lambda: task_b_pair(  # the melspectrogram's top_db floor: max(x) - 80
+        [
+            helper.make_node("ReduceMax", ["z"], ["m"], name="rmax", keepdims=0),
+            helper.make_node("Sub", ["m", "db"], ["floor"], name="sub"),
+            helper.make_node("Clip", ["z", "floor", "hi"], ["yb"], name="clip"),
+        ],
+        [vi("z", [2, 97, 32])],
+        [vi("yb", [2, 97, 32])],
+        [init("db", np.array(1.5, np.float32)), init("hi", np.array(0.5, np.float32))],
+        opset=13,
+    ),
     "clip_relu6_inputs": lambda: task_b_pair(
         [helper.make_node("Clip", ["z", "lo", "hi"], ["yb"], name="clip")],
         [vi("z", [2, 3, 4])],
@@ -294,6 +343,13 @@ OPCODES = {
     "split_input": [Opcode.RELU, Opcode.SLICE, Opcode.SLICE, Opcode.SLICE],
     "neg": [Opcode.RELU, Opcode.NEG],
     "erf": [Opcode.RELU, Opcode.ERF],
+    "log": [Opcode.RELU, Opcode.LOG],
+    "reducemax_axes_attribute": [Opcode.RELU, Opcode.REDUCE_MAX],
+    "reducemax_all": [Opcode.RELU, Opcode.REDUCE_MAX],
+    "reducemin_axes_input": [Opcode.RELU, Opcode.REDUCE_MIN],
+    "max_of_two_tensors": [Opcode.RELU, Opcode.MAX],
+    "min_of_three": [Opcode.RELU, Opcode.MIN, Opcode.MIN],
+    "clip_by_computed_bound": [Opcode.RELU, Opcode.REDUCE_MAX, Opcode.SUB, Opcode.MAX, Opcode.MIN],
     "where_isnan": [Opcode.RELU, Opcode.REPLACE_NAN],  # the IsNaN emits nothing
     "clip_relu6_inputs": [Opcode.RELU, Opcode.CLIP],
     "cast_float": [Opcode.RELU, Opcode.COPY],
@@ -358,6 +414,32 @@ def test_where_isnan_replaces_every_nan_as_ort_does() -> None:
     assert got.tobytes() == ref.tobytes()
 
 
+@needs_host
+def test_log_is_within_1e6_of_ort_at_every_element() -> None:
+    """Each element, from denormals to the largest float, and the special values: log(0) is -inf,
+    log(x < 0) and log(NaN) NaN on both sides."""
+    m = CASES["log"]()
+    positive = np.exp(np.linspace(-100, 88, 1000)).astype(np.float32)
+    special = [0.0, -0.0, -1.0, np.inf, np.nan, 1e-45, 1.0, np.nextafter(np.float32(1), np.float32(2))]
+    z = np.concatenate([positive, np.array(special + [3.0] * 20, np.float32)]).reshape(4, 257)
+    feeds = {"x": f32(2, 4), "z": z.astype(np.float32)}
+    ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)[1]
+    got = HostKernel().run(lower_pair(m, m.graph.node[0]), program_inputs(m, m.graph.node[0], feeds))[1]
+    assert np.array_equal(np.isnan(got), np.isnan(ref)) and np.array_equal(np.isinf(got), np.isinf(ref))
+    finite = np.isfinite(ref)
+    assert np.all(np.abs(got[finite] - ref[finite]) <= 1e-6 * np.abs(ref[finite]) + 1e-37)
+
+
+@needs_host
+@pytest.mark.parametrize("name", ["reducemax_axes_attribute", "reducemax_all", "reducemin_axes_input"])
+def test_reduce_max_min_equal_ort_bit_for_bit(name: str) -> None:
+    m = CASES[name]()
+    feeds = {i.name: f32(*[d.dim_value for d in i.type.tensor_type.shape.dim]) for i in m.graph.input}
+    ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+    got = HostKernel().run(lower_pair(m, m.graph.node[0]), program_inputs(m, m.graph.node[0], feeds))
+    assert all(np.array_equal(r, g) for r, g in zip(ref, got))
+
+
 def refused(nodes, inputs, outputs, inits=(), opset=17) -> tuple[onnx.ModelProto, str]:
     return task_b_pair(nodes, inputs, outputs, list(inits), opset), nodes[-1].op_type
 
@@ -378,22 +460,6 @@ REFUSED = {
         [init(k, np.ones(3, np.float32)) for k in "gbmv"],
         15,
         "training_mode=1",
-    ),
-    "max_of_two_tensors": (
-        [helper.make_node("Max", ["z", "w"], ["yb"], name="max")],
-        [vi("z", [2, 3]), vi("w", [2, 3])],
-        [vi("yb", [2, 3])],
-        (),
-        17,
-        "one of them a scalar constant",
-    ),
-    "max_broadcasting_the_tensor": (
-        [helper.make_node("Max", ["z", "c"], ["yb"], name="max")],
-        [vi("z", [3])],
-        [vi("yb", [1, 3])],
-        [init("c", np.zeros((1, 1), np.float32))],  # one value, but it adds an axis
-        17,
-        "one of them a scalar constant",
     ),
     "gather_gaps": (
         [helper.make_node("Gather", ["z", "i"], ["yb"], name="gather")],

@@ -7,6 +7,9 @@
  *               NaN -> qmin; t >= qmax - zp -> qmax; t <= qmin - zp -> qmin (so +-inf saturate);
  *               else round half to even, + zp
  *   dequantize  f32(x - zp) * scale, x - zp in int32 (wrapping)
+ *   dynamic     DynamicQuantizeLinear's u8 scale and zero point from lo = min(x, 0), hi = max(x, 0) (NaN
+ *               skipped): scale = hi == lo ? 1 : (hi - lo) / 255; zp = round half to even of
+ *               0 - lo / scale clamped to [0, 255] as std::max(0, std::min(255, t)) (NaN: 255)
  */
 #ifndef HEXFUSE_REF_QUANT_H
 #define HEXFUSE_REF_QUANT_H
@@ -27,6 +30,23 @@ static inline int32_t ref_quantize_linear(float x, float scale, int32_t zp, int3
 
 static inline float ref_dequantize_linear(int32_t x, float scale, int32_t zp) {
     return (float)(int32_t)((uint32_t)x - (uint32_t)zp) * scale;
+}
+
+static inline void ref_dynamic_qparams(const float *x, uint64_t n, float *scale, int32_t *zp) {
+    float lo = 0.0f, hi = 0.0f;
+    for (uint64_t i = 0; i < n; i++) {
+        lo = x[i] < lo ? x[i] : lo;
+        hi = x[i] > hi ? x[i] : hi;
+    }
+    float s = hi == lo ? 1.0f : (hi - lo) / 255.0f;
+    float t = 0.0f - lo / s;
+    t = t < 255.0f ? t : 255.0f;
+    t = 0.0f < t ? t : 0.0f;
+    int32_t i = (int32_t)t; /* t in [0, 255]: round half to even by hand */
+    float frac = t - (float)i;
+    if (frac > 0.5f || (frac == 0.5f && (i & 1))) i++;
+    *scale = s;
+    *zp = i;
 }
 
 #endif

@@ -47,6 +47,7 @@ static inline void ref_binary(int opc, const float *x, const rshape *xs, const f
         rs_unflatten(os, f, idx);
         double a = x[rs_bcast_offset(xs, idx, os->rank)], b = y[rs_bcast_offset(ys, idx, os->rank)];
         double r = opc == HFX_OP_ADD ? a + b : opc == HFX_OP_SUB ? a - b : opc == HFX_OP_MUL ? a * b : a / b;
+        if (opc == HFX_OP_MAX || opc == HFX_OP_MIN) r = (opc == HFX_OP_MAX) == (a > b) ? a : b;
         o[f] = (float)r;
     }
 }
@@ -186,6 +187,23 @@ static inline void ref_reduce(int mean, const float *x, const rshape *s, uint32_
     }
     for (uint64_t i = 0; i < on; i++) o[i] = (float)(mean ? acc[i] / (double)cnt : acc[i]);
     free(acc);
+}
+
+/* ReduceMax (max) / ReduceMin: a NaN propagates, no element gives -inf / +inf; output in kept-axes order */
+static inline void ref_reduce_extreme(int max, const float *x, const rshape *s, uint32_t mask, float *o) {
+    rshape os = {0, {0}};
+    for (uint32_t i = 0; i < s->rank; i++)
+        if (!(mask & (1u << i))) os.d[os.rank++] = s->d[i];
+    for (uint64_t i = 0; i < rs_numel(&os); i++) o[i] = max ? -INFINITY : INFINITY;
+    uint32_t idx[8] = {0};
+    for (uint64_t f = 0; f < rs_numel(s); f++) {
+        rs_unflatten(s, f, idx);
+        uint64_t of = 0;
+        for (uint32_t i = 0; i < s->rank; i++)
+            if (!(mask & (1u << i))) of = of * s->d[i] + idx[i];
+        if (isnan(o[of])) continue;
+        if (isnan(x[f]) || (max ? x[f] > o[of] : x[f] < o[of])) o[of] = x[f];
+    }
 }
 
 static inline void ref_transpose(const float *x, const rshape *s, const int32_t *perm, float *o) {

@@ -237,9 +237,9 @@ static void binary_case(uint32_t opc, const rshape *xs, const rshape *ys) {
 }
 
 static void test_binary(void) {
-    static const uint32_t ops[] = {HFX_OP_ADD, HFX_OP_SUB, HFX_OP_MUL, HFX_OP_DIV};
+    static const uint32_t ops[] = {HFX_OP_ADD, HFX_OP_SUB, HFX_OP_MUL, HFX_OP_DIV, HFX_OP_MAX, HFX_OP_MIN};
     rshape big = {1, {70001}}, scalar = {0, {0}}, row = {2, {1, 70001}};
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < 6; k++) {
         binary_case(ops[k], &big, &big);
         CHECK(g_last_items == 3);
         binary_case(ops[k], &big, &scalar);
@@ -262,6 +262,20 @@ static void test_binary(void) {
     rshape a = {3, {3, 200, 129}}, c = {3, {3, 1, 129}};
     binary_case(HFX_OP_MUL, &a, &c);
     binary_case(HFX_OP_SUB, &c, &a);
+    /* Max / Min: a NaN of either input propagates; -0 and +0 compare equal (either is kept) */
+    for (int max = 0; max < 2; max++) {
+        float X[4] = {NAN, 1.0f, 2.0f, -INFINITY}, Y[4] = {0.0f, NAN, 3.0f, -1.0f}, O[4];
+        hfxb b;
+        hfxb_init(&b);
+        uint32_t x = hfxb_input(&b, 1, HFXB_DIMS(4)), y = hfxb_input(&b, 1, HFXB_DIMS(4)), o = hfxb_output(&b, 1, HFXB_DIMS(4));
+        hfxb_binary(&b, 1, max ? HFX_OP_MAX : HFX_OP_MIN, x, y, o);
+        const void *ins[2] = {X, Y};
+        void *outs[1] = {O};
+        if (run_prog(&b, ins, 2, outs, 1))
+            CHECK_MSG(isnan(O[0]) && isnan(O[1]) && O[2] == (max ? 3.0f : 2.0f) && O[3] == (max ? -1.0f : -INFINITY),
+                      "%s NaN: %g %g %g %g", max ? "max" : "min", (double)O[0], (double)O[1], (double)O[2], (double)O[3]);
+        hfxb_free(&b);
+    }
 }
 
 static void test_unary(void) {
@@ -423,6 +437,40 @@ static void test_replace_nan(void) {
                 if (memcmp(&O[i], &want, 4) != 0) break;
             }
             CHECK_MSG(i == n, "replace_nan value %g: element %u got %g", (double)values[v], i, (double)O[i < n ? i : 0]);
+        }
+        hfxb_free(&b);
+        free(X), free(O);
+    }
+}
+
+/* Log within 1e-6 relative of double log on values of every exponent and near 1, and the special ones:
+ * x < 0 and NaN give NaN, +-0 gives -inf, +inf stays, denormals are scaled */
+static void test_log(void) {
+    static const float special[] = {NAN, -1.0f, -0.0f, 0.0f, INFINITY, -INFINITY, 1e-40f, 1.4e-45f, 1.17549435e-38f,
+                                    1.0f, 0.99999994f, 1.0000001f, 0.70710677f, 0.7071068f, 2.0f, 3.4028235e38f};
+    enum { S = sizeof special / sizeof special[0] };
+    static const uint32_t sizes[] = {S, 32769, 100003};
+    for (int s = 0; s < 3; s++) {
+        uint32_t n = sizes[s];
+        float *X = rand_buf(n, -87.0f, 88.0f), *O = calloc(n, 4);
+        for (uint32_t i = 0; i < n; i++) X[i] = i % 2 ? expf(X[i]) : 1.0f + X[i] / 512.0f; /* half near 1 */
+        memcpy(X, special, sizeof special);
+        hfxb b;
+        hfxb_init(&b);
+        uint32_t x = hfxb_input(&b, s % 2, HFXB_DIMS(n)), o = hfxb_output(&b, s % 2, HFXB_DIMS(n));
+        hfxb_unary(&b, s % 2, HFX_OP_LOG, x, o);
+        const void *ins[1] = {X};
+        void *outs[1] = {O};
+        if (run_prog(&b, ins, 1, outs, 1)) {
+            uint32_t i = 0;
+            double r = 0.0;
+            for (; i < n; i++) {
+                r = X[i] < 0.0f ? NAN : log((double)X[i]);
+                if (isnan(r) ? !isnan(O[i]) : isinf(r) ? O[i] != r : fabs((double)O[i] - r) > 1e-6 * fabs(r) + 1e-38)
+                    break;
+            }
+            CHECK_MSG(i == n, "log n=%u x=%g: got %.9g want %.9g", n, (double)X[i < n ? i : 0],
+                      (double)O[i < n ? i : 0], r);
         }
         hfxb_free(&b);
         free(X), free(O);
@@ -738,6 +786,55 @@ static void test_reduce(void) {
     }
 }
 
+/* ReduceMax / ReduceMin bit for bit (a NaN in some of the cases), and over no element */
+static void test_reduce_extreme(void) {
+    for (int i = 0; i < 24; i++) {
+        rshape s;
+        rand_shape(&s, i < 3 ? rng_range(1, 2) : rng_range(1, 5), i < 3 ? 400 : 12);
+        uint32_t mask = 0;
+        while (!mask) mask = rng_u32() & ((1u << s.rank) - 1u);
+        int keep = (int)(rng_u32() % 2), max = i % 2;
+        rshape os = {0, {0}};
+        for (uint32_t q = 0; q < s.rank; q++) {
+            if (mask & (1u << q)) {
+                if (keep) os.d[os.rank++] = 1;
+            } else {
+                os.d[os.rank++] = s.d[q];
+            }
+        }
+        uint64_t n = rs_numel(&s), on = rs_numel(&os);
+        float *X = rand_buf(n, -1, 1), *O = calloc(on, 4), *R = calloc(on, 4);
+        if (i % 4 >= 2) X[rng_u32() % n] = NAN;
+        ref_reduce_extreme(max, X, &s, mask, R);
+        hfxb b;
+        hfxb_init(&b);
+        uint32_t x = hfxb_input(&b, 0, s.rank, s.d), o = hfxb_output(&b, 0, os.rank, os.d);
+        hfxb_reduce(&b, 0, max ? HFX_OP_REDUCE_MAX : HFX_OP_REDUCE_MIN, x, o, mask, keep);
+        const void *ins[1] = {X};
+        void *outs[1] = {O};
+        if (run_prog(&b, ins, 1, outs, 1)) {
+            uint64_t q = 0;
+            while (q < on && (O[q] == R[q] || (isnan(O[q]) && isnan(R[q])))) q++;
+            CHECK_MSG(q == on, "reduce %s rank %u mask %u: [%llu] = %g, want %g", max ? "max" : "min", s.rank, mask,
+                      (unsigned long long)q, (double)O[q < on ? q : 0], (double)R[q < on ? q : 0]);
+        }
+        hfxb_free(&b);
+        free(X), free(O), free(R);
+    }
+    for (int max = 0; max < 2; max++) { /* [3, 0] over axis 1: -inf / +inf, as ONNX Runtime */
+        float O[3] = {0};
+        hfxb b;
+        hfxb_init(&b);
+        uint32_t x = hfxb_input(&b, 0, HFXB_DIMS(3, 0)), o = hfxb_output(&b, 0, HFXB_DIMS(3));
+        hfxb_reduce(&b, 0, max ? HFX_OP_REDUCE_MAX : HFX_OP_REDUCE_MIN, x, o, 2u, 0);
+        const void *ins[1] = {NULL};
+        void *outs[1] = {O};
+        if (run_prog(&b, ins, 1, outs, 1))
+            CHECK_MSG(O[0] == (max ? -INFINITY : INFINITY) && O[2] == O[0], "empty reduce %d: %g", max, (double)O[0]);
+        hfxb_free(&b);
+    }
+}
+
 /* ---- memory ops ------------------------------------------------------------------------ */
 
 static void test_transpose(void) {
@@ -1029,7 +1126,9 @@ static int32_t load_int(const void *p, uint8_t dtype, uint64_t i) {
     if (dtype == HFX_DTYPE_I8) return ((const int8_t *)p)[i];
     if (dtype == HFX_DTYPE_U16) return ((const uint16_t *)p)[i];
     if (dtype == HFX_DTYPE_I16) return ((const int16_t *)p)[i];
-    return ((const int32_t *)p)[i];
+    int32_t v; /* i32: IMATMUL's output, at any address */
+    memcpy(&v, (const uint8_t *)p + i * 4, 4);
+    return v;
 }
 
 static void store_int(void *p, uint8_t dtype, uint64_t i, int32_t v) {
@@ -1143,6 +1242,46 @@ static void test_quant(void) {
     hfxb_free(&b);
 }
 
+/* DynamicQuantizeLinear as the lowering emits it: DYNAMIC_QPARAMS (scale, zero point) then QUANTIZE_LINEAR
+ * reading them, bit for bit against ref_quant.h: ranges on one side of 0 or both, all zeros, one
+ * element, +inf (scale inf), NaN (skipped by the range) */
+static void test_dynamic_quant(void) {
+    CHECK(ref_quantize_linear(1.0f, 1.0f / 255.0f, 0, 0, 255) == 255);
+    for (int i = 0; i < 14; i++) {
+        uint32_t n = i < 2 ? 1 : i < 6 ? 7 : i < 10 ? 4099 : 70001;
+        float lo = i % 3 == 0 ? -3.0f : i % 3 == 1 ? 0.5f : -20.0f, hi = i % 3 == 2 ? -0.25f : 7.0f;
+        float *X = rand_buf(n, lo, hi), Sc = 0.0f;
+        uint8_t *Y = calloc(n, 1), Z = 0;
+        if (i == 4) memset(X, 0, n * 4);
+        if (i == 5) X[3] = INFINITY;
+        if (i == 9 || i == 13) X[n / 2] = NAN;
+        hfxb b;
+        hfxb_init(&b);
+        int task = i % 2;
+        uint32_t x = hfxb_input(&b, task, HFXB_DIMS(n));
+        uint32_t s = hfxb_output(&b, task, HFXB_SCALAR);
+        uint32_t z = hfxb_set_dtype(&b, hfxb_output(&b, task, HFXB_DIMS(1)), HFX_DTYPE_U8);
+        uint32_t y = hfxb_set_dtype(&b, hfxb_output(&b, task, HFXB_DIMS(n)), HFX_DTYPE_U8);
+        uint32_t op = hfxb_op_add(&b, task, HFX_OP_DYNAMIC_QPARAMS, -1, 1, &x, s, NULL);
+        b.o[op].nout = 2, b.o[op].out[1] = z;
+        hfxb_quant(&b, task, HFX_OP_QUANTIZE_LINEAR, x, s, z, y, 0);
+        const void *ins[1] = {X};
+        void *outs[3] = {&Sc, &Z, Y};
+        if (run_prog(&b, ins, 1, outs, 3)) {
+            float ws;
+            int32_t wz;
+            ref_dynamic_qparams(X, n, &ws, &wz);
+            uint32_t q = 0;
+            while (q < n && Y[q] == ref_quantize_linear(X[q], ws, wz, 0, 255)) q++;
+            CHECK_MSG(memcmp(&Sc, &ws, 4) == 0 && Z == wz && q == n,
+                      "dynamic quant case %d n=%u: scale %g (want %g) zp %d (want %d), y[%u] differs", i, n, (double)Sc,
+                      (double)ws, Z, wz, q);
+        }
+        hfxb_free(&b);
+        free(X), free(Y);
+    }
+}
+
 /* ---- QMATMUL: bit for bit against ref_qmatmul.h ------------------------------------------- */
 
 /* the widest host GEMM kernel the test allows (the CPU may have less) */
@@ -1161,11 +1300,13 @@ static int32_t qrand(uint8_t dtype) {
     return dtype == HFX_DTYPE_U8 ? (int32_t)rng_range(0, 255) : (int32_t)rng_range(0, 255) - 128;
 }
 
+/* QMATMUL, or IMATMUL (MatMulInteger: its accumulators, int32) when c->ty is i32 */
 static void qmm_case(const qmm_case_cfg *c) {
+    bool raw = c->ty == HFX_DTYPE_I32;
     uint32_t m = 1;
     for (uint32_t i = 0; i + 1 < c->rank; i++) m *= c->dims[i];
     uint32_t k = c->k, n = c->n, ncol = c->per_column ? n : 1;
-    uint8_t *abuf = malloc((size_t)m * k + 8), *bbuf = malloc((size_t)k * n + 8), *ybuf = malloc((size_t)m * n + 8);
+    uint8_t *abuf = malloc((size_t)m * k + 8), *bbuf = malloc((size_t)k * n + 8), *ybuf = malloc((size_t)m * n * 4 + 8);
     uint8_t *A = abuf + c->misalign, *B = bbuf + c->misalign, *Y = ybuf + c->misalign;
     int32_t *Ai = malloc(sizeof(int32_t) * m * k), *Bi = malloc(sizeof(int32_t) * k * n);
     int32_t *bias = malloc(sizeof(int32_t) * n), zb[512];
@@ -1179,9 +1320,9 @@ static void qmm_case(const qmm_case_cfg *c) {
         Bi[i] = c->extremes ? (c->tb == HFX_DTYPE_U8 ? 255 : -128) : qrand(c->tb);
         store_int(B, c->tb, i, Bi[i]);
     }
-    int32_t za = qrand(c->ta), zy = qrand(c->ty);
+    int32_t za = qrand(c->ta), zy = raw ? 0 : qrand(c->ty);
     store_int(zab, c->ta, 0, za);
-    store_int(zyb, c->ty, 0, zy);
+    if (!raw) store_int(zyb, c->ty, 0, zy);
     for (uint32_t j = 0; j < ncol; j++) {
         zb[j] = qrand(c->tb);
         store_int(zbb, c->tb, j, zb[j]);
@@ -1200,21 +1341,22 @@ static void qmm_case(const qmm_case_cfg *c) {
     in[1] = hfxb_set_dtype(&b, hfxb_input(&b, 0, 2, kn), c->tb);
     in[2] = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_SCALAR), c->ta);
     in[3] = hfxb_set_dtype(&b, hfxb_input(&b, 0, c->per_column ? 1 : 0, nd), c->tb);
-    in[4] = hfxb_input(&b, 0, c->per_column ? 1 : 0, nd);
-    in[5] = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_SCALAR), c->ty);
-    in[6] = c->bias ? hfxb_set_dtype(&b, hfxb_input(&b, 0, 1, bd), HFX_DTYPE_I32) : HFXB_NONE;
+    in[4] = raw ? HFXB_NONE : hfxb_input(&b, 0, c->per_column ? 1 : 0, nd); /* IMATMUL: no scale, zy, bias */
+    in[5] = raw ? HFXB_NONE : hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_SCALAR), c->ty);
+    in[6] = c->bias && !raw ? hfxb_set_dtype(&b, hfxb_input(&b, 0, 1, bd), HFX_DTYPE_I32) : HFXB_NONE;
     uint32_t y = hfxb_set_dtype(&b, hfxb_output(&b, 0, c->rank, yd), c->ty);
-    hfxb_op_add(&b, 0, HFX_OP_QMATMUL, -1, c->bias ? 7 : 6, in, y, NULL);
+    uint32_t nin = raw ? 4 : c->bias ? 7 : 6;
+    hfxb_op_add(&b, 0, raw ? HFX_OP_IMATMUL : HFX_OP_QMATMUL, -1, nin, in, y, NULL);
     const void *ins[7] = {A, B, zab, zbb, sc, zyb, bias};
     void *outs[1] = {Y};
-    if (run_prog(&b, ins, c->bias ? 7 : 6, outs, 1)) {
+    if (run_prog(&b, ins, nin, outs, 1)) {
         int32_t lo = c->ty == HFX_DTYPE_U8 ? 0 : -128, hi = c->ty == HFX_DTYPE_U8 ? 255 : 127;
         uint64_t bad = (uint64_t)m * n;
         int32_t want = 0;
         for (uint64_t i = 0; i < (uint64_t)m * n && bad == (uint64_t)m * n; i++) {
             uint32_t r = (uint32_t)(i / n), col = (uint32_t)(i % n), cc = c->per_column ? col : 0;
-            int32_t acc = ref_qmatmul_acc(Ai + (uint64_t)r * k, Bi, k, n, col, za, zb[cc], c->bias ? bias[col] : 0);
-            want = ref_qmatmul_requant(acc, sc[cc], zy, lo, hi);
+            int32_t acc = ref_qmatmul_acc(Ai + (uint64_t)r * k, Bi, k, n, col, za, zb[cc], c->bias && !raw ? bias[col] : 0);
+            want = raw ? acc : ref_qmatmul_requant(acc, sc[cc], zy, lo, hi);
             if (load_int(Y, c->ty, i) != want) bad = i;
         }
         CHECK_MSG(bad == (uint64_t)m * n, "qmatmul %u%u%u m=%u k=%u n=%u (%s): y[%u] = %d, want %d", c->ta, c->tb, c->ty, m, k,
@@ -1246,6 +1388,13 @@ static void test_qmatmul(void) {
         qmm_case(&narrow), qmm_case(&narrow_edge);
         qmm_case_cfg deep = {ta, tb, ty, 2, {3, 2000}, 2000, 150, 1, 1, 0, 1}; /* several column blocks */
         if (t % 8 == 3 || t % 8 == 4) qmm_case(&deep);
+        if (ty == HFX_DTYPE_U8) { /* IMATMUL (MatMulInteger): the accumulators as they are */
+            qmm_case_cfg raw_odd = {ta, tb, HFX_DTYPE_I32, 3, {3, 7, 33}, 33, 17, (t >> 1) & 1, 0, 0, 1};
+            qmm_case_cfg raw_edge = {ta, tb, HFX_DTYPE_I32, 2, {9, 40}, 40, 11, t & 1, 0, 1, 2};
+            qmm_case_cfg raw_narrow = {ta, tb, HFX_DTYPE_I32, 2, {9, 70}, 70, 3, 1, 0, 0, 1};
+            qmm_case_cfg raw_big = {ta, tb, HFX_DTYPE_I32, 2, {300, 256}, 256, 96, t & 1, 0, 0, 0};
+            qmm_case(&raw_odd), qmm_case(&raw_edge), qmm_case(&raw_narrow), qmm_case(&raw_big);
+        }
     }
     hfx_qgemm_max_isa = HFX_QGEMM_VNNI;
 }
@@ -1373,6 +1522,7 @@ int main(void) {
     RUN_TEST(test_softmax);
     RUN_TEST(test_norms);
     RUN_TEST(test_reduce);
+    RUN_TEST(test_reduce_extreme);
     RUN_TEST(test_transpose);
     RUN_TEST(test_slice);
     RUN_TEST(test_concat_copy);
@@ -1383,11 +1533,13 @@ int main(void) {
     RUN_TEST(test_hardsigmoid);
     RUN_TEST(test_clip_neg_sqrt);
     RUN_TEST(test_erf);
+    RUN_TEST(test_log);
     RUN_TEST(test_replace_nan);
     RUN_TEST(test_pool);
     RUN_TEST(test_global_avgpool);
     RUN_TEST(test_resize);
     RUN_TEST(test_quant);
+    RUN_TEST(test_dynamic_quant);
     RUN_TEST(test_qmatmul);
     RUN_TEST(test_qconv);
     hfx_pool_destroy(g_pool);

@@ -67,7 +67,18 @@ PRIORITY_SHARES = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95)  # shares of the latency-criti
 # Ops whose inputs after the first steer them (shape, axes, starts, scales) or are reordered (a
 # ConvTranspose's weights): the lowering reads those at lowering time, so they must be constants,
 # not tensors computed at run time (in a QDQ model, a DequantizeLinear's output).
-STEERED_OPS = {"Reshape", "Slice", "Resize", "ReduceMean", "ReduceSum", "Squeeze", "Unsqueeze", "ConvTranspose"}
+STEERED_OPS = {
+    "Reshape",
+    "Slice",
+    "Resize",
+    "ReduceMean",
+    "ReduceSum",
+    "ReduceMax",
+    "ReduceMin",
+    "Squeeze",
+    "Unsqueeze",
+    "ConvTranspose",
+}
 
 
 @dataclass(frozen=True)
@@ -214,8 +225,8 @@ def lowerable(g: ModelGraph, profile: GraphProfile, i: int) -> bool:
         return False
     if any(g.info(t).numel == 0 for t in [*n.input, *n.output] if t and not _constant(g, t)):
         return False
-    if is_q(g, i) or is_dq(g, i):
-        return True  # the integer tensors of QDQ groups: the kernel reads and writes them (qdq.py)
+    if is_q(g, i) or is_dq(g, i) or _dynamic_quantisation(g, n):
+        return True  # integer tensors the kernel reads and writes (qdq.py; lowering/dynamic.py)
     read = [t for t in n.output if t and (g.consumers.get(t) or t in g.graph_outputs)]  # not an unread statistic
     if any(g.info(t).elem_type != onnx.TensorProto.FLOAT for t in read) and not _nan_test(g, i):
         return False
@@ -229,6 +240,17 @@ def lowerable(g: ModelGraph, profile: GraphProfile, i: int) -> bool:
         if t and k not in at_run_time and (t in steered or g.info(t).elem_type != onnx.TensorProto.FLOAT)
     ]
     return all(_constant(g, t) or _nan_test(g, g.producer.get(t)) for t in computed)
+
+
+def _dynamic_quantisation(g: ModelGraph, n: onnx.NodeProto) -> bool:
+    """A node of quantize_dynamic's chain, whose u8/i8/int32 tensors the kernel carries at run time:
+    DynamicQuantizeLinear, MatMulInteger, and the Cast of its int32 result to float."""
+    if n.op_type == "Cast":
+        return (
+            g.info(n.input[0]).elem_type == onnx.TensorProto.INT32
+            and g.info(n.output[0]).elem_type == onnx.TensorProto.FLOAT
+        )
+    return n.op_type in ("DynamicQuantizeLinear", "MatMulInteger") and n.domain in ("", "ai.onnx")
 
 
 def _nan_test(g: ModelGraph, i: int | None) -> bool:

@@ -68,10 +68,14 @@ class Opcode(IntEnum):
     CONV2D = 2
     QMATMUL = 3  # QDQ MatMul in integers: dsp/ref/ref_qmatmul.h
     QCONV2D = 4  # QDQ Conv in integers: the same, CONV2D's params
+    IMATMUL = 5  # ONNX MatMulInteger: QMATMUL's int32 accumulators, no requantisation
     ADD = 10
     SUB = 11
     MUL = 12
     DIV = 13
+    MAX = 14  # a NaN of either input propagates
+    MIN = 15
+    LOG = 16
     REPLACE_NAN = 17  # Where(IsNaN(x), c, x): x, or c where x is NaN
     ERF = 18
     SQRT = 19
@@ -90,6 +94,8 @@ class Opcode(IntEnum):
     RMSNORM = 32
     REDUCE_MEAN = 40
     REDUCE_SUM = 41
+    REDUCE_MAX = 42
+    REDUCE_MIN = 43
     TRANSPOSE = 50
     CONCAT = 51
     SLICE = 52
@@ -101,6 +107,7 @@ class Opcode(IntEnum):
     GLOBAL_AVGPOOL = 62
     QUANTIZE_LINEAR = 70
     DEQUANTIZE_LINEAR = 71
+    DYNAMIC_QPARAMS = 72  # DynamicQuantizeLinear's scale and zero point (two outputs)
     QADD = 80  # QDQ Add in integers: dsp/ref/ref_qeltwise.h
     QMUL = 81  # QDQ Mul in integers
     QLUT = 82  # a QDQ unary group as a 256-entry table

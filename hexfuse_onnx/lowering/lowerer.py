@@ -414,7 +414,7 @@ class Lowerer:
 
     def constant(self, value: np.ndarray, task: Task, dtype: Dtype = Dtype.F32) -> int:
         """A program constant computed at lowering time (float32 unless `dtype` says otherwise)."""
-        arr = np.ascontiguousarray(value, dtype=NP_DTYPES[dtype])
+        arr = np.array(value, dtype=NP_DTYPES[dtype])  # C order; a scalar stays rank 0 (ascontiguousarray: [1])
         return self.prog.add(Tensor(dtype, Role.CONSTANT, task, list(arr.shape), data=arr.tobytes()))
 
     def _out(self, n: onnx.NodeProto, task: Task, name: str | None = None, dtype: Dtype = Dtype.F32) -> int:
@@ -430,6 +430,10 @@ class Lowerer:
         self.ids[name] = tid
         self.task_of[name] = task
         return tid
+
+    def typed_output(self, n: onnx.NodeProto, task: Task, name: str, dtype: Dtype) -> int:
+        """The program tensor of n's output `name` (of `dtype`) for an op that writes a second output."""
+        return self._out(n, task, name, dtype)
 
     def emit(
         self,

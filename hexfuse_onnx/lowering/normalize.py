@@ -1,4 +1,4 @@
-"""Ops over an axis on the vector engine: Softmax, LayerNormalization, RMSNormalization, ReduceMean/ReduceSum,
+"""Ops over an axis on the vector engine: Softmax, LayerNormalization, RMSNormalization, ReduceMean/Sum/Max/Min,
 inference-mode BatchNormalization (per-channel MUL then ADD), and onnxruntime's norms: SimplifiedLayerNormalization
 (RMS), SkipLayerNormalization and SkipSimplifiedLayerNormalization (the residual ADDs, then the norm)."""
 
@@ -49,7 +49,15 @@ def rms_norm(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     cx.emit(n, t, Opcode.RMSNORM, inputs, params)
 
 
-@lowers("ReduceMean", "ReduceSum")
+REDUCE = {
+    "ReduceMean": Opcode.REDUCE_MEAN,
+    "ReduceSum": Opcode.REDUCE_SUM,
+    "ReduceMax": Opcode.REDUCE_MAX,
+    "ReduceMin": Opcode.REDUCE_MIN,
+}
+
+
+@lowers(*REDUCE)
 def reduce(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     rank = len(cx.shape(n.input[0], n))
     axes_from_input = n.op_type == "ReduceSum" and cx.opset >= 13 or cx.opset >= 18
@@ -64,9 +72,8 @@ def reduce(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     mask = 0
     for a in axes:
         mask |= 1 << (a % rank)
-    opcode = Opcode.REDUCE_MEAN if n.op_type == "ReduceMean" else Opcode.REDUCE_SUM
     params = {ReduceParam.AXES_MASK: mask, ReduceParam.KEEPDIMS: int(attr(n, "keepdims", 1))}
-    cx.emit(n, t, opcode, [cx.read(n.input[0], n, t)], params)
+    cx.emit(n, t, REDUCE[n.op_type], [cx.read(n.input[0], n, t)], params)
 
 
 @lowers("BatchNormalization")

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import onnx
 
-from .abi import ClipParam, HardSigmoidParam, Opcode, ReplaceNanParam, Task
+from .abi import ClipParam, Dtype, HardSigmoidParam, Opcode, ReplaceNanParam, Task
 from .lowerer import Lowerer, attr, f32_bits
 from .quant import dequantized
 from .registry import LoweringError, lowers
@@ -23,6 +23,7 @@ UNARY = {
     "Neg": Opcode.NEG,
     "Sqrt": Opcode.SQRT,
     "Erf": Opcode.ERF,
+    "Log": Opcode.LOG,
 }
 
 
@@ -121,8 +122,13 @@ def sum_(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
 
 @lowers("Cast")
 def cast(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
-    """float32 to float32 is a COPY; the kernel runs float32 only, so every other cast is refused."""
+    """float32 to float32 is a COPY; int32 to float32 (MatMulInteger's result) a DEQUANTIZE_LINEAR by
+    1.0, which rounds as the cast does; every other cast is refused."""
     to, source = int(attr(n, "to", 0)), cx.dtype(n.input[0])
+    if source == onnx.TensorProto.INT32 and to == onnx.TensorProto.FLOAT:
+        one = cx.constant(np.ones((), np.float32), t)
+        cx.emit(n, t, Opcode.DEQUANTIZE_LINEAR, [cx.read_typed(n.input[0], n, t, Dtype.I32), one])
+        return
     if source != onnx.TensorProto.FLOAT or to != onnx.TensorProto.FLOAT:
         names = (onnx.TensorProto.DataType.Name(d) if d else "unknown" for d in (source, to))
         raise LoweringError(n.op_type, n.name, "Cast from {} to {}: the kernel runs float32 only".format(*names))
@@ -131,7 +137,12 @@ def cast(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
 
 @lowers("Clip")
 def clip(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
-    """Bounds from the attributes (opset < 11) or constant scalar inputs; a missing one is unbounded."""
+    """Bounds from the attributes (opset < 11) or constant scalar inputs (CLIP); a missing one is
+    unbounded. A bound computed at run time (openWakeWord's melspectrogram: its max - 80 dB) is a MAX
+    (lower) and a MIN (upper) by that tensor, which propagate a NaN bound where Clip ignores it."""
+    if cx.opset >= 11 and any(cx.known_value(b) is None for b in n.input[1:3] if b):
+        _clip_by_tensors(cx, n, t)
+        return
     if cx.opset < 11:
         lo, hi = float(attr(n, "min", -np.inf)), float(attr(n, "max", np.inf))
     else:
@@ -142,19 +153,40 @@ def clip(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     cx.emit(n, t, Opcode.CLIP, [cx.read(n.input[0], n, t)], params)
 
 
+def _clip_by_tensors(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    bounds = [(op, n.input[k]) for k, op in ((1, Opcode.MAX), (2, Opcode.MIN)) if len(n.input) > k and n.input[k]]
+    dims = cx.shape(n.output[0], n)
+    x = cx.read(n.input[0], n, t)
+    for k, (opcode, bound) in enumerate(bounds):
+        if math.prod(cx.shape(bound, n)) != 1:
+            raise LoweringError(n.op_type, n.name, f"bound '{bound}' must be a scalar")
+        out = None if k == len(bounds) - 1 else cx.scratch(dims, t)
+        x = cx.emit(n, t, opcode, [x, cx.read(bound, n, t)], out=out)
+
+
 @lowers("Max", "Min")
-def max_min_constant(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+def max_min(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     """Max(x, c) and Min(x, c) of a scalar constant c are one-sided CLIPs (tf2onnx writes Max(x, -0.4)
-    after each LeakyRelu of openWakeWord's embedding model)."""
+    after each LeakyRelu of openWakeWord's embedding model); any other Max/Min a chain of MAX / MIN
+    (numpy broadcast, a NaN propagates, as ONNX Runtime)."""
     inputs = [name for name in n.input if name]
     known = [_constant(cx, name) for name in inputs]
     scalars = [k for k, v in enumerate(known) if v is not None and np.asarray(v).size == 1]
-    if len(inputs) != 2 or not scalars or cx.shape(inputs[1 - scalars[0]], n) != cx.shape(n.output[0], n):
-        raise LoweringError(n.op_type, n.name, "only two inputs, one of them a scalar constant, are supported")
-    c = float(np.asarray(known[scalars[0]]).ravel()[0])
-    lo, hi = (c, np.inf) if n.op_type == "Max" else (-np.inf, c)
-    params = {ClipParam.MIN: f32_bits(lo), ClipParam.MAX: f32_bits(hi)}
-    cx.emit(n, t, Opcode.CLIP, [cx.read(inputs[1 - scalars[0]], n, t)], params)
+    if len(inputs) == 2 and scalars and cx.shape(inputs[1 - scalars[0]], n) == cx.shape(n.output[0], n):
+        c = float(np.asarray(known[scalars[0]]).ravel()[0])
+        lo, hi = (c, np.inf) if n.op_type == "Max" else (-np.inf, c)
+        params = {ClipParam.MIN: f32_bits(lo), ClipParam.MAX: f32_bits(hi)}
+        cx.emit(n, t, Opcode.CLIP, [cx.read(inputs[1 - scalars[0]], n, t)], params)
+        return
+    opcode = Opcode.MAX if n.op_type == "Max" else Opcode.MIN
+    if len(inputs) == 1:
+        cx.emit(n, t, Opcode.COPY, [cx.read(inputs[0], n, t)])
+        return
+    acc, shape = cx.read(inputs[0], n, t), cx.shape(inputs[0], n)
+    for k, name in enumerate(inputs[1:], start=2):
+        shape = list(np.broadcast_shapes(tuple(shape), tuple(cx.shape(name, n))))
+        out = None if k == len(inputs) else cx.scratch(shape, t)
+        acc = cx.emit(n, t, opcode, [acc, cx.read(name, n, t)], out=out)
 
 
 def _constant(cx: Lowerer, name: str) -> np.ndarray | None:

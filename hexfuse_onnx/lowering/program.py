@@ -44,6 +44,7 @@ class Op:
     inputs: list[int]
     output: int
     params: list[int] = field(default_factory=lambda: [0] * Layout.OP_PARAMS)
+    second_output: int = Layout.NO_TENSOR  # DYNAMIC_QPARAMS' zero point
 
 
 @dataclass(frozen=True)
@@ -145,7 +146,7 @@ def _tensor_record(t: Tensor, data: bytearray) -> bytes:
 
 def _op_record(o: Op) -> bytes:
     slots = o.inputs + [Layout.NO_TENSOR] * (Layout.MAX_OP_INPUTS - len(o.inputs))
-    n_outputs, reserved = 1, 0
+    n_outputs, reserved = 1 if o.second_output == Layout.NO_TENSOR else 2, 0
     return struct.pack(
         "<HBBBBH8I2I32i",
         o.opcode,
@@ -156,7 +157,7 @@ def _op_record(o: Op) -> bytes:
         reserved,
         *slots,
         o.output,
-        Layout.NO_TENSOR,
+        o.second_output,
         *o.params,
     )
 

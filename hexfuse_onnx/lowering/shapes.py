@@ -359,6 +359,8 @@ _PARAMS: dict[Opcode, type[IntEnum]] = {
     Opcode.SLICE: SliceParam,
     Opcode.REDUCE_MEAN: ReduceParam,
     Opcode.REDUCE_SUM: ReduceParam,
+    Opcode.REDUCE_MAX: ReduceParam,
+    Opcode.REDUCE_MIN: ReduceParam,
     Opcode.HARDSIGMOID: HardSigmoidParam,
     Opcode.CLIP: ClipParam,
     Opcode.REPLACE_NAN: ReplaceNanParam,

@@ -172,11 +172,15 @@ enum hfx_opcode {
     HFX_OP_CONV2D = 2, /* in X[N,C,H,W], W[M,C/g,kh,kw] [, B[M]] */
     HFX_OP_QMATMUL = 3, /* QDQ MatMul, integer: in A[..., K], B[K, N], zp_a, zp_b, scale, zp_y [, bias i32 [N]] */
     HFX_OP_QCONV2D = 4, /* QDQ Conv, integer: in X[N,C,H,W], W[M,C/g,kh,kw], zp_x, zp_w, scale, zp_y [, bias i32 [M]] */
+    HFX_OP_IMATMUL = 5, /* ONNX MatMulInteger: in A u8/i8 [..., K], B u8/i8 [K, N], zp_a, zp_b -> Y i32 [..., N] */
     /* elementwise binary, numpy broadcasting */
     HFX_OP_ADD = 10,
     HFX_OP_SUB = 11,
     HFX_OP_MUL = 12,
     HFX_OP_DIV = 13,
+    HFX_OP_MAX = 14, /* a NaN of either input propagates (Max of two tensors, Clip by a computed bound) */
+    HFX_OP_MIN = 15,
+    HFX_OP_LOG = 16,         /* unary: natural logarithm (x < 0 or NaN: NaN, +-0: -inf) */
     HFX_OP_REPLACE_NAN = 17, /* unary: x, or the param value where x is NaN (ONNX Where(IsNaN(x), c, x)) */
     HFX_OP_ERF = 18,  /* unary: erf(x), the Gauss error function; numbered here because 20..29 is full */
     HFX_OP_SQRT = 19, /* unary, numbered here because 20..29 is full */
@@ -198,6 +202,8 @@ enum hfx_opcode {
     /* reductions */
     HFX_OP_REDUCE_MEAN = 40,
     HFX_OP_REDUCE_SUM = 41,
+    HFX_OP_REDUCE_MAX = 42, /* a NaN propagates; over no element: -inf */
+    HFX_OP_REDUCE_MIN = 43, /* a NaN propagates; over no element: +inf */
     /* memory */
     HFX_OP_TRANSPOSE = 50,
     HFX_OP_CONCAT = 51, /* 1..8 inputs */
@@ -213,6 +219,8 @@ enum hfx_opcode {
     /* quantization (ONNX QuantizeLinear / DequantizeLinear), per tensor or per axis */
     HFX_OP_QUANTIZE_LINEAR = 70,  /* in X f32, scale f32 [, zero point]: y = sat(rint(x / scale) + zp) */
     HFX_OP_DEQUANTIZE_LINEAR = 71, /* in X int, scale f32 [, zero point]: y = f32(x - zp) * scale */
+    HFX_OP_DYNAMIC_QPARAMS = 72,   /* in X f32 -> scale f32, zero point u8 (one element each): ONNX
+                                      DynamicQuantizeLinear's, dsp/ref/ref_quant.h; QUANTIZE_LINEAR then quantizes */
     /* integer elementwise ops of QDQ groups (80..99), dsp/ref/ref_qeltwise.h */
     HFX_OP_QADD = 80, /* in A, B u8/i8 (one dtype), numpy broadcast: ONNX Runtime's QLinearAdd */
     HFX_OP_QMUL = 81, /* in A, B u8/i8 (one dtype), numpy broadcast: ONNX Runtime's QLinearMul */

@@ -1,5 +1,5 @@
 /* activation.c - the unary elementwise ops: Relu, Sigmoid, Tanh, Gelu (erf),
- * SiLU, Exp, HardSigmoid, HardSwish, Clip, Neg, Sqrt, Erf, ReplaceNaN. An item is a chunk of
+ * SiLU, Exp, Log, HardSigmoid, HardSwish, Clip, Neg, Sqrt, Erf, ReplaceNaN. An item is a chunk of
  * elements. */
 #include <math.h>
 
@@ -95,6 +95,9 @@ void hfx_run_unary(const hfx_kernel_args *a, uint32_t item) {
         break;
     case HFX_OP_SQRT:
         for (uint64_t i = b; i < e; i++) o[i] = sqrtf(x[i]);
+        break;
+    case HFX_OP_LOG:
+        for (uint64_t i = b; i < e; i++) o[i] = hfx_log(x[i]);
         break;
     case HFX_OP_ERF:
         for (uint64_t i = b; i < e; i++) o[i] = hfx_erf(x[i]);

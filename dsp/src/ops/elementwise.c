@@ -1,5 +1,5 @@
-/* elementwise.c - Add/Sub/Mul/Div with numpy broadcasting. An item is a
- * chunk of output elements. */
+/* elementwise.c - Add/Sub/Mul/Div/Max/Min with numpy broadcasting. An item is a
+ * chunk of output elements. Max and Min propagate a NaN of either input. */
 #include "kernels.h"
 
 static void run(uint16_t opc, const float *x, uint64_t sx, const float *y, uint64_t sy, float *o, uint64_t n) {
@@ -31,6 +31,8 @@ static void run(uint16_t opc, const float *x, uint64_t sx, const float *y, uint6
     case HFX_OP_SUB: LOOP(a_ - b_); break;
     case HFX_OP_MUL: LOOP(a_ * b_); break;
     case HFX_OP_DIV: LOOP(a_ / b_); break;
+    case HFX_OP_MAX: LOOP(a_ > b_ || a_ != a_ ? a_ : b_); break;
+    case HFX_OP_MIN: LOOP(a_ < b_ || a_ != a_ ? a_ : b_); break;
     }
 #undef LOOP
 }

@@ -1,5 +1,6 @@
 /* qmatmul.c - QMATMUL and QCONV2D: the integer MatMul and Conv of a QDQ group (u8/i8 x u8/i8,
- * int32 accumulation, requantised to u8/i8), exactly as dsp/ref/ref_qmatmul.h defines them.
+ * int32 accumulation, requantised to u8/i8), exactly as dsp/ref/ref_qmatmul.h defines them; IMATMUL
+ * (ONNX MatMulInteger): QMATMUL's accumulators as they are, int32, on the host GEMM on every build.
  * On the host a GEMM item runs qgemm_host.c (operands packed as int16 with their zero points
  * subtracted, AVX2 where the CPU has it); on Hexagon builds (HFX_HVX) qmatmul_hvx.c's vrmpy kernel.
  * A QMATMUL item is a block of rows x a block of columns of A[rows, K] x B. A QCONV2D item is a block
@@ -85,6 +86,30 @@ hfx_status hfx_validate_qmatmul(hfx_vctx *v, hfx_op *op) {
     return hfx_no_empty_input(v, op);
 }
 
+/* IMATMUL: A, B u8/i8, zp_a A's type (one element), zp_b B's type (one element or one per column), Y i32 */
+hfx_status hfx_validate_imatmul(hfx_vctx *v, hfx_op *op) {
+    const hfx_tensor *t = v->p->tensors;
+    uint32_t a = t[op->in[HFX_QMM_A]].dtype, b = t[op->in[HFX_QMM_B]].dtype;
+    hfx_status st = want_dtype(v, op, HFX_QMM_A, narrow_int(a), "u8 or i8");
+    if (!st) st = want_dtype(v, op, HFX_QMM_B, narrow_int(b), "u8 or i8");
+    if (!st) st = want_dtype(v, op, 99, t[op->out[0]].dtype == HFX_DTYPE_I32, "i32");
+    if (!st) st = want_dtype(v, op, HFX_QMM_ZA, t[op->in[HFX_QMM_ZA]].dtype == a, "A's (its zero point)");
+    if (!st) st = want_dtype(v, op, HFX_QMM_ZB, t[op->in[HFX_QMM_ZB]].dtype == b, "B's (its zero point)");
+    if (st) return st;
+    const hfx_tensor *ta = &t[op->in[HFX_QMM_A]], *tb = &t[op->in[HFX_QMM_B]];
+    if (ta->rank < 1 || tb->rank != 2 || ta->dims[ta->rank - 1] != tb->dims[0])
+        return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, HFX_QMM_B), "op %u (%s): needs A[..., K] and B[K, N]",
+                         v->index, op->desc->label);
+    st = want_size(v, op, HFX_QMM_ZA, tb->dims[1], false);
+    if (!st) st = want_size(v, op, HFX_QMM_ZB, tb->dims[1], true);
+    if (st) return st;
+    uint32_t od[HFX_MAX_RANK];
+    for (uint32_t i = 0; i + 1 < ta->rank; i++) od[i] = ta->dims[i];
+    od[ta->rank - 1] = tb->dims[1];
+    if (!hfx_same_shape(&t[op->out[0]], od, ta->rank)) return hfx_shape_err(v, "MatMulInteger");
+    return hfx_no_empty_input(v, op);
+}
+
 /* host work space of a GEMM item of k x cols with a_rows rows of the broadcast operand: the
  * accumulators of HFX_QGEMM_MR rows, the packed columns, the rows, two rows of columns being packed */
 static size_t qmm_host_ws(uint64_t k, uint64_t cols, uint64_t a_rows) {
@@ -143,6 +168,7 @@ typedef struct qmm_io {
     uint32_t ta, tb, ty;
     int32_t za, zy, lo, hi;
     bool zb_cols, scale_cols;
+    bool raw; /* IMATMUL: Y is the int32 accumulators (no scale, zy, bias) */
 } qmm_io;
 
 static qmm_io qmm_io_of(const hfx_kernel_args *a) {
@@ -152,17 +178,19 @@ static qmm_io qmm_io_of(const hfx_kernel_args *a) {
     io.a = a->in[HFX_QMM_A];
     io.b = a->in[HFX_QMM_B];
     io.zb = a->in[HFX_QMM_ZB];
-    io.scale = a->in[HFX_QMM_SCALE];
-    io.bias = op->n_in > HFX_QMM_BIAS ? a->in[HFX_QMM_BIAS] : NULL;
-    io.y = a->out[0];
     io.ta = t[op->in[HFX_QMM_A]].dtype;
     io.tb = t[op->in[HFX_QMM_B]].dtype;
-    io.ty = t[op->out[0]].dtype;
     io.za = load_narrow(a->in[HFX_QMM_ZA], io.ta, 0);
+    io.zb_cols = t[op->in[HFX_QMM_ZB]].numel > 1;
+    io.y = a->out[0];
+    io.raw = op->opcode == HFX_OP_IMATMUL;
+    if (io.raw) return io;
+    io.scale = a->in[HFX_QMM_SCALE];
+    io.bias = op->n_in > HFX_QMM_BIAS ? a->in[HFX_QMM_BIAS] : NULL;
+    io.ty = t[op->out[0]].dtype;
     io.zy = load_narrow(a->in[HFX_QMM_ZY], io.ty, 0);
     io.lo = io.ty == HFX_DTYPE_U8 ? 0 : INT8_MIN;
     io.hi = io.ty == HFX_DTYPE_U8 ? UINT8_MAX : INT8_MAX;
-    io.zb_cols = t[op->in[HFX_QMM_ZB]].numel > 1;
     io.scale_cols = t[op->in[HFX_QMM_SCALE]].numel > 1;
     return io;
 }
@@ -200,6 +228,16 @@ static void pack_b(const qmm_io *io, uint64_t k, uint64_t n, uint64_t c0, uint64
     }
 }
 
+/* row r's columns [c0, c0 + nc) of Y from their accumulators: IMATMUL's as they are, else requantised */
+static void store_row(const qmm_io *io, const int32_t *acc, uint64_t n, uint64_t r, uint64_t c0, uint64_t nc) {
+    if (io->raw) {
+        memcpy((uint8_t *)io->y + (r * n + c0) * sizeof(int32_t), acc, nc * sizeof(int32_t)); /* Y may be unaligned */
+        return;
+    }
+    hfx_qgemm_requant(acc, nc, io->bias ? io->bias + c0 : NULL, 1, io->scale + (io->scale_cols ? c0 : 0),
+                      io->scale_cols, io->zy, io->ty == HFX_DTYPE_I8, (uint8_t *)io->y + r * n + c0, nc, 0);
+}
+
 /* Fewer columns than HFX_QGEMM_DOT_COLS: B's columns - zb as contiguous int16 (cols: nc x k), each row of
  * A dotted with them (hfx_qgemm_dot) and requantised. */
 static void qmatmul_dot(const qmm_io *io, int16_t *cols, uint64_t k, uint64_t n, uint64_t r0, uint64_t r1, uint64_t c0,
@@ -211,8 +249,7 @@ static void qmatmul_dot(const qmm_io *io, int16_t *cols, uint64_t k, uint64_t n,
     int32_t acc[HFX_QGEMM_DOT_COLS];
     for (uint64_t r = r0; r < r1; r++) {
         hfx_qgemm_dot((const uint8_t *)io->a + r * k, io->ta == HFX_DTYPE_I8, io->za, k, cols, k, (int)nc, acc);
-        hfx_qgemm_requant(acc, nc, io->bias ? io->bias + c0 : NULL, 1, io->scale + (io->scale_cols ? c0 : 0),
-                          io->scale_cols, io->zy, io->ty == HFX_DTYPE_I8, (uint8_t *)io->y + r * n + c0, nc, 0);
+        store_row(io, acc, n, r, c0, nc);
     }
 }
 
@@ -227,17 +264,12 @@ static void qmatmul_host(const qmm_io *io, void *ws, uint64_t k, uint64_t n, uin
         return;
     }
     pack_b(io, k, n, c0, nc, &w);
-    const int32_t *bias = io->bias ? io->bias + c0 : NULL;
-    const float *scale = io->scale + (io->scale_cols ? c0 : 0);
-    bool y_signed = io->ty == HFX_DTYPE_I8;
     for (uint64_t r = r0; r < r1; r += HFX_QGEMM_MR) {
         int rows = r1 - r < HFX_QGEMM_MR ? (int)(r1 - r) : HFX_QGEMM_MR;
         for (int i = 0; i < rows; i++) /* u8 and i8 are both one byte */
             widen_row((const uint8_t *)io->a + (r + (uint64_t)i) * k, io->ta, io->za, k, w.a + (size_t)i * w.kp);
         hfx_qgemm_rows(w.a, w.kp, rows, w.b, w.kp, nc, w.acc, w.ldc);
-        for (int i = 0; i < rows; i++)
-            hfx_qgemm_requant(w.acc + (size_t)i * w.ldc, nc, bias, 1, scale, io->scale_cols, io->zy, y_signed,
-                              (uint8_t *)io->y + (r + (uint64_t)i) * n + c0, nc, 0);
+        for (int i = 0; i < rows; i++) store_row(io, w.acc + (size_t)i * w.ldc, n, r + (uint64_t)i, c0, nc);
     }
 }
 
@@ -249,10 +281,14 @@ void hfx_run_qmatmul(const hfx_kernel_args *a, uint32_t item) {
     uint64_t c1 = c0 + pl.cols_per_item < pl.n ? c0 + pl.cols_per_item : pl.n;
     hfx_plan_range(pl.rows, pl.rows_per_item, item % (uint32_t)pl.row_blocks, &r0, &r1);
 #ifdef HFX_HVX
-    if (hfx_qmatmul_hvx(a, pl.k, pl.n, r0, r1, c0, c1)) return;
+    if (!io.raw && hfx_qmatmul_hvx(a, pl.k, pl.n, r0, r1, c0, c1)) return;
 #endif
     qmatmul_host(&io, a->ws, pl.k, pl.n, r0, r1, c0, c1);
 }
+
+hfx_status hfx_plan_imatmul(const hfx_program *p, hfx_op *op) { return hfx_plan_qmatmul(p, op); }
+
+void hfx_run_imatmul(const hfx_kernel_args *a, uint32_t item) { hfx_run_qmatmul(a, item); }
 
 /* ---- QCONV2D: X[N,C,H,W], W[M,C/g,kh,kw]; the inputs of QMATMUL with M for N, CONV2D's params ---- */
 

@@ -1,12 +1,14 @@
-/* quant.c - QuantizeLinear and DequantizeLinear, ONNX semantics as ONNX Runtime's CPU kernels
+/* quant.c - QuantizeLinear and DequantizeLinear, and DynamicQuantizeLinear's scale and zero point, ONNX semantics as ONNX Runtime's CPU kernels
  * compute them (bit for bit):
  *
  *   Q:  t = x / scale; t = max(t, lo - zp) (NaN gives lo - zp); t = min(t, hi - zp);
  *       y = round_half_to_even(t) + zp            (MLAS on x86: divps, maxps, minps, cvtps2dq)
  *   DQ: y = f32(x - zp) * scale                   (x - zp in int32)
  *
+ *   DYNAMIC_QPARAMS: u8 scale and zero point from the range of x and 0 (dsp/ref/ref_quant.h)
+ *
  * Scale and zero point have one element (per tensor) or one per index of the axis (per axis).
- * An item is a chunk of elements. */
+ * An item is a chunk of elements; DYNAMIC_QPARAMS is one item. */
 #include <stdint.h>
 
 #include "kernels.h"
@@ -168,4 +170,45 @@ void hfx_run_quant(const hfx_kernel_args *a, uint32_t item) {
             dequantize_run(a, dtype, b, run_end, c);
         b = run_end;
     }
+}
+
+/* ---- DYNAMIC_QPARAMS: X f32 -> scale f32, zero point u8 (one element each) ---- */
+
+hfx_status hfx_validate_dynamic_qparams(hfx_vctx *v, hfx_op *op) {
+    const hfx_tensor *t = v->p->tensors;
+    if (t[op->in[0]].dtype != HFX_DTYPE_F32) return dtype_fail(v, op, 0, false, "f32");
+    if (t[op->out[0]].dtype != HFX_DTYPE_F32) return dtype_fail(v, op, 0, true, "f32 (the scale)");
+    if (t[op->out[1]].dtype != HFX_DTYPE_U8)
+        return hfx_vfail(v, HFX_ERR_DTYPE, HFX_OUT_OFF(v, 1), "op %u (%s): tensor %u dtype %u, expected u8 (the zero point)",
+                         v->index, op->desc->label, op->out[1], t[op->out[1]].dtype);
+    for (uint32_t i = 0; i < 2; i++)
+        if (t[op->out[i]].numel != 1)
+            return hfx_vfail(v, HFX_ERR_SHAPE, HFX_OUT_OFF(v, i), "op %u (%s): output %u must have one element",
+                             v->index, op->desc->label, i);
+    return HFX_OK;
+}
+
+hfx_status hfx_plan_dynamic_qparams(const hfx_program *p, hfx_op *op) {
+    (void)p;
+    return hfx_plan_set_items(op, 1);
+}
+
+/* ref_dynamic_qparams with the range found by selects the compiler vectorizes (min and max are exact in
+ * any order: the result does not depend on it) */
+HFX_VECTOR_KERNEL
+void hfx_run_dynamic_qparams(const hfx_kernel_args *a, uint32_t item) {
+    (void)item;
+    const float *x = a->in[0];
+    uint64_t n = a->prog->tensors[a->op->in[0]].numel;
+    float lo = 0.0f, hi = 0.0f;
+    for (uint64_t i = 0; i < n; i++) {
+        lo = x[i] < lo ? x[i] : lo;
+        hi = x[i] > hi ? x[i] : hi;
+    }
+    float s = hi == lo ? 1.0f : (hi - lo) / 255.0f;
+    float t = 0.0f - lo / s;
+    t = t < 255.0f ? t : 255.0f; /* NaN (lo = -inf): 255 */
+    t = 0.0f < t ? t : 0.0f;
+    *(float *)a->out[0] = s;
+    *(uint8_t *)a->out[1] = (uint8_t)(int32_t)round_half_even(t);
 }

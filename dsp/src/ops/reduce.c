@@ -1,5 +1,5 @@
-/* reduce.c - ReduceMean / ReduceSum over any set of axes. An item is a range
- * of output elements; each is reduced completely (accumulated in double). */
+/* reduce.c - ReduceMean / ReduceSum (accumulated in double) and ReduceMax / ReduceMin over any set of
+ * axes. An item is a range of output elements; each is reduced completely. */
 #include "kernels.h"
 #include "vsum.h"
 
@@ -55,6 +55,28 @@ static double strided_sum(const float *x, const uint32_t *dims, const uint64_t *
     return sum;
 }
 
+/* The largest (max) or smallest element, as strided_sum walks them; a NaN propagates, no element gives
+ * -inf (max) or +inf (min), as ONNX Runtime. */
+static float strided_extreme(const float *x, const uint32_t *dims, const uint64_t *st, const uint32_t *red, uint32_t nr,
+                             bool max) {
+    uint32_t last = red[nr - 1];
+    uint64_t run = dims[last], step = st[last], runs = 1;
+    for (uint32_t r = 0; r + 1 < nr; r++) runs *= dims[red[r]];
+    float m = max ? -__builtin_inff() : __builtin_inff();
+    for (uint64_t j = 0; j < runs; j++) {
+        uint64_t rem = j, off = 0;
+        for (uint32_t r = nr - 1; r-- > 0;) {
+            off += (rem % dims[red[r]]) * st[red[r]];
+            rem /= dims[red[r]];
+        }
+        for (uint64_t i = 0; i < run; i++) {
+            float v = x[off + i * step];
+            m = (max ? v > m : v < m) || v != v ? v : m; /* once NaN, no v compares above it */
+        }
+    }
+    return m;
+}
+
 HFX_VECTOR_KERNEL
 void hfx_run_reduce(const hfx_kernel_args *a, uint32_t item) {
     const hfx_op *op = a->op;
@@ -80,8 +102,10 @@ void hfx_run_reduce(const hfx_kernel_args *a, uint32_t item) {
     HFX_PLAN_LOAD(pl, op);
     uint64_t b, e;
     hfx_plan_range(pl.outputs, pl.outputs_per_item, item, &b, &e);
-    if (rcount == 0) { /* over no element: 0, ReduceMean too (as ONNX Runtime) */
-        memset(o + b, 0, (e - b) * sizeof(float));
+    bool extreme = op->opcode == HFX_OP_REDUCE_MAX || op->opcode == HFX_OP_REDUCE_MIN;
+    if (rcount == 0) { /* over no element (x may be NULL): 0, ReduceMean too; -inf / +inf (as ONNX Runtime) */
+        float none = op->opcode == HFX_OP_REDUCE_MAX ? -__builtin_inff() : extreme ? __builtin_inff() : 0.0f;
+        for (uint64_t q = b; q < e; q++) o[q] = none;
         return;
     }
     for (uint64_t q = b; q < e; q++) {
@@ -89,6 +113,10 @@ void hfx_run_reduce(const hfx_kernel_args *a, uint32_t item) {
         for (uint32_t k = nk; k-- > 0;) {
             base += (rem % xt->dims[kept[k]]) * st[kept[k]];
             rem /= xt->dims[kept[k]];
+        }
+        if (extreme) {
+            o[q] = strided_extreme(x + base, xt->dims, st, red, nr, op->opcode == HFX_OP_REDUCE_MAX);
+            continue;
         }
         double sum = trailing ? hfx_sum(x + base, rcount, 0.0f, 0) : strided_sum(x + base, xt->dims, st, red, nr);
         o[q] = op->opcode == HFX_OP_REDUCE_MEAN ? (float)(sum / (double)rcount) : (float)sum;

@@ -92,6 +92,39 @@ static inline float hfx_erf(float x) {
     return x == x ? r : x;
 }
 
+/* log: x = 2^e m with m in [sqrt(1/2), sqrt(2)), log(m) = f - f^2 / 2 + f^3 P(f), f = m - 1 (Cephes logf's
+ * polynomial, Horner by fma), e ln 2 added in two parts (0.693359375 exact, then -2.12194440e-4); denormals
+ * scaled by 2^23 first. x < 0 and NaN give NaN, +-0 gives -inf, +inf gives +inf. */
+static inline float hfx_log(float x) {
+    int tiny = x < 1.17549435e-38f; /* below the smallest normal float (0 and negatives: replaced below) */
+    float xs = tiny ? x * 8388608.0f : x;
+    int32_t bits;
+    memcpy(&bits, &xs, sizeof bits);
+    int32_t e = ((bits >> 23) & 0xff) - 126 - (tiny ? 23 : 0);
+    bits = (bits & 0x007fffff) | 0x3f000000; /* the mantissa as m in [0.5, 1) */
+    float m;
+    memcpy(&m, &bits, sizeof m);
+    int low = m < 0.70710678118654752f;
+    e = low ? e - 1 : e;
+    float f = low ? m + m - 1.0f : m - 1.0f;
+    float z = f * f;
+    float p = 7.0376836292e-2f;
+    p = ref_fmaf(p, f, -1.1514610310e-1f);
+    p = ref_fmaf(p, f, 1.1676998740e-1f);
+    p = ref_fmaf(p, f, -1.2420140846e-1f);
+    p = ref_fmaf(p, f, 1.4249322787e-1f);
+    p = ref_fmaf(p, f, -1.6668057665e-1f);
+    p = ref_fmaf(p, f, 2.0000714765e-1f);
+    p = ref_fmaf(p, f, -2.4999993993e-1f);
+    p = ref_fmaf(p, f, 3.3333331174e-1f);
+    float fe = (float)e;
+    float y = ref_fmaf(fe, -2.12194440e-4f, p * f * z);
+    y = ref_fmaf(-0.5f, z, y);
+    float r = ref_fmaf(fe, 0.693359375f, f + y);
+    r = x > 0.0f ? r : x == 0.0f ? -__builtin_inff() : __builtin_nanf("");
+    return x == __builtin_inff() ? x : r;
+}
+
 static inline float hfx_sigmoid(float x) { return 1.0f / (1.0f + hfx_exp(-x)); }
 
 #endif

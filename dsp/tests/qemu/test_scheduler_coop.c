@@ -368,6 +368,159 @@ static void test_reduce_program(hfx_pool *pool)
         }
 }
 
+/* ReduceMax / ReduceMin over every axes mask (bit-exact: a max does not depend on the order), Log of
+ * every power of two (k ln 2 within 1e-6) and its special values, in one program per mask */
+static void extreme_want(uint32_t mask, int max)
+{
+    const uint32_t d[4] = {RD0, RD1, RD2, RD3};
+    for (uint32_t q = 0; q < RDN; q++) r_want[q] = max ? -1e30f : 1e30f;
+    for (uint32_t i = 0; i < RDN; i++) {
+        uint32_t rem = i, q = 0, scale = 1, idx[4];
+        for (int a = 3; a >= 0; a--) idx[a] = rem % d[a], rem /= d[a];
+        for (int a = 3; a >= 0; a--)
+            if (!(mask & (1u << a))) q += idx[a] * scale, scale *= d[a];
+        if (max ? r_x[i] > r_want[q] : r_x[i] < r_want[q]) r_want[q] = r_x[i];
+    }
+}
+
+static void test_reduce_extreme_program(hfx_pool *pool)
+{
+    char what[96];
+    const uint32_t d[4] = {RD0, RD1, RD2, RD3};
+    for (uint32_t i = 0; i < RDN; i++) r_x[i] = (float)((int)((i * 53u) % 23u) - 11) * 0.37f;
+    int ok = 1;
+    for (uint32_t mask = 1; mask < 16; mask++)
+        for (int max = 0; max < 2; max++) {
+            uint32_t od[4] = {1, 1, 1, 1}, on = 1;
+            for (int a = 0; a < 4; a++)
+                if (!(mask & (1u << a))) od[a] = d[a], on *= d[a];
+            hfxb b;
+            hfxb_init(&b);
+            uint32_t x = hfxb_input(&b, HFX_TASK_A, 4, d), y = hfxb_output(&b, HFX_TASK_A, 4, od);
+            hfxb_reduce(&b, HFX_TASK_A, max ? HFX_OP_REDUCE_MAX : HFX_OP_REDUCE_MIN, x, y, mask, 1);
+            size_t size = 0;
+            uint8_t *bytes = hfxb_encode(&b, &size);
+            hfxb_free(&b);
+            hfx_program *prog = NULL;
+            hfx_error err;
+            hfx_status st = hfx_program_parse(bytes, size, &prog, &err);
+            free(bytes);
+            const void *in[1] = {r_x};
+            void *out[1] = {r_y};
+            st = st ? st : hfx_run(pool, prog, in, 1, out, 1, NULL, NULL, NULL);
+            extreme_want(mask, max);
+            if (st != HFX_OK || memcmp(r_y, r_want, on * sizeof(float)) != 0) {
+                hx_snprintf(what, sizeof what, "Reduce%s axes mask %u: %s", max ? "Max" : "Min", (unsigned)mask,
+                            hfx_status_name(st));
+                expect(0, what);
+                ok = 0;
+            }
+            hfx_program_free(prog);
+        }
+    expect(ok, "ReduceMax / ReduceMin over every axes mask bit-exact");
+}
+
+#define LOGN 290
+static float l_x[LOGN], l_y[LOGN];
+
+static void test_log_program(hfx_pool *pool)
+{
+    /* 2^k for k = -149 .. 127 (denormals included), then 1, 0, -0, -1, +inf, NaN */
+    for (int k = -149; k <= 127; k++) {
+        int32_t bits = k >= -126 ? (k + 127) << 23 : 1 << (k + 149);
+        l_x[k + 149] = hfxb_f(bits);
+    }
+    const float special[] = {1.0f, 0.0f, hfxb_f((int32_t)0x80000000), -1.0f, hfxb_f(0x7f800000), hfxb_f(0x7fc00000)};
+    for (int i = 0; i < 6; i++) l_x[277 + i] = special[i];
+    for (int i = 283; i < LOGN; i++) l_x[i] = 1.0f;
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t x = hfxb_input(&b, HFX_TASK_B, HFXB_DIMS(LOGN)), y = hfxb_output(&b, HFX_TASK_B, HFXB_DIMS(LOGN));
+    hfxb_unary(&b, HFX_TASK_B, HFX_OP_LOG, x, y);
+    size_t size = 0;
+    uint8_t *bytes = hfxb_encode(&b, &size);
+    hfxb_free(&b);
+    hfx_program *prog = NULL;
+    hfx_error err;
+    hfx_status st = hfx_program_parse(bytes, size, &prog, &err);
+    free(bytes);
+    const void *in[1] = {l_x};
+    void *out[1] = {l_y};
+    st = st ? st : hfx_run(pool, prog, in, 1, out, 1, NULL, NULL, NULL);
+    int ok = st == HFX_OK;
+    for (int k = -149; ok && k <= 127; k++) {
+        float want = (float)k * 0.693147180559945f, got = l_y[k + 149], diff = got - want;
+        ok = (diff < 0 ? -diff : diff) <= 1e-6f * (want < 0 ? -want : want);
+        if (!ok) hx_printf("Log(2^%d) = %g, want %g\n", k, (double)got, (double)want);
+    }
+    ok = ok && l_y[277] == 0.0f && l_y[278] == hfxb_f((int32_t)0xff800000) && l_y[279] == l_y[278];
+    ok = ok && l_y[280] != l_y[280] && l_y[281] == hfxb_f(0x7f800000) && l_y[282] != l_y[282];
+    expect(ok, "Log of 2^-149 .. 2^127 within 1e-6 of k ln 2; log 1 = 0, log +-0 = -inf, log -1 and NaN = NaN");
+    hfx_program_free(prog);
+}
+
+/* DynamicQuantizeLinear as the lowering emits it (DYNAMIC_QPARAMS, then QUANTIZE_LINEAR reading its
+ * outputs) and IMATMUL (MatMulInteger), bit for bit against ref_quant.h / ref_qmatmul.h */
+#define DQN 1031
+#define IMM 5
+#define IMK 67
+#define IMN 19
+static float dq_x[DQN], dq_s;
+static uint8_t dq_y[DQN], dq_z[4], im_a[IMM * IMK], im_b[IMK * IMN], im_zb[IMN];
+static int32_t im_y[IMM * IMN], im_ai[IMM * IMK], im_bi[IMK * IMN];
+
+static void test_dynamic_quant_program(hfx_pool *pool)
+{
+    qt_rng r = {99};
+    for (int i = 0; i < DQN; i++) dq_x[i] = (float)qt_range(&r, -30000, 50000) / 4096.0f;
+    dq_x[5] = 0.5f * (float)qt_range(&r, 0, 8); /* halves: ties */
+    for (int i = 0; i < IMM * IMK; i++) im_ai[i] = (int8_t)(im_a[i] = (uint8_t)qt_range(&r, 0, 255));
+    for (int i = 0; i < IMK * IMN; i++) im_bi[i] = im_b[i] = (uint8_t)qt_range(&r, 0, 255);
+    for (int i = 0; i < IMN; i++) im_zb[i] = (uint8_t)qt_range(&r, 0, 255);
+    const int8_t za = -7;
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t x = hfxb_input(&b, HFX_TASK_A, HFXB_DIMS(DQN));
+    uint32_t s = hfxb_output(&b, HFX_TASK_A, HFXB_SCALAR);
+    uint32_t z = hfxb_set_dtype(&b, hfxb_output(&b, HFX_TASK_A, HFXB_SCALAR), HFX_DTYPE_U8);
+    uint32_t y = hfxb_set_dtype(&b, hfxb_output(&b, HFX_TASK_A, HFXB_DIMS(DQN)), HFX_DTYPE_U8);
+    uint32_t op = hfxb_op_add(&b, HFX_TASK_A, HFX_OP_DYNAMIC_QPARAMS, -1, 1, &x, s, NULL);
+    b.o[op].nout = 2, b.o[op].out[1] = z;
+    hfxb_quant(&b, HFX_TASK_A, HFX_OP_QUANTIZE_LINEAR, x, s, z, y, 0);
+    uint32_t in[4];
+    in[0] = hfxb_set_dtype(&b, hfxb_input(&b, HFX_TASK_B, HFXB_DIMS(IMM, IMK)), HFX_DTYPE_I8);
+    in[1] = hfxb_set_dtype(&b, hfxb_const(&b, HFX_TASK_B, HFXB_DIMS(IMK, IMN), (const float *)(const void *)im_b),
+                           HFX_DTYPE_U8);
+    in[2] = hfxb_set_dtype(&b, hfxb_const(&b, HFX_TASK_B, HFXB_SCALAR, (const float *)(const void *)&za), HFX_DTYPE_I8);
+    in[3] = hfxb_set_dtype(&b, hfxb_const(&b, HFX_TASK_B, HFXB_DIMS(IMN), (const float *)(const void *)im_zb),
+                           HFX_DTYPE_U8);
+    uint32_t acc = hfxb_set_dtype(&b, hfxb_output(&b, HFX_TASK_B, HFXB_DIMS(IMM, IMN)), HFX_DTYPE_I32);
+    hfxb_op_add(&b, HFX_TASK_B, HFX_OP_IMATMUL, -1, 4, in, acc, NULL);
+    size_t size = 0;
+    uint8_t *bytes = hfxb_encode(&b, &size);
+    hfxb_free(&b);
+    hfx_program *prog = NULL;
+    hfx_error err;
+    hfx_status st = hfx_program_parse(bytes, size, &prog, &err);
+    free(bytes);
+    const void *ins[2] = {dq_x, im_a};
+    void *outs[4] = {&dq_s, dq_z, dq_y, im_y};
+    st = st ? st : hfx_run(pool, prog, ins, 2, outs, 4, NULL, NULL, NULL);
+    expect(st == HFX_OK, "DynamicQuantizeLinear + MatMulInteger program runs");
+    float ws;
+    int32_t wz;
+    ref_dynamic_qparams(dq_x, DQN, &ws, &wz);
+    int ok = st == HFX_OK && memcmp(&dq_s, &ws, 4) == 0 && dq_z[0] == wz;
+    for (int i = 0; ok && i < DQN; i++) ok = dq_y[i] == ref_quantize_linear(dq_x[i], ws, wz, 0, 255);
+    expect(ok, "DynamicQuantizeLinear (DYNAMIC_QPARAMS + QUANTIZE_LINEAR) bit-exact against ref_quant.h");
+    ok = st == HFX_OK;
+    for (int i = 0; ok && i < IMM * IMN; i++)
+        ok = im_y[i] == ref_qmatmul_acc(im_ai + (i / IMN) * IMK, im_bi, IMK, IMN, (uint32_t)(i % IMN), za,
+                                        im_zb[i % IMN], 0);
+    expect(ok, "MatMulInteger i8 x u8 (per-column zero points) -> i32 bit-exact against ref_qmatmul_acc");
+    hfx_program_free(prog);
+}
+
 #define QR 3
 #define QC 37
 static float q_x[QR * QC], q_da[QR * QC];
@@ -972,6 +1125,12 @@ int main(void)
     qt_begin_group(&T);
     test_reduce_program(pool);
     qt_end_group(&T, "ReduceSum / ReduceMean");
+
+    qt_begin_group(&T);
+    test_reduce_extreme_program(pool);
+    test_log_program(pool);
+    test_dynamic_quant_program(pool);
+    qt_end_group(&T, "ReduceMax / ReduceMin, Log, DynamicQuantizeLinear, MatMulInteger");
 
     qt_begin_group(&T);
     test_quant_program(pool);

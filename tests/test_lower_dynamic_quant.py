@@ -1,0 +1,141 @@
+"""Dynamic quantisation (DynamicQuantizeLinear, MatMulInteger, Cast of int32 to float) lowered and run on
+the real host kernel: integer results equal ONNX Runtime's bit for bit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from cli_support import run_cli
+from onnx import TensorProto, helper
+from test_lower import HostKernel, init, needs_host, pair_model, program_inputs, vi
+
+from hexfuse_onnx import runtime
+from hexfuse_onnx.lowering import LoweringError, lower_pair
+
+RNG = np.random.default_rng(5)
+U8, I8 = TensorProto.UINT8, TensorProto.INT8
+
+
+def task_b(nodes, inputs, outputs, inits=()) -> onnx.ModelProto:
+    a = [helper.make_node("Relu", ["x"], ["ya"], name="relu")]
+    extra = [vi(t.name, list(t.dims), t.data_type) for t in inits]
+    return pair_model(a, nodes, [vi("x", [2, 4])], inputs + extra, [vi("ya", [2, 4])], outputs, list(inits), 13)
+
+
+def run_both(m: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> tuple[list, list]:
+    feeds = {"x": RNG.standard_normal((2, 4)).astype(np.float32), **feeds}
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL  # the ops as written
+    ref = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, feeds)
+    got = HostKernel().run(lower_pair(m, m.graph.node[0]), program_inputs(m, m.graph.node[0], feeds))
+    return ref, got
+
+
+def dql_pair(shape: list[int]) -> onnx.ModelProto:
+    node = helper.make_node("DynamicQuantizeLinear", ["z"], ["q", "s", "zp"], name="dql")
+    return task_b([node], [vi("z", shape)], [vi("q", shape, U8), vi("s", [], TensorProto.FLOAT), vi("zp", [], U8)])
+
+
+INPUTS = {
+    "mixed": lambda n: RNG.standard_normal(n) * 3.0,
+    "positive": lambda n: RNG.uniform(0.5, 7.0, n),
+    "negative": lambda n: -RNG.uniform(0.01, 20.0, n),
+    "zeros": lambda n: np.zeros(n),
+    "tiny": lambda n: RNG.standard_normal(n) * 1e-30,
+    "ties": lambda n: np.round(RNG.standard_normal(n) * 8) / 2,  # halves: ties of the rounding
+    "inf": lambda n: np.where(np.arange(n) == 3, np.inf, RNG.standard_normal(n)),
+}
+
+
+@needs_host
+@pytest.mark.parametrize("kind", sorted(INPUTS))
+@pytest.mark.parametrize("shape", [[1], [3, 7], [4, 97, 64]])
+def test_dynamic_quantize_linear_equals_ort(kind: str, shape: list[int]) -> None:
+    z = INPUTS[kind](int(np.prod(shape))).reshape(shape).astype(np.float32)
+    ref, got = run_both(dql_pair(shape), {"z": z})
+    for r, g in zip(ref[1:], got[1:]):
+        assert r.dtype == g.dtype and r.shape == g.shape and r.tobytes() == g.tobytes()
+
+
+def matmul_integer_pair(
+    ta: int, tb: int, a_shape: list[int], k: int, n: int, zb_per_column: bool, zero_points: bool, za_dims=()
+) -> onnx.ModelProto:
+    info = np.iinfo(helper.tensor_dtype_to_np_dtype(tb))
+    w = RNG.integers(info.min, info.max + 1, (k, n)).astype(helper.tensor_dtype_to_np_dtype(tb))
+    zb = RNG.integers(info.min, info.max + 1, (n,) if zb_per_column else ()).astype(w.dtype)
+    inits = [init("w", w)] + ([init("zb", zb)] if zero_points else [])
+    ins = ["a", "w", "za", "zb"] if zero_points else ["a", "w"]
+    node = helper.make_node("MatMulInteger", ins, ["acc"], name="mmi")
+    inputs = [vi("a", a_shape, ta)] + ([vi("za", list(za_dims), ta)] if zero_points else [])
+    return task_b([node], inputs, [vi("acc", a_shape[:-1] + [n], TensorProto.INT32)], inits)
+
+
+@needs_host
+@pytest.mark.parametrize("ta,tb", [(U8, U8), (U8, I8), (I8, U8), (I8, I8)])
+@pytest.mark.parametrize(
+    "a_shape,n,per_column,zero_points",
+    [([5, 33], 17, False, True), ([2, 9, 64], 130, True, True), ([7, 40], 3, True, True), ([3, 8], 20, False, False)],
+)
+def test_matmul_integer_equals_ort(ta: int, tb: int, a_shape: list[int], n: int, per_column: bool, zero_points: bool):
+    try:
+        m = matmul_integer_pair(ta, tb, a_shape, a_shape[-1], n, per_column, zero_points)
+        info = np.iinfo(helper.tensor_dtype_to_np_dtype(ta))
+        feeds = {"a": RNG.integers(info.min, info.max + 1, a_shape).astype(info.dtype)}
+        if zero_points:
+            feeds["za"] = np.array(RNG.integers(info.min, info.max + 1), info.dtype)
+        ref, got = run_both(m, feeds)
+    except ort.capi.onnxruntime_pybind11_state.NotImplemented:
+        pytest.skip("ONNX Runtime has no MatMulInteger kernel for these types")
+    assert ref[1].dtype == got[1].dtype == np.int32 and np.array_equal(ref[1], got[1])
+
+
+@needs_host
+def test_quantize_dynamic_chain_equals_ort() -> None:
+    """DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul by the scales, as quantize_dynamic writes a
+    MatMul: the float result equals ONNX Runtime's bit for bit (every op is exact or one f32 rounding)."""
+    w = RNG.integers(-128, 128, (64, 48)).astype(np.int8)
+    inits = [init("w", w), init("zw", np.array(0, np.int8)), init("sw", np.array(0.0123, np.float32))]
+    nodes = [
+        helper.make_node("DynamicQuantizeLinear", ["z"], ["q", "s", "zp"], name="dql"),
+        helper.make_node("MatMulInteger", ["q", "w", "zp", "zw"], ["acc"], name="mmi"),
+        helper.make_node("Cast", ["acc"], ["accf"], name="cast", to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["s", "sw"], ["scale"], name="scales"),
+        helper.make_node("Mul", ["accf", "scale"], ["yb"], name="out"),
+    ]
+    m = task_b(nodes, [vi("z", [3, 10, 64])], [vi("yb", [3, 10, 48])], inits)
+    ref, got = run_both(m, {"z": RNG.standard_normal((3, 10, 64)).astype(np.float32)})
+    assert ref[1].tobytes() == got[1].tobytes()
+
+
+def test_matmul_integer_with_a_per_row_zero_point_is_refused() -> None:
+    m = matmul_integer_pair(U8, U8, [4, 8], 8, 5, False, True, za_dims=[4])  # ONNX allows it; ORT and the kernel not
+    with pytest.raises(LoweringError, match="zero point 'za'"):
+        lower_pair(m, m.graph.node[0])
+
+
+@pytest.mark.skipif(not (runtime.LIB_DIR / runtime.PLUGIN_NAME).is_file(), reason="the plugin is not built")
+def test_two_streams_of_a_dynamically_quantised_mlp_pair_their_matmul_integers(tmp_path: Path) -> None:
+    """colocate counts quantize_dynamic's chain (DynamicQuantizeLinear, MatMulInteger, Cast) as kernel work:
+    two requests of a 2-layer MLP pair it, and the plugin's outputs agree with stock ONNX Runtime."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    w1, w2 = RNG.standard_normal((64, 96)).astype(np.float32), RNG.standard_normal((96, 32)).astype(np.float32)
+    nodes = [
+        helper.make_node("MatMul", ["x", "w1"], ["h"], name="mm1"),
+        helper.make_node("Relu", ["h"], ["r"], name="relu"),
+        helper.make_node("MatMul", ["r", "w2"], ["y"], name="mm2"),
+    ]
+    graph = helper.make_graph(nodes, "mlp", [vi("x", [8, 64])], [vi("y", [8, 32])], [init("w1", w1), init("w2", w2)])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "mlp.onnx")
+    quantize_dynamic(tmp_path / "mlp.onnx", tmp_path / "mlp_int8.onnx", weight_type=QuantType.QInt8)
+    report = tmp_path / "r.json"
+    args = ("colocate", tmp_path / "mlp_int8.onnx", "--requests", "2", "-o", tmp_path / "x2.onnx", "--json", report)
+    proc = run_cli(*args, "--target", "host", "--verify", "plugin", "-q")
+    assert proc.returncode == 0, proc.stderr
+    fused = onnx.load(tmp_path / "x2.onnx")
+    body_ops = {n.op_type for f in fused.functions for n in f.node}
+    assert {"DynamicQuantizeLinear", "MatMulInteger"} <= body_ops, body_ops
