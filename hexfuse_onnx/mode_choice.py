@@ -11,12 +11,15 @@ rounds (MIN_ROUNDS) when the calls are long enough that they take EXPLORE_S; a m
 DROP_RATIO times the best median after a round leaves the rotation. It keeps the mode with the
 lowest median, releases the other sessions, logs the choice once and remembers it in a small cache
 file keyed by the model's digest and this machine (tuning.fingerprint: CPU, CPU count, ORT and
-hexfuse-onnx versions), so the next session of the model starts in that mode at once, and
-`session_options(model=...)` applies it too. The choosing sessions' thread pools spin SPIN_US after
-a call, then sleep (unless the options given set how long): with ORT's default spinning a mode's
-threads kept a core busy for tens of ms after its block, and the fixed order of blocks then timed
-ort-seq-2t, which followed the one mode that does not spin (ort-seq), against a free core and every
-other mode against a spinning one.
+hexfuse-onnx versions). One exploration on a busy machine can choose wrong, so the next sessions
+of the model choose again until CONFIRM choices in a row agree (or, after HISTORY, the most frequent
+stands: `settled`); from then on a session of the model starts in that mode at once.
+`session_options(model=...)`, which cannot time, applies the latest choice, confirmed or not.
+
+The choosing sessions' thread pools spin SPIN_US after a call, then sleep (unless the options given
+set how long): with ORT's default spinning a mode's threads kept a core busy for tens of ms after
+its block, and the fixed order of blocks then timed ort-seq-2t, which followed the one mode that
+does not spin (ort-seq), against a free core and every other mode against a spinning one.
 
 No choice is made where the user chose: session options that set the execution mode or a thread
 count, providers other than the CPU's alone, or HEXFUSE_ORT_MODE: a mode name (ort-seq, ...)
@@ -63,6 +66,9 @@ LONG_CALL_S = 0.05  # ... unless the call lasts this long: the switch is then a 
 SPIN_US = 1000  # the choosing sessions' thread pools spin this long after a call, then sleep: with
 # ORT's default spin they burnt ~50 ms of CPU after a call (measured), into the next mode's block
 DROP_RATIO = 2.0  # after a round, a mode slower than this times the best leaves the rotation
+CONFIRM = 2  # choices in a row that must agree before later sessions stop choosing (one made on
+# a busy machine is not kept for good: 3 explorations of mha_encoder in one run chose 2 modes)
+HISTORY = 4  # choices remembered; after this many the most frequent stands
 EXPLORE_MAX_BYTES = 128 * 2**20  # above: four copies of the model are too many to hold
 CANDIDATES = ort_modes.MODES  # ORT's defaults first: the session other methods use while choosing
 
@@ -117,6 +123,24 @@ def cached_mode(key: str, log: Log) -> tuple[str, dict[str, Any]] | None:
     entry = read_cache(cache_path(), log).get(key)
     if isinstance(entry, dict) and entry.get("mode") in ort_modes.MODES:
         return str(entry["mode"]), entry
+    return None
+
+
+def history(entry: dict[str, Any] | None) -> list[str]:
+    """The modes the model's explorations chose here, oldest first (an entry without a history: its mode)."""
+    if not isinstance(entry, dict):
+        return []
+    chosen = entry.get("history", [entry.get("mode")])
+    return [m for m in chosen if m in ort_modes.MODES] if isinstance(chosen, list) else []
+
+
+def settled(chosen: list[str]) -> str | None:
+    """The mode later sessions take without choosing: the last CONFIRM choices agree, or after
+    HISTORY choices the most frequent (of equals, the latest); None while to be confirmed."""
+    if len(chosen) >= CONFIRM and len(set(chosen[-CONFIRM:])) == 1:
+        return chosen[-1]
+    if len(chosen) >= HISTORY:
+        return max(reversed(chosen), key=chosen.count)
     return None
 
 
@@ -180,7 +204,14 @@ def preset(
     if found is None:
         return None
     mode, entry = found
-    ort_modes.apply(so, mode)
+    ort_modes.apply(so, mode)  # what session_options, which cannot time, keeps
+    chosen = history(entry)
+    if settled(chosen) is None:
+        log(
+            f"hexfuse: ONNX Runtime mode {mode} chosen at run time on {entry.get('date', '?')}, not yet confirmed "
+            f"({len(chosen)} of {CONFIRM} choices in a row agree), from {cache_path()}"
+        )
+        return None
     log(f"hexfuse: ONNX Runtime mode {mode} chosen at run time on {entry.get('date', '?')}, from {cache_path()}")
     return mode
 
@@ -326,12 +357,18 @@ class ChoosingSession:
         self.run = self._current.run  # type: ignore[method-assign]  # the chosen session's own, no detour
         self._sessions = {}  # the other modes' sessions are released
         figures = ", ".join(f"{m} {t:.1f}" for m, t in medians.items())
-        entry = {"mode": mode, "median_us": medians, "calls": self._calls, "date": _today()}
+        chosen = (history(read_cache(cache_path(), self._log).get(self._key)) + [mode])[-HISTORY:]
+        kept = settled(chosen)
+        entry = {"mode": kept or mode, "history": chosen, "median_us": medians, "calls": self._calls, "date": _today()}
         try:
             where = f"remembered in {remember(self._key, entry, self._log)}"
         except OSError as exc:
             where = f"not remembered: {exc}"
-        self._log(f"hexfuse: ONNX Runtime mode {mode} chosen at run time (median us: {figures}); {where}")
+        later = f"later sessions take {kept}" if kept else "the next session chooses again to confirm"
+        self._log(
+            f"hexfuse: ONNX Runtime mode {mode} chosen at run time (median us: {figures}; choices here: "
+            f"{', '.join(chosen)}: {later}); {where}"
+        )
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._current, name)

@@ -71,16 +71,48 @@ def test_the_choice_runs_every_mode_keeps_one_and_is_remembered(untuned, logged,
     assert session.mode in ort_modes.MODES
     assert execution(session.get_session_options()) == execution(ort_modes.options(session.mode))
     entry = json.loads(ort_mode_cache.read_text())[mode_choice.model_key(untuned)]
-    assert entry["mode"] == session.mode and set(entry["median_us"]) == set(ort_modes.MODES)
+    assert entry["mode"] == session.mode and entry["history"] == [session.mode]
+    assert set(entry["median_us"]) == set(ort_modes.MODES)
     assert min(entry["median_us"], key=entry["median_us"].get) == session.mode
-    assert len(messages(logged, "chosen at run time", session.mode, "remembered in")) == 1
-
-    again = runtime.InferenceSession(untuned)  # the next session starts in the remembered mode
-    assert isinstance(again, ort.InferenceSession)
-    assert execution(again.get_session_options()) == execution(ort_modes.options(session.mode))
-    assert messages(logged, f"mode {session.mode} chosen at run time on", str(ort_mode_cache))
-    so = runtime.session_options(model=untuned)
+    assert len(messages(logged, "chosen at run time", session.mode, "remembered in", "chooses again")) == 1
+    so = runtime.session_options(model=untuned)  # cannot time: keeps the choice made, confirmed or not
     assert execution(so) == execution(ort_modes.options(session.mode))
+
+    chosen = [session.mode]
+    while mode_choice.settled(chosen) is None:  # later sessions choose again until choices agree
+        again = runtime.InferenceSession(untuned)
+        assert isinstance(again, mode_choice.ChoosingSession)
+        run_until_chosen(again, untuned)
+        chosen.append(again.mode)
+        assert json.loads(ort_mode_cache.read_text())[mode_choice.model_key(untuned)]["history"] == chosen
+    assert len(chosen) <= mode_choice.HISTORY
+    kept = mode_choice.settled(chosen)
+    assert len(messages(logged, f"later sessions take {kept}")) == 1
+    last = runtime.InferenceSession(untuned)  # then the next session starts in the settled mode
+    assert isinstance(last, ort.InferenceSession)
+    assert execution(last.get_session_options()) == execution(ort_modes.options(kept))
+    assert messages(logged, f"mode {kept} chosen at run time on", str(ort_mode_cache))
+
+
+@pytest.mark.parametrize(
+    ("chosen", "kept"),
+    [
+        ([], None),
+        (["ort-seq"], None),
+        (["ort-seq", "ort-seq"], "ort-seq"),
+        (["ort-seq-2t", "ort-seq"], None),
+        (["ort-seq", "ort-seq-2t", "ort-default"], None),
+        (["ort-seq", "ort-seq-2t", "ort-seq", "ort-seq-2t"], "ort-seq-2t"),
+        (["ort-default", "ort-seq", "ort-par", "ort-default"], "ort-default"),
+    ],
+)
+def test_a_choice_is_kept_for_later_sessions_once_confirmed(chosen, kept):
+    assert mode_choice.settled(chosen) == kept
+
+
+def test_an_entry_from_before_histories_is_one_choice_to_confirm():
+    assert mode_choice.history({"mode": "ort-seq", "date": "2026-11-30"}) == ["ort-seq"]
+    assert mode_choice.history({"mode": "ort-seq", "history": ["ort-par", "nonsense"]}) == ["ort-par"]
 
 
 def test_user_settings_disable_the_choice(untuned, logged):
