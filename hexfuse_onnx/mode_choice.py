@@ -16,16 +16,18 @@ of the model choose again until CONFIRM choices in a row agree (or, after HISTOR
 stands: `settled`); from then on a session of the model starts in that mode at once.
 `session_options(model=...)`, which cannot time, applies the latest choice, confirmed or not.
 
-The choosing sessions' thread pools spin SPIN_US after a call, then sleep (unless the options given
-set how long): with ORT's default spinning a mode's threads kept a core busy for tens of ms after
-its block, and the fixed order of blocks then timed ort-seq-2t, which followed the one mode that
-does not spin (ort-seq), against a free core and every other mode against a spinning one.
+The modes with thread pools are timed in twin sessions whose threads spin SPIN_US after a call,
+then sleep (unless the options given set how long): with ORT's default spinning a mode's threads
+kept a core busy for tens of ms after its block, and the fixed order of blocks then timed
+ort-seq-2t, which followed the one mode that does not spin (ort-seq), against a free core and every
+other mode against a spinning one. The session kept is the chosen mode's other twin, untouched,
+whose threads spin as ORT's do (a 1 ms spin ran the pooled modes a few % slower in steady state).
 
 No choice is made where the user chose: session options that set the execution mode or a thread
 count, providers other than the CPU's alone, or HEXFUSE_ORT_MODE: a mode name (ort-seq, ...)
 forces that mode, `off` keeps ORT's defaults. HEXFUSE_ORT_MODE_CACHE names the cache file (default
 $XDG_CACHE_HOME/hexfuse_onnx/ort_modes.json); it is written atomically, and one that cannot be read
-is ignored with one log line. Memory: while choosing, the model is held once per mode, so a model
+is ignored with one log line. Memory: while choosing, the model is held in up to 7 sessions, so a model
 above EXPLORE_MAX_BYTES is not explored (ORT's defaults, logged). Timings of the first calls are
 those of the inputs the application gives; calls from several threads at once while choosing are
 served but make the medians noisier.
@@ -69,7 +71,8 @@ DROP_RATIO = 2.0  # after a round, a mode slower than this times the best leaves
 CONFIRM = 2  # choices in a row that must agree before later sessions stop choosing (one made on
 # a busy machine is not kept for good: 3 explorations of mha_encoder in one run chose 2 modes)
 HISTORY = 4  # choices remembered; after this many the most frequent stands
-EXPLORE_MAX_BYTES = 128 * 2**20  # above: four copies of the model are too many to hold
+EXPLORE_MAX_BYTES = 64 * 2**20  # above: seven copies of the model are too many to hold
+SPINLESS = ("ort-seq",)  # sequential on one thread: no pool threads that spin
 CANDIDATES = ort_modes.MODES  # ORT's defaults first: the session other methods use while choosing
 
 Log = Callable[[str], None]
@@ -313,10 +316,11 @@ def williams_row(n: int, r: int) -> list[int]:
 class ChoosingSession:
     """An onnxruntime.InferenceSession that chooses its execution mode during its first calls.
 
-    `run` runs each call in the mode `Exploration` says, timing it with `clock` (ns), until a mode
-    is chosen; from then on it is that session's own `run`. Every other attribute is the current
-    session's (ORT's defaults' while choosing). `choosing` says whether the choice is still open;
-    `mode` is the mode chosen (None before)."""
+    `run` runs each call in the session (`sessions`) of the mode `Exploration` says, timing it
+    with `clock` (ns), until a mode is chosen; from then on it is the `run` of that mode's session
+    in `kept` (default: `sessions`; the twin not timed, whose threads spin as ORT's do). Every
+    other attribute is the current session's (ORT's defaults' while choosing). `choosing` says
+    whether the choice is still open; `mode` is the mode chosen (None before)."""
 
     def __init__(
         self,
@@ -324,9 +328,11 @@ class ChoosingSession:
         key: str,
         log: Log,
         clock: Callable[[], int] = time.perf_counter_ns,
+        kept: dict[str, ort.InferenceSession] | None = None,
     ) -> None:
         self._sessions = sessions
-        self._current = sessions[CANDIDATES[0]]
+        self._kept = kept or sessions
+        self._current = self._kept[CANDIDATES[0]]
         self._exploration = Exploration(list(sessions))
         self._calls = 0
         self._lock = threading.Lock()
@@ -353,9 +359,9 @@ class ChoosingSession:
 
     def _choose(self, mode: str) -> None:
         medians = self._exploration.medians()
-        self._current, self.mode, self.choosing = self._sessions[mode], mode, False
+        self._current, self.mode, self.choosing = self._kept[mode], mode, False
         self.run = self._current.run  # type: ignore[method-assign]  # the chosen session's own, no detour
-        self._sessions = {}  # the other modes' sessions are released
+        self._sessions, self._kept = {}, {}  # the other sessions are released
         figures = ", ".join(f"{m} {t:.1f}" for m, t in medians.items())
         chosen = (history(read_cache(cache_path(), self._log).get(self._key)) + [mode])[-HISTORY:]
         kept = settled(chosen)
@@ -387,31 +393,40 @@ def session(
 ) -> ort.InferenceSession | ChoosingSession:
     """A session of `source` that chooses ORT's mode at run time (`so`'s other fields kept), or a
     plain one in ORT's defaults when the providers are not the CPU's alone. `model`: what the user
-    gave, whose digest keys the cache (`preset` found no entry for it)."""
+    gave, whose digest keys the cache (`preset` found no entry for it). `so` keeps the twins' spin
+    bound (SPIN_KEYS) afterwards: ORT has no way to remove a config entry."""
     if providers != ["CPUExecutionProvider"]:
         log("hexfuse: ONNX Runtime mode: ORT's defaults, not chosen at run time (providers other than the CPU's)")
         return ort.InferenceSession(source, sess_options=so, providers=providers)
-    bound_spinning(so)
-    sessions = {}
-    for mode in CANDIDATES:  # SessionOptions are copied into each session when it is created
-        sessions[mode] = ort.InferenceSession(source, sess_options=ort_modes.apply(so, mode), providers=providers)
+    kept = {m: _session(source, so, m, providers) for m in CANDIDATES}  # as ORT's modes are: one is kept
+    timed = dict(kept)
+    if bound_spinning(so):  # the modes with thread pools are timed in twins that spin briefly
+        timed |= {m: _session(source, so, m, providers) for m in CANDIDATES if m not in SPINLESS}
     ort_modes.apply(so, CANDIDATES[0])
     log(
         f"hexfuse: choosing ONNX Runtime's mode at run time: the first calls (up to {ROUNDS} rounds of "
         f"{BLOCK} calls and {BLOCK_S * 1000:g} ms per mode) alternate among "
         f"{', '.join(CANDIDATES)} (no tuning record made here; {ENV_MODE}=off keeps ORT's defaults)"
     )
-    return ChoosingSession(sessions, model_key(model), log)
+    return ChoosingSession(timed, model_key(model), log, kept=kept)
+
+
+def _session(source: str | bytes, so: ort.SessionOptions, mode: str, providers: list[str]) -> ort.InferenceSession:
+    """A session in `mode` (SessionOptions are copied into a session when it is created)."""
+    return ort.InferenceSession(source, sess_options=ort_modes.apply(so, mode), providers=providers)
 
 
 SPIN_KEYS = ("session.intra_op.spin_duration_us", "session.inter_op.spin_duration_us")
 
 
-def bound_spinning(so: ort.SessionOptions) -> None:
+def bound_spinning(so: ort.SessionOptions) -> bool:
     """Let `so`'s thread pools spin SPIN_US after a call (ORT's typical range: 500-2000 us), unless
-    the user set how long they spin."""
+    the user set how long they spin. Returns whether it set anything."""
+    changed = False
     for key in SPIN_KEYS:
         try:
             so.get_session_config_entry(key)
         except RuntimeError:  # not set
             so.add_session_config_entry(key, str(SPIN_US))
+            changed = True
+    return changed

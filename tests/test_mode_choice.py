@@ -252,18 +252,36 @@ def test_the_choice_ends_early_when_one_mode_is_left():
     assert exploration.chosen == "ort-seq" and blocks(calls) == ["ort-seq", "ort-par"]
 
 
-def test_the_choosing_sessions_spin_briefly_unless_the_user_said_how_long(untuned, logged):
+def spin(session: ort.InferenceSession) -> list[str | None]:
+    """The session's spin durations (None: ORT's default)."""
+    so, got = session.get_session_options(), []
+    for key in mode_choice.SPIN_KEYS:
+        try:
+            got.append(so.get_session_config_entry(key))
+        except RuntimeError:
+            got.append(None)
+    return got
+
+
+def test_pooled_modes_are_timed_in_twins_that_spin_briefly_and_the_kept_one_spins_as_ort_does(untuned, logged):
     session = runtime.InferenceSession(untuned)
-    for s in session._sessions.values():
-        so = s.get_session_options()
-        assert [so.get_session_config_entry(k) for k in mode_choice.SPIN_KEYS] == [str(mode_choice.SPIN_US)] * 2
+    bounded = [str(mode_choice.SPIN_US)] * 2
+    for mode, timed in session._sessions.items():
+        assert spin(timed) == ([None, None] if mode in mode_choice.SPINLESS else bounded), mode
+        assert execution(timed.get_session_options()) == execution(ort_modes.options(mode))
+    assert all(spin(s) == [None, None] for s in session._kept.values())
+    run_until_chosen(session, untuned)
+    assert spin(session) == [None, None]
+    assert execution(session.get_session_options()) == execution(ort_modes.options(session.mode))
+
+
+def test_a_spin_the_user_set_is_kept_in_every_session(untuned, logged):
     so = ort.SessionOptions()
     so.add_session_config_entry(mode_choice.SPIN_KEYS[0], "20000")
     mine = runtime.InferenceSession(untuned, so=so)
     assert isinstance(mine, mode_choice.ChoosingSession)
-    options = mine.get_session_options()
-    assert options.get_session_config_entry(mode_choice.SPIN_KEYS[0]) == "20000"
-    assert options.get_session_config_entry(mode_choice.SPIN_KEYS[1]) == str(mode_choice.SPIN_US)
+    for s in [*mine._sessions.values(), *mine._kept.values()]:
+        assert spin(s)[0] == "20000"
 
 
 def test_long_calls_choose_in_fewer_calls_and_count_a_blocks_first_call():
