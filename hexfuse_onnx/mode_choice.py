@@ -5,18 +5,29 @@ under them and 75 us under ort-seq, mlp_chain twice as fast on 2 threads as on 1
 carries the mode that ran it fastest here (tuning.py); for any other model
 `runtime.InferenceSession` (backend auto, no cDSP, plugin not registered) prepares a session in
 each of ORT's modes (ort_modes.MODES) and alternates its first calls among them in blocks (Aker:
-prepare the versions, choose at run time). After ROUNDS rounds of blocks (each at least BLOCK calls
-and BLOCK_S long) it keeps the mode with the lowest median, releases the other sessions, logs the
-choice once and remembers it in a small cache file keyed by the model's digest and this machine
-(tuning.fingerprint: CPU, CPU count, ORT and hexfuse-onnx versions), so the next session of the
-model starts in that mode at once, and
-`session_options(model=...)` applies it too.
+prepare the versions, choose at run time; `Exploration`): up to ROUNDS rounds of one block per mode
+(BLOCK counted calls and BLOCK_S, or one and LONG_BLOCK_S), each round in another order; fewer
+rounds (MIN_ROUNDS) when the calls are long enough that they take EXPLORE_S; a mode above
+DROP_RATIO times the best median after a round leaves the rotation. It keeps the mode with the
+lowest median, releases the other sessions, logs the choice once and remembers it in a small cache
+file keyed by the model's digest and this machine (tuning.fingerprint: CPU, CPU count, ORT and
+hexfuse-onnx versions). One exploration on a busy machine can choose wrong, so the next sessions
+of the model choose again until CONFIRM choices in a row agree (or, after HISTORY, the most frequent
+stands: `settled`); from then on a session of the model starts in that mode at once.
+`session_options(model=...)`, which cannot time, applies the latest choice, confirmed or not.
+
+The modes with thread pools are timed in twin sessions whose threads spin SPIN_US after a call,
+then sleep (unless the options given set how long): with ORT's default spinning a mode's threads
+kept a core busy for tens of ms after its block, and the fixed order of blocks then timed
+ort-seq-2t, which followed the one mode that does not spin (ort-seq), against a free core and every
+other mode against a spinning one. The session kept is the chosen mode's other twin, untouched,
+whose threads spin as ORT's do (a 1 ms spin ran the pooled modes a few % slower in steady state).
 
 No choice is made where the user chose: session options that set the execution mode or a thread
 count, providers other than the CPU's alone, or HEXFUSE_ORT_MODE: a mode name (ort-seq, ...)
 forces that mode, `off` keeps ORT's defaults. HEXFUSE_ORT_MODE_CACHE names the cache file (default
 $XDG_CACHE_HOME/hexfuse_onnx/ort_modes.json); it is written atomically, and one that cannot be read
-is ignored with one log line. Memory: while choosing, the model is held once per mode, so a model
+is ignored with one log line. Memory: while choosing, the model is held in up to 7 sessions, so a model
 above EXPLORE_MAX_BYTES is not explored (ORT's defaults, logged). Timings of the first calls are
 those of the inputs the application gives; calls from several threads at once while choosing are
 served but make the medians noisier.
@@ -45,12 +56,23 @@ from . import ort_modes, tuning
 ENV_MODE = "HEXFUSE_ORT_MODE"
 ENV_CACHE = "HEXFUSE_ORT_MODE_CACHE"
 OFF = "off"
-ROUNDS = 4  # blocks per mode, in turn
-BLOCK = 5  # calls per block at least ...
-BLOCK_S = 0.016  # ... and this long: short calls differ by a few %, which 16 calls cannot tell apart
+ROUNDS = 4  # blocks per mode, in turn, at most ...
+MIN_ROUNDS = 2  # ... and at least; more only while the choice has lasted less than EXPLORE_S
+EXPLORE_S = 1.0  # (ppocr_det's 0.2-0.7 s calls: 80 calls were 16-56 s in mixed modes)
+BLOCK = 5  # counted calls per block at least ...
+BLOCK_S = 0.016  # ... and this long: short calls differ by a few %, which 16 calls cannot tell apart;
+LONG_BLOCK_S = 0.1  # a block this long needs only one counted call
 SWITCH_S = 0.002  # calls in a block's first 2 ms (at least its first call) are not counted: the
-# previous mode's intra-op threads still spin for a while, taking a core from this one
-EXPLORE_MAX_BYTES = 128 * 2**20  # above: four copies of the model are too many to hold
+# previous mode's threads still spin for up to SPIN_US, taking a core from this one ...
+LONG_CALL_S = 0.05  # ... unless the call lasts this long: the switch is then a small part of it
+SPIN_US = 1000  # the choosing sessions' thread pools spin this long after a call, then sleep: with
+# ORT's default spin they burnt ~50 ms of CPU after a call (measured), into the next mode's block
+DROP_RATIO = 2.0  # after a round, a mode slower than this times the best leaves the rotation
+CONFIRM = 2  # choices in a row that must agree before later sessions stop choosing (one made on
+# a busy machine is not kept for good: 3 explorations of mha_encoder in one run chose 2 modes)
+HISTORY = 4  # choices remembered; after this many the most frequent stands
+EXPLORE_MAX_BYTES = 64 * 2**20  # above: seven copies of the model are too many to hold
+SPINLESS = ("ort-seq",)  # sequential on one thread: no pool threads that spin
 CANDIDATES = ort_modes.MODES  # ORT's defaults first: the session other methods use while choosing
 
 Log = Callable[[str], None]
@@ -104,6 +126,24 @@ def cached_mode(key: str, log: Log) -> tuple[str, dict[str, Any]] | None:
     entry = read_cache(cache_path(), log).get(key)
     if isinstance(entry, dict) and entry.get("mode") in ort_modes.MODES:
         return str(entry["mode"]), entry
+    return None
+
+
+def history(entry: dict[str, Any] | None) -> list[str]:
+    """The modes the model's explorations chose here, oldest first (an entry without a history: its mode)."""
+    if not isinstance(entry, dict):
+        return []
+    chosen = entry.get("history", [entry.get("mode")])
+    return [m for m in chosen if m in ort_modes.MODES] if isinstance(chosen, list) else []
+
+
+def settled(chosen: list[str]) -> str | None:
+    """The mode later sessions take without choosing: the last CONFIRM choices agree, or after
+    HISTORY choices the most frequent (of equals, the latest); None while to be confirmed."""
+    if len(chosen) >= CONFIRM and len(set(chosen[-CONFIRM:])) == 1:
+        return chosen[-1]
+    if len(chosen) >= HISTORY:
+        return max(reversed(chosen), key=chosen.count)
     return None
 
 
@@ -167,7 +207,14 @@ def preset(
     if found is None:
         return None
     mode, entry = found
-    ort_modes.apply(so, mode)
+    ort_modes.apply(so, mode)  # what session_options, which cannot time, keeps
+    chosen = history(entry)
+    if settled(chosen) is None:
+        log(
+            f"hexfuse: ONNX Runtime mode {mode} chosen at run time on {entry.get('date', '?')}, not yet confirmed "
+            f"({len(chosen)} of {CONFIRM} choices in a row agree), from {cache_path()}"
+        )
+        return None
     log(f"hexfuse: ONNX Runtime mode {mode} chosen at run time on {entry.get('date', '?')}, from {cache_path()}")
     return mode
 
@@ -188,67 +235,146 @@ def model_bytes(source: str | bytes, header: onnx.ModelProto) -> int:
     return size + sum((folder / loc).stat().st_size for loc in locations if (folder / loc).is_file())
 
 
+class Exploration:
+    """Which mode a call runs in while choosing, and the choice: the bookkeeping, no sessions.
+
+    Rounds of blocks, one block per mode still in the rotation, in the order of a Williams design
+    (`williams_row`: no mode always follows the same one). A block ends when it has BLOCK counted
+    calls and lasted BLOCK_S, or one counted call and LONG_BLOCK_S. Not counted: a session's first
+    call (ORT sets up its buffers), and a block's first call and its calls in its first SWITCH_S,
+    unless the call lasted LONG_CALL_S. After each round a mode whose median is above DROP_RATIO
+    times the best one's leaves the rotation (ORT_PARALLEL ran mha_encoder 30-90x slower than
+    ort-seq on a loaded 2-core VM: a block of it costs the application more than the rest of the
+    choice). After ROUNDS rounds, or MIN_ROUNDS once the choice has lasted EXPLORE_S, or when one
+    mode is left, the mode with the lowest median is chosen (`chosen`)."""
+
+    def __init__(self, modes: Sequence[str]) -> None:
+        self.samples: dict[str, list[float]] = {m: [] for m in modes}  # counted calls, us
+        self.live = list(modes)
+        self.chosen: str | None = None
+        self._round, self._index = 0, 0  # the round, the block's place in it
+        self._block_calls, self._block_counted, self._block_start = 0, 0, 0
+        self._start: int | None = None  # the first call's start (ns)
+        self._warm: set[str] = set()  # modes whose session has run once
+
+    def mode(self) -> str | None:
+        """The mode the next call runs in; None once chosen."""
+        if self.chosen:
+            return None
+        return self.live[williams_row(len(self.live), self._round)[self._index]]
+
+    def record(self, mode: str, t0: int, t1: int) -> None:
+        """One call in `mode` from t0 to t1 (ns); a call of a block already ended is ignored."""
+        if mode != self.mode():
+            return
+        if self._block_calls == 0:
+            self._block_start = t0
+        if self._start is None:
+            self._start = t0
+        self._block_calls += 1
+        if self._counts(mode, t0, t1):
+            self.samples[mode].append((t1 - t0) / 1000.0)
+            self._block_counted += 1
+        self._warm.add(mode)
+        lasted = (t1 - self._block_start) / 1e9
+        if (self._block_counted >= BLOCK and lasted >= BLOCK_S) or (self._block_counted and lasted >= LONG_BLOCK_S):
+            self._block_calls, self._block_counted = 0, 0
+            self._index += 1
+            if self._index == len(self.live):
+                self._end_round(t1)
+
+    def _counts(self, mode: str, t0: int, t1: int) -> bool:
+        if mode not in self._warm:
+            return False
+        after_switch = self._block_calls > 1 and t0 - self._block_start >= SWITCH_S * 1e9
+        return after_switch or t1 - t0 >= LONG_CALL_S * 1e9
+
+    def medians(self) -> dict[str, float]:
+        return {m: float(np.median(s)) for m, s in self.samples.items() if s}
+
+    def _end_round(self, now: int) -> None:
+        self._round, self._index = self._round + 1, 0
+        medians = self.medians()
+        best = min(medians[m] for m in self.live)
+        self.live = [m for m in self.live if medians[m] <= DROP_RATIO * best]
+        long_enough = self._round >= MIN_ROUNDS and now - (self._start or 0) >= EXPLORE_S * 1e9
+        if self._round == ROUNDS or long_enough or len(self.live) == 1:
+            self.chosen = min(self.live, key=medians.__getitem__)
+
+
+def williams_row(n: int, r: int) -> list[int]:
+    """Row r of a Williams design for n orders: 0, 1, n-1, 2, n-2, ... shifted by r (mod n). For
+    even n, over n rows each item directly follows every other item once: what one mode leaves
+    behind (spinning threads, a cold cache) weighs on every other mode alike."""
+    first, low, high = [0], 1, n - 1
+    for k in range(1, n):
+        first.append(low if k % 2 else high)
+        low, high = (low + 1, high) if k % 2 else (low, high - 1)
+    return [(x + r) % n for x in first]
+
+
 class ChoosingSession:
     """An onnxruntime.InferenceSession that chooses its execution mode during its first calls.
 
-    `run` alternates blocks of calls among one session per mode (a block: at least BLOCK calls and
-    BLOCK_S; its first call, and its calls in the first SWITCH_S, not counted) for ROUNDS rounds,
-    then keeps the fastest (median of the counted calls) and from then on is that session's own `run`. Every other
-    attribute is the current session's (ORT's defaults' while choosing). `choosing` says
+    `run` runs each call in the session (`sessions`) of the mode `Exploration` says, timing it
+    with `clock` (ns), until a mode is chosen; from then on it is the `run` of that mode's session
+    in `kept` (default: `sessions`; the twin not timed, whose threads spin as ORT's do). Every
+    other attribute is the current session's (ORT's defaults' while choosing). `choosing` says
     whether the choice is still open; `mode` is the mode chosen (None before)."""
 
-    def __init__(self, sessions: dict[str, ort.InferenceSession], key: str, log: Log) -> None:
+    def __init__(
+        self,
+        sessions: dict[str, ort.InferenceSession],
+        key: str,
+        log: Log,
+        clock: Callable[[], int] = time.perf_counter_ns,
+        kept: dict[str, ort.InferenceSession] | None = None,
+    ) -> None:
         self._sessions = sessions
-        self._current = sessions[CANDIDATES[0]]
-        self._order = list(sessions)
-        self._samples: dict[str, list[float]] = {m: [] for m in sessions}
+        self._kept = kept or sessions
+        self._current = self._kept[CANDIDATES[0]]
+        self._exploration = Exploration(list(sessions))
         self._calls = 0
-        self._block, self._block_calls, self._block_start = 0, 0, 0  # block index, its calls, start ns
         self._lock = threading.Lock()
-        self._key, self._log = key, log
+        self._key, self._log, self._clock = key, log, clock
         self.choosing = True
         self.mode: str | None = None
 
     def run(self, output_names: Sequence[str] | None, input_feed: dict[str, Any], run_options: Any = None) -> Any:
         with self._lock:  # the session is taken here: another thread's last call may release the rest
             self._calls += 1
-            mode = self._order[self._block % len(self._order)] if self.choosing else None
+            mode = self._exploration.mode() if self.choosing else None
             session = self._sessions[mode] if mode else self._current
         if mode is None:
             return session.run(output_names, input_feed, run_options)
-        t0 = time.perf_counter_ns()
+        t0 = self._clock()
         out = session.run(output_names, input_feed, run_options)
-        t1 = time.perf_counter_ns()
+        t1 = self._clock()
         with self._lock:
-            if self.choosing and mode == self._order[self._block % len(self._order)]:
-                self._count(mode, t0, t1)
+            if self.choosing:
+                self._exploration.record(mode, t0, t1)
+                if self._exploration.chosen:
+                    self._choose(self._exploration.chosen)
         return out
 
-    def _count(self, mode: str, t0: int, t1: int) -> None:
-        """Record one call of the current block; end the block, and the choice, when done."""
-        if self._block_calls == 0:
-            self._block_start = t0
-        self._block_calls += 1
-        if self._block_calls > 1 and t0 - self._block_start >= SWITCH_S * 1e9:
-            self._samples[mode].append((t1 - t0) / 1000.0)
-        if self._block_calls >= BLOCK and t1 - self._block_start >= BLOCK_S * 1e9:
-            self._block, self._block_calls = self._block + 1, 0
-            if self._block == ROUNDS * len(self._order):
-                self._choose(self._calls)
-
-    def _choose(self, calls: int) -> None:
-        medians = {m: float(np.median(s)) for m, s in self._samples.items() if s}
-        mode = min(medians, key=medians.__getitem__)
-        self._current, self.mode, self.choosing = self._sessions[mode], mode, False
+    def _choose(self, mode: str) -> None:
+        medians = self._exploration.medians()
+        self._current, self.mode, self.choosing = self._kept[mode], mode, False
         self.run = self._current.run  # type: ignore[method-assign]  # the chosen session's own, no detour
-        self._sessions = {}  # the other modes' sessions are released
+        self._sessions, self._kept = {}, {}  # the other sessions are released
         figures = ", ".join(f"{m} {t:.1f}" for m, t in medians.items())
-        entry = {"mode": mode, "median_us": medians, "calls": calls, "date": _today()}
+        chosen = (history(read_cache(cache_path(), self._log).get(self._key)) + [mode])[-HISTORY:]
+        kept = settled(chosen)
+        entry = {"mode": kept or mode, "history": chosen, "median_us": medians, "calls": self._calls, "date": _today()}
         try:
             where = f"remembered in {remember(self._key, entry, self._log)}"
         except OSError as exc:
             where = f"not remembered: {exc}"
-        self._log(f"hexfuse: ONNX Runtime mode {mode} chosen at run time (median us: {figures}); {where}")
+        later = f"later sessions take {kept}" if kept else "the next session chooses again to confirm"
+        self._log(
+            f"hexfuse: ONNX Runtime mode {mode} chosen at run time (median us: {figures}; choices here: "
+            f"{', '.join(chosen)}: {later}); {where}"
+        )
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._current, name)
@@ -267,17 +393,40 @@ def session(
 ) -> ort.InferenceSession | ChoosingSession:
     """A session of `source` that chooses ORT's mode at run time (`so`'s other fields kept), or a
     plain one in ORT's defaults when the providers are not the CPU's alone. `model`: what the user
-    gave, whose digest keys the cache (`preset` found no entry for it)."""
+    gave, whose digest keys the cache (`preset` found no entry for it). `so` keeps the twins' spin
+    bound (SPIN_KEYS) afterwards: ORT has no way to remove a config entry."""
     if providers != ["CPUExecutionProvider"]:
         log("hexfuse: ONNX Runtime mode: ORT's defaults, not chosen at run time (providers other than the CPU's)")
         return ort.InferenceSession(source, sess_options=so, providers=providers)
-    sessions = {}
-    for mode in CANDIDATES:  # SessionOptions are copied into each session when it is created
-        sessions[mode] = ort.InferenceSession(source, sess_options=ort_modes.apply(so, mode), providers=providers)
+    kept = {m: _session(source, so, m, providers) for m in CANDIDATES}  # as ORT's modes are: one is kept
+    timed = dict(kept)
+    if bound_spinning(so):  # the modes with thread pools are timed in twins that spin briefly
+        timed |= {m: _session(source, so, m, providers) for m in CANDIDATES if m not in SPINLESS}
     ort_modes.apply(so, CANDIDATES[0])
     log(
-        f"hexfuse: choosing ONNX Runtime's mode at run time: the first calls (at least "
-        f"{ROUNDS * BLOCK * len(CANDIDATES)}, {ROUNDS * BLOCK_S * len(CANDIDATES):g} s) alternate among "
+        f"hexfuse: choosing ONNX Runtime's mode at run time: the first calls (up to {ROUNDS} rounds of "
+        f"{BLOCK} calls and {BLOCK_S * 1000:g} ms per mode) alternate among "
         f"{', '.join(CANDIDATES)} (no tuning record made here; {ENV_MODE}=off keeps ORT's defaults)"
     )
-    return ChoosingSession(sessions, model_key(model), log)
+    return ChoosingSession(timed, model_key(model), log, kept=kept)
+
+
+def _session(source: str | bytes, so: ort.SessionOptions, mode: str, providers: list[str]) -> ort.InferenceSession:
+    """A session in `mode` (SessionOptions are copied into a session when it is created)."""
+    return ort.InferenceSession(source, sess_options=ort_modes.apply(so, mode), providers=providers)
+
+
+SPIN_KEYS = ("session.intra_op.spin_duration_us", "session.inter_op.spin_duration_us")
+
+
+def bound_spinning(so: ort.SessionOptions) -> bool:
+    """Let `so`'s thread pools spin SPIN_US after a call (ORT's typical range: 500-2000 us), unless
+    the user set how long they spin. Returns whether it set anything."""
+    changed = False
+    for key in SPIN_KEYS:
+        try:
+            so.get_session_config_entry(key)
+        except RuntimeError:  # not set
+            so.add_session_config_entry(key, str(SPIN_US))
+            changed = True
+    return changed

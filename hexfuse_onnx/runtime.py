@@ -30,8 +30,8 @@ ORT's defaults, sequential with 1 or 2 intra-op threads, or parallel) that ran i
 which and why. The user's settings win: when the SessionOptions given set the execution mode or a
 thread count (any value other than ORT's default), the tuned mode is not applied (logged too). An
 untuned model, or one tuned on another machine, without the plugin: `InferenceSession` chooses the
-mode at run time and remembers it (mode_choice.py), `session_options(model=...)` applies a
-remembered choice, else keeps ORT's defaults.
+mode at run time and remembers it (mode_choice.py; later sessions choose again until two choices
+agree), `session_options(model=...)` applies a remembered choice, else keeps ORT's defaults.
 
 The probe (`_hexagon_reason`) is the plugin's own FastRPC client, exported by libhexfuse_host.so: it
 opens and closes a session. The hexagon path has never run on a device: on this machine it runs on a

@@ -3,7 +3,8 @@ no mocks. Which mode wins is not asserted (timings are noise here); what is: the
 real session per mode during its first calls, keeps one whose options are that mode's, returns the
 reference outputs throughout, records the choice in the cache and the next session reads it; the
 user's settings and HEXFUSE_ORT_MODE decide instead; the cache is written atomically and a corrupt
-one is ignored with one log line."""
+one is ignored with one log line. The exploration's bookkeeping (rotation, blocks, dropping, the
+choice) is driven with injected timings (`Exploration`)."""
 
 from __future__ import annotations
 
@@ -59,7 +60,7 @@ def run_until_chosen(session, path: Path) -> None:
         calls += 1
         assert all(np.array_equal(w, g) for w, g in zip(want, got))
     assert not session.choosing
-    assert calls >= mode_choice.ROUNDS * mode_choice.BLOCK * len(mode_choice.CANDIDATES), calls
+    assert calls >= mode_choice.BLOCK * len(mode_choice.CANDIDATES), calls
 
 
 def test_the_choice_runs_every_mode_keeps_one_and_is_remembered(untuned, logged, ort_mode_cache):
@@ -70,16 +71,48 @@ def test_the_choice_runs_every_mode_keeps_one_and_is_remembered(untuned, logged,
     assert session.mode in ort_modes.MODES
     assert execution(session.get_session_options()) == execution(ort_modes.options(session.mode))
     entry = json.loads(ort_mode_cache.read_text())[mode_choice.model_key(untuned)]
-    assert entry["mode"] == session.mode and set(entry["median_us"]) == set(ort_modes.MODES)
+    assert entry["mode"] == session.mode and entry["history"] == [session.mode]
+    assert set(entry["median_us"]) == set(ort_modes.MODES)
     assert min(entry["median_us"], key=entry["median_us"].get) == session.mode
-    assert len(messages(logged, "chosen at run time", session.mode, "remembered in")) == 1
-
-    again = runtime.InferenceSession(untuned)  # the next session starts in the remembered mode
-    assert isinstance(again, ort.InferenceSession)
-    assert execution(again.get_session_options()) == execution(ort_modes.options(session.mode))
-    assert messages(logged, f"mode {session.mode} chosen at run time on", str(ort_mode_cache))
-    so = runtime.session_options(model=untuned)
+    assert len(messages(logged, "chosen at run time", session.mode, "remembered in", "chooses again")) == 1
+    so = runtime.session_options(model=untuned)  # cannot time: keeps the choice made, confirmed or not
     assert execution(so) == execution(ort_modes.options(session.mode))
+
+    chosen = [session.mode]
+    while mode_choice.settled(chosen) is None:  # later sessions choose again until choices agree
+        again = runtime.InferenceSession(untuned)
+        assert isinstance(again, mode_choice.ChoosingSession)
+        run_until_chosen(again, untuned)
+        chosen.append(again.mode)
+        assert json.loads(ort_mode_cache.read_text())[mode_choice.model_key(untuned)]["history"] == chosen
+    assert len(chosen) <= mode_choice.HISTORY
+    kept = mode_choice.settled(chosen)
+    assert len(messages(logged, f"later sessions take {kept}")) == 1
+    last = runtime.InferenceSession(untuned)  # then the next session starts in the settled mode
+    assert isinstance(last, ort.InferenceSession)
+    assert execution(last.get_session_options()) == execution(ort_modes.options(kept))
+    assert messages(logged, f"mode {kept} chosen at run time on", str(ort_mode_cache))
+
+
+@pytest.mark.parametrize(
+    ("chosen", "kept"),
+    [
+        ([], None),
+        (["ort-seq"], None),
+        (["ort-seq", "ort-seq"], "ort-seq"),
+        (["ort-seq-2t", "ort-seq"], None),
+        (["ort-seq", "ort-seq-2t", "ort-default"], None),
+        (["ort-seq", "ort-seq-2t", "ort-seq", "ort-seq-2t"], "ort-seq-2t"),
+        (["ort-default", "ort-seq", "ort-par", "ort-default"], "ort-default"),
+    ],
+)
+def test_a_choice_is_kept_for_later_sessions_once_confirmed(chosen, kept):
+    assert mode_choice.settled(chosen) == kept
+
+
+def test_an_entry_from_before_histories_is_one_choice_to_confirm():
+    assert mode_choice.history({"mode": "ort-seq", "date": "2026-11-30"}) == ["ort-seq"]
+    assert mode_choice.history({"mode": "ort-seq", "history": ["ort-par", "nonsense"]}) == ["ort-par"]
 
 
 def test_user_settings_disable_the_choice(untuned, logged):
@@ -153,3 +186,109 @@ def test_calls_from_several_threads_while_choosing_are_all_served(untuned, logge
         results = list(pool.map(lambda _: session.run(None, feeds), range(CALLS + 20)))
     assert not session.choosing and session.mode in ort_modes.MODES
     assert all(np.array_equal(w, g) for got in results for w, g in zip(want, got))
+
+
+MS = 1_000_000  # ns
+
+
+def explore(durations_us: dict[str, float], gap_us: float = 5.0) -> tuple[mode_choice.Exploration, list[str]]:
+    """Drive an Exploration to its choice with calls of fixed duration per mode (an injected clock);
+    returns it and the mode of every call."""
+    exploration = mode_choice.Exploration(list(durations_us))
+    t, calls = 0, []
+    while (mode := exploration.mode()) is not None:
+        end = t + int(durations_us[mode] * 1000)
+        exploration.record(mode, t, end)
+        calls.append(mode)
+        t = end + int(gap_us * 1000)
+        assert len(calls) < 100_000
+    return exploration, calls
+
+
+def blocks(calls: list[str]) -> list[str]:
+    return [m for k, m in enumerate(calls) if k == 0 or calls[k - 1] != m]
+
+
+def test_over_the_rounds_every_mode_follows_every_other_once(monkeypatch):
+    monkeypatch.setattr(mode_choice, "DROP_RATIO", 1e9)
+    modes = {"ort-default": 300.0, "ort-seq": 300.0, "ort-seq-2t": 300.0, "ort-par": 300.0}
+    exploration, calls = explore(modes)
+    order = blocks(calls)
+    n = len(modes)
+    assert n == mode_choice.ROUNDS and len(order) == n * n
+    assert all(sorted(order[r * n : (r + 1) * n]) == sorted(modes) for r in range(n))
+    within = [(a, b) for r in range(n) for a, b in zip(order[r * n : (r + 1) * n], order[r * n + 1 : (r + 1) * n])]
+    assert sorted(within) == sorted((a, b) for a in modes for b in modes if a != b)
+    assert exploration.chosen in modes
+
+
+def test_a_block_counts_its_calls_after_the_switch_and_ends_after_enough_of_them():
+    exploration = mode_choice.Exploration(["ort-seq", "ort-seq-2t"])
+    t = 0
+    for _ in range(3):  # the first call and every call in the block's first SWITCH_S: not counted
+        exploration.record("ort-seq", t, t + MS // 2)
+        t += MS // 2
+    assert exploration.samples["ort-seq"] == []
+    while exploration.mode() == "ort-seq":  # 10 ms calls: BLOCK counted calls end the block
+        exploration.record("ort-seq", t, t + 10 * MS)
+        t += 10 * MS
+    assert exploration.samples["ort-seq"] == [10_000.0] * mode_choice.BLOCK
+    exploration.record("ort-seq", t, t + MS)  # a late call of the ended block is ignored
+    assert len(exploration.samples["ort-seq"]) == mode_choice.BLOCK
+
+
+def test_a_mode_far_slower_than_the_best_leaves_the_rotation_after_one_round():
+    modes = {"ort-default": 320.0, "ort-seq": 300.0, "ort-seq-2t": 310.0, "ort-par": 30_000.0}
+    exploration, calls = explore(modes)
+    par_blocks = [m for m in blocks(calls) if m == "ort-par"]
+    assert len(par_blocks) == 1 and calls.count("ort-par") < calls.count("ort-seq") / 10
+    assert exploration.live == ["ort-default", "ort-seq", "ort-seq-2t"]
+    assert set(exploration.medians()) == set(modes)  # the dropped mode's figure is kept for the record
+    assert exploration.chosen == "ort-seq"
+
+
+def test_the_choice_ends_early_when_one_mode_is_left():
+    exploration, calls = explore({"ort-seq": 300.0, "ort-par": 3000.0})
+    assert exploration.chosen == "ort-seq" and blocks(calls) == ["ort-seq", "ort-par"]
+
+
+def spin(session: ort.InferenceSession) -> list[str | None]:
+    """The session's spin durations (None: ORT's default)."""
+    so, got = session.get_session_options(), []
+    for key in mode_choice.SPIN_KEYS:
+        try:
+            got.append(so.get_session_config_entry(key))
+        except RuntimeError:
+            got.append(None)
+    return got
+
+
+def test_pooled_modes_are_timed_in_twins_that_spin_briefly_and_the_kept_one_spins_as_ort_does(untuned, logged):
+    session = runtime.InferenceSession(untuned)
+    bounded = [str(mode_choice.SPIN_US)] * 2
+    for mode, timed in session._sessions.items():
+        assert spin(timed) == ([None, None] if mode in mode_choice.SPINLESS else bounded), mode
+        assert execution(timed.get_session_options()) == execution(ort_modes.options(mode))
+    assert all(spin(s) == [None, None] for s in session._kept.values())
+    run_until_chosen(session, untuned)
+    assert spin(session) == [None, None]
+    assert execution(session.get_session_options()) == execution(ort_modes.options(session.mode))
+
+
+def test_a_spin_the_user_set_is_kept_in_every_session(untuned, logged):
+    so = ort.SessionOptions()
+    so.add_session_config_entry(mode_choice.SPIN_KEYS[0], "20000")
+    mine = runtime.InferenceSession(untuned, so=so)
+    assert isinstance(mine, mode_choice.ChoosingSession)
+    for s in [*mine._sessions.values(), *mine._kept.values()]:
+        assert spin(s)[0] == "20000"
+
+
+def test_long_calls_choose_in_fewer_calls_and_count_a_blocks_first_call():
+    modes = {"ort-default": 300_000.0, "ort-seq": 250_000.0, "ort-seq-2t": 280_000.0, "ort-par": 400_000.0}
+    exploration, calls = explore(modes)
+    n = len(modes)
+    assert len(blocks(calls)) == mode_choice.MIN_ROUNDS * n  # 0.25-0.4 s calls: 2 rounds pass EXPLORE_S
+    assert len(calls) == 2 * n + (mode_choice.MIN_ROUNDS - 1) * n  # a session's first call is never counted
+    assert {m: len(s) for m, s in exploration.samples.items()} == dict.fromkeys(modes, mode_choice.MIN_ROUNDS)
+    assert exploration.chosen == "ort-seq"
