@@ -605,7 +605,11 @@ def _grown_after_pairs(staged: Path, reference: Reference, made: list[str], opti
     off; ORT with its optimisations off is 0.39 off too). Empty when a pair's outputs disagree."""
     if not made:
         return ""
-    inner = inner_relative_error(reference.source, staged, made, reference.exact_cases(), options, exact_qdq_options())
+    try:
+        exact = reference.exact_cases()
+        inner = inner_relative_error(reference.source, staged, made, exact, options, exact_qdq_options())
+    except Exception:  # noqa: BLE001 - the model did not run (the error says why): nothing grew
+        return ""
     if inner > PLUGIN_RTOL:
         return ""
     spread = optimisation_spread(reference.source, reference.cases)
