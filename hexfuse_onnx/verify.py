@@ -25,7 +25,9 @@ one-step bar.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import onnx
@@ -237,17 +239,13 @@ def compare_inner(
     original's on every case: raise VerificationError naming the first beyond it."""
     if not names:
         return
-    ref_session = session(with_outputs(onnx.load(str(original)), names), original_options)
-    new_session = session(with_outputs(onnx.load(str(rewritten)), names), rewritten_options)
-    for case in cases:
-        where = f" at {case.label}" if len(cases) > 1 else ""
-        feeds = {k: v for k, v in case.feeds.items() if k in {i.name for i in ref_session.get_inputs()}}
-        for name, ref, out in zip(names, ref_session.run(names, feeds), new_session.run(names, feeds)):
-            steps = float(np.abs(np.asarray(out, np.float64) - np.asarray(ref, np.float64)).max(initial=0.0))
-            if steps > 1:
-                raise VerificationError(
-                    f"pair output '{name}'{where} is {steps:.0f} quantization steps from the original's"
-                )
+    for case, name, ref, out in _inner_outputs(original, rewritten, names, cases, rewritten_options, original_options):
+        steps = float(np.abs(np.asarray(out, np.float64) - np.asarray(ref, np.float64)).max(initial=0.0))
+        if steps > 1:
+            where = f" at {case.label}" if len(cases) > 1 else ""
+            raise VerificationError(
+                f"pair output '{name}'{where} is {steps:.0f} quantization steps from the original's"
+            )
 
 
 def inner_relative_error(
@@ -260,19 +258,33 @@ def inner_relative_error(
 ) -> float:
     """The largest relative error of the tensors `names` (pair outputs) of the rewritten model against
     the original's, over every case (inf where they disagree on NaN, or where other tensors differ)."""
+    worst = 0.0
+    for _, _, ref, out in _inner_outputs(original, rewritten, names, cases, rewritten_options, original_options):
+        ref, out = np.asarray(ref), np.asarray(out)
+        if ref.dtype.kind == "f" and ref.shape == out.shape:
+            err = relative_error(ref, out)
+        else:
+            err = 0.0 if np.array_equal(ref, out) else float("inf")
+        worst = max(worst, err if err == err else float("inf"))
+    return worst
+
+
+def _inner_outputs(
+    original: str | os.PathLike[str],
+    rewritten: str | os.PathLike[str],
+    names: list[str],
+    cases: list[Case],
+    rewritten_options: ort.SessionOptions | None,
+    original_options: ort.SessionOptions | None,
+) -> Iterator[tuple[Case, str, Any, Any]]:
+    """(case, name, original's value, rewritten's value) of the inner tensors `names`, case by case."""
     ref_session = session(with_outputs(onnx.load(str(original)), names), original_options)
     new_session = session(with_outputs(onnx.load(str(rewritten)), names), rewritten_options)
-    worst = 0.0
+    inputs = {i.name for i in ref_session.get_inputs()}
     for case in cases:
-        feeds = {k: v for k, v in case.feeds.items() if k in {i.name for i in ref_session.get_inputs()}}
-        for ref, out in zip(ref_session.run(names, feeds), new_session.run(names, feeds)):
-            ref, out = np.asarray(ref), np.asarray(out)
-            if ref.dtype.kind == "f" and ref.shape == out.shape:
-                err = relative_error(ref, out)
-            else:
-                err = 0.0 if np.array_equal(ref, out) else float("inf")
-            worst = max(worst, err if err == err else float("inf"))
-    return worst
+        feeds = {k: v for k, v in case.feeds.items() if k in inputs}
+        for name, ref, out in zip(names, ref_session.run(names, feeds), new_session.run(names, feeds)):
+            yield case, name, ref, out
 
 
 def optimisation_spread(original: str | os.PathLike[str], cases: list[Case]) -> float:
