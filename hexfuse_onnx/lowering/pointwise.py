@@ -109,7 +109,11 @@ def hard_sigmoid(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
 @lowers("Sum")
 def sum_(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     """A chain of ADD (numpy broadcast at every step); one input is a COPY."""
-    inputs = [name for name in n.input if name]
+    _chain(cx, n, t, Opcode.ADD, [name for name in n.input if name])
+
+
+def _chain(cx: Lowerer, n: onnx.NodeProto, t: Task, opcode: Opcode, inputs: list[str]) -> None:
+    """An n-ary op as a chain of binary `opcode` ops (numpy broadcast at every step); one input is a COPY."""
     if len(inputs) == 1:
         cx.emit(n, t, Opcode.COPY, [cx.read(inputs[0], n, t)])
         return
@@ -117,7 +121,7 @@ def sum_(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     for k, name in enumerate(inputs[1:], start=2):
         shape = list(np.broadcast_shapes(tuple(shape), tuple(cx.shape(name, n))))
         out = None if k == len(inputs) else cx.scratch(shape, t)
-        acc = cx.emit(n, t, Opcode.ADD, [acc, cx.read(name, n, t)], out=out)
+        acc = cx.emit(n, t, opcode, [acc, cx.read(name, n, t)], out=out)
 
 
 @lowers("Cast")
@@ -178,15 +182,7 @@ def max_min(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         params = {ClipParam.MIN: f32_bits(lo), ClipParam.MAX: f32_bits(hi)}
         cx.emit(n, t, Opcode.CLIP, [cx.read(inputs[1 - scalars[0]], n, t)], params)
         return
-    opcode = Opcode.MAX if n.op_type == "Max" else Opcode.MIN
-    if len(inputs) == 1:
-        cx.emit(n, t, Opcode.COPY, [cx.read(inputs[0], n, t)])
-        return
-    acc, shape = cx.read(inputs[0], n, t), cx.shape(inputs[0], n)
-    for k, name in enumerate(inputs[1:], start=2):
-        shape = list(np.broadcast_shapes(tuple(shape), tuple(cx.shape(name, n))))
-        out = None if k == len(inputs) else cx.scratch(shape, t)
-        acc = cx.emit(n, t, opcode, [acc, cx.read(name, n, t)], out=out)
+    _chain(cx, n, t, Opcode.MAX if n.op_type == "Max" else Opcode.MIN, inputs)
 
 
 def _constant(cx: Lowerer, name: str) -> np.ndarray | None:
