@@ -32,21 +32,26 @@ static inline float ref_dequantize_linear(int32_t x, float scale, int32_t zp) {
     return (float)(int32_t)((uint32_t)x - (uint32_t)zp) * scale;
 }
 
-static inline void ref_dynamic_qparams(const float *x, uint64_t n, float *scale, int32_t *zp) {
-    float lo = 0.0f, hi = 0.0f;
-    for (uint64_t i = 0; i < n; i++) {
-        lo = x[i] < lo ? x[i] : lo;
-        hi = x[i] > hi ? x[i] : hi;
-    }
+/* DynamicQuantizeLinear's scale and zero point of a range [lo, hi] that holds 0 */
+static inline void ref_range_qparams(float lo, float hi, float *scale, int32_t *zp) {
     float s = hi == lo ? 1.0f : (hi - lo) / 255.0f;
     float t = 0.0f - lo / s;
-    t = t < 255.0f ? t : 255.0f;
+    t = t < 255.0f ? t : 255.0f; /* NaN (lo = -inf): 255 */
     t = 0.0f < t ? t : 0.0f;
     int32_t i = (int32_t)t; /* t in [0, 255]: round half to even by hand */
     float frac = t - (float)i;
     if (frac > 0.5f || (frac == 0.5f && (i & 1))) i++;
     *scale = s;
     *zp = i;
+}
+
+static inline void ref_dynamic_qparams(const float *x, uint64_t n, float *scale, int32_t *zp) {
+    float lo = 0.0f, hi = 0.0f;
+    for (uint64_t i = 0; i < n; i++) {
+        lo = x[i] < lo ? x[i] : lo;
+        hi = x[i] > hi ? x[i] : hi;
+    }
+    ref_range_qparams(lo, hi, scale, zp);
 }
 
 #endif

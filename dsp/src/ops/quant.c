@@ -11,6 +11,7 @@
  * An item is a chunk of elements; DYNAMIC_QPARAMS is one item. */
 #include <stdint.h>
 
+#include "../../ref/ref_quant.h"
 #include "kernels.h"
 #ifdef HFX_HVX
 #include "../../hvx/hvx_dequant.h"
@@ -18,14 +19,14 @@
 
 /* The integer types these ops quantize to and from: a row each, X(dtype, C type, min, max).
  * U16 and I16 exist in format v2 programs only (the parser refuses them in v1). */
-#define HFX_QUANT_TYPES(X)                          \
-    X(HFX_DTYPE_U8, uint8_t, 0, UINT8_MAX)          \
-    X(HFX_DTYPE_I8, int8_t, INT8_MIN, INT8_MAX)     \
-    X(HFX_DTYPE_U16, uint16_t, 0, UINT16_MAX)       \
+#define HFX_QUANT_TYPES(X)                      \
+    X(HFX_DTYPE_U8, uint8_t, 0, UINT8_MAX)      \
+    X(HFX_DTYPE_I8, int8_t, INT8_MIN, INT8_MAX) \
+    X(HFX_DTYPE_U16, uint16_t, 0, UINT16_MAX)   \
     X(HFX_DTYPE_I16, int16_t, INT16_MIN, INT16_MAX)
 /* DequantizeLinear also reads int32 (the biases of QDQ models) and int64 (position ids, masks: the
  * low 32 bits as int32, exact below 2^31). */
-#define HFX_DEQUANT_ONLY_TYPES(X)                    \
+#define HFX_DEQUANT_ONLY_TYPES(X)                   \
     X(HFX_DTYPE_I32, int32_t, INT32_MIN, INT32_MAX) \
     X(HFX_DTYPE_I64, int64_t, INT64_MIN, INT64_MAX)
 
@@ -43,8 +44,8 @@ typedef struct hfx_quant_plan {
 static hfx_status dtype_fail(hfx_vctx *v, const hfx_op *op, uint32_t slot, bool output, const char *want) {
     uint32_t id = output ? op->out[0] : op->in[slot];
     size_t at = output ? HFX_OUT_OFF(v, 0) : HFX_IN_OFF(v, slot);
-    return hfx_vfail(v, HFX_ERR_DTYPE, at, "op %u (%s): tensor %u dtype %u, expected %s", v->index, op->desc->label,
-                     id, v->p->tensors[id].dtype, want);
+    return hfx_vfail(v, HFX_ERR_DTYPE, at, "op %u (%s): tensor %u dtype %u, expected %s", v->index, op->desc->label, id,
+                     v->p->tensors[id].dtype, want);
 }
 
 /* Q: x f32, y u8/i8/u16/i16 (the zero point's type, u8 without one); DQ: x u8/i8/u16/i16/i32/i64, y f32, zp x's type */
@@ -108,25 +109,25 @@ hfx_status hfx_plan_quant(const hfx_program *p, hfx_op *op) {
 static inline float round_half_even(float t) { return (t + 12582912.0f) - 12582912.0f; }
 
 /* One run of elements [b, e) that share channel c's scale and zero point. */
-#define HFX_Q_RUN(dt, ctype, lo, hi)                                                       \
-    case dt: {                                                                             \
-        ctype *y = (ctype *)a->out[0];                                                     \
-        int32_t z = zp ? ((const ctype *)zp)[c] : 0;                                       \
-        float tlo = (float)((int32_t)(lo) - z), thi = (float)((int32_t)(hi) - z);          \
-        for (uint64_t i = b; i < e; i++) {                                                 \
-            float t = x[i] / sc;                                                           \
-            t = t > tlo ? t : tlo; /* maxps: a NaN gives the lower bound */                \
-            t = t < thi ? t : thi;                                                         \
-            y[i] = (ctype)((int32_t)round_half_even(t) + z);                               \
-        }                                                                                  \
-        break;                                                                             \
+#define HFX_Q_RUN(dt, ctype, lo, hi)                                              \
+    case dt: {                                                                    \
+        ctype *y = (ctype *)a->out[0];                                            \
+        int32_t z = zp ? ((const ctype *)zp)[c] : 0;                              \
+        float tlo = (float)((int32_t)(lo) - z), thi = (float)((int32_t)(hi) - z); \
+        for (uint64_t i = b; i < e; i++) {                                        \
+            float t = x[i] / sc;                                                  \
+            t = t > tlo ? t : tlo; /* maxps: a NaN gives the lower bound */       \
+            t = t < thi ? t : thi;                                                \
+            y[i] = (ctype)((int32_t)round_half_even(t) + z);                      \
+        }                                                                         \
+        break;                                                                    \
     }
-#define HFX_DQ_RUN(dt, ctype, lo, hi)                                                      \
-    case dt: {                                                                             \
-        const ctype *xi = (const ctype *)a->in[0];                                         \
-        uint32_t z = zp ? (uint32_t)((const ctype *)zp)[c] : 0;                            \
+#define HFX_DQ_RUN(dt, ctype, lo, hi)                                                       \
+    case dt: {                                                                              \
+        const ctype *xi = (const ctype *)a->in[0];                                          \
+        uint32_t z = zp ? (uint32_t)((const ctype *)zp)[c] : 0;                             \
         for (uint64_t i = b; i < e; i++) y[i] = (float)(int32_t)((uint32_t)xi[i] - z) * sc; \
-        break;                                                                             \
+        break;                                                                              \
     }
 
 static void quantize_run(const hfx_kernel_args *a, uint32_t dtype, uint64_t b, uint64_t e, uint64_t c) {
@@ -164,10 +165,8 @@ void hfx_run_quant(const hfx_kernel_args *a, uint32_t item) {
         uint64_t c = (b / pl.inner) % pl.channels;
         uint64_t run_end = pl.channels == 1 ? e : (b / pl.inner + 1) * pl.inner;
         if (run_end > e) run_end = e;
-        if (q)
-            quantize_run(a, dtype, b, run_end, c);
-        else
-            dequantize_run(a, dtype, b, run_end, c);
+        if (q) quantize_run(a, dtype, b, run_end, c);
+        else dequantize_run(a, dtype, b, run_end, c);
         b = run_end;
     }
 }
@@ -179,8 +178,9 @@ hfx_status hfx_validate_dynamic_qparams(hfx_vctx *v, hfx_op *op) {
     if (t[op->in[0]].dtype != HFX_DTYPE_F32) return dtype_fail(v, op, 0, false, "f32");
     if (t[op->out[0]].dtype != HFX_DTYPE_F32) return dtype_fail(v, op, 0, true, "f32 (the scale)");
     if (t[op->out[1]].dtype != HFX_DTYPE_U8)
-        return hfx_vfail(v, HFX_ERR_DTYPE, HFX_OUT_OFF(v, 1), "op %u (%s): tensor %u dtype %u, expected u8 (the zero point)",
-                         v->index, op->desc->label, op->out[1], t[op->out[1]].dtype);
+        return hfx_vfail(v, HFX_ERR_DTYPE, HFX_OUT_OFF(v, 1),
+                         "op %u (%s): tensor %u dtype %u, expected u8 (the zero point)", v->index, op->desc->label,
+                         op->out[1], t[op->out[1]].dtype);
     for (uint32_t i = 0; i < 2; i++)
         if (t[op->out[i]].numel != 1)
             return hfx_vfail(v, HFX_ERR_SHAPE, HFX_OUT_OFF(v, i), "op %u (%s): output %u must have one element",
@@ -205,10 +205,7 @@ void hfx_run_dynamic_qparams(const hfx_kernel_args *a, uint32_t item) {
         lo = x[i] < lo ? x[i] : lo;
         hi = x[i] > hi ? x[i] : hi;
     }
-    float s = hi == lo ? 1.0f : (hi - lo) / 255.0f;
-    float t = 0.0f - lo / s;
-    t = t < 255.0f ? t : 255.0f; /* NaN (lo = -inf): 255 */
-    t = 0.0f < t ? t : 0.0f;
-    *(float *)a->out[0] = s;
-    *(uint8_t *)a->out[1] = (uint8_t)(int32_t)round_half_even(t);
+    int32_t zp;
+    ref_range_qparams(lo, hi, (float *)a->out[0], &zp);
+    *(uint8_t *)a->out[1] = (uint8_t)zp;
 }
