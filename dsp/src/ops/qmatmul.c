@@ -1,6 +1,6 @@
 /* qmatmul.c - QMATMUL and QCONV2D: the integer MatMul and Conv of a QDQ group (u8/i8 x u8/i8,
  * int32 accumulation, requantised to u8/i8), exactly as dsp/ref/ref_qmatmul.h defines them; IMATMUL
- * (ONNX MatMulInteger): QMATMUL's accumulators as they are, int32, on the host GEMM on every build.
+ * (ONNX MatMulInteger): QMATMUL's accumulators as they are, int32, through the same item paths.
  * On the host a GEMM item runs qgemm_host.c (operands packed as int16 with their zero points
  * subtracted, AVX2 where the CPU has it); on Hexagon builds (HFX_HVX) qmatmul_hvx.c's vrmpy kernel.
  * A QMATMUL item is a block of rows x a block of columns of A[rows, K] x B. A QCONV2D item is a block
@@ -281,7 +281,7 @@ void hfx_run_qmatmul(const hfx_kernel_args *a, uint32_t item) {
     uint64_t c1 = c0 + pl.cols_per_item < pl.n ? c0 + pl.cols_per_item : pl.n;
     hfx_plan_range(pl.rows, pl.rows_per_item, item % (uint32_t)pl.row_blocks, &r0, &r1);
 #ifdef HFX_HVX
-    if (!io.raw && hfx_qmatmul_hvx(a, pl.k, pl.n, r0, r1, c0, c1)) return;
+    if (hfx_qmatmul_hvx(a, pl.k, pl.n, r0, r1, c0, c1)) return;
 #endif
     qmatmul_host(&io, a->ws, pl.k, pl.n, r0, r1, c0, c1);
 }
