@@ -145,12 +145,16 @@ hfx_status hfx_plan_qmatmul(const hfx_program *p, hfx_op *op) {
     pl.rows = pl.k ? a->numel / pl.k : p->tensors[op->out[0]].numel / (pl.n ? pl.n : 1);
     uint64_t cap = QMM_WS_MAX / (2 * pl.k) - 1;
     pl.cols_per_item = pl.n < cap ? pl.n : (cap ? cap : 1);
+#ifdef HFX_HVX /* whole 128-column panels: vrmpy and the packing cost a panel's whole width anyway */
+    uint64_t panel_cols = hfx_ceil_div(pl.cols_per_item, HFX_QMM_HVX_PANEL) * HFX_QMM_HVX_PANEL;
+    pl.cols_per_item = pl.n < panel_cols ? pl.n : panel_cols;
+#endif
     pl.rows_per_item = hfx_per_item_for(2 * pl.cols_per_item * pl.k, HFX_GEMM_ITEM_FLOPS);
     pl.row_blocks = hfx_ceil_div(pl.rows ? pl.rows : 1, pl.rows_per_item);
+#ifdef HFX_HVX /* validation admits u8/i8 only: every item runs hfx_qmatmul_hvx */
+    op->plan.ws_bytes = hfx_qgemm_hvx_ws_bytes(pl.k, pl.cols_per_item);
+#else
     op->plan.ws_bytes = qmm_host_ws(pl.k, pl.cols_per_item, HFX_QGEMM_MR);
-#ifdef HFX_HVX
-    size_t hvx_ws = hfx_qgemm_hvx_ws_bytes(pl.k, pl.cols_per_item);
-    if (hvx_ws > op->plan.ws_bytes) op->plan.ws_bytes = hvx_ws;
 #endif
     HFX_PLAN_STORE(op, pl);
     return hfx_plan_set_items(op, pl.row_blocks * hfx_ceil_div(pl.n, pl.cols_per_item));

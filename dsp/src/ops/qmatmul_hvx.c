@@ -9,6 +9,7 @@
 #include "../../hvx/hvx_util.h"
 
 enum { IN_A, IN_B, IN_ZA, IN_ZB, IN_SCALE, IN_ZY, IN_BIAS }; /* qmatmul.c's input slots */
+_Static_assert(HFX_QMM_HVX_PANEL == HVX_QGEMM_PANEL, "qmatmul.c plans items of whole panels");
 
 typedef struct qgemm_ws {
     uint8_t *packed, *srows;

@@ -7,6 +7,7 @@
 #include "kernels.h"
 
 #ifdef HFX_HVX
+#define HFX_QMM_HVX_PANEL 128 /* B's columns per packed panel (HVX_QGEMM_PANEL) */
 /* work space of an item of K x cols (QMATMUL), of pixels output pixels with kk taps (QCONV2D) */
 size_t hfx_qgemm_hvx_ws_bytes(uint64_t k, uint64_t cols);
 /* Rows [r0, r1) x columns [c0, c1) of A[rows, k] x B[k, n] (QMATMUL, IMATMUL). false: not u8/i8 (the C

@@ -790,14 +790,14 @@ static int imatmul_case(hfx_pool *pool, qm_shape sh, int ta, int tb, int per_col
     return ok;
 }
 
-/* QMatMul's shapes, and columns split over items (K = 1000: 127 columns an item; K = 4099: 31, extremes
- * only). A K large enough to wrap int32 (> 33025) is left out: on HVX its work space (128 columns of
- * K bytes per worker) exceeds the coop heap. */
+/* QMatMul's shapes, and columns split over items (K = 1000: 256 columns an item on HVX, 127 in C; K = 4099:
+ * 128 and 31, extremes only). A K large enough to wrap int32 (> 33025) is left out: on HVX its work space
+ * (128 columns of K bytes per worker) exceeds the coop heap. */
 static void test_imatmul_program(hfx_pool *pool)
 {
     static const qm_shape shapes[] = {{7, 37, 19, 0},  {9, 131, 261, 0}, {1, 1, 1, 0},      {5, 4, 128, 0},
                                       {4, 256, 129, 0}, {3, 77, 33, 1},   {6, 130, 140, 1}, {5, 1000, 261, 0},
-                                      {2, 4099, 33, 1}};
+                                      {2, 4099, 133, 1}};
     qt_rng r = {4343};
     int ok = 1;
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
