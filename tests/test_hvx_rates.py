@@ -86,14 +86,15 @@ def _run_script(*args: str) -> subprocess.CompletedProcess:
 def test_a_fresh_measurement_gives_the_committed_rates_and_target_twice(tmp_path: Path) -> None:
     """Packet counts are deterministic: two fresh runs give the committed counts, rates and target."""
     committed, target = rates_file(), json.loads(TARGET.read_text(encoding="utf-8"))
-    kernels = ["--kernel", "hvx_qgemm", "--kernel", "hvx_mul_i16"]
+    measured = ("hvx_qgemm", "hvx_imatmul", "hvx_mul_i16")
+    kernels = [arg for k in measured for arg in ("--kernel", k)]
     for run in (1, 2):
         out, tgt = tmp_path / f"run{run}.json", tmp_path / f"target{run}.json"
         tgt.write_text(TARGET.read_text(encoding="utf-8"))
         done = _run_script("--arch", "v73", *kernels, "--json", str(out), "--target", str(tgt))
         assert done.returncode == 0, done.stderr
         fresh = json.loads(out.read_text())
-        for k in ("hvx_qgemm", "hvx_mul_i16"):
+        for k in measured:
             assert fresh["kernels"][k] == committed["kernels"][k]
         assert fresh["rates"] == committed["rates"]
         params = json.loads(tgt.read_text())["params"]

@@ -166,6 +166,16 @@ void hvx_qgemm_rows(const uint8_t *s, int rows, int s_signed, const int32_t *zs,
     }
 }
 
+void hvx_qgemm_store_words(const int32_t *acc, size_t n, uint8_t *y)
+{
+    const HVX_Vector *v = (const HVX_Vector *)(const void *)acc;
+    size_t bytes = n * sizeof(int32_t), i = 0;
+    for (; i + HVX_BYTES <= bytes; i += HVX_BYTES)
+        *(hvx_uvec *)(void *)(y + i) = v[i / HVX_BYTES];
+    if (i < bytes)
+        hvx_store_first(y + i, v[i / HVX_BYTES], bytes - i);
+}
+
 /* One output, exactly ref_qmatmul_requant; the convert rounds to nearest, ties to even (the USR mode). */
 static inline uint8_t requant_one(int32_t acc, float scale, int32_t zy, float tlo, float thi)
 {

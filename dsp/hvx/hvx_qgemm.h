@@ -56,6 +56,10 @@ typedef struct hvx_qgemm_cols {
 void hvx_qgemm_rows(const uint8_t *s, int rows, int s_signed, const int32_t *zs, const int32_t *brow,
                     const uint8_t *packed, const hvx_qgemm_cols *cols, size_t K, size_t N, int32_t *acc);
 
+/* y[0, 4 n) = the bytes of acc[0, n) (int32, MatMulInteger's output as it is); y at any address,
+ * nothing written outside it. acc: 128-byte aligned. */
+void hvx_qgemm_store_words(const int32_t *acc, size_t n, uint8_t *y);
+
 /* y[i] = ref_qmatmul_requant(acc[i], scale[i * scale_step], zy, lo, hi) for an u8 (y_signed 0) or i8
  * output, bit for bit. ORT's f32 multiply has no exact HVX form (no float on v67; qf32 does not round as
  * IEEE f32), but its result is known to within 3 / 2^16 (two f32 roundings of a product below 2^9): HVX

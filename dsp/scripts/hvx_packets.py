@@ -103,6 +103,22 @@ KERNELS = {
         ],
         "vrmpy",
     ),
+    # IMATMUL's HVX path (dsp/src/ops/qmatmul_hvx.c) on one item: as hvx_qgemm, the int32 sums stored as they are
+    "hvx_imatmul": (
+        [
+            "hvx_qgemm_pack",
+            "hvx_qgemm_col_sums",
+            "hvx_qgemm_copy_row",
+            "hvx_qgemm_rows",
+            "qgemm_row_sum",
+            "qgemm_acc_start",
+            "qgemm_tile4_u",
+            "qgemm_tile1_u",
+            "hvx_qgemm_store_words",
+            "memcpy",
+        ],
+        "vrmpy",
+    ),
 }
 
 PERMUTE = {
@@ -371,6 +387,7 @@ CLASSES = {
     "requantisation int32 -> int8": ("hvx_requant_i32_i8", 128),
     "DequantizeLinear u8 -> f32": ("hvx_dequant_i8_f32", 32),
     "int8 matmul, vrmpy + fixed-point requantisation (hvx_matmul_i8, no opcode)": ("hvx_matmul_i8", 2 * 128),
+    "MatMulInteger u8 -> i32 (IMATMUL's HVX path, M=8 K=128 N=256, 2 ops per MAC)": ("hvx_imatmul", 2 * 128),
 }
 CLOCK_HZ = 1.0e9  # modelled (assumption), as costmodel's _HEXAGON_CLOCK_HZ
 PACKETS_PER_CYCLE = 1.0  # modelled (assumption): one packet per cycle per hardware thread, no stalls

@@ -1,6 +1,6 @@
 /* qmatmul.c - QMATMUL and QCONV2D: the integer MatMul and Conv of a QDQ group (u8/i8 x u8/i8,
  * int32 accumulation, requantised to u8/i8), exactly as dsp/ref/ref_qmatmul.h defines them; IMATMUL
- * (ONNX MatMulInteger): QMATMUL's accumulators as they are, int32, on the host GEMM on every build.
+ * (ONNX MatMulInteger): QMATMUL's accumulators as they are, int32, through the same item paths.
  * On the host a GEMM item runs qgemm_host.c (operands packed as int16 with their zero points
  * subtracted, AVX2 where the CPU has it); on Hexagon builds (HFX_HVX) qmatmul_hvx.c's vrmpy kernel.
  * A QMATMUL item is a block of rows x a block of columns of A[rows, K] x B. A QCONV2D item is a block
@@ -145,12 +145,16 @@ hfx_status hfx_plan_qmatmul(const hfx_program *p, hfx_op *op) {
     pl.rows = pl.k ? a->numel / pl.k : p->tensors[op->out[0]].numel / (pl.n ? pl.n : 1);
     uint64_t cap = QMM_WS_MAX / (2 * pl.k) - 1;
     pl.cols_per_item = pl.n < cap ? pl.n : (cap ? cap : 1);
+#ifdef HFX_HVX /* whole 128-column panels: vrmpy and the packing cost a panel's whole width anyway */
+    uint64_t panel_cols = hfx_ceil_div(pl.cols_per_item, HFX_QMM_HVX_PANEL) * HFX_QMM_HVX_PANEL;
+    pl.cols_per_item = pl.n < panel_cols ? pl.n : panel_cols;
+#endif
     pl.rows_per_item = hfx_per_item_for(2 * pl.cols_per_item * pl.k, HFX_GEMM_ITEM_FLOPS);
     pl.row_blocks = hfx_ceil_div(pl.rows ? pl.rows : 1, pl.rows_per_item);
+#ifdef HFX_HVX /* validation admits u8/i8 only: every item runs hfx_qmatmul_hvx */
+    op->plan.ws_bytes = hfx_qgemm_hvx_ws_bytes(pl.k, pl.cols_per_item);
+#else
     op->plan.ws_bytes = qmm_host_ws(pl.k, pl.cols_per_item, HFX_QGEMM_MR);
-#ifdef HFX_HVX
-    size_t hvx_ws = hfx_qgemm_hvx_ws_bytes(pl.k, pl.cols_per_item);
-    if (hvx_ws > op->plan.ws_bytes) op->plan.ws_bytes = hvx_ws;
 #endif
     HFX_PLAN_STORE(op, pl);
     return hfx_plan_set_items(op, pl.row_blocks * hfx_ceil_div(pl.n, pl.cols_per_item));
@@ -281,7 +285,7 @@ void hfx_run_qmatmul(const hfx_kernel_args *a, uint32_t item) {
     uint64_t c1 = c0 + pl.cols_per_item < pl.n ? c0 + pl.cols_per_item : pl.n;
     hfx_plan_range(pl.rows, pl.rows_per_item, item % (uint32_t)pl.row_blocks, &r0, &r1);
 #ifdef HFX_HVX
-    if (!io.raw && hfx_qmatmul_hvx(a, pl.k, pl.n, r0, r1, c0, c1)) return;
+    if (hfx_qmatmul_hvx(a, pl.k, pl.n, r0, r1, c0, c1)) return;
 #endif
     qmatmul_host(&io, a->ws, pl.k, pl.n, r0, r1, c0, c1);
 }

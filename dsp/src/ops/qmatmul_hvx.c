@@ -1,7 +1,7 @@
-/* qmatmul_hvx.c - QMATMUL and QCONV2D items on HVX (Hexagon builds with HFX_HVX), see qmatmul_hvx.h.
- * Per item: V (B's columns, or the im2col of the item's pixels) packed once, then 4 rows of S (A's
- * rows, or the group's weights) at a time through hvx_qgemm_rows, then each int32 accumulator
- * requantised by hvx_qgemm_requant (bit for bit ref_qmatmul_requant). */
+/* qmatmul_hvx.c - QMATMUL, IMATMUL and QCONV2D items on HVX (Hexagon builds with HFX_HVX), see
+ * qmatmul_hvx.h. Per item: V (B's columns, or the im2col of the item's pixels) packed once, then 4 rows
+ * of S (A's rows, or the group's weights) at a time through hvx_qgemm_rows, then each int32 accumulator
+ * requantised by hvx_qgemm_requant (bit for bit ref_qmatmul_requant), or stored as it is (IMATMUL). */
 #include "qmatmul_hvx.h"
 
 #ifdef HFX_HVX
@@ -9,6 +9,7 @@
 #include "../../hvx/hvx_util.h"
 
 enum { IN_A, IN_B, IN_ZA, IN_ZB, IN_SCALE, IN_ZY, IN_BIAS }; /* qmatmul.c's input slots */
+_Static_assert(HFX_QMM_HVX_PANEL == HVX_QGEMM_PANEL, "qmatmul.c plans items of whole panels");
 
 typedef struct qgemm_ws {
     uint8_t *packed, *srows;
@@ -45,17 +46,19 @@ typedef struct qgemm_io {
     uint32_t ta, tb, ty;
     int32_t za, zy;
     bool zb_cols, scale_cols;
+    bool raw; /* IMATMUL: Y is the int32 accumulators (no scale, zy or bias inputs) */
 } qgemm_io;
 
 static bool io_of(const hfx_kernel_args *a, qgemm_io *io) {
     const hfx_tensor *t = a->prog->tensors;
     const hfx_op *op = a->op;
     io->ta = t[op->in[IN_A]].dtype, io->tb = t[op->in[IN_B]].dtype, io->ty = t[op->out[0]].dtype;
-    if (!narrow(io->ta) || !narrow(io->tb) || !narrow(io->ty)) return false;
+    io->raw = op->opcode == HFX_OP_IMATMUL;
+    if (!narrow(io->ta) || !narrow(io->tb) || (!io->raw && !narrow(io->ty))) return false;
     io->za = load_narrow(a->in[IN_ZA], io->ta, 0);
-    io->zy = load_narrow(a->in[IN_ZY], io->ty, 0);
     io->zb_cols = t[op->in[IN_ZB]].numel > 1;
-    io->scale_cols = t[op->in[IN_SCALE]].numel > 1;
+    io->zy = io->raw ? 0 : load_narrow(a->in[IN_ZY], io->ty, 0);
+    io->scale_cols = !io->raw && t[op->in[IN_SCALE]].numel > 1;
     return true;
 }
 
@@ -65,8 +68,8 @@ bool hfx_qmatmul_hvx(const hfx_kernel_args *a, uint64_t k, uint64_t n, uint64_t 
     if (!io_of(a, &io)) return false;
     uint64_t nc = c1 - c0;
     qgemm_ws w = ws_of(a->ws, k, nc);
-    const int32_t *bias = a->op->n_in > IN_BIAS ? a->in[IN_BIAS] : NULL;
-    const float *scale = a->in[IN_SCALE];
+    const int32_t *bias = !io.raw && a->op->n_in > IN_BIAS ? a->in[IN_BIAS] : NULL;
+    const float *scale = io.raw ? NULL : a->in[IN_SCALE];
     int32_t voff = hvx_qgemm_voff(io.tb == HFX_DTYPE_I8);
     hvx_qgemm_pack((const uint8_t *)a->in[IN_B] + c0, n, io.tb == HFX_DTYPE_I8, k, nc, w.packed);
     hvx_qgemm_col_sums(w.packed, k, nc, w.vsum);
@@ -82,9 +85,14 @@ bool hfx_qmatmul_hvx(const hfx_kernel_args *a, uint64_t k, uint64_t n, uint64_t 
         for (int i = 0; i < rows; i++)
             hvx_qgemm_copy_row((const uint8_t *)a->in[IN_A] + (r + (uint64_t)i) * k, k, w.srows + i * w.rb);
         hvx_qgemm_rows(w.srows, rows, io.ta == HFX_DTYPE_I8, zs, brow, w.packed, &cols, k, nc, w.acc);
-        for (int i = 0; i < rows; i++)
-            hvx_qgemm_requant(w.acc + (size_t)i * w.ldc, nc, scale + (io.scale_cols ? c0 : 0), io.scale_cols, io.zy,
-                              io.ty == HFX_DTYPE_I8, (uint8_t *)a->out[0] + (r + (uint64_t)i) * n + c0);
+        for (int i = 0; i < rows; i++) {
+            uint64_t at = (r + (uint64_t)i) * n + c0;
+            if (io.raw)
+                hvx_qgemm_store_words(w.acc + (size_t)i * w.ldc, nc, (uint8_t *)a->out[0] + at * sizeof(int32_t));
+            else
+                hvx_qgemm_requant(w.acc + (size_t)i * w.ldc, nc, scale + (io.scale_cols ? c0 : 0), io.scale_cols, io.zy,
+                                  io.ty == HFX_DTYPE_I8, (uint8_t *)a->out[0] + at);
+        }
     }
     return true;
 }

@@ -553,8 +553,9 @@ static void test_dequant(void)
 /* ---- packet-count mode -------------------------------------------------------------- */
 
 /* A QMATMUL item as qmatmul_hvx.c runs it (u8 x u8 -> u8, per-tensor zero points): V packed, its
- * column sums, then 4 rows at a time copied, accumulated and requantised. */
-static void qgemm_item(const uint8_t *A, const uint8_t *B, uint8_t *Y, int M, int K, int N)
+ * column sums, then 4 rows at a time copied, accumulated and requantised; an IMATMUL item (raw: no
+ * bias, the int32 accumulators stored as they are, Y of M x N words). */
+static void qgemm_item(const uint8_t *A, const uint8_t *B, uint8_t *Y, int M, int K, int N, int raw)
 {
     size_t ldc = (size_t)(N + HVX_QGEMM_PANEL - 1) / HVX_QGEMM_PANEL * HVX_QGEMM_PANEL;
     uint8_t *packed = pool_r;
@@ -565,7 +566,7 @@ static void qgemm_item(const uint8_t *A, const uint8_t *B, uint8_t *Y, int M, in
     hvx_qgemm_col_sums(packed, (size_t)K, (size_t)N, vsum);
     for (size_t c = 0; c < ldc; c++)
         bcol[c] = (int32_t)c, zvp[c] = 128;
-    hvx_qgemm_cols cols = {bcol, zvp, vsum};
+    hvx_qgemm_cols cols = {raw ? NULL : bcol, zvp, vsum};
     int32_t zs[4] = {3, 3, 3, 3}, brow[4] = {0, 0, 0, 0};
     float scale = 0.0123f;
     size_t rb = hvx_qgemm_row_bytes((size_t)K);
@@ -574,7 +575,10 @@ static void qgemm_item(const uint8_t *A, const uint8_t *B, uint8_t *Y, int M, in
             hvx_qgemm_copy_row(A + (size_t)(r + i) * K, (size_t)K, rows + i * rb);
         hvx_qgemm_rows(rows, 4, 0, zs, brow, packed, &cols, (size_t)K, (size_t)N, acc);
         for (int i = 0; i < 4; i++)
-            hvx_qgemm_requant(acc + i * ldc, (size_t)N, &scale, 0, 7, 0, Y + (size_t)(r + i) * N);
+            if (raw)
+                hvx_qgemm_store_words(acc + i * ldc, (size_t)N, Y + (size_t)(r + i) * N * 4);
+            else
+                hvx_qgemm_requant(acc + i * ldc, (size_t)N, &scale, 0, 7, 0, Y + (size_t)(r + i) * N);
     }
 }
 
@@ -632,9 +636,9 @@ static int run_packets(const char *kernel)
         hx_printf("PACKETS %s units=64 unit=vector\n", kernel);
         return 0;
     }
-    if (strcmp(kernel, "hvx_qgemm") == 0) {
+    if (strcmp(kernel, "hvx_qgemm") == 0 || strcmp(kernel, "hvx_imatmul") == 0) {
         int M = 8, N = 256, K = 128; /* as hvx_matmul_i8: 2048 vrmpy */
-        qgemm_item(pool_a, pool_b, pool_y, M, K, N);
+        qgemm_item(pool_a, pool_b, pool_y, M, K, N, kernel[4] == 'i');
         hx_printf("PACKETS %s units=%d unit=vrmpy\n", kernel, M * (N / 32) * (K / 4));
         return 0;
     }

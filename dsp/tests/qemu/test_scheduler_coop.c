@@ -38,6 +38,8 @@
  * A fourth runs QMatMul and QConv2D (every u8/i8 combination of the operands and Y; odd sizes,
  * per-tensor and per-column zero points and scales, a bias that wraps int32, extremes only, buffers
  * at odd addresses), bit for bit against dsp/ref/ref_qmatmul.h: on Hexagon builds the HVX vrmpy path.
+ * MatMulInteger the same way (every u8/i8 pair, per-tensor and per-column zero points, columns split
+ * over items, an int32 Y at an odd address between guard bytes).
  */
 #include <stdint.h>
 #include <string.h>
@@ -731,6 +733,80 @@ static void test_qmatmul_program(hfx_pool *pool)
     expect(ok, "QMatMul u8/i8 x u8/i8 -> u8/i8 bit-exact against ref_qmatmul.h (7 shapes x 8 types)");
 }
 
+/* one MatMulInteger of types (ta, tb) (1: u8, 0: i8): A, B, zb and Y at odd addresses (Y 1 byte past a
+ * word), a guard byte either side of Y; 1 if Y is bit-exact against ref_qmatmul_acc and the guards hold */
+static int imatmul_case(hfx_pool *pool, qm_shape sh, int ta, int tb, int per_column, qt_rng *r)
+{
+    uint32_t M = sh.m, K = sh.k, N = sh.n, ncol = per_column ? N : 1;
+    uint8_t *qa = malloc(M * K + 1), *qb = malloc(K * N + 3), *qy = malloc(M * N * 4 + 2), *zb = malloc(ncol + 1);
+    int32_t *ai = malloc(M * K * 4 + 4), *bi = malloc(K * N * 4 + 4), *zbi = malloc(ncol * 4);
+    uint8_t za[4];
+    for (uint32_t i = 0; i < M * K; i++)
+        ai[i] = qm_load((qa[1 + i] = qm_byte(r, sh.edge), qa + 1), ta, (int)i);
+    for (uint32_t i = 0; i < K * N; i++)
+        bi[i] = qm_load((qb[3 + i] = qm_byte(r, sh.edge), qb + 3), tb, (int)i);
+    for (uint32_t j = 0; j < ncol; j++)
+        zbi[j] = qm_load((zb[1 + j] = qm_byte(r, sh.edge), zb + 1), tb, (int)j);
+    za[0] = qm_byte(r, sh.edge);
+    memset(qy, 0xa5, M * N * 4 + 2);
+    uint8_t dt[2] = {HFX_DTYPE_I8, HFX_DTYPE_U8};
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t in[4];
+    in[0] = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(M, K)), dt[ta]);
+    in[1] = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(K, N)), dt[tb]);
+    in[2] = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_SCALAR), dt[ta]);
+    in[3] = hfxb_set_dtype(&b, hfxb_input(&b, 0, per_column ? 1 : 0, &ncol), dt[tb]);
+    uint32_t y = hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(M, N)), HFX_DTYPE_I32);
+    hfxb_op_add(&b, 0, HFX_OP_IMATMUL, -1, 4, in, y, NULL);
+    size_t size = 0;
+    uint8_t *bytes = hfxb_encode(&b, &size);
+    hfxb_free(&b);
+    hfx_program *prog = NULL;
+    hfx_error err;
+    int ok = hfx_program_parse(bytes, size, &prog, &err) == HFX_OK;
+    free(bytes);
+    if (ok) {
+        const void *ins[4] = {qa + 1, qb + 3, za, zb + 1};
+        void *outs[1] = {qy + 1};
+        hfx_run_result res;
+        ok = hfx_run(pool, prog, ins, 4, outs, 1, NULL, NULL, &res) == HFX_OK;
+        hfx_program_free(prog);
+    }
+    if (!ok)
+        hx_printf("MatMulInteger %ux%ux%u types %d%d: refused or failed (%s)\n", M, K, N, ta, tb, err.message);
+    else if (qy[0] != 0xa5 || qy[1 + M * N * 4] != 0xa5)
+        ok = 0, hx_printf("MatMulInteger %ux%ux%u types %d%d: a guard byte was written\n", M, K, N, ta, tb);
+    for (uint32_t i = 0; ok && i < M * N; i++) {
+        int32_t got, want = ref_qmatmul_acc(ai + (i / N) * K, bi, K, N, i % N, qm_load(za, ta, 0),
+                                            zbi[per_column ? i % N : 0], 0);
+        memcpy(&got, qy + 1 + 4 * i, 4);
+        ok = got == want;
+        if (!ok)
+            hx_printf("MatMulInteger %ux%ux%u types %d%d edge %d: y[%u] = %d, want %d\n", M, K, N, ta, tb, sh.edge, i,
+                      got, want);
+    }
+    free(qa), free(qb), free(qy), free(zb), free(ai), free(bi), free(zbi);
+    return ok;
+}
+
+/* QMatMul's shapes, and columns split over items (K = 1000: 256 columns an item on HVX, 127 in C; K = 4099:
+ * 128 and 31, extremes only). A K large enough to wrap int32 (> 33025) is left out: on HVX its work space
+ * (128 columns of K bytes per worker) exceeds the coop heap. */
+static void test_imatmul_program(hfx_pool *pool)
+{
+    static const qm_shape shapes[] = {{7, 37, 19, 0},  {9, 131, 261, 0}, {1, 1, 1, 0},      {5, 4, 128, 0},
+                                      {4, 256, 129, 0}, {3, 77, 33, 1},   {6, 130, 140, 1}, {5, 1000, 261, 0},
+                                      {2, 4099, 133, 1}};
+    qt_rng r = {4343};
+    int ok = 1;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int t = 0; t < 4; t++)
+            ok &= imatmul_case(pool, shapes[s], t & 1, t >> 1, (t + (int)s) % 2, &r);
+    expect(ok, "MatMulInteger u8/i8 x u8/i8 -> i32 bit-exact against ref_qmatmul_acc (9 shapes x 4 types), "
+               "nothing written outside Y");
+}
+
 /* QConv2D of shape x[4] (NCHW), w[4]; params as CONV2D's; per_channel: zero points and scales per output
  * channel and a bias. Buffers at odd addresses; 1 if bit-exact against ref_qconv_acc. */
 typedef struct qc_shape {
@@ -1139,8 +1215,9 @@ int main(void)
 
     qt_begin_group(&T);
     test_qmatmul_program(pool);
+    test_imatmul_program(pool);
     test_qconv_program(pool);
-    qt_end_group(&T, "QMatMul / QConv2D");
+    qt_end_group(&T, "QMatMul / MatMulInteger / QConv2D");
     /* ---- task program v2: specialize on the DSP side too ---- */
     qt_begin_group(&T);
     test_v2_program(pool);
