@@ -35,8 +35,8 @@ from .base import (
     budget_message,
     renamed_copy,
     task_body,
-    with_dequantize_copies,
     with_constants,
+    with_dequantize_copies,
 )
 from .dag import DagFacts
 
@@ -149,8 +149,8 @@ class Microbatch(PairKind):
             renamed = {t: t + suffix for n in whole.nodes for t in n.output} | {x: x + suffix}
             nodes = [renamed_copy(n, renamed, name=(n.name or n.output[0]) + suffix) for n in whole.nodes]
             nodes = _with_rows_shapes(g, nodes, split.batch, rows, suffix)
-            read = {t for n in nodes for t in n.input}
-            inputs = [t + suffix if t == x else t for t in whole.inputs if t in read or t == x]
+            # a Reshape's own shape stays an input, unread: the graph keeps reading its initializer
+            inputs = [t + suffix if t == x else t for t in whole.inputs]
             body = TaskBody(nodes, inputs, [y + suffix])
             copies.append(with_dequantize_copies(g, ids, body, suffix.removeprefix("__") + "w"))
         placed = [(c.task_a[0], n) for n in _split_nodes(g, pair, split)]
@@ -211,12 +211,13 @@ class Microbatch(PairKind):
         assert pair.call is not None and pair.microbatch_sizes is not None and isinstance(split, ChainSplit)
         out = {}
         for suffix, rows in zip(suffixes(pair.id), pair.microbatch_sizes):
-            for n in pair.call.function.node:
-                for t in n.output:
-                    whole = g.info(t.removesuffix(suffix)) if t.endswith(suffix) else None
-                    if whole is None or not whole.elem_type or not whole.shape or not isinstance(whole.shape[AXIS], int):
-                        continue
-                    dims = (whole.shape[AXIS] // split.batch * rows, *whole.shape[AXIS + 1 :])
+            made = [t for n in pair.call.function.node for t in n.output if t.endswith(suffix)]
+            for t in made:
+                whole = g.info(t.removesuffix(suffix))
+                rows_whole = whole.shape[AXIS] if whole.elem_type and whole.shape else None
+                if isinstance(rows_whole, int):
+                    assert whole.shape is not None
+                    dims = (rows_whole // split.batch * rows, *whole.shape[AXIS + 1 :])
                     out[t] = helper.make_value_info(t, TensorInfo(t, whole.elem_type, dims).type_proto())
         return out
 
@@ -309,7 +310,8 @@ def _grow(g: ModelGraph, facts: DagFacts, start: int, data: str, batch: int, use
     longest = [start]
     while True:
         inside = set(region)
-        escaping = {t for i in region for t in g.nodes[i].output if t in outputs or set(g.consumers.get(t, ())) - inside}
+        made_here = [t for i in region for t in g.nodes[i].output]
+        escaping = {t for t in made_here if t in outputs or set(g.consumers.get(t, ())) - inside}
         if escaping == {g.nodes[region[-1]].output[0]}:
             longest = list(region)
         if escaping & outputs:
@@ -409,13 +411,14 @@ def _quant_keeps_rows(g: ModelGraph, n: onnx.NodeProto) -> bool:
 def _reshape_keeps_rows(g: ModelGraph, n: onnx.NodeProto, batch: int | None) -> bool:
     """Rows of [B*S, K] are contiguous [b, s] blocks: a Reshape whose input and output both hold
     whole batch rows on axis 0 (merging the leading dims into the row dim, or splitting them back)
-    keeps rows independent. Its constant shape then scales on axis 0 (`_rows_shape`)."""
+    keeps rows independent. Each copy reads its constant shape scaled on axis 0 (`_with_rows_shapes`)."""
     value = _shape_value(g, n.input[1])
-    dims = (g.info(n.input[0]).shape or ())[:1] + (g.info(n.output[0]).shape or ())[:1]
-    if value is None or len(value) < 2 or len(dims) != 2 or not all(isinstance(d, int) for d in dims):
+    rows_in = (g.info(n.input[0]).shape or (None,))[AXIS]
+    rows_out = (g.info(n.output[0]).shape or (None,))[AXIS]
+    if value is None or len(value) < 2 or not isinstance(rows_in, int) or not isinstance(rows_out, int):
         return False
-    step = batch or dims[0]  # the chain's first node: its input's axis 0 is the batch
-    return value[0] in (-1, dims[1]) and all(int(d) % step == 0 for d in dims)
+    step = batch or rows_in  # the chain's first node: its input's axis 0 is the batch
+    return value[0] in (-1, rows_out) and rows_in % step == 0 and rows_out % step == 0
 
 
 def _shape_value(g: ModelGraph, t: str) -> list[int] | None:
