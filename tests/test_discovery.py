@@ -124,6 +124,30 @@ def test_a_reshape_joins_the_chain_only_when_it_keeps_batch_rows_whole(to: list[
     assert names(g, c.task_a) == chain
 
 
+def test_a_fork_joins_the_chain_only_as_a_short_vector_diamond() -> None:
+    """x * Sigmoid(x) stays in the chain; a residual block (a MatMul beside the skip) ends it."""
+    h = helper
+    w = numpy_helper.from_array(np.ones((16, 16), np.float32), "w")
+    nodes = [
+        h.make_node("MatMul", ["x", "w"], ["m1"], name="mm1"),
+        h.make_node("Sigmoid", ["m1"], ["s"], name="sigmoid"),
+        h.make_node("Mul", ["m1", "s"], ["swish"], name="swish"),
+        h.make_node("MatMul", ["swish", "w"], ["m2"], name="mm2"),
+        h.make_node("Add", ["swish", "m2"], ["res"], name="residual"),
+        h.make_node("Softmax", ["res"], ["y"], name="softmax", axis=-1),
+    ]
+    g = h.make_graph(
+        nodes,
+        "g",
+        [h.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6, 16])],
+        [h.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [w],
+    )
+    g = graph.index_model(h.make_model(g, opset_imports=[h.make_opsetid("", 18)]))
+    found = [names(g, c.task_a) for c in candidates(g, [KIND_MICROBATCH])]
+    assert found == [{"mm1", "sigmoid", "swish"}, {"mm2", "residual", "softmax"}]
+
+
 def test_micro_batch_split_is_chosen_by_the_model_not_fixed(zoo_dir: Path) -> None:
     from hexfuse_onnx.costmodel import get_target
     from hexfuse_onnx.select import evaluate

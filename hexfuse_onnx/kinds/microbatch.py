@@ -43,6 +43,7 @@ from .dag import DagFacts
 AXIS = 0
 MIN_BATCH = 2
 MAX_SPLITS_TRIED = 8
+MAX_FORK_OPS = 3  # x * Sigmoid(1.702 x): Mul, Sigmoid, Mul
 ROWS_SHAPE = "__rows"  # a copy's own Reshape shape: `<shape>__rows<suffix>`
 
 _ROWWISE_UNARY = {
@@ -304,7 +305,9 @@ def find_chains(g: ModelGraph, facts: DagFacts) -> list[Candidate]:
 def _grow(g: ModelGraph, facts: DagFacts, start: int, data: str, batch: int, used: set[int]) -> list[int]:
     """The longest run of batch-separable nodes from `start`, in topological order, that reads
     only `data` and its own tensors and lets only its last node's output escape. A tensor may have
-    several readers inside (x * HardSigmoid(x), as an exporter writes HardSwish)."""
+    several readers inside when they join again within MAX_FORK_OPS vector ops (x * HardSigmoid(x),
+    as quant_pre_process inlines HardSwish); a longer fork (a residual block) ends the chain, whose
+    halves must fit on chip together."""
     outputs = set(g.graph_outputs)
     region, made = [start], {data, *g.nodes[start].output}
     longest = [start]
@@ -314,7 +317,9 @@ def _grow(g: ModelGraph, facts: DagFacts, start: int, data: str, batch: int, use
         escaping = {t for t in made_here if t in outputs or set(g.consumers.get(t, ())) - inside}
         if escaping == {g.nodes[region[-1]].output[0]}:
             longest = list(region)
-        if escaping & outputs:
+        fork = [g.nodes[i] for i in region[len(longest) :]]
+        compute = [n for n in fork if n.op_type not in ("QuantizeLinear", "DequantizeLinear")]
+        if escaping & outputs or len(compute) > MAX_FORK_OPS or any(engine_of(n) == Engine.MATRIX for n in fork):
             return longest
         readers = {c for t in escaping for c in g.consumers.get(t, ())} - inside
         if not readers:
