@@ -235,6 +235,33 @@ def test_an_isnan_read_only_by_where_isnan_pairs_and_stays_with_its_where(tmp_pa
     assert [u.nodes for u in units] == [(0,), (1, 2), (3,)]
 
 
+def test_qoperator_nodes_pair(tmp_path):
+    # centerface_qop x2 paired nothing: its 120 QLinearConv (1121 of its 1288 modelled us) write uint8,
+    # so every one ran alone and cut the streams into pieces too small for a call. They lower (QCONV2D).
+    u8 = TensorProto.UINT8
+    rng = np.random.default_rng(0)
+    inits = [
+        helper.make_tensor("s", TensorProto.FLOAT, [], [0.05]),
+        helper.make_tensor("z", u8, [], [128]),
+        onnx.numpy_helper.from_array(rng.integers(0, 255, (8, 8, 3, 3), dtype=np.uint8), "w"),
+    ]
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"]),
+        helper.make_node("QLinearConv", ["xq", "s", "z", "w", "s", "z", "s", "z"], ["yq"], pads=[1, 1, 1, 1]),
+        helper.make_node("QLinearAdd", ["yq", "s", "z", "xq", "s", "z", "s", "z"], ["aq"], domain="com.microsoft"),
+        helper.make_node("DequantizeLinear", ["aq", "s", "z"], ["y"]),
+    ]
+    f = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 16, 16])]
+    outs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 16, 16])]
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
+    onnx.save(
+        helper.make_model(helper.make_graph(nodes, "g", f, outs, inits), opset_imports=opsets), tmp_path / "m.onnx"
+    )
+    g = graph.load(tmp_path / "m.onnx")
+    profile = profile_graph(g)
+    assert [kind.lowerable(g, profile, i) for i in range(len(nodes))] == [True] * 4
+
+
 def test_a_stream_alone_costs_about_the_same_whichever_pairs_it_is_in(zoo_dir, tmp_path):
     # unpaired nodes are counted as the pairs' serial time counts segments (runs as tasks); counted
     # node by node, ppocr_rec "alone" was 13.7 ms next to ppocr_cls and 1.9 ms next to itself
