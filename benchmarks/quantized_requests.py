@@ -30,11 +30,15 @@ import onnx
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from quantized_pairs import model_paths, worst_steps  # noqa: E402
+from quantized_pairs import DERIVED, model_paths, worst_steps  # noqa: E402
 
 from hexfuse_onnx import colocate, costmodel, graph, verify  # noqa: E402
 from hexfuse_onnx.lowering import attach_programs  # noqa: E402
 from hexfuse_onnx.qdq import split_group  # noqa: E402
+from hexfuse_onnx.tools.zoo import list_models  # noqa: E402
+
+# shipped int8 models of the zoo (its entry fixes their symbolic dims), beside quantized_pairs' models
+SHIPPED = ("ddddocr_ocr_int8", "t5_small_int8_encoder", "t5_small_int8_decoder")
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -53,7 +57,7 @@ def cli(args: list[str], timeout: float) -> tuple[int | None, str, str]:
 
 def last_line(text: str) -> str:
     lines = [line for line in text.strip().splitlines() if line.strip()]
-    return lines[-1][:160] if lines else ""
+    return lines[-1][:300] if lines else ""
 
 
 def plugin_steps(merged: onnx.ModelProto, fused_path: Path, binding: dict | None, tmp: Path) -> float:
@@ -87,15 +91,16 @@ def best_refused(doc: dict) -> list[str]:
     return [f"best refused pair saves {best[1]} us of {best[2]} us (a call: 100 us)"]
 
 
-def run(name: str, src: Path, tmp: Path, timeout: float, emulate: bool) -> dict:
+def run(name: str, src: Path, tmp: Path, timeout: float, emulate: bool, freeze: bool = False) -> dict:
     row: dict = {"model": name}
     out, report = tmp / f"{name}.x2.onnx", tmp / f"{name}.json"
-    args = ["colocate", str(src), "--requests", "2", "--verify", "plugin", "-o", str(out), "--json", str(report)]
-    code, stdout, stderr = cli(args, timeout)
+    model = name if name in DERIVED + SHIPPED else str(src)  # a zoo name: with the zoo's input dims
+    args = ["colocate", model, "--requests", "2", "--verify", "plugin", "-o", str(out), "--json", str(report)]
+    code, stdout, stderr = cli(args + (["--freeze-shapes"] if freeze else []), timeout)
     if code is None:
-        return {**row, "note": f"colocate timed out after {timeout:.0f} s"}
+        return {**row, "notes": [f"colocate timed out after {timeout:.0f} s"]}
     if code != 0:
-        return {**row, "note": f"colocate exit {code}: {last_line(stderr)}"}
+        return {**row, "notes": [f"colocate exit {code}: {last_line(stderr)}"]}
     doc = json.loads(report.read_text())
     modelled = doc["colocate"]["modelled"] or {}
     row.update(pairs=len(doc["pairs"]), gain=modelled.get("gain"), coverage=modelled.get("coverage"))
@@ -108,19 +113,19 @@ def run(name: str, src: Path, tmp: Path, timeout: float, emulate: bool) -> dict:
     try:
         row["steps"] = plugin_steps(merged, out, doc.get("binding"), tmp)
     except Exception as exc:  # noqa: BLE001 - one model's failure is a row of the table, not the end of it
-        row["note"] = f"plugin steps not measured: {type(exc).__name__}: {str(exc)[:120]}"
+        row["notes"] = [f"plugin steps not measured: {type(exc).__name__}: {str(exc)[:120]}"]
     if not emulate:
         return row
     em = tmp / f"{name}.emulate.json"
     code, _, stderr = cli(["emulate", str(out), "--arch", "v73", "--seed", "3", "--json", str(em)], timeout)
     if code is None or not em.is_file():
-        row["note"] = f"emulate timed out after {timeout:.0f} s" if code is None else f"emulate exit {code}"
-        return row
+        why = f"emulate timed out after {timeout:.0f} s" if code is None else f"emulate exit {code}"
+        return {**row, "notes": row.get("notes", []) + [why]}
     pairs = json.loads(em.read_text())["pairs"]
     row["bit_exact"] = all(p["bit_exact"] for p in pairs)
     row["packets"] = [sum(p["stats"]["runs"][r]["call_packets"] for p in pairs) for r in ("serial", "fused")]
     if code != 0:
-        row["note"] = f"emulate exit {code}: {last_line(stderr)}"
+        row["notes"] = row.get("notes", []) + [f"emulate exit {code}: {last_line(stderr)}"]
     return row
 
 
@@ -131,7 +136,7 @@ def cell(row: dict) -> str:
     exact = {True: "yes", False: "NO"}.get(row.get("bit_exact"), "-")  # type: ignore[arg-type]
     packets = "-" if "packets" not in row else " / ".join(f"{p / 1e6:.2f} M" for p in row["packets"])
     split = [f"SPLITS A QDQ GROUP: {why}" for why in row.get("split", [])]
-    why = "; ".join(split + row.get("refused", []) + ([row["note"]] if "note" in row else [])) or "-"
+    why = "; ".join(split + row.get("refused", []) + row.get("notes", [])) or "-"
     return (
         f"| {row['model']} | {us} | {row.get('pairs', '-')} | {pct(row.get('gain'))} | {pct(row.get('coverage'))} | "
         f"{steps} | {exact} | {packets} | {why} |"
@@ -143,8 +148,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--models", help="comma-separated names (default: every cached quantized model)")
     ap.add_argument("--timeout", type=float, default=600, help="seconds per step and model (default 600)")
     ap.add_argument("--no-emulate", action="store_true", help="skip qemu")
+    ap.add_argument(
+        "--freeze-shapes", action="store_true", help="colocate --freeze-shapes (a model with symbolic dims)"
+    )
     args = ap.parse_args(argv)
     paths = model_paths()
+    paths.update({m.name: m.path for m in list_models(None) if m.name in SHIPPED and m.path is not None})
     names = args.models.split(",") if args.models else sorted(paths, key=lambda n: paths[n].stat().st_size)
     print(
         "| model | 2 streams serial us | pairs | modelled gain | serial time in pairs | plugin vs ORT, steps "
@@ -153,7 +162,10 @@ def main(argv: list[str] | None = None) -> int:
     print("|---" * 9 + "|")
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
-            print(cell(run(name, paths[name], Path(tmp), args.timeout, not args.no_emulate)), flush=True)
+            print(
+                cell(run(name, paths[name], Path(tmp), args.timeout, not args.no_emulate, args.freeze_shapes)),
+                flush=True,
+            )
     return 0
 
 
