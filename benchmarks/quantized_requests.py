@@ -20,10 +20,12 @@ import argparse
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from subprocess import PIPE
 
 import onnx
 
@@ -48,11 +50,15 @@ def cli(args: list[str], timeout: float) -> tuple[int | None, str, str]:
     with the target's own call overhead (not the tests' 0)."""
     env = {k: v for k, v in os.environ.items() if k != costmodel.CALL_OVERHEAD_ENV}
     cmd = ["nice", "-n", "19", sys.executable, "-m", "hexfuse_onnx", *args, "-q"]
-    try:
-        p = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return None, "", ""
-    return p.returncode, p.stdout, p.stderr
+    # its own process group: a timeout ends qemu-hexagon too, not only the Python that started it
+    with subprocess.Popen(cmd, cwd=REPO, env=env, stdout=PIPE, stderr=PIPE, text=True, start_new_session=True) as p:
+        try:
+            stdout, stderr = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.communicate()
+            return None, "", ""
+    return p.returncode, stdout, stderr
 
 
 def last_line(text: str) -> str:
