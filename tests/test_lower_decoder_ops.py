@@ -180,3 +180,14 @@ def test_fast_gelu_runs_as_its_tanh_formula(with_bias: bool) -> None:
     ops = opcodes(m)
     assert ops[0] == Opcode.RELU and Opcode.TANH in ops and len(ops) == (11 if with_bias else 10)
     assert_matches_ort_on_the_host_kernel(m, tol=1e-5)
+
+
+@needs_host
+def test_contrib_gelu_runs_as_the_erf_gelu() -> None:
+    # the QNN recipe's qnn_preprocess_model writes exact GELU as com.microsoft Gelu (ppocrv6_det_tiny)
+    m = unary_pair([helper.make_node("Gelu", ["z"], ["yb"], name="gelu", domain="com.microsoft")])
+    m.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    m.functions[0].opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    m.functions[0].value_info.append(vi("yb", SHAPE))  # as the pass gives it: ONNX cannot infer contrib ops
+    assert opcodes(m) == [Opcode.RELU, Opcode.GELU]
+    assert_matches_ort_on_the_host_kernel(m, tol=1e-5)

@@ -225,8 +225,8 @@ def lowerable(g: ModelGraph, profile: GraphProfile, i: int) -> bool:
         return False
     if any(g.info(t).numel == 0 for t in [*n.input, *n.output] if t and not _constant(g, t)):
         return False
-    if is_q(g, i) or is_dq(g, i) or _dynamic_quantisation(g, n):
-        return True  # integer tensors the kernel reads and writes (qdq.py; lowering/dynamic.py)
+    if is_q(g, i) or is_dq(g, i) or _dynamic_quantisation(g, n) or _qoperator(n):
+        return True  # integer tensors the kernel reads and writes (qdq.py; lowering/dynamic.py, qlinear.py)
     read = [t for t in n.output if t and (g.consumers.get(t) or t in g.graph_outputs)]  # not an unread statistic
     if any(g.info(t).elem_type != onnx.TensorProto.FLOAT for t in read) and not _nan_test(g, i):
         return False
@@ -251,6 +251,12 @@ def _dynamic_quantisation(g: ModelGraph, n: onnx.NodeProto) -> bool:
             and g.info(n.output[0]).elem_type == onnx.TensorProto.FLOAT
         )
     return n.op_type in ("DynamicQuantizeLinear", "MatMulInteger") and n.domain in ("", "ai.onnx")
+
+
+def _qoperator(n: onnx.NodeProto) -> bool:
+    """A QOperator model's QLinearConv, QLinearMatMul or com.microsoft QLinear* node: uint8 in and out,
+    run by the kernel where it lowers (op_outside_kernel said so; lowering/qmatmul.py, qlinear.py)."""
+    return n.op_type.startswith("QLinear") and n.domain in ("", "ai.onnx", "com.microsoft")
 
 
 def _nan_test(g: ModelGraph, i: int | None) -> bool:

@@ -60,8 +60,10 @@ def reciprocal(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     cx.emit(n, t, Opcode.DIV, [one, cx.read(n.input[0], n, t)])
 
 
-@lowers("Gelu")
+@lowers("Gelu", "com.microsoft::Gelu")
 def gelu(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """GELU's erf form: ONNX Gelu (opset 20), and onnxruntime's com.microsoft Gelu (no attribute; what
+    `qnn_preprocess_model` turns Erf chains into: ppocrv6_det_tiny's 26 activations)."""
     if attr(n, "approximate", b"none") not in (b"none", "none"):
         raise LoweringError(n.op_type, n.name, "approximate='tanh' is not supported (erf form only)")
     cx.emit(n, t, Opcode.GELU, [cx.read(n.input[0], n, t)])
