@@ -54,6 +54,16 @@ def test_pow_runs_as_products_or_sqrt(exponent: float, ops: list[Opcode]) -> Non
     assert_matches_ort_on_the_host_kernel(m)
 
 
+@needs_host
+def test_pow_of_a_dequantized_constant_exponent_runs_as_a_product() -> None:
+    # a QDQ model's exponent, 8-bit here: DequantizeLinear(255, 2/255, 0) == 2.0 in float32 (u16: 65535)
+    dq = helper.make_node("DequantizeLinear", ["eq", "es", "ez"], ["e"], name="dq_exponent")
+    inits = [init("eq", np.uint8(255)), init("es", np.float32(0.007843138)), init("ez", np.uint8(0))]
+    m = unary_pair([dq, helper.make_node("Pow", ["z", "e"], ["yb"], name="pow")], inits)
+    assert opcodes(m)[-1] == Opcode.MUL
+    assert_matches_ort_on_the_host_kernel(m)
+
+
 @pytest.mark.parametrize("exponent", [np.float32(4.0), np.array([2.0, 2.0], np.float32)])
 def test_pow_with_another_exponent_is_refused(exponent: np.ndarray) -> None:
     m = unary_pair([helper.make_node("Pow", ["z", "e"], ["yb"], name="pow")], [init("e", exponent)])
