@@ -177,6 +177,17 @@ def test_where_on_data_is_refused() -> None:
 
 
 @needs_host
+def test_contrib_gelu_runs_as_gelu() -> None:
+    # onnxruntime's optimizer fuses GELU's erf form into com.microsoft Gelu (PP-OCRv6's det model)
+    m = unary_pair([helper.make_node("Gelu", ["z"], ["yb"], name="gelu", domain="com.microsoft")])
+    m.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    m.functions[0].opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    m.functions[0].value_info.append(vi("yb", SHAPE))  # as the pass gives it: ONNX cannot infer contrib ops
+    assert opcodes(m) == [Opcode.RELU, Opcode.GELU]
+    assert_matches_ort_on_the_host_kernel(m)
+
+
+@needs_host
 @pytest.mark.parametrize("with_bias", [True, False])
 def test_fast_gelu_runs_as_its_tanh_formula(with_bias: bool) -> None:
     # onnxruntime's transformer optimizer writes GPT-2's MLP activation as com.microsoft FastGelu

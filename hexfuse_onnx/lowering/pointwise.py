@@ -60,8 +60,10 @@ def reciprocal(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     cx.emit(n, t, Opcode.DIV, [one, cx.read(n.input[0], n, t)])
 
 
-@lowers("Gelu")
+@lowers("Gelu", "com.microsoft::Gelu")
 def gelu(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """ONNX Gelu and onnxruntime's com.microsoft Gelu (ORT's optimizer fuses the erf form into it):
+    one formula, 0.5 x (1 + erf(x / sqrt 2)), in both of ORT's CPU kernels."""
     if attr(n, "approximate", b"none") not in (b"none", "none"):
         raise LoweringError(n.op_type, n.name, "approximate='tanh' is not supported (erf form only)")
     cx.emit(n, t, Opcode.GELU, [cx.read(n.input[0], n, t)])
