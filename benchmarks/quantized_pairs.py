@@ -19,13 +19,17 @@ QDQSelectorActionTransformer off) with ORT_DISABLE_ALL on every QuantizeLinear o
 
 `--ort-threads` adds ORT against itself on the pair outputs: 1 intra-op thread against 2, 4, 6, 8
 and 16. `--modelled` adds the modelled hexagon-v73 serial/fused time of the pairs chosen, before (the
-documented HVX integer rates) and after grounding them under qemu. Inputs are seeded, at the shapes
-the pass analysed.
+documented HVX integer rates) and after grounding them under qemu. `--emulate` runs every pair of the
+rewritten model under qemu (`python -m hexfuse_onnx emulate M --arch v73 --seed 3`): bit-exact
+against the host kernel or not, and qemu's packets per pair, serial / fused. Inputs are seeded, at
+the shapes the pass analysed.
 
 Models: the QDQ zoo (models/quantized.py), centerface_qdq / centerface_qop (models/real.py's
-derived models) and minilm_int8 as shipped, where cached. The rewrite uses the default target
-(hexagon-v73) with the per-call overhead set to 0 (HEXFUSE_CALL_OVERHEAD_US, as the tests do):
-these small pairs would not pay for a modelled 100 us call.
+derived models) and the models shipped quantized (quantized.SHIPPED_QUANTIZED), where cached. The
+rewrite uses the default target (hexagon-v73) with the per-call overhead set to 0
+(HEXFUSE_CALL_OVERHEAD_US, as the tests do): these small pairs would not pay for a modelled 100 us
+call. The column after it: the pairs `rewrite` keeps at the target's own call overhead (stock ORT
+verification only).
 """
 
 from __future__ import annotations
@@ -45,12 +49,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hexfuse_onnx import contract as C  # noqa: E402
 from hexfuse_onnx import costmodel, pipeline, report, runtime, verify  # noqa: E402
-from hexfuse_onnx.errors import VerificationError  # noqa: E402
+from hexfuse_onnx.errors import HexfuseError, VerificationError  # noqa: E402
 from hexfuse_onnx.lowering import attach_programs, lower_function  # noqa: E402
+from hexfuse_onnx.tools import emulate  # noqa: E402
 from models import quantized, real  # noqa: E402
 from models.qdq_analysis import steps_of  # noqa: E402
 
-DERIVED = ("centerface_qdq", "centerface_qop", "minilm_int8")  # real models, int8 as made or shipped
+DERIVED = ("centerface_qdq", "centerface_qop", *quantized.SHIPPED_QUANTIZED)  # real models, int8 as made or shipped
 
 
 def model_paths() -> dict[str, Path]:
@@ -289,12 +294,54 @@ def modelled_us(src: Path) -> dict[str, tuple[float, float]]:
     return out
 
 
+def pairs_at_default_overhead(src: Path, out_dir: Path) -> int:
+    """How many pairs `rewrite` keeps at the target's own per-call overhead (verified on stock ORT)."""
+    saved = os.environ.pop(costmodel.CALL_OVERHEAD_ENV, None)
+    try:
+        return len(pipeline.rewrite(src, out_dir / "default-overhead.onnx", rtol=0.0).analysis.pairs)
+    except VerificationError:  # every pair refused
+        return 0
+    finally:
+        if saved is not None:
+            os.environ[costmodel.CALL_OVERHEAD_ENV] = saved
+
+
+def _packets(n: int) -> str:
+    return f"{n / 1e3:.0f} k" if n < 1e6 else f"{n / 1e6:.2f} M"
+
+
+def emulated(fused: Path) -> tuple[str, str]:
+    """Every pair under qemu 10 (-cpu v73, seed 3) against the host kernel: whether all are bit-exact
+    (else how far), and qemu's packets per pair, serial / fused."""
+    try:
+        _, results = emulate.emulate(fused, "v73", seed=3)
+    except HexfuseError as exc:
+        return f"fails: {exc.message}", "-"
+    exact = sum(r.bit_exact for r in results)
+    if exact == len(results) and all(r.ok for r in results):
+        verdict = "yes"
+    else:
+        worst = max((o.rel if o.rel != float("inf") else o.max_abs) for r in results for o in r.outputs)
+        bad = [r.name for r in results if not r.ok]
+        verdict = f"{exact} of {len(results)} bit-exact, worst {worst:.2g}" + (f"; MISMATCH {bad}" if bad else "")
+    runs = [(r.stats["runs"]["serial"], r.stats["runs"]["fused"]) for r in results]
+    packets = "; ".join(f"{_packets(s['call_packets'])} / {_packets(f['call_packets'])}" for s, f in runs)
+    return verdict, packets
+
+
 def analyse(
-    name: str, src: Path, out_dir: Path, groups: bool = False, modelled: bool = False, ort_threads: bool = False
+    name: str,
+    src: Path,
+    out_dir: Path,
+    groups: bool = False,
+    modelled: bool = False,
+    ort_threads: bool = False,
+    emulate_pairs: bool = False,
 ) -> dict:
-    row: dict = {"model": name, "pairs": 0, "refused": [], "steps": None}
+    row: dict = {"model": name, "pairs": 0, "refused": [], "steps": None, "pairs_default": None}
     if modelled:
         row["modelled"] = modelled_us(src)
+    row["pairs_default"] = pairs_at_default_overhead(src, out_dir)
     try:
         result = pipeline.rewrite(src, out_dir / f"{name}.fused.onnx", rtol=0.0, verify_plugin=True)
     except VerificationError as exc:  # every pair refused by the plugin verification
@@ -318,6 +365,8 @@ def analyse(
         row["group"] = worst_group(fused, typed, CONFIGS["matmulnbits f32"], feeds)
     if ort_threads:
         row["ort"] = ort_spread(fused, typed, feeds)
+    if emulate_pairs:
+        row["emulate"] = emulated(result.output)
     return row
 
 
@@ -339,6 +388,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--groups", action="store_true", help="also the worst error of any one QDQ group, run alone")
     ap.add_argument("--modelled", action="store_true", help="also modelled v73 us before/after grounding HVX rates")
     ap.add_argument("--ort-threads", action="store_true", help="also ORT against itself at 1 and more threads")
+    ap.add_argument("--emulate", action="store_true", help="also every pair under qemu (v73, seed 3): exact, packets")
     ap.add_argument(
         "--ort-exactness",
         type=int,
@@ -351,7 +401,9 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HEXFUSE_CALL_OVERHEAD_US", "0")  # the zoo's small pairs: count fusion, not the call
     paths = model_paths()
     names = args.models.split(",") if args.models else sorted(paths)
-    head = "| model | pairs | refused candidates (why: op, count) | plugin vs ORT, steps (default / MatMulNBits f32) |"
+    head = "| model | pairs | pairs at the default call overhead | refused candidates (why: op, count) |"
+    head += " plugin vs ORT, steps (default / MatMulNBits f32) |"
+    head += " emulate v73: bit-exact | qemu packets per pair, serial / fused |" if args.emulate else ""
     head += " worst group alone, steps |" if args.groups else ""
     head += " modelled v73 serial/fused us, before -> after grounding |" if args.modelled else ""
     head += f" ORT 1 thread vs {'/'.join(map(str, THREADS))}, steps |" if args.ort_threads else ""
@@ -360,16 +412,18 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
             if name not in paths:
-                print(f"| {name} | not cached | | |")
+                print(f"| {name} | not cached | | | |")
                 continue
-            row = analyse(name, paths[name], Path(tmp), args.groups, args.modelled, args.ort_threads)
+            row = analyse(name, paths[name], Path(tmp), args.groups, args.modelled, args.ort_threads, args.emulate)
             steps = "-" if row["steps"] is None else " / ".join(f"{v:.0f}" for v in row["steps"].values())
             group = f" {row['group']:.0f} |" if "group" in row else (" - |" if args.groups else "")
             us = f" {_us(row['modelled'])} |" if "modelled" in row else ""
             spread = f" {'/'.join(f'{v:.0f}' for v in row['ort'].values())} |" if "ort" in row else ""
             spread = spread or (" - |" if args.ort_threads else "")
-            cells = f"{steps} |{group}{us}{spread}"
-            print(f"| {name} | {row['pairs']} | {'; '.join(row['refused']) or '-'} | {cells}", flush=True)
+            qemu = "".join(f" {c} |" for c in row.get("emulate", ("-", "-"))) if args.emulate else ""
+            cells = f"{steps} |{qemu}{group}{us}{spread}"
+            refused = "; ".join(row["refused"]) or "-"
+            print(f"| {name} | {row['pairs']} | {row['pairs_default']} | {refused} | {cells}", flush=True)
     return 0
 
 

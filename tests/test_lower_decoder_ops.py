@@ -54,6 +54,16 @@ def test_pow_runs_as_products_or_sqrt(exponent: float, ops: list[Opcode]) -> Non
     assert_matches_ort_on_the_host_kernel(m)
 
 
+@needs_host
+def test_pow_of_a_dequantized_constant_exponent_runs_as_a_product() -> None:
+    # a QDQ model's exponent, 8-bit here: DequantizeLinear(255, 2/255, 0) == 2.0 in float32 (u16: 65535)
+    dq = helper.make_node("DequantizeLinear", ["eq", "es", "ez"], ["e"], name="dq_exponent")
+    inits = [init("eq", np.uint8(255)), init("es", np.float32(0.007843138)), init("ez", np.uint8(0))]
+    m = unary_pair([dq, helper.make_node("Pow", ["z", "e"], ["yb"], name="pow")], inits)
+    assert opcodes(m)[-1] == Opcode.MUL
+    assert_matches_ort_on_the_host_kernel(m)
+
+
 @pytest.mark.parametrize("exponent", [np.float32(4.0), np.array([2.0, 2.0], np.float32)])
 def test_pow_with_another_exponent_is_refused(exponent: np.ndarray) -> None:
     m = unary_pair([helper.make_node("Pow", ["z", "e"], ["yb"], name="pow")], [init("e", exponent)])
@@ -167,6 +177,17 @@ def test_where_on_data_is_refused() -> None:
 
 
 @needs_host
+def test_contrib_gelu_runs_as_gelu() -> None:
+    # ORT's optimizer and the QNN recipe's qnn_preprocess_model write GELU's erf form as com.microsoft Gelu
+    m = unary_pair([helper.make_node("Gelu", ["z"], ["yb"], name="gelu", domain="com.microsoft")])
+    m.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    m.functions[0].opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    m.functions[0].value_info.append(vi("yb", SHAPE))  # as the pass gives it: ONNX cannot infer contrib ops
+    assert opcodes(m) == [Opcode.RELU, Opcode.GELU]
+    assert_matches_ort_on_the_host_kernel(m)
+
+
+@needs_host
 @pytest.mark.parametrize("with_bias", [True, False])
 def test_fast_gelu_runs_as_its_tanh_formula(with_bias: bool) -> None:
     # onnxruntime's transformer optimizer writes GPT-2's MLP activation as com.microsoft FastGelu
@@ -179,15 +200,4 @@ def test_fast_gelu_runs_as_its_tanh_formula(with_bias: bool) -> None:
     m.functions[0].value_info.append(vi("yb", SHAPE))  # as the pass gives it: ONNX cannot infer contrib ops
     ops = opcodes(m)
     assert ops[0] == Opcode.RELU and Opcode.TANH in ops and len(ops) == (11 if with_bias else 10)
-    assert_matches_ort_on_the_host_kernel(m, tol=1e-5)
-
-
-@needs_host
-def test_contrib_gelu_runs_as_the_erf_gelu() -> None:
-    # the QNN recipe's qnn_preprocess_model writes exact GELU as com.microsoft Gelu (ppocrv6_det_tiny)
-    m = unary_pair([helper.make_node("Gelu", ["z"], ["yb"], name="gelu", domain="com.microsoft")])
-    m.opset_import.append(helper.make_opsetid("com.microsoft", 1))
-    m.functions[0].opset_import.append(helper.make_opsetid("com.microsoft", 1))
-    m.functions[0].value_info.append(vi("yb", SHAPE))  # as the pass gives it: ONNX cannot infer contrib ops
-    assert opcodes(m) == [Opcode.RELU, Opcode.GELU]
     assert_matches_ort_on_the_host_kernel(m, tol=1e-5)

@@ -168,6 +168,32 @@ def test_elementwise_pair_matches_onnxruntime(dt: int) -> None:
         assert d.max() <= 1 and (d == 0).mean() >= 0.99, (d.max(), (d == 0).mean())
 
 
+def _contrib_gelu_chain(p: str, shape: list[int], dt: int) -> Chain:
+    """DQ -> com.microsoft Gelu -> Q: ORT's optimizer fuses the erf form of GELU into that op."""
+    c = Chain(p)
+    c.inputs = [vi(f"{p}x", shape, dt)]
+    z = 0 if dt == U8 else -128
+    c.add(_q(p, "d0", f"{p}x", f"{p}a", 0.03, z + 128, dt, True))
+    c.nodes.append(helper.make_node("Gelu", [f"{p}a"], [f"{p}b"], domain="com.microsoft"))
+    c.add(_q(p, "q0", f"{p}b", f"{p}y", 0.02, z + 10, dt, False))
+    return c
+
+
+@needs_host
+@pytest.mark.parametrize("dt", [U8, I8])
+def test_contrib_gelu_group_is_a_table_equal_to_onnxruntime(dt: int) -> None:
+    a = _unary_chain("a_", [256], dt).model_parts("a_y", [256], dt)
+    b = _contrib_gelu_chain("b_", [256], dt).model_parts("b_y", [256], dt)
+    pair, plain = _models(a, b)
+    contrib = helper.make_opsetid("com.microsoft", 1)
+    for m in (pair, plain, pair.functions[0]):
+        m.opset_import.append(contrib)
+    pair.functions[0].value_info.append(vi("b_b", [256]))  # as the pass gives it: ONNX cannot infer contrib ops
+    assert _opcodes(lower_pair(pair, pair.graph.node[0])).count(Opcode.QLUT) == 4
+    for d in _compare(pair, plain, _feeds(plain, np.random.default_rng(3), exhaustive=True)):
+        assert d.max() == 0, (d.max(), (d > 0).sum())
+
+
 def _pool_chain(p: str, shape: list[int], dt: int, same: bool) -> Chain:
     """DQ -> MaxPool 3x3 s2 p1 -> Q (the same or other parameters), then DQ -> GlobalAveragePool -> Q."""
     c = Chain(p)

@@ -274,11 +274,27 @@ class Lowerer:
         return None
 
     def const_floats(self, name: str, op: onnx.NodeProto) -> np.ndarray:
-        """The float32 values of a constant float input (Resize scales): a Constant or an initializer."""
-        arr = self.known_value(name)
+        """The float32 values of a constant float input (Resize scales, a Pow exponent): a Constant, an
+        initializer, or a per-tensor DequantizeLinear of those (a QDQ model's quantized constant)."""
+        arr = self.constant_value(name)
         if arr is None:
             raise LoweringError(op.op_type, op.name, f"'{name}' must be a constant (initializer or Constant)")
         return np.asarray(arr, dtype=np.float32).reshape(-1)
+
+    def constant_value(self, name: str) -> np.ndarray | None:
+        """`known_value`, or that of a per-tensor DequantizeLinear of known values (a QDQ model's
+        quantized constant): (q - zero point) * scale in float32, as ONNX Runtime computes it."""
+        value = self.known_value(name)
+        dq = next((n for n in self.fn.node if n.op_type == "DequantizeLinear" and n.output[0] == name), None)
+        if value is not None or dq is None:
+            return value
+        q_name, scale_name, zp_name = [*dq.input, "", ""][:3]
+        q, scale = self.known_value(q_name), self.known_value(scale_name)
+        zp = self.known_value(zp_name) if zp_name else np.zeros(1, np.int32)
+        if q is None or scale is None or zp is None or scale.size != 1 or zp.size != 1:
+            return None
+        shifted = (q.astype(np.int32) - zp.astype(np.int32).reshape(())).astype(np.float32)
+        return np.asarray(shifted * np.float32(scale.reshape(())), np.float32)
 
     def node_task(self, k: int) -> Task:
         """The task of body node k: A's nodes come first."""

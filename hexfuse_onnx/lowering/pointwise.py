@@ -62,8 +62,8 @@ def reciprocal(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
 
 @lowers("Gelu", "com.microsoft::Gelu")
 def gelu(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
-    """GELU's erf form: ONNX Gelu (opset 20), and onnxruntime's com.microsoft Gelu (no attribute; what
-    `qnn_preprocess_model` turns Erf chains into: ppocrv6_det_tiny's 26 activations)."""
+    """ONNX Gelu and onnxruntime's com.microsoft Gelu (ORT's optimizer fuses the erf form into it):
+    one formula, 0.5 x (1 + erf(x / sqrt 2)), in both of ORT's CPU kernels."""
     if attr(n, "approximate", b"none") not in (b"none", "none"):
         raise LoweringError(n.op_type, n.name, "approximate='tanh' is not supported (erf form only)")
     cx.emit(n, t, Opcode.GELU, [cx.read(n.input[0], n, t)])

@@ -48,12 +48,13 @@ from .abi import (
 )
 from .lowerer import DTYPES, Lowerer, attr, f32_bits
 from .qmatmul import IntegerGroups
+from .registry import op_key
 
 # the unary functions a table replaces (their other inputs must be known scalars)
 TABLE_OPS = {
     "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Gelu", "Exp", "Log", "Relu", "LeakyRelu", "Elu", "Selu",
     "Softplus", "Softsign", "Clip", "Sqrt", "Neg", "Abs", "Erf", "Reciprocal", "Pow", "Add", "Sub", "Mul", "Div",
-    "Min", "Max",
+    "Min", "Max", "com.microsoft::Gelu",
 }  # fmt: skip
 NARROW = {Dtype.U8: (0, 255), Dtype.I8: (-128, 127)}
 
@@ -265,7 +266,7 @@ def _quantize(v: float, scale: np.float32, zp: int, dtype: Dtype) -> int:
 
 def _table(b: _Body, k: int) -> Found | None:
     n, cx = b.node(k), b.cx
-    if n.op_type not in TABLE_OPS or n.domain not in ("", "ai.onnx") or len(n.output) != 1:
+    if op_key(n) not in TABLE_OPS or len(n.output) != 1:
         return None
     variable = sorted({i for i in n.input if i and _scalar_constant(b, i) is None})
     if len(variable) != 1 or b.dq_of(variable[0]) is None or b.only_q(k) is None:
@@ -295,13 +296,7 @@ def _table(b: _Body, k: int) -> Found | None:
 
 def _scalar_constant(b: _Body, name: str) -> np.ndarray | None:
     """The value of a one-element input known at lowering time, or of a DequantizeLinear of one."""
-    v = b.cx.known_value(name)
-    d = b.dq_of(name)
-    if v is None and d is not None:
-        dq = b.node(d)
-        x, p = b.cx.known_value(dq.input[0]), _per_tensor(b.cx, dq)
-        if x is not None and p is not None and x.size == 1:
-            v = ((x.astype(np.int32) - p[1]).astype(np.float32) * p[0]).astype(np.float32)
+    v = b.cx.constant_value(name)
     return v if v is not None and v.size == 1 else None
 
 
@@ -331,7 +326,10 @@ def _ort_table(
         [helper.make_tensor_value_info(q.output[0], cx.dtype(q.output[0]), [256])],
         initializer=inits,
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", cx.opset)], ir_version=cx.ir_version)
+    opsets = [helper.make_opsetid("", cx.opset)] + (
+        [helper.make_opsetid(op.domain, 1)] if op.domain not in ("", "ai.onnx") else []
+    )
+    model = helper.make_model(graph, opset_imports=opsets, ir_version=cx.ir_version)
     values = np.arange(lo, hi + 1).astype(np.uint8 if tx == Dtype.U8 else np.int8)
     try:
         opts = ort.SessionOptions()
