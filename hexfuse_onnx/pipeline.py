@@ -488,7 +488,10 @@ def _reference(
     if g.source is None:  # static inputs, or fixed by --freeze-shapes
         if given is None:
             shapes = g.binding.inputs if g.binding is not None else None
-            cases.append(_random_case(path, original, shapes, "seeded random inputs"))
+            # the one-step bar of quantized outputs held on one input set alone let pairs through that
+            # were 8-17 steps off on others (dtln_stage2 u16u8, svtrv2_captcha u8u8): two sets
+            for seed in QUANTIZED_SEEDS if _quantized(g.model) else (0,):
+                cases.append(_random_case(path, original, shapes, f"seeded random inputs (seed {seed})", seed))
         return _with_cases(path, g, cases, None)
     assert g.binding is not None
     bindings = [g.binding, *graph_mod.other_bindings(g)]
@@ -502,11 +505,17 @@ def _reference(
     return _with_cases(path, g, cases, second)
 
 
+QUANTIZED_SEEDS = (0, 1)  # a static quantized model's seeded input sets; seed 3 stays held out (quantized_pairs)
+
+
+def _quantized(model: onnx.ModelProto) -> bool:
+    return any(n.op_type == "DequantizeLinear" for n in model.graph.node)
+
+
 def _with_cases(
     path: str | os.PathLike[str], g: ModelGraph, cases: list[Case], second: ShapeBinding | None
 ) -> Reference:
-    dequantizes = any(n.op_type == "DequantizeLinear" for n in g.model.graph.node)
-    return Reference(cases, second, output_steps(g.model), quantized_tensors(g.model), str(path), dequantizes)
+    return Reference(cases, second, output_steps(g.model), quantized_tensors(g.model), str(path), _quantized(g.model))
 
 
 def _binding_cases(
@@ -564,9 +573,11 @@ def _reproducible(path: str | os.PathLike[str], case: Case) -> bool:
     return all(np.array_equal(a, b) for a, b in zip(case.expected, again.expected))
 
 
-def _random_case(path: str | os.PathLike[str], original: Any, shapes: dict[str, list[int]] | None, what: str) -> Case:
+def _random_case(
+    path: str | os.PathLike[str], original: Any, shapes: dict[str, list[int]] | None, what: str, seed: int = 0
+) -> Case:
     try:
-        return run_original(original, random_inputs(original, shapes))
+        return run_original(original, random_inputs(original, shapes, seed))
     except VerificationError as exc:
         raise ModelError(
             f"{path}: the original model fails on {what}: {exc.message} (give real ones with --inputs)"
