@@ -319,11 +319,14 @@ static void test_pool_resize_program(hfx_pool *pool)
 #define RDN (RD0 * RD1 * RD2 * RD3)
 static float r_x[RDN], r_y[RDN], r_want[RDN];
 
-/* plain C: y at the kept axes' index = sum over the reduced axes (integers: exact in any order) */
+/* plain C: y at the kept axes' index = sum over the reduced axes (integers: exact in any order).
+ * Each output is gathered in a register: the scatter form (sum[q] += x[i] over a double array)
+ * gave wrong sums for masks 8-11 under qemu-hexagon 7.2 only, as clang-19 -O2 inlined it here: a
+ * packet's slot-0 load missed its slot-1 store (dsp/HEXAGON.md, "qemu 7.2 and 10"). */
 static void reduce_want(uint32_t mask, int mean)
 {
     const uint32_t d[4] = {RD0, RD1, RD2, RD3};
-    double sum[RDN] = {0};
+    static uint32_t out_of[RDN]; /* the output index of each input element */
     uint32_t count = 1;
     for (int a = 0; a < 4; a++)
         if (mask & (1u << a)) count *= d[a];
@@ -332,9 +335,14 @@ static void reduce_want(uint32_t mask, int mean)
         for (int a = 3; a >= 0; a--) idx[a] = rem % d[a], rem /= d[a];
         for (int a = 3; a >= 0; a--)
             if (!(mask & (1u << a))) q += idx[a] * scale, scale *= d[a];
-        sum[q] += (double)r_x[i];
+        out_of[i] = q;
     }
-    for (uint32_t q = 0; q < RDN / count; q++) r_want[q] = mean ? (float)(sum[q] / (double)count) : (float)sum[q];
+    for (uint32_t q = 0; q < RDN / count; q++) {
+        double sum = 0.0;
+        for (uint32_t i = 0; i < RDN; i++)
+            if (out_of[i] == q) sum += (double)r_x[i];
+        r_want[q] = mean ? (float)(sum / (double)count) : (float)sum;
+    }
 }
 
 /* the non-trailing masks once ran forever on Hexagon (the odometer loop as clang-19 compiled it) */
