@@ -1,0 +1,118 @@
+"""Time configurations in ONE process, their calls interleaved: what an application sees when
+`hexfuse_onnx.InferenceSession` replaces `onnxruntime.InferenceSession` in it.
+
+    time_interleaved(configs, feeds, rounds)       # every config one visit per round, shuffled order
+    ratio_interval(configs[k], configs[0])         # median of the per-round ratios, bootstrap 95%
+
+On these 2-vCPU VMs a vCPU changes speed for seconds at a time, and one process can run the same
+graph with the same options 5.8% faster than its twin process throughout (issue 13): ratios across
+processes never reached 2%. Here all sessions share one process, each round visits every
+configuration once in a new random order, and a ratio is taken within a round (seconds apart at
+most) before the median over rounds: a slow change of speed cancels in it.
+
+Before each visit the process rests until its threads are quiet (`rest_until_quiet`): after a call
+ORT's pooled modes spin their intra-op threads for 50-180 ms (measured on two_branch and
+gpt_decode_step, 50-70 ms of CPU in a 300 ms sleep), which would take a core from the next visit.
+A visit is one warm-up call, then the same number of timed calls for every configuration (as many
+as fill VISIT_S at the median configuration's speed, 1 to VISIT_CALLS); its figure is their median.
+"""
+
+from __future__ import annotations
+
+import gc
+import random
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from .bench import Config
+
+REST_SLICE_S = 0.005  # how often the rest checks the process's CPU time
+QUIET_CPU_S = 0.0005  # a slice with less process CPU than this (10% of a core) is quiet ...
+QUIET_SLICES = 2  # ... and this many quiet slices in a row end the rest
+REST_MAX_S = 0.5  # a rest never lasts longer (a thread busy for good would stall the run)
+VISIT_S = 0.005  # the timed calls of a visit fill this long ...
+VISIT_CALLS = 20  # ... at most this many
+BOOTSTRAP = 2000  # resamples of the rounds for the 95% interval
+
+
+def rest_until_quiet(clock: Callable[[], float] = time.process_time) -> float:
+    """Sleep until this process's threads use (almost) no CPU; returns the seconds rested."""
+    start, quiet = time.perf_counter(), 0
+    while quiet < QUIET_SLICES and time.perf_counter() - start < REST_MAX_S:
+        c0 = clock()
+        time.sleep(REST_SLICE_S)
+        quiet = quiet + 1 if clock() - c0 < QUIET_CPU_S else 0
+    return time.perf_counter() - start
+
+
+def time_interleaved(
+    configs: list[Config],
+    feeds: dict,
+    rounds: int,
+    seed: int = 0,
+    progress: Callable[[int], None] | None = None,
+) -> dict[str, float]:
+    """One visit per live configuration per round, in a shuffled order; cfg.samples gets one figure
+    (us) per round, so round r of every configuration is samples[r]. Returns each configuration's
+    median rest (s) before its visits."""
+    live = [c for c in configs if c.ok and c.session is not None]
+    calls = calls_per_visit(live, feeds)
+    rests: dict[str, list[float]] = {c.label: [] for c in live}
+    rng = random.Random(seed)
+    clock = time.perf_counter_ns
+    gc_was = gc.isenabled()
+    gc.disable()  # a collection inside a timed call is noise
+    try:
+        for r in range(rounds):
+            order = list(live)
+            rng.shuffle(order)
+            for cfg in order:
+                rests[cfg.label].append(rest_until_quiet())
+                run = cfg.session.run  # type: ignore[union-attr]  # live configs have one
+                run(None, feeds)
+                times = []
+                for _ in range(calls):
+                    t0 = clock()
+                    run(None, feeds)
+                    times.append((clock() - t0) / 1000.0)
+                cfg.samples.append(float(np.median(times)))
+            if progress:
+                progress(r + 1)
+    finally:
+        if gc_was:
+            gc.enable()
+    return {k: float(np.median(v)) for k, v in rests.items()}
+
+
+def calls_per_visit(live: list[Config], feeds: dict) -> int:
+    """Timed calls per visit, the same for every configuration: the later calls of a visit run
+    warmer, so a configuration given more of them would look faster (the same session timed as two
+    configurations with their own counts differed by 3%, two_branch and gpt_decode_step)."""
+    once = []
+    for cfg in live:
+        run = cfg.session.run  # type: ignore[union-attr]
+        run(None, feeds)
+        t0 = time.perf_counter()
+        run(None, feeds)
+        once.append(time.perf_counter() - t0)
+    return max(1, min(VISIT_CALLS, int(VISIT_S / max(float(np.median(once)), 1e-9)))) if once else 1
+
+
+def round_ratios(cfg: Config, base: Config) -> np.ndarray:
+    """cfg / base within each round both were timed in."""
+    n = min(len(cfg.samples), len(base.samples))
+    return np.asarray(cfg.samples[:n]) / np.asarray(base.samples[:n])
+
+
+def ratio_interval(cfg: Config, base: Config, seed: int = 0) -> tuple[float, float, float]:
+    """(median, low, high): the median of the per-round ratios cfg/base and its bootstrap 95%
+    interval (rounds resampled with replacement)."""
+    ratios = round_ratios(cfg, base)
+    if ratios.size == 0:
+        return float("nan"), float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    boot = np.median(rng.choice(ratios, size=(BOOTSTRAP, ratios.size)), axis=1)
+    low, high = np.percentile(boot, [2.5, 97.5])
+    return float(np.median(ratios)), float(low), float(high)

@@ -1,0 +1,52 @@
+"""tools/interleaved.py: configurations timed in one process, one visit each per round in a
+shuffled order, ratios taken within rounds. What is checked: one figure per configuration and
+round from real ORT sessions, the same number of calls per visit for all, the rest ending when the
+process is quiet, and the median/interval arithmetic on injected figures. Timings are not asserted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hexfuse_onnx import verify
+from hexfuse_onnx.tools import interleaved, isolated
+from hexfuse_onnx.tools.bench import Config
+
+
+def test_one_figure_per_configuration_and_round(zoo_dir: Path) -> None:
+    model = str(zoo_dir / "gpt_decode_step.onnx")
+    configs = [Config(m, isolated.ort_session(model, m)) for m in ("ort-seq", "ort-seq-2t")]
+    configs.append(Config("refused", None, check="output differs"))
+    feeds = verify.random_inputs(configs[0].session, seed=0)
+    seen: list[int] = []
+    rests = interleaved.time_interleaved(configs, feeds, rounds=4, seed=1, progress=seen.append)
+    assert seen == [1, 2, 3, 4]
+    assert [len(c.samples) for c in configs] == [4, 4, 0]
+    assert all(x > 0 for c in configs[:2] for x in c.samples)
+    assert set(rests) == {"ort-seq", "ort-seq-2t"}
+    assert 1 <= interleaved.calls_per_visit(configs[:2], feeds) <= interleaved.VISIT_CALLS
+
+
+def test_rest_ends_after_quiet_slices(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(interleaved, "REST_SLICE_S", 0.0)
+    cpu = iter([0.0, 0.01, 0.01, 0.02, 0.02, 0.02, 0.02, 0.02] + [0.02] * 100)  # busy for 2 slices, then quiet
+    calls = []
+
+    def clock() -> float:
+        calls.append(1)
+        return next(cpu)
+
+    interleaved.rest_until_quiet(clock)
+    assert len(calls) == 2 * (2 + interleaved.QUIET_SLICES)  # two clock reads per slice
+
+
+def test_ratio_interval_is_the_median_of_round_ratios() -> None:
+    base = Config("base", None, samples=[100.0, 200.0, 100.0, 400.0, 100.0])
+    cfg = Config("cfg", None, samples=[110.0, 220.0, 90.0, 440.0, 110.0, 999.0])  # last: base has no such round
+    assert np.allclose(interleaved.round_ratios(cfg, base), [1.1, 1.1, 0.9, 1.1, 1.1])
+    median, low, high = interleaved.ratio_interval(cfg, base)
+    assert median == pytest.approx(1.1) and 0.9 <= low <= median <= high <= 1.1
+    assert interleaved.ratio_interval(base, base) == (1.0, 1.0, 1.0)
+    assert np.isnan(interleaved.ratio_interval(Config("none", None), base)[0])
