@@ -1,7 +1,7 @@
 """Command line: `python -m hexfuse_onnx rewrite|inspect|unfuse|profile|zoo|bench|calibrate|emulate|tune|colocate ...`.
 
-Exit codes: 0 done (also when no pair qualifies), 2 bad command line, 3 bad input model,
-4 verification failed (nothing written), 5 output not writable, 70 internal error.
+Exit codes: 0 done (also when no pair qualifies or none survives verification), 2 bad command line,
+3 bad input model, 4 verification failed (nothing written), 5 output not writable, 70 internal error.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from .tools.bench import BASELINES, DEFAULT_BASELINES
 from .verify import DEFAULT_RTOL
 
 EPILOG = (
-    "exit codes: 0 ok (also when no pair qualifies), 2 bad command line, 3 bad input model, "
-    "4 verification failed (nothing written), 5 output not writable, 70 internal error"
+    "exit codes: 0 ok (also when no pair qualifies or none survives verification), 2 bad command line, "
+    "3 bad input model, 4 verification failed (nothing written), 5 output not writable, 70 internal error"
 )
 
 
@@ -451,7 +451,7 @@ def _rewrite_file(args: argparse.Namespace, shapes: dict[str, list[int]], progre
     for line in rejection_lines(a.all_rejected()):
         print(line)
     if result.output is None:
-        print("no pair qualifies; nothing written")
+        print(f"{_none_kept(a.all_rejected())}; nothing written")
     else:
         print(table(pair_rows(a.all_pairs())))
         c = result.comparison
@@ -716,6 +716,12 @@ def _hybrid(args: argparse.Namespace, progress) -> int:
     return _colocated(args, r, {"hybrid": vars(requests)})
 
 
+def _none_kept(rejected: list) -> str:
+    """Why a pass wrote no pair: none qualified, or those that did failed verification."""
+    failed = any(r.reason.startswith("fails verification") for r in rejected)
+    return "no pair survives verification" if failed else "no pair qualifies"
+
+
 def _colocated(args: argparse.Namespace, r, extra: dict | None = None) -> int:
     """Print (and with --json write) what `colocate` did."""
     from .report import hidden_lines, pair_rows, rejection_lines, rewrite_json, table
@@ -729,7 +735,7 @@ def _colocated(args: argparse.Namespace, r, extra: dict | None = None) -> int:
     if rw.output is not None:
         print(table(pair_rows(rw.analysis.pairs)))
     else:
-        print("no pair qualifies; the merged model is written unpaired")
+        print(f"{_none_kept(rw.analysis.rejected)}; the merged model is written unpaired")
     for line in rejection_lines(rw.analysis.rejected) + hidden_lines(rw.analysis.graph.model.graph):
         print(line)
     m = r.modelled

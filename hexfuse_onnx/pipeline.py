@@ -298,10 +298,12 @@ def rewrite(
 
     Only what lowers is fused: a pair with an op outside the kernel's op set is rejected with
     the op that stopped it, and the rest re-selected. When the rewritten model fails
-    verification, each pair is verified alone; the failing ones are rejected with their reason
-    and the rest re-selected, so only a verified model is ever written (and nothing when no
-    pair survives). With verify_plugin the model must also match with the FusedHexPair plugin
-    loaded (within PLUGIN_RTOL), which proves the task programs, not only the fallback.
+    verification, each pair is verified alone; the failing ones are rejected with their reason,
+    their kind may offer shorter candidates over their span (PairKind.shorter), and the rest is
+    re-selected, so only a verified model is ever written. When no pair survives, nothing is
+    written, as when none qualifies (the failures are among the rejections). With verify_plugin
+    the model must also match with the FusedHexPair plugin loaded (within PLUGIN_RTOL), which
+    proves the task programs, not only the fallback.
     """
     out = Path(output) if output else default_output(path)
     if out.exists() and out.resolve() == Path(path).resolve():
@@ -340,9 +342,8 @@ def rewrite(
             if not failing and len(analysis.pairs) == 1:
                 raise whole_error
             failed += failing or [_least_saving(analysis, whole_error, progress)]
+            _add_shorter(analysis, failing, progress)
             _reselect(analysis, failed, min_gain)
-            if not analysis.all_pairs():
-                raise VerificationError(f"no pair survives verification; first failure: {failed[0].reason}") from None
             continue
         except BaseException:
             staged.discard()
@@ -667,6 +668,19 @@ def _least_saving(analysis: Analysis, error: VerificationError, progress: Progre
     pair = min(analysis.pairs, key=lambda p: (p.saved, -min(p.candidate.nodes)))
     progress(f"dropping a {pair.kind} pair ({pair.candidate.note}): it passes alone, not with the others")
     return Rejection(pair.candidate, f"fails verification with the other pairs: {error.message}")
+
+
+def _add_shorter(analysis: Analysis, failing: list[Rejection], progress: Progress) -> None:
+    """Offer each scope the candidates its kinds find over the span of a pair that failed
+    verification alone, with shorter tasks (PairKind.shorter)."""
+    for scope in analysis.scopes():
+        mine = {id(c) for c in scope.candidates}
+        for r in failing:
+            if id(r.candidate) in mine:
+                new = KINDS[r.candidate.kind].shorter(scope.graph, scope.profile, r.candidate, scope.target)
+                if new:
+                    progress(f"trying {len(new)} shorter {r.candidate.kind} pair(s) over its span")
+                scope.candidates += new
 
 
 def _reselect(analysis: Analysis, failed: list[Rejection], min_gain: float) -> None:

@@ -710,3 +710,46 @@ def test_two_requests_of_a_real_encoder_are_mostly_inside_pairs(tmp_path, monkey
     assert proc.returncode == 0, proc.stderr
     modelled = json.loads(report.read_text())["colocate"]["modelled"]
     assert modelled["coverage"] >= 0.8 and modelled["gain"] >= 0.15, modelled
+
+
+def test_a_pair_refused_by_verification_is_retried_shorter_never_exit_4(tmp_path, monkeypatch):
+    """Two requests of a u16 QDQ model at the CLI's 100 us per call: the plugin check refused the
+    alignment's long pairs (one-step differences add up along a u16 chain) and colocate exited 4,
+    "no pair survives verification". Now a refused pair's span is offered as two halves cut at a
+    QDQ-group boundary (each paying for its call), refused halves halved again; what survives is
+    written, and when nothing does the merged model is written unpaired, as when no pair qualifies."""
+    from models import quantized
+
+    monkeypatch.delenv(costmodel.CALL_OVERHEAD_ENV)
+    source = quantized.fetch("mlp_chain_qdq_u16u8")
+    out = tmp_path / "two.onnx"
+    proc = run_cli("colocate", source, "--requests", "2", "--verify", "plugin", "-o", out, "-q")
+    assert proc.returncode == EXIT_OK, proc.stderr
+    r = colocate.colocate([source], tmp_path / "again.onnx", requests=2, verify_plugin=True)
+    a = r.rewrite.analysis
+    refused = [x.candidate for x in a.rejected if x.reason.startswith("fails verification")]
+    assert refused, "the premise: the plugin check refuses a pair here"
+    shorter = [c for c in a.candidates if any(c.nodes < x.nodes for x in refused)]
+    assert shorter, "no shorter pair was tried over a refused pair's span"
+    for c in shorter:
+        assert split_group(a.graph, c.task_a) is None and split_group(a.graph, c.task_b) is None
+    fused = [n for n in onnx.load(out).graph.node if n.op_type == "FusedHexPair"]
+    assert len(fused) == len(a.pairs)
+    if not a.pairs:
+        assert "no pair survives verification; the merged model is written unpaired" in proc.stdout
+        assert r.rewrite.output is None and r.modelled is not None and r.modelled.coverage == 0
+
+
+def test_halving_a_task_never_splits_a_qdq_group(tmp_path):
+    from models import quantized
+
+    merged = colocate.merge([quantized.fetch("mlp_chain_qdq_u16u8")], 2)
+    g = graph.load(_save(merged, tmp_path / "two.onnx"))
+    facts = dag_facts(g)
+    profile = profile_graph(g)
+    for side in kind.stream_sides(g, facts, merged.plan):
+        halves = kind.halve(g, profile, side, HOST)
+        assert halves is not None
+        first, second = halves
+        assert first and second and not set(first) & set(second) and set(first) | set(second) <= set(side)
+        assert split_group(g, first) is None and split_group(g, second) is None

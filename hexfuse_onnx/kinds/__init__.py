@@ -6,9 +6,10 @@ implementing `find(g, facts, profile, target) -> list[Candidate]` (`facts`: the 
 analysis of dag.py; confirm a candidate with `dag.independence_problem`). Override `evaluate`
 when the share is not all there is to choose (micro-batch also picks a split), with a
 `KindDetail` subclass for what the candidate carries; `tasks` when the body is not the two node
-sets as they are; `restore` when `unfuse` must do more than inline the body; `specificity` when
-its node sets are also found by another kind. Test it in tests/test_kind_<name>.py. Nothing else
-changes: the CLI's --kinds, selection, rewrite, report and unfuse go through the registry.
+sets as they are; `restore` when `unfuse` must do more than inline the body; `shorter` to offer
+shorter candidates over a pair that failed verification; `specificity` when its node sets are also
+found by another kind. Test it in tests/test_kind_<name>.py. Nothing else changes: the CLI's
+--kinds, selection, rewrite, report and unfuse go through the registry.
 """
 
 from __future__ import annotations

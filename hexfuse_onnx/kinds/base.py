@@ -116,6 +116,11 @@ class PairKind:
             return budget_message(a, b, target)
         return Pair(c, a, b, predict(a, b, target), complementarity(a, b, target))
 
+    def shorter(self, g: ModelGraph, profile: GraphProfile, c: Candidate, target: Target) -> list[Candidate]:
+        """Candidates over the span of `c`, which failed verification, with shorter tasks (their
+        differences add up less along a shorter chain); none by default."""
+        return []
+
     def tasks(self, g: ModelGraph, pair: Pair) -> PairTasks:
         ids_a, ids_b = with_constants(g, pair.candidate.task_a), with_constants(g, pair.candidate.task_b)
         body_a = with_dequantize_copies(

@@ -150,6 +150,30 @@ class Colocate(PairKind):
     def bucket_tasks(self, profile: GraphProfile, pair: Pair) -> tuple[TaskProfile, TaskProfile] | None:
         return None  # the alignment's share (a priority stream's latency bound) holds at every shape
 
+    def shorter(self, g: ModelGraph, profile: GraphProfile, c: Candidate, target: Target) -> list[Candidate]:
+        """Each task cut in two at a QDQ-group boundary near its modelled middle, first half with
+        first half and second with second: one-step differences add up along a long 16-bit chain
+        (the plugin's check refused whole u16 streams by 2-7 steps). Only halves that pay for their
+        call, as the alignment judges them; a refused half is halved again in turn."""
+        plan = plan_of(g.model)
+        assert plan is not None and isinstance(c.detail, ColocatedSegments)
+        ka, kb = c.detail.streams
+        halves_a, halves_b = halve(g, profile, c.task_a, target), halve(g, profile, c.task_b, target)
+        if halves_a is None or halves_b is None:
+            return []
+        score = pair_score(target, _priority_side(plan, ka, kb), plan.max_slowdown)
+        out = []
+        for a, b in zip(halves_a, halves_b):
+            task_a, task_b = profile.task(a), profile.task(b)
+            assert task_a is not None and task_b is not None  # parts of a profiled candidate
+            p = score(Segment.of(task_a, target), Segment.of(task_b, target))
+            if p is None or p.serial - p.fused - target.call_overhead_s.value <= 0:
+                continue
+            share = p.share_a if plan.priority is not None else predict(task_a, task_b, target).share_a
+            note = f"{len(a)} nodes of '{plan.streams[ka][:-1]}' with {len(b)} of '{plan.streams[kb][:-1]}'"
+            out.append(Candidate(Colocate.name, a, b, note=note, detail=ColocatedSegments(share, (ka, kb))))
+        return out
+
 
 def find_colocated(
     g: ModelGraph, facts: DagFacts, profile: GraphProfile, target: Target, plan: Plan
@@ -337,6 +361,24 @@ def whole_groups(g: ModelGraph, task: tuple[int, ...]) -> list[int]:
 
     kept = [i for i in task if not foreign(i)]
     return kept or list(task)
+
+
+def halve(g: ModelGraph, profile: GraphProfile, task: list[int], target: Target) -> tuple[list[int], list[int]] | None:
+    """The task (in topological order) cut in two where the modelled time is nearest its middle,
+    never inside a QDQ group nor between an IsNaN and its Where; each half without the Q/DQ nodes
+    that would split a group (whole_groups). None when there is no such cut."""
+    inside = _inside_groups(g, task)
+    times = [node_time(profile, i, target) for i in task]
+    total, acc, best = sum(times), 0.0, None
+    for k in range(1, len(task)):
+        acc += times[k - 1]
+        if task[k] in inside or _nan_test(g, task[k - 1]):
+            continue
+        if best is None or abs(acc - total / 2) < abs(best[1] - total / 2):
+            best = (k, acc)
+    if best is None:
+        return None
+    return whole_groups(g, tuple(task[: best[0]])), whole_groups(g, tuple(task[best[0] :]))
 
 
 # For two copies of one model: which of the model's attention/MLP blocks begin in units [u, u2) of
