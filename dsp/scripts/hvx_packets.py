@@ -68,6 +68,17 @@ from collections import Counter
 DSP_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REPO_DIR = os.path.dirname(DSP_DIR)
 
+# QMATMUL's and IMATMUL's HVX item (dsp/src/ops/qmatmul_hvx.c) up to the int32 sums: packing, sums, vrmpy
+QGEMM_ITEM = [
+    "hvx_qgemm_pack",
+    "hvx_qgemm_col_sums",
+    "hvx_qgemm_copy_row",
+    "hvx_qgemm_rows",
+    "qgemm_row_sum",
+    "qgemm_acc_start",
+    "qgemm_tile4_u",
+    "qgemm_tile1_u",
+]
 # kernel -> (extra local symbols counted with it, unit counted per loop iteration)
 KERNELS = {
     "hvx_add_i16": ([], "store"),
@@ -88,37 +99,9 @@ KERNELS = {
     "hvx_qadd": (["hvx_qbin_block"], "store"),
     "hvx_qmul": (["hvx_qbin_block"], "store"),
     # QMATMUL's HVX path (dsp/src/ops/qmatmul_hvx.c) on one item: packing, sums, vrmpy, scalar requantisation
-    "hvx_qgemm": (
-        [
-            "hvx_qgemm_pack",
-            "hvx_qgemm_col_sums",
-            "hvx_qgemm_copy_row",
-            "hvx_qgemm_rows",
-            "qgemm_row_sum",
-            "qgemm_acc_start",
-            "qgemm_tile4_u",
-            "qgemm_tile1_u",
-            "hvx_qgemm_requant",
-            "memcpy",
-        ],
-        "vrmpy",
-    ),
+    "hvx_qgemm": ([*QGEMM_ITEM, "hvx_qgemm_requant", "memcpy"], "vrmpy"),
     # IMATMUL's HVX path (dsp/src/ops/qmatmul_hvx.c) on one item: as hvx_qgemm, the int32 sums stored as they are
-    "hvx_imatmul": (
-        [
-            "hvx_qgemm_pack",
-            "hvx_qgemm_col_sums",
-            "hvx_qgemm_copy_row",
-            "hvx_qgemm_rows",
-            "qgemm_row_sum",
-            "qgemm_acc_start",
-            "qgemm_tile4_u",
-            "qgemm_tile1_u",
-            "hvx_qgemm_store_words",
-            "memcpy",
-        ],
-        "vrmpy",
-    ),
+    "hvx_imatmul": ([*QGEMM_ITEM, "hvx_qgemm_store_words", "memcpy"], "vrmpy"),
 }
 
 PERMUTE = {

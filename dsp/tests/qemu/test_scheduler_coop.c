@@ -51,6 +51,16 @@
 #include "../../ref/ref_qmatmul.h"
 #include "../../ref/ref_quant.h"
 
+/* The builder's program encoded and parsed; the builder is freed. */
+static hfx_status parse_built(hfxb *b, hfx_program **prog, hfx_error *err) {
+    size_t size = 0;
+    uint8_t *bytes = hfxb_encode(b, &size);
+    hfxb_free(b);
+    hfx_status st = hfx_program_parse(bytes, size, prog, err);
+    free(bytes);
+    return st;
+}
+
 #define MA 16
 #define KA 32
 #define NA 24
@@ -360,13 +370,9 @@ static void test_reduce_program(hfx_pool *pool)
             hfxb_init(&b);
             uint32_t x = hfxb_input(&b, HFX_TASK_A, 4, d), y = hfxb_output(&b, HFX_TASK_A, 4, od);
             hfxb_reduce(&b, HFX_TASK_A, mean ? HFX_OP_REDUCE_MEAN : HFX_OP_REDUCE_SUM, x, y, mask, 1);
-            size_t size = 0;
-            uint8_t *bytes = hfxb_encode(&b, &size);
-            hfxb_free(&b);
             hfx_program *prog = NULL;
             hfx_error err;
-            hfx_status st = hfx_program_parse(bytes, size, &prog, &err);
-            free(bytes);
+            hfx_status st = parse_built(&b, &prog, &err);
             const void *in[1] = {r_x};
             void *out[1] = {r_y};
             st = st ? st : hfx_run(pool, prog, in, 1, out, 1, NULL, NULL, NULL);
@@ -408,13 +414,9 @@ static void test_reduce_extreme_program(hfx_pool *pool)
             hfxb_init(&b);
             uint32_t x = hfxb_input(&b, HFX_TASK_A, 4, d), y = hfxb_output(&b, HFX_TASK_A, 4, od);
             hfxb_reduce(&b, HFX_TASK_A, max ? HFX_OP_REDUCE_MAX : HFX_OP_REDUCE_MIN, x, y, mask, 1);
-            size_t size = 0;
-            uint8_t *bytes = hfxb_encode(&b, &size);
-            hfxb_free(&b);
             hfx_program *prog = NULL;
             hfx_error err;
-            hfx_status st = hfx_program_parse(bytes, size, &prog, &err);
-            free(bytes);
+            hfx_status st = parse_built(&b, &prog, &err);
             const void *in[1] = {r_x};
             void *out[1] = {r_y};
             st = st ? st : hfx_run(pool, prog, in, 1, out, 1, NULL, NULL, NULL);
@@ -447,13 +449,9 @@ static void test_log_program(hfx_pool *pool)
     hfxb_init(&b);
     uint32_t x = hfxb_input(&b, HFX_TASK_B, HFXB_DIMS(LOGN)), y = hfxb_output(&b, HFX_TASK_B, HFXB_DIMS(LOGN));
     hfxb_unary(&b, HFX_TASK_B, HFX_OP_LOG, x, y);
-    size_t size = 0;
-    uint8_t *bytes = hfxb_encode(&b, &size);
-    hfxb_free(&b);
     hfx_program *prog = NULL;
     hfx_error err;
-    hfx_status st = hfx_program_parse(bytes, size, &prog, &err);
-    free(bytes);
+    hfx_status st = parse_built(&b, &prog, &err);
     const void *in[1] = {l_x};
     void *out[1] = {l_y};
     st = st ? st : hfx_run(pool, prog, in, 1, out, 1, NULL, NULL, NULL);
@@ -506,13 +504,9 @@ static void test_dynamic_quant_program(hfx_pool *pool)
                            HFX_DTYPE_U8);
     uint32_t acc = hfxb_set_dtype(&b, hfxb_output(&b, HFX_TASK_B, HFXB_DIMS(IMM, IMN)), HFX_DTYPE_I32);
     hfxb_op_add(&b, HFX_TASK_B, HFX_OP_IMATMUL, -1, 4, in, acc, NULL);
-    size_t size = 0;
-    uint8_t *bytes = hfxb_encode(&b, &size);
-    hfxb_free(&b);
     hfx_program *prog = NULL;
     hfx_error err;
-    hfx_status st = hfx_program_parse(bytes, size, &prog, &err);
-    free(bytes);
+    hfx_status st = parse_built(&b, &prog, &err);
     const void *ins[2] = {dq_x, im_a};
     void *outs[4] = {&dq_s, dq_z, dq_y, im_y};
     st = st ? st : hfx_run(pool, prog, ins, 2, outs, 4, NULL, NULL, NULL);
@@ -560,13 +554,9 @@ static void test_quant_program(hfx_pool *pool)
     uint32_t zb = hfxb_set_dtype(&b, hfxb_const(&b, 1, HFXB_DIMS(QR), (const float *)(const void *)zp_b), HFX_DTYPE_I8);
     uint32_t qb = hfxb_set_dtype(&b, hfxb_output(&b, 1, HFXB_DIMS(QR, QC)), HFX_DTYPE_I8);
     hfxb_quant(&b, 1, HFX_OP_QUANTIZE_LINEAR, xb, sb, zb, qb, 0);
-    size_t size = 0;
-    uint8_t *bytes = hfxb_encode(&b, &size);
-    hfxb_free(&b);
     hfx_program *prog = NULL;
     hfx_error err;
-    hfx_status st = hfx_program_parse(bytes, size, &prog, &err);
-    free(bytes);
+    hfx_status st = parse_built(&b, &prog, &err);
     expect(st == HFX_OK, "quant program parses");
     if (st != HFX_OK)
         return;
@@ -621,13 +611,9 @@ static void test_quant16_program(hfx_pool *pool)
     uint32_t zb = hfxb_set_dtype(&b, hfxb_const(&b, 1, HFXB_DIMS(QR), (const float *)(const void *)zp_b), HFX_DTYPE_I16);
     uint32_t qb = hfxb_set_dtype(&b, hfxb_output(&b, 1, HFXB_DIMS(QR, QC)), HFX_DTYPE_I16);
     hfxb_quant(&b, 1, HFX_OP_QUANTIZE_LINEAR, xb, sb, zb, qb, 0);
-    size_t size = 0;
-    uint8_t *bytes = hfxb_encode(&b, &size);
-    hfxb_free(&b);
     hfx_program *prog = NULL;
     hfx_error err;
-    hfx_status st = hfx_program_parse(bytes, size, &prog, &err);
-    free(bytes);
+    hfx_status st = parse_built(&b, &prog, &err);
     expect(st == HFX_OK, "u16/i16 quant program (v2) parses");
     if (st != HFX_OK)
         return;
@@ -698,13 +684,9 @@ static int qmatmul_case(hfx_pool *pool, qm_shape sh, int ta, int tb, int ty, int
     in[6] = hfxb_set_dtype(&b, hfxb_input(&b, 0, 1, &N), HFX_DTYPE_I32);
     uint32_t y = hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(M, N)), dt[ty]);
     hfxb_op_add(&b, 0, HFX_OP_QMATMUL, -1, 7, in, y, NULL);
-    size_t size = 0;
-    uint8_t *bytes = hfxb_encode(&b, &size);
-    hfxb_free(&b);
     hfx_program *prog = NULL;
     hfx_error err;
-    hfx_status st = hfx_program_parse(bytes, size, &prog, &err);
-    free(bytes);
+    hfx_status st = parse_built(&b, &prog, &err);
     int ok = st == HFX_OK;
     if (ok) {
         const void *ins[6] = {qa + 1, za, zb, sc, zy, bias};
@@ -767,13 +749,9 @@ static int imatmul_case(hfx_pool *pool, qm_shape sh, int ta, int tb, int per_col
     in[3] = hfxb_set_dtype(&b, hfxb_input(&b, 0, per_column ? 1 : 0, &ncol), dt[tb]);
     uint32_t y = hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(M, N)), HFX_DTYPE_I32);
     hfxb_op_add(&b, 0, HFX_OP_IMATMUL, -1, 4, in, y, NULL);
-    size_t size = 0;
-    uint8_t *bytes = hfxb_encode(&b, &size);
-    hfxb_free(&b);
     hfx_program *prog = NULL;
     hfx_error err;
-    int ok = hfx_program_parse(bytes, size, &prog, &err) == HFX_OK;
-    free(bytes);
+    int ok = parse_built(&b, &prog, &err) == HFX_OK;
     if (ok) {
         const void *ins[4] = {qa + 1, qb + 3, za, zb + 1};
         void *outs[1] = {qy + 1};
@@ -860,13 +838,9 @@ static int qconv_case(hfx_pool *pool, const qc_shape *sh, int tx, int tw, int ty
     int32_t params[HFX_OP_PARAMS] = {0};
     memcpy(params, pr, sizeof sh->pr);
     hfxb_op_add(&b, 0, HFX_OP_QCONV2D, -1, sh->per_channel ? 7 : 6, in, y, params);
-    size_t size = 0;
-    uint8_t *bytes = hfxb_encode(&b, &size);
-    hfxb_free(&b);
     hfx_program *prog = NULL;
     hfx_error err;
-    int ok = hfx_program_parse(bytes, size, &prog, &err) == HFX_OK;
-    free(bytes);
+    int ok = parse_built(&b, &prog, &err) == HFX_OK;
     if (!ok)
         hx_printf("QConv2D program refused: %s\n", err.message);
     if (ok) {
