@@ -342,6 +342,31 @@ def test_sixteen_bit_pairs_under_qemu_equal_the_host_kernel(name: str, tmp_path:
     assert all(p["bit_exact"] for p in pairs), [o for p in pairs for o in p["outputs"] if not o["bit_exact"]]
 
 
+@pytest.mark.skipif(
+    not (Path(__file__).resolve().parents[1] / "build/hexagon-v73/hexfuse_emulate.elf").is_file(),
+    reason="build the Hexagon images first: bash dsp/scripts/build_hexagon.sh",
+)
+def test_a_conv1d_pair_under_qemu_equals_the_host_kernel(tmp_path: Path) -> None:
+    """dtln_stage2 u16u8, two requests co-located: its Conv1Ds reach their QUANTIZE_LINEAR through a
+    COPY (the squeeze), and still sum in the Hexagon order on the host, so every output is bit for bit
+    the host's under qemu-hexagon v73 (r0/conv1d_3 was one u16 step off at seed 3 before)."""
+    import json
+    import shutil
+
+    from cli_support import run_cli
+
+    if shutil.which("qemu-hexagon") is None:
+        pytest.skip("qemu-hexagon is not installed")
+    fused, report = tmp_path / "x2.onnx", tmp_path / "emu.json"
+    proc = run_cli("colocate", quantized.fetch("dtln_stage2_qdq_u16u8"), "--requests", "2", "-o", fused, "-q")
+    assert proc.returncode == 0, proc.stderr
+    proc = run_cli("emulate", fused, "--arch", "v73", "--seed", "3", "--json", report, "-q")
+    assert proc.returncode == 0, proc.stderr
+    pairs = json.loads(report.read_text())["pairs"]
+    assert pairs and all("conv2d" in p["op_names"] for p in pairs)
+    assert all(p["bit_exact"] for p in pairs), [o for p in pairs for o in p["outputs"] if not o["bit_exact"]]
+
+
 def test_qdq_groups_are_taken_whole_or_named() -> None:
     """x -> DQ -> Relu -> Q -> DQ2 -> Sigmoid -> Q2: a task of the Relu alone splits its group; closing
     it takes DQ and Q; a task holding DQ2 without its Sigmoid gives DQ2 back."""
@@ -446,12 +471,16 @@ def test_plugin_verification_refuses_a_pair_whose_inner_outputs_drift(tmp_path: 
 
 
 @pytest.mark.parametrize(
-    ("m", "n", "k", "trans_a", "trans_b"), [(5, 37, 300, 0, 0), (8, 32, 16, 1, 0), (4, 20, 9, 0, 1)]
+    ("m", "n", "k", "trans_a", "trans_b", "through_copy"),
+    [(5, 37, 300, 0, 0, False), (8, 32, 16, 1, 0, False), (4, 20, 9, 0, 1, False), (5, 37, 300, 0, 0, True)],
 )
-def test_hexagon_order_sums_a_quantized_gemm_in_k_order(m: int, n: int, k: int, trans_a: int, trans_b: int) -> None:
+def test_hexagon_order_sums_a_quantized_gemm_in_k_order(
+    m: int, n: int, k: int, trans_a: int, trans_b: int, through_copy: bool
+) -> None:
     """HostKernel.run(hexagon_order=True): a Gemm whose result a QUANTIZE_LINEAR reads sums each
     element's products for k = 0, 1, ... one at a time, as the Hexagon builds' sgemm does (tile
-    edges, a k beyond one packed panel and transposed operands included)."""
+    edges, a k beyond one packed panel and transposed operands included), also when the result
+    reaches the QUANTIZE_LINEAR through a COPY (a Conv1D's squeeze: dtln_stage2 u16u8)."""
     from hexfuse_onnx.lowering.abi import GemmParam
     from hexfuse_onnx.lowering.lowerer import f32_bits
 
@@ -463,13 +492,15 @@ def test_hexagon_order_sums_a_quantized_gemm_in_k_order(m: int, n: int, k: int, 
     ib = p.add(Tensor(Dtype.F32, Role.INPUT, t, list(b.shape), io=1))
     y = p.add(Tensor(Dtype.F32, Role.OUTPUT, t, [m, n], io=0))
     s = p.add(Tensor(Dtype.F32, Role.CONSTANT, t, [], data=np.float32(0.05).tobytes()))
-    q = p.add(Tensor(Dtype.U8, Role.OUTPUT, t, [m, n], io=1))
     params = [0] * len(Op(Opcode.GEMM, Engine.MATRIX, t, [], 0).params)
     params[GemmParam.TRANS_A], params[GemmParam.TRANS_B], params[GemmParam.ALPHA] = trans_a, trans_b, f32_bits(1.0)
-    p.ops += [
-        Op(Opcode.GEMM, Engine.MATRIX, t, [ia, ib], y, params),
-        Op(Opcode.QUANTIZE_LINEAR, Engine.VECTOR, t, [y, s], q),
-    ]
+    p.ops.append(Op(Opcode.GEMM, Engine.MATRIX, t, [ia, ib], y, params))
+    quantized = y
+    if through_copy:
+        quantized = p.add(Tensor(Dtype.F32, Role.SCRATCH, t, [m * n]))
+        p.ops.append(Op(Opcode.COPY, Engine.COPY, t, [y], quantized))
+    q = p.add(Tensor(Dtype.U8, Role.OUTPUT, t, [m * n] if through_copy else [m, n], io=1))
+    p.ops.append(Op(Opcode.QUANTIZE_LINEAR, Engine.VECTOR, t, [quantized, s], q))
     p.n_io = [2, 0, 2, 0]
     got = runtime.HostKernel().run(p.encode(), [a, b], hexagon_order=True)[0]
     a2, b2 = (a.T if trans_a else a), (b.T if trans_b else b)

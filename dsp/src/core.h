@@ -44,7 +44,8 @@ typedef struct hfx_op {
     const struct hfx_op_desc *desc; /* its ops.def row */
     uint16_t opcode;
     uint8_t engine, task;
-    uint8_t quantized_out; /* a QUANTIZE_LINEAR reads its first output (hfx_program_sum_in_hexagon_order) */
+    uint8_t quantized_out; /* a QUANTIZE_LINEAR reads its first output, maybe through copies
+                           * (hfx_program_sum_in_hexagon_order) */
     uint32_t n_in, n_out;
     uint32_t in[HFX_MAX_OP_INPUTS];
     uint32_t out[HFX_MAX_OP_OUTPUTS];

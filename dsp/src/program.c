@@ -684,10 +684,17 @@ static hfx_status parse_ops(hfx_program *p, const header *h, hfx_error *err) {
     return st;
 }
 
+/* ops that move their first input's values unchanged (a Conv1D's result reaches its Q through a COPY) */
+static bool moves_values(uint16_t opcode) {
+    return opcode == HFX_OP_COPY || opcode == HFX_OP_TRANSPOSE || opcode == HFX_OP_SLICE;
+}
+
 void hfx_program_sum_in_hexagon_order(hfx_program *p) {
     for (uint32_t o = 0; o < p->n_ops; o++) { /* a QUANTIZE_LINEAR has its input X (validated) */
         if (p->ops[o].opcode != HFX_OP_QUANTIZE_LINEAR) continue;
         uint32_t producer = p->tensors[p->ops[o].in[0]].producer;
+        while (producer != HFX_NO_TENSOR && moves_values(p->ops[producer].opcode))
+            producer = p->tensors[p->ops[producer].in[0]].producer;
         if (producer != HFX_NO_TENSOR) p->ops[producer].quantized_out = 1;
     }
 }

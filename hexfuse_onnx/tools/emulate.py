@@ -17,7 +17,7 @@ host kernel (`runtime.HostKernel`), and the outputs are compared.
 fp32 is not expected to be bit-exact between the two builds (Hexagon: plain C sgemm and the rt's
 expf/tanhf/erff; host: OpenBLAS and libm): a float output passes when max|emulated - host| <=
 rtol * max|host| (default 1e-4). A float Conv/Gemm whose result a QUANTIZE_LINEAR reads (a u16
-group's) runs in the Hexagon build's summation order on the host reference
+group's; also through a Copy, Transpose or Slice) runs in the Hexagon build's summation order on the host reference
 (`HostKernel.run(hexagon_order=True)`), so its quantized result is exact. Integer outputs must be
 equal, except those a QUANTIZE_LINEAR writes: they quantize an f32 result, which a transcendental
 op (the rt's expf against libm's) can still round the other way, and pass within one step (still

@@ -7,8 +7,9 @@
  *   erff          odd Taylor series (to x^21) for |x| < 1, Abramowitz-Stegun
  *                 7.1.26 (abs error <= 1.5e-7) above; within 4 ulp
  *   sqrtf, sqrt   reciprocal square root by Newton steps (no division),
- *                 then one correction step; correctly rounded in most cases,
- *                 within 1 ulp always
+ *                 then one correction step; sqrt correctly rounded in most
+ *                 cases, within 1 ulp always; sqrtf (sqrt rounded to float)
+ *                 correctly rounded: equal to the host's for every float
  *
  * HX_RT_PREFIX lets dsp/tests/qemu/check_rt_host.c build this file on the
  * host with prefixed names and compare it with the host libm.

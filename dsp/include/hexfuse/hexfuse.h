@@ -64,7 +64,7 @@ hfx_status hfx_program_parse(const void *bytes, size_t size, hfx_program **out, 
 void hfx_program_free(hfx_program *p);
 
 /* From now on the program's float Conv/Gemm/MatMul whose result a QUANTIZE_LINEAR reads (a 16-bit
- * QDQ group's) sum in the Hexagon builds' order instead of the host BLAS's: bit for bit what the
+ * QDQ group's; also through Copy, Transpose or Slice ops, which move values unchanged) sum in the Hexagon builds' order instead of the host BLAS's: bit for bit what the
  * Hexagon build computes (`emulate`'s host reference), at several times the BLAS's time. */
 void hfx_program_sum_in_hexagon_order(hfx_program *p);
 
