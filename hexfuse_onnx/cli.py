@@ -426,7 +426,7 @@ def _rewrite(args: argparse.Namespace, progress) -> int:
 
 def _rewrite_file(args: argparse.Namespace, shapes: dict[str, list[int]], progress) -> int:
     from .pipeline import default_output, rewrite
-    from .report import pair_rows, rejection_lines, rewrite_json, summary, table
+    from .report import none_kept, pair_rows, rejection_lines, rewrite_json, summary, table
     from .verify import load_inputs
 
     output = args.output or str(default_output(args.model))
@@ -451,7 +451,7 @@ def _rewrite_file(args: argparse.Namespace, shapes: dict[str, list[int]], progre
     for line in rejection_lines(a.all_rejected()):
         print(line)
     if result.output is None:
-        print(f"{_none_kept(a.all_rejected())}; nothing written")
+        print(f"{none_kept(a.all_rejected())}; nothing written")
     else:
         print(table(pair_rows(a.all_pairs())))
         c = result.comparison
@@ -716,15 +716,9 @@ def _hybrid(args: argparse.Namespace, progress) -> int:
     return _colocated(args, r, {"hybrid": vars(requests)})
 
 
-def _none_kept(rejected: list) -> str:
-    """Why a pass wrote no pair: none qualified, or those that did failed verification."""
-    failed = any(r.reason.startswith("fails verification") for r in rejected)
-    return "no pair survives verification" if failed else "no pair qualifies"
-
-
 def _colocated(args: argparse.Namespace, r, extra: dict | None = None) -> int:
     """Print (and with --json write) what `colocate` did."""
-    from .report import hidden_lines, pair_rows, rejection_lines, rewrite_json, table
+    from .report import hidden_lines, none_kept, pair_rows, rejection_lines, rewrite_json, table
 
     plan = r.merged.plan
     print(
@@ -735,7 +729,7 @@ def _colocated(args: argparse.Namespace, r, extra: dict | None = None) -> int:
     if rw.output is not None:
         print(table(pair_rows(rw.analysis.pairs)))
     else:
-        print(f"{_none_kept(rw.analysis.rejected)}; the merged model is written unpaired")
+        print(f"{none_kept(rw.analysis.rejected)}; the merged model is written unpaired")
     for line in rejection_lines(rw.analysis.rejected) + hidden_lines(rw.analysis.graph.model.graph):
         print(line)
     m = r.modelled

@@ -251,6 +251,12 @@ def candidate_lines(rejected: list[Rejection], limit: int = 12) -> list[str]:
     return lines
 
 
+def none_kept(rejected: list[Rejection]) -> str:
+    """Why a pass wrote no pair: none qualified, or those that did failed verification."""
+    failed = any(r.reason.startswith("fails verification") for r in rejected)
+    return "no pair survives verification" if failed else "no pair qualifies"
+
+
 def rejection_lines(rejected: list[Rejection]) -> list[str]:
     """One line per reason, most frequent first; candidates that do not lower are counted by the
     op (and its reason) that stopped them: `rejected 116: does not lower: BatchNormalization

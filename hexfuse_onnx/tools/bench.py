@@ -403,7 +403,10 @@ def _prepare(
     progress(f"rewriting {model.name} (target {target})")
     result = rewrite(model, work / "fused.onnx", target=target, shapes=shapes, progress=progress)
     if result.output is None:
-        return model, None, "no pair qualifies: nothing to fuse, hexfuse not timed", predicted(result.analysis)
+        from ..report import none_kept
+
+        why = none_kept(result.analysis.all_rejected())
+        return model, None, f"{why}: nothing to fuse, hexfuse not timed", predicted(result.analysis)
     return model, result.output, "", predicted(result.analysis)
 
 
