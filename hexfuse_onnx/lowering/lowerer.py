@@ -282,19 +282,15 @@ class Lowerer:
         return np.asarray(arr, dtype=np.float32).reshape(-1)
 
     def constant_value(self, name: str) -> np.ndarray | None:
-        """`known_value`, or that of a per-tensor DequantizeLinear of known values (a QDQ model's
-        quantized constant): (q - zero point) * scale in float32, as ONNX Runtime computes it."""
+        """`known_value`, or a DequantizeLinear of known values (a QDQ model's quantized constant) as
+        ONNX Runtime computes it (quant.dequantized)."""
+        from .quant import dequantized  # quant.py lowers through this module
+
         value = self.known_value(name)
-        dq = next((n for n in self.fn.node if n.op_type == "DequantizeLinear" and n.output[0] == name), None)
-        if value is not None or dq is None:
+        made_by = next((n for n in self.fn.node if name in n.output), None)
+        if value is not None or made_by is None:
             return value
-        q_name, scale_name, zp_name = [*dq.input, "", ""][:3]
-        q, scale = self.known_value(q_name), self.known_value(scale_name)
-        zp = self.known_value(zp_name) if zp_name else np.zeros(1, np.int32)
-        if q is None or scale is None or zp is None or scale.size != 1 or zp.size != 1:
-            return None
-        shifted = (q.astype(np.int32) - zp.astype(np.int32).reshape(())).astype(np.float32)
-        return np.asarray(shifted * np.float32(scale.reshape(())), np.float32)
+        return dequantized(made_by, [self.known_value(i) for i in made_by.input if i])
 
     def node_task(self, k: int) -> Task:
         """The task of body node k: A's nodes come first."""

@@ -10,7 +10,6 @@ import onnx
 
 from .abi import ClipParam, Dtype, HardSigmoidParam, Opcode, ReplaceNanParam, Task
 from .lowerer import Lowerer, attr, f32_bits
-from .quant import dequantized
 from .registry import LoweringError, lowers
 
 BINARY = {"Add": Opcode.ADD, "Sub": Opcode.SUB, "Mul": Opcode.MUL, "Div": Opcode.DIV}
@@ -176,7 +175,7 @@ def max_min(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     after each LeakyRelu of openWakeWord's embedding model); any other Max/Min a chain of MAX / MIN
     (numpy broadcast, a NaN propagates, as ONNX Runtime)."""
     inputs = [name for name in n.input if name]
-    known = [_constant(cx, name) for name in inputs]
+    known = [cx.constant_value(name) for name in inputs]
     scalars = [k for k, v in enumerate(known) if v is not None and np.asarray(v).size == 1]
     if len(inputs) == 2 and scalars and cx.shape(inputs[1 - scalars[0]], n) == cx.shape(n.output[0], n):
         c = float(np.asarray(known[scalars[0]]).ravel()[0])
@@ -185,15 +184,6 @@ def max_min(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         cx.emit(n, t, Opcode.CLIP, [cx.read(inputs[1 - scalars[0]], n, t)], params)
         return
     _chain(cx, n, t, Opcode.MAX if n.op_type == "Max" else Opcode.MIN, inputs)
-
-
-def _constant(cx: Lowerer, name: str) -> np.ndarray | None:
-    """A value known at lowering time, or a DequantizeLinear of known values (a QDQ model's constant)."""
-    value = cx.known_value(name)
-    made_by = next((b for b in cx.fn.node if name in b.output), None)
-    if value is not None or made_by is None:
-        return value
-    return dequantized(made_by, [cx.known_value(i) for i in made_by.input if i])
 
 
 @lowers("LeakyRelu")
