@@ -170,8 +170,7 @@ class Colocate(PairKind):
             if p is None or p.serial - p.fused - target.call_overhead_s.value <= 0:
                 continue
             share = p.share_a if plan.priority is not None else predict(task_a, task_b, target).share_a
-            note = f"{len(a)} nodes of '{plan.streams[ka][:-1]}' with {len(b)} of '{plan.streams[kb][:-1]}'"
-            out.append(Candidate(Colocate.name, a, b, note=note, detail=ColocatedSegments(share, (ka, kb))))
+            out.append(_segment_pair(plan, (ka, kb), a, b, (len(a), len(b)), share))
         return out
 
 
@@ -202,15 +201,19 @@ def find_colocated(
             if independence_problem(facts, set(p.a), set(p.b)) is not None:
                 continue  # cannot happen for disjoint streams; kept as the pass's own guard
             out.append(
-                Candidate(
-                    Colocate.name,
-                    whole_groups(g, p.a),
-                    whole_groups(g, p.b),
-                    note=f"{len(p.a)} nodes of '{plan.streams[ka][:-1]}' with {len(p.b)} of '{plan.streams[kb][:-1]}'",
-                    detail=ColocatedSegments(share, (ka, kb)),
-                )
+                _segment_pair(plan, (ka, kb), whole_groups(g, p.a), whole_groups(g, p.b), (len(p.a), len(p.b)), share)
             )
     return out
+
+
+def _segment_pair(
+    plan: Plan, streams: tuple[int, int], a: list[int], b: list[int], aligned: tuple[int, int], share: float
+) -> Candidate:
+    """The colocate candidate of segments a and b of two streams (`aligned`: their node counts as
+    the alignment chose them, before whole_groups)."""
+    ka, kb = streams
+    note = f"{aligned[0]} nodes of '{plan.streams[ka][:-1]}' with {aligned[1]} of '{plan.streams[kb][:-1]}'"
+    return Candidate(Colocate.name, a, b, note=note, detail=ColocatedSegments(share, streams))
 
 
 def _priority_side(plan: Plan, ka: int, kb: int) -> str | None:
