@@ -153,23 +153,29 @@ def time_configs(configs: list[Config], feeds: dict[str, np.ndarray], runs: int,
     live = [c for c in configs if c.ok and c.session is not None]
     rounds = max(1, min(rounds, runs))
     per_round = [runs // rounds + (1 if r < runs % rounds else 0) for r in range(rounds)]
-    clock = time.perf_counter_ns
     gc_was = gc.isenabled()
     gc.disable()  # a collection inside a timed run is noise
     try:
         for k in per_round:
             for cfg in live:
                 assert cfg.session is not None  # live configs have one
-                run = cfg.session.run
-                for _ in range(warmup):
-                    run(None, feeds)
-                for _ in range(k):
-                    t0 = clock()
-                    run(None, feeds)
-                    cfg.samples.append((clock() - t0) / 1000.0)
+                cfg.samples += timed_runs(cfg.session.run, feeds, k, warmup)
     finally:
         if gc_was:
             gc.enable()
+
+
+def timed_runs(run: Callable[..., Any], feeds: dict[str, np.ndarray], runs: int, warmup: int = 0) -> list[float]:
+    """`warmup` untimed calls of a session's `run`, then the wall time (us) of each of `runs` calls."""
+    clock = time.perf_counter_ns
+    for _ in range(warmup):
+        run(None, feeds)
+    samples = []
+    for _ in range(runs):
+        t0 = clock()
+        run(None, feeds)
+        samples.append((clock() - t0) / 1000.0)
+    return samples
 
 
 class CpuMeter:

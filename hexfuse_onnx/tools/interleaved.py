@@ -26,7 +26,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .bench import Config
+from .bench import Config, timed_runs
 
 REST_SLICE_S = 0.005  # how often the rest checks the process's CPU time
 QUIET_CPU_S = 0.0005  # a slice with less process CPU than this (10% of a core) is quiet ...
@@ -61,7 +61,6 @@ def time_interleaved(
     calls = calls_per_visit(live, feeds)
     rests: dict[str, list[float]] = {c.label: [] for c in live}
     rng = random.Random(seed)
-    clock = time.perf_counter_ns
     gc_was = gc.isenabled()
     gc.disable()  # a collection inside a timed call is noise
     try:
@@ -70,13 +69,7 @@ def time_interleaved(
             rng.shuffle(order)
             for cfg in order:
                 rests[cfg.label].append(rest_until_quiet())
-                run = cfg.session.run  # type: ignore[union-attr]  # live configs have one
-                run(None, feeds)
-                times = []
-                for _ in range(calls):
-                    t0 = clock()
-                    run(None, feeds)
-                    times.append((clock() - t0) / 1000.0)
+                times = timed_runs(cfg.session.run, feeds, calls, warmup=1)  # type: ignore[union-attr]  # live
                 cfg.samples.append(float(np.median(times)))
             if progress:
                 progress(r + 1)

@@ -31,7 +31,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from .bench import Config, first_line, verify_config
+from .bench import Config, first_line, timed_runs, verify_config
 
 SETTLE_S_MAX = 10.0  # how long a run-time mode choice may run before timing starts (it takes >= 0.26 s)
 # Idle time before each block: ORT's intra-op threads spin for a while after a call, and a worker
@@ -196,18 +196,10 @@ def _serve(requests: IO[bytes], replies: IO[bytes]) -> None:
     settle(session, feeds)
     reply("ready", (cfg.check, cfg.error, getattr(session, "mode", None)))
     run: Callable[..., Any] = session.run
-    clock = time.perf_counter_ns
     gc.disable()  # a collection inside a timed run is noise
     while (request := pickle.load(requests)) is not None:
         runs, warmup = request
-        for _ in range(warmup):
-            run(None, feeds)
-        samples = []
-        for _ in range(runs):
-            t0 = clock()
-            run(None, feeds)
-            samples.append((clock() - t0) / 1000.0)
-        reply("ok", samples)
+        reply("ok", timed_runs(run, feeds, runs, warmup))
 
 
 def settle(session: Any, feeds: dict[str, np.ndarray]) -> None:
