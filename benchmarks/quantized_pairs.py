@@ -299,7 +299,7 @@ def pairs_at_default_overhead(src: Path, out_dir: Path) -> int:
     saved = os.environ.pop(costmodel.CALL_OVERHEAD_ENV, None)
     try:
         return len(pipeline.rewrite(src, out_dir / "default-overhead.onnx", rtol=0.0).analysis.pairs)
-    except VerificationError:  # every pair refused
+    except VerificationError:  # a pair that passes alone fails in the whole model, the only one left
         return 0
     finally:
         if saved is not None:
@@ -344,7 +344,7 @@ def analyse(
     row["pairs_default"] = pairs_at_default_overhead(src, out_dir)
     try:
         result = pipeline.rewrite(src, out_dir / f"{name}.fused.onnx", rtol=0.0, verify_plugin=True)
-    except VerificationError as exc:  # every pair refused by the plugin verification
+    except VerificationError as exc:  # a pair that passes alone fails in the whole model, the only one left
         return {**row, "refused": [exc.message]}
     row.update(pairs=len(result.analysis.pairs), refused=report.rejection_lines(result.analysis.rejected))
     if result.output is None:

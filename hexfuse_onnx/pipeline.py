@@ -27,7 +27,7 @@ from .kinds import KINDS, Candidate, Pair, discover
 from .lowering import LoweringError
 from .modelio import stage
 from .profile import GraphProfile, profile_graph
-from .qdq import output_steps, quantized_tensors
+from .qdq import is_dq_node, output_steps, quantized_tensors
 from .rewrite import fuse, next_pair_id, prepare
 from .select import DEFAULT_MIN_GAIN, Rejection, blocker_of, select
 from .subgraphs import (
@@ -510,7 +510,7 @@ QUANTIZED_SEEDS = (0, 1)  # a static quantized model's seeded input sets; seed 3
 
 
 def _quantized(model: onnx.ModelProto) -> bool:
-    return any(n.op_type == "DequantizeLinear" for n in model.graph.node)
+    return any(is_dq_node(n) for n in model.graph.node)
 
 
 def _with_cases(
