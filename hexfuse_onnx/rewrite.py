@@ -55,7 +55,7 @@ def prepare(
     for k, pair in enumerate(pairs):
         pair.id, pair.lowered, pair.share_table = f"pair{first + k}", None, None
         pair.call = _fused_call(_with_witnesses(g, kind_of(pair).tasks(g, pair)), pair, target.name, opsets)
-        _add_value_info(pair.call.function, typed)
+        _add_value_info(pair.call.function, typed | kind_of(pair).body_types(g, pair))
         try:
             pair.lowered = _lower(g, pair.call, second, known)
         except LoweringError as exc:

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from onnx import TensorProto, helper
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
 
+import models
 from hexfuse_onnx import graph, pipeline
 from hexfuse_onnx.costmodel import HEXAGON_V73
 from hexfuse_onnx.kinds import KINDS, Candidate, discover
 from hexfuse_onnx.kinds.dag import dag_facts, independence_problem
 from hexfuse_onnx.profile import profile_graph
+from models import quantized
 
 KIND_BRANCHES, KIND_MICROBATCH, KIND_PREFILL_DECODE = "branches", "microbatch", "prefill_decode"
 
@@ -68,6 +72,80 @@ def test_mlp_chain_is_micro_batched(zoo_dir: Path) -> None:
     (pair,) = a.pairs
     assert pair.microbatch_sizes is not None and sum(pair.microbatch_sizes) == 8
     assert len(pair.candidate.task_a) == len(a.graph.nodes)  # the whole chain
+
+
+def test_mlp_chain_after_quant_pre_process_is_micro_batched(tmp_path: Path) -> None:
+    """quant_pre_process writes each rank-3 Gemm as Reshape -> Gemm -> Reshape and HardSwish as
+    x * HardSigmoid(x): the chain runs through both, whole, as on the zoo's own mlp_chain."""
+    a = pipeline.analyse(quantized.prepare(models.build("mlp_chain"), tmp_path))
+    ops = [n.op_type for n in a.graph.nodes]
+    assert ops.count("Reshape") == 4 and "HardSigmoid" in ops and "HardSwish" not in ops
+    assert [c.kind for c in a.candidates] == [KIND_MICROBATCH]
+    (pair,) = a.pairs
+    assert sorted(pair.candidate.task_a) == list(range(len(a.graph.nodes)))
+    assert pair.microbatch_sizes is not None and sum(pair.microbatch_sizes) == 8
+
+
+def _reshape_chain(to: list[int]) -> graph.ModelGraph:
+    """x [4, 6, 16] -> MatMul -> Relu -> Reshape(to) -> Softmax(last axis)."""
+    h = helper
+    w = numpy_helper.from_array(np.ones((16, 16), np.float32), "w")
+    shape = numpy_helper.from_array(np.array(to, np.int64), "to")
+    nodes = [
+        h.make_node("MatMul", ["x", "w"], ["mm"], name="mm"),
+        h.make_node("Relu", ["mm"], ["r"], name="relu"),
+        h.make_node("Reshape", ["r", "to"], ["rs"], name="reshape"),
+        h.make_node("Softmax", ["rs"], ["y"], name="softmax", axis=-1),
+    ]
+    g = h.make_graph(
+        nodes,
+        "g",
+        [h.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6, 16])],
+        [h.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [w, shape],
+    )
+    return graph.index_model(h.make_model(g, opset_imports=[h.make_opsetid("", 18)]))
+
+
+@pytest.mark.parametrize(
+    ("to", "chain"),
+    [
+        ([24, 16], {"mm", "relu", "reshape", "softmax"}),  # merges [b, s] rows: batch rows stay whole
+        ([-1, 16], {"mm", "relu", "reshape", "softmax"}),
+        ([12, 32], {"mm", "relu", "reshape", "softmax"}),  # 3 rows per batch row
+        ([6, 64], {"mm", "relu"}),  # 6 rows: a row holds parts of two batch rows
+        ([2, 192], {"mm", "relu"}),
+        ([0, 96], {"mm", "relu"}),  # axis 0 copied from the input: a copy's rows would not scale
+    ],
+)
+def test_a_reshape_joins_the_chain_only_when_it_keeps_batch_rows_whole(to: list[int], chain: set[str]) -> None:
+    g = _reshape_chain(to)
+    (c,) = candidates(g, [KIND_MICROBATCH])
+    assert names(g, c.task_a) == chain
+
+
+def test_a_fork_joins_the_chain_only_as_a_short_vector_diamond() -> None:
+    """x * Sigmoid(x) stays in the chain; a residual block (a MatMul beside the skip) ends it."""
+    h = helper
+    w = numpy_helper.from_array(np.ones((16, 16), np.float32), "w")
+    nodes = [
+        h.make_node("MatMul", ["x", "w"], ["m1"], name="mm1"),
+        h.make_node("Sigmoid", ["m1"], ["s"], name="sigmoid"),
+        h.make_node("Mul", ["m1", "s"], ["swish"], name="swish"),
+        h.make_node("MatMul", ["swish", "w"], ["m2"], name="mm2"),
+        h.make_node("Add", ["swish", "m2"], ["res"], name="residual"),
+        h.make_node("Softmax", ["res"], ["y"], name="softmax", axis=-1),
+    ]
+    g = h.make_graph(
+        nodes,
+        "g",
+        [h.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6, 16])],
+        [h.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [w],
+    )
+    g = graph.index_model(h.make_model(g, opset_imports=[h.make_opsetid("", 18)]))
+    found = [names(g, c.task_a) for c in candidates(g, [KIND_MICROBATCH])]
+    assert found == [{"mm1", "sigmoid", "swish"}, {"mm2", "residual", "softmax"}]
 
 
 def test_micro_batch_split_is_chosen_by_the_model_not_fixed(zoo_dir: Path) -> None:

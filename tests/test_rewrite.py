@@ -13,7 +13,7 @@ import pytest
 
 import models
 from hexfuse_onnx import contract as C
-from hexfuse_onnx import pipeline, verify
+from hexfuse_onnx import pipeline, runtime, verify
 from hexfuse_onnx.kinds import KINDS
 from hexfuse_onnx.lowering import lower_pair
 from hexfuse_onnx.rewrite import unfuse
@@ -117,6 +117,47 @@ def test_microbatch_rewrite_splits_and_concats(rewritten: dict[str, Path]) -> No
     (fused,) = [n for n in m.graph.node if n.domain == C.DOMAIN]
     sizes = next(onnx.helper.get_attribute_value(a) for a in fused.attribute if a.name == C.ATTR_MICROBATCH_SIZES)
     assert sum(sizes) == 8
+
+
+def test_microbatch_through_reshapes_gives_each_copy_its_rows_and_unfuses(tmp_path: Path) -> None:
+    """mlp_chain after quant_pre_process: each copy's Reshapes read shapes of its own rows, stock
+    ORT gives the original's outputs bit for bit, and unfuse gives back the original node for node."""
+    from models import quantized
+
+    source = quantized.prepare(models.build("mlp_chain"), tmp_path)
+    r = pipeline.rewrite(source, tmp_path / "fused.onnx", ["microbatch"])
+    assert r.output is not None and r.comparison is not None and r.comparison.worst_relative_error == 0.0
+    (pair,) = r.analysis.pairs
+    assert pair.microbatch_sizes is not None
+    m = onnx.load(r.output)
+    (fn,) = m.functions
+    consts = {n.output[0]: onnx.numpy_helper.to_array(n.attribute[0].t) for n in fn.node if n.op_type == "Constant"}
+    for suffix, rows in zip(("_mb0", "_mb1"), pair.microbatch_sizes):
+        reshapes = [n for n in fn.node if n.op_type == "Reshape" and n.input[1].endswith(suffix)]
+        shapes = [consts[n.input[1]].tolist() for n in reshapes]
+        assert shapes == [[rows * 64, 256], [rows, 64, 1024], [rows * 64, 1024], [rows, 64, 256]]
+    for ref, got in zip(run(source), run(r.output)):
+        np.testing.assert_array_equal(ref, got)
+    restored = unfuse(m)
+    key = lambda n: (n.domain, n.op_type, n.name, tuple(n.input), tuple(n.output))  # noqa: E731
+    assert Counter(map(key, restored.graph.node)) == Counter(map(key, onnx.load(source).graph.node))
+
+
+@pytest.mark.slow  # a quantized model (generated when not cached) and plugin sessions
+@pytest.mark.skipif(not (runtime.LIB_DIR / runtime.PLUGIN_NAME).is_file(), reason="run `bash custom_ops/build.sh`")
+def test_quantized_microbatch_through_reshapes_verifies_with_the_plugin(tmp_path: Path) -> None:
+    """The QDQ mlp_chain (Q/DQ around each Reshape, weights behind DequantizeLinear) keeps its
+    micro-batch pair: stock ORT bit for bit, the plugin within a step, unfuse node for node."""
+    from models import quantized
+
+    source = quantized.fetch("mlp_chain_qdq_u8u8")
+    r = pipeline.rewrite(source, tmp_path / "fused.onnx", ["microbatch"], verify_plugin=True)
+    assert r.output is not None and r.comparison is not None and r.comparison.worst_relative_error == 0.0
+    (pair,) = r.analysis.pairs
+    assert {r.analysis.graph.nodes[i].op_type for i in pair.candidate.task_a} >= {"Reshape", "QuantizeLinear", "Gemm"}
+    restored = unfuse(onnx.load(r.output))
+    key = lambda n: (n.domain, n.op_type, n.name, tuple(n.input), tuple(n.output))  # noqa: E731
+    assert Counter(map(key, restored.graph.node)) == Counter(map(key, onnx.load(source).graph.node))
 
 
 def test_external_data_model_round_trip(tmp_path: Path) -> None:

@@ -147,6 +147,11 @@ class PairKind:
         """The graph tensor a body tensor of the pair stands for."""
         return body_tensor
 
+    def body_types(self, g: ModelGraph, pair: Pair) -> dict[str, onnx.ValueInfoProto]:
+        """Types of body tensors the graph has under no name of theirs (the graph's own are added
+        by the rewrite): ONNX's inference does not type every op (com.microsoft's 16-bit QDQ)."""
+        return {}
+
     def bucket_tasks(self, profile: GraphProfile, pair: Pair) -> tuple[TaskProfile, TaskProfile] | None:
         """The pair's two tasks as `profile` (another binding of the symbolic dims) sees them, for
         choosing its share there (buckets.py); None when they cannot be profiled or the share is fixed."""

@@ -24,6 +24,7 @@ from ..costmodel import Prediction, Target, complementarity, fits, predict, seri
 from ..errors import ModelError
 from ..graph import ModelGraph, TensorInfo, attribute
 from ..profile import Engine, GraphProfile, TaskProfile, engine_of
+from ..qdq import QDQ_DOMAINS
 from .base import (
     Candidate,
     KindDetail,
@@ -35,12 +36,15 @@ from .base import (
     renamed_copy,
     task_body,
     with_constants,
+    with_dequantize_copies,
 )
 from .dag import DagFacts
 
 AXIS = 0
 MIN_BATCH = 2
 MAX_SPLITS_TRIED = 8
+MAX_FORK_OPS = 3  # x * Sigmoid(1.702 x): Mul, Sigmoid, Mul
+ROWS_SHAPE = "__rows"  # a copy's own Reshape shape: `<shape>__rows<suffix>`
 
 _ROWWISE_UNARY = {
     "Relu",
@@ -142,11 +146,14 @@ class Microbatch(PairKind):
         whole = task_body(g, ids)
         x, y = split.input, split.output
         copies = []
-        for suffix in suffixes(pair.id):
+        for suffix, rows in zip(suffixes(pair.id), pair.microbatch_sizes):
             renamed = {t: t + suffix for n in whole.nodes for t in n.output} | {x: x + suffix}
             nodes = [renamed_copy(n, renamed, name=(n.name or n.output[0]) + suffix) for n in whole.nodes]
+            nodes = _with_rows_shapes(g, nodes, split.batch, rows, suffix)
+            # a Reshape's own shape stays an input, unread: the graph keeps reading its initializer
             inputs = [t + suffix if t == x else t for t in whole.inputs]
-            copies.append(TaskBody(nodes, inputs, [y + suffix]))
+            body = TaskBody(nodes, inputs, [y + suffix])
+            copies.append(with_dequantize_copies(g, ids, body, suffix.removeprefix("__") + "w"))
         placed = [(c.task_a[0], n) for n in _split_nodes(g, pair, split)]
         concat = helper.make_node(
             "Concat", [y + s for s in suffixes(pair.id)], [y], name=f"hexfuse/{pair.id}/concat", axis=split.axis
@@ -176,13 +183,15 @@ class Microbatch(PairKind):
         split = producers[call.input[0]]
         concat = consumers[call.output[0]][0]
         suffix = suffixes(call.overload)[0]
+        own_shape = ROWS_SHAPE + suffix
         chain = [
             renamed_copy(
                 n,
-                {t: t.removesuffix(suffix) for t in list(n.input) + list(n.output)},
+                {t: _restored(t, suffix) for t in list(n.input) + list(n.output)},
                 name=n.name.removesuffix(suffix),
             )
             for n in body[:n_a]
+            if not n.output[0].endswith(own_shape)
         ]
         chain[-1].output[0] = concat.output[0]
         drop.add(id(split))
@@ -193,8 +202,25 @@ class Microbatch(PairKind):
 
     def original_tensor(self, pair_id: str, body_tensor: str) -> str:
         for suffix in suffixes(pair_id):
-            body_tensor = body_tensor.removesuffix(suffix)
+            body_tensor = _restored(body_tensor, suffix)
         return body_tensor
+
+    def body_types(self, g: ModelGraph, pair: Pair) -> dict[str, onnx.ValueInfoProto]:
+        """Each copy's tensors: the whole chain's, axis 0 scaled to the copy's rows (every chain
+        tensor holds whole batch rows on axis 0)."""
+        split = pair.candidate.detail
+        assert pair.call is not None and pair.microbatch_sizes is not None and isinstance(split, ChainSplit)
+        out = {}
+        for suffix, rows in zip(suffixes(pair.id), pair.microbatch_sizes):
+            made = [t for n in pair.call.function.node for t in n.output if t.endswith(suffix)]
+            for t in made:
+                whole = g.info(t.removesuffix(suffix))
+                rows_whole = whole.shape[AXIS] if whole.elem_type and whole.shape else None
+                if isinstance(rows_whole, int):
+                    assert whole.shape is not None
+                    dims = (rows_whole // split.batch * rows, *whole.shape[AXIS + 1 :])
+                    out[t] = helper.make_value_info(t, TensorInfo(t, whole.elem_type, dims).type_proto())
+        return out
 
     def serial_task(self, profile: GraphProfile, pair: Pair) -> TaskProfile | None:
         return profile.task(pair.candidate.task_a)  # the unsplit chain
@@ -203,6 +229,29 @@ class Microbatch(PairKind):
         assert pair.microbatch_sizes is not None
         rows_a, rows_b = pair.microbatch_sizes
         return f"{super().share_text(pair)} (rows {rows_a}:{rows_b})"
+
+
+def _restored(t: str, suffix: str) -> str:
+    """A copy's tensor name as the graph names it (a copy's own Reshape shape: the graph's shape)."""
+    return t.removesuffix(ROWS_SHAPE + suffix) if t.endswith(ROWS_SHAPE + suffix) else t.removesuffix(suffix)
+
+
+def _with_rows_shapes(
+    g: ModelGraph, nodes: list[onnx.NodeProto], batch: int, rows: int, suffix: str
+) -> list[onnx.NodeProto]:
+    """The copy with each Reshape to a fixed row count reading a Constant of its own rows
+    (`<shape>__rows<suffix>`: axis 0 scaled by rows / batch); -1 on axis 0 fits any rows as it is."""
+    out = []
+    for n in nodes:
+        value = _shape_value(g, n.input[1]) if n.op_type == "Reshape" else None
+        if value is not None and value[0] != -1:
+            name = n.input[1] + ROWS_SHAPE + suffix
+            value[0] = value[0] // batch * rows
+            tensor = helper.make_tensor(name, onnx.TensorProto.INT64, [len(value)], value)
+            out.append(helper.make_node("Constant", [], [name], name=name, value=tensor))
+            n.input[1] = name
+        out.append(n)
+    return out
 
 
 def _split_nodes(g: ModelGraph, pair: Pair, split: ChainSplit) -> list[onnx.NodeProto]:
@@ -226,25 +275,17 @@ def _split_nodes(g: ModelGraph, pair: Pair, split: ChainSplit) -> list[onnx.Node
 
 
 def find_chains(g: ModelGraph, facts: DagFacts) -> list[Candidate]:
-    outputs = set(g.graph_outputs)
     used: set[int] = set()
     out: list[Candidate] = []
     for start in range(len(g.nodes)):
         if start in used or facts.const[start]:
             continue
-        data = _data_input(g, start)
+        rows = _row_inputs(g, facts, start, None)
+        data = rows[0] if rows is not None and len(rows) == 1 else None
         batch = _batch_of(g, data) if data is not None else None
         if data is None or batch is None:
             continue
-        chain = [start]
-        while True:
-            last = g.nodes[chain[-1]]
-            if len(last.output) != 1 or last.output[0] in outputs:
-                break
-            users = g.consumers.get(last.output[0], [])
-            if len(users) != 1 or users[0] in used or _data_input(g, users[0]) != last.output[0]:
-                break
-            chain.append(users[0])
+        chain = _grow(g, facts, start, data, batch, used)
         used.update(chain)
         engines = {engine_of(g.nodes[i]) for i in chain}
         if len(chain) < 2 or Engine.MATRIX not in engines or not engines & {Engine.VECTOR, Engine.MEMORY}:
@@ -261,6 +302,36 @@ def find_chains(g: ModelGraph, facts: DagFacts) -> list[Candidate]:
     return out
 
 
+def _grow(g: ModelGraph, facts: DagFacts, start: int, data: str, batch: int, used: set[int]) -> list[int]:
+    """The longest run of batch-separable nodes from `start`, in topological order, that reads
+    only `data` and its own tensors and lets only its last node's output escape. A tensor may have
+    several readers inside when they join again within MAX_FORK_OPS vector ops (x * HardSigmoid(x),
+    as quant_pre_process inlines HardSwish); a longer fork (a residual block) ends the chain, whose
+    halves must fit on chip together."""
+    outputs = set(g.graph_outputs)
+    region, made = [start], {data, *g.nodes[start].output}
+    longest = [start]
+    while True:
+        inside = set(region)
+        made_here = [t for i in region for t in g.nodes[i].output]
+        escaping = {t for t in made_here if t in outputs or set(g.consumers.get(t, ())) - inside}
+        if escaping == {g.nodes[region[-1]].output[0]}:
+            longest = list(region)
+        fork = [g.nodes[i] for i in region[len(longest) :]]
+        compute = [n for n in fork if n.op_type not in ("QuantizeLinear", "DequantizeLinear")]
+        if escaping & outputs or len(compute) > MAX_FORK_OPS or any(engine_of(n) == Engine.MATRIX for n in fork):
+            return longest
+        readers = {c for t in escaping for c in g.consumers.get(t, ())} - inside
+        if not readers:
+            return longest
+        nxt = min(readers)
+        rows = _row_inputs(g, facts, nxt, batch)
+        if nxt in used or rows is None or not set(rows) <= made:
+            return longest
+        region.append(nxt)
+        made.update(g.nodes[nxt].output)
+
+
 def _batch_of(g: ModelGraph, tensor: str) -> int | None:
     shape = g.info(tensor).shape
     if shape is None or len(shape) < 2:
@@ -269,60 +340,99 @@ def _batch_of(g: ModelGraph, tensor: str) -> int | None:
     return batch if isinstance(batch, int) and batch >= MIN_BATCH else None
 
 
-def _data_input(g: ModelGraph, i: int) -> str | None:
-    """The one input carrying the batch, when the node is batch-separable in it; else None."""
+def _is_constant(g: ModelGraph, facts: DagFacts, t: str) -> bool:
+    return t in g.initializers or (t in g.producer and facts.const[g.producer[t]])
+
+
+def _row_inputs(g: ModelGraph, facts: DagFacts, i: int, batch: int | None) -> list[str] | None:
+    """The inputs carrying the batch rows, when the node keeps rows independent in them; else None.
+    `batch`: the chain's batch once known (a Reshape must keep whole batch rows on axis 0)."""
     n = g.nodes[i]
-    if n.domain not in ("", "ai.onnx") or len(n.output) != 1:
+    if len(n.output) != 1 or not g.info(n.output[0]).shape:
         return None
     ins = [t for t in n.input if t]
-    if not ins:
+    rows = [t for t in ins if not _is_constant(g, facts, t)]
+    if not rows or any(len(g.info(t).shape or ()) < 2 for t in rows):
         return None
-    x = ins[0]
-    rank = len(g.info(x).shape or ())
-    if rank < 2 or not g.info(n.output[0]).shape:
+    if n.op_type in ("QuantizeLinear", "DequantizeLinear") and n.domain in QDQ_DOMAINS:
+        return rows if len(rows) == 1 and rows[0] == ins[0] and _quant_keeps_rows(g, n) else None
+    if n.domain not in ("", "ai.onnx"):
         return None
-    others = ins[1:]
+    if n.op_type == "Reshape":
+        return rows if rows == ins[:1] and _reshape_keeps_rows(g, n, batch) else None
+    if n.op_type in _BINARY:
+        return rows if _binary_keeps_rows(g, n, rows) else None
+    if rows != ins[:1]:  # one data input, the first; every other input a constant
+        return None
+    return rows if _keeps_rows(g, n, ins[1:]) else None
+
+
+def _keeps_rows(g: ModelGraph, n: onnx.NodeProto, others: list[str]) -> bool:
+    """Whether the op with data input n.input[0] and constant `others` keeps rows independent."""
+    rank = len(g.info(n.input[0]).shape or ())
     op = n.op_type
-    broadcasts = False  # whether the other inputs broadcast elementwise against x
     if op in _ROWWISE_UNARY or op in ("Conv", "ConvTranspose"):
-        pass
-    elif op == "MatMul":
-        # rows of A stay independent when B is one constant matrix
-        if len(g.info(others[0]).shape or ()) != 2:
-            return None
-    elif op == "Gemm":
+        return True
+    if op == "MatMul":  # rows of A stay independent when B is one constant matrix
+        return len(g.info(others[0]).shape or ()) == 2
+    if op == "Gemm":
         bias = g.info(others[1]).shape if len(others) > 1 else ()
-        if attribute(n, "transA", 0) or (bias is None or (len(bias) == 2 and bias[0] != 1)):
-            return None
-    elif op in ("Softmax", "LogSoftmax", "Hardmax", "LayerNormalization", "RMSNormalization"):
-        if _norm_axis(attribute(n, "axis", -1), rank) == AXIS:
-            return None
-    elif op in ("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceL2", "ReduceProd"):
+        return not attribute(n, "transA", 0) and bias is not None and not (len(bias) == 2 and bias[0] != 1)
+    if op in ("Softmax", "LogSoftmax", "Hardmax", "LayerNormalization", "RMSNormalization"):
+        return _norm_axis(attribute(n, "axis", -1), rank) != AXIS
+    if op in ("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceL2", "ReduceProd"):
         axes = _reduce_axes(g, n)
-        if axes is None or AXIS in {_norm_axis(a, rank) for a in axes}:
-            return None
-        others = []  # the axes input was read above
-    elif op == "Transpose":
+        return axes is not None and AXIS not in {_norm_axis(a, rank) for a in axes}
+    if op == "Transpose":
         perm = attribute(n, "perm", None)
-        if not perm or perm[0] != 0:
-            return None
-    elif op == "Flatten":
-        if attribute(n, "axis", 1) < 1:
-            return None
-    elif op in _BINARY:
-        broadcasts = True
-    else:
-        return None
-    # Every other input must be a constant; an elementwise one must not vary along the batch axis.
-    for t in others:
-        if t not in g.initializers and not (t in g.producer and g.nodes[g.producer[t]].op_type == "Constant"):
-            return None
-        shape = g.info(t).shape
-        if shape is None:
-            return None
-        if broadcasts and len(shape) >= rank and shape[len(shape) - rank + AXIS] != 1:
-            return None
-    return x
+        return bool(perm) and perm[0] == 0
+    if op == "Flatten":
+        return bool(attribute(n, "axis", 1) >= 1)
+    return False
+
+
+def _binary_keeps_rows(g: ModelGraph, n: onnx.NodeProto, rows: list[str]) -> bool:
+    """Elementwise: the row inputs have one shape on the batch axis; a constant does not vary along it."""
+    shapes = [g.info(t).shape or () for t in rows]
+    rank = len(shapes[0])
+    if any(len(s) != rank or s[AXIS] != shapes[0][AXIS] for s in shapes):
+        return False
+    for t in n.input:
+        shape = g.info(t).shape if t and t not in rows else ()
+        if shape is None or (len(shape) >= rank and shape[len(shape) - rank + AXIS] != 1):
+            return False
+    return True
+
+
+def _quant_keeps_rows(g: ModelGraph, n: onnx.NodeProto) -> bool:
+    """Per tensor, or per channel on an axis other than the batch's (not blocked)."""
+    scale = g.info(n.input[1]).shape
+    if scale is None or attribute(n, "block_size", 0):
+        return False
+    rank = len(g.info(n.input[0]).shape or ())
+    return all(d == 1 for d in scale) or _norm_axis(attribute(n, "axis", 1), rank) != AXIS
+
+
+def _reshape_keeps_rows(g: ModelGraph, n: onnx.NodeProto, batch: int | None) -> bool:
+    """Rows of [B*S, K] are contiguous [b, s] blocks: a Reshape whose input and output both hold
+    whole batch rows on axis 0 (merging the leading dims into the row dim, or splitting them back)
+    keeps rows independent. Each copy reads its constant shape scaled on axis 0 (`_with_rows_shapes`)."""
+    value = _shape_value(g, n.input[1])
+    rows_in = (g.info(n.input[0]).shape or (None,))[AXIS]
+    rows_out = (g.info(n.output[0]).shape or (None,))[AXIS]
+    if value is None or len(value) < 2 or not isinstance(rows_in, int) or not isinstance(rows_out, int):
+        return False
+    step = batch or rows_in  # the chain's first node: its input's axis 0 is the batch
+    return value[0] in (-1, rows_out) and rows_in % step == 0 and rows_out % step == 0
+
+
+def _shape_value(g: ModelGraph, t: str) -> list[int] | None:
+    if t in g.initializers:
+        return [int(v) for v in onnx.numpy_helper.to_array(g.initializers[t]).ravel()]
+    if t in g.producer and g.nodes[g.producer[t]].op_type == "Constant":
+        value = attribute(g.nodes[g.producer[t]], "value", None)
+        return None if value is None else [int(v) for v in onnx.numpy_helper.to_array(value).ravel()]
+    return None
 
 
 def _norm_axis(axis: int, rank: int) -> int:
