@@ -207,6 +207,7 @@ def rewrite_json(r: RewriteResult) -> dict:
             "outputs": r.comparison.outputs,
             "worst_relative_error": r.comparison.worst_relative_error,
             "shapes": r.comparison.shapes,
+            "pairless_relative_error": r.comparison.pairless,
         }
     return out
 

@@ -48,6 +48,7 @@ class Comparison:
     worst_output: str
     worst_relative_error: float
     shapes: list[str] = field(default_factory=list)  # the cases verified, by their labels
+    pairless: float | None = None  # when verified against the rewrite without pairs: its error from the original
 
 
 @dataclass
@@ -287,13 +288,18 @@ def _inner_outputs(
             yield case, name, ref, out
 
 
+def unoptimised_options() -> ort.SessionOptions:
+    """ORT computing a model as written: no graph optimisation (fusions, layouts, kernels chosen by shape)."""
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    return so
+
+
 def optimisation_spread(original: str | os.PathLike[str], cases: list[Case]) -> float:
     """The largest relative error of the original's float outputs with ONNX Runtime's graph
     optimisations off against the cases' (made with them on): how far the model carries a
     rounding difference of ORT's own."""
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    plain = session(original, so)
+    plain = session(original, unoptimised_options())
     worst = 0.0
     for case in cases:
         for ref, out in zip(case.expected, plain.run(case.names, case.feeds)):
