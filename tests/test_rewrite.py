@@ -160,6 +160,19 @@ def test_quantized_microbatch_through_reshapes_verifies_with_the_plugin(tmp_path
     assert Counter(map(key, restored.graph.node)) == Counter(map(key, onnx.load(source).graph.node))
 
 
+@pytest.mark.slow  # a quantized model, generated when not cached
+def test_a_pair_refused_for_ort_matmulnbits_says_so(tmp_path: Path) -> None:
+    """mlp_chain u16u8: ORT makes the original's DQ(weight) + Gemm a MatMulNBits with int8 activations,
+    the micro-batch copies do not get it, and compute the model as written: 0.0142 off on stock ORT.
+    The pair is refused, and the rejection names the cause."""
+    from models import quantized
+
+    r = pipeline.rewrite(quantized.fetch("mlp_chain_qdq_u16u8"), tmp_path / "fused.onnx", ["microbatch"])
+    assert r.output is None and not r.analysis.pairs
+    (refused,) = [x for x in r.analysis.rejected if x.reason.startswith("fails verification")]
+    assert "MatMulNBits with int8 activations" in refused.reason
+
+
 def test_external_data_model_round_trip(tmp_path: Path) -> None:
     src = tmp_path / "in"
     src.mkdir()
