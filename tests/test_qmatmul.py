@@ -275,7 +275,8 @@ def test_steps_reading_one_weight_share_its_program_constant() -> None:
     if not (LIB_DIR / HOST_NAME).is_file():
         pytest.skip("run `bash custom_ops/build.sh`")
     rng = np.random.default_rng(3)
-    feeds = {"a_x": rng.integers(0, 256, [4, 64]).astype(np.uint8), "b_x": rng.integers(0, 256, [3, 16]).astype(np.uint8)}
+    feeds = {"a_x": rng.integers(0, 256, [4, 64]).astype(np.uint8)}
+    feeds["b_x"] = rng.integers(0, 256, [3, 16]).astype(np.uint8)
     so = ort.SessionOptions()
     so.log_severity_level = 3
     ref = ort.InferenceSession(plain.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, feeds)

@@ -45,7 +45,8 @@ def find_branches(g: ModelGraph, facts: DagFacts) -> list[Candidate]:
     out: list[Candidate] = []
     for fork, consumers, join in forks:
         heads = [s for s in consumers if facts.idom[s] == fork and s != join]
-        branches = _first_and_largest([b for b in (_subtree(children, h, join) for h in heads) if b and _has_work(g, b)])
+        subtrees = (_subtree(children, h, join) for h in heads)
+        branches = _first_and_largest([b for b in subtrees if b and _has_work(g, b)])
         if len(branches) < 2:
             continue
         where = _fork_name(g, fork, join)
