@@ -371,6 +371,7 @@ def _lower_new(analysis: Analysis, lowers: set[int], reference: Reference) -> li
     for scope, second, _ in _scopes(analysis, reference):
         new = [p for p in scope.pairs if id(p.candidate) not in lowers]
         failed = prepare(scope.graph, new, scope.target, second, first) if len(new) < len(scope.pairs) else []
+        lowers.update(id(p.candidate) for p in new if failed and p.lowered is not None)  # not again next round
         if not failed:
             failed = prepare(scope.graph, scope.pairs, scope.target, second, first)  # ids in the final order
             lowers.update(id(p.candidate) for p in scope.pairs if p.lowered is not None)

@@ -324,9 +324,13 @@ def profile_node(g: ModelGraph, i: int) -> NodeProfile | str:
     weight_bytes = sum(int((t.nbytes or 0) * f) for t, f in zip(ins, read) if t.name in g.initializers)
     bytes_in = sum(int(_bytes(t, group) * f) for t, f in zip(ins, read))
     bytes_out = sum(_bytes(t, group) for t in outs)
-    # the on-chip working set as today's kernel holds it: a group's float tensors in f32
+    # the on-chip working set as today's kernel holds it: a group's float tensors in f32, except the
+    # dequantized constants of an 8-bit matrix group, which QMATMUL/QCONV2D read from the program
     in_bytes = sum(int((t.nbytes or 0) * f) for t, f in zip(ins, read))
-    activation = in_bytes + sum(t.nbytes or 0 for t in outs) - weight_bytes
+    constants = sum(t.nbytes or 0 for t in ins if _integer_constant(g, t.name)) if _integer_matrix(n, int_bits) else 0
+    activation = in_bytes + sum(t.nbytes or 0 for t in outs) - weight_bytes - constants
+    if n.output and _integer_constant(g, n.output[0]):
+        activation = 0
     if engine == Engine.NONE:
         return NodeProfile(i, engine, 0.0, 0, 0, 0, 0, op_type=n.op_type)
     flops = _flops(n, ins, outs)
@@ -340,6 +344,24 @@ def profile_node(g: ModelGraph, i: int) -> NodeProfile | str:
     if not work:
         return node
     return replace(node, flops=sum(f for _, _, f, _ in work), parts=_parts(node, work))
+
+
+def _integer_matrix(n: onnx.NodeProto, int_bits: int) -> bool:
+    """The op of an 8-bit matrix group: the lowering's QMATMUL/QCONV2D (`lowering/qmatmul.py`)."""
+    return int_bits == 8 and engine_of(n) == Engine.MATRIX
+
+
+def _integer_constant(g: ModelGraph, t: str) -> bool:
+    """A DequantizeLinear's output of an initializer that only 8-bit matrix groups read: their weight
+    or bias, which QMATMUL/QCONV2D read in integers as program constants (the DequantizeLinear lowers
+    to nothing), so no f32 copy of it is on chip (captcha_crnn_qdq_u8u8's LSTM input weights: 6.5 MB
+    each in f32, which kept the two directions, 3.5 MB of scratch together, from pairing)."""
+    d = g.producer.get(t)
+    if d is None or not qdq.is_dq(g, d) or not all(x in g.initializers for x in g.nodes[d].input if x):
+        return False
+    readers = g.consumers.get(t, ())
+    bits = [8 * max(qdq.group_widths(g, c).values(), default=0) for c in readers]
+    return bool(readers) and all(_integer_matrix(g.nodes[c], b) for c, b in zip(readers, bits))
 
 
 def read_fraction(g: ModelGraph, n: onnx.NodeProto, k: int) -> float:

@@ -243,3 +243,19 @@ def test_independence_check_catches_paths_and_non_convex_sets() -> None:
     assert "path" in independence_problem(f, s("a"), s("b"))
     assert "not convex" in independence_problem(f, s("a", "c"), s("d"))
     assert independence_problem(f, s("a"), s("a", "d")) == "the tasks share nodes"
+
+
+def test_a_wide_fork_pairs_its_largest_branch_too() -> None:
+    """x feeds 10 single Relus first and then a chain of 6 (as captcha_crnn's sequence feeds 21 steps of
+    its forward LSTM, then the Slice that starts the backward one): the chain is a branch of its own."""
+    nodes = [helper.make_node("Relu", ["x"], [f"s{k}"], name=f"short{k}") for k in range(10)]
+    nodes += [helper.make_node("Tanh", ["x" if k == 0 else f"c{k - 1}"], [f"c{k}"], name=f"long{k}") for k in range(6)]
+    nodes.append(helper.make_node("Sum", [*(f"s{k}" for k in range(10)), "c5"], ["y"], name="join"))
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64])
+    model = helper.make_model(helper.make_graph(nodes, "wide", [x], [y]), opset_imports=[helper.make_opsetid("", 17)])
+    g = graph.index_model(model)
+    chain = {f"long{k}" for k in range(6)}
+    found = [(names(g, c.task_a), names(g, c.task_b)) for c in candidates(g, [KIND_BRANCHES])]
+    assert any(chain in (a, b) for a, b in found)
+    assert any({"short0"} in (a, b) for a, b in found)  # the first ones stay

@@ -745,10 +745,12 @@ def test_a_1d_conv_to_one_channel_at_batch_1_keeps_the_batch_symbolic(tmp_path) 
     assert "a/conv" in {n.name for n in fused}
 
 
-def test_a_16_bit_dequantized_constant_is_known_and_a_per_axis_one_is_not() -> None:
-    """openWakeWord's u16 QDQ embedding model: com.microsoft DequantizeLinear(0, 6.1e-6, 65535) is -0.4."""
+def test_a_16_bit_dequantized_constant_is_known_and_a_per_axis_or_float16_one_is_not() -> None:
+    """openWakeWord's u16 QDQ embedding model: com.microsoft DequantizeLinear(0, 6.1e-6, 65535) is -0.4.
+    A float16 scale makes ORT compute in float16, which a float32 table would not match."""
     dq = helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], domain="com.microsoft")
     q, zero = np.zeros((1, 1, 1, 1), np.uint16), np.array(65535, np.uint16)
     assert dequantized(dq, [q, np.array(6.103609e-06, np.float32), zero]).item() == pytest.approx(-0.4, abs=1e-6)
     assert dequantized(dq, [q, np.ones(2, np.float32), zero]) is None
     assert dequantized(dq, [q, None, zero]) is None
+    assert dequantized(dq, [q, np.array(6.103609e-06, np.float16), zero]) is None

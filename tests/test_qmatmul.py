@@ -14,7 +14,8 @@ from onnx import TensorProto, helper
 from test_lower import init, pair_model, program_inputs, vi
 
 from hexfuse_onnx.lowering import lower_pair
-from hexfuse_onnx.lowering.abi import Opcode
+from hexfuse_onnx.lowering.abi import Opcode, Role
+from hexfuse_onnx.lowering.program import tensor_records
 from hexfuse_onnx.runtime import HOST_NAME, LIB_DIR, HostKernel
 
 NP = {TensorProto.UINT8: np.uint8, TensorProto.INT8: np.int8}
@@ -249,3 +250,36 @@ def test_qoperator_ops_without_a_kernel_are_named() -> None:
     m = pair_model(nodes, [leaky], inputs, b_in, outputs, [vi("b_y", [4], U8)], inits + b_inits, opset=19)
     with pytest.raises(LoweringError, match="QLinearLeakyRelu.*outside the kernel"):
         lower_pair(m, m.graph.node[0])
+
+
+def _two_steps_of_one_weight() -> Group:
+    """Two u8 groups in a chain that read one weight initializer through DequantizeLinears of their
+    own, as the unrolled steps of a recurrent net do (captcha_crnn_qdq_u8u8's LSTM: 20 per direction)."""
+    nodes, inputs, outputs, inits = _group("a_", [4, 64], 64, 64, U8, U8, U8)
+    nodes = nodes + [
+        helper.make_node("DequantizeLinear", ["a_y", "a_sy", "a_zy"], ["a_yf"]),
+        helper.make_node("DequantizeLinear", ["a_w", "a_sb", "a_zb"], ["a_wf2"], axis=1),
+        helper.make_node("MatMul", ["a_yf", "a_wf2"], ["a_mm2"]),
+        helper.make_node("QuantizeLinear", ["a_mm2", "a_sy", "a_zy"], ["a_y2"]),
+    ]
+    return nodes, inputs, [vi("a_y2", [4, 64], U8)], inits
+
+
+def test_steps_reading_one_weight_share_its_program_constant() -> None:
+    ga, gb = _two_steps_of_one_weight(), _group("b_", [3, 16], 16, 8, U8, U8, U8)
+    m, plain = _pair(ga, gb), _plain(ga, gb)
+    program = lower_pair(m, m.graph.node[0])
+    assert _opcodes(program) == [Opcode.QMATMUL] * 3
+    weights = [dims for role, _, dims in tensor_records(program) if role == Role.CONSTANT and dims == [64, 64]]
+    assert len(weights) == 1, weights
+    if not (LIB_DIR / HOST_NAME).is_file():
+        pytest.skip("run `bash custom_ops/build.sh`")
+    rng = np.random.default_rng(3)
+    feeds = {"a_x": rng.integers(0, 256, [4, 64]).astype(np.uint8)}
+    feeds["b_x"] = rng.integers(0, 256, [3, 16]).astype(np.uint8)
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    ref = ort.InferenceSession(plain.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, feeds)
+    got = HostKernel().run(program, program_inputs(m, m.graph.node[0], feeds))
+    for r, g in zip(ref, got):
+        assert np.abs(r.astype(np.int32) - g.astype(np.int32)).max() <= 1

@@ -147,7 +147,7 @@ class Lowerer:
         # body tensor -> its axes whose length differs at a second binding of symbolic input dims: an
         # op whose params or tables follow such a length lowers the way that does not (lowering.shapes)
         self.varying: dict[str, set[int]] = {}
-        self._section_constants: dict[tuple[Task, Dtype, bytes], int] = {}  # see _section_constant
+        self._shared_constants: dict[tuple[Task, Dtype, tuple[int, ...], bytes], int] = {}  # see shared_constant
 
     def _infer_body(self, ir_version: int) -> None:
         m = self.body_model({f: self.types[f] for f in self.fn.input}, ir_version)
@@ -412,17 +412,19 @@ class Lowerer:
             zero = np.zeros(1, np.int64) if zero is None else np.asarray(zero).reshape(-1)
             n = max(scale.size, zero.size)  # one per tensor, the other per channel: both per channel
             scale, zero = np.broadcast_to(scale, (n,)), np.broadcast_to(zero, (n,))
-            zero_id = self._section_constant(zero, task, dtype)
-        scale_id = self._section_constant(scale, task, Dtype.F32)
+            zero_id = self.shared_constant(zero, task, dtype)
+        scale_id = self.shared_constant(scale, task, Dtype.F32)
         self.prog.quantize(tid, QuantEntry(scale_id, zero_id, axis if scale.size > 1 else -1))
 
-    def _section_constant(self, value: np.ndarray, task: Task, dtype: Dtype) -> int:
-        """A constant only the quantization section reads, shared by the entries that hold its value."""
-        data = np.ascontiguousarray(value, dtype=NP_DTYPES[dtype]).tobytes()
-        key = (task, dtype, data)
-        if key not in self._section_constants:
-            self._section_constants[key] = self.constant(value, task, dtype)
-        return self._section_constants[key]
+    def shared_constant(self, value: np.ndarray, task: Task, dtype: Dtype) -> int:
+        """A constant of the task, one program tensor for every reader of the same value (the
+        quantization section's scales; an integer weight that unrolled steps of a recurrent net all
+        read: captcha_crnn_qdq_u8u8's LSTM held 20 copies of its 1.6 MB weight per direction)."""
+        arr = np.array(value, dtype=NP_DTYPES[dtype])
+        key = (task, dtype, arr.shape, arr.tobytes())
+        if key not in self._shared_constants:
+            self._shared_constants[key] = self.constant(arr, task, dtype)
+        return self._shared_constants[key]
 
     def constant(self, value: np.ndarray, task: Task, dtype: Dtype = Dtype.F32) -> int:
         """A program constant computed at lowering time (float32 unless `dtype` says otherwise)."""

@@ -196,7 +196,7 @@ def _emit(cx: Lowerer, n: onnx.NodeProto, o: _Operands, task: Task, x: str, w: s
     scale = np.broadcast_to(o.scale, (cols,)) if per_col else o.scale
     inputs = [
         cx.read_typed(o.a, n, task, o.a_dtype),
-        cx.constant(o.b, task, o.b_dtype),
+        cx.shared_constant(o.b, task, o.b_dtype),
         cx.constant(np.array(o.za), task, o.a_dtype),
         cx.constant(zb, task, o.b_dtype),
         cx.constant(scale, task, Dtype.F32),

@@ -21,10 +21,13 @@ DEQUANTIZED = QUANTIZED | {Dtype.I32}
 
 def dequantized(n: onnx.NodeProto, inputs: list[np.ndarray | None]) -> np.ndarray | None:
     """The value of DequantizeLinear `n` (either domain) from its inputs' values, or None when one is
-    unknown or the scale is per axis: (q - zero point) * scale, as ONNX Runtime computes it."""
+    unknown, the scale is per axis or not float32 (a float16 scale makes ORT compute in float16):
+    (q - zero point) * scale, as ONNX Runtime computes it."""
     if n.op_type != "DequantizeLinear" or n.domain not in ("", "ai.onnx", "com.microsoft"):
         return None
     if len(inputs) < 2 or any(v is None for v in inputs) or any(v.size != 1 for v in inputs[1:]):  # type: ignore[union-attr]
+        return None
+    if np.asarray(inputs[1]).dtype != np.float32:
         return None
     q, scale = np.asarray(inputs[0]), np.asarray(inputs[1], np.float32).reshape(())
     zero = np.asarray(inputs[2]).astype(np.int32).reshape(()) if len(inputs) > 2 else np.int32(0)
