@@ -296,10 +296,13 @@ def test_profile_counts_a_qdq_group_at_its_integer_widths() -> None:
     assert host.rate(EngineClass.MATRIX, 8) == host.matrix_flops.value
 
 
-@pytest.mark.skipif(
+needs_hexagon_images = pytest.mark.skipif(
     not (Path(__file__).resolve().parents[1] / "build/hexagon-v73/hexfuse_emulate.elf").is_file(),
     reason="build the Hexagon images first: bash dsp/scripts/build_hexagon.sh",
 )
+
+
+@needs_hexagon_images
 def test_a_qdq_pair_under_qemu_equals_the_host_kernel(tmp_path: Path) -> None:
     """inception u8u8's pair (integer convs, pools and concat, u8 outputs) under qemu-hexagon v73: bit for bit."""
     import json
@@ -320,6 +323,7 @@ def test_a_qdq_pair_under_qemu_equals_the_host_kernel(tmp_path: Path) -> None:
     assert all(any(n.startswith("q") for n in p["op_names"]) for p in pairs)
 
 
+@needs_hexagon_images
 @pytest.mark.parametrize("name", ["centerface_qdq_u16u8", "convnet_heads_qdq_u16u8"])
 def test_sixteen_bit_pairs_under_qemu_equal_the_host_kernel(name: str, tmp_path: Path) -> None:
     """u16 groups run DQ -> f32 Conv/Gemm -> Q; the Conv or Gemm a QUANTIZE_LINEAR reads sums in one
@@ -342,10 +346,7 @@ def test_sixteen_bit_pairs_under_qemu_equal_the_host_kernel(name: str, tmp_path:
     assert all(p["bit_exact"] for p in pairs), [o for p in pairs for o in p["outputs"] if not o["bit_exact"]]
 
 
-@pytest.mark.skipif(
-    not (Path(__file__).resolve().parents[1] / "build/hexagon-v73/hexfuse_emulate.elf").is_file(),
-    reason="build the Hexagon images first: bash dsp/scripts/build_hexagon.sh",
-)
+@needs_hexagon_images
 def test_a_conv1d_pair_under_qemu_equals_the_host_kernel(tmp_path: Path) -> None:
     """dtln_stage2 u16u8, two requests co-located: its Conv1Ds reach their QUANTIZE_LINEAR through a
     COPY (the squeeze), and still sum in the Hexagon order on the host, so every output is bit for bit
