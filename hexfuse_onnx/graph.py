@@ -723,6 +723,7 @@ def _run_symbolic_inference(model: onnx.ModelProto, complete_only: bool = False)
         sym = SymbolicShapeInference(2**31 - 1, True, False, 0)  # int_max, auto_merge, guess_output_rank, verbose
         for op in UNARY_CONTRIB_OPS:  # elementwise ops it has no rule for: the output is shaped as the input
             sym.dispatcher_.setdefault(op, sym._pass_on_shape_and_type)
+        sym.dispatcher_.setdefault("ConvInteger", sym._infer_Conv)  # no rule of its own: Conv's dims (int32 kept)
         sym._preprocess(model)
         complete = False
         while sym.run_:

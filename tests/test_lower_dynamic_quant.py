@@ -139,3 +139,74 @@ def test_two_streams_of_a_dynamically_quantised_mlp_pair_their_matmul_integers(t
     fused = onnx.load(tmp_path / "x2.onnx")
     body_ops = {n.op_type for f in fused.functions for n in f.node}
     assert {"DynamicQuantizeLinear", "MatMulInteger"} <= body_ops, body_ops
+
+
+def conv_integer_pair(tx: int, tw: int, x_shape: list[int], w_shape: list[int], per_channel: bool, **conv) -> tuple:
+    """A ConvInteger with run-time X and zero point of X, constant W and zero point of W; its ORT feeds."""
+    ix, iw = (np.iinfo(helper.tensor_dtype_to_np_dtype(d)) for d in (tx, tw))
+    w = RNG.integers(iw.min, iw.max + 1, w_shape).astype(iw.dtype)
+    zw = RNG.integers(iw.min, iw.max + 1, (w_shape[0],) if per_channel else ()).astype(iw.dtype)
+    node = helper.make_node("ConvInteger", ["xq", "w", "zx", "zw"], ["acc"], name="convi", **conv)
+    probe = helper.make_graph(
+        [node], "p", [vi("xq", x_shape, tx), vi("zx", [], tx)], [vi("acc", None, TensorProto.INT32)],
+        [init("w", w), init("zw", zw)],
+    )  # fmt: skip
+    y_shape = [d.dim_value for d in onnx.shape_inference.infer_shapes(helper.make_model(probe)).graph.output[0]
+               .type.tensor_type.shape.dim]  # fmt: skip
+    inputs = [vi("xq", x_shape, tx), vi("zx", [], tx)]
+    m = task_b([node], inputs, [vi("acc", y_shape, TensorProto.INT32)], [init("w", w), init("zw", zw)])
+    feeds = {"xq": RNG.integers(ix.min, ix.max + 1, x_shape).astype(ix.dtype),
+             "zx": np.array(RNG.integers(ix.min, ix.max + 1), ix.dtype)}  # fmt: skip
+    return m, feeds
+
+
+@needs_host
+@pytest.mark.parametrize("tx,tw", [(U8, U8), (U8, I8), (I8, U8), (I8, I8)])
+@pytest.mark.parametrize(
+    "x_shape,w_shape,conv",
+    [
+        ([1, 3, 9, 11], [8, 3, 3, 3], {"pads": [1, 1, 1, 1], "strides": [2, 2]}),
+        ([2, 16, 6, 7], [24, 16, 1, 1], {}),
+        ([1, 8, 7, 5], [6, 4, 3, 2], {"group": 2, "dilations": [2, 1], "pads": [0, 1, 2, 0]}),
+        ([3, 5, 4, 4], [5, 1, 3, 3], {"group": 5, "pads": [1, 1, 1, 1]}),
+    ],
+)
+def test_conv_integer_equals_ort(tx: int, tw: int, x_shape: list[int], w_shape: list[int], conv) -> None:
+    """Per-tensor zero points: ORT's ConvInteger takes no other (the C tests cover W's per channel)."""
+    m, feeds = conv_integer_pair(tx, tw, x_shape, w_shape, False, **conv)
+    ref, got = run_both(m, feeds)
+    assert ref[1].dtype == got[1].dtype == np.int32 and np.array_equal(ref[1], got[1])
+
+
+def test_conv_integer_of_a_3d_conv_is_refused() -> None:
+    m, _ = conv_integer_pair(U8, U8, [1, 2, 4, 4, 4], [3, 2, 1, 1, 1], False)
+    with pytest.raises(LoweringError, match="only a 2-D conv"):
+        lower_pair(m, m.graph.node[0])
+
+
+@needs_host
+def test_quantize_dynamic_conv_chain_equals_ort(tmp_path: Path) -> None:
+    """quantize_dynamic's Conv (DynamicQuantizeLinear -> ConvInteger -> Cast -> Mul by the scales): the
+    float result equals ONNX Runtime's bit for bit."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    w = RNG.standard_normal((12, 6, 3, 3)).astype(np.float32)
+    conv = helper.make_node("Conv", ["z", "w"], ["yb"], name="conv", pads=[1, 1, 1, 1], strides=[2, 1])
+    graph = helper.make_graph([conv], "c", [vi("z", [1, 6, 10, 9])], [vi("yb", [1, 12, 5, 9])], [init("w", w)])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), tmp_path / "c.onnx")
+    quantize_dynamic(tmp_path / "c.onnx", tmp_path / "c_int8.onnx", weight_type=QuantType.QUInt8)
+    q = onnx.load(tmp_path / "c_int8.onnx")
+    assert "ConvInteger" in {n.op_type for n in q.graph.node}
+    m = task_b(list(q.graph.node), [vi("z", [1, 6, 10, 9])], [vi("yb", [1, 12, 5, 9])], list(q.graph.initializer))
+    ref, got = run_both(m, {"z": RNG.standard_normal((1, 6, 10, 9)).astype(np.float32)})
+    assert ref[1].tobytes() == got[1].tobytes()
+
+
+@needs_host
+def test_floor_equals_ort() -> None:
+    """Floor is exact: the kernel gives ORT's bits, also for NaN, +-inf, +-0, halves and |x| >= 2^23."""
+    special = [np.nan, np.inf, -np.inf, 0.0, -0.0, -0.5, 0.5, -1.0, 8388607.5, -8388607.5, 3e9, -3e9, 1e-40, -1e-40]
+    z = np.concatenate([special, RNG.uniform(-100, 100, 400 - len(special))]).astype(np.float32).reshape(4, 100)
+    m = task_b([helper.make_node("Floor", ["z"], ["yb"], name="floor")], [vi("z", [4, 100])], [vi("yb", [4, 100])])
+    ref, got = run_both(m, {"z": z})
+    assert ref[1].tobytes() == got[1].tobytes()

@@ -337,25 +337,28 @@ static void test_unary_special(void) {
     }
 }
 
-/* Clip, Neg, Sqrt are exact in f32: the kernel must give the reference's bits (NaN: any NaN) */
+/* Clip, Neg, Sqrt, Floor are exact in f32: the kernel must give the reference's bits (NaN: any NaN) */
 static float ref_clip_neg_sqrt(uint32_t opc, float x, float lo, float hi) {
     if (opc == HFX_OP_NEG) return -x;
+    if (opc == HFX_OP_FLOOR) return (float)floor((double)x); /* exact: a whole float is a float */
     if (opc == HFX_OP_SQRT) return (float)sqrt((double)x); /* sqrt of a float is exact in double */
     return x != x ? x : x < lo ? (lo > hi ? hi : lo) : x > hi ? hi : x;
 }
 
 static void test_clip_neg_sqrt(void) {
-    static const float special[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-40f, -1e-40f, 6.0f, 5.999f, -1.0f};
+    static const float special[] = {NAN,   INFINITY, -INFINITY, 0.0f,       -0.0f,       1e-40f,     -1e-40f,
+                                    6.0f,  5.999f,   -1.0f,     -0.5f,      8388607.5f,  -8388607.5f, 16777217.0f,
+                                    -3e9f, 2.5e9f,   -2.0f,     -1.999999f, -8388608.0f, 1e30f};
     static const float bounds[][2] = {{0.0f, 6.0f}, {-INFINITY, 1.5f}, {-2.0f, INFINITY}, {3.0f, -3.0f}};
-    static const uint32_t sizes[] = {10, 32769, 100003};
-    static const uint32_t ops[] = {HFX_OP_CLIP, HFX_OP_NEG, HFX_OP_SQRT};
-    for (int k = 0; k < 3; k++)
+    static const uint32_t sizes[] = {20, 32769, 100003};
+    static const uint32_t ops[] = {HFX_OP_CLIP, HFX_OP_NEG, HFX_OP_SQRT, HFX_OP_FLOOR};
+    for (int k = 0; k < 4; k++)
         for (int s = 0; s < 3; s++)
             for (int c = 0; c < (ops[k] == HFX_OP_CLIP ? 4 : 1); c++) {
                 uint32_t n = sizes[s];
                 float lo = bounds[c][0], hi = bounds[c][1];
                 float *X = rand_buf(n, ops[k] == HFX_OP_SQRT ? 0.0f : -8.0f, 8.0f), *O = calloc(n, 4);
-                memcpy(X, special, sizeof special); /* n >= 10 */
+                memcpy(X, special, sizeof special); /* n >= 20 */
                 int32_t p[HFX_OP_PARAMS] = {0};
                 if (ops[k] == HFX_OP_CLIP) p[HFX_P_CLIP_MIN] = hfxb_bits(lo), p[HFX_P_CLIP_MAX] = hfxb_bits(hi);
                 hfxb b;
@@ -1399,7 +1402,7 @@ static void test_qmatmul(void) {
     hfx_qgemm_max_isa = HFX_QGEMM_VNNI;
 }
 
-/* QCONV2D against ref_qconv_acc: pr = pads top, left, bottom, right, strides h, w, dilations h, w, group */
+/* QCONV2D against ref_qconv_acc, or ICONV2D (ConvInteger: the accumulators, int32) when ty is i32: pr = pads top, left, bottom, right, strides h, w, dilations h, w, group */
 typedef struct qconv_cfg {
     uint32_t xd[4], wd[4];
     int32_t pr[HFX_OP_PARAMS];
@@ -1416,12 +1419,14 @@ static void qconv_case(uint8_t tx, uint8_t tw, uint8_t ty, const qconv_cfg *c) {
     uint64_t nx = (uint64_t)xd[0] * xd[1] * xd[2] * xd[3], nw = (uint64_t)wd[0] * wd[1] * wd[2] * wd[3];
     uint64_t ny = (uint64_t)yd[0] * yd[1] * oh * ow;
     int32_t *Xi = malloc(nx * 4), *Wi = malloc(nw * 4), *bias = malloc(m * 4), *zw = malloc(m * 4);
-    uint8_t *X = malloc(nx + 1), *Wb = malloc(nw + 1), *Y = malloc(ny + 1), zx[4], *zwb = malloc(m), zy[4];
+    bool raw = ty == HFX_DTYPE_I32;
+    uint8_t *X = malloc(nx + 1), *Wb = malloc(nw + 1), *Y = malloc(ny * 4 + 1), zx[4], *zwb = malloc(m), zy[4];
     float *sc = malloc(m * 4);
     for (uint64_t i = 0; i < nx; i++) store_int(X + 1, tx, i, Xi[i] = qrand(tx));
     for (uint64_t i = 0; i < nw; i++) store_int(Wb, tw, i, Wi[i] = qrand(tw));
-    int32_t zxv = qrand(tx), zyv = qrand(ty);
-    store_int(zx, tx, 0, zxv), store_int(zy, ty, 0, zyv);
+    int32_t zxv = qrand(tx), zyv = raw ? 0 : qrand(ty);
+    store_int(zx, tx, 0, zxv);
+    if (!raw) store_int(zy, ty, 0, zyv);
     for (uint32_t j = 0; j < m; j++) {
         store_int(zwb, tw, j, zw[j] = qrand(tw));
         sc[j] = j % 2 ? 0.5f : rng_f(1e-5f, 1e-2f);
@@ -1434,14 +1439,15 @@ static void qconv_case(uint8_t tx, uint8_t tw, uint8_t ty, const qconv_cfg *c) {
     in[1] = hfxb_set_dtype(&b, hfxb_const(&b, 0, 4, wd, (const float *)(const void *)Wb), tw);
     in[2] = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_SCALAR), tx);
     in[3] = hfxb_set_dtype(&b, hfxb_input(&b, 0, c->per_channel ? 1 : 0, &ncol), tw);
-    in[4] = hfxb_input(&b, 0, c->per_channel ? 1 : 0, &ncol);
-    in[5] = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_SCALAR), ty);
-    in[6] = c->bias ? hfxb_set_dtype(&b, hfxb_input(&b, 0, 1, &m), HFX_DTYPE_I32) : HFXB_NONE;
+    in[4] = raw ? HFXB_NONE : hfxb_input(&b, 0, c->per_channel ? 1 : 0, &ncol); /* ICONV2D: no scale, zy, bias */
+    in[5] = raw ? HFXB_NONE : hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_SCALAR), ty);
+    bool bias_in = c->bias && !raw;
+    in[6] = bias_in ? hfxb_set_dtype(&b, hfxb_input(&b, 0, 1, &m), HFX_DTYPE_I32) : HFXB_NONE;
     uint32_t y = hfxb_set_dtype(&b, hfxb_output(&b, 0, 4, yd), ty);
-    hfxb_op_add(&b, 0, HFX_OP_QCONV2D, -1, c->bias ? 7 : 6, in, y, pr);
+    hfxb_op_add(&b, 0, raw ? HFX_OP_ICONV2D : HFX_OP_QCONV2D, -1, raw ? 4 : bias_in ? 7 : 6, in, y, pr);
     const void *ins[6] = {X + 1, zx, zwb, sc, zy, bias};
     void *outs[1] = {Y + 1};
-    if (run_prog(&b, ins, c->bias ? 6 : 5, outs, 1)) {
+    if (run_prog(&b, ins, raw ? 3 : bias_in ? 6 : 5, outs, 1)) {
         int32_t lo = ty == HFX_DTYPE_U8 ? 0 : -128, hi = ty == HFX_DTYPE_U8 ? 255 : 127;
         int32_t p6[6] = {pr[0], pr[1], pr[4], pr[5], pr[6], pr[7]};
         uint32_t cg = wd[1], mg = m / (uint32_t)pr[8];
@@ -1451,8 +1457,8 @@ static void qconv_case(uint8_t tx, uint8_t tw, uint8_t ty, const qconv_cfg *c) {
             uint32_t img = (uint32_t)(i / ((uint64_t)ow * oh * m)), col = c->per_channel ? mm : 0;
             int32_t acc = ref_qconv_acc(Xi + (uint64_t)img * xd[1] * xd[2] * xd[3], xd[2], xd[3],
                                         Wi + (uint64_t)mm * cg * wd[2] * wd[3], cg, wd[2], wd[3], (mm / mg) * cg, oy,
-                                        ox, p6, zxv, zw[col], c->bias ? bias[mm] : 0);
-            if (load_int(Y + 1, ty, i) != ref_qmatmul_requant(acc, sc[col], zyv, lo, hi)) bad = i;
+                                        ox, p6, zxv, zw[col], bias_in ? bias[mm] : 0);
+            if (load_int(Y + 1, ty, i) != (raw ? acc : ref_qmatmul_requant(acc, sc[col], zyv, lo, hi))) bad = i;
         }
         CHECK_MSG(bad == ny, "qconv %u%u%u %s (%s): y[%u] differs", tx, tw, ty, c->what,
                   isa_name(), (unsigned)bad);
@@ -1501,6 +1507,11 @@ static void test_qconv(void) {
             for (size_t i = 0; i < sizeof qconv_cfgs / sizeof qconv_cfgs[0]; i++)
                 qconv_case(types[t & 1], types[(t >> 1) & 1], types[(t >> 2) & 1], &qconv_cfgs[i]);
             if (t == 5) qconv_case(types[t & 1], types[(t >> 1) & 1], types[(t >> 2) & 1], &big);
+        }
+        for (int t = 0; t < 4; t++) { /* ICONV2D (ConvInteger): every u8/i8 pair, the accumulators as they are */
+            for (size_t i = 0; i < sizeof qconv_cfgs / sizeof qconv_cfgs[0]; i++)
+                qconv_case(types[t & 1], types[(t >> 1) & 1], HFX_DTYPE_I32, &qconv_cfgs[i]);
+            if (t == 1) qconv_case(types[t & 1], types[(t >> 1) & 1], HFX_DTYPE_I32, &big);
         }
     }
     hfx_qgemm_max_isa = HFX_QGEMM_VNNI;

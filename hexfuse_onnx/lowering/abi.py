@@ -69,6 +69,7 @@ class Opcode(IntEnum):
     QMATMUL = 3  # QDQ MatMul in integers: dsp/ref/ref_qmatmul.h
     QCONV2D = 4  # QDQ Conv in integers: the same, CONV2D's params
     IMATMUL = 5  # ONNX MatMulInteger: QMATMUL's int32 accumulators, no requantisation
+    ICONV2D = 6  # ONNX ConvInteger: QCONV2D's int32 accumulators, no requantisation
     ADD = 10
     SUB = 11
     MUL = 12
@@ -92,6 +93,7 @@ class Opcode(IntEnum):
     SOFTMAX = 30
     LAYERNORM = 31
     RMSNORM = 32
+    FLOOR = 33  # unary
     REDUCE_MEAN = 40
     REDUCE_SUM = 41
     REDUCE_MAX = 42

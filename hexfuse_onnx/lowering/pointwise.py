@@ -23,6 +23,7 @@ UNARY = {
     "Sqrt": Opcode.SQRT,
     "Erf": Opcode.ERF,
     "Log": Opcode.LOG,
+    "Floor": Opcode.FLOOR,
 }
 
 

@@ -6,13 +6,13 @@ For each pair: its input tensors are captured by running the model on stock ONNX
 each pair runs its fallback body, the original nodes) with the pair's inputs added as graph outputs,
 on seeded random inputs or `--inputs`. The task program and those tensors go into a job file that
 `hexfuse_emulate.elf` (dsp/hexagon/emulate/, built by dsp/scripts/build_hexagon.sh) runs under
-qemu-hexagon: the real parser, scheduler (coop platform: 1 matrix + 3 vector workers interleaved on
-one hardware thread) and kernels as compiled for Hexagon: the integer QMatMul, QConv2D,
-DequantizeLinear, QMaxPool, QGlobalAveragePool, QLut, QAdd, QMul and QConcat items run their HVX kernels
-(dsp/src/ops/qmatmul_hvx.c, qpool.c, qeltwise.c, qmemory.c; dsp/hvx/), the other ops their portable
-C. The image runs the program fused and forced serial and counts executed packets with qemu's packet
-counter. The same program and inputs run on the
-host kernel (`runtime.HostKernel`), and the outputs are compared.
+qemu-hexagon (a process per pair, as many at once as this process has CPUs): the real parser,
+scheduler (coop platform: 1 matrix + 3 vector workers interleaved on one hardware thread) and kernels
+as compiled for Hexagon: the integer QMatMul, QConv2D, DequantizeLinear, QMaxPool, QGlobalAveragePool,
+QLut, QAdd, QMul and QConcat items run their HVX kernels (dsp/src/ops/qmatmul_hvx.c, qpool.c,
+qeltwise.c, qmemory.c; dsp/hvx/), the other ops their portable C. The image runs the program fused
+and forced serial and counts executed packets with qemu's packet counter. The same program and inputs
+run on the host kernel (`runtime.HostKernel`), and the outputs are compared.
 
 fp32 is not expected to be bit-exact between the two builds (Hexagon: plain C sgemm and the rt's
 expf/tanhf/erff; host: OpenBLAS and libm): a float output passes when max|emulated - host| <=
@@ -40,6 +40,7 @@ import shutil
 import struct
 import subprocess
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -320,27 +321,49 @@ def emulate(
     progress(f"capturing the inputs of {len(nodes)} pair(s) on stock ONNX Runtime")
     values = capture_inputs(model, nodes, model_feeds(Path(model_path), inputs_npz, seed))
     host, names = HostKernel(), op_names()
-    with tempfile.TemporaryDirectory(prefix="hexfuse-emulate-") as folder:
+    pairs = [(node, [values[t] for t in node.input]) for node in nodes]
+    programs = [_specialized(node, inputs, host) for node, inputs in pairs]
+    with tempfile.TemporaryDirectory(prefix="hexfuse-emulate-") as folder, ThreadPoolExecutor(_emulators()) as pool:
         cmd = qemu_command(qemu, image, arch, Path(folder))
-        results = []
-        for node in nodes:
-            progress(f"pair {node.name}: running under {Path(qemu.path).name} {'.'.join(map(str, qemu.version))}")
-            results.append(_emulate_pair(node, [values[t] for t in node.input], cmd, Path(folder), host, names, rtol))
+        version = f"{Path(qemu.path).name} {'.'.join(map(str, qemu.version))}"
+        runs = []
+        for (node, inputs), program in zip(pairs, programs):
+            job = job_bytes(program, inputs, float(_attr(node, C.ATTR_SHARE_A, 0.5)))
+            runs.append(pool.submit(run_image, cmd, job, Path(folder), node.name))
+            progress(f"pair {node.name}: running under {version}")
+        results = [
+            _checked(node, program, inputs, run.result(), host, names, rtol)
+            for (node, inputs), program, run in zip(pairs, programs, runs)
+        ]
     return qemu, results
 
 
-def _emulate_pair(
-    node: onnx.NodeProto, inputs: list[np.ndarray], cmd: list[str], workdir: Path, host, names: dict, rtol: float
-) -> PairResult:
+def _emulators() -> int:
+    """qemu processes at once: one per CPU this process may run on (each pair's qemu is one thread)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _specialized(node: onnx.NodeProto, inputs: list[np.ndarray], host) -> bytes:
     program = _attr(node, C.ATTR_PROGRAM)
     if not program:
         raise ModelError(f"pair '{node.name}' has no task program (attribute '{C.ATTR_PROGRAM}')")
     try:
-        program = host.specialize(program, [x.shape for x in inputs])  # a v2 program: to these shapes
+        return host.specialize(program, [x.shape for x in inputs])  # a v2 program: to these shapes
     except HexfuseError as exc:
         raise ModelError(f"pair '{node.name}': task program refused at the input shapes: {exc.message}") from None
-    job = job_bytes(program, inputs, float(_attr(node, C.ATTR_SHARE_A, 0.5)))
-    stats, raw = run_image(cmd, job, workdir, node.name)
+
+
+def _checked(
+    node: onnx.NodeProto,
+    program: bytes,
+    inputs: list[np.ndarray],
+    run: tuple[dict, list[bytes]],
+    host,
+    names: dict,
+    rtol: float,
+) -> PairResult:
+    """The emulated run's outputs against the host kernel's on the same program and inputs."""
+    stats, raw = run
     expected = host.run(program, inputs, hexagon_order=True)
     quantized = quantized_outputs(program)
     checks = [

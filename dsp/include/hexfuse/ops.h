@@ -173,6 +173,7 @@ enum hfx_opcode {
     HFX_OP_QMATMUL = 3, /* QDQ MatMul, integer: in A[..., K], B[K, N], zp_a, zp_b, scale, zp_y [, bias i32 [N]] */
     HFX_OP_QCONV2D = 4, /* QDQ Conv, integer: in X[N,C,H,W], W[M,C/g,kh,kw], zp_x, zp_w, scale, zp_y [, bias i32 [M]] */
     HFX_OP_IMATMUL = 5, /* ONNX MatMulInteger: in A u8/i8 [..., K], B u8/i8 [K, N], zp_a, zp_b -> Y i32 [..., N] */
+    HFX_OP_ICONV2D = 6, /* ONNX ConvInteger: in X u8/i8 [N,C,H,W], W u8/i8 [M,C/g,kh,kw], zp_x, zp_w -> Y i32; CONV2D's params */
     /* elementwise binary, numpy broadcasting */
     HFX_OP_ADD = 10,
     HFX_OP_SUB = 11,
@@ -199,6 +200,7 @@ enum hfx_opcode {
     HFX_OP_SOFTMAX = 30,   /* in X; any axis */
     HFX_OP_LAYERNORM = 31, /* in X, scale [, bias]; normalizes axes [axis, rank) */
     HFX_OP_RMSNORM = 32,   /* in X, scale; normalizes axes [axis, rank) */
+    HFX_OP_FLOOR = 33,     /* unary: floor(x) (NaN, +-inf, +-0 as they are); numbered here because 10..29 is full */
     /* reductions */
     HFX_OP_REDUCE_MEAN = 40,
     HFX_OP_REDUCE_SUM = 41,

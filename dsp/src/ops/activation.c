@@ -1,5 +1,5 @@
 /* activation.c - the unary elementwise ops: Relu, Sigmoid, Tanh, Gelu (erf),
- * SiLU, Exp, Log, HardSigmoid, HardSwish, Clip, Neg, Sqrt, Erf, ReplaceNaN. An item is a chunk of
+ * SiLU, Exp, Log, HardSigmoid, HardSwish, Clip, Neg, Sqrt, Floor, Erf, ReplaceNaN. An item is a chunk of
  * elements. */
 #include <math.h>
 
@@ -10,6 +10,14 @@
 static inline float hfx_clamp01(float v) {
     v = v < 0.0f ? 0.0f : v;
     return v > 1.0f ? 1.0f : v;
+}
+
+/* floor(x) without libm (the bare Hexagon build has none): |x| >= 2^23 (and inf, NaN) is already whole;
+ * else the truncation, one less where it rounded up; +-0 keeps its sign as ONNX Runtime's std::floor */
+static inline float hfx_floor(float x) {
+    if (!(x > -8388608.0f && x < 8388608.0f) || x == 0.0f) return x;
+    float t = (float)(int32_t)x;
+    return t > x ? t - 1.0f : t;
 }
 
 /* HARDSIGMOID: alpha, beta finite; CLIP: bounds not NaN */
@@ -92,6 +100,9 @@ void hfx_run_unary(const hfx_kernel_args *a, uint32_t item) {
     }
     case HFX_OP_NEG:
         for (uint64_t i = b; i < e; i++) o[i] = -x[i];
+        break;
+    case HFX_OP_FLOOR:
+        for (uint64_t i = b; i < e; i++) o[i] = hfx_floor(x[i]);
         break;
     case HFX_OP_SQRT:
         for (uint64_t i = b; i < e; i++) o[i] = sqrtf(x[i]);

@@ -1,6 +1,7 @@
 /* qmatmul.c - QMATMUL and QCONV2D: the integer MatMul and Conv of a QDQ group (u8/i8 x u8/i8,
  * int32 accumulation, requantised to u8/i8), exactly as dsp/ref/ref_qmatmul.h defines them; IMATMUL
- * (ONNX MatMulInteger): QMATMUL's accumulators as they are, int32, through the same item paths.
+ * (ONNX MatMulInteger) and ICONV2D (ONNX ConvInteger): QMATMUL's and QCONV2D's accumulators as they are,
+ * int32, through the same item paths (ICONV2D: the GEMM ones, also for a depthwise conv).
  * On the host a GEMM item runs qgemm_host.c (operands packed as int16 with their zero points
  * subtracted, AVX2 where the CPU has it); on Hexagon builds (HFX_HVX) qmatmul_hvx.c's vrmpy kernel.
  * A QMATMUL item is a block of rows x a block of columns of A[rows, K] x B. A QCONV2D item is a block
@@ -172,7 +173,7 @@ typedef struct qmm_io {
     uint32_t ta, tb, ty;
     int32_t za, zy, lo, hi;
     bool zb_cols, scale_cols;
-    bool raw; /* IMATMUL: Y is the int32 accumulators (no scale, zy, bias) */
+    bool raw; /* IMATMUL, ICONV2D: Y is the int32 accumulators (no scale, zy, bias) */
 } qmm_io;
 
 static qmm_io qmm_io_of(const hfx_kernel_args *a) {
@@ -187,7 +188,7 @@ static qmm_io qmm_io_of(const hfx_kernel_args *a) {
     io.za = load_narrow(a->in[HFX_QMM_ZA], io.ta, 0);
     io.zb_cols = t[op->in[HFX_QMM_ZB]].numel > 1;
     io.y = a->out[0];
-    io.raw = op->opcode == HFX_OP_IMATMUL;
+    io.raw = op->opcode == HFX_OP_IMATMUL || op->opcode == HFX_OP_ICONV2D;
     if (io.raw) return io;
     io.scale = a->in[HFX_QMM_SCALE];
     io.bias = op->n_in > HFX_QMM_BIAS ? a->in[HFX_QMM_BIAS] : NULL;
@@ -316,6 +317,21 @@ hfx_status hfx_validate_qconv(hfx_vctx *v, hfx_op *op) {
     return validate_channel_operands(v, op, v->p->tensors[op->in[HFX_QMM_B]].dims[0], "M");
 }
 
+/* ICONV2D: X, W u8/i8, zp_x X's type (one element), zp_w W's type (one element or one per channel), Y i32 */
+hfx_status hfx_validate_iconv(hfx_vctx *v, hfx_op *op) {
+    const hfx_tensor *t = v->p->tensors;
+    uint32_t a = t[op->in[HFX_QMM_A]].dtype, b = t[op->in[HFX_QMM_B]].dtype;
+    hfx_status st = want_dtype(v, op, HFX_QMM_A, narrow_int(a), "u8 or i8");
+    if (!st) st = want_dtype(v, op, HFX_QMM_B, narrow_int(b), "u8 or i8");
+    if (!st) st = want_dtype(v, op, 99, t[op->out[0]].dtype == HFX_DTYPE_I32, "i32");
+    if (!st) st = want_dtype(v, op, HFX_QMM_ZA, t[op->in[HFX_QMM_ZA]].dtype == a, "X's (its zero point)");
+    if (!st) st = want_dtype(v, op, HFX_QMM_ZB, t[op->in[HFX_QMM_ZB]].dtype == b, "W's (its zero point)");
+    if (!st) st = hfx_validate_conv2d(v, op); /* params and shapes of X, W, Y (4 inputs: no bias) */
+    uint32_t m = t[op->in[HFX_QMM_B]].dims[0];
+    if (!st) st = want_size(v, op, HFX_QMM_ZA, m, false);
+    return st ? st : want_size(v, op, HFX_QMM_ZB, m, true);
+}
+
 #ifndef HFX_HVX /* HVX builds run depthwise convs as GEMMs */
 /* work space of a depthwise item: its channels' weights and accumulators, the tap ranges of every output
  * row and column, a row of accumulators */
@@ -335,7 +351,7 @@ hfx_status hfx_plan_qconv(const hfx_program *p, hfx_op *op) {
     uint64_t kk = (uint64_t)w->dims[1] * w->dims[2] * w->dims[3], images = y->dims[0];
     uint64_t mg = w->dims[0] / pl.groups, kp = hfx_qgemm_kp(kk);
 #ifndef HFX_HVX
-    if (mg == 1 && w->dims[1] == 1) {
+    if (mg == 1 && w->dims[1] == 1 && op->opcode != HFX_OP_ICONV2D) {
         pl.mode = QCONV_DEPTHWISE;
         pl.units_per_item = hfx_per_item_for(images * pl.pixels * kk, QCONV_DW_ITEM_TAPS);
         if (pl.units_per_item > QCONV_DW_CHANNELS) pl.units_per_item = QCONV_DW_CHANNELS;
@@ -464,6 +480,12 @@ static void pack_cols(const qmm_io *io, const uint8_t *X, uint64_t img_stride, c
     }
 }
 
+/* Y[img, m, p] = v: ICONV2D's int32 accumulator (Y may be unaligned) */
+static void store_acc(const qmm_io *io, int32_t v, uint64_t m_all, uint64_t pixels, uint64_t img, uint64_t m,
+                      uint64_t p) {
+    memcpy((uint8_t *)io->y + ((img * m_all + m) * pixels + p) * sizeof(int32_t), &v, sizeof v);
+}
+
 /* Fewer columns (images x pixels) than HFX_QGEMM_DOT_COLS: the columns as contiguous int16 (ncols x kk, in
  * the packed area), then each of the group's mg channels (from m0 of m_all; W at its first) dotted with
  * them (hfx_qgemm_dot), requantised 16 channels at a time per column (images from i0). */
@@ -493,7 +515,10 @@ static void qconv_dot(const qmm_io *io, const uint8_t *X, uint64_t img_stride, c
             hfx_qgemm_dot(W + (mb + i) * kk, io->tb == HFX_DTYPE_I8, zw, kk, xcol, kk, (int)ncols, dot);
             for (uint64_t q = 0; q < ncols; q++) acc[q * 16 + i] = dot[q];
         }
-        for (uint64_t q = 0; q < ncols; q++)
+        for (uint64_t q = 0; q < ncols && io->raw; q++)
+            for (uint64_t i = 0; i < nb; i++)
+                store_acc(io, acc[q * 16 + i], m_all, pixels, i0 + q / np, mm + i, p0 + q % np);
+        for (uint64_t q = 0; q < ncols && !io->raw; q++)
             hfx_qgemm_requant(acc + q * 16, nb, io->bias ? io->bias + mm : NULL, 1,
                               io->scale + (io->scale_cols ? mm : 0), io->scale_cols, io->zy, io->ty == HFX_DTYPE_I8,
                               (uint8_t *)io->y + ((i0 + q / np) * m_all + mm) * pixels + p0 + q % np, 1, pixels);
@@ -528,6 +553,13 @@ static void qconv_gemm(const hfx_kernel_args *a, const qmm_io *io, uint64_t i0, 
         }
         hfx_qgemm_rows(b.a, b.kp, rows, b.b, b.kp, ni * np, b.acc, b.ldc);
         uint64_t mm = g * mg + m;
+        if (io->raw) {
+            for (int i = 0; i < rows; i++)
+                for (uint64_t q = 0; q < ni * np; q++)
+                    store_acc(io, b.acc[(size_t)i * b.ldc + q], m_all, pixels, i0 + q / np, mm + (uint64_t)i,
+                              p0 + q % np);
+            continue;
+        }
         hfx_qgemm_requant_rows(b.acc, b.ldc, rows, ni * np, io->bias ? io->bias + mm : NULL,
                                io->scale + (io->scale_cols ? mm : 0), io->scale_cols, io->zy, y_signed,
                                (uint8_t *)io->y + (i0 * m_all + mm) * pixels + p0, pixels, np, m_all * pixels);
@@ -676,3 +708,7 @@ void hfx_run_qconv(const hfx_kernel_args *a, uint32_t item) {
 #endif
     qconv_gemm(a, &io, i0, ni, g, p0, np);
 }
+
+hfx_status hfx_plan_iconv(const hfx_program *p, hfx_op *op) { return hfx_plan_qconv(p, op); }
+
+void hfx_run_iconv(const hfx_kernel_args *a, uint32_t item) { hfx_run_qconv(a, item); }

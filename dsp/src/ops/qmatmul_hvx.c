@@ -175,6 +175,7 @@ static conv_geom geom_of(const hfx_tensor *xt, const hfx_tensor *wt, const int32
 }
 
 bool hfx_qconv_hvx(const hfx_kernel_args *a, uint64_t img, uint64_t g, uint64_t p0, uint64_t np) {
+    if (a->op->opcode == HFX_OP_ICONV2D) return false; /* ConvInteger: the C path (qmatmul.c) on HVX builds */
     qgemm_io io;
     if (!io_of(a, &io)) return false;
     const hfx_op *op = a->op;

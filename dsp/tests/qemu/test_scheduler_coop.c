@@ -801,18 +801,20 @@ typedef struct qc_shape {
     int per_channel, edge;
 } qc_shape;
 
+/* QCONV2D, or ICONV2D (ConvInteger: its int32 accumulators, no scale, zy or bias) when ty is 2 */
 static int qconv_case(hfx_pool *pool, const qc_shape *sh, int tx, int tw, int ty, qt_rng *r)
 {
+    int raw = ty == 2;
     const uint32_t *xd = sh->x, *wd = sh->w;
     const int32_t *pr = sh->pr;
     uint32_t oh = (xd[2] + (uint32_t)(pr[0] + pr[2]) - (uint32_t)pr[6] * (wd[2] - 1) - 1) / (uint32_t)pr[4] + 1;
     uint32_t ow = (xd[3] + (uint32_t)(pr[1] + pr[3]) - (uint32_t)pr[7] * (wd[3] - 1) - 1) / (uint32_t)pr[5] + 1;
     uint32_t yd[4] = {xd[0], wd[0], oh, ow}, m = wd[0], ncol = sh->per_channel ? m : 1;
     uint32_t nx = xd[0] * xd[1] * xd[2] * xd[3], nw = wd[0] * wd[1] * wd[2] * wd[3], ny = yd[0] * m * oh * ow;
-    uint8_t *X = malloc(nx + 1), *Wb = malloc(nw + 1), *Y = malloc(ny + 1), *zwb = malloc(m), zx[4], zy[4];
+    uint8_t *X = malloc(nx + 1), *Wb = malloc(nw + 1), *Y = malloc(ny * 4 + 1), *zwb = malloc(m), zx[4], zy[4];
     int32_t *Xi = malloc(nx * 4), *Wi = malloc(nw * 4), *bias = malloc(m * 4), *zw = malloc(m * 4);
     float *sc = malloc(m * 4);
-    uint8_t dt[2] = {HFX_DTYPE_I8, HFX_DTYPE_U8};
+    uint8_t dt[3] = {HFX_DTYPE_I8, HFX_DTYPE_U8, HFX_DTYPE_I32};
     for (uint32_t i = 0; i < nx; i++)
         Xi[i] = qm_load((X[1 + i] = qm_byte(r, sh->edge), X + 1), tx, (int)i);
     for (uint32_t i = 0; i < nw; i++)
@@ -831,13 +833,14 @@ static int qconv_case(hfx_pool *pool, const qc_shape *sh, int tx, int tw, int ty
     in[1] = hfxb_set_dtype(&b, hfxb_const(&b, 0, 4, wd, (const float *)(const void *)(Wb + 1)), dt[tw]);
     in[2] = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_SCALAR), dt[tx]);
     in[3] = hfxb_set_dtype(&b, hfxb_input(&b, 0, sh->per_channel ? 1 : 0, &ncol), dt[tw]);
-    in[4] = hfxb_input(&b, 0, sh->per_channel ? 1 : 0, &ncol);
-    in[5] = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_SCALAR), dt[ty]);
-    in[6] = sh->per_channel ? hfxb_set_dtype(&b, hfxb_input(&b, 0, 1, &m), HFX_DTYPE_I32) : HFXB_NONE;
+    in[4] = raw ? HFXB_NONE : hfxb_input(&b, 0, sh->per_channel ? 1 : 0, &ncol);
+    in[5] = raw ? HFXB_NONE : hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_SCALAR), dt[ty]);
+    int bias_in = sh->per_channel && !raw;
+    in[6] = bias_in ? hfxb_set_dtype(&b, hfxb_input(&b, 0, 1, &m), HFX_DTYPE_I32) : HFXB_NONE;
     uint32_t y = hfxb_set_dtype(&b, hfxb_output(&b, 0, 4, yd), dt[ty]);
     int32_t params[HFX_OP_PARAMS] = {0};
     memcpy(params, pr, sizeof sh->pr);
-    hfxb_op_add(&b, 0, HFX_OP_QCONV2D, -1, sh->per_channel ? 7 : 6, in, y, params);
+    hfxb_op_add(&b, 0, raw ? HFX_OP_ICONV2D : HFX_OP_QCONV2D, -1, raw ? 4 : bias_in ? 7 : 6, in, y, params);
     hfx_program *prog = NULL;
     hfx_error err;
     int ok = parse_built(&b, &prog, &err) == HFX_OK;
@@ -847,19 +850,21 @@ static int qconv_case(hfx_pool *pool, const qc_shape *sh, int tx, int tw, int ty
         const void *ins[6] = {X + 1, zx, zwb, sc, zy, bias};
         void *outs[1] = {Y + 1};
         hfx_run_result res;
-        ok = hfx_run(pool, prog, ins, sh->per_channel ? 6 : 5, outs, 1, NULL, NULL, &res) == HFX_OK;
+        ok = hfx_run(pool, prog, ins, raw ? 3 : bias_in ? 6 : 5, outs, 1, NULL, NULL, &res) == HFX_OK;
         hfx_program_free(prog);
     }
     int32_t lo = ty ? 0 : -128, hi = ty ? 255 : 127, p6[6] = {pr[0], pr[1], pr[4], pr[5], pr[6], pr[7]};
-    int32_t zxv = qm_load(zx, tx, 0), zyv = qm_load(zy, ty, 0);
+    int32_t zxv = qm_load(zx, tx, 0), zyv = raw ? 0 : qm_load(zy, ty, 0);
     uint32_t cg = wd[1], mg = m / (uint32_t)pr[8];
     for (uint32_t i = 0; ok && i < ny; i++) {
         uint32_t ox = i % ow, oy = i / ow % oh, mm = i / (ow * oh) % m, img = i / (ow * oh * m);
         uint32_t c = sh->per_channel ? mm : 0;
         int32_t acc = ref_qconv_acc(Xi + img * xd[1] * xd[2] * xd[3], xd[2], xd[3], Wi + mm * cg * wd[2] * wd[3], cg,
                                     wd[2], wd[3], (mm / mg) * cg, oy, ox, p6, zxv, zw[c],
-                                    sh->per_channel ? bias[mm] : 0);
-        ok = qm_load(Y + 1, ty, (int)i) == ref_qmatmul_requant(acc, sc[c], zyv, lo, hi);
+                                    bias_in ? bias[mm] : 0);
+        int32_t got;
+        memcpy(&got, Y + 1 + 4 * i, 4); /* ICONV2D's int32, at an odd address */
+        ok = raw ? got == acc : qm_load(Y + 1, ty, (int)i) == ref_qmatmul_requant(acc, sc[c], zyv, lo, hi);
         if (!ok)
             hx_printf("QConv2D x %ux%ux%ux%u w %ux%ux%ux%u types %d%d%d: y[%u] differs\n", xd[0], xd[1], xd[2], xd[3],
                       wd[0], wd[1], wd[2], wd[3], tx, tw, ty, i);
@@ -887,6 +892,11 @@ static void test_qconv_program(hfx_pool *pool)
         for (int t = 0; t < 8; t++)
             ok &= qconv_case(pool, &shapes[s], t & 1, (t >> 1) & 1, (t >> 2) & 1, &r);
     expect(ok, "QConv2D u8/i8 x u8/i8 -> u8/i8 bit-exact against ref_qmatmul.h (6 shapes x 8 types)");
+    ok = 1;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int t = 0; t < 4; t++)
+            ok &= qconv_case(pool, &shapes[s], t & 1, (t >> 1) & 1, 2, &r);
+    expect(ok, "ConvInteger u8/i8 x u8/i8 -> i32 (the C path on HVX builds) bit-exact against ref_qconv_acc");
 }
 
 /* ---- task program v2: a template specialized to other shapes, parsed and run ----
@@ -1199,7 +1209,7 @@ int main(void)
     test_qmatmul_program(pool);
     test_imatmul_program(pool);
     test_qconv_program(pool);
-    qt_end_group(&T, "QMatMul / MatMulInteger / QConv2D");
+    qt_end_group(&T, "QMatMul / MatMulInteger / QConv2D / ConvInteger");
     /* ---- task program v2: specialize on the DSP side too ---- */
     qt_begin_group(&T);
     test_v2_program(pool);
