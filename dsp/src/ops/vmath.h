@@ -41,25 +41,24 @@ static inline float hfx_exp(float x) {
     return x == x ? y : x;
 }
 
-/* tanh: x P(x^2) / Q(x^2) on x clamped to [-9, 9] (tanh(9) rounds to the float below 1), one division
- * and no exp, as ONNX Runtime's MLAS does. The coefficients are a weighted least-squares fit of the
- * relative error made here (max 6.7e-9 in double); in float (Horner by fma), checked against every float
- * in [0, 30]: at most 5 ulp (at x = 2.64), 0.07 ulp on average. NaN in, NaN out (the clamps select). */
+/* tanh: ONNX Runtime's own, MLAS's MlasComputeTanhF32KernelFma3 (Eigen's rational polynomial and
+ * constants, MlasTanhConstants) step for step: x clamped to [-9, 9], p and q by fma in its order, x * p,
+ * one division. ORT's Tanh on x86 with FMA3 is this to the bit (checked on every u16 code of several
+ * scales); a u16 QDQ group's Q(tanh(DQ(x))) then equals ORT's. About 7 ulp from the true tanh at most.
+ * NaN in, NaN out (the clamps select). */
 static inline float hfx_tanh(float x) {
     float c = x > 9.0f ? 9.0f : x;
     c = c < -9.0f ? -9.0f : c;
     float s = c * c;
-    float p = -8.490611507e-14f;
-    p = ref_fmaf(p, s, 5.278782272e-11f);
-    p = ref_fmaf(p, s, -2.022714440e-08f);
-    p = ref_fmaf(p, s, 1.115481882e-05f);
-    p = ref_fmaf(p, s, 3.104007104e-03f);
-    p = ref_fmaf(p, s, 1.308405697e-01f);
-    p = ref_fmaf(p, s, 1.0f);
-    float q = 2.546218166e-04f;
-    q = ref_fmaf(q, s, 2.449538372e-02f);
-    q = ref_fmaf(q, s, 4.641738236e-01f);
-    q = ref_fmaf(q, s, 1.0f);
+    float p = ref_fmaf(s, -2.76076847742355e-16f, 2.00018790482477e-13f);
+    p = ref_fmaf(s, p, -8.60467152213735e-11f);
+    p = ref_fmaf(s, p, 5.12229709037114e-08f);
+    p = ref_fmaf(s, p, 1.48572235717979e-05f);
+    p = ref_fmaf(s, p, 6.37261928875436e-04f);
+    p = ref_fmaf(s, p, 4.89352455891786e-03f);
+    float q = ref_fmaf(s, 1.19825839466702e-06f, 1.18534705686654e-04f);
+    q = ref_fmaf(s, q, 2.26843463243900e-03f);
+    q = ref_fmaf(s, q, 4.89352518554385e-03f);
     return c * p / q;
 }
 
@@ -125,6 +124,26 @@ static inline float hfx_log(float x) {
     return x == __builtin_inff() ? x : r;
 }
 
-static inline float hfx_sigmoid(float x) { return 1.0f / (1.0f + hfx_exp(-x)); }
+/* sigmoid: ONNX Runtime's own, MLAS's MlasComputeLogisticF32KernelFma3 (Eigen's rational polynomial,
+ * MlasLogisticConstants) step for step: x clamped to [-18, 18], p and q by fma in its order,
+ * x * p / q + 0.5, then max(0, .) (that kernel has no upper clamp; the sum never exceeds 1). ORT's
+ * Sigmoid on x86 with FMA3 is this to the bit, so a u16 QDQ group's Q(sigmoid(DQ(x))) equals ORT's.
+ * Within 6e-8 absolute of the true sigmoid (0 from x = -18 down). NaN in, NaN out. */
+static inline float hfx_sigmoid(float x) {
+    float c = x > 18.0f ? 18.0f : x;
+    c = c < -18.0f ? -18.0f : c;
+    float s = c * c;
+    float p = ref_fmaf(s, 4.37031012579801e-11f, 1.15627324459942e-07f);
+    p = ref_fmaf(s, p, 6.08574864600143e-05f);
+    p = ref_fmaf(s, p, 8.51377133304701e-03f);
+    p = ref_fmaf(s, p, 2.48287947061529e-01f);
+    float q = ref_fmaf(s, 6.10247389755681e-13f, 5.76102136993427e-09f);
+    q = ref_fmaf(s, q, 6.29106785017040e-06f);
+    q = ref_fmaf(s, q, 1.70198817374094e-03f);
+    q = ref_fmaf(s, q, 1.16817656904453e-01f);
+    q = ref_fmaf(s, q, 9.93151921023180e-01f);
+    float r = c * p / q + 0.5f;
+    return r < 0.0f ? 0.0f : r;
+}
 
 #endif
