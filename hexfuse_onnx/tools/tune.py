@@ -2,8 +2,9 @@
 
     python -m hexfuse_onnx tune model.fused.onnx -o model.tuned.onnx [--backend host|hexagon] [--json F]
 
-Aker's "choose the fused or the original version", per device. Every configuration is timed in a
-worker process of its own (isolated.py), in alternating blocks. For each pair:
+Aker's "choose the fused or the original version", per device. ORT's modes and the whole tuned
+model are timed in this process, interleaved (interleaved.py); each pair's configurations in a
+worker process of their own (isolated.py), in alternating blocks. For each pair:
 the model with only that pair fused (at each share of a sweep) is timed against the model with no
 pair fused, in alternating rounds (every configuration once per round, so drift hits all alike).
 A pair is kept when its saving, 1 - fused/unfused of the medians at its best share, minus the
@@ -458,17 +459,34 @@ def choose_ort_mode(
     plugin: bool = False,
 ) -> ModeChoice:
     """Time the model in each of ONNX Runtime's modes (with the plugin on settings' backend, or on
-    stock ORT), each in its own process, and choose one."""
-    configs = [
-        Config(m, None, tol=PLUGIN_RTOL, make=_plugin_session(model, m, settings))
-        if plugin
-        else Config(m, None, make=partial(isolated.ort_session, model, m))
-        for m in ort_modes.MODES
-    ]
-    timings = time_in_rounds(configs, feeds, reference, settings)
-    if ort_modes.DEFAULT not in timings:
+    stock ORT), every session in this process, interleaved (time_here), and choose one. In worker
+    processes of their own, tune chose ort-seq-2t for two_branch where interleaved rounds had
+    ort-seq 4.9% faster."""
+    with runtime.plugin_environment_restored():
+        configs = [
+            Config(m, _plugin_session(model, m, settings)(), tol=PLUGIN_RTOL)
+            if plugin
+            else Config(m, isolated.ort_session(model, m))
+            for m in ort_modes.MODES
+        ]
+    timed = time_here(configs, feeds, reference, settings)
+    if ort_modes.DEFAULT not in timed:
         return ModeChoice(ort_modes.DEFAULT, f"ORT's defaults not timed: {configs[0].check}")
-    return ModeChoice.measured(timings)
+    return ModeChoice.measured({m: Timing([[x] for x in c.samples]) for m, c in timed.items()})
+
+
+def time_here(
+    configs: list[Config], feeds: dict[str, np.ndarray], reference: list[np.ndarray], settings: dict[str, Any]
+) -> dict[str, Config]:
+    """Every configuration a session of this process: run until it has chosen its ORT mode, checked
+    against the reference, then timed by interleaved.py over runs x rounds rounds (one figure per
+    round). Returns those that were timed. Two processes of one graph differed 0.67-1.27x; two
+    sessions of one process, interleaved, by 0.3-0.4%."""
+    for cfg in configs:
+        isolated.settle(cfg.session, feeds)
+        verify_config(cfg, feeds, settings["output_names"], reference)
+    interleaved.time_interleaved(configs, feeds, settings["runs"] * settings["rounds"])
+    return {c.label: c for c in configs if c.samples}
 
 
 def final_check(
@@ -480,20 +498,16 @@ def final_check(
     settings: dict[str, Any],
 ) -> FinalCheck:
     """Time the tuned model (`tuned`: its kept pairs and its tuning record, which sets ORT's mode
-    `mode`) as an application runs it against the original in every ORT mode, every session in this
-    process, checked against the reference, then interleaved over runs x rounds rounds."""
+    `mode`) as an application runs it against the original in every ORT mode (time_here)."""
     with runtime.plugin_environment_restored():
         configs = [Config("tuned", app_session(tuned, settings)(), tol=PLUGIN_RTOL)]
     configs += [Config(m, isolated.ort_session(unfused, m)) for m in ort_modes.MODES]
-    isolated.settle(configs[0].session, feeds)
-    for cfg in configs:
-        verify_config(cfg, feeds, settings["output_names"], reference)
-    interleaved.time_interleaved(configs, feeds, settings["runs"] * settings["rounds"])
-    originals = {c.label: c for c in configs[1:] if c.samples}
-    if not configs[0].samples or not originals:
-        failed = next(c for c in configs if not c.samples)
+    timed = time_here(configs, feeds, reference, settings)
+    originals = {m: timed[m] for m in ort_modes.MODES if m in timed}
+    if "tuned" not in timed or not originals:
+        failed = next(c for c in configs if c.label not in timed)
         return FinalCheck(mode, False, f"not timed: {failed.label}: {failed.check or 'no sample'}")
-    return judge_whole_model(configs[0], originals, mode, settings["margin"])
+    return judge_whole_model(timed["tuned"], originals, mode, settings["margin"])
 
 
 def app_session(model: bytes, settings: dict[str, Any]) -> partial[Any]:
