@@ -9,13 +9,9 @@ prepare the versions, choose at run time; `Exploration`): up to ROUNDS rounds of
 (BLOCK counted calls and BLOCK_S, or one and LONG_BLOCK_S), each round in another order; fewer
 rounds (MIN_ROUNDS) when the calls are long enough that they take EXPLORE_S; a mode above
 DROP_RATIO times the best median after a round leaves the rotation. It keeps the mode with the
-lowest median of its per-round ratios to the first mode (ratios.py, as the benchmarks' in-process
-timing: a block's figure is its median; a ratio within a round cancels the VM's changes of speed,
-which medians pooled over 4 rounds did not: at load 7-11 they put ORT's defaults up to 14% ahead
-of ort-seq on two_branch, where interleaved rounds in the same process had it 1-8% behind),
-releases the other sessions, logs the choice once and remembers it in a small cache file keyed
-by the model's digest and this machine (tuning.fingerprint: CPU, CPU count, ORT and hexfuse-onnx
-versions). One exploration on a busy machine can choose wrong, so the next sessions
+lowest median, releases the other sessions, logs the choice once and remembers it in a small cache
+file keyed by the model's digest and this machine (tuning.fingerprint: CPU, CPU count, ORT and
+hexfuse-onnx versions). One exploration on a busy machine can choose wrong, so the next sessions
 of the model choose again until CONFIRM choices in a row agree (or, after HISTORY, the most frequent
 stands: `settled`); from then on a session of the model starts in that mode at once.
 `session_options(model=...)`, which cannot time, applies the latest choice, confirmed or not.
@@ -55,12 +51,12 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
-from . import ort_modes, ratios, tuning
+from . import ort_modes, tuning
 
 ENV_MODE = "HEXFUSE_ORT_MODE"
 ENV_CACHE = "HEXFUSE_ORT_MODE_CACHE"
 OFF = "off"
-ROUNDS = 12  # blocks per mode, in turn, at most ...
+ROUNDS = 4  # blocks per mode, in turn, at most ...
 MIN_ROUNDS = 2  # ... and at least; more only while the choice has lasted less than EXPLORE_S
 EXPLORE_S = 1.0  # (ppocr_det's 0.2-0.7 s calls: 80 calls were 16-56 s in mixed modes)
 BLOCK = 5  # counted calls per block at least ...
@@ -250,17 +246,14 @@ class Exploration:
     times the best one's leaves the rotation (ORT_PARALLEL ran mha_encoder 30-90x slower than
     ort-seq on a loaded 2-core VM: a block of it costs the application more than the rest of the
     choice). After ROUNDS rounds, or MIN_ROUNDS once the choice has lasted EXPLORE_S, or when one
-    mode is left, the live mode with the lowest median of its per-round ratios to the first live
-    mode is chosen (`chosen`; a block's figure in `rounds` is the median of its counted calls)."""
+    mode is left, the mode with the lowest median is chosen (`chosen`)."""
 
     def __init__(self, modes: Sequence[str]) -> None:
         self.samples: dict[str, list[float]] = {m: [] for m in modes}  # counted calls, us
-        self.rounds: dict[str, list[float]] = {m: [] for m in modes}  # per round: its block's median, us
-        self._block_samples: list[float] = []
         self.live = list(modes)
         self.chosen: str | None = None
         self._round, self._index = 0, 0  # the round, the block's place in it
-        self._block_calls, self._block_start = 0, 0
+        self._block_calls, self._block_counted, self._block_start = 0, 0, 0
         self._start: int | None = None  # the first call's start (ns)
         self._warm: set[str] = set()  # modes whose session has run once
 
@@ -280,13 +273,12 @@ class Exploration:
             self._start = t0
         self._block_calls += 1
         if self._counts(mode, t0, t1):
-            self._block_samples.append((t1 - t0) / 1000.0)
+            self.samples[mode].append((t1 - t0) / 1000.0)
+            self._block_counted += 1
         self._warm.add(mode)
-        counted, lasted = len(self._block_samples), (t1 - self._block_start) / 1e9
-        if (counted >= BLOCK and lasted >= BLOCK_S) or (counted and lasted >= LONG_BLOCK_S):
-            self.samples[mode] += self._block_samples
-            self.rounds[mode].append(float(np.median(self._block_samples)))
-            self._block_calls, self._block_samples = 0, []
+        lasted = (t1 - self._block_start) / 1e9
+        if (self._block_counted >= BLOCK and lasted >= BLOCK_S) or (self._block_counted and lasted >= LONG_BLOCK_S):
+            self._block_calls, self._block_counted = 0, 0
             self._index += 1
             if self._index == len(self.live):
                 self._end_round(t1)
@@ -307,8 +299,7 @@ class Exploration:
         self.live = [m for m in self.live if medians[m] <= DROP_RATIO * best]
         long_enough = self._round >= MIN_ROUNDS and now - (self._start or 0) >= EXPLORE_S * 1e9
         if self._round == ROUNDS or long_enough or len(self.live) == 1:
-            first = self.rounds[self.live[0]]
-            self.chosen = min(self.live, key=lambda m: float(np.median(ratios.per_round(self.rounds[m], first))))
+            self.chosen = min(self.live, key=medians.__getitem__)
 
 
 def williams_row(n: int, r: int) -> list[int]:

@@ -2,7 +2,7 @@
 `hexfuse_onnx.InferenceSession` replaces `onnxruntime.InferenceSession` in it.
 
     time_interleaved(configs, feeds, rounds)       # every config one visit per round, shuffled order
-    ratio_interval(configs[k], configs[0])         # median of the per-round ratios, bootstrap 95% (ratios.py)
+    ratio_interval(configs[k], configs[0])         # median of the per-round ratios, bootstrap 95%
 
 On these 2-vCPU VMs a vCPU changes speed for seconds at a time, and one process can run the same
 graph with the same options 5.8% faster than its twin process throughout (issue 13): ratios across
@@ -26,7 +26,6 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .. import ratios
 from .bench import Config, timed_runs
 
 REST_SLICE_S = 0.005  # how often the rest checks the process's CPU time
@@ -35,6 +34,7 @@ QUIET_SLICES = 2  # ... and this many quiet slices in a row end the rest
 REST_MAX_S = 0.5  # a rest never lasts longer (a thread busy for good would stall the run)
 VISIT_S = 0.005  # the timed calls of a visit fill this long ...
 VISIT_CALLS = 20  # ... at most this many
+BOOTSTRAP = 2000  # resamples of the rounds for the 95% interval
 
 
 def rest_until_quiet(clock: Callable[[], float] = time.process_time) -> float:
@@ -95,10 +95,17 @@ def calls_per_visit(live: list[Config], feeds: dict) -> int:
 
 def round_ratios(cfg: Config, base: Config) -> np.ndarray:
     """cfg / base within each round both were timed in."""
-    return ratios.per_round(cfg.samples, base.samples)
+    n = min(len(cfg.samples), len(base.samples))
+    return np.asarray(cfg.samples[:n]) / np.asarray(base.samples[:n])
 
 
 def ratio_interval(cfg: Config, base: Config, seed: int = 0) -> tuple[float, float, float]:
     """(median, low, high): the median of the per-round ratios cfg/base and its bootstrap 95%
-    interval (ratios.interval)."""
-    return ratios.interval(cfg.samples, base.samples, seed)
+    interval (rounds resampled with replacement)."""
+    ratios = round_ratios(cfg, base)
+    if ratios.size == 0:
+        return float("nan"), float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    boot = np.median(rng.choice(ratios, size=(BOOTSTRAP, ratios.size)), axis=1)
+    low, high = np.percentile(boot, [2.5, 97.5])
+    return float(np.median(ratios)), float(low), float(high)
