@@ -2,8 +2,9 @@
 
     python -m hexfuse_onnx tune model.fused.onnx -o model.tuned.onnx [--backend host|hexagon] [--json F]
 
-Aker's "choose the fused or the original version", per device. Every configuration is timed in a
-worker process of its own (isolated.py), in alternating blocks. For each pair:
+Aker's "choose the fused or the original version", per device. ORT's modes and the whole tuned
+model are timed in this process, interleaved (interleaved.py); each pair's configurations in a
+worker process of their own (isolated.py), in alternating blocks. For each pair:
 the model with only that pair fused (at each share of a sweep) is timed against the model with no
 pair fused, in alternating rounds (every configuration once per round, so drift hits all alike).
 A pair is kept when its saving, 1 - fused/unfused of the medians at its best share, minus the
@@ -14,9 +15,10 @@ attribute when the session is created; the task program does not contain it) and
 of modelled shares per shape bucket (tune times one shape; a measured table would need the sweep
 at every bucket's shapes); the rest are unfused. With kept pairs, the tuned model is then run as
 an application runs it (`hexfuse_onnx.InferenceSession(model)`: the plugin and ORT's mode from its
-record), in two processes, against the original in every ORT mode, in the same rounds; unless the
-slower process beats the fastest mode by the margin beyond the spread and in every round, every
-pair is unfused (judge_whole_model).
+record), in this process, against the original in every ORT mode, their calls interleaved
+(interleaved.py: two processes of one graph differed 0.67-1.27x, sessions of one process 0.3-0.4%);
+unless the whole 95% interval of tuned/original (the original's fastest mode) is at or under
+1 - margin, every pair is unfused (judge_whole_model).
 The measured figures go into the tuned model's metadata
 (hexfuse_onnx/tuning.py, which `session_options(backend="auto")` reads) and into the --json
 report. The tuned model is written only after it passed the full checker and matched the input on
@@ -49,8 +51,8 @@ from ..pipeline import PLUGIN_RTOL
 from ..rewrite import unfuse
 from ..subgraphs import no_pair_message
 from ..verify import DEFAULT_RTOL, check, compare, random_inputs
-from . import isolated
-from .bench import Config, sample_stats
+from . import interleaved, isolated
+from .bench import Config, sample_stats, verify_config
 
 DEFAULT_RUNS = 30
 DEFAULT_ROUNDS = 5
@@ -64,12 +66,11 @@ CRITERION = (
     "the best share); spread = median absolute deviation of the per-round savings from it"
 )
 MODE_CRITERION = "the fastest ORT mode (median) on the tuned model (with kept pairs: on the plugin)"
-TUNED_PROCESSES = 2  # the final check runs the tuned model in this many processes and judges the slower
 FINAL_CRITERION = (
-    f"with kept pairs, the tuned model as hexfuse_onnx.InferenceSession runs it ({TUNED_PROCESSES} processes, the "
-    "slower one judged), against the original in every ORT mode, same rounds: kept when saving - spread >= margin "
-    "and no round's saving < min(margin, 0); saving = 1 - tuned/original of the medians (the original's fastest "
-    "mode), each round against that round's fastest mode"
+    "with kept pairs, the tuned model as hexfuse_onnx.InferenceSession runs it against the original in every ORT "
+    "mode, all in this one process, interleaved (tools/interleaved.py: runs x rounds rounds, each visiting every "
+    "configuration once in a shuffled order): kept when the whole 95% interval of tuned/original (the median of the "
+    "per-round ratios, the original in its fastest mode by median) is at or under 1 - margin"
 )
 
 Progress = Callable[[str], None]
@@ -194,21 +195,18 @@ class ModeChoice:
 @dataclass
 class FinalCheck:
     """The tuned model, run as an application runs it (`hexfuse_onnx.InferenceSession(model)` with
-    ORT's default options: the plugin and ORT's mode from its tuning record) in TUNED_PROCESSES
-    processes, against the original in every ORT mode, each in its own process, in the same rounds.
-    The pairs stay only when the slower tuned process beats the original's fastest mode by the
-    margin beyond the spread and in every round (the pairs were each timed alone, against one mode
-    chosen earlier; together, against a mode that is fastest in another run, or in a process that
-    runs slower than the one timed, they may lose)."""
+    ORT's default options: the plugin and ORT's mode from its tuning record), against the original
+    in every ORT mode, all in this process, one figure per configuration and round (interleaved.py).
+    The pairs stay only when the tuned model beats the original's fastest mode by the margin, the
+    whole 95% interval of the ratio included (the pairs were each timed alone, against one mode
+    chosen earlier; together, or against a mode that is fastest in another run, they may lose)."""
 
     original_mode: str  # the original's fastest mode here
     won: bool
     why: str
-    tuned: list[Timing] = field(default_factory=list)  # one per process
-    originals: dict[str, Timing] = field(default_factory=dict)
-    saving: float = 0.0
-    spread: float = 0.0
-    round_savings: list[float] = field(default_factory=list)
+    tuned: Config | None = None
+    originals: dict[str, Config] = field(default_factory=dict)
+    ratio: tuple[float, float, float] | None = None  # tuned / original: median, 95% interval
 
     def record(self, samples: bool = False) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -217,43 +215,29 @@ class FinalCheck:
             "why": self.why,
             "criterion": FINAL_CRITERION,
         }
-        if self.tuned and self.originals:
-            out |= {"tuned": max(self.tuned, key=Timing.median).stats()}
-            out |= {"tuned_processes": [t.stats() for t in self.tuned]}
-            out |= {"original": self.originals[self.original_mode].stats()}
-            out |= {"originals": {m: t.stats() for m, t in self.originals.items()}}
-            out |= {"saving": self.saving, "spread": self.spread, "round_savings": self.round_savings}
+        if self.tuned is not None and self.originals and self.ratio is not None:
+            out |= {"tuned": self.tuned.stats(), "original": self.originals[self.original_mode].stats()}
+            out |= {"originals": {m: c.stats() for m, c in self.originals.items()}}
+            out |= {"ratio": self.ratio[0], "interval": list(self.ratio[1:]), "rounds": len(self.tuned.samples)}
             if samples:
-                out["samples_us"] = {"tuned": [t.rounds for t in self.tuned]} | {
-                    m: t.rounds for m, t in self.originals.items()
-                }
+                out["samples_us"] = {"tuned": self.tuned.samples} | {m: c.samples for m, c in self.originals.items()}
         return out
 
 
-def judge_whole_model(tuned: list[Timing], originals: dict[str, Timing], tuned_mode: str, margin: float) -> FinalCheck:
-    """The final check's verdict from its timings (rounds aligned across configurations). `tuned`:
-    the tuned model in each of its processes; every figure is the slower process's (a process can
-    run a few % faster than its twin throughout a check: an A/A check of inception kept a 'pair' so).
-    saving: 1 - tuned/original of the medians, the original in its fastest mode; each round's
-    saving is against that round's fastest mode (a benchmark takes the fastest mode of its own
-    rounds). Won when saving - spread >= margin and no round's saving is below min(margin, 0): with
-    a positive margin, the tuned model is faster in every round."""
+def judge_whole_model(tuned: Config, originals: dict[str, Config], tuned_mode: str, margin: float) -> FinalCheck:
+    """The final check's verdict from figures timed in the same rounds (interleaved.py): tuned/original
+    is the median of the per-round ratios against the original's fastest mode (by median), with its
+    bootstrap 95% interval; won when the whole interval is at or under 1 - margin (a negative margin
+    lets the tuned model lose by less than it)."""
     best = min(originals, key=lambda m: originals[m].median())
-    saving = 1.0 - max(t.median() for t in tuned) / originals[best].median()
-    rounds = [
-        1.0
-        - max(float(np.median(t.rounds[k])) for t in tuned)
-        / min(float(np.median(o.rounds[k])) for o in originals.values())
-        for k in range(len(tuned[0].rounds))
-    ]
-    spread = float(np.median(np.abs(np.asarray(rounds) - saving)))
-    won = saving - spread >= margin and min(rounds) >= min(margin, 0.0)
+    ratio = interleaved.ratio_interval(tuned, originals[best])
+    won = ratio[2] <= 1.0 - margin
     why = (
-        f"tuned {max(t.median() for t in tuned):.1f} us ({tuned_mode}, the slower of {len(tuned)} processes) vs "
-        f"the original {originals[best].median():.1f} us ({best}, the fastest of {len(originals)} ORT modes): "
-        f"saving {saving:+.1%} ± {spread:.1%}, worst round {min(rounds):+.1%}"
+        f"tuned {tuned.median():.1f} us ({tuned_mode}) vs the original {originals[best].median():.1f} us ({best}, the "
+        f"fastest of {len(originals)} ORT modes), {len(tuned.samples)} interleaved rounds in one process: "
+        f"{ratio[0]:.3f}x [95% {ratio[1]:.3f}, {ratio[2]:.3f}] (kept at or under {1.0 - margin:.3f}x)"
     )
-    return FinalCheck(best, won, why, tuned, originals, saving, spread, rounds)
+    return FinalCheck(best, won, why, tuned, originals, ratio)
 
 
 @dataclass
@@ -475,17 +459,34 @@ def choose_ort_mode(
     plugin: bool = False,
 ) -> ModeChoice:
     """Time the model in each of ONNX Runtime's modes (with the plugin on settings' backend, or on
-    stock ORT), each in its own process, and choose one."""
-    configs = [
-        Config(m, None, tol=PLUGIN_RTOL, make=_plugin_session(model, m, settings))
-        if plugin
-        else Config(m, None, make=partial(isolated.ort_session, model, m))
-        for m in ort_modes.MODES
-    ]
-    timings = time_in_rounds(configs, feeds, reference, settings)
-    if ort_modes.DEFAULT not in timings:
+    stock ORT), every session in this process, interleaved (time_here), and choose one. In worker
+    processes of their own, tune chose ort-seq-2t for two_branch where interleaved rounds had
+    ort-seq 4.9% faster."""
+    with runtime.plugin_environment_restored():
+        configs = [
+            Config(m, _plugin_session(model, m, settings)(), tol=PLUGIN_RTOL)
+            if plugin
+            else Config(m, isolated.ort_session(model, m))
+            for m in ort_modes.MODES
+        ]
+    timed = time_here(configs, feeds, reference, settings)
+    if ort_modes.DEFAULT not in timed:
         return ModeChoice(ort_modes.DEFAULT, f"ORT's defaults not timed: {configs[0].check}")
-    return ModeChoice.measured(timings)
+    return ModeChoice.measured({m: Timing([[x] for x in c.samples]) for m, c in timed.items()})
+
+
+def time_here(
+    configs: list[Config], feeds: dict[str, np.ndarray], reference: list[np.ndarray], settings: dict[str, Any]
+) -> dict[str, Config]:
+    """Every configuration a session of this process: run until it has chosen its ORT mode, checked
+    against the reference, then timed by interleaved.py over runs x rounds rounds (one figure per
+    round). Returns those that were timed. Two processes of one graph differed 0.67-1.27x; two
+    sessions of one process, interleaved, by 0.3-0.4%."""
+    for cfg in configs:
+        isolated.settle(cfg.session, feeds)
+        verify_config(cfg, feeds, settings["output_names"], reference)
+    interleaved.time_interleaved(configs, feeds, settings["runs"] * settings["rounds"])
+    return {c.label: c for c in configs if c.samples}
 
 
 def final_check(
@@ -497,17 +498,16 @@ def final_check(
     settings: dict[str, Any],
 ) -> FinalCheck:
     """Time the tuned model (`tuned`: its kept pairs and its tuning record, which sets ORT's mode
-    `mode`) as an application runs it against the original in every ORT mode, each in its own
-    process, in alternating rounds."""
-    labels = [f"tuned {k + 1}" for k in range(TUNED_PROCESSES)]
-    configs = [Config(label, None, tol=PLUGIN_RTOL, make=app_session(tuned, settings)) for label in labels]
-    configs += [Config(m, None, make=partial(isolated.ort_session, unfused, m)) for m in ort_modes.MODES]
-    timings = time_in_rounds(configs, feeds, reference, settings)
-    originals = {m: timings[m] for m in ort_modes.MODES if m in timings}
-    if any(label not in timings for label in labels) or not originals:
-        failed = next(c for c in configs if c.label not in timings)
+    `mode`) as an application runs it against the original in every ORT mode (time_here)."""
+    with runtime.plugin_environment_restored():
+        configs = [Config("tuned", app_session(tuned, settings)(), tol=PLUGIN_RTOL)]
+    configs += [Config(m, isolated.ort_session(unfused, m)) for m in ort_modes.MODES]
+    timed = time_here(configs, feeds, reference, settings)
+    originals = {m: timed[m] for m in ort_modes.MODES if m in timed}
+    if "tuned" not in timed or not originals:
+        failed = next(c for c in configs if c.label not in timed)
         return FinalCheck(mode, False, f"not timed: {failed.label}: {failed.check or 'no sample'}")
-    return judge_whole_model([timings[label] for label in labels], originals, mode, settings["margin"])
+    return judge_whole_model(timed["tuned"], originals, mode, settings["margin"])
 
 
 def app_session(model: bytes, settings: dict[str, Any]) -> partial[Any]:
