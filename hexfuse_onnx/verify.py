@@ -324,7 +324,9 @@ def _output_error(name: str, ref: np.ndarray, out: np.ndarray, rtol: float, wher
     if np.issubdtype(ref.dtype, np.floating):
         err = relative_error(ref, out)
         if not err <= rtol and not within_step(ref, out, step):  # also catches NaN
-            steps = f" and more than one quantization step or ORT's own spread ({step:.3g})" if step else ""
+            worst = float(np.nanmax(np.abs(np.asarray(out, np.float64) - np.asarray(ref, np.float64)), initial=0.0))
+            beyond = f"one quantization step or ORT's own spread ({step:.3g})"
+            steps = f", and {worst:.3g} absolute > {beyond}" if step else ""
             raise VerificationError(
                 f"output '{name}'{where} differs from the original: relative error {err:.3g} > {rtol:g}{steps}"
             )

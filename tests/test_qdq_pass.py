@@ -413,6 +413,8 @@ def test_a_quantized_output_may_differ_by_one_step() -> None:
     for bad in (ref + np.float32([0.009, 0, 0]), np.float32([0.0, 0.5, 0.0])):  # two steps; a NaN lost
         with pytest.raises(VerificationError, match="quantization step"):
             verify._output_error("y", ref, bad, 1e-4, "", step=0.004)
+    with pytest.raises(VerificationError, match=r"0\.009 absolute > one quantization step .*\(0\.004\)"):
+        verify._output_error("y", ref, ref + np.float32([0.009, 0, 0]), 1e-4, "", step=0.004)  # like with like
     verify._output_error("q", np.uint8([3, 4]), np.uint8([4, 4]), 1e-4, "", step=1.0)
     with pytest.raises(VerificationError):
         verify._output_error("q", np.uint8([3, 4]), np.uint8([5, 4]), 1e-4, "", step=1.0)
