@@ -388,10 +388,10 @@ def check_outputs(
 
 
 def _compare_outputs(merged_path: Path, plan: Plan, feeds: dict[str, np.ndarray], op_for_op: bool, given: bool) -> int:
-    from .verify import session, shapes_label
+    from .verify import session, shapes_label, unoptimised_options
 
     def opened(path: str | os.PathLike[str]) -> Any:
-        return session(path, op_for_op_options() if op_for_op else None)
+        return session(path, unoptimised_options() if op_for_op else None)
 
     expected = {}
     for prefix, source in zip(plan.streams, plan.sources):
@@ -467,14 +467,6 @@ def _checked_shapes(
         return pipeline.runnable_inputs(merged_path, shapes, progress)
     except ModelError:
         return shapes
-
-
-def op_for_op_options() -> Any:
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    return options
 
 
 # ---- end to end: merge, prove the merge, pair and rewrite, write -------------------------------

@@ -16,7 +16,7 @@ import pytest
 from cli_support import assert_mentions, error_line, listing, run_cli, sha256
 from onnx import TensorProto, helper, numpy_helper
 
-from hexfuse_onnx import colocate, fold, graph, hybrid, runtime, verify
+from hexfuse_onnx import fold, graph, hybrid, runtime, verify
 from hexfuse_onnx.contract import DOMAIN
 from models.exported import MODELS, decoder_spec, generate
 
@@ -50,7 +50,7 @@ def built(request, tmp_path_factory):
 
 def _stock(path) -> object:
     """Stock ORT without the fusions that change once shapes are constant (colocate.check_outputs)."""
-    return verify.session(path, colocate.op_for_op_options())
+    return verify.session(path, verify.unoptimised_options())
 
 
 def _own_outputs(name: str, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
