@@ -33,14 +33,21 @@ static hfx_status want_dtype(hfx_vctx *v, const hfx_op *op, uint32_t slot, bool 
                      v->p->tensors[id].dtype, what);
 }
 
-static hfx_status validate_dtypes(hfx_vctx *v, const hfx_op *op) {
+/* A and B u8/i8, each zero point of its operand's type (za_type, zb_type: how the messages name it) */
+static hfx_status validate_operand_dtypes(hfx_vctx *v, const hfx_op *op, const char *za_type, const char *zb_type) {
     const hfx_tensor *t = v->p->tensors;
-    uint32_t a = t[op->in[HFX_QMM_A]].dtype, b = t[op->in[HFX_QMM_B]].dtype, y = t[op->out[0]].dtype;
+    uint32_t a = t[op->in[HFX_QMM_A]].dtype, b = t[op->in[HFX_QMM_B]].dtype;
     hfx_status st = want_dtype(v, op, HFX_QMM_A, narrow_int(a), "u8 or i8");
     if (!st) st = want_dtype(v, op, HFX_QMM_B, narrow_int(b), "u8 or i8");
+    if (!st) st = want_dtype(v, op, HFX_QMM_ZA, t[op->in[HFX_QMM_ZA]].dtype == a, za_type);
+    return st ? st : want_dtype(v, op, HFX_QMM_ZB, t[op->in[HFX_QMM_ZB]].dtype == b, zb_type);
+}
+
+static hfx_status validate_dtypes(hfx_vctx *v, const hfx_op *op) {
+    const hfx_tensor *t = v->p->tensors;
+    uint32_t y = t[op->out[0]].dtype;
+    hfx_status st = validate_operand_dtypes(v, op, "A's (its zero point)", "B's (its zero point)");
     if (!st) st = want_dtype(v, op, 99, narrow_int(y), "u8 or i8");
-    if (!st) st = want_dtype(v, op, HFX_QMM_ZA, t[op->in[HFX_QMM_ZA]].dtype == a, "A's (its zero point)");
-    if (!st) st = want_dtype(v, op, HFX_QMM_ZB, t[op->in[HFX_QMM_ZB]].dtype == b, "B's (its zero point)");
     if (!st) st = want_dtype(v, op, HFX_QMM_SCALE, t[op->in[HFX_QMM_SCALE]].dtype == HFX_DTYPE_F32, "f32 (the scale)");
     if (!st) st = want_dtype(v, op, HFX_QMM_ZY, t[op->in[HFX_QMM_ZY]].dtype == y, "Y's (its zero point)");
     if (!st && op->n_in > HFX_QMM_BIAS)
@@ -87,15 +94,16 @@ hfx_status hfx_validate_qmatmul(hfx_vctx *v, hfx_op *op) {
     return hfx_no_empty_input(v, op);
 }
 
+/* the dtypes of an op with int32 sums (IMATMUL, ICONV2D) */
+static hfx_status validate_integer_dtypes(hfx_vctx *v, hfx_op *op, const char *za_type, const char *zb_type) {
+    hfx_status st = validate_operand_dtypes(v, op, za_type, zb_type);
+    return st ? st : want_dtype(v, op, 99, v->p->tensors[op->out[0]].dtype == HFX_DTYPE_I32, "i32");
+}
+
 /* IMATMUL: A, B u8/i8, zp_a A's type (one element), zp_b B's type (one element or one per column), Y i32 */
 hfx_status hfx_validate_imatmul(hfx_vctx *v, hfx_op *op) {
     const hfx_tensor *t = v->p->tensors;
-    uint32_t a = t[op->in[HFX_QMM_A]].dtype, b = t[op->in[HFX_QMM_B]].dtype;
-    hfx_status st = want_dtype(v, op, HFX_QMM_A, narrow_int(a), "u8 or i8");
-    if (!st) st = want_dtype(v, op, HFX_QMM_B, narrow_int(b), "u8 or i8");
-    if (!st) st = want_dtype(v, op, 99, t[op->out[0]].dtype == HFX_DTYPE_I32, "i32");
-    if (!st) st = want_dtype(v, op, HFX_QMM_ZA, t[op->in[HFX_QMM_ZA]].dtype == a, "A's (its zero point)");
-    if (!st) st = want_dtype(v, op, HFX_QMM_ZB, t[op->in[HFX_QMM_ZB]].dtype == b, "B's (its zero point)");
+    hfx_status st = validate_integer_dtypes(v, op, "A's (its zero point)", "B's (its zero point)");
     if (st) return st;
     const hfx_tensor *ta = &t[op->in[HFX_QMM_A]], *tb = &t[op->in[HFX_QMM_B]];
     if (ta->rank < 1 || tb->rank != 2 || ta->dims[ta->rank - 1] != tb->dims[0])
@@ -320,12 +328,7 @@ hfx_status hfx_validate_qconv(hfx_vctx *v, hfx_op *op) {
 /* ICONV2D: X, W u8/i8, zp_x X's type (one element), zp_w W's type (one element or one per channel), Y i32 */
 hfx_status hfx_validate_iconv(hfx_vctx *v, hfx_op *op) {
     const hfx_tensor *t = v->p->tensors;
-    uint32_t a = t[op->in[HFX_QMM_A]].dtype, b = t[op->in[HFX_QMM_B]].dtype;
-    hfx_status st = want_dtype(v, op, HFX_QMM_A, narrow_int(a), "u8 or i8");
-    if (!st) st = want_dtype(v, op, HFX_QMM_B, narrow_int(b), "u8 or i8");
-    if (!st) st = want_dtype(v, op, 99, t[op->out[0]].dtype == HFX_DTYPE_I32, "i32");
-    if (!st) st = want_dtype(v, op, HFX_QMM_ZA, t[op->in[HFX_QMM_ZA]].dtype == a, "X's (its zero point)");
-    if (!st) st = want_dtype(v, op, HFX_QMM_ZB, t[op->in[HFX_QMM_ZB]].dtype == b, "W's (its zero point)");
+    hfx_status st = validate_integer_dtypes(v, op, "X's (its zero point)", "W's (its zero point)");
     if (!st) st = hfx_validate_conv2d(v, op); /* params and shapes of X, W, Y (4 inputs: no bias) */
     uint32_t m = t[op->in[HFX_QMM_B]].dims[0];
     if (!st) st = want_size(v, op, HFX_QMM_ZA, m, false);
