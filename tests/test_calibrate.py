@@ -578,11 +578,13 @@ def test_weighting_by_the_pairs_time_fits_the_ops_that_make_the_call() -> None:
     assert worst_call_error(by_pair) < 0.5 * worst_call_error(own)
 
 
-def test_a_fused_op_is_fitted_as_the_program_ops_it_runs() -> None:
-    """An attention node runs GEMMs, a softmax and head-layout copies, each paying the op overhead
-    at its own rate (as the cost model simulates its parts): the fit recovers the parameters that
-    made the timings of plain and fused ops alike."""
-    truth = _truth(ddr_bytes=1e15)  # no op DDR-bound
+@pytest.mark.parametrize("node_kernels", [True, False], ids=["ort", "kernel"])
+def test_a_fused_op_is_fitted_as_the_program_ops_it_runs(node_kernels: bool) -> None:
+    """An attention node runs GEMMs, a softmax and head-layout copies, each at its own rate (as the
+    cost model simulates its parts), paying the op overhead once (ORT: one kernel call per node) or
+    per program op (the plugin's items): the fit recovers the parameters that made the timings of
+    plain and fused ops alike."""
+    truth = replace(_truth(ddr_bytes=1e15), node_kernels=node_kernels)  # no op DDR-bound
     plain = [replace(t, op=replace(t.op, ddr_bytes=0)) for t in _synthetic_ops(truth, n=30)]
     fused = []
     for k in range(10):
@@ -591,7 +593,8 @@ def test_a_fused_op_is_fitted_as_the_program_ops_it_runs() -> None:
         assert whole.parts == tuple(parts) and whole.flops == sum(p.flops for p in parts)
         seconds = task_time(TaskProfile.of([whole]), truth)
         fused.append(records.OpTiming("synthetic", f"attn{k}", "MultiHeadAttention", whole, seconds, 1))
-    fit = fitting.fit_target(plain[::2] + fused, base=costmodel.HOST)
+    fit = fitting.fit_target(plain[::2] + fused, base=costmodel.HOST, node_kernels=node_kernels)
+    assert fit.target.node_kernels == node_kernels
     for key in ("matrix_flops", "vector_flops_per_context", "dma_bytes", "op_overhead_s"):
         assert getattr(fit.target, key).value == pytest.approx(getattr(truth, key).value, rel=1e-6), key
     assert fit.median_abs_residual < 1e-9

@@ -4,12 +4,16 @@ program op on the plugin's. Values come from the shapes, not from a measured fit
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
+
 import pytest
 from onnx import TensorProto, helper
 
-from hexfuse_onnx import graph
+from hexfuse_onnx import costmodel, graph
+from hexfuse_onnx.costmodel import Param
 from hexfuse_onnx.fused_work import fused_work
-from hexfuse_onnx.profile import Engine, profile_graph
+from hexfuse_onnx.profile import Engine, NodeProfile, TaskProfile, profile_graph
 
 B, PAST, HEADS, H = 1, 9, 2, 8  # one decode step: one new token over 9 cached ones
 D, TOTAL = HEADS * H, PAST + 1
@@ -49,3 +53,38 @@ def test_attention_copies_its_heads_and_cache_once_and_reads_its_inputs_from_ddr
     gemms = [p.flops for p in op.ops if p.engine == Engine.MATRIX]
     assert gemms == [2.0 * B * HEADS * 1 * TOTAL * H] * 2  # Q K^T and the context, every head
     assert len(op.ops) == len(fused_work(g, g.nodes[0]))
+
+
+def _fused(parts: int) -> TaskProfile:
+    """One node of `parts` vector program ops of 1 MFLOP each, then a plain node of 1 MFLOP."""
+    op = NodeProfile(0, Engine.VECTOR, 1e6, 0, 0, 0, 0)
+    whole = replace(op, flops=parts * 1e6, parts=tuple(op for _ in range(parts)))
+    return TaskProfile.of([whole, replace(op, node=1)])
+
+
+def _target(node_kernels: bool) -> costmodel.Target:
+    return replace(
+        costmodel.HOST,
+        vector_flops_per_context=Param(1e9, "FLOP/s", "test"),
+        ddr_bytes=Param(1e15, "B/s", "test"),
+        op_overhead_s=Param(1e-3, "s", "test"),
+        general_workers=Param(1.0, "workers", "test"),
+        node_kernels=node_kernels,
+    )
+
+
+def test_a_fused_op_pays_its_dispatch_once_on_node_kernels_and_per_program_op_on_the_plugin() -> None:
+    task = _fused(4)  # 5 ms of work either way
+    assert costmodel.task_time(task, _target(node_kernels=True)) == pytest.approx(5e-3 + 2e-3)
+    assert costmodel.task_time(task, _target(node_kernels=False)) == pytest.approx(5e-3 + 5e-3)
+    # unfused on a pool without a baseline: ORT's nodes, one kernel call each
+    assert costmodel.serial_time(task, _target(node_kernels=False)) == pytest.approx(5e-3 + 2e-3)
+
+
+def test_node_kernels_travel_in_the_json(tmp_path: Path) -> None:
+    kernel = replace(_target(False), baseline=_target(True))
+    (tmp_path / "t.json").write_text(kernel.to_json())
+    assert costmodel.load_target(tmp_path / "t.json") == kernel
+    (tmp_path / "bad.json").write_text(kernel.to_json().replace('"node_kernels": true', '"node_kernels": 1'))
+    with pytest.raises(ValueError, match="node_kernels must be true or false"):
+        costmodel.load_target(tmp_path / "bad.json")
