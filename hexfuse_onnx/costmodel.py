@@ -81,6 +81,11 @@ class Target:
     # Where the unfused baseline runs when not on this target's kernels (the host: stock ORT's
     # kernels, not the plugin's): the serial prediction uses it, the fused one this target.
     baseline: Target | None = None
+    # Each graph node is one kernel call (ONNX Runtime's kernels): the program ops a fused op is
+    # priced as (`NodeProfile.parts`: attention's GEMMs, softmax, head layout) run inside that one
+    # call and pay the op overhead once. False: every program op is dispatched on its own (the
+    # plugin's kernel runs a fused op as that many program ops, with a barrier between them).
+    node_kernels: bool = False
 
     def params(self) -> dict[str, Param]:
         return {k: v for k, v in self.__dict__.items() if isinstance(v, Param)}
@@ -107,7 +112,7 @@ class Target:
         return json.dumps(self.to_dict(), indent=2) + "\n"
 
     def to_dict(self) -> dict:
-        doc = {
+        doc: dict[str, object] = {
             "name": self.name,
             "description": self.description,
             "params": {k: asdict(v) for k, v in self.params().items()},
@@ -116,6 +121,8 @@ class Target:
             doc["class_rates"] = {k: asdict(v) for k, v in self.class_rates}
         if self.baseline is not None:
             doc["baseline"] = self.baseline.to_dict()
+        if self.node_kernels:
+            doc["node_kernels"] = True
         return doc
 
     @classmethod
@@ -134,7 +141,17 @@ class Target:
         rates = tuple((str(k), _param(v)) for k, v in doc.get("class_rates", {}).items())
         baseline = cls.from_dict(doc["baseline"]) if "baseline" in doc else None
         name, description = str(doc["name"]), str(doc["description"])
-        return cls(name=name, description=description, class_rates=rates, baseline=baseline, **params)
+        node_kernels = doc.get("node_kernels", False)
+        if not isinstance(node_kernels, bool):
+            raise ValueError(f"node_kernels must be true or false, not {node_kernels!r}")
+        return cls(
+            name=name,
+            description=description,
+            class_rates=rates,
+            baseline=baseline,
+            node_kernels=node_kernels,
+            **params,
+        )
 
     @property
     def vector_flops(self) -> float:
@@ -300,7 +317,7 @@ def signed_time(task: Signature, target: Target) -> float:
 def serial_time(task: TaskProfile, target: Target) -> float:
     """Predicted time of the task unfused: alone on the target's baseline (`Target.baseline`), or
     on the target one op at a time on one worker (a general-worker pool's nodes unfused are ONNX
-    Runtime's, sequential on one thread)."""
+    Runtime's, sequential on one thread, one kernel call per node: `Target.node_kernels`)."""
     return signed_serial_time(signature(task), target)
 
 
@@ -309,7 +326,8 @@ def signed_serial_time(task: Signature, target: Target) -> float:
     if target.baseline is not None:
         return signed_time(task, target.baseline)
     if target.general_workers.value:
-        return signed_time(task, replace(target, general_workers=Param(1.0, "workers", "one thread")))
+        one_thread = Param(1.0, "workers", "one thread")
+        return signed_time(task, replace(target, general_workers=one_thread, node_kernels=True))
     return signed_time(task, target)
 
 
@@ -332,8 +350,9 @@ def predict_signed(
 
 
 # Work of a task as the simulation sees it (engine, op class, FLOPs, bytes, DDR bytes, integer
-# width, work items per op); equal signatures (repeated layers) share results.
-SignatureOp = tuple[Engine, str, float, float, float, int, int]
+# width, work items per op, whether it starts a graph node: a fused op's later parts do not);
+# equal signatures (repeated layers) share results.
+SignatureOp = tuple[Engine, str, float, float, float, int, int, bool]
 Signature = tuple[SignatureOp, ...]
 
 # How the host kernel cuts an op into work items that its workers share (dsp/src/core.h): a GEMM or
@@ -372,10 +391,21 @@ def complementarity(a: TaskProfile, b: TaskProfile, target: Target) -> float:
 
 
 def signature(task: TaskProfile) -> Signature:
+    """The task's working ops; an op starts a graph node unless it follows a part of the same node
+    (`TaskProfile.of` lists a fused op's parts in its place, one after another)."""
+    ops = [op for op in task.ops if op.engine != Engine.NONE]
     return tuple(
-        (op.engine, op_class(op), op.flops, float(op.bytes), float(op.ddr_bytes), op.int_bits, work_items(op))
-        for op in task.ops
-        if op.engine != Engine.NONE
+        (
+            op.engine,
+            op_class(op),
+            op.flops,
+            float(op.bytes),
+            float(op.ddr_bytes),
+            op.int_bits,
+            work_items(op),
+            k == 0 or ops[k - 1].node != op.node,
+        )
+        for k, op in enumerate(ops)
     )
 
 
@@ -404,15 +434,18 @@ def _works(task: Signature, target: Target) -> list[Work]:
 # The fluid simulation
 
 
-Work = tuple[Engine, float, float, int]
+Work = tuple[Engine, float, float, int, float]
 
 
 def _work(op: SignatureOp, target: Target) -> Work:
-    """(engine, engine work in seconds at the full engine, DDR bytes, work items) of a signature entry."""
-    engine, cls, flops, nbytes, ddr_bytes, int_bits, items = op
+    """(engine, engine work in seconds at the full engine, DDR bytes, work items, dispatch seconds
+    before it starts) of a signature entry: the op overhead, except for a fused op's later parts on
+    a target whose nodes are one kernel call each (`Target.node_kernels`)."""
+    engine, cls, flops, nbytes, ddr_bytes, int_bits, items, starts_node = op
     work = nbytes if engine == Engine.MEMORY else flops
     fixed = target.matrix_op_s.value if engine == Engine.MATRIX else 0.0
-    return engine, work / target.rate(engine, int_bits, cls) + fixed, ddr_bytes, items
+    dispatch = target.op_overhead_s.value if starts_node or not target.node_kernels else 0.0
+    return engine, work / target.rate(engine, int_bits, cls) + fixed, ddr_bytes, items, dispatch
 
 
 def _parallel(items: int, workers: float) -> float:
@@ -433,16 +466,17 @@ def _simulate(queues: list[list[Work]], target: Target, share_a: float) -> float
     item for it); until the other workers have joined the call, the caller is the one worker.
     Then DDR caps the rates (`_share_ddr1`, `_share_ddr2`). Scalars, not per-step dicts: the colocate alignment
     runs millions of steps."""
-    overhead, pool, inf = target.op_overhead_s.value, target.general_workers.value, float("inf")
+    pool, inf = target.general_workers.value, float("inf")
     join = target.join_s.value if pool > 1 else 0.0
     (q0, q1), shares = queues, (share_a, 1.0 - share_a)
     p0 = p1 = 0
     left0 = left1 = 1.0  # fraction of the current op still to do
-    stall0 = stall1 = overhead  # dispatch time still to pay before the current op starts
+    # dispatch time still to pay before the current op starts
+    stall0, stall1 = (q[0][4] if q else 0.0 for q in queues)
     now = 0.0
     while p0 < len(q0) and p1 < len(q1):
-        engine0, seconds0, bytes0, items0 = q0[p0]
-        engine1, seconds1, bytes1, items1 = q1[p1]
+        engine0, seconds0, bytes0, items0, _ = q0[p0]
+        engine1, seconds1, bytes1, items1, _ = q1[p1]
         run0, run1 = stall0 <= 0, stall1 <= 0
         if not pool:
             contended = run0 and run1 and engine0 == engine1
@@ -484,7 +518,7 @@ def _simulate(queues: list[list[Work]], target: Target, share_a: float) -> float
         else:
             left0 -= dt * rate0 if rate0 != inf else left0
             if left0 <= 1e-9:
-                p0, left0, stall0 = p0 + 1, 1.0, overhead
+                p0, left0, stall0 = p0 + 1, 1.0, _dispatch(q0, p0 + 1)
         if stall1 > 0:
             stall1 -= dt
             if stall1 <= 1e-15:
@@ -492,7 +526,7 @@ def _simulate(queues: list[list[Work]], target: Target, share_a: float) -> float
         else:
             left1 -= dt * rate1 if rate1 != inf else left1
             if left1 <= 1e-9:
-                p1, left1, stall1 = p1 + 1, 1.0, overhead
+                p1, left1, stall1 = p1 + 1, 1.0, _dispatch(q1, p1 + 1)
     if p0 < len(q0):
         return _finish_alone(q0[p0:], left0, stall0, now, target, join)
     if p1 < len(q1):
@@ -503,9 +537,11 @@ def _simulate(queues: list[list[Work]], target: Target, share_a: float) -> float
 def _finish_alone(queue: list[Work], left: float, stall: float, now: float, target: Target, join: float) -> float:
     """`_simulate`'s loop once one task is left, step for step the same arithmetic without the
     other task's bookkeeping (most of a long task's steps; all of them for a task alone)."""
-    overhead, ddr, pool = target.op_overhead_s.value, target.ddr_bytes.value, target.general_workers.value
+    ddr, pool = target.ddr_bytes.value, target.general_workers.value
     inf = float("inf")
-    for _, engine_s, nbytes, items in queue:
+    for k, (_, engine_s, nbytes, items, dispatch) in enumerate(queue):
+        if k:
+            stall = dispatch
         while True:
             until_join = join - now if now < join else inf
             if stall > 0:
@@ -522,9 +558,14 @@ def _finish_alone(queue: list[Work], left: float, stall: float, now: float, targ
             now += dt
             left -= dt * rate if rate != inf else left
             if left <= 1e-9:
-                left, stall = 1.0, overhead
+                left = 1.0
                 break
     return now
+
+
+def _dispatch(queue: list[Work], k: int) -> float:
+    """The dispatch time before op k of the queue (0 past its end)."""
+    return queue[k][4] if k < len(queue) else 0.0
 
 
 def _share_ddr1(rate: float, nbytes: float, ddr: float) -> float:

@@ -235,12 +235,19 @@ class GraphProfile:
 
 
 def _with_ddr(p: NodeProfile, ddr: int) -> NodeProfile:
-    """The profile with its DDR traffic in a task; a fused op's parts share it by their bytes."""
+    """The profile with its DDR traffic in a task (a fused op's parts share it: `_share_ddr`)."""
     if not p.parts:
         return replace(p, ddr_bytes=ddr)
-    total = sum(part.bytes for part in p.parts) or 1
-    parts = tuple(replace(part, ddr_bytes=ddr * part.bytes // total) for part in p.parts)
-    return replace(p, ddr_bytes=ddr, parts=parts)
+    return replace(p, ddr_bytes=ddr, parts=_share_ddr(p.parts, ddr))
+
+
+def _share_ddr(parts: tuple[NodeProfile, ...], ddr: int) -> tuple[NodeProfile, ...]:
+    """A fused op's DDR traffic over its parts by the bytes each moves (its copies read the op's
+    inputs and write its outputs), all on the first when none moves any (GEMMs and vector ops)."""
+    total = sum(part.bytes for part in parts)
+    if not total:
+        return tuple(replace(part, ddr_bytes=ddr if k == 0 else 0) for k, part in enumerate(parts))
+    return tuple(replace(part, ddr_bytes=ddr * part.bytes // total) for part in parts)
 
 
 def engine_of(node: onnx.NodeProto) -> Engine:
@@ -374,26 +381,14 @@ def read_fraction(g: ModelGraph, n: onnx.NodeProto, k: int) -> float:
 
 
 def _parts(node: NodeProfile, work: Work) -> tuple[NodeProfile, ...]:
-    """NodeProfiles of a fused op's program ops (fused_work.py): the node's own input and output
-    bytes on its first part, the weights streamed once."""
-    parts = []
-    for k, (name, op_type, flops, moved) in enumerate(work):
-        engine = Engine(name)
-        outer_in, outer_out = (node.bytes_in, node.bytes_out) if k == 0 else (0, 0)
-        half = int(moved) // 2
-        parts.append(
-            NodeProfile(
-                node.node,
-                engine,
-                flops,
-                outer_in + half,
-                outer_out + half,
-                node.weight_bytes if k == 0 else 0,
-                node.footprint,
-                op_type=op_type,
-            )
-        )
-    return tuple(parts)
+    """NodeProfiles of a fused op's program ops (fused_work.py), each with the bytes it moves (a
+    copy's work) and a share of the node's input and output bytes as its DDR traffic
+    (`_share_ddr`): the node's inputs are read by its program ops, not copied once more."""
+    parts = tuple(
+        NodeProfile(node.node, Engine(name), flops, int(m) // 2, int(m) - int(m) // 2, 0, node.footprint, op_type=op)
+        for name, op, flops, m in work
+    )
+    return _share_ddr(parts, node.ddr_bytes)
 
 
 def _bytes(t: TensorInfo, group: dict[str, int]) -> int:

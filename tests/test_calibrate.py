@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+import onnxruntime as ort
 import pytest
 
 import models
@@ -50,6 +51,42 @@ def test_node_times_keeps_only_runs_after_warmup() -> None:
     ]
     assert ort_profile.node_times(events, warmup=1) == {"a": [7e-6], "b": [3e-6]}
     assert ort_profile.node_times(events, warmup=0)["a"] == [50e-6, 7e-6]
+
+
+def test_a_runs_delay_comes_off_the_nodes_it_lengthened() -> None:
+    """Another process held the CPU 40 us of the first run and 30 us of the second: the time comes
+    off the nodes that ran longer than their fastest, by the same share of their excess, and never
+    below their fastest; a run without delay keeps its times."""
+    runs = [{"a": 50e-6, "b": 3e-6}, {"a": 10e-6, "b": 33e-6}, {"a": 12e-6, "b": 5e-6}]
+    got = ort_profile.without_run_delay(runs, [40e-6, 30e-6, 0.0])
+    assert got[0] == pytest.approx({"a": 10e-6, "b": 3e-6})  # all 40 us fell in a
+    assert got[1] == pytest.approx({"a": 10e-6, "b": 3e-6})  # all 30 us fell in b
+    assert got[2] == pytest.approx(runs[2])
+    halved = ort_profile.without_run_delay([{"a": 20e-6}, {"a": 10e-6}], [5e-6, 0.0])
+    assert halved[0]["a"] == pytest.approx(15e-6)  # a delay shorter than the excess: that much off
+    run = lambda ts: {"cat": "Session", "name": "model_run", "ts": ts, "dur": 100}  # noqa: E731
+    node = lambda name, ts, dur: {"cat": "Node", "name": f"{name}_kernel_time", "ts": ts, "dur": dur}  # noqa: E731
+    events = [run(0), node("a", 10, 50), run(200), node("a", 210, 10), run(400), node("a", 410, 20)]
+    assert ort_profile.node_times(events, 1, [1e-3, 0.0, 4e-6]) == {"a": pytest.approx([10e-6, 16e-6])}
+    assert ort_profile.node_times(events, 1, [0.0]) == {"a": [10e-6, 20e-6]}  # delays of other runs: none
+
+
+def test_a_profiled_run_reports_its_run_delay() -> None:
+    """The delay of a run is read from the calling thread's schedstat around it: never negative,
+    and 0 on a system that does not report it."""
+    session = ort.InferenceSession(_relu_model(), providers=["CPUExecutionProvider"])
+    delay = ort_profile.run_profiled(session, {"x": np.ones((1, 4), np.float32)})
+    assert delay >= 0.0
+    if not Path(ort_profile.THREAD_SCHEDSTAT).is_file():
+        assert delay == 0.0
+
+
+def _relu_model() -> bytes:
+    from onnx import TensorProto, helper
+
+    x, y = (helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 4]) for n in ("x", "y"))
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
 
 
 def test_profiler_matches_every_working_node_of_a_zoo_model(zoo_dir: Path) -> None:
@@ -578,11 +615,13 @@ def test_weighting_by_the_pairs_time_fits_the_ops_that_make_the_call() -> None:
     assert worst_call_error(by_pair) < 0.5 * worst_call_error(own)
 
 
-def test_a_fused_op_is_fitted_as_the_program_ops_it_runs() -> None:
-    """An attention node runs GEMMs, a softmax and head-layout copies, each paying the op overhead
-    at its own rate (as the cost model simulates its parts): the fit recovers the parameters that
-    made the timings of plain and fused ops alike."""
-    truth = _truth(ddr_bytes=1e15)  # no op DDR-bound
+@pytest.mark.parametrize("node_kernels", [True, False], ids=["ort", "kernel"])
+def test_a_fused_op_is_fitted_as_the_program_ops_it_runs(node_kernels: bool) -> None:
+    """An attention node runs GEMMs, a softmax and head-layout copies, each at its own rate (as the
+    cost model simulates its parts), paying the op overhead once (ORT: one kernel call per node) or
+    per program op (the plugin's items): the fit recovers the parameters that made the timings of
+    plain and fused ops alike."""
+    truth = replace(_truth(ddr_bytes=1e15), node_kernels=node_kernels)  # no op DDR-bound
     plain = [replace(t, op=replace(t.op, ddr_bytes=0)) for t in _synthetic_ops(truth, n=30)]
     fused = []
     for k in range(10):
@@ -591,7 +630,8 @@ def test_a_fused_op_is_fitted_as_the_program_ops_it_runs() -> None:
         assert whole.parts == tuple(parts) and whole.flops == sum(p.flops for p in parts)
         seconds = task_time(TaskProfile.of([whole]), truth)
         fused.append(records.OpTiming("synthetic", f"attn{k}", "MultiHeadAttention", whole, seconds, 1))
-    fit = fitting.fit_target(plain[::2] + fused, base=costmodel.HOST)
+    fit = fitting.fit_target(plain[::2] + fused, base=costmodel.HOST, node_kernels=node_kernels)
+    assert fit.target.node_kernels == node_kernels
     for key in ("matrix_flops", "vector_flops_per_context", "dma_bytes", "op_overhead_s"):
         assert getattr(fit.target, key).value == pytest.approx(getattr(truth, key).value, rel=1e-6), key
     assert fit.median_abs_residual < 1e-9

@@ -14,7 +14,12 @@ slower, never faster, and the longer the call the likelier it is preempted.
 
 1. Per-op times: each model runs on stock ORT (one intra-op thread, sequential, no graph
    optimisation so every node runs as written) with the ORT profiler on; the profile's node
-   events of the runs after warm-up are matched to the graph's NodeProfile by node name. The
+   events of the runs after warm-up are matched to the graph's NodeProfile by node name. Every
+   node runs on the calling thread, so its run delay read around each run (/proc schedstat) is the
+   time other processes took from that run; it comes off the nodes it lengthened (those slower
+   than in their fastest run, `without_run_delay`), as the fused call's measured time is its wall
+   time less its preemption (a nice-19 run beside a benchmark is preempted for most of a
+   millisecond op: mlp_chain's MatMuls profiled 11 ms at the lower quartile, 2.3 ms less it). The
    runs come in blocks that alternate with the plugin's runs of step 3 and go round all the
    models (`measure_models`), so that every measurement sees the shared machine alike; the pairs
    are those the pass makes for the base target (every lowerable pair kept).

@@ -123,14 +123,15 @@ def _base_coefficients(base: Target, ops: list[OpTiming], cols: list[tuple[str, 
     return coef
 
 
-def _design(ops: list[OpTiming], cols: list[tuple[str, ...]], ddr_bound: set[int]) -> np.ndarray:
-    """One row per op: per program op, 1 in the overhead column and its work in its rate column
-    (and a matrix op 1 in the matrix_op column: a GEMM call's fixed time), or, when the model says
-    DDR bounds the op, its DDR bytes in the DDR column (time = overhead + max(...))."""
+def _design(ops: list[OpTiming], cols: list[tuple[str, ...]], ddr_bound: set[int], node_kernels: bool) -> np.ndarray:
+    """One row per op: per program op, 1 in the overhead column (`node_kernels`: 1 per op, its
+    program ops run in one kernel call) and its work in its rate column (and a matrix op 1 in the
+    matrix_op column: a GEMM call's fixed time), or, when the model says DDR bounds the op, its DDR
+    bytes in the DDR column (time = overhead + max(...))."""
     columns = _columns(cols)
     x = np.zeros((len(ops), len(columns)))
     for r, t in enumerate(ops):
-        x[r, 0] = len(program_ops(t))
+        x[r, 0] = 1 if node_kernels else len(program_ops(t))
         if r in ddr_bound:
             x[r, columns.index("ddr")] = t.op.ddr_bytes
             continue
@@ -149,7 +150,7 @@ def fit_coefficients(
     coefficient and the fitted columns."""
     cols = op_columns(ops)
     columns = _columns(cols)
-    x = _design(ops, cols, ddr_bound)
+    x = _design(ops, cols, ddr_bound, base.node_kernels)
     y = np.array([t.seconds for t in ops])
     w = 1.0 / np.maximum(np.asarray(relative_to if relative_to is not None else y, dtype=float), 1e-9)
     base_coef = _base_coefficients(base, ops, cols)
@@ -222,8 +223,13 @@ def fit_target(
     measured_by: str = ORT_MEASURED_BY,
     fitted_to: str = "ORT per-op profiling",
     relative_to: Sequence[float] | None = None,
+    node_kernels: bool = True,
 ) -> Fit:
     """Fit base's op overhead, engine rates and DDR bandwidth to the measured ops.
+
+    `node_kernels`: each measured op was one kernel call (ORT profiling: a fused op such as
+    attention pays the op overhead once, `Target.node_kernels`); False: its program ops were
+    dispatched one by one (the plugin's kernel items).
 
     Each op's error counts relative to `relative_to` (default its own time; `pair_times`: the
     summed time of its pair's ops, so that within a pair an op counts by its share of the call).
@@ -238,6 +244,7 @@ def fit_target(
     largest one observed, until the assignment no longer changes."""
     if not ops:
         raise ValueError("no profiled op to fit")
+    base = replace(base, node_kernels=node_kernels)
     coef, fitted, bound = alternate_fits(ops, base, relative_to)
     target = _fitted_target(base, name, coef, fitted, ops, bound, where, measured_by, fitted_to)
     rows = [

@@ -74,6 +74,7 @@ def fit_targets(
         "the kernel's own per-op work-item times (plugin trace of the fused pairs), each op's error "
         "relative to its pair's summed time",
         pair_times([m.kernel_ops for m in pairs]),
+        node_kernels=False,
     )
     progress(f"{FIT_LABELS[KERNEL_FIT]}: {len(kfit.rows)} ops, median |residual| {kfit.median_abs_residual:.1%}")
     kernel_target = on_the_kernel(replace(kfit.target, baseline=fit.target), pairs, where)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +20,7 @@ from ...costmodel import Target
 from ...kinds import Pair, kind_of
 from ...profile import Engine, GraphProfile, NodeProfile, TaskProfile, profile_graph
 from .kernel_trace import TracedPair, TracedSession, plugin_traces, summarise_traces
-from .ort_profile import node_times, one_op_profile, op_timings, profiling_options, whole_node
+from .ort_profile import node_times, one_op_profile, op_timings, profiling_options, run_profiled, whole_node
 from .records import OpTiming, PairMeasurement, PairRow, Progress, quiet
 from .schedule import predicted_row
 
@@ -180,10 +180,10 @@ class _ModelSessions:
     fused: Path | None
     pairs: dict[str, Pair]
     traced: TracedSession | None
+    run_delays: list[float] = field(default_factory=list)  # per ORT run (`run_profiled`)
 
     def run(self, runs: int, keep: bool = True) -> None:
-        for _ in range(runs):
-            self.session.run(None, self.feeds)
+        self.run_delays += [run_profiled(self.session, self.feeds) for _ in range(runs)]
         if self.traced is not None:
             self.traced.run(self.feeds, runs, keep)
 
@@ -226,7 +226,7 @@ def _measured(
     m: _ModelSessions, target: Target, warmup: int, progress: Progress
 ) -> tuple[dict[int, float], list[OpTiming], list[PairMeasurement]]:
     events = json.loads(Path(m.session.end_profiling()).read_text())
-    medians, ops = op_timings(m.path, m.profile, node_times(events, warmup))
+    medians, ops = op_timings(m.path, m.profile, node_times(events, warmup, m.run_delays))
     progress(f"{m.path.name}: {len(ops)} op(s) profiled on ORT")
     if m.fused is None or m.traced is None:
         progress(f"{m.path.name}: no pair to measure")

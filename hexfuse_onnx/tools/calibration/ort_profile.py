@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import bisect
 import json
 import os
 import tempfile
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -30,34 +32,83 @@ def profiling_options(folder: str | os.PathLike[str]) -> ort.SessionOptions:
     return so
 
 
-def node_times(events: list[dict], warmup: int) -> dict[str, list[float]]:
-    """Seconds per node name and run from ORT profile events, the first `warmup` runs dropped."""
+THREAD_SCHEDSTAT = "/proc/thread-self/schedstat"
+
+
+def thread_run_delay() -> float:
+    """Seconds the calling thread has waited runnable but not running (Linux schedstat's second
+    field: other processes had the CPU); 0 where the kernel does not report it."""
+    try:
+        with open(THREAD_SCHEDSTAT, encoding="ascii") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def run_profiled(session: ort.InferenceSession, feeds: dict[str, np.ndarray]) -> float:
+    """One run of a `profiling_options` session, which runs every node on the calling thread (one
+    intra-op thread, sequential): the run delay other processes caused it."""
+    before = thread_run_delay()
+    session.run(None, feeds)
+    return thread_run_delay() - before
+
+
+def node_times(events: list[dict], warmup: int, run_delays: Sequence[float] = ()) -> dict[str, list[float]]:
+    """Seconds per node name and run from ORT profile events, the first `warmup` runs dropped.
+    With `run_delays` (per run, in order: `run_profiled`), each run's node times lose the time
+    other processes took from it (`without_run_delay`), as the fused call's measured time does."""
     runs = sorted(
         (e["ts"], e["ts"] + e["dur"]) for e in events if e.get("cat") == "Session" and e.get("name") == "model_run"
     )
-    kept = runs[warmup:]
-    times: dict[str, list[float]] = {}
+    starts = [start for start, _ in runs]
+    per_run: list[dict[str, float]] = [{} for _ in runs]
     for e in events:
         if e.get("cat") != "Node" or not str(e.get("name", "")).endswith("_kernel_time"):
             continue
-        if not any(start <= e["ts"] <= end for start, end in kept):
+        k = bisect.bisect_right(starts, e["ts"]) - 1
+        if k < warmup or e["ts"] > runs[k][1]:
             continue
-        times.setdefault(e["name"][: -len("_kernel_time")], []).append(e["dur"] / 1e6)
+        name = e["name"][: -len("_kernel_time")]
+        per_run[k][name] = per_run[k].get(name, 0.0) + e["dur"] / 1e6
+    kept = per_run[warmup:]
+    if len(run_delays) == len(runs):
+        kept = without_run_delay(kept, run_delays[warmup:])
+    times: dict[str, list[float]] = {}
+    for run in kept:
+        for name, seconds in run.items():
+            times.setdefault(name, []).append(seconds)
     return times
+
+
+def without_run_delay(runs: list[dict[str, float]], delays: Sequence[float]) -> list[dict[str, float]]:
+    """Each run's node times less its run delay, laid on the nodes that ran longer than in their
+    fastest run (a preemption lengthens the node it falls in), each losing the same share of that
+    excess, at most all of it."""
+    fastest: dict[str, float] = {}
+    for run in runs:
+        for name, seconds in run.items():
+            fastest[name] = min(fastest.get(name, seconds), seconds)
+    out = []
+    for run, delay in zip(runs, delays):
+        excess = {name: seconds - fastest[name] for name, seconds in run.items()}
+        total = sum(excess.values())
+        share = min(1.0, max(delay, 0.0) / total) if total > 0 else 0.0
+        out.append({name: seconds - excess[name] * share for name, seconds in run.items()})
+    return out
 
 
 def profile_session(
     session: ort.InferenceSession, feeds: dict[str, np.ndarray], runs: int, warmup: int
 ) -> dict[str, list[float]]:
-    """Run `warmup + runs` times and return the profiled node times of the last `runs`."""
-    for _ in range(warmup + runs):
-        session.run(None, feeds)
+    """Run `warmup + runs` times and return the profiled node times of the last `runs`, less the
+    run delay other processes caused them."""
+    delays = [run_profiled(session, feeds) for _ in range(warmup + runs)]
     path = session.end_profiling()
     try:
         events = json.loads(Path(path).read_text())
     finally:
         Path(path).unlink(missing_ok=True)
-    return node_times(events, warmup)
+    return node_times(events, warmup, delays)
 
 
 def match_nodes(profile: GraphProfile, times: dict[str, list[float]]) -> dict[int, list[float]]:

@@ -275,7 +275,8 @@ class CalibrationResult:
             f"median |error| over {len(self.pair_rows)} pairs of {models} models, fused call, held out (each model's "
             f"pairs predicted by the fits to the other models' ops and calls; target <= 20%): "
             + each(self.held_out_error),
-            f"  serial, held out (ORT-profiled original nodes): {each(lambda f: self.errors(f, True).serial)}",
+            "  serial, held out (ORT-profiled original nodes, less their run delay): "
+            + each(lambda f: self.errors(f, True).serial),
             f"  in-sample (fitted to all the pairs' models, checked on the same calls): fused call "
             f"{each(lambda f: self.errors(f).fused)}; fused work span {each(lambda f: self.errors(f).span)}; "
             f"serial {each(lambda f: self.errors(f).serial)}",

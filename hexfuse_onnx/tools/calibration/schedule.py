@@ -147,12 +147,13 @@ def on_the_kernel(
     """`target` (rates fitted to one worker's op times) as the plugin's kernel schedules a fused
     call: its pool's workers, and the kernel's measured time between a task's items per op as the
     op overhead (`replace_overhead`: instead of the fitted one, which is ONNX Runtime's per-node
-    cost when the rates come from ORT profiling). Unfused, the tasks run on `target.baseline`, or
-    on `target` itself as fitted (ORT's kernels, one op at a time)."""
+    cost when the rates come from ORT profiling), each program op dispatched on its own. Unfused,
+    the tasks run on `target.baseline`, or on `target` itself as fitted (ORT's kernels, one op at a
+    time, one kernel call per node)."""
     rows = [m.row for m in pairs]
     kernel = with_join(with_kernel_gap(target, rows, where, replace_overhead), rows, where)
     kernel = with_measured_pool(kernel, rows, where, [modelled_parallelism(m, kernel) for m in pairs])
-    return replace(kernel, baseline=target.baseline or target)
+    return replace(kernel, baseline=target.baseline or target, node_kernels=False)
 
 
 def with_call_overhead(
