@@ -445,13 +445,13 @@ def refused(nodes, inputs, outputs, inits=(), opset=17) -> tuple[onnx.ModelProto
 
 
 REFUSED = {
-    "cast_to_int": (
-        [helper.make_node("Cast", ["z"], ["yb"], name="cast", to=TensorProto.INT32)],
+    "cast_to_int64": (
+        [helper.make_node("Cast", ["z"], ["yb"], name="cast", to=TensorProto.INT64)],
         [vi("z", [3])],
-        [vi("yb", [3], TensorProto.INT32)],
+        [vi("yb", [3], TensorProto.INT64)],
         (),
         17,
-        "Cast from FLOAT to INT32",
+        "Cast from FLOAT to INT64",
     ),
     "bn_training": (
         [helper.make_node("BatchNormalization", ["z", "g", "b", "m", "v"], ["yb"], name="bn", training_mode=1)],

@@ -126,12 +126,19 @@ impl Kernel {
             )));
         }
         for (j, t) in program.outputs.iter().enumerate() {
-            // int32: MatMulInteger's accumulators (a pair that ends at one)
-            let produced =
-                [hfx::DTYPE_F32, hfx::DTYPE_U8, hfx::DTYPE_I8, hfx::DTYPE_U16, hfx::DTYPE_I16, hfx::DTYPE_I32];
+            // int32: MatMulInteger's accumulators (a pair that ends at one); int64: a Shape's dims gathered
+            let produced = [
+                hfx::DTYPE_F32,
+                hfx::DTYPE_U8,
+                hfx::DTYPE_I8,
+                hfx::DTYPE_U16,
+                hfx::DTYPE_I16,
+                hfx::DTYPE_I32,
+                hfx::DTYPE_I64,
+            ];
             if !produced.contains(&t.dtype) {
                 return Err(invalid(format!(
-                    "{at}: program output {j} is {}, the kernel produces float32 and 8-, 16- and 32-bit integer outputs only",
+                    "{at}: program output {j} is {}, the kernel produces float32 and 8- to 64-bit integer outputs only",
                     hfx::dtype_name(t.dtype)
                 )));
             }

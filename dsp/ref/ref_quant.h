@@ -10,6 +10,8 @@
  *   dynamic     DynamicQuantizeLinear's u8 scale and zero point from lo = min(x, 0), hi = max(x, 0) (NaN
  *               skipped): scale = hi == lo ? 1 : (hi - lo) / 255; zp = round half to even of
  *               0 - lo / scale clamped to [0, 255] as std::max(0, std::min(255, t)) (NaN: 255)
+ *   cast        ONNX Cast f32 -> i32 as ONNX Runtime on x86 (cvttss2si): toward zero; NaN, +-inf and x
+ *               outside [-2^31, 2^31) give INT32_MIN (the spec leaves them open; C leaves them undefined)
  */
 #ifndef HEXFUSE_REF_QUANT_H
 #define HEXFUSE_REF_QUANT_H
@@ -26,6 +28,10 @@ static inline int32_t ref_quantize_linear(float x, float scale, int32_t zp, int3
     if (frac > 0.5f || (frac == 0.5f && (i & 1))) i++;
     if (frac < -0.5f || (frac == -0.5f && (i & 1))) i--;
     return i + zp;
+}
+
+static inline int32_t ref_cast_f32_i32(float x) {
+    return x >= -2147483648.0f && x < 2147483648.0f ? (int32_t)x : INT32_MIN;
 }
 
 static inline float ref_dequantize_linear(int32_t x, float scale, int32_t zp) {

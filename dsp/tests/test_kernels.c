@@ -1014,6 +1014,229 @@ static void test_concat_copy(void) {
 }
 
 
+
+/* ---- integer Cast, Add/Sub/Mul, Copy, GatherRows (a dynamically quantised conv's bias chain) ---- */
+
+/* element i of an i32 or i64 buffer (unaligned) */
+static int64_t load_any(const void *p, uint8_t dtype, uint64_t i) {
+    if (dtype == HFX_DTYPE_I64) {
+        int64_t v;
+        memcpy(&v, (const uint8_t *)p + 8 * i, 8);
+        return v;
+    }
+    int32_t v;
+    memcpy(&v, (const uint8_t *)p + 4 * i, 4);
+    return v;
+}
+
+static void store_any(void *p, uint8_t dtype, uint64_t i, int64_t v) {
+    if (dtype == HFX_DTYPE_I64) memcpy((uint8_t *)p + 8 * i, &v, 8);
+    else {
+        int32_t w = (int32_t)v;
+        memcpy((uint8_t *)p + 4 * i, &w, 4);
+    }
+}
+
+/* 1 if b parses, else 0 with the parser's status in *st */
+static int parses(hfxb *b, hfx_status *st) {
+    size_t n;
+    uint8_t *bytes = hfxb_encode(b, &n);
+    hfx_program *p = NULL;
+    hfx_error e;
+    *st = hfx_program_parse(bytes, n, &p, &e);
+    free(bytes);
+    hfx_program_free(p);
+    return *st == HFX_OK;
+}
+
+/* CAST f32 -> i32 bit for bit against ref_cast_f32_i32 (and ONNX Runtime's values, measured on x86:
+ * toward zero; NaN, +-inf, 2^31 and below -2^31 give INT32_MIN), odd sizes and several items */
+static void test_cast(void) {
+    static const float special[] = {NAN, INFINITY, -INFINITY, 2.5f, -2.5f, -0.5f, 0.99f, -0.99f, 2147483520.0f,
+                                    2147483648.0f, -2147483648.0f, -2147483904.0f, 3e9f, -3e9f, 1e-40f, -0.0f};
+    static const int32_t ort[] = {INT32_MIN, INT32_MIN, INT32_MIN, 2, -2, 0, 0, 0, 2147483520,
+                                  INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN, 0, 0};
+    for (uint32_t k = 0; k < 16; k++) CHECK_MSG(ref_cast_f32_i32(special[k]) == ort[k], "ref cast of special %u", k);
+    static const uint32_t sizes[] = {1, 7, 16, 70001};
+    for (uint32_t s = 0; s < 4; s++) {
+        uint32_t n = sizes[s];
+        float *X = rand_buf(n, -3e9f, 3e9f);
+        for (uint32_t i = 0; i < n; i++) {
+            if (i % 3 == 0) X[i] = rng_f(-300.0f, 300.0f);
+            if (i < 16 && n >= 16) X[i] = special[i];
+        }
+        int32_t *Y = calloc(n, 4);
+        hfxb b;
+        hfxb_init(&b);
+        int task = (int)(s % 2);
+        uint32_t x = hfxb_input(&b, task, HFXB_DIMS(n));
+        uint32_t y = hfxb_set_dtype(&b, hfxb_output(&b, task, HFXB_DIMS(n)), HFX_DTYPE_I32);
+        hfxb_op_add(&b, task, HFX_OP_CAST, -1, 1, &x, y, NULL);
+        const void *ins[1] = {X};
+        void *outs[1] = {Y};
+        if (run_prog(&b, ins, 1, outs, 1)) {
+            uint32_t bad = n;
+            for (uint32_t i = 0; i < n; i++)
+                if (Y[i] != ref_cast_f32_i32(X[i])) bad = i;
+            CHECK_MSG(bad == n, "cast of %u elements: y[%u] differs", n, bad);
+            if (n == 70001) CHECK(g_last_items == 3);
+        }
+        hfxb_free(&b);
+        free(X), free(Y);
+    }
+}
+
+/* one element of X op Y of signed integers of `dtype` (i32, i64), wrapping in the unsigned type */
+static int64_t ref_int_binary(uint32_t opc, uint8_t dtype, int64_t a, int64_t b) {
+    if (dtype == HFX_DTYPE_I32) {
+        uint32_t x = (uint32_t)a, y = (uint32_t)b;
+        return (int32_t)(opc == HFX_OP_ADD ? x + y : opc == HFX_OP_SUB ? x - y : x * y);
+    }
+    uint64_t x = (uint64_t)a, y = (uint64_t)b;
+    return (int64_t)(opc == HFX_OP_ADD ? x + y : opc == HFX_OP_SUB ? x - y : x * y);
+}
+
+static int64_t rand_int(uint8_t dtype) {
+    uint32_t r = rng_u32() % 8;
+    int64_t v = (int64_t)(((uint64_t)rng_u32() << 32) | rng_u32());
+    if (r == 0) return dtype == HFX_DTYPE_I32 ? INT32_MIN : INT64_MIN;
+    if (r == 1) return dtype == HFX_DTYPE_I32 ? INT32_MAX : INT64_MAX;
+    if (r < 4) return (int64_t)rng_range(0, 200) - 100;
+    return dtype == HFX_DTYPE_I32 ? (int32_t)v : v;
+}
+
+static void int_binary_case(uint32_t opc, uint8_t dt, const rshape *xs, const rshape *ys) {
+    rshape os = {xs->rank > ys->rank ? xs->rank : ys->rank, {0}};
+    for (uint32_t i = 0; i < os.rank; i++) {
+        uint32_t a = i + xs->rank >= os.rank ? xs->d[i + xs->rank - os.rank] : 1;
+        uint32_t c = i + ys->rank >= os.rank ? ys->d[i + ys->rank - os.rank] : 1;
+        os.d[i] = a > c ? a : c;
+    }
+    size_t es = dt == HFX_DTYPE_I32 ? 4 : 8;
+    uint64_t nx = rs_numel(xs), ny = rs_numel(ys), on = rs_numel(&os);
+    uint8_t *X = malloc(nx * es + 1), *Y = malloc(ny * es + 1), *O = calloc(on, es);
+    for (uint64_t i = 0; i < nx; i++) store_any(X, dt, i, rand_int(dt));
+    for (uint64_t i = 0; i < ny; i++) store_any(Y, dt, i, rand_int(dt));
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t x = hfxb_set_dtype(&b, hfxb_input(&b, 0, xs->rank, xs->d), dt);
+    uint32_t y = hfxb_set_dtype(&b, hfxb_input(&b, 0, ys->rank, ys->d), dt);
+    uint32_t o = hfxb_set_dtype(&b, hfxb_output(&b, 0, os.rank, os.d), dt);
+    hfxb_binary(&b, 0, opc, x, y, o);
+    const void *ins[2] = {X, Y};
+    void *outs[1] = {O};
+    if (run_prog(&b, ins, 2, outs, 1)) {
+        uint32_t idx[8] = {0};
+        uint64_t bad = on;
+        for (uint64_t f = 0; f < on; f++) {
+            rs_unflatten(&os, f, idx);
+            int64_t a = load_any(X, dt, rs_bcast_offset(xs, idx, os.rank));
+            int64_t c = load_any(Y, dt, rs_bcast_offset(ys, idx, os.rank));
+            if (load_any(O, dt, f) != ref_int_binary(opc, dt, a, c)) bad = f;
+        }
+        CHECK_MSG(bad == on, "int binary op %u dtype %u rank %u/%u: y[%llu] differs", opc, dt, xs->rank, ys->rank,
+                  (unsigned long long)bad);
+    }
+    hfxb_free(&b);
+    free(X), free(Y), free(O);
+}
+
+/* ADD, SUB, MUL on i32 and i64: wrapping at the extremes, every broadcast path (same size, a scalar on
+ * either side, the general walk over several items); mixed dtypes and integer DIV are refused */
+static void test_int_binary(void) {
+    static const uint32_t ops[] = {HFX_OP_ADD, HFX_OP_SUB, HFX_OP_MUL};
+    static const uint8_t dts[] = {HFX_DTYPE_I32, HFX_DTYPE_I64};
+    rshape big = {1, {70001}}, scalar = {0, {0}}, bias = {4, {1, 24, 1, 1}}, acc = {4, {1, 24, 31, 79}};
+    for (int k = 0; k < 3; k++)
+        for (int d = 0; d < 2; d++) {
+            int_binary_case(ops[k], dts[d], &big, &big);
+            int_binary_case(ops[k], dts[d], &big, &scalar);
+            int_binary_case(ops[k], dts[d], &scalar, &big);
+            int_binary_case(ops[k], dts[d], &acc, &bias); /* the conv's int32 sums + its bias */
+            for (int i = 0; i < 4; i++) {
+                rshape xs, ys;
+                rand_shape(&xs, rng_range(1, 4), 9);
+                ys = xs;
+                for (uint32_t q = 0; q < ys.rank; q++)
+                    if (rng_u32() % 3 == 0) ys.d[q] = 1;
+                int_binary_case(ops[k], dts[d], &xs, &ys);
+            }
+        }
+    static const uint8_t mixed[][3] = {{HFX_DTYPE_I32, HFX_DTYPE_F32, HFX_DTYPE_I32},
+                                       {HFX_DTYPE_I32, HFX_DTYPE_I32, HFX_DTYPE_I64},
+                                       {HFX_DTYPE_U8, HFX_DTYPE_U8, HFX_DTYPE_U8}};
+    for (int m = 0; m < 4; m++) {
+        hfxb b;
+        hfxb_init(&b);
+        const uint8_t *t = m < 3 ? mixed[m] : (const uint8_t[]){HFX_DTYPE_I32, HFX_DTYPE_I32, HFX_DTYPE_I32};
+        uint32_t x = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(5)), t[0]);
+        uint32_t y = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(5)), t[1]);
+        uint32_t o = hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(5)), t[2]);
+        hfxb_binary(&b, 0, m < 3 ? HFX_OP_ADD : HFX_OP_DIV, x, y, o); /* DIV: f32 only */
+        hfx_status st;
+        CHECK_MSG(!parses(&b, &st) && st == HFX_ERR_DTYPE, "int binary case %d: status %s", m, hfx_status_name(st));
+        hfxb_free(&b);
+    }
+}
+
+/* COPY of i32, i64 and u8 (the integer Reshape family), GATHER_ROWS of i32/i64/u8 data (out-of-range
+ * rows are zeros); a COPY that changes the dtype and a CAST from i32 are refused */
+static void test_int_copy_gather(void) {
+    static const uint8_t dts[] = {HFX_DTYPE_I32, HFX_DTYPE_I64, HFX_DTYPE_U8};
+    for (int i = 0; i < 12; i++) {
+        uint8_t dt = dts[i % 3];
+        size_t es = hfxb_dtype_size(dt);
+        rshape xs;
+        rand_shape(&xs, rng_range(1, 3), i < 3 ? 400 : 9);
+        uint64_t rows = xs.d[0], row = rs_numel(&xs) / rows, nx = rs_numel(&xs);
+        uint32_t ni = rng_range(1, 7);
+        int64_t *idx = calloc(ni, 8);
+        for (uint32_t k = 0; k < ni; k++) idx[k] = (int64_t)rng_range(0, (uint32_t)(2 * rows - 1)) - (int64_t)rows;
+        if (i % 4 == 3) idx[ni - 1] = i % 8 == 3 ? (int64_t)rows : -(int64_t)rows - 1; /* out of range: zeros */
+        uint8_t *X = malloc(nx * es), *C = calloc(nx, es), *G = calloc((uint64_t)ni * row, es);
+        for (uint64_t k = 0; k < nx * es; k++) X[k] = (uint8_t)rng_u32();
+        hfxb b;
+        hfxb_init(&b);
+        int task = i % 2;
+        uint32_t x = hfxb_set_dtype(&b, hfxb_input(&b, task, xs.rank, xs.d), dt);
+        uint32_t ix = hfxb_set_dtype(&b, hfxb_input(&b, task, HFXB_DIMS(ni)), HFX_DTYPE_I64);
+        uint32_t flat = (uint32_t)nx, gd[3] = {ni, 0, 0};
+        for (uint32_t q = 1; q < xs.rank; q++) gd[q] = xs.d[q];
+        uint32_t c = hfxb_set_dtype(&b, hfxb_output(&b, task, HFXB_DIMS(flat)), dt);
+        uint32_t g = hfxb_set_dtype(&b, hfxb_output(&b, task, xs.rank, gd), dt);
+        hfxb_op_add(&b, task, HFX_OP_COPY, -1, 1, &x, c, NULL);
+        uint32_t in[2] = {x, ix};
+        hfxb_op_add(&b, task, HFX_OP_GATHER_ROWS, -1, 2, in, g, NULL);
+        const void *ins[2] = {X, idx};
+        void *outs[2] = {C, G};
+        if (run_prog(&b, ins, 2, outs, 2)) {
+            CHECK_MSG(memcmp(C, X, nx * es) == 0, "copy of %llu elements of dtype %u", (unsigned long long)nx, dt);
+            int same = 1;
+            for (uint32_t k = 0; k < ni; k++) {
+                int64_t r = idx[k] < 0 ? idx[k] + (int64_t)rows : idx[k];
+                const uint8_t *got = G + k * row * es;
+                if (r >= 0 && r < (int64_t)rows) same &= memcmp(got, X + (uint64_t)r * row * es, row * es) == 0;
+                else
+                    for (uint64_t j = 0; j < row * es; j++) same &= got[j] == 0;
+            }
+            CHECK_MSG(same, "gather_rows of dtype %u, data rank %u", dt, xs.rank);
+        }
+        hfxb_free(&b);
+        free(X), free(C), free(G), free(idx);
+    }
+    for (int m = 0; m < 2; m++) {
+        hfxb b;
+        hfxb_init(&b);
+        uint32_t x = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(5)), HFX_DTYPE_I32);
+        uint32_t y = hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(5)), m ? HFX_DTYPE_I32 : HFX_DTYPE_F32);
+        hfxb_op_add(&b, 0, m ? HFX_OP_CAST : HFX_OP_COPY, -1, 1, &x, y, NULL);
+        hfx_status st;
+        CHECK_MSG(!parses(&b, &st) && st == HFX_ERR_DTYPE, "%s of i32: status %s", m ? "cast" : "copy to f32",
+                  hfx_status_name(st));
+        hfxb_free(&b);
+    }
+}
+
 /* ---- zero-size tensors: ops with empty outputs have no items, empty inputs follow ONNX ---- */
 
 /* a buffer of n floats, all NaN (so that every element the kernel must write is checked) */
@@ -1557,6 +1780,9 @@ int main(void) {
     RUN_TEST(test_dynamic_quant);
     RUN_TEST(test_qmatmul);
     RUN_TEST(test_qconv);
+    RUN_TEST(test_cast);
+    RUN_TEST(test_int_binary);
+    RUN_TEST(test_int_copy_gather);
     hfx_pool_destroy(g_pool);
     hfx_pool_destroy(g_pool_alt);
     TEST_MAIN_END();

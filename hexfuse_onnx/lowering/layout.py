@@ -39,15 +39,17 @@ def reshape(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     if n.op_type == "Reshape" and _to_own_shape(cx, n):
         same_tensor(cx, n, t)
         return
-    cx.emit(n, t, Opcode.COPY, [cx.read(n.input[0], n, t)])
+    x, dtype = cx.read_any(n.input[0], n, t)  # any type: the bias chain's int32 Reshape
+    cx.emit(n, t, Opcode.COPY, [x], out_dtype=dtype)
 
 
 def same_tensor(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     """`n`'s output is its input unchanged: no op, unless it is a pair output (which needs its own buffer)."""
+    x, dtype = cx.read_any(n.input[0], n, t)
     if n.output[0] in cx.out_index:
-        cx.emit(n, t, Opcode.COPY, [cx.read(n.input[0], n, t)])
+        cx.emit(n, t, Opcode.COPY, [x], out_dtype=dtype)
         return
-    cx.ids[n.output[0]] = cx.read(n.input[0], n, t)
+    cx.ids[n.output[0]] = x
     cx.task_of[n.output[0]] = t
 
 
@@ -199,9 +201,13 @@ def _split_sizes(cx: Lowerer, n: onnx.NodeProto, length: int) -> list[int]:
 def gather(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     """A constant scalar index (SLICE, then a COPY dropping the axis) or a constant contiguous
     ascending range of indices (one SLICE) along one axis; indices known only at run time (token
-    ids into an embedding table) on axis 0 by GATHER_ROWS; other indices are refused."""
+    ids into an embedding table) on axis 0 by GATHER_ROWS; other indices are refused. Integer data
+    (a Shape's dims) on axis 0 by GATHER_ROWS, constant indices too."""
     x = cx.shape(n.input[0], n)
     axis = int(attr(n, "axis", 0)) % len(x)
+    if cx.dtype(n.input[0]) != onnx.TensorProto.FLOAT:
+        _gather_integers(cx, n, t, x[0] if axis == 0 else None)
+        return
     if n.input[1] not in cx.static:
         dtype = DTYPES.get(cx.dtype(n.input[1]))
         if axis != 0 or dtype not in (Dtype.I32, Dtype.I64):
@@ -226,6 +232,21 @@ def gather(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     kept = traced[:axis] + [1] + traced[axis + 1 :]
     picked = cx.emit(n, t, Opcode.SLICE, [src], params, out=cx.scratch(kept, t))
     cx.emit(n, t, Opcode.COPY, [picked])
+
+
+def _gather_integers(cx: Lowerer, n: onnx.NodeProto, t: Task, rows: int | None) -> None:
+    """GATHER_ROWS of integer data on axis 0 (`rows` its length, None on another axis); constant indices
+    must lie in [-rows, rows), where ONNX Runtime's Gather does not fail the run."""
+    if rows is None:
+        raise LoweringError(n.op_type, n.name, f"'{n.input[0]}' is not float32: integer data only on axis 0")
+    known = cx.known_value(n.input[1])
+    if known is not None and not np.all((-rows <= known) & (known < rows)):
+        raise LoweringError(n.op_type, n.name, f"indices {np.asarray(known).tolist()} out of range [-{rows}, {rows})")
+    index_type = DTYPES.get(cx.dtype(n.input[1]))
+    if index_type not in (Dtype.I32, Dtype.I64):
+        raise LoweringError(n.op_type, n.name, f"indices '{n.input[1]}' must be int32 or int64")
+    data, dtype = cx.read_any(n.input[0], n, t)
+    cx.emit(n, t, Opcode.GATHER_ROWS, [data, cx.read_typed(n.input[1], n, t, index_type)], out_dtype=dtype)
 
 
 @lowers("Expand")

@@ -47,6 +47,7 @@ NP_DTYPES: dict[Dtype, str] = {
     Dtype.U8: "<u1",
     Dtype.I8: "<i1",
     Dtype.I32: "<i4",
+    Dtype.I64: "<i8",
     Dtype.U16: "<u2",
     Dtype.I16: "<i2",
 }
@@ -246,9 +247,13 @@ class Lowerer:
         return self.ids[name]
 
     def read_typed(self, name: str, op: onnx.NodeProto, task: Task, dtype: Dtype) -> int:
-        """Program id of a tensor of `dtype` an op reads (the quantization ops' integer tensors)."""
+        """Program id of a tensor of `dtype` an op reads (the quantization ops' integer tensors; an
+        integer value known when lowering, a Constant's, becomes a program constant)."""
         if dtype == Dtype.F32:
             return self.read(name, op, task)
+        if name not in self.ids and name in self.static and dtype in NP_DTYPES:
+            self.ids[name] = self.constant(self.static[name], task, dtype)
+            self.task_of[name] = task
         if name not in self.ids:
             raise LoweringError(op.op_type, op.name, f"input '{name}' is not available to the program")
         if self.task_of[name] != task:
@@ -256,6 +261,14 @@ class Lowerer:
         if self.prog.tensors[self.ids[name]].dtype != dtype:
             raise LoweringError(op.op_type, op.name, f"'{name}' is not {dtype.name.lower()}")
         return self.ids[name]
+
+    def read_any(self, name: str, op: onnx.NodeProto, task: Task) -> tuple[int, Dtype]:
+        """Program id and dtype of a tensor an op that moves or adds data of any type reads."""
+        dtype = DTYPES.get(self.dtype(name))
+        if dtype is None:
+            kind = onnx.TensorProto.DataType.Name(self.dtype(name)) if self.dtype(name) else "of unknown type"
+            raise LoweringError(op.op_type, op.name, f"'{name}' is {kind}, which the task program does not carry")
+        return self.read_typed(name, op, task, dtype), dtype
 
     def const_ints(self, name: str, op: onnx.NodeProto) -> list[int]:
         if name not in self.static:

@@ -1,5 +1,6 @@
-"""Elementwise ops on the vector engine: binary arithmetic, Sum, activations, Clip (and Max/Min with a
-scalar constant), float-to-float Cast, Where(IsNaN(x), c, x)."""
+"""Elementwise ops on the vector engine: binary arithmetic (Add/Sub/Mul also on int32/int64, wrapping),
+Sum, activations, Clip (and Max/Min with a scalar constant), Cast (float to float or int32, int32 to
+float, a type to itself), Where(IsNaN(x), c, x)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import numpy as np
 import onnx
 
 from .abi import ClipParam, Dtype, HardSigmoidParam, Opcode, ReplaceNanParam, Task
-from .lowerer import Lowerer, attr, f32_bits
+from .lowerer import DTYPES, Lowerer, attr, f32_bits
 from .registry import LoweringError, lowers
 
 BINARY = {"Add": Opcode.ADD, "Sub": Opcode.SUB, "Mul": Opcode.MUL, "Div": Opcode.DIV}
@@ -27,8 +28,16 @@ UNARY = {
 }
 
 
+INTEGER_BINARY = {"Add", "Sub", "Mul"}  # on int32/int64 too: wrapping, as ONNX Runtime's
+
+
 @lowers(*BINARY)
 def binary(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    dtype = DTYPES.get(cx.dtype(n.output[0]))
+    if dtype in (Dtype.I32, Dtype.I64) and n.op_type in INTEGER_BINARY:
+        inputs = [cx.read_typed(name, n, t, dtype) for name in n.input[:2]]
+        cx.emit(n, t, BINARY[n.op_type], inputs, out_dtype=dtype)
+        return
     cx.emit(n, t, BINARY[n.op_type], [cx.read(n.input[0], n, t), cx.read(n.input[1], n, t)])
 
 
@@ -128,17 +137,25 @@ def _chain(cx: Lowerer, n: onnx.NodeProto, t: Task, opcode: Opcode, inputs: list
 
 @lowers("Cast")
 def cast(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
-    """float32 to float32 is a COPY; int32 to float32 (MatMulInteger's result) a DEQUANTIZE_LINEAR by
-    1.0, which rounds as the cast does; every other cast is refused."""
+    """A type to itself is a COPY; int32 to float32 (MatMulInteger's result) a DEQUANTIZE_LINEAR by
+    1.0, which rounds as the cast does; float32 to int32 (a dynamically quantised conv's bias chain
+    Div -> Floor -> Cast) is CAST, as ONNX Runtime on x86: toward zero, NaN, +-inf and values outside
+    the int32 range give INT32_MIN; every other cast is refused."""
     to, source = int(attr(n, "to", 0)), cx.dtype(n.input[0])
     if source == onnx.TensorProto.INT32 and to == onnx.TensorProto.FLOAT:
         one = cx.constant(np.ones((), np.float32), t)
         cx.emit(n, t, Opcode.DEQUANTIZE_LINEAR, [cx.read_typed(n.input[0], n, t, Dtype.I32), one])
         return
-    if source != onnx.TensorProto.FLOAT or to != onnx.TensorProto.FLOAT:
+    if source == onnx.TensorProto.FLOAT and to == onnx.TensorProto.INT32:
+        cx.emit(n, t, Opcode.CAST, [cx.read(n.input[0], n, t)], out_dtype=Dtype.I32)
+        return
+    if source != to or source not in DTYPES:
         names = (onnx.TensorProto.DataType.Name(d) if d else "unknown" for d in (source, to))
-        raise LoweringError(n.op_type, n.name, "Cast from {} to {}: the kernel runs float32 only".format(*names))
-    cx.emit(n, t, Opcode.COPY, [cx.read(n.input[0], n, t)])
+        raise LoweringError(
+            n.op_type, n.name, "Cast from {} to {}: only a type to itself, INT32 <-> FLOAT are supported".format(*names)
+        )
+    x, dtype = cx.read_any(n.input[0], n, t)
+    cx.emit(n, t, Opcode.COPY, [x], out_dtype=dtype)
 
 
 @lowers("Clip")

@@ -152,8 +152,9 @@ enum hfx_dtype {
     HFX_DTYPE_U8 = 6,
     HFX_DTYPE_U16 = 7, /* v2 programs only */
     HFX_DTYPE_I16 = 8  /* v2 programs only */
-    /* Every op takes and gives F32 only, except the quantization ops (ops.def HFX_OP_TYPED
-     * rows), whose validation checks their own dtypes; other dtypes are HFX_ERR_DTYPE. */
+    /* Every op takes and gives F32 only, except the ops.def HFX_OP_TYPED rows (the quantization
+     * ops, CAST, ADD/SUB/MUL and COPY on integers), whose validation checks their own dtypes;
+     * other dtypes are HFX_ERR_DTYPE. */
 };
 
 enum hfx_role {
@@ -174,7 +175,8 @@ enum hfx_opcode {
     HFX_OP_QCONV2D = 4, /* QDQ Conv, integer: in X[N,C,H,W], W[M,C/g,kh,kw], zp_x, zp_w, scale, zp_y [, bias i32 [M]] */
     HFX_OP_IMATMUL = 5, /* ONNX MatMulInteger: in A u8/i8 [..., K], B u8/i8 [K, N], zp_a, zp_b -> Y i32 [..., N] */
     HFX_OP_ICONV2D = 6, /* ONNX ConvInteger: in X u8/i8 [N,C,H,W], W u8/i8 [M,C/g,kh,kw], zp_x, zp_w -> Y i32; CONV2D's params */
-    /* elementwise binary, numpy broadcasting */
+    /* elementwise binary, numpy broadcasting; ADD, SUB, MUL also on i32 or i64 (all three tensors one
+     * type), wrapping as ONNX Runtime's integer Add/Sub/Mul */
     HFX_OP_ADD = 10,
     HFX_OP_SUB = 11,
     HFX_OP_MUL = 12,
@@ -201,6 +203,8 @@ enum hfx_opcode {
     HFX_OP_LAYERNORM = 31, /* in X, scale [, bias]; normalizes axes [axis, rank) */
     HFX_OP_RMSNORM = 32,   /* in X, scale; normalizes axes [axis, rank) */
     HFX_OP_FLOOR = 33,     /* unary: floor(x) (NaN, +-inf, +-0 as they are); numbered here because 10..29 is full */
+    HFX_OP_CAST = 34,      /* X f32 -> Y i32: ONNX Cast as ONNX Runtime on x86 (toward zero; NaN, +-inf and x outside
+                              [-2^31, 2^31) give INT32_MIN); dsp/ref/ref_quant.h */
     /* reductions */
     HFX_OP_REDUCE_MEAN = 40,
     HFX_OP_REDUCE_SUM = 41,
@@ -210,10 +214,11 @@ enum hfx_opcode {
     HFX_OP_TRANSPOSE = 50,
     HFX_OP_CONCAT = 51, /* 1..8 inputs */
     HFX_OP_SLICE = 52,
-    HFX_OP_COPY = 53, /* identity / reshape: same element count, any shape */
+    HFX_OP_COPY = 53, /* identity / reshape: same element count, any shape; any dtype (X's and Y's equal) */
     HFX_OP_RESIZE = 54, /* nearest / linear resize of the last two axes (ONNX Resize) */
-    HFX_OP_GATHER_ROWS = 55, /* in X f32 [R, ...], indices i32/i64 (or f32 integers): ONNX Gather axis 0;
-                                an index that is not an integer in [-R, R) gives a row of NaN */
+    HFX_OP_GATHER_ROWS = 55, /* in X [R, ...] (any dtype, Y's), indices i32/i64 (or f32 integers): ONNX Gather
+                                axis 0; an index that is not an integer in [-R, R) gives a row of NaN (f32 X)
+                                or of zeros (integer X), where ONNX Runtime fails the run */
     /* pooling, NCHW */
     HFX_OP_MAXPOOL = 60,        /* 2-D, in X[N,C,H,W] */
     HFX_OP_AVGPOOL = 61,        /* 2-D, in X[N,C,H,W] */

@@ -1,8 +1,10 @@
 /* elementwise.c - Add/Sub/Mul/Div/Max/Min with numpy broadcasting. An item is a
- * chunk of output elements. Max and Min propagate a NaN of either input. */
+ * chunk of output elements. Max and Min propagate a NaN of either input. Add, Sub and Mul also
+ * run on i32 or i64 (X, Y and the output of one type), wrapping as ONNX Runtime's integer ops
+ * (dsp/ref/ref_eltwise_int.c): the arithmetic is done in the unsigned type. */
 #include "kernels.h"
 
-static void run(uint16_t opc, const float *x, uint64_t sx, const float *y, uint64_t sy, float *o, uint64_t n) {
+static void run_f32(uint16_t opc, const float *x, uint64_t sx, const float *y, uint64_t sy, float *o, uint64_t n) {
 #define LOOP(EXPR)                                    \
     do {                                              \
         if (sx == 1 && sy == 1)                       \
@@ -37,7 +39,49 @@ static void run(uint16_t opc, const float *x, uint64_t sx, const float *y, uint6
 #undef LOOP
 }
 
+/* ADD, SUB, MUL of signed integers of type T, wrapping: in U, the unsigned type of T's width */
+#define HFX_INT_BINARY(name, T, U)                                                                            \
+    static void name(uint16_t opc, const T *x, uint64_t sx, const T *y, uint64_t sy, T *o, uint64_t n) {       \
+        for (uint64_t i = 0; i < n; i++) {                                                                    \
+            U a_ = (U)x[i * sx], b_ = (U)y[i * sy];                                                           \
+            o[i] = (T)(opc == HFX_OP_ADD ? a_ + b_ : opc == HFX_OP_SUB ? a_ - b_ : (U)(a_ * b_));             \
+        }                                                                                                     \
+    }
+HFX_INT_BINARY(run_i32, int32_t, uint32_t)
+HFX_INT_BINARY(run_i64, int64_t, uint64_t)
+#undef HFX_INT_BINARY
+
+/* n output elements from element offsets ox of X (stride sx), oy of Y (sy), oo of the output, of `dtype` */
+static void run(uint16_t opc, uint32_t dtype, const hfx_kernel_args *a, uint64_t ox, uint64_t sx, uint64_t oy,
+                uint64_t sy, uint64_t oo, uint64_t n) {
+    if (dtype == HFX_DTYPE_I32)
+        run_i32(opc, (const int32_t *)a->in[0] + ox, sx, (const int32_t *)a->in[1] + oy, sy, (int32_t *)a->out[0] + oo,
+                n);
+    else if (dtype == HFX_DTYPE_I64)
+        run_i64(opc, (const int64_t *)a->in[0] + ox, sx, (const int64_t *)a->in[1] + oy, sy, (int64_t *)a->out[0] + oo,
+                n);
+    else
+        run_f32(opc, (const float *)a->in[0] + ox, sx, (const float *)a->in[1] + oy, sy, (float *)a->out[0] + oo, n);
+}
+
+/* typed rows (ADD, SUB, MUL): X, Y and the output all f32, all i32 or all i64 */
+static hfx_status validate_dtypes(hfx_vctx *v, const hfx_op *op) {
+    const hfx_tensor *t = v->p->tensors;
+    uint32_t d = t[op->out[0]].dtype;
+    if (d != HFX_DTYPE_F32 && d != HFX_DTYPE_I32 && d != HFX_DTYPE_I64)
+        return hfx_vfail(v, HFX_ERR_DTYPE, HFX_OUT_OFF(v, 0), "op %u (%s): output dtype %u, expected f32, i32 or i64",
+                         v->index, op->desc->label, d);
+    for (uint32_t i = 0; i < 2; i++)
+        if (t[op->in[i]].dtype != d)
+            return hfx_vfail(v, HFX_ERR_DTYPE, HFX_IN_OFF(v, i), "op %u (%s): input %u dtype %u, expected the output's %u",
+                             v->index, op->desc->label, i, t[op->in[i]].dtype, d);
+    return HFX_OK;
+}
+
 hfx_status hfx_validate_binary(hfx_vctx *v, hfx_op *op) {
+    bool own = op->opcode >= HFX_OP_ADD && op->opcode <= HFX_OP_MIN; /* QADD, QMUL: shapes only, their dtypes checked */
+    hfx_status st = own ? validate_dtypes(v, op) : HFX_OK; /* DIV, MAX, MIN: the parser checked f32 too */
+    if (st) return st;
     const hfx_tensor *x = &v->p->tensors[op->in[0]], *b = &v->p->tensors[op->in[1]];
     uint32_t od[HFX_MAX_RANK], orank = 0;
     if (!hfx_broadcast2(x->dims, x->rank, b->dims, b->rank, od, &orank))
@@ -56,22 +100,21 @@ void hfx_run_binary(const hfx_kernel_args *a, uint32_t item) {
     const hfx_program *p = a->prog;
     const hfx_tensor *xt = &p->tensors[op->in[0]], *yt = &p->tensors[op->in[1]];
     const hfx_tensor *ot = &p->tensors[op->out[0]];
-    const float *X = a->in[0], *Y = a->in[1];
-    float *O = a->out[0];
+    uint32_t dt = ot->dtype;
     hfx_chunk_plan pl;
     HFX_PLAN_LOAD(pl, op);
     uint64_t b, e;
     hfx_plan_range(ot->numel, pl.elems_per_item, item, &b, &e);
     if (xt->numel == ot->numel && yt->numel == ot->numel) {
-        run(op->opcode, X + b, 1, Y + b, 1, O + b, e - b);
+        run(op->opcode, dt, a, b, 1, b, 1, b, e - b);
         return;
     }
     if (yt->numel == 1 && xt->numel == ot->numel) {
-        run(op->opcode, X + b, 1, Y, 0, O + b, e - b);
+        run(op->opcode, dt, a, b, 1, 0, 0, b, e - b);
         return;
     }
     if (xt->numel == 1 && yt->numel == ot->numel) {
-        run(op->opcode, X, 0, Y + b, 1, O + b, e - b);
+        run(op->opcode, dt, a, 0, 0, b, 1, b, e - b);
         return;
     }
     uint32_t r = ot->rank;
@@ -90,7 +133,7 @@ void hfx_run_binary(const hfx_kernel_args *a, uint32_t item) {
     while (pos < e) {
         uint64_t run_len = last - idx[r - 1];
         if (run_len > e - pos) run_len = e - pos;
-        run(op->opcode, X + ox, sx[r - 1], Y + oy, sy[r - 1], O + pos, run_len);
+        run(op->opcode, dt, a, ox, sx[r - 1], oy, sy[r - 1], pos, run_len);
         pos += run_len;
         /* advance the multi-index by run_len (which ends a row or the chunk) */
         idx[r - 1] += run_len;

@@ -262,6 +262,9 @@ void hfx_run_concat(const hfx_kernel_args *a, uint32_t item) {
 
 hfx_status hfx_validate_copy(hfx_vctx *v, hfx_op *op) {
     const hfx_tensor *x = &v->p->tensors[op->in[0]], *y = &v->p->tensors[op->out[0]];
+    if (y->dtype != x->dtype)
+        return hfx_vfail(v, HFX_ERR_DTYPE, HFX_OUT_OFF(v, 0), "op %u (Copy): output dtype %u, expected the input's %u",
+                         v->index, y->dtype, x->dtype);
     return y->numel == x->numel ? HFX_OK : hfx_shape_err(v, "the input's element count");
 }
 
@@ -275,12 +278,14 @@ void hfx_run_copy(const hfx_kernel_args *a, uint32_t item) {
     HFX_PLAN_LOAD(pl, a->op);
     uint64_t b, e;
     hfx_plan_range(ot->numel, pl.elems_per_item, item, &b, &e);
-    memcpy((float *)a->out[0] + b, (const float *)a->in[0] + b, (e - b) * sizeof(float));
+    size_t es = hfx_dtype_size(ot->dtype);
+    memcpy((uint8_t *)a->out[0] + b * es, (const uint8_t *)a->in[0] + b * es, (e - b) * es);
 }
 
 /* ---- GatherRows: ONNX Gather on axis 0 with run-time indices ----
- * Indices are i32/i64, or f32 holding integers (positions a program computes in float: exact
- * below 2^24); an index that is not an integer in [-R, R) gives a row of NaN. */
+ * Data of any dtype (the output's). Indices are i32/i64, or f32 holding integers (positions a program
+ * computes in float: exact below 2^24); an index that is not an integer in [-R, R) gives a row of NaN
+ * (f32 data) or zeros (integer data): ONNX Runtime fails such a run, the kernel has no run-time error. */
 
 static int64_t gather_index(const hfx_tensor *t, const void *data, uint64_t r, int64_t rows) {
     if (t->dtype == HFX_DTYPE_I64) return ((const int64_t *)data)[r];
@@ -294,9 +299,9 @@ static int64_t gather_index(const hfx_tensor *t, const void *data, uint64_t r, i
 hfx_status hfx_validate_gather_rows(hfx_vctx *v, hfx_op *op) {
     const hfx_tensor *x = &v->p->tensors[op->in[0]], *ix = &v->p->tensors[op->in[1]];
     const hfx_tensor *y = &v->p->tensors[op->out[0]];
-    if (x->dtype != HFX_DTYPE_F32 || y->dtype != HFX_DTYPE_F32)
-        return hfx_vfail(v, HFX_ERR_DTYPE, HFX_IN_OFF(v, 0), "op %u (GatherRows): data and output must be f32",
-                         v->index);
+    if (y->dtype != x->dtype)
+        return hfx_vfail(v, HFX_ERR_DTYPE, HFX_OUT_OFF(v, 0), "op %u (GatherRows): output dtype %u, expected the data's %u",
+                         v->index, y->dtype, x->dtype);
     if (ix->dtype != HFX_DTYPE_I32 && ix->dtype != HFX_DTYPE_I64 && ix->dtype != HFX_DTYPE_F32)
         return hfx_vfail(v, HFX_ERR_DTYPE, HFX_IN_OFF(v, 1), "op %u (GatherRows): indices must be i32, i64 or f32",
                          v->index);
@@ -321,20 +326,21 @@ hfx_status hfx_plan_gather_rows(const hfx_program *p, hfx_op *op) {
 void hfx_run_gather_rows(const hfx_kernel_args *a, uint32_t item) {
     const hfx_op *op = a->op;
     const hfx_tensor *xt = &a->prog->tensors[op->in[0]], *it = &a->prog->tensors[op->in[1]];
-    const float *x = a->in[0];
-    float *o = a->out[0];
+    const uint8_t *x = a->in[0];
+    uint8_t *o = a->out[0];
     hfx_rows_plan pl;
     HFX_PLAN_LOAD(pl, op);
+    size_t row = pl.row_len * hfx_dtype_size(xt->dtype); /* bytes */
     uint64_t b, e;
     hfx_plan_range(pl.rows, pl.rows_per_item, item, &b, &e);
     int64_t rows = xt->dims[0];
     for (uint64_t r = b; r < e; r++) {
         int64_t k = gather_index(it, a->in[1], r, rows);
         if (k < 0 && k != INT64_MIN) k += rows;
-        float *dst = o + r * pl.row_len;
-        if (k < 0 || k >= rows)
-            for (uint64_t j = 0; j < pl.row_len; j++) dst[j] = NAN;
-        else
-            memcpy(dst, x + (uint64_t)k * pl.row_len, pl.row_len * sizeof(float));
+        uint8_t *dst = o + r * row;
+        if (k >= 0 && k < rows) memcpy(dst, x + (uint64_t)k * row, row);
+        else if (xt->dtype == HFX_DTYPE_F32)
+            for (uint64_t j = 0; j < pl.row_len; j++) ((float *)(void *)dst)[j] = NAN;
+        else memset(dst, 0, row);
     }
 }

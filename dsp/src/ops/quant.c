@@ -1,11 +1,12 @@
-/* quant.c - QuantizeLinear and DequantizeLinear, and DynamicQuantizeLinear's scale and zero point, ONNX semantics as ONNX Runtime's CPU kernels
- * compute them (bit for bit):
+/* quant.c - QuantizeLinear and DequantizeLinear, DynamicQuantizeLinear's scale and zero point, and Cast f32 -> i32,
+ * ONNX semantics as ONNX Runtime's CPU kernels compute them (bit for bit):
  *
  *   Q:  t = x / scale; t = max(t, lo - zp) (NaN gives lo - zp); t = min(t, hi - zp);
  *       y = round_half_to_even(t) + zp            (MLAS on x86: divps, maxps, minps, cvtps2dq)
  *   DQ: y = f32(x - zp) * scale                   (x - zp in int32)
  *
  *   DYNAMIC_QPARAMS: u8 scale and zero point from the range of x and 0 (dsp/ref/ref_quant.h)
+ *   CAST: y = (int32)x toward zero, INT32_MIN for NaN, +-inf and x out of range (ref_cast_f32_i32)
  *
  * Scale and zero point have one element (per tensor) or one per index of the axis (per axis).
  * An item is a chunk of elements; DYNAMIC_QPARAMS is one item. */
@@ -208,4 +209,28 @@ void hfx_run_dynamic_qparams(const hfx_kernel_args *a, uint32_t item) {
     int32_t zp;
     ref_range_qparams(lo, hi, (float *)a->out[0], &zp);
     *(uint8_t *)a->out[1] = (uint8_t)zp;
+}
+
+/* ---- CAST: X f32 -> Y i32 (a bias chain's Floor -> Cast of dynamically quantised convs) ---- */
+
+hfx_status hfx_validate_cast(hfx_vctx *v, hfx_op *op) {
+    const hfx_tensor *t = v->p->tensors;
+    if (t[op->in[0]].dtype != HFX_DTYPE_F32) return dtype_fail(v, op, 0, false, "f32");
+    if (t[op->out[0]].dtype != HFX_DTYPE_I32) return dtype_fail(v, op, 0, true, "i32");
+    return hfx_same_as_input(v, op);
+}
+
+hfx_status hfx_plan_cast(const hfx_program *p, hfx_op *op) {
+    return hfx_plan_chunks(op, p->tensors[op->out[0]].numel, HFX_EW_CHUNK);
+}
+
+HFX_VECTOR_KERNEL
+void hfx_run_cast(const hfx_kernel_args *a, uint32_t item) {
+    hfx_chunk_plan pl;
+    HFX_PLAN_LOAD(pl, a->op);
+    uint64_t b, e;
+    hfx_plan_range(a->prog->tensors[a->op->out[0]].numel, pl.elems_per_item, item, &b, &e);
+    const float *x = a->in[0];
+    int32_t *y = a->out[0];
+    for (uint64_t i = b; i < e; i++) y[i] = ref_cast_f32_i32(x[i]);
 }

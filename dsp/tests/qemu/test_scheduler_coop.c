@@ -40,6 +40,12 @@
  * at odd addresses), bit for bit against dsp/ref/ref_qmatmul.h: on Hexagon builds the HVX vrmpy path.
  * MatMulInteger the same way (every u8/i8 pair, per-tensor and per-column zero points, columns split
  * over items, an int32 Y at an odd address between guard bytes).
+ *
+ * A fifth runs the integer ops of a dynamically quantised conv's bias chain, bit for bit against
+ * ref_cast_f32_i32 (dsp/ref/ref_quant.h) and wrapping arithmetic in C:
+ *   task A  XC[37] (NaN, +-inf, ties, values past +-2^31, random) -> Cast -> YC i32;
+ *           BIAS[7] -> Cast -> Copy [1,7,1,1] -> ACC[1,7,5,13] i32 + it (wraps) -> YS i32; YS * YS -> YM
+ *   task B  D[5] i64 -> GatherRows by I[4] i64 (negative, one out of range: zeros) -> YG; D - D[0] -> YD i64
  */
 #include <stdint.h>
 #include <string.h>
@@ -522,6 +528,75 @@ static void test_dynamic_quant_program(hfx_pool *pool)
         ok = im_y[i] == ref_qmatmul_acc(im_ai + (i / IMN) * IMK, im_bi, IMK, IMN, (uint32_t)(i % IMN), za,
                                         im_zb[i % IMN], 0);
     expect(ok, "MatMulInteger i8 x u8 (per-column zero points) -> i32 bit-exact against ref_qmatmul_acc");
+    hfx_program_free(prog);
+}
+
+
+/* ---- integer ops of a dynamically quantised conv's bias chain (see the header) ---- */
+#define IC_N 37
+#define IC_C 7
+#define IC_P (5 * 13)
+static float ic_x[IC_N], ic_bias[IC_C];
+static int32_t ic_yc[IC_N], ic_acc[IC_C * IC_P], ic_ys[IC_C * IC_P], ic_ym[IC_C * IC_P];
+static int64_t ic_d[5], ic_i[4], ic_yg[4], ic_yd[5];
+
+static void test_integer_program(hfx_pool *pool)
+{
+    static const float special[] = {__builtin_nanf(""), __builtin_inff(), -__builtin_inff(), 2.5f, -2.5f, -0.5f, 0.99f, 2147483520.0f,
+                                    2147483648.0f, -2147483648.0f, -2147483904.0f, 3e9f, -0.0f};
+    qt_rng r = {1234};
+    for (int i = 0; i < IC_N; i++)
+        ic_x[i] = i < 13 ? special[i] : (float)qt_range(&r, -2000000, 2000000) * (i % 2 ? 1500.0f : 0.001f);
+    for (int i = 0; i < IC_C; i++) ic_bias[i] = (float)qt_range(&r, -300000, 300000) / 7.0f;
+    ic_bias[0] = 3e9f, ic_bias[1] = -2147483520.0f; /* INT32_MIN; the Add wraps below it */
+    for (int i = 0; i < IC_C * IC_P; i++)
+        ic_acc[i] = i % 5 == 0 ? INT32_MIN + qt_range(&r, 0, 9) : (int32_t)qt_range(&r, -2000000, 2000000) * 1000;
+    for (int i = 0; i < 5; i++) ic_d[i] = (int64_t)qt_range(&r, -50000, 50000) * 4000000000LL;
+    ic_d[4] = INT64_MIN;
+    ic_i[0] = -1, ic_i[1] = 4, ic_i[2] = -5, ic_i[3] = 5;
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t x = hfxb_input(&b, HFX_TASK_A, HFXB_DIMS(IC_N));
+    uint32_t yc = hfxb_set_dtype(&b, hfxb_output(&b, HFX_TASK_A, HFXB_DIMS(IC_N)), HFX_DTYPE_I32);
+    hfxb_op_add(&b, HFX_TASK_A, HFX_OP_CAST, -1, 1, &x, yc, NULL);
+    uint32_t bias = hfxb_input(&b, HFX_TASK_A, HFXB_DIMS(IC_C));
+    uint32_t bi = hfxb_set_dtype(&b, hfxb_scratch(&b, HFX_TASK_A, HFXB_DIMS(IC_C)), HFX_DTYPE_I32);
+    uint32_t br = hfxb_set_dtype(&b, hfxb_scratch(&b, HFX_TASK_A, HFXB_DIMS(1, IC_C, 1, 1)), HFX_DTYPE_I32);
+    uint32_t acc = hfxb_set_dtype(&b, hfxb_input(&b, HFX_TASK_A, HFXB_DIMS(1, IC_C, 5, 13)), HFX_DTYPE_I32);
+    uint32_t ys = hfxb_set_dtype(&b, hfxb_output(&b, HFX_TASK_A, HFXB_DIMS(1, IC_C, 5, 13)), HFX_DTYPE_I32);
+    uint32_t ym = hfxb_set_dtype(&b, hfxb_output(&b, HFX_TASK_A, HFXB_DIMS(1, IC_C, 5, 13)), HFX_DTYPE_I32);
+    hfxb_op_add(&b, HFX_TASK_A, HFX_OP_CAST, -1, 1, &bias, bi, NULL);
+    hfxb_op_add(&b, HFX_TASK_A, HFX_OP_COPY, -1, 1, &bi, br, NULL);
+    hfxb_binary(&b, HFX_TASK_A, HFX_OP_ADD, acc, br, ys);
+    hfxb_binary(&b, HFX_TASK_A, HFX_OP_MUL, ys, ys, ym);
+    uint32_t d = hfxb_set_dtype(&b, hfxb_input(&b, HFX_TASK_B, HFXB_DIMS(5)), HFX_DTYPE_I64);
+    uint32_t ix = hfxb_set_dtype(&b, hfxb_input(&b, HFX_TASK_B, HFXB_DIMS(4)), HFX_DTYPE_I64);
+    uint32_t d0 = hfxb_set_dtype(&b, hfxb_input(&b, HFX_TASK_B, HFXB_SCALAR), HFX_DTYPE_I64);
+    uint32_t yg = hfxb_set_dtype(&b, hfxb_output(&b, HFX_TASK_B, HFXB_DIMS(4)), HFX_DTYPE_I64);
+    uint32_t yd = hfxb_set_dtype(&b, hfxb_output(&b, HFX_TASK_B, HFXB_DIMS(5)), HFX_DTYPE_I64);
+    uint32_t gin[2] = {d, ix};
+    hfxb_op_add(&b, HFX_TASK_B, HFX_OP_GATHER_ROWS, -1, 2, gin, yg, NULL);
+    hfxb_binary(&b, HFX_TASK_B, HFX_OP_SUB, d, d0, yd);
+    hfx_program *prog = NULL;
+    hfx_error err;
+    hfx_status st = parse_built(&b, &prog, &err);
+    const void *ins[6] = {ic_x, ic_bias, ic_acc, ic_d, ic_i, &ic_d[0]};
+    void *outs[5] = {ic_yc, ic_ys, ic_ym, ic_yg, ic_yd};
+    st = st ? st : hfx_run(pool, prog, ins, 6, outs, 5, NULL, NULL, NULL);
+    expect(st == HFX_OK, "integer bias-chain program runs");
+    int ok = st == HFX_OK;
+    for (int i = 0; ok && i < IC_N; i++) ok = ic_yc[i] == ref_cast_f32_i32(ic_x[i]);
+    expect(ok && ic_yc[0] == INT32_MIN && ic_yc[4] == -2 && ic_yc[8] == INT32_MIN && ic_yc[7] == 2147483520,
+           "Cast f32 -> i32 bit-exact against ref_cast_f32_i32 (NaN, inf, out of range: INT32_MIN)");
+    ok = st == HFX_OK;
+    for (int i = 0; ok && i < IC_C * IC_P; i++) {
+        uint32_t s = (uint32_t)ic_acc[i] + (uint32_t)ref_cast_f32_i32(ic_bias[i / IC_P]);
+        ok = ic_ys[i] == (int32_t)s && ic_ym[i] == (int32_t)(s * s);
+    }
+    expect(ok, "i32 Add of the reshaped bias (broadcast, wrapping) and i32 Mul bit-exact");
+    ok = st == HFX_OK && ic_yg[0] == ic_d[4] && ic_yg[1] == ic_d[4] && ic_yg[2] == ic_d[0] && ic_yg[3] == 0;
+    for (int i = 0; ok && i < 5; i++) ok = ic_yd[i] == (int64_t)((uint64_t)ic_d[i] - (uint64_t)ic_d[0]);
+    expect(ok, "i64 GatherRows (negative indices, out of range: zeros) and i64 Sub (wrapping) bit-exact");
     hfx_program_free(prog);
 }
 
@@ -1198,7 +1273,8 @@ int main(void)
     test_reduce_extreme_program(pool);
     test_log_program(pool);
     test_dynamic_quant_program(pool);
-    qt_end_group(&T, "ReduceMax / ReduceMin, Log, DynamicQuantizeLinear, MatMulInteger");
+    test_integer_program(pool);
+    qt_end_group(&T, "ReduceMax / ReduceMin, Log, DynamicQuantizeLinear, MatMulInteger, integer Cast/Add/Gather");
 
     qt_begin_group(&T);
     test_quant_program(pool);
