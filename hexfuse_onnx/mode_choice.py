@@ -9,11 +9,13 @@ prepare the versions, choose at run time; `Exploration`): up to ROUNDS rounds of
 (BLOCK counted calls and BLOCK_S, or one and LONG_BLOCK_S), each round in another order; fewer
 rounds (MIN_ROUNDS) when the calls are long enough that they take EXPLORE_S; a mode above
 DROP_RATIO times the best median after a round leaves the rotation. It keeps the mode with the
-lowest median, releases the other sessions, logs the choice once and remembers it in a small cache
-file keyed by the model's digest and this machine (tuning.fingerprint: CPU, CPU count, ORT and
-hexfuse-onnx versions). One exploration on a busy machine can choose wrong, so the next sessions
-of the model choose again until CONFIRM choices in a row agree (or, after HISTORY, the most frequent
-stands: `settled`); from then on a session of the model starts in that mode at once.
+lowest median, but a mode with a thread pool only where it beats ort-seq beyond the spread of the
+samples (its threads take a second core: ties go to the mode that spins none), releases the other
+sessions, logs the choice once and remembers it in a small cache file keyed by the model's digest
+and this machine (tuning.fingerprint: CPU, CPU count, ORT and hexfuse-onnx versions). One
+exploration on a busy machine can choose wrong, so the next sessions of the model choose again until
+CONFIRM choices in a row agree (or, after HISTORY, the most frequent stands: `settled`); from then
+on a session of the model starts in that mode at once.
 `session_options(model=...)`, which cannot time, applies the latest choice, confirmed or not.
 
 The modes with thread pools are timed in twin sessions whose threads spin SPIN_US after a call,
@@ -72,7 +74,10 @@ CONFIRM = 2  # choices in a row that must agree before later sessions stop choos
 # a busy machine is not kept for good: 3 explorations of mha_encoder in one run chose 2 modes)
 HISTORY = 4  # choices remembered; after this many the most frequent stands
 EXPLORE_MAX_BYTES = 64 * 2**20  # above: seven copies of the model are too many to hold
-SPINLESS = ("ort-seq",)  # sequential on one thread: no pool threads that spin
+SPINLESS = ("ort-seq",)  # sequential on one thread: no pool threads that spin; kept unless a
+# pooled mode beats it beyond the exploration's spread (chosen on the lowest median alone, rested
+# calls took ort-seq-2t 5 of 8 times for two_branch, where ort-seq was best over 100 rounds)
+BOOTSTRAP = 1000  # resamples for that spread
 CANDIDATES = ort_modes.MODES  # ORT's defaults first: the session other methods use while choosing
 
 Log = Callable[[str], None]
@@ -246,7 +251,8 @@ class Exploration:
     times the best one's leaves the rotation (ORT_PARALLEL ran mha_encoder 30-90x slower than
     ort-seq on a loaded 2-core VM: a block of it costs the application more than the rest of the
     choice). After ROUNDS rounds, or MIN_ROUNDS once the choice has lasted EXPLORE_S, or when one
-    mode is left, the mode with the lowest median is chosen (`chosen`)."""
+    mode is left, the mode with the lowest median is chosen (`chosen`), a pooled one only where it
+    beats ort-seq beyond the spread (`choice`)."""
 
     def __init__(self, modes: Sequence[str]) -> None:
         self.samples: dict[str, list[float]] = {m: [] for m in modes}  # counted calls, us
@@ -299,7 +305,26 @@ class Exploration:
         self.live = [m for m in self.live if medians[m] <= DROP_RATIO * best]
         long_enough = self._round >= MIN_ROUNDS and now - (self._start or 0) >= EXPLORE_S * 1e9
         if self._round == ROUNDS or long_enough or len(self.live) == 1:
-            self.chosen = min(self.live, key=medians.__getitem__)
+            self.chosen = self.choice()
+
+    def choice(self) -> str:
+        """The live mode with the lowest median; a mode with a thread pool only where it beats the
+        spinless ort-seq beyond the spread of the samples (`beats`): it also keeps a second core busy."""
+        medians = self.medians()
+        best = min(self.live, key=medians.__getitem__)
+        spinless = [m for m in SPINLESS if m in self.live]
+        if best in SPINLESS or not spinless or beats(self.samples[best], self.samples[spinless[0]]):
+            return best
+        return spinless[0]
+
+
+def beats(faster: Sequence[float], slower: Sequence[float]) -> bool:
+    """Whether the median of `faster` is below that of `slower` beyond their spread: the upper end of
+    the bootstrap 95% interval of the ratio of medians (BOOTSTRAP resamples of each) is below 1."""
+    rng = np.random.default_rng(0)
+    a = np.median(rng.choice(np.asarray(faster), size=(BOOTSTRAP, len(faster))), axis=1)
+    b = np.median(rng.choice(np.asarray(slower), size=(BOOTSTRAP, len(slower))), axis=1)
+    return bool(np.percentile(a / b, 97.5) < 1.0)
 
 
 def williams_row(n: int, r: int) -> list[int]:
@@ -320,7 +345,8 @@ class ChoosingSession:
     with `clock` (ns), until a mode is chosen; from then on it is the `run` of that mode's session
     in `kept` (default: `sessions`; the twin not timed, whose threads spin as ORT's do). Every
     other attribute is the current session's (ORT's defaults' while choosing). `choosing` says
-    whether the choice is still open; `mode` is the mode chosen (None before)."""
+    whether the choice is still open; `mode` is the mode chosen (None before); `exploration` its
+    figures."""
 
     def __init__(
         self,
@@ -333,7 +359,7 @@ class ChoosingSession:
         self._sessions = sessions
         self._kept = kept or sessions
         self._current = self._kept[CANDIDATES[0]]
-        self._exploration = Exploration(list(sessions))
+        self.exploration = Exploration(list(sessions))
         self._calls = 0
         self._lock = threading.Lock()
         self._key, self._log, self._clock = key, log, clock
@@ -343,7 +369,7 @@ class ChoosingSession:
     def run(self, output_names: Sequence[str] | None, input_feed: dict[str, Any], run_options: Any = None) -> Any:
         with self._lock:  # the session is taken here: another thread's last call may release the rest
             self._calls += 1
-            mode = self._exploration.mode() if self.choosing else None
+            mode = self.exploration.mode() if self.choosing else None
             session = self._sessions[mode] if mode else self._current
         if mode is None:
             return session.run(output_names, input_feed, run_options)
@@ -352,17 +378,20 @@ class ChoosingSession:
         t1 = self._clock()
         with self._lock:
             if self.choosing:
-                self._exploration.record(mode, t0, t1)
-                if self._exploration.chosen:
-                    self._choose(self._exploration.chosen)
+                self.exploration.record(mode, t0, t1)
+                if self.exploration.chosen:
+                    self._choose(self.exploration.chosen)
         return out
 
     def _choose(self, mode: str) -> None:
-        medians = self._exploration.medians()
+        medians = self.exploration.medians()
         self._current, self.mode, self.choosing = self._kept[mode], mode, False
         self.run = self._current.run  # type: ignore[method-assign]  # the chosen session's own, no detour
         self._sessions, self._kept = {}, {}  # the other sessions are released
         figures = ", ".join(f"{m} {t:.1f}" for m, t in medians.items())
+        lowest = min(self.exploration.live, key=medians.__getitem__)
+        if lowest != mode:
+            figures += f"; {lowest}'s lower median is within the spread"
         chosen = (history(read_cache(cache_path(), self._log).get(self._key)) + [mode])[-HISTORY:]
         kept = settled(chosen)
         entry = {"mode": kept or mode, "history": chosen, "median_us": medians, "calls": self._calls, "date": _today()}

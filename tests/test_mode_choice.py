@@ -292,3 +292,33 @@ def test_long_calls_choose_in_fewer_calls_and_count_a_blocks_first_call():
     assert len(calls) == 2 * n + (mode_choice.MIN_ROUNDS - 1) * n  # a session's first call is never counted
     assert {m: len(s) for m, s in exploration.samples.items()} == dict.fromkeys(modes, mode_choice.MIN_ROUNDS)
     assert exploration.chosen == "ort-seq"
+
+
+def test_a_pooled_mode_within_the_spread_of_ort_seq_leaves_the_choice_to_ort_seq():
+    noisy = {"ort-seq": [100.0, 130.0] * 10, "ort-seq-2t": [98.0, 128.0] * 10}  # lower median, same spread
+    exploration = mode_choice.Exploration(list(noisy))
+    exploration.samples = {m: list(s) for m, s in noisy.items()}
+    assert min(exploration.medians(), key=exploration.medians().__getitem__) == "ort-seq-2t"
+    assert exploration.choice() == "ort-seq"
+
+
+def test_a_pooled_mode_beyond_the_spread_of_ort_seq_is_chosen():
+    exploration = mode_choice.Exploration(["ort-seq", "ort-seq-2t", "ort-default"])
+    exploration.samples = {
+        "ort-seq": [200.0, 205.0, 210.0] * 5,
+        "ort-seq-2t": [100.0, 102.0, 104.0] * 5,
+        "ort-default": [150.0, 151.0, 152.0] * 5,
+    }
+    assert exploration.choice() == "ort-seq-2t"
+
+
+def test_without_ort_seq_in_the_rotation_the_lowest_median_is_chosen():
+    modes = {"ort-default": 310.0, "ort-seq": 3000.0, "ort-seq-2t": 300.0}  # ort-seq dropped after a round
+    exploration, _ = explore(modes)
+    assert "ort-seq" not in exploration.live and exploration.chosen == "ort-seq-2t"
+
+
+def test_beats_needs_the_whole_interval_below_one():
+    assert mode_choice.beats([90.0, 91.0, 92.0] * 4, [100.0, 101.0, 102.0] * 4)
+    assert not mode_choice.beats([100.0, 101.0, 102.0] * 4, [100.0, 101.0, 102.0] * 4)
+    assert not mode_choice.beats([110.0] * 12, [100.0] * 12)
