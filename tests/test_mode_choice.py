@@ -60,7 +60,7 @@ def run_until_chosen(session, path: Path) -> None:
         calls += 1
         assert all(np.array_equal(w, g) for w, g in zip(want, got))
     assert not session.choosing
-    assert calls >= mode_choice.BLOCK * len(mode_choice.CANDIDATES), calls
+    assert calls >= len(mode_choice.CANDIDATES), calls  # (a starved call may fill a block: LONG_BLOCK_S)
 
 
 def test_the_choice_runs_every_mode_keeps_one_and_is_remembered(untuned, logged, ort_mode_cache):
