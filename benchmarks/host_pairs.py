@@ -35,8 +35,10 @@ skipped with the reason), in one process and on the same seeded inputs
     configuration in a process of its own could not resolve 2%: the same graph and options in two
     processes differed 0.67-1.27x (issue 13). An A/A control runs in the same rounds: a twin session
     of the mode a short pilot found fastest. An untuned model's session chooses ORT's mode during its
-    first calls (hexfuse_onnx/mode_choice.py; a fresh cache per run, so every run chooses again); it
-    runs until it has chosen before timing starts, and the mode it chose is printed.
+    first calls (hexfuse_onnx/mode_choice.py; a fresh cache per run, so every run chooses again): it
+    chooses during discarded rounds of the same visits, until it has chosen, before the counted
+    rounds (the regime it is measured in, as an application keeps its own), and the mode it chose
+    and the rounds it took are printed.
 
 Every configuration's outputs are checked against ort-seq on the original first
 (hexfuse_onnx.verify.relative_error <= --tol); a configuration that disagrees is reported and not
@@ -688,13 +690,24 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
     twin_of = min(pilot, key=Config.median).label  # the A/A control: the likely best mode, twice
     cfgs.append(Config(f"{twin_of} twin", isolated.ort_session(str(orig_path), twin_of)))
     for label, path in (("hexfuse defaults", fused_path), ("hexfuse tuned defaults", tuned_path)):
-        session = isolated.hexfuse_session(str(path))
-        isolated.settle(session, feeds)  # an untuned session chooses ORT's mode during its first calls
-        cfgs.append(Config(label, session, tol=tol, extra={"ort_mode_chosen": getattr(session, "mode", None)}))
+        cfgs.append(Config(label, isolated.hexfuse_session(str(path)), tol=tol))
+    choosing = [c for c in cfgs if getattr(c.session, "choosing", False)]
+    if not choosing:  # the untuned session must choose here and now, not take a cached choice
+        why = f"the untuned session took a cached ORT mode ({mode_choice.cache_path()}), it did not choose"
+        return {"model": name, "skipped": why}
     for cfg in cfgs:
         verify_config(cfg, feeds, names, reference)
+    warm_rounds: list[bool] = []
+
+    def still_choosing() -> bool:  # the untuned session chooses in discarded rounds of the visits it is measured in
+        warm_rounds.append(any(c.session.choosing for c in choosing))
+        return warm_rounds[-1]
+
     meter = CpuMeter()
-    rests = interleaved.time_interleaved(cfgs, feeds, args.defaults_rounds, seed=args.seed)
+    rests = interleaved.time_interleaved(cfgs, feeds, args.defaults_rounds, seed=args.seed, warm_up=still_choosing)
+    for cfg in choosing:
+        cfg.extra["ort_mode_chosen"] = cfg.session.mode
+        cfg.extra["warm_up_rounds"] = sum(warm_rounds)
     by = {c.label: c for c in cfgs}
     best = min((c for c in cfgs if c.samples and c.label in ort_modes.MODES), key=Config.median, default=None)
 
@@ -738,7 +751,8 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
     print(
         f"  {name:<24} {n_pairs:>3} pair(s)  best ORT {best.median() if best else float('nan'):10.1f} us "
         f"({best.label if best else '-':>11})  untuned defaults {by['hexfuse defaults'].median():10.1f} us "
-        f"(chose {chosen}) -> {verdict(ratio, DEFAULTS_TARGET)}"
+        f"(chose {chosen} in {by['hexfuse defaults'].extra.get('warm_up_rounds', '?')} rounds) -> "
+        f"{verdict(ratio, DEFAULTS_TARGET)}"
     )
     print(
         f"      tuned here: {len(kept)} of {n_pairs} pair(s) kept{' (' + ', '.join(kept) + ')' if kept else ''}, "

@@ -6,14 +6,17 @@ carries the mode that ran it fastest here (tuning.py); for any other model
 `runtime.InferenceSession` (backend auto, no cDSP, plugin not registered) prepares a session in
 each of ORT's modes (ort_modes.MODES) and alternates its first calls among them in blocks (Aker:
 prepare the versions, choose at run time; `Exploration`): up to ROUNDS rounds of one block per mode
-(BLOCK counted calls and BLOCK_S, or one and LONG_BLOCK_S), each round in another order; fewer
+(BLOCK counted calls and BLOCK_S in calls, or one and LONG_BLOCK_S), each round in another order; fewer
 rounds (MIN_ROUNDS) when the calls are long enough that they take EXPLORE_S; a mode above
 DROP_RATIO times the best median after a round leaves the rotation. It keeps the mode with the
-lowest median, releases the other sessions, logs the choice once and remembers it in a small cache
-file keyed by the model's digest and this machine (tuning.fingerprint: CPU, CPU count, ORT and
-hexfuse-onnx versions). One exploration on a busy machine can choose wrong, so the next sessions
-of the model choose again until CONFIRM choices in a row agree (or, after HISTORY, the most frequent
-stands: `settled`); from then on a session of the model starts in that mode at once.
+lowest median, but a mode with a thread pool only where it beats ort-seq in every round and beyond
+the spread of the samples (its threads take a second core: ties go to the mode that spins none),
+releases the other
+sessions, logs the choice once and remembers it in a small cache file keyed by the model's digest
+and this machine (tuning.fingerprint: CPU, CPU count, ORT and hexfuse-onnx versions). One
+exploration on a busy machine can choose wrong, so the next sessions of the model choose again until
+CONFIRM choices in a row agree (or, after HISTORY, the most frequent stands: `settled`); from then
+on a session of the model starts in that mode at once.
 `session_options(model=...)`, which cannot time, applies the latest choice, confirmed or not.
 
 The modes with thread pools are timed in twin sessions whose threads spin SPIN_US after a call,
@@ -57,11 +60,13 @@ ENV_MODE = "HEXFUSE_ORT_MODE"
 ENV_CACHE = "HEXFUSE_ORT_MODE_CACHE"
 OFF = "off"
 ROUNDS = 4  # blocks per mode, in turn, at most ...
-MIN_ROUNDS = 2  # ... and at least; more only while the choice has lasted less than EXPLORE_S
-EXPLORE_S = 1.0  # (ppocr_det's 0.2-0.7 s calls: 80 calls were 16-56 s in mixed modes)
+MIN_ROUNDS = 2  # ... and at least; more only while the calls in it have taken less than EXPLORE_S
+EXPLORE_S = 1.0  # (ppocr_det's 0.2-0.7 s calls: 80 calls were 16-56 s in mixed modes); the calls'
+# own time, not the wall time: with rests between calls, 2 rounds passed 1 s, too few blocks to choose
 BLOCK = 5  # counted calls per block at least ...
-BLOCK_S = 0.016  # ... and this long: short calls differ by a few %, which 16 calls cannot tell apart;
-LONG_BLOCK_S = 0.1  # a block this long needs only one counted call
+BLOCK_S = 0.016  # ... and this long in calls: short calls differ by a few %, which 16 calls cannot tell apart;
+LONG_BLOCK_S = 0.1  # a block this long in calls needs only one counted call (in calls, not wall time:
+# an application resting 0.1 s between calls ended its blocks after one counted call each)
 SWITCH_S = 0.002  # calls in a block's first 2 ms (at least its first call) are not counted: the
 # previous mode's threads still spin for up to SPIN_US, taking a core from this one ...
 LONG_CALL_S = 0.05  # ... unless the call lasts this long: the switch is then a small part of it
@@ -72,7 +77,10 @@ CONFIRM = 2  # choices in a row that must agree before later sessions stop choos
 # a busy machine is not kept for good: 3 explorations of mha_encoder in one run chose 2 modes)
 HISTORY = 4  # choices remembered; after this many the most frequent stands
 EXPLORE_MAX_BYTES = 64 * 2**20  # above: seven copies of the model are too many to hold
-SPINLESS = ("ort-seq",)  # sequential on one thread: no pool threads that spin
+SPINLESS = ("ort-seq",)  # sequential on one thread: no pool threads that spin; kept unless a
+# pooled mode beats it in every round and beyond the exploration's spread (on the lowest median
+# alone, rested calls took ort-seq-2t 5 of 8 times for two_branch, where ort-seq was best)
+BOOTSTRAP = 1000  # resamples for that spread
 CANDIDATES = ort_modes.MODES  # ORT's defaults first: the session other methods use while choosing
 
 Log = Callable[[str], None]
@@ -240,13 +248,14 @@ class Exploration:
 
     Rounds of blocks, one block per mode still in the rotation, in the order of a Williams design
     (`williams_row`: no mode always follows the same one). A block ends when it has BLOCK counted
-    calls and lasted BLOCK_S, or one counted call and LONG_BLOCK_S. Not counted: a session's first
+    calls and its calls took BLOCK_S, or one counted call and LONG_BLOCK_S. Not counted: a session's first
     call (ORT sets up its buffers), and a block's first call and its calls in its first SWITCH_S,
     unless the call lasted LONG_CALL_S. After each round a mode whose median is above DROP_RATIO
     times the best one's leaves the rotation (ORT_PARALLEL ran mha_encoder 30-90x slower than
     ort-seq on a loaded 2-core VM: a block of it costs the application more than the rest of the
-    choice). After ROUNDS rounds, or MIN_ROUNDS once the choice has lasted EXPLORE_S, or when one
-    mode is left, the mode with the lowest median is chosen (`chosen`)."""
+    choice). After ROUNDS rounds, or MIN_ROUNDS once its calls have taken EXPLORE_S, or when one
+    mode is left, the mode with the lowest median is chosen (`chosen`), a pooled one only where it
+    beats ort-seq in every round and beyond the spread (`choice`)."""
 
     def __init__(self, modes: Sequence[str]) -> None:
         self.samples: dict[str, list[float]] = {m: [] for m in modes}  # counted calls, us
@@ -254,7 +263,8 @@ class Exploration:
         self.chosen: str | None = None
         self._round, self._index = 0, 0  # the round, the block's place in it
         self._block_calls, self._block_counted, self._block_start = 0, 0, 0
-        self._start: int | None = None  # the first call's start (ns)
+        self._busy, self._block_busy = 0, 0  # the time in the exploration's calls, in the block's (ns)
+        self.blocks: dict[str, list[float]] = {m: [] for m in modes}  # the median of each block, us
         self._warm: set[str] = set()  # modes whose session has run once
 
     def mode(self) -> str | None:
@@ -269,19 +279,20 @@ class Exploration:
             return
         if self._block_calls == 0:
             self._block_start = t0
-        if self._start is None:
-            self._start = t0
+        self._busy += t1 - t0
+        self._block_busy += t1 - t0
         self._block_calls += 1
         if self._counts(mode, t0, t1):
             self.samples[mode].append((t1 - t0) / 1000.0)
             self._block_counted += 1
         self._warm.add(mode)
-        lasted = (t1 - self._block_start) / 1e9
+        lasted = self._block_busy / 1e9  # in calls: rests between them add no samples
         if (self._block_counted >= BLOCK and lasted >= BLOCK_S) or (self._block_counted and lasted >= LONG_BLOCK_S):
-            self._block_calls, self._block_counted = 0, 0
+            self.blocks[mode].append(float(np.median(self.samples[mode][-self._block_counted :])))
+            self._block_calls, self._block_counted, self._block_busy = 0, 0, 0
             self._index += 1
             if self._index == len(self.live):
-                self._end_round(t1)
+                self._end_round()
 
     def _counts(self, mode: str, t0: int, t1: int) -> bool:
         if mode not in self._warm:
@@ -292,14 +303,37 @@ class Exploration:
     def medians(self) -> dict[str, float]:
         return {m: float(np.median(s)) for m, s in self.samples.items() if s}
 
-    def _end_round(self, now: int) -> None:
+    def _end_round(self) -> None:
         self._round, self._index = self._round + 1, 0
         medians = self.medians()
         best = min(medians[m] for m in self.live)
         self.live = [m for m in self.live if medians[m] <= DROP_RATIO * best]
-        long_enough = self._round >= MIN_ROUNDS and now - (self._start or 0) >= EXPLORE_S * 1e9
+        long_enough = self._round >= MIN_ROUNDS and self._busy >= EXPLORE_S * 1e9
         if self._round == ROUNDS or long_enough or len(self.live) == 1:
-            self.chosen = min(self.live, key=medians.__getitem__)
+            self.chosen = self.choice()
+
+    def choice(self) -> str:
+        """The live mode with the lowest median; a mode with a thread pool only where it beats the
+        spinless ort-seq (it also keeps a second core busy) in every round's blocks and over all
+        the samples beyond their spread (`beats`): the calls of a block are not independent, one
+        slow spell of the machine during ort-seq's blocks made ort-seq-2t look faster."""
+        medians = self.medians()
+        best = min(self.live, key=medians.__getitem__)
+        spinless = [m for m in SPINLESS if m in self.live]
+        if best in SPINLESS or not spinless:
+            return best
+        seq = spinless[0]
+        every_round = all(b < s for b, s in zip(self.blocks[best], self.blocks[seq], strict=False))
+        return best if every_round and beats(self.samples[best], self.samples[seq]) else seq
+
+
+def beats(faster: Sequence[float], slower: Sequence[float]) -> bool:
+    """Whether the median of `faster` is below that of `slower` beyond their spread: the upper end of
+    the bootstrap 95% interval of the ratio of medians (BOOTSTRAP resamples of each) is below 1."""
+    rng = np.random.default_rng(0)
+    a = np.median(rng.choice(np.asarray(faster), size=(BOOTSTRAP, len(faster))), axis=1)
+    b = np.median(rng.choice(np.asarray(slower), size=(BOOTSTRAP, len(slower))), axis=1)
+    return bool(np.percentile(a / b, 97.5) < 1.0)
 
 
 def williams_row(n: int, r: int) -> list[int]:
@@ -320,7 +354,8 @@ class ChoosingSession:
     with `clock` (ns), until a mode is chosen; from then on it is the `run` of that mode's session
     in `kept` (default: `sessions`; the twin not timed, whose threads spin as ORT's do). Every
     other attribute is the current session's (ORT's defaults' while choosing). `choosing` says
-    whether the choice is still open; `mode` is the mode chosen (None before)."""
+    whether the choice is still open; `mode` is the mode chosen (None before); `exploration` its
+    figures."""
 
     def __init__(
         self,
@@ -333,7 +368,7 @@ class ChoosingSession:
         self._sessions = sessions
         self._kept = kept or sessions
         self._current = self._kept[CANDIDATES[0]]
-        self._exploration = Exploration(list(sessions))
+        self.exploration = Exploration(list(sessions))
         self._calls = 0
         self._lock = threading.Lock()
         self._key, self._log, self._clock = key, log, clock
@@ -343,7 +378,7 @@ class ChoosingSession:
     def run(self, output_names: Sequence[str] | None, input_feed: dict[str, Any], run_options: Any = None) -> Any:
         with self._lock:  # the session is taken here: another thread's last call may release the rest
             self._calls += 1
-            mode = self._exploration.mode() if self.choosing else None
+            mode = self.exploration.mode() if self.choosing else None
             session = self._sessions[mode] if mode else self._current
         if mode is None:
             return session.run(output_names, input_feed, run_options)
@@ -352,17 +387,20 @@ class ChoosingSession:
         t1 = self._clock()
         with self._lock:
             if self.choosing:
-                self._exploration.record(mode, t0, t1)
-                if self._exploration.chosen:
-                    self._choose(self._exploration.chosen)
+                self.exploration.record(mode, t0, t1)
+                if self.exploration.chosen:
+                    self._choose(self.exploration.chosen)
         return out
 
     def _choose(self, mode: str) -> None:
-        medians = self._exploration.medians()
+        medians = self.exploration.medians()
         self._current, self.mode, self.choosing = self._kept[mode], mode, False
         self.run = self._current.run  # type: ignore[method-assign]  # the chosen session's own, no detour
         self._sessions, self._kept = {}, {}  # the other sessions are released
         figures = ", ".join(f"{m} {t:.1f}" for m, t in medians.items())
+        lowest = min(self.exploration.live, key=medians.__getitem__)
+        if lowest != mode:
+            figures += f"; {lowest}'s lower median did not beat {mode}'s in every round beyond the spread"
         chosen = (history(read_cache(cache_path(), self._log).get(self._key)) + [mode])[-HISTORY:]
         kept = settled(chosen)
         entry = {"mode": kept or mode, "history": chosen, "median_us": medians, "calls": self._calls, "date": _today()}

@@ -50,3 +50,28 @@ def test_ratio_interval_is_the_median_of_round_ratios() -> None:
     assert median == pytest.approx(1.1) and 0.9 <= low <= median <= high <= 1.1
     assert interleaved.ratio_interval(base, base) == (1.0, 1.0, 1.0)
     assert np.isnan(interleaved.ratio_interval(Config("none", None), base)[0])
+
+
+def test_warm_up_rounds_are_discarded_until_no_session_is_choosing(zoo_dir: Path) -> None:
+    model = str(zoo_dir / "gpt_decode_step.onnx")
+    configs = [Config(m, isolated.ort_session(model, m)) for m in ("ort-seq", "ort-seq-2t")]
+    feeds = verify.random_inputs(configs[0].session, seed=0)
+    asked: list[int] = []
+
+    def choosing() -> bool:  # three discarded rounds, then the counted ones
+        asked.append(1)
+        return len(asked) <= 3
+
+    calls: list[int] = []
+    session = configs[0].session
+
+    class Counted:
+        def run(self, *args):  # noqa: ANN002, ANN202
+            calls.append(1)
+            return session.run(*args)
+
+    configs[0].session = Counted()
+    interleaved.time_interleaved(configs, feeds, rounds=2, seed=1, warm_up=choosing)
+    assert len(asked) == 4 and [len(c.samples) for c in configs] == [2, 2]
+    visits = len(calls) - 2  # calls_per_visit's two, then 3 discarded + 2 counted visits of the same size
+    assert visits % 5 == 0 and visits >= 5 * 2

@@ -15,6 +15,11 @@ ORT's pooled modes spin their intra-op threads for 50-180 ms (measured on two_br
 gpt_decode_step, 50-70 ms of CPU in a 300 ms sleep), which would take a core from the next visit.
 A visit is one warm-up call, then the same number of timed calls for every configuration (as many
 as fill VISIT_S at the median configuration's speed, 1 to VISIT_CALLS); its figure is their median.
+
+A session that chooses its ORT mode during its first calls (mode_choice) chooses in the regime it is
+then measured in: `warm_up` runs discarded rounds of the same visits first, until no session is
+choosing. Chosen in back-to-back calls, with the pooled modes' threads hot, two_branch, mha_encoder,
+inception and convnet_heads took ort-seq-2t or ort-default where rested visits had ort-seq 1-6% faster.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ QUIET_SLICES = 2  # ... and this many quiet slices in a row end the rest
 REST_MAX_S = 0.5  # a rest never lasts longer (a thread busy for good would stall the run)
 VISIT_S = 0.005  # the timed calls of a visit fill this long ...
 VISIT_CALLS = 20  # ... at most this many
+WARM_UP_ROUNDS = 400  # discarded rounds at most (a choice takes 4 rounds of blocks of >= 16 ms per mode)
 BOOTSTRAP = 2000  # resamples of the rounds for the 95% interval
 
 
@@ -53,10 +59,12 @@ def time_interleaved(
     rounds: int,
     seed: int = 0,
     progress: Callable[[int], None] | None = None,
+    warm_up: Callable[[], bool] | None = None,
 ) -> dict[str, float]:
     """One visit per live configuration per round, in a shuffled order; cfg.samples gets one figure
-    (us) per round, so round r of every configuration is samples[r]. Returns each configuration's
-    median rest (s) before its visits."""
+    (us) per round, so round r of every configuration is samples[r]. Before them, discarded rounds of
+    the same visits while `warm_up()` is true (at most WARM_UP_ROUNDS). Returns each configuration's
+    median rest (s) before its counted visits."""
     live = [c for c in configs if c.ok and c.session is not None]
     calls = calls_per_visit(live, feeds)
     rests: dict[str, list[float]] = {c.label: [] for c in live}
@@ -64,19 +72,33 @@ def time_interleaved(
     gc_was = gc.isenabled()
     gc.disable()  # a collection inside a timed call is noise
     try:
+        for _ in range(WARM_UP_ROUNDS if warm_up else 0):
+            if not warm_up():  # type: ignore[misc]  # set when the range is not empty
+                break
+            visit_round(live, feeds, calls, rng)
         for r in range(rounds):
-            order = list(live)
-            rng.shuffle(order)
-            for cfg in order:
-                rests[cfg.label].append(rest_until_quiet())
-                times = timed_runs(cfg.session.run, feeds, calls, warmup=1)  # type: ignore[union-attr]  # live
-                cfg.samples.append(float(np.median(times)))
+            for cfg, rest, figure in visit_round(live, feeds, calls, rng):
+                rests[cfg.label].append(rest)
+                cfg.samples.append(figure)
             if progress:
                 progress(r + 1)
     finally:
         if gc_was:
             gc.enable()
     return {k: float(np.median(v)) for k, v in rests.items()}
+
+
+def visit_round(live: list[Config], feeds: dict, calls: int, rng: random.Random) -> list[tuple[Config, float, float]]:
+    """Each configuration visited once in a shuffled order: (config, rest before it in s, median of
+    its `calls` timed calls in us after one warm-up call)."""
+    order = list(live)
+    rng.shuffle(order)
+    visits = []
+    for cfg in order:
+        rest = rest_until_quiet()
+        times = timed_runs(cfg.session.run, feeds, calls, warmup=1)  # type: ignore[union-attr]  # live
+        visits.append((cfg, rest, float(np.median(times))))
+    return visits
 
 
 def calls_per_visit(live: list[Config], feeds: dict) -> int:

@@ -478,14 +478,17 @@ def choose_ort_mode(
 def time_here(
     configs: list[Config], feeds: dict[str, np.ndarray], reference: list[np.ndarray], settings: dict[str, Any]
 ) -> dict[str, Config]:
-    """Every configuration a session of this process: run until it has chosen its ORT mode, checked
-    against the reference, then timed by interleaved.py over runs x rounds rounds (one figure per
-    round). Returns those that were timed. Two processes of one graph differed 0.67-1.27x; two
-    sessions of one process, interleaved, by 0.3-0.4%."""
+    """Every configuration a session of this process: checked against the reference, then timed by
+    interleaved.py over runs x rounds rounds (one figure per round), after discarded rounds while a
+    session still chooses its ORT mode. Returns those that were timed. Two processes of one graph
+    differed 0.67-1.27x; two sessions of one process, interleaved, by 0.3-0.4%."""
     for cfg in configs:
-        isolated.settle(cfg.session, feeds)
         verify_config(cfg, feeds, settings["output_names"], reference)
-    interleaved.time_interleaved(configs, feeds, settings["runs"] * settings["rounds"])
+
+    def choosing() -> bool:
+        return any(getattr(c.session, "choosing", False) for c in configs)
+
+    interleaved.time_interleaved(configs, feeds, settings["runs"] * settings["rounds"], warm_up=choosing)
     return {c.label: c for c in configs if c.samples}
 
 

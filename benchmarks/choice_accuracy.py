@@ -1,0 +1,121 @@
+"""How often the run-time ORT mode choice (hexfuse_onnx/mode_choice.py) takes the mode the drop-in
+benchmark finds fastest, over many explorations of one model in one process (issue 13):
+
+    python benchmarks/choice_accuracy.py two_branch --explorations 8 --rounds 100
+
+Sessions (all in this process, as benchmarks/host_pairs.py --defaults has them): the original model
+in each of ORT's modes, and 2 x --explorations untuned `hexfuse_onnx.InferenceSession`s, which each
+choose a mode during their first calls (a fresh mode cache in a temporary directory: none takes an
+earlier choice). Half choose in back-to-back calls ("back-to-back": isolated.settle, the benchmark's
+warm-up before this branch); half in discarded interleaved rounds of rested visits
+(interleaved.time_interleaved's warm-up, the regime the benchmark measures in: "rested"). Then
+--rounds counted interleaved rounds time every session; the best mode is the ORT mode with the
+lowest median. A choice is right when it is the best mode, or tied with it: its per-round ratio to
+the best mode has a 95% interval that includes 1.0. Each exploration's choice is given as made
+("chosen") and as the lowest median of its samples alone ("lowest median"), the rule before a
+pooled mode had to beat ort-seq beyond the spread. OPENBLAS_* are removed from this process.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if REPO not in sys.path:
+    sys.path.insert(0, REPO)
+
+from hexfuse_onnx.tools.bench import reexec_without_blas_tuning  # noqa: E402  (loads no BLAS)
+
+if __name__ == "__main__":
+    reexec_without_blas_tuning([os.path.abspath(__file__), *sys.argv[1:]], "HEXFUSE_CHOICE_REEXECED")
+
+# ruff: noqa: E402
+import argparse
+import json
+import tempfile
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from hexfuse_onnx import mode_choice, ort_modes
+from hexfuse_onnx.tools import interleaved, isolated
+from hexfuse_onnx.tools.bench import Config, CpuMeter, load_text
+from hexfuse_onnx.tools.zoo import resolve
+from hexfuse_onnx.verify import random_inputs
+
+
+def explore(name: str, explorations: int, rounds: int, seed: int, work: Path) -> dict[str, Any]:
+    os.environ[mode_choice.ENV_CACHE] = str(work / "ort_modes.json")  # fresh: every session chooses
+    path, shapes = resolve(name, work)
+    modes = [Config(m, isolated.ort_session(str(path), m)) for m in ort_modes.MODES]
+    feeds = random_inputs(modes[1].session, shapes, seed=seed)
+    b2b = [Config(f"back-to-back {i}", isolated.hexfuse_session(str(path))) for i in range(explorations)]
+    rested = [Config(f"rested {i}", isolated.hexfuse_session(str(path))) for i in range(explorations)]
+    assert all(c.session.choosing for c in b2b + rested), "a session took a cached choice"
+    for cfg in b2b:
+        isolated.settle(cfg.session, feeds)
+    meter = CpuMeter()
+    interleaved.time_interleaved(
+        modes + rested, feeds, rounds, seed=seed, warm_up=lambda: any(c.session.choosing for c in rested)
+    )
+    best = min(modes, key=Config.median)
+    ratio = {c.label: interleaved.ratio_interval(c, best) for c in modes}
+
+    def right(chosen: str) -> bool:
+        return chosen == best.label or ratio[chosen][1] <= 1.0
+
+    result = {"model": name, "best": best.label, "mode_over_best": ratio, "cpu_use": meter.others()}
+    for regime, sessions in (("back-to-back", b2b), ("rested", rested)):
+        for rule, chosen in (
+            ("chosen", [str(c.session.mode) for c in sessions]),
+            ("lowest median", [lowest_median(c.session.exploration) for c in sessions]),
+        ):
+            result[f"{regime}, {rule}"] = {
+                "chosen": chosen,
+                "best": sum(m == best.label for m in chosen),
+                "right": sum(right(m) for m in chosen),
+                "cost": [ratio[m][0] for m in chosen],
+            }
+    return result
+
+
+def lowest_median(exploration: mode_choice.Exploration) -> str:
+    """The choice on the lowest median alone (before a pooled mode had to beat ort-seq beyond the spread)."""
+    medians = exploration.medians()
+    return min(exploration.live, key=medians.__getitem__)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("models", nargs="+")
+    ap.add_argument("--explorations", type=int, default=8, help="explorations per regime")
+    ap.add_argument("--rounds", type=int, default=100, help="counted interleaved rounds that find the best mode")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args(argv)
+    results = []
+    for name in args.models:
+        with tempfile.TemporaryDirectory(prefix="choice_accuracy.") as work:
+            r = explore(name, args.explorations, args.rounds, args.seed, Path(work))
+        results.append(r)
+        ratios = ", ".join(f"{m} {interleaved_ci(v)}" for m, v in r["mode_over_best"].items())
+        print(f"{name}: best {r['best']} ({args.rounds} rounds; mode / best: {ratios}); {load_text(r['cpu_use'])}")
+        for regime in [k for k in r if ", " in k]:
+            x = r[regime]
+            counts = ", ".join(f"{m} x{n}" for m, n in Counter(x["chosen"]).most_common())
+            print(
+                f"  {regime:<28} chose {counts}: the best {x['best']}/{len(x['chosen'])}, the best or tied "
+                f"{x['right']}/{len(x['chosen'])}, median cost {sorted(x['cost'])[len(x['cost']) // 2]:.3f}x"
+            )
+    if args.json:
+        args.json.write_text(json.dumps({"argv": sys.argv, "results": results}, indent=1))
+    return 0
+
+
+def interleaved_ci(r: tuple[float, float, float]) -> str:
+    return f"{r[0]:.3f} [{r[1]:.3f}, {r[2]:.3f}]"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
