@@ -49,6 +49,7 @@ from .verify import (
     compare_inner,
     exact_qdq_options,
     inner_relative_error,
+    inner_values,
     optimisation_spread,
     ort_spread,
     random_inputs,
@@ -114,6 +115,7 @@ class Reference:
     spread: dict[str, float] | None = None  # ORT's own spread on the quantized outputs (verify.ort_spread)
     pairless: float | None = None  # when `cases` hold the rewrite without pairs: its error from the original
     pairless_checked: bool = False  # whether the rewrite without pairs was verified (_rebase_on_pairless)
+    inner: dict[str, list[np.ndarray]] = field(default_factory=dict)  # inner_values' cache, by tensor
 
     def exact_cases(self) -> list[Case]:
         """The cases with the original's outputs on ORT computing its QDQ nodes as written
@@ -124,6 +126,15 @@ class Reference:
             original = ort_session(self.source, exact_qdq_options())
             self.exact = [run_original(original, c.feeds, c.label) for c in self.cases]
         return self.exact
+
+    def inner_values(self, names: list[str]) -> dict[str, list[np.ndarray]]:
+        """The original's values of these tensors it makes inside (pair outputs) on the exact cases,
+        each computed once: they are the same for every pair and round, and a session of the whole
+        original per pair took a third of captcha_crnn u16u8's checks of its pairs one by one."""
+        missing = [n for n in dict.fromkeys(names) if n not in self.inner]
+        if missing:
+            self.inner.update(inner_values(self.source, missing, self.exact_cases(), exact_qdq_options()))
+        return {n: self.inner[n] for n in names}
 
     def plugin_steps(self, made_by_pairs: set[str]) -> dict[str, float]:
         """What the plugin's quantized graph outputs may differ by: one step, or ORT's own spread
@@ -613,7 +624,7 @@ def _verify(staged: Path, reference: Reference, rtol: float, verify_plugin: bool
             raise VerificationError(f"with the FusedHexPair plugin: {exc.message}{grown}") from None
         try:
             quantized = [t for t in made if t in reference.quantized]
-            compare_inner(reference.source, staged, quantized, exact, options, exact_qdq_options())
+            compare_inner(reference.inner_values(quantized), staged, quantized, exact, options)
         except VerificationError as exc:
             raise VerificationError(f"with the FusedHexPair plugin: {exc.message}") from None
     return comparison
@@ -627,7 +638,7 @@ def _grown_after_pairs(staged: Path, reference: Reference, made: list[str], opti
         return ""
     try:
         exact = reference.exact_cases()
-        inner = inner_relative_error(reference.source, staged, made, exact, options, exact_qdq_options())
+        inner = inner_relative_error(reference.inner_values(made), staged, made, exact, options)
     except Exception:  # noqa: BLE001 - the model did not run (the error says why): nothing grew
         return ""
     if inner > PLUGIN_RTOL:
@@ -656,6 +667,9 @@ def _failing_pairs(
     verify_plugin: bool,
 ) -> list[Rejection]:
     failing = []
+    if verify_plugin:  # the original's values of every pair's outputs from one session, not one per pair
+        made = [t for p in analysis.all_pairs() if p.call is not None for t in p.call.node.output]
+        reference.inner_values([t for t in made if t in reference.quantized])
     for scope, second, _ in _scopes(analysis, reference):
         for pair in scope.pairs:
             prepare(scope.graph, [pair], scope.target, second, next_pair_id(analysis.graph.model))  # the only pair
