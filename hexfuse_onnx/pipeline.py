@@ -79,6 +79,7 @@ class Analysis:
     evaluated: dict[int, Pair | Rejection | str] = field(default_factory=dict)  # by id() of the candidate
     branches: list[BranchAnalysis] = field(default_factory=list)  # the main graph's If branches
     skipped_branches: list[str] = field(default_factory=list)  # If branches not analysed, with why
+    passed_alone: set[int] = field(default_factory=set)  # id() of the candidates whose pair passed verification alone
 
     def scopes(self) -> list[Analysis]:
         """This graph's analysis, then its If branches'."""
@@ -314,12 +315,12 @@ def rewrite(
 
     Only what lowers is fused: a pair with an op outside the kernel's op set is rejected with
     the op that stopped it, and the rest re-selected. When the rewritten model fails
-    verification, each pair is verified alone; the failing ones are rejected with their reason,
-    their kind may offer shorter candidates over their span (PairKind.shorter), and the rest is
-    re-selected, so only a verified model is ever written. When no pair survives, nothing is
-    written, as when none qualifies (the failures are among the rejections). With verify_plugin
-    the model must also match with the FusedHexPair plugin loaded (within PLUGIN_RTOL), which
-    proves the task programs, not only the fallback.
+    verification, each pair is verified alone (once: one that passes is not verified alone again);
+    the failing ones are rejected with their reason, their kind may offer shorter candidates over
+    their span (PairKind.shorter), and the rest is re-selected, so only a verified model is ever
+    written. When no pair survives, nothing is written, as when none qualifies (the failures are
+    among the rejections). With verify_plugin the model must also match with the FusedHexPair
+    plugin loaded (within PLUGIN_RTOL), which proves the task programs, not only the fallback.
     """
     out = Path(output) if output else default_output(path)
     if out.exists() and out.resolve() == Path(path).resolve():
@@ -355,6 +356,7 @@ def rewrite(
         except VerificationError as whole_error:
             staged.discard()
             if _rebase_on_pairless(analysis, reference, out, source_dir, rtol, progress):
+                analysis.passed_alone.clear()  # verified against other outputs
                 continue  # not the pairs': the rewrite without them is off already; verify them against it
             failing = _failing_pairs(analysis, reference, out, source_dir, rtol, progress, verify_plugin)
             if not failing and len(analysis.pairs) == 1:
@@ -673,6 +675,8 @@ def _failing_pairs(
         reference.inner_values([t for t in made if t in reference.quantized])
     for scope, second, _ in _scopes(analysis, reference):
         for pair in scope.pairs:
+            if id(pair.candidate) in analysis.passed_alone:
+                continue  # alone against the same reference it passes again (captcha_crnn: rounds of 80 pairs)
             prepare(scope.graph, [pair], scope.target, second, next_pair_id(analysis.graph.model))  # the only pair
             staged = stage(_fuse_all(analysis, reference, only=pair), out, source_dir)
             try:
@@ -683,6 +687,8 @@ def _failing_pairs(
                     why += _matmulnbits_note(staged.model_path, reference, rtol)
                 progress(f"dropping a {pair.kind} pair ({pair.candidate.note}): {why}")
                 failing.append(Rejection(pair.candidate, f"fails verification: {why}"))
+            else:
+                analysis.passed_alone.add(id(pair.candidate))
             finally:
                 staged.discard()
     return failing
