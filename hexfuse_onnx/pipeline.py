@@ -49,6 +49,7 @@ from .verify import (
     compare_inner,
     exact_qdq_options,
     inner_relative_error,
+    inner_values,
     optimisation_spread,
     ort_spread,
     random_inputs,
@@ -63,6 +64,7 @@ from .verify import session as ort_session
 
 Progress = Callable[[str], None]
 PLUGIN_RTOL = 1e-4  # the kernel's fp32 sums run in another order than ONNX Runtime's
+WITH_PLUGIN = "with the FusedHexPair plugin: "  # begins a failure of the plugin's, stock ORT having passed
 
 
 @dataclass
@@ -77,6 +79,7 @@ class Analysis:
     evaluated: dict[int, Pair | Rejection | str] = field(default_factory=dict)  # by id() of the candidate
     branches: list[BranchAnalysis] = field(default_factory=list)  # the main graph's If branches
     skipped_branches: list[str] = field(default_factory=list)  # If branches not analysed, with why
+    passed_alone: set[int] = field(default_factory=set)  # id() of the candidates whose pair passed verification alone
 
     def scopes(self) -> list[Analysis]:
         """This graph's analysis, then its If branches'."""
@@ -114,6 +117,7 @@ class Reference:
     spread: dict[str, float] | None = None  # ORT's own spread on the quantized outputs (verify.ort_spread)
     pairless: float | None = None  # when `cases` hold the rewrite without pairs: its error from the original
     pairless_checked: bool = False  # whether the rewrite without pairs was verified (_rebase_on_pairless)
+    inner: dict[str, list[np.ndarray]] = field(default_factory=dict)  # inner_values' cache, by tensor
 
     def exact_cases(self) -> list[Case]:
         """The cases with the original's outputs on ORT computing its QDQ nodes as written
@@ -124,6 +128,15 @@ class Reference:
             original = ort_session(self.source, exact_qdq_options())
             self.exact = [run_original(original, c.feeds, c.label) for c in self.cases]
         return self.exact
+
+    def inner_values(self, names: list[str]) -> dict[str, list[np.ndarray]]:
+        """The original's values of these tensors it makes inside (pair outputs) on the exact cases,
+        each computed once: they are the same for every pair and round, and a session of the whole
+        original per pair took a third of captcha_crnn u16u8's checks of its pairs one by one."""
+        missing = [n for n in dict.fromkeys(names) if n not in self.inner]
+        if missing:
+            self.inner.update(inner_values(self.source, missing, self.exact_cases(), exact_qdq_options()))
+        return {n: self.inner[n] for n in names}
 
     def plugin_steps(self, made_by_pairs: set[str]) -> dict[str, float]:
         """What the plugin's quantized graph outputs may differ by: one step, or ORT's own spread
@@ -302,12 +315,12 @@ def rewrite(
 
     Only what lowers is fused: a pair with an op outside the kernel's op set is rejected with
     the op that stopped it, and the rest re-selected. When the rewritten model fails
-    verification, each pair is verified alone; the failing ones are rejected with their reason,
-    their kind may offer shorter candidates over their span (PairKind.shorter), and the rest is
-    re-selected, so only a verified model is ever written. When no pair survives, nothing is
-    written, as when none qualifies (the failures are among the rejections). With verify_plugin
-    the model must also match with the FusedHexPair plugin loaded (within PLUGIN_RTOL), which
-    proves the task programs, not only the fallback.
+    verification, each pair is verified alone (once: one that passes is not verified alone again);
+    the failing ones are rejected with their reason, their kind may offer shorter candidates over
+    their span (PairKind.shorter), and the rest is re-selected, so only a verified model is ever
+    written. When no pair survives, nothing is written, as when none qualifies (the failures are
+    among the rejections). With verify_plugin the model must also match with the FusedHexPair
+    plugin loaded (within PLUGIN_RTOL), which proves the task programs, not only the fallback.
     """
     out = Path(output) if output else default_output(path)
     if out.exists() and out.resolve() == Path(path).resolve():
@@ -343,6 +356,7 @@ def rewrite(
         except VerificationError as whole_error:
             staged.discard()
             if _rebase_on_pairless(analysis, reference, out, source_dir, rtol, progress):
+                analysis.passed_alone.clear()  # verified against other outputs
                 continue  # not the pairs': the rewrite without them is off already; verify them against it
             failing = _failing_pairs(analysis, reference, out, source_dir, rtol, progress, verify_plugin)
             if not failing and len(analysis.pairs) == 1:
@@ -610,12 +624,12 @@ def _verify(staged: Path, reference: Reference, rtol: float, verify_plugin: bool
             compare_cases(staged, exact, max(rtol, PLUGIN_RTOL), options, reference.plugin_steps(set(made)))
         except VerificationError as exc:
             grown = _grown_after_pairs(staged, reference, made, options)
-            raise VerificationError(f"with the FusedHexPair plugin: {exc.message}{grown}") from None
+            raise VerificationError(f"{WITH_PLUGIN}{exc.message}{grown}") from None
         try:
             quantized = [t for t in made if t in reference.quantized]
-            compare_inner(reference.source, staged, quantized, exact, options, exact_qdq_options())
+            compare_inner(reference.inner_values(quantized), staged, quantized, exact, options)
         except VerificationError as exc:
-            raise VerificationError(f"with the FusedHexPair plugin: {exc.message}") from None
+            raise VerificationError(f"{WITH_PLUGIN}{exc.message}") from None
     return comparison
 
 
@@ -627,7 +641,7 @@ def _grown_after_pairs(staged: Path, reference: Reference, made: list[str], opti
         return ""
     try:
         exact = reference.exact_cases()
-        inner = inner_relative_error(reference.source, staged, made, exact, options, exact_qdq_options())
+        inner = inner_relative_error(reference.inner_values(made), staged, made, exact, options)
     except Exception:  # noqa: BLE001 - the model did not run (the error says why): nothing grew
         return ""
     if inner > PLUGIN_RTOL:
@@ -656,16 +670,25 @@ def _failing_pairs(
     verify_plugin: bool,
 ) -> list[Rejection]:
     failing = []
+    if verify_plugin:  # the original's values of every pair's outputs from one session, not one per pair
+        made = [t for p in analysis.all_pairs() if p.call is not None for t in p.call.node.output]
+        reference.inner_values([t for t in made if t in reference.quantized])
     for scope, second, _ in _scopes(analysis, reference):
         for pair in scope.pairs:
+            if id(pair.candidate) in analysis.passed_alone:
+                continue  # alone against the same reference it passes again (captcha_crnn: rounds of 80 pairs)
             prepare(scope.graph, [pair], scope.target, second, next_pair_id(analysis.graph.model))  # the only pair
             staged = stage(_fuse_all(analysis, reference, only=pair), out, source_dir)
             try:
                 _verify(staged.model_path, reference, rtol, verify_plugin)
             except VerificationError as exc:
-                why = exc.message + _matmulnbits_note(staged.model_path, reference, rtol)
+                why = exc.message
+                if not why.startswith(WITH_PLUGIN):  # the note explains stock ORT's failures only
+                    why += _matmulnbits_note(staged.model_path, reference, rtol)
                 progress(f"dropping a {pair.kind} pair ({pair.candidate.note}): {why}")
                 failing.append(Rejection(pair.candidate, f"fails verification: {why}"))
+            else:
+                analysis.passed_alone.add(id(pair.candidate))
             finally:
                 staged.discard()
     return failing

@@ -108,6 +108,9 @@ def evaluate(g: ModelGraph, profile: GraphProfile, c: Candidate, target: Target)
     split = take_whole_groups(g, c)
     if split is not None:
         return f"splits a QDQ group: {split}"
+    dead = dead_task(g, c)
+    if dead is not None:
+        return dead
     missing = next((i for i in sorted(c.nodes) if i in profile.unprofiled), None)
     if missing is not None:
         return f"not profiled: {g.describe(missing)}: {profile.unprofiled[missing]}"
@@ -115,6 +118,20 @@ def evaluate(g: ModelGraph, profile: GraphProfile, c: Candidate, target: Target)
     if outside is not None:
         return Rejection(c, f"does not lower: {outside.message}", blocker_of(outside))
     return kind_of(c).evaluate(g, profile, c, target)
+
+
+def dead_task(g: ModelGraph, c: Candidate) -> str | None:
+    """Why a task is not worth fusing when the rest of the graph reads nothing it makes (an exporter's
+    leftovers: ddddocr_ocr's quantized LSTM Y_h and Y_c, each dequantized for no reader); None when
+    both make something read. A pair of two such tasks made a FusedHexPair node without outputs,
+    which the plugin's schema refuses."""
+    outputs = set(g.graph_outputs)
+    for label, ids in (("A", c.task_a), ("B", c.task_b)):
+        inside = set(ids)
+        made = [t for i in ids for t in g.nodes[i].output if t]
+        if ids and not any(t in outputs or any(k not in inside for k in g.consumers.get(t, ())) for t in made):
+            return f"task {label} makes nothing the graph reads (dead nodes, the first {g.describe(min(ids))})"
+    return None
 
 
 def take_whole_groups(g: ModelGraph, c: Candidate) -> str | None:

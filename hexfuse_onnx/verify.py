@@ -228,19 +228,29 @@ def compare_cases(
     return Comparison(len(cases[0].names), worst[0], worst[1], [c.label for c in cases])
 
 
+def inner_values(
+    original: str | os.PathLike[str], names: list[str], cases: list[Case], options: ort.SessionOptions | None = None
+) -> dict[str, list[np.ndarray]]:
+    """The original's values of the tensors `names` it makes inside, on every case (one session)."""
+    ref_session = session(with_outputs(onnx.load(str(original)), names), options)
+    inputs = {i.name for i in ref_session.get_inputs()}
+    runs = [ref_session.run(names, {k: v for k, v in c.feeds.items() if k in inputs}) for c in cases]
+    return {name: [np.asarray(run[k]) for run in runs] for k, name in enumerate(names)}
+
+
 def compare_inner(
-    original: str | os.PathLike[str],
+    expected: dict[str, list[np.ndarray]],
     rewritten: str | os.PathLike[str],
     names: list[str],
     cases: list[Case],
     rewritten_options: ort.SessionOptions | None = None,
-    original_options: ort.SessionOptions | None = None,
 ) -> None:
     """Integer tensors both models make inside (a QDQ pair's outputs) within one step of the
-    original's on every case: raise VerificationError naming the first beyond it."""
+    original's (`expected`: inner_values) on every case: raise VerificationError naming the first
+    beyond it."""
     if not names:
         return
-    for case, name, ref, out in _inner_outputs(original, rewritten, names, cases, rewritten_options, original_options):
+    for case, name, ref, out in _inner_outputs(expected, rewritten, names, cases, rewritten_options):
         steps = float(np.abs(np.asarray(out, np.float64) - np.asarray(ref, np.float64)).max(initial=0.0))
         if steps > 1:
             where = f" at {case.label}" if len(cases) > 1 else ""
@@ -250,17 +260,17 @@ def compare_inner(
 
 
 def inner_relative_error(
-    original: str | os.PathLike[str],
+    expected: dict[str, list[np.ndarray]],
     rewritten: str | os.PathLike[str],
     names: list[str],
     cases: list[Case],
     rewritten_options: ort.SessionOptions | None = None,
-    original_options: ort.SessionOptions | None = None,
 ) -> float:
     """The largest relative error of the tensors `names` (pair outputs) of the rewritten model against
-    the original's, over every case (inf where they disagree on NaN, or where other tensors differ)."""
+    the original's (`expected`: inner_values), over every case (inf where they disagree on NaN, or
+    where other tensors differ)."""
     worst = 0.0
-    for _, _, ref, out in _inner_outputs(original, rewritten, names, cases, rewritten_options, original_options):
+    for _, _, ref, out in _inner_outputs(expected, rewritten, names, cases, rewritten_options):
         ref, out = np.asarray(ref), np.asarray(out)
         if ref.dtype.kind == "f" and ref.shape == out.shape:
             err = relative_error(ref, out)
@@ -271,21 +281,19 @@ def inner_relative_error(
 
 
 def _inner_outputs(
-    original: str | os.PathLike[str],
+    expected: dict[str, list[np.ndarray]],
     rewritten: str | os.PathLike[str],
     names: list[str],
     cases: list[Case],
     rewritten_options: ort.SessionOptions | None,
-    original_options: ort.SessionOptions | None,
 ) -> Iterator[tuple[Case, str, Any, Any]]:
     """(case, name, original's value, rewritten's value) of the inner tensors `names`, case by case."""
-    ref_session = session(with_outputs(onnx.load(str(original)), names), original_options)
     new_session = session(with_outputs(onnx.load(str(rewritten)), names), rewritten_options)
-    inputs = {i.name for i in ref_session.get_inputs()}
-    for case in cases:
-        feeds = {k: v for k, v in case.feeds.items() if k in inputs}
-        for name, ref, out in zip(names, ref_session.run(names, feeds), new_session.run(names, feeds)):
-            yield case, name, ref, out
+    inputs = {i.name for i in new_session.get_inputs()}
+    for k, case in enumerate(cases):
+        feeds = {n: v for n, v in case.feeds.items() if n in inputs}
+        for name, out in zip(names, new_session.run(names, feeds)):
+            yield case, name, expected[name][k], out
 
 
 def unoptimised_options() -> ort.SessionOptions:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
@@ -163,6 +164,32 @@ def test_micro_batch_split_is_chosen_by_the_model_not_fixed(zoo_dir: Path) -> No
     for rows in (1, 2, 6, 7):
         other = predict(whole.scaled(rows / 8), whole.scaled((8 - rows) / 8), get_target("hexagon-v73"))
         assert pair.prediction.fused <= other.fused + 1e-12
+
+
+def test_a_task_the_graph_reads_nothing_of_is_refused(tmp_path: Path) -> None:
+    """ddddocr_ocr's QDQ versions: the quantizer leaves the LSTM's Y_h and Y_c dequantized for no
+    reader; the branches kind paired those two DequantizeLinear nodes into a FusedHexPair node
+    without outputs, which the plugin refused to load. A task none of whose tensors the rest of the
+    graph reads is refused as dead; a live pair over the same fork is not."""
+    from hexfuse_onnx.select import evaluate
+
+    w = [numpy_helper.from_array(np.full((64, 64), 0.01 * k, np.float32), f"w{k}") for k in range(4)]
+    nodes = [helper.make_node("MatMul", ["x", f"w{k}"], [f"m{k}"]) for k in range(4)]
+    nodes += [helper.make_node("Relu", [f"m{k}"], [f"r{k}"]) for k in range(4)]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [64, 64])
+    ys = [helper.make_tensor_value_info(f"r{k}", TensorProto.FLOAT, [64, 64]) for k in range(2)]
+    g = helper.make_graph(nodes, "dead", [x], ys, initializer=w)  # r2 and r3: read by nothing
+    path = tmp_path / "dead.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    a = pipeline.analyse(path, target="host")
+    by_name = {n.output[0]: i for i, n in enumerate(a.graph.nodes)}
+    live, live2, dead, dead2 = ([by_name[f"m{k}"], by_name[f"r{k}"]] for k in range(4))
+    for task_a, task_b, why in ((live, dead, "task B"), (dead, dead2, "task A"), (dead2, live2, "task A")):
+        got = evaluate(a.graph, a.profile, Candidate("branches", task_a, task_b), a.target)
+        assert isinstance(got, str) and got.startswith(f"{why} makes nothing the graph reads"), got
+        assert "(dead nodes, the first node 'm" in got
+    got = evaluate(a.graph, a.profile, Candidate("branches", live, live2), a.target)
+    assert not (isinstance(got, str) and "makes nothing" in got), got
 
 
 def test_prefill_decode_pair_in_gpt_step(zoo_dir: Path) -> None:
