@@ -11,9 +11,7 @@ warm-up before this branch); half in discarded interleaved rounds of rested visi
 (interleaved.time_interleaved's warm-up, the regime the benchmark measures in: "rested"). Then
 --rounds counted interleaved rounds time every session; the best mode is the ORT mode with the
 lowest median. A choice is right when it is the best mode, or tied with it: its per-round ratio to
-the best mode has a 95% interval that includes 1.0. Each exploration's choice is given as made
-("chosen") and as the lowest median of its samples alone ("lowest median"), the rule before a
-pooled mode had to beat ort-seq beyond the spread. OPENBLAS_* are removed from this process.
+the best mode has a 95% interval that includes 1.0. OPENBLAS_* are removed from this process.
 """
 
 from __future__ import annotations
@@ -67,23 +65,14 @@ def explore(name: str, explorations: int, rounds: int, seed: int, work: Path) ->
 
     result = {"model": name, "best": best.label, "mode_over_best": ratio, "cpu_use": meter.others()}
     for regime, sessions in (("back-to-back", b2b), ("rested", rested)):
-        for rule, chosen in (
-            ("chosen", [str(c.session.mode) for c in sessions]),
-            ("lowest median", [lowest_median(c.session.exploration) for c in sessions]),
-        ):
-            result[f"{regime}, {rule}"] = {
-                "chosen": chosen,
-                "best": sum(m == best.label for m in chosen),
-                "right": sum(right(m) for m in chosen),
-                "cost": [ratio[m][0] for m in chosen],
-            }
+        chosen = [str(c.session.mode) for c in sessions]
+        result[regime] = {
+            "chosen": chosen,
+            "best": sum(m == best.label for m in chosen),
+            "right": sum(right(m) for m in chosen),
+            "cost": [ratio[m][0] for m in chosen],
+        }
     return result
-
-
-def lowest_median(exploration: mode_choice.Exploration) -> str:
-    """The choice on the lowest median alone (before a pooled mode had to beat ort-seq beyond the spread)."""
-    medians = exploration.medians()
-    return min(exploration.live, key=medians.__getitem__)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -101,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         results.append(r)
         ratios = ", ".join(f"{m} {interleaved_ci(v)}" for m, v in r["mode_over_best"].items())
         print(f"{name}: best {r['best']} ({args.rounds} rounds; mode / best: {ratios}); {load_text(r['cpu_use'])}")
-        for regime in [k for k in r if ", " in k]:
+        for regime in ("back-to-back", "rested"):
             x = r[regime]
             counts = ", ".join(f"{m} x{n}" for m, n in Counter(x["chosen"]).most_common())
             print(

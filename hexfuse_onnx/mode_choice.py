@@ -9,14 +9,11 @@ prepare the versions, choose at run time; `Exploration`): up to ROUNDS rounds of
 (BLOCK counted calls and BLOCK_S in calls, or one and LONG_BLOCK_S), each round in another order; fewer
 rounds (MIN_ROUNDS) when the calls are long enough that they take EXPLORE_S; a mode above
 DROP_RATIO times the best median after a round leaves the rotation. It keeps the mode with the
-lowest median, but a mode with a thread pool only where it beats ort-seq in every round and beyond
-the spread of the samples (its threads take a second core: ties go to the mode that spins none),
-releases the other
-sessions, logs the choice once and remembers it in a small cache file keyed by the model's digest
-and this machine (tuning.fingerprint: CPU, CPU count, ORT and hexfuse-onnx versions). One
-exploration on a busy machine can choose wrong, so the next sessions of the model choose again until
-CONFIRM choices in a row agree (or, after HISTORY, the most frequent stands: `settled`); from then
-on a session of the model starts in that mode at once.
+lowest median, releases the other sessions, logs the choice once and remembers it in a small
+cache file keyed by the model's digest and this machine (tuning.fingerprint: CPU, CPU count, ORT
+and hexfuse-onnx versions). One exploration on a busy machine can choose wrong, so the next
+sessions of the model choose again until CONFIRM choices in a row agree (or, after HISTORY, the most
+frequent stands: `settled`); from then on a session of the model starts in that mode at once.
 `session_options(model=...)`, which cannot time, applies the latest choice, confirmed or not.
 
 The modes with thread pools are timed in twin sessions whose threads spin SPIN_US after a call,
@@ -77,10 +74,7 @@ CONFIRM = 2  # choices in a row that must agree before later sessions stop choos
 # a busy machine is not kept for good: 3 explorations of mha_encoder in one run chose 2 modes)
 HISTORY = 4  # choices remembered; after this many the most frequent stands
 EXPLORE_MAX_BYTES = 64 * 2**20  # above: seven copies of the model are too many to hold
-SPINLESS = ("ort-seq",)  # sequential on one thread: no pool threads that spin; kept unless a
-# pooled mode beats it in every round and beyond the exploration's spread (on the lowest median
-# alone, rested calls took ort-seq-2t 5 of 8 times for two_branch, where ort-seq was best)
-BOOTSTRAP = 1000  # resamples for that spread
+SPINLESS = ("ort-seq",)  # sequential on one thread: no pool threads that spin
 CANDIDATES = ort_modes.MODES  # ORT's defaults first: the session other methods use while choosing
 
 Log = Callable[[str], None]
@@ -254,8 +248,7 @@ class Exploration:
     times the best one's leaves the rotation (ORT_PARALLEL ran mha_encoder 30-90x slower than
     ort-seq on a loaded 2-core VM: a block of it costs the application more than the rest of the
     choice). After ROUNDS rounds, or MIN_ROUNDS once its calls have taken EXPLORE_S, or when one
-    mode is left, the mode with the lowest median is chosen (`chosen`), a pooled one only where it
-    beats ort-seq in every round and beyond the spread (`choice`)."""
+    mode is left, the mode with the lowest median is chosen (`chosen`)."""
 
     def __init__(self, modes: Sequence[str]) -> None:
         self.samples: dict[str, list[float]] = {m: [] for m in modes}  # counted calls, us
@@ -264,7 +257,6 @@ class Exploration:
         self._round, self._index = 0, 0  # the round, the block's place in it
         self._block_calls, self._block_counted, self._block_start = 0, 0, 0
         self._busy, self._block_busy = 0, 0  # the time in the exploration's calls, in the block's (ns)
-        self.blocks: dict[str, list[float]] = {m: [] for m in modes}  # the median of each block, us
         self._warm: set[str] = set()  # modes whose session has run once
 
     def mode(self) -> str | None:
@@ -288,7 +280,6 @@ class Exploration:
         self._warm.add(mode)
         lasted = self._block_busy / 1e9  # in calls: rests between them add no samples
         if (self._block_counted >= BLOCK and lasted >= BLOCK_S) or (self._block_counted and lasted >= LONG_BLOCK_S):
-            self.blocks[mode].append(float(np.median(self.samples[mode][-self._block_counted :])))
             self._block_calls, self._block_counted, self._block_busy = 0, 0, 0
             self._index += 1
             if self._index == len(self.live):
@@ -310,30 +301,7 @@ class Exploration:
         self.live = [m for m in self.live if medians[m] <= DROP_RATIO * best]
         long_enough = self._round >= MIN_ROUNDS and self._busy >= EXPLORE_S * 1e9
         if self._round == ROUNDS or long_enough or len(self.live) == 1:
-            self.chosen = self.choice()
-
-    def choice(self) -> str:
-        """The live mode with the lowest median; a mode with a thread pool only where it beats the
-        spinless ort-seq (it also keeps a second core busy) in every round's blocks and over all
-        the samples beyond their spread (`beats`): the calls of a block are not independent, one
-        slow spell of the machine during ort-seq's blocks made ort-seq-2t look faster."""
-        medians = self.medians()
-        best = min(self.live, key=medians.__getitem__)
-        spinless = [m for m in SPINLESS if m in self.live]
-        if best in SPINLESS or not spinless:
-            return best
-        seq = spinless[0]
-        every_round = all(b < s for b, s in zip(self.blocks[best], self.blocks[seq], strict=False))
-        return best if every_round and beats(self.samples[best], self.samples[seq]) else seq
-
-
-def beats(faster: Sequence[float], slower: Sequence[float]) -> bool:
-    """Whether the median of `faster` is below that of `slower` beyond their spread: the upper end of
-    the bootstrap 95% interval of the ratio of medians (BOOTSTRAP resamples of each) is below 1."""
-    rng = np.random.default_rng(0)
-    a = np.median(rng.choice(np.asarray(faster), size=(BOOTSTRAP, len(faster))), axis=1)
-    b = np.median(rng.choice(np.asarray(slower), size=(BOOTSTRAP, len(slower))), axis=1)
-    return bool(np.percentile(a / b, 97.5) < 1.0)
+            self.chosen = min(self.live, key=medians.__getitem__)
 
 
 def williams_row(n: int, r: int) -> list[int]:
@@ -398,9 +366,6 @@ class ChoosingSession:
         self.run = self._current.run  # type: ignore[method-assign]  # the chosen session's own, no detour
         self._sessions, self._kept = {}, {}  # the other sessions are released
         figures = ", ".join(f"{m} {t:.1f}" for m, t in medians.items())
-        lowest = min(self.exploration.live, key=medians.__getitem__)
-        if lowest != mode:
-            figures += f"; {lowest}'s lower median did not beat {mode}'s in every round beyond the spread"
         chosen = (history(read_cache(cache_path(), self._log).get(self._key)) + [mode])[-HISTORY:]
         kept = settled(chosen)
         entry = {"mode": kept or mode, "history": chosen, "median_us": medians, "calls": self._calls, "date": _today()}
