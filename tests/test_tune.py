@@ -41,7 +41,7 @@ pytestmark = pytest.mark.skipif(
     reason=f"{runtime.LIB_DIR / runtime.PLUGIN_NAME} not built: run `bash custom_ops/build.sh`",
 )
 
-QUICK = {"runs": 4, "rounds": 2, "warmup": 1}
+QUICK = {"runs": 4, "rounds": 2}
 PLUGIN_TOL = pipeline.PLUGIN_RTOL
 
 
@@ -200,7 +200,7 @@ def test_inception_pair_is_kept_only_as_its_measurements_say(work, tmp_path):
     MaxPool got faster (2.1-2.5x -> 1.2-1.3x of ORT's), so which way it goes is the machine's to say:
     the test holds tune to its own figures, both ways, and the written model to its decision."""
     out = tmp_path / "inception.tuned.onnx"
-    result = tune(work["inception"], out, runs=20, rounds=4, warmup=1)
+    result = tune(work["inception"], out, runs=20, rounds=4)
     (pair,) = result.pairs
     assert pair.unfused is not None and pair.fused, result.lines()
     clears = pair.saving - pair.spread >= DEFAULT_MARGIN

@@ -57,7 +57,6 @@ from .bench import Config, first_line, sample_stats, verify_config
 
 DEFAULT_RUNS = 30
 DEFAULT_ROUNDS = 5
-DEFAULT_WARMUP = 2
 DEFAULT_MARGIN = 0.02
 SWEEP = (0.25, 0.5, 0.75)  # shares tried besides the node's own
 BEST_MODE = "best"  # --session: measure ORT's modes here and take the fastest
@@ -321,11 +320,9 @@ def _share(share: float | None) -> str:
 # ---- inputs ------------------------------------------------------------------------------------
 
 
-def check_settings(runs: int, rounds: int, warmup: int, margin: float, shares: list[float] | None) -> None:
-    if runs < rounds or rounds < 2 or warmup < 0:
-        raise UsageError(
-            "--rounds must be >= 2 (the spread is measured across rounds), --runs >= --rounds, --warmup >= 0"
-        )
+def check_settings(runs: int, rounds: int, margin: float, shares: list[float] | None) -> None:
+    if runs < rounds or rounds < 2:
+        raise UsageError("--rounds must be >= 2 (the spread is measured across rounds), --runs >= --rounds")
     if not math.isfinite(margin):
         raise UsageError(f"--margin must be a number (a fraction of the unfused time), got {margin}")
     bad = [s for s in shares or [] if not 0.0 < s < 1.0]
@@ -533,7 +530,6 @@ def tune(
     backend: str = "host",
     runs: int = DEFAULT_RUNS,
     rounds: int = DEFAULT_ROUNDS,
-    warmup: int = DEFAULT_WARMUP,
     margin: float = DEFAULT_MARGIN,
     shares: list[float] | None = None,
     workers: int | None = None,
@@ -543,7 +539,7 @@ def tune(
 ) -> TuneResult:
     """Measure every pair of `source` on this machine and write the tuned model to `output`."""
     source, output = Path(source), Path(output)
-    check_settings(runs, rounds, warmup, margin, shares)
+    check_settings(runs, rounds, margin, shares)
     if session not in SESSION_MODES:
         raise UsageError(f"--session: unknown '{session}' (known: {', '.join(SESSION_MODES)})")
     if backend not in ("host", "hexagon"):
@@ -561,7 +557,6 @@ def tune(
         "backend": backend,
         "runs": runs,
         "rounds": rounds,
-        "warmup": warmup,
         "margin": margin,
         "workers": workers,
         "session": session,
