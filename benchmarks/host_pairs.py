@@ -675,7 +675,6 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
         "host",
         args.tune_runs,
         args.tune_rounds,
-        1,
         input_shapes=shapes,
         progress=lambda m: None,
     )

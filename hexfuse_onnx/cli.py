@@ -205,19 +205,14 @@ def _parser() -> argparse.ArgumentParser:
         "--runs",
         type=int,
         default=tune_defaults.DEFAULT_RUNS,
-        help="timed runs per configuration (default %(default)s)",
+        help="runs x rounds interleaved rounds, each timing every configuration once, in this process; the "
+        "spread is measured across them (default %(default)s)",
     )
     tu.add_argument(
         "--rounds",
         type=int,
         default=tune_defaults.DEFAULT_ROUNDS,
-        help="alternating rounds the runs are spread over; the spread is measured across them (default %(default)s)",
-    )
-    tu.add_argument(
-        "--warmup",
-        type=int,
-        default=tune_defaults.DEFAULT_WARMUP,
-        help="untimed runs before each block (default %(default)s)",
+        help="see --runs (default %(default)s)",
     )
     tu.add_argument(
         "--margin",
@@ -841,7 +836,6 @@ def _tune(args: argparse.Namespace, progress) -> int:
         args.backend,
         args.runs,
         args.rounds,
-        args.warmup,
         args.margin,
         args.shares,
         args.workers,

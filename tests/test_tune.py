@@ -6,8 +6,9 @@
 - tune where fusion loses (forced with a huge margin, by a final whole-model check given slower
   times, and inception's pair, which loses on the host today) writes exactly `unfuse`'s graph; a
   tuned model with its pair kept runs on stock ORT and on the plugin and matches the original.
-- The final check runs every session in tune's own process, interleaved; its verdict from
-  injected figures: against the original's fastest mode, ratios within rounds, the whole interval.
+- Every session tune times (ORT's modes, each pair's sweep, the final check) is one of tune's own
+  process, interleaved; tune starts no other process. The final check's verdict from injected
+  figures: against the original's fastest mode, ratios within rounds, the whole interval.
 - Bad input: one error line and the documented exit code; the input is never modified.
 Timings are kept to a few runs: these tests check decisions and files, not speed.
 """
@@ -16,7 +17,10 @@ from __future__ import annotations
 
 import json
 import logging
+import multiprocessing.process
+import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -37,7 +41,7 @@ pytestmark = pytest.mark.skipif(
     reason=f"{runtime.LIB_DIR / runtime.PLUGIN_NAME} not built: run `bash custom_ops/build.sh`",
 )
 
-QUICK = {"runs": 4, "rounds": 2, "warmup": 1}
+QUICK = {"runs": 4, "rounds": 2}
 PLUGIN_TOL = pipeline.PLUGIN_RTOL
 
 
@@ -196,7 +200,7 @@ def test_inception_pair_is_kept_only_as_its_measurements_say(work, tmp_path):
     MaxPool got faster (2.1-2.5x -> 1.2-1.3x of ORT's), so which way it goes is the machine's to say:
     the test holds tune to its own figures, both ways, and the written model to its decision."""
     out = tmp_path / "inception.tuned.onnx"
-    result = tune(work["inception"], out, runs=20, rounds=4, warmup=1)
+    result = tune(work["inception"], out, runs=20, rounds=4)
     (pair,) = result.pairs
     assert pair.unfused is not None and pair.fused, result.lines()
     clears = pair.saving - pair.spread >= DEFAULT_MARGIN
@@ -245,31 +249,43 @@ def test_the_final_check_times_the_tuned_model_against_every_ort_mode(work):
     assert low <= final["ratio"] <= high
 
 
-def test_modes_and_the_final_check_run_every_session_in_this_process_interleaved(work, tmp_path, monkeypatch):
-    """ORT's modes (on the unfused model, then on the kept pair with the plugin) and the whole-model
-    check are timed in tune's own process, interleaved (two processes of one graph differed
-    0.67-1.27x): real sessions, watched on their way into interleaved.time_interleaved; the worker
-    processes (isolated.py) time only each pair, unfused and at its shares."""
+def test_every_session_is_timed_in_this_process_interleaved(work, tmp_path, monkeypatch):
+    """ORT's modes (on the unfused model, then on the kept pair with the plugin), the pair's sweep
+    (unfused and at each share) and the whole-model check are sessions of tune's own process, timed
+    interleaved (two processes of one graph differed 0.67-1.27x): real sessions, watched on their
+    way into interleaved.time_interleaved."""
     interleaved_labels: list[list[str]] = []
-    in_processes: list[list[str]] = []
-    time_interleaved, time_in_rounds = tune_module.interleaved.time_interleaved, tune_module.time_in_rounds
+    time_interleaved = tune_module.interleaved.time_interleaved
 
     def watched_interleaved(configs, feeds, rounds, *args, **kwargs):
         assert all(c.session is not None and c.make is None for c in configs)  # live here, not in a worker
         interleaved_labels.append([c.label for c in configs])
         return time_interleaved(configs, feeds, rounds, *args, **kwargs)
 
-    def watched_in_rounds(configs, *args, **kwargs):
-        in_processes.append([c.label for c in configs])
-        return time_in_rounds(configs, *args, **kwargs)
-
     monkeypatch.setattr(tune_module.interleaved, "time_interleaved", watched_interleaved)
-    monkeypatch.setattr(tune_module, "time_in_rounds", watched_in_rounds)
-    result = tune(work["two_branch"], tmp_path / "kept.onnx", margin=-100.0, shares=[0.3], **QUICK)
+    result = tune(work["two_branch"], tmp_path / "kept.onnx", margin=-100.0, shares=[0.3, 0.6], **QUICK)
     assert result.final is not None and result.final.won, result.lines()
-    assert interleaved_labels == [list(ort_modes.MODES), list(ort_modes.MODES), ["tuned", *ort_modes.MODES]]
-    assert in_processes == [["unfused", "0.3"]]
-    assert result.final.tuned is not None and len(result.final.tuned.samples) == QUICK["runs"] * QUICK["rounds"]
+    modes = list(ort_modes.MODES)
+    assert interleaved_labels == [modes, ["unfused", "0.3", "0.6"], modes, ["tuned", *modes]]
+    (pair,) = result.pairs
+    rounds = QUICK["runs"] * QUICK["rounds"]
+    assert pair.unfused is not None and len(pair.unfused.rounds) == rounds  # one figure per interleaved round
+    assert set(pair.fused) == {0.3, 0.6} and all(len(t.rounds) == rounds for t in pair.fused.values())
+    assert result.final.tuned is not None and len(result.final.tuned.samples) == rounds
+
+
+def test_tune_starts_no_other_process(work, tmp_path, monkeypatch):
+    """Nothing of tune runs in a worker process: starting any process fails the run."""
+
+    def refused(*args, **kwargs):
+        raise AssertionError("tune started a process")
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", refused)
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", refused)
+    for name in ("fork", "forkpty", "posix_spawn", "posix_spawnp", "system"):
+        monkeypatch.setattr(os, name, refused)
+    result = tune(work["two_branch"], tmp_path / "kept.onnx", margin=-100.0, shares=[0.3], **QUICK)
+    assert result.kept and result.pairs[0].fused and result.pairs[0].unfused is not None, result.lines()
 
 
 def rounds_of(*figures: float) -> Config:

@@ -2,9 +2,9 @@
 
 Sessions with ORT's default thread pools (intra-op threads pinned to cores, spinning between
 calls) slow each other down when several live in one process: on a 2-core VM mlp_chain under
-ORT's defaults took 7172 us per call in a process holding 8 sessions and 3772 us alone. Every
-comparison of ORT's modes (`tune`, `bench`, benchmarks/host_pairs.py) therefore runs each
-configuration in a worker of its own, driven from the parent:
+ORT's defaults took 7172 us per call in a process holding 8 sessions and 3772 us alone. `bench`
+therefore runs each configuration in a worker of its own, driven from the parent (`tune` and the
+drop-in benchmark time sessions of one process instead, resting between visits: interleaved.py):
 
     with started(configs, feeds, names, reference) as workers:   # each config's `make` runs there
         bounds = workers.time(runs, rounds, warmup)               # alternating blocks, round by round

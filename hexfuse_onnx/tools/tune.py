@@ -2,11 +2,13 @@
 
     python -m hexfuse_onnx tune model.fused.onnx -o model.tuned.onnx [--backend host|hexagon] [--json F]
 
-Aker's "choose the fused or the original version", per device. ORT's modes and the whole tuned
-model are timed in this process, interleaved (interleaved.py); each pair's configurations in a
-worker process of their own (isolated.py), in alternating blocks. For each pair:
-the model with only that pair fused (at each share of a sweep) is timed against the model with no
-pair fused, in alternating rounds (every configuration once per round, so drift hits all alike).
+Aker's "choose the fused or the original version", per device. Every session is one of this
+process, timed interleaved (interleaved.py: each round visits every configuration once, in a
+shuffled order, after a rest until the process's threads are quiet): ORT's modes, each pair's
+configurations and the whole tuned model. For each pair: the model with only that pair fused (at
+each share of a sweep) against the model with no pair fused; at most 1 + the sweep's shares
+sessions exist at once (the unfused one is shared by every pair), and the plugin's host kernel
+runs them all on one process-wide worker pool whose idle workers sleep (dsp/src/platform_posix.c).
 A pair is kept when its saving, 1 - fused/unfused of the medians at its best share, minus the
 run-to-run spread of that saving (the median absolute deviation of the per-round savings from it)
 is at least the margin. A negative margin keeps pairs that lose by less than it (for development).
@@ -28,7 +30,6 @@ stock ONNX Runtime and on the plugin.
 from __future__ import annotations
 
 import datetime
-import itertools
 import math
 import os
 from collections.abc import Callable
@@ -52,11 +53,10 @@ from ..rewrite import unfuse
 from ..subgraphs import no_pair_message
 from ..verify import DEFAULT_RTOL, check, compare, random_inputs
 from . import interleaved, isolated
-from .bench import Config, sample_stats, verify_config
+from .bench import Config, first_line, sample_stats, verify_config
 
 DEFAULT_RUNS = 30
 DEFAULT_ROUNDS = 5
-DEFAULT_WARMUP = 2
 DEFAULT_MARGIN = 0.02
 SWEEP = (0.25, 0.5, 0.75)  # shares tried besides the node's own
 BEST_MODE = "best"  # --session: measure ORT's modes here and take the fastest
@@ -294,7 +294,7 @@ class TuneResult:
         s = self.settings
         out.append(
             f"{len(self.kept)} of {len(self.pairs)} pair(s) kept on the {self.backend} backend "
-            f"(margin {s['margin']:.1%}; {s['runs']} runs per configuration in {s['rounds']} rounds, "
+            f"(margin {s['margin']:.1%}; {s['runs'] * s['rounds']} interleaved rounds ({s['runs']} x {s['rounds']}), "
             f"pairs timed under ORT mode {s['pairs_ort_mode']}; machine {tuning.fingerprint(self.machine)})"
         )
         if self.final is not None:
@@ -320,11 +320,9 @@ def _share(share: float | None) -> str:
 # ---- inputs ------------------------------------------------------------------------------------
 
 
-def check_settings(runs: int, rounds: int, warmup: int, margin: float, shares: list[float] | None) -> None:
-    if runs < rounds or rounds < 2 or warmup < 0:
-        raise UsageError(
-            "--rounds must be >= 2 (the spread is measured across rounds), --runs >= --rounds, --warmup >= 0"
-        )
+def check_settings(runs: int, rounds: int, margin: float, shares: list[float] | None) -> None:
+    if runs < rounds or rounds < 2:
+        raise UsageError("--rounds must be >= 2 (the spread is measured across rounds), --runs >= --rounds")
     if not math.isfinite(margin):
         raise UsageError(f"--margin must be a number (a fraction of the unfused time), got {margin}")
     bad = [s for s in shares or [] if not 0.0 < s < 1.0]
@@ -413,42 +411,47 @@ def measure_pair(
     model: onnx.ModelProto,
     result: PairResult,
     shares: list[float],
-    unfused: bytes,
+    unfused: Any,
     feeds: dict[str, np.ndarray],
     reference: list[np.ndarray],
     settings: dict[str, Any],
 ) -> None:
-    """Time the model with only this pair fused (each share) against no pair fused, in rounds."""
-    mode = settings["pairs_ort_mode"]
-    configs = [Config("unfused", None, make=partial(isolated.ort_session, unfused, mode))]
-    for share in shares:
-        variant = only_pair_fused(model, result.pair_id, share).SerializeToString()
-        configs.append(Config(f"{share}", None, tol=PLUGIN_RTOL, make=_plugin_session(variant, mode, settings)))
-    timings = time_in_rounds(configs, feeds, reference, settings)
-    result.unfused = timings.get("unfused")
+    """Time the model with only this pair fused (each share) against `unfused` (a session of the
+    model with no pair fused, in the pairs' ORT mode): sessions of this process (time_here)."""
+    configs = [Config("unfused", unfused)]
+    with runtime.plugin_environment_restored():
+        for share in shares:
+            variant = only_pair_fused(model, result.pair_id, share).SerializeToString()
+            configs.append(plugin_config(f"{share}", variant, settings["pairs_ort_mode"], settings))
+    timed = time_here(configs, feeds, reference, settings)
+    if "unfused" in timed:
+        result.unfused = per_round(timed["unfused"])
     for cfg in configs[1:]:
-        if cfg.label in timings:
-            result.fused[float(cfg.label)] = timings[cfg.label]
+        if cfg.label in timed:
+            result.fused[float(cfg.label)] = per_round(cfg)
         else:
             result.refused[float(cfg.label)] = cfg.check or "no sample"
     result.decide(settings["margin"])
 
 
+def per_round(cfg: Config) -> Timing:
+    """A configuration timed by time_here: one figure per interleaved round."""
+    return Timing([[x] for x in cfg.samples])
+
+
+def plugin_config(label: str, model: bytes, mode: str, settings: dict[str, Any]) -> Config:
+    """The model's session with the plugin on settings' backend, in ORT mode `mode`; a session that
+    cannot be made is a configuration refused with the reason."""
+    try:
+        session = _plugin_session(model, mode, settings)()
+    except Exception as exc:  # noqa: BLE001 - reported as the configuration's check
+        return Config(label, None, check=f"session fails: {first_line(exc)}", tol=PLUGIN_RTOL)
+    return Config(label, session, tol=PLUGIN_RTOL)
+
+
 def _plugin_session(model: bytes, mode: str, settings: dict[str, Any]) -> partial[Any]:
     """What builds the model's session with the plugin on settings' backend, in ORT mode `mode`."""
     return partial(isolated.hexfuse_session, model, mode, backend=settings["backend"], workers=settings["workers"])
-
-
-def time_in_rounds(
-    configs: list[Config], feeds: dict[str, np.ndarray], reference: list[np.ndarray], settings: dict[str, Any]
-) -> dict[str, Timing]:
-    """Each configuration in its own process (isolated.py), checked against the reference, then
-    once per round (settings' runs spread over its rounds); the timings of those that ran."""
-    with isolated.started(configs, feeds, settings["output_names"], reference) as workers:
-        bounds = workers.time(settings["runs"], settings["rounds"], settings["warmup"])
-    return {
-        c.label: Timing([c.samples[a:b] for a, b in itertools.pairwise(bounds)]) for c in configs if c.ok and c.samples
-    }
 
 
 def choose_ort_mode(
@@ -464,15 +467,13 @@ def choose_ort_mode(
     ort-seq 4.9% faster."""
     with runtime.plugin_environment_restored():
         configs = [
-            Config(m, _plugin_session(model, m, settings)(), tol=PLUGIN_RTOL)
-            if plugin
-            else Config(m, isolated.ort_session(model, m))
+            plugin_config(m, model, m, settings) if plugin else Config(m, isolated.ort_session(model, m))
             for m in ort_modes.MODES
         ]
     timed = time_here(configs, feeds, reference, settings)
     if ort_modes.DEFAULT not in timed:
         return ModeChoice(ort_modes.DEFAULT, f"ORT's defaults not timed: {configs[0].check}")
-    return ModeChoice.measured({m: Timing([[x] for x in c.samples]) for m, c in timed.items()})
+    return ModeChoice.measured({m: per_round(c) for m, c in timed.items()})
 
 
 def time_here(
@@ -529,7 +530,6 @@ def tune(
     backend: str = "host",
     runs: int = DEFAULT_RUNS,
     rounds: int = DEFAULT_ROUNDS,
-    warmup: int = DEFAULT_WARMUP,
     margin: float = DEFAULT_MARGIN,
     shares: list[float] | None = None,
     workers: int | None = None,
@@ -539,7 +539,7 @@ def tune(
 ) -> TuneResult:
     """Measure every pair of `source` on this machine and write the tuned model to `output`."""
     source, output = Path(source), Path(output)
-    check_settings(runs, rounds, warmup, margin, shares)
+    check_settings(runs, rounds, margin, shares)
     if session not in SESSION_MODES:
         raise UsageError(f"--session: unknown '{session}' (known: {', '.join(SESSION_MODES)})")
     if backend not in ("host", "hexagon"):
@@ -557,7 +557,6 @@ def tune(
         "backend": backend,
         "runs": runs,
         "rounds": rounds,
-        "warmup": warmup,
         "margin": margin,
         "workers": workers,
         "session": session,
@@ -578,15 +577,16 @@ def tune(
     settings["pairs_ort_mode"] = mode.mode
     progress(f"  ORT mode {mode.mode}: {mode.why}")
     progress(f"{source.name}: {len(nodes)} pair(s); timing each fused against unfused on the {backend} backend")
+    unfused_session = isolated.ort_session(unfused, mode.mode)  # every pair's baseline
     results = []
     for k, node in enumerate(nodes):
         result = _pair_result(node)
         tried = sweep(result.original_share, shares)
         progress(
             f"pair {k + 1}/{len(nodes)} {result.node} ({result.kind}): unfused vs fused at share "
-            f"{', '.join(f'{s:.2f}' for s in tried)}; {runs} runs each in {rounds} rounds"
+            f"{', '.join(f'{s:.2f}' for s in tried)}; {runs * rounds} interleaved rounds in this process"
         )
-        measure_pair(model, result, tried, unfused, feeds, reference, settings)
+        measure_pair(model, result, tried, unfused_session, feeds, reference, settings)
         progress(
             f"  {result.pair_id}: unfused {_span(result.unfused.stats() if result.unfused else None)} us, "
             f"fused {_span(result.fused[result.best_share].stats() if result.best_share is not None else None)} us "
@@ -594,6 +594,7 @@ def tune(
             f"{'kept' if result.kept else 'unfused'}"
         )
         results.append(result)
+    del unfused_session
     final = None
     if any(r.kept for r in results):
         mode, final = whole_model(model, results, mode, unfused, feeds, reference, settings, progress)
