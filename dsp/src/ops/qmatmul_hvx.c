@@ -1,7 +1,8 @@
-/* qmatmul_hvx.c - QMATMUL, IMATMUL and QCONV2D items on HVX (Hexagon builds with HFX_HVX), see
+/* qmatmul_hvx.c - QMATMUL, IMATMUL, QCONV2D and ICONV2D items on HVX (Hexagon builds with HFX_HVX), see
  * qmatmul_hvx.h. Per item: V (B's columns, or the im2col of the item's pixels) packed once, then 4 rows
  * of S (A's rows, or the group's weights) at a time through hvx_qgemm_rows, then each int32 accumulator
- * requantised by hvx_qgemm_requant (bit for bit ref_qmatmul_requant), or stored as it is (IMATMUL). */
+ * requantised by hvx_qgemm_requant (bit for bit ref_qmatmul_requant), or stored as it is (IMATMUL,
+ * ICONV2D). */
 #include "qmatmul_hvx.h"
 
 #ifdef HFX_HVX
@@ -46,14 +47,14 @@ typedef struct qgemm_io {
     uint32_t ta, tb, ty;
     int32_t za, zy;
     bool zb_cols, scale_cols;
-    bool raw; /* IMATMUL: Y is the int32 accumulators (no scale, zy or bias inputs) */
+    bool raw; /* IMATMUL, ICONV2D: Y is the int32 accumulators (no scale, zy or bias inputs) */
 } qgemm_io;
 
 static bool io_of(const hfx_kernel_args *a, qgemm_io *io) {
     const hfx_tensor *t = a->prog->tensors;
     const hfx_op *op = a->op;
     io->ta = t[op->in[IN_A]].dtype, io->tb = t[op->in[IN_B]].dtype, io->ty = t[op->out[0]].dtype;
-    io->raw = op->opcode == HFX_OP_IMATMUL;
+    io->raw = op->opcode == HFX_OP_IMATMUL || op->opcode == HFX_OP_ICONV2D;
     if (!narrow(io->ta) || !narrow(io->tb) || (!io->raw && !narrow(io->ty))) return false;
     io->za = load_narrow(a->in[IN_ZA], io->ta, 0);
     io->zb_cols = t[op->in[IN_ZB]].numel > 1;
@@ -110,7 +111,6 @@ static hvx_conv_geom geom_of(const hfx_tensor *xt, const hfx_tensor *wt, const i
 }
 
 bool hfx_qconv_hvx(const hfx_kernel_args *a, uint64_t img, uint64_t g, uint64_t p0, uint64_t np) {
-    if (a->op->opcode == HFX_OP_ICONV2D) return false; /* ConvInteger: the C path (qmatmul.c) on HVX builds */
     qgemm_io io;
     if (!io_of(a, &io)) return false;
     const hfx_op *op = a->op;
@@ -118,8 +118,8 @@ bool hfx_qconv_hvx(const hfx_kernel_args *a, uint64_t img, uint64_t g, uint64_t 
     uint64_t groups = (uint64_t)op->params[HFX_P_CONV_GROUP], m_all = wt->dims[0], mg = m_all / groups;
     uint64_t kk = (uint64_t)wt->dims[1] * wt->dims[2] * wt->dims[3], pixels = (uint64_t)yt->dims[2] * yt->dims[3];
     qgemm_ws w = ws_of(a->ws, kk, np);
-    const int32_t *bias = op->n_in > IN_BIAS ? a->in[IN_BIAS] : NULL;
-    const float *scale = a->in[IN_SCALE];
+    const int32_t *bias = !io.raw && op->n_in > IN_BIAS ? a->in[IN_BIAS] : NULL;
+    const float *scale = io.raw ? NULL : a->in[IN_SCALE];
     bool x_signed = io.ta == HFX_DTYPE_I8;
     int32_t zxp = io.za + hvx_qgemm_voff(x_signed);
     uint64_t x_at = (img * xt->dims[1] + g * wt->dims[1]) * xt->dims[2] * xt->dims[3];
@@ -142,9 +142,12 @@ bool hfx_qconv_hvx(const hfx_kernel_args *a, uint64_t img, uint64_t g, uint64_t 
         }
         hvx_qgemm_rows(w.srows, rows, io.tb == HFX_DTYPE_I8, zs, brow, w.packed, &cols, kk, np, w.acc);
         for (int i = 0; i < rows; i++) {
-            uint64_t mm = g * mg + m + (uint64_t)i;
-            hvx_qgemm_requant(w.acc + (size_t)i * w.ldc, np, scale + (io.scale_cols ? mm : 0), 0, io.zy,
-                              io.ty == HFX_DTYPE_I8, (uint8_t *)a->out[0] + (img * m_all + mm) * pixels + p0);
+            uint64_t mm = g * mg + m + (uint64_t)i, at = (img * m_all + mm) * pixels + p0;
+            if (io.raw)
+                hvx_qgemm_store_words(w.acc + (size_t)i * w.ldc, np, (uint8_t *)a->out[0] + at * sizeof(int32_t));
+            else
+                hvx_qgemm_requant(w.acc + (size_t)i * w.ldc, np, scale + (io.scale_cols ? mm : 0), 0, io.zy,
+                                  io.ty == HFX_DTYPE_I8, (uint8_t *)a->out[0] + at);
         }
     }
     return true;
