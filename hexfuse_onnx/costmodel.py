@@ -178,14 +178,16 @@ OP_CLASSES = {
 
 
 # The ops of 8-bit QDQ groups whose HVX kernels run at rates of their own (the hexagon-v73 target's
-# class rates, emulated under qemu by dsp/scripts/hvx_packets.py): QADD, QMUL, QMAXPOOL and the
-# 256-entry table (QLUT) of a unary function. Their rates count ops as the profile does: 1 per
-# element of Add/Mul, 1 per window tap of MaxPool, 10 per element of the table functions listed.
+# class rates, emulated under qemu by dsp/scripts/hvx_packets.py): QADD, QMUL, QMAXPOOL, the
+# 256-entry table (QLUT) of a unary function and ConvInteger's im2col conv (ICONV2D). Their rates
+# count ops as the profile does: 1 per element of Add/Mul, 1 per window tap of MaxPool, 10 per
+# element of the table functions listed, 2 per MAC of ConvInteger.
 INT8_OP_CLASSES = {
     "Add": "int8 add",
     "Mul": "int8 mul",
     "MaxPool": "int8 maxpool",
     **dict.fromkeys(("Sigmoid", "Tanh", "Erf", "Softplus"), "int8 lut"),
+    "ConvInteger": "int8 conv",
 }
 
 

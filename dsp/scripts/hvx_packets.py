@@ -102,6 +102,11 @@ KERNELS = {
     "hvx_qgemm": ([*QGEMM_ITEM, "hvx_qgemm_requant", "memcpy"], "vrmpy"),
     # IMATMUL's HVX path (dsp/src/ops/qmatmul_hvx.c) on one item: as hvx_qgemm, the int32 sums stored as they are
     "hvx_imatmul": ([*QGEMM_ITEM, "hvx_qgemm_store_words", "memcpy"], "vrmpy"),
+    # ICONV2D's HVX path (dsp/src/ops/qmatmul_hvx.c) on one item: im2col, then as hvx_imatmul
+    "hvx_iconv": (
+        [*QGEMM_ITEM, "hvx_im2col_rows", "im2col_tap", "fill_bytes", "copy_bytes", "hvx_qgemm_store_words", "memcpy"],
+        "vrmpy",
+    ),
 }
 
 PERMUTE = {
@@ -358,6 +363,12 @@ CLASS_RATES = {
         "QMaxPool u8 3x3 stride 1: 128 outputs of 9 taps from rows of 130; the core's row loop and padding not counted",
     ),
     "int8 lut": ("hvx_lut_i8", 128 * 10, "QLut: 128 outputs of a 10-op function (Sigmoid, Tanh), one lookup each"),
+    "int8 conv": (
+        "hvx_iconv",
+        2 * 128,
+        "ConvInteger u8 x u8 -> i32 (ICONV2D's HVX path) 32 -> 64 channels 3x3 padded on 4 x 32 pixels: int8 MACs, "
+        "128 per vrmpy, 2 ops per MAC; im2col, packing and zero-point sums included",
+    ),
 }
 # Kernel classes measured for per-op-class rates, not read by the cost model: elements per unit.
 CLASSES = {

@@ -1,12 +1,13 @@
-/* qmatmul_hvx.c - QMATMUL, IMATMUL and QCONV2D items on HVX (Hexagon builds with HFX_HVX), see
+/* qmatmul_hvx.c - QMATMUL, IMATMUL, QCONV2D and ICONV2D items on HVX (Hexagon builds with HFX_HVX), see
  * qmatmul_hvx.h. Per item: V (B's columns, or the im2col of the item's pixels) packed once, then 4 rows
  * of S (A's rows, or the group's weights) at a time through hvx_qgemm_rows, then each int32 accumulator
- * requantised by hvx_qgemm_requant (bit for bit ref_qmatmul_requant), or stored as it is (IMATMUL). */
+ * requantised by hvx_qgemm_requant (bit for bit ref_qmatmul_requant), or stored as it is (IMATMUL,
+ * ICONV2D). */
 #include "qmatmul_hvx.h"
 
 #ifdef HFX_HVX
+#include "../../hvx/hvx_im2col.h"
 #include "../../hvx/hvx_qgemm.h"
-#include "../../hvx/hvx_util.h"
 
 enum { IN_A, IN_B, IN_ZA, IN_ZB, IN_SCALE, IN_ZY, IN_BIAS }; /* qmatmul.c's input slots */
 _Static_assert(HFX_QMM_HVX_PANEL == HVX_QGEMM_PANEL, "qmatmul.c plans items of whole panels");
@@ -46,14 +47,14 @@ typedef struct qgemm_io {
     uint32_t ta, tb, ty;
     int32_t za, zy;
     bool zb_cols, scale_cols;
-    bool raw; /* IMATMUL: Y is the int32 accumulators (no scale, zy or bias inputs) */
+    bool raw; /* IMATMUL, ICONV2D: Y is the int32 accumulators (no scale, zy or bias inputs) */
 } qgemm_io;
 
 static bool io_of(const hfx_kernel_args *a, qgemm_io *io) {
     const hfx_tensor *t = a->prog->tensors;
     const hfx_op *op = a->op;
     io->ta = t[op->in[IN_A]].dtype, io->tb = t[op->in[IN_B]].dtype, io->ty = t[op->out[0]].dtype;
-    io->raw = op->opcode == HFX_OP_IMATMUL;
+    io->raw = op->opcode == HFX_OP_IMATMUL || op->opcode == HFX_OP_ICONV2D;
     if (!narrow(io->ta) || !narrow(io->tb) || (!io->raw && !narrow(io->ty))) return false;
     io->za = load_narrow(a->in[IN_ZA], io->ta, 0);
     io->zb_cols = t[op->in[IN_ZB]].numel > 1;
@@ -97,77 +98,12 @@ bool hfx_qmatmul_hvx(const hfx_kernel_args *a, uint64_t k, uint64_t n, uint64_t 
     return true;
 }
 
-/* bytes of one im2col row: the item's pixels and 128 bytes of slack for the vector stores' overshoot */
-static size_t im2col_ld(uint64_t np) { return ldc_of(np) + HVX_BYTES; }
-
 size_t hfx_qconv_hvx_ws_bytes(uint64_t kk, uint64_t pixels) {
-    return hfx_qgemm_hvx_ws_bytes(kk, pixels) + kk * im2col_ld(pixels);
+    return hfx_qgemm_hvx_ws_bytes(kk, pixels) + kk * hvx_im2col_ld(pixels);
 }
 
-/* dst[0, n) = v; stores up to 127 bytes past n */
-static void fill_bytes(uint8_t *dst, HVX_Vector v, size_t n) {
-    for (size_t q = 0; q < n; q += HVX_BYTES) *(hvx_uvec *)(void *)(dst + q) = v;
-}
-
-/* dst[0, n) = src[0, n); reads nothing at or past end, stores up to 127 bytes past n */
-static void copy_bytes(uint8_t *dst, const uint8_t *src, size_t n, const uint8_t *end) {
-    for (size_t q = 0; q < n; q += HVX_BYTES) {
-        size_t left = (size_t)(end - (src + q));
-        HVX_Vector v = left >= HVX_BYTES ? *(const hvx_uvec *)(const void *)(src + q)
-                                         : hvx_load_partial(src + q, n - q < left ? n - q : left);
-        *(hvx_uvec *)(void *)(dst + q) = v;
-    }
-}
-
-typedef struct conv_geom {
-    uint64_t cg, kh, kw, H, W, ow_n;
-    int64_t sh, sw, dh, dw, pt, pl;
-} conv_geom;
-
-/* One tap's im2col row over output pixels [p0, p0 + np): one segment per output row, its padding and
- * (stride 1) its contiguous run of X, vector by vector. */
-static void im2col_tap(const uint8_t *xc, const uint8_t *x_end, const conv_geom *g, uint64_t i, uint64_t j, uint64_t p0,
-                       uint64_t np, uint8_t zx, uint8_t *row) {
-    HVX_Vector pad = Q6_Vb_vsplat_R(zx);
-    for (uint64_t p = 0; p < np;) {
-        uint64_t oh = (p0 + p) / g->ow_n, ow = (p0 + p) % g->ow_n;
-        uint64_t len = g->ow_n - ow < np - p ? g->ow_n - ow : np - p;
-        int64_t ih = (int64_t)oh * g->sh + (int64_t)i * g->dh - g->pt;
-        int64_t iw0 = (int64_t)ow * g->sw + (int64_t)j * g->dw - g->pl; /* the segment's first input column */
-        uint8_t *dst = row + p;
-        const uint8_t *xrow = xc + (uint64_t)(ih < 0 ? 0 : ih) * g->W;
-        if (ih < 0 || ih >= (int64_t)g->H) {
-            fill_bytes(dst, pad, len);
-        } else if (g->sw == 1) {
-            int64_t lp = iw0 < 0 ? -iw0 : 0, end = (int64_t)g->W - iw0; /* valid q: [lp, end) */
-            if (lp > (int64_t)len) lp = (int64_t)len;
-            if (end > (int64_t)len) end = (int64_t)len;
-            if (end < lp) end = lp;
-            fill_bytes(dst, pad, (size_t)lp);
-            copy_bytes(dst + lp, xrow + iw0 + lp, (size_t)(end - lp), x_end);
-            fill_bytes(dst + end, pad, len - (uint64_t)end);
-        } else {
-            for (uint64_t q = 0; q < len; q++) {
-                int64_t iw = iw0 + (int64_t)q * g->sw;
-                dst[q] = iw >= 0 && iw < (int64_t)g->W ? xrow[iw] : zx;
-            }
-        }
-        p += len;
-    }
-}
-
-/* T[k][p] (rows of ld bytes) = X's byte at tap k for output pixel p0 + p, zx's in the padding */
-static void im2col_rows(const uint8_t *xc, const uint8_t *x_end, const conv_geom *g, uint64_t p0, uint64_t np,
-                        uint8_t zx, uint8_t *t, size_t ld) {
-    uint64_t k = 0;
-    for (uint64_t c = 0; c < g->cg; c++)
-        for (uint64_t i = 0; i < g->kh; i++)
-            for (uint64_t j = 0; j < g->kw; j++, k++)
-                im2col_tap(xc + c * g->H * g->W, x_end, g, i, j, p0, np, zx, t + k * ld);
-}
-
-static conv_geom geom_of(const hfx_tensor *xt, const hfx_tensor *wt, const int32_t *pr, uint64_t ow_n) {
-    conv_geom g = {wt->dims[1], wt->dims[2], wt->dims[3], xt->dims[2], xt->dims[3], ow_n, 0, 0, 0, 0, 0, 0};
+static hvx_conv_geom geom_of(const hfx_tensor *xt, const hfx_tensor *wt, const int32_t *pr, uint64_t ow_n) {
+    hvx_conv_geom g = {wt->dims[1], wt->dims[2], wt->dims[3], xt->dims[2], xt->dims[3], ow_n, 0, 0, 0, 0, 0, 0};
     g.sh = pr[HFX_P_CONV_STRIDE_H], g.sw = pr[HFX_P_CONV_STRIDE_W];
     g.dh = pr[HFX_P_CONV_DILATION_H], g.dw = pr[HFX_P_CONV_DILATION_W];
     g.pt = pr[HFX_P_CONV_PAD_TOP], g.pl = pr[HFX_P_CONV_PAD_LEFT];
@@ -175,7 +111,6 @@ static conv_geom geom_of(const hfx_tensor *xt, const hfx_tensor *wt, const int32
 }
 
 bool hfx_qconv_hvx(const hfx_kernel_args *a, uint64_t img, uint64_t g, uint64_t p0, uint64_t np) {
-    if (a->op->opcode == HFX_OP_ICONV2D) return false; /* ConvInteger: the C path (qmatmul.c) on HVX builds */
     qgemm_io io;
     if (!io_of(a, &io)) return false;
     const hfx_op *op = a->op;
@@ -183,16 +118,16 @@ bool hfx_qconv_hvx(const hfx_kernel_args *a, uint64_t img, uint64_t g, uint64_t 
     uint64_t groups = (uint64_t)op->params[HFX_P_CONV_GROUP], m_all = wt->dims[0], mg = m_all / groups;
     uint64_t kk = (uint64_t)wt->dims[1] * wt->dims[2] * wt->dims[3], pixels = (uint64_t)yt->dims[2] * yt->dims[3];
     qgemm_ws w = ws_of(a->ws, kk, np);
-    const int32_t *bias = op->n_in > IN_BIAS ? a->in[IN_BIAS] : NULL;
-    const float *scale = a->in[IN_SCALE];
+    const int32_t *bias = !io.raw && op->n_in > IN_BIAS ? a->in[IN_BIAS] : NULL;
+    const float *scale = io.raw ? NULL : a->in[IN_SCALE];
     bool x_signed = io.ta == HFX_DTYPE_I8;
     int32_t zxp = io.za + hvx_qgemm_voff(x_signed);
     uint64_t x_at = (img * xt->dims[1] + g * wt->dims[1]) * xt->dims[2] * xt->dims[3];
-    conv_geom geo = geom_of(xt, wt, op->params, yt->dims[3]);
+    hvx_conv_geom geo = geom_of(xt, wt, op->params, yt->dims[3]);
     const uint8_t *x = a->in[IN_A];
     uint8_t *t_rows = (uint8_t *)a->ws + hfx_qgemm_hvx_ws_bytes(kk, np);
-    im2col_rows(x + x_at, x + xt->numel, &geo, p0, np, (uint8_t)io.za, t_rows, im2col_ld(np));
-    hvx_qgemm_pack(t_rows, im2col_ld(np), x_signed, kk, np, w.packed);
+    hvx_im2col_rows(x + x_at, x + xt->numel, &geo, p0, np, (uint8_t)io.za, t_rows, hvx_im2col_ld(np));
+    hvx_qgemm_pack(t_rows, hvx_im2col_ld(np), x_signed, kk, np, w.packed);
     hvx_qgemm_col_sums(w.packed, kk, np, w.vsum);
     for (uint64_t c = 0; c < w.ldc; c++) w.zvp[c] = zxp;
     hvx_qgemm_cols cols = {NULL, w.zvp, w.vsum};
@@ -207,9 +142,12 @@ bool hfx_qconv_hvx(const hfx_kernel_args *a, uint64_t img, uint64_t g, uint64_t 
         }
         hvx_qgemm_rows(w.srows, rows, io.tb == HFX_DTYPE_I8, zs, brow, w.packed, &cols, kk, np, w.acc);
         for (int i = 0; i < rows; i++) {
-            uint64_t mm = g * mg + m + (uint64_t)i;
-            hvx_qgemm_requant(w.acc + (size_t)i * w.ldc, np, scale + (io.scale_cols ? mm : 0), 0, io.zy,
-                              io.ty == HFX_DTYPE_I8, (uint8_t *)a->out[0] + (img * m_all + mm) * pixels + p0);
+            uint64_t mm = g * mg + m + (uint64_t)i, at = (img * m_all + mm) * pixels + p0;
+            if (io.raw)
+                hvx_qgemm_store_words(w.acc + (size_t)i * w.ldc, np, (uint8_t *)a->out[0] + at * sizeof(int32_t));
+            else
+                hvx_qgemm_requant(w.acc + (size_t)i * w.ldc, np, scale + (io.scale_cols ? mm : 0), 0, io.zy,
+                                  io.ty == HFX_DTYPE_I8, (uint8_t *)a->out[0] + at);
         }
     }
     return true;

@@ -25,6 +25,7 @@
 
 #include "hvx_kernels.h"
 #include "hvx_dequant.h"
+#include "hvx_im2col.h"
 #include "hvx_qpool.h"
 #include "hvx_qeltwise.h"
 #include "hvx_qgemm.h"
@@ -582,6 +583,33 @@ static void qgemm_item(const uint8_t *A, const uint8_t *B, uint8_t *Y, int M, in
     }
 }
 
+/* An ICONV2D item as qmatmul_hvx.c runs it (u8 X and W, per-tensor zero points): the im2col rows of its np
+ * pixels, packed, their column sums, then 4 output channels at a time copied, accumulated and stored as
+ * int32 (Y: M rows of np words). */
+static void iconv_item(const uint8_t *X, const uint8_t *W, uint8_t *Y, const hvx_conv_geom *g, int M, size_t np)
+{
+    size_t kk = (size_t)(g->cg * g->kh * g->kw), ldc = (np + HVX_QGEMM_PANEL - 1) / HVX_QGEMM_PANEL * HVX_QGEMM_PANEL;
+    size_t ld = hvx_im2col_ld(np), rb = hvx_qgemm_row_bytes(kk);
+    uint8_t *t = pool_y, *packed = pool_r;
+    int32_t *zvp = (int32_t *)(void *)(packed + hvx_qgemm_packed_bytes(kk, np)), *vsum = zvp + ldc;
+    int32_t *acc = vsum + ldc;
+    uint8_t *rows = (uint8_t *)(acc + 4 * ldc);
+    hvx_im2col_rows(X, X + g->cg * g->H * g->W, g, 0, np, 5, t, ld);
+    hvx_qgemm_pack(t, ld, 0, kk, np, packed);
+    hvx_qgemm_col_sums(packed, kk, np, vsum);
+    for (size_t c = 0; c < ldc; c++)
+        zvp[c] = 5;
+    hvx_qgemm_cols cols = {NULL, zvp, vsum};
+    int32_t zs[4] = {3, 3, 3, 3}, brow[4] = {0, 0, 0, 0};
+    for (int m = 0; m < M; m += 4) {
+        for (int i = 0; i < 4; i++)
+            hvx_qgemm_copy_row(W + (size_t)(m + i) * kk, kk, rows + i * rb);
+        hvx_qgemm_rows(rows, 4, 0, zs, brow, packed, &cols, kk, np, acc);
+        for (int i = 0; i < 4; i++)
+            hvx_qgemm_store_words(acc + i * ldc, np, Y + (size_t)(m + i) * np * 4);
+    }
+}
+
 /* Fixed small sizes, 128-byte aligned buffers; the caller counts the packets
  * executed inside the kernel under qemu -singlestep -d exec. */
 static int run_packets(const char *kernel)
@@ -640,6 +668,15 @@ static int run_packets(const char *kernel)
         int M = 8, N = 256, K = 128; /* as hvx_matmul_i8: 2048 vrmpy */
         qgemm_item(pool_a, pool_b, pool_y, M, K, N, kernel[4] == 'i');
         hx_printf("PACKETS %s units=%d unit=vrmpy\n", kernel, M * (N / 32) * (K / 4));
+        return 0;
+    }
+    if (strcmp(kernel, "hvx_iconv") == 0) {
+        /* 32 -> 64 channels, 3x3 padded, 4 x 32 pixels (a mid-sized conv of ddddocr_ocr_int8): K = 288,
+         * N = 128 as 64 x (128/32) x (288/4) vrmpy; W, then Y at 32 KiB in pool_b */
+        hvx_conv_geom g = {32, 3, 3, 4, 32, 32, 1, 1, 1, 1, 1, 1};
+        int M = 64, np = 4 * 32;
+        iconv_item(pool_a, pool_b, pool_b + 32 * 1024, &g, M, (size_t)np);
+        hx_printf("PACKETS %s units=%d unit=vrmpy\n", kernel, M * (np / 32) * (32 * 9 / 4));
         return 0;
     }
     if (strcmp(kernel, "hvx_maxpool") == 0) {

@@ -39,7 +39,8 @@
  * per-tensor and per-column zero points and scales, a bias that wraps int32, extremes only, buffers
  * at odd addresses), bit for bit against dsp/ref/ref_qmatmul.h: on Hexagon builds the HVX vrmpy path.
  * MatMulInteger the same way (every u8/i8 pair, per-tensor and per-column zero points, columns split
- * over items, an int32 Y at an odd address between guard bytes).
+ * over items, an int32 Y at an odd address between guard bytes), ConvInteger on QConv2D's shapes and
+ * depthwise ones, and its packets (qemu's counter) against QConv2D's on one conv: the same item path.
  *
  * A fifth runs the integer ops of a dynamically quantised conv's bias chain, bit for bit against
  * ref_cast_f32_i32 (dsp/ref/ref_quant.h) and wrapping arithmetic in C:
@@ -718,6 +719,8 @@ typedef struct qm_shape {
     int edge;
 } qm_shape;
 
+uint32_t hx_qemu_packets(void); /* qemu's executed-packet counter (dsp/hexagon/emulate/qemu_counters.S) */
+
 static int32_t qm_load(const uint8_t *p, int is_u8, int i) { return is_u8 ? p[i] : (int8_t)p[i]; }
 
 static uint8_t qm_byte(qt_rng *r, int edge)
@@ -876,8 +879,9 @@ typedef struct qc_shape {
     int per_channel, edge;
 } qc_shape;
 
-/* QCONV2D, or ICONV2D (ConvInteger: its int32 accumulators, no scale, zy or bias) when ty is 2 */
-static int qconv_case(hfx_pool *pool, const qc_shape *sh, int tx, int tw, int ty, qt_rng *r)
+/* QCONV2D, or ICONV2D (ConvInteger: its int32 accumulators, no scale, zy or bias) when ty is 2; a guard
+ * byte either side of Y. packets (may be NULL): qemu's executed packets of the hfx_run call. */
+static int qconv_case(hfx_pool *pool, const qc_shape *sh, int tx, int tw, int ty, qt_rng *r, uint64_t *packets)
 {
     int raw = ty == 2;
     const uint32_t *xd = sh->x, *wd = sh->w;
@@ -886,7 +890,7 @@ static int qconv_case(hfx_pool *pool, const qc_shape *sh, int tx, int tw, int ty
     uint32_t ow = (xd[3] + (uint32_t)(pr[1] + pr[3]) - (uint32_t)pr[7] * (wd[3] - 1) - 1) / (uint32_t)pr[5] + 1;
     uint32_t yd[4] = {xd[0], wd[0], oh, ow}, m = wd[0], ncol = sh->per_channel ? m : 1;
     uint32_t nx = xd[0] * xd[1] * xd[2] * xd[3], nw = wd[0] * wd[1] * wd[2] * wd[3], ny = yd[0] * m * oh * ow;
-    uint8_t *X = malloc(nx + 1), *Wb = malloc(nw + 1), *Y = malloc(ny * 4 + 1), *zwb = malloc(m), zx[4], zy[4];
+    uint8_t *X = malloc(nx + 1), *Wb = malloc(nw + 1), *Y = malloc(ny * 4 + 2), *zwb = malloc(m), zx[4], zy[4];
     int32_t *Xi = malloc(nx * 4), *Wi = malloc(nw * 4), *bias = malloc(m * 4), *zw = malloc(m * 4);
     float *sc = malloc(m * 4);
     uint8_t dt[3] = {HFX_DTYPE_I8, HFX_DTYPE_U8, HFX_DTYPE_I32};
@@ -901,6 +905,8 @@ static int qconv_case(hfx_pool *pool, const qc_shape *sh, int tx, int tw, int ty
         sc[j] = j % 2 ? 0.5f : (float)qt_range(r, 1, 10000) * 1e-6f;
         bias[j] = sh->edge ? (j % 2 ? INT32_MIN : INT32_MAX) : (int32_t)qt_range(r, -10000, 10000);
     }
+    uint32_t ybytes = raw ? ny * 4 : ny;
+    memset(Y, 0xa5, ny * 4 + 2);
     hfxb b;
     hfxb_init(&b);
     uint32_t in[7];
@@ -925,9 +931,14 @@ static int qconv_case(hfx_pool *pool, const qc_shape *sh, int tx, int tw, int ty
         const void *ins[6] = {X + 1, zx, zwb, sc, zy, bias};
         void *outs[1] = {Y + 1};
         hfx_run_result res;
+        uint32_t before = hx_qemu_packets();
         ok = hfx_run(pool, prog, ins, raw ? 3 : bias_in ? 6 : 5, outs, 1, NULL, NULL, &res) == HFX_OK;
+        if (packets)
+            *packets = (uint32_t)(hx_qemu_packets() - before);
         hfx_program_free(prog);
     }
+    if (ok && (Y[0] != 0xa5 || Y[1 + ybytes] != 0xa5))
+        ok = 0, hx_printf("QConv2D types %d%d%d: a guard byte of Y was written\n", tx, tw, ty);
     int32_t lo = ty ? 0 : -128, hi = ty ? 255 : 127, p6[6] = {pr[0], pr[1], pr[4], pr[5], pr[6], pr[7]};
     int32_t zxv = qm_load(zx, tx, 0), zyv = raw ? 0 : qm_load(zy, ty, 0);
     uint32_t cg = wd[1], mg = m / (uint32_t)pr[8];
@@ -950,7 +961,8 @@ static int qconv_case(hfx_pool *pool, const qc_shape *sh, int tx, int tw, int ty
 
 /* test_kernels.c's host shapes (grouped with pads, strides and dilations; a 1x1 per tensor) plus
  * channels not a multiple of the 4-row tile, taps not a multiple of 4, more than 128 pixels, extremes,
- * stride 2 in both axes, and rows of 300 pixels (im2col runs of several vectors up to X's end). */
+ * stride 2 in both axes, rows of 300 pixels (im2col runs of several vectors up to X's end), and
+ * depthwise convs (3x3 padded; stride 2 on extremes). */
 static void test_qconv_program(hfx_pool *pool)
 {
     static const qc_shape shapes[] = {
@@ -960,18 +972,38 @@ static void test_qconv_program(hfx_pool *pool)
         {{1, 8, 9, 9}, {5, 8, 2, 2}, {0, 1, 1, 0, 1, 1, 1, 1, 1}, 1, 1},
         {{1, 4, 11, 12}, {6, 4, 3, 3}, {1, 1, 1, 1, 2, 2, 1, 1, 1}, 1, 0},
         {{1, 2, 5, 300}, {3, 2, 1, 3}, {0, 1, 0, 1, 1, 1, 1, 1, 1}, 0, 0},
+        {{2, 6, 10, 13}, {6, 1, 3, 3}, {1, 1, 1, 1, 1, 1, 1, 1, 6}, 1, 0},
+        {{1, 5, 9, 11}, {5, 1, 3, 3}, {1, 1, 1, 1, 2, 2, 1, 1, 5}, 0, 1},
     };
+    enum { N_SHAPES = sizeof shapes / sizeof shapes[0] };
     qt_rng r = {777};
     int ok = 1;
-    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+    for (size_t s = 0; s < N_SHAPES; s++)
         for (int t = 0; t < 8; t++)
-            ok &= qconv_case(pool, &shapes[s], t & 1, (t >> 1) & 1, (t >> 2) & 1, &r);
-    expect(ok, "QConv2D u8/i8 x u8/i8 -> u8/i8 bit-exact against ref_qmatmul.h (6 shapes x 8 types)");
+            ok &= qconv_case(pool, &shapes[s], t & 1, (t >> 1) & 1, (t >> 2) & 1, &r, NULL);
+    expect(ok, "QConv2D u8/i8 x u8/i8 -> u8/i8 bit-exact against ref_qmatmul.h (8 shapes x 8 types)");
     ok = 1;
-    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+    for (size_t s = 0; s < N_SHAPES; s++)
         for (int t = 0; t < 4; t++)
-            ok &= qconv_case(pool, &shapes[s], t & 1, (t >> 1) & 1, 2, &r);
-    expect(ok, "ConvInteger u8/i8 x u8/i8 -> i32 (the C path on HVX builds) bit-exact against ref_qconv_acc");
+            ok &= qconv_case(pool, &shapes[s], t & 1, (t >> 1) & 1, 2, &r, NULL);
+    expect(ok, "ConvInteger u8/i8 x u8/i8 -> i32 bit-exact against ref_qconv_acc (8 shapes x 4 types), "
+               "nothing written outside Y");
+}
+
+/* ConvInteger takes QConv2D's item path (on Hexagon builds the HVX one: im2col and vrmpy), only the
+ * int32 sums stored instead of requantised: on the same conv (16 -> 32 channels, 3x3 padded, 480
+ * pixels) its packets stay within 1.25x of QConv2D's. The C path costs several times more. */
+static void test_iconv_path(hfx_pool *pool)
+{
+    static const qc_shape sh = {{1, 16, 20, 24}, {32, 16, 3, 3}, {1, 1, 1, 1, 1, 1, 1, 1, 1}, 1, 0};
+    qt_rng r = {4242};
+    uint64_t q = 0, i = 0;
+    int ok = qconv_case(pool, &sh, 1, 0, 1, &r, &q);
+    ok &= qconv_case(pool, &sh, 1, 0, 2, &r, &i);
+    hx_printf("     packets of one call: QConv2D %llu, ConvInteger %llu (%u MACs)\n", (unsigned long long)q,
+              (unsigned long long)i, 32u * 16u * 9u * 480u);
+    expect(ok && q > 0 && i * 4 <= q * 5, "ConvInteger u8 x i8 runs QConv2D's item path: bit-exact, packets "
+                                          "within 1.25x of QConv2D's on the same conv");
 }
 
 /* ---- task program v2: a template specialized to other shapes, parsed and run ----
@@ -1285,6 +1317,7 @@ int main(void)
     test_qmatmul_program(pool);
     test_imatmul_program(pool);
     test_qconv_program(pool);
+    test_iconv_path(pool);
     qt_end_group(&T, "QMatMul / MatMulInteger / QConv2D / ConvInteger");
     /* ---- task program v2: specialize on the DSP side too ---- */
     qt_begin_group(&T);
