@@ -48,7 +48,7 @@ import onnxruntime as ort
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hexfuse_onnx import contract as C  # noqa: E402
-from hexfuse_onnx import costmodel, pipeline, report, runtime, verify  # noqa: E402
+from hexfuse_onnx import costmodel, pipeline, report, rewrite, runtime, verify  # noqa: E402
 from hexfuse_onnx.errors import HexfuseError, VerificationError  # noqa: E402
 from hexfuse_onnx.lowering import attach_programs, lower_function  # noqa: E402
 from hexfuse_onnx.tools import emulate  # noqa: E402
@@ -97,7 +97,7 @@ def _options(config: dict[str, str], plugin: bool) -> ort.SessionOptions:
 def worst_steps(fused: onnx.ModelProto, typed: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, float]:
     """Per ORT configuration, the plugin's worst pair output error in quantization steps against
     ORT running the original."""
-    pair_outputs = [t for n in fused.graph.node if n.op_type == "FusedHexPair" for t in n.output]
+    pair_outputs = rewrite.pair_output_tensors(fused)
     fused_typed = onnx.ModelProto()
     fused_typed.CopyFrom(fused)
     fused_typed.graph.value_info.extend(v for v in typed.graph.value_info if v.name in pair_outputs)
@@ -121,7 +121,7 @@ def ort_spread(fused: onnx.ModelProto, typed: onnx.ModelProto, feeds: dict[str, 
     """ORT against itself on the pair outputs: the worst difference in steps between its run of the
     original at 1 intra-op thread and at each of THREADS (MatMulNBits in f32). MLAS sums a GEMM in K
     blocks that follow its thread split, so this is how far "ORT's result" moves with the machine."""
-    pair_outputs = [t for n in fused.graph.node if n.op_type == "FusedHexPair" for t in n.output]
+    pair_outputs = rewrite.pair_output_tensors(fused)
     typed_bytes, steps = with_outputs(typed, pair_outputs), steps_of(typed)
 
     def run(threads: int) -> list[np.ndarray]:

@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 import onnx
 
-from . import contract as C
 from . import graph as graph_mod
 from . import probe
 from .costmodel import Target, get_target
@@ -28,7 +27,7 @@ from .lowering import LoweringError
 from .modelio import stage
 from .profile import GraphProfile, profile_graph
 from .qdq import is_dq_node, output_steps, quantized_tensors
-from .rewrite import fuse, next_pair_id, prepare
+from .rewrite import fuse, next_pair_id, pair_output_tensors, prepare
 from .select import DEFAULT_MIN_GAIN, Rejection, blocker_of, select
 from .subgraphs import (
     Branch,
@@ -660,8 +659,7 @@ def _grown_after_pairs(staged: Path, reference: Reference, made: list[str], opti
 
 
 def _pair_outputs(staged: Path) -> list[str]:
-    fused = onnx.load(str(staged), load_external_data=False)
-    return [t for n in fused.graph.node if (n.domain, n.op_type) == (C.DOMAIN, C.OP_TYPE) for t in n.output]
+    return pair_output_tensors(onnx.load(str(staged), load_external_data=False))
 
 
 def _failing_pairs(

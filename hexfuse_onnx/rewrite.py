@@ -206,6 +206,17 @@ def _type_pair_outputs(g: ModelGraph, graph: onnx.GraphProto, pairs: list[Pair])
                 graph.value_info.append(helper.make_value_info(t, helper.make_tensor_type_proto(elem, None)))
 
 
+def pair_output_tensors(model: onnx.ModelProto) -> list[str]:
+    """The graph tensors the FusedHexPair nodes' outputs stand for, which the original model has
+    too: an output itself, or for a micro-batch half the whole tensor its Concat makes."""
+    out: dict[str, None] = {}
+    for n in model.graph.node:
+        if (n.domain, n.op_type) == (C.DOMAIN, C.OP_TYPE):
+            kind = KINDS[attribute(n, C.ATTR_KIND, b"").decode()]
+            out.update((kind.original_tensor(n.overload, t), None) for t in n.output)
+    return list(out)
+
+
 def next_pair_id(model: onnx.ModelProto) -> int:
     """The number of the first pair `prepare` numbers in this model: pair k gets `pair{first + k}`."""
     used = [f.overload for f in model.functions if f.domain == C.DOMAIN and f.overload.startswith("pair")]

@@ -286,3 +286,53 @@ def test_a_wide_fork_pairs_its_largest_branch_too() -> None:
     found = [(names(g, c.task_a), names(g, c.task_b)) for c in candidates(g, [KIND_BRANCHES])]
     assert any(chain in (a, b) for a, b in found)
     assert any({"short0"} in (a, b) for a, b in found)  # the first ones stay
+
+
+def _transpose_then_chain(tmp_path: Path, config: str) -> Path:
+    """x[64, 16] -> Transpose -> MatMul(w) -> Tanh -> Transpose, quantized by the QNN recipe: the
+    chain between the Transposes (which mix rows) reads the first one's QuantizeLinear's integer
+    output, as ddddocr_ocr's tail reads its LSTM's, and ends where the second one's group begins."""
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array(rng.normal(0, 0.2, (64, 256)).astype(np.float32), "w")
+    nodes = [
+        helper.make_node("Transpose", ["x"], ["s"], name="transpose", perm=[1, 0]),
+        helper.make_node("MatMul", ["s", "w"], ["m"], name="matmul"),
+        helper.make_node("Tanh", ["m"], ["t"], name="tanh"),
+        helper.make_node("Transpose", ["t"], ["y"], name="transpose_back", perm=[1, 0]),
+    ]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [64, 16])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [256, 16])
+    model = helper.make_model(
+        helper.make_graph(nodes, "transpose_chain", [x], [y], initializer=[w]),
+        opset_imports=[helper.make_opsetid("", 17)],
+    )
+    src, dest = tmp_path / "float.onnx", tmp_path / f"qdq_{config}.onnx"
+    onnx.save(model, src)
+    feeds = [{"x": rng.normal(0, 1, (64, 16)).astype(np.float32)} for _ in range(4)]
+    quantized.quantize(src, dest, feeds, config)
+    return dest
+
+
+@pytest.mark.parametrize("config", ["u8u8", "u16u8"])
+def test_a_chain_after_an_ops_quantize_starts_at_its_integer_tensor(tmp_path: Path, config: str) -> None:
+    """The QuantizeLinear of an op before the chain belongs to that op's QDQ group, the
+    DequantizeLinear after it to the next op's: a micro-batch chain split both (ddddocr_ocr:
+    "'361_QuantizeLinear' quantizes node 'LSTM_79' outside the task", its only live candidate;
+    mha_encoder: "'gemm_output_reshape_arg_DequantizeLinear' feeds node 'gemm_output_reshape_new_
+    reshape' outside the task"). The chain starts at the DequantizeLinear and ends at the
+    QuantizeLinear instead, on integer tensors, and the rewrite matches stock ORT bit for bit."""
+    from hexfuse_onnx.select import evaluate
+
+    path = _transpose_then_chain(tmp_path, config)
+    a = pipeline.analyse(path, ["microbatch"])
+    (c,) = [c for c in a.candidates if c.kind == KIND_MICROBATCH]
+    ops = [a.graph.nodes[i].op_type for i in c.task_a]
+    assert ops[0] == "DequantizeLinear" and ops[-1] == "QuantizeLinear" and "Transpose" not in ops
+    assert {"MatMul", "Tanh"} <= set(ops)
+    got = evaluate(a.graph, a.profile, c, a.target)
+    assert not (isinstance(got, str) and got.startswith("splits a QDQ group")), got
+    if config == "u16u8":
+        return  # ORT makes the original's DQ(weight) + MatMul a MatMulNBits (test_rewrite: refused)
+    r = pipeline.rewrite(path, tmp_path / "fused.onnx", ["microbatch"], min_gain=-1.0)  # kept whatever it saves
+    assert r.output is not None and r.comparison is not None and r.comparison.worst_relative_error == 0.0
+    assert [p.kind for p in r.analysis.pairs] == [KIND_MICROBATCH]

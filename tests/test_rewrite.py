@@ -16,7 +16,7 @@ from hexfuse_onnx import contract as C
 from hexfuse_onnx import pipeline, runtime, verify
 from hexfuse_onnx.kinds import KINDS
 from hexfuse_onnx.lowering import lower_pair
-from hexfuse_onnx.rewrite import unfuse
+from hexfuse_onnx.rewrite import pair_output_tensors, unfuse
 
 FUSABLE = [
     "two_branch",
@@ -117,6 +117,9 @@ def test_microbatch_rewrite_splits_and_concats(rewritten: dict[str, Path]) -> No
     (fused,) = [n for n in m.graph.node if n.domain == C.DOMAIN]
     sizes = next(onnx.helper.get_attribute_value(a) for a in fused.attribute if a.name == C.ATTR_MICROBATCH_SIZES)
     assert sum(sizes) == 8
+    (concat,) = [n for n in m.graph.node if n.op_type == "Concat"]
+    assert list(concat.input) == list(fused.output)  # the halves, which the original does not have
+    assert pair_output_tensors(m) == list(concat.output)  # what verification compares: the whole
 
 
 def test_microbatch_through_reshapes_gives_each_copy_its_rows_and_unfuses(tmp_path: Path) -> None:

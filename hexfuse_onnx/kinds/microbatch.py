@@ -278,14 +278,15 @@ def find_chains(g: ModelGraph, facts: DagFacts) -> list[Candidate]:
     used: set[int] = set()
     out: list[Candidate] = []
     for start in range(len(g.nodes)):
-        if start in used or facts.const[start]:
+        if start in used or facts.const[start] or _quantizes_an_op(g, start):
             continue
         rows = _row_inputs(g, facts, start, None)
         data = rows[0] if rows is not None and len(rows) == 1 else None
         batch = _batch_of(g, data) if data is not None else None
-        if data is None or batch is None:
+        if data is None or batch is None or _dequantized(g, data):
             continue
         chain = _grow(g, facts, start, data, batch, used)
+        chain = _without_foreign_dequantize(g, chain)  # the next chain may start at those
         used.update(chain)
         engines = {engine_of(g.nodes[i]) for i in chain}
         if len(chain) < 2 or Engine.MATRIX not in engines or not engines & {Engine.VECTOR, Engine.MEMORY}:
@@ -300,6 +301,40 @@ def find_chains(g: ModelGraph, facts: DagFacts) -> list[Candidate]:
             )
         )
     return out
+
+
+# A chain takes QDQ groups whole (qdq.split_group): it is split and joined on integer tensors, not
+# between an op and its QuantizeLinear or a DequantizeLinear and its op (ddddocr_ocr: its LSTM's Y,
+# whose Transpose/Reshape/Gemm tail splits along the sequence; mha_encoder's Gemm chains ending
+# at the DequantizeLinear of the next Reshape's group).
+
+
+def _is_dq(n: onnx.NodeProto) -> bool:
+    return n.op_type == "DequantizeLinear" and n.domain in QDQ_DOMAINS
+
+
+def _quantizes_an_op(g: ModelGraph, i: int) -> bool:
+    """A QuantizeLinear of a compute op's output: that op's group, so no chain starts there."""
+    n = g.nodes[i]
+    if n.op_type != "QuantizeLinear" or n.domain not in QDQ_DOMAINS:
+        return False
+    p = g.producer.get(n.input[0])
+    return p is not None and not _is_dq(g.nodes[p])
+
+
+def _dequantized(g: ModelGraph, t: str) -> bool:
+    """A DequantizeLinear's output: a chain starting at its reader would leave the reader's
+    DequantizeLinear outside (the chain starts at the DequantizeLinear, when it has no other reader)."""
+    p = g.producer.get(t)
+    return p is not None and _is_dq(g.nodes[p])
+
+
+def _without_foreign_dequantize(g: ModelGraph, chain: list[int]) -> list[int]:
+    """The chain without its trailing DequantizeLinear nodes that feed ops after it (their groups'):
+    it ends at the QuantizeLinear's integer tensor."""
+    while chain and _is_dq(g.nodes[chain[-1]]) and g.consumers.get(g.nodes[chain[-1]].output[0]):
+        chain = chain[:-1]
+    return chain
 
 
 def _grow(g: ModelGraph, facts: DagFacts, start: int, data: str, batch: int, used: set[int]) -> list[int]:
