@@ -36,6 +36,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from hexfuse_onnx import mode_choice, ort_modes
 from hexfuse_onnx.tools import interleaved, isolated
 from hexfuse_onnx.tools.bench import Config, CpuMeter, load_text
@@ -71,8 +73,27 @@ def explore(name: str, explorations: int, rounds: int, seed: int, work: Path) ->
             "best": sum(m == best.label for m in chosen),
             "right": sum(right(m) for m in chosen),
             "cost": [ratio[m][0] for m in chosen],
+            "explored": explored_over_best([c.session.exploration for c in sessions], best.label),
         }
     return result
+
+
+def explored_over_best(explorations: list[Any], best: str) -> dict[str, dict[str, Any]]:
+    """Per mode, its exploration median / the best mode's, in each exploration, and the calls of
+    it each exploration timed. Beside the counted rounds' ratio: a median ratio
+    near the counted one with a wide spread across explorations is sampling noise (too few calls
+    per mode); a median ratio away from it is the exploration's regime ranking modes otherwise."""
+    out: dict[str, dict[str, Any]] = {}
+    for mode in ort_modes.MODES:
+        pairs = [
+            (e.medians()[mode] / e.medians()[best], len(e.samples[mode]))
+            for e in explorations
+            if mode in e.medians() and best in e.medians()
+        ]
+        if pairs:
+            ratios = [r for r, _ in pairs]
+            out[mode] = {"ratios": ratios, "median": float(np.median(ratios)), "calls": [n for _, n in pairs]}
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -97,9 +118,15 @@ def main(argv: list[str] | None = None) -> int:
                 f"  {regime:<28} chose {counts}: the best {x['best']}/{len(x['chosen'])}, the best or tied "
                 f"{x['right']}/{len(x['chosen'])}, median cost {sorted(x['cost'])[len(x['cost']) // 2]:.3f}x"
             )
+            explored = ", ".join(f"{m} {spread_text(e)}" for m, e in x["explored"].items())
+            print(f"    explored mode / {r['best']} (median [range] over explorations): {explored}")
     if args.json:
         args.json.write_text(json.dumps({"argv": sys.argv, "results": results}, indent=1))
     return 0
+
+
+def spread_text(e: dict[str, Any]) -> str:
+    return f"{e['median']:.3f} [{min(e['ratios']):.3f}, {max(e['ratios']):.3f}] {np.median(e['calls']):.0f} calls"
 
 
 def interleaved_ci(r: tuple[float, float, float]) -> str:
