@@ -7,9 +7,9 @@ carries the mode that ran it fastest here (tuning.py); for any other model
 each of ORT's modes (ort_modes.MODES) and alternates its first calls among them in blocks (Aker:
 prepare the versions, choose at run time; `Exploration`): up to ROUNDS rounds of one block per mode
 (BLOCK counted calls and BLOCK_S in calls, or one and LONG_BLOCK_S), each round in another order; fewer
-rounds (MIN_ROUNDS) when the calls are long enough that they take EXPLORE_S; a mode above
-DROP_RATIO times the best median after a round leaves the rotation. It keeps the mode with the
-lowest median, releases the other sessions, logs the choice once and remembers it in a small
+rounds (MIN_ROUNDS) when the calls are long enough that they take EXPLORE_S; from MIN_ROUNDS rounds on,
+a mode above DROP_RATIO times the best median in each of its blocks leaves the rotation. It keeps the
+mode with the lowest median, releases the other sessions, logs the choice once and remembers it in a small
 cache file keyed by the model's digest and this machine (tuning.fingerprint: CPU, CPU count, ORT
 and hexfuse-onnx versions). One exploration on a busy machine can choose wrong, so the next
 sessions of the model choose again until CONFIRM choices in a row agree (or, after HISTORY, the most
@@ -69,7 +69,8 @@ SWITCH_S = 0.002  # calls in a block's first 2 ms (at least its first call) are 
 LONG_CALL_S = 0.05  # ... unless the call lasts this long: the switch is then a small part of it
 SPIN_US = 1000  # the choosing sessions' thread pools spin this long after a call, then sleep: with
 # ORT's default spin they burnt ~50 ms of CPU after a call (measured), into the next mode's block
-DROP_RATIO = 2.0  # after a round, a mode slower than this times the best leaves the rotation
+DROP_RATIO = 2.0  # from MIN_ROUNDS rounds on, a mode slower than this times the best leaves the rotation
+# (after one round, one disturbed block of ort-seq had read 18x its steady time and dropped the best mode)
 CONFIRM = 2  # choices in a row that must agree before later sessions stop choosing (one made on
 # a busy machine is not kept for good: 3 explorations of mha_encoder in one run chose 2 modes)
 HISTORY = 4  # choices remembered; after this many the most frequent stands
@@ -244,14 +245,16 @@ class Exploration:
     (`williams_row`: no mode always follows the same one). A block ends when it has BLOCK counted
     calls and its calls took BLOCK_S, or one counted call and LONG_BLOCK_S. Not counted: a session's first
     call (ORT sets up its buffers), and a block's first call and its calls in its first SWITCH_S,
-    unless the call lasted LONG_CALL_S. After each round a mode whose median is above DROP_RATIO
-    times the best one's leaves the rotation (ORT_PARALLEL ran mha_encoder 30-90x slower than
-    ort-seq on a loaded 2-core VM: a block of it costs the application more than the rest of the
-    choice). After ROUNDS rounds, or MIN_ROUNDS once its calls have taken EXPLORE_S, or when one
+    unless the call lasted LONG_CALL_S. After each round from MIN_ROUNDS on, a mode whose median is
+    above DROP_RATIO times the best one's in each of its blocks leaves the rotation (ORT_PARALLEL ran
+    mha_encoder 30-90x slower than ort-seq on a loaded 2-core VM: a block of it costs the application
+    more than the rest of the choice; but one block can be disturbed, so a mode has MIN_ROUNDS blocks,
+    all slow, before it goes). After ROUNDS rounds, or MIN_ROUNDS once its calls have taken EXPLORE_S, or when one
     mode is left, the mode with the lowest median is chosen (`chosen`)."""
 
     def __init__(self, modes: Sequence[str]) -> None:
         self.samples: dict[str, list[float]] = {m: [] for m in modes}  # counted calls, us
+        self.fastest_block: dict[str, float] = {}  # per mode, the lowest median of one of its blocks, us
         self.live = list(modes)
         self.chosen: str | None = None
         self._round, self._index = 0, 0  # the round, the block's place in it
@@ -280,6 +283,8 @@ class Exploration:
         self._warm.add(mode)
         lasted = self._block_busy / 1e9  # in calls: rests between them add no samples
         if (self._block_counted >= BLOCK and lasted >= BLOCK_S) or (self._block_counted and lasted >= LONG_BLOCK_S):
+            block = float(np.median(self.samples[mode][-self._block_counted :]))
+            self.fastest_block[mode] = min(block, self.fastest_block.get(mode, block))
             self._block_calls, self._block_counted, self._block_busy = 0, 0, 0
             self._index += 1
             if self._index == len(self.live):
@@ -298,7 +303,8 @@ class Exploration:
         self._round, self._index = self._round + 1, 0
         medians = self.medians()
         best = min(medians[m] for m in self.live)
-        self.live = [m for m in self.live if medians[m] <= DROP_RATIO * best]
+        if self._round >= MIN_ROUNDS:  # every block of a mode that leaves was that slow
+            self.live = [m for m in self.live if self.fastest_block[m] <= DROP_RATIO * best]
         long_enough = self._round >= MIN_ROUNDS and self._busy >= EXPLORE_S * 1e9
         if self._round == ROUNDS or long_enough or len(self.live) == 1:
             self.chosen = min(self.live, key=medians.__getitem__)
