@@ -25,9 +25,7 @@ one-step bar.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import onnx
@@ -211,19 +209,56 @@ def compare_cases(
     """Run the rewritten model on every case; raise VerificationError (naming the case's shapes
     when there are several) on any mismatch. An output in `steps` (a QDQ model's quantized
     output: qdq.output_steps) may also differ by up to that one quantization step."""
+    return compare_runs(run_cases(rewritten, cases, rewritten_options), cases, rtol, steps)
+
+
+@dataclass
+class Run:
+    """The rewritten model's values on one case: its graph outputs (in the case's order) and the
+    tensors it makes inside that were asked for (`run_cases`)."""
+
+    outputs: list[np.ndarray]
+    inner: dict[str, np.ndarray]
+
+
+def run_cases(
+    rewritten: str | os.PathLike[str],
+    cases: list[Case],
+    rewritten_options: ort.SessionOptions | None = None,
+    inner: list[str] | None = None,
+) -> list[Run]:
+    """The rewritten model's values on every case from one session, the tensors `inner` it makes
+    inside (a QDQ pair's outputs) added as graph outputs. ORT removes or fuses no node whose output
+    is a graph output, and the tensors asked for are FusedHexPair outputs, which it fuses with
+    nothing: the graph outputs are those of the model as written (captcha_crnn u16u8's first 10
+    pairs: bit for bit). A session of the whole model costs more than its runs, so one serves both."""
+    inner = list(dict.fromkeys(inner or []))
+    model: str | bytes = with_outputs(onnx.load(str(rewritten)), inner) if inner else str(rewritten)
     try:
-        new_session = session(rewritten, rewritten_options)
+        new_session = session(model, rewritten_options)
     except Exception as exc:
         raise VerificationError(f"the rewritten model does not load in ONNX Runtime: {first_line(exc, 400)}") from None
-    worst = ("", 0.0)
+    runs = []
     for case in cases:
-        where = f" at {case.label}" if len(cases) > 1 else ""
+        names = list(dict.fromkeys(case.names + inner))
         try:
-            got = new_session.run(case.names, case.feeds)
+            got = dict(zip(names, new_session.run(names, case.feeds)))
         except Exception as exc:
+            where = f" at {case.label}" if len(cases) > 1 else ""
             raise VerificationError(f"the rewritten model fails to run{where}: {first_line(exc, 400)}") from None
-        for name, ref, out in zip(case.names, case.expected, got):
-            err = _output_error(name, ref, np.asarray(out), rtol, where, (steps or {}).get(name, 0.0))
+        runs.append(Run([np.asarray(got[n]) for n in case.names], {n: np.asarray(got[n]) for n in inner}))
+    return runs
+
+
+def compare_runs(
+    runs: list[Run], cases: list[Case], rtol: float = DEFAULT_RTOL, steps: dict[str, float] | None = None
+) -> Comparison:
+    """The graph outputs of `runs` (run_cases) against the cases' expected ones, as compare_cases."""
+    worst = ("", 0.0)
+    for case, run in zip(cases, runs):
+        where = f" at {case.label}" if len(cases) > 1 else ""
+        for name, ref, out in zip(case.names, case.expected, run.outputs):
+            err = _output_error(name, ref, out, rtol, where, (steps or {}).get(name, 0.0))
             worst = max(worst, (name, err), key=lambda w: w[1])
     return Comparison(len(cases[0].names), worst[0], worst[1], [c.label for c in cases])
 
@@ -238,62 +273,35 @@ def inner_values(
     return {name: [np.asarray(run[k]) for run in runs] for k, name in enumerate(names)}
 
 
-def compare_inner(
-    expected: dict[str, list[np.ndarray]],
-    rewritten: str | os.PathLike[str],
-    names: list[str],
-    cases: list[Case],
-    rewritten_options: ort.SessionOptions | None = None,
-) -> None:
+def compare_inner(expected: dict[str, list[np.ndarray]], runs: list[Run], names: list[str], cases: list[Case]) -> None:
     """Integer tensors both models make inside (a QDQ pair's outputs) within one step of the
-    original's (`expected`: inner_values) on every case: raise VerificationError naming the first
-    beyond it."""
-    if not names:
-        return
-    for case, name, ref, out in _inner_outputs(expected, rewritten, names, cases, rewritten_options):
-        steps = float(np.abs(np.asarray(out, np.float64) - np.asarray(ref, np.float64)).max(initial=0.0))
-        if steps > 1:
-            where = f" at {case.label}" if len(cases) > 1 else ""
-            raise VerificationError(
-                f"pair output '{name}'{where} is {steps:.0f} quantization steps from the original's"
-            )
+    original's (`expected`: inner_values) on every case (`runs`: run_cases with them): raise
+    VerificationError naming the first beyond it."""
+    for k, (case, run) in enumerate(zip(cases, runs)):
+        for name in names:
+            out, ref = run.inner[name], expected[name][k]
+            steps = float(np.abs(np.asarray(out, np.float64) - np.asarray(ref, np.float64)).max(initial=0.0))
+            if steps > 1:
+                where = f" at {case.label}" if len(cases) > 1 else ""
+                raise VerificationError(
+                    f"pair output '{name}'{where} is {steps:.0f} quantization steps from the original's"
+                )
 
 
-def inner_relative_error(
-    expected: dict[str, list[np.ndarray]],
-    rewritten: str | os.PathLike[str],
-    names: list[str],
-    cases: list[Case],
-    rewritten_options: ort.SessionOptions | None = None,
-) -> float:
-    """The largest relative error of the tensors `names` (pair outputs) of the rewritten model against
-    the original's (`expected`: inner_values), over every case (inf where they disagree on NaN, or
-    where other tensors differ)."""
+def inner_relative_error(expected: dict[str, list[np.ndarray]], runs: list[Run], names: list[str]) -> float:
+    """The largest relative error of the tensors `names` (pair outputs) of the rewritten model's
+    `runs` (run_cases with them) against the original's (`expected`: inner_values), over every case
+    (inf where they disagree on NaN, or where other tensors differ)."""
     worst = 0.0
-    for _, _, ref, out in _inner_outputs(expected, rewritten, names, cases, rewritten_options):
-        ref, out = np.asarray(ref), np.asarray(out)
-        if ref.dtype.kind == "f" and ref.shape == out.shape:
-            err = relative_error(ref, out)
-        else:
-            err = 0.0 if np.array_equal(ref, out) else float("inf")
-        worst = max(worst, err if err == err else float("inf"))
+    for k, run in enumerate(runs):
+        for name in names:
+            ref, out = np.asarray(expected[name][k]), run.inner[name]
+            if ref.dtype.kind == "f" and ref.shape == out.shape:
+                err = relative_error(ref, out)
+            else:
+                err = 0.0 if np.array_equal(ref, out) else float("inf")
+            worst = max(worst, err if err == err else float("inf"))
     return worst
-
-
-def _inner_outputs(
-    expected: dict[str, list[np.ndarray]],
-    rewritten: str | os.PathLike[str],
-    names: list[str],
-    cases: list[Case],
-    rewritten_options: ort.SessionOptions | None,
-) -> Iterator[tuple[Case, str, Any, Any]]:
-    """(case, name, original's value, rewritten's value) of the inner tensors `names`, case by case."""
-    new_session = session(with_outputs(onnx.load(str(rewritten)), names), rewritten_options)
-    inputs = {i.name for i in new_session.get_inputs()}
-    for k, case in enumerate(cases):
-        feeds = {n: v for n, v in case.feeds.items() if n in inputs}
-        for name, out in zip(names, new_session.run(names, feeds)):
-            yield case, name, expected[name][k], out
 
 
 def unoptimised_options() -> ort.SessionOptions:

@@ -442,7 +442,8 @@ def _quantize_model(zero_point: int) -> onnx.ModelProto:
 
 def test_an_inner_quantized_tensor_may_differ_by_one_step_only(tmp_path: Path) -> None:
     """verify.compare_inner, the plugin check of a QDQ pair's outputs that are no graph outputs: one
-    step passes, two are refused with the tensor named."""
+    step passes, two are refused with the tensor named. The values come from verify.run_cases, which
+    runs the graph outputs and the inner tensors in one session."""
     from hexfuse_onnx.errors import VerificationError
 
     original = tmp_path / "original.onnx"
@@ -454,11 +455,13 @@ def test_an_inner_quantized_tensor_may_differ_by_one_step_only(tmp_path: Path) -
     for zero_point, ok in ((3, True), (4, True), (5, False)):
         rewritten = tmp_path / f"zp{zero_point}.onnx"
         onnx.save(_quantize_model(zero_point), rewritten)
+        runs = verify.run_cases(rewritten, [case], inner=["q"])
+        assert np.array_equal(runs[0].outputs[0], np.float32([0.0, 1.0, 2.5, 20.0]))  # y: the graph output too
         if ok:
-            verify.compare_inner(expected, rewritten, ["q"], [case])
+            verify.compare_inner(expected, runs, ["q"], [case])
         else:
             with pytest.raises(VerificationError, match="pair output 'q' is 2 quantization steps"):
-                verify.compare_inner(expected, rewritten, ["q"], [case])
+                verify.compare_inner(expected, runs, ["q"], [case])
     assert onnx.load(original) == _quantize_model(3)  # the input is only read
 
 
@@ -491,10 +494,65 @@ def test_pairs_checked_one_by_one_run_the_original_once_and_each_pair_once(
     monkeypatch.setattr(pipeline, "ort_session", counted)
     out = tmp_path / "fused.onnx"
     assert not pipeline._failing_pairs(analysis, reference, out, src.parent, 0.0, pipeline._quiet, True)
-    assert sessions == {"original": 1, "rewritten": 3 * len(analysis.pairs)}  # stock, plugin, plugin's inner
+    assert sessions == {"original": 1, "rewritten": 2 * len(analysis.pairs)}  # stock; plugin with the pair outputs
     # a later round (after a re-selection) checks again only the pairs not yet verified alone
     assert not pipeline._failing_pairs(analysis, reference, out, src.parent, 0.0, pipeline._quiet, True)
-    assert sessions == {"original": 1, "rewritten": 3 * len(analysis.pairs)}
+    assert sessions == {"original": 1, "rewritten": 2 * len(analysis.pairs)}
+
+
+@pytest.mark.parametrize("dequantized_alike", [False, True])
+def test_one_plugin_session_still_refuses_a_wrong_pair(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, dequantized_alike: bool
+) -> None:
+    """The plugin's graph outputs and pair outputs come from one session (pipeline._verify_plugin).
+    gpt_decode_step u8u8's pair quantizing past_key, given that QuantizeLinear's zero point 2 above
+    the model's (its program lowered with it): refused on a graph output (2 steps off). With the
+    graph's own DequantizeLinear of that pair output reading the same shifted zero point, the graph
+    outputs are the original's: refused on the pair output itself, 2 steps from the original's."""
+    from hexfuse_onnx import contract as C
+    from hexfuse_onnx.lowering import lower_pair, set_program
+
+    src = quantized.fetch("gpt_decode_step_qdq_u8u8")
+    analysis = pipeline.analyse(src)
+    reference = pipeline._reference(src, analysis.graph, False, None, pipeline._quiet)
+    assert not pipeline._lower_new(analysis, set(), reference)
+    made = "past_key_QuantizeLinear_Output"
+    pair = next(p for p in analysis.pairs if p.call is not None and made in p.call.node.output)
+    model = pipeline._fuse_all(analysis, reference, only=pair)
+    zero = next(t for t in model.graph.initializer if t.name == "past_key_zero_point")
+    shifted = numpy_helper.from_array(numpy_helper.to_array(zero) + np.uint8(2), "past_key_zero_point_shifted")
+    assert numpy_helper.to_array(shifted) == numpy_helper.to_array(zero) + 2  # no wrap
+    model.graph.initializer.append(shifted)
+    node = next(n for n in model.graph.node if n.domain == C.DOMAIN)
+    readers = [n for n in model.graph.node if made in n.input]
+    assert readers and all(n.op_type == "DequantizeLinear" for n in readers)
+    for n in [node, *readers] if dequantized_alike else [node]:
+        n.input[list(n.input).index(zero.name)] = shifted.name
+    keep = [a for a in node.attribute if a.name not in (C.ATTR_PROGRAM, C.ATTR_PROGRAM_VERSION)]
+    del node.attribute[:]
+    node.attribute.extend(keep)
+    set_program(node, lower_pair(model, node))
+    staged = tmp_path / "wrong_pair.onnx"
+    onnx.save(model, staged)
+    plugin_sessions = 0
+    real_session = verify.session
+
+    def counted(model: str | bytes, extra: ort.SessionOptions | None = None) -> ort.InferenceSession:
+        nonlocal plugin_sessions
+        plugin_sessions += 1
+        return real_session(model, extra)
+
+    reference.plugin_steps({made})  # ORT's spread (sessions of the original) made before counting
+    reference.inner_values(list(pair.call.node.output))
+    monkeypatch.setattr(verify, "session", counted)
+    why = (
+        f"pair output '{made}'.* is 2 quantization steps"
+        if dequantized_alike
+        else "output 'decode_out' .*differs from the original"
+    )
+    with pytest.raises(pipeline.PluginMismatch, match=why):
+        pipeline._verify_plugin(staged, reference, 0.0)
+    assert plugin_sessions == 1
 
 
 def test_plugin_verification_refuses_a_pair_whose_inner_outputs_drift(tmp_path: Path) -> None:
