@@ -24,7 +24,7 @@ from ..costmodel import Prediction, Target, complementarity, fits, predict, seri
 from ..errors import ModelError
 from ..graph import ModelGraph, TensorInfo, attribute
 from ..profile import Engine, GraphProfile, TaskProfile, engine_of
-from ..qdq import QDQ_DOMAINS
+from ..qdq import QDQ_DOMAINS, is_dq, is_q
 from .base import (
     Candidate,
     KindDetail,
@@ -309,30 +309,25 @@ def find_chains(g: ModelGraph, facts: DagFacts) -> list[Candidate]:
 # at the DequantizeLinear of the next Reshape's group).
 
 
-def _is_dq(n: onnx.NodeProto) -> bool:
-    return n.op_type == "DequantizeLinear" and n.domain in QDQ_DOMAINS
-
-
 def _quantizes_an_op(g: ModelGraph, i: int) -> bool:
     """A QuantizeLinear of a compute op's output: that op's group, so no chain starts there."""
-    n = g.nodes[i]
-    if n.op_type != "QuantizeLinear" or n.domain not in QDQ_DOMAINS:
+    if not is_q(g, i):
         return False
-    p = g.producer.get(n.input[0])
-    return p is not None and not _is_dq(g.nodes[p])
+    p = g.producer.get(g.nodes[i].input[0])
+    return p is not None and not is_dq(g, p)
 
 
 def _dequantized(g: ModelGraph, t: str) -> bool:
     """A DequantizeLinear's output: a chain starting at its reader would leave the reader's
     DequantizeLinear outside (the chain starts at the DequantizeLinear, when it has no other reader)."""
     p = g.producer.get(t)
-    return p is not None and _is_dq(g.nodes[p])
+    return p is not None and is_dq(g, p)
 
 
 def _without_foreign_dequantize(g: ModelGraph, chain: list[int]) -> list[int]:
     """The chain without its trailing DequantizeLinear nodes that feed ops after it (their groups'):
     it ends at the QuantizeLinear's integer tensor."""
-    while chain and _is_dq(g.nodes[chain[-1]]) and g.consumers.get(g.nodes[chain[-1]].output[0]):
+    while chain and is_dq(g, chain[-1]) and g.consumers.get(g.nodes[chain[-1]].output[0]):
         chain = chain[:-1]
     return chain
 
