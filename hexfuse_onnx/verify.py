@@ -25,6 +25,7 @@ one-step bar.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -277,15 +278,13 @@ def compare_inner(expected: dict[str, list[np.ndarray]], runs: list[Run], names:
     """Integer tensors both models make inside (a QDQ pair's outputs) within one step of the
     original's (`expected`: inner_values) on every case (`runs`: run_cases with them): raise
     VerificationError naming the first beyond it."""
-    for k, (case, run) in enumerate(zip(cases, runs)):
-        for name in names:
-            out, ref = run.inner[name], expected[name][k]
-            steps = float(np.abs(np.asarray(out, np.float64) - np.asarray(ref, np.float64)).max(initial=0.0))
-            if steps > 1:
-                where = f" at {case.label}" if len(cases) > 1 else ""
-                raise VerificationError(
-                    f"pair output '{name}'{where} is {steps:.0f} quantization steps from the original's"
-                )
+    for k, name, ref, out in _inner_outputs(expected, runs, names):
+        steps = float(np.abs(np.asarray(out, np.float64) - np.asarray(ref, np.float64)).max(initial=0.0))
+        if steps > 1:
+            where = f" at {cases[k].label}" if len(cases) > 1 else ""
+            raise VerificationError(
+                f"pair output '{name}'{where} is {steps:.0f} quantization steps from the original's"
+            )
 
 
 def inner_relative_error(expected: dict[str, list[np.ndarray]], runs: list[Run], names: list[str]) -> float:
@@ -293,15 +292,22 @@ def inner_relative_error(expected: dict[str, list[np.ndarray]], runs: list[Run],
     `runs` (run_cases with them) against the original's (`expected`: inner_values), over every case
     (inf where they disagree on NaN, or where other tensors differ)."""
     worst = 0.0
+    for _, _, ref, out in _inner_outputs(expected, runs, names):
+        if ref.dtype.kind == "f" and ref.shape == out.shape:
+            err = relative_error(ref, out)
+        else:
+            err = 0.0 if np.array_equal(ref, out) else float("inf")
+        worst = max(worst, err if err == err else float("inf"))
+    return worst
+
+
+def _inner_outputs(
+    expected: dict[str, list[np.ndarray]], runs: list[Run], names: list[str]
+) -> Iterator[tuple[int, str, np.ndarray, np.ndarray]]:
+    """(case index, name, original's value, rewritten's value) of the inner tensors `names`, case by case."""
     for k, run in enumerate(runs):
         for name in names:
-            ref, out = np.asarray(expected[name][k]), run.inner[name]
-            if ref.dtype.kind == "f" and ref.shape == out.shape:
-                err = relative_error(ref, out)
-            else:
-                err = 0.0 if np.array_equal(ref, out) else float("inf")
-            worst = max(worst, err if err == err else float("inf"))
-    return worst
+            yield k, name, np.asarray(expected[name][k]), run.inner[name]
 
 
 def unoptimised_options() -> ort.SessionOptions:
