@@ -245,10 +245,16 @@ def run_cases(
         try:
             got = dict(zip(names, new_session.run(names, case.feeds)))
         except Exception as exc:
-            where = f" at {case.label}" if len(cases) > 1 else ""
-            raise VerificationError(f"the rewritten model fails to run{where}: {first_line(exc, 400)}") from None
+            raise VerificationError(
+                f"the rewritten model fails to run{_where(case, cases)}: {first_line(exc, 400)}"
+            ) from None
         runs.append(Run([np.asarray(got[n]) for n in case.names], {n: np.asarray(got[n]) for n in inner}))
     return runs
+
+
+def _where(case: Case, cases: list[Case]) -> str:
+    """ " at <shapes>" naming the case in a message, when there are several to tell apart."""
+    return f" at {case.label}" if len(cases) > 1 else ""
 
 
 def compare_runs(
@@ -257,9 +263,8 @@ def compare_runs(
     """The graph outputs of `runs` (run_cases) against the cases' expected ones, as compare_cases."""
     worst = ("", 0.0)
     for case, run in zip(cases, runs):
-        where = f" at {case.label}" if len(cases) > 1 else ""
         for name, ref, out in zip(case.names, case.expected, run.outputs):
-            err = _output_error(name, ref, out, rtol, where, (steps or {}).get(name, 0.0))
+            err = _output_error(name, ref, out, rtol, _where(case, cases), (steps or {}).get(name, 0.0))
             worst = max(worst, (name, err), key=lambda w: w[1])
     return Comparison(len(cases[0].names), worst[0], worst[1], [c.label for c in cases])
 
@@ -281,9 +286,8 @@ def compare_inner(expected: dict[str, list[np.ndarray]], runs: list[Run], names:
     for k, name, ref, out in _inner_outputs(expected, runs, names):
         steps = float(np.abs(np.asarray(out, np.float64) - np.asarray(ref, np.float64)).max(initial=0.0))
         if steps > 1:
-            where = f" at {cases[k].label}" if len(cases) > 1 else ""
             raise VerificationError(
-                f"pair output '{name}'{where} is {steps:.0f} quantization steps from the original's"
+                f"pair output '{name}'{_where(cases[k], cases)} is {steps:.0f} quantization steps from the original's"
             )
 
 
