@@ -196,9 +196,9 @@ INT8_OP_CLASSES = {
 def op_class(op: NodeProfile) -> str:
     """The op's rate class: INT8_OP_CLASSES for 8-bit groups (a Resize only when nearest, on the memory
     engine), else OP_CLASSES, except that a pointwise convolution is a GEMM (`is_pointwise`)."""
-    if op.int_bits == 8 and op.op_type in INT8_OP_CLASSES:
-        if op.op_type != "Resize" or op.engine == Engine.MEMORY:
-            return INT8_OP_CLASSES[op.op_type]
+    linear_resize = op.op_type == "Resize" and op.engine != Engine.MEMORY
+    if op.int_bits == 8 and op.op_type in INT8_OP_CLASSES and not linear_resize:
+        return INT8_OP_CLASSES[op.op_type]
     name = OP_CLASSES.get(op.op_type, op.engine.value)
     return op.engine.value if name == "conv" and is_pointwise(op) else name
 
