@@ -179,22 +179,25 @@ OP_CLASSES = {
 
 # The ops of 8-bit QDQ groups whose HVX kernels run at rates of their own (the hexagon-v73 target's
 # class rates, emulated under qemu by dsp/scripts/hvx_packets.py): QADD, QMUL, QMAXPOOL, the
-# 256-entry table (QLUT) of a unary function and ConvInteger's im2col conv (ICONV2D). Their rates
-# count ops as the profile does: 1 per element of Add/Mul, 1 per window tap of MaxPool, 10 per
-# element of the table functions listed, 2 per MAC of ConvInteger.
+# 256-entry table (QLUT) of a unary function, ConvInteger's im2col conv (ICONV2D) and the nearest
+# Resize (QRESIZE). Their rates count ops as the profile does: 1 per element of Add/Mul, 1 per window
+# tap of MaxPool, 10 per element of the table functions listed, 2 per MAC of ConvInteger, 1 per byte
+# a nearest Resize reads and writes (a memory op; a linear one is arithmetic and no QRESIZE).
 INT8_OP_CLASSES = {
     "Add": "int8 add",
     "Mul": "int8 mul",
     "MaxPool": "int8 maxpool",
     **dict.fromkeys(("Sigmoid", "Tanh", "Erf", "Softplus"), "int8 lut"),
     "ConvInteger": "int8 conv",
+    "Resize": "int8 resize",
 }
 
 
 def op_class(op: NodeProfile) -> str:
-    """The op's rate class: INT8_OP_CLASSES for 8-bit groups, else OP_CLASSES, except that a
-    pointwise convolution is a GEMM (`is_pointwise`)."""
-    if op.int_bits == 8 and op.op_type in INT8_OP_CLASSES:
+    """The op's rate class: INT8_OP_CLASSES for 8-bit groups (a Resize only when nearest, on the memory
+    engine), else OP_CLASSES, except that a pointwise convolution is a GEMM (`is_pointwise`)."""
+    linear_resize = op.op_type == "Resize" and op.engine != Engine.MEMORY
+    if op.int_bits == 8 and op.op_type in INT8_OP_CLASSES and not linear_resize:
         return INT8_OP_CLASSES[op.op_type]
     name = OP_CLASSES.get(op.op_type, op.engine.value)
     return op.engine.value if name == "conv" and is_pointwise(op) else name

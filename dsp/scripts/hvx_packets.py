@@ -95,6 +95,8 @@ KERNELS = {
     "hvx_dequant_i8_f32": (["dq_words"], "store"),
     # QMAXPOOL's HVX row path (dsp/src/ops/qpool.c): window rows' max, then the taps' max
     "hvx_maxpool": (["hvx_maxpool_rows", "hvx_maxpool_taps"], "store"),
+    # QRESIZE's HVX rows (dsp/src/ops/resize.c): the table prepared, each source row through it, spread
+    "hvx_qresize": (["hvx_qresize_init", "hvx_qresize_rows", "hvx_lut_i8_prepare_xor"], "store"),
     # QADD / QMUL blocks (dsp/src/ops/qeltwise.c): fixed-point requantisation, tie check
     "hvx_qadd": (["hvx_qbin_block"], "store"),
     "hvx_qmul": (["hvx_qbin_block"], "store"),
@@ -363,6 +365,12 @@ CLASS_RATES = {
         "QMaxPool u8 3x3 stride 1: 128 outputs of 9 taps from rows of 130; the core's row loop and padding not counted",
     ),
     "int8 lut": ("hvx_lut_i8", 128 * 10, "QLut: 128 outputs of a 10-op function (Sigmoid, Tanh), one lookup each"),
+    "int8 resize": (
+        "hvx_qresize",
+        128 + 32,
+        "QResize u8 nearest x2 (60 x 80 -> 120 x 160): 128 output bytes and the 32 source bytes they read, 1 op "
+        "per byte as the profile counts a nearest Resize's bytes; the core's row loop not counted",
+    ),
     "int8 conv": (
         "hvx_iconv",
         2 * 128,
@@ -375,6 +383,7 @@ CLASSES = {
     "int16 elementwise (add, saturating)": ("hvx_add_sat_i16", 64),
     "int32 elementwise (add, saturating)": ("hvx_add_sat_i32", 32),
     "int8 table lookup (vlut32; QLUT, QCONCAT's requantisation)": ("hvx_lut_i8", 128),
+    "QResize u8 nearest x2 (output bytes; HVX rows without the core's row loop)": ("hvx_qresize", 128),
     "QMaxPool u8 3x3 stride 1 (outputs; HVX row steps without the core's row loop)": ("hvx_maxpool", 128),
     "QAdd u8 (outputs; blocks near a rounding tie run scalar, not counted)": ("hvx_qadd", 128),
     "QMul u8 (outputs; blocks near a rounding tie run scalar, not counted)": ("hvx_qmul", 128),

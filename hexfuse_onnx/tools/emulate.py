@@ -9,8 +9,9 @@ on seeded random inputs or `--inputs`. The task program and those tensors go int
 qemu-hexagon (a process per pair, as many at once as this process has CPUs): the real parser,
 scheduler (coop platform: 1 matrix + 3 vector workers interleaved on one hardware thread) and kernels
 as compiled for Hexagon: the integer QMatMul, QConv2D, MatMulInteger, ConvInteger, DequantizeLinear,
-QMaxPool, QGlobalAveragePool, QLut, QAdd, QMul and QConcat items run their HVX kernels
-(dsp/src/ops/qmatmul_hvx.c, qpool.c, qeltwise.c, qmemory.c; dsp/hvx/), the other ops their portable C.
+QMaxPool, QGlobalAveragePool, QLut, QAdd, QMul, QConcat and QResize items run their HVX kernels
+(dsp/src/ops/qmatmul_hvx.c, qpool.c, qeltwise.c, qmemory.c, resize.c; dsp/hvx/), the other ops their
+portable C.
 The image runs the program fused and forced serial and counts executed packets with qemu's packet
 counter. The same program and inputs run on the host kernel (`runtime.HostKernel`), and the outputs
 are compared.

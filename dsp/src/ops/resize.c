@@ -11,8 +11,14 @@
  * integer conversions of clamped values: no libm.
  *
  * QRESIZE is the nearest mode on u8/i8 with a 256-entry table: each source byte
- * through it (a QDQ group's requantisation), the same coordinates. */
+ * through it (a QDQ group's requantisation), the same coordinates. On Hexagon builds (HFX_HVX) its
+ * rows run hvx/hvx_qresize.c: repeated rows copied by vector, the table by vlut32, an integer factor
+ * along W spread by vector ops, any other column map gathered byte by byte. */
 #include "kernels.h"
+
+#ifdef HFX_HVX
+#include "../../hvx/hvx_qresize.h"
+#endif
 
 #define RESIZE_COLS 256u
 
@@ -204,11 +210,95 @@ hfx_status hfx_validate_qresize(hfx_vctx *v, hfx_op *op) {
     return hfx_validate_resize(v, op);
 }
 
-hfx_status hfx_plan_qresize(const hfx_program *p, hfx_op *op) { return hfx_plan_rows(p, op); }
+#ifdef HFX_HVX
+/* QRESIZE's plan on HVX: the rows plan, and along H and W the factor f when the nearest source of
+ * every output index o is o / f (f <= HVX_QRESIZE_MAX_FACTOR; 0: the map is computed as it is used) */
+typedef struct qresize_plan {
+    hfx_rows_plan rows;
+    uint32_t fh, fw;
+} qresize_plan;
+
+static uint32_t nearest_factor(int32_t coord, int32_t nm, float scale, int64_t len_in, int64_t len_out) {
+    int64_t f = 0;
+    while (f < len_out && f <= HVX_QRESIZE_MAX_FACTOR &&
+           nearest_index(nm, resize_coord(coord, f, scale, len_in, len_out), len_in) == 0)
+        f++;
+    if (f == 0 || f > HVX_QRESIZE_MAX_FACTOR) return 0;
+    for (int64_t o = 0, k = 0, src = 0; o < len_out; o++) {
+        if (nearest_index(nm, resize_coord(coord, o, scale, len_in, len_out), len_in) != (uint64_t)src) return 0;
+        if (++k == f) k = 0, src++;
+    }
+    return (uint32_t)f;
+}
+#endif
+
+hfx_status hfx_plan_qresize(const hfx_program *p, hfx_op *op) {
+    hfx_status st = hfx_plan_rows(p, op);
+#ifdef HFX_HVX
+    const hfx_tensor *x = &p->tensors[op->in[0]], *y = &p->tensors[op->out[0]];
+    const int32_t *pr = op->params;
+    uint32_t r = x->rank;
+    qresize_plan pl;
+    HFX_PLAN_LOAD(pl.rows, op);
+    pl.fh = nearest_factor(pr[HFX_P_RESIZE_COORD], pr[HFX_P_RESIZE_NEAREST_MODE],
+                           hfx_f32_from_bits(pr[HFX_P_RESIZE_SCALE_H]), x->dims[r - 2], y->dims[r - 2]);
+    pl.fw = nearest_factor(pr[HFX_P_RESIZE_COORD], pr[HFX_P_RESIZE_NEAREST_MODE],
+                           hfx_f32_from_bits(pr[HFX_P_RESIZE_SCALE_W]), x->dims[r - 1], y->dims[r - 1]);
+    HFX_PLAN_STORE(op, pl);
+    op->plan.ws_bytes = hvx_qresize_ws_bytes((size_t)x->dims[r - 1], pl.fw ? 0 : (size_t)y->dims[r - 1]);
+#endif
+    return st;
+}
+
+#ifdef HFX_HVX
+/* QRESIZE's item on HVX: each run of output rows that read one source row written at once; the maps
+ * by counters where the plan found a factor, else by coordinates */
+static void qresize_hvx(const hfx_kernel_args *a, uint64_t b, uint64_t e) {
+    const hfx_op *op = a->op;
+    const hfx_tensor *xt = &a->prog->tensors[op->in[0]], *yt = &a->prog->tensors[op->out[0]];
+    const int32_t *pr = op->params;
+    uint32_t r = yt->rank;
+    int64_t h = xt->dims[r - 2], w = xt->dims[r - 1], oh = yt->dims[r - 2], ow = yt->dims[r - 1];
+    float sh = hfx_f32_from_bits(pr[HFX_P_RESIZE_SCALE_H]), sw = hfx_f32_from_bits(pr[HFX_P_RESIZE_SCALE_W]);
+    int32_t coord = pr[HFX_P_RESIZE_COORD], nm = pr[HFX_P_RESIZE_NEAREST_MODE];
+    qresize_plan pl;
+    HFX_PLAN_LOAD(pl, op);
+    hvx_qresize hv;
+    hvx_qresize_init(&hv, a->ws, (size_t)w, (size_t)ow, a->in[1], xt->dtype == HFX_DTYPE_U8 ? 0u : 0x80u, (int)pl.fw);
+    for (int64_t q = 0; !pl.fw && q < ow; q++) hv.cols[q] = nearest_index(nm, resize_coord(coord, q, sw, w, ow), w);
+    const uint8_t *X = a->in[0];
+    uint8_t *Y = a->out[0];
+    uint64_t plane = b / (uint64_t)oh, oy = b % (uint64_t)oh, iy = 0, k = 0, next = UINT64_MAX;
+    if (pl.fh) iy = oy / pl.fh, k = oy % pl.fh; /* then counters: output row oy is k rows into iy's run */
+    for (uint64_t row = b; row < e;) {
+        uint64_t n = 1, most = (uint64_t)oh - oy < e - row ? (uint64_t)oh - oy : e - row;
+        if (pl.fh) {
+            n = pl.fh - k;
+        } else { /* next: the source of output row oy, when the run before found it */
+            iy = next != UINT64_MAX ? next : nearest_index(nm, resize_coord(coord, (int64_t)oy, sh, h, oh), h);
+            for (next = UINT64_MAX; n < most; n++)
+                if ((next = nearest_index(nm, resize_coord(coord, (int64_t)(oy + n), sh, h, oh), h)) != iy) break;
+            if (n >= most) next = UINT64_MAX;
+        }
+        n = n < most ? n : most;
+        hvx_qresize_rows(&hv, X + (plane * (uint64_t)h + iy) * (uint64_t)w, (size_t)n, Y + row * (uint64_t)ow);
+        row += n, oy += n, k += n;
+        if (pl.fh && k == pl.fh) k = 0, iy++;
+        if (oy == (uint64_t)oh) oy = 0, plane++, iy = 0, k = 0, next = UINT64_MAX;
+    }
+}
+#endif
 
 HFX_VECTOR_KERNEL
 void hfx_run_qresize(const hfx_kernel_args *a, uint32_t item) {
     const hfx_op *op = a->op;
+    hfx_rows_plan pl;
+    HFX_PLAN_LOAD(pl, op);
+    uint64_t b, e;
+    hfx_plan_range(pl.rows, pl.rows_per_item, item, &b, &e);
+#ifdef HFX_HVX
+    qresize_hvx(a, b, e);
+#else
     const hfx_tensor *xt = &a->prog->tensors[op->in[0]], *yt = &a->prog->tensors[op->out[0]];
     const int32_t *pr = op->params;
     const uint8_t *X = a->in[0], *table = a->in[1];
@@ -217,10 +307,6 @@ void hfx_run_qresize(const hfx_kernel_args *a, uint32_t item) {
     int64_t h = xt->dims[r - 2], w = xt->dims[r - 1], oh = yt->dims[r - 2], ow = yt->dims[r - 1];
     float sh = hfx_f32_from_bits(pr[HFX_P_RESIZE_SCALE_H]), sw = hfx_f32_from_bits(pr[HFX_P_RESIZE_SCALE_W]);
     int32_t coord = pr[HFX_P_RESIZE_COORD], nm = pr[HFX_P_RESIZE_NEAREST_MODE];
-    hfx_rows_plan pl;
-    HFX_PLAN_LOAD(pl, op);
-    uint64_t b, e;
-    hfx_plan_range(pl.rows, pl.rows_per_item, item, &b, &e);
     uint32_t cols[RESIZE_COLS];
     for (int64_t q0 = 0; q0 < ow; q0 += RESIZE_COLS) {
         int64_t nq = ow - q0 < (int64_t)RESIZE_COLS ? ow - q0 : (int64_t)RESIZE_COLS;
@@ -233,4 +319,5 @@ void hfx_run_qresize(const hfx_kernel_args *a, uint32_t item) {
             for (int64_t q = 0; q < nq; q++) dst[q] = table[(uint8_t)(src[cols[q]] ^ bias)];
         }
     }
+#endif
 }

@@ -29,6 +29,7 @@
 #include "hvx_qpool.h"
 #include "hvx_qeltwise.h"
 #include "hvx_qgemm.h"
+#include "hvx_qresize.h"
 #include "hvx_util.h"
 #include "qtest.h"
 #include "ref_kernels.h"
@@ -677,6 +678,18 @@ static int run_packets(const char *kernel)
         int M = 64, np = 4 * 32;
         iconv_item(pool_a, pool_b, pool_b + 32 * 1024, &g, M, (size_t)np);
         hx_printf("PACKETS %s units=%d unit=vrmpy\n", kernel, M * (np / 32) * (32 * 9 / 4));
+        return 0;
+    }
+    if (strcmp(kernel, "hvx_qresize") == 0) {
+        /* QRESIZE's HVX rows on one plane of an FPN upsample, u8 60 x 80 -> 120 x 160 (x2 both ways): the
+         * table prepared, then each source row through it once and spread into its two output rows (the
+         * core's row loop not counted); 150 output vectors */
+        enum { H = 60, W = 80 };
+        hvx_qresize r;
+        hvx_qresize_init(&r, pool_r, W, 2 * W, pool_b, 0, 2);
+        for (int i = 0; i < H; i++)
+            hvx_qresize_rows(&r, pool_a + i * W, 2, pool_y + i * 4 * W);
+        hx_printf("PACKETS %s units=%d unit=vector\n", kernel, 4 * H * W / HVX_BYTES);
         return 0;
     }
     if (strcmp(kernel, "hvx_maxpool") == 0) {
