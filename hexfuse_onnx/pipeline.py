@@ -86,6 +86,7 @@ class Analysis:
     branches: list[BranchAnalysis] = field(default_factory=list)  # the main graph's If branches
     skipped_branches: list[str] = field(default_factory=list)  # If branches not analysed, with why
     passed_alone: set[int] = field(default_factory=set)  # id() of the candidates whose pair passed verification alone
+    passed_together: set[int] = field(default_factory=set)  # id() of the candidates last verified together
 
     def scopes(self) -> list[Analysis]:
         """This graph's analysis, then its If branches'."""
@@ -324,8 +325,10 @@ def rewrite(
     verification, each pair is verified alone (once: one that passes is not verified alone again);
     the failing ones are rejected with their reason, their kind may offer shorter candidates over
     their span (PairKind.shorter), and the rest is re-selected, so only a verified model is ever
-    written. When no pair survives, nothing is written, as when none qualifies (the failures are
-    among the rejections). With verify_plugin the model must also match with the FusedHexPair
+    written. When each passes alone but not all together, the first of them (ranked by saving) whose
+    prefix fails is dropped, with the candidates over its place (`_culprit`, `_siblings`). When no
+    pair survives, nothing is written, as when none qualifies (the failures are among the
+    rejections). With verify_plugin the model must also match with the FusedHexPair
     plugin loaded (within PLUGIN_RTOL), which proves the task programs, not only the fallback.
     """
     out = Path(output) if output else default_output(path)
@@ -363,12 +366,17 @@ def rewrite(
             staged.discard()
             if _rebase_on_pairless(analysis, reference, out, source_dir, rtol, progress):
                 analysis.passed_alone.clear()  # verified against other outputs
+                analysis.passed_together.clear()
                 continue  # not the pairs': the rewrite without them is off already; verify them against it
             failing = _failing_pairs(analysis, reference, out, source_dir, rtol, progress, verify_plugin)
-            if not failing and len(analysis.pairs) == 1:
+            if not failing and len(analysis.pairs) <= 1:
                 raise whole_error
-            failed += failing or [_least_saving(analysis, whole_error, progress)]
-            _add_shorter(analysis, failing, progress)
+            if failing:
+                failed += failing
+                _add_shorter(analysis, failing, progress)
+            else:
+                culprit = _culprit(analysis, reference, out, source_dir, rtol, verify_plugin, whole_error, progress)
+                failed += [culprit, *_siblings(analysis, culprit, failed, progress)]
             _reselect(analysis, failed, min_gain)
             continue
         except BaseException:
@@ -414,10 +422,11 @@ def _scopes(analysis: Analysis, reference: Reference) -> list[tuple[Analysis, Sh
     return out
 
 
-def _fuse_all(analysis: Analysis, reference: Reference, only: Pair | None = None) -> onnx.ModelProto:
-    """The model with the prepared pairs (or `only` that one) fused, in the main graph and in the
+def _fuse_all(analysis: Analysis, reference: Reference, only: list[Pair] | None = None) -> onnx.ModelProto:
+    """The model with the prepared pairs (or `only` those) fused, in the main graph and in the
     branches of its Ifs."""
-    chosen = lambda scope: [p for p in scope.pairs if only is None or p is only]  # noqa: E731
+    keep = None if only is None else {id(p) for p in only}
+    chosen = lambda scope: [p for p in scope.pairs if keep is None or id(p) in keep]  # noqa: E731
     model = fuse(analysis.graph, chosen(analysis), reference.second)
     for scope, second, branch in _scopes(analysis, reference)[1:]:
         if chosen(scope):
@@ -692,7 +701,7 @@ def _failing_pairs(
             if id(pair.candidate) in analysis.passed_alone:
                 continue  # alone against the same reference it passes again (captcha_crnn: rounds of 80 pairs)
             prepare(scope.graph, [pair], scope.target, second, next_pair_id(analysis.graph.model))  # the only pair
-            staged = stage(_fuse_all(analysis, reference, only=pair), out, source_dir)
+            staged = stage(_fuse_all(analysis, reference, only=[pair]), out, source_dir)
             try:
                 _verify(staged.model_path, reference, rtol, verify_plugin)
             except VerificationError as exc:
@@ -770,12 +779,98 @@ def _rebase_on_pairless(
     return True
 
 
-def _least_saving(analysis: Analysis, error: VerificationError, progress: Progress) -> Rejection:
+def _culprit(
+    analysis: Analysis,
+    reference: Reference,
+    out: Path,
+    source_dir: Path,
+    rtol: float,
+    verify_plugin: bool,
+    error: VerificationError,
+    progress: Progress,
+) -> Rejection:
     """The pair to drop when each passes verification alone but not all together (one-step
-    differences of several pairs adding up downstream): the one with the least predicted saving."""
-    pair = min(analysis.pairs, key=lambda p: (p.saved, -min(p.candidate.nodes)))
-    progress(f"dropping a {pair.kind} pair ({pair.candidate.note}): it passes alone, not with the others")
-    return Rejection(pair.candidate, f"fails verification with the other pairs: {error.message}")
+    differences of several pairs adding up downstream). The main graph's pairs are ranked: those
+    verified together before first, then by predicted saving; the culprit is the first whose
+    prefix fails (`first_failing`: O(log) verifications of prefixes, not one round per pair),
+    so the pairs before it, which passed together, are kept before any that saves less."""
+    ranked = sorted(
+        analysis.pairs,
+        key=lambda p: (id(p.candidate) not in analysis.passed_together, -p.saved, min(p.candidate.nodes)),
+    )
+    _renumber(analysis, reference)  # checked alone, some pairs share the only pair's id
+    errors = {len(ranked): error}
+    in_branches = [p for b in analysis.branches for p in b.analysis.pairs]  # kept in, as they passed alone
+
+    def passes(k: int) -> bool:
+        staged = stage(_fuse_all(analysis, reference, only=ranked[:k] + in_branches), out, source_dir)
+        try:
+            _verify(staged.model_path, reference, rtol, verify_plugin)
+        except VerificationError as exc:
+            errors[k] = exc
+            return False
+        finally:
+            staged.discard()
+        analysis.passed_together = {id(p.candidate) for p in ranked[:k]}
+        return True
+
+    known = max(1, sum(id(p.candidate) in analysis.passed_together for p in ranked))  # one passed alone
+    k = first_failing(min(known, len(ranked) - 1), len(ranked), passes)
+    pair = ranked[k - 1]
+    progress(
+        f"dropping a {pair.kind} pair ({pair.candidate.note}): it passes alone and the {k - 1} pair(s) "
+        f"ranked before it pass together, not with it ({len(errors) - 1} prefix(es) verified)"
+    )
+    return Rejection(pair.candidate, f"fails verification with the other pairs: {errors[k].message}")
+
+
+def first_failing(good: int, bad: int, passes: Callable[[int], bool]) -> int:
+    """The smallest k in (good, bad] at which passes(k) is False, given that it holds at `good` and
+    not at `bad` and stays False once False: galloping up from `good`, then bisecting; 2 log2(k -
+    good) + 1 calls at most, one when k is good + 1."""
+    step = 1
+    while good + step < bad:
+        if not passes(good + step):
+            bad = good + step
+            break
+        good, step = good + step, step * 2
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        if passes(mid):
+            good = mid
+        else:
+            bad = mid
+    return bad
+
+
+def _siblings(analysis: Analysis, culprit: Rejection, failed: list[Rejection], progress: Progress) -> list[Rejection]:
+    """The other candidates over the culprit's place (same kind and note: for `branches` its fork
+    and join), not verified: they group the same branches' ops, whose differences from ORT's
+    added up with the other pairs' (captcha_crnn u16u8: a round per candidate, 15 per LSTM cell)."""
+    c = culprit.candidate
+    if not c.note:
+        return []
+    done = {id(r.candidate) for r in failed} | analysis.passed_together | {id(c)}
+    same = [s for s in analysis.candidates if s.kind == c.kind and s.note == c.note and id(s) not in done]
+    if same:
+        progress(f"not trying {len(same)} other {c.kind} candidate(s) over the same place: they pair the same ops")
+    why = culprit.reason.removeprefix("fails verification with the other pairs: ")
+    reason = f"a sibling failed verification with the other pairs: the pair over its place passed alone ({why})"
+    return [Rejection(s, reason) for s in same]
+
+
+def _renumber(analysis: Analysis, reference: Reference) -> None:
+    """Give a pair whose id another has (it was checked alone as the only pair) an unused one, so that
+    any subset of the chosen pairs fuses; ids need not be consecutive, and the others keep theirs
+    (not lowered again)."""
+    seen: set[str] = set()
+    fresh = max((int(p.id[4:]) for p in analysis.all_pairs()), default=0) + 1
+    for scope, second, _ in _scopes(analysis, reference):
+        for pair in scope.pairs:
+            if pair.id in seen:
+                prepare(scope.graph, [pair], scope.target, second, fresh)
+                fresh += 1
+            seen.add(pair.id)
 
 
 def _add_shorter(analysis: Analysis, failing: list[Rejection], progress: Progress) -> None:

@@ -518,7 +518,7 @@ def test_one_plugin_session_still_refuses_a_wrong_pair(
     assert not pipeline._lower_new(analysis, set(), reference)
     made = "past_key_QuantizeLinear_Output"
     pair = next(p for p in analysis.pairs if p.call is not None and made in p.call.node.output)
-    model = pipeline._fuse_all(analysis, reference, only=pair)
+    model = pipeline._fuse_all(analysis, reference, only=[pair])
     zero = next(t for t in model.graph.initializer if t.name == "past_key_zero_point")
     shifted = numpy_helper.from_array(numpy_helper.to_array(zero) + np.uint8(2), "past_key_zero_point_shifted")
     assert numpy_helper.to_array(shifted) == numpy_helper.to_array(zero) + 2  # no wrap
