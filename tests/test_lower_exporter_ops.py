@@ -270,6 +270,22 @@ CASES = {
         ],
         opset=21,
     ),
+    # OpenSpindleNet u16u8: the quantiser folds a zero padding of no element into a [1, 0, 3] constant
+    # (an empty initializer is a Constant in the pair's body)
+    "concat_dequantized_empty": lambda: task_b_pair(
+        [
+            helper.make_node("Constant", [], ["e_q"], name="empty", value=init("v", np.zeros((1, 0, 3), np.uint16))),
+            helper.make_node("DequantizeLinear", ["e_q", "e_scale", "e_zp"], ["e"], name="dq_e"),
+            helper.make_node("Concat", ["z", "e"], ["yb"], name="cat", axis=1),
+        ],
+        [vi("z", [1, 2, 3])],
+        [vi("yb", [1, 2, 3])],
+        [
+            init("e_scale", np.array(0.05, np.float32)),
+            init("e_zp", np.array(0, np.uint16)),
+        ],
+        opset=21,
+    ),
     # the reflect Pad the old refusal case "pad_reflect" held, now lowered and run
     "pad_reflect_conv": lambda: task_b_pair(
         [
@@ -392,6 +408,7 @@ OPCODES = {
     "leaky_relu_default_alpha": [Opcode.RELU, Opcode.CLIP, Opcode.MUL, Opcode.ADD],
     "min_const_first": [Opcode.RELU, Opcode.CLIP],
     "max_dequantized_const": [Opcode.RELU, Opcode.DEQUANTIZE_LINEAR, Opcode.CLIP],
+    "concat_dequantized_empty": [Opcode.RELU, Opcode.CONCAT],  # the DequantizeLinear of nothing emits nothing
     "conv_transpose_1d_dequantized_weight": [Opcode.RELU, Opcode.DEQUANTIZE_LINEAR]
     + [Opcode.COPY, Opcode.CONV2D, Opcode.COPY, Opcode.TRANSPOSE, Opcode.COPY],
     "concat20_steps": [Opcode.RELU] + [Opcode.CONCAT] * 4,  # groups of 8, 8 and 4, then those three

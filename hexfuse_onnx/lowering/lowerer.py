@@ -142,6 +142,7 @@ class Lowerer:
         self.ids: dict[str, int] = {}  # body tensor -> program tensor id
         self.task_of: dict[str, Task] = {}
         self.folded: dict[str, tuple[str, list[int]]] = {}  # Pad output -> (its input, spatial pads) for the Conv
+        self.empty: set[str] = set()  # body tensors of no element: a node that makes only these runs nothing
         self.origins: list[OpOrigin] = []
         self._body_index: int | None = None  # the body node being lowered
         self.scratch_node: dict[int, int] = {}  # scratch program id -> the body node whose lowering made it
@@ -325,7 +326,7 @@ class Lowerer:
                 qmatmul.emit(self, integer.groups[k], task)
             elif k in elementwise.emit:
                 elementwise.emit[k](task)
-            elif k not in absorbed and not self._folds(n):
+            elif k not in absorbed and not self._folds(n) and not self._makes_nothing(n):
                 LOWERINGS[op_key(n)](self, n, task)
         self._body_index = None
         self._copy_out_outputs()
@@ -354,6 +355,24 @@ class Lowerer:
             return False
         self.static.update((o, np.asarray(v)) for o, v in zip(n.output, values) if o)
         return True
+
+    def _makes_nothing(self, n: onnx.NodeProto) -> bool:
+        """A node whose outputs have no element (a DequantizeLinear of a constant the quantiser folded
+        to [1, 0, 1]: OpenSpindleNet's zero padding before a Concat) runs nothing; Concat skips them."""
+        empty = [o for o in n.output if o and o not in self.out_index and self.has_no_element(o)]
+        if n.op_type in ("DequantizeLinear", "QuantizeLinear") and self.has_no_element(n.input[0]):
+            empty = [o for o in n.output if o and o not in self.out_index]
+        if not empty or len(empty) != len([o for o in n.output if o]):
+            return False
+        self.empty.update(empty)
+        return True
+
+    def has_no_element(self, name: str) -> bool:
+        t = self.types.get(name)
+        if name in self.empty:
+            return True
+        dims = t.tensor_type.shape.dim if t is not None and t.tensor_type.HasField("shape") else []
+        return any(d.HasField("dim_value") and d.dim_value == 0 for d in dims)
 
     def _declare_inputs(self) -> None:
         p = self.prog
