@@ -776,3 +776,27 @@ def test_the_report_says_which_ops_are_too_large_to_share_the_chip(tmp_path, mon
     proc = run_cli("colocate", _wide_chain(tmp_path / "n.onnx", 64), "--requests", "2", "-o", tmp_path / "n2.onnx")
     assert proc.returncode == EXIT_OK, proc.stderr
     assert "too large" not in proc.stdout
+
+
+def test_a_weight_dequantized_from_constants_steers_as_a_constant(tmp_path):
+    """OpenSpindleNet's QDQ ConvTransposes read their weight through a DequantizeLinear: colocate
+    counted them as ops that never pair (a steering input must be constant), though they lower."""
+    rng = np.random.default_rng(0)
+    inits = [
+        onnx.numpy_helper.from_array(rng.integers(-127, 128, (3, 4, 2)).astype(np.int8), "w_q"),
+        onnx.numpy_helper.from_array(np.array(0.02, np.float32), "w_scale"),
+        onnx.numpy_helper.from_array(np.array(0, np.int8), "w_zp"),
+    ]
+    nodes = [
+        helper.make_node("DequantizeLinear", ["w_q", "w_scale", "w_zp"], ["w"], name="dq_w"),
+        helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="up", kernel_shape=[2], strides=[2]),
+    ]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 6])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 12])
+    model = helper.make_model(
+        helper.make_graph(nodes, "up", [x], [y], inits), opset_imports=[helper.make_opsetid("", 21)]
+    )
+    onnx.save(model, tmp_path / "up.onnx")
+    g = graph.load(tmp_path / "up.onnx")
+    up = next(i for i, n in enumerate(g.nodes) if n.op_type == "ConvTranspose")
+    assert kind.lowerable(g, profile_graph(g), up)

@@ -295,9 +295,13 @@ def _nan_test(g: ModelGraph, i: int | None) -> bool:
 
 
 def _constant(g: ModelGraph, tensor: str) -> bool:
-    """An initializer or a Constant's output."""
+    """An initializer, a Constant's output, or a DequantizeLinear of those (a QDQ model's weight, which
+    the lowering dequantizes as ORT does: Lowerer.constant_value)."""
     producer = g.producer.get(tensor)
-    return tensor in g.initializers or (producer is not None and g.nodes[producer].op_type == "Constant")
+    if tensor in g.initializers or producer is None:
+        return tensor in g.initializers
+    n = g.nodes[producer]
+    return n.op_type == "Constant" or (is_dq(g, producer) and all(_constant(g, t) for t in n.input if t))
 
 
 def cut_units(
