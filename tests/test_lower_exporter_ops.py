@@ -286,6 +286,21 @@ CASES = {
         ],
         opset=21,
     ),
+    # its u8u8 model: the same in an integer Concat group (the Constant must still give its value)
+    "qconcat_dequantized_empty": lambda: task_b_pair(
+        [
+            helper.make_node("Constant", [], ["e_q"], name="empty", value=init("v", np.zeros((1, 0, 3), np.uint8))),
+            helper.make_node("QuantizeLinear", ["z", "s", "zp"], ["z_q"], name="q_z"),
+            helper.make_node("DequantizeLinear", ["z_q", "s", "zp"], ["z_dq"], name="dq_z"),
+            helper.make_node("DequantizeLinear", ["e_q", "s", "zp"], ["e"], name="dq_e"),
+            helper.make_node("Concat", ["z_dq", "e"], ["c"], name="cat", axis=1),
+            helper.make_node("QuantizeLinear", ["c", "s", "zp"], ["yb"], name="q_c"),
+        ],
+        [vi("z", [1, 2, 3])],
+        [vi("yb", [1, 2, 3], TensorProto.UINT8)],
+        [init("s", np.array(0.05, np.float32)), init("zp", np.array(128, np.uint8))],
+        opset=21,
+    ),
     # the reflect Pad the old refusal case "pad_reflect" held, now lowered and run
     "pad_reflect_conv": lambda: task_b_pair(
         [

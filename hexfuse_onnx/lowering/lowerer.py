@@ -359,6 +359,8 @@ class Lowerer:
     def _makes_nothing(self, n: onnx.NodeProto) -> bool:
         """A node whose outputs have no element (a DequantizeLinear of a constant the quantiser folded
         to [1, 0, 1]: OpenSpindleNet's zero padding before a Concat) runs nothing; Concat skips them."""
+        if n.op_type == "Constant":  # emits no op either way; its value may feed an integer group
+            return False
         empty = [o for o in n.output if o and o not in self.out_index and self.has_no_element(o)]
         if n.op_type in ("DequantizeLinear", "QuantizeLinear") and self.has_no_element(n.input[0]):
             empty = [o for o in n.output if o and o not in self.out_index]
