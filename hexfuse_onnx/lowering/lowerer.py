@@ -357,16 +357,13 @@ class Lowerer:
         return True
 
     def _makes_nothing(self, n: onnx.NodeProto) -> bool:
-        """A node whose outputs have no element (a DequantizeLinear of a constant the quantiser folded
-        to [1, 0, 1]: OpenSpindleNet's zero padding before a Concat) runs nothing; Concat skips them."""
-        if n.op_type == "Constant":  # emits no op either way; its value may feed an integer group
+        """A Q/DQ of a constant of no element (the quantiser folds OpenSpindleNet's zero padding before
+        a Concat to [1, 0, 1]) runs nothing; Concat skips its output."""
+        if n.op_type not in ("DequantizeLinear", "QuantizeLinear") or n.output[0] in self.out_index:
             return False
-        empty = [o for o in n.output if o and o not in self.out_index and self.has_no_element(o)]
-        if n.op_type in ("DequantizeLinear", "QuantizeLinear") and self.has_no_element(n.input[0]):
-            empty = [o for o in n.output if o and o not in self.out_index]
-        if not empty or len(empty) != len([o for o in n.output if o]):
+        if n.input[0] not in self.static or np.asarray(self.static[n.input[0]]).size:
             return False
-        self.empty.update(empty)
+        self.empty.add(n.output[0])
         return True
 
     def has_no_element(self, name: str) -> bool:
