@@ -802,3 +802,19 @@ def test_a_weight_dequantized_from_constants_steers_as_a_constant(tmp_path):
     g = graph.load(tmp_path / "up.onnx")
     up = next(i for i, n in enumerate(g.nodes) if n.op_type == "ConvTranspose")
     assert kind.lowerable(g, profile_graph(g), up)
+
+
+def test_freeze_shapes_names_the_inputs_no_shape_fixes(tmp_path):
+    """`colocate FILE --freeze-shapes` without --shape said 'input dims fixed' and fixed nothing
+    (OpenSpindleNet's batch stayed symbolic, as the next line said)."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4])
+    graph_proto = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], "g", [x], [y])
+    onnx.save(helper.make_model(graph_proto, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "m.onnx")
+    args = ["colocate", tmp_path / "m.onnx", "--requests", "2", "--freeze-shapes", "-o", tmp_path / "two.onnx"]
+    proc = run_cli(*args)
+    assert proc.returncode == EXIT_OK, proc.stderr
+    assert "still symbolic (no --shape gives them): r0/x, r1/x" in proc.stderr
+    proc = run_cli(*args, "--shape", "r0/x=1x4", "--shape", "r1/x=1x4")
+    assert proc.returncode == EXIT_OK, proc.stderr
+    assert "input dims fixed" in proc.stderr and "still symbolic" not in proc.stderr
