@@ -528,7 +528,9 @@ def colocate(
         from .fold import specialise as fold
 
         merged.model, folded = fold(merged.model, shapes or {})
-        progress(f"input dims fixed; {folded} integer node(s) they decide folded to constants")
+        free = [v.name for v in merged.model.graph.input if _free_dims(v)]
+        still = f"; still symbolic (no --shape gives them): {', '.join(free)}" if free else ""
+        progress(f"input dims fixed; {folded} integer node(s) they decide folded to constants{still}")
     try:
         folder = tempfile.mkdtemp(prefix=f".{out.name}.colocate-", dir=out.parent)
     except OSError as exc:
@@ -561,3 +563,7 @@ def colocate(
 
         shutil.rmtree(folder, ignore_errors=True)
     return Result(merged, out, compared, result, model_time)
+
+
+def _free_dims(v: onnx.ValueInfoProto) -> bool:
+    return any(not d.HasField("dim_value") or d.dim_value <= 0 for d in v.type.tensor_type.shape.dim)

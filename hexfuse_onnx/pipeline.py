@@ -24,6 +24,7 @@ from .errors import HexfuseError, ModelError, UsageError, VerificationError, Wri
 from .graph import ModelGraph, ShapeBinding
 from .kinds import KINDS, Candidate, Pair, discover
 from .lowering import LoweringError
+from .lowering.registry import ArenaOverflow
 from .modelio import stage
 from .profile import GraphProfile, profile_graph
 from .qdq import is_dq_node, output_steps, quantized_tensors
@@ -351,7 +352,11 @@ def rewrite(
         unlowered = _lower_new(analysis, lowers, reference)
         seconds["lower"] = time.perf_counter() - t0
         if unlowered:
-            failed += [_not_lowered(pair, error, progress, said) for pair, error in unlowered]
+            refused = [_not_lowered(pair, error, progress, said) for pair, error in unlowered]
+            failed += refused
+            _add_shorter(
+                analysis, [r for r, (_, e) in zip(refused, unlowered) if isinstance(e, ArenaOverflow)], progress
+            )
             _reselect(analysis, failed, min_gain)
             continue
         t0 = time.perf_counter()
@@ -875,7 +880,8 @@ def _renumber(analysis: Analysis, reference: Reference) -> None:
 
 def _add_shorter(analysis: Analysis, failing: list[Rejection], progress: Progress) -> None:
     """Offer each scope the candidates its kinds find over the span of a pair that failed
-    verification alone, with shorter tasks (PairKind.shorter)."""
+    verification alone, or whose tasks' scratch overflows the kernel's arena together, with
+    shorter tasks (PairKind.shorter)."""
     for scope in analysis.scopes():
         mine = {id(c) for c in scope.candidates}
         for r in failing:

@@ -569,6 +569,24 @@ MODELS: dict[str, RealModel] = {
             int_ranges={"input_ids": (0, 32128), "encoder_attention_mask": (1, 2)},
             pip_args=("--ignore-requires-python",),
         ),
+        RealModel(
+            "spindle_eeg",
+            package="brainmaze-eeg-models",
+            version="0.1.0",
+            onnx_path="brainmaze_eeg_models/spindles/_models/spindle-detector-eeg.onnx",
+            kind="detector",
+            what="OpenSpindleNet sleep-spindle detector for scalp EEG: a 1-D U-Net (Conv, BatchNormalization, "
+            "GELU as Erf, ConvTranspose) over a 30 s raw signal and its 15-band scalogram, with a per-sample "
+            "segmentation head and a 30-slot detection head",
+            license="BSD-3-Clause (brainmaze-eeg-models; OpenSpindleNet models: MIT)",
+            onnx_bytes=2_817_943,
+            wheel_bytes=18_375_581,
+            sha256="8368ef11554dda32178d65320c5b4690456c5c6cebd207d4ba0e68d3d5179e81",
+            ci=False,
+            shapes={"raw_signal": [1, 1, 7500], "spectrogram": [1, 15, 7500]},  # 30 s at 250 Hz
+            notes="inputs [batch, 1, 7500] and [batch, 15, 7500] (30 s at 250 Hz: the z-scored signal and its "
+            "'shan6-13' CWT magnitudes); only the batch is free",
+        ),
     ]
 }
 

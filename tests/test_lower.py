@@ -4,6 +4,7 @@ the kernel's op set raises LoweringError naming it."""
 
 from __future__ import annotations
 
+import ctypes
 import re
 import struct
 from pathlib import Path
@@ -19,6 +20,7 @@ from hexfuse_onnx import contract as C
 from hexfuse_onnx import pipeline, verify
 from hexfuse_onnx.lowering import LoweringError, attach_programs, lower_pair, program_op_nodes
 from hexfuse_onnx.lowering.abi import C_PREFIX, Layout, Opcode
+from hexfuse_onnx.lowering.program import scratch_bytes
 from hexfuse_onnx.runtime import HOST_NAME, LIB_DIR, HostKernel
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -579,3 +581,62 @@ def _op_records(program: bytes) -> list[bytes]:
     _, _, _, _, _, n_tensors, n_ops = struct.unpack_from("<IHHIIII", program)
     ops_off = struct.unpack_from("<I", program, 36)[0]
     return [program[ops_off + k * Layout.OP_RECORD_BYTES :][: Layout.OP_RECORD_BYTES] for k in range(n_ops)]
+
+
+def _relu_chains(length: int) -> onnx.ModelProto:
+    """Each task three Relus over [1, 64, length] floats: two scratch tensors live at its second op."""
+
+    def chain(p: str) -> list[onnx.NodeProto]:
+        names = [f"x{p}", f"{p}1", f"{p}2", f"y{p}"]
+        return [helper.make_node("Relu", [names[k]], [names[k + 1]], name=f"relu{p}{k}") for k in range(3)]
+
+    shape = [1, 64, length]
+    return pair_model(
+        chain("a"), chain("b"), [vi("xa", shape)], [vi("xb", shape)], [vi("ya", shape)], [vi("yb", shape)], []
+    )
+
+
+def test_a_pair_whose_scratch_overflows_the_kernels_arena_is_refused(monkeypatch):
+    """OpenSpindleNet u8u8's pair was written with an 18.8% modelled gain, and the kernel ran its
+    tasks one after the other (scratch 4.58 + 3.84 MiB): the lowering now says so and refuses it."""
+    with pytest.raises(LoweringError, match=r"scratch takes 4.00 and 4.00 MiB of the kernel's 8 MiB arena"):
+        lower_pair(_relu_chains(8193), _relu_chains(8193).graph.node[0])  # two 2 MiB + 256 B tensors live per task
+    m = _relu_chains(8192)
+    assert lower_pair(m, m.graph.node[0])
+
+
+@needs_host
+@pytest.mark.parametrize("length", [100, 8192])
+def test_the_scratch_the_lowering_places_is_the_kernels(monkeypatch, length):
+    from hexfuse_onnx.lowering import lowerer
+
+    placed = []
+    monkeypatch.setattr(lowerer, "scratch_bytes", lambda p, t: placed.append(scratch_bytes(p, t)) or placed[-1])
+    m = _relu_chains(length)
+    program = lower_pair(m, m.graph.node[0])
+    kernel = HostKernel()
+    kernel.lib.hfx_program_scratch_bytes.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    kernel.lib.hfx_program_scratch_bytes.restype = ctypes.c_size_t
+    parsed = kernel.parse(program)
+    assert placed == [kernel.lib.hfx_program_scratch_bytes(parsed, task) for task in (0, 1)]
+    kernel.lib.hfx_program_free(parsed)
+
+
+def test_the_arena_is_checked_at_the_analysed_shapes_only(tmp_path, monkeypatch):
+    """At batch 1 the two chains' scratch (2 x 1.22 MiB each) fits the arena; at the second shape the
+    pass proves the program at, it does not, and there the kernel runs them one after the other."""
+    monkeypatch.setenv("HEXFUSE_CALL_OVERHEAD_US", "0")
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 64, 5000])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 64, 5000])
+    chain = [("Relu", "a"), ("Sigmoid", "b")]
+    nodes = [
+        helper.make_node(op, ["x" if k == 0 else f"{p}{k}"], [f"{p}{k + 1}"], name=f"{p}{k}")
+        for op, p in chain
+        for k in range(3)
+    ] + [helper.make_node("Add", ["a3", "b3"], ["y"], name="join")]
+    onnx.save(
+        helper.make_model(helper.make_graph(nodes, "g", [x], [y]), opset_imports=[helper.make_opsetid("", 17)]),
+        tmp_path / "m.onnx",
+    )
+    r = pipeline.rewrite(tmp_path / "m.onnx", tmp_path / "m.fused.onnx")
+    assert len(r.analysis.pairs) == 1, [x.reason for x in r.analysis.rejected]

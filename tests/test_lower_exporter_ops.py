@@ -248,6 +248,59 @@ CASES = {
         [vi("yb", [2, 4, 8, 10])],
         [init("w", f32(3, 4, 2, 2)), init("bias", f32(4))],
     ),
+    # OpenSpindleNet's segmentation neck: 1-D, kernel equal to strides, [N, 51, L] -> [N, 51, 5L]
+    "conv_transpose_1d_bias": lambda: task_b_pair(
+        [helper.make_node("ConvTranspose", ["z", "w", "bias"], ["yb"], name="up", kernel_shape=[5], strides=[5])],
+        [vi("z", [2, 3, 7])],
+        [vi("yb", [2, 4, 35])],
+        [init("w", f32(3, 4, 5)), init("bias", f32(4))],
+    ),
+    # its QDQ model (and centerface's): the weight a DequantizeLinear of an int8 initializer
+    "conv_transpose_1d_dequantized_weight": lambda: task_b_pair(
+        [
+            helper.make_node("DequantizeLinear", ["w_q", "w_scale", "w_zp"], ["w"], name="dq_w"),
+            helper.make_node("ConvTranspose", ["z", "w"], ["yb"], name="up", kernel_shape=[2], strides=[2]),
+        ],
+        [vi("z", [1, 3, 6])],
+        [vi("yb", [1, 4, 12])],
+        [
+            init("w_q", RNG.integers(-127, 128, (3, 4, 2)).astype(np.int8)),
+            init("w_scale", np.array(0.02, np.float32)),
+            init("w_zp", np.array(0, np.int8)),
+        ],
+        opset=21,
+    ),
+    # OpenSpindleNet u16u8: the quantiser folds a zero padding of no element into a [1, 0, 3] constant
+    # (an empty initializer is a Constant in the pair's body)
+    "concat_dequantized_empty": lambda: task_b_pair(
+        [
+            helper.make_node("Constant", [], ["e_q"], name="empty", value=init("v", np.zeros((1, 0, 3), np.uint16))),
+            helper.make_node("DequantizeLinear", ["e_q", "e_scale", "e_zp"], ["e"], name="dq_e"),
+            helper.make_node("Concat", ["z", "e"], ["yb"], name="cat", axis=1),
+        ],
+        [vi("z", [1, 2, 3])],
+        [vi("yb", [1, 2, 3])],
+        [
+            init("e_scale", np.array(0.05, np.float32)),
+            init("e_zp", np.array(0, np.uint16)),
+        ],
+        opset=21,
+    ),
+    # its u8u8 model: the same in an integer Concat group (the Constant must still give its value)
+    "qconcat_dequantized_empty": lambda: task_b_pair(
+        [
+            helper.make_node("Constant", [], ["e_q"], name="empty", value=init("v", np.zeros((1, 0, 3), np.uint8))),
+            helper.make_node("QuantizeLinear", ["z", "s", "zp"], ["z_q"], name="q_z"),
+            helper.make_node("DequantizeLinear", ["z_q", "s", "zp"], ["z_dq"], name="dq_z"),
+            helper.make_node("DequantizeLinear", ["e_q", "s", "zp"], ["e"], name="dq_e"),
+            helper.make_node("Concat", ["z_dq", "e"], ["c"], name="cat", axis=1),
+            helper.make_node("QuantizeLinear", ["c", "s", "zp"], ["yb"], name="q_c"),
+        ],
+        [vi("z", [1, 2, 3])],
+        [vi("yb", [1, 2, 3], TensorProto.UINT8)],
+        [init("s", np.array(0.05, np.float32)), init("zp", np.array(128, np.uint8))],
+        opset=21,
+    ),
     # the reflect Pad the old refusal case "pad_reflect" held, now lowered and run
     "pad_reflect_conv": lambda: task_b_pair(
         [
@@ -360,6 +413,7 @@ OPCODES = {
     "gather_scalar": [Opcode.RELU, Opcode.SLICE, Opcode.COPY],
     "gather_range": [Opcode.RELU, Opcode.SLICE],
     "conv_transpose_2x2_bias": [Opcode.RELU, Opcode.CONV2D, Opcode.COPY, Opcode.TRANSPOSE, Opcode.COPY],
+    "conv_transpose_1d_bias": [Opcode.RELU, Opcode.COPY, Opcode.CONV2D, Opcode.COPY, Opcode.TRANSPOSE, Opcode.COPY],
     "pad_reflect_conv": [Opcode.RELU] + [Opcode.SLICE, Opcode.SLICE, Opcode.CONCAT] * 2 + [Opcode.CONV2D],
     "pad_reflect_1d": [Opcode.RELU, Opcode.SLICE, Opcode.SLICE, Opcode.CONCAT],
     "pad_reflect_one_side": [Opcode.RELU, Opcode.SLICE, Opcode.CONCAT],
@@ -369,6 +423,9 @@ OPCODES = {
     "leaky_relu_default_alpha": [Opcode.RELU, Opcode.CLIP, Opcode.MUL, Opcode.ADD],
     "min_const_first": [Opcode.RELU, Opcode.CLIP],
     "max_dequantized_const": [Opcode.RELU, Opcode.DEQUANTIZE_LINEAR, Opcode.CLIP],
+    "concat_dequantized_empty": [Opcode.RELU, Opcode.CONCAT],  # the DequantizeLinear of nothing emits nothing
+    "conv_transpose_1d_dequantized_weight": [Opcode.RELU, Opcode.DEQUANTIZE_LINEAR]
+    + [Opcode.COPY, Opcode.CONV2D, Opcode.COPY, Opcode.TRANSPOSE, Opcode.COPY],
     "concat20_steps": [Opcode.RELU] + [Opcode.CONCAT] * 4,  # groups of 8, 8 and 4, then those three
 }
 

@@ -295,9 +295,13 @@ def _nan_test(g: ModelGraph, i: int | None) -> bool:
 
 
 def _constant(g: ModelGraph, tensor: str) -> bool:
-    """An initializer or a Constant's output."""
+    """An initializer, a Constant's output, or a DequantizeLinear of those (a QDQ model's weight, which
+    the lowering dequantizes as ORT does: Lowerer.constant_value)."""
     producer = g.producer.get(tensor)
-    return tensor in g.initializers or (producer is not None and g.nodes[producer].op_type == "Constant")
+    if tensor in g.initializers or producer is None:
+        return tensor in g.initializers
+    n = g.nodes[producer]
+    return n.op_type == "Constant" or (is_dq(g, producer) and all(_constant(g, t) for t in n.input if t))
 
 
 def cut_units(
@@ -565,6 +569,12 @@ class Modelled:
     stream_colocated: dict[str, float]  # each pair counted at its fused time plus overhead
     # the part of `serial` in nodes that never pair (no lowering, not float32, not profiled), by op
     unpairable: dict[str, tuple[int, float]] = field(default_factory=dict)  # op: (nodes, seconds)
+    # unpaired nodes the kernel runs that need over half the on-chip memory: their count by
+    # op, their share of the op time, the largest one's working set and the target's on-chip bytes
+    too_large: dict[str, int] = field(default_factory=dict)
+    too_large_share: float = 0.0  # of the streams' op time, each op timed alone
+    largest_bytes: int = 0
+    onchip_bytes: float = 0.0
 
     @property
     def gain(self) -> float:
@@ -598,6 +608,15 @@ class Modelled:
                 + ", ".join(f"{op} {n}x {t * 1e6:.0f} us" for op, (n, t) in ops[:6])
                 + (f" and {len(ops) - 6} more op(s)" if len(ops) > 6 else "")
             )
+        if self.too_large:
+            large = sorted(self.too_large.items(), key=lambda kv: -kv[1])
+            out.append(
+                f"  too large to pair ({self.too_large_share:.0%} of the streams' op time, ops timed alone): "
+                + ", ".join(f"{op} {n}x" for op, n in large[:6])
+                + (f" and {len(large) - 6} more op(s)" if len(large) > 6 else "")
+                + f"; each needs over half the {self.onchip_bytes / 2**20:.0f} MiB on-chip memory (the largest "
+                f"{self.largest_bytes / 2**20:.1f} MiB), so no two fit together"
+            )
         return out
 
     def to_json(self) -> dict:
@@ -610,6 +629,11 @@ class Modelled:
             "stream_alone_us": {k: v * 1e6 for k, v in self.stream_alone.items()},
             "stream_colocated_us": {k: v * 1e6 for k, v in self.stream_colocated.items()},
             "unpairable_us": {op: {"nodes": n, "us": t * 1e6} for op, (n, t) in self.unpairable.items()},
+            "too_large": {
+                "nodes": self.too_large,
+                "op_time_share": self.too_large_share,
+                "largest_bytes": self.largest_bytes,
+            },
         }
 
 
@@ -660,7 +684,27 @@ def modelled(
     outside = sum(alone.values()) - inside
     serial = outside + inside
     unpairable = _unpairable(g, profile, [i for side in sides for i in side], target)
-    return Modelled(target.name, serial, outside + fused, inside, alone, colocated, unpairable)
+    large = _too_large(g, profile, sides, in_pair, target)
+    timed = [i for side in sides for i in side if i not in profile.unprofiled]
+    alone_time = {i: serial_time(TaskProfile.of([profile.nodes[i]]), target) for i in timed}
+    large_share = sum(alone_time[i] for i in large) / max(1e-12, sum(alone_time.values()))
+    ops: dict[str, int] = {}
+    for i in large:
+        ops[g.nodes[i].op_type] = ops.get(g.nodes[i].op_type, 0) + 1
+    largest = max((profile.nodes[i].footprint for i in large), default=0)
+    return Modelled(
+        target.name,
+        serial,
+        outside + fused,
+        inside,
+        alone,
+        colocated,
+        unpairable,
+        ops,
+        large_share,
+        largest,
+        target.onchip_bytes.value,
+    )
 
 
 def _unpairable(g: ModelGraph, profile: GraphProfile, nodes: list[int], target: Target) -> dict[str, tuple[int, float]]:
@@ -675,3 +719,17 @@ def _unpairable(g: ModelGraph, profile: GraphProfile, nodes: list[int], target: 
         count, total = out.get(op, (0, 0.0))
         out[op] = (count + 1, total + seconds)
     return out
+
+
+def _too_large(
+    g: ModelGraph, profile: GraphProfile, sides: list[list[int]], in_pair: set[int], target: Target
+) -> set[int]:
+    """Unpaired nodes the kernel runs whose on-chip working set exceeds half the on-chip memory: a
+    segment's working set is its largest op's, so two segments holding such nodes never fit together."""
+    half = target.onchip_bytes.value / 2
+    return {
+        i
+        for side in sides
+        for i in side
+        if i not in in_pair and lowerable(g, profile, i) and profile.nodes[i].footprint > half
+    }

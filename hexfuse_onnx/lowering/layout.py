@@ -75,11 +75,12 @@ def transpose(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
 def concat(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     """One CONCAT; more inputs than an op takes (an unrolled LSTM's 20 steps) are concatenated in
     groups into scratch tensors first, which costs one more copy of the data."""
-    if not n.input:
-        raise LoweringError(n.op_type, n.name, "no inputs")
+    inputs = [i for i in n.input if i and not cx.has_no_element(i)]  # an empty input adds nothing
+    if not inputs:
+        raise LoweringError(n.op_type, n.name, "no inputs with elements")
     params = {Param.AXIS: int(attr(n, "axis"))}
-    axis = params[Param.AXIS] % len(cx.shape(n.input[0], n))
-    parts = [(tid, traced_dims(cx.prog, tid)) for tid in (cx.read(i, n, t) for i in n.input)]
+    axis = params[Param.AXIS] % len(cx.shape(inputs[0], n))
+    parts = [(tid, traced_dims(cx.prog, tid)) for tid in (cx.read(i, n, t) for i in inputs)]
     while len(parts) > Layout.MAX_OP_INPUTS:
         groups = [parts[k : k + Layout.MAX_OP_INPUTS] for k in range(0, len(parts), Layout.MAX_OP_INPUTS)]
         parts = [_concat_group(cx, n, t, group, axis, params) for group in groups]

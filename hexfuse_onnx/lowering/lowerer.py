@@ -28,8 +28,8 @@ from .. import contract as C
 from ..profile import Engine as EngineClass
 from ..profile import engine_of
 from .abi import Dtype, Engine, Layout, Opcode, Role, Task
-from .program import Op, Program, QuantEntry, Tensor
-from .registry import LOWERINGS, LoweringError, op_key, op_outside_kernel
+from .program import ARENA_BYTES, Op, Program, QuantEntry, Tensor, scratch_bytes
+from .registry import LOWERINGS, ArenaOverflow, LoweringError, op_key, op_outside_kernel
 
 DTYPES: dict[int, Dtype] = {
     onnx.TensorProto.FLOAT: Dtype.F32,
@@ -142,6 +142,8 @@ class Lowerer:
         self.ids: dict[str, int] = {}  # body tensor -> program tensor id
         self.task_of: dict[str, Task] = {}
         self.folded: dict[str, tuple[str, list[int]]] = {}  # Pad output -> (its input, spatial pads) for the Conv
+        self.check_arena = True  # at the shapes the pass analyses; at others the kernel may serialize
+        self.empty: set[str] = set()  # body tensors of no element: a node that makes only these runs nothing
         self.origins: list[OpOrigin] = []
         self._body_index: int | None = None  # the body node being lowered
         self.scratch_node: dict[int, int] = {}  # scratch program id -> the body node whose lowering made it
@@ -325,7 +327,7 @@ class Lowerer:
                 qmatmul.emit(self, integer.groups[k], task)
             elif k in elementwise.emit:
                 elementwise.emit[k](task)
-            elif k not in absorbed and not self._folds(n):
+            elif k not in absorbed and not self._folds(n) and not self._makes_nothing(n):
                 LOWERINGS[op_key(n)](self, n, task)
         self._body_index = None
         self._copy_out_outputs()
@@ -334,7 +336,21 @@ class Lowerer:
             raise LoweringError(self.node.op_type, self.pair, "the pair has no op to run")
         if len(p.ops) > Layout.MAX_OPS or len(p.tensors) > Layout.MAX_TENSORS:
             raise LoweringError(self.node.op_type, self.pair, "too many ops or tensors for one program")
+        if self.check_arena:
+            self._check_arena()
         return p.encode()
+
+    def _check_arena(self) -> None:
+        """At the shapes it is lowered at, a pair whose tasks' scratch cannot share the kernel's arena
+        would always run one task after the other: no overlap, and the call overhead on top."""
+        need = [scratch_bytes(self.prog, task) for task in (Task.A, Task.B)]
+        if sum(need) > ARENA_BYTES:
+            raise ArenaOverflow(
+                self.node.op_type,
+                self.pair,
+                f"its tasks' scratch takes {need[0] / 2**20:.2f} and {need[1] / 2**20:.2f} MiB of the kernel's "
+                f"{ARENA_BYTES / 2**20:.0f} MiB arena: too much together, it would run them one after the other",
+            )
 
     def _folds(self, n: onnx.NodeProto) -> bool:
         """Compute shape arithmetic when lowering: Shape of a known shape, and a node whose inputs
@@ -354,6 +370,23 @@ class Lowerer:
             return False
         self.static.update((o, np.asarray(v)) for o, v in zip(n.output, values) if o)
         return True
+
+    def _makes_nothing(self, n: onnx.NodeProto) -> bool:
+        """A Q/DQ of a constant of no element (the quantiser folds OpenSpindleNet's zero padding before
+        a Concat to [1, 0, 1]) runs nothing; Concat skips its output."""
+        if n.op_type not in ("DequantizeLinear", "QuantizeLinear") or n.output[0] in self.out_index:
+            return False
+        if n.input[0] not in self.static or np.asarray(self.static[n.input[0]]).size:
+            return False
+        self.empty.add(n.output[0])
+        return True
+
+    def has_no_element(self, name: str) -> bool:
+        t = self.types.get(name)
+        if name in self.empty:
+            return True
+        dims = t.tensor_type.shape.dim if t is not None and t.tensor_type.HasField("shape") else []
+        return any(d.HasField("dim_value") and d.dim_value == 0 for d in dims)
 
     def _declare_inputs(self) -> None:
         p = self.prog

@@ -1,5 +1,5 @@
 """Ops on the matrix engine: MatMul and Gemm (one GEMM opcode), 1-D and 2-D Conv, a Pad folded into a Conv,
-and the ConvTranspose whose kernel equals its strides (a 1x1 Conv, then depth to space)."""
+and the 1-D or 2-D ConvTranspose whose kernel equals its strides (a 1x1 Conv, then depth to space)."""
 
 from __future__ import annotations
 
@@ -70,27 +70,33 @@ def conv_transpose(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     """2-D, group 1, kernel equal to strides, no pads or dilation (the upsampling of FPN necks:
     centerface, PP-OCR det): each input pixel writes its own kh x kw output block, so it is a 1x1
     Conv to Co*kh*kw channels (weights reordered when lowering), then a depth-to-space: COPY to
-    [N, Co, kh, kw, H, W], TRANSPOSE to [N, Co, H, kh, W, kw], COPY to [N, Co, H*kh, W*kw]."""
+    [N, Co, kh, kw, H, W], TRANSPOSE to [N, Co, H, kh, W, kw], COPY to [N, Co, H*kh, W*kw].
+    1-D (a U-Net's decoder: OpenSpindleNet) as 2-D with H = 1 and kh = 1."""
     x = cx.shape(n.input[0], n)
-    weight = cx.known_value(n.input[1])
-    if len(x) != 4 or weight is None or weight.ndim != 4:
-        raise LoweringError(n.op_type, n.name, "only 2-D ConvTranspose with constant weights is supported")
+    weight = cx.constant_value(n.input[1])  # a QDQ model's: its DequantizeLinear, as ORT computes it
+    if len(x) not in (3, 4) or weight is None or weight.ndim != len(x):
+        raise LoweringError(n.op_type, n.name, "only 1-D and 2-D ConvTranspose with constant weights are supported")
+    r = len(x) - 2
+    source = cx.read(n.input[0], n, t)
+    if r == 1:
+        x, weight, source = [*x[:2], 1, x[2]], weight[:, :, None, :], as_2d(cx, n, t, source)
     ci, co, kh, kw = weight.shape
-    strides = [int(v) for v in attr(n, "strides", [1, 1])]
+    strides = [int(v) for v in attr(n, "strides", [1] * r)]
+    y = cx.shape(n.output[0], n)
     plain = (
         int(attr(n, "group", 1)) == 1
-        and strides == [kh, kw]
-        and all(int(d) == 1 for d in attr(n, "dilations", [1, 1]))
-        and all(int(p) == 0 for p in attr(n, "pads", [0] * 4) + attr(n, "output_padding", [0, 0]))
+        and strides == [kh, kw][2 - r :]
+        and all(int(d) == 1 for d in attr(n, "dilations", [1] * r))
+        and all(int(p) == 0 for p in attr(n, "pads", [0] * 2 * r) + attr(n, "output_padding", [0] * r))
         and str_attr(n, "auto_pad", "NOTSET") in ("NOTSET", "VALID")
-        and cx.shape(n.output[0], n) == [x[0], co, x[2] * kh, x[3] * kw]
+        and (y == [x[0], co, x[2] * kh, x[3] * kw] if r == 2 else y == [x[0], co, x[3] * kw])
     )
     if not plain:
         raise LoweringError(
             n.op_type, n.name, "only group 1, a kernel equal to its strides, no pads, dilation or output padding"
         )
-    inputs = [cx.read(n.input[0], n, t), cx.constant(weight.transpose(1, 2, 3, 0).reshape(co * kh * kw, ci, 1, 1), t)]
-    bias = cx.known_value(n.input[2]) if len(n.input) > 2 and n.input[2] else None
+    inputs = [source, cx.constant(weight.transpose(1, 2, 3, 0).reshape(co * kh * kw, ci, 1, 1), t)]
+    bias = cx.constant_value(n.input[2]) if len(n.input) > 2 and n.input[2] else None
     if len(n.input) > 2 and n.input[2] and bias is None:
         raise LoweringError(n.op_type, n.name, "the bias must be a constant")
     if bias is not None:

@@ -8,6 +8,7 @@ reference of the kernel's hfx_program_specialize: the shape section applied to a
 
 from __future__ import annotations
 
+import math
 import struct
 import zlib
 from dataclasses import dataclass, field
@@ -24,6 +25,22 @@ _TENSOR = "<BBBBI8III"
 _DIMS_AT = 8  # byte offset of dims[] in a tensor record
 _PARAMS_AT = 48  # byte offset of params[] in an op record
 V2_DTYPES = {Dtype.U16, Dtype.I16}  # tensor dtypes a version 1 program cannot carry
+
+
+# The kernel's defaults (dsp/include/hexfuse/ops.h HFX_ARENA_ALIGN, scheduler.c arena_bytes): each
+# task's scratch is placed in the arena; both tasks run at once only when their regions fit together.
+ARENA_ALIGN = 128
+ARENA_BYTES = 8 << 20
+DTYPE_BYTES = {
+    Dtype.F32: 4,
+    Dtype.F16: 2,
+    Dtype.I32: 4,
+    Dtype.I64: 8,
+    Dtype.I8: 1,
+    Dtype.U8: 1,
+    Dtype.U16: 2,
+    Dtype.I16: 2,
+}
 
 
 @dataclass
@@ -355,3 +372,31 @@ def locate(program: bytes, offset: int) -> tuple[str, int, int]:
     if offset < lay.tensors_off:
         return ("header", offset, 0)
     return ("section" if offset < len(program) - 4 else "crc", offset, 0)
+
+
+def scratch_bytes(p: Program, task: Task) -> int:
+    """The arena region the kernel gives `task`'s scratch (dsp/src/arena.c, mirrored): each scratch
+    tensor in the order its ops write them, at the lowest aligned offset clear of the tensors whose
+    lifetimes (writing op .. last reading op, in task order) overlap its own."""
+    ops = [o for o in p.ops if o.task == task]
+    life: dict[int, list[int]] = {}
+    for k, o in enumerate(ops):
+        for tid in o.inputs:
+            if tid in life:
+                life[tid][1] = k
+        for tid in (o.output, o.second_output):
+            if tid != Layout.NO_TENSOR and p.tensors[tid].role == Role.SCRATCH:
+                life[tid] = [k, k]
+    offset: dict[int, tuple[int, int]] = {}  # tensor -> (offset, end)
+    high = 0
+    for tid, (first, last) in life.items():
+        t = p.tensors[tid]
+        size = -(-DTYPE_BYTES[t.dtype] * math.prod(t.dims) // ARENA_ALIGN) * ARENA_ALIGN
+        off = 0
+        for start, end in sorted(offset[u] for u, (f, la) in life.items() if u in offset and f <= last and first <= la):
+            if start >= off + size:
+                break
+            off = max(off, end)
+        offset[tid] = (off, off + size)
+        high = max(high, off + size)
+    return high

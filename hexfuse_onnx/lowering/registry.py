@@ -30,6 +30,11 @@ class LoweringError(HexfuseError):
         self.op, self.node, self.reason = op, node, reason
 
 
+class ArenaOverflow(LoweringError):
+    """The pair's two tasks' scratch does not fit the kernel's arena together: it would never overlap
+    (shorter tasks over its span may)."""
+
+
 def lowers(*op_types: str) -> Callable[[Lowering], Lowering]:
     """Register the decorated function as the lowering of these ONNX ops (default domain; another
     domain's op as "domain::Op", as `op_key` names it)."""
