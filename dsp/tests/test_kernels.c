@@ -5,6 +5,7 @@
 #include "core.h"
 #include "hexfuse/hexfuse.h"
 #include "ops/qgemm_host.h"
+#include "ops/vmath.h"
 #include "program_builder.h"
 #include "test_util.h"
 #include "reference.h"
@@ -732,6 +733,28 @@ static void test_softmax(void) {
         if (run_prog(&b, ins, 1, outs, 1)) EXPECT_CLOSE(O, R, D, 1e-7, "softmax, max at %u", at);
         hfxb_free(&b);
     }
+}
+
+/* Softmax's exp of x <= 0 gives hfx_exp's bits wherever exp(x) is a normal float (below: those bits or 0), NaN
+ * for NaN: on every float in [-88, 0] 1 in 61 (all exponents, the edge near -87.3365 among them) and specials */
+static int exp_nonpositive_ok(float x) {
+    float got = hfx_exp_nonpositive(x), want = hfx_exp(x);
+    return isnan(want) ? isnan(got) : memcmp(&got, &want, 4) == 0 || (want < 1.17549435e-38f && got == 0.0f);
+}
+
+static void test_exp_nonpositive(void) {
+    static const float special[] = {NAN,           -INFINITY,  -0.0f,     0.0f, -1e-40f,
+                                    -87.33654475f, -87.3365f, -87.3366f, -3e38f};
+    uint32_t bad = 0;
+    float first = 0.0f;
+    for (uint32_t u = 0x80000000u; u <= 0xc2b00000u; u += 61u) { /* -0 down to -88 */
+        float x;
+        memcpy(&x, &u, sizeof x);
+        if (!exp_nonpositive_ok(x) && bad++ == 0) first = x;
+    }
+    for (size_t i = 0; i < sizeof special / sizeof special[0]; i++)
+        if (!exp_nonpositive_ok(special[i]) && bad++ == 0) first = special[i];
+    CHECK_MSG(bad == 0, "exp_nonpositive: %u values differ from hfx_exp's, the first at x=%.9g", bad, (double)first);
 }
 
 static void test_norms(void) {
@@ -1758,6 +1781,7 @@ int main(void) {
     RUN_TEST(test_unary);
     RUN_TEST(test_unary_special);
     RUN_TEST(test_softmax);
+    RUN_TEST(test_exp_nonpositive);
     RUN_TEST(test_norms);
     RUN_TEST(test_reduce);
     RUN_TEST(test_reduce_extreme);
