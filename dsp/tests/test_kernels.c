@@ -538,10 +538,12 @@ static void pool_case(uint32_t opc, uint32_t N, uint32_t C, uint32_t H, uint32_t
     free(X), free(Y), free(R);
 }
 
-/* MaxPool on a wide row with NaNs in the input: NaN propagates, the same bits as the reference. */
-static void pool_nan_case(void) {
-    rshape xs = {4, {1, 2, 5, 37}}, ys = {4, {1, 2, 5, 37}};
-    int32_t p[12] = {1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 0, 0};
+/* MaxPool on a wide row with NaNs in the input: NaN propagates, the same bits as the reference. p: 3x3 windows,
+ * stride 1 or 2 (ops.h order, as pool_case). */
+static void pool_nan_case(const int32_t p[12]) {
+    uint32_t ow = (uint32_t)hfx_pool_out_len(37, p[9], p[5], p[7], p[1], p[3], 0);
+    uint32_t oh = (uint32_t)hfx_pool_out_len(5, p[8], p[4], p[6], p[0], p[2], 0);
+    rshape xs = {4, {1, 2, 5, 37}}, ys = {4, {1, 2, oh, ow}};
     uint64_t xn = rs_numel(&xs), yn = rs_numel(&ys);
     float *X = rand_buf(xn, -4, 4), *Y = calloc(yn, 4), *R = calloc(yn, 4);
     for (uint64_t i = 3; i < xn; i += 29) X[i] = NAN;
@@ -560,7 +562,10 @@ static void pool_nan_case(void) {
 }
 
 static void test_pool(void) {
-    pool_nan_case();
+    static const int32_t nan_s1[12] = {1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 0, 0};
+    static const int32_t nan_s2[12] = {1, 1, 1, 1, 2, 2, 1, 1, 3, 3, 0, 0};
+    pool_nan_case(nan_s1);
+    pool_nan_case(nan_s2);
     for (int m = 0; m < 2; m++) {
         uint32_t opc = m ? HFX_OP_AVGPOOL : HFX_OP_MAXPOOL;
         /* pads t l b r, strides h w, dilations h w, kernel h w, ceil, count_include_pad */
@@ -583,6 +588,14 @@ static void test_pool(void) {
         int32_t big[12] = {1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 0, m};
         pool_case(opc, 1, 64, 56, 56, big, 1);
         CHECK(g_last_items > 1);
+        /* MaxPool's stride-2 rows of 8 outputs at a time (at least 8 inside the row): a CNN stem's 3x3 s2, 2x2 s2
+         * on an odd width (the last block overlaps), dilated taps, the windows of a 4-wide kernel */
+        static const int32_t s2[][12] = {{1, 1, 1, 1, 2, 2, 1, 1, 3, 3, 0, 0},
+                                         {0, 0, 0, 0, 2, 2, 1, 1, 2, 2, 0, 0},
+                                         {0, 2, 0, 1, 2, 2, 1, 2, 2, 3, 1, 0},
+                                         {1, 2, 0, 1, 1, 2, 1, 1, 3, 4, 0, 0}};
+        for (size_t i = 0; i < sizeof s2 / sizeof s2[0]; i++)
+            pool_case(opc, 1, 8, 56 - (uint32_t)i, 56 - 3 * (uint32_t)i, s2[i], (int)i % 2);
         for (int t = 0; t < 40; t++) {
             int32_t p[12];
             p[8] = (int32_t)rng_range(1, 4);
