@@ -123,6 +123,14 @@ static void test_gemm(void) {
     CHECK(g_last_items == 5);
     gemm_case(63, 8192, 512, &none, &none, 0, 1, 1, 0);
     CHECK(g_last_items == 32); /* 256-column blocks */
+    /* one row against at least 1 MiB of B (matmul.c's GEMV, not sgemm): every transpose and bias mode,
+     * batched, and cut into two column blocks */
+    for (int t = 0; t < 4; t++)
+        for (int c = 0; c < 6; c++) gemm_case(1, 517, 515, &none, &none, t & 1, t >> 1, c, (t + c) % 2);
+    rshape two = {1, {2}};
+    gemm_case(1, 513, 521, &two, &two, 0, 1, 5, 1);
+    gemm_case(1, 1024, 8192, &none, &none, 1, 0, 1, 0);
+    CHECK(g_last_items == 2);
     /* batched with broadcast */
     for (int i = 0; i < 12; i++) {
         rshape ab, bb;
@@ -749,7 +757,7 @@ static void test_softmax(void) {
 }
 
 /* Softmax's exp of x <= 0 gives hfx_exp's bits wherever exp(x) is a normal float (below: those bits or 0), NaN
- * for NaN: on every float in [-88, 0] 1 in 61 (all exponents, the edge near -87.3365 among them) and specials */
+ * for NaN: on 1 in 4099 floats of [-88, 0] (all exponents), every float near the edge -87.3365, the specials */
 static int exp_nonpositive_ok(float x) {
     float got = hfx_exp_nonpositive(x), want = hfx_exp(x);
     return isnan(want) ? isnan(got) : memcmp(&got, &want, 4) == 0 || (want < 1.17549435e-38f && got == 0.0f);
@@ -760,7 +768,12 @@ static void test_exp_nonpositive(void) {
                                     -87.33654475f, -87.3365f, -87.3366f, -3e38f};
     uint32_t bad = 0;
     float first = 0.0f;
-    for (uint32_t u = 0x80000000u; u <= 0xc2b00000u; u += 61u) { /* -0 down to -88 */
+    for (uint32_t u = 0x80000000u; u <= 0xc2b00000u; u += 4099u) { /* -0 down to -88 */
+        float x;
+        memcpy(&x, &u, sizeof x);
+        if (!exp_nonpositive_ok(x) && bad++ == 0) first = x;
+    }
+    for (uint32_t u = 0xc2aeac50u - 4096u; u <= 0xc2aeac50u + 4096u; u++) { /* every float around -87.3365 */
         float x;
         memcpy(&x, &u, sizeof x);
         if (!exp_nonpositive_ok(x) && bad++ == 0) first = x;
