@@ -5,6 +5,7 @@
 #include "core.h"
 #include "hexfuse/hexfuse.h"
 #include "ops/qgemm_host.h"
+#include "ops/vmath.h"
 #include "program_builder.h"
 #include "test_util.h"
 #include "reference.h"
@@ -122,6 +123,14 @@ static void test_gemm(void) {
     CHECK(g_last_items == 5);
     gemm_case(63, 8192, 512, &none, &none, 0, 1, 1, 0);
     CHECK(g_last_items == 32); /* 256-column blocks */
+    /* one row against at least 1 MiB of B (matmul.c's GEMV, not sgemm): every transpose and bias mode,
+     * batched, and cut into two column blocks */
+    for (int t = 0; t < 4; t++)
+        for (int c = 0; c < 6; c++) gemm_case(1, 517, 515, &none, &none, t & 1, t >> 1, c, (t + c) % 2);
+    rshape two = {1, {2}};
+    gemm_case(1, 513, 521, &two, &two, 0, 1, 5, 1);
+    gemm_case(1, 1024, 8192, &none, &none, 1, 0, 1, 0);
+    CHECK(g_last_items == 2);
     /* batched with broadcast */
     for (int i = 0; i < 12; i++) {
         rshape ab, bb;
@@ -537,10 +546,12 @@ static void pool_case(uint32_t opc, uint32_t N, uint32_t C, uint32_t H, uint32_t
     free(X), free(Y), free(R);
 }
 
-/* MaxPool on a wide row with NaNs in the input: NaN propagates, the same bits as the reference. */
-static void pool_nan_case(void) {
-    rshape xs = {4, {1, 2, 5, 37}}, ys = {4, {1, 2, 5, 37}};
-    int32_t p[12] = {1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 0, 0};
+/* MaxPool on a wide row with NaNs in the input: NaN propagates, the same bits as the reference. p: 3x3 windows,
+ * stride 1 or 2 (ops.h order, as pool_case). */
+static void pool_nan_case(const int32_t p[12]) {
+    uint32_t ow = (uint32_t)hfx_pool_out_len(37, p[9], p[5], p[7], p[1], p[3], 0);
+    uint32_t oh = (uint32_t)hfx_pool_out_len(5, p[8], p[4], p[6], p[0], p[2], 0);
+    rshape xs = {4, {1, 2, 5, 37}}, ys = {4, {1, 2, oh, ow}};
     uint64_t xn = rs_numel(&xs), yn = rs_numel(&ys);
     float *X = rand_buf(xn, -4, 4), *Y = calloc(yn, 4), *R = calloc(yn, 4);
     for (uint64_t i = 3; i < xn; i += 29) X[i] = NAN;
@@ -559,7 +570,10 @@ static void pool_nan_case(void) {
 }
 
 static void test_pool(void) {
-    pool_nan_case();
+    static const int32_t nan_s1[12] = {1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 0, 0};
+    static const int32_t nan_s2[12] = {1, 1, 1, 1, 2, 2, 1, 1, 3, 3, 0, 0};
+    pool_nan_case(nan_s1);
+    pool_nan_case(nan_s2);
     for (int m = 0; m < 2; m++) {
         uint32_t opc = m ? HFX_OP_AVGPOOL : HFX_OP_MAXPOOL;
         /* pads t l b r, strides h w, dilations h w, kernel h w, ceil, count_include_pad */
@@ -582,6 +596,14 @@ static void test_pool(void) {
         int32_t big[12] = {1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 0, m};
         pool_case(opc, 1, 64, 56, 56, big, 1);
         CHECK(g_last_items > 1);
+        /* MaxPool's stride-2 rows of 8 outputs at a time (at least 8 inside the row): a CNN stem's 3x3 s2, 2x2 s2
+         * on an odd width (the last block overlaps), dilated taps, the windows of a 4-wide kernel */
+        static const int32_t s2[][12] = {{1, 1, 1, 1, 2, 2, 1, 1, 3, 3, 0, 0},
+                                         {0, 0, 0, 0, 2, 2, 1, 1, 2, 2, 0, 0},
+                                         {0, 2, 0, 1, 2, 2, 1, 2, 2, 3, 1, 0},
+                                         {1, 2, 0, 1, 1, 2, 1, 1, 3, 4, 0, 0}};
+        for (size_t i = 0; i < sizeof s2 / sizeof s2[0]; i++)
+            pool_case(opc, 1, 8, 56 - (uint32_t)i, 56 - 3 * (uint32_t)i, s2[i], (int)i % 2);
         for (int t = 0; t < 40; t++) {
             int32_t p[12];
             p[8] = (int32_t)rng_range(1, 4);
@@ -732,6 +754,33 @@ static void test_softmax(void) {
         if (run_prog(&b, ins, 1, outs, 1)) EXPECT_CLOSE(O, R, D, 1e-7, "softmax, max at %u", at);
         hfxb_free(&b);
     }
+}
+
+/* Softmax's exp of x <= 0 gives hfx_exp's bits wherever exp(x) is a normal float (below: those bits or 0), NaN
+ * for NaN: on 1 in 4099 floats of [-88, 0] (all exponents), every float near the edge -87.3365, the specials */
+static int exp_nonpositive_ok(float x) {
+    float got = hfx_exp_nonpositive(x), want = hfx_exp(x);
+    return isnan(want) ? isnan(got) : memcmp(&got, &want, 4) == 0 || (want < 1.17549435e-38f && got == 0.0f);
+}
+
+static void test_exp_nonpositive(void) {
+    static const float special[] = {NAN,           -INFINITY,  -0.0f,     0.0f, -1e-40f,
+                                    -87.33654475f, -87.3365f, -87.3366f, -3e38f};
+    uint32_t bad = 0;
+    float first = 0.0f;
+    for (uint32_t u = 0x80000000u; u <= 0xc2b00000u; u += 4099u) { /* -0 down to -88 */
+        float x;
+        memcpy(&x, &u, sizeof x);
+        if (!exp_nonpositive_ok(x) && bad++ == 0) first = x;
+    }
+    for (uint32_t u = 0xc2aeac50u - 4096u; u <= 0xc2aeac50u + 4096u; u++) { /* every float around -87.3365 */
+        float x;
+        memcpy(&x, &u, sizeof x);
+        if (!exp_nonpositive_ok(x) && bad++ == 0) first = x;
+    }
+    for (size_t i = 0; i < sizeof special / sizeof special[0]; i++)
+        if (!exp_nonpositive_ok(special[i]) && bad++ == 0) first = special[i];
+    CHECK_MSG(bad == 0, "exp_nonpositive: %u values differ from hfx_exp's, the first at x=%.9g", bad, (double)first);
 }
 
 static void test_norms(void) {
@@ -1758,6 +1807,7 @@ int main(void) {
     RUN_TEST(test_unary);
     RUN_TEST(test_unary_special);
     RUN_TEST(test_softmax);
+    RUN_TEST(test_exp_nonpositive);
     RUN_TEST(test_norms);
     RUN_TEST(test_reduce);
     RUN_TEST(test_reduce_extreme);

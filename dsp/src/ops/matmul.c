@@ -2,6 +2,7 @@
  * one BLAS thread per worker). An item is a block of rows (or columns) of
  * one batch: Y[b][r0:r1, :] = alpha * op(A[b]) op(B[b]) + beta * C. */
 #include <cblas.h>
+#include <string.h>
 
 #include "kernels.h"
 #include "sgemm_ordered.h"
@@ -125,6 +126,43 @@ static void fill_bias(const hfx_tensor *ct, const float *c, const hfx_tensor *y,
     }
 }
 
+/* y[0:cols) (+)= alpha x op(B)[:, 0:cols): one row of A (x, stride incx), B's rows ldb apart, y already
+ * holding the bias when add. In C, not OpenBLAS's sgemm: for one row it packs B first, which costs as
+ * much as the product once B leaves the cache (a 1x768 by 768x3072 MatMul took 3.2x this loop's time; a
+ * 256x512 B, in cache, is faster through sgemm). Here B is read once, row by row (or a dot per column of
+ * a transposed B). */
+#define GEMV_MIN_B_FLOATS (1u << 18) /* 1 MiB of B */
+static inline void gemv(const float *x, uint64_t incx, const float *B, uint64_t ldb, int tb, uint64_t k,
+                        uint64_t cols, float alpha, int add, float *y) {
+    if (!tb) {
+        if (!add) memset(y, 0, cols * sizeof(float));
+        uint64_t i = 0;
+        for (; i + 4 <= k; i += 4) { /* four rows of B per pass over y */
+            float x0 = alpha * x[i * incx], x1 = alpha * x[(i + 1) * incx];
+            float x2 = alpha * x[(i + 2) * incx], x3 = alpha * x[(i + 3) * incx];
+            const float *b0 = B + i * ldb, *b1 = b0 + ldb, *b2 = b1 + ldb, *b3 = b2 + ldb;
+            for (uint64_t j = 0; j < cols; j++) y[j] += (x0 * b0[j] + x1 * b1[j]) + (x2 * b2[j] + x3 * b3[j]);
+        }
+        for (; i < k; i++) {
+            float xa = alpha * x[i * incx];
+            const float *brow = B + i * ldb;
+            for (uint64_t j = 0; j < cols; j++) y[j] += xa * brow[j];
+        }
+        return;
+    }
+    for (uint64_t j = 0; j < cols; j++) {
+        const float *bcol = B + j * ldb;
+        float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        uint64_t i = 0;
+        for (; i + 8 <= k && incx == 1; i += 8)
+            for (int l = 0; l < 8; l++) acc[l] += bcol[i + (uint64_t)l] * x[i + (uint64_t)l];
+        for (; i < k; i++) acc[0] += bcol[i] * x[i * incx];
+        float dot = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+        y[j] = add ? y[j] + alpha * dot : alpha * dot;
+    }
+}
+
+HFX_VECTOR_KERNEL
 void hfx_run_gemm(const hfx_kernel_args *a, uint32_t item) {
     const hfx_op *op = a->op;
     const hfx_program *p = a->prog;
@@ -164,6 +202,10 @@ void hfx_run_gemm(const hfx_kernel_args *a, uint32_t item) {
         hfx_strided as = ta ? (hfx_strided){Ab, 1, m} : (hfx_strided){Ab, k, 1};
         hfx_strided bs = tb ? (hfx_strided){Bb, 1, k} : (hfx_strided){Bb, n, 1};
         hfx_sgemm_ordered(r1 - r0, c1 - c0, k, alpha, as, bs, gb != 0.0f, Y + r0 * n + c0, n);
+        return;
+    }
+    if (r1 - r0 == 1 && k * (c1 - c0) >= GEMV_MIN_B_FLOATS) {
+        gemv(Ab, ta ? m : 1, Bb, tb ? k : n, tb, k, c1 - c0, alpha, gb != 0.0f, Y + r0 * n + c0);
         return;
     }
     scipy_cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)(r1 - r0),

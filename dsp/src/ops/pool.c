@@ -91,7 +91,8 @@ hfx_status hfx_plan_pool2d(const hfx_program *p, hfx_op *op) {
     const hfx_tensor *y = &p->tensors[op->out[0]];
     uint64_t taps = (uint64_t)op->params[HFX_P_POOL_KERNEL_H] * (uint64_t)op->params[HFX_P_POOL_KERNEL_W];
     pool2d_plan pl = {y->numel / y->dims[3], y->dims[3], hfx_per_item_for(y->dims[3] * taps, HFX_EW_CHUNK)};
-    if (op->opcode == HFX_OP_MAXPOOL) op->plan.ws_bytes = (size_t)p->tensors[op->in[0]].dims[3] * sizeof(float);
+    /* MaxPool's column maxima, and one more float: max_row_s2's last load reads a lane past its last tap */
+    if (op->opcode == HFX_OP_MAXPOOL) op->plan.ws_bytes = ((size_t)p->tensors[op->in[0]].dims[3] + 1) * sizeof(float);
     HFX_PLAN_STORE(op, pl);
     return hfx_plan_set_items(op, hfx_ceil_div(pl.rows, pl.rows_per_item));
 }
@@ -139,22 +140,43 @@ static inline void pool_block(const float *src, int64_t rows, int64_t row_step, 
  * order; of several NaNs another may be the one kept). */
 static inline void column_max(const float *xc, int64_t w, int64_t y0, int64_t ky0, int64_t ky1, int64_t dh, float *vm) {
     int64_t x = 0;
-    for (; x + POOL_LANES <= w; x += POOL_LANES) {
+    for (; x < w && w >= POOL_LANES; x += POOL_LANES) {
+        int64_t x0 = x + POOL_LANES <= w ? x : w - POOL_LANES; /* last block overlaps: same values */
         pool_vec m = (pool_vec){0} - HFX_FLT_MAX;
         for (int64_t ky = ky0; ky < ky1; ky++) {
             pool_vec t;
-            memcpy(&t, xc + (y0 + ky * dh) * w + x, sizeof t);
+            memcpy(&t, xc + (y0 + ky * dh) * w + x0, sizeof t);
             POOL_VMAX(m, t);
         }
-        memcpy(vm + x, &m, sizeof m);
+        memcpy(vm + x0, &m, sizeof m);
     }
-    for (; x < w; x++) {
+    for (; x < w; x++) { /* rows narrower than POOL_LANES */
         float m = -HFX_FLT_MAX;
         for (int64_t ky = ky0; ky < ky1; ky++) {
             float t = xc[(y0 + ky * dh) * w + x];
             m = (t > m || t != t) ? t : m;
         }
         vm[x] = m;
+    }
+    vm[w] = -HFX_FLT_MAX; /* read by max_row_s2 into a lane it drops */
+}
+
+/* MaxPool's stride-2 outputs [q_lo, q_hi) (every tap inside the row, at least POOL_LANES of them) from the
+ * column maxima vm, POOL_LANES at a time: a tap's 8 columns are the even lanes of 16 adjacent ones. */
+static inline void max_row_s2(const float *vm, int64_t kw, int64_t dw, int64_t pl, int64_t q_lo, int64_t q_hi,
+                              float *yr) {
+    for (int64_t q = q_lo; q < q_hi; q += POOL_LANES) {
+        int64_t q0 = q + POOL_LANES <= q_hi ? q : q_hi - POOL_LANES; /* last block overlaps: same values */
+        pool_vec m = (pool_vec){0} - HFX_FLT_MAX;
+        for (int64_t kx = 0; kx < kw; kx++) {
+            const float *src = vm + q0 * 2 - pl + kx * dw;
+            pool_vec lo, hi;
+            memcpy(&lo, src, sizeof lo);
+            memcpy(&hi, src + POOL_LANES, sizeof hi);
+            pool_vec t = __builtin_shufflevector(lo, hi, 0, 2, 4, 6, 8, 10, 12, 14);
+            POOL_VMAX(m, t);
+        }
+        memcpy(yr + q0, &m, sizeof m);
     }
 }
 
@@ -164,6 +186,11 @@ static inline void max_row(const float *vm, int64_t w, int64_t ow, int64_t kw, i
                            int64_t q_lo, int64_t q_hi, float *yr) {
     int64_t q = 0;
     while (q < ow) {
+        if (sw == 2 && q == q_lo && q_hi - q_lo >= POOL_LANES) {
+            max_row_s2(vm, kw, dw, pl, q_lo, q_hi, yr);
+            q = q_hi;
+            continue;
+        }
         if (sw == 1 && q == q_lo && q_hi - q_lo >= POOL_LANES) {
             for (; q < q_hi; q += POOL_LANES) {
                 int64_t q0 = q + POOL_LANES <= q_hi ? q : q_hi - POOL_LANES; /* last block overlaps: same values */
@@ -237,17 +264,23 @@ void hfx_run_pool2d(const hfx_kernel_args *a, uint32_t item) {
     if (w - 1 - (kw - 1) * dw + pl < 0) q_hi = 0;
     if (q_hi > (int64_t)ow) q_hi = (int64_t)ow;
     if (q_lo > q_hi) q_lo = q_hi;
+    /* the row's (plane, oy) counted along, not divided out per row (two divisions cost a short row's work) */
+    uint64_t plane = b / (uint64_t)oh;
+    int64_t oy = (int64_t)(b % (uint64_t)oh) - 1;
     for (uint64_t r = b; r < e; r++) {
-        int64_t oy = (int64_t)(r % (uint64_t)oh);
-        const float *xc = X + (r / (uint64_t)oh) * (uint64_t)(h * w);
+        if (++oy == oh) oy = 0, plane++;
+        const float *xc = X + plane * (uint64_t)(h * w);
         float *yr = Y + r * ow;
         int64_t y0 = oy * sh - pt, ky0, ky1, py0, py1;
         tap_range(y0, kh, dh, 0, h, &ky0, &ky1);
         tap_range(y0, kh, dh, -pt, h + pb, &py0, &py1);
-        if (is_max) { /* 3x3 stride-1 windows as constants: the taps unrolled */
+        if (is_max) { /* the usual windows (3x3 stride 1 or 2, 2x2 stride 2) as constants: the taps unrolled */
             if (ky1 - ky0 == 3) column_max(xc, w, y0 + ky0 * dh, 0, 3, dh, a->ws);
+            else if (ky1 - ky0 == 2) column_max(xc, w, y0 + ky0 * dh, 0, 2, dh, a->ws);
             else column_max(xc, w, y0, ky0, ky1, dh, a->ws);
             if (kw == 3 && dw == 1 && sw == 1) max_row(a->ws, w, (int64_t)ow, 3, 1, 1, pl, q_lo, q_hi, yr);
+            else if (kw == 3 && dw == 1 && sw == 2) max_row(a->ws, w, (int64_t)ow, 3, 1, 2, pl, q_lo, q_hi, yr);
+            else if (kw == 2 && dw == 1 && sw == 2) max_row(a->ws, w, (int64_t)ow, 2, 1, 2, pl, q_lo, q_hi, yr);
             else max_row(a->ws, w, (int64_t)ow, kw, dw, sw, pl, q_lo, q_hi, yr);
             continue;
         }

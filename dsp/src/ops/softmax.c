@@ -41,12 +41,12 @@ static inline double exp_shifted_sum(const float *restrict x, float *restrict o,
         float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
         for (; i + 8 <= e; i += 8)
             for (int j = 0; j < 8; j++) {
-                float ev = hfx_exp(x[i + (uint64_t)j] - mx);
+                float ev = hfx_exp_nonpositive(x[i + (uint64_t)j] - mx);
                 o[i + (uint64_t)j] = ev;
                 acc[j] += ev;
             }
         for (; i < e; i++) {
-            o[i] = hfx_exp(x[i] - mx);
+            o[i] = hfx_exp_nonpositive(x[i] - mx);
             acc[0] += o[i];
         }
         total += (double)(((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])));
@@ -81,7 +81,7 @@ void hfx_run_softmax(const hfx_kernel_args *a, uint32_t item) {
             if (xl[k * inner] > mx) mx = xl[k * inner];
         double sum = 0.0;
         for (uint64_t k = 0; k < d; k++) {
-            float ev = hfx_exp(xl[k * inner] - mx);
+            float ev = hfx_exp_nonpositive(xl[k * inner] - mx);
             ol[k * inner] = ev;
             sum += ev;
         }

@@ -3,7 +3,8 @@
  * copy; products summed by ref_fmaf, one rounding on every build).
  * hfx_exp: Cephes-style range reduction + degree-6 polynomial (about 2 ulp),
  * 2^n applied in two halves so that overflow gives inf and underflow gives
- * denormals / 0; NaN in, NaN out (no float-to-int conversion of NaN). */
+ * denormals / 0; NaN in, NaN out (no float-to-int conversion of NaN).
+ * hfx_exp_nonpositive: the same below 0 in fewer steps (one factor 2^n, no denormals). */
 #ifndef HEXFUSE_OPS_VMATH_H
 #define HEXFUSE_OPS_VMATH_H
 
@@ -12,21 +13,15 @@
 
 #include "../../ref/ref_fma.h" /* ref_fmaf: an instruction in the x86-64-v3 copy of a vector kernel */
 
-static inline float hfx_pow2i(int32_t n) { /* 2^n for n in [-126, 127] */
-    int32_t e = (n + 127) * (1 << 23);
+static inline float hfx_f32_of(uint32_t bits) {
     float f;
-    memcpy(&f, &e, sizeof f);
+    memcpy(&f, &bits, sizeof f);
     return f;
 }
 
-static inline float hfx_exp(float x) {
-    float xc = x < 89.0f ? x : 89.0f; /* NaN -> 89, replaced by NaN at the end */
-    /* exp rounds to 0 from -104 down: those lanes compute exp(0) and take 0 at the end, so that a masked
-     * -inf or -FLT_MAX (attention masks) costs no arithmetic on denormals, which x86 runs slowly */
-    xc = xc > -104.0f ? xc : 0.0f;
-    /* n = round(x / ln2) with the 1.5 * 2^23 trick */
-    float fn = ref_fmaf(xc, 1.44269504088896341f, 12582912.0f) - 12582912.0f;
-    float r = ref_fmaf(fn, -0.693359375f, xc);
+/* exp(r) for r = x - n ln2 in [-ln2/2, ln2/2] (fn = n as a float, |x - n ln2| reduced in two parts) */
+static inline float hfx_exp_reduced(float x, float fn) {
+    float r = ref_fmaf(fn, -0.693359375f, x);
     r = ref_fmaf(fn, 2.12194440e-4f, r);
     float p = 1.9875691500e-4f;
     p = ref_fmaf(p, r, 1.3981999507e-3f);
@@ -34,11 +29,44 @@ static inline float hfx_exp(float x) {
     p = ref_fmaf(p, r, 4.1665795894e-2f);
     p = ref_fmaf(p, r, 1.6666665459e-1f);
     p = ref_fmaf(p, r, 5.0000001201e-1f);
-    p = ref_fmaf(p, r * r, r) + 1.0f;
-    int32_t n = (int32_t)fn; /* in [-150, 129] */
-    int32_t n1 = n / 2, n2 = n - n1;
-    float y = x > -104.0f ? p * hfx_pow2i(n1) * hfx_pow2i(n2) : 0.0f;
-    return x == x ? y : x;
+    return ref_fmaf(p, r * r, r) + 1.0f;
+}
+
+/* round(x / ln2) by the 1.5 * 2^23 trick: the sum's low mantissa bits hold it (|x| < 2^22 ln2) */
+#define HFX_EXP_ROUNDER 12582912.0f
+static inline float hfx_exp_rounded(float x) { return ref_fmaf(x, 1.44269504088896341f, HFX_EXP_ROUNDER); }
+
+static inline float hfx_exp(float x) {
+    /* exp rounds to 0 from -104 down: those lanes compute exp(0) and take 0 at the end, so that a masked
+     * -inf or -FLT_MAX (attention masks) costs no arithmetic on denormals, which x86 runs slowly */
+    int low = x < -104.0f;
+    float xc = low ? 0.0f : x;
+    xc = xc > 89.0f ? 89.0f : xc; /* a NaN stays, and gives NaN through the arithmetic (no select for it) */
+    float rounded = hfx_exp_rounded(xc);
+    float p = hfx_exp_reduced(xc, rounded - HFX_EXP_ROUNDER);
+    /* 2^n, n in [-150, 129], in two factors 2^n1 2^n2, n1 = floor(n / 2): exponent fields made from the
+     * rounded sum's bits (no float-to-int conversion, which a NaN would make undefined) */
+    uint32_t bits;
+    memcpy(&bits, &rounded, sizeof bits);
+    uint32_t n_field = bits << 23;                                       /* n << 23 */
+    uint32_t n1_field = (uint32_t)((int32_t)n_field >> 1) & 0xff800000u; /* floor(n / 2) << 23 */
+    float y = p * hfx_f32_of(n1_field + (127u << 23)) * hfx_f32_of(n_field - n1_field + (127u << 23));
+    return low ? 0.0f : y;
+}
+
+/* exp for x <= 0 (Softmax's x - max), hfx_exp's bits from -87.3365 (about 2^-126, the smallest normal float)
+ * up, by one factor 2^n, its exponent made from the rounded sum's bits; below it 0 (no denormals).
+ * NaN in, NaN out (carried by the arithmetic: no select for it). */
+#define HFX_EXP_NORMAL_MIN (-87.33654475f)
+static inline float hfx_exp_nonpositive(float x) {
+    float xc = x < HFX_EXP_NORMAL_MIN ? HFX_EXP_NORMAL_MIN : x; /* a NaN stays */
+    float rounded = hfx_exp_rounded(xc);
+    float p = hfx_exp_reduced(xc, rounded - HFX_EXP_ROUNDER);
+    uint32_t bits;
+    memcpy(&bits, &rounded, sizeof bits);
+    /* n's low bits into the exponent field: 2^n, n in [-126, 0] */
+    float scale = hfx_f32_of((bits << 23) + (127u << 23));
+    return x < HFX_EXP_NORMAL_MIN ? 0.0f : p * scale;
 }
 
 /* tanh: ONNX Runtime's own, MLAS's MlasComputeTanhF32KernelFma3 (Eigen's rational polynomial and
