@@ -7,6 +7,7 @@ built in one linear pass so that 50k-node models stay fast.
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 import math
 import os
@@ -458,17 +459,25 @@ def symbolic_shapes(model: onnx.ModelProto) -> dict[str, tuple[Dim, ...]]:
 
 
 def _ort_symbolic_shapes(model: onnx.ModelProto) -> dict[str, tuple[Dim, ...]]:
+    """ORT's symbolic shapes of the model, once per process for one light copy: the rewrites of one
+    model (with and without --shape, again in another command of the process) ask the same, and
+    ppocr_det's Resize dims took minutes of sympy under load."""
     if len(model.graph.node) > SYMBOLIC_INFERENCE_MAX_NODES:
         return {}
-    inferred = _run_symbolic_inference(_symbolic_light_copy(model))
-    if inferred is None:
-        return {}
-    g = inferred.graph
-    return {
-        vi.name: info.shape
-        for vi in list(g.value_info) + list(g.output)
-        if (info := _tensor_info(vi)).shape is not None
-    }
+    light = _symbolic_light_copy(model)
+    key = hashlib.sha256(light.SerializeToString(deterministic=True)).hexdigest()
+    if key not in _SYMBOLIC_SHAPES:
+        inferred = _run_symbolic_inference(light)
+        g = inferred.graph if inferred is not None else onnx.GraphProto()
+        _SYMBOLIC_SHAPES[key] = {
+            vi.name: info.shape
+            for vi in list(g.value_info) + list(g.output)
+            if (info := _tensor_info(vi)).shape is not None
+        }
+    return dict(_SYMBOLIC_SHAPES[key])
+
+
+_SYMBOLIC_SHAPES: dict[str, dict[str, tuple[Dim, ...]]] = {}  # light copy's digest -> its symbolic shapes
 
 
 def _symbolic_light_copy(model: onnx.ModelProto) -> onnx.ModelProto:

@@ -48,7 +48,9 @@ if command -v rustup >/dev/null; then
 fi
 
 echo "setup: installing hexfuse-onnx and its test and lint extras (pip)"
-python3 -m pip install -q --disable-pip-version-check -e ".[test,dev,timeline,qnn]"
+# HEXFUSE_SKIP_NATIVE: setup.py would build the native libraries here against pip's temporary BLAS,
+# and build.sh below builds them again against python3's (a changed BLAS path relinks everything).
+HEXFUSE_SKIP_NATIVE=1 python3 -m pip install -q --disable-pip-version-check -e ".[test,dev,timeline,qnn]"
 echo "setup: building the dsp kernel and the ONNX Runtime plugin (custom_ops/build.sh)"
 bash custom_ops/build.sh
 echo "setup: done"

@@ -8,6 +8,7 @@ choice) is driven with injected timings (`Exploration`)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 from pathlib import Path
@@ -176,16 +177,32 @@ def test_a_model_too_large_to_hold_once_per_mode_keeps_ort_defaults(untuned, log
     assert len(messages(logged, "not chosen at run time", "MiB")) == 1
 
 
+AFTER_CHOICE = 20  # calls each thread makes once it sees the choice made (through the chosen session's run)
+
+
 def test_calls_from_several_threads_while_choosing_are_all_served(untuned, logged):
+    """Four threads call from the first call until each has made AFTER_CHOICE calls after the choice:
+    calls in flight while the other sessions are released, and calls of the chosen session, all served."""
     from concurrent.futures import ThreadPoolExecutor
 
     session = runtime.InferenceSession(untuned)
     feeds = verify.random_inputs(session, seed=2)
     want = verify.session(untuned).run(None, feeds)
+    budget = itertools.count()  # CALLS in all at most: a choice that never comes fails below
+
+    def calls(_: int) -> tuple[int, list]:
+        results, after = [], 0
+        while after < AFTER_CHOICE and next(budget) < CALLS:
+            if not session.choosing:
+                after += 1
+            results.append(session.run(None, feeds))
+        return len(results) - after, results
+
     with ThreadPoolExecutor(4) as pool:
-        results = list(pool.map(lambda _: session.run(None, feeds), range(CALLS + 20)))
+        per_thread = list(pool.map(calls, range(4)))
     assert not session.choosing and session.mode in ort_modes.MODES
-    assert all(np.array_equal(w, g) for got in results for w, g in zip(want, got))
+    assert sum(while_choosing for while_choosing, _ in per_thread) >= len(mode_choice.CANDIDATES)
+    assert all(np.array_equal(w, g) for _, results in per_thread for got in results for w, g in zip(want, got))
 
 
 MS = 1_000_000  # ns

@@ -380,3 +380,28 @@ def test_recorded_shapes_take_the_bound_input_symbols(tmp_path: Path) -> None:
     assert expand not in profile_graph(g).unprofiled
     written = onnx.load(tmp_path / "expand.onnx").graph.value_info[0].type.tensor_type.shape.dim[0]
     assert written.dim_param == "batch"  # the file is never modified
+
+
+def test_ort_symbolic_inference_runs_once_per_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A computed dim ('unk__0' of ONNX's inference) takes ORT's symbolic inference of the whole model:
+    two loads of one model (a rewrite with and one without --shape) run it once and read the same dims."""
+    from onnx import TensorProto, helper
+
+    from hexfuse_onnx import graph
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "length", 64])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 64])
+    nodes = [helper.make_node("Flatten", ["x"], ["flat"], axis=2), helper.make_node("Relu", ["flat"], ["y"])]
+    model = helper.make_model(
+        helper.make_graph(nodes, "flatten", [x], [y]), opset_imports=[helper.make_opsetid("", 17)]
+    )
+    onnx.save(model, tmp_path / "flatten.onnx")
+    loads = [graph.load(tmp_path / "flatten.onnx") for _ in range(2)]
+    assert all(g.symbolic["flat"][0].startswith(graph.COMPUTED_DIM_PREFIX) for g in loads)
+    runs: list[str] = []
+    run = graph._run_symbolic_inference
+    monkeypatch.setattr(graph, "_SYMBOLIC_SHAPES", {})
+    monkeypatch.setattr(graph, "_run_symbolic_inference", lambda m, *a: runs.append(m.graph.name) or run(m, *a))
+    first, second = (g.symbolic_dims("flat") for g in loads)
+    assert runs == ["flatten"]
+    assert first == second and first is not None and not str(first[0]).startswith(graph.COMPUTED_DIM_PREFIX)
