@@ -596,6 +596,9 @@ def oversized_host_target(monkeypatch):
 
     big = replace(costmodel.HOST, onchip_bytes=costmodel.Param(32 * 2**20, "B", "test: larger than the arena"))
     monkeypatch.setitem(costmodel.TARGETS, "host", big)
+    # and a lowering that believes in it too (a program from before the lowering's arena check, bda9e89):
+    # the kernel must still refuse it cleanly at run
+    monkeypatch.setattr("hexfuse_onnx.lowering.lowerer.ARENA_BYTES", 32 * 2**20)
     return big
 
 
