@@ -184,6 +184,16 @@ def test_cli_reports_the_binding_and_the_verified_shapes(tmp_path: Path) -> None
     assert "at x=1x16x128x128; x=2x16x192x192" in proc.stdout
 
 
+def test_cli_says_the_dims_given_by_shape_are_not_to_choose(tmp_path: Path) -> None:
+    """--freeze-shapes --shape: the stranger was still told to choose them with --shape."""
+    src = conv_two_branch(tmp_path / "model.onnx")
+    args = ["-q", "--target", "host", "--min-gain", "-1", "--freeze-shapes", "--shape", "x=1x16x64x64"]
+    proc = run_cli("rewrite", src, *args, "-o", tmp_path / "out.onnx")
+    assert proc.returncode == EXIT_OK, proc.stderr
+    line = "symbolic dims analysed at batch=1, height=64, width=64 (as given); fixed in the output (--freeze-shapes)"
+    assert line in proc.stdout
+
+
 def test_inputs_npz_are_verified_on(tmp_path: Path) -> None:
     src = conv_two_branch(tmp_path / "model.onnx")
     np.savez(tmp_path / "data.npz", x=np.ones((2, C_IN, 40, 24), np.float32))
