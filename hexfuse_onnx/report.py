@@ -79,6 +79,13 @@ def summary(a: Analysis) -> str:
     return "\n".join(lines)
 
 
+def verified_at(labels: list[str]) -> str:
+    """The verification cases' shapes, each once: a static QDQ model's two seeded input sets have one."""
+    shapes = list(dict.fromkeys(labels))
+    text = "; ".join(shapes)
+    return text if len(shapes) == len(labels) else f"{text} ({len(labels)} input sets)"
+
+
 def _choice(a: Analysis) -> str:
     """Where the binding's values came from: the caller's shapes, or the defaults --shape overrides."""
     assert a.graph.binding is not None
