@@ -421,7 +421,7 @@ def _rewrite(args: argparse.Namespace, progress) -> int:
 
 def _rewrite_file(args: argparse.Namespace, shapes: dict[str, list[int]], progress) -> int:
     from .pipeline import default_output, rewrite
-    from .report import none_kept, pair_rows, rejection_lines, rewrite_json, summary, table
+    from .report import none_kept, pair_rows, rejection_lines, rewrite_json, summary, table, verified_at
     from .verify import load_inputs
 
     output = args.output or str(default_output(args.model))
@@ -454,7 +454,7 @@ def _rewrite_file(args: argparse.Namespace, shapes: dict[str, list[int]], progre
         against = "the original" if c.pairless is None else "the rewrite without pairs"
         print(
             f"verified: full checker passed; stock ONNX Runtime matches {against} on {c.outputs} output(s) "
-            f"(worst relative error {c.worst_relative_error:.2e} <= {args.rtol:g}) at {'; '.join(c.shapes)}"
+            f"(worst relative error {c.worst_relative_error:.2e} <= {args.rtol:g}) at {verified_at(c.shapes)}"
         )
         if c.pairless is not None:
             print(

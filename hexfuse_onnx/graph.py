@@ -339,7 +339,7 @@ def representative_binding(model: onnx.ModelProto, hints: dict[str, list[int]], 
             if hint is not None and d in symbols and symbols[d] != value:
                 raise ModelError(f"{where}: --shape gives dim '{d}' two values, {symbols[d]} and {value}")
             symbols.setdefault(d, value)
-    hinted = {d for name in hints for d in dims_of.get(name, []) if isinstance(d, str)}
+    hinted = hinted_dims(dims_of, hints)
     return bind(dims_of, with_derived(symbols, hinted))
 
 
@@ -379,10 +379,15 @@ def binding_candidates(model: onnx.ModelProto, hints: dict[str, list[int]], wher
     first = representative_binding(model, hints, where)
     free = unhinted_dims(model, hints)
     dims_of = input_dims(model)
-    hinted = {d for name in hints for d in dims_of.get(name, []) if isinstance(d, str)}
+    hinted = hinted_dims(dims_of, hints)
     variants = [{k: value if k in free else v for k, v in first.symbols.items()} for value in ALTERNATIVE_SYMBOLIC_DIMS]
     variants += [{**first.symbols, d: 2 * first.symbols[d]} for d in free] if len(free) > 1 else []
     return [first, *(bind(dims_of, with_derived(v, hinted)) for v in (variants if free else []))]
+
+
+def hinted_dims(dims_of: dict[str, list[int | str]], hints: dict[str, list[int]]) -> set[str]:
+    """The symbolic dims of the inputs `hints` (--shape) give."""
+    return {d for name in hints for d in dims_of.get(name, []) if isinstance(d, str)}
 
 
 def unhinted_dims(model: onnx.ModelProto, hints: dict[str, list[int]]) -> dict[str, str]:

@@ -88,6 +88,7 @@ class Analysis:
     skipped_branches: list[str] = field(default_factory=list)  # If branches not analysed, with why
     passed_alone: set[int] = field(default_factory=set)  # id() of the candidates whose pair passed verification alone
     passed_together: set[int] = field(default_factory=set)  # id() of the candidates last verified together
+    given_dims: set[str] = field(default_factory=set)  # the symbolic dims the caller's shapes give
 
     def scopes(self) -> list[Analysis]:
         """This graph's analysis, then its If branches'."""
@@ -189,6 +190,10 @@ def analyse(
         raise UsageError(str(exc)) from None
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
+    given: set[str] = set()
+    if shapes:
+        model = graph_mod.read_model(path, load_external_data=False)
+        given = graph_mod.hinted_dims(graph_mod.input_dims(model), shapes)
     if probe_binding:
         shapes = _runnable_shapes(path, shapes, progress)
     g = graph_mod.load(path, shapes, freeze_shapes)
@@ -198,6 +203,7 @@ def analyse(
         kept = "kept symbolic in the output" if g.source is not None else "fixed in the output (--freeze-shapes)"
         progress(f"symbolic dims analysed at {g.binding.describe()}; {kept}")
     analysis = _analyse_graph(g, kinds, tgt, min_gain, progress, seconds)
+    analysis.given_dims = given
     branches, analysis.skipped_branches = branch_models(g)
     for branch in branches:
         sub = _analyse_branch(g, branch, kinds, tgt, min_gain, freeze_shapes, progress)

@@ -72,11 +72,27 @@ def summary(a: Analysis) -> str:
     lines = [f"target {a.target.name} (modelled: {a.target.description})", _found(a)]
     if a.graph.binding is not None:
         kept = "symbolic in the output" if a.graph.source is not None else "fixed in the output (--freeze-shapes)"
-        lines.append(f"symbolic dims analysed at {a.graph.binding.describe()} (--shape to choose); {kept}")
+        lines.append(f"symbolic dims analysed at {a.graph.binding.describe()} ({_choice(a)}); {kept}")
     lines += branch_lines(a)
     lines += hidden_lines(a.graph.model.graph, looked_at(a))
     lines += _unprofiled_lines(a)
     return "\n".join(lines)
+
+
+def verified_at(labels: list[str]) -> str:
+    """The verification cases' shapes, each once: a static QDQ model's two seeded input sets have one."""
+    shapes = list(dict.fromkeys(labels))
+    text = "; ".join(shapes)
+    return text if len(shapes) == len(labels) else f"{text} ({len(labels)} input sets)"
+
+
+def _choice(a: Analysis) -> str:
+    """Where the binding's values came from: the caller's shapes, or the defaults --shape overrides."""
+    assert a.graph.binding is not None
+    left = [d for d in a.graph.binding.symbols if d not in a.given_dims]
+    if not left:
+        return "as given"
+    return "--shape to choose" if len(left) == len(a.graph.binding.symbols) else f"--shape to choose {', '.join(left)}"
 
 
 def _unprofiled_lines(a: Analysis) -> list[str]:

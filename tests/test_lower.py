@@ -19,8 +19,8 @@ import models
 from hexfuse_onnx import contract as C
 from hexfuse_onnx import pipeline, verify
 from hexfuse_onnx.lowering import LoweringError, attach_programs, lower_pair, program_op_nodes
-from hexfuse_onnx.lowering.abi import C_PREFIX, Layout, Opcode
-from hexfuse_onnx.lowering.program import scratch_bytes
+from hexfuse_onnx.lowering.abi import C_PREFIX, Dtype, Engine, Layout, Opcode, Role, Task
+from hexfuse_onnx.lowering.program import Op, Program, QuantEntry, Tensor, scratch_bytes
 from hexfuse_onnx.runtime import HOST_NAME, LIB_DIR, HostKernel
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -640,3 +640,33 @@ def test_the_arena_is_checked_at_the_analysed_shapes_only(tmp_path, monkeypatch)
     )
     r = pipeline.rewrite(tmp_path / "m.onnx", tmp_path / "m.fused.onnx")
     assert len(r.analysis.pairs) == 1, [x.reason for x in r.analysis.rejected]
+
+
+@needs_host
+def test_ops_no_output_needs_are_dropped_with_the_tensors_only_they_use() -> None:
+    """A DequantizeLinear of a quantized constant nothing reads, then an op reading only it: both are
+    dropped, with their scratch and the constants and quantization only they had; the kernel, which
+    refuses a scratch tensor never written, runs what is left."""
+    p, t = Program(), Task.A
+    x = p.add(Tensor(Dtype.F32, Role.INPUT, t, [2, 3], io=0))
+    w_q = p.add(Tensor(Dtype.U8, Role.CONSTANT, t, [2, 3], data=bytes(range(6))))
+    scale = p.add(Tensor(Dtype.F32, Role.CONSTANT, t, [], data=np.float32(0.5).tobytes()))
+    zero = p.add(Tensor(Dtype.U8, Role.CONSTANT, t, [], data=bytes([3])))
+    p.quantize(w_q, QuantEntry(scale, zero))
+    w = p.add(Tensor(Dtype.F32, Role.SCRATCH, t, [2, 3]))
+    p.ops.append(Op(Opcode.DEQUANTIZE_LINEAR, Engine.VECTOR, t, [w_q, scale, zero], w))
+    unread = p.add(Tensor(Dtype.F32, Role.SCRATCH, t, [2, 3]))
+    p.ops.append(Op(Opcode.MUL, Engine.VECTOR, t, [w, x], unread))
+    r = p.add(Tensor(Dtype.F32, Role.SCRATCH, t, [2, 3]))
+    p.ops.append(Op(Opcode.RELU, Engine.VECTOR, t, [x], r))
+    y = p.add(Tensor(Dtype.F32, Role.OUTPUT, t, [2, 3], io=0))
+    p.ops.append(Op(Opcode.COPY, Engine.COPY, t, [r], y))
+    p.n_io = [1, 0, 1, 0]
+
+    kept, remap = p.drop_unread()
+
+    assert kept == [2, 3] and remap == {x: 0, r: 1, y: 2}
+    assert [(o.opcode, o.inputs, o.output) for o in p.ops] == [(Opcode.RELU, [0], 1), (Opcode.COPY, [1], 2)]
+    assert [tensor.role for tensor in p.tensors] == [Role.INPUT, Role.SCRATCH, Role.OUTPUT] and p.quant == {}
+    x_value = np.array([[-1, 2, -3], [4, -5, 6]], np.float32)
+    assert np.array_equal(HostKernel().run(p.encode(), [x_value])[0], np.maximum(x_value, 0))

@@ -422,10 +422,11 @@ OPCODES = {
     "leaky_relu_max_const": [Opcode.RELU, Opcode.CLIP, Opcode.MUL, Opcode.ADD, Opcode.CLIP],
     "leaky_relu_default_alpha": [Opcode.RELU, Opcode.CLIP, Opcode.MUL, Opcode.ADD],
     "min_const_first": [Opcode.RELU, Opcode.CLIP],
-    "max_dequantized_const": [Opcode.RELU, Opcode.DEQUANTIZE_LINEAR, Opcode.CLIP],
+    "max_dequantized_const": [Opcode.RELU, Opcode.CLIP],  # the CLIP's bound is the DequantizeLinear's value
     "concat_dequantized_empty": [Opcode.RELU, Opcode.CONCAT],  # the DequantizeLinear of nothing emits nothing
-    "conv_transpose_1d_dequantized_weight": [Opcode.RELU, Opcode.DEQUANTIZE_LINEAR]
-    + [Opcode.COPY, Opcode.CONV2D, Opcode.COPY, Opcode.TRANSPOSE, Opcode.COPY],
+    # the weight's DequantizeLinear is read as a constant: no DEQUANTIZE_LINEAR op computes it for nothing
+    "conv_transpose_1d_dequantized_weight": [Opcode.RELU, Opcode.COPY, Opcode.CONV2D, Opcode.COPY]
+    + [Opcode.TRANSPOSE, Opcode.COPY],
     "concat20_steps": [Opcode.RELU] + [Opcode.CONCAT] * 4,  # groups of 8, 8 and 4, then those three
 }
 

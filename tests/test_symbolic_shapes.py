@@ -26,8 +26,9 @@ C_IN = 16
 SHAPES = [(1, C_IN, 64, 64), (2, C_IN, 96, 160), (3, C_IN, 30, 50)]  # three input shapes, one with odd dims
 
 
-def conv_two_branch(path: Path) -> Path:
-    """Two conv branches of x[batch, 16, height, width] joined by Add (one strided, one pooled)."""
+def conv_two_branch(path: Path, dequantized: bool = False) -> Path:
+    """Two conv branches of x[batch, 16, height, width] joined by Add (one strided, one pooled);
+    `dequantized`: conv_b1's weight a DequantizeLinear of int8 values (a QDQ model's)."""
     b = GraphBuilder("symbolic_two_branch", seed=1)
     x = b.input("x", ["batch", C_IN, "height", "width"])
     a = b.op("Conv", [x, b.weight("wa1", [C_IN, C_IN, 3, 3]), b.bias("ba1", C_IN)], "conv_a1", pads=[1, 1, 1, 1])
@@ -35,7 +36,11 @@ def conv_two_branch(path: Path) -> Path:
     a = b.op(
         "Conv", [a, b.weight("wa2", [C_IN, C_IN, 3, 3]), b.bias("ba2", C_IN)], "conv_a2", pads=[1] * 4, strides=[2, 2]
     )
-    c = b.op("Conv", [x, b.weight("wb1", [C_IN, C_IN, 1, 1]), b.bias("bb1", C_IN)], "conv_b1")
+    wb1 = b.weight("wb1", [C_IN, C_IN, 1, 1])  # drawn either way: the weights after it stay the same
+    if dequantized:
+        q = np.random.default_rng(1).integers(-127, 128, (C_IN, C_IN, 1, 1)).astype(np.int8)
+        wb1 = b.op("DequantizeLinear", [b.const("wb1_q", q), b.scalar("wb1_scale", 0.01)], "dq_wb1")
+    c = b.op("Conv", [x, wb1, b.bias("bb1", C_IN)], "conv_b1")
     c = b.op("Sigmoid", [c], "sigmoid_b")
     c = b.op("MaxPool", [c], "pool_b", kernel_shape=[2, 2], strides=[2, 2])
     b.op("Add", [a, c], "join", outputs=["y"])
@@ -182,6 +187,25 @@ def test_cli_reports_the_binding_and_the_verified_shapes(tmp_path: Path) -> None
     assert proc.returncode == EXIT_OK, proc.stderr
     assert "symbolic dims analysed at batch=1, height=128, width=128 (--shape to choose)" in proc.stdout
     assert "at x=1x16x128x128; x=2x16x192x192" in proc.stdout
+
+
+def test_cli_says_the_dims_given_by_shape_are_not_to_choose(tmp_path: Path) -> None:
+    """--freeze-shapes --shape: the stranger was still told to choose them with --shape."""
+    src = conv_two_branch(tmp_path / "model.onnx")
+    args = ["-q", "--target", "host", "--min-gain", "-1", "--freeze-shapes", "--shape", "x=1x16x64x64"]
+    proc = run_cli("rewrite", src, *args, "-o", tmp_path / "out.onnx")
+    assert proc.returncode == EXIT_OK, proc.stderr
+    line = "symbolic dims analysed at batch=1, height=64, width=64 (as given); fixed in the output (--freeze-shapes)"
+    assert line in proc.stdout
+
+
+def test_cli_names_a_static_models_verified_shape_once(tmp_path: Path) -> None:
+    """A static QDQ model is verified on two seeded input sets of one shape: said once."""
+    src = conv_two_branch(tmp_path / "model.onnx", dequantized=True)
+    args = ["-q", "--target", "host", "--min-gain", "-1", "--freeze-shapes", "--shape", "x=1x16x64x64"]
+    proc = run_cli("rewrite", src, *args, "-o", tmp_path / "out.onnx")
+    assert proc.returncode == EXIT_OK, proc.stderr
+    assert "at x=1x16x64x64 (2 input sets)\n" in proc.stdout
 
 
 def test_inputs_npz_are_verified_on(tmp_path: Path) -> None:

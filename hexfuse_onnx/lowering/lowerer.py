@@ -16,7 +16,7 @@ Every emitted op records its origin (the body node it lowers), for per-op timing
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -331,6 +331,7 @@ class Lowerer:
                 LOWERINGS[op_key(n)](self, n, task)
         self._body_index = None
         self._copy_out_outputs()
+        self._drop_unread()
         p = self.prog
         if not p.ops:
             raise LoweringError(self.node.op_type, self.pair, "the pair has no op to run")
@@ -339,6 +340,15 @@ class Lowerer:
         if self.check_arena:
             self._check_arena()
         return p.encode()
+
+    def _drop_unread(self) -> None:
+        """Drop the ops no output needs (Program.drop_unread): work the device would do for nothing."""
+        kept, remap = self.prog.drop_unread()
+        by_op = {o.op: o for o in self.origins}
+        self.origins = [replace(by_op[k], op=new) for new, k in enumerate(kept) if k in by_op]
+        self.ids = {name: remap[t] for name, t in self.ids.items() if t in remap}
+        self.scratch_node = {remap[t]: k for t, k in self.scratch_node.items() if t in remap}
+        self._shared_constants = {key: remap[t] for key, t in self._shared_constants.items() if t in remap}
 
     def _check_arena(self) -> None:
         """At the shapes it is lowered at, a pair whose tasks' scratch cannot share the kernel's arena

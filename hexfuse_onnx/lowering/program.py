@@ -105,6 +105,45 @@ class Program:
         per_tensor = len(scale) == 4  # one f32: the axis says nothing
         return scale == data(b.scale) and data(a.zero_point) == data(b.zero_point) and (per_tensor or a.axis == b.axis)
 
+    def drop_unread(self) -> tuple[list[int], dict[int, int]]:
+        """Drop the ops whose output no op reads and no task outputs (a QDQ weight's DequantizeLinear
+        that its ConvTranspose reads as a constant), then the tensors only they wrote or read.
+        Returns the ops kept (old indices, in order) and the tensors kept (old id -> new id)."""
+        needed = {i for i, t in enumerate(self.tensors) if t.role == Role.OUTPUT}
+        kept: list[int] = []
+        for k in reversed(range(len(self.ops))):
+            o = self.ops[k]
+            if o.output in needed or o.second_output in needed:
+                kept.append(k)
+                needed.update(o.inputs)
+        kept.reverse()
+        if len(kept) == len(self.ops):
+            return kept, {i: i for i in range(len(self.tensors))}
+        live = set(kept)
+        dropped = [o for k, o in enumerate(self.ops) if k not in live]
+        self.ops = [self.ops[k] for k in kept]
+        used = {t for o in self.ops for t in (*o.inputs, o.output, o.second_output)}
+        orphans = {t for o in dropped for t in (*o.inputs, o.output, o.second_output)} - used
+        gone_quant = [e for t, e in self.quant.items() if t in orphans]
+        self.quant = {t: e for t, e in self.quant.items() if t not in orphans}
+        used |= {t for e in self.quant.values() for t in (e.scale, e.zero_point)}
+        orphans |= {t for e in gone_quant for t in (e.scale, e.zero_point)}
+        gone = {t for t in orphans - used if t != Layout.NO_TENSOR and self.tensors[t].role != Role.INPUT}
+        return kept, self._remove_tensors(gone)
+
+    def _remove_tensors(self, gone: set[int]) -> dict[int, int]:
+        remap = {old: new for new, old in enumerate(i for i in range(len(self.tensors)) if i not in gone)}
+        self.tensors = [t for i, t in enumerate(self.tensors) if i not in gone]
+
+        def moved(t: int) -> int:
+            return t if t == Layout.NO_TENSOR else remap[t]
+
+        for o in self.ops:
+            o.inputs, o.output, o.second_output = [moved(t) for t in o.inputs], moved(o.output), moved(o.second_output)
+        self.quant = {remap[t]: QuantEntry(moved(e.scale), moved(e.zero_point), e.axis) for t, e in self.quant.items()}
+        self._unquantized = {remap[t] for t in self._unquantized if t in remap}
+        return remap
+
     def _quant_section(self) -> bytes:
         entries = sorted(self.quant.items())
         out = struct.pack("<I", len(entries))
