@@ -546,15 +546,16 @@ static void pool_case(uint32_t opc, uint32_t N, uint32_t C, uint32_t H, uint32_t
     free(X), free(Y), free(R);
 }
 
-/* MaxPool on a wide row with NaNs in the input: NaN propagates, the same bits as the reference. p: 3x3 windows,
- * stride 1 or 2 (ops.h order, as pool_case). */
-static void pool_nan_case(const int32_t p[12]) {
-    uint32_t ow = (uint32_t)hfx_pool_out_len(37, p[9], p[5], p[7], p[1], p[3], 0);
+/* MaxPool on a 5 x W input with every `every`-th value (from the fourth) v: NaN propagates, a window of -inf
+ * alone gives -FLT_MAX, the same bits as the reference. p: 3x3 windows, stride 1 or 2 (ops.h order, as
+ * pool_case). */
+static void pool_special_case(const int32_t p[12], uint32_t W, float v, uint32_t every) {
+    uint32_t ow = (uint32_t)hfx_pool_out_len(W, p[9], p[5], p[7], p[1], p[3], 0);
     uint32_t oh = (uint32_t)hfx_pool_out_len(5, p[8], p[4], p[6], p[0], p[2], 0);
-    rshape xs = {4, {1, 2, 5, 37}}, ys = {4, {1, 2, oh, ow}};
+    rshape xs = {4, {1, 2, 5, W}}, ys = {4, {1, 2, oh, ow}};
     uint64_t xn = rs_numel(&xs), yn = rs_numel(&ys);
     float *X = rand_buf(xn, -4, 4), *Y = calloc(yn, 4), *R = calloc(yn, 4);
-    for (uint64_t i = 3; i < xn; i += 29) X[i] = NAN;
+    for (uint64_t i = 3 % every; i < xn; i += every) X[i] = v;
     ref_pool2d(1, X, &xs, p, R, &ys);
     hfxb b;
     hfxb_init(&b);
@@ -564,7 +565,8 @@ static void pool_nan_case(const int32_t p[12]) {
     hfxb_op_add(&b, 0, HFX_OP_MAXPOOL, HFX_ENGINE_VECTOR, 1, &x, y, params);
     const void *ins[1] = {X};
     void *outs[1] = {Y};
-    if (run_prog(&b, ins, 1, outs, 1)) CHECK_MSG(memcmp(Y, R, yn * 4) == 0, "maxpool with NaNs");
+    if (run_prog(&b, ins, 1, outs, 1))
+        CHECK_MSG(memcmp(Y, R, yn * 4) == 0, "maxpool W%u with %g every %u", W, (double)v, every);
     hfxb_free(&b);
     free(X), free(Y), free(R);
 }
@@ -572,8 +574,13 @@ static void pool_nan_case(const int32_t p[12]) {
 static void test_pool(void) {
     static const int32_t nan_s1[12] = {1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 0, 0};
     static const int32_t nan_s2[12] = {1, 1, 1, 1, 2, 2, 1, 1, 3, 3, 0, 0};
-    pool_nan_case(nan_s1);
-    pool_nan_case(nan_s2);
+    pool_special_case(nan_s1, 37, NAN, 29);
+    pool_special_case(nan_s2, 37, NAN, 29);
+    /* 3x3 stride 1 (the inception pool): a NaN at every lane and row position, -inf windows, +inf */
+    for (uint32_t every = 5; every <= 13; every += 4) pool_special_case(nan_s1, 8 + every, NAN, every);
+    pool_special_case(nan_s1, 21, -INFINITY, 1);
+    pool_special_case(nan_s1, 21, -INFINITY, 2);
+    pool_special_case(nan_s1, 21, INFINITY, 7);
     for (int m = 0; m < 2; m++) {
         uint32_t opc = m ? HFX_OP_AVGPOOL : HFX_OP_MAXPOOL;
         /* pads t l b r, strides h w, dilations h w, kernel h w, ceil, count_include_pad */
@@ -604,6 +611,13 @@ static void test_pool(void) {
                                          {1, 2, 0, 1, 1, 2, 1, 1, 3, 4, 0, 0}};
         for (size_t i = 0; i < sizeof s2 / sizeof s2[0]; i++)
             pool_case(opc, 1, 8, 56 - (uint32_t)i, 56 - 3 * (uint32_t)i, s2[i], (int)i % 2);
+        /* 3x3 stride 1 with 8 to 18 outputs inside the row (one block, overlapping blocks, two whole ones),
+         * every left/right pad, 1 to 3 rows inside the input (H = 2, top/bottom pads), dilated rows */
+        for (int32_t pads = 0; pads < 9; pads++) {
+            int32_t pl = pads % 3, pr = pads / 3, dh = 1 + pads % 2, p3[12] = {1, pl, 2, pr, 1, 1, dh, 1, 3, 3, 0, 0};
+            for (uint32_t inside = 8; inside <= 18; inside++)
+                pool_case(opc, 1, 2, inside % 3 ? 6 : 2, inside + 2, p3, (int)inside % 2);
+        }
         for (int t = 0; t < 40; t++) {
             int32_t p[12];
             p[8] = (int32_t)rng_range(1, 4);
