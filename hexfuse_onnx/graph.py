@@ -474,6 +474,8 @@ def _ort_symbolic_shapes(model: onnx.ModelProto) -> dict[str, tuple[Dim, ...]]:
     if key not in _SYMBOLIC_SHAPES:
         inferred = _run_symbolic_inference(light)
         g = inferred.graph if inferred is not None else onnx.GraphProto()
+        if len(_SYMBOLIC_SHAPES) >= SYMBOLIC_SHAPES_KEPT:
+            del _SYMBOLIC_SHAPES[next(iter(_SYMBOLIC_SHAPES))]  # the oldest: a long process may rewrite many models
         _SYMBOLIC_SHAPES[key] = {
             vi.name: info.shape
             for vi in list(g.value_info) + list(g.output)
@@ -483,6 +485,7 @@ def _ort_symbolic_shapes(model: onnx.ModelProto) -> dict[str, tuple[Dim, ...]]:
 
 
 _SYMBOLIC_SHAPES: dict[str, dict[str, tuple[Dim, ...]]] = {}  # light copy's digest -> its symbolic shapes
+SYMBOLIC_SHAPES_KEPT = 8
 
 
 def _symbolic_light_copy(model: onnx.ModelProto) -> onnx.ModelProto:

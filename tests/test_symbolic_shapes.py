@@ -429,3 +429,28 @@ def test_ort_symbolic_inference_runs_once_per_model(tmp_path: Path, monkeypatch:
     first, second = (g.symbolic_dims("flat") for g in loads)
     assert runs == ["flatten"]
     assert first == second and first is not None and not str(first[0]).startswith(graph.COMPUTED_DIM_PREFIX)
+
+
+def test_ort_symbolic_inference_cache_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process that rewrites many models keeps only the newest few models' shapes: with room for one,
+    a second model evicts the first, which is then inferred again."""
+    from onnx import TensorProto, helper
+
+    from hexfuse_onnx import graph
+
+    def flatten_model(width: int) -> onnx.ModelProto:
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "length", width])
+        y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", width])
+        nodes = [helper.make_node("Flatten", ["x"], ["flat"], axis=2), helper.make_node("Relu", ["flat"], ["y"])]
+        graph_proto = helper.make_graph(nodes, f"flatten{width}", [x], [y])
+        return helper.make_model(graph_proto, opset_imports=[helper.make_opsetid("", 17)])
+
+    runs: list[str] = []
+    run = graph._run_symbolic_inference
+    monkeypatch.setattr(graph, "_SYMBOLIC_SHAPES", {})
+    monkeypatch.setattr(graph, "SYMBOLIC_SHAPES_KEPT", 1)
+    monkeypatch.setattr(graph, "_run_symbolic_inference", lambda m, *a: runs.append(m.graph.name) or run(m, *a))
+    for width in (64, 32, 64):
+        onnx.save(flatten_model(width), tmp_path / "m.onnx")
+        assert graph.load(tmp_path / "m.onnx").symbolic_dims("flat") is not None
+    assert runs == ["flatten64", "flatten32", "flatten64"] and len(graph._SYMBOLIC_SHAPES) == 1
