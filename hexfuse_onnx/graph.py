@@ -12,6 +12,7 @@ import heapq
 import math
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -677,30 +678,10 @@ def _infer_shapes(model: onnx.ModelProto, where: str) -> onnx.ModelProto:
                     inferred = symbolic
     except Exception as exc:
         raise ModelError(f"{where}: shape inference failed: {first_line(exc)}") from None
-    _correct_gqa_present(inferred, model)
     # Put the real initializers back.
     inferred.graph.ClearField("initializer")
     inferred.graph.initializer.extend(model.graph.initializer)
     return inferred
-
-
-def _correct_gqa_present(inferred: onnx.ModelProto, model: onnx.ModelProto) -> None:
-    """ORT's symbolic inference gives GroupQueryAttention's present_key/value the past's shape (a
-    buffer shared with the past); without sharing ORT's kernel makes them max(past length,
-    total_sequence_length) long. Corrected where total_sequence_length is an initializer."""
-    totals = {t.name: t for t in model.graph.initializer}
-    infos = {v.name: v for v in list(inferred.graph.value_info) + list(inferred.graph.output)}
-    for n in inferred.graph.node:
-        if n.domain != "com.microsoft" or n.op_type != "GroupQueryAttention" or len(n.input) < 7:
-            continue
-        total = totals.get(n.input[6])
-        if total is None:
-            continue
-        length = int(numpy_helper.to_array(total).reshape(-1)[0])
-        for name in n.output[1:3]:
-            dims = infos[name].type.tensor_type.shape.dim if name in infos else []
-            if len(dims) == 4 and dims[2].HasField("dim_value"):
-                dims[2].dim_value = max(dims[2].dim_value, length)
 
 
 def _unknown_outputs(model: onnx.ModelProto) -> int:
@@ -741,6 +722,8 @@ def _run_symbolic_inference(model: onnx.ModelProto, complete_only: bool = False)
         for op in UNARY_CONTRIB_OPS:  # elementwise ops it has no rule for: the output is shaped as the input
             sym.dispatcher_.setdefault(op, sym._pass_on_shape_and_type)
         sym.dispatcher_.setdefault("ConvInteger", sym._infer_Conv)  # no rule of its own: Conv's dims (int32 kept)
+        if "GroupQueryAttention" in sym.dispatcher_:
+            sym.dispatcher_["GroupQueryAttention"] = _gqa_rule_with_present_length(sym)
         sym._preprocess(model)
         complete = False
         while sym.run_:
@@ -749,6 +732,27 @@ def _run_symbolic_inference(model: onnx.ModelProto, complete_only: bool = False)
     except Exception:  # noqa: BLE001 - it refuses some models outright (or its internals moved)
         return None
     return sym.out_mp_ if complete or not complete_only else None
+
+
+def _gqa_rule_with_present_length(sym: Any) -> Callable[[onnx.NodeProto], None]:
+    """ORT's GroupQueryAttention rule gives present_key/value the past's shape (a buffer shared with
+    the past); without sharing ORT's kernel makes them max(past length, total_sequence_length) long.
+    Corrected inside the inference where total_sequence_length is a constant (fixed lengths), so the
+    QuantizeLinear after present in a QDQ model gets that length too, not the past's."""
+    rule = sym.dispatcher_["GroupQueryAttention"]
+
+    def infer(node: onnx.NodeProto) -> None:
+        rule(node)
+        total = sym.initializers_.get(node.input[6]) if len(node.input) > 6 else None
+        if total is None:
+            return
+        length = int(numpy_helper.to_array(total).reshape(-1)[0])
+        for name in node.output[1:3]:
+            dims = sym.known_vi_[name].type.tensor_type.shape.dim if name in sym.known_vi_ else []
+            if len(dims) == 4 and dims[2].HasField("dim_value"):
+                dims[2].dim_value = max(dims[2].dim_value, length)
+
+    return infer
 
 
 def _tensor_info(vi: onnx.ValueInfoProto) -> TensorInfo:

@@ -79,6 +79,27 @@ def inputs(path: str | os.PathLike[str], requests: Requests, seed: int = 0) -> d
     return {f"{PREFILL}/{k}": v for k, v in prefill.items()} | {f"{DECODE}/{k}": v for k, v in decode.items()}
 
 
+def _refuse_fixed_dims(path: str | os.PathLike[str], wanted: dict[str, list[int]]) -> None:
+    """A decoder whose lengths are fixed (made for one request, as QNN needs a QDQ model) cannot serve
+    a prefill and a decode request: a ModelError naming the first input whose fixed dims differ."""
+    import onnx
+
+    for v in onnx.load(str(path), load_external_data=False).graph.input:
+        for half in (PREFILL, DECODE):
+            want = wanted.get(f"{half}/{v.name}")
+            dims = v.type.tensor_type.shape.dim
+            if want is None or len(dims) != len(want):
+                continue
+            has = [d.dim_value if d.HasField("dim_value") else None for d in dims]
+            if any(h is not None and h != w for h, w in zip(has, want)):
+                given = "x".join("?" if h is None else str(h) for h in has)
+                raise ModelError(
+                    f"--hybrid needs a decoder whose sequence and past lengths are free: {path} fixes "
+                    f"{v.name} to {given} where the {half} request needs {'x'.join(map(str, want))} "
+                    "(a model made for one request; `colocate MODEL --requests 2` co-locates two of those)"
+                )
+
+
 def hybrid(
     path: str | os.PathLike[str],
     output: str | os.PathLike[str],
@@ -96,6 +117,7 @@ def hybrid(
     latency-critical (its modelled latency grows by at most `max_slowdown`), 0 the prefill."""
     requests.check()
     fixed = shapes(path, requests)
+    _refuse_fixed_dims(path, fixed)
     progress(
         f"hybrid: prefill {requests.prefill} tokens after {requests.prefill_past}, decode 1 token after {requests.past}"
     )

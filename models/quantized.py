@@ -16,6 +16,12 @@ at 0); other float inputs standard-normal values, as `hexfuse_onnx.verify.random
 them; integer inputs a real model's manifest ranges. Input shapes are fixed before quantising (a real
 model's manifest shapes), so the QDQ model has static shapes, as QNN needs.
 
+The exported decoders with a KV cache (models/exported/) are quantised once per request shape, as a
+QNN deployment compiles one graph per phase (DECODER_PHASES): `<decoder>_decode_qdq_<tag>` (1 token
+after 15 cached) and `<decoder>_prefill_qdq_<tag>` (8 tokens, empty cache). Their calibration feeds are
+real requests: prompt tokens, a mask of ones, positions, and the past keys/values the float model itself
+produced on the earlier tokens of the prompt.
+
 Nothing is committed: a model is made on first use and kept in
 `<real cache>/quantized/<name>-ort<onnxruntime version>-r<RECIPE>/model.onnx` (see `models.real.cache_root`);
 the same onnxruntime gives the same bytes. A real model must be fetched first
@@ -41,7 +47,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from models import BUILDERS, real
+from models import BUILDERS, exported, real
 from models import build as build_builder
 
 CALIBRATION_BATCHES = 4
@@ -73,21 +79,34 @@ class QuantizeError(RuntimeError):
 @dataclass(frozen=True)
 class QuantizedModel:
     name: str
-    base: str  # a zoo builder or a real model
+    base: str  # a zoo builder, a real model or an exported decoder
     config: str  # a CONFIGS key
+    phase: str | None = None  # a DECODER_PHASES key, for an exported decoder
 
     @property
     def is_real(self) -> bool:
         return self.base in real.MODELS
 
     @property
+    def request(self) -> tuple[int, int] | None:
+        """(new tokens, cached tokens) of an exported decoder's fixed request."""
+        return DECODER_PHASES[self.phase] if self.phase else None
+
+    @property
     def shapes(self) -> dict[str, list[int]] | None:
+        if self.request:
+            seq, past = self.request
+            return exported.input_shapes(exported.decoder_spec(exported.MODELS[self.base].path), seq, past)
         return real.MODELS[self.base].shapes if self.is_real else None
 
     @property
     def what(self) -> str:
         act, weight = CONFIGS[self.config]
-        return f"{self.base}, QNN QDQ ({act[1:].lower()} activations, {weight[1:].lower()} weights, int32 bias)"
+        kinds = f"{act[1:].lower()} activations, {weight[1:].lower()} weights, int32 bias"
+        if self.request:
+            seq, past = self.request
+            return f"{self.base} {self.phase} ({seq} token(s) after {past} cached), QNN QDQ ({kinds})"
+        return f"{self.base}, QNN QDQ ({kinds})"
 
 
 # Real models that ship already quantised (int8 weights dequantised in the graph): used as shipped.
@@ -101,7 +120,14 @@ SHIPPED_QUANTIZED = (
 )
 
 
-# Float models left out, and why.
+# An exported decoder's requests, each quantised as a graph of its own: phase -> (new tokens, cached tokens).
+DECODER_PHASES = {"decode": (1, 15), "prefill": (8, 0)}
+_TORCH_PREFILL_MASK = (
+    "its causal mask adds finfo(float32).min to the masked scores, so MinMax calibrates that Add to a "
+    "scale of 1.3e36 and every score rounds to 0 (greedy tokens agree with the float model's on 1-4 of 8)"
+)
+
+# Float models (for a decoder: `<decoder>` or `<decoder>_<phase>`) left out, and why.
 SKIPPED = {
     "gpt_decode_step_contrib": "com.microsoft MultiHeadAttention has no QDQ form (QNN does not take it), so the "
     "Gemm after it has an unquantised input and the quantiser cannot make its int32 bias",
@@ -109,6 +135,12 @@ SKIPPED = {
     "(the recipe's) move its 4 class probabilities by up to 0.3 from the float model's, with u16 activations too",
     "magika": "its softmax is written as Exp then Div (jax2tf): with Exp's output quantised per tensor its "
     "label probabilities land up to 254 u8 steps (mean 64% of the range) from the float model's, 65239 at u16",
+    "gpt2_mha_contrib": "com.microsoft MultiHeadAttention has no QDQ form, so the Gemm after it has an "
+    "unquantised input and the quantiser cannot make its int32 bias (as gpt_decode_step_contrib)",
+    **{
+        f"{d}_prefill": _TORCH_PREFILL_MASK
+        for d in ("gpt2_torchscript", "gpt2_dynamo", "llama_torchscript", "llama_dynamo")
+    },
     "silero_vad": "with its input dims fixed (as QNN needs) ONNX Runtime refuses the model: the 8 kHz branch of "
     "its If gets the 16 kHz frame and its LSTM input is inferred with rank 4 (quant_pre_process fails)",
 }
@@ -118,11 +150,25 @@ def _float_real_models() -> list[str]:
     return [n for n, m in real.MODELS.items() if not m.derived_from and n not in SHIPPED_QUANTIZED]
 
 
+def _decoder_models() -> dict[str, QuantizedModel]:
+    return {
+        f"{base}_{phase}_qdq_{tag}": QuantizedModel(f"{base}_{phase}_qdq_{tag}", base, tag, phase)
+        for base in exported.MODELS
+        if base not in SKIPPED
+        for phase in DECODER_PHASES
+        if f"{base}_{phase}" not in SKIPPED
+        for tag in CONFIGS
+    }
+
+
 MODELS: dict[str, QuantizedModel] = {
-    f"{base}_qdq_{tag}": QuantizedModel(f"{base}_qdq_{tag}", base, tag)
-    for base in [*BUILDERS, *_float_real_models()]
-    if base not in SKIPPED
-    for tag in CONFIGS
+    **{
+        f"{base}_qdq_{tag}": QuantizedModel(f"{base}_qdq_{tag}", base, tag)
+        for base in [*BUILDERS, *_float_real_models()]
+        if base not in SKIPPED
+        for tag in CONFIGS
+    },
+    **_decoder_models(),
 }
 
 
@@ -216,6 +262,8 @@ def prepare(model: onnx.ModelProto, folder: Path) -> Path:
 def float_model(name: str, cache_dir: str | os.PathLike[str] | None = None) -> onnx.ModelProto:
     """The float model `name` is made from, with its input shapes fixed."""
     q = get(name)
+    if q.phase:
+        return fix_input_shapes(onnx.load(exported.MODELS[q.base].path), q.shapes or {})
     if not q.is_real:
         return build_builder(q.base, seed=0)
     path = real.cached_path(q.base, cache_dir)
@@ -295,10 +343,13 @@ def calibration_feeds(name: str, model: onnx.ModelProto) -> list[dict[str, np.nd
 
 
 def sample_feeds(name: str, model: onnx.ModelProto, seed: int) -> dict[str, np.ndarray]:
-    """One seeded feed of the kind calibration uses: smooth images for image inputs, else N(0, 1)."""
+    """One seeded feed of the kind calibration uses: smooth images for image inputs, else N(0, 1);
+    a decoder's request after a prompt (`decoder_feeds`)."""
+    q = get(name)
+    if q.phase:
+        return decoder_feeds(q, seed)
     rng = np.random.default_rng(seed)
     images = image_range(name)
-    q = get(name)
     int_ranges = real.MODELS[q.base].int_ranges if q.is_real else {}
     feeds = {}
     for arg, shape, dtype in input_specs(model):
@@ -309,6 +360,38 @@ def sample_feeds(name: str, model: onnx.ModelProto, seed: int) -> dict[str, np.n
         else:
             low, high = int_ranges.get(arg, (0, 2))
             feeds[arg] = rng.integers(low, high, shape).astype(dtype)
+    return feeds
+
+
+def decoder_feeds(q: QuantizedModel, seed: int) -> dict[str, np.ndarray]:
+    """The fixed request of decoder model `q` at the end of a seeded random prompt: its new tokens,
+    a mask of ones, their positions and, as past, the keys/values the float model computed for the
+    prompt's earlier tokens (an empty past for a prefill)."""
+    import onnxruntime as ort
+
+    assert q.request is not None
+    seq, past = q.request
+    path = exported.MODELS[q.base].path
+    spec = exported.decoder_spec(path)
+    prompt = np.random.default_rng(seed).integers(0, spec.vocab, (1, past + seq), dtype=np.int64)
+    cache = {name: np.zeros((1, spec.kv_heads, 0, spec.head_dim), np.float32) for kv in spec.past for name in kv}
+    if past:
+        session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        results = dict(
+            zip([o.name for o in session.get_outputs()], session.run(None, _request(spec, prompt[:, :past], cache, 0)))
+        )
+        cache = {p: results[r] for pr, rr in zip(spec.past, spec.present) for p, r in zip(pr, rr)}
+    return _request(spec, prompt[:, past:], cache, past)
+
+
+def _request(
+    spec: exported.DecoderSpec, ids: np.ndarray, cache: dict[str, np.ndarray], past: int
+) -> dict[str, np.ndarray]:
+    feeds = {spec.ids: ids, **cache}
+    if spec.mask:
+        feeds[spec.mask] = np.ones((1, past + ids.shape[1]), np.int64)
+    if spec.positions:
+        feeds[spec.positions] = np.arange(past, past + ids.shape[1], dtype=np.int64)[None]
     return feeds
 
 

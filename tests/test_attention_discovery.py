@@ -268,3 +268,58 @@ def test_contrib_attention_projecting_its_own_qkv_is_a_block_with_its_output_pro
     attention = [sorted(g.nodes[i].name for i in b.nodes) for b in blocks if b.kind == "attention"]
     assert attention == [[f"l{i}.attention", f"l{i}.out_proj"] for i in range(LAYERS)]
     assert all(b.positions == SEQ for b in blocks)
+
+
+def _qdq_layer() -> onnx.ModelProto:
+    """One transformer layer as onnxruntime's QDQ quantiser writes it: every op's output through
+    QuantizeLinear/DequantizeLinear, every weight a DequantizeLinear of uint8 values."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    nodes: list[onnx.NodeProto] = []
+    inits = [
+        numpy_helper.from_array(np.array(0.05, np.float32), "s"),
+        numpy_helper.from_array(np.array(128, np.uint8), "z"),
+    ]
+
+    def qdq(t: str) -> str:
+        nodes.append(helper.make_node("QuantizeLinear", [t, "s", "z"], [f"{t}_q"], name=f"{t}_Q"))
+        nodes.append(helper.make_node("DequantizeLinear", [f"{t}_q", "s", "z"], [f"{t}_dq"], name=f"{t}_DQ"))
+        return f"{t}_dq"
+
+    def weight(name: str) -> str:
+        inits.append(numpy_helper.from_array(rng.integers(0, 255, (16, 16)).astype(np.uint8), name))
+        nodes.append(helper.make_node("DequantizeLinear", [name, "s", "z"], [f"{name}_dq"], name=f"{name}_DQ"))
+        return f"{name}_dq"
+
+    def op(kind: str, inputs: list[str], out: str, **attrs: object) -> str:
+        nodes.append(helper.make_node(kind, inputs, [out], name=out, **attrs))
+        return qdq(out)
+
+    x = qdq("x")
+    q, k, v = (op("MatMul", [x, weight(f"w{c}")], c) for c in "qkv")
+    scores = op("MatMul", [q, op("Transpose", [k], "kt", perm=[0, 2, 1])], "scores")
+    context = op("MatMul", [op("Softmax", [scores], "probs", axis=-1), v], "context")
+    h = op("Add", [x, op("MatMul", [context, weight("wo")], "attn_out")], "h")
+    y = op("MatMul", [op("Relu", [op("MatMul", [h, weight("wu")], "up")], "act"), weight("wd")], "down")
+    g = helper.make_graph(
+        nodes,
+        "qdq_layer",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, SEQ, 16])],
+        [helper.make_tensor_value_info(y, TensorProto.FLOAT, [1, SEQ, 16])],
+        inits,
+    )
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+
+
+def test_qdq_blocks_are_found_through_quantize_and_dequantize(tmp_path: Path) -> None:
+    """Weights read through DequantizeLinear are projections and Q/DQ pairs are on the data path;
+    each block ends with its output projection's QuantizeLinear (one QDQ group). Before, a QDQ
+    decoder had no blocks: prefill_decode had no candidates."""
+    onnx.save(_qdq_layer(), tmp_path / "layer.onnx")
+    g = graph.load(tmp_path / "layer.onnx")
+    blocks = layer_blocks(g, dag_facts(g))
+    assert [(b.kind, b.positions) for b in blocks] == [("attention", SEQ), ("mlp", SEQ)]
+    names = [{g.nodes[i].name for i in b.nodes} for b in blocks]
+    assert {"q", "k", "v", "scores", "probs", "context", "attn_out", "attn_out_Q"} <= names[0]
+    assert {"up", "act", "down", "down_Q"} <= names[1] and "h" not in names[1]

@@ -595,6 +595,31 @@ def test_the_report_names_what_never_pairs(tmp_path):
     assert "LSTM 2x" in line, line
 
 
+def test_ops_on_an_empty_past_are_named_as_such(tmp_path):
+    """A prefill's past of 0 tokens: its Concat has a lowering but touches an empty tensor, which the
+    kernel does not hold; the report says so rather than listing Concat as an op without a lowering."""
+    nodes = [
+        helper.make_node("Relu", ["x"], ["new"]),
+        helper.make_node("Concat", ["past", "new"], ["present"], axis=1),
+    ]
+    model = helper.make_model(
+        helper.make_graph(
+            nodes,
+            "empty_past",
+            [
+                helper.make_tensor_value_info("past", TensorProto.FLOAT, [1, 0, 4]),
+                helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4]),
+            ],
+            [helper.make_tensor_value_info("present", TensorProto.FLOAT, [1, 1, 4])],
+        ),
+        opset_imports=[helper.make_opsetid("", 17)],
+    )
+    onnx.save(model, tmp_path / "m.onnx")
+    g = graph.load(tmp_path / "m.onnx")
+    never = kind._unpairable(g, profile_graph(g), list(range(len(g.nodes))), costmodel.get_target("hexagon-v73"))
+    assert list(never) == ["Concat on an empty tensor"]
+
+
 def test_an_lstm_is_modelled_as_its_matrix_products(tmp_path):
     """2 * steps * batch * (|W| + |R|): 8 steps of [24x4] and [24x6] products, on the matrix engine."""
     g = graph.load(_speech_like(tmp_path / "m.onnx", False))

@@ -174,3 +174,29 @@ def test_a_polymorphic_pair_runs_at_the_analysed_shape_and_at_other_inputs(image
         assert proc.returncode == 0, proc.stderr
         (pair,) = json.loads(report.read_text())["pairs"]
         assert pair["ok"] and all(o["rel"] <= emulate.DEFAULT_RTOL for o in pair["outputs"])
+
+
+def test_a_large_pair_lists_its_ops_with_the_most_packets() -> None:
+    """Two co-located decode steps make one pair of 358 ops: the report lists the 12 largest, in
+    program order, and says where the rest are (it printed all 358, 700 lines)."""
+    n = 30
+    run = {
+        "items": n,
+        "call_packets": 1000,
+        "serialized": False,
+        "engine_packets": [0, 500, 0],
+        "worker_packets": [500],
+        "item_packets": 500,
+        "op_packets": list(range(n)),
+        "op_items": [1] * n,
+    }
+    stats = {
+        "arch": "v73",
+        "serial_equals_fused": True,
+        "runs": {"fused": run, "serial": run},
+        "ops": [{"task": 0, "engine": 1, "opcode": 0}] * n,
+    }
+    lines = emulate.pair_lines(emulate.PairResult("p", "colocate", [], stats, [f"op{i}" for i in range(n)]))
+    listed = [ln.split()[1] for ln in lines if ln.startswith("    ")]
+    assert listed == [f"op{i}" for i in range(n - emulate.LISTED_OPS, n)]
+    assert any(f"the {emulate.LISTED_OPS} ops with the most packets, of {n} (all in --json)" in ln for ln in lines)

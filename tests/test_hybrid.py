@@ -18,7 +18,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from hexfuse_onnx import fold, graph, hybrid, runtime, verify
 from hexfuse_onnx.contract import DOMAIN
-from models.exported import MODELS, decoder_spec, generate
+from models.exported import MODELS, decoder_spec, generate, input_shapes
 
 pytestmark = pytest.mark.slow  # model generation, QNN emulation, whole decoders
 
@@ -139,7 +139,21 @@ def _request(spec, ids: np.ndarray, present: dict, past: int, half: str = "") ->
     return feeds
 
 
-@pytest.mark.parametrize("case", ["not a decoder", "prefill of one token"])
+def _one_request(tmp_path, name: str) -> str:
+    """The decoder with its dims fixed to one decode step (1 token after 15), as a QNN QDQ model has them."""
+    path = MODELS[name].path
+    model = onnx.load(path)
+    want = input_shapes(decoder_spec(path), 1, 15)
+    for v in model.graph.input:
+        for d, size in zip(v.type.tensor_type.shape.dim, want[v.name]):
+            d.Clear()
+            d.dim_value = size
+    del model.graph.value_info[:]
+    onnx.save(model, tmp_path / "decode_step.onnx")
+    return tmp_path / "decode_step.onnx"
+
+
+@pytest.mark.parametrize("case", ["not a decoder", "prefill of one token", "fixed lengths"])
 def test_cli_refuses_with_one_line_and_writes_nothing(zoo_dir, tmp_path, case):
     src, out = zoo_dir / "mlp_chain.onnx", tmp_path / "out"
     out.mkdir()
@@ -147,6 +161,9 @@ def test_cli_refuses_with_one_line_and_writes_nothing(zoo_dir, tmp_path, case):
     if case == "not a decoder":
         proc = run_cli("colocate", "--hybrid", src, "-o", out / "h.onnx", "-q")
         code, words = EXIT_BAD_MODEL, ["--hybrid", "decoder", "past_key_values"]
+    elif case == "fixed lengths":  # it failed the full checker after the merge ("Incompatible dimensions")
+        proc = run_cli("colocate", "--hybrid", _one_request(tmp_path, "llama_attention23"), "-o", out / "h.onnx")
+        code, words = EXIT_BAD_MODEL, ["--hybrid", "free", "input_ids to 1x1", "needs 1x64", "--requests 2"]
     else:
         proc = run_cli("colocate", "--hybrid", MODELS["gpt2_dynamo"].path, "--prefill", "1", "-o", out / "h.onnx")
         code, words = EXIT_USAGE, ["--prefill", "decode step"]

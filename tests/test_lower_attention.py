@@ -288,13 +288,34 @@ def test_group_query_attention_first_prompt_with_padding_matches_ort():
     assert_matches_ort(m, feeds, keep={1: rows, 2: keep, 3: keep})
 
 
-@pytest.mark.parametrize(("attribute", "value"), [("local_window_size", 4), ("softcap", 30.0), ("smooth_softmax", 1)])
+@pytest.mark.parametrize(
+    ("attribute", "value"),
+    [
+        ("local_window_size", 4),
+        ("softcap", 30.0),
+        ("smooth_softmax", 1),
+        ("causal", 0),
+        ("sliding_window_cache", 1),
+        ("k_quant_type", "PER_TENSOR"),
+    ],
+)
 def test_group_query_attention_other_attributes_are_refused_by_name(attribute, value):
     m, _ = gqa_case(np.random.default_rng(8), b=1, s=1, past=4, seqlens=[4])
     body = m.functions[0].node[1]
     body.attribute.append(helper.make_attribute(attribute, value))
     with pytest.raises(LoweringError, match=attribute):
         lower_pair(m, m.graph.node[0])
+
+
+@needs_host
+def test_group_query_attention_with_every_default_written_matches_ort():
+    """onnxruntime's quantiser writes every attribute of the schema, smooth_softmax=-1 (its default,
+    run as 0) among them: a QDQ decoder's GQA was refused for it."""
+    m, feeds = gqa_case(np.random.default_rng(9), b=1, s=1, past=5, seqlens=[5])
+    body = m.functions[0].node[1]
+    for name, value in [("smooth_softmax", -1), ("causal", 1), ("sliding_window_cache", 0), ("k_quant_type", "NONE")]:
+        body.attribute.append(helper.make_attribute(name, value))
+    assert_matches_ort(m, feeds)
 
 
 # ---- RotaryEmbedding

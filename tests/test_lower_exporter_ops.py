@@ -609,6 +609,14 @@ def test_forms_outside_the_kernel_are_refused_by_name(name: str) -> None:
     assert info.value.node in {n.name for n in nodes}
 
 
+def test_an_empty_run_time_input_is_refused_as_empty_with_its_shape() -> None:
+    """A prefill's past of 0 tokens is no dynamic dim: the refusal says it is empty, and its shape."""
+    concat = helper.make_node("Concat", ["past", "z"], ["yb"], name="concat", axis=1)
+    m = task_b_pair([concat], [vi("past", [1, 0, 4]), vi("z", [1, 1, 4])], [vi("yb", [1, 1, 4])])
+    with pytest.raises(LoweringError, match=r"'past' is empty \(1x0x4\): the kernel holds no empty tensor"):
+        lower_pair(m, m.graph.node[0])
+
+
 def exported_style_branches() -> onnx.ModelProto:
     """Two branches as exporters write them: Conv -> BatchNormalization -> Clip (ReLU6) against
     Pad -> Conv -> BatchNormalization -> Neg, then Split, Gather and Expand before a Sum join."""

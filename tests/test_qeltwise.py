@@ -437,3 +437,30 @@ def test_a_softmax_over_a_symbolic_axis_keeps_the_float_path(tmp_path, axis: int
     assert layout_of(program).version == 2
     ops = _opcodes(program)
     assert ops.count(softmax) == 2 and ops.count(Opcode.QMATMUL) == 2, ops
+
+
+def _add_quantized_one(p: str) -> Chain:
+    """GPT-2's tanh GELU as the QNN recipe quantises it: DQ(tanh) + DQ(1.0 as u8 255 at 1/255) -> Q at
+    2/255. Every result is a tie ((2q - 1) / 2 output steps), which ORT's QLinearAdd and its float
+    path round to different sides (103 of 256 codes)."""
+    c = Chain(p)
+    c.inputs = [vi(f"{p}x", [256], U8)]
+    c.add(_q(p, "dx", f"{p}x", f"{p}xf", 2 / 255, 128, U8, True))
+    c.inits.append(init(f"{p}one", np.array(255, np.uint8)))
+    c.add(_q(p, "d1", f"{p}one", f"{p}onef", 1 / 255, 0, U8, True))
+    c.nodes.append(helper.make_node("Add", [f"{p}xf", f"{p}onef"], [f"{p}sf"]))
+    c.add(_q(p, "qy", f"{p}sf", f"{p}y", 2 / 255, 0, U8, False))
+    return c
+
+
+@needs_host
+def test_a_table_of_an_add_of_a_dequantized_constant_is_what_ort_fuses() -> None:
+    """The table of DQ(x) + DQ(constant) -> Q is ORT's run of the group with the constant still a
+    DequantizeLinear (it fuses the group into QLinearAdd); with the constant as a float it ran the
+    float path, one step off on every tie: GPT-2's QDQ MLP pair failed verification downstream."""
+    a = _unary_chain("a_", [256], U8).model_parts("a_y", [256], U8)
+    b = _add_quantized_one("b_").model_parts("b_y", [256], U8)
+    pair, plain = _models(a, b)
+    assert Opcode.QLUT in _opcodes(lower_pair(pair, pair.graph.node[0]))
+    for d in _compare(pair, plain, _feeds(plain, np.random.default_rng(4), exhaustive=True)):
+        assert d.max() == 0, (d.max(), (d > 0).sum())

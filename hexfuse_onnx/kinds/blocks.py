@@ -22,9 +22,10 @@ from ..graph import Dim, ModelGraph
 from .dag import DagFacts
 
 ATTENTION_OPS = {"Attention", "MultiHeadAttention", "GroupQueryAttention"}
-SCORE_OPS = {"Mul", "Div", "Add", "Sub", "Where", "Cast"}  # between QK^T and Softmax
-PROB_OPS = {"Cast", "Dropout", "Identity"}  # between Softmax and the V product
-LAYOUT_OPS = {"Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"}
+QDQ_OPS = {"QuantizeLinear", "DequantizeLinear"}  # a QDQ model's data path: passed through like layout
+SCORE_OPS = {"Mul", "Div", "Add", "Sub", "Where", "Cast"} | QDQ_OPS  # between QK^T and Softmax
+PROB_OPS = {"Cast", "Dropout", "Identity"} | QDQ_OPS  # between Softmax and the V product
+LAYOUT_OPS = {"Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"} | QDQ_OPS
 # Ops whose inputs after the first are shapes, indices or constants, never data.
 DATA_FIRST_OPS = LAYOUT_OPS | {"Slice", "Gather", "Expand", "Tile", "Split", "Pad", "Cast", "Dropout"}
 SHAPE_OPS = {"Shape", "Size", "ConstantOfShape", "Range", "EyeLike"}  # read only a shape: not followed up
@@ -116,9 +117,16 @@ def mlp_blocks(g: ModelGraph, facts: DagFacts, taken: frozenset[int] = frozenset
 
 
 def is_projection(g: ModelGraph, i: int) -> bool:
-    """A MatMul/Gemm whose weight (second input) is a constant."""
+    """A MatMul/Gemm whose weight (second input) is a constant, or a DequantizeLinear of one (QDQ)."""
     n = g.nodes[i]
-    return n.op_type in ("MatMul", "Gemm") and n.domain in ("", "ai.onnx") and n.input[1] in g.initializers
+    return n.op_type in ("MatMul", "Gemm") and n.domain in ("", "ai.onnx") and _constant_weight(g, n.input[1])
+
+
+def _constant_weight(g: ModelGraph, t: str) -> bool:
+    if t in g.initializers:
+        return True
+    p = g.producer.get(t)
+    return p is not None and g.nodes[p].op_type == "DequantizeLinear" and g.nodes[p].input[0] in g.initializers
 
 
 def _attention_data_inputs(op: str, domain: str) -> tuple[int, ...]:
@@ -232,10 +240,13 @@ def _output_projection(g: ModelGraph, facts: DagFacts, i: int) -> int | None:
 
 
 def _with_bias(g: ModelGraph, facts: DagFacts, projection: int) -> int:
-    """The projection, or the Add of a constant bias right after it."""
+    """The projection, or the Add of a constant bias right after it; in a QDQ model, with the
+    QuantizeLinear of its output (an op and its QuantizeLinear are one group)."""
     users = facts.succs[projection]
     bias = len(users) == 1 and g.nodes[users[0]].op_type == "Add"
-    return users[0] if bias and any(t in g.initializers for t in g.nodes[users[0]].input) else projection
+    end = users[0] if bias and any(_constant_weight(g, t) for t in g.nodes[users[0]].input) else projection
+    users = facts.succs[end]
+    return users[0] if len(users) == 1 and g.nodes[users[0]].op_type == "QuantizeLinear" else end
 
 
 def _mlp_inputs(g: ModelGraph, facts: DagFacts, down: int) -> list[int]:

@@ -250,7 +250,7 @@ def lowerable(g: ModelGraph, profile: GraphProfile, i: int) -> bool:
     n = g.nodes[i]
     if i in profile.unprofiled or op_outside_kernel(n) is not None:
         return False
-    if any(g.info(t).numel == 0 for t in [*n.input, *n.output] if t and not _constant(g, t)):
+    if _touches_empty(g, n):
         return False
     if is_q(g, i) or is_dq(g, i) or _dynamic_quantisation(g, n) or _qoperator(n):
         return True  # integer tensors the kernel reads and writes (qdq.py; lowering/dynamic.py, qlinear.py)
@@ -267,6 +267,12 @@ def lowerable(g: ModelGraph, profile: GraphProfile, i: int) -> bool:
         if t and k not in at_run_time and (t in steered or g.info(t).elem_type != onnx.TensorProto.FLOAT)
     ]
     return all(_constant(g, t) or _nan_test(g, g.producer.get(t)) for t in computed)
+
+
+def _touches_empty(g: ModelGraph, n: onnx.NodeProto) -> bool:
+    """The node reads or writes an empty run-time tensor (a prefill's past of 0 tokens), which the
+    kernel does not hold."""
+    return any(g.info(t).numel == 0 for t in [*n.input, *n.output] if t and not _constant(g, t))
 
 
 def _dynamic_quantisation(g: ModelGraph, n: onnx.NodeProto) -> bool:
@@ -715,6 +721,7 @@ def _unpairable(g: ModelGraph, profile: GraphProfile, nodes: list[int], target: 
             continue
         n = g.nodes[i]
         op = f"{n.domain}::{n.op_type}" if n.domain not in ("", "ai.onnx") else n.op_type
+        op += " on an empty tensor" if _touches_empty(g, n) else ""
         seconds = serial_time(TaskProfile.of([profile.nodes[i]]), target) if i in profile.nodes else 0.0
         count, total = out.get(op, (0, 0.0))
         out[op] = (count + 1, total + seconds)

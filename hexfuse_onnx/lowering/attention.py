@@ -265,6 +265,21 @@ def _mha_penalty(o: Ops, b: int, s: int, total: int) -> int | None:
 # ---- onnxruntime GroupQueryAttention
 
 
+# GroupQueryAttention's attributes and the values the lowering runs (the default first). onnxruntime
+# 1.32's schema defaults smooth_softmax to -1, which its kernel runs as 0 (no head_sink), and its
+# quantiser and optimiser write every default out.
+GQA_ATTRIBUTES: dict[str, tuple[object, ...]] = {
+    "local_window_size": (-1,),
+    "softcap": (0.0,),
+    "smooth_softmax": (0, -1),
+    "qk_output": (0,),
+    "causal": (1,),
+    "sliding_window_cache": (0,),
+    "k_quant_type": ("NONE",),
+    "v_quant_type": ("NONE",),
+}
+
+
 @lowers("com.microsoft::GroupQueryAttention")
 def group_query_attention(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     """Causal GQA over a BNSH KV cache as onnxruntime's CPU kernel runs it. Per batch row b,
@@ -274,10 +289,25 @@ def group_query_attention(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     query i sees keys j <= past_b + i. total_sequence_length must be known when lowering."""
     o = Ops(cx, n, t)
     heads, kv_heads = int(attr(n, "num_heads", 0)), int(attr(n, "kv_num_heads", 0))
-    for name, default in (("local_window_size", -1), ("softcap", 0), ("smooth_softmax", 0), ("qk_output", 0)):
-        if float(attr(n, name, default)) != default:
-            raise refuse(n, f"{name}={attr(n, name)} is not supported (only {default})")
-    refuse_inputs(n, {9: "position_ids", 10: "attention_bias", 11: "head_sink"})
+    for name, supported in GQA_ATTRIBUTES.items():
+        value = attr(n, name, supported[0])
+        value = value.decode() if isinstance(value, bytes) else value
+        if value not in supported:
+            only = " or ".join(map(str, supported))
+            raise refuse(n, f"{name}={value} is not supported (only {only})")
+    refuse_inputs(
+        n,
+        {
+            9: "position_ids",
+            10: "attention_bias",
+            11: "head_sink",
+            12: "k_scale",
+            13: "v_scale",
+            14: "q_norm_weight",
+            15: "k_norm_weight",
+            16: "query_seqlens",
+        },
+    )
     refuse_outputs(n, {3: "output_qk"})
     if len(n.input) < 7 or not n.input[5] or not n.input[6]:
         raise refuse(n, "seqlens_k and total_sequence_length are required")

@@ -224,9 +224,14 @@ class Lowerer:
             raise LoweringError(op.op_type, op.name or name, f"unknown shape of '{name}'")
         dims = []
         for d in t.tensor_type.shape.dim:
-            if not d.HasField("dim_value") or d.dim_value <= 0:
-                raise LoweringError(op.op_type, op.name or name, f"'{name}' has a dynamic or empty dim")
+            if not d.HasField("dim_value") or d.dim_value < 0:
+                raise LoweringError(op.op_type, op.name or name, f"'{name}' has a dynamic dim")
             dims.append(int(d.dim_value))
+        if 0 in dims:
+            shape = "x".join(map(str, dims))
+            raise LoweringError(
+                op.op_type, op.name or name, f"'{name}' is empty ({shape}): the kernel holds no empty tensor"
+            )
         if len(dims) > Layout.MAX_RANK:
             raise LoweringError(op.op_type, op.name or name, f"'{name}' has rank {len(dims)} > 8")
         return dims

@@ -308,7 +308,11 @@ def _ort_table(
 
     cx = b.cx
     inits = []
-    for name in {*dq.input[1:], *q.input[1:], *(i for i in op.input if i and i != x)}:
+    # a constant read through a DequantizeLinear stays one (ORT then fuses DQ-Add-DQ-Q into QLinearAdd,
+    # whose rounding differs from the float path's where the result is a tie)
+    constant_dqs = [b.node(c) for c in (b.dq_of(i) for i in op.input if i and i != x) if c is not None]
+    constants = {i for i in op.input if i and i != x} - {c.output[0] for c in constant_dqs}
+    for name in {*dq.input[1:], *q.input[1:], *constants, *(i for c in constant_dqs for i in c.input if i)}:
         if not name:
             continue
         v = cx.known_value(name)
@@ -320,7 +324,7 @@ def _ort_table(
     lo, hi = NARROW[tx]
     elem = cx.dtype(dq.input[0])
     graph = helper.make_graph(
-        [dq, op, q],
+        [dq, *constant_dqs, op, q],
         "table",
         [helper.make_tensor_value_info(dq.input[0], elem, [256])],
         [helper.make_tensor_value_info(q.output[0], cx.dtype(q.output[0]), [256])],

@@ -381,6 +381,9 @@ def _checked(
 # ---- report ---------------------------------------------------------------------------------------
 
 
+LISTED_OPS = 12  # per pair; a co-located decoder's pair has hundreds of ops
+
+
 def _count(n: int) -> str:
     return f"{n:,}"
 
@@ -411,9 +414,13 @@ def pair_lines(r: PairResult) -> list[str]:
         f"  fused, per engine class: {per_engine}; busiest of {len(fused['worker_packets'])} workers "
         f"{_count(busiest)} ({busiest / max(1, fused['item_packets']):.0%} of the item packets)"
     )
-    for i, op in enumerate(r.stats["ops"]):
+    ops = r.stats["ops"]
+    largest = sorted(range(len(ops)), key=lambda i: -fused["op_packets"][i])[:LISTED_OPS]
+    if len(ops) > LISTED_OPS:
+        lines.append(f"  the {LISTED_OPS} ops with the most packets, of {len(ops)} (all in --json):")
+    for i in sorted(largest):
         lines.append(
-            f"    {'AB'[op['task']]} {r.op_names[i]:<14} {ENGINES[op['engine']]:<6} "
+            f"    {'AB'[ops[i]['task']]} {r.op_names[i]:<14} {ENGINES[ops[i]['engine']]:<6} "
             f"{_count(fused['op_packets'][i]):>14} packets, {fused['op_items'][i]} items"
         )
     return lines
