@@ -22,11 +22,20 @@ static inline uint32_t ref_qsoftmax_index(int32_t x, int32_t max) { return (uint
 
 /* one output from its table value t and the line's sum; `is_u8` picks ORT's cast */
 static inline int32_t ref_qsoftmax_out(float t, float sum, float y_scale, int32_t zy, int is_u8) {
-    double v = (double)t * (double)y_scale; /* exact: two 24-bit significands */
-    v = v / (double)sum;                    /* 0 <= v <= floor(1 / s_y) */
-    v = v < 4194304.0 ? v : 4194304.0;      /* beyond 2^22 every output saturates (NaN too) */
-    double r = v + 6755399441055744.0;      /* 1.5 * 2^52: rounds to the nearest integer, ties to even */
-    int32_t q = (int32_t)(r - 6755399441055744.0) + zy;
+    float f = t * y_scale; /* two statements: no contraction */
+    f = f / sum;           /* within 2^-23 relative of the exact quotient */
+    f = f < 4194304.0f ? f : 4194304.0f;
+    int32_t q = ref_qeltwise_round(f, 0, INT32_MAX);
+    float tie = f - (float)q; /* exact (Sterbenz); the quotient's nearest half is q +- 0.5 */
+    tie = tie < 0.0f ? -tie : tie;
+    if (!(0.5f - tie > f * 0x1p-21f)) {         /* near a half (or NaN): the double quotient decides */
+        double v = (double)t * (double)y_scale; /* exact: two 24-bit significands */
+        v = v / (double)sum;
+        v = v < 4194304.0 ? v : 4194304.0;
+        double r = v + 6755399441055744.0; /* 1.5 * 2^52: rounds to the nearest integer, ties to even */
+        q = (int32_t)(r - 6755399441055744.0);
+    }
+    q += zy;
     if (is_u8) return q > 255 ? 255 : q;
     return q > 127 ? 127 : q;
 }
