@@ -8,6 +8,9 @@ import onnx
 
 from .costmodel import engine_seconds
 from .kinds import Pair, kind_of
+from .kinds.branches import has_working_fork
+from .kinds.dag import dag_facts
+from .kinds.microbatch import MIN_BATCH
 from .pipeline import Analysis, RewriteResult
 from .profile import unknown_shape_origins
 from .select import Rejection
@@ -68,8 +71,34 @@ def _found(a: Analysis) -> str:
     return f"{len(a.graph.nodes)} nodes; candidates: {found}; chosen: {len(a.pairs)}"
 
 
+def no_candidate_lines(a: Analysis) -> list[str]:
+    """Why a graph has no candidate, in one line, when it is a chain at batch 1: nothing in it is
+    independent of anything else at the shapes analysed (sequential_chain, ppocr_cls)."""
+    if a.candidates or has_working_fork(a.graph, dag_facts(a.graph)):
+        return []
+    small = [
+        (name, shape)
+        for name in a.graph.graph_inputs
+        if (shape := a.graph.info(name).shape) and isinstance(shape[0], int) and shape[0] < MIN_BATCH
+    ]
+    if not small or len(small) < len(a.graph.graph_inputs):
+        return []
+    name, shape = small[0]
+    dims = a.graph.symbolic_dims(name)
+    if dims and isinstance(dims[0], str):
+        larger = "x".join(str(d) for d in (MIN_BATCH, *shape[1:]))
+        how = f"--shape {name}={larger} analyses a batch of {MIN_BATCH}"
+    else:
+        how = "the model fixes it"
+    return [
+        f"no independent work at these shapes: the graph is one chain (no fork has two branches that"
+        f" compute) at batch {shape[0]}, and a micro-batch needs axis 0 of at least {MIN_BATCH}"
+        f" (input '{name}': {'x'.join(map(str, shape))}; {how})"
+    ]
+
+
 def summary(a: Analysis) -> str:
-    lines = [f"target {a.target.name} (modelled: {a.target.description})", _found(a)]
+    lines = [f"target {a.target.name} (modelled: {a.target.description})", _found(a), *no_candidate_lines(a)]
     if a.graph.binding is not None:
         kept = "symbolic in the output" if a.graph.source is not None else "fixed in the output (--freeze-shapes)"
         lines.append(f"symbolic dims analysed at {a.graph.binding.describe()} ({_choice(a)}); {kept}")

@@ -228,3 +228,50 @@ def test_unknown_shapes_are_traced_to_the_op_they_start_at(dirs) -> None:
         in proc.stdout
     )
     assert "--shape NAME" not in proc.stdout
+
+
+def qdq_gemm_chain(batch: int | str) -> onnx.ModelProto:
+    """x -> DQ(Q(x)) -> Gemm (u8 weight) -> Q -> DQ -> Tanh -> Q -> DQ: one chain of QDQ groups."""
+    rng = np.random.default_rng(0)
+    scale = numpy_helper.from_array(np.array(0.02, np.float32), "s")
+    zero = numpy_helper.from_array(np.array(128, np.uint8), "z")
+    w = numpy_helper.from_array(rng.integers(0, 256, (64, 64), dtype=np.uint8), "w")
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"]),
+        helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["xd"]),
+        helper.make_node("DequantizeLinear", ["w", "s", "z"], ["wd"]),
+        helper.make_node("Gemm", ["xd", "wd"], ["g"], name="gemm"),
+        helper.make_node("QuantizeLinear", ["g", "s", "z"], ["gq"]),
+        helper.make_node("DequantizeLinear", ["gq", "s", "z"], ["gd"]),
+        helper.make_node("Tanh", ["gd"], ["t"], name="tanh"),
+        helper.make_node("QuantizeLinear", ["t", "s", "z"], ["tq"]),
+        helper.make_node("DequantizeLinear", ["tq", "s", "z"], ["y"]),
+    ]
+    g = helper.make_graph(
+        nodes,
+        "chain",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 64])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 64])],
+        initializer=[scale, zero, w],
+    )
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+CHAIN_AT_BATCH_ONE = (
+    "no independent work at these shapes: the graph is one chain (no fork has two branches that compute)"
+    " at batch 1, and a micro-batch needs axis 0 of at least 2 (input 'x': 1x64; "
+)
+
+
+def test_a_chain_at_batch_one_says_why_it_has_no_candidate(dirs) -> None:
+    fixed = run_cli("inspect", dirs.save("fixed.onnx", qdq_gemm_chain(1)))
+    assert fixed.returncode == 0, fixed.stderr
+    assert "candidates: none" in fixed.stdout
+    assert CHAIN_AT_BATCH_ONE + "the model fixes it)" in fixed.stdout
+    src = dirs.save("batch.onnx", qdq_gemm_chain("batch"))
+    default = run_cli("inspect", src, "--shape", "x=1x64")
+    assert CHAIN_AT_BATCH_ONE + "--shape x=2x64 analyses a batch of 2)" in default.stdout
+    wider = run_cli("inspect", src, "--shape", "x=2x64")
+    assert wider.returncode == 0, wider.stderr
+    assert "no independent work" not in wider.stdout
+    assert "1 microbatch" in wider.stdout

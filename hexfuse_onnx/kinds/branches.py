@@ -12,6 +12,7 @@ linear in the size of the fork regions visited, never all-pairs over the graph.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from itertools import combinations
 
 from ..costmodel import Target
@@ -36,19 +37,8 @@ class Branches(PairKind):
 
 def find_branches(g: ModelGraph, facts: DagFacts) -> list[Candidate]:
     children = _dominator_children(facts)
-    roots = [i for i in range(len(g.nodes)) if not facts.const[i] and not facts.preds[i]]
-    forks: list[tuple[int, list[int], int]] = []
-    if len(roots) >= 2:
-        forks.append((SOURCE, roots, facts.source_ipdom))
-    forks += [(i, facts.succs[i], facts.ipdom[i]) for i in range(len(g.nodes)) if len(facts.succs[i]) >= 2]
-
     out: list[Candidate] = []
-    for fork, consumers, join in forks:
-        heads = [s for s in consumers if facts.idom[s] == fork and s != join]
-        subtrees = (_subtree(children, h, join) for h in heads)
-        branches = _first_and_largest([b for b in subtrees if b and _has_work(g, b)])
-        if len(branches) < 2:
-            continue
+    for fork, join, branches in _working_forks(g, facts, children):
         where = _fork_name(g, fork, join)
         groups: list[tuple[set[int], set[int]]] = [(a, b) for a, b in combinations(branches, 2)]
         if 3 <= len(branches) <= MAX_GROUPED:
@@ -65,6 +55,29 @@ def find_branches(g: ModelGraph, facts: DagFacts) -> list[Candidate]:
             first, second = (a, b) if min(a) < min(b) else (b, a)
             out.append(Candidate(Branches.name, sorted(first), sorted(second), note=where))
     return out
+
+
+def has_working_fork(g: ModelGraph, facts: DagFacts) -> bool:
+    """Whether some fork has two branches that both compute (not a chain whose forks are residual
+    Adds, gates or x * f(x): one branch of each is the tensor itself)."""
+    return next(_working_forks(g, facts, _dominator_children(facts)), None) is not None
+
+
+def _working_forks(
+    g: ModelGraph, facts: DagFacts, children: dict[int, list[int]]
+) -> Iterator[tuple[int, int, list[set[int]]]]:
+    """(fork, join, its branches that compute) of every fork with at least two such branches."""
+    roots = [i for i in range(len(g.nodes)) if not facts.const[i] and not facts.preds[i]]
+    forks: list[tuple[int, list[int], int]] = []
+    if len(roots) >= 2:
+        forks.append((SOURCE, roots, facts.source_ipdom))
+    forks += [(i, facts.succs[i], facts.ipdom[i]) for i in range(len(g.nodes)) if len(facts.succs[i]) >= 2]
+    for fork, consumers, join in forks:
+        heads = [s for s in consumers if facts.idom[s] == fork and s != join]
+        subtrees = (_subtree(children, h, join) for h in heads)
+        branches = _first_and_largest([b for b in subtrees if b and _has_work(g, b)])
+        if len(branches) >= 2:
+            yield fork, join, branches
 
 
 def _dominator_children(facts: DagFacts) -> dict[int, list[int]]:

@@ -25,6 +25,9 @@ Not implemented: the program format carries u8/i8 only (issue 12's u16 path).
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -512,8 +515,25 @@ def _softmax(b: _Body, k: int) -> Found | None:
 
 
 def softmax_table(sx: np.float32, length: int) -> np.ndarray:
-    """ORT's QLinearSoftmax table: f32(exp((j - 255 + b) * s_x)) in double, b = max(0, log(FLT_MAX /
-    length) - 5) / s_x, the quotient in f32 as its C++ computes it; math.exp is the C library's."""
+    """ORT's QLinearSoftmax table: f32(exp((j - 255 + b) * s_x)) in double, b = max(0, logf(FLT_MAX
+    / length) - 5) / s_x, the quotient in f32 and its log a float's (C++'s log(float) is logf) as its
+    C++ computes them; math.exp and logf are the C library's."""
     flt_max = np.finfo(np.float32).max
-    shift = max(0.0, math.log(float(np.float32(flt_max / np.float32(length)))) - 5.0) / float(sx)
+    shift = max(0.0, _logf(float(np.float32(flt_max / np.float32(length)))) - 5.0) / float(sx)
     return np.array([math.exp((j - 255 + shift) * float(sx)) for j in range(256)], dtype=np.float32)
+
+
+@functools.cache
+def _libm_logf() -> Callable[[float], float] | None:
+    name = ctypes.util.find_library("m")
+    if name is None:
+        return None
+    logf = ctypes.CDLL(name).logf
+    logf.restype, logf.argtypes = ctypes.c_float, [ctypes.c_float]
+    return logf
+
+
+def _logf(x: float) -> float:
+    """The C library's logf: f32(log(x)) differs from glibc's on 6 of the lengths 1-300000."""
+    logf = _libm_logf()
+    return float(logf(x)) if logf is not None else float(np.float32(math.log(x)))
