@@ -341,7 +341,9 @@ def rewrite(
     the failing ones are rejected with their reason, their kind may offer shorter candidates over
     their span (PairKind.shorter), and the rest is re-selected, so only a verified model is ever
     written. When each passes alone but not all together, the first of them (ranked by saving) whose
-    prefix fails is dropped, with the candidates over its place (`_culprit`, `_siblings`). When no
+    prefix fails is dropped, with the candidates over its place (`_culprit`, `_siblings`); with the
+    plugin verified on a QDQ model, pairs are checked alone on their own outputs (alone.py) and, once
+    some passed together, the next round searches the prefixes before the whole (`_prefixes_first`). When no
     pair survives, nothing is written, as when none qualifies (the failures are among the
     rejections). With verify_plugin the model must also match with the FusedHexPair
     plugin loaded (within PLUGIN_RTOL), which proves the task programs, not only the fallback.
@@ -373,6 +375,11 @@ def rewrite(
             )
             _reselect(analysis, failed, min_gain)
             continue
+        dropped = _prefixes_first(analysis, reference, out, source_dir, rtol, verify_plugin, failed, progress)
+        if dropped:
+            failed += dropped
+            _reselect(analysis, failed, min_gain)
+            continue
         t0 = time.perf_counter()
         fused = _fuse_all(analysis, reference)
         seconds["rewrite"] = time.perf_counter() - t0
@@ -391,15 +398,12 @@ def rewrite(
             proven = not _checks_own_outputs(reference, verify_plugin)  # each passed alone in the whole model
             if not failing and (not analysis.pairs or (len(analysis.pairs) == 1 and proven)):
                 raise whole_error
+            found = None
             if not failing:
-                culprit, alone = _culprit(
+                found = _culprit(
                     analysis, reference, out, source_dir, rtol, verify_plugin, whole_error, progress, proven
                 )
-                failing = [culprit] if alone else []
-                failed += [] if alone else [culprit, *_siblings(analysis, culprit, failed, progress)]
-            if failing:
-                failed += failing
-                _add_shorter(analysis, failing, progress)
+            failed += _dropped(analysis, failing, found, failed, progress)
             _reselect(analysis, failed, min_gain)
             continue
         except BaseException:
@@ -754,6 +758,48 @@ def _failing_pairs(
     return failing
 
 
+def _prefixes_first(
+    analysis: Analysis,
+    reference: Reference,
+    out: Path,
+    source_dir: Path,
+    rtol: float,
+    verify_plugin: bool,
+    failed: list[Rejection],
+    progress: Progress,
+) -> list[Rejection]:
+    """The rejections of a round that searches the ranked prefixes (`_culprit`) before verifying the
+    whole model; none when every prefix passes, or when it does not search: it does when some pairs
+    passed together before and others are new, and pairs are checked alone on their own outputs
+    (`_checks_own_outputs`: those new pairs are checked there first). The new pairs failed with the
+    others in every round of captcha_crnn u16u8 but the last: the first prefix with one more pair
+    fails, one check, not the whole model's and then that prefix's."""
+    together = sum(id(p.candidate) in analysis.passed_together for p in analysis.pairs)
+    if not (_checks_own_outputs(reference, verify_plugin) and 0 < together < len(analysis.pairs)):
+        return []
+    failing = _failing_pairs(analysis, reference, out, source_dir, rtol, progress, verify_plugin)
+    found = None if failing else _culprit(analysis, reference, out, source_dir, rtol, True, None, progress, False)
+    return _dropped(analysis, failing, found, failed, progress) if failing or found else []
+
+
+def _dropped(
+    analysis: Analysis,
+    failing: list[Rejection],
+    found: tuple[Rejection, bool] | None,
+    failed: list[Rejection],
+    progress: Progress,
+) -> list[Rejection]:
+    """The rejections of a round: the pairs failing alone, shorter candidates over their spans offered
+    (PairKind.shorter), or the culprit failing with the other pairs and its siblings."""
+    if found is not None:
+        culprit, alone = found
+        if not alone:
+            return [culprit, *_siblings(analysis, culprit, failed, progress)]
+        failing = [culprit]
+    _add_shorter(analysis, failing, progress)
+    return failing
+
+
 def _checks_own_outputs(reference: Reference, verify_plugin: bool) -> bool:
     """Whether pairs are checked alone on their own outputs (alone.py), not in the whole model: a
     QDQ model's, with the plugin verified."""
@@ -860,10 +906,10 @@ def _culprit(
     source_dir: Path,
     rtol: float,
     verify_plugin: bool,
-    error: VerificationError,
+    error: VerificationError | None,
     progress: Progress,
     proven: bool = True,
-) -> tuple[Rejection, bool]:
+) -> tuple[Rejection, bool] | None:
     """The pair to drop when each passes verification alone but not all together (one-step
     differences of several pairs adding up downstream), and whether it fails alone. The main
     graph's pairs are ranked: those verified together before first, then by predicted saving; the
@@ -871,16 +917,21 @@ def _culprit(
     one round per pair), so the pairs before it, which passed together, are kept before any that
     saves less. `proven`: each pair passed alone in the whole model; when only on its own outputs
     (alone.py), the first pair's prefix is not known to pass, and a culprit ranked first (no pair
-    of a branch beside it) fails alone there: its span may then hold shorter pairs."""
+    of a branch beside it) fails alone there: its span may then hold shorter pairs. `error`: the whole
+    model's failure; None when it was not verified: its prefixes are searched up to it, and None is
+    returned when every one passes."""
     ranked = sorted(
         analysis.pairs,
         key=lambda p: (id(p.candidate) not in analysis.passed_together, -p.saved, min(p.candidate.nodes)),
     )
     _renumber(analysis, reference)  # checked alone, some pairs share the only pair's id
-    errors = {len(ranked): error}
+    errors = {} if error is None else {len(ranked): error}
+    verified = 0
     in_branches = [p for b in analysis.branches for p in b.analysis.pairs]  # kept in, as they passed alone
 
     def passes(k: int) -> bool:
+        nonlocal verified
+        verified += 1
         staged = stage(_fuse_all(analysis, reference, only=ranked[:k] + in_branches), out, source_dir)
         try:
             _verify(staged.model_path, reference, rtol, verify_plugin)
@@ -893,7 +944,9 @@ def _culprit(
         return True
 
     known = max(int(proven), sum(id(p.candidate) in analysis.passed_together for p in ranked))
-    k = first_failing(min(known, len(ranked) - 1), len(ranked), passes)
+    k = first_failing(min(known, len(ranked) - 1), len(ranked) + (error is None), passes)
+    if k > len(ranked):
+        return None
     pair = ranked[k - 1]
     if k == 1 and not in_branches:
         why = errors[k].message + _stock_note(analysis, reference, out, source_dir, rtol, pair, errors[k])
@@ -901,7 +954,7 @@ def _culprit(
         return Rejection(pair.candidate, f"fails verification: {why}"), True
     progress(
         f"dropping a {pair.kind} pair ({pair.candidate.note}): it passes alone and the {k - 1} pair(s) "
-        f"ranked before it pass together, not with it ({len(errors) - 1} prefix(es) verified)"
+        f"ranked before it pass together, not with it ({verified} prefix(es) verified)"
     )
     return Rejection(pair.candidate, f"fails verification with the other pairs: {errors[k].message}"), False
 
