@@ -538,18 +538,22 @@ def test_a_pair_checked_alone_is_refused_on_its_own_outputs_or_left_to_the_whole
     del node.attribute[:]
     node.attribute.extend(keep)
 
-    def check() -> tuple[dict[str, str], list[str]]:
+    def check(inner_values: alone.Values = reference.inner_values) -> tuple[dict[str, str], list[str]]:
         why, unrun = alone.own_output_failures(
             model,
             analysis.pairs,
             reference.exact_cases(),
-            reference.inner_values,
+            inner_values,
             reference.quantized,
             lambda: runtime.session_options("host", so=verify.exact_qdq_options()),
             [],
         )
         return why, [p.id for p in unrun]
 
+    def no_values(names: list[str]) -> dict[str, list[np.ndarray]]:
+        raise RuntimeError("the original does not give them as outputs")
+
+    assert check(no_values) == ({}, [p.id for p in analysis.pairs])  # all left to the whole model's check
     assert check() == ({}, [wrong.id])  # no program: ORT refuses the small model, the whole model's check says why
     set_program(node, lower_pair(model, node))
     why, unrun = check()
