@@ -35,11 +35,9 @@ Values = Callable[[list[str]], dict[str, list[np.ndarray]]]
 
 @dataclass
 class PairNodes:
-    """One pair's nodes of the rewritten model, renamed under `prefix`."""
+    """What one pair's nodes, renamed in the model of pairs alone, read and make."""
 
     pair: Pair
-    prefix: str
-    nodes: list[onnx.NodeProto]  # as the rewritten model has them
     reads: dict[str, str]  # model input (prefixed) -> the original's tensor it is fed
     outputs: dict[str, str]  # model output (prefixed) -> the original's tensor it stands for
 
@@ -69,7 +67,9 @@ def alone_model(fused: onnx.ModelProto, pairs: list[Pair]) -> AloneModel:
     """The `pairs` (fused in `fused`, disjoint) side by side in one model, each fed from inputs of
     its own (`PairNodes.reads`); the initializers they read are copied in."""
     out = helper.make_graph([], "pairs_alone", [], [])
-    made = [_add_pair(fused.graph, pair, f"{pair.id}.{k}/", out) for k, pair in enumerate(pairs)]
+    initializers = {t.name: t for t in fused.graph.initializer}
+    typed = {v.name: v for v in list(fused.graph.value_info) + list(fused.graph.output)}
+    made = [_add_pair(fused.graph, pair, f"{pair.id}.{k}/", out, initializers, typed) for k, pair in enumerate(pairs)]
     model = helper.make_model(out, opset_imports=list(fused.opset_import))
     model.ir_version = fused.ir_version
     used = {(n.domain, n.op_type, n.overload) for n in out.node}
@@ -77,11 +77,17 @@ def alone_model(fused: onnx.ModelProto, pairs: list[Pair]) -> AloneModel:
     return AloneModel(model, made)
 
 
-def _add_pair(graph: onnx.GraphProto, pair: Pair, prefix: str, out: onnx.GraphProto) -> PairNodes:
-    """Add the pair's nodes of `graph` to `out`, every tensor name under `prefix`."""
+def _add_pair(
+    graph: onnx.GraphProto,
+    pair: Pair,
+    prefix: str,
+    out: onnx.GraphProto,
+    initializers: dict[str, onnx.TensorProto],
+    typed: dict[str, onnx.ValueInfoProto],
+) -> PairNodes:
+    """Add the pair's nodes of `graph` to `out`, every tensor name under `prefix`, with copies of the
+    `initializers` they read and the types `typed` of what they make."""
     assert pair.call is not None
-    initializers = {t.name: t for t in graph.initializer}
-    typed = {v.name: v for v in list(graph.value_info) + list(graph.output)}
 
     def rename(t: str) -> str:
         return prefix + t if t else t  # an empty name is an absent input
@@ -105,7 +111,7 @@ def _add_pair(graph: onnx.GraphProto, pair: Pair, prefix: str, out: onnx.GraphPr
     originals = [kind_of(pair).original_tensor(pair.id, t) for t in pair.call.node.output]
     stands = {rename(t): t for t in originals}
     out.output.extend(onnx.ValueInfoProto(name=t) for t in stands)
-    return PairNodes(pair, prefix, own, reads, stands)
+    return PairNodes(pair, reads, stands)
 
 
 def own_output_failures(
