@@ -19,6 +19,7 @@ import onnx
 
 from . import graph as graph_mod
 from . import probe
+from .alone import own_output_failures
 from .costmodel import Target, get_target
 from .errors import HexfuseError, ModelError, UsageError, VerificationError, WriteError, first_line
 from .graph import ModelGraph, ShapeBinding
@@ -127,6 +128,7 @@ class Reference:
     pairless: float | None = None  # when `cases` hold the rewrite without pairs: its error from the original
     pairless_checked: bool = False  # whether the rewrite without pairs was verified (_rebase_on_pairless)
     inner: dict[str, list[np.ndarray]] = field(default_factory=dict)  # inner_values' cache, by tensor
+    unoptimised: float | None = None  # optimisation_spread's, made when first needed
 
     def exact_cases(self) -> list[Case]:
         """The cases with the original's outputs on ORT computing its QDQ nodes as written
@@ -146,6 +148,12 @@ class Reference:
         if missing:
             self.inner.update(inner_values(self.source, missing, self.exact_cases(), exact_qdq_options()))
         return {n: self.inner[n] for n in names}
+
+    def optimisation_spread(self) -> float:
+        """verify.optimisation_spread of the original on the cases, computed once."""
+        if self.unoptimised is None:
+            self.unoptimised = optimisation_spread(self.source, self.cases)
+        return self.unoptimised
 
     def plugin_steps(self, made_by_pairs: set[str]) -> dict[str, float]:
         """What the plugin's quantized graph outputs may differ by: one step, or ORT's own spread
@@ -333,7 +341,9 @@ def rewrite(
     the failing ones are rejected with their reason, their kind may offer shorter candidates over
     their span (PairKind.shorter), and the rest is re-selected, so only a verified model is ever
     written. When each passes alone but not all together, the first of them (ranked by saving) whose
-    prefix fails is dropped, with the candidates over its place (`_culprit`, `_siblings`). When no
+    prefix fails is dropped, with the candidates over its place (`_culprit`, `_siblings`); with the
+    plugin verified on a QDQ model, pairs are checked alone on their own outputs (alone.py) and, once
+    some passed together, the next round searches the prefixes before the whole (`_prefixes_first`). When no
     pair survives, nothing is written, as when none qualifies (the failures are among the
     rejections). With verify_plugin the model must also match with the FusedHexPair
     plugin loaded (within PLUGIN_RTOL), which proves the task programs, not only the fallback.
@@ -365,6 +375,11 @@ def rewrite(
             )
             _reselect(analysis, failed, min_gain)
             continue
+        dropped = _prefixes_first(analysis, reference, out, source_dir, rtol, verify_plugin, failed, progress)
+        if dropped:
+            failed += dropped
+            _reselect(analysis, failed, min_gain)
+            continue
         t0 = time.perf_counter()
         fused = _fuse_all(analysis, reference)
         seconds["rewrite"] = time.perf_counter() - t0
@@ -380,14 +395,15 @@ def rewrite(
                 analysis.passed_together.clear()
                 continue  # not the pairs': the rewrite without them is off already; verify them against it
             failing = _failing_pairs(analysis, reference, out, source_dir, rtol, progress, verify_plugin)
-            if not failing and len(analysis.pairs) <= 1:
+            proven = not _checks_own_outputs(reference, verify_plugin)  # each passed alone in the whole model
+            if not failing and (not analysis.pairs or (len(analysis.pairs) == 1 and proven)):
                 raise whole_error
-            if failing:
-                failed += failing
-                _add_shorter(analysis, failing, progress)
-            else:
-                culprit = _culprit(analysis, reference, out, source_dir, rtol, verify_plugin, whole_error, progress)
-                failed += [culprit, *_siblings(analysis, culprit, failed, progress)]
+            found = None
+            if not failing:
+                found = _culprit(
+                    analysis, reference, out, source_dir, rtol, verify_plugin, whole_error, progress, proven
+                )
+            failed += _dropped(analysis, failing, found, failed, progress)
             _reselect(analysis, failed, min_gain)
             continue
         except BaseException:
@@ -637,12 +653,13 @@ def _verify(staged: Path, reference: Reference, rtol: float, verify_plugin: bool
     """Stock ORT within rtol; the plugin within PLUGIN_RTOL, or one step of a quantized output, and
     each quantized pair output within one step too: a step flipped in one group's f32 op carries on
     through the later groups of a long pair, and need not reach a graph output. The plugin is held
-    to ORT computing the QDQ model as written, in both sessions (verify.exact_qdq_options)."""
+    to ORT computing the QDQ model as written, in both sessions (verify.exact_qdq_options). The
+    plugin's check comes first: the checks of pairs failing together fail there (captcha_crnn
+    u16u8: every culprit search's), so they make no stock session of the whole model."""
     check(staged)
-    comparison = compare_cases(staged, reference.cases, rtol)
     if verify_plugin:
         _verify_plugin(staged, reference, rtol)
-    return comparison
+    return compare_cases(staged, reference.cases, rtol)
 
 
 def _verify_plugin(staged: Path, reference: Reference, rtol: float) -> None:
@@ -681,7 +698,7 @@ def _grown_after_pairs(reference: Reference, made: list[str], runs: list[Run]) -
         return ""
     if inner > PLUGIN_RTOL:
         return ""
-    spread = optimisation_spread(reference.source, reference.cases)
+    spread = reference.optimisation_spread()
     ort_too = f", as it grows ONNX Runtime's own: with its graph optimisations off ORT differs by {spread:.3g}"
     real = any(c.label.startswith("--inputs") for c in reference.cases)
     return (
@@ -703,29 +720,121 @@ def _failing_pairs(
     progress: Progress,
     verify_plugin: bool,
 ) -> list[Rejection]:
-    failing = []
-    if verify_plugin:  # the original's values of every pair's outputs from one session, not one per pair
-        made = [t for p in analysis.all_pairs() if p.call is not None for t in p.call.node.output]
-        reference.inner_values([t for t in made if t in reference.quantized])
-    for scope, second, _ in _scopes(analysis, reference):
-        for pair in scope.pairs:
-            if id(pair.candidate) in analysis.passed_alone:
-                continue  # alone against the same reference it passes again (captcha_crnn: rounds of 80 pairs)
-            prepare(scope.graph, [pair], scope.target, second, next_pair_id(analysis.graph.model))  # the only pair
-            staged = stage(_fuse_all(analysis, reference, only=[pair]), out, source_dir)
-            try:
-                _verify(staged.model_path, reference, rtol, verify_plugin)
-            except VerificationError as exc:
-                why = exc.message
-                if not isinstance(exc, PluginMismatch):  # the note explains stock ORT's failures only
-                    why += _matmulnbits_note(staged.model_path, reference, rtol)
-                progress(f"dropping a {pair.kind} pair ({pair.candidate.note}): {why}")
-                failing.append(Rejection(pair.candidate, f"fails verification: {why}"))
-            else:
-                analysis.passed_alone.add(id(pair.candidate))
-            finally:
-                staged.discard()
+    """The pairs not yet checked alone that fail alone (each pair passing is not checked again: alone
+    against the same reference it passes again; captcha_crnn: rounds of 80 pairs). A QDQ model's
+    main-graph pairs with the plugin verified are checked on their own outputs, side by side in one
+    small model (`_own_outputs_failing`); the others each in the whole model as the only pair."""
+    made = [t for p in analysis.all_pairs() if p.call is not None for t in p.call.node.output]
+    made = [t for t in made if t in reference.quantized]  # the original's values from one session, not one per pair
+    unchecked = [
+        (scope, second, pair)
+        for scope, second, _ in _scopes(analysis, reference)
+        for pair in scope.pairs
+        if id(pair.candidate) not in analysis.passed_alone
+    ]
+    failing: list[Rejection] = []
+    if _checks_own_outputs(reference, verify_plugin):
+        mains = [pair for scope, _, pair in unchecked if scope is analysis]
+        failing, unrun = _own_outputs_failing(analysis, reference, mains, progress, made)
+        left = {id(p) for p in unrun}
+        unchecked = [(s, second, pair) for s, second, pair in unchecked if s is not analysis or id(pair) in left]
+    if verify_plugin:
+        reference.inner_values(made)
+    for scope, second, pair in unchecked:
+        prepare(scope.graph, [pair], scope.target, second, next_pair_id(analysis.graph.model))  # the only pair
+        staged = stage(_fuse_all(analysis, reference, only=[pair]), out, source_dir)
+        try:
+            _verify(staged.model_path, reference, rtol, verify_plugin)
+        except VerificationError as exc:
+            why = exc.message
+            if not isinstance(exc, PluginMismatch):  # the note explains stock ORT's failures only
+                why += _matmulnbits_note(staged.model_path, reference, rtol)
+            progress(f"dropping a {pair.kind} pair ({pair.candidate.note}): {why}")
+            failing.append(Rejection(pair.candidate, f"fails verification: {why}"))
+        else:
+            analysis.passed_alone.add(id(pair.candidate))
+        finally:
+            staged.discard()
     return failing
+
+
+def _prefixes_first(
+    analysis: Analysis,
+    reference: Reference,
+    out: Path,
+    source_dir: Path,
+    rtol: float,
+    verify_plugin: bool,
+    failed: list[Rejection],
+    progress: Progress,
+) -> list[Rejection]:
+    """The rejections of a round that searches the ranked prefixes (`_culprit`) before verifying the
+    whole model; none when every prefix passes, or when it does not search: it does when some pairs
+    passed together before and others are new, and pairs are checked alone on their own outputs
+    (`_checks_own_outputs`: those new pairs are checked there first). The new pairs failed with the
+    others in every round of captcha_crnn u16u8 but the last: the first prefix with one more pair
+    fails, one check, not the whole model's and then that prefix's."""
+    together = sum(id(p.candidate) in analysis.passed_together for p in analysis.pairs)
+    if not (_checks_own_outputs(reference, verify_plugin) and 0 < together < len(analysis.pairs)):
+        return []
+    failing = _failing_pairs(analysis, reference, out, source_dir, rtol, progress, verify_plugin)
+    found = None if failing else _culprit(analysis, reference, out, source_dir, rtol, True, None, progress, False)
+    return _dropped(analysis, failing, found, failed, progress) if failing or found else []
+
+
+def _dropped(
+    analysis: Analysis,
+    failing: list[Rejection],
+    found: tuple[Rejection, bool] | None,
+    failed: list[Rejection],
+    progress: Progress,
+) -> list[Rejection]:
+    """The rejections of a round: the pairs failing alone, shorter candidates over their spans offered
+    (PairKind.shorter), or the culprit failing with the other pairs and its siblings."""
+    if found is not None:
+        culprit, alone = found
+        if not alone:
+            return [culprit, *_siblings(analysis, culprit, failed, progress)]
+        failing = [culprit]
+    _add_shorter(analysis, failing, progress)
+    return failing
+
+
+def _checks_own_outputs(reference: Reference, verify_plugin: bool) -> bool:
+    """Whether pairs are checked alone on their own outputs (alone.py), not in the whole model: a
+    QDQ model's, with the plugin verified."""
+    return verify_plugin and reference.dequantizes
+
+
+def _own_outputs_failing(
+    analysis: Analysis, reference: Reference, pairs: list[Pair], progress: Progress, also: list[str]
+) -> tuple[list[Rejection], list[Pair]]:
+    """The main graph's `pairs` whose own quantized outputs on the plugin are beyond one step of the
+    original's, fed its values (alone.own_output_failures); and those whose small model did not run,
+    for the whole model's check. `also`: the original's tensors wanted later, from the same session."""
+    from .runtime import session_options
+
+    if not pairs:
+        return [], []
+    why, unrun = own_output_failures(
+        _fuse_all(analysis, reference, only=pairs),
+        pairs,
+        reference.exact_cases(),
+        reference.inner_values,
+        reference.quantized,
+        lambda: session_options("host", so=exact_qdq_options()),
+        also,
+    )
+    failing = []
+    left = {id(p) for p in unrun}
+    for pair in pairs:
+        if pair.id in why:
+            message = f"{WITH_PLUGIN}{why[pair.id]}"
+            progress(f"dropping a {pair.kind} pair ({pair.candidate.note}): {message}")
+            failing.append(Rejection(pair.candidate, f"fails verification: {message}"))
+        elif id(pair) not in left:
+            analysis.passed_alone.add(id(pair.candidate))
+    return failing, unrun
 
 
 def _matmulnbits_note(staged: Path, reference: Reference, rtol: float) -> str:
@@ -797,23 +906,32 @@ def _culprit(
     source_dir: Path,
     rtol: float,
     verify_plugin: bool,
-    error: VerificationError,
+    error: VerificationError | None,
     progress: Progress,
-) -> Rejection:
+    proven: bool = True,
+) -> tuple[Rejection, bool] | None:
     """The pair to drop when each passes verification alone but not all together (one-step
-    differences of several pairs adding up downstream). The main graph's pairs are ranked: those
-    verified together before first, then by predicted saving; the culprit is the first whose
-    prefix fails (`first_failing`: O(log) verifications of prefixes, not one round per pair),
-    so the pairs before it, which passed together, are kept before any that saves less."""
+    differences of several pairs adding up downstream), and whether it fails alone. The main
+    graph's pairs are ranked: those verified together before first, then by predicted saving; the
+    culprit is the first whose prefix fails (`first_failing`: O(log) verifications of prefixes, not
+    one round per pair), so the pairs before it, which passed together, are kept before any that
+    saves less. `proven`: each pair passed alone in the whole model; when only on its own outputs
+    (alone.py), the first pair's prefix is not known to pass, and a culprit ranked first (no pair
+    of a branch beside it) fails alone there: its span may then hold shorter pairs. `error`: the whole
+    model's failure; None when it was not verified: its prefixes are searched up to it, and None is
+    returned when every one passes."""
     ranked = sorted(
         analysis.pairs,
         key=lambda p: (id(p.candidate) not in analysis.passed_together, -p.saved, min(p.candidate.nodes)),
     )
     _renumber(analysis, reference)  # checked alone, some pairs share the only pair's id
-    errors = {len(ranked): error}
+    errors = {} if error is None else {len(ranked): error}
+    verified = 0
     in_branches = [p for b in analysis.branches for p in b.analysis.pairs]  # kept in, as they passed alone
 
     def passes(k: int) -> bool:
+        nonlocal verified
+        verified += 1
         staged = stage(_fuse_all(analysis, reference, only=ranked[:k] + in_branches), out, source_dir)
         try:
             _verify(staged.model_path, reference, rtol, verify_plugin)
@@ -825,14 +943,39 @@ def _culprit(
         analysis.passed_together = {id(p.candidate) for p in ranked[:k]}
         return True
 
-    known = max(1, sum(id(p.candidate) in analysis.passed_together for p in ranked))  # one passed alone
-    k = first_failing(min(known, len(ranked) - 1), len(ranked), passes)
+    known = max(int(proven), sum(id(p.candidate) in analysis.passed_together for p in ranked))
+    k = first_failing(min(known, len(ranked) - 1), len(ranked) + (error is None), passes)
+    if k > len(ranked):
+        return None
     pair = ranked[k - 1]
+    if k == 1 and not in_branches:
+        why = errors[k].message + _stock_note(analysis, reference, out, source_dir, rtol, pair, errors[k])
+        progress(f"dropping a {pair.kind} pair ({pair.candidate.note}): {why}")
+        return Rejection(pair.candidate, f"fails verification: {why}"), True
     progress(
         f"dropping a {pair.kind} pair ({pair.candidate.note}): it passes alone and the {k - 1} pair(s) "
-        f"ranked before it pass together, not with it ({len(errors) - 1} prefix(es) verified)"
+        f"ranked before it pass together, not with it ({verified} prefix(es) verified)"
     )
-    return Rejection(pair.candidate, f"fails verification with the other pairs: {errors[k].message}")
+    return Rejection(pair.candidate, f"fails verification with the other pairs: {errors[k].message}"), False
+
+
+def _stock_note(
+    analysis: Analysis,
+    reference: Reference,
+    out: Path,
+    source_dir: Path,
+    rtol: float,
+    pair: Pair,
+    error: VerificationError,
+) -> str:
+    """_matmulnbits_note of the model with only this pair, when stock ORT failed it (not the plugin)."""
+    if isinstance(error, PluginMismatch) or not reference.dequantizes:
+        return ""
+    staged = stage(_fuse_all(analysis, reference, only=[pair]), out, source_dir)
+    try:
+        return _matmulnbits_note(staged.model_path, reference, rtol)
+    finally:
+        staged.discard()
 
 
 def first_failing(good: int, bad: int, passes: Callable[[int], bool]) -> int:

@@ -473,14 +473,15 @@ def test_an_inner_quantized_tensor_may_differ_by_one_step_only(tmp_path: Path) -
     assert onnx.load(original) == _quantize_model(3)  # the input is only read
 
 
-def test_pairs_checked_one_by_one_run_the_original_once_and_each_pair_once(
+def test_pairs_checked_alone_take_one_session_of_the_original_and_one_of_them_all(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """pipeline._failing_pairs checks each pair alone with the plugin; the original's values of the
-    pair outputs are the same for every pair, so one session of the original serves them all
-    (captcha_crnn u16u8: a session of the whole original per pair was a third of the check), and a
+    """pipeline._failing_pairs checks each pair of a QDQ model alone with the plugin on its own
+    outputs, all side by side in one small model fed the original's values (alone.py): one session
+    of the original gives those and the pair outputs, one session runs every pair (captcha_crnn
+    u16u8: two sessions of the whole rewritten model per pair were 158 of its 238 checks), and a
     pair that passed alone passes again in the next round. Every ONNX Runtime session is counted by
-    whether its model has a FusedHexPair node."""
+    whether its model has a FusedHexPair node, and by its node count."""
     from hexfuse_onnx import contract as C
 
     src = quantized.fetch("gpt_decode_step_qdq_u8u8")
@@ -490,22 +491,74 @@ def test_pairs_checked_one_by_one_run_the_original_once_and_each_pair_once(
     assert len(analysis.pairs) >= 2
     reference.plugin_steps(set())  # the original's graph outputs and ORT's spread: made once, counted apart
     sessions = {"original": 0, "rewritten": 0}
+    nodes: list[int] = []
     real_session = verify.session
 
     def counted(model: str | bytes, extra: ort.SessionOptions | None = None) -> ort.InferenceSession:
         proto = onnx.load_from_string(model) if isinstance(model, bytes) else onnx.load(str(model))
         fused = any(n.domain == C.DOMAIN for n in proto.graph.node)
         sessions["rewritten" if fused else "original"] += 1
+        nodes.append(len(proto.graph.node)) if fused else None
         return real_session(model, extra)
 
     monkeypatch.setattr(verify, "session", counted)
     monkeypatch.setattr(pipeline, "ort_session", counted)
     out = tmp_path / "fused.onnx"
     assert not pipeline._failing_pairs(analysis, reference, out, src.parent, 0.0, pipeline._quiet, True)
-    assert sessions == {"original": 1, "rewritten": 2 * len(analysis.pairs)}  # stock; plugin with the pair outputs
+    assert sessions == {"original": 1, "rewritten": 1}  # the pairs side by side, not the whole model per pair
+    assert nodes == [len(analysis.pairs)]
     # a later round (after a re-selection) checks again only the pairs not yet verified alone
     assert not pipeline._failing_pairs(analysis, reference, out, src.parent, 0.0, pipeline._quiet, True)
-    assert sessions == {"original": 1, "rewritten": 2 * len(analysis.pairs)}
+    assert sessions == {"original": 1, "rewritten": 1}
+
+
+def test_a_pair_checked_alone_is_refused_on_its_own_outputs_or_left_to_the_whole_model(tmp_path: Path) -> None:
+    """gpt_decode_step u8u8's pair quantizing past_key with its QuantizeLinear's zero point 2 above the
+    model's (its program lowered with it), run alone beside the right pairs fed the original's values
+    (alone.own_output_failures): refused 2 steps from the original's, the others pass. A pair whose
+    small model does not load (its program removed) is not refused there but left to the check of
+    the whole model, which says why in full."""
+    from hexfuse_onnx import alone
+    from hexfuse_onnx import contract as C
+    from hexfuse_onnx.lowering import lower_pair, set_program
+
+    src = quantized.fetch("gpt_decode_step_qdq_u8u8")
+    analysis = pipeline.analyse(src)
+    reference = pipeline._reference(src, analysis.graph, False, None, pipeline._quiet)
+    assert not pipeline._lower_new(analysis, set(), reference)
+    made = "past_key_QuantizeLinear_Output"
+    wrong = next(p for p in analysis.pairs if p.call is not None and made in p.call.node.output)
+    model = pipeline._fuse_all(analysis, reference)
+    zero = next(t for t in model.graph.initializer if t.name == "past_key_zero_point")
+    shifted = numpy_helper.from_array(numpy_helper.to_array(zero) + np.uint8(2), "past_key_zero_point_shifted")
+    model.graph.initializer.append(shifted)
+    node = next(n for n in model.graph.node if n.domain == C.DOMAIN and n.overload == wrong.id)
+    node.input[list(node.input).index(zero.name)] = shifted.name
+    keep = [a for a in node.attribute if a.name not in (C.ATTR_PROGRAM, C.ATTR_PROGRAM_VERSION)]
+    del node.attribute[:]
+    node.attribute.extend(keep)
+
+    def check(inner_values: alone.Values = reference.inner_values) -> tuple[dict[str, str], list[str]]:
+        why, unrun = alone.own_output_failures(
+            model,
+            analysis.pairs,
+            reference.exact_cases(),
+            inner_values,
+            reference.quantized,
+            lambda: runtime.session_options("host", so=verify.exact_qdq_options()),
+            [],
+        )
+        return why, [p.id for p in unrun]
+
+    def no_values(names: list[str]) -> dict[str, list[np.ndarray]]:
+        raise RuntimeError("the original does not give them as outputs")
+
+    assert check(no_values) == ({}, [p.id for p in analysis.pairs])  # all left to the whole model's check
+    assert check() == ({}, [wrong.id])  # no program: ORT refuses the small model, the whole model's check says why
+    set_program(node, lower_pair(model, node))
+    why, unrun = check()
+    assert not unrun and list(why) == [wrong.id]
+    assert f"pair output '{made}'" in why[wrong.id] and "is 2 quantization steps" in why[wrong.id]
 
 
 @pytest.mark.parametrize("dequantized_alike", [False, True])
