@@ -29,7 +29,7 @@ from .lowering.registry import ArenaOverflow
 from .modelio import stage
 from .profile import GraphProfile, profile_graph
 from .qdq import is_dq_node, output_steps, quantized_tensors
-from .rewrite import fuse, next_pair_id, pair_output_tensors, prepare
+from .rewrite import fuse, next_pair_id, pair_number, pair_output_tensors, prepare
 from .select import DEFAULT_MIN_GAIN, Rejection, blocker_of, select
 from .subgraphs import (
     Branch,
@@ -1018,7 +1018,7 @@ def _renumber(analysis: Analysis, reference: Reference) -> None:
     any subset of the chosen pairs fuses; ids need not be consecutive, and the others keep theirs
     (not lowered again)."""
     seen: set[str] = set()
-    fresh = max((int(p.id[4:]) for p in analysis.all_pairs()), default=0) + 1
+    fresh = max((k for p in analysis.all_pairs() if (k := pair_number(p.id)) is not None), default=-1) + 1
     for scope, second, _ in _scopes(analysis, reference):
         for pair in scope.pairs:
             if pair.id in seen:

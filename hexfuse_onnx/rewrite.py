@@ -219,9 +219,14 @@ def pair_output_tensors(model: onnx.ModelProto) -> list[str]:
 
 def next_pair_id(model: onnx.ModelProto) -> int:
     """The number of the first pair `prepare` numbers in this model: pair k gets `pair{first + k}`."""
-    used = [f.overload for f in model.functions if f.domain == C.DOMAIN and f.overload.startswith("pair")]
-    numbers = [int(u[4:]) for u in used if u[4:].isdigit()]
-    return max(numbers, default=-1) + 1
+    numbers = [pair_number(f.overload) for f in model.functions if f.domain == C.DOMAIN]
+    return max((k for k in numbers if k is not None), default=-1) + 1
+
+
+def pair_number(pair_id: str) -> int | None:
+    """k of a pair id `pair{k}`; None for any other name."""
+    digits = pair_id.removeprefix("pair")
+    return int(digits) if pair_id.startswith("pair") and digits.isdigit() else None
 
 
 def _lower(g: ModelGraph, call: FusedCall, second: ShapeBinding | None, known: dict[str, onnx.TensorProto]) -> Lowered:

@@ -459,3 +459,16 @@ def test_a_freeze_that_moves_orts_arithmetic_is_not_blamed_on_the_pairs(tmp_path
     assert result.comparison.pairless is not None and result.comparison.pairless > verify.DEFAULT_RTOL
     assert result.comparison.worst_relative_error <= verify.DEFAULT_RTOL
     assert any(line.startswith("the rewrite without pairs already differs") for line in lines)
+
+
+def test_pair_number_reads_only_pair_ids() -> None:
+    from hexfuse_onnx.rewrite import pair_number
+
+    assert [pair_number(i) for i in ("pair0", "pair12", "pair", "pairx", "pair1a", "apair3")] == [
+        0,
+        12,
+        None,
+        None,
+        None,
+        None,
+    ]
