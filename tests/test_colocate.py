@@ -191,24 +191,25 @@ def test_priority_bounds_the_critical_streams_latency(zoo_dir, tmp_path):
 
 
 def test_an_empty_constant_input_does_not_stop_a_node_from_pairing(tmp_path):
-    # paddle2onnx's Resize reads an empty roi initializer; only an empty run-time tensor (a prefill's
-    # past of 0 tokens) is one the kernel cannot hold
+    # paddle2onnx's Resize reads an empty roi initializer; an empty run-time tensor (a prefill's past
+    # of 0 tokens) only a Concat (or attention) that takes it as absent may read
     roi = helper.make_tensor("roi", TensorProto.FLOAT, [0], [])
     scales = helper.make_tensor("scales", TensorProto.FLOAT, [4], [1, 1, 2, 2])
     nodes = [
         helper.make_node("Resize", ["x", "roi", "scales"], ["up"], mode="nearest"),
         helper.make_node("Concat", ["x", "past"], ["kv"], axis=2),
+        helper.make_node("Neg", ["past"], ["negated"]),
     ]
     inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 3, 3])]
     inputs.append(helper.make_tensor_value_info("past", TensorProto.FLOAT, [1, 2, 0, 3]))
     outputs = [helper.make_tensor_value_info("up", TensorProto.FLOAT, [1, 2, 6, 6])]
     outputs.append(helper.make_tensor_value_info("kv", TensorProto.FLOAT, [1, 2, 3, 3]))
+    outputs.append(helper.make_tensor_value_info("negated", TensorProto.FLOAT, [1, 2, 0, 3]))
     model = helper.make_model(helper.make_graph(nodes, "g", inputs, outputs, [roi, scales]))
     onnx.save(model, tmp_path / "m.onnx")
     g = graph.load(tmp_path / "m.onnx")
     profile = profile_graph(g)
-    assert kind.lowerable(g, profile, 0)
-    assert not kind.lowerable(g, profile, 1)
+    assert [kind.lowerable(g, profile, i) for i in range(3)] == [True, True, False]
 
 
 def test_an_isnan_read_only_by_where_isnan_pairs_and_stays_with_its_where(tmp_path):
@@ -596,11 +597,13 @@ def test_the_report_names_what_never_pairs(tmp_path):
 
 
 def test_ops_on_an_empty_past_are_named_as_such(tmp_path):
-    """A prefill's past of 0 tokens: its Concat has a lowering but touches an empty tensor, which the
-    kernel does not hold; the report says so rather than listing Concat as an op without a lowering."""
+    """A prefill's past of 0 tokens: Neg has a lowering but would run on an empty tensor, which no
+    kernel op does; the report says so rather than listing Neg as an op without a lowering. The
+    Concat that takes the empty past as absent pairs."""
     nodes = [
         helper.make_node("Relu", ["x"], ["new"]),
-        helper.make_node("Concat", ["past", "new"], ["present"], axis=1),
+        helper.make_node("Neg", ["past"], ["negated"]),
+        helper.make_node("Concat", ["negated", "new"], ["present"], axis=1),
     ]
     model = helper.make_model(
         helper.make_graph(
@@ -617,7 +620,7 @@ def test_ops_on_an_empty_past_are_named_as_such(tmp_path):
     onnx.save(model, tmp_path / "m.onnx")
     g = graph.load(tmp_path / "m.onnx")
     never = kind._unpairable(g, profile_graph(g), list(range(len(g.nodes))), costmodel.get_target("hexagon-v73"))
-    assert list(never) == ["Concat on an empty tensor"]
+    assert list(never) == ["Neg on an empty tensor"]
 
 
 def test_an_lstm_is_modelled_as_its_matrix_products(tmp_path):

@@ -20,8 +20,8 @@ from hexfuse_onnx import contract as C
 from hexfuse_onnx import graph, verify
 from hexfuse_onnx.fused_work import fused_work
 from hexfuse_onnx.lowering import LoweringError, lower_pair
-from hexfuse_onnx.lowering.abi import Engine, Opcode, Task
-from hexfuse_onnx.lowering.program import specialize
+from hexfuse_onnx.lowering.abi import Engine, Opcode, Role, Task
+from hexfuse_onnx.lowering.program import specialize, tensor_records
 from hexfuse_onnx.runtime import HostKernel
 
 MS = "com.microsoft"
@@ -218,7 +218,10 @@ def test_multi_head_attention_packed_qkv_is_refused():
 # ---- GroupQueryAttention
 
 
-def gqa_case(rng, b, s, past, seqlens, rotary=1, interleaved=0, packed=True, heads=4, kv=2, h=16, positions=64):
+def gqa_case(
+    rng, b, s, past, seqlens, rotary=1, interleaved=0, packed=True, heads=4, kv=2, h=16, positions=64, empty=False
+):
+    """`empty`: with past 0, past K/V given as tensors of length 0 (a prefill's empty cache)."""
     total = max(seqlens) + 1
     feeds: dict[str, np.ndarray] = {}
     if packed:
@@ -227,9 +230,9 @@ def gqa_case(rng, b, s, past, seqlens, rotary=1, interleaved=0, packed=True, hea
     else:
         feeds |= {"q": rand(rng, b, s, heads * h), "k": rand(rng, b, s, kv * h), "v": rand(rng, b, s, kv * h)}
         inputs = ["q", "k", "v"]
-    if past:
+    if past or empty:
         feeds["pk"], feeds["pv"] = rand(rng, b, kv, past, h), rand(rng, b, kv, past, h)
-    inputs += ["pk" if past else "", "pv" if past else "", "seqlens", "total"]
+    inputs += ["pk" if past or empty else "", "pv" if past or empty else "", "seqlens", "total"]
     feeds["seqlens"] = np.array(seqlens, np.int32)
     inits = {"total": np.array(total, np.int32)}
     if rotary:
@@ -286,6 +289,31 @@ def test_group_query_attention_first_prompt_with_padding_matches_ort():
     rows[0], rows[1, :3] = True, True
     keep = valid_cache(2, 2, 4, 16, seqlens)
     assert_matches_ort(m, feeds, keep={1: rows, 2: keep, 3: keep})
+
+
+def only_inputs_are_empty(program: bytes) -> bool:
+    """Every empty tensor of the program is an input (its io slot): no op reads or writes one."""
+    return all(role == Role.INPUT for role, _, dims in tensor_records(program) if 0 in dims)
+
+
+@needs_host
+def test_group_query_attention_prefill_with_an_empty_past_matches_ort():
+    """A prefill of 4 tokens from an empty cache (past K/V [1, 2, 0, 16]): present is the new keys."""
+    m, feeds = gqa_case(np.random.default_rng(8), b=1, s=4, past=0, seqlens=[3], empty=True)
+    assert feeds["pk"].shape == (1, 2, 0, 16)
+    assert_matches_ort(m, feeds)
+    assert only_inputs_are_empty(lower_pair(m, m.graph.node[0]))
+
+
+@needs_host
+def test_a_concat_with_an_empty_past_matches_ort():
+    """A torch export's present = Concat(past, new) on the sequence axis, past of length 0."""
+    rng = np.random.default_rng(9)
+    feeds = {"past": rand(rng, 1, 2, 0, 16), "new": rand(rng, 1, 2, 5, 16)}
+    node = helper.make_node("Concat", ["past", "new"], ["present"], axis=2)
+    m = fused_pair(node, feeds, {"present": [1, 2, 5, 16]})
+    assert_matches_ort(m, feeds)
+    assert only_inputs_are_empty(lower_pair(m, m.graph.node[0]))
 
 
 @pytest.mark.parametrize(
@@ -396,7 +424,7 @@ def attention_23_case(case: dict):
         feeds["mask"][..., 0] = 0
         inputs[3] = "mask"
     outputs = {"y": shape(heads)}
-    if past:
+    if past or case.get("empty"):  # empty: past K/V of length 0, a prefill's
         feeds["pk"], feeds["pv"] = rand(rng, b, kv, past, h), rand(rng, b, kv, past, h)
         inputs[4:6] = ["pk", "pv"]
         outputs |= {"present_k": [b, kv, total, h], "present_v": [b, kv, total, h]}
@@ -409,6 +437,13 @@ def attention_23_case(case: dict):
 @pytest.mark.parametrize("case", ATTENTION_23_CASES.values(), ids=ATTENTION_23_CASES.keys())
 def test_attention_23_matches_ort(case):
     assert_matches_ort(*attention_23_case(case))
+
+
+def test_attention_23_with_an_empty_past_is_refused():
+    """registry.EMPTY_MEANS_ABSENT leaves opset 23's Attention out (a row masked whole differs from ORT)."""
+    m, _ = attention_23_case({"past": 0, "empty": True})
+    with pytest.raises(LoweringError, match="empty"):
+        lower_pair(m, m.graph.node[0])
 
 
 def test_attention_23_boolean_mask_is_refused():

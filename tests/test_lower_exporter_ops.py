@@ -24,6 +24,7 @@ from test_lower import (
 
 from hexfuse_onnx.lowering import LoweringError, lower_pair
 from hexfuse_onnx.lowering.abi import Opcode
+from hexfuse_onnx.lowering.program import tensor_records
 from hexfuse_onnx.lowering.quant import dequantized
 
 RNG = np.random.default_rng(11)
@@ -610,11 +611,27 @@ def test_forms_outside_the_kernel_are_refused_by_name(name: str) -> None:
 
 
 def test_an_empty_run_time_input_is_refused_as_empty_with_its_shape() -> None:
-    """A prefill's past of 0 tokens is no dynamic dim: the refusal says it is empty, and its shape."""
-    concat = helper.make_node("Concat", ["past", "z"], ["yb"], name="concat", axis=1)
-    m = task_b_pair([concat], [vi("past", [1, 0, 4]), vi("z", [1, 1, 4])], [vi("yb", [1, 1, 4])])
-    with pytest.raises(LoweringError, match=r"'past' is empty \(1x0x4\): the kernel holds no empty tensor"):
+    """A prefill's past of 0 tokens is no dynamic dim: an op that does not take it as absent (as Concat
+    and attention do) is refused, saying it is empty, and its shape."""
+    neg = helper.make_node("Neg", ["past"], ["yb"], name="neg")
+    m = task_b_pair([neg], [vi("past", [1, 0, 4])], [vi("yb", [1, 0, 4])])
+    with pytest.raises(LoweringError, match=r"'past' is empty \(1x0x4\): no op of the kernel runs on an empty"):
         lower_pair(m, m.graph.node[0])
+
+
+@needs_host
+def test_a_qdq_prefill_concat_skips_its_empty_past_as_ort_does() -> None:
+    """A QDQ prefill: DequantizeLinear of the u8 past of 0 tokens runs nothing, and the Concat of the
+    past with the new keys copies the new keys alone; only the input holds the empty tensor."""
+    nodes = [
+        helper.make_node("DequantizeLinear", ["past", "s", "zp"], ["past_f"], name="dq"),
+        helper.make_node("Concat", ["past_f", "z"], ["yb"], name="concat", axis=2),
+    ]
+    inits = [init("s", np.array(0.02, np.float32)), init("zp", np.array(128, np.uint8))]
+    inputs = [vi("past", [1, 2, 0, 16], TensorProto.UINT8), vi("z", [1, 2, 5, 16])]
+    m = task_b_pair(nodes, inputs, [vi("yb", [1, 2, 5, 16])], inits)
+    assert_matches_ort_on_the_host_kernel(m, tol=0.0)
+    assert [d for role, _, d in tensor_records(lower_pair(m, m.graph.node[0])) if 0 in d] == [[1, 2, 0, 16]]
 
 
 def exported_style_branches() -> onnx.ModelProto:

@@ -52,7 +52,7 @@ from ..costmodel import (
     task_time,
 )
 from ..graph import ModelGraph
-from ..lowering import RUN_TIME_INTEGERS, op_key, op_outside_kernel, replaces_nan
+from ..lowering import RUN_TIME_INTEGERS, absent_when_empty, op_key, op_outside_kernel, replaces_nan
 from ..profile import Engine, GraphProfile, TaskProfile
 from ..qdq import is_dq, is_q
 from .base import Candidate, KindDetail, Pair, PairKind, budget_message
@@ -244,9 +244,9 @@ def node_time(profile: GraphProfile, i: int, target: Target) -> float:
 
 def lowerable(g: ModelGraph, profile: GraphProfile, i: int) -> bool:
     """The node is profiled, of an op the kernel runs, makes float32 (or is the Q/DQ of a QDQ group),
-    touches no empty run-time tensor (a prefill's past of 0 tokens; an empty constant, such as
-    Resize's unused roi, is only read when lowering), and reads other types and steering inputs
-    only from constants."""
+    touches no empty run-time tensor but one its lowering takes as absent (a prefill's past of 0
+    tokens; an empty constant, such as Resize's unused roi, is only read when lowering), and reads
+    other types and steering inputs only from constants."""
     n = g.nodes[i]
     if i in profile.unprofiled or op_outside_kernel(n) is not None:
         return False
@@ -270,9 +270,11 @@ def lowerable(g: ModelGraph, profile: GraphProfile, i: int) -> bool:
 
 
 def _touches_empty(g: ModelGraph, n: onnx.NodeProto) -> bool:
-    """The node reads or writes an empty run-time tensor (a prefill's past of 0 tokens), which the
-    kernel does not hold."""
-    return any(g.info(t).numel == 0 for t in [*n.input, *n.output] if t and not _constant(g, t))
+    """The node writes an empty run-time tensor or reads one its lowering does not take as absent
+    (absent_when_empty: a Concat operand, a prefill's past of 0 tokens): no kernel op runs on one."""
+    empty = [g.info(t).numel == 0 and not _constant(g, t) if t else False for t in [*n.input, *n.output]]
+    read, written = empty[: len(n.input)], empty[len(n.input) :]
+    return any(written) or any(e and not absent_when_empty(n, k) for k, e in enumerate(read))
 
 
 def _dynamic_quantisation(g: ModelGraph, n: onnx.NodeProto) -> bool:

@@ -29,7 +29,7 @@ from . import attention, dynamic, layout, matrix, normalize, pointwise, qlinear,
 from .attention import RUN_TIME_INTEGERS
 from .lowerer import Lowerer, OpOrigin
 from .pointwise import replaces_nan
-from .registry import LOWERINGS, LoweringError, op_key, op_outside_kernel
+from .registry import LOWERINGS, LoweringError, absent_when_empty, op_key, op_outside_kernel
 from .rewritten import ModelShapes, model_types
 from .shapes import SymbolicInputs, lower_symbolic
 
@@ -43,6 +43,7 @@ __all__ = [
     "SymbolicInputs",
     "LoweringError",
     "OpOrigin",
+    "absent_when_empty",
     "attach_programs",
     "known_tensors",
     "lower_function",

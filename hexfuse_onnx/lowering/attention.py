@@ -186,7 +186,7 @@ def with_past(o: Ops, past: str, new: int, out: str) -> int:
 
 def with_pasts(o: Ops, n: onnx.NodeProto, at: tuple[int, int], k: int, v: int) -> tuple[int, int]:
     """(present key, present value): inputs `at` (past key, past value) prepended to k and v."""
-    past_k, past_v = (n.input[i] if len(n.input) > i else "" for i in at)
+    past_k, past_v = (o.cx.given(n, i) for i in at)  # a past of length 0 is none
     if bool(past_k) != bool(past_v):
         raise refuse(n, "past_key and past_value must come together")
     return with_past(o, past_k, k, present_name(n, 1)), with_past(o, past_v, v, present_name(n, 2))
@@ -325,7 +325,7 @@ def group_query_attention(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         k = o.slice_last(q, heads * h, (heads + kv_heads) * h)
         v = o.slice_last(q, (heads + kv_heads) * h, width)
         q = o.slice_last(q, 0, heads * h)
-    past_k, past_v = (n.input[i] if len(n.input) > i else "" for i in (3, 4))
+    past_k, past_v = (cx.given(n, i) for i in (3, 4))  # a past of length 0 is none
     past_len = cx.shape(past_k, n)[2] if past_k else 0
     first_prompt = s == total_len and s > 1
     seqlens = o.copy(o.as_float(n.input[5]), [b, 1])  # [B, 1]
@@ -529,7 +529,7 @@ def attention(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
             raise refuse(n, f"attn_mask {md} does not broadcast to {[b, heads, s, total]}")
         penalty = o.read(mask) if len(md) == 4 else o.copy(o.read(mask), full)
     if int(attr(n, "is_causal", 0)):
-        if (len(n.input) > 4 and n.input[4]) or s != total:
+        if cx.given(n, 4) or s != total:
             raise refuse(n, "is_causal with a past (or S != total length) is not supported")
         hidden = o.const((causal(s, total) * MASKED)[None, None])
         penalty = hidden if penalty is None else o.binary(Opcode.ADD, penalty, hidden)

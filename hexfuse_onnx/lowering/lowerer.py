@@ -29,7 +29,7 @@ from ..profile import Engine as EngineClass
 from ..profile import engine_of
 from .abi import Dtype, Engine, Layout, Opcode, Role, Task
 from .program import ARENA_BYTES, Op, Program, QuantEntry, Tensor, scratch_bytes
-from .registry import LOWERINGS, ArenaOverflow, LoweringError, op_key, op_outside_kernel
+from .registry import LOWERINGS, ArenaOverflow, LoweringError, absent_when_empty, op_key, op_outside_kernel
 
 DTYPES: dict[int, Dtype] = {
     onnx.TensorProto.FLOAT: Dtype.F32,
@@ -219,6 +219,18 @@ class Lowerer:
                 self.varying[name] = axes | set(range(min(len(a), len(b)), max(len(a), len(b))))
 
     def shape(self, name: str, op: onnx.NodeProto) -> list[int]:
+        """The static dims of a tensor an op works on. No op touches an empty tensor: the kernel runs
+        no op that reads one into a non-empty result (hfx_no_empty_input), so an empty input only
+        holds its io slot (_declare_inputs) and the ops that ignore it skip it (EMPTY_MEANS_ABSENT)."""
+        dims = self._dims(name, op)
+        if 0 in dims:
+            shape = "x".join(map(str, dims))
+            raise LoweringError(
+                op.op_type, op.name or name, f"'{name}' is empty ({shape}): no op of the kernel runs on an empty tensor"
+            )
+        return dims
+
+    def _dims(self, name: str, op: onnx.NodeProto) -> list[int]:
         t = self.types.get(name)
         if t is None or not t.tensor_type.HasField("shape"):
             raise LoweringError(op.op_type, op.name or name, f"unknown shape of '{name}'")
@@ -227,20 +239,22 @@ class Lowerer:
             if not d.HasField("dim_value") or d.dim_value < 0:
                 raise LoweringError(op.op_type, op.name or name, f"'{name}' has a dynamic dim")
             dims.append(int(d.dim_value))
-        if 0 in dims:
-            shape = "x".join(map(str, dims))
-            raise LoweringError(
-                op.op_type, op.name or name, f"'{name}' is empty ({shape}): the kernel holds no empty tensor"
-            )
         if len(dims) > Layout.MAX_RANK:
             raise LoweringError(op.op_type, op.name or name, f"'{name}' has rank {len(dims)} > 8")
         return dims
+
+    def given(self, n: onnx.NodeProto, k: int) -> str:
+        """Node input k's name, or "" when it is not given or, being empty, counts as not given
+        (registry.EMPTY_MEANS_ABSENT: a Concat operand or a prefill's past of length 0)."""
+        name = n.input[k] if len(n.input) > k else ""
+        return "" if name and absent_when_empty(n, k) and self.has_no_element(name) else name
 
     def dtype(self, name: str) -> int:
         return int(self.types[name].tensor_type.elem_type) if name in self.types else 0
 
     def read(self, name: str, op: onnx.NodeProto, task: Task) -> int:
         """Program id of a float tensor an op reads."""
+        self._not_empty(name, op)
         if name not in self.ids:
             if name in self.static and self.static[name].dtype == np.float32:
                 self.ids[name] = self.constant(self.static[name], task)
@@ -258,6 +272,7 @@ class Lowerer:
         integer value known when lowering, a Constant's, becomes a program constant)."""
         if dtype == Dtype.F32:
             return self.read(name, op, task)
+        self._not_empty(name, op)
         if name not in self.ids and name in self.static and dtype in NP_DTYPES:
             self.ids[name] = self.constant(self.static[name], task, dtype)
             self.task_of[name] = task
@@ -268,6 +283,10 @@ class Lowerer:
         if self.prog.tensors[self.ids[name]].dtype != dtype:
             raise LoweringError(op.op_type, op.name, f"'{name}' is not {dtype.name.lower()}")
         return self.ids[name]
+
+    def _not_empty(self, name: str, op: onnx.NodeProto) -> None:
+        if name in self.empty and name in self.types:
+            self.shape(name, op)  # refuses it, naming its shape
 
     def read_any(self, name: str, op: onnx.NodeProto, task: Task) -> tuple[int, Dtype]:
         """Program id and dtype of a tensor an op that moves or adds data of any type reads."""
@@ -387,11 +406,13 @@ class Lowerer:
         return True
 
     def _makes_nothing(self, n: onnx.NodeProto) -> bool:
-        """A Q/DQ of a constant of no element (the quantiser folds OpenSpindleNet's zero padding before
-        a Concat to [1, 0, 1]) runs nothing; Concat skips its output."""
+        """A Q/DQ of no element runs nothing: of a constant (the quantiser folds OpenSpindleNet's zero
+        padding before a Concat to [1, 0, 1]) or of a QDQ prefill's empty past. Its output is as
+        empty; only an op that takes it as absent may read it (EMPTY_MEANS_ABSENT)."""
         if n.op_type not in ("DequantizeLinear", "QuantizeLinear") or n.output[0] in self.out_index:
             return False
-        if n.input[0] not in self.static or np.asarray(self.static[n.input[0]]).size:
+        static = self.static.get(n.input[0])
+        if not (self.has_no_element(n.input[0]) or (static is not None and np.asarray(static).size == 0)):
             return False
         self.empty.add(n.output[0])
         return True
@@ -415,7 +436,9 @@ class Lowerer:
                     self.pair,
                     f"input '{self.formal[f]}' is {name}, which the task program does not carry",
                 )
-            dims = self.shape(f, self.node)
+            dims = self._dims(f, self.node)
+            if 0 in dims:
+                self.empty.add(f)  # declared for its io slot only: no op reads it (see `shape`)
             if f in self.ids:
                 raise LoweringError(self.node.op_type, self.pair, f"formal input '{f}' listed twice")
             self.ids[f] = p.add(Tensor(DTYPES[elem], Role.INPUT, task, dims, io=i))

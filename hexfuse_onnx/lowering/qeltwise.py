@@ -426,9 +426,10 @@ def requant_table(sx: np.float32, zx: int, sy: np.float32, zy: int, tx: Dtype, t
 def _concat(b: _Body, k: int) -> Found | None:
     n, cx = b.node(k), b.cx
     q = b.only_q(k)
-    if not _is(n, "Concat") or q is None or not 1 <= len(n.input) <= 7:
+    operands = [i for i in n.input if not cx.has_no_element(i)]  # an empty one adds nothing
+    if not _is(n, "Concat") or q is None or not 1 <= len(operands) <= 7:
         return None
-    dqs = [b.dq_of(i) for i in n.input]
+    dqs = [b.dq_of(i) for i in operands]
     qn = b.node(q)
     ty, py = b.narrow(qn.output[0]), _per_tensor(cx, qn)
     if ty is None or py is None or any(d is None for d in dqs):

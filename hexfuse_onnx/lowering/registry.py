@@ -54,6 +54,26 @@ def op_key(node: onnx.NodeProto) -> str:
     return node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}::{node.op_type}"
 
 
+# Inputs whose lowering treats them as absent when they have no element (None: every input): a
+# Concat operand of length 0 along the axis adds nothing; a past K/V of length 0 (a prefill) makes
+# present the new keys alone. Any other empty tensor an op touches is refused (Lowerer.shape).
+EMPTY_MEANS_ABSENT: dict[str, frozenset[int] | None] = {
+    "Concat": None,
+    "com.microsoft::GroupQueryAttention": frozenset({3, 4}),
+    "com.microsoft::MultiHeadAttention": frozenset({6, 7}),
+    # not opset 23's Attention: with an empty past a padded first token masks all of query row 0
+    # (-FLT_MAX), where ORT 1.32 writes 0 and the lowering the mean of V; refused until it does as ORT
+}
+
+
+def absent_when_empty(node: onnx.NodeProto, k: int) -> bool:
+    """Node input k, when it has no element, is as if not given (EMPTY_MEANS_ABSENT)."""
+    if op_key(node) not in EMPTY_MEANS_ABSENT:
+        return False
+    inputs = EMPTY_MEANS_ABSENT[op_key(node)]
+    return inputs is None or k in inputs
+
+
 def op_outside_kernel(node: onnx.NodeProto) -> LoweringError | None:
     """The error for a node whose op the kernel cannot run at all (checked before any shape work)."""
     if op_key(node) in LOWERINGS:
