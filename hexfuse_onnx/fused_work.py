@@ -100,9 +100,12 @@ def _rows(o: _Ops, g: ModelGraph, rows: int, cache: str, known_positions: bool) 
     o.mem(rows * half)
 
 
-def _attend(o: _Ops, b: int, heads: int, kv_heads: int, s: int, total: int, h: int, penalty: int) -> None:
+def _attend(
+    o: _Ops, b: int, heads: int, kv_heads: int, s: int, total: int, h: int, penalty: int, zero_rows: bool = False
+) -> None:
     """Scores GEMM (mask as its C), SOFTMAX, context GEMM; grouped heads copy Q, K, V, the
-    penalty (`penalty` elements, 0 for none) and the result."""
+    penalty (`penalty` elements, 0 for none) and the result. zero_rows: a REDUCE_MAX of the scores,
+    ADD, MUL, CLIP of its rows and a MUL of the result (attention.masked_rows)."""
     grouped = heads != kv_heads
     if grouped:
         o.mem(b * heads * s * h)
@@ -113,6 +116,11 @@ def _attend(o: _Ops, b: int, heads: int, kv_heads: int, s: int, total: int, h: i
     o.gemm(b * heads * s, total, h)
     o.vec(b * heads * s * total, SOFTMAX_FLOPS, "Softmax")
     o.gemm(b * heads * s, h, total)
+    if zero_rows:
+        o.vec(b * heads * s * total, op="ReduceMax")
+        for _ in range(3):
+            o.vec(b * heads * s)
+        o.vec(b * heads * s * h, op="Mul")
     if grouped:
         o.mem(b * heads * s * h)
 
@@ -234,11 +242,14 @@ def _attention(g: ModelGraph, n: onnx.NodeProto) -> Work:
     if _given(n, 3):
         mask = _dims(g, n.input[3])
         penalty = math.prod(mask)
+        o.vec(penalty, op="Clip")
         if len(mask) < 4:
             o.mem(penalty)
     if int(attribute(n, "is_causal", 0)) and penalty:
-        o.vec(b * heads * s * total)
-    _attend(o, b, heads, kv_heads, s, total, h, penalty or (s * total if int(attribute(n, "is_causal", 0)) else 0))
+        o.vec(penalty, op="Mul")
+        o.vec(penalty)
+    causal = s * total if int(attribute(n, "is_causal", 0)) else 0
+    _attend(o, b, heads, kv_heads, s, total, h, penalty or causal, zero_rows=bool(penalty))
     o.mem(b * s * heads * h)
     if three_d:
         o.mem(b * s * heads * h)

@@ -152,8 +152,6 @@ def parse_shape_overrides(specs: list[str] | None) -> dict[str, list[int]]:
         name, dims = m.group(1), [int(d) for d in m.group(2).split("x")]
         if name in out:
             raise UsageError(f"bad --shape '{spec}': input '{name}' is given twice")
-        if 0 in dims:
-            raise UsageError(f"bad --shape '{spec}': dims must be at least 1")
         out[name] = dims
     return out
 

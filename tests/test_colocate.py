@@ -623,6 +623,41 @@ def test_ops_on_an_empty_past_are_named_as_such(tmp_path):
     assert list(never) == ["Neg on an empty tensor"]
 
 
+def _symbolic_past(path: Path) -> Path:
+    """present = Concat(past, Relu(x)) along a symbolic past length, then a Sigmoid."""
+    nodes = [
+        helper.make_node("Relu", ["x"], ["new"]),
+        helper.make_node("Concat", ["past", "new"], ["present"], axis=1),
+        helper.make_node("Sigmoid", ["present"], ["y"]),
+    ]
+    inputs = [
+        helper.make_tensor_value_info("past", TensorProto.FLOAT, [1, "past_len", 64]),
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64, 64]),
+    ]
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, "total", 64])]
+    model = helper.make_model(
+        helper.make_graph(nodes, "prefill", inputs, outputs), opset_imports=[helper.make_opsetid("", 17)]
+    )
+    onnx.save(model, path)
+    return path
+
+
+def test_a_prefill_shape_with_an_empty_past_colocates(tmp_path):
+    """--shape takes a past of length 0 (a prefill request): with --freeze-shapes the Concat that
+    takes it as absent pairs and verifies on the plugin; with its dims left symbolic the program would
+    hold at length 0 only, so that pair is refused in one line naming the way out."""
+    model, out = _symbolic_past(tmp_path / "m.onnx"), tmp_path / "two.onnx"
+    shapes = ["--shape", "r0/past=1x0x64", "--shape", "r1/past=1x0x64"]
+    args = ["colocate", model, "--requests", "2", *shapes, "--verify", "plugin", "-o", out]
+    proc = run_cli(*args, "--freeze-shapes")
+    assert proc.returncode == EXIT_OK, proc.stderr
+    assert "100% of that serial time lies inside pairs" in proc.stdout, proc.stdout
+    proc = run_cli(*args)
+    assert proc.returncode == EXIT_OK, proc.stderr
+    assert "empty at the given shape and its dims stay symbolic" in proc.stdout, proc.stdout
+    assert "--freeze-shapes" in proc.stdout
+
+
 def test_an_lstm_is_modelled_as_its_matrix_products(tmp_path):
     """2 * steps * batch * (|W| + |R|): 8 steps of [24x4] and [24x6] products, on the matrix engine."""
     g = graph.load(_speech_like(tmp_path / "m.onnx", False))

@@ -26,6 +26,7 @@ from hexfuse_onnx.runtime import HostKernel
 
 MS = "com.microsoft"
 TOL = 1e-4
+LOWEST = np.finfo(np.float32).min  # ORT's mask_filter_value
 _NP = {
     np.dtype(np.float32): TensorProto.FLOAT,
     np.dtype(np.int32): TensorProto.INT32,
@@ -407,6 +408,11 @@ ATTENTION_23_CASES = {
     "causal": {"past": 0, "causal": 1},
     "4-D": {"past": 0, "four_d": True},
     "no mask": {"past": 2, "mask": False},
+    # a prefill (past of length 0) whose batch row 0 pads its first token: query 0 sees no key
+    "empty past+padded first": {"past": 0, "empty": True, "pad": LOWEST},
+    "empty past+padded first, -inf": {"past": 0, "empty": True, "pad": -np.inf},
+    "empty past+padded first+causal": {"past": 0, "empty": True, "pad": LOWEST, "causal": 1},
+    "padded first, -1e30": {"past": 0, "pad": -1e30},  # not LOWEST: ORT gives the row the mean of V
 }
 
 
@@ -419,7 +425,12 @@ def attention_23_case(case: dict):
     shape = (lambda n: [b, n, s, h]) if four_d else (lambda n: [b, s, n * h])
     feeds = {"q": rand(rng, *shape(heads)), "k": rand(rng, *shape(kv)), "v": rand(rng, *shape(kv))}
     inputs = ["q", "k", "v", "", "", ""]
-    if case.get("mask", True) and not causal:
+    if "pad" in case:  # batch row 0 pads its first token (key 0); without is_causal the mask is causal too
+        hidden = np.zeros((b, 1, s, total), bool) if causal else np.triu(np.ones((s, total), bool), 1)[None, None]
+        hidden = hidden | (np.arange(b)[:, None, None, None] == 0) & (np.arange(total) == 0)
+        feeds["mask"] = np.where(hidden, case["pad"], 0).astype(np.float32)
+        inputs[3] = "mask"
+    elif case.get("mask", True) and not causal:
         feeds["mask"] = np.where(rng.random((b, 1, s, total)) < 0.2, -np.inf, 0).astype(np.float32)
         feeds["mask"][..., 0] = 0
         inputs[3] = "mask"
@@ -439,11 +450,13 @@ def test_attention_23_matches_ort(case):
     assert_matches_ort(*attention_23_case(case))
 
 
-def test_attention_23_with_an_empty_past_is_refused():
-    """registry.EMPTY_MEANS_ABSENT leaves opset 23's Attention out (a row masked whole differs from ORT)."""
-    m, _ = attention_23_case({"past": 0, "empty": True})
-    with pytest.raises(LoweringError, match="empty"):
-        lower_pair(m, m.graph.node[0])
+def test_attention_23_row_masked_whole_is_zero():
+    """The padded-first cases are real: ORT writes 0 for query 0 of batch row 0 (scores all LOWEST)
+    and the mean of V for it with -1e30, so a lowering that ignores such rows fails them."""
+    for pad, zero in ((LOWEST, True), (-np.inf, True), (-1e30, False)):
+        m, feeds = attention_23_case({"past": 0, "empty": True, "pad": pad})
+        y = run_both(m, feeds)[0][1]
+        assert (np.abs(y[0, 0]).max() == 0) == zero, pad
 
 
 def test_attention_23_boolean_mask_is_refused():

@@ -89,6 +89,14 @@ def lower_function(
     lowerer = Lowerer(node, fn, initializers, types, model_opset, ir_version)
     if symbolic is None:
         return Lowered(lowerer.lower(), lowerer.origins)
+    empty = _empty_symbolic_input(node, types, symbolic)
+    if empty:
+        raise LoweringError(
+            node.op_type,
+            node.name,
+            f"input '{empty}' is empty at the given shape and its dims stay symbolic: an empty input is"
+            " lowered as absent, which holds at that length only (fix the lengths with --freeze-shapes)",
+        )
     second = (node, symbolic.function, initializers, symbolic.second, model_opset, ir_version)
     with contextlib.suppress(LoweringError):  # else lower_symbolic refuses it, saying why
         lowerer.set_second_binding(Lowerer(*second))
@@ -218,3 +226,12 @@ def set_program(node: onnx.NodeProto, program: bytes) -> None:
             helper.make_attribute(C.ATTR_PROGRAM_VERSION, version),
         ]
     )
+
+
+def _empty_symbolic_input(node: onnx.NodeProto, types: dict[str, onnx.TypeProto], symbolic: SymbolicInputs) -> str:
+    """The first node input with a symbolic dim bound to 0 (a prefill's past at --shape ...x0x...), or ""."""
+    for name, dims in zip(node.input, symbolic.dims):
+        shape = types[name].tensor_type.shape.dim if name in types else []
+        if any(isinstance(d, str) and s.dim_value == 0 and s.HasField("dim_value") for d, s in zip(dims, shape)):
+            return name
+    return ""

@@ -19,13 +19,14 @@ import numpy as np
 import onnx
 
 from ..profile import Engine as EngineClass
-from .abi import ClipParam, Dtype, GemmParam, Opcode, Param, QuantParam, Task
+from .abi import ClipParam, Dtype, GemmParam, Opcode, Param, QuantParam, ReduceParam, Task
 from .layout import axis_slice
 from .lowerer import Lowerer, attr, f32_bits
 from .registry import LoweringError, lowers
 from .traced import broadcast, traced_dims
 
 MASKED = -1e30  # added to a score that must get no weight: exp underflows to exactly 0
+LOWEST = float(-np.finfo(np.float32).max)  # ORT's mask_filter_value for opset 23's Attention
 F32_EXACT = 2**24  # positions and cache slots computed in float32 are exact integers below this
 
 # The integer inputs each op reads at run time (made float by DEQUANTIZE_LINEAR), by registry key;
@@ -144,9 +145,10 @@ def from_heads(o: Ops, x: int, out: str) -> int:
     return o.op(Opcode.COPY, [o.transpose(x, [0, 2, 1, 3])], [b, s, n * h], out=out)
 
 
-def attend(o: Ops, q: int, k: int, v: int, scale: float, penalty: int | None) -> int:
+def attend(o: Ops, q: int, k: int, v: int, scale: float, penalty: int | None, zero_masked_rows: bool = False) -> int:
     """softmax(scale * q k^T + penalty) v over [B, N, S, H] queries and [B, Nkv, T, H] keys/values:
-    query head h reads kv head h // (N / Nkv). `penalty` broadcasts to [B, N, S, T]."""
+    query head h reads kv head h // (N / Nkv). `penalty` broadcasts to [B, N, S, T].
+    zero_masked_rows: a query whose scores are all at or below LOWEST gets 0 (see masked_rows)."""
     b, heads, s, h = o.dims(q)
     kv_heads, total = o.dims(k)[1], o.dims(k)[2]
     if heads % kv_heads:
@@ -155,7 +157,8 @@ def attend(o: Ops, q: int, k: int, v: int, scale: float, penalty: int | None) ->
     if group == 1:
         scores = gemm(o, q, k, trans_b=True, alpha=scale, c=penalty)
         probs = o.op(Opcode.SOFTMAX, [scores], o.dims(scores), {Param.AXIS: -1})
-        return gemm(o, probs, v)
+        y = gemm(o, probs, v)
+        return o.binary(Opcode.MUL, y, masked_rows(o, scores)) if zero_masked_rows else y
     # grouped: [B, Nkv, G, S, H] queries against [B, Nkv, 1, T, H] keys, no repeated K/V
     q5 = o.copy(q, [b, kv_heads, group, s, h])
     k5, v5 = o.copy(k, [b, kv_heads, 1, total, h]), o.copy(v, [b, kv_heads, 1, total, h])
@@ -165,7 +168,21 @@ def attend(o: Ops, q: int, k: int, v: int, scale: float, penalty: int | None) ->
         c = o.copy(penalty, [pb, kv_heads, group, ps, total] if ph == heads else [pb, 1, 1, ps, total])
     scores = gemm(o, q5, k5, trans_b=True, alpha=scale, c=c)
     probs = o.op(Opcode.SOFTMAX, [scores], o.dims(scores), {Param.AXIS: -1})
-    return o.copy(gemm(o, probs, v5), [b, heads, s, h])
+    y = gemm(o, probs, v5)
+    if zero_masked_rows:
+        y = o.binary(Opcode.MUL, y, masked_rows(o, scores))
+    return o.copy(y, [b, heads, s, h])
+
+
+def masked_rows(o: Ops, scores: int) -> int:
+    """[..., S, 1] 0 where a row of scores [..., S, T] is masked whole (its largest is <= LOWEST, as
+    ONNX Runtime 1.32's Attention writes 0 there), else 1: CLIP((max + FLT_MAX) / 2^104, 0, 1), as the
+    float32 next above LOWEST is LOWEST + 2^104."""
+    d = o.dims(scores)
+    params = {ReduceParam.AXES_MASK: 1 << (len(d) - 1), ReduceParam.KEEPDIMS: 1}
+    largest = o.op(Opcode.REDUCE_MAX, [scores], d[:-1] + [1], params)
+    above = o.binary(Opcode.MUL, o.binary(Opcode.ADD, largest, o.const(-LOWEST)), o.const(2.0**-104))
+    return o.clip01(above)
 
 
 def causal(s: int, total: int) -> np.ndarray:
@@ -501,7 +518,8 @@ def _positions(o: Ops, name: str, b: int, s: int) -> int | np.ndarray:
 def attention(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     """Q [B, S, q_heads*H] or [B, q_heads, S, H], K/V likewise with kv heads; attn_mask float
     (added) broadcasting to [B, q_heads, S, T]; past K/V [B, kv_heads, P, H] concatenated before the
-    new ones. is_causal only without a past (its alignment with a past is not taken on here)."""
+    new ones (a past of length 0 is none). is_causal only without a past (its alignment with a past
+    is not taken on here). A query whose keys are all masked (scores <= LOWEST) gets 0, as ONNX Runtime."""
     o = Ops(cx, n, t)
     if len(n.input) > 6 and n.input[6]:
         raise refuse(n, "input 6 (nonpad_kv_seqlen) is not supported")
@@ -527,14 +545,22 @@ def attention(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         full = [1] * (4 - len(md)) + md
         if full[-1] != total or full[-2] not in (1, s) or full[1] not in (1, heads) or full[0] not in (1, b):
             raise refuse(n, f"attn_mask {md} does not broadcast to {[b, heads, s, total]}")
-        penalty = o.read(mask) if len(md) == 4 else o.copy(o.read(mask), full)
+        # -inf as LOWEST: a row of -inf would make SOFTMAX NaN where ORT writes 0 (masked_rows)
+        bounds = {ClipParam.MIN: f32_bits(LOWEST), ClipParam.MAX: f32_bits(math.inf)}
+        given = o.read(mask)
+        penalty = o.op(Opcode.CLIP, [given], o.dims(given), bounds)
+        penalty = penalty if len(md) == 4 else o.copy(penalty, full)
     if int(attr(n, "is_causal", 0)):
         if cx.given(n, 4) or s != total:
             raise refuse(n, "is_causal with a past (or S != total length) is not supported")
-        hidden = o.const((causal(s, total) * MASKED)[None, None])
-        penalty = hidden if penalty is None else o.binary(Opcode.ADD, penalty, hidden)
+        hidden = causal(s, total)[None, None]
+        if penalty is None:
+            penalty = o.const(hidden * MASKED)
+        else:  # ORT writes LOWEST over the mask above the diagonal
+            kept = o.binary(Opcode.MUL, penalty, o.const(1.0 - hidden))
+            penalty = o.binary(Opcode.ADD, kept, o.const(hidden * LOWEST))
     scale = float(attr(n, "scale", 0.0)) or 1.0 / math.sqrt(h)
-    y = attend(o, q, keys, values, scale, penalty)
+    y = attend(o, q, keys, values, scale, penalty, zero_masked_rows=bool(mask))
     if three_d:
         from_heads(o, y, n.output[0])
     else:

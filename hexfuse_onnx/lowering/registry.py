@@ -61,8 +61,7 @@ EMPTY_MEANS_ABSENT: dict[str, frozenset[int] | None] = {
     "Concat": None,
     "com.microsoft::GroupQueryAttention": frozenset({3, 4}),
     "com.microsoft::MultiHeadAttention": frozenset({6, 7}),
-    # not opset 23's Attention: with an empty past a padded first token masks all of query row 0
-    # (-FLT_MAX), where ORT 1.32 writes 0 and the lowering the mean of V; refused until it does as ORT
+    "Attention": frozenset({4, 5}),
 }
 
 
