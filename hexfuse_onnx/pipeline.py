@@ -199,11 +199,11 @@ def analyse(
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
     given: set[str] = set()
-    if shapes:
+    if shapes or probe_binding:
         model = graph_mod.read_model(path, load_external_data=False)
-        given = graph_mod.hinted_dims(graph_mod.input_dims(model), shapes)
-    if probe_binding:
-        shapes = _runnable_shapes(path, shapes, progress)
+        given = graph_mod.hinted_dims(graph_mod.input_dims(model), shapes or {})
+        if probe_binding:
+            shapes = _runnable_shapes(path, model, shapes, progress)
     g = graph_mod.load(path, shapes, freeze_shapes)
     seconds["load"] = time.perf_counter() - t0
     progress(f"loaded {len(g.nodes)} nodes, shapes inferred ({seconds['load']:.2f} s)")
@@ -267,18 +267,17 @@ def runnable_inputs(
 ) -> dict[str, list[int]]:
     """Every input's dims with a symbolic one as the pass analyses them without --shape for it:
     `shapes`, the other dims where the original runs (`_runnable_shapes`)."""
-    hints = _runnable_shapes(path, shapes, progress) or {}
     model = graph_mod.read_model(path, load_external_data=False)
+    hints = _runnable_shapes(path, model, shapes, progress) or {}
     return {**graph_mod.representative_binding(model, hints, str(path)).inputs, **hints}
 
 
 def _runnable_shapes(
-    path: str | os.PathLike[str], shapes: dict[str, list[int]] | None, progress: Progress
+    path: str | os.PathLike[str], model: onnx.ModelProto, shapes: dict[str, list[int]] | None, progress: Progress
 ) -> dict[str, list[int]] | None:
-    """`shapes`, completed where the original does not run at the default binding of the dims
-    they leave free with the first of `graph.binding_candidates` it runs at (asked of a child
-    process); ModelError naming those dims when it runs at none."""
-    model = graph_mod.read_model(path, load_external_data=False)
+    """`shapes`, completed where the original (`model`, as read from `path`) does not run at the
+    default binding of the dims they leave free with the first of `graph.binding_candidates` it runs
+    at (asked of a child process); ModelError naming those dims when it runs at none."""
     candidates = graph_mod.binding_candidates(model, shapes or {}, str(path))
     if len(candidates) == 1:
         return shapes
@@ -749,13 +748,18 @@ def _failing_pairs(
             why = exc.message
             if not isinstance(exc, PluginMismatch):  # the note explains stock ORT's failures only
                 why += _matmulnbits_note(staged.model_path, reference, rtol)
-            progress(f"dropping a {pair.kind} pair ({pair.candidate.note}): {why}")
-            failing.append(Rejection(pair.candidate, f"fails verification: {why}"))
+            failing.append(_refused_alone(pair, why, progress))
         else:
             analysis.passed_alone.add(id(pair.candidate))
         finally:
             staged.discard()
     return failing
+
+
+def _refused_alone(pair: Pair, why: str, progress: Progress) -> Rejection:
+    """The rejection of a pair that fails verification alone, said as it is dropped."""
+    progress(f"dropping a {pair.kind} pair ({pair.candidate.note}): {why}")
+    return Rejection(pair.candidate, f"fails verification: {why}")
 
 
 def _prefixes_first(
@@ -829,9 +833,7 @@ def _own_outputs_failing(
     left = {id(p) for p in unrun}
     for pair in pairs:
         if pair.id in why:
-            message = f"{WITH_PLUGIN}{why[pair.id]}"
-            progress(f"dropping a {pair.kind} pair ({pair.candidate.note}): {message}")
-            failing.append(Rejection(pair.candidate, f"fails verification: {message}"))
+            failing.append(_refused_alone(pair, f"{WITH_PLUGIN}{why[pair.id]}", progress))
         elif id(pair) not in left:
             analysis.passed_alone.add(id(pair.candidate))
     return failing, unrun
@@ -950,8 +952,7 @@ def _culprit(
     pair = ranked[k - 1]
     if k == 1 and not in_branches:
         why = errors[k].message + _stock_note(analysis, reference, out, source_dir, rtol, pair, errors[k])
-        progress(f"dropping a {pair.kind} pair ({pair.candidate.note}): {why}")
-        return Rejection(pair.candidate, f"fails verification: {why}"), True
+        return _refused_alone(pair, why, progress), True
     progress(
         f"dropping a {pair.kind} pair ({pair.candidate.note}): it passes alone and the {k - 1} pair(s) "
         f"ranked before it pass together, not with it ({verified} prefix(es) verified)"
