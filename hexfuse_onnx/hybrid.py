@@ -27,6 +27,7 @@ import numpy as np
 
 from .colocate import DEFAULT_MAX_SLOWDOWN, Result, colocate
 from .errors import ModelError, UsageError
+from .graph import input_dims, read_model
 
 PREFILL, DECODE = "prefill", "decode"
 DEFAULT_PREFILL, DEFAULT_PREFILL_PAST, DEFAULT_PAST = 64, 16, 128
@@ -82,20 +83,16 @@ def inputs(path: str | os.PathLike[str], requests: Requests, seed: int = 0) -> d
 def _refuse_fixed_dims(path: str | os.PathLike[str], wanted: dict[str, list[int]]) -> None:
     """A decoder whose lengths are fixed (made for one request, as QNN needs a QDQ model) cannot serve
     a prefill and a decode request: a ModelError naming the first input whose fixed dims differ."""
-    import onnx
-
-    for v in onnx.load(str(path), load_external_data=False).graph.input:
+    for name, dims in input_dims(read_model(path, load_external_data=False)).items():
         for half in (PREFILL, DECODE):
-            want = wanted.get(f"{half}/{v.name}")
-            dims = v.type.tensor_type.shape.dim
+            want = wanted.get(f"{half}/{name}")
             if want is None or len(dims) != len(want):
                 continue
-            has = [d.dim_value if d.HasField("dim_value") else None for d in dims]
-            if any(h is not None and h != w for h, w in zip(has, want)):
-                given = "x".join("?" if h is None else str(h) for h in has)
+            if any(isinstance(d, int) and d != w for d, w in zip(dims, want)):
+                given = "x".join(str(d) if isinstance(d, int) else "?" for d in dims)
                 raise ModelError(
                     f"--hybrid needs a decoder whose sequence and past lengths are free: {path} fixes "
-                    f"{v.name} to {given} where the {half} request needs {'x'.join(map(str, want))} "
+                    f"{name} to {given} where the {half} request needs {'x'.join(map(str, want))} "
                     "(a model made for one request; `colocate MODEL --requests 2` co-locates two of those)"
                 )
 
