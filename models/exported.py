@@ -159,21 +159,45 @@ def generate(session, spec: DecoderSpec, prompt: np.ndarray, steps: int) -> np.n
     """Greedy tokens after `prompt` ([batch, n] int64): one prefill from an empty cache, then `steps`
     - 1 decode steps of one token each, feeding present.* back as past. `session` is any
     onnxruntime.InferenceSession of the model (stock or with a plugin)."""
-    batch = prompt.shape[0]
-    cache = {name: np.zeros((batch, spec.kv_heads, 0, spec.head_dim), np.float32) for kv in spec.past for name in kv}
+    cache = empty_cache(spec, prompt.shape[0])
     ids, past, out = prompt, 0, []
     for _ in range(steps):
-        feeds = {spec.ids: ids, **cache}
-        if spec.mask:
-            feeds[spec.mask] = np.ones((batch, past + ids.shape[1]), np.int64)
-        if spec.positions:
-            feeds[spec.positions] = np.tile(np.arange(past, past + ids.shape[1], dtype=np.int64), (batch, 1))
-        results = dict(zip([o.name for o in session.get_outputs()], session.run(None, feeds)))
+        results = run_step(session, spec, ids, cache, past)
         past += ids.shape[1]
-        cache = {p: results[q] for (pk, pv), (qk, qv) in zip(spec.past, spec.present) for p, q in ((pk, qk), (pv, qv))}
+        cache = next_cache(spec, results)
         ids = results[spec.logits][:, -1:, :].argmax(-1).astype(np.int64)
         out.append(ids)
     return np.concatenate(out, axis=1)
+
+
+def empty_cache(spec: DecoderSpec, batch: int) -> dict[str, np.ndarray]:
+    """Every past key/value of no token (a prefill's)."""
+    return {name: np.zeros((batch, spec.kv_heads, 0, spec.head_dim), np.float32) for kv in spec.past for name in kv}
+
+
+def step_feeds(spec: DecoderSpec, ids: np.ndarray, cache: dict[str, np.ndarray], past: int) -> dict[str, np.ndarray]:
+    """One step's feeds: the new token `ids` ([batch, n]) after `past` cached ones, a mask of ones over
+    them all, their positions, and the cache as past."""
+    batch, seq = ids.shape
+    feeds = {spec.ids: ids, **cache}
+    if spec.mask:
+        feeds[spec.mask] = np.ones((batch, past + seq), np.int64)
+    if spec.positions:
+        feeds[spec.positions] = np.tile(np.arange(past, past + seq, dtype=np.int64), (batch, 1))
+    return feeds
+
+
+def run_step(
+    session, spec: DecoderSpec, ids: np.ndarray, cache: dict[str, np.ndarray], past: int
+) -> dict[str, np.ndarray]:
+    """One step's outputs by name (`step_feeds`)."""
+    outputs = session.run(None, step_feeds(spec, ids, cache, past))
+    return dict(zip([o.name for o in session.get_outputs()], outputs))
+
+
+def next_cache(spec: DecoderSpec, results: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The step's present keys/values as the next step's past."""
+    return {p: results[q] for (pk, pv), (qk, qv) in zip(spec.past, spec.present) for p, q in ((pk, qk), (pv, qv))}
 
 
 PREFILL, DECODE = "prefill/", "decode/"  # name prefixes of the two copies in `prefill_decode_model`

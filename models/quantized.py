@@ -374,25 +374,11 @@ def decoder_feeds(q: QuantizedModel, seed: int) -> dict[str, np.ndarray]:
     path = exported.MODELS[q.base].path
     spec = exported.decoder_spec(path)
     prompt = np.random.default_rng(seed).integers(0, spec.vocab, (1, past + seq), dtype=np.int64)
-    cache = {name: np.zeros((1, spec.kv_heads, 0, spec.head_dim), np.float32) for kv in spec.past for name in kv}
+    cache = exported.empty_cache(spec, 1)
     if past:
         session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-        results = dict(
-            zip([o.name for o in session.get_outputs()], session.run(None, _request(spec, prompt[:, :past], cache, 0)))
-        )
-        cache = {p: results[r] for pr, rr in zip(spec.past, spec.present) for p, r in zip(pr, rr)}
-    return _request(spec, prompt[:, past:], cache, past)
-
-
-def _request(
-    spec: exported.DecoderSpec, ids: np.ndarray, cache: dict[str, np.ndarray], past: int
-) -> dict[str, np.ndarray]:
-    feeds = {spec.ids: ids, **cache}
-    if spec.mask:
-        feeds[spec.mask] = np.ones((1, past + ids.shape[1]), np.int64)
-    if spec.positions:
-        feeds[spec.positions] = np.arange(past, past + ids.shape[1], dtype=np.int64)[None]
-    return feeds
+        cache = exported.next_cache(spec, exported.run_step(session, spec, prompt[:, :past], cache, 0))
+    return exported.step_feeds(spec, prompt[:, past:], cache, past)
 
 
 @contextmanager
