@@ -158,7 +158,7 @@ def fuse(g: ModelGraph, pairs: list[Pair], second: ShapeBinding | None = None) -
     as_read = _as_read(g, graph)
     keep = [(i, as_read.get(n.output[0], n) if n.output else n) for i, n in enumerate(g.nodes) if i not in removed]
     ordered = sorted(keep + placed, key=lambda item: item[0])
-    nodes = [n for _, n in ordered]
+    nodes = _without_orphaned_dequantize([n for _, n in ordered], graph)
     available = {t.name for t in graph.initializer} | {v.name for v in graph.input}
     try:
         order = toposort(nodes, [node_reads(n) for n in nodes], available, "rewritten model")
@@ -177,6 +177,16 @@ def fuse(g: ModelGraph, pairs: list[Pair], second: ShapeBinding | None = None) -
         proven = second or graph_mod.other_bindings(g)[0]
         _set_metadata(model, C.METADATA_BINDINGS, json.dumps({"analysed": g.binding.inputs, "proven": proven.inputs}))
     return model
+
+
+def _without_orphaned_dequantize(nodes: list[onnx.NodeProto], graph: onnx.GraphProto) -> list[onnx.NodeProto]:
+    """`nodes` without the graph's DequantizeLinear nodes whose every reader went into a pair,
+    which reads its own copy (kinds.base.with_dequantize_copies): left in, ONNX Runtime would
+    dequantize their weights on every run for nothing (no QDQ fusion takes a node nobody reads).
+    unfuse makes them again from a copy (_without_task_copies)."""
+    read = {t for n in nodes for t in node_reads(n)} | {o.name for o in graph.output}
+    was_read = {t for n in graph.node for t in node_reads(n)} | {o.name for o in graph.output}
+    return [n for n in nodes if not (is_dq_node(n) and n.output[0] in was_read and n.output[0] not in read)]
 
 
 def _as_read(g: ModelGraph, graph: onnx.GraphProto) -> dict[str, onnx.NodeProto]:
@@ -471,11 +481,18 @@ def _without_task_copies(
     """`nodes` without what a task body made of the graph's own values, output `<name>__<tag>`:
     its copy of a DequantizeLinear the graph shares (kinds.base.with_dequantize_copies) and the
     Constant it made of an empty initializer (with_empty_constants); their readers read the
-    graph's own again, so the unfused graph is the original, node for node."""
-    original = {(n.domain, n.op_type, tuple(n.input), _attrs(n)): n.output[0] for n in kept if is_dq_node(n)}
+    graph's own again, so the unfused graph is the original, node for node. Where the rewrite
+    dropped the graph's DequantizeLinear (all its readers were in pairs), the first copy becomes it."""
+    original = {_dq_key(n): n.output[0] for n in kept if is_dq_node(n)}
+    made = {t for n in nodes for t in n.output}
+    kept_ids = {id(n) for n in kept}
     rename: dict[str, str] = {}
+    remade: set[int] = set()
     for n in nodes:
-        own = original.get((n.domain, n.op_type, tuple(n.input), _attrs(n)))
+        own = original.get(_dq_key(n))
+        if own is None and id(n) not in kept_ids and _is_dq_copy(n) and n.output[0].rsplit("__", 1)[0] not in made:
+            own = original[_dq_key(n)] = n.output[0].rsplit("__", 1)[0]
+            remade.add(id(n))
         if own is None and n.op_type == "Constant" and not n.domain and "__" in n.output[0]:
             own = n.output[0].rsplit("__", 1)[0]
             own = own if own in initializers else None
@@ -483,11 +500,25 @@ def _without_task_copies(
             rename[n.output[0]] = own
     if not rename:
         return nodes
-    out = [renamed_copy(n, rename) for n in nodes if n.output[0] not in rename]
+    out = [
+        renamed_copy(n, rename, name=n.name.rsplit("__", 1)[0]) if id(n) in remade else renamed_copy(n, rename)
+        for n in nodes
+        if id(n) in remade or n.output[0] not in rename
+    ]
     reads = [node_reads(n) for n in out]
     made = {t for n in out for t in n.output}
     outside = {t for ins in reads for t in ins if t not in made}  # inputs, initializers, outer scope
     return [out[i] for i in toposort(out, reads, outside, "unfused graph")]  # a graph DQ may follow the call
+
+
+def _is_dq_copy(n: onnx.NodeProto) -> bool:
+    """A task's copy of a graph DequantizeLinear: its name and output carry the same `__<tag>`."""
+    tag = n.output[0].rsplit("__", 1)[-1]
+    return is_dq_node(n) and "__" in n.output[0] and n.name.endswith("__" + tag)
+
+
+def _dq_key(n: onnx.NodeProto) -> tuple[str, str, tuple[str, ...], bytes]:
+    return (n.domain, n.op_type, tuple(n.input), _attrs(n))
 
 
 def _attrs(node: onnx.NodeProto) -> bytes:

@@ -153,7 +153,8 @@ def test_microbatch_through_reshapes_gives_each_copy_its_rows_and_unfuses(tmp_pa
 @pytest.mark.skipif(not (runtime.LIB_DIR / runtime.PLUGIN_NAME).is_file(), reason="run `bash custom_ops/build.sh`")
 def test_quantized_microbatch_through_reshapes_verifies_with_the_plugin(tmp_path: Path) -> None:
     """The QDQ mlp_chain (Q/DQ around each Reshape, weights behind DequantizeLinear) keeps its
-    micro-batch pair: stock ORT bit for bit, the plugin within a step, unfuse node for node."""
+    micro-batch pair: stock ORT bit for bit, the plugin within a step, no DequantizeLinear left that
+    nothing reads, unfuse node for node (the weights' DequantizeLinear made again from a copy)."""
     from models import quantized
 
     source = quantized.fetch("mlp_chain_qdq_u8u8")
@@ -161,7 +162,11 @@ def test_quantized_microbatch_through_reshapes_verifies_with_the_plugin(tmp_path
     assert r.output is not None and r.comparison is not None and r.comparison.worst_relative_error == 0.0
     (pair,) = r.analysis.pairs
     assert {r.analysis.graph.nodes[i].op_type for i in pair.candidate.task_a} >= {"Reshape", "QuantizeLinear", "Gemm"}
-    restored = unfuse(onnx.load(r.output))
+    fused = onnx.load(r.output)
+    read = {t for n in fused.graph.node for t in n.input} | {o.name for o in fused.graph.output}
+    # each copy dequantizes the weights it reads: the graph's DequantizeLinear nodes, read by no one, are gone
+    assert [n.name for n in fused.graph.node if not set(n.output) & read] == []
+    restored = unfuse(fused)
     key = lambda n: (n.domain, n.op_type, n.name, tuple(n.input), tuple(n.output))  # noqa: E731
     assert Counter(map(key, restored.graph.node)) == Counter(map(key, onnx.load(source).graph.node))
 
