@@ -11,7 +11,16 @@ import onnx
 import pytest
 
 from hexfuse_onnx.verify import session
-from models.exported import FOLDER, MODELS, NotADecoder, decoder_inputs, decoder_spec, generate
+from models.exported import (
+    FOLDER,
+    MODELS,
+    NotADecoder,
+    decoder_inputs,
+    decoder_spec,
+    empty_cache,
+    generate,
+    step_feeds,
+)
 
 NAMES = list(MODELS)
 PROMPT = np.array([[7, 100, 3, 250, 42]], np.int64)
@@ -25,19 +34,11 @@ def _run(name: str, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 
 def _request(name: str, ids: np.ndarray, past: dict[str, np.ndarray], past_len: int) -> dict[str, np.ndarray]:
-    spec = decoder_spec(MODELS[name].path)
-    batch, seq = ids.shape
-    feeds = {spec.ids: ids, **past}
-    if spec.mask:
-        feeds[spec.mask] = np.ones((batch, past_len + seq), np.int64)
-    if spec.positions:
-        feeds[spec.positions] = np.tile(np.arange(past_len, past_len + seq, dtype=np.int64), (batch, 1))
-    return feeds
+    return step_feeds(decoder_spec(MODELS[name].path), ids, past, past_len)
 
 
 def _empty_cache(name: str, batch: int) -> dict[str, np.ndarray]:
-    spec = decoder_spec(MODELS[name].path)
-    return {n: np.zeros((batch, spec.kv_heads, 0, spec.head_dim), np.float32) for kv in spec.past for n in kv}
+    return empty_cache(decoder_spec(MODELS[name].path), batch)
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -18,7 +18,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from hexfuse_onnx import fold, graph, hybrid, runtime, verify
 from hexfuse_onnx.contract import DOMAIN
-from models.exported import MODELS, decoder_spec, generate, input_shapes
+from models.exported import MODELS, decoder_spec, empty_cache, generate, input_shapes, next_cache, step_feeds
 
 pytestmark = pytest.mark.slow  # model generation, QNN emulation, whole decoders
 
@@ -127,16 +127,9 @@ def test_the_decode_half_continues_the_prefill(built):
 
 def _request(spec, ids: np.ndarray, present: dict, past: int, half: str = "") -> dict[str, np.ndarray]:
     """Feeds of one request: `ids` after `past` cached tokens whose keys/values are `present`'s."""
+    cache = next_cache(spec, present) if present else empty_cache(spec, 1)
     prefix = f"{half}/" if half else ""
-    feeds = {prefix + spec.ids: ids}
-    if spec.mask:
-        feeds[prefix + spec.mask] = np.ones((1, past + ids.shape[1]), np.int64)
-    if spec.positions:
-        feeds[prefix + spec.positions] = np.arange(past, past + ids.shape[1], dtype=np.int64)[None]
-    for (pk, pv), (qk, qv) in zip(spec.past, spec.present):
-        empty = np.zeros((1, spec.kv_heads, 0, spec.head_dim), np.float32)
-        feeds[prefix + pk], feeds[prefix + pv] = present.get(qk, empty), present.get(qv, empty)
-    return feeds
+    return {prefix + k: v for k, v in step_feeds(spec, ids, cache, past).items()}
 
 
 def _one_request(tmp_path, name: str) -> str:
