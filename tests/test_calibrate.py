@@ -372,6 +372,16 @@ def test_preempted_time_is_the_mean_wait_of_the_workers_that_ran_items() -> None
     assert kernel_trace.unpreempted_call_s(doc) == pytest.approx(10e-6)
 
 
+def test_a_wait_counted_beyond_its_call_leaves_the_call_out() -> None:
+    """Linux counts a thread's run delay when it next runs: a wait begun before the call can exceed
+    it. Such calls are left out of the call time, and when all are, the wall times stand."""
+    ran = [{"worker": 0}]
+    short = {"run_wall_ns": 10_000, "runnable_ns": [4_000], "trace_events": ran}
+    beyond = {"run_wall_ns": 10_000, "runnable_ns": [30_000], "trace_events": ran}
+    assert kernel_trace.unpreempted_calls_s([short, beyond]) == [pytest.approx(6e-6)]
+    assert kernel_trace.unpreempted_calls_s([beyond, beyond]) == [pytest.approx(10e-6)] * 2
+
+
 _SHARED_CPU_RUN = """
 import os, sys, tempfile
 from pathlib import Path
