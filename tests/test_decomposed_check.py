@@ -200,6 +200,26 @@ def test_a_wrong_pair_is_named_and_the_right_ones_pass(name: str, graph_output: 
 
 
 @needs_plugin
+def test_a_node_outside_the_pairs_that_differs_is_refused_and_blames_no_pair(tmp_path: Path) -> None:
+    """The rest of the model is held to ORT's own ops fed the pairs' outputs, at the stock bar:
+    mha_encoder u8u8's final DequantizeLinear (no pair's) given a scale 1% off in the rewritten model
+    fails there, naming the graph output and no pair, so the pass does not drop a pair for it."""
+    _, analysis, reference = _prepared("mha_encoder_qdq_u8u8")
+    model = pipeline._fuse_all(analysis, reference)
+    last = next(n for n in model.graph.node if n.output[0] == "y")
+    assert last.op_type == "DequantizeLinear" and last.domain != C.DOMAIN
+    scale = next(numpy_helper.to_array(t) for t in model.graph.initializer if t.name == last.input[1])
+    model.graph.initializer.append(numpy_helper.from_array(scale * np.float32(1.01), "y_scale_off"))
+    last.input[1] = "y_scale_off"
+    staged = tmp_path / "off.onnx"
+    onnx.save(model, staged)
+    with pytest.raises(pipeline.PluginMismatch, match="output 'y' differs from ORT's own ops fed the pairs") as caught:
+        pipeline._verify_plugin(staged, reference, 1e-5)
+    assert caught.value.off == {}
+    assert pipeline._off_in_place(analysis, caught.value, pipeline._quiet) == []
+
+
+@needs_plugin
 @pytest.mark.slow  # a real model (about 10 s under load)
 def test_a_pair_fed_a_wrong_pair_s_output_is_not_blamed(tmp_path: Path) -> None:
     """centerface u8u8: the pair joining at the graph outputs (float DequantizeLinear outputs) reads
