@@ -288,4 +288,8 @@ def test_colocated_requests_pass_the_decomposed_check(name: str, tmp_path: Path)
     assert done.returncode == 0, done.stderr
     doc = json.loads(report.read_text())
     assert out.exists() and doc["pairs"], doc.get("rejected")
-    assert set(doc["verification"]["plugin_output_steps"]) <= {o.name for o in onnx.load(out).graph.output}
+    model = onnx.shape_inference.infer_shapes(onnx.load(out))
+    assert set(doc["verification"]["plugin_output_steps"]) <= {o.name for o in model.graph.output}
+    dims = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim] for v in model.graph.value_info}
+    read = [t for n in model.graph.node if n.domain == C.DOMAIN for t in n.input if 0 in dims.get(t, [1])]
+    assert bool(read) == ("prefill" in name)  # a pair reads the empty past (EMPTY_MEANS_ABSENT)
