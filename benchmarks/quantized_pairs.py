@@ -8,7 +8,10 @@ No timing. A pair output that is an integer tensor (a QuantizeLinear's, a QLinea
 in integer units (1 = one step); a float one made by a DequantizeLinear with a per-tensor scale in
 steps of that scale; any other float one (a weight-only int8 model's) must be within the plugin's
 1e-4 relative and counts 0. The rewrite verifies with the plugin (`--verify plugin`: a pair output
-more than one step from ORT's is refused). The fallback (stock ORT on the rewritten model) must
+more than one step from ORT computing the pair's nodes on the inputs it saw is refused). Columns: the
+pair outputs in place against ORT's run of the original (they drift with what the pairs before them
+made), against ORT on the pair's own inputs (the bar), and the graph outputs' distance from the
+original on the rewrite's verification inputs. The fallback (stock ORT on the rewritten model) must
 equal the original bit for bit. `--groups` also runs every QDQ group (DequantizeLinear inputs, the
 op, its QuantizeLinear; a QLinear node alone) of every pair as a pair of its own on ORT's values of
 its integer inputs: the error each group makes, before later groups of the same pair carry it on.
@@ -113,6 +116,19 @@ def worst_steps(fused: onnx.ModelProto, typed: onnx.ModelProto, feeds: dict[str,
         pairs = zip(names, want.run(names, feeds), plugin.run(names, feeds))
         worst[label] = max((_steps(n, r, g, steps) for n, r, g in pairs), default=0.0)
     return worst
+
+
+def in_place_steps(fused: Path, src: Path, typed: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> float:
+    """The plugin's worst pair output error in steps against ORT computing the pair's own nodes on
+    the inputs the pair saw in the plugin's run (`--verify plugin`'s bar: verify.shadow_model)."""
+    made = rewrite.pair_output_tensors(onnx.load(fused, load_external_data=False))
+    case = verify.Case("seed 3", feeds, [], [])
+    run = verify.run_cases(fused, [case], _options(verify.EXACT_QDQ_CONFIG, True), made)[0]
+    model, renamed = verify.shadow_model(onnx.load(src), made, {t: run.inner[t].dtype for t in made})
+    shadow = ort.InferenceSession(model, _options(verify.EXACT_QDQ_CONFIG, False), providers=["CPUExecutionProvider"])
+    own = shadow.run(list(renamed.values()), {**feeds, **run.inner})
+    steps = steps_of(typed)
+    return max((_steps(t, r, run.inner[t], steps) for t, r in zip(made, own)), default=0.0)
 
 
 # intra-op thread counts ORT's own run of the original is compared at, against 1 thread (`--ort-threads`)
@@ -348,7 +364,7 @@ def analyse(
     ort_threads: bool = False,
     emulate_pairs: bool = False,
 ) -> dict:
-    row: dict = {"model": name, "pairs": 0, "refused": [], "steps": None, "pairs_default": None}
+    row: dict = {"model": name, "pairs": 0, "refused": [], "steps": None, "pairs_default": None, "in_place": None}
     row["pairs_default"] = pairs_at_default_overhead(src, out_dir)
     try:
         result = pipeline.rewrite(src, out_dir / f"{name}.fused.onnx", rtol=0.0, verify_plugin=True)
@@ -371,6 +387,9 @@ def analyse(
         if not np.array_equal(r, g, equal_nan=True):
             raise AssertionError(f"{name}: the fallback differs from the original")
     row["steps"] = worst_steps(fused, typed, feeds)
+    row["in_place"] = in_place_steps(result.output, src, typed, feeds)
+    assert result.comparison is not None
+    row["outputs"] = max((result.comparison.plugin_steps or {}).values(), default=0.0)
     if groups:
         row["group"] = worst_group(fused, typed, CONFIGS["matmulnbits f32"], feeds)
     if ort_threads:
@@ -413,6 +432,7 @@ def main(argv: list[str] | None = None) -> int:
     names = args.models.split(",") if args.models else sorted(paths)
     head = "| model | pairs | pairs at the default call overhead | refused candidates (why: op, count) |"
     head += " plugin vs ORT, steps (default / MatMulNBits f32) |"
+    head += " vs ORT on the pair's own inputs, steps | graph outputs vs the original (verification inputs), steps |"
     head += " emulate v73: bit-exact | qemu packets per pair, serial / fused |" if args.emulate else ""
     head += " worst group alone, steps |" if args.groups else ""
     head += " modelled v73 serial/fused us, before -> after grounding |" if args.modelled else ""
@@ -422,7 +442,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
             if name not in paths:
-                print(f"| {name} | not cached | | | |")
+                print(f"| {name} | not cached | | | | | |")
                 continue
             row = analyse(name, paths[name], Path(tmp), args.groups, args.modelled, args.ort_threads, args.emulate)
             steps = "-" if row["steps"] is None else " / ".join(f"{v:.0f}" for v in row["steps"].values())
@@ -431,7 +451,8 @@ def main(argv: list[str] | None = None) -> int:
             spread = f" {'/'.join(f'{v:.0f}' for v in row['ort'].values())} |" if "ort" in row else ""
             spread = spread or (" - |" if args.ort_threads else "")
             qemu = "".join(f" {c} |" for c in row.get("emulate", ("-", "-"))) if args.emulate else ""
-            cells = f"{steps} |{qemu}{group}{us}{spread}"
+            own = "- | -" if row["in_place"] is None else f"{row['in_place']:.0f} | {row['outputs']:.0f}"
+            cells = f"{steps} | {own} |{qemu}{group}{us}{spread}"
             refused = "; ".join(row["refused"]) or "-"
             print(f"| {name} | {row['pairs']} | {row['pairs_default']} | {refused} | {cells}", flush=True)
     return 0

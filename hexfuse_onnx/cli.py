@@ -421,7 +421,7 @@ def _rewrite(args: argparse.Namespace, progress) -> int:
 
 def _rewrite_file(args: argparse.Namespace, shapes: dict[str, list[int]], progress) -> int:
     from .pipeline import default_output, rewrite
-    from .report import none_kept, pair_rows, rejection_lines, rewrite_json, summary, table, verified_at
+    from .report import none_kept, pair_rows, plugin_line, rejection_lines, rewrite_json, summary, table, verified_at
     from .verify import load_inputs
 
     output = args.output or str(default_output(args.model))
@@ -462,10 +462,7 @@ def _rewrite_file(args: argparse.Namespace, shapes: dict[str, list[int]], progre
                 f"otherwise (fixed shapes: other kernels), and within {args.rtol:g} with graph optimisations off"
             )
         if args.verify == "plugin":
-            print(
-                "verified: with the FusedHexPair plugin (host backend) the outputs match ORT computing the "
-                "model as written (<= 1e-4, or one step of a quantized output, or ORT's own spread downstream)"
-            )
+            print(plugin_line(c))
         print(f"wrote {result.output}")
     if args.json:
         _write_json(args.json, rewrite_json(result))

@@ -17,18 +17,19 @@ from typing import Any
 import numpy as np
 import onnx
 
+from . import contract as C
 from . import graph as graph_mod
 from . import probe
 from .alone import own_output_failures
 from .costmodel import Target, get_target
 from .errors import HexfuseError, ModelError, UsageError, VerificationError, WriteError, first_line
 from .graph import ModelGraph, ShapeBinding
-from .kinds import KINDS, Candidate, Pair, discover
+from .kinds import KINDS, Candidate, Pair, discover, kind_of
 from .lowering import LoweringError
 from .lowering.registry import ArenaOverflow
 from .modelio import stage
 from .profile import GraphProfile, profile_graph
-from .qdq import is_dq_node, output_steps, quantized_tensors
+from .qdq import is_dq_node, quantized_tensors, tensor_steps
 from .rewrite import fuse, next_pair_id, pair_number, pair_output_tensors, prepare
 from .select import DEFAULT_MIN_GAIN, Rejection, blocker_of, select
 from .subgraphs import (
@@ -54,15 +55,16 @@ from .verify import (
     inner_relative_error,
     inner_values,
     optimisation_spread,
-    ort_spread,
     random_inputs,
     random_integer_note,
     relative_error,
     run_cases,
     run_original,
+    shadow_model,
     shapes_label,
     unoptimised_options,
     with_outputs,
+    within_step,
 )
 from .verify import session as ort_session
 
@@ -72,7 +74,13 @@ WITH_PLUGIN = "with the FusedHexPair plugin: "  # begins a PluginMismatch's mess
 
 
 class PluginMismatch(VerificationError):
-    """Stock ORT ran the rewritten model within tolerance; with the FusedHexPair plugin it did not."""
+    """With the FusedHexPair plugin the rewritten model did not match. `off`: the pair outputs beyond
+    the bar against ORT computing the pair's own nodes on the same inputs (`_check_decomposed`), each
+    with why; empty when the mismatch is no one pair's."""
+
+    def __init__(self, message: str, off: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.off = off or {}
 
 
 @dataclass
@@ -119,12 +127,11 @@ class Reference:
 
     cases: list[Case]
     second: ShapeBinding | None
-    steps: dict[str, float] = field(default_factory=dict)  # a QDQ model's quantized outputs (qdq.output_steps)
+    steps: dict[str, float] = field(default_factory=dict)  # one step of a QDQ model's tensors (qdq.tensor_steps)
     quantized: set[str] = field(default_factory=set)  # the original's tensors one step apart (qdq.quantized_tensors)
     source: str = ""  # the original model's path
     dequantizes: bool = False  # the original has a DequantizeLinear: the plugin's reference differs (exact_cases)
     exact: list[Case] | None = None  # the original's outputs under verify.exact_qdq_options, made when first needed
-    spread: dict[str, float] | None = None  # ORT's own spread on the quantized outputs (verify.ort_spread)
     pairless: float | None = None  # when `cases` hold the rewrite without pairs: its error from the original
     pairless_checked: bool = False  # whether the rewrite without pairs was verified (_rebase_on_pairless)
     inner: dict[str, list[np.ndarray]] = field(default_factory=dict)  # inner_values' cache, by tensor
@@ -154,14 +161,6 @@ class Reference:
         if self.unoptimised is None:
             self.unoptimised = optimisation_spread(self.source, self.cases)
         return self.unoptimised
-
-    def plugin_steps(self, made_by_pairs: set[str]) -> dict[str, float]:
-        """What the plugin's quantized graph outputs may differ by: one step, or ORT's own spread
-        between thread counts (verify.ort_spread) on an output no pair makes."""
-        if self.spread is None and self.steps:
-            self.spread = ort_spread(self.source, self.exact_cases(), set(self.steps), exact_qdq_options())
-        spread = self.spread or {}
-        return {n: s if n in made_by_pairs else max(s, spread.get(n, 0.0)) for n, s in self.steps.items()}
 
 
 @dataclass
@@ -336,16 +335,17 @@ def rewrite(
 
     Only what lowers is fused: a pair with an op outside the kernel's op set is rejected with
     the op that stopped it, and the rest re-selected. When the rewritten model fails
-    verification, each pair is verified alone (once: one that passes is not verified alone again);
-    the failing ones are rejected with their reason, their kind may offer shorter candidates over
-    their span (PairKind.shorter), and the rest is re-selected, so only a verified model is ever
-    written. When each passes alone but not all together, the first of them (ranked by saving) whose
-    prefix fails is dropped, with the candidates over its place (`_culprit`, `_siblings`); with the
-    plugin verified on a QDQ model, pairs are checked alone on their own outputs (alone.py) and, once
-    some passed together, the next round searches the prefixes before the whole (`_prefixes_first`). When no
-    pair survives, nothing is written, as when none qualifies (the failures are among the
-    rejections). With verify_plugin the model must also match with the FusedHexPair
-    plugin loaded (within PLUGIN_RTOL), which proves the task programs, not only the fallback.
+    verification, the pairs the plugin's check of a QDQ model names (each off against ORT computing
+    its own nodes on the inputs it saw: `_check_decomposed`) are rejected at once; otherwise each
+    pair is verified alone (once: one that passes is not verified alone again; a QDQ model's with
+    the plugin on its own outputs, alone.py). The failing ones are rejected with their reason, their
+    kind may offer shorter candidates over their span (PairKind.shorter), and the rest is
+    re-selected, so only a verified model is ever written. When each passes alone but not all
+    together, the first of them (ranked by saving) whose prefix fails is dropped, with the candidates
+    over its place (`_culprit`, `_siblings`). When no pair survives, nothing is written, as when
+    none qualifies (the failures are among the rejections). With verify_plugin the model must also
+    pass with the FusedHexPair plugin loaded (`_verify_plugin`), which proves the task programs,
+    not only the fallback.
     """
     out = Path(output) if output else default_output(path)
     if out.exists() and out.resolve() == Path(path).resolve():
@@ -374,11 +374,6 @@ def rewrite(
             )
             _reselect(analysis, failed, min_gain)
             continue
-        dropped = _prefixes_first(analysis, reference, out, source_dir, rtol, verify_plugin, failed, progress)
-        if dropped:
-            failed += dropped
-            _reselect(analysis, failed, min_gain)
-            continue
         t0 = time.perf_counter()
         fused = _fuse_all(analysis, reference)
         seconds["rewrite"] = time.perf_counter() - t0
@@ -389,6 +384,11 @@ def rewrite(
             comparison = _verify(staged.model_path, reference, rtol, verify_plugin)
         except VerificationError as whole_error:
             staged.discard()
+            off = _off_in_place(analysis, whole_error, progress)
+            if off:  # pairs wrong on their own inputs: dropped by name, no search
+                failed += _dropped(analysis, off, None, failed, progress)
+                _reselect(analysis, failed, min_gain)
+                continue
             if _rebase_on_pairless(analysis, reference, out, source_dir, rtol, progress):
                 analysis.passed_alone.clear()  # verified against other outputs
                 analysis.passed_together.clear()
@@ -579,7 +579,7 @@ def _quantized(model: onnx.ModelProto) -> bool:
 def _with_cases(
     path: str | os.PathLike[str], g: ModelGraph, cases: list[Case], second: ShapeBinding | None
 ) -> Reference:
-    return Reference(cases, second, output_steps(g.model), quantized_tensors(g.model), str(path), _quantized(g.model))
+    return Reference(cases, second, tensor_steps(g.model), quantized_tensors(g.model), str(path), _quantized(g.model))
 
 
 def _binding_cases(
@@ -649,32 +649,36 @@ def _random_case(
 
 
 def _verify(staged: Path, reference: Reference, rtol: float, verify_plugin: bool = False) -> Comparison:
-    """Stock ORT within rtol; the plugin within PLUGIN_RTOL, or one step of a quantized output, and
-    each quantized pair output within one step too: a step flipped in one group's f32 op carries on
-    through the later groups of a long pair, and need not reach a graph output. The plugin is held
-    to ORT computing the QDQ model as written, in both sessions (verify.exact_qdq_options). The
-    plugin's check comes first: the checks of pairs failing together fail there (captcha_crnn
-    u16u8: every culprit search's), so they make no stock session of the whole model."""
+    """Stock ORT within rtol; then, with verify_plugin, the plugin (`_verify_plugin`), held to ORT
+    computing the model as written (verify.exact_qdq_options). The plugin's check comes first: a
+    wrong pair fails there, with no stock session of the whole model."""
     check(staged)
-    if verify_plugin:
-        _verify_plugin(staged, reference, rtol)
-    return compare_cases(staged, reference.cases, rtol)
+    steps = _verify_plugin(staged, reference, rtol) if verify_plugin else None
+    comparison = compare_cases(staged, reference.cases, rtol)
+    comparison.plugin_steps = steps
+    return comparison
 
 
-def _verify_plugin(staged: Path, reference: Reference, rtol: float) -> None:
-    """The plugin's graph outputs and pair outputs against the original's, from one plugin session
-    (verify.run_cases): making a session of the whole model, not running it, was most of a pair's
-    check (captcha_crnn u16u8: 73% of 12.4 s, three sessions of the rewritten model per pair)."""
+def _verify_plugin(staged: Path, reference: Reference, rtol: float) -> dict[str, float] | None:
+    """The plugin's run of the whole model, from one session (verify.run_cases: making a session of
+    the whole model, not running it, was most of a pair's check). A QDQ model's is decomposed
+    (`_check_decomposed`) and the distance of its quantized graph outputs from the original's, in
+    steps, returned; a float model's graph outputs must be within PLUGIN_RTOL of the original's
+    (None returned)."""
     from .runtime import session_options
 
     exact = reference.exact_cases()
-    made = _pair_outputs(staged)
+    fused = onnx.load(str(staged), load_external_data=False)
+    made = pair_output_tensors(fused)
     try:
         runs = run_cases(staged, exact, session_options("host", so=exact_qdq_options()), made)
     except VerificationError as exc:
         raise PluginMismatch(f"{WITH_PLUGIN}{exc.message}") from None
+    if reference.dequantizes:
+        _check_decomposed(reference, runs, made, rtol, _pairs_in_bodies(fused))
+        return _output_steps(reference, runs)
     try:
-        compare_runs(runs, exact, max(rtol, PLUGIN_RTOL), reference.plugin_steps(set(made)))
+        compare_runs(runs, exact, max(rtol, PLUGIN_RTOL), reference.steps)
     except VerificationError as exc:
         raise PluginMismatch(f"{WITH_PLUGIN}{exc.message}{_grown_after_pairs(reference, made, runs)}") from None
     try:
@@ -682,6 +686,92 @@ def _verify_plugin(staged: Path, reference: Reference, rtol: float) -> None:
         compare_inner(reference.inner_values(quantized), runs, quantized, exact)
     except VerificationError as exc:
         raise PluginMismatch(f"{WITH_PLUGIN}{exc.message}") from None
+    return None
+
+
+def _check_decomposed(reference: Reference, runs: list[Run], made: list[str], rtol: float, in_bodies: bool) -> None:
+    """The plugin's run (`runs`, with the pair outputs `made`) against ORT's run of the shadow of the
+    original (verify.shadow_model) fed the case's inputs and the plugin's values of `made`, in one
+    session: (1) each pair output against ORT computing the pair's own nodes on the very inputs the
+    pair saw, within one step (a quantized tensor), PLUGIN_RTOL (float) or equal; (2) the graph
+    outputs, which are ORT's own ops on the same values, at the stock bar (rtol; equal when not
+    float). When If branches hold pairs (`in_bodies`), whose outputs are not fed in, (2) is the end
+    to end bar instead: PLUGIN_RTOL, or one step of a quantized graph output. Raises PluginMismatch
+    naming every pair output off."""
+    exact = reference.exact_cases()
+    dtypes = {t: runs[0].inner[t].dtype for t in made}
+    model, renamed = shadow_model(onnx.load(reference.source), made, dtypes)
+    try:
+        shadow = ort_session(model, exact_qdq_options())
+    except Exception as exc:  # noqa: BLE001 - no pair's fault: said in full
+        raise PluginMismatch(
+            f"{WITH_PLUGIN}the original with the pair outputs fed in does not load: {first_line(exc)}"
+        ) from None
+    steps, bar = (reference.steps, max(rtol, PLUGIN_RTOL)) if in_bodies else ({}, rtol)
+    off: dict[str, str] = {}
+    for case, run in zip(exact, runs):
+        where = f" at {case.label}" if len(exact) > 1 else ""
+        names = [n for n in case.names if n not in renamed] + list(renamed.values())
+        try:
+            got = dict(zip(names, shadow.run(names, {**case.feeds, **run.inner})))
+        except Exception as exc:  # noqa: BLE001
+            raise PluginMismatch(
+                f"{WITH_PLUGIN}the original with the pair outputs fed in fails{where}: {first_line(exc)}"
+            ) from None
+        for t, ort_value in ((t, got[renamed[t]]) for t in made if t not in off):
+            why = _pair_output_off(ort_value, run.inner[t], reference.steps.get(t))
+            if why:
+                off[t] = f"pair output '{t}'{where} is {why} ORT computing the pair's nodes on the same inputs"
+        if off:
+            continue
+        kept = [n for n in case.names if n not in renamed]
+        plugin = Run([run.outputs[case.names.index(n)] for n in kept], {})
+        try:
+            compare_runs([plugin], [Case(case.label, case.feeds, kept, [got[n] for n in kept])], bar, steps)
+        except VerificationError as exc:
+            ours = exc.message.replace("from the original", "from ORT's own ops fed the pairs' outputs")
+            raise PluginMismatch(f"{WITH_PLUGIN}{ours}{where}") from None
+    if off:
+        first = next(iter(off.values()))
+        more = f" (and {len(off) - 1} more pair output(s))" if len(off) > 1 else ""
+        raise PluginMismatch(f"{WITH_PLUGIN}{first}{more}", off)
+
+
+def _pair_output_off(ort_value: np.ndarray, plugin: np.ndarray, step: float | None) -> str:
+    """How far the plugin's value of a pair output is from ORT's, beyond the bar ('' within it): one
+    quantization `step` of a tensor a QDQ model quantizes (or dequantizes), PLUGIN_RTOL of another
+    float one, equal otherwise."""
+    if ort_value.shape != plugin.shape:
+        return f"of shape {list(plugin.shape)}, not {list(ort_value.shape)} as"
+    floating = ort_value.dtype.kind == "f"
+    err = relative_error(ort_value, plugin) if floating else float("inf")
+    if step and (within_step(ort_value, plugin, step) or err <= PLUGIN_RTOL):
+        return ""
+    if step:
+        diff = np.nan_to_num(np.abs(plugin.astype(np.float64) - ort_value.astype(np.float64)), nan=np.inf)
+        return f"{float(diff.max(initial=0.0)) / step:.3g} quantization steps from"
+    if floating:
+        return "" if err <= PLUGIN_RTOL else f"{err:.3g} relative (> {PLUGIN_RTOL:g}) from"
+    return "" if np.array_equal(ort_value, plugin) else "unequal to"
+
+
+def _pairs_in_bodies(model: onnx.ModelProto) -> bool:
+    """Whether a FusedHexPair node lies in an If branch (or any body) of the main graph."""
+    bodies = [a.g for n in model.graph.node for a in n.attribute if a.type == onnx.AttributeProto.GRAPH]
+    return any(n.domain == C.DOMAIN for g in bodies for n in g.node)
+
+
+def _output_steps(reference: Reference, runs: list[Run]) -> dict[str, float]:
+    """The plugin's distance from the original's quantized graph outputs, in their steps (reported,
+    not a bar: a pair's one-step difference grows through the layers after it, as ORT's own does)."""
+    exact = reference.exact_cases()
+    out = {n: 0.0 for n in exact[0].names if n in reference.steps}
+    for case, run in zip(exact, runs):
+        for name, ref, got in zip(case.names, case.expected, run.outputs):
+            if name in out and ref.shape == got.shape:
+                diff = np.nan_to_num(np.abs(got.astype(np.float64) - ref.astype(np.float64))).max(initial=0.0)
+                out[name] = max(out[name], float(diff) / reference.steps[name])
+    return out
 
 
 def _grown_after_pairs(reference: Reference, made: list[str], runs: list[Run]) -> str:
@@ -762,28 +852,17 @@ def _refused_alone(pair: Pair, why: str, progress: Progress) -> Rejection:
     return Rejection(pair.candidate, f"fails verification: {why}")
 
 
-def _prefixes_first(
-    analysis: Analysis,
-    reference: Reference,
-    out: Path,
-    source_dir: Path,
-    rtol: float,
-    verify_plugin: bool,
-    failed: list[Rejection],
-    progress: Progress,
-) -> list[Rejection]:
-    """The rejections of a round that searches the ranked prefixes (`_culprit`) before verifying the
-    whole model; none when every prefix passes, or when it does not search: it does when some pairs
-    passed together before and others are new, and pairs are checked alone on their own outputs
-    (`_checks_own_outputs`: those new pairs are checked there first). The new pairs failed with the
-    others in every round of captcha_crnn u16u8 but the last: the first prefix with one more pair
-    fails, one check, not the whole model's and then that prefix's."""
-    together = sum(id(p.candidate) in analysis.passed_together for p in analysis.pairs)
-    if not (_checks_own_outputs(reference, verify_plugin) and 0 < together < len(analysis.pairs)):
+def _off_in_place(analysis: Analysis, error: VerificationError, progress: Progress) -> list[Rejection]:
+    """The rejections of the main graph's pairs whose outputs the plugin's check of the whole model
+    found off against ORT computing their own nodes on the same inputs (PluginMismatch.off): each is
+    wrong on its own, whatever the others do, so no search is needed."""
+    if not isinstance(error, PluginMismatch) or not error.off:
         return []
-    failing = _failing_pairs(analysis, reference, out, source_dir, rtol, progress, verify_plugin)
-    found = None if failing else _culprit(analysis, reference, out, source_dir, rtol, True, None, progress, False)
-    return _dropped(analysis, failing, found, failed, progress) if failing or found else []
+    by_tensor = {
+        kind_of(p).original_tensor(p.id, t): p for p in analysis.pairs if p.call is not None for t in p.call.node.output
+    }
+    pairs = {id(p): (p, why) for t, why in error.off.items() if (p := by_tensor.get(t)) is not None}
+    return [_refused_alone(p, f"{WITH_PLUGIN}{why}", progress) for p, why in pairs.values()]
 
 
 def _dropped(
@@ -908,10 +987,10 @@ def _culprit(
     source_dir: Path,
     rtol: float,
     verify_plugin: bool,
-    error: VerificationError | None,
+    error: VerificationError,
     progress: Progress,
     proven: bool = True,
-) -> tuple[Rejection, bool] | None:
+) -> tuple[Rejection, bool]:
     """The pair to drop when each passes verification alone but not all together (one-step
     differences of several pairs adding up downstream), and whether it fails alone. The main
     graph's pairs are ranked: those verified together before first, then by predicted saving; the
@@ -920,14 +999,13 @@ def _culprit(
     saves less. `proven`: each pair passed alone in the whole model; when only on its own outputs
     (alone.py), the first pair's prefix is not known to pass, and a culprit ranked first (no pair
     of a branch beside it) fails alone there: its span may then hold shorter pairs. `error`: the whole
-    model's failure; None when it was not verified: its prefixes are searched up to it, and None is
-    returned when every one passes."""
+    model's failure."""
     ranked = sorted(
         analysis.pairs,
         key=lambda p: (id(p.candidate) not in analysis.passed_together, -p.saved, min(p.candidate.nodes)),
     )
     _renumber(analysis, reference)  # checked alone, some pairs share the only pair's id
-    errors = {} if error is None else {len(ranked): error}
+    errors = {len(ranked): error}
     verified = 0
     in_branches = [p for b in analysis.branches for p in b.analysis.pairs]  # kept in, as they passed alone
 
@@ -946,9 +1024,7 @@ def _culprit(
         return True
 
     known = max(int(proven), sum(id(p.candidate) in analysis.passed_together for p in ranked))
-    k = first_failing(min(known, len(ranked) - 1), len(ranked) + (error is None), passes)
-    if k > len(ranked):
-        return None
+    k = first_failing(min(known, len(ranked) - 1), len(ranked), passes)
     pair = ranked[k - 1]
     if k == 1 and not in_branches:
         why = errors[k].message + _stock_note(analysis, reference, out, source_dir, rtol, pair, errors[k])

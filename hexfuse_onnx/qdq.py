@@ -120,25 +120,26 @@ def group_widths(g: ModelGraph, i: int) -> dict[str, int]:
 
 
 def output_steps(model: onnx.ModelProto) -> dict[str, float]:
-    """One quantization step of each graph output a QDQ model quantizes, in the output's units: a
-    DequantizeLinear's output, its (largest) scale; a QuantizeLinear's, 1. The kernel's bar on such
-    outputs is one step of ONNX Runtime's (integer rounding of an op's f32 result can flip a step,
-    and a pair holding many groups carries it to its outputs)."""
+    """One quantization step of each graph output a QDQ model quantizes (`tensor_steps`). The
+    kernel's bar on such outputs is one step of ONNX Runtime's (integer rounding of an op's f32
+    result can flip a step, and a pair holding many groups carries it to its outputs)."""
+    steps = tensor_steps(model)
+    return {o.name: steps[o.name] for o in model.graph.output if o.name in steps}
+
+
+def tensor_steps(model: onnx.ModelProto) -> dict[str, float]:
+    """One quantization step of each tensor of the main graph a QDQ model quantizes, in the tensor's
+    units: a QuantizeLinear's or QLinear op's output, 1; a DequantizeLinear's with a constant scale,
+    its (largest) scale."""
     g = model.graph
     constants = {t.name: t for t in g.initializer}
     constants.update(
         {n.output[0]: a.t for n in g.node if n.op_type == "Constant" for a in n.attribute if a.name == "value"}
     )
-    producer = {t: n for n in g.node for t in n.output}
-    steps: dict[str, float] = {}
-    for out in g.output:
-        n = producer.get(out.name)
-        if n is None or n.domain not in QDQ_DOMAINS:
-            continue
-        if n.op_type == "QuantizeLinear":
-            steps[out.name] = 1.0
-        elif n.op_type == "DequantizeLinear" and len(n.input) > 1 and n.input[1] in constants:
-            steps[out.name] = float(np.max(np.abs(numpy_helper.to_array(constants[n.input[1]]))))
+    steps = dict.fromkeys(quantized_tensors(model), 1.0)
+    for n in g.node:
+        if n.domain in QDQ_DOMAINS and n.op_type == "DequantizeLinear" and len(n.input) > 1 and n.input[1] in constants:
+            steps[n.output[0]] = float(np.max(np.abs(numpy_helper.to_array(constants[n.input[1]]))))
     return steps
 
 

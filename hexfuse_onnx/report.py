@@ -14,6 +14,7 @@ from .kinds.microbatch import MIN_BATCH
 from .pipeline import Analysis, RewriteResult
 from .profile import unknown_shape_origins
 from .select import Rejection
+from .verify import Comparison
 
 
 def _si(x: float, unit: str) -> str:
@@ -113,6 +114,24 @@ def verified_at(labels: list[str]) -> str:
     shapes = list(dict.fromkeys(labels))
     text = "; ".join(shapes)
     return text if len(shapes) == len(labels) else f"{text} ({len(labels)} input sets)"
+
+
+def plugin_line(c: Comparison) -> str:
+    """What `rewrite --verify plugin` proved; for a QDQ model (`plugin_steps` measured), how far its
+    quantized outputs on the plugin are from the original, in steps: reported, not a bar."""
+    if c.plugin_steps is None:
+        return (
+            "verified: with the FusedHexPair plugin (host backend) the outputs match ORT computing the "
+            "model as written (<= 1e-4, or one step of a quantized output)"
+        )
+    line = (
+        "verified: with the FusedHexPair plugin (host backend) each pair output is within one step (1e-4 "
+        "float) of ORT computing the pair's nodes on the same inputs, and the rest of the model matches ORT's own"
+    )
+    if c.plugin_steps:
+        name, worst = max(c.plugin_steps.items(), key=lambda kv: kv[1])
+        line += f"; its outputs are {worst:.3g} step(s) from the original's at worst ('{name}'), as written"
+    return line
 
 
 def _choice(a: Analysis) -> str:
@@ -253,6 +272,7 @@ def rewrite_json(r: RewriteResult) -> dict:
             "worst_relative_error": r.comparison.worst_relative_error,
             "shapes": r.comparison.shapes,
             "pairless_relative_error": r.comparison.pairless,
+            "plugin_output_steps": r.comparison.plugin_steps,
         }
     return out
 

@@ -153,7 +153,7 @@ def test_sixteen_bit_zoo_fuses_and_matches(name: str, tmp_path: Path) -> None:
     _fuses_and_matches(name, tmp_path, MATMULNBITS_F32, verify_plugin=True, max_steps=U16_UNSEEN_INPUT_STEPS)
 
 
-# rewrite refuses a u16 pair more than 1 step from ORT on its own verification inputs; on other inputs
+# rewrite refuses a u16 pair more than 1 step from ORT on its own inputs in the verification cases; on other inputs
 # (seed 3 here) a 1-step flip of an f32 op can carry into the next group of the pair: centerface u16u8,
 # 3 pairs since the QDQ ConvTranspose lowers (ac3a0dc), is 2 steps off there (1.9985), 2 on its outputs
 U16_UNSEEN_INPUT_STEPS = 2
@@ -193,20 +193,31 @@ def _fuses_and_matches(
     want = ort.InferenceSession(_with_outputs(original_model, pair_outputs), ref_so, providers=["CPUExecutionProvider"])
     names = [o.name for o in want.get_outputs()]
     got_all, ref_all = plugin.run(names, feeds), want.run(names, feeds)
+    got = dict(zip(names, got_all))
+    # the bar of --verify plugin: each pair output against ORT computing the pair's nodes on the
+    # inputs it saw in the plugin's run (the original with the plugin's pair outputs fed in)
+    shadow_bytes, renamed = verify.shadow_model(onnx.load(src), pair_outputs, {t: got[t].dtype for t in pair_outputs})
+    shadow = ort.InferenceSession(shadow_bytes, ref_so, providers=["CPUExecutionProvider"])
+    own = dict(zip(pair_outputs, shadow.run(list(renamed.values()), {**feeds, **{t: got[t] for t in pair_outputs}})))
     steps = steps_of(onnx.load(src))
     graph_outputs = {o.name for o in original.get_outputs()}
-    worst_pair = 0.0
+    worst_pair, worst_in_place = 0.0, 0.0
     for n, r, g in zip(names, ref_all, got_all):
         if n in pair_outputs and np.issubdtype(r.dtype, np.integer):
             worst_pair = max(worst_pair, _steps(r, g, 1.0))
+            worst_in_place = max(worst_in_place, _steps(own[n], g, 1.0))
         elif n in pair_outputs and n in steps:  # a pair's final DequantizeLinear
             worst_pair = max(worst_pair, _dequantized_steps(r, g, steps[n]))
+            worst_in_place = max(worst_in_place, _dequantized_steps(own[n], g, steps[n]))
         elif n in pair_outputs:  # float data movement (a Reshape of a float graph input): exact
-            assert np.array_equal(r, g), f"{name} {n}: a float pair output that differs"
+            assert np.array_equal(own[n], g), f"{name} {n}: a float pair output that differs"
         if n in graph_outputs and n in steps:
             print(f"{name} model output {n}: {_steps(r, g, steps[n]):.2f} steps")
-    print(f"{name}: {len(pairs)} pair(s), worst pair output error {worst_pair:.0f} step(s)")
-    assert worst_pair <= max_steps, f"{name}: a pair output is {worst_pair} quantization steps from ONNX Runtime"
+    print(f"{name}: {len(pairs)} pair(s), worst pair output in place {worst_pair:.0f} step(s) from the original's,")
+    print(f"  {worst_in_place:.0f} from ORT on the pair's own inputs")
+    assert worst_in_place <= max_steps, f"{name}: a pair output is {worst_in_place} steps from ORT on its inputs"
+    if not verify_plugin:  # u8 groups: bit for bit, the later pairs see the original's values too
+        assert worst_pair <= max_steps, f"{name}: a pair output is {worst_pair} quantization steps from ONNX Runtime"
 
 
 def _quantized_outputs(src: Path, options: ort.SessionOptions, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
@@ -239,16 +250,6 @@ def test_plugin_verification_pairs_sixteen_bit_matmuls(name: str, tmp_path: Path
     plugin is held to ORT computing the QDQ model as written, and the pair passes (it was refused
     against ORT's int8 MatMulNBits); its outputs are within one step of that reference."""
     _fuses_and_matches(name, tmp_path, MATMULNBITS_F32, verify_plugin=True)
-
-
-def test_ort_spread_widens_only_outputs_no_pair_makes() -> None:
-    """The plugin's bar on a quantized graph output: one step, or ORT's own spread across thread
-    counts where no pair makes the output (a pair's one-step difference grows downstream as ORT's own
-    summation order does); an output a pair makes keeps one step."""
-    reference = pipeline.Reference(
-        [], None, steps={"y": 0.1, "z": 0.1, "w": 1.0}, spread={"y": 0.5, "z": 0.5, "w": 0.0}
-    )
-    assert reference.plugin_steps({"z"}) == {"y": 0.5, "z": 0.1, "w": 1.0}
 
 
 def test_sixteen_bit_pairs_fuse_as_v2_programs(tmp_path: Path) -> None:
@@ -489,7 +490,7 @@ def test_pairs_checked_alone_take_one_session_of_the_original_and_one_of_them_al
     reference = pipeline._reference(src, analysis.graph, False, None, pipeline._quiet)
     assert not pipeline._lower_new(analysis, set(), reference)
     assert len(analysis.pairs) >= 2
-    reference.plugin_steps(set())  # the original's graph outputs and ORT's spread: made once, counted apart
+    reference.exact_cases()  # the original's graph outputs: made once, counted apart
     sessions = {"original": 0, "rewritten": 0}
     nodes: list[int] = []
     real_session = verify.session
@@ -561,61 +562,6 @@ def test_a_pair_checked_alone_is_refused_on_its_own_outputs_or_left_to_the_whole
     assert f"pair output '{made}'" in why[wrong.id] and "is 2 quantization steps" in why[wrong.id]
 
 
-@pytest.mark.parametrize("dequantized_alike", [False, True])
-def test_one_plugin_session_still_refuses_a_wrong_pair(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, dequantized_alike: bool
-) -> None:
-    """The plugin's graph outputs and pair outputs come from one session (pipeline._verify_plugin).
-    gpt_decode_step u8u8's pair quantizing past_key, given that QuantizeLinear's zero point 2 above
-    the model's (its program lowered with it): refused on a graph output (2 steps off). With the
-    graph's own DequantizeLinear of that pair output reading the same shifted zero point, the graph
-    outputs are the original's: refused on the pair output itself, 2 steps from the original's."""
-    from hexfuse_onnx import contract as C
-    from hexfuse_onnx.lowering import lower_pair, set_program
-
-    src = quantized.fetch("gpt_decode_step_qdq_u8u8")
-    analysis = pipeline.analyse(src)
-    reference = pipeline._reference(src, analysis.graph, False, None, pipeline._quiet)
-    assert not pipeline._lower_new(analysis, set(), reference)
-    made = "past_key_QuantizeLinear_Output"
-    pair = next(p for p in analysis.pairs if p.call is not None and made in p.call.node.output)
-    model = pipeline._fuse_all(analysis, reference, only=[pair])
-    zero = next(t for t in model.graph.initializer if t.name == "past_key_zero_point")
-    shifted = numpy_helper.from_array(numpy_helper.to_array(zero) + np.uint8(2), "past_key_zero_point_shifted")
-    assert numpy_helper.to_array(shifted) == numpy_helper.to_array(zero) + 2  # no wrap
-    model.graph.initializer.append(shifted)
-    node = next(n for n in model.graph.node if n.domain == C.DOMAIN)
-    readers = [n for n in model.graph.node if made in n.input]
-    assert readers and all(n.op_type == "DequantizeLinear" for n in readers)
-    for n in [node, *readers] if dequantized_alike else [node]:
-        n.input[list(n.input).index(zero.name)] = shifted.name
-    keep = [a for a in node.attribute if a.name not in (C.ATTR_PROGRAM, C.ATTR_PROGRAM_VERSION)]
-    del node.attribute[:]
-    node.attribute.extend(keep)
-    set_program(node, lower_pair(model, node))
-    staged = tmp_path / "wrong_pair.onnx"
-    onnx.save(model, staged)
-    plugin_sessions = 0
-    real_session = verify.session
-
-    def counted(model: str | bytes, extra: ort.SessionOptions | None = None) -> ort.InferenceSession:
-        nonlocal plugin_sessions
-        plugin_sessions += 1
-        return real_session(model, extra)
-
-    reference.plugin_steps({made})  # ORT's spread (sessions of the original) made before counting
-    reference.inner_values(list(pair.call.node.output))
-    monkeypatch.setattr(verify, "session", counted)
-    why = (
-        f"pair output '{made}'.* is 2 quantization steps"
-        if dequantized_alike
-        else "output 'decode_out' .*differs from the original"
-    )
-    with pytest.raises(pipeline.PluginMismatch, match=why):
-        pipeline._verify_plugin(staged, reference, 0.0)
-    assert plugin_sessions == 1
-
-
 def test_plugin_verification_refuses_a_pair_whose_inner_outputs_drift(tmp_path: Path) -> None:
     """ppocr_det u16u8's 94-group pair: every group alone is within one step of ORT, but a flip of one
     group's f32 Conv (another summation order than MLAS's) carries on to 6 steps at the pair's output,
@@ -628,7 +574,7 @@ def test_plugin_verification_refuses_a_pair_whose_inner_outputs_drift(tmp_path: 
     src = quantized.fetch(name)
     result = pipeline.rewrite(src, tmp_path / "fused.onnx", rtol=0.0, verify_plugin=True)
     reasons = [r.reason for r in result.analysis.rejected if r.reason.startswith("fails verification")]
-    assert reasons and all("quantization steps from the original's" in r for r in reasons), reasons
+    assert reasons and all("quantization steps from" in r for r in reasons), reasons
     assert not any("MatMulNBits" in r for r in reasons), reasons  # stock ORT passed: not its MatMulNBits
     assert (tmp_path / "fused.onnx").exists() == (result.output is not None)
     assert result.output is None or result.analysis.pairs

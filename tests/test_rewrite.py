@@ -203,23 +203,6 @@ def test_the_first_failing_prefix_takes_log_many_verifications(culprit: int) -> 
         assert asked == [culprit]
 
 
-@pytest.mark.parametrize("culprit", [3, 4, 9, 10, 11])
-def test_a_search_up_to_the_unverified_whole_finds_the_first_failing_prefix_or_none(culprit: int) -> None:
-    """pipeline._prefixes_first searches before the whole model (10 pairs) is verified: first_failing
-    up to 11, which stands for "every prefix passes", checking the whole (10) only when the prefixes
-    before it pass; a culprit right after the prefix that passed costs one check."""
-    asked: list[int] = []
-
-    def passes(k: int) -> bool:
-        asked.append(k)
-        return k < culprit
-
-    assert pipeline.first_failing(2, 11, passes) == culprit
-    assert all(2 < k <= 10 for k in asked) and (10 in asked) == (culprit >= 10)
-    if culprit == 3:
-        assert asked == [3]
-
-
 # ONNX Runtime sessions of a whole rewritten model in maskseq u16u8's rewrite with the plugin verified
 # when each pair was checked alone in the whole model, stock then plugin (git show cdd61d6:hexfuse_onnx/
 # pipeline.py: 26 verifications; 58 when it dropped the least saving pair per round, c7cd4f6)
@@ -272,20 +255,22 @@ def maskseq_u16u8(tmp_path_factory: pytest.TempPathFactory) -> Rewritten:
 
 
 @pytest.mark.slow  # a quantized real model and plugin sessions
-def test_pairs_failing_together_cost_few_sessions_of_the_whole_model(maskseq_u16u8: Rewritten) -> None:
-    """Checking each pair alone in the whole model, stock then plugin, made WHOLE_SESSIONS_BEFORE
-    sessions of a whole rewritten model; the pairs checked alone side by side in small models
-    (alone.py), the plugin's check first (a failing check makes no stock session) and the prefixes
-    searched before the whole model once pairs passed together (pipeline._prefixes_first) make
-    fewer than half (22), and the model written verifies against a fresh reference. Sessions are
-    counted, not seconds."""
+def test_pairs_right_on_their_own_inputs_are_kept_and_sessions_stay_few(maskseq_u16u8: Rewritten) -> None:
+    """The plugin's check decomposed (pipeline._check_decomposed) refuses no pair whose outputs are
+    within one step of ORT on the inputs it saw: the plugin checked end to end dropped every attention
+    pair but one, each 2-29 steps from the original's value after the pairs before it (1 pair on
+    main at 62a4076); what drops pairs together now is stock ORT (the fallback against the original at
+    ORT's defaults, which makes the original's DequantizeLinear + MatMul a MatMulNBits with int8
+    activations). Each verification is a plugin session and a stock one of the whole model, and one
+    of the original fed the pair outputs: the whole model's stay under WHOLE_SESSIONS_BEFORE (44 here,
+    against 22 on main, which stopped at the plugin's failure). The model written verifies against
+    a fresh reference. Sessions are counted, not seconds."""
     r, sessions = maskseq_u16u8.result, maskseq_u16u8.sessions
-    assert r.output is not None and r.analysis.pairs
-    reasons = Counter(x.reason.split(":")[0] for x in r.analysis.rejected)
-    assert reasons["fails verification with the other pairs"] >= 1
-    assert reasons["a sibling failed verification with the other pairs"] >= 1
+    assert r.output is not None and len(r.analysis.pairs) >= 2
+    together = [x.reason for x in r.analysis.rejected if x.reason.startswith("fails verification with the other")]
+    assert not [x for x in together if pipeline.WITH_PLUGIN in x], together
     assert sessions["alone"] >= 1, sessions
-    assert sessions["whole"] <= WHOLE_SESSIONS_BEFORE // 2, (sessions, maskseq_u16u8.verified, reasons)
+    assert sessions["whole"] <= WHOLE_SESSIONS_BEFORE, (sessions, maskseq_u16u8.verified)
     reference = pipeline._reference(maskseq_u16u8.source, r.analysis.graph, False, None, pipeline._quiet)
     pipeline._verify(r.output, reference, 0.0, True)
 
