@@ -652,6 +652,9 @@ def test_a_prefill_shape_with_an_empty_past_colocates(tmp_path):
     proc = run_cli(*args, "--freeze-shapes")
     assert proc.returncode == EXIT_OK, proc.stderr
     assert "100% of that serial time lies inside pairs" in proc.stdout, proc.stdout
+    # what it was verified against, as rewrite says (colocate said only "verifying" in its progress)
+    assert "stock ONNX Runtime matches the merged model" in proc.stdout, proc.stdout
+    assert "verified: with the FusedHexPair plugin" in proc.stdout, proc.stdout
     proc = run_cli(*args)
     assert proc.returncode == EXIT_OK, proc.stderr
     assert "empty at the given shape and its dims stay symbolic" in proc.stdout, proc.stdout
