@@ -67,6 +67,9 @@ REAL_IMAGE_RANGES: dict[str, tuple[float, float]] = {
     "nudenet_320n": (0.0, 1.0),  # nudenet: cv2.dnn.blobFromImage(scale 1/255)
     "captcha_crnn": (0.0, 255.0),  # captcha-whisperer: raw BGR pixels, no mean subtraction
     "ddddocr_ocr": (0.0, 1.0),  # ddddocr 1.6: grey pixels / 255
+    "fall_yolov8": (0.0, 1.0),  # ultralytics: RGB / 255
+    "open_nsfw": (-123.0, 152.0),  # opennsfw2: BGR minus the VGG means (104, 117, 123), NHWC
+    "vietcombank_captcha": (0.0, 1.0),  # vietcombank-captcha: RGB / 255, NHWC
 }
 # Builders whose float inputs are images, and their range.
 BUILDER_IMAGE_RANGES: dict[str, tuple[float, float]] = {"convnet_heads": (0.0, 1.0), "inception": (0.0, 1.0)}
@@ -354,13 +357,22 @@ def sample_feeds(name: str, model: onnx.ModelProto, seed: int) -> dict[str, np.n
     feeds = {}
     for arg, shape, dtype in input_specs(model):
         if images and len(shape) == 4 and np.issubdtype(dtype, np.floating):
-            feeds[arg] = smooth_images(shape, *images, rng)
+            feeds[arg] = _images(shape, images, rng)
         elif np.issubdtype(dtype, np.floating):
             feeds[arg] = rng.standard_normal(shape).astype(dtype)
         else:
             low, high = int_ranges.get(arg, (0, 2))
             feeds[arg] = rng.integers(low, high, shape).astype(dtype)
     return feeds
+
+
+def _images(shape: list[int], bounds: tuple[float, float], rng: np.random.Generator) -> np.ndarray:
+    """smooth_images in the input's layout: NHWC where the last axis holds 1 or 3 channels and the
+    second does not (a Keras port: open_nsfw's [batch, 224, 224, 3])."""
+    if shape[3] in (1, 3) and shape[1] not in (1, 3):
+        n, h, w, c = shape
+        return np.ascontiguousarray(smooth_images([n, c, h, w], *bounds, rng).transpose(0, 2, 3, 1))
+    return smooth_images(shape, *bounds, rng)
 
 
 def decoder_feeds(q: QuantizedModel, seed: int) -> dict[str, np.ndarray]:

@@ -620,6 +620,40 @@ MODELS: dict[str, RealModel] = {
             shapes={"input_0": [1, 224, 224, 3]},
             notes="input [batch, 224, 224, 3] BGR minus the VGG mean; only the batch is free",
         ),
+        RealModel(
+            "basic_pitch",
+            package="basic-pitch",
+            version="0.4.0",
+            onnx_path="basic_pitch/saved_models/icassp_2022/nmp.onnx",
+            kind="speech",
+            what="Spotify Basic Pitch audio-to-MIDI note model (tf2onnx): a harmonic CQT front end as Conv, "
+            "harmonic stacking, and 3 small CNN heads for onsets, notes and contours over 2 s of 22.05 kHz "
+            "audio",
+            license="Apache-2.0",
+            onnx_bytes=230_444,
+            wheel_bytes=758_279,
+            sha256="2c3c1d144bfa61ad236e92e169c13535c880469a12a047d4e73451f2c059a0ec",
+            ci=False,
+            shapes={"serving_default_input_2:0": [1, 43844, 1]},
+            notes="input [batch, 43844, 1] samples; outputs [batch, 172, 88] notes and onsets, [batch, 172, "
+            "264] contours; only the batch is free",
+        ),
+        RealModel(
+            "vietcombank_captcha",
+            package="vietcombank-captcha",
+            version="0.1.0",
+            onnx_path="vietcombank_captcha/models/vietcombank_captcha.onnx",
+            kind="ocr",
+            what="5-digit captcha reader (tf2onnx Keras CNN: 4 Conv with BatchNormalization and MaxPool, "
+            "global average pool, then 5 parallel dense heads, one Softmax over 10 digits each)",
+            license="MIT",
+            onnx_bytes=2_198_251,
+            wheel_bytes=2_038_319,
+            sha256="ded9819e99c4d8b6d73f1f031c887142a2f6d569805e599c5d942c417c3938b7",
+            ci=False,
+            shapes={"input": [1, 50, 155, 3]},
+            notes="input [batch, 50, 155, 3] RGB / 255 (NHWC); only the batch is free",
+        ),
     ]
 }
 

@@ -89,3 +89,15 @@ def test_open_nsfw_pairs_its_residual_branches_with_its_batch_symbolic():
     analysis = pipeline.analyse(path)
     assert not analysis.unprofiled
     assert len(analysis.chosen) == 4
+
+
+def test_calibration_images_follow_an_nhwc_input():
+    """open_nsfw and vietcombank_captcha (Keras ports) take [batch, h, w, 3]: smooth_images drew
+    3-pixel-wide images with 224 channels there."""
+    from models import quantized
+
+    nhwc = quantized._images([1, 24, 40, 3], (0.0, 1.0), np.random.default_rng(0))
+    nchw = quantized.smooth_images([1, 3, 24, 40], 0.0, 1.0, np.random.default_rng(0))
+    assert nhwc.shape == (1, 24, 40, 3)
+    assert np.array_equal(nhwc, nchw.transpose(0, 2, 3, 1))
+    assert np.array_equal(quantized._images([1, 3, 24, 40], (0.0, 1.0), np.random.default_rng(0)), nchw)
