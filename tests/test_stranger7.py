@@ -101,3 +101,26 @@ def test_calibration_images_follow_an_nhwc_input():
     assert nhwc.shape == (1, 24, 40, 3)
     assert np.array_equal(nhwc, nchw.transpose(0, 2, 3, 1))
     assert np.array_equal(quantized._images([1, 3, 24, 40], (0.0, 1.0), np.random.default_rng(0)), nchw)
+
+
+def test_a_conv_nobody_reads_is_profiled_as_costing_nothing(tmp_path):
+    """basic_pitch_qdq_u8u8: the quantiser leaves one Conv whose output nothing reads; profiling
+    its FLOPs indexed its (empty) list of read outputs: inspect exited 70 (IndexError)."""
+    from hexfuse_onnx.profile import profile_graph
+
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["dead"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["x"], ["y"]),
+    ]
+    g = helper.make_graph(
+        nodes,
+        "dead_conv",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])],
+        [numpy_helper.from_array(np.ones((4, 4, 3, 3), np.float32), "w")],
+    )
+    path = tmp_path / "dead.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    p = profile_graph(graph.load(path))
+    conv = p.nodes[0]
+    assert conv.flops == 0.0 and conv.ddr_bytes == 0
