@@ -144,6 +144,9 @@ SKIPPED = {
         f"{d}_prefill": _TORCH_PREFILL_MASK
         for d in ("gpt2_torchscript", "gpt2_dynamo", "llama_torchscript", "llama_dynamo")
     },
+    "basic_pitch": "onnxruntime's quantiser names Conv 'conv1d_25;...conv1d_25''s quantized bias after the Conv's "
+    "own output ('...conv1d_252', tf2onnx's name): the Neg that read the Conv reads the [36] bias instead and ORT "
+    "refuses the model (Concat of ranks 4 and 1; `check_loads`)",
     "silero_vad": "with its input dims fixed (as QNN needs) ONNX Runtime refuses the model: the 8 kHz branch of "
     "its If gets the 16 kHz frame and its LSTM input is inferred with rank 4 (quant_pre_process fails)",
 }
@@ -233,7 +236,20 @@ def generate(name: str, folder: Path, cache_dir: str | os.PathLike[str] | None =
     except Exception as exc:  # noqa: BLE001 - the quantiser's own errors, with its message
         first = (str(exc).strip().splitlines() or [""])[0]
         raise QuantizeError(f"{name}: quantising {q.base} failed: {type(exc).__name__}: {first}") from None
+    check_loads(name, folder / "model.onnx")
     return folder / "model.onnx"
+
+
+def check_loads(name: str, path: Path) -> None:
+    """The quantiser's model must load in ONNX Runtime: on basic_pitch it renamed a Conv's bias
+    onto another tensor's name and wrote a model ORT refuses (a Concat of ranks 4 and 1)."""
+    import onnxruntime as ort
+
+    try:
+        ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    except Exception as exc:  # noqa: BLE001 - ORT's refusal, with its message
+        first = (str(exc).strip().splitlines() or [""])[0]
+        raise QuantizeError(f"{name}: the quantiser wrote a model ONNX Runtime refuses: {first}") from None
 
 
 def prepared_path(name: str, cache_dir: str | os.PathLike[str] | None = None) -> Path | None:

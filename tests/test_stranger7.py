@@ -124,3 +124,23 @@ def test_a_conv_nobody_reads_is_profiled_as_costing_nothing(tmp_path):
     p = profile_graph(graph.load(path))
     conv = p.nodes[0]
     assert conv.flops == 0.0 and conv.ddr_bytes == 0
+
+
+def test_a_quantised_model_ort_refuses_is_not_kept(tmp_path):
+    """basic_pitch: onnxruntime's quantiser wrote a model ORT itself refuses (a Concat of ranks 4
+    and 1), and `models quantized build` reported it made; inspect then failed on it."""
+    from models import quantized
+
+    nodes = [helper.make_node("Concat", ["a", "b"], ["y"], axis=0)]
+    g = helper.make_graph(
+        nodes,
+        "bad",
+        [helper.make_tensor_value_info("a", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.ones(4, np.float32), "b")],
+    )
+    path = tmp_path / "bad.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    with pytest.raises(quantized.QuantizeError, match="ONNX Runtime refuses"):
+        quantized.check_loads("bad", path)
+    assert "basic_pitch_qdq_u8u8" not in quantized.MODELS
