@@ -103,6 +103,11 @@ def _parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
     )
     common(ins)
+    ins.add_argument(
+        "--freeze-shapes",
+        action="store_true",
+        help="analyse as rewrite --freeze-shapes does: input dims fixed, the shape arithmetic they decide folded",
+    )
 
     pr = sub.add_parser("profile", help="run a model on the plugin and write its engine timeline", epilog=EPILOG)
     pr.add_argument(
@@ -490,7 +495,7 @@ def _inspect(args: argparse.Namespace, progress) -> int:
         shapes = _zoo_model(args, folder)
         _refuse_same_file(args.json, args.model)
         _check_report_path(args.json)
-        a = analyse(args.model, _kinds(args.kinds), args.target, args.min_gain, shapes, progress)
+        a = analyse(args.model, _kinds(args.kinds), args.target, args.min_gain, shapes, progress, args.freeze_shapes)
     print(summary(a))
     if a.all_pairs():
         print(table(pair_rows(a.all_pairs())))

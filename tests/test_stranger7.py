@@ -144,3 +144,15 @@ def test_a_quantised_model_ort_refuses_is_not_kept(tmp_path):
     with pytest.raises(quantized.QuantizeError, match="ONNX Runtime refuses"):
         quantized.check_loads("bad", path)
     assert "basic_pitch_qdq_u8u8" not in quantized.MODELS
+
+
+def test_inspect_takes_the_freeze_shapes_its_hint_names(tmp_path):
+    """inspect's list of unprofiled nodes says '--freeze-shapes folds the shape arithmetic the input
+    dims decide', and inspect refused the option (exit 2: unrecognized arguments)."""
+    from cli_support import run_cli
+
+    path = tmp_path / "pad.onnx"
+    onnx.save(_torch_pad_model(), path)
+    proc = run_cli("inspect", path, "--freeze-shapes", "-q")
+    assert proc.returncode == 0, proc.stderr
+    assert "fixed in the output (--freeze-shapes)" in proc.stdout, proc.stdout
