@@ -103,6 +103,11 @@ def _parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
     )
     common(ins)
+    ins.add_argument(
+        "--freeze-shapes",
+        action="store_true",
+        help="analyse as rewrite --freeze-shapes does: input dims fixed, the shape arithmetic they decide folded",
+    )
 
     pr = sub.add_parser("profile", help="run a model on the plugin and write its engine timeline", epilog=EPILOG)
     pr.add_argument(
@@ -421,7 +426,7 @@ def _rewrite(args: argparse.Namespace, progress) -> int:
 
 def _rewrite_file(args: argparse.Namespace, shapes: dict[str, list[int]], progress) -> int:
     from .pipeline import default_output, rewrite
-    from .report import none_kept, pair_rows, plugin_line, rejection_lines, rewrite_json, summary, table, verified_at
+    from .report import none_kept, pair_rows, rejection_lines, rewrite_json, summary, table
     from .verify import load_inputs
 
     output = args.output or str(default_output(args.model))
@@ -449,24 +454,32 @@ def _rewrite_file(args: argparse.Namespace, shapes: dict[str, list[int]], progre
         print(f"{none_kept(a.all_rejected())}; nothing written")
     else:
         print(table(pair_rows(a.all_pairs())))
-        c = result.comparison
-        assert c is not None
-        against = "the original" if c.pairless is None else "the rewrite without pairs"
-        print(
-            f"verified: full checker passed; stock ONNX Runtime matches {against} on {c.outputs} output(s) "
-            f"(worst relative error {c.worst_relative_error:.2e} <= {args.rtol:g}) at {verified_at(c.shapes)}"
-        )
-        if c.pairless is not None:
-            print(
-                f"  the rewrite without pairs is {c.pairless:.2e} from the original on stock ORT, which optimises it "
-                f"otherwise (fixed shapes: other kernels), and within {args.rtol:g} with graph optimisations off"
-            )
-        if args.verify == "plugin":
-            print(plugin_line(c))
+        for line in _verified_lines(result.comparison, args.rtol, args.verify == "plugin"):
+            print(line)
         print(f"wrote {result.output}")
     if args.json:
         _write_json(args.json, rewrite_json(result))
     return EXIT_OK
+
+
+def _verified_lines(c, rtol: float, plugin: bool, original: str = "the original") -> list[str]:
+    """What a written model was verified against (rewrite; colocate, whose original is the merge)."""
+    from .report import plugin_line, verified_at
+
+    assert c is not None
+    against = original if c.pairless is None else "the rewrite without pairs"
+    lines = [
+        f"verified: full checker passed; stock ONNX Runtime matches {against} on {c.outputs} output(s) "
+        f"(worst relative error {c.worst_relative_error:.2e} <= {rtol:g}) at {verified_at(c.shapes)}"
+    ]
+    if c.pairless is not None:
+        lines.append(
+            f"  the rewrite without pairs is {c.pairless:.2e} from the original on stock ORT, which optimises it "
+            f"otherwise (fixed shapes: other kernels), and within {rtol:g} with graph optimisations off"
+        )
+    if plugin:
+        lines.append(plugin_line(c))
+    return lines
 
 
 def _inspect(args: argparse.Namespace, progress) -> int:
@@ -479,7 +492,7 @@ def _inspect(args: argparse.Namespace, progress) -> int:
         shapes = _zoo_model(args, folder)
         _refuse_same_file(args.json, args.model)
         _check_report_path(args.json)
-        a = analyse(args.model, _kinds(args.kinds), args.target, args.min_gain, shapes, progress)
+        a = analyse(args.model, _kinds(args.kinds), args.target, args.min_gain, shapes, progress, args.freeze_shapes)
     print(summary(a))
     if a.all_pairs():
         print(table(pair_rows(a.all_pairs())))
@@ -726,6 +739,8 @@ def _colocated(args: argparse.Namespace, r, extra: dict | None = None) -> int:
     rw = r.rewrite
     if rw.output is not None:
         print(table(pair_rows(rw.analysis.pairs)))
+        for line in _verified_lines(rw.comparison, DEFAULT_RTOL, args.verify == "plugin", "the merged model"):
+            print(line)
     else:
         print(f"{none_kept(rw.analysis.rejected)}; the merged model is written unpaired")
     for line in rejection_lines(rw.analysis.rejected) + hidden_lines(rw.analysis.graph.model.graph):

@@ -125,7 +125,7 @@ def _fold(
         value = _static_shape(node, types)
     else:
         inputs = [t for t in node.input if t]
-        if not all(t in known or (t in initializers and not _external(initializers[t])) for t in inputs):
+        if not all(t in known or (t in initializers and _readable(initializers[t])) for t in inputs):
             return None
         feeds = {t: known[t] if t in known else numpy_helper.to_array(initializers[t]) for t in inputs}
         value = _evaluate(node, feeds, opset)
@@ -138,8 +138,13 @@ def _fold(
     return [value]
 
 
-def _external(t: onnx.TensorProto) -> bool:
-    return t.data_location == onnx.TensorProto.EXTERNAL
+def _readable(t: onnx.TensorProto) -> bool:
+    """Its values are in the proto: not external, and not stripped (graph._light_copy keeps a large
+    initializer's dims only)."""
+    if t.data_location == onnx.TensorProto.EXTERNAL:
+        return False
+    fields = ("raw_data", "float_data", "int32_data", "int64_data", "double_data", "uint64_data", "string_data")
+    return any(len(getattr(t, f)) for f in fields) or 0 in t.dims
 
 
 def _whole(value: np.ndarray) -> bool:

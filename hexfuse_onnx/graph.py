@@ -674,12 +674,58 @@ def _infer_shapes(model: onnx.ModelProto, where: str) -> onnx.ModelProto:
                 symbolic = _infer_contrib_shapes(light)
                 if _unknown_outputs(symbolic) < _unknown_outputs(inferred):
                     inferred = symbolic
+        if _unknown_outputs(inferred):
+            inferred = _infer_through_constants(light, inferred)
     except Exception as exc:
         raise ModelError(f"{where}: shape inference failed: {first_line(exc)}") from None
     # Put the real initializers back.
     inferred.graph.ClearField("initializer")
     inferred.graph.initializer.extend(model.graph.initializer)
     return inferred
+
+
+def _infer_through_constants(light: onnx.ModelProto, inferred: onnx.ModelProto) -> onnx.ModelProto:
+    """`inferred` with the shapes it lacks taken from the inference of a copy whose integer
+    computations of constants alone are folded (fold.specialise with no dims fixed). torch writes
+    F.pad's pads as ConstantOfShape/Concat/Reshape/Slice/Transpose of Constants, which neither
+    ONNX's nor ORT's inference evaluates: every shape after that Pad stayed unknown (open_nsfw:
+    742 of 845 nodes). The nodes are not changed: only their outputs' shapes become known."""
+    from .fold import specialise
+
+    folded, made = specialise(light, {})
+    if not made:
+        return inferred
+    again = shape_inference.infer_shapes(folded, check_type=False, strict_mode=False, data_prop=True)
+    if _unknown_outputs(again) and len(folded.graph.node) <= SYMBOLIC_INFERENCE_MAX_NODES:
+        symbolic = _infer_contrib_shapes(folded)
+        if _unknown_outputs(symbolic) < _unknown_outputs(again):
+            again = symbolic
+    known = {v.name for v in _static_infos(inferred)}
+    produced = {t for n in inferred.graph.node for t in n.output}
+    found = {v.name: v for v in _static_infos(again)}
+    for t in again.graph.initializer:  # a folded value: its dims
+        if t.name in produced and t.name not in found:
+            found[t.name] = helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
+    out = onnx.ModelProto()
+    out.CopyFrom(inferred)
+    outputs = {v.name for v in out.graph.output}
+    stale = [v for v in out.graph.value_info if v.name in found and v.name not in known]
+    for v in stale:
+        out.graph.value_info.remove(v)
+    out.graph.value_info.extend(found[t] for t in sorted(produced - known - outputs) if t in found)
+    for v in out.graph.output:
+        if v.name in found and v.name not in known:
+            v.type.CopyFrom(found[v.name].type)
+    return out if _unknown_outputs(out) < _unknown_outputs(inferred) else inferred
+
+
+def _static_infos(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
+    return [
+        v
+        for v in list(model.graph.value_info) + list(model.graph.output)
+        if v.type.tensor_type.HasField("shape")
+        and all(d.HasField("dim_value") and d.dim_value >= 0 for d in v.type.tensor_type.shape.dim)
+    ]
 
 
 def _unknown_outputs(model: onnx.ModelProto) -> int:

@@ -338,8 +338,8 @@ def profile_node(g: ModelGraph, i: int) -> NodeProfile | str:
     activation = in_bytes + sum(t.nbytes or 0 for t in outs) - weight_bytes - constants
     if n.output and _integer_constant(g, n.output[0]):
         activation = 0
-    if engine == Engine.NONE:
-        return NodeProfile(i, engine, 0.0, 0, 0, 0, 0, op_type=n.op_type)
+    if engine == Engine.NONE or not outs:  # not outs: nothing reads it (a dead Conv the quantiser left)
+        return NodeProfile(i, Engine.NONE, 0.0, 0, 0, 0, 0, op_type=n.op_type)
     flops = _flops(n, ins, outs)
     if flops is None:
         return f"FLOPs of {n.op_type} unknown"

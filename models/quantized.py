@@ -67,6 +67,9 @@ REAL_IMAGE_RANGES: dict[str, tuple[float, float]] = {
     "nudenet_320n": (0.0, 1.0),  # nudenet: cv2.dnn.blobFromImage(scale 1/255)
     "captcha_crnn": (0.0, 255.0),  # captcha-whisperer: raw BGR pixels, no mean subtraction
     "ddddocr_ocr": (0.0, 1.0),  # ddddocr 1.6: grey pixels / 255
+    "fall_yolov8": (0.0, 1.0),  # ultralytics: RGB / 255
+    "open_nsfw": (-123.0, 152.0),  # opennsfw2: BGR minus the VGG means (104, 117, 123), NHWC
+    "vietcombank_captcha": (0.0, 1.0),  # vietcombank-captcha: RGB / 255, NHWC
 }
 # Builders whose float inputs are images, and their range.
 BUILDER_IMAGE_RANGES: dict[str, tuple[float, float]] = {"convnet_heads": (0.0, 1.0), "inception": (0.0, 1.0)}
@@ -141,6 +144,9 @@ SKIPPED = {
         f"{d}_prefill": _TORCH_PREFILL_MASK
         for d in ("gpt2_torchscript", "gpt2_dynamo", "llama_torchscript", "llama_dynamo")
     },
+    "basic_pitch": "onnxruntime's quantiser names Conv 'conv1d_25;...conv1d_25''s quantized bias after the Conv's "
+    "own output ('...conv1d_252', tf2onnx's name): the Neg that read the Conv reads the [36] bias instead and ORT "
+    "refuses the model (Concat of ranks 4 and 1; `check_loads`)",
     "silero_vad": "with its input dims fixed (as QNN needs) ONNX Runtime refuses the model: the 8 kHz branch of "
     "its If gets the 16 kHz frame and its LSTM input is inferred with rank 4 (quant_pre_process fails)",
 }
@@ -230,7 +236,20 @@ def generate(name: str, folder: Path, cache_dir: str | os.PathLike[str] | None =
     except Exception as exc:  # noqa: BLE001 - the quantiser's own errors, with its message
         first = (str(exc).strip().splitlines() or [""])[0]
         raise QuantizeError(f"{name}: quantising {q.base} failed: {type(exc).__name__}: {first}") from None
+    check_loads(name, folder / "model.onnx")
     return folder / "model.onnx"
+
+
+def check_loads(name: str, path: Path) -> None:
+    """The quantiser's model must load in ONNX Runtime: on basic_pitch it renamed a Conv's bias
+    onto another tensor's name and wrote a model ORT refuses (a Concat of ranks 4 and 1)."""
+    import onnxruntime as ort
+
+    try:
+        ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    except Exception as exc:  # noqa: BLE001 - ORT's refusal, with its message
+        first = (str(exc).strip().splitlines() or [""])[0]
+        raise QuantizeError(f"{name}: the quantiser wrote a model ONNX Runtime refuses: {first}") from None
 
 
 def prepared_path(name: str, cache_dir: str | os.PathLike[str] | None = None) -> Path | None:
@@ -354,13 +373,22 @@ def sample_feeds(name: str, model: onnx.ModelProto, seed: int) -> dict[str, np.n
     feeds = {}
     for arg, shape, dtype in input_specs(model):
         if images and len(shape) == 4 and np.issubdtype(dtype, np.floating):
-            feeds[arg] = smooth_images(shape, *images, rng)
+            feeds[arg] = _images(shape, images, rng)
         elif np.issubdtype(dtype, np.floating):
             feeds[arg] = rng.standard_normal(shape).astype(dtype)
         else:
             low, high = int_ranges.get(arg, (0, 2))
             feeds[arg] = rng.integers(low, high, shape).astype(dtype)
     return feeds
+
+
+def _images(shape: list[int], bounds: tuple[float, float], rng: np.random.Generator) -> np.ndarray:
+    """smooth_images in the input's layout: NHWC where the last axis holds 1 or 3 channels and the
+    second does not (a Keras port: open_nsfw's [batch, 224, 224, 3])."""
+    if shape[3] in (1, 3) and shape[1] not in (1, 3):
+        n, h, w, c = shape
+        return np.ascontiguousarray(smooth_images([n, c, h, w], *bounds, rng).transpose(0, 2, 3, 1))
+    return smooth_images(shape, *bounds, rng)
 
 
 def decoder_feeds(q: QuantizedModel, seed: int) -> dict[str, np.ndarray]:

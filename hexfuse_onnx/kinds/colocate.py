@@ -583,6 +583,14 @@ class Modelled:
     too_large_share: float = 0.0  # of the streams' op time, each op timed alone
     largest_bytes: int = 0
     onchip_bytes: float = 0.0
+    # every stream alone as it runs with no pair: each run of nodes the kernel runs one task. `serial`
+    # cuts each stream at its pairs' boundaries (a cut run's intermediates leave the chip), so it
+    # moves with the pairs chosen; this does not
+    uncut: float = 0.0
+
+    @property
+    def uncut_gain(self) -> float:
+        return 1.0 - self.fused / self.uncut if self.uncut > 0 else 0.0
 
     @property
     def gain(self) -> float:
@@ -600,6 +608,12 @@ class Modelled:
             f"{self.coverage:.0%} of that serial time lies inside pairs"
         )
         out = [head]
+        if self.uncut > 0 and abs(self.uncut - self.serial) > 1e-3 * self.serial:
+            out.append(
+                f"  against the streams uncut (each run of kernel ops one task, as with no pair) "
+                f"{self.uncut * 1e6:.0f} us: co-located {abs(self.uncut_gain):.1%} "
+                f"{'less' if self.uncut_gain >= 0 else 'more'} (the pairs cut the streams into more tasks)"
+            )
         for k, (stream, alone) in enumerate(self.stream_alone.items()):
             together = self.stream_colocated[stream]
             slower = together / alone - 1.0 if alone > 0 else 0.0
@@ -634,6 +648,8 @@ class Modelled:
             "fused_us": self.fused * 1e6,
             "gain": self.gain,
             "coverage": self.coverage,
+            "uncut_serial_us": self.uncut * 1e6,
+            "uncut_gain": self.uncut_gain,
             "stream_alone_us": {k: v * 1e6 for k, v in self.stream_alone.items()},
             "stream_colocated_us": {k: v * 1e6 for k, v in self.stream_colocated.items()},
             "unpairable_us": {op: {"nodes": n, "us": t * 1e6} for op, (n, t) in self.unpairable.items()},
@@ -678,6 +694,7 @@ def modelled(
     stream_of = {i: plan.streams[k] for k, side in enumerate(sides) for i in side}
     in_pair = {i for p in pairs for i in p.candidate.nodes}
     alone = {s: outside_time(g, profile, side, in_pair, target) for s, side in zip(plan.streams, sides)}
+    uncut = sum(outside_time(g, profile, side, set(), target) for side in sides)
     colocated = dict(alone)
     fused = inside = 0.0
     for p in pairs:
@@ -712,6 +729,7 @@ def modelled(
         large_share,
         largest,
         target.onchip_bytes.value,
+        uncut,
     )
 
 

@@ -126,6 +126,40 @@ def reflect_pad(cx: Lowerer, n: onnx.NodeProto, t: Task, pads: list[int]) -> Non
         src = cx.emit(n, t, Opcode.CONCAT, parts, {Param.AXIS: a}, out=out)
 
 
+def constant_pad(cx: Lowerer, n: onnx.NodeProto, t: Task, pads: list[int], value: float) -> None:
+    """ONNX Pad mode='constant' that no Conv takes into its own pads (torch's F.pad of an NHWC
+    tensor, read by a Cast; tf2onnx's before a Conv1D, read by a Reshape), axis by axis:
+    CONCAT(slab, x, slab) with slabs of `value` as program constants. Their dims are the input's,
+    so a tensor with an axis whose length follows a symbolic input dim is refused."""
+    rank = len(pads) // 2
+    if min(pads) < 0:
+        raise LoweringError(n.op_type, n.name, f"pads {pads}: a negative pad (a crop) is not supported")
+    if cx.varying.get(n.input[0]):
+        raise LoweringError(
+            n.op_type,
+            n.name,
+            "a constant Pad not folded into a Conv is a CONCAT with constants of the input's dims, which "
+            "follow a symbolic input dim here (--freeze-shapes fixes them)",
+        )
+    src = cx.read(n.input[0], n, t)
+    axes = [a for a in range(rank) if pads[a] or pads[rank + a]]
+    for a in axes:
+        dims = traced_dims(cx.prog, src)
+        begin, end = pads[a], pads[rank + a]
+        slabs = [_slab(cx, t, dims, a, length, value) if length else None for length in (begin, end)]
+        parts = [p for p in (slabs[0], src, slabs[1]) if p is not None]
+        dims[a] = dims[a] + begin + end
+        out = None if a == axes[-1] else cx.scratch(dims, t)
+        src = cx.emit(n, t, Opcode.CONCAT, parts, {Param.AXIS: a}, out=out)
+
+
+def _slab(cx: Lowerer, t: Task, dims: list[int], axis: int, length: int, value: float) -> int:
+    """A program constant of `value` shaped as `dims` but `length` long along `axis`."""
+    shape = [int(d) for d in dims]
+    shape[axis] = length
+    return cx.shared_constant(np.full(shape, value, np.float32), t, Dtype.F32)
+
+
 def _mirror(cx: Lowerer, n: onnx.NodeProto, t: Task, src: int, axis: int, length: int, first: int, stop: int) -> int:
     """x[first:stop:-1] along `axis` (`length` elements), every other axis whole."""
     dims = traced_dims(cx.prog, src)

@@ -8,7 +8,7 @@ import onnx
 
 from ..profile import Engine as EngineClass
 from .abi import ConvParam, GemmParam, Opcode, Param, Task
-from .layout import reflect_pad, same_tensor
+from .layout import constant_pad, reflect_pad, same_tensor
 from .lowerer import Lowerer, attr, f32_bits, str_attr
 from .registry import LoweringError, lowers
 from .spatial import as_2d, emit_1d, lift_1d, pads_2d
@@ -127,33 +127,35 @@ def conv_transpose(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
 
 @lowers("Pad")
 def pad(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
-    """Emits nothing: a zero constant Pad of the spatial axes whose only reader is a Conv (as its
-    X) is folded into that Conv's pads. A reflect Pad (an STFT front end's) is mirrored SLICEs
-    concatenated around the input (layout.reflect_pad). A Pad of all-zero pads (tf2onnx writes
-    one before a 'valid' Conv1D) is its input. Any other Pad is refused."""
-    if not any(_pad_amounts(cx, n, len(cx.shape(n.input[0], n)))[0]):
-        same_tensor(cx, n, t)
-        return
-    if str_attr(n, "mode", "constant") == "reflect":
-        reflect_pad(cx, n, t, _pad_amounts(cx, n, len(cx.shape(n.input[0], n)))[0])
-        return
-    y = n.output[0]
-    readers = [b for b in cx.fn.node if y in b.input]
-    if y in cx.fn.output or len(readers) != 1 or readers[0].op_type != "Conv" or list(readers[0].input).index(y) != 0:
-        raise LoweringError(
-            n.op_type, n.name, "only mode='reflect', or a Pad whose one reader is a Conv's X (folded into it)"
-        )
-    if str_attr(n, "mode", "constant") != "constant":
-        raise LoweringError(n.op_type, n.name, "only mode='constant' (folded into a Conv) or 'reflect' is supported")
+    """Emits nothing where it can: a zero constant Pad of the spatial axes whose only reader is a
+    Conv (as its X) is folded into that Conv's pads, and a Pad of all-zero pads (tf2onnx writes one
+    before a 'valid' Conv1D) is its input. A reflect Pad (an STFT front end's) is mirrored SLICEs
+    concatenated around the input (layout.reflect_pad); any other constant Pad is the input
+    concatenated with constant slabs (layout.constant_pad). Edge and wrap modes are refused."""
     rank = len(cx.shape(n.input[0], n))
     pads, value = _pad_amounts(cx, n, rank)
-    if value != 0.0:
-        raise LoweringError(n.op_type, n.name, f"only padding with 0 is supported (value {value})")
-    if any(pads[a] or pads[rank + a] for a in (0, 1)) or min(pads) < 0:
-        raise LoweringError(
-            n.op_type, n.name, f"pads {pads}: only non-negative pads of the spatial axes fold into a Conv"
-        )
-    cx.folded[y] = (n.input[0], pads[2:rank] + pads[rank + 2 :])
+    if not any(pads):
+        same_tensor(cx, n, t)
+        return
+    mode = str_attr(n, "mode", "constant")
+    if mode == "reflect":
+        reflect_pad(cx, n, t, pads)
+        return
+    if mode != "constant":
+        raise LoweringError(n.op_type, n.name, f"mode='{mode}': only 'constant' and 'reflect' are supported")
+    if _folds_into_conv(cx, n, pads, value):
+        cx.folded[n.output[0]] = (n.input[0], pads[2:rank] + pads[rank + 2 :])
+        return
+    constant_pad(cx, n, t, pads, value)
+
+
+def _folds_into_conv(cx: Lowerer, n: onnx.NodeProto, pads: list[int], value: float) -> bool:
+    """A zero Pad of the spatial axes only (non-negative) whose one reader is a Conv, as its X."""
+    y, rank = n.output[0], len(pads) // 2
+    readers = [b for b in cx.fn.node if y in b.input]
+    if y in cx.fn.output or len(readers) != 1 or readers[0].op_type != "Conv" or list(readers[0].input).index(y) != 0:
+        return False
+    return value == 0.0 and not any(pads[a] or pads[rank + a] for a in (0, 1)) and min(pads) >= 0
 
 
 def _pad_amounts(cx: Lowerer, n: onnx.NodeProto, rank: int) -> tuple[list[int], float]:
