@@ -323,3 +323,38 @@ def test_qdq_blocks_are_found_through_quantize_and_dequantize(tmp_path: Path) ->
     names = [{g.nodes[i].name for i in b.nodes} for b in blocks]
     assert {"q", "k", "v", "scores", "probs", "context", "attn_out", "attn_out_Q"} <= names[0]
     assert {"up", "act", "down", "down_Q"} <= names[1] and "h" not in names[1]
+
+
+def _speech_blocks(path: Path, shapes: dict[str, list[int]] | None = None) -> Counter:
+    g = graph.load(path, shapes)
+    return Counter((b.kind, b.positions) for b in layer_blocks(g, dag_facts(g)))
+
+
+def test_whisper_self_attention_behind_its_nan_guard() -> None:
+    """optimum's Whisper decoder zeroes masked rows after the Softmax, Where(IsNaN(p), 0, p): the
+    self-attention blocks were missed (2 of 4 attention blocks found, the cross-attention ones)."""
+    from models.exported import SPEECH, speech_shapes
+
+    for name, positions in (("whisper_decoder", 4), ("whisper_decoder_with_past", 1)):
+        blocks = _speech_blocks(SPEECH[name].path, speech_shapes(name))
+        assert blocks == {("attention", positions): 4, ("mlp", positions): 2}, name
+
+
+def test_qdq_attention_reaches_its_output_projection_through_q_dq(tmp_path: Path) -> None:
+    """In a QDQ Whisper the context reaches o_proj's Gemm through Transpose, Reshape and Reshape, each
+    with a Q/DQ pair after it: 9 nodes, past the 8 the search took, so no attention was found (and
+    prefill_decode had no attention pairs)."""
+    for name, positions, attention in (
+        ("whisper_encoder_qdq_u8u8", 64, 2),
+        ("whisper_decoder_with_past_qdq_u8u8", 1, 4),
+    ):
+        blocks = _speech_blocks(_made(name, tmp_path))
+        assert blocks == {("attention", positions): attention, ("mlp", positions): 2}, name
+
+
+def _made(name: str, folder: Path) -> Path:
+    from models import quantized
+
+    out = folder / name
+    out.mkdir()
+    return quantized.generate(name, out)
