@@ -594,10 +594,10 @@ class Modelled:
 
     def lines(self, priority: int | None = None) -> list[str]:
         if self.serial <= 0:  # every stream's work lies in If/Loop/Scan bodies, which streams never pair across
-            ops = ", ".join(f"{op} {n}x" for op, (n, _) in sorted(self.unpairable.items()))
+            holders = ", ".join(f"{op} {n}x" for op, (n, _) in sorted(self.unpairable.items()))
             return [
                 f"modelled on {self.target}: nothing to model: the streams' work lies inside control flow "
-                f"({ops or 'no node'}), and colocate pairs only the nodes of the main graphs"
+                f"({holders or 'no node'}), and colocate pairs only the nodes of the main graphs"
             ]
         head = (
             f"modelled on {self.target} (cost model, not measured): streams one after another "
