@@ -402,3 +402,11 @@ def test_encoder_beside_a_decode_step_pairs_layers_without_a_cycle(tmp_path: Pat
     doc = json.loads(report.read_text())
     assert len(doc["pairs"]) == 3
     assert [r["reason"] for r in doc["rejected"]] == [CYCLE]
+
+
+@pytest.mark.parametrize("name", ["gpt2_dynamo_decode_qdq_u8u8", "llama_torchscript_decode_qdq_u8u8"])
+def test_qdq_torch_decoders_scores_are_reached_through_q_dq(name: str, tmp_path: Path) -> None:
+    """The torch exports' QDQ scores go MatMul, Mul (scale), Add (mask), Softmax, each with a Q/DQ
+    pair after it: 9 nodes up from the Softmax, past the 6 the search took, so their attention was
+    never found (only the MLPs)."""
+    assert _speech_blocks(_made(name, tmp_path)) == {("attention", 1): 2, ("mlp", 1): 2}

@@ -179,8 +179,8 @@ def _path_to_scores(g: ModelGraph, facts: DagFacts, i: int, depth: int) -> list[
         n = g.nodes[p]
         if n.op_type == "MatMul" and not is_projection(g, p) and n.input[0] not in g.initializers:
             return [i, p]
-        if n.op_type in SCORE_OPS and depth > 0:
-            rest = _path_to_scores(g, facts, p, depth - 1)
+        if n.op_type in SCORE_OPS and depth > 0:  # a Q/DQ pair after each score op is not counted
+            rest = _path_to_scores(g, facts, p, depth - (n.op_type not in QDQ_OPS))
             if rest is not None:
                 return [i, *rest]
     return None
