@@ -761,6 +761,8 @@ def _run_symbolic_inference(model: onnx.ModelProto, complete_only: bool = False)
     # The steps of SymbolicShapeInference.infer_shapes, whose public entry saves
     # "sym_shape_infer_temp.onnx" into the working directory when inference is incomplete: the
     # pass never writes beside the user's files, and changing directory would not be thread safe.
+    hollow = _hollow_initializers(model)
+    model = _with_inputs_for(model, hollow)
     try:
         sym = SymbolicShapeInference(2**31 - 1, True, False, 0)  # int_max, auto_merge, guess_output_rank, verbose
         for op in UNARY_CONTRIB_OPS:  # elementwise ops it has no rule for: the output is shaped as the input
@@ -775,7 +777,41 @@ def _run_symbolic_inference(model: onnx.ModelProto, complete_only: bool = False)
         sym._update_output_from_vi()
     except Exception:  # noqa: BLE001 - it refuses some models outright (or its internals moved)
         return None
-    return sym.out_mp_ if complete or not complete_only else None
+    if not complete and complete_only:
+        return None
+    out = sym.out_mp_
+    names = {t.name for t in hollow}
+    kept = [v for v in out.graph.input if v.name not in names]
+    out.graph.ClearField("input")
+    out.graph.input.extend(kept)
+    return out
+
+
+def _hollow_initializers(model: onnx.ModelProto) -> list[onnx.TensorProto]:
+    """Initializers whose values are not in the model (a light copy's stripped weights, external data)."""
+    fields = ("raw_data", "float_data", "int32_data", "int64_data", "double_data", "uint64_data", "string_data")
+    return [
+        t
+        for t in model.graph.initializer
+        if math.prod(t.dims) > 0
+        and (t.data_location == onnx.TensorProto.EXTERNAL or not any(getattr(t, f) for f in fields))
+    ]
+
+
+def _with_inputs_for(model: onnx.ModelProto, hollow: list[onnx.TensorProto]) -> onnx.ModelProto:
+    """`model` with the `hollow` initializers as inputs of their type and shape: ORT's symbolic
+    inference reads every initializer of an elementwise op to fold it, and fails on one without
+    values (whisper's encoder: its 64x64 positions, stripped from the light copy, added to the conv
+    output), leaving the whole model unknown."""
+    if not hollow:
+        return model
+    names = {t.name for t in hollow}
+    copy = _shallow_copy_without_weights(model)
+    kept = [t for t in copy.graph.initializer if t.name not in names]
+    copy.graph.ClearField("initializer")
+    copy.graph.initializer.extend(kept)
+    copy.graph.input.extend(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)) for t in hollow)
+    return copy
 
 
 def _gqa_rule_with_present_length(sym: Any) -> Callable[[onnx.NodeProto], None]:

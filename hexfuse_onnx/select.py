@@ -84,9 +84,45 @@ def select(
         if taken & pair.candidate.nodes:
             rejected.append(Rejection(pair.candidate, "overlaps a better pair"))
             continue
+        if chosen and not acyclic_with(g, [p.candidate.nodes for p in chosen] + [pair.candidate.nodes]):
+            rejected.append(Rejection(pair.candidate, CYCLE))
+            continue
         taken |= pair.candidate.nodes
         chosen.append(pair)
     return chosen, rejected
+
+
+CYCLE = "waits on a better pair that waits on it (fused together they would form a cycle)"
+
+
+def acyclic_with(g: ModelGraph, groups: list[frozenset[int]] | list[set[int]]) -> bool:
+    """Whether the main graph stays acyclic with each group of nodes made one node (a FusedHexPair).
+    Two pairs can each hold a node the other's nodes wait on: prefill_decode pairs layer i of a
+    Whisper encoder with the i-th attention of a decoder step, which has two per layer, so layer 1's
+    attention paired with layer 0's cross-attention while both layers 0's MLPs paired."""
+    n = len(g.nodes)
+    rep = list(range(n))
+    for k, nodes in enumerate(groups):
+        for i in nodes:
+            rep[i] = n + k
+    succs: dict[int, set[int]] = {}
+    indegree = dict.fromkeys(set(rep), 0)
+    for i in range(n):
+        for p in g.pred_ids[i]:
+            a, b = rep[p], rep[i]
+            if a != b and b not in succs.setdefault(a, set()):
+                succs[a].add(b)
+                indegree[b] += 1
+    ready = [v for v, d in indegree.items() if d == 0]
+    seen = 0
+    while ready:
+        v = ready.pop()
+        seen += 1
+        for w in succs.get(v, ()):
+            indegree[w] -= 1
+            if indegree[w] == 0:
+                ready.append(w)
+    return seen == len(indegree)
 
 
 def below_the_bar(pair: Pair, min_gain: float) -> str:

@@ -226,8 +226,121 @@ ZOO_REQUEST = {"seq": 8, "past": 16}  # the shapes the zoo gives for the symboli
 
 
 def zoo_entries(make: type) -> list:
-    """The committed decoders as hexfuse_onnx.tools.zoo.ZooModel rows (`make` is that class)."""
-    return [
+    """The committed exports as hexfuse_onnx.tools.zoo.ZooModel rows (`make` is that class)."""
+    decoders = [
         make(m.name, m.exporter, "decoder", m.what, m.path, input_shapes(decoder_spec(m.path), **ZOO_REQUEST))
         for m in MODELS.values()
     ]
+    return decoders + [
+        make(m.name, SPEECH_EXPORTER, "speech", m.what, m.path, speech_shapes(m.name)) for m in SPEECH.values()
+    ]
+
+
+# ---- speech models (models/export_speech.py: optimum's export of tiny Whisper and wav2vec2) ----------
+
+SPEECH_EXPORTER = "optimum.exporters.onnx"
+MELS, FRAMES, ENCODED, HIDDEN = 80, 128, 64, 64  # Whisper: log-mel bins x frames in, positions x hidden out
+SPEECH_HEADS, SPEECH_HEAD_DIM, SPEECH_LAYERS, SPEECH_VOCAB = 4, 16, 2, 512
+SAMPLES = 16000  # wav2vec2: one second of 16 kHz audio
+# A Whisper request: the first decoder step reads PROMPT tokens; a step with past reads 1 after DECODED.
+SPEECH_REQUEST = {"prompt": 4, "decoded": 15}
+
+
+@dataclass(frozen=True)
+class SpeechModel:
+    name: str
+    role: str  # "encoder", "first" (decoder, no past), "with_past", "merged" (If on use_cache_branch), "ctc"
+    what: str
+
+    @property
+    def path(self) -> Path:
+        return FOLDER / f"{self.name}.onnx"
+
+
+_WHISPER = "Whisper-style (2+2 layers, hidden 64, 4 heads)"
+SPEECH: dict[str, SpeechModel] = {
+    m.name: m
+    for m in [
+        SpeechModel("whisper_encoder", "encoder", _WHISPER + " encoder: 80 log-mel bins x 128 frames"),
+        SpeechModel("whisper_decoder", "first", _WHISPER + " decoder, first step: cross-attention K/V made"),
+        SpeechModel(
+            "whisper_decoder_with_past", "with_past", _WHISPER + " decoder step: self-attention past + cross K/V past"
+        ),
+        SpeechModel("whisper_decoder_merged", "merged", _WHISPER + " decoder, both steps under an If (optimum merged)"),
+        SpeechModel("wav2vec2_ctc", "ctc", "wav2vec2-style CTC encoder: 3 convs + 2 layers, 32 labels"),
+    ]
+}
+
+
+def _kv(layer: int, part: str, prefix: str = "past_key_values") -> list[str]:
+    return [f"{prefix}.{layer}.{part}.{kv}" for kv in ("key", "value")]
+
+
+def speech_shapes(name: str) -> dict[str, list[int]]:
+    """Every input's shape in the request `speech_feeds` makes (batch 1)."""
+    role = SPEECH[name].role
+    if role == "encoder":
+        return {"input_features": [1, MELS, FRAMES]}
+    if role == "ctc":
+        return {"input_values": [1, SAMPLES]}
+    if role == "first":
+        return {"input_ids": [1, SPEECH_REQUEST["prompt"]], "encoder_hidden_states": [1, ENCODED, HIDDEN]}
+    shapes = {"input_ids": [1, 1]}
+    for i in range(SPEECH_LAYERS):
+        for part, length in (("decoder", SPEECH_REQUEST["decoded"]), ("encoder", ENCODED)):
+            shapes |= {n: [1, SPEECH_HEADS, length, SPEECH_HEAD_DIM] for n in _kv(i, part)}
+    if role == "merged":
+        shapes |= {"encoder_hidden_states": [1, ENCODED, HIDDEN], "use_cache_branch": [1]}
+    return shapes
+
+
+def log_mels(rng: np.random.Generator) -> np.ndarray:
+    """[1, MELS, FRAMES] features as Whisper's feature extractor makes them (log10 mel energies clamped
+    to 8 below their peak, then (x + 4) / 4): three harmonic tones gliding over time on a noise floor."""
+    t = np.linspace(0.0, 1.0, FRAMES)[None, :]
+    bins = np.arange(MELS)[:, None]
+    log = rng.uniform(-6.0, -4.5, (MELS, FRAMES))  # log10 energy of a quiet noise floor
+    for _ in range(3):
+        f0, glide = rng.uniform(5, 25), rng.uniform(-8, 8)
+        for harmonic in (1, 2, 3):
+            log += 6.0 / harmonic * np.exp(-(((bins - harmonic * (f0 + glide * t)) / 1.5) ** 2))
+    return ((np.maximum(log, log.max() - 8.0) + 4.0) / 4.0).astype(np.float32)[None]
+
+
+def speech_audio(rng: np.random.Generator) -> np.ndarray:
+    """[1, SAMPLES] audio as wav2vec2's feature extractor gives it: tones and noise, zero mean, unit variance."""
+    t = np.arange(SAMPLES) / 16000.0
+    wave = sum(rng.uniform(0.2, 1.0) * np.sin(2 * np.pi * rng.uniform(100, 2000) * t) for _ in range(4))
+    wave = wave + 0.1 * rng.standard_normal(SAMPLES)
+    return ((wave - wave.mean()) / wave.std()).astype(np.float32)[None]
+
+
+def _run(path: Path, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    from hexfuse_onnx.verify import session
+
+    sess = session(path)
+    return dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
+
+
+def speech_feeds(name: str, seed: int) -> dict[str, np.ndarray]:
+    """A real request of model `name` (batch 1, `speech_shapes`): seeded features or audio; for a
+    decoder, the encoder's output on them and, as past, what the first decoder step wrote for
+    `decoded` seeded tokens (the with-past and merged decoders then read one more token)."""
+    rng = np.random.default_rng(seed)
+    role = SPEECH[name].role
+    if role == "ctc":
+        return {"input_values": speech_audio(rng)}
+    mels = log_mels(rng)
+    if role == "encoder":
+        return {"input_features": mels}
+    encoded = _run(SPEECH["whisper_encoder"].path, {"input_features": mels})["last_hidden_state"]
+    tokens = rng.integers(3, SPEECH_VOCAB, (1, SPEECH_REQUEST["decoded"] + 1), dtype=np.int64)
+    tokens[0, 0] = 1  # decoder_start_token_id
+    if role == "first":
+        return {"input_ids": tokens[:, : SPEECH_REQUEST["prompt"]], "encoder_hidden_states": encoded}
+    first = _run(SPEECH["whisper_decoder"].path, {"input_ids": tokens[:, :-1], "encoder_hidden_states": encoded})
+    feeds = {"input_ids": tokens[:, -1:]}
+    feeds |= {k.replace("present.", "past_key_values.", 1): v for k, v in first.items() if k.startswith("present.")}
+    if role == "merged":
+        feeds |= {"encoder_hidden_states": encoded, "use_cache_branch": np.array([True])}
+    return feeds

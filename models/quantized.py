@@ -97,6 +97,8 @@ class QuantizedModel:
 
     @property
     def shapes(self) -> dict[str, list[int]] | None:
+        if self.base in exported.SPEECH:
+            return exported.speech_shapes(self.base)
         if self.request:
             seq, past = self.request
             return exported.input_shapes(exported.decoder_spec(exported.MODELS[self.base].path), seq, past)
@@ -147,6 +149,11 @@ SKIPPED = {
     "basic_pitch": "onnxruntime's quantiser names Conv 'conv1d_25;...conv1d_25''s quantized bias after the Conv's "
     "own output ('...conv1d_252', tf2onnx's name): the Neg that read the Conv reads the [36] bias instead and ORT "
     "refuses the model (Concat of ranks 4 and 1; `check_loads`)",
+    "whisper_decoder": "optimum's causal mask is Where(mask, -inf) added to the scores: MinMax calibrates that Add "
+    "(and the Where) to an infinite scale with a NaN zero point, so every masked score is lost (the torch prefills' "
+    "finfo.min mask, worse)",
+    "whisper_decoder_merged": "onnxruntime's quantiser does not enter If branches: it writes Q/DQ on the If's 9 "
+    "outputs and leaves both decoders float (a QNN deployment compiles decoder and decoder_with_past instead)",
     "silero_vad": "with its input dims fixed (as QNN needs) ONNX Runtime refuses the model: the 8 kHz branch of "
     "its If gets the 16 kHz frame and its LSTM input is inferred with rank 4 (quant_pre_process fails)",
 }
@@ -175,6 +182,12 @@ MODELS: dict[str, QuantizedModel] = {
         for tag in CONFIGS
     },
     **_decoder_models(),
+    **{
+        f"{base}_qdq_{tag}": QuantizedModel(f"{base}_qdq_{tag}", base, tag)
+        for base in exported.SPEECH
+        if base not in SKIPPED
+        for tag in CONFIGS
+    },
 }
 
 
@@ -283,6 +296,8 @@ def float_model(name: str, cache_dir: str | os.PathLike[str] | None = None) -> o
     q = get(name)
     if q.phase:
         return fix_input_shapes(onnx.load(exported.MODELS[q.base].path), q.shapes or {})
+    if q.base in exported.SPEECH:
+        return fix_input_shapes(onnx.load(exported.SPEECH[q.base].path), q.shapes or {})
     if not q.is_real:
         return build_builder(q.base, seed=0)
     path = real.cached_path(q.base, cache_dir)
@@ -367,6 +382,8 @@ def sample_feeds(name: str, model: onnx.ModelProto, seed: int) -> dict[str, np.n
     q = get(name)
     if q.phase:
         return decoder_feeds(q, seed)
+    if q.base in exported.SPEECH:
+        return exported.speech_feeds(q.base, seed)
     rng = np.random.default_rng(seed)
     images = image_range(name)
     int_ranges = real.MODELS[q.base].int_ranges if q.is_real else {}

@@ -4,17 +4,20 @@ prefill_decode candidates layer by layer."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import onnx
 import pytest
+from cli_support import run_cli
 
 from hexfuse_onnx import graph, pipeline, runtime
 from hexfuse_onnx.kinds.blocks import Block, layer_blocks
 from hexfuse_onnx.kinds.dag import DagFacts, dag_facts
 from hexfuse_onnx.runtime import HOST_NAME, LIB_DIR
+from hexfuse_onnx.select import CYCLE, acyclic_with
 from hexfuse_onnx.verify import session
 from models.exported import (
     MODELS,
@@ -323,3 +326,87 @@ def test_qdq_blocks_are_found_through_quantize_and_dequantize(tmp_path: Path) ->
     names = [{g.nodes[i].name for i in b.nodes} for b in blocks]
     assert {"q", "k", "v", "scores", "probs", "context", "attn_out", "attn_out_Q"} <= names[0]
     assert {"up", "act", "down", "down_Q"} <= names[1] and "h" not in names[1]
+
+
+def _speech_blocks(path: Path, shapes: dict[str, list[int]] | None = None) -> Counter:
+    g = graph.load(path, shapes)
+    return Counter((b.kind, b.positions) for b in layer_blocks(g, dag_facts(g)))
+
+
+def test_whisper_self_attention_behind_its_nan_guard() -> None:
+    """optimum's Whisper decoder zeroes masked rows after the Softmax, Where(IsNaN(p), 0, p): the
+    self-attention blocks were missed (2 of 4 attention blocks found, the cross-attention ones)."""
+    from models.exported import SPEECH, speech_shapes
+
+    for name, positions in (("whisper_decoder", 4), ("whisper_decoder_with_past", 1)):
+        blocks = _speech_blocks(SPEECH[name].path, speech_shapes(name))
+        assert blocks == {("attention", positions): 4, ("mlp", positions): 2}, name
+
+
+def test_qdq_attention_reaches_its_output_projection_through_q_dq(tmp_path: Path) -> None:
+    """In a QDQ Whisper the context reaches o_proj's Gemm through Transpose, Reshape and Reshape, each
+    with a Q/DQ pair after it: 9 nodes, past the 8 the search took, so no attention was found (and
+    prefill_decode had no attention pairs)."""
+    for name, positions, attention in (
+        ("whisper_encoder_qdq_u8u8", 64, 2),
+        ("whisper_decoder_with_past_qdq_u8u8", 1, 4),
+    ):
+        blocks = _speech_blocks(_made(name, tmp_path))
+        assert blocks == {("attention", positions): attention, ("mlp", positions): 2}, name
+
+
+def _made(name: str, folder: Path) -> Path:
+    from models import quantized
+
+    out = folder / name
+    out.mkdir()
+    return quantized.generate(name, out)
+
+
+def _chains() -> graph.ModelGraph:
+    """Two independent chains x -> a1 -> a2 and y -> b1 -> b2."""
+    h = onnx.helper
+    nodes = [
+        h.make_node("Relu", ["x"], ["a1"], name="a1"),
+        h.make_node("Relu", ["a1"], ["a2"], name="a2"),
+        h.make_node("Relu", ["y"], ["b1"], name="b1"),
+        h.make_node("Relu", ["b1"], ["b2"], name="b2"),
+    ]
+    vi = [h.make_tensor_value_info(n, onnx.TensorProto.FLOAT, [4]) for n in ("x", "y", "a2", "b2")]
+    model = h.make_model(h.make_graph(nodes, "chains", vi[:2], vi[2:]), opset_imports=[h.make_opsetid("", 18)])
+    return graph.index_model(model)
+
+
+def test_pairs_that_wait_on_each_other_are_not_chosen_together() -> None:
+    g = _chains()
+    ids = {n.name: i for i, n in enumerate(g.nodes)}
+    a1, a2, b1, b2 = (ids[k] for k in ("a1", "a2", "b1", "b2"))
+    assert acyclic_with(g, [{a1, b1}, {a2, b2}])
+    assert not acyclic_with(g, [{a1, b2}, {a2, b1}])  # a2 waits on (a1, b2), which waits on b1 in (a2, b1)
+
+
+def test_encoder_beside_a_decode_step_pairs_layers_without_a_cycle(tmp_path: Path) -> None:
+    """prefill_decode over a Whisper encoder and a decoder step: the i-th attention of the decoder
+    (two per layer) met the encoder's layer i, and at 0 us two pairs waited on each other: the
+    rewrite failed ("the rewritten graph is not a DAG", nothing written)."""
+    from models.exported import speech_feeds
+
+    enc, dec = _made("whisper_encoder_qdq_u8u8", tmp_path), _made("whisper_decoder_with_past_qdq_u8u8", tmp_path)
+    feeds = {f"enc/{k}": v for k, v in speech_feeds("whisper_encoder", 0).items()}
+    feeds |= {f"dec/{k}": v for k, v in speech_feeds("whisper_decoder_with_past", 1).items()}
+    np.savez(tmp_path / "r.npz", **feeds)
+    out, report = tmp_path / "x.onnx", tmp_path / "x.json"
+    args = ["colocate", enc, dec, "--names", "enc,dec", "--kinds", "prefill_decode", "--inputs", tmp_path / "r.npz"]
+    proc = run_cli(*args, "-o", out, "--json", report, "-q")  # at 0 us (conftest)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(report.read_text())
+    assert len(doc["pairs"]) == 3
+    assert [r["reason"] for r in doc["rejected"]] == [CYCLE]
+
+
+@pytest.mark.parametrize("name", ["gpt2_dynamo_decode_qdq_u8u8", "llama_torchscript_decode_qdq_u8u8"])
+def test_qdq_torch_decoders_scores_are_reached_through_q_dq(name: str, tmp_path: Path) -> None:
+    """The torch exports' QDQ scores go MatMul, Mul (scale), Add (mask), Softmax, each with a Q/DQ
+    pair after it: 9 nodes up from the Softmax, past the 6 the search took, so their attention was
+    never found (only the MLPs)."""
+    assert _speech_blocks(_made(name, tmp_path)) == {("attention", 1): 2, ("mlp", 1): 2}

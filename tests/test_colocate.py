@@ -888,3 +888,16 @@ def test_freeze_shapes_names_the_inputs_no_shape_fixes(tmp_path):
     proc = run_cli(*args, "--shape", "r0/x=1x4", "--shape", "r1/x=1x4")
     assert proc.returncode == EXIT_OK, proc.stderr
     assert "input dims fixed" in proc.stderr and "still symbolic" not in proc.stderr
+
+
+def test_two_merged_decoders_say_their_work_is_inside_control_flow(tmp_path: Path) -> None:
+    """optimum's merged decoder is one If on use_cache_branch: two copies co-located leave no time in
+    the main graph, and the modelled summary divided by it (ZeroDivisionError, exit 70)."""
+    from models.exported import SPEECH
+
+    out = tmp_path / "x2.onnx"
+    proc = run_cli("colocate", SPEECH["whisper_decoder_merged"].path, "--requests", "2", "-o", out)
+    assert proc.returncode == EXIT_OK, proc.stderr
+    assert "nothing to model: the streams' work lies inside control flow (If 2x)" in proc.stdout
+    assert "not looked at: 1410 node(s) inside control-flow subgraphs" in proc.stdout
+    assert out.is_file()

@@ -74,6 +74,18 @@ def _session(path: Path, so: ort.SessionOptions | None = None) -> ort.InferenceS
     return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
 
 
+def _float_session(path: Path) -> ort.InferenceSession:
+    """The prepared float model on ORT; at basic optimisations when the default level refuses it:
+    onnxruntime 1.32's extended-level fusions fail on wav2vec2_ctc's prepared model ("Attempt to
+    replace the existing tensor"), which loads and runs at basic level (the QDQ model at any)."""
+    try:
+        return _session(path)
+    except ort.capi.onnxruntime_pybind11_state.Fail:
+        so = ort.SessionOptions()
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+        return _session(path, so)
+
+
 def output_grids(model: onnx.ModelProto) -> dict[str, tuple[float, int]]:
     """(scale, number of steps) of each graph output made by a DequantizeLinear with a per-tensor scale."""
     inits = {t.name: t for t in model.graph.initializer}
@@ -103,7 +115,7 @@ def test_runs_on_stock_ort_close_to_its_float_model(name: str) -> None:
     assert {"QuantizeLinear", "DequantizeLinear"} <= ops
     feeds = quantized.sample_feeds(name, model, seed=FEED_SEED)
     got = _session(path).run(None, feeds)
-    expected = _session(path.with_name(quantized.PREPARED)).run(None, feeds)
+    expected = _float_session(path.with_name(quantized.PREPARED)).run(None, feeds)
     grids = output_grids(model)
     assert grids, "no output is dequantised"
     lines = []

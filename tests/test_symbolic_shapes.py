@@ -15,6 +15,7 @@ from cli_support import error_line, run_cli
 
 import models
 from hexfuse_onnx import contract as C
+from hexfuse_onnx import graph as graph_mod
 from hexfuse_onnx import pipeline, runtime, shape_expr, verify
 from hexfuse_onnx.errors import EXIT_BAD_MODEL, EXIT_OK
 from hexfuse_onnx.lowering import attach_programs
@@ -454,3 +455,35 @@ def test_ort_symbolic_inference_cache_is_bounded(tmp_path: Path, monkeypatch: py
         onnx.save(flatten_model(width), tmp_path / "m.onnx")
         assert graph.load(tmp_path / "m.onnx").symbolic_dims("flat") is not None
     assert runs == ["flatten64", "flatten32", "flatten64"] and len(graph._SYMBOLIC_SHAPES) == 1
+
+
+def test_a_large_weight_added_elementwise_leaves_no_shape_unknown(tmp_path: Path) -> None:
+    """ORT's symbolic inference folds an Add of two known values; the light copy of a model strips its
+    large weights, so it read an empty [64, 64] and gave up on the whole model (whisper's encoder:
+    positions added to the conv output; beside a decoder, 142 nodes went unprofiled). Positions made
+    by Range (which ONNX's own inference leaves unknown) must come out sized."""
+    h = onnx.helper
+    seq = onnx.numpy_helper.from_array(np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32), "pos")
+    nodes = [
+        h.make_node("Shape", ["x"], ["shape"]),
+        h.make_node("Gather", ["shape", "one"], ["length"], axis=0),
+        h.make_node("Range", ["zero", "length", "one"], ["positions"]),
+        h.make_node("Cast", ["positions"], ["positions_f"], to=onnx.TensorProto.FLOAT),
+        h.make_node("Unsqueeze", ["positions_f", "axes"], ["column"]),
+        h.make_node("Add", ["x", "pos"], ["embedded"]),
+        h.make_node("Mul", ["embedded", "column"], ["y"]),
+    ]
+    scalars = [h.make_tensor(n, onnx.TensorProto.INT64, [], [v]) for n, v in (("zero", 0), ("one", 1))]
+    graph = h.make_graph(
+        nodes,
+        "large_weight_add",
+        [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, ["batch", 64, 64])],
+        [h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, ["batch", 64, 64])],
+        [seq, *scalars, h.make_tensor("axes", onnx.TensorProto.INT64, [1], [1])],
+    )
+    path = tmp_path / "m.onnx"
+    onnx.save(h.make_model(graph, opset_imports=[h.make_opsetid("", 18)]), path)
+    assert seq.ByteSize() > 4096  # stripped from the light copy
+    g = graph_mod.load(path)
+    assert g.info("positions").shape == (64,)
+    assert g.info("y").shape == (1, 64, 64)

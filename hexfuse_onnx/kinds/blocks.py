@@ -147,14 +147,31 @@ def _score_core(g: ModelGraph, facts: DagFacts, softmax: int) -> list[int] | Non
     i = softmax
     while True:
         users = facts.succs[i]
+        guard = _nan_guard(g, facts, i, users)
+        if guard is not None:
+            core.append(users[0] if users[0] != guard else users[1])
+            users = [guard]
         if len(users) != 1:
             return None
         i = users[0]
         core.append(i)
         if g.nodes[i].op_type == "MatMul" and g.nodes[i].input[0] in g.nodes[core[-2]].output:
             return core
-        if g.nodes[i].op_type not in PROB_OPS:
+        if g.nodes[i].op_type not in PROB_OPS and i != guard:
             return None
+
+
+def _nan_guard(g: ModelGraph, facts: DagFacts, probs: int, users: list[int]) -> int | None:
+    """The Where of Where(IsNaN(p), 0, p) right after the probabilities `probs` (optimum's Whisper decoder with
+    past zeroes the probabilities of a query row masked whole), or None."""
+    if len(users) != 2:
+        return None
+    kinds = {g.nodes[u].op_type: u for u in users}
+    isnan, where = kinds.get("IsNaN"), kinds.get("Where")
+    if isnan is None or where is None or facts.succs[isnan] != [where]:
+        return None
+    w = g.nodes[where]
+    return where if w.input[0] == g.nodes[isnan].output[0] and g.nodes[probs].output[0] in w.input[1:] else None
 
 
 def _path_to_scores(g: ModelGraph, facts: DagFacts, i: int, depth: int) -> list[int] | None:
@@ -162,8 +179,8 @@ def _path_to_scores(g: ModelGraph, facts: DagFacts, i: int, depth: int) -> list[
         n = g.nodes[p]
         if n.op_type == "MatMul" and not is_projection(g, p) and n.input[0] not in g.initializers:
             return [i, p]
-        if n.op_type in SCORE_OPS and depth > 0:
-            rest = _path_to_scores(g, facts, p, depth - 1)
+        if n.op_type in SCORE_OPS and depth > 0:  # a Q/DQ pair after each score op is not counted
+            rest = _path_to_scores(g, facts, p, depth - (n.op_type not in QDQ_OPS))
             if rest is not None:
                 return [i, *rest]
     return None
@@ -225,8 +242,11 @@ def _data_inputs(n: onnx.NodeProto) -> list[str]:
 
 
 def _output_projection(g: ModelGraph, facts: DagFacts, i: int) -> int | None:
-    """Down from the core's output (its first output) through layout ops to the output projection."""
-    for _ in range(8):
+    """Down from the core's output (its first output) through layout ops to the output projection;
+    at most 8 of them, Q/DQ pairs not counted (a QDQ model puts one after each: Whisper's context
+    goes through Transpose, Reshape and the Reshape before its Gemm, 3 ops and 9 nodes)."""
+    layout = 0
+    while layout < 8:
         data = g.nodes[i].output[0]
         nxt = [s for s in facts.succs[i] if g.nodes[s].input[0] == data and g.nodes[s].op_type not in SHAPE_OPS]
         if len(nxt) != 1:
@@ -236,6 +256,7 @@ def _output_projection(g: ModelGraph, facts: DagFacts, i: int) -> int | None:
             return i
         if g.nodes[i].op_type not in LAYOUT_OPS:
             return None
+        layout += g.nodes[i].op_type not in QDQ_OPS
     return None
 
 

@@ -601,6 +601,12 @@ class Modelled:
         return self.inside_pairs / self.serial if self.serial > 0 else 0.0
 
     def lines(self, priority: int | None = None) -> list[str]:
+        if self.serial <= 0:  # every stream's work lies in If/Loop/Scan bodies, which streams never pair across
+            holders = ", ".join(f"{op} {n}x" for op, (n, _) in sorted(self.unpairable.items()))
+            return [
+                f"modelled on {self.target}: nothing to model: the streams' work lies inside control flow "
+                f"({holders or 'no node'}), and colocate pairs only the nodes of the main graphs"
+            ]
         head = (
             f"modelled on {self.target} (cost model, not measured): streams one after another "
             f"{self.serial * 1e6:.0f} us, co-located {self.fused * 1e6:.0f} us "

