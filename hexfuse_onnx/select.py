@@ -89,7 +89,18 @@ def select(
             continue
         taken |= pair.candidate.nodes
         chosen.append(pair)
-    return chosen, rejected
+    return _settled(g, profile, chosen, rejected, target)
+
+
+def _settled(
+    g: ModelGraph, profile: GraphProfile, chosen: list[Pair], rejected: list[Rejection], target: Target
+) -> tuple[list[Pair], list[Rejection]]:
+    """The chosen pairs less those their kinds drop for what no pair's own score sees (PairKind.settle)."""
+    drop: dict[int, str] = {}
+    for kind in {kind_of(p.candidate) for p in chosen}:
+        drop |= kind.settle(g, profile, chosen, target)
+    rejected += [Rejection(chosen[k].candidate, why) for k, why in sorted(drop.items())]
+    return [p for k, p in enumerate(chosen) if k not in drop], rejected
 
 
 CYCLE = "waits on a better pair that waits on it (fused together they would form a cycle)"

@@ -263,9 +263,24 @@ def test_qoperator_nodes_pair(tmp_path):
     assert [kind.lowerable(g, profile, i) for i in range(len(nodes))] == [True] * 4
 
 
-def test_a_stream_alone_costs_about_the_same_whichever_pairs_it_is_in(zoo_dir, tmp_path):
+@pytest.mark.parametrize("name", ["mlp_chain_qdq_u16u8", "mlp_chain_qdq_u8u8"])
+def test_colocated_pairs_pay_against_the_streams_uncut(name, tmp_path):
+    """A pair's saving leaves out that cutting the streams at its ends sends their intermediates off
+    the chip: mlp_chain u16u8 x2 at 0 us chose 6 pairs, 18.2% less than the streams cut at them and
+    68.7% more than the streams uncut (1847 against 1095 us). Pairs that cost more than they save
+    are dropped (kind.paying_uncut): the co-located model is never modelled slower than uncut."""
+    from models import quantized
+
+    r = colocate.colocate([quantized.fetch(name)], tmp_path / "two.onnx", requests=2)
+    assert r.modelled is not None
+    assert r.modelled.fused <= r.modelled.uncut * (1 + 1e-9), r.modelled
+
+
+def test_a_stream_alone_is_its_time_uncut_whichever_pairs_it_is_in(zoo_dir, tmp_path):
     # unpaired nodes are counted as the pairs' serial time counts segments (runs as tasks); counted
-    # node by node, ppocr_rec "alone" was 13.7 ms next to ppocr_cls and 1.9 ms next to itself
+    # node by node, ppocr_rec "alone" was 13.7 ms next to ppocr_cls and 1.9 ms next to itself. The
+    # baseline is each stream uncut: cut at its pairs (vietcombank_captcha x2 at 0 us) one model's
+    # two copies were 205 and 348 us "alone", 182 us uncut, and the report said 26% less, not 12% more
     from hexfuse_onnx.pipeline import analyse
 
     path = _save(colocate.merge([zoo_dir / "mlp_chain.onnx"], requests=2), tmp_path / "ab.onnx")
@@ -274,13 +289,11 @@ def test_a_stream_alone_costs_about_the_same_whichever_pairs_it_is_in(zoo_dir, t
     facts = dag_facts(a.graph)
     paired = kind.modelled(a.graph, a.profile, facts, a.pairs, a.target)
     unpaired = kind.modelled(a.graph, a.profile, facts, [], a.target)
-    for stream, alone in unpaired.stream_alone.items():
-        assert paired.stream_alone[stream] == pytest.approx(alone, rel=0.1), stream
+    assert paired.stream_alone == unpaired.stream_alone
     assert unpaired.coverage == 0 and unpaired.gain == 0
-    # about, not exactly: the pairs cut the streams (vietcombank_captcha x2 at 0 us: 205 and 348 us
-    # "alone" for one model's two copies, 182 us uncut), so the report also gives the uncut baseline
     assert paired.uncut == unpaired.uncut == pytest.approx(unpaired.serial, rel=1e-12)
-    assert paired.to_json()["uncut_gain"] == pytest.approx(1 - paired.fused / unpaired.serial)
+    assert paired.gain == paired.to_json()["gain"] == pytest.approx(1 - paired.fused / unpaired.serial)
+    assert paired.to_json()["serial_us"] == pytest.approx(unpaired.serial * 1e6)
 
 
 # ---- the command line ---------------------------------------------------------------------------
@@ -655,7 +668,7 @@ def test_a_prefill_shape_with_an_empty_past_colocates(tmp_path):
     args = ["colocate", model, "--requests", "2", *shapes, "--verify", "plugin", "-o", out]
     proc = run_cli(*args, "--freeze-shapes")
     assert proc.returncode == EXIT_OK, proc.stderr
-    assert "100% of that serial time lies inside pairs" in proc.stdout, proc.stdout
+    assert "100% of the serial time lies inside pairs" in proc.stdout, proc.stdout
     # what it was verified against, as rewrite says (colocate said only "verifying" in its progress)
     assert "stock ONNX Runtime matches the merged model" in proc.stdout, proc.stdout
     assert "verified: with the FusedHexPair plugin" in proc.stdout, proc.stdout
@@ -718,7 +731,7 @@ def test_two_streams_of_a_qdq_model_pair_whole_groups(tmp_path, name):
     assert any(a.graph.nodes[i].op_type == "QuantizeLinear" for p in a.pairs for i in p.candidate.nodes)
     tasks = [t for p in a.pairs for t in (p.candidate.task_a, p.candidate.task_b)]
     assert [split_group(a.graph, t) for t in tasks] == [None] * len(tasks)  # issue 12: a pair never splits a group
-    assert r.modelled is not None and r.modelled.coverage > 0.5
+    assert r.modelled is not None and r.modelled.gain > 0
     merged = _save(r.merged, tmp_path / "merged.onnx")
     feeds = verify.random_inputs(verify.session(merged), seed=3)
     want = verify.session(merged).run(None, feeds)
@@ -784,23 +797,24 @@ def test_two_requests_of_a_real_encoder_are_mostly_inside_pairs(tmp_path, monkey
 
 def test_a_pair_refused_by_verification_is_retried_shorter_never_exit_4(tmp_path, monkeypatch):
     """Two requests of a u16 QDQ model at the CLI's 100 us per call: the plugin check refused the
-    alignment's long pairs (one-step differences add up along a u16 chain) and colocate exited 4,
-    "no pair survives verification". Now a refused pair's span is offered as two halves cut at a
-    QDQ-group boundary (each paying for its call), refused halves halved again; what survives is
-    written, and when nothing does the merged model is written unpaired, as when no pair qualifies."""
+    alignment's long pairs (one-step differences add up along a u16 chain; mlp_chain u16u8's, until
+    its pairs were priced against the streams uncut) and colocate exited 4, "no pair survives
+    verification". Now a refused pair's span is offered as two halves cut at a QDQ-group boundary
+    (each paying for its call), refused halves halved again; what survives is written, and when
+    nothing does the merged model is written unpaired, as when no pair qualifies."""
     from models import quantized
 
     monkeypatch.delenv(costmodel.CALL_OVERHEAD_ENV)
-    source = quantized.fetch("mlp_chain_qdq_u16u8")
+    source = quantized.fetch("whisper_encoder_qdq_u16u8")
     out = tmp_path / "two.onnx"
     proc = run_cli("colocate", source, "--requests", "2", "--verify", "plugin", "-o", out, "-q")
     assert proc.returncode == EXIT_OK, proc.stderr
     r = colocate.colocate([source], tmp_path / "again.onnx", requests=2, verify_plugin=True)
     a = r.rewrite.analysis
+    # a pair the plugin check refuses, or whose tasks' scratch overflows the kernel's arena, is retried shorter
     refused = [x.candidate for x in a.rejected if x.reason.startswith("fails verification")]
-    assert refused, "the premise: the plugin check refuses a pair here"
-    # a pair whose tasks' scratch overflows the kernel's arena is retried shorter too (its 15 nodes here)
     refused += [x.candidate for x in a.rejected if "of the kernel's 8 MiB arena" in x.reason]
+    assert refused, "the premise: a pair is refused here"
     shorter = [c for c in a.candidates if any(c.nodes < x.nodes for x in refused)]
     assert shorter, "no shorter pair was tried over a refused pair's span"
     for c in shorter:

@@ -152,6 +152,12 @@ class PairKind:
         by the rewrite): ONNX's inference does not type every op (com.microsoft's 16-bit QDQ)."""
         return {}
 
+    def settle(self, g: ModelGraph, profile: GraphProfile, chosen: list[Pair], target: Target) -> dict[int, str]:
+        """Of the pairs chosen together (`chosen`, all kinds), those of this kind to drop, by index,
+        with why: what no pair's own score sees (colocate: the cost of cutting the streams); none
+        by default."""
+        return {}
+
     def bucket_tasks(self, profile: GraphProfile, pair: Pair) -> tuple[TaskProfile, TaskProfile] | None:
         """The pair's two tasks as `profile` (another binding of the symbolic dims) sees them, for
         choosing its share there (buckets.py); None when they cannot be profiled or the share is fixed."""

@@ -57,7 +57,7 @@ from ..profile import Engine, GraphProfile, TaskProfile
 from ..qdq import is_dq, is_q
 from .base import Candidate, KindDetail, Pair, PairKind, budget_message
 from .blocks import Block, layer_blocks
-from .dag import DagFacts, independence_problem
+from .dag import DagFacts, dag_facts, independence_problem
 
 MAX_UNITS = 16  # grid cut points per side (plus the cuts forced by nodes that do not lower)
 MIN_SEGMENT_UNITS = 4
@@ -150,6 +150,16 @@ class Colocate(PairKind):
     def bucket_tasks(self, profile: GraphProfile, pair: Pair) -> tuple[TaskProfile, TaskProfile] | None:
         return None  # the alignment's share (a priority stream's latency bound) holds at every shape
 
+    def settle(self, g: ModelGraph, profile: GraphProfile, chosen: list[Pair], target: Target) -> dict[int, str]:
+        """The pairs that cut the streams for more than they save, against the streams uncut
+        (`costly_cuts`; the report's baseline, `modelled`)."""
+        plan = plan_of(g.model)
+        if plan is None:
+            return {}
+        costly = costly_cuts(g, profile, stream_sides(g, dag_facts(g), plan), chosen, target)
+        why = "cuts its streams for more than it saves: the streams uncut run faster without it"
+        return {k: why for k in costly if chosen[k].candidate.kind == self.name}
+
     def shorter(self, g: ModelGraph, profile: GraphProfile, c: Candidate, target: Target) -> list[Candidate]:
         """Each task cut in two at a QDQ-group boundary near its modelled middle, first half with
         first half and second with second: one-step differences add up along a long 16-bit chain
@@ -204,6 +214,44 @@ def find_colocated(
                 _segment_pair(plan, (ka, kb), whole_groups(g, p.a), whole_groups(g, p.b), (len(p.a), len(p.b)), share)
             )
     return out
+
+
+def costly_cuts(
+    g: ModelGraph, profile: GraphProfile, sides: list[list[int]], pairs: list[Pair], target: Target
+) -> set[int]:
+    """The pairs (by index) that cost their streams more than they save: a pair's saving leaves out
+    that cutting the streams at its ends sends the runs' intermediates off the chip
+    (vietcombank_captcha x2 at 0 us: 26% less than the streams cut at the pairs, 12% more than the
+    streams uncut). Each round drops the pairs whose removal lowers the modelled time (or the one
+    that lowers it most, when dropping them all does not), until none does. When what is left still
+    takes longer than no pair (basic_pitch x2 at 0 us: each of 4 pays next to the other 3, all 4
+    together 2.4% more), pairs are added instead, from none, the one that lowers it most each time."""
+    overhead = target.call_overhead_s.value
+
+    def total(kept: list[int]) -> float:
+        nodes = {i for k in kept for i in pairs[k].candidate.nodes}
+        outside = sum(outside_time(g, profile, side, nodes, target) for side in sides)
+        return outside + sum(pairs[k].prediction.fused + overhead for k in kept)
+
+    kept = list(range(len(pairs)))
+    now = total(kept)
+    while kept:
+        without = [total([j for j in kept if j != k]) for k in kept]
+        if min(without) >= now:
+            break
+        fewer = [k for k, t in zip(kept, without) if t >= now]
+        if total(fewer) >= min(without):
+            fewer = [k for k, t in zip(kept, without) if t != min(without)]
+        kept, now = fewer, total(fewer)
+    if now >= total([]):
+        kept, now = [], total([])
+        while len(kept) < len(pairs):
+            more = {k: total([*kept, k]) for k in range(len(pairs)) if k not in kept}
+            best = min(more, key=more.__getitem__)
+            if more[best] >= now:
+                break
+            kept, now = [*kept, best], more[best]
+    return set(range(len(pairs))) - set(kept)
 
 
 def _segment_pair(
@@ -570,10 +618,10 @@ class Modelled:
     """MODELLED times of a co-located model on a target (seconds), for the report."""
 
     target: str
-    serial: float  # every stream alone, one after another (its pairs' segments and the runs between as tasks)
+    serial: float  # the streams alone, one after another, cut as the pairs cut them (segments, runs between as tasks)
     fused: float  # the same with each pair fused (plus its call overhead)
     inside_pairs: float  # the part of `serial` inside pairs
-    stream_alone: dict[str, float]
+    stream_alone: dict[str, float]  # each stream alone, uncut
     stream_colocated: dict[str, float]  # each pair counted at its fused time plus overhead
     # the part of `serial` in nodes that never pair (no lowering, not float32, not profiled), by op
     unpairable: dict[str, tuple[int, float]] = field(default_factory=dict)  # op: (nodes, seconds)
@@ -583,18 +631,15 @@ class Modelled:
     too_large_share: float = 0.0  # of the streams' op time, each op timed alone
     largest_bytes: int = 0
     onchip_bytes: float = 0.0
-    # every stream alone as it runs with no pair: each run of nodes the kernel runs one task. `serial`
-    # cuts each stream at its pairs' boundaries (a cut run's intermediates leave the chip), so it
-    # moves with the pairs chosen; this does not
+    # every stream alone as it runs with no pair, one after another: each run of nodes the kernel runs
+    # one task. The baseline: `serial` cuts each stream at its pairs' boundaries (a cut run's
+    # intermediates leave the chip), so it moves with the pairs chosen; this does not
     uncut: float = 0.0
 
     @property
-    def uncut_gain(self) -> float:
-        return 1.0 - self.fused / self.uncut if self.uncut > 0 else 0.0
-
-    @property
     def gain(self) -> float:
-        return 1.0 - self.fused / self.serial if self.serial > 0 else 0.0
+        """The co-located model's saving against the streams uncut, one after another."""
+        return 1.0 - self.fused / self.uncut if self.uncut > 0 else 0.0
 
     @property
     def coverage(self) -> float:
@@ -609,16 +654,16 @@ class Modelled:
             ]
         head = (
             f"modelled on {self.target} (cost model, not measured): streams one after another "
-            f"{self.serial * 1e6:.0f} us, co-located {self.fused * 1e6:.0f} us "
+            f"{self.uncut * 1e6:.0f} us, co-located {self.fused * 1e6:.0f} us "
             f"({abs(self.gain):.1%} {'less' if self.gain >= 0 else 'more'}); "
-            f"{self.coverage:.0%} of that serial time lies inside pairs"
+            f"{self.coverage:.0%} of the serial time lies inside pairs"
         )
         out = [head]
-        if self.uncut > 0 and abs(self.uncut - self.serial) > 1e-3 * self.serial:
+        if abs(self.uncut - self.serial) > 1e-3 * self.serial:
             out.append(
-                f"  against the streams uncut (each run of kernel ops one task, as with no pair) "
-                f"{self.uncut * 1e6:.0f} us: co-located {abs(self.uncut_gain):.1%} "
-                f"{'less' if self.uncut_gain >= 0 else 'more'} (the pairs cut the streams into more tasks)"
+                f"  cut at the pairs' boundaries the streams take {self.serial * 1e6:.0f} us one after another "
+                f"(a cut run's intermediates leave the chip): the pairs save {(self.serial - self.fused) * 1e6:.0f} us "
+                f"of that, the cuts cost {(self.serial - self.uncut) * 1e6:.0f} us"
             )
         for k, (stream, alone) in enumerate(self.stream_alone.items()):
             together = self.stream_colocated[stream]
@@ -650,12 +695,11 @@ class Modelled:
     def to_json(self) -> dict:
         return {
             "target": self.target,
-            "serial_us": self.serial * 1e6,
+            "serial_us": self.uncut * 1e6,
             "fused_us": self.fused * 1e6,
             "gain": self.gain,
             "coverage": self.coverage,
-            "uncut_serial_us": self.uncut * 1e6,
-            "uncut_gain": self.uncut_gain,
+            "cut_serial_us": self.serial * 1e6,
             "stream_alone_us": {k: v * 1e6 for k, v in self.stream_alone.items()},
             "stream_colocated_us": {k: v * 1e6 for k, v in self.stream_colocated.items()},
             "unpairable_us": {op: {"nodes": n, "us": t * 1e6} for op, (n, t) in self.unpairable.items()},
@@ -700,7 +744,7 @@ def modelled(
     stream_of = {i: plan.streams[k] for k, side in enumerate(sides) for i in side}
     in_pair = {i for p in pairs for i in p.candidate.nodes}
     alone = {s: outside_time(g, profile, side, in_pair, target) for s, side in zip(plan.streams, sides)}
-    uncut = sum(outside_time(g, profile, side, set(), target) for side in sides)
+    uncut = {s: outside_time(g, profile, side, set(), target) for s, side in zip(plan.streams, sides)}
     colocated = dict(alone)
     fused = inside = 0.0
     for p in pairs:
@@ -728,14 +772,14 @@ def modelled(
         serial,
         outside + fused,
         inside,
-        alone,
+        uncut,
         colocated,
         unpairable,
         ops,
         large_share,
         largest,
         target.onchip_bytes.value,
-        uncut,
+        sum(uncut.values()),
     )
 
 
