@@ -21,7 +21,7 @@ from .graph import ModelGraph
 from .kinds import Candidate, Pair, kind_of
 from .lowering import LoweringError, op_outside_kernel
 from .profile import GraphProfile
-from .qdq import close_groups, release_foreign, split_group
+from .qdq import close_groups, is_dq_node, release_foreign, split_group
 
 DEFAULT_MIN_GAIN = 0.02
 
@@ -110,7 +110,10 @@ def acyclic_with(g: ModelGraph, groups: list[frozenset[int]] | list[set[int]]) -
     """Whether the main graph stays acyclic with each group of nodes made one node (a FusedHexPair).
     Two pairs can each hold a node the other's nodes wait on: prefill_decode pairs layer i of a
     Whisper encoder with the i-th attention of a decoder step, which has two per layer, so layer 1's
-    attention paired with layer 0's cross-attention while both layers 0's MLPs paired."""
+    attention paired with layer 0's cross-attention while both layers 0's MLPs paired. A group reads
+    a DequantizeLinear made outside it through its own copy (kinds.base.with_dequantize_copies), so
+    it waits on what that DequantizeLinear reads, not on the node: counted as the node, a pair of
+    ppocr_cls u16u8 x2 whose Q -> DQ -> Conv leaves the pair at the DQ looked circular alone."""
     n = len(g.nodes)
     rep = list(range(n))
     for k, nodes in enumerate(groups):
@@ -119,7 +122,7 @@ def acyclic_with(g: ModelGraph, groups: list[frozenset[int]] | list[set[int]]) -
     succs: dict[int, set[int]] = {}
     indegree = dict.fromkeys(set(rep), 0)
     for i in range(n):
-        for p in g.pred_ids[i]:
+        for p in _waited_on(g, rep, i):
             a, b = rep[p], rep[i]
             if a != b and b not in succs.setdefault(a, set()):
                 succs[a].add(b)
@@ -134,6 +137,18 @@ def acyclic_with(g: ModelGraph, groups: list[frozenset[int]] | list[set[int]]) -
             if indegree[w] == 0:
                 ready.append(w)
     return seen == len(indegree)
+
+
+def _waited_on(g: ModelGraph, rep: list[int], i: int) -> list[int]:
+    """The nodes node i waits on: a grouped node reads its own copy of a DequantizeLinear outside its
+    group, so it waits on that node's producers instead."""
+    if rep[i] == i:
+        return g.pred_ids[i]
+    out = []
+    for p in g.pred_ids[i]:
+        copied = rep[p] != rep[i] and is_dq_node(g.nodes[p])
+        out += g.pred_ids[p] if copied else [p]
+    return out
 
 
 def below_the_bar(pair: Pair, min_gain: float) -> str:
