@@ -128,3 +128,14 @@ def test_forms_outside_the_kernel_are_refused_by_name(case: str) -> None:
         zp.CopyFrom(init("w.qzeros", p.zp.astype(np.float32).reshape(-1)))
     with pytest.raises(LoweringError, match=why):
         lower_pair(m, m.graph.node[0])
+
+
+def test_the_committed_int4_int8_decoders_are_what_the_build_writes() -> None:
+    """models/exported/<decoder>_int4.onnx and _int8.onnx: `python -m models nbits build`'s bytes, listed in the zoo."""
+    zoo = {m.name for m in nbits.exported.zoo_entries(lambda *a: type("Row", (), {"name": a[0]}))}
+    for m in nbits.MODELS.values():
+        assert m.name in zoo
+        q = nbits.quantize(onnx.load(nbits.exported.MODELS[m.source].path), m.bits)
+        assert q.SerializeToString() == m.path.read_bytes(), f"{m.path.name}: run `python -m models nbits build`"
+        assert sum(nd.op_type == "MatMulNBits" for nd in q.graph.node) >= 8
+        assert onnx.TensorProto.UINT8 in {t.data_type for t in q.graph.initializer}
