@@ -103,6 +103,13 @@ def test_the_zoo_packing_and_reference_match_ort(bits: int, level: int) -> None:
     assert within_plugin_rtol(ref, nbits.reference(a, p, k, level))
 
 
+def test_the_packed_weights_stay_node_inputs_not_program_constants() -> None:
+    """A 2048 x 2048 int4 weight (2 MiB, and its 0.5 MiB of scales) was copied into the program, so a real
+    int4 model's pairs would carry their weights twice; only the unpacked zero points are constants now."""
+    m, _ = nbits_pair([1, 2048], 2048, 4, 32, 4, True, False)
+    assert len(lower_pair(m, m.graph.node[0])) < 2048 * 64 + 64 * 1024
+
+
 REFUSED = {
     "bits": (dict(bits=2), "bits 2"),
     "g_idx": (dict(g_idx=True), "g_idx"),

@@ -74,10 +74,10 @@ def matmul_nbits(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         raise LoweringError(n.op_type, n.name, f"B '{n.input[1]}' must be a u8 initializer [N, blocks, blob]")
     if scales is None or scales.dtype != np.float32 or scales.size != cols * blocks:
         raise LoweringError(n.op_type, n.name, f"scales '{n.input[2]}' must be a float32 initializer [N * blocks]")
-    inputs = [
+    inputs = [  # B and the scales as the node's inputs (a real model's weights stay out of the program)
         cx.read(n.input[0], n, t),
-        cx.shared_constant(b.reshape(cols, -1), t, Dtype.U8),
-        cx.shared_constant(scales.reshape(cols, blocks), t, Dtype.F32),
+        cx.read_typed(n.input[1], n, t, Dtype.U8),
+        cx.read(n.input[2], n, t),
         cx.shared_constant(_zero_points(cx, n, bits, cols, blocks), t, Dtype.U8),
     ]
     if _input(n, 5):

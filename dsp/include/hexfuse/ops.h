@@ -175,8 +175,9 @@ enum hfx_opcode {
     HFX_OP_QCONV2D = 4, /* QDQ Conv, integer: in X[N,C,H,W], W[M,C/g,kh,kw], zp_x, zp_w, scale, zp_y [, bias i32 [M]] */
     HFX_OP_IMATMUL = 5, /* ONNX MatMulInteger: in A u8/i8 [..., K], B u8/i8 [K, N], zp_a, zp_b -> Y i32 [..., N] */
     HFX_OP_ICONV2D = 6, /* ONNX ConvInteger: in X u8/i8 [N,C,H,W], W u8/i8 [M,C/g,kh,kw], zp_x, zp_w -> Y i32; CONV2D's params */
-    HFX_OP_MATMUL_NBITS = 7, /* com.microsoft MatMulNBits: in A f32 [..., K], B u8 [N, blocks * block_size * bits / 8],
-                                scales f32 [N, blocks], zero points u8 [N, blocks] [, bias f32 [N]] -> Y f32 [..., N] */
+    HFX_OP_MATMUL_NBITS = 7, /* com.microsoft MatMulNBits: in A f32 [..., K], B u8 [N, ...] (N * blocks * block_size *
+                                bits / 8 bytes), scales f32 (N * blocks), zero points u8 [N, blocks] [, bias f32 [N]]
+                                -> Y f32 [..., N] */
     /* elementwise binary, numpy broadcasting; ADD, SUB, MUL also on i32 or i64 (all three tensors one
      * type), wrapping as ONNX Runtime's integer Add/Sub/Mul */
     HFX_OP_ADD = 10,

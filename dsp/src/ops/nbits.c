@@ -45,26 +45,23 @@ static hfx_status validate_params(hfx_vctx *v, const hfx_op *op) {
     return HFX_OK;
 }
 
-static bool dims2(const hfx_tensor *t, uint64_t d0, uint64_t d1) {
-    return t->rank == 2 && t->dims[0] == d0 && t->dims[1] == d1;
-}
-
 hfx_status hfx_validate_nbits(hfx_vctx *v, hfx_op *op) {
     hfx_status st = validate_dtypes(v, op);
     if (!st) st = validate_params(v, op);
     if (st) return st;
     const hfx_tensor *t = v->p->tensors, *a = &t[op->in[HFX_NB_A]], *b = &t[op->in[HFX_NB_B]];
+    const hfx_tensor *zp = &t[op->in[HFX_NB_ZP]], *sc = &t[op->in[HFX_NB_SCALES]];
     uint64_t bits = (uint64_t)op->params[HFX_P_NBITS_BITS], block = (uint64_t)op->params[HFX_P_NBITS_BLOCK];
-    if (a->rank < 1 || b->rank != 2)
-        return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, HFX_NB_B), "op %u (%s): needs A[..., K] and B[N, bytes]",
-                         v->index, op->desc->label);
-    uint64_t k = a->dims[a->rank - 1], n = b->dims[0], blocks = hfx_ceil_div(k, block);
-    if (!dims2(b, n, blocks * block * bits / 8) || !dims2(&t[op->in[HFX_NB_SCALES]], n, blocks) ||
-        !dims2(&t[op->in[HFX_NB_ZP]], n, blocks) ||
+    if (a->rank < 1 || zp->rank != 2)
+        return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, HFX_NB_ZP),
+                         "op %u (%s): needs A[..., K] and zero points [N, blocks]", v->index, op->desc->label);
+    uint64_t k = a->dims[a->rank - 1], n = zp->dims[0], blocks = hfx_ceil_div(k, block);
+    if (zp->dims[1] != blocks || b->rank < 2 || b->dims[0] != n || b->numel != n * blocks * block * bits / 8 ||
+        sc->numel != n * blocks ||
         (op->n_in > HFX_NB_BIAS && (t[op->in[HFX_NB_BIAS]].rank != 1 || t[op->in[HFX_NB_BIAS]].dims[0] != n)))
         return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, HFX_NB_B),
-                         "op %u (%s): needs B [N, ceil(K / block) * block * bits / 8], scales and zero points "
-                         "[N, ceil(K / block)], bias [N] (K = %U)",
+                         "op %u (%s): needs B [N, ...] of N * ceil(K / block) * block * bits / 8 bytes, scales of "
+                         "N * ceil(K / block), zero points [N, ceil(K / block)], bias [N] (K = %U)",
                          v->index, op->desc->label, k);
     uint32_t od[HFX_MAX_RANK];
     for (uint32_t i = 0; i + 1 < a->rank; i++) od[i] = a->dims[i];
@@ -81,10 +78,10 @@ static size_t nbits_ws(const nbits_plan *pl, bool int8) {
 }
 
 hfx_status hfx_plan_nbits(const hfx_program *p, hfx_op *op) {
-    const hfx_tensor *a = &p->tensors[op->in[HFX_NB_A]], *b = &p->tensors[op->in[HFX_NB_B]];
+    const hfx_tensor *a = &p->tensors[op->in[HFX_NB_A]], *zp = &p->tensors[op->in[HFX_NB_ZP]];
     nbits_plan pl = {0};
     pl.k = a->dims[a->rank - 1];
-    pl.n = b->dims[0];
+    pl.n = zp->dims[0];
     pl.block = (uint64_t)op->params[HFX_P_NBITS_BLOCK];
     pl.blocks = hfx_ceil_div(pl.k, pl.block);
     pl.rows = a->numel / pl.k;
