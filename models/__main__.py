@@ -84,6 +84,14 @@ def _cmd_quantized(args: argparse.Namespace) -> int:
     return quantized.cmd_build(names, args.cache_dir)
 
 
+def _cmd_nbits(args: argparse.Namespace) -> int:
+    from models import nbits
+
+    for path in nbits.build(Path(args.out)):
+        print(path)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m models", description="hexfuse-onnx model zoo")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -129,6 +137,11 @@ def main(argv: list[str] | None = None) -> int:
     for p in (ql, qb, qa):
         p.add_argument("--cache-dir", metavar="DIR", default=None, help="cache folder (as for `real`)")
     q.set_defaults(func=_cmd_quantized)
+    nb = sub.add_parser("nbits", help="int4/int8 MatMulNBits versions of two exported decoders (models/nbits.py)")
+    nb_sub = nb.add_subparsers(dest="nbits_command", required=True)
+    nbb = nb_sub.add_parser("build", help="write <decoder>_int4.onnx and _int8.onnx (the committed bytes)")
+    nbb.add_argument("--out", metavar="DIR", default=str(Path(__file__).resolve().parent / "exported"))
+    nb.set_defaults(func=_cmd_nbits)
     args = parser.parse_args(argv)
     return args.func(args)
 

@@ -226,10 +226,18 @@ ZOO_REQUEST = {"seq": 8, "past": 16}  # the shapes the zoo gives for the symboli
 
 
 def zoo_entries(make: type) -> list:
-    """The committed exports as hexfuse_onnx.tools.zoo.ZooModel rows (`make` is that class)."""
+    """The committed decoders, their int4/int8 versions (models/nbits.py) and the speech exports,
+    as hexfuse_onnx.tools.zoo.ZooModel rows (`make` is that class)."""
+    from models import nbits
+
+    rows = [(m.name, m.exporter, m.what, m.path) for m in MODELS.values()]
+    for q in nbits.MODELS.values():
+        src = MODELS[q.source]
+        what = f"{src.what}, MatMulNBits int{q.bits} block {nbits.BLOCK} accuracy_level {nbits.LEVEL}"
+        rows.append((q.name, f"{q.source} quantized here (models/nbits.py)", what, q.path))
     decoders = [
-        make(m.name, m.exporter, "decoder", m.what, m.path, input_shapes(decoder_spec(m.path), **ZOO_REQUEST))
-        for m in MODELS.values()
+        make(name, source, "decoder", what, path, input_shapes(decoder_spec(path), **ZOO_REQUEST))
+        for name, source, what, path in rows
     ]
     return decoders + [
         make(m.name, SPEECH_EXPORTER, "speech", m.what, m.path, speech_shapes(m.name)) for m in SPEECH.values()

@@ -142,10 +142,12 @@ def test_decoder_spec_refuses_a_model_without_a_kv_cache(tmp_path: Path) -> None
 
 def test_zoo_lists_the_decoders_with_shapes_for_their_symbolic_dims() -> None:
     from hexfuse_onnx.tools.zoo import list_models
+    from models import nbits
 
     entries = {m.name: m for m in list_models() if m.kind == "decoder"}
-    assert set(entries) == set(MODELS)
+    paths = {**{n: m.path for n, m in MODELS.items()}, **{n: m.path for n, m in nbits.MODELS.items()}}
+    assert set(entries) == set(paths)
     for name, entry in entries.items():
-        assert entry.available and entry.path == MODELS[name].path
+        assert entry.available and entry.path == paths[name]
         spec = decoder_spec(entry.path)
         assert entry.shapes[spec.past[0][0]][2] + entry.shapes[spec.ids][1] == entry.shapes[spec.mask][1]

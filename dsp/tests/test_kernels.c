@@ -1692,6 +1692,94 @@ static void test_qmatmul(void) {
     hfx_qgemm_max_isa = HFX_QGEMM_VNNI;
 }
 
+/* MATMUL_NBITS against a direct loop: w = (q - zp) * scale unpacked per element; INT8 1 quantizes each block
+ * of a row as ONNX Runtime's accuracy_level 4 (scale amax / 127, rintf of a * (127 / amax), ties to even) */
+typedef struct nbits_cfg {
+    uint32_t m, k, n, bits, block, int8, bias;
+    int ties; /* rows of x.5 values with amax 127: every element a rounding tie */
+} nbits_cfg;
+
+static float nbits_ref(const nbits_cfg *c, const float *a, const uint8_t *B, const float *sc, const uint8_t *zp,
+                       const float *bias, uint32_t r, uint32_t col) {
+    uint32_t blocks = (c->k + c->block - 1) / c->block, bytes = blocks * c->block * c->bits / 8;
+    double acc = 0.0;
+    for (uint32_t blk = 0; blk < blocks; blk++) {
+        uint32_t k0 = blk * c->block, k1 = k0 + c->block < c->k ? k0 + c->block : c->k;
+        float amax = 0.0f;
+        for (uint32_t i = k0; i < k1; i++) amax = fmaxf(amax, fabsf(a[(size_t)r * c->k + i]));
+        float inv = amax != 0.0f ? 127.0f / amax : 0.0f, s = sc[col * blocks + blk];
+        for (uint32_t i = k0; i < k1; i++) {
+            uint8_t byte = B[(size_t)col * bytes + (c->bits == 8 ? i : i / 2)];
+            int32_t q = c->bits == 8 ? byte : (i & 1 ? byte >> 4 : byte & 15), d = q - zp[col * blocks + blk];
+            float x = a[(size_t)r * c->k + i];
+            if (c->int8) acc += (double)rintf(x * inv) * d * ((amax / 127.0f) * s);
+            else acc += (double)x * ((float)d * s);
+        }
+    }
+    return (float)acc + (c->bias ? bias[col] : 0.0f);
+}
+
+static void nbits_case(const nbits_cfg *c) {
+    uint32_t blocks = (c->k + c->block - 1) / c->block, bytes = blocks * c->block * c->bits / 8;
+    float *A = rand_buf((size_t)c->m * c->k, -2.0f, 2.0f), *sc = rand_buf((size_t)c->n * blocks, 0.001f, 0.1f);
+    float *bias = rand_buf(c->n, -1.0f, 1.0f), *Y = calloc((size_t)c->m * c->n, 4), *R = calloc((size_t)c->m * c->n, 4);
+    uint8_t *B = malloc((size_t)c->n * bytes), *zp = malloc((size_t)c->n * blocks);
+    for (size_t i = 0; i < (size_t)c->n * bytes; i++) B[i] = (uint8_t)rng_range(0, 255);
+    for (size_t i = 0; i < (size_t)c->n * blocks; i++) zp[i] = (uint8_t)rng_range(0, (1u << c->bits) - 1);
+    for (uint32_t r = 0; r < c->m && c->ties; r++)
+        for (uint32_t i = 0; i < c->k; i++)
+            A[(size_t)r * c->k + i] = i % c->block == 0 ? 127.0f : (float)rng_range(0, 252) - 126.0f + 0.5f;
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t ad[2] = {c->m, c->k}, bd[2] = {c->n, bytes}, sd[2] = {c->n, blocks}, nd[1] = {c->n}, yd[2] = {c->m, c->n};
+    uint32_t in[5] = {hfxb_input(&b, 0, 2, ad), hfxb_set_dtype(&b, hfxb_input(&b, 0, 2, bd), HFX_DTYPE_U8),
+                      hfxb_input(&b, 0, 2, sd), hfxb_set_dtype(&b, hfxb_input(&b, 0, 2, sd), HFX_DTYPE_U8),
+                      c->bias ? hfxb_input(&b, 0, 1, nd) : HFXB_NONE};
+    int32_t params[HFX_OP_PARAMS] = {(int32_t)c->bits, (int32_t)c->block, (int32_t)c->int8};
+    hfxb_op_add(&b, 0, HFX_OP_MATMUL_NBITS, -1, c->bias ? 5 : 4, in, hfxb_output(&b, 0, 2, yd), params);
+    const void *ins[5] = {A, B, sc, zp, bias};
+    void *outs[1] = {Y};
+    if (run_prog(&b, ins, c->bias ? 5 : 4, outs, 1)) {
+        float worst = 0.0f, scale = 0.0f;
+        for (uint32_t r = 0; r < c->m; r++)
+            for (uint32_t col = 0; col < c->n; col++) {
+                R[(size_t)r * c->n + col] = nbits_ref(c, A, B, sc, zp, bias, r, col);
+                scale = fmaxf(scale, fabsf(R[(size_t)r * c->n + col]));
+                worst = fmaxf(worst, fabsf(R[(size_t)r * c->n + col] - Y[(size_t)r * c->n + col]));
+            }
+        CHECK_MSG(worst <= 1e-5f * scale, "matmul_nbits m=%u k=%u n=%u bits %u block %u int8 %u: %g of %g", c->m, c->k,
+                  c->n, c->bits, c->block, c->int8, (double)worst, (double)scale);
+    }
+    hfxb_free(&b);
+    free(A), free(sc), free(bias), free(Y), free(R), free(B), free(zp);
+}
+
+/* a bad param or operand shape is refused when the program is parsed */
+static void nbits_refused(uint32_t bits, uint32_t block, uint32_t scale_cols, hfx_status want) {
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t ad[2] = {1, 64}, bd[2] = {8, 64 * bits / 8}, sd[2] = {8, scale_cols}, zd[2] = {8, 64 / block}, yd[2] = {1, 8};
+    uint32_t in[4] = {hfxb_input(&b, 0, 2, ad), hfxb_set_dtype(&b, hfxb_input(&b, 0, 2, bd), HFX_DTYPE_U8),
+                      hfxb_input(&b, 0, 2, sd), hfxb_set_dtype(&b, hfxb_input(&b, 0, 2, zd), HFX_DTYPE_U8)};
+    int32_t params[HFX_OP_PARAMS] = {(int32_t)bits, (int32_t)block, 1};
+    hfxb_op_add(&b, 0, HFX_OP_MATMUL_NBITS, -1, 4, in, hfxb_output(&b, 0, 2, yd), params);
+    hfx_status st;
+    CHECK_MSG(!parses(&b, &st) && st == want, "matmul_nbits bits %u block %u: status %d, want %d", bits, block, st, want);
+    hfxb_free(&b);
+}
+
+static void test_matmul_nbits(void) {
+    static const nbits_cfg cases[] = {
+        {1, 64, 192, 4, 32, 1, 0, 0},  {1, 64, 192, 8, 32, 0, 1, 0}, {3, 200, 48, 4, 16, 1, 1, 0},
+        {3, 200, 48, 8, 128, 0, 0, 0}, {70, 96, 33, 4, 64, 1, 1, 0}, {2, 40, 8, 8, 256, 1, 0, 0},
+        {4, 64, 40, 4, 32, 1, 0, 1},   {4, 64, 40, 8, 32, 1, 1, 1},  {5, 2048, 300, 4, 32, 0, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) nbits_case(&cases[i]);
+    nbits_refused(3, 32, 2, HFX_ERR_PARAM);
+    nbits_refused(4, 24, 2, HFX_ERR_PARAM);
+    nbits_refused(4, 32, 3, HFX_ERR_SHAPE);
+}
+
 /* QCONV2D against ref_qconv_acc, or ICONV2D (ConvInteger: the accumulators, int32) when ty is i32: pr = pads top, left, bottom, right, strides h, w, dilations h, w, group */
 typedef struct qconv_cfg {
     uint32_t xd[4], wd[4];
@@ -1843,6 +1931,7 @@ int main(void) {
     RUN_TEST(test_quant);
     RUN_TEST(test_dynamic_quant);
     RUN_TEST(test_qmatmul);
+    RUN_TEST(test_matmul_nbits);
     RUN_TEST(test_qconv);
     RUN_TEST(test_cast);
     RUN_TEST(test_int_binary);

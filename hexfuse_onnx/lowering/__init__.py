@@ -7,7 +7,8 @@
 - one module per op family: `matrix`, `pointwise`, `normalize`, `layout`, `spatial`, `quant`, `attention`
   (fused attention and rotary ops expanded into program ops),
   `qmatmul` (integer MatMul/Conv: QDQ groups and QLinearMatMul/QLinearConv), `qlinear` (the other
-  QOperator ops as DQ -> op -> Q chains), `dynamic` (DynamicQuantizeLinear, MatMulInteger).
+  QOperator ops as DQ -> op -> Q chains), `dynamic` (DynamicQuantizeLinear, MatMulInteger), `nbits`
+  (com.microsoft MatMulNBits: weight-only 4/8-bit).
 
 Adding an op: write its lowering in its family's module with `@lowers("OnnxOp")`, add the
 opcode to `abi.Opcode` (and its parameter enum), and test it in tests/test_lower.py.
@@ -25,7 +26,7 @@ import onnx
 from onnx import helper
 
 from .. import contract as C
-from . import attention, dynamic, layout, matrix, normalize, pointwise, qlinear, qmatmul, quant, spatial  # noqa: F401 - they register
+from . import attention, dynamic, layout, matrix, nbits, normalize, pointwise, qlinear, qmatmul, quant, spatial  # noqa: F401 - they register
 from .attention import RUN_TIME_INTEGERS
 from .lowerer import Lowerer, OpOrigin
 from .pointwise import replaces_nan

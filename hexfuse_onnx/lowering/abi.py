@@ -70,6 +70,7 @@ class Opcode(IntEnum):
     QCONV2D = 4  # QDQ Conv in integers: the same, CONV2D's params
     IMATMUL = 5  # ONNX MatMulInteger: QMATMUL's int32 accumulators, no requantisation
     ICONV2D = 6  # ONNX ConvInteger: QCONV2D's int32 accumulators, no requantisation
+    MATMUL_NBITS = 7  # com.microsoft MatMulNBits: 4/8-bit blockwise weights, f32 A and Y
     ADD = 10
     SUB = 11
     MUL = 12
@@ -135,6 +136,12 @@ class GemmParam(IntEnum):
     TRANS_B = 1
     ALPHA = 2
     BETA = 3
+
+
+class NbitsParam(IntEnum):
+    BITS = 0  # 4 or 8
+    BLOCK = 1  # block size along K: a power of two >= 16
+    INT8 = 2  # 1: A quantized to int8 per block (ORT's accuracy_level 4), 0: f32
 
 
 class ConvParam(IntEnum):
@@ -267,6 +274,7 @@ C_PREFIX: dict[type[IntEnum], str] = {
     Param: "HFX_P_",
     GemmParam: "HFX_P_GEMM_",
     ConvParam: "HFX_P_CONV_",
+    NbitsParam: "HFX_P_NBITS_",
     PoolParam: "HFX_P_POOL_",
     ReduceParam: "HFX_P_REDUCE_",
     SliceParam: "HFX_P_SLICE_",

@@ -175,6 +175,9 @@ enum hfx_opcode {
     HFX_OP_QCONV2D = 4, /* QDQ Conv, integer: in X[N,C,H,W], W[M,C/g,kh,kw], zp_x, zp_w, scale, zp_y [, bias i32 [M]] */
     HFX_OP_IMATMUL = 5, /* ONNX MatMulInteger: in A u8/i8 [..., K], B u8/i8 [K, N], zp_a, zp_b -> Y i32 [..., N] */
     HFX_OP_ICONV2D = 6, /* ONNX ConvInteger: in X u8/i8 [N,C,H,W], W u8/i8 [M,C/g,kh,kw], zp_x, zp_w -> Y i32; CONV2D's params */
+    HFX_OP_MATMUL_NBITS = 7, /* com.microsoft MatMulNBits: in A f32 [..., K], B u8 [N, ...] (N * blocks * block_size *
+                                bits / 8 bytes), scales f32 (N * blocks), zero points u8 [N, blocks] [, bias f32 [N]]
+                                -> Y f32 [..., N] */
     /* elementwise binary, numpy broadcasting; ADD, SUB, MUL also on i32 or i64 (all three tensors one
      * type), wrapping as ONNX Runtime's integer Add/Sub/Mul */
     HFX_OP_ADD = 10,
@@ -338,6 +341,17 @@ enum hfx_resize_nearest_mode {
  * param is 0) or are 1-D with X.dims[axis] elements (per axis). The zero point has the integer
  * type (Q: the output's, DQ: the input's). */
 #define HFX_P_QUANT_AXIS 0 /* per axis: in [-rank, rank), normalized; per tensor: 0 */
+
+/* MATMUL_NBITS: B holds each column's K weights in blocks of block_size along K (blocks = ceil(K /
+ * block_size), the last one padded), `bits` per weight, little end first (4 bits: the even k in the low
+ * nibble); w[k, n] = (q - zp[n, block]) * scale[n, block]. INT8 0: y = A x w in f32 (ONNX Runtime's
+ * accuracy_level 0/1); INT8 1: each row of A quantized per block to int8 as ONNX Runtime's accuracy_level 4
+ * (scale amax / 127, q = round half to even of a * (127 / amax)), y = sum over blocks of the integer dot
+ * times both scales. */
+#define HFX_P_NBITS_BITS 0  /* 4 or 8 */
+#define HFX_P_NBITS_BLOCK 1 /* a power of two >= 16 */
+#define HFX_P_NBITS_INT8 2  /* 0 or 1 */
+enum hfx_nbits_slot { HFX_NB_A, HFX_NB_B, HFX_NB_SCALES, HFX_NB_ZP, HFX_NB_BIAS };
 
 /* QMATMUL / QCONV2D operand slots */
 enum hfx_qmm_slot { HFX_QMM_A, HFX_QMM_B, HFX_QMM_ZA, HFX_QMM_ZB, HFX_QMM_SCALE, HFX_QMM_ZY, HFX_QMM_BIAS };
