@@ -664,7 +664,7 @@ def _verify(staged: Path, reference: Reference, rtol: float, verify_plugin: bool
     check(staged)
     steps = _verify_plugin(staged, reference, rtol) if verify_plugin else None
     comparison = compare_cases(staged, reference.cases, rtol)
-    comparison.plugin_steps = steps
+    comparison.plugin_steps, comparison.plugin = steps, verify_plugin
     return comparison
 
 

@@ -267,7 +267,8 @@ def rewrite_json(r: RewriteResult) -> dict:
     if r.comparison:
         out["verification"] = {
             "checker": "full",
-            "runtime": "onnxruntime CPU, no plugin",
+            "runtime": "onnxruntime CPU, no plugin",  # what `worst_relative_error` is of
+            "plugin_verified": r.comparison.plugin,  # --verify plugin: the host backend passed too
             "outputs": r.comparison.outputs,
             "worst_relative_error": r.comparison.worst_relative_error,
             "shapes": r.comparison.shapes,

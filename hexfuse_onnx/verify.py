@@ -54,6 +54,7 @@ class Comparison:
     shapes: list[str] = field(default_factory=list)  # the cases verified, by their labels
     pairless: float | None = None  # when verified against the rewrite without pairs: its error from the original
     plugin_steps: dict[str, float] | None = None  # QDQ, on the plugin: quantized outputs' steps from the original
+    plugin: bool = False  # the FusedHexPair plugin (host backend) was verified too
 
 
 @dataclass

@@ -433,6 +433,7 @@ def test_rewrite_writes_verified_model_and_json(dirs, zoo_bytes):
     assert data["output"] == str(out)
     assert data["nodes"] == 9
     assert data["verification"]["outputs"] == 1
+    assert data["verification"]["plugin_verified"] is False  # stock ORT only, without --verify plugin
     assert len(data["pairs"]) >= 1
     for pair in data["pairs"]:
         assert pair["kind"] == "branches"

@@ -290,6 +290,7 @@ def test_colocated_requests_pass_the_decomposed_check(name: str, tmp_path: Path)
     assert out.exists() and doc["pairs"], doc.get("rejected")
     model = onnx.shape_inference.infer_shapes(onnx.load(out))
     assert set(doc["verification"]["plugin_output_steps"]) <= {o.name for o in model.graph.output}
+    assert doc["verification"]["plugin_verified"] is True
     dims = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim] for v in model.graph.value_info}
     read = [t for n in model.graph.node if n.domain == C.DOMAIN for t in n.input if 0 in dims.get(t, [1])]
     assert bool(read) == ("prefill" in name)  # a pair reads the empty past (EMPTY_MEANS_ABSENT)
