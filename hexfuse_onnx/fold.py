@@ -19,7 +19,7 @@ from onnx import numpy_helper, shape_inference
 from onnx.reference import ReferenceEvaluator
 
 from .errors import ModelError
-from .graph import node_reads
+from .graph import has_values, node_reads
 
 MAX_FOLDED_ELEMENTS = 1 << 16  # a bigger value stays computed (a constant that size bloats the model)
 _EXACT = {
@@ -125,7 +125,7 @@ def _fold(
         value = _static_shape(node, types)
     else:
         inputs = [t for t in node.input if t]
-        if not all(t in known or (t in initializers and _readable(initializers[t])) for t in inputs):
+        if not all(t in known or (t in initializers and has_values(initializers[t])) for t in inputs):
             return None
         feeds = {t: known[t] if t in known else numpy_helper.to_array(initializers[t]) for t in inputs}
         value = _evaluate(node, feeds, opset)
@@ -136,15 +136,6 @@ def _fold(
     if value is None or value.size > MAX_FOLDED_ELEMENTS:
         return None
     return [value]
-
-
-def _readable(t: onnx.TensorProto) -> bool:
-    """Its values are in the proto: not external, and not stripped (graph._light_copy keeps a large
-    initializer's dims only)."""
-    if t.data_location == onnx.TensorProto.EXTERNAL:
-        return False
-    fields = ("raw_data", "float_data", "int32_data", "int64_data", "double_data", "uint64_data", "string_data")
-    return any(len(getattr(t, f)) for f in fields) or 0 in t.dims
 
 
 def _whole(value: np.ndarray) -> bool:

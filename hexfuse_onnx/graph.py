@@ -787,15 +787,20 @@ def _run_symbolic_inference(model: onnx.ModelProto, complete_only: bool = False)
     return out
 
 
+_VALUE_FIELDS = ("raw_data", "float_data", "int32_data", "int64_data", "double_data", "uint64_data", "string_data")
+
+
+def has_values(t: onnx.TensorProto) -> bool:
+    """Its values are in the proto: not external, and not stripped (`_light_copy` keeps a large
+    initializer's dims only); an empty tensor has all of its none."""
+    if t.data_location == onnx.TensorProto.EXTERNAL:
+        return False
+    return any(len(getattr(t, f)) for f in _VALUE_FIELDS) or 0 in t.dims
+
+
 def _hollow_initializers(model: onnx.ModelProto) -> list[onnx.TensorProto]:
     """Initializers whose values are not in the model (a light copy's stripped weights, external data)."""
-    fields = ("raw_data", "float_data", "int32_data", "int64_data", "double_data", "uint64_data", "string_data")
-    return [
-        t
-        for t in model.graph.initializer
-        if math.prod(t.dims) > 0
-        and (t.data_location == onnx.TensorProto.EXTERNAL or not any(getattr(t, f) for f in fields))
-    ]
+    return [t for t in model.graph.initializer if not has_values(t)]
 
 
 def _with_inputs_for(model: onnx.ModelProto, hollow: list[onnx.TensorProto]) -> onnx.ModelProto:
