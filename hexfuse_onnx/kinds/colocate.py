@@ -237,14 +237,18 @@ def costly_cuts(
     now = total(kept)
     while kept:
         without = [total([j for j in kept if j != k]) for k in kept]
-        if min(without) >= now:
+        least = min(without)
+        if least >= now:
             break
         fewer = [k for k, t in zip(kept, without) if t >= now]
-        if total(fewer) >= min(without):
-            fewer = [k for k, t in zip(kept, without) if t != min(without)]
-        kept, now = fewer, total(fewer)
-    if now >= total([]):
-        kept, now = [], total([])
+        after = total(fewer)
+        if after >= least:
+            fewer = [k for k, t in zip(kept, without) if t != least]
+            after = total(fewer)
+        kept, now = fewer, after
+    none = total([])
+    if now >= none:
+        kept, now = [], none
         while len(kept) < len(pairs):
             more = {k: total([*kept, k]) for k in range(len(pairs)) if k not in kept}
             best = min(more, key=more.__getitem__)
@@ -631,10 +635,13 @@ class Modelled:
     too_large_share: float = 0.0  # of the streams' op time, each op timed alone
     largest_bytes: int = 0
     onchip_bytes: float = 0.0
-    # every stream alone as it runs with no pair, one after another: each run of nodes the kernel runs
-    # one task. The baseline: `serial` cuts each stream at its pairs' boundaries (a cut run's
-    # intermediates leave the chip), so it moves with the pairs chosen; this does not
-    uncut: float = 0.0
+
+    @property
+    def uncut(self) -> float:
+        """Every stream alone as it runs with no pair, one after another: each run of nodes the kernel
+        runs one task. The baseline: `serial` cuts each stream at its pairs' boundaries (a cut run's
+        intermediates leave the chip), so it moves with the pairs chosen; this does not."""
+        return sum(self.stream_alone.values())
 
     @property
     def gain(self) -> float:
@@ -779,7 +786,6 @@ def modelled(
         large_share,
         largest,
         target.onchip_bytes.value,
-        sum(uncut.values()),
     )
 
 
