@@ -454,7 +454,7 @@ def _rewrite_file(args: argparse.Namespace, shapes: dict[str, list[int]], progre
         print(f"{none_kept(a.all_rejected())}; nothing written")
     else:
         print(table(pair_rows(a.all_pairs())))
-        for line in _verified_lines(result.comparison, args.rtol, args.verify == "plugin"):
+        for line in _verified_lines(result.comparison, args.rtol):
             print(line)
         print(f"wrote {result.output}")
     if args.json:
@@ -462,7 +462,7 @@ def _rewrite_file(args: argparse.Namespace, shapes: dict[str, list[int]], progre
     return EXIT_OK
 
 
-def _verified_lines(c, rtol: float, plugin: bool, original: str = "the original") -> list[str]:
+def _verified_lines(c, rtol: float, original: str = "the original") -> list[str]:
     """What a written model was verified against (rewrite; colocate, whose original is the merge)."""
     from .report import plugin_line, verified_at
 
@@ -477,7 +477,7 @@ def _verified_lines(c, rtol: float, plugin: bool, original: str = "the original"
             f"  the rewrite without pairs is {c.pairless:.2e} from the original on stock ORT, which optimises it "
             f"otherwise (fixed shapes: other kernels), and within {rtol:g} with graph optimisations off"
         )
-    if plugin:
+    if c.plugin:
         lines.append(plugin_line(c))
     return lines
 
@@ -739,7 +739,7 @@ def _colocated(args: argparse.Namespace, r, extra: dict | None = None) -> int:
     rw = r.rewrite
     if rw.output is not None:
         print(table(pair_rows(rw.analysis.pairs)))
-        for line in _verified_lines(rw.comparison, DEFAULT_RTOL, args.verify == "plugin", "the merged model"):
+        for line in _verified_lines(rw.comparison, DEFAULT_RTOL, "the merged model"):
             print(line)
     else:
         print(f"{none_kept(rw.analysis.rejected)}; the merged model is written unpaired")

@@ -26,6 +26,7 @@ from .errors import HexfuseError, ModelError, UsageError, VerificationError, Wri
 from .graph import ModelGraph, ShapeBinding
 from .kinds import KINDS, Candidate, Pair, discover, kind_of
 from .lowering import LoweringError
+from .lowering.nbits import INT8_LEVEL
 from .lowering.registry import ArenaOverflow
 from .modelio import stage
 from .profile import GraphProfile, profile_graph
@@ -582,7 +583,7 @@ def _quantized(model: onnx.ModelProto) -> bool:
 
 def _int8_activations(n: onnx.NodeProto) -> bool:
     level = next((a.i for a in n.attribute if a.name == "accuracy_level"), 0)
-    return n.op_type == "MatMulNBits" and n.domain == "com.microsoft" and level == 4
+    return n.op_type == "MatMulNBits" and n.domain == "com.microsoft" and level == INT8_LEVEL
 
 
 def _with_cases(
