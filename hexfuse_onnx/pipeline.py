@@ -1039,9 +1039,10 @@ def _culprit(
     if k == 1 and not in_branches:
         why = errors[k].message + _stock_note(analysis, reference, out, source_dir, rtol, pair, errors[k])
         return _refused_alone(pair, why, progress), True
+    failed = "with the plugin" if isinstance(errors[k], PluginMismatch) else "on stock ORT"
     progress(
         f"dropping a {pair.kind} pair ({pair.candidate.note}): it passes alone and the {k - 1} pair(s) "
-        f"ranked before it pass together, not with it ({verified} prefix(es) verified)"
+        f"ranked before it pass together, not with it {failed} ({verified} prefix(es) verified)"
     )
     return Rejection(pair.candidate, f"fails verification with the other pairs: {errors[k].message}"), False
 
