@@ -530,7 +530,7 @@ def colocate(
         merged.model, folded = fold(merged.model, shapes or {})
         free = [v.name for v in merged.model.graph.input if _free_dims(v)]
         still = f"; still symbolic (no --shape gives them): {', '.join(free)}" if free else ""
-        progress(f"input dims fixed; {folded} integer node(s) they decide folded to constants{still}")
+        progress(f"input dims fixed; {len(folded)} integer node(s) they decide folded to constants{still}")
     try:
         folder = tempfile.mkdtemp(prefix=f".{out.name}.colocate-", dir=out.parent)
     except OSError as exc:

@@ -33,9 +33,12 @@ _EXACT = {
 _FLOATS = {onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE}
 
 
-def specialise(model: onnx.ModelProto, shapes: dict[str, list[int]]) -> tuple[onnx.ModelProto, int]:
-    """A copy of the model with the given input dims fixed and what they decide folded; the number
-    of nodes folded (each makes one tensor). Inputs not in `shapes` keep their dims."""
+def specialise(
+    model: onnx.ModelProto, shapes: dict[str, list[int]]
+) -> tuple[onnx.ModelProto, dict[str, tuple[int, ...]]]:
+    """A copy of the model with the given input dims fixed and what they decide folded; the shape
+    of each tensor folded (one per folded node; an intermediate one is no longer in the copy).
+    Inputs not in `shapes` keep their dims."""
     out = onnx.ModelProto()
     out.CopyFrom(model)
     graph = out.graph
@@ -46,15 +49,15 @@ def specialise(model: onnx.ModelProto, shapes: dict[str, list[int]]) -> tuple[on
         for d in v.type.tensor_type.shape.dim:
             if d.HasField("dim_value") and d.dim_value < 0:
                 d.Clear()
-    folded = 0
-    while True:  # a folded Reshape target can make the next Shape static: fold until nothing changes
-        made = _fold_round(out)
-        folded += made
-        if not made:
-            return out, folded
+    folded: dict[str, tuple[int, ...]] = {}
+    while _fold_round(out, folded):  # a folded Reshape target can make the next Shape static
+        pass
+    return out, folded
 
 
-def _fold_round(model: onnx.ModelProto) -> int:
+def _fold_round(model: onnx.ModelProto, folded: dict[str, tuple[int, ...]]) -> int:
+    """One pass over the nodes: fold what is known, inline each If whose condition is; adds the
+    folded tensors' shapes to `folded`; how many nodes changed."""
     graph = model.graph
     del graph.value_info[:]  # an exporter's symbolic intermediate dims, or the last round's: inferred anew
     inferred = shape_inference.infer_shapes(model, data_prop=True).graph
@@ -65,7 +68,15 @@ def _fold_round(model: onnx.ModelProto) -> int:
     kept: list[onnx.NodeProto] = []
     made: set[str] = set()  # outputs of folded nodes
     range_bounds = {t for n in graph.node if n.op_type == "Range" for t in n.input}
+    inlined = 0
     for node in graph.node:
+        branch = _taken_branch(node, known, initializers, graph)
+        if branch is not None:
+            kept.extend(branch[0])
+            graph.initializer.extend(branch[1])
+            initializers.update((t.name, t) for t in branch[1])
+            inlined += 1
+            continue
         if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and len(node.output) == 1:
             constant = _evaluate(node, {}, None)
             if constant is not None:
@@ -88,7 +99,53 @@ def _fold_round(model: onnx.ModelProto) -> int:
     for t in unread:
         graph.initializer.remove(t)
     graph.initializer.extend(numpy_helper.from_array(known[t], t) for t in sorted(made & needed))
-    return len(made)
+    folded.update((t, tuple(known[t].shape)) for t in made)
+    return len(made) + inlined
+
+
+def _all_names(graph: onnx.GraphProto, skip: onnx.NodeProto | None = None) -> set[str]:
+    """Every tensor name of the graph and of the bodies of its nodes but `skip`."""
+    names = {v.name for v in graph.input} | {t.name for t in graph.initializer}
+    for n in graph.node:
+        if skip is not None and n.output == skip.output:
+            continue
+        names.update(n.input)
+        names.update(n.output)
+        for a in n.attribute:
+            for body in [a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs):
+                names |= _all_names(body)
+    return names
+
+
+def _taken_branch(
+    node: onnx.NodeProto,
+    known: dict[str, np.ndarray],
+    initializers: dict[str, onnx.TensorProto],
+    graph: onnx.GraphProto,
+) -> tuple[list[onnx.NodeProto], list[onnx.TensorProto]] | None:
+    """An If whose condition is known, as the nodes and initializers of the branch it takes, then an
+    Identity per output: torch writes `expand` and `repeat` over a size it cannot prove as an If on
+    Size arithmetic that is constant (svtrv2_captcha), and nothing after it had a shape. None when
+    the condition is not known, or a name the branch makes is already the graph's (inlined, it would
+    clash)."""
+    if node.op_type != "If" or node.domain not in ("", "ai.onnx"):
+        return None
+    cond = known.get(node.input[0])
+    if cond is None and node.input[0] in initializers and has_values(initializers[node.input[0]]):
+        cond = numpy_helper.to_array(initializers[node.input[0]])
+    if cond is None or cond.size != 1:
+        return None
+    attr = "then_branch" if bool(cond.reshape(-1)[0]) else "else_branch"
+    body = next(a.g for a in node.attribute if a.name == attr)
+    made = {t for n in body.node for t in n.output if t} | {t.name for t in body.initializer}
+    if made & _all_names(graph, skip=node) or body.sparse_initializer or len(body.output) != len(node.output):
+        return None
+    nodes = list(body.node) + [
+        onnx.helper.make_node("Identity", [b.name], [o], name=f"{node.name}/{attr}/{o}")
+        for b, o in zip(body.output, node.output)
+        if o
+    ]
+    return nodes, list(body.initializer)
 
 
 def _fix_dims(v: onnx.ValueInfoProto, dims: list[int]) -> None:
@@ -123,6 +180,9 @@ def _fold(
         return None
     if node.op_type == "Shape":
         value = _static_shape(node, types)
+    elif node.op_type == "Size":
+        shape = _static_shape(node, types)
+        value = None if shape is None else np.array(np.prod(shape), dtype=np.int64)
     else:
         inputs = [t for t in node.input if t]
         if not all(t in known or (t in initializers and has_values(initializers[t])) for t in inputs):

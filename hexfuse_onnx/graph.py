@@ -689,7 +689,9 @@ def _infer_through_constants(light: onnx.ModelProto, inferred: onnx.ModelProto) 
     computations of constants alone are folded (fold.specialise with no dims fixed). torch writes
     F.pad's pads as ConstantOfShape/Concat/Reshape/Slice/Transpose of Constants, which neither
     ONNX's nor ORT's inference evaluates: every shape after that Pad stayed unknown (open_nsfw:
-    742 of 845 nodes). The nodes are not changed: only their outputs' shapes become known."""
+    742 of 845 nodes); torch's `expand` over a size it cannot prove is an If on constant Size
+    arithmetic (svtrv2_captcha), inlined there. The nodes are not changed: only their outputs'
+    shapes become known."""
     from .fold import specialise
 
     folded, made = specialise(light, {})
@@ -703,9 +705,11 @@ def _infer_through_constants(light: onnx.ModelProto, inferred: onnx.ModelProto) 
     known = {v.name for v in _static_infos(inferred)}
     produced = {t for n in inferred.graph.node for t in n.output}
     found = {v.name: v for v in _static_infos(again)}
-    for t in again.graph.initializer:  # a folded value: its dims
-        if t.name in produced and t.name not in found:
-            found[t.name] = helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
+    elem = {v.name: v.type.tensor_type.elem_type for v in [*inferred.graph.value_info, *inferred.graph.output]}
+    elem.update((t.name, t.data_type) for t in again.graph.initializer)
+    for t, dims in made.items():  # a folded value, kept or not: its dims
+        if t in produced and t not in found and elem.get(t):
+            found[t] = helper.make_tensor_value_info(t, elem[t], list(dims))
     out = onnx.ModelProto()
     out.CopyFrom(inferred)
     outputs = {v.name for v in out.graph.output}
