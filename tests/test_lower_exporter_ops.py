@@ -856,3 +856,30 @@ def test_a_16_bit_dequantized_constant_is_known_and_a_per_axis_or_float16_one_is
     assert dequantized(dq, [q, np.ones(2, np.float32), zero]) is None
     assert dequantized(dq, [q, None, zero]) is None
     assert dequantized(dq, [q, np.array(6.103609e-06, np.float16), zero]) is None
+
+
+@needs_host
+def test_a_reshape_steered_by_size_arithmetic_pairs_and_matches_with_the_plugin(tmp_path) -> None:
+    """torch's `expand` over a size it cannot prove (svtrv2_captcha's decoder): Size of a shape
+    vector, arithmetic on it, a Reshape target. Size was 'outside the kernel' (27 candidates)."""
+    int64 = [init(n, np.array(v, np.int64)) for n, v in [("two", 2), ("width", 256), ("one", [1]), ("m1", [-1])]]
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"], name="a/shape"),
+        helper.make_node("Size", ["shape"], ["rank"], name="a/size"),
+        helper.make_node("Sub", ["rank", "two"], ["k"], name="a/sub"),
+        helper.make_node("Mul", ["k", "width"], ["cols"], name="a/mul"),
+        helper.make_node("Reshape", ["cols", "one"], ["cols1"], name="a/cols"),
+        helper.make_node("Concat", ["m1", "cols1"], ["target"], name="a/target", axis=0),
+        helper.make_node("Reshape", ["x", "target"], ["a1"], name="a/reshape"),
+        helper.make_node("MatMul", ["a1", "wa"], ["a2"], name="a/matmul"),
+        helper.make_node("Sigmoid", ["x"], ["b1"], name="b/sigmoid"),
+        helper.make_node("Reshape", ["b1", "fixed"], ["b2"], name="b/reshape"),
+        helper.make_node("MatMul", ["b2", "wb"], ["b3"], name="b/matmul"),
+        helper.make_node("Add", ["a2", "b3"], ["y"], name="join"),
+    ]
+    weights = [init("wa", f32(256, 256)), init("wb", f32(256, 256)), init("fixed", np.array([-1, 256], np.int64))]
+    g = helper.make_graph(
+        nodes, "g", [vi("x", ["batch", 64, 256])], [vi("y", [None, 256])], initializer=weights + int64
+    )
+    fused, _ = plugin_verified_pair(tmp_path, g)
+    assert "a/size" in {n.name for n in fused}

@@ -25,9 +25,9 @@ def constant(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     cx.static[n.output[0]] = numpy_helper.to_array(value)
 
 
-@lowers("Shape", "ConstantOfShape", "Equal")
+@lowers("Shape", "Size", "ConstantOfShape", "Equal")
 def shape_arithmetic(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
-    """Folded by the Lowerer when every input is known (Shape: when its input's shape is)."""
+    """Folded by the Lowerer when every input is known (Shape, Size: when its input's shape is)."""
     raise LoweringError(n.op_type, n.name, "runs only as shape arithmetic on values known when lowering")
 
 

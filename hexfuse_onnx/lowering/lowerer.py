@@ -387,12 +387,15 @@ class Lowerer:
             )
 
     def _folds(self, n: onnx.NodeProto) -> bool:
-        """Compute shape arithmetic when lowering: Shape of a known shape, and a node whose inputs
+        """Compute shape arithmetic when lowering: Shape and Size of a known shape, and a node whose inputs
         are all known and whose outputs are integers or booleans (the TorchScript exports' Gather,
         Unsqueeze, Concat, Equal, Where ... on Shape). Its value steers its consumers; no op runs."""
         if n.op_type == "Shape":
             dims = np.array(self.shape(n.input[0], n), np.int64)
             self.static[n.output[0]] = dims[int(attr(n, "start", 0)) : attr(n, "end", None)]
+            return True
+        if n.op_type == "Size":
+            self.static[n.output[0]] = np.array(np.prod(self.shape(n.input[0], n)), np.int64)
             return True
         inputs = [t for t in n.input if t]
         kinds = {self.dtype(o) for o in n.output if o}
