@@ -1,10 +1,11 @@
 """Lower one FusedHexPair (its node and function body) to the task program the kernel runs.
 
-The function body is the source of truth: body nodes [0, num_nodes_a) are task A, the rest
-task B; formal input i is the node's input i (A's first, then B's), formal output j the node's
-output j. The formal inputs' types are given (the pass gives the ModelGraph's inferred ones);
-body tensors' shapes are the function's value_info where it has them (the pass's, so a Reshape to
-a computed shape is known), else ONNX shape inference of the body alone. Weights are node inputs
+The function is the source of truth (the pair's body, or what its kind derives from the body:
+`PairKind.program_function`): its nodes [0, num_nodes_a) are task A, the rest task B;
+formal input i is the node's input i (A's first, then B's), formal output j the node's output j.
+The formal inputs' types are given (the pass gives the ModelGraph's inferred ones); body tensors'
+shapes are the function's value_info where it has them (the pass's, so a Reshape to a computed
+shape is known), else ONNX shape inference of the body alone. Weights are node inputs
 (graph initializers), so they are program inputs, not constants; only Constant nodes inside the
 body become program constants. Integer inputs that only steer an op (Reshape shape, Slice
 starts, ...) are read from the initializers at lowering time and declared in the program as
