@@ -242,6 +242,25 @@ def test_a_sixteen_bit_microbatch_falls_back_to_the_original_computation(seq: in
     assert Counter(map(key, unfuse(m).graph.node)) == Counter(map(key, onnx.load(source).graph.node))
 
 
+def test_a_body_of_two_copies_is_said_to_miss_ort_s_matmulnbits(tmp_path: Path) -> None:
+    """The body as it was before branch mbshare (the program's two copies, each reading the weights):
+    stock ORT does not make them MatMulNBits, so it is off the original (0.0139 relative) and equals
+    the original computed as written; the refusal says why (pipeline._matmulnbits_note)."""
+    source = tmp_path / "chain.onnx"
+    onnx.save(_u16u8_matmul_chain(32), source)
+    r = pipeline.rewrite(source, tmp_path / "fused.onnx", ["microbatch"])
+    assert r.output is not None
+    m = onnx.load(r.output)
+    (node,) = [n for n in m.graph.node if n.domain == C.DOMAIN]
+    copies = KINDS["microbatch"].program_function(node, m.functions[0], known_tensors(m.graph))
+    m.functions[0].CopyFrom(copies)
+    onnx.save(m, tmp_path / "copies.onnx")
+    reference = pipeline._reference(source, r.analysis.graph, False, None, pipeline._quiet)
+    with pytest.raises(verify.VerificationError, match="relative error"):
+        pipeline._verify(tmp_path / "copies.onnx", reference, 1e-5)
+    assert "a MatMulNBits with int8 activations" in pipeline._matmulnbits_note(tmp_path / "copies.onnx", reference, 0)
+
+
 @pytest.mark.parametrize("culprit", [1, 2, 3, 9, 17, 64, 500, 999, 1000])
 def test_the_first_failing_prefix_takes_log_many_verifications(culprit: int) -> None:
     """pipeline.first_failing finds the first prefix that fails (pairs passing alone, failing

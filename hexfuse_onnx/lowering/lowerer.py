@@ -64,9 +64,10 @@ class OpOrigin:
     """Where program op `op` of a pair came from.
 
     `op` is the op's index in the program (the `op` field of the kernel trace's work items),
-    `task` 0 for A and 1 for B. `body_index` is the index of the function-body node the op
-    lowers (`node`, `op_type`: that node's name, "" when unnamed, and op type), and `output`
-    the body tensor the op writes. An op the lowering adds to copy a pair output out (an output
+    `task` 0 for A and 1 for B. `body_index` is the index of the node of the function lowered
+    (`PairKind.program_function`: a micro-batch pair's copies, not its body) the op lowers
+    (`node`, `op_type`: that node's name, "" when unnamed, and op type), and `output` the body
+    tensor the op writes. An op the lowering adds to copy a pair output out (an output
     that is a constant or a formal input) has the Constant body node that made the value as its
     origin, or `body_index` None (`node` "output NAME", `op_type` "Identity") when the output is
     a formal input passed through."""
