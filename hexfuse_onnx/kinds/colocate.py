@@ -307,9 +307,8 @@ def unlowerable(g: ModelGraph, profile: GraphProfile, i: int) -> str:
     n = g.nodes[i]
     if i in profile.unprofiled:
         return " (not profiled: unknown shapes)"
-    outside = op_outside_kernel(n)
-    if outside is not None:
-        return f" ({outside})"
+    if op_outside_kernel(n) is not None:
+        return " (outside the kernel's op set)"
     if _touches_empty(g, n):
         return " on an empty tensor"
     if is_q(g, i) or is_dq(g, i) or _dynamic_quantisation(g, n) or _qoperator(n):
@@ -664,7 +663,8 @@ class Modelled:
 
     def lines(self, priority: int | None = None) -> list[str]:
         if self.serial <= 0:  # every stream's work lies in If/Loop/Scan bodies, which streams never pair across
-            holders = ", ".join(f"{op} {n}x" for op, (n, _) in sorted(self.unpairable.items()))
+            held = sorted((op.partition(" (")[0], n) for op, (n, _) in self.unpairable.items())  # the op, not why
+            holders = ", ".join(f"{op} {n}x" for op, n in held)
             return [
                 f"modelled on {self.target}: nothing to model: the streams' work lies inside control flow "
                 f"({holders or 'no node'}), and colocate pairs only the nodes of the main graphs"
