@@ -327,7 +327,10 @@ def unlowerable(g: ModelGraph, profile: GraphProfile, i: int) -> str:
         if t and k not in at_run_time and (t in steered or g.info(t).elem_type != onnx.TensorProto.FLOAT)
     ]
     late = next((k for k, t in computed if not _constant(g, t) and not _nan_test(g, g.producer.get(t))), None)
-    return "" if late is None else f" (its input {late} is computed at run time; the lowering needs its value)"
+    if late is None:
+        return ""
+    frozen = "" if g.source is None else ": --freeze-shapes folds one computed from the input shapes"
+    return f" (its input {late} is computed at run time; the lowering needs its value{frozen})"
 
 
 def _touches_empty(g: ModelGraph, n: onnx.NodeProto) -> bool:
