@@ -18,6 +18,7 @@ import pytest
 import models
 from hexfuse_onnx import contract as C
 from hexfuse_onnx import pipeline, runtime, verify
+from hexfuse_onnx.errors import ModelError
 from hexfuse_onnx.kinds import KINDS
 from hexfuse_onnx.lowering import known_tensors, lower_pair
 from hexfuse_onnx.rewrite import pair_output_tensors, unfuse
@@ -259,6 +260,8 @@ def test_a_body_of_two_copies_is_said_to_miss_ort_s_matmulnbits(tmp_path: Path) 
     with pytest.raises(verify.VerificationError, match="relative error"):
         pipeline._verify(tmp_path / "copies.onnx", reference, 1e-5)
     assert "a MatMulNBits with int8 activations" in pipeline._matmulnbits_note(tmp_path / "copies.onnx", reference, 0)
+    with pytest.raises(ModelError, match="not a micro-batch pair as this version writes it; rewrite again"):
+        unfuse(m)  # a model written with such a body, before branch mbshare: not silently two chains
 
 
 @pytest.mark.parametrize("culprit", [1, 2, 3, 9, 17, 64, 500, 999, 1000])

@@ -216,12 +216,15 @@ class Microbatch(PairKind):
         drop: set[int],
     ) -> list[onnx.NodeProto]:
         """Undo the split: the body's chain, without its join and split, in place of the graph's."""
+        prefix = f"hexfuse/{call.overload}/"
+        if not any(n.name == prefix + JOIN for n in body):  # two copies: written before the body was the chain
+            raise ModelError(f"node '{call.name}' is not a micro-batch pair as this version writes it; rewrite again")
         split = producers[call.input[0]]
         drop.add(id(split))
         drop.add(id(consumers[call.output[0]][0]))
         if len(split.input) > 1 and split.input[1] in producers:
             drop.add(id(producers[split.input[1]]))
-        return [n for n in body if not n.name.startswith(f"hexfuse/{call.overload}/")]
+        return [n for n in body if not n.name.startswith(prefix)]
 
     def original_tensor(self, pair_id: str, body_tensor: str) -> str:
         for suffix in suffixes(pair_id):
