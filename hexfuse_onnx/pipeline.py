@@ -931,8 +931,9 @@ def _own_outputs_failing(
 def _matmulnbits_note(staged: Path, reference: Reference, rtol: float) -> str:
     """Why a QDQ model's pair failed on stock ORT when it matches ORT computing the original as
     written: ORT makes the original's DQ(weight) + MatMul/Gemm a MatMulNBits with int8 activations,
-    which the pair's body does not get (mlp_chain u16u8: 0.0142 off, 0.0 from the original as
-    written, whether or not its copies share the weight). Empty when that is not why."""
+    which the pair's body does not get: ORT does only where the weight and its scale have no other
+    reader (a micro-batch body of two copies, before branch mbshare: mlp_chain u16u8 0.0142 off, 0.0
+    from the original as written). Empty when that is not why."""
     if not reference.dequantizes:
         return ""
     try:

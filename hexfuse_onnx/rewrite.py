@@ -13,7 +13,7 @@ the ModelGraph's inferred types; `fuse` then edits one copy of the model once.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import replace
 
 import onnx
@@ -27,12 +27,12 @@ from .costmodel import Target
 from .errors import HexfuseError, ModelError
 from .graph import Dim, ModelGraph, ShapeBinding, TensorInfo, attribute, node_reads, toposort
 from .kinds import KINDS, kind_of
-from .kinds.base import FusedCall, Pair, PairTasks, TaskBody, renamed_copy
+from .kinds.base import FusedCall, Pair, PairTasks, TaskBody, formal_inputs, renamed_copy
 from .lowering import Lowered, LoweringError, SymbolicInputs, known_tensors, lower_function, set_program
 from .lowering.lowerer import DTYPES
 from .qdq import is_dq_node
 
-SHARED_INPUT_SUFFIX = "__b"
+ProgramFunction = Callable[[onnx.NodeProto, onnx.FunctionProto, dict[str, onnx.TensorProto]], onnx.FunctionProto]
 
 
 def prepare(
@@ -57,7 +57,7 @@ def prepare(
         pair.call = _fused_call(_with_witnesses(g, kind_of(pair).tasks(g, pair)), pair, target.name, opsets)
         _add_value_info(pair.call.function, typed | kind_of(pair).body_types(g, pair))
         try:
-            pair.lowered = _lower(g, pair.call, second, known)
+            pair.lowered = _lower(g, pair.call, kind_of(pair).program_function, second, known)
         except LoweringError as exc:
             failed.append((pair, exc))
             continue
@@ -239,18 +239,29 @@ def pair_number(pair_id: str) -> int | None:
     return int(digits) if pair_id.startswith("pair") and digits.isdigit() else None
 
 
-def _lower(g: ModelGraph, call: FusedCall, second: ShapeBinding | None, known: dict[str, onnx.TensorProto]) -> Lowered:
-    """The call's program, its formal inputs typed from the ModelGraph's inferred shapes; `known`:
-    the graph's initializers and Constant values (`lowering.known_tensors`)."""
+def _lower(
+    g: ModelGraph,
+    call: FusedCall,
+    program_function: ProgramFunction,
+    second: ShapeBinding | None,
+    known: dict[str, onnx.TensorProto],
+) -> Lowered:
+    """The call's program, lowered from the function its kind derives from the body
+    (`PairKind.program_function`), its formal inputs typed from the ModelGraph's inferred shapes;
+    `known`: the graph's initializers and Constant values (`lowering.known_tensors`)."""
     infos = {t: call.tasks.placed_tensors.get(t) or g.info(t) for t in call.node.input}
     types = {t: info.type_proto() for t, info in infos.items() if info.elem_type}
     opset = next(o.version for o in g.model.opset_import if o.domain in ("", "ai.onnx"))
-    symbolic = _symbolic_inputs(g, call, second) if second is not None else None
-    return lower_function(call.node, call.function, known, types, opset, g.model.ir_version, symbolic)
+    fn = program_function(call.node, call.function, known)
+    symbolic = _symbolic_inputs(g, call, fn, second) if second is not None else None
+    return lower_function(call.node, fn, known, types, opset, g.model.ir_version, symbolic)
 
 
-def _symbolic_inputs(g: ModelGraph, call: FusedCall, second: ShapeBinding) -> SymbolicInputs | None:
-    """The node inputs' symbolic dims and their types at `second`; None when every dim is static."""
+def _symbolic_inputs(
+    g: ModelGraph, call: FusedCall, fn: onnx.FunctionProto, second: ShapeBinding
+) -> SymbolicInputs | None:
+    """The node inputs' symbolic dims and their types at `second` (`fn`: the function the program
+    is lowered from); None when every dim is static."""
     at_second = g.infos_at(second)
     dims: list[tuple[Dim, ...]] = []
     types: dict[str, onnx.TypeProto] = {}
@@ -267,12 +278,12 @@ def _symbolic_inputs(g: ModelGraph, call: FusedCall, second: ShapeBinding) -> Sy
     if all(isinstance(d, int) for shape in dims for d in shape):
         return None
     body: dict[str, tuple[Dim, ...]] = {}
-    for t in (t for n in call.function.node for t in n.output):
+    for t in (t for n in fn.node for t in n.output):
         symbolic = g.symbolic_dims(t)
         if symbolic is not None:
             body[t] = symbolic
     function = onnx.FunctionProto()
-    function.CopyFrom(call.function)
+    function.CopyFrom(fn)
     made = {t for n in function.node for t in n.output}  # not every tensor of the graph: once per pair
     _retype(function, {t: helper.make_value_info(t, at_second[t].type_proto()) for t in made if _typed(at_second, t)})
     return SymbolicInputs(dims, types, body, function)
@@ -320,10 +331,10 @@ def _body_types(g: ModelGraph) -> dict[str, onnx.ValueInfoProto]:
 
 def _fused_call(tasks: PairTasks, pair: Pair, target_name: str, opsets: list[onnx.OperatorSetIdProto]) -> FusedCall:
     a, b = tasks.a, tasks.b
-    shared = {t: t + SHARED_INPUT_SUFFIX for t in b.inputs if t in a.inputs}
+    formals, shared = formal_inputs(a, b)
     a_nodes = _loadable_in_a_function(a.nodes)
     b_nodes = _loadable_in_a_function([renamed_copy(n, shared) for n in b.nodes])
-    formal_inputs = a.inputs + [shared.get(t, t) for t in b.inputs]
+    body = a_nodes + b_nodes if tasks.fallback is None else tasks.fallback
     outputs = a.outputs + b.outputs
     p = pair.prediction
     attrs: dict[str, object] = {
@@ -343,9 +354,7 @@ def _fused_call(tasks: PairTasks, pair: Pair, target_name: str, opsets: list[onn
     node = helper.make_node(C.OP_TYPE, a.inputs + b.inputs, outputs, name=f"hexfuse/{pair.id}", domain=C.DOMAIN)
     node.attribute.extend(helper.make_attribute(k, v) for k, v in sorted(attrs.items()) if v is not None)
     node.overload = pair.id
-    fn = helper.make_function(
-        C.DOMAIN, C.OP_TYPE, formal_inputs, outputs, a_nodes + b_nodes, opsets, attributes=list(C.NODE_ATTRIBUTES)
-    )
+    fn = helper.make_function(C.DOMAIN, C.OP_TYPE, formals, outputs, body, opsets, attributes=list(C.NODE_ATTRIBUTES))
     fn.overload = pair.id
     fn.doc_string = f"hexfuse {pair.kind} pair: {pair.candidate.note}"
     return FusedCall(node, fn, tasks)

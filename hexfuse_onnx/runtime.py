@@ -276,7 +276,7 @@ def InferenceSession(
     `session_options` decides (backend auto: only where it is expected to pay). Where auto does not
     register it, stock ONNX Runtime runs the model unfused (`rewrite.unfuse`: the original nodes,
     which ORT runs as fast as the original model; a pair's function body can be slower, e.g. a
-    micro-batch pair's halves read the weights twice). There, unless the model's tuning record,
+    micro-batch pair's body copies its input and output once more). There, unless the model's tuning record,
     the options given, HEXFUSE_ORT_MODE or an earlier choice decide ORT's execution mode, the
     session chooses it during its first calls (mode_choice.ChoosingSession). The kernels read
     `backend`, `workers` and `trace` when the session is created; the environment is restored

@@ -340,7 +340,8 @@ def test_program_ops_map_to_the_pairs_own_nodes(zoo_dir: Path, tmp_path: Path, n
     """Every program op of a lowered zoo pair names a body node, and through it a real graph node
     of that pair (a micro-batch copy maps back to its chain node)."""
     from hexfuse_onnx import contract as C
-    from hexfuse_onnx.lowering import program_op_maps
+    from hexfuse_onnx.kinds import KINDS
+    from hexfuse_onnx.lowering import known_tensors, program_op_maps
 
     fused, pairs, profile = measure.fused_pairs(zoo_dir / f"{name}.onnx", tmp_path / "m.fused.onnx", costmodel.HOST)
     assert fused is not None and pairs
@@ -351,8 +352,10 @@ def test_program_ops_map_to_the_pairs_own_nodes(zoo_dir: Path, tmp_path: Path, n
         program = next(a.s for a in node.attribute if a.name == C.ATTR_PROGRAM)
         origins = maps[node.name]
         assert [o.op for o in origins] == list(range(struct.unpack_from("<IHHIIII", program)[6]))
-        body = next(f for f in model.functions if f.overload == node.overload).node
-        assert all(o.body_index is not None and body[o.body_index].name == o.node for o in origins)
+        fn = next(f for f in model.functions if f.overload == node.overload)
+        kind = KINDS[next(a.s.decode() for a in node.attribute if a.name == C.ATTR_KIND)]
+        lowered = kind.program_function(node, fn, known_tensors(model.graph)).node  # micro-batch: the copies
+        assert all(o.body_index is not None and lowered[o.body_index].name == o.node for o in origins)
         per_node, unnamed = measure.node_kernel_seconds(model, node.name, profile, {o.op: 1.0 for o in origins})
         assert unnamed == 0.0 and sum(per_node.values()) == len(origins)
         pair = pairs[node.name]

@@ -605,12 +605,12 @@ def test_inputs_the_source_fails_on_are_not_called_random(tmp_path):
 
 
 def test_the_report_names_what_never_pairs(tmp_path):
-    """An LSTM lowers to nothing: the modelled report says how much of the time it holds."""
+    """An LSTM lowers to nothing: the modelled report says how much of the time it holds, and why."""
     out = tmp_path / "two.onnx"
     proc = run_cli("colocate", _speech_like(tmp_path / "m.onnx", False), "--requests", "2", "-o", out, "-q")
     assert proc.returncode == EXIT_OK, proc.stderr
     line = next(ln for ln in proc.stdout.splitlines() if "never paired" in ln)
-    assert "LSTM 2x" in line, line
+    assert "LSTM (outside the kernel's op set) 2x" in line, line
 
 
 def test_ops_on_an_empty_past_are_named_as_such(tmp_path):
@@ -915,3 +915,27 @@ def test_two_merged_decoders_say_their_work_is_inside_control_flow(tmp_path: Pat
     assert "nothing to model: the streams' work lies inside control flow (If 2x)" in proc.stdout
     assert "not looked at: 1410 node(s) inside control-flow subgraphs" in proc.stdout
     assert out.is_file()
+
+
+def test_never_paired_says_why_gqa_is_not_in_a_pair() -> None:
+    """llama_gqa_contrib's decode step: its GroupQueryAttention reads total_sequence_length (input 6)
+    from Shape(attention_mask) -> Gather -> Cast, at run time; the lowering needs its value (the
+    present KV length), so no pair holds it (80% of the two streams' modelled time, said with no
+    reason before). Made a constant, it may be paired (--freeze-shapes folds it: x2 int4 decode, 1 pair
+    of 29+29 nodes holding 98% of the modelled time)."""
+    shapes = {"input_ids": [1, 1], "attention_mask": [1, 16]}
+    shapes |= {f"past_key_values.{k}.{kv}": [1, 2, 15, 16] for k in (0, 1) for kv in ("key", "value")}
+    path = Path(__file__).resolve().parents[1] / "models" / "exported" / "llama_gqa_contrib.onnx"
+    g = graph.load(path, shapes)
+    profile = profile_graph(g)
+    never = kind._unpairable(g, profile, list(range(len(g.nodes))), costmodel.get_target("hexagon-v73"))
+    why = " (its input 6 is computed at run time; the lowering needs its value: --freeze-shapes folds one computed"
+    assert never[f"com.microsoft::GroupQueryAttention{why} from the input shapes)"][0] == 2
+    model = onnx.load(path)
+    model.graph.initializer.append(onnx.numpy_helper.from_array(np.array(16, np.int32), "total_len"))
+    for n in model.graph.node:
+        if n.op_type == "GroupQueryAttention":
+            n.input[6] = "total_len"
+    g = graph.index_model(model, shape_overrides=shapes)
+    gqa = [i for i, n in enumerate(g.nodes) if n.op_type == "GroupQueryAttention"]
+    assert [kind.unlowerable(g, profile_graph(g), i) for i in gqa] == ["", ""]

@@ -103,6 +103,19 @@ def test_the_shadow_feeds_a_pair_output_to_every_reader_and_gives_ort_s_own() ->
         assert np.array_equal(looped, np.stack([fed + 2] * 2))
 
 
+def test_one_step_is_one_step_at_any_value_the_float_holds() -> None:
+    """A dequantized float one step apart is within the bar whatever its magnitude: mlp_chain u16u8's
+    softmax, step 1.526e-5, gave 0.023025865 and 0.023010604 in f32, 1.0001 steps apart (its pair was
+    refused at 1 + 1e-5); 1.5 steps, two steps of a u16 tensor or a NaN lost are still refused."""
+    step, ref = np.float32(1.5259022e-05), np.float32([0.023025865, 0.5, 1.0])
+    assert verify.within_step(ref, np.float32([0.023010604, 0.5, 1.0]), float(step))
+    assert verify.within_step(ref, ref + np.float32([0, step, -step]), float(step))
+    assert not verify.within_step(ref, ref + np.float32([1.5 * step, 0, 0]), float(step))
+    assert not verify.within_step(np.float32([0.5, np.nan]), np.float32([0.5, 0.5]), float(step))
+    assert verify.within_step(np.uint16([3, 9]), np.uint16([4, 8]), 1.0)
+    assert not verify.within_step(np.uint16([3, 9]), np.uint16([5, 9]), 1.0)
+
+
 def test_a_pair_output_the_original_does_not_make_is_said() -> None:
     from hexfuse_onnx.errors import VerificationError
 

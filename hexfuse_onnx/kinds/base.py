@@ -19,6 +19,8 @@ from ..profile import GraphProfile, TaskProfile
 from ..qdq import is_dq
 from .dag import DagFacts
 
+SHARED_INPUT_SUFFIX = "__b"
+
 if TYPE_CHECKING:
     from ..buckets import ShareTable
     from ..lowering import Lowered
@@ -61,6 +63,9 @@ class PairTasks:
     replaced: list[int]  # graph node ids the FusedHexPair node replaces
     placed: list[tuple[int, onnx.NodeProto]] = field(default_factory=list)  # (position, node) added around it
     placed_tensors: dict[str, TensorInfo] = field(default_factory=dict)  # what the placed nodes make
+    # the function body when it is not A's nodes then B's (the program is lowered from those):
+    # what stock ORT runs and `unfuse` restores (a micro-batch pair: the chain on the joined halves)
+    fallback: list[onnx.NodeProto] | None = None
 
 
 @dataclass
@@ -147,6 +152,13 @@ class PairKind:
         """The graph tensor a body tensor of the pair stands for."""
         return body_tensor
 
+    def program_function(
+        self, node: onnx.NodeProto, body: onnx.FunctionProto, known: dict[str, onnx.TensorProto]
+    ) -> onnx.FunctionProto:
+        """The function the node's task program is lowered from: A's nodes then B's (`known`: the
+        model's initializers and Constant values). By default the body itself."""
+        return body
+
     def body_types(self, g: ModelGraph, pair: Pair) -> dict[str, onnx.ValueInfoProto]:
         """Types of body tensors the graph has under no name of theirs (the graph's own are added
         by the rewrite): ONNX's inference does not type every op (com.microsoft's 16-bit QDQ)."""
@@ -170,6 +182,13 @@ class PairKind:
 
     def share_text(self, pair: Pair) -> str:
         return f"{pair.prediction.share_a:.2f}"
+
+
+def formal_inputs(a: TaskBody, b: TaskBody) -> tuple[list[str], dict[str, str]]:
+    """The function's formal inputs, A's then B's, and the renaming of B's formals that A also
+    reads (`<name>__b`, so formal names stay unique)."""
+    shared = {t: t + SHARED_INPUT_SUFFIX for t in b.inputs if t in a.inputs}
+    return a.inputs + [shared.get(t, t) for t in b.inputs], shared
 
 
 def budget_message(a: TaskProfile, b: TaskProfile, target: Target) -> str:

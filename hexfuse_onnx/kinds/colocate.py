@@ -295,30 +295,42 @@ def node_time(profile: GraphProfile, i: int, target: Target) -> float:
 
 
 def lowerable(g: ModelGraph, profile: GraphProfile, i: int) -> bool:
-    """The node is profiled, of an op the kernel runs, makes float32 (or is the Q/DQ of a QDQ group),
-    touches no empty run-time tensor but one its lowering takes as absent (a prefill's past of 0
-    tokens; an empty constant, such as Resize's unused roi, is only read when lowering), and reads
-    other types and steering inputs only from constants."""
+    return not unlowerable(g, profile, i)
+
+
+def unlowerable(g: ModelGraph, profile: GraphProfile, i: int) -> str:
+    """Why no pair may hold the node ('' when one may): it must be profiled, of an op the kernel
+    runs, make float32 (or be the Q/DQ of a QDQ group), touch no empty run-time tensor but one its
+    lowering takes as absent (a prefill's past of 0 tokens; an empty constant, such as Resize's
+    unused roi, is only read when lowering), and read other types and steering inputs only from
+    constants. Said after the op in the report: " on an empty tensor", " (...)"."""
     n = g.nodes[i]
-    if i in profile.unprofiled or op_outside_kernel(n) is not None:
-        return False
+    if i in profile.unprofiled:
+        return " (not profiled: unknown shapes)"
+    if op_outside_kernel(n) is not None:
+        return " (outside the kernel's op set)"
     if _touches_empty(g, n):
-        return False
+        return " on an empty tensor"
     if is_q(g, i) or is_dq(g, i) or _dynamic_quantisation(g, n) or _qoperator(n):
-        return True  # integer tensors the kernel reads and writes (qdq.py; lowering/dynamic.py, qlinear.py)
+        return ""  # integer tensors the kernel reads and writes (qdq.py; lowering/dynamic.py, qlinear.py)
     read = [t for t in n.output if t and (g.consumers.get(t) or t in g.graph_outputs)]  # not an unread statistic
-    if any(g.info(t).elem_type != onnx.TensorProto.FLOAT for t in read) and not _nan_test(g, i):
-        return False
+    other = next((t for t in read if g.info(t).elem_type != onnx.TensorProto.FLOAT), None)
+    if other is not None and not _nan_test(g, i):
+        return f" (makes {onnx.TensorProto.DataType.Name(g.info(other).elem_type).lower()}, not float32)"
     # A run-time input the kernel cannot hold (a boolean mask) or that steers the op must be a
     # constant, unless the op reads that integer at run time (a key padding mask, position ids).
     steered = n.input[1:] if n.op_type in STEERED_OPS else []
     at_run_time = RUN_TIME_INTEGERS.get(op_key(n), frozenset())
     computed = [
-        t
+        (k, t)
         for k, t in enumerate(n.input)
         if t and k not in at_run_time and (t in steered or g.info(t).elem_type != onnx.TensorProto.FLOAT)
     ]
-    return all(_constant(g, t) or _nan_test(g, g.producer.get(t)) for t in computed)
+    late = next((k for k, t in computed if not _constant(g, t) and not _nan_test(g, g.producer.get(t))), None)
+    if late is None:
+        return ""
+    frozen = "" if g.source is None else ": --freeze-shapes folds one computed from the input shapes"
+    return f" (its input {late} is computed at run time; the lowering needs its value{frozen})"
 
 
 def _touches_empty(g: ModelGraph, n: onnx.NodeProto) -> bool:
@@ -654,7 +666,8 @@ class Modelled:
 
     def lines(self, priority: int | None = None) -> list[str]:
         if self.serial <= 0:  # every stream's work lies in If/Loop/Scan bodies, which streams never pair across
-            holders = ", ".join(f"{op} {n}x" for op, (n, _) in sorted(self.unpairable.items()))
+            held = sorted((op.partition(" (")[0], n) for op, (n, _) in self.unpairable.items())  # the op, not why
+            holders = ", ".join(f"{op} {n}x" for op, n in held)
             return [
                 f"modelled on {self.target}: nothing to model: the streams' work lies inside control flow "
                 f"({holders or 'no node'}), and colocate pairs only the nodes of the main graphs"
@@ -790,14 +803,16 @@ def modelled(
 
 
 def _unpairable(g: ModelGraph, profile: GraphProfile, nodes: list[int], target: Target) -> dict[str, tuple[int, float]]:
-    """Nodes no pair may hold, by op: their count and modelled time alone (0 when not profiled)."""
+    """Nodes no pair may hold, by op and why (`unlowerable`): their count and modelled time alone (0 when
+    not profiled)."""
     out: dict[str, tuple[int, float]] = {}
     for i in nodes:
-        if lowerable(g, profile, i) or (i in profile.nodes and profile.nodes[i].engine == Engine.NONE):
+        why = unlowerable(g, profile, i)
+        if not why or (i in profile.nodes and profile.nodes[i].engine == Engine.NONE):
             continue
         n = g.nodes[i]
         op = f"{n.domain}::{n.op_type}" if n.domain not in ("", "ai.onnx") else n.op_type
-        op += " on an empty tensor" if _touches_empty(g, n) else ""
+        op += why
         seconds = serial_time(TaskProfile.of([profile.nodes[i]]), target) if i in profile.nodes else 0.0
         count, total = out.get(op, (0, 0.0))
         out[op] = (count + 1, total + seconds)

@@ -6,14 +6,21 @@ independent: other inputs are constants that do not broadcast along it. Split in
 micro-batch's matrix phase can overlap the other's vector phase. The split ratio is chosen
 by the cost model (`evaluate`), not fixed at 1:1.
 
-Fused, the pair gets a Split before and a Concat after its FusedHexPair node; its tasks are
-copies of the chain with tensors suffixed `__<pair id>_mb0` / `_mb1` (the pair id keeps
-chained micro-batch pairs from naming a tensor twice). `unfuse` keeps task A's copy with its
-names restored and drops the Split and Concat.
+Fused, the pair gets a Split before and a Concat after its FusedHexPair node. Its program's tasks
+are copies of the chain with tensors suffixed `__<pair id>_mb0` / `_mb1` (the pair id keeps
+chained micro-batch pairs from naming a tensor twice), derived from the body (`program_function`).
+The body, what stock ORT runs, is the chain itself, once, on the halves joined again (a Concat
+before it, a Split after): the original computation, so ORT optimizes it as it does the original.
+Two copies in the body would read each weight and its scale from two DequantizeLinear nodes,
+and ORT makes DequantizeLinear(8-bit weight) + MatMul/Gemm a MatMulNBits (int8 activations at its
+defaults) only where the weight and the scale have no other reader: the fallback would differ
+from the original (mlp_chain u16u8: 0.0142 relative). `unfuse` keeps the body's chain and drops
+the Split, the Concat and the body's own join and split.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import onnx
@@ -22,7 +29,7 @@ from onnx import helper
 from .. import contract as C
 from ..costmodel import Prediction, Target, complementarity, fits, predict, serial_time
 from ..errors import ModelError
-from ..graph import ModelGraph, TensorInfo, attribute
+from ..graph import Dim, ModelGraph, TensorInfo, attribute
 from ..profile import Engine, GraphProfile, TaskProfile, engine_of
 from ..qdq import QDQ_DOMAINS, is_dq, is_q
 from .base import (
@@ -45,6 +52,7 @@ MIN_BATCH = 2
 MAX_SPLITS_TRIED = 8
 MAX_FORK_OPS = 3  # x * Sigmoid(1.702 x): Mul, Sigmoid, Mul
 ROWS_SHAPE = "__rows"  # a copy's own Reshape shape: `<shape>__rows<suffix>`
+JOIN, PART = "join", "part"  # the body's Concat of the halves and Split of the chain's output: `hexfuse/<pair id>/...`
 
 _ROWWISE_UNARY = {
     "Relu",
@@ -139,34 +147,65 @@ class Microbatch(PairKind):
         return whole.scaled(rows_a / (rows_a + rows_b)), whole.scaled(rows_b / (rows_a + rows_b))
 
     def tasks(self, g: ModelGraph, pair: Pair) -> PairTasks:
-        """Two renamed copies of the chain, with a Split before and a Concat after."""
+        """Two renamed copies of the chain (the program's tasks), with a Split before and a Concat
+        after; the body stock ORT runs is the chain itself on the halves joined again."""
         c, split = pair.candidate, pair.candidate.detail
         assert pair.microbatch_sizes is not None and isinstance(split, ChainSplit)
         ids = with_constants(g, c.task_a)
-        whole = task_body(g, ids)
-        x, y = split.input, split.output
-        copies = []
-        for suffix, rows in zip(suffixes(pair.id), pair.microbatch_sizes):
-            renamed = {t: t + suffix for n in whole.nodes for t in n.output} | {x: x + suffix}
-            nodes = [renamed_copy(n, renamed, name=(n.name or n.output[0]) + suffix) for n in whole.nodes]
-            nodes = _with_rows_shapes(g, nodes, split.batch, rows, suffix)
+        chain = with_dequantize_copies(g, ids, task_body(g, ids), f"{pair.id}w")
+        x, y, parts = split.input, split.output, suffixes(pair.id)
+        opset = next(o.version for o in g.model.opset_import if o.domain in ("", "ai.onnx"))
+        bodies = []
+        for suffix, rows in zip(parts, pair.microbatch_sizes):
+            nodes = _copy(chain.nodes, x, x + suffix, suffix, rows, split.batch, lambda t: _shape_value(g, t))
             # a Reshape's own shape stays an input, unread: the graph keeps reading its initializer
-            inputs = [t + suffix if t == x else t for t in whole.inputs]
-            body = TaskBody(nodes, inputs, [y + suffix])
-            copies.append(with_dequantize_copies(g, ids, body, suffix.removeprefix("__") + "w"))
-        placed = [(c.task_a[0], n) for n in _split_nodes(g, pair, split)]
-        concat = helper.make_node(
-            "Concat", [y + s for s in suffixes(pair.id)], [y], name=f"hexfuse/{pair.id}/concat", axis=split.axis
-        )
+            bodies.append(TaskBody(nodes, [x + suffix if t == x else t for t in chain.inputs], [y + suffix]))
+        prefix, sizes = f"hexfuse/{pair.id}/", list(pair.microbatch_sizes)
+        join = helper.make_node("Concat", [x + s for s in parts], [x], name=prefix + JOIN, axis=split.axis)
+        part = _split_nodes(opset, prefix + PART, y, [y + s for s in parts], sizes, split.axis)
+        fallback = [join, *chain.nodes, *part]
+        placed = [
+            (c.task_a[0], n)
+            for n in _split_nodes(opset, prefix + "split", x, [x + s for s in parts], sizes, split.axis)
+        ]
+        concat = helper.make_node("Concat", [y + s for s in parts], [y], name=prefix + "concat", axis=split.axis)
         placed.append((c.task_a[-1], concat))
         whole_input = g.info(x)
         assert whole_input.shape is not None
-        parts = {}
-        for suffix, rows in zip(suffixes(pair.id), pair.microbatch_sizes):
+        infos = {}
+        for suffix, rows in zip(parts, pair.microbatch_sizes):
             shape = list(whole_input.shape)
             shape[split.axis] = rows
-            parts[x + suffix] = TensorInfo(x + suffix, whole_input.elem_type, tuple(shape))
-        return PairTasks(copies[0], copies[1], ids, placed, parts)
+            infos[x + suffix] = TensorInfo(x + suffix, whole_input.elem_type, tuple(shape))
+        return PairTasks(bodies[0], bodies[1], ids, placed, infos, fallback)
+
+    def program_function(
+        self, node: onnx.NodeProto, body: onnx.FunctionProto, known: dict[str, onnx.TensorProto]
+    ) -> onnx.FunctionProto:
+        """The two copies of the body's chain, each on its part of the batch, as `tasks` made them;
+        their tensors typed from the body's, axis 0 scaled to the copy's rows."""
+        n_a = attribute(node, C.ATTR_NUM_INPUTS_A, None)
+        sizes = attribute(node, C.ATTR_MICROBATCH_SIZES, None)
+        prefix = f"hexfuse/{body.overload}/"
+        join = next((n for n in body.node if n.name == prefix + JOIN), None)
+        if n_a is None or sizes is None or join is None:
+            raise ModelError(f"node '{node.name}' is not a micro-batch pair as this version writes it; rewrite again")
+        chain = [n for n in body.node if not n.name.startswith(prefix)]
+        x, batch, formals = join.output[0], sum(sizes), list(body.input)
+        shape_of = lambda t: _ints(known[t]) if t in known else None  # noqa: E731
+        copies = [
+            _copy(chain, x, part, suffix, rows, batch, shape_of)
+            for part, suffix, rows in zip(join.input, suffixes(body.overload), sizes)
+        ]
+        b_formal = {node.input[k]: formals[k] for k in range(n_a, len(formals))}  # B's, by the tensor they bind
+        to_b = {f: b_formal[node.input[k]] for k, f in enumerate(formals[:n_a]) if node.input[k] in b_formal}
+        nodes = copies[0] + [renamed_copy(n, to_b) for n in copies[1]]
+        fn = helper.make_function(
+            body.domain, body.name, formals, list(body.output), nodes, list(body.opset_import), list(body.attribute)
+        )
+        fn.overload, fn.doc_string = body.overload, body.doc_string
+        fn.value_info.extend(_row_types(body, chain, x, batch, dict(zip(suffixes(body.overload), sizes))))
+        return fn
 
     def restore(
         self,
@@ -176,29 +215,16 @@ class Microbatch(PairKind):
         consumers: dict[str, list[onnx.NodeProto]],
         drop: set[int],
     ) -> list[onnx.NodeProto]:
-        """Undo the split: keep task A's copy of the chain with its names restored."""
-        n_a = next((int(a.i) for a in call.attribute if a.name == C.ATTR_NUM_NODES_A), None)
-        if n_a is None:
-            raise ModelError(f"node '{call.name}' lacks attribute '{C.ATTR_NUM_NODES_A}'")
+        """Undo the split: the body's chain, without its join and split, in place of the graph's."""
+        prefix = f"hexfuse/{call.overload}/"
+        if not any(n.name == prefix + JOIN for n in body):  # two copies: written before the body was the chain
+            raise ModelError(f"node '{call.name}' is not a micro-batch pair as this version writes it; rewrite again")
         split = producers[call.input[0]]
-        concat = consumers[call.output[0]][0]
-        suffix = suffixes(call.overload)[0]
-        own_shape = ROWS_SHAPE + suffix
-        chain = [
-            renamed_copy(
-                n,
-                {t: _restored(t, suffix) for t in list(n.input) + list(n.output)},
-                name=n.name.removesuffix(suffix),
-            )
-            for n in body[:n_a]
-            if not n.output[0].endswith(own_shape)
-        ]
-        chain[-1].output[0] = concat.output[0]
         drop.add(id(split))
-        drop.add(id(concat))
+        drop.add(id(consumers[call.output[0]][0]))
         if len(split.input) > 1 and split.input[1] in producers:
             drop.add(id(producers[split.input[1]]))
-        return chain
+        return [n for n in body if not n.name.startswith(prefix)]
 
     def original_tensor(self, pair_id: str, body_tensor: str) -> str:
         for suffix in suffixes(pair_id):
@@ -206,20 +232,18 @@ class Microbatch(PairKind):
         return body_tensor
 
     def body_types(self, g: ModelGraph, pair: Pair) -> dict[str, onnx.ValueInfoProto]:
-        """Each copy's tensors: the whole chain's, axis 0 scaled to the copy's rows (every chain
-        tensor holds whole batch rows on axis 0)."""
+        """The body's tensors: the chain's as the graph types them, its split outputs' axis 0
+        scaled to each part's rows."""
         split = pair.candidate.detail
         assert pair.call is not None and pair.microbatch_sizes is not None and isinstance(split, ChainSplit)
+        rows_of = dict(zip(suffixes(pair.id), pair.microbatch_sizes))
         out = {}
-        for suffix, rows in zip(suffixes(pair.id), pair.microbatch_sizes):
-            made = [t for n in pair.call.function.node for t in n.output if t.endswith(suffix)]
-            for t in made:
-                whole = g.info(t.removesuffix(suffix))
-                rows_whole = whole.shape[AXIS] if whole.elem_type and whole.shape else None
-                if isinstance(rows_whole, int):
-                    assert whole.shape is not None
-                    dims = (rows_whole // split.batch * rows, *whole.shape[AXIS + 1 :])
-                    out[t] = helper.make_value_info(t, TensorInfo(t, whole.elem_type, dims).type_proto())
+        for t in (t for n in pair.call.function.node for t in n.output):
+            whole = g.info(self.original_tensor(pair.id, t))
+            rows = next((r for s, r in rows_of.items() if t.endswith(s)), None)
+            dims = whole.shape if rows is None or whole.shape is None else _scaled(whole.shape, split.batch, rows)
+            if whole.elem_type and dims is not None:
+                out[t] = helper.make_value_info(t, TensorInfo(t, whole.elem_type, dims).type_proto())
         return out
 
     def serial_task(self, profile: GraphProfile, pair: Pair) -> TaskProfile | None:
@@ -231,19 +255,61 @@ class Microbatch(PairKind):
         return f"{super().share_text(pair)} (rows {rows_a}:{rows_b})"
 
 
+def _copy(
+    chain: list[onnx.NodeProto],
+    x: str,
+    part: str,
+    suffix: str,
+    rows: int,
+    batch: int,
+    shape_of: Callable[[str], list[int] | None],
+) -> list[onnx.NodeProto]:
+    """The chain on `rows` of the batch read from `part`: its tensors and nodes renamed with `suffix`."""
+    renamed = {t: t + suffix for n in chain for t in n.output} | {x: part}
+    nodes = [renamed_copy(n, renamed, name=(n.name or n.output[0]) + suffix) for n in chain]
+    return _with_rows_shapes(nodes, batch, rows, suffix, shape_of)
+
+
+def _row_types(
+    body: onnx.FunctionProto, chain: list[onnx.NodeProto], x: str, batch: int, rows_of: dict[str, int]
+) -> list[onnx.ValueInfoProto]:
+    """Each copy's tensors made from the batch rows (not a weight's DequantizeLinear): the body's
+    type of the chain tensor, axis 0 scaled to the copy's rows."""
+    typed = {v.name: v for v in body.value_info}
+    made_from_rows = {x}
+    for n in chain:
+        if made_from_rows & set(n.input):
+            made_from_rows.update(n.output)
+    out = []
+    for suffix, rows in rows_of.items():
+        for t in (t for n in chain for t in n.output if t in made_from_rows and t in typed):
+            tt = typed[t].type.tensor_type
+            dims = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
+            scaled = _scaled(tuple(dims), batch, rows) if tt.HasField("shape") else None
+            if scaled is not None:
+                out.append(helper.make_tensor_value_info(t + suffix, tt.elem_type, list(scaled)))
+    return out
+
+
+def _scaled(dims: tuple[Dim, ...], batch: int, rows: int) -> tuple[Dim, ...] | None:
+    """A whole chain tensor's dims at a copy's rows (every chain tensor holds whole batch rows on axis 0)."""
+    whole = dims[AXIS] if dims else None
+    return (whole // batch * rows, *dims[AXIS + 1 :]) if isinstance(whole, int) else None
+
+
 def _restored(t: str, suffix: str) -> str:
     """A copy's tensor name as the graph names it (a copy's own Reshape shape: the graph's shape)."""
     return t.removesuffix(ROWS_SHAPE + suffix) if t.endswith(ROWS_SHAPE + suffix) else t.removesuffix(suffix)
 
 
 def _with_rows_shapes(
-    g: ModelGraph, nodes: list[onnx.NodeProto], batch: int, rows: int, suffix: str
+    nodes: list[onnx.NodeProto], batch: int, rows: int, suffix: str, shape_of: Callable[[str], list[int] | None]
 ) -> list[onnx.NodeProto]:
     """The copy with each Reshape to a fixed row count reading a Constant of its own rows
     (`<shape>__rows<suffix>`: axis 0 scaled by rows / batch); -1 on axis 0 fits any rows as it is."""
     out = []
     for n in nodes:
-        value = _shape_value(g, n.input[1]) if n.op_type == "Reshape" else None
+        value = shape_of(n.input[1]) if n.op_type == "Reshape" else None
         if value is not None and value[0] != -1:
             name = n.input[1] + ROWS_SHAPE + suffix
             value[0] = value[0] // batch * rows
@@ -254,24 +320,21 @@ def _with_rows_shapes(
     return out
 
 
-def _split_nodes(g: ModelGraph, pair: Pair, split: ChainSplit) -> list[onnx.NodeProto]:
-    """The Split of the chain's input into the two copies' inputs (and its sizes constant, opset >= 13)."""
-    assert pair.microbatch_sizes is not None
-    sizes = list(pair.microbatch_sizes)
-    name = f"hexfuse/{pair.id}/split"
-    parts = [split.input + s for s in suffixes(pair.id)]
-    opset = next(o.version for o in g.model.opset_import if o.domain in ("", "ai.onnx"))
+def _split_nodes(
+    opset: int, name: str, whole: str, parts: list[str], sizes: list[int], axis: int
+) -> list[onnx.NodeProto]:
+    """A Split of `whole` into `parts` of these sizes (and its sizes constant, opset >= 13)."""
     if opset < 13:
-        return [helper.make_node("Split", [split.input], parts, name=name, axis=split.axis, split=sizes)]
-    sizes_name = f"hexfuse/{pair.id}/split_sizes"
+        return [helper.make_node("Split", [whole], parts, name=name, axis=axis, split=sizes)]
+    sizes_name = f"{name}_sizes"
     const = helper.make_node(
         "Constant",
         [],
         [sizes_name],
         name=sizes_name,
-        value=helper.make_tensor(sizes_name, onnx.TensorProto.INT64, [2], sizes),
+        value=helper.make_tensor(sizes_name, onnx.TensorProto.INT64, [len(sizes)], sizes),
     )
-    return [const, helper.make_node("Split", [split.input, sizes_name], parts, name=name, axis=split.axis)]
+    return [const, helper.make_node("Split", [whole, sizes_name], parts, name=name, axis=axis)]
 
 
 def find_chains(g: ModelGraph, facts: DagFacts) -> list[Candidate]:
@@ -458,11 +521,15 @@ def _reshape_keeps_rows(g: ModelGraph, n: onnx.NodeProto, batch: int | None) -> 
 
 def _shape_value(g: ModelGraph, t: str) -> list[int] | None:
     if t in g.initializers:
-        return [int(v) for v in onnx.numpy_helper.to_array(g.initializers[t]).ravel()]
+        return _ints(g.initializers[t])
     if t in g.producer and g.nodes[g.producer[t]].op_type == "Constant":
         value = attribute(g.nodes[g.producer[t]], "value", None)
-        return None if value is None else [int(v) for v in onnx.numpy_helper.to_array(value).ravel()]
+        return None if value is None else _ints(value)
     return None
+
+
+def _ints(tensor: onnx.TensorProto) -> list[int]:
+    return [int(v) for v in onnx.numpy_helper.to_array(tensor).ravel()]
 
 
 def _norm_axis(axis: int, rank: int) -> int:

@@ -149,9 +149,13 @@ def _lower_in_model(
     )
     if fn is None:
         raise LoweringError(node.op_type, node.name, f"no function body for overload '{node.overload}'")
+    from ..kinds import KINDS  # the kinds lower through this package
+
     shapes = shapes or ModelShapes.of(model)
     inits = known if known is not None else known_tensors(model.graph)
     opset = next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
+    kind = KINDS.get(next((a.s.decode() for a in node.attribute if a.name == C.ATTR_KIND), ""))
+    fn = kind.program_function(node, fn, inits) if kind is not None else fn
     body, symbolic = shapes.symbolic(node, fn)
     return lower_function(node, body, inits, shapes.types(node), opset, model.ir_version, symbolic)
 
@@ -174,9 +178,10 @@ def program_op_nodes(
     shapes: ModelShapes | None = None,
     known: dict[str, onnx.TensorProto] | None = None,
 ) -> list[OpOrigin]:
-    """The origin of every op of the pair's task program, indexed like the program's ops (the
-    body nodes are the pair's original graph nodes; micro-batch pairs: two renamed copies of the
-    chain, their tensors suffixed as `kinds.microbatch.suffixes` says)."""
+    """The origin of every op of the pair's task program, indexed like the program's ops: a node of
+    the function the program is lowered from (`PairKind.program_function`), the pair's original
+    graph nodes; micro-batch pairs: two renamed copies of the chain, their tensors suffixed as
+    `kinds.microbatch.suffixes` says."""
     return _lower_in_model(model, node, shapes, known).origins
 
 

@@ -1,10 +1,11 @@
 """Lower one FusedHexPair (its node and function body) to the task program the kernel runs.
 
-The function body is the source of truth: body nodes [0, num_nodes_a) are task A, the rest
-task B; formal input i is the node's input i (A's first, then B's), formal output j the node's
-output j. The formal inputs' types are given (the pass gives the ModelGraph's inferred ones);
-body tensors' shapes are the function's value_info where it has them (the pass's, so a Reshape to
-a computed shape is known), else ONNX shape inference of the body alone. Weights are node inputs
+The function is the source of truth (the pair's body, or what its kind derives from the body:
+`PairKind.program_function`): its nodes [0, num_nodes_a) are task A, the rest task B;
+formal input i is the node's input i (A's first, then B's), formal output j the node's output j.
+The formal inputs' types are given (the pass gives the ModelGraph's inferred ones); body tensors'
+shapes are the function's value_info where it has them (the pass's, so a Reshape to a computed
+shape is known), else ONNX shape inference of the body alone. Weights are node inputs
 (graph initializers), so they are program inputs, not constants; only Constant nodes inside the
 body become program constants. Integer inputs that only steer an op (Reshape shape, Slice
 starts, ...) are read from the initializers at lowering time and declared in the program as
@@ -63,9 +64,10 @@ class OpOrigin:
     """Where program op `op` of a pair came from.
 
     `op` is the op's index in the program (the `op` field of the kernel trace's work items),
-    `task` 0 for A and 1 for B. `body_index` is the index of the function-body node the op
-    lowers (`node`, `op_type`: that node's name, "" when unnamed, and op type), and `output`
-    the body tensor the op writes. An op the lowering adds to copy a pair output out (an output
+    `task` 0 for A and 1 for B. `body_index` is the index of the node of the function lowered
+    (`PairKind.program_function`: a micro-batch pair's copies, not its body) the op lowers
+    (`node`, `op_type`: that node's name, "" when unnamed, and op type), and `output` the body
+    tensor the op writes. An op the lowering adds to copy a pair output out (an output
     that is a constant or a formal input) has the Constant body node that made the value as its
     origin, or `body_index` None (`node` "output NAME", `op_type` "Identity") when the output is
     a formal input passed through."""
