@@ -4,11 +4,12 @@ lowers to one QMATMUL or QCONV2D (dsp/ref/ref_qmatmul.h), as ONNX Runtime's QDQ 
 group already: it lowers to the same op with the same operands (`qlinear`).
 
 A group fits when A, B and Y are u8/i8 per tensor (B may be per output column / channel), the
-scales and zero points are initializers, B is a 2-D (Conv: 4-D) initializer, a Gemm has transA 0,
-alpha 1, beta 1, a Conv is 2-D, and a bias is read by a DequantizeLinear from int32 with zero point
-0 and scale s_a * s_b. Any other group keeps the float path (its DQ, op and Q each lowered on
-their own). The op goes to the engine the profile costs an 8-bit group on (`profile.engine_at_width`:
-the vector engine, where the Hexagon build runs it with vrmpy).
+scales and zero points are initializers, B is a 2-D (Conv: 3-D or 4-D) initializer, a Gemm has
+transA 0, alpha 1, beta 1, a Conv is 1-D or 2-D (1-D: QCONV2D on [N, C, 1, T] copies, H = 1), and a
+bias is read by a DequantizeLinear from int32 with zero point 0 and scale s_a * s_b. Any other group
+keeps the float path (its DQ, op and Q each lowered on their own). The op goes to the engine the
+profile costs an 8-bit group on (`profile.engine_at_width`: the vector engine, where the Hexagon
+build runs it with vrmpy).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from .abi import ConvParam, Dtype, Opcode, Task
 from .lowerer import DTYPES, Lowerer, attr
 from .matrix import conv_params
 from .registry import LoweringError, lowers
-from .spatial import pads_2d
+from .spatial import as_2d, emit_1d, lift_1d, pads_2d
 
 # the integer kernels' operand types. A 16-bit group keeps the float path (DQ, f32 op, Q), as ONNX
 # Runtime runs it: its QDQ fusion to QLinearConv/QLinearMatMul takes 8-bit groups only.
@@ -137,9 +138,9 @@ def _operands(cx: Lowerer, g: _Group) -> _Operands | None:
     b = cx.known_value(dq_b.input[0])
     pa, pb, py = _qparams(cx, dq_a), _qparams(cx, dq_b), _qparams(cx, q)
     conv = _is(op, "Conv")
-    if a_dtype not in EIGHT_BIT or y_dtype not in EIGHT_BIT or b is None or b.ndim != (4 if conv else 2):
+    if a_dtype not in EIGHT_BIT or y_dtype not in EIGHT_BIT or b is None or b.ndim not in ((3, 4) if conv else (2,)):
         return None
-    if conv and len(cx.shape(dq_a.input[0], dq_a)) != 4:
+    if conv and len(cx.shape(dq_a.input[0], dq_a)) != b.ndim:  # 1-D or 2-D
         return None
     if DTYPES.get(cx.dtype(dq_b.input[0])) not in EIGHT_BIT or None in (pa, pb, py):
         return None
@@ -194,9 +195,11 @@ def _emit(cx: Lowerer, n: onnx.NodeProto, o: _Operands, task: Task, x: str, w: s
     cols = o.b.shape[0] if conv else o.b.shape[1]
     zb = np.broadcast_to(o.zb, (cols,)) if per_col else o.zb
     scale = np.broadcast_to(o.scale, (cols,)) if per_col else o.scale
+    one_d = conv and o.b.ndim == 3  # as 2-D on [N, C, 1, T] views (`spatial.as_2d`)
+    a = cx.read_typed(o.a, n, task, o.a_dtype)
     inputs = [
-        cx.read_typed(o.a, n, task, o.a_dtype),
-        cx.shared_constant(o.b, task, o.b_dtype),
+        as_2d(cx, n, task, a) if one_d else a,
+        cx.shared_constant(o.b[:, :, None, :] if one_d else o.b, task, o.b_dtype),
         cx.constant(np.array(o.za), task, o.a_dtype),
         cx.constant(zb, task, o.b_dtype),
         cx.constant(scale, task, Dtype.F32),
@@ -207,7 +210,11 @@ def _emit(cx: Lowerer, n: onnx.NodeProto, o: _Operands, task: Task, x: str, w: s
     params = _conv_params(cx, n, x, w) if conv else None
     opcode = Opcode.QCONV2D if conv else Opcode.QMATMUL
     engine = engine_at_width(n, 8)  # the engine the profile costs the 8-bit group on
-    y = cx.emit(n, task, opcode, inputs, params, out=o.y, engine=engine, out_dtype=o.y_dtype)
+    if one_d and params is not None:
+        y = emit_1d(cx, n, task, opcode, inputs, params, out=o.y, dtype=o.y_dtype, engine=engine)
+        cx.quantized(cx.ids[o.y], o.sy, None, task, zero_id=inputs[5])
+    else:
+        y = cx.emit(n, task, opcode, inputs, params, out=o.y, engine=engine, out_dtype=o.y_dtype)
     _quantization(cx, o, inputs, y, task, 0 if conv else 1, per_col)
 
 
@@ -228,10 +235,14 @@ def _quantization(
 
 
 def _conv_params(cx: Lowerer, n: onnx.NodeProto, x_name: str, w_name: str) -> dict[ConvParam, int]:
+    """A 2-D Conv's params; a 1-D one's lifted to H = 1 (`spatial.lift_1d`)."""
     x, w = cx.shape(x_name, n), cx.shape(w_name, n)
-    strides = [int(v) for v in attr(n, "strides", [1, 1])]
-    dil = [int(v) for v in attr(n, "dilations", [1, 1])]
+    r = len(x) - 2
+    strides = [int(v) for v in attr(n, "strides", [1] * r)]
+    dil = [int(v) for v in attr(n, "dilations", [1] * r)]
     pads = pads_2d(n, x, w[2:], strides, dil)
+    if r == 1:
+        _, strides, dil, pads = lift_1d(w[2:], strides, dil, pads)
     return conv_params(n, strides, dil, pads)
 
 
@@ -256,11 +267,11 @@ def _qlinear_operands(cx: Lowerer, n: onnx.NodeProto) -> _Operands:
     if a_dtype not in EIGHT_BIT or b_dtype not in EIGHT_BIT or y_dtype not in EIGHT_BIT:
         raise refuse("the integer kernels take u8/i8 operands only")
     b = cx.known_value(w)
-    if b is None or b.ndim != (4 if conv else 2):
-        raise refuse(f"the weight must be a {'4' if conv else '2'}-D initializer")
+    if b is None or b.ndim not in ((3, 4) if conv else (2,)):
+        raise refuse(f"the weight must be a {'3- or 4' if conv else '2'}-D initializer")
     rank = len(cx.shape(x, n))
-    if (conv and rank != 4) or rank < 2:
-        raise refuse("QLinearConv is 2-D only" if conv else "A must have rank >= 2")
+    if (conv and rank != b.ndim) or rank < 2:
+        raise refuse("QLinearConv is 1-D or 2-D only" if conv else "A must have rank >= 2")
     values = [cx.known_value(t) for t in (sx, zx, sw, zw, sy, zy)]
     if any(v is None for v in values):
         raise refuse("scales and zero points must be initializers")
