@@ -6,10 +6,10 @@ group already: it lowers to the same op with the same operands (`qlinear`).
 A group fits when A, B and Y are u8/i8 per tensor (B may be per output column / channel), the
 scales and zero points are initializers, B is a 2-D (Conv: 3-D or 4-D) initializer, a Gemm has
 transA 0, alpha 1, beta 1, a Conv is 1-D or 2-D (1-D: QCONV2D on [N, C, 1, T] copies, H = 1), and a
-bias is read by a DequantizeLinear from int32 with zero point 0 and scale s_a * s_b. Any other group
-keeps the float path (its DQ, op and Q each lowered on their own). The op goes to the engine the
-profile costs an 8-bit group on (`profile.engine_at_width`: the vector engine, where the Hexagon
-build runs it with vrmpy).
+bias is read by a DequantizeLinear from int32 with zero point 0 and scale s_a * s_b, or is a float
+initializer that ORT quantizes so (`qbias`). Any other group keeps the float path (its DQ, op and Q
+each lowered on their own). The op goes to the engine the profile costs an 8-bit group on
+(`profile.engine_at_width`: the vector engine, where the Hexagon build runs it with vrmpy).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from ..profile import engine_at_width
 from .abi import ConvParam, Dtype, Opcode, Task
 from .lowerer import DTYPES, Lowerer, attr
 from .matrix import conv_params
+from .qbias import ort_bias
 from .registry import LoweringError, lowers
 from .spatial import as_2d, emit_1d, lift_1d, pads_2d
 
@@ -38,6 +39,7 @@ class _Group:
     b_dq: int
     q: int
     bias_dq: int | None
+    float_bias: bool = False  # the bias is a float initializer, quantized as ORT does (`qbias`)
 
 
 @dataclass
@@ -72,7 +74,8 @@ def _match(cx: Lowerer, k: int, prod: dict[str, int], cons: dict[str, list[int]]
         return None
     found = [prod.get(i) for i in n.input[:3] if i]
     dqs = [d for d in found if d is not None and _is(fn.node[d], "DequantizeLinear")]
-    if len(dqs) < 2 or len(dqs) != len(found):
+    float_bias = len(found) == 3 and found[2] is None  # an initializer: ORT quantizes it (`qbias`)
+    if len(dqs) < 2 or len(dqs) != len(found) - float_bias or None in found[:2]:
         return None
     users = cons.get(n.output[0], [])
     if len(users) != 1 or not _is(fn.node[users[0]], "QuantizeLinear"):
@@ -80,7 +83,7 @@ def _match(cx: Lowerer, k: int, prod: dict[str, int], cons: dict[str, list[int]]
     members = [*dqs, users[0]]
     if any(cx.node_task(m) != cx.node_task(k) for m in members):
         return None
-    return _Group(k, dqs[0], dqs[1], users[0], dqs[2] if len(dqs) > 2 else None)
+    return _Group(k, dqs[0], dqs[1], users[0], dqs[2] if len(dqs) > 2 else None, float_bias)
 
 
 def plan(cx: Lowerer) -> IntegerGroups:
@@ -161,8 +164,11 @@ def _operands(cx: Lowerer, g: _Group) -> _Operands | None:
     bias = None
     if g.bias_dq is not None:
         bias = _bias(cx, fn.node[g.bias_dq], np.float32(sa[0]) * sb.astype(np.float32), n_cols)
-        if bias is None:
-            return None
+    elif g.float_bias:
+        made = ort_bias(cx, op)
+        bias = made[0] if made is not None and made[0].size == n_cols else None
+    if (g.bias_dq is not None or g.float_bias) and bias is None:
+        return None
     return _Operands(
         dq_a.input[0], a_dtype, b.T if trans_b else b, int(za[0]), zb, scale.astype(np.float32), int(zy[0]),
         q.output[0], y_dtype, bias, DTYPES[cx.dtype(dq_b.input[0])], np.float32(sa[0]), sb.astype(np.float32),
