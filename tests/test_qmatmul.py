@@ -5,6 +5,7 @@ take it, which keep the float path, and the host kernel against ONNX Runtime's r
 from __future__ import annotations
 
 import struct
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -482,3 +483,25 @@ def test_a_conv_transpose_adds_the_bias_onnxruntime_quantized() -> None:
     got = HostKernel().run(lower_pair(m, m.graph.node[0]), program_inputs(m, m.graph.node[0], feeds))
     for r, g in zip(_ort(_plain(ga, gb, opset=21), feeds), got):
         assert np.array_equal(r, g), np.abs(r.astype(np.int32) - g.astype(np.int32)).max()
+
+
+@pytest.mark.skipif(not (LIB_DIR / HOST_NAME).is_file(), reason="run `bash custom_ops/build.sh`")
+def test_1d_integer_convs_pair_at_a_symbolic_length(tmp_path: Path) -> None:
+    """Two 1-D u8 groups of symbolic length T: their pair (a v2 program, its copies' dims following
+    T) is rewritten, verified on the plugin at two lengths, and holds QCONV2D."""
+    from hexfuse_onnx import pipeline
+
+    ga = _conv1d_group("a_", U8, t=37, group=2, stride=1, float_bias=True, seed=0)
+    gb = _conv1d_group("b_", U8, t=37, group=1, stride=1, float_bias=False, seed=1)
+    m = _plain(ga, gb)
+    for v in m.graph.input:
+        v.type.tensor_type.shape.dim[2].dim_param = "T"
+    for v in m.graph.output:
+        v.type.tensor_type.shape.dim[2].dim_param = f"{v.name}_T"
+    onnx.save(m, tmp_path / "m.onnx")
+    shapes = {"a_x": [1, 4, 37], "b_x": [1, 4, 37]}
+    result = pipeline.rewrite(tmp_path / "m.onnx", tmp_path / "f.onnx", shapes=shapes, verify_plugin=True)
+    assert result.output is not None
+    fused = onnx.load(result.output)
+    pair = next(n for n in fused.graph.node if n.op_type == "FusedHexPair")
+    assert _opcodes(lower_pair(fused, pair)).count(Opcode.QCONV2D) == 2

@@ -63,12 +63,12 @@ def emit_1d(
     engine: EngineClass | None = None,
 ) -> int:
     """Emit a 2-D op (on `engine`, else n's) into an [N, C, 1, L] scratch of `dtype`, then COPY it to
-    the [N, C, L] output `out` (n's first unless named: a QDQ group's QuantizeLinear output). Returns
-    the scratch."""
-    name = out or n.output[0]
-    y = cx.shape(name, n)
+    the [N, C, L] output `out` (n's first unless named: a QDQ group's QuantizeLinear output). The
+    scratch has n's output dims (n's own tensor: the shape section finds their expressions there);
+    returns it."""
+    y = cx.shape(n.output[0], n)
     flat = cx.emit(n, t, opcode, inputs, params, out=cx.scratch(y[:2] + [1] + y[2:], t, dtype), engine=engine)
-    cx.emit(n, t, Opcode.COPY, [flat], out=name, engine=EngineClass.MEMORY, out_dtype=dtype)
+    cx.emit(n, t, Opcode.COPY, [flat], out=out or n.output[0], engine=EngineClass.MEMORY, out_dtype=dtype)
     return flat
 
 
