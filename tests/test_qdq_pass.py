@@ -620,30 +620,3 @@ def test_hexagon_order_sums_a_quantized_gemm_in_k_order(
     for kk in range(k):
         want = want + a2[:, kk : kk + 1] * b2[kk : kk + 1, :]  # float32: one rounding per product and per sum
     assert np.array_equal(got, want)
-
-
-def test_whisper_encoder_x2_is_within_a_step_at_a_request_not_verified_on(tmp_path: Path) -> None:
-    """Issue 12: whisper_encoder_qdq_u8u8 x2, verified at requests 0 and 1, was 8 steps from ORT at
-    request 3: its 1-D conv1 ran in f32 where ORT runs QLinearConv, and one sum fell on the other side
-    of a tie. Now QCONV2D, as ORT computes it."""
-    from cli_support import run_cli
-
-    from models.exported import speech_feeds
-
-    feeds = {f"r{k}/{i}": v for k in (0, 1) for i, v in speech_feeds("whisper_encoder", k).items()}
-    np.savez(tmp_path / "r.npz", **feeds)
-    fused, merged = tmp_path / "x2.onnx", tmp_path / "merged.onnx"
-    args = ["--requests", "2", "--verify", "plugin", "--inputs", tmp_path / "r.npz", "-o", fused, "-q"]
-    proc = run_cli("colocate", quantized.fetch("whisper_encoder_qdq_u8u8"), *args)
-    assert proc.returncode == 0, proc.stderr
-    assert run_cli("unfuse", fused, "-o", merged).returncode == 0
-    model, failed = attach_programs(onnx.load(fused))
-    assert not failed and any(n.op_type == "FusedHexPair" for n in model.graph.node)
-    plugin_options = verify.exact_qdq_options(runtime.session_options(backend="host"))
-    plugin = ort.InferenceSession(model.SerializeToString(), plugin_options, providers=["CPUExecutionProvider"])
-    ref = ort.InferenceSession(str(merged), verify.exact_qdq_options(), providers=["CPUExecutionProvider"])
-    request = {f"r{k}/{i}": v for k in (0, 1) for i, v in speech_feeds("whisper_encoder", 3).items()}
-    steps = steps_of(onnx.load(merged))
-    names = [o.name for o in ref.get_outputs()]
-    for name, want, got in zip(names, ref.run(names, request), plugin.run(names, request)):
-        assert _dequantized_steps(want, got, steps[name]) <= 1, name
