@@ -358,10 +358,12 @@ def test_sixteen_bit_pairs_under_qemu_equal_the_host_kernel(name: str, tmp_path:
 
 
 @needs_hexagon_images
-def test_a_conv1d_pair_under_qemu_equals_the_host_kernel(tmp_path: Path) -> None:
-    """dtln_stage2 u16u8, two requests co-located: its Conv1Ds reach their QUANTIZE_LINEAR through a
+@pytest.mark.parametrize(("name", "conv"), [("dtln_stage2_qdq_u16u8", "conv2d"), ("dtln_stage2_qdq_u8u8", "qconv2d")])
+def test_a_conv1d_pair_under_qemu_equals_the_host_kernel(name: str, conv: str, tmp_path: Path) -> None:
+    """dtln_stage2, two requests co-located. u16u8: its Conv1Ds reach their QUANTIZE_LINEAR through a
     COPY (the squeeze), and still sum in the Hexagon order on the host, so every output is bit for bit
-    the host's under qemu-hexagon v73 (r0/conv1d_3 was one u16 step off at seed 3 before)."""
+    the host's under qemu-hexagon v73 (r0/conv1d_3 was one u16 step off at seed 3 before). u8u8: they
+    are QCONV2D on [N, C, 1, T] copies, bit for bit too."""
     import json
     import shutil
 
@@ -370,12 +372,12 @@ def test_a_conv1d_pair_under_qemu_equals_the_host_kernel(tmp_path: Path) -> None
     if shutil.which("qemu-hexagon") is None:
         pytest.skip("qemu-hexagon is not installed")
     fused, report = tmp_path / "x2.onnx", tmp_path / "emu.json"
-    proc = run_cli("colocate", quantized.fetch("dtln_stage2_qdq_u16u8"), "--requests", "2", "-o", fused, "-q")
+    proc = run_cli("colocate", quantized.fetch(name), "--requests", "2", "-o", fused, "-q")
     assert proc.returncode == 0, proc.stderr
     proc = run_cli("emulate", fused, "--arch", "v73", "--seed", "3", "--json", report, "-q")
     assert proc.returncode == 0, proc.stderr
     pairs = json.loads(report.read_text())["pairs"]
-    assert pairs and all("conv2d" in p["op_names"] for p in pairs)
+    assert pairs and all(conv in p["op_names"] for p in pairs)
     assert all(p["bit_exact"] for p in pairs), [o for p in pairs for o in p["outputs"] if not o["bit_exact"]]
 
 

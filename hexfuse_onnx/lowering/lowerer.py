@@ -481,10 +481,10 @@ class Lowerer:
             else:
                 self.origins.append(OpOrigin(len(p.ops) - 1, task, None, f"output {o}", "Identity", o))
 
-    def scratch(self, dims: list[int], task: Task) -> int:
+    def scratch(self, dims: list[int], task: Task, dtype: Dtype = Dtype.F32) -> int:
         """A program tensor for an intermediate of a lowering that emits several ops. It derives
         from the body node being lowered (`scratch_node`), whose tensors give its dims' expressions."""
-        tid = self.prog.add(Tensor(Dtype.F32, Role.SCRATCH, task, list(dims)))
+        tid = self.prog.add(Tensor(dtype, Role.SCRATCH, task, list(dims)))
         if self._body_index is not None:
             self.scratch_node[tid] = self._body_index
         return tid

@@ -10,6 +10,7 @@ from ..profile import Engine as EngineClass
 from .abi import ConvParam, GemmParam, Opcode, Param, Task
 from .layout import constant_pad, reflect_pad, same_tensor
 from .lowerer import Lowerer, attr, f32_bits, str_attr
+from .qbias import dequantized_bias
 from .registry import LoweringError, lowers
 from .spatial import as_2d, emit_1d, lift_1d, pads_2d
 
@@ -27,7 +28,7 @@ def gemm(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     ins = n.input
     has_c = len(ins) > 2 and ins[2] != ""
     alpha, beta = float(attr(n, "alpha", 1.0)), float(attr(n, "beta", 1.0))
-    inputs = [cx.read(ins[0], n, t), cx.read(ins[1], n, t)] + ([cx.read(ins[2], n, t)] if has_c else [])
+    inputs = [cx.read(ins[0], n, t), cx.read(ins[1], n, t)] + ([_bias(cx, n, t)] if has_c else [])
     params = {
         GemmParam.TRANS_A: int(attr(n, "transA", 0)),
         GemmParam.TRANS_B: int(attr(n, "transB", 0)),
@@ -35,6 +36,13 @@ def gemm(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         GemmParam.BETA: f32_bits(beta) if has_c else 0,
     }
     cx.emit(n, t, Opcode.GEMM, inputs, params)
+
+
+def _bias(cx: Lowerer, n: onnx.NodeProto, t: Task) -> int:
+    """A Conv's bias (a Gemm's C): as ORT adds it, dequantized from the int32 it makes of a QDQ
+    group's float bias (`qbias`), or as written."""
+    made = dequantized_bias(cx, n)
+    return cx.read(n.input[2], n, t) if made is None else cx.constant(made, t)
 
 
 @lowers("Conv")
@@ -57,7 +65,7 @@ def conv(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         _, strides, dil, pads = lift_1d(w[2:], strides, dil, pads)
         inputs = [as_2d(cx, n, t, inputs[0]), as_2d(cx, n, t, inputs[1])]
     if len(n.input) > 2 and n.input[2]:
-        inputs.append(cx.read(n.input[2], n, t))
+        inputs.append(_bias(cx, n, t))
     params = conv_params(n, strides, dil, pads)
     if r == 2:
         cx.emit(n, t, Opcode.CONV2D, inputs, params)
@@ -96,7 +104,9 @@ def conv_transpose(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
             n.op_type, n.name, "only group 1, a kernel equal to its strides, no pads, dilation or output padding"
         )
     inputs = [source, cx.constant(weight.transpose(1, 2, 3, 0).reshape(co * kh * kw, ci, 1, 1), t)]
-    bias = cx.constant_value(n.input[2]) if len(n.input) > 2 and n.input[2] else None
+    bias = dequantized_bias(cx, n)
+    if bias is None and len(n.input) > 2 and n.input[2]:
+        bias = cx.constant_value(n.input[2])
     if len(n.input) > 2 and n.input[2] and bias is None:
         raise LoweringError(n.op_type, n.name, "the bias must be a constant")
     if bias is not None:

@@ -4,11 +4,12 @@ lowers to one QMATMUL or QCONV2D (dsp/ref/ref_qmatmul.h), as ONNX Runtime's QDQ 
 group already: it lowers to the same op with the same operands (`qlinear`).
 
 A group fits when A, B and Y are u8/i8 per tensor (B may be per output column / channel), the
-scales and zero points are initializers, B is a 2-D (Conv: 4-D) initializer, a Gemm has transA 0,
-alpha 1, beta 1, a Conv is 2-D, and a bias is read by a DequantizeLinear from int32 with zero point
-0 and scale s_a * s_b. Any other group keeps the float path (its DQ, op and Q each lowered on
-their own). The op goes to the engine the profile costs an 8-bit group on (`profile.engine_at_width`:
-the vector engine, where the Hexagon build runs it with vrmpy).
+scales and zero points are initializers, B is a 2-D (Conv: 3-D or 4-D) initializer, a Gemm has
+transA 0, alpha 1, beta 1, a Conv is 1-D or 2-D (1-D: QCONV2D on [N, C, 1, T] copies, H = 1), and a
+bias is read by a DequantizeLinear from int32 with zero point 0 and scale s_a * s_b, or is a float
+initializer that ORT quantizes so (`qbias`). Any other group keeps the float path (its DQ, op and Q
+each lowered on their own). The op goes to the engine the profile costs an 8-bit group on
+(`profile.engine_at_width`: the vector engine, where the Hexagon build runs it with vrmpy).
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from ..profile import engine_at_width
 from .abi import ConvParam, Dtype, Opcode, Task
 from .lowerer import DTYPES, Lowerer, attr
 from .matrix import conv_params
+from .qbias import ort_bias
 from .registry import LoweringError, lowers
-from .spatial import pads_2d
+from .spatial import as_2d, emit_1d, lift_1d, pads_2d
 
 # the integer kernels' operand types. A 16-bit group keeps the float path (DQ, f32 op, Q), as ONNX
 # Runtime runs it: its QDQ fusion to QLinearConv/QLinearMatMul takes 8-bit groups only.
@@ -37,6 +39,7 @@ class _Group:
     b_dq: int
     q: int
     bias_dq: int | None
+    float_bias: bool = False  # the bias is a float initializer, quantized as ORT does (`qbias`)
 
 
 @dataclass
@@ -71,7 +74,8 @@ def _match(cx: Lowerer, k: int, prod: dict[str, int], cons: dict[str, list[int]]
         return None
     found = [prod.get(i) for i in n.input[:3] if i]
     dqs = [d for d in found if d is not None and _is(fn.node[d], "DequantizeLinear")]
-    if len(dqs) < 2 or len(dqs) != len(found):
+    float_bias = len(found) == 3 and found[2] is None  # an initializer: ORT quantizes it (`qbias`)
+    if len(dqs) < 2 or len(dqs) != len(found) - float_bias or None in found[:2]:
         return None
     users = cons.get(n.output[0], [])
     if len(users) != 1 or not _is(fn.node[users[0]], "QuantizeLinear"):
@@ -79,7 +83,7 @@ def _match(cx: Lowerer, k: int, prod: dict[str, int], cons: dict[str, list[int]]
     members = [*dqs, users[0]]
     if any(cx.node_task(m) != cx.node_task(k) for m in members):
         return None
-    return _Group(k, dqs[0], dqs[1], users[0], dqs[2] if len(dqs) > 2 else None)
+    return _Group(k, dqs[0], dqs[1], users[0], dqs[2] if len(dqs) > 2 else None, float_bias)
 
 
 def plan(cx: Lowerer) -> IntegerGroups:
@@ -137,9 +141,9 @@ def _operands(cx: Lowerer, g: _Group) -> _Operands | None:
     b = cx.known_value(dq_b.input[0])
     pa, pb, py = _qparams(cx, dq_a), _qparams(cx, dq_b), _qparams(cx, q)
     conv = _is(op, "Conv")
-    if a_dtype not in EIGHT_BIT or y_dtype not in EIGHT_BIT or b is None or b.ndim != (4 if conv else 2):
+    if a_dtype not in EIGHT_BIT or y_dtype not in EIGHT_BIT or b is None or b.ndim not in ((3, 4) if conv else (2,)):
         return None
-    if conv and len(cx.shape(dq_a.input[0], dq_a)) != 4:
+    if conv and len(cx.shape(dq_a.input[0], dq_a)) != b.ndim:  # 1-D or 2-D
         return None
     if DTYPES.get(cx.dtype(dq_b.input[0])) not in EIGHT_BIT or None in (pa, pb, py):
         return None
@@ -160,8 +164,11 @@ def _operands(cx: Lowerer, g: _Group) -> _Operands | None:
     bias = None
     if g.bias_dq is not None:
         bias = _bias(cx, fn.node[g.bias_dq], np.float32(sa[0]) * sb.astype(np.float32), n_cols)
-        if bias is None:
-            return None
+    elif g.float_bias:
+        made = ort_bias(cx, op)
+        bias = made[0] if made is not None and made[0].size == n_cols else None
+    if (g.bias_dq is not None or g.float_bias) and bias is None:
+        return None
     return _Operands(
         dq_a.input[0], a_dtype, b.T if trans_b else b, int(za[0]), zb, scale.astype(np.float32), int(zy[0]),
         q.output[0], y_dtype, bias, DTYPES[cx.dtype(dq_b.input[0])], np.float32(sa[0]), sb.astype(np.float32),
@@ -194,9 +201,11 @@ def _emit(cx: Lowerer, n: onnx.NodeProto, o: _Operands, task: Task, x: str, w: s
     cols = o.b.shape[0] if conv else o.b.shape[1]
     zb = np.broadcast_to(o.zb, (cols,)) if per_col else o.zb
     scale = np.broadcast_to(o.scale, (cols,)) if per_col else o.scale
+    one_d = conv and o.b.ndim == 3  # as 2-D on [N, C, 1, T] views (`spatial.as_2d`)
+    a = cx.read_typed(o.a, n, task, o.a_dtype)
     inputs = [
-        cx.read_typed(o.a, n, task, o.a_dtype),
-        cx.shared_constant(o.b, task, o.b_dtype),
+        as_2d(cx, n, task, a) if one_d else a,
+        cx.shared_constant(o.b[:, :, None, :] if one_d else o.b, task, o.b_dtype),
         cx.constant(np.array(o.za), task, o.a_dtype),
         cx.constant(zb, task, o.b_dtype),
         cx.constant(scale, task, Dtype.F32),
@@ -207,7 +216,11 @@ def _emit(cx: Lowerer, n: onnx.NodeProto, o: _Operands, task: Task, x: str, w: s
     params = _conv_params(cx, n, x, w) if conv else None
     opcode = Opcode.QCONV2D if conv else Opcode.QMATMUL
     engine = engine_at_width(n, 8)  # the engine the profile costs the 8-bit group on
-    y = cx.emit(n, task, opcode, inputs, params, out=o.y, engine=engine, out_dtype=o.y_dtype)
+    if one_d and params is not None:
+        y = emit_1d(cx, n, task, opcode, inputs, params, out=o.y, dtype=o.y_dtype, engine=engine)
+        cx.quantized(cx.ids[o.y], o.sy, None, task, zero_id=inputs[5])
+    else:
+        y = cx.emit(n, task, opcode, inputs, params, out=o.y, engine=engine, out_dtype=o.y_dtype)
     _quantization(cx, o, inputs, y, task, 0 if conv else 1, per_col)
 
 
@@ -228,10 +241,14 @@ def _quantization(
 
 
 def _conv_params(cx: Lowerer, n: onnx.NodeProto, x_name: str, w_name: str) -> dict[ConvParam, int]:
+    """A 2-D Conv's params; a 1-D one's lifted to H = 1 (`spatial.lift_1d`)."""
     x, w = cx.shape(x_name, n), cx.shape(w_name, n)
-    strides = [int(v) for v in attr(n, "strides", [1, 1])]
-    dil = [int(v) for v in attr(n, "dilations", [1, 1])]
+    r = len(x) - 2
+    strides = [int(v) for v in attr(n, "strides", [1] * r)]
+    dil = [int(v) for v in attr(n, "dilations", [1] * r)]
     pads = pads_2d(n, x, w[2:], strides, dil)
+    if r == 1:
+        _, strides, dil, pads = lift_1d(w[2:], strides, dil, pads)
     return conv_params(n, strides, dil, pads)
 
 
@@ -256,11 +273,11 @@ def _qlinear_operands(cx: Lowerer, n: onnx.NodeProto) -> _Operands:
     if a_dtype not in EIGHT_BIT or b_dtype not in EIGHT_BIT or y_dtype not in EIGHT_BIT:
         raise refuse("the integer kernels take u8/i8 operands only")
     b = cx.known_value(w)
-    if b is None or b.ndim != (4 if conv else 2):
-        raise refuse(f"the weight must be a {'4' if conv else '2'}-D initializer")
+    if b is None or b.ndim not in ((3, 4) if conv else (2,)):
+        raise refuse(f"the weight must be a {'3- or 4' if conv else '2'}-D initializer")
     rank = len(cx.shape(x, n))
-    if (conv and rank != 4) or rank < 2:
-        raise refuse("QLinearConv is 2-D only" if conv else "A must have rank >= 2")
+    if (conv and rank != b.ndim) or rank < 2:
+        raise refuse("QLinearConv is 1-D or 2-D only" if conv else "A must have rank >= 2")
     values = [cx.known_value(t) for t in (sx, zx, sw, zw, sy, zy)]
     if any(v is None for v in values):
         raise refuse("scales and zero points must be initializers")

@@ -9,7 +9,7 @@ import numpy as np
 import onnx
 
 from ..profile import Engine as EngineClass
-from .abi import Opcode, PoolParam, ResizeCoord, ResizeMode, ResizeNearest, ResizeParam, Task
+from .abi import Dtype, Opcode, PoolParam, ResizeCoord, ResizeMode, ResizeNearest, ResizeParam, Task
 from .lowerer import Lowerer, attr, f32_bits, str_attr
 from .registry import LoweringError, lowers
 from .traced import traced_dims
@@ -43,18 +43,33 @@ def lift_1d(kernel: list[int], strides: list[int], dil: list[int], pads: list[in
 
 
 def as_2d(cx: Lowerer, n: onnx.NodeProto, t: Task, tensor: int) -> int:
-    """A COPY of a [N, C, L] tensor (or a [M, C, k] weight) as [N, C, 1, L]: the 2-D kernels' input.
-    Its dims are traced from the tensor's own: matched against the body instead, a weight's M = 1
-    was taken for a batch of 1 (Silero VAD v5's decoder Conv)."""
+    """A COPY of a [N, C, L] tensor (or a [M, C, k] weight) as [N, C, 1, L] of its dtype: the 2-D
+    kernels' input. Its dims are traced from the tensor's own: matched against the body instead, a
+    weight's M = 1 was taken for a batch of 1 (Silero VAD v5's decoder Conv)."""
     dims = traced_dims(cx.prog, tensor)
-    return cx.emit(n, t, Opcode.COPY, [tensor], out=cx.scratch(dims[:2] + [1] + dims[2:], t), engine=EngineClass.MEMORY)
+    view = cx.scratch(dims[:2] + [1] + dims[2:], t, cx.prog.tensors[tensor].dtype)
+    return cx.emit(n, t, Opcode.COPY, [tensor], out=view, engine=EngineClass.MEMORY)
 
 
-def emit_1d(cx: Lowerer, n: onnx.NodeProto, t: Task, opcode: Opcode, inputs: list[int], params: dict) -> None:
-    """Emit a 2-D op into an [N, C, 1, L] scratch, then COPY it to n's [N, C, L] output."""
+def emit_1d(
+    cx: Lowerer,
+    n: onnx.NodeProto,
+    t: Task,
+    opcode: Opcode,
+    inputs: list[int],
+    params: dict,
+    out: str | None = None,
+    dtype: Dtype = Dtype.F32,
+    engine: EngineClass | None = None,
+) -> int:
+    """Emit a 2-D op (on `engine`, else n's) into an [N, C, 1, L] scratch of `dtype`, then COPY it to
+    the [N, C, L] output `out` (n's first unless named: a QDQ group's QuantizeLinear output). The
+    scratch has n's output dims (n's own tensor: the shape section finds their expressions there);
+    returns it."""
     y = cx.shape(n.output[0], n)
-    flat = cx.emit(n, t, opcode, inputs, params, out=cx.scratch(y[:2] + [1] + y[2:], t))
-    cx.emit(n, t, Opcode.COPY, [flat], engine=EngineClass.MEMORY)
+    flat = cx.emit(n, t, opcode, inputs, params, out=cx.scratch(y[:2] + [1] + y[2:], t, dtype), engine=engine)
+    cx.emit(n, t, Opcode.COPY, [flat], out=out or n.output[0], engine=EngineClass.MEMORY, out_dtype=dtype)
+    return flat
 
 
 def pool_out_len(size: int, k: int, stride: int, dil: int, pad_begin: int, pad_end: int, ceil_mode: bool) -> int:
