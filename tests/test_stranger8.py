@@ -5,13 +5,16 @@ fetch NAME`; skipped when not)."""
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from hexfuse_onnx import graph
+import models
+from hexfuse_onnx import graph, pipeline
+from hexfuse_onnx.errors import ModelError
 
 SYMBOLIC_LOGGER = "onnxruntime.tools.symbolic_shape_infer"
 
@@ -55,3 +58,28 @@ def test_ort_symbolic_inference_guesses_are_not_printed(caplog: pytest.LogCaptur
     assert out is not None
     assert not [r for r in caplog.records if r.name == SYMBOLIC_LOGGER], [r.getMessage() for r in caplog.records]
     assert logging.getLogger(SYMBOLIC_LOGGER).level == logging.NOTSET  # restored
+
+
+def _two_branch_with_noise(seed: float | None) -> onnx.ModelProto:
+    """The zoo's two_branch, plus noise drawn like the input (RandomNormalLike, as a VITS voice adds
+    to its prior) and added to its output."""
+    m = models.build("two_branch")
+    noise = helper.make_node("RandomNormalLike", ["x"], ["noise"], name="noise", dtype=TensorProto.FLOAT)
+    if seed is not None:
+        noise.attribute.append(helper.make_attribute("seed", seed))
+    m.graph.node.extend([noise, helper.make_node("Add", ["x", "noise"], ["noisy"])])
+    m.graph.output.append(helper.make_tensor_value_info("noisy", TensorProto.FLOAT, [64, 256]))
+    return m
+
+
+def test_an_unseeded_random_op_is_refused_in_one_line(tmp_path: Path) -> None:
+    """Piper's voice: every pair failed verification on its RandomNormalLike's draws (389 s, nothing
+    written) and the message blamed the rest of the model. Refused at once, naming the op; seeded,
+    the same model rewrites."""
+    src = tmp_path / "noisy.onnx"
+    onnx.save(_two_branch_with_noise(None), src)
+    with pytest.raises(ModelError, match=r"RandomNormalLike 'noise' has no seed: .* give each a 'seed'"):
+        pipeline.rewrite(src, tmp_path / "out.onnx")
+    onnx.save(_two_branch_with_noise(7.0), src)
+    result = pipeline.rewrite(src, tmp_path / "out.onnx")
+    assert result.analysis.pairs and result.output is not None and result.output.is_file()
