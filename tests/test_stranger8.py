@@ -13,7 +13,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import models
-from hexfuse_onnx import graph, pipeline
+from hexfuse_onnx import colocate, graph, pipeline
 from hexfuse_onnx.errors import ModelError
 
 SYMBOLIC_LOGGER = "onnxruntime.tools.symbolic_shape_infer"
@@ -83,3 +83,31 @@ def test_an_unseeded_random_op_is_refused_in_one_line(tmp_path: Path) -> None:
     onnx.save(_two_branch_with_noise(7.0), src)
     result = pipeline.rewrite(src, tmp_path / "out.onnx")
     assert result.analysis.pairs and result.output is not None and result.output.is_file()
+
+
+def _weights_as_constants(tmp_path: Path) -> Path:
+    """The zoo's two_branch with every initializer a Constant node, as paddle2onnx writes SLANet
+    (727 Constants, no initializer)."""
+    m = models.build("two_branch")
+    constants = [helper.make_node("Constant", [], [t.name], value=t) for t in m.graph.initializer]
+    nodes = constants + list(m.graph.node)
+    m.graph.ClearField("initializer")
+    m.graph.ClearField("node")
+    m.graph.node.extend(nodes)
+    path = tmp_path / "constants.onnx"
+    onnx.save(m, path)
+    return path
+
+
+def test_requests_share_weights_written_as_constants(tmp_path: Path) -> None:
+    """Two requests of SLANet shared 0 weights: the merged model held its 7.7 MB twice. Weight
+    Constants are initializers of the merged model now, kept once; the outputs are unchanged."""
+    src = _weights_as_constants(tmp_path)
+    weights = [n for n in onnx.load(src).graph.node if n.op_type == "Constant"]
+    merged = colocate.merge([src], requests=2)
+    assert merged.plan.shared_weights == len(weights) > 0
+    assert not [n for n in merged.model.graph.node if n.op_type == "Constant"]
+    path = tmp_path / "x2.onnx"
+    onnx.save(merged.model, path)
+    assert path.stat().st_size < 1.2 * src.stat().st_size
+    assert colocate.check_outputs(path, merged.plan, {}) == 2
