@@ -111,3 +111,43 @@ def test_requests_share_weights_written_as_constants(tmp_path: Path) -> None:
     onnx.save(merged.model, path)
     assert path.stat().st_size < 1.2 * src.stat().st_size
     assert colocate.check_outputs(path, merged.plan, {}) == 2
+
+
+def _branches_reshaped_by_their_input(tmp_path: Path) -> Path:
+    """Two MatMul+Relu branches over x [batch, 16], their sum reshaped to x's own Shape: symbolic
+    batch, branches too small for a call at batch 1."""
+    rng = np.random.default_rng(0)
+    w = [numpy_helper.from_array(rng.standard_normal((16, 16)).astype(np.float32), f"w{k}") for k in (0, 1)]
+    nodes = [
+        helper.make_node("MatMul", ["x", "w0"], ["m0"]),
+        helper.make_node("Relu", ["m0"], ["a"]),
+        helper.make_node("MatMul", ["x", "w1"], ["m1"]),
+        helper.make_node("Relu", ["m1"], ["b"]),
+        helper.make_node("Add", ["a", "b"], ["s"]),
+        helper.make_node("Shape", ["x"], ["dims"]),
+        helper.make_node("Reshape", ["s", "dims"], ["y"]),
+    ]
+    g = helper.make_graph(
+        nodes,
+        "reshaped",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 16])],
+        w,
+    )
+    path = tmp_path / "reshaped.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def test_no_pair_over_symbolic_dims_names_freeze_shapes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Smart Turn v3 at 100 us: 59 candidates each under a call and no word of --freeze-shapes, with
+    which it keeps 4 pairs of 20+8 nodes. A model with candidates, no pair and run-time dims says so."""
+    from hexfuse_onnx import report
+
+    monkeypatch.delenv("HEXFUSE_CALL_OVERHEAD_US")  # the target's own 100 us per call
+    a = pipeline.analyse(_branches_reshaped_by_their_input(tmp_path))
+    assert a.candidates and not a.pairs
+    assert "1 Shape node(s) compute dims at run time" in report.summary(a)
+    assert "--freeze-shapes fixes the input dims" in report.summary(a)
+    frozen = pipeline.analyse(_branches_reshaped_by_their_input(tmp_path), freeze_shapes=True)
+    assert "Shape node(s)" not in report.summary(frozen)
