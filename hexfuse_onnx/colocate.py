@@ -111,6 +111,8 @@ def merge(
     notes: list[str] = []
     opsets = _reconcile_opsets(sources, [str(p) for p in paths], notes)
     files = [str(paths[0])] * requests if len(paths) == 1 else [str(p) for p in paths]
+    if same_file:
+        sources = [_weights_as_initializers(m) for m in sources]
     copies = [sources[0]] * requests if len(paths) == 1 else sources
     shared = {t.name for t in copies[0].graph.initializer} if same_file else set()
 
@@ -141,6 +143,42 @@ def merge(
     merged.metadata_props.append(onnx.StringStringEntryProto(key=METADATA_KEY, value=plan.to_json()))
     merged.doc_string = "co-located by hexfuse-onnx: " + ", ".join(f"{p} {f}" for p, f in zip(prefixes, files))
     return Merged(merged, plan, notes)
+
+
+SHARED_CONSTANT_BYTES = 1024  # a Constant node's tensor at least this large is a weight, shared as one
+
+
+def _weights_as_initializers(model: onnx.ModelProto) -> onnx.ModelProto:
+    """The model with its main graph's Constant nodes holding a weight (a `value` tensor of at least
+    SHARED_CONSTANT_BYTES that is no graph output) made initializers, which the streams then share:
+    paddle2onnx writes every weight so (SLANet: 727 Constants, no initializer), and two requests of
+    it shared none (the merged model 2x its weights). Outputs are unchanged; shape constants stay."""
+    outputs = {v.name for v in model.graph.output}
+    weights = [
+        n
+        for n in model.graph.node
+        if n.op_type == "Constant"
+        and n.domain in ("", "ai.onnx")
+        and len(n.output) == 1
+        and n.output[0] not in outputs
+        and len(n.attribute) == 1
+        and n.attribute[0].name == "value"
+        and len(n.attribute[0].t.raw_data) + 4 * len(n.attribute[0].t.float_data) >= SHARED_CONSTANT_BYTES
+    ]
+    if not weights:
+        return model
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    gone = {n.output[0] for n in weights}
+    kept = [n for n in out.graph.node if not (n.op_type == "Constant" and n.output and n.output[0] in gone)]
+    out.graph.ClearField("node")
+    out.graph.node.extend(kept)
+    for n in weights:
+        t = onnx.TensorProto()
+        t.CopyFrom(n.attribute[0].t)
+        t.name = n.output[0]
+        out.graph.initializer.append(t)
+    return out
 
 
 def _same_file(a: Path, b: Path) -> bool:

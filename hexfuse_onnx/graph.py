@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import heapq
+import logging
 import math
 import os
 import re
@@ -767,6 +768,11 @@ def _run_symbolic_inference(model: onnx.ModelProto, complete_only: bool = False)
     # pass never writes beside the user's files, and changing directory would not be thread safe.
     hollow = _hollow_initializers(model)
     model = _with_inputs_for(model, hollow)
+    # Its guesses ("Unable to determine if NonZero_1431_o0__d1 <= NonZero_1211_o0__d1, treat as
+    # equal": 12 lines on a Piper voice) went to the user's terminal; what stays unknown is reported.
+    log = logging.getLogger("onnxruntime.tools.symbolic_shape_infer")
+    level = log.level
+    log.setLevel(logging.ERROR)
     try:
         sym = SymbolicShapeInference(2**31 - 1, True, False, 0)  # int_max, auto_merge, guess_output_rank, verbose
         for op in UNARY_CONTRIB_OPS:  # elementwise ops it has no rule for: the output is shaped as the input
@@ -781,6 +787,8 @@ def _run_symbolic_inference(model: onnx.ModelProto, complete_only: bool = False)
         sym._update_output_from_vi()
     except Exception:  # noqa: BLE001 - it refuses some models outright (or its internals moved)
         return None
+    finally:
+        log.setLevel(level)
     if not complete and complete_only:
         return None
     out = sym.out_mp_

