@@ -431,7 +431,20 @@ def _ml_model(ml_opset: int) -> onnx.ModelProto:
     return helper.make_model(g, opset_imports=opsets, ir_version=8)
 
 
-@pytest.mark.parametrize("case", ["missing file", "incompatible opsets", "names clash", "one model alone"])
+def _misdeclared(path: Path) -> None:
+    """A model ONNX Runtime runs (leniently) whose value_info the full checker refuses: the merge
+    cannot pass it, and colocate blamed the merge (exit 4; a stale basic_pitch QDQ in the sweep)."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    h = helper.make_tensor_value_info("h", TensorProto.FLOAT, [1, 5])
+    nodes = [helper.make_node("Relu", ["x"], ["h"]), helper.make_node("Neg", ["h"], ["y"])]
+    g = helper.make_graph(nodes, "g", [x], [y], value_info=[h])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
+@pytest.mark.parametrize(
+    "case", ["missing file", "incompatible opsets", "names clash", "one model alone", "fails the full check"]
+)
 def test_cli_bad_input_is_one_line_and_writes_nothing(zoo_dir, tmp_path, case):
     inp, out = tmp_path / "in", tmp_path / "out"
     inp.mkdir()
@@ -451,6 +464,10 @@ def test_cli_bad_input_is_one_line_and_writes_nothing(zoo_dir, tmp_path, case):
         a.write_bytes((zoo_dir / "two_branch.onnx").read_bytes())
         b.write_bytes((zoo_dir / "mlp_chain.onnx").read_bytes())
         extra, words = ["--names", "s,s"], ["cannot be told apart", "s/x"]
+    elif case == "fails the full check":
+        a.write_bytes((zoo_dir / "two_branch.onnx").read_bytes())
+        _misdeclared(b)
+        words = ["b.onnx", "input model fails", "full check", "differ in dimension 1"]
     else:
         a.write_bytes((zoo_dir / "two_branch.onnx").read_bytes())
         code, words = EXIT_USAGE, ["--requests"]
