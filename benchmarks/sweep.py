@@ -35,7 +35,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from hexfuse_onnx.costmodel import CALL_OVERHEAD_ENV  # noqa: E402
-from models import real  # noqa: E402
+from models import quantized, real  # noqa: E402
 
 DOCUMENTED = {0, 2, 3, 4, 5}  # README "Exit codes"; 70 is documented too, but it is a bug
 SLOW_S = 180.0
@@ -71,12 +71,10 @@ def zoo(groups: set[str], qdq: str) -> list[tuple[str, str, Path]]:
         out += [(n, "real", p) for n in real.MODELS if (p := real.cached_path(n)) is not None]
     if "exported" in groups:
         out += [(p.stem, "exported", p) for p in sorted((ROOT / "models" / "exported").glob("*.onnx"))]
-    if "qdq" in groups:
-        folder = real.cache_root() / "quantized"
-        for d in sorted(folder.glob("*_qdq_*")):
-            name = d.name.split("-ort")[0]
-            if (d / "model.onnx").is_file() and (qdq == "all" or name.endswith(qdq)):
-                out.append((name, "qdq", d / "model.onnx"))
+    if "qdq" in groups:  # the ones the zoo makes (a folder of the cache may be older than SKIPPED)
+        for n in quantized.MODELS:
+            if (qdq == "all" or n.endswith(qdq)) and (p := quantized.cached_path(n)) is not None:
+                out.append((n, "qdq", p))
     return sorted(out, key=lambda m: (("real", "exported", "qdq").index(m[1]), m[2].stat().st_size))
 
 
