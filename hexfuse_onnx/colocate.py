@@ -547,7 +547,6 @@ def colocate(
     from .kinds.colocate import Colocate, modelled
     from .kinds.dag import dag_facts
     from .modelio import stage
-    from .verify import check
 
     out = Path(output)
     if max_slowdown < 0:
@@ -576,7 +575,7 @@ def colocate(
     try:
         merged_path = Path(folder) / "merged.onnx"
         stage(merged.model, merged_path, None).commit()
-        check(merged_path)
+        _check_merge(merged_path, paths)
         at = shapes or {} if feeds is not None else _checked_shapes(merged_path, shapes or {}, progress)
         compared = check_outputs(merged_path, merged.plan, at, feeds=feeds, op_for_op=specialise)
         progress(f"merged model: full checker passed, {compared} output(s) equal their source's exactly")
@@ -601,6 +600,25 @@ def colocate(
 
         shutil.rmtree(folder, ignore_errors=True)
     return Result(merged, out, compared, result, model_time)
+
+
+def _check_merge(merged_path: Path, paths: list[str | os.PathLike[str]]) -> None:
+    """The merge passes the full checker; when a source does not either, that is named (exit 3), not
+    the merge (exit 4): the full check is what colocate asks of an input that `rewrite` does not."""
+    from .verify import check
+
+    try:
+        check(merged_path)
+    except VerificationError:
+        for path in dict.fromkeys(map(str, paths)):
+            try:
+                onnx.checker.check_model(path, full_check=True)
+            except Exception as exc:  # noqa: BLE001 - the checker's own errors, with its message
+                raise ModelError(
+                    f"{path}: the input model fails onnx.checker's full check (shape inference), which a "
+                    f"co-located model must pass: {first_line(exc, 300)}"
+                ) from None
+        raise
 
 
 def _free_dims(v: onnx.ValueInfoProto) -> bool:

@@ -375,14 +375,32 @@ def _is_lone_name(dim: str) -> bool:
 def binding_candidates(model: onnx.ModelProto, hints: dict[str, list[int]], where: str) -> list[ShapeBinding]:
     """The representative binding; then the same with every symbolic dim that is neither dim 0 nor
     given by `hints` at each of ALTERNATIVE_SYMBOLIC_DIMS; then with one of those dims at a time
-    doubled (a total length that must be past + new); only the first when there is none."""
+    doubled (a total length that must be past + new), and, in a co-located model, the same dim of
+    every stream at once (each stream's total its own past + new); only the first when there is none."""
     first = representative_binding(model, hints, where)
     free = unhinted_dims(model, hints)
     dims_of = input_dims(model)
     hinted = hinted_dims(dims_of, hints)
     variants = [{k: value if k in free else v for k, v in first.symbols.items()} for value in ALTERNATIVE_SYMBOLIC_DIMS]
-    variants += [{**first.symbols, d: 2 * first.symbols[d]} for d in free] if len(free) > 1 else []
+    groups = [[d] for d in free] + _across_streams(model, list(free)) if len(free) > 1 else []
+    variants += [{**first.symbols, **{d: 2 * first.symbols[d] for d in group}} for group in groups]
     return [first, *(bind(dims_of, with_derived(v, hinted)) for v in (variants if free else []))]
+
+
+def _across_streams(model: onnx.ModelProto, dims: list[str]) -> list[list[str]]:
+    """The dims of a co-located model (colocate.py) that are one source dim in several streams, each
+    stream's named `<stream>_<dim>`: [[r0_total, r1_total], ...]; none for any other model."""
+    from .colocate import plan_of
+
+    plan = plan_of(model)
+    if plan is None:
+        return []
+    groups: dict[str, list[str]] = {}
+    for d in dims:
+        stream = next((p for p in plan.streams if d.startswith(re.sub(r"[^A-Za-z0-9_.]", "_", p))), None)
+        if stream is not None:
+            groups.setdefault(d[len(stream) :], []).append(d)
+    return [g for g in groups.values() if len(g) > 1]
 
 
 def hinted_dims(dims_of: dict[str, list[int | str]], hints: dict[str, list[int]]) -> set[str]:

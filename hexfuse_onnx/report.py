@@ -6,13 +6,13 @@ from collections import Counter
 
 import onnx
 
-from .costmodel import engine_seconds
+from .costmodel import engine_seconds, serial_time
 from .kinds import Pair, kind_of
 from .kinds.branches import has_working_fork
 from .kinds.dag import dag_facts
 from .kinds.microbatch import MIN_BATCH
 from .pipeline import Analysis, RewriteResult
-from .profile import unknown_shape_origins
+from .profile import TaskProfile, unknown_shape_origins
 from .select import Rejection
 from .verify import Comparison
 
@@ -236,6 +236,12 @@ def pair_json(a: Analysis, p: Pair) -> dict:
     }
 
 
+def modelled_us(a: Analysis) -> float:
+    """The graph's modelled serial time, node after node (nodes not profiled count 0): what a pair's
+    predicted serial time is a share of."""
+    return sum(serial_time(TaskProfile.of([p]), a.target) for p in a.profile.nodes.values()) * 1e6
+
+
 def analysis_json(a: Analysis) -> dict:
     g = a.graph
     return {
@@ -248,6 +254,7 @@ def analysis_json(a: Analysis) -> dict:
         },
         "binding": g.binding.symbols if g.binding is not None else None,
         "unprofiled": [{"node": g.describe(i), "reason": why} for i, why in a.profile.unprofiled.items()],
+        "modelled_us": modelled_us(a),
         "candidates": len(a.candidates),
         "pairs": [pair_json(a, p) for p in a.pairs],
         "rejected": _rejected_json(a),
@@ -256,6 +263,7 @@ def analysis_json(a: Analysis) -> dict:
                 "where": b.branch.label,
                 "nodes": len(b.analysis.graph.nodes),
                 "taken": b.taken,
+                "modelled_us": modelled_us(b.analysis),
                 "candidates": len(b.analysis.candidates),
                 "pairs": [pair_json(b.analysis, p) for p in b.analysis.pairs],
                 "rejected": _rejected_json(b.analysis),

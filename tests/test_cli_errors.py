@@ -441,6 +441,8 @@ def test_rewrite_writes_verified_model_and_json(dirs, zoo_bytes):
         assert isinstance(t["serial"], float) and isinstance(t["fused"], float)
         assert 0 < t["fused"] < t["serial"]
         assert pair["task_a"]["nodes"] and pair["task_b"]["nodes"]
+    # the model's node-after-node modelled time: what the pairs' serial time is a share of
+    assert sum(p["predicted_us"]["serial"] for p in data["pairs"]) <= data["modelled_us"] * 1.001
 
 
 def test_rewrite_default_output_beside_input(dirs, zoo_bytes):

@@ -431,7 +431,20 @@ def _ml_model(ml_opset: int) -> onnx.ModelProto:
     return helper.make_model(g, opset_imports=opsets, ir_version=8)
 
 
-@pytest.mark.parametrize("case", ["missing file", "incompatible opsets", "names clash", "one model alone"])
+def _misdeclared(path: Path) -> None:
+    """A model ONNX Runtime runs (leniently) whose value_info the full checker refuses: the merge
+    cannot pass it, and colocate blamed the merge (exit 4; a stale basic_pitch QDQ in the sweep)."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    h = helper.make_tensor_value_info("h", TensorProto.FLOAT, [1, 5])
+    nodes = [helper.make_node("Relu", ["x"], ["h"]), helper.make_node("Neg", ["h"], ["y"])]
+    g = helper.make_graph(nodes, "g", [x], [y], value_info=[h])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
+@pytest.mark.parametrize(
+    "case", ["missing file", "incompatible opsets", "names clash", "one model alone", "fails the full check"]
+)
 def test_cli_bad_input_is_one_line_and_writes_nothing(zoo_dir, tmp_path, case):
     inp, out = tmp_path / "in", tmp_path / "out"
     inp.mkdir()
@@ -451,6 +464,10 @@ def test_cli_bad_input_is_one_line_and_writes_nothing(zoo_dir, tmp_path, case):
         a.write_bytes((zoo_dir / "two_branch.onnx").read_bytes())
         b.write_bytes((zoo_dir / "mlp_chain.onnx").read_bytes())
         extra, words = ["--names", "s,s"], ["cannot be told apart", "s/x"]
+    elif case == "fails the full check":
+        a.write_bytes((zoo_dir / "two_branch.onnx").read_bytes())
+        _misdeclared(b)
+        words = ["b.onnx", "input model fails", "full check", "differ in dimension 1"]
     else:
         a.write_bytes((zoo_dir / "two_branch.onnx").read_bytes())
         code, words = EXIT_USAGE, ["--requests"]
@@ -571,9 +588,11 @@ def _attention_feeds(total: int) -> dict[str, np.ndarray]:
 
 
 def test_a_mask_random_inputs_misshape_is_one_line_naming_it(tmp_path):
-    """The message names the inputs to give by merged name and says what a mask usually holds."""
+    """The message names the inputs to give by merged name and says what a mask usually holds (a
+    mask length fixed at 1 by --shape: no probed dims run)."""
     out = tmp_path / "two.onnx"
-    proc = run_cli("colocate", _masked_attention(tmp_path / "m.onnx"), "--requests", "2", "-o", out, "-q")
+    model = _masked_attention(tmp_path / "m.onnx")
+    proc = run_cli("colocate", model, "--requests", "2", "-o", out, "-q", "--shape", "r0/attention_mask=1x1")
     assert proc.returncode == EXIT_BAD_MODEL, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
     line = error_line(proc)
@@ -581,6 +600,17 @@ def test_a_mask_random_inputs_misshape_is_one_line_naming_it(tmp_path):
     assert_mentions(line, "the same for r1/", "named like an attention mask", "all ones", "past + new tokens")
     assert not out.exists()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_two_requests_of_a_step_over_a_cache_colocate_without_inputs(tmp_path):
+    """Each stream's mask must be its own past + new tokens: colocate --requests 2 refused
+    llama_attention23 and gpt2_dynamo_int4 (exit 3, sweep of 2026-12-02) where rewrite, doubling one
+    total length at a time, runs them; the probe now doubles the same dim of every stream at once."""
+    out = tmp_path / "two.onnx"
+    proc = run_cli("colocate", _masked_attention(tmp_path / "m.onnx"), "--requests", "2", "-o", out, "-q")
+    assert proc.returncode == EXIT_OK, proc.stderr
+    assert "r0/attention_mask=1x256" in proc.stdout and "r1/attention_mask=1x256" in proc.stdout
+    assert out.exists()
 
 
 def test_the_mask_the_message_describes_colocates(tmp_path):
