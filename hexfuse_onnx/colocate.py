@@ -564,7 +564,7 @@ def colocate(
     if specialise:
         from .fold import specialise as fold
 
-        merged.model, folded = fold(merged.model, shapes or {})
+        merged.model, folded = fold(merged.model, shapes or {}, inline_ifs=True)
         free = [v.name for v in merged.model.graph.input if _free_dims(v)]
         still = f"; still symbolic (no --shape gives them): {', '.join(free)}" if free else ""
         progress(f"input dims fixed; {len(folded)} integer node(s) they decide folded to constants{still}")

@@ -34,11 +34,14 @@ _FLOATS = {onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE}
 
 
 def specialise(
-    model: onnx.ModelProto, shapes: dict[str, list[int]]
+    model: onnx.ModelProto, shapes: dict[str, list[int]], inline_ifs: bool = False
 ) -> tuple[onnx.ModelProto, dict[str, tuple[int, ...]]]:
     """A copy of the model with the given input dims fixed and what they decide folded; the shape
     of each tensor folded (one per folded node; an intermediate one is no longer in the copy).
-    Inputs not in `shapes` keep their dims."""
+    Inputs not in `shapes` keep their dims. `inline_ifs`: an If whose condition is known becomes
+    its branch's nodes, for a copy that replaces the model at these dims (--freeze-shapes). Not
+    otherwise: a condition known at the dims the pass analyses may not be at others (Silero VAD's
+    nested Ifs), and a branch whose nodes are mapped back onto the model's own has no such nodes."""
     out = onnx.ModelProto()
     out.CopyFrom(model)
     graph = out.graph
@@ -50,12 +53,12 @@ def specialise(
             if d.HasField("dim_value") and d.dim_value < 0:
                 d.Clear()
     folded: dict[str, tuple[int, ...]] = {}
-    while _fold_round(out, folded):  # a folded Reshape target can make the next Shape static
+    while _fold_round(out, folded, inline_ifs):  # a folded Reshape target can make the next Shape static
         pass
     return out, folded
 
 
-def _fold_round(model: onnx.ModelProto, folded: dict[str, tuple[int, ...]]) -> int:
+def _fold_round(model: onnx.ModelProto, folded: dict[str, tuple[int, ...]], inline_ifs: bool) -> int:
     """One pass over the nodes: fold what is known, inline each If whose condition is; adds the
     folded tensors' shapes to `folded`; how many nodes changed."""
     graph = model.graph
@@ -70,7 +73,7 @@ def _fold_round(model: onnx.ModelProto, folded: dict[str, tuple[int, ...]]) -> i
     range_bounds = {t for n in graph.node if n.op_type == "Range" for t in n.input}
     inlined = 0
     for node in graph.node:
-        branch = _taken_branch(node, known, initializers, graph)
+        branch = _taken_branch(node, known, initializers, graph) if inline_ifs else None
         if branch is not None:
             kept.extend(branch[0])
             graph.initializer.extend(branch[1])

@@ -224,7 +224,7 @@ def index_model(
     if freeze and binding.symbols:  # what the fixed dims decide is folded, as colocate --freeze-shapes does
         from .fold import specialise
 
-        model, _ = specialise(model, {})
+        model, _ = specialise(model, {}, inline_ifs=True)
     inferred = _infer_shapes(model, where)
     g = inferred.graph
 
@@ -708,9 +708,7 @@ def _infer_through_constants(light: onnx.ModelProto, inferred: onnx.ModelProto) 
     computations of constants alone are folded (fold.specialise with no dims fixed). torch writes
     F.pad's pads as ConstantOfShape/Concat/Reshape/Slice/Transpose of Constants, which neither
     ONNX's nor ORT's inference evaluates: every shape after that Pad stayed unknown (open_nsfw:
-    742 of 845 nodes); torch's `expand` over a size it cannot prove is an If on constant Size
-    arithmetic (svtrv2_captcha), inlined there. The nodes are not changed: only their outputs'
-    shapes become known."""
+    742 of 845 nodes). The nodes are not changed: only their outputs' shapes become known."""
     from .fold import specialise
 
     folded, made = specialise(light, {})

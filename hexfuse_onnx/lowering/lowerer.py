@@ -396,7 +396,9 @@ class Lowerer:
             dims = np.array(self.shape(n.input[0], n), np.int64)
             self.static[n.output[0]] = dims[int(attr(n, "start", 0)) : attr(n, "end", None)]
             return True
-        if n.op_type == "Size":
+        if n.op_type == "Size":  # only of a shape no symbolic dim moves: its value steers no shape expression
+            if self.varying.get(n.input[0]):
+                return False
             self.static[n.output[0]] = np.array(np.prod(self.shape(n.input[0], n)), np.int64)
             return True
         inputs = [t for t in n.input if t]
