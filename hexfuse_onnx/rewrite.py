@@ -521,9 +521,10 @@ def _without_task_copies(
 
 
 def _is_dq_copy(n: onnx.NodeProto) -> bool:
-    """A task's copy of a graph DequantizeLinear: its name and output carry the same `__<tag>`."""
+    """A task's copy of a graph DequantizeLinear: its name and output carry the same `__<tag>`
+    (the output alone when the graph's node has no name)."""
     tag = n.output[0].rsplit("__", 1)[-1]
-    return is_dq_node(n) and "__" in n.output[0] and n.name.endswith("__" + tag)
+    return is_dq_node(n) and "__" in n.output[0] and (not n.name or n.name.endswith("__" + tag))
 
 
 def _dq_key(n: onnx.NodeProto) -> tuple[str, str, tuple[str, ...], bytes]:

@@ -156,13 +156,22 @@ def test_microbatch_through_reshapes_gives_each_copy_its_rows_and_unfuses(tmp_pa
 
 @pytest.mark.slow  # a quantized model (generated when not cached) and plugin sessions
 @pytest.mark.skipif(not (runtime.LIB_DIR / runtime.PLUGIN_NAME).is_file(), reason="run `bash custom_ops/build.sh`")
-def test_quantized_microbatch_through_reshapes_verifies_with_the_plugin(tmp_path: Path) -> None:
+@pytest.mark.parametrize("named", [True, False])
+def test_quantized_microbatch_through_reshapes_verifies_with_the_plugin(tmp_path: Path, named: bool) -> None:
     """The QDQ mlp_chain (Q/DQ around each Reshape, weights behind DequantizeLinear) keeps its
     micro-batch pair: stock ORT bit for bit, the plugin within a step, no DequantizeLinear left that
-    nothing reads, unfuse node for node (the weights' DequantizeLinear made again from a copy)."""
+    nothing reads, unfuse node for node (the weights' DequantizeLinear made again from a copy).
+    Unnamed, the copies of its DequantizeLinear nodes were all named '__<tag>', which ORT refuses
+    ("two nodes with same node name")."""
     from models import quantized
 
     source = quantized.fetch("mlp_chain_qdq_u8u8")
+    if not named:
+        model = onnx.load(source)
+        for n in model.graph.node:
+            n.name = ""
+        source = tmp_path / "unnamed.onnx"
+        onnx.save(model, source)
     r = pipeline.rewrite(source, tmp_path / "fused.onnx", ["microbatch"], verify_plugin=True)
     assert r.output is not None and r.comparison is not None and r.comparison.worst_relative_error == 0.0
     (pair,) = r.analysis.pairs

@@ -237,14 +237,15 @@ def with_dequantize_copies(g: ModelGraph, ids: list[int], body: TaskBody, tag: s
     """The body reading, instead of a DequantizeLinear output made outside the task (a
     DequantizeLinear the graph shares with other nodes), the output of its own copy of it, as ONNX
     Runtime's EnsureUniqueDQForNodeUnit does: the task's QDQ groups are whole and it reads the
-    integer tensor. The copy's output is `<tensor>__<tag>`; the graph's node stays."""
+    integer tensor. The copy's output is `<tensor>__<tag>`, its name `<name>__<tag>` (none for a
+    node of none: ORT refuses two nodes of one name); the graph's node stays."""
     inside = set(ids)
     shared = [t for t in body.inputs if t in g.producer and g.producer[t] not in inside and is_dq(g, g.producer[t])]
     if not shared:
         return body
     rename = {t: f"{t}__{tag}" for t in shared}
     copies = [
-        renamed_copy(g.nodes[g.producer[t]], rename, name=f"{g.nodes[g.producer[t]].name}__{tag}") for t in shared
+        renamed_copy(g.nodes[g.producer[t]], rename, name=_copy_name(g.nodes[g.producer[t]].name, tag)) for t in shared
     ]
     pending = {c.output[0]: c for c in copies}
     nodes = []
@@ -269,6 +270,10 @@ def with_empty_constants(g: ModelGraph, body: TaskBody, tag: str) -> TaskBody:
     constants = [onnx.helper.make_node("Constant", [], [rename[t]], value=g.initializers[t]) for t in empty]
     nodes = constants + [renamed_copy(n, rename) for n in body.nodes]
     return TaskBody(nodes, [t for t in body.inputs if t not in rename], body.outputs)
+
+
+def _copy_name(name: str, tag: str) -> str:
+    return f"{name}__{tag}" if name else ""
 
 
 def renamed_copy(node: onnx.NodeProto, mapping: dict[str, str], name: str | None = None) -> onnx.NodeProto:
