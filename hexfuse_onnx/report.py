@@ -349,17 +349,25 @@ def none_kept(rejected: list[Rejection]) -> str:
     return "no pair survives verification" if failed else "no pair qualifies"
 
 
+def _failed_where(reason: str) -> str:
+    """Which check a pair failed verification on (its reason's full text says how far)."""
+    if not reason.startswith("fails verification"):
+        return ""
+    return "with the plugin" if "FusedHexPair plugin" in reason else "on stock ORT"
+
+
 def rejection_lines(rejected: list[Rejection]) -> list[str]:
     """One line per reason, most frequent first; candidates that do not lower are counted by the
     op (and its reason) that stopped them: `rejected 116: does not lower: BatchNormalization
-    outside the kernel (116)`."""
+    outside the kernel (116)`; those failing verification by the check they failed."""
     reasons: Counter[str] = Counter()
     blockers: dict[str, Counter[str]] = {}
     for r in rejected:
         reason = r.reason.split(":")[0]
         reasons[reason] += 1
-        if r.blocker:
-            blockers.setdefault(reason, Counter())[r.blocker] += 1
+        blocker = r.blocker or _failed_where(r.reason)
+        if blocker:
+            blockers.setdefault(reason, Counter())[blocker] += 1
     lines = []
     for reason, n in reasons.most_common():
         detail = ", ".join(f"{b} ({k})" for b, k in blockers.get(reason, Counter()).most_common())

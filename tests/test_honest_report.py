@@ -275,3 +275,27 @@ def test_a_chain_at_batch_one_says_why_it_has_no_candidate(dirs) -> None:
     assert wider.returncode == 0, wider.stderr
     assert "no independent work" not in wider.stdout
     assert "1 microbatch" in wider.stdout
+
+
+def test_verification_failures_are_counted_by_the_check_they_failed() -> None:
+    """`rewrite -q` printed 'rejected 1: fails verification' alone (sweep9)."""
+    from hexfuse_onnx.kinds.base import Candidate
+    from hexfuse_onnx.report import rejection_lines
+    from hexfuse_onnx.select import Rejection
+
+    def rejection(reason: str) -> Rejection:
+        return Rejection(Candidate("branches", [0], [1]), reason)
+
+    lines = rejection_lines(
+        [
+            rejection("fails verification: stock ONNX Runtime differs from the original by 0.0142 relative"),
+            rejection("fails verification: with the FusedHexPair plugin: pair output 'y' is 3 steps from ORT"),
+            rejection("fails verification with the other pairs: with the FusedHexPair plugin: 'z' is 2 steps off"),
+            rejection("saving below the call overhead"),
+        ]
+    )
+    assert lines == [
+        "rejected 2: fails verification: on stock ORT (1), with the plugin (1)",
+        "rejected 1: fails verification with the other pairs: with the plugin (1)",
+        "rejected 1: saving below the call overhead",
+    ]
