@@ -237,12 +237,17 @@ _DIM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 _DIM_FUNCTIONS = {"floor", "ceiling", "ceil", "Min", "Max", "min", "max", "Mod", "mod"}
 
 
+def dim_symbol(name: str) -> str:
+    """A prefixed name as a dim symbol: `a/batch` -> `a_batch`."""
+    return re.sub(r"[^A-Za-z0-9_.]", "_", name)
+
+
 def _renamed_dim(text: str, rename: Callable[[str], str]) -> str:
     """Each symbol inside a dim renamed as an identifier (`batch*seq` -> `a_batch*a_seq`), so an
     expression stays an expression rather than `a/batch*seq`, which reads as a division."""
 
     def one(m: re.Match[str]) -> str:
-        return m[0] if m[0] in _DIM_FUNCTIONS else re.sub(r"[^A-Za-z0-9_.]", "_", rename(m[0]))
+        return m[0] if m[0] in _DIM_FUNCTIONS else dim_symbol(rename(m[0]))
 
     return _DIM_NAME.sub(one, text)
 

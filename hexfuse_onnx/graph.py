@@ -390,14 +390,14 @@ def binding_candidates(model: onnx.ModelProto, hints: dict[str, list[int]], wher
 def _across_streams(model: onnx.ModelProto, dims: list[str]) -> list[list[str]]:
     """The dims of a co-located model (colocate.py) that are one source dim in several streams, each
     stream's named `<stream>_<dim>`: [[r0_total, r1_total], ...]; none for any other model."""
-    from .colocate import plan_of
+    from .colocate import dim_symbol, plan_of
 
     plan = plan_of(model)
     if plan is None:
         return []
     groups: dict[str, list[str]] = {}
     for d in dims:
-        stream = next((p for p in plan.streams if d.startswith(re.sub(r"[^A-Za-z0-9_.]", "_", p))), None)
+        stream = next((p for p in plan.streams if d.startswith(dim_symbol(p))), None)
         if stream is not None:
             groups.setdefault(d[len(stream) :], []).append(d)
     return [g for g in groups.values() if len(g) > 1]
