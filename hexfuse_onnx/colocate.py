@@ -28,7 +28,7 @@ from onnx import helper
 from .contract import DOMAIN
 from .errors import ModelError, UsageError, VerificationError, first_line
 from .graph import _is_symbol_name as is_symbol_name  # graph.py is owned elsewhere: not renamed there
-from .graph import read_model
+from .graph import all_nodes, read_model
 
 if TYPE_CHECKING:
     from .kinds.colocate import Modelled
@@ -324,7 +324,7 @@ def _changed_ops(graph: onnx.GraphProto, domain: str, old: int, new: int) -> lis
     """Ops of `domain` in the graph whose definition differs between the two opset versions (an op
     onnx does not know, such as a contrib op in a versioned domain, counts as changed)."""
     changed = []
-    for n in _all_nodes(graph):
+    for n in all_nodes(graph):
         if ("" if n.domain == "ai.onnx" else n.domain) != domain or n.op_type in changed:
             continue
         try:
@@ -336,14 +336,6 @@ def _changed_ops(graph: onnx.GraphProto, domain: str, old: int, new: int) -> lis
         if before != after:
             changed.append(n.op_type)
     return changed
-
-
-def _all_nodes(graph: onnx.GraphProto) -> Iterable[onnx.NodeProto]:
-    for n in graph.node:
-        yield n
-        for a in n.attribute:
-            for sub in [a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs):
-                yield from _all_nodes(sub)
 
 
 def _converted(model: onnx.ModelProto, version: int, path: str, op: str) -> onnx.ModelProto:

@@ -13,7 +13,7 @@ import logging
 import math
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -813,6 +813,15 @@ def _run_symbolic_inference(model: onnx.ModelProto, complete_only: bool = False)
     out.graph.ClearField("input")
     out.graph.input.extend(kept)
     return out
+
+
+def all_nodes(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
+    """The graph's nodes and those of its subgraphs (If/Loop/Scan bodies), nested ones included."""
+    for n in graph.node:
+        yield n
+        for a in n.attribute:
+            for sub in [a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs):
+                yield from all_nodes(sub)
 
 
 _VALUE_FIELDS = ("raw_data", "float_data", "int32_data", "int64_data", "double_data", "uint64_data", "string_data")

@@ -23,7 +23,7 @@ from . import probe
 from .alone import own_output_failures
 from .costmodel import Target, get_target
 from .errors import HexfuseError, ModelError, UsageError, VerificationError, WriteError, first_line
-from .graph import ModelGraph, ShapeBinding
+from .graph import ModelGraph, ShapeBinding, all_nodes
 from .kinds import KINDS, Candidate, Pair, discover, kind_of
 from .kinds.dag import NONDETERMINISTIC
 from .lowering import LoweringError
@@ -577,7 +577,7 @@ def _refuse_unseeded_random(path: str | os.PathLike[str], graph: onnx.GraphProto
     original's (a Piper voice's two RandomNormalLike: its audio 0.6-0.94 relative apart while every
     pair's outputs agreed exactly; 85 pairs dropped in 389 s, nothing written). Seeded, it verifies
     (48 pairs kept in 39 s): refused in one line saying so."""
-    found = [n for n in _all_nodes(graph) if n.op_type in NONDETERMINISTIC and n.domain in ("", "ai.onnx")]
+    found = [n for n in all_nodes(graph) if n.op_type in NONDETERMINISTIC and n.domain in ("", "ai.onnx")]
     unseeded = [n for n in found if not any(a.name == "seed" for a in n.attribute)]
     if unseeded:
         n, more = unseeded[0], f" and {len(unseeded) - 1} more random op(s)" if len(unseeded) > 1 else ""
@@ -586,16 +586,6 @@ def _refuse_unseeded_random(path: str | os.PathLike[str], graph: onnx.GraphProto
             "Runtime draws other numbers in the rewritten model than in the original, so no rewrite can be "
             "verified; give each a 'seed' attribute (a seeded copy of the model verifies)"
         )
-
-
-def _all_nodes(graph: onnx.GraphProto) -> list[onnx.NodeProto]:
-    """The graph's nodes and those of its subgraphs (If/Loop/Scan bodies), nested ones included."""
-    out = []
-    for n in graph.node:
-        out.append(n)
-        for a in n.attribute:
-            out += [x for g in ([a.g] if a.type == onnx.AttributeProto.GRAPH else a.graphs) for x in _all_nodes(g)]
-    return out
 
 
 QUANTIZED_SEEDS = (0, 1)  # a static quantized model's seeded input sets; seed 3 stays held out (quantized_pairs)
