@@ -16,7 +16,7 @@ from pathlib import Path
 
 from . import __version__
 from .costmodel import TARGETS
-from .errors import EXIT_INTERNAL, EXIT_OK, HexfuseError
+from .errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, HexfuseError, stdout_closed
 from .graph import parse_shape_overrides, read_model
 from .hybrid import DEFAULT_PAST, DEFAULT_PREFILL, DEFAULT_PREFILL_PAST
 from .kinds import KINDS
@@ -339,7 +339,9 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         print("hexfuse-onnx: interrupted; nothing written", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return stdout_closed()
     except Exception as exc:  # a bug: say so plainly, with the type, not a traceback
         print(
             f"hexfuse-onnx: internal error ({type(exc).__name__}: {exc}); nothing written. "

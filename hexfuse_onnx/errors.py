@@ -9,6 +9,18 @@ EXIT_BAD_MODEL = 3  # the input model cannot be read or is not a valid DAG
 EXIT_VERIFY_FAILED = 4  # the rewritten model failed the checker or did not match
 EXIT_WRITE_FAILED = 5  # the output could not be written
 EXIT_INTERNAL = 70  # a bug in hexfuse-onnx (EX_SOFTWARE)
+EXIT_INTERRUPTED = 130  # Ctrl-C: 128 + SIGINT, as a shell reports it
+EXIT_STDOUT_CLOSED = 141  # the reader of stdout went away (`... | head`): 128 + SIGPIPE
+
+
+def stdout_closed() -> int:
+    """The exit code after a BrokenPipeError on stdout; points stdout at /dev/null first so that
+    the interpreter's own flush at exit does not fail a second time."""
+    import os
+    import sys
+
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return EXIT_STDOUT_CLOSED
 
 
 class HexfuseError(Exception):

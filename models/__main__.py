@@ -17,6 +17,7 @@ from pathlib import Path
 
 import onnx
 
+from hexfuse_onnx.errors import stdout_closed
 from models import BUILDERS, DESCRIPTIONS, build, build_synthetic
 
 
@@ -143,7 +144,10 @@ def main(argv: list[str] | None = None) -> int:
     nbb.add_argument("--out", metavar="DIR", default=str(Path(__file__).resolve().parent / "exported"))
     nb.set_defaults(func=_cmd_nbits)
     args = parser.parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except BrokenPipeError:
+        return stdout_closed()
 
 
 if __name__ == "__main__":

@@ -9,14 +9,17 @@ and the input file byte-identical afterwards. The good paths check what is writt
 from __future__ import annotations
 
 import json
+import os
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from cli_support import Dirs, assert_mentions, error_line, listing, run_cli, run_cli_process, sha256
+from cli_support import REPO, Dirs, assert_mentions, error_line, listing, run_cli, run_cli_process, sha256
 from onnx import TensorProto, helper
 
 import models
@@ -583,3 +586,26 @@ def test_profile_and_bench_refuse_a_bad_file_as_a_bad_model(dirs, command, conte
     proc = run_cli(command[0], src, *[dirs.out / a if a.endswith(".json") else a for a in command[1:]])
     assert proc.returncode == 3, proc.stderr
     assert words in error_line(proc)
+
+
+@pytest.mark.parametrize("module", ["hexfuse_onnx", "models"])
+def test_closed_stdout_ends_quietly(dirs, module):
+    """`... | head`: the reader has gone before the first line; exit 141 (128 + SIGPIPE), no traceback."""
+    model = dirs.inp / "two_branch.onnx"
+    onnx.save_model(models.build("two_branch"), model)
+    argv = ["inspect", str(model)] if module == "hexfuse_onnx" else ["quantized", "list", "--cache-dir", str(dirs.inp)]
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", module, *argv],
+            cwd=REPO,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.close(write_end)
+    assert done.returncode == 141, done.stderr
+    assert "Traceback" not in done.stderr and "internal error" not in done.stderr, done.stderr
