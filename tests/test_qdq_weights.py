@@ -1,0 +1,138 @@
+"""QDQ Conv / ConvTranspose / Gemm / MatMul groups against ONNX Runtime's run of the same QDQ model:
+a float weight initializer (ORT quantizes a Conv's, ConvTranspose's or Gemm's to int8, `qbias`), and
+the type combinations ORT fuses into QLinearConv / QLinearMatMul / QGemm or leaves as DQ -> float op
+-> Q (`qmatmul.ort_fuses`). Each group: the integer kernel where ORT fuses, the float path where it
+does not (i8 Conv/MatMul apart: the kernel, as ORT's ARM builds fuse them), within one step of ORT
+on every element over seeds, on values at ties of every rounding (dyadic scales) and off them."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper
+from test_lower import init, pair_model, program_inputs, vi
+from test_qmatmul import _opcodes
+
+from hexfuse_onnx.lowering import lower_pair
+from hexfuse_onnx.lowering.abi import Opcode
+from hexfuse_onnx.runtime import HOST_NAME, LIB_DIR, HostKernel
+
+U8, I8, F = TensorProto.UINT8, TensorProto.INT8, TensorProto.FLOAT
+NP = {U8: np.uint8, I8: np.int8}
+# op -> X shape, W shape, Y shape, attributes
+SHAPES = {
+    "Conv": ([1, 4, 9, 7], [6, 4, 3, 3], [1, 6, 9, 7], {"pads": [1, 1, 1, 1]}),
+    "ConvTranspose": ([1, 4, 5, 5], [4, 6, 2, 2], [1, 6, 10, 10], {"strides": [2, 2]}),
+    "Gemm": ([5, 24], [24, 8], [5, 8], {}),
+    "GemmT": ([5, 24], [8, 24], [5, 8], {"transB": 1}),
+    "MatMul": ([2, 5, 24], [24, 8], [2, 5, 8], {}),
+}
+Group = tuple[list[onnx.NodeProto], list[onnx.ValueInfoProto], list[onnx.ValueInfoProto], list[onnx.TensorProto]]
+
+
+def _weights(rng: np.random.Generator, shape: list[int], ties: bool) -> np.ndarray:
+    """Float weights. At ties: multiples of 2^-8 within [-1, 127/128] (both ends present), so that
+    ORT's int8 scale is 2^-7, its zero point 0, and the odd multiples lie at ties of W / s_w."""
+    if not ties:
+        return rng.normal(0, 0.1, shape).astype(np.float32)
+    w = rng.integers(-32, 33, shape).astype(np.float32) / np.float32(256)
+    w.reshape(-1)[:2] = [-1.0, 127 / 128]
+    return w
+
+
+def _group(p: str, op: str, xt: int, wt: int, yt: int, *, ties: bool, seed: int) -> Group:
+    """x (xt) -> DQ, W (wt: u8/i8 behind a DequantizeLinear, or a float initializer) [, a float bias]
+    -> op -> Q (yt). At ties: s_x s_w / s_y = 2^-6 (and 2^-7 the weight scale of an integer W), the
+    bias at k + 0.5 steps of s_x s_w; else arbitrary scales."""
+    rng = np.random.default_rng(seed)
+    x_shape, w_shape, y_shape, attrs = SHAPES[op]
+    kind = "Gemm" if op == "GemmT" else op
+    sx = np.float32(2.0**-5 if ties else 0.0173)
+    sw = np.float32(2.0**-7 if ties else 0.0023)
+    sy = np.float32(sx * sw * 64 if ties else 0.0035)
+    zx, zy = (3, -5) if xt == I8 else (128, 120)
+    inits = [init(f"{p}sx", sx), init(f"{p}zx", np.array(zx, NP[xt])), init(f"{p}sy", sy)]
+    inits.append(init(f"{p}zy", np.array(zy if yt == xt else (zy - 128 if yt == I8 else zy + 128), NP[yt])))
+    nodes = [helper.make_node("DequantizeLinear", [f"{p}x", f"{p}sx", f"{p}zx"], [f"{p}xf"])]
+    if wt == F:
+        inits.append(init(f"{p}wf", _weights(rng, w_shape, ties)))
+    else:
+        zw = 0 if wt == I8 else 128
+        inits += [init(f"{p}w", (zw + rng.integers(-16, 17, w_shape)).astype(NP[wt])), init(f"{p}sw", sw)]
+        inits.append(init(f"{p}zw", np.array(zw, NP[wt])))
+        nodes.append(helper.make_node("DequantizeLinear", [f"{p}w", f"{p}sw", f"{p}zw"], [f"{p}wf"]))
+    inputs = [f"{p}xf", f"{p}wf"]
+    if kind != "MatMul":
+        cols = y_shape[1] if kind != "Gemm" else y_shape[-1]
+        acc = np.float32(sx * sw)
+        inits.append(init(f"{p}b", ((rng.integers(-200, 200, cols) + 0.5) * acc).astype(np.float32)))
+        inputs.append(f"{p}b")
+    nodes.append(helper.make_node(kind, inputs, [f"{p}c"], **attrs))
+    nodes.append(helper.make_node("QuantizeLinear", [f"{p}c", f"{p}sy", f"{p}zy"], [f"{p}y"]))
+    ins = [vi(f"{p}x", x_shape, xt)] + [vi(t.name, list(t.dims), t.data_type) for t in inits]
+    return nodes, ins, [vi(f"{p}y", y_shape, yt)], inits
+
+
+def _models(a: Group, b: Group) -> tuple[onnx.ModelProto, onnx.ModelProto]:
+    """The pair over both groups, and the plain QDQ model ORT runs."""
+    pair = pair_model(a[0], b[0], a[1], b[1], a[2], b[2], a[3] + b[3], opset=19)
+    graph = helper.make_graph(a[0] + b[0], "qdq", [a[1][0], b[1][0]], a[2] + b[2], initializer=a[3] + b[3])
+    return pair, helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=10)
+
+
+def _feeds(groups: tuple[Group, Group], seed: int) -> dict[str, np.ndarray]:
+    """x within 48 steps of its zero point (few outputs saturate)."""
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for g in groups:
+        x = g[1][0]
+        dt = NP[x.type.tensor_type.elem_type]
+        z = 3 if dt == np.int8 else 128
+        feeds[x.name] = (z + rng.integers(-48, 49, [d.dim_value for d in x.type.tensor_type.shape.dim])).astype(dt)
+    return feeds
+
+
+def _check(a: Group, b: Group, seed: int) -> list[Opcode]:
+    """The pair's outputs (host kernel) within one step of ORT's on every element: its opcodes."""
+    pair, plain = _models(a, b)
+    program = lower_pair(pair, pair.graph.node[0])
+    feeds = _feeds((a, b), seed)
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    ref = ort.InferenceSession(plain.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, feeds)
+    got = HostKernel().run(program, program_inputs(pair, pair.graph.node[0], feeds))
+    for r, g in zip(ref, got):
+        diff = np.abs(r.astype(np.int32) - g.astype(np.int32))
+        assert r.dtype == g.dtype and r.shape == g.shape and diff.max() <= 1, (diff.max(), (diff > 1).mean())
+        assert (diff == 0).mean() >= 0.98, (diff == 0).mean()
+        info = np.iinfo(r.dtype)
+        assert np.isin(r, [info.min, info.max]).mean() < 0.2  # the values are not mostly saturated
+    return _opcodes(program)
+
+
+needs_lib = pytest.mark.skipif(not (LIB_DIR / HOST_NAME).is_file(), reason="run `bash custom_ops/build.sh`")
+INTEGER = {Opcode.QCONV2D, Opcode.QMATMUL}
+
+
+@needs_lib
+@pytest.mark.parametrize("ties", [True, False])
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize(
+    "a_op, b_op, xt, fused",
+    [
+        ("Conv", "Gemm", U8, 2),  # ORT: QLinearConv, QGemm on its int8 weights
+        ("GemmT", "Conv", I8, 1),  # QGemm (i8 x i8); the i8 Conv: a float Conv on x86, the kernel here
+        ("ConvTranspose", "MatMul", U8, 0),  # never fused; a MatMul's float weight is not quantized
+    ],
+)
+def test_float_weights_are_quantized_where_onnxruntime_quantizes_them(
+    a_op: str, b_op: str, xt: int, fused: int, ties: bool, seed: int
+) -> None:
+    """Float weight initializers, ties of W / s_w, of the bias and of the output among them: within one
+    step of ORT everywhere (with the weights as written: up to tens of steps off)."""
+    a = _group("a_", a_op, xt, F, xt, ties=ties, seed=seed)
+    b = _group("b_", b_op, xt, F, xt, ties=ties, seed=seed + 10)
+    ops = _check(a, b, seed)
+    assert sum(o in INTEGER for o in ops) == (2 if xt == I8 else fused), ops
