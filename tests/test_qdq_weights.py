@@ -136,3 +136,32 @@ def test_float_weights_are_quantized_where_onnxruntime_quantizes_them(
     b = _group("b_", b_op, xt, F, xt, ties=ties, seed=seed + 10)
     ops = _check(a, b, seed)
     assert sum(o in INTEGER for o in ops) == (2 if xt == I8 else fused), ops
+
+
+@needs_lib
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize(
+    "op, xt, wt, yt, integer",
+    [
+        ("Conv", U8, I8, U8, True),
+        ("Conv", U8, U8, I8, False),  # Y not of X's type
+        ("Conv", I8, U8, I8, False),  # an i8 X wants an i8 W
+        ("Conv", I8, I8, I8, True),  # a float Conv in ORT on x86 (QDQIsInt8Allowed), QLinearConv on ARM
+        ("MatMul", I8, I8, I8, True),  # the same
+        ("MatMul", U8, U8, U8, True),
+        ("MatMul", I8, I8, U8, False),
+        ("MatMul", I8, U8, I8, False),
+        ("Gemm", I8, I8, I8, True),
+        ("Gemm", U8, I8, I8, False),
+        ("GemmT", I8, U8, I8, False),
+    ],
+)
+def test_integer_kernel_only_for_the_types_onnxruntime_fuses(
+    op: str, xt: int, wt: int, yt: int, integer: bool, seed: int
+) -> None:
+    """ORT's selectors' type conditions: the kernel where they hold, the float path where not, within
+    one step of ORT at ties (dyadic scales: the float path's sums exact) and off them."""
+    a = _group("a_", op, xt, wt, yt, ties=True, seed=seed)
+    b = _group("b_", op, xt, wt, yt, ties=False, seed=seed + 10)
+    ops = _check(a, b, seed)
+    assert sum(o in INTEGER for o in ops) == (2 if integer else 0), ops

@@ -3,15 +3,16 @@ lowers to one QMATMUL or QCONV2D (dsp/ref/ref_qmatmul.h), as ONNX Runtime's QDQ 
 (QLinearMatMul / QGemm / QLinearConv). A QOperator model's QLinearMatMul / QLinearConv node is that
 group already: it lowers to the same op with the same operands (`qlinear`).
 
-A group fits when A, B and Y are u8/i8 per tensor (B may be per output column / channel), the
-scales and zero points are initializers, B is a 2-D (Conv: 3-D or 4-D) initializer read by a
-DequantizeLinear, or a Conv's or Gemm's float initializer that ORT quantizes to int8
-(`qbias.ort_weight`), a Gemm has transA 0, alpha 1, beta 1, a Conv is 1-D or 2-D (1-D: QCONV2D on
-[N, C, 1, T] copies, H = 1), and a bias is read by a DequantizeLinear from int32 with zero point 0
-and scale s_a * s_b, or is a float initializer that ORT quantizes so (`qbias`). Any other group
-keeps the float path (its DQ, op and Q each lowered on their own; a weight or bias ORT quantizes,
-dequantized as ORT does: `matrix`). The op goes to the engine the profile costs an 8-bit group on
-(`profile.engine_at_width`: the vector engine, where the Hexagon build runs it with vrmpy).
+A group fits when A, B and Y are u8/i8 per tensor (B may be per output column / channel) of the
+types ORT fuses (`ort_fuses`: Y of A's type, an i8 A with an i8 B), the scales and zero points are
+initializers, B is a 2-D (Conv: 3-D or 4-D) initializer read by a DequantizeLinear, or a Conv's or
+Gemm's float initializer that ORT quantizes to int8 (`qbias.ort_weight`), a Gemm has transA 0,
+alpha 1, beta 1, a Conv is 1-D or 2-D (1-D: QCONV2D on [N, C, 1, T] copies, H = 1), and a bias is
+read by a DequantizeLinear from int32 with zero point 0 and scale s_a * s_b, or is a float
+initializer that ORT quantizes so (`qbias`). Any other group keeps the float path (its DQ, op and Q
+each lowered on their own; a weight or bias ORT quantizes, dequantized as ORT does: `matrix`). The
+op goes to the engine the profile costs an 8-bit group on (`profile.engine_at_width`: the vector
+engine, where the Hexagon build runs it with vrmpy).
 """
 
 from __future__ import annotations
@@ -141,6 +142,15 @@ def _qparams(cx: Lowerer, n: onnx.NodeProto) -> tuple[np.ndarray, np.ndarray] | 
     return scale.reshape(-1), zp.reshape(-1).astype(np.int64)
 
 
+def ort_fuses(a: Dtype, b: Dtype, y: Dtype) -> bool:
+    """ONNX Runtime's QDQ selectors' type conditions for a Conv, MatMul or Gemm group (Conv-, MatMul- and
+    GemmNodeGroupSelector, 16-bit not allowed): X, W and Y 8-bit, Y of X's type, and an i8 X with an i8 W
+    only. ORT runs any other group as DQ -> float op -> Q. On x86 (QDQIsInt8Allowed false) it does not
+    fuse an i8 X's Conv or MatMul either, where ARM builds do: such groups take the integer kernel here,
+    as on the Hexagon device's ARM host, within one step of x86's float path (ties apart)."""
+    return a in EIGHT_BIT and b in EIGHT_BIT and y == a and (a != Dtype.I8 or b == Dtype.I8)
+
+
 def _weight(cx: Lowerer, g: _Group) -> tuple[np.ndarray, Dtype | None, np.ndarray, np.ndarray, int] | None:
     """B's integer values, type, scale and zero point (flattened) and its DequantizeLinear's axis: a
     float B's as ORT quantizes it (`qbias.ort_weight`, per tensor)."""
@@ -165,7 +175,7 @@ def _operands(cx: Lowerer, g: _Group) -> _Operands | None:
     if weight is None or pa is None or py is None or a_dtype is None or y_dtype is None:
         return None
     b, b_dtype, sb, zb, b_axis = weight
-    if b_dtype is None or not {a_dtype, b_dtype, y_dtype} <= EIGHT_BIT:
+    if b_dtype is None or not ort_fuses(a_dtype, b_dtype, y_dtype):
         return None
     if b.ndim not in ((3, 4) if conv else (2,)) or (conv and len(cx.shape(dq_a.input[0], dq_a)) != b.ndim):
         return None  # Conv: 1-D or 2-D
