@@ -7,16 +7,19 @@ on every element over seeds, on values at ties of every rounding (dyadic scales)
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 from test_lower import init, pair_model, program_inputs, vi
 from test_qmatmul import _opcodes
 
 from hexfuse_onnx.lowering import lower_pair
 from hexfuse_onnx.lowering.abi import Opcode
+from hexfuse_onnx.lowering.qbias import quantized_weight
 from hexfuse_onnx.runtime import HOST_NAME, LIB_DIR, HostKernel
 
 U8, I8, F = TensorProto.UINT8, TensorProto.INT8, TensorProto.FLOAT
@@ -165,3 +168,37 @@ def test_integer_kernel_only_for_the_types_onnxruntime_fuses(
     b = _group("b_", op, xt, wt, yt, ties=False, seed=seed + 10)
     ops = _check(a, b, seed)
     assert sum(o in INTEGER for o in ops) == (2 if integer else 0), ops
+
+
+@pytest.mark.parametrize("case", ["normal", "ties", "positive", "zero"])
+def test_the_int8_weight_is_onnxruntimes_bit_for_bit(case: str, tmp_path: Path) -> None:
+    """ORT's quantized weight, scale and zero point (its optimized model at the basic level) against
+    `quantized_weight`: normal weights, every W / s_w at a tie (a scale not a power of two), weights
+    all above 0 (the range then starts at 0), all 0 (scale 1)."""
+    rng = np.random.default_rng(7)
+    w = rng.normal(0, 0.05, [16, 8, 3, 3]).astype(np.float32)
+    if case == "ties":
+        lo, hi = np.float32(-0.3), np.float32(0.5)
+        w = (rng.integers(-60, 100, w.shape) + 0.5).astype(np.float32) * np.float32(np.float32(hi - lo) / 255)
+        w.reshape(-1)[:2] = [lo, hi]
+    elif case != "normal":
+        w = np.abs(w) + np.float32(0.01) if case == "positive" else np.zeros_like(w)
+    nodes = [
+        helper.make_node("DequantizeLinear", ["x", "sx", "zx"], ["xf"]),
+        helper.make_node("Conv", ["xf", "w"], ["c"]),
+        helper.make_node("QuantizeLinear", ["c", "sy", "zy"], ["y"]),
+    ]
+    inits = [init("w", w), init("sx", np.float32(0.02)), init("sy", np.float32(0.05))]
+    inits += [init("zx", np.array(128, np.uint8)), init("zy", np.array(128, np.uint8))]
+    graph = helper.make_graph(nodes, "g", [vi("x", [1, 8, 5, 5], U8)], [vi("y", [1, 16, 3, 3], U8)], initializer=inits)
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    so.optimized_model_filepath = str(tmp_path / "opt.onnx")
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=10)
+    ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    made = {t.name: numpy_helper.to_array(t) for t in onnx.load(tmp_path / "opt.onnx").graph.initializer}
+    q = next(v for v in made.values() if v.dtype == np.int8 and v.shape == w.shape)
+    scale, zero = (next(v for k, v in made.items() if k.endswith(s)) for s in ("_weight_scale", "_weight_zp"))
+    mine = quantized_weight(w)
+    assert mine.scale == scale and mine.zero == int(zero) and np.array_equal(mine.q, q)

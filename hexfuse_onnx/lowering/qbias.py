@@ -83,6 +83,11 @@ def ort_weight(cx: Lowerer, n: onnx.NodeProto) -> OrtWeight | None:
     w = cx.known_value(n.input[1]) if len(n.input) > 1 else None
     if w is None or w.dtype != np.float32 or w.size == 0 or _dq(cx, n.input[1]) is not None or not _acts_on(cx, n):
         return None
+    return quantized_weight(w)
+
+
+def quantized_weight(w: np.ndarray) -> OrtWeight:
+    """ORT's int8 of a float32 weight (see the module doc), each step in float32."""
     lo, hi = min(np.float32(w.min()), np.float32(0)), max(np.float32(w.max()), np.float32(0))
     scale = np.float32(1) if hi == lo else np.float32(np.float32(hi - lo) / np.float32(255))
     zero = int(np.rint(np.clip(np.float32(np.float32(-128) - np.float32(lo / scale)), -128, 127)))
