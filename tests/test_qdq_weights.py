@@ -17,10 +17,12 @@ from onnx import TensorProto, helper, numpy_helper
 from test_lower import init, pair_model, program_inputs, vi
 from test_qmatmul import _opcodes
 
+from hexfuse_onnx import pipeline
 from hexfuse_onnx.lowering import lower_pair
 from hexfuse_onnx.lowering.abi import Opcode
 from hexfuse_onnx.lowering.qbias import quantized_weight
 from hexfuse_onnx.runtime import HOST_NAME, LIB_DIR, HostKernel
+from models import quantized
 
 U8, I8, F = TensorProto.UINT8, TensorProto.INT8, TensorProto.FLOAT
 NP = {U8: np.uint8, I8: np.int8}
@@ -217,3 +219,42 @@ def test_the_int8_weight_is_onnxruntimes_bit_for_bit(case: str, tmp_path: Path) 
     scale, zero = (next(v for k, v in made.items() if k.endswith(s)) for s in ("_weight_scale", "_weight_zp"))
     mine = quantized_weight(w)
     assert mine.scale == scale and mine.zero == int(zero) and np.array_equal(mine.q, q)
+
+
+def _activation_only(folder: Path) -> onnx.ModelProto:
+    """The zoo's QDQ model in `folder` with each weight and bias DequantizeLinear replaced by the float
+    initializer it quantized (float.onnx beside it: onnxruntime's quantizer names it X_quantized)."""
+    model, floats = onnx.load(folder / "model.onnx"), onnx.load(folder / quantized.PREPARED)
+    values = {t.name: t for t in floats.graph.initializer}
+    constants = {t.name for t in model.graph.initializer}
+    kept = []
+    for n in model.graph.node:
+        source = n.input[0].removesuffix("_quantized") if n.op_type == "DequantizeLinear" else ""
+        if n.input[0] in constants and source in values:
+            model.graph.initializer.append(numpy_helper.from_array(numpy_helper.to_array(values[source]), n.output[0]))
+        else:
+            kept.append(n)
+    del model.graph.node[:]
+    model.graph.node.extend(kept)
+    used = {i for n in kept for i in n.input}
+    inits = [t for t in model.graph.initializer if t.name in used]
+    del model.graph.initializer[:]
+    model.graph.initializer.extend(inits)
+    return model
+
+
+@needs_lib
+def test_an_activation_only_qdq_model_pairs_within_one_step_of_onnxruntime(tmp_path: Path) -> None:
+    """centerface_qdq_u8u8 (the zoo's, when made) with float weights and biases, as a quantizer that
+    leaves them float writes it: ORT quantizes them again (QLinearConv on its int8; its ConvTransposes
+    float on DQ(Q(W))). `rewrite --verify plugin --rtol 0` keeps pairs of QCONV2D (15 chosen, outputs 0
+    steps from the original; before: all 27 candidates refused, 2-3 steps from ORT)."""
+    path = quantized.cached_path("centerface_qdq_u8u8")
+    if path is None:
+        pytest.skip("python -m models quantized build centerface_qdq_u8u8")
+    onnx.save(_activation_only(path.parent), tmp_path / "m.onnx")
+    result = pipeline.rewrite(tmp_path / "m.onnx", tmp_path / "f.onnx", rtol=0.0, verify_plugin=True)
+    assert result.output is not None
+    fused = onnx.load(result.output)
+    ops = [o for n in fused.graph.node if n.op_type == "FusedHexPair" for o in _opcodes(lower_pair(fused, n))]
+    assert Opcode.QCONV2D in ops
