@@ -24,8 +24,9 @@ from hexfuse_onnx.lowering.qbias import quantized_weight
 from hexfuse_onnx.runtime import HOST_NAME, LIB_DIR, HostKernel
 from models import quantized
 
-U8, I8, F = TensorProto.UINT8, TensorProto.INT8, TensorProto.FLOAT
-NP = {U8: np.uint8, I8: np.int8}
+U8, I8, U16, F = TensorProto.UINT8, TensorProto.INT8, TensorProto.UINT16, TensorProto.FLOAT
+NP = {U8: np.uint8, I8: np.int8, U16: np.uint16}
+ZERO = {U8: 128, I8: 3, U16: 30000}  # X's zero point
 # op -> X shape, W shape, Y shape, attributes
 SHAPES = {
     "Conv": ([1, 4, 9, 7], [6, 4, 3, 3], [1, 6, 9, 7], {"pads": [1, 1, 1, 1]}),
@@ -57,9 +58,9 @@ def _group(p: str, op: str, xt: int, wt: int, yt: int, *, ties: bool, seed: int,
     sx = np.float32(2.0**-5 if ties else 0.0173)
     sw = np.float32(2.0**-7 if ties else 0.0023)
     sy = np.float32(sx * sw * 64 if ties else 0.0035)
-    zx, zy = (3, -5) if xt == I8 else (128, 120)
+    zx, zy = ZERO[xt], ZERO[xt] - 8
     inits = [init(f"{p}sx", sx), init(f"{p}zx", np.array(zx, NP[xt])), init(f"{p}sy", sy)]
-    inits.append(init(f"{p}zy", np.array(zy if yt == xt else (zy - 128 if yt == I8 else zy + 128), NP[yt])))
+    inits.append(init(f"{p}zy", np.array(zy if yt == xt else ZERO[yt] - 8, NP[yt])))
     nodes = [helper.make_node("DequantizeLinear", [f"{p}x", f"{p}sx", f"{p}zx"], [f"{p}xf"])]
     if wt == F:
         inits.append(init(f"{p}wf", _weights(rng, w_shape, ties)))
@@ -86,9 +87,9 @@ def _group(p: str, op: str, xt: int, wt: int, yt: int, *, ties: bool, seed: int,
 
 def _models(a: Group, b: Group) -> tuple[onnx.ModelProto, onnx.ModelProto]:
     """The pair over both groups, and the plain QDQ model ORT runs."""
-    pair = pair_model(a[0], b[0], a[1], b[1], a[2], b[2], a[3] + b[3], opset=19)
+    pair = pair_model(a[0], b[0], a[1], b[1], a[2], b[2], a[3] + b[3], opset=21)
     graph = helper.make_graph(a[0] + b[0], "qdq", [a[1][0], b[1][0]], a[2] + b[2], initializer=a[3] + b[3])
-    return pair, helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=10)
+    return pair, helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
 
 
 def _feeds(groups: tuple[Group, Group], seed: int) -> dict[str, np.ndarray]:
@@ -98,7 +99,7 @@ def _feeds(groups: tuple[Group, Group], seed: int) -> dict[str, np.ndarray]:
     for g in groups:
         x = g[1][0]
         dt = NP[x.type.tensor_type.elem_type]
-        z = 3 if dt == np.int8 else 128
+        z = ZERO[x.type.tensor_type.elem_type]
         feeds[x.name] = (z + rng.integers(-48, 49, [d.dim_value for d in x.type.tensor_type.shape.dim])).astype(dt)
     return feeds
 
@@ -134,6 +135,7 @@ INTEGER = {Opcode.QCONV2D, Opcode.QMATMUL}
         ("Conv", "Gemm", U8, 2),  # ORT: QLinearConv, QGemm on its int8 weights
         ("GemmT", "Conv", I8, 1),  # QGemm (i8 x i8); the i8 Conv: a float Conv on x86, the kernel here
         ("ConvTranspose", "MatMul", U8, 0),  # never fused; a MatMul's float weight is not quantized
+        ("Conv", "GemmT", U16, 0),  # 16-bit: float ops on its int8 weights (a Gemm of transB 0: MatMulNBits)
     ],
 )
 def test_float_weights_are_quantized_where_onnxruntime_quantizes_them(
