@@ -120,8 +120,10 @@ def _weight_scale(cx: Lowerer, n: onnx.NodeProto, cols: int) -> np.ndarray | Non
     if made is not None:
         return np.array([made.scale], np.float32)
     w_dq = _dq(cx, n.input[1])
-    sw = cx.known_value(w_dq.input[1]) if w_dq is not None else None
-    if sw is None or sw.dtype != np.float32 or not _weight_scale_fits(cx, n, w_dq, sw, cols):  # type: ignore[arg-type]
+    if w_dq is None:
+        return None
+    sw = cx.known_value(w_dq.input[1])
+    if sw is None or sw.dtype != np.float32 or not _weight_scale_fits(cx, n, w_dq, sw, cols):
         return None
     return sw.reshape(-1)
 

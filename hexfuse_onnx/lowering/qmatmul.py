@@ -147,7 +147,8 @@ def ort_fuses(a: Dtype, b: Dtype, y: Dtype) -> bool:
     GemmNodeGroupSelector, 16-bit not allowed): X, W and Y 8-bit, Y of X's type, and an i8 X with an i8 W
     only. ORT runs any other group as DQ -> float op -> Q. On x86 (QDQIsInt8Allowed false) it does not
     fuse an i8 X's Conv or MatMul either, where ARM builds do: such groups take the integer kernel here,
-    as on the Hexagon device's ARM host, within one step of x86's float path (ties apart)."""
+    as on the Hexagon device's ARM host, within one step of x86's float path (one where a value rounds
+    at a tie)."""
     return a in EIGHT_BIT and b in EIGHT_BIT and y == a and (a != Dtype.I8 or b == Dtype.I8)
 
 
