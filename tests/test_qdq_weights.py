@@ -142,7 +142,7 @@ def test_float_weights_are_quantized_where_onnxruntime_quantizes_them(
     a_op: str, b_op: str, xt: int, fused: int, ties: bool, seed: int
 ) -> None:
     """Float weight initializers, ties of W / s_w, of the bias and of the output among them: within one
-    step of ORT everywhere (with the weights as written: up to tens of steps off)."""
+    step of ORT everywhere (with the weights as written all 24 fail: 2-3 steps off, or 62-89% equal)."""
     a = _group("a_", a_op, xt, F, xt, ties=ties, seed=seed)
     b = _group("b_", b_op, xt, F, xt, ties=ties, seed=seed + 10)
     ops = _check(a, b, seed)
