@@ -10,7 +10,7 @@ from ..profile import Engine as EngineClass
 from .abi import ConvParam, GemmParam, Opcode, Param, Task
 from .layout import constant_pad, reflect_pad, same_tensor
 from .lowerer import Lowerer, attr, f32_bits, str_attr
-from .qbias import dequantized_bias
+from .qbias import dequantized_bias, dequantized_weight
 from .registry import LoweringError, lowers
 from .spatial import as_2d, emit_1d, lift_1d, pads_2d
 
@@ -28,7 +28,7 @@ def gemm(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     ins = n.input
     has_c = len(ins) > 2 and ins[2] != ""
     alpha, beta = float(attr(n, "alpha", 1.0)), float(attr(n, "beta", 1.0))
-    inputs = [cx.read(ins[0], n, t), cx.read(ins[1], n, t)] + ([_bias(cx, n, t)] if has_c else [])
+    inputs = [cx.read(ins[0], n, t), _weight(cx, n, t)] + ([_bias(cx, n, t)] if has_c else [])
     params = {
         GemmParam.TRANS_A: int(attr(n, "transA", 0)),
         GemmParam.TRANS_B: int(attr(n, "transB", 0)),
@@ -36,6 +36,13 @@ def gemm(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         GemmParam.BETA: f32_bits(beta) if has_c else 0,
     }
     cx.emit(n, t, Opcode.GEMM, inputs, params)
+
+
+def _weight(cx: Lowerer, n: onnx.NodeProto, t: Task) -> int:
+    """A Conv's or Gemm's weight: as ORT reads it, dequantized from the int8 it makes of a QDQ
+    group's float weight (`qbias`), or as written."""
+    made = dequantized_weight(cx, n)
+    return cx.read(n.input[1], n, t) if made is None else cx.constant(made, t)
 
 
 def _bias(cx: Lowerer, n: onnx.NodeProto, t: Task) -> int:
@@ -60,7 +67,7 @@ def conv(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     if source in cx.folded:
         source, extra = cx.folded[source]
         pads = [p + e for p, e in zip(pads, extra)]
-    inputs = [cx.read(source, n, t), cx.read(n.input[1], n, t)]
+    inputs = [cx.read(source, n, t), _weight(cx, n, t)]
     if r == 1:
         _, strides, dil, pads = lift_1d(w[2:], strides, dil, pads)
         inputs = [as_2d(cx, n, t, inputs[0]), as_2d(cx, n, t, inputs[1])]
@@ -81,7 +88,8 @@ def conv_transpose(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     [N, Co, kh, kw, H, W], TRANSPOSE to [N, Co, H, kh, W, kw], COPY to [N, Co, H*kh, W*kw].
     1-D (a U-Net's decoder: OpenSpindleNet) as 2-D with H = 1 and kh = 1."""
     x = cx.shape(n.input[0], n)
-    weight = cx.constant_value(n.input[1])  # a QDQ model's: its DequantizeLinear, as ORT computes it
+    weight = dequantized_weight(cx, n)  # a QDQ group's float weight, as ORT quantizes it (`qbias`)
+    weight = cx.constant_value(n.input[1]) if weight is None else weight  # or its DequantizeLinear's
     if len(x) not in (3, 4) or weight is None or weight.ndim != len(x):
         raise LoweringError(n.op_type, n.name, "only 1-D and 2-D ConvTranspose with constant weights are supported")
     r = len(x) - 2

@@ -3,13 +3,16 @@ lowers to one QMATMUL or QCONV2D (dsp/ref/ref_qmatmul.h), as ONNX Runtime's QDQ 
 (QLinearMatMul / QGemm / QLinearConv). A QOperator model's QLinearMatMul / QLinearConv node is that
 group already: it lowers to the same op with the same operands (`qlinear`).
 
-A group fits when A, B and Y are u8/i8 per tensor (B may be per output column / channel), the
-scales and zero points are initializers, B is a 2-D (Conv: 3-D or 4-D) initializer, a Gemm has
-transA 0, alpha 1, beta 1, a Conv is 1-D or 2-D (1-D: QCONV2D on [N, C, 1, T] copies, H = 1), and a
-bias is read by a DequantizeLinear from int32 with zero point 0 and scale s_a * s_b, or is a float
+A group fits when A, B and Y are u8/i8 per tensor (B may be per output column / channel) of the
+types ORT fuses (`ort_fuses`: Y of A's type, an i8 A with an i8 B), the scales and zero points are
+initializers, B is a 2-D (Conv: 3-D or 4-D) initializer read by a DequantizeLinear, or a Conv's or
+Gemm's float initializer that ORT quantizes to int8 (`qbias.ort_weight`), a Gemm has transA 0,
+alpha 1, beta 1, a Conv is 1-D or 2-D (1-D: QCONV2D on [N, C, 1, T] copies, H = 1), and a bias is
+read by a DequantizeLinear from int32 with zero point 0 and scale s_a * s_b, or is a float
 initializer that ORT quantizes so (`qbias`). Any other group keeps the float path (its DQ, op and Q
-each lowered on their own). The op goes to the engine the profile costs an 8-bit group on
-(`profile.engine_at_width`: the vector engine, where the Hexagon build runs it with vrmpy).
+each lowered on their own; a weight or bias ORT quantizes, dequantized as ORT does: `matrix`). The
+op goes to the engine the profile costs an 8-bit group on (`profile.engine_at_width`: the vector
+engine, where the Hexagon build runs it with vrmpy).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from ..profile import engine_at_width
 from .abi import ConvParam, Dtype, Opcode, Task
 from .lowerer import DTYPES, Lowerer, attr
 from .matrix import conv_params
-from .qbias import ort_bias
+from .qbias import ort_bias, ort_weight
 from .registry import LoweringError, lowers
 from .spatial import as_2d, emit_1d, lift_1d, pads_2d
 
@@ -34,9 +37,9 @@ EIGHT_BIT = {Dtype.U8, Dtype.I8}
 
 @dataclass
 class _Group:
-    op: int  # body index of the MatMul/Gemm
+    op: int  # body index of the MatMul/Gemm/Conv
     a_dq: int
-    b_dq: int
+    b_dq: int | None  # None: B is a float initializer, quantized as ORT does (`qbias.ort_weight`)
     q: int
     bias_dq: int | None
     float_bias: bool = False  # the bias is a float initializer, quantized as ORT does (`qbias`)
@@ -75,7 +78,10 @@ def _match(cx: Lowerer, k: int, prod: dict[str, int], cons: dict[str, list[int]]
     found = [prod.get(i) for i in n.input[:3] if i]
     dqs = [d for d in found if d is not None and _is(fn.node[d], "DequantizeLinear")]
     float_bias = len(found) == 3 and found[2] is None  # an initializer: ORT quantizes it (`qbias`)
-    if len(dqs) < 2 or len(dqs) != len(found) - float_bias or None in found[:2]:
+    float_weight = len(found) > 1 and found[1] is None and ort_weight(cx, n) is not None
+    if found[0] not in dqs or (found[1] not in dqs and not float_weight):
+        return None
+    if len(dqs) + float_bias + float_weight != len(found):
         return None
     users = cons.get(n.output[0], [])
     if len(users) != 1 or not _is(fn.node[users[0]], "QuantizeLinear"):
@@ -83,7 +89,9 @@ def _match(cx: Lowerer, k: int, prod: dict[str, int], cons: dict[str, list[int]]
     members = [*dqs, users[0]]
     if any(cx.node_task(m) != cx.node_task(k) for m in members):
         return None
-    return _Group(k, dqs[0], dqs[1], users[0], dqs[2] if len(dqs) > 2 else None, float_bias)
+    b_dq = None if float_weight else found[1]
+    bias_dq = found[2] if len(found) > 2 and not float_bias else None
+    return _Group(k, dqs[0], b_dq, users[0], bias_dq, float_bias)
 
 
 def plan(cx: Lowerer) -> IntegerGroups:
@@ -134,20 +142,45 @@ def _qparams(cx: Lowerer, n: onnx.NodeProto) -> tuple[np.ndarray, np.ndarray] | 
     return scale.reshape(-1), zp.reshape(-1).astype(np.int64)
 
 
+def ort_fuses(a: Dtype, b: Dtype, y: Dtype) -> bool:
+    """ONNX Runtime's QDQ selectors' type conditions for a Conv, MatMul or Gemm group (Conv-, MatMul- and
+    GemmNodeGroupSelector, 16-bit not allowed): X, W and Y 8-bit, Y of X's type, and an i8 X with an i8 W
+    only. ORT runs any other group as DQ -> float op -> Q. On x86 (QDQIsInt8Allowed false) it does not
+    fuse an i8 X's Conv or MatMul either, where ARM builds do: such groups take the integer kernel here,
+    as on the Hexagon device's ARM host, within one step of x86's float path (one where a value rounds
+    at a tie)."""
+    return a in EIGHT_BIT and b in EIGHT_BIT and y == a and (a != Dtype.I8 or b == Dtype.I8)
+
+
+def _weight(cx: Lowerer, g: _Group) -> tuple[np.ndarray, Dtype | None, np.ndarray, np.ndarray, int] | None:
+    """B's integer values, type, scale and zero point (flattened) and its DequantizeLinear's axis: a
+    float B's as ORT quantizes it (`qbias.ort_weight`, per tensor)."""
+    if g.b_dq is None:
+        made = ort_weight(cx, cx.fn.node[g.op])
+        if made is None:
+            return None
+        return made.q, Dtype.I8, np.array([made.scale], np.float32), np.array([made.zero], np.int64), 0
+    dq_b = cx.fn.node[g.b_dq]
+    b, params = cx.known_value(dq_b.input[0]), _qparams(cx, dq_b)
+    if b is None or params is None or b.ndim == 0:
+        return None
+    return b, DTYPES.get(cx.dtype(dq_b.input[0])), params[0], params[1], int(attr(dq_b, "axis", 1)) % b.ndim
+
+
 def _operands(cx: Lowerer, g: _Group) -> _Operands | None:
     fn = cx.fn
-    op, dq_a, dq_b, q = fn.node[g.op], fn.node[g.a_dq], fn.node[g.b_dq], fn.node[g.q]
+    op, dq_a, q = fn.node[g.op], fn.node[g.a_dq], fn.node[g.q]
     a_dtype, y_dtype = DTYPES.get(cx.dtype(dq_a.input[0])), DTYPES.get(cx.dtype(q.output[0]))
-    b = cx.known_value(dq_b.input[0])
-    pa, pb, py = _qparams(cx, dq_a), _qparams(cx, dq_b), _qparams(cx, q)
+    weight, pa, py = _weight(cx, g), _qparams(cx, dq_a), _qparams(cx, q)
     conv = _is(op, "Conv")
-    if a_dtype not in EIGHT_BIT or y_dtype not in EIGHT_BIT or b is None or b.ndim not in ((3, 4) if conv else (2,)):
+    if weight is None or pa is None or py is None or a_dtype is None or y_dtype is None:
         return None
-    if conv and len(cx.shape(dq_a.input[0], dq_a)) != b.ndim:  # 1-D or 2-D
+    b, b_dtype, sb, zb, b_axis = weight
+    if b_dtype is None or not ort_fuses(a_dtype, b_dtype, y_dtype):
         return None
-    if DTYPES.get(cx.dtype(dq_b.input[0])) not in EIGHT_BIT or None in (pa, pb, py):
-        return None
-    (sa, za), (sb, zb), (sy, zy) = pa, pb, py  # type: ignore[misc]
+    if b.ndim not in ((3, 4) if conv else (2,)) or (conv and len(cx.shape(dq_a.input[0], dq_a)) != b.ndim):
+        return None  # Conv: 1-D or 2-D
+    (sa, za), (sy, zy) = pa, py
     if sa.size != 1 or sy.size != 1 or len(cx.shape(dq_a.input[0], dq_a)) < 2:
         return None
     trans_b = _is(op, "Gemm") and int(attr(op, "transB", 0)) == 1
@@ -156,24 +189,28 @@ def _operands(cx: Lowerer, g: _Group) -> _Operands | None:
     ):
         return None
     n_cols = b.shape[0] if trans_b or conv else b.shape[1]
-    if sb.size > 1:
-        axis = int(attr(dq_b, "axis", 1)) % b.ndim
-        if sb.size != n_cols or axis != (0 if trans_b or conv else 1):
-            return None
+    if sb.size > 1 and (sb.size != n_cols or b_axis != (0 if trans_b or conv else 1)):
+        return None
     scale = (np.float32(sa[0]) * sb.astype(np.float32)) / np.float32(sy[0])  # f32, as ORT computes it
-    bias = None
-    if g.bias_dq is not None:
-        bias = _bias(cx, fn.node[g.bias_dq], np.float32(sa[0]) * sb.astype(np.float32), n_cols)
-    elif g.float_bias:
-        made = ort_bias(cx, op)
-        bias = made[0] if made is not None and made[0].size == n_cols else None
-    if (g.bias_dq is not None or g.float_bias) and bias is None:
+    fits, bias = _group_bias(cx, g, np.float32(sa[0]) * sb.astype(np.float32), n_cols)
+    if not fits:
         return None
     return _Operands(
         dq_a.input[0], a_dtype, b.T if trans_b else b, int(za[0]), zb, scale.astype(np.float32), int(zy[0]),
-        q.output[0], y_dtype, bias, DTYPES[cx.dtype(dq_b.input[0])], np.float32(sa[0]), sb.astype(np.float32),
-        np.float32(sy[0]),
+        q.output[0], y_dtype, bias, b_dtype, np.float32(sa[0]), sb.astype(np.float32), np.float32(sy[0]),
     )  # fmt: skip
+
+
+def _group_bias(cx: Lowerer, g: _Group, acc_scale: np.ndarray, n_cols: int) -> tuple[bool, np.ndarray | None]:
+    """(whether the group's bias fits, its int32 values or None without one): an int32 DequantizeLinear
+    of the accumulator's scale, or a float initializer as ORT quantizes it (`qbias.ort_bias`)."""
+    if g.bias_dq is not None:
+        bias = _bias(cx, cx.fn.node[g.bias_dq], acc_scale, n_cols)
+        return bias is not None, bias
+    if not g.float_bias:
+        return True, None
+    made = ort_bias(cx, cx.fn.node[g.op])
+    return (True, made[0]) if made is not None and made[0].size == n_cols else (False, None)
 
 
 def _bias(cx: Lowerer, dq: onnx.NodeProto, acc_scale: np.ndarray, n_cols: int) -> np.ndarray | None:
