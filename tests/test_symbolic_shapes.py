@@ -487,3 +487,53 @@ def test_a_large_weight_added_elementwise_leaves_no_shape_unknown(tmp_path: Path
     g = graph_mod.load(path)
     assert g.info("positions").shape == (64,)
     assert g.info("y").shape == (1, 64, 64)
+
+
+def tile_over_a_constant_if(path: Path) -> Path:
+    """torch's `repeat` over a size it cannot prove: Tile(tok, If(Greater(2 - Size(rep), 0))) where
+    rep = [batch, 1] has 2 elements at every batch (svtrv2_captcha's decoder), beside a Sigmoid."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    weights = [
+        numpy_helper.from_array(rng.standard_normal(s).astype(np.float32), n)
+        for n, s in (("w", (64, 64)), ("w2", (64, 64)), ("tok", (1, 64)))
+    ]
+    ints = [
+        numpy_helper.from_array(np.array(v, np.int64), n)
+        for n, v in (("zero", 0), ("axes0", [0]), ("one", [1]), ("two", 2))
+    ]
+    out = lambda name: [helper.make_tensor_value_info(name, TensorProto.INT64, None)]  # noqa: E731
+    then = helper.make_graph([helper.make_node("Concat", ["one", "rep"], ["rep3"], axis=0)], "then", [], out("rep3"))
+    other = helper.make_graph([helper.make_node("Identity", ["rep"], ["rep2"])], "else", [], out("rep2"))
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"),
+        helper.make_node("Shape", ["h"], ["s"], name="shape"),
+        helper.make_node("Gather", ["s", "zero"], ["b"], name="gather", axis=0),
+        helper.make_node("Unsqueeze", ["b", "axes0"], ["bu"], name="unsqueeze"),
+        helper.make_node("Concat", ["bu", "one"], ["rep"], name="concat", axis=0),
+        helper.make_node("Size", ["rep"], ["n"], name="size"),
+        helper.make_node("Sub", ["two", "n"], ["d"], name="sub"),
+        helper.make_node("Greater", ["d", "zero"], ["cond"], name="greater"),
+        helper.make_node("If", ["cond"], ["reps"], name="if", then_branch=then, else_branch=other),
+        helper.make_node("Tile", ["tok", "reps"], ["t"], name="tile"),
+        helper.make_node("MatMul", ["t", "w2"], ["u"], name="mm2"),
+        helper.make_node("Sigmoid", ["h"], ["v"], name="sigmoid"),
+        helper.make_node("Add", ["u", "v"], ["y"], name="join"),
+    ]
+    io = [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["batch", 64]) for n in ("x", "y")]
+    graph = helper.make_graph(nodes, "tile_if", io[:1], io[1:], weights + ints)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def test_an_if_on_constant_size_arithmetic_leaves_no_node_unprofiled(tmp_path: Path) -> None:
+    """svtrv2_captcha without --freeze-shapes: 11 nodes from its decoder's Tile on were not profiled
+    (the If's output had no shape at the analysed binding) and 8 candidates paired the Greater on
+    Size arithmetic, which is a constant at every binding; --freeze-shapes folded both away."""
+    a = pipeline.analyse(tile_over_a_constant_if(tmp_path / "m.onnx"), target="host", min_gain=-1.0)
+    g = a.graph
+    assert g.source is not None and any(n.op_type == "If" for n in g.nodes)  # analysed symbolic, nothing folded
+    assert a.profile.unprofiled == {}
+    greater = next(i for i, n in enumerate(g.nodes) if n.name == "greater")
+    assert a.candidates and all(greater not in c.nodes for c in a.candidates)
