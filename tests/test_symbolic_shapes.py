@@ -381,6 +381,22 @@ def test_microbatch_over_a_symbolic_batch_is_refused(tmp_path: Path) -> None:
     assert frozen.output is not None
 
 
+def test_a_microbatch_over_a_symbolic_length_lowers_again_from_the_file(tmp_path: Path) -> None:
+    """The parts a micro-batch pair reads are made by the Split the pass placed, which the unfused
+    graph the re-lowering indexes has not: over a symbolic dim (not the split axis) they had no
+    rank there, and emulate, tune and calibrate could not lower the written pair again."""
+    model = models.build("mlp_chain")
+    for v in list(model.graph.input) + list(model.graph.output):
+        v.type.tensor_type.shape.dim[1].dim_param = "length"
+    onnx.save(model, tmp_path / "model.onnx")
+    result = pipeline.rewrite(tmp_path / "model.onnx", tmp_path / "out.onnx", ["microbatch"])
+    assert result.output is not None
+    written = onnx.load(str(result.output))
+    assert graph_mod.input_dims(written)["x"][1] == "length"
+    again, failed = attach_programs(written)
+    assert failed == {} and programs(again) == programs(written) != []
+
+
 def test_recorded_shapes_take_the_bound_input_symbols(tmp_path: Path) -> None:
     """An Expand to a shape no inference can know (here a graph input; in voicefilter_lite a Where
     after a contrib LSTM) keeps the exporter's value_info [batch, 4]; it gets batch's bound value,
