@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import onnx
-
 from ..graph import ModelGraph
 
 SOURCE = -1
@@ -48,9 +46,7 @@ def dag_facts(g: ModelGraph) -> DagFacts:
     for i, node in enumerate(g.nodes):
         if node.op_type in NONDETERMINISTIC:
             continue
-        const[i] = _fixed_shape_of(g, node) or all(
-            t in g.initializers or (t in g.producer and const[g.producer[t]]) for t in g.node_inputs[i]
-        )
+        const[i] = all(t in g.initializers or (t in g.producer and const[g.producer[t]]) for t in g.node_inputs[i])
     preds = [[p for p in g.pred_ids[i] if not const[p]] if not const[i] else [] for i in range(n)]
     succs: list[list[int]] = [[] for _ in range(n)]
     for i in range(n):
@@ -86,17 +82,6 @@ def dag_facts(g: ModelGraph) -> DagFacts:
         for r in roots[1:]:
             source_ipdom = _intersect_down(ipdom, source_ipdom, r, sink)
     return DagFacts(g, const, preds, succs, idom, ipdom, source_ipdom)
-
-
-def _fixed_shape_of(g: ModelGraph, node: onnx.NodeProto) -> bool:
-    """Whether the node is a Shape or Size of a tensor whose dims are the same at every binding of
-    the input dims: a constant, which --freeze-shapes folds. torch tests the Size of a repeats list
-    it builds from Shape (svtrv2_captcha: Size -> Sub -> Greater -> If): without this, candidates
-    paired that Greater, which the kernel does not run."""
-    if node.op_type not in ("Shape", "Size") or node.domain not in ("", "ai.onnx"):
-        return False
-    dims = g.symbolic.get(node.input[0]) if g.source is not None else g.info(node.input[0]).shape
-    return dims is not None and all(isinstance(d, int) for d in dims)
 
 
 def _intersect_up(idom: list[int], a: int, b: int) -> int:
