@@ -708,10 +708,13 @@ def _infer_through_constants(light: onnx.ModelProto, inferred: onnx.ModelProto) 
     computations of constants alone are folded (fold.specialise with no dims fixed). torch writes
     F.pad's pads as ConstantOfShape/Concat/Reshape/Slice/Transpose of Constants, which neither
     ONNX's nor ORT's inference evaluates: every shape after that Pad stayed unknown (open_nsfw:
-    742 of 845 nodes). The nodes are not changed: only their outputs' shapes become known."""
+    742 of 845 nodes). An If whose condition is known there takes its branch's shapes (shapes at
+    this binding only: svtrv2_captcha's Tile on an If over Size arithmetic, and the 10 nodes after
+    it, had none without --freeze-shapes). The nodes are not changed: only their outputs' shapes
+    become known."""
     from .fold import specialise
 
-    folded, made = specialise(light, {})
+    folded, made = specialise(light, {}, inline_ifs=True)
     if not made:
         return inferred
     again = shape_inference.infer_shapes(folded, check_type=False, strict_mode=False, data_prop=True)

@@ -186,9 +186,12 @@ def analyse(
     progress: Progress = _quiet,
     freeze_shapes: bool = False,
     probe_binding: bool = True,
+    lower: bool = True,
 ) -> Analysis:
     """With `probe_binding`, symbolic dims without --shape are analysed where the original runs
-    (`_runnable_shapes`)."""
+    (`_runnable_shapes`). With `lower`, the chosen pairs are the ones that lower (`_lower_chosen`,
+    at the default second binding), as `rewrite` chooses them; `rewrite` itself lowers them at the
+    binding its reference runs at."""
     kinds = list(kinds or KINDS)
     bad = [k for k in kinds if k not in KINDS]
     if bad:
@@ -220,6 +223,10 @@ def analyse(
             analysis.skipped_branches.append(sub)
         else:
             analysis.branches.append(BranchAnalysis(branch, sub))
+    if lower:
+        t0 = time.perf_counter()
+        _lower_chosen(analysis, None, min_gain, progress, [], set())
+        seconds["lower"] = time.perf_counter() - t0
     return analysis
 
 
@@ -353,7 +360,9 @@ def rewrite(
     if out.exists() and out.resolve() == Path(path).resolve():
         raise WriteError(f"{out}: the output would overwrite the input model; choose another -o")
     at = shapes or (inputs_shapes(path, inputs) if inputs is not None else None)
-    analysis = analyse(path, kinds, target, min_gain, at, progress, freeze_shapes, probe_binding=inputs is None)
+    analysis = analyse(
+        path, kinds, target, min_gain, at, progress, freeze_shapes, probe_binding=inputs is None, lower=False
+    )
     _check_keeps_external_data(analysis.graph, Path(path), out)
     reference = _reference(path, analysis.graph, bool(shapes), inputs, progress) if analysis.all_pairs() else None
     if reference is not None and any(b.analysis.pairs for b in analysis.branches):
@@ -362,20 +371,13 @@ def rewrite(
     source_dir = Path(path).resolve().parent
     failed: list[Rejection] = []
     lowers: set[int] = set()  # id() of the candidates that lowered in an earlier round
-    said: set[str] = set()  # "not fusing" lines printed: candidates of one fork often fail alike
     while analysis.all_pairs():
-        t0 = time.perf_counter()
         assert reference is not None
-        unlowered = _lower_new(analysis, lowers, reference)
+        t0 = time.perf_counter()
+        _lower_chosen(analysis, reference.second, min_gain, progress, failed, lowers)
         seconds["lower"] = time.perf_counter() - t0
-        if unlowered:
-            refused = [_not_lowered(pair, error, progress, said) for pair, error in unlowered]
-            failed += refused
-            _add_shorter(
-                analysis, [r for r, (_, e) in zip(refused, unlowered) if isinstance(e, ArenaOverflow)], progress
-            )
-            _reselect(analysis, failed, min_gain)
-            continue
+        if not analysis.all_pairs():
+            break
         t0 = time.perf_counter()
         fused = _fuse_all(analysis, reference)
         seconds["rewrite"] = time.perf_counter() - t0
@@ -417,36 +419,61 @@ def rewrite(
     return RewriteResult(analysis, None, None, seconds)
 
 
-def _lower_new(analysis: Analysis, lowers: set[int], reference: Reference) -> list[tuple[Pair, LoweringError]]:
+def _lower_chosen(
+    analysis: Analysis,
+    second: ShapeBinding | None,
+    min_gain: float,
+    progress: Progress,
+    failed: list[Rejection],
+    lowers: set[int],
+) -> None:
+    """Lower the chosen pairs of every scope, proven at `second` (None: `graph.other_bindings`' first);
+    those that do not lower are added to `failed` with why (shorter pairs offered over the span of
+    one whose tasks' scratch overflows the arena) and the rest re-selected without `failed`, until
+    every chosen pair lowers. inspect and rewrite both choose through it, so that inspect shows the
+    pairs rewrite goes on to verify (it showed captcha_crnn's LSTM pair, which rewrite refused)."""
+    while unlowered := _lower_new(analysis, lowers, second):
+        overflowing = []
+        for pair, error in unlowered:
+            failed.append(_not_lowered(pair, error, progress, failed))
+            if isinstance(error, ArenaOverflow):
+                overflowing.append(failed[-1])
+        _add_shorter(analysis, overflowing, progress)
+        _reselect(analysis, failed, min_gain)
+
+
+def _lower_new(analysis: Analysis, lowers: set[int], second: ShapeBinding | None) -> list[tuple[Pair, LoweringError]]:
     """Lower the chosen pairs of the main graph and of its If branches, numbered across them; those
     not lowered in an earlier round first, alone, so that a re-selection after a failure does not
     lower again every pair that lowered (captcha_crnn: 8 rounds of 83 pairs). Whether a pair lowers
     depends on it alone, not on its id or the others."""
     unlowered = []
     first = next_pair_id(analysis.graph.model)
-    for scope, second, _ in _scopes(analysis, reference):
+    for scope, at, _ in _scopes(analysis, second):
         new = [p for p in scope.pairs if id(p.candidate) not in lowers]
-        failed = prepare(scope.graph, new, scope.target, second, first) if len(new) < len(scope.pairs) else []
+        failed = prepare(scope.graph, new, scope.target, at, first) if len(new) < len(scope.pairs) else []
         lowers.update(id(p.candidate) for p in new if failed and p.lowered is not None)  # not again next round
         if not failed:
-            failed = prepare(scope.graph, scope.pairs, scope.target, second, first)  # ids in the final order
+            failed = prepare(scope.graph, scope.pairs, scope.target, at, first)  # ids in the final order
             lowers.update(id(p.candidate) for p in scope.pairs if p.lowered is not None)
         unlowered += failed
         first += len(scope.pairs)
     return unlowered
 
 
-def _scopes(analysis: Analysis, reference: Reference) -> list[tuple[Analysis, ShapeBinding | None, Branch | None]]:
+def _scopes(
+    analysis: Analysis, second: ShapeBinding | None
+) -> list[tuple[Analysis, ShapeBinding | None, Branch | None]]:
     """The main graph's analysis and its If branches', each with the binding its pairs are proven at
     (a branch's: the main graph's `second` binding carried into it) and its branch."""
-    out: list[tuple[Analysis, ShapeBinding | None, Branch | None]] = [(analysis, reference.second, None)]
+    out: list[tuple[Analysis, ShapeBinding | None, Branch | None]] = [(analysis, second, None)]
     for b in analysis.branches:
         g = b.analysis.graph
-        second = None
-        if g.source is not None and reference.second is not None:
-            hints = input_hints(analysis.graph, b.branch, reference.second.inputs)
-            second = graph_mod.representative_binding(g.source, hints, b.branch.label)
-        out.append((b.analysis, second, b.branch))
+        at = None
+        if g.source is not None and second is not None:
+            hints = input_hints(analysis.graph, b.branch, second.inputs)
+            at = graph_mod.representative_binding(g.source, hints, b.branch.label)
+        out.append((b.analysis, at, b.branch))
     return out
 
 
@@ -456,7 +483,7 @@ def _fuse_all(analysis: Analysis, reference: Reference, only: list[Pair] | None 
     keep = None if only is None else {id(p) for p in only}
     chosen = lambda scope: [p for p in scope.pairs if keep is None or id(p) in keep]  # noqa: E731
     model = fuse(analysis.graph, chosen(analysis), reference.second)
-    for scope, second, branch in _scopes(analysis, reference)[1:]:
+    for scope, second, branch in _scopes(analysis, reference.second)[1:]:
         if chosen(scope):
             assert branch is not None
             splice(model, branch, fuse(scope.graph, chosen(scope), second))
@@ -521,14 +548,15 @@ def _check_keeps_external_data(g: ModelGraph, path: Path, out: Path) -> None:
             raise WriteError(f"{target_file}: would overwrite the input model's external data; choose another -o")
 
 
-def _not_lowered(pair: Pair, error: LoweringError, progress: Progress, said: set[str]) -> Rejection:
-    """The rejection, and one progress line unless an earlier candidate said the same (flan-t5 at 0 us
-    per call: 105 lines, 25 different)."""
-    line = f"not fusing a {pair.kind} pair ({pair.candidate.note}): {error.message}"
-    if line not in said:
-        said.add(line)
-        progress(line)
-    return Rejection(pair.candidate, f"does not lower: {error.message}", blocker_of(error))
+def _not_lowered(pair: Pair, error: LoweringError, progress: Progress, failed: list[Rejection]) -> Rejection:
+    """The rejection, and one progress line unless an earlier one in `failed` said the same (flan-t5 at
+    0 us per call: 105 lines, 25 different)."""
+    why = f"does not lower: {error.message}"
+    if not any(
+        r.reason == why and (r.candidate.kind, r.candidate.note) == (pair.kind, pair.candidate.note) for r in failed
+    ):
+        progress(f"not fusing a {pair.kind} pair ({pair.candidate.note}): {error.message}")
+    return Rejection(pair.candidate, why, blocker_of(error))
 
 
 def _reference(
@@ -845,7 +873,7 @@ def _failing_pairs(
     made = [t for t in made if t in reference.quantized]  # the original's values from one session, not one per pair
     unchecked = [
         (scope, second, pair)
-        for scope, second, _ in _scopes(analysis, reference)
+        for scope, second, _ in _scopes(analysis, reference.second)
         for pair in scope.pairs
         if id(pair.candidate) not in analysis.passed_alone
     ]
@@ -1126,7 +1154,7 @@ def _renumber(analysis: Analysis, reference: Reference) -> None:
     (not lowered again)."""
     seen: set[str] = set()
     fresh = max((k for p in analysis.all_pairs() if (k := pair_number(p.id)) is not None), default=-1) + 1
-    for scope, second, _ in _scopes(analysis, reference):
+    for scope, second, _ in _scopes(analysis, reference.second):
         for pair in scope.pairs:
             if pair.id in seen:
                 prepare(scope.graph, [pair], scope.target, second, fresh)

@@ -479,9 +479,19 @@ def _unfuse_graph(
         nodes = _without_task_copies(nodes, kept, {t.name for t in graph.initializer})
         graph.ClearField("node")
         graph.node.extend(nodes)
+        _drop_stale_value_info(graph)
     for n in graph.node:
         for sub in _subgraphs(n):
             _unfuse_graph(sub, functions, pair_ids)
+
+
+def _drop_stale_value_info(graph: onnx.GraphProto) -> None:
+    """Drop the types of tensors no node reads or makes any more: a micro-batch pair's parts
+    (`y__pair0_mb0`), typed without dims over symbolic inputs, read as the graph's own they stood
+    for a shape the re-lowering could not know."""
+    names = {t for n in graph.node for t in [*n.input, *n.output]}
+    for v in [v for v in graph.value_info if v.name not in names]:
+        graph.value_info.remove(v)
 
 
 def _without_task_copies(

@@ -129,7 +129,7 @@ def _prepared(name: str) -> tuple[Path, pipeline.Analysis, pipeline.Reference]:
     src = quantized.fetch(name)
     analysis = pipeline.analyse(src)
     reference = pipeline._reference(src, analysis.graph, False, None, pipeline._quiet)
-    assert not pipeline._lower_new(analysis, set(), reference)
+    assert not pipeline._lower_new(analysis, set(), reference.second)
     return src, analysis, reference
 
 

@@ -239,8 +239,8 @@ def test_a_sixteen_bit_microbatch_falls_back_to_the_original_computation(seq: in
     m = onnx.load(r.output)
     ((fn,), (node,)) = m.functions, [n for n in m.graph.node if n.domain == C.DOMAIN]
     assert [n.op_type for n in fn.node].count("MatMul") == 2  # the chain once
-    if isinstance(seq, int):  # a symbolic one does not lower again from the file (the halves have no dims there)
-        assert lower_pair(m, node) == next(a.s for a in node.attribute if a.name == C.ATTR_PROGRAM)
+    # over a symbolic seq too: the parts take their whole's dims (lowering.rewritten.split_parts)
+    assert lower_pair(m, node) == next(a.s for a in node.attribute if a.name == C.ATTR_PROGRAM)
     original, exact = verify.session(source), verify.session(source, verify.exact_qdq_options())
     stock, plugin = verify.session(r.output), runtime.InferenceSession(r.output, backend="host")
     rng = np.random.default_rng(1)
@@ -427,9 +427,9 @@ def test_verification_failure_writes_nothing(zoo_dir: Path, tmp_path: Path, monk
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_lowering_failure_shared_by_candidates_is_said_once(tmp_path: Path) -> None:
-    """Every candidate of a fork that holds a branch the kernel cannot run fails alike: flan-t5's
-    encoder at 0 us per call printed 105 "not fusing" lines, 25 of them different."""
+def pow4_branches(folder: Path) -> Path:
+    """Three branches of a fork, one through Pow(f, 4), which the kernel's op set holds and its
+    lowering refuses (Pow lowers x**2 and x**3 only)."""
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(0)
@@ -447,13 +447,32 @@ def test_a_lowering_failure_shared_by_candidates_is_said_once(tmp_path: Path) ->
     io = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [64, 256]) for n in ("x", "y")]
     graph = helper.make_graph(nodes, "three_branches", io[:1], io[1:], [*weights, four])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    onnx.save(model, tmp_path / "m.onnx")
+    onnx.save(model, folder / "m.onnx")
+    return folder / "m.onnx"
+
+
+def test_a_lowering_failure_shared_by_candidates_is_said_once(tmp_path: Path) -> None:
+    """Every candidate of a fork that holds a branch the kernel cannot run fails alike: flan-t5's
+    encoder at 0 us per call printed 105 "not fusing" lines, 25 of them different."""
     lines: list[str] = []
-    result = pipeline.rewrite(tmp_path / "m.onnx", tmp_path / "out.onnx", target="host", progress=lines.append)
+    result = pipeline.rewrite(pow4_branches(tmp_path), tmp_path / "out.onnx", target="host", progress=lines.append)
     not_lowered = [r for r in result.analysis.rejected if r.reason.startswith("does not lower: cannot lower Pow")]
     assert len(not_lowered) >= 2  # several candidates failed on the one node
     said = [line for line in lines if line.startswith("not fusing")]
     assert len(said) == 1 and "'pow4'" in said[0]
+
+
+def test_inspect_chooses_the_pairs_rewrite_writes(tmp_path: Path) -> None:
+    """`inspect` chose pairs that `rewrite` then refused as "does not lower" (captcha_crnn's LSTM pair,
+    spindle_eeg u8u8's pair overflowing the arena): both now choose through one lowering step."""
+    src = pow4_branches(tmp_path)
+    analysis = pipeline.analyse(src, target="host")
+    pow4 = next(i for i, n in enumerate(analysis.graph.nodes) if n.name == "pow4")
+    assert analysis.pairs and all(pow4 not in p.candidate.nodes for p in analysis.pairs)
+    assert any(r.reason.startswith("does not lower: cannot lower Pow") for r in analysis.rejected)
+    result = pipeline.rewrite(src, tmp_path / "out.onnx", target="host")
+    nodes = lambda a: sorted(sorted(p.candidate.nodes) for p in a.pairs)  # noqa: E731
+    assert result.output is not None and nodes(result.analysis) == nodes(analysis)
 
 
 def test_a_plugin_mismatch_grown_after_the_pairs_says_so(tmp_path: Path) -> None:

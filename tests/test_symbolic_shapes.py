@@ -381,6 +381,22 @@ def test_microbatch_over_a_symbolic_batch_is_refused(tmp_path: Path) -> None:
     assert frozen.output is not None
 
 
+def test_a_microbatch_over_a_symbolic_length_lowers_again_from_the_file(tmp_path: Path) -> None:
+    """The parts a micro-batch pair reads are made by the Split the pass placed, which the unfused
+    graph the re-lowering indexes has not: over a symbolic dim (not the split axis) they had no
+    rank there, and emulate, tune and calibrate could not lower the written pair again."""
+    model = models.build("mlp_chain")
+    for v in list(model.graph.input) + list(model.graph.output):
+        v.type.tensor_type.shape.dim[1].dim_param = "length"
+    onnx.save(model, tmp_path / "model.onnx")
+    result = pipeline.rewrite(tmp_path / "model.onnx", tmp_path / "out.onnx", ["microbatch"])
+    assert result.output is not None
+    written = onnx.load(str(result.output))
+    assert graph_mod.input_dims(written)["x"][1] == "length"
+    again, failed = attach_programs(written)
+    assert failed == {} and programs(again) == programs(written) != []
+
+
 def test_recorded_shapes_take_the_bound_input_symbols(tmp_path: Path) -> None:
     """An Expand to a shape no inference can know (here a graph input; in voicefilter_lite a Where
     after a contrib LSTM) keeps the exporter's value_info [batch, 4]; it gets batch's bound value,
@@ -487,3 +503,52 @@ def test_a_large_weight_added_elementwise_leaves_no_shape_unknown(tmp_path: Path
     g = graph_mod.load(path)
     assert g.info("positions").shape == (64,)
     assert g.info("y").shape == (1, 64, 64)
+
+
+def tile_over_a_constant_if(path: Path) -> Path:
+    """torch's `repeat` over a size it cannot prove: Tile(tok, If(Greater(2 - Size(rep), 0))) where
+    rep = [batch, 1] has 2 elements at every batch (svtrv2_captcha's decoder), beside a Sigmoid."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    weights = [
+        numpy_helper.from_array(rng.standard_normal(s).astype(np.float32), n)
+        for n, s in (("w", (64, 64)), ("w2", (64, 64)), ("tok", (1, 64)))
+    ]
+    ints = [
+        numpy_helper.from_array(np.array(v, np.int64), n)
+        for n, v in (("zero", 0), ("axes0", [0]), ("one", [1]), ("two", 2))
+    ]
+    out = lambda name: [helper.make_tensor_value_info(name, TensorProto.INT64, None)]  # noqa: E731
+    then = helper.make_graph([helper.make_node("Concat", ["one", "rep"], ["rep3"], axis=0)], "then", [], out("rep3"))
+    other = helper.make_graph([helper.make_node("Identity", ["rep"], ["rep2"])], "else", [], out("rep2"))
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"),
+        helper.make_node("Shape", ["h"], ["s"], name="shape"),
+        helper.make_node("Gather", ["s", "zero"], ["b"], name="gather", axis=0),
+        helper.make_node("Unsqueeze", ["b", "axes0"], ["bu"], name="unsqueeze"),
+        helper.make_node("Concat", ["bu", "one"], ["rep"], name="concat", axis=0),
+        helper.make_node("Size", ["rep"], ["n"], name="size"),
+        helper.make_node("Sub", ["two", "n"], ["d"], name="sub"),
+        helper.make_node("Greater", ["d", "zero"], ["cond"], name="greater"),
+        helper.make_node("If", ["cond"], ["reps"], name="if", then_branch=then, else_branch=other),
+        helper.make_node("Tile", ["tok", "reps"], ["t"], name="tile"),
+        helper.make_node("MatMul", ["t", "w2"], ["u"], name="mm2"),
+        helper.make_node("Sigmoid", ["h"], ["v"], name="sigmoid"),
+        helper.make_node("Add", ["u", "v"], ["y"], name="join"),
+    ]
+    io = [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["batch", 64]) for n in ("x", "y")]
+    graph = helper.make_graph(nodes, "tile_if", io[:1], io[1:], weights + ints)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def test_an_if_on_constant_size_arithmetic_leaves_no_node_unprofiled(tmp_path: Path) -> None:
+    """svtrv2_captcha without --freeze-shapes: 11 nodes from its decoder's Tile on were not profiled
+    (the If's output had no shape at the analysed binding); --freeze-shapes inlined the If."""
+    a = pipeline.analyse(tile_over_a_constant_if(tmp_path / "m.onnx"), target="host", min_gain=-1.0)
+    g = a.graph
+    assert g.source is not None and any(n.op_type == "If" for n in g.nodes)  # analysed symbolic, nothing folded
+    assert a.profile.unprofiled == {}
+    tile = next(i for i, n in enumerate(g.nodes) if n.name == "tile")
+    assert g.info(g.nodes[tile].output[0]).shape == (1, 64)

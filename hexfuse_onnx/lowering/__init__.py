@@ -155,6 +155,7 @@ def _lower_in_model(
     inits = known if known is not None else known_tensors(model.graph)
     opset = next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
     kind = KINDS.get(next((a.s.decode() for a in node.attribute if a.name == C.ATTR_KIND), ""))
+    fn = shapes.typed(fn)
     fn = kind.program_function(node, fn, inits) if kind is not None else fn
     body, symbolic = shapes.symbolic(node, fn)
     return lower_function(node, body, inits, shapes.types(node), opset, model.ir_version, symbolic)
