@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "sgemm_mlas.h"
 #include "sgemm_ordered.h"
 
 #define GEMM_MIN_ROWS 64u
@@ -162,6 +163,13 @@ static inline void gemv(const float *x, uint64_t incx, const float *B, uint64_t 
     }
 }
 
+/* The rows of the product MLAS runs: ORT's MatMul folds A's batch dims into M when B has none. */
+static uint64_t mlas_m(const hfx_tensor *at, const hfx_tensor *bt, uint64_t m, int ta) {
+    if (bt->rank != 2 || ta) return m;
+    for (uint32_t d = 0; d + 2 < at->rank; d++) m *= at->dims[d];
+    return m;
+}
+
 HFX_VECTOR_KERNEL
 void hfx_run_gemm(const hfx_kernel_args *a, uint32_t item) {
     const hfx_op *op = a->op;
@@ -198,10 +206,18 @@ void hfx_run_gemm(const hfx_kernel_args *a, uint32_t item) {
     const float *B = (const float *)a->in[1] + batch_offset(bt, y, b);
     const float *Ab = ta ? A + r0 : A + r0 * k;
     const float *Bb = tb ? B + c0 * k : B + c0;
-    if (op->quantized_out) {
-        hfx_strided as = ta ? (hfx_strided){Ab, 1, m} : (hfx_strided){Ab, k, 1};
-        hfx_strided bs = tb ? (hfx_strided){Bb, 1, k} : (hfx_strided){Bb, n, 1};
+    hfx_strided as = ta ? (hfx_strided){Ab, 1, m} : (hfx_strided){Ab, k, 1};
+    hfx_strided bs = tb ? (hfx_strided){Bb, 1, k} : (hfx_strided){Bb, n, 1};
+    if (op->sum_order == HFX_SUM_HEXAGON) {
         hfx_sgemm_ordered(r1 - r0, c1 - c0, k, alpha, as, bs, gb != 0.0f, Y + r0 * n + c0, n);
+        return;
+    }
+    if (op->sum_order == HFX_SUM_MLAS) {
+        if (!ta && !tb && alpha == 1.0f && mlas_m(at, bt, m, ta) == 1) /* MLAS's 1-row kernel */
+            hfx_sgemv_mlas(Ab, Bb, n, k, c1 - c0, gb != 0.0f, Y + c0);
+        else
+            hfx_sgemm_mlas(r1 - r0, c1 - c0, k, alpha, as, bs, gb != 0.0f, Y + r0 * n + c0, n,
+                           hfx_mlas_stride_k(n, k, ta));
         return;
     }
     if (r1 - r0 == 1 && k * (c1 - c0) >= GEMV_MIN_B_FLOATS) {
