@@ -724,7 +724,7 @@ hfx_status hfx_program_parse(const void *bytes, size_t size, hfx_program **out, 
         return st;
     }
 #if !defined(__hexagon__)
-    sum_quantized_in(p, HFX_SUM_MLAS); /* the host holds a quantized result to ORT's (sgemm_mlas.h) */
+    sum_quantized_in(p, HFX_SUM_ORT); /* the host holds a quantized result to ORT's (sgemm_mlas.h) */
 #endif
     *out = p;
     return HFX_OK;

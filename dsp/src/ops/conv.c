@@ -363,7 +363,7 @@ void hfx_run_conv2d(const hfx_kernel_args *a, uint32_t item) {
         const float *bias = op->n_in == 3 ? (const float *)a->in[2] : NULL;
         conv_depthwise((const float *)a->in[0] + n * groups * d.in_hw[0] * d.in_hw[1], (const float *)a->in[1], bias,
                        (float *)a->out[0] + n * groups * pix, a->ws, c0, c1, d.in_hw, d.k_hw, d.out_hw, d.pr,
-                       op->sum_order == HFX_SUM_MLAS);
+                       op->sum_order == HFX_SUM_ORT);
         return;
     }
     uint64_t pbi = item % nb, g = (item / nb) % groups, n = item / nb / groups;
@@ -378,7 +378,7 @@ void hfx_run_conv2d(const hfx_kernel_args *a, uint32_t item) {
 
     const float *bias = op->n_in == 3 ? (const float *)a->in[2] + g * mg : NULL;
     float gb = 0.0f;
-    if (bias && op->sum_order != HFX_SUM_MLAS) { /* MLAS adds the bias to the sums (conv_sum) */
+    if (bias && op->sum_order != HFX_SUM_ORT) { /* MLAS adds the bias to the sums (conv_sum) */
         for (uint64_t r = 0; r < mg; r++)
             for (uint64_t q = 0; q < np; q++) Y[r * pix + q] = bias[r];
         gb = 1.0f;

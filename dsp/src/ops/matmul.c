@@ -212,7 +212,7 @@ void hfx_run_gemm(const hfx_kernel_args *a, uint32_t item) {
         hfx_sgemm_ordered(r1 - r0, c1 - c0, k, alpha, as, bs, gb != 0.0f, Y + r0 * n + c0, n);
         return;
     }
-    if (op->sum_order == HFX_SUM_MLAS) {
+    if (op->sum_order == HFX_SUM_ORT) {
         if (!ta && !tb && alpha == 1.0f && mlas_m(at, bt, m, ta) == 1) /* MLAS's 1-row kernel */
             hfx_sgemv_mlas(Ab, Bb, n, k, c1 - c0, gb != 0.0f, Y + c0);
         else

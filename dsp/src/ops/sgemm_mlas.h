@@ -1,6 +1,6 @@
 /* sgemm_mlas.h - C (+)= alpha op(A) op(B) summed as ONNX Runtime's MLAS sums it on x86-64 (single
  * thread, as verification runs ORT), for a float Conv/Gemm/MatMul whose result a QUANTIZE_LINEAR reads
- * (HFX_SUM_MLAS: the host build's default for them). ORT computes a 16-bit QDQ group as DQ -> f32 op -> Q;
+ * (HFX_SUM_ORT: the host build's default for them). ORT computes a 16-bit QDQ group as DQ -> f32 op -> Q;
  * any other order of the same sums lands a value on the other side of a 16-bit rounding tie now and then
  * (one step), and the later groups of a pair grow the step. MLAS's order (MlasSgemmOperation): K in
  * blocks of hfx_mlas_stride_k rows; each block's sum starts from 0 and adds a[i,k] b[k,j] with one
