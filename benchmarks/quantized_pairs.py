@@ -20,9 +20,11 @@ group makes, before later groups of the same pair carry it on.
 `--ort-exactness 1` only compares ORT's sessions (its defaults, MatMulNBits in f32, the
 QDQSelectorActionTransformer off) with ORT_DISABLE_ALL on every QuantizeLinear output of each model;
 `--ort-exactness N` ORT_DISABLE_ALL at 1 intra-op thread with MatMulNBits f32 at N (no rewrite).
-`--ort-self` only compares ORT with itself on the same outputs, all sessions with MatMulNBits f32:
-ORT_ENABLE_ALL at 1 and 2 intra-op threads, ORT_ENABLE_BASIC, ORT_DISABLE_ALL at 2, each against
-ORT_DISABLE_ALL at 1 (worst steps and elements off, over `--seeds`).
+`--model-groups` only runs every QDQ group of the whole model alone on the host kernel against ORT's
+Q output on ORT's values of its inputs, per op type (where flips start). `--ort-self` only compares
+ORT with itself on the same outputs, all sessions with MatMulNBits f32: ORT_ENABLE_ALL at 1 and 2
+intra-op threads, ORT_ENABLE_BASIC, ORT_DISABLE_ALL at 2, each against ORT_DISABLE_ALL at 1 (worst
+steps and elements off, over `--seeds`).
 
 `--ort-threads` adds ORT against itself on the pair outputs: 1 intra-op thread against 2, 4, 6, 8
 and 16. `--modelled` adds the modelled hexagon-v73 serial/fused time of the pairs the rewrite kept,
@@ -55,7 +57,7 @@ import onnxruntime as ort
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hexfuse_onnx import contract as C  # noqa: E402
-from hexfuse_onnx import costmodel, pipeline, report, rewrite, runtime, verify  # noqa: E402
+from hexfuse_onnx import costmodel, graph, pipeline, report, rewrite, runtime, verify  # noqa: E402
 from hexfuse_onnx.errors import HexfuseError, VerificationError  # noqa: E402
 from hexfuse_onnx.kinds import Candidate, Pair  # noqa: E402
 from hexfuse_onnx.lowering import attach_programs, lower_function  # noqa: E402
@@ -245,7 +247,7 @@ def _steps(name: str, ref: np.ndarray, got: np.ndarray, steps: dict[str, float])
     return 0.0
 
 
-def _groups(fn: onnx.FunctionProto) -> list[list[onnx.NodeProto]]:
+def _groups(fn: onnx.FunctionProto | onnx.GraphProto) -> list[list[onnx.NodeProto]]:
     """The QDQ groups of a pair body: a compute op with the Constant / DequantizeLinear nodes that feed
     it and its QuantizeLinear; a QLinear op (integer in and out) alone."""
     made = {o: n for n in fn.node for o in n.output}
@@ -314,6 +316,51 @@ def worst_group(
         got = host.run(program, [values[t] if t in values else arrays[t] for t in node.input])[0]
         worst = max(worst, _steps(node.output[0], values[node.output[0]], got, {}))
     return worst
+
+
+def model_groups(src: Path, seed: int) -> dict[str, list[int]]:
+    """Every QDQ group of the whole model (not only the pairs') run alone on the host kernel on ORT's
+    values of its inputs (MatMulNBits in f32, 1 thread), per compute op type: groups, groups one step
+    or more off, elements off, worst steps; "<op> (not lowered)" counts the groups that do not lower.
+    Where a pair's flips start, before its later groups carry them on."""
+    g = graph.load(src)
+    typed = onnx.load(src)
+    typed.graph.value_info.extend(g.model.graph.value_info)
+    inits = {t.name: t for t in typed.graph.initializer}
+    types = {v.name: v.type for v in list(typed.graph.value_info) + list(typed.graph.input) + list(typed.graph.output)}
+    types.update({t.name: onnx.helper.make_tensor_type_proto(t.data_type, list(t.dims)) for t in inits.values()})
+    groups = [(*_group_call(nodes, list(typed.opset_import), types), nodes) for nodes in _groups(typed.graph)]
+    feeds = verify.random_inputs(verify.session(src), g.binding.inputs if g.binding else None, seed=seed)
+    wanted = sorted({t for node, _, _ in groups for t in [*node.input, *node.output] if t in types and t not in inits})
+    values = _run_with_outputs(typed, wanted, verify.EXACT_QDQ_CONFIG, feeds)
+    arrays = {name: onnx.numpy_helper.to_array(t) for name, t in inits.items()}
+    host, stats = runtime.HostKernel(), {}
+    for node, fn, nodes in groups:
+        op = nodes[-2].op_type
+        try:
+            program = lower_function(node, fn, inits, types, 21, typed.ir_version).program
+            got = host.run(program, [values[t] if t in values else arrays[t] for t in node.input])[0]
+        except (HexfuseError, KeyError):
+            stats.setdefault(f"{op} (not lowered)", [0, 0, 0, 0])[0] += 1
+            continue
+        off = np.abs(got.astype(np.int64) - values[node.output[0]].astype(np.int64))
+        row = stats.setdefault(op, [0, 0, 0, 0])
+        row[0], row[1], row[2] = row[0] + 1, row[1] + int(off.max(initial=0) > 0), row[2] + int((off > 0).sum())
+        row[3] = max(row[3], int(off.max(initial=0)))
+    return stats
+
+
+def print_model_groups(names: list[str], seeds: tuple[int, ...]) -> int:
+    paths = model_paths()
+    for name in names:
+        for seed in seeds:
+            stats = model_groups(paths[name], seed)
+            cells = [
+                f"{op} {n} groups, {bad} off ({elems} elements, {top} steps)"
+                for op, (n, bad, elems, top) in stats.items()
+            ]
+            print(f"{name}, seed {seed}: " + "; ".join(sorted(cells)), flush=True)
+    return 0
 
 
 def _run_with_outputs(
@@ -483,8 +530,15 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="only ORT against itself: levels all/basic, 1 and 2 threads, against ORT_DISABLE_ALL at 1 thread",
     )
+    ap.add_argument(
+        "--model-groups",
+        action="store_true",
+        help="only every QDQ group of the whole model alone on the host kernel against ORT, per op type",
+    )
     args = ap.parse_args(argv)
     seeds = tuple(int(v) for v in args.seeds.split(","))
+    if args.model_groups:
+        return print_model_groups(args.models.split(",") if args.models else sorted(model_paths()), seeds)
     if args.ort_self:
         return print_self(args.models.split(",") if args.models else sorted(model_paths()), seeds)
     if args.ort_exactness:
