@@ -69,6 +69,13 @@ CASES = {
     # B without batch dims: ORT folds A's batch into M (3 rows, not 3 one-row products)
     "matmul_folded_rows": lambda: matmul([3, 1, 150], [150, 10]),
     "matmul_batched": lambda: matmul([2, 9, 260], [2, 260, 33]),
+    # MLAS's 1-row kernel with B transposed: 8 lane sums, reduced as its blocks of 4, 2 and 1 outputs
+    "gemm_one_row_trans_b": lambda: gemm(1, 133, 11, trans_b=1),
+    # N = 1 (ldb = ldc = 1): the same kernel with A and B swapped, or the plain 1-row one when A is transposed
+    "conv_one_pixel": lambda: conv(30, 7, (5, 1), (5, 1)),
+    "gemm_one_column": lambda: gemm(7, 150, 1),
+    "gemm_one_column_trans_a": lambda: gemm(6, 150, 1, trans_a=1),
+    "matmul_folded_one_column": lambda: matmul([2, 3, 50], [50, 1]),
 }
 
 

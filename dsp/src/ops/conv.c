@@ -337,6 +337,8 @@ static void conv_sum(uint8_t order, uint64_t mg, uint64_t np, uint64_t kk, uint6
     }
     if (mg == 1) /* one filter per group: MLAS's 1-row kernel */
         hfx_sgemv_mlas(W, col, ldb, kk, np, false, Y);
+    else if (pix == 1) /* one output pixel: its 1-row kernel, B transposed, over the filters */
+        hfx_dot_rows_mlas(col, W, kk, kk, 0, mg, mg, false, Y, pix);
     else
         hfx_sgemm_mlas(mg, np, kk, 1.0f, (hfx_strided){W, kk, 1}, (hfx_strided){col, ldb, 1}, false, Y, pix,
                        hfx_mlas_stride_k(pix, kk, false));

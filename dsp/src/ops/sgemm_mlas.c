@@ -157,3 +157,27 @@ void hfx_sgemv_mlas(const float *x, const float *b, uint64_t ldb, uint64_t k, ui
     if (k - i == 1)
         for (uint64_t j = 0; j < cols; j++) y[j] = x[i] * b[i * ldb + j] + y[j];
 }
+
+/* The 8 lane sums reduced as the kernel's block of 4 outputs (4), 2 (2) or 1 (1) does. */
+static float reduce_lanes(const float l[8], int block) {
+    if (block == 4) return (((l[0] + l[1]) + l[2]) + l[3]) + (((l[4] + l[5]) + l[6]) + l[7]);
+    if (block == 2) return ((l[0] + l[2]) + (l[4] + l[6])) + ((l[1] + l[3]) + (l[5] + l[7]));
+    return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+}
+
+HFX_VECTOR_KERNEL
+void hfx_dot_rows_mlas(const float *x, const float *rows, uint64_t ld, uint64_t k, uint64_t j0, uint64_t j1, uint64_t n,
+                       bool add, float *y, uint64_t incy) {
+    uint64_t fours = n / 4 * 4; /* outputs in blocks of 4; then n & 2 in a block of 2, then 1 */
+    for (uint64_t j = j0; j < j1; j++) {
+        const float *r = rows + j * ld;
+        float lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        uint64_t i = 0;
+        for (; i + 8 <= k; i += 8)
+            for (int l = 0; l < 8; l++) lanes[l] = lanes[l] + x[i + (uint64_t)l] * r[i + (uint64_t)l];
+        for (; i < k; i++) lanes[i % 8] = lanes[i % 8] + x[i] * r[i];
+        int block = j < fours ? 4 : (n & 2) && j < fours + 2 ? 2 : 1;
+        float dot = reduce_lanes(lanes, block);
+        y[(j - j0) * incy] = add ? dot + y[(j - j0) * incy] : dot;
+    }
+}

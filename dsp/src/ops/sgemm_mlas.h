@@ -34,4 +34,11 @@ void hfx_sgemm_mlas(uint64_t m, uint64_t n, uint64_t k, float alpha, hfx_strided
  * -ffp-contract=off). `add`: y holds a start (a Gemm's bias). */
 void hfx_sgemv_mlas(const float *x, const float *b, uint64_t ldb, uint64_t k, uint64_t cols, bool add, float *y);
 
+/* y[j * incy] (+)= rows[j, :] . x for outputs j in [j0, j1) of n (rows ld apart, x contiguous, both k
+ * long), as SgemmKernelM1TransposeBAvx: 8 lane sums (lane k % 8, no FMA), reduced by where j falls in
+ * the kernel's blocks of 4, then 2, then 1 outputs of n, then added to y (`add`: y holds a start). MLAS
+ * runs it for a 1-row product with B transposed, and for N = 1 (a 1-pixel Conv) with A and B swapped. */
+void hfx_dot_rows_mlas(const float *x, const float *rows, uint64_t ld, uint64_t k, uint64_t j0, uint64_t j1, uint64_t n,
+                       bool add, float *y, uint64_t incy);
+
 #endif
