@@ -80,8 +80,12 @@ CASES = {
 
 
 @needs_host
+@pytest.mark.parametrize("isa", ["", "avx2", "plain"])
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_quantized_float_op_equals_ort_bit_for_bit(name: str) -> None:
+def test_quantized_float_op_equals_ort_bit_for_bit(name: str, isa: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """At the widest tile kernel the CPU runs, and at the AVX2 and plain-C ones (HEXFUSE_SGEMM_ISA)."""
+    if isa:
+        monkeypatch.setenv("HEXFUSE_SGEMM_ISA", isa)
     m = CASES[name]()
     feeds = {
         i.name: RNG.standard_normal([d.dim_value for d in i.type.tensor_type.shape.dim]).astype(np.float32)

@@ -41,6 +41,7 @@ static void tile_plain(uint64_t kc, hfx_strided a, const float *panel, tile_sums
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+#include <stdlib.h>
 
 /* The compiler does not vectorize tile_plain's fmaf (one vfmadd132ps in 64): intrinsics, per ISA. */
 __attribute__((target("avx512f"))) static void tile_avx512(uint64_t kc, hfx_strided a, const float *panel,
@@ -85,10 +86,15 @@ __attribute__((target("avx2,fma"))) static void tile_avx2(uint64_t kc, hfx_strid
 
 typedef void tile_fn(uint64_t kc, hfx_strided a, const float *panel, tile_sums sums);
 
+/* The widest kernel the CPU runs; HEXFUSE_SGEMM_ISA=avx2 or plain picks a narrower one (the tests run all
+ * three: the same bits). */
 static tile_fn *tile_kernel(void) {
-    if (__builtin_cpu_supports("avx512f")) return tile_avx512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return tile_avx2;
-    return tile_plain;
+    const char *isa = getenv("HEXFUSE_SGEMM_ISA");
+    bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    if (isa && strcmp(isa, "plain") == 0) return tile_plain;
+    if (isa && strcmp(isa, "avx2") == 0 && avx2) return tile_avx2;
+    if (__builtin_cpu_supports("avx512f") && !isa) return tile_avx512;
+    return avx2 ? tile_avx2 : tile_plain;
 }
 #else
 typedef void tile_fn(uint64_t kc, hfx_strided a, const float *panel, tile_sums sums);
