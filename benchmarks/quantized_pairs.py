@@ -8,17 +8,23 @@ No timing. A pair output that is an integer tensor (a QuantizeLinear's, a QLinea
 in integer units (1 = one step); a float one made by a DequantizeLinear with a per-tensor scale in
 steps of that scale; any other float one (a weight-only int8 model's) must be within the plugin's
 1e-4 relative and counts 0. The rewrite verifies with the plugin (`--verify plugin`: a pair output
-more than one step from ORT computing the pair's nodes on the inputs it saw is refused). Columns: the
-pair outputs in place against ORT's run of the original (they drift with what the pairs before them
-made), against ORT on the pair's own inputs (the bar), and the graph outputs' distance from the
-original on the rewrite's verification inputs. The fallback (stock ORT on the rewritten model) must
-equal the original bit for bit. `--groups` also runs every QDQ group (DequantizeLinear inputs, the
-op, its QuantizeLinear; a QLinear node alone) of every pair as a pair of its own on ORT's values of
-its integer inputs: the error each group makes, before later groups of the same pair carry it on.
+more than one step from ORT computing the pair's nodes on the inputs it saw is refused). Columns:
+the pair outputs in place against ORT's run of the original (they drift with what the pairs before
+them made), against ORT on the pair's own inputs (the bar), both on seeded inputs (seed 3, or the
+worst of `--seeds`), and the graph outputs' distance from the original on the rewrite's verification
+inputs. The fallback (stock ORT on the rewritten model) must equal the original bit for bit.
+`--groups` also runs every QDQ group (DequantizeLinear inputs, the op, its QuantizeLinear; a QLinear
+node alone) of every pair as a pair of its own on ORT's values of its integer inputs: the error each
+group makes, before later groups of the same pair carry it on.
 
 `--ort-exactness 1` only compares ORT's sessions (its defaults, MatMulNBits in f32, the
 QDQSelectorActionTransformer off) with ORT_DISABLE_ALL on every QuantizeLinear output of each model;
 `--ort-exactness N` ORT_DISABLE_ALL at 1 intra-op thread with MatMulNBits f32 at N (no rewrite).
+`--model-groups` only runs every QDQ group of the whole model alone on the host kernel against ORT's
+Q output on ORT's values of its inputs, per op type (where flips start). `--ort-self` only compares
+ORT with itself on the same outputs, all sessions with MatMulNBits f32: ORT_ENABLE_ALL at 1 and 2
+intra-op threads, ORT_ENABLE_BASIC, ORT_DISABLE_ALL at 2, each against ORT_DISABLE_ALL at 1 (worst
+steps and elements off, over `--seeds`).
 
 `--ort-threads` adds ORT against itself on the pair outputs: 1 intra-op thread against 2, 4, 6, 8
 and 16. `--modelled` adds the modelled hexagon-v73 serial/fused time of the pairs the rewrite kept,
@@ -51,7 +57,7 @@ import onnxruntime as ort
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hexfuse_onnx import contract as C  # noqa: E402
-from hexfuse_onnx import costmodel, pipeline, report, rewrite, runtime, verify  # noqa: E402
+from hexfuse_onnx import costmodel, graph, pipeline, report, rewrite, runtime, verify  # noqa: E402
 from hexfuse_onnx.errors import HexfuseError, VerificationError  # noqa: E402
 from hexfuse_onnx.kinds import Candidate, Pair  # noqa: E402
 from hexfuse_onnx.lowering import attach_programs, lower_function  # noqa: E402
@@ -92,7 +98,10 @@ CONFIGS = {"default": {}, "matmulnbits f32": verify.EXACT_QDQ_CONFIG}
 
 
 def _options(config: dict[str, str], plugin: bool) -> ort.SessionOptions:
+    """One intra-op thread, as the verification runs ORT (verify.session): ORT's own results move with
+    its thread count (whisper_encoder u16u8: 25 steps at 2 threads, `--ort-self`)."""
     so = runtime.session_options(backend="host") if plugin else ort.SessionOptions()
+    so.intra_op_num_threads = 1
     so.log_severity_level = 3
     for k, v in config.items():
         so.add_session_config_entry(k, v)
@@ -192,6 +201,38 @@ def ort_exactness(src: Path, threads: int = 1) -> dict[str, float]:
     return worst
 
 
+# ORT against itself (`--ort-self`): optimization level and intra-op threads of each session, all with
+# MatMulNBits in f32 (verify.EXACT_QDQ_CONFIG), against ORT_DISABLE_ALL at 1 thread
+LEVELS = {"all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL, "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC}
+SELF = {"all, 1 thread": ("all", 1), "all, 2": ("all", 2), "basic, 1": ("basic", 1), "disable, 2": (None, 2)}
+
+
+def ort_self(src: Path, seeds: tuple[int, ...]) -> dict[str, tuple[float, int]]:
+    """Per session of SELF, its worst difference in steps from ORT_DISABLE_ALL at 1 thread over every
+    QuantizeLinear output of the model, and how many elements differ, over the seeds."""
+    model = onnx.load(src)
+    names = [n.output[0] for n in model.graph.node if n.op_type == "QuantizeLinear"]
+    data = verify.with_outputs(model, names)
+
+    def run(level: str | None, threads: int, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+        so = _options(verify.EXACT_QDQ_CONFIG, False)
+        so.intra_op_num_threads = threads
+        so.graph_optimization_level = LEVELS[level] if level else ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        return ort.InferenceSession(data, so, providers=["CPUExecutionProvider"]).run(names, feeds)
+
+    worst = dict.fromkeys(SELF, (0.0, 0))
+    for seed in seeds:
+        feeds = verify.random_inputs(verify.session(data), seed=seed)
+        written = run(None, 1, feeds)
+        for label, (level, threads) in SELF.items():
+            diffs = [
+                np.abs(w.astype(np.int64) - g.astype(np.int64)) for w, g in zip(written, run(level, threads, feeds))
+            ]
+            top = max([worst[label][0]] + [float(d.max()) for d in diffs if d.size])
+            worst[label] = (top, worst[label][1] + sum(int((d > 0).sum()) for d in diffs))
+    return worst
+
+
 def _steps(name: str, ref: np.ndarray, got: np.ndarray, steps: dict[str, float]) -> float:
     diff = float(np.abs(ref.astype(np.float64) - got.astype(np.float64)).max())
     if np.issubdtype(ref.dtype, np.integer):
@@ -206,7 +247,7 @@ def _steps(name: str, ref: np.ndarray, got: np.ndarray, steps: dict[str, float])
     return 0.0
 
 
-def _groups(fn: onnx.FunctionProto) -> list[list[onnx.NodeProto]]:
+def _groups(fn: onnx.FunctionProto | onnx.GraphProto) -> list[list[onnx.NodeProto]]:
     """The QDQ groups of a pair body: a compute op with the Constant / DequantizeLinear nodes that feed
     it and its QuantizeLinear; a QLinear op (integer in and out) alone."""
     made = {o: n for n in fn.node for o in n.output}
@@ -275,6 +316,51 @@ def worst_group(
         got = host.run(program, [values[t] if t in values else arrays[t] for t in node.input])[0]
         worst = max(worst, _steps(node.output[0], values[node.output[0]], got, {}))
     return worst
+
+
+def model_groups(src: Path, seed: int) -> dict[str, list[int]]:
+    """Every QDQ group of the whole model (not only the pairs') run alone on the host kernel on ORT's
+    values of its inputs (MatMulNBits in f32, 1 thread), per compute op type: groups, groups one step
+    or more off, elements off, worst steps; "<op> (not lowered)" counts the groups that do not lower.
+    Where a pair's flips start, before its later groups carry them on."""
+    g = graph.load(src)
+    typed = onnx.load(src)
+    typed.graph.value_info.extend(g.model.graph.value_info)
+    inits = {t.name: t for t in typed.graph.initializer}
+    types = {v.name: v.type for v in list(typed.graph.value_info) + list(typed.graph.input) + list(typed.graph.output)}
+    types.update({t.name: onnx.helper.make_tensor_type_proto(t.data_type, list(t.dims)) for t in inits.values()})
+    groups = [(*_group_call(nodes, list(typed.opset_import), types), nodes) for nodes in _groups(typed.graph)]
+    feeds = verify.random_inputs(verify.session(src), g.binding.inputs if g.binding else None, seed=seed)
+    wanted = sorted({t for node, _, _ in groups for t in [*node.input, *node.output] if t in types and t not in inits})
+    values = _run_with_outputs(typed, wanted, verify.EXACT_QDQ_CONFIG, feeds)
+    arrays = {name: onnx.numpy_helper.to_array(t) for name, t in inits.items()}
+    host, stats = runtime.HostKernel(), {}
+    for node, fn, nodes in groups:
+        op = nodes[-2].op_type
+        try:
+            program = lower_function(node, fn, inits, types, 21, typed.ir_version).program
+            got = host.run(program, [values[t] if t in values else arrays[t] for t in node.input])[0]
+        except (HexfuseError, KeyError):
+            stats.setdefault(f"{op} (not lowered)", [0, 0, 0, 0])[0] += 1
+            continue
+        off = np.abs(got.astype(np.int64) - values[node.output[0]].astype(np.int64))
+        row = stats.setdefault(op, [0, 0, 0, 0])
+        row[0], row[1], row[2] = row[0] + 1, row[1] + int(off.max(initial=0) > 0), row[2] + int((off > 0).sum())
+        row[3] = max(row[3], int(off.max(initial=0)))
+    return stats
+
+
+def print_model_groups(names: list[str], seeds: tuple[int, ...]) -> int:
+    paths = model_paths()
+    for name in names:
+        for seed in seeds:
+            stats = model_groups(paths[name], seed)
+            cells = [
+                f"{op} {n} groups, {bad} off ({elems} elements, {top} steps)"
+                for op, (n, bad, elems, top) in stats.items()
+            ]
+            print(f"{name}, seed {seed}: " + "; ".join(sorted(cells)), flush=True)
+    return 0
 
 
 def _run_with_outputs(
@@ -363,6 +449,7 @@ def analyse(
     modelled: bool = False,
     ort_threads: bool = False,
     emulate_pairs: bool = False,
+    seeds: tuple[int, ...] = (3,),
 ) -> dict:
     row: dict = {"model": name, "pairs": 0, "refused": [], "steps": None, "pairs_default": None, "in_place": None}
     row["pairs_default"] = pairs_at_default_overhead(src, out_dir)
@@ -382,12 +469,14 @@ def analyse(
     typed.graph.value_info.extend(result.analysis.graph.model.graph.value_info)
     original, stock = verify.session(src), verify.session(result.output)
     binding = result.analysis.graph.binding  # symbolic dims: where the pass analysed and verified
-    feeds = verify.random_inputs(original, binding.inputs if binding else None, seed=3)
-    for r, g in zip(original.run(None, feeds), stock.run(None, feeds)):
-        if not np.array_equal(r, g, equal_nan=True):
-            raise AssertionError(f"{name}: the fallback differs from the original")
-    row["steps"] = worst_steps(fused, typed, feeds)
-    row["in_place"] = in_place_steps(result.output, src, typed, feeds)
+    for seed in seeds:
+        feeds = verify.random_inputs(original, binding.inputs if binding else None, seed=seed)
+        for r, g in zip(original.run(None, feeds), stock.run(None, feeds)):
+            if not np.array_equal(r, g, equal_nan=True):
+                raise AssertionError(f"{name}: the fallback differs from the original")
+        steps = worst_steps(fused, typed, feeds)
+        row["steps"] = {k: max(v, (row["steps"] or {}).get(k, 0.0)) for k, v in steps.items()}
+        row["in_place"] = max(row["in_place"] or 0.0, in_place_steps(result.output, src, typed, feeds))
     assert result.comparison is not None
     row["outputs"] = max((result.comparison.plugin_steps or {}).values(), default=0.0)
     if groups:
@@ -411,6 +500,15 @@ def print_exactness(names: list[str], threads: int) -> int:
     return 0
 
 
+def print_self(names: list[str], seeds: tuple[int, ...]) -> int:
+    paths = model_paths()
+    for name in names:
+        worst = ort_self(paths[name], seeds)
+        cells = "; ".join(f"{label} {top:.0f} ({n} elements)" for label, (top, n) in worst.items())
+        print(f"{name}: {cells}", flush=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", help="comma-separated names (default: every cached quantized model)")
@@ -419,12 +517,30 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ort-threads", action="store_true", help="also ORT against itself at 1 and more threads")
     ap.add_argument("--emulate", action="store_true", help="also every pair under qemu (v73, seed 3): exact, packets")
     ap.add_argument(
+        "--seeds", default="3", help="comma-separated input seeds; the error columns give the worst (default: 3)"
+    )
+    ap.add_argument(
         "--ort-exactness",
         type=int,
         metavar="THREADS",
         help="only ORT against ORT_DISABLE_ALL on every QuantizeLinear output (1), or ORT's own spread at THREADS",
     )
+    ap.add_argument(
+        "--ort-self",
+        action="store_true",
+        help="only ORT against itself: levels all/basic, 1 and 2 threads, against ORT_DISABLE_ALL at 1 thread",
+    )
+    ap.add_argument(
+        "--model-groups",
+        action="store_true",
+        help="only every QDQ group of the whole model alone on the host kernel against ORT, per op type",
+    )
     args = ap.parse_args(argv)
+    seeds = tuple(int(v) for v in args.seeds.split(","))
+    if args.model_groups:
+        return print_model_groups(args.models.split(",") if args.models else sorted(model_paths()), seeds)
+    if args.ort_self:
+        return print_self(args.models.split(",") if args.models else sorted(model_paths()), seeds)
     if args.ort_exactness:
         return print_exactness(args.models.split(",") if args.models else sorted(model_paths()), args.ort_exactness)
     os.environ.setdefault("HEXFUSE_CALL_OVERHEAD_US", "0")  # the zoo's small pairs: count fusion, not the call
@@ -444,7 +560,9 @@ def main(argv: list[str] | None = None) -> int:
             if name not in paths:
                 print(f"| {name} | not cached | | | | | |")
                 continue
-            row = analyse(name, paths[name], Path(tmp), args.groups, args.modelled, args.ort_threads, args.emulate)
+            row = analyse(
+                name, paths[name], Path(tmp), args.groups, args.modelled, args.ort_threads, args.emulate, seeds
+            )
             steps = "-" if row["steps"] is None else " / ".join(f"{v:.0f}" for v in row["steps"].values())
             group = f" {row['group']:.0f} |" if "group" in row else (" - |" if args.groups else "")
             us = f" {_us(row['modelled'])} |" if "modelled" in row else ""

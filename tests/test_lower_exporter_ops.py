@@ -447,8 +447,8 @@ OPCODES = {
     "pad_value_one_side": [Opcode.RELU, Opcode.CONCAT],
     "pad_zero_then_transpose": [Opcode.RELU, Opcode.TRANSPOSE],  # the Pad emits nothing
     "pad_zero_as_output": [Opcode.RELU, Opcode.COPY],
-    "leaky_relu_max_const": [Opcode.RELU, Opcode.CLIP, Opcode.MUL, Opcode.ADD, Opcode.CLIP],
-    "leaky_relu_default_alpha": [Opcode.RELU, Opcode.CLIP, Opcode.MUL, Opcode.ADD],
+    "leaky_relu_max_const": [Opcode.RELU, Opcode.MUL, Opcode.MAX, Opcode.CLIP],
+    "leaky_relu_default_alpha": [Opcode.RELU, Opcode.MUL, Opcode.MAX],
     "min_const_first": [Opcode.RELU, Opcode.CLIP],
     "max_dequantized_const": [Opcode.RELU, Opcode.CLIP],  # the CLIP's bound is the DequantizeLinear's value
     "concat_dequantized_empty": [Opcode.RELU, Opcode.CONCAT],  # the DequantizeLinear of nothing emits nothing
@@ -485,6 +485,26 @@ def test_erf_is_within_1e6_of_ort_at_every_element() -> None:
     got = HostKernel().run(lower_pair(m, m.graph.node[0]), program_inputs(m, m.graph.node[0], feeds))[1]
     assert np.all(np.abs(got - ref) <= 1e-6 * np.abs(ref) + 1e-37)
     assert np.array_equal(np.signbit(got), np.signbit(ref))
+
+
+@needs_host
+@pytest.mark.parametrize("alpha", [0.2, 1.0, 1.5, -0.3])
+def test_leaky_relu_equals_ort(alpha: float) -> None:
+    """alpha x is one f32 product, as ORT's: a 16-bit QDQ group's Q rounds the same value (oww_embedding
+    u16u8: 34 elements of 13 LeakyRelu groups were one step off when x + (alpha - 1) min(x, 0)). Equal
+    values; with alpha < 0, -0 comes out +0."""
+    m = task_b_pair(
+        [helper.make_node("LeakyRelu", ["z"], ["yb"], name="leaky", alpha=alpha)],
+        [vi("z", [4, 257])],
+        [vi("yb", [4, 257])],
+    )
+    z = np.concatenate(
+        [np.random.default_rng(0).standard_normal(1020), [0.0, -0.0, 1e-45, -1e-45, -3e38, 3e38, -7.0, 7.0]]
+    )
+    feeds = {"x": f32(2, 4), "z": z.astype(np.float32).reshape(4, 257)}
+    ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)[1]
+    got = HostKernel().run(lower_pair(m, m.graph.node[0]), program_inputs(m, m.graph.node[0], feeds))[1]
+    assert np.array_equal(got, ref) and (alpha < 0 or got.tobytes() == ref.tobytes())
 
 
 @needs_host

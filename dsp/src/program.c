@@ -689,15 +689,18 @@ static bool moves_values(uint16_t opcode) {
     return opcode == HFX_OP_COPY || opcode == HFX_OP_TRANSPOSE || opcode == HFX_OP_SLICE;
 }
 
-void hfx_program_sum_in_hexagon_order(hfx_program *p) {
+/* The sums of every op whose result a QUANTIZE_LINEAR reads, maybe through copies, in `order`. */
+static void sum_quantized_in(hfx_program *p, uint8_t order) {
     for (uint32_t o = 0; o < p->n_ops; o++) { /* a QUANTIZE_LINEAR has its input X (validated) */
         if (p->ops[o].opcode != HFX_OP_QUANTIZE_LINEAR) continue;
         uint32_t producer = p->tensors[p->ops[o].in[0]].producer;
         while (producer != HFX_NO_TENSOR && moves_values(p->ops[producer].opcode))
             producer = p->tensors[p->ops[producer].in[0]].producer;
-        if (producer != HFX_NO_TENSOR) p->ops[producer].quantized_out = 1;
+        if (producer != HFX_NO_TENSOR) p->ops[producer].sum_order = order;
     }
 }
+
+void hfx_program_sum_in_hexagon_order(hfx_program *p) { sum_quantized_in(p, HFX_SUM_HEXAGON); }
 
 hfx_status hfx_program_parse(const void *bytes, size_t size, hfx_program **out, hfx_error *err) {
     hfx_error local;
@@ -720,6 +723,9 @@ hfx_status hfx_program_parse(const void *bytes, size_t size, hfx_program **out, 
         hfx_program_free(p);
         return st;
     }
+#if !defined(__hexagon__)
+    sum_quantized_in(p, HFX_SUM_ORT); /* the host holds a quantized result to ORT's (sgemm_mlas.h) */
+#endif
     *out = p;
     return HFX_OK;
 }

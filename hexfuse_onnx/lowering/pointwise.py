@@ -206,22 +206,25 @@ def max_min(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
 
 @lowers("LeakyRelu")
 def leaky_relu(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
-    """x + (alpha - 1) min(x, 0): x unchanged where x >= 0, alpha x (within a few ulp) below."""
+    """alpha x where x < 0, as ORT computes it (one f32 product): max(x, alpha x) for 0 <= alpha <= 1,
+    min(x, alpha x) above 1; below 0, max(x, 0) + alpha min(x, 0)."""
     alpha = float(attr(n, "alpha", 0.01))
     dims = cx.shape(n.output[0], n)
     x = cx.read(n.input[0], n, t)
-    negative = cx.emit(
-        n,
-        t,
-        Opcode.CLIP,
-        [x],
-        {ClipParam.MIN: f32_bits(-np.inf), ClipParam.MAX: f32_bits(0.0)},
-        out=cx.scratch(dims, t),
-    )
+    if alpha >= 0.0:
+        scaled = cx.emit(n, t, Opcode.MUL, [x, cx.constant(np.array([alpha], np.float32), t)], out=cx.scratch(dims, t))
+        cx.emit(n, t, Opcode.MAX if alpha <= 1.0 else Opcode.MIN, [x, scaled])
+        return
+    clip = {"positive": (0.0, np.inf), "negative": (-np.inf, 0.0)}
+    part = {
+        k: cx.emit(n, t, Opcode.CLIP, [x], {ClipParam.MIN: f32_bits(lo), ClipParam.MAX: f32_bits(hi)},
+                   out=cx.scratch(dims, t))
+        for k, (lo, hi) in clip.items()
+    }  # fmt: skip
     scaled = cx.emit(
-        n, t, Opcode.MUL, [negative, cx.constant(np.array([alpha - 1.0], np.float32), t)], out=cx.scratch(dims, t)
+        n, t, Opcode.MUL, [part["negative"], cx.constant(np.array([alpha], np.float32), t)], out=cx.scratch(dims, t)
     )
-    cx.emit(n, t, Opcode.ADD, [x, scaled])
+    cx.emit(n, t, Opcode.ADD, [part["positive"], scaled])
 
 
 def _clip_bound(cx: Lowerer, n: onnx.NodeProto, k: int, default: float) -> float:

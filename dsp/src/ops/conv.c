@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "sgemm_mlas.h"
 #include "sgemm_ordered.h"
 
 #define CONV_WS_MAX (512u * 1024u)          /* im2col bytes per item */
@@ -242,6 +243,33 @@ static inline float dw_dot(const float *restrict src, const float *restrict wc, 
     return b;
 }
 
+/* One output row of a channel as ORT computes a depthwise conv (im2col, then MLAS's 1-row kernel over
+ * the taps, the bias added after: sgemm_mlas.h), src at the row's first input row in the work space's
+ * layout: tap t = (ki, kj) of output ox is at src + ki dh row + (kj dw % sw) wq + kj dw / sw + ox. */
+HFX_VECTOR_KERNEL
+static void dw_mlas_row(const float *src, const float *wc, float b, const dw_geom *g, int64_t ow, float *restrict y) {
+    int64_t taps = g->kh * g->kw, dw = g->dws * g->sw + g->dwr;
+    const float *restrict tp[4];
+    memset(y, 0, (size_t)ow * sizeof(float));
+    for (int64_t t0 = 0; t0 < taps;) {
+        int64_t n = taps - t0 >= 4 ? 4 : taps - t0 >= 2 ? 2 : 1; /* 4 taps at a time, then 2, then 1 */
+        for (int64_t i = 0; i < n; i++) {
+            int64_t ki = (t0 + i) / g->kw, j = (t0 + i) % g->kw * dw;
+            tp[i] = src + ki * g->dh * g->row + j % g->sw * g->wq + j / g->sw;
+        }
+        const float *w = wc + t0;
+        if (n == 4)
+            for (int64_t x = 0; x < ow; x++)
+                y[x] = (((w[0] * tp[0][x] + w[1] * tp[1][x]) + w[2] * tp[2][x]) + w[3] * tp[3][x]) + y[x];
+        else if (n == 2)
+            for (int64_t x = 0; x < ow; x++) y[x] = (w[0] * tp[0][x] + w[1] * tp[1][x]) + y[x];
+        else
+            for (int64_t x = 0; x < ow; x++) y[x] = w[0] * tp[0][x] + y[x];
+        t0 += n;
+    }
+    for (int64_t x = 0; x < ow; x++) y[x] += b;
+}
+
 /* Channels [c0, c1) of one image of a depthwise conv. Each channel is first rewritten into the work
  * space xp: zero-padded and split into stride phases, so that no tap needs a bounds check and every
  * load is contiguous (an unpadded channel with horizontal stride 1 is read where it is). Then the
@@ -252,7 +280,7 @@ static inline float dw_dot(const float *restrict src, const float *restrict wc, 
 HFX_VECTOR_KERNEL
 static void conv_depthwise(const float *restrict X, const float *restrict W, const float *restrict bias,
                            float *restrict Y, float *restrict xp, uint64_t c0, uint64_t c1, const uint64_t in_hw[2],
-                           const uint64_t k_hw[2], const uint64_t out_hw[2], const int32_t *pr) {
+                           const uint64_t k_hw[2], const uint64_t out_hw[2], const int32_t *pr, bool mlas) {
     int64_t h = (int64_t)in_hw[0], w = (int64_t)in_hw[1], oh = (int64_t)out_hw[0], ow = (int64_t)out_hw[1];
     int64_t sh = pr[HFX_P_CONV_STRIDE_H], sw = pr[HFX_P_CONV_STRIDE_W], dw = pr[HFX_P_CONV_DILATION_W];
     int64_t pt = pr[HFX_P_CONV_PAD_TOP], pl = pr[HFX_P_CONV_PAD_LEFT];
@@ -272,6 +300,10 @@ static void conv_depthwise(const float *restrict X, const float *restrict W, con
             dw_split_row(iy >= pt && iy < pt + h ? xc + (iy - pt) * w : NULL, w, pl, wp, sw, wq, xp + iy * g.row);
         float b = bias ? bias[c] : 0.0f;
         float *yc = Y + c * (uint64_t)(oh * ow);
+        if (mlas) {
+            for (int64_t oy = 0; oy < oh; oy++) dw_mlas_row(src + oy * sh * g.row, wc, b, &g, ow, yc + oy * ow);
+            continue;
+        }
         if (dot) {
             for (int64_t oy = 0; oy < oh; oy++)
                 for (int64_t ox = 0; ox < ow; ox++) yc[oy * ow + ox] = dw_dot(src + oy * sh * g.row + ox, wc, b, &g);
@@ -288,6 +320,31 @@ static void conv_depthwise(const float *restrict X, const float *restrict W, con
             }
         }
     }
+}
+
+/* Y[mg x np] (+)= W[mg x kk] col[kk x np] in the op's sum order; MLAS (ORT's Conv: im2col + its sgemm over
+ * the image's `pix` output pixels) adds the bias after the sums, the others start from it (gb). */
+static void conv_sum(uint8_t order, uint64_t mg, uint64_t np, uint64_t kk, uint64_t pix, const float *W,
+                     const float *col, uint64_t ldb, const float *bias, float gb, float *Y) {
+    if (order == HFX_SUM_HEXAGON) {
+        hfx_sgemm_ordered(mg, np, kk, 1.0f, (hfx_strided){W, kk, 1}, (hfx_strided){col, ldb, 1}, gb != 0.0f, Y, pix);
+        return;
+    }
+    if (order == HFX_SUM_BLAS) {
+        scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)mg, (blasint)np, (blasint)kk, 1.0f, W,
+                          (blasint)kk, col, (blasint)ldb, gb, Y, (blasint)pix);
+        return;
+    }
+    if (mg == 1) /* one filter per group: MLAS's 1-row kernel */
+        hfx_sgemv_mlas(W, col, ldb, kk, np, false, Y);
+    else if (pix == 1) /* one output pixel: its 1-row kernel, B transposed, over the filters */
+        hfx_dot_rows_mlas(col, W, kk, kk, 0, mg, mg, false, Y, pix);
+    else
+        hfx_sgemm_mlas(mg, np, kk, 1.0f, (hfx_strided){W, kk, 1}, (hfx_strided){col, ldb, 1}, false, Y, pix,
+                       hfx_mlas_stride_k(pix, kk, false));
+    if (bias)
+        for (uint64_t r = 0; r < mg; r++)
+            for (uint64_t q = 0; q < np; q++) Y[r * pix + q] += bias[r];
 }
 
 HFX_VECTOR_KERNEL
@@ -307,7 +364,8 @@ void hfx_run_conv2d(const hfx_kernel_args *a, uint32_t item) {
         dw_dims d = dw_dims_of(xt, wt, yt, pr);
         const float *bias = op->n_in == 3 ? (const float *)a->in[2] : NULL;
         conv_depthwise((const float *)a->in[0] + n * groups * d.in_hw[0] * d.in_hw[1], (const float *)a->in[1], bias,
-                       (float *)a->out[0] + n * groups * pix, a->ws, c0, c1, d.in_hw, d.k_hw, d.out_hw, d.pr);
+                       (float *)a->out[0] + n * groups * pix, a->ws, c0, c1, d.in_hw, d.k_hw, d.out_hw, d.pr,
+                       op->sum_order == HFX_SUM_ORT);
         return;
     }
     uint64_t pbi = item % nb, g = (item / nb) % groups, n = item / nb / groups;
@@ -320,9 +378,9 @@ void hfx_run_conv2d(const hfx_kernel_args *a, uint32_t item) {
     const float *W = (const float *)a->in[1] + g * mg * kk;
     float *Y = (float *)a->out[0] + (n * m + g * mg) * pix + p0;
 
+    const float *bias = op->n_in == 3 ? (const float *)a->in[2] + g * mg : NULL;
     float gb = 0.0f;
-    if (op->n_in == 3) {
-        const float *bias = (const float *)a->in[2] + g * mg;
+    if (bias && op->sum_order != HFX_SUM_ORT) { /* MLAS adds the bias to the sums (conv_sum) */
         for (uint64_t r = 0; r < mg; r++)
             for (uint64_t q = 0; q < np; q++) Y[r * pix + q] = bias[r];
         gb = 1.0f;
@@ -378,9 +436,5 @@ void hfx_run_conv2d(const hfx_kernel_args *a, uint32_t item) {
         col = ws;
         ldb = np;
     }
-    if (op->quantized_out)
-        hfx_sgemm_ordered(mg, np, kk, 1.0f, (hfx_strided){W, kk, 1}, (hfx_strided){col, ldb, 1}, gb != 0.0f, Y, pix);
-    else
-        scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)mg, (blasint)np, (blasint)kk, 1.0f, W,
-                          (blasint)kk, col, (blasint)ldb, gb, Y, (blasint)pix);
+    conv_sum(op->sum_order, mg, np, kk, pix, W, col, ldb, bias, gb, Y);
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "sgemm_mlas.h"
 #include "sgemm_ordered.h"
 
 #define GEMM_MIN_ROWS 64u
@@ -162,6 +163,34 @@ static inline void gemv(const float *x, uint64_t incx, const float *B, uint64_t 
     }
 }
 
+/* The rows of the product MLAS runs: ORT's MatMul folds A's batch dims into M when B has none. */
+static uint64_t mlas_m(const hfx_tensor *at, const hfx_tensor *bt, uint64_t m, int ta) {
+    if (bt->rank != 2 || ta) return m;
+    for (uint32_t d = 0; d + 2 < at->rank; d++) m *= at->dims[d];
+    return m;
+}
+
+/* Y[r0:r1, c0:c1] (+)= alpha op(A) op(B) as ORT's MLAS sums it (sgemm_mlas.h), which picks a kernel by
+ * the whole product's shape: its 1-row kernels for M = 1 (rows: M as MLAS sees it, this batch's rows
+ * starting at `fold` of them) or for N = 1 with B a column (A and B swapped), else the blocked sgemm. */
+static void gemm_ort(const float *A, const float *B, uint64_t m, uint64_t n, uint64_t k, int ta, int tb, float alpha,
+                     uint64_t rows, uint64_t fold, uint64_t r0, uint64_t r1, uint64_t c0, uint64_t c1, bool add,
+                     float *Y) {
+    if (alpha == 1.0f && rows == 1 && !ta) {
+        if (tb) hfx_dot_rows_mlas(A, B, k, k, c0, c1, n, add, Y + c0, 1);
+        else hfx_sgemv_mlas(A, B + c0, n, k, c1 - c0, add, Y + c0);
+        return;
+    }
+    if (alpha == 1.0f && n == 1 && !tb) { /* B a column: ldb = ldc = 1 */
+        if (ta) hfx_sgemv_mlas(B, A + r0, m, k, r1 - r0, add, Y + r0);
+        else hfx_dot_rows_mlas(B, A - fold * k, k, k, fold + r0, fold + r1, rows, add, Y + r0, 1);
+        return;
+    }
+    hfx_strided as = ta ? (hfx_strided){A + r0, 1, m} : (hfx_strided){A + r0 * k, k, 1};
+    hfx_strided bs = tb ? (hfx_strided){B + c0 * k, 1, k} : (hfx_strided){B + c0, n, 1};
+    hfx_sgemm_mlas(r1 - r0, c1 - c0, k, alpha, as, bs, add, Y + r0 * n + c0, n, hfx_mlas_stride_k(n, k, ta));
+}
+
 HFX_VECTOR_KERNEL
 void hfx_run_gemm(const hfx_kernel_args *a, uint32_t item) {
     const hfx_op *op = a->op;
@@ -198,10 +227,15 @@ void hfx_run_gemm(const hfx_kernel_args *a, uint32_t item) {
     const float *B = (const float *)a->in[1] + batch_offset(bt, y, b);
     const float *Ab = ta ? A + r0 : A + r0 * k;
     const float *Bb = tb ? B + c0 * k : B + c0;
-    if (op->quantized_out) {
-        hfx_strided as = ta ? (hfx_strided){Ab, 1, m} : (hfx_strided){Ab, k, 1};
-        hfx_strided bs = tb ? (hfx_strided){Bb, 1, k} : (hfx_strided){Bb, n, 1};
+    hfx_strided as = ta ? (hfx_strided){Ab, 1, m} : (hfx_strided){Ab, k, 1};
+    hfx_strided bs = tb ? (hfx_strided){Bb, 1, k} : (hfx_strided){Bb, n, 1};
+    if (op->sum_order == HFX_SUM_HEXAGON) {
         hfx_sgemm_ordered(r1 - r0, c1 - c0, k, alpha, as, bs, gb != 0.0f, Y + r0 * n + c0, n);
+        return;
+    }
+    if (op->sum_order == HFX_SUM_ORT) {
+        uint64_t rows = mlas_m(at, bt, m, ta);
+        gemm_ort(A, B, m, n, k, ta, tb, alpha, rows, rows == m ? 0 : b * m, r0, r1, c0, c1, gb != 0.0f, Y);
         return;
     }
     if (r1 - r0 == 1 && k * (c1 - c0) >= GEMV_MIN_B_FLOATS) {

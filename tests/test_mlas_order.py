@@ -1,0 +1,100 @@
+"""A float Conv/Gemm/MatMul whose result a QuantizeLinear reads (a 16-bit QDQ group's op) sums on the
+host kernel as ONNX Runtime's MLAS does (dsp/src/ops/sgemm_mlas.h): its f32 result equals ORT's bit for
+bit, at sizes that cross MLAS's K blocks and its 1-row kernel's groups of 4, whatever OpenBLAS kernel
+the machine picks. ORT runs the model as the verification does (1 intra-op thread, its default
+optimizations); the weights are graph inputs, as a DequantizeLinear's output is, so ORT neither
+pre-packs them nor rewrites the Conv to NCHWc."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper
+from test_lower import init, needs_host, pair_model, program_inputs, vi
+
+from hexfuse_onnx.lowering import lower_pair
+from hexfuse_onnx.runtime import HostKernel
+
+RNG = np.random.default_rng(12)
+
+
+def quantized_op(op: onnx.NodeProto, inputs: dict[str, list[int]], out: list[int]) -> onnx.ModelProto:
+    """A pair whose task A is a Relu and task B `op` (output "y") and a u16 QuantizeLinear of y; y is a
+    graph output too."""
+    q = helper.make_node("QuantizeLinear", ["y", "s", "zp"], ["yq"], name="q")
+    inits = [init("s", np.float32(1e-3)), init("zp", np.uint16(32768))]
+    extra = [vi("s", []), vi("zp", [], TensorProto.UINT16)]
+    b_inputs = [vi(n, s) for n, s in inputs.items()] + extra
+    b_outputs = [vi("y", out), vi("yq", out, TensorProto.UINT16)]
+    a = [helper.make_node("Relu", ["x"], ["ya"], name="relu")]
+    return pair_model(a, [op, q], [vi("x", [2, 4])], b_inputs, [vi("ya", [2, 4])], b_outputs, inits, 21)
+
+
+def conv(cin: int, cout: int, hw: tuple[int, int], k: tuple[int, int], **attrs: object) -> onnx.ModelProto:
+    group = int(attrs.get("group", 1))  # type: ignore[call-overload]
+    s = attrs.get("strides", [1, 1])
+    p = attrs.get("pads", [0, 0, 0, 0])
+    oh = (hw[0] + p[0] + p[2] - k[0]) // s[0] + 1  # type: ignore[index]
+    ow = (hw[1] + p[1] + p[3] - k[1]) // s[1] + 1  # type: ignore[index]
+    node = helper.make_node("Conv", ["z", "w", "b"], ["y"], name="conv", **attrs)
+    shapes = {"z": [1, cin, *hw], "w": [cout, cin // group, *k], "b": [cout]}
+    return quantized_op(node, shapes, [1, cout, oh, ow])
+
+
+def gemm(m: int, k: int, n: int, trans_a: int = 0, trans_b: int = 0) -> onnx.ModelProto:
+    node = helper.make_node("Gemm", ["a", "bm", "c"], ["y"], name="gemm", transA=trans_a, transB=trans_b)
+    shapes = {"a": [k, m] if trans_a else [m, k], "bm": [n, k] if trans_b else [k, n], "c": [n]}
+    return quantized_op(node, shapes, [m, n])
+
+
+def matmul(a: list[int], b: list[int]) -> onnx.ModelProto:
+    node = helper.make_node("MatMul", ["a", "bm"], ["y"], name="matmul")
+    return quantized_op(node, {"a": a, "bm": b}, [*a[:-1], b[-1]])
+
+
+CASES = {
+    # K = 360 over 63 pixels: MLAS's K blocks of 256, then the bias
+    "conv3x3_two_k_blocks": lambda: conv(40, 24, (9, 7), (3, 3), pads=[1, 1, 1, 1]),
+    # a 1x1 conv over 143 pixels, K = 300: blocks of 128
+    "conv1x1_three_k_blocks": lambda: conv(300, 20, (11, 13), (1, 1)),
+    # 25 taps (6 groups of 4, then 1), stride 2: MLAS's 1-row kernel per channel
+    "depthwise5x5_strided": lambda: conv(5, 5, (17, 19), (5, 5), group=5, strides=[2, 2], pads=[2, 2, 2, 2]),
+    "depthwise3x3": lambda: conv(7, 7, (13, 11), (3, 3), group=7, pads=[1, 1, 1, 1]),
+    # one row, K = 131: groups of 4, then 2, then 1, added to the bias
+    "gemm_one_row": lambda: gemm(1, 131, 37),
+    "gemm_trans_b_one_k_block": lambda: gemm(5, 300, 20, trans_b=1),
+    "gemm_trans_a_three_k_blocks": lambda: gemm(7, 300, 50, trans_a=1),
+    # B without batch dims: ORT folds A's batch into M (3 rows, not 3 one-row products)
+    "matmul_folded_rows": lambda: matmul([3, 1, 150], [150, 10]),
+    "matmul_batched": lambda: matmul([2, 9, 260], [2, 260, 33]),
+    # MLAS's 1-row kernel with B transposed: 8 lane sums, reduced as its blocks of 4, 2 and 1 outputs
+    "gemm_one_row_trans_b": lambda: gemm(1, 133, 11, trans_b=1),
+    # N = 1 (ldb = ldc = 1): the same kernel with A and B swapped, or the plain 1-row one when A is transposed
+    "conv_one_pixel": lambda: conv(30, 7, (5, 1), (5, 1)),
+    "gemm_one_column": lambda: gemm(7, 150, 1),
+    "gemm_one_column_trans_a": lambda: gemm(6, 150, 1, trans_a=1),
+    "matmul_folded_one_column": lambda: matmul([2, 3, 50], [50, 1]),
+}
+
+
+@needs_host
+@pytest.mark.parametrize("isa", ["", "avx2", "plain"])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_quantized_float_op_equals_ort_bit_for_bit(name: str, isa: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """At the widest tile kernel the CPU runs, and at the AVX2 and plain-C ones (HEXFUSE_SGEMM_ISA)."""
+    if isa:
+        monkeypatch.setenv("HEXFUSE_SGEMM_ISA", isa)
+    m = CASES[name]()
+    feeds = {
+        i.name: RNG.standard_normal([d.dim_value for d in i.type.tensor_type.shape.dim]).astype(np.float32)
+        for i in m.graph.input
+        if i.type.tensor_type.elem_type == TensorProto.FLOAT
+    }
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    ref = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, feeds)
+    got = HostKernel().run(lower_pair(m, m.graph.node[0]), program_inputs(m, m.graph.node[0], feeds))
+    assert got[1].tobytes() == ref[1].tobytes()
+    assert np.array_equal(got[2], ref[2])
