@@ -125,6 +125,7 @@ SHIPPED_QUANTIZED = (
     "t5_small_int8_decoder",
     "smart_turn_v3",
     "tashkeel_bilstm",
+    "quire_tagger",
 )
 
 
