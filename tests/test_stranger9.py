@@ -12,9 +12,11 @@ import onnx
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from test_lower import init, pair_model, vi
 
 from hexfuse_onnx import contract as C
 from hexfuse_onnx import pipeline, qdq, qdq_guard, rewrite, runtime
+from hexfuse_onnx.lowering import LoweringError, lower_pair
 from hexfuse_onnx.runtime import HOST_NAME, LIB_DIR
 
 needs_plugin = pytest.mark.skipif(not (LIB_DIR / HOST_NAME).is_file(), reason="run `bash custom_ops/build.sh`")
@@ -101,3 +103,27 @@ def test_a_moved_dequantized_tensor_keeps_its_step() -> None:
     steps = qdq.tensor_steps(_branches_into_a_computed_reshape())
     assert steps["b0_t"] == steps["b0_r"] == pytest.approx(0.05)
     assert "b0_m" not in steps  # a Mul makes new values
+
+
+def _add_group(p: str, y_scale: float) -> tuple:
+    """DQ(a) + DQ(b) -> Q with u8 parameters, its output scale `y_scale`."""
+    inits = [init(p + "s", np.float32(0.1)), init(p + "z", np.uint8(128)), init(p + "sy", np.float32(y_scale))]
+    nodes = [
+        helper.make_node("DequantizeLinear", [p + "a", p + "s", p + "z"], [p + "af"]),
+        helper.make_node("DequantizeLinear", [p + "b", p + "s", p + "z"], [p + "bf"]),
+        helper.make_node("Add", [p + "af", p + "bf"], [p + "sum"]),
+        helper.make_node("QuantizeLinear", [p + "sum", p + "sy", p + "z"], [p + "y"]),
+    ]
+    ins = [vi(p + "a", [4, 8], TensorProto.UINT8), vi(p + "b", [4, 8], TensorProto.UINT8)]
+    ins += [vi(t.name, [], t.data_type) for t in inits]
+    return nodes, ins, [vi(p + "y", [4, 8], TensorProto.UINT8)], inits
+
+
+def test_an_infinite_scale_is_refused_when_lowering() -> None:
+    """khmersm_qdq_u8u8: ORT's quantiser gave the tensors after its -inf attention mask a scale of inf;
+    the QAdd lowered there had an infinite ratio and the kernel refused the program at session load
+    (11 x2 pairs dropped as 'the rewritten model does not load'). Now the pair does not lower, and says why."""
+    a, b = _add_group("a_", 0.2), _add_group("b_", float("inf"))
+    m = pair_model(a[0], b[0], a[1], b[1], a[2], b[2], a[3] + b[3], opset=19)
+    with pytest.raises(LoweringError, match="scale 'b_sy' is not finite"):
+        lower_pair(m, m.graph.node[0])
