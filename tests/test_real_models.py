@@ -36,7 +36,7 @@ import pytest
 from qnn_support import QNN_EP, nodes_by_provider, qnn_devices_or_skip
 
 from hexfuse_onnx import contract as C
-from hexfuse_onnx import pipeline, runtime, verify
+from hexfuse_onnx import graph, pipeline, runtime, verify
 from models import real
 
 pytestmark = pytest.mark.slow  # real models through ORT, the plugin and QNN
@@ -76,6 +76,9 @@ QNN_TOL_OVERRIDE: dict[str, float] = {
 QNN_SKIP: dict[str, str] = {
     "centerface": "the emulated HTP backend takes about 390 s to prepare CenterFace (385 s for the unfused model "
     "too, measured); too slow for a test",
+    "quire_tagger": "a session of the rewritten model (FusedHexPair nodes, the plugin registered) with the QNN EP "
+    "aborts the process ('terminate called after throwing an instance of Ort::Exception', after QNN's node "
+    "validation), rewritten at 0 or 100 us, frozen or not; the original loads under QNN (branch stranger9)",
 }
 
 
@@ -125,6 +128,14 @@ class Outcome:
     progress: list[str]
 
 
+def _written(output: Path) -> set[str]:
+    """The output and the external data files it reads (khmersm's weights stay in one beside it)."""
+    if not output.is_file():
+        return {output.name}
+    files = graph.external_data_files(onnx.load(output, load_external_data=False), output)
+    return {output.name} | {f.name for f in files}
+
+
 class _Models:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
@@ -169,7 +180,7 @@ class _Models:
             finally:
                 os.chdir(saved)
             seconds = time.perf_counter() - t0
-            leftovers = sorted(p.name for p in out_dir.iterdir() if p.name != output.name)
+            leftovers = sorted(p.name for p in out_dir.iterdir() if p.name not in _written(output))
             self.outcomes[case] = Outcome(
                 case,
                 source,

@@ -86,6 +86,8 @@ def _per_tensor(cx: Lowerer, n: onnx.NodeProto) -> tuple[np.float32, int] | None
     zp = cx.known_value(n.input[2]) if len(n.input) > 2 and n.input[2] else np.zeros(1, np.int64)
     if scale is None or zp is None or scale.dtype != np.float32 or scale.size != 1 or zp.size != 1:
         return None
+    if not np.isfinite(scale).all():
+        return None  # no integer group: the float path names it (quant._finite_scale)
     return np.float32(scale.reshape(-1)[0]), int(zp.reshape(-1)[0])
 
 

@@ -46,6 +46,7 @@ def quantize_linear(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         raise LoweringError(
             n.op_type, n.name, f"'{integer}' is {name}: QuantizeLinear/DequantizeLinear carry 8- and 16-bit integers"
         )
+    _finite_scale(cx, n)
     x = cx.read_typed(n.input[0], n, t, Dtype.F32 if q else dtype)
     scale = cx.read_typed(n.input[1], n, t, Dtype.F32)
     inputs = [x, scale]
@@ -63,3 +64,12 @@ def quantize_linear(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     zero_value = cx.known_value(n.input[2]) if len(inputs) > 2 else None
     if scale_value is not None and (zero_value is not None or len(inputs) == 2):
         cx.quantized(y if q else x, scale_value, zero_value, t, axis)
+
+
+def _finite_scale(cx: Lowerer, n: onnx.NodeProto) -> None:
+    """A constant scale must be finite: ORT's quantiser writes an infinite one for a tensor calibrated
+    over an unbounded range (khmersm's attention mask adds -inf; the QAdd after it was lowered with an
+    infinite ratio, and the kernel refused the whole program when the session loaded)."""
+    scale = cx.known_value(n.input[1])
+    if scale is not None and not np.all(np.isfinite(scale)):
+        raise LoweringError(n.op_type, n.name, f"its scale '{n.input[1]}' is not finite ({scale.reshape(-1)[0]})")
