@@ -314,11 +314,12 @@ def unknown_shape_origins(g: ModelGraph, node_ids: list[int]) -> list[int]:
 
 
 def profile_node(g: ModelGraph, i: int) -> NodeProfile | str:
-    """The node's profile, or a string saying why it cannot be profiled. The op of a QDQ group
-    counts its work at the group's integer width and its bytes at the integer tensors' widths; its
+    """The node's profile, or a string saying why it cannot be profiled. The op of a QDQ group the
+    lowering runs in integers counts its work at the group's integer width and its bytes at the
+    integer tensors' widths (`kernel_widths`; the others: in f32, as lowered); its
     footprint stays in f32, since the kernel computes a group's op in f32 between its Q/DQ ops."""
     n = g.nodes[i]
-    group = qdq.group_widths(g, i)
+    group = kernel_widths(g, i)
     int_bits = 8 * max(group.values(), default=0) or _qoperator_bits(g, n)
     engine = engine_at_width(n, int_bits)
     ins = [g.info(t) for t in n.input if t]
@@ -328,14 +329,14 @@ def profile_node(g: ModelGraph, i: int) -> NodeProfile | str:
         if not t.is_static:
             return f"shape of '{t.name}' unknown ({_fmt_shape(t.shape)})"
     read = [read_fraction(g, n, k) for k, t in enumerate(n.input) if t]
-    weight_bytes = sum(int((t.nbytes or 0) * f) for t, f in zip(ins, read) if t.name in g.initializers)
+    weight_bytes = sum(int(_bytes(t, group) * f) for t, f in zip(ins, read) if t.name in g.initializers)
     bytes_in = sum(int(_bytes(t, group) * f) for t, f in zip(ins, read))
     bytes_out = sum(_bytes(t, group) for t in outs)
     # the on-chip working set as today's kernel holds it: a group's float tensors in f32, except the
     # dequantized constants of an 8-bit matrix group, which QMATMUL/QCONV2D read from the program
-    in_bytes = sum(int((t.nbytes or 0) * f) for t, f in zip(ins, read))
+    in_bytes = sum(int((t.nbytes or 0) * f) for t, f in zip(ins, read) if t.name not in g.initializers)
     constants = sum(t.nbytes or 0 for t in ins if _integer_constant(g, t.name)) if _integer_matrix(n, int_bits) else 0
-    activation = in_bytes + sum(t.nbytes or 0 for t in outs) - weight_bytes - constants
+    activation = in_bytes + sum(t.nbytes or 0 for t in outs) - constants
     if n.output and _integer_constant(g, n.output[0]):
         activation = 0
     if engine == Engine.NONE or not outs:  # not outs: nothing reads it (a dead Conv the quantiser left)
@@ -353,6 +354,21 @@ def profile_node(g: ModelGraph, i: int) -> NodeProfile | str:
     return replace(node, flops=sum(f for _, _, f, _ in work), parts=_parts(node, work))
 
 
+def kernel_widths(g: ModelGraph, i: int) -> dict[str, int]:
+    """`qdq.group_widths` as the lowering runs the group: a matrix op's in integers only where it
+    lowers to QMATMUL/QCONV2D (`qmatmul.integer_kernel`; a float weight there is ORT's int8 of it),
+    any other's in f32 (empty: ConvTranspose, 16-bit, a MatMul's float weight, types ORT leaves)."""
+    group = qdq.group_widths(g, i)
+    n = g.nodes[i]
+    if not group or engine_of(n) != Engine.MATRIX:
+        return group
+    from .lowering.qmatmul import integer_kernel  # the lowering imports this module
+
+    if not integer_kernel(g, i):
+        return {}
+    return {**group, n.input[1]: 1} if n.input[1] in g.initializers else group
+
+
 def _integer_matrix(n: onnx.NodeProto, int_bits: int) -> bool:
     """The op of an 8-bit matrix group: the lowering's QMATMUL/QCONV2D (`lowering/qmatmul.py`)."""
     return int_bits == 8 and engine_of(n) == Engine.MATRIX
@@ -367,7 +383,7 @@ def _integer_constant(g: ModelGraph, t: str) -> bool:
     if d is None or not qdq.is_dq(g, d) or not all(x in g.initializers for x in g.nodes[d].input if x):
         return False
     readers = g.consumers.get(t, ())
-    bits = [8 * max(qdq.group_widths(g, c).values(), default=0) for c in readers]
+    bits = [8 * max(kernel_widths(g, c).values(), default=0) for c in readers]
     return bool(readers) and all(_integer_matrix(g.nodes[c], b) for c, b in zip(readers, bits))
 
 

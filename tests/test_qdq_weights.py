@@ -7,6 +7,7 @@ on every element over seeds, on values at ties of every rounding (dyadic scales)
 
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 
 import numpy as np
@@ -17,9 +18,11 @@ from onnx import TensorProto, helper, numpy_helper
 from test_lower import init, pair_model, program_inputs, vi
 from test_qmatmul import _opcodes
 
-from hexfuse_onnx import pipeline
-from hexfuse_onnx.lowering import lower_pair
-from hexfuse_onnx.lowering.abi import Opcode
+from hexfuse_onnx import graph, pipeline, profile
+from hexfuse_onnx.lowering import lower_pair, program_op_nodes
+from hexfuse_onnx.lowering.abi import Engine, Opcode
+from hexfuse_onnx.lowering.lowerer import KERNEL_ENGINE
+from hexfuse_onnx.lowering.program import layout_of
 from hexfuse_onnx.lowering.qbias import quantized_weight
 from hexfuse_onnx.runtime import HOST_NAME, LIB_DIR, HostKernel
 from models import quantized
@@ -260,3 +263,41 @@ def test_an_activation_only_qdq_model_pairs_within_one_step_of_onnxruntime(tmp_p
     fused = onnx.load(result.output)
     ops = [o for n in fused.graph.node if n.op_type == "FusedHexPair" for o in _opcodes(lower_pair(fused, n))]
     assert Opcode.QCONV2D in ops
+
+
+@pytest.mark.parametrize(
+    "op, xt, wt, yt",
+    [
+        ("Conv", U8, U8, U8),  # ORT: QLinearConv
+        ("Conv", U8, F, U8),  # QLinearConv on ORT's int8 of the float weight
+        ("Conv", U16, U8, U16),  # 16-bit: DQ -> Conv -> Q
+        ("ConvTranspose", U8, U8, U8),  # never fused
+        ("MatMul", U8, F, U8),  # a MatMul's float weight stays float: DQ -> MatMul -> Q
+        ("Conv", U8, U8, I8),  # Y not of X's type: ORT leaves the group unfused
+    ],
+)
+def test_the_profile_costs_a_group_as_the_lowering_runs_it(op: str, xt: int, wt: int, yt: int) -> None:
+    """The profile of a QDQ group's op has the engine and integer width of the program op the
+    lowering emits for it (QCONV2D/QMATMUL: 8-bit on the vector engine; else the f32 op on the
+    matrix engine), and reads its inputs, the weight among them, at the integer widths of the
+    integer kernel (a float weight: ORT's int8 of it), else at 4 bytes. Before branch qcost the
+    profile said 8-bit vector work for the ConvTranspose, float-weight MatMul and u8 -> i8 groups,
+    16-bit for the u16 one, and counted the float weight at 4 bytes beside QCONV2D."""
+    a = _group("a_", op, xt, wt, yt, ties=False, seed=0, int32_bias=wt != F)
+    b = _group("b_", "Gemm", U8, U8, U8, ties=False, seed=1, int32_bias=True)
+    pair, plain = _models(a, b)
+    node = pair.graph.node[0]
+    program, origins = lower_pair(pair, node), program_op_nodes(pair, node)
+    records = [layout_of(program).ops_off + 176 * o.op for o in origins if o.task == 0 and o.op_type == op]
+    ops = [(Opcode(struct.unpack_from("<H", program, at)[0]), Engine(program[at + 2])) for at in records]
+    emitted = [(code, engine) for code, engine in ops if engine != Engine.COPY]  # not its layout copies
+    g = graph.index_model(plain)
+    i = next(k for k, n in enumerate(g.nodes) if n.output[0] == "a_c")
+    p = profile.profile_node(g, i)
+    assert not isinstance(p, str), p
+    integer = emitted[0][0] in INTEGER
+    assert len(emitted) == 1 and emitted[0][1] == KERNEL_ENGINE[p.engine], (emitted, p.engine)
+    assert p.int_bits == (8 if integer else 0), (emitted, p.int_bits)
+    widths = {"a_xf": 2 if xt == U16 else 1, "a_wf": 1} if integer else {}
+    reads = sum(g.info(t).numel * widths.get(t, 4) for t in g.nodes[i].input)  # type: ignore[operator]
+    assert p.bytes_in == reads, (p.bytes_in, reads)

@@ -17,8 +17,9 @@ Every emitted op records its origin (the body node it lowers), for per-op timing
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import onnx
@@ -94,6 +95,24 @@ def str_attr(node: onnx.NodeProto, name: str, default: str) -> str:
 
 def f32_bits(x: float) -> int:
     return struct.unpack("<i", struct.pack("<f", float(x)))[0]
+
+
+class Body(Protocol):
+    """What deciding how a QDQ group lowers reads (`qmatmul.integer_kernel`, `qbias`): a pair's body
+    (`Lowerer`) or a whole model (`qmatmul.GraphBody`, for the profile)."""
+
+    out_index: dict[str, int]  # the tensors read outside (a pair's outputs, a model's graph outputs)
+
+    @property
+    def nodes(self) -> Sequence[onnx.NodeProto]: ...
+
+    def known_value(self, name: str) -> np.ndarray | None: ...
+
+    def dtype(self, name: str) -> int: ...
+
+    def shape(self, name: str, op: onnx.NodeProto) -> list[int]: ...
+
+    def node_task(self, k: int) -> Task: ...
 
 
 class Lowerer:
@@ -206,6 +225,10 @@ class Lowerer:
             value_info=list(self.fn.value_info),
         )
         return helper.make_model(graph, opset_imports=list(self.fn.opset_import), ir_version=ir_version)
+
+    @property
+    def nodes(self) -> Sequence[onnx.NodeProto]:
+        return self.fn.node
 
     # ---- tensors ----
 

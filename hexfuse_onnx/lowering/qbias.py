@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import onnx
 
-from .lowerer import Lowerer, attr
+from .lowerer import Body, attr
 
 INT32_LIMIT = 2.0**31
 OPS = ("Conv", "ConvTranspose", "Gemm")
@@ -44,16 +44,16 @@ class OrtWeight:
         return ((self.q.astype(np.int32) - self.zero) * self.scale).astype(np.float32)
 
 
-def _dq(cx: Lowerer, name: str) -> onnx.NodeProto | None:
-    made_by = next((b for b in cx.fn.node if name in b.output), None)
+def _dq(cx: Body, name: str) -> onnx.NodeProto | None:
+    made_by = next((b for b in cx.nodes if name in b.output), None)
     return made_by if made_by is not None and made_by.op_type == "DequantizeLinear" else None
 
 
-def _reaches_quantize(cx: Lowerer, name: str) -> bool:
+def _reaches_quantize(cx: Body, name: str) -> bool:
     """`name` is read by one node only, a QuantizeLinear, or a Relu/Clip whose output is in turn
     (a pair output's readers are outside the body: unknown, so no)."""
     while name not in cx.out_index:
-        readers = [b for b in cx.fn.node if name in b.input]
+        readers = [b for b in cx.nodes if name in b.input]
         if len(readers) != 1:
             return False
         if readers[0].op_type == "QuantizeLinear":
@@ -64,7 +64,7 @@ def _reaches_quantize(cx: Lowerer, name: str) -> bool:
     return False
 
 
-def _acts_on(cx: Lowerer, n: onnx.NodeProto) -> bool:
+def _acts_on(cx: Body, n: onnx.NodeProto) -> bool:
     """ORT's transformer looks at n: X a DequantizeLinear of one scale, the output reaching a
     QuantizeLinear, the bias (if any) a 1-D initializer."""
     if n.op_type not in OPS or n.domain not in ("", "ai.onnx") or len(n.input) < 2:
@@ -77,7 +77,7 @@ def _acts_on(cx: Lowerer, n: onnx.NodeProto) -> bool:
     return bias is not None and bias.ndim == 1 if len(n.input) > 2 and n.input[2] else True
 
 
-def ort_weight(cx: Lowerer, n: onnx.NodeProto) -> OrtWeight | None:
+def ort_weight(cx: Body, n: onnx.NodeProto) -> OrtWeight | None:
     """The int8 weight ONNX Runtime makes of n's float32 weight initializer, or None when it keeps
     the weight as written (see the module doc)."""
     w = cx.known_value(n.input[1]) if len(n.input) > 1 else None
@@ -95,14 +95,14 @@ def quantized_weight(w: np.ndarray) -> OrtWeight:
     return OrtWeight(q.astype(np.int8), scale, zero)
 
 
-def dequantized_weight(cx: Lowerer, n: onnx.NodeProto) -> np.ndarray | None:
+def dequantized_weight(cx: Body, n: onnx.NodeProto) -> np.ndarray | None:
     """The float32 weight ONNX Runtime's float Conv/ConvTranspose/Gemm reads after quantizing n's float
     weight (the DequantizeLinear of `ort_weight`), or None when it reads the weight as written."""
     made = ort_weight(cx, n)
     return None if made is None else made.dequantized()
 
 
-def _weight_scale_fits(cx: Lowerer, n: onnx.NodeProto, w_dq: onnx.NodeProto, sw: np.ndarray, cols: int) -> bool:
+def _weight_scale_fits(cx: Body, n: onnx.NodeProto, w_dq: onnx.NodeProto, sw: np.ndarray, cols: int) -> bool:
     if sw.size == 1:
         return True
     if sw.ndim != 1 or sw.size != cols or int(attr(w_dq, "block_size", 0)) != 0:
@@ -113,7 +113,7 @@ def _weight_scale_fits(cx: Lowerer, n: onnx.NodeProto, w_dq: onnx.NodeProto, sw:
     return int(attr(w_dq, "axis", 1)) % len(cx.shape(w_dq.input[0], w_dq)) == expected
 
 
-def _weight_scale(cx: Lowerer, n: onnx.NodeProto, cols: int) -> np.ndarray | None:
+def _weight_scale(cx: Body, n: onnx.NodeProto, cols: int) -> np.ndarray | None:
     """s_w as ORT's bias quantization reads it: the quantized float weight's, or W's DequantizeLinear's
     when it fits (per tensor, or per channel of the output axis)."""
     made = ort_weight(cx, n)
@@ -128,7 +128,7 @@ def _weight_scale(cx: Lowerer, n: onnx.NodeProto, cols: int) -> np.ndarray | Non
     return sw.reshape(-1)
 
 
-def ort_bias(cx: Lowerer, n: onnx.NodeProto) -> tuple[np.ndarray, np.ndarray] | None:
+def ort_bias(cx: Body, n: onnx.NodeProto) -> tuple[np.ndarray, np.ndarray] | None:
     """(int32 bias [M], its float32 scale [1] or [M]) ONNX Runtime makes of n's float bias, or None
     when it keeps the bias as written (see the module doc)."""
     if len(n.input) < 3 or not n.input[2] or not _acts_on(cx, n):
@@ -147,7 +147,7 @@ def ort_bias(cx: Lowerer, n: onnx.NodeProto) -> tuple[np.ndarray, np.ndarray] | 
     return q.astype(np.int32), scale
 
 
-def dequantized_bias(cx: Lowerer, n: onnx.NodeProto) -> np.ndarray | None:
+def dequantized_bias(cx: Body, n: onnx.NodeProto) -> np.ndarray | None:
     """The float32 bias ONNX Runtime's float Conv/ConvTranspose/Gemm adds after quantizing n's float
     bias (its DequantizeLinear of `ort_bias`), or None when ORT adds the bias as written."""
     made = ort_bias(cx, n)

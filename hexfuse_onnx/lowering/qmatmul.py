@@ -12,19 +12,23 @@ read by a DequantizeLinear from int32 with zero point 0 and scale s_a * s_b, or 
 initializer that ORT quantizes so (`qbias`). Any other group keeps the float path (its DQ, op and Q
 each lowered on their own; a weight or bias ORT quantizes, dequantized as ORT does: `matrix`). The
 op goes to the engine the profile costs an 8-bit group on (`profile.engine_at_width`: the vector
-engine, where the Hexagon build runs it with vrmpy).
+engine, where the Hexagon build runs it with vrmpy). The profile asks the same question of the whole
+model (`integer_kernel`), and costs the other groups' ops in f32.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import onnx
+from onnx import numpy_helper
 
+from ..graph import ModelGraph, has_values
 from ..profile import engine_at_width
 from .abi import ConvParam, Dtype, Opcode, Task
-from .lowerer import DTYPES, Lowerer, attr
+from .lowerer import DTYPES, Body, Lowerer, attr
 from .matrix import conv_params
 from .qbias import ort_bias, ort_weight
 from .registry import LoweringError, lowers
@@ -54,13 +58,13 @@ class IntegerGroups:
     absorbed: set[int] = field(default_factory=set)
 
 
-def _producers(fn: onnx.FunctionProto) -> dict[str, int]:
-    return {o: k for k, n in enumerate(fn.node) for o in n.output if o}
+def _producers(nodes: Sequence[onnx.NodeProto]) -> dict[str, int]:
+    return {o: k for k, n in enumerate(nodes) for o in n.output if o}
 
 
-def _consumers(fn: onnx.FunctionProto) -> dict[str, list[int]]:
+def _consumers(nodes: Sequence[onnx.NodeProto]) -> dict[str, list[int]]:
     out: dict[str, list[int]] = {}
-    for k, n in enumerate(fn.node):
+    for k, n in enumerate(nodes):
         for i in n.input:
             if i:
                 out.setdefault(i, []).append(k)
@@ -71,12 +75,12 @@ def _is(n: onnx.NodeProto, op: str) -> bool:
     return n.op_type == op and n.domain in ("", "ai.onnx")
 
 
-def _match(cx: Lowerer, k: int, prod: dict[str, int], cons: dict[str, list[int]]) -> _Group | None:
-    fn, n = cx.fn, cx.fn.node[k]
+def _match(cx: Body, k: int, prod: dict[str, int], cons: dict[str, list[int]]) -> _Group | None:
+    nodes, n = cx.nodes, cx.nodes[k]
     if not any(_is(n, op) for op in ("MatMul", "Gemm", "Conv")) or n.output[0] in cx.out_index:
         return None
     found = [prod.get(i) for i in n.input[:3] if i]
-    dqs = [d for d in found if d is not None and _is(fn.node[d], "DequantizeLinear")]
+    dqs = [d for d in found if d is not None and _is(nodes[d], "DequantizeLinear")]
     float_bias = len(found) == 3 and found[2] is None  # an initializer: ORT quantizes it (`qbias`)
     float_weight = len(found) > 1 and found[1] is None and ort_weight(cx, n) is not None
     if found[0] not in dqs or (found[1] not in dqs and not float_weight):
@@ -84,7 +88,7 @@ def _match(cx: Lowerer, k: int, prod: dict[str, int], cons: dict[str, list[int]]
     if len(dqs) + float_bias + float_weight != len(found):
         return None
     users = cons.get(n.output[0], [])
-    if len(users) != 1 or not _is(fn.node[users[0]], "QuantizeLinear"):
+    if len(users) != 1 or not _is(nodes[users[0]], "QuantizeLinear"):
         return None
     members = [*dqs, users[0]]
     if any(cx.node_task(m) != cx.node_task(k) for m in members):
@@ -94,20 +98,64 @@ def _match(cx: Lowerer, k: int, prod: dict[str, int], cons: dict[str, list[int]]
     return _Group(k, dqs[0], b_dq, users[0], bias_dq, float_bias)
 
 
+def _integer_group(cx: Body, k: int, prod: dict[str, int], cons: dict[str, list[int]]) -> _Group | None:
+    """Node k's group when it lowers to QMATMUL/QCONV2D (see the module doc), else None."""
+    g = _match(cx, k, prod, cons)
+    return g if g is not None and _operands(cx, g) is not None else None
+
+
+def integer_kernel(g: ModelGraph, i: int) -> bool:
+    """Whether node i of the model is the op of a QDQ group the lowering runs as QMATMUL/QCONV2D; any
+    other group's op runs in f32 on dequantized tensors. The profile costs the group so (`profile`)."""
+    return _integer_group(GraphBody(g), i, g.producer, g.consumers) is not None
+
+
+@dataclass
+class GraphBody:
+    """A whole model as the lowering's `Body`, one task (a pair takes a QDQ group whole)."""
+
+    g: ModelGraph
+
+    def __post_init__(self) -> None:
+        self.out_index = {o: j for j, o in enumerate(self.g.graph_outputs)}
+
+    @property
+    def nodes(self) -> Sequence[onnx.NodeProto]:
+        return self.g.nodes
+
+    def known_value(self, name: str) -> np.ndarray | None:
+        """An initializer's value (None when not loaded) or a Constant's."""
+        t = self.g.initializers.get(name)
+        k = self.g.producer.get(name)
+        if t is None and k is not None and self.g.nodes[k].op_type == "Constant":
+            t = attr(self.g.nodes[k], "value")
+        return numpy_helper.to_array(t) if isinstance(t, onnx.TensorProto) and has_values(t) else None
+
+    def dtype(self, name: str) -> int:
+        return self.g.info(name).elem_type
+
+    def shape(self, name: str, op: onnx.NodeProto) -> list[int]:
+        """Its dims, -1 where not known (deciding a group reads ranks only)."""
+        return [d if isinstance(d, int) else -1 for d in self.g.info(name).shape or ()]
+
+    def node_task(self, k: int) -> Task:
+        return Task.A
+
+
 def plan(cx: Lowerer) -> IntegerGroups:
     """The groups of the body that fit QMATMUL (see the module doc)."""
-    prod, cons = _producers(cx.fn), _consumers(cx.fn)
+    prod, cons = _producers(cx.nodes), _consumers(cx.nodes)
     out = IntegerGroups()
-    for k in range(len(cx.fn.node)):
-        g = _match(cx, k, prod, cons)
-        if g is None or _operands(cx, g) is None:
+    for k in range(len(cx.nodes)):
+        g = _integer_group(cx, k, prod, cons)
+        if g is None:
             continue
         out.groups[k] = g
         out.absorbed.add(g.q)
     fused = set(out.groups)
     for g in out.groups.values():  # a DQ whose every reader is fused lowers to nothing
         for d in (g.a_dq, g.b_dq, g.bias_dq):
-            o = cx.fn.node[d].output[0] if d is not None else None
+            o = cx.nodes[d].output[0] if d is not None else None
             if o is not None and o not in cx.out_index and set(cons.get(o, [])) <= fused:
                 out.absorbed.add(d)  # type: ignore[arg-type]  # d is not None here (o is)
     return out
@@ -131,7 +179,7 @@ class _Operands:
     sy: np.float32
 
 
-def _qparams(cx: Lowerer, n: onnx.NodeProto) -> tuple[np.ndarray, np.ndarray] | None:
+def _qparams(cx: Body, n: onnx.NodeProto) -> tuple[np.ndarray, np.ndarray] | None:
     """(scale f32, zero point int) of a Q/DQ node with constant parameters, flattened."""
     if int(attr(n, "block_size", 0)) != 0:
         return None
@@ -152,24 +200,23 @@ def ort_fuses(a: Dtype, b: Dtype, y: Dtype) -> bool:
     return a in EIGHT_BIT and b in EIGHT_BIT and y == a and (a != Dtype.I8 or b == Dtype.I8)
 
 
-def _weight(cx: Lowerer, g: _Group) -> tuple[np.ndarray, Dtype | None, np.ndarray, np.ndarray, int] | None:
+def _weight(cx: Body, g: _Group) -> tuple[np.ndarray, Dtype | None, np.ndarray, np.ndarray, int] | None:
     """B's integer values, type, scale and zero point (flattened) and its DequantizeLinear's axis: a
     float B's as ORT quantizes it (`qbias.ort_weight`, per tensor)."""
     if g.b_dq is None:
-        made = ort_weight(cx, cx.fn.node[g.op])
+        made = ort_weight(cx, cx.nodes[g.op])
         if made is None:
             return None
         return made.q, Dtype.I8, np.array([made.scale], np.float32), np.array([made.zero], np.int64), 0
-    dq_b = cx.fn.node[g.b_dq]
+    dq_b = cx.nodes[g.b_dq]
     b, params = cx.known_value(dq_b.input[0]), _qparams(cx, dq_b)
     if b is None or params is None or b.ndim == 0:
         return None
     return b, DTYPES.get(cx.dtype(dq_b.input[0])), params[0], params[1], int(attr(dq_b, "axis", 1)) % b.ndim
 
 
-def _operands(cx: Lowerer, g: _Group) -> _Operands | None:
-    fn = cx.fn
-    op, dq_a, q = fn.node[g.op], fn.node[g.a_dq], fn.node[g.q]
+def _operands(cx: Body, g: _Group) -> _Operands | None:
+    op, dq_a, q = cx.nodes[g.op], cx.nodes[g.a_dq], cx.nodes[g.q]
     a_dtype, y_dtype = DTYPES.get(cx.dtype(dq_a.input[0])), DTYPES.get(cx.dtype(q.output[0]))
     weight, pa, py = _weight(cx, g), _qparams(cx, dq_a), _qparams(cx, q)
     conv = _is(op, "Conv")
@@ -201,19 +248,19 @@ def _operands(cx: Lowerer, g: _Group) -> _Operands | None:
     )  # fmt: skip
 
 
-def _group_bias(cx: Lowerer, g: _Group, acc_scale: np.ndarray, n_cols: int) -> tuple[bool, np.ndarray | None]:
+def _group_bias(cx: Body, g: _Group, acc_scale: np.ndarray, n_cols: int) -> tuple[bool, np.ndarray | None]:
     """(whether the group's bias fits, its int32 values or None without one): an int32 DequantizeLinear
     of the accumulator's scale, or a float initializer as ORT quantizes it (`qbias.ort_bias`)."""
     if g.bias_dq is not None:
-        bias = _bias(cx, cx.fn.node[g.bias_dq], acc_scale, n_cols)
+        bias = _bias(cx, cx.nodes[g.bias_dq], acc_scale, n_cols)
         return bias is not None, bias
     if not g.float_bias:
         return True, None
-    made = ort_bias(cx, cx.fn.node[g.op])
+    made = ort_bias(cx, cx.nodes[g.op])
     return (True, made[0]) if made is not None and made[0].size == n_cols else (False, None)
 
 
-def _bias(cx: Lowerer, dq: onnx.NodeProto, acc_scale: np.ndarray, n_cols: int) -> np.ndarray | None:
+def _bias(cx: Body, dq: onnx.NodeProto, acc_scale: np.ndarray, n_cols: int) -> np.ndarray | None:
     """The int32 bias of a Gemm when its DequantizeLinear has the accumulator's scale, else None."""
     value, params = cx.known_value(dq.input[0]), _qparams(cx, dq)
     if value is None or params is None or value.dtype != np.int32 or value.size != n_cols:
@@ -228,7 +275,7 @@ def emit(cx: Lowerer, g: _Group, task: Task) -> None:
     """Emit the group's QMATMUL or QCONV2D (its origin: the MatMul/Gemm/Conv node)."""
     o = _operands(cx, g)
     assert o is not None  # plan() kept only groups that fit
-    n = cx.fn.node[g.op]
+    n = cx.nodes[g.op]
     _emit(cx, n, o, task, n.input[0], n.input[1])
 
 
