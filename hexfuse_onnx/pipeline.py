@@ -100,6 +100,7 @@ class Analysis:
     passed_alone: set[int] = field(default_factory=set)  # id() of the candidates whose pair passed verification alone
     passed_together: set[int] = field(default_factory=set)  # id() of the candidates last verified together
     given_dims: set[str] = field(default_factory=set)  # the symbolic dims the caller's shapes give
+    shape_only: int = 0  # candidates of shape arithmetic only, not offered (kinds.Discovery)
 
     def scopes(self) -> list[Analysis]:
         """This graph's analysis, then its If branches'."""
@@ -259,15 +260,17 @@ def _analyse_graph(
     if profile.unprofiled:
         progress(f"{len(profile.unprofiled)} node(s) could not be profiled (unknown shapes); they are not paired")
     t0 = time.perf_counter()
-    candidates = discover(g, kinds, profile, tgt)
+    found = discover(g, kinds, profile, tgt)
+    candidates = found.candidates
     seconds["discover"] = time.perf_counter() - t0
-    progress(f"{len(candidates)} candidate pair(s) ({seconds['discover']:.2f} s)")
+    shapes = f"; {found.shape_only} of shape arithmetic only, not paired" if found.shape_only else ""
+    progress(f"{len(candidates)} candidate pair(s){shapes} ({seconds['discover']:.2f} s)")
     t0 = time.perf_counter()
     evaluated: dict[int, Pair | Rejection | str] = {}
     pairs, rejected = select(g, profile, candidates, tgt, min_gain, evaluated)
     seconds["select"] = time.perf_counter() - t0
     progress(f"{len(pairs)} pair(s) chosen ({seconds['select']:.2f} s)")
-    return Analysis(g, profile, tgt, candidates, pairs, rejected, seconds, evaluated)
+    return Analysis(g, profile, tgt, candidates, pairs, rejected, seconds, evaluated, shape_only=found.shape_only)
 
 
 def runnable_inputs(

@@ -69,7 +69,8 @@ def table(rows: list[list[str]]) -> str:
 def _found(a: Analysis) -> str:
     kinds = Counter(c.kind for c in a.candidates)
     found = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())) or "none"
-    return f"{len(a.graph.nodes)} nodes; candidates: {found}; chosen: {len(a.pairs)}"
+    shapes = f" ({a.shape_only} more of shape arithmetic only: not paired)" if a.shape_only else ""
+    return f"{len(a.graph.nodes)} nodes; candidates: {found}{shapes}; chosen: {len(a.pairs)}"
 
 
 def no_candidate_lines(a: Analysis) -> list[str]:
@@ -256,6 +257,7 @@ def analysis_json(a: Analysis) -> dict:
         "unprofiled": [{"node": g.describe(i), "reason": why} for i, why in a.profile.unprofiled.items()],
         "modelled_us": modelled_us(a),
         "candidates": len(a.candidates),
+        "shape_arithmetic_only": a.shape_only,
         "pairs": [pair_json(a, p) for p in a.pairs],
         "rejected": _rejected_json(a),
         "branches": [
@@ -265,6 +267,7 @@ def analysis_json(a: Analysis) -> dict:
                 "taken": b.taken,
                 "modelled_us": modelled_us(b.analysis),
                 "candidates": len(b.analysis.candidates),
+                "shape_arithmetic_only": b.analysis.shape_only,
                 "pairs": [pair_json(b.analysis, p) for p in b.analysis.pairs],
                 "rejected": _rejected_json(b.analysis),
             }

@@ -21,7 +21,7 @@ KIND_BRANCHES, KIND_MICROBATCH, KIND_PREFILL_DECODE = "branches", "microbatch", 
 
 
 def candidates(g: graph.ModelGraph, kinds: list[str]) -> list[Candidate]:
-    return discover(g, kinds, profile_graph(g), HEXAGON_V73)
+    return discover(g, kinds, profile_graph(g), HEXAGON_V73).candidates
 
 
 def kinds_found(path: Path) -> dict[str, int]:
@@ -336,3 +336,57 @@ def test_a_chain_after_an_ops_quantize_starts_at_its_integer_tensor(tmp_path: Pa
     r = pipeline.rewrite(path, tmp_path / "fused.onnx", ["microbatch"], min_gain=-1.0)  # kept whatever it saves
     assert r.output is not None and r.comparison is not None and r.comparison.worst_relative_error == 0.0
     assert [p.kind for p in r.analysis.pairs] == [KIND_MICROBATCH]
+
+
+def _shape_chains_beside_two_branches(path: Path) -> Path:
+    """x [batch, 256] -> a MatMul branch and a Sigmoid -> Tanh branch, added and reshaped to a shape
+    torch-style: Shape -> Gather -> Unsqueeze of the Tanh branch's output (a chain inside that
+    branch, read by the Concat outside it) and of x (a branch of its own), then Concat."""
+    h = helper
+    w = numpy_helper.from_array(np.full((256, 256), 0.01, np.float32), "w")
+    zero, axis0, one = (
+        numpy_helper.from_array(np.array(v, np.int64), n) for v, n in ((0, "zero"), ([0], "axis0"), ([1], "one"))
+    )
+    nodes = [
+        h.make_node("MatMul", ["x", "w"], ["mm"], name="mm"),
+        h.make_node("Relu", ["mm"], ["a"], name="relu"),
+        h.make_node("Sigmoid", ["x"], ["s"], name="sigmoid"),
+        h.make_node("Tanh", ["s"], ["b"], name="tanh"),
+        h.make_node("Shape", ["b"], ["b_shape"], name="shape_b"),
+        h.make_node("Gather", ["b_shape", "zero"], ["b_rows"], name="rows_b", axis=0),
+        h.make_node("Unsqueeze", ["b_rows", "axis0"], ["b_rows1"], name="unsqueeze_b"),
+        h.make_node("Shape", ["x"], ["x_shape"], name="shape_x"),
+        h.make_node("Gather", ["x_shape", "one"], ["x_cols"], name="cols_x", axis=0),
+        h.make_node("Mul", ["x_cols", "one"], ["x_cols1"], name="mul_x"),
+        h.make_node("Concat", ["b_rows1", "x_cols1"], ["to"], name="concat", axis=0),
+        h.make_node("Add", ["a", "b"], ["sum"], name="add"),
+        h.make_node("Reshape", ["sum", "to"], ["y"], name="reshape"),
+    ]
+    g = h.make_graph(
+        nodes,
+        "g",
+        [h.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 256])],
+        [h.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 256])],
+        [w, zero, axis0, one],
+    )
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 18)]), path)
+    return path
+
+
+def test_shape_arithmetic_is_in_no_candidate_and_counted_once(tmp_path: Path) -> None:
+    """The shape chains run where they are: the two real branches pair without the chain in the
+    Tanh branch (whose Unsqueeze a task cannot make for the Concat: lowering refused the pair), and
+    the three candidates pairing the chain of x are counted, not refused one by one."""
+    from hexfuse_onnx import report
+
+    a = pipeline.analyse(_shape_chains_beside_two_branches(tmp_path / "shapes.onnx"), probe_binding=False)
+    shape_nodes = {"shape_b", "rows_b", "unsqueeze_b", "shape_x", "cols_x", "mul_x", "concat"}
+    assert all(not names(a.graph, list(c.nodes)) & shape_nodes for c in a.candidates)
+    (pair,) = a.pairs
+    assert {frozenset(names(a.graph, pair.candidate.task_a)), frozenset(names(a.graph, pair.candidate.task_b))} == {
+        frozenset({"mm", "relu"}),
+        frozenset({"sigmoid", "tanh"}),
+    }
+    assert pair.lowered is not None
+    assert a.shape_only == 3 and not a.rejected
+    assert "(3 more of shape arithmetic only: not paired)" in report.summary(a)

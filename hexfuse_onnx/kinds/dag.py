@@ -1,4 +1,4 @@
-"""DAG facts the discoveries share: constant nodes, dominators, and the pair check.
+"""DAG facts the discoveries share: constant nodes, shape arithmetic, dominators, and the pair check.
 
 Node ids are topological positions, so "a before b" is `a < b`. Dominators use a virtual
 SOURCE (-1) before every node without producers and a virtual SINK (n) after every node
@@ -9,6 +9,8 @@ Kennedy's intersect walk, which is linear in practice on a DAG in topological or
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+import onnx
 
 from ..graph import ModelGraph
 
@@ -21,6 +23,8 @@ NONDETERMINISTIC = {
     "Multinomial",
     "Bernoulli",
 }
+SHAPE_SOURCES = {"Shape", "Size"}
+SHAPE_DTYPES = {onnx.TensorProto.INT64, onnx.TensorProto.INT32, onnx.TensorProto.BOOL}
 
 
 @dataclass
@@ -29,6 +33,7 @@ class DagFacts:
 
     g: ModelGraph
     const: list[bool]  # node computes only from initializers/constants
+    shape_only: list[bool]  # node computes only shapes (`shape_arithmetic`)
     preds: list[list[int]]  # non-constant producer nodes
     succs: list[list[int]]
     idom: list[int]  # immediate dominator (SOURCE for roots)
@@ -46,7 +51,7 @@ def dag_facts(g: ModelGraph) -> DagFacts:
     for i, node in enumerate(g.nodes):
         if node.op_type in NONDETERMINISTIC:
             continue
-        const[i] = all(t in g.initializers or (t in g.producer and const[g.producer[t]]) for t in g.node_inputs[i])
+        const[i] = all(_constant(g, const, t) for t in g.node_inputs[i])
     preds = [[p for p in g.pred_ids[i] if not const[p]] if not const[i] else [] for i in range(n)]
     succs: list[list[int]] = [[] for _ in range(n)]
     for i in range(n):
@@ -81,7 +86,60 @@ def dag_facts(g: ModelGraph) -> DagFacts:
         source_ipdom = roots[0]
         for r in roots[1:]:
             source_ipdom = _intersect_down(ipdom, source_ipdom, r, sink)
-    return DagFacts(g, const, preds, succs, idom, ipdom, source_ipdom)
+    return DagFacts(g, const, shape_arithmetic(g, const), preds, succs, idom, ipdom, source_ipdom)
+
+
+def shape_arithmetic(g: ModelGraph, const: list[bool]) -> list[bool]:
+    """Which computed nodes only compute shapes: a Shape or Size, and a node making integer or boolean
+    scalars or 1-D tensors from those and constants alone (torch's Shape -> Gather -> Unsqueeze ->
+    Concat -> Reshape, its Size -> Sub -> Greater -> If). They run where they are, on stock ORT, at no
+    cost in the model; in a task they are folded when lowering, and a task cannot make them for
+    others (`shape_free`)."""
+    out = [False] * len(g.nodes)
+    for i, node in enumerate(g.nodes):
+        if const[i]:
+            continue
+        if node.op_type in SHAPE_SOURCES and node.domain in ("", "ai.onnx"):
+            out[i] = True
+            continue
+        infos = [g.info(t) for t in node.output if t]
+        small = all(t.elem_type in SHAPE_DTYPES and t.shape is not None and len(t.shape) <= 1 for t in infos)
+        out[i] = bool(infos) and small and all(_from_shapes(g, const, out, t) for t in g.node_inputs[i] if t)
+    return out
+
+
+def _from_shapes(g: ModelGraph, const: list[bool], shape_only: list[bool], t: str) -> bool:
+    return _constant(g, const, t) or (t in g.producer and shape_only[g.producer[t]])
+
+
+def _constant(g: ModelGraph, const: list[bool], t: str) -> bool:
+    return t in g.initializers or (t in g.producer and const[g.producer[t]])
+
+
+def shape_free(facts: DagFacts, ids: list[int]) -> list[int]:
+    """The task without the shape arithmetic it cannot fold itself: a node making a shape another
+    task or the graph reads, or reading one made outside (the lowering writes no integer tensor from
+    a shape and folds only what it computes inside). Such nodes stay outside, as in the original."""
+    g, task = facts.g, set(ids)
+    pending = [i for i in ids if facts.shape_only[i]]
+    while pending:
+        i = pending.pop()
+        if i not in task or _folds_inside(g, facts, task, i):
+            continue
+        task.discard(i)
+        pending += [j for j in g.pred_ids[i] + g.succ_ids[i] if j in task and facts.shape_only[j]]
+    return sorted(task)
+
+
+def _folds_inside(g: ModelGraph, facts: DagFacts, task: set[int], i: int) -> bool:
+    """Whether shape-arithmetic node i of the task is computed and read inside it only."""
+    node = g.nodes[i]
+    outputs = set(g.graph_outputs)
+    if any(t in outputs or any(c not in task for c in g.consumers.get(t, ())) for t in node.output if t):
+        return False
+    if node.op_type in SHAPE_SOURCES:
+        return True
+    return all(_constant(g, facts.const, t) or g.producer.get(t) in task for t in g.node_inputs[i] if t)
 
 
 def _intersect_up(idom: list[int], a: int, b: int) -> int:
