@@ -564,22 +564,22 @@ def test_a_pair_checked_alone_is_refused_on_its_own_outputs_or_left_to_the_whole
     assert f"pair output '{made}'" in why[wrong.id] and "is 2 quantization steps" in why[wrong.id]
 
 
-def test_plugin_verification_refuses_a_pair_whose_inner_outputs_drift(tmp_path: Path) -> None:
-    """ppocr_det u16u8's 94-group pair: every group alone is within one step of ORT, but a flip of one
-    group's f32 Conv (another summation order than MLAS's) carries on to 6 steps at the pair's output,
-    which is no graph output. With the plugin verified the pass refuses that pair by name. On two
-    seeded input sets (pipeline.QUANTIZED_SEEDS) the pairs it chooses instead fail too (with this
-    machine's OpenBLAS kernel): then nothing is written."""
+def test_plugin_verification_keeps_a_u16_pair_whose_sums_are_orts(tmp_path: Path) -> None:
+    """ppocr_det u16u8's 352-node branch pair (94 groups): its f32 Convs summed in another order than
+    MLAS's flipped a one-step tie that carried on to 6 steps at the pair's output, and the plugin's
+    check refused the pair. The host kernel sums a quantized Conv as MLAS does (branch u16exact), so
+    the pair is within a step of ORT on the seeded inputs and is written. (A pair that does drift is
+    refused by name: test_a_pair_checked_alone_is_refused_on_its_own_outputs_or_left_to_the_whole_model.)"""
     name = "ppocr_det_qdq_u16u8"
     if not quantized.base_available(name):
         pytest.skip(f"needs python -m models real fetch {quantized.get(name).base}")
     src = quantized.fetch(name)
     result = pipeline.rewrite(src, tmp_path / "fused.onnx", rtol=0.0, verify_plugin=True)
-    reasons = [r.reason for r in result.analysis.rejected if r.reason.startswith("fails verification")]
-    assert reasons and all("quantization steps from" in r for r in reasons), reasons
-    assert not any("MatMulNBits" in r for r in reasons), reasons  # stock ORT passed: not its MatMulNBits
-    assert (tmp_path / "fused.onnx").exists() == (result.output is not None)
-    assert result.output is None or result.analysis.pairs
+    failed = [r.reason for r in result.analysis.rejected if r.reason.startswith("fails verification")]
+    assert not failed, failed
+    assert result.output is not None and (tmp_path / "fused.onnx").exists()
+    sizes = sorted(len(p.a.nodes) + len(p.b.nodes) for p in result.analysis.pairs)
+    assert sizes and sizes[-1] > 300, sizes
 
 
 @pytest.mark.parametrize(
