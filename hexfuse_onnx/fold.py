@@ -13,6 +13,8 @@ outputs are whole numbers that float32 holds exactly, which every implementation
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import numpy as np
 import onnx
 from onnx import numpy_helper, shape_inference
@@ -34,14 +36,14 @@ _FLOATS = {onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE}
 
 
 def specialise(
-    model: onnx.ModelProto, shapes: dict[str, list[int]], inline_ifs: bool = False
+    model: onnx.ModelProto, shapes: dict[str, list[int]], inline_ifs: bool | Collection[str] = False
 ) -> tuple[onnx.ModelProto, dict[str, tuple[int, ...]]]:
     """A copy of the model with the given input dims fixed and what they decide folded; the shape
     of each tensor folded (one per folded node; an intermediate one is no longer in the copy).
     Inputs not in `shapes` keep their dims. `inline_ifs`: an If whose condition is known becomes
     its branch's nodes, for a copy that replaces the model at these dims (--freeze-shapes). Not
     otherwise: a condition known at the dims the pass analyses may not be at others (Silero VAD's
-    nested Ifs), and a branch whose nodes are mapped back onto the model's own has no such nodes."""
+    nested Ifs), and a branch whose nodes are mapped back onto the model's own has no such nodes. A collection: only the Ifs whose first output it names."""
     out = onnx.ModelProto()
     out.CopyFrom(model)
     graph = out.graph
@@ -58,7 +60,9 @@ def specialise(
     return out, folded
 
 
-def _fold_round(model: onnx.ModelProto, folded: dict[str, tuple[int, ...]], inline_ifs: bool) -> int:
+def _fold_round(
+    model: onnx.ModelProto, folded: dict[str, tuple[int, ...]], inline_ifs: bool | Collection[str]
+) -> int:
     """One pass over the nodes: fold what is known, inline each If whose condition is; adds the
     folded tensors' shapes to `folded`; how many nodes changed."""
     graph = model.graph
@@ -73,7 +77,8 @@ def _fold_round(model: onnx.ModelProto, folded: dict[str, tuple[int, ...]], inli
     range_bounds = {t for n in graph.node if n.op_type == "Range" for t in n.input}
     inlined = 0
     for node in graph.node:
-        branch = _taken_branch(node, known, initializers, graph) if inline_ifs else None
+        allowed = inline_ifs if isinstance(inline_ifs, bool) else bool(node.output) and node.output[0] in inline_ifs
+        branch = _taken_branch(node, known, initializers, graph) if allowed else None
         if branch is not None:
             kept.extend(branch[0])
             graph.initializer.extend(branch[1])

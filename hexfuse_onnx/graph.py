@@ -708,13 +708,14 @@ def _infer_through_constants(light: onnx.ModelProto, inferred: onnx.ModelProto) 
     computations of constants alone are folded (fold.specialise with no dims fixed). torch writes
     F.pad's pads as ConstantOfShape/Concat/Reshape/Slice/Transpose of Constants, which neither
     ONNX's nor ORT's inference evaluates: every shape after that Pad stayed unknown (open_nsfw:
-    742 of 845 nodes). An If whose condition is known there takes its branch's shapes (shapes at
-    this binding only: svtrv2_captcha's Tile on an If over Size arithmetic, and the 10 nodes after
-    it, had none without --freeze-shapes). The nodes are not changed: only their outputs' shapes
-    become known."""
+    742 of 845 nodes). An If whose condition is known at every binding takes its branch's shapes
+    (svtrv2_captcha's Tile on an If over Size arithmetic, and the 10 nodes after it, had none
+    without --freeze-shapes; Silero VAD's nested Ifs on its input's length are known at one binding
+    only, and a branch pair typed there was lowered for that one shape). The nodes are not changed:
+    only their outputs' shapes become known."""
     from .fold import specialise
 
-    folded, made = specialise(light, {}, inline_ifs=True)
+    folded, made = specialise(light, {}, inline_ifs=_ifs_known_at_every_binding(light))
     if not made:
         return inferred
     again = shape_inference.infer_shapes(folded, check_type=False, strict_mode=False, data_prop=True)
@@ -741,6 +742,28 @@ def _infer_through_constants(light: onnx.ModelProto, inferred: onnx.ModelProto) 
         if v.name in found and v.name not in known:
             v.type.CopyFrom(found[v.name].type)
     return out if _unknown_outputs(out) < _unknown_outputs(inferred) else inferred
+
+
+def _ifs_known_at_every_binding(light: onnx.ModelProto) -> set[str]:
+    """The Ifs (by first output) whose condition folds with every input dim free: those the fold
+    inlines in a copy whose inputs keep only their ranks."""
+    ifs = {n.output[0] for n in all_nodes(light.graph) if n.op_type == "If" and n.output}
+    if not ifs:
+        return set()
+    from .fold import specialise
+
+    free = onnx.ModelProto()
+    free.CopyFrom(light)
+    initializers = {t.name for t in free.graph.initializer}
+    for i, v in enumerate(v for v in free.graph.input if v.name not in initializers):
+        for j, d in enumerate(v.type.tensor_type.shape.dim):
+            d.Clear()
+            d.dim_param = f"hexfuse_free_{i}_{j}"
+    try:
+        folded, _ = specialise(free, {}, inline_ifs=True)
+    except Exception:  # an inference that needs the dims: no If is known at every binding
+        return set()
+    return ifs - {n.output[0] for n in folded.graph.node if n.op_type == "If" and n.output}
 
 
 def _static_infos(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:

@@ -552,3 +552,21 @@ def test_an_if_on_constant_size_arithmetic_leaves_no_node_unprofiled(tmp_path: P
     assert a.profile.unprofiled == {}
     tile = next(i for i, n in enumerate(g.nodes) if n.name == "tile")
     assert g.info(g.nodes[tile].output[0]).shape == (1, 64)
+
+
+def test_an_if_on_a_dim_value_is_not_inlined_for_shapes(tmp_path: Path) -> None:
+    """An If on the batch's value (Silero VAD's nested Ifs test its input's length) is known at one
+    binding only: its branch's shapes must not be taken there (a pair typed from them was lowered for
+    one shape and refused the next), while the If on Size arithmetic, the same at every batch, is."""
+    from hexfuse_onnx import graph as graph_module
+
+    model = onnx.load(tile_over_a_constant_if(tmp_path / "m.onnx"))
+    fixed = onnx.ModelProto()
+    fixed.CopyFrom(model)
+    for d in fixed.graph.input[0].type.tensor_type.shape.dim[:1]:
+        d.Clear()
+        d.dim_value = 1
+    assert graph_module._ifs_known_at_every_binding(fixed) == {"reps"}
+    on_value = next(n for n in fixed.graph.node if n.name == "sub")
+    on_value.input[1] = "b"  # 2 - batch: 1 at batch 1, -2 at batch 4
+    assert graph_module._ifs_known_at_every_binding(fixed) == set()
