@@ -43,7 +43,8 @@ def specialise(
     Inputs not in `shapes` keep their dims. `inline_ifs`: an If whose condition is known becomes
     its branch's nodes, for a copy that replaces the model at these dims (--freeze-shapes). Not
     otherwise: a condition known at the dims the pass analyses may not be at others (Silero VAD's
-    nested Ifs), and a branch whose nodes are mapped back onto the model's own has no such nodes. A collection: only the Ifs whose first output it names."""
+    nested Ifs), and a branch whose nodes are mapped back onto the model's own has no such nodes.
+    A collection: only the Ifs whose first output it names."""
     out = onnx.ModelProto()
     out.CopyFrom(model)
     graph = out.graph
@@ -60,9 +61,7 @@ def specialise(
     return out, folded
 
 
-def _fold_round(
-    model: onnx.ModelProto, folded: dict[str, tuple[int, ...]], inline_ifs: bool | Collection[str]
-) -> int:
+def _fold_round(model: onnx.ModelProto, folded: dict[str, tuple[int, ...]], inline_ifs: bool | Collection[str]) -> int:
     """One pass over the nodes: fold what is known, inline each If whose condition is; adds the
     folded tensors' shapes to `folded`; how many nodes changed."""
     graph = model.graph
