@@ -377,7 +377,7 @@ def test_a_conv1d_pair_under_qemu_equals_the_host_kernel(name: str, conv: str, t
     proc = run_cli("emulate", fused, "--arch", "v73", "--seed", "3", "--json", report, "-q")
     assert proc.returncode == 0, proc.stderr
     pairs = json.loads(report.read_text())["pairs"]
-    assert pairs and all(conv in p["op_names"] for p in pairs)
+    assert any(conv in p["op_names"] for p in pairs), [p["op_names"] for p in pairs]  # other pairs may join it
     assert all(p["bit_exact"] for p in pairs), [o for p in pairs for o in p["outputs"] if not o["bit_exact"]]
 
 
