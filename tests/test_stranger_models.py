@@ -36,5 +36,5 @@ def test_a_reselection_lowers_only_the_pairs_it_has_not_lowered(tmp_path, monkey
     result = pipeline.rewrite(path, tmp_path / "out.onnx", shapes=real.get("captcha_crnn").shapes)
     assert result.output is not None
     not_lowered = [r for r in result.analysis.rejected if r.reason.startswith("does not lower")]
-    assert len(not_lowered) >= 20  # the case has many rounds
+    assert len(not_lowered) >= 10  # many rounds still (15 since shape arithmetic is in no candidate; 24 before)
     assert max(lowered.values()) <= 2  # once when first chosen, once in the final order
