@@ -76,6 +76,16 @@ CASES = {
     "gemm_one_column": lambda: gemm(7, 150, 1),
     "gemm_one_column_trans_a": lambda: gemm(6, 150, 1, trans_a=1),
     "matmul_folded_one_column": lambda: matmul([2, 3, 50], [50, 1]),
+    # a kernel as wide as the input, one input channel per group, unpadded: MLAS's GEMM on the input as is,
+    # B transposed (rows 1 float apart); one filter per group is its 1-row kernel's 8 lane sums. FSMN's
+    # 20-tap conv along a column, 37 outputs (blocks of 4, then 1), and 2-D with rows 3 floats apart
+    "depthwise_column_direct": lambda: conv(16, 16, (56, 1), (20, 1), group=16),
+    "conv_full_width_direct": lambda: conv(2, 2, (12, 3), (4, 3), group=2),
+    # more filters: MLAS's blocked sgemm; at one pixel too, B's rows 3 floats apart not being a column
+    "conv_full_width_filters": lambda: conv(2, 8, (9, 3), (3, 3), group=2),
+    "conv_full_width_one_pixel": lambda: conv(1, 7, (5, 3), (5, 3)),
+    # a channel too long for the depthwise kernel's work space takes im2col's path: the same sums
+    "depthwise_column_direct_long": lambda: conv(1, 1, (530_003, 1), (9, 1)),
 }
 
 
