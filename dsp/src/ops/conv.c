@@ -35,6 +35,9 @@ hfx_status hfx_validate_conv2d(hfx_vctx *v, hfx_op *op) {
             return hfx_vfail(v, HFX_ERR_PARAM, HFX_PARAM_OFF(v, i), "op %u: conv param %d = %d out of range", v->index,
                              i, (int)pr[i]);
     }
+    if (pr[HFX_P_CONV_TRANSPOSED] != 0 && pr[HFX_P_CONV_TRANSPOSED] != 1)
+        return hfx_vfail(v, HFX_ERR_PARAM, HFX_PARAM_OFF(v, HFX_P_CONV_TRANSPOSED), "op %u: conv TRANSPOSED = %d",
+                         v->index, (int)pr[HFX_P_CONV_TRANSPOSED]);
     if (x->rank != 4 || w->rank != 4)
         return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, x->rank != 4 ? 0 : 1), "op %u: Conv2D needs rank-4 X and W",
                          v->index);
@@ -344,9 +347,9 @@ static void conv_direct_row(const float *X, uint64_t w, const float *f, uint64_t
 }
 
 /* Y[mg x np] (+)= W[mg x kk] col[kk x np] in the op's sum order; MLAS (ORT's Conv: im2col + its sgemm over
- * the image's `pix` output pixels, its B's rows mlas_ldb apart) adds the bias after the sums, the others
- * start from it (gb). */
-static void conv_sum(uint8_t order, uint64_t mlas_ldb, uint64_t mg, uint64_t np, uint64_t kk, uint64_t pix,
+ * the image's `pix` output pixels, its B's rows mlas_ldb apart; a ConvTranspose's W^T X: A transposed, `ta`)
+ * adds the bias after the sums, the others start from it (gb). */
+static void conv_sum(uint8_t order, uint64_t mlas_ldb, bool ta, uint64_t mg, uint64_t np, uint64_t kk, uint64_t pix,
                      const float *W, const float *col, uint64_t ldb, const float *bias, float gb, float *Y) {
     if (order == HFX_SUM_HEXAGON) {
         hfx_sgemm_ordered(mg, np, kk, 1.0f, (hfx_strided){W, kk, 1}, (hfx_strided){col, ldb, 1}, gb != 0.0f, Y, pix);
@@ -357,14 +360,16 @@ static void conv_sum(uint8_t order, uint64_t mlas_ldb, uint64_t mg, uint64_t np,
                           (blasint)kk, col, (blasint)ldb, gb, Y, (blasint)pix);
         return;
     }
-    if (mg == 1) /* one filter per group: MLAS's 1-row kernel */
+    bool column = pix == 1 && mlas_ldb == 1; /* one output pixel, B a column: MLAS swaps A and B */
+    if (mg == 1 && !ta)                      /* one filter per group: MLAS's 1-row kernel */
         hfx_sgemv_mlas(W, col, ldb, kk, np, false, Y);
-    else if (pix == 1 &&
-             mlas_ldb == 1) /* one output pixel, B a column: its 1-row kernel, B transposed, over the filters */
+    else if (column && ta) /* A transposed: its 1-row kernel, per filter */
+        for (uint64_t r = 0; r < mg; r++) hfx_sgemv_mlas(col, W + r * kk, 1, kk, 1, false, Y + r * pix);
+    else if (column) /* its 1-row kernel, B transposed, over the filters */
         hfx_dot_rows_mlas(col, W, kk, kk, 0, mg, mg, false, Y, pix);
     else
         hfx_sgemm_mlas(mg, np, kk, 1.0f, (hfx_strided){W, kk, 1}, (hfx_strided){col, ldb, 1}, false, Y, pix,
-                       hfx_mlas_stride_k(pix, kk, false));
+                       hfx_mlas_stride_k(pix, kk, ta));
     if (bias)
         for (uint64_t r = 0; r < mg; r++)
             for (uint64_t q = 0; q < np; q++) Y[r * pix + q] += bias[r];
@@ -472,5 +477,6 @@ void hfx_run_conv2d(const hfx_kernel_args *a, uint32_t item) {
         col = ws;
         ldb = np;
     }
-    conv_sum(op->sum_order, direct ? w : pix, mg, np, kk, pix, W, col, ldb, bias, gb, Y);
+    conv_sum(op->sum_order, direct ? w : pix, pr[HFX_P_CONV_TRANSPOSED] != 0, mg, np, kk, pix, W, col, ldb, bias, gb,
+             Y);
 }
