@@ -20,16 +20,25 @@ from hexfuse_onnx.runtime import HostKernel
 RNG = np.random.default_rng(12)
 
 
-def quantized_op(op: onnx.NodeProto, inputs: dict[str, list[int]], out: list[int]) -> onnx.ModelProto:
+def quantized_op(
+    op: onnx.NodeProto,
+    inputs: dict[str, list[int]],
+    out: list[int],
+    consts: dict[str, np.ndarray] | None = None,
+    before: list[onnx.NodeProto] | None = None,
+) -> onnx.ModelProto:
     """A pair whose task A is a Relu and task B `op` (output "y") and a u16 QuantizeLinear of y; y is a
-    graph output too."""
+    graph output too. `consts`: initializers; `before`: nodes before op (a DequantizeLinear of them)."""
     q = helper.make_node("QuantizeLinear", ["y", "s", "zp"], ["yq"], name="q")
-    inits = [init("s", np.float32(1e-3)), init("zp", np.uint16(32768))]
-    extra = [vi("s", []), vi("zp", [], TensorProto.UINT16)]
+    consts = consts or {}
+    inits = [init("s", np.float32(1e-3)), init("zp", np.uint16(32768))] + [init(n, v) for n, v in consts.items()]
+    extra = [vi("s", []), vi("zp", [], TensorProto.UINT16)] + [vi(n, list(v.shape)) for n, v in consts.items()]
     b_inputs = [vi(n, s) for n, s in inputs.items()] + extra
     b_outputs = [vi("y", out), vi("yq", out, TensorProto.UINT16)]
     a = [helper.make_node("Relu", ["x"], ["ya"], name="relu")]
-    return pair_model(a, [op, q], [vi("x", [2, 4])], b_inputs, [vi("ya", [2, 4])], b_outputs, inits, 21)
+    return pair_model(
+        a, [*(before or []), op, q], [vi("x", [2, 4])], b_inputs, [vi("ya", [2, 4])], b_outputs, inits, 21
+    )
 
 
 def conv(cin: int, cout: int, hw: tuple[int, int], k: tuple[int, int], **attrs: object) -> onnx.ModelProto:
@@ -47,6 +56,18 @@ def gemm(m: int, k: int, n: int, trans_a: int = 0, trans_b: int = 0) -> onnx.Mod
     node = helper.make_node("Gemm", ["a", "bm", "c"], ["y"], name="gemm", transA=trans_a, transB=trans_b)
     shapes = {"a": [k, m] if trans_a else [m, k], "bm": [n, k] if trans_b else [k, n], "c": [n]}
     return quantized_op(node, shapes, [m, n])
+
+
+def conv_transpose(ci: int, co: int, hw: tuple[int, int], k: int, bias: bool, dq: bool = True) -> onnx.ModelProto:
+    """Kernel = strides (the lowering's 1x1 Conv, then depth to space); the weights a DequantizeLinear of
+    a u8 initializer (a QDQ model's), or (dq False) a float initializer, which ORT pre-packs transposed."""
+    wq = RNG.integers(0, 256, [ci, co, k, k]).astype(np.uint8)
+    consts = {"wq": wq, "ws": np.float32(0.01), "wz": np.uint8(128)} if dq else {"w": wq.astype(np.float32) / 64}
+    if bias:
+        consts["b"] = RNG.standard_normal([co]).astype(np.float32)
+    dequantize = [helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["w"], name="dqw")] if dq else []
+    node = helper.make_node("ConvTranspose", ["z", "w", *(["b"] if bias else [])], ["y"], name="convt", strides=[k, k])
+    return quantized_op(node, {"z": [1, ci, *hw]}, [1, co, hw[0] * k, hw[1] * k], consts, dequantize)
 
 
 def matmul(a: list[int], b: list[int]) -> onnx.ModelProto:
@@ -76,6 +97,24 @@ CASES = {
     "gemm_one_column": lambda: gemm(7, 150, 1),
     "gemm_one_column_trans_a": lambda: gemm(6, 150, 1, trans_a=1),
     "matmul_folded_one_column": lambda: matmul([2, 3, 50], [50, 1]),
+    # a kernel as wide as the input, one input channel per group, unpadded: MLAS's GEMM on the input as is,
+    # B transposed (rows 1 float apart); one filter per group is its 1-row kernel's 8 lane sums. FSMN's
+    # 20-tap conv along a column, 37 outputs (blocks of 4, then 1), and 2-D with rows 3 floats apart
+    "depthwise_column_direct": lambda: conv(16, 16, (56, 1), (20, 1), group=16),
+    "conv_full_width_direct": lambda: conv(2, 2, (12, 3), (4, 3), group=2),
+    # more filters: MLAS's blocked sgemm; at one pixel too, B's rows 3 floats apart not being a column
+    "conv_full_width_filters": lambda: conv(2, 8, (9, 3), (3, 3), group=2),
+    "conv_full_width_one_pixel": lambda: conv(1, 7, (5, 3), (5, 3)),
+    # a channel too long for the depthwise kernel's work space takes im2col's path: the same sums
+    "depthwise_column_direct_long": lambda: conv(1, 1, (530_003, 1), (9, 1)),
+    # ConvTranspose: ORT's MLAS runs W^T X, A transposed. One input pixel (centerface's deepest one): its
+    # 1-row kernel on X per output channel, not the 1-row kernel with B transposed; K = 300 input channels
+    # over 15 pixels: K blocks as A transposed has them; the bias after the sums
+    "conv_transpose_one_pixel": lambda: conv_transpose(24, 24, (1, 1), 2, bias=False),
+    "conv_transpose_one_pixel_bias": lambda: conv_transpose(23, 5, (1, 1), 2, bias=True),
+    "conv_transpose_k_blocks": lambda: conv_transpose(300, 8, (3, 5), 2, bias=True),
+    # float weights: ORT pre-packs W^T, MLAS's A is not transposed
+    "conv_transpose_one_pixel_float_weights": lambda: conv_transpose(24, 24, (1, 1), 2, bias=False, dq=False),
 }
 
 

@@ -154,6 +154,7 @@ class ConvParam(IntEnum):
     DILATION_H = 6
     DILATION_W = 7
     GROUP = 8
+    TRANSPOSED = 9  # CONV2D: 1, a ConvTranspose's W^T X whose W ORT does not pre-pack (MLAS: A transposed)
 
 
 class PoolParam(IntEnum):

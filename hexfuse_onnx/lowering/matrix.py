@@ -112,6 +112,8 @@ def conv_transpose(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
             n.op_type, n.name, "only group 1, a kernel equal to its strides, no pads, dilation or output padding"
         )
     inputs = [source, cx.constant(weight.transpose(1, 2, 3, 0).reshape(co * kh * kw, ci, 1, 1), t)]
+    # ORT pre-packs a constant W as W^T; W computed (a DequantizeLinear's) it multiplies as W^T X, A transposed
+    transposed = int(cx.known_value(n.input[1]) is None)
     bias = dequantized_bias(cx, n)
     if bias is None and len(n.input) > 2 and n.input[2]:
         bias = cx.constant_value(n.input[2])
@@ -124,7 +126,7 @@ def conv_transpose(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         t,
         Opcode.CONV2D,
         inputs,
-        conv_params(n, [1, 1], [1, 1], [0] * 4),
+        conv_params(n, [1, 1], [1, 1], [0] * 4) | {ConvParam.TRANSPOSED: transposed},
         out=cx.scratch([x[0], co * kh * kw, x[2], x[3]], t),
     )
     split = cx.emit(

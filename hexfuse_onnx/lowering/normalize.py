@@ -78,8 +78,9 @@ def reduce(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
 
 @lowers("BatchNormalization")
 def batch_norm(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
-    """Inference mode as x * scale + shift, scale = gamma / sqrt(var + eps) and shift = beta -
-    mean * scale computed here, per channel (axis 1) and broadcast as [C, 1, ...]."""
+    """Inference mode as x * scale + shift, per channel (axis 1) and broadcast as [C, 1, ...], the
+    constants computed here in float32 as ONNX Runtime's kernel does (scale = 1 / sqrt(var + eps) *
+    gamma, shift = beta - mean * scale, each step rounded): its result, bit for bit."""
     if int(attr(n, "training_mode", 0)):
         raise LoweringError(n.op_type, n.name, "training_mode=1 is not supported (inference only)")
     if not int(attr(n, "spatial", 1)):
@@ -87,10 +88,10 @@ def batch_norm(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     x = cx.shape(n.input[0], n)
     if len(x) < 2:
         raise LoweringError(n.op_type, n.name, f"input rank {len(x)}; BatchNormalization needs (N, C, ...)")
-    gamma, beta, mean, var = (cx.const_floats(name, n).astype(np.float64) for name in n.input[1:5])
+    gamma, beta, mean, var = (cx.const_floats(name, n) for name in n.input[1:5])
     if not all(len(v) == x[1] for v in (gamma, beta, mean, var)):
         raise LoweringError(n.op_type, n.name, f"scale, bias, mean and var must have C = {x[1]} values")
-    scale = gamma / np.sqrt(var + float(attr(n, "epsilon", 1e-5)))
+    scale = np.float32(1) / np.sqrt(var + np.float32(attr(n, "epsilon", 1e-5))) * gamma
     shift = beta - mean * scale
     per_channel = [x[1]] + [1] * (len(x) - 2)
     scaled = cx.emit(

@@ -284,6 +284,9 @@ enum hfx_resize_nearest_mode {
 #define HFX_P_CONV_DILATION_H 6 /* >= 1 */
 #define HFX_P_CONV_DILATION_W 7
 #define HFX_P_CONV_GROUP 8 /* >= 1 */
+/* CONV2D only, 0 or 1: a ConvTranspose's W^T X whose W is not a constant ORT pre-packs (a DequantizeLinear's
+ * output): ORT's MLAS sums it with A transposed */
+#define HFX_P_CONV_TRANSPOSED 9
 
 /* SOFTMAX, LAYERNORM, RMSNORM, CONCAT: axis in [-rank, rank) */
 #define HFX_P_AXIS 0

@@ -35,6 +35,9 @@ hfx_status hfx_validate_conv2d(hfx_vctx *v, hfx_op *op) {
             return hfx_vfail(v, HFX_ERR_PARAM, HFX_PARAM_OFF(v, i), "op %u: conv param %d = %d out of range", v->index,
                              i, (int)pr[i]);
     }
+    if (pr[HFX_P_CONV_TRANSPOSED] != 0 && pr[HFX_P_CONV_TRANSPOSED] != 1)
+        return hfx_vfail(v, HFX_ERR_PARAM, HFX_PARAM_OFF(v, HFX_P_CONV_TRANSPOSED), "op %u: conv TRANSPOSED = %d",
+                         v->index, (int)pr[HFX_P_CONV_TRANSPOSED]);
     if (x->rank != 4 || w->rank != 4)
         return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, x->rank != 4 ? 0 : 1), "op %u: Conv2D needs rank-4 X and W",
                          v->index);
@@ -322,10 +325,32 @@ static void conv_depthwise(const float *restrict X, const float *restrict W, con
     }
 }
 
+/* Whether MLAS runs the conv on its input as is, B transposed (MlasConvPrepare's GemmDirect with
+ * CblasTrans, ldb = W): one input channel per group, unit strides and dilations, no padding, a kernel
+ * as wide as the input and not 1x1 (a 1-D conv along a column: FSMN's). Output pixel j's taps are then
+ * B's row j, the kk floats at X + j W; one filter per group runs MLAS's 1-row kernel over them
+ * (hfx_dot_rows_mlas), another order than its im2col + 1-row kernel; more filters, the same sgemm. */
+static bool mlas_direct_trans(const hfx_tensor *x, const hfx_tensor *w, const int32_t *pr) {
+    for (int i = HFX_P_CONV_PAD_TOP; i <= HFX_P_CONV_PAD_RIGHT; i++)
+        if (pr[i] != 0) return false;
+    return w->dims[1] == 1 && w->dims[3] == x->dims[3] && w->dims[2] * w->dims[3] > 1 && pr[HFX_P_CONV_STRIDE_H] == 1 &&
+           pr[HFX_P_CONV_STRIDE_W] == 1 && pr[HFX_P_CONV_DILATION_H] == 1 && pr[HFX_P_CONV_DILATION_W] == 1;
+}
+
+/* Output pixels [p0, p1) of pix of one filter as mlas_direct_trans's GEMM: X the filter's input channel
+ * (rows w floats long), Y at pixel p0, the bias added after the sums. */
+static void conv_direct_row(const float *X, uint64_t w, const float *f, uint64_t kk, uint64_t p0, uint64_t p1,
+                            uint64_t pix, const float *bias, float *Y) {
+    hfx_dot_rows_mlas(f, X, w, kk, p0, p1, pix, false, Y, 1);
+    if (bias)
+        for (uint64_t q = 0; q < p1 - p0; q++) Y[q] += *bias;
+}
+
 /* Y[mg x np] (+)= W[mg x kk] col[kk x np] in the op's sum order; MLAS (ORT's Conv: im2col + its sgemm over
- * the image's `pix` output pixels) adds the bias after the sums, the others start from it (gb). */
-static void conv_sum(uint8_t order, uint64_t mg, uint64_t np, uint64_t kk, uint64_t pix, const float *W,
-                     const float *col, uint64_t ldb, const float *bias, float gb, float *Y) {
+ * the image's `pix` output pixels, its B's rows mlas_ldb apart; a ConvTranspose's W^T X: A transposed, `ta`)
+ * adds the bias after the sums, the others start from it (gb). */
+static void conv_sum(uint8_t order, uint64_t mlas_ldb, bool ta, uint64_t mg, uint64_t np, uint64_t kk, uint64_t pix,
+                     const float *W, const float *col, uint64_t ldb, const float *bias, float gb, float *Y) {
     if (order == HFX_SUM_HEXAGON) {
         hfx_sgemm_ordered(mg, np, kk, 1.0f, (hfx_strided){W, kk, 1}, (hfx_strided){col, ldb, 1}, gb != 0.0f, Y, pix);
         return;
@@ -335,13 +360,16 @@ static void conv_sum(uint8_t order, uint64_t mg, uint64_t np, uint64_t kk, uint6
                           (blasint)kk, col, (blasint)ldb, gb, Y, (blasint)pix);
         return;
     }
-    if (mg == 1) /* one filter per group: MLAS's 1-row kernel */
+    bool column = pix == 1 && mlas_ldb == 1; /* one output pixel, B a column: MLAS swaps A and B */
+    if (mg == 1 && !ta)                      /* one filter per group: MLAS's 1-row kernel */
         hfx_sgemv_mlas(W, col, ldb, kk, np, false, Y);
-    else if (pix == 1) /* one output pixel: its 1-row kernel, B transposed, over the filters */
+    else if (column && ta) /* A transposed: its 1-row kernel, per filter */
+        for (uint64_t r = 0; r < mg; r++) hfx_sgemv_mlas(col, W + r * kk, 1, kk, 1, false, Y + r * pix);
+    else if (column) /* its 1-row kernel, B transposed, over the filters */
         hfx_dot_rows_mlas(col, W, kk, kk, 0, mg, mg, false, Y, pix);
     else
         hfx_sgemm_mlas(mg, np, kk, 1.0f, (hfx_strided){W, kk, 1}, (hfx_strided){col, ldb, 1}, false, Y, pix,
-                       hfx_mlas_stride_k(pix, kk, false));
+                       hfx_mlas_stride_k(pix, kk, ta));
     if (bias)
         for (uint64_t r = 0; r < mg; r++)
             for (uint64_t q = 0; q < np; q++) Y[r * pix + q] += bias[r];
@@ -363,6 +391,14 @@ void hfx_run_conv2d(const hfx_kernel_args *a, uint32_t item) {
         uint64_t c1 = c0 + plan.channels_per_item < groups ? c0 + plan.channels_per_item : groups;
         dw_dims d = dw_dims_of(xt, wt, yt, pr);
         const float *bias = op->n_in == 3 ? (const float *)a->in[2] : NULL;
+        if (op->sum_order == HFX_SUM_ORT && mlas_direct_trans(xt, wt, pr)) {
+            uint64_t hw = xt->dims[2] * xt->dims[3];
+            const float *X = (const float *)a->in[0] + n * groups * hw, *W = (const float *)a->in[1];
+            for (uint64_t c = c0; c < c1; c++)
+                conv_direct_row(X + c * hw, xt->dims[3], W + c * kk, kk, 0, pix, pix, bias ? bias + c : NULL,
+                                (float *)a->out[0] + (n * groups + c) * pix);
+            return;
+        }
         conv_depthwise((const float *)a->in[0] + n * groups * d.in_hw[0] * d.in_hw[1], (const float *)a->in[1], bias,
                        (float *)a->out[0] + n * groups * pix, a->ws, c0, c1, d.in_hw, d.k_hw, d.out_hw, d.pr,
                        op->sum_order == HFX_SUM_ORT);
@@ -379,6 +415,11 @@ void hfx_run_conv2d(const hfx_kernel_args *a, uint32_t item) {
     float *Y = (float *)a->out[0] + (n * m + g * mg) * pix + p0;
 
     const float *bias = op->n_in == 3 ? (const float *)a->in[2] + g * mg : NULL;
+    bool direct = op->sum_order == HFX_SUM_ORT && mlas_direct_trans(xt, wt, pr);
+    if (direct && mg == 1) {
+        conv_direct_row(X, w, W, kk, p0, p1, pix, bias, Y);
+        return;
+    }
     float gb = 0.0f;
     if (bias && op->sum_order != HFX_SUM_ORT) { /* MLAS adds the bias to the sums (conv_sum) */
         for (uint64_t r = 0; r < mg; r++)
@@ -436,5 +477,6 @@ void hfx_run_conv2d(const hfx_kernel_args *a, uint32_t item) {
         col = ws;
         ldb = np;
     }
-    conv_sum(op->sum_order, mg, np, kk, pix, W, col, ldb, bias, gb, Y);
+    conv_sum(op->sum_order, direct ? w : pix, pr[HFX_P_CONV_TRANSPOSED] != 0, mg, np, kk, pix, W, col, ldb, bias, gb,
+             Y);
 }
