@@ -3,6 +3,7 @@
  * elements. */
 #include <math.h>
 
+#include "exp_mlas.h"
 #include "kernels.h"
 #include "vmath.h"
 
@@ -87,7 +88,10 @@ void hfx_run_unary(const hfx_kernel_args *a, uint32_t item) {
         }
         break;
     case HFX_OP_EXP:
-        for (uint64_t i = b; i < e; i++) o[i] = hfx_exp(x[i]);
+        if (op->sum_order == HFX_SUM_ORT) /* ORT's bits where a QUANTIZE_LINEAR reads them (exp_mlas.h) */
+            for (uint64_t i = b; i < e; i++) o[i] = hfx_exp_mlas(x[i]);
+        else
+            for (uint64_t i = b; i < e; i++) o[i] = hfx_exp(x[i]);
         break;
     case HFX_OP_CLIP: {
         float lo = hfx_f32_from_bits(op->params[HFX_P_CLIP_MIN]);

@@ -1,0 +1,85 @@
+"""An Exp or a Softmax whose result a QuantizeLinear reads (a 16-bit QDQ group's op) computes on the
+host kernel as ONNX Runtime's MLAS does on x86-64 with AVX512F (dsp/src/ops/exp_mlas.h): its f32
+result equals ORT's bit for bit, at line lengths that cross the kernel's 16 lanes and blocks of 48, on
+other axes than the last, and with values far below the line's maximum (exps that underflow to
+denormals and 0) or large enough to overflow. ORT runs the model as the verification does (1
+intra-op thread)."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import helper
+from test_lower import needs_host, program_inputs
+from test_mlas_order import quantized_op
+
+from hexfuse_onnx.lowering import lower_pair
+from hexfuse_onnx.runtime import HostKernel
+
+RNG = np.random.default_rng(16)
+
+needs_avx512f = pytest.mark.skipif(
+    "avx512f" not in open("/proc/cpuinfo").read(), reason="MLAS's AVX512F kernels (this CPU runs the FMA3 ones)"
+)
+
+
+def softmax(shape: list[int], axis: int) -> onnx.ModelProto:
+    node = helper.make_node("Softmax", ["z"], ["y"], name="softmax", axis=axis)
+    return quantized_op(node, {"z": shape}, shape)
+
+
+def exp(shape: list[int]) -> onnx.ModelProto:
+    return quantized_op(helper.make_node("Exp", ["z"], ["y"], name="exp"), {"z": shape}, shape)
+
+
+CASES = {
+    "softmax_d1": lambda: softmax([5, 1], -1),
+    "softmax_d15": lambda: softmax([7, 15], -1),
+    "softmax_d17": lambda: softmax([6, 17], -1),
+    "softmax_d49": lambda: softmax([4, 49], -1),
+    "softmax_d100": lambda: softmax([3, 5, 100], -1),
+    "softmax_d1001": lambda: softmax([2, 1001], -1),
+    "softmax_axis1": lambda: softmax([2, 37, 6], 1),
+    "exp_odd": lambda: exp([3, 7, 41]),
+}
+
+
+def values(shape: list[int], spread: float) -> np.ndarray:
+    """Normal values times `spread`, a few of them far out (a mask's -1e4, -90 .. -110: denormal exps)"""
+    x = (RNG.standard_normal(shape) * spread).astype(np.float32)
+    flat = x.reshape(-1)
+    picks = RNG.choice(flat.size, size=max(1, flat.size // 10), replace=False)
+    flat[picks] = RNG.choice(np.array([-1e4, -90.0, -100.5, -103.0, -104.5, -110.0], np.float32), size=picks.size)
+    return x
+
+
+@needs_host
+@needs_avx512f
+@pytest.mark.parametrize("spread", [1.0, 8.0, 30.0])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_quantized_exp_and_softmax_equal_ort_bit_for_bit(name: str, spread: float) -> None:
+    m = CASES[name]()
+    shape = [d.dim_value for d in m.graph.input[1].type.tensor_type.shape.dim]
+    feeds = {"x": np.ones([2, 4], np.float32), "z": values(shape, spread)}
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    ref = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, feeds)
+    got = HostKernel().run(lower_pair(m, m.graph.node[0]), program_inputs(m, m.graph.node[0], feeds))
+    assert got[1].tobytes() == ref[1].tobytes()
+    assert np.array_equal(got[2], ref[2])
+
+
+@needs_host
+@needs_avx512f
+def test_quantized_exp_of_extremes_equals_ort() -> None:
+    """Overflow to inf from 88.72 up, denormals and 0 below -87.3, NaN in NaN out, -inf to 0"""
+    m = exp([1, 12])
+    z = np.array([[88.72, 88.73, 89.0, 200.0, -87.5, -100.0, -103.9, -104.0, -1e30, np.nan, -np.inf, 0.0]], np.float32)
+    feeds = {"x": np.ones([2, 4], np.float32), "z": z}
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    ref = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, feeds)
+    got = HostKernel().run(lower_pair(m, m.graph.node[0]), program_inputs(m, m.graph.node[0], feeds))
+    assert got[1].tobytes() == ref[1].tobytes()
