@@ -1,5 +1,5 @@
-"""An Exp or a Softmax whose result a QuantizeLinear reads (a 16-bit QDQ group's op) computes on the
-host kernel as ONNX Runtime's MLAS does on x86-64 with AVX512F (dsp/src/ops/exp_mlas.h): its f32
+"""An Exp, Erf, Gelu or Softmax whose result a QuantizeLinear reads (a 16-bit QDQ group's op) computes on the
+host kernel as ONNX Runtime's MLAS does on x86-64 with AVX512F (dsp/src/ops/mlas_math.h): its f32
 result equals ORT's bit for bit, at line lengths that cross the kernel's 16 lanes and blocks of 48, on
 other axes than the last, and with values far below the line's maximum (exps that underflow to
 denormals and 0) or large enough to overflow. ORT runs the model as the verification does (1
@@ -30,8 +30,8 @@ def softmax(shape: list[int], axis: int) -> onnx.ModelProto:
     return quantized_op(node, {"z": shape}, shape)
 
 
-def exp(shape: list[int]) -> onnx.ModelProto:
-    return quantized_op(helper.make_node("Exp", ["z"], ["y"], name="exp"), {"z": shape}, shape)
+def unary(op: str, shape: list[int]) -> onnx.ModelProto:
+    return quantized_op(helper.make_node(op, ["z"], ["y"], name=op.lower()), {"z": shape}, shape)
 
 
 CASES = {
@@ -42,7 +42,10 @@ CASES = {
     "softmax_d100": lambda: softmax([3, 5, 100], -1),
     "softmax_d1001": lambda: softmax([2, 1001], -1),
     "softmax_axis1": lambda: softmax([2, 37, 6], 1),
-    "exp_odd": lambda: exp([3, 7, 41]),
+    "exp_odd": lambda: unary("Exp", [3, 7, 41]),
+    # erf's two polynomials split at |x| = 0.921875; 1.0 from |x| = 3.78 up
+    "erf_odd": lambda: unary("Erf", [5, 77]),
+    "gelu_odd": lambda: unary("Gelu", [2, 9, 43]),
 }
 
 
@@ -73,9 +76,10 @@ def test_quantized_exp_and_softmax_equal_ort_bit_for_bit(name: str, spread: floa
 
 @needs_host
 @needs_avx512f
-def test_quantized_exp_of_extremes_equals_ort() -> None:
-    """Overflow to inf from 88.72 up, denormals and 0 below -87.3, NaN in NaN out, -inf to 0"""
-    m = exp([1, 12])
+@pytest.mark.parametrize("op", ["Exp", "Erf", "Gelu"])
+def test_quantized_unary_of_extremes_equals_ort(op: str) -> None:
+    """Exp: overflow to inf from 88.72 up, denormals and 0 below -87.3, NaN in NaN out, -inf to 0"""
+    m = unary(op, [1, 12])
     z = np.array([[88.72, 88.73, 89.0, 200.0, -87.5, -100.0, -103.9, -104.0, -1e30, np.nan, -np.inf, 0.0]], np.float32)
     feeds = {"x": np.ones([2, 4], np.float32), "z": z}
     so = ort.SessionOptions()
