@@ -1,9 +1,9 @@
-"""An Exp, Erf, Gelu or Softmax whose result a QuantizeLinear reads (a 16-bit QDQ group's op) computes on the
-host kernel as ONNX Runtime's MLAS does on x86-64 with AVX512F (dsp/src/ops/mlas_math.h): its f32
-result equals ORT's bit for bit, at line lengths that cross the kernel's 16 lanes and blocks of 48, on
-other axes than the last, and with values far below the line's maximum (exps that underflow to
-denormals and 0) or large enough to overflow. ORT runs the model as the verification does (1
-intra-op thread)."""
+"""An Exp, Erf, Gelu, Softmax or LayerNormalization (d >= 8) whose result a QuantizeLinear reads (a
+16-bit QDQ group's op) computes on the host kernel as ONNX Runtime 1.32 does on x86-64 with AVX512F
+(dsp/src/ops/mlas_math.h, norm.c): its f32 result equals ORT's bit for bit, at line lengths that cross
+the kernels' lanes and blocks, on other axes than the last, and with values far below the line's
+maximum (exps that underflow to denormals and 0) or large enough to overflow. ORT runs the model as
+the verification does (1 intra-op thread)."""
 
 from __future__ import annotations
 
@@ -37,6 +37,13 @@ def unary(op: str, shape: list[int]) -> onnx.ModelProto:
     return quantized_op(helper.make_node(op, ["z"], ["y"], name=op.lower()), {"z": shape}, shape)
 
 
+def layernorm(shape: list[int], bias: bool) -> onnx.ModelProto:
+    ins = ["z", "g", "b"] if bias else ["z", "g"]
+    node = helper.make_node("LayerNormalization", ins, ["y"], name="layernorm", axis=-1, epsilon=1e-5)
+    shapes = {"z": shape, "g": shape[-1:], "b": shape[-1:]}
+    return quantized_op(node, {n: shapes[n] for n in ins}, shape)
+
+
 CASES = {
     "softmax_d1": lambda: softmax([5, 1], -1),
     "softmax_d15": lambda: softmax([7, 15], -1),
@@ -49,6 +56,12 @@ CASES = {
     # erf's two polynomials split at |x| = 0.921875; 1.0 from |x| = 3.78 up
     "erf_odd": lambda: unary("Erf", [5, 77]),
     "gelu_odd": lambda: unary("Gelu", [2, 9, 43]),
+    # 8 FMA lanes, then groups of 4 as products, then 1-3 by FMA
+    "layernorm_d8": lambda: layernorm([6, 8], True),
+    "layernorm_d13": lambda: layernorm([5, 13], True),
+    "layernorm_d15_no_bias": lambda: layernorm([5, 15], False),
+    "layernorm_d100": lambda: layernorm([2, 3, 100], True),
+    "layernorm_d131": lambda: layernorm([4, 131], False),
 }
 
 
@@ -67,8 +80,9 @@ def values(shape: list[int], spread: float) -> np.ndarray:
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_quantized_exp_and_softmax_equal_ort_bit_for_bit(name: str, spread: float) -> None:
     m = CASES[name]()
-    shape = [d.dim_value for d in m.graph.input[1].type.tensor_type.shape.dim]
-    feeds = {"x": np.ones([2, 4], np.float32), "z": values(shape, spread)}
+    shapes = {i.name: [d.dim_value for d in i.type.tensor_type.shape.dim] for i in m.graph.input}
+    feeds = {n: RNG.standard_normal(s).astype(np.float32) for n, s in shapes.items()}
+    feeds["z"] = values(shapes["z"], spread)
     so = ort.SessionOptions()
     so.intra_op_num_threads = 1
     ref = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, feeds)
