@@ -831,11 +831,13 @@ def test_a_pair_refused_by_verification_is_retried_shorter_never_exit_4(tmp_path
     its pairs were priced against the streams uncut) and colocate exited 4, "no pair survives
     verification". Now a refused pair's span is offered as two halves cut at a QDQ-group boundary
     (each paying for its call), refused halves halved again; what survives is written, and when
-    nothing does the merged model is written unpaired, as when no pair qualifies."""
+    nothing does the merged model is written unpaired, as when no pair qualifies. fsmn_vad u16u8 (its
+    depthwise Convs still flip ties): whisper_encoder's pairs, refused here before, now verify (its
+    LayerNormalization, Gelu and Softmax as ORT computes them, branch u16norm)."""
     from models import quantized
 
     monkeypatch.delenv(costmodel.CALL_OVERHEAD_ENV)
-    source = quantized.fetch("whisper_encoder_qdq_u16u8")
+    source = quantized.fetch("fsmn_vad_qdq_u16u8")
     out = tmp_path / "two.onnx"
     proc = run_cli("colocate", source, "--requests", "2", "--verify", "plugin", "-o", out, "-q")
     assert proc.returncode == EXIT_OK, proc.stderr

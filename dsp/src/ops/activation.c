@@ -3,6 +3,7 @@
  * elements. */
 #include <math.h>
 
+#include "mlas_math.h"
 #include "kernels.h"
 #include "vmath.h"
 
@@ -66,7 +67,10 @@ void hfx_run_unary(const hfx_kernel_args *a, uint32_t item) {
         for (uint64_t i = b; i < e; i++) o[i] = hfx_tanh(x[i]);
         break;
     case HFX_OP_GELU:
-        for (uint64_t i = b; i < e; i++) o[i] = 0.5f * x[i] * (1.0f + hfx_erf(x[i] * 0.70710678118654752f));
+        if (op->sum_order == HFX_SUM_ORT) /* ORT's bits where a QUANTIZE_LINEAR reads them (mlas_math.h) */
+            for (uint64_t i = b; i < e; i++) o[i] = 0.5f * x[i] * (1.0f + hfx_erf_mlas(x[i] * 0.70710678118654752f));
+        else
+            for (uint64_t i = b; i < e; i++) o[i] = 0.5f * x[i] * (1.0f + hfx_erf(x[i] * 0.70710678118654752f));
         break;
     case HFX_OP_SILU:
         for (uint64_t i = b; i < e; i++) o[i] = x[i] * hfx_sigmoid(x[i]);
@@ -87,7 +91,10 @@ void hfx_run_unary(const hfx_kernel_args *a, uint32_t item) {
         }
         break;
     case HFX_OP_EXP:
-        for (uint64_t i = b; i < e; i++) o[i] = hfx_exp(x[i]);
+        if (op->sum_order == HFX_SUM_ORT) /* ORT's bits where a QUANTIZE_LINEAR reads them (mlas_math.h) */
+            for (uint64_t i = b; i < e; i++) o[i] = hfx_exp_mlas(x[i]);
+        else
+            for (uint64_t i = b; i < e; i++) o[i] = hfx_exp(x[i]);
         break;
     case HFX_OP_CLIP: {
         float lo = hfx_f32_from_bits(op->params[HFX_P_CLIP_MIN]);
@@ -111,7 +118,10 @@ void hfx_run_unary(const hfx_kernel_args *a, uint32_t item) {
         for (uint64_t i = b; i < e; i++) o[i] = hfx_log(x[i]);
         break;
     case HFX_OP_ERF:
-        for (uint64_t i = b; i < e; i++) o[i] = hfx_erf(x[i]);
+        if (op->sum_order == HFX_SUM_ORT)
+            for (uint64_t i = b; i < e; i++) o[i] = hfx_erf_mlas(x[i]);
+        else
+            for (uint64_t i = b; i < e; i++) o[i] = hfx_erf(x[i]);
         break;
     case HFX_OP_REPLACE_NAN: {
         float value = hfx_f32_from_bits(op->params[HFX_P_REPLACE_NAN_VALUE]);

@@ -3,6 +3,7 @@
  * 1024 elements, blocks summed in double (vsum.h). */
 #include <math.h>
 
+#include "../../ref/ref_fma.h"
 #include "kernels.h"
 #include "vsum.h"
 
@@ -53,6 +54,39 @@ hfx_status hfx_plan_norm(const hfx_program *p, hfx_op *op) {
     return hfx_plan_set_items(op, hfx_ceil_div(pl.rows, pl.rows_per_item));
 }
 
+/* One LayerNormalization row of d >= 8 as ONNX Runtime 1.32 computes it on x86-64 (found against its Mean
+ * and InvStdDev outputs, every row of d = 8..1000 equal): the mean is the row's sum in double, in order,
+ * divided by d and rounded; the squared deviations from it summed in 8 float lanes by FMA (lane k % 8),
+ * the lanes reduced ((0+4) + (2+6)) + ((1+5) + (3+7)); then groups of 4 added as products (two roundings),
+ * the last 1-3 by FMA; inv = 1 / sqrt(sum / d + eps) in float; y = fma((x - mean) inv, scale, bias). */
+static void layernorm_row_ort(const float *x, const float *scale, const float *bias, float *o, uint64_t d,
+                              float eps) {
+    double sum = 0.0;
+    for (uint64_t k = 0; k < d; k++) sum += (double)x[k];
+    float mean = (float)(sum / (double)d), lane[8] = {0};
+    uint64_t k = 0;
+    for (; k + 8 <= d; k += 8)
+        for (uint64_t j = 0; j < 8; j++) {
+            float t = x[k + j] - mean;
+            lane[j] = ref_fmaf(t, t, lane[j]);
+        }
+    float ss = ((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7]));
+    for (; k + 4 <= d; k += 4)
+        for (uint64_t j = 0; j < 4; j++) {
+            float t = x[k + j] - mean;
+            ss += t * t; /* -ffp-contract=off: the product rounds first */
+        }
+    for (; k < d; k++) {
+        float t = x[k] - mean;
+        ss = ref_fmaf(t, t, ss);
+    }
+    float inv = 1.0f / sqrtf(ss / (float)d + eps);
+    for (k = 0; k < d; k++) {
+        float t = (x[k] - mean) * inv;
+        o[k] = bias ? ref_fmaf(t, scale[k], bias[k]) : t * scale[k];
+    }
+}
+
 HFX_VECTOR_KERNEL
 void hfx_run_norm(const hfx_kernel_args *a, uint32_t item) {
     const hfx_op *op = a->op;
@@ -66,6 +100,10 @@ void hfx_run_norm(const hfx_kernel_args *a, uint32_t item) {
     bool layer = op->opcode == HFX_OP_LAYERNORM;
     uint64_t b, e;
     hfx_plan_range(pl.rows, pl.rows_per_item, item, &b, &e);
+    if (layer && op->sum_order == HFX_SUM_ORT && d >= 8) { /* ORT's bits where a QUANTIZE_LINEAR reads them */
+        for (uint64_t r = b; r < e; r++) layernorm_row_ort(x + r * d, scale, bias, o + r * d, d, eps);
+        return;
+    }
     for (uint64_t r = b; r < e; r++) {
         const float *xr = x + r * d;
         float *orow = o + r * d;

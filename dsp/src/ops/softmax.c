@@ -3,6 +3,7 @@
  * lines (inner == 1, the usual last axis) take a SIMD-friendly path.
  * QSOFTMAX (u8/i8, ONNX Runtime's QLinearSoftmax: dsp/ref/ref_qsoftmax.h) has the same lines. */
 #include "../../ref/ref_qsoftmax.h"
+#include "mlas_math.h"
 #include "kernels.h"
 #include "vmath.h"
 #include "vsum.h"
@@ -63,6 +64,13 @@ void hfx_run_softmax(const hfx_kernel_args *a, uint32_t item) {
     float *o = a->out[0];
     uint64_t b, e;
     hfx_plan_range(outer * inner, pl.lines_per_item, item, &b, &e);
+    if (a->op->sum_order == HFX_SUM_ORT) { /* ORT's bits where a QUANTIZE_LINEAR reads them (mlas_math.h) */
+        for (uint64_t l = b; l < e; l++) {
+            uint64_t base = (l / inner) * d * inner + l % inner;
+            hfx_softmax_line_mlas(x + base, o + base, d, inner);
+        }
+        return;
+    }
     if (inner == 1) {
         for (uint64_t l = b; l < e; l++) {
             const float *xl = x + l * d;

@@ -1,0 +1,106 @@
+"""An Exp, Erf, Gelu, Softmax or LayerNormalization (d >= 8) whose result a QuantizeLinear reads (a
+16-bit QDQ group's op) computes on the host kernel as ONNX Runtime 1.32 does on x86-64 with AVX512F
+(dsp/src/ops/mlas_math.h, norm.c): its f32 result equals ORT's bit for bit, at line lengths that cross
+the kernels' lanes and blocks, on other axes than the last, and with values far below the line's
+maximum (exps that underflow to denormals and 0) or large enough to overflow. ORT runs the model as
+the verification does (1 intra-op thread)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import helper
+from test_lower import needs_host, program_inputs
+from test_mlas_order import quantized_op
+
+from hexfuse_onnx.lowering import lower_pair
+from hexfuse_onnx.runtime import HostKernel
+
+RNG = np.random.default_rng(16)
+
+CPUINFO = Path("/proc/cpuinfo")
+needs_avx512f = pytest.mark.skipif(
+    not CPUINFO.exists() or "avx512f" not in CPUINFO.read_text(), reason="ORT runs MLAS's AVX512F kernels only there"
+)
+
+
+def softmax(shape: list[int], axis: int) -> onnx.ModelProto:
+    node = helper.make_node("Softmax", ["z"], ["y"], name="softmax", axis=axis)
+    return quantized_op(node, {"z": shape}, shape)
+
+
+def unary(op: str, shape: list[int]) -> onnx.ModelProto:
+    return quantized_op(helper.make_node(op, ["z"], ["y"], name=op.lower()), {"z": shape}, shape)
+
+
+def layernorm(shape: list[int], bias: bool) -> onnx.ModelProto:
+    ins = ["z", "g", "b"] if bias else ["z", "g"]
+    node = helper.make_node("LayerNormalization", ins, ["y"], name="layernorm", axis=-1, epsilon=1e-5)
+    shapes = {"z": shape, "g": shape[-1:], "b": shape[-1:]}
+    return quantized_op(node, {n: shapes[n] for n in ins}, shape)
+
+
+CASES = {
+    "softmax_d1": lambda: softmax([5, 1], -1),
+    "softmax_d15": lambda: softmax([7, 15], -1),
+    "softmax_d17": lambda: softmax([6, 17], -1),
+    "softmax_d49": lambda: softmax([4, 49], -1),
+    "softmax_d100": lambda: softmax([3, 5, 100], -1),
+    "softmax_d1001": lambda: softmax([2, 1001], -1),
+    "softmax_axis1": lambda: softmax([2, 37, 6], 1),
+    "exp_odd": lambda: unary("Exp", [3, 7, 41]),
+    # erf's two polynomials split at |x| = 0.921875; 1.0 from |x| = 3.78 up
+    "erf_odd": lambda: unary("Erf", [5, 77]),
+    "gelu_odd": lambda: unary("Gelu", [2, 9, 43]),
+    # 8 FMA lanes, then groups of 4 as products, then 1-3 by FMA
+    "layernorm_d8": lambda: layernorm([6, 8], True),
+    "layernorm_d13": lambda: layernorm([5, 13], True),
+    "layernorm_d15_no_bias": lambda: layernorm([5, 15], False),
+    "layernorm_d100": lambda: layernorm([2, 3, 100], True),
+    "layernorm_d131": lambda: layernorm([4, 131], False),
+}
+
+
+def values(shape: list[int], spread: float) -> np.ndarray:
+    """Normal values times `spread`, a few of them far out (a mask's -1e4, -90 .. -110: denormal exps)"""
+    x = (RNG.standard_normal(shape) * spread).astype(np.float32)
+    flat = x.reshape(-1)
+    picks = RNG.choice(flat.size, size=max(1, flat.size // 10), replace=False)
+    flat[picks] = RNG.choice(np.array([-1e4, -90.0, -100.5, -103.0, -104.5, -110.0], np.float32), size=picks.size)
+    return x
+
+
+@needs_host
+@needs_avx512f
+@pytest.mark.parametrize("spread", [1.0, 8.0, 30.0])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_quantized_exp_and_softmax_equal_ort_bit_for_bit(name: str, spread: float) -> None:
+    m = CASES[name]()
+    shapes = {i.name: [d.dim_value for d in i.type.tensor_type.shape.dim] for i in m.graph.input}
+    feeds = {n: RNG.standard_normal(s).astype(np.float32) for n, s in shapes.items()}
+    feeds["z"] = values(shapes["z"], spread)
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    ref = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, feeds)
+    got = HostKernel().run(lower_pair(m, m.graph.node[0]), program_inputs(m, m.graph.node[0], feeds))
+    assert got[1].tobytes() == ref[1].tobytes()
+    assert np.array_equal(got[2], ref[2])
+
+
+@needs_host
+@needs_avx512f
+@pytest.mark.parametrize("op", ["Exp", "Erf", "Gelu"])
+def test_quantized_unary_of_extremes_equals_ort(op: str) -> None:
+    """Exp: overflow to inf from 88.72 up, denormals and 0 below -87.3, NaN in NaN out, -inf to 0"""
+    m = unary(op, [1, 12])
+    z = np.array([[88.72, 88.73, 89.0, 200.0, -87.5, -100.0, -103.9, -104.0, -1e30, np.nan, -np.inf, 0.0]], np.float32)
+    feeds = {"x": np.ones([2, 4], np.float32), "z": z}
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    ref = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, feeds)
+    got = HostKernel().run(lower_pair(m, m.graph.node[0]), program_inputs(m, m.graph.node[0], feeds))
+    assert got[1].tobytes() == ref[1].tobytes()
