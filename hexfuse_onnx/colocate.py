@@ -124,7 +124,7 @@ def merge(
     graph.name = "colocate(" + ", ".join(m.graph.name or "main" for m in sources) + ")"
     seen: dict[str, int] = {}  # merged name -> the stream that uses it
     for k, (prefix, source, model) in enumerate(zip(prefixes, files, copies)):
-        renamed = _renamed_graph(model.graph, _renamer(prefix, shared))
+        renamed = _renamed_graph(model.graph, _renamer(prefix, shared), prefix)
         _refuse_clashes(renamed, k, prefixes, shared, seen)
         for kept in ("output", "value_info", "node", "sparse_initializer"):
             getattr(graph, kept).extend(getattr(renamed, kept))
@@ -202,14 +202,16 @@ def _renamer(prefix: str, shared: set[str]) -> Callable[[str], str]:
     return rename
 
 
-def _renamed_graph(graph: onnx.GraphProto, rename: Callable[[str], str]) -> onnx.GraphProto:
+def _renamed_graph(graph: onnx.GraphProto, rename: Callable[[str], str], node_prefix: str) -> onnx.GraphProto:
     out = onnx.GraphProto()
     out.CopyFrom(graph)
-    _rename_in_place(out, rename)
+    _rename_in_place(out, rename, node_prefix)
     return out
 
 
-def _rename_in_place(graph: onnx.GraphProto, rename: Callable[[str], str]) -> None:
+def _rename_in_place(graph: onnx.GraphProto, rename: Callable[[str], str], node_prefix: str) -> None:
+    """Tensors renamed by `rename` (shared ones take one name); a node's name always takes the stream's
+    prefix: a node named as a shared tensor is still one per stream (ORT refuses duplicate node names)."""
     for v in list(graph.input) + list(graph.output) + list(graph.value_info):
         v.name = rename(v.name)
         for d in v.type.tensor_type.shape.dim:
@@ -224,13 +226,13 @@ def _rename_in_place(graph: onnx.GraphProto, rename: Callable[[str], str]) -> No
         n.input[:] = [rename(t) for t in n.input]
         n.output[:] = [rename(t) for t in n.output]
         if n.name:
-            n.name = rename(n.name)
+            n.name = node_prefix + n.name
         for a in n.attribute:
             if a.type == onnx.AttributeProto.GRAPH:
-                _rename_in_place(a.g, rename)
+                _rename_in_place(a.g, rename, node_prefix)
             elif a.type == onnx.AttributeProto.GRAPHS:
                 for sub in a.graphs:
-                    _rename_in_place(sub, rename)
+                    _rename_in_place(sub, rename, node_prefix)
 
 
 _DIM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")

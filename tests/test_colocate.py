@@ -825,6 +825,13 @@ def test_two_requests_of_a_real_encoder_are_mostly_inside_pairs(tmp_path, monkey
     assert modelled["coverage"] >= 0.8 and modelled["gain"] >= 0.15, modelled
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="no subject: since the host kernel computes u16 Conv, Gemm, BatchNorm, Exp, Softmax, Gelu and LayerNorm as "
+    "ORT does (branches u16exact, u16dw, u16norm), no quantized zoo model tried x2 at 100 us has a pair the plugin "
+    "check refuses (fsmn_vad, whisper_encoder, dtln_stage2, vietcombank, mha_encoder, minilm_l3, ... all 0); the "
+    "retry of a refused pair needs a new one",
+)
 def test_a_pair_refused_by_verification_is_retried_shorter_never_exit_4(tmp_path, monkeypatch):
     """Two requests of a u16 QDQ model at the CLI's 100 us per call: the plugin check refused the
     alignment's long pairs (one-step differences add up along a u16 chain; mlp_chain u16u8's, until
@@ -971,3 +978,23 @@ def test_never_paired_says_why_gqa_is_not_in_a_pair() -> None:
     g = graph.index_model(model, shape_overrides=shapes)
     gqa = [i for i, n in enumerate(g.nodes) if n.op_type == "GroupQueryAttention"]
     assert [kind.unlowerable(g, profile_graph(g), i) for i in gqa] == ["", ""]
+
+
+def test_a_node_named_as_a_shared_weight_stays_one_per_stream(tmp_path):
+    """A Mul node named 'gain' that reads the initializer 'gain': the weight is shared by the streams
+    as 'shared/gain', and the node was renamed the same way in each, so ORT refused the merged model
+    ('two nodes with same node name'). Each stream keeps its own node name."""
+    from onnx import numpy_helper
+
+    nodes = [
+        helper.make_node("Mul", ["x", "gain"], ["m"], name="gain"),
+        helper.make_node("Relu", ["m"], ["y"], name="relu"),
+    ]
+    gain = numpy_helper.from_array(np.full((64, 64), 0.5, np.float32), "gain")
+    io = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [64, 64]) for n in ("x", "y")]
+    src = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(helper.make_graph(nodes, "g", io[:1], io[1:], [gain])), src)
+    colocate.colocate([src], tmp_path / "x2.onnx", requests=2)  # raised: ORT refused the merged model
+    merged = onnx.load(tmp_path / "x2.onnx")
+    names = [n.name for f in merged.functions for n in f.node if n.name] + [n.name for n in merged.graph.node]
+    assert len(names) == len(set(names)) and sum(n.endswith("gain") for n in names) == 2, names
