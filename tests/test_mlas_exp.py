@@ -15,7 +15,7 @@ import onnxruntime as ort
 import pytest
 from onnx import helper
 from test_lower import needs_host, program_inputs
-from test_mlas_order import quantized_op
+from test_mlas_order import assert_equals_ort, quantized_op
 
 from hexfuse_onnx.lowering import lower_pair
 from hexfuse_onnx.runtime import HostKernel
@@ -83,12 +83,7 @@ def test_quantized_exp_and_softmax_equal_ort_bit_for_bit(name: str, spread: floa
     shapes = {i.name: [d.dim_value for d in i.type.tensor_type.shape.dim] for i in m.graph.input}
     feeds = {n: RNG.standard_normal(s).astype(np.float32) for n, s in shapes.items()}
     feeds["z"] = values(shapes["z"], spread)
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = 1
-    ref = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, feeds)
-    got = HostKernel().run(lower_pair(m, m.graph.node[0]), program_inputs(m, m.graph.node[0], feeds))
-    assert got[1].tobytes() == ref[1].tobytes()
-    assert np.array_equal(got[2], ref[2])
+    assert_equals_ort(m, feeds)
 
 
 @needs_host

@@ -41,6 +41,17 @@ def quantized_op(
     )
 
 
+def assert_equals_ort(m: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> None:
+    """The one-op pair `quantized_op` makes, on the host kernel and on ORT at one thread: its f32 result
+    (output 1) bit for bit, its quantized one (output 2) equal."""
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    ref = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, feeds)
+    got = HostKernel().run(lower_pair(m, m.graph.node[0]), program_inputs(m, m.graph.node[0], feeds))
+    assert got[1].tobytes() == ref[1].tobytes()
+    assert np.array_equal(got[2], ref[2])
+
+
 def conv(cin: int, cout: int, hw: tuple[int, int], k: tuple[int, int], **attrs: object) -> onnx.ModelProto:
     group = int(attrs.get("group", 1))  # type: ignore[call-overload]
     s = attrs.get("strides", [1, 1])
@@ -131,9 +142,4 @@ def test_quantized_float_op_equals_ort_bit_for_bit(name: str, isa: str, monkeypa
         for i in m.graph.input
         if i.type.tensor_type.elem_type == TensorProto.FLOAT
     }
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = 1
-    ref = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, feeds)
-    got = HostKernel().run(lower_pair(m, m.graph.node[0]), program_inputs(m, m.graph.node[0], feeds))
-    assert got[1].tobytes() == ref[1].tobytes()
-    assert np.array_equal(got[2], ref[2])
+    assert_equals_ort(m, feeds)
