@@ -364,7 +364,9 @@ def kernel_widths(g: ModelGraph, i: int) -> dict[str, int]:
         return group
     from .lowering.qmatmul import integer_kernel  # the lowering imports this module
 
-    if not integer_kernel(g, i):
+    if i not in g.integer_kernels:  # asked again for every reader of a dequantized input (_integer_constant)
+        g.integer_kernels[i] = integer_kernel(g, i)
+    if not g.integer_kernels[i]:
         return {}
     return {**group, n.input[1]: 1} if n.input[1] in g.initializers else group
 
