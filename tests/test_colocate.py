@@ -20,6 +20,7 @@ from onnx import TensorProto, helper
 
 from hexfuse_onnx import colocate, costmodel, graph, runtime, verify
 from hexfuse_onnx.kinds import colocate as kind
+from hexfuse_onnx.kinds import cuts
 from hexfuse_onnx.kinds.dag import dag_facts
 from hexfuse_onnx.profile import profile_graph
 from hexfuse_onnx.qdq import split_group
@@ -873,7 +874,7 @@ def test_halving_a_task_never_splits_a_qdq_group(tmp_path):
     facts = dag_facts(g)
     profile = profile_graph(g)
     for side in kind.stream_sides(g, facts, merged.plan):
-        halves = kind.halve(g, profile, side, HOST)
+        halves = cuts.halve(g, profile, side, HOST)
         assert halves is not None
         first, second = halves
         assert first and second and not set(first) & set(second) and set(first) | set(second) <= set(side)

@@ -49,14 +49,14 @@ from ..costmodel import (
     signature,
     signed_serial_time,
     signed_time,
-    task_time,
 )
 from ..graph import ModelGraph
-from ..lowering import RUN_TIME_INTEGERS, absent_when_empty, op_key, op_outside_kernel, replaces_nan
+from ..lowering import RUN_TIME_INTEGERS, absent_when_empty, op_key, op_outside_kernel
 from ..profile import Engine, GraphProfile, TaskProfile
 from ..qdq import is_dq, is_q
 from .base import Candidate, KindDetail, Pair, PairKind, budget_message
 from .blocks import Block, layer_blocks
+from .cuts import halve, inside_groups, nan_test, node_time, whole_groups
 from .dag import DagFacts, dag_facts, independence_problem
 
 MAX_UNITS = 16  # grid cut points per side (plus the cuts forced by nodes that do not lower)
@@ -287,13 +287,6 @@ def stream_sides(g: ModelGraph, facts: DagFacts, plan: Plan) -> list[list[int]]:
     return sides
 
 
-def node_time(profile: GraphProfile, i: int, target: Target) -> float:
-    """Modelled time of one node run alone (0 for a node that could not be profiled)."""
-    if i in profile.unprofiled:
-        return 0.0
-    return task_time(TaskProfile.of([profile.nodes[i]]), target)
-
-
 def lowerable(g: ModelGraph, profile: GraphProfile, i: int) -> bool:
     return not unlowerable(g, profile, i)
 
@@ -315,7 +308,7 @@ def unlowerable(g: ModelGraph, profile: GraphProfile, i: int) -> str:
         return ""  # integer tensors the kernel reads and writes (qdq.py; lowering/dynamic.py, qlinear.py)
     read = [t for t in n.output if t and (g.consumers.get(t) or t in g.graph_outputs)]  # not an unread statistic
     other = next((t for t in read if g.info(t).elem_type != onnx.TensorProto.FLOAT), None)
-    if other is not None and not _nan_test(g, i):
+    if other is not None and not nan_test(g, i):
         return f" (makes {onnx.TensorProto.DataType.Name(g.info(other).elem_type).lower()}, not float32)"
     # A run-time input the kernel cannot hold (a boolean mask) or that steers the op must be a
     # constant, unless the op reads that integer at run time (a key padding mask, position ids).
@@ -326,7 +319,7 @@ def unlowerable(g: ModelGraph, profile: GraphProfile, i: int) -> str:
         for k, t in enumerate(n.input)
         if t and k not in at_run_time and (t in steered or g.info(t).elem_type != onnx.TensorProto.FLOAT)
     ]
-    late = next((k for k, t in computed if not _constant(g, t) and not _nan_test(g, g.producer.get(t))), None)
+    late = next((k for k, t in computed if not _constant(g, t) and not nan_test(g, g.producer.get(t))), None)
     if late is None:
         return ""
     frozen = "" if g.source is None else ": --freeze-shapes folds one computed from the input shapes"
@@ -358,14 +351,6 @@ def _qoperator(n: onnx.NodeProto) -> bool:
     return n.op_type.startswith("QLinear") and n.domain in ("", "ai.onnx", "com.microsoft")
 
 
-def _nan_test(g: ModelGraph, i: int | None) -> bool:
-    """Node i is an IsNaN read only by Where(IsNaN(x), c, x) nodes, which the kernel runs as one op."""
-    if i is None or g.nodes[i].op_type != "IsNaN" or g.nodes[i].output[0] in g.graph_outputs:
-        return False
-    readers = g.consumers.get(g.nodes[i].output[0], ())
-    return bool(readers) and all(replaces_nan(g.nodes[r], g.nodes[i]) for r in readers)
-
-
 def _constant(g: ModelGraph, tensor: str) -> bool:
     """An initializer, a Constant's output, or a DequantizeLinear of those (a QDQ model's weight, which
     the lowering dequantizes as ORT does: Lowerer.constant_value)."""
@@ -391,14 +376,14 @@ def cut_units(
     times = [node_time(profile, i, target) for i in side]
     quantum = max(sum(t for t, ok in zip(times, pairable) if ok) / max(1, max_units), target.call_overhead_s.value)
     starts = {min(b.nodes) for b in blocks or []}
-    inside_group = _inside_groups(g, side)
+    inside_group = inside_groups(g, side)
     units: list[Unit] = []
     current: list[int] = []
     current_ok, acc = True, 0.0
     for i, ok, t in zip(side, pairable, times):
         # never between an IsNaN and the Where that reads it: the kernel runs the two as one op
-        nan_test = _nan_test(g, current[-1] if current else None)
-        cut = ok and (acc >= quantum or i in starts) and i not in inside_group and not nan_test
+        after_nan_test = nan_test(g, current[-1] if current else None)
+        cut = ok and (acc >= quantum or i in starts) and i not in inside_group and not after_nan_test
         if current and (ok != current_ok or cut):
             units.append(Unit(tuple(current), current_ok))
             current, acc = [], 0.0
@@ -408,56 +393,6 @@ def cut_units(
     if current:
         units.append(Unit(tuple(current), current_ok))
     return units
-
-
-def _inside_groups(g: ModelGraph, side: list[int]) -> set[int]:
-    """The nodes of the side a unit may not start at: those after an op of a QDQ group and up to
-    its last QuantizeLinear, so that an op and the Q of its outputs stay in one unit."""
-    position = {i: k for k, i in enumerate(side)}
-    inside: set[int] = set()
-    for k, i in enumerate(side):
-        if not is_q(g, i) or not g.node_inputs[i] or g.node_inputs[i][0] not in g.producer:
-            continue
-        op = g.producer[g.node_inputs[i][0]]
-        if op in position and not is_dq(g, op):
-            inside.update(side[position[op] + 1 : k + 1])
-    return inside
-
-
-def whole_groups(g: ModelGraph, task: tuple[int, ...]) -> list[int]:
-    """The segment without the Q/DQ nodes that would split a QDQ group: a DequantizeLinear read
-    outside the segment runs outside it (the task reads its own copy: base.with_dequantize_copies),
-    a QuantizeLinear of an op outside the segment runs outside it too."""
-    inside = set(task)
-
-    def foreign(i: int) -> bool:
-        if is_dq(g, i):
-            return any(c not in inside for t in g.nodes[i].output if t for c in g.consumers.get(t, ()))
-        if is_q(g, i) and g.node_inputs[i] and g.node_inputs[i][0] in g.producer:
-            p = g.producer[g.node_inputs[i][0]]
-            return p not in inside and not is_dq(g, p)
-        return False
-
-    kept = [i for i in task if not foreign(i)]
-    return kept or list(task)
-
-
-def halve(g: ModelGraph, profile: GraphProfile, task: list[int], target: Target) -> tuple[list[int], list[int]] | None:
-    """The task (in topological order) cut in two where the modelled time is nearest its middle,
-    never inside a QDQ group nor between an IsNaN and its Where; each half without the Q/DQ nodes
-    that would split a group (whole_groups). None when there is no such cut."""
-    inside = _inside_groups(g, task)
-    times = [node_time(profile, i, target) for i in task]
-    total, acc, best = sum(times), 0.0, None
-    for k in range(1, len(task)):
-        acc += times[k - 1]
-        if task[k] in inside or _nan_test(g, task[k - 1]):
-            continue
-        if best is None or abs(acc - total / 2) < abs(best[1] - total / 2):
-            best = (k, acc)
-    if best is None:
-        return None
-    return whole_groups(g, tuple(task[: best[0]])), whole_groups(g, tuple(task[best[0] :]))
 
 
 # For two copies of one model: which of the model's attention/MLP blocks begin in units [u, u2) of
