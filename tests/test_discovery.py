@@ -390,3 +390,20 @@ def test_shape_arithmetic_is_in_no_candidate_and_counted_once(tmp_path: Path) ->
     assert pair.lowered is not None
     assert a.shape_only == 3 and not a.rejected
     assert "(3 more of shape arithmetic only: not paired)" in report.summary(a)
+
+
+def test_shorter_branches_are_halves_that_stay_independent(zoo_dir: Path) -> None:
+    """A branches pair refused at lowering (its tasks' scratch overflowing the kernel's arena) or by
+    verification is offered as two pairs of halves: first with first, second with second."""
+    g = graph.load(zoo_dir / "inception.onnx")
+    facts, profile = dag_facts(g), profile_graph(g)
+    found = discover(g, [KIND_BRANCHES], profile, HEXAGON_V73).candidates
+    c = max(found, key=lambda c: min(len(c.task_a), len(c.task_b)))
+    halves = KINDS[KIND_BRANCHES].shorter(g, profile, c, HEXAGON_V73)
+    assert len(halves) == 2, [(len(c.task_a), len(c.task_b))]
+    first, second = halves
+    for h in halves:
+        assert h.kind == KIND_BRANCHES and independence_problem(facts, set(h.task_a), set(h.task_b)) is None
+    assert set(first.task_a) <= set(c.task_a) and set(second.task_a) <= set(c.task_a)
+    assert not set(first.task_a) & set(second.task_a) and not set(first.task_b) & set(second.task_b)
+    assert max(first.task_a) < min(second.task_a) and max(first.task_b) < min(second.task_b)

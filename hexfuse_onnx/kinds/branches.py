@@ -19,6 +19,7 @@ from ..costmodel import Target
 from ..graph import ModelGraph
 from ..profile import Engine, GraphProfile, engine_of
 from .base import Candidate, PairKind
+from .cuts import halve
 from .dag import SOURCE, DagFacts, independence_problem
 
 MAX_BRANCHES = 8  # a fork with more branches is paired only by its first and its largest ones
@@ -33,6 +34,18 @@ class Branches(PairKind):
 
     def find(self, g: ModelGraph, facts: DagFacts, profile: GraphProfile, target: Target) -> list[Candidate]:
         return find_branches(g, facts)
+
+    def shorter(self, g: ModelGraph, profile: GraphProfile, c: Candidate, target: Target) -> list[Candidate]:
+        """Each branch cut in two near its modelled middle, first half with first half and second
+        with second: two heads whose scratch overflows the kernel's arena together (spindle_eeg's,
+        4.58 + 3.66 MiB of 8) fit as two pairs, and a long chain refused by verification is offered
+        shorter; a refused half is halved again in turn. Halves of independent branches stay
+        independent, and a topological cut of a convex task leaves both halves convex."""
+        halves_a, halves_b = halve(g, profile, c.task_a, target), halve(g, profile, c.task_b, target)
+        if halves_a is None or halves_b is None:
+            return []
+        notes = (f"{c.note}, first halves", f"{c.note}, second halves")
+        return [Candidate(self.name, a, b, note=n) for a, b, n in zip(halves_a, halves_b, notes)]
 
 
 def find_branches(g: ModelGraph, facts: DagFacts) -> list[Candidate]:
