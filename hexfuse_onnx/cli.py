@@ -108,6 +108,13 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="analyse as rewrite --freeze-shapes does: input dims fixed, the shape arithmetic they decide folded",
     )
+    ins.add_argument(
+        "--inputs",
+        action="append",
+        metavar="NPZ|NAME:NPY",
+        help="real graph inputs as rewrite takes them: without --shape, their shapes are the ones analysed at "
+        "(where random inputs do not run the model: a sample rate, a token id)",
+    )
 
     pr = sub.add_parser("profile", help="run a model on the plugin and write its engine timeline", epilog=EPILOG)
     pr.add_argument(
@@ -494,7 +501,8 @@ def _inspect(args: argparse.Namespace, progress) -> int:
         shapes = _zoo_model(args, folder)
         _refuse_same_file(args.json, args.model)
         _check_report_path(args.json)
-        a = analyse(args.model, _kinds(args.kinds), args.target, args.min_gain, shapes, progress, args.freeze_shapes)
+        at, probe = _inputs_binding(args.model, shapes, args.inputs)
+        a = analyse(args.model, _kinds(args.kinds), args.target, args.min_gain, at, progress, args.freeze_shapes, probe)
     print(summary(a))
     if a.all_pairs():
         print(table(pair_rows(a.all_pairs())))
@@ -503,6 +511,19 @@ def _inspect(args: argparse.Namespace, progress) -> int:
     if args.json:
         _write_json(args.json, analysis_json(a))
     return EXIT_OK
+
+
+def _inputs_binding(
+    model: str, shapes: dict[str, list[int]], inputs: list[str] | None
+) -> tuple[dict[str, list[int]] | None, bool]:
+    """The shapes to analyse at and whether to probe for a binding the original runs at: given
+    --inputs, their shapes (as rewrite analyses them), else the --shape values and a probe."""
+    if not inputs:
+        return shapes, True
+    from .pipeline import inputs_shapes
+    from .verify import load_inputs
+
+    return shapes or inputs_shapes(model, load_inputs(inputs)), False
 
 
 def _profile(args: argparse.Namespace, progress) -> int:

@@ -147,7 +147,10 @@ def random_integer_note(model: onnx.ModelProto) -> str:
     names = integer_inputs(model)
     if not names:
         return ""
-    return f"; its integer input(s) {', '.join(repr(n) for n in names)} get random 0 or 1, which may be the cause"
+    return (
+        f"; its integer input(s) {', '.join(repr(n) for n in names)} get random 0 or 1, which may be the cause: "
+        "give real ones with --inputs NAME:file.npy"
+    )
 
 
 def session(path: str | os.PathLike[str] | bytes, extra: ort.SessionOptions | None = None) -> ort.InferenceSession:

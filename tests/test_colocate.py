@@ -724,7 +724,20 @@ def test_inspect_names_the_integer_inputs_when_no_shape_runs(tmp_path):
     onnx.save(model, tmp_path / "free.onnx")
     proc = run_cli("inspect", tmp_path / "free.onnx", "-q")
     assert proc.returncode == EXIT_BAD_MODEL, proc.stderr
-    assert_mentions(error_line(proc), "runs with none of", "--shape", "'frame'", "random 0 or 1")
+    assert_mentions(error_line(proc), "runs with none of", "--shape", "'frame'", "random 0 or 1", "--inputs")
+    # given real inputs, as rewrite takes them, inspect analyses at their shapes
+    np.save(tmp_path / "frame.npy", np.array([8, 6], np.int64))
+    np.save(tmp_path / "x.npy", np.zeros((8, 1, 4), np.float32))
+    proc = run_cli(
+        "inspect",
+        tmp_path / "free.onnx",
+        "--inputs",
+        f"frame:{tmp_path / 'frame.npy'}",
+        "--inputs",
+        f"x:{tmp_path / 'x.npy'}",
+    )
+    assert proc.returncode == EXIT_OK, proc.stderr
+    assert "streams=1" in proc.stdout, proc.stdout
 
 
 @pytest.mark.slow
