@@ -53,13 +53,14 @@ def _q_outputs(g: ModelGraph, i: int) -> set[int]:
 
 
 def release_foreign(g: ModelGraph, task: list[int]) -> list[int]:
-    """The task without the Q/DQ nodes of groups whose op is outside it: a DequantizeLinear none of
-    whose consumers is in the task, a QuantizeLinear of an op outside it."""
+    """The task without the Q/DQ nodes that would split a QDQ group: a DequantizeLinear read outside
+    the task runs outside it (the task reads its own copy, as ORT's EnsureUniqueDQForNodeUnit gives
+    each group one: kinds.base.with_dequantize_copies), a QuantizeLinear of an op outside it too."""
     inside = set(task)
 
     def foreign(i: int) -> bool:
         if is_dq(g, i):
-            return bool(_consumers(g, i)) and not _consumers(g, i) & inside
+            return bool(_consumers(g, i) - inside)
         if is_q(g, i):
             p = g.producer.get(g.node_inputs[i][0]) if g.node_inputs[i] else None
             return p is not None and p not in inside and not is_dq(g, p)

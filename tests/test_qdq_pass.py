@@ -413,6 +413,30 @@ def test_qdq_groups_are_taken_whole_or_named() -> None:
     assert qdq.group_widths(g, ids["relu"]) == {"xf": 1, "r": 1}
 
 
+def test_a_dequantize_read_outside_the_task_is_left_outside() -> None:
+    """x -> DQ -> {Relu -> Q, Sigmoid -> Q2}: a task of DQ, Relu and Q split the group of the Sigmoid,
+    which reads the same DQ (llama decode u8u8's rotary halves: 18 branch pairs refused). The DQ
+    now stays outside and the task reads its own copy, as ORT gives each group its own."""
+    from hexfuse_onnx import graph, qdq
+
+    s = [numpy_helper.from_array(np.array(0.1, np.float32), "s"), numpy_helper.from_array(np.array(3, np.uint8), "z")]
+    nodes = [
+        helper.make_node("DequantizeLinear", ["x", "s", "z"], ["xf"], name="dq"),
+        helper.make_node("Relu", ["xf"], ["r"], name="relu"),
+        helper.make_node("QuantizeLinear", ["r", "s", "z"], ["y1"], name="q"),
+        helper.make_node("Sigmoid", ["xf"], ["sg"], name="sigmoid"),
+        helper.make_node("QuantizeLinear", ["sg", "s", "z"], ["y2"], name="q2"),
+    ]
+    outs = [helper.make_tensor_value_info(n, TensorProto.UINT8, [4]) for n in ("y1", "y2")]
+    gp = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.UINT8, [4])], outs, s)
+    g = graph.index_model(helper.make_model(gp, opset_imports=[helper.make_opsetid("", 19)], ir_version=9))
+    ids = {n.name: i for i, n in enumerate(g.nodes)}
+    task = [ids["dq"], ids["relu"], ids["q"]]
+    assert "feeds node 'sigmoid'" in (qdq.split_group(g, task) or "")
+    released = qdq.release_foreign(g, task)
+    assert released == [ids["relu"], ids["q"]] and qdq.split_group(g, released) is None
+
+
 def test_a_quantized_output_may_differ_by_one_step() -> None:
     """The plugin's bar on a QDQ model's quantized outputs (qdq.output_steps): one step, not 1e-4."""
     from hexfuse_onnx.errors import VerificationError

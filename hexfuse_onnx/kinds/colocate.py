@@ -53,10 +53,10 @@ from ..costmodel import (
 from ..graph import ModelGraph
 from ..lowering import RUN_TIME_INTEGERS, absent_when_empty, op_key, op_outside_kernel
 from ..profile import Engine, GraphProfile, TaskProfile
-from ..qdq import is_dq, is_q
+from ..qdq import is_dq, is_q, release_foreign
 from .base import Candidate, KindDetail, Pair, PairKind, budget_message
 from .blocks import Block, layer_blocks
-from .cuts import halve, inside_groups, nan_test, node_time, whole_groups
+from .cuts import halve, inside_groups, nan_test, node_time
 from .dag import DagFacts, dag_facts, independence_problem
 
 MAX_UNITS = 16  # grid cut points per side (plus the cuts forced by nodes that do not lower)
@@ -210,9 +210,8 @@ def find_colocated(
                 share = predict(task_a, task_b, target).share_a
             if independence_problem(facts, set(p.a), set(p.b)) is not None:
                 continue  # cannot happen for disjoint streams; kept as the pass's own guard
-            out.append(
-                _segment_pair(plan, (ka, kb), whole_groups(g, p.a), whole_groups(g, p.b), (len(p.a), len(p.b)), share)
-            )
+            a, b = release_foreign(g, list(p.a)), release_foreign(g, list(p.b))
+            out.append(_segment_pair(plan, (ka, kb), a, b, (len(p.a), len(p.b)), share))
     return out
 
 
@@ -262,7 +261,7 @@ def _segment_pair(
     plan: Plan, streams: tuple[int, int], a: list[int], b: list[int], aligned: tuple[int, int], share: float
 ) -> Candidate:
     """The colocate candidate of segments a and b of two streams (`aligned`: their node counts as
-    the alignment chose them, before whole_groups)."""
+    the alignment chose them, before release_foreign)."""
     ka, kb = streams
     note = f"{aligned[0]} nodes of '{plan.streams[ka][:-1]}' with {aligned[1]} of '{plan.streams[kb][:-1]}'"
     return Candidate(Colocate.name, a, b, note=note, detail=ColocatedSegments(share, streams))

@@ -9,7 +9,7 @@ from ..costmodel import Target, task_time
 from ..graph import ModelGraph
 from ..lowering import replaces_nan
 from ..profile import GraphProfile, TaskProfile
-from ..qdq import is_dq, is_q
+from ..qdq import is_dq, is_q, release_foreign
 
 
 def node_time(profile: GraphProfile, i: int, target: Target) -> float:
@@ -41,28 +41,10 @@ def inside_groups(g: ModelGraph, side: list[int]) -> set[int]:
     return inside
 
 
-def whole_groups(g: ModelGraph, task: tuple[int, ...]) -> list[int]:
-    """The segment without the Q/DQ nodes that would split a QDQ group: a DequantizeLinear read
-    outside the segment runs outside it (the task reads its own copy: base.with_dequantize_copies),
-    a QuantizeLinear of an op outside the segment runs outside it too."""
-    inside = set(task)
-
-    def foreign(i: int) -> bool:
-        if is_dq(g, i):
-            return any(c not in inside for t in g.nodes[i].output if t for c in g.consumers.get(t, ()))
-        if is_q(g, i) and g.node_inputs[i] and g.node_inputs[i][0] in g.producer:
-            p = g.producer[g.node_inputs[i][0]]
-            return p not in inside and not is_dq(g, p)
-        return False
-
-    kept = [i for i in task if not foreign(i)]
-    return kept or list(task)
-
-
 def halve(g: ModelGraph, profile: GraphProfile, task: list[int], target: Target) -> tuple[list[int], list[int]] | None:
     """The task (in topological order) cut in two where the modelled time is nearest its middle,
     never inside a QDQ group nor between an IsNaN and its Where; each half without the Q/DQ nodes
-    that would split a group (whole_groups). None when there is no such cut."""
+    that would split a group (qdq.release_foreign). None when there is no such cut."""
     inside = inside_groups(g, task)
     times = [node_time(profile, i, target) for i in task]
     total, acc, best = sum(times), 0.0, None
@@ -74,4 +56,4 @@ def halve(g: ModelGraph, profile: GraphProfile, task: list[int], target: Target)
             best = (k, acc)
     if best is None:
         return None
-    return whole_groups(g, tuple(task[: best[0]])), whole_groups(g, tuple(task[best[0] :]))
+    return release_foreign(g, task[: best[0]]), release_foreign(g, task[best[0] :])
