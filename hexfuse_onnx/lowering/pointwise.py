@@ -1,6 +1,6 @@
 """Elementwise ops on the vector engine: binary arithmetic (Add/Sub/Mul also on int32/int64, wrapping),
-Sum, activations, Clip (and Max/Min with a scalar constant), Cast (float to float or int32, int32 to
-float, a type to itself), Where(IsNaN(x), c, x)."""
+Sum, activations (LeakyRelu, PRelu), Clip (and Max/Min with a scalar constant), Cast (float to float or
+int32, int32 to float, a type to itself), Where(IsNaN(x), c, x)."""
 
 from __future__ import annotations
 
@@ -208,11 +208,27 @@ def max_min(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
 def leaky_relu(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     """alpha x where x < 0, as ORT computes it (one f32 product): max(x, alpha x) for 0 <= alpha <= 1,
     min(x, alpha x) above 1; below 0, max(x, 0) + alpha min(x, 0)."""
-    alpha = float(attr(n, "alpha", 0.01))
+    _leaky(cx, n, t, float(attr(n, "alpha", 0.01)))
+
+
+@lowers("PRelu")
+def prelu(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """slope x where x < 0 (ORT: x > 0 ? x : x * slope): a constant one-element slope (GTCRN's are
+    [1, 1, 1]) as LeakyRelu; any other (per channel, or computed) max(x, 0) + slope min(x, 0)."""
+    value = cx.constant_value(n.input[1])
+    if value is not None and np.asarray(value).size == 1:
+        _leaky(cx, n, t, float(np.asarray(value).ravel()[0]))
+    else:
+        _leaky(cx, n, t, None)
+
+
+def _leaky(cx: Lowerer, n: onnx.NodeProto, t: Task, alpha: float | None) -> None:
+    """x where x > 0, else alpha x (None: input 1 times x, broadcast)."""
     dims = cx.shape(n.output[0], n)
     x = cx.read(n.input[0], n, t)
-    if alpha >= 0.0:
-        scaled = cx.emit(n, t, Opcode.MUL, [x, cx.constant(np.array([alpha], np.float32), t)], out=cx.scratch(dims, t))
+    slope = cx.read(n.input[1], n, t) if alpha is None else cx.constant(np.array([alpha], np.float32), t)
+    if alpha is not None and alpha >= 0.0:
+        scaled = cx.emit(n, t, Opcode.MUL, [x, slope], out=cx.scratch(dims, t))
         cx.emit(n, t, Opcode.MAX if alpha <= 1.0 else Opcode.MIN, [x, scaled])
         return
     clip = {"positive": (0.0, np.inf), "negative": (-np.inf, 0.0)}
@@ -221,9 +237,7 @@ def leaky_relu(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
                    out=cx.scratch(dims, t))
         for k, (lo, hi) in clip.items()
     }  # fmt: skip
-    scaled = cx.emit(
-        n, t, Opcode.MUL, [part["negative"], cx.constant(np.array([alpha], np.float32), t)], out=cx.scratch(dims, t)
-    )
+    scaled = cx.emit(n, t, Opcode.MUL, [part["negative"], slope], out=cx.scratch(dims, t))
     cx.emit(n, t, Opcode.ADD, [part["positive"], scaled])
 
 

