@@ -125,3 +125,34 @@ def test_fused_conv_output_is_shaped_at_a_binding_of_a_symbolic_length(tmp_path:
     onnx.save(m, path)
     mg = graph.load(path, {"a": [1, 8, 50]})
     assert mg.info("c").shape == (1, 6, 50) and mg.info("y").shape == (1, 4, 25)
+
+
+@needs_host
+@pytest.mark.parametrize("dtype", [np.int16, np.uint16, np.int8, np.uint8, np.int32])
+def test_cast_of_an_integer_input_to_float_equals_ort(dtype: type) -> None:
+    """MarbleNet takes int16 samples and casts them to float first: 'Cast from INT16 to FLOAT: only
+    a type to itself, INT32 <-> FLOAT', and colocate called it 'computed at run time'."""
+    elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    a = [helper.make_node("Relu", ["x"], ["ya"], name="relu")]
+    b = [helper.make_node("Cast", ["z"], ["yb"], name="cast", to=onnx.TensorProto.FLOAT)]
+    m = pair_model(a, b, [vi("x", [2, 4])], [vi("z", [3, 50], elem)], [vi("ya", [2, 4])], [vi("yb", [3, 50])], [])
+    info = np.iinfo(dtype)
+    z = np.concatenate([[info.min, info.max, 0, 1], RNG.integers(info.min, info.max, 146, endpoint=True)])
+    got, ref = _host_and_ort(m, z.astype(dtype).reshape(3, 50))
+    assert got.tobytes() == ref.tobytes()
+
+
+def test_colocate_may_pair_the_cast_of_an_int16_input(tmp_path: Path) -> None:
+    from hexfuse_onnx.kinds.colocate import unlowerable
+    from hexfuse_onnx.profile import profile_graph
+
+    nodes = [
+        helper.make_node("Cast", ["audio"], ["f"], to=onnx.TensorProto.FLOAT),
+        helper.make_node("Relu", ["f"], ["y"]),
+    ]
+    x = vi("audio", [1, 1, 400], onnx.TensorProto.INT16)
+    g = helper.make_graph(nodes, "g", [x], [vi("y", [1, 1, 400])])
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    mg = graph.load(path)
+    assert unlowerable(mg, profile_graph(mg), 0) == ""

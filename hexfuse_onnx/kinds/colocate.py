@@ -53,6 +53,7 @@ from ..costmodel import (
 )
 from ..graph import ModelGraph
 from ..lowering import RUN_TIME_INTEGERS, absent_when_empty, op_key, op_outside_kernel, replaces_nan
+from ..lowering.pointwise import CASTS_TO_FLOAT
 from ..profile import Engine, GraphProfile, TaskProfile
 from ..qdq import is_dq, is_q
 from .base import Candidate, KindDetail, Pair, PairKind, budget_message
@@ -343,11 +344,11 @@ def _touches_empty(g: ModelGraph, n: onnx.NodeProto) -> bool:
 
 def _dynamic_quantisation(g: ModelGraph, n: onnx.NodeProto) -> bool:
     """A node of quantize_dynamic's chain, whose u8/i8/int32 tensors the kernel carries at run time:
-    DynamicQuantizeLinear, MatMulInteger, and the Cast of its int32 result to float."""
+    DynamicQuantizeLinear, MatMulInteger, and the Cast of its int32 result to float (or of any
+    integer the kernel reads: MarbleNet's int16 audio)."""
     if n.op_type == "Cast":
         return (
-            g.info(n.input[0]).elem_type == onnx.TensorProto.INT32
-            and g.info(n.output[0]).elem_type == onnx.TensorProto.FLOAT
+            g.info(n.input[0]).elem_type in CASTS_TO_FLOAT and g.info(n.output[0]).elem_type == onnx.TensorProto.FLOAT
         )
     return n.op_type in ("DynamicQuantizeLinear", "MatMulInteger") and n.domain in ("", "ai.onnx")
 

@@ -1,6 +1,6 @@
 """Elementwise ops on the vector engine: binary arithmetic (Add/Sub/Mul also on int32/int64, wrapping),
 Sum, activations (LeakyRelu, PRelu), Clip (and Max/Min with a scalar constant), Cast (float to float or
-int32, int32 to float, a type to itself), Where(IsNaN(x), c, x)."""
+int32, 8/16/32-bit integers to float, a type to itself), Where(IsNaN(x), c, x)."""
 
 from __future__ import annotations
 
@@ -135,16 +135,28 @@ def _chain(cx: Lowerer, n: onnx.NodeProto, t: Task, opcode: Opcode, inputs: list
         acc = cx.emit(n, t, opcode, [acc, cx.read(name, n, t)], out=out)
 
 
+# Integer types a Cast to float32 reads at run time: a DEQUANTIZE_LINEAR by 1.0 (int64 is not: the
+# kernel reads its low 32 bits).
+CASTS_TO_FLOAT: dict[int, Dtype] = {
+    onnx.TensorProto.INT32: Dtype.I32,
+    onnx.TensorProto.INT16: Dtype.I16,
+    onnx.TensorProto.UINT16: Dtype.U16,
+    onnx.TensorProto.INT8: Dtype.I8,
+    onnx.TensorProto.UINT8: Dtype.U8,
+}
+
+
 @lowers("Cast")
 def cast(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
-    """A type to itself is a COPY; int32 to float32 (MatMulInteger's result) a DEQUANTIZE_LINEAR by
-    1.0, which rounds as the cast does; float32 to int32 (a dynamically quantised conv's bias chain
-    Div -> Floor -> Cast) is CAST, as ONNX Runtime on x86: toward zero, NaN, +-inf and values outside
-    the int32 range give INT32_MIN; every other cast is refused."""
+    """A type to itself is a COPY; int32 (MatMulInteger's result), int16 (MarbleNet's audio samples),
+    uint16 or 8-bit to float32 a DEQUANTIZE_LINEAR by 1.0, which rounds as the cast does; float32 to
+    int32 (a dynamically quantised conv's bias chain Div -> Floor -> Cast) is CAST, as ONNX Runtime
+    on x86: toward zero, NaN, +-inf and values outside the int32 range give INT32_MIN; every other
+    cast is refused."""
     to, source = int(attr(n, "to", 0)), cx.dtype(n.input[0])
-    if source == onnx.TensorProto.INT32 and to == onnx.TensorProto.FLOAT:
+    if source in CASTS_TO_FLOAT and to == onnx.TensorProto.FLOAT:
         one = cx.constant(np.ones((), np.float32), t)
-        cx.emit(n, t, Opcode.DEQUANTIZE_LINEAR, [cx.read_typed(n.input[0], n, t, Dtype.I32), one])
+        cx.emit(n, t, Opcode.DEQUANTIZE_LINEAR, [cx.read_typed(n.input[0], n, t, CASTS_TO_FLOAT[source]), one])
         return
     if source == onnx.TensorProto.FLOAT and to == onnx.TensorProto.INT32:
         cx.emit(n, t, Opcode.CAST, [cx.read(n.input[0], n, t)], out_dtype=Dtype.I32)
@@ -152,7 +164,9 @@ def cast(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     if source != to or source not in DTYPES:
         names = (onnx.TensorProto.DataType.Name(d) if d else "unknown" for d in (source, to))
         raise LoweringError(
-            n.op_type, n.name, "Cast from {} to {}: only a type to itself, INT32 <-> FLOAT are supported".format(*names)
+            n.op_type,
+            n.name,
+            "Cast from {} to {}: only a type to itself, 8/16/32-bit integers to FLOAT, FLOAT to INT32".format(*names),
         )
     x, dtype = cx.read_any(n.input[0], n, t)
     cx.emit(n, t, Opcode.COPY, [x], out_dtype=dtype)
