@@ -156,3 +156,24 @@ def test_colocate_may_pair_the_cast_of_an_int16_input(tmp_path: Path) -> None:
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
     mg = graph.load(path)
     assert unlowerable(mg, profile_graph(mg), 0) == ""
+
+
+@needs_host
+@pytest.mark.parametrize("indices, axis", [([[0]], 1), ([[1, 2], [3, 4]], 2), ([[[-1]]], 0), ([0], 1), (2, 2)], ids=str)
+def test_gather_of_contiguous_indices_of_any_rank_equals_ort(indices: object, axis: int) -> None:
+    """GTCRN gathers its sub-band features with indices [[0]]: 6 candidate pairs were refused, 'indices
+    [[0]] are not one in-range index or a contiguous 1-D range'."""
+    idx = np.asarray(indices, np.int64)
+    x = [2, 3, 6]
+    y = x[:axis] + list(idx.shape) + x[axis + 1 :]
+    nodes = [helper.make_node("Gather", ["z", "idx"], ["yb"], name="gather", axis=axis)]
+    m = _task_b(nodes, x, y, [init("idx", idx)])
+    got, ref = _host_and_ort(m, f32(*x))
+    assert got.shape == ref.shape and got.tobytes() == ref.tobytes()
+
+
+def test_gather_of_scattered_indices_is_refused() -> None:
+    nodes = [helper.make_node("Gather", ["z", "idx"], ["yb"], name="gather", axis=1)]
+    m = _task_b(nodes, [2, 5], [2, 2, 1], [init("idx", np.array([[0], [2]], np.int64))])
+    with pytest.raises(LoweringError, match=r"indices \[\[0\], \[2\]\] are not in range and contiguous"):
+        lower_pair(m, m.graph.node[0])
