@@ -177,3 +177,36 @@ def test_gather_of_scattered_indices_is_refused() -> None:
     m = _task_b(nodes, [2, 5], [2, 2, 1], [init("idx", np.array([[0], [2]], np.int64))])
     with pytest.raises(LoweringError, match=r"indices \[\[0\], \[2\]\] are not in range and contiguous"):
         lower_pair(m, m.graph.node[0])
+
+
+def test_a_slice_to_the_last_sample_pairs_where_the_input_may_be_empty(tmp_path: Path) -> None:
+    """MarbleNet's pre-emphasis x[..., 1:] - 0.97 x[..., :-1]: ORT's symbolic inference makes both
+    'L - 1' long, -1 at the empty input the pass also verifies at, where ORT's Slice makes 0 and the
+    kernel refused the program ('shape patch 2 ... -1 ... out of the field's range'): 5 of MarbleNet's
+    11 pairs at 0 us were dropped so. Such a dim is clamped at 0 now."""
+    from cli_support import run_cli
+
+    big = np.iinfo(np.int64).max
+    c = {
+        "zero": [0],
+        "one": [1],
+        "minus_one": [-1],
+        "end": [big],
+        "axis": [2],
+    }
+    inits = [init(k, np.array(v, np.int64)) for k, v in c.items()]
+    inits += [init("k", np.array(0.97, np.float32)), init("two", np.array(2.0, np.float32))]
+    nodes = [
+        helper.make_node("Slice", ["a", "zero", "minus_one", "axis"], ["head"]),
+        helper.make_node("Mul", ["head", "k"], ["scaled"]),
+        helper.make_node("Slice", ["a", "one", "end", "axis"], ["tail"]),
+        helper.make_node("Mul", ["tail", "two"], ["tail2"]),
+        helper.make_node("Sub", ["tail2", "scaled"], ["y"]),
+    ]
+    g = helper.make_graph(nodes, "g", [vi("a", [1, 1, "L"])], [vi("y", [1, 1, None])], initializer=inits)
+    src, out = tmp_path / "m.onnx", tmp_path / "f.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), src)
+    proc = run_cli("rewrite", src, "--shape", "a=1x1x64000", "--verify", "plugin", "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    assert "runs with an empty input at L=0" in proc.stderr and "dropping" not in proc.stderr, proc.stderr
+    assert [n.op_type for n in onnx.load(out).graph.node] == ["FusedHexPair", "Sub"]
