@@ -241,3 +241,21 @@ def test_a_model_with_fused_convs_quantises_as_the_convs_ort_fused(tmp_path: Pat
     q = onnx.load(tmp_path / "q.onnx")
     assert "FusedConv" not in {n.op_type for n in q.graph.node}
     assert any(n.op_type == "QuantizeLinear" and n.input[0] == "p" for n in q.graph.node)
+
+
+def test_copies_of_a_model_with_a_constant_output_keep_it_each(tmp_path: Path) -> None:
+    """The QDQ MarbleNet's frame count 'signal_len' is folded into an initializer that is a graph
+    output: `colocate --requests 2` shared it as one weight and stopped, "internal error (KeyError:
+    'r0/signal_len')"."""
+    from hexfuse_onnx import colocate
+
+    nodes = [helper.make_node("Relu", ["x"], ["y"])]
+    outs = [vi("y", [1, 8]), vi("count", [1], onnx.TensorProto.INT64)]
+    inits = [init("count", np.array([8], np.int64))]
+    g = helper.make_graph(nodes, "g", [vi("x", [1, 8])], outs, initializer=inits)
+    src = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), src)
+    merged = colocate.merge([src], requests=2).model
+    assert [o.name for o in merged.graph.output] == ["r0/y", "r0/count", "r1/y", "r1/count"]
+    assert {t.name for t in merged.graph.initializer} == {"r0/count", "r1/count"}
+    colocate.colocate([src], tmp_path / "m2.onnx", 2)
