@@ -259,3 +259,14 @@ def test_copies_of_a_model_with_a_constant_output_keep_it_each(tmp_path: Path) -
     assert [o.name for o in merged.graph.output] == ["r0/y", "r0/count", "r1/y", "r1/count"]
     assert {t.name for t in merged.graph.initializer} == {"r0/count", "r1/count"}
     colocate.colocate([src], tmp_path / "m2.onnx", 2)
+
+
+def test_gather_of_a_sliding_window_is_refused_in_a_short_line() -> None:
+    """GTCRN's unfold, indices [[0..32], [1..33], [2..34]], was refused with all 99 of them."""
+    idx = np.arange(33)[None, :] + np.arange(3)[:, None]
+    nodes = [helper.make_node("Gather", ["z", "idx"], ["yb"], name="gather", axis=1)]
+    m = _task_b(nodes, [2, 35], [2, 3, 33], [init("idx", idx.astype(np.int64))])
+    with pytest.raises(LoweringError) as err:
+        lower_pair(m, m.graph.node[0])
+    assert "indices of shape [3, 33] [0, 1, 2, 3, 4, 5]... are not in range and contiguous" in str(err.value)
+    assert len(str(err.value)) < 160

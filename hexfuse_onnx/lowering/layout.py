@@ -255,7 +255,8 @@ def gather(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     indices = np.asarray(cx.static[n.input[1]])
     flat = [int(i) % x[axis] if -x[axis] <= int(i) < x[axis] else -1 for i in indices.reshape(-1)]
     if not flat or -1 in flat or flat != list(range(flat[0], flat[0] + len(flat))):
-        raise LoweringError(n.op_type, n.name, f"indices {indices.tolist()} are not in range and contiguous")
+        shown = str(indices.tolist()) if indices.size <= 8 else f"of shape {list(indices.shape)} {flat[:6]}..."
+        raise LoweringError(n.op_type, n.name, f"indices {shown} are not in range and contiguous")
     params = axis_slice(len(x), axis, flat[0], flat[0] + len(flat))
     src = cx.read(n.input[0], n, t)
     if indices.ndim == 1:
