@@ -270,3 +270,38 @@ def test_gather_of_a_sliding_window_is_refused_in_a_short_line() -> None:
         lower_pair(m, m.graph.node[0])
     assert "indices of shape [3, 33] [0, 1, 2, 3, 4, 5]... are not in range and contiguous" in str(err.value)
     assert len(str(err.value)) < 160
+
+
+def _cached(name: str) -> Path:
+    from models import real
+
+    path = real.cached_path(name)
+    if path is None:
+        pytest.skip(f"{name} is not cached (python -m models real fetch {name})")
+    return path
+
+
+def _fused_ops(path: Path) -> set[str]:
+    return {n.op_type for f in onnx.load(path).functions for n in f.node}
+
+
+@pytest.mark.slow
+def test_real_marblenet_pairs_its_fused_convs_on_the_plugin(tmp_path: Path) -> None:
+    """1 s of MarbleNet at 0 us per call (the suite's): 5 pairs, FusedConv inside, the empty input too."""
+    from cli_support import run_cli
+
+    out = tmp_path / "m.onnx"
+    proc = run_cli("rewrite", _cached("marblenet_vad"), "--shape", "audio=1x1x16000", "--verify", "plugin", "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    assert sum(n.op_type == "FusedHexPair" for n in onnx.load(out).graph.node) >= 5
+    assert "FusedConv" in _fused_ops(out)
+
+
+@pytest.mark.slow
+def test_real_gtcrn_pairs_its_prelus_on_the_plugin(tmp_path: Path) -> None:
+    from cli_support import run_cli
+
+    out = tmp_path / "g.onnx"
+    proc = run_cli("rewrite", _cached("gtcrn_stream"), "--verify", "plugin", "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    assert "PRelu" in _fused_ops(out)
