@@ -235,9 +235,9 @@ def _split_sizes(cx: Lowerer, n: onnx.NodeProto, length: int) -> list[int]:
 @lowers("Gather")
 def gather(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     """A constant scalar index (SLICE, then a COPY dropping the axis) or a constant contiguous
-    ascending range of indices (one SLICE; of rank > 1, a SLICE and a COPY) along one axis; indices known only at run time (token
-    ids into an embedding table) on axis 0 by GATHER_ROWS; other indices are refused. Integer data
-    (a Shape's dims) on axis 0 by GATHER_ROWS, constant indices too."""
+    ascending range of indices (one SLICE; of rank > 1, a SLICE and a COPY) along one axis; indices
+    known only at run time (token ids into an embedding table) on axis 0 by GATHER_ROWS; other
+    indices are refused. Integer data (a Shape's dims) on axis 0 by GATHER_ROWS, constant indices too."""
     x = cx.shape(n.input[0], n)
     axis = int(attr(n, "axis", 0)) % len(x)
     if cx.dtype(n.input[0]) != onnx.TensorProto.FLOAT:
