@@ -318,6 +318,9 @@ def unlowerable(g: ModelGraph, profile: GraphProfile, i: int) -> str:
     other = next((t for t in read if g.info(t).elem_type != onnx.TensorProto.FLOAT), None)
     if other is not None and not _nan_test(g, i):
         return f" (makes {onnx.TensorProto.DataType.Name(g.info(other).elem_type).lower()}, not float32)"
+    wide = next((t for t in n.input if t and g.info(t).elem_type in OTHER_FLOATS and not _constant(g, t)), None)
+    if wide is not None:  # a Cast of a float16 activation: not a value the lowering needs
+        return f" (reads {onnx.TensorProto.DataType.Name(g.info(wide).elem_type).lower()}, not float32)"
     # A run-time input the kernel cannot hold (a boolean mask) or that steers the op must be a
     # constant, unless the op reads that integer at run time (a key padding mask, position ids).
     steered = n.input[1:] if n.op_type in STEERED_OPS else []
@@ -332,6 +335,10 @@ def unlowerable(g: ModelGraph, profile: GraphProfile, i: int) -> str:
         return ""
     frozen = "" if g.source is None else ": --freeze-shapes folds one computed from the input shapes"
     return f" (its input {late} is computed at run time; the lowering needs its value{frozen})"
+
+
+# Float types the kernel computes in none of (it runs float32): a run-time tensor of one is read by no op.
+OTHER_FLOATS = {onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16, onnx.TensorProto.DOUBLE}
 
 
 def _touches_empty(g: ModelGraph, n: onnx.NodeProto) -> bool:
