@@ -828,6 +828,25 @@ MODELS: dict[str, RealModel] = {
             notes="input: int16 samples at 16 kHz, [1, 1, audio_len]; 1 s here (the package runs whole files "
             "up to an hour); the outputs are per-frame silence and speech scores and the frame count",
         ),
+        RealModel(
+            "slovorez_morph",
+            package="slovorez",
+            version="0.1.0",
+            onnx_path="slovorez/models/slovorez-test/slovorez-test.onnx",
+            kind="encoder",
+            what="Russian morpheme segmenter (character embedding, 6 dilated 1-D Convs with ReLU and residual "
+            "Adds, a BIES tag Softmax per character), tf2onnx of a Keras mixed-precision model: every "
+            "activation float16, batch and word length symbolic",
+            license="MIT",
+            onnx_bytes=1_408_034,
+            wheel_bytes=3_266_765,
+            sha256="a43bd07bcb4a0db221062edfec035a6d7d108b1ec1e17bbd92137b5102947629",
+            ci=False,
+            shapes={"input_layer": [256, 64]},
+            int_ranges={"input_layer": (0, 49)},
+            notes="input: int32 character ids [words, 64] (49 symbols); the package's own default (its name "
+            "says test) at its batch of 256 words; a CPython 3.11 manylinux wheel (a C++ tokenizer beside)",
+        ),
     ]
 }
 
