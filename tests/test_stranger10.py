@@ -319,3 +319,39 @@ def test_colocate_names_a_float16_input_as_the_reason(tmp_path: Path) -> None:
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
     mg = graph.load(path)
     assert unlowerable(mg, profile_graph(mg), 0) == " (reads float16, not float32)"
+
+
+@pytest.mark.parametrize("axis, pairable", [(0, True), (1, False)])
+def test_colocate_may_pair_a_gather_of_rows_by_run_time_ids(tmp_path: Path, axis: int, pairable: bool) -> None:
+    """The QDQ slovorez x2 said "Gather (its input 1 is computed at run time; the lowering needs its
+    value)" of its character embedding, which the lowering gathers by run-time ids (GATHER_ROWS)."""
+    from hexfuse_onnx.kinds.colocate import unlowerable
+    from hexfuse_onnx.profile import profile_graph
+
+    nodes = [helper.make_node("Gather", ["table", "ids"], ["e"], axis=axis), helper.make_node("Relu", ["e"], ["y"])]
+    out = [4, 7, 16] if axis == 0 else [49, 4, 7]
+    ids = vi("ids", [4, 7], onnx.TensorProto.INT32)
+    g = helper.make_graph(nodes, "g", [ids], [vi("y", out)], initializer=[init("table", f32(49, 16))])
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    mg = graph.load(path)
+    why = unlowerable(mg, profile_graph(mg), 0)
+    assert why == "" if pairable else "its input 1 is computed at run time" in why
+
+
+def test_two_requests_of_an_embedding_pair_their_gathers_on_the_plugin(tmp_path: Path) -> None:
+    from hexfuse_onnx import colocate
+
+    nodes = [
+        helper.make_node("Gather", ["table", "ids"], ["e"]),
+        helper.make_node("MatMul", ["e", "w"], ["h"]),
+        helper.make_node("Relu", ["h"], ["y"]),
+    ]
+    ids = vi("ids", [8, 64], onnx.TensorProto.INT64)
+    inits = [init("table", f32(49, 96)), init("w", f32(96, 96))]
+    g = helper.make_graph(nodes, "g", [ids], [vi("y", [8, 64, 96])], initializer=inits)
+    src, out = tmp_path / "m.onnx", tmp_path / "m2.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), src)
+    colocate.colocate([src], out, 2, verify_plugin=True)
+    fused = {n.op_type for f in onnx.load(out).functions for n in f.node}
+    assert "Gather" in fused, fused

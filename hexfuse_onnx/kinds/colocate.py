@@ -324,7 +324,7 @@ def unlowerable(g: ModelGraph, profile: GraphProfile, i: int) -> str:
     # A run-time input the kernel cannot hold (a boolean mask) or that steers the op must be a
     # constant, unless the op reads that integer at run time (a key padding mask, position ids).
     steered = n.input[1:] if n.op_type in STEERED_OPS else []
-    at_run_time = RUN_TIME_INTEGERS.get(op_key(n), frozenset())
+    at_run_time = RUN_TIME_INTEGERS.get(op_key(n), frozenset()) | _gathered_rows(g, n)
     computed = [
         (k, t)
         for k, t in enumerate(n.input)
@@ -335,6 +335,18 @@ def unlowerable(g: ModelGraph, profile: GraphProfile, i: int) -> str:
         return ""
     frozen = "" if g.source is None else ": --freeze-shapes folds one computed from the input shapes"
     return f" (its input {late} is computed at run time; the lowering needs its value{frozen})"
+
+
+def _gathered_rows(g: ModelGraph, n: onnx.NodeProto) -> frozenset[int]:
+    """A Gather of float32 rows on axis 0 reads its int32/int64 indices at run time (GATHER_ROWS: token
+    ids into an embedding table), as the lowering does; colocate called them a value it needs."""
+    if n.op_type != "Gather" or len(n.input) < 2:
+        return frozenset()
+    rank = len(g.info(n.input[0]).shape or ())
+    axis = next((a.i for a in n.attribute if a.name == "axis"), 0)
+    rows = rank > 0 and axis % rank == 0 and g.info(n.input[0]).elem_type == onnx.TensorProto.FLOAT
+    indices = g.info(n.input[1]).elem_type in (onnx.TensorProto.INT32, onnx.TensorProto.INT64)
+    return frozenset({1}) if rows and indices else frozenset()
 
 
 # Float types the kernel computes in none of (it runs float32): a run-time tensor of one is read by no op.
