@@ -296,7 +296,12 @@ def _parser() -> argparse.ArgumentParser:
     co.add_argument("--kinds", default="colocate", help="pair kinds, comma-separated (default: colocate)")
     co.add_argument("--target", default="hexagon-v73", type=_target, help="cost-model target (default hexagon-v73)")
     co.add_argument("--min-gain", type=float, default=DEFAULT_MIN_GAIN, help="smallest predicted gain of a pair")
-    co.add_argument("--shape", action="append", metavar="NAME=DxDxD", help="fix a merged input's dims, e.g. a/x=1x64")
+    co.add_argument(
+        "--shape",
+        action="append",
+        metavar="NAME=DxDxD",
+        help="fix a merged input's dims, e.g. a/x=1x64 (with --requests N, x=1x64 fixes x in every copy)",
+    )
     co.add_argument(
         "--freeze-shapes",
         action="store_true",
@@ -698,7 +703,7 @@ def _colocate(args: argparse.Namespace, progress) -> int:
         sources = resolved if len(resolved) == 2 else resolved * count
         prefixes = stream_names(len(resolved), args.requests, names)
         shapes = {p + k: v for p, (_, s) in zip(prefixes, sources) for k, v in (s or {}).items()}
-        shapes.update(parse_shape_overrides(args.shape))
+        shapes.update(_stream_shapes(parse_shape_overrides(args.shape), prefixes, args.requests))
         r = colocate(
             [path for path, _ in resolved],
             args.output,
@@ -716,6 +721,15 @@ def _colocate(args: argparse.Namespace, progress) -> int:
             specialise=args.freeze_shapes,
         )
     return _colocated(args, r)
+
+
+def _stream_shapes(given: dict[str, list[int]], prefixes: list[str], requests: int) -> dict[str, list[int]]:
+    """--shape by merged name (`r0/audio`); with --requests N, a name of the model's own (`audio`)
+    fixes that input in every copy."""
+    if requests < 2:
+        return given
+    own = {k: v for k, v in given.items() if not any(k.startswith(p) for p in prefixes)}
+    return {**{k: v for k, v in given.items() if k not in own}, **{p + k: v for p in prefixes for k, v in own.items()}}
 
 
 def _hybrid(args: argparse.Namespace, progress) -> int:

@@ -114,7 +114,10 @@ def merge(
     if same_file:
         sources = [_weights_as_initializers(m) for m in sources]
     copies = [sources[0]] * requests if len(paths) == 1 else sources
-    shared = {t.name for t in copies[0].graph.initializer} if same_file else set()
+    # An initializer that is also a graph output (a QDQ MarbleNet's folded 'signal_len') stays each
+    # stream's: its output is the stream's; shared, no stream had it (KeyError 'r0/signal_len').
+    outputs = {v.name for v in copies[0].graph.output}
+    shared = {t.name for t in copies[0].graph.initializer if t.name not in outputs} if same_file else set()
 
     merged = onnx.ModelProto()
     merged.ir_version = max(m.ir_version for m in sources)

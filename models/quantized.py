@@ -288,7 +288,7 @@ def prepare(model: onnx.ModelProto, folder: Path) -> Path:
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
     fixed, optimized = folder / "fixed.onnx", folder / "optimized.onnx"
-    onnx.save(model, fixed)  # the tools are given paths: given a ModelProto, they move its tensors out of it
+    onnx.save(unfused_convs(model), fixed)  # the tools are given paths: given a ModelProto, they move its tensors
     with _quiet_quantiser():
         quant_pre_process(fixed, optimized, skip_symbolic_shape=True)  # shapes are fixed; it fails on ppocr_cls
         fused = folder / PREPARED
@@ -298,6 +298,35 @@ def prepare(model: onnx.ModelProto, folder: Path) -> Path:
         if not qnn_preprocess_model(optimized, fused, fuse_layernorm=True):
             os.replace(optimized, fused)
     return fused
+
+
+UNFUSED_ACTIVATIONS = ("Relu", "Sigmoid", "Tanh", "LeakyRelu")
+
+
+def unfused_convs(model: onnx.ModelProto) -> onnx.ModelProto:
+    """`model` with each com.microsoft FusedConv (a model saved after ORT's optimisations: marblenet_vad)
+    written as the Conv and activation ORT fused. The quantiser neither quantises nor infers the shapes
+    of FusedConv, so no tensor after the first was calibrated and it failed on one it adjusts ("Only an
+    existing tensor can be modified, '/Softmax_output_0' is not")."""
+    nodes: list[onnx.NodeProto] = []
+    for n in model.graph.node:
+        if (n.domain, n.op_type) != ("com.microsoft", "FusedConv"):
+            nodes.append(n)
+            continue
+        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in n.attribute}
+        act = attrs.pop("activation", b"").decode()
+        params = attrs.pop("activation_params", [])
+        if act not in UNFUSED_ACTIVATIONS or (len(n.input) > 3 and n.input[3]):
+            raise QuantizeError(f"FusedConv '{n.name}': activation '{act}' or its Z input has no unfused form here")
+        conv = f"{n.output[0]}_conv"
+        alpha = {"alpha": params[0]} if act == "LeakyRelu" and params else {}
+        nodes.append(onnx.helper.make_node("Conv", list(n.input[:3]), [conv], name=n.name, **attrs))
+        nodes.append(onnx.helper.make_node(act, [conv], list(n.output), name=f"{n.name}_{act}", **alpha))
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    del out.graph.node[:]
+    out.graph.node.extend(nodes)
+    return out
 
 
 def float_model(name: str, cache_dir: str | os.PathLike[str] | None = None) -> onnx.ModelProto:

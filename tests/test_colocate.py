@@ -404,17 +404,23 @@ def test_no_pair_paying_for_its_call_is_accounted_for_as_rewrite_does(zoo_dir, t
 
 
 @pytest.mark.parametrize("freeze", [False, True])
-def test_a_shape_by_its_unprefixed_name_is_refused_naming_the_merged_inputs(tmp_path, freeze):
+def test_a_shape_by_the_models_own_name_fixes_every_copy(tmp_path, freeze):
     """`--shape images=...` (nudenet's input, as a stranger gives it) was ignored without a word: the
-    merge was then checked at 1x3x1x1, where the model fails, and the error still said `images`."""
+    merge was then checked at 1x3x1x1, where the model fails, and the error still said `images`.
+    Then it was refused (MarbleNet's `audio=1x1x16000` too); with --requests N it now fixes the input
+    of every copy, and a name that no copy has is refused naming the merged inputs."""
     src, out = tmp_path / "p.onnx", tmp_path / "p2.onnx"
     onnx.save(_paddle_style_model(), src)
     extra = ["--freeze-shapes"] if freeze else []
     proc = run_cli("colocate", src, "--requests", "2", "-o", out, "--shape", "x=1x3x8x12", *extra, "-q")
+    assert proc.returncode == EXIT_OK, proc.stderr
+    if freeze:
+        dims = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim] for v in onnx.load(out).graph.input}
+        assert dims["r0/x"] == dims["r1/x"] == [1, 3, 8, 12]
+    proc = run_cli("colocate", src, "--requests", "2", "-o", out, "--shape", "images=1x3x8x12", *extra, "-q")
     assert proc.returncode == EXIT_USAGE, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
-    assert_mentions(error_line(proc), "--shape names no input of the merged model: x", "r0/x, r1/x")
-    assert listing(tmp_path) == ["p.onnx"]
+    assert_mentions(error_line(proc), "--shape names no input of the merged model: r0/images, r1/images", "r0/x, r1/x")
 
 
 def _ml_model(ml_opset: int) -> onnx.ModelProto:

@@ -52,6 +52,7 @@ from ..costmodel import (
 )
 from ..graph import ModelGraph
 from ..lowering import RUN_TIME_INTEGERS, absent_when_empty, op_key, op_outside_kernel
+from ..lowering.pointwise import CASTS_TO_FLOAT
 from ..profile import Engine, GraphProfile, TaskProfile
 from ..qdq import is_dq, is_q, release_foreign
 from .base import Candidate, KindDetail, Pair, PairKind, budget_message
@@ -309,10 +310,13 @@ def unlowerable(g: ModelGraph, profile: GraphProfile, i: int) -> str:
     other = next((t for t in read if g.info(t).elem_type != onnx.TensorProto.FLOAT), None)
     if other is not None and not nan_test(g, i):
         return f" (makes {onnx.TensorProto.DataType.Name(g.info(other).elem_type).lower()}, not float32)"
+    wide = next((t for t in n.input if t and g.info(t).elem_type in OTHER_FLOATS and not _constant(g, t)), None)
+    if wide is not None:  # a Cast of a float16 activation: not a value the lowering needs
+        return f" (reads {onnx.TensorProto.DataType.Name(g.info(wide).elem_type).lower()}, not float32)"
     # A run-time input the kernel cannot hold (a boolean mask) or that steers the op must be a
     # constant, unless the op reads that integer at run time (a key padding mask, position ids).
     steered = n.input[1:] if n.op_type in STEERED_OPS else []
-    at_run_time = RUN_TIME_INTEGERS.get(op_key(n), frozenset())
+    at_run_time = RUN_TIME_INTEGERS.get(op_key(n), frozenset()) | _gathered_rows(g, n)
     computed = [
         (k, t)
         for k, t in enumerate(n.input)
@@ -325,6 +329,22 @@ def unlowerable(g: ModelGraph, profile: GraphProfile, i: int) -> str:
     return f" (its input {late} is computed at run time; the lowering needs its value{frozen})"
 
 
+def _gathered_rows(g: ModelGraph, n: onnx.NodeProto) -> frozenset[int]:
+    """A Gather of float32 rows on axis 0 reads its int32/int64 indices at run time (GATHER_ROWS: token
+    ids into an embedding table), as the lowering does; colocate called them a value it needs."""
+    if n.op_type != "Gather" or len(n.input) < 2:
+        return frozenset()
+    rank = len(g.info(n.input[0]).shape or ())
+    axis = next((a.i for a in n.attribute if a.name == "axis"), 0)
+    rows = rank > 0 and axis % rank == 0 and g.info(n.input[0]).elem_type == onnx.TensorProto.FLOAT
+    indices = g.info(n.input[1]).elem_type in (onnx.TensorProto.INT32, onnx.TensorProto.INT64)
+    return frozenset({1}) if rows and indices else frozenset()
+
+
+# Float types the kernel computes in none of (it runs float32): a run-time tensor of one is read by no op.
+OTHER_FLOATS = {onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16, onnx.TensorProto.DOUBLE}
+
+
 def _touches_empty(g: ModelGraph, n: onnx.NodeProto) -> bool:
     """The node writes an empty run-time tensor or reads one its lowering does not take as absent
     (absent_when_empty: a Concat operand, a prefill's past of 0 tokens): no kernel op runs on one."""
@@ -335,11 +355,11 @@ def _touches_empty(g: ModelGraph, n: onnx.NodeProto) -> bool:
 
 def _dynamic_quantisation(g: ModelGraph, n: onnx.NodeProto) -> bool:
     """A node of quantize_dynamic's chain, whose u8/i8/int32 tensors the kernel carries at run time:
-    DynamicQuantizeLinear, MatMulInteger, and the Cast of its int32 result to float."""
+    DynamicQuantizeLinear, MatMulInteger, and the Cast of its int32 result to float (or of any
+    integer the kernel reads: MarbleNet's int16 audio)."""
     if n.op_type == "Cast":
         return (
-            g.info(n.input[0]).elem_type == onnx.TensorProto.INT32
-            and g.info(n.output[0]).elem_type == onnx.TensorProto.FLOAT
+            g.info(n.input[0]).elem_type in CASTS_TO_FLOAT and g.info(n.output[0]).elem_type == onnx.TensorProto.FLOAT
         )
     return n.op_type in ("DynamicQuantizeLinear", "MatMulInteger") and n.domain in ("", "ai.onnx")
 

@@ -235,9 +235,9 @@ def _split_sizes(cx: Lowerer, n: onnx.NodeProto, length: int) -> list[int]:
 @lowers("Gather")
 def gather(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     """A constant scalar index (SLICE, then a COPY dropping the axis) or a constant contiguous
-    ascending range of indices (one SLICE) along one axis; indices known only at run time (token
-    ids into an embedding table) on axis 0 by GATHER_ROWS; other indices are refused. Integer data
-    (a Shape's dims) on axis 0 by GATHER_ROWS, constant indices too."""
+    ascending range of indices (one SLICE; of rank > 1, a SLICE and a COPY) along one axis; indices
+    known only at run time (token ids into an embedding table) on axis 0 by GATHER_ROWS; other
+    indices are refused. Integer data (a Shape's dims) on axis 0 by GATHER_ROWS, constant indices too."""
     x = cx.shape(n.input[0], n)
     axis = int(attr(n, "axis", 0)) % len(x)
     if cx.dtype(n.input[0]) != onnx.TensorProto.FLOAT:
@@ -254,17 +254,17 @@ def gather(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         return
     indices = np.asarray(cx.static[n.input[1]])
     flat = [int(i) % x[axis] if -x[axis] <= int(i) < x[axis] else -1 for i in indices.reshape(-1)]
-    if indices.ndim > 1 or not flat or -1 in flat or flat != list(range(flat[0], flat[0] + len(flat))):
-        raise LoweringError(
-            n.op_type, n.name, f"indices {indices.tolist()} are not one in-range index or a contiguous 1-D range"
-        )
+    if not flat or -1 in flat or flat != list(range(flat[0], flat[0] + len(flat))):
+        shown = str(indices.tolist()) if indices.size <= 8 else f"of shape {list(indices.shape)} {flat[:6]}..."
+        raise LoweringError(n.op_type, n.name, f"indices {shown} are not in range and contiguous")
     params = axis_slice(len(x), axis, flat[0], flat[0] + len(flat))
     src = cx.read(n.input[0], n, t)
     if indices.ndim == 1:
         cx.emit(n, t, Opcode.SLICE, [src], params)
         return
+    # a scalar drops the axis, indices of rank > 1 (GTCRN's [[0]]) split it: the sliced bytes, copied
     traced = traced_dims(cx.prog, src)  # the kept axes follow the input's, whatever the binding
-    kept = traced[:axis] + [1] + traced[axis + 1 :]
+    kept = traced[:axis] + [len(flat)] + traced[axis + 1 :]
     picked = cx.emit(n, t, Opcode.SLICE, [src], params, out=cx.scratch(kept, t))
     cx.emit(n, t, Opcode.COPY, [picked])
 

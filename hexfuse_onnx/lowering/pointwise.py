@@ -1,6 +1,6 @@
 """Elementwise ops on the vector engine: binary arithmetic (Add/Sub/Mul also on int32/int64, wrapping),
-Sum, activations, Clip (and Max/Min with a scalar constant), Cast (float to float or int32, int32 to
-float, a type to itself), Where(IsNaN(x), c, x)."""
+Sum, activations (LeakyRelu, PRelu), Clip (and Max/Min with a scalar constant), Cast (float to float or
+int32, 8/16/32-bit integers to float, a type to itself), Where(IsNaN(x), c, x)."""
 
 from __future__ import annotations
 
@@ -135,16 +135,28 @@ def _chain(cx: Lowerer, n: onnx.NodeProto, t: Task, opcode: Opcode, inputs: list
         acc = cx.emit(n, t, opcode, [acc, cx.read(name, n, t)], out=out)
 
 
+# Integer types a Cast to float32 reads at run time: a DEQUANTIZE_LINEAR by 1.0 (int64 is not: the
+# kernel reads its low 32 bits).
+CASTS_TO_FLOAT: dict[int, Dtype] = {
+    onnx.TensorProto.INT32: Dtype.I32,
+    onnx.TensorProto.INT16: Dtype.I16,
+    onnx.TensorProto.UINT16: Dtype.U16,
+    onnx.TensorProto.INT8: Dtype.I8,
+    onnx.TensorProto.UINT8: Dtype.U8,
+}
+
+
 @lowers("Cast")
 def cast(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
-    """A type to itself is a COPY; int32 to float32 (MatMulInteger's result) a DEQUANTIZE_LINEAR by
-    1.0, which rounds as the cast does; float32 to int32 (a dynamically quantised conv's bias chain
-    Div -> Floor -> Cast) is CAST, as ONNX Runtime on x86: toward zero, NaN, +-inf and values outside
-    the int32 range give INT32_MIN; every other cast is refused."""
+    """A type to itself is a COPY; int32 (MatMulInteger's result), int16 (MarbleNet's audio samples),
+    uint16 or 8-bit to float32 a DEQUANTIZE_LINEAR by 1.0, which rounds as the cast does; float32 to
+    int32 (a dynamically quantised conv's bias chain Div -> Floor -> Cast) is CAST, as ONNX Runtime
+    on x86: toward zero, NaN, +-inf and values outside the int32 range give INT32_MIN; every other
+    cast is refused."""
     to, source = int(attr(n, "to", 0)), cx.dtype(n.input[0])
-    if source == onnx.TensorProto.INT32 and to == onnx.TensorProto.FLOAT:
+    if source in CASTS_TO_FLOAT and to == onnx.TensorProto.FLOAT:
         one = cx.constant(np.ones((), np.float32), t)
-        cx.emit(n, t, Opcode.DEQUANTIZE_LINEAR, [cx.read_typed(n.input[0], n, t, Dtype.I32), one])
+        cx.emit(n, t, Opcode.DEQUANTIZE_LINEAR, [cx.read_typed(n.input[0], n, t, CASTS_TO_FLOAT[source]), one])
         return
     if source == onnx.TensorProto.FLOAT and to == onnx.TensorProto.INT32:
         cx.emit(n, t, Opcode.CAST, [cx.read(n.input[0], n, t)], out_dtype=Dtype.I32)
@@ -152,7 +164,9 @@ def cast(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     if source != to or source not in DTYPES:
         names = (onnx.TensorProto.DataType.Name(d) if d else "unknown" for d in (source, to))
         raise LoweringError(
-            n.op_type, n.name, "Cast from {} to {}: only a type to itself, INT32 <-> FLOAT are supported".format(*names)
+            n.op_type,
+            n.name,
+            "Cast from {} to {}: only a type to itself, 8/16/32-bit integers to FLOAT, FLOAT to INT32".format(*names),
         )
     x, dtype = cx.read_any(n.input[0], n, t)
     cx.emit(n, t, Opcode.COPY, [x], out_dtype=dtype)
@@ -208,11 +222,27 @@ def max_min(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
 def leaky_relu(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     """alpha x where x < 0, as ORT computes it (one f32 product): max(x, alpha x) for 0 <= alpha <= 1,
     min(x, alpha x) above 1; below 0, max(x, 0) + alpha min(x, 0)."""
-    alpha = float(attr(n, "alpha", 0.01))
+    _leaky(cx, n, t, float(attr(n, "alpha", 0.01)))
+
+
+@lowers("PRelu")
+def prelu(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """slope x where x < 0 (ORT: x > 0 ? x : x * slope): a constant one-element slope (GTCRN's are
+    [1, 1, 1]) as LeakyRelu; any other (per channel, or computed) max(x, 0) + slope min(x, 0)."""
+    value = cx.constant_value(n.input[1])
+    if value is not None and np.asarray(value).size == 1:
+        _leaky(cx, n, t, float(np.asarray(value).ravel()[0]))
+    else:
+        _leaky(cx, n, t, None)
+
+
+def _leaky(cx: Lowerer, n: onnx.NodeProto, t: Task, alpha: float | None) -> None:
+    """x where x > 0, else alpha x (None: input 1 times x, broadcast)."""
     dims = cx.shape(n.output[0], n)
     x = cx.read(n.input[0], n, t)
-    if alpha >= 0.0:
-        scaled = cx.emit(n, t, Opcode.MUL, [x, cx.constant(np.array([alpha], np.float32), t)], out=cx.scratch(dims, t))
+    slope = cx.read(n.input[1], n, t) if alpha is None else cx.constant(np.array([alpha], np.float32), t)
+    if alpha is not None and alpha >= 0.0:
+        scaled = cx.emit(n, t, Opcode.MUL, [x, slope], out=cx.scratch(dims, t))
         cx.emit(n, t, Opcode.MAX if alpha <= 1.0 else Opcode.MIN, [x, scaled])
         return
     clip = {"positive": (0.0, np.inf), "negative": (-np.inf, 0.0)}
@@ -221,9 +251,7 @@ def leaky_relu(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
                    out=cx.scratch(dims, t))
         for k, (lo, hi) in clip.items()
     }  # fmt: skip
-    scaled = cx.emit(
-        n, t, Opcode.MUL, [part["negative"], cx.constant(np.array([alpha], np.float32), t)], out=cx.scratch(dims, t)
-    )
+    scaled = cx.emit(n, t, Opcode.MUL, [part["negative"], slope], out=cx.scratch(dims, t))
     cx.emit(n, t, Opcode.ADD, [part["positive"], scaled])
 
 

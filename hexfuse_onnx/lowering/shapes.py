@@ -294,13 +294,23 @@ def _dim_patch(
     if isinstance(expr, int) or expr.is_Integer:
         return None, ""
     try:
-        words = shape_expr.compile_expr(expr, symbols.index)
+        words = shape_expr.compile_expr(_at_least_zero(expr), symbols.index)
         value = shape_expr.run(words, values)
     except ShapeExprError as exc:
         return None, str(exc)
     if value != stored:
         return None, f"its expression '{expr}' gives {value}, the program holds {stored}"
     return Patch(Target.TENSOR_DIM, tid, axis, tuple(words)), ""
+
+
+def _at_least_zero(expr: sympy.Expr) -> sympy.Expr:
+    """A dim as ORT's symbolic inference writes it, clamped at 0 where it can be negative for some
+    input dims: its Slice rule assumes a non-empty result (MarbleNet's x[..., :-1] is 'audio_len - 1',
+    -1 on an empty input, where ORT's Slice makes 0 and the kernel refused the whole program)."""
+    dims = {s: sympy.Symbol(s.name, integer=True, nonnegative=True) for s in expr.free_symbols}
+    if expr.xreplace(dims).is_nonnegative:
+        return expr
+    return sympy.Max(0, expr)
 
 
 def _representative_values(lowerer: Lowerer, symbols: _Symbols) -> list[int]:

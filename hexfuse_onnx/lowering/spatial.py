@@ -58,7 +58,7 @@ def emit_1d(
     opcode: Opcode,
     inputs: list[int],
     params: dict,
-    out: str | None = None,
+    out: str | int | None = None,
     dtype: Dtype = Dtype.F32,
     engine: EngineClass | None = None,
 ) -> int:
@@ -68,7 +68,9 @@ def emit_1d(
     returns it."""
     y = cx.shape(n.output[0], n)
     flat = cx.emit(n, t, opcode, inputs, params, out=cx.scratch(y[:2] + [1] + y[2:], t, dtype), engine=engine)
-    cx.emit(n, t, Opcode.COPY, [flat], out=out or n.output[0], engine=EngineClass.MEMORY, out_dtype=dtype)
+    cx.emit(
+        n, t, Opcode.COPY, [flat], out=n.output[0] if out is None else out, engine=EngineClass.MEMORY, out_dtype=dtype
+    )
     return flat
 
 
