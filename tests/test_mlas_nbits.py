@@ -44,9 +44,14 @@ class Group:
     k: int
     n: int
     also_out: list[str] = field(default_factory=list)  # plain(): more graph outputs
+    a_dtype: int = TensorProto.FLOAT  # UINT16: the input is `aq`, dequantized to a
+
+    @property
+    def a(self) -> str:
+        return "a" if self.a_dtype == TensorProto.FLOAT else "aq"
 
     def plain(self) -> onnx.ModelProto:
-        inputs = [vi("a", [*self.rows, self.k])]
+        inputs = [vi(self.a, [*self.rows, self.k], self.a_dtype)]
         out = [vi("yq", [*self.rows, self.n], TensorProto.UINT16)] + [vi(o, None) for o in self.also_out]
         inits = [init(name, v) for name, v in self.consts.items()]
         graph = helper.make_graph(self.nodes, "group", inputs, out, inits)
@@ -54,13 +59,32 @@ class Group:
 
     def pair(self) -> onnx.ModelProto:
         """Task A a Relu, task B the group."""
-        b_inputs = [vi("a", [*self.rows, self.k])] + [
+        b_inputs = [vi(self.a, [*self.rows, self.k], self.a_dtype)] + [
             vi(name, list(np.shape(v)), _elem(v)) for name, v in self.consts.items()
         ]
         relu = [helper.make_node("Relu", ["x"], ["ya"], name="relu")]
         out = [vi("yq", [*self.rows, self.n], TensorProto.UINT16)]
         inits = [init(name, v) for name, v in self.consts.items()]
         return pair_model(relu, self.nodes, [vi("x", [2, 4])], b_inputs, [vi("ya", [2, 4])], out, inits, 21)
+
+
+def float_weight_group(rows: list[int], k: int, n: int) -> Group:
+    """A Gemm of a float W and bias on a u16 DequantizeLinear: ORT quantizes W to int8 (`qbias`), then
+    rewrites the Gemm into MatMulNBits."""
+    consts = {
+        "w": (RNG.standard_normal([k, n]) / np.sqrt(k)).astype(np.float32),
+        "c": RNG.standard_normal([n]).astype(np.float32),
+        "as": np.asarray(np.float32(1e-4)),
+        "az": np.asarray(np.uint16(32768)),
+        "ys": np.asarray(Y_SCALE),
+        "yz": np.asarray(np.uint16(32768)),
+    }
+    nodes = [
+        helper.make_node("DequantizeLinear", ["aq", "as", "az"], ["a"], name="dqa"),
+        helper.make_node("Gemm", ["a", "w", "c"], ["y"], name="op"),
+        helper.make_node("QuantizeLinear", ["y", "ys", "yz"], ["yq"], name="q"),
+    ]
+    return Group(nodes, consts, rows, k, n, a_dtype=TensorProto.UINT16)
 
 
 def group(
@@ -122,8 +146,11 @@ def steps_apart(g: Group, runs: int = 50) -> int:
     program = lower_pair(m, node)
     apart = 0
     for _ in range(runs):
-        a = RNG.standard_normal([*g.rows, g.k]).astype(np.float32)
-        feeds = {"x": RNG.standard_normal([2, 4]).astype(np.float32), "a": a}
+        if g.a_dtype == TensorProto.FLOAT:
+            a = RNG.standard_normal([*g.rows, g.k]).astype(np.float32)
+        else:
+            a = RNG.integers(22768, 42768, [*g.rows, g.k]).astype(np.uint16)
+        feeds = {"x": RNG.standard_normal([2, 4]).astype(np.float32), g.a: a}
         got = HostKernel().run(program, program_inputs(m, node, feeds))[1]
         apart += int((got != ref.run(None, feeds)[1]).sum())
     return apart
@@ -147,6 +174,8 @@ CASES = {
     "gemm_rows_bias": lambda: group([7], 300, 33),
     "matmul_folded_rows": lambda: group([2, 5], 129, 9, op="MatMul", bias=False),
     "gemm_rows_one_column": lambda: group([64], 200, 1),
+    # a float weight ORT quantizes to int8 first
+    "gemm_one_row_float_weight": lambda: float_weight_group([1], 300, 150),
 }
 
 
@@ -184,6 +213,7 @@ def test_nbits_group_equals_ort(name: str, tmp_path: Path) -> None:
         (lambda: group([1], 64, 8, op="MatMul", bias=False), True),
         (lambda: also_read(group([1], 64, 8), "y"), False),
         (lambda: also_read(group([1], 64, 8), "w"), False),
+        (lambda: float_weight_group([1], 64, 8), True),
     ],
 )
 def test_ort_nbits_says_what_ort_rewrites(model: Callable[[], Group], rewritten: bool, tmp_path: Path) -> None:

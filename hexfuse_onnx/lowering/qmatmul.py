@@ -210,19 +210,25 @@ def ort_nbits(cx: Body, n: onnx.NodeProto) -> bool:
     one-op models and read in its qdq_selectors.cc: a Gemm with alpha 1, transA 0, transB 0 and a C of
     N values (beta 1); B read by this node only, its DequantizeLinear of a 2-D constant per tensor
     (rank-0 scale), per column (axis 1, [N]) or blockwise (axis 0, block_size a power of two >= 16),
-    scales f32/f16 and zero points constant; n's output read by QuantizeLinears only or by none, and
-    not a graph output when a QuantizeLinear reads it. A pair output's readers are outside the body:
-    unknown, so no. 4- and 2-bit weights are rewritten too; MLAS sums those otherwise (not here)."""
+    scales f32/f16 and zero points constant, or a Gemm's float B that ORT makes such a DequantizeLinear
+    of first (`qbias.ort_weight`); n's output read by QuantizeLinears only or by none, and not a graph
+    output when a QuantizeLinear reads it. A pair output's readers are outside the body: unknown, so
+    no. 4- and 2-bit weights are rewritten too; MLAS sums those otherwise (not here)."""
     if not (_is(n, "MatMul") or (_is(n, "Gemm") and _gemm_fits(cx, n))) or len(n.input) < 2:
         return False
+    if not _read_only_by(cx, n.input[1], n) or not _read_as_nbits(cx, n.output[0]):
+        return False
     dq = next((b for b in cx.nodes if n.input[1] in b.output), None)
-    if dq is None or dq.op_type != "DequantizeLinear" or not _read_only_by(cx, n.input[1], n):
-        return False
-    readers = [b for b in cx.nodes if n.output[0] in b.input]
-    quantized = sum(b.op_type == "QuantizeLinear" for b in readers)
-    if n.output[0] in cx.out_index or quantized not in (0, len(readers)):
-        return False
+    if dq is None or dq.op_type != "DequantizeLinear":
+        return _is(n, "Gemm") and ort_weight(cx, n) is not None
     return cx.dtype(dq.input[0]) in NBITS_WEIGHTS and _nbits_scales(cx, dq)
+
+
+def _read_as_nbits(cx: Body, y: str) -> bool:
+    """y read by QuantizeLinears only, or by none, and not read outside."""
+    readers = [b for b in cx.nodes if y in b.input]
+    quantized = sum(b.op_type == "QuantizeLinear" for b in readers)
+    return y not in cx.out_index and quantized in (0, len(readers))
 
 
 def _gemm_fits(cx: Body, n: onnx.NodeProto) -> bool:
