@@ -160,6 +160,8 @@ CASES = {
     # M = 1 (MLAS's 1-row kernel with B transposed), K = 512 as vietcombank's digits, N odd (blocks of 4, 2, 1)
     "gemm_one_row_bias": lambda: group([1], 512, 203),
     "matmul_one_row": lambda: group([1], 333, 77, op="MatMul", bias=False),
+    # N = 530: the host's chunks of 512 outputs, then 2 (MLAS's block of 2)
+    "matmul_one_row_wide": lambda: group([1], 64, 530, op="MatMul", bias=False),
     # A's batch dims folded into M = 1
     "matmul_folded_one_row": lambda: group([1, 1], 130, 95, op="MatMul", bias=False),
     "gemm_one_row_per_column": lambda: group(

@@ -188,8 +188,9 @@ void hfx_dot_rows_mlas(const float *x, const float *rows, uint64_t ld, uint64_t 
     }
 }
 
-/* k outer, a chunk of outputs inner: each lane sums its k in order, as hfx_dot_rows_mlas does */
-#define DOT_COLS 64u
+/* k outer, a chunk of outputs inner: each lane sums its k in order, as hfx_dot_rows_mlas does. Chunks
+ * of 512 columns read B's rows 2 KiB at a time (64: 17x slower at 768 x 3072, B out of the cache). */
+#define DOT_COLS 512u
 HFX_VECTOR_KERNEL
 void hfx_dot_cols_mlas(const float *x, const float *b, uint64_t ldb, uint64_t k, uint64_t j0, uint64_t j1, uint64_t n,
                        bool add, float *y) {
@@ -197,11 +198,12 @@ void hfx_dot_cols_mlas(const float *x, const float *b, uint64_t ldb, uint64_t k,
     float lanes[8][DOT_COLS], l[8];
     for (uint64_t c0 = j0; c0 < j1; c0 += DOT_COLS) {
         uint64_t cols = j1 - c0 < DOT_COLS ? j1 - c0 : DOT_COLS;
-        memset(lanes, 0, sizeof lanes);
+        for (int t = 0; t < 8; t++) memset(lanes[t], 0, cols * sizeof(float));
         for (uint64_t i = 0; i < k; i++) {
-            const float *row = b + i * ldb + c0;
-            float *lane = lanes[i % 8];
-            for (uint64_t j = 0; j < cols; j++) lane[j] = lane[j] + x[i] * row[j];
+            const float *restrict row = b + i * ldb + c0;
+            float *restrict lane = lanes[i % 8];
+            float xi = x[i];
+            for (uint64_t j = 0; j < cols; j++) lane[j] = lane[j] + xi * row[j];
         }
         for (uint64_t j = 0; j < cols; j++) {
             uint64_t col = c0 + j;
