@@ -247,6 +247,7 @@ static void test_params_and_shapes(void) {
     EXPECT_U32(OREC(0) + 48 + 4, 1, HFX_ERR_SHAPE);            /* transB: K mismatch 32 vs 8 */
     EXPECT_U32(OREC(0) + 48 + 8, 0x7f800000u, HFX_ERR_PARAM);  /* alpha inf */
     EXPECT_U32(OREC(0) + 48 + 12, 0x3f800000u, HFX_ERR_PARAM); /* beta without C */
+    EXPECT_U32(OREC(0) + 48 + 16, 2, HFX_ERR_PARAM);           /* nbits */
     EXPECT_U32(TREC(1) + 8, 31, HFX_ERR_SIZE);                 /* K mismatch (constant size then wrong first) */
     EXPECT_U32(TREC(2) + 12, 9, HFX_ERR_SHAPE);                /* gemm output shape */
     EXPECT_U8(TREC(2) + 3, 1, HFX_ERR_TENSOR);                 /* rank 1 with dim1 set */

@@ -136,6 +136,7 @@ class GemmParam(IntEnum):
     TRANS_B = 1
     ALPHA = 2
     BETA = 3
+    NBITS = 4  # 1: ORT runs it as MatMulNBits (`qmatmul.ort_nbits`)
 
 
 class NbitsParam(IntEnum):

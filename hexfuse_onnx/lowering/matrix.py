@@ -20,7 +20,7 @@ def matmul(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     if len(cx.shape(n.input[0], n)) < 2 or len(cx.shape(n.input[1], n)) < 2:
         raise LoweringError(n.op_type, n.name, "1-D operands are not supported")
     inputs = [cx.read(n.input[0], n, t), cx.read(n.input[1], n, t)]
-    cx.emit(n, t, Opcode.GEMM, inputs, {GemmParam.ALPHA: f32_bits(1.0)})
+    cx.emit(n, t, Opcode.GEMM, inputs, {GemmParam.ALPHA: f32_bits(1.0), GemmParam.NBITS: _nbits(cx, n)})
 
 
 @lowers("Gemm")
@@ -34,8 +34,20 @@ def gemm(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         GemmParam.TRANS_B: int(attr(n, "transB", 0)),
         GemmParam.ALPHA: f32_bits(alpha),
         GemmParam.BETA: f32_bits(beta) if has_c else 0,
+        GemmParam.NBITS: _nbits(cx, n),
     }
     cx.emit(n, t, Opcode.GEMM, inputs, params)
+
+
+def _nbits(cx: Lowerer, n: onnx.NodeProto) -> int:
+    """1 where ORT runs n as MatMulNBits (`qmatmul.ort_nbits`): at accuracy level 1 on x86 it has no
+    8-bit f32 kernel, so it dequantizes B, (q - zp) * s in f32, transposed to [N, K], and runs MLAS's
+    sgemm with B transposed (C = the bias, beta 1). That sums one row of A otherwise than B as written
+    (SgemmKernelM1TransposeBAvx, not SgemmKernelM1Avx), more rows alike; the host sums so
+    (matmul.c, where a QUANTIZE_LINEAR reads Y)."""
+    from .qmatmul import ort_nbits  # qmatmul lowers through this module
+
+    return int(ort_nbits(cx, n))
 
 
 def _weight(cx: Lowerer, n: onnx.NodeProto, t: Task) -> int:

@@ -200,6 +200,68 @@ def ort_fuses(a: Dtype, b: Dtype, y: Dtype) -> bool:
     return a in EIGHT_BIT and b in EIGHT_BIT and y == a and (a != Dtype.I8 or b == Dtype.I8)
 
 
+NBITS_WEIGHTS = (onnx.TensorProto.UINT8, onnx.TensorProto.INT8)  # the MatMulNBits the host reproduces
+
+
+def ort_nbits(cx: Body, n: onnx.NodeProto) -> bool:
+    """ONNX Runtime 1.32 rewrites n, a float MatMul or Gemm (a group it does not fuse: `ort_fuses`),
+    with B an 8-bit DequantizeLinear, into com.microsoft MatMulNBits (DQMatMulToMatMulNBits, every
+    optimization level from EXTENDED; verify.EXACT_QDQ_CONFIG makes it compute in f32). Measured on
+    one-op models and read in its qdq_selectors.cc: a Gemm with alpha 1, transA 0, transB 0 and a C of
+    N values (beta 1); B read by this node only, its DequantizeLinear of a 2-D constant per tensor
+    (rank-0 scale), per column (axis 1, [N]) or blockwise (axis 0, block_size a power of two >= 16),
+    scales f32/f16 and zero points constant, or a Gemm's float B that ORT makes such a DequantizeLinear
+    of first (`qbias.ort_weight`); n's output read by QuantizeLinears only or by none, and not a graph
+    output when a QuantizeLinear reads it. A pair output's readers are outside the body: unknown, so
+    no. 4- and 2-bit weights are rewritten too; MLAS sums those otherwise (not here)."""
+    if not (_is(n, "MatMul") or (_is(n, "Gemm") and _gemm_fits(cx, n))) or len(n.input) < 2:
+        return False
+    if not _read_only_by(cx, n.input[1], n) or not _read_as_nbits(cx, n.output[0]):
+        return False
+    dq = next((b for b in cx.nodes if n.input[1] in b.output), None)
+    if dq is None or dq.op_type != "DequantizeLinear":
+        return _is(n, "Gemm") and ort_weight(cx, n) is not None
+    return cx.dtype(dq.input[0]) in NBITS_WEIGHTS and _nbits_scales(cx, dq)
+
+
+def _read_as_nbits(cx: Body, y: str) -> bool:
+    """y read by QuantizeLinears only, or by none, and not read outside."""
+    readers = [b for b in cx.nodes if y in b.input]
+    quantized = sum(b.op_type == "QuantizeLinear" for b in readers)
+    return y not in cx.out_index and quantized in (0, len(readers))
+
+
+def _gemm_fits(cx: Body, n: onnx.NodeProto) -> bool:
+    if abs(float(attr(n, "alpha", 1.0)) - 1) > 1e-6 or attr(n, "transA", 0) or attr(n, "transB", 0):
+        return False
+    if len(n.input) < 3 or not n.input[2]:
+        return True
+    c, cols = cx.shape(n.input[2], n), cx.shape(n.input[1], n)[-1]
+    return abs(float(attr(n, "beta", 1.0)) - 1) <= 1e-6 and len(c) == 1 and c[0] == cols >= 0
+
+
+def _read_only_by(cx: Body, name: str, n: onnx.NodeProto) -> bool:
+    return name not in cx.out_index and [b for b in cx.nodes if name in b.input] == [n]
+
+
+def _nbits_scales(cx: Body, dq: onnx.NodeProto) -> bool:
+    """The weight, scale and zero point of dq as ORT's ValidateDQForMatMulNBits takes them."""
+    w, s = cx.known_value(dq.input[0]), cx.known_value(dq.input[1])
+    zp = cx.known_value(dq.input[2]) if len(dq.input) > 2 and dq.input[2] else None
+    if w is None or s is None or w.ndim != 2 or s.dtype not in (np.float32, np.float16):
+        return False
+    if len(dq.input) > 2 and dq.input[2] and zp is None:
+        return False
+    zp_shape = s.shape if zp is None else zp.shape
+    block, axis = int(attr(dq, "block_size", 0)), attr(dq, "axis", None)
+    if block > 0:
+        blocks = (w.shape[0] + block - 1) // block
+        return axis == 0 and block >= 16 and not block & (block - 1) and s.shape == zp_shape == (blocks, w.shape[1])
+    if s.ndim == 0:
+        return zp_shape == ()
+    return s.shape == zp_shape == (w.shape[1],) and axis in (None, 1)
+
+
 def _weight(cx: Body, g: _Group) -> tuple[np.ndarray, Dtype | None, np.ndarray, np.ndarray, int] | None:
     """B's integer values, type, scale and zero point (flattened) and its DequantizeLinear's axis: a
     float B's as ORT quantizes it (`qbias.ort_weight`, per tensor)."""

@@ -273,6 +273,8 @@ enum hfx_resize_nearest_mode {
 #define HFX_P_GEMM_TRANS_B 1 /* 0 or 1 */
 #define HFX_P_GEMM_ALPHA 2   /* f32 bits (MatMul: 1.0f = 0x3f800000) */
 #define HFX_P_GEMM_BETA 3    /* f32 bits; must be 0 when there is no C */
+#define HFX_P_GEMM_NBITS 4   /* 0, or 1: ONNX Runtime runs it as MatMulNBits, B dequantized and transposed
+                              * (the host sums one row of A so where a QUANTIZE_LINEAR reads Y) */
 
 /* CONV2D (ONNX order) */
 #define HFX_P_CONV_PAD_TOP 0

@@ -26,6 +26,9 @@ hfx_status hfx_validate_gemm(hfx_vctx *v, hfx_op *op) {
     if ((ta != 0 && ta != 1) || (tb != 0 && tb != 1))
         return hfx_vfail(v, HFX_ERR_PARAM, HFX_PARAM_OFF(v, ta != 0 && ta != 1 ? 0 : 1),
                          "op %u: transA/transB must be 0 or 1", v->index);
+    if (op->params[HFX_P_GEMM_NBITS] != 0 && (op->params[HFX_P_GEMM_NBITS] != 1 || ta || tb))
+        return hfx_vfail(v, HFX_ERR_PARAM, HFX_PARAM_OFF(v, HFX_P_GEMM_NBITS),
+                         "op %u: nbits must be 0, or 1 with transA and transB 0", v->index);
     if (!hfx_finite_f32(op->params[HFX_P_GEMM_ALPHA]) || !hfx_finite_f32(op->params[HFX_P_GEMM_BETA]))
         return hfx_vfail(v, HFX_ERR_PARAM, HFX_PARAM_OFF(v, HFX_P_GEMM_ALPHA), "op %u: alpha/beta not finite",
                          v->index);
@@ -172,22 +175,23 @@ static uint64_t mlas_m(const hfx_tensor *at, const hfx_tensor *bt, uint64_t m, i
 
 /* Y[r0:r1, c0:c1] (+)= alpha op(A) op(B) as ORT's MLAS sums it (sgemm_mlas.h), which picks a kernel by
  * the whole product's shape: its 1-row kernels for M = 1 (rows: M as MLAS sees it, this batch's rows
- * starting at `fold` of them) or for N = 1 with B a column (A and B swapped), else the blocked sgemm. */
-static void gemm_ort(const float *A, const float *B, uint64_t m, uint64_t n, uint64_t k, int ta, int tb, float alpha,
-                     uint64_t rows, uint64_t fold, uint64_t r0, uint64_t r1, uint64_t c0, uint64_t c1, bool add,
-                     float *Y) {
+ * starting at `fold` of them) or for N = 1 with B a column (A and B swapped), else the blocked sgemm
+ * on the item's operands `as` and `bs` (hfx_run_gemm's). `nbits` (HFX_P_GEMM_NBITS): ORT runs it as
+ * MatMulNBits, with B transposed: one row takes the kernel for a transposed B, N = 1 the blocked sgemm. */
+static void gemm_ort(const float *A, const float *B, hfx_strided as, hfx_strided bs, uint64_t m, uint64_t n, uint64_t k,
+                     int ta, int tb, float alpha, uint64_t rows, uint64_t fold, uint64_t r0, uint64_t r1, uint64_t c0,
+                     uint64_t c1, bool add, bool nbits, float *Y) {
     if (alpha == 1.0f && rows == 1 && !ta) {
         if (tb) hfx_dot_rows_mlas(A, B, k, k, c0, c1, n, add, Y + c0, 1);
+        else if (nbits) hfx_dot_cols_mlas(A, B, n, k, c0, c1, n, add, Y + c0);
         else hfx_sgemv_mlas(A, B + c0, n, k, c1 - c0, add, Y + c0);
         return;
     }
-    if (alpha == 1.0f && n == 1 && !tb) { /* B a column: ldb = ldc = 1 */
+    if (alpha == 1.0f && n == 1 && !tb && !nbits) { /* B a column: ldb = ldc = 1 */
         if (ta) hfx_sgemv_mlas(B, A + r0, m, k, r1 - r0, add, Y + r0);
         else hfx_dot_rows_mlas(B, A - fold * k, k, k, fold + r0, fold + r1, rows, add, Y + r0, 1);
         return;
     }
-    hfx_strided as = ta ? (hfx_strided){A + r0, 1, m} : (hfx_strided){A + r0 * k, k, 1};
-    hfx_strided bs = tb ? (hfx_strided){B + c0 * k, 1, k} : (hfx_strided){B + c0, n, 1};
     hfx_sgemm_mlas(r1 - r0, c1 - c0, k, alpha, as, bs, add, Y + r0 * n + c0, n, hfx_mlas_stride_k(n, k, ta));
 }
 
@@ -235,7 +239,8 @@ void hfx_run_gemm(const hfx_kernel_args *a, uint32_t item) {
     }
     if (op->sum_order == HFX_SUM_ORT) {
         uint64_t rows = mlas_m(at, bt, m, ta);
-        gemm_ort(A, B, m, n, k, ta, tb, alpha, rows, rows == m ? 0 : b * m, r0, r1, c0, c1, gb != 0.0f, Y);
+        gemm_ort(A, B, as, bs, m, n, k, ta, tb, alpha, rows, rows == m ? 0 : b * m, r0, r1, c0, c1, gb != 0.0f,
+                 op->params[HFX_P_GEMM_NBITS] != 0, Y);
         return;
     }
     if (r1 - r0 == 1 && k * (c1 - c0) >= GEMV_MIN_B_FLOATS) {

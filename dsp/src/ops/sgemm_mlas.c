@@ -187,3 +187,29 @@ void hfx_dot_rows_mlas(const float *x, const float *rows, uint64_t ld, uint64_t 
         y[(j - j0) * incy] = add ? dot + y[(j - j0) * incy] : dot;
     }
 }
+
+/* k outer, a chunk of outputs inner: each lane sums its k in order, as hfx_dot_rows_mlas does. Chunks
+ * of 512 columns read B's rows 2 KiB at a time (64: 17x slower at 768 x 3072, B out of the cache). */
+#define DOT_COLS 512u
+HFX_VECTOR_KERNEL
+void hfx_dot_cols_mlas(const float *x, const float *b, uint64_t ldb, uint64_t k, uint64_t j0, uint64_t j1, uint64_t n,
+                       bool add, float *y) {
+    uint64_t fours = n / 4 * 4;
+    float lanes[8][DOT_COLS], l[8];
+    for (uint64_t c0 = j0; c0 < j1; c0 += DOT_COLS) {
+        uint64_t cols = j1 - c0 < DOT_COLS ? j1 - c0 : DOT_COLS;
+        for (int t = 0; t < 8; t++) memset(lanes[t], 0, cols * sizeof(float));
+        for (uint64_t i = 0; i < k; i++) {
+            const float *restrict row = b + i * ldb + c0;
+            float *restrict lane = lanes[i % 8];
+            float xi = x[i];
+            for (uint64_t j = 0; j < cols; j++) lane[j] = lane[j] + xi * row[j];
+        }
+        for (uint64_t j = 0; j < cols; j++) {
+            uint64_t col = c0 + j;
+            for (int t = 0; t < 8; t++) l[t] = lanes[t][j];
+            float dot = reduce_lanes(l, col < fours ? 4 : (n & 2) && col < fours + 2 ? 2 : 1);
+            y[col - j0] = add ? dot + y[col - j0] : dot;
+        }
+    }
+}

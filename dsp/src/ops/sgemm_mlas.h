@@ -41,4 +41,9 @@ void hfx_sgemv_mlas(const float *x, const float *b, uint64_t ldb, uint64_t k, ui
 void hfx_dot_rows_mlas(const float *x, const float *rows, uint64_t ld, uint64_t k, uint64_t j0, uint64_t j1, uint64_t n,
                        bool add, float *y, uint64_t incy);
 
+/* hfx_dot_rows_mlas's sums of rows = B^T for B as written (k rows ldb apart, outputs j0 <= j < j1 of n):
+ * ORT's MatMulNBits dequantizes B transposed and runs one row of A through that kernel. */
+void hfx_dot_cols_mlas(const float *x, const float *b, uint64_t ldb, uint64_t k, uint64_t j0, uint64_t j1, uint64_t n,
+                       bool add, float *y);
+
 #endif
