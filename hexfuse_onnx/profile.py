@@ -229,7 +229,7 @@ class GraphProfile:
         """Node i's DDR traffic in a task of the nodes `inside`."""
         g, n = self.graph, self.graph.nodes[i]
         read = sum(
-            int((g.info(t).nbytes or 0) * read_fraction(g, n, k))
+            int(_integer_bytes(g, t) * read_fraction(g, n, k))
             for k, t in enumerate(n.input)
             if t and t not in g.initializers and g.producer.get(t) not in inside
         )
@@ -239,6 +239,17 @@ class GraphProfile:
             if t and (t in g.graph_outputs or any(c not in inside for c in g.consumers.get(t, ())))
         )
         return self.nodes[i].weight_bytes + read + written
+
+
+def _integer_bytes(g: ModelGraph, t: str) -> int:
+    """The bytes an op reads of tensor t: of a DequantizeLinear the lowering runs as nothing (one
+    the task shares with the outside, `kinds.base.with_dequantize_copies`), its integer input's (an
+    integer constant's are the op's weight bytes)."""
+    d = g.producer.get(t)
+    if d is None or d not in kernel_plan(g).absorbed or not qdq.is_dq(g, d):
+        return g.info(t).nbytes or 0
+    x = g.nodes[d].input[0]
+    return 0 if x in g.initializers else g.info(x).nbytes or 0
 
 
 def _with_ddr(p: NodeProfile, ddr: int) -> NodeProfile:

@@ -100,6 +100,8 @@ def test_an_8_bit_matrix_group_runs_as_its_op_alone() -> None:
             assert all(p.engine == Engine.NONE for p in qdq)
             assert mm.weight_bytes == 256 * 512 and mm.flops == 2 * 8 * 512 * 256 + 8 * 512 * 3
             assert mm.ddr_bytes == 256 * 512 + 8 * 256 + 8 * 512  # the u8 weight, x and y
+            shared = profile.task([i for i, n in enumerate(g.nodes) if n.name != "dq_x"])  # dq_x copied in
+            assert shared is not None and sum(op.ddr_bytes for op in shared.ops) == mm.ddr_bytes
             assert serial_time(task, target) == serial_time(type(task).of([mm]), target)
         else:
             assert all(p.engine == Engine.VECTOR and p.flops > 0 for p in qdq)
