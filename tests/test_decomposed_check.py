@@ -239,7 +239,7 @@ def test_a_pair_fed_a_wrong_pair_s_output_is_not_blamed(tmp_path: Path) -> None:
     """centerface u16u8: the pair joining at the graph outputs (float DequantizeLinear outputs) reads
     another pair's output. That one made 2 steps off, only it is named: the pair after it computes
     what ORT computes on the same wrong values. (centerface u8u8's pairs did so until its Q/DQ nodes
-    that QCONV2D runs as nothing stopped costing, branch qdqcharge: no pair of its 14 reads another's.)"""
+    that QCONV2D runs as nothing stopped costing, branch qdqcharge: none of its pairs reads another's.)"""
     _, analysis, reference = _prepared("centerface_qdq_u16u8")
     made = {t: p for p in analysis.pairs for t in _outputs(p)}
     reader, feeder, fed = next(
