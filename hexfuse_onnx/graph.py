@@ -109,9 +109,9 @@ class ModelGraph:
     binding: ShapeBinding | None = None
     _infos_at: dict[tuple, dict[str, TensorInfo]] = field(default_factory=dict, repr=False)
     _computed: dict[str, tuple[Dim, ...]] | None = field(default=None, repr=False)
-    # node id -> whether its QDQ group lowers to an integer kernel (profile.kernel_widths asks per reader);
+    # how the lowering runs its QDQ groups (lowering.qeltwise.model_plan, asked per node by the profile);
     # ranks and types decide it, not dims, so a copy at another binding (buckets: `replace`) shares it
-    integer_kernels: dict[int, bool] = field(default_factory=dict, repr=False)
+    kernel_plan: Any = field(default=None, repr=False)
 
     def symbolic_dims(self, name: str) -> tuple[Dim, ...] | None:
         """A tensor's symbolic dims. Where ONNX's inference named a computed dim ('unk__N', a

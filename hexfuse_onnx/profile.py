@@ -11,12 +11,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from enum import Enum
+from typing import TYPE_CHECKING
 
 import onnx
 
 from . import qdq
 from .fused_work import Work, fused_work
 from .graph import ModelGraph, TensorInfo, attribute
+
+if TYPE_CHECKING:
+    from .lowering.qeltwise import KernelPlan
 
 
 class Engine(str, Enum):
@@ -209,29 +213,43 @@ class GraphProfile:
         """The task's profile, or None when any of its nodes could not be profiled.
 
         Tensors made and used inside the task live in the on-chip arena, so an op's DDR
-        traffic is its weights, the task's inputs it reads and the outputs that leave the task.
+        traffic is its weights, the task's inputs it reads and the outputs that leave the task;
+        a node lowered to nothing (`KernelPlan.absorbed`) moves its integer op's.
         """
         if any(i in self.unprofiled for i in node_ids):
             return None
         g, inside = self.graph, set(node_ids)
-        outputs = set(g.graph_outputs)
-        ops = []
-        for i in node_ids:
-            p = self.nodes[i]
-            n = g.nodes[i]
-            ddr = p.weight_bytes
-            ddr += sum(
-                int((g.info(t).nbytes or 0) * read_fraction(g, n, k))
-                for k, t in enumerate(n.input)
-                if t and t not in g.initializers and g.producer.get(t) not in inside
-            )
-            ddr += sum(
-                g.info(t).nbytes or 0
-                for t in n.output
-                if t and (t in outputs or any(c not in inside for c in g.consumers.get(t, ())))
-            )
-            ops.append(_with_ddr(p, ddr))
-        return TaskProfile.of(ops)
+        ddr = {i: self._ddr(i, inside) for i in node_ids}
+        for i, op in kernel_plan(g).absorbed.items():
+            if i in inside and op in inside:
+                ddr[op] += ddr.pop(i)
+        return TaskProfile.of([_with_ddr(self.nodes[i], ddr.get(i, 0)) for i in node_ids])
+
+    def _ddr(self, i: int, inside: set[int]) -> int:
+        """Node i's DDR traffic in a task of the nodes `inside`."""
+        g, n = self.graph, self.graph.nodes[i]
+        read = sum(
+            int(_integer_bytes(g, t) * read_fraction(g, n, k))
+            for k, t in enumerate(n.input)
+            if t and t not in g.initializers and g.producer.get(t) not in inside
+        )
+        written = sum(
+            g.info(t).nbytes or 0
+            for t in n.output
+            if t and (t in g.graph_outputs or any(c not in inside for c in g.consumers.get(t, ())))
+        )
+        return self.nodes[i].weight_bytes + read + written
+
+
+def _integer_bytes(g: ModelGraph, t: str) -> int:
+    """The bytes an op reads of tensor t: of a DequantizeLinear the lowering runs as nothing (one
+    the task shares with the outside, `kinds.base.with_dequantize_copies`), its integer input's (an
+    integer constant's are the op's weight bytes)."""
+    d = g.producer.get(t)
+    if d is None or d not in kernel_plan(g).absorbed or not qdq.is_dq(g, d):
+        return g.info(t).nbytes or 0
+    x = g.nodes[d].input[0]
+    return 0 if x in g.initializers else g.info(x).nbytes or 0
 
 
 def _with_ddr(p: NodeProfile, ddr: int) -> NodeProfile:
@@ -317,8 +335,13 @@ def profile_node(g: ModelGraph, i: int) -> NodeProfile | str:
     """The node's profile, or a string saying why it cannot be profiled. The op of a QDQ group the
     lowering runs in integers counts its work at the group's integer width and its bytes at the
     integer tensors' widths (`kernel_widths`; the others: in f32, as lowered); its
-    footprint stays in f32, since the kernel computes a group's op in f32 between its Q/DQ ops."""
+    footprint stays in f32, since the kernel computes a group's op in f32 between its Q/DQ ops.
+    A node the lowering runs as nothing (`kernel_plan`: the DequantizeLinear and QuantizeLinear
+    nodes of a group it runs as one integer op, and a Relu/Clip QADD folds) costs nothing, fused or
+    serial: its integer op reads and writes the integers, requantizing (QNN on the HTP folds them too)."""
     n = g.nodes[i]
+    if i in kernel_plan(g).absorbed:  # lowered to nothing: its work is its integer op's
+        return NodeProfile(i, Engine.NONE, 0.0, 0, 0, 0, 0, op_type=n.op_type)
     group = kernel_widths(g, i)
     int_bits = 8 * max(group.values(), default=0) or _qoperator_bits(g, n)
     engine = engine_at_width(n, int_bits)
@@ -329,21 +352,21 @@ def profile_node(g: ModelGraph, i: int) -> NodeProfile | str:
         if not t.is_static:
             return f"shape of '{t.name}' unknown ({_fmt_shape(t.shape)})"
     read = [read_fraction(g, n, k) for k, t in enumerate(n.input) if t]
-    weight_bytes = sum(int(_bytes(t, group) * f) for t, f in zip(ins, read) if t.name in g.initializers)
+    weights = [t.name in g.initializers or _integer_constant(g, t.name) for t in ins]
+    weight_bytes = sum(int(_bytes(t, group) * f) for t, f, w in zip(ins, read, weights) if w)
     bytes_in = sum(int(_bytes(t, group) * f) for t, f in zip(ins, read))
     bytes_out = sum(_bytes(t, group) for t in outs)
     # the on-chip working set as today's kernel holds it: a group's float tensors in f32, except the
-    # dequantized constants of an 8-bit matrix group, which QMATMUL/QCONV2D read from the program
-    in_bytes = sum(int((t.nbytes or 0) * f) for t, f in zip(ins, read) if t.name not in g.initializers)
-    constants = sum(t.nbytes or 0 for t in ins if _integer_constant(g, t.name)) if _integer_matrix(n, int_bits) else 0
-    activation = in_bytes + sum(t.nbytes or 0 for t in outs) - constants
-    if n.output and _integer_constant(g, n.output[0]):
-        activation = 0
+    # dequantized constants of integer ops, which QMATMUL/QCONV2D/QADD/... read from the program
+    in_bytes = sum(int((t.nbytes or 0) * f) for t, f, w in zip(ins, read, weights) if not w)
+    activation = in_bytes + sum(t.nbytes or 0 for t in outs)
     if engine == Engine.NONE or not outs:  # not outs: nothing reads it (a dead Conv the quantiser left)
         return NodeProfile(i, Engine.NONE, 0.0, 0, 0, 0, 0, op_type=n.op_type)
     flops = _flops(n, ins, outs)
     if flops is None:
         return f"FLOPs of {n.op_type} unknown"
+    if i in kernel_plan(g).matrix:  # QMATMUL/QCONV2D requantize each output: its QuantizeLinear's work
+        flops += sum(t.numel or 0 for t in outs) * _VECTOR_FLOPS_PER_ELEMENT["QuantizeLinear"]
     # Memory ops read and write every byte; matrix/vector ops stream weights once.
     node = NodeProfile(
         i, engine, float(flops), bytes_in, bytes_out, weight_bytes, activation, int_bits=int_bits, op_type=n.op_type
@@ -356,37 +379,32 @@ def profile_node(g: ModelGraph, i: int) -> NodeProfile | str:
 
 def kernel_widths(g: ModelGraph, i: int) -> dict[str, int]:
     """`qdq.group_widths` as the lowering runs the group: a matrix op's in integers only where it
-    lowers to QMATMUL/QCONV2D (`qmatmul.integer_kernel`; a float weight there is ORT's int8 of it),
+    lowers to QMATMUL/QCONV2D (`kernel_plan`; a float weight there is ORT's int8 of it),
     any other's in f32 (empty: ConvTranspose, 16-bit, a MatMul's float weight, types ORT leaves)."""
     group = qdq.group_widths(g, i)
     n = g.nodes[i]
     if not group or engine_of(n) != Engine.MATRIX:
         return group
-    from .lowering.qmatmul import integer_kernel  # the lowering imports this module
-
-    if i not in g.integer_kernels:  # asked again for every reader of a dequantized input (_integer_constant)
-        g.integer_kernels[i] = integer_kernel(g, i)
-    if not g.integer_kernels[i]:
+    if i not in kernel_plan(g).matrix:
         return {}
     return {**group, n.input[1]: 1} if n.input[1] in g.initializers else group
 
 
-def _integer_matrix(n: onnx.NodeProto, int_bits: int) -> bool:
-    """The op of an 8-bit matrix group: the lowering's QMATMUL/QCONV2D (`lowering/qmatmul.py`)."""
-    return int_bits == 8 and engine_of(n) == Engine.MATRIX
+def kernel_plan(g: ModelGraph) -> KernelPlan:
+    """How the lowering runs the model's QDQ groups (`qeltwise.model_plan`), made once per graph."""
+    from .lowering.qeltwise import model_plan  # the lowering imports this module
+
+    return model_plan(g)
 
 
 def _integer_constant(g: ModelGraph, t: str) -> bool:
-    """A DequantizeLinear's output of an initializer that only 8-bit matrix groups read: their weight
-    or bias, which QMATMUL/QCONV2D read in integers as program constants (the DequantizeLinear lowers
-    to nothing), so no f32 copy of it is on chip (captcha_crnn_qdq_u8u8's LSTM input weights: 6.5 MB
-    each in f32, which kept the two directions, 3.5 MB of scratch together, from pairing)."""
+    """A DequantizeLinear's output of an initializer that only integer ops read (`kernel_plan`): an
+    8-bit matrix group's weight or bias, which QMATMUL/QCONV2D read in integers as program constants
+    (the DequantizeLinear lowers to nothing), so no f32 copy of it is on chip, and the op streams
+    it (captcha_crnn_qdq_u8u8's LSTM input weights: 6.5 MB each in f32, which kept the two
+    directions, 3.5 MB of scratch together, from pairing)."""
     d = g.producer.get(t)
-    if d is None or not qdq.is_dq(g, d) or not all(x in g.initializers for x in g.nodes[d].input if x):
-        return False
-    readers = g.consumers.get(t, ())
-    bits = [8 * max(kernel_widths(g, c).values(), default=0) for c in readers]
-    return bool(readers) and all(_integer_matrix(g.nodes[c], b) for c, b in zip(readers, bits))
+    return d in kernel_plan(g).absorbed and all(x in g.initializers for x in g.nodes[d].input if x)
 
 
 def read_fraction(g: ModelGraph, n: onnx.NodeProto, k: int) -> float:

@@ -1,12 +1,15 @@
-"""The resource profile counts the bytes an op moves: a gather only the rows it picks."""
+"""The resource profile counts the bytes an op moves: a gather only the rows it picks; a QDQ group's
+DequantizeLinear and QuantizeLinear nodes only where the lowering runs them."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from hexfuse_onnx import graph
-from hexfuse_onnx.profile import profile_graph
+from hexfuse_onnx.costmodel import get_target, serial_time
+from hexfuse_onnx.profile import Engine, profile_graph
 
 VOCAB, HIDDEN, TOKENS = 30522, 384, 128
 
@@ -78,3 +81,86 @@ def test_an_8_bit_matrix_group_holds_no_f32_copy_of_its_weight() -> None:
         by_name = {g.nodes[i].name: p for i, p in profile.nodes.items()}
         assert by_name["dq_w"].footprint == on_chip
         assert by_name["mm"].footprint == (8 * 256 + 8 * 512) * 4 + on_chip
+
+
+def test_an_8_bit_matrix_group_runs_as_its_op_alone() -> None:
+    """QMATMUL reads and writes the integers: the group's DequantizeLinear and QuantizeLinear nodes
+    cost nothing, the op streams the u8 weight, reads x and writes y as u8 and requantizes y; a u16
+    group runs its Q/DQ nodes (DEQUANTIZE_LINEAR, QUANTIZE_LINEAR ops around an f32 MatMul)."""
+    target = get_target("hexagon-v73")
+    for activations, width in ((TensorProto.UINT8, 1), (TensorProto.UINT16, 2)):
+        g = _qdq_matmul(activations)
+        profile = profile_graph(g)
+        by_name = {g.nodes[i].name: p for i, p in profile.nodes.items()}
+        qdq = [by_name[n] for n in ("dq_x", "dq_w", "q_y")]
+        task = profile.task(list(range(len(g.nodes))))
+        assert task is not None
+        mm = next(op for op in task.ops if op.op_type == "MatMul")
+        if width == 1:
+            assert all(p.engine == Engine.NONE for p in qdq)
+            assert mm.weight_bytes == 256 * 512 and mm.flops == 2 * 8 * 512 * 256 + 8 * 512 * 3
+            assert mm.ddr_bytes == 256 * 512 + 8 * 256 + 8 * 512  # the u8 weight, x and y
+            shared = profile.task([i for i, n in enumerate(g.nodes) if n.name != "dq_x"])  # dq_x copied in
+            assert shared is not None and sum(op.ddr_bytes for op in shared.ops) == mm.ddr_bytes
+            assert serial_time(task, target) == serial_time(type(task).of([mm]), target)
+        else:
+            assert all(p.engine == Engine.VECTOR and p.flops > 0 for p in qdq)
+
+
+def _qdq_group(op: str, narrow: int, shape: list[int], out_shape: list[int], **attrs: object) -> graph.ModelGraph:
+    """DQ(a) [, DQ(b)] -> op -> Q of one narrow type, per-tensor parameters; Add and Concat take a and b,
+    Resize its scales [1, 1, 2, 2], Relu follows Add (QADD folds it)."""
+    np_type = {TensorProto.UINT8: np.uint8, TensorProto.UINT16: np.uint16}[narrow]
+    inits = [
+        numpy_helper.from_array(np.array(0.05, np.float32), "s"),
+        numpy_helper.from_array(np.array(3, np_type), "z"),
+        numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales"),
+    ]
+    binary = op in ("Add", "Concat")
+    inputs = {"Add": ["af", "bf"], "Concat": ["af", "bf"], "Resize": ["af", "", "scales"]}.get(op, ["af"])
+    nodes = [helper.make_node("DequantizeLinear", ["a", "s", "z"], ["af"], name="dq_a")]
+    if binary:
+        nodes.append(helper.make_node("DequantizeLinear", ["b", "s", "z"], ["bf"], name="dq_b"))
+    nodes.append(helper.make_node(op, inputs, ["yf"], name="op", **attrs))
+    if op == "Add":
+        nodes.append(helper.make_node("Relu", ["yf"], ["rf"], name="relu"))
+    nodes.append(helper.make_node("QuantizeLinear", [nodes[-1].output[0], "s", "z"], ["y"], name="q_y"))
+    g = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info(t, narrow, shape) for t in ("ab" if binary else "a")],
+        [helper.make_tensor_value_info("y", narrow, out_shape)],
+        initializer=inits,
+    )
+    return graph.index_model(helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)]))
+
+
+GROUPS = {  # an 8-bit group of each integer op the lowering has (lowering/qeltwise.py)
+    "QADD": ("Add", [1, 8, 16, 16], [1, 8, 16, 16], {}),
+    "QLUT": ("Sigmoid", [1, 8, 16, 16], [1, 8, 16, 16], {}),
+    "QMAXPOOL": ("MaxPool", [1, 8, 16, 16], [1, 8, 8, 8], {"kernel_shape": [2, 2], "strides": [2, 2]}),
+    "QGLOBAL_AVGPOOL": ("GlobalAveragePool", [1, 8, 16, 16], [1, 8, 1, 1], {}),
+    "QCONCAT": ("Concat", [1, 8, 16, 16], [1, 16, 16, 16], {"axis": 1}),
+    "QRESIZE": ("Resize", [1, 8, 16, 16], [1, 8, 32, 32], {"mode": "nearest"}),
+    "QSOFTMAX": ("Softmax", [1, 8, 16, 16], [1, 8, 16, 16], {"axis": -1}),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(GROUPS))
+def test_an_8_bit_elementwise_group_runs_as_its_integer_op_alone(kind: str) -> None:
+    """The lowering runs each such group as one integer op (QADD with the Relu folded, QLUT, ...):
+    its DequantizeLinear and QuantizeLinear nodes cost nothing, its op moves the u8 tensors from
+    and to DDR; a u16 group keeps its Q/DQ nodes (the float path) and their cost."""
+    op, shape, out_shape, attrs = GROUPS[kind]
+    for narrow in (TensorProto.UINT8, TensorProto.UINT16):
+        g = _qdq_group(op, narrow, shape, out_shape, **attrs)
+        profile = profile_graph(g)
+        task = profile.task(list(range(len(g.nodes))))
+        assert task is not None
+        working = [op.op_type for op in task.ops if op.engine != Engine.NONE]
+        if narrow == TensorProto.UINT16:
+            assert {"DequantizeLinear", "QuantizeLinear"} <= set(working), working
+            continue
+        assert working == [op], working
+        reads = (2 if op in ("Add", "Concat") else 1) * int(np.prod(shape)) + (16 if op == "Resize" else 0)  # scales
+        assert sum(p.ddr_bytes for p in task.ops) == reads + int(np.prod(out_shape))

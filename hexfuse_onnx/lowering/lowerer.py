@@ -98,7 +98,7 @@ def f32_bits(x: float) -> int:
 
 
 class Body(Protocol):
-    """What deciding how a QDQ group lowers reads (`qmatmul.integer_kernel`, `qbias`): a pair's body
+    """What deciding how a QDQ group lowers reads (`qmatmul.plan`, `qbias`): a pair's body
     (`Lowerer`) or a whole model (`qmatmul.GraphBody`, for the profile)."""
 
     out_index: dict[str, int]  # the tensors read outside (a pair's outputs, a model's graph outputs)

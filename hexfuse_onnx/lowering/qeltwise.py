@@ -31,11 +31,14 @@ import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from .. import qdq
+from ..graph import ModelGraph
 from .abi import (
     Dtype,
     Opcode,
@@ -50,8 +53,10 @@ from .abi import (
     Task,
 )
 from .lowerer import DTYPES, Lowerer, attr, f32_bits
-from .qmatmul import IntegerGroups
-from .registry import op_key
+from .qmatmul import GraphBody, IntegerGroups
+from .qmatmul import plan as matrix_plan
+from .quant import dequantized
+from .registry import LoweringError, op_key
 
 # the unary functions a table replaces (their other inputs must be known scalars)
 TABLE_OPS = {
@@ -103,7 +108,7 @@ class _Body:
     cons: dict[str, list[int]]
 
     def node(self, k: int) -> onnx.NodeProto:
-        return self.cx.fn.node[k]
+        return self.cx.nodes[k]
 
     def dq_of(self, name: str) -> int | None:
         k = self.prod.get(name)
@@ -152,16 +157,16 @@ class _Unary:
 def plan(cx: Lowerer, matmuls: IntegerGroups) -> ElementwiseGroups:
     """The elementwise groups of the body (see the module doc), and the DequantizeLinear nodes that
     only integer groups (these and the matmuls) read."""
-    prod = {o: k for k, n in enumerate(cx.fn.node) for o in n.output if o}
+    prod = {o: k for k, n in enumerate(cx.nodes) for o in n.output if o}
     cons: dict[str, list[int]] = {}
-    for k, n in enumerate(cx.fn.node):
+    for k, n in enumerate(cx.nodes):
         for i in n.input:
             if i:
                 cons.setdefault(i, []).append(k)
     body = _Body(cx, prod, cons)
     out = ElementwiseGroups()
     dqs: set[int] = set()
-    for k in range(len(cx.fn.node)):
+    for k in range(len(cx.nodes)):
         if k in matmuls.groups:
             continue
         found = (
@@ -179,10 +184,82 @@ def plan(cx: Lowerer, matmuls: IntegerGroups) -> ElementwiseGroups:
             dqs.update(inputs)
     integer = set(out.emit) | set(matmuls.groups)
     for d in dqs:
-        o = cx.fn.node[d].output[0]
+        o = cx.nodes[d].output[0]
         if o not in cx.out_index and set(cons.get(o, [])) <= integer:
             out.absorbed.add(d)
     return out
+
+
+@dataclass(frozen=True)
+class KernelPlan:
+    """How the lowering runs a whole model's QDQ groups (`model_plan`): the ops it runs as one integer
+    op (QMATMUL/QCONV2D: `matrix`; QADD, QLUT, QMAXPOOL, ...: `elementwise`), and the nodes it lowers
+    to nothing (their DequantizeLinear, QuantizeLinear and folded Relu/Clip nodes), each with the op
+    that does their work (`absorbed`: node -> op; a DequantizeLinear read by several: the first)."""
+
+    matrix: frozenset[int]
+    elementwise: frozenset[int]
+    absorbed: dict[int, int]
+
+
+def model_plan(g: ModelGraph) -> KernelPlan:
+    """`qmatmul.plan` and `plan` of the whole model as one pair body (a pair takes a QDQ group whole),
+    kept on the graph: the profile charges what the program runs (`profile.profile_node`)."""
+    if g.kernel_plan is None:
+        body = ModelBody(g)
+        matmuls = matrix_plan(body)
+        # the matchers read only what ModelBody has; their emitters, which need a Lowerer, are not run
+        eltwise = plan(cast(Lowerer, body), matmuls)
+        ops = set(matmuls.groups) | set(eltwise.emit)
+        absorbed = {i: _owner(g, ops, i) for i in sorted(matmuls.absorbed | eltwise.absorbed)}
+        g.kernel_plan = KernelPlan(frozenset(matmuls.groups), frozenset(eltwise.emit), absorbed)
+    plan_: KernelPlan = g.kernel_plan
+    return plan_
+
+
+def _owner(g: ModelGraph, ops: set[int], i: int) -> int:
+    """The integer op that does absorbed node i's work: a DequantizeLinear's first reader, else the op
+    its input comes from (a QuantizeLinear's, through a folded Relu/Clip)."""
+    if qdq.is_dq(g, i):
+        return min(c for c in g.consumers[g.nodes[i].output[0]] if c in ops)
+    k = g.producer[g.nodes[i].input[0]]
+    while k not in ops:
+        k = g.producer[g.nodes[k].input[0]]
+    return k
+
+
+@dataclass
+class ModelBody(GraphBody):
+    """A whole model as `plan` reads a pair's body: one task, at the graph's shapes (no second binding)."""
+
+    varying: dict[str, set[int]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.opset = next(o.version for o in self.g.model.opset_import if o.domain in ("", "ai.onnx"))
+        self.ir_version = self.g.model.ir_version
+
+    def constant_value(self, name: str) -> np.ndarray | None:
+        """`Lowerer.constant_value`: a known value, or a DequantizeLinear of known values."""
+        value, k = self.known_value(name), self.g.producer.get(name)
+        if value is not None or k is None:
+            return value
+        return dequantized(self.g.nodes[k], [self.known_value(i) for i in self.g.nodes[k].input if i])
+
+    def const_floats(self, name: str, op: onnx.NodeProto) -> np.ndarray:
+        value = self.constant_value(name)
+        if value is None:
+            raise LoweringError(op.op_type, op.name, f"'{name}' must be a constant")
+        return np.asarray(value, dtype=np.float32).reshape(-1)
+
+    def const_ints(self, name: str, op: onnx.NodeProto) -> list[int]:
+        value = self.known_value(name)
+        if value is None:
+            raise LoweringError(op.op_type, op.name, f"'{name}' must be a constant")
+        return [int(v) for v in np.asarray(value).reshape(-1)]
+
+    def has_no_element(self, name: str) -> bool:
+        return 0 in (self.g.info(name).shape or ())
 
 
 def _binary(b: _Body, k: int) -> Found | None:

@@ -13,7 +13,7 @@ initializer that ORT quantizes so (`qbias`). Any other group keeps the float pat
 each lowered on their own; a weight or bias ORT quantizes, dequantized as ORT does: `matrix`). The
 op goes to the engine the profile costs an 8-bit group on (`profile.engine_at_width`: the vector
 engine, where the Hexagon build runs it with vrmpy). The profile asks the same question of the whole
-model (`integer_kernel`), and costs the other groups' ops in f32.
+model (`qeltwise.model_plan`), and costs the other groups' ops in f32.
 """
 
 from __future__ import annotations
@@ -104,12 +104,6 @@ def _integer_group(cx: Body, k: int, prod: dict[str, int], cons: dict[str, list[
     return g if g is not None and _operands(cx, g) is not None else None
 
 
-def integer_kernel(g: ModelGraph, i: int) -> bool:
-    """Whether node i of the model is the op of a QDQ group the lowering runs as QMATMUL/QCONV2D; any
-    other group's op runs in f32 on dequantized tensors. The profile costs the group so (`profile`)."""
-    return _integer_group(GraphBody(g), i, g.producer, g.consumers) is not None
-
-
 @dataclass
 class GraphBody:
     """A whole model as the lowering's `Body`, one task (a pair takes a QDQ group whole)."""
@@ -142,7 +136,7 @@ class GraphBody:
         return Task.A
 
 
-def plan(cx: Lowerer) -> IntegerGroups:
+def plan(cx: Body) -> IntegerGroups:
     """The groups of the body that fit QMATMUL (see the module doc)."""
     prod, cons = _producers(cx.nodes), _consumers(cx.nodes)
     out = IntegerGroups()
