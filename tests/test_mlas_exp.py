@@ -1,9 +1,9 @@
-"""An Exp, Erf, Gelu, Softmax or LayerNormalization (d >= 8) whose result a QuantizeLinear reads (a
-16-bit QDQ group's op) computes on the host kernel as ONNX Runtime 1.32 does on x86-64 with AVX512F
-(dsp/src/ops/mlas_math.h, norm.c): its f32 result equals ORT's bit for bit, at line lengths that cross
-the kernels' lanes and blocks, on other axes than the last, and with values far below the line's
-maximum (exps that underflow to denormals and 0) or large enough to overflow. ORT runs the model as
-the verification does (1 intra-op thread)."""
+"""An Exp, Erf, Gelu, Softmax, LayerNormalization (d >= 8) or GlobalAveragePool whose result a
+QuantizeLinear reads (a 16-bit QDQ group's op) computes on the host kernel as ONNX Runtime 1.32 does on
+x86-64 with AVX512F (dsp/src/ops/mlas_math.h, norm.c, pool.c): its f32 result equals ORT's bit for bit,
+at line lengths that cross the kernels' lanes and blocks, on other axes than the last, and with values
+far below the line's maximum (exps that underflow to denormals and 0) or large enough to overflow. ORT
+runs the model as the verification does (1 intra-op thread)."""
 
 from __future__ import annotations
 
@@ -44,6 +44,11 @@ def layernorm(shape: list[int], bias: bool) -> onnx.ModelProto:
     return quantized_op(node, {n: shapes[n] for n in ins}, shape)
 
 
+def global_avgpool(shape: list[int]) -> onnx.ModelProto:
+    node = helper.make_node("GlobalAveragePool", ["z"], ["y"], name="gap")
+    return quantized_op(node, {"z": shape}, shape[:2] + [1] * (len(shape) - 2))
+
+
 CASES = {
     "softmax_d1": lambda: softmax([5, 1], -1),
     "softmax_d15": lambda: softmax([7, 15], -1),
@@ -62,6 +67,12 @@ CASES = {
     "layernorm_d15_no_bias": lambda: layernorm([5, 15], False),
     "layernorm_d100": lambda: layernorm([2, 3, 100], True),
     "layernorm_d131": lambda: layernorm([4, 131], False),
+    # 4 lanes, then the last 1-3 one by one; 1, 2 and 3 spatial axes
+    "global_avgpool_7x7": lambda: global_avgpool([2, 3, 7, 7]),
+    "global_avgpool_40x40": lambda: global_avgpool([1, 8, 40, 40]),
+    "global_avgpool_1x3": lambda: global_avgpool([1, 4, 1, 3]),
+    "global_avgpool_1d": lambda: global_avgpool([1, 3, 17]),
+    "global_avgpool_3d": lambda: global_avgpool([1, 2, 3, 4, 5]),
 }
 
 
