@@ -1,9 +1,9 @@
-"""An Exp, Erf, Gelu, Softmax, LayerNormalization (d >= 8) or GlobalAveragePool whose result a
-QuantizeLinear reads (a 16-bit QDQ group's op) computes on the host kernel as ONNX Runtime 1.32 does on
-x86-64 with AVX512F (dsp/src/ops/mlas_math.h, norm.c, pool.c): its f32 result equals ORT's bit for bit,
-at line lengths that cross the kernels' lanes and blocks, on other axes than the last, and with values
-far below the line's maximum (exps that underflow to denormals and 0) or large enough to overflow. ORT
-runs the model as the verification does (1 intra-op thread)."""
+"""An Exp, Erf, Gelu, Softmax, LayerNormalization (d >= 8), GlobalAveragePool, ReduceSum or ReduceMean
+whose result a QuantizeLinear reads (a 16-bit QDQ group's op) computes on the host kernel as ONNX Runtime
+1.32 does on x86-64 with AVX512F (dsp/src/ops/mlas_math.h, norm.c, pool.c, reduce.c): its f32 result
+equals ORT's bit for bit, at line lengths that cross the kernels' lanes and blocks, on other axes than
+the last, and with values far below the line's maximum (exps that underflow to denormals and 0) or large
+enough to overflow. ORT runs the model as the verification does (1 intra-op thread)."""
 
 from __future__ import annotations
 
@@ -49,6 +49,12 @@ def global_avgpool(shape: list[int]) -> onnx.ModelProto:
     return quantized_op(node, {"z": shape}, shape[:2] + [1] * (len(shape) - 2))
 
 
+def reduce(op: str, shape: list[int], axes: list[int]) -> onnx.ModelProto:
+    node = helper.make_node(op, ["z", "axes"], ["y"], name=op.lower())
+    out = [1 if i in axes else d for i, d in enumerate(shape)]
+    return quantized_op(node, {"z": shape}, out, {"axes": np.array(axes, np.int64)})
+
+
 CASES = {
     "softmax_d1": lambda: softmax([5, 1], -1),
     "softmax_d15": lambda: softmax([7, 15], -1),
@@ -73,6 +79,19 @@ CASES = {
     "global_avgpool_1x3": lambda: global_avgpool([1, 4, 1, 3]),
     "global_avgpool_1d": lambda: global_avgpool([1, 3, 17]),
     "global_avgpool_3d": lambda: global_avgpool([1, 2, 3, 4, 5]),
+    # ORT's fast shapes (axes of 1 dropped): R and KR Eigen's 4-float packets from the 16-byte boundary,
+    # RK rows in order, KRK MLAS's 1-row kernel (groups of 4 rows), RKR Eigen's sum per block
+    "reducesum_r": lambda: reduce("ReduceSum", [1, 103], [1]),
+    "reducesum_kr": lambda: reduce("ReduceSum", [6, 37], [1]),
+    "reducesum_kr_short": lambda: reduce("ReduceSum", [5, 3], [1]),
+    "reducesum_kr_long": lambda: reduce("ReduceSum", [3, 1001], [1]),
+    "reducesum_rk": lambda: reduce("ReduceSum", [1, 37, 45], [1]),
+    "reducesum_krk": lambda: reduce("ReduceSum", [2, 31, 7], [1]),
+    "reducesum_krk_merged": lambda: reduce("ReduceSum", [2, 3, 4, 5], [1, 2]),
+    "reducesum_rkr": lambda: reduce("ReduceSum", [3, 17, 9], [0, 2]),
+    "reducemean_kr": lambda: reduce("ReduceMean", [4, 13], [1]),
+    "reducemean_rk": lambda: reduce("ReduceMean", [7, 30], [0]),
+    "reducemean_krk": lambda: reduce("ReduceMean", [2, 9, 5], [1]),
 }
 
 
