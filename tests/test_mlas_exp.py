@@ -1,4 +1,4 @@
-"""An Exp, Erf, Gelu, Softmax, LayerNormalization (d >= 8), GlobalAveragePool, ReduceSum or ReduceMean
+"""An Exp, Erf, Gelu, Softmax, LayerNormalization, GlobalAveragePool, ReduceSum or ReduceMean
 whose result a QuantizeLinear reads (a 16-bit QDQ group's op) computes on the host kernel as ONNX Runtime
 1.32 does on x86-64 with AVX512F (dsp/src/ops/mlas_math.h, norm.c, pool.c, reduce.c): its f32 result
 equals ORT's bit for bit, at line lengths that cross the kernels' lanes and blocks, on other axes than
@@ -73,6 +73,12 @@ CASES = {
     "layernorm_d15_no_bias": lambda: layernorm([5, 15], False),
     "layernorm_d100": lambda: layernorm([2, 3, 100], True),
     "layernorm_d131": lambda: layernorm([4, 131], False),
+    # d < 8: Welford's mean and deviations
+    "layernorm_d1": lambda: layernorm([5, 1], True),
+    "layernorm_d2_no_bias": lambda: layernorm([6, 2], False),
+    "layernorm_d3": lambda: layernorm([2, 4, 3], True),
+    "layernorm_d7": lambda: layernorm([7, 7], True),
+    "layernorm_d7_no_bias": lambda: layernorm([3, 7], False),
     # 4 lanes, then the last 1-3 one by one; 1, 2 and 3 spatial axes
     "global_avgpool_7x7": lambda: global_avgpool([2, 3, 7, 7]),
     "global_avgpool_40x40": lambda: global_avgpool([1, 8, 40, 40]),
