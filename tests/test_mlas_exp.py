@@ -1,4 +1,4 @@
-"""An Exp, Erf, Gelu, Softmax, LayerNormalization, GlobalAveragePool, ReduceSum or ReduceMean
+"""An Exp, Erf, Gelu, Softmax, LayerNormalization, RMS norm, GlobalAveragePool, ReduceSum or ReduceMean
 whose result a QuantizeLinear reads (a 16-bit QDQ group's op) computes on the host kernel as ONNX Runtime
 1.32 does on x86-64 with AVX512F (dsp/src/ops/mlas_math.h, norm.c, pool.c, reduce.c): its f32 result
 equals ORT's bit for bit, at line lengths that cross the kernels' lanes and blocks, on other axes than
@@ -44,6 +44,24 @@ def layernorm(shape: list[int], bias: bool) -> onnx.ModelProto:
     return quantized_op(node, {n: shapes[n] for n in ins}, shape)
 
 
+def rmsnorm(op: str, shape: list[int]) -> onnx.ModelProto:
+    """ONNX RMSNormalization (opset 23) or com.microsoft's SkipSimplifiedLayerNormalization (its sum output
+    unused) over the last axis. (ORT's SimplifiedLayerNormalization, the same kernel as RMSNormalization,
+    is left out: ORT 1.32 crashes creating a session of this pair with one.)"""
+    skip = op == "SkipSimplifiedLayerNormalization"
+    ins = ["z", "k", "g"] if skip else ["z", "g"]
+    domain = "com.microsoft" if skip else ""
+    node = helper.make_node(
+        op, ins, ["y"], name="rmsnorm", domain=domain, epsilon=1e-5, **({} if skip else {"axis": -1})
+    )
+    m = quantized_op(node, {"z": shape, "k": shape, "g": shape[-1:]} if skip else {"z": shape, "g": shape[-1:]}, shape)
+    for imports in (m.opset_import, m.functions[0].opset_import):
+        next(o for o in imports if o.domain == "").version = 23
+        imports.append(helper.make_opsetid("com.microsoft", 1))
+    m.functions[0].value_info.extend(o for o in m.graph.output if o.name in ("y", "yq"))
+    return m
+
+
 def global_avgpool(shape: list[int]) -> onnx.ModelProto:
     node = helper.make_node("GlobalAveragePool", ["z"], ["y"], name="gap")
     return quantized_op(node, {"z": shape}, shape[:2] + [1] * (len(shape) - 2))
@@ -79,6 +97,14 @@ CASES = {
     "layernorm_d3": lambda: layernorm([2, 4, 3], True),
     "layernorm_d7": lambda: layernorm([7, 7], True),
     "layernorm_d7_no_bias": lambda: layernorm([3, 7], False),
+    # d < 16 (and a Skip norm at any d): products in order; d >= 16 the LayerNormalization's lanes
+    "rmsnorm_d5": lambda: rmsnorm("RMSNormalization", [6, 5]),
+    "rmsnorm_d15": lambda: rmsnorm("RMSNormalization", [4, 15]),
+    "rmsnorm_d16": lambda: rmsnorm("RMSNormalization", [4, 16]),
+    "rmsnorm_d64": lambda: rmsnorm("RMSNormalization", [1, 3, 64]),
+    "rmsnorm_d131": lambda: rmsnorm("RMSNormalization", [2, 131]),
+    "skip_simplified_d7": lambda: rmsnorm("SkipSimplifiedLayerNormalization", [1, 4, 7]),
+    "skip_simplified_d64": lambda: rmsnorm("SkipSimplifiedLayerNormalization", [1, 3, 64]),
     # 4 lanes, then the last 1-3 one by one; 1, 2 and 3 spatial axes
     "global_avgpool_7x7": lambda: global_avgpool([2, 3, 7, 7]),
     "global_avgpool_40x40": lambda: global_avgpool([1, 8, 40, 40]),

@@ -30,6 +30,9 @@ hfx_status hfx_validate_norm(hfx_vctx *v, hfx_op *op) {
     if (x->rank == 0) return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, 0), "op %u: norm of a scalar", v->index);
     hfx_status st = hfx_check_axis(v, op, x->rank, &axis);
     if (st) return st;
+    if (op->params[HFX_P_NORM_SKIP] != 0 && op->params[HFX_P_NORM_SKIP] != 1) /* LAYERNORM: 0 (n_params) */
+        return hfx_vfail(v, HFX_ERR_PARAM, HFX_PARAM_OFF(v, HFX_P_NORM_SKIP), "op %u: the skip flag must be 0/1",
+                         v->index);
     int32_t eps = op->params[HFX_P_EPSILON];
     if (!hfx_finite_f32(eps) || !(hfx_f32_from_bits(eps) > 0.0f))
         return hfx_vfail(v, HFX_ERR_PARAM, HFX_PARAM_OFF(v, HFX_P_EPSILON), "op %u: epsilon must be finite and > 0",
@@ -111,6 +114,22 @@ static void layernorm_row_ort(const float *x, const float *scale, const float *b
     }
 }
 
+/* One RMSNormalization / SimplifiedLayerNormalization row as ONNX Runtime 1.32 computes it on x86-64
+ * (every row of d = 1..100 equal). d >= 16: inv = 1 / sqrt(sumsq_ort / d + eps), y = x inv scale. d < 16,
+ * and at every d a SkipSimplifiedLayerNormalization's norm (`skip`, its own kernel): the products x x
+ * rounded and added in order, rms = sqrt(sum / d + eps), y = x / rms * scale. */
+static void rmsnorm_row_ort(const float *x, const float *scale, float *o, uint64_t d, float eps, bool skip) {
+    if (d >= 16 && !skip) {
+        float inv = 1.0f / sqrtf(sumsq_ort(x, d, 0.0f) / (float)d + eps);
+        for (uint64_t k = 0; k < d; k++) o[k] = x[k] * inv * scale[k];
+        return;
+    }
+    float ss = 0.0f;
+    for (uint64_t k = 0; k < d; k++) ss += x[k] * x[k];
+    float rms = sqrtf(ss / (float)d + eps);
+    for (uint64_t k = 0; k < d; k++) o[k] = x[k] / rms * scale[k];
+}
+
 HFX_VECTOR_KERNEL
 void hfx_run_norm(const hfx_kernel_args *a, uint32_t item) {
     const hfx_op *op = a->op;
@@ -124,8 +143,12 @@ void hfx_run_norm(const hfx_kernel_args *a, uint32_t item) {
     bool layer = op->opcode == HFX_OP_LAYERNORM;
     uint64_t b, e;
     hfx_plan_range(pl.rows, pl.rows_per_item, item, &b, &e);
-    if (layer && op->sum_order == HFX_SUM_ORT) { /* ORT's bits where a QUANTIZE_LINEAR reads them */
-        for (uint64_t r = b; r < e; r++) layernorm_row_ort(x + r * d, scale, bias, o + r * d, d, eps);
+    if (op->sum_order == HFX_SUM_ORT) { /* ORT's bits where a QUANTIZE_LINEAR reads them */
+        bool skip = op->params[HFX_P_NORM_SKIP] != 0;
+        for (uint64_t r = b; r < e; r++) {
+            if (layer) layernorm_row_ort(x + r * d, scale, bias, o + r * d, d, eps);
+            else rmsnorm_row_ort(x + r * d, scale, o + r * d, d, eps, skip);
+        }
         return;
     }
     for (uint64_t r = b; r < e; r++) {
