@@ -1,9 +1,10 @@
-"""An Exp, Erf, Gelu, Softmax, LayerNormalization, RMS norm, GlobalAveragePool, ReduceSum or ReduceMean
-whose result a QuantizeLinear reads (a 16-bit QDQ group's op) computes on the host kernel as ONNX Runtime
-1.32 does on x86-64 with AVX512F (dsp/src/ops/mlas_math.h, norm.c, pool.c, reduce.c): its f32 result
-equals ORT's bit for bit, at line lengths that cross the kernels' lanes and blocks, on other axes than
-the last, and with values far below the line's maximum (exps that underflow to denormals and 0) or large
-enough to overflow. ORT runs the model as the verification does (1 intra-op thread)."""
+"""An Exp, Erf, Gelu, Softmax, LayerNormalization, RMS norm, GlobalAveragePool, ReduceSum, ReduceMean or
+bilinear Resize whose result a QuantizeLinear reads (a 16-bit QDQ group's op) computes on the host
+kernel as ONNX Runtime 1.32 does on x86-64 with AVX512F (dsp/src/ops/mlas_math.h, norm.c, pool.c,
+reduce.c, resize.c): its f32 result equals ORT's bit for bit, at line lengths that cross the kernels'
+lanes and blocks, on other axes than the last, and with values far below the line's maximum (exps that
+underflow to denormals and 0) or large enough to overflow. ORT runs the model as the verification does
+(1 intra-op thread)."""
 
 from __future__ import annotations
 
@@ -62,6 +63,12 @@ def rmsnorm(op: str, shape: list[int]) -> onnx.ModelProto:
     return m
 
 
+def resize(shape: list[int], scales: list[float], **attrs: object) -> onnx.ModelProto:
+    node = helper.make_node("Resize", ["z", "", "sc"], ["y"], name="resize", mode="linear", **attrs)
+    out = [int(d * s) for d, s in zip(shape, scales, strict=True)]
+    return quantized_op(node, {"z": shape}, out, {"sc": np.array(scales, np.float32)})
+
+
 def global_avgpool(shape: list[int]) -> onnx.ModelProto:
     node = helper.make_node("GlobalAveragePool", ["z"], ["y"], name="gap")
     return quantized_op(node, {"z": shape}, shape[:2] + [1] * (len(shape) - 2))
@@ -111,6 +118,12 @@ CASES = {
     "global_avgpool_1x3": lambda: global_avgpool([1, 4, 1, 3]),
     "global_avgpool_1d": lambda: global_avgpool([1, 3, 17]),
     "global_avgpool_3d": lambda: global_avgpool([1, 2, 3, 4, 5]),
+    # bilinear: 4 taps, each times its weights' product, added in order (ranks 2 and 4)
+    "resize_x4": lambda: resize([1, 2, 5, 7], [1, 1, 4, 4]),
+    "resize_2x3": lambda: resize([1, 3, 6, 5], [1, 1, 2, 3]),
+    "resize_rank2": lambda: resize([5, 7], [2, 3]),
+    "resize_align_corners": lambda: resize([1, 1, 6, 9], [1, 1, 3, 2], coordinate_transformation_mode="align_corners"),
+    "resize_asymmetric": lambda: resize([2, 1, 7, 4], [1, 1, 2, 4], coordinate_transformation_mode="asymmetric"),
     # ORT's fast shapes (axes of 1 dropped): R and KR Eigen's 4-float packets from the 16-byte boundary,
     # RK rows in order, KRK MLAS's 1-row kernel (groups of 4 rows), RKR Eigen's sum per block
     "reducesum_r": lambda: reduce("ReduceSum", [1, 103], [1]),
