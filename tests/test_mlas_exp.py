@@ -1,9 +1,10 @@
-"""An Exp, Erf, Gelu, Softmax or LayerNormalization (d >= 8) whose result a QuantizeLinear reads (a
-16-bit QDQ group's op) computes on the host kernel as ONNX Runtime 1.32 does on x86-64 with AVX512F
-(dsp/src/ops/mlas_math.h, norm.c): its f32 result equals ORT's bit for bit, at line lengths that cross
-the kernels' lanes and blocks, on other axes than the last, and with values far below the line's
-maximum (exps that underflow to denormals and 0) or large enough to overflow. ORT runs the model as
-the verification does (1 intra-op thread)."""
+"""An Exp, Erf, Gelu, Softmax, LayerNormalization, RMS norm, GlobalAveragePool, ReduceSum, ReduceMean or
+bilinear Resize whose result a QuantizeLinear reads (a 16-bit QDQ group's op) computes on the host
+kernel as ONNX Runtime 1.32 does on x86-64 with AVX512F (dsp/src/ops/mlas_math.h, norm.c, pool.c,
+reduce.c, resize.c): its f32 result equals ORT's bit for bit, at line lengths that cross the kernels'
+lanes and blocks, on other axes than the last, and with values far below the line's maximum (exps that
+underflow to denormals and 0) or large enough to overflow. ORT runs the model as the verification does
+(1 intra-op thread)."""
 
 from __future__ import annotations
 
@@ -44,6 +45,41 @@ def layernorm(shape: list[int], bias: bool) -> onnx.ModelProto:
     return quantized_op(node, {n: shapes[n] for n in ins}, shape)
 
 
+def rmsnorm(op: str, shape: list[int]) -> onnx.ModelProto:
+    """ONNX RMSNormalization (opset 23) or com.microsoft's SkipSimplifiedLayerNormalization (its sum output
+    unused) over the last axis. (ORT's SimplifiedLayerNormalization, the same kernel as RMSNormalization,
+    is left out: ORT 1.32 crashes creating a session of this pair with one.)"""
+    skip = op == "SkipSimplifiedLayerNormalization"
+    ins = ["z", "k", "g"] if skip else ["z", "g"]
+    domain = "com.microsoft" if skip else ""
+    node = helper.make_node(
+        op, ins, ["y"], name="rmsnorm", domain=domain, epsilon=1e-5, **({} if skip else {"axis": -1})
+    )
+    m = quantized_op(node, {"z": shape, "k": shape, "g": shape[-1:]} if skip else {"z": shape, "g": shape[-1:]}, shape)
+    for imports in (m.opset_import, m.functions[0].opset_import):
+        next(o for o in imports if o.domain == "").version = 23
+        imports.append(helper.make_opsetid("com.microsoft", 1))
+    m.functions[0].value_info.extend(o for o in m.graph.output if o.name in ("y", "yq"))
+    return m
+
+
+def resize(shape: list[int], scales: list[float], **attrs: object) -> onnx.ModelProto:
+    node = helper.make_node("Resize", ["z", "", "sc"], ["y"], name="resize", mode="linear", **attrs)
+    out = [int(d * s) for d, s in zip(shape, scales, strict=True)]
+    return quantized_op(node, {"z": shape}, out, {"sc": np.array(scales, np.float32)})
+
+
+def global_avgpool(shape: list[int]) -> onnx.ModelProto:
+    node = helper.make_node("GlobalAveragePool", ["z"], ["y"], name="gap")
+    return quantized_op(node, {"z": shape}, shape[:2] + [1] * (len(shape) - 2))
+
+
+def reduce(op: str, shape: list[int], axes: list[int]) -> onnx.ModelProto:
+    node = helper.make_node(op, ["z", "axes"], ["y"], name=op.lower())
+    out = [1 if i in axes else d for i, d in enumerate(shape)]
+    return quantized_op(node, {"z": shape}, out, {"axes": np.array(axes, np.int64)})
+
+
 CASES = {
     "softmax_d1": lambda: softmax([5, 1], -1),
     "softmax_d15": lambda: softmax([7, 15], -1),
@@ -62,6 +98,45 @@ CASES = {
     "layernorm_d15_no_bias": lambda: layernorm([5, 15], False),
     "layernorm_d100": lambda: layernorm([2, 3, 100], True),
     "layernorm_d131": lambda: layernorm([4, 131], False),
+    # d < 8: Welford's mean and deviations
+    "layernorm_d1": lambda: layernorm([5, 1], True),
+    "layernorm_d2_no_bias": lambda: layernorm([6, 2], False),
+    "layernorm_d3": lambda: layernorm([2, 4, 3], True),
+    "layernorm_d7": lambda: layernorm([7, 7], True),
+    "layernorm_d7_no_bias": lambda: layernorm([3, 7], False),
+    # d < 16 (and a Skip norm at any d): products in order; d >= 16 the LayerNormalization's lanes
+    "rmsnorm_d5": lambda: rmsnorm("RMSNormalization", [6, 5]),
+    "rmsnorm_d15": lambda: rmsnorm("RMSNormalization", [4, 15]),
+    "rmsnorm_d16": lambda: rmsnorm("RMSNormalization", [4, 16]),
+    "rmsnorm_d64": lambda: rmsnorm("RMSNormalization", [1, 3, 64]),
+    "rmsnorm_d131": lambda: rmsnorm("RMSNormalization", [2, 131]),
+    "skip_simplified_d7": lambda: rmsnorm("SkipSimplifiedLayerNormalization", [1, 4, 7]),
+    "skip_simplified_d64": lambda: rmsnorm("SkipSimplifiedLayerNormalization", [1, 3, 64]),
+    # 4 lanes, then the last 1-3 one by one; 1, 2 and 3 spatial axes
+    "global_avgpool_7x7": lambda: global_avgpool([2, 3, 7, 7]),
+    "global_avgpool_40x40": lambda: global_avgpool([1, 8, 40, 40]),
+    "global_avgpool_1x3": lambda: global_avgpool([1, 4, 1, 3]),
+    "global_avgpool_1d": lambda: global_avgpool([1, 3, 17]),
+    "global_avgpool_3d": lambda: global_avgpool([1, 2, 3, 4, 5]),
+    # bilinear: 4 taps, each times its weights' product, added in order (ranks 2 and 4)
+    "resize_x4": lambda: resize([1, 2, 5, 7], [1, 1, 4, 4]),
+    "resize_2x3": lambda: resize([1, 3, 6, 5], [1, 1, 2, 3]),
+    "resize_rank2": lambda: resize([5, 7], [2, 3]),
+    "resize_align_corners": lambda: resize([1, 1, 6, 9], [1, 1, 3, 2], coordinate_transformation_mode="align_corners"),
+    "resize_asymmetric": lambda: resize([2, 1, 7, 4], [1, 1, 2, 4], coordinate_transformation_mode="asymmetric"),
+    # ORT's fast shapes (axes of 1 dropped): R and KR Eigen's 4-float packets from the 16-byte boundary,
+    # RK rows in order, KRK MLAS's 1-row kernel (groups of 4 rows), RKR Eigen's sum per block
+    "reducesum_r": lambda: reduce("ReduceSum", [1, 103], [1]),
+    "reducesum_kr": lambda: reduce("ReduceSum", [6, 37], [1]),
+    "reducesum_kr_short": lambda: reduce("ReduceSum", [5, 3], [1]),
+    "reducesum_kr_long": lambda: reduce("ReduceSum", [3, 1001], [1]),
+    "reducesum_rk": lambda: reduce("ReduceSum", [1, 37, 45], [1]),
+    "reducesum_krk": lambda: reduce("ReduceSum", [2, 31, 7], [1]),
+    "reducesum_krk_merged": lambda: reduce("ReduceSum", [2, 3, 4, 5], [1, 2]),
+    "reducesum_rkr": lambda: reduce("ReduceSum", [3, 17, 9], [0, 2]),
+    "reducemean_kr": lambda: reduce("ReduceMean", [4, 13], [1]),
+    "reducemean_rk": lambda: reduce("ReduceMean", [7, 30], [0]),
+    "reducemean_krk": lambda: reduce("ReduceMean", [2, 9, 5], [1]),
 }
 
 

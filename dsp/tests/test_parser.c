@@ -297,6 +297,14 @@ static uint32_t norm_prog(hfxb *b, int v) {
     uint32_t x = hfxb_input(b, 0, HFXB_DIMS(3, 4, 5));
     uint32_t sc = v == 1 ? hfxb_const(b, 0, HFXB_DIMS(4), s) : hfxb_const(b, 0, HFXB_DIMS(4, 5), s);
     uint32_t o = hfxb_output(b, 0, HFXB_DIMS(3, 4, 5));
+    if (v >= 3) { /* RMSNORM's skip flag (a SkipSimplifiedLayerNormalization's norm): 0 or 1 */
+        int32_t p[HFX_OP_PARAMS] = {0};
+        p[HFX_P_AXIS] = 1;
+        p[HFX_P_EPSILON] = hfxb_bits(1e-5f);
+        p[HFX_P_NORM_SKIP] = v - 2;
+        uint32_t in[2] = {x, sc};
+        return hfxb_op_add(b, 0, HFX_OP_RMSNORM, -1, 2, in, o, p);
+    }
     return hfxb_norm(b, 0, HFX_OP_LAYERNORM, x, sc, HFXB_NONE, o, 1, v == 2 ? 0.0f : 1e-5f);
 }
 
@@ -463,6 +471,8 @@ static void test_other_ops(void) {
     CHECK(build_and_parse(norm_prog, 0) == HFX_OK);
     CHECK(build_and_parse(norm_prog, 1) == HFX_ERR_SHAPE);
     CHECK(build_and_parse(norm_prog, 2) == HFX_ERR_PARAM);
+    CHECK(build_and_parse(norm_prog, 3) == HFX_OK);
+    CHECK(build_and_parse(norm_prog, 4) == HFX_ERR_PARAM);
     CHECK(build_and_parse(reduce_prog, 0) == HFX_OK);
     CHECK(build_and_parse(reduce_prog, 1) == HFX_ERR_SHAPE); /* keepdims=0 but output kept the axis */
     CHECK(build_and_parse(reduce_prog, 2) == HFX_ERR_PARAM);

@@ -128,6 +128,7 @@ class Param(IntEnum):
 
     AXIS = 0  # SOFTMAX, LAYERNORM, RMSNORM, CONCAT
     EPSILON = 1  # LAYERNORM, RMSNORM (f32 bits)
+    NORM_SKIP = 2  # RMSNORM: 1 for a SkipSimplifiedLayerNormalization's norm (ORT's skip kernel's order)
     PERM = 0  # TRANSPOSE: params[0..rank)
 
 

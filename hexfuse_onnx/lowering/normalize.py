@@ -142,6 +142,7 @@ def skip_layer_norm(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         )
     params = {Param.AXIS: -1, Param.EPSILON: f32_bits(float(attr(n, "epsilon", 1e-12)))}
     if simplified:
+        params[Param.NORM_SKIP] = 1
         cx.emit(n, t, Opcode.RMSNORM, [summed, cx.read(n.input[2], n, t)], params, out=n.output[0])
         return
     norm = [summed, cx.read(n.input[2], n, t)]

@@ -294,6 +294,8 @@ enum hfx_resize_nearest_mode {
 #define HFX_P_AXIS 0
 /* LAYERNORM, RMSNORM: epsilon as f32 bits (> 0) */
 #define HFX_P_EPSILON 1
+/* RMSNORM, 0 or 1: 1 for a SkipSimplifiedLayerNormalization's norm (ORT's skip kernel sums it otherwise) */
+#define HFX_P_NORM_SKIP 2
 
 /* REDUCE_*: bit i set = reduce axis i (mask != 0, only bits < rank) */
 #define HFX_P_REDUCE_AXES_MASK 0

@@ -30,6 +30,9 @@ hfx_status hfx_validate_norm(hfx_vctx *v, hfx_op *op) {
     if (x->rank == 0) return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, 0), "op %u: norm of a scalar", v->index);
     hfx_status st = hfx_check_axis(v, op, x->rank, &axis);
     if (st) return st;
+    if (op->params[HFX_P_NORM_SKIP] != 0 && op->params[HFX_P_NORM_SKIP] != 1) /* LAYERNORM: 0 (n_params) */
+        return hfx_vfail(v, HFX_ERR_PARAM, HFX_PARAM_OFF(v, HFX_P_NORM_SKIP), "op %u: the skip flag must be 0/1",
+                         v->index);
     int32_t eps = op->params[HFX_P_EPSILON];
     if (!hfx_finite_f32(eps) || !(hfx_f32_from_bits(eps) > 0.0f))
         return hfx_vfail(v, HFX_ERR_PARAM, HFX_PARAM_OFF(v, HFX_P_EPSILON), "op %u: epsilon must be finite and > 0",
@@ -54,16 +57,12 @@ hfx_status hfx_plan_norm(const hfx_program *p, hfx_op *op) {
     return hfx_plan_set_items(op, hfx_ceil_div(pl.rows, pl.rows_per_item));
 }
 
-/* One LayerNormalization row of d >= 8 as ONNX Runtime 1.32 computes it on x86-64 (found against its Mean
- * and InvStdDev outputs, every row of d = 8..1000 equal): the mean is the row's sum in double, in order,
- * divided by d and rounded; the squared deviations from it summed in 8 float lanes by FMA (lane k % 8),
- * the lanes reduced ((0+4) + (2+6)) + ((1+5) + (3+7)); then groups of 4 added as products (two roundings),
- * the last 1-3 by FMA; inv = 1 / sqrt(sum / d + eps) in float; y = fma((x - mean) inv, scale, bias). */
-static void layernorm_row_ort(const float *x, const float *scale, const float *bias, float *o, uint64_t d,
-                              float eps) {
-    double sum = 0.0;
-    for (uint64_t k = 0; k < d; k++) sum += (double)x[k];
-    float mean = (float)(sum / (double)d), lane[8] = {0};
+/* The squared deviations of a row from `mean` as ONNX Runtime 1.32's vectorized LayerNormalization and
+ * RMSNormalization sum them on x86-64: in 8 float lanes by FMA (lane k % 8), the lanes reduced
+ * ((0+4) + (2+6)) + ((1+5) + (3+7)); then groups of 4 added as products (two roundings), the last 1-3
+ * by FMA. */
+static float sumsq_ort(const float *x, uint64_t d, float mean) {
+    float lane[8] = {0};
     uint64_t k = 0;
     for (; k + 8 <= d; k += 8)
         for (uint64_t j = 0; j < 8; j++) {
@@ -80,11 +79,55 @@ static void layernorm_row_ort(const float *x, const float *scale, const float *b
         float t = x[k] - mean;
         ss = ref_fmaf(t, t, ss);
     }
-    float inv = 1.0f / sqrtf(ss / (float)d + eps);
-    for (k = 0; k < d; k++) {
+    return ss;
+}
+
+/* One LayerNormalization row as ONNX Runtime 1.32 computes it on x86-64 (found against its Mean and
+ * InvStdDev outputs, every row equal: d = 1..7, 256 rows each; 8..1000, 1024 rows each). d >= 8: the
+ * mean is the row's sum in double, in order, divided by d and rounded; sumsq_ort; inv = 1 / sqrt(sum / d
+ * + eps) in float; y = fma((x - mean) inv, scale, bias). d < 8: Welford's updates in float (delta = x -
+ * mean, mean += delta / n, m2 += delta (x - mean)), sd = sqrt(m2 / d + eps), y = (x - mean) / sd * scale
+ * + bias, each step rounded. */
+static void layernorm_row_ort(const float *x, const float *scale, const float *bias, float *o, uint64_t d,
+                              float eps) {
+    if (d < 8) {
+        float mean = 0.0f, m2 = 0.0f;
+        for (uint64_t k = 0; k < d; k++) {
+            float delta = x[k] - mean;
+            mean += delta / (float)(k + 1);
+            m2 += delta * (x[k] - mean);
+        }
+        float sd = sqrtf(m2 / (float)d + eps);
+        for (uint64_t k = 0; k < d; k++) {
+            float y = (x[k] - mean) / sd * scale[k];
+            o[k] = bias ? y + bias[k] : y;
+        }
+        return;
+    }
+    double sum = 0.0;
+    for (uint64_t k = 0; k < d; k++) sum += (double)x[k];
+    float mean = (float)(sum / (double)d);
+    float inv = 1.0f / sqrtf(sumsq_ort(x, d, mean) / (float)d + eps);
+    for (uint64_t k = 0; k < d; k++) {
         float t = (x[k] - mean) * inv;
         o[k] = bias ? ref_fmaf(t, scale[k], bias[k]) : t * scale[k];
     }
+}
+
+/* One RMSNormalization / SimplifiedLayerNormalization row as ONNX Runtime 1.32 computes it on x86-64
+ * (every row of d = 1..100 equal). d >= 16: inv = 1 / sqrt(sumsq_ort / d + eps), y = x inv scale. d < 16,
+ * and at every d a SkipSimplifiedLayerNormalization's norm (`skip`, its own kernel): the products x x
+ * rounded and added in order, rms = sqrt(sum / d + eps), y = x / rms * scale. */
+static void rmsnorm_row_ort(const float *x, const float *scale, float *o, uint64_t d, float eps, bool skip) {
+    if (d >= 16 && !skip) {
+        float inv = 1.0f / sqrtf(sumsq_ort(x, d, 0.0f) / (float)d + eps);
+        for (uint64_t k = 0; k < d; k++) o[k] = x[k] * inv * scale[k];
+        return;
+    }
+    float ss = 0.0f;
+    for (uint64_t k = 0; k < d; k++) ss += x[k] * x[k];
+    float rms = sqrtf(ss / (float)d + eps);
+    for (uint64_t k = 0; k < d; k++) o[k] = x[k] / rms * scale[k];
 }
 
 HFX_VECTOR_KERNEL
@@ -100,8 +143,12 @@ void hfx_run_norm(const hfx_kernel_args *a, uint32_t item) {
     bool layer = op->opcode == HFX_OP_LAYERNORM;
     uint64_t b, e;
     hfx_plan_range(pl.rows, pl.rows_per_item, item, &b, &e);
-    if (layer && op->sum_order == HFX_SUM_ORT && d >= 8) { /* ORT's bits where a QUANTIZE_LINEAR reads them */
-        for (uint64_t r = b; r < e; r++) layernorm_row_ort(x + r * d, scale, bias, o + r * d, d, eps);
+    if (op->sum_order == HFX_SUM_ORT) { /* ORT's bits where a QUANTIZE_LINEAR reads them */
+        bool skip = op->params[HFX_P_NORM_SKIP] != 0;
+        for (uint64_t r = b; r < e; r++) {
+            if (layer) layernorm_row_ort(x + r * d, scale, bias, o + r * d, d, eps);
+            else rmsnorm_row_ort(x + r * d, scale, o + r * d, d, eps, skip);
+        }
         return;
     }
     for (uint64_t r = b; r < e; r++) {

@@ -341,6 +341,19 @@ hfx_status hfx_plan_global_avgpool(const hfx_program *p, hfx_op *op) {
     return hfx_plan_set_items(op, hfx_ceil_div(ch, pl.channels_per_item));
 }
 
+/* A channel's mean as ONNX Runtime's MlasPoolGlobalKernel computes it (x86-64, any spatial rank): 4 float
+ * lanes summed in order (lane k % 4), reduced (0 + 2) + (1 + 3), the last 1-3 elements added one by one,
+ * the sum divided by n in float. */
+static float mean_ort(const float *x, uint64_t n) {
+    float lane[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    uint64_t k = 0;
+    for (; k + 4 <= n; k += 4)
+        for (uint64_t j = 0; j < 4; j++) lane[j] += x[k + j];
+    float s = (lane[0] + lane[2]) + (lane[1] + lane[3]);
+    for (; k < n; k++) s += x[k];
+    return s / (float)n;
+}
+
 HFX_VECTOR_KERNEL
 void hfx_run_global_avgpool(const hfx_kernel_args *a, uint32_t item) {
     const hfx_op *op = a->op;
@@ -351,5 +364,9 @@ void hfx_run_global_avgpool(const hfx_kernel_args *a, uint32_t item) {
     uint64_t sp = pl.spatial;
     uint64_t b, e;
     hfx_plan_range(pl.channels, pl.channels_per_item, item, &b, &e);
+    if (op->sum_order == HFX_SUM_ORT) { /* ORT's bits where a QUANTIZE_LINEAR reads them */
+        for (uint64_t c = b; c < e; c++) Y[c] = mean_ort(X + c * sp, sp);
+        return;
+    }
     for (uint64_t c = b; c < e; c++) Y[c] = (float)(hfx_sum(X + c * sp, sp, 0.0f, 0) / (double)sp);
 }

@@ -77,6 +77,103 @@ static float strided_extreme(const float *x, const uint32_t *dims, const uint64_
     return m;
 }
 
+/* ONNX Runtime 1.32's float ReduceSum / ReduceMean on x86-64 (reduction_ops.h), for a QUANTIZE_LINEAR's
+ * input: the axes of size 1 dropped, runs of reduced and of kept axes merged, its fast paths for the
+ * shapes R, KR, RK, KRK and RKR; the mean is the sum divided by the count in float. */
+typedef struct ort_shape {
+    uint64_t d[3];
+    uint32_t n, reduced; /* reduced: bit i set when merged axis i is reduced */
+} ort_shape;
+
+static bool ort_fast_shape(const hfx_tensor *x, uint32_t mask, ort_shape *f) {
+    f->n = 0;
+    f->reduced = 0;
+    for (uint32_t i = 0; i < x->rank; i++) {
+        if (x->dims[i] == 1) continue;
+        uint32_t red = (mask >> i) & 1u;
+        if (f->n && ((f->reduced >> (f->n - 1)) & 1u) == red) {
+            f->d[f->n - 1] *= x->dims[i];
+            continue;
+        }
+        if (f->n == 3) return false; /* RKRK and longer: ORT's generic loop, not followed */
+        f->d[f->n] = x->dims[i];
+        f->reduced |= red << f->n++;
+    }
+    return f->n > 0 && f->reduced != 0;
+}
+
+/* Eigen's sum of a contiguous run as ORT's build computes it (4-float SSE packets): the elements before
+ * the first 16-byte boundary (`off`: the run's offset in the 64-byte aligned tensor) and after the last
+ * whole packet are added one by one after the packets; the packets summed in 2 accumulators, 8 elements
+ * per step, then one more packet, reduced (0 + 2) + (1 + 3). Shorter than a packet: in order. */
+static float eigen_sum(const float *x, uint64_t n, uint64_t off) {
+    uint64_t start = (4 - off % 4) % 4 < n ? (4 - off % 4) % 4 : n;
+    uint64_t end = start + (n - start) / 4 * 4, end2 = start + (n - start) / 8 * 8;
+    float s = x[0];
+    if (end == start) {
+        for (uint64_t i = 1; i < n; i++) s += x[i];
+        return s;
+    }
+    float p0[4], p1[4];
+    for (uint32_t j = 0; j < 4; j++) p0[j] = x[start + j];
+    if (end - start > 4) {
+        for (uint32_t j = 0; j < 4; j++) p1[j] = x[start + 4 + j];
+        for (uint64_t i = start + 8; i < end2; i += 8)
+            for (uint32_t j = 0; j < 4; j++) {
+                p0[j] += x[i + j];
+                p1[j] += x[i + 4 + j];
+            }
+        for (uint32_t j = 0; j < 4; j++) p0[j] += p1[j];
+        if (end > end2)
+            for (uint32_t j = 0; j < 4; j++) p0[j] += x[end2 + j];
+    }
+    s = (p0[0] + p0[2]) + (p0[1] + p0[3]);
+    for (uint64_t i = 0; i < start; i++) s += x[i];
+    for (uint64_t i = end; i < n; i++) s += x[i];
+    return s;
+}
+
+/* Column j of rows r (N apart) summed as ORT's KRK path does (a MatMul of ones by the block: MLAS's
+ * SgemmKernelM1Avx, hfx_sgemv_mlas with x = 1): groups of 4 rows summed in order, each added to the
+ * running sum, then 2, then 1. */
+static float m1_column_sum(const float *x, uint64_t rows, uint64_t N) {
+    float y = 0.0f;
+    uint64_t r = 0;
+    for (; r + 4 <= rows; r += 4) y = (((x[r * N] + x[(r + 1) * N]) + x[(r + 2) * N]) + x[(r + 3) * N]) + y;
+    if (r + 2 <= rows) {
+        y = (x[r * N] + x[(r + 1) * N]) + y;
+        r += 2;
+    }
+    if (r < rows) y = x[r * N] + y;
+    return y;
+}
+
+/* Output q's sum as ORT computes it, for the fast shape f. */
+static float ort_sum(const float *x, const ort_shape *f, uint64_t q) {
+    const uint64_t *d = f->d;
+    switch (f->n * 8 + f->reduced) {
+    case 1 * 8 + 1: /* R */
+        return eigen_sum(x, d[0], 0);
+    case 2 * 8 + 2: /* KR */
+        return eigen_sum(x + q * d[1], d[1], q * d[1]);
+    case 2 * 8 + 1: { /* RK: rows added to the first in order */
+        float s = x[q];
+        for (uint64_t r = 1; r < d[0]; r++) s += x[r * d[1] + q];
+        return s;
+    }
+    case 3 * 8 + 2: /* KRK */
+        return m1_column_sum(x + (q / d[2]) * d[1] * d[2] + q % d[2], d[1], d[2]);
+    default: { /* RKR: each block's Eigen sum added in order */
+        float s = 0.0f;
+        for (uint64_t i = 0; i < d[0]; i++) {
+            uint64_t off = (i * d[1] + q) * d[2];
+            s += eigen_sum(x + off, d[2], off);
+        }
+        return s;
+    }
+    }
+}
+
 HFX_VECTOR_KERNEL
 void hfx_run_reduce(const hfx_kernel_args *a, uint32_t item) {
     const hfx_op *op = a->op;
@@ -106,6 +203,15 @@ void hfx_run_reduce(const hfx_kernel_args *a, uint32_t item) {
     if (rcount == 0) { /* over no element (x may be NULL): 0, ReduceMean too; -inf / +inf (as ONNX Runtime) */
         float none = op->opcode == HFX_OP_REDUCE_MAX ? -__builtin_inff() : extreme ? __builtin_inff() : 0.0f;
         for (uint64_t q = b; q < e; q++) o[q] = none;
+        return;
+    }
+    ort_shape f;
+    /* ORT's bits where a QUANTIZE_LINEAR reads them */
+    if (!extreme && op->sum_order == HFX_SUM_ORT && ort_fast_shape(xt, mask, &f)) {
+        for (uint64_t q = b; q < e; q++) {
+            float s = ort_sum(x, &f, q);
+            o[q] = op->opcode == HFX_OP_REDUCE_MEAN ? s / (float)rcount : s;
+        }
         return;
     }
     for (uint64_t q = b; q < e; q++) {

@@ -88,6 +88,16 @@ static void linear_taps(float c, int64_t len, uint32_t *i1, uint32_t *i2, float 
     }
 }
 
+/* One bilinear output as ONNX Runtime 1.32's UpsampleBilinear computes it for a 2-D or 4-D X: each of the
+ * 4 taps times the product of its x and y weights (each product rounded), added in the order (y1, x1),
+ * (y1, x2), (y2, x1), (y2, x2), no FMA. */
+static float bilinear_ort(const float *r1, const float *r2, uint32_t x1, uint32_t x2, float wx1, float wx2, float wy1,
+                          float wy2) {
+    float s = (wx1 * wy1) * r1[x1] + (wx2 * wy1) * r1[x2];
+    s += (wx1 * wy2) * r2[x1];
+    return s + (wx2 * wy2) * r2[x2];
+}
+
 hfx_status hfx_validate_resize(hfx_vctx *v, hfx_op *op) {
     const hfx_tensor *x = &v->p->tensors[op->in[0]], *y = &v->p->tensors[op->out[0]];
     const int32_t *pr = op->params;
@@ -140,6 +150,8 @@ void hfx_run_resize(const hfx_kernel_args *a, uint32_t item) {
     float sh = hfx_f32_from_bits(pr[HFX_P_RESIZE_SCALE_H]), sw = hfx_f32_from_bits(pr[HFX_P_RESIZE_SCALE_W]);
     int32_t coord = pr[HFX_P_RESIZE_COORD], nm = pr[HFX_P_RESIZE_NEAREST_MODE];
     bool linear = pr[HFX_P_RESIZE_MODE] == HFX_RESIZE_LINEAR;
+    /* ORT's bits where a QUANTIZE_LINEAR reads them; ORT runs ranks 3 and 5 through other kernels */
+    bool ort = op->sum_order == HFX_SUM_ORT && (r == 2 || r == 4);
     hfx_rows_plan pl;
     HFX_PLAN_LOAD(pl, op);
     uint64_t b, e;
@@ -180,6 +192,10 @@ void hfx_run_resize(const hfx_kernel_args *a, uint32_t item) {
             float wy1, wy2;
             linear_taps(cy, h, &y1, &y2, &wy1, &wy2);
             const float *r1 = xp + (uint64_t)y1 * (uint64_t)w, *r2 = xp + (uint64_t)y2 * (uint64_t)w;
+            if (ort) {
+                for (int64_t q = 0; q < nq; q++) dst[q] = bilinear_ort(r1, r2, c1[q], c2[q], cw1[q], cw2[q], wy1, wy2);
+                continue;
+            }
             for (int64_t q = 0; q < nq; q++) {
                 float top = cw1[q] * r1[c1[q]] + cw2[q] * r1[c2[q]];
                 float bottom = cw1[q] * r2[c1[q]] + cw2[q] * r2[c2[q]];
