@@ -35,6 +35,8 @@ COMPUTED_DIM_PREFIX = "unk__"  # how ONNX's inference names a dim it cannot expr
 # The representative binding of symbolic input dims when --shape gives none (README "Symbolic dims").
 DEFAULT_BATCH = 1  # dim 0 of an input
 DEFAULT_SYMBOLIC_DIM = 128  # any other symbolic dim (sequence, height, width, past length, ...)
+# An int16 input's other symbolic dims: PCM samples (MarbleNet's audio), 1 s at 16 kHz, not 8 ms
+DEFAULT_PCM_SAMPLES = 16_000
 # Where the original does not run at the default, every other symbolic dim without --shape takes
 # these in turn (image sides of common backbones and of text-line recognisers, then small ones).
 ALTERNATIVE_SYMBOLIC_DIMS = (224, 64, 48, 32, 256, 320, 640, 16)
@@ -329,18 +331,21 @@ def _is_symbol_name(text: str) -> bool:
 
 
 def representative_binding(model: onnx.ModelProto, hints: dict[str, list[int]], where: str) -> ShapeBinding:
-    """The binding the pass analyses at: --shape values where given, else the defaults.
+    """The binding the pass analyses at: --shape values where given, else the defaults (an int16
+    input's length: DEFAULT_PCM_SAMPLES, where 128 were 8 ms of MarbleNet's audio, one STFT frame).
     Hints for inputs without symbolic dims are left to `_apply_shape_overrides`' checks."""
     symbols: dict[str, int] = {}
     dims_of = input_dims(model)
+    pcm = {v.name for v in model.graph.input if v.type.tensor_type.elem_type == onnx.TensorProto.INT16}
     for name, dims in dims_of.items():
         hint = hints.get(name)
         if hint is not None and len(hint) != len(dims):
             raise ModelError(f"{where}: --shape {name} has rank {len(hint)}, the input has rank {len(dims)}")
+        length = DEFAULT_PCM_SAMPLES if name in pcm else DEFAULT_SYMBOLIC_DIM
         for axis, d in enumerate(dims):
             if isinstance(d, int):
                 continue
-            value = hint[axis] if hint is not None else DEFAULT_BATCH if axis == 0 else DEFAULT_SYMBOLIC_DIM
+            value = hint[axis] if hint is not None else DEFAULT_BATCH if axis == 0 else length
             if hint is not None and d in symbols and symbols[d] != value:
                 raise ModelError(f"{where}: --shape gives dim '{d}' two values, {symbols[d]} and {value}")
             symbols.setdefault(d, value)

@@ -48,3 +48,21 @@ def test_a_slice_of_a_symbolic_dim_is_exact_at_an_empty_input(tmp_path: Path, he
     assert proc.returncode == 0, proc.stderr
     assert "runs with an empty input at L=0" in proc.stderr and "dropping" not in proc.stderr, proc.stderr
     assert [n.op_type for n in onnx.load(out).graph.node] == ["FusedHexPair", "Concat"]
+
+
+@pytest.mark.parametrize(("elem", "length"), [(onnx.TensorProto.INT16, 16000), (onnx.TensorProto.FLOAT, 128)])
+def test_an_int16_input_is_analysed_at_one_second_of_samples(tmp_path: Path, elem: int, length: int) -> None:
+    """`inspect` of MarbleNet's file (int16 samples, [1, 1, audio_len]) analysed 128 samples, the
+    default of any symbolic dim: 8 ms, one STFT frame of its 1-s figures' 101. An int16 input is
+    PCM: its length defaults to 16000 (1 s at 16 kHz) and the report says why."""
+    nodes = [
+        helper.make_node("Cast", ["a"], ["f"], to=onnx.TensorProto.FLOAT),
+        helper.make_node("Relu", ["f"], ["y"]),
+    ]
+    g = helper.make_graph(nodes, "g", [vi("a", [1, 1, "L"], elem)], [vi("y", [1, 1, "L"])])
+    src = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), src)
+    proc = run_cli("inspect", src)
+    assert proc.returncode == 0, proc.stderr
+    why = "int16 input: 1 s of 16 kHz samples; " if length == 16000 else ""
+    assert f"symbolic dims analysed at L={length} ({why}--shape to choose)" in proc.stdout, proc.stdout
