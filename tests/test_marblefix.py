@@ -11,6 +11,9 @@ import pytest
 from cli_support import run_cli
 from onnx import helper
 from test_lower import init, vi
+from test_program_v2 import needs_plugin, pair_model, v2_program
+
+from hexfuse_onnx import runtime
 
 BIG = np.iinfo(np.int64).max
 
@@ -66,3 +69,15 @@ def test_an_int16_input_is_analysed_at_one_second_of_samples(tmp_path: Path, ele
     assert proc.returncode == 0, proc.stderr
     why = "int16 input: 1 s of 16 kHz samples; " if length == 16000 else ""
     assert f"symbolic dims analysed at L={length} ({why}--shape to choose)" in proc.stdout, proc.stdout
+
+
+@needs_plugin
+def test_a_refused_shape_names_the_kernel_reason_before_the_shapes(tmp_path: Path) -> None:
+    """The drop line quotes 400 characters of ORT's error, and the kernel listed every input shape
+    before its reason: MarbleNet x2's pair of 21 inputs lost it ("... [257,1,512] (HFX_ERR_SH").
+    The reason now comes first."""
+    session = runtime.InferenceSession(pair_model(v2_program(), tmp_path), backend="host")
+    feeds = {"x": np.zeros((3, 5), np.float32), "xb": np.zeros((2, 6), np.float32)}
+    reason = r"input 0 axis 1: 5 but the program's static dim is 4"
+    with pytest.raises(Exception, match=rf"these input shapes \(HFX_ERR_SHAPES at byte \d+: {reason}\): \[3,5\], "):
+        session.run(None, feeds)
