@@ -81,3 +81,27 @@ def test_a_refused_shape_names_the_kernel_reason_before_the_shapes(tmp_path: Pat
     reason = r"input 0 axis 1: 5 but the program's static dim is 4"
     with pytest.raises(Exception, match=rf"these input shapes \(HFX_ERR_SHAPES at byte \d+: {reason}\): \[3,5\], "):
         session.run(None, feeds)
+
+
+@pytest.mark.slow
+def test_real_marblenet_x2_drops_no_pair_at_an_empty_input(tmp_path: Path) -> None:
+    """Two MarbleNet requests at 0 us per call (the suite's): 5 pairs were dropped with r0's audio
+    empty (x[..., :1]); none is now, and the STFT pair holds."""
+    from test_stranger10 import _cached
+
+    out = tmp_path / "x2.onnx"
+    proc = run_cli(
+        "colocate",
+        _cached("marblenet_vad"),
+        "--requests",
+        "2",
+        "--shape",
+        "audio=1x1x16000",
+        "--verify",
+        "plugin",
+        "-o",
+        out,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "r0_audio_len=0" in proc.stderr and "dropping" not in proc.stderr, proc.stderr
+    assert sum(n.op_type == "FusedHexPair" for n in onnx.load(out).graph.node) >= 12
