@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import onnx
+import sympy
 from onnx import helper, numpy_helper, shape_inference
 
 from .errors import ModelError, UsageError, first_line
@@ -33,6 +35,8 @@ COMPUTED_DIM_PREFIX = "unk__"  # how ONNX's inference names a dim it cannot expr
 # The representative binding of symbolic input dims when --shape gives none (README "Symbolic dims").
 DEFAULT_BATCH = 1  # dim 0 of an input
 DEFAULT_SYMBOLIC_DIM = 128  # any other symbolic dim (sequence, height, width, past length, ...)
+# An int16 input's other symbolic dims: PCM samples (MarbleNet's audio), 1 s at 16 kHz, not 8 ms
+DEFAULT_PCM_SAMPLES = 16_000
 # Where the original does not run at the default, every other symbolic dim without --shape takes
 # these in turn (image sides of common backbones and of text-line recognisers, then small ones).
 ALTERNATIVE_SYMBOLIC_DIMS = (224, 64, 48, 32, 256, 320, 640, 16)
@@ -327,18 +331,21 @@ def _is_symbol_name(text: str) -> bool:
 
 
 def representative_binding(model: onnx.ModelProto, hints: dict[str, list[int]], where: str) -> ShapeBinding:
-    """The binding the pass analyses at: --shape values where given, else the defaults.
+    """The binding the pass analyses at: --shape values where given, else the defaults (an int16
+    input's length: DEFAULT_PCM_SAMPLES, where 128 were 8 ms of MarbleNet's audio, one STFT frame).
     Hints for inputs without symbolic dims are left to `_apply_shape_overrides`' checks."""
     symbols: dict[str, int] = {}
     dims_of = input_dims(model)
+    pcm = {v.name for v in model.graph.input if v.type.tensor_type.elem_type == onnx.TensorProto.INT16}
     for name, dims in dims_of.items():
         hint = hints.get(name)
         if hint is not None and len(hint) != len(dims):
             raise ModelError(f"{where}: --shape {name} has rank {len(hint)}, the input has rank {len(dims)}")
+        length = DEFAULT_PCM_SAMPLES if name in pcm else DEFAULT_SYMBOLIC_DIM
         for axis, d in enumerate(dims):
             if isinstance(d, int):
                 continue
-            value = hint[axis] if hint is not None else DEFAULT_BATCH if axis == 0 else DEFAULT_SYMBOLIC_DIM
+            value = hint[axis] if hint is not None else DEFAULT_BATCH if axis == 0 else length
             if hint is not None and d in symbols and symbols[d] != value:
                 raise ModelError(f"{where}: --shape gives dim '{d}' two values, {symbols[d]} and {value}")
             symbols.setdefault(d, value)
@@ -803,9 +810,11 @@ def _infer_contrib_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
     return partial
 
 
-def _run_symbolic_inference(model: onnx.ModelProto, complete_only: bool = False) -> onnx.ModelProto | None:
+def _run_symbolic_inference(
+    model: onnx.ModelProto, complete_only: bool = False, exact_slices: bool = False
+) -> onnx.ModelProto | None:
     """ORT's symbolic shape inference; None when it refuses the model (or, with complete_only,
-    leaves a shape unknown)."""
+    leaves a shape unknown). exact_slices: a Slice of a symbolic dim as `_exact_slice_rule` says."""
     from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
 
     # The steps of SymbolicShapeInference.infer_shapes, whose public entry saves
@@ -826,6 +835,8 @@ def _run_symbolic_inference(model: onnx.ModelProto, complete_only: bool = False)
         sym.dispatcher_.setdefault("FusedConv", _fused_conv_rule(sym))
         if "GroupQueryAttention" in sym.dispatcher_:
             sym.dispatcher_["GroupQueryAttention"] = _gqa_rule_with_present_length(sym)
+        if exact_slices:
+            sym.dispatcher_["Slice"] = _exact_slice_rule(sym)
         sym._preprocess(model)
         complete = False
         while sym.run_:
@@ -924,6 +935,50 @@ def _gqa_rule_with_present_length(sym: Any) -> Callable[[onnx.NodeProto], None]:
                 dims[2].dim_value = max(dims[2].dim_value, length)
 
     return infer
+
+
+def _exact_slice_rule(sym: Any) -> Callable[[onnx.NodeProto], None]:
+    """ORT's Slice rule takes an input dim to be at least 1: MarbleNet's x[..., :1] is 1 long
+    (x[..., -k:] k, x[..., 1:] 'L - 1'), 0 at the empty input the pass also verifies at, where the
+    kernel refused the pair's SLICE ("output shape does not match the slice"). Along a symbolic dim
+    with constant starts and ends and a positive step, the length is ONNX's at every dim, over
+    symbols taken as >= 0 (ORT's inputs are > 0, where min(1, L) is 1)."""
+    rule = sym.dispatcher_["Slice"]
+
+    def infer(node: onnx.NodeProto) -> None:
+        rule(node)
+        given = [_ints(sym._try_get_value(node, k)) if k < len(node.input) else None for k in range(1, 5)]
+        if len(node.input) < 3 or given[0] is None or given[1] is None:
+            return  # opset < 10 (attributes), or starts or ends computed at run time
+        x, starts, ends = sym._get_sympy_shape(node, 0), given[0], given[1]
+        axes = given[2] if given[2] is not None else range(len(starts))
+        steps = given[3] if given[3] is not None else [1] * len(starts)
+        dims = sym.known_vi_[node.output[0]].type.tensor_type.shape.dim
+        for axis, start, end, step in zip(axes, starts, ends, steps):
+            d = x[axis % len(x)]
+            if isinstance(d, sympy.Expr) and not d.is_Integer and step > 0 and len(dims) == len(x):
+                d = d.xreplace({s: sympy.Symbol(s.name, integer=True, nonnegative=True) for s in d.free_symbols})
+                length = sympy.Max(0, -((_slice_index(start, d) - _slice_index(end, d)) // step))
+                sym._update_computed_dims([length])
+                dims[axis % len(x)].Clear()
+                dims[axis % len(x)].dim_param = str(length)
+
+    return infer
+
+
+def _ints(value: Any) -> list[int] | None:
+    """A constant input as ORT's inference holds it (an array, a list, a scalar), or None."""
+    try:
+        return None if value is None else [int(v) for v in np.asarray(value).reshape(-1)]
+    except (TypeError, ValueError):  # sympy data: a dim computed from the input shape
+        return None
+
+
+def _slice_index(i: int, dim: sympy.Expr) -> sympy.Expr:
+    """A Slice start or end (positive step) clamped into [0, dim] as ONNX does."""
+    if i >= 2**31 - 1:
+        return dim
+    return sympy.Min(i, dim) if i >= 0 else sympy.Max(0, dim + max(i, -(2**31)))
 
 
 def _tensor_info(vi: onnx.ValueInfoProto) -> TensorInfo:

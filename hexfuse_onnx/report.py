@@ -7,6 +7,7 @@ from collections import Counter
 import onnx
 
 from .costmodel import engine_seconds, serial_time
+from .graph import DEFAULT_PCM_SAMPLES
 from .kinds import Pair, kind_of
 from .kinds.branches import has_working_fork
 from .kinds.dag import dag_facts
@@ -158,7 +159,10 @@ def _choice(a: Analysis) -> str:
     left = [d for d in a.graph.binding.symbols if d not in a.given_dims]
     if not left:
         return "as given"
-    return "--shape to choose" if len(left) == len(a.graph.binding.symbols) else f"--shape to choose {', '.join(left)}"
+    pcm = any(a.graph.binding.symbols[d] == DEFAULT_PCM_SAMPLES for d in left)
+    note = "int16 input: 1 s of 16 kHz samples; " if pcm else ""
+    which = "" if len(left) == len(a.graph.binding.symbols) else f" {', '.join(left)}"
+    return f"{note}--shape to choose{which}"
 
 
 def _unprofiled_lines(a: Analysis) -> list[str]:

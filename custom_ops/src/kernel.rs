@@ -249,7 +249,7 @@ impl Kernel {
         let shown = shapes.iter().map(|s| dims_str(s)).collect::<Vec<_>>().join(", ");
         let refused = |(status, offset, msg): hfx::ProgramError| {
             invalid(format!(
-                "{at}: the task program cannot run at input shapes {shown} ({status} at byte {offset}: {msg})"
+                "{at}: the task program cannot run at these input shapes ({status} at byte {offset}: {msg}): {shown}"
             ))
         };
         let bytes = hfx::specialize(&self.bytes, shapes).map_err(refused)?;

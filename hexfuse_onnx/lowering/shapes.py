@@ -131,7 +131,7 @@ def _body_dims(lowerer: Lowerer, symbols: _Symbols) -> dict[str, list[int | symp
         concrete = [d.dim_value for d in lowerer.types[f].tensor_type.shape.dim]
         dims = [name or concrete[axis] for axis, name in enumerate(symbols.names[io])]
         types[f] = helper.make_tensor_type_proto(elem, dims)
-    inferred = _run_symbolic_inference(lowerer.body_model(types, lowerer.ir_version))
+    inferred = _run_symbolic_inference(lowerer.body_model(types, lowerer.ir_version), exact_slices=True)
     if inferred is None:
         return {}
     g = inferred.graph
