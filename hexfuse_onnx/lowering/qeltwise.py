@@ -92,6 +92,12 @@ def _is(n: onnx.NodeProto, op: str) -> bool:
     return n.op_type == op and n.domain in ("", "ai.onnx")
 
 
+def _is_qdq(n: onnx.NodeProto, op: str) -> bool:
+    """A QuantizeLinear or DequantizeLinear, also com.microsoft's (16-bit before opset 21), as ORT's
+    QDQ selectors match them."""
+    return n.op_type == op and n.domain in qdq.QDQ_DOMAINS
+
+
 def _per_tensor(cx: Lowerer, n: onnx.NodeProto) -> tuple[np.float32, int] | None:
     """(scale, zero point) of a Q/DQ node with constant per-tensor parameters."""
     scale = cx.known_value(n.input[1])
@@ -119,13 +125,13 @@ class _Body:
 
     def dq_of(self, name: str) -> int | None:
         k = self.prod.get(name)
-        return k if k is not None and _is(self.node(k), "DequantizeLinear") else None
+        return k if k is not None and _is_qdq(self.node(k), "DequantizeLinear") else None
 
     def only_q(self, k: int) -> int | None:
         """The QuantizeLinear that alone reads node k's output (not a pair output), in k's task."""
         out = self.node(k).output[0]
         users = self.cons.get(out, [])
-        if out in self.cx.out_index or len(users) != 1 or not _is(self.node(users[0]), "QuantizeLinear"):
+        if out in self.cx.out_index or len(users) != 1 or not _is_qdq(self.node(users[0]), "QuantizeLinear"):
             return None
         return users[0] if self.cx.node_task(users[0]) == self.cx.node_task(k) else None
 
@@ -420,9 +426,8 @@ def _ort_table(
         [helper.make_tensor_value_info(q.output[0], cx.dtype(q.output[0]), [256])],
         initializer=inits,
     )
-    opsets = [helper.make_opsetid("", cx.opset)] + (
-        [helper.make_opsetid(op.domain, 1)] if op.domain not in ("", "ai.onnx") else []
-    )
+    domains = sorted({n.domain for n in (dq, *constant_dqs, op, q)} - {"", "ai.onnx"})
+    opsets = [helper.make_opsetid("", cx.opset)] + [helper.make_opsetid(d, 1) for d in domains]
     model = helper.make_model(graph, opset_imports=opsets, ir_version=cx.ir_version)
     values = np.arange(lo, hi + 1).astype(np.uint8 if tx == Dtype.U8 else np.int8)
     try:
