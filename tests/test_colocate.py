@@ -796,7 +796,9 @@ def test_two_streams_of_a_qdq_model_pair_whole_groups(tmp_path, name):
 def test_two_requests_of_a_qdq_model_pay_for_the_call_at_the_default_target(tmp_path, monkeypatch):
     """At hexagon-v73's own 100 us per call `rewrite` pairs nothing in gpt_decode_step_qdq_u8u8 (its
     tasks are too small for one call); two requests side by side are one pair holding both streams
-    whole (modelled 32% less than one after the other), every QDQ group whole in one task."""
+    whole (modelled 18% less than one after the other; 32% before its Transposes and Reshapes between
+    equal Q/DQ ran on the integers, branch qdqmove: the call weighs more), every QDQ group whole in
+    one task."""
     from models import quantized
 
     monkeypatch.delenv(costmodel.CALL_OVERHEAD_ENV)
@@ -805,7 +807,7 @@ def test_two_requests_of_a_qdq_model_pay_for_the_call_at_the_default_target(tmp_
     a = r.rewrite.analysis
     assert r.rewrite.output is not None and len(a.pairs) == 1
     assert a.target.call_overhead_s.value == pytest.approx(100e-6)
-    assert r.modelled is not None and r.modelled.coverage > 0.99 and r.modelled.gain > 0.25, r.modelled
+    assert r.modelled is not None and r.modelled.coverage > 0.99 and r.modelled.gain > 0.15, r.modelled
     tasks = [a.pairs[0].candidate.task_a, a.pairs[0].candidate.task_b]
     assert [split_group(a.graph, t) for t in tasks] == [None, None]
     assert sum(a.graph.nodes[i].op_type == "QuantizeLinear" for i in tasks[0]) > 10

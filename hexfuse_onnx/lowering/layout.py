@@ -68,7 +68,17 @@ def transpose(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     rank = len(cx.shape(n.input[0], n))
     perm = list(attr(n, "perm", list(range(rank))[::-1]))
     params = {Param.PERM + i: p for i, p in enumerate(perm)}
-    cx.emit(n, t, Opcode.TRANSPOSE, [cx.read(n.input[0], n, t)], params)
+    x, dtype = _read_moved(cx, n, t)
+    cx.emit(n, t, Opcode.TRANSPOSE, [x], params, out_dtype=dtype)
+
+
+def _read_moved(cx: Lowerer, n: onnx.NodeProto, t: Task) -> tuple[int, Dtype]:
+    """The input of a TRANSPOSE or SLICE: float32, or the 8/16-bit integers of a QDQ group's data
+    movement (qeltwise._move)."""
+    dtype = DTYPES.get(cx.dtype(n.input[0]))
+    if dtype in (Dtype.U8, Dtype.I8, Dtype.U16, Dtype.I16):
+        return cx.read_typed(n.input[0], n, t, dtype), dtype
+    return cx.read(n.input[0], n, t), Dtype.F32
 
 
 @lowers("Concat")
@@ -184,7 +194,8 @@ def slice_(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     s, e, st = [0] * rank, [INT32_MAX] * rank, [1] * rank
     for a, b, c, d in zip(axes, starts, ends, steps):
         s[a % rank], e[a % rank], st[a % rank] = _clamp(b), _clamp(c), _clamp(d)
-    cx.emit(n, t, Opcode.SLICE, [cx.read(n.input[0], n, t)], slice_params(s, e, st))
+    x, dtype = _read_moved(cx, n, t)
+    cx.emit(n, t, Opcode.SLICE, [x], slice_params(s, e, st), out_dtype=dtype)
 
 
 def slice_params(starts: list[int], ends: list[int], steps: list[int]) -> dict[int, int]:

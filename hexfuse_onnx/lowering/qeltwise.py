@@ -15,6 +15,9 @@
 - DQ(x) -> Softmax -> Q (one type): QSOFTMAX, ORT's QLinearSoftmax with the exp table it builds.
 - DQ(x) -> Resize (nearest) -> Q: QRESIZE, each source byte through its table Q(DQ(x)): exact,
   whether ORT drops the Q/DQ (equal parameters: it copies bytes) or runs the group in float.
+- DQ(x) -> Transpose, Reshape, Flatten, Squeeze, Unsqueeze, Slice or Gather (axis 0) -> Q, one type
+  (8 or 16-bit) and equal constant per-tensor scale and zero point: the op itself on the integers,
+  as ORT's QDQ transformer drops such a pair around data movement ("drop" rules) and moves x.
 
 A 16-bit input (u16/i16) would need a 65536-entry table (128 KiB), which does not pay for the
 few unary groups of a u16 model; the method documented for it is a 2-level table: the high byte
@@ -56,7 +59,7 @@ from .lowerer import DTYPES, Lowerer, attr, f32_bits
 from .qmatmul import GraphBody, IntegerGroups
 from .qmatmul import plan as matrix_plan
 from .quant import dequantized
-from .registry import LoweringError, op_key
+from .registry import LOWERINGS, LoweringError, op_key
 
 # the unary functions a table replaces (their other inputs must be known scalars)
 TABLE_OPS = {
@@ -65,6 +68,10 @@ TABLE_OPS = {
     "Min", "Max", "com.microsoft::Gelu",
 }  # fmt: skip
 NARROW = {Dtype.U8: (0, 255), Dtype.I8: (-128, 127)}
+# data movement ORT runs on the integers between a DQ and a Q of equal parameters (its "drop" rules;
+# Expand, Tile and GatherElements too, which the kernel does not lower for integers)
+MOVES = {"Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Slice", "Gather"}
+MOVED = (Dtype.U8, Dtype.I8, Dtype.U16, Dtype.I16)
 
 Emit = Callable[[Task], None]
 # what a matcher finds: the group's emitter, its DequantizeLinear inputs (lowered to nothing when only
@@ -83,6 +90,12 @@ class ElementwiseGroups:
 
 def _is(n: onnx.NodeProto, op: str) -> bool:
     return n.op_type == op and n.domain in ("", "ai.onnx")
+
+
+def _is_qdq(n: onnx.NodeProto, op: str) -> bool:
+    """A QuantizeLinear or DequantizeLinear, also com.microsoft's (16-bit before opset 21), as ORT's
+    QDQ selectors match them."""
+    return n.op_type == op and n.domain in qdq.QDQ_DOMAINS
 
 
 def _per_tensor(cx: Lowerer, n: onnx.NodeProto) -> tuple[np.float32, int] | None:
@@ -112,13 +125,13 @@ class _Body:
 
     def dq_of(self, name: str) -> int | None:
         k = self.prod.get(name)
-        return k if k is not None and _is(self.node(k), "DequantizeLinear") else None
+        return k if k is not None and _is_qdq(self.node(k), "DequantizeLinear") else None
 
     def only_q(self, k: int) -> int | None:
         """The QuantizeLinear that alone reads node k's output (not a pair output), in k's task."""
         out = self.node(k).output[0]
         users = self.cons.get(out, [])
-        if out in self.cx.out_index or len(users) != 1 or not _is(self.node(users[0]), "QuantizeLinear"):
+        if out in self.cx.out_index or len(users) != 1 or not _is_qdq(self.node(users[0]), "QuantizeLinear"):
             return None
         return users[0] if self.cx.node_task(users[0]) == self.cx.node_task(k) else None
 
@@ -176,6 +189,7 @@ def plan(cx: Lowerer, matmuls: IntegerGroups) -> ElementwiseGroups:
             or _concat(body, k)
             or _resize(body, k)
             or _softmax(body, k)
+            or _move(body, k)
         )
         if found is not None:
             emit, inputs, tail = found
@@ -412,9 +426,8 @@ def _ort_table(
         [helper.make_tensor_value_info(q.output[0], cx.dtype(q.output[0]), [256])],
         initializer=inits,
     )
-    opsets = [helper.make_opsetid("", cx.opset)] + (
-        [helper.make_opsetid(op.domain, 1)] if op.domain not in ("", "ai.onnx") else []
-    )
+    domains = sorted({n.domain for n in (dq, *constant_dqs, op, q)} - {"", "ai.onnx"})
+    opsets = [helper.make_opsetid("", cx.opset)] + [helper.make_opsetid(d, 1) for d in domains]
     model = helper.make_model(graph, opset_imports=opsets, ir_version=cx.ir_version)
     values = np.arange(lo, hi + 1).astype(np.uint8 if tx == Dtype.U8 else np.int8)
     try:
@@ -592,6 +605,31 @@ def _softmax(b: _Body, k: int) -> Found | None:
         _quantized(cx, y, py, task)
 
     return emit, [g.d], [g.q]
+
+
+def _move(b: _Body, k: int) -> Found | None:
+    """DQ(x) -> data movement -> Q of x's type, scale and zero point: the op's own lowering on x."""
+    n, cx = b.node(k), b.cx
+    if op_key(n) not in MOVES or len(n.output) != 1:
+        return None
+    d, q = b.dq_of(n.input[0]), b.only_q(k)
+    if d is None or q is None:
+        return None
+    dq, qn = b.node(d), b.node(q)
+    tx = DTYPES.get(cx.dtype(dq.input[0]))
+    px, py = _per_tensor(cx, dq), _per_tensor(cx, qn)
+    if tx not in MOVED or tx != DTYPES.get(cx.dtype(qn.output[0])) or px is None or px != py:
+        return None
+    if n.op_type == "Gather" and int(attr(n, "axis", 0)) % max(len(cx.shape(dq.input[0], dq)), 1) != 0:
+        return None  # integer data gathers rows of axis 0 only (layout._gather_integers)
+    moved = onnx.NodeProto()
+    moved.CopyFrom(n)
+    moved.input[0], moved.output[0] = dq.input[0], qn.output[0]
+
+    def emit(task: Task) -> None:
+        LOWERINGS[op_key(n)](cx, moved, task)
+
+    return emit, [d], [q]
 
 
 def softmax_table(sx: np.float32, length: int) -> np.ndarray:

@@ -1,4 +1,5 @@
-/* memory.c - Transpose, Concat, Slice, Copy, GatherRows (the COPY/DMA engine class).
+/* memory.c - Transpose, Concat, Slice, Copy, GatherRows (the COPY/DMA engine class); all but Concat move
+ * elements of any dtype.
  * Transpose/Slice items are ranges of output rows (all axes but the last);
  * Concat/Copy items are ranges of output elements, GatherRows items ranges of indices. */
 #include <math.h>
@@ -7,8 +8,17 @@
 
 /* ---- Transpose ---- */
 
+/* Transpose and Slice move elements of any dtype: the output's must be the input's. */
+static hfx_status same_dtype(hfx_vctx *v, const hfx_op *op, const char *label) {
+    const hfx_tensor *x = &v->p->tensors[op->in[0]], *y = &v->p->tensors[op->out[0]];
+    if (y->dtype == x->dtype) return HFX_OK;
+    return hfx_vfail(v, HFX_ERR_DTYPE, HFX_OUT_OFF(v, 0), "op %u (%s): output dtype %u, expected the input's %u",
+                     v->index, label, y->dtype, x->dtype);
+}
+
 hfx_status hfx_validate_transpose(hfx_vctx *v, hfx_op *op) {
     const hfx_tensor *x = &v->p->tensors[op->in[0]];
+    if (same_dtype(v, op, "Transpose")) return HFX_ERR_DTYPE;
     uint32_t od[HFX_MAX_RANK], seen = 0;
     for (uint32_t i = 0; i < HFX_MAX_RANK; i++) {
         int32_t pi = op->params[HFX_P_PERM + i];
@@ -39,44 +49,53 @@ static uint64_t row_offset(const hfx_tensor *ot, uint64_t row, const uint64_t *i
     return off;
 }
 
-void hfx_run_transpose(const hfx_kernel_args *a, uint32_t item) {
-    const hfx_op *op = a->op;
-    const hfx_tensor *xt = &a->prog->tensors[op->in[0]], *ot = &a->prog->tensors[op->out[0]];
-    const float *x = a->in[0];
-    float *o = a->out[0];
-    hfx_rows_plan pl;
-    HFX_PLAN_LOAD(pl, op);
-    uint64_t last = pl.row_len;
-    uint64_t b, e;
-    hfx_plan_range(pl.rows, pl.rows_per_item, item, &b, &e);
-    if (ot->rank == 0) {
-        o[0] = x[0];
-        return;
-    }
-    uint64_t st[HFX_MAX_RANK], s[HFX_MAX_RANK];
-    hfx_dense_strides(xt, st);
-    for (uint32_t i = 0; i < ot->rank; i++) s[i] = st[op->params[HFX_P_PERM + i]];
+/* Output rows [b, e) of a transpose of elements of `es` bytes; `s`: the input stride of each output axis.
+ * Inlined once per element size, so each copy of an element is one load and store. */
+static inline __attribute__((always_inline)) void transpose_rows(const uint8_t *x, uint8_t *o, size_t es,
+                                                                 const hfx_tensor *ot, const uint64_t *s,
+                                                                 uint64_t last, uint64_t b, uint64_t e) {
     uint64_t sl = s[ot->rank - 1];
     /* 2-D tiles: when the output's second-to-last axis is contiguous in the
      * input, 8 consecutive output rows read 8 consecutive input elements */
     uint64_t d2 = ot->rank >= 2 ? ot->dims[ot->rank - 2] : 1;
     bool tiled = ot->rank >= 2 && sl != 1 && s[ot->rank - 2] == 1;
     for (uint64_t r = b; r < e;) {
-        const float *src = x + row_offset(ot, r, s);
-        float *dst = o + r * last;
+        const uint8_t *src = x + row_offset(ot, r, s) * es;
+        uint8_t *dst = o + r * last * es;
         if (tiled && r + 8 <= e && r % d2 + 8 <= d2) {
-            for (uint64_t k = 0; k < last; k++) {
-                const float *col = src + k * sl;
-                for (uint64_t j = 0; j < 8; j++) dst[j * last + k] = col[j];
-            }
+            for (uint64_t k = 0; k < last; k++)
+                for (uint64_t j = 0; j < 8; j++) memcpy(dst + (j * last + k) * es, src + (k * sl + j) * es, es);
             r += 8;
             continue;
         }
-        if (sl == 1) memcpy(dst, src, last * sizeof(float));
+        if (sl == 1) memcpy(dst, src, last * es);
         else
-            for (uint64_t k = 0; k < last; k++) dst[k] = src[k * sl];
+            for (uint64_t k = 0; k < last; k++) memcpy(dst + k * es, src + k * sl * es, es);
         r++;
     }
+}
+
+void hfx_run_transpose(const hfx_kernel_args *a, uint32_t item) {
+    const hfx_op *op = a->op;
+    const hfx_tensor *xt = &a->prog->tensors[op->in[0]], *ot = &a->prog->tensors[op->out[0]];
+    const uint8_t *x = a->in[0];
+    uint8_t *o = a->out[0];
+    size_t es = hfx_dtype_size(ot->dtype);
+    hfx_rows_plan pl;
+    HFX_PLAN_LOAD(pl, op);
+    uint64_t b, e;
+    hfx_plan_range(pl.rows, pl.rows_per_item, item, &b, &e);
+    if (ot->rank == 0) {
+        memcpy(o, x, es);
+        return;
+    }
+    uint64_t st[HFX_MAX_RANK], s[HFX_MAX_RANK];
+    hfx_dense_strides(xt, st);
+    for (uint32_t i = 0; i < ot->rank; i++) s[i] = st[op->params[HFX_P_PERM + i]];
+    if (es == 1) transpose_rows(x, o, 1, ot, s, pl.row_len, b, e);
+    else if (es == 2) transpose_rows(x, o, 2, ot, s, pl.row_len, b, e);
+    else if (es == 8) transpose_rows(x, o, 8, ot, s, pl.row_len, b, e);
+    else transpose_rows(x, o, 4, ot, s, pl.row_len, b, e);
 }
 
 /* ---- Slice ---- */
@@ -104,6 +123,7 @@ uint64_t hfx_slice_axis(int64_t dim, int64_t start, int64_t end, int64_t step, i
 
 hfx_status hfx_validate_slice(hfx_vctx *v, hfx_op *op) {
     const hfx_tensor *x = &v->p->tensors[op->in[0]];
+    if (same_dtype(v, op, "Slice")) return HFX_ERR_DTYPE;
     uint32_t od[HFX_MAX_RANK];
     for (uint32_t i = 0; i < HFX_MAX_RANK; i++) {
         int32_t s = op->params[HFX_P_SLICE_STARTS + i], e = op->params[HFX_P_SLICE_ENDS + i];
@@ -143,10 +163,11 @@ static uint32_t merged_axes(uint32_t rank, const uint32_t *dims, int64_t *stride
     return n;
 }
 
-/* Dense output elements [e0, e1) of the strided read of x (axes as merged_axes gives them), run by run of the
- * last axis. */
-static void copy_strided(const float *x, float *o, uint32_t n, const uint64_t *dims, const int64_t *stride, uint64_t e0,
-                         uint64_t e1) {
+/* Dense output elements [e0, e1) of the strided read of x (axes as merged_axes gives them, elements of `es`
+ * bytes), run by run of the last axis. Inlined once per element size. */
+static inline __attribute__((always_inline)) void copy_strided(const uint8_t *x, uint8_t *o, size_t es, uint32_t n,
+                                                               const uint64_t *dims, const int64_t *stride,
+                                                               uint64_t e0, uint64_t e1) {
     uint64_t len = dims[n - 1];
     int64_t sl = stride[n - 1];
     for (uint64_t i = e0; i < e1;) {
@@ -156,9 +177,9 @@ static void copy_strided(const float *x, float *o, uint32_t n, const uint64_t *d
             off += (int64_t)(rem % dims[j]) * stride[j];
             rem /= dims[j];
         }
-        if (sl == 1) memcpy(o + i, x + off, run * sizeof(float));
+        if (sl == 1) memcpy(o + i * es, x + off * (int64_t)es, run * es);
         else
-            for (uint64_t r = 0; r < run; r++) o[i + r] = x[off + (int64_t)r * sl];
+            for (uint64_t r = 0; r < run; r++) memcpy(o + (i + r) * es, x + (off + (int64_t)r * sl) * (int64_t)es, es);
         i += run;
     }
 }
@@ -168,15 +189,16 @@ hfx_status hfx_plan_slice(const hfx_program *p, hfx_op *op) { return hfx_plan_ro
 void hfx_run_slice(const hfx_kernel_args *a, uint32_t item) {
     const hfx_op *op = a->op;
     const hfx_tensor *xt = &a->prog->tensors[op->in[0]], *ot = &a->prog->tensors[op->out[0]];
-    const float *x = a->in[0];
-    float *o = a->out[0];
+    const uint8_t *x = a->in[0];
+    uint8_t *o = a->out[0];
+    size_t es = hfx_dtype_size(ot->dtype);
     hfx_rows_plan pl;
     HFX_PLAN_LOAD(pl, op);
     uint64_t last = pl.row_len;
     uint64_t b, e;
     hfx_plan_range(pl.rows, pl.rows_per_item, item, &b, &e);
     if (ot->rank == 0) {
-        o[0] = x[0];
+        memcpy(o, x, es);
         return;
     }
     uint64_t st[HFX_MAX_RANK];
@@ -192,7 +214,11 @@ void hfx_run_slice(const hfx_kernel_args *a, uint32_t item) {
     }
     uint64_t md[HFX_MAX_RANK];
     uint32_t n = merged_axes(ot->rank, ot->dims, s, md);
-    copy_strided(x + base, o, n, md, s, b * last, e * last);
+    x += base * (int64_t)es;
+    if (es == 1) copy_strided(x, o, 1, n, md, s, b * last, e * last);
+    else if (es == 2) copy_strided(x, o, 2, n, md, s, b * last, e * last);
+    else if (es == 8) copy_strided(x, o, 8, n, md, s, b * last, e * last);
+    else copy_strided(x, o, 4, n, md, s, b * last, e * last);
 }
 
 /* ---- Concat ---- */
