@@ -42,6 +42,10 @@ ALLOWED_ON_CPU = {
     # u16u8 (branch stranger9): the one ScatterElements with reduction 'max' (the per-molecule pooling), with
     # the Q/DQ around it; at u8 QNN takes every node
     "minimol": {"ScatterElements", "QuantizeLinear", "DequantizeLinear"},
+    # (branch stranger10's models, measured on the merge) GTCRN's grouped ConvTransposes and its sliding-window
+    # Gather, with the Transpose/Reshape and Q/DQ around them; MarbleNet's Cast of its int16 audio to float
+    "gtcrn_stream": {"ConvTranspose", "Gather", "Transpose", "Reshape", "QuantizeLinear", "DequantizeLinear"},
+    "marblenet_vad": {"Cast"},
 }
 # Quantised models further from their float model than MEAN_ERROR_BOUND (strict xfails): a recipe's
 # limit, as measured, not the pass's.
