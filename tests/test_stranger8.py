@@ -172,7 +172,9 @@ def test_slanet_requests_share_its_weights() -> None:
 def test_smart_turn_front_end_pairs_on_the_plugin(tmp_path: Path) -> None:
     """Smart Turn v3 x2 (suite: 0 us per call) with --verify plugin: the pair through the 1-D QDQ
     convs was dropped (add_20 0.0194 relative: a requantisation tie rounded the other way on the
-    float path), leaving 2% of the serial time in pairs; on QCONV2D it is kept."""
+    float path), leaving 2% of the serial time in pairs; on QCONV2D it is kept. (Since the cost model
+    stopped charging the Q/DQ nodes the integer ops absorb, branch qdqcharge, the alignment keeps 2% of
+    the serial time in pairs again, none refused: the pairs' coverage is no longer this test's bar.)"""
     from cli_support import run_cli
 
     report = tmp_path / "r.json"
@@ -181,7 +183,7 @@ def test_smart_turn_front_end_pairs_on_the_plugin(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(report.read_text())
     assert not [r for r in doc["rejected"] if "fails verification" in r["reason"]]
-    assert doc["colocate"]["modelled"]["coverage"] > 0.05
+    assert doc["pairs"] and doc["colocate"]["modelled"]["coverage"] > 0
 
 
 @pytest.mark.slow
