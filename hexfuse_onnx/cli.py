@@ -501,13 +501,15 @@ def _inspect(args: argparse.Namespace, progress) -> int:
 
     from .pipeline import analyse
     from .report import analysis_json, candidate_lines, pair_rows, rejection_lines, summary, table
+    from .verify import load_inputs
 
     with tempfile.TemporaryDirectory(prefix="hexfuse-zoo-") as folder:
         shapes = _zoo_model(args, folder)
         _refuse_same_file(args.json, args.model)
         _check_report_path(args.json)
-        at, probe = _inputs_binding(args.model, shapes, args.inputs)
-        a = analyse(args.model, _kinds(args.kinds), args.target, args.min_gain, at, progress, args.freeze_shapes, probe)
+        feeds = load_inputs(args.inputs) if args.inputs else None
+        kinds = _kinds(args.kinds)
+        a = analyse(args.model, kinds, args.target, args.min_gain, shapes, progress, args.freeze_shapes, inputs=feeds)
     print(summary(a))
     if a.all_pairs():
         print(table(pair_rows(a.all_pairs())))
@@ -516,19 +518,6 @@ def _inspect(args: argparse.Namespace, progress) -> int:
     if args.json:
         _write_json(args.json, analysis_json(a))
     return EXIT_OK
-
-
-def _inputs_binding(
-    model: str, shapes: dict[str, list[int]], inputs: list[str] | None
-) -> tuple[dict[str, list[int]] | None, bool]:
-    """The shapes to analyse at and whether to probe for a binding the original runs at: given
-    --inputs, their shapes (as rewrite analyses them), else the --shape values and a probe."""
-    if not inputs:
-        return shapes, True
-    from .pipeline import inputs_shapes
-    from .verify import load_inputs
-
-    return shapes or inputs_shapes(model, load_inputs(inputs)), False
 
 
 def _profile(args: argparse.Namespace, progress) -> int:

@@ -188,9 +188,11 @@ def analyse(
     freeze_shapes: bool = False,
     probe_binding: bool = True,
     lower: bool = True,
+    inputs: dict[str, np.ndarray] | None = None,
 ) -> Analysis:
     """With `probe_binding`, symbolic dims without --shape are analysed where the original runs
-    (`_runnable_shapes`). With `lower`, the chosen pairs are the ones that lower (`_lower_chosen`,
+    (`_runnable_shapes`); given real `inputs`, at their shapes (`inputs_shapes`), no probe. With
+    `lower`, the chosen pairs are the ones that lower (`_lower_chosen`,
     at the default second binding), as `rewrite` chooses them; `rewrite` itself lowers them at the
     binding its reference runs at."""
     kinds = list(kinds or KINDS)
@@ -203,6 +205,8 @@ def analyse(
         raise UsageError(str(exc)) from None
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
+    if inputs is not None:
+        shapes, probe_binding = shapes or inputs_shapes(path, inputs), False
     given: set[str] = set()
     if shapes or probe_binding:
         model = graph_mod.read_model(path, load_external_data=False)
@@ -362,10 +366,7 @@ def rewrite(
     out = Path(output) if output else default_output(path)
     if out.exists() and out.resolve() == Path(path).resolve():
         raise WriteError(f"{out}: the output would overwrite the input model; choose another -o")
-    at = shapes or (inputs_shapes(path, inputs) if inputs is not None else None)
-    analysis = analyse(
-        path, kinds, target, min_gain, at, progress, freeze_shapes, probe_binding=inputs is None, lower=False
-    )
+    analysis = analyse(path, kinds, target, min_gain, shapes, progress, freeze_shapes, lower=False, inputs=inputs)
     _check_keeps_external_data(analysis.graph, Path(path), out)
     reference = _reference(path, analysis.graph, bool(shapes), inputs, progress) if analysis.all_pairs() else None
     if reference is not None and any(b.analysis.pairs for b in analysis.branches):
