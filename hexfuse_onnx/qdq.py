@@ -90,8 +90,8 @@ def group_order(g: ModelGraph, order: list[int]) -> list[int]:
     pending, out = set(late), list[int]()
 
     def emit(j: int) -> None:
-        for d in [g.producer[t] for t in g.node_inputs[j] if g.producer.get(t) in pending]:
-            pending.discard(d)
+        for d in dict.fromkeys(g.producer[t] for t in g.node_inputs[j] if g.producer.get(t) in pending):
+            pending.discard(d)  # once, though read twice (DTLN's Mul(x, x))
             out.append(d)
         out.append(j)
 

@@ -1023,9 +1023,9 @@ def test_a_node_named_as_a_shared_weight_stays_one_per_stream(tmp_path):
 
 
 def _shape_work_between_groups(path: Path) -> Path:
-    """x [n, 32, 64] -> Q, DQ -> Relu -> Q, DQ -> Sigmoid -> Q, DQ -> Reshape to Concat(Shape(x)[:1], -1),
+    """x [n, 32, 64] -> Q, DQ -> Relu -> Q, DQ -> Mul(r, r) -> Q, DQ -> Reshape to Concat(Shape(x)[:1], -1),
     in a graph order that puts the int64 shape work between the Relu and its Q and between a DQ
-    and the Sigmoid that reads it, as smart_turn_v3's exporter did."""
+    and the Mul that reads it (twice, as DTLN's Square), as smart_turn_v3's exporter did."""
     s, z = _scale_and_zero()
     nodes = [
         helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"], name="q_in"),
@@ -1035,9 +1035,9 @@ def _shape_work_between_groups(path: Path) -> Path:
         helper.make_node("QuantizeLinear", ["r", "s", "z"], ["rq"], name="q_relu"),
         helper.make_node("DequantizeLinear", ["rq", "s", "z"], ["rf"], name="dq_relu"),
         helper.make_node("Concat", ["shape", "minus_one"], ["to"], name="concat", axis=0),
-        helper.make_node("Sigmoid", ["rf"], ["g"], name="sigmoid"),
-        helper.make_node("QuantizeLinear", ["g", "s", "z"], ["gq"], name="q_sigmoid"),
-        helper.make_node("DequantizeLinear", ["gq", "s", "z"], ["gf"], name="dq_sigmoid"),
+        helper.make_node("Mul", ["rf", "rf"], ["g"], name="square"),
+        helper.make_node("QuantizeLinear", ["g", "s", "z"], ["gq"], name="q_square"),
+        helper.make_node("DequantizeLinear", ["gq", "s", "z"], ["gf"], name="dq_square"),
         helper.make_node("Reshape", ["gf", "to"], ["y"], name="reshape"),
     ]
     minus_one = onnx.numpy_helper.from_array(np.array([-1], np.int64), "minus_one")
@@ -1078,9 +1078,9 @@ def test_shape_work_between_an_op_and_its_q_does_not_cut_the_group(tmp_path, mon
         "relu",
         "q_relu",
         "dq_relu",
-        "sigmoid",
-        "q_sigmoid",
-        "dq_sigmoid",
+        "square",
+        "q_square",
+        "dq_square",
         "reshape",
     ]
     assert names == [want, want]
@@ -1089,4 +1089,4 @@ def test_shape_work_between_an_op_and_its_q_does_not_cut_the_group(tmp_path, mon
     assert not [x.reason for x in a.rejected if "splits a QDQ group" in x.reason]
     assert a.pairs and r.rewrite.output is not None
     paired = {g.nodes[i].name.split("/")[1] for p in a.pairs for i in p.candidate.nodes}
-    assert {"relu", "q_relu", "sigmoid", "q_sigmoid"} <= paired
+    assert {"relu", "q_relu", "square", "q_square"} <= paired
