@@ -1,7 +1,8 @@
 """Co-located pairs: a segment of one stream with a segment of another, in a merged model.
 
 A model written by `hexfuse_onnx.colocate.merge` records its streams (name prefixes) and which
-streams pair. Each stream's non-constant nodes, in topological order, are its *side*. A segment
+streams pair. Each stream's non-constant nodes, in a topological order that keeps each QDQ group's
+Q and DQ next to its op and the shape work early (stream_sides), are its *side*. A segment
 is a run of consecutive nodes of a side: it is convex (any path between two of its nodes stays in
 the side's order between them) and independent of every segment of the other stream (the merged
 models share no tensor but weights). An alignment walks both sides in order; a step runs a segment
