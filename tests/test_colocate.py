@@ -1032,13 +1032,17 @@ def _shape_work_between_groups(path: Path) -> Path:
         helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["xf"], name="dq_in"),
         helper.make_node("Relu", ["xf"], ["r"], name="relu"),
         helper.make_node("Shape", ["x"], ["shape"], name="shape", start=0, end=1),
+        helper.make_node("Cast", ["shape"], ["n"], name="cast", to=TensorProto.FLOAT),
+        helper.make_node("QuantizeLinear", ["n", "s", "z"], ["nq"], name="q_cast"),
+        helper.make_node("DequantizeLinear", ["nq", "s", "z"], ["nf"], name="dq_cast"),
         helper.make_node("QuantizeLinear", ["r", "s", "z"], ["rq"], name="q_relu"),
         helper.make_node("DequantizeLinear", ["rq", "s", "z"], ["rf"], name="dq_relu"),
         helper.make_node("Concat", ["shape", "minus_one"], ["to"], name="concat", axis=0),
         helper.make_node("Mul", ["rf", "rf"], ["g"], name="square"),
         helper.make_node("QuantizeLinear", ["g", "s", "z"], ["gq"], name="q_square"),
         helper.make_node("DequantizeLinear", ["gq", "s", "z"], ["gf"], name="dq_square"),
-        helper.make_node("Reshape", ["gf", "to"], ["y"], name="reshape"),
+        helper.make_node("Mul", ["gf", "nf"], ["gn"], name="scale"),
+        helper.make_node("Reshape", ["gn", "to"], ["y"], name="reshape"),
     ]
     minus_one = onnx.numpy_helper.from_array(np.array([-1], np.int64), "minus_one")
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 32, 64])
@@ -1060,8 +1064,9 @@ def test_shape_work_between_an_op_and_its_q_does_not_cut_the_group(tmp_path, mon
     its exporter put int64 shape work (Shape, Concat: nodes the kernel does not run, each a cut of the
     alignment) between an op and its QuantizeLinear, and between a DequantizeLinear and its reader. Each
     stream's side now keeps every Q right after its op, every DQ right before its reader and the shape
-    work early, so the two streams pair whole groups: 0 refused, 10 pairs and 20% of smart_turn_v3 x2's
-    serial time in pairs at 0 us (2% before)."""
+    work early, so the two streams pair whole groups: 0 refused, 16 pairs and 20% of smart_turn_v3 x2's
+    serial time in pairs at 0 us (2% before). The Q of a node no pair may hold (a Cast of shape work)
+    is no pair's either."""
     monkeypatch.setenv(costmodel.CALL_OVERHEAD_ENV, "0")
     source = _shape_work_between_groups(tmp_path / "m.onnx")
     merged = colocate.merge([source], 2)
@@ -1073,6 +1078,8 @@ def test_shape_work_between_an_op_and_its_q_does_not_cut_the_group(tmp_path, mon
     want = [
         "shape",
         "concat",
+        "cast",
+        "q_cast",
         "q_in",
         "dq_in",
         "relu",
@@ -1081,9 +1088,14 @@ def test_shape_work_between_an_op_and_its_q_does_not_cut_the_group(tmp_path, mon
         "square",
         "q_square",
         "dq_square",
+        "dq_cast",
+        "scale",
         "reshape",
     ]
     assert names == [want, want]
+    ids = {n.name: i for i, n in enumerate(g.nodes)}
+    # a Q of a node no pair may hold runs beside it (minilm_l3 u8u8's Cast of its mask: refused as a split)
+    assert "quantizes a node no pair may hold" in kind.unlowerable(g, profile_graph(g), ids["r0/q_cast"])
     r = colocate.colocate([source], tmp_path / "out.onnx", requests=2, verify_plugin=True)
     a = r.rewrite.analysis
     assert not [x.reason for x in a.rejected if "splits a QDQ group" in x.reason]

@@ -321,6 +321,9 @@ def unlowerable(g: ModelGraph, profile: GraphProfile, i: int) -> str:
         return " (outside the kernel's op set)"
     if _touches_empty(g, n):
         return " on an empty tensor"
+    op = g.producer.get(n.input[0]) if is_q(g, i) and n.input else None
+    if op is not None and not is_dq(g, op) and unlowerable(g, profile, op):
+        return " (quantizes a node no pair may hold)"  # a pair would split its group (minilm_l3's Cast)
     if is_q(g, i) or is_dq(g, i) or _dynamic_quantisation(g, n) or _qoperator(n):
         return ""  # integer tensors the kernel reads and writes (qdq.py; lowering/dynamic.py, qlinear.py)
     read = [t for t in n.output if t and (g.consumers.get(t) or t in g.graph_outputs)]  # not an unread statistic
