@@ -172,9 +172,10 @@ def test_slanet_requests_share_its_weights() -> None:
 def test_smart_turn_front_end_pairs_on_the_plugin(tmp_path: Path) -> None:
     """Smart Turn v3 x2 (suite: 0 us per call) with --verify plugin: the pair through the 1-D QDQ
     convs was dropped (add_20 0.0194 relative: a requantisation tie rounded the other way on the
-    float path), leaving 2% of the serial time in pairs; on QCONV2D it is kept. (Since the cost model
-    stopped charging the Q/DQ nodes the integer ops absorb, branch qdqcharge, the alignment keeps 2% of
-    the serial time in pairs again, none refused: the pairs' coverage is no longer this test's bar.)"""
+    float path), leaving 2% of the serial time in pairs; on QCONV2D it is kept. Issue 12: 14 candidates
+    were refused as "splits a QDQ group" (the exporter's shape work between an op and its Q cut the
+    alignment's units) and 2% of the serial time was in pairs; with each stream's Q and DQ kept next to
+    their op and the shape work early (branch colocq), none is refused and 20% is in 16 pairs."""
     from cli_support import run_cli
 
     report = tmp_path / "r.json"
@@ -182,8 +183,9 @@ def test_smart_turn_front_end_pairs_on_the_plugin(tmp_path: Path) -> None:
     proc = run_cli(*args, "-o", tmp_path / "x2.onnx", "--json", report, "-q")
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(report.read_text())
-    assert not [r for r in doc["rejected"] if "fails verification" in r["reason"]]
-    assert doc["pairs"] and doc["colocate"]["modelled"]["coverage"] > 0
+    refused = [r["reason"] for r in doc["rejected"] if r["reason"].startswith(("fails verification", "splits a QDQ"))]
+    assert not refused
+    assert doc["pairs"] and doc["colocate"]["modelled"]["coverage"] > 0.15, doc["colocate"]["modelled"]
 
 
 @pytest.mark.slow

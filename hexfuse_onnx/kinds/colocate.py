@@ -1,7 +1,8 @@
 """Co-located pairs: a segment of one stream with a segment of another, in a merged model.
 
 A model written by `hexfuse_onnx.colocate.merge` records its streams (name prefixes) and which
-streams pair. Each stream's non-constant nodes, in topological order, are its *side*. A segment
+streams pair. Each stream's non-constant nodes, in a topological order that keeps each QDQ group's
+Q and DQ next to its op and the shape work early (stream_sides), are its *side*. A segment
 is a run of consecutive nodes of a side: it is convex (any path between two of its nodes stays in
 the side's order between them) and independent of every segment of the other stream (the merged
 models share no tensor but weights). An alignment walks both sides in order; a step runs a segment
@@ -54,7 +55,7 @@ from ..graph import ModelGraph
 from ..lowering import RUN_TIME_INTEGERS, absent_when_empty, op_key, op_outside_kernel
 from ..lowering.pointwise import CASTS_TO_FLOAT
 from ..profile import Engine, GraphProfile, TaskProfile
-from ..qdq import is_dq, is_q, release_foreign
+from ..qdq import group_order, is_dq, is_q, release_foreign
 from .base import Candidate, KindDetail, Pair, PairKind, budget_message
 from .blocks import Block, layer_blocks
 from .cuts import halve, inside_groups, nan_test, node_time
@@ -157,7 +158,7 @@ class Colocate(PairKind):
         plan = plan_of(g.model)
         if plan is None:
             return {}
-        costly = costly_cuts(g, profile, stream_sides(g, dag_facts(g), plan), chosen, target)
+        costly = costly_cuts(g, profile, stream_sides(g, dag_facts(g), plan, profile), chosen, target)
         why = "cuts its streams for more than it saves: the streams uncut run faster without it"
         return {k: why for k in costly if chosen[k].candidate.kind == self.name}
 
@@ -188,7 +189,7 @@ class Colocate(PairKind):
 def find_colocated(
     g: ModelGraph, facts: DagFacts, profile: GraphProfile, target: Target, plan: Plan
 ) -> list[Candidate]:
-    sides = stream_sides(g, facts, plan)
+    sides = stream_sides(g, facts, plan, profile)
     blocks = layer_blocks(g, facts)
     out = []
     for ka, kb in plan.pairs:
@@ -272,9 +273,10 @@ def _priority_side(plan: Plan, ka: int, kb: int) -> str | None:
     return {ka: "a", kb: "b"}.get(plan.priority) if plan.priority is not None else None
 
 
-def stream_sides(g: ModelGraph, facts: DagFacts, plan: Plan) -> list[list[int]]:
-    """Each stream's non-constant nodes in topological order (a node belongs to the stream its
-    outputs are named for)."""
+def stream_sides(g: ModelGraph, facts: DagFacts, plan: Plan, profile: GraphProfile) -> list[list[int]]:
+    """Each stream's non-constant nodes in a topological order that keeps the runs of nodes the
+    kernel runs long (a node belongs to the stream its outputs are named for): shape work early
+    (`_shape_work_early`), each QDQ group's Q and DQ next to its op (qdq.group_order)."""
     sides: list[list[int]] = [[] for _ in plan.streams]
     for i, n in enumerate(g.nodes):
         if facts.const[i]:
@@ -284,7 +286,22 @@ def stream_sides(g: ModelGraph, facts: DagFacts, plan: Plan) -> list[list[int]]:
             if name.startswith(prefix):
                 sides[k].append(i)
                 break
-    return sides
+    return [group_order(g, _shape_work_early(g, profile, side)) for side in sides]
+
+
+def _shape_work_early(g: ModelGraph, profile: GraphProfile, side: list[int]) -> list[int]:
+    """The side with each node the kernel does not run that reads no node it runs (the int64 shape
+    work of an exported model: Shape, Gather, Slice, Concat) right after the last node it reads:
+    graph order spreads it between the ops (smart_turn_v3), and each such node cuts a run."""
+    out: list[int] = []
+    mine = set(side)
+    for i in side:
+        placed = [g.producer[t] for t in g.node_inputs[i] if g.producer.get(t, -1) in mine]
+        if lowerable(g, profile, i) or any(lowerable(g, profile, p) for p in placed):
+            out.append(i)
+            continue
+        out.insert(max((out.index(p) for p in placed), default=-1) + 1, i)
+    return out
 
 
 def lowerable(g: ModelGraph, profile: GraphProfile, i: int) -> bool:
@@ -304,6 +321,9 @@ def unlowerable(g: ModelGraph, profile: GraphProfile, i: int) -> str:
         return " (outside the kernel's op set)"
     if _touches_empty(g, n):
         return " on an empty tensor"
+    op = g.producer.get(n.input[0]) if is_q(g, i) and n.input else None
+    if op is not None and not is_dq(g, op) and unlowerable(g, profile, op):
+        return " (quantizes a node no pair may hold)"  # a pair would split its group (minilm_l3's Cast)
     if is_q(g, i) or is_dq(g, i) or _dynamic_quantisation(g, n) or _qoperator(n):
         return ""  # integer tensors the kernel reads and writes (qdq.py; lowering/dynamic.py, qlinear.py)
     read = [t for t in n.output if t and (g.consumers.get(t) or t in g.graph_outputs)]  # not an unread statistic
@@ -714,7 +734,7 @@ def modelled(
     if plan is None:
         return None
     overhead = target.call_overhead_s.value
-    sides = stream_sides(g, facts, plan)
+    sides = stream_sides(g, facts, plan, profile)
     stream_of = {i: plan.streams[k] for k, side in enumerate(sides) for i in side}
     in_pair = {i for p in pairs for i in p.candidate.nodes}
     alone = {s: outside_time(g, profile, side, in_pair, target) for s, side in zip(plan.streams, sides)}
