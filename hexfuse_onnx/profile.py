@@ -378,15 +378,18 @@ def profile_node(g: ModelGraph, i: int) -> NodeProfile | str:
 
 
 def kernel_widths(g: ModelGraph, i: int) -> dict[str, int]:
-    """`qdq.group_widths` as the lowering runs the group: a matrix op's in integers only where it
-    lowers to QMATMUL/QCONV2D (`kernel_plan`; a float weight there is ORT's int8 of it),
-    any other's in f32 (empty: ConvTranspose, 16-bit, a MatMul's float weight, types ORT leaves)."""
+    """`qdq.group_widths` as the lowering runs the group: in integers only where it lowers to one
+    integer op (`kernel_plan`: QMATMUL/QCONV2D, a float weight there ORT's int8 of it; QADD, QLUT,
+    the pools, a move on u16, ...); any other group's op in f32, between the DEQUANTIZE_LINEAR and
+    QUANTIZE_LINEAR it pays (empty: a 16-bit Conv, Gemm, Add or Sigmoid, LayerNormalization,
+    ConvTranspose, a MatMul's float weight, types ORT leaves)."""
     group = qdq.group_widths(g, i)
-    n = g.nodes[i]
-    if not group or engine_of(n) != Engine.MATRIX:
+    plan = kernel_plan(g)
+    if not group or i in plan.elementwise:
         return group
-    if i not in kernel_plan(g).matrix:
+    if i not in plan.matrix:
         return {}
+    n = g.nodes[i]
     return {**group, n.input[1]: 1} if n.input[1] in g.initializers else group
 
 

@@ -164,3 +164,25 @@ def test_an_8_bit_elementwise_group_runs_as_its_integer_op_alone(kind: str) -> N
         assert working == [op], working
         reads = (2 if op in ("Add", "Concat") else 1) * int(np.prod(shape)) + (16 if op == "Resize" else 0)  # scales
         assert sum(p.ddr_bytes for p in task.ops) == reads + int(np.prod(out_shape))
+
+
+@pytest.mark.parametrize("kind", sorted(set(GROUPS) - {"QADD"}))  # QADD's: a Relu reads the Add, no group
+def test_a_16_bit_group_prices_its_op_in_f32(kind: str) -> None:
+    """A u16 group runs DEQUANTIZE_LINEAR, the f32 op and QUANTIZE_LINEAR (no integer op takes 16 bits
+    but a move): the op's work at the f32 rate and its tensors' f32 bytes, as it runs, not at 16 bits
+    (the int16 vector rate and 2 bytes an element before branch u16gemm)."""
+    op, shape, out_shape, attrs = GROUPS[kind]
+    g = _qdq_group(op, TensorProto.UINT16, shape, out_shape, **attrs)
+    p = profile_graph(g).nodes[next(i for i, n in enumerate(g.nodes) if n.name == "op")]
+    reads = (2 if op in ("Add", "Concat") else 1) * int(np.prod(shape)) * 4 + (16 if op == "Resize" else 0)
+    assert (p.int_bits, p.bytes_in, p.bytes_out) == (0, reads, int(np.prod(out_shape)) * 4)
+
+
+def test_a_16_bit_move_between_equal_qdq_runs_on_the_integers() -> None:
+    """A Transpose between a u16 DequantizeLinear and QuantizeLinear of equal parameters runs on the
+    u16 integers (`qeltwise._move`): 2 bytes an element, its Q/DQ nodes cost nothing."""
+    g = _qdq_group("Transpose", TensorProto.UINT16, [1, 8, 16, 4], [1, 4, 16, 8], perm=[0, 3, 2, 1])
+    profile = profile_graph(g)
+    by_name = {g.nodes[i].name: p for i, p in profile.nodes.items()}
+    assert by_name["op"].int_bits == 16 and by_name["op"].bytes_out == 2 * 8 * 16 * 4
+    assert by_name["dq_a"].engine == by_name["q_y"].engine == Engine.NONE

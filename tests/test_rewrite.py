@@ -379,7 +379,9 @@ def test_the_modelled_column_sums_the_pairs_kept(maskseq_u16u8: Rewritten, monke
         (sum(p.prediction.serial for p in kept) * 1e6, sum(p.prediction.fused for p in kept) * 1e6)
     )
     assert modelled["after"][0] < sum(p.prediction.serial for p in chosen) * 1e6
-    assert modelled["before"] != modelled["after"]  # the documented HVX rates
+    # the documented HVX integer rates ("before") price no op of a u16 model otherwise: since branch
+    # u16gemm its groups' ops are the f32 ops they run, its integer work moves only (at DMA rates)
+    assert modelled["before"] == modelled["after"]
 
 
 def test_external_data_model_round_trip(tmp_path: Path) -> None:
