@@ -16,4 +16,10 @@
 /* y[i] = f32(x[i] - zp) * scale for i < n; x: u8 (x_signed 0) or i8; any alignment */
 void hvx_dequant_i8_f32(const uint8_t *x, size_t n, int x_signed, int32_t zp, float scale, float *y);
 
+/* DYNAMIC_QPARAMS's range (ref_dynamic_qparams): *lo = the least x[i] below 0, else +0; *hi = the
+ * greatest x[i] above 0, else +0; NaN ignored. By integer min/max of the f32 bit patterns mapped to
+ * an order of signed words (a negative pattern ^ 0x7fffffff; NaN to +0 first), -0 read as +0 at the
+ * end: the same floats as the reference's f32 compares. x: any alignment; n: any (0 too). */
+void hvx_range_f32(const float *x, size_t n, float *lo, float *hi);
+
 #endif /* HEXFUSE_HVX_DEQUANT_H */

@@ -195,17 +195,22 @@ hfx_status hfx_plan_dynamic_qparams(const hfx_program *p, hfx_op *op) {
 }
 
 /* ref_dynamic_qparams with the range found by selects the compiler vectorizes (min and max are exact in
- * any order: the result does not depend on it) */
+ * any order: the result does not depend on it); on Hexagon builds by HVX integer min/max of the bit
+ * patterns (hvx_range_f32) */
 HFX_VECTOR_KERNEL
 void hfx_run_dynamic_qparams(const hfx_kernel_args *a, uint32_t item) {
     (void)item;
     const float *x = a->in[0];
     uint64_t n = a->prog->tensors[a->op->in[0]].numel;
     float lo = 0.0f, hi = 0.0f;
+#ifdef HFX_HVX
+    hvx_range_f32(x, (size_t)n, &lo, &hi);
+#else
     for (uint64_t i = 0; i < n; i++) {
         lo = x[i] < lo ? x[i] : lo;
         hi = x[i] > hi ? x[i] : hi;
     }
+#endif
     int32_t zp;
     ref_range_qparams(lo, hi, (float *)a->out[0], &zp);
     *(uint8_t *)a->out[1] = (uint8_t)zp;

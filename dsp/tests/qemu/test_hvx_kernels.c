@@ -552,6 +552,54 @@ static void test_dequant(void)
     qt_end_group(&T, "hvx_dequant_i8_f32");
 }
 
+/* DYNAMIC_QPARAMS's range: every length of SIZES at byte offsets 0, 1 and 4, values of every kind
+ * (random patterns, NaN of both signs and payloads, +-inf, +-0, subnormals, +-FLT_MAX) and runs of
+ * one kind (all NaN, all -0, all negative, all positive), against the reference's f32 selects: lo and
+ * hi equal (this build's selects give -0 for a range of -0 where the host's keep +0), the scale and
+ * zero point of ref_range_qparams bit for bit. */
+static void test_range(void)
+{
+    static const uint32_t special[] = {0x7fc00000u, 0xffc00000u, 0x7f800001u, 0x7f800000u, 0xff800000u, 0x00000000u,
+                                       0x80000000u, 0x00000001u, 0x80000001u, 0x807fffffu, 0x7f7fffffu, 0xff7fffffu};
+    qt_begin_group(&T);
+    qt_rng r = {4321};
+    for (size_t si = 0; si < N_SIZES; si++)
+        for (int t = 0; t < 3 * 6; t++) {
+            size_t n = SIZES[si], off = (size_t)(t % 3 == 2 ? 4 : t % 3);
+            int kind = t / 3;
+            for (size_t i = 0; i < n; i++) {
+                uint32_t u = kind == 0   ? (qt_rand(&r) % 4 == 0 ? special[qt_rand(&r) % 12] : qt_rand(&r))
+                             : kind == 1 ? special[qt_rand(&r) % 12]
+                             : kind == 2 ? 0x7fc00000u | qt_rand(&r)
+                             : kind == 3 ? 0x80000000u
+                             : kind == 4 ? 0x80000000u | qt_rand(&r)
+                                         : qt_rand(&r) & 0x7fffffffu;
+                memcpy(pool_a + off + 4 * i, &u, 4);
+            }
+            const float *x = (const float *)(const void *)(pool_a + off);
+            float lo = 0.0f, hi = 0.0f, glo, ghi, ws, gs;
+            for (size_t i = 0; i < n; i++) {
+                float v;
+                memcpy(&v, pool_a + off + 4 * i, 4);
+                lo = v < lo ? v : lo;
+                hi = v > hi ? v : hi;
+            }
+            hvx_range_f32(x, n, &glo, &ghi);
+            int32_t wz, gz;
+            ref_range_qparams(lo, hi, &ws, &wz);
+            ref_range_qparams(glo, ghi, &gs, &gz);
+            int ok = lo == glo && hi == ghi && memcmp(&ws, &gs, 4) == 0 && wz == gz;
+            if (!ok) {
+                uint32_t b[4];
+                memcpy(b, &glo, 4), memcpy(b + 1, &ghi, 4), memcpy(b + 2, &lo, 4), memcpy(b + 3, &hi, 4);
+                hx_printf("FAIL hvx_range_f32 n %u off %u kind %d: lo %08x hi %08x, want %08x %08x\n", (unsigned)n,
+                          (unsigned)off, kind, b[0], b[1], b[2], b[3]);
+            }
+            qt_case(&T, ok);
+        }
+    qt_end_group(&T, "hvx_range_f32");
+}
+
 /* ---- packet-count mode -------------------------------------------------------------- */
 
 /* A QMATMUL item as qmatmul_hvx.c runs it (u8 x u8 -> u8, per-tensor zero points): V packed, its
@@ -731,6 +779,7 @@ int main(int argc, char **argv)
         test_matmul();
         test_qgemm_requant();
         test_dequant();
+        test_range();
         test_interleave();
     }
 #if defined(__HVX_ARCH__) && __HVX_ARCH__ >= 68

@@ -8,8 +8,9 @@
  * size and two items, misaligned); QGLOBAL_AVGPOOL and QMAXPOOL against dsp/ref/ref_qpool.h (odd
  * planes, padding, other output quantization; QGLOBAL_AVGPOOL also over plane sizes across the vector
  * size and extreme values; QMAXPOOL over random geometries: widths across the 128-byte vectors,
- * strides, dilations, pads); QAVGPOOL (padding counted or not, ceil mode) against windows summed here
- * with ref_qpool.h's steps; QRESIZE (integer factors along W, H only, other column maps; odd and long
+ * strides, dilations, pads); QAVGPOOL (padding counted or not, ceil mode; random geometries, exact-tie
+ * and out-of-range scales; its packets) against windows summed here with ref_qpool.h's steps;
+ * DYNAMIC_QPARAMS against ref_quant.h, and its packets; QRESIZE (integer factors along W, H only, other column maps; odd and long
  * rows, Y between guard bytes) against the f32 RESIZE of the codes through a table, and its packets;
  * QSOFTMAX on two axes with a saturating line; QCONCAT on axis 1 with per-input tables (spans below
  * and above a vector).
@@ -24,6 +25,7 @@
 #include "../../ref/ref_qeltwise.h"
 #include "../../ref/ref_qpool.h"
 #include "../../ref/ref_qsoftmax.h"
+#include "../../ref/ref_quant.h"
 
 uint32_t hx_qemu_packets(void); /* qemu's executed-packet counter (dsp/hexagon/emulate/qemu_counters.S) */
 
@@ -503,33 +505,91 @@ static void qavgpool_sweep(hfx_pool *pool, qt_rng *r)
     expect(failed == 0 && run > CASES / 2, what);
 }
 
-/* The path taken: packets of one QAVGPOOL call (qemu's counter), 3x3 stride 1 pad 1 (padding not
- * counted) on u8 1x32x28x28, Y checked against the definition. Prints the packets per output byte. */
-static void qavgpool_packets(hfx_pool *pool, qt_rng *r)
+/* The path taken: packets of one QAVGPOOL call (qemu's counter), Y checked against the definition:
+ * 3x3 stride 1 pad 1 (padding not counted) on u8 1x32x28x28, and ppocr_rec_qdq_u8u8's AveragePool
+ * (u8 1x480x3x80, kernel 3x2, strides 3x2, s_x = s_y, z_x = z_y: a sixth of its outputs are exact
+ * ties, which take the f32 taps). Prints the packets. */
+static void qavgpool_packets(hfx_pool *pool, qt_rng *r, int C, int H, int W, const int32_t *geom, float s, int32_t zx,
+                             int32_t zy)
 {
-    enum { C = 32, H = 28, W = 28 };
-    uint8_t *X = malloc(C * H * W), *Y = malloc(C * H * W);
+    int OH = pool_len(H, geom[8], geom[4], 1, geom[0], geom[2], 0), OW = pool_len(W, geom[9], geom[5], 1, geom[1], geom[3], 0);
+    uint8_t *X = malloc((size_t)(C * H * W)), *Y = malloc((size_t)(C * OH * OW));
     for (int i = 0; i < C * H * W; i++)
         X[i] = (uint8_t)qt_rand(r);
-    int32_t pm[HFX_OP_PARAMS] = {1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 0, 0};
-    pm[HFX_P_QPOOL_SCALE_X] = hfxb_bits(0.0235294f), pm[HFX_P_QPOOL_ZERO_X] = 3;
-    pm[HFX_P_QPOOL_SCALE_Y] = hfxb_bits(0.0196078f), pm[HFX_P_QPOOL_ZERO_Y] = 0;
+    int32_t pm[HFX_OP_PARAMS] = {0};
+    memcpy(pm, geom, 12 * sizeof *pm);
+    pm[HFX_P_QPOOL_SCALE_X] = hfxb_bits(s), pm[HFX_P_QPOOL_ZERO_X] = zx;
+    pm[HFX_P_QPOOL_SCALE_Y] = hfxb_bits(zx == zy ? s : 0.0196078f), pm[HFX_P_QPOOL_ZERO_Y] = zy;
     hfxb b;
     hfxb_init(&b);
-    uint32_t in[1] = {hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(1, C, H, W)), HFX_DTYPE_U8)};
+    uint32_t in[1] = {hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(1, (uint32_t)C, (uint32_t)H, (uint32_t)W)), HFX_DTYPE_U8)};
     hfxb_op_add(&b, 0, HFX_OP_QAVGPOOL, -1, 1, in,
-                hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(1, C, H, W)), HFX_DTYPE_U8), pm);
+                hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(1, (uint32_t)C, (uint32_t)OH, (uint32_t)OW)), HFX_DTYPE_U8),
+                pm);
     const void *ins[1] = {X};
     uint32_t before = hx_qemu_packets();
     int ok = run_one(pool, &b, ins, 1, Y) == HFX_OK;
     uint32_t packets = hx_qemu_packets() - before;
     hfxb_free(&b);
-    for (int i = 0; ok && i < C * H * W; i++)
-        ok = Y[i] == want_qavgpool(X + i / (H * W) * H * W, HFX_DTYPE_U8, pm, H, W, i / W % H, i % W);
-    hx_printf("     packets of one QAveragePool call, 3x3 s1 p1 u8 1x%dx%dx%d: %u (%u output bytes)\n", C, H, W,
-              packets, (uint32_t)(C * H * W));
-    expect(ok, "QAveragePool 3x3 packets: bit-exact");
+    for (int i = 0; ok && i < C * OH * OW; i++)
+        ok = Y[i] == want_qavgpool(X + i / (OH * OW) * H * W, HFX_DTYPE_U8, pm, H, W, i / OW % OH, i % OW);
+    char what[96];
+    hx_snprintf(what, sizeof what, "QAveragePool %dx%d s%d,%d u8 1x%dx%dx%d: bit-exact", geom[8], geom[9], geom[4],
+                geom[5], C, H, W);
+    hx_printf("     packets of one QAveragePool call, %dx%d s%d,%d u8 1x%dx%dx%d: %u (%u output bytes)\n", geom[8],
+              geom[9], geom[4], geom[5], C, H, W, packets, (uint32_t)(C * OH * OW));
+    expect(ok, what);
     free(X), free(Y);
+}
+
+/* DYNAMIC_QPARAMS (DynamicQuantizeLinear's scale and zero point) of 16000 f32 with a NaN, -0 and a
+ * subnormal among them, through the core: its packets (qemu's counter) and its outputs against
+ * ref_dynamic_qparams bit for bit; then ranges of one sign (the other bound 0). */
+static void dynamic_qparams_case(hfx_pool *pool, qt_rng *r)
+{
+    enum { N = 16000 };
+    float *X = malloc(N * sizeof *X);
+    for (int t = 0; t < 3; t++) {
+        for (int i = 0; i < N; i++) {
+            float v = (float)(int32_t)(qt_rand(r) % 2000001u - 1000000) * 1.0e-5f;
+            X[i] = t == 1 ? (v < 0 ? -v : v) : t == 2 ? (v > 0 ? -v : v) : v;
+        }
+        uint32_t nan = 0x7fc00001u, neg_zero = 0x80000000u, sub = 0x80000005u;
+        memcpy(&X[17], &nan, 4), memcpy(&X[N - 1], &neg_zero, 4), memcpy(&X[N / 2], &sub, 4);
+        hfxb b;
+        hfxb_init(&b);
+        uint32_t x = hfxb_input(&b, 0, HFXB_DIMS(N)), s = hfxb_output(&b, 0, HFXB_SCALAR);
+        uint32_t z = hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(1)), HFX_DTYPE_U8);
+        uint32_t op = hfxb_op_add(&b, 0, HFX_OP_DYNAMIC_QPARAMS, -1, 1, &x, s, NULL);
+        b.o[op].nout = 2, b.o[op].out[1] = z;
+        size_t size = 0;
+        uint8_t *bytes = hfxb_encode(&b, &size);
+        hfxb_free(&b);
+        hfx_program *prog = NULL;
+        hfx_error err;
+        float scale = 0.0f, want_scale;
+        uint8_t zp = 0;
+        int32_t want_zp;
+        uint32_t packets = 0;
+        int ok = hfx_program_parse(bytes, size, &prog, &err) == HFX_OK;
+        free(bytes);
+        if (ok) {
+            const void *ins[1] = {X};
+            void *outs[2] = {&scale, &zp};
+            uint32_t before = hx_qemu_packets();
+            ok = hfx_run(pool, prog, ins, 1, outs, 2, NULL, NULL, NULL) == HFX_OK;
+            packets = hx_qemu_packets() - before;
+            hfx_program_free(prog);
+        }
+        ref_dynamic_qparams(X, N, &want_scale, &want_zp);
+        ok = ok && memcmp(&scale, &want_scale, 4) == 0 && zp == want_zp;
+        if (t == 0)
+            hx_printf("     packets of one DynamicQParams call, %d f32: %u\n", N, packets);
+        char what[64];
+        hx_snprintf(what, sizeof what, "DynamicQParams %d f32 (%s)", N, t == 0 ? "both signs" : t == 1 ? ">= 0" : "<= 0");
+        expect(ok, what);
+    }
+    free(X);
 }
 
 /* QRESIZE of X[n, c, h, w] to [n, c, oh, ow] against the f32 RESIZE of the same codes (the portable
@@ -776,8 +836,13 @@ int main(void)
     for (int t = 0; t < 4; t++)
         qavgpool_case(pool, types[t & 1], t >> 1, &r);
     qavgpool_sweep(pool, &r);
-    qavgpool_packets(pool, &r);
+    static const int32_t k3s1p1[12] = {1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 0, 0}, k3x2s3x2[12] = {0, 0, 0, 0, 3, 2, 1, 1, 3, 2, 0, 0};
+    qavgpool_packets(pool, &r, 32, 28, 28, k3s1p1, 0.0235294f, 3, 0);
+    qavgpool_packets(pool, &r, 480, 3, 80, k3x2s3x2, 0.2280418f, 6, 6);
     qt_end_group(&T, "QAveragePool");
+    qt_begin_group(&T);
+    dynamic_qparams_case(pool, &r);
+    qt_end_group(&T, "DynamicQParams");
     qt_begin_group(&T);
     qresize_sweep(pool, &r);
     qresize_packets(pool, &r);
