@@ -749,6 +749,19 @@ static int run_packets(const char *kernel)
         hx_printf("PACKETS %s units=16 unit=vector\n", kernel);
         return 0;
     }
+    if (strcmp(kernel, "hvx_avgpool") == 0) {
+        /* QAVGPOOL's HVX row path, 3x3 stride 1 on u8 rows of 130: 16 output rows of 128, each the window
+         * rows' column sums, the taps' sums, then the outputs in fixed point (s_x / (9 s_y) = 0.1333:
+         * mul 0x8889 >> 18, flags and all) */
+        uint16_t *sums = (uint16_t *)(void *)(pool_b + 512);
+        for (int r = 0; r < 16; r++) {
+            hvx_avgpool_rows(pool_a + r * 130, 130, 3, 130, 0, pool_a + POOL_BYTES, (uint16_t *)(void *)pool_r);
+            hvx_avgpool_taps((const uint16_t *)(const void *)pool_r, 128, 1, 3, sums);
+            hvx_avgpool_finish(sums, 128, 9 * 3, 0x8889, 18, 4000, 0, 0, pool_y + r * 128, pool_b);
+        }
+        hx_printf("PACKETS %s units=16 unit=vector\n", kernel);
+        return 0;
+    }
     if (strcmp(kernel, "hvx_qadd") == 0 || strcmp(kernel, "hvx_qmul") == 0) {
         /* QADD / QMUL blocks of 128 u8 outputs, same-shape operands (ties and all: the block's cost) */
         int mul = kernel[5] == 'm';
