@@ -314,15 +314,16 @@ static int32_t window_avg(const hfx_kernel_args *a, qavg_taps *tp, uint64_t plan
                           int64_t w1) {
     const hfx_tensor *x = &a->prog->tensors[a->op->in[0]], *y = &a->prog->tensors[a->op->out[0]];
     const int32_t *pr = a->op->params;
-    if (!tp->ready)
-        for (int32_t i = 0; i < 256; i++)
-            tp->v[i] = ref_qavgpool_tap(i + type_min(x->dtype), hfx_f32_from_bits(pr[HFX_P_QPOOL_SCALE_X]),
-                                        pr[HFX_P_QPOOL_ZERO_X]);
+    if (!tp->ready) {
+        float sx = hfx_f32_from_bits(pr[HFX_P_QPOOL_SCALE_X]);
+        for (int32_t i = 0; i < 256; i++) tp->v[i] = ref_qavgpool_tap(i + type_min(x->dtype), sx, pr[HFX_P_QPOOL_ZERO_X]);
+    }
     tp->ready = true;
     float sum = 0.0f;
-    for (int64_t h = h0; h < h1; h++)
-        for (int64_t w = w0; w < w1; w++)
-            sum += tp->v[load_narrow(a->in[0], x->dtype, plane + (uint64_t)(h * x->dims[3] + w)) - type_min(x->dtype)];
+    const uint8_t *row = (const uint8_t *)a->in[0] + plane + (uint64_t)(h0 * x->dims[3] + w0);
+    uint8_t flip = x->dtype == HFX_DTYPE_I8 ? 0x80 : 0; /* the byte's index: x - the type's minimum */
+    for (int64_t h = h0; h < h1; h++, row += x->dims[3])
+        for (int32_t j = 0; j < (int32_t)(w1 - w0); j++) sum += tp->v[row[j] ^ flip];
     int64_t count = pr[HFX_P_POOL_COUNT_INCLUDE_PAD] ? (int64_t)pr[HFX_P_POOL_KERNEL_H] * pr[HFX_P_POOL_KERNEL_W]
                                                      : (h1 - h0) * (w1 - w0);
     return ref_qavgpool_out(sum, (float)count, hfx_f32_from_bits(pr[HFX_P_QPOOL_SCALE_Y]), pr[HFX_P_QPOOL_ZERO_Y],
@@ -481,7 +482,8 @@ typedef struct qavg_row {
 #endif
 } qavg_row;
 
-static void qavg_one(const qavg_row *w, uint64_t ow) {
+/* output ow of the row; `exact`: straight by the reference (the vector estimate was near a tie) */
+static void qavg_one(const qavg_row *w, uint64_t ow, bool exact) {
     const int32_t *pr = w->a->op->params;
     uint32_t ty = w->a->prog->tensors[w->a->op->out[0]].dtype;
     int64_t w0, w1;
@@ -490,9 +492,10 @@ static void qavg_one(const qavg_row *w, uint64_t ow) {
     int32_t q;
 #ifdef HFX_HVX
     int32_t n = (int32_t)((w->h1 - w->h0) * (w1 - w0)), c = pr[HFX_P_POOL_COUNT_INCLUDE_PAD] ? w->hv->full : n;
-    if (!w->vec || !qavgpool_out_hvx(w->hv, w->hv->sums[ow], n, c, type_min(ty), type_max(ty), &q))
+    if (exact || !w->vec || !qavgpool_out_hvx(w->hv, w->hv->sums[ow], n, c, type_min(ty), type_max(ty), &q))
 #endif
         q = window_avg(w->a, w->tp, w->plane, w->h0, w->h1, w0, w1);
+    (void)exact;
     store_narrow(w->a->out[0], ty, w->r * w->ow_n + ow, q);
 }
 
@@ -513,10 +516,11 @@ void hfx_run_qavgpool(const hfx_kernel_args *a, uint32_t item) {
 #else
     qavg_row w = {a, &tp, 0, 0, y->dims[3], 0, 0};
 #endif
+    uint64_t plane_n = r0 / oh_n, oh = r0 % oh_n; /* row r is output row oh of plane plane_n */
     for (w.r = r0; w.r < r1; w.r++) {
-        w.plane = (w.r / oh_n) * x->dims[2] * x->dims[3];
-        clip_window((int64_t)(w.r % oh_n) * pr[HFX_P_POOL_STRIDE_H] - pr[HFX_P_POOL_PAD_TOP], pr[HFX_P_POOL_KERNEL_H],
-                    x->dims[2], &w.h0, &w.h1);
+        w.plane = plane_n * x->dims[2] * x->dims[3];
+        clip_window((int64_t)oh * pr[HFX_P_POOL_STRIDE_H] - pr[HFX_P_POOL_PAD_TOP], pr[HFX_P_POOL_KERNEL_H], x->dims[2],
+                    &w.h0, &w.h1);
         uint64_t fa = 0, fb = 0; /* [fa, fb): written by the vector finish, but its flagged outputs */
 #ifdef HFX_HVX
         w.vec = qavgpool_row_hvx(&hv, w.plane, w.h0, w.h1, w.ow_n);
@@ -525,13 +529,14 @@ void hfx_run_qavgpool(const hfx_kernel_args *a, uint32_t item) {
             uint64_t f;
             memcpy(&f, hv.flags + (o - fa), sizeof f);
             for (uint64_t j = o; f && j < o + 8 && j < fb; j++)
-                if (hv.flags[j - fa]) qavg_one(&w, j);
+                if (hv.flags[j - fa]) qavg_one(&w, j, true);
         }
 #endif
         for (uint64_t ow = 0; ow < w.ow_n; ow++) {
             if (ow == fa && fb > fa) ow = fb;
             if (ow >= w.ow_n) break;
-            qavg_one(&w, ow);
+            qavg_one(&w, ow, false);
         }
+        if (++oh == oh_n) oh = 0, plane_n++;
     }
 }
