@@ -104,3 +104,31 @@ void hvx_range_f32(const float *x, size_t n, float *lo, float *hi)
     *lo = float_of_key(kmin == -1 ? 0 : kmin); /* -0 is not below 0: the reference keeps +0 */
     *hi = float_of_key(kmax);
 }
+
+/* 32 f32 bit patterns to int32 toward zero (INT32_MIN outside [-2^31, 2^31), for inf and NaN) */
+static inline HVX_Vector cast_words(HVX_Vector b)
+{
+    HVX_Vector e = Q6_V_vand_VV(Q6_Vuw_vlsr_VuwR(b, 23), Q6_V_vsplat_R(0xff)), zero = Q6_V_vzero();
+    HVX_Vector mant = Q6_V_vor_VV(Q6_V_vand_VV(b, Q6_V_vsplat_R(0x7fffff)), Q6_V_vsplat_R(0x800000));
+    HVX_Vector left = Q6_Vw_vsub_VwVw(e, Q6_V_vsplat_R(150)), right = Q6_Vw_vsub_VwVw(Q6_V_vsplat_R(150), e);
+    HVX_Vector lo_amount = Q6_Vw_vmin_VwVw(Q6_Vw_vmax_VwVw(right, zero), Q6_V_vsplat_R(31)); /* e < 127: 0 */
+    HVX_Vector v = Q6_V_vmux_QVV(Q6_Q_vcmp_gt_VwVw(left, zero),
+                                 Q6_Vw_vasl_VwVw(mant, Q6_Vw_vmin_VwVw(left, Q6_V_vsplat_R(31))),
+                                 Q6_Vw_vlsr_VwVw(mant, lo_amount));
+    v = Q6_V_vmux_QVV(Q6_Q_vcmp_gt_VwVw(zero, b), Q6_Vw_vsub_VwVw(zero, v), v);
+    return Q6_V_vmux_QVV(Q6_Q_vcmp_gt_VwVw(e, Q6_V_vsplat_R(157)), Q6_V_vsplat_R((int32_t)0x80000000u), v);
+}
+
+void hvx_cast_f32_i32(const float *x, size_t n, int32_t *y)
+{
+    const uint8_t *p = (const uint8_t *)(const void *)x;
+    uint8_t *q = (uint8_t *)(void *)y;
+    size_t bytes = n * sizeof(float);
+    for (size_t i = 0; i < bytes; i += HVX_BYTES) {
+        if (bytes - i >= HVX_BYTES) {
+            *(hvx_uvec *)(void *)(q + i) = cast_words(*(const hvx_uvec *)(const void *)(p + i));
+        } else {
+            hvx_store_first(q + i, cast_words(hvx_load_upto(p + i, bytes - i)), bytes - i);
+        }
+    }
+}

@@ -600,6 +600,49 @@ static void test_range(void)
     qt_end_group(&T, "hvx_range_f32");
 }
 
+/* CAST f32 -> i32: every length of SIZES, x and y at byte offsets 0, 1 and 4 (and in place), values
+ * of every exponent (random patterns), in range (exponents 100..160 with random mantissas) and
+ * the edges: +-0, subnormals, +-0.5, +-1, +-(2^31 - 128), -2^31, just beyond, +-2^31, +-inf, NaN;
+ * bit for bit ref_cast_f32_i32. The bytes after y must stay untouched. */
+static void test_cast(void)
+{
+    static const uint32_t special[] = {0x00000000u, 0x80000000u, 0x00000001u, 0x807fffffu, 0x3f000000u, 0xbf000000u,
+                                       0x3f800000u, 0xbf800000u, 0x4effffffu, 0xceffffffu, 0xcf000000u, 0xcf000001u,
+                                       0x4f000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0x3fffffffu, 0xc0200000u};
+    qt_begin_group(&T);
+    qt_rng r = {777};
+    for (size_t si = 0; si < N_SIZES; si++)
+        for (int t = 0; t < 4 * 3; t++) {
+            size_t n = SIZES[si], xo = (size_t)(t % 4 == 2 ? 4 : t % 4 == 3 ? 0 : t % 4), yo = (size_t)(t % 4 == 1 ? 3 : 0);
+            int kind = t / 4, in_place = t % 4 == 3;
+            uint8_t *xb = pool_a + xo, *yb = in_place ? xb : pool_y + yo;
+            for (size_t i = 0; i < n; i++) {
+                uint32_t u = kind == 0   ? (qt_rand(&r) % 3 == 0 ? special[qt_rand(&r) % 18] : qt_rand(&r))
+                             : kind == 1 ? (uint32_t)qt_range(&r, 100, 160) << 23 | (qt_rand(&r) & 0x807fffffu)
+                                         : special[i % 18];
+                memcpy(xb + 4 * i, &u, 4);
+            }
+            memcpy(pool_b, xb, 4 * n);
+            if (!in_place)
+                memset(yb + 4 * n, 0xa5, GUARD);
+            hvx_cast_f32_i32((const float *)(const void *)xb, n, (int32_t *)(void *)yb);
+            int ok = 1;
+            for (size_t i = 0; i < n && ok; i++) {
+                float v;
+                int32_t got;
+                memcpy(&v, pool_b + 4 * i, 4), memcpy(&got, yb + 4 * i, 4);
+                ok = got == ref_cast_f32_i32(v);
+                if (!ok)
+                    hx_printf("FAIL hvx_cast_f32_i32 n %u case %d: x[%u] %08x: %d, want %d\n", (unsigned)n, t,
+                              (unsigned)i, *(const uint32_t *)(const void *)(pool_b + 4 * i), got, ref_cast_f32_i32(v));
+            }
+            for (size_t i = 0; ok && !in_place && i < GUARD; i++)
+                ok = yb[4 * n + i] == 0xa5;
+            qt_case(&T, ok);
+        }
+    qt_end_group(&T, "hvx_cast_f32_i32");
+}
+
 /* ---- packet-count mode -------------------------------------------------------------- */
 
 /* A QMATMUL item as qmatmul_hvx.c runs it (u8 x u8 -> u8, per-tensor zero points): V packed, its
@@ -793,6 +836,7 @@ int main(int argc, char **argv)
         test_qgemm_requant();
         test_dequant();
         test_range();
+        test_cast();
         test_interleave();
     }
 #if defined(__HVX_ARCH__) && __HVX_ARCH__ >= 68

@@ -10,7 +10,7 @@
  * size and extreme values; QMAXPOOL over random geometries: widths across the 128-byte vectors,
  * strides, dilations, pads); QAVGPOOL (padding counted or not, ceil mode; random geometries, exact-tie
  * and out-of-range scales; its packets) against windows summed here with ref_qpool.h's steps;
- * DYNAMIC_QPARAMS against ref_quant.h, and its packets; QRESIZE (integer factors along W, H only, other column maps; odd and long
+ * DYNAMIC_QPARAMS and CAST against ref_quant.h, and their packets; QRESIZE (integer factors along W, H only, other column maps; odd and long
  * rows, Y between guard bytes) against the f32 RESIZE of the codes through a table, and its packets;
  * QSOFTMAX on two axes with a saturating line; QCONCAT on axis 1 with per-input tables (spans below
  * and above a vector).
@@ -592,6 +592,35 @@ static void dynamic_qparams_case(hfx_pool *pool, qt_rng *r)
     free(X);
 }
 
+/* CAST f32 -> i32 of 16000 values (random patterns: every exponent, NaN and inf among them) through
+ * the core: its packets (qemu's counter) and its outputs against ref_cast_f32_i32 bit for bit */
+static void cast_case(hfx_pool *pool, qt_rng *r)
+{
+    enum { N = 16000 };
+    uint32_t *X = malloc(N * sizeof *X);
+    int32_t *Y = malloc(N * sizeof *Y);
+    for (int i = 0; i < N; i++)
+        X[i] = i % 2 ? qt_rand(r) : (uint32_t)qt_range(r, 120, 160) << 23 | (qt_rand(r) & 0x807fffffu);
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t x = hfxb_input(&b, 0, HFXB_DIMS(N));
+    hfxb_op_add(&b, 0, HFX_OP_CAST, -1, 1, &x, hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(N)), HFX_DTYPE_I32),
+                NULL);
+    const void *ins[1] = {X};
+    uint32_t before = hx_qemu_packets();
+    int ok = run_one(pool, &b, ins, 1, Y) == HFX_OK;
+    uint32_t packets = hx_qemu_packets() - before;
+    hfxb_free(&b);
+    for (int i = 0; ok && i < N; i++) {
+        float v;
+        memcpy(&v, &X[i], 4);
+        ok = Y[i] == ref_cast_f32_i32(v);
+    }
+    hx_printf("     packets of one Cast f32 -> i32 call, %d values: %u\n", N, packets);
+    expect(ok, "Cast f32 -> i32 16000 values: bit-exact");
+    free(X), free(Y);
+}
+
 /* QRESIZE of X[n, c, h, w] to [n, c, oh, ow] against the f32 RESIZE of the same codes (the portable
  * kernel in every build: its nearest source) through the table: x2, x3, x5 and H only (the vector
  * spreads), x1.5, a downscale and round_prefer_ceil's map (the byte gather); Y at an odd offset between
@@ -842,7 +871,8 @@ int main(void)
     qt_end_group(&T, "QAveragePool");
     qt_begin_group(&T);
     dynamic_qparams_case(pool, &r);
-    qt_end_group(&T, "DynamicQParams");
+    cast_case(pool, &r);
+    qt_end_group(&T, "DynamicQParams/Cast");
     qt_begin_group(&T);
     qresize_sweep(pool, &r);
     qresize_packets(pool, &r);
