@@ -5,15 +5,20 @@ lookup tables)."""
 
 from __future__ import annotations
 
+import json
+import shutil
+from pathlib import Path
+
 import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+from cli_support import REPO, run_cli
 from onnx import TensorProto, helper
 from test_lower import init, pair_model, program_inputs, vi
 from test_qmatmul import _opcodes
 
-from hexfuse_onnx.lowering import lower_pair
+from hexfuse_onnx.lowering import attach_programs, lower_pair
 from hexfuse_onnx.lowering.abi import Opcode
 from hexfuse_onnx.runtime import HOST_NAME, LIB_DIR, HostKernel
 
@@ -326,6 +331,39 @@ def test_avgpool_groups_lower_to_qavgpool_and_equal_onnxruntime(dt: int, case: i
     for seed in range(3):
         for d in _compare(pair, plain, _feeds(plain, np.random.default_rng(seed))):
             assert d.max() == 0, (d.max(), (d > 0).sum())
+
+
+QEMU_AVGPOOLS = [  # HVX's fixed-point rows (3x3 s1 p1; 2x2 s2), its f32 estimate (5x5 s3 p2) and ORT's
+    ([1, 8, 28, 30], (28, 30), {"kernel_shape": [3, 3], "pads": [1] * 4}),
+    ([2, 6, 19, 33], (10, 17), {"kernel_shape": [2, 2], "strides": [2, 2], "ceil_mode": 1}),
+    ([1, 5, 21, 140], (7, 47), {"kernel_shape": [5, 5], "strides": [3, 3], "pads": [2] * 4, "count_include_pad": 1}),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    shutil.which("qemu-hexagon") is None or not (REPO / "build/hexagon-v73/hexfuse_emulate.elf").is_file(),
+    reason="needs qemu-hexagon and the Hexagon images (bash dsp/scripts/build_hexagon.sh)",
+)
+@pytest.mark.parametrize("dt", [U8, I8])
+def test_avgpool_pairs_under_qemu_equal_the_host_kernel(dt: int, tmp_path: Path) -> None:
+    """QAVGPOOL's HVX path (window sums, fixed-point outputs, the f32 path near ties) under
+    qemu-hexagon v73 on two AveragePool groups: bit for bit the host kernel, as `emulate` checks."""
+    for case in range(len(QEMU_AVGPOOLS) - 1):
+        pair_of = []
+        for p, (shape, (oh, ow), pool) in zip(("a_", "b_"), QEMU_AVGPOOLS[case : case + 2]):
+            pair_of.append(_avgpool_chain(p, shape, dt, **pool).model_parts(f"{p}y", [*shape[:2], oh, ow], dt))
+        pair, plain = _models(*pair_of)
+        assert _opcodes(lower_pair(pair, pair.graph.node[0])) == [Opcode.QAVGPOOL, Opcode.QMAXPOOL] * 2
+        model, feeds, report = (tmp_path / f"{case}{ext}" for ext in (".onnx", ".npz", ".json"))
+        with_program, failed = attach_programs(pair)
+        assert not failed, failed
+        onnx.save(with_program, str(model))
+        np.savez(feeds, **_feeds(plain, np.random.default_rng(case)))  # every code (emulate's own: 0 or 1)
+        proc = run_cli("emulate", model, "--arch", "v73", "--inputs", feeds, "--json", report, "-q")
+        assert proc.returncode == 0, proc.stderr
+        pairs = json.loads(report.read_text())["pairs"]
+        assert len(pairs) == 1 and pairs[0]["bit_exact"] and "qavgpool" in pairs[0]["op_names"], pairs
 
 
 def test_avgpool_over_the_plane_is_the_global_pool_and_dilated_stays_float() -> None:

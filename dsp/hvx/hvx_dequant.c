@@ -63,3 +63,72 @@ void hvx_dequant_i8_f32(const uint8_t *x, size_t n, int x_signed, int32_t zp, fl
         y[i] = (float)(int32_t)((uint32_t)xi - (uint32_t)zp) * scale;
     }
 }
+
+/* the order key of 32 f32 bit patterns: NaN -> +0, a negative pattern ^ 0x7fffffff (so that signed
+ * word order is f32 order, -0 just below +0) */
+static inline HVX_Vector order_key(HVX_Vector b)
+{
+    HVX_Vector abs_mask = Q6_V_vsplat_R(0x7fffffff);
+    HVX_VectorPred nan = Q6_Q_vcmp_gt_VwVw(Q6_V_vand_VV(b, abs_mask), Q6_V_vsplat_R(0x7f800000));
+    b = Q6_V_vmux_QVV(nan, Q6_V_vzero(), b);
+    return Q6_V_vxor_VV(b, Q6_V_vand_VV(Q6_Vw_vasr_VwR(b, 31), abs_mask));
+}
+
+static inline float float_of_key(int32_t k)
+{
+    uint32_t u = (uint32_t)(k < 0 ? k ^ 0x7fffffff : k);
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+void hvx_range_f32(const float *x, size_t n, float *lo, float *hi)
+{
+    const uint8_t *p = (const uint8_t *)(const void *)x;
+    size_t bytes = n * sizeof(float), i = 0;
+    HVX_Vector mn = Q6_V_vzero(), mx = Q6_V_vzero(); /* the keys of +0: the reference's start */
+    for (; i + HVX_BYTES <= bytes; i += HVX_BYTES) {
+        HVX_Vector k = order_key(*(const hvx_uvec *)(const void *)(p + i));
+        mn = Q6_Vw_vmin_VwVw(mn, k), mx = Q6_Vw_vmax_VwVw(mx, k);
+    }
+    if (i < bytes) { /* the tail, the lanes past it +0 */
+        HVX_Vector v = hvx_load_upto(p + i, bytes - i);
+        HVX_Vector k = order_key(Q6_V_vmux_QVV(Q6_Q_vsetq_R((int32_t)(bytes - i)), v, Q6_V_vzero()));
+        mn = Q6_Vw_vmin_VwVw(mn, k), mx = Q6_Vw_vmax_VwVw(mx, k);
+    }
+    for (int sh = HVX_BYTES / 2; sh >= 4; sh >>= 1) {
+        mn = Q6_Vw_vmin_VwVw(mn, Q6_V_vror_VR(mn, sh));
+        mx = Q6_Vw_vmax_VwVw(mx, Q6_V_vror_VR(mx, sh));
+    }
+    int32_t kmin = ((const int32_t *)(const void *)&mn)[0], kmax = ((const int32_t *)(const void *)&mx)[0];
+    *lo = float_of_key(kmin == -1 ? 0 : kmin); /* -0 is not below 0: the reference keeps +0 */
+    *hi = float_of_key(kmax);
+}
+
+/* 32 f32 bit patterns to int32 toward zero (INT32_MIN outside [-2^31, 2^31), for inf and NaN) */
+static inline HVX_Vector cast_words(HVX_Vector b)
+{
+    HVX_Vector e = Q6_V_vand_VV(Q6_Vuw_vlsr_VuwR(b, 23), Q6_V_vsplat_R(0xff)), zero = Q6_V_vzero();
+    HVX_Vector mant = Q6_V_vor_VV(Q6_V_vand_VV(b, Q6_V_vsplat_R(0x7fffff)), Q6_V_vsplat_R(0x800000));
+    HVX_Vector left = Q6_Vw_vsub_VwVw(e, Q6_V_vsplat_R(150)), right = Q6_Vw_vsub_VwVw(Q6_V_vsplat_R(150), e);
+    HVX_Vector lo_amount = Q6_Vw_vmin_VwVw(Q6_Vw_vmax_VwVw(right, zero), Q6_V_vsplat_R(31)); /* e < 127: 0 */
+    HVX_Vector v = Q6_V_vmux_QVV(Q6_Q_vcmp_gt_VwVw(left, zero),
+                                 Q6_Vw_vasl_VwVw(mant, Q6_Vw_vmin_VwVw(left, Q6_V_vsplat_R(31))),
+                                 Q6_Vw_vlsr_VwVw(mant, lo_amount));
+    v = Q6_V_vmux_QVV(Q6_Q_vcmp_gt_VwVw(zero, b), Q6_Vw_vsub_VwVw(zero, v), v);
+    return Q6_V_vmux_QVV(Q6_Q_vcmp_gt_VwVw(e, Q6_V_vsplat_R(157)), Q6_V_vsplat_R((int32_t)0x80000000u), v);
+}
+
+void hvx_cast_f32_i32(const float *x, size_t n, int32_t *y)
+{
+    const uint8_t *p = (const uint8_t *)(const void *)x;
+    uint8_t *q = (uint8_t *)(void *)y;
+    size_t bytes = n * sizeof(float);
+    for (size_t i = 0; i < bytes; i += HVX_BYTES) {
+        if (bytes - i >= HVX_BYTES) {
+            *(hvx_uvec *)(void *)(q + i) = cast_words(*(const hvx_uvec *)(const void *)(p + i));
+        } else {
+            hvx_store_first(q + i, cast_words(hvx_load_upto(p + i, bytes - i)), bytes - i);
+        }
+    }
+}

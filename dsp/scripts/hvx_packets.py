@@ -95,6 +95,8 @@ KERNELS = {
     "hvx_dequant_i8_f32": (["dq_words"], "store"),
     # QMAXPOOL's HVX row path (dsp/src/ops/qpool.c): window rows' max, then the taps' max
     "hvx_maxpool": (["hvx_maxpool_rows", "hvx_maxpool_taps"], "store"),
+    # QAVGPOOL's HVX row path (dsp/src/ops/qpool.c): window rows' sums, the taps' sums, fixed-point outputs
+    "hvx_avgpool": (["hvx_avgpool_rows", "hvx_avgpool_taps", "hvx_avgpool_finish"], "store"),
     # QRESIZE's HVX rows (dsp/src/ops/resize.c): the table prepared, each source row through it, spread
     "hvx_qresize": (["hvx_qresize_init", "hvx_qresize_rows", "hvx_lut_i8_prepare_xor"], "store"),
     # QADD / QMUL blocks (dsp/src/ops/qeltwise.c): fixed-point requantisation, tie check
@@ -385,6 +387,8 @@ CLASSES = {
     "int8 table lookup (vlut32; QLUT, QCONCAT's requantisation)": ("hvx_lut_i8", 128),
     "QResize u8 nearest x2 (output bytes; HVX rows without the core's row loop)": ("hvx_qresize", 128),
     "QMaxPool u8 3x3 stride 1 (outputs; HVX row steps without the core's row loop)": ("hvx_maxpool", 128),
+    "QAveragePool u8 3x3 stride 1 (outputs; HVX row steps without the core's row loop and the outputs near a "
+    "rounding tie, which run scalar)": ("hvx_avgpool", 128),
     "QAdd u8 (outputs; blocks near a rounding tie run scalar, not counted)": ("hvx_qadd", 128),
     "QMul u8 (outputs; blocks near a rounding tie run scalar, not counted)": ("hvx_qmul", 128),
     "requantisation int32 -> int8": ("hvx_requant_i32_i8", 128),

@@ -3,7 +3,10 @@
  * u8/i8, an item is a block of output rows) and QAVGPOOL (AVGPOOL's windows, the same items).
  * Portable C on the host; on Hexagon builds (HFX_HVX), hvx/hvx_qpool.c: QGLOBAL_AVGPOOL's sums by
  * vrmpy, QMAXPOOL rows of horizontal stride 1 or 2 by vmax with the requantisation as a 256-entry
- * table (windows with no tap inside X, dilations above 1 only, stay scalar). QAVGPOOL is C on both. */
+ * table (windows with no tap inside X, dilations above 1 only, stay scalar); QAVGPOOL's window sums
+ * as integers (u16, vmpy then vadd), each output from them in fixed point (or an f32 estimate) unless
+ * it lies too near a rounding tie for that to be provably the reference's (then, and for kernels
+ * above 257 taps, the f32 taps). */
 #include "../../ref/ref_qpool.h"
 #include "kernels.h"
 
@@ -281,6 +284,15 @@ hfx_status hfx_plan_qavgpool(const hfx_program *p, hfx_op *op) {
     uint64_t taps = (uint64_t)op->params[HFX_P_POOL_KERNEL_H] * (uint64_t)op->params[HFX_P_POOL_KERNEL_W];
     qavgpool_plan pl = {y->numel / y->dims[3], hfx_per_item_for(y->dims[3] * taps, HFX_EW_CHUNK)};
     HFX_PLAN_STORE(op, pl);
+#ifdef HFX_HVX
+    /* one padded row of column sums (its taps reach at most stride - 1 past the right pad), one row
+     * of window sums (u16), each with the slack of the vector loads, one row of near-tie flags */
+    const int32_t *pr = op->params;
+    op->plan.ws_bytes = 2 * ((size_t)p->tensors[op->in[0]].dims[3] + (size_t)pr[HFX_P_POOL_PAD_LEFT] +
+                             (size_t)pr[HFX_P_POOL_PAD_RIGHT] + (size_t)pr[HFX_P_POOL_STRIDE_W] + HVX_AVGPOOL_SLACK +
+                             (size_t)y->dims[3] + 128) +
+                        (size_t)y->dims[3] + 136;
+#endif
     return hfx_plan_set_items(op, hfx_ceil_div(pl.rows, pl.rows_per_item));
 }
 
@@ -290,6 +302,203 @@ static void clip_window(int64_t start, int64_t kernel, int64_t n, int64_t *b, in
     *b = start > 0 ? start : 0;
 }
 
+/* the dequantized value of each code, indexed by x - the type's minimum; filled when first needed */
+typedef struct qavg_taps {
+    float v[256];
+    bool ready;
+} qavg_taps;
+
+/* the reference output of one window [h0, h1) x [w0, w1) of the plane at `plane`: its taps summed in
+ * f32 row by row */
+static int32_t window_avg(const hfx_kernel_args *a, qavg_taps *tp, uint64_t plane, int64_t h0, int64_t h1, int64_t w0,
+                          int64_t w1) {
+    const hfx_tensor *x = &a->prog->tensors[a->op->in[0]], *y = &a->prog->tensors[a->op->out[0]];
+    const int32_t *pr = a->op->params;
+    if (!tp->ready) {
+        float sx = hfx_f32_from_bits(pr[HFX_P_QPOOL_SCALE_X]);
+        for (int32_t i = 0; i < 256; i++) tp->v[i] = ref_qavgpool_tap(i + type_min(x->dtype), sx, pr[HFX_P_QPOOL_ZERO_X]);
+    }
+    tp->ready = true;
+    float sum = 0.0f;
+    const uint8_t *row = (const uint8_t *)a->in[0] + plane + (uint64_t)(h0 * x->dims[3] + w0);
+    uint8_t flip = x->dtype == HFX_DTYPE_I8 ? 0x80 : 0; /* the byte's index: x - the type's minimum */
+    for (int64_t h = h0; h < h1; h++, row += x->dims[3])
+        for (int32_t j = 0; j < (int32_t)(w1 - w0); j++) sum += tp->v[row[j] ^ flip];
+    int64_t count = pr[HFX_P_POOL_COUNT_INCLUDE_PAD] ? (int64_t)pr[HFX_P_POOL_KERNEL_H] * pr[HFX_P_POOL_KERNEL_W]
+                                                     : (h1 - h0) * (w1 - w0);
+    return ref_qavgpool_out(sum, (float)count, hfx_f32_from_bits(pr[HFX_P_QPOOL_SCALE_Y]), pr[HFX_P_QPOOL_ZERO_Y],
+                            type_min(y->dtype), type_max(y->dtype));
+}
+
+#ifdef HFX_HVX
+/* QAVGPOOL's HVX path. The reference sums the f32 taps s_x (x - z_x); here S, the sum of the
+ * integers x - z_x, comes from the vector sums (u16: at most 257 taps), and an estimate e of
+ * R = s_x S / (c s_y) + z_y (real) is rounded instead of the reference's t when both provably round
+ * alike. t is within d of R: the reference's taps and sum are off by at most 1.01 n u |s_x| K (n taps,
+ * K = sum of |x - z_x| <= n k, k: the largest |x - z_x|, u = 2^-24), its division by c >= n and by
+ * s_y make this <= 1.01 N u k r (N = kh kw, r = |s_x / s_y|), and three roundings of the result add
+ * 4 u A, A = k r + |z_y| + 1 >= |R| + 1. e is one of
+ *   scalar: f32(S m) + z_y, m = f32(s_x / f32(c s_y)): within 8 u A of R;
+ *   vector: (S M) / 2^shift + z_y exactly (hvx_avgpool_finish), M = m rounded to 30 - b bits (S < 2^b):
+ *           within 2^-(shift+1) S + 3 u A of R.
+ * An e farther than both bounds (and 2^-20 A more) from every half-integer rounds as t. Other
+ * outputs, windows of no tap, and scales outside [2^-60, 2^60] or ratios outside [2^-40, 2^40]
+ * (where subnormals could appear) take the reference's f32 loop. */
+typedef struct qavgpool_hvx {
+    const uint8_t *x, *x_end;
+    uint16_t *t, *sums; /* the padded row of column sums; the window sums of one output row */
+    uint8_t *flags;     /* the near-tie flags of the vector outputs */
+    int64_t W, pl;
+    int s, kw, is_signed, on;
+    int32_t zxu, full, k; /* z_x minus the type's minimum (the bias of the sums); kh kw; max |x - z_x| */
+    float sx, sy, zy, m_full, lim, d, A;
+    uint64_t first, end; /* the output columns whose windows lie inside X along W */
+    int64_t fx_rows;     /* the window rows of the vector outputs' parameters below (0: none yet) */
+    int32_t fx_ok, fx_mul, fx_shift, fx_margin;
+} qavgpool_hvx;
+
+static bool scale_in_range(float s) { return (s >= 0x1p-60f && s <= 0x1p60f) || (s <= -0x1p-60f && s >= -0x1p60f); }
+
+/* the bounds of the estimates; false when they leave no room */
+static bool qavgpool_bounds(qavgpool_hvx *h) {
+    if (h->full > 257 || !scale_in_range(h->sx) || !scale_in_range(h->sy)) return false;
+    float r = h->sx / h->sy, k = (float)h->k;
+    r = r < 0.0f ? -r : r;
+    if (r < 0x1p-40f || r > 0x1p40f) return false;
+    h->A = (k * r + (h->zy < 0.0f ? -h->zy : h->zy) + 1.0f) * 1.001f;
+    h->d = 1.03f * (float)h->full * k * r * 0x1p-24f + h->A * 0x1p-22f;
+    h->lim = 0.5f - h->d - h->A * 0x1p-21f - h->A * 0x1p-20f;
+    if (h->A >= 0x1p21f || h->lim < 0.25f) return false;
+    float cs = (float)h->full * h->sy; /* the steps of m: two roundings */
+    h->m_full = h->sx / cs;
+    return true;
+}
+
+static qavgpool_hvx qavgpool_hvx_of(const hfx_kernel_args *a) {
+    const hfx_tensor *x = &a->prog->tensors[a->op->in[0]];
+    const int32_t *pr = a->op->params;
+    int64_t ow_n = a->prog->tensors[a->op->out[0]].dims[3];
+    int32_t zxu = pr[HFX_P_QPOOL_ZERO_X] - type_min(x->dtype);
+    qavgpool_hvx h = {.x = a->in[0], .x_end = (const uint8_t *)a->in[0] + x->numel, .t = a->ws, .W = x->dims[3],
+                      .pl = pr[HFX_P_POOL_PAD_LEFT], .s = pr[HFX_P_POOL_STRIDE_W], .kw = pr[HFX_P_POOL_KERNEL_W],
+                      .is_signed = x->dtype == HFX_DTYPE_I8, .zxu = zxu,
+                      .full = pr[HFX_P_POOL_KERNEL_H] * pr[HFX_P_POOL_KERNEL_W], .k = zxu > 255 - zxu ? zxu : 255 - zxu,
+                      .sx = hfx_f32_from_bits(pr[HFX_P_QPOOL_SCALE_X]), .sy = hfx_f32_from_bits(pr[HFX_P_QPOOL_SCALE_Y]),
+                      .zy = (float)pr[HFX_P_QPOOL_ZERO_Y]};
+    if ((int64_t)pr[HFX_P_POOL_KERNEL_H] * pr[HFX_P_POOL_KERNEL_W] > 257 || !qavgpool_bounds(&h)) return h;
+    int64_t extent = (ow_n - 1) * h.s + h.kw; /* the padded row's halfwords the taps read */
+    int64_t row = h.pl + h.W > extent ? h.pl + h.W : extent, last = h.W - h.kw + h.pl;
+    h.sums = h.t + row + HVX_AVGPOOL_SLACK;
+    h.flags = (uint8_t *)(h.sums + ow_n + 128);
+    memset(h.t, 0, 2 * (size_t)h.pl);
+    if (extent > h.pl + h.W) memset(h.t + h.pl + h.W, 0, 2 * (size_t)(extent - h.pl - h.W));
+    h.first = (uint64_t)((h.pl + h.s - 1) / h.s);
+    h.end = last < 0 ? 0 : (uint64_t)(last / h.s + 1 < ow_n ? last / h.s + 1 : ow_n);
+    h.on = 1;
+    return h;
+}
+
+/* the window sums (biased) of one output row whose window rows inside X are [h0, h1), in h->sums */
+static bool qavgpool_row_hvx(const qavgpool_hvx *h, uint64_t plane, int64_t h0, int64_t h1, uint64_t ow_n) {
+    if (!h->on || h1 <= h0) return false;
+    hvx_avgpool_rows(h->x + plane + (uint64_t)(h0 * h->W), (size_t)h->W, (int)(h1 - h0), (size_t)h->W, h->is_signed,
+                     h->x_end, h->t + h->pl);
+    if (h->s == 1 || h->s == 2) {
+        hvx_avgpool_taps(h->t, (size_t)ow_n, h->s, h->kw, h->sums);
+        return true;
+    }
+    for (uint64_t o = 0; o < ow_n; o++) {
+        uint32_t u = 0;
+        for (int j = 0; j < h->kw; j++) u += h->t[o * (uint64_t)h->s + (uint64_t)j];
+        h->sums[o] = (uint16_t)u;
+    }
+    return true;
+}
+
+/* hvx_avgpool_finish's parameters for windows of `rows` rows inside X and every column; false when
+ * the fixed point cannot hold them (S of 15 bits or more, a shift outside 1..30, a wide margin) */
+static bool qavgpool_fixed(qavgpool_hvx *h, int64_t rows, const int32_t *pr) {
+    int32_t n = (int32_t)rows * h->kw, c = pr[HFX_P_POOL_COUNT_INCLUDE_PAD] ? h->full : n, smax = n * h->k, b = 0;
+    if (n > 128) return false;
+    while (smax >> b) b++; /* smax < 2^b, b >= 8 (k >= 128) */
+    float m = h->m_full;
+    if (c != h->full) {
+        float cs = (float)c * h->sy;
+        m = h->sx / cs;
+    }
+    uint32_t bits = (uint32_t)hfx_bits_from_f32(m), e = bits >> 23 & 0xffu, mant = (bits & 0x7fffffu) | 0x800000u;
+    int32_t shift = 156 - (int32_t)e - b, M = (int32_t)((mant + (1u << (b - 7))) >> (b - 6));
+    if (shift < 1 || shift > 30) return false;
+    float unit = (float)(1u << shift), margin = 2.0f * h->d + h->A * 0x1p-20f + h->A * 0x1p-21f;
+    margin = margin * unit + (float)smax * 0.5f + 1.0f;
+    if (margin >= unit * 0.25f) return false;
+    h->fx_mul = bits >> 31 ? -M : M, h->fx_shift = shift, h->fx_margin = (int32_t)margin;
+    return true;
+}
+
+/* the outputs [*fa, *fb) of a row of windows with `rows` rows inside X: its inside columns by
+ * hvx_avgpool_finish into yrow (near-tie flags in h->flags), when the fixed point holds them */
+static void qavgpool_finish_hvx(qavgpool_hvx *h, int64_t rows, const int32_t *pr, uint8_t *yrow, uint64_t *fa,
+                                uint64_t *fb) {
+    *fa = *fb = 0;
+    if (h->first >= h->end) return;
+    if (rows != h->fx_rows) h->fx_rows = rows, h->fx_ok = qavgpool_fixed(h, rows, pr);
+    if (!h->fx_ok) return;
+    hvx_avgpool_finish(h->sums + h->first, (size_t)(h->end - h->first), (int32_t)rows * h->kw * h->zxu, h->fx_mul,
+                       h->fx_shift, h->fx_margin, pr[HFX_P_QPOOL_ZERO_Y], h->is_signed, yrow + h->first, h->flags);
+    *fa = h->first, *fb = h->end;
+}
+
+/* the output of a window of n taps, count c, from its biased sum u; false when e is too near a tie */
+static bool qavgpool_out_hvx(const qavgpool_hvx *h, uint32_t u, int32_t n, int32_t c, int32_t lo, int32_t hi,
+                             int32_t *q) {
+    if (c == 0) return false;
+    float m = h->m_full;
+    if (c != h->full) {
+        float cs = (float)c * h->sy;
+        m = h->sx / cs;
+    }
+    float e = (float)((int32_t)u - n * h->zxu) * m; /* |S| <= 257 * 255: exact */
+    e = e + h->zy;
+    float r = e + 12582912.0f; /* |e| < 2^21: the nearest integer, ties to even */
+    r = r - 12582912.0f;
+    float dist = e - r;
+    if (!(dist < h->lim && dist > -h->lim)) return false;
+    int32_t i = (int32_t)r;
+    *q = i < lo ? lo : i > hi ? hi : i;
+    return true;
+}
+#endif
+
+/* one output row of QAVGPOOL: row r (window rows [h0, h1) inside X) of the plane at `plane` */
+typedef struct qavg_row {
+    const hfx_kernel_args *a;
+    qavg_taps *tp;
+    uint64_t r, plane, ow_n;
+    int64_t h0, h1;
+#ifdef HFX_HVX
+    const qavgpool_hvx *hv;
+    bool vec; /* its window sums are in hv->sums */
+#endif
+} qavg_row;
+
+/* output ow of the row; `exact`: straight by the reference (the vector estimate was near a tie) */
+static void qavg_one(const qavg_row *w, uint64_t ow, bool exact) {
+    const int32_t *pr = w->a->op->params;
+    uint32_t ty = w->a->prog->tensors[w->a->op->out[0]].dtype;
+    int64_t w0, w1;
+    clip_window((int64_t)ow * pr[HFX_P_POOL_STRIDE_W] - pr[HFX_P_POOL_PAD_LEFT], pr[HFX_P_POOL_KERNEL_W],
+                w->a->prog->tensors[w->a->op->in[0]].dims[3], &w0, &w1);
+    int32_t q;
+#ifdef HFX_HVX
+    int32_t n = (int32_t)((w->h1 - w->h0) * (w1 - w0)), c = pr[HFX_P_POOL_COUNT_INCLUDE_PAD] ? w->hv->full : n;
+    if (exact || !w->vec || !qavgpool_out_hvx(w->hv, w->hv->sums[ow], n, c, type_min(ty), type_max(ty), &q))
+#endif
+        q = window_avg(w->a, w->tp, w->plane, w->h0, w->h1, w0, w1);
+    (void)exact;
+    store_narrow(w->a->out[0], ty, w->r * w->ow_n + ow, q);
+}
+
 HFX_VECTOR_KERNEL
 void hfx_run_qavgpool(const hfx_kernel_args *a, uint32_t item) {
     const hfx_op *op = a->op;
@@ -297,26 +506,37 @@ void hfx_run_qavgpool(const hfx_kernel_args *a, uint32_t item) {
     const int32_t *pr = op->params;
     qavgpool_plan pl;
     HFX_PLAN_LOAD(pl, op);
-    uint64_t r0, r1, oh_n = y->dims[2], ow_n = y->dims[3];
+    uint64_t r0, r1, oh_n = y->dims[2];
     hfx_plan_range(pl.rows, pl.rows_per_item, item, &r0, &r1);
-    int64_t H = x->dims[2], W = x->dims[3], kh = pr[HFX_P_POOL_KERNEL_H], kw = pr[HFX_P_POOL_KERNEL_W];
-    float sx = hfx_f32_from_bits(pr[HFX_P_QPOOL_SCALE_X]), sy = hfx_f32_from_bits(pr[HFX_P_QPOOL_SCALE_Y]);
-    int32_t zx = pr[HFX_P_QPOOL_ZERO_X], lo = type_min(y->dtype), hi = type_max(y->dtype);
-    float tap[256]; /* the dequantized value of each code, indexed by x - the type's minimum */
-    for (int32_t i = 0; i < 256; i++) tap[i] = ref_qavgpool_tap(i + type_min(x->dtype), sx, zx);
-    for (uint64_t r = r0; r < r1; r++) {
-        uint64_t plane = (r / oh_n) * (uint64_t)(H * W);
-        int64_t h0, h1, w0, w1;
-        clip_window((int64_t)(r % oh_n) * pr[HFX_P_POOL_STRIDE_H] - pr[HFX_P_POOL_PAD_TOP], kh, H, &h0, &h1);
-        for (uint64_t ow = 0; ow < ow_n; ow++) {
-            clip_window((int64_t)ow * pr[HFX_P_POOL_STRIDE_W] - pr[HFX_P_POOL_PAD_LEFT], kw, W, &w0, &w1);
-            float sum = 0.0f;
-            for (int64_t h = h0; h < h1; h++)
-                for (int64_t w = w0; w < w1; w++)
-                    sum += tap[load_narrow(a->in[0], x->dtype, plane + (uint64_t)(h * W + w)) - type_min(x->dtype)];
-            int64_t count = pr[HFX_P_POOL_COUNT_INCLUDE_PAD] ? kh * kw : (h1 - h0) * (w1 - w0);
-            int32_t q = ref_qavgpool_out(sum, (float)count, sy, pr[HFX_P_QPOOL_ZERO_Y], lo, hi);
-            store_narrow(a->out[0], y->dtype, r * ow_n + ow, q);
+    qavg_taps tp;
+    tp.ready = false;
+#ifdef HFX_HVX
+    qavgpool_hvx hv = qavgpool_hvx_of(a);
+    qavg_row w = {a, &tp, 0, 0, y->dims[3], 0, 0, &hv, false};
+#else
+    qavg_row w = {a, &tp, 0, 0, y->dims[3], 0, 0};
+#endif
+    uint64_t plane_n = r0 / oh_n, oh = r0 % oh_n; /* row r is output row oh of plane plane_n */
+    for (w.r = r0; w.r < r1; w.r++) {
+        w.plane = plane_n * x->dims[2] * x->dims[3];
+        clip_window((int64_t)oh * pr[HFX_P_POOL_STRIDE_H] - pr[HFX_P_POOL_PAD_TOP], pr[HFX_P_POOL_KERNEL_H], x->dims[2],
+                    &w.h0, &w.h1);
+        uint64_t fa = 0, fb = 0; /* [fa, fb): written by the vector finish, but its flagged outputs */
+#ifdef HFX_HVX
+        w.vec = qavgpool_row_hvx(&hv, w.plane, w.h0, w.h1, w.ow_n);
+        if (w.vec) qavgpool_finish_hvx(&hv, w.h1 - w.h0, pr, (uint8_t *)a->out[0] + w.r * w.ow_n, &fa, &fb);
+        for (uint64_t o = fa; o < fb; o += 8) { /* the flags, 8 at a time */
+            uint64_t f;
+            memcpy(&f, hv.flags + (o - fa), sizeof f);
+            for (uint64_t j = o; f && j < o + 8 && j < fb; j++)
+                if (hv.flags[j - fa]) qavg_one(&w, j, true);
         }
+#endif
+        for (uint64_t ow = 0; ow < w.ow_n; ow++) {
+            if (ow == fa && fb > fa) ow = fb;
+            if (ow >= w.ow_n) break;
+            qavg_one(&w, ow, false);
+        }
+        if (++oh == oh_n) oh = 0, plane_n++;
     }
 }

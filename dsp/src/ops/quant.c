@@ -9,7 +9,8 @@
  *   CAST: y = (int32)x toward zero, INT32_MIN for NaN, +-inf and x out of range (ref_cast_f32_i32)
  *
  * Scale and zero point have one element (per tensor) or one per index of the axis (per axis).
- * An item is a chunk of elements; DYNAMIC_QPARAMS is one item. */
+ * An item is a chunk of elements; DYNAMIC_QPARAMS is one item. On Hexagon builds (HFX_HVX) DQ of u8/i8,
+ * DYNAMIC_QPARAMS's range and CAST run hvx/hvx_dequant.c, in integer arithmetic on the bit patterns. */
 #include <stdint.h>
 
 #include "../../ref/ref_quant.h"
@@ -195,17 +196,22 @@ hfx_status hfx_plan_dynamic_qparams(const hfx_program *p, hfx_op *op) {
 }
 
 /* ref_dynamic_qparams with the range found by selects the compiler vectorizes (min and max are exact in
- * any order: the result does not depend on it) */
+ * any order: the result does not depend on it); on Hexagon builds by HVX integer min/max of the bit
+ * patterns (hvx_range_f32) */
 HFX_VECTOR_KERNEL
 void hfx_run_dynamic_qparams(const hfx_kernel_args *a, uint32_t item) {
     (void)item;
     const float *x = a->in[0];
     uint64_t n = a->prog->tensors[a->op->in[0]].numel;
     float lo = 0.0f, hi = 0.0f;
+#ifdef HFX_HVX
+    hvx_range_f32(x, (size_t)n, &lo, &hi);
+#else
     for (uint64_t i = 0; i < n; i++) {
         lo = x[i] < lo ? x[i] : lo;
         hi = x[i] > hi ? x[i] : hi;
     }
+#endif
     int32_t zp;
     ref_range_qparams(lo, hi, (float *)a->out[0], &zp);
     *(uint8_t *)a->out[1] = (uint8_t)zp;
@@ -232,5 +238,9 @@ void hfx_run_cast(const hfx_kernel_args *a, uint32_t item) {
     hfx_plan_range(a->prog->tensors[a->op->out[0]].numel, pl.elems_per_item, item, &b, &e);
     const float *x = a->in[0];
     int32_t *y = a->out[0];
+#ifdef HFX_HVX
+    hvx_cast_f32_i32(x + b, (size_t)(e - b), y + b);
+#else
     for (uint64_t i = b; i < e; i++) y[i] = ref_cast_f32_i32(x[i]);
+#endif
 }

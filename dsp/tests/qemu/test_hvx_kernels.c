@@ -552,6 +552,97 @@ static void test_dequant(void)
     qt_end_group(&T, "hvx_dequant_i8_f32");
 }
 
+/* DYNAMIC_QPARAMS's range: every length of SIZES at byte offsets 0, 1 and 4, values of every kind
+ * (random patterns, NaN of both signs and payloads, +-inf, +-0, subnormals, +-FLT_MAX) and runs of
+ * one kind (all NaN, all -0, all negative, all positive), against the reference's f32 selects: lo and
+ * hi equal (this build's selects give -0 for a range of -0 where the host's keep +0), the scale and
+ * zero point of ref_range_qparams bit for bit. */
+static void test_range(void)
+{
+    static const uint32_t special[] = {0x7fc00000u, 0xffc00000u, 0x7f800001u, 0x7f800000u, 0xff800000u, 0x00000000u,
+                                       0x80000000u, 0x00000001u, 0x80000001u, 0x807fffffu, 0x7f7fffffu, 0xff7fffffu};
+    qt_begin_group(&T);
+    qt_rng r = {4321};
+    for (size_t si = 0; si < N_SIZES; si++)
+        for (int t = 0; t < 3 * 6; t++) {
+            size_t n = SIZES[si], off = (size_t)(t % 3 == 2 ? 4 : t % 3);
+            int kind = t / 3;
+            for (size_t i = 0; i < n; i++) {
+                uint32_t u = kind == 0   ? (qt_rand(&r) % 4 == 0 ? special[qt_rand(&r) % 12] : qt_rand(&r))
+                             : kind == 1 ? special[qt_rand(&r) % 12]
+                             : kind == 2 ? 0x7fc00000u | qt_rand(&r)
+                             : kind == 3 ? 0x80000000u
+                             : kind == 4 ? 0x80000000u | qt_rand(&r)
+                                         : qt_rand(&r) & 0x7fffffffu;
+                memcpy(pool_a + off + 4 * i, &u, 4);
+            }
+            const float *x = (const float *)(const void *)(pool_a + off);
+            float lo = 0.0f, hi = 0.0f, glo, ghi, ws, gs;
+            for (size_t i = 0; i < n; i++) {
+                float v;
+                memcpy(&v, pool_a + off + 4 * i, 4);
+                lo = v < lo ? v : lo;
+                hi = v > hi ? v : hi;
+            }
+            hvx_range_f32(x, n, &glo, &ghi);
+            int32_t wz, gz;
+            ref_range_qparams(lo, hi, &ws, &wz);
+            ref_range_qparams(glo, ghi, &gs, &gz);
+            int ok = lo == glo && hi == ghi && memcmp(&ws, &gs, 4) == 0 && wz == gz;
+            if (!ok) {
+                uint32_t b[4];
+                memcpy(b, &glo, 4), memcpy(b + 1, &ghi, 4), memcpy(b + 2, &lo, 4), memcpy(b + 3, &hi, 4);
+                hx_printf("FAIL hvx_range_f32 n %u off %u kind %d: lo %08x hi %08x, want %08x %08x\n", (unsigned)n,
+                          (unsigned)off, kind, b[0], b[1], b[2], b[3]);
+            }
+            qt_case(&T, ok);
+        }
+    qt_end_group(&T, "hvx_range_f32");
+}
+
+/* CAST f32 -> i32: every length of SIZES, x and y at byte offsets 0, 1 and 4 (and in place), values
+ * of every exponent (random patterns), in range (exponents 100..160 with random mantissas) and
+ * the edges: +-0, subnormals, +-0.5, +-1, +-(2^31 - 128), -2^31, just beyond, +-2^31, +-inf, NaN;
+ * bit for bit ref_cast_f32_i32. The bytes after y must stay untouched. */
+static void test_cast(void)
+{
+    static const uint32_t special[] = {0x00000000u, 0x80000000u, 0x00000001u, 0x807fffffu, 0x3f000000u, 0xbf000000u,
+                                       0x3f800000u, 0xbf800000u, 0x4effffffu, 0xceffffffu, 0xcf000000u, 0xcf000001u,
+                                       0x4f000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0x3fffffffu, 0xc0200000u};
+    qt_begin_group(&T);
+    qt_rng r = {777};
+    for (size_t si = 0; si < N_SIZES; si++)
+        for (int t = 0; t < 4 * 3; t++) {
+            size_t n = SIZES[si], xo = (size_t)(t % 4 == 2 ? 4 : t % 4 == 3 ? 0 : t % 4), yo = (size_t)(t % 4 == 1 ? 3 : 0);
+            int kind = t / 4, in_place = t % 4 == 3;
+            uint8_t *xb = pool_a + xo, *yb = in_place ? xb : pool_y + yo;
+            for (size_t i = 0; i < n; i++) {
+                uint32_t u = kind == 0   ? (qt_rand(&r) % 3 == 0 ? special[qt_rand(&r) % 18] : qt_rand(&r))
+                             : kind == 1 ? (uint32_t)qt_range(&r, 100, 160) << 23 | (qt_rand(&r) & 0x807fffffu)
+                                         : special[i % 18];
+                memcpy(xb + 4 * i, &u, 4);
+            }
+            memcpy(pool_b, xb, 4 * n);
+            if (!in_place)
+                memset(yb + 4 * n, 0xa5, GUARD);
+            hvx_cast_f32_i32((const float *)(const void *)xb, n, (int32_t *)(void *)yb);
+            int ok = 1;
+            for (size_t i = 0; i < n && ok; i++) {
+                float v;
+                int32_t got;
+                memcpy(&v, pool_b + 4 * i, 4), memcpy(&got, yb + 4 * i, 4);
+                ok = got == ref_cast_f32_i32(v);
+                if (!ok)
+                    hx_printf("FAIL hvx_cast_f32_i32 n %u case %d: x[%u] %08x: %d, want %d\n", (unsigned)n, t,
+                              (unsigned)i, *(const uint32_t *)(const void *)(pool_b + 4 * i), got, ref_cast_f32_i32(v));
+            }
+            for (size_t i = 0; ok && !in_place && i < GUARD; i++)
+                ok = yb[4 * n + i] == 0xa5;
+            qt_case(&T, ok);
+        }
+    qt_end_group(&T, "hvx_cast_f32_i32");
+}
+
 /* ---- packet-count mode -------------------------------------------------------------- */
 
 /* A QMATMUL item as qmatmul_hvx.c runs it (u8 x u8 -> u8, per-tensor zero points): V packed, its
@@ -701,6 +792,19 @@ static int run_packets(const char *kernel)
         hx_printf("PACKETS %s units=16 unit=vector\n", kernel);
         return 0;
     }
+    if (strcmp(kernel, "hvx_avgpool") == 0) {
+        /* QAVGPOOL's HVX row path, 3x3 stride 1 on u8 rows of 130: 16 output rows of 128, each the window
+         * rows' column sums, the taps' sums, then the outputs in fixed point (s_x / (9 s_y) = 0.1333:
+         * mul 0x8889 >> 18, flags and all) */
+        uint16_t *sums = (uint16_t *)(void *)(pool_b + 512);
+        for (int r = 0; r < 16; r++) {
+            hvx_avgpool_rows(pool_a + r * 130, 130, 3, 130, 0, pool_a + POOL_BYTES, (uint16_t *)(void *)pool_r);
+            hvx_avgpool_taps((const uint16_t *)(const void *)pool_r, 128, 1, 3, sums);
+            hvx_avgpool_finish(sums, 128, 9 * 3, 0x8889, 18, 4000, 0, 0, pool_y + r * 128, pool_b);
+        }
+        hx_printf("PACKETS %s units=16 unit=vector\n", kernel);
+        return 0;
+    }
     if (strcmp(kernel, "hvx_qadd") == 0 || strcmp(kernel, "hvx_qmul") == 0) {
         /* QADD / QMUL blocks of 128 u8 outputs, same-shape operands (ties and all: the block's cost) */
         int mul = kernel[5] == 'm';
@@ -731,6 +835,8 @@ int main(int argc, char **argv)
         test_matmul();
         test_qgemm_requant();
         test_dequant();
+        test_range();
+        test_cast();
         test_interleave();
     }
 #if defined(__HVX_ARCH__) && __HVX_ARCH__ >= 68

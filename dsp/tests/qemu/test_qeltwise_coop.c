@@ -8,8 +8,9 @@
  * size and two items, misaligned); QGLOBAL_AVGPOOL and QMAXPOOL against dsp/ref/ref_qpool.h (odd
  * planes, padding, other output quantization; QGLOBAL_AVGPOOL also over plane sizes across the vector
  * size and extreme values; QMAXPOOL over random geometries: widths across the 128-byte vectors,
- * strides, dilations, pads); QAVGPOOL (padding counted or not, ceil mode) against windows summed here
- * with ref_qpool.h's steps; QRESIZE (integer factors along W, H only, other column maps; odd and long
+ * strides, dilations, pads); QAVGPOOL (padding counted or not, ceil mode; random geometries, exact-tie
+ * and out-of-range scales; its packets) against windows summed here with ref_qpool.h's steps;
+ * DYNAMIC_QPARAMS and CAST against ref_quant.h, and their packets; QRESIZE (integer factors along W, H only, other column maps; odd and long
  * rows, Y between guard bytes) against the f32 RESIZE of the codes through a table, and its packets;
  * QSOFTMAX on two axes with a saturating line; QCONCAT on axis 1 with per-input tables (spans below
  * and above a vector).
@@ -24,6 +25,7 @@
 #include "../../ref/ref_qeltwise.h"
 #include "../../ref/ref_qpool.h"
 #include "../../ref/ref_qsoftmax.h"
+#include "../../ref/ref_quant.h"
 
 uint32_t hx_qemu_packets(void); /* qemu's executed-packet counter (dsp/hexagon/emulate/qemu_counters.S) */
 
@@ -414,6 +416,211 @@ static void qavgpool_case(hfx_pool *pool, uint8_t dt, int include_pad, qt_rng *r
     }
 }
 
+/* the QAVGPOOL output of window (oh, ow) of plane x[H][W], straight from the definition (ref_qpool.h's steps) */
+static int32_t want_qavgpool(const uint8_t *x, uint8_t dt, const int32_t *pm, int H, int W, int oh, int ow)
+{
+    float sum = 0.0f, sx = hfxb_f(pm[HFX_P_QPOOL_SCALE_X]);
+    int inside = 0;
+    for (int i = 0; i < pm[HFX_P_POOL_KERNEL_H]; i++)
+        for (int j = 0; j < pm[HFX_P_POOL_KERNEL_W]; j++) {
+            int h = oh * pm[HFX_P_POOL_STRIDE_H] + i - pm[HFX_P_POOL_PAD_TOP];
+            int w = ow * pm[HFX_P_POOL_STRIDE_W] + j - pm[HFX_P_POOL_PAD_LEFT];
+            if (h < 0 || h >= H || w < 0 || w >= W)
+                continue;
+            sum += ref_qavgpool_tap(load(x, dt, (uint32_t)(h * W + w)), sx, pm[HFX_P_QPOOL_ZERO_X]);
+            inside++;
+        }
+    int count = pm[HFX_P_POOL_COUNT_INCLUDE_PAD] ? pm[HFX_P_POOL_KERNEL_H] * pm[HFX_P_POOL_KERNEL_W] : inside;
+    return ref_qavgpool_out(sum, (float)count, hfxb_f(pm[HFX_P_QPOOL_SCALE_Y]), pm[HFX_P_QPOOL_ZERO_Y], lo_of(dt),
+                            hi_of(dt));
+}
+
+/* Random QAVGPOOL geometries on X[1, 2, H, W] (misaligned, W up to 300: full vectors, tails and rows
+ * under one vector): kernels 1..5 (and 17x17: above the u16 sums' 257 taps), strides 1..3, each pad
+ * 0 .. kernel - 1, ceil mode, padding counted or not, extreme values (every code), and scales: random,
+ * equal powers of two (exact ties: every output near one takes the f32 taps), negative s_x, a tiny
+ * ratio, scales outside the vector path's range. The bytes after Y must stay untouched. */
+static void qavgpool_sweep(hfx_pool *pool, qt_rng *r)
+{
+    enum { C = 2, MAX_W = 300, MAX_H = 20, CASES = 96 };
+    static const int widths[] = {1, 2, 5, 17, 64, 127, 128, 129, 200, 255, 257, MAX_W};
+    static uint8_t xbuf[C * MAX_H * MAX_W + 3];
+    int failed = 0, run = 0;
+    for (int t = 0; t < CASES; t++) {
+        uint8_t dt = t & 1 ? HFX_DTYPE_I8 : HFX_DTYPE_U8;
+        int big = t % 16 == 5, H = big ? MAX_H : (int)qt_range(r, 1, 7);
+        int W = big ? 40 : widths[qt_range(r, 0, sizeof widths / sizeof *widths - 1)];
+        int32_t pm[HFX_OP_PARAMS] = {0};
+        pm[HFX_P_POOL_KERNEL_H] = big ? 17 : (int32_t)qt_range(r, 1, 5);
+        pm[HFX_P_POOL_KERNEL_W] = big ? 17 : (int32_t)qt_range(r, 1, 5);
+        pm[HFX_P_POOL_STRIDE_H] = (int32_t)qt_range(r, 1, 3), pm[HFX_P_POOL_STRIDE_W] = (int32_t)qt_range(r, 1, 3);
+        pm[HFX_P_POOL_DILATION_H] = pm[HFX_P_POOL_DILATION_W] = 1;
+        for (int a = 0; a < 4; a++)
+            pm[a] = (int32_t)qt_range(r, 0, pm[HFX_P_POOL_KERNEL_H + (a & 1)] - 1);
+        pm[HFX_P_POOL_CEIL_MODE] = (int32_t)qt_range(r, 0, 1), pm[HFX_P_POOL_COUNT_INCLUDE_PAD] = t >> 1 & 1;
+        static const float ties[] = {0.25f, 0.5f, 1.0f, 0.0078125f};
+        float sx = (float)qt_range(r, 1, 100000) / 1.0e6f, sy = (float)qt_range(r, 1, 100000) / 1.0e6f;
+        if (t % 6 == 2)
+            sx = sy = ties[qt_range(r, 0, 3)];
+        else if (t % 6 == 4)
+            sx = -sx;
+        else if (t % 12 == 7)
+            sx = 1.0e-9f, sy = 100.0f; /* a tiny ratio: every output is z_y */
+        else if (t % 12 == 11)
+            sy = sx * 1.0e-6f; /* every output saturates */
+        pm[HFX_P_QPOOL_SCALE_X] = hfxb_bits(sx), pm[HFX_P_QPOOL_ZERO_X] = (int32_t)qt_range(r, 0, 255) + lo_of(dt);
+        pm[HFX_P_QPOOL_SCALE_Y] = hfxb_bits(sy), pm[HFX_P_QPOOL_ZERO_Y] = (int32_t)qt_range(r, 0, 255) + lo_of(dt);
+        int OH = pool_len(H, pm[8], pm[4], 1, pm[0], pm[2], pm[10]);
+        int OW = pool_len(W, pm[9], pm[5], 1, pm[1], pm[3], pm[10]);
+        if (OH < 1 || OW < 1)
+            continue;
+        uint8_t *X = xbuf + 1 + t % 3, *Y = g_y + 1 + t % 2;
+        for (int i = 0; i < C * H * W; i++)
+            X[i] = (uint8_t)(t % 5 == 0 ? (i % 3 ? 0x80 : 0x7f) : t % 5 == 1 ? (i % 2 ? 0x00 : 0xff) : qt_rand(r));
+        memset(Y, 0xa5, (size_t)(C * OH * OW + 64));
+        hfxb b;
+        hfxb_init(&b);
+        uint32_t in[1] = {hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(1, C, (uint32_t)H, (uint32_t)W)), dt)};
+        uint32_t y = hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(1, C, (uint32_t)OH, (uint32_t)OW)), dt);
+        hfxb_op_add(&b, 0, HFX_OP_QAVGPOOL, -1, 1, in, y, pm);
+        const void *ins[1] = {X};
+        int ok = run_one(pool, &b, ins, 1, Y) == HFX_OK;
+        hfxb_free(&b);
+        for (int i = 0; ok && i < C * OH * OW; i++) {
+            int c = i / (OH * OW), oh = i / OW % OH, ow = i % OW;
+            ok = load(Y, dt, (uint32_t)i) == want_qavgpool(X + c * H * W, dt, pm, H, W, oh, ow);
+            if (!ok)
+                hx_printf("     QAveragePool case %d (H %d W %d k %dx%d s %d,%d pads %d,%d,%d,%d ceil %d incl %d): y[%d] "
+                          "%d, want %d\n",
+                          t, H, W, pm[8], pm[9], pm[4], pm[5], pm[0], pm[1], pm[2], pm[3], pm[10], pm[11], i,
+                          load(Y, dt, (uint32_t)i), want_qavgpool(X + c * H * W, dt, pm, H, W, oh, ow));
+        }
+        for (int i = 0; ok && i < 64; i++)
+            ok = Y[C * OH * OW + i] == 0xa5;
+        failed += !ok;
+        run++;
+    }
+    char what[64];
+    hx_snprintf(what, sizeof what, "QAveragePool %d random geometries (%d failed)", run, failed);
+    expect(failed == 0 && run > CASES / 2, what);
+}
+
+/* The path taken: packets of one QAVGPOOL call (qemu's counter), Y checked against the definition:
+ * 3x3 stride 1 pad 1 (padding not counted) on u8 1x32x28x28, and ppocr_rec_qdq_u8u8's AveragePool
+ * (u8 1x480x3x80, kernel 3x2, strides 3x2, s_x = s_y, z_x = z_y: a sixth of its outputs are exact
+ * ties, which take the f32 taps). Prints the packets. */
+static void qavgpool_packets(hfx_pool *pool, qt_rng *r, int C, int H, int W, const int32_t *geom, float s, int32_t zx,
+                             int32_t zy)
+{
+    int OH = pool_len(H, geom[8], geom[4], 1, geom[0], geom[2], 0), OW = pool_len(W, geom[9], geom[5], 1, geom[1], geom[3], 0);
+    uint8_t *X = malloc((size_t)(C * H * W)), *Y = malloc((size_t)(C * OH * OW));
+    for (int i = 0; i < C * H * W; i++)
+        X[i] = (uint8_t)qt_rand(r);
+    int32_t pm[HFX_OP_PARAMS] = {0};
+    memcpy(pm, geom, 12 * sizeof *pm);
+    pm[HFX_P_QPOOL_SCALE_X] = hfxb_bits(s), pm[HFX_P_QPOOL_ZERO_X] = zx;
+    pm[HFX_P_QPOOL_SCALE_Y] = hfxb_bits(zx == zy ? s : 0.0196078f), pm[HFX_P_QPOOL_ZERO_Y] = zy;
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t in[1] = {hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(1, (uint32_t)C, (uint32_t)H, (uint32_t)W)), HFX_DTYPE_U8)};
+    hfxb_op_add(&b, 0, HFX_OP_QAVGPOOL, -1, 1, in,
+                hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(1, (uint32_t)C, (uint32_t)OH, (uint32_t)OW)), HFX_DTYPE_U8),
+                pm);
+    const void *ins[1] = {X};
+    uint32_t before = hx_qemu_packets();
+    int ok = run_one(pool, &b, ins, 1, Y) == HFX_OK;
+    uint32_t packets = hx_qemu_packets() - before;
+    hfxb_free(&b);
+    for (int i = 0; ok && i < C * OH * OW; i++)
+        ok = Y[i] == want_qavgpool(X + i / (OH * OW) * H * W, HFX_DTYPE_U8, pm, H, W, i / OW % OH, i % OW);
+    char what[96];
+    hx_snprintf(what, sizeof what, "QAveragePool %dx%d s%d,%d u8 1x%dx%dx%d: bit-exact", geom[8], geom[9], geom[4],
+                geom[5], C, H, W);
+    hx_printf("     packets of one QAveragePool call, %dx%d s%d,%d u8 1x%dx%dx%d: %u (%u output bytes)\n", geom[8],
+              geom[9], geom[4], geom[5], C, H, W, packets, (uint32_t)(C * OH * OW));
+    expect(ok, what);
+    free(X), free(Y);
+}
+
+/* DYNAMIC_QPARAMS (DynamicQuantizeLinear's scale and zero point) of 16000 f32 with a NaN, -0 and a
+ * subnormal among them, through the core: its packets (qemu's counter) and its outputs against
+ * ref_dynamic_qparams bit for bit; then ranges of one sign (the other bound 0). */
+static void dynamic_qparams_case(hfx_pool *pool, qt_rng *r)
+{
+    enum { N = 16000 };
+    float *X = malloc(N * sizeof *X);
+    for (int t = 0; t < 3; t++) {
+        for (int i = 0; i < N; i++) {
+            float v = (float)(int32_t)(qt_rand(r) % 2000001u - 1000000) * 1.0e-5f;
+            X[i] = t == 1 ? (v < 0 ? -v : v) : t == 2 ? (v > 0 ? -v : v) : v;
+        }
+        uint32_t nan = 0x7fc00001u, neg_zero = 0x80000000u, sub = 0x80000005u;
+        memcpy(&X[17], &nan, 4), memcpy(&X[N - 1], &neg_zero, 4), memcpy(&X[N / 2], &sub, 4);
+        hfxb b;
+        hfxb_init(&b);
+        uint32_t x = hfxb_input(&b, 0, HFXB_DIMS(N)), s = hfxb_output(&b, 0, HFXB_SCALAR);
+        uint32_t z = hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(1)), HFX_DTYPE_U8);
+        uint32_t op = hfxb_op_add(&b, 0, HFX_OP_DYNAMIC_QPARAMS, -1, 1, &x, s, NULL);
+        b.o[op].nout = 2, b.o[op].out[1] = z;
+        size_t size = 0;
+        uint8_t *bytes = hfxb_encode(&b, &size);
+        hfxb_free(&b);
+        hfx_program *prog = NULL;
+        hfx_error err;
+        float scale = 0.0f, want_scale;
+        uint8_t zp = 0;
+        int32_t want_zp;
+        uint32_t packets = 0;
+        int ok = hfx_program_parse(bytes, size, &prog, &err) == HFX_OK;
+        free(bytes);
+        if (ok) {
+            const void *ins[1] = {X};
+            void *outs[2] = {&scale, &zp};
+            uint32_t before = hx_qemu_packets();
+            ok = hfx_run(pool, prog, ins, 1, outs, 2, NULL, NULL, NULL) == HFX_OK;
+            packets = hx_qemu_packets() - before;
+            hfx_program_free(prog);
+        }
+        ref_dynamic_qparams(X, N, &want_scale, &want_zp);
+        ok = ok && memcmp(&scale, &want_scale, 4) == 0 && zp == want_zp;
+        if (t == 0)
+            hx_printf("     packets of one DynamicQParams call, %d f32: %u\n", N, packets);
+        char what[64];
+        hx_snprintf(what, sizeof what, "DynamicQParams %d f32 (%s)", N, t == 0 ? "both signs" : t == 1 ? ">= 0" : "<= 0");
+        expect(ok, what);
+    }
+    free(X);
+}
+
+/* CAST f32 -> i32 of 16000 values (random patterns: every exponent, NaN and inf among them) through
+ * the core: its packets (qemu's counter) and its outputs against ref_cast_f32_i32 bit for bit */
+static void cast_case(hfx_pool *pool, qt_rng *r)
+{
+    enum { N = 16000 };
+    uint32_t *X = malloc(N * sizeof *X);
+    int32_t *Y = malloc(N * sizeof *Y);
+    for (int i = 0; i < N; i++)
+        X[i] = i % 2 ? qt_rand(r) : (uint32_t)qt_range(r, 120, 160) << 23 | (qt_rand(r) & 0x807fffffu);
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t x = hfxb_input(&b, 0, HFXB_DIMS(N));
+    hfxb_op_add(&b, 0, HFX_OP_CAST, -1, 1, &x, hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(N)), HFX_DTYPE_I32),
+                NULL);
+    const void *ins[1] = {X};
+    uint32_t before = hx_qemu_packets();
+    int ok = run_one(pool, &b, ins, 1, Y) == HFX_OK;
+    uint32_t packets = hx_qemu_packets() - before;
+    hfxb_free(&b);
+    for (int i = 0; ok && i < N; i++) {
+        float v;
+        memcpy(&v, &X[i], 4);
+        ok = Y[i] == ref_cast_f32_i32(v);
+    }
+    hx_printf("     packets of one Cast f32 -> i32 call, %d values: %u\n", N, packets);
+    expect(ok, "Cast f32 -> i32 16000 values: bit-exact");
+    free(X), free(Y);
+}
+
 /* QRESIZE of X[n, c, h, w] to [n, c, oh, ow] against the f32 RESIZE of the same codes (the portable
  * kernel in every build: its nearest source) through the table: x2, x3, x5 and H only (the vector
  * spreads), x1.5, a downscale and round_prefer_ceil's map (the byte gather); Y at an odd offset between
@@ -657,7 +864,15 @@ int main(void)
     qt_begin_group(&T);
     for (int t = 0; t < 4; t++)
         qavgpool_case(pool, types[t & 1], t >> 1, &r);
+    qavgpool_sweep(pool, &r);
+    static const int32_t k3s1p1[12] = {1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 0, 0}, k3x2s3x2[12] = {0, 0, 0, 0, 3, 2, 1, 1, 3, 2, 0, 0};
+    qavgpool_packets(pool, &r, 32, 28, 28, k3s1p1, 0.0235294f, 3, 0);
+    qavgpool_packets(pool, &r, 480, 3, 80, k3x2s3x2, 0.2280418f, 6, 6);
     qt_end_group(&T, "QAveragePool");
+    qt_begin_group(&T);
+    dynamic_qparams_case(pool, &r);
+    cast_case(pool, &r);
+    qt_end_group(&T, "DynamicQParams/Cast");
     qt_begin_group(&T);
     qresize_sweep(pool, &r);
     qresize_packets(pool, &r);
