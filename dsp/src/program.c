@@ -684,20 +684,37 @@ static hfx_status parse_ops(hfx_program *p, const header *h, hfx_error *err) {
     return st;
 }
 
-/* ops that move their first input's values unchanged (a Conv1D's result reaches its Q through a COPY) */
-static bool moves_values(uint16_t opcode) {
-    return opcode == HFX_OP_COPY || opcode == HFX_OP_TRANSPOSE || opcode == HFX_OP_SLICE;
-}
-
-/* The sums of every op whose result a QUANTIZE_LINEAR reads, maybe through copies, in `order`. */
+/* The sums of every op a QUANTIZE_LINEAR's X depends on (a DynamicQuantizeLinear's too), in `order`: one ulp
+ * of difference anywhere up there may move a code, and a code one step off moves what follows by a step
+ * (e5-small-v2's Softmax into the attention MatMul, its GELU's Erf and its LayerNorm's ReduceMeans, each a few
+ * exact ops before a DynamicQuantizeLinear: 1.5e-3 relative at the next LayerNorm). A walk up from each
+ * QUANTIZE_LINEAR's X with a stack of ops (each op pushed once). */
 static void sum_quantized_in(hfx_program *p, uint8_t order) {
-    for (uint32_t o = 0; o < p->n_ops; o++) { /* a QUANTIZE_LINEAR has its input X (validated) */
+    uint32_t n = p->n_ops ? p->n_ops : 1;
+    uint8_t *seen = zalloc(n, 1);
+    uint32_t *stack = zalloc(n, sizeof *stack);
+    uint32_t top = 0;
+    for (uint32_t o = 0; seen && stack && o < p->n_ops; o++) { /* a QUANTIZE_LINEAR has its input X (validated) */
         if (p->ops[o].opcode != HFX_OP_QUANTIZE_LINEAR) continue;
         uint32_t producer = p->tensors[p->ops[o].in[0]].producer;
-        while (producer != HFX_NO_TENSOR && moves_values(p->ops[producer].opcode))
-            producer = p->tensors[p->ops[producer].in[0]].producer;
-        if (producer != HFX_NO_TENSOR) p->ops[producer].sum_order = order;
+        if (producer != HFX_NO_TENSOR && !seen[producer]) {
+            seen[producer] = 1;
+            stack[top++] = producer;
+        }
+        while (top) {
+            hfx_op *op = &p->ops[stack[--top]];
+            op->sum_order = order;
+            for (uint32_t k = 0; k < op->n_in; k++) {
+                uint32_t up = op->in[k] == HFX_NO_TENSOR ? HFX_NO_TENSOR : p->tensors[op->in[k]].producer;
+                if (up != HFX_NO_TENSOR && !seen[up]) {
+                    seen[up] = 1;
+                    stack[top++] = up;
+                }
+            }
+        }
     }
+    hfx_plat_free(seen); /* out of memory: the sums keep their own order, as before any marking */
+    hfx_plat_free(stack);
 }
 
 void hfx_program_sum_in_hexagon_order(hfx_program *p) { sum_quantized_in(p, HFX_SUM_HEXAGON); }

@@ -69,7 +69,7 @@ def list_models(cache_dir: str | os.PathLike[str] | None = None) -> list[ZooMode
         for name in models.BUILDERS
     ]
     for m in real.MODELS.values():
-        source = f"{m.package}=={m.version}" + (f" (quantised here, {m.quant_format})" if m.derived_from else "")
+        source = m.spec + (f" (quantised here, {m.quant_format})" if m.derived_from else "")
         out.append(ZooModel(m.name, source, m.kind, m.what, real.cached_path(m.name, cache_dir), m.shapes))
     quantized = importlib.import_module("models.quantized")
     for q in quantized.MODELS.values():
