@@ -229,7 +229,11 @@ def index_model(
         symbolic = symbolic_shapes(model)
     overrides = {**binding.inputs, **(shape_overrides or {})} if binding.symbols else (shape_overrides or {})
     model = _apply_shape_overrides(model, overrides, where)
-    if freeze or not binding.symbols:  # every dim fixed (--freeze-shapes, or declared so): fold what they decide
+    # every dim fixed (--freeze-shapes, or declared so by the file): fold what they decide. Not again for
+    # a model frozen already (silero_vad's inlined If broke when folded twice), nor for dims fixed by
+    # --shape alone, which the written model keeps symbolic
+    declared_static = not (binding.symbols or shape_overrides or freeze)
+    if (freeze and binding.symbols) or declared_static:
         from .fold import specialise
 
         model, _ = specialise(model, {}, inline_ifs=True)

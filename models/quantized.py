@@ -126,6 +126,7 @@ SHIPPED_QUANTIZED = (
     "smart_turn_v3",
     "tashkeel_bilstm",
     "quire_tagger",
+    "e5_small_v2_q",
 )
 
 

@@ -52,6 +52,12 @@ ALLOWED_ON_CPU = {
 FLOAT_DRIFT = {
     "slanet_table_qdq_u8u8": "the decoder Loop's per-tensor u8 state drifts over its steps: its structure "
     "output is 0.189 of its range from the float model's (u16u8: 0.137)",
+    **{
+        f"u2netp_qdq_{tag}": "U2-Net's mask output ('1959') lands up to 254.9 u8 steps, mean 0.97 of its range, "
+        "from the float model's (u16u8: 37880 steps, mean 0.55): the recipe's per-tensor ranges do not hold its "
+        "saliency maps (cause not investigated)"
+        for tag in ("u8u8", "u16u8")
+    },
 }
 FEED_SEED = 100  # not one of the calibration batches (seeds 0..CALIBRATION_BATCHES-1)
 # QNN's failures (strict xfails: they turn into failures once QNN takes the model).
