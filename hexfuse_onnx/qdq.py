@@ -40,6 +40,14 @@ def is_dq_node(n: onnx.NodeProto) -> bool:
     return n.op_type == "DequantizeLinear" and n.domain in QDQ_DOMAINS
 
 
+def quantized_op(g: ModelGraph, i: int) -> int | None:
+    """The op whose output node i, a QuantizeLinear, quantizes; None for any other node, a Q of a
+    graph input, or of a DequantizeLinear's output (a move's Q)."""
+    n = g.nodes[i]
+    op = g.producer.get(n.input[0]) if is_q(g, i) and n.input else None
+    return None if op is None or is_dq(g, op) else op
+
+
 def _consumers(g: ModelGraph, i: int) -> set[int]:
     return {c for t in g.nodes[i].output if t for c in g.consumers.get(t, ())}
 
@@ -79,11 +87,10 @@ def group_order(g: ModelGraph, order: list[int]) -> list[int]:
     position = {i: k for k, i in enumerate(order)}
     follow: dict[int, list[int]] = {}
     for i in order:
-        n = g.nodes[i]
-        op = g.producer.get(n.input[0]) if is_q(g, i) and n.input else None
-        if op is None or op not in position or is_dq(g, op):
+        op = quantized_op(g, i)
+        if op is None or op not in position:
             continue
-        if all(position.get(g.producer.get(t, -1), -1) <= position[op] for t in n.input[1:] if t):
+        if all(position.get(g.producer.get(t, -1), -1) <= position[op] for t in g.nodes[i].input[1:] if t):
             follow.setdefault(op, []).append(i)
     moved = {q for qs in follow.values() for q in qs}
     late = frozenset(i for i in order if is_dq(g, i) and _consumers(g, i) & position.keys())

@@ -55,7 +55,7 @@ from ..graph import ModelGraph
 from ..lowering import RUN_TIME_INTEGERS, absent_when_empty, op_key, op_outside_kernel
 from ..lowering.pointwise import CASTS_TO_FLOAT
 from ..profile import Engine, GraphProfile, TaskProfile
-from ..qdq import group_order, is_dq, is_q, release_foreign
+from ..qdq import group_order, is_dq, is_q, quantized_op, release_foreign
 from .base import Candidate, KindDetail, Pair, PairKind, budget_message
 from .blocks import Block, layer_blocks
 from .cuts import halve, inside_groups, nan_test, node_time
@@ -294,10 +294,10 @@ def _shape_work_early(g: ModelGraph, profile: GraphProfile, side: list[int]) -> 
     work of an exported model: Shape, Gather, Slice, Concat) right after the last node it reads:
     graph order spreads it between the ops (smart_turn_v3), and each such node cuts a run."""
     out: list[int] = []
-    mine = set(side)
+    runs = {i: lowerable(g, profile, i) for i in side}  # once each, not once per reader
     for i in side:
-        placed = [g.producer[t] for t in g.node_inputs[i] if g.producer.get(t, -1) in mine]
-        if lowerable(g, profile, i) or any(lowerable(g, profile, p) for p in placed):
+        placed = [g.producer[t] for t in g.node_inputs[i] if g.producer.get(t, -1) in runs]
+        if runs[i] or any(runs[p] for p in placed):
             out.append(i)
             continue
         out.insert(max((out.index(p) for p in placed), default=-1) + 1, i)
@@ -321,8 +321,8 @@ def unlowerable(g: ModelGraph, profile: GraphProfile, i: int) -> str:
         return " (outside the kernel's op set)"
     if _touches_empty(g, n):
         return " on an empty tensor"
-    op = g.producer.get(n.input[0]) if is_q(g, i) and n.input else None
-    if op is not None and not is_dq(g, op) and unlowerable(g, profile, op):
+    op = quantized_op(g, i)
+    if op is not None and unlowerable(g, profile, op):
         return " (quantizes a node no pair may hold)"  # a pair would split its group (minilm_l3's Cast)
     if is_q(g, i) or is_dq(g, i) or _dynamic_quantisation(g, n) or _qoperator(n):
         return ""  # integer tensors the kernel reads and writes (qdq.py; lowering/dynamic.py, qlinear.py)
