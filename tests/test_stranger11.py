@@ -12,6 +12,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from real_support import cached_or_skip
 from test_lower import needs_host
 
 from hexfuse_onnx import graph
@@ -295,15 +296,6 @@ def test_maven_entries_list_with_their_coordinates() -> None:
 # ---- the real models, where cached ---------------------------------------------------------------
 
 
-def _cached(name: str) -> Path:
-    from models import real
-
-    path = real.cached_path(name)
-    if path is None:
-        pytest.skip(f"{name} is not cached (python -m models real fetch {name})")
-    return path
-
-
 @pytest.mark.slow
 def test_real_u2netp_pairs_its_side_outputs_on_the_plugin(tmp_path: Path) -> None:
     """At 0 us per call: 3 of u2netp's 5 branch candidates (a side output's Conv + Resize + Sigmoid
@@ -311,7 +303,7 @@ def test_real_u2netp_pairs_its_side_outputs_on_the_plugin(tmp_path: Path) -> Non
     from cli_support import run_cli
 
     out = tmp_path / "u.onnx"
-    proc = run_cli("rewrite", _cached("u2netp"), "--verify", "plugin", "-o", out)
+    proc = run_cli("rewrite", cached_or_skip("u2netp"), "--verify", "plugin", "-o", out)
     assert proc.returncode == 0, proc.stderr
     fused = onnx.load(out)
     assert [n.op_type for n in fused.graph.node].count("FusedHexPair") == 3
@@ -326,7 +318,7 @@ def test_real_e5_keeps_its_pairs_at_frozen_shapes(tmp_path: Path) -> None:
     from cli_support import run_cli
 
     out = tmp_path / "e5.onnx"
-    proc = run_cli("rewrite", _cached("e5_small_v2_q"), "--freeze-shapes", "--verify", "plugin", "-o", out)
+    proc = run_cli("rewrite", cached_or_skip("e5_small_v2_q"), "--freeze-shapes", "--verify", "plugin", "-o", out)
     assert proc.returncode == 0, proc.stderr
     assert "dropping" not in proc.stderr
     assert [n.op_type for n in onnx.load(out).graph.node].count("FusedHexPair") == 25
