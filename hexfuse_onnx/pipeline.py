@@ -140,6 +140,7 @@ class Reference:
     inner: dict[str, list[np.ndarray]] = field(default_factory=dict)  # inner_values' cache, by tensor
     unoptimised: float | None = None  # optimisation_spread's, made when first needed
     base: str = ""  # the model the plugin's run is decomposed against when not the original (_frozen_base)
+    staged: StagedModel | None = None  # the rewrite without pairs, staged once (_pairless), discarded by rewrite
 
     def decomposed(self) -> str:
         """The model whose ORT run the plugin's is checked against: the rewrite without pairs when
@@ -379,12 +380,13 @@ def rewrite(
         _refuse_untaken_branches(analysis, reference, progress)
     seconds = dict(analysis.seconds)
     source_dir = Path(path).resolve().parent
-    base = _frozen_base(analysis, reference, out, source_dir) if freeze_shapes else None
+    if freeze_shapes:
+        _frozen_base(analysis, reference, out, source_dir)
     try:
         return _rounds(analysis, reference, out, source_dir, rtol, min_gain, progress, verify_plugin, seconds)
     finally:
-        if base is not None:
-            base.discard()
+        if reference is not None and reference.staged is not None:
+            reference.staged.discard()
 
 
 def _rounds(
@@ -450,17 +452,21 @@ def _rounds(
     return RewriteResult(analysis, None, None, seconds)
 
 
-def _frozen_base(analysis: Analysis, reference: Reference | None, out: Path, source_dir: Path) -> StagedModel | None:
+def _pairless(analysis: Analysis, reference: Reference, out: Path, source_dir: Path) -> Path:
+    """The rewrite without pairs, staged once for _frozen_base and _rebase_on_pairless (Reference.staged)."""
+    if reference.staged is None:
+        reference.staged = stage(fuse(analysis.graph, [], reference.second), out, source_dir)
+    return reference.staged.model_path
+
+
+def _frozen_base(analysis: Analysis, reference: Reference | None, out: Path, source_dir: Path) -> None:
     """The rewrite without pairs, staged, for the plugin's run to be decomposed against
     (Reference.base) when --freeze-shapes fixed symbolic dims: at fixed shapes ORT fuses what it
     does not at symbolic ones (e5_small_v2_q: SkipLayerNormalization), so the original computes the
     pairs' inputs otherwise than the rewrite does, and all 109 pairs failed by that difference
     grown through 12 dynamically quantized layers (pair outputs 0.02, last_hidden_state 0.27)."""
-    if reference is None or analysis.graph.binding is None:
-        return None
-    staged = stage(fuse(analysis.graph, [], reference.second), out, source_dir)
-    reference.base = str(staged.model_path)
-    return staged
+    if reference is not None and analysis.graph.binding is not None:
+        reference.base = str(_pairless(analysis, reference, out, source_dir))
 
 
 def _lower_chosen(
@@ -1048,31 +1054,28 @@ def _rebase_on_pairless(
     if reference.pairless_checked:
         return False
     reference.pairless_checked = True
-    staged = stage(fuse(analysis.graph, [], reference.second), out, source_dir)
+    path = _pairless(analysis, reference, out, source_dir)
     try:
-        try:
-            pairless = ort_session(staged.model_path)
-            cases = [run_original(pairless, c.feeds, c.label) for c in reference.cases]
-        except Exception:  # noqa: BLE001 - it does not run (silero_vad frozen: its LSTM branch): no arithmetic
-            return False
-        try:
-            compare_cases(staged.model_path, reference.cases, rtol)
-            return False  # the pairs' own failure
-        except VerificationError as exc:
-            off = exc.message
-        plain = unoptimised_options()
-        original = ort_session(reference.source, plain)
-        as_written = [run_original(original, c.feeds, c.label) for c in reference.cases]
-        try:
-            compare_cases(staged.model_path, as_written, rtol, plain)
-        except VerificationError as exc:
-            progress(f"the rewrite without pairs differs from the original, also as written: {exc.message}")
-            return False
-        reference.pairless = max(
-            relative_error(r, o) for a, b in zip(reference.cases, cases) for r, o in zip(a.expected, b.expected)
-        )
-    finally:
-        staged.discard()
+        pairless = ort_session(path)
+        cases = [run_original(pairless, c.feeds, c.label) for c in reference.cases]
+    except Exception:  # noqa: BLE001 - it does not run (silero_vad frozen: its LSTM branch): no arithmetic
+        return False
+    try:
+        compare_cases(path, reference.cases, rtol)
+        return False  # the pairs' own failure
+    except VerificationError as exc:
+        off = exc.message
+    plain = unoptimised_options()
+    original = ort_session(reference.source, plain)
+    as_written = [run_original(original, c.feeds, c.label) for c in reference.cases]
+    try:
+        compare_cases(path, as_written, rtol, plain)
+    except VerificationError as exc:
+        progress(f"the rewrite without pairs differs from the original, also as written: {exc.message}")
+        return False
+    reference.pairless = max(
+        relative_error(r, o) for a, b in zip(reference.cases, cases) for r, o in zip(a.expected, b.expected)
+    )
     reference.cases = cases
     progress(
         f"the rewrite without pairs already differs from the original on stock ORT ({off}), not as written "

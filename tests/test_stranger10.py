@@ -11,6 +11,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 from onnx import helper
+from real_support import cached_or_skip
 from test_lower import HostKernel, init, needs_host, pair_model, program_inputs, vi
 
 from hexfuse_onnx import graph
@@ -272,15 +273,6 @@ def test_gather_of_a_sliding_window_is_refused_in_a_short_line() -> None:
     assert len(str(err.value)) < 160
 
 
-def _cached(name: str) -> Path:
-    from models import real
-
-    path = real.cached_path(name)
-    if path is None:
-        pytest.skip(f"{name} is not cached (python -m models real fetch {name})")
-    return path
-
-
 def _fused_ops(path: Path) -> set[str]:
     return {n.op_type for f in onnx.load(path).functions for n in f.node}
 
@@ -291,7 +283,9 @@ def test_real_marblenet_pairs_its_fused_convs_on_the_plugin(tmp_path: Path) -> N
     from cli_support import run_cli
 
     out = tmp_path / "m.onnx"
-    proc = run_cli("rewrite", _cached("marblenet_vad"), "--shape", "audio=1x1x16000", "--verify", "plugin", "-o", out)
+    proc = run_cli(
+        "rewrite", cached_or_skip("marblenet_vad"), "--shape", "audio=1x1x16000", "--verify", "plugin", "-o", out
+    )
     assert proc.returncode == 0, proc.stderr
     assert sum(n.op_type == "FusedHexPair" for n in onnx.load(out).graph.node) >= 5
     assert "FusedConv" in _fused_ops(out)
@@ -302,7 +296,7 @@ def test_real_gtcrn_pairs_its_prelus_on_the_plugin(tmp_path: Path) -> None:
     from cli_support import run_cli
 
     out = tmp_path / "g.onnx"
-    proc = run_cli("rewrite", _cached("gtcrn_stream"), "--verify", "plugin", "-o", out)
+    proc = run_cli("rewrite", cached_or_skip("gtcrn_stream"), "--verify", "plugin", "-o", out)
     assert proc.returncode == 0, proc.stderr
     assert "PRelu" in _fused_ops(out)
 

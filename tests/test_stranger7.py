@@ -5,22 +5,14 @@ fetch NAME`; skipped when not)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from real_support import cached_or_skip
 
 from hexfuse_onnx import graph
-from models import real
-
-
-def _cached(name: str) -> Path:
-    path = real.cached_path(name)
-    if path is None:
-        pytest.skip(f"{name} is not cached (python -m models real fetch {name})")
-    return path
 
 
 def _const(name: str, values: list[int]) -> onnx.NodeProto:
@@ -86,7 +78,7 @@ def test_shapes_after_a_pad_whose_pads_are_computed_from_constants(tmp_path):
 def test_open_nsfw_pairs_its_residual_branches_with_its_batch_symbolic():
     from hexfuse_onnx import pipeline
 
-    path = _cached("open_nsfw")
+    path = cached_or_skip("open_nsfw")
     analysis = pipeline.analyse(path)
     assert not analysis.profile.unprofiled  # 742 of 845 nodes before
     assert analysis.pairs and analysis.graph.binding is not None  # none before; the batch stays symbolic
@@ -169,7 +161,7 @@ def test_colocate_measures_against_the_streams_uncut(tmp_path):
     from hexfuse_onnx import pipeline
     from hexfuse_onnx.kinds.colocate import outside_time
 
-    path = _cached("vietcombank_captcha")
+    path = cached_or_skip("vietcombank_captcha")
     a = pipeline.analyse(path)
     one = outside_time(a.graph, a.profile, list(range(len(a.graph.nodes))), set(), a.target)
     report = tmp_path / "r.json"

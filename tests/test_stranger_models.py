@@ -4,9 +4,9 @@ real models only: `python -m models real fetch NAME`; skipped when not in the ca
 from __future__ import annotations
 
 import collections
-from pathlib import Path
 
 import pytest
+from real_support import cached_or_skip
 
 from hexfuse_onnx import pipeline
 from models import real
@@ -14,17 +14,10 @@ from models import real
 pytestmark = pytest.mark.slow  # real models through ORT
 
 
-def _cached(name: str) -> Path:
-    path = real.cached_path(name)
-    if path is None:
-        pytest.skip(f"{name} is not cached (python -m models real fetch {name})")
-    return path
-
-
 def test_a_reselection_lowers_only_the_pairs_it_has_not_lowered(tmp_path, monkeypatch):
     """captcha_crnn at 0 us per call: 83 pairs chosen, then 24 rounds of lowering each finding
     pairs that do not lower (shape arithmetic); every round lowered all 83 again (43-96 s)."""
-    path = _cached("captcha_crnn")
+    path = cached_or_skip("captcha_crnn")
     lowered: collections.Counter[int] = collections.Counter()  # by id() of the candidate
     real_prepare = pipeline.prepare
 

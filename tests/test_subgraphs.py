@@ -11,6 +11,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from real_support import cached_or_skip
 
 from hexfuse_onnx import contract as C
 from hexfuse_onnx import runtime
@@ -188,11 +189,7 @@ def test_silero_vad_pairs_in_both_branches(tmp_path: Path) -> None:
     then branch is taken; the seeded random case (sr 0 or 1, at the 256 samples it runs at) takes
     the 8 kHz else branch. Each branch pairs its STFT's real and imaginary halves (4+4 vector
     nodes), found once the Pad's constant pads are folded for the analysis (call overhead 0 here)."""
-    from models import real
-
-    path = real.cached_path("silero_vad")
-    if path is None:
-        pytest.skip("silero_vad is not cached: python -m models real fetch silero_vad")
+    path = cached_or_skip("silero_vad")
     rng = np.random.default_rng(0)
     feeds = {
         "input": (0.1 * rng.standard_normal((1, 512))).astype(np.float32),

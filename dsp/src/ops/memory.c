@@ -75,27 +75,34 @@ static inline __attribute__((always_inline)) void transpose_rows(const uint8_t *
     }
 }
 
+/* Transpose's and Slice's item: its output rows [*b, *e) of `*last` elements each; false when the output is a
+ * scalar, which it copies. */
+static bool item_rows(const hfx_kernel_args *a, uint32_t item, uint64_t *last, uint64_t *b, uint64_t *e) {
+    const hfx_tensor *ot = &a->prog->tensors[a->op->out[0]];
+    hfx_rows_plan pl;
+    HFX_PLAN_LOAD(pl, a->op);
+    *last = pl.row_len;
+    hfx_plan_range(pl.rows, pl.rows_per_item, item, b, e);
+    if (ot->rank > 0) return true;
+    memcpy(a->out[0], a->in[0], hfx_dtype_size(ot->dtype));
+    return false;
+}
+
 void hfx_run_transpose(const hfx_kernel_args *a, uint32_t item) {
     const hfx_op *op = a->op;
     const hfx_tensor *xt = &a->prog->tensors[op->in[0]], *ot = &a->prog->tensors[op->out[0]];
     const uint8_t *x = a->in[0];
     uint8_t *o = a->out[0];
     size_t es = hfx_dtype_size(ot->dtype);
-    hfx_rows_plan pl;
-    HFX_PLAN_LOAD(pl, op);
-    uint64_t b, e;
-    hfx_plan_range(pl.rows, pl.rows_per_item, item, &b, &e);
-    if (ot->rank == 0) {
-        memcpy(o, x, es);
-        return;
-    }
+    uint64_t last, b, e;
+    if (!item_rows(a, item, &last, &b, &e)) return;
     uint64_t st[HFX_MAX_RANK], s[HFX_MAX_RANK];
     hfx_dense_strides(xt, st);
     for (uint32_t i = 0; i < ot->rank; i++) s[i] = st[op->params[HFX_P_PERM + i]];
-    if (es == 1) transpose_rows(x, o, 1, ot, s, pl.row_len, b, e);
-    else if (es == 2) transpose_rows(x, o, 2, ot, s, pl.row_len, b, e);
-    else if (es == 8) transpose_rows(x, o, 8, ot, s, pl.row_len, b, e);
-    else transpose_rows(x, o, 4, ot, s, pl.row_len, b, e);
+    if (es == 1) transpose_rows(x, o, 1, ot, s, last, b, e);
+    else if (es == 2) transpose_rows(x, o, 2, ot, s, last, b, e);
+    else if (es == 8) transpose_rows(x, o, 8, ot, s, last, b, e);
+    else transpose_rows(x, o, 4, ot, s, last, b, e);
 }
 
 /* ---- Slice ---- */
@@ -192,15 +199,8 @@ void hfx_run_slice(const hfx_kernel_args *a, uint32_t item) {
     const uint8_t *x = a->in[0];
     uint8_t *o = a->out[0];
     size_t es = hfx_dtype_size(ot->dtype);
-    hfx_rows_plan pl;
-    HFX_PLAN_LOAD(pl, op);
-    uint64_t last = pl.row_len;
-    uint64_t b, e;
-    hfx_plan_range(pl.rows, pl.rows_per_item, item, &b, &e);
-    if (ot->rank == 0) {
-        memcpy(o, x, es);
-        return;
-    }
+    uint64_t last, b, e;
+    if (!item_rows(a, item, &last, &b, &e)) return;
     uint64_t st[HFX_MAX_RANK];
     int64_t s[HFX_MAX_RANK], base = 0;
     hfx_dense_strides(xt, st);
