@@ -621,6 +621,70 @@ static void cast_case(hfx_pool *pool, qt_rng *r)
     free(X), free(Y);
 }
 
+/* QUANTIZE_LINEAR f32 -> u8/i8/u16/i16 of X [c, n / c] through the core, per tensor or per axis 0
+ * (scales 0.0235294 / 2^-3 / a random one alternating, zero points across the range), its outputs
+ * against ref_quantize_linear bit for bit; values over the range and a little past it, every
+ * special kind among them (NaN, +-inf, +-0, subnormals, ties of the power-of-two scale). `packets`:
+ * prints the call's packets (qemu's counter). */
+static void quantize_case(hfx_pool *pool, qt_rng *r, uint8_t dt, uint32_t c, uint32_t n, int packets)
+{
+    int wide = dt == HFX_DTYPE_U16 || dt == HFX_DTYPE_I16, is_signed = dt == HFX_DTYPE_I8 || dt == HFX_DTYPE_I16;
+    int32_t lo = is_signed ? (wide ? INT16_MIN : INT8_MIN) : 0, hi = wide ? (is_signed ? INT16_MAX : UINT16_MAX)
+                                                                        : (is_signed ? INT8_MAX : UINT8_MAX);
+    float *X = malloc(n * sizeof *X), S[16];
+    uint8_t *Y = malloc(n * 2 + 1), Zb[32];
+    int32_t Z[16];
+    for (uint32_t k = 0; k < c; k++) {
+        S[k] = k % 3 == 0 ? 0.0235294f : k % 3 == 1 ? 0.125f : (float)qt_range(r, 1, 100000) * 1.0e-6f;
+        Z[k] = lo + (int32_t)qt_range(r, 0, (uint32_t)(hi - lo));
+        if (wide)
+            Zb[2 * k] = (uint8_t)Z[k], Zb[2 * k + 1] = (uint8_t)(Z[k] >> 8);
+        else
+            Zb[k] = (uint8_t)Z[k];
+    }
+    static const uint32_t special[] = {0x7fc00000u, 0xffc00001u, 0x7f800000u, 0xff800000u, 0x00000000u,
+                                       0x80000000u, 0x00000001u, 0x807fffffu, 0x3e800000u, 0xbe800000u};
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t k = i / (n / c);
+        float span = (float)(hi - lo) * 1.2f * S[k];
+        X[i] = ((float)qt_rand(r) / 4294967296.0f - 0.5f) * span + (float)(lo + hi) * 0.5f * S[k] - (float)Z[k] * S[k];
+        if (i % 97 < 10)
+            memcpy(&X[i], &special[i % 97], 4);
+        if (i % 89 == 0) /* a tie of the power-of-two scale */
+            X[i] = ((float)(int32_t)qt_range(r, 0, 600) - 300.0f + 0.5f) * 0.125f;
+    }
+    hfxb b;
+    hfxb_init(&b);
+    b.v2 = wide;
+    uint32_t sd[1] = {c};
+    uint32_t x = hfxb_input(&b, 0, HFXB_DIMS(c, n / c)), s = hfxb_input(&b, 0, c > 1, sd);
+    uint32_t z = hfxb_set_dtype(&b, hfxb_input(&b, 0, c > 1, sd), dt);
+    hfxb_quant(&b, 0, HFX_OP_QUANTIZE_LINEAR, x, s, z, hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(c, n / c)), dt), 0);
+    const void *ins[3] = {X, S, Zb};
+    uint8_t *out = Y + 1; /* misaligned */
+    uint32_t before = hx_qemu_packets();
+    int ok = run_one(pool, &b, ins, 3, out) == HFX_OK;
+    uint32_t used = hx_qemu_packets() - before;
+    hfxb_free(&b);
+    uint32_t bad = n;
+    for (uint32_t i = 0; ok && i < n; i++) {
+        int32_t got = wide ? (int32_t)(out[2 * i] | out[2 * i + 1] << 8) : out[i];
+        if (is_signed)
+            got = wide ? (int16_t)got : (int8_t)got;
+        ok = got == ref_quantize_linear(X[i], S[i / (n / c)], Z[i / (n / c)], lo, hi);
+        bad = ok ? bad : i;
+    }
+    const char *name = dt == HFX_DTYPE_U8 ? "u8" : dt == HFX_DTYPE_I8 ? "i8" : dt == HFX_DTYPE_U16 ? "u16" : "i16";
+    if (packets)
+        hx_printf("     packets of one QuantizeLinear f32 -> %s call, %u x %u: %u\n", name, c, n / c, used);
+    if (bad < n)
+        hx_printf("     x[%u] = %08x: wrong\n", bad, ((const uint32_t *)(const void *)X)[bad]);
+    char what[64];
+    hx_snprintf(what, sizeof what, "QuantizeLinear f32 -> %s %u x %u", name, c, n / c);
+    expect(ok, what);
+    free(X), free(Y);
+}
+
 /* QRESIZE of X[n, c, h, w] to [n, c, oh, ow] against the f32 RESIZE of the same codes (the portable
  * kernel in every build: its nearest source) through the table: x2, x3, x5 and H only (the vector
  * spreads), x1.5, a downscale and round_prefer_ceil's map (the byte gather); Y at an odd offset between
@@ -873,6 +937,15 @@ int main(void)
     dynamic_qparams_case(pool, &r);
     cast_case(pool, &r);
     qt_end_group(&T, "DynamicQParams/Cast");
+    qt_begin_group(&T);
+    static const uint8_t qtypes[4] = {HFX_DTYPE_U8, HFX_DTYPE_I8, HFX_DTYPE_U16, HFX_DTYPE_I16};
+    for (int t = 0; t < 4; t++) {
+        quantize_case(pool, &r, qtypes[t], 1, 16000, 1);
+        quantize_case(pool, &r, qtypes[t], 1, 1003, 0);
+        quantize_case(pool, &r, qtypes[t], 6, 6 * 515, 0);
+    }
+    quantize_case(pool, &r, HFX_DTYPE_U8, 1, 64 * 80 * 80, 1); /* an FPN level after a Resize */
+    qt_end_group(&T, "QuantizeLinear");
     qt_begin_group(&T);
     qresize_sweep(pool, &r);
     qresize_packets(pool, &r);
