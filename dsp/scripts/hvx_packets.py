@@ -94,7 +94,10 @@ KERNELS = {
     "hvx_matmul_i8": (["rq_setup", "rowsum_i8", "load_bias"], "vrmpy"),
     "hvx_dequant_i8_f32": (["dq_words"], "store"),
     # QUANTIZE_LINEAR's HVX path (dsp/src/ops/quant.c): fixed point from the bit patterns, near ties by the reference
-    "hvx_quant_f32": (["q_words", "q_block", "q_fix", "q_store", "lane_bits", "ref_quantize_linear"], "store"),
+    "hvx_quant_f32": (
+        ["q_run", "q_words", "q_block", "q_fix", "q_store", "lane_bits", "quant_ref", "div_floor"],
+        "store",
+    ),
     # QMAXPOOL's HVX row path (dsp/src/ops/qpool.c): window rows' max, then the taps' max
     "hvx_maxpool": (["hvx_maxpool_rows", "hvx_maxpool_taps"], "store"),
     # QAVGPOOL's HVX row path (dsp/src/ops/qpool.c): window rows' sums, the taps' sums, fixed-point outputs
