@@ -119,7 +119,9 @@ def check(path: str | os.PathLike[str]) -> None:
 def random_inputs(
     session: ort.InferenceSession, shape_overrides: dict[str, list[int]] | None = None, seed: int = 0
 ) -> dict[str, np.ndarray]:
-    """Seeded inputs for every session input; unknown dims take the override or 1."""
+    """Seeded inputs for every session input; unknown dims take the override or 1. Floats are N(0, 1);
+    8- and 16-bit integers span their type's range (quantized values and pixels: 0 or 1 would saturate
+    a QDQ group and hide how it rounds); other integers and bools are 0 or 1 (ids, lengths, rates)."""
     rng = np.random.default_rng(seed)
     feeds: dict[str, np.ndarray] = {}
     for arg in session.get_inputs():
@@ -127,18 +129,24 @@ def random_inputs(
         dtype = _numpy_dtype(arg.type)
         if np.issubdtype(dtype, np.floating):
             feeds[arg.name] = rng.standard_normal(shape).astype(dtype)
-        elif dtype == np.bool_:
-            feeds[arg.name] = rng.integers(0, 2, shape).astype(np.bool_)
+        elif dtype in FULL_RANGE_INTEGERS:
+            info = np.iinfo(dtype)
+            feeds[arg.name] = rng.integers(int(info.min), int(info.max) + 1, shape, dtype=dtype)
         else:
             feeds[arg.name] = rng.integers(0, 2, shape).astype(dtype)
     return feeds
 
 
+FULL_RANGE_INTEGERS = tuple(np.dtype(t) for t in (np.uint8, np.int8, np.uint16, np.int16))
+_FULL_RANGE_PROTO = (onnx.TensorProto.UINT8, onnx.TensorProto.INT8, onnx.TensorProto.UINT16, onnx.TensorProto.INT16)
+
+
 def integer_inputs(model: onnx.ModelProto) -> list[str]:
-    """The graph inputs random_inputs gives 0 or 1: those not of a float type."""
+    """The graph inputs random_inputs gives 0 or 1: those neither of a float type nor 8- or 16-bit integers."""
     inits = {t.name for t in model.graph.initializer}
     floats = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE, onnx.TensorProto.BFLOAT16)
-    return [v.name for v in model.graph.input if v.name not in inits and v.type.tensor_type.elem_type not in floats]
+    skip = floats + _FULL_RANGE_PROTO
+    return [v.name for v in model.graph.input if v.name not in inits and v.type.tensor_type.elem_type not in skip]
 
 
 def random_integer_note(model: onnx.ModelProto) -> str:

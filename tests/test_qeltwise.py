@@ -18,6 +18,7 @@ from onnx import TensorProto, helper
 from test_lower import init, pair_model, program_inputs, vi
 from test_qmatmul import _opcodes
 
+from hexfuse_onnx import verify
 from hexfuse_onnx.lowering import attach_programs, lower_pair
 from hexfuse_onnx.lowering.abi import Opcode
 from hexfuse_onnx.runtime import HOST_NAME, LIB_DIR, HostKernel
@@ -355,15 +356,40 @@ def test_avgpool_pairs_under_qemu_equal_the_host_kernel(dt: int, tmp_path: Path)
             pair_of.append(_avgpool_chain(p, shape, dt, **pool).model_parts(f"{p}y", [*shape[:2], oh, ow], dt))
         pair, plain = _models(*pair_of)
         assert _opcodes(lower_pair(pair, pair.graph.node[0])) == [Opcode.QAVGPOOL, Opcode.QMAXPOOL] * 2
-        model, feeds, report = (tmp_path / f"{case}{ext}" for ext in (".onnx", ".npz", ".json"))
+        model, report = (tmp_path / f"{case}{ext}" for ext in (".onnx", ".json"))
         with_program, failed = attach_programs(pair)
         assert not failed, failed
         onnx.save(with_program, str(model))
-        np.savez(feeds, **_feeds(plain, np.random.default_rng(case)))  # every code (emulate's own: 0 or 1)
-        proc = run_cli("emulate", model, "--arch", "v73", "--inputs", feeds, "--json", report, "-q")
+        proc = run_cli("emulate", model, "--arch", "v73", "--seed", str(case), "--json", report, "-q")
         assert proc.returncode == 0, proc.stderr
         pairs = json.loads(report.read_text())["pairs"]
         assert len(pairs) == 1 and pairs[0]["bit_exact"] and "qavgpool" in pairs[0]["op_names"], pairs
+
+
+def test_random_inputs_span_8_and_16_bit_codes_and_keep_other_integers_0_or_1() -> None:
+    """verify.random_inputs (emulate's, rewrite's and colocate's seeded inputs): a u8/i8/u16/i16 graph
+    input takes every code of its type, so a QDQ group fed by one rounds rather than saturates; int32,
+    int64 and bool inputs (ids, lengths, rates) stay 0 or 1, and only they are named as such."""
+    types = {"u8": TensorProto.UINT8, "i8": TensorProto.INT8, "u16": TensorProto.UINT16, "i16": TensorProto.INT16}
+    others = {"i32": TensorProto.INT32, "i64": TensorProto.INT64, "b": TensorProto.BOOL}
+    every = {**types, **others}
+    nodes = [helper.make_node("Identity", [n], [n + "_y"]) for n in every]
+    graph = helper.make_graph(
+        nodes,
+        "inputs",
+        [helper.make_tensor_value_info(n, t, [256, 256]) for n, t in every.items()],
+        [helper.make_tensor_value_info(n + "_y", t, [256, 256]) for n, t in every.items()],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    feeds = verify.random_inputs(verify.session(model.SerializeToString()), seed=0)
+    for name in types:
+        info, x = np.iinfo(feeds[name].dtype), feeds[name].astype(np.int64)
+        step = (info.max - info.min) // 256  # 0 for 8 bits: both ends exactly
+        assert x.min() <= info.min + step and x.max() >= info.max - step, name
+        assert len(np.unique(x)) >= min(256, info.max - info.min + 1), name
+    for name in others:
+        assert set(np.unique(feeds[name]).tolist()) == {0, 1}, name
+    assert verify.integer_inputs(model) == list(others)
 
 
 def test_avgpool_over_the_plane_is_the_global_pool_and_dilated_stays_float() -> None:

@@ -187,3 +187,18 @@ uint32_t hvx_sum_bytes(const uint8_t *x, size_t n, int is_signed)
         acc = Q6_Vw_vadd_VwVw(acc, Q6_V_vror_VR(acc, sh));
     return ((const uint32_t *)(const void *)&acc)[0] - (is_signed ? 128u * (uint32_t)n : 0u);
 }
+
+int32_t hvx_max_bytes(const uint8_t *x, size_t n, int is_signed)
+{
+    HVX_Vector lowest = Q6_V_vsplat_R(is_signed ? (int32_t)0x80808080u : 0), m = lowest;
+    size_t i = 0;
+    for (; i + HVX_BYTES <= n; i += HVX_BYTES)
+        m = vmax(m, *(const hvx_uvec *)(const void *)(x + i), is_signed);
+    if (i < n)
+        m = vmax(m, Q6_V_vmux_QVV(Q6_Q_vsetq_R((int32_t)(n - i)), hvx_load_upto(x + i, n - i), lowest), is_signed);
+    for (int sh = HVX_BYTES / 2; sh >= 1; sh >>= 1)
+        m = vmax(m, Q6_V_vror_VR(m, sh), is_signed);
+    uint8_t b;
+    memcpy(&b, &m, 1);
+    return is_signed ? (int8_t)b : b;
+}

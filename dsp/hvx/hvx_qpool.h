@@ -52,4 +52,7 @@ void hvx_avgpool_finish(const uint16_t *u, size_t n, int32_t bias, int32_t mul, 
 /* the sum of x[0, n) (signed bytes when is_signed), modulo 2^32; any alignment */
 uint32_t hvx_sum_bytes(const uint8_t *x, size_t n, int is_signed);
 
+/* the max of x[0, n) (signed bytes when is_signed; n >= 1), QSOFTMAX's line max; any alignment */
+int32_t hvx_max_bytes(const uint8_t *x, size_t n, int is_signed);
+
 #endif /* HEXFUSE_HVX_QPOOL_H */

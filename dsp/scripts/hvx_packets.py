@@ -93,6 +93,11 @@ KERNELS = {
     "hvx_requant_i32_i8": (["rq_setup"], "store"),
     "hvx_matmul_i8": (["rq_setup", "rowsum_i8", "load_bias"], "vrmpy"),
     "hvx_dequant_i8_f32": (["dq_words"], "store"),
+    # QUANTIZE_LINEAR's HVX path (dsp/src/ops/quant.c): fixed point from the bit patterns, near ties by the reference
+    "hvx_quant_f32": (
+        ["q_run", "q_words", "q_block", "q_fix", "q_store", "lane_bits", "quant_ref", "div_floor"],
+        "store",
+    ),
     # QMAXPOOL's HVX row path (dsp/src/ops/qpool.c): window rows' max, then the taps' max
     "hvx_maxpool": (["hvx_maxpool_rows", "hvx_maxpool_taps"], "store"),
     # QAVGPOOL's HVX row path (dsp/src/ops/qpool.c): window rows' sums, the taps' sums, fixed-point outputs
@@ -393,6 +398,7 @@ CLASSES = {
     "QMul u8 (outputs; blocks near a rounding tie run scalar, not counted)": ("hvx_qmul", 128),
     "requantisation int32 -> int8": ("hvx_requant_i32_i8", 128),
     "DequantizeLinear u8 -> f32": ("hvx_dequant_i8_f32", 32),
+    "QuantizeLinear f32 -> u8 (inputs; the lanes near a rounding tie by the reference, counted)": ("hvx_quant_f32", 32),
     "int8 matmul, vrmpy + fixed-point requantisation (hvx_matmul_i8, no opcode)": ("hvx_matmul_i8", 2 * 128),
     "MatMulInteger u8 -> i32 (IMATMUL's HVX path, M=8 K=128 N=256, 2 ops per MAC)": ("hvx_imatmul", 2 * 128),
 }

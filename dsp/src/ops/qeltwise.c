@@ -161,8 +161,14 @@ void hfx_run_qbinary(const hfx_kernel_args *a, uint32_t item) {
         qbinary_span(&io, 0, 0, 0, 0, 0, e - b);
         return;
     }
-    hfx_bcast_strides(&t[a->op->in[0]], r, sa);
-    hfx_bcast_strides(&t[a->op->in[1]], r, sb);
+    const hfx_tensor *ta = &t[a->op->in[0]], *tb = &t[a->op->in[1]];
+    if ((ta->numel == yt->numel || ta->numel == 1) && (tb->numel == yt->numel || tb->numel == 1)) {
+        uint64_t as = ta->numel != 1, bs = tb->numel != 1; /* no broadcast walk: one span (HVX blocks across rows) */
+        qbinary_span(&io, b * as, as, b * bs, bs, b, e - b);
+        return;
+    }
+    hfx_bcast_strides(ta, r, sa);
+    hfx_bcast_strides(tb, r, sb);
     uint64_t rem = b;
     for (uint32_t i = r; i-- > 0;) {
         idx[i] = rem % yt->dims[i];

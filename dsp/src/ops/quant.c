@@ -9,8 +9,9 @@
  *   CAST: y = (int32)x toward zero, INT32_MIN for NaN, +-inf and x out of range (ref_cast_f32_i32)
  *
  * Scale and zero point have one element (per tensor) or one per index of the axis (per axis).
- * An item is a chunk of elements; DYNAMIC_QPARAMS is one item. On Hexagon builds (HFX_HVX) DQ of u8/i8,
- * DYNAMIC_QPARAMS's range and CAST run hvx/hvx_dequant.c, in integer arithmetic on the bit patterns. */
+ * An item is a chunk of elements; DYNAMIC_QPARAMS is one item. On Hexagon builds (HFX_HVX) Q (runs of 8
+ * elements or more; its lanes near a rounding tie by the reference), DQ of u8/i8, DYNAMIC_QPARAMS's range
+ * and CAST run hvx/hvx_dequant.c, in integer arithmetic on the bit patterns. */
 #include <stdint.h>
 
 #include "../../ref/ref_quant.h"
@@ -136,6 +137,15 @@ static void quantize_run(const hfx_kernel_args *a, uint32_t dtype, uint64_t b, u
     const float *x = a->in[0];
     float sc = ((const float *)a->in[1])[c];
     const void *zp = a->op->n_in == 3 ? a->in[2] : NULL;
+#ifdef HFX_HVX
+    if (e - b >= 8) { /* Hexagon: HVX, bit for bit the loop below (the reference near rounding ties) */
+        int wide = dtype == HFX_DTYPE_U16 || dtype == HFX_DTYPE_I16, sgn = dtype == HFX_DTYPE_I8 || dtype == HFX_DTYPE_I16;
+        int32_t z = !zp ? 0 : wide ? (sgn ? ((const int16_t *)zp)[c] : ((const uint16_t *)zp)[c])
+                                   : (sgn ? ((const int8_t *)zp)[c] : ((const uint8_t *)zp)[c]);
+        if (hvx_quant_f32(x + b, (size_t)(e - b), sc, z, wide ? 2 : 1, sgn, (uint8_t *)a->out[0] + b * (wide ? 2 : 1)))
+            return;
+    }
+#endif
     switch (dtype) { HFX_QUANT_TYPES(HFX_Q_RUN) }
 }
 

@@ -7,6 +7,10 @@
 #include "kernels.h"
 #include "vmath.h"
 #include "vsum.h"
+#ifdef HFX_HVX
+#include "../../hvx/hvx_dequant.h"
+#include "../../hvx/hvx_qpool.h"
+#endif
 
 typedef struct softmax_plan {
     uint64_t outer, d, inner; /* the tensor as [outer, D, inner], D the axis */
@@ -118,7 +122,31 @@ hfx_status hfx_validate_qsoftmax(hfx_vctx *v, hfx_op *op) {
     return hfx_validate_softmax(v, op);
 }
 
-hfx_status hfx_plan_qsoftmax(const hfx_program *p, hfx_op *op) { return hfx_plan_softmax(p, op); }
+hfx_status hfx_plan_qsoftmax(const hfx_program *p, hfx_op *op) {
+    hfx_status st = hfx_plan_softmax(p, op);
+#ifdef HFX_HVX
+    softmax_plan pl;
+    HFX_PLAN_LOAD(pl, op);
+    if (pl.inner == 1) op->plan.ws_bytes = 4 * pl.d + 128; /* a line's table values */
+#endif
+    return st;
+}
+
+#ifdef HFX_HVX
+/* a contiguous line on Hexagon: its max and its outputs by HVX (hvx_max_bytes, hvx_qsoftmax_out), the
+ * table values and their sum as the loop below (f32, in order) */
+static void qsoftmax_line_hvx(const uint8_t *x, uint64_t d, int is_u8, const float *table, float y_scale, int32_t zy,
+                              float *t, uint8_t *y) {
+    int32_t m = hvx_max_bytes(x, (size_t)d, !is_u8);
+    float sum = 0.0f;
+    for (uint64_t k = 0; k < d; k++) {
+        t[k] = table[ref_qsoftmax_index(is_u8 ? x[k] : (int8_t)x[k], m)];
+        sum += t[k];
+    }
+    if (hvx_qsoftmax_out(t, (size_t)d, sum, y_scale, zy, is_u8, y)) return;
+    for (uint64_t k = 0; k < d; k++) y[k] = (uint8_t)ref_qsoftmax_out(t[k], sum, y_scale, zy, is_u8);
+}
+#endif
 
 HFX_VECTOR_KERNEL
 void hfx_run_qsoftmax(const hfx_kernel_args *a, uint32_t item) {
@@ -133,6 +161,12 @@ void hfx_run_qsoftmax(const hfx_kernel_args *a, uint32_t item) {
     uint64_t b, e;
     hfx_plan_range(pl.outer * pl.inner, pl.lines_per_item, item, &b, &e);
     for (uint64_t line = b; line < e; line++) {
+#ifdef HFX_HVX
+        if (pl.inner == 1) { /* (no 64-bit division on Hexagon: a helper call per line) */
+            qsoftmax_line_hvx(x + line * pl.d, pl.d, is_u8, table, y_scale, zy, a->ws, y + line * pl.d);
+            continue;
+        }
+#endif
         uint64_t base = (line / pl.inner) * pl.d * pl.inner + line % pl.inner;
         int32_t m = INT32_MIN;
         for (uint64_t k = 0; k < pl.d; k++) {

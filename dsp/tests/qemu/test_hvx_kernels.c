@@ -552,6 +552,102 @@ static void test_dequant(void)
     qt_end_group(&T, "hvx_dequant_i8_f32");
 }
 
+/* an x whose quotient by s is near (at, for a power-of-two s) k + 1/2 for k in [lo - zp - 2, hi - zp + 2]:
+ * the f32 product moved by up to 3 ulps either way */
+static uint32_t quant_near_tie(qt_rng *r, float s, int32_t zp, int32_t lo, int32_t hi)
+{
+    float x = ((float)(int32_t)qt_range(r, lo - zp - 2, hi - zp + 2) + 0.5f) * s;
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    int32_t d = (int32_t)qt_range(r, -3, 3);
+    return (u & 0x7fffffffu) > 3u && (u & 0x7f800000u) != 0x7f800000u ? u + (uint32_t)d : u;
+}
+
+/* the x of quantize case: kind 0 near ties, 1 values over the range and a little past it, 2 special
+ * values (NaN of both signs and payloads, +-inf, +-0, subnormals, +-FLT_MAX, tiny and huge), 3 random
+ * bit patterns; mixed */
+static uint32_t quant_x(qt_rng *r, float s, int32_t zp, int32_t lo, int32_t hi)
+{
+    static const uint32_t special[] = {0x7fc00000u, 0xffc00000u, 0x7f800001u, 0x7f800000u, 0xff800000u,
+                                       0x00000000u, 0x80000000u, 0x00000001u, 0x807fffffu, 0x7f7fffffu,
+                                       0xff7fffffu, 0x00800000u, 0x0da24260u, 0x7149f2cau, 0xf149f2cau};
+    uint32_t u, kind = qt_rand(r) % 8;
+    if (kind < 3)
+        return quant_near_tie(r, s, zp, lo, hi);
+    if (kind < 6) {
+        float t = ((float)qt_rand(r) / 4294967296.0f) * (float)(hi - lo + 8) + (float)(lo - zp - 4), x = t * s;
+        memcpy(&u, &x, 4);
+        return u;
+    }
+    return kind == 6 ? special[qt_rand(r) % 15] : qt_rand(r);
+}
+
+/* hvx_quant_f32 against ref_quantize_linear, bit for bit: u8, i8, u16, i16; zero points at both ends and
+ * between; scales that are powers of two (every k + 1/2 an exact tie) and not, at the edges of the
+ * HVX range (exponent fields 3 and 254) and past them (2, subnormal, 0, inf, NaN: the call must
+ * return 0 and write nothing), negative; x near every tie of the range, over it and past it, every
+ * special kind; every length of SIZES in turn; x and y 128-byte aligned, misaligned (x by 4 bytes, y
+ * by 1) and in place. The bytes after y must stay untouched. */
+static void test_quant(void)
+{
+    static const uint32_t scales[] = {0x3e000000u, 0x3f800000u, 0x3c000000u, 0x46800000u, 0x01800000u, 0x76800000u,
+                                      0x3cc0c0c1u, 0x3eaaaaabu, 0xbcc0c0c1u, 0x3a8a0a7fu, 0x01000000u, 0x7f7fffffu,
+                                      0x00000005u, 0x00000000u, 0x7f800000u, 0x7fc00000u, 0, 0, 0, 0};
+    enum { NS = sizeof scales / sizeof scales[0] };
+    qt_begin_group(&T);
+    qt_rng r = {8642};
+    size_t count = 0;
+    for (int si = 0; si < NS; si++)
+        for (int t = 0; t < 4 * 3; t++, count++) {
+            int y_bytes = t % 4 < 2 ? 1 : 2, y_signed = t % 2, lay = t / 4;
+            int32_t lo = y_signed ? (y_bytes == 1 ? INT8_MIN : INT16_MIN) : 0;
+            int32_t hi = y_bytes == 1 ? (y_signed ? INT8_MAX : UINT8_MAX) : (y_signed ? INT16_MAX : UINT16_MAX);
+            int32_t zp = count % 5 == 0 ? lo : count % 5 == 1 ? hi : lo + (int32_t)qt_range(&r, 0, hi - lo);
+            uint32_t sb = scales[si] ? scales[si] : (uint32_t)qt_range(&r, 100, 140) << 23 | (qt_rand(&r) & 0x7fffffu);
+            float s;
+            memcpy(&s, &sb, 4);
+            size_t n = SIZES[count % N_SIZES];
+            uint8_t *xb = pool_a + (lay == UN ? 4 : 0), *yb = lay == IP ? xb : pool_y + (lay == UN ? 1 : 0);
+            for (size_t i = 0; i < n; i++) {
+                uint32_t u = quant_x(&r, s, zp, lo, hi);
+                memcpy(xb + 4 * i, &u, 4);
+            }
+            memcpy(pool_b, xb, 4 * n);
+            size_t ybytes = n * (size_t)y_bytes;
+            if (lay != IP)
+                memset(yb, GUARD_BYTE, ybytes + GUARD);
+            int es = (int)(sb >> 23 & 0xff), fast = es >= 3 && es <= 254;
+            int got = hvx_quant_f32((const float *)(const void *)xb, n, s, zp, y_bytes, y_signed, yb);
+            int ok = got == fast;
+            for (size_t i = 0; i < n && ok && fast; i++) {
+                float v;
+                memcpy(&v, pool_b + 4 * i, 4);
+                int32_t want = ref_quantize_linear(v, s, zp, lo, hi);
+                int32_t q = y_bytes == 1 ? (y_signed ? (int8_t)yb[i] : yb[i])
+                                         : (int32_t)(yb[2 * i] | yb[2 * i + 1] << 8);
+                if (y_bytes == 2 && y_signed)
+                    q = (int16_t)q;
+                ok = q == want;
+                if (!ok)
+                    hx_printf("FAIL hvx_quant_f32 case %u (%d-byte %s, %s) n %u: x[%u] %08x scale %08x zp %d: %d, "
+                              "want %d\n",
+                              (unsigned)count, y_bytes, y_signed ? "signed" : "unsigned", LAYOUT_NAME[lay],
+                              (unsigned)n, (unsigned)i, *(const uint32_t *)(const void *)(pool_b + 4 * i), sb, zp, q,
+                              want);
+            }
+            if (got != fast)
+                hx_printf("FAIL hvx_quant_f32 case %u: scale %08x returned %d\n", (unsigned)count, sb, got);
+            int kept = 1; /* the guard, and all of y for a refused scale */
+            for (size_t i = 0; lay != IP && i < GUARD + (fast ? 0 : ybytes); i++)
+                kept = kept && yb[(fast ? ybytes : 0) + i] == GUARD_BYTE;
+            if (!kept)
+                hx_printf("FAIL hvx_quant_f32 case %u: bytes written past y (or by a refused scale)\n", (unsigned)count);
+            ok = ok && kept;
+            qt_case(&T, ok);
+        }
+    qt_end_group(&T, "hvx_quant_f32");
+}
+
 /* DYNAMIC_QPARAMS's range: every length of SIZES at byte offsets 0, 1 and 4, values of every kind
  * (random patterns, NaN of both signs and payloads, +-inf, +-0, subnormals, +-FLT_MAX) and runs of
  * one kind (all NaN, all -0, all negative, all positive), against the reference's f32 selects: lo and
@@ -756,6 +852,16 @@ static int run_packets(const char *kernel)
         hx_printf("PACKETS %s units=64 unit=vector\n", kernel);
         return 0;
     }
+    if (strcmp(kernel, "hvx_quant_f32") == 0) {
+        /* 64 vectors of f32 over u8's range and a little past it (x / 0.02 from -3 to 258 in steps of
+         * 1 / 1024 + 2^-20, so that few lanes are near a tie) */
+        float *x = (float *)(void *)pool_a;
+        for (int i = 0; i < 16 * HVX_BYTES; i++)
+            x[i] = ((float)(((uint32_t *)(void *)pool_a)[i] % 267264u) * 0.0009775162f - 3.0f) * 0.02f;
+        hvx_quant_f32(x, 16 * HVX_BYTES, 0.02f, 3, 1, 0, pool_y);
+        hx_printf("PACKETS %s units=64 unit=vector\n", kernel);
+        return 0;
+    }
     if (strcmp(kernel, "hvx_qgemm") == 0 || strcmp(kernel, "hvx_imatmul") == 0) {
         int M = 8, N = 256, K = 128; /* as hvx_matmul_i8: 2048 vrmpy */
         qgemm_item(pool_a, pool_b, pool_y, M, K, N, kernel[4] == 'i');
@@ -835,6 +941,7 @@ int main(int argc, char **argv)
         test_matmul();
         test_qgemm_requant();
         test_dequant();
+        test_quant();
         test_range();
         test_cast();
         test_interleave();

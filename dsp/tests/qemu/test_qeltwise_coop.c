@@ -143,8 +143,13 @@ static void qbin_shapes_case(hfx_pool *pool, uint32_t opcode, uint8_t dt, const 
     hfxb_op_add(&b, 0, opcode, -1, 2, in, hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(yd[0], yd[1], yd[2])), dt),
                 p);
     const void *ins[2] = {A, B};
+    uint32_t before = hx_qemu_packets();
     int ok = run_one(pool, &b, ins, 2, Y) == HFX_OK;
+    uint32_t used = hx_qemu_packets() - before;
     hfxb_free(&b);
+    if (ad[2] == 64 && !big) /* a transformer's residual add, rows shorter than a vector */
+        hx_printf("     packets of one %s call, [%u,%u,%u] same shape: %u\n", mul ? "QMul" : "QAdd", ad[0], ad[1], ad[2],
+                  used);
     for (uint32_t i = 0; ok && i < ny; i++) {
         uint32_t i0 = i / (yd[1] * yd[2]), i1 = i / yd[2] % yd[1], i2 = i % yd[2];
         uint32_t ia = ((ad[0] > 1 ? i0 : 0) * ad[1] + (ad[1] > 1 ? i1 : 0)) * ad[2] + (ad[2] > 1 ? i2 : 0);
@@ -621,6 +626,70 @@ static void cast_case(hfx_pool *pool, qt_rng *r)
     free(X), free(Y);
 }
 
+/* QUANTIZE_LINEAR f32 -> u8/i8/u16/i16 of X [c, n / c] through the core, per tensor or per axis 0
+ * (scales 0.0235294 / 2^-3 / a random one alternating, zero points across the range), its outputs
+ * against ref_quantize_linear bit for bit; values over the range and a little past it, ties of the
+ * power-of-two scale, and unless `packets` every special kind (NaN, +-inf, +-0, subnormals).
+ * `packets`: prints the call's packets (qemu's counter). */
+static void quantize_case(hfx_pool *pool, qt_rng *r, uint8_t dt, uint32_t c, uint32_t n, int packets)
+{
+    int wide = dt == HFX_DTYPE_U16 || dt == HFX_DTYPE_I16, is_signed = dt == HFX_DTYPE_I8 || dt == HFX_DTYPE_I16;
+    int32_t lo = is_signed ? (wide ? INT16_MIN : INT8_MIN) : 0, hi = wide ? (is_signed ? INT16_MAX : UINT16_MAX)
+                                                                        : (is_signed ? INT8_MAX : UINT8_MAX);
+    float *X = malloc(n * sizeof *X), S[16];
+    uint8_t *Y = malloc(n * 2 + 1), Zb[32];
+    int32_t Z[16];
+    for (uint32_t k = 0; k < c; k++) {
+        S[k] = k % 3 == 0 ? 0.0235294f : k % 3 == 1 ? 0.125f : (float)qt_range(r, 1, 100000) * 1.0e-6f;
+        Z[k] = lo + (int32_t)qt_range(r, 0, (uint32_t)(hi - lo));
+        if (wide)
+            Zb[2 * k] = (uint8_t)Z[k], Zb[2 * k + 1] = (uint8_t)(Z[k] >> 8);
+        else
+            Zb[k] = (uint8_t)Z[k];
+    }
+    static const uint32_t special[] = {0x7fc00000u, 0xffc00001u, 0x7f800000u, 0xff800000u, 0x00000000u,
+                                       0x80000000u, 0x00000001u, 0x807fffffu, 0x3e800000u, 0xbe800000u};
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t k = i / (n / c);
+        float span = (float)(hi - lo) * 1.2f * S[k];
+        X[i] = ((float)qt_rand(r) / 4294967296.0f - 0.5f) * span + (float)(lo + hi) * 0.5f * S[k] - (float)Z[k] * S[k];
+        if (i % 97 < 10 && !packets) /* (NaN and inf take the reference: not in the timed calls) */
+            memcpy(&X[i], &special[i % 97], 4);
+        if (i % 89 == 0) /* a tie of the power-of-two scale */
+            X[i] = ((float)(int32_t)qt_range(r, 0, 600) - 300.0f + 0.5f) * 0.125f;
+    }
+    hfxb b;
+    hfxb_init(&b);
+    b.v2 = wide;
+    uint32_t sd[1] = {c};
+    uint32_t x = hfxb_input(&b, 0, HFXB_DIMS(c, n / c)), s = hfxb_input(&b, 0, c > 1, sd);
+    uint32_t z = hfxb_set_dtype(&b, hfxb_input(&b, 0, c > 1, sd), dt);
+    hfxb_quant(&b, 0, HFX_OP_QUANTIZE_LINEAR, x, s, z, hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(c, n / c)), dt), 0);
+    const void *ins[3] = {X, S, Zb};
+    uint8_t *out = Y + 1; /* misaligned */
+    uint32_t before = hx_qemu_packets();
+    int ok = run_one(pool, &b, ins, 3, out) == HFX_OK;
+    uint32_t used = hx_qemu_packets() - before;
+    hfxb_free(&b);
+    uint32_t bad = n;
+    for (uint32_t i = 0; ok && i < n; i++) {
+        int32_t got = wide ? (int32_t)(out[2 * i] | out[2 * i + 1] << 8) : out[i];
+        if (is_signed)
+            got = wide ? (int16_t)got : (int8_t)got;
+        ok = got == ref_quantize_linear(X[i], S[i / (n / c)], Z[i / (n / c)], lo, hi);
+        bad = ok ? bad : i;
+    }
+    const char *name = dt == HFX_DTYPE_U8 ? "u8" : dt == HFX_DTYPE_I8 ? "i8" : dt == HFX_DTYPE_U16 ? "u16" : "i16";
+    if (packets)
+        hx_printf("     packets of one QuantizeLinear f32 -> %s call, %u x %u: %u\n", name, c, n / c, used);
+    if (bad < n)
+        hx_printf("     x[%u] = %08x: wrong\n", bad, ((const uint32_t *)(const void *)X)[bad]);
+    char what[64];
+    hx_snprintf(what, sizeof what, "QuantizeLinear f32 -> %s %u x %u", name, c, n / c);
+    expect(ok, what);
+    free(X), free(Y);
+}
+
 /* QRESIZE of X[n, c, h, w] to [n, c, oh, ow] against the f32 RESIZE of the same codes (the portable
  * kernel in every build: its nearest source) through the table: x2, x3, x5 and H only (the vector
  * spreads), x1.5, a downscale and round_prefer_ceil's map (the byte gather); Y at an odd offset between
@@ -781,6 +850,53 @@ static void qsoftmax_case(hfx_pool *pool, uint8_t dt, qt_rng *r)
     }
 }
 
+/* QSOFTMAX over the last axis (contiguous lines: the HVX path) of X [lines, d] (misaligned), a table
+ * growing by `ratio` up to `top` (ORT's: exp of the codes times s_x, shifted up to FLT_MAX / (d e^5)),
+ * or flat (ratio 1: every quotient y_scale / d, exact ties when that is k + 1/2), against lines
+ * taken here with ref_qsoftmax.h's steps. `packets`: prints the call's packets. */
+static void qsoftmax_lines(hfx_pool *pool, qt_rng *r, uint8_t dt, uint32_t lines, uint32_t d, float ratio, float top,
+                           float y_scale, int packets)
+{
+    static float table[256];
+    uint8_t *xbuf = malloc(lines * d + 1), *ybuf = malloc(lines * d + 1), *X = xbuf + 1, *Y = ybuf + 1;
+    for (uint32_t i = 0; i < lines * d; i++)
+        X[i] = (uint8_t)(qt_rand(r) % 4 ? qt_rand(r) : (uint32_t)hi_of(dt) - qt_rand(r) % 8);
+    float t = top;
+    for (int j = 255; j >= 0; j--, t /= ratio)
+        table[j] = t;
+    int32_t zy = lo_of(dt) + (int32_t)qt_range(r, 0, 3);
+    int32_t p[HFX_OP_PARAMS] = {1, hfxb_bits(y_scale), zy};
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t in[2] = {hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(lines, d)), dt), hfxb_const(&b, 0, HFXB_DIMS(256), table)};
+    hfxb_op_add(&b, 0, HFX_OP_QSOFTMAX, -1, 2, in, hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(lines, d)), dt), p);
+    const void *ins[1] = {X};
+    uint32_t before = hx_qemu_packets();
+    int ok = run_one(pool, &b, ins, 1, Y) == HFX_OK;
+    uint32_t used = hx_qemu_packets() - before;
+    hfxb_free(&b);
+    for (uint32_t line = 0; ok && line < lines; line++) {
+        const uint8_t *x = X + line * d;
+        int32_t m = INT32_MIN;
+        for (uint32_t k = 0; k < d; k++)
+            m = load(x, dt, k) > m ? load(x, dt, k) : m;
+        float sum = 0.0f;
+        for (uint32_t k = 0; k < d; k++)
+            sum += table[ref_qsoftmax_index(load(x, dt, k), m)];
+        for (uint32_t k = 0; ok && k < d; k++)
+            ok = load(Y + line * d, dt, k) ==
+                 ref_qsoftmax_out(table[ref_qsoftmax_index(load(x, dt, k), m)], sum, y_scale, zy, dt == HFX_DTYPE_U8);
+    }
+    if (packets)
+        hx_printf("     packets of one QSoftmax call, %s %u lines of %u: %u\n", dt == HFX_DTYPE_U8 ? "u8" : "i8", lines,
+                  d, used);
+    char what[80];
+    hx_snprintf(what, sizeof what, "QSoftmax %s %u x %u, ratio %d/1000, y_scale %d", dt == HFX_DTYPE_U8 ? "u8" : "i8",
+                lines, d, (int)(ratio * 1000.0f), (int)y_scale);
+    expect(ok, what);
+    free(xbuf), free(ybuf);
+}
+
 /* X1[2, 3, W], X2[2, 4, W] (misaligned) concatenated on axis 1 through random tables; W 77: spans of
  * 231 and 308 bytes (vectors and tails) */
 static void qconcat_case(hfx_pool *pool, uint8_t dt, uint32_t W, qt_rng *r)
@@ -842,7 +958,7 @@ int main(void)
         }
     static const uint32_t shapes[][2][3] = {
         {{3, 5, 300}, {3, 5, 300}}, {{3, 5, 300}, {3, 1, 300}}, {{2, 1, 257}, {2, 4, 1}}, {{1, 1, 1000}, {1, 1, 1}},
-        {{1, 1, 1}, {1, 1, 1000}},  {{1, 1, 40000}, {1, 1, 40000}},
+        {{1, 1, 1}, {1, 1, 1000}},  {{1, 1, 40000}, {1, 1, 40000}}, {{1, 64, 64}, {1, 64, 64}},
     };
     for (uint32_t t = 0; t < 4 * sizeof shapes / sizeof *shapes; t++)
         qbin_shapes_case(pool, t & 1 ? HFX_OP_QMUL : HFX_OP_QADD, types[t >> 1 & 1], shapes[t / 4][0],
@@ -874,12 +990,33 @@ int main(void)
     cast_case(pool, &r);
     qt_end_group(&T, "DynamicQParams/Cast");
     qt_begin_group(&T);
+    static const uint8_t qtypes[4] = {HFX_DTYPE_U8, HFX_DTYPE_I8, HFX_DTYPE_U16, HFX_DTYPE_I16};
+    for (int t = 0; t < 4; t++) {
+        quantize_case(pool, &r, qtypes[t], 1, 16000, 1);
+        quantize_case(pool, &r, qtypes[t], 1, 1003, 0);
+        quantize_case(pool, &r, qtypes[t], 6, 6 * 515, 0);
+    }
+    quantize_case(pool, &r, HFX_DTYPE_U8, 1, 64 * 80 * 80, 1); /* an FPN level after a Resize */
+    qt_end_group(&T, "QuantizeLinear");
+    qt_begin_group(&T);
     qresize_sweep(pool, &r);
     qresize_packets(pool, &r);
     qt_end_group(&T, "QResize");
     qt_begin_group(&T);
     for (int t = 0; t < 2; t++)
         qsoftmax_case(pool, types[t], &r);
+    static const uint32_t qs_d[] = {1, 4, 5, 64, 127, 128, 129, 300, 1500};
+    for (uint32_t t = 0; t < 2 * sizeof qs_d / sizeof *qs_d; t++) {
+        uint32_t d = qs_d[t / 2];
+        float top = 3.4e38f / ((float)d * 148.5f); /* ORT's table[255] */
+        qsoftmax_lines(pool, &r, types[t & 1], 7, d, 1.0137f, top, 256.0f, 0);
+        qsoftmax_lines(pool, &r, types[t & 1], 3, d, 1.09f, 1.0f, (float)qt_range(&r, 1, 1000), 0);
+        qsoftmax_lines(pool, &r, types[t & 1], 3, d, 1.0f, 1.0f, (float)(d * (2 * (t % 5) + 1) / 2), 0); /* ties */
+        qsoftmax_lines(pool, &r, types[t & 1], 2, d, 1.0137f, top, 1.0e5f, 0); /* t * y_scale overflows */
+    }
+    /* t * y_scale overflows f32 where t * y_scale / sum = 66.7: the reference's double quotient decides */
+    qsoftmax_lines(pool, &r, HFX_DTYPE_U8, 2, 1500, 1.0f, 1.0e35f, 1.0e5f, 0);
+    qsoftmax_lines(pool, &r, HFX_DTYPE_U8, 4 * 64, 64, 1.0137f, 3.4e38f / (64 * 148.5f), 256.0f, 1); /* whisper's */
     qt_end_group(&T, "QSoftmax");
     qt_begin_group(&T);
     for (int t = 0; t < 4; t++)
