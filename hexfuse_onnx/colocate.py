@@ -414,11 +414,13 @@ def check_outputs(
     compared op for op too: a weight shared by the streams feeds two DequantizeLinear consumers,
     so ORT no longer turns DQ + MatMul into MatMulNBits with int8 activations (fsmn_vad_qdq_u16u8:
     2.5% of the logits' scale apart, exact op for op). Returns the outputs compared."""
-    from .verify import random_inputs, session
+    from .verify import check_inputs_match, random_inputs, session
 
     given = feeds is not None
     if feeds is None:
         feeds = random_inputs(session(merged_path), shapes, seed)
+    else:
+        check_inputs_match(session(merged_path), feeds)
     try:
         return _compare_outputs(merged_path, plan, feeds, op_for_op, given)
     except VerificationError:

