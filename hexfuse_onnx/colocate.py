@@ -28,7 +28,7 @@ from onnx import helper
 from .contract import DOMAIN
 from .errors import ModelError, UsageError, VerificationError, first_line
 from .graph import _is_symbol_name as is_symbol_name  # graph.py is owned elsewhere: not renamed there
-from .graph import all_nodes, read_model
+from .graph import all_nodes, node_reads, read_model, toposort
 
 if TYPE_CHECKING:
     from .kinds.colocate import Modelled
@@ -105,7 +105,7 @@ def merge(
         raise UsageError("co-locate two models, or one model with --requests N (N >= 2)")
     prefixes = stream_names(len(paths), requests, names)
     same_file = len(paths) == 1 or _same_file(Path(paths[0]), Path(paths[1]))
-    sources = [read_model(p) for p in paths]
+    sources = [_in_order(read_model(p), p) for p in paths]
     for path, m in zip(paths, sources):
         _refuse_rewritten(m, Path(path))
     notes: list[str] = []
@@ -146,6 +146,20 @@ def merge(
     merged.metadata_props.append(onnx.StringStringEntryProto(key=METADATA_KEY, value=plan.to_json()))
     merged.doc_string = "co-located by hexfuse-onnx: " + ", ".join(f"{p} {f}" for p, f in zip(prefixes, files))
     return Merged(merged, plan, notes)
+
+
+def _in_order(model: onnx.ModelProto, path: str | os.PathLike[str]) -> onnx.ModelProto:
+    """The model with its main graph's nodes in topological order (stable: as written when they are).
+    ONNX Runtime sorts them itself, the full checker the merge must pass does not: rapid-table-det's
+    paddle2onnx detector lists a Cast before the Squeeze it reads."""
+    g = model.graph
+    nodes = list(g.node)
+    available = {t.name for t in g.initializer} | {v.name for v in g.input}
+    order = toposort(nodes, [node_reads(n) for n in nodes], available, str(path))
+    if order != list(range(len(nodes))):
+        g.ClearField("node")
+        g.node.extend(nodes[i] for i in order)
+    return model
 
 
 SHARED_CONSTANT_BYTES = 1024  # a Constant node's tensor at least this large is a weight, shared as one

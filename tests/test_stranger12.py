@@ -111,6 +111,20 @@ def test_a_pair_whose_integer_outputs_size_a_resize_loads_with_the_plugin(tmp_pa
     assert [n.op_type for n in onnx.load(out).graph.node].count("FusedHexPair") == 1
 
 
+def test_colocate_takes_a_model_whose_nodes_are_not_in_order(tmp_path: Path) -> None:
+    """ORT sorts a graph's nodes itself; colocate refused such a model (rapid-table-det's detector):
+    "fails onnx.checker's full check ...: Nodes in a graph must be topologically sorted", exit 3."""
+    from cli_support import run_cli
+
+    nodes = [helper.make_node("Relu", ["n"], ["y"]), helper.make_node("Neg", ["x"], ["n"])]
+    io = [helper.make_tensor_value_info(t, TensorProto.FLOAT, [1, 8]) for t in ("x", "y")]
+    model, out = tmp_path / "m.onnx", tmp_path / "x2.onnx"
+    onnx.save(helper.make_model(helper.make_graph(nodes, "g", io[:1], io[1:])), model)
+    proc = run_cli("colocate", model, "--requests", "2", "-o", out, "-q")
+    assert proc.returncode == 0, proc.stderr
+    onnx.checker.check_model(str(out), full_check=True)
+
+
 # ---- PyPI packages served as a source archive only --------------------------------------------
 
 
