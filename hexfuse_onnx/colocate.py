@@ -105,8 +105,9 @@ def merge(
         raise UsageError("co-locate two models, or one model with --requests N (N >= 2)")
     prefixes = stream_names(len(paths), requests, names)
     same_file = len(paths) == 1 or _same_file(Path(paths[0]), Path(paths[1]))
-    sources = [_in_order(read_model(p), p) for p in paths]
+    sources = [read_model(p) for p in paths]
     for path, m in zip(paths, sources):
+        _in_order(m, path)
         _refuse_rewritten(m, Path(path))
     notes: list[str] = []
     opsets = _reconcile_opsets(sources, [str(p) for p in paths], notes)
@@ -148,18 +149,19 @@ def merge(
     return Merged(merged, plan, notes)
 
 
-def _in_order(model: onnx.ModelProto, path: str | os.PathLike[str]) -> onnx.ModelProto:
-    """The model with its main graph's nodes in topological order (stable: as written when they are).
-    ONNX Runtime sorts them itself, the full checker the merge must pass does not: rapid-table-det's
-    paddle2onnx detector lists a Cast before the Squeeze it reads."""
+def _in_order(model: onnx.ModelProto, path: str | os.PathLike[str]) -> bool:
+    """Put the model's main graph's nodes in topological order (stable: as written when they are);
+    whether any moved. ONNX Runtime sorts them itself, the full checker the merge must pass does not:
+    rapid-table-det's paddle2onnx detector lists a Cast before the Squeeze it reads."""
     g = model.graph
     nodes = list(g.node)
     available = {t.name for t in g.initializer} | {v.name for v in g.input}
     order = toposort(nodes, [node_reads(n) for n in nodes], available, str(path))
-    if order != list(range(len(nodes))):
-        g.ClearField("node")
-        g.node.extend(nodes[i] for i in order)
-    return model
+    if order == list(range(len(nodes))):
+        return False
+    g.ClearField("node")
+    g.node.extend(nodes[i] for i in order)
+    return True
 
 
 SHARED_CONSTANT_BYTES = 1024  # a Constant node's tensor at least this large is a weight, shared as one
@@ -629,14 +631,20 @@ def _check_merge(merged_path: Path, paths: list[str | os.PathLike[str]]) -> None
         check(merged_path)
     except VerificationError:
         for path in dict.fromkeys(map(str, paths)):
-            try:
-                onnx.checker.check_model(path, full_check=True)
+            try:  # as merged: its nodes sorted (`_in_order`)
+                onnx.checker.check_model(_as_merged(path), full_check=True)
             except Exception as exc:  # noqa: BLE001 - the checker's own errors, with its message
                 raise ModelError(
                     f"{path}: the input model fails onnx.checker's full check (shape inference), which a "
                     f"co-located model must pass: {first_line(exc, 300)}"
                 ) from None
         raise
+
+
+def _as_merged(path: str) -> str | onnx.ModelProto:
+    """The source as the merge read it: the file, or the model with its nodes sorted when they were not."""
+    model = read_model(path)
+    return model if _in_order(model, path) else path
 
 
 def _free_dims(v: onnx.ValueInfoProto) -> bool:
