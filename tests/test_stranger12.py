@@ -1,6 +1,7 @@
 """What a twelfth stranger hit with the models of models/README.md's "A twelfth stranger's models":
-a 1-D image-size input read as a batch, PyPI packages served as a source archive only, and the real
-models where they are cached (`python -m models real fetch NAME`; skipped when not)."""
+a 1-D image-size input read as a batch, a pair's integer outputs sizing a Resize, colocate's partial
+--inputs and unsorted nodes, PyPI packages served as a source archive only, and the real models where
+they are cached (`python -m models real fetch NAME`; skipped when not)."""
 
 from __future__ import annotations
 
