@@ -198,3 +198,19 @@ def test_real_uvdoc_unwarp_is_analysed_without_shape() -> None:
     proc = run_cli("inspect", _cached("uvdoc_unwarp"))
     assert proc.returncode == 0, proc.stderr
     assert "dim=2" in proc.stdout
+
+
+@pytest.mark.slow
+def test_real_uvdoc_unwarp_pairs_its_size_arithmetic_on_a_real_size(tmp_path: Path) -> None:
+    """At 0 us its two Gather+Unsqueeze branches of img_size pair; the plugin's check refused them
+    all ('sizes' of 0 elements) before their outputs kept their shape."""
+    from cli_support import run_cli
+
+    feeds, out = tmp_path / "in.npz", tmp_path / "u.onnx"
+    grid = np.stack(np.meshgrid(np.linspace(-1, 1, 31), np.linspace(-1, 1, 45)))[None].astype(np.float32)
+    image = RNG.uniform(0, 1, [1, 3, 60, 40]).astype(np.float32)
+    np.savez(feeds, warped_img=image, point_positions=grid, img_size=np.array([40, 60], np.int64))
+    proc = run_cli("rewrite", _cached("uvdoc_unwarp"), "--inputs", feeds, "--verify", "plugin", "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    assert "dropping" not in proc.stderr, proc.stderr
+    assert [n.op_type for n in onnx.load(out).graph.node].count("FusedHexPair") == 1
