@@ -424,9 +424,10 @@ def hinted_dims(dims_of: dict[str, list[int | str]], hints: dict[str, list[int]]
 
 
 def unhinted_dims(model: onnx.ModelProto, hints: dict[str, list[int]]) -> dict[str, str]:
-    """Symbolic dims that are no input's dim 0 and that no hint gives: name -> where ('x' axis 2)."""
+    """Symbolic dims that are no batch and that no hint gives: name -> where ('x' axis 2). A batch is
+    the dim 0 of an input of rank 2 or more; a 1-D input's own length (an image size) is no batch."""
     dims_of = input_dims(model)
-    skip = {dims[0] for dims in dims_of.values() if dims} | {d for n in hints for d in dims_of.get(n, [])}
+    skip = {dims[0] for dims in dims_of.values() if len(dims) > 1} | {d for n in hints for d in dims_of.get(n, [])}
     out: dict[str, str] = {}
     for name, dims in dims_of.items():
         for axis, d in enumerate(dims):

