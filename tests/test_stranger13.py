@@ -11,9 +11,11 @@ import onnx
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from real_support import cached_or_skip
 
 from hexfuse_onnx import graph
 from hexfuse_onnx.fold import specialise
+from models import quantized
 
 RNG = np.random.default_rng(13)
 
@@ -73,3 +75,39 @@ def test_a_static_model_with_split_pads_has_every_shape(tmp_path: Path) -> None:
     g = graph.load(path)
     assert [n.op_type for n in g.nodes] == ["Pad", "Conv"]
     assert g.infos["xp"].shape == (1, 3, 18, 18)
+
+
+def test_rgba_nhwc_images_calibrate_in_their_own_layout() -> None:
+    """mlsd_tiny's input is [1, 512, 512, 4] (RGBA, NHWC): taken for NCHW it was 512 channels of
+    512x4 images. Its calibration images are 4-channel NHWC, within the model's range."""
+    image = quantized._images([1, 32, 32, 4], (-1.0, 1.0), np.random.default_rng(0))
+    nchw = quantized.smooth_images([1, 4, 32, 32], -1.0, 1.0, np.random.default_rng(0))
+    assert np.array_equal(image, nchw.transpose(0, 2, 3, 1))
+
+
+# ---- the real models, where cached ---------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_real_mlsd_tiny_is_analysed_whole() -> None:
+    """Every node of M-LSD tiny profiled; its 3 branch candidates are refused on the on-chip budget
+    (each needs 8.4 to 23 MB together), no longer as 'not profiled'."""
+    from cli_support import run_cli
+
+    proc = run_cli("inspect", cached_or_skip("mlsd_tiny"))
+    assert proc.returncode == 0, proc.stderr
+    assert "not profiled" not in proc.stdout
+    assert "rejected 3: on-chip budget" in proc.stdout
+
+
+@pytest.mark.slow
+def test_real_blazeface_pairs_on_the_plugin_at_zero_overhead(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """At 0 us per call BlazeFace's 26 branch candidates (its two heads beside the backbone's last
+    blocks) give 12 pairs, plugin-verified; at 100 us none saves a call."""
+    from cli_support import run_cli
+
+    monkeypatch.setenv("HEXFUSE_CALL_OVERHEAD_US", "0")
+    out = tmp_path / "bf.onnx"
+    proc = run_cli("rewrite", cached_or_skip("blazeface_front"), "--verify", "plugin", "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    assert [n.op_type for n in onnx.load(out).graph.node].count("FusedHexPair") == 12
