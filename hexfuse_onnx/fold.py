@@ -87,7 +87,7 @@ def _fold_round(model: onnx.ModelProto, folded: dict[str, tuple[int, ...]], inli
         if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and len(node.output) == 1:
             constant = _evaluate(node, {}, None)
             if constant is not None:
-                known[node.output[0]] = constant
+                known[node.output[0]] = constant[0]
             kept.append(node)
             continue
         value = _fold(node, types, known, initializers, opset, range_bounds)
@@ -174,16 +174,18 @@ def _fold(
 ) -> list[np.ndarray] | None:
     """The node's output values when it can be folded, else None. A float Range, and a float Cast
     that makes a Range's bound (`range_bounds`), are folded when their inputs and outputs are
-    whole numbers (`_whole`): a YOLO head's anchors, a Range over a feature map's width."""
-    if node.domain not in ("", "ai.onnx") or len(node.output) != 1 or not node.output[0]:
+    whole numbers (`_whole`): a YOLO head's anchors, a Range over a feature map's width. A node of
+    several outputs (tf2onnx's Split of a constant into a Pad's pads, M-LSD) folds when all are exact."""
+    if node.domain not in ("", "ai.onnx") or not node.output or not all(node.output):
         return None
     if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
         return None
-    kind = types.get(node.output[0])
-    if node.op_type == "Constant" or kind is None:
+    kinds = [types.get(t) for t in node.output]
+    if node.op_type == "Constant" or None in kinds:
         return None
+    elem = {k.elem_type for k in kinds if k is not None}
     whole_float = node.op_type == "Range" or (node.op_type == "Cast" and node.output[0] in range_bounds)
-    if kind.elem_type not in _EXACT and not (whole_float and kind.elem_type in _FLOATS):
+    if not elem <= _EXACT and not (whole_float and elem <= _FLOATS):
         return None
     if node.op_type == "Shape":
         value = _static_shape(node, types)
@@ -195,11 +197,12 @@ def _fold(
         if not all(t in known or (t in initializers and has_values(initializers[t])) for t in inputs):
             return None
         feeds = {t: known[t] if t in known else numpy_helper.to_array(initializers[t]) for t in inputs}
-        value = _evaluate(node, feeds, opset)
-        if value is None:
+        values = _evaluate(node, feeds, opset)
+        if values is None or len(values) != len(node.output):
             return None
-        if kind.elem_type in _FLOATS and not all(map(_whole, [*feeds.values(), value])):
+        if not elem <= _EXACT and not all(map(_whole, [*feeds.values(), *values])):
             return None
+        return None if sum(v.size for v in values) > MAX_FOLDED_ELEMENTS else values
     if value is None or value.size > MAX_FOLDED_ELEMENTS:
         return None
     return [value]
@@ -213,19 +216,20 @@ def _whole(value: np.ndarray) -> bool:
     return bool(np.all(np.isfinite(value)) and np.all(np.mod(value, 1) == 0) and np.all(np.abs(value) <= 1 << 24))
 
 
-def _evaluate(node: onnx.NodeProto, feeds: dict[str, np.ndarray], opset: int | None) -> np.ndarray | None:
-    """The node's output by onnx's reference evaluator; None (the node stays computed) where the
+def _evaluate(node: onnx.NodeProto, feeds: dict[str, np.ndarray], opset: int | None) -> list[np.ndarray] | None:
+    """The node's outputs by onnx's reference evaluator; None (the node stays computed) where the
     evaluator cannot run it. An opset < 13 Unsqueeze or Squeeze, whose `axes` attribute the
     evaluator fails on (onnx 1.23), numpy computes."""
     axes = next((list(a.ints) for a in node.attribute if a.name == "axes"), None)
     if node.op_type in ("Unsqueeze", "Squeeze") and axes and len(node.input) == 1:
-        return _axes_attribute(node.op_type, feeds[node.input[0]], axes)
+        value = _axes_attribute(node.op_type, feeds[node.input[0]], axes)
+        return None if value is None else [value]
     try:
         outputs = ReferenceEvaluator(node, opsets=None if opset is None else {"": opset}).run(None, feeds)
     except Exception:  # noqa: BLE001 - any evaluator failure only means: not folded
         return None
     assert isinstance(outputs, list)  # a list when no intermediate results are asked for
-    return np.asarray(outputs[0])
+    return [np.asarray(v) for v in outputs]
 
 
 def _axes_attribute(op: str, x: np.ndarray, axes: list[int]) -> np.ndarray | None:

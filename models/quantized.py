@@ -75,6 +75,8 @@ REAL_IMAGE_RANGES: dict[str, tuple[float, float]] = {
     "mtcnn_rnet": (-1.0, 1.0),
     "mtcnn_onet": (-1.0, 1.0),
     "table_cls_det": (0.0, 1.0),  # rapid-table-det: RGB / 255
+    "blazeface_front": (-1.0, 1.0),  # BlazeFaceBarracuda: RGB * 2 - 1, NHWC
+    "mlsd_tiny": (-1.0, 1.0),  # MLSDBarracuda: RGBA * 2 - 1, NHWC
 }
 # Builders whose float inputs are images, and their range.
 BUILDER_IMAGE_RANGES: dict[str, tuple[float, float]] = {"convnet_heads": (0.0, 1.0), "inception": (0.0, 1.0)}
@@ -452,9 +454,9 @@ def sample_feeds(name: str, model: onnx.ModelProto, seed: int) -> dict[str, np.n
 
 
 def _images(shape: list[int], bounds: tuple[float, float], rng: np.random.Generator) -> np.ndarray:
-    """smooth_images in the input's layout: NHWC where the last axis holds 1 or 3 channels and the
-    second does not (a Keras port: open_nsfw's [batch, 224, 224, 3])."""
-    if shape[3] in (1, 3) and shape[1] not in (1, 3):
+    """smooth_images in the input's layout: NHWC where the last axis holds 1, 3 or 4 (RGBA) channels
+    and the second does not (a Keras port: open_nsfw's [batch, 224, 224, 3], mlsd_tiny's [1, 512, 512, 4])."""
+    if shape[3] in (1, 3, 4) and shape[1] not in (1, 3, 4):
         n, h, w, c = shape
         return np.ascontiguousarray(smooth_images([n, c, h, w], *bounds, rng).transpose(0, 2, 3, 1))
     return smooth_images(shape, *bounds, rng)

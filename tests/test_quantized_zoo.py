@@ -61,6 +61,9 @@ FLOAT_DRIFT = {
         "opset-13 conversion) cut the maps' error to 2.3x, not enough: the recipe's limit on this net"
         for tag in ("u8u8", "u16u8")
     },
+    "mlsd_tiny_qdq_u8u8": "M-LSD's scores are the centre map's Sigmoid where a 3x3 MaxPool of it Equals it (its "
+    "peak mask, in the graph): at u8 the map has plateaus of tied codes, and every tied pixel is a peak, 55129 of "
+    "65536 against the float model's 551 (feed seed 100), mean 0.246 of the range (u16u8: 9496 peaks, mean 0.096)",
 }
 FEED_SEED = 100  # not one of the calibration batches (seeds 0..CALIBRATION_BATCHES-1)
 # QNN's failures (strict xfails: they turn into failures once QNN takes the model).
