@@ -14,16 +14,13 @@ typedef struct dq_consts {
 
 static inline HVX_Vector splat_w(int32_t v) { return Q6_V_vsplat_R(v); }
 
-/* 32 words x - zp -> the f32 bits of f32(x - zp) * scale */
-static inline HVX_Vector dq_words(HVX_Vector xw, const dq_consts *k)
+/* the f32 bits of p 2^s (p: 32 bits, 0..8 leading zeros; s: 0 unless p's top bit is set) times scale's
+ * 2^e, rounded to 24 bits (ties to even; bit 0 of p may hold the sticky bit of what lies below it),
+ * negated where neg; a zero of scale's sign where a (|x - zp|) is 0 */
+static inline HVX_Vector dq_bits(HVX_Vector p, HVX_Vector s, HVX_Vector a, HVX_VectorPred neg, const dq_consts *k)
 {
     HVX_Vector zero = Q6_V_vzero();
-    HVX_Vector q = Q6_Vw_vsub_VwVw(xw, k->zp);
-    HVX_VectorPred neg = Q6_Q_vcmp_gt_VwVw(zero, q);
-    HVX_Vector a = Q6_V_vmux_QVV(neg, Q6_Vw_vsub_VwVw(zero, q), q);
-    /* |q| * mantissa < 2^32: the low 32 bits of the product are all of it */
-    HVX_Vector p = Q6_Vw_vmpyieacc_VwVwVuh(Q6_Vw_vmpyieo_VhVh(a, k->mant), a, k->mant);
-    HVX_Vector lz = Q6_Vuw_vcl0_Vuw(p); /* 0..8 for |q| >= 1 */
+    HVX_Vector lz = Q6_Vuw_vcl0_Vuw(p);
     HVX_Vector nrm = Q6_Vw_vasl_VwVw(p, lz);
     HVX_Vector m24 = Q6_Vuw_vlsr_VuwR(nrm, 8), rest = Q6_V_vand_VV(nrm, splat_w(0xff));
     HVX_VectorPred up = Q6_Q_vcmp_gt_VwVw(rest, splat_w(0x80));
@@ -32,12 +29,43 @@ static inline HVX_Vector dq_words(HVX_Vector xw, const dq_consts *k)
     m24 = Q6_Vw_vadd_VwVw(m24, Q6_V_vmux_QVV(up, splat_w(1), zero));
     HVX_VectorPred carry = Q6_Q_vcmp_eq_VwVw(m24, splat_w(1 << 24));
     m24 = Q6_V_vmux_QVV(carry, splat_w(1 << 23), m24);
-    HVX_Vector e = Q6_Vw_vsub_VwVw(k->exp8, lz);
+    HVX_Vector e = Q6_Vw_vsub_VwVw(Q6_Vw_vadd_VwVw(k->exp8, s), lz);
     e = Q6_Vw_vadd_VwVw(e, Q6_V_vmux_QVV(carry, splat_w(1), zero));
     HVX_Vector bits = Q6_V_vor_VV(Q6_Vw_vasl_VwR(e, 23), Q6_V_vand_VV(m24, splat_w(0x7fffff)));
     HVX_Vector sign = Q6_V_vxor_VV(k->sign_s, Q6_V_vmux_QVV(neg, splat_w((int32_t)0x80000000u), zero));
     bits = Q6_V_vor_VV(bits, sign);
     return Q6_V_vmux_QVV(Q6_Q_vcmp_eq_VwVw(a, zero), k->sign_s, bits); /* 0 * scale: a zero of scale's sign */
+}
+
+/* 32 words x - zp (|x - zp| <= 255) -> the f32 bits of f32(x - zp) * scale */
+static inline HVX_Vector dq_words(HVX_Vector xw, const dq_consts *k)
+{
+    HVX_Vector zero = Q6_V_vzero();
+    HVX_Vector q = Q6_Vw_vsub_VwVw(xw, k->zp);
+    HVX_VectorPred neg = Q6_Q_vcmp_gt_VwVw(zero, q);
+    HVX_Vector a = Q6_V_vmux_QVV(neg, Q6_Vw_vsub_VwVw(zero, q), q);
+    /* |q| * mantissa < 2^32: the low 32 bits of the product are all of it */
+    HVX_Vector p = Q6_Vw_vmpyieacc_VwVwVuh(Q6_Vw_vmpyieo_VhVh(a, k->mant), a, k->mant);
+    return dq_bits(p, zero, a, neg, k);
+}
+
+/* 32 words x - zp (|x - zp| < 2^16) -> the f32 bits of f32(x - zp) * scale. The product P = |q| m
+ * (< 2^40) as hi 2^16 + lo (mantissa m = mh 2^16 + ml: hi = |q| mh + (|q| ml >> 16), lo its low 16
+ * bits), then shifted right by s = max(0, bits(P) - 32) into 32 bits, what falls off ORed into bit 0 */
+static inline HVX_Vector dq_words16(HVX_Vector xw, HVX_Vector mh, HVX_Vector ml, const dq_consts *k)
+{
+    HVX_Vector zero = Q6_V_vzero();
+    HVX_Vector q = Q6_Vw_vsub_VwVw(xw, k->zp);
+    HVX_VectorPred neg = Q6_Q_vcmp_gt_VwVw(zero, q);
+    HVX_Vector a = Q6_V_vmux_QVV(neg, Q6_Vw_vsub_VwVw(zero, q), q);
+    HVX_Vector pl = Q6_Vw_vmpyie_VwVuh(a, ml); /* < 2^32 as unsigned */
+    HVX_Vector hi = Q6_Vw_vadd_VwVw(Q6_Vw_vmpyie_VwVuh(a, mh), Q6_Vuw_vlsr_VuwR(pl, 16));
+    HVX_Vector lo = Q6_V_vand_VV(pl, splat_w(0xffff));
+    HVX_Vector s = Q6_Vw_vmax_VwVw(Q6_Vw_vsub_VwVw(splat_w(16), Q6_Vuw_vcl0_Vuw(hi)), zero); /* 0..8 */
+    HVX_Vector p = Q6_V_vor_VV(Q6_Vw_vasl_VwVw(hi, Q6_Vw_vsub_VwVw(splat_w(16), s)), Q6_Vw_vlsr_VwVw(lo, s));
+    HVX_Vector below = Q6_V_vand_VV(lo, Q6_Vw_vsub_VwVw(Q6_Vw_vasl_VwVw(splat_w(1), s), splat_w(1)));
+    p = Q6_V_vor_VV(p, Q6_V_vmux_QVV(Q6_Q_vcmp_gt_VwVw(below, zero), splat_w(1), zero));
+    return dq_bits(p, s, a, neg, k);
 }
 
 void hvx_dequant_i8_f32(const uint8_t *x, size_t n, int x_signed, int32_t zp, float scale, float *y)
@@ -63,6 +91,30 @@ void hvx_dequant_i8_f32(const uint8_t *x, size_t n, int x_signed, int32_t zp, fl
     }
     for (; i < n; i++) {
         int32_t xi = x_signed ? (int8_t)x[i] : x[i];
+        y[i] = (float)(int32_t)((uint32_t)xi - (uint32_t)zp) * scale;
+    }
+}
+
+void hvx_dequant_i16_f32(const uint16_t *x, size_t n, int x_signed, int32_t zp, float scale, float *y)
+{
+    uint32_t sb;
+    memcpy(&sb, &scale, 4);
+    int32_t es = (int32_t)(sb >> 23 & 0xff), m = (int32_t)(sb & 0x7fffff) | 0x800000;
+    const uint8_t *p = (const uint8_t *)(const void *)x;
+    size_t i = 0;
+    if (es >= 1 && es <= 237) {
+        dq_consts k = {splat_w(zp), splat_w(m), splat_w((int32_t)(sb & 0x80000000u)), splat_w(es + 8)};
+        HVX_Vector mh = splat_w(m >> 16), ml = splat_w(m & 0xffff);
+        for (; i + HVX_BYTES / 2 <= n; i += HVX_BYTES / 2) {
+            HVX_Vector v = *(const hvx_uvec *)(const void *)(p + 2 * i);
+            HVX_VectorPair w = x_signed ? Q6_Ww_vunpack_Vh(v) : Q6_Wuw_vunpack_Vuh(v);
+            hvx_uvec *out = (hvx_uvec *)(void *)(y + i);
+            out[0] = dq_words16(Q6_V_lo_W(w), mh, ml, &k);
+            out[1] = dq_words16(Q6_V_hi_W(w), mh, ml, &k);
+        }
+    }
+    for (; i < n; i++) {
+        int32_t xi = x_signed ? (int16_t)x[i] : x[i];
         y[i] = (float)(int32_t)((uint32_t)xi - (uint32_t)zp) * scale;
     }
 }

@@ -1,11 +1,13 @@
 /*
- * hvx_dequant.h - DequantizeLinear of u8/i8 to f32 in HVX integer arithmetic, bit for bit
+ * hvx_dequant.h - DequantizeLinear of u8/i8/u16/i16 to f32 in HVX integer arithmetic, bit for bit
  * ref_dequantize_linear (dsp/ref/ref_quant.h): y = f32(x - zp) * scale, rounded to nearest even.
  *
  * |x - zp| <= 255 and the scale's 24-bit mantissa multiply exactly in 32 bits; the product is then
  * normalised (count leading zeros), rounded to 24 bits (ties to even) and given the scale's exponent.
  * A scale whose product could leave the normal range (exponent field 0, or above 245: subnormal,
  * zero, huge, inf, NaN) and the tail past the last 128 elements take the scalar path.
+ * u16/i16: |x - zp| < 2^16 times the mantissa (< 2^40) is formed in two 32-bit halves and shifted
+ * into 32 bits with a sticky bit, then rounded the same way; scales up to exponent field 237.
  *
  * Also the other f32 steps of the quant family done in integer arithmetic on the bit patterns:
  * QuantizeLinear f32 -> u8/i8/u16/i16 (near rounding ties by the reference), DYNAMIC_QPARAMS's range
@@ -19,6 +21,9 @@
 
 /* y[i] = f32(x[i] - zp) * scale for i < n; x: u8 (x_signed 0) or i8; any alignment */
 void hvx_dequant_i8_f32(const uint8_t *x, size_t n, int x_signed, int32_t zp, float scale, float *y);
+
+/* the same for x u16 (x_signed 0) or i16; x: 2-byte aligned, y: 4-byte aligned */
+void hvx_dequant_i16_f32(const uint16_t *x, size_t n, int x_signed, int32_t zp, float scale, float *y);
 
 /* y[i] = ref_quantize_linear(x[i], scale, zp, lo, hi) for i < n, [lo, hi] the range of y's type: 1 or
  * 2 bytes (y_bytes), signed or not. In fixed point from the bit patterns: with x = mx 2^ex and scale

@@ -92,7 +92,8 @@ KERNELS = {
     "hvx_lut_i8": ([], "store"),
     "hvx_requant_i32_i8": (["rq_setup"], "store"),
     "hvx_matmul_i8": (["rq_setup", "rowsum_i8", "load_bias"], "vrmpy"),
-    "hvx_dequant_i8_f32": (["dq_words"], "store"),
+    "hvx_dequant_i8_f32": (["dq_words", "dq_bits"], "store"),
+    "hvx_dequant_i16_f32": (["dq_words16", "dq_bits"], "store"),
     # QUANTIZE_LINEAR's HVX path (dsp/src/ops/quant.c): fixed point from the bit patterns, near ties by the reference
     "hvx_quant_f32": (
         ["q_run", "q_words", "q_block", "q_fix", "q_store", "lane_bits", "quant_ref", "div_floor"],

@@ -10,7 +10,7 @@
  *
  * Scale and zero point have one element (per tensor) or one per index of the axis (per axis).
  * An item is a chunk of elements; DYNAMIC_QPARAMS is one item. On Hexagon builds (HFX_HVX) Q (runs of 8
- * elements or more; its lanes near a rounding tie by the reference), DQ of u8/i8, DYNAMIC_QPARAMS's range
+ * elements or more; its lanes near a rounding tie by the reference), DQ of 8/16-bit types, DYNAMIC_QPARAMS's range
  * and CAST run hvx/hvx_dequant.c, in integer arithmetic on the bit patterns. */
 #include <stdint.h>
 
@@ -157,6 +157,11 @@ static void dequantize_run(const hfx_kernel_args *a, uint32_t dtype, uint64_t b,
     if (dtype == HFX_DTYPE_U8 || dtype == HFX_DTYPE_I8) { /* Hexagon: HVX, bit for bit the loop below */
         int32_t z = !zp ? 0 : dtype == HFX_DTYPE_U8 ? ((const uint8_t *)zp)[c] : ((const int8_t *)zp)[c];
         hvx_dequant_i8_f32((const uint8_t *)a->in[0] + b, e - b, dtype == HFX_DTYPE_I8, z, sc, y + b);
+        return;
+    }
+    if (dtype == HFX_DTYPE_U16 || dtype == HFX_DTYPE_I16) {
+        int32_t z = !zp ? 0 : dtype == HFX_DTYPE_U16 ? ((const uint16_t *)zp)[c] : ((const int16_t *)zp)[c];
+        hvx_dequant_i16_f32((const uint16_t *)a->in[0] + b, e - b, dtype == HFX_DTYPE_I16, z, sc, y + b);
         return;
     }
 #endif

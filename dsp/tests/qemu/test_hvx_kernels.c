@@ -552,6 +552,47 @@ static void test_dequant(void)
     qt_end_group(&T, "hvx_dequant_i8_f32");
 }
 
+/* hvx_dequant_i16_f32 against ref_dequantize_linear, bit for bit: every 16-bit value once (the first
+ * cases), the extremes, zero points at and between the type's ends, scales of every exponent (the
+ * edges of the HVX range 237/238, full and single-bit mantissas: rounding carries, ties, and the scalar
+ * path's subnormal, 0, inf, NaN), negative scales, u16 and i16, odd lengths, x and y misaligned. */
+static void test_dequant16(void)
+{
+    enum { DN = 5 * 64 + 13, ALL = 16384 };
+    qt_begin_group(&T);
+    qt_rng r = {4321};
+    static const uint32_t special[14] = {0x3f7fffffu, 0x3f800001u, 0xbfffffffu, 0x76800000u, 0x76ffffffu,
+                                         0x77000000u, 0x00800000u, 0x00000000u, 0x80000000u, 0x00000003u,
+                                         0x7f800000u, 0x7fc00000u, 0x3b800000u, 0x3c000001u};
+    for (int t = 0; t < 128; t++) {
+        int x_signed = t & 1, off = 2 * ((t >> 1) % 3), n = t < 8 ? ALL : DN;
+        uint16_t *x = (uint16_t *)(void *)(pool_a + off);
+        float *y = (float *)(void *)(pool_y + 4 * off); /* 4-byte, not 128-byte, aligned */
+        uint32_t sbits = t < 28 ? special[t / 2] : (uint32_t)qt_range(&r, 1, 254) << 23 | (qt_rand(&r) & 0x807fffffu);
+        float sc;
+        memcpy(&sc, &sbits, 4);
+        int32_t zp = x_signed ? (t % 5 == 0 ? -32768 : t % 5 == 1 ? 32767 : (int32_t)qt_range(&r, -32768, 32767))
+                              : (t % 5 == 0 ? 0 : t % 5 == 1 ? 65535 : (int32_t)qt_range(&r, 0, 65535));
+        for (int i = 0; i < n; i++)
+            x[i] = (uint16_t)(t < 8 ? (t / 2) * ALL + i : i % 3 == 0 ? (i % 2 ? 0xffffu : i % 7 ? 0x8000u : 0x7fffu)
+                                                                    : qt_rand(&r));
+        hvx_dequant_i16_f32(x, (size_t)n, x_signed, zp, sc, y);
+        int ok = 1;
+        for (int i = 0; i < n && ok; i++) {
+            float want = ref_dequantize_linear(x_signed ? (int16_t)x[i] : x[i], sc, zp);
+            ok = memcmp(&want, &y[i], 4) == 0;
+            if (!ok) {
+                uint32_t gb, wb;
+                memcpy(&gb, &y[i], 4), memcpy(&wb, &want, 4);
+                hx_printf("FAIL hvx_dequant16 case %d: x[%d] %d zp %d scale %08x: %08x, want %08x\n", t, i, x[i], zp,
+                          sbits, gb, wb);
+            }
+        }
+        qt_case(&T, ok);
+    }
+    qt_end_group(&T, "hvx_dequant_i16_f32");
+}
+
 /* an x whose quotient by s is near (at, for a power-of-two s) k + 1/2 for k in [lo - zp - 2, hi - zp + 2]:
  * the f32 product moved by up to 3 ulps either way */
 static uint32_t quant_near_tie(qt_rng *r, float s, int32_t zp, int32_t lo, int32_t hi)
@@ -852,6 +893,12 @@ static int run_packets(const char *kernel)
         hx_printf("PACKETS %s units=64 unit=vector\n", kernel);
         return 0;
     }
+    if (strcmp(kernel, "hvx_dequant_i16_f32") == 0) {
+        hvx_dequant_i16_f32((const uint16_t *)(const void *)pool_a, 8 * HVX_BYTES, 0, 3, 0.0123f,
+                            (float *)(void *)pool_y); /* 32 f32 vectors */
+        hx_printf("PACKETS %s units=32 unit=vector\n", kernel);
+        return 0;
+    }
     if (strcmp(kernel, "hvx_quant_f32") == 0) {
         /* 64 vectors of f32 over u8's range and a little past it (x / 0.02 from -3 to 258 in steps of
          * 1 / 1024 + 2^-20, so that few lanes are near a tie) */
@@ -941,6 +988,7 @@ int main(int argc, char **argv)
         test_matmul();
         test_qgemm_requant();
         test_dequant();
+        test_dequant16();
         test_quant();
         test_range();
         test_cast();

@@ -10,7 +10,7 @@
  * size and extreme values; QMAXPOOL over random geometries: widths across the 128-byte vectors,
  * strides, dilations, pads); QAVGPOOL (padding counted or not, ceil mode; random geometries, exact-tie
  * and out-of-range scales; its packets) against windows summed here with ref_qpool.h's steps;
- * DYNAMIC_QPARAMS and CAST against ref_quant.h, and their packets; QRESIZE (integer factors along W, H only, other column maps; odd and long
+ * DYNAMIC_QPARAMS, CAST and DEQUANTIZE_LINEAR u16/i16 against ref_quant.h, and their packets; QRESIZE (integer factors along W, H only, other column maps; odd and long
  * rows, Y between guard bytes) against the f32 RESIZE of the codes through a table, and its packets;
  * QSOFTMAX on two axes with a saturating line; QCONCAT on axis 1 with per-input tables (spans below
  * and above a vector).
@@ -690,6 +690,55 @@ static void quantize_case(hfx_pool *pool, qt_rng *r, uint8_t dt, uint32_t c, uin
     free(X), free(Y);
 }
 
+/* DEQUANTIZE_LINEAR u16/i16 -> f32 of X [c, n / c] through the core, per tensor or per axis 0 (scales
+ * 0.0235294 / 2^-3 / a random one alternating, zero points across the range; X misaligned by 2 bytes),
+ * its outputs against ref_dequantize_linear bit for bit; every third value an extreme of the type.
+ * `packets`: prints the call's packets (qemu's counter). */
+static void dequantize16_case(hfx_pool *pool, qt_rng *r, uint8_t dt, uint32_t c, uint32_t n, int packets)
+{
+    int is_signed = dt == HFX_DTYPE_I16;
+    int32_t lo = is_signed ? INT16_MIN : 0, hi = is_signed ? INT16_MAX : UINT16_MAX;
+    uint16_t *xbuf = malloc(n * 2 + 2), *X = xbuf + 1;
+    float *Y = malloc(n * sizeof *Y), S[16];
+    uint8_t Zb[32];
+    int32_t Z[16];
+    for (uint32_t k = 0; k < c; k++) {
+        S[k] = k % 3 == 0 ? 0.0235294f : k % 3 == 1 ? 0.125f : (float)qt_range(r, 1, 100000) * 1.0e-6f;
+        Z[k] = lo + (int32_t)qt_range(r, 0, (uint32_t)(hi - lo));
+        Zb[2 * k] = (uint8_t)Z[k], Zb[2 * k + 1] = (uint8_t)(Z[k] >> 8);
+    }
+    for (uint32_t i = 0; i < n; i++)
+        X[i] = (uint16_t)(i % 3 ? qt_rand(r) : i % 2 ? (uint32_t)lo : (uint32_t)hi);
+    hfxb b;
+    hfxb_init(&b);
+    b.v2 = 1;
+    uint32_t sd[1] = {c};
+    uint32_t x = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(c, n / c)), dt), s = hfxb_input(&b, 0, c > 1, sd);
+    uint32_t z = hfxb_set_dtype(&b, hfxb_input(&b, 0, c > 1, sd), dt);
+    hfxb_quant(&b, 0, HFX_OP_DEQUANTIZE_LINEAR, x, s, z, hfxb_output(&b, 0, HFXB_DIMS(c, n / c)), 0);
+    const void *ins[3] = {X, S, Zb};
+    uint32_t before = hx_qemu_packets();
+    int ok = run_one(pool, &b, ins, 3, Y) == HFX_OK;
+    uint32_t used = hx_qemu_packets() - before;
+    hfxb_free(&b);
+    uint32_t bad = n;
+    for (uint32_t i = 0; ok && i < n; i++) {
+        uint32_t k = i / (n / c);
+        float want = ref_dequantize_linear(is_signed ? (int16_t)X[i] : X[i], S[k], Z[k]);
+        ok = memcmp(&want, &Y[i], 4) == 0;
+        bad = ok ? bad : i;
+    }
+    const char *name = is_signed ? "i16" : "u16";
+    if (packets)
+        hx_printf("     packets of one DequantizeLinear %s -> f32 call, %u x %u: %u\n", name, c, n / c, used);
+    if (bad < n)
+        hx_printf("     x[%u] = %u: wrong\n", bad, X[bad]);
+    char what[64];
+    hx_snprintf(what, sizeof what, "DequantizeLinear %s -> f32 %u x %u", name, c, n / c);
+    expect(ok, what);
+    free(xbuf), free(Y);
+}
+
 /* QRESIZE of X[n, c, h, w] to [n, c, oh, ow] against the f32 RESIZE of the same codes (the portable
  * kernel in every build: its nearest source) through the table: x2, x3, x5 and H only (the vector
  * spreads), x1.5, a downscale and round_prefer_ceil's map (the byte gather); Y at an odd offset between
@@ -998,6 +1047,13 @@ int main(void)
     }
     quantize_case(pool, &r, HFX_DTYPE_U8, 1, 64 * 80 * 80, 1); /* an FPN level after a Resize */
     qt_end_group(&T, "QuantizeLinear");
+    qt_begin_group(&T);
+    for (int t = 2; t < 4; t++) {
+        dequantize16_case(pool, &r, qtypes[t], 1, 16000, 1);
+        dequantize16_case(pool, &r, qtypes[t], 1, 1003, 0);
+        dequantize16_case(pool, &r, qtypes[t], 6, 6 * 515, 0);
+    }
+    qt_end_group(&T, "DequantizeLinear u16/i16");
     qt_begin_group(&T);
     qresize_sweep(pool, &r);
     qresize_packets(pool, &r);
