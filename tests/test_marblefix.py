@@ -11,6 +11,7 @@ import onnx
 import pytest
 from cli_support import run_cli
 from onnx import helper
+from real_support import cached_or_skip
 from test_lower import init, vi
 from test_program_v2 import needs_plugin, pair_model, v2_program
 
@@ -89,12 +90,10 @@ def test_real_marblenet_x2_drops_no_pair_at_an_empty_input(tmp_path: Path) -> No
     """Two MarbleNet requests at 0 us per call (the suite's): 5 pairs were dropped with r0's audio
     empty (x[..., :1]); none is now, and the pairs hold most of the time (52% when they were dropped;
     12 pairs, 88% at 3c46a1e; 4 longer ones, 89%, since colocq orders each side by QDQ group)."""
-    from test_stranger10 import _cached
-
     out = tmp_path / "x2.onnx"
     proc = run_cli(
         "colocate",
-        _cached("marblenet_vad"),
+        cached_or_skip("marblenet_vad"),
         "--requests",
         "2",
         "--shape",
