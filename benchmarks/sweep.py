@@ -56,6 +56,7 @@ class Step:
     last: str = ""  # last line of stderr
     traceback: bool = False
     exact: int | None = None  # emulate: pairs bit-exact against the host kernel
+    floats: int | None = None  # emulate: pairs with an fp32 output (held to --rtol, not to bit-exact)
     packets: int | None = None  # emulate: the largest pair's fused packets under qemu
 
     @property
@@ -118,11 +119,13 @@ def figures(report: Path, colocated: bool) -> tuple[int | None, float | None]:
     return len(pairs), inside / total if total > 0 else None
 
 
-def emulated(report: Path) -> tuple[int, int, int | None]:
-    """Pairs, pairs bit-exact and the largest pair's fused packets, from an `emulate --json` report."""
+def emulated(report: Path) -> tuple[int, int, int, int | None]:
+    """Pairs, pairs bit-exact, pairs with an fp32 output and the largest pair's fused packets, from an
+    `emulate --json` report."""
     pairs = json.loads(report.read_text())["pairs"] if report.is_file() else []
+    floats = sum(any(o["tolerance"].startswith("rtol") for o in p["outputs"]) for p in pairs)
     packets = [p["stats"]["runs"]["fused"]["call_packets"] for p in pairs]
-    return len(pairs), sum(p["bit_exact"] for p in pairs), max(packets, default=None)
+    return len(pairs), sum(p["bit_exact"] for p in pairs), floats, max(packets, default=None)
 
 
 def step(name: str, model: Path, tmp: Path, timeout: float) -> Step:
@@ -140,7 +143,7 @@ def step(name: str, model: Path, tmp: Path, timeout: float) -> Step:
     last = lines[-1][:240] if lines else ""
     s = Step(code, round(seconds, 1), last=last, traceback="Traceback (most recent call last)" in stderr)
     if name == "emulate":
-        s.pairs, s.exact, s.packets = emulated(report)
+        s.pairs, s.exact, s.floats, s.packets = emulated(report)
     elif code == 0:
         s.pairs, s.share = figures(report, name == "colocate")
     return s
@@ -170,7 +173,8 @@ def cell(s: Step | None) -> str:
         return f"! timeout {s.seconds:.0f}s"
     figure = f"{s.pairs}p {s.share:.0%}" if s.pairs is not None and s.share is not None else f"{s.pairs or 0}p"
     if s.exact is not None:
-        figure = f"{s.exact}/{s.pairs} exact, {s.packets or 0:,} pk"
+        fp32 = f" ({s.floats} with fp32 outputs)" if s.floats else ""
+        figure = f"{s.exact}/{s.pairs} exact{fp32}, {s.packets or 0:,} pk"
     text = f"{figure} {s.seconds:.0f}s" if s.code == 0 else f"exit {s.code} {s.seconds:.0f}s"
     if s.exact is not None and s.code == 4:
         text = f"{figure}, exit 4 {s.seconds:.0f}s"
