@@ -6,14 +6,18 @@ code the README does not document, what refuses without a reason, what is slow. 
     nice -n 19 python benchmarks/sweep.py --json build/sweep.jsonl          # every model, ~40 min
     python benchmarks/sweep.py --models ppocr_cls,gpt2_dynamo --timeout 120
     python benchmarks/sweep.py --table build/sweep.jsonl                    # the table of an earlier run
+    nice -n 19 python benchmarks/sweep.py --sets qdq --emulate               # needs dsp/scripts/build_hexagon.sh
 
 Per model, as a user types them (model files, no zoo name, so no zoo shapes; no --shape):
 `inspect M`, `rewrite M -o T`, `rewrite M -o T --verify plugin` at HEXFUSE_CALL_OVERHEAD_US=0, and
-`colocate M --requests 2 -o T`. Per command: exit code, wall seconds, pairs, the pairs' share of the
-modelled serial time (inspect/rewrite: of the graph's node-after-node time, `modelled_us` in
---json; colocate: its own coverage), the last line of stderr. A cell is flagged `!` when the
-command printed a traceback, exited with a code not in the README (or 70, an internal error), ran
-out of time, or took over 3 minutes; a refusal (2, 3, 4, 5) is fine when it says why in one line.
+`colocate M --requests 2 -o T`; with --emulate also `emulate T --arch v73` on the plugin step's output
+when it has pairs (pairs bit-exact against the host kernel, the largest pair's fused packets). Per
+command: exit code, wall seconds, pairs, the pairs' share of the modelled serial time
+(inspect/rewrite: of the graph's node-after-node time, `modelled_us` in --json; colocate: its own
+coverage), the last line of stderr. A cell is flagged `!` when the command printed a traceback,
+exited with a code not in the README (or 70, an internal error), ran out of time, or took over 3
+minutes; a refusal (2, 3, 4, 5) is fine when it says why in one line
+(emulate: any exit but 0 is flagged, 4 being a pair that differs from the host kernel).
 """
 
 from __future__ import annotations
@@ -39,7 +43,8 @@ from models import quantized, real  # noqa: E402
 
 DOCUMENTED = {0, 2, 3, 4, 5}  # README "Exit codes"; 70 is documented too, but it is a bug
 SLOW_S = 180.0
-COMMANDS = ("inspect", "rewrite", "plugin", "colocate")
+COMMANDS = ("inspect", "rewrite", "plugin", "colocate", "emulate")  # emulate: only with --emulate
+EMULATED = "plugin"  # the step whose output emulate runs: overhead 0, the most pairs
 
 
 @dataclass
@@ -50,10 +55,14 @@ class Step:
     share: float | None = None  # of the modelled serial time inside pairs
     last: str = ""  # last line of stderr
     traceback: bool = False
+    exact: int | None = None  # emulate: pairs bit-exact against the host kernel
+    floats: int | None = None  # emulate: pairs with an fp32 output (held to --rtol, not to bit-exact)
+    packets: int | None = None  # emulate: the largest pair's fused packets under qemu
 
     @property
     def bad(self) -> bool:
-        return self.code is None or self.code not in DOCUMENTED or self.traceback or self.seconds > SLOW_S
+        refused = self.code not in DOCUMENTED or (self.exact is not None and self.code != 0)
+        return self.code is None or refused or self.traceback or self.seconds > SLOW_S
 
 
 @dataclass
@@ -110,29 +119,45 @@ def figures(report: Path, colocated: bool) -> tuple[int | None, float | None]:
     return len(pairs), inside / total if total > 0 else None
 
 
+def emulated(report: Path) -> tuple[int, int, int, int | None]:
+    """Pairs, pairs bit-exact, pairs with an fp32 output and the largest pair's fused packets, from an
+    `emulate --json` report."""
+    pairs = json.loads(report.read_text())["pairs"] if report.is_file() else []
+    floats = sum(any(o["tolerance"].startswith("rtol") for o in p["outputs"]) for p in pairs)
+    packets = [p["stats"]["runs"]["fused"]["call_packets"] for p in pairs]
+    return len(pairs), sum(p["bit_exact"] for p in pairs), floats, max(packets, default=None)
+
+
 def step(name: str, model: Path, tmp: Path, timeout: float) -> Step:
-    report, out = tmp / f"{name}.json", tmp / "out.onnx"
+    report, out = tmp / f"{name}.json", tmp / f"{name}.onnx"
     report.unlink(missing_ok=True)
     args = {
         "inspect": ["inspect", str(model)],
         "rewrite": ["rewrite", str(model), "-o", str(out)],
         "plugin": ["rewrite", str(model), "-o", str(out), "--verify", "plugin"],
         "colocate": ["colocate", str(model), "--requests", "2", "-o", str(out)],
+        "emulate": ["emulate", str(tmp / f"{EMULATED}.onnx"), "--arch", "v73"],
     }[name]
     code, seconds, _, stderr = run([*args, "--json", str(report)], timeout, name == "plugin")
     lines = [line for line in stderr.splitlines() if line.strip()]
-    pairs, share = figures(report, name == "colocate") if code == 0 else (None, None)
     last = lines[-1][:240] if lines else ""
-    return Step(code, round(seconds, 1), pairs, share, last, "Traceback (most recent call last)" in stderr)
+    s = Step(code, round(seconds, 1), last=last, traceback="Traceback (most recent call last)" in stderr)
+    if name == "emulate":
+        s.pairs, s.exact, s.floats, s.packets = emulated(report)
+    elif code == 0:
+        s.pairs, s.share = figures(report, name == "colocate")
+    return s
 
 
-def sweep(models: list[tuple[str, str, Path]], timeout: float, jsonl: Path | None) -> list[Row]:
+def sweep(models: list[tuple[str, str, Path]], timeout: float, jsonl: Path | None, emulate: bool) -> list[Row]:
     rows = []
     with tempfile.TemporaryDirectory(prefix="sweep-") as tmp:
         for name, group, path in models:
             row = Row(name, group, str(path))
-            for command in COMMANDS:
+            for command in COMMANDS[:-1]:
                 row.steps[command] = step(command, path, Path(tmp), timeout)
+            if emulate and row.steps[EMULATED].code == 0 and row.steps[EMULATED].pairs:
+                row.steps["emulate"] = step("emulate", path, Path(tmp), timeout)
             print(line(row), flush=True)
             rows.append(row)
             if jsonl is not None:
@@ -141,16 +166,23 @@ def sweep(models: list[tuple[str, str, Path]], timeout: float, jsonl: Path | Non
     return rows
 
 
-def cell(s: Step) -> str:
+def cell(s: Step | None) -> str:
+    if s is None:
+        return "-"
     if s.code is None:
         return f"! timeout {s.seconds:.0f}s"
     figure = f"{s.pairs}p {s.share:.0%}" if s.pairs is not None and s.share is not None else f"{s.pairs or 0}p"
+    if s.exact is not None:
+        fp32 = f" ({s.floats} with fp32 outputs)" if s.floats else ""
+        figure = f"{s.exact}/{s.pairs} exact{fp32}, {s.packets or 0:,} pk"
     text = f"{figure} {s.seconds:.0f}s" if s.code == 0 else f"exit {s.code} {s.seconds:.0f}s"
+    if s.exact is not None and s.code == 4:
+        text = f"{figure}, exit 4 {s.seconds:.0f}s"
     return ("! " if s.bad else "") + text
 
 
 def line(row: Row) -> str:
-    cells = " | ".join(cell(row.steps[c]) for c in COMMANDS)
+    cells = " | ".join(cell(row.steps.get(c)) for c in COMMANDS)
     notes = "; ".join(f"{c}: {s.last}" for c, s in row.steps.items() if s.bad or (s.code not in (0, None) and s.last))
     return f"| {row.model} | {row.group} | {cells} | {notes or '-'} |"
 
@@ -164,10 +196,13 @@ def load(jsonl: Path) -> list[Row]:
 
 
 def table(rows: list[Row]) -> str:
-    head = "| model | set | inspect | rewrite | rewrite --verify plugin (overhead 0) | colocate --requests 2 | notes |"
-    out = [head, "|---" * 7 + "|", *(line(r) for r in rows)]
+    head = (
+        "| model | set | inspect | rewrite | rewrite --verify plugin (overhead 0) | colocate --requests 2 "
+        "| emulate --arch v73 (plugin's output) | notes |"
+    )
+    out = [head, "|---" * 8 + "|", *(line(r) for r in rows)]
     bad = sum(s.bad for r in rows for s in r.steps.values())
-    out.append(f"{len(rows)} models, {len(rows) * len(COMMANDS)} commands, {bad} flagged (!)")
+    out.append(f"{len(rows)} models, {sum(len(r.steps) for r in rows)} commands, {bad} flagged (!)")
     return "\n".join(out)
 
 
@@ -178,6 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--qdq", default="u8u8", help="u8u8, u16u8 or all (default u8u8: u16u8 has the same graphs)")
     ap.add_argument("--timeout", type=float, default=240, help="wall seconds per command (default 240)")
     ap.add_argument("--json", type=Path, help="append one JSON line per model here")
+    ap.add_argument("--emulate", action="store_true", help="also emulate the plugin step's output when it has pairs")
     ap.add_argument("--table", type=Path, help="print the table of an earlier --json run, run nothing")
     args = ap.parse_args(argv)
     if args.table:
@@ -187,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.models:
         wanted = args.models.split(",")
         models = [m for w in wanted for m in models if m[0] == w]
-    print(table(sweep(models, args.timeout, args.json)))
+    print(table(sweep(models, args.timeout, args.json, args.emulate)))
     return 0
 
 

@@ -105,10 +105,13 @@ def merge(
         raise UsageError("co-locate two models, or one model with --requests N (N >= 2)")
     prefixes = stream_names(len(paths), requests, names)
     same_file = len(paths) == 1 or _same_file(Path(paths[0]), Path(paths[1]))
+    from .pipeline import _refuse_unseeded_random as refuse_unseeded_random  # pipeline.py is owned elsewhere
+
     sources = [read_model(p) for p in paths]
     for path, m in zip(paths, sources):
         _in_order(m, path)
         _refuse_rewritten(m, Path(path))
+        refuse_unseeded_random(path, m.graph)  # else its streams draw apart and the merge is blamed (exit 4)
     notes: list[str] = []
     opsets = _reconcile_opsets(sources, [str(p) for p in paths], notes)
     files = [str(paths[0])] * requests if len(paths) == 1 else [str(p) for p in paths]

@@ -87,6 +87,18 @@ def test_an_unseeded_random_op_is_refused_in_one_line(tmp_path: Path) -> None:
     assert result.analysis.pairs and result.output is not None and result.output.is_file()
 
 
+def test_colocate_refuses_an_unseeded_random_op_in_one_line(tmp_path: Path) -> None:
+    """`colocate --requests 2` of Piper's voice exited 4, "the merged model's output 'r1/output'
+    differs from ... 'output'": its two streams' unseeded draws differ, not the merge (sweep13).
+    Refused as `rewrite` refuses it (exit 3); seeded, the same model merges."""
+    src = tmp_path / "noisy.onnx"
+    onnx.save(_two_branch_with_noise(None), src)
+    with pytest.raises(ModelError, match=r"RandomNormalLike 'noise' has no seed: .* give each a 'seed'"):
+        colocate.merge([src], requests=2)
+    onnx.save(_two_branch_with_noise(7.0), src)
+    assert len(colocate.merge([src], requests=2).model.graph.output) == 4
+
+
 def _weights_as_constants(tmp_path: Path) -> Path:
     """The zoo's two_branch with every initializer a Constant node, as paddle2onnx writes SLANet
     (727 Constants, no initializer)."""
