@@ -105,7 +105,7 @@ def merge(
         raise UsageError("co-locate two models, or one model with --requests N (N >= 2)")
     prefixes = stream_names(len(paths), requests, names)
     same_file = len(paths) == 1 or _same_file(Path(paths[0]), Path(paths[1]))
-    from .pipeline import _refuse_unseeded_random as refuse_unseeded_random  # pipeline.py is owned elsewhere
+    from .pipeline import refuse_unseeded_random
 
     sources = [read_model(p) for p in paths]
     for path, m in zip(paths, sources):

@@ -618,7 +618,7 @@ def _reference(
 ) -> Reference:
     """Run the original on the given inputs, then at the representative binding and at one more
     (the first other binding it runs at); one failure the user caused is a ModelError."""
-    _refuse_unseeded_random(path, g.model.graph)
+    refuse_unseeded_random(path, g.model.graph)
     try:
         original = ort_session(path)
     except Exception as exc:  # noqa: BLE001
@@ -650,7 +650,7 @@ def _reference(
     return _with_cases(path, g, cases, second)
 
 
-def _refuse_unseeded_random(path: str | os.PathLike[str], graph: onnx.GraphProto) -> None:
+def refuse_unseeded_random(path: str | os.PathLike[str], graph: onnx.GraphProto) -> None:
     """A random op without a seed draws other numbers in the rewritten model's session than in the
     original's (a Piper voice's two RandomNormalLike: its audio 0.6-0.94 relative apart while every
     pair's outputs agreed exactly; 85 pairs dropped in 389 s, nothing written). Seeded, it verifies

@@ -138,7 +138,7 @@ def random_inputs(
 
 
 FULL_RANGE_INTEGERS = tuple(np.dtype(t) for t in (np.uint8, np.int8, np.uint16, np.int16))
-_FULL_RANGE_PROTO = (onnx.TensorProto.UINT8, onnx.TensorProto.INT8, onnx.TensorProto.UINT16, onnx.TensorProto.INT16)
+_FULL_RANGE_PROTO = tuple(onnx.helper.np_dtype_to_tensor_dtype(t) for t in FULL_RANGE_INTEGERS)
 
 
 def integer_inputs(model: onnx.ModelProto) -> list[str]:
