@@ -4,7 +4,7 @@ ORT's defaults are not its fastest mode everywhere: on a 2-core VM gpt_decode_st
 under them and 75 us under ort-seq, mlp_chain twice as fast on 2 threads as on 1. A tuned model
 carries the mode that ran it fastest here (tuning.py); for any other model
 `runtime.InferenceSession` (backend auto, no cDSP, plugin not registered) prepares a session in
-each of ORT's modes (ort_modes.MODES) and alternates its first calls among them in blocks (Aker:
+each of ORT's modes but ort-par (CANDIDATES) and alternates its first calls among them in blocks (Aker:
 prepare the versions, choose at run time; `Exploration`): up to ROUNDS rounds of one block per mode
 (BLOCK counted calls and BLOCK_S in calls, or one and LONG_BLOCK_S), each round in another order; fewer
 rounds (MIN_ROUNDS) when the calls are long enough that they take EXPLORE_S; from MIN_ROUNDS rounds on,
@@ -76,7 +76,12 @@ CONFIRM = 2  # choices in a row that must agree before later sessions stop choos
 HISTORY = 4  # choices remembered; after this many the most frequent stands
 EXPLORE_MAX_BYTES = 64 * 2**20  # above: seven copies of the model are too many to hold
 SPINLESS = ("ort-seq",)  # sequential on one thread: no pool threads that spin
-CANDIDATES = ort_modes.MODES  # ORT's defaults first: the session other methods use while choosing
+# ORT's defaults first: the session other methods use while choosing. Not ort-par: ORT_PARALLEL hands
+# every node to another thread, so its time follows the machine's load, not the model. silero_decoder_v5
+# (36 us calls), `benchmarks/choice_accuracy.py`, other processes using 1.64 of 2 CPUs: ort-par measured
+# 0.89x ort-seq in back-to-back explorations, which then took it 3 times of 8, and 285x in rested calls; on
+# a quiet machine its choice ran 1.064x the best mode. It was the best mode in no measurement here.
+CANDIDATES = tuple(m for m in ort_modes.MODES if m != "ort-par")
 
 Log = Callable[[str], None]
 
@@ -127,7 +132,7 @@ def read_cache(path: Path, log: Log) -> dict[str, Any]:
 
 def cached_mode(key: str, log: Log) -> tuple[str, dict[str, Any]] | None:
     entry = read_cache(cache_path(), log).get(key)
-    if isinstance(entry, dict) and entry.get("mode") in ort_modes.MODES:
+    if isinstance(entry, dict) and entry.get("mode") in CANDIDATES:  # an older choice of ort-par: chosen again
         return str(entry["mode"]), entry
     return None
 
@@ -137,7 +142,7 @@ def history(entry: dict[str, Any] | None) -> list[str]:
     if not isinstance(entry, dict):
         return []
     chosen = entry.get("history", [entry.get("mode")])
-    return [m for m in chosen if m in ort_modes.MODES] if isinstance(chosen, list) else []
+    return [m for m in chosen if m in CANDIDATES] if isinstance(chosen, list) else []
 
 
 def settled(chosen: list[str]) -> str | None:
@@ -311,14 +316,16 @@ class Exploration:
 
 
 def williams_row(n: int, r: int) -> list[int]:
-    """Row r of a Williams design for n orders: 0, 1, n-1, 2, n-2, ... shifted by r (mod n). For
-    even n, over n rows each item directly follows every other item once: what one mode leaves
-    behind (spinning threads, a cold cache) weighs on every other mode alike."""
+    """Row r of a Williams design for n orders: 0, 1, n-1, 2, n-2, ... shifted by r (mod n), and for
+    odd n reversed in odd rows. Over n rows (2n for odd n) each item directly follows every other
+    item equally often: what one mode leaves behind (spinning threads, a cold cache) weighs on every
+    other mode alike. (Shifts alone, for the 3 candidates: each mode always after the same one.)"""
     first, low, high = [0], 1, n - 1
     for k in range(1, n):
         first.append(low if k % 2 else high)
         low, high = (low + 1, high) if k % 2 else (low, high - 1)
-    return [(x + r) % n for x in first]
+    row = [(x + r) % n for x in first]
+    return row[::-1] if n % 2 and r % 2 else row
 
 
 class ChoosingSession:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -69,11 +70,11 @@ def test_the_choice_runs_every_mode_keeps_one_and_is_remembered(untuned, logged,
     assert isinstance(session, mode_choice.ChoosingSession)
     assert execution(session.get_session_options()) == execution(ort.SessionOptions())  # ORT's defaults meanwhile
     run_until_chosen(session, untuned)
-    assert session.mode in ort_modes.MODES
+    assert session.mode in mode_choice.CANDIDATES
     assert execution(session.get_session_options()) == execution(ort_modes.options(session.mode))
     entry = json.loads(ort_mode_cache.read_text())[mode_choice.model_key(untuned)]
     assert entry["mode"] == session.mode and entry["history"] == [session.mode]
-    assert set(entry["median_us"]) == set(ort_modes.MODES)
+    assert set(entry["median_us"]) == set(mode_choice.CANDIDATES)
     assert session.mode == min(session.exploration.live, key=entry["median_us"].get)
     assert len(messages(logged, "chosen at run time", session.mode, "remembered in", "chooses again")) == 1
     so = runtime.session_options(model=untuned)  # cannot time: keeps the choice made, confirmed or not
@@ -113,7 +114,20 @@ def test_a_choice_is_kept_for_later_sessions_once_confirmed(chosen, kept):
 
 def test_an_entry_from_before_histories_is_one_choice_to_confirm():
     assert mode_choice.history({"mode": "ort-seq", "date": "2026-11-30"}) == ["ort-seq"]
-    assert mode_choice.history({"mode": "ort-seq", "history": ["ort-par", "nonsense"]}) == ["ort-par"]
+    assert mode_choice.history({"mode": "ort-seq", "history": ["nonsense", "ort-seq-2t"]}) == ["ort-seq-2t"]
+
+
+def test_ort_par_is_not_a_candidate_and_an_earlier_choice_of_it_is_made_again(untuned, logged, ort_mode_cache):
+    """ORT_PARALLEL's time follows the machine's load (silero_decoder_v5: 0.89x ort-seq back to back,
+    285x in rested calls): the run-time choice leaves it out, and a settled ort-par remembered by an
+    earlier version is not applied."""
+    assert "ort-par" not in mode_choice.CANDIDATES and "ort-par" in ort_modes.MODES
+    entry = {"mode": "ort-par", "history": ["ort-par", "ort-par"], "date": "2026-12-02"}
+    mode_choice.remember(mode_choice.model_key(untuned), entry, print)
+    session = runtime.InferenceSession(untuned)
+    assert isinstance(session, mode_choice.ChoosingSession) and set(session._kept) == set(mode_choice.CANDIDATES)
+    run_until_chosen(session, untuned)
+    assert session.mode != "ort-par"
 
 
 def test_user_settings_disable_the_choice(untuned, logged):
@@ -241,6 +255,14 @@ def test_over_the_rounds_every_mode_follows_every_other_once(monkeypatch):
     within = [(a, b) for r in range(n) for a, b in zip(order[r * n : (r + 1) * n], order[r * n + 1 : (r + 1) * n])]
     assert sorted(within) == sorted((a, b) for a in modes for b in modes if a != b)
     assert exploration.chosen in modes
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 5])
+def test_williams_rows_let_every_mode_follow_every_other_equally_often(n):
+    rows = [mode_choice.williams_row(n, r) for r in range(2 * n)]
+    assert all(sorted(row) == list(range(n)) for row in rows)
+    follows = Counter(pair for row in rows for pair in zip(row, row[1:]))
+    assert len(follows) == n * (n - 1) and len(set(follows.values())) == 1, follows
 
 
 def test_a_block_counts_its_calls_after_the_switch_and_ends_after_enough_of_them():
