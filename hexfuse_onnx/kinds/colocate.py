@@ -48,6 +48,7 @@ from ..costmodel import (
     complementarity,
     engine_seconds,
     fits,
+    node_after_node,
     predict,
     predict_signed,
     serial_time,
@@ -670,6 +671,9 @@ class Modelled:
     too_large_share: float = 0.0  # of the streams' op time, each op timed alone
     largest_bytes: int = 0
     onchip_bytes: float = 0.0
+    # each stream node after node, each node a task (costmodel.node_after_node), as `rewrite`'s
+    # modelled_us counts its source model (its constant nodes too)
+    stream_nodes: dict[str, float] = field(default_factory=dict)
 
     @property
     def uncut(self) -> float:
@@ -712,9 +716,17 @@ class Modelled:
             together = self.stream_colocated[stream]
             slower = together / alone - 1.0 if alone > 0 else 0.0
             role = " (latency-critical)" if k == priority else ""
+            nodes = self.stream_nodes.get(stream)
+            each = f" (node after node {nodes * 1e6:.0f} us)" if nodes is not None else ""
             out.append(
-                f"  stream {stream[:-1]}{role}: alone {alone * 1e6:.0f} us, co-located {together * 1e6:.0f} us "
+                f"  stream {stream[:-1]}{role}: alone {alone * 1e6:.0f} us{each}, co-located {together * 1e6:.0f} us "
                 f"({slower:+.1%}; a pair counts at its fused time plus the call overhead)"
+            )
+        if self.stream_nodes:
+            out.append(
+                "  alone: each run of ops the kernel runs is one task, its intermediates on chip, as a pair's serial "
+                "time counts them; node after node: each node a task, its tensors in DDR, as `rewrite --json` "
+                "counts a model's modelled_us"
             )
         if self.unpairable:
             total = sum(t for _, t in self.unpairable.values())
@@ -745,6 +757,7 @@ class Modelled:
             "cut_serial_us": self.serial * 1e6,
             "stream_alone_us": {k: v * 1e6 for k, v in self.stream_alone.items()},
             "stream_colocated_us": {k: v * 1e6 for k, v in self.stream_colocated.items()},
+            "stream_node_after_node_us": {k: v * 1e6 for k, v in self.stream_nodes.items()},
             "unpairable_us": {op: {"nodes": n, "us": t * 1e6} for op, (n, t) in self.unpairable.items()},
             "too_large": {
                 "nodes": self.too_large,
@@ -822,7 +835,20 @@ def modelled(
         large_share,
         largest,
         target.onchip_bytes.value,
+        stream_nodes=_node_after_node(profile, plan, target),
     )
+
+
+def _node_after_node(profile: GraphProfile, plan: Plan, target: Target) -> dict[str, float]:
+    """Each stream's profiled nodes (constant ones too, by the stream their outputs are named for),
+    node after node."""
+    g, mine = profile.graph, {s: [] for s in plan.streams}
+    for i, op in profile.nodes.items():
+        name = next((t for t in g.nodes[i].output if t), "")
+        stream = next((s for s in plan.streams if name.startswith(s)), None)
+        if stream is not None:
+            mine[stream].append(op)
+    return {s: node_after_node(ops, target) for s, ops in mine.items()}
 
 
 def _unpairable(g: ModelGraph, profile: GraphProfile, nodes: list[int], target: Target) -> dict[str, tuple[int, float]]:
