@@ -305,9 +305,10 @@ class Prediction:
         return self.saved / self.serial if self.serial > 0 else 0.0
 
 
-def fits(a: TaskProfile, b: TaskProfile, target: Target) -> bool:
-    """Both tasks' on-chip working sets fit in the on-chip memory together."""
-    return a.footprint + b.footprint <= target.onchip_bytes.value
+def fits(a: TaskProfile, b: TaskProfile, target: Target, shared: int = 0) -> bool:
+    """Both tasks' on-chip working sets fit in the on-chip memory together; `shared`: bytes both
+    count for tensors both read, resident once (`GraphProfile.shared_footprint`)."""
+    return a.footprint + b.footprint - shared <= target.onchip_bytes.value
 
 
 def task_time(task: TaskProfile, target: Target) -> float:

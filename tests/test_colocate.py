@@ -222,6 +222,52 @@ def test_priority_bounds_the_critical_streams_latency(zoo_dir, tmp_path):
     assert mf.stream_colocated["r0/"] > 1.05 * mf.stream_alone["r0/"]
 
 
+def _two_readers_of_x(path: Path, second_op_in_a: bool) -> Path:
+    """x (256 KiB) read by task A (Relu, then a Sigmoid of its output when asked) and task B (Tanh):
+    each op's working set is 512 KiB, its input and output."""
+    shape = [1, 64, 32, 32]
+    nodes = [helper.make_node("Relu", ["x"], ["ya"]), helper.make_node("Tanh", ["x"], ["yb"])]
+    outputs = ["ya", "yb"]
+    if second_op_in_a:
+        nodes.append(helper.make_node("Sigmoid", ["ya"], ["za"]))
+        outputs[0] = "za"
+    g = helper.make_graph(
+        nodes,
+        "readers",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, shape) for n in outputs],
+    )
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def test_a_tensor_both_tasks_read_is_resident_once(tmp_path):
+    """`fits` added the tasks' footprints, so x, read by both, was counted twice: 1 MiB for a Relu
+    and a Tanh of one 256 KiB tensor that hold 768 KiB together."""
+    from dataclasses import replace
+
+    from hexfuse_onnx.pipeline import analyse
+
+    budget = replace(
+        costmodel.HEXAGON_V73, name="768KiB-on-chip", onchip_bytes=costmodel.Param(768 * 1024, "B", "test")
+    )
+    costmodel.register_target(budget)
+    g = graph.load(_two_readers_of_x(tmp_path / "one.onnx", second_op_in_a=False))
+    profile = profile_graph(g)
+    a, b = profile.task([0]), profile.task([1])
+    assert a is not None and b is not None and a.footprint == b.footprint == 512 * 1024
+    assert profile.shared_footprint([0], [1]) == 256 * 1024
+    assert costmodel.fits(a, b, budget, profile.shared_footprint([0], [1])) and not costmodel.fits(a, b, budget)
+    pairs = analyse(g.path, target=budget.name).pairs
+    assert [sorted([p.candidate.task_a, p.candidate.task_b]) for p in pairs] == [[[0], [1]]]
+    # the Sigmoid runs beside the Tanh as well, and the two share nothing: 1 MiB, refused
+    g = graph.load(_two_readers_of_x(tmp_path / "two.onnx", second_op_in_a=True))
+    profile = profile_graph(g)
+    assert profile.shared_footprint([0, 2], [1]) == 0
+    refused = analyse(g.path, target=budget.name)
+    assert not refused.pairs and "on-chip budget" in refused.rejected[0].reason
+
+
 def test_an_empty_constant_input_does_not_stop_a_node_from_pairing(tmp_path):
     # paddle2onnx's Resize reads an empty roi initializer; an empty run-time tensor (a prefill's past
     # of 0 tokens) only a Concat (or attention) that takes it as absent may read

@@ -150,8 +150,9 @@ class Colocate(PairKind):
     def evaluate(self, g: ModelGraph, profile: GraphProfile, c: Candidate, target: Target) -> Pair | str:
         a, b = profile.task(c.task_a), profile.task(c.task_b)
         assert a is not None and b is not None and isinstance(c.detail, ColocatedSegments)
-        if not fits(a, b, target):
-            return budget_message(a, b, target)
+        shared = profile.shared_footprint(c.task_a, c.task_b)  # none but weights, which no footprint counts
+        if not fits(a, b, target, shared):
+            return budget_message(a, b, target, shared)
         return Pair(c, a, b, predict(a, b, target, c.detail.share_a), complementarity(a, b, target))
 
     def bucket_tasks(self, profile: GraphProfile, pair: Pair) -> tuple[TaskProfile, TaskProfile] | None:
