@@ -59,7 +59,7 @@ from ..costmodel import (
 from ..graph import ModelGraph
 from ..lowering import RUN_TIME_INTEGERS, absent_when_empty, op_key, op_outside_kernel
 from ..lowering.pointwise import CASTS_TO_FLOAT
-from ..profile import Engine, GraphProfile, TaskProfile
+from ..profile import Engine, GraphProfile, NodeProfile, TaskProfile
 from ..qdq import group_order, is_dq, is_q, quantized_op, release_foreign
 from .base import Candidate, KindDetail, Pair, PairKind, budget_message
 from .blocks import Block, layer_blocks
@@ -843,7 +843,8 @@ def modelled(
 def _node_after_node(profile: GraphProfile, plan: Plan, target: Target) -> dict[str, float]:
     """Each stream's profiled nodes (constant ones too, by the stream their outputs are named for),
     node after node."""
-    g, mine = profile.graph, {s: [] for s in plan.streams}
+    g = profile.graph
+    mine: dict[str, list[NodeProfile]] = {s: [] for s in plan.streams}
     for i, op in profile.nodes.items():
         name = next((t for t in g.nodes[i].output if t), "")
         stream = next((s for s in plan.streams if name.startswith(s)), None)
