@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from pathlib import Path
@@ -304,9 +305,10 @@ class Prediction:
         return self.saved / self.serial if self.serial > 0 else 0.0
 
 
-def fits(a: TaskProfile, b: TaskProfile, target: Target) -> bool:
-    """Both tasks' on-chip working sets fit in the on-chip memory together."""
-    return a.footprint + b.footprint <= target.onchip_bytes.value
+def fits(a: TaskProfile, b: TaskProfile, target: Target, shared: int = 0) -> bool:
+    """Both tasks' on-chip working sets fit in the on-chip memory together; `shared`: bytes both
+    count for tensors both read, resident once (`GraphProfile.shared_footprint`)."""
+    return a.footprint + b.footprint - shared <= target.onchip_bytes.value
 
 
 def task_time(task: TaskProfile, target: Target) -> float:
@@ -324,6 +326,13 @@ def serial_time(task: TaskProfile, target: Target) -> float:
     on the target one op at a time on one worker (a general-worker pool's nodes unfused are ONNX
     Runtime's, sequential on one thread, one kernel call per node: `Target.node_kernels`)."""
     return signed_serial_time(signature(task), target)
+
+
+def node_after_node(ops: Iterable[NodeProfile], target: Target) -> float:
+    """Predicted time of the nodes run one after another, each a task of its own (its inputs and
+    outputs in DDR): `rewrite`'s modelled_us of a graph, and `colocate`'s of each stream. A run of
+    nodes as one task (`serial_time`) keeps its intermediates on chip and takes less."""
+    return sum(serial_time(TaskProfile.of([op]), target) for op in ops)
 
 
 def signed_serial_time(task: Signature, target: Target) -> float:

@@ -225,6 +225,38 @@ class GraphProfile:
                 ddr[op] += ddr.pop(i)
         return TaskProfile.of([_with_ddr(self.nodes[i], ddr.get(i, 0)) for i in node_ids])
 
+    def shared_footprint(self, a: list[int], b: list[int]) -> int:
+        """The on-chip bytes the footprints of tasks a and b both count for one tensor (`fits` counts
+        them once): a run-time tensor both read is resident once. Fused, any op of one task may run
+        beside any of the other; the two tasks' joint working set is the most, over such pairs, of
+        their footprints less the bytes both read, and this is its shortfall from the sum."""
+        reads_a, reads_b = self._activation_reads(a), self._activation_reads(b)
+        both = {t for r in reads_a.values() for t in r} & {t for r in reads_b.values() for t in r}
+        if not both:
+            return 0
+        most_a = max((self.nodes[i].footprint for i in reads_a), default=0)
+        most_b = max((self.nodes[i].footprint for i in reads_b), default=0)
+        joint = 0
+        for i, ra in reads_a.items():
+            for j, rb in reads_b.items():
+                common = sum(min(ra[t], rb[t]) for t in both if t in ra and t in rb)
+                joint = max(joint, self.nodes[i].footprint + self.nodes[j].footprint - common)
+        return max(0, most_a + most_b - joint)
+
+    def _activation_reads(self, nodes: list[int]) -> dict[int, dict[str, int]]:
+        """Of each working node, the bytes of each run-time input its footprint counts (`profile_node`)."""
+        g, out = self.graph, {}
+        for i in nodes:
+            if i not in self.nodes or self.nodes[i].footprint <= 0:
+                continue
+            n = g.nodes[i]
+            out[i] = {
+                t: int((g.info(t).nbytes or 0) * read_fraction(g, n, k))
+                for k, t in enumerate(n.input)
+                if t and t not in g.initializers and not _integer_constant(g, t)
+            }
+        return out
+
     def _ddr(self, i: int, inside: set[int]) -> int:
         """Node i's DDR traffic in a task of the nodes `inside`."""
         g, n = self.graph, self.graph.nodes[i]

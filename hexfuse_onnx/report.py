@@ -6,14 +6,14 @@ from collections import Counter
 
 import onnx
 
-from .costmodel import engine_seconds, serial_time
+from .costmodel import engine_seconds, node_after_node
 from .graph import DEFAULT_PCM_SAMPLES
 from .kinds import Pair, kind_of
 from .kinds.branches import has_working_fork
 from .kinds.dag import dag_facts
 from .kinds.microbatch import MIN_BATCH
 from .pipeline import Analysis, RewriteResult
-from .profile import TaskProfile, unknown_shape_origins
+from .profile import unknown_shape_origins
 from .select import Rejection
 from .verify import Comparison
 
@@ -244,7 +244,7 @@ def pair_json(a: Analysis, p: Pair) -> dict:
 def modelled_us(a: Analysis) -> float:
     """The graph's modelled serial time, node after node (nodes not profiled count 0): what a pair's
     predicted serial time is a share of."""
-    return sum(serial_time(TaskProfile.of([p]), a.target) for p in a.profile.nodes.values()) * 1e6
+    return node_after_node(a.profile.nodes.values(), a.target) * 1e6
 
 
 def analysis_json(a: Analysis) -> dict:

@@ -117,8 +117,9 @@ class PairKind:
         """The candidate's pair at its best share, or why it cannot be one (both tasks are profiled)."""
         a, b = profile.task(c.task_a), profile.task(c.task_b)
         assert a is not None and b is not None
-        if not fits(a, b, target):
-            return budget_message(a, b, target)
+        shared = profile.shared_footprint(c.task_a, c.task_b)
+        if not fits(a, b, target, shared):
+            return budget_message(a, b, target, shared)
         return Pair(c, a, b, predict(a, b, target), complementarity(a, b, target))
 
     def shorter(self, g: ModelGraph, profile: GraphProfile, c: Candidate, target: Target) -> list[Candidate]:
@@ -191,9 +192,10 @@ def formal_inputs(a: TaskBody, b: TaskBody) -> tuple[list[str], dict[str, str]]:
     return a.inputs + [shared.get(t, t) for t in b.inputs], shared
 
 
-def budget_message(a: TaskProfile, b: TaskProfile, target: Target) -> str:
+def budget_message(a: TaskProfile, b: TaskProfile, target: Target, shared: int = 0) -> str:
+    once = f" ({shared} B of tensors both read counted once)" if shared else ""
     return (
-        f"on-chip budget: task A needs {a.footprint} B and task B {b.footprint} B together, "
+        f"on-chip budget: task A needs {a.footprint} B and task B {b.footprint} B together{once}, "
         f"the target has {int(target.onchip_bytes.value)} B"
     )
 
