@@ -30,6 +30,7 @@
 #include "hvx_qeltwise.h"
 #include "hvx_qgemm.h"
 #include "hvx_qresize.h"
+#include "hvx_transpose.h"
 #include "hvx_util.h"
 #include "qtest.h"
 #include "ref_kernels.h"
@@ -239,6 +240,43 @@ static void test_lut(void)
         }
     }
     qt_end_group(&T, "hvx_lut_i8");
+}
+
+/* ---- transpose ------------------------------------------------------------------- */
+
+/* hvx_transpose of elements of 1..64 bytes against the C loop, bit for bit: odd and power-of-two shapes
+ * (one tile, many tiles, partial tiles, 1 x n and n x 1), x and y at odd byte offsets or 128-byte
+ * aligned, dense or padded strides; every byte of y's span not written by the transpose (the padding
+ * between rows and a guard after) must keep its guard value. */
+static void test_transpose(void)
+{
+    static const size_t SHAPES[][2] = {{1, 1},   {1, 7},   {7, 1},   {2, 2},    {3, 5},   {16, 16}, {64, 64}, {64, 4},
+                                       {4, 64},  {64, 16}, {17, 129}, {129, 17}, {100, 33}, {200, 96}, {5, 300}};
+    static const size_t ES[] = {1, 2, 4, 8, 16, 64};
+    qt_begin_group(&T);
+    for (size_t ei = 0; ei < sizeof ES / sizeof ES[0]; ei++)
+        for (size_t si = 0; si < sizeof SHAPES / sizeof SHAPES[0]; si++)
+            for (int lay = 0; lay < 4; lay++) {
+                size_t es = ES[ei], rows = SHAPES[si][0], cols = SHAPES[si][1];
+                size_t pad = lay >= 2 ? 3 : 0, ldx = cols + pad, ldy = rows + 2 * pad;
+                size_t xoff = lay & 1 ? 3 : 0, yoff = lay & 1 ? 5 : 0;
+                size_t span = ((cols - 1) * ldy + rows) * es; /* y's bytes from the first element to the last */
+                if (rows * ldx * es + xoff > POOL_BYTES || span + yoff + GUARD > POOL_BYTES)
+                    continue;
+                uint8_t *x = pool_a + xoff, *y = pool_y + yoff, *want = pool_b + yoff;
+                fill_random(x, rows * ldx * es, 1);
+                memset(y, GUARD_BYTE, span + GUARD);
+                memset(want, GUARD_BYTE, span + GUARD);
+                for (size_t r = 0; r < rows; r++)
+                    for (size_t c = 0; c < cols; c++)
+                        memcpy(want + (c * ldy + r) * es, x + (r * ldx + c) * es, es);
+                hvx_transpose(x, ldx, y, ldy, rows, cols, es, pool_r);
+                char name[96];
+                hx_snprintf(name, sizeof name, "hvx_transpose es=%zu %zux%zu ldx=%zu ldy=%zu off=%zu", es, rows, cols,
+                            ldx, ldy, xoff);
+                qt_case(&T, compare(name, y, want, span, 1));
+            }
+    qt_end_group(&T, "hvx_transpose");
 }
 
 /* ---- requantisation ------------------------------------------------------------ */
@@ -984,6 +1022,7 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < N_ELTWISE; i++)
             test_eltwise(&ELTWISE[i]);
         test_lut();
+        test_transpose();
         test_requant();
         test_matmul();
         test_qgemm_requant();

@@ -1,0 +1,152 @@
+/*
+ * hvx_transpose.c - a 2-D transpose of elements of 1..64 bytes by vdeal / vshuff passes over
+ * power-of-two tiles (hvx_transpose.h).
+ */
+#include "hvx_transpose.h"
+
+#include <stdbool.h>
+
+#include "hvx_util.h"
+
+size_t hvx_transpose_ws_bytes(void)
+{
+    return 2 * HVX_TRANSPOSE_TILE + HVX_BYTES;
+}
+
+/* A tile of tr x tc elements; `passes` deals (deal) or shuffles (!deal) transpose it. */
+typedef struct tile_geom {
+    size_t tr, tc;
+    int passes;
+    bool deal;
+} tile_geom;
+
+static size_t pow2_at_least(size_t n)
+{
+    size_t p = 1;
+    while (p < n)
+        p <<= 1;
+    return p;
+}
+
+static int log2_of(size_t pow2)
+{
+    int k = 0;
+    while (((size_t)1 << k) < pow2)
+        k++;
+    return k;
+}
+
+/* Columns up to 128 a tile (fewer for wide elements, so that a tile keeps rows), rows up to the tile's
+ * bytes, at least 256 bytes (one vector pair). */
+static tile_geom tile_geometry(size_t rows, size_t cols, size_t es)
+{
+    tile_geom t;
+    size_t most = HVX_TRANSPOSE_TILE / es, cap = 128;
+    while (cap * cap > 2 * most)
+        cap >>= 1;
+    t.tc = pow2_at_least(cols);
+    if (t.tc > cap)
+        t.tc = cap;
+    t.tr = pow2_at_least(rows);
+    if (t.tr > most / t.tc)
+        t.tr = most / t.tc;
+    while (t.tr * t.tc * es < 2 * HVX_BYTES)
+        t.tr <<= 1;
+    int a = log2_of(t.tr), b = log2_of(t.tc);
+    /* the index bits [row a | column b] rotate right by b (b deals) or left by a (a shuffles) */
+    t.deal = b <= a;
+    t.passes = t.deal ? b : a;
+    return t;
+}
+
+/* n bytes (a multiple of 256): dst = src's even elements, then its odd ones (index bits rotated
+ * right by one) */
+static void deal_pass(const uint8_t *src, uint8_t *dst, size_t n, int es)
+{
+    size_t half = n / 2;
+    for (size_t i = 0; i < half; i += HVX_BYTES) {
+        HVX_Vector lo = *(const hvx_uvec *)(const void *)(src + 2 * i);
+        HVX_Vector hi = *(const hvx_uvec *)(const void *)(src + 2 * i + HVX_BYTES);
+        HVX_VectorPair d = Q6_W_vdeal_VVR(hi, lo, -es);
+        *(hvx_uvec *)(void *)(dst + i) = Q6_V_lo_W(d);
+        *(hvx_uvec *)(void *)(dst + half + i) = Q6_V_hi_W(d);
+    }
+}
+
+/* n bytes (a multiple of 256): dst interleaves the elements of src's two halves (index bits rotated
+ * left by one) */
+static void shuffle_pass(const uint8_t *src, uint8_t *dst, size_t n, int es)
+{
+    size_t half = n / 2;
+    for (size_t i = 0; i < half; i += HVX_BYTES) {
+        HVX_Vector first = *(const hvx_uvec *)(const void *)(src + i);
+        HVX_Vector second = *(const hvx_uvec *)(const void *)(src + half + i);
+        HVX_VectorPair d = Q6_W_vshuff_VVR(second, first, -es);
+        *(hvx_uvec *)(void *)(dst + 2 * i) = Q6_V_lo_W(d);
+        *(hvx_uvec *)(void *)(dst + 2 * i + HVX_BYTES) = Q6_V_hi_W(d);
+    }
+}
+
+/* n (>= 1) bytes into the work space; up to 127 bytes after them may be overwritten */
+static void copy_in(uint8_t *dst, const uint8_t *src, size_t n)
+{
+    for (size_t i = 0; i < n; i += HVX_BYTES)
+        *(hvx_uvec *)(void *)(dst + i) =
+            n - i >= HVX_BYTES ? *(const hvx_uvec *)(const void *)(src + i) : hvx_load_upto(src + i, n - i);
+}
+
+/* n (>= 1) bytes out of the work space, nothing written after them */
+static void copy_out(uint8_t *dst, const uint8_t *src, size_t n)
+{
+    if (n < HVX_BYTES) {
+        hvx_store_first(dst, *(const hvx_uvec *)(const void *)src, n);
+        return;
+    }
+    size_t i = 0;
+    for (; i + HVX_BYTES <= n; i += HVX_BYTES)
+        *(hvx_uvec *)(void *)(dst + i) = *(const hvx_uvec *)(const void *)(src + i);
+    if (i < n) /* the last vector overlaps the one before */
+        *(hvx_uvec *)(void *)(dst + n - HVX_BYTES) = *(const hvx_uvec *)(const void *)(src + n - HVX_BYTES);
+}
+
+/* One tile: rr x cc elements (rr <= tr, cc <= tc) at x (row stride ldx) to y (row stride ldy). */
+static void transpose_tile(const tile_geom *t, const uint8_t *x, size_t ldx, uint8_t *y, size_t ldy, size_t rr,
+                           size_t cc, size_t es, uint8_t *ws)
+{
+    size_t n = t->tr * t->tc * es;
+    bool full = rr == t->tr && cc == t->tc && t->passes > 0;
+    bool x_is_tile = full && ldx == t->tc, y_is_tile = full && ldy == t->tr;
+    uint8_t *buf[2] = {ws, ws + HVX_TRANSPOSE_TILE};
+    const uint8_t *cur = x;
+    int k = 0; /* the next pass writes buf[k] */
+    if (!x_is_tile) {
+        for (size_t r = 0; r < rr; r++)
+            copy_in(buf[0] + r * t->tc * es, x + r * ldx * es, cc * es);
+        cur = buf[0];
+        k = 1;
+    }
+    for (int p = 0; p < t->passes; p++) {
+        uint8_t *next = p == t->passes - 1 && y_is_tile ? y : buf[k];
+        if (t->deal)
+            deal_pass(cur, next, n, (int)es);
+        else
+            shuffle_pass(cur, next, n, (int)es);
+        cur = next;
+        k ^= 1;
+    }
+    if (y_is_tile)
+        return;
+    for (size_t c = 0; c < cc; c++)
+        copy_out(y + c * ldy * es, cur + c * t->tr * es, rr * es);
+}
+
+void hvx_transpose(const uint8_t *x, size_t ldx, uint8_t *y, size_t ldy, size_t rows, size_t cols, size_t es,
+                   uint8_t *ws)
+{
+    tile_geom t = tile_geometry(rows, cols, es);
+    for (size_t r0 = 0; r0 < rows; r0 += t.tr)
+        for (size_t c0 = 0; c0 < cols; c0 += t.tc) {
+            size_t rr = rows - r0 < t.tr ? rows - r0 : t.tr, cc = cols - c0 < t.tc ? cols - c0 : t.tc;
+            transpose_tile(&t, x + (r0 * ldx + c0) * es, ldx, y + (c0 * ldy + r0) * es, ldy, rr, cc, es, ws);
+        }
+}
