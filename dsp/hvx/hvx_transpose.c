@@ -59,32 +59,38 @@ static tile_geom tile_geometry(size_t rows, size_t cols, size_t es)
     return t;
 }
 
-/* n bytes (a multiple of 256): dst = src's even elements, then its odd ones (index bits rotated
- * right by one) */
-static void deal_pass(const uint8_t *src, uint8_t *dst, size_t n, int es)
-{
-    size_t half = n / 2;
-    for (size_t i = 0; i < half; i += HVX_BYTES) {
-        HVX_Vector lo = *(const hvx_uvec *)(const void *)(src + 2 * i);
-        HVX_Vector hi = *(const hvx_uvec *)(const void *)(src + 2 * i + HVX_BYTES);
-        HVX_VectorPair d = Q6_W_vdeal_VVR(hi, lo, -es);
-        *(hvx_uvec *)(void *)(dst + i) = Q6_V_lo_W(d);
-        *(hvx_uvec *)(void *)(dst + half + i) = Q6_V_hi_W(d);
+/* One pass over n bytes (a multiple of 256), a vector pair at a time: a deal (dst = src's even elements,
+ * then its odd ones: the index bits rotated right by one) or a shuffle (dst interleaves the elements of
+ * src's two halves: rotated left by one). V: the vector type, aligned (HVX_Vector: vmem) or not (vmemu);
+ * indexed by vector, so that the compiler unrolls and pipelines the loops. */
+#define TRANSPOSE_PASS(NAME, V)                                                                        \
+    static void NAME(const uint8_t *src, uint8_t *dst, size_t n, int es, bool deal)                   \
+    {                                                                                                  \
+        const V *s = (const V *)(const void *)src;                                                     \
+        V *d = (V *)(void *)dst;                                                                       \
+        size_t h = n / 2 / HVX_BYTES;                                                                  \
+        if (deal)                                                                                      \
+            for (size_t i = 0; i < h; i++) {                                                           \
+                HVX_VectorPair w = Q6_W_vdeal_VVR(s[2 * i + 1], s[2 * i], -es);                        \
+                d[i] = Q6_V_lo_W(w);                                                                   \
+                d[h + i] = Q6_V_hi_W(w);                                                               \
+            }                                                                                          \
+        else                                                                                           \
+            for (size_t i = 0; i < h; i++) {                                                           \
+                HVX_VectorPair w = Q6_W_vshuff_VVR(s[h + i], s[i], -es);                               \
+                d[2 * i] = Q6_V_lo_W(w);                                                               \
+                d[2 * i + 1] = Q6_V_hi_W(w);                                                           \
+            }                                                                                          \
     }
-}
+TRANSPOSE_PASS(pass_aligned, HVX_Vector)
+TRANSPOSE_PASS(pass_unaligned, hvx_uvec)
 
-/* n bytes (a multiple of 256): dst interleaves the elements of src's two halves (index bits rotated
- * left by one) */
-static void shuffle_pass(const uint8_t *src, uint8_t *dst, size_t n, int es)
+static void pass(const uint8_t *src, uint8_t *dst, size_t n, int es, bool deal)
 {
-    size_t half = n / 2;
-    for (size_t i = 0; i < half; i += HVX_BYTES) {
-        HVX_Vector first = *(const hvx_uvec *)(const void *)(src + i);
-        HVX_Vector second = *(const hvx_uvec *)(const void *)(src + half + i);
-        HVX_VectorPair d = Q6_W_vshuff_VVR(second, first, -es);
-        *(hvx_uvec *)(void *)(dst + 2 * i) = Q6_V_lo_W(d);
-        *(hvx_uvec *)(void *)(dst + 2 * i + HVX_BYTES) = Q6_V_hi_W(d);
-    }
+    if (hvx_aligned(src) && hvx_aligned(dst))
+        pass_aligned(src, dst, n, es, deal);
+    else
+        pass_unaligned(src, dst, n, es, deal);
 }
 
 /* n (>= 1) bytes into the work space; up to 127 bytes after them may be overwritten */
@@ -95,11 +101,10 @@ static void copy_in(uint8_t *dst, const uint8_t *src, size_t n)
             n - i >= HVX_BYTES ? *(const hvx_uvec *)(const void *)(src + i) : hvx_load_upto(src + i, n - i);
 }
 
-/* n (>= 1) bytes out of the work space, nothing written after them */
-static void copy_out(uint8_t *dst, const uint8_t *src, size_t n)
+void hvx_copy_bytes(uint8_t *dst, const uint8_t *src, size_t n)
 {
     if (n < HVX_BYTES) {
-        hvx_store_first(dst, *(const hvx_uvec *)(const void *)src, n);
+        hvx_store_first(dst, hvx_load_upto(src, n), n);
         return;
     }
     size_t i = 0;
@@ -127,17 +132,14 @@ static void transpose_tile(const tile_geom *t, const uint8_t *x, size_t ldx, uin
     }
     for (int p = 0; p < t->passes; p++) {
         uint8_t *next = p == t->passes - 1 && y_is_tile ? y : buf[k];
-        if (t->deal)
-            deal_pass(cur, next, n, (int)es);
-        else
-            shuffle_pass(cur, next, n, (int)es);
+        pass(cur, next, n, (int)es, t->deal);
         cur = next;
         k ^= 1;
     }
     if (y_is_tile)
         return;
     for (size_t c = 0; c < cc; c++)
-        copy_out(y + c * ldy * es, cur + c * t->tr * es, rr * es);
+        hvx_copy_bytes(y + c * ldy * es, cur + c * t->tr * es, rr * es);
 }
 
 void hvx_transpose(const uint8_t *x, size_t ldx, uint8_t *y, size_t ldy, size_t rows, size_t cols, size_t es,

@@ -23,4 +23,8 @@ size_t hvx_transpose_ws_bytes(void);
 void hvx_transpose(const uint8_t *x, size_t ldx, uint8_t *y, size_t ldy, size_t rows, size_t cols, size_t es,
                    uint8_t *ws);
 
+/* n (>= 1) bytes from src to dst (any alignment, not overlapping); nothing outside them written, nothing
+ * read outside the aligned vectors they lie in. */
+void hvx_copy_bytes(uint8_t *dst, const uint8_t *src, size_t n);
+
 #endif /* HEXFUSE_HVX_TRANSPOSE_H */
