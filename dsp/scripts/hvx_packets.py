@@ -105,6 +105,11 @@ KERNELS = {
     "hvx_avgpool": (["hvx_avgpool_rows", "hvx_avgpool_taps", "hvx_avgpool_finish"], "store"),
     # QRESIZE's HVX rows (dsp/src/ops/resize.c): the table prepared, each source row through it, spread
     "hvx_qresize": (["hvx_qresize_init", "hvx_qresize_rows", "hvx_lut_i8_prepare_xor"], "store"),
+    # TRANSPOSE's HVX kernel (dsp/src/ops/memory.c): tiles transposed by vdeal/vshuff passes, staged rows
+    "hvx_transpose": (
+        ["tile_geometry", "transpose_tile", "pass", "pass_aligned", "pass_unaligned", "copy_in", "hvx_copy_bytes"],
+        "store",
+    ),
     # QADD / QMUL blocks (dsp/src/ops/qeltwise.c): fixed-point requantisation, tie check
     "hvx_qadd": (["hvx_qbin_block"], "store"),
     "hvx_qmul": (["hvx_qbin_block"], "store"),
@@ -378,6 +383,12 @@ CLASS_RATES = {
         128 + 32,
         "QResize u8 nearest x2 (60 x 80 -> 120 x 160): 128 output bytes and the 32 source bytes they read, 1 op "
         "per byte as the profile counts a nearest Resize's bytes; the core's row loop not counted",
+    ),
+    "int8 transpose": (
+        "hvx_transpose",
+        128 + 128,
+        "Transpose u8 [64, 64] (whisper_encoder's attention): 128 output bytes and the 128 input bytes they read, "
+        "1 op per byte as the profile counts a Transpose's bytes; one 4 KiB tile read and written in place",
     ),
     "int8 conv": (
         "hvx_iconv",

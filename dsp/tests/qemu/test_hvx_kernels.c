@@ -974,6 +974,13 @@ static int run_packets(const char *kernel)
         hx_printf("PACKETS %s units=%d unit=vector\n", kernel, 4 * H * W / HVX_BYTES);
         return 0;
     }
+    if (strcmp(kernel, "hvx_transpose") == 0) {
+        /* TRANSPOSE's HVX kernel on whisper_encoder's attention transposes, u8 [64, 64] -> [64, 64] dense:
+         * 6 vdeal passes over one 4 KiB tile, read and written in place; 32 output vectors */
+        hvx_transpose(pool_a, 64, pool_y, 64, 64, 64, 1, pool_r);
+        hx_printf("PACKETS %s units=32 unit=vector\n", kernel);
+        return 0;
+    }
     if (strcmp(kernel, "hvx_maxpool") == 0) {
         /* QMAXPOOL's HVX row path, 3x3 stride 1 on rows of 130 u8: 16 output rows of 128 */
         for (int r = 0; r < 16; r++) {
