@@ -242,6 +242,37 @@ static void test_lut(void)
     qt_end_group(&T, "hvx_lut_i8");
 }
 
+/* hvx_lut_words (QSOFTMAX's table values): every length of SIZES, x aligned or at an odd offset, random
+ * tables (and one of the index itself, so that a byte plane out of place shows), random offsets `add`;
+ * y[i] == table[(x[i] + add) & 255] for i < n, and nothing written after n rounded up to 128 words. */
+static void test_lut_words(void)
+{
+    static uint8_t prepared[1024] __attribute__((aligned(128)));
+    uint32_t table[256];
+    qt_begin_group(&T);
+    for (int tab = 0; tab < 2; tab++) {
+        for (int i = 0; i < 256; i++)
+            table[i] = tab ? (uint32_t)i * 0x01010101u ^ 0x80402010u : qt_rand(&R);
+        hvx_lut_words_prepare(table, prepared);
+        for (size_t si = 0; si < N_SIZES; si++)
+            for (int off = 0; off < 2; off++) {
+                size_t n = SIZES[si], room = (n + 127) / 128 * 128 * 4;
+                uint8_t *x = pool_a + (off ? 3 : 0), add = (uint8_t)qt_rand(&R);
+                fill_random(x, n, 1);
+                memset(pool_y, GUARD_BYTE, room + GUARD);
+                uint32_t *want = (uint32_t *)(void *)pool_r;
+                for (size_t i = 0; i < n; i++)
+                    want[i] = table[(uint8_t)(x[i] + add)];
+                hvx_lut_words(x, n, add, prepared, (uint32_t *)(void *)pool_y);
+                memcpy(pool_y + 4 * n, pool_y + room, GUARD); /* the guard after the room, checked after n */
+                char name[96];
+                hx_snprintf(name, sizeof name, "hvx_lut_words table=%d n=%zu off=%d add=%u", tab, n, off, add);
+                qt_case(&T, compare(name, pool_y, want, n, 4));
+            }
+    }
+    qt_end_group(&T, "hvx_lut_words");
+}
+
 /* ---- transpose ------------------------------------------------------------------- */
 
 /* hvx_transpose of elements of 1..64 bytes against the C loop, bit for bit: odd and power-of-two shapes
@@ -1029,6 +1060,7 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < N_ELTWISE; i++)
             test_eltwise(&ELTWISE[i]);
         test_lut();
+        test_lut_words();
         test_transpose();
         test_requant();
         test_matmul();
