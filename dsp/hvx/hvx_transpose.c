@@ -114,9 +114,11 @@ void hvx_copy_bytes(uint8_t *dst, const uint8_t *src, size_t n)
         *(hvx_uvec *)(void *)(dst + n - HVX_BYTES) = *(const hvx_uvec *)(const void *)(src + n - HVX_BYTES);
 }
 
-/* One tile: rr x cc elements (rr <= tr, cc <= tc) at x (row stride ldx) to y (row stride ldy). */
+/* One tile: rr x cc elements (rr <= tr, cc <= tc) at x (row stride ldx) to y (row stride ldy). A short
+ * output row is stored as a whole vector where that ends by y_end: the bytes after it are elements the
+ * transpose writes later. */
 static void transpose_tile(const tile_geom *t, const uint8_t *x, size_t ldx, uint8_t *y, size_t ldy, size_t rr,
-                           size_t cc, size_t es, uint8_t *ws)
+                           size_t cc, size_t es, uint8_t *ws, const uint8_t *y_end)
 {
     size_t n = t->tr * t->tc * es;
     bool full = rr == t->tr && cc == t->tc && t->passes > 0;
@@ -138,17 +140,26 @@ static void transpose_tile(const tile_geom *t, const uint8_t *x, size_t ldx, uin
     }
     if (y_is_tile)
         return;
-    for (size_t c = 0; c < cc; c++)
-        hvx_copy_bytes(y + c * ldy * es, cur + c * t->tr * es, rr * es);
+    size_t c = 0, room = y_end > y ? (size_t)(y_end - y) : 0, step = ldy * es;
+    if (rr * es < HVX_BYTES && room >= HVX_BYTES) { /* rows c whose vector at y + c * step ends by y_end */
+        size_t whole = (room - HVX_BYTES) / step + 1;
+        for (; c < cc && c < whole; c++) /* the work space has a vector of slack */
+            *(hvx_uvec *)(void *)(y + c * step) = *(const hvx_uvec *)(const void *)(cur + c * t->tr * es);
+    }
+    for (; c < cc; c++)
+        hvx_copy_bytes(y + c * step, cur + c * t->tr * es, rr * es);
 }
 
 void hvx_transpose(const uint8_t *x, size_t ldx, uint8_t *y, size_t ldy, size_t rows, size_t cols, size_t es,
                    uint8_t *ws)
 {
     tile_geom t = tile_geometry(rows, cols, es);
+    /* one tile row with dense output rows: y is the elements alone, written in order */
+    const uint8_t *y_end = rows <= t.tr && ldy == rows ? y + cols * ldy * es : y;
     for (size_t r0 = 0; r0 < rows; r0 += t.tr)
         for (size_t c0 = 0; c0 < cols; c0 += t.tc) {
             size_t rr = rows - r0 < t.tr ? rows - r0 : t.tr, cc = cols - c0 < t.tc ? cols - c0 : t.tc;
-            transpose_tile(&t, x + (r0 * ldx + c0) * es, ldx, y + (c0 * ldy + r0) * es, ldy, rr, cc, es, ws);
+            transpose_tile(&t, x + (r0 * ldx + c0) * es, ldx, y + (c0 * ldy + r0) * es, ldy, rr, cc, es, ws,
+                           y_end);
         }
 }

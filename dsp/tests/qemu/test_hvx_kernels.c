@@ -1012,6 +1012,13 @@ static int run_packets(const char *kernel)
         hx_printf("PACKETS %s units=32 unit=vector\n", kernel);
         return 0;
     }
+    if (strcmp(kernel, "hvx_transpose_narrow") == 0) {
+        /* layout_cdla's head transposes, u8 [10, 3200] -> [3200, 10]: 25 tiles of 16 x 128 staged in the work
+         * space, output rows of 10 bytes; 250 output vectors */
+        hvx_transpose(pool_a, 3200, pool_y, 10, 10, 3200, 1, pool_r);
+        hx_printf("PACKETS %s units=250 unit=vector\n", kernel);
+        return 0;
+    }
     if (strcmp(kernel, "hvx_maxpool") == 0) {
         /* QMAXPOOL's HVX row path, 3x3 stride 1 on rows of 130 u8: 16 output rows of 128 */
         for (int r = 0; r < 16; r++) {

@@ -917,7 +917,9 @@ static void transpose_sweep(hfx_pool *pool, qt_rng *r)
         {U8, 4, {1, 64, 4, 16}, {0, 2, 3, 1}, 1},  /* its keys: [64, 64] after merging */
         {U8, 4, {1, 64, 4, 16}, {0, 2, 1, 3}, 1},  /* its heads: 16-byte runs as elements */
         {U8, 4, {1, 4, 64, 16}, {0, 2, 1, 3}, 1},  /* and back */
-        {U8, 4, {1, 4, 16, 2100}, {0, 2, 1, 3}, 1}, /* a detector's: runs of 2100 (C) */
+        {U8, 4, {1, 4, 16, 2100}, {0, 2, 1, 3}, 1}, /* a detector's: runs of 2100 (vector copies) */
+        {U8, 3, {1, 10, 7600}, {0, 2, 1}, 1},      /* layout_cdla's heads: output rows of 10 bytes */
+        {U8, 3, {1, 32, 1900}, {0, 2, 1}, 1},
         {I16, 3, {3, 37, 129}, {0, 2, 1}, 0},
         {U16, 3, {7, 9, 11}, {2, 0, 1}, 0},
         {F32, 4, {2, 5, 7, 3}, {3, 1, 0, 2}, 0},
