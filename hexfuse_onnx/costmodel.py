@@ -180,10 +180,11 @@ OP_CLASSES = {
 
 # The ops of 8-bit QDQ groups whose HVX kernels run at rates of their own (the hexagon-v73 target's
 # class rates, emulated under qemu by dsp/scripts/hvx_packets.py): QADD, QMUL, QMAXPOOL, the
-# 256-entry table (QLUT) of a unary function, ConvInteger's im2col conv (ICONV2D) and the nearest
-# Resize (QRESIZE). Their rates count ops as the profile does: 1 per element of Add/Mul, 1 per window
-# tap of MaxPool, 10 per element of the table functions listed, 2 per MAC of ConvInteger, 1 per byte
-# a nearest Resize reads and writes (a memory op; a linear one is arithmetic and no QRESIZE).
+# 256-entry table (QLUT) of a unary function, ConvInteger's im2col conv (ICONV2D), the nearest
+# Resize (QRESIZE) and Transpose (TRANSPOSE's HVX tiles). Their rates count ops as the profile does: 1
+# per element of Add/Mul, 1 per window tap of MaxPool, 10 per element of the table functions listed, 2
+# per MAC of ConvInteger, 1 per byte a nearest Resize or a Transpose reads and writes (memory ops; a
+# linear Resize is arithmetic and no QRESIZE).
 INT8_OP_CLASSES = {
     "Add": "int8 add",
     "Mul": "int8 mul",
@@ -191,6 +192,7 @@ INT8_OP_CLASSES = {
     **dict.fromkeys(("Sigmoid", "Tanh", "Erf", "Softplus"), "int8 lut"),
     "ConvInteger": "int8 conv",
     "Resize": "int8 resize",
+    "Transpose": "int8 transpose",
 }
 
 

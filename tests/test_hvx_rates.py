@@ -47,9 +47,9 @@ def test_the_hvx_integer_rates_are_the_emulated_packets_at_the_modelled_clock() 
 
 
 def test_the_int8_op_classes_run_at_their_emulated_kernels_rates() -> None:
-    """QADD, QMUL, QMAXPOOL, QLUT groups, ConvInteger and a nearest Resize (QRESIZE, a memory op) at the rates of
-    their HVX kernels (x the modelled contexts); a linear 8-bit Resize and an 8-bit op outside the classes at the
-    vrmpy rate, a float Add at the float rate."""
+    """QADD, QMUL, QMAXPOOL, QLUT groups, ConvInteger, a nearest Resize (QRESIZE) and a Transpose (memory ops) at
+    the rates of their HVX kernels (x the modelled contexts); a linear 8-bit Resize and an 8-bit op outside the
+    classes at the vrmpy rate, a float Add at the float rate, a float Transpose at the DMA rate."""
     from hexfuse_onnx.profile import NodeProfile
 
     doc, v73 = rates_file(), costmodel.get_target("hexagon-v73")
@@ -69,6 +69,10 @@ def test_the_int8_op_classes_run_at_their_emulated_kernels_rates() -> None:
         assert v73.rate(Engine.VECTOR, 8, costmodel.op_class(op(op_type, 8))) == rates[name].value
     nearest = op("Resize", 8, Engine.MEMORY)
     assert v73.rate(Engine.MEMORY, 8, costmodel.op_class(nearest)) == rates["int8 resize"].value
+    transpose = op("Transpose", 8, Engine.MEMORY)
+    assert v73.rate(Engine.MEMORY, 8, costmodel.op_class(transpose)) == rates["int8 transpose"].value
+    float_transpose = op("Transpose", 0, Engine.MEMORY)  # the "transpose" class, which v73 has no rate for
+    assert v73.rate(Engine.MEMORY, 0, costmodel.op_class(float_transpose)) == v73.dma_bytes.value
     assert v73.rate(Engine.VECTOR, 8, costmodel.op_class(op("Resize", 8))) == v73.rate(Engine.VECTOR, 8)
     assert v73.rate(Engine.VECTOR, 8, costmodel.op_class(op("Relu", 8))) == v73.rate(Engine.VECTOR, 8)
     assert v73.rate(Engine.VECTOR, 0, costmodel.op_class(op("Add", 0))) == v73.rate(Engine.VECTOR, 0)
@@ -91,7 +95,7 @@ def _run_script(*args: str) -> subprocess.CompletedProcess:
 def test_a_fresh_measurement_gives_the_committed_rates_and_target_twice(tmp_path: Path) -> None:
     """Packet counts are deterministic: two fresh runs give the committed counts, rates and target."""
     committed, target = rates_file(), json.loads(TARGET.read_text(encoding="utf-8"))
-    measured = ("hvx_qgemm", "hvx_imatmul", "hvx_iconv", "hvx_qresize", "hvx_mul_i16")
+    measured = ("hvx_qgemm", "hvx_imatmul", "hvx_iconv", "hvx_qresize", "hvx_transpose", "hvx_mul_i16")
     kernels = [arg for k in measured for arg in ("--kernel", k)]
     for run in (1, 2):
         out, tgt = tmp_path / f"run{run}.json", tmp_path / f"target{run}.json"

@@ -41,6 +41,15 @@ void hvx_lut_i8_prepare(const int8_t table[256], uint8_t prepared[256]);
 void hvx_lut_i8_prepare_xor(const uint8_t table[256], uint8_t flip, uint8_t prepared[256]);
 void hvx_lut_i8(const int8_t *x, int8_t *y, size_t n, const uint8_t prepared[256]);
 
+/* ---- 8-bit index -> 32-bit table lookup (vlut32 per byte plane) ---------- */
+/* Rearranges a 256-entry table of 32-bit words into four byte planes of two vlut32 table vectors each.
+ * `prepared` must be 128-byte aligned and 1024 bytes long. */
+void hvx_lut_words_prepare(const uint32_t table[256], uint8_t prepared[1024]);
+/* y[i] = table[(uint8_t)(x[i] + add)] for i < n (QSOFTMAX's table values: add = 255 - the line's max).
+ * x: any alignment, nothing read outside its aligned vectors; y: 128-byte aligned, room for n rounded
+ * up to 128 words (the words after n are overwritten). */
+void hvx_lut_words(const uint8_t *x, size_t n, uint8_t add, const uint8_t prepared[1024], uint32_t *y);
+
 /* ---- int8 matmul, int32 accumulation, requantised int8 output ----------
  *
  * C[M,N] = requant(A[M,K] x B[K,N] + bias[N]) exactly as ref_matmul_i8.

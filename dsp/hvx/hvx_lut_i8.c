@@ -8,6 +8,9 @@
  * and the full table is two vectors; eight vlut32 (the first plain, seven
  * OR-accumulating) cover the 8 index ranges. All eight use the permute
  * resource: 8 packets per 128 bytes at best.
+ *
+ * A table of 256 32-bit words is four such tables, one per byte of the words; their four lookups of the
+ * same indices are interleaved back into words by two rounds of vshuff.
  */
 #include "hvx_kernels.h"
 #include "hvx_util.h"
@@ -46,5 +49,34 @@ void hvx_lut_i8(const int8_t *x, int8_t *y, size_t n, const uint8_t prepared[256
         size_t off = nv * HVX_BYTES;
         HVX_Vector tx = hvx_load_partial(x + off, tail);
         hvx_store_partial(y + off, hvx_lut256(tx, t0, t1), tail);
+    }
+}
+
+void hvx_lut_words_prepare(const uint32_t table[256], uint8_t prepared[1024])
+{
+    uint8_t plane[256];
+    for (int b = 0; b < 4; b++) {
+        for (int i = 0; i < 256; i++)
+            plane[i] = (uint8_t)(table[i] >> (8 * b));
+        hvx_lut_i8_prepare_xor(plane, 0, prepared + 256 * b);
+    }
+}
+
+void hvx_lut_words(const uint8_t *x, size_t n, uint8_t add, const uint8_t prepared[1024], uint32_t *y)
+{
+    const HVX_Vector *t = (const HVX_Vector *)(const void *)prepared;
+    HVX_Vector *vy = (HVX_Vector *)(void *)y;
+    HVX_Vector va = Q6_Vb_vsplat_R(add);
+    for (size_t i = 0; i < n; i += HVX_BYTES, vy += 4) {
+        HVX_Vector v = n - i >= HVX_BYTES ? *(const hvx_uvec *)(const void *)(x + i) : hvx_load_upto(x + i, n - i);
+        v = Q6_Vb_vadd_VbVb(v, va);
+        HVX_VectorPair lo = Q6_W_vshuff_VVR(hvx_lut256(v, t[2], t[3]), hvx_lut256(v, t[0], t[1]), -1);
+        HVX_VectorPair hi = Q6_W_vshuff_VVR(hvx_lut256(v, t[6], t[7]), hvx_lut256(v, t[4], t[5]), -1);
+        HVX_VectorPair w0 = Q6_W_vshuff_VVR(Q6_V_lo_W(hi), Q6_V_lo_W(lo), -2); /* words 0..63 */
+        HVX_VectorPair w1 = Q6_W_vshuff_VVR(Q6_V_hi_W(hi), Q6_V_hi_W(lo), -2); /* words 64..127 */
+        vy[0] = Q6_V_lo_W(w0);
+        vy[1] = Q6_V_hi_W(w0);
+        vy[2] = Q6_V_lo_W(w1);
+        vy[3] = Q6_V_hi_W(w1);
     }
 }

@@ -105,6 +105,17 @@ KERNELS = {
     "hvx_avgpool": (["hvx_avgpool_rows", "hvx_avgpool_taps", "hvx_avgpool_finish"], "store"),
     # QRESIZE's HVX rows (dsp/src/ops/resize.c): the table prepared, each source row through it, spread
     "hvx_qresize": (["hvx_qresize_init", "hvx_qresize_rows", "hvx_lut_i8_prepare_xor"], "store"),
+    # TRANSPOSE's HVX kernel (dsp/src/ops/memory.c): tiles transposed by vdeal/vshuff passes, staged rows
+    "hvx_transpose": (
+        ["tile_geometry", "transpose_tile", "pass", "pass_aligned", "pass_unaligned", "copy_in", "hvx_copy_bytes"],
+        "store",
+    ),
+    # the same on narrow output rows (staged tiles)
+    "hvx_transpose_narrow": (
+        ["hvx_transpose", "tile_geometry", "transpose_tile", "pass", "pass_aligned", "pass_unaligned", "copy_in"]
+        + ["hvx_copy_bytes"],
+        "store",
+    ),
     # QADD / QMUL blocks (dsp/src/ops/qeltwise.c): fixed-point requantisation, tie check
     "hvx_qadd": (["hvx_qbin_block"], "store"),
     "hvx_qmul": (["hvx_qbin_block"], "store"),
@@ -379,6 +390,12 @@ CLASS_RATES = {
         "QResize u8 nearest x2 (60 x 80 -> 120 x 160): 128 output bytes and the 32 source bytes they read, 1 op "
         "per byte as the profile counts a nearest Resize's bytes; the core's row loop not counted",
     ),
+    "int8 transpose": (
+        "hvx_transpose",
+        128 + 128,
+        "Transpose u8 [64, 64] (whisper_encoder's attention): 128 output bytes and the 128 input bytes they read, "
+        "1 op per byte as the profile counts a Transpose's bytes; one 4 KiB tile read and written in place",
+    ),
     "int8 conv": (
         "hvx_iconv",
         2 * 128,
@@ -397,6 +414,11 @@ CLASSES = {
     "rounding tie, which run scalar)": ("hvx_avgpool", 128),
     "QAdd u8 (outputs; blocks near a rounding tie run scalar, not counted)": ("hvx_qadd", 128),
     "QMul u8 (outputs; blocks near a rounding tie run scalar, not counted)": ("hvx_qmul", 128),
+    "Transpose u8 [64, 64] (one tile in place; the 'int8 transpose' class)": ("hvx_transpose", 128),
+    "Transpose u8 [10, 3200] (layout_cdla's heads: tiles staged, output rows of 10 bytes)": (
+        "hvx_transpose_narrow",
+        128,
+    ),
     "requantisation int32 -> int8": ("hvx_requant_i32_i8", 128),
     "DequantizeLinear u8 -> f32": ("hvx_dequant_i8_f32", 32),
     "QuantizeLinear f32 -> u8 (inputs; the lanes near a rounding tie by the reference, counted)": ("hvx_quant_f32", 32),

@@ -5,6 +5,28 @@
 #include <math.h>
 
 #include "kernels.h"
+#ifdef HFX_HVX
+#include "../../hvx/hvx_transpose.h"
+#endif
+
+/* The axes of a strided read of dense `dims` in place, as few as they can be: axes of size 1 dropped and each
+ * axis merged into the next where both read one run (stride[i] == stride[i + 1] * dims[i + 1]); at least one
+ * axis is kept. A slice of [1, 128, 20, 1] along axis 2 is then 128 runs of 19 floats, not 2432 of one. */
+static uint32_t merged_axes(uint32_t rank, const uint32_t *dims, int64_t *stride, uint64_t *merged) {
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < rank; i++) {
+        if (dims[i] == 1) continue;
+        if (n > 0 && stride[n - 1] == stride[i] * (int64_t)dims[i]) {
+            merged[n - 1] *= dims[i];
+            stride[n - 1] = stride[i];
+            continue;
+        }
+        merged[n] = dims[i];
+        stride[n++] = stride[i];
+    }
+    if (n == 0) merged[0] = 1, stride[0] = 1, n = 1;
+    return n;
+}
 
 /* ---- Transpose ---- */
 
@@ -37,7 +59,12 @@ hfx_status hfx_validate_transpose(hfx_vctx *v, hfx_op *op) {
     return HFX_OK;
 }
 
-hfx_status hfx_plan_transpose(const hfx_program *p, hfx_op *op) { return hfx_plan_rows(p, op); }
+hfx_status hfx_plan_transpose(const hfx_program *p, hfx_op *op) {
+#ifdef HFX_HVX
+    op->plan.ws_bytes = hvx_transpose_ws_bytes();
+#endif
+    return hfx_plan_rows(p, op);
+}
 
 /* input offset of output row `row` (multi-index over output dims[:-1]) */
 static uint64_t row_offset(const hfx_tensor *ot, uint64_t row, const uint64_t *in_stride_per_out_axis) {
@@ -88,6 +115,46 @@ static bool item_rows(const hfx_kernel_args *a, uint32_t item, uint64_t *last, u
     return false;
 }
 
+#ifdef HFX_HVX
+/* Output rows [b, e) of `last` elements on HVX when the output's axes merge into [batches..., d2, l]
+ * with d2 contiguous in the input and l not: a batch of 2-D transposes of elements of es bytes, or,
+ * when the last merged axis is contiguous in the input, of its runs as elements (up to 64 bytes:
+ * [1, 64, 4, 16] -> [1, 4, 64, 16] moves 16-element runs); output rows contiguous in the input and
+ * longer than 64 bytes are copied by vector. False for other permutations, and for items that cut a
+ * row of the view, which stay C. */
+static bool transpose_rows_hvx(const hfx_kernel_args *a, const uint8_t *x, uint8_t *o, size_t es, const uint64_t *s,
+                               uint64_t last, uint64_t b, uint64_t e) {
+    const hfx_tensor *ot = &a->prog->tensors[a->op->out[0]];
+    if (s[ot->rank - 1] == 1 && last * es > 64) { /* rows too long to move as elements: one copy each */
+        for (uint64_t r = b; r < e; r++)
+            hvx_copy_bytes(o + r * last * es, x + row_offset(ot, r, s) * es, (size_t)(last * es));
+        return true;
+    }
+    int64_t stride[HFX_MAX_RANK];
+    uint64_t dims[HFX_MAX_RANK];
+    for (uint32_t i = 0; i < ot->rank; i++) stride[i] = (int64_t)s[i];
+    uint32_t n = merged_axes(ot->rank, ot->dims, stride, dims);
+    uint64_t run = stride[n - 1] == 1 ? dims[n - 1] : 1; /* input elements that move as one */
+    if (run > 1) n--;
+    size_t ez = es * run;
+    if (n < 2 || ez > 64 || (ez & (ez - 1)) || stride[n - 2] != (int64_t)run || stride[n - 1] % (int64_t)run)
+        return false;
+    uint64_t l = dims[n - 1], d2 = dims[n - 2], unit = run * l; /* input elements of a row of the view */
+    if (b * last % unit || e * last % unit) return false;
+    for (uint64_t r = b * last / unit, end = e * last / unit; r < end;) {
+        uint64_t j = r % d2, cols = d2 - j < end - r ? d2 - j : end - r, batch = r / d2, off = j * run;
+        for (uint32_t i = n - 2; i-- > 0;) {
+            off += (batch % dims[i]) * (uint64_t)stride[i];
+            batch /= dims[i];
+        }
+        hvx_transpose(x + off * es, (size_t)(stride[n - 1] / (int64_t)run), o + r * unit * es, (size_t)l, (size_t)l,
+                      (size_t)cols, ez, a->ws);
+        r += cols;
+    }
+    return true;
+}
+#endif
+
 void hfx_run_transpose(const hfx_kernel_args *a, uint32_t item) {
     const hfx_op *op = a->op;
     const hfx_tensor *xt = &a->prog->tensors[op->in[0]], *ot = &a->prog->tensors[op->out[0]];
@@ -99,6 +166,9 @@ void hfx_run_transpose(const hfx_kernel_args *a, uint32_t item) {
     uint64_t st[HFX_MAX_RANK], s[HFX_MAX_RANK];
     hfx_dense_strides(xt, st);
     for (uint32_t i = 0; i < ot->rank; i++) s[i] = st[op->params[HFX_P_PERM + i]];
+#ifdef HFX_HVX
+    if (transpose_rows_hvx(a, x, o, es, s, last, b, e)) return;
+#endif
     if (es == 1) transpose_rows(x, o, 1, ot, s, last, b, e);
     else if (es == 2) transpose_rows(x, o, 2, ot, s, last, b, e);
     else if (es == 8) transpose_rows(x, o, 8, ot, s, last, b, e);
@@ -149,25 +219,6 @@ hfx_status hfx_validate_slice(hfx_vctx *v, hfx_op *op) {
     }
     if (!hfx_same_shape(&v->p->tensors[op->out[0]], od, x->rank)) return hfx_shape_err(v, "the slice");
     return HFX_OK;
-}
-
-/* The axes of a strided read of dense `dims` in place, as few as they can be: axes of size 1 dropped and each
- * axis merged into the next where both read one run (stride[i] == stride[i + 1] * dims[i + 1]); at least one
- * axis is kept. A slice of [1, 128, 20, 1] along axis 2 is then 128 runs of 19 floats, not 2432 of one. */
-static uint32_t merged_axes(uint32_t rank, const uint32_t *dims, int64_t *stride, uint64_t *merged) {
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < rank; i++) {
-        if (dims[i] == 1) continue;
-        if (n > 0 && stride[n - 1] == stride[i] * (int64_t)dims[i]) {
-            merged[n - 1] *= dims[i];
-            stride[n - 1] = stride[i];
-            continue;
-        }
-        merged[n] = dims[i];
-        stride[n++] = stride[i];
-    }
-    if (n == 0) merged[0] = 1, stride[0] = 1, n = 1;
-    return n;
 }
 
 /* Dense output elements [e0, e1) of the strided read of x (axes as merged_axes gives them, elements of `es`

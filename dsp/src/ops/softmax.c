@@ -9,6 +9,7 @@
 #include "vsum.h"
 #ifdef HFX_HVX
 #include "../../hvx/hvx_dequant.h"
+#include "../../hvx/hvx_kernels.h"
 #include "../../hvx/hvx_qpool.h"
 #endif
 
@@ -122,26 +123,38 @@ hfx_status hfx_validate_qsoftmax(hfx_vctx *v, hfx_op *op) {
     return hfx_validate_softmax(v, op);
 }
 
+#ifdef HFX_HVX
+#define QSOFTMAX_LUT_BYTES 1024u /* hvx_lut_words_prepare's four byte planes */
+#define QSOFTMAX_LUT_MIN 1024u   /* values an item looks up before the planes pay */
+#endif
+
 hfx_status hfx_plan_qsoftmax(const hfx_program *p, hfx_op *op) {
     hfx_status st = hfx_plan_softmax(p, op);
 #ifdef HFX_HVX
     softmax_plan pl;
     HFX_PLAN_LOAD(pl, op);
-    if (pl.inner == 1) op->plan.ws_bytes = 4 * pl.d + 128; /* a line's table values */
+    /* the table's byte planes, then a line's table values (whole vectors) */
+    if (pl.inner == 1) op->plan.ws_bytes = QSOFTMAX_LUT_BYTES + 4 * ((pl.d + 127) / 128 * 128);
 #endif
     return st;
 }
 
 #ifdef HFX_HVX
-/* a contiguous line on Hexagon: its max and its outputs by HVX (hvx_max_bytes, hvx_qsoftmax_out), the
- * table values and their sum as the loop below (f32, in order) */
-static void qsoftmax_line_hvx(const uint8_t *x, uint64_t d, int is_u8, const float *table, float y_scale, int32_t zy,
-                              float *t, uint8_t *y) {
+/* a contiguous line on Hexagon: its max, table values and outputs by HVX (hvx_max_bytes, hvx_lut_words
+ * through the table's byte planes `lut` when the item prepared them, hvx_qsoftmax_out); the values' sum
+ * stays C, f32 in order as the reference's */
+static void qsoftmax_line_hvx(const uint8_t *x, uint64_t d, int is_u8, const float *table, const uint8_t *lut,
+                              float y_scale, int32_t zy, float *t, uint8_t *y) {
     int32_t m = hvx_max_bytes(x, (size_t)d, !is_u8);
     float sum = 0.0f;
-    for (uint64_t k = 0; k < d; k++) {
-        t[k] = table[ref_qsoftmax_index(is_u8 ? x[k] : (int8_t)x[k], m)];
-        sum += t[k];
+    if (lut) {
+        hvx_lut_words(x, (size_t)d, (uint8_t)(255 - m), lut, (uint32_t *)(void *)t);
+        for (uint64_t k = 0; k < d; k++) sum += t[k];
+    } else {
+        for (uint64_t k = 0; k < d; k++) {
+            t[k] = table[ref_qsoftmax_index(is_u8 ? x[k] : (int8_t)x[k], m)];
+            sum += t[k];
+        }
     }
     if (hvx_qsoftmax_out(t, (size_t)d, sum, y_scale, zy, is_u8, y)) return;
     for (uint64_t k = 0; k < d; k++) y[k] = (uint8_t)ref_qsoftmax_out(t[k], sum, y_scale, zy, is_u8);
@@ -160,10 +173,19 @@ void hfx_run_qsoftmax(const hfx_kernel_args *a, uint32_t item) {
     int32_t zy = a->op->params[HFX_P_QSOFTMAX_ZERO_Y];
     uint64_t b, e;
     hfx_plan_range(pl.outer * pl.inner, pl.lines_per_item, item, &b, &e);
+#ifdef HFX_HVX
+    /* preparing the byte planes costs about as much as looking up QSOFTMAX_LUT_MIN values in C */
+    const uint8_t *lut = NULL;
+    if (pl.inner == 1 && (e - b) * pl.d >= QSOFTMAX_LUT_MIN) {
+        hvx_lut_words_prepare((const uint32_t *)(const void *)table, a->ws);
+        lut = a->ws;
+    }
+    float *t = (float *)(void *)((uint8_t *)a->ws + QSOFTMAX_LUT_BYTES);
+#endif
     for (uint64_t line = b; line < e; line++) {
 #ifdef HFX_HVX
         if (pl.inner == 1) { /* (no 64-bit division on Hexagon: a helper call per line) */
-            qsoftmax_line_hvx(x + line * pl.d, pl.d, is_u8, table, y_scale, zy, a->ws, y + line * pl.d);
+            qsoftmax_line_hvx(x + line * pl.d, pl.d, is_u8, table, lut, y_scale, zy, t, y + line * pl.d);
             continue;
         }
 #endif

@@ -30,6 +30,7 @@
 #include "hvx_qeltwise.h"
 #include "hvx_qgemm.h"
 #include "hvx_qresize.h"
+#include "hvx_transpose.h"
 #include "hvx_util.h"
 #include "qtest.h"
 #include "ref_kernels.h"
@@ -239,6 +240,74 @@ static void test_lut(void)
         }
     }
     qt_end_group(&T, "hvx_lut_i8");
+}
+
+/* hvx_lut_words (QSOFTMAX's table values): every length of SIZES, x aligned or at an odd offset, random
+ * tables (and one of the index itself, so that a byte plane out of place shows), random offsets `add`;
+ * y[i] == table[(x[i] + add) & 255] for i < n, and nothing written after n rounded up to 128 words. */
+static void test_lut_words(void)
+{
+    static uint8_t prepared[1024] __attribute__((aligned(128)));
+    uint32_t table[256];
+    qt_begin_group(&T);
+    for (int tab = 0; tab < 2; tab++) {
+        for (int i = 0; i < 256; i++)
+            table[i] = tab ? (uint32_t)i * 0x01010101u ^ 0x80402010u : qt_rand(&R);
+        hvx_lut_words_prepare(table, prepared);
+        for (size_t si = 0; si < N_SIZES; si++)
+            for (int off = 0; off < 2; off++) {
+                size_t n = SIZES[si], room = (n + 127) / 128 * 128 * 4;
+                uint8_t *x = pool_a + (off ? 3 : 0), add = (uint8_t)qt_rand(&R);
+                fill_random(x, n, 1);
+                memset(pool_y, GUARD_BYTE, room + GUARD);
+                uint32_t *want = (uint32_t *)(void *)pool_r;
+                for (size_t i = 0; i < n; i++)
+                    want[i] = table[(uint8_t)(x[i] + add)];
+                hvx_lut_words(x, n, add, prepared, (uint32_t *)(void *)pool_y);
+                memcpy(pool_y + 4 * n, pool_y + room, GUARD); /* the guard after the room, checked after n */
+                char name[96];
+                hx_snprintf(name, sizeof name, "hvx_lut_words table=%d n=%zu off=%d add=%u", tab, n, off, add);
+                qt_case(&T, compare(name, pool_y, want, n, 4));
+            }
+    }
+    qt_end_group(&T, "hvx_lut_words");
+}
+
+/* ---- transpose ------------------------------------------------------------------- */
+
+/* hvx_transpose of elements of 1..64 bytes against the C loop, bit for bit: odd and power-of-two shapes
+ * (one tile, many tiles, partial tiles, 1 x n and n x 1), x and y at odd byte offsets or 128-byte
+ * aligned, dense or padded strides; every byte of y's span not written by the transpose (the padding
+ * between rows and a guard after) must keep its guard value. */
+static void test_transpose(void)
+{
+    static const size_t SHAPES[][2] = {{1, 1},   {1, 7},   {7, 1},   {2, 2},    {3, 5},   {16, 16}, {64, 64}, {64, 4},
+                                       {4, 64},  {64, 16}, {17, 129}, {129, 17}, {100, 33}, {200, 96}, {5, 300}};
+    static const size_t ES[] = {1, 2, 4, 8, 16, 64};
+    qt_begin_group(&T);
+    for (size_t ei = 0; ei < sizeof ES / sizeof ES[0]; ei++)
+        for (size_t si = 0; si < sizeof SHAPES / sizeof SHAPES[0]; si++)
+            for (int lay = 0; lay < 4; lay++) {
+                size_t es = ES[ei], rows = SHAPES[si][0], cols = SHAPES[si][1];
+                size_t pad = lay >= 2 ? 3 : 0, ldx = cols + pad, ldy = rows + 2 * pad;
+                size_t xoff = lay & 1 ? 3 : 0, yoff = lay & 1 ? 5 : 0;
+                size_t span = ((cols - 1) * ldy + rows) * es; /* y's bytes from the first element to the last */
+                if (rows * ldx * es + xoff > POOL_BYTES || span + yoff + GUARD > POOL_BYTES)
+                    continue;
+                uint8_t *x = pool_a + xoff, *y = pool_y + yoff, *want = pool_b + yoff;
+                fill_random(x, rows * ldx * es, 1);
+                memset(y, GUARD_BYTE, span + GUARD);
+                memset(want, GUARD_BYTE, span + GUARD);
+                for (size_t r = 0; r < rows; r++)
+                    for (size_t c = 0; c < cols; c++)
+                        memcpy(want + (c * ldy + r) * es, x + (r * ldx + c) * es, es);
+                hvx_transpose(x, ldx, y, ldy, rows, cols, es, pool_r);
+                char name[96];
+                hx_snprintf(name, sizeof name, "hvx_transpose es=%zu %zux%zu ldx=%zu ldy=%zu off=%zu", es, rows, cols,
+                            ldx, ldy, xoff);
+                qt_case(&T, compare(name, y, want, span, 1));
+            }
+    qt_end_group(&T, "hvx_transpose");
 }
 
 /* ---- requantisation ------------------------------------------------------------ */
@@ -936,6 +1005,20 @@ static int run_packets(const char *kernel)
         hx_printf("PACKETS %s units=%d unit=vector\n", kernel, 4 * H * W / HVX_BYTES);
         return 0;
     }
+    if (strcmp(kernel, "hvx_transpose") == 0) {
+        /* TRANSPOSE's HVX kernel on whisper_encoder's attention transposes, u8 [64, 64] -> [64, 64] dense:
+         * 6 vdeal passes over one 4 KiB tile, read and written in place; 32 output vectors */
+        hvx_transpose(pool_a, 64, pool_y, 64, 64, 64, 1, pool_r);
+        hx_printf("PACKETS %s units=32 unit=vector\n", kernel);
+        return 0;
+    }
+    if (strcmp(kernel, "hvx_transpose_narrow") == 0) {
+        /* layout_cdla's head transposes, u8 [10, 3200] -> [3200, 10]: 25 tiles of 16 x 128 staged in the work
+         * space, output rows of 10 bytes; 250 output vectors */
+        hvx_transpose(pool_a, 3200, pool_y, 10, 10, 3200, 1, pool_r);
+        hx_printf("PACKETS %s units=250 unit=vector\n", kernel);
+        return 0;
+    }
     if (strcmp(kernel, "hvx_maxpool") == 0) {
         /* QMAXPOOL's HVX row path, 3x3 stride 1 on rows of 130 u8: 16 output rows of 128 */
         for (int r = 0; r < 16; r++) {
@@ -984,6 +1067,8 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < N_ELTWISE; i++)
             test_eltwise(&ELTWISE[i]);
         test_lut();
+        test_lut_words();
+        test_transpose();
         test_requant();
         test_matmul();
         test_qgemm_requant();

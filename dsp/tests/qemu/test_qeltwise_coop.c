@@ -13,7 +13,8 @@
  * DYNAMIC_QPARAMS, CAST and DEQUANTIZE_LINEAR u16/i16 against ref_quant.h, and their packets; QRESIZE (integer factors along W, H only, other column maps; odd and long
  * rows, Y between guard bytes) against the f32 RESIZE of the codes through a table, and its packets;
  * QSOFTMAX on two axes with a saturating line; QCONCAT on axis 1 with per-input tables (spans below
- * and above a vector).
+ * and above a vector); TRANSPOSE of 1-, 2- and 4-byte elements (the zoo's permutations, odd shapes,
+ * several items, misaligned) against an index loop, and its packets.
  */
 #include <stdint.h>
 #include <string.h>
@@ -851,6 +852,89 @@ static void qresize_packets(hfx_pool *pool, qt_rng *r)
     free(X), free(Y);
 }
 
+/* TRANSPOSE of X (random bytes, any dtype: a transpose moves elements) against the index loop here; X at
+ * an odd offset, Y at another between guard bytes; `packets`: print the call's packets (qemu's counter) */
+static void transpose_case(hfx_pool *pool, qt_rng *r, uint8_t dt, uint32_t rank, const uint32_t *dims,
+                           const int32_t *perm, int packets)
+{
+    enum { GUARD = 64 };
+    uint32_t od[HFX_MAX_RANK];
+    uint64_t n = 1, st[HFX_MAX_RANK];
+    size_t es = hfxb_dtype_size(dt);
+    for (uint32_t i = rank; i-- > 0;)
+        st[i] = n, n *= dims[i];
+    for (uint32_t i = 0; i < rank; i++)
+        od[i] = dims[perm[i]];
+    uint32_t xo = 1 + (uint32_t)qt_range(r, 0, 126), yo = 1 + (uint32_t)qt_range(r, 0, 126);
+    uint8_t *xbuf = malloc(n * es + xo), *ybuf = malloc(n * es + yo + 2 * GUARD), *want = malloc(n * es);
+    uint8_t *X = xbuf + xo, *Y = ybuf + GUARD + yo;
+    for (uint64_t i = 0; i < n * es; i++)
+        X[i] = (uint8_t)qt_rand(r);
+    memset(ybuf, 0xa5, n * es + yo + 2 * GUARD);
+    for (uint64_t o = 0; o < n; o++) {
+        uint64_t rem = o, src = 0;
+        for (uint32_t i = rank; i-- > 0;)
+            src += rem % od[i] * st[perm[i]], rem /= od[i];
+        memcpy(want + o * es, X + src * es, es);
+    }
+    hfxb b;
+    hfxb_init(&b);
+    b.v2 = dt == HFX_DTYPE_U16 || dt == HFX_DTYPE_I16;
+    uint32_t x = hfxb_set_dtype(&b, hfxb_input(&b, 0, rank, dims), dt);
+    hfxb_transpose(&b, 0, x, hfxb_set_dtype(&b, hfxb_output(&b, 0, rank, od), dt), perm, rank);
+    const void *ins[1] = {X};
+    uint32_t before = hx_qemu_packets();
+    int ok = run_one(pool, &b, ins, 1, Y) == HFX_OK;
+    uint32_t used = hx_qemu_packets() - before;
+    hfxb_free(&b);
+    ok = ok && memcmp(Y, want, n * es) == 0;
+    for (uint32_t i = 0; ok && i < GUARD + yo; i++)
+        ok = ybuf[i] == 0xa5 && (i >= GUARD || Y[n * es + i] == 0xa5);
+    char what[128];
+    int len = hx_snprintf(what, sizeof what, "Transpose %zu-byte [", es);
+    for (uint32_t i = 0; i < rank; i++)
+        len += hx_snprintf(what + len, sizeof what - (size_t)len, "%s%u", i ? "," : "", dims[i]);
+    len += hx_snprintf(what + len, sizeof what - (size_t)len, "] perm ");
+    for (uint32_t i = 0; i < rank; i++)
+        len += hx_snprintf(what + len, sizeof what - (size_t)len, "%d", perm[i]);
+    if (packets)
+        hx_printf("     packets of one call, %s: %u\n", what, used);
+    expect(ok, what);
+    free(xbuf), free(ybuf), free(want);
+}
+
+static void transpose_sweep(hfx_pool *pool, qt_rng *r)
+{
+    typedef struct {
+        uint8_t dt;
+        uint32_t rank, dims[4];
+        int32_t perm[4];
+        int packets;
+    } tcase;
+    enum { U8 = HFX_DTYPE_U8, I8 = HFX_DTYPE_I8, U16 = HFX_DTYPE_U16, I16 = HFX_DTYPE_I16, F32 = HFX_DTYPE_F32 };
+    static const tcase cases[] = {
+        {U8, 3, {1, 64, 64}, {0, 2, 1}, 1},        /* whisper_encoder's */
+        {U8, 4, {1, 64, 4, 16}, {0, 2, 3, 1}, 1},  /* its keys: [64, 64] after merging */
+        {U8, 4, {1, 64, 4, 16}, {0, 2, 1, 3}, 1},  /* its heads: 16-byte runs as elements */
+        {U8, 4, {1, 4, 64, 16}, {0, 2, 1, 3}, 1},  /* and back */
+        {U8, 4, {1, 4, 16, 2100}, {0, 2, 1, 3}, 1}, /* a detector's: runs of 2100 (vector copies) */
+        {U8, 3, {1, 10, 7600}, {0, 2, 1}, 1},      /* layout_cdla's heads: output rows of 10 bytes */
+        {U8, 3, {1, 32, 1900}, {0, 2, 1}, 1},
+        {I16, 3, {3, 37, 129}, {0, 2, 1}, 0},
+        {U16, 3, {7, 9, 11}, {2, 0, 1}, 0},
+        {F32, 4, {2, 5, 7, 3}, {3, 1, 0, 2}, 0},
+        {F32, 3, {2, 64, 64}, {0, 2, 1}, 1},
+        {U8, 2, {5, 300}, {1, 0}, 0},
+        {I8, 3, {2, 200, 300}, {0, 2, 1}, 0},      /* several items */
+        {U8, 3, {256, 8, 32}, {1, 0, 2}, 0},       /* 32-byte runs, two items */
+        {U8, 3, {1000, 3, 16}, {1, 0, 2}, 0},      /* items cut the view's rows: C */
+        {I16, 4, {3, 5, 7, 9}, {0, 3, 1, 2}, 0},
+        {U8, 4, {2, 3, 129, 65}, {0, 1, 3, 2}, 0},
+    };
+    for (uint32_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        transpose_case(pool, r, cases[i].dt, cases[i].rank, cases[i].dims, cases[i].perm, cases[i].packets);
+}
+
 /* QSOFTMAX of X[3, 9, 4] (misaligned) over axis 1 and of X[3, 9, 4] over axis 2, a random positive table,
  * against lines taken here with ref_qsoftmax.h's steps; line 0 of axis 1 has one value taking all (q = 256:
  * saturated) */
@@ -1058,6 +1142,9 @@ int main(void)
     qresize_sweep(pool, &r);
     qresize_packets(pool, &r);
     qt_end_group(&T, "QResize");
+    qt_begin_group(&T);
+    transpose_sweep(pool, &r);
+    qt_end_group(&T, "Transpose");
     qt_begin_group(&T);
     for (int t = 0; t < 2; t++)
         qsoftmax_case(pool, types[t], &r);
