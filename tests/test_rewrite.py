@@ -507,8 +507,10 @@ def test_a_plugin_mismatch_grown_after_the_pairs_says_so(tmp_path: Path) -> None
 
     nodes = [
         helper.make_node("Relu", ["x"], ["f"], name="fork"),
-        helper.make_node("Exp", ["f"], ["a"], name="exp"),
-        helper.make_node("Erf", ["f"], ["b"], name="erf"),
+        helper.make_node("Exp", ["f"], ["a0"], name="exp"),
+        helper.make_node("Neg", ["a0"], ["a"], name="nega"),  # two ops a branch: shorter pairs exist
+        helper.make_node("Erf", ["f"], ["b0"], name="erf"),
+        helper.make_node("Neg", ["b0"], ["b"], name="negb"),
         helper.make_node("Add", ["a", "b"], ["j"], name="join"),
         helper.make_node("Mul", ["j", "big"], ["m"], name="scale"),
         helper.make_node("Sin", ["m"], ["y"], name="sin"),
@@ -522,13 +524,15 @@ def test_a_plugin_mismatch_grown_after_the_pairs_says_so(tmp_path: Path) -> None
         tmp_path / "m.onnx", tmp_path / "out.onnx", target="host", verify_plugin=True, progress=lines.append
     )
     assert result.output is None and not result.analysis.pairs  # as when no pair qualifies
-    assert any(r.reason.startswith("fails verification") for r in result.analysis.rejected)
+    refused = [r.candidate for r in result.analysis.rejected if r.reason.startswith("fails verification")]
+    assert len(refused) == 1
     dropped = [line for line in lines if line.startswith("dropping a branches pair (fork 'fork' -> join 'join')")]
     assert len(dropped) == 1
     assert "output 'y' differs from the original" in dropped[0]
     assert "(each pair output is within " in dropped[0] and "of ORT computing the pair's nodes" in dropped[0]
     assert "grows that difference beyond 2x ORT's own, 0 with its graph optimisations off; real inputs" in dropped[0]
-    assert not any(line.startswith("trying") for line in lines)  # no shorter pair: its difference would grow alike
+    assert KINDS["branches"].shorter(result.analysis.graph, result.analysis.profile, refused[0], result.analysis.target)
+    assert not any(line.startswith("trying") for line in lines)  # none tried: its difference would grow alike
     assert list(tmp_path.iterdir()) == [tmp_path / "m.onnx"]
 
 
