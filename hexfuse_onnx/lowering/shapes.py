@@ -14,6 +14,7 @@ byte for byte. Any difference refuses the pair, naming the op or tensor that dif
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -303,10 +304,13 @@ def _dim_patch(
     return Patch(Target.TENSOR_DIM, tid, axis, tuple(words)), ""
 
 
+@functools.lru_cache(maxsize=4096)
 def _at_least_zero(expr: sympy.Expr) -> sympy.Expr:
     """A dim as ORT's symbolic inference writes it, clamped at 0 where it can be negative for some
     input dims: its Slice rule assumes a non-empty result (MarbleNet's x[..., :-1] is 'audio_len - 1',
-    -1 on an empty input, where ORT's Slice makes 0 and the kernel refused the whole program)."""
+    -1 on an empty input, where ORT's Slice makes 0 and the kernel refused the whole program). Cached:
+    a pair's tensors share few dims, and sympy's sign and Max of each took most of ppocrv6_det_tiny's
+    lowering (889 calls)."""
     dims = {s: sympy.Symbol(s.name, integer=True, nonnegative=True) for s in expr.free_symbols}
     if expr.xreplace(dims).is_nonnegative:
         return expr
