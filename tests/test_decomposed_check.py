@@ -377,6 +377,9 @@ def test_a_right_pair_grown_as_ort_s_own_spread_is_kept_with_the_bar_stated(tmp_
     doc = json.loads(stamp)
     assert (doc["plugin_relative_error"], doc["plugin_bar"]) == (c.plugin_error, c.plugin_bar)
     assert doc["ort_optimisation_spread"] == c.ort_spread and doc["rtol"] == verify.DEFAULT_RTOL
+    from hexfuse_onnx.rewrite import unfuse
+
+    assert not any(p.key == C.METADATA_VERIFICATION for p in unfuse(onnx.load(out)).metadata_props)
     assert not any(line.startswith("dropping") for line in lines)
 
 
