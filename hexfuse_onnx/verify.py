@@ -26,7 +26,8 @@ graph output ORT's own ops make from the same values must agree at the stock bar
 integers): both sessions run the same nodes at 1 intra-op thread. How far the graph outputs are from
 the original's, in steps, is reported, not a bar. Pairs in If branches, whose outputs are not fed in,
 keep the end-to-end bar (1e-4, or one step of a quantized graph output). A float model's plugin run
-is compared end to end, within 1e-4.
+is compared end to end, within 1e-4; beyond it, decomposed as a QDQ model's and within a multiple of
+ORT's own spread (`optimisation_spread`, pipeline._within_spread).
 """
 
 from __future__ import annotations
