@@ -32,6 +32,9 @@ ATTR_SHARE_TABLE = "share_table"  # floats in [0, 1], one per key
 # Model metadata of a rewrite over symbolic dims: JSON {"analysed": {input: dims}, "proven":
 # {input: dims}}, the bindings its v2 programs were lowered and proven at, so they lower again there.
 METADATA_BINDINGS = "hexfuse.bindings"
+# Model metadata of a written rewrite: JSON of what it was verified against (verify.Comparison.as_json)
+# with the stock bar `rtol`; a float model's plugin run says its error and bar (pipeline._within_spread).
+METADATA_VERIFICATION = "hexfuse.verification"
 
 # Version of the task program format the pass writes (dsp/README.md documents it).
 PROGRAM_VERSION = 1

@@ -839,6 +839,7 @@ def _run_symbolic_inference(
             sym.dispatcher_.setdefault(op, sym._pass_on_shape_and_type)
         sym.dispatcher_.setdefault("ConvInteger", sym._infer_Conv)  # no rule of its own: Conv's dims (int32 kept)
         sym.dispatcher_.setdefault("FusedConv", _fused_conv_rule(sym))
+        sym.dispatcher_["Resize"] = _resize_rule(sym)
         if "GroupQueryAttention" in sym.dispatcher_:
             sym.dispatcher_["GroupQueryAttention"] = _gqa_rule_with_present_length(sym)
         if exact_slices:
@@ -918,6 +919,31 @@ def _fused_conv_rule(sym: Any) -> Callable[[onnx.NodeProto], None]:
             conv.attribute.remove(a)
         sym._onnx_infer_single_node(conv)
         sym._infer_Conv(conv)
+
+    return infer
+
+
+def _resize_rule(sym: Any) -> Callable[[onnx.NodeProto], None]:
+    """ORT's Resize rule by scales, floor(dim * scale), without its sympy.simplify of each dim: the
+    scale as the exact rational its float is, so floor(2 floor(h/32)) needs none. ppocr_det's 31
+    Resize dims took 20 s of simplify (64 s under load), 2 s without, its 672 shapes the same. The
+    other forms (sizes, tf_crop_and_resize, opset 10) are ORT's rule."""
+    import sympy
+    from onnxruntime.tools.symbolic_shape_infer import get_attribute, get_opset, get_shape_from_sympy_shape
+
+    rule = sym.dispatcher_["Resize"]
+
+    def infer(node: onnx.NodeProto) -> None:
+        scales, sizes = sym._try_get_value(node, 2), sym._try_get_value(node, 3)
+        cropped = get_attribute(node, "coordinate_transformation_mode") == b"tf_crop_and_resize"
+        if get_opset(sym.out_mp_) <= 10 or sizes is not None or scales is None or cropped:
+            rule(node)
+            return
+        dims = [sympy.floor(d * sympy.Rational(float(s))) for d, s in zip(sym._get_sympy_shape(node, 0), scales)]
+        sym._update_computed_dims(dims)
+        elem = sym.known_vi_[node.input[0]].type.tensor_type.elem_type
+        out = node.output[0]
+        sym.known_vi_[out].CopyFrom(helper.make_tensor_value_info(out, elem, get_shape_from_sympy_shape(dims)))
 
     return infer
 

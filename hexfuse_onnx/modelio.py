@@ -37,6 +37,18 @@ class StagedModel:
         finally:
             self.discard()
 
+    def set_metadata(self, key: str, value: str) -> None:
+        """Set one metadata entry of the staged model (what was verified, once it was), its graph and
+        external data untouched."""
+        model = onnx.load(str(self.model_path), load_external_data=False)
+        kept = [p for p in model.metadata_props if p.key != key]
+        del model.metadata_props[:]
+        model.metadata_props.extend([*kept, onnx.StringStringEntryProto(key=key, value=value)])
+        try:
+            onnx.save_model(model, str(self.model_path))
+        except (OSError, ValueError) as exc:
+            raise WriteError(f"{self.destination}: cannot write the output: {exc}") from None
+
     def discard(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
 

@@ -458,7 +458,8 @@ def unfuse(model: onnx.ModelProto, pair_ids: Collection[str] | None = None) -> o
         ops = [o for o in out.opset_import if o.domain != C.DOMAIN]
         out.ClearField("opset_import")
         out.opset_import.extend(ops)
-        props = [p for p in out.metadata_props if p.key != C.METADATA_BINDINGS]  # no program left to re-lower
+        dropped = (C.METADATA_BINDINGS, C.METADATA_VERIFICATION)  # no program to re-lower, nor rewrite verified
+        props = [p for p in out.metadata_props if p.key not in dropped]
         out.ClearField("metadata_props")
         out.metadata_props.extend(props)
     return out

@@ -34,6 +34,7 @@ class Rejection:
     candidate: Candidate
     reason: str
     blocker: str = ""
+    grown: bool = False  # failed only as a right pair's difference grown by the model after it: no shorter pair
 
 
 def blocker_of(error: LoweringError) -> str:

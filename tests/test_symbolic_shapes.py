@@ -570,3 +570,34 @@ def test_an_if_on_a_dim_value_is_not_inlined_for_shapes(tmp_path: Path) -> None:
     on_value = next(n for n in fixed.graph.node if n.name == "sub")
     on_value.input[1] = "b"  # 2 - batch: 1 at batch 1, -2 at batch 4
     assert graph_module._ifs_known_at_every_binding(fixed) == set()
+
+
+def test_resize_by_scales_gets_the_dims_ort_runs_at() -> None:
+    """graph._resize_rule: ORT's Resize rule without its sympy.simplify of each dim (ppocr_det's 31
+    Resize dims: 20 s of the 22 s of its symbolic inference). Two stride-2 Convs, then Resizes by 2
+    and by 1.5 (of dims that may be odd) over symbolic h, w: each dim, evaluated, is the one ONNX
+    Runtime's run makes, at sizes where the floors round."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = numpy_helper.from_array(np.ones((1, 1, 3, 3), np.float32), "w")
+    scales = {k: numpy_helper.from_array(np.float32([1, 1, v, v]), k) for k, v in (("two", 2.0), ("half3", 1.5))}
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c1"], strides=[2, 2], pads=[1, 1, 1, 1]),
+        helper.make_node("Conv", ["c1", "w"], ["c2"], strides=[2, 2], pads=[1, 1, 1, 1]),
+        helper.make_node("Resize", ["c2", "", "two"], ["r1"], mode="nearest"),
+        helper.make_node("Resize", ["c2", "", "half3"], ["r2"], mode="nearest"),
+    ]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, "h", "w"])
+    outs = [helper.make_tensor_value_info(t, TensorProto.FLOAT, None) for t in ("r1", "r2")]
+    graph = helper.make_graph(nodes, "resized", [x], outs, [w, *scales.values()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    dims = graph_mod._ort_symbolic_shapes(model)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for h, width in ((37, 50), (64, 3), (9, 11)):
+        got = session.run(None, {"x": np.zeros((1, 1, h, width), np.float32)})
+        for name, value in zip(("r1", "r2"), got):
+            at = [
+                d if isinstance(d, int) else shape_expr.evaluate(shape_expr.parse_dim(d), {"h": h, "w": width})
+                for d in dims[name]
+            ]
+            assert at == list(value.shape), (name, dims[name], h, width)
