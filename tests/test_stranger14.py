@@ -6,14 +6,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import onnx
+from onnx import TensorProto, helper
 from real_support import cached_or_skip
-from test_subgraphs import if_model
+from test_subgraphs import D_HID, D_IN, ROWS, if_model
 
-from hexfuse_onnx.pipeline import analyse
+from hexfuse_onnx.pipeline import analyse, rewrite
 from hexfuse_onnx.report import summary
 from hexfuse_onnx.tools.zoo import list_models
 from models import real
+from models.graph_builder import GraphBuilder
 
 
 def test_zoo_says_a_real_speech_model_is_not_fetched_when_it_is_not(tmp_path: Path) -> None:
@@ -42,3 +45,44 @@ def test_merged_decoder_names_no_if_as_not_profiled() -> None:
     assert list(a.profile.unprofiled) == [0]  # still in the profile (and --json): it is not costed
     text = summary(a)
     assert "not profiled" not in text and "no independent work" not in text
+
+
+def _shape_of_the_matrix_chain_branch(g: GraphBuilder) -> onnx.GraphProto:
+    """test_subgraphs' matrix chain and vector chain, the vector chain's Reshape shape taken from a
+    Shape of the matrix chain's first MatMul: one chain at run time, two independent ones once the
+    fold makes that shape a constant (Moonshine's decoder: a Shape of its embedding)."""
+    start = len(g.nodes)
+    h = g.op("MatMul", ["x", g.weight("w0", [D_IN, D_HID])], "matmul0")
+    a = g.op("MatMul", [h, g.weight("w1", [D_HID, D_HID])], "matmul1")
+    rows = g.op("Slice", [g.op("Shape", [h], "shape"), g.ints("zero", [0]), g.ints("one", [1])], "rows")
+    v = g.op("Reshape", ["x", g.op("Concat", [rows, g.ints("cols", [D_IN])], "target", axis=0)], "reshape")
+    for op in ("Sigmoid", "Tanh", "Exp"):
+        v = g.op(op, [v], op.lower())
+    y = g.op("Concat", [a, g.op("Softmax", [v], "softmax", axis=-1)], "concat", axis=1)
+    nodes = g.nodes[start:]
+    del g.nodes[start:]
+    return helper.make_graph(nodes, "then", [], [helper.make_tensor_value_info(y, TensorProto.FLOAT, [ROWS, 768])])
+
+
+def test_a_pair_in_a_branch_takes_shape_work_folded_from_inside_it(tmp_path: Path) -> None:
+    # the Shape read the first MatMul, which the pair now makes inside its body: kept, it read a name no
+    # node makes ("dangling input", exit 3 from `rewrite moonshine_tiny_decoder --freeze-shapes`)
+    g = GraphBuilder("if_shape_of_pair", seed=0)
+    g.inputs += [helper.make_tensor_value_info("x", TensorProto.FLOAT, [ROWS, D_IN])]
+    g.inputs += [helper.make_tensor_value_info("fast", TensorProto.BOOL, [])]
+    g._tensor_names |= {"x", "fast"}
+    then_branch = _shape_of_the_matrix_chain_branch(g)
+    thrice = helper.make_node("Concat", ["x", "x", "x"], ["ex"], axis=1)
+    else_branch = helper.make_graph(
+        [thrice], "else", [], [helper.make_tensor_value_info("ex", TensorProto.FLOAT, [ROWS, 768])]
+    )
+    g.op("If", ["fast"], "choose", outputs=["y"], then_branch=then_branch, else_branch=else_branch)
+    g.outputs.append(helper.make_tensor_value_info("y", TensorProto.FLOAT, [ROWS, 768]))
+    path, out = tmp_path / "if_shape.onnx", tmp_path / "fused.onnx"
+    onnx.save(g.model(), path)
+    x = np.random.default_rng(14).standard_normal((ROWS, D_IN)).astype(np.float32)
+    rewrite(path, out, target="host", inputs={"x": x, "fast": np.array(True)}, verify_plugin=True)
+    fused = onnx.load(out)
+    branch = next(a.g for a in fused.graph.node[0].attribute if a.name == "then_branch")
+    assert "FusedHexPair" in [n.op_type for n in branch.node] and "Shape" not in [n.op_type for n in branch.node]
+    onnx.checker.check_model(fused, full_check=True)
