@@ -9,11 +9,16 @@ from pathlib import Path
 import numpy as np
 import onnx
 from onnx import TensorProto, helper
+from onnxruntime.quantization import quantize_dynamic
 from real_support import cached_or_skip
 from test_subgraphs import D_HID, D_IN, ROWS, if_model
 
+from hexfuse_onnx import graph
+from hexfuse_onnx.kinds.blocks import layer_blocks
+from hexfuse_onnx.kinds.dag import dag_facts
 from hexfuse_onnx.pipeline import analyse, rewrite
 from hexfuse_onnx.report import summary
+from hexfuse_onnx.subgraphs import branch_models
 from hexfuse_onnx.tools.zoo import list_models
 from models import real
 from models.graph_builder import GraphBuilder
@@ -86,3 +91,30 @@ def test_a_pair_in_a_branch_takes_shape_work_folded_from_inside_it(tmp_path: Pat
     branch = next(a.g for a in fused.graph.node[0].attribute if a.name == "then_branch")
     assert "FusedHexPair" in [n.op_type for n in branch.node] and "Shape" not in [n.op_type for n in branch.node]
     onnx.checker.check_model(fused, full_check=True)
+
+
+def test_dynamically_quantized_layers_are_blocks_as_the_float_ones(tmp_path: Path) -> None:
+    # Moonshine's decoder ships as onnx.quantize writes it: DynamicQuantizeLinear -> MatMulInteger ->
+    # Cast -> Mul by the scales; no projection was found, so prefill_decode had no candidate
+    source = Path(__file__).parents[1] / "models" / "exported" / "whisper_decoder_with_past.onnx"
+    quantize_dynamic(source, tmp_path / "dq.onnx")
+    found = {}
+    for name, path in (("float", source), ("dynamic", tmp_path / "dq.onnx")):
+        g = graph.load(path)
+        blocks = layer_blocks(g, dag_facts(g))
+        found[name] = [b.kind for b in blocks]
+        integer = [any(g.nodes[i].op_type == "MatMulInteger" for i in b.nodes) for b in blocks]
+        assert all(integer) if name == "dynamic" else not any(integer)
+    assert found["dynamic"] == found["float"] == ["attention"] * 4 + ["mlp"] * 2
+
+
+def test_moonshine_decoder_phases_have_their_layers_as_blocks() -> None:
+    # each If branch as a model (as a user deploying the phases apart writes them): 6 self- and 6
+    # cross-attention blocks, and 6 MLPs whose one up projection is cut in two (Slice) for SiLU gating
+    path = cached_or_skip("moonshine_tiny_decoder")
+    branches, skipped = branch_models(graph.load(path, real.get("moonshine_tiny_decoder").shapes))
+    assert not skipped and [b.attribute for b in branches] == ["then_branch", "else_branch"]
+    for b in branches:
+        g = graph.index_model(b.model)
+        kinds = [block.kind for block in layer_blocks(g, dag_facts(g))]
+        assert kinds == ["attention"] * 12 + ["mlp"] * 6
