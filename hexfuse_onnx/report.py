@@ -168,11 +168,12 @@ def _choice(a: Analysis) -> str:
 
 def _unprofiled_lines(a: Analysis) -> list[str]:
     """The nodes not profiled, and where their unknown shapes start: --shape fixes only input dims.
-    An If whose branches were analysed is left out: its work is costed there, and its outputs' dims
-    (optimum's merged decoder: `past_decoder_sequence_length + 1`) stay unknown even when frozen."""
+    Nothing when they are only Ifs whose branches were analysed: their work is costed there, and
+    their outputs' dims (optimum's merged decoder: `past_decoder_sequence_length + 1`) stay unknown
+    even when frozen. An If whose unknown outputs leave nodes after it unprofiled is named."""
+    unprofiled = a.profile.unprofiled
     analysed = {b.branch.owner for b in a.branches}
-    unprofiled = {i: why for i, why in a.profile.unprofiled.items() if a.graph.nodes[i].output[0] not in analysed}
-    if not unprofiled:
+    if all(a.graph.nodes[i].output[0] in analysed for i in unprofiled):
         return []
     shown = list(unprofiled.items())[:5]
     lines = [f"{len(unprofiled)} node(s) not profiled, so not paired:"]
