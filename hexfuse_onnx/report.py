@@ -76,8 +76,9 @@ def _found(a: Analysis) -> str:
 
 def no_candidate_lines(a: Analysis) -> list[str]:
     """Why a graph has no candidate, in one line, when it is a chain at batch 1: nothing in it is
-    independent of anything else at the shapes analysed (sequential_chain, ppocr_cls)."""
-    if a.candidates or has_working_fork(a.graph, dag_facts(a.graph)):
+    independent of anything else at the shapes analysed (sequential_chain, ppocr_cls). Not said when
+    the work lies in If branches analysed on their own (a merged decoder's main graph is one If)."""
+    if a.candidates or a.branches or has_working_fork(a.graph, dag_facts(a.graph)):
         return []
     small = [
         (name, shape)
@@ -174,14 +175,19 @@ def _choice(a: Analysis) -> str:
 
 
 def _unprofiled_lines(a: Analysis) -> list[str]:
-    """The nodes not profiled, and where their unknown shapes start: --shape fixes only input dims."""
-    if not a.profile.unprofiled:
+    """The nodes not profiled, and where their unknown shapes start: --shape fixes only input dims.
+    Nothing when they are only Ifs whose branches were analysed: their work is costed there, and
+    their outputs' dims (optimum's merged decoder: `past_decoder_sequence_length + 1`) stay unknown
+    even when frozen. An If whose unknown outputs leave nodes after it unprofiled is named."""
+    unprofiled = a.profile.unprofiled
+    analysed = {b.branch.owner for b in a.branches}
+    if all(a.graph.nodes[i].output[0] in analysed for i in unprofiled):
         return []
-    shown = list(a.profile.unprofiled.items())[:5]
-    lines = [f"{len(a.profile.unprofiled)} node(s) not profiled, so not paired:"]
+    shown = list(unprofiled.items())[:5]
+    lines = [f"{len(unprofiled)} node(s) not profiled, so not paired:"]
     lines += [f"  {a.graph.describe(i)}: {why}" for i, why in shown]
-    more = len(a.profile.unprofiled) - len(shown)
-    origins = unknown_shape_origins(a.graph, list(a.profile.unprofiled))
+    more = len(unprofiled) - len(shown)
+    origins = unknown_shape_origins(a.graph, list(unprofiled))
     if not origins:
         return lines + ([f"  ... and {more} more (use --shape NAME=DIMxDIM to fix input dims)"] if more else [])
     named = ", ".join(f"{a.graph.nodes[i].op_type} '{a.graph.nodes[i].name}'" for i in origins[:3])

@@ -129,14 +129,17 @@ def splice(model: onnx.ModelProto, branch: Branch, fused: onnx.ModelProto) -> No
     """Put the fused branch model's nodes into the branch of `model`'s If, the FusedHexPair outputs
     typed there (ONNX Runtime cannot infer a custom op's output type inside a branch), and its
     FusedHexPair bodies into `model`'s functions. The branch was analysed with its constant shape
-    work folded (`fold_constants`); the nodes that computed those values stay, as read."""
+    work folded (`fold_constants`); the fused nodes read those values as constants (`_still_read`)."""
     node = next(n for n in model.graph.node if n.op_type == "If" and n.output and n.output[0] == branch.owner)
     graph = next(a.g for a in node.attribute if a.name == branch.attribute)
     calls = [n for n in fused.graph.node if (n.domain, n.op_type) == (C.DOMAIN, C.OP_TYPE)]
     bodies = [f for f in fused.functions if f.domain == C.DOMAIN and f.overload in {n.overload for n in calls}]
     gone = {t for n in fused.graph.node for t in n.output} | {t for f in bodies for n in f.node for t in n.output}
-    nodes = [n for n in graph.node if not set(n.output) & gone] + list(fused.graph.node)
     available = set(outer_scope_names(graph)) | {t.name for t in graph.initializer} | {v.name for v in graph.input}
+    kept, folded = _still_read([n for n in graph.node if not set(n.output) & gone], fused, gone, graph, available)
+    nodes = kept + list(fused.graph.node)
+    graph.initializer.extend(folded)
+    available |= {t.name for t in folded}
     order = toposort(nodes, [node_reads(n) for n in nodes], available, branch.label)
     made = {t for n in nodes for t in n.output}
     pair_outputs = {t for n in calls for t in n.output}
@@ -151,10 +154,41 @@ def splice(model: onnx.ModelProto, branch: Branch, fused: onnx.ModelProto) -> No
     model.functions.extend(f for f in bodies if (f.domain, f.name, f.overload) not in known)
 
 
+def _still_read(
+    kept: list[onnx.NodeProto], fused: onnx.ModelProto, gone: set[str], graph: onnx.GraphProto, available: set[str]
+) -> tuple[list[onnx.NodeProto], list[onnx.TensorProto]]:
+    """The kept nodes the fused nodes and the branch's outputs still read, and the fused branch's
+    folded constants they read instead of recomputing them from what the pairs make (`gone`): the
+    rest of the folded shape work stays, as read. With the dims frozen the analysis folded
+    shape work that reads tensors a pair now makes inside its body or after it (Moonshine's decoder:
+    a Shape of the embedding, Reshape shapes from a Shape of an attention output): kept, it would
+    read a name no node makes, or close a cycle through the pair."""
+    constants = {t.name: t for t in fused.graph.initializer if t.name not in available}
+    on_pairs = set(gone)  # what the pairs make, and what kept nodes compute from it
+    for n in kept:  # in the branch's order, which is topological
+        if any(t in on_pairs for t in node_reads(n)):
+            on_pairs.update(n.output)
+    constants = {name: t for name, t in constants.items() if name in on_pairs}
+    producer = {t: i for i, n in enumerate(kept) for t in n.output}
+    stack = [t for n in fused.graph.node for t in node_reads(n)] + [v.name for v in graph.output]
+    needed: set[int] = set()
+    read: set[str] = set()
+    while stack:
+        t = stack.pop()
+        if t in constants:
+            read.add(t)
+            continue
+        i = producer.get(t)
+        if i is not None and i not in needed:
+            needed.add(i)
+            stack.extend(node_reads(kept[i]))
+    return [n for i, n in enumerate(kept) if i in needed], [constants[t] for t in sorted(read)]
+
+
 def fold_constants(branch: Branch) -> None:
     """Fold the branch model's constant shape work (fold.specialise, no dim fixed): exporters leave it
     in a branch (Silero VAD's Pad reads pads made by 9 nodes from Constants), where shape inference
-    stops. The analysis sees the values; `splice` keeps the nodes that make them."""
+    stops. The analysis sees the values; the fused branch reads them as constants (`splice`)."""
     branch.model = specialise(branch.model, {})[0]
 
 

@@ -135,6 +135,8 @@ SHIPPED_QUANTIZED = (
     "e5_small_v2_q",
     "table_obj_det_int8",
     "table_edge_det_int8",
+    "moonshine_tiny_encoder",
+    "moonshine_tiny_decoder",
 )
 
 

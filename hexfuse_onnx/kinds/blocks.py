@@ -55,6 +55,7 @@ MLP_ACTIVATION_OPS = {
     "Exp",
     "Cast",
 }
+GLU_CHUNK_OPS = {"Slice", "Split"}  # one up projection cut into the gate and the value (Moonshine's decoder)
 MAX_BLOCK = 400  # nodes; a TorchScript block carries many shape ops
 MAX_SEARCH = 2000  # nodes visited looking for a block's projections
 
@@ -117,9 +118,38 @@ def mlp_blocks(g: ModelGraph, facts: DagFacts, taken: frozenset[int] = frozenset
 
 
 def is_projection(g: ModelGraph, i: int) -> bool:
-    """A MatMul/Gemm whose weight (second input) is a constant, or a DequantizeLinear of one (QDQ)."""
+    """A MatMul/Gemm whose weight (second input) is a constant, or a DequantizeLinear of one (QDQ); or
+    a MatMulInteger of a constant (dynamic quantisation: onnx.quantize's Moonshine, e5, T5)."""
     n = g.nodes[i]
-    return n.op_type in ("MatMul", "Gemm") and n.domain in ("", "ai.onnx") and _constant_weight(g, n.input[1])
+    return (
+        n.op_type in ("MatMul", "Gemm", "MatMulInteger")
+        and n.domain in ("", "ai.onnx")
+        and _constant_weight(g, n.input[1])
+    )
+
+
+def _dequantized_from(g: ModelGraph, facts: DagFacts, i: int) -> int | None:
+    """The MatMulInteger projection whose result node `i` dequantizes (Mul of its Cast to float by
+    the scales), or None: going up, the projection is reached without following the scales to the
+    DynamicQuantizeLinear, and from there to the layer before."""
+    if g.nodes[i].op_type != "Mul":
+        return None
+    for p in facts.preds[i]:
+        above = facts.preds[p]
+        if g.nodes[p].op_type == "Cast" and len(above) == 1 and g.nodes[above[0]].op_type == "MatMulInteger":
+            return above[0] if is_projection(g, above[0]) else None
+    return None
+
+
+def _dequantized_end(g: ModelGraph, facts: DagFacts, projection: int) -> int:
+    """A MatMulInteger projection's dequantizing Mul (through its Cast), or the projection itself."""
+    i = projection
+    for op in ("Cast", "Mul") if g.nodes[projection].op_type == "MatMulInteger" else ():
+        users = facts.succs[i]
+        if len(users) != 1 or g.nodes[users[0]].op_type != op:
+            return projection
+        i = users[0]
+    return i
 
 
 def _constant_weight(g: ModelGraph, t: str) -> bool:
@@ -213,8 +243,9 @@ def _projections_above(g: ModelGraph, facts: DagFacts, tensors: list[str]) -> li
             continue
         seen.add(i)
         n = g.nodes[i]
-        if is_projection(g, i):
-            found.append(i)
+        dequantized = _dequantized_from(g, facts, i)
+        if is_projection(g, i) or dequantized is not None:
+            found.append(i if dequantized is None else dequantized)
         elif n.op_type not in SHAPE_OPS:
             frontier.extend(g.producer[t] for t in _data_inputs(n) if t in g.producer)
     by_input: dict[str, list[int]] = {}
@@ -254,15 +285,16 @@ def _output_projection(g: ModelGraph, facts: DagFacts, i: int) -> int | None:
         i = nxt[0]
         if is_projection(g, i):
             return i
-        if g.nodes[i].op_type not in LAYOUT_OPS:
+        if g.nodes[i].op_type not in LAYOUT_OPS | {"DynamicQuantizeLinear"}:
             return None
-        layout += g.nodes[i].op_type not in QDQ_OPS
+        layout += g.nodes[i].op_type not in QDQ_OPS | {"DynamicQuantizeLinear"}
     return None
 
 
 def _with_bias(g: ModelGraph, facts: DagFacts, projection: int) -> int:
     """The projection, or the Add of a constant bias right after it; in a QDQ model, with the
     QuantizeLinear of its output (an op and its QuantizeLinear are one group)."""
+    projection = _dequantized_end(g, facts, projection)
     users = facts.succs[projection]
     bias = len(users) == 1 and g.nodes[users[0]].op_type == "Add"
     end = users[0] if bias and any(_constant_weight(g, t) for t in g.nodes[users[0]].input) else projection
@@ -284,9 +316,12 @@ def _mlp_inputs(g: ModelGraph, facts: DagFacts, down: int) -> list[int]:
             continue
         seen.add(i)
         n = g.nodes[i]
-        if is_projection(g, i):
-            ups.append(i)
-        elif n.op_type in MLP_ACTIVATION_OPS or n.op_type in LAYOUT_OPS:
+        dequantized = _dequantized_from(g, facts, i)
+        if is_projection(g, i) or dequantized is not None:
+            ups.append(i if dequantized is None else dequantized)
+        elif n.op_type == "DynamicQuantizeLinear" and i == g.producer.get(g.nodes[down].input[0]):
+            frontier.append(g.producer.get(n.input[0]))  # the down projection's own input quantisation
+        elif n.op_type in MLP_ACTIVATION_OPS | LAYOUT_OPS | GLU_CHUNK_OPS:
             frontier.extend(g.producer.get(t) for t in _data_inputs(n) if t not in g.initializers)
         else:
             return []

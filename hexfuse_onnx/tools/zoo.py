@@ -38,7 +38,7 @@ class ZooModel:
             return "ready (built on demand)"
         if self.kind == "qdq" and not self.path:
             return f"needs: {self.needs}" if self.needs else "ready (quantised on first use)"
-        if self.kind in ("decoder", "speech"):
+        if self.kind in ("decoder", "speech") and self.path is not None and self.path.parent.name == "exported":
             return "ready (committed in models/exported)"
         return "cached" if self.path else f"not fetched: python -m models real fetch {self.name}"
 
