@@ -158,7 +158,8 @@ class Reference:
 
     def exact_cases(self) -> list[Case]:
         """The cases with the original's outputs on ORT computing its QDQ nodes as written
-        (verify.exact_qdq_options), the plugin's reference; `cases` when it has no DequantizeLinear."""
+        (verify.exact_qdq_options) and its integer products exactly (`checked_against`), the plugin's
+        reference; `cases` when it has no DequantizeLinear and ORT computes its products exactly."""
         if not self.dequantizes and not self.saturating:
             return self.cases
         if self.exact is None:
