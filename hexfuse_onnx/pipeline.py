@@ -24,6 +24,7 @@ from . import probe
 from .alone import own_output_failures
 from .costmodel import Target, get_target
 from .errors import HexfuseError, ModelError, UsageError, VerificationError, WriteError, first_line
+from .exact_products import make_exact, saturating_nodes
 from .graph import ModelGraph, ShapeBinding, all_nodes
 from .kinds import KINDS, Candidate, Pair, discover, kind_of
 from .kinds.dag import NONDETERMINISTIC
@@ -147,6 +148,14 @@ class Reference:
     unoptimised: float | None = None  # optimisation_spread's, made when first needed
     base: str = ""  # the model the plugin's run is decomposed against when not the original (_frozen_base)
     staged: StagedModel | None = None  # the rewrite without pairs, staged once (_pairless), discarded by rewrite
+    saturating: int = 0  # integer products this host's ORT would round, made exact for the plugin's check
+
+    def checked_against(self) -> onnx.ModelProto:
+        """The model (a new copy) the plugin's run is checked against: `decomposed`, its integer
+        products ORT would saturate made exact (exact_products.make_exact), as the kernel computes."""
+        model = onnx.load(self.decomposed())
+        make_exact(model)
+        return model
 
     def decomposed(self) -> str:
         """The model whose ORT run the plugin's is checked against: the rewrite without pairs when
@@ -155,11 +164,12 @@ class Reference:
 
     def exact_cases(self) -> list[Case]:
         """The cases with the original's outputs on ORT computing its QDQ nodes as written
-        (verify.exact_qdq_options), the plugin's reference; `cases` when it has no DequantizeLinear."""
-        if not self.dequantizes:
+        (verify.exact_qdq_options) and its integer products exactly (`checked_against`), the plugin's
+        reference; `cases` when it has no DequantizeLinear and ORT computes its products exactly."""
+        if not self.dequantizes and not self.saturating:
             return self.cases
         if self.exact is None:
-            original = ort_session(self.decomposed(), exact_qdq_options())
+            original = ort_session(self.checked_against().SerializeToString(), exact_qdq_options())
             self.exact = [run_original(original, c.feeds, c.label) for c in self.cases]
         return self.exact
 
@@ -169,7 +179,7 @@ class Reference:
         original per pair took a third of captcha_crnn u16u8's checks of its pairs one by one."""
         missing = [n for n in dict.fromkeys(names) if n not in self.inner]
         if missing:
-            self.inner.update(inner_values(self.decomposed(), missing, self.exact_cases(), exact_qdq_options()))
+            self.inner.update(inner_values(self.checked_against(), missing, self.exact_cases(), exact_qdq_options()))
         return {n: self.inner[n] for n in names}
 
     def optimisation_spread(self) -> float:
@@ -384,6 +394,11 @@ def rewrite(
     reference = _reference(path, analysis.graph, bool(shapes), inputs, progress) if analysis.all_pairs() else None
     if reference is not None and any(b.analysis.pairs for b in analysis.branches):
         _refuse_untaken_branches(analysis, reference, progress)
+    if verify_plugin and reference is not None and reference.saturating:
+        progress(
+            f"this host's ONNX Runtime saturates uint8 x int8 integer products (AVX2 without VNNI): the plugin is"
+            f" checked against ORT computing the original's {reference.saturating} such op(s) as uint8 x uint8, exact"
+        )
     seconds = dict(analysis.seconds)
     source_dir = Path(path).resolve().parent
     if freeze_shapes:
@@ -692,7 +707,10 @@ def _int8_activations(n: onnx.NodeProto) -> bool:
 def _with_cases(
     path: str | os.PathLike[str], g: ModelGraph, cases: list[Case], second: ShapeBinding | None
 ) -> Reference:
-    return Reference(cases, second, tensor_steps(g.model), quantized_tensors(g.model), str(path), _quantized(g.model))
+    m = g.model
+    reference = Reference(cases, second, tensor_steps(m), quantized_tensors(m), str(path), _quantized(m))
+    reference.saturating = saturating_nodes(m)
+    return reference
 
 
 def _binding_cases(
@@ -794,8 +812,11 @@ def _verify_plugin(staged: Path, reference: Reference, rtol: float) -> PluginChe
     exact = reference.exact_cases()
     fused = onnx.load(str(staged), load_external_data=False)
     made = pair_output_tensors(fused)
+    plugin_run: str | Path | onnx.ModelProto = staged
+    if reference.saturating:  # ORT's own nodes as exact as the reference's (the staged file is kept)
+        make_exact(plugin_run := onnx.load(str(staged)))
     try:
-        runs = run_cases(staged, exact, session_options("host", so=exact_qdq_options()), made)
+        runs = run_cases(plugin_run, exact, session_options("host", so=exact_qdq_options()), made)
     except VerificationError as exc:
         raise PluginMismatch(f"{WITH_PLUGIN}{exc.message}") from None
     if reference.dequantizes:
@@ -861,7 +882,7 @@ def _check_decomposed(reference: Reference, runs: list[Run], made: list[str], rt
     naming every pair output off; else the largest relative error of a float pair output."""
     exact = reference.exact_cases()
     dtypes = {t: runs[0].inner[t].dtype for t in made}
-    model, renamed = shadow_model(onnx.load(reference.decomposed()), made, dtypes)
+    model, renamed = shadow_model(reference.checked_against(), made, dtypes)
     try:
         shadow = ort_session(model, exact_qdq_options())
     except Exception as exc:  # noqa: BLE001 - no pair's fault: said in full

@@ -245,7 +245,7 @@ class Run:
 
 
 def run_cases(
-    rewritten: str | os.PathLike[str],
+    rewritten: str | os.PathLike[str] | onnx.ModelProto,
     cases: list[Case],
     rewritten_options: ort.SessionOptions | None = None,
     inner: list[str] | None = None,
@@ -256,7 +256,8 @@ def run_cases(
     nothing: the graph outputs are those of the model as written (captcha_crnn u16u8's first 10
     pairs: bit for bit). A session of the whole model costs more than its runs, so one serves both."""
     inner = list(dict.fromkeys(inner or []))
-    model: str | bytes = with_outputs(onnx.load(str(rewritten)), inner) if inner else str(rewritten)
+    loaded = rewritten if isinstance(rewritten, onnx.ModelProto) else onnx.load(str(rewritten)) if inner else None
+    model: str | bytes = with_outputs(loaded, inner) if loaded is not None else str(rewritten)
     try:
         new_session = session(model, rewritten_options)
     except Exception as exc:
@@ -292,10 +293,14 @@ def compare_runs(
 
 
 def inner_values(
-    original: str | os.PathLike[str], names: list[str], cases: list[Case], options: ort.SessionOptions | None = None
+    original: str | os.PathLike[str] | onnx.ModelProto,
+    names: list[str],
+    cases: list[Case],
+    options: ort.SessionOptions | None = None,
 ) -> dict[str, list[np.ndarray]]:
     """The original's values of the tensors `names` it makes inside, on every case (one session)."""
-    ref_session = session(with_outputs(onnx.load(str(original)), names), options)
+    model = original if isinstance(original, onnx.ModelProto) else onnx.load(str(original))
+    ref_session = session(with_outputs(model, names), options)
     inputs = {i.name for i in ref_session.get_inputs()}
     runs = [ref_session.run(names, {k: v for k, v in c.feeds.items() if k in inputs}) for c in cases]
     return {name: [np.asarray(run[k]) for run in runs] for k, name in enumerate(names)}

@@ -16,6 +16,7 @@ from onnx.reference import ReferenceEvaluator
 from test_lower import HostKernel, init, needs_host, pair_model, program_inputs, vi
 
 from hexfuse_onnx import runtime
+from hexfuse_onnx.exact_products import ort_saturates
 from hexfuse_onnx.lowering import LoweringError, lower_pair
 
 RNG = np.random.default_rng(5)
@@ -47,21 +48,7 @@ def definition(m: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndar
     return [np.asarray(v) for v in ReferenceEvaluator(inline_local_functions(m)).run(None, feeds)]
 
 
-def _ort_saturates() -> bool:
-    """Whether this host's ORT saturates a uint8 x int8 MatMulInteger: MLAS's AVX2 kernel without VNNI
-    adds pairs of products in int16 (vpmaddubsw; onnxruntime's quantization docs: "reduce_range" on
-    non-VNNI machines). 255 * 127 twice is 64770, beyond int16."""
-    a, w = np.full((1, 2), 255, np.uint8), np.full((2, 1), 127, np.int8)
-    node = helper.make_node("MatMulInteger", ["a", "w"], ["y"])
-    graph = helper.make_graph(
-        [node], "probe", [vi("a", [1, 2], U8)], [vi("y", [1, 1], TensorProto.INT32)], [init("w", w)]
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    y = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"a": a})[0]
-    return int(y[0, 0]) != 2 * 255 * 127
-
-
-ORT_SATURATES = _ort_saturates()
+ORT_SATURATES = ort_saturates()
 
 
 @needs_host
