@@ -1,7 +1,8 @@
 """An Exp, Erf, Gelu, Softmax, LayerNormalization, RMS norm, GlobalAveragePool, ReduceSum, ReduceMean or
 bilinear Resize whose result a QuantizeLinear reads (a 16-bit QDQ group's op) computes on the host
-kernel as ONNX Runtime 1.32 does on x86-64 with AVX512F (dsp/src/ops/mlas_math.h, norm.c, pool.c,
-reduce.c, resize.c): its f32 result equals ORT's bit for bit, at line lengths that cross the kernels'
+kernel as ONNX Runtime 1.32 does on x86-64 with AVX512F, or with AVX2 and FMA3 only (MLAS's kernels
+for the CPU: dsp/src/ops/mlas_math.h, norm.c, pool.c, reduce.c, resize.c): its f32 result equals ORT's
+bit for bit, at line lengths that cross the kernels'
 lanes and blocks, on other axes than the last, and with values far below the line's maximum (exps that
 underflow to denormals and 0) or large enough to overflow. ORT runs the model as the verification does
 (1 intra-op thread)."""
@@ -24,8 +25,9 @@ from hexfuse_onnx.runtime import HostKernel
 RNG = np.random.default_rng(16)
 
 CPUINFO = Path("/proc/cpuinfo")
-needs_avx512f = pytest.mark.skipif(
-    not CPUINFO.exists() or "avx512f" not in CPUINFO.read_text(), reason="ORT runs MLAS's AVX512F kernels only there"
+needs_fma3 = pytest.mark.skipif(
+    not CPUINFO.exists() or " fma " not in CPUINFO.read_text(),
+    reason="the kernel follows MLAS's AVX512F and FMA3 kernels, not its SSE2 ones",
 )
 
 
@@ -115,6 +117,9 @@ CASES = {
     # 4 lanes, then the last 1-3 one by one; 1, 2 and 3 spatial axes
     "global_avgpool_7x7": lambda: global_avgpool([2, 3, 7, 7]),
     "global_avgpool_40x40": lambda: global_avgpool([1, 8, 40, 40]),
+    # channels a multiple of the NCHWc block (8; 16 with AVX512F): ORT's NCHWc pool, values in order
+    "global_avgpool_nchwc": lambda: global_avgpool([1, 16, 9, 11]),
+    "global_avgpool_24ch": lambda: global_avgpool([2, 24, 5, 6]),
     "global_avgpool_1x3": lambda: global_avgpool([1, 4, 1, 3]),
     "global_avgpool_1d": lambda: global_avgpool([1, 3, 17]),
     "global_avgpool_3d": lambda: global_avgpool([1, 2, 3, 4, 5]),
@@ -150,7 +155,7 @@ def values(shape: list[int], spread: float) -> np.ndarray:
 
 
 @needs_host
-@needs_avx512f
+@needs_fma3
 @pytest.mark.parametrize("spread", [1.0, 8.0, 30.0])
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_quantized_exp_and_softmax_equal_ort_bit_for_bit(name: str, spread: float) -> None:
@@ -162,7 +167,7 @@ def test_quantized_exp_and_softmax_equal_ort_bit_for_bit(name: str, spread: floa
 
 
 @needs_host
-@needs_avx512f
+@needs_fma3
 @pytest.mark.parametrize("op", ["Exp", "Erf", "Gelu"])
 def test_quantized_unary_of_extremes_equals_ort(op: str) -> None:
     """Exp: overflow to inf from 88.72 up, denormals and 0 below -87.3, NaN in NaN out, -inf to 0"""

@@ -7,8 +7,10 @@
  * two FMAs, a degree-6 polynomial by FMAs (its last two coefficients both 1), then p 2^m with one
  * rounding (VSCALEFPS: denormals, inf). The sum: 16 lane sums (lane i % 16, in order), then lanes
  * l + 8 added to l, then pairs of pairs; Softmax multiplies each exp by 1 / sum (MlasComputeSoftmax).
- * An AVX2-only CPU's ORT runs MlasComputeSumExpF32KernelFma3 instead (8 lanes, clamped at -88.38):
- * not followed here (this machine's ORT cannot run it to check against). */
+ * A CPU without AVX512F (AVX2 and FMA3) runs MlasComputeSumExpF32KernelFma3 instead: its own exp (x clamped
+ * at -88.376, 2^m one factor from m's bits: 0 from m = -127) and 8 lane sums reduced as VHADDPS twice does;
+ * hfx_mlas_avx512f picks the kernel as MLAS's platform init does. (MlasComputeExpF32KernelFma3, ORT's Exp
+ * there, gives hfx_exp_mlas's bits: 2^m in two normal factors, one rounding; checked on an AVX2 host.) */
 #ifndef HEXFUSE_OPS_MLAS_MATH_H
 #define HEXFUSE_OPS_MLAS_MATH_H
 
@@ -40,7 +42,49 @@ static inline float hfx_exp_mlas(float x) {
     return hfx_scalef_mlas(p, m);
 }
 
-/* o[k * stride] = exp(x[k * stride] + neg_max) for k < d, and their sum in MLAS's order */
+/* Whether ORT's MLAS runs its AVX512F exp-sum kernel here (the CPU and the OS's saved state have AVX512F,
+ * which __builtin_cpu_supports checks), else its FMA3 one. Not x86-64 (Hexagon): AVX512F's, as before. */
+static inline int hfx_mlas_avx512f(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    return __builtin_cpu_supports("avx512f");
+#else
+    return 1;
+#endif
+}
+
+/* exp(x) for x = a value minus its line's maximum, as MlasComputeSumExpF32KernelFma3: clamped below at
+ * -88.376 (a NaN stays), the reduction and polynomial of hfx_exp_mlas, then times 2^m built from the
+ * rounded sum's bits (m in [-127, 0]; 2^-127's field is 0: such exps are 0). */
+static inline float hfx_sum_exp_term_fma3(float x) {
+    x = -88.3762626647949f > x ? -88.3762626647949f : x;
+    float biased = ref_fmaf(x, 1.44269504088896341f, HFX_EXP_ROUNDER), m = biased - HFX_EXP_ROUNDER;
+    x = ref_fmaf(m, -6.93145752e-1f, x);
+    x = ref_fmaf(m, -1.42860677e-6f, x);
+    float p = 0x1.694000p-10f;
+    p = ref_fmaf(p, x, 0x1.125edcp-7f);
+    p = ref_fmaf(p, x, 0x1.555b5ap-5f);
+    p = ref_fmaf(p, x, 0x1.555450p-3f);
+    p = ref_fmaf(p, x, 0x1.fffff6p-2f);
+    p = ref_fmaf(p, x, 1.0f);
+    p = ref_fmaf(p, x, 1.0f);
+    uint32_t bits;
+    memcpy(&bits, &biased, sizeof bits);
+    return p * hfx_f32_of((bits << 23) + (127u << 23));
+}
+
+/* The FMA3 kernel's sum: 8 lane sums (lane k % 8, in order; a short tail's other lanes add 0), reduced
+ * ((0 + 1) + (2 + 3)) + ((4 + 5) + (6 + 7)) */
+static inline float hfx_sum_exp_mlas_fma3(const float *x, float *o, uint64_t d, uint64_t stride, float neg_max) {
+    float lane[8] = {0};
+    for (uint64_t k = 0; k < d; k++) {
+        float e = hfx_sum_exp_term_fma3(x[k * stride] + neg_max);
+        o[k * stride] = e;
+        lane[k % 8] += e;
+    }
+    return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+}
+
+/* o[k * stride] = exp(x[k * stride] + neg_max) for k < d, and their sum in MLAS's AVX512F order */
 static inline float hfx_sum_exp_mlas(const float *x, float *o, uint64_t d, uint64_t stride, float neg_max) {
     float lane[16] = {0};
     for (uint64_t k = 0; k < d; k++) {
@@ -97,12 +141,14 @@ static inline float hfx_erf_mlas(float x) {
     return hfx_f32_of(rb | (bits & 0x80000000u));
 }
 
-/* one Softmax line of d values, stride apart, as MlasComputeSoftmax */
-static inline void hfx_softmax_line_mlas(const float *x, float *o, uint64_t d, uint64_t stride) {
+/* one Softmax line of d values, stride apart, as MlasComputeSoftmax with its AVX512F (avx512f) or FMA3
+ * exp-sum kernel */
+static inline void hfx_softmax_line_mlas(const float *x, float *o, uint64_t d, uint64_t stride, int avx512f) {
     float mx = x[0];
     for (uint64_t k = 1; k < d; k++)
         if (x[k * stride] > mx) mx = x[k * stride];
-    float scale = 1.0f / hfx_sum_exp_mlas(x, o, d, stride, -mx);
+    float sum = avx512f ? hfx_sum_exp_mlas(x, o, d, stride, -mx) : hfx_sum_exp_mlas_fma3(x, o, d, stride, -mx);
+    float scale = 1.0f / sum;
     for (uint64_t k = 0; k < d; k++) o[k * stride] *= scale;
 }
 

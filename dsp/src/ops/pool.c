@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "mlas_math.h"
 #include "vsum.h"
 
 #define HFX_FLT_MAX 3.40282346638528859812e+38f
@@ -354,6 +355,19 @@ static float mean_ort(const float *x, uint64_t n) {
     return s / (float)n;
 }
 
+/* ORT's NchwcTransformer (its default optimization level) turns a rank-4 GlobalAveragePool whose channel
+ * count is a multiple of MLAS's NCHWc block (8 floats, 16 with AVX512F) into its NCHWc pool, which adds a
+ * channel's values one by one, in order, and divides the sum by n (MlasNchwcPool, SpoolKernelAvxCommon.h). */
+static bool nchwc_pool(const hfx_tensor *x) {
+    return x->rank == 4 && x->dims[1] % (hfx_mlas_avx512f() ? 16u : 8u) == 0;
+}
+
+static float mean_nchwc(const float *x, uint64_t n) {
+    float s = 0.0f;
+    for (uint64_t k = 0; k < n; k++) s += x[k];
+    return s / (float)n;
+}
+
 HFX_VECTOR_KERNEL
 void hfx_run_global_avgpool(const hfx_kernel_args *a, uint32_t item) {
     const hfx_op *op = a->op;
@@ -365,7 +379,8 @@ void hfx_run_global_avgpool(const hfx_kernel_args *a, uint32_t item) {
     uint64_t b, e;
     hfx_plan_range(pl.channels, pl.channels_per_item, item, &b, &e);
     if (op->sum_order == HFX_SUM_ORT) { /* ORT's bits where a QUANTIZE_LINEAR reads them */
-        for (uint64_t c = b; c < e; c++) Y[c] = mean_ort(X + c * sp, sp);
+        bool nchwc = nchwc_pool(&a->prog->tensors[op->in[0]]);
+        for (uint64_t c = b; c < e; c++) Y[c] = nchwc ? mean_nchwc(X + c * sp, sp) : mean_ort(X + c * sp, sp);
         return;
     }
     for (uint64_t c = b; c < e; c++) Y[c] = (float)(hfx_sum(X + c * sp, sp, 0.0f, 0) / (double)sp);

@@ -70,9 +70,10 @@ void hfx_run_softmax(const hfx_kernel_args *a, uint32_t item) {
     uint64_t b, e;
     hfx_plan_range(outer * inner, pl.lines_per_item, item, &b, &e);
     if (a->op->sum_order == HFX_SUM_ORT) { /* ORT's bits where a QUANTIZE_LINEAR reads them (mlas_math.h) */
+        int avx512f = hfx_mlas_avx512f();
         for (uint64_t l = b; l < e; l++) {
             uint64_t base = (l / inner) * d * inner + l % inner;
-            hfx_softmax_line_mlas(x + base, o + base, d, inner);
+            hfx_softmax_line_mlas(x + base, o + base, d, inner, avx512f);
         }
         return;
     }
