@@ -27,9 +27,8 @@ static inline float hfx_scalef_mlas(float p, float m) {
     return p * hfx_f32_of((uint32_t)(n1 + 127) << 23) * hfx_f32_of((uint32_t)(n2 + 127) << 23);
 }
 
-static inline float hfx_exp_mlas(float x) {
-    x = x < -103.9720840454f ? -103.9720840454f : x; /* VMAXPS keeps a NaN x */
-    float m = ref_fmaf(x, 1.44269504088896341f, HFX_EXP_ROUNDER) - HFX_EXP_ROUNDER;
+/* MLAS's exp polynomial: x reduced by m ln2 (in two parts), then p(x) ~ exp(x) by fma, MLAS's order */
+static inline float hfx_exp_poly_mlas(float x, float m) {
     x = ref_fmaf(m, -6.93145752e-1f, x);
     x = ref_fmaf(m, -1.42860677e-6f, x);
     float p = 0x1.694000p-10f;
@@ -39,7 +38,13 @@ static inline float hfx_exp_mlas(float x) {
     p = ref_fmaf(p, x, 0x1.fffff6p-2f);
     p = ref_fmaf(p, x, 1.0f);
     p = ref_fmaf(p, x, 1.0f);
-    return hfx_scalef_mlas(p, m);
+    return p;
+}
+
+static inline float hfx_exp_mlas(float x) {
+    x = x < -103.9720840454f ? -103.9720840454f : x; /* VMAXPS keeps a NaN x */
+    float m = ref_fmaf(x, 1.44269504088896341f, HFX_EXP_ROUNDER) - HFX_EXP_ROUNDER;
+    return hfx_scalef_mlas(hfx_exp_poly_mlas(x, m), m);
 }
 
 /* Whether ORT's MLAS runs its AVX512F exp-sum kernel here (the CPU and the OS's saved state have AVX512F,
@@ -58,15 +63,7 @@ static inline int hfx_mlas_avx512f(void) {
 static inline float hfx_sum_exp_term_fma3(float x) {
     x = -88.3762626647949f > x ? -88.3762626647949f : x;
     float biased = ref_fmaf(x, 1.44269504088896341f, HFX_EXP_ROUNDER), m = biased - HFX_EXP_ROUNDER;
-    x = ref_fmaf(m, -6.93145752e-1f, x);
-    x = ref_fmaf(m, -1.42860677e-6f, x);
-    float p = 0x1.694000p-10f;
-    p = ref_fmaf(p, x, 0x1.125edcp-7f);
-    p = ref_fmaf(p, x, 0x1.555b5ap-5f);
-    p = ref_fmaf(p, x, 0x1.555450p-3f);
-    p = ref_fmaf(p, x, 0x1.fffff6p-2f);
-    p = ref_fmaf(p, x, 1.0f);
-    p = ref_fmaf(p, x, 1.0f);
+    float p = hfx_exp_poly_mlas(x, m);
     uint32_t bits;
     memcpy(&bits, &biased, sizeof bits);
     return p * hfx_f32_of((bits << 23) + (127u << 23));
