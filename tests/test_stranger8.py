@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from host_support import MLAS_AVX512F, ORT_SATURATES, OTHER_ORDERS, xfail_on
 from onnx import TensorProto, helper, numpy_helper
 from real_support import cached_or_skip
 
@@ -174,6 +175,7 @@ def test_slanet_requests_share_its_weights() -> None:
 
 
 @pytest.mark.slow
+@xfail_on(ORT_SATURATES or not MLAS_AVX512F, OTHER_ORDERS + ": a pair output 0.000895 relative on an AVX2 EPYC")
 def test_smart_turn_front_end_pairs_on_the_plugin(tmp_path: Path) -> None:
     """Smart Turn v3 x2 (suite: 0 us per call) with --verify plugin: the pair through the 1-D QDQ
     convs was dropped (add_20 0.0194 relative: a requantisation tie rounded the other way on the
