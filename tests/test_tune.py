@@ -29,12 +29,12 @@ import pytest
 from cli_support import assert_mentions, error_line, listing, run_cli, sha256
 
 from hexfuse_onnx import contract as C
-from hexfuse_onnx import ort_modes, pipeline, runtime, tuning, verify
+from hexfuse_onnx import mode_choice, ort_modes, pipeline, runtime, tuning, verify
 from hexfuse_onnx.errors import EXIT_BAD_MODEL, EXIT_OK, EXIT_USAGE, EXIT_WRITE_FAILED
 from hexfuse_onnx.rewrite import unfuse
 from hexfuse_onnx.tools import tune as tune_module
 from hexfuse_onnx.tools.bench import Config
-from hexfuse_onnx.tools.tune import DEFAULT_MARGIN, judge_whole_model, tune
+from hexfuse_onnx.tools.tune import DEFAULT_MARGIN, ModeChoice, Timing, judge_whole_model, tune
 
 pytestmark = pytest.mark.skipif(
     not (runtime.LIB_DIR / runtime.PLUGIN_NAME).is_file(),
@@ -379,12 +379,20 @@ def test_tune_times_every_ort_mode_and_records_the_choice(work):
         choice = record["ort_mode"]
         assert set(choice["modes"]) == set(ort_modes.MODES), choice
         assert all(choice["modes"][m]["median_us"] > 0 for m in ort_modes.MODES)
-        medians = {m: t["median_us"] for m, t in choice["modes"].items()}
+        medians = {m: t["median_us"] for m, t in choice["modes"].items() if m in mode_choice.CANDIDATES}
         # the pairs' margin (either way) does not bind the mode: every mode is stock ORT
         assert choice["mode"] == min(medians, key=medians.__getitem__) and "fastest here" in choice["why"]
         assert tuning.ort_mode_here(onnx.load(str(work[name])))[0] == choice["mode"]
         # with a kept pair the modes are timed again on the tuned model, its pair on the plugin
         assert ("kept pairs on the plugin" in choice["why"]) == (name == "kept"), choice["why"]
+
+
+def test_tune_times_ort_par_but_never_chooses_it():
+    """ORT_PARALLEL's time follows the machine's load (docs/DROPIN.md): reported, not chosen."""
+    medians = {"ort-default": 120.0, "ort-seq": 100.0, "ort-seq-2t": 110.0, "ort-par": 50.0}
+    choice = ModeChoice.measured({m: Timing([[t, t, t]]) for m, t in medians.items()})
+    assert choice.mode == "ort-seq"
+    assert set(choice.record()["modes"]) == set(medians)
 
 
 def test_tune_with_a_given_session_records_it_untimed(work, tmp_path):
