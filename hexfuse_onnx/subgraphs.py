@@ -13,6 +13,7 @@ bodies are not descended into: a Loop's carried values have no shapes before it 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -65,29 +66,40 @@ def branch_models(g: ModelGraph) -> tuple[list[Branch], list[str]]:
 
 def _fill_model(g: ModelGraph, outer: onnx.ModelProto, sub: onnx.GraphProto, branch: Branch) -> str:
     """Make the branch's model; a reason when an outer value it reads has no known type."""
-    constants = _constant_values(outer.graph)
-    initializers = {t.name: t for t in outer.graph.initializer}
     graph_inputs = {v.name: v for v in outer.graph.input}
+    model, problem = subgraph_model(
+        outer, sub, lambda name: graph_inputs[name] if name in graph_inputs else _outer_value(g, name)
+    )
+    branch.model = model or branch.model
+    return problem
+
+
+def subgraph_model(
+    outer: onnx.ModelProto, sub: onnx.GraphProto, typed: Callable[[str], onnx.ValueInfoProto | None]
+) -> tuple[onnx.ModelProto | None, str]:
+    """A subgraph of `outer`'s main graph as a model of its own: the outer initializers and Constants
+    it reads become its initializers, the other outer values it reads its inputs, as `typed` types
+    them; (None, why) when `typed` has no type for one."""
+    constants = constant_values(outer.graph)
+    initializers = {t.name: t for t in outer.graph.initializer}
     inputs: list[onnx.ValueInfoProto] = []
     weights: list[onnx.TensorProto] = list(sub.initializer)
     for name in dict.fromkeys(outer_scope_names(sub)):
         if name in initializers or name in constants:
             weights.append(initializers[name] if name in initializers else constants[name])
-        elif name in graph_inputs:
-            inputs.append(graph_inputs[name])
-        else:
-            typed = _outer_value(g, name)
-            if typed is None:
-                return f"the outer value '{name}' it reads has no known type"
-            inputs.append(typed)
+            continue
+        info = typed(name)
+        if info is None:
+            return None, f"the outer value '{name}' it reads has no known type"
+        inputs.append(info)
     graph = helper.make_graph(list(sub.node), sub.name or "branch", inputs, list(sub.output), weights)
     graph.value_info.extend(sub.value_info)
-    branch.model = helper.make_model(graph, opset_imports=list(outer.opset_import), ir_version=outer.ir_version)
-    branch.model.functions.extend(outer.functions)
-    return ""
+    model = helper.make_model(graph, opset_imports=list(outer.opset_import), ir_version=outer.ir_version)
+    model.functions.extend(outer.functions)
+    return model, ""
 
 
-def _constant_values(graph: onnx.GraphProto) -> dict[str, onnx.TensorProto]:
+def constant_values(graph: onnx.GraphProto) -> dict[str, onnx.TensorProto]:
     out = {}
     for n in graph.node:
         if n.op_type == "Constant" and n.domain in ("", "ai.onnx"):
@@ -206,7 +218,7 @@ def feeds_taking(model: onnx.ModelProto, condition: str, feeds: dict[str, np.nda
     if node is None or node.op_type != "Equal" or node.domain not in ("", "ai.onnx"):
         return None
     constants = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer if t.name in node.input}
-    constants.update({name: numpy_helper.to_array(t) for name, t in _constant_values(model.graph).items()})
+    constants.update({name: numpy_helper.to_array(t) for name, t in constant_values(model.graph).items()})
     for given, constant in (tuple(node.input), tuple(reversed(node.input))):
         if given in feeds and constant in constants and feeds[given].size == 1 and constants[constant].size == 1:
             value = constants[constant].reshape(()).astype(feeds[given].dtype)
@@ -216,13 +228,20 @@ def feeds_taking(model: onnx.ModelProto, condition: str, feeds: dict[str, np.nda
 
 def pairs_in_branches(model: onnx.ModelProto) -> int:
     """The FusedHexPair nodes inside the model's subgraphs (If branches): the tools that read the main
-    graph's pairs (tune, emulate, profile) do not reach these."""
-    return sum(_calls_in(a.g) for n in model.graph.node for a in n.attribute if a.type == onnx.AttributeProto.GRAPH)
+    graph's pairs (tune, profile) do not reach these."""
+    return sum(
+        len(pairs_within(a.g)) for n in model.graph.node for a in n.attribute if a.type == onnx.AttributeProto.GRAPH
+    )
 
 
-def _calls_in(graph: onnx.GraphProto) -> int:
-    own = sum((n.domain, n.op_type) == (C.DOMAIN, C.OP_TYPE) for n in graph.node)
-    return own + sum(_calls_in(a.g) for n in graph.node for a in n.attribute if a.type == onnx.AttributeProto.GRAPH)
+def pairs_within(graph: onnx.GraphProto) -> list[onnx.NodeProto]:
+    """The FusedHexPair nodes of a graph and of its subgraphs, at any depth, in node order."""
+    out = []
+    for n in graph.node:
+        if (n.domain, n.op_type) == (C.DOMAIN, C.OP_TYPE):
+            out.append(n)
+        out += [p for a in n.attribute if a.type == onnx.AttributeProto.GRAPH for p in pairs_within(a.g)]
+    return out
 
 
 def no_pair_message(model: onnx.ModelProto, where: str, command: str) -> str:

@@ -4,7 +4,13 @@
 
 For each pair: its input tensors are captured by running the model on stock ONNX Runtime (no plugin:
 each pair runs its fallback body, the original nodes) with the pair's inputs added as graph outputs,
-on seeded random inputs or `--inputs`. The task program and those tensors go into a job file that
+on seeded random inputs or `--inputs`. A pair inside an If branch (rewrite fuses pairs there:
+Moonshine's merged decoder has all its pairs in the two branches of one If) is reached through the
+branch the inputs take, run as a model of its own on the outer values it read (`reach_pairs`); with
+random inputs, a branch they do not take is reached on them set to take it where its condition
+allows, as rewrite's verification does (`subgraphs.feeds_taking`). A pair in a branch still not
+taken, or in a Loop/Scan body, is reported as not reached, with why; it leaves the exit code alone.
+The task program and those tensors go into a job file that
 `hexfuse_emulate.elf` (dsp/hexagon/emulate/, built by dsp/scripts/build_hexagon.sh) runs under
 qemu-hexagon (a process per pair, as many at once as this process has CPUs): the real parser,
 scheduler (coop platform: 1 matrix + 3 vector workers interleaved on one hardware thread) and kernels
@@ -42,7 +48,7 @@ import shutil
 import struct
 import subprocess
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,10 +56,17 @@ import numpy as np
 import onnx
 
 from .. import contract as C
-from ..errors import HexfuseError, ModelError, UsageError, VerificationError
-from ..graph import read_model
+from ..errors import HexfuseError, ModelError, UsageError, VerificationError, first_line
+from ..graph import outer_scope_names, read_model
 from ..lowering.rewritten import recorded_bindings
-from ..subgraphs import no_pair_message
+from ..subgraphs import (
+    conditions_taken,
+    constant_values,
+    feeds_taking,
+    no_pair_message,
+    pairs_within,
+    subgraph_model,
+)
 from ..verify import random_inputs, relative_error, session
 
 REPO_DIR = Path(__file__).resolve().parents[2]
@@ -67,6 +80,7 @@ HEADER_BYTES = 24
 SECTION_ALIGN = 128
 ENGINES = ("matrix", "vector", "copy")
 QEMU_TIMEOUT_S = 3600
+NOT_TAKEN = "not reached on these inputs"  # a pair in an If branch the inputs do not take
 IMAGE_EXIT_PROGRAM = 4  # hexfuse_emulate.elf: the parser refused the program (other codes: our bug or qemu's)
 
 
@@ -102,14 +116,21 @@ class PairResult:
     outputs: list[OutputCheck]
     stats: dict
     op_names: list[str] = field(default_factory=list)
+    where: str = ""  # "" in the main graph, else the If branch it sits in ("then branch of If 'X'")
+    not_reached: str = ""  # why its inputs could not be captured (a branch the inputs do not take)
+
+    @property
+    def reached(self) -> bool:
+        return not self.not_reached
 
     @property
     def bit_exact(self) -> bool:
-        return all(o.bit_exact for o in self.outputs)
+        return self.reached and all(o.bit_exact for o in self.outputs)
 
     @property
     def ok(self) -> bool:
-        return all(o.ok for o in self.outputs) and bool(self.stats["serial_equals_fused"])
+        """Within tolerance; a pair not reached has nothing to be wrong about (it is reported as such)."""
+        return not self.reached or (all(o.ok for o in self.outputs) and bool(self.stats["serial_equals_fused"]))
 
 
 # ---- qemu and the image --------------------------------------------------------------------
@@ -211,7 +232,12 @@ def run_image(cmd: list[str], job: bytes, workdir: Path, label: str) -> tuple[di
 
 
 def fused_nodes(model: onnx.ModelProto) -> list[onnx.NodeProto]:
-    return [n for n in model.graph.node if n.domain == C.DOMAIN and n.op_type == C.OP_TYPE]
+    """The main graph's pairs (`reach_pairs` finds those in subgraphs too)."""
+    return [n for n in model.graph.node if _is_pair(n)]
+
+
+def _is_pair(node: onnx.NodeProto) -> bool:
+    return (node.domain, node.op_type) == (C.DOMAIN, C.OP_TYPE)
 
 
 def _attr(node: onnx.NodeProto, name: str, default=None):
@@ -221,13 +247,95 @@ def _attr(node: onnx.NodeProto, name: str, default=None):
     return default
 
 
-def capture_inputs(
-    model: onnx.ModelProto, nodes: list[onnx.NodeProto], feeds: dict[str, np.ndarray]
-) -> dict[str, np.ndarray]:
-    """Every pair input's value, from stock ORT running the model (each pair runs its fallback body)."""
+@dataclass
+class Site:
+    """A pair where it sits, with the input tensors it read there, or why it was not reached."""
+
+    node: onnx.NodeProto
+    where: str  # "" in the main graph, else "then branch of If 'X'" (nested: "... in the ...")
+    inputs: list[np.ndarray] | None = None
+    not_reached: str = ""
+
+
+def reach_pairs(model: onnx.ModelProto, feeds: dict[str, np.ndarray], where: str = "") -> list[Site]:
+    """Every pair of the model, in node order, with the inputs it reads on `feeds`, from stock ORT
+    (each pair runs its fallback body). ORT gives no value from inside an If branch, so the branch the
+    inputs take runs again as a model of its own (`subgraphs.subgraph_model`) on the outer values it
+    read, captured with the condition, and so on down. A branch not taken and a Loop/Scan body (a
+    body per iteration; the pass puts no pair there) leave their pairs not reached, saying why."""
+    holders = [n for n in model.graph.node if _bodies_with_pairs(n)]
+    wanted = [t for n in model.graph.node if _is_pair(n) for t in n.input]
+    for n in holders:
+        if _is_if(n):
+            wanted += [n.input[0], *(t for body in _bodies_with_pairs(n).values() for t in outer_scope_names(body))]
+    values = capture(model, wanted, feeds)
+    sites: list[Site] = []
+    for n in model.graph.node:
+        if _is_pair(n):
+            sites.append(Site(n, where, [values[t] for t in n.input]))
+        elif n in holders:
+            sites += _sites_in_branches(model, n, values, where) if _is_if(n) else _unentered(n, where)
+    return sites
+
+
+def _bodies_with_pairs(node: onnx.NodeProto) -> dict[str, onnx.GraphProto]:
+    """The node's subgraphs (If branches, Loop/Scan bodies) that hold a pair, by attribute name."""
+    return {a.name: a.g for a in node.attribute if a.type == onnx.AttributeProto.GRAPH and pairs_within(a.g)}
+
+
+def _is_if(node: onnx.NodeProto) -> bool:
+    return node.op_type == "If" and node.domain in ("", "ai.onnx")
+
+
+def _sites_in_branches(
+    model: onnx.ModelProto, node: onnx.NodeProto, values: dict[str, np.ndarray], where: str
+) -> list[Site]:
+    """The pairs of an If's branches: those of the branch the captured condition takes, run on the
+    outer values it read; the other branch's not reached."""
+    then = conditions_taken([values[node.input[0]]]) == {True}
+    sites: list[Site] = []
+    for attribute, body in sorted(_bodies_with_pairs(node).items(), key=lambda a: a[0] != "then_branch"):
+        branch = _branch_label(attribute, node)
+        inner = f"{branch} in the {where}" if where else branch
+        if (attribute == "then_branch") != then:
+            why = f"{NOT_TAKEN} (the condition '{node.input[0]}' is {str(then).lower()})"
+            sites += [Site(p, inner, not_reached=why) for p in pairs_within(body)]
+            continue
+        sub, problem = subgraph_model(model, body, lambda name: _typed(name, values))
+        if sub is None:
+            sites += [Site(p, inner, not_reached=f"not reached: {problem}") for p in pairs_within(body)]
+            continue
+        sites += reach_pairs(sub, {v.name: values[v.name] for v in sub.graph.input}, inner)
+    return sites
+
+
+def _branch_label(attribute: str, node: onnx.NodeProto) -> str:
+    """As subgraphs.Branch.label: "then branch of If 'X'"."""
+    return f"{attribute.split('_')[0]} branch of If '{node.name or node.output[0]}'"
+
+
+def _typed(name: str, values: dict[str, np.ndarray]) -> onnx.ValueInfoProto | None:
+    """A captured outer value as a graph input of its type and shape (None: not a tensor)."""
+    value = values.get(name)
+    if not isinstance(value, np.ndarray):
+        return None
+    elem = onnx.helper.np_dtype_to_tensor_dtype(value.dtype)
+    return onnx.helper.make_tensor_value_info(name, elem, list(value.shape))
+
+
+def _unentered(node: onnx.NodeProto, where: str) -> list[Site]:
+    body = f"body of {node.op_type} '{node.name or node.output[0]}'"
+    inner = f"{body} in the {where}" if where else body
+    why = f"not reached: emulate does not enter a {node.op_type} body (a value per iteration)"
+    return [Site(p, inner, not_reached=why) for g in _bodies_with_pairs(node).values() for p in pairs_within(g)]
+
+
+def capture(model: onnx.ModelProto, names: list[str], feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The values of tensors of the main graph, from stock ORT running the model (each pair runs its
+    fallback body), with the feeds, initializers and Constants they may be."""
     known = {**feeds, **{t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer}}
-    wanted = [t for n in nodes for t in n.input if t and t not in known]
-    wanted = list(dict.fromkeys(wanted))
+    known.update((name, onnx.numpy_helper.to_array(t)) for name, t in constant_values(model.graph).items())
+    wanted = list(dict.fromkeys(t for t in names if t and t not in known))
     probe = onnx.ModelProto()
     probe.CopyFrom(model)
     existing = {o.name for o in probe.graph.output}
@@ -317,27 +425,51 @@ def emulate(
     qemu = find_qemu()
     image = image_path(arch, build_root)
     model = read_model(model_path)
-    nodes = fused_nodes(model)
-    if not nodes:
+    if not pairs_within(model.graph):
         raise ModelError(no_pair_message(model, str(model_path), "emulate"))
-    progress(f"capturing the inputs of {len(nodes)} pair(s) on stock ONNX Runtime")
-    values = capture_inputs(model, nodes, model_feeds(Path(model_path), inputs_npz, seed))
+    progress("capturing the pairs' inputs on stock ONNX Runtime")
+    feeds = model_feeds(Path(model_path), inputs_npz, seed)
+    sites = reach_pairs(model, feeds)
+    if inputs_npz is None:
+        sites = _taking_other_branches(model, feeds, sites, progress)
+    reached = [(k, s.node, s.inputs) for k, s in enumerate(sites) if s.inputs is not None]
     host, names = HostKernel(), op_names()
-    pairs = [(node, [values[t] for t in node.input]) for node in nodes]
-    programs = [_specialized(node, inputs, host) for node, inputs in pairs]
+    programs = {k: _specialized(node, inputs, host) for k, node, inputs in reached}
     with tempfile.TemporaryDirectory(prefix="hexfuse-emulate-") as folder, ThreadPoolExecutor(_emulators()) as pool:
         cmd = qemu_command(qemu, image, arch, Path(folder))
         version = f"{Path(qemu.path).name} {'.'.join(map(str, qemu.version))}"
-        runs = []
-        for (node, inputs), program in zip(pairs, programs):
-            job = job_bytes(program, inputs, float(_attr(node, C.ATTR_SHARE_A, 0.5)))
-            runs.append(pool.submit(run_image, cmd, job, Path(folder), node.name))
+        runs: dict[int, tuple[bytes, Future]] = {}
+        for k, node, inputs in reached:
+            job = job_bytes(programs[k], inputs, float(_attr(node, C.ATTR_SHARE_A, 0.5)))
+            runs[k] = (programs[k], pool.submit(run_image, cmd, job, Path(folder), node.name))
             progress(f"pair {node.name}: running under {version}")
-        results = [
-            _checked(node, program, inputs, run.result(), host, names, rtol)
-            for (node, inputs), program, run in zip(pairs, programs, runs)
-        ]
+        results = [_result(s, runs.get(k), host, names, rtol) for k, s in enumerate(sites)]
     return qemu, results
+
+
+def _taking_other_branches(
+    model: onnx.ModelProto, feeds: dict[str, np.ndarray], sites: list[Site], progress
+) -> list[Site]:
+    """The pairs of a main-graph If branch the random inputs do not take, reached on those inputs set
+    to take it where the condition allows (`subgraphs.feeds_taking`: a bool input, or Equal of an
+    input and a constant), as rewrite's verification does."""
+    for node in (n for n in model.graph.node if _is_if(n)):
+        for attribute in _bodies_with_pairs(node):
+            branch = _branch_label(attribute, node)
+            untaken = {s.node.name for s in sites if s.where == branch and s.not_reached.startswith(NOT_TAKEN)}
+            taking = feeds_taking(model, node.input[0], feeds, attribute == "then_branch") if untaken else None
+            if taking is None:
+                continue
+            progress(f"the random inputs set to take the {branch}")
+            try:
+                again = {s.node.name: s for s in reach_pairs(model, taking) if s.node.name in untaken}
+            except Exception as exc:  # noqa: BLE001 - ORT refuses them: the pairs stay not reached, saying so
+                progress(f"the model fails on the inputs set to take the {branch}: {first_line(exc)}")
+                continue
+            for s in again.values():
+                s.where += " (random inputs set to take it)"
+            sites = [again.get(s.node.name, s) for s in sites]
+    return sites
 
 
 def _emulators() -> int:
@@ -355,27 +487,30 @@ def _specialized(node: onnx.NodeProto, inputs: list[np.ndarray], host) -> bytes:
         raise ModelError(f"pair '{node.name}': task program refused at the input shapes: {exc.message}") from None
 
 
-def _checked(
-    node: onnx.NodeProto,
-    program: bytes,
-    inputs: list[np.ndarray],
-    run: tuple[dict, list[bytes]],
-    host,
-    names: dict,
-    rtol: float,
-) -> PairResult:
+def _result(site: Site, run: tuple[bytes, Future] | None, host, names: dict, rtol: float) -> PairResult:
+    """The pair's check, or its report as not reached (`run`: its program and qemu run, if reached)."""
+    if run is None:
+        return PairResult(site.node.name, _kind(site.node), [], {}, where=site.where, not_reached=site.not_reached)
+    program, future = run
+    return _checked(site, program, future.result(), host, names, rtol)
+
+
+def _kind(node: onnx.NodeProto) -> str:
+    kind = _attr(node, C.ATTR_KIND, b"")
+    return kind.decode() if isinstance(kind, bytes) else str(kind)
+
+
+def _checked(site: Site, program: bytes, run: tuple[dict, list[bytes]], host, names: dict, rtol: float) -> PairResult:
     """The emulated run's outputs against the host kernel's on the same program and inputs."""
     stats, raw = run
-    expected = host.run(program, inputs, hexagon_order=True)
+    expected = host.run(program, site.inputs, hexagon_order=True)
     quantized = quantized_outputs(program)
     checks = [
         check_output(name, np.frombuffer(r, dtype=e.dtype).reshape(e.shape), e, rtol, int(j in quantized))
-        for j, (name, r, e) in enumerate(zip(node.output, raw, expected))
+        for j, (name, r, e) in enumerate(zip(site.node.output, raw, expected))
     ]
-    kind = _attr(node, C.ATTR_KIND, b"")
-    kind = kind.decode() if isinstance(kind, bytes) else str(kind)
     op_labels = [names.get(op["opcode"], f"op{op['opcode']}") for op in stats["ops"]]
-    return PairResult(node.name, kind, checks, stats, op_labels)
+    return PairResult(site.node.name, _kind(site.node), checks, stats, op_labels, site.where)
 
 
 # ---- report ---------------------------------------------------------------------------------------
@@ -389,8 +524,13 @@ def _count(n: int) -> str:
 
 
 def pair_lines(r: PairResult) -> list[str]:
+    where = f" in the {r.where}" if r.where else ""
+    if not r.reached:
+        return [f"pair {r.name} ({r.kind}){where}: {r.not_reached}"]
     fused, serial = r.stats["runs"]["fused"], r.stats["runs"]["serial"]
-    lines = [f"pair {r.name} ({r.kind}), image {r.stats['arch']}, {len(r.stats['ops'])} ops, {fused['items']} items"]
+    lines = [
+        f"pair {r.name} ({r.kind}){where}, image {r.stats['arch']}, {len(r.stats['ops'])} ops, {fused['items']} items"
+    ]
     for o in r.outputs:
         exact = "yes"
         if o.first_mismatch:
@@ -434,6 +574,15 @@ NOTE = (
 )
 
 
+def unreached_note(results: list[PairResult]) -> str:
+    """'; N not reached ...' for the summary line, naming where they sit; '' when every pair was reached."""
+    missed = [r for r in results if not r.reached]
+    if not missed:
+        return ""
+    where = ", ".join(dict.fromkeys(r.where for r in missed))
+    return f"; {len(missed)} of {len(results)} not reached (in the {where}; --inputs that take a branch reach it)"
+
+
 def report_json(qemu: Qemu, arch: str, rtol: float, results: list[PairResult]) -> dict:
     return {
         "qemu": {"path": qemu.path, "version": ".".join(map(str, qemu.version))},
@@ -444,6 +593,9 @@ def report_json(qemu: Qemu, arch: str, rtol: float, results: list[PairResult]) -
             {
                 "name": r.name,
                 "kind": r.kind,
+                "where": r.where,  # "" in the main graph, else the If branch
+                "reached": r.reached,
+                "not_reached": r.not_reached,  # why not, when not reached
                 "ok": r.ok,
                 "bit_exact": r.bit_exact,
                 "outputs": [o.__dict__ for o in r.outputs],
