@@ -720,7 +720,7 @@ def _switched(args: argparse.Namespace, path: str | Path, names, shapes, progres
     of the streams' conditions co-located (colocate_ifs.py); None for any other model."""
     from .colocate_ifs import colocate_switched, switch_of
     from .graph import read_model
-    from .report import none_kept, plugin_line, rewrite_json
+    from .report import none_kept, plugin_line, rejection_lines, rewrite_json
     from .verify import load_inputs
 
     switch = switch_of(read_model(path, load_external_data=False))
@@ -752,6 +752,8 @@ def _switched(args: argparse.Namespace, path: str | Path, names, shapes, progres
         kept = f"{c.pairs} pair(s) kept" if rw.output is not None else none_kept(rw.analysis.rejected)
         modelled = m.lines(r.plan.priority)[0] if m is not None else "not modelled"
         print(f"{c.label(r.prefixes)}: {kept}; {modelled}")
+        for line in rejection_lines(rw.analysis.rejected):
+            print("  " + line)
         if rw.comparison is not None:  # its shapes once per input set would fill screens: counted here
             v = rw.comparison
             print(
