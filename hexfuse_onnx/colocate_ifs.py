@@ -34,7 +34,7 @@ from onnx import helper
 
 from . import contract as C
 from .colocate import METADATA_KEY, Plan, Result, _rename_in_place, colocate, stream_names
-from .errors import VerificationError, WriteError, first_line
+from .errors import HexfuseError, VerificationError, WriteError, first_line
 from .graph import all_nodes, node_reads, outer_scope_names, read_model
 from .rewrite import pair_number
 
@@ -84,8 +84,11 @@ def taken(model: onnx.ModelProto, switch: Switch, then: bool) -> onnx.ModelProto
         for b, o in zip(body.output, node.output)
         if o and b.name != o  # optimum's branches make the If's output names themselves
     ]
-    nodes = [n for i, n in enumerate(g.node) if i < at and not _is_chain(n, switch)] + inlined
-    nodes += [n for n in list(g.node)[at + 1 :] if not _is_chain(n, switch)]
+    nodes = list(g.node)[:at] + inlined + list(g.node)[at + 1 :]
+    for link in reversed(switch.chain):  # the condition's nodes, unless something else reads them
+        read = {t for n in nodes for t in node_reads(n)} | {v.name for v in g.output}
+        if not read.intersection(link.output):
+            nodes = [n for n in nodes if n.output[:] != link.output[:]]
     g.ClearField("node")
     g.node.extend(nodes)
     g.initializer.extend(body.initializer)
@@ -96,10 +99,6 @@ def taken(model: onnx.ModelProto, switch: Switch, then: bool) -> onnx.ModelProto
     g.ClearField("initializer")
     g.initializer.extend(kept)
     return out
-
-
-def _is_chain(node: onnx.NodeProto, switch: Switch) -> bool:
-    return any(node.output[:] == c.output[:] for c in switch.chain)
 
 
 # ---- the four combinations, co-located and nested ------------------------------------------------
@@ -162,15 +161,21 @@ def colocate_switched(
         for conditions in COMBINATIONS:
             label = _label(prefixes, conditions)
             progress(f"{switch.source}: {label}: co-locating the branches taken")
-            result = colocate(
-                [flat[c] for c in conditions],
-                folder / f"{''.join('t' if c else 'e' for c in conditions)}.onnx",
-                names=[p[:-1] for p in prefixes],
-                progress=functools.partial(_labelled, progress, label),
-                feeds=feeds,
-                share_weights=True,
-                **options,
-            )
+            try:
+                result = colocate(
+                    [flat[c] for c in conditions],
+                    folder / f"{''.join('t' if c else 'e' for c in conditions)}.onnx",
+                    names=[p[:-1] for p in prefixes],
+                    progress=functools.partial(_labelled, progress, label),
+                    feeds=feeds,
+                    share_weights=True,
+                    **options,
+                )
+            except HexfuseError as exc:  # named by the file the user gave, not the branch's temporary one
+                for then, branch in flat.items():
+                    exc.message = exc.message.replace(str(branch), f"{path} ({'then' if then else 'else'} branch)")
+                exc.args = (exc.message,)
+                raise
             combinations.append(Combination(conditions, result))
         plan = Plan(
             prefixes,

@@ -17,7 +17,7 @@ from cli_support import ERROR_PREFIX, run_cli, sha256
 from onnx import TensorProto, helper, numpy_helper
 
 from hexfuse_onnx import contract as C
-from hexfuse_onnx.colocate_ifs import colocate_switched, switch_of
+from hexfuse_onnx.colocate_ifs import colocate_switched, switch_of, taken
 from hexfuse_onnx.graph import all_nodes
 from hexfuse_onnx.runtime import session_options
 
@@ -166,3 +166,38 @@ def test_the_command_line_reports_each_combination(tmp_path: Path) -> None:
     missing = run_cli("colocate", source, "--requests", "2", "-o", tmp_path / "nope" / "x2.onnx", "-q")
     assert missing.returncode == 5 and missing.stderr.count(ERROR_PREFIX) == 1, missing.stderr
     assert "output directory does not exist" in missing.stderr
+
+
+def test_a_refused_branch_is_named_by_the_file_given(tmp_path: Path) -> None:
+    """An unseeded RandomUniformLike in the first step: refused (exit 3) in one line naming the
+    user's file and the branch, not the temporary file the branch was co-located from."""
+    model = merged_decoder("bool")
+    body = next(a.g for a in model.graph.node[-1].attribute if a.name == "else_branch")
+    y = body.output[0].name
+    body.node.extend(
+        [
+            helper.make_node("RandomUniformLike", [y], ["noise"], name="noise"),
+            helper.make_node("Add", [y, "noise"], ["noisy"], name="noisy"),
+        ]
+    )
+    body.output[0].name = "noisy"
+    source = tmp_path / "noisy_decoder.onnx"
+    onnx.save(model, source)
+    r = run_cli("colocate", source, "--requests", "2", "-o", tmp_path / "x2.onnx", "-q")
+    assert r.returncode == 3 and r.stderr.count(ERROR_PREFIX) == 1, r.stderr
+    assert f"{source} (else branch): RandomUniformLike 'noise' has no seed" in r.stderr
+    assert not list(tmp_path.glob(".x2.onnx*")) and not (tmp_path / "x2.onnx").exists()
+
+
+def test_a_branch_taken_keeps_the_condition_it_reads() -> None:
+    """The inlined branch drops the condition's Cast, unless the branch itself reads the condition."""
+    model = merged_decoder("cast")
+    switch = switch_of(model)
+    assert switch is not None
+    assert [n.op_type for n in taken(model, switch, True).graph.node].count("Cast") == 0
+    body = next(a.g for a in model.graph.node[-1].attribute if a.name == "then_branch")
+    body.node.append(helper.make_node("Where", ["cond", body.output[0].name, "past"], ["picked"], name="picked"))
+    body.output[0].name = "picked"
+    flat = taken(model, switch, True)
+    onnx.checker.check_model(flat, full_check=True)
+    assert [n.op_type for n in flat.graph.node].count("Cast") == 1
