@@ -157,34 +157,13 @@ def colocate_switched(
         for then in (True, False):
             flat[then] = folder / f"{'then' if then else 'else'}.onnx"
             stage(taken(model, switch, then), flat[then], Path(path).resolve().parent).commit()
-        combinations = []
-        for conditions in COMBINATIONS:
-            label = _label(prefixes, conditions)
-            progress(f"{switch.source}: {label}: co-locating the branches taken")
-            try:
-                result = colocate(
-                    [flat[c] for c in conditions],
-                    folder / f"{''.join('t' if c else 'e' for c in conditions)}.onnx",
-                    names=[p[:-1] for p in prefixes],
-                    progress=functools.partial(_labelled, progress, label),
-                    feeds=feeds,
-                    share_weights=True,
-                    **options,
-                )
-            except HexfuseError as exc:  # named by the file the user gave, not the branch's temporary one
-                for then, branch in flat.items():
-                    exc.message = exc.message.replace(str(branch), f"{path} ({'then' if then else 'else'} branch)")
-                exc.args = (exc.message,)
-                raise
-            combinations.append(Combination(conditions, result))
+        combinations = [
+            _combination(path, folder, flat, conditions, prefixes, switch, progress, feeds, options)
+            for conditions in COMBINATIONS
+        ]
+        first = combinations[0].result.merged.plan
         plan = Plan(
-            prefixes,
-            [str(path)] * 2,
-            [(0, 1)],
-            combinations[0].result.merged.plan.priority,
-            combinations[0].result.merged.plan.max_slowdown,
-            combinations[0].result.merged.plan.shared_weights,
-            combinations[0].result.merged.plan.target,
+            prefixes, [str(path)] * 2, [(0, 1)], first.priority, first.max_slowdown, first.shared_weights, first.target
         )
         models = [read_model(c.result.output) for c in combinations]
         staged = stage(nested(switch, prefixes, models, plan), out, None)
@@ -199,6 +178,38 @@ def colocate_switched(
         shutil.rmtree(folder, ignore_errors=True)
     progress(f"written model: full checker passed, {compared} output(s) equal their combination's model exactly")
     return Switched(out, switch.source, prefixes, combinations, compared, plan)
+
+
+def _combination(
+    path: str | os.PathLike[str],
+    folder: Path,
+    flat: dict[bool, Path],
+    conditions: tuple[bool, bool],
+    prefixes: list[str],
+    switch: Switch,
+    progress: Callable[[str], None],
+    feeds: dict[str, np.ndarray] | None,
+    options: dict[str, Any],
+) -> Combination:
+    """The branches `conditions` take (files in `flat`) co-located by colocate, into `folder`."""
+    label = _label(prefixes, conditions)
+    progress(f"{switch.source}: {label}: co-locating the branches taken")
+    try:
+        result = colocate(
+            [flat[c] for c in conditions],
+            folder / f"{''.join('t' if c else 'e' for c in conditions)}.onnx",
+            names=[p[:-1] for p in prefixes],
+            progress=functools.partial(_labelled, progress, label),
+            feeds=feeds,
+            share_weights=True,
+            **options,
+        )
+    except HexfuseError as exc:  # named by the file the user gave, not the branch's temporary one
+        for then, branch in flat.items():
+            exc.message = exc.message.replace(str(branch), f"{path} ({'then' if then else 'else'} branch)")
+        exc.args = (exc.message,)
+        raise
+    return Combination(conditions, result)
 
 
 def _label(prefixes: list[str], conditions: tuple[bool, ...]) -> str:
