@@ -17,6 +17,7 @@ from cli_support import ERROR_PREFIX, run_cli, sha256
 from onnx import TensorProto, helper, numpy_helper
 
 from hexfuse_onnx import contract as C
+from hexfuse_onnx import verify
 from hexfuse_onnx.colocate_ifs import colocate_switched, switch_of, taken
 from hexfuse_onnx.graph import all_nodes
 from hexfuse_onnx.runtime import session_options
@@ -201,3 +202,41 @@ def test_a_branch_taken_keeps_the_condition_it_reads() -> None:
     flat = taken(model, switch, True)
     onnx.checker.check_model(flat, full_check=True)
     assert [n.op_type for n in flat.graph.node].count("Cast") == 1
+
+
+@pytest.mark.slow  # four co-locations of a 705-node decoder: about 4 minutes
+def test_whisper_merged_decoder_pairs_every_combination(tmp_path: Path) -> None:
+    """The exported whisper_decoder_merged x2: every combination of its steps pairs, the written
+    model computes each as the original run once per request (stock ORT, bit for bit) and the plugin
+    runs every pair in its nested branches."""
+    from models.exported import SPEECH
+
+    source = SPEECH["whisper_decoder_merged"].path
+    out = tmp_path / "x2.onnx"
+    switch = switch_of(onnx.load(source))
+    assert switch is not None
+    result = colocate_switched(source, out, switch)
+    assert min(c.pairs for c in result.combinations) >= 10, [c.pairs for c in result.combinations]
+    original, stock = verify.session(source), verify.session(out)
+    trace = tmp_path / "trace-{node}.json"
+    plugin = ort.InferenceSession(
+        str(out), sess_options=session_options("host", trace=str(trace)), providers=["CPUExecutionProvider"]
+    )
+    dims = {"batch_size": 1, "decoder_sequence_length": 4, "encoder_sequence_length": 32}
+    shapes = {
+        i.name: [dims.get(str(d), 16) if isinstance(d, str) else d for d in i.shape] for i in original.get_inputs()
+    }
+    names = [o.name for o in original.get_outputs()]
+    for conditions in itertools.product((True, False), repeat=2):
+        own = [verify.random_inputs(original, shapes, seed=k + 1) for k in range(2)]
+        for feeds, condition in zip(own, conditions):
+            feeds["use_cache_branch"] = np.array([condition])
+        merged = {f"r{k}/{n}": v for k, f in enumerate(own) for n, v in f.items()}
+        wanted = {f"r{k}/{n}": v for k, f in enumerate(own) for n, v in zip(names, original.run(names, f))}
+        got, fused = stock.run(list(wanted), merged), plugin.run(list(wanted), merged)
+        for (name, want), value, on_plugin in zip(wanted.items(), got, fused):
+            assert np.array_equal(value, want), (conditions, name)
+            scale = np.abs(want).max(initial=1e-30)  # initial: an empty output has no maximum
+            assert on_plugin.shape == want.shape, (conditions, name)
+            assert np.abs(on_plugin - want).max(initial=0.0) <= 1e-5 * scale, (conditions, name)
+    assert len(list(tmp_path.glob("trace-*.json"))) == sum(c.pairs for c in result.combinations)
