@@ -98,13 +98,16 @@ def merge(
     priority: int | None = None,
     max_slowdown: float = DEFAULT_MAX_SLOWDOWN,
     target: str | None = None,
+    share_weights: bool = False,
 ) -> Merged:
     """One model running every stream. Two paths, or one path with requests >= 2 copies; `target`
-    is recorded in the plan as the target its pairs are chosen for."""
+    is recorded in the plan as the target its pairs are chosen for. `share_weights`: the two paths
+    are versions of one model (colocate_ifs.py: its If's two branches inlined), whose initializers
+    held alike by both are kept once."""
     if len(paths) not in (1, 2) or (len(paths) == 1 and requests < 2) or (len(paths) == 2 and requests > 1):
         raise UsageError("co-locate two models, or one model with --requests N (N >= 2)")
     prefixes = stream_names(len(paths), requests, names)
-    same_file = len(paths) == 1 or _same_file(Path(paths[0]), Path(paths[1]))
+    same_file = len(paths) == 1 or share_weights or _same_file(Path(paths[0]), Path(paths[1]))
     from .pipeline import refuse_unseeded_random
 
     sources = [read_model(p) for p in paths]
@@ -120,8 +123,8 @@ def merge(
     copies = [sources[0]] * requests if len(paths) == 1 else sources
     # An initializer that is also a graph output (a QDQ MarbleNet's folded 'signal_len') stays each
     # stream's: its output is the stream's; shared, no stream had it (KeyError 'r0/signal_len').
-    outputs = {v.name for v in copies[0].graph.output}
-    shared = {t.name for t in copies[0].graph.initializer if t.name not in outputs} if same_file else set()
+    outputs = {v.name for m in copies for v in m.graph.output}
+    shared = _held_alike(copies, outputs) if same_file else set()
 
     merged = onnx.ModelProto()
     merged.ir_version = max(m.ir_version for m in sources)
@@ -150,6 +153,18 @@ def merge(
     merged.metadata_props.append(onnx.StringStringEntryProto(key=METADATA_KEY, value=plan.to_json()))
     merged.doc_string = "co-located by hexfuse-onnx: " + ", ".join(f"{p} {f}" for p, f in zip(prefixes, files))
     return Merged(merged, plan, notes)
+
+
+def _held_alike(copies: list[onnx.ModelProto], outputs: set[str]) -> set[str]:
+    """The initializers (no graph output) every copy holds with the same value: all of them for
+    copies of one file."""
+    held = {t.name: t for t in copies[0].graph.initializer if t.name not in outputs}
+    for other in copies[1:]:
+        if other is copies[0]:
+            continue
+        theirs = {t.name: t for t in other.graph.initializer}
+        held = {n: t for n, t in held.items() if n in theirs and theirs[n].SerializeToString() == t.SerializeToString()}
+    return set(held)
 
 
 def _in_order(model: onnx.ModelProto, path: str | os.PathLike[str]) -> bool:
@@ -540,6 +555,7 @@ class Result:
     compared_outputs: int  # stream outputs proven equal to their source's
     rewrite: RewriteResult
     modelled: Modelled | None  # the written model's modelled times (None: no co-location plan)
+    checked_at: dict[str, list[int]] = field(default_factory=dict)  # the input dims the merge was checked at
 
 
 def colocate(
@@ -557,12 +573,13 @@ def colocate(
     verify_plugin: bool = False,
     feeds: dict[str, np.ndarray] | None = None,
     specialise: bool = False,
+    share_weights: bool = False,
 ) -> Result:
     """Merge, check the merge (full checker; every stream's outputs bit-equal to its source's on
     stock ONNX Runtime), then pair and rewrite it with the normal pipeline, which verifies again and
     writes atomically. `shapes` are input dims by merged name (`a/x`); with `specialise` the written
     model has them fixed and the integer computations they decide folded (fold.py); the rewrite
-    verifies on `feeds` too. Nothing is written on error."""
+    verifies on `feeds` too; `share_weights` as `merge`'s. Nothing is written on error."""
     import tempfile
 
     from . import pipeline
@@ -579,7 +596,7 @@ def colocate(
             raise WriteError(f"{out}: the output would overwrite an input model; choose another -o")
     if not out.parent.is_dir():
         raise WriteError(f"{out.parent.resolve()}: output directory does not exist")
-    merged = merge(paths, requests, names, priority, max_slowdown, target)
+    merged = merge(paths, requests, names, priority, max_slowdown, target, share_weights)
     _check_shape_names(merged.model, shapes or {})
     progress(f"merged {len(merged.plan.streams)} streams ({merged.plan.shared_weights} weights shared)")
     for note in merged.notes:
@@ -622,7 +639,7 @@ def colocate(
         import shutil
 
         shutil.rmtree(folder, ignore_errors=True)
-    return Result(merged, out, compared, result, model_time)
+    return Result(merged, out, compared, result, model_time, at)
 
 
 def _check_merge(merged_path: Path, paths: list[str | os.PathLike[str]]) -> None:
