@@ -26,6 +26,9 @@ from onnx import TensorProto, helper, numpy_helper
 SATURATING = {"MatMulInteger": (1, 3), "ConvInteger": (0, 2)}
 # ops ORT fuses with the DequantizeLinear of their input 0 (uint8) and of their input 1 (an int8 weight)
 FUSED_PRODUCTS = {"Conv", "MatMul", "Gemm"}
+# ops whose output 0 has the element type of their input 0 (what an activation passes through)
+SAME_TYPE = {"Identity", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Concat", "Slice", "Split"}
+SAME_TYPE |= {"MaxPool", "Resize", "Pad", "Gather", "Expand", "Tile", "DepthToSpace", "SpaceToDepth", "Relu", "Clip"}
 # (domain, op) of QOperator products: input 0 the activation, 3 the weight, 5 its zero point
 QLINEAR = {("ai.onnx", "QLinearConv"), ("ai.onnx", "QLinearMatMul"), ("com.microsoft", "QGemm")}
 
@@ -102,8 +105,7 @@ def _uint8_times_int8(graph: onnx.GraphProto, int8: set[str]) -> Iterator[tuple[
         for k, name in enumerate(node.input):
             readers.setdefault(name, []).append((node, k))
     inits = {t.name: t for t in graph.initializer}
-    types = {t.name: t.data_type for t in graph.initializer}
-    types |= {v.name: v.type.tensor_type.elem_type for v in [*graph.input, *graph.value_info, *graph.output]}
+    types = _element_types(graph)
 
     def one_int8_value(node: onnx.NodeProto, weight: int, zero_point: int) -> bool:
         zp = node.input[zero_point] if zero_point < len(node.input) else ""
@@ -114,7 +116,7 @@ def _uint8_times_int8(graph: onnx.GraphProto, int8: set[str]) -> Iterator[tuple[
     for node in graph.node:
         blocked = any(a.name == "block_size" for a in node.attribute)  # MatMulNBits' weights: left as written
         if (node.domain or "ai.onnx", node.op_type) in QLINEAR and one_int8_value(node, 3, 5):
-            if _elem_type(node.input[0], producers, types) == TensorProto.UINT8:
+            if types.get(node.input[0]) == TensorProto.UINT8:
                 yield node, 3, 5
         elif _dequantizes(node) and not blocked and one_int8_value(node, 0, 2):
             reads = readers.get(node.output[0], [])
@@ -132,23 +134,35 @@ def _reads_uint8_times(
     activation = producers.get(node.input[0])
     if activation is None or not _dequantizes(activation):
         return False
-    return _elem_type(activation.input[0], producers, types) == TensorProto.UINT8
+    return types.get(activation.input[0]) == TensorProto.UINT8
 
 
 def _dequantizes(node: onnx.NodeProto) -> bool:
     return node.domain in ("", "ai.onnx") and node.op_type == "DequantizeLinear"
 
 
-def _elem_type(name: str, producers: dict[str, onnx.NodeProto], types: dict[str, int]) -> int:
-    """The element type of a tensor: declared (`types`) or a QuantizeLinear's; 0 where the graph does not say."""
-    if types.get(name):
-        return types[name]
-    node = producers.get(name)
-    if node is None or node.domain not in ("", "ai.onnx") or node.op_type != "QuantizeLinear":
-        return 0
-    output_dtype = next((a.i for a in node.attribute if a.name == "output_dtype"), 0)
-    zp = node.input[2] if len(node.input) > 2 else ""
-    return output_dtype or types.get(zp, 0) or (0 if zp else TensorProto.UINT8)
+def _element_types(graph: onnx.GraphProto) -> dict[str, int]:
+    """The element type of the graph's tensors where it says them or a node's kind gives them: a
+    QuantizeLinear's, a DynamicQuantizeLinear's uint8, and input 0's for the QLinear ops and SAME_TYPE
+    (ORT's QLinear kernels give the type they read). Other tensors are missing."""
+    types = {t.name: t.data_type for t in graph.initializer}
+    types |= {v.name: v.type.tensor_type.elem_type for v in [*graph.input, *graph.value_info, *graph.output]}
+    for node in graph.node:  # in order: a node's inputs are made before it
+        if not node.output or types.get(node.output[0]):
+            continue
+        if node.op_type == "QuantizeLinear":
+            output_dtype = next((a.i for a in node.attribute if a.name == "output_dtype"), 0)
+            zp = node.input[2] if len(node.input) > 2 else ""
+            made = output_dtype or types.get(zp, 0) or (0 if zp else TensorProto.UINT8)
+        elif node.op_type == "DynamicQuantizeLinear":
+            made = TensorProto.UINT8
+        elif node.op_type in SAME_TYPE or (node.op_type.startswith("QLinear") and node.input):
+            made = types.get(node.input[0], 0)
+        else:
+            continue
+        if made:
+            types[node.output[0]] = made
+    return types
 
 
 def _shifted(graph: onnx.GraphProto, tensor: TensorProto, reader: str) -> str:
