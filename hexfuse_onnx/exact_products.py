@@ -68,13 +68,14 @@ def make_exact(model: onnx.ModelProto) -> int:
     done = 0
     for graph in _graphs(model.graph):
         inits = {t.name: t for t in graph.initializer}
+        taken = set(inits) | {t for n in graph.node for t in [*n.input, *n.output]}
         for node, operand, zero_point in list(_constant_int8_operands(graph)):
-            node.input[operand] = _shifted(graph, inits[node.input[operand]], node.name)
+            node.input[operand] = _shifted(graph, inits[node.input[operand]], node.name, taken)
             if zero_point < len(node.input) and node.input[zero_point]:
-                node.input[zero_point] = _shifted(graph, inits[node.input[zero_point]], node.name)
+                node.input[zero_point] = _shifted(graph, inits[node.input[zero_point]], node.name, taken)
             else:
                 node.input.extend([""] * (zero_point - len(node.input)))
-                node.input.append(_add(graph, np.array(128, np.uint8), f"{node.name}_zero_point_u8"))
+                node.input.append(_add(graph, np.array(128, np.uint8), f"{node.name}_zero_point_u8", taken))
             done += 1
     return done
 
@@ -111,7 +112,8 @@ def _uint8_times_int8(graph: onnx.GraphProto, int8: set[str]) -> Iterator[tuple[
         zp = node.input[zero_point] if zero_point < len(node.input) else ""
         if node.input[weight] not in int8 or (zp and zp not in int8):
             return False
-        return not zp or len(np.unique(numpy_helper.to_array(inits[zp]))) == 1
+        values = numpy_helper.to_array(inits[zp]) if zp else np.zeros(1)
+        return bool((values == values.flat[0]).all())
 
     for node in graph.node:
         blocked = any(a.name == "block_size" for a in node.attribute)  # MatMulNBits' weights: left as written
@@ -165,16 +167,17 @@ def _element_types(graph: onnx.GraphProto) -> dict[str, int]:
     return types
 
 
-def _shifted(graph: onnx.GraphProto, tensor: TensorProto, reader: str) -> str:
+def _shifted(graph: onnx.GraphProto, tensor: TensorProto, reader: str, taken: set[str]) -> str:
     """The name of a new initializer holding int8 `tensor` + 128 as uint8 (a new one: others may read it)."""
     value = numpy_helper.to_array(tensor).astype(np.int16) + 128
-    return _add(graph, value.astype(np.uint8), f"{tensor.name}_u8_{reader}")
+    return _add(graph, value.astype(np.uint8), f"{tensor.name}_u8_{reader}", taken)
 
 
-def _add(graph: onnx.GraphProto, value: np.ndarray, name: str) -> str:
-    taken = {t.name for t in graph.initializer} | {t for n in graph.node for t in [*n.input, *n.output]}
+def _add(graph: onnx.GraphProto, value: np.ndarray, name: str, taken: set[str]) -> str:
+    """A new initializer of the graph, named `name` or, when `taken` (the graph's names) has it, with _ added."""
     while name in taken:
         name += "_"
+    taken.add(name)
     graph.initializer.append(numpy_helper.from_array(value, name))
     return name
 
