@@ -158,6 +158,8 @@ def _element_types(graph: onnx.GraphProto) -> dict[str, int]:
             made = output_dtype or types.get(zp, 0) or (0 if zp else TensorProto.UINT8)
         elif node.op_type == "DynamicQuantizeLinear":
             made = TensorProto.UINT8
+        elif node.op_type == "QLinearConcat" and len(node.input) > 1:  # (Y_scale, Y_zero_point, inputs...)
+            made = types.get(node.input[1], 0)
         elif node.op_type in SAME_TYPE or (node.op_type.startswith("QLinear") and node.input):
             made = types.get(node.input[0], 0)
         else:
