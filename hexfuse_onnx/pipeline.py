@@ -149,13 +149,20 @@ class Reference:
     base: str = ""  # the model the plugin's run is decomposed against when not the original (_frozen_base)
     staged: StagedModel | None = None  # the rewrite without pairs, staged once (_pairless), discarded by rewrite
     saturating: int = 0  # integer products this host's ORT would round, made exact for the plugin's check
+    checked: tuple[str, bytes] | None = None  # checked_against's model, serialized, and the file it was made of
 
     def checked_against(self) -> onnx.ModelProto:
-        """The model (a new copy) the plugin's run is checked against: `decomposed`, its integer
-        products ORT would saturate made exact (exact_products.make_exact), as the kernel computes."""
-        model = onnx.load(self.decomposed())
-        make_exact(model)
-        return model
+        """The model (a new copy: callers add outputs) the plugin's run is checked against."""
+        return onnx.ModelProto.FromString(self.checked_bytes())
+
+    def checked_bytes(self) -> bytes:
+        """`decomposed` with its integer products ORT would saturate made exact (exact_products.make_exact),
+        as the kernel computes, serialized; made once, for every check of every round."""
+        if self.checked is None or self.checked[0] != self.decomposed():
+            model = onnx.load(self.decomposed())
+            make_exact(model)
+            self.checked = (self.decomposed(), model.SerializeToString())
+        return self.checked[1]
 
     def decomposed(self) -> str:
         """The model whose ORT run the plugin's is checked against: the rewrite without pairs when
@@ -169,7 +176,7 @@ class Reference:
         if not self.dequantizes and not self.saturating:
             return self.cases
         if self.exact is None:
-            original = ort_session(self.checked_against().SerializeToString(), exact_qdq_options())
+            original = ort_session(self.checked_bytes(), exact_qdq_options())
             self.exact = [run_original(original, c.feeds, c.label) for c in self.cases]
         return self.exact
 

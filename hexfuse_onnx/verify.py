@@ -41,6 +41,7 @@ import onnx
 import onnxruntime as ort
 
 from .errors import ModelError, UsageError, VerificationError, first_line
+from .exact_products import make_exact
 
 DEFAULT_RTOL = 1e-5
 # ORT's MatMulNBits that its QDQ transformer makes of DQ(weight) + MatMul computes in f32, not int8
@@ -205,11 +206,16 @@ def compare(
     rtol: float = DEFAULT_RTOL,
     rewritten_options: ort.SessionOptions | None = None,
     seed: int = 0,
+    exact: bool = False,
 ) -> Comparison:
     """Run both on stock ORT with the same inputs; raise VerificationError on any mismatch, and
-    ModelError when the original itself fails to run on the inputs (exit 3)."""
+    ModelError when the original itself fails to run on the inputs (exit 3). `exact`: both with the
+    integer products this host's ORT saturates made exact (`exact_copy`), as the plugin's kernel
+    computes them: the plugin's reference."""
+    ref_model: str | os.PathLike[str] | bytes = exact_copy(original).SerializeToString() if exact else original
+    new_model = exact_copy(rewritten) if exact else rewritten
     try:
-        ref_session = session(original)
+        ref_session = session(ref_model)
     except Exception as exc:
         raise VerificationError(f"the original model does not run on ONNX Runtime: {first_line(exc, 400)}") from None
     try:
@@ -219,11 +225,19 @@ def compare(
             f"{original}: the original model fails to run on ONNX Runtime with the test inputs "
             f"(are the --shape values consistent?): {exc.message}"
         ) from None
-    return compare_cases(rewritten, [case], rtol, rewritten_options)
+    return compare_cases(new_model, [case], rtol, rewritten_options)
+
+
+def exact_copy(path: str | os.PathLike[str]) -> onnx.ModelProto:
+    """The model at `path` with the integer products this host's ORT saturates made exact
+    (exact_products.make_exact: the same values); the file is not changed."""
+    model = onnx.load(str(path))
+    make_exact(model)
+    return model
 
 
 def compare_cases(
-    rewritten: str | os.PathLike[str],
+    rewritten: str | os.PathLike[str] | onnx.ModelProto,
     cases: list[Case],
     rtol: float = DEFAULT_RTOL,
     rewritten_options: ort.SessionOptions | None = None,

@@ -10,13 +10,13 @@ import onnx
 import onnxruntime as ort
 import pytest
 from cli_support import run_cli
+from host_support import ORT_SATURATES
 from onnx import TensorProto, helper
 from onnx.inliner import inline_local_functions
 from onnx.reference import ReferenceEvaluator
 from test_lower import HostKernel, init, needs_host, pair_model, program_inputs, vi
 
 from hexfuse_onnx import runtime
-from hexfuse_onnx.exact_products import ort_saturates
 from hexfuse_onnx.lowering import LoweringError, lower_pair
 
 RNG = np.random.default_rng(5)
@@ -44,11 +44,9 @@ def run_both(m: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> tuple[list, li
 
 def definition(m: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
     """The ops' definition: onnx's reference implementation (exact integer products and sums) of the
-    pair's function body."""
+    pair's function body. (Not exact_products.make_exact: it leaves model-local functions, where the
+    pair's products are, and a run-time int8 operand, ConvInteger's X here.)"""
     return [np.asarray(v) for v in ReferenceEvaluator(inline_local_functions(m)).run(None, feeds)]
-
-
-ORT_SATURATES = ort_saturates()
 
 
 @needs_host

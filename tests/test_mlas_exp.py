@@ -15,8 +15,8 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from onnx import helper
-from test_lower import needs_host, program_inputs
+from onnx import TensorProto, helper
+from test_lower import init, needs_host, pair_model, program_inputs, vi
 from test_mlas_order import assert_equals_ort, quantized_op
 
 from hexfuse_onnx.lowering import lower_pair
@@ -164,6 +164,36 @@ def test_quantized_exp_and_softmax_equal_ort_bit_for_bit(name: str, spread: floa
     feeds = {n: RNG.standard_normal(s).astype(np.float32) for n, s in shapes.items()}
     feeds["z"] = values(shapes["z"], spread)
     assert_equals_ort(m, feeds)
+
+
+def dequantized_global_avgpool(shape: list[int]) -> onnx.ModelProto:
+    """DQ(u16 zq) -> GlobalAveragePool -> Q as a QDQ model has it, in task B of a pair (`quantized_op`'s)."""
+    u16 = TensorProto.UINT16
+    nodes = [
+        helper.make_node("DequantizeLinear", ["zq", "s", "zp"], ["z"], name="dq"),
+        helper.make_node("GlobalAveragePool", ["z"], ["y"], name="gap"),
+        helper.make_node("QuantizeLinear", ["y", "s", "zp"], ["yq"], name="q"),
+    ]
+    out = shape[:2] + [1] * (len(shape) - 2)
+    inits = [init("s", np.float32(1e-3)), init("zp", np.uint16(32768))]
+    b_inputs = [vi("zq", shape, u16), vi("s", []), vi("zp", [], u16)]
+    a = [helper.make_node("Relu", ["x"], ["ya"], name="relu")]
+    return pair_model(
+        a, nodes, [vi("x", [2, 4])], b_inputs, [vi("ya", [2, 4])], [vi("y", out), vi("yq", out, u16)], inits, 21
+    )
+
+
+@needs_host
+@needs_fma3
+@pytest.mark.parametrize("channels", [16, 192])
+def test_a_dequantized_global_avgpool_sums_as_orts_plain_pool(channels: int) -> None:
+    """ORT 1.32 takes its NCHWc pool (values in order) for a GlobalAveragePool of a graph input whose
+    channels are a multiple of the NCHWc block, but not of a DequantizeLinear's output: MLAS's plain pool
+    kernel (4 lanes) there. The kernel took the NCHWc order for both: ppocr_det u16u8's 192-channel
+    squeeze-excite pools were a step off (in order 18 of 192 channels equal to ORT, 4 lanes 192)."""
+    shape = [1, channels, 20, 20]
+    feeds = {"x": RNG.standard_normal((2, 4)).astype(np.float32), "zq": RNG.integers(0, 65536, shape).astype(np.uint16)}
+    assert_equals_ort(dequantized_global_avgpool(shape), feeds)
 
 
 @needs_host

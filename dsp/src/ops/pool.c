@@ -357,8 +357,11 @@ static float mean_ort(const float *x, uint64_t n) {
 
 /* ORT's NchwcTransformer (its default optimization level) turns a rank-4 GlobalAveragePool whose channel
  * count is a multiple of MLAS's NCHWc block (8 floats, 16 with AVX512F) into its NCHWc pool, which adds a
- * channel's values one by one, in order, and divides the sum by n (MlasNchwcPool, SpoolKernelAvxCommon.h). */
-static bool nchwc_pool(const hfx_tensor *x) {
+ * channel's values one by one, in order, and divides the sum by n (MlasNchwcPool, SpoolKernelAvxCommon.h).
+ * Not one that reads a DequantizeLinear's output (a QDQ model's): ORT 1.32 keeps its plain pool there
+ * (ppocr_det u16u8's 192 channels, AVX2; so it does after a Relu or an Add, not a graph input). */
+static bool nchwc_pool(const hfx_program *p, const hfx_tensor *x) {
+    if (x->producer != HFX_NO_TENSOR && p->ops[x->producer].opcode == HFX_OP_DEQUANTIZE_LINEAR) return false;
     return x->rank == 4 && x->dims[1] % (hfx_mlas_avx512f() ? 16u : 8u) == 0;
 }
 
@@ -379,7 +382,7 @@ void hfx_run_global_avgpool(const hfx_kernel_args *a, uint32_t item) {
     uint64_t b, e;
     hfx_plan_range(pl.channels, pl.channels_per_item, item, &b, &e);
     if (op->sum_order == HFX_SUM_ORT) { /* ORT's bits where a QUANTIZE_LINEAR reads them */
-        bool nchwc = nchwc_pool(&a->prog->tensors[op->in[0]]);
+        bool nchwc = nchwc_pool(a->prog, &a->prog->tensors[op->in[0]]);
         for (uint64_t c = b; c < e; c++) Y[c] = nchwc ? mean_nchwc(X + c * sp, sp) : mean_ort(X + c * sp, sp);
         return;
     }
