@@ -4,11 +4,16 @@ are cached (`python -m models real fetch NAME`; skipped when not)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
+from real_support import cached_or_skip
 
 from hexfuse_onnx import graph
+from hexfuse_onnx.pipeline import analyse
+from hexfuse_onnx.report import branch_lines
 
 
 def _squeeze_if(i: int, source: str, nested: bool = False) -> tuple[onnx.NodeProto, str]:
@@ -74,3 +79,20 @@ def test_if_bodies_are_inferred_from_what_they_read_with_the_shapes_ort_gives() 
     shapes = lambda m: {v.name: v.type for v in [*m.graph.value_info, *m.graph.output]}  # noqa: E731
     assert shapes(lean) == shapes(whole)
     assert "sq5" in shapes(lean)
+
+
+def test_branches_of_one_op_are_counted_in_one_line_not_analysed(tmp_path: Path) -> None:
+    # torch's squeeze-Ifs took 4 log lines and a report line a branch (192 on hama's G2P decoder)
+    onnx.save(_many_squeeze_ifs(6), tmp_path / "ifs.onnx")
+    a = analyse(tmp_path / "ifs.onnx", target="host")
+    assert not a.branches and len(a.single_op_branches) == 12  # the nested If is one op of its branch
+    lines = branch_lines(a)
+    assert lines == ["12 branch(es) of 6 If(s) hold one op at most (Identity 6, Squeeze 5, If 1): no pair fits"]
+
+
+def test_real_hama_g2p_unrolled_loads_with_every_shape_and_reports_its_ifs_once() -> None:
+    path = cached_or_skip("hama_g2p_unrolled")
+    a = analyse(path, target="host")
+    assert len(a.graph.nodes) == 4694 and not a.profile.unprofiled
+    assert not a.branches and len(a.single_op_branches) == 192
+    assert sum("hold one op at most" in line for line in branch_lines(a)) == 1
