@@ -13,7 +13,7 @@ from real_support import cached_or_skip
 
 from hexfuse_onnx import graph
 from hexfuse_onnx.pipeline import analyse
-from hexfuse_onnx.report import branch_lines
+from hexfuse_onnx.report import branch_lines, hidden_lines
 
 
 def _squeeze_if(i: int, source: str, nested: bool = False) -> tuple[onnx.NodeProto, str]:
@@ -96,3 +96,12 @@ def test_real_hama_g2p_unrolled_loads_with_every_shape_and_reports_its_ifs_once(
     assert len(a.graph.nodes) == 4694 and not a.profile.unprofiled
     assert not a.branches and len(a.single_op_branches) == 192
     assert sum("hold one op at most" in line for line in branch_lines(a)) == 1
+
+
+def test_the_not_looked_at_line_names_the_largest_holders_and_counts_the_rest() -> None:
+    # colocate does not enter control flow: hama's G2P x2 named its 192 squeeze-Ifs in one 7 kB line
+    (line,) = hidden_lines(_many_squeeze_ifs(8).graph)
+    assert line == (
+        "not looked at: 18 node(s) inside control-flow subgraphs (4 in If 'sq0', 2 in If 'sq1', 2 in If 'sq2', "
+        "2 in If 'sq3', 2 in If 'sq4' and 3 more)"
+    )
