@@ -336,12 +336,12 @@ def _is_symbol_name(text: str) -> bool:
 
 
 def representative_binding(model: onnx.ModelProto, hints: dict[str, list[int]], where: str) -> ShapeBinding:
-    """The binding the pass analyses at: --shape values where given, else the defaults (an int16
+    """The binding the pass analyses at: --shape values where given, else the defaults (an audio
     input's length: DEFAULT_PCM_SAMPLES, where 128 were 8 ms of MarbleNet's audio, one STFT frame).
     Hints for inputs without symbolic dims are left to `_apply_shape_overrides`' checks."""
     symbols: dict[str, int] = {}
     dims_of = input_dims(model)
-    pcm = {v.name for v in model.graph.input if v.type.tensor_type.elem_type == onnx.TensorProto.INT16}
+    pcm = {v.name for v in model.graph.input if _is_audio(v, dims_of.get(v.name, []))}
     for name, dims in dims_of.items():
         hint = hints.get(name)
         if hint is not None and len(hint) != len(dims):
@@ -356,6 +356,17 @@ def representative_binding(model: onnx.ModelProto, hints: dict[str, list[int]], 
             symbols.setdefault(d, value)
     hinted = hinted_dims(dims_of, hints)
     return bind(dims_of, with_derived(symbols, hinted))
+
+
+def _is_audio(v: onnx.ValueInfoProto, dims: list[int | str]) -> bool:
+    """An input of audio samples: int16 (MarbleNet's PCM), or a float one with a dim named for samples
+    ('samples', 'num_samples': hama's phoneme recogniser, Moonshine's encoder, openWakeWord's mel front
+    end), which 128 samples (8 ms) make a model of nothing or one it refuses."""
+    elem = v.type.tensor_type.elem_type
+    if elem == onnx.TensorProto.INT16:
+        return True
+    named = any(isinstance(d, str) and "sample" in d.lower() for d in dims)
+    return named and elem in (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16)
 
 
 def with_derived(symbols: dict[str, int], keep: set[str], least: int = 1) -> dict[str, int]:

@@ -169,7 +169,7 @@ def _choice(a: Analysis) -> str:
     if not left:
         return "as given"
     pcm = any(a.graph.binding.symbols[d] == DEFAULT_PCM_SAMPLES for d in left)
-    note = "int16 input: 1 s of 16 kHz samples; " if pcm else ""
+    note = "audio input: 1 s of 16 kHz samples; " if pcm else ""
     which = "" if len(left) == len(a.graph.binding.symbols) else f" {', '.join(left)}"
     return f"{note}--shape to choose{which}"
 

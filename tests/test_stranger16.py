@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+import pytest
 from onnx import TensorProto, helper, numpy_helper
 from real_support import cached_or_skip
 
@@ -105,3 +106,18 @@ def test_the_not_looked_at_line_names_the_largest_holders_and_counts_the_rest() 
         "not looked at: 18 node(s) inside control-flow subgraphs (4 in If 'sq0', 2 in If 'sq1', 2 in If 'sq2', "
         "2 in If 'sq3', 2 in If 'sq4' and 3 more)"
     )
+
+
+@pytest.mark.parametrize(
+    ("dim", "elem", "length"), [("samples", 1, 16000), ("num_samples", 10, 16000), ("seq", 1, 128)]
+)
+def test_a_float_input_of_samples_is_analysed_at_one_second(dim: str, elem: int, length: int) -> None:
+    # hama's phoneme recogniser ([batch, samples] float) was analysed at 224 samples, 14 ms of audio
+    g = helper.make_graph(
+        [helper.make_node("Relu", ["waveform"], ["y"])],
+        "audio",
+        [helper.make_tensor_value_info("waveform", elem, ["batch", dim])],
+        [helper.make_tensor_value_info("y", elem, ["batch", dim])],
+    )
+    binding = graph.representative_binding(helper.make_model(g), {}, "audio")
+    assert binding.inputs == {"waveform": [1, length]}
