@@ -1153,6 +1153,10 @@ MODELS: dict[str, RealModel] = {
             shapes={"waveform": [1, 16000], "waveform_lengths": [1]},
             int_ranges={"waveform_lengths": (16000, 16001)},
             notes="1 s of 16 kHz audio in [-1, 1], its length as waveform_lengths; about 50 frames a second",
+            plugin_rtol=1e-3,
+            plugin_rtol_why="its one pair (the two float32 Conv paths at the Pad, before the Cast to float16) "
+            "is within 1.8e-6 of ORT computing its nodes; the float16 network after it flips roundings (float16's "
+            "step is 1e-3), 6.8e-5 to 1.4e-4 at log_probs over seeds 0 and 1",
             **_HAMA,
         ),
         RealModel(
