@@ -42,6 +42,7 @@ from .subgraphs import (
     conditions_taken,
     feeds_taking,
     fold_constants,
+    holds_two_ops,
     input_hints,
     splice,
 )
@@ -104,6 +105,7 @@ class Analysis:
     evaluated: dict[int, Pair | Rejection | str] = field(default_factory=dict)  # by id() of the candidate
     branches: list[BranchAnalysis] = field(default_factory=list)  # the main graph's If branches
     skipped_branches: list[str] = field(default_factory=list)  # If branches not analysed, with why
+    single_op_branches: list[Branch] = field(default_factory=list)  # If branches of one op at most: not analysed
     passed_alone: set[int] = field(default_factory=set)  # id() of the candidates whose pair passed verification alone
     passed_together: set[int] = field(default_factory=set)  # id() of the candidates last verified together
     given_dims: set[str] = field(default_factory=set)  # the symbolic dims the caller's shapes give
@@ -253,6 +255,9 @@ def analyse(
     analysis.given_dims = given
     branches, analysis.skipped_branches = branch_models(g)
     for branch in branches:
+        if not holds_two_ops(branch):
+            analysis.single_op_branches.append(branch)
+            continue
         sub = _analyse_branch(g, branch, kinds, tgt, min_gain, freeze_shapes, progress)
         if isinstance(sub, str):
             analysis.skipped_branches.append(sub)

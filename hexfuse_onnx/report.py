@@ -169,7 +169,7 @@ def _choice(a: Analysis) -> str:
     if not left:
         return "as given"
     pcm = any(a.graph.binding.symbols[d] == DEFAULT_PCM_SAMPLES for d in left)
-    note = "int16 input: 1 s of 16 kHz samples; " if pcm else ""
+    note = "audio input: 1 s of 16 kHz samples; " if pcm else ""
     which = "" if len(left) == len(a.graph.binding.symbols) else f" {', '.join(left)}"
     return f"{note}--shape to choose{which}"
 
@@ -180,7 +180,7 @@ def _unprofiled_lines(a: Analysis) -> list[str]:
     their outputs' dims (optimum's merged decoder: `past_decoder_sequence_length + 1`) stay unknown
     even when frozen. An If whose unknown outputs leave nodes after it unprofiled is named."""
     unprofiled = a.profile.unprofiled
-    analysed = {b.branch.owner for b in a.branches}
+    analysed = {owner for owner, _ in looked_at(a)}
     if all(a.graph.nodes[i].output[0] in analysed for i in unprofiled):
         return []
     shown = list(unprofiled.items())[:5]
@@ -212,11 +212,17 @@ def branch_lines(a: Analysis) -> list[str]:
         }[b.taken]
         lines.append(f"{b.branch.label}: {_found(b.analysis)}; {taken}")
     lines += [f"not analysed: {why}" for why in a.skipped_branches]
+    if a.single_op_branches:
+        ops = Counter(n.op_type for b in a.single_op_branches for n in b.model.graph.node if n.op_type != "Constant")
+        held = ", ".join(f"{op} {k}" for op, k in ops.most_common()) or "no op"
+        ifs = len({b.owner for b in a.single_op_branches})
+        count = len(a.single_op_branches)
+        lines.append(f"{count} branch(es) of {ifs} If(s) hold one op at most ({held}): no pair fits")
     return lines
 
 
 def looked_at(a: Analysis) -> set[tuple[str, str]]:
-    return {(b.branch.owner, b.branch.attribute) for b in a.branches}
+    return {(b.owner, b.attribute) for b in [*(b.branch for b in a.branches), *a.single_op_branches]}
 
 
 def pair_json(a: Analysis, p: Pair) -> dict:
@@ -292,6 +298,7 @@ def analysis_json(a: Analysis) -> dict:
             for b in a.branches
         ],
         "branches_not_analysed": a.skipped_branches,
+        "single_op_branches": [b.label for b in a.single_op_branches],
         "not_looked_at": [
             {"node": owner, "subgraph_nodes": n} for owner, n in subgraph_nodes(g.model.graph, looked_at(a))
         ],
@@ -321,8 +328,13 @@ def hidden_lines(graph: onnx.GraphProto, looked_at: set[tuple[str, str]] | None 
     hidden = subgraph_nodes(graph, looked_at)
     if not hidden:
         return []
-    where = ", ".join(f"{n} in {owner}" for owner, n in hidden)
+    shown = sorted(hidden, key=lambda h: -h[1])[:HIDDEN_SHOWN]  # colocate of hama's G2P: 192 Ifs, a 7 kB line
+    where = ", ".join(f"{n} in {owner}" for owner, n in shown)
+    where += f" and {len(hidden) - len(shown)} more" if len(hidden) > len(shown) else ""
     return [f"not looked at: {sum(n for _, n in hidden)} node(s) inside control-flow subgraphs ({where})"]
+
+
+HIDDEN_SHOWN = 5  # subgraph holders named in the "not looked at" line
 
 
 def subgraph_nodes(graph: onnx.GraphProto, looked_at: set[tuple[str, str]] | None = None) -> list[tuple[str, int]]:

