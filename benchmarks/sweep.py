@@ -7,17 +7,22 @@ code the README does not document, what refuses without a reason, what is slow. 
     python benchmarks/sweep.py --models ppocr_cls,gpt2_dynamo --timeout 120
     python benchmarks/sweep.py --table build/sweep.jsonl                    # the table of an earlier run
     nice -n 19 python benchmarks/sweep.py --sets qdq --emulate               # needs dsp/scripts/build_hexagon.sh
+    nice -n 10 python benchmarks/sweep.py --sets qdq --commands plugin,emulate,ungrounded   # issue 12's figures
 
 Per model, as a user types them (model files, no zoo name, so no zoo shapes; no --shape):
 `inspect M`, `rewrite M -o T`, `rewrite M -o T --verify plugin` at HEXFUSE_CALL_OVERHEAD_US=0, and
 `colocate M --requests 2 -o T`; with --emulate also `emulate T --arch v73` on the plugin step's output
-when it has pairs (pairs bit-exact against the host kernel, the largest pair's fused packets). Per
-command: exit code, wall seconds, pairs, the pairs' share of the modelled serial time
-(inspect/rewrite: of the graph's node-after-node time, `modelled_us` in --json; colocate: its own
-coverage), the last line of stderr. A cell is flagged `!` when the command printed a traceback,
-exited with a code not in the README (or 70, an internal error), ran out of time, or took over 3
-minutes; a refusal (2, 3, 4, 5) is fine when it says why in one line
-(emulate: any exit but 0 is flagged, 4 being a pair that differs from the host kernel).
+when it has pairs (pairs bit-exact against the host kernel, serial and fused packets per pair), and
+`inspect M --target T` at overhead 0 with T hexagon-v73 whose HVX rates are back at their values from
+before qemu grounded them (ungrounded). Per command: exit code, wall seconds, pairs, the pairs' share of
+the modelled serial time (inspect/rewrite: of the graph's node-after-node time, `modelled_us` in --json;
+colocate: its own coverage), the last line of stderr; for rewrite and inspect also the refusals by
+reason, the modelled graph and pairs (us), and whether stock ORT matched bit for bit and the plugin's
+worst output in quantization steps (rewrite); --table adds issue 12's per-model table when emulate
+ran. A cell is flagged `!` when the command printed a traceback, exited with a code not in the README
+(or 70, an internal error), ran out of time, or took over 3 minutes; a refusal (2, 3, 4, 5) is fine
+when it says why in one line (emulate: any exit but 0 is flagged, 4 being a pair that differs from
+the host kernel).
 """
 
 from __future__ import annotations
