@@ -77,8 +77,10 @@ class Step:
     fused_packets: int | None = None  # emulate: the same, the pair's tasks fused (the coop scheduler interleaving)
     pair_packets: list[list[int]] | None = None  # emulate: [serial, fused] packets of each pair
     serialized: int | None = None  # emulate: pairs whose fused run fell back to serial
+    fused_differs: int | None = None  # emulate: pairs whose fused run's outputs are not its serial run's
     ort_exact: bool | None = None  # rewrite, plugin: on stock ORT the rewrite equals the original bit for bit
-    steps: float | None = None  # plugin: the worst graph output's distance from the original, in quantization steps
+    steps: float | None = None  # plugin: the worst quantized graph output's distance from the original, in steps
+    plugin_error: float | None = None  # plugin: a model without quantized outputs: their worst relative error
     refused: dict[str, int] | None = None  # candidates not fused, by reason (and the op or check that stopped them)
     modelled_us: float | None = None  # the graph's modelled time node after node (and its If branches)
     pairs_us: list[float] | None = None  # [serial, fused + call] modelled time summed over the pairs
@@ -172,7 +174,8 @@ def accounted(s: Step, report: Path) -> None:
     if verification:
         s.ort_exact = verification["worst_relative_error"] == 0.0
         steps = verification.get("plugin_output_steps")
-        s.steps = max(steps.values(), default=0.0) if steps is not None else None
+        s.steps = max(steps.values()) if steps else None  # {}: no graph output is quantized
+        s.plugin_error = verification.get("plugin_relative_error")
     s.refused = refusals(doc)
     total, pairs = modelled(doc)
     s.modelled_us, s.pairs_us = round(total, 3), [round(t, 3) for t in pairs]
@@ -188,6 +191,7 @@ def emulated(s: Step, report: Path) -> None:
     s.pair_packets = [[r["serial"]["call_packets"], r["fused"]["call_packets"]] for r in runs]
     s.packets = max((f for _, f in s.pair_packets), default=None)
     s.serialized = sum(r["fused"]["serialized"] for r in runs)
+    s.fused_differs = sum(not p["stats"]["serial_equals_fused"] for p in pairs)
     s.serial_packets = sum(serial for serial, _ in s.pair_packets) if pairs else None
     s.fused_packets = sum(fused for _, fused in s.pair_packets) if pairs else None
 
@@ -309,6 +313,14 @@ def graph_us(s: Step | None) -> str:
     return f"{s.modelled_us:,.0f} -> {s.modelled_us - serial + fused:,.0f} ({s.pairs}p)"
 
 
+def off(s: Step) -> str:
+    """The plugin's worst graph output from the original: in quantization steps (`!` over 1), or
+    relative when no graph output is quantized."""
+    if s.steps is not None:
+        return ("! " if s.steps > 1 else "") + f"{s.steps:.3g}"
+    return f"rel {s.plugin_error:.1e}" if s.plugin_error is not None else "-"
+
+
 def issue_table(rows: list[Row]) -> list[str]:
     """Issue 12's note, per model with pairs: pairs and refusals, stock ORT, the plugin's worst output
     in quantization steps, emulate's pairs bit-exact and packets, the modelled hexagon-v73 time of
@@ -324,11 +336,12 @@ def issue_table(rows: list[Row]) -> list[str]:
             continue
         refused = sum((plugin.refused or {}).values())
         ort = {True: "yes", False: "! no", None: "-"}[plugin.ort_exact]
-        steps = "-" if plugin.steps is None else ("! " if plugin.steps > 1 else "") + f"{plugin.steps:g}"
+        steps = off(plugin)
         exact, packets = "-", "-"
         if emulate is not None:
             exact = f"{emulate.exact}/{emulate.pairs}" if emulate.code == 0 else cell(emulate)
             exact += f" ({emulate.floats} fp32)" if emulate.floats else ""
+            exact += f", ! {emulate.fused_differs} fused != serial" if emulate.fused_differs else ""
             if emulate.serial_packets and emulate.fused_packets is not None:
                 ratio = emulate.fused_packets / emulate.serial_packets
                 packets = f"{emulate.serial_packets:,} -> {emulate.fused_packets:,} ({ratio:.2f})"
