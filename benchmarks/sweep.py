@@ -349,7 +349,27 @@ def issue_table(rows: list[Row]) -> list[str]:
         out.append(
             f"| {r.model} | {plugin.pairs} ({refused}) | {ort} | {steps} | {exact} | {packets} | {grounded} | {older} |"
         )
-    return out
+    return out + totals(rows)
+
+
+def totals(rows: list[Row]) -> list[str]:
+    """The table's sums: pairs, emulate's bit-exact pairs and packets, and the refusals by reason."""
+    plugins = [p for r in rows if (p := r.steps.get(EMULATED)) is not None and p.pairs]
+    emulates = [e for r in rows if (e := r.steps.get("emulate")) is not None and e.code == 0]
+    refused: dict[str, int] = {}
+    for p in plugins:
+        for reason, n in (p.refused or {}).items():
+            refused[reason] = refused.get(reason, 0) + n
+    serial, fused = sum(e.serial_packets or 0 for e in emulates), sum(e.fused_packets or 0 for e in emulates)
+    lines = [
+        f"{len(plugins)} models with pairs, {sum(p.pairs or 0 for p in plugins)} pairs; emulate exit 0 on "
+        f"{len(emulates)}: {sum(e.exact or 0 for e in emulates)} of {sum(e.pairs or 0 for e in emulates)} pairs "
+        f"bit-exact ({sum(e.floats or 0 for e in emulates)} with an fp32 output), packets serial {serial:,} -> "
+        f"fused {fused:,}",
+        f"refused ({sum(refused.values())}, models with pairs): "
+        + "; ".join(f"{reason} {n}" for reason, n in sorted(refused.items(), key=lambda kv: -kv[1])),
+    ]
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
