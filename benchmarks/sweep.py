@@ -72,6 +72,7 @@ class Step:
     traceback: bool = False
     exact: int | None = None  # emulate: pairs bit-exact against the host kernel
     floats: int | None = None  # emulate: pairs with an fp32 output (held to --rtol, not to bit-exact)
+    int_off: int | None = None  # emulate: pairs with an integer output not bit-exact (a quantized one may be 1 off)
     packets: int | None = None  # emulate: the largest pair's fused packets under qemu
     serial_packets: int | None = None  # emulate: qemu packets summed over pairs, each pair's tasks one after the other
     fused_packets: int | None = None  # emulate: the same, the pair's tasks fused (the coop scheduler interleaving)
@@ -187,7 +188,9 @@ def emulated(s: Step, report: Path) -> None:
     pairs = json.loads(report.read_text())["pairs"] if report.is_file() else []
     runs = [p["stats"]["runs"] for p in pairs]
     s.pairs, s.exact = len(pairs), sum(p["bit_exact"] for p in pairs)
-    s.floats = sum(any(o["tolerance"].startswith("rtol") for o in p["outputs"]) for p in pairs)
+    fp32 = [[o["tolerance"].startswith("rtol") for o in p["outputs"]] for p in pairs]
+    s.floats = sum(any(f) for f in fp32)
+    s.int_off = sum(any(not f and not o["bit_exact"] for f, o in zip(fs, p["outputs"])) for fs, p in zip(fp32, pairs))
     s.pair_packets = [[r["serial"]["call_packets"], r["fused"]["call_packets"]] for r in runs]
     s.packets = max((f for _, f in s.pair_packets), default=None)
     s.serialized = sum(r["fused"]["serialized"] for r in runs)
@@ -341,6 +344,7 @@ def issue_table(rows: list[Row]) -> list[str]:
         if emulate is not None:
             exact = f"{emulate.exact}/{emulate.pairs}" if emulate.code == 0 else cell(emulate)
             exact += f" ({emulate.floats} fp32)" if emulate.floats else ""
+            exact += f", ! {emulate.int_off} with an integer output off" if emulate.int_off else ""
             exact += f", ! {emulate.fused_differs} fused != serial" if emulate.fused_differs else ""
             if emulate.serial_packets and emulate.fused_packets is not None:
                 ratio = emulate.fused_packets / emulate.serial_packets
