@@ -77,6 +77,7 @@ class Step:
     serial_packets: int | None = None  # emulate: qemu packets summed over pairs, each pair's tasks one after the other
     fused_packets: int | None = None  # emulate: the same, the pair's tasks fused (the coop scheduler interleaving)
     pair_packets: list[list[int]] | None = None  # emulate: [serial, fused] packets of each pair
+    busiest_packets: int | None = None  # emulate: the fused runs' busiest worker's packets, summed over pairs
     serialized: int | None = None  # emulate: pairs whose fused run fell back to serial
     fused_differs: int | None = None  # emulate: pairs whose fused run's outputs are not its serial run's
     ort_exact: bool | None = None  # rewrite, plugin: on stock ORT the rewrite equals the original bit for bit
@@ -194,6 +195,7 @@ def emulated(s: Step, report: Path) -> None:
     s.pair_packets = [[r["serial"]["call_packets"], r["fused"]["call_packets"]] for r in runs]
     s.packets = max((f for _, f in s.pair_packets), default=None)
     s.serialized = sum(r["fused"]["serialized"] for r in runs)
+    s.busiest_packets = sum(max(r["fused"]["worker_packets"], default=0) for r in runs) if pairs else None
     s.fused_differs = sum(not p["stats"]["serial_equals_fused"] for p in pairs)
     s.serial_packets = sum(serial for serial, _ in s.pair_packets) if pairs else None
     s.fused_packets = sum(fused for _, fused in s.pair_packets) if pairs else None

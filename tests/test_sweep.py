@@ -85,4 +85,5 @@ def test_emulate_packets_per_pair(steps):
     assert s.pair_packets is not None and len(s.pair_packets) == s.pairs
     assert s.serial_packets == sum(p[0] for p in s.pair_packets) > 0
     assert s.fused_packets == sum(p[1] for p in s.pair_packets) > 0
+    assert s.busiest_packets is not None and 0 < s.busiest_packets <= s.fused_packets
     assert s.serialized == s.fused_differs == s.int_off == 0
