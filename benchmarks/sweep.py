@@ -327,9 +327,10 @@ def off(s: Step) -> str:
 
 
 def issue_table(rows: list[Row]) -> list[str]:
-    """Issue 12's note, per model with pairs: pairs and refusals, stock ORT, the plugin's worst output
-    in quantization steps, emulate's pairs bit-exact and packets, the modelled hexagon-v73 time of
-    the graph (us, node after node -> pairs fused) with the HVX rates grounded in qemu packets and before."""
+    """Issue 12's note, per model: pairs and refusals (by reason where none is fused), stock ORT, the
+    plugin's worst output in quantization steps, emulate's pairs bit-exact and packets, the modelled
+    hexagon-v73 time of the graph (us, node after node -> pairs fused) with the HVX rates grounded in
+    qemu packets and before."""
     out = [
         "| model | pairs (refused) | stock ORT bit for bit | plugin, worst output (steps) | emulate: bit-exact "
         "| packets serial -> fused (fused/serial) | v73 us, grounded HVX rates | v73 us, pre-qemu rates |",
@@ -337,9 +338,12 @@ def issue_table(rows: list[Row]) -> list[str]:
     ]
     for r in rows:
         plugin, emulate = r.steps.get(EMULATED), r.steps.get("emulate")
-        if plugin is None or not plugin.pairs:
+        if plugin is None:
             continue
-        refused = sum((plugin.refused or {}).values())
+        refused = str(sum((plugin.refused or {}).values()))
+        if plugin.code != 0 or not plugin.pairs:  # why none: every refusal, or how the step ended
+            why = "; ".join(f"{k} {n}" for k, n in (plugin.refused or {}).items()) if plugin.code == 0 else cell(plugin)
+            refused = f"{refused}: {why}" if why else "no candidate"
         ort = {True: "yes", False: "! no", None: "-"}[plugin.ort_exact]
         steps = off(plugin)
         exact, packets = "-", "-"
@@ -360,7 +364,7 @@ def issue_table(rows: list[Row]) -> list[str]:
 
 def totals(rows: list[Row]) -> list[str]:
     """The table's sums: pairs, emulate's bit-exact pairs and packets, and the refusals by reason."""
-    plugins = [p for r in rows if (p := r.steps.get(EMULATED)) is not None and p.pairs]
+    plugins = [p for r in rows if (p := r.steps.get(EMULATED)) is not None]
     emulates = [e for r in rows if (e := r.steps.get("emulate")) is not None and e.code == 0]
     refused: dict[str, int] = {}
     for p in plugins:
@@ -368,11 +372,12 @@ def totals(rows: list[Row]) -> list[str]:
             refused[reason] = refused.get(reason, 0) + n
     serial, fused = sum(e.serial_packets or 0 for e in emulates), sum(e.fused_packets or 0 for e in emulates)
     lines = [
-        f"{len(plugins)} models with pairs, {sum(p.pairs or 0 for p in plugins)} pairs; emulate exit 0 on "
+        f"{len(plugins)} models, {sum(bool(p.pairs) for p in plugins)} with pairs, "
+        f"{sum(p.pairs or 0 for p in plugins)} pairs; emulate exit 0 on "
         f"{len(emulates)}: {sum(e.exact or 0 for e in emulates)} of {sum(e.pairs or 0 for e in emulates)} pairs "
         f"bit-exact ({sum(e.floats or 0 for e in emulates)} with an fp32 output), packets serial {serial:,} -> "
         f"fused {fused:,}",
-        f"refused ({sum(refused.values())}, models with pairs): "
+        f"refused ({sum(refused.values())}): "
         + "; ".join(f"{reason} {n}" for reason, n in sorted(refused.items(), key=lambda kv: -kv[1])),
     ]
     return lines
