@@ -369,6 +369,7 @@ def totals(rows: list[Row]) -> list[str]:
     refused: dict[str, int] = {}
     for p in plugins:
         for reason, n in (p.refused or {}).items():
+            reason = reason.split(" (dead nodes")[0]  # not which node
             refused[reason] = refused.get(reason, 0) + n
     serial, fused = sum(e.serial_packets or 0 for e in emulates), sum(e.fused_packets or 0 for e in emulates)
     lines = [
