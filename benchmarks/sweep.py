@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -306,7 +307,7 @@ def table(rows: list[Row]) -> str:
     bad = sum(s.bad for r in rows for s in r.steps.values())
     out.append(f"{len(rows)} models, {sum(len(r.steps) for r in rows)} commands, {bad} flagged (!)")
     if any("emulate" in r.steps for r in rows):
-        out += ["", *issue_table(rows)]
+        out += ["", *issue_table(list({r.model: r for r in rows}.values()))]  # a model's re-run replaces its row
     return "\n".join(out)
 
 
@@ -369,7 +370,7 @@ def totals(rows: list[Row]) -> list[str]:
     refused: dict[str, int] = {}
     for p in plugins:
         for reason, n in (p.refused or {}).items():
-            reason = reason.split(" (dead nodes")[0]  # not which node
+            reason = re.sub(r"[\d.]+ and [\d.]+ MiB", "x and y MiB", reason.split(" (dead nodes")[0])  # not which
             refused[reason] = refused.get(reason, 0) + n
     serial, fused = sum(e.serial_packets or 0 for e in emulates), sum(e.fused_packets or 0 for e in emulates)
     lines = [
