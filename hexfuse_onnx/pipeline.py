@@ -24,7 +24,7 @@ from . import probe
 from .alone import own_output_failures
 from .costmodel import Target, get_target
 from .errors import HexfuseError, ModelError, UsageError, VerificationError, WriteError, first_line
-from .exact_products import make_exact, saturating_nodes
+from .exact_products import saturating_nodes
 from .graph import ModelGraph, ShapeBinding, all_nodes
 from .kinds import KINDS, Candidate, Pair, discover, kind_of
 from .kinds.dag import NONDETERMINISTIC
@@ -56,6 +56,7 @@ from .verify import (
     compare_cases,
     compare_inner,
     compare_runs,
+    exact_copy,
     exact_qdq_options,
     inner_values,
     optimisation_spread,
@@ -161,9 +162,7 @@ class Reference:
         """`decomposed` with its integer products ORT would saturate made exact (exact_products.make_exact),
         as the kernel computes, serialized; made once, for every check of every round."""
         if self.checked is None or self.checked[0] != self.decomposed():
-            model = onnx.load(self.decomposed())
-            make_exact(model)
-            self.checked = (self.decomposed(), model.SerializeToString())
+            self.checked = (self.decomposed(), exact_copy(self.decomposed()).SerializeToString())
         return self.checked[1]
 
     def decomposed(self) -> str:
@@ -826,7 +825,7 @@ def _verify_plugin(staged: Path, reference: Reference, rtol: float) -> PluginChe
     made = pair_output_tensors(fused)
     plugin_run: str | Path | onnx.ModelProto = staged
     if reference.saturating:  # ORT's own nodes as exact as the reference's (the staged file is kept)
-        make_exact(plugin_run := onnx.load(str(staged)))
+        plugin_run = exact_copy(staged)
     try:
         runs = run_cases(plugin_run, exact, session_options("host", so=exact_qdq_options()), made)
     except VerificationError as exc:
