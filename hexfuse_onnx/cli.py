@@ -721,7 +721,7 @@ def _switched(args: argparse.Namespace, path: str | Path, names, shapes, progres
     of the streams' conditions co-located (colocate_ifs.py); None for any other model."""
     from .colocate_ifs import colocate_switched, switch_of
     from .graph import read_model
-    from .report import none_kept, plugin_line, rejection_lines, rewrite_json
+    from .report import switched_json, switched_lines
     from .verify import load_inputs
 
     switch = switch_of(read_model(path, load_external_data=False))
@@ -743,39 +743,12 @@ def _switched(args: argparse.Namespace, path: str | Path, names, shapes, progres
         verify_plugin=args.verify == "plugin",
         specialise=args.freeze_shapes,
     )
-    print(
-        f"co-located 2 requests, specialised on the graph input '{r.switch}' that decides the model's If: "
-        f"{len(r.combinations)} combinations, each a flat co-located model of the branches it takes"
-    )
-    combinations = []
-    for c in r.combinations:
-        rw, m = c.result.rewrite, c.result.modelled
-        kept = f"{c.pairs} pair(s) kept" if rw.output is not None else none_kept(rw.analysis.rejected)
-        modelled = m.lines(r.plan.priority)[0] if m is not None else "not modelled"
-        print(f"{c.label(r.prefixes)}: {kept}; {modelled}")
-        for line in rejection_lines(rw.analysis.rejected):
-            print("  " + line)
-        if rw.comparison is not None:  # its shapes once per input set would fill screens: counted here
-            v = rw.comparison
-            print(
-                f"  verified: stock ONNX Runtime matches the merged model on {v.outputs} output(s) (worst relative "
-                f"error {v.worst_relative_error:.2e} <= {DEFAULT_RTOL:g}) at {len(v.shapes)} input set(s)"
-            )
-            if v.plugin:
-                print("  " + plugin_line(v))
-        combinations.append(
-            {
-                "conditions": dict(zip((p[:-1] for p in r.prefixes), c.conditions)),
-                "pairs": c.pairs,
-                "modelled": m.to_json() if m is not None else None,
-                "rewrite": rewrite_json(rw),
-            }
-        )
+    for line in switched_lines(r):
+        print(line)
     print(f"written model: full checker passed; {r.compared_outputs} output(s) equal their combination's exactly")
     print(f"wrote {r.output}")
     if args.json:
-        doc = {"switch": r.switch, "streams": r.plan.streams, "combinations": combinations}
-        _write_json(args.json, {"colocate": doc})
+        _write_json(args.json, {"colocate": switched_json(r)})
     return EXIT_OK
 
 

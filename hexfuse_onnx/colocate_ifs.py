@@ -255,7 +255,7 @@ def nested(switch: Switch, prefixes: list[str], models: list[onnx.ModelProto], p
     from its own graph or the one holding it, not from the main graph two Ifs up, and unpacked it
     sums otherwise (4.5e-6 from the original in tests/test_colocate_ifs.py)."""
     _renumber_pairs(models)
-    hoisted = _held_alike(models)
+    hoisted = _never_differing(models)
     out = onnx.ModelProto()
     out.ir_version = max(m.ir_version for m in models)
     out.producer_name = "hexfuse-onnx colocate"
@@ -334,8 +334,9 @@ def _leaf(model: onnx.ModelProto, hoisted: dict[str, onnx.TensorProto], tag: str
     return leaf
 
 
-def _held_alike(models: list[onnx.ModelProto]) -> dict[str, onnx.TensorProto]:
-    """The initializers every model holding one of that name holds with the same value."""
+def _never_differing(models: list[onnx.ModelProto]) -> dict[str, onnx.TensorProto]:
+    """The initializers no two models hold with different values under that name (unlike colocate.py's
+    _held_alike, a name some models lack still counts)."""
     seen: dict[str, tuple[bytes, onnx.TensorProto]] = {}
     differ: set[str] = set()
     for m in models:

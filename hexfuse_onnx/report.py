@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import TYPE_CHECKING
 
 import onnx
 
@@ -15,7 +16,10 @@ from .kinds.microbatch import MIN_BATCH
 from .pipeline import SPREAD_MULTIPLE, Analysis, RewriteResult
 from .profile import unknown_shape_origins
 from .select import Rejection
-from .verify import Comparison
+from .verify import DEFAULT_RTOL, Comparison
+
+if TYPE_CHECKING:
+    from .colocate_ifs import Switched
 
 
 def _si(x: float, unit: str) -> str:
@@ -397,3 +401,37 @@ def rejection_lines(rejected: list[Rejection]) -> list[str]:
         detail = ", ".join(f"{b} ({k})" for b, k in blockers.get(reason, Counter()).most_common())
         lines.append(f"rejected {n}: {reason}" + (f": {detail}" if detail else ""))
     return lines
+
+
+def switched_lines(r: Switched) -> list[str]:
+    """What `colocate --requests 2` did to a merged decoder: one block per combination of the conditions."""
+    lines = [
+        f"co-located 2 requests, specialised on the graph input '{r.switch}' that decides the model's If: "
+        f"{len(r.combinations)} combinations, each a flat co-located model of the branches it takes"
+    ]
+    for c in r.combinations:
+        rw, m = c.result.rewrite, c.result.modelled
+        kept = f"{c.pairs} pair(s) kept" if rw.output is not None else none_kept(rw.analysis.rejected)
+        lines.append(f"{c.label(r.prefixes)}: {kept}; {m.lines(r.plan.priority)[0] if m else 'not modelled'}")
+        lines += ["  " + line for line in rejection_lines(rw.analysis.rejected)]
+        v = rw.comparison
+        if v is not None:  # its shapes once per input set would fill screens: counted here
+            lines.append(
+                f"  verified: stock ONNX Runtime matches the merged model on {v.outputs} output(s) (worst relative "
+                f"error {v.worst_relative_error:.2e} <= {DEFAULT_RTOL:g}) at {len(v.shapes)} input set(s)"
+            )
+            lines += ["  " + plugin_line(v)] if v.plugin else []
+    return lines
+
+
+def switched_json(r: Switched) -> dict:
+    combinations = [
+        {
+            "conditions": dict(zip((p[:-1] for p in r.prefixes), c.conditions)),
+            "pairs": c.pairs,
+            "modelled": c.result.modelled.to_json() if c.result.modelled is not None else None,
+            "rewrite": rewrite_json(c.result.rewrite),
+        }
+        for c in r.combinations
+    ]
+    return {"switch": r.switch, "streams": r.plan.streams, "combinations": combinations}
