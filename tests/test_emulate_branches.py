@@ -18,6 +18,7 @@ from cli_support import REPO, run_cli
 from onnx import TensorProto, helper
 from test_subgraphs import D_IN, if_model
 
+from hexfuse_onnx.errors import ModelError
 from hexfuse_onnx.pipeline import rewrite
 from hexfuse_onnx.subgraphs import pairs_within
 from hexfuse_onnx.tools import emulate
@@ -151,3 +152,16 @@ def test_a_pair_in_a_loop_body_is_reported_not_reached(fused):
     sites = emulate.reach_pairs(model, {"x": _x(), "fast": np.array(True)})
     assert [(s.where, s.inputs) for s in sites] == [("body of Loop 'repeat'", None)] * 2
     assert sites[0].not_reached == "not reached: emulate does not enter a Loop body (a value per iteration)"
+
+
+def test_ort_failing_on_the_inputs_is_one_line_naming_the_graph(fused):
+    """Inputs ORT refuses (x one column short) are the model's problem (exit 3), not a crash: here the
+    main graph reads only the condition, so the taken branch, run as a model, is the one that fails."""
+    model = onnx.load(fused)
+    short = {"x": _x()[:, :-1], "fast": np.array(True)}
+    branch = "then branch of If 'choose', run as a model of its own"
+    with pytest.raises(ModelError, match=f"^ONNX Runtime cannot run the {branch} on these inputs: .+") as caught:
+        emulate.reach_pairs(model, short)
+    assert "\n" not in str(caught.value)
+    with pytest.raises(ModelError, match="^ONNX Runtime cannot run the model on these inputs: "):
+        emulate.capture(model, [model.graph.output[0].name], short)

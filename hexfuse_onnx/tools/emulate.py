@@ -268,7 +268,7 @@ def reach_pairs(model: onnx.ModelProto, feeds: dict[str, np.ndarray], where: str
     for n in holders:
         if _is_if(n):
             wanted += [n.input[0], *(t for body in _bodies_with_pairs(n).values() for t in outer_scope_names(body))]
-    values = capture(model, wanted, feeds)
+    values = capture(model, wanted, feeds, where)
     sites: list[Site] = []
     for n in model.graph.node:
         if _is_pair(n):
@@ -330,9 +330,12 @@ def _unentered(node: onnx.NodeProto, where: str) -> list[Site]:
     return [Site(p, inner, not_reached=why) for g in _bodies_with_pairs(node).values() for p in pairs_within(g)]
 
 
-def capture(model: onnx.ModelProto, names: list[str], feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def capture(
+    model: onnx.ModelProto, names: list[str], feeds: dict[str, np.ndarray], where: str = ""
+) -> dict[str, np.ndarray]:
     """The values of tensors of the main graph, from stock ORT running the model (each pair runs its
-    fallback body), with the feeds, initializers and Constants they may be."""
+    fallback body), with the feeds, initializers and Constants they may be. ORT failing on them is
+    the model's problem (exit 3), said in one line naming `where` (a branch run as a model)."""
     known = {**feeds, **{t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer}}
     known.update((name, onnx.numpy_helper.to_array(t)) for name, t in constant_values(model.graph).items())
     wanted = list(dict.fromkeys(t for t in names if t and t not in known))
@@ -343,7 +346,11 @@ def capture(model: onnx.ModelProto, names: list[str], feeds: dict[str, np.ndarra
     with tempfile.TemporaryDirectory(prefix="hexfuse-emulate-") as folder:
         path = Path(folder) / "probe.onnx"
         onnx.save(probe, path)
-        values = session(path).run(wanted, feeds) if wanted else []
+        try:
+            values = session(path).run(wanted, feeds) if wanted else []
+        except Exception as exc:  # noqa: BLE001 - ORT's own error, quoted
+            graph = f"the {where}, run as a model of its own" if where else "the model"
+            raise ModelError(f"ONNX Runtime cannot run {graph} on these inputs: {first_line(exc)}") from None
     return {**known, **dict(zip(wanted, values))}
 
 
