@@ -72,7 +72,7 @@ class Step:
     last: str = ""  # last line of stderr
     traceback: bool = False
     exact: int | None = None  # emulate: pairs bit-exact against the host kernel
-    floats: int | None = None  # emulate: pairs with an fp32 output (held to --rtol, not to bit-exact)
+    floats: int | None = None  # emulate: pairs with an fp32 output (bit-exact since branch f32bits)
     int_off: int | None = None  # emulate: pairs with an integer output not bit-exact (a quantized one may be 1 off)
     packets: int | None = None  # emulate: the largest pair's fused packets under qemu
     serial_packets: int | None = None  # emulate: qemu packets summed over pairs, each pair's tasks one after the other

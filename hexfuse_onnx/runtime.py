@@ -469,8 +469,8 @@ class HostKernel:
         return value.value
 
     def run(self, program: bytes, inputs: list[np.ndarray], hexagon_order: bool = False) -> list[np.ndarray]:
-        """`hexagon_order`: a 16-bit QDQ group's float Conv/Gemm sums as the Hexagon builds do, not as
-        the BLAS does (hfx_program_sum_in_hexagon_order: emulate's reference, several times slower)."""
+        """`hexagon_order`: every op sums as the Hexagon builds do, a float Conv/Gemm not as the BLAS
+        or MLAS does (hfx_program_sum_in_hexagon_order: emulate's reference, several times slower)."""
         prog = self.parse(program)
         if hexagon_order:
             self.lib.hfx_program_sum_in_hexagon_order(prog)

@@ -20,6 +20,7 @@ from cli_support import REPO, assert_mentions, error_line, run_cli
 from hexfuse_onnx import contract as C
 from hexfuse_onnx.pipeline import rewrite
 from hexfuse_onnx.tools import emulate
+from models.graph_builder import GraphBuilder
 
 QEMU = os.environ.get("QEMU_HEXAGON") or shutil.which("qemu-hexagon")
 pytestmark = [
@@ -76,12 +77,51 @@ def test_every_pair_runs_and_matches_the_host_kernel(images, fused, tmp_path, na
     assert f"pair {nodes[0].name}" in proc.stdout and "not device cycles" in proc.stdout
 
 
-def test_tolerance_is_enforced(images, fused):
-    """fp32 GEMM on the Hexagon build (C loop) is not bit-exact with OpenBLAS: rtol 0 must fail."""
-    proc = run_cli("emulate", fused["two_branch"], "--arch", "v67", "--rtol", "0", "-q")
-    assert proc.returncode == 4
-    assert "MISMATCH" in proc.stdout and "bit-exact no (first mismatch" in proc.stdout
-    assert_mentions(error_line(proc), "differ from the host kernel")
+def _float_matmul_pair(path: Path, rows: int) -> Path:
+    """x [rows, 1024]: two MatMuls (a 1024x256 B: at one row the matrix kernel's row loop, `gemv`, on
+    both builds; at 8 rows the sgemm, in tiles and panels of k; then 256x256) beside Sigmoid, Mul,
+    Tanh and Softmax, both chains float graph outputs: no QuantizeLinear reads them."""
+    g = GraphBuilder("float_matmul_pair", seed=3)
+    x = g.input("x", [rows, 1024])
+    h = g.op("MatMul", [x, g.weight("w0", [1024, 256])], "matmul0")
+    g.output(g.op("MatMul", [h, g.weight("w1", [256, 256])], "matmul1", outputs=["a"]), [rows, 256])
+    v = g.op("Mul", [g.op("Sigmoid", [x], "sigmoid"), g.bias("gain", 1024, scale=1.0)], "mul")
+    g.output(g.op("Softmax", [g.op("Tanh", [v], "tanh")], "softmax", axis=-1, outputs=["b"]), [rows, 1024])
+    onnx.save(g.model(), path)
+    return path
+
+
+@pytest.mark.parametrize("rows", [1, 8])
+def test_float_outputs_no_quantize_linear_reads_are_bit_exact(images, tmp_path, rows):
+    """Issue 12: the host reference sums every float op as the Hexagon build does, not only those a
+    QUANTIZE_LINEAR reads; the MatMuls' output, OpenBLAS's sums before, is then bit-exact at --rtol 0.
+    The plugin's own sums (OpenBLAS) are reported beside it, and differ."""
+    src = _float_matmul_pair(tmp_path / "model.onnx", rows)
+    result = rewrite(src, tmp_path / "fused.onnx", target="host", min_gain=-1.0)
+    assert result.output is not None
+    report = tmp_path / "report.json"
+    proc = run_cli("emulate", result.output, "--arch", "v73", "--rtol", "0", "--json", report, "-q")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (pair,) = json.loads(report.read_text())["pairs"]
+    outputs = {o["name"]: o for o in pair["outputs"]}
+    assert "a" in outputs and pair["bit_exact"], pair["outputs"]
+    assert all(o["max_abs"] == 0 for o in outputs.values())
+    assert outputs["a"]["plugin_rel"] > 0
+    assert "a: bit-exact yes; max abs 0, rel 0 (rtol 0): ok; the plugin's own sums: rel" in proc.stdout
+
+
+def test_tolerance_is_enforced():
+    """A float output one ulp off fails at rtol 0 and passes within 1e-4; an integer one must be equal,
+    or within the steps given (a quantized f32 result)."""
+    host = np.linspace(-1, 1, 64, dtype=np.float32)
+    off = host.copy()
+    off[5] = np.nextafter(off[5], np.float32(2))
+    check = emulate.check_output("y", off, host, 0.0)
+    assert not check.ok and not check.bit_exact and check.first_mismatch == (5, float(off[5]), float(host[5]))
+    assert emulate.check_output("y", off, host, 1e-4).ok
+    codes = np.arange(64, dtype=np.uint8)
+    assert not emulate.check_output("q", codes + (codes == 9), codes, 1e-4).ok
+    assert emulate.check_output("q", codes + (codes == 9), codes, 0.0, steps=1).ok
 
 
 def test_corrupt_program_is_refused(images, fused, tmp_path):

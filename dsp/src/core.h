@@ -48,8 +48,8 @@ typedef struct hfx_op {
     uint8_t engine, task;
     uint8_t sum_order; /* a float op's sums: HFX_SUM_BLAS (the kernel's own), or, where a QUANTIZE_LINEAR's
                         * input depends on its output (program.c sum_quantized_in), HFX_SUM_ORT (ORT's CPU
-                        * kernels': the host build's default) or HFX_SUM_HEXAGON
-                        * (hfx_program_sum_in_hexagon_order) */
+                        * kernels': the host build's default); on every op, HFX_SUM_HEXAGON
+                        * (hfx_program_sum_in_hexagon_order: the Hexagon builds' BLAS-free sums) */
     uint32_t n_in, n_out;
     uint32_t in[HFX_MAX_OP_INPUTS];
     uint32_t out[HFX_MAX_OP_OUTPUTS];

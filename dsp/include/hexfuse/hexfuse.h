@@ -63,9 +63,10 @@ typedef struct hfx_program hfx_program;
 hfx_status hfx_program_parse(const void *bytes, size_t size, hfx_program **out, hfx_error *err);
 void hfx_program_free(hfx_program *p);
 
-/* From now on the program's float Conv/Gemm/MatMul whose result a QUANTIZE_LINEAR reads (a 16-bit
- * QDQ group's; also through Copy, Transpose or Slice ops, which move values unchanged) sum in the Hexagon builds' order instead of the host BLAS's: bit for bit what the
- * Hexagon build computes (`emulate`'s host reference), at several times the BLAS's time. */
+/* From now on every op of the program sums as the Hexagon builds do: a float Conv/Gemm/MatMul in their
+ * sgemm's order instead of the host BLAS's (or of ORT's MLAS where a QUANTIZE_LINEAR reads the result),
+ * every other op on their code path too: bit for bit what the Hexagon build computes (`emulate`'s host
+ * reference), at several times the BLAS's time. */
 void hfx_program_sum_in_hexagon_order(hfx_program *p);
 
 typedef struct hfx_tensor_info {

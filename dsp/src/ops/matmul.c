@@ -233,18 +233,18 @@ void hfx_run_gemm(const hfx_kernel_args *a, uint32_t item) {
     const float *Bb = tb ? B + c0 * k : B + c0;
     hfx_strided as = ta ? (hfx_strided){Ab, 1, m} : (hfx_strided){Ab, k, 1};
     hfx_strided bs = tb ? (hfx_strided){Bb, 1, k} : (hfx_strided){Bb, n, 1};
-    if (op->sum_order == HFX_SUM_HEXAGON) {
-        hfx_sgemm_ordered(r1 - r0, c1 - c0, k, alpha, as, bs, gb != 0.0f, Y + r0 * n + c0, n);
-        return;
-    }
     if (op->sum_order == HFX_SUM_ORT) {
         uint64_t rows = mlas_m(at, bt, m, ta);
         gemm_ort(A, B, as, bs, m, n, k, ta, tb, alpha, rows, rows == m ? 0 : b * m, r0, r1, c0, c1, gb != 0.0f,
                  op->params[HFX_P_GEMM_NBITS] != 0, Y);
         return;
     }
-    if (r1 - r0 == 1 && k * (c1 - c0) >= GEMV_MIN_B_FLOATS) {
+    if (r1 - r0 == 1 && k * (c1 - c0) >= GEMV_MIN_B_FLOATS) { /* the Hexagon builds' too: before their order */
         gemv(Ab, ta ? m : 1, Bb, tb ? k : n, tb, k, c1 - c0, alpha, gb != 0.0f, Y + r0 * n + c0);
+        return;
+    }
+    if (op->sum_order == HFX_SUM_HEXAGON) {
+        hfx_sgemm_ordered(r1 - r0, c1 - c0, k, alpha, as, bs, gb != 0.0f, Y + r0 * n + c0, n);
         return;
     }
     scipy_cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)(r1 - r0),

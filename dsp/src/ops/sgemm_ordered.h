@@ -2,9 +2,9 @@
  * its start (0, or C as it is), then (alpha a[i,k]) * b[k,j] added for k = 0, 1, ... one at a time
  * (no FMA: the builds set -ffp-contract=off). It is the order of the Hexagon builds' sgemm
  * (dsp/hexagon/rt/sgemm_ref.c); OpenBLAS on the host sums in blocks of its own. The host runs it
- * for a float Conv or Gemm whose result a QUANTIZE_LINEAR reads (a 16-bit QDQ group) when asked
- * (hfx_program_sum_in_hexagon_order: emulate's reference), so a step of the quantized result cannot
- * flip between the builds. The Hexagon builds keep sgemm_ref.c: the same sums. */
+ * for every float Conv and Gemm when asked (hfx_program_sum_in_hexagon_order: emulate's reference),
+ * so a float result, and a step of a quantized one, cannot differ between the builds. The Hexagon
+ * builds keep sgemm_ref.c: the same sums. */
 #ifndef HEXFUSE_OPS_SGEMM_ORDERED_H
 #define HEXFUSE_OPS_SGEMM_ORDERED_H
 
