@@ -375,7 +375,7 @@ def emulate(
     image = image_path(arch, build_root)
     model = read_model(model_path)
     if not pairs_within(model.graph):
-        raise ModelError(no_pair_message(model, str(model_path), "emulate"))
+        raise ModelError(no_pair_message(str(model_path)))
     progress("capturing the pairs' inputs on stock ONNX Runtime")
     feeds = model_feeds(Path(model_path), inputs_npz, seed)
     sites = reach_pairs(model, feeds)

@@ -85,7 +85,7 @@ def record(
     model = onnx.load(str(model_path), load_external_data=False)
     pairs = [n.name for n in model.graph.node if n.domain == C.DOMAIN and n.op_type == C.OP_TYPE]
     if not pairs:
-        raise HexfuseError(no_pair_message(model, str(model_path), "profile"))
+        raise HexfuseError(no_pair_message(str(model_path)))
     with tempfile.TemporaryDirectory(prefix="hexfuse-trace-") as folder:
         pattern = str(Path(folder) / "{node}.json")
         session = InferenceSession(model_path, backend=backend, workers=workers, trace=pattern, schedule="fused")
