@@ -1,4 +1,4 @@
-"""`tune` reaches the pairs inside If branches (merged decoders: optimum's `use_cache_branch` If):
+"""`tune` and `profile` reach the pairs inside If branches (merged decoders: optimum's `use_cache_branch` If):
 each branch runs as a model of its own on the outer values the model computed for it (branch_runs),
 the branch random inputs do not take on inputs set to take it (subgraphs.feeds_taking); a branch
 no input reaches leaves its pairs unfused. Real ONNX Runtime and the built plugin; the model is
@@ -19,6 +19,7 @@ from hexfuse_onnx import contract as C
 from hexfuse_onnx import pipeline, runtime, tuning, verify
 from hexfuse_onnx.rewrite import unfuse
 from hexfuse_onnx.subgraphs import pairs_within
+from hexfuse_onnx.tools import timeline
 from hexfuse_onnx.tools.tune import tune
 
 pytestmark = pytest.mark.skipif(
@@ -131,3 +132,17 @@ def test_a_branch_no_input_reaches_is_named_and_unfused(fused, tmp_path):
         case = verify.run_original(verify.session(src), {"x": _x(sign)})
         verify.compare_cases(out, [case], rtol=verify.DEFAULT_RTOL)
         verify.compare_cases(out, [case], pipeline.PLUGIN_RTOL, rewritten_options=runtime.session_options("host"))
+
+
+def test_profile_traces_the_pair_of_each_branch(fused):
+    """The seeded inputs take one branch, the same set to take the other: both pairs ran on the plugin."""
+    timelines = timeline.record(fused, runs=2)
+    assert sorted(t.node for t in timelines) == sorted(p.name for p in pairs_within(onnx.load(fused).graph))
+    assert all(t.events and t.wall_ns > 0 for t in timelines)
+    assert timeline.not_run(fused, timelines) == []
+
+
+def test_profile_names_the_pair_of_a_branch_no_input_took(fused, tmp_path):
+    src = _on_mean(fused, tmp_path)
+    (ran,) = timeline.record(src, runs=2)
+    assert timeline.not_run(src, [ran]) == [p.name for p in pairs_within(onnx.load(src).graph) if p.name != ran.node]
