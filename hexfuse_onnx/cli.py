@@ -524,8 +524,8 @@ def _inspect(args: argparse.Namespace, progress) -> int:
 def _profile(args: argparse.Namespace, progress) -> int:
     import tempfile
 
-    from .contract import DOMAIN
     from .pipeline import rewrite
+    from .subgraphs import pairs_within
     from .tools import timeline
 
     _refuse_same_file(args.output, args.model)
@@ -537,7 +537,7 @@ def _profile(args: argparse.Namespace, progress) -> int:
         shapes = _zoo_model(args, folder)
         model = Path(args.model)
         head = read_model(model, load_external_data=False)  # one line and exit 3 for a bad file
-        if not any(n.domain == DOMAIN for n in head.graph.node):
+        if not pairs_within(head.graph):
             progress("the model has no FusedHexPair: rewriting it first")
             result = rewrite(model, Path(folder) / "fused.onnx", shapes=shapes, progress=progress)
             if result.output is None:
@@ -546,10 +546,13 @@ def _profile(args: argparse.Namespace, progress) -> int:
             model = result.output
         progress("running on the plugin (host backend) with tracing")
         timelines = timeline.record(model, runs=args.runs, workers=args.workers)
+        missed = timeline.not_run(model, timelines)
     _write_json(args.output, timeline.chrome_trace(timelines))
     if args.png:
         timeline.draw_png(timelines, args.png)
     print("\n".join(timeline.summary_lines(timelines)))
+    if missed:
+        print(f"{len(missed)} pair(s) not run: in If branches no input took ({', '.join(missed)})")
     print(
         "device busy: time any worker ran an item, as a share of the kernel's wall time; "
         "engine busy: the same per engine class"

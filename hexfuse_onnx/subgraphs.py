@@ -242,14 +242,6 @@ def feeds_taking(model: onnx.ModelProto, condition: str, feeds: dict[str, np.nda
     return None
 
 
-def pairs_in_branches(model: onnx.ModelProto) -> int:
-    """The FusedHexPair nodes inside the model's subgraphs (If branches): the tools that read the main
-    graph's pairs (tune, profile) do not reach these."""
-    return sum(
-        len(pairs_within(a.g)) for n in model.graph.node for a in n.attribute if a.type == onnx.AttributeProto.GRAPH
-    )
-
-
 def pairs_within(graph: onnx.GraphProto) -> list[onnx.NodeProto]:
     """The FusedHexPair nodes of a graph and of its subgraphs, at any depth, in node order."""
     out = []
@@ -260,9 +252,6 @@ def pairs_within(graph: onnx.GraphProto) -> list[onnx.NodeProto]:
     return out
 
 
-def no_pair_message(model: onnx.ModelProto, where: str, command: str) -> str:
-    """Why `command` finds no FusedHexPair node in the main graph, in one line."""
-    hidden = pairs_in_branches(model)
-    if hidden:
-        return f"{where}: its {hidden} {C.OP_TYPE} node(s) sit inside If branches, which {command} does not reach"
+def no_pair_message(where: str) -> str:
+    """Why a tool finds no FusedHexPair node in the model at `where` (nor in its subgraphs), in one line."""
     return f"{where}: has no {C.DOMAIN}::{C.OP_TYPE} node; rewrite it first (`python -m hexfuse_onnx rewrite`)"

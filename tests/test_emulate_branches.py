@@ -18,6 +18,7 @@ from cli_support import REPO, run_cli
 from onnx import TensorProto, helper
 from test_subgraphs import D_IN, if_model
 
+from hexfuse_onnx.branch_runs import capture
 from hexfuse_onnx.errors import ModelError
 from hexfuse_onnx.pipeline import rewrite
 from hexfuse_onnx.subgraphs import pairs_within
@@ -164,4 +165,4 @@ def test_ort_failing_on_the_inputs_is_one_line_naming_the_graph(fused):
         emulate.reach_pairs(model, short)
     assert "\n" not in str(caught.value)
     with pytest.raises(ModelError, match="^ONNX Runtime cannot run the model on these inputs: "):
-        emulate.capture(model, [model.graph.output[0].name], short)
+        capture(model, [model.graph.output[0].name], short)

@@ -205,15 +205,3 @@ def test_silero_vad_pairs_in_both_branches(tmp_path: Path) -> None:
     original = onnx.load(path)
     for got, want in zip(restored.graph.node[2].attribute, original.graph.node[2].attribute):
         assert sorted(n.SerializeToString() for n in got.g.node) == sorted(n.SerializeToString() for n in want.g.node)
-
-
-def test_tools_that_read_the_main_graph_say_where_the_pairs_are(model_path: Path, tmp_path: Path) -> None:
-    from hexfuse_onnx.errors import ModelError
-    from hexfuse_onnx.tools import tune
-
-    out = tmp_path / "fused.onnx"
-    rewrite(model_path, out, target="host", inputs=_feeds(True))
-    with pytest.raises(
-        ModelError, match="its 2 FusedHexPair node.s. sit inside If branches, which tune does not reach"
-    ):
-        tune.fused_pairs(onnx.load(out), out)

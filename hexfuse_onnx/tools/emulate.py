@@ -57,17 +57,20 @@ import numpy as np
 import onnx
 
 from .. import contract as C
-from ..errors import HexfuseError, ModelError, UsageError, VerificationError, first_line
-from ..graph import outer_scope_names, read_model
-from ..lowering.rewritten import recorded_bindings
-from ..subgraphs import (
-    conditions_taken,
-    constant_values,
-    feeds_taking,
-    no_pair_message,
-    pairs_within,
-    subgraph_model,
+from ..branch_runs import (
+    NOT_TAKEN,
+    bodies_with_pairs,
+    branch_label,
+    branch_reads,
+    branch_runs,
+    capture,
+    is_if,
+    is_pair,
 )
+from ..errors import HexfuseError, ModelError, UsageError, VerificationError, first_line
+from ..graph import read_model
+from ..lowering.rewritten import recorded_bindings
+from ..subgraphs import feeds_taking, no_pair_message, pairs_within
 from ..verify import random_inputs, relative_error, session
 
 REPO_DIR = Path(__file__).resolve().parents[2]
@@ -81,7 +84,6 @@ HEADER_BYTES = 24
 SECTION_ALIGN = 128
 ENGINES = ("matrix", "vector", "copy")
 QEMU_TIMEOUT_S = 3600
-NOT_TAKEN = "not reached on these inputs"  # a pair in an If branch the inputs do not take
 IMAGE_EXIT_PROGRAM = 4  # hexfuse_emulate.elf: the parser refused the program (other codes: our bug or qemu's)
 
 
@@ -235,11 +237,7 @@ def run_image(cmd: list[str], job: bytes, workdir: Path, label: str) -> tuple[di
 
 def fused_nodes(model: onnx.ModelProto) -> list[onnx.NodeProto]:
     """The main graph's pairs (`reach_pairs` finds those in subgraphs too)."""
-    return [n for n in model.graph.node if _is_pair(n)]
-
-
-def _is_pair(node: onnx.NodeProto) -> bool:
-    return (node.domain, node.op_type) == (C.DOMAIN, C.OP_TYPE)
+    return [n for n in model.graph.node if is_pair(n)]
 
 
 def _attr(node: onnx.NodeProto, name: str, default=None):
@@ -262,31 +260,20 @@ class Site:
 def reach_pairs(model: onnx.ModelProto, feeds: dict[str, np.ndarray], where: str = "") -> list[Site]:
     """Every pair of the model, in node order, with the inputs it reads on `feeds`, from stock ORT
     (each pair runs its fallback body). ORT gives no value from inside an If branch, so the branch the
-    inputs take runs again as a model of its own (`subgraphs.subgraph_model`) on the outer values it
-    read, captured with the condition, and so on down. A branch not taken and a Loop/Scan body (a
-    body per iteration; the pass puts no pair there) leave their pairs not reached, saying why."""
-    holders = [n for n in model.graph.node if _bodies_with_pairs(n)]
-    wanted = [t for n in model.graph.node if _is_pair(n) for t in n.input]
-    for n in holders:
-        if _is_if(n):
-            wanted += [n.input[0], *(t for body in _bodies_with_pairs(n).values() for t in outer_scope_names(body))]
+    inputs take runs again as a model of its own (`branch_runs`) on the outer values it read, captured
+    with the condition, and so on down. A branch not taken and a Loop/Scan body (a body per
+    iteration; the pass puts no pair there) leave their pairs not reached, saying why."""
+    holders = [n for n in model.graph.node if bodies_with_pairs(n)]
+    wanted = [t for n in model.graph.node if is_pair(n) for t in n.input]
+    wanted += [t for n in holders if is_if(n) for t in branch_reads(n)]
     values = capture(model, wanted, feeds, where)
     sites: list[Site] = []
     for n in model.graph.node:
-        if _is_pair(n):
+        if is_pair(n):
             sites.append(Site(n, where, [values[t] for t in n.input]))
         elif n in holders:
-            sites += _sites_in_branches(model, n, values, where) if _is_if(n) else _unentered(n, where)
+            sites += _sites_in_branches(model, n, values, where) if is_if(n) else _unentered(n, where)
     return sites
-
-
-def _bodies_with_pairs(node: onnx.NodeProto) -> dict[str, onnx.GraphProto]:
-    """The node's subgraphs (If branches, Loop/Scan bodies) that hold a pair, by attribute name."""
-    return {a.name: a.g for a in node.attribute if a.type == onnx.AttributeProto.GRAPH and pairs_within(a.g)}
-
-
-def _is_if(node: onnx.NodeProto) -> bool:
-    return node.op_type == "If" and node.domain in ("", "ai.onnx")
 
 
 def _sites_in_branches(
@@ -294,66 +281,21 @@ def _sites_in_branches(
 ) -> list[Site]:
     """The pairs of an If's branches: those of the branch the captured condition takes, run on the
     outer values it read; the other branch's not reached."""
-    then = conditions_taken([values[node.input[0]]]) == {True}
     sites: list[Site] = []
-    for attribute, body in sorted(_bodies_with_pairs(node).items(), key=lambda a: a[0] != "then_branch"):
-        branch = _branch_label(attribute, node)
-        inner = f"{branch} in the {where}" if where else branch
-        if (attribute == "then_branch") != then:
-            why = f"{NOT_TAKEN} (the condition '{node.input[0]}' is {str(then).lower()})"
-            sites += [Site(p, inner, not_reached=why) for p in pairs_within(body)]
-            continue
-        sub, problem = subgraph_model(model, body, lambda name: _typed(name, values))
-        if sub is None:
-            sites += [Site(p, inner, not_reached=f"not reached: {problem}") for p in pairs_within(body)]
-            continue
-        sites += reach_pairs(sub, {v.name: values[v.name] for v in sub.graph.input}, inner)
+    for run in branch_runs(model, node, values):
+        inner = f"{run.label} in the {where}" if where else run.label
+        if run.model is None:
+            sites += [Site(p, inner, not_reached=run.not_reached) for p in pairs_within(run.body)]
+        else:
+            sites += reach_pairs(run.model, run.feeds, inner)
     return sites
-
-
-def _branch_label(attribute: str, node: onnx.NodeProto) -> str:
-    """As subgraphs.Branch.label: "then branch of If 'X'"."""
-    return f"{attribute.split('_')[0]} branch of If '{node.name or node.output[0]}'"
-
-
-def _typed(name: str, values: dict[str, np.ndarray]) -> onnx.ValueInfoProto | None:
-    """A captured outer value as a graph input of its type and shape (None: not a tensor)."""
-    value = values.get(name)
-    if not isinstance(value, np.ndarray):
-        return None
-    elem = onnx.helper.np_dtype_to_tensor_dtype(value.dtype)
-    return onnx.helper.make_tensor_value_info(name, elem, list(value.shape))
 
 
 def _unentered(node: onnx.NodeProto, where: str) -> list[Site]:
     body = f"body of {node.op_type} '{node.name or node.output[0]}'"
     inner = f"{body} in the {where}" if where else body
     why = f"not reached: emulate does not enter a {node.op_type} body (a value per iteration)"
-    return [Site(p, inner, not_reached=why) for g in _bodies_with_pairs(node).values() for p in pairs_within(g)]
-
-
-def capture(
-    model: onnx.ModelProto, names: list[str], feeds: dict[str, np.ndarray], where: str = ""
-) -> dict[str, np.ndarray]:
-    """The values of tensors of the main graph, from stock ORT running the model (each pair runs its
-    fallback body), with the feeds, initializers and Constants they may be. ORT failing on them is
-    the model's problem (exit 3), said in one line naming `where` (a branch run as a model)."""
-    known = {**feeds, **{t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer}}
-    known.update((name, onnx.numpy_helper.to_array(t)) for name, t in constant_values(model.graph).items())
-    wanted = list(dict.fromkeys(t for t in names if t and t not in known))
-    probe = onnx.ModelProto()
-    probe.CopyFrom(model)
-    existing = {o.name for o in probe.graph.output}
-    probe.graph.output.extend(onnx.ValueInfoProto(name=t) for t in wanted if t not in existing)
-    with tempfile.TemporaryDirectory(prefix="hexfuse-emulate-") as folder:
-        path = Path(folder) / "probe.onnx"
-        onnx.save(probe, path)
-        try:
-            values = session(path).run(wanted, feeds) if wanted else []
-        except Exception as exc:  # noqa: BLE001 - ORT's own error, quoted
-            graph = f"the {where}, run as a model of its own" if where else "the model"
-            raise ModelError(f"ONNX Runtime cannot run {graph} on these inputs: {first_line(exc)}") from None
-    return {**known, **dict(zip(wanted, values))}
+    return [Site(p, inner, not_reached=why) for g in bodies_with_pairs(node).values() for p in pairs_within(g)]
 
 
 def model_feeds(model_path: Path, inputs_npz: str | None, seed: int) -> dict[str, np.ndarray]:
@@ -435,7 +377,7 @@ def emulate(
     image = image_path(arch, build_root)
     model = read_model(model_path)
     if not pairs_within(model.graph):
-        raise ModelError(no_pair_message(model, str(model_path), "emulate"))
+        raise ModelError(no_pair_message(str(model_path)))
     progress("capturing the pairs' inputs on stock ONNX Runtime")
     feeds = model_feeds(Path(model_path), inputs_npz, seed)
     sites = reach_pairs(model, feeds)
@@ -462,9 +404,9 @@ def _taking_other_branches(
     """The pairs of a main-graph If branch the random inputs do not take, reached on those inputs set
     to take it where the condition allows (`subgraphs.feeds_taking`: a bool input, or Equal of an
     input and a constant), as rewrite's verification does."""
-    for node in (n for n in model.graph.node if _is_if(n)):
-        for attribute in _bodies_with_pairs(node):
-            branch = _branch_label(attribute, node)
+    for node in (n for n in model.graph.node if is_if(n)):
+        for attribute in bodies_with_pairs(node):
+            branch = branch_label(attribute, node)
             untaken = {s.node.name for s in sites if s.where == branch and s.not_reached.startswith(NOT_TAKEN)}
             taking = feeds_taking(model, node.input[0], feeds, attribute == "then_branch") if untaken else None
             if taking is None:

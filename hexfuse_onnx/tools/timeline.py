@@ -16,12 +16,14 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import onnx
 
 from .. import contract as C
+from ..branch_runs import bodies_with_pairs, is_if, is_pair
 from ..errors import HexfuseError, ModelError, UsageError, first_line
 from ..lowering.rewritten import recorded_bindings
-from ..subgraphs import no_pair_message
+from ..subgraphs import feeds_taking, no_pair_message, pairs_within
 from ..verify import random_inputs, random_integer_note, shapes_label
 
 ENGINES = ("matrix", "vector", "copy")
@@ -79,41 +81,76 @@ def pair_timeline(trace: dict) -> PairTimeline:
 def record(
     model_path: str | os.PathLike[str], runs: int = 10, backend: str = "host", workers: int | None = None
 ) -> list[PairTimeline]:
-    """Run a rewritten model on the plugin and return the last run's timeline of every pair."""
+    """Run a rewritten model on the plugin and return the last run's timeline of every pair it ran
+    (`not_run` names the others). A pair in an If branch runs where the inputs take its branch: the
+    seeded random inputs, then those set to take each branch of a main-graph If that holds pairs
+    where its condition allows (subgraphs.feeds_taking), `runs` times each."""
     from ..runtime import InferenceSession
 
     model = onnx.load(str(model_path), load_external_data=False)
-    pairs = [n.name for n in model.graph.node if n.domain == C.DOMAIN and n.op_type == C.OP_TYPE]
+    pairs = [n.name for n in pairs_within(model.graph)]
     if not pairs:
-        raise HexfuseError(no_pair_message(model, str(model_path), "profile"))
+        raise HexfuseError(no_pair_message(str(model_path)))
     with tempfile.TemporaryDirectory(prefix="hexfuse-trace-") as folder:
         pattern = str(Path(folder) / "{node}.json")
         session = InferenceSession(model_path, backend=backend, workers=workers, trace=pattern, schedule="fused")
         analysed, _ = recorded_bindings(model)  # symbolic dims: at the shapes the pass analysed the model at
         feeds = random_inputs(session, analysed, seed=0)
-        try:
-            session.run(None, feeds)
-        except Exception as exc:  # ORT's own failure on these inputs: the model's, not ours
-            raise ModelError(
-                f"{model_path}: the model fails on the inputs profile runs it with ({shapes_label(feeds)}; seeded "
-                f"random values{random_integer_note(model)}): {first_line(exc)}"
-            ) from None
-        for _ in range(max(0, runs - 1)):
-            session.run(None, feeds)
-        timelines = []
+        for inputs in [feeds, *_taking_branches(model, feeds)]:
+            try:
+                session.run(None, inputs)
+            except Exception as exc:  # ORT's own failure on these inputs: the model's, not ours
+                raise ModelError(
+                    f"{model_path}: the model fails on the inputs profile runs it with ({shapes_label(inputs)}; "
+                    f"seeded random values{random_integer_note(model)}): {first_line(exc)}"
+                ) from None
+            for _ in range(max(0, runs - 1)):
+                session.run(None, inputs)
+        timelines, missed = [], []
+        in_main = {n.name for n in model.graph.node if is_pair(n)}
         for name in pairs:
             path = Path(pattern.replace("{node}", name.replace("/", "_")))
-            if not path.is_file():
+            if not path.is_file() and name in in_main:
                 raise HexfuseError(f"the plugin wrote no trace for '{name}' (did it run the node?)")
+            if not path.is_file():  # in an If branch no input took
+                missed.append(name)
+                continue
             timelines.append(pair_timeline(json.loads(path.read_text())))
             timelines[-1].quantization = _op_quantization(model, name)
+    if not timelines:
+        raise ModelError(
+            f"{model_path}: no pair ran on the inputs profile runs it with: its {len(missed)} pair(s) sit in If "
+            "branches whose conditions it cannot set"
+        )
     return timelines
+
+
+def not_run(model_path: str | os.PathLike[str], timelines: list[PairTimeline]) -> list[str]:
+    """The pairs of the model `record` has no timeline of: in If branches no input it ran took."""
+    ran = {t.node for t in timelines}
+    model = onnx.load(str(model_path), load_external_data=False)
+    return [n.name for n in pairs_within(model.graph) if n.name not in ran]
+
+
+def _taking_branches(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[dict[str, np.ndarray]]:
+    """`feeds` set to take each branch of the main graph's Ifs that hold pairs, where the condition allows."""
+    out: list[dict[str, np.ndarray]] = []
+    for node in (n for n in model.graph.node if is_if(n)):
+        for attribute in bodies_with_pairs(node):
+            taking = feeds_taking(model, node.input[0], feeds, attribute == "then_branch")
+            if taking is not None and not any(_same(taking, f) for f in [feeds, *out]):
+                out.append(taking)
+    return out
+
+
+def _same(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:
+    return a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
 
 
 def _op_quantization(model: onnx.ModelProto, pair: str) -> dict[int, str]:
     from ..lowering.program import op_quantization
 
-    node = next(n for n in model.graph.node if n.name == pair)
+    node = next(n for n in pairs_within(model.graph) if n.name == pair)
     program = next((a.s for a in node.attribute if a.name == C.ATTR_PROGRAM), b"")
     return op_quantization(program) if program else {}
 

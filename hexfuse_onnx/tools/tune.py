@@ -21,6 +21,13 @@ record), in this process, against the original in every ORT mode, their calls in
 (interleaved.py: two processes of one graph differed 0.67-1.27x, sessions of one process 0.3-0.4%);
 unless the whole 95% interval of tuned/original (the original's fastest mode) is at or under
 1 - margin, every pair is unfused (judge_whole_model).
+Pairs inside If branches (the pass fuses there: a merged decoder's `use_cache_branch` If holds them
+all) are timed in their branch run as a model of its own on the outer values the model computed for
+it (branch_runs.py, as emulate does), against that branch unfused: the branch tune's random inputs
+take, and the other on them set to take it where its condition allows (subgraphs.feeds_taking: a bool
+input, or Equal of an input and a constant), as rewrite's verification does. A pair no input reaches
+(a condition tune cannot set, a Loop body) is reported not reached and unfused: it was not shown to
+win. The final check runs on each input set that reaches a kept pair, the verification on every one.
 The measured figures go into the tuned model's metadata
 (hexfuse_onnx/tuning.py, which `session_options(backend="auto")` reads) and into the --json
 report. The tuned model is written only after it passed the full checker and matched the input on
@@ -43,15 +50,25 @@ import onnx
 import onnxruntime as ort
 
 from .. import contract as C
-from .. import mode_choice, ort_modes, runtime, tuning
-from ..errors import ModelError, UsageError, WriteError
+from .. import mode_choice, ort_modes, runtime, tuning, verify
+from ..branch_runs import (
+    NOT_TAKEN,
+    bodies_with_pairs,
+    branch_label,
+    branch_reads,
+    branch_runs,
+    capture,
+    is_if,
+    is_pair,
+)
+from ..errors import ModelError, UsageError, VerificationError, WriteError
 from ..graph import load, read_model
 from ..lowering.rewritten import recorded_bindings
 from ..modelio import stage
 from ..pipeline import PLUGIN_RTOL
 from ..rewrite import unfuse
-from ..subgraphs import no_pair_message
-from ..verify import DEFAULT_RTOL, check, compare, random_inputs
+from ..subgraphs import conditions_taken, feeds_taking, no_pair_message, pairs_within
+from ..verify import DEFAULT_RTOL, Case, check, compare_cases, random_inputs, run_original, shapes_label
 from . import interleaved, isolated
 from .bench import Config, first_line, sample_stats, verify_config
 
@@ -116,6 +133,8 @@ class PairResult:
     spread: float = 0.0
     round_savings: list[float] = field(default_factory=list)
     kept: bool = False
+    where: str = ""  # "" in the main graph, else the If branch it sits in (Scope.where)
+    not_reached: str = ""  # why it was not timed (then it is unfused: it was not shown to win)
 
     def decide(self, margin: float) -> None:
         if self.unfused is None or not self.fused:
@@ -129,6 +148,8 @@ class PairResult:
             "pair": self.pair_id,
             "node": self.node,
             "kind": self.kind,
+            "where": self.where,
+            "not_reached": self.not_reached,
             "kept": self.kept,
             "share_a": self.best_share,
             "original_share_a": self.original_share,
@@ -209,14 +230,23 @@ class FinalCheck:
     tuned: Config | None = None
     originals: dict[str, Config] = field(default_factory=dict)
     ratio: tuple[float, float, float] | None = None  # tuned / original: median, 95% interval
+    case: str = ""  # the inputs it ran on (Case.label)
+    others: list[FinalCheck] = field(default_factory=list)  # on inputs that take other If branches
+
+    @property
+    def all_won(self) -> bool:
+        return self.won and all(o.won for o in self.others)
 
     def record(self, samples: bool = False) -> dict[str, Any]:
         out: dict[str, Any] = {
             "original_mode": self.original_mode,
-            "won": self.won,
+            "won": self.all_won,
             "why": self.why,
             "criterion": FINAL_CRITERION,
+            "case": self.case,
         }
+        if self.others:
+            out["other_cases"] = [o.record(samples) for o in self.others]
         if self.tuned is not None and self.originals and self.ratio is not None:
             out |= {"tuned": self.tuned.stats(), "original": self.originals[self.original_mode].stats()}
             out |= {"originals": {m: c.stats() for m, c in self.originals.items()}}
@@ -283,25 +313,36 @@ class TuneResult:
             f"{'share':>6} {'saving':>8} {'spread':>7}  decision"
         )
         out = [header]
+        headed, where = any(p.where for p in self.pairs), None  # a heading per place, with pairs in If branches
         for p in self.pairs:
+            if headed and p.where != where:
+                where = p.where
+                out.append(f"in the {where}:" if where else "in the main graph:")
             u = p.unfused.stats() if p.unfused else None
             f = p.fused[p.best_share].stats() if p.best_share is not None else None
             decision = "kept" if p.kept else "unfused"
-            if f is None:
+            if p.not_reached:
+                decision += f" ({p.not_reached})"
+            elif f is None:
                 decision += f" (plugin not timed: {next(iter(p.refused.values()), 'no sample')})"
             out.append(
                 f"{p.pair_id:<10} {p.kind:<15} {_span(u):>24} {_span(f):>24} "
                 f"{_share(p.best_share):>6} {p.saving:>+8.1%} {p.spread:>7.1%}  {decision}"
             )
         s = self.settings
+        missed = sum(bool(p.not_reached) for p in self.pairs)
         out.append(
             f"{len(self.kept)} of {len(self.pairs)} pair(s) kept on the {self.backend} backend "
-            f"(margin {s['margin']:.1%}; {s['runs'] * s['rounds']} interleaved rounds ({s['runs']} x {s['rounds']}), "
+            + (f"({missed} not reached, so unfused) " if missed else "")
+            + f"(margin {s['margin']:.1%}; {s['runs'] * s['rounds']} interleaved rounds ({s['runs']} x {s['rounds']}), "
             f"pairs timed under ORT mode {s['pairs_ort_mode']}; machine {tuning.fingerprint(self.machine)})"
         )
         if self.final is not None:
-            verdict = "kept" if self.final.won else "every pair unfused: the tuned model does not win"
-            out.append(f"whole model: {self.final.why} -> {verdict}")
+            verdict = "kept" if self.final.all_won else "every pair unfused: the tuned model does not win"
+            for check in (self.final, *self.final.others):
+                on = f" on {check.case}" if self.final.others else ""
+                out.append(f"whole model{on}: {check.why}")
+            out[-1] += f" -> {verdict}"
         if not self.kept:
             out.append("no pair wins here: the output is the original model (every pair unfused)")
         out.append(f"ONNX Runtime's mode for this model here: {self.ort_mode.mode} ({self.ort_mode.why})")
@@ -342,9 +383,10 @@ def check_output(path: Path) -> None:
 
 
 def fused_pairs(model: onnx.ModelProto, path: Path) -> list[onnx.NodeProto]:
-    nodes = [n for n in model.graph.node if n.domain == C.DOMAIN and n.op_type == C.OP_TYPE]
+    """Every pair of the model: of its main graph and of its subgraphs (If branches), in node order."""
+    nodes = pairs_within(model.graph)
     if not nodes:
-        raise ModelError(no_pair_message(model, str(path), "tune"))
+        raise ModelError(no_pair_message(str(path)))
     for n in nodes:
         if not any(a.name == C.ATTR_PROGRAM for a in n.attribute):
             raise ModelError(
@@ -360,7 +402,7 @@ def _attr(node: onnx.NodeProto, name: str) -> onnx.AttributeProto | None:
 def with_share(model: onnx.ModelProto, pair_id: str, share: float) -> None:
     """Set share_a of the pair's node in place. A modelled table of shares per shape bucket is
     dropped: the kernel would run the table's share instead, and tune measures one shape only."""
-    node = next(n for n in model.graph.node if n.domain == C.DOMAIN and n.overload == pair_id)
+    node = next(n for n in pairs_within(model.graph) if n.overload == pair_id)
     kept = [a for a in node.attribute if a.name not in (C.ATTR_SHARE_BUCKETS, C.ATTR_SHARE_TABLE)]
     del node.attribute[:]
     node.attribute.extend(kept)
@@ -372,7 +414,7 @@ def with_share(model: onnx.ModelProto, pair_id: str, share: float) -> None:
 
 
 def only_pair_fused(model: onnx.ModelProto, pair_id: str, share: float) -> onnx.ModelProto:
-    others = {n.overload for n in model.graph.node if n.domain == C.DOMAIN and n.overload != pair_id}
+    others = {n.overload for n in pairs_within(model.graph) if n.overload != pair_id}
     variant = unfuse(model, others)
     with_share(variant, pair_id, share)
     return variant
@@ -414,18 +456,18 @@ def measure_pair(
     result: PairResult,
     shares: list[float],
     unfused: Any,
-    feeds: dict[str, np.ndarray],
-    reference: list[np.ndarray],
+    case: Case,
     settings: dict[str, Any],
 ) -> None:
-    """Time the model with only this pair fused (each share) against `unfused` (a session of the
-    model with no pair fused, in the pairs' ORT mode): sessions of this process (time_here)."""
+    """Time the model (the scope's: the whole model or an If branch of it) with only this pair fused
+    (each share) against `unfused` (a session of it with no pair fused, in the pairs' ORT mode) on the
+    case's inputs: sessions of this process (time_here)."""
     configs = [Config("unfused", unfused)]
     with runtime.plugin_environment_restored():
         for share in shares:
             variant = only_pair_fused(model, result.pair_id, share).SerializeToString()
             configs.append(plugin_config(f"{share}", variant, settings["pairs_ort_mode"], settings))
-    timed = time_here(configs, feeds, reference, settings)
+    timed = time_here(configs, case, settings)
     if "unfused" in timed:
         result.unfused = per_round(timed["unfused"])
     for cfg in configs[1:]:
@@ -456,13 +498,7 @@ def _plugin_session(model: bytes, mode: str, settings: dict[str, Any]) -> partia
     return partial(isolated.hexfuse_session, model, mode, backend=settings["backend"], workers=settings["workers"])
 
 
-def choose_ort_mode(
-    model: bytes,
-    feeds: dict[str, np.ndarray],
-    reference: list[np.ndarray],
-    settings: dict[str, Any],
-    plugin: bool = False,
-) -> ModeChoice:
+def choose_ort_mode(model: bytes, case: Case, settings: dict[str, Any], plugin: bool = False) -> ModeChoice:
     """Time the model in each of ONNX Runtime's modes (with the plugin on settings' backend, or on
     stock ORT), every session in this process, interleaved (time_here), and choose one. In worker
     processes of their own, tune chose ort-seq-2t for two_branch where interleaved rounds had
@@ -472,26 +508,24 @@ def choose_ort_mode(
             plugin_config(m, model, m, settings) if plugin else Config(m, isolated.ort_session(model, m))
             for m in ort_modes.MODES
         ]
-    timed = time_here(configs, feeds, reference, settings)
+    timed = time_here(configs, case, settings)
     if ort_modes.DEFAULT not in timed:
         return ModeChoice(ort_modes.DEFAULT, f"ORT's defaults not timed: {configs[0].check}")
     return ModeChoice.measured({m: per_round(c) for m, c in timed.items()})
 
 
-def time_here(
-    configs: list[Config], feeds: dict[str, np.ndarray], reference: list[np.ndarray], settings: dict[str, Any]
-) -> dict[str, Config]:
-    """Every configuration a session of this process: checked against the reference, then timed by
+def time_here(configs: list[Config], case: Case, settings: dict[str, Any]) -> dict[str, Config]:
+    """Every configuration a session of this process: checked against the case's outputs, then timed by
     interleaved.py over runs x rounds rounds (one figure per round), after discarded rounds while a
     session still chooses its ORT mode. Returns those that were timed. Two processes of one graph
     differed 0.67-1.27x; two sessions of one process, interleaved, by 0.3-0.4%."""
     for cfg in configs:
-        verify_config(cfg, feeds, settings["output_names"], reference)
+        verify_config(cfg, case.feeds, case.names, case.expected)
 
     def choosing() -> bool:
         return any(getattr(c.session, "choosing", False) for c in configs)
 
-    interleaved.time_interleaved(configs, feeds, settings["runs"] * settings["rounds"], warm_up=choosing)
+    interleaved.time_interleaved(configs, case.feeds, settings["runs"] * settings["rounds"], warm_up=choosing)
     return {c.label: c for c in configs if c.samples}
 
 
@@ -499,21 +533,23 @@ def final_check(
     tuned: bytes,
     mode: str,
     unfused: bytes,
-    feeds: dict[str, np.ndarray],
-    reference: list[np.ndarray],
+    case: Case,
     settings: dict[str, Any],
 ) -> FinalCheck:
     """Time the tuned model (`tuned`: its kept pairs and its tuning record, which sets ORT's mode
-    `mode`) as an application runs it against the original in every ORT mode (time_here)."""
+    `mode`) as an application runs it against the original in every ORT mode (time_here), on the
+    case's inputs."""
     with runtime.plugin_environment_restored():
         configs = [Config("tuned", app_session(tuned, settings)(), tol=PLUGIN_RTOL)]
     configs += [Config(m, isolated.ort_session(unfused, m)) for m in ort_modes.MODES]
-    timed = time_here(configs, feeds, reference, settings)
+    timed = time_here(configs, case, settings)
     originals = {m: timed[m] for m in ort_modes.MODES if m in timed}
     if "tuned" not in timed or not originals:
         failed = next(c for c in configs if c.label not in timed)
-        return FinalCheck(mode, False, f"not timed: {failed.label}: {failed.check or 'no sample'}")
-    return judge_whole_model(timed["tuned"], originals, mode, settings["margin"])
+        return FinalCheck(mode, False, f"not timed: {failed.label}: {failed.check or 'no sample'}", case=case.label)
+    final = judge_whole_model(timed["tuned"], originals, mode, settings["margin"])
+    final.case = case.label
+    return final
 
 
 def app_session(model: bytes, settings: dict[str, Any]) -> partial[Any]:
@@ -550,7 +586,7 @@ def tune(
     load(source)  # validated: a missing file, a cycle or a dangling input is named here
     model = read_model(source)
     tuning.drop_record(model)  # an earlier tuning's mode must not reach the sessions timed here
-    nodes = fused_pairs(model, source)
+    fused_pairs(model, source)  # a model with no pair, or a pair without its program, is refused here
     if not input_shapes:  # symbolic dims: time at the shapes the pass analysed the model at
         input_shapes, _ = recorded_bindings(model)
     runtime.resolve_backend(backend)
@@ -564,47 +600,163 @@ def tune(
         "session": session,
     }
     unfused = unfuse(model).SerializeToString()
-    reference_session = ort.InferenceSession(
-        unfused, sess_options=ort_modes.options("ort-seq"), providers=["CPUExecutionProvider"]
-    )
-    feeds = random_inputs(reference_session, input_shapes, seed=0)
-    reference = reference_session.run(None, feeds)
-    settings["output_names"] = [o.name for o in reference_session.get_outputs()]
-    del reference_session
+    reference = reference_session(unfused)
+    main = original_case(reference, random_inputs(reference, input_shapes, seed=0), source)
     if session == BEST_MODE:
         progress(f"{source.name}: timing ONNX Runtime's modes ({', '.join(ort_modes.MODES)}) on the unfused model")
-        mode = choose_ort_mode(unfused, feeds, reference, settings)
+        mode = choose_ort_mode(unfused, main, settings)
     else:
         mode = ModeChoice.given(session)
     settings["pairs_ort_mode"] = mode.mode
     progress(f"  ORT mode {mode.mode}: {mode.why}")
-    progress(f"{source.name}: {len(nodes)} pair(s); timing each fused against unfused on the {backend} backend")
-    unfused_session = isolated.ort_session(unfused, mode.mode)  # every pair's baseline
-    results = []
-    for k, node in enumerate(nodes):
+    found, missed = scopes(model, reference, main, progress)
+    del reference
+    timed = sum(len(s.pairs) for s in found)
+    progress(f"{source.name}: {timed} pair(s) reached; timing each fused against unfused on the {backend} backend")
+    results: dict[str, PairResult] = {}
+    for scope in found:
+        results |= measure_scope(scope, mode.mode, shares, settings, progress, len(results), timed)
+    pairs = [*results.values(), *(unreached(node, where, why) for node, where, why in missed.values())]
+    final = None
+    if any(r.kept for r in pairs):
+        cases = cases_reaching(found, {r.pair_id for r in pairs if r.kept})
+        mode, final = whole_model(model, pairs, mode, unfused, cases, settings, progress)
+    date = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    tuned = TuneResult(source, output, backend, settings, pairs, tuning.machine(), date, mode, final)
+    wholes = list({id(s.whole): s.whole for s in found}.values())
+    tuned.comparison_note = write_tuned(model, tuned, source, output, wholes, progress)
+    return tuned
+
+
+def reference_session(model: bytes) -> ort.InferenceSession:
+    """Stock ORT's session that gives the reference outputs (no pair fused)."""
+    return ort.InferenceSession(model, sess_options=ort_modes.options("ort-seq"), providers=["CPUExecutionProvider"])
+
+
+def original_case(reference: ort.InferenceSession, feeds: dict[str, np.ndarray], source: Path) -> Case:
+    """The unfused model's outputs on tune's inputs; ModelError when it fails on them."""
+    try:
+        return run_original(reference, feeds, RANDOM_INPUTS)
+    except VerificationError as exc:
+        raise ModelError(
+            f"{source}: the model fails on the inputs tune runs it with ({shapes_label(feeds)}; seeded random "
+            f"values): {exc.message}"
+        ) from None
+
+
+@dataclass
+class Scope:
+    """Where pairs are timed: the main graph on tune's inputs, or an If branch of it as a model of its
+    own (branch_runs) on the outer values the model computed for it, on inputs that take it."""
+
+    where: str  # "" the main graph; else "then branch of If 'X'" (+ " (random inputs set to take it)")
+    model: onnx.ModelProto  # the fused model, or its fused branch as a model
+    case: Case  # the scope's inputs and its outputs with no pair fused (stock ORT)
+    whole: Case  # the whole model's inputs that reach the scope, and its outputs unfused
+    pairs: list[onnx.NodeProto]
+
+
+RANDOM_INPUTS = "tune's random inputs"  # the main case's label
+DEEPER = "not reached: tune times the pairs of the main graph and of its Ifs' branches, not deeper ones"
+
+
+def scopes(
+    model: onnx.ModelProto, reference: ort.InferenceSession, main: Case, progress: Progress
+) -> tuple[list[Scope], dict[str, tuple[onnx.NodeProto, str, str]]]:
+    """The main graph, then each branch of its Ifs that holds pairs, as scopes; and the pairs none
+    reaches (pair id -> node, where, why): a branch no input reaches, a Loop/Scan body, an If within
+    a branch (the pass puts no pair in the last two)."""
+    found = [Scope("", model, main, main, [n for n in model.graph.node if is_pair(n)])]
+    missed: dict[str, tuple[onnx.NodeProto, str, str]] = {}
+    for node in (n for n in model.graph.node if is_if(n)):
+        for attribute, body in bodies_with_pairs(node).items():
+            scope = branch_scope(model, node, attribute, reference, main)
+            if isinstance(scope, str):
+                progress(f"the {branch_label(attribute, node)}: {scope}; its pairs are unfused")
+                missed |= {p.overload: (p, branch_label(attribute, node), scope) for p in pairs_within(body)}
+            else:
+                found.append(scope)
+    reached = {p.overload for s in found for p in s.pairs} | set(missed)
+    missed |= {
+        p.overload: (p, "a nested subgraph", DEEPER) for p in pairs_within(model.graph) if p.overload not in reached
+    }
+    return found, missed
+
+
+def branch_scope(
+    model: onnx.ModelProto, node: onnx.NodeProto, attribute: str, reference: ort.InferenceSession, main: Case
+) -> Scope | str:
+    """The If's branch as a scope, reached on tune's inputs when they take it, else on them set to
+    take it (subgraphs.feeds_taking: a bool input, or Equal of an input and a constant), as emulate
+    and rewrite's verification do; or why it is not reached."""
+    label, then, condition = branch_label(attribute, node), attribute == "then_branch", node.input[0]
+    values = capture(model, branch_reads(node), main.feeds)
+    whole, where = main, label
+    if conditions_taken([values[condition]]) != {then}:
+        feeds = feeds_taking(model, condition, main.feeds, then)
+        if feeds is None:
+            return f"{NOT_TAKEN}, and its condition '{condition}' is no input tune can set"
+        try:
+            whole = run_original(reference, feeds, f"{RANDOM_INPUTS} set to take the {label}")
+            values = capture(model, branch_reads(node), feeds)
+        except Exception as exc:  # noqa: BLE001 - ORT refuses them: the branch is not reached, saying why
+            return f"not reached: the model fails on the random inputs set to take it: {first_line(exc)}"
+        where += " (random inputs set to take it)"
+    run = next(r for r in branch_runs(model, node, values) if r.attribute == attribute)
+    if run.model is None:
+        return run.not_reached
+    try:
+        case = run_original(reference_session(unfuse(run.model).SerializeToString()), run.feeds, f"the {label}")
+    except Exception as exc:  # noqa: BLE001 - reported as why its pairs are not timed
+        return f"not reached: the branch does not run as a model of its own: {first_line(exc)}"
+    return Scope(where, run.model, case, whole, [n for n in run.model.graph.node if is_pair(n)])
+
+
+def unreached(node: onnx.NodeProto, where: str, why: str) -> PairResult:
+    result = _pair_result(node)
+    result.where, result.not_reached = where, why
+    return result
+
+
+def measure_scope(
+    scope: Scope,
+    mode: str,
+    shares: list[float] | None,
+    settings: dict[str, Any],
+    progress: Progress,
+    done: int,
+    total: int,
+) -> dict[str, PairResult]:
+    """Each pair of the scope timed fused (at each share of the sweep) against the scope unfused."""
+    if not scope.pairs:
+        return {}
+    unfused_session = isolated.ort_session(unfuse(scope.model).SerializeToString(), mode)  # every pair's baseline
+    results = {}
+    where = f" in the {scope.where}" if scope.where else ""
+    for k, node in enumerate(scope.pairs, done + 1):
         result = _pair_result(node)
+        result.where = scope.where
         tried = sweep(result.original_share, shares)
         progress(
-            f"pair {k + 1}/{len(nodes)} {result.node} ({result.kind}): unfused vs fused at share "
-            f"{', '.join(f'{s:.2f}' for s in tried)}; {runs * rounds} interleaved rounds in this process"
+            f"pair {k}/{total} {result.node} ({result.kind}){where}: unfused vs fused at share "
+            f"{', '.join(f'{s:.2f}' for s in tried)}; {settings['runs'] * settings['rounds']} interleaved rounds "
+            "in this process"
         )
-        measure_pair(model, result, tried, unfused_session, feeds, reference, settings)
+        measure_pair(scope.model, result, tried, unfused_session, scope.case, settings)
         progress(
             f"  {result.pair_id}: unfused {_span(result.unfused.stats() if result.unfused else None)} us, "
             f"fused {_span(result.fused[result.best_share].stats() if result.best_share is not None else None)} us "
             f"at share {_share(result.best_share)}: saving {result.saving:+.1%} ± {result.spread:.1%} -> "
             f"{'kept' if result.kept else 'unfused'}"
         )
-        results.append(result)
-    del unfused_session
-    final = None
-    if any(r.kept for r in results):
-        mode, final = whole_model(model, results, mode, unfused, feeds, reference, settings, progress)
-    date = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    settings.pop("output_names")
-    tuned = TuneResult(source, output, backend, settings, results, tuning.machine(), date, mode, final)
-    tuned.comparison_note = write_tuned(model, tuned, source, output, input_shapes, progress)
-    return tuned
+        results[result.pair_id] = result
+    return results
+
+
+def cases_reaching(found: list[Scope], kept: set[str]) -> list[Case]:
+    """The whole model's inputs that reach the kept pairs: one per scope holding one, without repeats."""
+    holding = [s.whole for s in found if any(p.overload in kept for p in s.pairs)]
+    return list({id(c): c for c in holding}.values())
 
 
 def whole_model(
@@ -612,28 +764,36 @@ def whole_model(
     results: list[PairResult],
     first: ModeChoice,
     unfused: bytes,
-    feeds: dict[str, np.ndarray],
-    reference: list[np.ndarray],
+    cases: list[Case],
     settings: dict[str, Any],
     progress: Progress,
 ) -> tuple[ModeChoice, FinalCheck]:
     """With kept pairs: ORT's mode chosen again on the tuned model with the plugin (--session best),
-    then the tuned model, as an application runs it, against the original in every ORT mode; when it
-    does not win, every pair is unfused and the mode is the one chosen on the original. Returns
-    (mode, final check)."""
+    then the tuned model, as an application runs it, against the original in every ORT mode, on each
+    of `cases` (the inputs that reach the kept pairs: one per If branch they sit in); when it does not
+    win on every one, every pair is unfused and the mode is the one chosen on the original. Returns
+    (mode, final check: on the first case, the others in its `others`)."""
     kept = tuned_model(model, results).SerializeToString()
     mode = first
     if settings["session"] == BEST_MODE:
         progress("timing ONNX Runtime's modes again on the tuned model, with the plugin")
-        mode = choose_ort_mode(kept, feeds, reference, settings, plugin=True)
+        mode = choose_ort_mode(kept, cases[0], settings, plugin=True)
         mode.why += " (the tuned model with its kept pairs on the plugin)"
         progress(f"  ORT mode {mode.mode}: {mode.why}")
-    progress("timing the tuned model (as hexfuse_onnx.InferenceSession runs it) against the original in every ORT mode")
     app_model = tuned_model(model, results, session_record(settings["backend"], mode)).SerializeToString()
-    final = final_check(app_model, mode.mode, unfused, feeds, reference, settings)
-    progress(f"  {final.why} -> {'kept' if final.won else 'every pair unfused'}")
-    if final.won:
+    finals = []
+    for case in cases:
+        progress(
+            "timing the tuned model (as hexfuse_onnx.InferenceSession runs it) against the original in every ORT "
+            f"mode on {case.label}"
+        )
+        finals.append(final_check(app_model, mode.mode, unfused, case, settings))
+        progress(f"  {finals[-1].why} -> {'wins' if finals[-1].won else 'does not win'}")
+    final = finals[0]
+    final.others = finals[1:]
+    if final.all_won:
         return mode, final
+    progress("  every pair unfused: the tuned model does not win on every input")
     for r in results:
         r.kept = False
     return first, final
@@ -657,22 +817,28 @@ def write_tuned(
     result: TuneResult,
     source: Path,
     output: Path,
-    input_shapes: dict[str, list[int]] | None,
+    wholes: list[Case],
     progress: Progress,
 ) -> str:
     """Stage the tuned model, check it (full checker; stock ORT and, with kept pairs, the plugin
-    against the input), then move it into place. Returns the verification line."""
+    against the input, on every input set that reaches a scope: `wholes`, one per If branch taken),
+    then move it into place. Returns the verification line."""
     tuned = tuned_model(model, result.pairs, result.record())
     staged = stage(tuned, output, source.resolve().parent)
     try:
         progress("verifying the tuned model (full checker, stock ONNX Runtime, plugin)")
         check(staged.model_path)
-        stock = compare(source, staged.model_path, input_shapes, DEFAULT_RTOL)
-        note = f"verified: stock ONNX Runtime matches the input (worst relative error {stock.worst_relative_error:.1e})"
+        original = verify.session(source)
+        cases = [run_original(original, c.feeds, c.label) for c in wholes]
+        stock = compare_cases(staged.model_path, cases, DEFAULT_RTOL)
+        note = (
+            f"verified: stock ONNX Runtime matches the input on {len(cases)} input set(s) (worst relative error "
+            f"{stock.worst_relative_error:.1e})"
+        )
         if result.kept:
             with runtime.plugin_environment_restored():
                 options = runtime.session_options(result.backend, result.settings["workers"])
-                plugin = compare(source, staged.model_path, input_shapes, PLUGIN_RTOL, rewritten_options=options)
+                plugin = compare_cases(staged.model_path, cases, PLUGIN_RTOL, rewritten_options=options)
             note += f"; with the plugin too ({plugin.worst_relative_error:.1e} <= {PLUGIN_RTOL:g})"
     except BaseException:
         staged.discard()

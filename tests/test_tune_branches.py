@@ -1,0 +1,148 @@
+"""`tune` and `profile` reach the pairs inside If branches (merged decoders: optimum's `use_cache_branch` If):
+each branch runs as a model of its own on the outer values the model computed for it (branch_runs),
+the branch random inputs do not take on inputs set to take it (subgraphs.feeds_taking); a branch
+no input reaches leaves its pairs unfused. Real ONNX Runtime and the built plugin; the model is
+test_subgraphs' If with a matrix/vector pair in each branch, at 8 rows. Decisions and files, not
+speed: a few rounds, and the margin forces the decision both ways."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+from test_subgraphs import D_IN, if_model
+
+from hexfuse_onnx import contract as C
+from hexfuse_onnx import pipeline, runtime, tuning, verify
+from hexfuse_onnx.rewrite import unfuse
+from hexfuse_onnx.subgraphs import pairs_within
+from hexfuse_onnx.tools import timeline
+from hexfuse_onnx.tools.tune import tune
+
+pytestmark = pytest.mark.skipif(
+    not (runtime.LIB_DIR / runtime.PLUGIN_NAME).is_file(),
+    reason=f"{runtime.LIB_DIR / runtime.PLUGIN_NAME} not built: run `bash custom_ops/build.sh`",
+)
+
+ROWS = 8
+QUICK = {"runs": 4, "rounds": 2}
+THEN, ELSE = "then branch of If 'choose'", "else branch of If 'choose'"
+SET = " (random inputs set to take it)"
+
+
+def _x(sign: float = 1.0) -> np.ndarray:
+    return sign * np.abs(np.random.default_rng(1).standard_normal((ROWS, D_IN)).astype(np.float32))
+
+
+@pytest.fixture(scope="module")
+def fused(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A pair in each branch of an If on the bool input `fast` (rewrite verified both branches)."""
+    folder = tmp_path_factory.mktemp("tune_branches")
+    onnx.save(if_model(rows=ROWS), folder / "if.onnx")
+    result = pipeline.rewrite(
+        folder / "if.onnx", folder / "if.fused.onnx", target="host", inputs={"x": _x(), "fast": np.array(True)}
+    )
+    assert result.output is not None
+    assert [len(pairs_within(a.g)) for a in onnx.load(result.output).graph.node[0].attribute] == [1, 1]
+    return result.output
+
+
+def _branch_pairs(model: onnx.ModelProto) -> dict[str, list[onnx.NodeProto]]:
+    return {a.name: pairs_within(a.g) for a in model.graph.node[0].attribute}
+
+
+def _equals_original_on_both_branches(original: Path, tuned: Path, **feeds: np.ndarray) -> None:
+    """Stock ORT, and the plugin when the tuned model keeps a pair: the same outputs, each branch taken."""
+    session = verify.session(original)
+    cases = [verify.run_original(session, {**feeds, "fast": np.array(fast)}) for fast in (True, False)]
+    verify.compare_cases(tuned, cases, rtol=verify.DEFAULT_RTOL)
+    if pairs_within(onnx.load(tuned).graph):
+        verify.compare_cases(tuned, cases, pipeline.PLUGIN_RTOL, rewritten_options=runtime.session_options("host"))
+
+
+def test_the_pair_of_each_branch_is_timed_and_kept(fused, tmp_path):
+    """Both pairs timed (the branch the random `fast` does not take on it set to take it), kept at the
+    swept share; the whole model judged on inputs taking each branch; equal to the original on both."""
+    out = tmp_path / "kept.onnx"
+    result = tune(fused, out, margin=-100.0, shares=[0.3], **QUICK)
+    assert [p.where.removesuffix(SET) for p in result.pairs] == [THEN, ELSE], result.lines()
+    assert sum(p.where.endswith(SET) for p in result.pairs) == 1
+    other = next(p.where.removesuffix(SET) for p in result.pairs if p.where.endswith(SET))
+    assert all(p.kept and p.unfused is not None and set(p.fused) == {0.3} for p in result.pairs), result.lines()
+    assert result.final is not None and result.final.all_won and len(result.final.others) == 1, result.lines()
+    cases = [result.final.case, result.final.others[0].case]
+    assert sorted(cases) == sorted(["tune's random inputs", f"tune's random inputs set to take the {other}"])
+    tuned = onnx.load(out)
+    onnx.checker.check_model(tuned, full_check=True)
+    for pairs in _branch_pairs(tuned).values():
+        (node,) = pairs
+        assert next(a.f for a in node.attribute if a.name == C.ATTR_SHARE_A) == pytest.approx(0.3)
+    record = tuning.read_record(tuned)
+    assert record is not None and sorted(record["kept"]) == sorted(p.pair_id for p in result.pairs)
+    assert [p["where"].removesuffix(SET) for p in record["pairs"]] == [THEN, ELSE]
+    assert len(record["final_check"]["other_cases"]) == 1
+    assert f"in the {THEN}" in "\n".join(result.lines())
+    _equals_original_on_both_branches(fused, out, x=_x())
+
+
+def test_pairs_that_lose_are_unfused_back_to_the_branch_nodes(fused, tmp_path):
+    out = tmp_path / "lost.onnx"
+    result = tune(fused, out, margin=100.0, **QUICK)
+    assert all(p.unfused is not None and p.fused and not p.kept for p in result.pairs), result.lines()
+    assert result.final is None
+    tuned = onnx.load(out)
+    assert tuned.graph == unfuse(onnx.load(fused)).graph
+    assert not tuned.functions and all(o.domain != C.DOMAIN for o in tuned.opset_import)
+    _equals_original_on_both_branches(fused, out, x=_x())
+
+
+def _on_mean(fused: Path, folder: Path) -> Path:
+    """The fused model with its If on whether x's mean is positive, a condition tune cannot set."""
+    model = onnx.load(fused)
+    model.graph.node.insert(0, helper.make_node("ReduceMean", ["x"], ["mean"], keepdims=0))
+    model.graph.node.insert(1, helper.make_node("Greater", ["mean", "zero"], ["positive"]))
+    model.graph.initializer.append(helper.make_tensor("zero", TensorProto.FLOAT, [], [0.0]))
+    model.graph.node[2].input[0] = "positive"
+    kept = [v for v in model.graph.input if v.name != "fast"]
+    del model.graph.input[:]
+    model.graph.input.extend(kept)
+    path = folder / "on_mean.fused.onnx"
+    onnx.save(model, path)
+    return path
+
+
+def test_a_branch_no_input_reaches_is_named_and_unfused(fused, tmp_path):
+    """The random x takes one branch; the other cannot be taken by setting an input: its pair is
+    reported not reached and unfused (it was not shown to win), the reached one kept."""
+    src = _on_mean(fused, tmp_path)
+    out = tmp_path / "tuned.onnx"
+    result = tune(src, out, margin=-100.0, shares=[0.5], **QUICK)
+    reached, missed = sorted(result.pairs, key=lambda p: bool(p.not_reached))
+    assert reached.kept and reached.where in (THEN, ELSE) and not reached.not_reached, result.lines()
+    assert not missed.kept and missed.unfused is None and missed.where == ({THEN, ELSE} - {reached.where}).pop()
+    assert missed.not_reached == "not reached on these inputs, and its condition 'positive' is no input tune can set"
+    assert result.final is not None and result.final.all_won and not result.final.others
+    assert f"({missed.not_reached})" in "\n".join(result.lines())
+    tuned = onnx.load(out)
+    assert [p.overload for p in pairs_within(tuned.graph)] == [reached.pair_id]
+    for sign in (1.0, -1.0):  # each branch taken
+        case = verify.run_original(verify.session(src), {"x": _x(sign)})
+        verify.compare_cases(out, [case], rtol=verify.DEFAULT_RTOL)
+        verify.compare_cases(out, [case], pipeline.PLUGIN_RTOL, rewritten_options=runtime.session_options("host"))
+
+
+def test_profile_traces_the_pair_of_each_branch(fused):
+    """The seeded inputs take one branch, the same set to take the other: both pairs ran on the plugin."""
+    timelines = timeline.record(fused, runs=2)
+    assert sorted(t.node for t in timelines) == sorted(p.name for p in pairs_within(onnx.load(fused).graph))
+    assert all(t.events and t.wall_ns > 0 for t in timelines)
+    assert timeline.not_run(fused, timelines) == []
+
+
+def test_profile_names_the_pair_of_a_branch_no_input_took(fused, tmp_path):
+    src = _on_mean(fused, tmp_path)
+    (ran,) = timeline.record(src, runs=2)
+    assert timeline.not_run(src, [ran]) == [p.name for p in pairs_within(onnx.load(src).graph) if p.name != ran.node]
