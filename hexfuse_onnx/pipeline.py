@@ -402,7 +402,10 @@ def rewrite(
         raise WriteError(f"{out}: the output would overwrite the input model; choose another -o")
     analysis = analyse(path, kinds, target, min_gain, shapes, progress, freeze_shapes, lower=False, inputs=inputs)
     _check_keeps_external_data(analysis.graph, Path(path), out)
+    t0 = time.perf_counter()
     reference = _reference(path, analysis.graph, bool(shapes), inputs, progress) if analysis.all_pairs() else None
+    if reference is not None:
+        progress(f"the original run on ONNX Runtime for reference outputs ({time.perf_counter() - t0:.2f} s)")
     if reference is not None and any(b.analysis.pairs for b in analysis.branches):
         _refuse_untaken_branches(analysis, reference, progress)
     if verify_plugin and reference is not None and reference.saturating:
@@ -443,6 +446,7 @@ def _rounds(
         seconds["lower"] = time.perf_counter() - t0
         if not analysis.all_pairs():
             break
+        progress(f"{len(analysis.all_pairs())} pair(s) lowered to task programs ({seconds['lower']:.2f} s)")
         t0 = time.perf_counter()
         fused = _fuse_all(analysis, reference)
         seconds["rewrite"] = time.perf_counter() - t0
