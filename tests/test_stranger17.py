@@ -169,3 +169,33 @@ def test_resize_by_computed_sizes_is_inferred_as_ort_infers_it(monkeypatch: pyte
     assert shapes(ours) == shapes(orts)
     y = next(v for v in ours.graph.output if v.name == "y").type.tensor_type.shape.dim
     assert [d.dim_param or d.dim_value for d in y] == [1, 4, "H", "W"]
+
+
+@pytest.mark.slow
+def test_real_trueocr_rec_quantized_by_the_user_rewrites_at_zero_overhead(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """trueocr_rec through onnxruntime's quant_pre_process and quantize_static (QDQ, u8 activations,
+    per-channel s8 weights, seeded text-line ink maps): at 0 us its 2 branch pairs (the context
+    branch beside the line's, and the head's) are written, checked on the plugin."""
+    from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    pre, q = tmp_path / "pre.onnx", tmp_path / "q.onnx"
+    quant_pre_process(str(cached_or_skip("trueocr_rec")), str(pre))
+    rng = np.random.default_rng(17)
+    lines = [(rng.random((1, 1, 96, 256)) < 0.2).astype(np.float32) for _ in range(8)]  # ink maps: 0 paper, 1 ink
+    quantize_static(
+        str(pre),
+        str(q),
+        _calibration([{"x": x, "widths": np.array([256], np.int64)} for x in lines]),
+        quant_format=QuantFormat.QDQ,
+        activation_type=QuantType.QUInt8,
+        weight_type=QuantType.QInt8,
+        per_channel=True,
+    )
+    monkeypatch.setenv("HEXFUSE_CALL_OVERHEAD_US", "0")
+    out = tmp_path / "fused.onnx"
+    result = pipeline.rewrite(q, out, verify_plugin=True)
+    assert result.output == out
+    assert [n.op_type for n in onnx.load(out).graph.node].count("FusedHexPair") == 2
