@@ -330,8 +330,14 @@ def _runnable_shapes(
     candidates = graph_mod.binding_candidates(model, shapes or {}, str(path))
     if len(candidates) == 1:
         return shapes
+    t0 = time.perf_counter()
     outcomes = probe.runs_at(path, [b.inputs for b in candidates], enough=1)
     chosen = next((b for b, o in zip(candidates, outcomes) if o.error is None), None)
+    if chosen is candidates[0]:
+        progress(
+            f"free dims: the original runs at {chosen.describe()} (ONNX Runtime in a child process,"
+            f" {time.perf_counter() - t0:.2f} s; --shape skips this)"
+        )
     if chosen is candidates[0] or (chosen is None and probe.LOAD_FAILED in (outcomes[0].error or "")):
         return shapes  # a model ORT cannot load is named by the checks after this
     free = graph_mod.unhinted_dims(model, shapes or {})

@@ -118,6 +118,22 @@ def test_traced_scratch_dims_name_their_tensors_after_unread_ops_are_dropped(
     assert all(_placeholder_values(p, d) == int(d) for p, d in dims)
 
 
+def test_rewrite_says_what_it_does_between_choosing_and_verifying(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # trueocr_det at 0 us: "1 pair(s) chosen" at 20 s, then nothing until "verifying" at 98 s, and
+    # the free dims' check in a child process (9-18 s under load) hidden in the load's seconds
+    from cli_support import run_cli
+
+    monkeypatch.setenv("HEXFUSE_CALL_OVERHEAD_US", "0")
+    proc = run_cli("rewrite", _qdq_conv1d_with_shape_reader(tmp_path), "-o", tmp_path / "fused.onnx")
+    assert proc.returncode == 0, proc.stderr
+    said = [line.split("] ", 1)[-1] for line in proc.stderr.splitlines()]
+    steps = ["free dims: the original runs at L=128", "loaded", "chosen", "reference", "lowered", "verifying"]
+    at = [next((i for i, line in enumerate(said) if step in line), -1) for step in steps]
+    assert -1 not in at and at == sorted(at), proc.stderr
+
+
 def test_renumbered_follows_the_new_ids_and_untraces_a_gone_tensor() -> None:
     kept = traced.TracedDim(6, traced.placeholder(5, 1) * 2)
     lost = traced.TracedDim(4, traced.placeholder(3, 0))
