@@ -963,8 +963,9 @@ def _fused_conv_rule(sym: Any) -> Callable[[onnx.NodeProto], None]:
 def _resize_rule(sym: Any) -> Callable[[onnx.NodeProto], None]:
     """ORT's Resize rule by scales, floor(dim * scale), without its sympy.simplify of each dim: the
     scale as the exact rational its float is, so floor(2 floor(h/32)) needs none. ppocr_det's 31
-    Resize dims took 20 s of simplify (64 s under load), 2 s without, its 672 shapes the same. The
-    other forms (sizes, tf_crop_and_resize, opset 10) are ORT's rule."""
+    Resize dims took 20 s of simplify (64 s under load), 2 s without, its 672 shapes the same. By
+    sizes (computed from Shape: trueocr_det's 3 Resize) floor(size) unsimplified likewise. The other
+    forms (tf_crop_and_resize, opset 10) are ORT's rule."""
     import sympy
     from onnxruntime.tools.symbolic_shape_infer import get_attribute, get_opset, get_shape_from_sympy_shape
 
@@ -973,10 +974,13 @@ def _resize_rule(sym: Any) -> Callable[[onnx.NodeProto], None]:
     def infer(node: onnx.NodeProto) -> None:
         scales, sizes = sym._try_get_value(node, 2), sym._try_get_value(node, 3)
         cropped = get_attribute(node, "coordinate_transformation_mode") == b"tf_crop_and_resize"
-        if get_opset(sym.out_mp_) <= 10 or sizes is not None or scales is None or cropped:
+        if get_opset(sym.out_mp_) <= 10 or (sizes is None and scales is None) or cropped:
             rule(node)
             return
-        dims = [sympy.floor(d * sympy.Rational(float(s))) for d, s in zip(sym._get_sympy_shape(node, 0), scales)]
+        if sizes is not None:  # dims computed from shapes: integers, floor(s) is s where sympy knows it
+            dims = [sympy.floor(s) for s in sizes]
+        else:
+            dims = [sympy.floor(d * sympy.Rational(float(s))) for d, s in zip(sym._get_sympy_shape(node, 0), scales)]
         sym._update_computed_dims(dims)
         elem = sym.known_vi_[node.input[0]].type.tensor_type.elem_type
         out = node.output[0]

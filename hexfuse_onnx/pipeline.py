@@ -330,8 +330,14 @@ def _runnable_shapes(
     candidates = graph_mod.binding_candidates(model, shapes or {}, str(path))
     if len(candidates) == 1:
         return shapes
+    t0 = time.perf_counter()
     outcomes = probe.runs_at(path, [b.inputs for b in candidates], enough=1)
     chosen = next((b for b, o in zip(candidates, outcomes) if o.error is None), None)
+    if chosen is candidates[0]:
+        progress(
+            f"free dims: the original runs at {chosen.describe()} (ONNX Runtime in a child process,"
+            f" {time.perf_counter() - t0:.2f} s; --shape skips this)"
+        )
     if chosen is candidates[0] or (chosen is None and probe.LOAD_FAILED in (outcomes[0].error or "")):
         return shapes  # a model ORT cannot load is named by the checks after this
     free = graph_mod.unhinted_dims(model, shapes or {})
@@ -402,7 +408,10 @@ def rewrite(
         raise WriteError(f"{out}: the output would overwrite the input model; choose another -o")
     analysis = analyse(path, kinds, target, min_gain, shapes, progress, freeze_shapes, lower=False, inputs=inputs)
     _check_keeps_external_data(analysis.graph, Path(path), out)
+    t0 = time.perf_counter()
     reference = _reference(path, analysis.graph, bool(shapes), inputs, progress) if analysis.all_pairs() else None
+    if reference is not None:
+        progress(f"the original run on ONNX Runtime for reference outputs ({time.perf_counter() - t0:.2f} s)")
     if reference is not None and any(b.analysis.pairs for b in analysis.branches):
         _refuse_untaken_branches(analysis, reference, progress)
     if verify_plugin and reference is not None and reference.saturating:
@@ -443,6 +452,7 @@ def _rounds(
         seconds["lower"] = time.perf_counter() - t0
         if not analysis.all_pairs():
             break
+        progress(f"{len(analysis.all_pairs())} pair(s) lowered to task programs ({seconds['lower']:.2f} s)")
         t0 = time.perf_counter()
         fused = _fuse_all(analysis, reference)
         seconds["rewrite"] = time.perf_counter() - t0

@@ -114,6 +114,13 @@ _HAMA = dict(
     wheel_bytes=8_468_629,
     ci=False,
 )
+_TRUEOCR = dict(
+    package="trueocr",
+    version="0.1.1",
+    license="Apache-2.0 (the wheel's LICENSE and metadata; its models are the package's own)",
+    wheel_bytes=7_394_813,
+    ci=False,
+)
 _MINILM_INT = {"input_ids": (0, 30522), "attention_mask": (1, 2), "token_type_ids": (0, 1)}
 
 MODELS: dict[str, RealModel] = {
@@ -1213,6 +1220,48 @@ MODELS: dict[str, RealModel] = {
             shapes={"input_ids": [1, 16], "input_lengths": [1]},
             int_ranges={"input_ids": (2, 17869), "input_lengths": (16, 17)},
             notes="16 characters of text; the later versions split it into hama_g2p_encoder and the step decoder",
+        ),
+        RealModel(
+            "trueocr_det",
+            onnx_path="trueocr/models/det.onnx",
+            kind="ocr",
+            what="trueocr's Vietnamese text-line detector: a HardSwish conv net with stride-2 stages, three "
+            "bilinear Resize back up, DepthToSpace and Softplus, 3 maps (line core, border, scale) at half "
+            "the input; input a grayscale ink map (0 paper, 1 ink), height and width symbolic",
+            onnx_bytes=389_948,
+            sha256="f2bd4cba23e9c328cf7ec824634e423e191a2c6aacbbf35c62bd79dd70f62f59",
+            shapes={"x": [1, 1, 1024, 736]},
+            notes="a portrait page at the package's det_long_side 1024, padded to a multiple of 32",
+            **_TRUEOCR,
+        ),
+        RealModel(
+            "trueocr_rec",
+            onnx_path="trueocr/models/rec.onnx",
+            kind="ocr",
+            what="trueocr's Vietnamese line recogniser: a conv net over the line with the lines above and "
+            "below (ink map 96 high, width symbolic), a width mask from the int64 widths input, CTC over 222 "
+            "characters decoded in the graph (ArgMax, the per-line output length and confidence)",
+            onnx_bytes=4_280_974,
+            sha256="360b800dcbebd1099270f703ac35a43a6c86b40de049c4be78a130184b3bfef0",
+            shapes={"x": [1, 1, 96, 320], "widths": [1]},
+            int_ranges={"widths": (320, 321)},
+            notes="one line 320 wide (the package pads widths to a multiple of 8, up to 768); widths is each "
+            "line's own width before padding",
+            **_TRUEOCR,
+        ),
+        RealModel(
+            "trueocr_order",
+            onnx_path="trueocr/models/order.onnx",
+            kind="encoder",
+            what="trueocr's reading-order model: a 4-layer transformer over the page's N line boxes (16 "
+            "features each, a bool mask), pairwise heads giving successor scores, same-block and table "
+            "relations [N, N] and a class per line; N symbolic",
+            onnx_bytes=2_973_138,
+            sha256="a42db2e8b536ad3d84045a4b7f9b0a72667cf8be4aa02d63f7b38004719fb180",
+            shapes={"feats": [1, 32, 16], "mask": [1, 32]},
+            int_ranges={"mask": (1, 2)},
+            notes="32 lines of a page; mask is True for every real line (the package passes all ones)",
+            **_TRUEOCR,
         ),
     ]
 }

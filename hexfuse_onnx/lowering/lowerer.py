@@ -32,6 +32,7 @@ from ..profile import engine_of
 from .abi import Dtype, Engine, Layout, Opcode, Role, Task
 from .program import ARENA_BYTES, Op, Program, QuantEntry, Tensor, scratch_bytes
 from .registry import LOWERINGS, ArenaOverflow, LoweringError, absent_when_empty, op_key, op_outside_kernel
+from .traced import renumbered
 
 DTYPES: dict[int, Dtype] = {
     onnx.TensorProto.FLOAT: Dtype.F32,
@@ -393,6 +394,8 @@ class Lowerer:
     def _drop_unread(self) -> None:
         """Drop the ops no output needs (Program.drop_unread): work the device would do for nothing."""
         kept, remap = self.prog.drop_unread()
+        for t in self.prog.tensors:  # a scratch dim names the tensors it was computed from by id
+            t.dims = renumbered(t.dims, remap)
         by_op = {o.op: o for o in self.origins}
         self.origins = [replace(by_op[k], op=new) for new, k in enumerate(kept) if k in by_op]
         self.ids = {name: remap[t] for name, t in self.ids.items() if t in remap}

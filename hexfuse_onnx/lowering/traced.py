@@ -76,6 +76,25 @@ def traced_dims(prog: Program, tid: int) -> list[int]:
     ]
 
 
+def renumbered(dims: Sequence[int], remap: dict[int, int]) -> list[int]:
+    """`dims` after the program's tensors were renumbered (`remap`: old id -> new): each placeholder
+    names its tensor's new id; a dim traced to a tensor that is gone keeps its value, untraced."""
+    out: list[int] = []
+    for d in dims:
+        if not isinstance(d, TracedDim):
+            out.append(d)
+            continue
+        subs, gone = {}, False
+        for s in d.expr.free_symbols:
+            m = _PLACEHOLDER.match(s.name)
+            if m is not None and int(m.group(1)) in remap:
+                subs[s] = placeholder(remap[int(m.group(1))], int(m.group(2)))
+            else:
+                gone = True
+        out.append(int(d) if gone else TracedDim(int(d), d.expr.xreplace(subs)))
+    return out
+
+
 def broadcast(a: Sequence[int], b: Sequence[int]) -> list[int]:
     """Numpy broadcasting of two shapes that keeps the traced dim of each axis that is not 1 (of
     two equal dims, the one with a symbolic expression: a batch of 1 stays the batch)."""
