@@ -95,7 +95,7 @@ def _death(code: int, stderr: str) -> str:
 
 def child_main() -> None:
     """The child: read the request from stdin, print one line per shape tried."""
-    from .verify import random_inputs, session
+    from .feeds import random_inputs, session  # not verify: the onnx package costs a child 1.7 s
 
     request = json.loads(sys.stdin.read())
     try:
