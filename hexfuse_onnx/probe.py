@@ -5,11 +5,13 @@ AveragePool divides by zero (SIGFPE) when a fixed 7x7 window exceeds the map, as
 at 112x112. The pass asks a child process, so that such a death refuses that shape with one line
 and the pass goes on. The child runs the seeded random inputs the pass verifies on
 (`verify.random_inputs`, seed 0) and reports each shape in order: `ok`, or `fail` and why, or
-`skip` for a candidate after enough ran.
+`skip` for a candidate after enough ran. The same question about the same file is asked once per
+process: `colocate` checks the merge where `rewrite` then analyses it, and a child costs seconds.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -38,12 +40,20 @@ def runs_at(
 ) -> list[Outcome]:
     """The original's outcome at each candidate in order, up to the `enough`-th that runs; then its
     outcome at each of `also`, tried in the same child whatever happened before (one each, last)."""
-    items = [*candidates, *(also or [])]
+    file = os.stat(path)  # the file as it is now: a rewritten file is asked again
+    request = json.dumps([candidates, enough, also or []])
+    return list(_runs_at(str(Path(path).resolve()), file.st_mtime_ns, file.st_size, request))
+
+
+@functools.lru_cache(maxsize=64)
+def _runs_at(path: str, _mtime_ns: int, _size: int, request: str) -> tuple[Outcome, ...]:
+    candidates, enough, also = json.loads(request)
+    items = [*candidates, *also]
     tried: list[Outcome | None] = []  # None: a candidate left untried once enough ran
     while len(tried) < len(items):
         ran = sum(o is not None and o.error is None for o in tried[: len(candidates)])
         tried += _child_run(Path(path), items[len(tried) :], max(0, len(candidates) - len(tried)), enough - ran)
-    return [o for o in tried[: len(candidates)] if o is not None] + [o for o in tried[len(candidates) :] if o]
+    return tuple(o for o in tried[: len(candidates)] if o is not None) + tuple(o for o in tried[len(candidates) :] if o)
 
 
 def _child_run(path: Path, items: list[dict[str, list[int]]], counted: int, enough: int) -> list[Outcome | None]:
@@ -85,7 +95,7 @@ def _death(code: int, stderr: str) -> str:
 
 def child_main() -> None:
     """The child: read the request from stdin, print one line per shape tried."""
-    from .verify import random_inputs, session
+    from .feeds import random_inputs, session  # not verify: the onnx package costs a child 1.7 s
 
     request = json.loads(sys.stdin.read())
     try:

@@ -42,6 +42,7 @@ import onnxruntime as ort
 
 from .errors import ModelError, UsageError, VerificationError, first_line
 from .exact_products import make_exact
+from .feeds import FULL_RANGE_INTEGERS, random_inputs, session
 
 DEFAULT_RTOL = 1e-5
 # ORT's MatMulNBits that its QDQ transformer makes of DQ(weight) + MatMul computes in f32, not int8
@@ -138,28 +139,6 @@ def check(path: str | os.PathLike[str]) -> None:
         raise VerificationError(f"rewritten model fails onnx.checker (full check): {first_line(exc, 400)}") from None
 
 
-def random_inputs(
-    session: ort.InferenceSession, shape_overrides: dict[str, list[int]] | None = None, seed: int = 0
-) -> dict[str, np.ndarray]:
-    """Seeded inputs for every session input; unknown dims take the override or 1. Floats are N(0, 1);
-    8- and 16-bit integers span their type's range (quantized values and pixels: 0 or 1 would saturate
-    a QDQ group and hide how it rounds); other integers and bools are 0 or 1 (ids, lengths, rates)."""
-    rng = np.random.default_rng(seed)
-    feeds: dict[str, np.ndarray] = {}
-    for arg in session.get_inputs():
-        shape = (shape_overrides or {}).get(arg.name) or [d if isinstance(d, int) and d >= 0 else 1 for d in arg.shape]
-        dtype = _numpy_dtype(arg.type)
-        if np.issubdtype(dtype, np.floating):
-            feeds[arg.name] = rng.standard_normal(shape).astype(dtype)
-        elif dtype in FULL_RANGE_INTEGERS:
-            info = np.iinfo(dtype)
-            feeds[arg.name] = rng.integers(int(info.min), int(info.max) + 1, shape, dtype=dtype)
-        else:
-            feeds[arg.name] = rng.integers(0, 2, shape).astype(dtype)
-    return feeds
-
-
-FULL_RANGE_INTEGERS = tuple(np.dtype(t) for t in (np.uint8, np.int8, np.uint16, np.int16))
 _FULL_RANGE_PROTO = tuple(onnx.helper.np_dtype_to_tensor_dtype(t) for t in FULL_RANGE_INTEGERS)
 
 
@@ -181,14 +160,6 @@ def random_integer_note(model: onnx.ModelProto) -> str:
         f"; its integer input(s) {', '.join(repr(n) for n in names)} get random 0 or 1, which may be the cause: "
         "give real ones with --inputs NAME:file.npy"
     )
-
-
-def session(path: str | os.PathLike[str] | bytes, extra: ort.SessionOptions | None = None) -> ort.InferenceSession:
-    so = extra or ort.SessionOptions()
-    so.intra_op_num_threads = so.intra_op_num_threads or 1
-    so.log_severity_level = 4  # a failed run is reported once, as an error of ours; ORT's own log would repeat it
-    model = path if isinstance(path, bytes) else str(path)
-    return ort.InferenceSession(model, sess_options=so, providers=["CPUExecutionProvider"])
 
 
 def exact_qdq_options(so: ort.SessionOptions | None = None) -> ort.SessionOptions:
@@ -451,24 +422,3 @@ def relative_error(ref: np.ndarray, out: np.ndarray) -> float:
     scale = float(np.max(np.abs(ref[finite]))) if finite.any() else 0.0
     diff = float(np.max(np.abs(out[mask].astype(np.float64) - ref[mask])))
     return diff / scale if scale > 0 else diff
-
-
-def _numpy_dtype(ort_type: str) -> np.dtype:
-    name = ort_type.removeprefix("tensor(").removesuffix(")")
-    table = {
-        "float": np.float32,
-        "double": np.float64,
-        "float16": np.float16,
-        "int64": np.int64,
-        "int32": np.int32,
-        "int8": np.int8,
-        "uint8": np.uint8,
-        "bool": np.bool_,
-        "int16": np.int16,
-        "uint16": np.uint16,
-        "uint32": np.uint32,
-        "uint64": np.uint64,
-    }
-    if name not in table:
-        raise VerificationError(f"cannot make test inputs of type {ort_type}")
-    return np.dtype(table[name])

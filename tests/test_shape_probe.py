@@ -79,6 +79,26 @@ def test_a_shape_ort_dies_at_is_refused_and_the_rest_are_tried(tmp_path: Path) -
     assert [o.error for o in outcomes[2:]] == [None, None]
 
 
+def test_one_child_answers_a_question_asked_again_until_the_file_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """colocate checks the merge where rewrite then analyses it: the second asking starts no child."""
+    path = pooled(tmp_path / "pooled.onnx")
+    children: list[int] = []
+    child_run = probe._child_run
+
+    def counted(*args, **kwargs):
+        children.append(1)
+        return child_run(*args, **kwargs)
+
+    monkeypatch.setattr(probe, "_child_run", counted)
+    first = probe.runs_at(path, [shapes(8)], enough=1)
+    assert probe.runs_at(str(path), [shapes(8)], enough=1) == first and len(children) == 1
+    assert probe.runs_at(path, [shapes(9)], enough=1)[0].shapes == shapes(9) and len(children) == 2
+    pooled(path)  # written again: a new file for the probe
+    assert probe.runs_at(path, [shapes(8)], enough=1) == first and len(children) == 3
+
+
 def test_verification_skips_a_binding_ort_dies_at(tmp_path: Path) -> None:
     path = pooled(tmp_path / "pooled.onnx")
     dims = graph.input_dims(onnx.load(str(path)))

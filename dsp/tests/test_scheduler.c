@@ -289,10 +289,53 @@ static double measured_share_of(const hfx_trace_event *ev, size_t n, int matrix)
     return used[0] / (used[0] + used[1]);
 }
 
-static double measured_share(const hfx_trace_event *ev, size_t n) { return measured_share_of(ev, n, 0); }
+/* The share of an engine group's summed item time that preemption added. The quota splits wall time
+ * (scheduler.c), so an item whose thread lost its CPU counts long, and a task that ran out of items
+ * before the other caught up keeps that excess. Items of the group all cost about the same here:
+ * one over 4x the shortest was preempted, by its time above the shortest. */
+static double preempted_share_of(const hfx_trace_event *ev, size_t n, int matrix) {
+    uint64_t shortest = UINT64_MAX;
+    for (size_t i = 0; i < n; i++)
+        if ((ev[i].engine == HFX_ENGINE_MATRIX) == matrix && ev[i].end_ns - ev[i].start_ns < shortest)
+            shortest = ev[i].end_ns - ev[i].start_ns;
+    double excess = 0, total = 0;
+    for (size_t i = 0; i < n; i++) {
+        if ((ev[i].engine == HFX_ENGINE_MATRIX) != matrix) continue;
+        uint64_t d = ev[i].end_ns - ev[i].start_ns;
+        total += (double)d;
+        if (d > 4 * shortest) excess += (double)(d - shortest);
+    }
+    return total > 0 ? excess / total : 0.0;
+}
+
+/* Runs p with A's share `share` of one engine group until A's measured share is within 0.1 plus what
+ * preemption added (at most MAX_PREEMPTED of the time: beyond that a run proves nothing) or the tries
+ * run out. Returns 1 when it was; *got and *preempted describe the last run that counted. */
+#define MAX_PREEMPTED 0.1
+#define QUOTA_TRIES 300
+static int quota_met(const hfx_program *p, const void *const *in, void *const *out, float share, int matrix,
+                     double *got, double *preempted) {
+    int counted = 0;
+    *got = -1.0, *preempted = 0.0;
+    for (int attempt = 0; attempt < QUOTA_TRIES && counted < TIMING_ATTEMPTS; attempt++) {
+        hfx_run_options o = opts_with_trace();
+        if (matrix) o.matrix_share_a = share;
+        else o.share_a = share;
+        hfx_run_result r;
+        CHECK(hfx_run(g_pool, p, in, 2, out, 2, &o, NULL, &r) == HFX_OK);
+        double lost = preempted_share_of(g_ev, r.trace_events, matrix);
+        if (lost > MAX_PREEMPTED) continue; /* the machine's load, not the scheduler, set this share */
+        counted++;
+        *got = measured_share_of(g_ev, r.trace_events, matrix), *preempted = lost;
+        if (matrix)
+            for (size_t i = 0; i < r.trace_events; i++) CHECK(g_ev[i].worker == 0); /* only the matrix worker */
+        if (fabs(*got - share) < 0.1 + lost) return 1;
+    }
+    return 0;
+}
 
 static void test_quota_honoured(void) {
-    uint32_t n = 96u * 32768u; /* 96 equal items per op */
+    uint32_t n = 40u * 32768u; /* 40 equal items per op: a short call, so that some calls see no preemption */
     hfxb b;
     hfxb_init(&b);
     vec_chain(&b, 0, n, 1);
@@ -305,16 +348,9 @@ static void test_quota_honoured(void) {
     void *out[2] = {ya, yb};
     static const float shares[] = {0.25f, 0.5f, 0.8f};
     for (int s = 0; s < 3; s++) {
-        /* real-time quotas on a shared host: preemption inflates item times, so allow TIMING_ATTEMPTS attempts */
-        double got = -1.0;
-        for (int attempt = 0; attempt < TIMING_ATTEMPTS && !(fabs(got - shares[s]) < 0.1); attempt++) {
-            hfx_run_options o = opts_with_trace();
-            o.share_a = shares[s];
-            hfx_run_result r;
-            CHECK(hfx_run(g_pool, p, in, 2, out, 2, &o, NULL, &r) == HFX_OK);
-            got = measured_share(g_ev, r.trace_events);
-        }
-        CHECK_MSG(fabs(got - shares[s]) < 0.1, "share %.2f measured %.3f", (double)shares[s], got);
+        double got, lost;
+        CHECK_MSG(quota_met(p, in, out, shares[s], 0, &got, &lost), "share %.2f measured %.3f (%.3f preempted%s)",
+                  (double)shares[s], got, lost, got < 0 ? ": no run under the limit" : "");
     }
     /* share 0: A gets vector workers only once B has nothing left to claim */
     hfx_run_options o = opts_with_trace();
@@ -331,12 +367,12 @@ static void test_quota_honoured(void) {
 
 /* matrix_share_a splits the matrix worker between two matrix tasks */
 static void test_matrix_quota(void) {
-    uint32_t m = 64, k = 256;
+    uint32_t m = 64, k = 128; /* short items, a short call: see test_quota_honoured */
     float *w = weights(k);
     hfxb b;
     hfxb_init(&b);
-    gemm_chain(&b, 0, m, k, 40, w);
-    gemm_chain(&b, 1, m, k, 40, w);
+    gemm_chain(&b, 0, m, k, 20, w);
+    gemm_chain(&b, 1, m, k, 20, w);
     hfx_program *p = parse(&b);
     float *xa = rand_buf((size_t)m * k, -1, 1), *xb = rand_buf((size_t)m * k, -1, 1);
     float *ya = calloc((size_t)m * k, 4), *yb = calloc((size_t)m * k, 4);
@@ -344,16 +380,10 @@ static void test_matrix_quota(void) {
     void *out[2] = {ya, yb};
     static const float shares[] = {0.25f, 0.75f};
     for (int s = 0; s < 2; s++) {
-        double got = -1.0;
-        for (int attempt = 0; attempt < TIMING_ATTEMPTS && !(fabs(got - shares[s]) < 0.1); attempt++) {
-            hfx_run_options o = opts_with_trace();
-            o.matrix_share_a = shares[s];
-            hfx_run_result r;
-            CHECK(hfx_run(g_pool, p, in, 2, out, 2, &o, NULL, &r) == HFX_OK);
-            got = measured_share_of(g_ev, r.trace_events, 1);
-            for (size_t i = 0; i < r.trace_events; i++) CHECK(g_ev[i].worker == 0); /* only the matrix worker */
-        }
-        CHECK_MSG(fabs(got - shares[s]) < 0.1, "matrix share %.2f measured %.3f", (double)shares[s], got);
+        double got, lost;
+        CHECK_MSG(quota_met(p, in, out, shares[s], 1, &got, &lost),
+                  "matrix share %.2f measured %.3f (%.3f preempted%s)", (double)shares[s], got, lost,
+                  got < 0 ? ": no run under the limit" : "");
     }
     hfx_program_free(p);
     hfxb_free(&b);
