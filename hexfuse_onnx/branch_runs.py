@@ -17,6 +17,7 @@ import numpy as np
 import onnx
 
 from . import contract as C
+from . import subgraphs
 from .errors import ModelError, first_line
 from .graph import outer_scope_names
 from .subgraphs import conditions_taken, constant_values, pairs_within, subgraph_model
@@ -53,8 +54,8 @@ def bodies_with_pairs(node: onnx.NodeProto) -> dict[str, onnx.GraphProto]:
 
 
 def branch_label(attribute: str, node: onnx.NodeProto) -> str:
-    """As subgraphs.Branch.label: "then branch of If 'X'"."""
-    return f"{attribute.split('_')[0]} branch of If '{node.name or node.output[0]}'"
+    """subgraphs.branch_label of the If `node`: "then branch of If 'X'"."""
+    return subgraphs.branch_label(attribute, node.name or node.output[0])
 
 
 def branch_reads(node: onnx.NodeProto) -> list[str]:

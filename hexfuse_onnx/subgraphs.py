@@ -27,6 +27,11 @@ from .graph import Dim, ModelGraph, ShapeBinding, node_reads, outer_scope_names,
 BRANCH_ATTRIBUTES = ("then_branch", "else_branch")
 
 
+def branch_label(attribute: str, owner_name: str) -> str:
+    """How every tool names an If's branch: "then branch of If 'X'" (X: the node's name, else its first output)."""
+    return f"{attribute.split('_')[0]} branch of If '{owner_name}'"
+
+
 @dataclass
 class Branch:
     owner: str  # the If node's first output: unique in the model, as its name need not be
@@ -37,7 +42,7 @@ class Branch:
 
     @property
     def label(self) -> str:
-        return f"{self.attribute.split('_')[0]} branch of If '{self.owner_name}'"
+        return branch_label(self.attribute, self.owner_name)
 
     @property
     def taken_when(self) -> bool:
