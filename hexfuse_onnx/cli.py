@@ -251,6 +251,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     tu.add_argument("--workers", type=int, help="vector workers of the kernel's pool")
     tu.add_argument("--shape", action="append", metavar="NAME=DxDxD", help="fix a graph input's dims (repeatable)")
+    tu.add_argument(
+        "--inputs",
+        action="append",
+        metavar="NPZ|NAME:NPY",
+        help="real graph inputs to time on, as rewrite takes them (where random inputs do not run the model: a "
+        "sample rate, a token id; default: seeded random inputs at the shapes rewrite analysed)",
+    )
     tu.add_argument("--json", metavar="REPORT", help="also write every figure (raw samples too) here")
     tu.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
 
@@ -907,6 +914,7 @@ def _shares(text: str) -> list[float]:
 def _tune(args: argparse.Namespace, progress) -> int:
     from .tools.bench import clear_blas_tuning
     from .tools.tune import tune
+    from .verify import load_inputs
 
     clear_blas_tuning()
     _refuse_same_file(args.output, args.model)
@@ -924,6 +932,7 @@ def _tune(args: argparse.Namespace, progress) -> int:
         args.session,
         parse_shape_overrides(args.shape),
         progress,
+        load_inputs(args.inputs) if args.inputs else None,
     )
     print("\n".join(result.lines()))
     print(f"wrote {args.output}")

@@ -7,6 +7,8 @@ speed: a few rounds, and the margin forces the decision both ways."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -146,3 +148,25 @@ def test_profile_names_the_pair_of_a_branch_no_input_took(fused, tmp_path):
     src = _on_mean(fused, tmp_path)
     (ran,) = timeline.record(src, runs=2)
     assert timeline.not_run(src, [ran]) == [p.name for p in pairs_within(onnx.load(src).graph) if p.name != ran.node]
+
+
+@pytest.mark.parametrize("sign, taken", [(1.0, THEN), (-1.0, ELSE)])
+def test_given_inputs_decide_the_branch_tune_reaches(fused, tmp_path, sign, taken):
+    """With --inputs, tune runs the model on them, not on random ones: their x's mean takes one
+    branch, whose pair is timed; the other branch's condition is no input, so it is not reached."""
+    src = _on_mean(fused, tmp_path)
+    result = tune(src, tmp_path / "tuned.onnx", margin=100.0, inputs={"x": _x(sign)}, **QUICK)
+    assert [p.where for p in result.pairs if not p.not_reached] == [taken], result.lines()
+    assert [p.where for p in result.pairs if p.not_reached] == [({THEN, ELSE} - {taken}).pop()]
+
+
+def test_inputs_naming_no_graph_input_are_refused_in_one_line(fused, tmp_path):
+    np.save(tmp_path / "y.npy", _x())
+    done = subprocess.run(
+        [sys.executable, "-m", "hexfuse_onnx", "tune", str(fused), "-o", str(tmp_path / "t.onnx")]
+        + ["--inputs", f"y:{tmp_path / 'y.npy'}"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines()[-1].endswith("--inputs lacks fast, x (inputs: x, fast)"), done.stderr

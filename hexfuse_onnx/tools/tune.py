@@ -68,7 +68,16 @@ from ..modelio import stage
 from ..pipeline import PLUGIN_RTOL
 from ..rewrite import unfuse
 from ..subgraphs import conditions_taken, feeds_taking, no_pair_message, pairs_within
-from ..verify import DEFAULT_RTOL, Case, check, compare_cases, random_inputs, run_original, shapes_label
+from ..verify import (
+    DEFAULT_RTOL,
+    Case,
+    check,
+    check_inputs_match,
+    compare_cases,
+    random_inputs,
+    run_original,
+    shapes_label,
+)
 from . import interleaved, isolated
 from .bench import Config, first_line, sample_stats, verify_config
 
@@ -574,10 +583,15 @@ def tune(
     session: str = BEST_MODE,
     input_shapes: dict[str, list[int]] | None = None,
     progress: Progress = lambda m: None,
+    inputs: dict[str, np.ndarray] | None = None,
 ) -> TuneResult:
-    """Measure every pair of `source` on this machine and write the tuned model to `output`."""
+    """Measure every pair of `source` on this machine and write the tuned model to `output`, on
+    `inputs` when given (where random ones do not run the model: a sample rate), else on seeded
+    random inputs at `input_shapes` or the shapes the pass analysed the model at."""
     source, output = Path(source), Path(output)
     check_settings(runs, rounds, margin, shares)
+    if inputs is not None and input_shapes:
+        raise UsageError("--shape and --inputs together: tune times the given inputs at their own shapes")
     if session not in SESSION_MODES:
         raise UsageError(f"--session: unknown '{session}' (known: {', '.join(SESSION_MODES)})")
     if backend not in ("host", "hexagon"):
@@ -601,7 +615,10 @@ def tune(
     }
     unfused = unfuse(model).SerializeToString()
     reference = reference_session(unfused)
-    main = original_case(reference, random_inputs(reference, input_shapes, seed=0), source)
+    if inputs is not None:
+        check_inputs_match(reference, inputs)
+    feeds = inputs if inputs is not None else random_inputs(reference, input_shapes, seed=0)
+    main = original_case(reference, feeds, source, GIVEN_INPUTS if inputs is not None else RANDOM_INPUTS)
     if session == BEST_MODE:
         progress(f"{source.name}: timing ONNX Runtime's modes ({', '.join(ort_modes.MODES)}) on the unfused model")
         mode = choose_ort_mode(unfused, main, settings)
@@ -633,14 +650,15 @@ def reference_session(model: bytes) -> ort.InferenceSession:
     return ort.InferenceSession(model, sess_options=ort_modes.options("ort-seq"), providers=["CPUExecutionProvider"])
 
 
-def original_case(reference: ort.InferenceSession, feeds: dict[str, np.ndarray], source: Path) -> Case:
+def original_case(reference: ort.InferenceSession, feeds: dict[str, np.ndarray], source: Path, label: str) -> Case:
     """The unfused model's outputs on tune's inputs; ModelError when it fails on them."""
     try:
-        return run_original(reference, feeds, RANDOM_INPUTS)
+        return run_original(reference, feeds, label)
     except VerificationError as exc:
+        values = "given values" if label == GIVEN_INPUTS else "seeded random values: give real ones with --inputs"
         raise ModelError(
-            f"{source}: the model fails on the inputs tune runs it with ({shapes_label(feeds)}; seeded random "
-            f"values): {exc.message}"
+            f"{source}: the model fails on the inputs tune runs it with ({shapes_label(feeds)}; {values}): "
+            f"{exc.message}"
         ) from None
 
 
@@ -657,6 +675,7 @@ class Scope:
 
 
 RANDOM_INPUTS = "tune's random inputs"  # the main case's label
+GIVEN_INPUTS = "the given inputs"  # ... when the user gave them (--inputs)
 DEEPER = "not reached: tune times the pairs of the main graph and of its Ifs' branches, not deeper ones"
 
 
@@ -697,11 +716,11 @@ def branch_scope(
         if feeds is None:
             return f"{NOT_TAKEN}, and its condition '{condition}' is no input tune can set"
         try:
-            whole = run_original(reference, feeds, f"{RANDOM_INPUTS} set to take the {label}")
+            whole = run_original(reference, feeds, f"{main.label} set to take the {label}")
             values = capture(model, branch_reads(node), feeds)
         except Exception as exc:  # noqa: BLE001 - ORT refuses them: the branch is not reached, saying why
-            return f"not reached: the model fails on the random inputs set to take it: {first_line(exc)}"
-        where += " (random inputs set to take it)"
+            return f"not reached: the model fails on the {_inputs(main)} set to take it: {first_line(exc)}"
+        where += f" ({_inputs(main)} set to take it)"
     run = next(r for r in branch_runs(model, node, values) if r.attribute == attribute)
     if run.model is None:
         return run.not_reached
@@ -710,6 +729,10 @@ def branch_scope(
     except Exception as exc:  # noqa: BLE001 - reported as why its pairs are not timed
         return f"not reached: the branch does not run as a model of its own: {first_line(exc)}"
     return Scope(where, run.model, case, whole, [n for n in run.model.graph.node if is_pair(n)])
+
+
+def _inputs(main: Case) -> str:
+    return "random inputs" if main.label == RANDOM_INPUTS else main.label
 
 
 def unreached(node: onnx.NodeProto, where: str, why: str) -> PairResult:
