@@ -126,9 +126,11 @@ impl Kernel {
             )));
         }
         for (j, t) in program.outputs.iter().enumerate() {
-            // int32: MatMulInteger's accumulators (a pair that ends at one); int64: a Shape's dims gathered
+            // int32: MatMulInteger's accumulators (a pair that ends at one); int64: a Shape's dims gathered;
+            // float16: a float16 network's outputs, rounded once by CAST at the pair's end
             let produced = [
                 hfx::DTYPE_F32,
+                hfx::DTYPE_F16,
                 hfx::DTYPE_U8,
                 hfx::DTYPE_I8,
                 hfx::DTYPE_U16,
@@ -138,7 +140,7 @@ impl Kernel {
             ];
             if !produced.contains(&t.dtype) {
                 return Err(invalid(format!(
-                    "{at}: program output {j} is {}, the kernel produces float32 and 8- to 64-bit integer outputs only",
+                    "{at}: program output {j} is {}, the kernel produces float32, float16 and 8- to 64-bit integer outputs only",
                     hfx::dtype_name(t.dtype)
                 )));
             }
