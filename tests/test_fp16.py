@@ -20,7 +20,7 @@ from test_lower_dynamic_quant import run_both
 
 from hexfuse_onnx import pipeline, runtime, verify
 from hexfuse_onnx.kinds.colocate import unlowerable
-from hexfuse_onnx.lowering import lower_pair
+from hexfuse_onnx.lowering import attach_programs, lower_pair
 from hexfuse_onnx.lowering.abi import Dtype, Layout, Opcode
 from hexfuse_onnx.lowering.program import layout_of
 
@@ -156,3 +156,49 @@ def test_a_float16_embedding_is_gathered_as_stored_and_equals_ort() -> None:
     ids = RNG.integers(-1000, 1000, (2, 5))
     ref, got = run_both(m, {"ids": ids})
     assert got[1].dtype == np.float16 and got[1].tobytes() == ref[1].tobytes()
+
+
+def _gru(k: int, x: str, y: str) -> tuple[onnx.NodeProto, list[onnx.TensorProto]]:
+    rng = np.random.default_rng(k)
+    ws = [(0.3 * rng.standard_normal(s)).astype(np.float16) for s in ((1, 24, 8), (1, 24, 8), (1, 48))]
+    names = [f"w{k}", f"r{k}", f"b{k}"]
+    node = helper.make_node("GRU", [x, *names], [y], hidden_size=8, linear_before_reset=1)
+    return node, [numpy_helper.from_array(w, n) for w, n in zip(ws, names)]
+
+
+def pair_between_grus() -> onnx.ModelProto:
+    """A pair whose task A reads a float16 GRU's output and whose outputs each feed a float16 GRU: ONNX
+    Runtime has no float16 GRU, casts around it, and drops the Cast next to an op taking any type."""
+    m = pair_model(
+        [helper.make_node("Squeeze", ["y1", "axes"], ["s"]), helper.make_node("Relu", ["s"], ["a"])],
+        [helper.make_node("Sigmoid", ["x2"], ["b"])],
+        [vi("y1", [6, 1, 1, 8], F16), vi("axes", [1], TensorProto.INT64)], [vi("x2", [6, 1, 8], F16)],
+        [vi("a", [6, 1, 8], F16)], [vi("b", [6, 1, 8], F16)],
+        [numpy_helper.from_array(np.array([1], np.int64), "axes")],
+    )  # fmt: skip
+    g = m.graph
+    grus = [_gru(1, "x", "y1"), _gru(2, "a", "y2"), _gru(3, "b", "y3")]
+    pair = g.node.pop()
+    g.node.extend([grus[0][0], pair, grus[1][0], grus[2][0]])
+    g.initializer.extend(w for _, ws in grus for w in ws)
+    del g.input[:], g.output[:]
+    g.input.extend([vi("x", [6, 1, 8], F16), vi("x2", [6, 1, 8], F16)])
+    g.output.extend([vi("y2", [6, 1, 1, 8], F16), vi("y3", [6, 1, 1, 8], F16)])
+    g.value_info.extend([vi("y1", [6, 1, 1, 8], F16), vi("a", [6, 1, 8], F16), vi("b", [6, 1, 8], F16)])
+    return attach_programs(m)[0]
+
+
+@needs_host
+@pytest.mark.parametrize("level", ["ORT_DISABLE_ALL", "ORT_ENABLE_ALL"])
+def test_a_pair_next_to_ops_ort_runs_in_float32_rounds_and_widens_there(level: str) -> None:
+    """The pair got the GRU's float32 output where its program reads float16 (refused: 'input 0 has
+    dtype float32'), and wrote float16 where ORT read float32 (garbage: 0.87 relative on
+    hama_g2p_encoder at ORT's defaults). The plugin rounds the input and widens the output there."""
+    m = pair_between_grus()
+    feeds = {k: RNG.standard_normal((6, 1, 8)).astype(np.float16) for k in ("x", "x2")}
+    so = runtime.session_options("host")
+    so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, level)
+    stock = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+    plugin = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, feeds)
+    for want, got in zip(stock, plugin):
+        assert got.dtype == np.float16 and verify.relative_error(want, got) <= pipeline.FLOAT16_RTOL
