@@ -13,7 +13,7 @@ from .kinds import Pair, kind_of
 from .kinds.branches import has_working_fork
 from .kinds.dag import dag_facts
 from .kinds.microbatch import MIN_BATCH
-from .pipeline import SPREAD_MULTIPLE, Analysis, RewriteResult
+from .pipeline import FLOAT16_RTOL, SPREAD_MULTIPLE, Analysis, RewriteResult
 from .profile import unknown_shape_origins
 from .select import Rejection
 from .verify import DEFAULT_RTOL, Comparison
@@ -145,9 +145,11 @@ def plugin_line(c: Comparison) -> str:
     quantized outputs on the plugin are from the original, in steps: reported, not a bar."""
     if c.plugin_steps is None and c.ort_spread is None:
         error = f"relative error {c.plugin_error:.2e} " if c.plugin_error is not None else ""
+        bar = "1e-4" if c.plugin_bar is None or c.plugin_bar <= 1e-4 else f"{c.plugin_bar:.3g}"
+        bar += " (4 float16 steps: a pair computes float16)" if c.plugin_bar == FLOAT16_RTOL else ""
         return (
             "verified: with the FusedHexPair plugin (host backend) the outputs match ORT computing the "
-            f"model as written ({error}<= 1e-4, or one step of a quantized output)"
+            f"model as written ({error}<= {bar}, or one step of a quantized output)"
         )
     if c.plugin_steps is None:
         return (

@@ -27,7 +27,9 @@ integers): both sessions run the same nodes at 1 intra-op thread. How far the gr
 the original's, in steps, is reported, not a bar. Pairs in If branches, whose outputs are not fed in,
 keep the end-to-end bar (1e-4, or one step of a quantized graph output). A float model's plugin run
 is compared end to end, within 1e-4; beyond it, decomposed as a QDQ model's and within a multiple of
-ORT's own spread (`optimisation_spread`, pipeline._within_spread).
+ORT's own spread (`optimisation_spread`, pipeline._within_spread). The outputs of a pair that reads or
+makes float16 (and every graph output of a model with one) are held to 4 float16 steps instead
+(pipeline.FLOAT16_RTOL): the kernel computes float16 in float32 and rounds once, ORT at every op.
 """
 
 from __future__ import annotations

@@ -301,20 +301,6 @@ def test_real_gtcrn_pairs_its_prelus_on_the_plugin(tmp_path: Path) -> None:
     assert "PRelu" in _fused_ops(out)
 
 
-def test_colocate_names_a_float16_input_as_the_reason(tmp_path: Path) -> None:
-    """slovorez's QDQ model casts float16 activations to float: colocate's report said "Cast (its input
-    0 is computed at run time; the lowering needs its value)", not that the kernel holds no float16."""
-    from hexfuse_onnx.kinds.colocate import unlowerable
-    from hexfuse_onnx.profile import profile_graph
-
-    nodes = [helper.make_node("Cast", ["h"], ["f"], to=onnx.TensorProto.FLOAT), helper.make_node("Relu", ["f"], ["y"])]
-    g = helper.make_graph(nodes, "g", [vi("h", [4, 64], onnx.TensorProto.FLOAT16)], [vi("y", [4, 64])])
-    path = tmp_path / "m.onnx"
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
-    mg = graph.load(path)
-    assert unlowerable(mg, profile_graph(mg), 0) == " (reads float16, not float32)"
-
-
 @pytest.mark.parametrize("axis, pairable", [(0, True), (1, False)])
 def test_colocate_may_pair_a_gather_of_rows_by_run_time_ids(tmp_path: Path, axis: int, pairable: bool) -> None:
     """The QDQ slovorez x2 said "Gather (its input 1 is computed at run time; the lowering needs its

@@ -185,6 +185,49 @@ pub fn status_name(s: Status) -> String {
     unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
 }
 
+/// IEEE binary32 -> binary16, to nearest, ties to even, as the kernel's CAST (dsp/ref/ref_quant.h
+/// ref_f32_to_f16): 65520 and up give inf, a NaN stays a quiet NaN.
+pub fn f32_to_f16(x: f32) -> u16 {
+    let bits = x.to_bits();
+    let sign = ((bits >> 16) & 0x8000) as u16;
+    let ax = bits & 0x7fff_ffff;
+    if ax > 0x7f80_0000 {
+        return sign | 0x7e00 | ((ax >> 13) & 0x3ff) as u16;
+    }
+    if ax >= 0x477f_f000 {
+        return sign | 0x7c00;
+    }
+    if ax >= 0x3880_0000 {
+        let r = ax - 0x3800_0000;
+        return sign | ((r + 0xfff + ((r >> 13) & 1)) >> 13) as u16;
+    }
+    if ax <= 0x3300_0000 {
+        return sign;
+    }
+    let (man, shift) = ((ax & 0x7f_ffff) | 0x80_0000, 126 - (ax >> 23));
+    let (mut q, rem, half) = (man >> shift, man & ((1 << shift) - 1), 1 << (shift - 1));
+    if rem > half || (rem == half && q & 1 == 1) {
+        q += 1;
+    }
+    sign | q as u16
+}
+
+/// IEEE binary16 -> binary32, exactly (dsp/ref/ref_quant.h ref_f16_to_f32).
+pub fn f16_to_f32(h: u16) -> f32 {
+    let (sign, e, man) = (u32::from(h & 0x8000) << 16, u32::from((h >> 10) & 0x1f), u32::from(h & 0x3ff));
+    let bits = match (e, man) {
+        (0x1f, 0) => sign | 0x7f80_0000,
+        (0x1f, _) => sign | 0x7fc0_0000 | (man << 13),
+        (0, 0) => sign,
+        (0, _) => {
+            let shift = man.leading_zeros() - 21; // to put the top bit at 10
+            sign | ((113 - shift) << 23) | (((man << shift) & 0x3ff) << 13)
+        }
+        _ => sign | ((e + 112) << 23) | (man << 13),
+    };
+    f32::from_bits(bits)
+}
+
 pub fn dtype_name(d: u8) -> &'static str {
     match d {
         DTYPE_F32 => "float32",

@@ -43,6 +43,15 @@ pub struct Kernel {
     schedule: Chooser,
 }
 
+/// A float32 tensor where the program reads float16: ONNX Runtime drops the Cast to float16 it inserts
+/// after an op it has no float16 kernel for (hama's GRU) when the consumer takes any type, as this op
+/// does, so the value arrives unrounded. The kernel rounds it, as the model says (hfx::f32_to_f16).
+fn widened_half(t: &ort::TensorView, want: u8) -> bool {
+    want == hfx::DTYPE_F16 && t.elem_type == ONNX_FLOAT
+}
+
+const ONNX_FLOAT: i32 = 1; // TensorProto.FLOAT
+
 /// ONNX TensorProto element type -> hfx dtype (0: not a type the kernel knows).
 fn hfx_dtype(onnx_type: i32) -> u8 {
     match onnx_type {
@@ -126,9 +135,11 @@ impl Kernel {
             )));
         }
         for (j, t) in program.outputs.iter().enumerate() {
-            // int32: MatMulInteger's accumulators (a pair that ends at one); int64: a Shape's dims gathered
+            // int32: MatMulInteger's accumulators (a pair that ends at one); int64: a Shape's dims gathered;
+            // float16: a float16 network's outputs, rounded once by CAST at the pair's end
             let produced = [
                 hfx::DTYPE_F32,
+                hfx::DTYPE_F16,
                 hfx::DTYPE_U8,
                 hfx::DTYPE_I8,
                 hfx::DTYPE_U16,
@@ -138,7 +149,7 @@ impl Kernel {
             ];
             if !produced.contains(&t.dtype) {
                 return Err(invalid(format!(
-                    "{at}: program output {j} is {}, the kernel produces float32 and 8- to 64-bit integer outputs only",
+                    "{at}: program output {j} is {}, the kernel produces float32, float16 and 8- to 64-bit integer outputs only",
                     hfx::dtype_name(t.dtype)
                 )));
             }
@@ -188,7 +199,7 @@ impl Kernel {
                 return Err(invalid(format!("{at}: input {i} is missing")));
             }
             let t = ort::tensor_view(v)?;
-            if hfx_dtype(t.elem_type) != want.dtype {
+            if hfx_dtype(t.elem_type) != want.dtype && !widened_half(&t, want.dtype) {
                 return Err(invalid(format!(
                     "{at}: input {i} has dtype {}, the task program expects {}",
                     onnx_type_name(t.elem_type),
@@ -204,16 +215,41 @@ impl Kernel {
         let schedule = spec.as_ref().map_or(&self.schedule, |s| &s.schedule);
 
         let mut inputs: Vec<*const c_void> = Vec::with_capacity(n_in);
+        let mut narrowed: Vec<Vec<u16>> = Vec::new(); // float16 copies of float32 inputs, alive for the run
         for (i, (t, want)) in views.iter().zip(&program.inputs).enumerate() {
             if t.data.is_null() && want.bytes > 0 {
                 return Err(fail(format!("{at}: input {i} has no data")));
             }
+            if widened_half(t, want.dtype) && want.bytes > 0 {
+                // SAFETY: ONNX Runtime's float32 tensor of want.bytes / 2 elements (the shapes matched).
+                let wide = unsafe { std::slice::from_raw_parts(t.data.cast::<f32>(), (want.bytes / 2) as usize) };
+                let half: Vec<u16> = wide.iter().map(|&x| hfx::f32_to_f16(x)).collect();
+                inputs.push(half.as_ptr().cast()); // the Vec's heap buffer stays put when moved
+                narrowed.push(half);
+                continue;
+            }
             inputs.push(t.data);
         }
         let mut outputs: Vec<*mut c_void> = Vec::with_capacity(n_out);
+        let mut halves: Vec<(Vec<u16>, *mut f32)> = Vec::new(); // float16 results ORT takes as float32
         for (j, t) in program.outputs.iter().enumerate() {
             let dims: Vec<i64> = t.shape().iter().map(|&d| i64::from(d)).collect();
-            outputs.push(ort::output_data(ctx, j, &dims)?);
+            let (elem_type, data) = ort::output_data(ctx, j, &dims)?;
+            if t.dtype == hfx::DTYPE_F16 && elem_type == ONNX_FLOAT {
+                // ORT drops its inserted Cast when a float16 output feeds an op it runs in float32 (a GRU)
+                let mut half = vec![0u16; (t.bytes / 2) as usize];
+                outputs.push(half.as_mut_ptr().cast()); // the Vec's heap buffer stays put when moved
+                halves.push((half, data.cast()));
+                continue;
+            }
+            if hfx_dtype(elem_type) != t.dtype {
+                return Err(invalid(format!(
+                    "{at}: output {j} has dtype {}, the task program writes {}",
+                    onnx_type_name(elem_type),
+                    hfx::dtype_name(t.dtype)
+                )));
+            }
+            outputs.push(data);
         }
 
         match &self.exec {
@@ -222,7 +258,13 @@ impl Kernel {
                 let loaded = spec.as_ref().and_then(|s| s.loaded.as_ref()).unwrap_or(loaded);
                 self.run_hexagon(loaded, program, share_a, &inputs, &outputs)
             }
+        }?;
+        for (half, wide) in &halves {
+            // SAFETY: ORT's float32 buffer of as many elements as the program's float16 output.
+            let wide = unsafe { std::slice::from_raw_parts_mut(*wide, half.len()) };
+            wide.iter_mut().zip(half).for_each(|(w, &h)| *w = hfx::f16_to_f32(h));
         }
+        Ok(())
     }
 
     /// None: the node's own program fits these input shapes as it is; else the program

@@ -182,7 +182,8 @@ pub fn input(ctx: *mut OrtKernelContext, i: usize) -> Result<*const OrtValue> {
 }
 
 /// Allocates output `j` with `dims` and returns its data pointer.
-pub fn output_data(ctx: *mut OrtKernelContext, j: usize, dims: &[i64]) -> Result<*mut c_void> {
+/// Output j's element type (as `TensorView`'s) and buffer, allocated by ONNX Runtime at `dims`.
+pub fn output_data(ctx: *mut OrtKernelContext, j: usize, dims: &[i64]) -> Result<(i32, *mut c_void)> {
     let api = api();
     let mut v: *mut OrtValue = std::ptr::null_mut();
     ort("KernelContext_GetOutput", unsafe {
@@ -191,9 +192,8 @@ pub fn output_data(ctx: *mut OrtKernelContext, j: usize, dims: &[i64]) -> Result
     if v.is_null() {
         return Err(fail(format!("ONNX Runtime returned no buffer for output {j}")));
     }
-    let mut data: *mut c_void = std::ptr::null_mut();
-    ort("GetTensorMutableData", unsafe { (api.GetTensorMutableData)(v, &mut data) })?;
-    Ok(data)
+    let t = tensor_view(v)?;
+    Ok((t.elem_type, t.data.cast_mut()))
 }
 
 /// An input tensor's element type (ONNX TensorProto code, as an integer so that element

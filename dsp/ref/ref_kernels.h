@@ -19,6 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ref_quant.h" /* ref_f16_to_f32, ref_f32_to_f16: IEEE binary16 <-> binary32, to nearest even */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -72,9 +74,6 @@ void ref_mul_f32(const float *a, const float *b, float *y, size_t n);
 /* C[M,N] (fp32) = A[M,K] (fp16 bits) x B[K,N] (fp16 bits), fp32 accumulation. */
 void ref_matmul_f16(const uint16_t *A, int lda, const uint16_t *B, int ldb, float *C, int ldc,
                     int M, int N, int K);
-/* IEEE binary16 <-> binary32, round to nearest even. */
-float ref_f16_to_f32(uint16_t h);
-uint16_t ref_f32_to_f16(float f);
 
 #ifdef __cplusplus
 }

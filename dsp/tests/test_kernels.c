@@ -1149,6 +1149,46 @@ static void test_cast(void) {
     }
 }
 
+/* CAST f16 -> f32 and f32 -> f16: every half widened to its value (ldexpf of its fields), and back to
+ * itself (a NaN stays a NaN); f32 values at the rounding edges narrowed to nearest, ties to even */
+static void test_cast_half(void) {
+    enum { N = 65536 };
+    uint16_t *H = malloc(N * 2), *back = malloc(N * 2);
+    float *W = malloc(N * 4);
+    for (uint32_t i = 0; i < N; i++) H[i] = (uint16_t)i;
+    for (int narrow = 0; narrow < 2; narrow++) {
+        hfxb b;
+        hfxb_init(&b);
+        uint8_t from = narrow ? HFX_DTYPE_F32 : HFX_DTYPE_F16, to = narrow ? HFX_DTYPE_F16 : HFX_DTYPE_F32;
+        uint32_t x = hfxb_set_dtype(&b, hfxb_input(&b, narrow, HFXB_DIMS(N)), from);
+        uint32_t y = hfxb_set_dtype(&b, hfxb_output(&b, narrow, HFXB_DIMS(N)), to);
+        hfxb_op_add(&b, narrow, HFX_OP_CAST, -1, 1, &x, y, NULL);
+        const void *ins[1] = {narrow ? (const void *)W : (const void *)H};
+        void *outs[1] = {narrow ? (void *)back : (void *)W};
+        CHECK(run_prog(&b, ins, 1, outs, 1));
+        hfxb_free(&b);
+    }
+    uint32_t bad_wide = N, bad_back = N;
+    for (uint32_t i = 0; i < N; i++) {
+        uint32_t e = (i >> 10) & 31u, m = i & 1023u;
+        float value = e == 31 ? (m ? NAN : INFINITY) : e ? ldexpf(1.0f + (float)m / 1024.0f, (int)e - 15) : ldexpf((float)m, -24);
+        value = (i & 0x8000u) ? -value : value;
+        bool is_nan = value != value;
+        if (is_nan ? W[i] == W[i] : memcmp(&W[i], &value, 4) != 0) bad_wide = i;
+        if (is_nan ? (back[i] & 0x7c00u) != 0x7c00u || !(back[i] & 0x3ffu) : back[i] != i) bad_back = i;
+    }
+    CHECK_MSG(bad_wide == N, "f16 0x%04x widened wrongly", bad_wide);
+    CHECK_MSG(bad_back == N, "f16 0x%04x does not narrow back to itself", bad_back);
+    /* nearest, ties to even: 1 + 2^-11 -> 1, 1 + 3 2^-11 -> 1 + 2^-9; 65519 -> 65504, 65520 -> inf; 2^-25 -> 0,
+     * just above it -> the smallest subnormal; 3 2^-25 -> 2 2^-24 */
+    static const float edge[] = {1.00048828125f, 1.00146484375f, 65519.0f, 65520.0f, 2.98023224e-8f, 2.98023259e-8f,
+                                 8.94069672e-8f, -65520.0f};
+    static const uint16_t want[] = {0x3c00, 0x3c02, 0x7bff, 0x7c00, 0x0000, 0x0001, 0x0002, 0xfc00};
+    for (uint32_t k = 0; k < 8; k++)
+        CHECK_MSG(ref_f32_to_f16(edge[k]) == want[k], "edge %u: 0x%04x", k, ref_f32_to_f16(edge[k]));
+    free(H), free(back), free(W);
+}
+
 /* one element of X op Y of signed integers of `dtype` (i32, i64), wrapping in the unsigned type */
 static int64_t ref_int_binary(uint32_t opc, uint8_t dtype, int64_t a, int64_t b) {
     if (dtype == HFX_DTYPE_I32) {
@@ -1934,6 +1974,7 @@ int main(void) {
     RUN_TEST(test_matmul_nbits);
     RUN_TEST(test_qconv);
     RUN_TEST(test_cast);
+    RUN_TEST(test_cast_half);
     RUN_TEST(test_int_binary);
     RUN_TEST(test_int_copy_gather);
     hfx_pool_destroy(g_pool);

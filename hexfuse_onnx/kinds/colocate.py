@@ -58,6 +58,7 @@ from ..costmodel import (
 )
 from ..graph import ModelGraph
 from ..lowering import RUN_TIME_INTEGERS, absent_when_empty, op_key, op_outside_kernel
+from ..lowering.lowerer import KERNEL_FLOATS
 from ..lowering.pointwise import CASTS_TO_FLOAT
 from ..profile import Engine, GraphProfile, NodeProfile, TaskProfile
 from ..qdq import group_order, is_dq, is_q, quantized_op, release_foreign
@@ -333,12 +334,12 @@ def unlowerable(g: ModelGraph, profile: GraphProfile, i: int) -> str:
     if is_q(g, i) or is_dq(g, i) or _dynamic_quantisation(g, n) or _qoperator(n):
         return ""  # integer tensors the kernel reads and writes (qdq.py; lowering/dynamic.py, qlinear.py)
     read = [t for t in n.output if t and (g.consumers.get(t) or t in g.graph_outputs)]  # not an unread statistic
-    other = next((t for t in read if g.info(t).elem_type != onnx.TensorProto.FLOAT), None)
+    other = next((t for t in read if g.info(t).elem_type not in KERNEL_FLOATS), None)
     if other is not None and not nan_test(g, i):
-        return f" (makes {onnx.TensorProto.DataType.Name(g.info(other).elem_type).lower()}, not float32)"
+        return f" (makes {onnx.TensorProto.DataType.Name(g.info(other).elem_type).lower()}, not float32 or float16)"
     wide = next((t for t in n.input if t and g.info(t).elem_type in OTHER_FLOATS and not _constant(g, t)), None)
-    if wide is not None:  # a Cast of a float16 activation: not a value the lowering needs
-        return f" (reads {onnx.TensorProto.DataType.Name(g.info(wide).elem_type).lower()}, not float32)"
+    if wide is not None:  # a Cast of a bfloat16 activation: not a value the lowering needs
+        return f" (reads {onnx.TensorProto.DataType.Name(g.info(wide).elem_type).lower()}, not float32 or float16)"
     # A run-time input the kernel cannot hold (a boolean mask) or that steers the op must be a
     # constant, unless the op reads that integer at run time (a key padding mask, position ids).
     steered = n.input[1:] if n.op_type in STEERED_OPS else []
@@ -346,7 +347,7 @@ def unlowerable(g: ModelGraph, profile: GraphProfile, i: int) -> str:
     computed = [
         (k, t)
         for k, t in enumerate(n.input)
-        if t and k not in at_run_time and (t in steered or g.info(t).elem_type != onnx.TensorProto.FLOAT)
+        if t and k not in at_run_time and (t in steered or g.info(t).elem_type not in KERNEL_FLOATS)
     ]
     late = next((k for k, t in computed if not _constant(g, t) and not nan_test(g, g.producer.get(t))), None)
     if late is None:
@@ -362,13 +363,13 @@ def _gathered_rows(g: ModelGraph, n: onnx.NodeProto) -> frozenset[int]:
         return frozenset()
     rank = len(g.info(n.input[0]).shape or ())
     axis = next((a.i for a in n.attribute if a.name == "axis"), 0)
-    rows = rank > 0 and axis % rank == 0 and g.info(n.input[0]).elem_type == onnx.TensorProto.FLOAT
+    rows = rank > 0 and axis % rank == 0 and g.info(n.input[0]).elem_type in KERNEL_FLOATS
     indices = g.info(n.input[1]).elem_type in (onnx.TensorProto.INT32, onnx.TensorProto.INT64)
     return frozenset({1}) if rows and indices else frozenset()
 
 
-# Float types the kernel computes in none of (it runs float32): a run-time tensor of one is read by no op.
-OTHER_FLOATS = {onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16, onnx.TensorProto.DOUBLE}
+# Float types the kernel computes in none of (float32, and float16 as float32): no op reads a run-time one.
+OTHER_FLOATS = {onnx.TensorProto.BFLOAT16, onnx.TensorProto.DOUBLE}
 
 
 def _touches_empty(g: ModelGraph, n: onnx.NodeProto) -> bool:
@@ -384,9 +385,7 @@ def _dynamic_quantisation(g: ModelGraph, n: onnx.NodeProto) -> bool:
     DynamicQuantizeLinear, MatMulInteger, and the Cast of its int32 result to float (or of any
     integer the kernel reads: MarbleNet's int16 audio)."""
     if n.op_type == "Cast":
-        return (
-            g.info(n.input[0]).elem_type in CASTS_TO_FLOAT and g.info(n.output[0]).elem_type == onnx.TensorProto.FLOAT
-        )
+        return g.info(n.input[0]).elem_type in CASTS_TO_FLOAT and g.info(n.output[0]).elem_type in KERNEL_FLOATS
     return n.op_type in ("DynamicQuantizeLinear", "MatMulInteger") and n.domain in ("", "ai.onnx")
 
 

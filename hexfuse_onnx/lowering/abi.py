@@ -95,7 +95,7 @@ class Opcode(IntEnum):
     LAYERNORM = 31
     RMSNORM = 32
     FLOOR = 33  # unary
-    CAST = 34  # f32 -> i32 as ONNX Runtime on x86: toward zero, NaN/inf/out of range INT32_MIN
+    CAST = 34  # f32 -> i32 as ONNX Runtime on x86 (toward zero, NaN/inf/out of range INT32_MIN); f16 <-> f32
     REDUCE_MEAN = 40
     REDUCE_SUM = 41
     REDUCE_MAX = 42

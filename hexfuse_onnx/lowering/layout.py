@@ -8,6 +8,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from ..profile import Engine as EngineClass
 from .abi import Dtype, Layout, Opcode, Param, SliceParam, Task
 from .lowerer import DTYPES, Lowerer, attr
 from .registry import LoweringError, lowers
@@ -22,7 +23,8 @@ def constant(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     value = attr(n, "value")
     if value is None:
         raise LoweringError(n.op_type, n.name, "only the 'value' form of Constant is supported")
-    cx.static[n.output[0]] = numpy_helper.to_array(value)
+    array = numpy_helper.to_array(value)  # float16 becomes float32, exactly: the program computes in it
+    cx.static[n.output[0]] = array.astype(np.float32) if array.dtype == np.float16 else array
 
 
 @lowers("Shape", "Size", "ConstantOfShape", "Equal")
@@ -261,7 +263,13 @@ def gather(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
                 n.op_type, n.name, f"run-time indices '{n.input[1]}': only int32/int64 indices on axis 0 are supported"
             )
         rows = cx.read_typed(n.input[1], n, t, dtype)
-        cx.emit(n, t, Opcode.GATHER_ROWS, [cx.read(n.input[0], n, t), rows])
+        table = cx.stored_half(n.input[0], n, t)
+        if table is None:
+            cx.emit(n, t, Opcode.GATHER_ROWS, [cx.read(n.input[0], n, t), rows])
+            return
+        # a float16 table (hama's embeddings) gathered as stored, only its rows widened, not the table each call
+        half = cx.emit(n, t, Opcode.GATHER_ROWS, [table, rows], out=cx.scratch(cx.shape(n.output[0], n), t, Dtype.F16))
+        cx.emit(n, t, Opcode.CAST, [half], engine=EngineClass.VECTOR)
         return
     indices = np.asarray(cx.static[n.input[1]])
     flat = [int(i) % x[axis] if -x[axis] <= int(i) < x[axis] else -1 for i in indices.reshape(-1)]

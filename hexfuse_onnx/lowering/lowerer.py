@@ -12,6 +12,12 @@ starts, ...) are read from the initializers at lowering time and declared in the
 unused inputs of their dtype, so the io indices stay the node's.
 
 Every emitted op records its origin (the body node it lowers), for per-op timing of the trace.
+
+A float16 network runs in float32 between its boundaries: every float16 body tensor is float32 to
+the lowerings (`dtype`), a float16 input is widened by one CAST where it is first read, a float16
+output is rounded by one CAST after the ops (ONNX Runtime rounds every float16 op's output; the pair
+rounds at its outputs and at the body's own Casts to float16), and float16 constants become float32
+ones, exactly.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from ..profile import engine_of
 from .abi import Dtype, Engine, Layout, Opcode, Role, Task
 from .program import ARENA_BYTES, Op, Program, QuantEntry, Tensor, scratch_bytes
 from .registry import LOWERINGS, ArenaOverflow, LoweringError, absent_when_empty, op_key, op_outside_kernel
-from .traced import renumbered
+from .traced import renumbered, traced_dims
 
 DTYPES: dict[int, Dtype] = {
     onnx.TensorProto.FLOAT: Dtype.F32,
@@ -55,6 +61,8 @@ NP_DTYPES: dict[Dtype, str] = {
     Dtype.I16: "<i2",
 }
 
+# Float types the kernel computes in: float16 runs in float32 between a pair's boundaries (see above).
+KERNEL_FLOATS = frozenset({onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16})
 # Output types a lowering-time fold never makes: the kernel's data (and unknown types).
 _NOT_SHAPE_DTYPES = {0, onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE}
 
@@ -158,10 +166,11 @@ class Lowerer:
         for f, a in self.formal.items():
             # Only integer initializers steer ops (shapes, axes); float weights stay program
             # inputs and are never read here, so large or external weights cost nothing.
-            if a in self.inits and self.inits[a].data_type != onnx.TensorProto.FLOAT:
+            if a in self.inits and self.inits[a].data_type not in KERNEL_FLOATS:
                 self.static[f] = numpy_helper.to_array(self.inits[a])
         self.prog = Program()
         self.ids: dict[str, int] = {}  # body tensor -> program tensor id
+        self.widened: dict[str, int] = {}  # float16 formal input -> its float32 copy (`read`)
         self.task_of: dict[str, Task] = {}
         self.folded: dict[str, tuple[str, list[int]]] = {}  # Pad output -> (its input, spatial pads) for the Conv
         self.check_arena = True  # at the shapes the pass analyses; at others the kernel may serialize
@@ -212,7 +221,7 @@ class Lowerer:
         steering = {i for n in self.fn.node if n.op_type == "Resize" for i in n.input[1:] if i}
         renamed = []
         for f, a in zip(self.fn.input, self.node.input):
-            if a in self.inits and (self.inits[a].data_type != onnx.TensorProto.FLOAT or f in steering):
+            if a in self.inits and (self.inits[a].data_type not in KERNEL_FLOATS or f in steering):
                 t = onnx.TensorProto()
                 t.CopyFrom(self.inits[a])
                 t.name = f
@@ -276,22 +285,57 @@ class Lowerer:
         return "" if name and absent_when_empty(n, k) and self.has_no_element(name) else name
 
     def dtype(self, name: str) -> int:
+        """The ONNX type the program computes the tensor in: float16 is float32 (`stored_dtype`: as stored)."""
+        stored = self.stored_dtype(name)
+        return onnx.TensorProto.FLOAT if stored == onnx.TensorProto.FLOAT16 else stored
+
+    def stored_dtype(self, name: str) -> int:
         return int(self.types[name].tensor_type.elem_type) if name in self.types else 0
 
     def read(self, name: str, op: onnx.NodeProto, task: Task) -> int:
         """Program id of a float tensor an op reads."""
         self._not_empty(name, op)
         if name not in self.ids:
-            if name in self.static and self.static[name].dtype == np.float32:
+            if name in self.static and self.static[name].dtype in (np.float32, np.float16):
                 self.ids[name] = self.constant(self.static[name], task)
                 self.task_of[name] = task
             else:
                 raise LoweringError(op.op_type, op.name, f"input '{name}' is not available to the program")
         if self.task_of[name] != task:
             raise LoweringError(op.op_type, op.name, f"'{name}' crosses from one task to the other")
+        if self.prog.tensors[self.ids[name]].dtype == Dtype.F16:
+            return self._widened(name, task)
         if self.prog.tensors[self.ids[name]].dtype != Dtype.F32:
-            raise LoweringError(op.op_type, op.name, f"'{name}' is not float32 (the kernel runs float32 only)")
+            kind = self.prog.tensors[self.ids[name]].dtype.name.lower()
+            raise LoweringError(op.op_type, op.name, f"'{name}' is {kind}, not float32 (nor float16, run as float32)")
         return self.ids[name]
+
+    def stored_half(self, name: str, op: onnx.NodeProto, task: Task) -> int | None:
+        """The float16 program tensor of float16 input `name` as stored (an op that moves data need not
+        widen it all), or None when `name` is held in float32."""
+        tid = self.ids.get(name)
+        if tid is None or self.prog.tensors[tid].dtype != Dtype.F16:
+            return None
+        self._not_empty(name, op)
+        if self.task_of[name] != task:
+            raise LoweringError(op.op_type, op.name, f"'{name}' crosses from one task to the other")
+        return tid
+
+    def _widened(self, name: str, task: Task) -> int:
+        """The float32 copy of float16 input `name`, made by one CAST where it is first read."""
+        if name not in self.widened:
+            half = self.ids[name]
+            self.widened[name] = self.scratch(traced_dims(self.prog, half), task)
+            self._append(Op(Opcode.CAST, Engine.VECTOR, task, [half], self.widened[name]), name)
+        return self.widened[name]
+
+    def _append(self, op: Op, written: str) -> None:
+        """Append `op`, made by lowering the current body node, which writes body tensor `written`."""
+        self.prog.ops.append(op)
+        k = self._body_index
+        node = self.fn.node[k] if k is not None else None
+        name, op_type = (node.name, node.op_type) if node is not None else (f"input {written}", "Cast")
+        self.origins.append(OpOrigin(len(self.prog.ops) - 1, op.task, k, name, op_type, written))
 
     def read_typed(self, name: str, op: onnx.NodeProto, task: Task, dtype: Dtype) -> int:
         """Program id of a tensor of `dtype` an op reads (the quantization ops' integer tensors; an
@@ -399,6 +443,7 @@ class Lowerer:
         by_op = {o.op: o for o in self.origins}
         self.origins = [replace(by_op[k], op=new) for new, k in enumerate(kept) if k in by_op]
         self.ids = {name: remap[t] for name, t in self.ids.items() if t in remap}
+        self.widened = {name: remap[t] for name, t in self.widened.items() if t in remap}
         self.scratch_node = {remap[t]: k for t, k in self.scratch_node.items() if t in remap}
         self._shared_constants = {key: remap[t] for key, t in self._shared_constants.items() if t in remap}
 
@@ -461,7 +506,7 @@ class Lowerer:
         p = self.prog
         for i, f in enumerate(self.fn.input):
             task = Task.A if i < self.n_in_a else Task.B
-            elem = self.dtype(f)
+            elem = self.stored_dtype(f)
             if elem not in DTYPES:
                 name = onnx.TensorProto.DataType.Name(elem) if elem else "unknown"
                 raise LoweringError(
@@ -481,7 +526,8 @@ class Lowerer:
         self.out_index = {o: j for j, o in enumerate(self.fn.output)}
 
     def _copy_out_outputs(self) -> None:
-        """Copy out each output that is a constant or a formal input (no op of the body writes it)."""
+        """Copy out each output that is a constant or a formal input (no op of the body writes it), and
+        round each float16 output (computed in float32) to float16."""
         p = self.prog
         made_by = {o: k for k, b in enumerate(self.fn.node) for o in b.output}
         for j, o in enumerate(self.fn.output):
@@ -499,9 +545,13 @@ class Lowerer:
                     "no op of the program writes it",
                 )
             src = self.read(o, helper.make_node("Identity", [o], [o], name=f"output {o}"), task)
-            dst = p.add(Tensor(Dtype.F32, Role.OUTPUT, task, list(p.tensors[src].dims), io=j))
-            p.ops.append(Op(Opcode.COPY, Engine.COPY, task, [src], dst))
-            self.ids[o] = dst
+            half = self.stored_dtype(o) == onnx.TensorProto.FLOAT16  # a float16 output is rounded once, here
+            dims = list(p.tensors[src].dims)
+            dst = p.add(Tensor(Dtype.F16 if half else Dtype.F32, Role.OUTPUT, task, dims, io=j))
+            opcode, engine = (Opcode.CAST, Engine.VECTOR) if half else (Opcode.COPY, Engine.COPY)
+            p.ops.append(Op(opcode, engine, task, [src], dst))
+            if not half:  # a float16 output's name stays on its float32 value: the shape section reads its dims there
+                self.ids[o] = dst
             source = made_by.get(o)
             if source is not None:
                 b = self.fn.node[source]
@@ -554,7 +604,7 @@ class Lowerer:
             raise LoweringError(n.op_type, n.name, f"output '{name}' is not {dtype.name.lower()}")
         dims = self.shape(name, n)
         j = self.out_index.get(name)
-        if j is not None:
+        if j is not None and self.stored_dtype(name) != onnx.TensorProto.FLOAT16:  # float16: _copy_out_outputs
             tid = self.prog.add(Tensor(dtype, Role.OUTPUT, task, dims, io=j))
         else:
             tid = self.prog.add(Tensor(dtype, Role.SCRATCH, task, dims))

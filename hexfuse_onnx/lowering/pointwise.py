@@ -1,17 +1,20 @@
 """Elementwise ops on the vector engine: binary arithmetic (Add/Sub/Mul also on int32/int64, wrapping),
 Sum, activations (LeakyRelu, PRelu), Clip (and Max/Min with a scalar constant), Cast (float to float or
-int32, 8/16/32-bit integers to float, a type to itself), Where(IsNaN(x), c, x)."""
+int32, float16 to and from float32, 8/16/32-bit integers to float, a type to itself), Where(IsNaN(x), c, x)."""
 
 from __future__ import annotations
 
 import math
+from typing import NoReturn
 
 import numpy as np
 import onnx
 
 from .abi import ClipParam, Dtype, HardSigmoidParam, Opcode, ReplaceNanParam, Task
-from .lowerer import DTYPES, Lowerer, attr, f32_bits
+from .layout import same_tensor
+from .lowerer import DTYPES, KERNEL_FLOATS, Lowerer, attr, f32_bits
 from .registry import LoweringError, lowers
+from .traced import traced_dims
 
 BINARY = {"Add": Opcode.ADD, "Sub": Opcode.SUB, "Mul": Opcode.MUL, "Div": Opcode.DIV}
 UNARY = {
@@ -151,25 +154,51 @@ def cast(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     """A type to itself is a COPY; int32 (MatMulInteger's result), int16 (MarbleNet's audio samples),
     uint16 or 8-bit to float32 a DEQUANTIZE_LINEAR by 1.0, which rounds as the cast does; float32 to
     int32 (a dynamically quantised conv's bias chain Div -> Floor -> Cast) is CAST, as ONNX Runtime
-    on x86: toward zero, NaN, +-inf and values outside the int32 range give INT32_MIN; every other
-    cast is refused."""
+    on x86: toward zero, NaN, +-inf and values outside the int32 range give INT32_MIN. float16 is
+    computed as float32 (Lowerer.dtype): float16 to float32 is the same tensor, and a cast to float16
+    of another type rounds, by CAST to float16 and back. Every other cast is refused."""
     to, source = int(attr(n, "to", 0)), cx.dtype(n.input[0])
+    if to == onnx.TensorProto.FLOAT16 and cx.stored_dtype(n.input[0]) != to:
+        wide = _to_float(cx, n, t, source, scratch=True)
+        half = cx.emit(n, t, Opcode.CAST, [wide], out=cx.scratch(traced_dims(cx.prog, wide), t, Dtype.F16))
+        cx.emit(n, t, Opcode.CAST, [half])
+        return
+    if cx.stored_dtype(n.input[0]) == onnx.TensorProto.FLOAT16 and to in KERNEL_FLOATS:
+        same_tensor(cx, n, t)  # float16 is held as float32 already
+        return
     if source in CASTS_TO_FLOAT and to == onnx.TensorProto.FLOAT:
-        one = cx.constant(np.ones((), np.float32), t)
-        cx.emit(n, t, Opcode.DEQUANTIZE_LINEAR, [cx.read_typed(n.input[0], n, t, CASTS_TO_FLOAT[source]), one])
+        _to_float(cx, n, t, source)
         return
     if source == onnx.TensorProto.FLOAT and to == onnx.TensorProto.INT32:
         cx.emit(n, t, Opcode.CAST, [cx.read(n.input[0], n, t)], out_dtype=Dtype.I32)
         return
     if source != to or source not in DTYPES:
-        names = (onnx.TensorProto.DataType.Name(d) if d else "unknown" for d in (source, to))
-        raise LoweringError(
-            n.op_type,
-            n.name,
-            "Cast from {} to {}: only a type to itself, 8/16/32-bit integers to FLOAT, FLOAT to INT32".format(*names),
-        )
+        _refuse_cast(n, cx.stored_dtype(n.input[0]), int(attr(n, "to", 0)))
     x, dtype = cx.read_any(n.input[0], n, t)
     cx.emit(n, t, Opcode.COPY, [x], out_dtype=dtype)
+
+
+def _to_float(cx: Lowerer, n: onnx.NodeProto, t: Task, source: int, scratch: bool = False) -> int:
+    """Cast's input as float32: a float (float16 too) as it is, an integer of CASTS_TO_FLOAT dequantized
+    by 1.0 into Cast's output (or, with `scratch`, a scratch tensor)."""
+    if source == onnx.TensorProto.FLOAT:
+        return cx.read(n.input[0], n, t)
+    if source not in CASTS_TO_FLOAT:
+        _refuse_cast(n, cx.stored_dtype(n.input[0]), int(attr(n, "to", 0)))
+    one = cx.constant(np.ones((), np.float32), t)
+    integers = cx.read_typed(n.input[0], n, t, CASTS_TO_FLOAT[source])
+    out = cx.scratch(cx.shape(n.output[0], n), t) if scratch else None
+    return cx.emit(n, t, Opcode.DEQUANTIZE_LINEAR, [integers, one], out=out)
+
+
+def _refuse_cast(n: onnx.NodeProto, source: int, to: int) -> NoReturn:
+    names = (onnx.TensorProto.DataType.Name(d) if d else "unknown" for d in (source, to))
+    raise LoweringError(
+        n.op_type,
+        n.name,
+        "Cast from {} to {}: only a type to itself, 8/16/32-bit integers to FLOAT or FLOAT16, FLOAT to INT32, "
+        "FLOAT and FLOAT16 to each other".format(*names),
+    )
 
 
 @lowers("Clip")

@@ -40,6 +40,9 @@ def quantize_linear(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     if int(attr(n, "block_size", 0)) != 0:
         raise LoweringError(n.op_type, n.name, "blocked quantization (block_size) is not supported")
     integer = n.output[0] if q else n.input[0]
+    half = next((t for t in [*n.input[:2], n.output[0]] if cx.stored_dtype(t) == onnx.TensorProto.FLOAT16), None)
+    if half is not None:  # float16 is otherwise computed as float32 (Lowerer.dtype): not this op's rounding
+        raise LoweringError(n.op_type, n.name, f"'{half}' is float16: the kernel quantizes float32 only")
     dtype = DTYPES.get(cx.dtype(integer))
     if dtype not in (QUANTIZED if q else DEQUANTIZED):
         name = onnx.TensorProto.DataType.Name(cx.dtype(integer)) if cx.dtype(integer) else "unknown"

@@ -207,7 +207,8 @@ enum hfx_opcode {
     HFX_OP_RMSNORM = 32,   /* in X, scale; normalizes axes [axis, rank) */
     HFX_OP_FLOOR = 33,     /* unary: floor(x) (NaN, +-inf, +-0 as they are); numbered here because 10..29 is full */
     HFX_OP_CAST = 34,      /* X f32 -> Y i32: ONNX Cast as ONNX Runtime on x86 (toward zero; NaN, +-inf and x outside
-                              [-2^31, 2^31) give INT32_MIN); dsp/ref/ref_quant.h */
+                              [-2^31, 2^31) give INT32_MIN); X f16 -> Y f32 (exact) and X f32 -> Y f16 (to nearest,
+                              ties to even): a float16 network's tensors at a pair's boundary; dsp/ref/ref_quant.h */
     /* reductions */
     HFX_OP_REDUCE_MEAN = 40,
     HFX_OP_REDUCE_SUM = 41,

@@ -6,12 +6,14 @@
  *   DQ: y = f32(x - zp) * scale                   (x - zp in int32)
  *
  *   DYNAMIC_QPARAMS: u8 scale and zero point from the range of x and 0 (dsp/ref/ref_quant.h)
- *   CAST: y = (int32)x toward zero, INT32_MIN for NaN, +-inf and x out of range (ref_cast_f32_i32)
+ *   CAST: y = (int32)x toward zero, INT32_MIN for NaN, +-inf and x out of range (ref_cast_f32_i32); f16 -> f32
+ *         exact, f32 -> f16 to nearest, ties to even (ref_f16_to_f32, ref_f32_to_f16)
  *
  * Scale and zero point have one element (per tensor) or one per index of the axis (per axis).
  * An item is a chunk of elements; DYNAMIC_QPARAMS is one item. On Hexagon builds (HFX_HVX) Q (runs of 8
  * elements or more; its lanes near a rounding tie by the reference), DQ of 8/16-bit types, DYNAMIC_QPARAMS's range
- * and CAST run hvx/hvx_dequant.c, in integer arithmetic on the bit patterns. */
+ * and CAST to i32 run hvx/hvx_dequant.c, in integer arithmetic on the bit patterns (the f16 casts run the
+ * reference everywhere). */
 #include <stdint.h>
 
 #include "../../ref/ref_quant.h"
@@ -232,12 +234,16 @@ void hfx_run_dynamic_qparams(const hfx_kernel_args *a, uint32_t item) {
     *(uint8_t *)a->out[1] = (uint8_t)zp;
 }
 
-/* ---- CAST: X f32 -> Y i32 (a bias chain's Floor -> Cast of dynamically quantised convs) ---- */
+/* ---- CAST: X f32 -> Y i32 (a bias chain's Floor -> Cast of dynamically quantised convs); X f16 -> Y f32 and
+ * X f32 -> Y f16 (a float16 network's tensors at a pair's boundary: the ops between run in f32) ---- */
 
 hfx_status hfx_validate_cast(hfx_vctx *v, hfx_op *op) {
     const hfx_tensor *t = v->p->tensors;
-    if (t[op->in[0]].dtype != HFX_DTYPE_F32) return dtype_fail(v, op, 0, false, "f32");
-    if (t[op->out[0]].dtype != HFX_DTYPE_I32) return dtype_fail(v, op, 0, true, "i32");
+    uint32_t x = t[op->in[0]].dtype, y = t[op->out[0]].dtype;
+    if (x != HFX_DTYPE_F32 && x != HFX_DTYPE_F16) return dtype_fail(v, op, 0, false, "f32 or f16");
+    if (x == HFX_DTYPE_F16 && y != HFX_DTYPE_F32) return dtype_fail(v, op, 0, true, "f32 (of f16)");
+    if (x == HFX_DTYPE_F32 && y != HFX_DTYPE_I32 && y != HFX_DTYPE_F16)
+        return dtype_fail(v, op, 0, true, "i32 or f16 (of f32)");
     return hfx_same_as_input(v, op);
 }
 
@@ -250,8 +256,20 @@ void hfx_run_cast(const hfx_kernel_args *a, uint32_t item) {
     hfx_chunk_plan pl;
     HFX_PLAN_LOAD(pl, a->op);
     uint64_t b, e;
-    hfx_plan_range(a->prog->tensors[a->op->out[0]].numel, pl.elems_per_item, item, &b, &e);
+    const hfx_tensor *t = a->prog->tensors;
+    hfx_plan_range(t[a->op->out[0]].numel, pl.elems_per_item, item, &b, &e);
+    if (t[a->op->in[0]].dtype == HFX_DTYPE_F16) {
+        const uint16_t *h = a->in[0];
+        float *y = a->out[0];
+        for (uint64_t i = b; i < e; i++) y[i] = ref_f16_to_f32(h[i]);
+        return;
+    }
     const float *x = a->in[0];
+    if (t[a->op->out[0]].dtype == HFX_DTYPE_F16) {
+        uint16_t *h = a->out[0];
+        for (uint64_t i = b; i < e; i++) h[i] = ref_f32_to_f16(x[i]);
+        return;
+    }
     int32_t *y = a->out[0];
 #ifdef HFX_HVX
     hvx_cast_f32_i32(x + b, (size_t)(e - b), y + b);
