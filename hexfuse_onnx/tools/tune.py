@@ -85,7 +85,7 @@ SWEEP = (0.25, 0.5, 0.75)  # shares tried besides the node's own
 BEST_MODE = "best"  # --session: measure ORT's modes here and take the fastest
 SESSION_MODES = (BEST_MODE, *ort_modes.MODES)
 WHOLE_VISIT = (interleaved.VISIT_S, interleaved.VISIT_CALLS)  # a visit's timed calls: (fill seconds, at most)
-SCREEN_VISIT = (0.01, 200)  # a pair's own nodes take tens of us: many calls, against the >= 10 ms rest before a visit
+SCREEN_VISIT = (interleaved.VISIT_S, 200)  # a pair's own nodes take tens of us: more calls fill a visit
 SCREEN, FINAL = "screen", "final check"  # the stage that decided a pair (PairResult.decided_by)
 CRITERION = (
     "screened on the pair's own nodes (its FusedHexPair node against its body's nodes, on the values it read in one "
