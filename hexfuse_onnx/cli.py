@@ -231,8 +231,9 @@ def _parser() -> argparse.ArgumentParser:
         "--margin",
         type=float,
         default=tune_defaults.DEFAULT_MARGIN,
-        help="a pair is kept when its saving minus its run-to-run spread is at least this fraction of the unfused "
-        "time (default %(default)s; negative keeps pairs that lose by less, for development)",
+        help="a pair, timed on its own nodes, is kept when its saving minus its run-to-run spread is at least this "
+        "fraction of its unfused time; the whole tuned model must then beat the original by it too (default "
+        "%(default)s; negative keeps pairs that lose by less, for development)",
     )
     tu.add_argument(
         "--shares",

@@ -470,25 +470,13 @@ def _unfuse_graph(
     functions: dict[tuple[str, str, str], onnx.FunctionProto],
     pair_ids: Collection[str] | None,
 ) -> None:
-    producers = {t: n for n in graph.node for t in n.output}
-    consumers: dict[str, list[onnx.NodeProto]] = {}
-    for n in graph.node:
-        for t in n.input:
-            consumers.setdefault(t, []).append(n)
+    producers, consumers = _producers_consumers(graph)
     drop: set[int] = set()  # id() of nodes to remove
     replacement: dict[int, list[onnx.NodeProto]] = {}
     for n in graph.node:
         if n.domain != C.DOMAIN or n.op_type != C.OP_TYPE or (pair_ids is not None and n.overload not in pair_ids):
             continue
-        fn = functions.get((n.domain, n.op_type, n.overload))
-        if fn is None:
-            raise ModelError(
-                f"node '{n.name}' ({C.DOMAIN}::{C.OP_TYPE}) has no function body "
-                f"for overload '{n.overload}'; cannot unfuse"
-            )
-        body = _inline(n, fn)
-        kind = KINDS.get(_attr_str(n, C.ATTR_KIND))
-        replacement[id(n)] = kind.restore(n, body, producers, consumers, drop) if kind else body
+        replacement[id(n)] = _restored(n, functions, producers, consumers, drop)
     if replacement:
         nodes: list[onnx.NodeProto] = []
         for n in graph.node:
@@ -502,6 +490,49 @@ def _unfuse_graph(
     for n in graph.node:
         for sub in _subgraphs(n):
             _unfuse_graph(sub, functions, pair_ids)
+
+
+def own_nodes(model: onnx.ModelProto, call: onnx.NodeProto) -> list[onnx.NodeProto]:
+    """The FusedHexPair node `call` of the model's main graph with the nodes its kind placed around
+    it (a micro-batch's Split and Concat), in graph order: what unfusing it replaces."""
+    functions = {(f.domain, f.name, f.overload): f for f in model.functions}
+    producers, consumers = _producers_consumers(model.graph)
+    drop: set[int] = set()  # id() of the nodes of `producers` and `consumers` the kind removes
+    _restored(call, functions, producers, consumers, drop)
+    held = [*producers.values(), *(n for readers in consumers.values() for n in readers)]
+    mine = {t for n in held if id(n) in drop for t in n.output} | set(call.output)
+    return [n for n in model.graph.node if mine.intersection(n.output)]
+
+
+def _producers_consumers(
+    graph: onnx.GraphProto,
+) -> tuple[dict[str, onnx.NodeProto], dict[str, list[onnx.NodeProto]]]:
+    producers = {t: n for n in graph.node for t in n.output}
+    consumers: dict[str, list[onnx.NodeProto]] = {}
+    for n in graph.node:
+        for t in n.input:
+            consumers.setdefault(t, []).append(n)
+    return producers, consumers
+
+
+def _restored(
+    call: onnx.NodeProto,
+    functions: dict[tuple[str, str, str], onnx.FunctionProto],
+    producers: dict[str, onnx.NodeProto],
+    consumers: dict[str, list[onnx.NodeProto]],
+    drop: set[int],
+) -> list[onnx.NodeProto]:
+    """The nodes replacing the FusedHexPair node `call` (its body with actual names, as its kind
+    restores them); id() of the graph nodes to remove with it added to `drop`."""
+    fn = functions.get((call.domain, call.op_type, call.overload))
+    if fn is None:
+        raise ModelError(
+            f"node '{call.name}' ({C.DOMAIN}::{C.OP_TYPE}) has no function body "
+            f"for overload '{call.overload}'; cannot unfuse"
+        )
+    body = _inline(call, fn)
+    kind = KINDS.get(_attr_str(call, C.ATTR_KIND))
+    return kind.restore(call, body, producers, consumers, drop) if kind else body
 
 
 def _drop_stale_value_info(graph: onnx.GraphProto) -> None:

@@ -7,7 +7,9 @@
   times, and inception's pair, which loses on the host today) writes exactly `unfuse`'s graph; a
   tuned model with its pair kept runs on stock ORT and on the plugin and matches the original.
 - Every session tune times (ORT's modes, each pair's sweep, the final check) is one of tune's own
-  process, interleaved; tune starts no other process. The final check's verdict from injected
+  process, interleaved; tune starts no other process. A pair's sweep runs its own nodes (a
+  micro-batch pair's with the Split and Concat placed around it); one that loses there is unfused
+  by that screen, one that wins by the whole-model check. The final check's verdict from injected
   figures: against the original's fastest mode, ratios within rounds, the whole interval.
 - Bad input: one error line and the documented exit code; the input is never modified.
 Timings are kept to a few runs: these tests check decisions and files, not speed.
@@ -31,7 +33,7 @@ from cli_support import assert_mentions, error_line, listing, run_cli, sha256
 from hexfuse_onnx import contract as C
 from hexfuse_onnx import mode_choice, ort_modes, pipeline, runtime, tuning, verify
 from hexfuse_onnx.errors import EXIT_BAD_MODEL, EXIT_OK, EXIT_USAGE, EXIT_WRITE_FAILED
-from hexfuse_onnx.rewrite import unfuse
+from hexfuse_onnx.rewrite import own_nodes, unfuse
 from hexfuse_onnx.tools import tune as tune_module
 from hexfuse_onnx.tools.bench import Config
 from hexfuse_onnx.tools.tune import DEFAULT_MARGIN, ModeChoice, Timing, judge_whole_model, tune
@@ -192,6 +194,8 @@ def test_where_fusion_loses_everything_is_unfused_and_equals_the_original(work, 
     assert record is not None and record["kept"] == [] and record["margin"] == 100.0
     (pair,) = record["pairs"]
     assert pair["kept"] is False and pair["fused"]["median_us"] > 0 and pair["unfused"]["median_us"] > 0
+    assert pair["decided_by"] == "screen"  # it lost on its own nodes: no whole-model run
+    assert record["final_check"] is None
     verify.compare(zoo_dir / "two_branch.onnx", work["lost"], rtol=0.0)
 
 
@@ -228,6 +232,7 @@ def test_a_final_check_that_loses_unfuses_every_kept_pair(work, zoo_dir, tmp_pat
     out = tmp_path / "lost_whole.onnx"
     result = tune(work["two_branch"], out, margin=-100.0, shares=[0.3], **QUICK)
     assert result.final is not None and not result.final.won and result.kept == [], result.lines()
+    assert [p.decided_by for p in result.pairs] == ["final check"], result.lines()
     assert onnx.load(str(out)).graph == unfuse(onnx.load(str(work["two_branch"]))).graph
     record = tuning.read_record(onnx.load(str(out)))
     assert record is not None and record["kept"] == [] and record["final_check"]["won"] is False
@@ -340,6 +345,21 @@ def test_tuned_model_keeps_its_pair_at_the_measured_share_and_runs_on_stock_ort(
     verify.compare(
         zoo_dir / "two_branch.onnx", work["kept"], rtol=PLUGIN_TOL, rewritten_options=runtime.session_options("host")
     )
+
+
+def test_a_micro_batch_pair_is_screened_with_its_split_and_concat(zoo_dir, tmp_path):
+    """A micro-batch pair's own nodes are its call and the Split and Concat placed around it
+    (rewrite.own_nodes): they run as a model of their own, fused and unfused, and the screen times it."""
+    fused = pipeline.rewrite(zoo_dir / "mlp_chain.onnx", tmp_path / "mlp_chain.fused.onnx").output
+    assert fused is not None
+    model = onnx.load(str(fused))
+    (call,) = [n for n in model.graph.node if n.domain == C.DOMAIN]
+    assert {"Split", C.OP_TYPE, "Concat"} <= {n.op_type for n in own_nodes(model, call)}
+    result = tune(fused, tmp_path / "tuned.onnx", margin=100.0, shares=[0.5], session="ort-seq", **QUICK)
+    (pair,) = result.pairs
+    assert pair.kind == "microbatch" and pair.unfused is not None and set(pair.fused) == {0.5}, result.lines()
+    assert pair.decided_by == "screen" and result.final is None
+    assert onnx.load(str(tmp_path / "tuned.onnx")).graph == unfuse(model).graph
 
 
 def test_unfuse_selected_pairs_keeps_the_others(zoo_dir, tmp_path):

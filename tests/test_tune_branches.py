@@ -1,7 +1,8 @@
 """`tune` and `profile` reach the pairs inside If branches (merged decoders: optimum's `use_cache_branch` If):
 each branch runs as a model of its own on the outer values the model computed for it (branch_runs),
 the branch random inputs do not take on inputs set to take it (subgraphs.feeds_taking); a branch
-no input reaches leaves its pairs unfused. Real ONNX Runtime and the built plugin; the model is
+no input reaches leaves its pairs unfused. tune screens each pair on its own nodes, fed with what it
+read in its branch's run. Real ONNX Runtime and the built plugin; the model is
 test_subgraphs' If with a matrix/vector pair in each branch, at 8 rows. Decisions and files, not
 speed: a few rounds, and the margin forces the decision both ways."""
 
@@ -18,11 +19,12 @@ from onnx import TensorProto, helper
 from test_subgraphs import D_IN, if_model
 
 from hexfuse_onnx import contract as C
-from hexfuse_onnx import pipeline, runtime, tuning, verify
+from hexfuse_onnx import ort_modes, pipeline, runtime, tuning, verify
 from hexfuse_onnx.rewrite import unfuse
 from hexfuse_onnx.subgraphs import pairs_within
 from hexfuse_onnx.tools import timeline
-from hexfuse_onnx.tools.tune import tune
+from hexfuse_onnx.tools import tune as tune_module
+from hexfuse_onnx.tools.tune import FINAL, SCREEN, tune
 
 pytestmark = pytest.mark.skipif(
     not (runtime.LIB_DIR / runtime.PLUGIN_NAME).is_file(),
@@ -90,11 +92,42 @@ def test_the_pair_of_each_branch_is_timed_and_kept(fused, tmp_path):
     _equals_original_on_both_branches(fused, out, x=_x())
 
 
+def test_each_pair_is_screened_on_its_own_nodes_then_judged_in_the_whole_model(fused, tmp_path, monkeypatch):
+    """Each pair's sweep times a model of its own FusedHexPair node against its body's nodes (its
+    outputs, not the branch's), fed with the values it read in the branch's run (x, as tune gave the
+    model; not `fast`); both pass the screen, and the whole-model check decides them, on inputs
+    taking each branch. Real sessions, watched on their way into interleaved.time_interleaved."""
+    visits: list[tuple[list[str], dict[str, np.ndarray], list[str]]] = []
+    time_interleaved = tune_module.interleaved.time_interleaved
+
+    def watched(configs, feeds, rounds, *args, **kwargs):
+        first = configs[0]
+        outputs = [o.name for o in first.session.get_outputs()] if first.label == "unfused" else []
+        visits.append(([c.label for c in configs], dict(feeds), outputs))
+        return time_interleaved(configs, feeds, rounds, *args, **kwargs)
+
+    monkeypatch.setattr(tune_module.interleaved, "time_interleaved", watched)
+    result = tune(fused, tmp_path / "kept.onnx", margin=-100.0, shares=[0.3], **QUICK)
+    modes, sweep = list(ort_modes.MODES), ["unfused", "0.3"]
+    assert [v[0] for v in visits] == [modes, sweep, sweep, modes, ["tuned", *modes], ["tuned", *modes]]
+    pairs = {p.overload: p for p in pairs_within(onnx.load(fused).graph)}
+    for (_, feeds, outputs), screened in zip(visits[1:3], result.pairs):
+        node = pairs[screened.pair_id]
+        assert outputs == list(node.output) and set(feeds) <= set(node.input) and "fast" not in feeds
+        assert np.array_equal(feeds["x"], visits[0][1]["x"])  # the value the pair read
+    assert all(p.kept and p.decided_by == FINAL for p in result.pairs), result.lines()
+    record = tuning.read_record(onnx.load(tmp_path / "kept.onnx"))
+    assert record is not None and [p["decided_by"] for p in record["pairs"]] == [FINAL, FINAL]
+    assert "screened on the pair's own nodes" in record["criterion"]
+
+
 def test_pairs_that_lose_are_unfused_back_to_the_branch_nodes(fused, tmp_path):
+    """Each pair loses alone (the margin): the screen unfuses it, and no whole-model run follows."""
     out = tmp_path / "lost.onnx"
     result = tune(fused, out, margin=100.0, **QUICK)
     assert all(p.unfused is not None and p.fused and not p.kept for p in result.pairs), result.lines()
-    assert result.final is None
+    assert all(p.decided_by == SCREEN for p in result.pairs) and result.final is None
+    assert [line.split()[-2:] for line in result.lines()[2:5:2]] == [[SCREEN, "unfused"]] * 2, result.lines()
     tuned = onnx.load(out)
     assert tuned.graph == unfuse(onnx.load(fused)).graph
     assert not tuned.functions and all(o.domain != C.DOMAIN for o in tuned.opset_import)

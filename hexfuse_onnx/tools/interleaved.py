@@ -14,7 +14,8 @@ Before each visit the process rests until its threads are quiet (`rest_until_qui
 ORT's pooled modes spin their intra-op threads for 50-180 ms (measured on two_branch and
 gpt_decode_step, 50-70 ms of CPU in a 300 ms sleep), which would take a core from the next visit.
 A visit is one warm-up call, then the same number of timed calls for every configuration (as many
-as fill VISIT_S at the median configuration's speed, 1 to VISIT_CALLS); its figure is their median.
+as fill VISIT_S at the median configuration's speed, 1 to VISIT_CALLS, unless the caller gives its
+own: tune's screen of short pair calls); its figure is their median.
 
 A session that chooses its ORT mode during its first calls (mode_choice) chooses in the regime it is
 then measured in: `warm_up` runs discarded rounds of the same visits first, until no session is
@@ -60,13 +61,16 @@ def time_interleaved(
     seed: int = 0,
     progress: Callable[[int], None] | None = None,
     warm_up: Callable[[], bool] | None = None,
+    visit_s: float = VISIT_S,
+    visit_calls: int = VISIT_CALLS,
 ) -> dict[str, float]:
     """One visit per live configuration per round, in a shuffled order; cfg.samples gets one figure
     (us) per round, so round r of every configuration is samples[r]. Before them, discarded rounds of
-    the same visits while `warm_up()` is true (at most WARM_UP_ROUNDS). Returns each configuration's
-    median rest (s) before its counted visits."""
+    the same visits while `warm_up()` is true (at most WARM_UP_ROUNDS). A visit's timed calls fill
+    `visit_s` (at most `visit_calls`). Returns each configuration's median rest (s) before its
+    counted visits."""
     live = [c for c in configs if c.ok and c.session is not None]
-    calls = calls_per_visit(live, feeds)
+    calls = calls_per_visit(live, feeds, visit_s, visit_calls)
     rests: dict[str, list[float]] = {c.label: [] for c in live}
     rng = random.Random(seed)
     gc_was = gc.isenabled()
@@ -101,7 +105,7 @@ def visit_round(live: list[Config], feeds: dict, calls: int, rng: random.Random)
     return visits
 
 
-def calls_per_visit(live: list[Config], feeds: dict) -> int:
+def calls_per_visit(live: list[Config], feeds: dict, visit_s: float = VISIT_S, visit_calls: int = VISIT_CALLS) -> int:
     """Timed calls per visit, the same for every configuration: the later calls of a visit run
     warmer, so a configuration given more of them would look faster (the same session timed as two
     configurations with their own counts differed by 3%, two_branch and gpt_decode_step)."""
@@ -112,7 +116,7 @@ def calls_per_visit(live: list[Config], feeds: dict) -> int:
         t0 = time.perf_counter()
         run(None, feeds)
         once.append(time.perf_counter() - t0)
-    return max(1, min(VISIT_CALLS, int(VISIT_S / max(float(np.median(once)), 1e-9)))) if once else 1
+    return max(1, min(visit_calls, int(visit_s / max(float(np.median(once)), 1e-9)))) if once else 1
 
 
 def round_ratios(cfg: Config, base: Config) -> np.ndarray:

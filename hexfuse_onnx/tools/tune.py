@@ -5,28 +5,33 @@
 Aker's "choose the fused or the original version", per device. Every session is one of this
 process, timed interleaved (interleaved.py: each round visits every configuration once, in a
 shuffled order, after a rest until the process's threads are quiet): ORT's modes, each pair's
-configurations and the whole tuned model. For each pair: the model with only that pair fused (at
-each share of a sweep) against the model with no pair fused; at most 1 + the sweep's shares
-sessions exist at once (the unfused one is shared by every pair), and the plugin's host kernel
-runs them all on one process-wide worker pool whose idle workers sleep (dsp/src/platform_posix.c).
-A pair is kept when its saving, 1 - fused/unfused of the medians at its best share, minus the
-run-to-run spread of that saving (the median absolute deviation of the per-round savings from it)
-is at least the margin. A negative margin keeps pairs that lose by less than it (for development).
-Kept pairs get their best share written into `share_a` (the kernel reads the share from that
-attribute when the session is created; the task program does not contain it) and lose any table
-of modelled shares per shape bucket (tune times one shape; a measured table would need the sweep
-at every bucket's shapes); the rest are unfused. With kept pairs, the tuned model is then run as
-an application runs it (`hexfuse_onnx.InferenceSession(model)`: the plugin and ORT's mode from its
-record), in this process, against the original in every ORT mode, their calls interleaved
-(interleaved.py: two processes of one graph differed 0.67-1.27x, sessions of one process 0.3-0.4%);
-unless the whole 95% interval of tuned/original (the original's fastest mode) is at or under
-1 - margin, every pair is unfused (judge_whole_model).
+configurations and the whole tuned model.
+Each pair is first screened on its own nodes: its FusedHexPair node as a model of its own (at each
+share of a sweep) against its function body's nodes on stock ORT, fed with the values it read in one
+run of the model on tune's inputs (branch_runs.capture; subgraphs.subgraph_model makes the model).
+Timed through the whole model, a pair's saving (tens of us) drowned in the call's spread (ms), and
+each share cost a session of the whole model. Alone, a call is short: a visit times many (SCREEN_VISIT). At most
+1 + the sweep's shares sessions exist at once, and the plugin's host kernel runs them all on one
+process-wide worker pool whose idle workers sleep (dsp/src/platform_posix.c).
+A pair passes the screen when its saving, 1 - fused/unfused of the medians at its best share, minus
+the run-to-run spread of that saving (the median absolute deviation of the per-round savings from it)
+is at least the margin; the rest are unfused without a whole-model run. A negative margin passes
+pairs that lose by less than it (for development). Kept pairs get their best share written into
+`share_a` (the kernel reads the share from that attribute when the session is created; the task
+program does not contain it) and lose any table of modelled shares per shape bucket (tune times one
+shape; a measured table would need the sweep at every bucket's shapes). With pairs past the screen,
+the tuned model is then run as an application runs it (`hexfuse_onnx.InferenceSession(model)`: the
+plugin and ORT's mode from its record), in this process, against the original in every ORT mode,
+their calls interleaved (interleaved.py: two processes of one graph differed 0.67-1.27x, sessions of
+one process 0.3-0.4%); unless the whole 95% interval of tuned/original (the original's fastest mode)
+is at or under 1 - margin, every pair is unfused (judge_whole_model): what a pair gains alone it may
+lose among its neighbours. Each pair's record says which stage decided it.
 Pairs inside If branches (the pass fuses there: a merged decoder's `use_cache_branch` If holds them
-all) are timed in their branch run as a model of its own on the outer values the model computed for
-it (branch_runs.py, as emulate does), against that branch unfused: the branch tune's random inputs
-take, and the other on them set to take it where its condition allows (subgraphs.feeds_taking: a bool
-input, or Equal of an input and a constant), as rewrite's verification does. A pair no input reaches
-(a condition tune cannot set, a Loop body) is reported not reached and unfused: it was not shown to
+all) read their values from their branch run as a model of its own on the outer values the model
+computed for it (branch_runs.py, as emulate does): the branch tune's random inputs take, and the
+other on them set to take it where its condition allows (subgraphs.feeds_taking: a bool input, or
+Equal of an input and a constant), as rewrite's verification does. A pair no input reaches (a
+condition tune cannot set, a Loop body) is reported not reached and unfused: it was not shown to
 win. The final check runs on each input set that reaches a kept pair, the verification on every one.
 The measured figures go into the tuned model's metadata
 (hexfuse_onnx/tuning.py, which `session_options(backend="auto")` reads) and into the --json
@@ -60,14 +65,15 @@ from ..branch_runs import (
     capture,
     is_if,
     is_pair,
+    typed,
 )
 from ..errors import ModelError, UsageError, VerificationError, WriteError
-from ..graph import load, read_model
+from ..graph import load, node_reads, outer_scope_names, read_model
 from ..lowering.rewritten import recorded_bindings
 from ..modelio import stage
 from ..pipeline import PLUGIN_RTOL
-from ..rewrite import unfuse
-from ..subgraphs import conditions_taken, feeds_taking, no_pair_message, pairs_within
+from ..rewrite import own_nodes, unfuse
+from ..subgraphs import conditions_taken, feeds_taking, no_pair_message, pairs_within, subgraph_model
 from ..verify import (
     DEFAULT_RTOL,
     Case,
@@ -87,9 +93,14 @@ DEFAULT_MARGIN = 0.02
 SWEEP = (0.25, 0.5, 0.75)  # shares tried besides the node's own
 BEST_MODE = "best"  # --session: measure ORT's modes here and take the fastest
 SESSION_MODES = (BEST_MODE, *ort_modes.MODES)
+WHOLE_VISIT = (interleaved.VISIT_S, interleaved.VISIT_CALLS)  # a visit's timed calls: (fill seconds, at most)
+SCREEN_VISIT = (interleaved.VISIT_S, 200)  # a pair's own nodes take tens of us: more calls fill a visit
+SCREEN, FINAL = "screen", "final check"  # the stage that decided a pair (PairResult.decided_by)
 CRITERION = (
-    "kept when saving - spread >= margin; saving = 1 - fused/unfused (medians of all rounds, fused at "
-    "the best share); spread = median absolute deviation of the per-round savings from it"
+    "screened on the pair's own nodes (its FusedHexPair node against its body's nodes, on the values it read in one "
+    "run of the model): kept for the whole-model check when saving - spread >= margin; saving = 1 - fused/unfused "
+    "(medians of all rounds, fused at the best share); spread = median absolute deviation of the per-round savings "
+    "from it"
 )
 MODE_CRITERION = "the fastest ORT mode (median) on the tuned model (with kept pairs: on the plugin)"
 FINAL_CRITERION = (
@@ -144,6 +155,7 @@ class PairResult:
     kept: bool = False
     where: str = ""  # "" in the main graph, else the If branch it sits in (Scope.where)
     not_reached: str = ""  # why it was not timed (then it is unfused: it was not shown to win)
+    decided_by: str = ""  # SCREEN (unfused on its own nodes) or FINAL (the whole-model check); "" not reached
 
     def decide(self, margin: float) -> None:
         if self.unfused is None or not self.fused:
@@ -160,6 +172,7 @@ class PairResult:
             "where": self.where,
             "not_reached": self.not_reached,
             "kept": self.kept,
+            "decided_by": self.decided_by,
             "share_a": self.best_share,
             "original_share_a": self.original_share,
             "saving": self.saving,
@@ -319,7 +332,7 @@ class TuneResult:
     def lines(self) -> list[str]:
         header = (
             f"{'pair':<10} {'kind':<15} {'unfused us (p10-p90)':>24} {'fused us (p10-p90)':>24} "
-            f"{'share':>6} {'saving':>8} {'spread':>7}  decision"
+            f"{'share':>6} {'saving':>8} {'spread':>7} {'decided by':<11}  decision"
         )
         out = [header]
         headed, where = any(p.where for p in self.pairs), None  # a heading per place, with pairs in If branches
@@ -336,7 +349,7 @@ class TuneResult:
                 decision += f" (plugin not timed: {next(iter(p.refused.values()), 'no sample')})"
             out.append(
                 f"{p.pair_id:<10} {p.kind:<15} {_span(u):>24} {_span(f):>24} "
-                f"{_share(p.best_share):>6} {p.saving:>+8.1%} {p.spread:>7.1%}  {decision}"
+                f"{_share(p.best_share):>6} {p.saving:>+8.1%} {p.spread:>7.1%} {p.decided_by or '-':<11}  {decision}"
             )
         s = self.settings
         missed = sum(bool(p.not_reached) for p in self.pairs)
@@ -344,7 +357,8 @@ class TuneResult:
             f"{len(self.kept)} of {len(self.pairs)} pair(s) kept on the {self.backend} backend "
             + (f"({missed} not reached, so unfused) " if missed else "")
             + f"(margin {s['margin']:.1%}; {s['runs'] * s['rounds']} interleaved rounds ({s['runs']} x {s['rounds']}), "
-            f"pairs timed under ORT mode {s['pairs_ort_mode']}; machine {tuning.fingerprint(self.machine)})"
+            f"pairs timed on their own nodes under ORT mode {s['pairs_ort_mode']}; machine "
+            f"{tuning.fingerprint(self.machine)})"
         )
         if self.final is not None:
             verdict = "kept" if self.final.all_won else "every pair unfused: the tuned model does not win"
@@ -462,21 +476,21 @@ def sweep(original_share: float, shares: list[float] | None) -> list[float]:
 
 def measure_pair(
     model: onnx.ModelProto,
+    case: Case,
     result: PairResult,
     shares: list[float],
-    unfused: Any,
-    case: Case,
     settings: dict[str, Any],
 ) -> None:
-    """Time the model (the scope's: the whole model or an If branch of it) with only this pair fused
-    (each share) against `unfused` (a session of it with no pair fused, in the pairs' ORT mode) on the
-    case's inputs: sessions of this process (time_here)."""
-    configs = [Config("unfused", unfused)]
+    """Time the pair's own node as a model (`pair_case`), fused at each share, against its body's
+    nodes on stock ORT, all in the pairs' ORT mode, on the case's inputs: sessions of this process
+    (time_here), a visit of many calls each (SCREEN_VISIT)."""
+    mode = settings["pairs_ort_mode"]
+    configs = [Config("unfused", isolated.ort_session(unfuse(model).SerializeToString(), mode))]
     with runtime.plugin_environment_restored():
         for share in shares:
             variant = only_pair_fused(model, result.pair_id, share).SerializeToString()
-            configs.append(plugin_config(f"{share}", variant, settings["pairs_ort_mode"], settings))
-    timed = time_here(configs, case, settings)
+            configs.append(plugin_config(f"{share}", variant, mode, settings))
+    timed = time_here(configs, case, settings, SCREEN_VISIT)
     if "unfused" in timed:
         result.unfused = per_round(timed["unfused"])
     for cfg in configs[1:]:
@@ -523,18 +537,22 @@ def choose_ort_mode(model: bytes, case: Case, settings: dict[str, Any], plugin: 
     return ModeChoice.measured({m: per_round(c) for m, c in timed.items()})
 
 
-def time_here(configs: list[Config], case: Case, settings: dict[str, Any]) -> dict[str, Config]:
+def time_here(
+    configs: list[Config], case: Case, settings: dict[str, Any], visit: tuple[float, int] = WHOLE_VISIT
+) -> dict[str, Config]:
     """Every configuration a session of this process: checked against the case's outputs, then timed by
-    interleaved.py over runs x rounds rounds (one figure per round), after discarded rounds while a
-    session still chooses its ORT mode. Returns those that were timed. Two processes of one graph
-    differed 0.67-1.27x; two sessions of one process, interleaved, by 0.3-0.4%."""
+    interleaved.py over runs x rounds rounds (one figure per round: the median of a visit's calls, as
+    many as fill visit[0] s, at most visit[1]), after discarded rounds while a session still chooses
+    its ORT mode. Returns those that were timed. Two processes of one graph differed 0.67-1.27x; two
+    sessions of one process, interleaved, by 0.3-0.4%."""
     for cfg in configs:
         verify_config(cfg, case.feeds, case.names, case.expected)
 
     def choosing() -> bool:
         return any(getattr(c.session, "choosing", False) for c in configs)
 
-    interleaved.time_interleaved(configs, case.feeds, settings["runs"] * settings["rounds"], warm_up=choosing)
+    rounds = settings["runs"] * settings["rounds"]
+    interleaved.time_interleaved(configs, case.feeds, rounds, warm_up=choosing, visit_s=visit[0], visit_calls=visit[1])
     return {c.label: c for c in configs if c.samples}
 
 
@@ -629,10 +647,13 @@ def tune(
     found, missed = scopes(model, reference, main, progress)
     del reference
     timed = sum(len(s.pairs) for s in found)
-    progress(f"{source.name}: {timed} pair(s) reached; timing each fused against unfused on the {backend} backend")
+    progress(
+        f"{source.name}: {timed} pair(s) reached; timing each on its own nodes, fused against unfused, on the "
+        f"{backend} backend"
+    )
     results: dict[str, PairResult] = {}
     for scope in found:
-        results |= measure_scope(scope, mode.mode, shares, settings, progress, len(results), timed)
+        results |= screen_scope(scope, shares, settings, progress, len(results), timed)
     pairs = [*results.values(), *(unreached(node, where, why) for node, where, why in missed.values())]
     final = None
     if any(r.kept for r in pairs):
@@ -664,8 +685,9 @@ def original_case(reference: ort.InferenceSession, feeds: dict[str, np.ndarray],
 
 @dataclass
 class Scope:
-    """Where pairs are timed: the main graph on tune's inputs, or an If branch of it as a model of its
-    own (branch_runs) on the outer values the model computed for it, on inputs that take it."""
+    """Where pairs sit, run once to capture what they read: the main graph on tune's inputs, or an If
+    branch of it as a model of its own (branch_runs) on the outer values the model computed for it, on
+    inputs that take it."""
 
     where: str  # "" the main graph; else "then branch of If 'X'" (+ " (random inputs set to take it)")
     model: onnx.ModelProto  # the fused model, or its fused branch as a model
@@ -741,19 +763,22 @@ def unreached(node: onnx.NodeProto, where: str, why: str) -> PairResult:
     return result
 
 
-def measure_scope(
+def screen_scope(
     scope: Scope,
-    mode: str,
     shares: list[float] | None,
     settings: dict[str, Any],
     progress: Progress,
     done: int,
     total: int,
 ) -> dict[str, PairResult]:
-    """Each pair of the scope timed fused (at each share of the sweep) against the scope unfused."""
+    """Each pair of the scope timed on its own nodes (`own_graph`): fused at each share of the sweep
+    against its body's nodes, on the values they read in one run of the scope's model. A pair that
+    wins there is kept for the whole-model check to confirm; the rest are unfused by this screen."""
     if not scope.pairs:
         return {}
-    unfused_session = isolated.ort_session(unfuse(scope.model).SerializeToString(), mode)  # every pair's baseline
+    pieces = {p.overload: own_graph(scope.model, p) for p in scope.pairs}
+    wanted = [t for g in pieces.values() for t in (*outer_scope_names(g), *(o.name for o in g.output))]
+    values = capture(scope.model, wanted, scope.case.feeds, scope.where)
     results = {}
     where = f" in the {scope.where}" if scope.where else ""
     for k, node in enumerate(scope.pairs, done + 1):
@@ -761,19 +786,58 @@ def measure_scope(
         result.where = scope.where
         tried = sweep(result.original_share, shares)
         progress(
-            f"pair {k}/{total} {result.node} ({result.kind}){where}: unfused vs fused at share "
+            f"pair {k}/{total} {result.node} ({result.kind}){where}: on its own nodes, unfused vs fused at share "
             f"{', '.join(f'{s:.2f}' for s in tried)}; {settings['runs'] * settings['rounds']} interleaved rounds "
             "in this process"
         )
-        measure_pair(scope.model, result, tried, unfused_session, scope.case, settings)
+        own = pair_case(scope.model, pieces[node.overload], values)
+        if isinstance(own, str):
+            result.refused = dict.fromkeys(tried, own)
+        else:
+            measure_pair(*own, result, tried, settings)
+        result.decided_by = FINAL if result.kept else SCREEN
         progress(
             f"  {result.pair_id}: unfused {_span(result.unfused.stats() if result.unfused else None)} us, "
             f"fused {_span(result.fused[result.best_share].stats() if result.best_share is not None else None)} us "
             f"at share {_share(result.best_share)}: saving {result.saving:+.1%} ± {result.spread:.1%} -> "
-            f"{'kept' if result.kept else 'unfused'}"
+            f"{'kept for the whole-model check' if result.kept else 'unfused'}"
         )
         results[result.pair_id] = result
     return results
+
+
+def own_graph(model: onnx.ModelProto, call: onnx.NodeProto) -> onnx.GraphProto:
+    """The pair's own nodes in the model (rewrite.own_nodes: its FusedHexPair node and what its kind
+    placed around it) as a graph whose outputs, untyped, are what the rest of the model reads of them;
+    what they make inside keeps the model's types (ORT cannot infer a FusedHexPair's output type)."""
+    nodes = own_nodes(model, call)
+    made = {t for n in nodes for t in n.output}
+    read = {t for n in model.graph.node if not made.intersection(n.output) for t in node_reads(n)}
+    read |= {o.name for o in model.graph.output}
+    outputs = [onnx.ValueInfoProto(name=t) for n in nodes for t in n.output if t in read]
+    inside = [v for v in model.graph.value_info if v.name in made and v.name not in read]
+    return onnx.helper.make_graph(nodes, call.overload, [], outputs, value_info=inside)
+
+
+def pair_case(
+    model: onnx.ModelProto, own: onnx.GraphProto, values: dict[str, np.ndarray]
+) -> tuple[onnx.ModelProto, Case] | str:
+    """The pair's own nodes as a model of their own (subgraphs.subgraph_model; `unfuse` gives its
+    body's nodes) on the captured values they read, with its outputs unfused on them (stock ORT); or
+    why they do not run so."""
+    graph = onnx.GraphProto()
+    graph.CopyFrom(own)
+    del graph.output[:]
+    graph.output.extend(typed(o.name, values) or o for o in own.output)
+    piece, problem = subgraph_model(model, graph, lambda name: typed(name, values))
+    if piece is None:
+        return f"its own nodes are no model: {problem}"
+    feeds = {v.name: values[v.name] for v in piece.graph.input}
+    try:
+        unfused = reference_session(unfuse(piece).SerializeToString())
+        return piece, run_original(unfused, feeds, f"the values {own.name} read")
+    except Exception as exc:  # noqa: BLE001 - reported as why the pair is not timed
+        return f"its own nodes do not run as a model: {first_line(exc)}"
 
 
 def cases_reaching(found: list[Scope], kept: set[str]) -> list[Case]:
