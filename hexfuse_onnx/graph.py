@@ -870,6 +870,7 @@ def _run_symbolic_inference(
         sym.dispatcher_.setdefault("ConvInteger", sym._infer_Conv)  # no rule of its own: Conv's dims (int32 kept)
         sym.dispatcher_.setdefault("FusedConv", _fused_conv_rule(sym))
         sym.dispatcher_.setdefault("DynamicQuantizeLSTM", _dynamic_quantize_lstm_rule(sym))
+        sym.dispatcher_.setdefault("ConvTranspose", _conv_transpose_rule(sym))
         sym.dispatcher_["Resize"] = _resize_rule(sym)
         if "GroupQueryAttention" in sym.dispatcher_:
             sym.dispatcher_["GroupQueryAttention"] = _gqa_rule_with_present_length(sym)
@@ -993,6 +994,45 @@ def _dynamic_quantize_lstm_rule(sym: Any) -> Callable[[onnx.NodeProto], None]:
         lstm.op_type = "LSTM"
         del lstm.input[7:]  # P (peepholes) and the weights' scales and zero points
         sym._onnx_infer_single_node(lstm)
+
+    return infer
+
+
+def _conv_transpose_rule(sym: Any) -> Callable[[onnx.NodeProto], None]:
+    """ORT has no rule for ConvTranspose: its output got new dims (ConvTranspose_0_o0__d2) unrelated
+    to the input's, so a pair holding one (PP-OCRv6's detector upsamples so) had no shape expression
+    at symbolic H, W. The output is ONNX's formula over the input's dims, with constant weights and
+    explicit pads; an output_shape or auto_pad SAME_* is left as ORT leaves it."""
+    import sympy
+    from onnxruntime.tools.symbolic_shape_infer import get_attribute, get_shape_from_sympy_shape
+
+    def infer(node: onnx.NodeProto) -> None:
+        x, w = sym._get_sympy_shape(node, 0), sym._get_shape(node, 1)
+        r = len(x) - 2
+        explicit = get_attribute(node, "auto_pad", b"NOTSET") in (b"NOTSET", b"VALID")
+        if (
+            r < 1
+            or not w
+            or not all(isinstance(d, int) for d in w)
+            or get_attribute(node, "output_shape")
+            or not explicit
+        ):
+            vi = sym.known_vi_[node.output[0]]  # what ORT does: an unknown rank, guessed
+            if len(vi.type.tensor_type.shape.dim) == 0:
+                vi.type.tensor_type.elem_type = onnx.TensorProto.UNDEFINED
+            return
+        kernel = get_attribute(node, "kernel_shape") or w[2:]
+        strides, dilations = get_attribute(node, "strides") or [1] * r, get_attribute(node, "dilations") or [1] * r
+        pads, extra = get_attribute(node, "pads") or [0] * 2 * r, get_attribute(node, "output_padding") or [0] * r
+        spatial = [
+            strides[i] * (x[i + 2] - 1) + extra[i] + (kernel[i] - 1) * dilations[i] + 1 - pads[i] - pads[i + r]
+            for i in range(r)
+        ]
+        dims = [x[0], sympy.Integer(w[1] * (get_attribute(node, "group") or 1)), *spatial]
+        sym._update_computed_dims(dims)
+        elem = sym.known_vi_[node.input[0]].type.tensor_type.elem_type
+        out = node.output[0]
+        sym.known_vi_[out].CopyFrom(helper.make_tensor_value_info(out, elem, get_shape_from_sympy_shape(dims)))
 
     return infer
 

