@@ -159,7 +159,7 @@ def cast(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     of another type rounds, by CAST to float16 and back. Every other cast is refused."""
     to, source = int(attr(n, "to", 0)), cx.dtype(n.input[0])
     if to == onnx.TensorProto.FLOAT16 and cx.stored_dtype(n.input[0]) != to:
-        wide = _to_float(cx, n, t, source, scratch=True)
+        wide = _to_float(cx, n, t, source, to, scratch=True)
         half = cx.emit(n, t, Opcode.CAST, [wide], out=cx.scratch(traced_dims(cx.prog, wide), t, Dtype.F16))
         cx.emit(n, t, Opcode.CAST, [half])
         return
@@ -167,24 +167,24 @@ def cast(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         same_tensor(cx, n, t)  # float16 is held as float32 already
         return
     if source in CASTS_TO_FLOAT and to == onnx.TensorProto.FLOAT:
-        _to_float(cx, n, t, source)
+        _to_float(cx, n, t, source, to)
         return
     if source == onnx.TensorProto.FLOAT and to == onnx.TensorProto.INT32:
         cx.emit(n, t, Opcode.CAST, [cx.read(n.input[0], n, t)], out_dtype=Dtype.I32)
         return
     if source != to or source not in DTYPES:
-        _refuse_cast(n, cx.stored_dtype(n.input[0]), int(attr(n, "to", 0)))
+        _refuse_cast(n, cx.stored_dtype(n.input[0]), to)
     x, dtype = cx.read_any(n.input[0], n, t)
     cx.emit(n, t, Opcode.COPY, [x], out_dtype=dtype)
 
 
-def _to_float(cx: Lowerer, n: onnx.NodeProto, t: Task, source: int, scratch: bool = False) -> int:
+def _to_float(cx: Lowerer, n: onnx.NodeProto, t: Task, source: int, to: int, scratch: bool = False) -> int:
     """Cast's input as float32: a float (float16 too) as it is, an integer of CASTS_TO_FLOAT dequantized
     by 1.0 into Cast's output (or, with `scratch`, a scratch tensor)."""
     if source == onnx.TensorProto.FLOAT:
         return cx.read(n.input[0], n, t)
     if source not in CASTS_TO_FLOAT:
-        _refuse_cast(n, cx.stored_dtype(n.input[0]), int(attr(n, "to", 0)))
+        _refuse_cast(n, cx.stored_dtype(n.input[0]), to)
     one = cx.constant(np.ones((), np.float32), t)
     integers = cx.read_typed(n.input[0], n, t, CASTS_TO_FLOAT[source])
     out = cx.scratch(cx.shape(n.output[0], n), t) if scratch else None
