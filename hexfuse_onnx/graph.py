@@ -1003,7 +1003,6 @@ def _conv_transpose_rule(sym: Any) -> Callable[[onnx.NodeProto], None]:
     to the input's, so a pair holding one (PP-OCRv6's detector upsamples so) had no shape expression
     at symbolic H, W. The output is ONNX's formula over the input's dims, with constant weights and
     explicit pads; an output_shape or auto_pad SAME_* is left as ORT leaves it."""
-    import sympy
     from onnxruntime.tools.symbolic_shape_infer import get_attribute, get_shape_from_sympy_shape
 
     def infer(node: onnx.NodeProto) -> None:
