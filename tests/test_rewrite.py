@@ -22,6 +22,7 @@ from hexfuse_onnx.errors import ModelError
 from hexfuse_onnx.kinds import KINDS
 from hexfuse_onnx.lowering import known_tensors, lower_pair
 from hexfuse_onnx.rewrite import pair_output_tensors, unfuse
+from hexfuse_onnx.tools import ort_graph
 from models import quantized
 
 FUSABLE = [
@@ -65,6 +66,33 @@ def test_rewritten_passes_full_checker_and_matches_on_stock_ort(
     onnx.checker.check_model(str(path), full_check=True)
     for ref, got in zip(run(zoo_dir / f"{name}.onnx"), run(path)):
         assert verify.relative_error(ref, got) <= 1e-5
+
+
+# What a rewrite adds that stock ORT still runs: a micro-batch's Split/Concat and halves; the
+# Reshape(value, Shape(value)) that lets ORT load a MultiHeadAttention with a past in a function
+ANOTHER_GRAPH = {"mlp_chain": ("Split", "Concat"), "gpt_decode_step_contrib": ("Reshape",)}
+
+
+@pytest.mark.parametrize("name", [n for n in FUSABLE if n not in ANOTHER_GRAPH])
+def test_stock_ort_runs_the_original_graph_for_a_branch_rewrite(
+    name: str, zoo_dir: Path, rewritten: dict[str, Path]
+) -> None:
+    """The fallback bodies cost stock ORT nothing: inlined and optimized, they are the original's graph."""
+    assert ort_graph.difference(zoo_dir / f"{name}.onnx", rewritten[name]) is None
+
+
+@pytest.mark.parametrize("name", sorted(ANOTHER_GRAPH))
+def test_what_a_rewrite_adds_is_named_as_another_graph(name: str, zoo_dir: Path, rewritten: dict[str, Path]) -> None:
+    why = ort_graph.difference(zoo_dir / f"{name}.onnx", rewritten[name])
+    assert why is not None and all(op in why for op in ANOTHER_GRAPH[name])
+
+
+def test_a_changed_weight_is_another_graph(zoo_dir: Path, tmp_path: Path) -> None:
+    m = onnx.load(zoo_dir / "two_branch.onnx")
+    w = m.graph.initializer[0]
+    w.CopyFrom(onnx.numpy_helper.from_array(onnx.numpy_helper.to_array(w) + 1, w.name))
+    onnx.save(m, tmp_path / "changed.onnx")
+    assert ort_graph.difference(zoo_dir / "two_branch.onnx", tmp_path / "changed.onnx") is not None
 
 
 @pytest.mark.parametrize("name", FUSABLE)
