@@ -92,6 +92,7 @@ import models
 from hexfuse_onnx import contract as C
 from hexfuse_onnx import mode_choice, ort_modes, runtime
 from hexfuse_onnx.costmodel import engine_seconds
+from hexfuse_onnx.graph import all_nodes
 from hexfuse_onnx.pipeline import rewrite
 from hexfuse_onnx.profile import Engine
 from hexfuse_onnx.tools import interleaved, isolated, ort_graph
@@ -670,7 +671,8 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
             return {"model": name, "skipped": why}
     if res.output is None:
         return {"model": name, "skipped": skip_reason(res) + ": the rewritten model is the original"}
-    n_pairs = sum(1 for n in onnx.load(str(fused_path), load_external_data=False).graph.node if n.domain == C.DOMAIN)
+    fused_graph = onnx.load(str(fused_path), load_external_data=False).graph
+    n_pairs = sum(1 for n in all_nodes(fused_graph) if n.domain == C.DOMAIN)  # If branches' pairs too
     tuned_path = work / f"{name}.tuned.onnx"
     tuned = tune(
         fused_path,

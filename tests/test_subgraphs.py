@@ -19,6 +19,7 @@ from hexfuse_onnx.pipeline import analyse, rewrite
 from hexfuse_onnx.report import summary
 from hexfuse_onnx.rewrite import unfuse
 from hexfuse_onnx.runtime import session_options
+from hexfuse_onnx.tools import ort_graph
 from models.graph_builder import GraphBuilder
 
 ROWS, D_IN, D_HID = 64, 256, 512
@@ -148,6 +149,21 @@ def test_rewritten_branch_runs_on_stock_ort_and_on_the_plugin(model_path: Path, 
     want = original.run(None, _feeds(True))[0]
     assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max()
     assert list(tmp_path.glob("trace-*.json")), "the plugin's kernel did not run the pair in the branch"
+
+
+def test_stock_ort_runs_the_original_branches(model_path: Path, tmp_path: Path) -> None:
+    out = tmp_path / "fused.onnx"
+    rewrite(model_path, out, target="host", inputs=_feeds(True))
+    assert sum(_pairs_in(onnx.load(out)).values()) >= 1
+    assert ort_graph.difference(model_path, out) is None
+
+
+def test_a_changed_branch_is_another_graph(model_path: Path, tmp_path: Path) -> None:
+    m = onnx.load(model_path)
+    softmax = next(n for a in m.graph.node[-1].attribute for n in a.g.node if n.op_type == "Softmax")
+    softmax.attribute[0].i = 0
+    onnx.save(m, tmp_path / "changed.onnx")
+    assert "If" in (ort_graph.difference(model_path, tmp_path / "changed.onnx") or "")
 
 
 def test_unfuse_restores_the_branches(model_path: Path, tmp_path: Path) -> None:

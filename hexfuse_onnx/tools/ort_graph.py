@@ -5,7 +5,8 @@ If the graph it then runs is the original's own optimized graph, node for node, 
 stock ORT nothing in any mode by construction, and a timed difference between the two is noise.
 Names differ (inlining prefixes them), so each value is named by what computes it: a graph input by
 its name, an initializer by its contents, a node's output by its op, attributes and inputs' names
-(a Merkle hash over the DAG). Two graphs are the same when their multisets of node hashes and their
+(a Merkle hash over the DAG; an If or Loop body hashed the same way, its outer-scope reads by their
+producers' hashes). Two graphs are the same when their multisets of node hashes and their
 outputs' hashes agree.
 """
 
@@ -38,10 +39,6 @@ def _digest(*parts: bytes) -> str:
     return h.hexdigest()[:24]
 
 
-def _attribute_bytes(node: onnx.NodeProto) -> bytes:
-    return b"".join(a.SerializeToString(deterministic=True) for a in sorted(node.attribute, key=lambda a: a.name))
-
-
 def _tensor_bytes(t: onnx.TensorProto) -> bytes:
     unnamed = onnx.TensorProto()
     unnamed.CopyFrom(t)
@@ -49,11 +46,32 @@ def _tensor_bytes(t: onnx.TensorProto) -> bytes:
     return unnamed.SerializeToString(deterministic=True)
 
 
-def node_hashes(graph: onnx.GraphProto) -> tuple[Counter[str], list[str], dict[str, str]]:
-    """Each node's hash (a multiset), the graph outputs' hashes, and the op of each node hash."""
-    value: dict[str, str] = {"": "absent"}
-    for i in graph.input:
-        value[i.name] = _digest(b"input", i.name.encode())
+def _attribute_bytes(node: onnx.NodeProto, value: dict[str, str]) -> bytes:
+    """A node's attributes; a branch or loop body by its own hash, its outer-scope reads by theirs."""
+    parts = []
+    for a in sorted(node.attribute, key=lambda a: a.name):
+        bodies = [a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs)
+        if not bodies:
+            parts.append(a.SerializeToString(deterministic=True))
+            continue
+        for g in bodies:
+            nodes, outputs, _ = node_hashes(g, value)
+            parts.append(
+                _digest(
+                    a.name.encode(), *sorted(h.encode() for h in nodes.elements()), *map(str.encode, outputs)
+                ).encode()
+            )
+    return b"".join(parts)
+
+
+def node_hashes(
+    graph: onnx.GraphProto, outer: dict[str, str] | None = None
+) -> tuple[Counter[str], list[str], dict[str, str]]:
+    """Each node's hash (a multiset), the graph outputs' hashes, and the op of each node hash. A body
+    (`outer` given: the enclosing graphs' values) names its inputs by position, not by name."""
+    value: dict[str, str] = {**(outer or {}), "": "absent"}
+    for k, i in enumerate(graph.input):
+        value[i.name] = _digest(b"input", str(k).encode() if outer is not None else i.name.encode())
     for t in graph.initializer:
         value[t.name] = _digest(b"initializer", _tensor_bytes(t))
     nodes, ops = Counter[str](), {}
@@ -63,18 +81,27 @@ def node_hashes(graph: onnx.GraphProto) -> tuple[Counter[str], list[str], dict[s
         for i, n in enumerate(graph.node):
             if done[i] or not all(x in value for x in n.input):
                 continue
-            h = _digest(
-                n.domain.encode(), n.op_type.encode(), _attribute_bytes(n), *(value[x].encode() for x in n.input)
-            )
+            try:
+                attributes = _attribute_bytes(n, value)
+            except _Unready:  # a body reads an outer value not computed yet
+                continue
+            h = _digest(n.domain.encode(), n.op_type.encode(), attributes, *(value[x].encode() for x in n.input))
             nodes[h] += 1
             ops[h] = f"{n.domain + '.' if n.domain else ''}{n.op_type}"
             for k, out in enumerate(n.output):
                 value[out] = _digest(h.encode(), str(k).encode())
             done[i] = progressed = True
         if not progressed:
-            missing = next(x for i, n in enumerate(graph.node) if not done[i] for x in n.input if x not in value)
-            raise ValueError(f"node input '{missing}' has no producer in the optimized graph")
+            missing = next(
+                (x for i, n in enumerate(graph.node) if not done[i] for x in n.input if x not in value),
+                "a value a body reads",
+            )
+            raise (_Unready if outer is not None else ValueError)(f"node input '{missing}' has no producer")
     return nodes, [value.get(o.name, "") for o in graph.output], ops
+
+
+class _Unready(ValueError):
+    """A body reads a value its enclosing graph has not computed yet."""
 
 
 def difference(original: Path, rewritten: Path) -> str | None:
