@@ -4,11 +4,14 @@ ORT's defaults are not its fastest mode everywhere: on a 2-core VM gpt_decode_st
 under them and 75 us under ort-seq, mlp_chain twice as fast on 2 threads as on 1. A tuned model
 carries the mode that ran it fastest here (tuning.py); for any other model
 `runtime.InferenceSession` (backend auto, no cDSP, plugin not registered) prepares a session in
-each of ORT's modes but ort-par (CANDIDATES) and alternates its first calls among them in blocks (Aker:
-prepare the versions, choose at run time; `Exploration`): up to ROUNDS rounds of one block per mode
-(BLOCK counted calls and BLOCK_S in calls, or one and LONG_BLOCK_S), each round in another order; fewer
-rounds (MIN_ROUNDS) when the calls are long enough that they take EXPLORE_S; from MIN_ROUNDS rounds on,
-a mode above DROP_RATIO times the best median in each of its blocks leaves the rotation. It keeps the
+each of ORT's modes (CANDIDATES, and ort-par only where the graph has work it can run at once:
+`concurrent_work`) and alternates its first calls among them in blocks (Aker: prepare the versions,
+choose at run time; `Exploration`): up to ROUNDS rounds of one block per mode (BLOCK counted calls
+and BLOCK_S in calls, or one and LONG_BLOCK_S), each round in another order; fewer rounds
+(MIN_ROUNDS) when the calls are long enough that they take EXPLORE_S. ort-par joins from the second
+round on, and only when the first round's fastest median is at least PAR_MIN_CALL_US. From
+MIN_ROUNDS rounds on, a mode above DROP_RATIO times the best median in each of its blocks leaves the
+rotation (ort-par, joined a round late, after its first such block). It keeps the
 mode with the lowest median, releases the other sessions, logs the choice once and remembers it in a small
 cache file keyed by the model's digest and this machine (tuning.fingerprint: CPU, CPU count, ORT
 and hexfuse-onnx versions). One exploration on a busy machine can choose wrong, so the next
@@ -27,8 +30,9 @@ No choice is made where the user chose: session options that set the execution m
 count, providers other than the CPU's alone, or HEXFUSE_ORT_MODE: a mode name (ort-seq, ...)
 forces that mode, `off` keeps ORT's defaults. HEXFUSE_ORT_MODE_CACHE names the cache file (default
 $XDG_CACHE_HOME/hexfuse_onnx/ort_modes.json); it is written atomically, and one that cannot be read
-is ignored with one log line. Memory: while choosing, the model is held in up to 7 sessions, so a model
-above EXPLORE_MAX_BYTES is not explored (ORT's defaults, logged). Timings of the first calls are
+is ignored with one log line; a choice made by an earlier rule (RULE) is not reused. Memory: while
+choosing, the model is held in up to 7 sessions, so a model above EXPLORE_MAX_BYTES is not explored
+(ORT's defaults, logged). Timings of the first calls are
 those of the inputs the application gives; calls from several threads at once while choosing are
 served but make the medians noisier.
 """
@@ -52,6 +56,7 @@ import onnx
 import onnxruntime as ort
 
 from . import ort_modes, tuning
+from .contract import DOMAIN
 
 ENV_MODE = "HEXFUSE_ORT_MODE"
 ENV_CACHE = "HEXFUSE_ORT_MODE_CACHE"
@@ -76,12 +81,23 @@ CONFIRM = 2  # choices in a row that must agree before later sessions stop choos
 HISTORY = 4  # choices remembered; after this many the most frequent stands
 EXPLORE_MAX_BYTES = 64 * 2**20  # above: seven copies of the model are too many to hold
 SPINLESS = ("ort-seq",)  # sequential on one thread: no pool threads that spin
-# ORT's defaults first: the session other methods use while choosing. Not ort-par: ORT_PARALLEL hands
-# every node to another thread, so its time follows the machine's load, not the model. silero_decoder_v5
-# (36 us calls), `benchmarks/choice_accuracy.py`, other processes using 1.64 of 2 CPUs: ort-par measured
-# 0.89x ort-seq in back-to-back explorations, which then took it 3 times of 8, and 285x in rested calls; on
-# a quiet machine its choice ran 1.064x the best mode. It was the best mode in no measurement here.
-CANDIDATES = tuple(m for m in ort_modes.MODES if m != "ort-par")
+# The modes every choice explores, ORT's defaults first: the session other methods use while choosing.
+# ort-par (PARALLEL) only where it can pay: ORT_PARALLEL hands every node to another thread, so on short
+# calls its time follows the machine's load, not the model. silero_decoder_v5 (36 us calls),
+# `benchmarks/choice_accuracy.py`, other processes using 1.64 of 2 CPUs: ort-par measured 0.89x ort-seq in
+# back-to-back explorations, which then took it 3 times of 8, and 285x in rested calls; on a quiet machine
+# its choice ran 1.064x the best mode.
+PARALLEL = "ort-par"
+CANDIDATES = tuple(m for m in ort_modes.MODES if m != PARALLEL)
+PAR_MIN_CALL_US = 1000.0  # ort-par joins only when the first round's fastest median is this long. Quiet
+# (host_pairs --defaults, 22 real models, session 18) it was the best mode once, gtcrn_stream at 1.39 ms
+# (0.91x ort-seq), and lost on every model under 250 us (dtln_stage1 1.02x, romanizer_decoder 1.09x,
+# oww_melspectrogram 1.17x the best; silero_decoder_v5 1.06x). Loaded, it ran 20-300x: its one block before
+# it is dropped lasts at most max(LONG_BLOCK_S, one of its calls) + one call (the first is not counted).
+RULE = 2  # in the cache key: choices made by an earlier rule are not reused (before 51e37ff ort-par was
+# explored on every model; a remembered choice of it ran silero_decoder_v5 at up to 285x ort-seq)
+VIEW_OPS = frozenset({"Identity", "Reshape", "Squeeze", "Unsqueeze", "Flatten"})  # no work to run at once
+SHAPE_SOURCES = frozenset({"Shape", "Size"})
 
 Log = Callable[[str], None]
 
@@ -95,13 +111,13 @@ def cache_path() -> Path:
 
 
 def model_key(model: str | os.PathLike[str] | bytes) -> str:
-    """The cache key: the model file's (or bytes') digest and this machine's fingerprint."""
+    """The cache key: the model file's (or bytes') digest, this machine's fingerprint and RULE."""
     if isinstance(model, bytes):
         digest = hashlib.sha256(model).hexdigest()
     else:
         stat = os.stat(model)
         digest = _file_digest(os.fspath(model), stat.st_size, stat.st_mtime_ns)
-    return f"{digest[:32]}@{tuning.fingerprint()}"
+    return f"{digest[:32]}@{tuning.fingerprint()}/{RULE}"
 
 
 @functools.lru_cache(maxsize=16)
@@ -132,7 +148,7 @@ def read_cache(path: Path, log: Log) -> dict[str, Any]:
 
 def cached_mode(key: str, log: Log) -> tuple[str, dict[str, Any]] | None:
     entry = read_cache(cache_path(), log).get(key)
-    if isinstance(entry, dict) and entry.get("mode") in CANDIDATES:  # an older choice of ort-par: chosen again
+    if isinstance(entry, dict) and entry.get("mode") in ort_modes.MODES:
         return str(entry["mode"]), entry
     return None
 
@@ -142,7 +158,7 @@ def history(entry: dict[str, Any] | None) -> list[str]:
     if not isinstance(entry, dict):
         return []
     chosen = entry.get("history", [entry.get("mode")])
-    return [m for m in chosen if m in CANDIDATES] if isinstance(chosen, list) else []
+    return [m for m in chosen if m in ort_modes.MODES] if isinstance(chosen, list) else []
 
 
 def settled(chosen: list[str]) -> str | None:
@@ -254,13 +270,16 @@ class Exploration:
     above DROP_RATIO times the best one's in each of its blocks leaves the rotation (ORT_PARALLEL ran
     mha_encoder 30-90x slower than ort-seq on a loaded 2-core VM: a block of it costs the application
     more than the rest of the choice; but one block can be disturbed, so a mode has MIN_ROUNDS blocks,
-    all slow, before it goes). After ROUNDS rounds, or MIN_ROUNDS once its calls have taken EXPLORE_S, or when one
+    all slow, before it goes). `joining` modes (ort-par) join the rotation after the first round when its
+    fastest median is PAR_MIN_CALL_US or more, so the drop rule first weighs them after one block. After
+    ROUNDS rounds, or MIN_ROUNDS once its calls have taken EXPLORE_S, or when one
     mode is left, the mode with the lowest median is chosen (`chosen`)."""
 
-    def __init__(self, modes: Sequence[str]) -> None:
-        self.samples: dict[str, list[float]] = {m: [] for m in modes}  # counted calls, us
+    def __init__(self, modes: Sequence[str], joining: Sequence[str] = ()) -> None:
+        self.samples: dict[str, list[float]] = {m: [] for m in (*modes, *joining)}  # counted calls, us
         self.fastest_block: dict[str, float] = {}  # per mode, the lowest median of one of its blocks, us
         self.live = list(modes)
+        self._joining = list(joining)
         self.chosen: str | None = None
         self._round, self._index = 0, 0  # the round, the block's place in it
         self._block_calls, self._block_counted, self._block_start = 0, 0, 0
@@ -310,6 +329,8 @@ class Exploration:
         best = min(medians[m] for m in self.live)
         if self._round >= MIN_ROUNDS:  # every block of a mode that leaves was that slow
             self.live = [m for m in self.live if self.fastest_block[m] <= DROP_RATIO * best]
+        if self._round == 1 and best >= PAR_MIN_CALL_US:  # calls long enough for ORT_PARALLEL to pay
+            self.live += self._joining
         long_enough = self._round >= MIN_ROUNDS and self._busy >= EXPLORE_S * 1e9
         if self._round == ROUNDS or long_enough or len(self.live) == 1:
             self.chosen = min(self.live, key=medians.__getitem__)
@@ -336,7 +357,7 @@ class ChoosingSession:
     in `kept` (default: `sessions`; the twin not timed, whose threads spin as ORT's do). Every
     other attribute is the current session's (ORT's defaults' while choosing). `choosing` says
     whether the choice is still open; `mode` is the mode chosen (None before); `exploration` its
-    figures."""
+    figures. A session of ort-par (PARALLEL) among `sessions` joins the rotation as `Exploration` admits it."""
 
     def __init__(
         self,
@@ -349,7 +370,8 @@ class ChoosingSession:
         self._sessions = sessions
         self._kept = kept or sessions
         self._current = self._kept[CANDIDATES[0]]
-        self.exploration = Exploration(list(sessions))
+        always = [m for m in sessions if m != PARALLEL]
+        self.exploration = Exploration(always, joining=[m for m in sessions if m == PARALLEL])
         self._calls = 0
         self._lock = threading.Lock()
         self._key, self._log, self._clock = key, log, clock
@@ -406,25 +428,66 @@ def session(
     so: ort.SessionOptions,
     providers: list[str],
     log: Log,
+    graph: onnx.GraphProto,
 ) -> ort.InferenceSession | ChoosingSession:
     """A session of `source` that chooses ORT's mode at run time (`so`'s other fields kept), or a
     plain one in ORT's defaults when the providers are not the CPU's alone. `model`: what the user
-    gave, whose digest keys the cache (`preset` found no entry for it). `so` keeps the twins' spin
-    bound (SPIN_KEYS) afterwards: ORT has no way to remove a config entry."""
+    gave, whose digest keys the cache (`preset` found no entry for it); `graph`: its main graph
+    (external data not needed), whose `concurrent_work` decides whether ort-par is prepared. `so` keeps
+    the twins' spin bound (SPIN_KEYS) afterwards: ORT has no way to remove a config entry."""
     if providers != ["CPUExecutionProvider"]:
         log("hexfuse: ONNX Runtime mode: ORT's defaults, not chosen at run time (providers other than the CPU's)")
         return ort.InferenceSession(source, sess_options=so, providers=providers)
-    kept = {m: _session(source, so, m, providers) for m in CANDIDATES}  # as ORT's modes are: one is kept
+    parallel = concurrent_work(graph)
+    modes = (*CANDIDATES, PARALLEL) if parallel else CANDIDATES
+    kept = {m: _session(source, so, m, providers) for m in modes}  # as ORT's modes are: one is kept
     timed = dict(kept)
     if bound_spinning(so):  # the modes with thread pools are timed in twins that spin briefly
-        timed |= {m: _session(source, so, m, providers) for m in CANDIDATES if m not in SPINLESS}
+        timed |= {m: _session(source, so, m, providers) for m in modes if m not in SPINLESS}
     ort_modes.apply(so, CANDIDATES[0])
+    joins = (
+        f"{PARALLEL} joins from the second round if the calls take {PAR_MIN_CALL_US / 1000:g} ms"
+        if parallel
+        else f"not {PARALLEL}: no two nodes of the graph that compute can run at once"
+    )
     log(
         f"hexfuse: choosing ONNX Runtime's mode at run time: the first calls (up to {ROUNDS} rounds of "
         f"{BLOCK} calls and {BLOCK_S * 1000:g} ms per mode) alternate among "
-        f"{', '.join(CANDIDATES)} (no tuning record made here; {ENV_MODE}=off keeps ORT's defaults)"
+        f"{', '.join(CANDIDATES)}; {joins} (no tuning record made here; {ENV_MODE}=off keeps ORT's defaults)"
     )
     return ChoosingSession(timed, model_key(model), log, kept=kept)
+
+
+def concurrent_work(graph: onnx.GraphProto) -> bool:
+    """Whether two nodes of `graph` that compute have no path between them: work ORT_PARALLEL can run
+    at once. Not computing: a node of constants alone (ORT folds it), shape arithmetic (a Shape or Size
+    and what computes from shapes and constants alone), VIEW_OPS. A FusedHexPair holds two independent
+    branches. One pass over the nodes (in topological order, as ONNX has them), each tensor carrying
+    the computing nodes upstream of it as a bitmask: a computing node with fewer upstream than came
+    before it is independent of one of them."""
+    constant = {t.name for t in graph.initializer} | {t.values.name for t in graph.sparse_initializer}
+    shapes: set[str] = set()
+    upstream: dict[str, int] = {}
+    computing = 0  # computing nodes so far
+    for node in graph.node:
+        if node.domain == DOMAIN:
+            return True
+        reads = [t for t in node.input if t and t not in constant]
+        if not reads:
+            constant.update(node.output)
+            continue
+        mask = 0
+        for t in reads:
+            mask |= upstream.get(t, 0)
+        if node.op_type in SHAPE_SOURCES or all(t in shapes for t in reads):
+            shapes.update(node.output)
+        elif node.op_type not in VIEW_OPS:
+            if mask.bit_count() < computing:
+                return True
+            mask |= 1 << computing
+            computing += 1
+        upstream.update(dict.fromkeys(node.output, mask))
+    return False
 
 
 def _session(source: str | bytes, so: ort.SessionOptions, mode: str, providers: list[str]) -> ort.InferenceSession:

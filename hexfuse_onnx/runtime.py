@@ -290,8 +290,8 @@ def InferenceSession(
         source = path if isinstance(path, bytes) else str(path)
         if not registered and header is not None:
             source = _unfused(path, header)
-        if choose:
-            return mode_choice.session(source, path, options, providers, _log_once)
+        if choose and header is not None:  # (choose implies a header)
+            return mode_choice.session(source, path, options, providers, _log_once, header.graph)
         return ort.InferenceSession(source, sess_options=options, providers=providers)
 
 

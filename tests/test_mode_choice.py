@@ -1,10 +1,11 @@
 """ORT's execution mode chosen at run time (hexfuse_onnx/mode_choice.py): real ONNX Runtime sessions,
 no mocks. Which mode wins is not asserted (timings are noise here); what is: the session runs one
-real session per mode during its first calls, keeps one whose options are that mode's, returns the
-reference outputs throughout, records the choice in the cache and the next session reads it; the
-user's settings and HEXFUSE_ORT_MODE decide instead; the cache is written atomically and a corrupt
-one is ignored with one log line. The exploration's bookkeeping (rotation, blocks, dropping, the
-choice) is driven with injected timings (`Exploration`)."""
+real session per mode during its first calls (ort-par only where the graph has concurrent work),
+keeps one whose options are that mode's, returns the reference outputs throughout, records the
+choice in the cache and the next session reads it; the user's settings and HEXFUSE_ORT_MODE decide
+instead; the cache is written atomically and a corrupt one is ignored with one log line. The
+exploration's bookkeeping (rotation, blocks, dropping, ort-par joining, the choice) is driven with
+injected timings (`Exploration`)."""
 
 from __future__ import annotations
 
@@ -26,10 +27,14 @@ CALLS = 20_000  # more than any choice takes on the test models (a round is 4 bl
 
 @pytest.fixture
 def untuned(zoo_dir: Path, tmp_path: Path) -> Path:
-    """A model no test has chosen a mode for yet (a copy with its own producer name: its own digest)."""
-    model = onnx.load(str(zoo_dir / "gpt_decode_step.onnx"))
+    return untuned_copy(zoo_dir, tmp_path, "gpt_decode_step")
+
+
+def untuned_copy(zoo_dir: Path, tmp_path: Path, name: str) -> Path:
+    """A zoo model no test has chosen a mode for yet (a copy with its own producer name: its own digest)."""
+    model = onnx.load(str(zoo_dir / f"{name}.onnx"))
     model.producer_name = f"test-{tmp_path.name}"
-    path = tmp_path / "model.onnx"
+    path = tmp_path / f"{name}.onnx"
     onnx.save(model, str(path))
     return path
 
@@ -70,11 +75,11 @@ def test_the_choice_runs_every_mode_keeps_one_and_is_remembered(untuned, logged,
     assert isinstance(session, mode_choice.ChoosingSession)
     assert execution(session.get_session_options()) == execution(ort.SessionOptions())  # ORT's defaults meanwhile
     run_until_chosen(session, untuned)
-    assert session.mode in mode_choice.CANDIDATES
+    assert session.mode in ort_modes.MODES
     assert execution(session.get_session_options()) == execution(ort_modes.options(session.mode))
     entry = json.loads(ort_mode_cache.read_text())[mode_choice.model_key(untuned)]
     assert entry["mode"] == session.mode and entry["history"] == [session.mode]
-    assert set(entry["median_us"]) == set(mode_choice.CANDIDATES)
+    assert set(mode_choice.CANDIDATES) <= set(entry["median_us"]) <= set(ort_modes.MODES)  # ort-par: if it joined
     assert session.mode == min(session.exploration.live, key=entry["median_us"].get)
     assert len(messages(logged, "chosen at run time", session.mode, "remembered in", "chooses again")) == 1
     so = runtime.session_options(model=untuned)  # cannot time: keeps the choice made, confirmed or not
@@ -117,17 +122,19 @@ def test_an_entry_from_before_histories_is_one_choice_to_confirm():
     assert mode_choice.history({"mode": "ort-seq", "history": ["nonsense", "ort-seq-2t"]}) == ["ort-seq-2t"]
 
 
-def test_ort_par_is_not_a_candidate_and_an_earlier_choice_of_it_is_made_again(untuned, logged, ort_mode_cache):
-    """ORT_PARALLEL's time follows the machine's load (silero_decoder_v5: 0.89x ort-seq back to back,
-    285x in rested calls): the run-time choice leaves it out, and a settled ort-par remembered by an
-    earlier version is not applied."""
-    assert "ort-par" not in mode_choice.CANDIDATES and "ort-par" in ort_modes.MODES
-    entry = {"mode": "ort-par", "history": ["ort-par", "ort-par"], "date": "2026-12-02"}
-    mode_choice.remember(mode_choice.model_key(untuned), entry, print)
+def test_a_choice_remembered_by_an_earlier_rule_is_made_again_and_one_of_ort_par_now_is_kept(
+    untuned, logged, ort_mode_cache
+):
+    """Before 51e37ff ort-par was explored on every model, and a choice of it ran silero_decoder_v5 at up
+    to 285x ort-seq: choices keyed without RULE are not reused. One made by this rule is, ort-par too."""
+    par = {"mode": "ort-par", "history": ["ort-par", "ort-par"], "date": "2026-12-02"}
+    key = mode_choice.model_key(untuned)
+    mode_choice.remember(key.rsplit("/", 1)[0], par, print)  # the key as the earlier rules made it
+    assert isinstance(runtime.InferenceSession(untuned), mode_choice.ChoosingSession)
+    mode_choice.remember(key, par, print)
     session = runtime.InferenceSession(untuned)
-    assert isinstance(session, mode_choice.ChoosingSession) and set(session._kept) == set(mode_choice.CANDIDATES)
-    run_until_chosen(session, untuned)
-    assert session.mode != "ort-par"
+    assert isinstance(session, ort.InferenceSession)
+    assert execution(session.get_session_options()) == execution(ort_modes.options("ort-par"))
 
 
 def test_user_settings_disable_the_choice(untuned, logged):
@@ -223,12 +230,16 @@ MS = 1_000_000  # ns
 
 
 def explore(
-    durations_us: dict[str, float], gap_us: float = 5.0, first_block_us: dict[str, float] | None = None
+    durations_us: dict[str, float],
+    gap_us: float = 5.0,
+    first_block_us: dict[str, float] | None = None,
+    joining: tuple[str, ...] = (),
 ) -> tuple[mode_choice.Exploration, list[str]]:
     """Drive an Exploration to its choice with calls of fixed duration per mode (an injected clock),
-    those of a mode's first block `first_block_us` where given (a disturbed block); returns it and
-    the mode of every call."""
-    exploration = mode_choice.Exploration(list(durations_us))
+    those of a mode's first block `first_block_us` where given (a disturbed block), the `joining` modes
+    held back as ort-par is; returns it and the mode of every call."""
+    rotation = [m for m in durations_us if m not in joining]
+    exploration = mode_choice.Exploration(rotation, joining)
     t, calls = 0, []
     while (mode := exploration.mode()) is not None:
         disturbed = first_block_us and mode in first_block_us and blocks([*calls, mode]).count(mode) == 1
@@ -360,3 +371,93 @@ def test_rests_between_calls_do_not_shorten_the_choice():
     exploration, calls = explore(modes, gap_us=200_000.0)  # a 0.2 s rest after every call
     assert len(blocks(calls)) == mode_choice.ROUNDS * len(modes)  # not MIN_ROUNDS: 1 s of wall time passed
     assert exploration.chosen == "ort-default"
+
+
+GTCRN_QUIET_US = {"ort-default": 1577.0, "ort-seq": 1537.0, "ort-seq-2t": 1598.0, "ort-par": 1395.0}
+# gtcrn_stream's medians, host_pairs --defaults on a quiet machine (session 18): ort-par the best mode
+
+
+def test_ort_par_joins_after_the_first_round_where_calls_are_long_and_is_chosen_where_fastest():
+    exploration, calls = explore(GTCRN_QUIET_US, joining=(mode_choice.PARALLEL,))
+    order = blocks(calls)
+    assert mode_choice.PARALLEL not in order[:3] and order.count(mode_choice.PARALLEL) == mode_choice.ROUNDS - 1
+    assert exploration.chosen == mode_choice.PARALLEL
+
+
+def test_ort_par_stays_out_where_the_calls_are_short():
+    """silero_decoder_v5's 36 us calls: back to back, ort-par measured 0.89x ort-seq and was taken,
+    then ran 285x in rested calls. Under PAR_MIN_CALL_US it never runs, however fast it would look."""
+    modes = {"ort-default": 38.8, "ort-seq": 36.0, "ort-seq-2t": 38.5, "ort-par": 32.0}
+    exploration, calls = explore(modes, joining=(mode_choice.PARALLEL,))
+    assert mode_choice.PARALLEL not in calls and mode_choice.PARALLEL not in exploration.medians()
+    assert exploration.chosen == "ort-seq"
+
+
+@pytest.mark.parametrize("slower", [3, 30, 300])
+def test_a_slow_ort_par_leaves_after_one_block_of_bounded_length(slower):
+    """gtcrn_stream on a loaded machine (ort-par ran 20-300x ort-seq loaded): ort-par leaves after its
+    first block, which lasts at most max(LONG_BLOCK_S, one of its calls) + one call."""
+    par_us = slower * GTCRN_QUIET_US["ort-seq"]
+    exploration, calls = explore(GTCRN_QUIET_US | {"ort-par": par_us}, joining=(mode_choice.PARALLEL,))
+    assert blocks(calls).count(mode_choice.PARALLEL) == 1 and mode_choice.PARALLEL not in exploration.live
+    spent_s = calls.count(mode_choice.PARALLEL) * par_us / 1e6
+    assert spent_s <= max(mode_choice.LONG_BLOCK_S, par_us / 1e6) + par_us / 1e6
+    assert exploration.chosen == "ort-seq"
+
+
+def residual(*more: onnx.NodeProto) -> onnx.GraphProto:
+    """x -> Conv -> Add(x, .) -> Reshape: one chain of work, beside shape arithmetic (Shape -> Gather ->
+    Mul) and a weight's DequantizeLinear (constants alone); `more` nodes after them."""
+    weights = [onnx.numpy_helper.from_array(np.zeros(1, np.float32), n) for n in ("wq", "scale", "dims", "axis")]
+    nodes = [
+        onnx.helper.make_node("DequantizeLinear", ["wq", "scale"], ["w"]),
+        onnx.helper.make_node("Shape", ["x"], ["s"]),
+        onnx.helper.make_node("Gather", ["s", "axis"], ["n"]),
+        onnx.helper.make_node("Mul", ["n", "n"], ["n2"]),
+        onnx.helper.make_node("Conv", ["x", "w"], ["h"]),
+        onnx.helper.make_node("Add", ["x", "h"], ["r"]),
+        onnx.helper.make_node("Reshape", ["r", "dims"], ["y"]),
+        *more,
+    ]
+    return onnx.helper.make_graph(nodes, "residual", [], [], weights)
+
+
+@pytest.mark.parametrize(
+    ("graph", "concurrent"),
+    [
+        (residual(), False),
+        (residual(onnx.helper.make_node("Conv", ["x", "w"], ["h2"])), True),  # a second branch from x
+        (residual(onnx.helper.make_node("Relu", ["y"], ["z"])), False),
+        (residual(onnx.helper.make_node("FusedHexPair", ["x"], ["p"], domain="hexfuse")), True),
+    ],
+)
+def test_concurrent_work_is_two_computing_nodes_without_a_path_between_them(graph, concurrent):
+    assert mode_choice.concurrent_work(graph) is concurrent
+
+
+@pytest.mark.parametrize(
+    ("name", "concurrent"),
+    [
+        ("two_branch", True),
+        ("inception", True),
+        ("convnet_heads", True),
+        ("sequential_chain", False),
+        ("mlp_chain", False),
+    ],
+)
+def test_concurrent_work_in_the_zoo(zoo_dir, name, concurrent):
+    assert mode_choice.concurrent_work(onnx.load(str(zoo_dir / f"{name}.onnx")).graph) is concurrent
+
+
+def test_ort_par_is_prepared_where_the_graph_has_concurrent_work_and_runs_once_admitted(
+    zoo_dir, tmp_path, logged, monkeypatch
+):
+    monkeypatch.setattr(mode_choice, "PAR_MIN_CALL_US", 0.0)  # admitted whatever the calls take here
+    branches = untuned_copy(zoo_dir, tmp_path, "two_branch")
+    session = runtime.InferenceSession(branches)
+    assert isinstance(session, mode_choice.ChoosingSession) and set(session._kept) == set(ort_modes.MODES)
+    run_until_chosen(session, branches)  # every call's outputs, ort-par's too, are the reference's
+    assert mode_choice.PARALLEL in session.exploration.medians()
+    chain = runtime.InferenceSession(untuned_copy(zoo_dir, tmp_path, "sequential_chain"))
+    assert isinstance(chain, mode_choice.ChoosingSession) and set(chain._kept) == set(mode_choice.CANDIDATES)
+    assert len(messages(logged, "not ort-par: no two nodes of the graph that compute can run at once")) == 1

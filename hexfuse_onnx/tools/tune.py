@@ -210,14 +210,20 @@ class ModeChoice:
         return cls(mode, "given with --session")
 
     @classmethod
-    def measured(cls, timings: dict[str, Timing]) -> ModeChoice:
+    def measured(cls, timings: dict[str, Timing], concurrent: bool = False) -> ModeChoice:
         """The fastest mode by median. Unlike a pair, no margin: every mode is stock ORT, so a
         choice that noise made wrong costs only that noise, while keeping ORT's defaults against a
         faster mode costs its whole saving (romanizer_decoder 1.05x, gpt_decode_step_contrib 1.35x).
-        Chosen among the run-time choice's candidates: ort-par is timed and reported, never chosen
-        (its time follows the machine's load, mode_choice.CANDIDATES)."""
+        Chosen as the run-time choice chooses (mode_choice): among its CANDIDATES, and ort-par only
+        where the model has work to run at once (`concurrent`) and the fastest of them takes
+        PAR_MIN_CALL_US; elsewhere ort-par is timed and reported, not chosen (on short calls its time
+        follows the machine's load)."""
         default = timings[ort_modes.DEFAULT]
         fastest = min((m for m in timings if m in mode_choice.CANDIDATES), key=lambda m: timings[m].median())
+        par = timings.get(mode_choice.PARALLEL)
+        long_calls = timings[fastest].median() >= mode_choice.PAR_MIN_CALL_US
+        if concurrent and long_calls and par is not None and par.median() < timings[fastest].median():
+            fastest = mode_choice.PARALLEL
         saving, spread, _ = saving_and_spread(timings[fastest], default)
         figures = f"{timings[fastest].median():.1f} us vs ORT's defaults {default.median():.1f} us"
         why = f"fastest here: {figures}, saving {saving:.1%} ± {spread:.1%}"
@@ -534,7 +540,8 @@ def choose_ort_mode(model: bytes, case: Case, settings: dict[str, Any], plugin: 
     timed = time_here(configs, case, settings)
     if ort_modes.DEFAULT not in timed:
         return ModeChoice(ort_modes.DEFAULT, f"ORT's defaults not timed: {configs[0].check}")
-    return ModeChoice.measured({m: per_round(c) for m, c in timed.items()})
+    concurrent = mode_choice.concurrent_work(onnx.load_model_from_string(model).graph)
+    return ModeChoice.measured({m: per_round(c) for m, c in timed.items()}, concurrent)
 
 
 def time_here(
