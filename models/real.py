@@ -1374,8 +1374,7 @@ def realistic_inputs(
     rng = np.random.default_rng(seed)
     entry = MODELS.get(name)
     for arg, (low, high) in (entry.int_ranges if entry else {}).items():
-        if arg in feeds:
-            feeds[arg] = rng.integers(low, high, feeds[arg].shape).astype(feeds[arg].dtype)
+        feeds[arg] = rng.integers(low, high, feeds[arg].shape).astype(feeds[arg].dtype)
     return feeds
 
 
