@@ -42,14 +42,14 @@ from hexfuse_onnx import mode_choice, ort_modes
 from hexfuse_onnx.tools import interleaved, isolated
 from hexfuse_onnx.tools.bench import Config, CpuMeter, load_text
 from hexfuse_onnx.tools.zoo import resolve
-from hexfuse_onnx.verify import random_inputs
+from models import real
 
 
 def explore(name: str, explorations: int, rounds: int, seed: int, work: Path) -> dict[str, Any]:
     os.environ[mode_choice.ENV_CACHE] = str(work / "ort_modes.json")  # fresh: every session chooses
     path, shapes = resolve(name, work)
     modes = [Config(m, isolated.ort_session(str(path), m)) for m in ort_modes.MODES]
-    feeds = random_inputs(modes[1].session, shapes, seed=seed)
+    feeds = real.realistic_inputs(modes[1].session, name, shapes, seed)
     b2b = [Config(f"back-to-back {i}", isolated.hexfuse_session(str(path))) for i in range(explorations)]
     rested = [Config(f"rested {i}", isolated.hexfuse_session(str(path))) for i in range(explorations)]
     assert all(c.session.choosing for c in b2b + rested), "a session took a cached choice"

@@ -20,7 +20,9 @@ skipped with the reason), in one process and on the same seeded inputs
 (b) the whole original model (ort-seq, ort-seq-2t, ort-par) against the whole rewritten model with the
     plugin (ort-seq and ort-seq-2t around it; also with every pair set to its best share from (a)).
 (c) drop-in (`--defaults` runs only this): every zoo builder and every real model in the cache
-    (models/real.py, never downloaded here), rewritten for --target, run as an application would
+    (models/real.py, never downloaded here), rewritten for --target (a real model whose entry gives its integer
+    inputs' ranges, int_ranges: a sample rate, token ids, is rewritten, tuned and timed on
+    models.real.realistic_inputs, as a user passes --inputs), run as an application would
     after the one-line change, `hexfuse_onnx.InferenceSession(model)` with its defaults (backend
     auto, ORT's default session options), against the best ORT mode of the original (ort-seq,
     ort-seq-2t, ort-par, and ORT's defaults "ort-default"; hexfuse_onnx/ort_modes.py); target <=
@@ -99,6 +101,7 @@ from hexfuse_onnx.tools import interleaved, isolated, ort_graph
 from hexfuse_onnx.tools.bench import Config, CpuMeter, load_text, ort_options, time_configs, verify_config
 from hexfuse_onnx.tools.tune import tune
 from hexfuse_onnx.verify import random_inputs
+from models import real
 
 DEFAULT_SHARES = "0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9"
 PAIR_TARGET = 1.0  # plugin / best ORT mode, on complementary pairs
@@ -647,10 +650,24 @@ def default_models() -> list[str]:
 KEEP_EVERY_PAIR = -10.0  # a min_gain no real pair falls below: every lowerable pair gets a fallback body
 
 
-def rewrite_every_pair(path: Path, out: Path, target: str, shapes: dict[str, list[int]] | None):
+def rewrite_every_pair(
+    path: Path, out: Path, target: str, shapes: dict[str, list[int]] | None, inputs: dict[str, np.ndarray] | None
+):
     """The model rewritten with every lowerable pair kept, paying or not: the most fallback bodies
     stock ORT can be given (on a machine without a cDSP, `auto` runs them)."""
-    return rewrite(path, out, target=target, shapes=shapes, min_gain=KEEP_EVERY_PAIR, verify_plugin=False)
+    return rewrite(
+        path, out, target=target, shapes=shapes, min_gain=KEEP_EVERY_PAIR, verify_plugin=False, inputs=inputs
+    )
+
+
+def given_inputs(path: Path, name: str, shapes: dict[str, list[int]] | None, seed: int) -> dict[str, np.ndarray] | None:
+    """A real model's realistic inputs where the zoo gives ranges for its integer inputs (a sample rate,
+    token ids: random ones are 0 or 1), as a user gives them to rewrite and tune with --inputs; else
+    None, and both make their own."""
+    entry = real.MODELS.get(name)
+    if entry is None or not entry.int_ranges:
+        return None
+    return real.realistic_inputs(isolated.ort_session(str(path), "ort-seq"), name, shapes, seed)
 
 
 def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
@@ -661,18 +678,19 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
     work.mkdir(parents=True, exist_ok=True)
     orig_path, shapes = resolve(name, work)
     fused_path = work / f"{name}.fused.onnx"
+    given = given_inputs(orig_path, name, shapes, args.seed)
     try:  # as a user would: without --shape where the model allows it
-        res = rewrite_every_pair(orig_path, fused_path, args.target, None)
+        res = rewrite_every_pair(orig_path, fused_path, args.target, None, given)
     except Exception:  # noqa: BLE001
         try:
-            res = rewrite_every_pair(orig_path, fused_path, args.target, shapes)
+            res = rewrite_every_pair(orig_path, fused_path, args.target, shapes, given)
         except Exception as exc:  # noqa: BLE001
             why = f"rewrite failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
             return {"model": name, "skipped": why}
     if res.output is None:
         return {"model": name, "skipped": skip_reason(res) + ": the rewritten model is the original"}
     fused_graph = onnx.load(str(fused_path), load_external_data=False).graph
-    n_pairs = sum(1 for n in all_nodes(fused_graph) if n.domain == C.DOMAIN)  # If branches' pairs too
+    n_pairs = sum(1 for n in all_nodes(fused_graph) if n.domain == C.DOMAIN)  # an If's branches' too (silero_vad)
     tuned_path = work / f"{name}.tuned.onnx"
     tuned = tune(
         fused_path,
@@ -680,13 +698,14 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
         "host",
         args.tune_runs,
         args.tune_rounds,
-        input_shapes=shapes,
+        input_shapes=None if given else shapes,  # tune times given inputs at their own shapes
         progress=lambda m: None,
+        inputs=given,
     )
     kept = [p.pair_id for p in tuned.kept]
     tol = max(args.tol, plugin_rtol(name))
     cfgs = [Config(m, isolated.ort_session(str(orig_path), m)) for m in ort_modes.MODES]
-    feeds = random_inputs(cfgs[1].session, shapes, seed=args.seed)
+    feeds = given or random_inputs(cfgs[1].session, shapes, seed=args.seed)
     names = [o.name for o in cfgs[1].session.get_outputs()]
     reference = cfgs[1].session.run(names, feeds)  # ort-seq on the original
     pilot = [Config(c.label, c.session) for c in cfgs]

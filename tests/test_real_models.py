@@ -302,16 +302,6 @@ def test_plugin_matches_the_original(case: Case, models_: _Models) -> None:
 # ---- beside the QNN execution provider --------------------------------------------------------
 
 
-def realistic_feeds(session: ort.InferenceSession, entry: real.RealModel, seed: int) -> dict[str, np.ndarray]:
-    """verify.random_inputs, with integer inputs drawn from the manifest's ranges (token ids, masks of ones)."""
-    feeds = verify.random_inputs(session, entry.shapes, seed)
-    rng = np.random.default_rng(seed + 1000)
-    for name, (low, high) in entry.int_ranges.items():
-        if name in feeds:
-            feeds[name] = rng.integers(low, high, feeds[name].shape).astype(feeds[name].dtype)
-    return feeds
-
-
 class _StderrLog:
     """ONNX Runtime's and QNN's log lines written to fd 2 while inside the block."""
 
@@ -351,7 +341,7 @@ def test_plugin_beside_the_qnn_ep(
     so.profile_file_prefix = str(tmp_path / "qnn")
     so.add_provider_for_devices(devices, options)
     reference = verify.session(o.source)
-    feeds = realistic_feeds(reference, case.entry, seed=0)
+    feeds = real.realistic_inputs(reference, case.model, case.entry.shapes, seed=0)
     expected = reference.run(None, feeds)
     with _StderrLog() as log:
         try:
