@@ -676,7 +676,7 @@ static void resize_run(const rshape *xs, uint32_t oh, uint32_t ow, float sh, flo
     hfxb b;
     hfxb_init(&b);
     uint32_t x = hfxb_input(&b, 1, xs->rank, xs->d), y = hfxb_output(&b, 1, ys.rank, ys.d);
-    hfxb_resize(&b, 1, x, y, linear ? HFX_RESIZE_LINEAR : HFX_RESIZE_NEAREST, coord, linear ? 0 : nearest_mode, 
+    hfxb_resize(&b, 1, x, y, linear ? HFX_RESIZE_LINEAR : HFX_RESIZE_NEAREST, coord, linear ? 0 : nearest_mode,
                 given ? sh : 0.0f, given ? sw : 0.0f);
     const void *ins[1] = {X};
     void *outs[1] = {Y};
@@ -715,7 +715,8 @@ static void test_resize(void) {
     resize_case(&r2, 1, 1, 1.0f / 7.0f, 1.0f / 9.0f, 0, HFX_RESIZE_COORD_PYTORCH_HALF_PIXEL, 0);
     /* SLANet's CSP-PAN at 488x488: 16 -> 31 by `sizes` (the scale 0 of a program whose dims follow the input) */
     rshape pan = {4, {1, 4, 16, 16}};
-    resize_run(&pan, 31, 31, 31.0f / 16.0f, 31.0f / 16.0f, 0, HFX_RESIZE_COORD_ASYMMETRIC, HFX_RESIZE_NEAREST_FLOOR, false);
+    resize_run(&pan, 31, 31, 31.0f / 16.0f, 31.0f / 16.0f, 0, HFX_RESIZE_COORD_ASYMMETRIC, HFX_RESIZE_NEAREST_FLOOR,
+               false);
     for (int t = 0; t < 60; t++) {
         rshape xs;
         rand_shape(&xs, rng_range(2, 5), 5);
