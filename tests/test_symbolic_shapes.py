@@ -89,16 +89,17 @@ def sized_by_shape_pair(path: Path) -> Path:
     return path
 
 
-def same_pad_pair(path: Path) -> Path:
-    """A pair whose MaxPool pads follow the input length (auto_pad SAME_UPPER, stride 3: (0, 1) at 128, none at
-    192): no expression for them."""
-    b = GraphBuilder("symbolic_same_pad", seed=5)
+def computed_slice_pair(path: Path) -> Path:
+    """A pair whose Slice end follows the input length (x[:, :, : height // 2], the end folded from a Shape): no
+    expression for it."""
+    b = GraphBuilder("symbolic_slice", seed=5)
     x = b.input("x", [1, C_IN, "height", "width"])
-    a = b.op("MaxPool", [x], "pool_a", kernel_shape=[3, 3], strides=[3, 3], auto_pad="SAME_UPPER")
+    half = b.op("Div", [b.op("Shape", [x], "shape_a", start=2, end=3), b.ints("two", [2])], "half_a")
+    a = b.op("Slice", [x, b.ints("zero", [0]), half, b.ints("axis", [2])], "slice_a")
     b.op("Conv", [a, b.weight("wa", [C_IN, C_IN, 1, 1]), b.bias("ba", C_IN)], "conv_a", outputs=["ya"])
     p = b.op("MaxPool", [x], "pool_b", kernel_shape=[2, 2], strides=[2, 2])
     b.op("Conv", [p, b.weight("wb", [C_IN, C_IN, 3, 3]), b.bias("bb", C_IN)], "conv_b", pads=[1] * 4, outputs=["yb"])
-    b.output("ya", [1, C_IN, "h3", "w3"])
+    b.output("ya", [1, C_IN, "h2", "width"])
     b.output("yb", [1, C_IN, "h2", "w2"])
     onnx.save(b.model(), path)
     return path
@@ -215,10 +216,10 @@ def test_freeze_shapes_fixes_the_inputs(tmp_path: Path) -> None:
 
 
 def test_safety_net_refuses_a_shape_dependent_param(tmp_path: Path) -> None:
-    src = same_pad_pair(tmp_path / "model.onnx")
+    src = computed_slice_pair(tmp_path / "model.onnx")
     result = pipeline.rewrite(src, tmp_path / "out.onnx", target="host", min_gain=-1.0)
     reasons = [r.reason for r in result.analysis.rejected]
-    assert any("MaxPool 'pool_a' param PAD_BOTTOM depends on the input shape" in r for r in reasons), reasons
+    assert any("Slice 'slice_a' param ENDS[2] depends on the input shape" in r for r in reasons), reasons
 
 
 @pytest.mark.parametrize("build", [resize_pair, sized_by_shape_pair])
