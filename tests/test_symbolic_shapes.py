@@ -51,7 +51,7 @@ def conv_two_branch(path: Path, dequantized: bool = False) -> Path:
 
 
 def resize_pair(path: Path) -> Path:
-    """A pair whose Resize scale follows the input shape (constant `sizes`): no expression for it."""
+    """A pair whose Resize scale follows the input shape (constant `sizes`): the kernel derives it from the dims."""
     b = GraphBuilder("symbolic_resize", seed=2)
     x = b.input("x", [1, C_IN, "height", "width"])
     r = b.op("Resize", [x, "", "", b.ints("sizes", [1, C_IN, 32, 32])], "resize_a", mode="linear")
@@ -59,6 +59,47 @@ def resize_pair(path: Path) -> Path:
     p = b.op("MaxPool", [x], "pool_b", kernel_shape=[2, 2], strides=[2, 2])
     b.op("Conv", [p, b.weight("wb", [C_IN, C_IN, 3, 3]), b.bias("bb", C_IN)], "conv_b", pads=[1] * 4, outputs=["yb"])
     b.output("ya", [1, C_IN, 32, 32])
+    b.output("yb", [1, C_IN, "h2", "w2"])
+    onnx.save(b.model(), path)
+    return path
+
+
+def sized_by_shape_pair(path: Path) -> Path:
+    """SLANet's CSP-PAN in small: a stride-2 feature resized to the size of the one before it, `sizes` folded from
+    their Shapes: x2 at every input side the bindings take (128, 192), 23 -> 45 at 90 (the kernel refused it)."""
+    b = GraphBuilder("symbolic_resize_by_shape", seed=4)
+    x = b.input("x", [1, C_IN, "height", "width"])
+    c1 = b.op(
+        "Conv", [x, b.weight("w1", [C_IN, C_IN, 3, 3]), b.bias("b1", C_IN)], "conv_a1", pads=[1] * 4, strides=[2, 2]
+    )
+    c2 = b.op(
+        "Conv", [c1, b.weight("w2", [C_IN, C_IN, 3, 3]), b.bias("b2", C_IN)], "conv_a2", pads=[1] * 4, strides=[2, 2]
+    )
+    lead = b.op("Shape", [c2], "shape_a2", end=2)
+    side = b.op("Shape", [c1], "shape_a1", start=2)
+    sizes = b.op("Concat", [lead, side], "sizes_a", axis=0)
+    up = dict(mode="nearest", coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    r = b.op("Resize", [c2, "", "", sizes], "resize_a", **up)
+    b.op("Add", [c1, r], "join_a", outputs=["ya"])
+    p = b.op("MaxPool", [x], "pool_b", kernel_shape=[2, 2], strides=[2, 2])
+    b.op("Conv", [p, b.weight("wb", [C_IN, C_IN, 3, 3]), b.bias("bb", C_IN)], "conv_b", pads=[1] * 4, outputs=["yb"])
+    b.output("ya", [1, C_IN, "h2", "w2"])
+    b.output("yb", [1, C_IN, "h2", "w2"])
+    onnx.save(b.model(), path)
+    return path
+
+
+def computed_slice_pair(path: Path) -> Path:
+    """A pair whose Slice end follows the input length (x[:, :, : height // 2], the end folded from a Shape): no
+    expression for it."""
+    b = GraphBuilder("symbolic_slice", seed=5)
+    x = b.input("x", [1, C_IN, "height", "width"])
+    half = b.op("Div", [b.op("Shape", [x], "shape_a", start=2, end=3), b.ints("two", [2])], "half_a")
+    a = b.op("Slice", [x, b.ints("zero", [0]), half, b.ints("axis", [2])], "slice_a")
+    b.op("Conv", [a, b.weight("wa", [C_IN, C_IN, 1, 1]), b.bias("ba", C_IN)], "conv_a", outputs=["ya"])
+    p = b.op("MaxPool", [x], "pool_b", kernel_shape=[2, 2], strides=[2, 2])
+    b.op("Conv", [p, b.weight("wb", [C_IN, C_IN, 3, 3]), b.bias("bb", C_IN)], "conv_b", pads=[1] * 4, outputs=["yb"])
+    b.output("ya", [1, C_IN, "h2", "width"])
     b.output("yb", [1, C_IN, "h2", "w2"])
     onnx.save(b.model(), path)
     return path
@@ -175,11 +216,27 @@ def test_freeze_shapes_fixes_the_inputs(tmp_path: Path) -> None:
 
 
 def test_safety_net_refuses_a_shape_dependent_param(tmp_path: Path) -> None:
-    src = resize_pair(tmp_path / "model.onnx")
+    src = computed_slice_pair(tmp_path / "model.onnx")
     result = pipeline.rewrite(src, tmp_path / "out.onnx", target="host", min_gain=-1.0)
-    assert result.output is None
     reasons = [r.reason for r in result.analysis.rejected]
-    assert any("Resize 'resize_a' param SCALE_H depends on the input shape" in r for r in reasons), reasons
+    assert any("Slice 'slice_a' param ENDS[2] depends on the input shape" in r for r in reasons), reasons
+
+
+@pytest.mark.parametrize("build", [resize_pair, sized_by_shape_pair])
+def test_a_resize_by_sizes_runs_at_every_shape(tmp_path: Path, build) -> None:
+    """A Resize by `sizes` leaves its scale to the kernel, f32(out) / f32(in) of the dims it runs at, as ONNX Runtime:
+    a scale fixed when lowering was refused (constant `sizes`) or, folded from Shapes, held at the bindings only and
+    failed the run at SLANet's 488 x 488 (HFX_ERR_SHAPE: output shape does not match floor(input * scale))."""
+    src = build(tmp_path / "model.onnx")
+    result = pipeline.rewrite(src, tmp_path / "out.onnx", target="host", min_gain=-1.0)
+    assert result.output is not None, [r.reason for r in result.analysis.rejected]
+    g = result.analysis.graph
+    assert any(g.nodes[i].op_type == "Resize" for p in result.analysis.pairs for i in p.candidate.nodes)
+    plugin = (runtime.LIB_DIR / runtime.PLUGIN_NAME).is_file()
+    for shape in [(1, C_IN, 90, 150), (1, C_IN, 64, 64), (1, C_IN, 30, 50)]:
+        assert max_error_at(src, result.output, shape) <= 1e-5, shape
+        if plugin:
+            assert max_error_at(src, result.output, shape, runtime.session_options("host")) <= 1e-4, shape
 
 
 def test_cli_reports_the_binding_and_the_verified_shapes(tmp_path: Path) -> None:

@@ -663,8 +663,10 @@ static void test_global_avgpool(void) {
 
 /* ---- resize ------------------------------------------------------------------------------ */
 
-static void resize_case(const rshape *xs, uint32_t oh, uint32_t ow, float sh, float sw, int linear, int coord,
-                        int nearest_mode) {
+/* `given`: the program's scales are sh and sw, else 0 (the kernel takes f32(out) / f32(in), ONNX Runtime's scale of
+ * `sizes`, which sh and sw must then be for the reference) */
+static void resize_run(const rshape *xs, uint32_t oh, uint32_t ow, float sh, float sw, int linear, int coord,
+                       int nearest_mode, bool given) {
     rshape ys = *xs;
     ys.d[ys.rank - 2] = oh;
     ys.d[ys.rank - 1] = ow;
@@ -674,7 +676,8 @@ static void resize_case(const rshape *xs, uint32_t oh, uint32_t ow, float sh, fl
     hfxb b;
     hfxb_init(&b);
     uint32_t x = hfxb_input(&b, 1, xs->rank, xs->d), y = hfxb_output(&b, 1, ys.rank, ys.d);
-    hfxb_resize(&b, 1, x, y, linear ? HFX_RESIZE_LINEAR : HFX_RESIZE_NEAREST, coord, linear ? 0 : nearest_mode, sh, sw);
+    hfxb_resize(&b, 1, x, y, linear ? HFX_RESIZE_LINEAR : HFX_RESIZE_NEAREST, coord, linear ? 0 : nearest_mode,
+                given ? sh : 0.0f, given ? sw : 0.0f);
     const void *ins[1] = {X};
     void *outs[1] = {Y};
     if (run_prog(&b, ins, 1, outs, 1)) {
@@ -687,6 +690,11 @@ static void resize_case(const rshape *xs, uint32_t oh, uint32_t ow, float sh, fl
     }
     hfxb_free(&b);
     free(X), free(Y), free(R);
+}
+
+static void resize_case(const rshape *xs, uint32_t oh, uint32_t ow, float sh, float sw, int linear, int coord,
+                        int nearest_mode) {
+    resize_run(xs, oh, ow, sh, sw, linear, coord, nearest_mode, true);
 }
 
 static void test_resize(void) {
@@ -705,6 +713,10 @@ static void test_resize(void) {
     resize_case(&r2, 1, 1, 1.0f / 7.0f, 1.0f / 9.0f, 1, HFX_RESIZE_COORD_ALIGN_CORNERS, 0);
     resize_case(&r2, 3, 4, 0.5f, 0.5f, 0, HFX_RESIZE_COORD_HALF_PIXEL, HFX_RESIZE_NEAREST_ROUND_PREFER_FLOOR);
     resize_case(&r2, 1, 1, 1.0f / 7.0f, 1.0f / 9.0f, 0, HFX_RESIZE_COORD_PYTORCH_HALF_PIXEL, 0);
+    /* SLANet's CSP-PAN at 488x488: 16 -> 31 by `sizes` (the scale 0 of a program whose dims follow the input) */
+    rshape pan = {4, {1, 4, 16, 16}};
+    resize_run(&pan, 31, 31, 31.0f / 16.0f, 31.0f / 16.0f, 0, HFX_RESIZE_COORD_ASYMMETRIC, HFX_RESIZE_NEAREST_FLOOR,
+               false);
     for (int t = 0; t < 60; t++) {
         rshape xs;
         rand_shape(&xs, rng_range(2, 5), 5);
@@ -727,6 +739,7 @@ static void test_resize(void) {
         }
         int linear = t % 2, coord = (int)(rng_u32() % 5), nm = (int)(rng_u32() % 4);
         resize_case(&xs, oh, ow, sh, sw, linear, coord, nm);
+        if (t % 3 == 0) resize_run(&xs, oh, ow, sh, sw, linear, coord, nm, false); /* the same, by 0: out / in */
     }
 }
 

@@ -429,7 +429,7 @@ static uint32_t resize_prog(hfxb *b, int v) {
     case 2: coord = 5; break;                         /* unknown coordinate mode */
     case 3: nm = 4; break;                            /* unknown nearest mode */
     case 4: mode = HFX_RESIZE_LINEAR; nm = 1; break;  /* nearest mode set with linear */
-    case 5: sh = 0.0f; break;
+    case 5: sh = -0.0f; break;                        /* -0: only +0 takes out / in */
     case 6: sw = hfxb_f(0x7f800000); break;           /* inf */
     case 7: sh = -2.0f; break;
     case 8: odims[3] = 4; break;                      /* 3.5 -> 3, not 4 */
@@ -440,6 +440,7 @@ static uint32_t resize_prog(hfxb *b, int v) {
     case 13: sh = 10.0f / 5.0f + 1e-7f; break;        /* 10.0000005 -> 10 */
     case 14: odims[3] = 7; sw = (float)7 / (float)7; coord = HFX_RESIZE_COORD_HALF_PIXEL_SYMMETRIC; break;
     case 15: odims[2] = 7; sh = 7.0f / 5.0f; coord = HFX_RESIZE_COORD_ALIGN_CORNERS; break; /* 5 * f32(7/5) < 7 */
+    case 18: odims[2] = 11; sh = 0.0f; break;         /* 0: f32(11) / f32(5) of the dims, any length */
     default: break;
     }
     uint32_t x = hfxb_input(b, 0, HFXB_DIMS(2, 3, 5, 7));
@@ -583,6 +584,7 @@ static void test_pool_resize_activation_ops(void) {
     for (int v = 12; v <= 15; v++) expect_parse(resize_prog, v, HFX_OK, "resize");
     expect_parse(resize_prog, 16, HFX_ERR_SHAPE, "resize");
     expect_parse(resize_prog, 17, HFX_ERR_PARAM, "resize");
+    expect_parse(resize_prog, 18, HFX_OK, "resize");
     /* the pool output length rule */
     CHECK(hfx_pool_out_len(9, 3, 2, 1, 1, 1, false) == 5);
     CHECK(hfx_pool_out_len(8, 2, 2, 1, 1, 1, true) == 5);  /* 8/2+1 = 5: window 4 starts at 8 - 1 < 8 */

@@ -386,7 +386,9 @@ static void qresize_case(uint8_t tx, uint8_t ty, uint32_t rank, const uint32_t *
     uint32_t in[2] = {hfxb_set_dtype(&b, hfxb_input(&b, 0, rank, xd), tx),
                       hfxb_set_dtype(&b, hfxb_const(&b, 0, 1, (const uint32_t[]){256}, (const float *)(const void *)table),
                                      ty)};
-    int32_t p[HFX_OP_PARAMS] = {HFX_RESIZE_NEAREST, coord, nearest, hfxb_bits(sh), hfxb_bits(sw)};
+    int32_t by_dims = rank == 3; /* rank 3: scales 0, the kernel's f32(out) / f32(in) of the dims (a Resize by sizes) */
+    int32_t p[HFX_OP_PARAMS] = {HFX_RESIZE_NEAREST, coord, nearest, by_dims ? 0 : hfxb_bits(sh),
+                                by_dims ? 0 : hfxb_bits(sw)};
     hfxb_op_add(&b, 0, HFX_OP_QRESIZE, -1, 2, in, hfxb_set_dtype(&b, hfxb_output(&b, 0, rank, yd), ty), p);
     const void *ins[1] = {X};
     void *outs[1] = {Y};

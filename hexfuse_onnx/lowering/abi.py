@@ -243,8 +243,8 @@ class ResizeParam(IntEnum):
     MODE = 0
     COORD = 1
     NEAREST_MODE = 2
-    SCALE_H = 3
-    SCALE_W = 4
+    SCALE_H = 3  # f32 bits; 0: f32(out) / f32(in) of the dims the kernel runs at (a Resize by `sizes`)
+    SCALE_W = 4  # the same along W
 
 
 class ResizeMode(IntEnum):

@@ -15,6 +15,10 @@ from .registry import LoweringError, lowers
 from .traced import traced_dims
 
 POOLS = {"MaxPool": Opcode.MAXPOOL, "AveragePool": Opcode.AVGPOOL}
+# RESIZE's scale param of a Resize by `sizes`: the kernel takes f32(out) / f32(in) of the dims it runs at, as ONNX
+# Runtime does. A scale fixed when lowering holds at some input shapes only: `sizes` folded from a Shape gave SLANet's
+# CSP-PAN x2 at every 32nd input side, and 16 -> 31 at 488.
+SCALE_OF_SIZES = 0
 
 
 def pads_2d(n: onnx.NodeProto, x: list[int], kernel: list[int], strides: list[int], dil: list[int]) -> list[int]:
@@ -184,12 +188,13 @@ def resize_params(cx: Lowerer, n: onnx.NodeProto) -> dict[ResizeParam, int]:
     rank = len(x)
     if rank < 2 or len(y) != rank:
         raise LoweringError(op, n.name, "the input needs rank >= 2")
-    scales = _resize_scales(cx, n, x)
+    scales, by_sizes = _resize_scales(cx, n, x)
     if not all(np.isfinite(scales)) or not all(scales > 0):
         raise LoweringError(op, n.name, f"scales {scales.tolist()} must be finite and > 0")
     if any(scales[i] != 1 or y[i] != x[i] for i in range(rank - 2)):
         raise LoweringError(op, n.name, "only the last two axes can be resized")
-    for a in (rank - 2, rank - 1):  # the kernel's rule: out = floor(in * scale), or just above it
+    # the kernel's rule: out = floor(in * scale), or just above it; by `sizes` it takes the scale from the dims
+    for a in () if by_sizes else (rank - 2, rank - 1):
         want = float(x[a]) * float(scales[a])
         if not (0 <= want - y[a] < 1 or 0 < y[a] - want <= 1e-5 * y[a]):
             raise LoweringError(op, n.name, f"output length {y[a]} is not floor({x[a]} * {scales[a]})")
@@ -197,8 +202,8 @@ def resize_params(cx: Lowerer, n: onnx.NodeProto) -> dict[ResizeParam, int]:
         ResizeParam.MODE: mode,
         ResizeParam.COORD: coord,
         ResizeParam.NEAREST_MODE: nearest if mode == ResizeMode.NEAREST else 0,
-        ResizeParam.SCALE_H: f32_bits(scales[rank - 2]),
-        ResizeParam.SCALE_W: f32_bits(scales[rank - 1]),
+        ResizeParam.SCALE_H: SCALE_OF_SIZES if by_sizes else f32_bits(scales[rank - 2]),
+        ResizeParam.SCALE_W: SCALE_OF_SIZES if by_sizes else f32_bits(scales[rank - 1]),
     }
 
 
@@ -224,8 +229,9 @@ def _onnx_name(value: str) -> str:
     return value.upper() if value == value.lower() else ""
 
 
-def _resize_scales(cx: Lowerer, n: onnx.NodeProto, x: list[int]) -> np.ndarray:
-    """The scale of every axis, from the constant `sizes` (ONNX Runtime's f32(out) / f32(in)) or `scales`."""
+def _resize_scales(cx: Lowerer, n: onnx.NodeProto, x: list[int]) -> tuple[np.ndarray, bool]:
+    """The scale of every axis, from the constant `sizes` (ONNX Runtime's f32(out) / f32(in) at these dims) or
+    `scales`, and whether they came from `sizes`."""
     rank = len(x)
     axes = [int(a) % rank for a in attr(n, "axes", range(rank))]
     scales_name = n.input[2] if len(n.input) > 2 else ""
@@ -247,4 +253,4 @@ def _resize_scales(cx: Lowerer, n: onnx.NodeProto, x: list[int]) -> np.ndarray:
             scales[a] = v
     else:
         raise LoweringError(n.op_type, n.name, "needs constant scales or sizes")
-    return scales
+    return scales, bool(sizes)

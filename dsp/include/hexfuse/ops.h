@@ -342,8 +342,11 @@ enum hfx_resize_nearest_mode {
 #define HFX_P_RESIZE_MODE 0         /* enum hfx_resize_mode */
 #define HFX_P_RESIZE_COORD 1        /* enum hfx_resize_coord */
 #define HFX_P_RESIZE_NEAREST_MODE 2 /* enum hfx_resize_nearest_mode; 0 for LINEAR */
-#define HFX_P_RESIZE_SCALE_H 3      /* f32 bits, finite > 0: scale of axis rank-2 */
-#define HFX_P_RESIZE_SCALE_W 4      /* f32 bits, finite > 0: scale of axis rank-1 */
+/* A scale is f32 bits, finite > 0, or 0: f32(L_out) / f32(L_in) of the run's dims, as ONNX Runtime
+ * derives it from a Resize's `sizes` (a program whose dims follow symbolic input dims: one constant
+ * scale holds at some input shapes only, 16 -> 31 is no x2) */
+#define HFX_P_RESIZE_SCALE_H 3 /* scale of axis rank-2 */
+#define HFX_P_RESIZE_SCALE_W 4 /* scale of axis rank-1 */
 
 /* QUANTIZE_LINEAR, DEQUANTIZE_LINEAR: scale and zero point have one element (per tensor; the
  * param is 0) or are 1-D with X.dims[axis] elements (per axis). The zero point has the integer

@@ -2,7 +2,8 @@
  * (bilinear). An item is a range of output rows (all axes but the last).
  *
  * Coordinates follow ONNX Runtime exactly: x_in = f(x_out) in f32 with the
- * program's scale (enum hfx_resize_coord in ops.h), then
+ * program's scale, or f32(L_out) / f32(L_in) of the run's dims where the scale
+ * is 0 (a Resize by `sizes`) (enum hfx_resize_coord in ops.h), then
  *   nearest: rounded by the nearest mode, clamped to [0, L_in - 1];
  *   linear:  clamped to [0, L_in - 1], i1 = floor, i2 = min(i1 + 1, L_in - 1),
  *            weights (i2 - x, x - i1), or 1/2 and 1/2 when i1 == i2.
@@ -44,6 +45,12 @@ static float resize_coord(int32_t mode, int64_t out_index, float scale, int64_t 
     }
     default: return (x + 0.5f) / scale - 0.5f; /* half_pixel */
     }
+}
+
+/* The scale of axis rank-2+a (a 0: H, 1: W): the param, or f32(out) / f32(in) when it is 0 (ops.h) */
+static float resize_scale(const int32_t *pr, uint32_t a, int64_t len_in, int64_t len_out) {
+    int32_t bits = pr[HFX_P_RESIZE_SCALE_H + a];
+    return bits ? hfx_f32_from_bits(bits) : (float)len_out / (float)len_in;
 }
 
 /* floor of c, c already clamped to [-1, 2^31]; *frac = c - floor(c) */
@@ -117,15 +124,16 @@ hfx_status hfx_validate_resize(hfx_vctx *v, hfx_op *op) {
                          "op %u: resize nearest mode %d invalid (0 for linear)", v->index, (int)nm);
     for (int i = HFX_P_RESIZE_SCALE_H; i <= HFX_P_RESIZE_SCALE_W; i++) {
         float sc = hfx_f32_from_bits(pr[i]);
-        if (!hfx_finite_f32(pr[i]) || !(sc > 0.0f))
-            return hfx_vfail(v, HFX_ERR_PARAM, HFX_PARAM_OFF(v, i), "op %u: resize scale must be finite and > 0",
-                             v->index);
+        if (pr[i] != 0 && (!hfx_finite_f32(pr[i]) || !(sc > 0.0f)))
+            return hfx_vfail(v, HFX_ERR_PARAM, HFX_PARAM_OFF(v, i),
+                             "op %u: resize scale must be finite and > 0, or 0 (out / in)", v->index);
     }
     if (x->rank < 2) return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, 0), "op %u: Resize needs rank >= 2", v->index);
     if (y->rank != x->rank) return hfx_shape_err(v, "the input's rank");
     for (uint32_t i = 0; i + 2 < x->rank; i++)
         if (y->dims[i] != x->dims[i]) return hfx_shape_err(v, "the input on the axes not resized");
     for (uint32_t a = 0; a < 2; a++) {
+        if (pr[HFX_P_RESIZE_SCALE_H + a] == 0) continue; /* the scale follows the dims */
         /* out = floor(in * scale); a scale given as out / in in f32 may land just below */
         double want = (double)x->dims[x->rank - 2 + a] * (double)hfx_f32_from_bits(pr[HFX_P_RESIZE_SCALE_H + a]);
         double got = (double)y->dims[x->rank - 2 + a];
@@ -147,7 +155,7 @@ void hfx_run_resize(const hfx_kernel_args *a, uint32_t item) {
     uint32_t r = yt->rank;
     int64_t h = xt->dims[r - 2], w = xt->dims[r - 1];
     int64_t oh = yt->dims[r - 2], ow = yt->dims[r - 1];
-    float sh = hfx_f32_from_bits(pr[HFX_P_RESIZE_SCALE_H]), sw = hfx_f32_from_bits(pr[HFX_P_RESIZE_SCALE_W]);
+    float sh = resize_scale(pr, 0, h, oh), sw = resize_scale(pr, 1, w, ow);
     int32_t coord = pr[HFX_P_RESIZE_COORD], nm = pr[HFX_P_RESIZE_NEAREST_MODE];
     bool linear = pr[HFX_P_RESIZE_MODE] == HFX_RESIZE_LINEAR;
     /* ORT's bits where a QUANTIZE_LINEAR reads them; ORT runs ranks 3 and 5 through other kernels */
@@ -257,9 +265,9 @@ hfx_status hfx_plan_qresize(const hfx_program *p, hfx_op *op) {
     qresize_plan pl;
     HFX_PLAN_LOAD(pl.rows, op);
     pl.fh = nearest_factor(pr[HFX_P_RESIZE_COORD], pr[HFX_P_RESIZE_NEAREST_MODE],
-                           hfx_f32_from_bits(pr[HFX_P_RESIZE_SCALE_H]), x->dims[r - 2], y->dims[r - 2]);
+                           resize_scale(pr, 0, x->dims[r - 2], y->dims[r - 2]), x->dims[r - 2], y->dims[r - 2]);
     pl.fw = nearest_factor(pr[HFX_P_RESIZE_COORD], pr[HFX_P_RESIZE_NEAREST_MODE],
-                           hfx_f32_from_bits(pr[HFX_P_RESIZE_SCALE_W]), x->dims[r - 1], y->dims[r - 1]);
+                           resize_scale(pr, 1, x->dims[r - 1], y->dims[r - 1]), x->dims[r - 1], y->dims[r - 1]);
     HFX_PLAN_STORE(op, pl);
     op->plan.ws_bytes = hvx_qresize_ws_bytes((size_t)x->dims[r - 1], pl.fw ? 0 : (size_t)y->dims[r - 1]);
 #endif
@@ -275,7 +283,7 @@ static void qresize_hvx(const hfx_kernel_args *a, uint64_t b, uint64_t e) {
     const int32_t *pr = op->params;
     uint32_t r = yt->rank;
     int64_t h = xt->dims[r - 2], w = xt->dims[r - 1], oh = yt->dims[r - 2], ow = yt->dims[r - 1];
-    float sh = hfx_f32_from_bits(pr[HFX_P_RESIZE_SCALE_H]), sw = hfx_f32_from_bits(pr[HFX_P_RESIZE_SCALE_W]);
+    float sh = resize_scale(pr, 0, h, oh), sw = resize_scale(pr, 1, w, ow);
     int32_t coord = pr[HFX_P_RESIZE_COORD], nm = pr[HFX_P_RESIZE_NEAREST_MODE];
     qresize_plan pl;
     HFX_PLAN_LOAD(pl, op);
@@ -321,7 +329,7 @@ void hfx_run_qresize(const hfx_kernel_args *a, uint32_t item) {
     uint8_t *Y = a->out[0];
     uint32_t r = yt->rank, bias = xt->dtype == HFX_DTYPE_U8 ? 0u : 128u; /* x - the type's minimum, as a byte */
     int64_t h = xt->dims[r - 2], w = xt->dims[r - 1], oh = yt->dims[r - 2], ow = yt->dims[r - 1];
-    float sh = hfx_f32_from_bits(pr[HFX_P_RESIZE_SCALE_H]), sw = hfx_f32_from_bits(pr[HFX_P_RESIZE_SCALE_W]);
+    float sh = resize_scale(pr, 0, h, oh), sw = resize_scale(pr, 1, w, ow);
     int32_t coord = pr[HFX_P_RESIZE_COORD], nm = pr[HFX_P_RESIZE_NEAREST_MODE];
     uint32_t cols[RESIZE_COLS];
     for (int64_t q0 = 0; q0 < ow; q0 += RESIZE_COLS) {

@@ -771,7 +771,9 @@ static void qresize_case(hfx_pool *pool, const qresize_shape *sh, uint8_t tx, ui
     const void *fins[1] = {XF};
     int ok = run_one(pool, &f, fins, 1, YF) == HFX_OK;
     hfxb_free(&f);
-    int32_t p[HFX_OP_PARAMS] = {HFX_RESIZE_NEAREST, sh->coord, sh->nearest, hfxb_bits(sh_h), hfxb_bits(sh_w)};
+    int by_dims = (int)(qt_rand(r) & 1); /* scales 0: the kernel's f32(out) / f32(in) of the dims (a Resize by sizes) */
+    int32_t p[HFX_OP_PARAMS] = {HFX_RESIZE_NEAREST, sh->coord, sh->nearest, by_dims ? 0 : hfxb_bits(sh_h),
+                                by_dims ? 0 : hfxb_bits(sh_w)};
     hfxb b;
     hfxb_init(&b);
     uint32_t in[2] = {hfxb_set_dtype(&b, hfxb_input(&b, 0, 4, sh->x), tx),
