@@ -752,8 +752,7 @@ def _infer_through_constants(light: onnx.ModelProto, inferred: onnx.ModelProto) 
             again = symbolic
     produced = {t for n in inferred.graph.node for t in n.output}
     found = {v.name: v for v in _static_infos(again)}
-    elem = {v.name: v.type.tensor_type.elem_type for v in [*inferred.graph.value_info, *inferred.graph.output]}
-    elem.update((t.name, t.data_type) for t in again.graph.initializer)
+    elem = declared_types(inferred.graph) | {t.name: t.data_type for t in again.graph.initializer}
     for t, dims in made.items():  # a folded value, kept or not: its dims
         if t in produced and t not in found and elem.get(t):
             found[t] = helper.make_tensor_value_info(t, elem[t], list(dims))
@@ -919,6 +918,13 @@ def all_nodes(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
         for a in n.attribute:
             for sub in [a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs):
                 yield from all_nodes(sub)
+
+
+def declared_types(graph: onnx.GraphProto) -> dict[str, int]:
+    """The element type of each tensor the graph declares (inputs, value infos, outputs,
+    initializers: an initializer's own type wins); 0 where a declaration gives none."""
+    types = {v.name: v.type.tensor_type.elem_type for v in [*graph.input, *graph.value_info, *graph.output]}
+    return types | {t.name: t.data_type for t in graph.initializer}
 
 
 _VALUE_FIELDS = ("raw_data", "float_data", "int32_data", "int64_data", "double_data", "uint64_data", "string_data")

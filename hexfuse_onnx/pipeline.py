@@ -25,7 +25,7 @@ from .alone import own_output_failures
 from .costmodel import Target, get_target
 from .errors import HexfuseError, ModelError, UsageError, VerificationError, WriteError, first_line
 from .exact_products import saturating_nodes
-from .graph import ModelGraph, ShapeBinding, all_nodes
+from .graph import ModelGraph, ShapeBinding, all_nodes, declared_types
 from .kinds import KINDS, Candidate, Pair, discover, kind_of
 from .kinds.dag import NONDETERMINISTIC
 from .lowering import LoweringError
@@ -865,10 +865,8 @@ def _verify_plugin(staged: Path, reference: Reference, rtol: float) -> PluginChe
 def float16_pair_outputs(model: onnx.ModelProto) -> set[str]:
     """The outputs of the main graph's pairs that read or make float16: the kernel computes those
     in float32 and rounds at the pair's float16 outputs, ORT at every op (FLOAT16_RTOL)."""
-    g = model.graph
-    elem = {v.name: v.type.tensor_type.elem_type for v in [*g.input, *g.value_info, *g.output]}
-    elem |= {t.name: t.data_type for t in g.initializer}
-    pairs = [n for n in g.node if n.domain == C.DOMAIN]
+    elem = declared_types(model.graph)
+    pairs = [n for n in model.graph.node if n.domain == C.DOMAIN]
     return {t for n in pairs if onnx.TensorProto.FLOAT16 in map(elem.get, [*n.input, *n.output]) for t in n.output}
 
 
