@@ -22,6 +22,8 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
+from .graph import declared_types
+
 # op -> (its int8 operand's input index, that operand's zero point's index) where ORT saturates
 SATURATING = {"MatMulInteger": (1, 3), "ConvInteger": (0, 2)}
 # ops ORT fuses with the DequantizeLinear of their input 0 (uint8) and of their input 1 (an int8 weight)
@@ -147,8 +149,7 @@ def _element_types(graph: onnx.GraphProto) -> dict[str, int]:
     """The element type of the graph's tensors where it says them or a node's kind gives them: a
     QuantizeLinear's, a DynamicQuantizeLinear's uint8, and input 0's for the QLinear ops and SAME_TYPE
     (ORT's QLinear kernels give the type they read). Other tensors are missing."""
-    types = {t.name: t.data_type for t in graph.initializer}
-    types |= {v.name: v.type.tensor_type.elem_type for v in [*graph.input, *graph.value_info, *graph.output]}
+    types = declared_types(graph)
     for node in graph.node:  # in order: a node's inputs are made before it
         if not node.output or types.get(node.output[0]):
             continue

@@ -750,24 +750,15 @@ def _infer_through_constants(light: onnx.ModelProto, inferred: onnx.ModelProto) 
         symbolic = _infer_contrib_shapes(folded)
         if _unknown_outputs(symbolic) < _unknown_outputs(again):
             again = symbolic
-    known = {v.name for v in _static_infos(inferred)}
     produced = {t for n in inferred.graph.node for t in n.output}
     found = {v.name: v for v in _static_infos(again)}
-    elem = {v.name: v.type.tensor_type.elem_type for v in [*inferred.graph.value_info, *inferred.graph.output]}
-    elem.update((t.name, t.data_type) for t in again.graph.initializer)
+    elem = declared_types(inferred.graph) | {t.name: t.data_type for t in again.graph.initializer}
     for t, dims in made.items():  # a folded value, kept or not: its dims
         if t in produced and t not in found and elem.get(t):
             found[t] = helper.make_tensor_value_info(t, elem[t], list(dims))
     out = onnx.ModelProto()
     out.CopyFrom(inferred)
-    outputs = {v.name for v in out.graph.output}
-    stale = [v for v in out.graph.value_info if v.name in found and v.name not in known]
-    for v in stale:
-        out.graph.value_info.remove(v)
-    out.graph.value_info.extend(found[t] for t in sorted(produced - known - outputs) if t in found)
-    for v in out.graph.output:
-        if v.name in found and v.name not in known:
-            v.type.CopyFrom(found[v.name].type)
+    out = _with_static_shapes(out, list(found.values()))
     return out if _unknown_outputs(out) < _unknown_outputs(inferred) else inferred
 
 
@@ -824,13 +815,13 @@ def _infer_contrib_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
         return inferred
     partial = shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
     symbolic = _run_symbolic_inference(model)
-    return partial if symbolic is None else _with_static_shapes(symbolic, partial)
+    return partial if symbolic is None else _with_static_shapes(symbolic, _static_infos(partial))
 
 
-def _with_static_shapes(base: onnx.ModelProto, other: onnx.ModelProto) -> onnx.ModelProto:
-    """`base` with `other`'s static shapes of the node outputs it has none for."""
+def _with_static_shapes(base: onnx.ModelProto, infos: list[onnx.ValueInfoProto]) -> onnx.ModelProto:
+    """`base` (changed) with the static shapes `infos` gives of the node outputs it has none for."""
     static = {v.name for v in _static_infos(base)}
-    found = {v.name: v for v in _static_infos(other) if v.name not in static}
+    found = {v.name: v for v in infos if v.name not in static}
     if not found:
         return base
     for v in list(base.graph.value_info):
@@ -927,6 +918,13 @@ def all_nodes(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
         for a in n.attribute:
             for sub in [a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs):
                 yield from all_nodes(sub)
+
+
+def declared_types(graph: onnx.GraphProto) -> dict[str, int]:
+    """The element type of each tensor the graph declares (inputs, value infos, outputs,
+    initializers: an initializer's own type wins); 0 where a declaration gives none."""
+    types = {v.name: v.type.tensor_type.elem_type for v in [*graph.input, *graph.value_info, *graph.output]}
+    return types | {t.name: t.data_type for t in graph.initializer}
 
 
 _VALUE_FIELDS = ("raw_data", "float_data", "int32_data", "int64_data", "double_data", "uint64_data", "string_data")

@@ -30,6 +30,8 @@ is compared end to end, within 1e-4; beyond it, decomposed as a QDQ model's and 
 ORT's own spread (`optimisation_spread`, pipeline._within_spread). The outputs of a pair that reads or
 makes float16 (and every graph output of a model with one) are held to 4 float16 steps instead
 (pipeline.FLOAT16_RTOL): the kernel computes float16 in float32 and rounds once, ORT at every op.
+Last, the plugin runs the model as written, no output added, as an application's session does: its
+graph outputs must be those of the checked run, at the same bar (pipeline._check_as_applications_run).
 """
 
 from __future__ import annotations

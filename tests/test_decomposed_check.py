@@ -171,8 +171,9 @@ def _make_wrong(model: onnx.ModelProto, original: onnx.ModelProto, pair: Pair, m
 )
 def test_a_wrong_pair_is_named_and_the_right_ones_pass(name: str, graph_output: bool, tmp_path: Path) -> None:
     """Every pair of the model passes the decomposed check in one plugin session and one of the
-    shadow; with one pair's QuantizeLinear given a zero point 2 above the model's, exactly that pair
-    output is named, steps from ORT computing the pair's nodes on the same inputs (`_make_wrong`).
+    shadow (then the application's session); with one pair's QuantizeLinear given a zero point 2
+    above the model's, exactly that pair output is named, steps from ORT computing the pair's nodes
+    on the same inputs (`_make_wrong`).
     gpt_decode_step's wrong pair makes a graph output (prefill_present_key, dequantized);
     fsmn_vad's is a micro-batch pair, whose output is the whole tensor its Concat makes (mha_encoder's
     micro-batch pairs were, until its Q/DQ nodes QMATMUL runs as nothing stopped costing: branch qdqcharge)."""
@@ -198,7 +199,7 @@ def test_a_wrong_pair_is_named_and_the_right_ones_pass(name: str, graph_output: 
         mp.setattr(verify, "session", counted)
         mp.setattr(pipeline, "ort_session", counted)
         steps = pipeline._verify_plugin(right, reference, 0.0).steps
-    assert len(sessions) == 2  # the plugin's, the shadow's
+    assert len(sessions) == 3  # the plugin's, the shadow's, the plugin's as an application makes it
     assert steps is not None and set(steps) <= outputs and max(steps.values()) <= 1
     model = pipeline._fuse_all(analysis, reference)
     _make_wrong(model, analysis.graph.model, wrong, made)
