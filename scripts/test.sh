@@ -3,8 +3,21 @@
 # sanitizers, fuzzing), the Hexagon builds and the qemu-hexagon tests, the ONNX Runtime plugin
 # build and its Rust unit tests, then all the Python tests, slow ones included.
 # Exits non-zero on any failure. Extra arguments go to pytest.
+# HEXFUSE_TEST_WORKERS: pytest's worker processes (pytest-xdist); default the CPUs this process may
+# use, at most 4 (each worker loads its own models); 0 runs pytest in this one process.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+workers="${HEXFUSE_TEST_WORKERS:-$(nproc)}"
+if ! [[ "$workers" =~ ^[0-9]+$ ]]; then
+  echo "test.sh: HEXFUSE_TEST_WORKERS='$workers' is not a number of workers (0: pytest in one process)" >&2
+  exit 2
+fi
+[ -n "${HEXFUSE_TEST_WORKERS:-}" ] || [ "$workers" -le 4 ] || workers=4
+if [ "$workers" -gt 0 ] && ! python3 -c "import xdist" 2>/dev/null; then
+  echo "test.sh: pytest-xdist is not installed: run scripts/setup.sh, or set HEXFUSE_TEST_WORKERS=0" >&2
+  exit 2
+fi
 
 echo "== scripts/lint.sh"
 bash scripts/lint.sh
@@ -25,9 +38,13 @@ echo "== cargo test (the plugin's Rust unit tests)"
   cargo test --quiet --release --locked --manifest-path custom_ops/Cargo.toml
 )
 
-echo "== pytest"
+echo "== pytest (HEXFUSE_TEST_WORKERS=$workers)"
+# worksteal: each worker starts on its own contiguous share of the tests, so a module's fixtures are
+# mostly made once, and a worker that runs out takes half of what another has left
+parallel=()
+[ "$workers" -eq 0 ] || parallel=(-n "$workers" --dist worksteal)
 set +e
-python3 -m pytest -q "$@"
+python3 -m pytest -q "${parallel[@]}" "$@"
 status=$?
 set -e
 if [ $status -eq 5 ]; then

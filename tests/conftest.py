@@ -1,12 +1,14 @@
 from __future__ import annotations
 
+import fcntl
 import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import onnx
 import pytest
-from cli_support import Dirs
+from cli_support import REPO, Dirs
 
 import models
 
@@ -35,6 +37,28 @@ def zoo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name in models.BUILDERS:
         onnx.save(models.build(name), folder / f"{name}.onnx")
     return folder
+
+
+@pytest.fixture(scope="session")
+def hexagon_images() -> Path:
+    """build/ with the Hexagon images of `emulate`, built by dsp/scripts/build_hexagon.sh when one is
+    missing. Parallel test workers (pytest-xdist) take turns on a lock: one builds, the others find
+    the images built."""
+    from hexfuse_onnx.tools import emulate
+
+    build = REPO / "build"
+
+    def built() -> bool:
+        return all((build / folder / emulate.IMAGE).is_file() for folder in emulate.ARCHS.values())
+
+    if not built():
+        build.mkdir(exist_ok=True)
+        with open(build / ".hexagon_images.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not built():
+                script = REPO / "dsp/scripts/build_hexagon.sh"
+                subprocess.run(["bash", str(script), str(build)], check=True, timeout=900)
+    return build
 
 
 @pytest.fixture

@@ -47,7 +47,7 @@ def test_zoo_analyse_reports_pairs_by_kind() -> None:
 @pytest.mark.skipif(not PLUGIN_BUILT, reason="plugin not built (bash custom_ops/build.sh)")
 def test_bench_zoo_name_measures_every_configuration(tmp_path: Path) -> None:
     report = tmp_path / "bench.json"
-    r = run_cli_process("bench", "two_branch", *FAST, "--json", report)
+    r = run_cli_process("bench", "two_branch", *FAST, "--json", report, timeout=300)
     assert r.returncode == 0, r.stderr
     doc = json.loads(report.read_text())
     assert doc["fused_pairs"] == 1
@@ -70,7 +70,7 @@ def test_bench_rewritten_model_runs_its_unfused_original(zoo_dir: Path, tmp_path
     fused = rewrite(zoo_dir / "mha_encoder.onnx", tmp_path / "m.fused.onnx").output
     assert fused is not None
     report = tmp_path / "bench.json"
-    r = run_cli_process("bench", fused, *FAST, "--baseline", "ort-seq", "--json", report)
+    r = run_cli_process("bench", fused, *FAST, "--baseline", "ort-seq", "--json", report, timeout=300)
     assert r.returncode == 0, r.stderr
     doc = json.loads(report.read_text())
     assert doc["note"] == "the baselines run its unfused original"
@@ -81,7 +81,7 @@ def test_bench_rewritten_model_runs_its_unfused_original(zoo_dir: Path, tmp_path
 def test_bench_model_without_pairs_times_the_baselines_only(zoo_dir: Path, tmp_path: Path) -> None:
     model = tmp_path / "chain.onnx"
     shutil.copy(zoo_dir / "sequential_chain.onnx", model)
-    r = run_cli_process("bench", model, *FAST, "--baseline", "ort-seq,ort-par")
+    r = run_cli_process("bench", model, *FAST, "--baseline", "ort-seq,ort-par", timeout=300)
     assert r.returncode == 0, r.stderr
     assert "no pair qualifies" in r.stdout
     assert "hexfuse" not in r.stdout.split("no pair qualifies")[1].split("CPU use")[0].replace("hexfuse not timed", "")

@@ -28,15 +28,7 @@ pytestmark = [
     pytest.mark.skipif(QEMU is None, reason="qemu-hexagon is not installed (apt-get install qemu-user)"),
 ]
 
-BUILD = REPO / "build"
 MODELS = ("two_branch", "inception", "gpt_decode_step")  # kinds: branches (matrix + vector, conv), prefill_decode
-
-
-@pytest.fixture(scope="module")
-def images() -> Path:
-    if not all((BUILD / d / emulate.IMAGE).is_file() for d in emulate.ARCHS.values()):
-        subprocess.run(["bash", str(REPO / "dsp/scripts/build_hexagon.sh"), str(BUILD)], check=True, timeout=900)
-    return BUILD
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +47,7 @@ def _pairs(path: Path) -> list[onnx.NodeProto]:
 
 
 @pytest.mark.parametrize("name,arch", [("two_branch", "v67"), ("inception", "v73"), ("gpt_decode_step", "v73")])
-def test_every_pair_runs_and_matches_the_host_kernel(images, fused, tmp_path, name, arch):
+def test_every_pair_runs_and_matches_the_host_kernel(hexagon_images, fused, tmp_path, name, arch):
     report = tmp_path / "report.json"
     proc = run_cli("emulate", fused[name], "--arch", arch, "--json", report, "-q")
     assert proc.returncode == 0, proc.stderr
@@ -92,7 +84,7 @@ def _float_matmul_pair(path: Path, rows: int) -> Path:
 
 
 @pytest.mark.parametrize("rows", [1, 8])
-def test_float_outputs_no_quantize_linear_reads_are_bit_exact(images, tmp_path, rows):
+def test_float_outputs_no_quantize_linear_reads_are_bit_exact(hexagon_images, tmp_path, rows):
     """Issue 12: the host reference sums every float op as the Hexagon build does, not only those a
     QUANTIZE_LINEAR reads; the MatMuls' output, OpenBLAS's sums before, is then bit-exact at --rtol 0.
     The plugin's own sums (OpenBLAS) are reported beside it, and differ."""
@@ -124,7 +116,7 @@ def test_tolerance_is_enforced():
     assert emulate.check_output("q", codes + (codes == 9), codes, 0.0, steps=1).ok
 
 
-def test_corrupt_program_is_refused(images, fused, tmp_path):
+def test_corrupt_program_is_refused(hexagon_images, fused, tmp_path):
     model = onnx.load(str(fused["two_branch"]))
     node = emulate.fused_nodes(model)[0]
     attr = next(a for a in node.attribute if a.name == C.ATTR_PROGRAM)
@@ -140,7 +132,7 @@ def test_corrupt_program_is_refused(images, fused, tmp_path):
     assert bad.read_bytes() == before
 
 
-def test_inputs_from_npz(images, fused, zoo_dir, tmp_path):
+def test_inputs_from_npz(hexagon_images, fused, zoo_dir, tmp_path):
     graph = onnx.load(str(zoo_dir / "two_branch.onnx")).graph
     rng = np.random.default_rng(7)
     shapes = {i.name: [d.dim_value for d in i.type.tensor_type.shape.dim] for i in graph.input}
@@ -180,7 +172,7 @@ def _image_run(images: Path, job: bytes, tmp_path: Path) -> subprocess.Completed
     return subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=60)
 
 
-def test_corrupt_job_files_are_refused(images, fused, tmp_path):
+def test_corrupt_job_files_are_refused(hexagon_images, fused, tmp_path):
     node = _pairs(fused["two_branch"])[0]
     program = next(a.s for a in node.attribute if a.name == C.ATTR_PROGRAM)
     good = emulate.job_bytes(program, [], 0.5)  # well formed, but the program has inputs
@@ -192,14 +184,14 @@ def test_corrupt_job_files_are_refused(images, fused, tmp_path):
         "input count": good,
     }
     for what, job in cases.items():
-        proc = _image_run(images, job, tmp_path)
+        proc = _image_run(hexagon_images, job, tmp_path)
         lines = proc.stderr.strip().splitlines()
         assert proc.returncode == 3, (what, proc.returncode, proc.stderr)
         assert len(lines) == 1 and lines[0].startswith("hexfuse_emulate: bad job:"), (what, proc.stderr)
         assert not (tmp_path / "result").exists()
 
 
-def test_a_polymorphic_pair_runs_at_the_analysed_shape_and_at_other_inputs(images, tmp_path):
+def test_a_polymorphic_pair_runs_at_the_analysed_shape_and_at_other_inputs(hexagon_images, tmp_path):
     # a v2 program is specialized to the captured inputs' shapes before it goes to the image
     sys.path.insert(0, str(Path(__file__).parent))
     from test_symbolic_shapes import C_IN, conv_two_branch

@@ -8,13 +8,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import onnx
 import pytest
-from cli_support import REPO, run_cli
+from cli_support import run_cli
 from onnx import TensorProto, helper
 from test_subgraphs import D_IN, if_model
 
@@ -28,14 +27,6 @@ QEMU = os.environ.get("QEMU_HEXAGON") or shutil.which("qemu-hexagon")
 needs_qemu = pytest.mark.skipif(QEMU is None, reason="qemu-hexagon is not installed (apt-get install qemu-user)")
 ROWS = 8
 BRANCHES = ["then branch of If 'choose'", "else branch of If 'choose'"]
-
-
-@pytest.fixture(scope="module")
-def images() -> Path:
-    build = REPO / "build"
-    if not (build / emulate.ARCHS["v73"] / emulate.IMAGE).is_file():
-        subprocess.run(["bash", str(REPO / "dsp/scripts/build_hexagon.sh"), str(build)], check=True, timeout=900)
-    return build
 
 
 def _x() -> np.ndarray:
@@ -65,7 +56,7 @@ def _checked_pairs(report: Path) -> list[dict]:
 
 
 @needs_qemu
-def test_random_inputs_reach_the_pair_of_each_branch(images, fused, tmp_path):
+def test_random_inputs_reach_the_pair_of_each_branch(hexagon_images, fused, tmp_path):
     """The seeded `fast` takes one branch; emulate sets it to take the other, as rewrite's verification does."""
     report = tmp_path / "report.json"
     proc = run_cli("emulate", fused, "--arch", "v73", "--json", report, "-q")
@@ -79,7 +70,7 @@ def test_random_inputs_reach_the_pair_of_each_branch(images, fused, tmp_path):
 
 
 @needs_qemu
-def test_the_branch_given_inputs_do_not_take_is_reported_not_reached(images, fused, tmp_path):
+def test_the_branch_given_inputs_do_not_take_is_reported_not_reached(hexagon_images, fused, tmp_path):
     report = tmp_path / "report.json"
     np.savez(tmp_path / "in.npz", x=_x(), fast=np.array(True))
     proc = run_cli("emulate", fused, "--arch", "v73", "--inputs", tmp_path / "in.npz", "--json", report, "-q")
