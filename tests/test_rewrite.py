@@ -377,12 +377,13 @@ def test_pairs_right_on_their_own_inputs_are_kept_and_sessions_stay_few(maskseq_
     made the original's DequantizeLinear + MatMul a MatMulNBits with int8 activations, not the
     micro-batch bodies' two copies reading one weight (6 pairs kept in 44 whole-model sessions). The
     body being the chain once (branch mbshare), all 15 chosen pairs are kept at the first
-    verification: one stock session and one plugin session of the whole model, none of a pair alone.
-    The model written verifies against a fresh reference. Sessions are counted, not seconds."""
+    verification: one stock session and two plugin sessions of the whole model (the checked one and the
+    application's plain one, dedup19), none of a pair alone. The model written verifies against a fresh
+    reference. Sessions are counted, not seconds."""
     r, sessions = maskseq_u16u8.result, maskseq_u16u8.sessions
     assert r.output is not None and len(r.analysis.pairs) == len(pipeline.analyse(maskseq_u16u8.source).pairs)
     assert not [x.reason for x in r.analysis.rejected if x.reason.startswith("fails verification")]
-    assert (maskseq_u16u8.verified, sessions["whole"], sessions["alone"]) == (1, 2, 0), sessions
+    assert (maskseq_u16u8.verified, sessions["whole"], sessions["alone"]) == (1, 3, 0), sessions
     reference = pipeline._reference(maskseq_u16u8.source, r.analysis.graph, False, None, pipeline._quiet)
     pipeline._verify(r.output, reference, 0.0, True)
 
