@@ -50,18 +50,23 @@ def conv_two_branch(path: Path, dequantized: bool = False) -> Path:
     return path
 
 
+def _with_pooled_branch(b: GraphBuilder, x: str, ya_dims: list[int | str], path: Path) -> Path:
+    """Branch b beside branch a (output ya): x pooled by 2 and convolved (yb), the model saved at `path`."""
+    p = b.op("MaxPool", [x], "pool_b", kernel_shape=[2, 2], strides=[2, 2])
+    b.op("Conv", [p, b.weight("wb", [C_IN, C_IN, 3, 3]), b.bias("bb", C_IN)], "conv_b", pads=[1] * 4, outputs=["yb"])
+    b.output("ya", ya_dims)
+    b.output("yb", [1, C_IN, "h2", "w2"])
+    onnx.save(b.model(), path)
+    return path
+
+
 def resize_pair(path: Path) -> Path:
     """A pair whose Resize scale follows the input shape (constant `sizes`): the kernel derives it from the dims."""
     b = GraphBuilder("symbolic_resize", seed=2)
     x = b.input("x", [1, C_IN, "height", "width"])
     r = b.op("Resize", [x, "", "", b.ints("sizes", [1, C_IN, 32, 32])], "resize_a", mode="linear")
     b.op("Conv", [r, b.weight("wa", [C_IN, C_IN, 3, 3]), b.bias("ba", C_IN)], "conv_a", pads=[1] * 4, outputs=["ya"])
-    p = b.op("MaxPool", [x], "pool_b", kernel_shape=[2, 2], strides=[2, 2])
-    b.op("Conv", [p, b.weight("wb", [C_IN, C_IN, 3, 3]), b.bias("bb", C_IN)], "conv_b", pads=[1] * 4, outputs=["yb"])
-    b.output("ya", [1, C_IN, 32, 32])
-    b.output("yb", [1, C_IN, "h2", "w2"])
-    onnx.save(b.model(), path)
-    return path
+    return _with_pooled_branch(b, x, [1, C_IN, 32, 32], path)
 
 
 def sized_by_shape_pair(path: Path) -> Path:
@@ -81,12 +86,7 @@ def sized_by_shape_pair(path: Path) -> Path:
     up = dict(mode="nearest", coordinate_transformation_mode="asymmetric", nearest_mode="floor")
     r = b.op("Resize", [c2, "", "", sizes], "resize_a", **up)
     b.op("Add", [c1, r], "join_a", outputs=["ya"])
-    p = b.op("MaxPool", [x], "pool_b", kernel_shape=[2, 2], strides=[2, 2])
-    b.op("Conv", [p, b.weight("wb", [C_IN, C_IN, 3, 3]), b.bias("bb", C_IN)], "conv_b", pads=[1] * 4, outputs=["yb"])
-    b.output("ya", [1, C_IN, "h2", "w2"])
-    b.output("yb", [1, C_IN, "h2", "w2"])
-    onnx.save(b.model(), path)
-    return path
+    return _with_pooled_branch(b, x, [1, C_IN, "h2", "w2"], path)
 
 
 def computed_slice_pair(path: Path) -> Path:
@@ -97,12 +97,7 @@ def computed_slice_pair(path: Path) -> Path:
     half = b.op("Div", [b.op("Shape", [x], "shape_a", start=2, end=3), b.ints("two", [2])], "half_a")
     a = b.op("Slice", [x, b.ints("zero", [0]), half, b.ints("axis", [2])], "slice_a")
     b.op("Conv", [a, b.weight("wa", [C_IN, C_IN, 1, 1]), b.bias("ba", C_IN)], "conv_a", outputs=["ya"])
-    p = b.op("MaxPool", [x], "pool_b", kernel_shape=[2, 2], strides=[2, 2])
-    b.op("Conv", [p, b.weight("wb", [C_IN, C_IN, 3, 3]), b.bias("bb", C_IN)], "conv_b", pads=[1] * 4, outputs=["yb"])
-    b.output("ya", [1, C_IN, "h2", "width"])
-    b.output("yb", [1, C_IN, "h2", "w2"])
-    onnx.save(b.model(), path)
-    return path
+    return _with_pooled_branch(b, x, [1, C_IN, "h2", "width"], path)
 
 
 def scratch_branches(path: Path) -> Path:
