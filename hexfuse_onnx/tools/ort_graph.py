@@ -12,6 +12,7 @@ outputs' hashes agree.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import tempfile
 from collections import Counter
@@ -104,9 +105,16 @@ class _Unready(ValueError):
     """A body reads a value its enclosing graph has not computed yet."""
 
 
+@functools.lru_cache(maxsize=4)
+def _hashes(path: str, mtime_ns: int) -> tuple[Counter[str], list[str], dict[str, str]]:
+    """node_hashes of the optimized model at `path` as of `mtime_ns`: an original compared with two rewrites
+    (host_pairs: untuned and tuned) is optimized once."""
+    return node_hashes(optimized(Path(path)).graph)
+
+
 def difference(original: Path, rewritten: Path) -> str | None:
     """None when ORT runs the same graph for both models, else what differs, in one line."""
-    (a, a_out, a_ops), (b, b_out, b_ops) = (node_hashes(optimized(p).graph) for p in (original, rewritten))
+    (a, a_out, a_ops), (b, b_out, b_ops) = (_hashes(str(p), p.stat().st_mtime_ns) for p in (original, rewritten))
     if a == b and a_out == b_out:
         return None
     only_a = Counter(a_ops[h] for h in (a - b).elements())
