@@ -256,13 +256,15 @@ def test_a_resize_by_sizes_runs_at_every_shape(tmp_path: Path, build) -> None:
 def test_same_pads_follow_the_side_the_plugin_runs_at(tmp_path: Path) -> None:
     """A stride-2 SAME window's pads depend on its side mod 2. With them fixed at the representative 128 and ORT's
     symbolic inference taking the side for a multiple of 2, the plugin wrote floor(x/2) rows where ONNX Runtime
-    writes ceil(x/2): 11x7 for 12x8 at 45x31. Both follow the side now."""
+    writes ceil(x/2): 11x7 for 12x8 at 45x31. Both follow the side now, and the pass verifies at an odd side (193)
+    besides 128, where neither the proof nor the verification saw one."""
     src = same_pads_pair(tmp_path / "model.onnx")
     result = pipeline.rewrite(src, tmp_path / "out.onnx", target="host", min_gain=-1.0)
     assert result.output is not None, [r.reason for r in result.analysis.rejected]
     g = result.analysis.graph
     fused = {g.nodes[i].name for p in result.analysis.pairs for i in p.candidate.nodes}
     assert {"conv_a1", "pool_b"} <= fused, fused
+    assert result.comparison is not None and result.comparison.shapes == ["x=1x16x128x128", "x=1x16x193x193"]
     for shape in [(1, C_IN, 45, 31), (1, C_IN, 30, 50), (1, C_IN, 1, 3)]:
         assert max_error_at(src, result.output, shape) <= 1e-5, shape
         assert max_error_at(src, result.output, shape, runtime.session_options("host")) <= 1e-4, shape
