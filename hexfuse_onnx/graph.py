@@ -449,16 +449,19 @@ def unhinted_dims(model: onnx.ModelProto, hints: dict[str, list[int]]) -> dict[s
 
 def other_bindings(g: ModelGraph) -> list[ShapeBinding]:
     """Bindings besides the representative one, to prove programs and verify at, in order: the
-    batch doubled and every other symbol x1.5; the others x0.5; the batch alone doubled; the
-    others alone x1.5. A scaled value of 32 or more is rounded to a multiple of 32."""
+    batch doubled and every other symbol x1.5 made odd; the same not made odd; the others x0.5; the
+    batch alone doubled; the others alone x1.5. A scaled value of 32 or more is rounded to a
+    multiple of 32 (before it is made odd). The odd one comes first: a rule that holds at multiples
+    of 32 only (a stride-2 SAME Conv's pads fixed at one side) is proven and verified at one that is
+    not, where the original runs there."""
     assert g.source is not None and g.binding is not None
     dims_of = input_dims(g.source)
     batch = {dims[0] for dims in dims_of.values() if dims and not isinstance(dims[0], int)}
     rep = g.binding.symbols
-    variants = [(2, 1.5), (1, 0.5), (2, 1.0), (1, 1.5)]
+    variants = [(2, 1.5, 1), (2, 1.5, 0), (1, 0.5, 0), (2, 1.0, 0), (1, 1.5, 0)]
     out: list[ShapeBinding] = []
-    for batch_factor, factor in variants:
-        values = {k: v * batch_factor if k in batch else _scaled(v, factor) for k, v in rep.items()}
+    for batch_factor, factor, odd in variants:
+        values = {k: v * batch_factor if k in batch else _scaled(v, factor) | odd for k, v in rep.items()}
         values = with_derived(values, set())
         if values != rep and all(b.symbols != values for b in out):
             out.append(bind(dims_of, values))
@@ -863,6 +866,7 @@ def _run_symbolic_inference(
         sym.dispatcher_.setdefault("DynamicQuantizeLSTM", _dynamic_quantize_lstm_rule(sym))
         sym.dispatcher_.setdefault("ConvTranspose", _conv_transpose_rule(sym))
         sym.dispatcher_["Resize"] = _resize_rule(sym)
+        sym._compute_conv_pool_shape = _same_pads_dims(sym)  # Conv's, pooling's, ConvInteger's, FusedConv's
         if "GroupQueryAttention" in sym.dispatcher_:
             sym.dispatcher_["GroupQueryAttention"] = _gqa_rule_with_present_length(sym)
         if exact_slices:
@@ -1061,6 +1065,31 @@ def _resize_rule(sym: Any) -> Callable[[onnx.NodeProto], None]:
         sym.known_vi_[out].CopyFrom(helper.make_tensor_value_info(out, elem, get_shape_from_sympy_shape(dims)))
 
     return infer
+
+
+def _same_pads_dims(sym: Any) -> Callable[..., list[Any]]:
+    """ORT's output dims of a Conv or pooling node, where an auto_pad SAME_* one's symbolic side x is
+    ceil(x / stride), as ONNX defines it and ONNX Runtime runs it. ORT's rule takes x to be a multiple
+    of the stride ("assuming no residual"): floor(x / 2) after a 3x3 stride-2 SAME Conv (PP-OCRv6,
+    MTCNN), one row short at every odd side."""
+    from onnxruntime.tools.symbolic_shape_infer import get_attribute, is_literal
+
+    rule = sym._compute_conv_pool_shape
+
+    def dims(node: onnx.NodeProto, channels_last: bool = False) -> list[Any]:
+        out = rule(node, channels_last)
+        auto_pad = get_attribute(node, "auto_pad", b"NOTSET").decode()
+        if auto_pad not in ("SAME_UPPER", "SAME_LOWER") or get_attribute(node, "pads") is not None:
+            return out
+        x = sym._get_sympy_shape(node, 0)
+        first, r = (1 if channels_last else 2), len(x) - 2
+        strides = get_attribute(node, "strides") or [1] * r
+        for a in range(r):
+            if not is_literal(x[first + a]):
+                out[first + a] = sympy.ceiling(x[first + a] / strides[a])
+        return out
+
+    return dims
 
 
 def _gqa_rule_with_present_length(sym: Any) -> Callable[[onnx.NodeProto], None]:

@@ -109,6 +109,24 @@ def compile_expr(expr: sympy.Expr, symbol_index: dict[str, int]) -> list[int]:
     return words
 
 
+def same_pads(side: list[int], stride: int, extent: int, upper: bool) -> tuple[list[int], list[int]]:
+    """The words of the (begin, end) pads of an auto_pad SAME_* axis over a side of words `side`, as
+    lowering.spatial.pads_2d: total = max(0, (ceil(x / stride) - 1) * stride + extent - x) with `extent`
+    the dilated kernel's, its smaller half first for SAME_UPPER, last for SAME_LOWER."""
+    total = list(side)
+    for value, code in ((stride, Code.CEILDIV), (1, Code.SUB), (stride, Code.MUL), (extent, Code.ADD)):
+        _const(value, total)
+        total.append(code)
+    total += [*side, Code.SUB]
+    _const(0, total)
+    total.append(Code.MAX)
+    small, big = [*total, Code.CONST, 2, Code.FLOORDIV], [*total, Code.CONST, 2, Code.CEILDIV]
+    for words in (small, big):
+        if len(words) > MAX_WORDS or _max_depth(words) > MAX_STACK:
+            raise ShapeExprError(f"the pads of a side of {len(side)} words need {len(words)}, beyond the format")
+    return (small, big) if upper else (big, small)
+
+
 def _const(value: int, words: list[int]) -> None:
     if not -(2**31) <= value < 2**31:
         raise ShapeExprError(f"constant {value} does not fit an i32")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 import struct
 
@@ -79,3 +80,27 @@ def test_section_layout() -> None:
     section = S.encode_section([S.Symbol("batch", 0, 0)], [S.Patch(S.Target.TENSOR_DIM, 3, 0, (int(S.Code.SYM),))])
     assert struct.unpack("<IIII", section[:16]) == (1, 0, 0, 1)
     assert struct.unpack("<BBHIII", section[16:]) == (1, 0, 1, 3, 0, int(S.Code.SYM))
+
+
+@pytest.mark.parametrize("auto_pad", ["SAME_UPPER", "SAME_LOWER"])
+def test_same_pads_follow_the_lowering_rule_at_every_side(auto_pad: str) -> None:
+    """The pads words of a SAME_* axis give `spatial.pads_2d`'s pads at every residue of the side, over a lone
+    symbol and over a side that is itself an expression (ceil(h/2), after a stride-2 SAME window)."""
+    from onnx import helper
+
+    from hexfuse_onnx.lowering.spatial import pads_2d
+
+    node = helper.make_node("Conv", ["x", "w"], ["y"], auto_pad=auto_pad)
+    half = S.compile_expr(S.parse_dim("ceiling(h/2)"), {"h": 0})
+    for stride, kernel, dil in itertools.product([2, 3, 4], [1, 2, 3, 5], [1, 2]):
+        extent = (kernel - 1) * dil + 1
+        for side, of in (([S.Code.SYM], lambda h: h), (half, lambda h: -(-h // 2))):
+            begin, end = S.same_pads(side, stride, extent, auto_pad == "SAME_UPPER")
+            for h in range(1, 4 * stride + 2):
+                want = pads_2d(node, [1, 1, of(h)], [kernel], [stride], [dil])
+                assert [S.run(begin, [h]), S.run(end, [h])] == want, (stride, kernel, dil, h)
+
+
+def test_same_pads_of_too_long_a_side_are_refused() -> None:
+    with pytest.raises(S.ShapeExprError, match="pads of a side of 30 words need 79"):
+        S.same_pads([S.Code.SYM] * 30, 2, 3, True)

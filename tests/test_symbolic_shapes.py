@@ -89,6 +89,24 @@ def sized_by_shape_pair(path: Path) -> Path:
     return _with_pooled_branch(b, x, [1, C_IN, "h2", "w2"], path)
 
 
+def same_pads_pair(path: Path) -> Path:
+    """Stride-2 auto_pad SAME_* windows over x[1, 16, height, width] (PP-OCRv6's, MTCNN's): SAME_UPPER Convs in
+    branch a, a SAME_LOWER MaxPool then Conv in branch b, each output ceil(ceil(x/2)/2) long. Each window's pads
+    follow its side mod 2; the second ones' side is itself ceil(x/2)."""
+    b = GraphBuilder("symbolic_same_pads", seed=6)
+    x = b.input("x", [1, C_IN, "height", "width"])
+    upper, lower = dict(auto_pad="SAME_UPPER", strides=[2, 2]), dict(auto_pad="SAME_LOWER", strides=[2, 2])
+    a = b.op("Conv", [x, b.weight("wa1", [C_IN, C_IN, 3, 3]), b.bias("ba1", C_IN)], "conv_a1", **upper)
+    a = b.op("Relu", [a], "relu_a")
+    b.op("Conv", [a, b.weight("wa2", [C_IN, C_IN, 3, 3]), b.bias("ba2", C_IN)], "conv_a2", **upper, outputs=["ya"])
+    p = b.op("MaxPool", [x], "pool_b", kernel_shape=[3, 3], **lower)
+    b.op("Conv", [p, b.weight("wb", [C_IN, C_IN, 3, 3]), b.bias("bb", C_IN)], "conv_b", **lower, outputs=["yb"])
+    b.output("ya", [1, C_IN, "h4", "w4"])
+    b.output("yb", [1, C_IN, "h4", "w4"])
+    onnx.save(b.model(), path)
+    return path
+
+
 def computed_slice_pair(path: Path) -> Path:
     """A pair whose Slice end follows the input length (x[:, :, : height // 2], the end folded from a Shape): no
     expression for it."""
@@ -232,6 +250,35 @@ def test_a_resize_by_sizes_runs_at_every_shape(tmp_path: Path, build) -> None:
         assert max_error_at(src, result.output, shape) <= 1e-5, shape
         if plugin:
             assert max_error_at(src, result.output, shape, runtime.session_options("host")) <= 1e-4, shape
+
+
+@pytest.mark.skipif(not (runtime.LIB_DIR / runtime.PLUGIN_NAME).is_file(), reason="plugin not built")
+def test_same_pads_follow_the_side_the_plugin_runs_at(tmp_path: Path) -> None:
+    """A stride-2 SAME window's pads depend on its side mod 2. With them fixed at the representative 128 and ORT's
+    symbolic inference taking the side for a multiple of 2, the plugin wrote floor(x/2) rows where ONNX Runtime
+    writes ceil(x/2): 11x7 for 12x8 at 45x31. Both follow the side now, and the pass verifies at an odd side (193)
+    besides 128, where neither the proof nor the verification saw one."""
+    src = same_pads_pair(tmp_path / "model.onnx")
+    result = pipeline.rewrite(src, tmp_path / "out.onnx", target="host", min_gain=-1.0)
+    assert result.output is not None, [r.reason for r in result.analysis.rejected]
+    g = result.analysis.graph
+    fused = {g.nodes[i].name for p in result.analysis.pairs for i in p.candidate.nodes}
+    assert {"conv_a1", "pool_b"} <= fused, fused
+    assert result.comparison is not None and result.comparison.shapes == ["x=1x16x128x128", "x=1x16x193x193"]
+    for shape in [(1, C_IN, 45, 31), (1, C_IN, 30, 50), (1, C_IN, 1, 3)]:
+        assert max_error_at(src, result.output, shape) <= 1e-5, shape
+        assert max_error_at(src, result.output, shape, runtime.session_options("host")) <= 1e-4, shape
+
+
+@pytest.mark.skipif(not (runtime.LIB_DIR / runtime.PLUGIN_NAME).is_file(), reason="plugin not built")
+def test_same_pads_of_a_static_model_at_an_odd_side(tmp_path: Path) -> None:
+    src = same_pads_pair(tmp_path / "model.onnx")
+    shape = (1, C_IN, 45, 31)
+    result = pipeline.rewrite(
+        src, tmp_path / "out.onnx", target="host", min_gain=-1.0, shapes={"x": list(shape)}, freeze_shapes=True
+    )
+    assert result.output is not None and result.analysis.pairs, [r.reason for r in result.analysis.rejected]
+    assert max_error_at(src, result.output, shape, runtime.session_options("host")) <= 1e-4
 
 
 def test_cli_reports_the_binding_and_the_verified_shapes(tmp_path: Path) -> None:

@@ -331,6 +331,128 @@ static void test_specialized_refused_by_ops(void) {
     hfxb_free(&b);
 }
 
+/* ---- auto_pad SAME_* pads that follow the input ------------------------------------------ *
+ * x[1,2,H,W] -> MAXPOOL 3x3 stride 2 SAME_LOWER -> p[1,2,ceil(H/2),ceil(W/2)] -> CONV2D 3x3 stride 2
+ * SAME_UPPER (w[3,2,3,3]) -> y[1,3,ceil(ceil(H/2)/2),...]. Each pad is an OP_PARAM patch of the words
+ * lowering.shapes writes (shape_expr.same_pads): total = max(0, (ceil(x/s) - 1) * s + k - x), its halves
+ * floor(total/2) and ceil(total/2). Lowered at H = W = 8 (sides that are multiples of the strides). */
+
+static float g_same_w[3 * 2 * 3 * 3];
+
+/* the words of ceil(x/2) (depth 0: x itself, 1: ceil(x/2)) of symbol k; returns their count */
+static uint32_t halved_side(uint32_t *w, uint32_t k, int halvings) {
+    uint32_t n = 0;
+    w[n++] = W_SYM(k);
+    for (int i = 0; i < halvings; i++) {
+        w[n++] = HFX_EXPR_CONST;
+        w[n++] = 2;
+        w[n++] = HFX_EXPR_CEILDIV;
+    }
+    return n;
+}
+
+/* a SAME pad of stride 2 and kernel 3 over `side`: floor(total / 2) (small) or ceil(total / 2) */
+static uint32_t same_pad_words(uint32_t *w, const uint32_t *side, uint32_t n_side, int big) {
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < n_side; i++) w[n++] = side[i];
+    const uint32_t mid[] = {W_CONST(2), HFX_EXPR_CEILDIV, W_CONST(1), HFX_EXPR_SUB, W_CONST(2), HFX_EXPR_MUL,
+                            W_CONST(3), HFX_EXPR_ADD};
+    for (uint32_t i = 0; i < sizeof mid / 4; i++) w[n++] = mid[i];
+    for (uint32_t i = 0; i < n_side; i++) w[n++] = side[i];
+    const uint32_t tail[] = {HFX_EXPR_SUB, W_CONST(0), HFX_EXPR_MAX, W_CONST(2)};
+    for (uint32_t i = 0; i < sizeof tail / 4; i++) w[n++] = tail[i];
+    w[n++] = big ? HFX_EXPR_CEILDIV : HFX_EXPR_FLOORDIV;
+    return n;
+}
+
+/* patches op `op`'s pads (slots 0..3: top, left, bottom, right) over input axes 2, 3 halved `halvings` times */
+static void same_pad_patches(hfxb_sec *s, uint32_t op, int halvings, int upper) {
+    for (uint32_t axis = 0; axis < 2; axis++) {
+        uint32_t side[8], w[64];
+        uint32_t n_side = halved_side(side, axis, halvings);
+        for (int end = 0; end < 2; end++) {
+            uint32_t n = same_pad_words(w, side, n_side, upper ? end : !end);
+            hfxb_sec_patch(s, HFX_PATCH_OP_PARAM, op, axis + 2u * (uint32_t)end, n, w);
+        }
+    }
+}
+
+static uint8_t *same_pads_program(size_t *size) {
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t x = hfxb_input(&b, HFX_TASK_A, HFXB_DIMS(1, 2, 8, 8));
+    uint32_t p = hfxb_scratch(&b, HFX_TASK_A, HFXB_DIMS(1, 2, 4, 4));
+    uint32_t w = hfxb_const(&b, HFX_TASK_A, HFXB_DIMS(3, 2, 3, 3), g_same_w);
+    uint32_t y = hfxb_output(&b, HFX_TASK_A, HFXB_DIMS(1, 3, 2, 2));
+    const int32_t two[2] = {2, 2}, one[2] = {1, 1}, three[2] = {3, 3};
+    hfxb_pool(&b, HFX_TASK_A, HFX_OP_MAXPOOL, x, p, (const int32_t[]){1, 1, 0, 0}, two, one, three, 0, 0);
+    hfxb_conv(&b, HFX_TASK_A, p, w, HFXB_NONE, y, (const int32_t[]){0, 0, 1, 1}, two, one, 1);
+    hfxb_sec sec = {0};
+    hfxb_sec_symbols(&sec, 2, (const uint32_t[]){0, 2, 0, 3});
+    hfxb_sec_input_dim(&sec, x, 2, 0);
+    hfxb_sec_input_dim(&sec, x, 3, 1);
+    for (uint32_t axis = 0; axis < 2; axis++) {
+        uint32_t side[8];
+        hfxb_sec_patch(&sec, HFX_PATCH_TENSOR_DIM, p, 2 + axis, halved_side(side, axis, 1), side);
+        hfxb_sec_patch(&sec, HFX_PATCH_TENSOR_DIM, y, 2 + axis, halved_side(side, axis, 2), side);
+    }
+    same_pad_patches(&sec, 0, 0, 0);
+    same_pad_patches(&sec, 1, 1, 1);
+    b.v2 = 1;
+    b.crc = 1;
+    b.shapes = sec.bytes;
+    b.shapes_bytes = sec.n;
+    uint8_t *bytes = hfxb_encode(&b, size);
+    hfxb_sec_free(&sec);
+    hfxb_free(&b);
+    return bytes;
+}
+
+/* ONNX Runtime's SAME pads of one axis (stride 2, kernel 3): [begin, end] */
+static void ort_same_pads(int64_t x, int upper, int32_t *begin, int32_t *end) {
+    int64_t total = ((x + 1) / 2 - 1) * 2 + 3 - x;
+    total = total < 0 ? 0 : total;
+    int32_t small = (int32_t)(total / 2), big = (int32_t)(total - total / 2);
+    *begin = upper ? small : big;
+    *end = upper ? big : small;
+}
+
+static void test_same_pads_follow_the_input(void) {
+    for (size_t i = 0; i < sizeof g_same_w / 4; i++) g_same_w[i] = rng_f(-1, 1);
+    size_t n;
+    uint8_t *t = same_pads_program(&n), *o = malloc(n);
+    const uint32_t sides[][2] = {{8, 8}, {45, 31}, {30, 50}, {1, 3}, {7, 2}, {33, 64}};
+    for (size_t c = 0; c < sizeof sides / sizeof sides[0]; c++) {
+        uint32_t H = sides[c][0], W = sides[c][1], PH = (H + 1) / 2, PW = (W + 1) / 2, YH = (PH + 1) / 2,
+                 YW = (PW + 1) / 2;
+        const int64_t d[4] = {1, 2, H, W};
+        const int64_t *dims[1] = {d};
+        hfx_error e;
+        CHECK_MSG(hfx_program_specialize(t, n, dims, (const uint32_t[]){4}, 1, o, &e) == HFX_OK, "%s", e.message);
+        hfx_program *prog = NULL;
+        CHECK_MSG(hfx_program_parse(o, n, &prog, &e) == HFX_OK, "%ux%u: %s", H, W, e.message);
+        if (!prog) continue;
+        int32_t pool[12] = {0, 0, 0, 0, 2, 2, 1, 1, 3, 3, 0, 0}, conv[4];
+        ort_same_pads(H, 0, &pool[0], &pool[2]);
+        ort_same_pads(W, 0, &pool[1], &pool[3]);
+        ort_same_pads(PH, 1, &conv[0], &conv[2]);
+        ort_same_pads(PW, 1, &conv[1], &conv[3]);
+        rshape xs = {4, {1, 2, H, W}}, ps = {4, {1, 2, PH, PW}}, ws = {4, {3, 2, 3, 3}}, ys = {4, {1, 3, YH, YW}};
+        float *x = rand_buf(rs_numel(&xs), -1, 1), *y = calloc(rs_numel(&ys), 4);
+        float *rp = calloc(rs_numel(&ps), 4), *ry = calloc(rs_numel(&ys), 4);
+        const void *ins[1] = {x};
+        void *outs[1] = {y};
+        CHECK(hfx_run(g_pool, prog, ins, 1, outs, 1, NULL, NULL, NULL) == HFX_OK);
+        ref_pool2d(1, x, &xs, pool, rp, &ps);
+        ref_conv(rp, &ps, g_same_w, &ws, NULL, conv, (const int32_t[]){2, 2}, (const int32_t[]){1, 1}, 1, ry, &ys);
+        CHECK_MSG(max_rel_err(y, ry, rs_numel(&ys), 1e-3) <= 1e-4, "%ux%u", H, W);
+        free(x), free(y), free(rp), free(ry);
+        hfx_program_free(prog);
+    }
+    free(o);
+    free(t);
+}
+
 /* ---- the section rules, each refused with HFX_ERR_SHAPES at its offset ----------------- */
 
 static uint8_t *g_t;
@@ -627,6 +749,7 @@ int main(void) {
     RUN_TEST(test_specialize_errors);
     RUN_TEST(test_specialize_v1);
     RUN_TEST(test_specialized_refused_by_ops);
+    RUN_TEST(test_same_pads_follow_the_input);
     RUN_TEST(test_section_header_fields);
     RUN_TEST(test_section_targets);
     RUN_TEST(test_v2_header);

@@ -67,6 +67,11 @@ KERNEL_FLOATS = frozenset({onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16})
 _NOT_SHAPE_DTYPES = {0, onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE}
 
 KERNEL_ENGINE = {EngineClass.MATRIX: Engine.MATRIX, EngineClass.VECTOR: Engine.VECTOR, EngineClass.MEMORY: Engine.COPY}
+# Ops whose params 0..7 are a window's pads, strides and dilations (ConvParam, PoolParam): of an auto_pad SAME_*
+# node, their pads follow the input's side (`same_pads`, lowering.shapes)
+WINDOWED = frozenset(
+    {Opcode.CONV2D, Opcode.QCONV2D, Opcode.ICONV2D, Opcode.MAXPOOL, Opcode.AVGPOOL, Opcode.QMAXPOOL, Opcode.QAVGPOOL}
+)
 
 
 @dataclass(frozen=True)
@@ -178,6 +183,7 @@ class Lowerer:
         self.origins: list[OpOrigin] = []
         self._body_index: int | None = None  # the body node being lowered
         self.scratch_node: dict[int, int] = {}  # scratch program id -> the body node whose lowering made it
+        self.same_pads: dict[int, onnx.NodeProto] = {}  # op index -> its auto_pad SAME_* node (a WINDOWED op)
         # body tensor -> its axes whose length differs at a second binding of symbolic input dims: an
         # op whose params or tables follow such a length lowers the way that does not (lowering.shapes)
         self.varying: dict[str, set[int]] = {}
@@ -445,6 +451,7 @@ class Lowerer:
         self.ids = {name: remap[t] for name, t in self.ids.items() if t in remap}
         self.widened = {name: remap[t] for name, t in self.widened.items() if t in remap}
         self.scratch_node = {remap[t]: k for t, k in self.scratch_node.items() if t in remap}
+        self.same_pads = {new: self.same_pads[k] for new, k in enumerate(kept) if k in self.same_pads}
         self._shared_constants = {key: remap[t] for key, t in self._shared_constants.items() if t in remap}
 
     def _check_arena(self) -> None:
@@ -643,5 +650,7 @@ class Lowerer:
             op.params[k] = int(v)
         self.prog.ops.append(op)
         written = out if isinstance(out, str) else n.output[0]
+        if opcode in WINDOWED and str_attr(n, "auto_pad", "NOTSET") in ("SAME_UPPER", "SAME_LOWER"):
+            self.same_pads[len(self.prog.ops) - 1] = n
         self.origins.append(OpOrigin(len(self.prog.ops) - 1, task, self._body_index, n.name, n.op_type, written))
         return target

@@ -4,8 +4,9 @@ The program is lowered at the representative binding. Every symbolic dim of a no
 symbol (program format v2: symbol k = dim `axis` of node input `io_index`). The body is given
 to ORT's symbolic shape inference with those dims named `s0, s1, ...`, which gives every body
 tensor's dims as expressions of the symbols; each program tensor dim whose expression is not a
-constant gets a TENSOR_DIM patch. Nothing else is patched, so a param that follows the shapes
-has no expression.
+constant gets a TENSOR_DIM patch. The pads of an auto_pad SAME_* Conv or pooling op with a
+stride get OP_PARAM patches (its input side's expression through `spatial.pads_2d`'s rule);
+nothing else is patched, so any other param that follows the shapes has no expression.
 
 Safety net: the pair is lowered again at a second binding, and the first program specialized
 (`program.specialize`, the kernel's reference) to the second program's input dims must equal it
@@ -39,8 +40,8 @@ from .abi import (
     Role,
     SliceParam,
 )
-from .lowerer import Lowerer
-from .program import layout_of, locate, specialize, tensor_records
+from .lowerer import Lowerer, str_attr
+from .program import Op, layout_of, locate, specialize, tensor_records
 from .registry import LoweringError
 
 
@@ -216,6 +217,7 @@ def _patches(
                 patches.append(patch)
             elif note:
                 notes[(tid, axis)] = note
+    patches += _same_pad_patches(lowerer, body, symbols, values)
     return patches, notes
 
 
@@ -302,6 +304,56 @@ def _dim_patch(
     if value != stored:
         return None, f"its expression '{expr}' gives {value}, the program holds {stored}"
     return Patch(Target.TENSOR_DIM, tid, axis, tuple(words)), ""
+
+
+def _same_pad_patches(
+    lowerer: Lowerer, body: dict[str, list[int | sympy.Expr | None]], symbols: _Symbols, values: list[int]
+) -> list[Patch]:
+    """OP_PARAM patches of the pads of each op of an auto_pad SAME_* node along a side that follows the
+    symbols: `spatial.pads_2d`'s rule at the side the kernel runs at. Fixed at the representative side (a
+    multiple of 32), a 3x3 stride-2 SAME Conv computed floor(x/2) rows at odd sides, where ONNX Runtime
+    computes ceil(x/2). A side without an expression gets none: the safety net refuses what then varies."""
+    index = tuple(sorted(symbols.index.items()))
+    patches: list[Patch] = []
+    for k, n in lowerer.same_pads.items():
+        sides = body.get(n.input[0])
+        if sides is None or len(sides) not in (3, 4):
+            continue
+        extra = lowerer.folded.get(n.input[0], ("", [0, 0, 0, 0]))[1]  # a Pad folded into a Conv adds its own
+        if len(sides) == 3:  # 1-D as 2-D with H = 1
+            sides, extra = [*sides[:2], 1, sides[2]], [0, extra[0], 0, extra[1]]
+        for axis, side in enumerate(sides[2:]):
+            if isinstance(side, sympy.Expr) and not side.is_Integer:
+                try:
+                    patches += _axis_pads(lowerer, k, axis, list(_words(side, index)), extra, values)
+                except ShapeExprError:
+                    continue
+    return patches
+
+
+def _axis_pads(
+    lowerer: Lowerer, k: int, axis: int, side: list[int], extra: list[int], values: list[int]
+) -> list[Patch]:
+    """The patches of op k's pads along `axis` (0: H, 1: W) over a side of words `side`, where they vary."""
+    op, n = lowerer.prog.ops[k], lowerer.same_pads[k]
+    stride, dil = op.params[ConvParam.STRIDE_H + axis], op.params[ConvParam.DILATION_H + axis]
+    if stride == 1:  # the pads are the window's extent less one at any side
+        return []
+    extent = (_window(lowerer, op)[axis] - 1) * dil + 1
+    pads = shape_expr.same_pads(side, stride, extent, str_attr(n, "auto_pad", "NOTSET") == "SAME_UPPER")
+    out = []
+    for slot, words in zip((ConvParam.PAD_TOP + axis, ConvParam.PAD_BOTTOM + axis), pads):
+        words += [shape_expr.Code.CONST, extra[slot], shape_expr.Code.ADD] if extra[slot] else []
+        if shape_expr.run(words, values) == op.params[slot]:
+            out.append(Patch(Target.OP_PARAM, k, slot, tuple(words)))
+    return out
+
+
+def _window(lowerer: Lowerer, op: Op) -> list[int]:
+    """[kh, kw] of a WINDOWED op: a pooling op's params, a convolution's weight (its input 1) dims."""
+    if op.opcode in (Opcode.MAXPOOL, Opcode.AVGPOOL, Opcode.QMAXPOOL, Opcode.QAVGPOOL):
+        return [op.params[PoolParam.KERNEL_H], op.params[PoolParam.KERNEL_W]]
+    return [int(d) for d in lowerer.prog.tensors[op.inputs[1]].dims[-2:]]
 
 
 @functools.lru_cache(maxsize=4096)

@@ -23,7 +23,8 @@ SCALE_OF_SIZES = 0
 
 def pads_2d(n: onnx.NodeProto, x: list[int], kernel: list[int], strides: list[int], dil: list[int]) -> list[int]:
     """Explicit pads [begin per spatial axis..., end per spatial axis...] of a Conv / pooling node
-    (auto_pad resolved): [top, left, bottom, right] in 2-D."""
+    (auto_pad resolved): [top, left, bottom, right] in 2-D. SAME_* pads depend on the side mod the
+    stride: over symbolic dims the shape section carries them by this rule (`shape_expr.same_pads`)."""
     r = len(kernel)
     auto_pad = str_attr(n, "auto_pad", "NOTSET")
     if auto_pad == "NOTSET":
