@@ -1108,6 +1108,7 @@ MODELS: dict[str, RealModel] = {
             "ConvInteger), paddle2onnx",
             onnx_bytes=97_795_751,
             sha256="f9896054da2bd2ca60b236a3b98253cb750ace093db3c329d2c98ff7b9853ffe",
+            fixed_inputs={"scale_factor": 1.0},  # [[1, 1]], as the package feeds a page at network size
             notes="input a 928x928 page (RGB / 255, padded) and scale_factor [[1, 1]], both static; outputs "
             "[boxes, 6] (class, score, x1, y1, x2, y2) and the box count",
             **_TABLE_DET,
