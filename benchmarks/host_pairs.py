@@ -21,9 +21,9 @@ skipped with the reason), in one process and on the same seeded inputs
     plugin (ort-seq and ort-seq-2t around it; also with every pair set to its best share from (a)).
 (c) drop-in (`--defaults` runs only this): every zoo builder and every real model in the cache
     (models/real.py, never downloaded here), rewritten for --target (a real model whose entry gives its integer
-    inputs' ranges, int_ranges: a sample rate, token ids, is rewritten, tuned and timed on
-    models.real.realistic_inputs, as a user passes --inputs), run as an application would
-    after the one-line change, `hexfuse_onnx.InferenceSession(model)` with its defaults (backend
+    inputs' ranges, int_ranges: a sample rate, token ids, or control values, fixed_inputs: a speed, is
+    rewritten, tuned and timed on models.real.realistic_inputs, as a user passes --inputs), run as an
+    application would after the one-line change, `hexfuse_onnx.InferenceSession(model)` with its defaults (backend
     auto, ORT's default session options), against the best ORT mode of the original (ort-seq,
     ort-seq-2t, ort-par, and ORT's defaults "ort-default"; hexfuse_onnx/ort_modes.py); target <=
     DEFAULTS_TARGET. In the same rounds: the rewritten model after `tune` on this machine
@@ -662,10 +662,10 @@ def rewrite_every_pair(
 
 def given_inputs(path: Path, name: str, shapes: dict[str, list[int]] | None, seed: int) -> dict[str, np.ndarray] | None:
     """A real model's realistic inputs where the zoo gives ranges for its integer inputs (a sample rate,
-    token ids: random ones are 0 or 1), as a user gives them to rewrite and tune with --inputs; else
-    None, and both make their own."""
+    token ids: random ones are 0 or 1) or values of its control inputs (Kokoro's speed), as a user gives
+    them to rewrite and tune with --inputs; else None, and both make their own."""
     entry = real.MODELS.get(name)
-    if entry is None or not entry.int_ranges:
+    if entry is None or not (entry.int_ranges or entry.fixed_inputs):
         return None
     return real.realistic_inputs(isolated.ort_session(str(path), "ort-seq"), name, shapes, seed)
 

@@ -372,10 +372,15 @@ def optimisation_spread(original: str | os.PathLike[str], cases: list[Case]) -> 
 
 
 def with_outputs(model: onnx.ModelProto, names: list[str]) -> bytes:
-    """The model serialized with these tensors added as graph outputs (ORT infers their types)."""
+    """The model serialized with these tensors added as graph outputs (ORT infers their types);
+    `model` is left as it was (the outputs are removed again, not added to a copy of its weights)."""
     have = {o.name for o in model.graph.output}
+    count = len(model.graph.output)
     model.graph.output.extend(onnx.ValueInfoProto(name=n) for n in names if n not in have)
-    return model.SerializeToString()
+    try:
+        return model.SerializeToString()
+    finally:
+        del model.graph.output[count:]
 
 
 def _output_error(name: str, ref: np.ndarray, out: np.ndarray, rtol: float, where: str, step: float = 0.0) -> float:

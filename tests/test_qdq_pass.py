@@ -506,6 +506,19 @@ def test_an_inner_quantized_tensor_may_differ_by_one_step_only(tmp_path: Path) -
     assert onnx.load(original) == _quantize_model(3)  # the input is only read
 
 
+def test_a_model_given_to_run_cases_and_inner_values_is_left_as_it_was() -> None:
+    """verify.run_cases and inner_values add the inner tensors as graph outputs to what they serialize,
+    not to the caller's ModelProto (session 19: run_cases left `q` a graph output of the one it was given)."""
+    model = _quantize_model(3)
+    before = model.SerializeToString()
+    case = verify.Case("x", {"x": np.float32([0.0, 1.0, 2.5, 20.0])}, ["y"], [np.zeros(4, np.float32)])
+    (run,) = verify.run_cases(model, [case], inner=["q"])
+    assert np.array_equal(run.inner["q"], np.uint8([3, 13, 28, 203]))
+    assert np.array_equal(verify.inner_values(model, ["q"], [case])["q"][0], run.inner["q"])
+    assert model.SerializeToString() == before
+    assert [o.name for o in model.graph.output] == ["y"]
+
+
 def test_pairs_checked_alone_take_one_session_of_the_original_and_one_of_them_all(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -1,7 +1,10 @@
 """models.real.realistic_inputs: the seeded inputs benchmarks and tests feed a zoo model, a real model's
-integer inputs drawn from its entry's int_ranges (a sample rate, token ids) where random ones are 0 or 1."""
+integer inputs drawn from its entry's int_ranges (a sample rate, token ids) where random ones are 0 or 1,
+and its control inputs set to its fixed_inputs (Kokoro's speed) where random ones are N(0, 1)."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 import onnx
@@ -14,16 +17,26 @@ from hexfuse_onnx import verify
 from models import real
 
 RANGED = [name for name, m in real.MODELS.items() if m.int_ranges]
+FIXED = [name for name, m in real.MODELS.items() if m.fixed_inputs]
 
 
-def _identities(names: list[str], shape: list[int]) -> ort.InferenceSession:
-    """A session of a model passing int64 inputs of these names through Identity nodes."""
-    args = [helper.make_tensor_value_info(n, TensorProto.INT64, shape) for n in names]
-    outs = [helper.make_tensor_value_info(f"{n}_out", TensorProto.INT64, shape) for n in names]
-    nodes = [helper.make_node("Identity", [n], [f"{n}_out"]) for n in names]
+def _identities(ints: list[str], shape: list[int], floats: dict[str, list[int]] | None = None) -> ort.InferenceSession:
+    """A session of a model passing int64 inputs `ints` of `shape` and float ones `floats` (name: shape)
+    through Identity nodes."""
+    typed = [(n, TensorProto.INT64, shape) for n in ints]
+    typed += [(n, TensorProto.FLOAT, s) for n, s in (floats or {}).items()]
+    args = [helper.make_tensor_value_info(n, t, s) for n, t, s in typed]
+    outs = [helper.make_tensor_value_info(f"{n}_out", t, s) for n, t, s in typed]
+    nodes = [helper.make_node("Identity", [n], [f"{n}_out"]) for n, _, _ in typed]
     g = helper.make_graph(nodes, "identities", args, outs)
     model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)], ir_version=10)
     return verify.session(model.SerializeToString())
+
+
+def _entry_session(m: real.RealModel, shape: list[int]) -> ort.InferenceSession:
+    """Identities of the inputs entry `m` names: its ranged ones int64 of `shape`, its fixed ones float
+    ([1] for a scalar value, as Kokoro's speed)."""
+    return _identities(list(m.int_ranges), shape, {arg: list(np.shape(v)) or [1] for arg, v in m.fixed_inputs.items()})
 
 
 @pytest.mark.parametrize("name", RANGED)
@@ -31,11 +44,33 @@ def test_integer_inputs_are_drawn_from_the_entry_ranges(name: str) -> None:
     """Every ranged input in [low, high), and spread over it where random 0 or 1 would not be (a
     vocabulary of 30522 ids, silero_vad's one sample rate 16000)."""
     ranges = real.MODELS[name].int_ranges
-    feeds = real.realistic_inputs(_identities(list(ranges), [2, 64]), name, seed=3)
+    feeds = real.realistic_inputs(_entry_session(real.MODELS[name], [2, 64]), name, seed=3)
     for arg, (low, high) in ranges.items():
         got = feeds[arg]
         assert low <= got.min() and got.max() < high, f"{name} {arg}: {got.min()}..{got.max()} not in [{low}, {high})"
         assert len(np.unique(got)) >= min(high - low, 8), f"{name} {arg}: {np.unique(got)[:10]}"
+
+
+@pytest.mark.parametrize("name", FIXED)
+def test_control_inputs_take_the_entry_values(name: str) -> None:
+    """Kokoro's speed 1 (N(0, 1) drew 0.348: 8.1 s of audio, 23 s a run), Piper's three scales."""
+    m = real.MODELS[name]
+    for seed in (0, 3):
+        feeds = real.realistic_inputs(_entry_session(m, [1, 8]), name, seed=seed)
+        for arg, value in m.fixed_inputs.items():
+            got = feeds[arg]
+            assert got.dtype == np.float32 and (got == np.float32(value)).all(), f"{name} {arg}: {got}"
+
+
+@pytest.mark.parametrize("field", ["int_ranges", "fixed_inputs"])
+def test_an_entry_naming_an_input_the_model_lacks_is_an_error(field: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A misspelt name would leave that input random: it is said, with the model's inputs."""
+    m = real.get("kokoro_ja_int8")
+    misspelt = {"int_ranges": {"token": (1, 178)}, "fixed_inputs": {"sped": 1.0}}[field]
+    monkeypatch.setitem(real.MODELS, m.name, dataclasses.replace(m, **{field: misspelt}))
+    session = _identities(["tokens"], [1, 8], {"style": [1, 256], "speed": [1]})
+    with pytest.raises(ValueError, match=rf"kokoro_ja_int8: the zoo entry names input '{next(iter(misspelt))}'; "):
+        real.realistic_inputs(session, m.name)
 
 
 def test_a_builder_gets_the_seeded_random_inputs() -> None:
@@ -46,9 +81,14 @@ def test_a_builder_gets_the_seeded_random_inputs() -> None:
 
 
 @pytest.mark.slow  # loads each cached model's graph
-@pytest.mark.parametrize("name", RANGED)
-def test_every_ranged_name_is_an_input_of_the_model(name: str) -> None:
-    """A misspelt int_ranges name would leave that input random 0 or 1 unnoticed."""
+@pytest.mark.parametrize("name", sorted(set(RANGED) | set(FIXED)))
+def test_every_named_input_is_an_input_of_the_model(name: str) -> None:
+    """A misspelt int_ranges or fixed_inputs name would leave that input random unnoticed; a fixed
+    value must fill its input's static shape."""
+    m = real.MODELS[name]
     graph = onnx.load(str(cached_or_skip(name)), load_external_data=False).graph
-    inputs = {v.name for v in graph.input} - {t.name for t in graph.initializer}
-    assert set(real.MODELS[name].int_ranges) <= inputs, sorted(inputs)
+    inputs = {v.name: v for v in graph.input if v.name not in {t.name for t in graph.initializer}}
+    assert {*m.int_ranges, *m.fixed_inputs} <= set(inputs), sorted(inputs)
+    for arg, value in m.fixed_inputs.items():
+        dims = [d.dim_value or 1 for d in inputs[arg].type.tensor_type.shape.dim]
+        assert np.broadcast_to(np.float32(value), dims).shape == tuple(dims), f"{arg}: {value} into {dims}"

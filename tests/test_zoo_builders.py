@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import time
+import sys
 from collections import defaultdict
+from collections.abc import Callable
 
 import numpy as np
 import onnx
@@ -141,14 +142,6 @@ def test_runs_in_ort(name, level):
         assert np.abs(y).max() < 1e3, vi.name
 
 
-@pytest.mark.parametrize("name", ZOO)
-def test_builds_fast(name):
-    build(name)
-    start = time.perf_counter()
-    build(name)
-    assert time.perf_counter() - start < 1.0
-
-
 # -- the structure each model documents -------------------------------------------------
 
 
@@ -207,7 +200,7 @@ def test_contrib_attention_matches_explicit_attention(seed):
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 9, 100, 1000, 10000])
 def test_synthetic_size(n):
     count = len(build_synthetic(n).graph.node)
-    assert abs(count - n) <= 0.05 * n
+    assert count == n  # exactly, as build_synthetic says
 
 
 def test_synthetic_deterministic():
@@ -237,13 +230,33 @@ def test_synthetic_has_every_block_kind():
     assert len(forks) == joins + residuals
 
 
-@pytest.mark.slow
-def test_synthetic_50k_builds_in_seconds():
-    start = time.perf_counter()
-    model = build_synthetic(50_000)
-    elapsed = time.perf_counter() - start
-    assert abs(len(model.graph.node) - 50_000) <= 2_500
-    assert elapsed < 10.0, f"build_synthetic(50000) took {elapsed:.2f} s"
+def _calls(build_it: Callable[[], onnx.ModelProto]) -> tuple[onnx.ModelProto, int]:
+    """build_it()'s model and the Python and C function calls it made: work counted, where a clock
+    flakes beside other test workers."""
+    calls = 0
+
+    def tally(frame, event, arg) -> None:
+        nonlocal calls
+        calls += event in ("call", "c_call")
+
+    previous = sys.getprofile()
+    sys.setprofile(tally)
+    try:
+        model = build_it()
+    finally:
+        sys.setprofile(previous)
+    return model, calls
+
+
+def test_synthetic_work_grows_with_the_nodes_alone():
+    """build_synthetic makes benchmarks/pass_speed.py's large models (50k nodes) in O(n): 4x the nodes
+    take 4x the calls, where work per node over the nodes made so far (a generator, a helper called on
+    each) would take 16x; work inside one C call (a list scan) is not counted. The weights stay the
+    shared pool however long the graph. Build times are pass_speed.py's to show, not a test's."""
+    small, small_calls = _calls(lambda: build_synthetic(2_000))
+    large, large_calls = _calls(lambda: build_synthetic(8_000))
+    assert small_calls > 2_000 and large_calls < 5 * small_calls, (small_calls, large_calls)  # 4x: 3.6; 16x scanned
+    assert len(large.graph.initializer) == len(small.graph.initializer)
 
 
 def test_inspect_and_rewrite_take_a_zoo_name(tmp_path, monkeypatch) -> None:
