@@ -12,6 +12,12 @@ warm-up before this branch); half in discarded interleaved rounds of rested visi
 --rounds counted interleaved rounds time every session; the best mode is the ORT mode with the
 lowest median. A choice is right when it is the best mode, or tied with it: its per-round ratio to
 the best mode has a 95% interval that includes 1.0. OPENBLAS_* are removed from this process.
+
+Whether a choice between two modes matters at all (the drop-in target: within 1.02x of the best):
+
+    python benchmarks/choice_accuracy.py centerface --explorations 0 --modes ort-default,ort-seq-2t --rounds 800
+
+times only the original in those modes: two visits a round, where host_pairs.py --defaults makes seven.
 """
 
 from __future__ import annotations
@@ -45,11 +51,11 @@ from hexfuse_onnx.tools.zoo import resolve
 from models import real
 
 
-def explore(name: str, explorations: int, rounds: int, seed: int, work: Path) -> dict[str, Any]:
+def explore(name: str, explorations: int, rounds: int, seed: int, work: Path, timed: list[str]) -> dict[str, Any]:
     os.environ[mode_choice.ENV_CACHE] = str(work / "ort_modes.json")  # fresh: every session chooses
     path, shapes = resolve(name, work)
-    modes = [Config(m, isolated.ort_session(str(path), m)) for m in ort_modes.MODES]
-    feeds = real.realistic_inputs(modes[1].session, name, shapes, seed)
+    modes = [Config(m, isolated.ort_session(str(path), m)) for m in timed]
+    feeds = real.realistic_inputs(modes[0].session, name, shapes, seed)
     b2b = [Config(f"back-to-back {i}", isolated.hexfuse_session(str(path))) for i in range(explorations)]
     rested = [Config(f"rested {i}", isolated.hexfuse_session(str(path))) for i in range(explorations)]
     assert all(c.session.choosing for c in b2b + rested), "a session took a cached choice"
@@ -63,16 +69,16 @@ def explore(name: str, explorations: int, rounds: int, seed: int, work: Path) ->
     ratio = {c.label: interleaved.ratio_interval(c, best) for c in modes}
 
     def right(chosen: str) -> bool:
-        return chosen == best.label or ratio[chosen][1] <= 1.0
+        return chosen == best.label or chosen in ratio and ratio[chosen][1] <= 1.0
 
     result = {"model": name, "best": best.label, "mode_over_best": ratio, "cpu_use": meter.others()}
-    for regime, sessions in (("back-to-back", b2b), ("rested", rested)):
+    for regime, sessions in (("back-to-back", b2b), ("rested", rested)) if explorations else ():
         chosen = [str(c.session.mode) for c in sessions]
         result[regime] = {
             "chosen": chosen,
             "best": sum(m == best.label for m in chosen),
             "right": sum(right(m) for m in chosen),
-            "cost": [ratio[m][0] for m in chosen],
+            "cost": [ratio[m][0] if m in ratio else float("nan") for m in chosen],
             "explored": explored_over_best([c.session.exploration for c in sessions], best.label),
         }
     return result
@@ -101,17 +107,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("models", nargs="+")
     ap.add_argument("--explorations", type=int, default=8, help="explorations per regime")
     ap.add_argument("--rounds", type=int, default=100, help="counted interleaved rounds that find the best mode")
+    ap.add_argument(
+        "--modes",
+        default=",".join(ort_modes.MODES),
+        help="comma-separated ORT modes timed on the original (default all); with --explorations 0, "
+        "only these: e.g. whether the two modes a choice swaps between differ by more than a target",
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
+    timed = args.modes.split(",")
+    if unknown := [m for m in timed if m not in ort_modes.MODES]:
+        ap.error(f"unknown ORT mode(s) {', '.join(unknown)} (known: {', '.join(ort_modes.MODES)})")
     results = []
     for name in args.models:
         with tempfile.TemporaryDirectory(prefix="choice_accuracy.") as work:
-            r = explore(name, args.explorations, args.rounds, args.seed, Path(work))
+            r = explore(name, args.explorations, args.rounds, args.seed, Path(work), timed)
         results.append(r)
         ratios = ", ".join(f"{m} {interleaved_ci(v)}" for m, v in r["mode_over_best"].items())
         print(f"{name}: best {r['best']} ({args.rounds} rounds; mode / best: {ratios}); {load_text(r['cpu_use'])}")
-        for regime in ("back-to-back", "rested"):
+        for regime in ("back-to-back", "rested") if args.explorations else ():
             x = r[regime]
             counts = ", ".join(f"{m} x{n}" for m, n in Counter(x["chosen"]).most_common())
             print(

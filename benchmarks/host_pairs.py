@@ -97,6 +97,7 @@ from hexfuse_onnx.costmodel import engine_seconds
 from hexfuse_onnx.graph import all_nodes
 from hexfuse_onnx.pipeline import rewrite
 from hexfuse_onnx.profile import Engine
+from hexfuse_onnx.rewrite import unfuse
 from hexfuse_onnx.tools import interleaved, isolated, ort_graph
 from hexfuse_onnx.tools.bench import Config, CpuMeter, load_text, ort_options, time_configs, verify_config
 from hexfuse_onnx.tools.tune import tune
@@ -715,9 +716,12 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
     for label, path in (("hexfuse defaults", fused_path), ("hexfuse tuned defaults", tuned_path)):
         cfgs.append(Config(label, isolated.hexfuse_session(str(path)), tol=tol))
     choosing = [c for c in cfgs if getattr(c.session, "choosing", False)]
-    if not choosing:  # the untuned session must choose here and now, not take a cached choice
+    if not choosing and not too_large_to_choose(fused_path):  # it must choose here and now, not take a cached choice
         why = f"the untuned session took a cached ORT mode ({mode_choice.cache_path()}), it did not choose"
         return {"model": name, "skipped": why}
+    if not choosing:  # it runs ORT's defaults, as it would for a user
+        by_label = {c.label: c for c in cfgs}
+        by_label["hexfuse defaults"].extra.update(ort_mode_chosen=ort_modes.DEFAULT, too_large_to_choose=True)
     for cfg in cfgs:
         verify_config(cfg, feeds, names, reference)
     warm_rounds: list[bool] = []
@@ -746,7 +750,7 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
     }
     tuned_target = PAIR_TARGET if kept else DEFAULTS_TARGET
     graph_diff = {  # None: stock ORT runs the original's own optimized graph for it (a tuned pair runs the plugin)
-        "hexfuse defaults": ort_graph.difference(orig_path, fused_path),
+        "hexfuse defaults": ort_graph.difference(orig_path, unfused_as_run(fused_path, work)),
         "hexfuse tuned defaults": ort_graph.difference(orig_path, tuned_path) if not kept else "pairs kept",
     }
     by_construction = {  # the original's graph in the best mode: a timed difference is noise
@@ -784,11 +788,12 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
             return f"{_ci(r)} (met: the original's graph in the best mode, <= {target:.2f}x)"
         return f"{_ci(r)} ({_verdict(r, target)}, <= {target:.2f}x)"
 
-    chosen = by["hexfuse defaults"].extra.get("ort_mode_chosen") or "-"
+    extra = by["hexfuse defaults"].extra
+    how = "too large to choose" if extra.get("too_large_to_choose") else f"in {extra.get('warm_up_rounds', '?')} rounds"
     print(
         f"  {name:<24} {n_pairs:>3} pair(s)  best ORT {best.median() if best else float('nan'):10.1f} us "
         f"({best.label if best else '-':>11})  untuned defaults {by['hexfuse defaults'].median():10.1f} us "
-        f"(chose {chosen} in {by['hexfuse defaults'].extra.get('warm_up_rounds', '?')} rounds) -> "
+        f"(chose {extra.get('ort_mode_chosen') or '-'} {how}) -> "
         f"{verdict(ratio, DEFAULTS_TARGET, 'hexfuse defaults')}"
     )
     print(
@@ -805,6 +810,21 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
         "each runs: " + ", ".join(f"{k} {_ci(v)}" for k, v in same.items()) + f"; {load_text(out['cpu_use'])}"
     )
     return out
+
+
+def too_large_to_choose(path: Path) -> bool:
+    """Whether hexfuse_onnx.InferenceSession runs the model in ORT's defaults, not choosing a mode:
+    it would hold a copy of it per mode (mode_choice.EXPLORE_MAX_BYTES)."""
+    header = onnx.load(str(path), load_external_data=False)
+    return mode_choice.model_bytes(str(path), header) > mode_choice.EXPLORE_MAX_BYTES
+
+
+def unfused_as_run(fused_path: Path, work: Path) -> Path:
+    """The model the untuned session hands stock ORT here (no cDSP, not tuned: the plugin is not
+    registered): the rewrite unfused (runtime.InferenceSession), not its function bodies."""
+    path = work / f"{fused_path.stem}.unfused.onnx"
+    onnx.save(unfuse(onnx.load(str(fused_path))), str(path))
+    return path
 
 
 def _mode_run(cfg: Config, tuned_mode: str, label: str) -> str | None:
