@@ -424,6 +424,9 @@ class ChoosingSession:
         self.run = self._current.run  # type: ignore[method-assign]  # the chosen session's own, no detour
         self._sessions, self._kept = {}, {}  # the other sessions are released
         figures = ", ".join(f"{m} {t:.1f}" for m, t in medians.items())
+        lowest = min(self.exploration.live, key=medians.__getitem__)
+        if lowest != mode:
+            figures += f"; not {lowest}: not faster than ORT's defaults in every round and by {LEAVE_GAIN:.0%}"
         chosen = (history(read_cache(cache_path(), self._log).get(self._key)) + [mode])[-HISTORY:]
         kept = settled(chosen)
         entry = {"mode": kept or mode, "history": chosen, "median_us": medians, "calls": self._calls, "date": _today()}
