@@ -80,6 +80,7 @@ def explore(name: str, explorations: int, rounds: int, seed: int, work: Path, ti
             "right": sum(right(m) for m in chosen),
             "cost": [ratio[m][0] if m in ratio else float("nan") for m in chosen],
             "explored": explored_over_best([c.session.exploration for c in sessions], best.label),
+            "rounds": [[r for r in c.session.exploration.rounds if r] for c in sessions],
         }
     return result
 

@@ -11,9 +11,10 @@ and BLOCK_S in calls, or one and LONG_BLOCK_S), each round in another order; few
 (MIN_ROUNDS) when the calls are long enough that they take EXPLORE_S. ort-par joins from the second
 round on, and only when the first round's fastest median is at least PAR_MIN_CALL_US. From
 MIN_ROUNDS rounds on, a mode above DROP_RATIO times the best median in each of its blocks leaves the
-rotation (ort-par, joined a round late, after its first such block). It keeps the
-mode with the lowest median, releases the other sessions, logs the choice once and remembers it in a small
-cache file keyed by the model's digest and this machine (tuning.fingerprint: CPU, CPU count, ORT
+rotation (ort-par, joined a round late, after its first such block). It keeps ORT's defaults
+unless another mode beat them clearly (`beats_defaults`: in each round both ran, and by LEAVE_GAIN in
+median; of such modes the lowest median), releases the other sessions, logs the choice once and
+remembers it in a small cache file keyed by the model's digest and this machine (tuning.fingerprint: CPU, CPU count, ORT
 and hexfuse-onnx versions). One exploration on a busy machine can choose wrong, so the next
 sessions of the model choose again until CONFIRM choices in a row agree (or, after HISTORY, the most
 frequent stands: `settled`); from then on a session of the model starts in that mode at once.
@@ -89,12 +90,19 @@ SPINLESS = ("ort-seq",)  # sequential on one thread: no pool threads that spin
 # its choice ran 1.064x the best mode.
 PARALLEL = "ort-par"
 CANDIDATES = tuple(m for m in ort_modes.MODES if m != PARALLEL)
-PAR_MIN_CALL_US = 1000.0  # ort-par joins only when the first round's fastest median is this long. Quiet
-# (host_pairs --defaults, 22 real models, session 18) it was the best mode once, gtcrn_stream at 1.39 ms
-# (0.91x ort-seq), and lost on every model under 250 us (dtln_stage1 1.02x, romanizer_decoder 1.09x,
-# oww_melspectrogram 1.17x the best; silero_decoder_v5 1.06x). Loaded, it ran 20-300x: its one block before
+PAR_MIN_CALL_US = 500.0  # ort-par joins only when the first round's fastest median is this long. Quiet
+# (host_pairs --defaults, 22 real models, session 18, an AMD EPYC VM) it was the best mode once, gtcrn_stream
+# at 1.39 ms (0.91x ort-seq), and lost on every model under 250 us (dtln_stage1 1.02x, romanizer_decoder 1.09x,
+# oww_melspectrogram 1.17x the best; silero_decoder_v5 1.06x); on an Intel Xeon VM gtcrn_stream's calls
+# took 0.62-0.78 ms and ort-par ran them 0.85x ORT's defaults. Loaded, it ran 20-300x: its one block before
 # it is dropped lasts at most max(LONG_BLOCK_S, one of its calls) + one call (the first is not counted).
-RULE = 2  # in the cache key: choices made by an earlier rule are not reused (before 51e37ff ort-par was
+LEAVE_GAIN = 0.02  # another mode replaces ORT's defaults only when its median is this much lower and it was
+# faster in every round: the user's baseline is ORT's defaults, and one exploration cannot rank modes a few %
+# apart. On the Intel VM ort-seq-2t ran as fast as ORT's defaults in back-to-back calls (0.98-1.01 a round)
+# and 1.05-1.5x slower in rested ones (ORT pins the threads of its default pool, not of one of a set size:
+# a likely cause, not measured): the lowest median took it for two_branch in 4 of 6 back-to-back
+# explorations, 1.52x the defaults rested (benchmarks/choice_accuracy.py, docs/DROPIN.md).
+RULE = 3  # in the cache key: choices made by an earlier rule are not reused (before 51e37ff ort-par was
 # explored on every model; a remembered choice of it ran silero_decoder_v5 at up to 285x ort-seq)
 VIEW_OPS = frozenset({"Identity", "Reshape", "Squeeze", "Unsqueeze", "Flatten"})  # no work to run at once
 SHAPE_SOURCES = frozenset({"Shape", "Size"})
@@ -273,11 +281,13 @@ class Exploration:
     all slow, before it goes). `joining` modes (ort-par) join the rotation after the first round when its
     fastest median is PAR_MIN_CALL_US or more, so the drop rule first weighs them after one block. After
     ROUNDS rounds, or MIN_ROUNDS once its calls have taken EXPLORE_S, or when one
-    mode is left, the mode with the lowest median is chosen (`chosen`)."""
+    mode is left, a mode is chosen (`chosen`): ORT's defaults, unless modes beat them clearly
+    (`beats_defaults`), then the one of those with the lowest median."""
 
     def __init__(self, modes: Sequence[str], joining: Sequence[str] = ()) -> None:
         self.samples: dict[str, list[float]] = {m: [] for m in (*modes, *joining)}  # counted calls, us
         self.fastest_block: dict[str, float] = {}  # per mode, the lowest median of one of its blocks, us
+        self.rounds: list[dict[str, float]] = [{}]  # per round, each mode's block median, us
         self.live = list(modes)
         self._joining = list(joining)
         self.chosen: str | None = None
@@ -309,6 +319,7 @@ class Exploration:
         if (self._block_counted >= BLOCK and lasted >= BLOCK_S) or (self._block_counted and lasted >= LONG_BLOCK_S):
             block = float(np.median(self.samples[mode][-self._block_counted :]))
             self.fastest_block[mode] = min(block, self.fastest_block.get(mode, block))
+            self.rounds[-1][mode] = block
             self._block_calls, self._block_counted, self._block_busy = 0, 0, 0
             self._index += 1
             if self._index == len(self.live):
@@ -325,6 +336,7 @@ class Exploration:
 
     def _end_round(self) -> None:
         self._round, self._index = self._round + 1, 0
+        self.rounds.append({})
         medians = self.medians()
         best = min(medians[m] for m in self.live)
         if self._round >= MIN_ROUNDS:  # every block of a mode that leaves was that slow
@@ -333,7 +345,18 @@ class Exploration:
             self.live += self._joining
         long_enough = self._round >= MIN_ROUNDS and self._busy >= EXPLORE_S * 1e9
         if self._round == ROUNDS or long_enough or len(self.live) == 1:
-            self.chosen = min(self.live, key=medians.__getitem__)
+            clear = [m for m in self.live if m == ort_modes.DEFAULT or self.beats_defaults(m)]
+            self.chosen = min(clear or self.live, key=medians.__getitem__)
+
+    def beats_defaults(self, mode: str) -> bool:
+        """Whether `mode` ran faster than ORT's defaults in every round both ran, and by LEAVE_GAIN in
+        median (none such once ORT's defaults left the rotation: the lowest median of those left)."""
+        if ort_modes.DEFAULT not in self.live:
+            return False
+        both = [r for r in self.rounds if mode in r and ort_modes.DEFAULT in r]
+        medians = self.medians()
+        faster = medians[mode] <= (1.0 - LEAVE_GAIN) * medians[ort_modes.DEFAULT]
+        return faster and all(r[mode] < r[ort_modes.DEFAULT] for r in both)
 
 
 def williams_row(n: int, r: int) -> list[int]:
@@ -401,6 +424,9 @@ class ChoosingSession:
         self.run = self._current.run  # type: ignore[method-assign]  # the chosen session's own, no detour
         self._sessions, self._kept = {}, {}  # the other sessions are released
         figures = ", ".join(f"{m} {t:.1f}" for m, t in medians.items())
+        lowest = min(self.exploration.live, key=medians.__getitem__)
+        if lowest != mode:
+            figures += f"; not {lowest}: not faster than ORT's defaults in every round and by {LEAVE_GAIN:.0%}"
         chosen = (history(read_cache(cache_path(), self._log).get(self._key)) + [mode])[-HISTORY:]
         kept = settled(chosen)
         entry = {"mode": kept or mode, "history": chosen, "median_us": medians, "calls": self._calls, "date": _today()}

@@ -404,9 +404,10 @@ def test_tune_times_every_ort_mode_and_records_the_choice(work):
         if choice["mode"] == mode_choice.PARALLEL:  # only faster than every candidate, on calls that long
             assert choice["modes"][mode_choice.PARALLEL]["median_us"] < medians[fastest]
             assert medians[fastest] >= mode_choice.PAR_MIN_CALL_US
-        else:  # the pairs' margin (either way) does not bind the mode: every mode is stock ORT
-            assert choice["mode"] == fastest
-        assert "fastest here" in choice["why"]
+        elif choice["mode"] == fastest:  # the pairs' margin (either way) does not bind the mode
+            assert "fastest here" in choice["why"]
+        else:  # the fastest did not save enough beyond its spread
+            assert choice["mode"] == ort_modes.DEFAULT and "not clearly beaten" in choice["why"]
         assert tuning.ort_mode_here(onnx.load(str(work[name])))[0] == choice["mode"]
         # with a kept pair the modes are timed again on the tuned model, its pair on the plugin
         assert ("kept pairs on the plugin" in choice["why"]) == (name == "kept"), choice["why"]
@@ -430,6 +431,20 @@ def test_tune_chooses_ort_par_only_as_the_run_time_choice_admits_it(medians, con
     choice = ModeChoice.measured({m: Timing([[t, t, t]]) for m, t in medians.items()}, concurrent)
     assert choice.mode == chosen
     assert set(choice.record()["modes"]) == set(medians)
+
+
+def test_tune_keeps_orts_defaults_unless_a_mode_saves_beyond_its_spread():
+    """u2netp on the Intel VM: ort-seq-2t 2.3% +- 3.3% faster in tune, slower in the whole-model check."""
+    default = Timing([[100.0], [100.0], [100.0], [100.0]])
+    noisy = Timing([[60.0], [90.0], [90.0], [140.0]])  # a 10% saving, spread 15%
+    default6 = Timing([[100.0]] * 6)
+    bimodal = Timing([[50.0], [150.0], [55.0], [140.0], [60.0], [100.0]])  # a 20% saving, spread 27.5%
+    clear = Timing([[95.0], [96.0], [95.0], [94.0]])
+    assert ModeChoice.measured({"ort-default": default, "ort-seq": noisy}).mode == "ort-default"
+    assert ModeChoice.measured({"ort-default": default6, "ort-seq-2t": bimodal}).mode == "ort-default"
+    choice = ModeChoice.measured({"ort-default": default, "ort-seq": noisy, "ort-seq-2t": clear})
+    assert choice.mode == "ort-seq-2t" and "not clearly: ort-seq" in choice.why  # ort-seq measured fastest
+    assert ModeChoice.measured({"ort-default": default, "ort-seq-2t": clear}).mode == "ort-seq-2t"
 
 
 def test_tune_with_a_given_session_records_it_untimed(work, tmp_path):
