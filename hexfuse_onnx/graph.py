@@ -342,7 +342,9 @@ def representative_binding(model: onnx.ModelProto, hints: dict[str, list[int]], 
     symbols: dict[str, int] = {}
     dims_of = input_dims(model)
     pcm = {v.name for v in model.graph.input if _is_audio(v, dims_of.get(v.name, []))}
-    for name, dims in dims_of.items():
+    # the hinted inputs first: a dim a hint gives is not held at a default from an input read before
+    # (a GNN's num_atoms: axis 0 of element [num_atoms] and of the hinted pos [num_atoms, 3])
+    for name, dims in sorted(dims_of.items(), key=lambda item: item[0] not in hints):
         hint = hints.get(name)
         if hint is not None and len(hint) != len(dims):
             raise ModelError(f"{where}: --shape {name} has rank {len(hint)}, the input has rank {len(dims)}")
