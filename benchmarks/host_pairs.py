@@ -92,12 +92,11 @@ from onnx import helper
 
 import models
 from hexfuse_onnx import contract as C
-from hexfuse_onnx import mode_choice, ort_modes, runtime
+from hexfuse_onnx import mode_choice, ort_modes, runtime, tuning
 from hexfuse_onnx.costmodel import engine_seconds
 from hexfuse_onnx.graph import all_nodes
 from hexfuse_onnx.pipeline import rewrite
 from hexfuse_onnx.profile import Engine
-from hexfuse_onnx.rewrite import unfuse
 from hexfuse_onnx.tools import interleaved, isolated, ort_graph
 from hexfuse_onnx.tools.bench import Config, CpuMeter, load_text, ort_options, time_configs, verify_config
 from hexfuse_onnx.tools.tune import tune
@@ -690,8 +689,8 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
             return {"model": name, "skipped": why}
     if res.output is None:
         return {"model": name, "skipped": skip_reason(res) + ": the rewritten model is the original"}
-    fused_graph = onnx.load(str(fused_path), load_external_data=False).graph
-    n_pairs = sum(1 for n in all_nodes(fused_graph) if n.domain == C.DOMAIN)  # an If's branches' too (silero_vad)
+    header = tuning.load_header(fused_path)  # what runtime.InferenceSession reads
+    n_pairs = sum(1 for n in all_nodes(header.graph) if n.domain == C.DOMAIN)  # an If's branches' too (silero_vad)
     tuned_path = work / f"{name}.tuned.onnx"
     tuned = tune(
         fused_path,
@@ -750,7 +749,7 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
     }
     tuned_target = PAIR_TARGET if kept else DEFAULTS_TARGET
     graph_diff = {  # None: stock ORT runs the original's own optimized graph for it (a tuned pair runs the plugin)
-        "hexfuse defaults": ort_graph.difference(orig_path, unfused_as_run(fused_path, work)),
+        "hexfuse defaults": ort_graph.difference(orig_path, unfused_as_run(fused_path, header, work)),
         "hexfuse tuned defaults": ort_graph.difference(orig_path, tuned_path) if not kept else "pairs kept",
     }
     by_construction = {  # the original's graph in the best mode: a timed difference is noise
@@ -819,11 +818,14 @@ def too_large_to_choose(path: Path) -> bool:
     return mode_choice.model_bytes(str(path), header) > mode_choice.EXPLORE_MAX_BYTES
 
 
-def unfused_as_run(fused_path: Path, work: Path) -> Path:
+def unfused_as_run(fused_path: Path, header: onnx.ModelProto, work: Path) -> Path:
     """The model the untuned session hands stock ORT here (no cDSP, not tuned: the plugin is not
-    registered): the rewrite unfused (runtime.InferenceSession), not its function bodies."""
+    registered): runtime.unfused_source's bytes, written to a file in `work`, or the file itself."""
+    source = runtime.unfused_source(fused_path, header)
+    if isinstance(source, str):
+        return Path(source)
     path = work / f"{fused_path.stem}.unfused.onnx"
-    onnx.save(unfuse(onnx.load(str(fused_path))), str(path))
+    path.write_bytes(source)
     return path
 
 
