@@ -715,7 +715,7 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
     for label, path in (("hexfuse defaults", fused_path), ("hexfuse tuned defaults", tuned_path)):
         cfgs.append(Config(label, isolated.hexfuse_session(str(path)), tol=tol))
     choosing = [c for c in cfgs if getattr(c.session, "choosing", False)]
-    if not choosing and not too_large_to_choose(fused_path):  # it must choose here and now, not take a cached choice
+    if not choosing and not mode_choice.too_large(str(fused_path), header):  # it must choose here and now
         why = f"the untuned session took a cached ORT mode ({mode_choice.cache_path()}), it did not choose"
         return {"model": name, "skipped": why}
     if not choosing:  # it runs ORT's defaults, as it would for a user
@@ -809,13 +809,6 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
         "each runs: " + ", ".join(f"{k} {_ci(v)}" for k, v in same.items()) + f"; {load_text(out['cpu_use'])}"
     )
     return out
-
-
-def too_large_to_choose(path: Path) -> bool:
-    """Whether hexfuse_onnx.InferenceSession runs the model in ORT's defaults, not choosing a mode:
-    it would hold a copy of it per mode (mode_choice.EXPLORE_MAX_BYTES)."""
-    header = onnx.load(str(path), load_external_data=False)
-    return mode_choice.model_bytes(str(path), header) > mode_choice.EXPLORE_MAX_BYTES
 
 
 def unfused_as_run(fused_path: Path, header: onnx.ModelProto, work: Path) -> Path:
