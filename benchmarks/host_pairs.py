@@ -714,13 +714,13 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
     cfgs.append(Config(f"{twin_of} twin", isolated.ort_session(str(orig_path), twin_of)))
     for label, path in (("hexfuse defaults", fused_path), ("hexfuse tuned defaults", tuned_path)):
         cfgs.append(Config(label, isolated.hexfuse_session(str(path)), tol=tol))
+    by = {c.label: c for c in cfgs}
     choosing = [c for c in cfgs if getattr(c.session, "choosing", False)]
     if not choosing and not mode_choice.too_large(str(fused_path), header):  # it must choose here and now
         why = f"the untuned session took a cached ORT mode ({mode_choice.cache_path()}), it did not choose"
         return {"model": name, "skipped": why}
     if not choosing:  # it runs ORT's defaults, as it would for a user
-        by_label = {c.label: c for c in cfgs}
-        by_label["hexfuse defaults"].extra.update(ort_mode_chosen=ort_modes.DEFAULT, too_large_to_choose=True)
+        by["hexfuse defaults"].extra.update(ort_mode_chosen=ort_modes.DEFAULT, too_large_to_choose=True)
     for cfg in cfgs:
         verify_config(cfg, feeds, names, reference)
     warm_rounds: list[bool] = []
@@ -734,7 +734,6 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
     for cfg in choosing:
         cfg.extra["ort_mode_chosen"] = cfg.session.mode
         cfg.extra["warm_up_rounds"] = sum(warm_rounds)
-    by = {c.label: c for c in cfgs}
     best = min((c for c in cfgs if c.samples and c.label in ort_modes.MODES), key=Config.median, default=None)
 
     def over_best(label: str) -> tuple[float, float, float] | None:
