@@ -1,6 +1,7 @@
 """models.real.realistic_inputs: the seeded inputs benchmarks and tests feed a zoo model, a real model's
 integer inputs drawn from its entry's int_ranges (a sample rate, token ids) where random ones are 0 or 1,
-and its control inputs set to its fixed_inputs (Kokoro's speed) where random ones are N(0, 1)."""
+and its control inputs set to its fixed_inputs (Kokoro's speed) where random ones are N(0, 1); the same
+control inputs where models/quantized.py calibrates."""
 
 from __future__ import annotations
 
@@ -14,23 +15,27 @@ from onnx import TensorProto, helper
 from real_support import cached_or_skip
 
 from hexfuse_onnx import verify
-from models import real
+from models import quantized, real
 
 RANGED = [name for name, m in real.MODELS.items() if m.int_ranges]
 FIXED = [name for name, m in real.MODELS.items() if m.fixed_inputs]
 
 
 def _identities(ints: list[str], shape: list[int], floats: dict[str, list[int]] | None = None) -> ort.InferenceSession:
-    """A session of a model passing int64 inputs `ints` of `shape` and float ones `floats` (name: shape)
-    through Identity nodes."""
+    """A session of `_identities_model`."""
+    return verify.session(_identities_model(ints, shape, floats).SerializeToString())
+
+
+def _identities_model(ints: list[str], shape: list[int], floats: dict[str, list[int]] | None = None) -> onnx.ModelProto:
+    """A model passing int64 inputs `ints` of `shape` and float ones `floats` (name: shape) through
+    Identity nodes."""
     typed = [(n, TensorProto.INT64, shape) for n in ints]
     typed += [(n, TensorProto.FLOAT, s) for n, s in (floats or {}).items()]
     args = [helper.make_tensor_value_info(n, t, s) for n, t, s in typed]
     outs = [helper.make_tensor_value_info(f"{n}_out", t, s) for n, t, s in typed]
     nodes = [helper.make_node("Identity", [n], [f"{n}_out"]) for n, _, _ in typed]
     g = helper.make_graph(nodes, "identities", args, outs)
-    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)], ir_version=10)
-    return verify.session(model.SerializeToString())
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)], ir_version=10)
 
 
 def _entry_session(m: real.RealModel, shape: list[int]) -> ort.InferenceSession:
@@ -92,3 +97,15 @@ def test_every_named_input_is_an_input_of_the_model(name: str) -> None:
     for arg, value in m.fixed_inputs.items():
         dims = [d.dim_value or 1 for d in inputs[arg].type.tensor_type.shape.dim]
         assert np.broadcast_to(np.float32(value), dims).shape == tuple(dims), f"{arg}: {value} into {dims}"
+
+
+def test_quantized_calibration_sets_the_control_inputs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """models/quantized.sample_feeds (a real model's QDQ versions are calibrated on it) sets the base
+    entry's fixed_inputs, as realistic_inputs does, and draws its int_ranges."""
+    name = next(n for n, q in quantized.MODELS.items() if q.is_real and quantized.image_range(n) is None)
+    base = real.MODELS[quantized.get(name).base]
+    controlled = dataclasses.replace(base, int_ranges={"ids": (5, 9)}, fixed_inputs={"speed": 1.0})
+    monkeypatch.setitem(real.MODELS, base.name, controlled)
+    feeds = quantized.sample_feeds(name, _identities_model(["ids"], [2, 16], {"speed": [1]}), seed=3)
+    assert feeds["speed"].dtype == np.float32 and feeds["speed"].tolist() == [1.0]
+    assert feeds["ids"].min() >= 5 and feeds["ids"].max() < 9
