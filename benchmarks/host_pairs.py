@@ -92,12 +92,11 @@ from onnx import helper
 
 import models
 from hexfuse_onnx import contract as C
-from hexfuse_onnx import mode_choice, ort_modes, runtime
+from hexfuse_onnx import mode_choice, ort_modes, runtime, tuning
 from hexfuse_onnx.costmodel import engine_seconds
 from hexfuse_onnx.graph import all_nodes
 from hexfuse_onnx.pipeline import rewrite
 from hexfuse_onnx.profile import Engine
-from hexfuse_onnx.rewrite import unfuse
 from hexfuse_onnx.tools import interleaved, isolated, ort_graph
 from hexfuse_onnx.tools.bench import Config, CpuMeter, load_text, ort_options, time_configs, verify_config
 from hexfuse_onnx.tools.tune import tune
@@ -690,8 +689,8 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
             return {"model": name, "skipped": why}
     if res.output is None:
         return {"model": name, "skipped": skip_reason(res) + ": the rewritten model is the original"}
-    fused_graph = onnx.load(str(fused_path), load_external_data=False).graph
-    n_pairs = sum(1 for n in all_nodes(fused_graph) if n.domain == C.DOMAIN)  # an If's branches' too (silero_vad)
+    header = tuning.load_header(fused_path)  # what runtime.InferenceSession reads
+    n_pairs = sum(1 for n in all_nodes(header.graph) if n.domain == C.DOMAIN)  # an If's branches' too (silero_vad)
     tuned_path = work / f"{name}.tuned.onnx"
     tuned = tune(
         fused_path,
@@ -715,13 +714,13 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
     cfgs.append(Config(f"{twin_of} twin", isolated.ort_session(str(orig_path), twin_of)))
     for label, path in (("hexfuse defaults", fused_path), ("hexfuse tuned defaults", tuned_path)):
         cfgs.append(Config(label, isolated.hexfuse_session(str(path)), tol=tol))
+    by = {c.label: c for c in cfgs}
     choosing = [c for c in cfgs if getattr(c.session, "choosing", False)]
-    if not choosing and not too_large_to_choose(fused_path):  # it must choose here and now, not take a cached choice
+    if not choosing and not mode_choice.too_large(str(fused_path), header):  # it must choose here and now
         why = f"the untuned session took a cached ORT mode ({mode_choice.cache_path()}), it did not choose"
         return {"model": name, "skipped": why}
     if not choosing:  # it runs ORT's defaults, as it would for a user
-        by_label = {c.label: c for c in cfgs}
-        by_label["hexfuse defaults"].extra.update(ort_mode_chosen=ort_modes.DEFAULT, too_large_to_choose=True)
+        by["hexfuse defaults"].extra.update(ort_mode_chosen=ort_modes.DEFAULT, too_large_to_choose=True)
     for cfg in cfgs:
         verify_config(cfg, feeds, names, reference)
     warm_rounds: list[bool] = []
@@ -735,7 +734,6 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
     for cfg in choosing:
         cfg.extra["ort_mode_chosen"] = cfg.session.mode
         cfg.extra["warm_up_rounds"] = sum(warm_rounds)
-    by = {c.label: c for c in cfgs}
     best = min((c for c in cfgs if c.samples and c.label in ort_modes.MODES), key=Config.median, default=None)
 
     def over_best(label: str) -> tuple[float, float, float] | None:
@@ -750,7 +748,7 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
     }
     tuned_target = PAIR_TARGET if kept else DEFAULTS_TARGET
     graph_diff = {  # None: stock ORT runs the original's own optimized graph for it (a tuned pair runs the plugin)
-        "hexfuse defaults": ort_graph.difference(orig_path, unfused_as_run(fused_path, work)),
+        "hexfuse defaults": ort_graph.difference(orig_path, unfused_as_run(fused_path, header, work)),
         "hexfuse tuned defaults": ort_graph.difference(orig_path, tuned_path) if not kept else "pairs kept",
     }
     by_construction = {  # the original's graph in the best mode: a timed difference is noise
@@ -812,18 +810,14 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
     return out
 
 
-def too_large_to_choose(path: Path) -> bool:
-    """Whether hexfuse_onnx.InferenceSession runs the model in ORT's defaults, not choosing a mode:
-    it would hold a copy of it per mode (mode_choice.EXPLORE_MAX_BYTES)."""
-    header = onnx.load(str(path), load_external_data=False)
-    return mode_choice.model_bytes(str(path), header) > mode_choice.EXPLORE_MAX_BYTES
-
-
-def unfused_as_run(fused_path: Path, work: Path) -> Path:
+def unfused_as_run(fused_path: Path, header: onnx.ModelProto, work: Path) -> Path:
     """The model the untuned session hands stock ORT here (no cDSP, not tuned: the plugin is not
-    registered): the rewrite unfused (runtime.InferenceSession), not its function bodies."""
+    registered): runtime.unfused_source's bytes, written to a file in `work`, or the file itself."""
+    source = runtime.unfused_source(fused_path, header)
+    if isinstance(source, str):
+        return Path(source)
     path = work / f"{fused_path.stem}.unfused.onnx"
-    onnx.save(unfuse(onnx.load(str(fused_path))), str(path))
+    path.write_bytes(source)
     return path
 
 

@@ -94,7 +94,8 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         metavar="NPZ|NAME:NPY",
         help="real graph inputs to verify on: data.npz, or NAME:file.npy (repeatable); without --shape, "
-        "their shapes are the ones analysed at",
+        "their shapes are the ones analysed at (default: seeded random inputs; for a zoo model whose entry "
+        "fixes control inputs, a speed, those set as its users set them)",
     )
 
     ins = sub.add_parser(
@@ -439,18 +440,34 @@ def _zoo_model(args: argparse.Namespace, folder: str) -> dict[str, list[int]]:
     return shapes or own or {}
 
 
+def _given_inputs(args: argparse.Namespace, name: str, shapes: dict[str, list[int]], progress) -> dict | None:
+    """The inputs rewrite verifies on: --inputs; else, for a zoo name (`name`, which _zoo_model made
+    args.model's file), its own (`tools.zoo.zoo_inputs`: a real model's control inputs set as its
+    users set them); else None, and the pass draws seeded random inputs. (inspect runs no model:
+    only the --inputs' shapes matter to it.)"""
+    from .verify import load_inputs
+
+    if args.inputs:
+        return load_inputs(args.inputs)
+    if name == args.model:  # a file
+        return None
+    from .tools.zoo import zoo_inputs
+
+    return zoo_inputs(name, Path(args.model), shapes, progress)
+
+
 def _rewrite(args: argparse.Namespace, progress) -> int:
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="hexfuse-zoo-") as folder:
+        name = args.model
         shapes = _zoo_model(args, folder)
-        return _rewrite_file(args, shapes, progress)
+        return _rewrite_file(args, name, shapes, progress)
 
 
-def _rewrite_file(args: argparse.Namespace, shapes: dict[str, list[int]], progress) -> int:
+def _rewrite_file(args: argparse.Namespace, name: str, shapes: dict[str, list[int]], progress) -> int:
     from .pipeline import default_output, rewrite
     from .report import none_kept, pair_rows, rejection_lines, rewrite_json, summary, table
-    from .verify import load_inputs
 
     output = args.output or str(default_output(args.model))
     _refuse_same_file(args.json, args.model, output)
@@ -467,7 +484,7 @@ def _rewrite_file(args: argparse.Namespace, shapes: dict[str, list[int]], progre
         progress,
         verify_plugin=args.verify == "plugin",
         freeze_shapes=args.freeze_shapes,
-        inputs=load_inputs(args.inputs) if args.inputs else None,
+        inputs=_given_inputs(args, name, shapes, progress),
     )
     a = result.analysis
     print(summary(a))

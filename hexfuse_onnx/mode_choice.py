@@ -228,11 +228,12 @@ def preset(
         return forced
     if model is None or isinstance(model, onnx.ModelProto):
         return "no model file to remember a choice by"
-    size = model_bytes(model if isinstance(model, bytes) else str(model), header)
-    if size > EXPLORE_MAX_BYTES:
+    source = model if isinstance(model, bytes) else str(model)
+    if too_large(source, header):
         log(
             f"hexfuse: ONNX Runtime mode: ORT's defaults, not chosen at run time (the model, "
-            f"{size / 2**20:.0f} MiB, is above {EXPLORE_MAX_BYTES >> 20} MiB to hold once per mode)"
+            f"{model_bytes(source, header) / 2**20:.0f} MiB, is above {EXPLORE_MAX_BYTES >> 20} MiB "
+            "to hold once per mode)"
         )
         return "too large to choose"
     found = cached_mode(model_key(model), log)
@@ -249,6 +250,12 @@ def preset(
         return None
     log(f"hexfuse: ONNX Runtime mode {mode} chosen at run time on {entry.get('date', '?')}, from {cache_path()}")
     return mode
+
+
+def too_large(source: str | bytes, header: onnx.ModelProto) -> bool:
+    """Whether the model (with its external data) is too large to hold once per mode while choosing:
+    a session of it runs ORT's defaults (`preset`)."""
+    return model_bytes(source, header) > EXPLORE_MAX_BYTES
 
 
 def model_bytes(source: str | bytes, header: onnx.ModelProto) -> int:

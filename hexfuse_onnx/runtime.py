@@ -289,13 +289,13 @@ def InferenceSession(
         )
         source = path if isinstance(path, bytes) else str(path)
         if not registered and header is not None:
-            source = _unfused(path, header)
+            source = unfused_source(path, header)
         if choose and header is not None:  # (choose implies a header)
             return mode_choice.session(source, path, options, providers, _log_once, header.graph)
         return ort.InferenceSession(source, sess_options=options, providers=providers)
 
 
-def _unfused(path: str | os.PathLike[str] | bytes, header: onnx.ModelProto) -> str | bytes:
+def unfused_source(path: str | os.PathLike[str] | bytes, header: onnx.ModelProto) -> str | bytes:
     """The model's bytes with every FusedHexPair unfused; the model itself (path or bytes) when it
     has none, or when it is too large to pass as bytes (ORT then runs the function bodies).
     `header`: the model without its external weights (all of it when given as bytes)."""

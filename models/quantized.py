@@ -13,8 +13,9 @@ image inputs get smooth images (a few random low-frequency cosines per channel) 
 text-like marks, mapped into the range the model's own pre-processing produces (white noise would
 calibrate every activation to its noise range; blank smooth images leave the text detector's output
 at 0); other float inputs standard-normal values, as `hexfuse_onnx.verify.random_inputs` feeds
-them; integer inputs a real model's manifest ranges. Input shapes are fixed before quantising (a real
-model's manifest shapes), so the QDQ model has static shapes, as QNN needs.
+them; integer inputs a real model's manifest ranges, and its control inputs (a speed) the values
+its manifest fixes (fixed_inputs; no model quantised here has one yet). Input shapes are fixed
+before quantising (a real model's manifest shapes), so the QDQ model has static shapes, as QNN needs.
 
 The exported decoders with a KV cache (models/exported/) are quantised once per request shape, as a
 QNN deployment compiles one graph per phase (DECODER_PHASES): `<decoder>_decode_qdq_<tag>` (1 token
@@ -439,8 +440,9 @@ def calibration_feeds(name: str, model: onnx.ModelProto) -> list[dict[str, np.nd
 
 
 def sample_feeds(name: str, model: onnx.ModelProto, seed: int) -> dict[str, np.ndarray]:
-    """One seeded feed of the kind calibration uses: smooth images for image inputs, else N(0, 1);
-    a decoder's request after a prompt (`decoder_feeds`)."""
+    """One seeded feed of the kind calibration uses: smooth images for image inputs, else N(0, 1),
+    integers in a real model's int_ranges and its control inputs at its fixed_inputs; a decoder's
+    request after a prompt (`decoder_feeds`)."""
     q = get(name)
     if q.phase:
         return decoder_feeds(q, seed)
@@ -458,6 +460,8 @@ def sample_feeds(name: str, model: onnx.ModelProto, seed: int) -> dict[str, np.n
         else:
             low, high = int_ranges.get(arg, (0, 2))
             feeds[arg] = rng.integers(low, high, shape).astype(dtype)
+    if q.is_real:
+        real.set_fixed_inputs(real.MODELS[q.base], feeds)
     return feeds
 
 

@@ -1390,9 +1390,17 @@ def realistic_inputs(
     rng = np.random.default_rng(seed)
     for arg, (low, high) in entry.int_ranges.items():
         feeds[arg] = rng.integers(low, high, feeds[arg].shape).astype(feeds[arg].dtype)
+    set_fixed_inputs(entry, feeds)
+    return feeds
+
+
+def set_fixed_inputs(entry: RealModel, feeds: dict[str, np.ndarray]) -> None:
+    """Set the entry's control inputs in `feeds` as its users set them (fixed_inputs: each value
+    broadcast to its input's shape and type)."""
+    import numpy as np
+
     for arg, value in entry.fixed_inputs.items():
         feeds[arg] = np.broadcast_to(np.asarray(value, feeds[arg].dtype), feeds[arg].shape).copy()
-    return feeds
 
 
 def cache_root(cache_dir: str | os.PathLike[str] | None = None) -> Path:

@@ -1,36 +1,44 @@
 """models.real.realistic_inputs: the seeded inputs benchmarks and tests feed a zoo model, a real model's
 integer inputs drawn from its entry's int_ranges (a sample rate, token ids) where random ones are 0 or 1,
-and its control inputs set to its fixed_inputs (Kokoro's speed) where random ones are N(0, 1)."""
+and its control inputs set to its fixed_inputs (Kokoro's speed) where random ones are N(0, 1); the same
+control inputs where `rewrite` verifies a zoo name and where models/quantized.py calibrates."""
 
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from onnx import TensorProto, helper
+from cli_support import run_cli
+from onnx import TensorProto, helper, numpy_helper
 from real_support import cached_or_skip
 
+import models
 from hexfuse_onnx import verify
-from models import real
+from models import quantized, real
 
 RANGED = [name for name, m in real.MODELS.items() if m.int_ranges]
 FIXED = [name for name, m in real.MODELS.items() if m.fixed_inputs]
 
 
 def _identities(ints: list[str], shape: list[int], floats: dict[str, list[int]] | None = None) -> ort.InferenceSession:
-    """A session of a model passing int64 inputs `ints` of `shape` and float ones `floats` (name: shape)
-    through Identity nodes."""
+    """A session of `_identities_model`."""
+    return verify.session(_identities_model(ints, shape, floats).SerializeToString())
+
+
+def _identities_model(ints: list[str], shape: list[int], floats: dict[str, list[int]] | None = None) -> onnx.ModelProto:
+    """A model passing int64 inputs `ints` of `shape` and float ones `floats` (name: shape) through
+    Identity nodes."""
     typed = [(n, TensorProto.INT64, shape) for n in ints]
     typed += [(n, TensorProto.FLOAT, s) for n, s in (floats or {}).items()]
     args = [helper.make_tensor_value_info(n, t, s) for n, t, s in typed]
     outs = [helper.make_tensor_value_info(f"{n}_out", t, s) for n, t, s in typed]
     nodes = [helper.make_node("Identity", [n], [f"{n}_out"]) for n, _, _ in typed]
     g = helper.make_graph(nodes, "identities", args, outs)
-    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)], ir_version=10)
-    return verify.session(model.SerializeToString())
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)], ir_version=10)
 
 
 def _entry_session(m: real.RealModel, shape: list[int]) -> ort.InferenceSession:
@@ -92,3 +100,70 @@ def test_every_named_input_is_an_input_of_the_model(name: str) -> None:
     for arg, value in m.fixed_inputs.items():
         dims = [d.dim_value or 1 for d in inputs[arg].type.tensor_type.shape.dim]
         assert np.broadcast_to(np.float32(value), dims).shape == tuple(dims), f"{arg}: {value} into {dims}"
+
+
+def _speed_gated_two_branch() -> onnx.ModelProto:
+    """two_branch (one pair) with a control input `speed` [1] that picks a row of x, (speed * 64 - 64)
+    * 64 (ints): the model runs at speed 1 only (row 0); a random N(0, 1) speed's row is out of range."""
+    m = models.build("two_branch")
+    g = m.graph
+    g.input.append(helper.make_tensor_value_info("speed", TensorProto.FLOAT, [1]))
+    g.initializer.extend(
+        [
+            numpy_helper.from_array(np.array([64.0], np.float32), "rows"),
+            numpy_helper.from_array(np.array([64], np.int64), "rows_int"),
+        ]
+    )
+    g.node.extend(
+        [
+            helper.make_node("Mul", ["speed", "rows"], ["speed_rows"]),
+            helper.make_node("Cast", ["speed_rows"], ["speed_rows_int"], to=TensorProto.INT64),
+            helper.make_node("Sub", ["speed_rows_int", "rows_int"], ["off_by"]),
+            helper.make_node("Mul", ["off_by", "rows_int"], ["row"]),
+            helper.make_node("Gather", ["x", "row"], ["gated"], axis=0),
+        ]
+    )
+    g.output.append(helper.make_tensor_value_info("gated", TensorProto.FLOAT, [1, 256]))
+    return m
+
+
+def test_rewrite_of_a_zoo_name_verifies_on_its_control_inputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`rewrite NAME` without --inputs sets the entry's fixed_inputs as --inputs would (random inputs
+    elsewhere): a cached real model that runs at speed 1 only is rewritten, where a random speed
+    failed it (exit 3, "the original model fails on seeded random inputs")."""
+    entry = real.RealModel(
+        "speed_gated",
+        package="speed-gated",
+        version="0",
+        onnx_path="model.onnx",
+        kind="speech",
+        what="two_branch with a speed",
+        license="-",
+        onnx_bytes=0,
+        wheel_bytes=0,
+        sha256=None,
+        ci=False,
+        fixed_inputs={"speed": 1.0},
+    )
+    monkeypatch.setitem(real.MODELS, entry.name, entry)
+    monkeypatch.setenv(real.ENV_CACHE, str(tmp_path / "cache"))
+    folder = real.package_dir(entry)
+    folder.mkdir(parents=True)
+    onnx.save(_speed_gated_two_branch(), folder / entry.onnx_path)
+    (folder / real._COMPLETE).touch()  # as fetch marks a package installed whole
+    out = tmp_path / "fused.onnx"
+    proc = run_cli("rewrite", entry.name, "-o", out, "--target", "host")
+    assert proc.returncode == 0 and out.is_file(), proc.stderr
+    assert "speed_gated: verifying on its control inputs as its users set them (speed 1.0)" in proc.stderr
+
+
+def test_quantized_calibration_sets_the_control_inputs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """models/quantized.sample_feeds (a real model's QDQ versions are calibrated on it) sets the base
+    entry's fixed_inputs, as realistic_inputs does, and draws its int_ranges."""
+    name = next(n for n, q in quantized.MODELS.items() if q.is_real and quantized.image_range(n) is None)
+    base = real.MODELS[quantized.get(name).base]
+    controlled = dataclasses.replace(base, int_ranges={"ids": (5, 9)}, fixed_inputs={"speed": 1.0})
+    monkeypatch.setitem(real.MODELS, base.name, controlled)
+    feeds = quantized.sample_feeds(name, _identities_model(["ids"], [2, 16], {"speed": [1]}), seed=3)
+    assert feeds["speed"].dtype == np.float32 and feeds["speed"].tolist() == [1.0]
+    assert feeds["ids"].min() >= 5 and feeds["ids"].max() < 9

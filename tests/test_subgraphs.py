@@ -178,7 +178,7 @@ def test_unfuse_restores_the_branches(model_path: Path, tmp_path: Path) -> None:
             assert sorted(n.SerializeToString() for n in a.g.node) == sorted(n.SerializeToString() for n in b.g.node)
     onnx.checker.check_model(restored, full_check=True)
     # InferenceSession without the plugin gives ORT the model unfused: pairs in branches count
-    unfused = onnx.load_from_string(runtime._unfused(str(out), onnx.load(out)))  # type: ignore[arg-type]
+    unfused = onnx.load_from_string(runtime.unfused_source(str(out), onnx.load(out)))  # type: ignore[arg-type]
     assert not unfused.functions
 
 

@@ -383,7 +383,7 @@ static inline uint8_t *hfxb_encode(const hfxb *b, size_t *size_out) {
  *   hfxb_sec s = {0};
  *   hfxb_sec_symbols(&s, 2, (uint32_t[]){0, 0, 0, 1});   symbol 0 = input 0 axis 0, ...
  *   hfxb_sec_patch(&s, HFX_PATCH_TENSOR_DIM, x, 0, 1, (uint32_t[]){HFX_EXPR_SYM | 0 << 8});
- *   b.v2 = 1; b.shapes = s.bytes; b.shapes_bytes = s.n;    (hfxb_sec_free after encoding)
+ *   uint8_t *bytes = hfxb_encode_shapes(&b, &s, 0, &n);      v2 with the section; frees s and b
  * Patches are counted as they are added (the count word follows the symbols). */
 typedef struct hfxb_sec {
     uint8_t *bytes;
@@ -424,6 +424,18 @@ static inline void hfxb_sec_patch(hfxb_sec *s, uint32_t target, uint32_t id, uin
 static inline void hfxb_sec_input_dim(hfxb_sec *s, uint32_t tensor, uint32_t axis, uint32_t k) {
     uint32_t code = HFX_EXPR_SYM | (k << 8);
     hfxb_sec_patch(s, HFX_PATCH_TENSOR_DIM, tensor, axis, 1, &code);
+}
+/* Encodes the program as v2 with the shape section `s` (and a CRC when crc), then frees s and b
+ * (the program is malloc'd; caller frees). */
+static inline uint8_t *hfxb_encode_shapes(hfxb *b, hfxb_sec *s, int crc, size_t *size_out) {
+    b->v2 = 1;
+    b->crc = crc;
+    b->shapes = s->bytes;
+    b->shapes_bytes = s->n;
+    uint8_t *bytes = hfxb_encode(b, size_out);
+    hfxb_sec_free(s);
+    hfxb_free(b);
+    return bytes;
 }
 
 #endif /* HEXFUSE_PROGRAM_BUILDER_H */

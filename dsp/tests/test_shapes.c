@@ -148,14 +148,7 @@ static uint8_t *template_program(size_t *size, int crc) {
                (const int32_t[]){1, 1}, 2);
     hfxb_sec sec = {0};
     template_sections(&sec);
-    b.v2 = 1;
-    b.crc = crc;
-    b.shapes = sec.bytes;
-    b.shapes_bytes = sec.n;
-    uint8_t *bytes = hfxb_encode(&b, size);
-    hfxb_sec_free(&sec);
-    hfxb_free(&b);
-    return bytes;
+    return hfxb_encode_shapes(&b, &sec, crc, size);
 }
 
 typedef struct shapes {
@@ -314,11 +307,8 @@ static void test_specialized_refused_by_ops(void) {
     hfxb_sec_symbols(&sec, 1, (const uint32_t[]){0, 0});
     hfxb_sec_input_dim(&sec, x, 0, 0);
     hfxb_sec_patch(&sec, HFX_PATCH_TENSOR_DIM, y, 0, 2, (const uint32_t[]){W_CONST(4)});
-    b.v2 = 1;
-    b.shapes = sec.bytes;
-    b.shapes_bytes = sec.n;
     size_t n;
-    uint8_t *t = hfxb_encode(&b, &n), *o = malloc(n);
+    uint8_t *t = hfxb_encode_shapes(&b, &sec, 0, &n), *o = malloc(n);
     const int64_t d[2] = {5, 6};
     const int64_t *dims[1] = {d};
     hfx_error e;
@@ -327,8 +317,6 @@ static void test_specialized_refused_by_ops(void) {
     CHECK(hfx_program_parse(o, n, &p, &e) == HFX_ERR_SHAPE && strstr(e.message, "op 0") && p == NULL);
     free(o);
     free(t);
-    hfxb_sec_free(&sec);
-    hfxb_free(&b);
 }
 
 /* ---- auto_pad SAME_* pads that follow the input ------------------------------------------ *
@@ -398,14 +386,7 @@ static uint8_t *same_pads_program(size_t *size) {
     }
     same_pad_patches(&sec, 0, 0, 0);
     same_pad_patches(&sec, 1, 1, 1);
-    b.v2 = 1;
-    b.crc = 1;
-    b.shapes = sec.bytes;
-    b.shapes_bytes = sec.n;
-    uint8_t *bytes = hfxb_encode(&b, size);
-    hfxb_sec_free(&sec);
-    hfxb_free(&b);
-    return bytes;
+    return hfxb_encode_shapes(&b, &sec, 1, size);
 }
 
 /* ONNX Runtime's SAME pads of one axis (stride 2, kernel 3): [begin, end] */

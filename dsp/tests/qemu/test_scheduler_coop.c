@@ -1027,14 +1027,7 @@ static uint8_t *build_v2_template(size_t *size)
     hfxb_sec_patch(&sec, HFX_PATCH_TENSOR_DIM, y, 0, 1, &n);
     hfxb_sec_patch(&sec, HFX_PATCH_OP_PARAM, sl, HFX_P_SLICE_ENDS + 1, 4, t_minus_1);
     hfxb_sec_patch(&sec, HFX_PATCH_TENSOR_DIM, ys, 1, 4, t_minus_2);
-    b.v2 = 1;
-    b.crc = 1;
-    b.shapes = sec.bytes;
-    b.shapes_bytes = sec.n;
-    uint8_t *bytes = hfxb_encode(&b, size);
-    hfxb_sec_free(&sec);
-    hfxb_free(&b);
-    return bytes;
+    return hfxb_encode_shapes(&b, &sec, 1, size);
 }
 
 static hfx_status specialize_to(const uint8_t *bytes, size_t size, int64_t n, int64_t t, uint8_t *out, hfx_error *err)
