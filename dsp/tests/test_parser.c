@@ -421,7 +421,7 @@ static uint32_t gap_prog(hfxb *b, int v) {
 
 /* Resize [2,3,5,7] -> [2,3,10,3]: scales 2 and 0.5 (7 * 0.5 = 3.5 -> 3) */
 static uint32_t resize_prog(hfxb *b, int v) {
-    uint32_t odims[4] = {2, 3, 10, 3};
+    uint32_t xdims[4] = {2, 3, 5, 7}, odims[4] = {2, 3, 10, 3};
     int mode = HFX_RESIZE_NEAREST, coord = HFX_RESIZE_COORD_HALF_PIXEL, nm = HFX_RESIZE_NEAREST_ROUND_PREFER_FLOOR;
     float sh = 2.0f, sw = 0.5f;
     switch (v) {
@@ -441,9 +441,11 @@ static uint32_t resize_prog(hfxb *b, int v) {
     case 14: odims[3] = 7; sw = (float)7 / (float)7; coord = HFX_RESIZE_COORD_HALF_PIXEL_SYMMETRIC; break;
     case 15: odims[2] = 7; sh = 7.0f / 5.0f; coord = HFX_RESIZE_COORD_ALIGN_CORNERS; break; /* 5 * f32(7/5) < 7 */
     case 18: odims[2] = 11; sh = 0.0f; break;         /* 0: f32(11) / f32(5) of the dims, any length */
+    case 19: xdims[3] = 0; sw = 0.0f; break;          /* W 0 -> 3: no source column to read */
+    case 20: xdims[2] = 0; odims[2] = 0; sh = 0.0f; mode = HFX_RESIZE_LINEAR; break; /* 0 -> 0: nothing read */
     default: break;
     }
-    uint32_t x = hfxb_input(b, 0, HFXB_DIMS(2, 3, 5, 7));
+    uint32_t x = hfxb_input(b, 0, 4, xdims);
     uint32_t o = hfxb_output(b, 0, 4, odims);
     if (v == 16) { /* rank 1 */
         uint32_t x1 = hfxb_input(b, 0, HFXB_DIMS(7));
@@ -585,6 +587,8 @@ static void test_pool_resize_activation_ops(void) {
     expect_parse(resize_prog, 16, HFX_ERR_SHAPE, "resize");
     expect_parse(resize_prog, 17, HFX_ERR_PARAM, "resize");
     expect_parse(resize_prog, 18, HFX_OK, "resize");
+    expect_parse(resize_prog, 19, HFX_ERR_SHAPE, "resize");
+    expect_parse(resize_prog, 20, HFX_OK, "resize");
     /* the pool output length rule */
     CHECK(hfx_pool_out_len(9, 3, 2, 1, 1, 1, false) == 5);
     CHECK(hfx_pool_out_len(8, 2, 2, 1, 1, 1, true) == 5);  /* 8/2+1 = 5: window 4 starts at 8 - 1 < 8 */

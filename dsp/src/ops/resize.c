@@ -132,6 +132,8 @@ hfx_status hfx_validate_resize(hfx_vctx *v, hfx_op *op) {
     if (y->rank != x->rank) return hfx_shape_err(v, "the input's rank");
     for (uint32_t i = 0; i + 2 < x->rank; i++)
         if (y->dims[i] != x->dims[i]) return hfx_shape_err(v, "the input on the axes not resized");
+    for (uint32_t i = x->rank - 2; i < x->rank; i++) /* no source index to read */
+        if (x->dims[i] == 0 && y->dims[i] != 0) return hfx_shape_err(v, "an input axis resized from 0");
     for (uint32_t a = 0; a < 2; a++) {
         if (pr[HFX_P_RESIZE_SCALE_H + a] == 0) continue; /* the scale follows the dims */
         /* out = floor(in * scale); a scale given as out / in in f32 may land just below */
