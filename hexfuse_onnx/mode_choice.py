@@ -293,7 +293,6 @@ class Exploration:
 
     def __init__(self, modes: Sequence[str], joining: Sequence[str] = ()) -> None:
         self.samples: dict[str, list[float]] = {m: [] for m in (*modes, *joining)}  # counted calls, us
-        self.fastest_block: dict[str, float] = {}  # per mode, the lowest median of one of its blocks, us
         self.rounds: list[dict[str, float]] = [{}]  # per round, each mode's block median, us
         self.live = list(modes)
         self._joining = list(joining)
@@ -325,7 +324,6 @@ class Exploration:
         lasted = self._block_busy / 1e9  # in calls: rests between them add no samples
         if (self._block_counted >= BLOCK and lasted >= BLOCK_S) or (self._block_counted and lasted >= LONG_BLOCK_S):
             block = float(np.median(self.samples[mode][-self._block_counted :]))
-            self.fastest_block[mode] = min(block, self.fastest_block.get(mode, block))
             self.rounds[-1][mode] = block
             self._block_calls, self._block_counted, self._block_busy = 0, 0, 0
             self._index += 1
@@ -347,13 +345,17 @@ class Exploration:
         medians = self.medians()
         best = min(medians[m] for m in self.live)
         if self._round >= MIN_ROUNDS:  # every block of a mode that leaves was that slow
-            self.live = [m for m in self.live if self.fastest_block[m] <= DROP_RATIO * best]
+            self.live = [m for m in self.live if self.fastest_block(m) <= DROP_RATIO * best]
         if self._round == 1 and best >= PAR_MIN_CALL_US:  # calls long enough for ORT_PARALLEL to pay
             self.live += self._joining
         long_enough = self._round >= MIN_ROUNDS and self._busy >= EXPLORE_S * 1e9
         if self._round == ROUNDS or long_enough or len(self.live) == 1:
             clear = [m for m in self.live if m == ort_modes.DEFAULT or self.beats_defaults(m)]
             self.chosen = min(clear or self.live, key=medians.__getitem__)
+
+    def fastest_block(self, mode: str) -> float:
+        """The lowest median of one of the mode's blocks, us."""
+        return min(r[mode] for r in self.rounds if mode in r)
 
     def beats_defaults(self, mode: str) -> bool:
         """Whether `mode` ran faster than ORT's defaults in every round both ran, and by LEAVE_GAIN in

@@ -103,8 +103,8 @@ CRITERION = (
     "from it"
 )
 MODE_CRITERION = (
-    "ORT's defaults unless a mode saves 2% beyond its spread (then the fastest such), on the tuned model (with kept "
-    "pairs: on the plugin)"
+    f"ORT's defaults unless a mode saves {mode_choice.LEAVE_GAIN:.0%} beyond its spread (then the fastest such), on "
+    "the tuned model (with kept pairs: on the plugin)"
 )
 FINAL_CRITERION = (
     "with kept pairs, the tuned model as hexfuse_onnx.InferenceSession runs it against the original in every ORT "
@@ -234,7 +234,7 @@ class ModeChoice:
         them unless beaten in every round. On an Intel Xeon VM a pooled mode's speed followed where the
         calling thread ran (ORT pins its default pool's worker; docs/DROPIN.md): tune took ort-seq-2t
         or ort-seq on savings within their spread (u2netp 2.3% +- 3.3%, dtln_stage2 30.9% +- 31.4%)
-        that the whole-model check then saw reversed (1.007x, 1.366x). Chosen among the run-time
+        that host_pairs' final rounds then saw reversed (1.007x, 1.366x). Chosen among the run-time
         choice's CANDIDATES, and ort-par only where the model has work to run at once (`concurrent`)
         and the fastest of them takes PAR_MIN_CALL_US; elsewhere ort-par is timed and reported, not
         chosen (on short calls its time follows the machine's load)."""
