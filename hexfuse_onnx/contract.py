@@ -35,6 +35,8 @@ METADATA_BINDINGS = "hexfuse.bindings"
 # Model metadata of a written rewrite: JSON of what it was verified against (verify.Comparison.as_json)
 # with the stock bar `rtol`; a float model's plugin run says its error and bar (pipeline._within_spread).
 METADATA_VERIFICATION = "hexfuse.verification"
+# Model metadata of a rewrite: the main graph's node order as read, which unfuse restores (node_order.py).
+METADATA_NODE_ORDER = "hexfuse.node_order"
 
 # Version of the task program format the pass writes (dsp/README.md documents it).
 PROGRAM_VERSION = 1

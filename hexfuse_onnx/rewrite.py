@@ -21,7 +21,7 @@ from onnx import helper
 
 from . import contract as C
 from . import graph as graph_mod
-from . import qdq_guard, shape_expr
+from . import node_order, qdq_guard, shape_expr
 from .buckets import input_elements_of, share_table
 from .costmodel import Target
 from .errors import HexfuseError, ModelError
@@ -165,6 +165,7 @@ def fuse(g: ModelGraph, pairs: list[Pair], second: ShapeBinding | None = None) -
         order = toposort(nodes, [node_reads(n) for n in nodes], available, "rewritten model")
     except HexfuseError as exc:  # independence was checked; a failure here is a bug
         raise HexfuseError(f"internal error: the rewritten graph is not a DAG: {exc.message}") from None
+    node_order.record(model, list(graph.node))
     graph.ClearField("node")
     graph.node.extend(nodes[i] for i in order)
     qdq_guard.guard(graph)
@@ -448,8 +449,12 @@ def unfuse(model: onnx.ModelProto, pair_ids: Collection[str] | None = None) -> o
     out = onnx.ModelProto()
     out.CopyFrom(model)
     functions = {(f.domain, f.name, f.overload): f for f in out.functions}
+    fused = _fused_calls(out.graph)
     _unfuse_graph(out.graph, functions, pair_ids)
     qdq_guard.unguard(out.graph)
+    positions = node_order.recorded(out)
+    if positions is not None and _fused_calls(out.graph) < fused:
+        node_order.restore(out.graph, positions)
     used = _calls(out.graph)
     keep = [f for f in out.functions if (f.domain, f.name, f.overload) in used or f.domain != C.DOMAIN]
     out.ClearField("functions")
@@ -458,7 +463,8 @@ def unfuse(model: onnx.ModelProto, pair_ids: Collection[str] | None = None) -> o
         ops = [o for o in out.opset_import if o.domain != C.DOMAIN]
         out.ClearField("opset_import")
         out.opset_import.extend(ops)
-        dropped = (C.METADATA_BINDINGS, C.METADATA_VERIFICATION)  # no program to re-lower, nor rewrite verified
+        # no program to re-lower, nor rewrite verified, nor order to restore
+        dropped = (C.METADATA_BINDINGS, C.METADATA_VERIFICATION, C.METADATA_NODE_ORDER)
         props = [p for p in out.metadata_props if p.key not in dropped]
         out.ClearField("metadata_props")
         out.metadata_props.extend(props)
@@ -502,6 +508,11 @@ def own_nodes(model: onnx.ModelProto, call: onnx.NodeProto) -> list[onnx.NodePro
     held = [*producers.values(), *(n for readers in consumers.values() for n in readers)]
     mine = {t for n in held if id(n) in drop for t in n.output} | set(call.output)
     return [n for n in model.graph.node if mine.intersection(n.output)]
+
+
+def _fused_calls(graph: onnx.GraphProto) -> int:
+    """The FusedHexPair nodes of the graph itself (not of its subgraphs)."""
+    return sum(n.domain == C.DOMAIN and n.op_type == C.OP_TYPE for n in graph.node)
 
 
 def _producers_consumers(
