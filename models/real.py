@@ -66,6 +66,9 @@ class RealModel:
     int_ranges: dict[str, tuple[int, int]] = field(default_factory=dict)  # realistic [low, high) of integer inputs
     # values of control inputs (Kokoro's speed, Piper's scales) set as users set them: random ones are not
     fixed_inputs: dict[str, float | tuple[float, ...]] = field(default_factory=dict)
+    # the standard deviation of float inputs users feed at another scale than the random N(0, 1) (a
+    # diffusion model's noise at its sigma: terrain_unet's N(0, 80^2))
+    input_scales: dict[str, float] = field(default_factory=dict)
     pip_args: tuple[str, ...] = ()  # extra pip arguments the package needs
     derived_from: str | None = None  # entry whose model is quantised to make this one
     quant_format: str | None = None  # "QDQ" or "QOperator" (derived entries)
@@ -1351,6 +1354,7 @@ assert all(m.registry in REGISTRIES for m in MODELS.values())
 assert all(m.archive_sha256 for m in MODELS.values() if m.registry != "pypi")
 assert all(m.derived_from in MODELS for m in MODELS.values() if m.derived_from)
 assert not any(m.int_ranges.keys() & m.fixed_inputs.keys() for m in MODELS.values())
+assert not any(m.input_scales.keys() & (m.int_ranges.keys() | m.fixed_inputs.keys()) for m in MODELS.values())
 
 
 class FetchError(RuntimeError):
@@ -1373,9 +1377,10 @@ def realistic_inputs(
 ) -> dict[str, np.ndarray]:
     """hexfuse_onnx's seeded random inputs at `shapes`, with the integer inputs of real model `name`
     drawn from its int_ranges (a sample rate, token ids below the vocabulary, masks of ones), where
-    random ones are 0 or 1, and its fixed_inputs set (Kokoro's speed 1, where N(0, 1) drew 0.348: 8.1 s
-    of audio); any other name (a builder) gets the random inputs as they are. ValueError when the
-    entry names an input the model does not have (a misspelt name would leave that input random)."""
+    random ones are 0 or 1, its fixed_inputs set (Kokoro's speed 1, where N(0, 1) drew 0.348: 8.1 s
+    of audio) and its input_scales applied (terrain_unet's noise N(0, 80^2)); any other name (a builder)
+    gets the random inputs as they are. ValueError when the entry names an input the model does not
+    have (a misspelt name would leave that input random)."""
     import numpy as np
 
     from hexfuse_onnx.feeds import random_inputs
@@ -1384,12 +1389,14 @@ def realistic_inputs(
     entry = MODELS.get(name)
     if entry is None:
         return feeds
-    unknown = [arg for arg in [*entry.int_ranges, *entry.fixed_inputs] if arg not in feeds]
+    unknown = [arg for arg in [*entry.int_ranges, *entry.fixed_inputs, *entry.input_scales] if arg not in feeds]
     if unknown:
         raise ValueError(f"{name}: the zoo entry names input '{unknown[0]}'; the model's: {', '.join(feeds)}")
     rng = np.random.default_rng(seed)
     for arg, (low, high) in entry.int_ranges.items():
         feeds[arg] = rng.integers(low, high, feeds[arg].shape).astype(feeds[arg].dtype)
+    for arg, scale in entry.input_scales.items():
+        feeds[arg] = (feeds[arg] * scale).astype(feeds[arg].dtype)
     set_fixed_inputs(entry, feeds)
     return feeds
 
