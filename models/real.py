@@ -1346,6 +1346,67 @@ MODELS: dict[str, RealModel] = {
             notes="the 88 MB file split in 4 wheels of bytes (PyPI's per-file limit), joined in order as the "
             "package does; a voice is a [1, 256] style row of its voices_ja.npz",
         ),
+        RealModel(
+            "terrain_unet",
+            package="adaptive-terrain-diffusion",
+            version="0.4.2",
+            onnx_path="terrain_diffusion/weights/terrain_consistency_unet_difficulty100.onnx",
+            kind="segmentation",  # an image-to-image U-Net; no kind fits a denoiser better
+            what="one-step consistency-distilled diffusion U-Net making 128x128 terrain heightfields (Conv, "
+            "InstanceNormalization, SiLU as Sigmoid*Mul, attention as Einsum + Softmax at 3 resolutions, "
+            "Resize; EDM preconditioning on sigma in the graph, conditioned on a difficulty label), "
+            "torch 2.11 export, opset 18, batch symbolic",
+            license="MIT (the wheel's metadata; its licenses/ folder: OpenAI's consistency models, MIT)",
+            onnx_bytes=45_458_109,
+            wheel_bytes=38_928_602,
+            sha256="95be54b4a39d58320e187a7ec533351c957f16a00be58773c86074828ee67887",
+            ci=False,
+            shapes={"noisy": [1, 1, 128, 128], "sigma": [1], "difficulty": [1]},
+            fixed_inputs={"sigma": 80.0, "difficulty": 0.5},  # sigma_max; (d - 1) / 99 for difficulty d = 50.5
+            input_scales={"noisy": 80.0},  # N(0, 1) noise times sigma_max, as the package draws it
+            notes="inputs: noise [batch, 1, 128, 128], its sigma [batch] and a difficulty label [batch] in [0, 1] "
+            "((d - 1) / 99 for difficulty d in 1..100); the package generates in one step from noise at "
+            "sigma_max 80, in batches of up to 16",
+        ),
+        RealModel(
+            "caustic_painn",
+            package="caustic-nmr",
+            version="0.4.1",
+            onnx_path="caustic/data/best_v2_carbons.onnx",
+            kind="encoder",
+            what="CAUSTIC protein NMR carbon chemical-shift predictor (PaiNN-style equivariant message passing: "
+            "edges as Gather, messages as Gemm + SiLU, sums as ScatterElements, vector features with ReduceL2, "
+            "LayerNormalization; a mean and log-variance for 6 carbons per residue), torch 2.8 export, opset 17, "
+            "atoms, edges and residues symbolic",
+            license="MIT (the code), CC-BY-4.0 (the weights)",
+            onnx_bytes=3_045_952,
+            wheel_bytes=2_878_560,
+            sha256="ebc7bbc2fc59327a50384105207958948cd90d7b5c7ea1ec2906b473e02948b2",
+            ci=True,  # 2.9 MB, 3 s of tests: the CI subset's graph network (Gather, ScatterElements)
+            shapes={
+                **{arg: [160] for arg in ("element", "amino_acid", "atom_role", "bfactor")},
+                **{arg: [160, 3] for arg in ("pos", "node_normal")},
+                "edge_index": [2, 1600],
+                **{arg: [1600] for arg in ("edge_dist", "seq_sep", "same_residue", "is_hbond", "hb_cos")},
+                **{arg: [20, 6] for arg in ("target_indices", "target_mask", "target_atom_rsasa")},
+                "residue_types": [20],
+                "residue_geometry": [20, 52],
+                "target_environment": [20, 6, 15],
+                "temperature_feature": [20, 1],
+            },
+            int_ranges={
+                "edge_index": (0, 160),
+                "target_indices": (0, 160),
+                "element": (0, 6),  # C, N, O, S, H and the aromatic-ring centroid (6: unknown)
+                "amino_acid": (0, 21),  # 20 amino acids and unknown
+                "atom_role": (0, 11),  # backbone, side-chain and ring-centroid roles (11-13: ligand, metal, water)
+                "seq_sep": (0, 33),
+                "residue_types": (0, 21),
+            },
+            notes="a 20-residue peptide: 160 atoms, 1600 directed edges (about 10 neighbours an atom), 6 target "
+            "carbons per residue; edge_index and target_indices hold atom indices, the rest are vocabulary ids; "
+            "the first [num_atoms] inputs' dims are all dim 0 of a rank-2 input beside rank-1 ones",
+        ),
     ]
 }
 

