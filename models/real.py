@@ -1402,6 +1402,7 @@ MODELS: dict[str, RealModel] = {
                 "atom_role": (0, 11),  # backbone, side-chain and ring-centroid roles (11-13: ligand, metal, water)
                 "seq_sep": (0, 33),
                 "residue_types": (0, 21),
+                "target_mask": (1, 2),  # every target atom present: a False one's outputs are NaN
             },
             notes="a 20-residue peptide: 160 atoms, 1600 directed edges (about 10 neighbours an atom), 6 target "
             "carbons per residue; edge_index and target_indices hold atom indices, the rest are vocabulary ids; "
