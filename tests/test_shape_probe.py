@@ -153,6 +153,36 @@ def test_a_model_that_runs_at_no_default_names_the_dims_to_give(command: str, tm
     assert not (tmp_path / "model.fused.onnx").exists()
 
 
+def unpadded(path: Path) -> Path:
+    """Two 3x3 Conv branches without padding over x[N, 4, H, W], joined: no run at H or W below 3."""
+    rng = np.random.default_rng(2)
+    inits = [numpy_helper.from_array(rng.standard_normal((CW, CW, 3, 3)).astype(np.float32) / 12, w) for w in "ab"]
+    nodes = [
+        helper.make_node("Conv", ["x", "a"], ["ca"], name="conv_a"),
+        helper.make_node("Relu", ["ca"], ["ra"], name="relu_a"),
+        helper.make_node("Conv", ["x", "b"], ["cb"], name="conv_b"),
+        helper.make_node("Sigmoid", ["cb"], ["sb"], name="sigmoid_b"),
+        helper.make_node("Add", ["ra", "sb"], ["y"], name="join"),
+    ]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", CW, "H", "W"])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", CW, "h", "w"])
+    onnx.save(helper.make_model(helper.make_graph(nodes, "unpadded", [x], [y], inits), opset_imports=[OPSET]), path)
+    return path
+
+
+def test_bench_of_a_rewritten_model_names_the_shapes_it_fails_at(tmp_path: Path) -> None:
+    """A rewritten model benched without --shape: the seeded inputs take 1 for each symbolic dim and
+    its original fails there (caustic_painn's at 1 atom); exit 3 with the shapes, where an internal
+    error (exit 70, "please report it") was."""
+    path = unpadded(tmp_path / "model.onnx")
+    result = pipeline.rewrite(path, tmp_path / "fused.onnx", target="host", min_gain=-1.0)
+    assert result.output is not None
+    proc = run_cli("bench", result.output, "--runs", "1", "--rounds", "1", "--warmup", "0", "-q")
+    assert proc.returncode == EXIT_BAD_MODEL, proc.stderr
+    line = error_line(proc)
+    assert "the original model fails on seeded random inputs at x=1x4x1x1; give its dims with --shape" in line
+
+
 def gathered(path: Path) -> Path:
     """rows[n, 4] gathered at ids[2, e] (int64), as a graph network gathers its atoms at its edges: dim 0
     of rows is taken for a batch and held at 1, where the random ids 0 or 1 need two rows."""
