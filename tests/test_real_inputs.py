@@ -159,6 +159,7 @@ def test_rewrite_of_a_zoo_name_verifies_on_its_control_inputs(tmp_path: Path, mo
         sha256=None,
         ci=False,
         fixed_inputs={"speed": 1.0},
+        input_scales={"x": 2.0},
     )
     monkeypatch.setitem(real.MODELS, entry.name, entry)
     monkeypatch.setenv(real.ENV_CACHE, str(tmp_path / "cache"))
@@ -169,7 +170,8 @@ def test_rewrite_of_a_zoo_name_verifies_on_its_control_inputs(tmp_path: Path, mo
     out = tmp_path / "fused.onnx"
     proc = run_cli("rewrite", entry.name, "-o", out, "--target", "host")
     assert proc.returncode == 0 and out.is_file(), proc.stderr
-    assert "speed_gated: verifying on its control inputs as its users set them (speed 1.0)" in proc.stderr
+    said = "speed_gated: verifying on its control inputs as its users set them (speed 1.0; x scaled by 2)"
+    assert said in proc.stderr
 
 
 def test_quantized_calibration_sets_the_control_inputs(monkeypatch: pytest.MonkeyPatch) -> None:
