@@ -449,6 +449,19 @@ def unhinted_dims(model: onnx.ModelProto, hints: dict[str, list[int]]) -> dict[s
     return out
 
 
+def unhinted_batches(model: onnx.ModelProto, hints: dict[str, list[int]]) -> dict[str, str]:
+    """The batches (`unhinted_dims`' rule) that no hint gives, which every binding without --shape holds
+    at DEFAULT_BATCH: name -> where ('pos' axis 0). A graph network's atom count is one
+    (caustic_painn's num_atoms, axis 0 of pos [num_atoms, 3]): a single atom where edge_index points at two."""
+    dims_of = input_dims(model)
+    given = {d for n in hints for d in dims_of.get(n, [])}
+    out: dict[str, str] = {}
+    for name, dims in dims_of.items():
+        if len(dims) > 1 and isinstance(dims[0], str) and dims[0] not in given and _is_lone_name(dims[0]):
+            out.setdefault(dims[0], f"'{name}' axis 0")
+    return out
+
+
 def other_bindings(g: ModelGraph) -> list[ShapeBinding]:
     """Bindings besides the representative one, to prove programs and verify at, in order: the
     batch doubled and every other symbol x1.5 made odd; the same not made odd; the others x0.5; the

@@ -345,16 +345,25 @@ def _runnable_shapes(
         )
     if chosen is candidates[0] or (chosen is None and probe.LOAD_FAILED in (outcomes[0].error or "")):
         return shapes  # a model ORT cannot load is named by the checks after this
-    free = graph_mod.unhinted_dims(model, shapes or {})
-    named = ", ".join(f"'{d}' ({where})" for d, where in free.items())
     if chosen is None:
-        values = ", ".join(map(str, (graph_mod.DEFAULT_SYMBOLIC_DIM, *graph_mod.ALTERNATIVE_SYMBOLIC_DIMS)))
-        raise ModelError(
-            f"{path}: the original model runs with none of {values} for {named}; give that dim with --shape"
-            f"{random_integer_note(model)} ({outcomes[0].error})"
-        )
+        note = random_integer_note(model)
+        raise ModelError(f"{path}: {_runs_at_none(model, shapes or {})}{note} ({outcomes[0].error})")
     progress(f"the original model does not run at {candidates[0].describe()}; analysing at {chosen.describe()}")
     return {**chosen.inputs, **(shapes or {})}
+
+
+def _runs_at_none(model: onnx.ModelProto, shapes: dict[str, list[int]]) -> str:
+    """What `_runnable_shapes` tried, all of it: the free dims at each value, the batches at 1 (a
+    graph network's atom count is one: caustic_painn named its edge count alone, where it failed for
+    1 atom)."""
+    values = ", ".join(map(str, (graph_mod.DEFAULT_SYMBOLIC_DIM, *graph_mod.ALTERNATIVE_SYMBOLIC_DIMS)))
+    free = graph_mod.unhinted_dims(model, shapes)
+    batches = graph_mod.unhinted_batches(model, shapes)
+    named = ", ".join(f"'{d}' ({where})" for d, where in free.items())
+    held = ", ".join(f"'{d}' ({where})" for d, where in batches.items())
+    held = f" with {held} at {graph_mod.DEFAULT_BATCH} (taken for batches)" if held else ""
+    dims = "those dims" if len(free) + len(batches) > 1 else "that dim"
+    return f"the original model runs with none of {values} for {named}{held}; give {dims} with --shape"
 
 
 def inputs_shapes(path: str | os.PathLike[str], feeds: dict[str, np.ndarray]) -> dict[str, list[int]] | None:

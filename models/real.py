@@ -66,6 +66,9 @@ class RealModel:
     int_ranges: dict[str, tuple[int, int]] = field(default_factory=dict)  # realistic [low, high) of integer inputs
     # values of control inputs (Kokoro's speed, Piper's scales) set as users set them: random ones are not
     fixed_inputs: dict[str, float | tuple[float, ...]] = field(default_factory=dict)
+    # the standard deviation of float inputs users feed at another scale than the random N(0, 1) (a
+    # diffusion model's noise at its sigma: terrain_unet's N(0, 80^2))
+    input_scales: dict[str, float] = field(default_factory=dict)
     pip_args: tuple[str, ...] = ()  # extra pip arguments the package needs
     derived_from: str | None = None  # entry whose model is quantised to make this one
     quant_format: str | None = None  # "QDQ" or "QOperator" (derived entries)
@@ -1343,6 +1346,68 @@ MODELS: dict[str, RealModel] = {
             notes="the 88 MB file split in 4 wheels of bytes (PyPI's per-file limit), joined in order as the "
             "package does; a voice is a [1, 256] style row of its voices_ja.npz",
         ),
+        RealModel(
+            "terrain_unet",
+            package="adaptive-terrain-diffusion",
+            version="0.4.2",
+            onnx_path="terrain_diffusion/weights/terrain_consistency_unet_difficulty100.onnx",
+            kind="segmentation",  # an image-to-image U-Net; no kind fits a denoiser better
+            what="one-step consistency-distilled diffusion U-Net making 128x128 terrain heightfields (Conv, "
+            "InstanceNormalization, SiLU as Sigmoid*Mul, attention as Einsum + Softmax at 3 resolutions, "
+            "Resize; EDM preconditioning on sigma in the graph, conditioned on a difficulty label), "
+            "torch 2.11 export, opset 18, batch symbolic",
+            license="MIT (the wheel's metadata; its licenses/ folder: OpenAI's consistency models, MIT)",
+            onnx_bytes=45_458_109,
+            wheel_bytes=38_928_602,
+            sha256="95be54b4a39d58320e187a7ec533351c957f16a00be58773c86074828ee67887",
+            ci=False,
+            shapes={"noisy": [1, 1, 128, 128], "sigma": [1], "difficulty": [1]},
+            fixed_inputs={"sigma": 80.0, "difficulty": 0.5},  # sigma_max; (d - 1) / 99 for difficulty d = 50.5
+            input_scales={"noisy": 80.0},  # N(0, 1) noise times sigma_max, as the package draws it
+            notes="inputs: noise [batch, 1, 128, 128], its sigma [batch] and a difficulty label [batch] in [0, 1] "
+            "((d - 1) / 99 for difficulty d in 1..100); the package generates in one step from noise at "
+            "sigma_max 80, in batches of up to 16",
+        ),
+        RealModel(
+            "caustic_painn",
+            package="caustic-nmr",
+            version="0.4.1",
+            onnx_path="caustic/data/best_v2_carbons.onnx",
+            kind="encoder",
+            what="CAUSTIC protein NMR carbon chemical-shift predictor (PaiNN-style equivariant message passing: "
+            "edges as Gather, messages as Gemm + SiLU, sums as ScatterElements, vector features with ReduceL2, "
+            "LayerNormalization; a mean and log-variance for 6 carbons per residue), torch 2.8 export, opset 17, "
+            "atoms, edges and residues symbolic",
+            license="MIT (the code), CC-BY-4.0 (the weights)",
+            onnx_bytes=3_045_952,
+            wheel_bytes=2_878_560,
+            sha256="ebc7bbc2fc59327a50384105207958948cd90d7b5c7ea1ec2906b473e02948b2",
+            ci=True,  # 2.9 MB, 3 s of tests: the CI subset's graph network (Gather, ScatterElements)
+            shapes={
+                **{arg: [160] for arg in ("element", "amino_acid", "atom_role", "bfactor")},
+                **{arg: [160, 3] for arg in ("pos", "node_normal")},
+                "edge_index": [2, 1600],
+                **{arg: [1600] for arg in ("edge_dist", "seq_sep", "same_residue", "is_hbond", "hb_cos")},
+                **{arg: [20, 6] for arg in ("target_indices", "target_mask", "target_atom_rsasa")},
+                "residue_types": [20],
+                "residue_geometry": [20, 52],
+                "target_environment": [20, 6, 15],
+                "temperature_feature": [20, 1],
+            },
+            int_ranges={
+                "edge_index": (0, 160),
+                "target_indices": (0, 160),
+                "element": (0, 6),  # C, N, O, S, H and the aromatic-ring centroid (6: unknown)
+                "amino_acid": (0, 21),  # 20 amino acids and unknown
+                "atom_role": (0, 11),  # backbone, side-chain and ring-centroid roles (11-13: ligand, metal, water)
+                "seq_sep": (0, 33),
+                "residue_types": (0, 21),
+                "target_mask": (1, 2),  # every target atom present: a False one's outputs are NaN
+            },
+            notes="a 20-residue peptide: 160 atoms, 1600 directed edges (about 10 neighbours an atom), 6 target "
+            "carbons per residue; edge_index and target_indices hold atom indices, the rest are vocabulary ids; "
+            "the first [num_atoms] inputs' dims are all dim 0 of a rank-2 input beside rank-1 ones",
+        ),
     ]
 }
 
@@ -1351,6 +1416,7 @@ assert all(m.registry in REGISTRIES for m in MODELS.values())
 assert all(m.archive_sha256 for m in MODELS.values() if m.registry != "pypi")
 assert all(m.derived_from in MODELS for m in MODELS.values() if m.derived_from)
 assert not any(m.int_ranges.keys() & m.fixed_inputs.keys() for m in MODELS.values())
+assert not any(m.input_scales.keys() & (m.int_ranges.keys() | m.fixed_inputs.keys()) for m in MODELS.values())
 
 
 class FetchError(RuntimeError):
@@ -1373,9 +1439,10 @@ def realistic_inputs(
 ) -> dict[str, np.ndarray]:
     """hexfuse_onnx's seeded random inputs at `shapes`, with the integer inputs of real model `name`
     drawn from its int_ranges (a sample rate, token ids below the vocabulary, masks of ones), where
-    random ones are 0 or 1, and its fixed_inputs set (Kokoro's speed 1, where N(0, 1) drew 0.348: 8.1 s
-    of audio); any other name (a builder) gets the random inputs as they are. ValueError when the
-    entry names an input the model does not have (a misspelt name would leave that input random)."""
+    random ones are 0 or 1, its fixed_inputs set (Kokoro's speed 1, where N(0, 1) drew 0.348: 8.1 s
+    of audio) and its input_scales applied (terrain_unet's noise N(0, 80^2)); any other name (a builder)
+    gets the random inputs as they are. ValueError when the entry names an input the model does not
+    have (a misspelt name would leave that input random)."""
     import numpy as np
 
     from hexfuse_onnx.feeds import random_inputs
@@ -1384,12 +1451,14 @@ def realistic_inputs(
     entry = MODELS.get(name)
     if entry is None:
         return feeds
-    unknown = [arg for arg in [*entry.int_ranges, *entry.fixed_inputs] if arg not in feeds]
+    unknown = [arg for arg in [*entry.int_ranges, *entry.fixed_inputs, *entry.input_scales] if arg not in feeds]
     if unknown:
         raise ValueError(f"{name}: the zoo entry names input '{unknown[0]}'; the model's: {', '.join(feeds)}")
     rng = np.random.default_rng(seed)
     for arg, (low, high) in entry.int_ranges.items():
         feeds[arg] = rng.integers(low, high, feeds[arg].shape).astype(feeds[arg].dtype)
+    for arg, scale in entry.input_scales.items():
+        feeds[arg] = (feeds[arg] * scale).astype(feeds[arg].dtype)
     set_fixed_inputs(entry, feeds)
     return feeds
 

@@ -22,6 +22,7 @@ from models import quantized, real
 
 RANGED = [name for name, m in real.MODELS.items() if m.int_ranges]
 FIXED = [name for name, m in real.MODELS.items() if m.fixed_inputs]
+SCALED = [name for name, m in real.MODELS.items() if m.input_scales]
 
 
 def _identities(ints: list[str], shape: list[int], floats: dict[str, list[int]] | None = None) -> ort.InferenceSession:
@@ -43,8 +44,9 @@ def _identities_model(ints: list[str], shape: list[int], floats: dict[str, list[
 
 def _entry_session(m: real.RealModel, shape: list[int]) -> ort.InferenceSession:
     """Identities of the inputs entry `m` names: its ranged ones int64 of `shape`, its fixed ones float
-    ([1] for a scalar value, as Kokoro's speed)."""
-    return _identities(list(m.int_ranges), shape, {arg: list(np.shape(v)) or [1] for arg, v in m.fixed_inputs.items()})
+    ([1] for a scalar value, as Kokoro's speed), its scaled ones float of `shape`."""
+    floats = {arg: list(np.shape(v)) or [1] for arg, v in m.fixed_inputs.items()}
+    return _identities(list(m.int_ranges), shape, floats | {arg: shape for arg in m.input_scales})
 
 
 @pytest.mark.parametrize("name", RANGED)
@@ -70,11 +72,24 @@ def test_control_inputs_take_the_entry_values(name: str) -> None:
             assert got.dtype == np.float32 and (got == np.float32(value)).all(), f"{name} {arg}: {got}"
 
 
-@pytest.mark.parametrize("field", ["int_ranges", "fixed_inputs"])
+@pytest.mark.parametrize("name", SCALED)
+def test_float_inputs_take_the_entry_scale(name: str) -> None:
+    """terrain_unet's noise N(0, 80^2), as the package draws it at sigma_max 80, where the random N(0, 1)
+    is 1/80 of the noise its sigma input says."""
+    m = real.MODELS[name]
+    session = _entry_session(m, [2, 64])
+    feeds = real.realistic_inputs(session, name, seed=3)
+    plain = verify.random_inputs(session, seed=3)
+    for arg, scale in m.input_scales.items():
+        assert feeds[arg].dtype == plain[arg].dtype and np.allclose(feeds[arg], plain[arg] * scale), arg
+        assert scale / 2 < feeds[arg].std() < scale * 2, f"{name} {arg}: std {feeds[arg].std()}"
+
+
+@pytest.mark.parametrize("field", ["int_ranges", "fixed_inputs", "input_scales"])
 def test_an_entry_naming_an_input_the_model_lacks_is_an_error(field: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A misspelt name would leave that input random: it is said, with the model's inputs."""
     m = real.get("kokoro_ja_int8")
-    misspelt = {"int_ranges": {"token": (1, 178)}, "fixed_inputs": {"sped": 1.0}}[field]
+    misspelt = {"int_ranges": {"token": (1, 178)}, "fixed_inputs": {"sped": 1.0}, "input_scales": {"styl": 2.0}}[field]
     monkeypatch.setitem(real.MODELS, m.name, dataclasses.replace(m, **{field: misspelt}))
     session = _identities(["tokens"], [1, 8], {"style": [1, 256], "speed": [1]})
     with pytest.raises(ValueError, match=rf"kokoro_ja_int8: the zoo entry names input '{next(iter(misspelt))}'; "):
@@ -89,14 +104,14 @@ def test_a_builder_gets_the_seeded_random_inputs() -> None:
 
 
 @pytest.mark.slow  # loads each cached model's graph
-@pytest.mark.parametrize("name", sorted(set(RANGED) | set(FIXED)))
+@pytest.mark.parametrize("name", sorted(set(RANGED) | set(FIXED) | set(SCALED)))
 def test_every_named_input_is_an_input_of_the_model(name: str) -> None:
-    """A misspelt int_ranges or fixed_inputs name would leave that input random unnoticed; a fixed
-    value must fill its input's static shape."""
+    """A misspelt int_ranges, fixed_inputs or input_scales name would leave that input random
+    unnoticed; a fixed value must fill its input's static shape."""
     m = real.MODELS[name]
     graph = onnx.load(str(cached_or_skip(name)), load_external_data=False).graph
     inputs = {v.name: v for v in graph.input if v.name not in {t.name for t in graph.initializer}}
-    assert {*m.int_ranges, *m.fixed_inputs} <= set(inputs), sorted(inputs)
+    assert {*m.int_ranges, *m.fixed_inputs, *m.input_scales} <= set(inputs), sorted(inputs)
     for arg, value in m.fixed_inputs.items():
         dims = [d.dim_value or 1 for d in inputs[arg].type.tensor_type.shape.dim]
         assert np.broadcast_to(np.float32(value), dims).shape == tuple(dims), f"{arg}: {value} into {dims}"
@@ -144,6 +159,7 @@ def test_rewrite_of_a_zoo_name_verifies_on_its_control_inputs(tmp_path: Path, mo
         sha256=None,
         ci=False,
         fixed_inputs={"speed": 1.0},
+        input_scales={"x": 2.0},
     )
     monkeypatch.setitem(real.MODELS, entry.name, entry)
     monkeypatch.setenv(real.ENV_CACHE, str(tmp_path / "cache"))
@@ -154,7 +170,8 @@ def test_rewrite_of_a_zoo_name_verifies_on_its_control_inputs(tmp_path: Path, mo
     out = tmp_path / "fused.onnx"
     proc = run_cli("rewrite", entry.name, "-o", out, "--target", "host")
     assert proc.returncode == 0 and out.is_file(), proc.stderr
-    assert "speed_gated: verifying on its control inputs as its users set them (speed 1.0)" in proc.stderr
+    said = "speed_gated: verifying on its control inputs as its users set them (speed 1.0; x scaled by 2)"
+    assert said in proc.stderr
 
 
 def test_quantized_calibration_sets_the_control_inputs(monkeypatch: pytest.MonkeyPatch) -> None:

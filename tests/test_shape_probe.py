@@ -148,9 +148,64 @@ def test_a_model_that_runs_at_no_default_names_the_dims_to_give(command: str, tm
     assert proc.returncode == EXIT_BAD_MODEL, proc.stderr
     line = error_line(proc)
     assert "the original model runs with none of 128, 224, 64, 48, 32, 256, 320, 640, 16 for" in line
-    assert "'H' ('x' axis 2), 'W' ('x' axis 3); give that dim with --shape" in line
+    assert "'H' ('x' axis 2), 'W' ('x' axis 3) with 'N' ('x' axis 0) at 1 (taken for batches); give those" in line
     assert len(proc.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "model.fused.onnx").exists()
+
+
+def unpadded(path: Path) -> Path:
+    """Two 3x3 Conv branches without padding over x[N, 4, H, W], joined: no run at H or W below 3."""
+    rng = np.random.default_rng(2)
+    inits = [numpy_helper.from_array(rng.standard_normal((CW, CW, 3, 3)).astype(np.float32) / 12, w) for w in "ab"]
+    nodes = [
+        helper.make_node("Conv", ["x", "a"], ["ca"], name="conv_a"),
+        helper.make_node("Relu", ["ca"], ["ra"], name="relu_a"),
+        helper.make_node("Conv", ["x", "b"], ["cb"], name="conv_b"),
+        helper.make_node("Sigmoid", ["cb"], ["sb"], name="sigmoid_b"),
+        helper.make_node("Add", ["ra", "sb"], ["y"], name="join"),
+    ]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", CW, "H", "W"])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", CW, "h", "w"])
+    onnx.save(helper.make_model(helper.make_graph(nodes, "unpadded", [x], [y], inits), opset_imports=[OPSET]), path)
+    return path
+
+
+def test_bench_of_a_rewritten_model_names_the_shapes_it_fails_at(tmp_path: Path) -> None:
+    """A rewritten model benched without --shape: the seeded inputs take 1 for each symbolic dim and
+    its original fails there (caustic_painn's at 1 atom); exit 3 with the shapes, where an internal
+    error (exit 70, "please report it") was."""
+    path = unpadded(tmp_path / "model.onnx")
+    result = pipeline.rewrite(path, tmp_path / "fused.onnx", target="host", min_gain=-1.0)
+    assert result.output is not None
+    proc = run_cli("bench", result.output, "--runs", "1", "--rounds", "1", "--warmup", "0", "-q")
+    assert proc.returncode == EXIT_BAD_MODEL, proc.stderr
+    line = error_line(proc)
+    assert "the original model fails on seeded random inputs at x=1x4x1x1; give its dims with --shape" in line
+
+
+def gathered(path: Path) -> Path:
+    """rows[n, 4] gathered at ids[2, e] (int64), as a graph network gathers its atoms at its edges: dim 0
+    of rows is taken for a batch and held at 1, where the random ids 0 or 1 need two rows."""
+    nodes = [
+        helper.make_node("Gather", ["rows", "ids"], ["g"], name="gather", axis=0),
+        helper.make_node("Relu", ["g"], ["y"], name="relu"),
+    ]
+    rows = helper.make_tensor_value_info("rows", TensorProto.FLOAT, ["n", 4])
+    ids = helper.make_tensor_value_info("ids", TensorProto.INT64, [2, "e"])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, "e", 4])
+    onnx.save(helper.make_model(helper.make_graph(nodes, "gathered", [rows, ids], [y]), opset_imports=[OPSET]), path)
+    return path
+
+
+def test_a_model_that_runs_at_no_default_names_the_batches_held_at_1(tmp_path: Path) -> None:
+    """caustic_painn named 'num_edges' alone, which no value helps: its atom count, dim 0 of pos
+    [num_atoms, 3], held at 1, is the cause. Every dim tried is named; with it given, the model runs."""
+    path = gathered(tmp_path / "model.onnx")
+    proc = run_cli("inspect", path, "-q", "--target", "host")
+    assert proc.returncode == EXIT_BAD_MODEL, proc.stderr
+    line = error_line(proc)
+    assert "for 'e' ('ids' axis 1) with 'n' ('rows' axis 0) at 1 (taken for batches); give those dims" in line
+    assert run_cli("inspect", path, "-q", "--target", "host", "--shape", "rows=8x4").returncode == 0
 
 
 def _decoder_inputs() -> onnx.ModelProto:

@@ -452,7 +452,7 @@ def bench(
         reference_session = _cpu_session(original, "ort-seq")
         feeds = random_inputs(reference_session, shapes, seed)
         names = [o.name for o in reference_session.get_outputs()]
-        reference = reference_session.run(names, feeds)
+        reference = _run_reference(reference_session, feeds, names, model)
 
         configs: list[Config] = []
 
@@ -483,6 +483,21 @@ def bench(
 
 
 QNN_NOTE = "HTP emulated on x86: its time follows the host, not a device"
+
+
+def _run_reference(session: Any, feeds: dict[str, np.ndarray], names: list[str], model: Path) -> list[Any]:
+    """The original's outputs on the seeded inputs; ModelError (exit 3) with the shapes when it fails
+    there (a rewritten model without --shape: caustic_painn's at its default 1 atom, exit 70 before)."""
+    from ..errors import ModelError
+    from ..verify import shapes_label
+
+    try:
+        return list(session.run(names, feeds))
+    except Exception as exc:  # noqa: BLE001 - ORT's reason is the message
+        raise ModelError(
+            f"{model}: the original model fails on seeded random inputs at {shapes_label(feeds)}; give its dims "
+            f"with --shape ({first_line(exc)})"
+        ) from None
 
 
 def _fused_configs(

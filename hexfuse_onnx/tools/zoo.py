@@ -117,17 +117,20 @@ def zoo_inputs(
 ) -> dict[str, np.ndarray] | None:
     """The inputs a zoo model is verified on when the user gives none: for a real model whose entry
     sets control inputs as its users set them (fixed_inputs: Kokoro's speed 1, where N(0, 1) drew
-    0.348, 8.1 s of audio and 23 s a run; Piper's scales), `models.real.realistic_inputs` (its int_ranges
+    0.348, 8.1 s of audio and 23 s a run; Piper's scales) or scales float ones (input_scales:
+    terrain_unet's noise at sigma 80), `models.real.realistic_inputs` (its int_ranges
     drawn too) at the shapes the pass analyses without them (`pipeline.runnable_inputs`), as --inputs;
     None for any other model: the pass draws its seeded random inputs."""
     real = importlib.import_module("models.real")
     entry = real.MODELS.get(name)
-    if entry is None or not entry.fixed_inputs:
+    if entry is None or not (entry.fixed_inputs or entry.input_scales):
         return None
     from ..feeds import session
     from ..pipeline import runnable_inputs
 
-    set_to = ", ".join(f"{arg} {value}" for arg, value in entry.fixed_inputs.items())
+    fixed = ", ".join(f"{arg} {value}" for arg, value in entry.fixed_inputs.items())
+    scaled = ", ".join(f"{arg} scaled by {scale:g}" for arg, scale in entry.input_scales.items())
+    set_to = "; ".join(part for part in (fixed, scaled) if part)
     progress(f"{name}: verifying on its control inputs as its users set them ({set_to}), as --inputs")
     return real.realistic_inputs(session(path), name, runnable_inputs(path, shapes, progress))
 
