@@ -4,13 +4,15 @@ two MatMuls one Add sums, its MatMul-Add fusion takes the first one. A pair's no
 the pair node stood, in another order, make stock ORT optimize (and time) another graph.
 
 The record: the first output of each node, in order, as zlib-compressed JSON in base64 (node names
-may be empty; first outputs are unique in a graph)."""
+may be empty; first outputs are unique in a model), each node followed by the nodes of its subgraphs
+(an If's branches: Silero VAD's pairs are there), so that each graph's nodes stand in its order."""
 
 from __future__ import annotations
 
 import base64
 import json
 import zlib
+from collections.abc import Iterable
 
 import onnx
 
@@ -23,7 +25,7 @@ def record(model: onnx.ModelProto, nodes: list[onnx.NodeProto]) -> None:
     of a rewritten model: the record of the first one is the original's order)."""
     if any(p.key == C.METADATA_NODE_ORDER for p in model.metadata_props):
         return
-    names = json.dumps([_first_output(n) for n in nodes], separators=(",", ":"))
+    names = json.dumps(_first_outputs(nodes), separators=(",", ":"))
     value = base64.b64encode(zlib.compress(names.encode(), 9)).decode()
     model.metadata_props.append(onnx.StringStringEntryProto(key=C.METADATA_NODE_ORDER, value=value))
 
@@ -56,6 +58,17 @@ def restore(graph: onnx.GraphProto, positions: dict[str, int]) -> None:
     order = toposort(nodes, reads, outside, "unfused graph")
     graph.ClearField("node")
     graph.node.extend(nodes[i] for i in order)
+
+
+def _first_outputs(nodes: Iterable[onnx.NodeProto]) -> list[str]:
+    """Each node's first output, followed by those of its subgraphs' nodes."""
+    out = []
+    for n in nodes:
+        out.append(_first_output(n))
+        for a in n.attribute:
+            for sub in [a.g] if a.type == onnx.AttributeProto.GRAPH else a.graphs:
+                out += _first_outputs(sub.node)
+    return out
 
 
 def _first_output(node: onnx.NodeProto) -> str:

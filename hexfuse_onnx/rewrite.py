@@ -449,12 +449,8 @@ def unfuse(model: onnx.ModelProto, pair_ids: Collection[str] | None = None) -> o
     out = onnx.ModelProto()
     out.CopyFrom(model)
     functions = {(f.domain, f.name, f.overload): f for f in out.functions}
-    fused = _fused_calls(out.graph)
-    _unfuse_graph(out.graph, functions, pair_ids)
+    _unfuse_graph(out.graph, functions, pair_ids, node_order.recorded(out))
     qdq_guard.unguard(out.graph)
-    positions = node_order.recorded(out)
-    if positions is not None and _fused_calls(out.graph) < fused:
-        node_order.restore(out.graph, positions)
     used = _calls(out.graph)
     keep = [f for f in out.functions if (f.domain, f.name, f.overload) in used or f.domain != C.DOMAIN]
     out.ClearField("functions")
@@ -475,7 +471,10 @@ def _unfuse_graph(
     graph: onnx.GraphProto,
     functions: dict[tuple[str, str, str], onnx.FunctionProto],
     pair_ids: Collection[str] | None,
+    positions: dict[str, int] | None,
 ) -> None:
+    """Unfuse in `graph` and its subgraphs; where a pair was unfused, the nodes take the order the
+    rewrite recorded (`positions`, node_order.py), if any."""
     producers, consumers = _producers_consumers(graph)
     drop: set[int] = set()  # id() of nodes to remove
     replacement: dict[int, list[onnx.NodeProto]] = {}
@@ -492,10 +491,12 @@ def _unfuse_graph(
         nodes = _without_task_copies(nodes, kept, {t.name for t in graph.initializer})
         graph.ClearField("node")
         graph.node.extend(nodes)
+        if positions is not None:
+            node_order.restore(graph, positions)
         _drop_stale_value_info(graph)
     for n in graph.node:
         for sub in _subgraphs(n):
-            _unfuse_graph(sub, functions, pair_ids)
+            _unfuse_graph(sub, functions, pair_ids, positions)
 
 
 def own_nodes(model: onnx.ModelProto, call: onnx.NodeProto) -> list[onnx.NodeProto]:
@@ -508,11 +509,6 @@ def own_nodes(model: onnx.ModelProto, call: onnx.NodeProto) -> list[onnx.NodePro
     held = [*producers.values(), *(n for readers in consumers.values() for n in readers)]
     mine = {t for n in held if id(n) in drop for t in n.output} | set(call.output)
     return [n for n in model.graph.node if mine.intersection(n.output)]
-
-
-def _fused_calls(graph: onnx.GraphProto) -> int:
-    """The FusedHexPair nodes of the graph itself (not of its subgraphs)."""
-    return sum(n.domain == C.DOMAIN and n.op_type == C.OP_TYPE for n in graph.node)
 
 
 def _producers_consumers(
