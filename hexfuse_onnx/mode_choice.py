@@ -228,11 +228,11 @@ def preset(
         return forced
     if model is None or isinstance(model, onnx.ModelProto):
         return "no model file to remember a choice by"
-    source = model if isinstance(model, bytes) else str(model)
-    if too_large(source, header):
+    size = model_bytes(model if isinstance(model, bytes) else str(model), header)
+    if size > EXPLORE_MAX_BYTES:
         log(
             f"hexfuse: ONNX Runtime mode: ORT's defaults, not chosen at run time (the model, "
-            f"{model_bytes(source, header) / 2**20:.0f} MiB, is above {EXPLORE_MAX_BYTES >> 20} MiB "
+            f"{size / 2**20:.0f} MiB, is above {EXPLORE_MAX_BYTES >> 20} MiB "
             "to hold once per mode)"
         )
         return "too large to choose"
@@ -254,7 +254,7 @@ def preset(
 
 def too_large(source: str | bytes, header: onnx.ModelProto) -> bool:
     """Whether the model (with its external data) is too large to hold once per mode while choosing:
-    a session of it runs ORT's defaults (`preset`)."""
+    a session of it runs ORT's defaults (`preset`'s rule)."""
     return model_bytes(source, header) > EXPLORE_MAX_BYTES
 
 
