@@ -1948,6 +1948,130 @@ static void test_qconv(void) {
     hfx_qgemm_max_isa = HFX_QGEMM_VNNI;
 }
 
+static int compare_ref(int mode, double a, double b) {
+    switch (mode) {
+    case HFX_COMPARE_EQUAL: return a == b;
+    case HFX_COMPARE_LESS: return a < b;
+    case HFX_COMPARE_GREATER: return a > b;
+    case HFX_COMPARE_LESS_EQUAL: return a <= b;
+    default: return a >= b;
+    }
+}
+
+/* element i of a buffer of `dtype` (f32, i32, i64 or bool) as a double */
+static double elem_of(const void *p, uint8_t dtype, uint64_t i) {
+    if (dtype == HFX_DTYPE_F32) return ((const float *)p)[i];
+    if (dtype == HFX_DTYPE_I32) return ((const int32_t *)p)[i];
+    if (dtype == HFX_DTYPE_I64) return (double)((const int64_t *)p)[i];
+    return ((const uint8_t *)p)[i] != 0;
+}
+
+/* random values of `dtype` from a small range, so that equal values occur; f32 NaNs now and then */
+static void *compare_buf(uint8_t dtype, uint64_t n) {
+    void *p = calloc(n ? n : 1, 8);
+    for (uint64_t i = 0; i < n; i++) {
+        int32_t v = (int32_t)(rng_u32() % 7) - 3;
+        if (dtype == HFX_DTYPE_F32) ((float *)p)[i] = rng_u32() % 11 == 0 ? NAN : (float)v * 0.5f;
+        else if (dtype == HFX_DTYPE_I32) ((int32_t *)p)[i] = v;
+        else if (dtype == HFX_DTYPE_I64) ((int64_t *)p)[i] = (int64_t)v * ((int64_t)1 << 33);
+        else ((uint8_t *)p)[i] = (uint8_t)(v > 0);
+    }
+    return p;
+}
+
+/* COMPARE (every mode and operand dtype) and MAX / MIN of bools (Or, And), with broadcasting, against the
+ * reference computed on the broadcast operands */
+static void compare_case(uint32_t opcode, int mode, uint8_t dtype, const rshape *xs, const rshape *ys) {
+    rshape os = {0, {0}};
+    os.rank = xs->rank > ys->rank ? xs->rank : ys->rank;
+    for (uint32_t i = 0; i < os.rank; i++) {
+        uint32_t a = i + xs->rank >= os.rank ? xs->d[i + xs->rank - os.rank] : 1;
+        uint32_t c = i + ys->rank >= os.rank ? ys->d[i + ys->rank - os.rank] : 1;
+        os.d[i] = a > c ? a : c;
+    }
+    uint64_t n = rs_numel(&os);
+    void *X = compare_buf(dtype, rs_numel(xs)), *Y = compare_buf(dtype, rs_numel(ys));
+    uint8_t *O = calloc(n ? n : 1, 1);
+    hfxb b;
+    hfxb_init(&b);
+    b.v2 = 1;
+    uint32_t x = hfxb_set_dtype(&b, hfxb_input(&b, 1, xs->rank, xs->d), dtype);
+    uint32_t y = hfxb_set_dtype(&b, hfxb_input(&b, 1, ys->rank, ys->d), dtype);
+    uint32_t o = hfxb_set_dtype(&b, hfxb_output(&b, 1, os.rank, os.d), HFX_DTYPE_BOOL);
+    int32_t p[HFX_OP_PARAMS] = {0};
+    p[HFX_P_COMPARE_MODE] = mode;
+    uint32_t in[2] = {x, y};
+    hfxb_op_add(&b, 1, opcode, -1, 2, in, o, opcode == HFX_OP_COMPARE ? p : NULL);
+    const void *ins[2] = {X, Y};
+    void *outs[1] = {O};
+    if (run_prog(&b, ins, 2, outs, 1)) {
+        uint64_t i = 0;
+        int want = 0;
+        for (; i < n; i++) {
+            uint32_t idx[8] = {0};
+            rs_unflatten(&os, i, idx);
+            double a = elem_of(X, dtype, rs_bcast_offset(xs, idx, os.rank));
+            double c = elem_of(Y, dtype, rs_bcast_offset(ys, idx, os.rank));
+            want = opcode == HFX_OP_COMPARE ? compare_ref(mode, a, c) : opcode == HFX_OP_MAX ? (a != 0 || c != 0)
+                                                                                            : (a != 0 && c != 0);
+            if (O[i] != want) break;
+        }
+        CHECK_MSG(i == n, "op %u mode %d dtype %u: element %u got %u want %d", opcode, mode, dtype, (unsigned)i,
+                  i < n ? O[i] : 0, want);
+    }
+    hfxb_free(&b);
+    free(X), free(Y), free(O);
+}
+
+static void test_compare(void) {
+    static const uint8_t dts[] = {HFX_DTYPE_F32, HFX_DTYPE_I32, HFX_DTYPE_I64, HFX_DTYPE_BOOL};
+    rshape big = {1, {70001}}, scalar = {0, {0}}, a = {3, {3, 200, 129}}, c = {3, {3, 1, 129}};
+    for (int d = 0; d < 4; d++)
+        for (int mode = HFX_COMPARE_EQUAL; mode <= HFX_COMPARE_GREATER_EQUAL; mode++) {
+            compare_case(HFX_OP_COMPARE, mode, dts[d], &big, &big);
+            compare_case(HFX_OP_COMPARE, mode, dts[d], &big, &scalar);
+            compare_case(HFX_OP_COMPARE, mode, dts[d], &c, &a);
+            for (int i = 0; i < 3; i++) {
+                rshape xs, ys;
+                rand_shape(&xs, rng_range(0, 4), 7);
+                ys = xs;
+                for (uint32_t q = 0; q < ys.rank; q++)
+                    if (rng_u32() % 3 == 0) ys.d[q] = 1;
+                compare_case(HFX_OP_COMPARE, mode, dts[d], &xs, &ys);
+            }
+        }
+    for (int k = 0; k < 2; k++) {
+        uint32_t opc = k ? HFX_OP_MAX : HFX_OP_MIN;
+        compare_case(opc, 0, HFX_DTYPE_BOOL, &big, &big);
+        compare_case(opc, 0, HFX_DTYPE_BOOL, &scalar, &big);
+        compare_case(opc, 0, HFX_DTYPE_BOOL, &a, &c);
+    }
+    /* refused: a COMPARE to f32, of mixed dtypes, of an unknown mode; MAX of i32; ADD of bools; a bool in v1 */
+    static const uint8_t bad[][4] = {{HFX_DTYPE_F32, HFX_DTYPE_F32, HFX_DTYPE_F32, HFX_OP_COMPARE},
+                                     {HFX_DTYPE_I32, HFX_DTYPE_I64, HFX_DTYPE_BOOL, HFX_OP_COMPARE},
+                                     {HFX_DTYPE_F32, HFX_DTYPE_F32, HFX_DTYPE_BOOL, HFX_OP_COMPARE},
+                                     {HFX_DTYPE_I32, HFX_DTYPE_I32, HFX_DTYPE_I32, HFX_OP_MAX},
+                                     {HFX_DTYPE_BOOL, HFX_DTYPE_BOOL, HFX_DTYPE_BOOL, HFX_OP_ADD},
+                                     {HFX_DTYPE_BOOL, HFX_DTYPE_BOOL, HFX_DTYPE_BOOL, HFX_OP_MIN}};
+    static const hfx_status want[] = {HFX_ERR_DTYPE, HFX_ERR_DTYPE, HFX_ERR_PARAM,
+                                      HFX_ERR_DTYPE, HFX_ERR_DTYPE, HFX_ERR_DTYPE};
+    for (int m = 0; m < 6; m++) {
+        hfxb b;
+        hfxb_init(&b);
+        b.v2 = m != 5;
+        uint32_t x = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(5)), bad[m][0]);
+        uint32_t y = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(5)), bad[m][1]);
+        uint32_t o = hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(5)), bad[m][2]);
+        int32_t p[HFX_OP_PARAMS] = {0};
+        p[HFX_P_COMPARE_MODE] = m == 2 ? HFX_COMPARE_GREATER_EQUAL + 1 : HFX_COMPARE_LESS;
+        uint32_t in[2] = {x, y};
+        hfxb_op_add(&b, 0, bad[m][3], -1, 2, in, o, bad[m][3] == HFX_OP_COMPARE ? p : NULL);
+        hfx_status st;
+        CHECK_MSG(!parses(&b, &st) && st == want[m], "compare refusal %d: status %s", m, hfx_status_name(st));
+        hfxb_free(&b);
+    }
+}
+
 int main(void) {
     hfx_pool_config cfg;
     hfx_pool_config_init(&cfg);
@@ -1990,6 +2114,7 @@ int main(void) {
     RUN_TEST(test_cast_half);
     RUN_TEST(test_int_binary);
     RUN_TEST(test_int_copy_gather);
+    RUN_TEST(test_compare);
     hfx_pool_destroy(g_pool);
     hfx_pool_destroy(g_pool_alt);
     TEST_MAIN_END();

@@ -54,6 +54,7 @@ class Dtype(IntEnum):
     U8 = 6
     U16 = 7  # format v2 programs only
     I16 = 8  # format v2 programs only
+    BOOL = 9  # format v2 programs only: one byte, 0 or 1
 
 
 class Role(IntEnum):
@@ -96,6 +97,7 @@ class Opcode(IntEnum):
     RMSNORM = 32
     FLOOR = 33  # unary
     CAST = 34  # f32 -> i32 as ONNX Runtime on x86 (toward zero, NaN/inf/out of range INT32_MIN); f16 <-> f32
+    COMPARE = 38  # X, Y of f32, i32, i64 or bool -> bool (CompareParam.MODE); Not = EQUAL to false
     REDUCE_MEAN = 40
     REDUCE_SUM = 41
     REDUCE_MAX = 42
@@ -199,6 +201,18 @@ class ReplaceNanParam(IntEnum):
     VALUE = 0  # f32 bits
 
 
+class CompareParam(IntEnum):
+    MODE = 0  # CompareMode
+
+
+class CompareMode(IntEnum):
+    EQUAL = 0
+    LESS = 1
+    GREATER = 2
+    LESS_EQUAL = 3
+    GREATER_EQUAL = 4
+
+
 class QuantParam(IntEnum):
     AXIS = 0  # per axis: the axis; per tensor: 0
 
@@ -284,6 +298,8 @@ C_PREFIX: dict[type[IntEnum], str] = {
     HardSigmoidParam: "HFX_P_HARDSIGMOID_",
     ClipParam: "HFX_P_CLIP_",
     ReplaceNanParam: "HFX_P_REPLACE_NAN_",
+    CompareParam: "HFX_P_COMPARE_",
+    CompareMode: "HFX_COMPARE_",
     QuantParam: "HFX_P_QUANT_",
     QBinaryParam: "HFX_P_QBIN_",
     QGapParam: "HFX_P_QGAP_",

@@ -27,7 +27,7 @@ def constant(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     cx.static[n.output[0]] = array.astype(np.float32) if array.dtype == np.float16 else array
 
 
-@lowers("Shape", "Size", "ConstantOfShape", "Equal")
+@lowers("Shape", "Size", "ConstantOfShape")
 def shape_arithmetic(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     """Folded by the Lowerer when every input is known (Shape, Size: when its input's shape is)."""
     raise LoweringError(n.op_type, n.name, "runs only as shape arithmetic on values known when lowering")

@@ -1,6 +1,7 @@
 """Elementwise ops on the vector engine: binary arithmetic (Add/Sub/Mul also on int32/int64, wrapping),
 Sum, activations (LeakyRelu, PRelu), Clip (and Max/Min with a scalar constant), Cast (float to float or
-int32, float16 to and from float32, 8/16/32-bit integers to float, a type to itself), Where(IsNaN(x), c, x)."""
+int32, float16 to and from float32, 8/16/32-bit integers to float, a type to itself), Where(IsNaN(x), c, x),
+comparisons to bool and Not/And/Or of bools."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import NoReturn
 import numpy as np
 import onnx
 
-from .abi import ClipParam, Dtype, HardSigmoidParam, Opcode, ReplaceNanParam, Task
+from .abi import ClipParam, CompareMode, CompareParam, Dtype, HardSigmoidParam, Opcode, ReplaceNanParam, Task
 from .layout import same_tensor
 from .lowerer import DTYPES, KERNEL_FLOATS, Lowerer, attr, f32_bits
 from .registry import LoweringError, lowers
@@ -29,6 +30,14 @@ UNARY = {
     "Log": Opcode.LOG,
     "Floor": Opcode.FLOOR,
 }
+COMPARISONS = {
+    "Equal": CompareMode.EQUAL,
+    "Less": CompareMode.LESS,
+    "Greater": CompareMode.GREATER,
+    "LessOrEqual": CompareMode.LESS_EQUAL,
+    "GreaterOrEqual": CompareMode.GREATER_EQUAL,
+}
+COMPARED = (Dtype.F32, Dtype.I32, Dtype.I64, Dtype.BOOL)  # the operand types COMPARE takes
 
 
 INTEGER_BINARY = {"Add", "Sub", "Mul"}  # on int32/int64 too: wrapping, as ONNX Runtime's
@@ -47,6 +56,33 @@ def binary(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
 @lowers(*UNARY)
 def unary(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     cx.emit(n, t, UNARY[n.op_type], [cx.read(n.input[0], n, t)])
+
+
+@lowers(*COMPARISONS)
+def compare(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """COMPARE of two tensors of one type (float32, float16 as float32, int32, int64, bool), numpy broadcast,
+    to bool; a NaN compares false, as in ONNX Runtime. (An Equal of values known when lowering folds.)"""
+    operands = [cx.read_any(name, n, t) for name in n.input[:2]]
+    if operands[0][1] != operands[1][1] or operands[0][1] not in COMPARED:
+        kinds = " and ".join(d.name.lower() for _, d in operands)
+        raise LoweringError(n.op_type, n.name, f"compares {kinds}: only two float32, int32, int64 or bool tensors")
+    params = {CompareParam.MODE: int(COMPARISONS[n.op_type])}
+    cx.emit(n, t, Opcode.COMPARE, [tid for tid, _ in operands], params, out_dtype=Dtype.BOOL)
+
+
+@lowers("Not")
+def not_(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """COMPARE EQUAL to a false."""
+    false = cx.constant(np.zeros((), np.bool_), t, Dtype.BOOL)
+    params = {CompareParam.MODE: int(CompareMode.EQUAL)}
+    cx.emit(n, t, Opcode.COMPARE, [cx.read_typed(n.input[0], n, t, Dtype.BOOL), false], params, out_dtype=Dtype.BOOL)
+
+
+@lowers("And", "Or")
+def and_or(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """MIN (And) or MAX (Or) of two bools, numpy broadcast."""
+    inputs = [cx.read_typed(name, n, t, Dtype.BOOL) for name in n.input[:2]]
+    cx.emit(n, t, Opcode.MIN if n.op_type == "And" else Opcode.MAX, inputs, out_dtype=Dtype.BOOL)
 
 
 @lowers("Pow")

@@ -151,10 +151,11 @@ enum hfx_dtype {
     HFX_DTYPE_I8 = 5,
     HFX_DTYPE_U8 = 6,
     HFX_DTYPE_U16 = 7, /* v2 programs only */
-    HFX_DTYPE_I16 = 8  /* v2 programs only */
+    HFX_DTYPE_I16 = 8, /* v2 programs only */
+    HFX_DTYPE_BOOL = 9 /* v2 programs only: one byte, 0 or 1 (ONNX bool) */
     /* Every op takes and gives F32 only, except the ops.def HFX_OP_TYPED rows (the quantization
-     * ops, CAST, ADD/SUB/MUL and COPY on integers), whose validation checks their own dtypes;
-     * other dtypes are HFX_ERR_DTYPE. */
+     * ops, CAST, ADD/SUB/MUL and COPY on integers, COMPARE, MAX/MIN of bools), whose validation
+     * checks their own dtypes; other dtypes are HFX_ERR_DTYPE. */
 };
 
 enum hfx_role {
@@ -209,6 +210,9 @@ enum hfx_opcode {
     HFX_OP_CAST = 34,      /* X f32 -> Y i32: ONNX Cast as ONNX Runtime on x86 (toward zero; NaN, +-inf and x outside
                               [-2^31, 2^31) give INT32_MIN); X f16 -> Y f32 (exact) and X f32 -> Y f16 (to nearest,
                               ties to even): a float16 network's tensors at a pair's boundary; dsp/ref/ref_quant.h */
+    HFX_OP_COMPARE = 38,   /* in X, Y (one dtype: f32, i32, i64 or bool), numpy broadcast -> bool: ONNX Equal, Less,
+                            * Greater, LessOrEqual, GreaterOrEqual (param HFX_P_COMPARE_MODE; a NaN compares false).
+                            * Not is EQUAL to a false; And and Or are MIN and MAX of bools */
     /* reductions */
     HFX_OP_REDUCE_MEAN = 40,
     HFX_OP_REDUCE_SUM = 41,
@@ -323,6 +327,16 @@ enum hfx_resize_nearest_mode {
 
 /* REPLACE_NAN: y = isnan(x) ? value : x; f32 bits, any value */
 #define HFX_P_REPLACE_NAN_VALUE 0
+
+/* COMPARE: y = x OP y, OP one of enum hfx_compare_mode */
+#define HFX_P_COMPARE_MODE 0
+enum hfx_compare_mode {
+    HFX_COMPARE_EQUAL = 0,
+    HFX_COMPARE_LESS = 1,
+    HFX_COMPARE_GREATER = 2,
+    HFX_COMPARE_LESS_EQUAL = 3,
+    HFX_COMPARE_GREATER_EQUAL = 4
+};
 
 /* MAXPOOL, AVGPOOL (2-D, NCHW; pads/strides/dilations in CONV2D's order) */
 #define HFX_P_POOL_PAD_TOP 0      /* 0 .. kernel - 1 */

@@ -1,0 +1,111 @@
+"""Comparisons (Equal, Less, Greater, LessOrEqual, GreaterOrEqual) to bool and Not/And/Or of bools, lowered onto
+the kernel and run on the real host kernel against ONNX Runtime: every output bit for bit."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper
+from test_lower import HostKernel, init, needs_host, pair_model, program_inputs, vi
+from test_lower_exporter_ops import opcodes
+
+from hexfuse_onnx.lowering import LoweringError, lower_pair
+from hexfuse_onnx.lowering.abi import Opcode
+
+RNG = np.random.default_rng(22)
+BOOL, F32, F16 = TensorProto.BOOL, TensorProto.FLOAT, TensorProto.FLOAT16
+I32, I64 = TensorProto.INT32, TensorProto.INT64
+NP = {BOOL: np.bool_, F32: np.float32, F16: np.float16, I32: np.int32, I64: np.int64}
+
+
+def task_b(nodes, inputs, outputs, inits=(), opset=17) -> onnx.ModelProto:
+    """A pair whose task A is one Relu and task B the given nodes."""
+    a = [helper.make_node("Relu", ["x"], ["ya"], name="relu")]
+    extra = [vi(t.name, list(t.dims), t.data_type) for t in inits]
+    return pair_model(a, nodes, [vi("x", [2, 4])], inputs + extra, [vi("ya", [2, 4])], outputs, list(inits), opset)
+
+
+def values(dtype: int, shape: list[int]) -> np.ndarray:
+    """Few distinct values, so that equal ones occur; float32 with NaN, +-inf, +-0 among them."""
+    if dtype == BOOL:
+        return np.asarray(RNG.integers(0, 2, shape)).astype(np.bool_)
+    if dtype in (F32, F16):
+        pool = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, -1.5, 0.5, 1.0, 2.0], NP[dtype])
+        return np.asarray(RNG.choice(pool, shape))
+    return np.asarray(RNG.integers(-3, 4, shape) * (1 << 33 if dtype == I64 else 1)).astype(NP[dtype])
+
+
+def run_both(m: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> tuple[list, list]:
+    feeds = {"x": RNG.standard_normal((2, 4)).astype(np.float32), **feeds}
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL  # the ops as written
+    ref = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, feeds)
+    got = HostKernel().run(lower_pair(m, m.graph.node[0]), program_inputs(m, m.graph.node[0], feeds))
+    return ref, got
+
+
+def assert_same_bits(ref: list, got: list) -> None:
+    assert len(ref) == len(got)
+    for r, g in zip(ref, got):
+        assert r.dtype == g.dtype and r.shape == g.shape
+        assert r.tobytes() == g.tobytes(), np.argwhere(r.view(np.uint8) != g.view(np.uint8))[:5]
+
+
+COMPARISONS = ["Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"]
+SHAPES = [([3, 5, 7], [3, 5, 7]), ([3, 5, 7], [7]), ([1, 5, 1], [3, 1, 7]), ([4097], [])]
+
+
+@needs_host
+@pytest.mark.parametrize("op", COMPARISONS)
+@pytest.mark.parametrize("dtype", [F32, F16, I32, I64], ids=["f32", "f16", "i32", "i64"])
+def test_comparison_equals_ort(op: str, dtype: int) -> None:
+    """Every mode on every operand type, with broadcasting; NaN compares false, -0 equals +0."""
+    for xs, ys in SHAPES:
+        out = list(np.broadcast_shapes(tuple(xs), tuple(ys)))
+        m = task_b([helper.make_node(op, ["p", "q"], ["yb"], name="cmp")], [vi("p", xs, dtype), vi("q", ys, dtype)],
+                   [vi("yb", out, BOOL)])  # fmt: skip
+        assert opcodes(m) == [Opcode.RELU] + ([Opcode.CAST] * 2 if dtype == F16 else []) + [Opcode.COMPARE]
+        assert_same_bits(*run_both(m, {"p": values(dtype, xs), "q": values(dtype, ys)}))
+
+
+@needs_host
+def test_equal_of_bools_and_not_and_or_equal_ort() -> None:
+    """A mask as decoders build it: Not(Equal(a, b)) And (c Or d), then a comparison's bool out, each
+    intermediate a pair output too."""
+    shape = [2, 9, 33]
+    nodes = [
+        helper.make_node("Equal", ["a", "b"], ["eq"], name="eq"),
+        helper.make_node("Not", ["eq"], ["ne"], name="not"),
+        helper.make_node("Or", ["c", "d"], ["either"], name="or"),
+        helper.make_node("And", ["ne", "either"], ["yb"], name="and"),
+    ]
+    inputs = [vi("a", shape, BOOL), vi("b", shape, BOOL), vi("c", [1, 9, 1], BOOL), vi("d", [33], BOOL)]
+    m = task_b(nodes, inputs, [vi("yb", shape, BOOL), vi("ne", shape, BOOL), vi("either", [1, 9, 33], BOOL)])
+    assert opcodes(m) == [Opcode.RELU, Opcode.COMPARE, Opcode.COMPARE, Opcode.MAX, Opcode.MIN]
+    feeds = {v.name: values(BOOL, [d.dim_value for d in v.type.tensor_type.shape.dim]) for v in inputs}
+    assert_same_bits(*run_both(m, feeds))
+
+
+@needs_host
+def test_a_comparison_of_a_computed_float_feeds_a_logic_op() -> None:
+    """Greater(Relu(z), 0.5) And Less(z, 1): comparisons of a float the pair computes and of a constant."""
+    nodes = [
+        helper.make_node("Relu", ["z"], ["r"], name="r"),
+        helper.make_node("Greater", ["r", "half"], ["big"], name="gt"),
+        helper.make_node("LessOrEqual", ["z", "one"], ["small"], name="le"),
+        helper.make_node("And", ["big", "small"], ["yb"], name="and"),
+    ]
+    inits = [init("half", np.array(0.5, np.float32)), init("one", np.array([1.0], np.float32))]
+    m = task_b(nodes, [vi("z", [5, 131])], [vi("yb", [5, 131], BOOL)], inits)
+    assert_same_bits(*run_both(m, {"z": RNG.standard_normal((5, 131)).astype(np.float32)}))
+
+
+@pytest.mark.parametrize("types", [(TensorProto.UINT8,) * 2, (TensorProto.INT8,) * 2, (F32, I32)])
+def test_a_comparison_of_mixed_or_unsupported_types_is_refused(types: tuple[int, int]) -> None:
+    """8-bit operands (COMPARE takes none), and float32 with int32 (not valid ONNX: checked all the same)."""
+    inputs = [vi("p", [4], types[0]), vi("q", [4], types[1])]
+    m = task_b([helper.make_node("Less", ["p", "q"], ["yb"], name="lt")], inputs, [vi("yb", [4], BOOL)])
+    with pytest.raises(LoweringError, match="only two float32, int32, int64 or bool"):
+        lower_pair(m, m.graph.node[0])
