@@ -1,5 +1,5 @@
-"""Comparisons (Equal, Less, Greater, LessOrEqual, GreaterOrEqual) to bool and Not/And/Or of bools, lowered onto
-the kernel and run on the real host kernel against ONNX Runtime: every output bit for bit."""
+"""Comparisons (Equal, Less, Greater, LessOrEqual, GreaterOrEqual) to bool, Not/And/Or of bools and Abs, lowered
+onto the kernel and run on the real host kernel against ONNX Runtime: every output bit for bit."""
 
 from __future__ import annotations
 
@@ -108,4 +108,19 @@ def test_a_comparison_of_mixed_or_unsupported_types_is_refused(types: tuple[int,
     inputs = [vi("p", [4], types[0]), vi("q", [4], types[1])]
     m = task_b([helper.make_node("Less", ["p", "q"], ["yb"], name="lt")], inputs, [vi("yb", [4], BOOL)])
     with pytest.raises(LoweringError, match="only two float32, int32, int64 or bool"):
+        lower_pair(m, m.graph.node[0])
+
+
+@needs_host
+def test_abs_equals_ort() -> None:
+    """Abs clears the sign bit: -0 gives +0, NaN stays NaN, infinities and denormals exact."""
+    special = [np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-40, -1e-40, -3.4e38, 2.5, -2.5]
+    z = np.concatenate([special, RNG.standard_normal(401 - len(special)) * 100]).astype(np.float32)
+    m = task_b([helper.make_node("Abs", ["z"], ["yb"], name="abs")], [vi("z", [401])], [vi("yb", [401])])
+    assert_same_bits(*run_both(m, {"z": z}))
+
+
+def test_an_integer_abs_is_refused() -> None:
+    m = task_b([helper.make_node("Abs", ["z"], ["yb"], name="abs")], [vi("z", [4], I32)], [vi("yb", [4], I32)])
+    with pytest.raises(LoweringError, match="not float32"):
         lower_pair(m, m.graph.node[0])

@@ -350,9 +350,10 @@ static void test_unary_special(void) {
     }
 }
 
-/* Clip, Neg, Sqrt, Floor are exact in f32: the kernel must give the reference's bits (NaN: any NaN) */
+/* Clip, Neg, Sqrt, Floor, Abs are exact in f32: the kernel must give the reference's bits (NaN: any NaN) */
 static float ref_clip_neg_sqrt(uint32_t opc, float x, float lo, float hi) {
     if (opc == HFX_OP_NEG) return -x;
+    if (opc == HFX_OP_ABS) return fabsf(x); /* -0 gives +0 */
     if (opc == HFX_OP_FLOOR) return (float)floor((double)x); /* exact: a whole float is a float */
     if (opc == HFX_OP_SQRT) return (float)sqrt((double)x); /* sqrt of a float is exact in double */
     return x != x ? x : x < lo ? (lo > hi ? hi : lo) : x > hi ? hi : x;
@@ -364,8 +365,8 @@ static void test_clip_neg_sqrt(void) {
                                     -3e9f, 2.5e9f,   -2.0f,     -1.999999f, -8388608.0f, 1e30f};
     static const float bounds[][2] = {{0.0f, 6.0f}, {-INFINITY, 1.5f}, {-2.0f, INFINITY}, {3.0f, -3.0f}};
     static const uint32_t sizes[] = {20, 32769, 100003};
-    static const uint32_t ops[] = {HFX_OP_CLIP, HFX_OP_NEG, HFX_OP_SQRT, HFX_OP_FLOOR};
-    for (int k = 0; k < 4; k++)
+    static const uint32_t ops[] = {HFX_OP_CLIP, HFX_OP_NEG, HFX_OP_SQRT, HFX_OP_FLOOR, HFX_OP_ABS};
+    for (int k = 0; k < 5; k++)
         for (int s = 0; s < 3; s++)
             for (int c = 0; c < (ops[k] == HFX_OP_CLIP ? 4 : 1); c++) {
                 uint32_t n = sizes[s];

@@ -29,6 +29,7 @@ UNARY = {
     "Erf": Opcode.ERF,
     "Log": Opcode.LOG,
     "Floor": Opcode.FLOOR,
+    "Abs": Opcode.ABS,  # float32 (float16 as float32); an integer Abs is refused by `read`
 }
 COMPARISONS = {
     "Equal": CompareMode.EQUAL,

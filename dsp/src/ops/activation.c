@@ -1,5 +1,5 @@
 /* activation.c - the unary elementwise ops: Relu, Sigmoid, Tanh, Gelu (erf),
- * SiLU, Exp, Log, HardSigmoid, HardSwish, Clip, Neg, Sqrt, Floor, Erf, ReplaceNaN. An item is a chunk of
+ * SiLU, Exp, Log, HardSigmoid, HardSwish, Clip, Neg, Sqrt, Floor, Erf, ReplaceNaN, Abs. An item is a chunk of
  * elements. */
 #include <math.h>
 
@@ -122,6 +122,9 @@ void hfx_run_unary(const hfx_kernel_args *a, uint32_t item) {
             for (uint64_t i = b; i < e; i++) o[i] = hfx_erf_mlas(x[i]);
         else
             for (uint64_t i = b; i < e; i++) o[i] = hfx_erf(x[i]);
+        break;
+    case HFX_OP_ABS:
+        for (uint64_t i = b; i < e; i++) o[i] = hfx_f32_of(hfx_u32_of(x[i]) & 0x7fffffffu);
         break;
     case HFX_OP_REPLACE_NAN: {
         float value = hfx_f32_from_bits(op->params[HFX_P_REPLACE_NAN_VALUE]);
