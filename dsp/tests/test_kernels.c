@@ -1949,6 +1949,51 @@ static void test_qconv(void) {
     hfx_qgemm_max_isa = HFX_QGEMM_VNNI;
 }
 
+/* Sin and Cos: within 2 ulp of double sin/cos below 1e4 (Eigen's bound; above it within 1e-6 absolute), the
+ * last numel % 4 elements the C library's sinf/cosf bit for bit (ONNX Runtime's scalar tail;
+ * tests/test_lower_logic.py holds the rest to ORT's bits); NaN and +-inf give NaN, +-0 gives sin +-0, cos 1 */
+static void test_sin_cos(void) {
+    static const float special[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-40f, -1e-40f, 0.785398f, 1.5707964f,
+                                    3.1415927f, -3.1415927f, 18837.9f, 18838.0f, 25966.0f, -1e5f, 3.4e38f, -3.4e38f};
+    enum { S = sizeof special / sizeof special[0] };
+    static const uint32_t sizes[] = {S, 32769, 100003};
+    static const uint32_t ops[] = {HFX_OP_SIN, HFX_OP_COS};
+    for (int k = 0; k < 2; k++)
+        for (int s = 0; s < 3; s++) {
+            uint32_t n = sizes[s];
+            float *X = rand_buf(n, -12.0f, 12.0f), *O = calloc(n, 4);
+            memcpy(X, special, sizeof special);
+            for (uint32_t i = S; i < n; i += 5) X[i] *= 1000.0f;
+            hfxb b;
+            hfxb_init(&b);
+            uint32_t x = hfxb_input(&b, s % 2, HFXB_DIMS(n)), o = hfxb_output(&b, s % 2, HFXB_DIMS(n));
+            hfxb_unary(&b, s % 2, ops[k], x, o);
+            const void *ins[1] = {X};
+            void *outs[1] = {O};
+            if (run_prog(&b, ins, 1, outs, 1)) {
+                uint32_t i = 0;
+                double r = 0.0;
+                for (; i < n; i++) {
+                    int sine = ops[k] == HFX_OP_SIN;
+                    r = sine ? sin((double)X[i]) : cos((double)X[i]);
+                    if (i >= n - n % 4) {
+                        float want = sine ? sinf(X[i]) : cosf(X[i]);
+                        if (isnan(want) ? !isnan(O[i]) : memcmp(&O[i], &want, 4) != 0) break;
+                    } else if (isnan(r) ? !isnan(O[i])
+                                        : fabs((double)O[i] - r) > (fabsf(X[i]) < 1e4f ? 2.4e-7 * fmax(fabs(r), 0.5)
+                                                                                       : 1e-6)) {
+                        break;
+                    }
+                    if (X[i] == 0.0f && sine && signbit(O[i]) != signbit(X[i])) break;
+                }
+                CHECK_MSG(i == n, "op %u n=%u x=%.9g: got %.9g want %.9g", ops[k], n, (double)X[i < n ? i : 0],
+                          (double)O[i < n ? i : 0], r);
+            }
+            hfxb_free(&b);
+            free(X), free(O);
+        }
+}
+
 static int compare_ref(int mode, double a, double b) {
     switch (mode) {
     case HFX_COMPARE_EQUAL: return a == b;
@@ -2115,6 +2160,7 @@ int main(void) {
     RUN_TEST(test_cast_half);
     RUN_TEST(test_int_binary);
     RUN_TEST(test_int_copy_gather);
+    RUN_TEST(test_sin_cos);
     RUN_TEST(test_compare);
     hfx_pool_destroy(g_pool);
     hfx_pool_destroy(g_pool_alt);

@@ -98,6 +98,8 @@ class Opcode(IntEnum):
     FLOOR = 33  # unary
     CAST = 34  # f32 -> i32 as ONNX Runtime on x86 (toward zero, NaN/inf/out of range INT32_MIN); f16 <-> f32
     ABS = 35  # unary
+    SIN = 36  # unary, ONNX Runtime's bits (Eigen's packet sin, the C library's over the last numel % 4)
+    COS = 37  # unary, the same
     COMPARE = 38  # X, Y of f32, i32, i64 or bool -> bool (CompareParam.MODE); Not = EQUAL to false
     REDUCE_MEAN = 40
     REDUCE_SUM = 41

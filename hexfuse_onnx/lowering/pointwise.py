@@ -30,6 +30,8 @@ UNARY = {
     "Log": Opcode.LOG,
     "Floor": Opcode.FLOOR,
     "Abs": Opcode.ABS,  # float32 (float16 as float32); an integer Abs is refused by `read`
+    "Sin": Opcode.SIN,  # ONNX Runtime's bits: Eigen's packet sin, the C library's over the last numel % 4
+    "Cos": Opcode.COS,
 }
 COMPARISONS = {
     "Equal": CompareMode.EQUAL,

@@ -211,6 +211,8 @@ enum hfx_opcode {
                               [-2^31, 2^31) give INT32_MIN); X f16 -> Y f32 (exact) and X f32 -> Y f16 (to nearest,
                               ties to even): a float16 network's tensors at a pair's boundary; dsp/ref/ref_quant.h */
     HFX_OP_ABS = 35,       /* unary: |x| (the sign bit cleared: NaN stays NaN, -0 gives +0) */
+    HFX_OP_SIN = 36,       /* unary: sin(x) as ONNX Runtime's CPU kernel (activation.c: Eigen's psin_float) */
+    HFX_OP_COS = 37,       /* unary: cos(x), the same */
     HFX_OP_COMPARE = 38,   /* in X, Y (one dtype: f32, i32, i64 or bool), numpy broadcast -> bool: ONNX Equal, Less,
                             * Greater, LessOrEqual, GreaterOrEqual (param HFX_P_COMPARE_MODE; a NaN compares false).
                             * Not is EQUAL to a false; And and Or are MIN and MAX of bools */
