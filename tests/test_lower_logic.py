@@ -1,6 +1,6 @@
-"""Comparisons (Equal, Less, Greater, LessOrEqual, GreaterOrEqual) to bool, Not/And/Or of bools, Abs, Sin and
-Cos, lowered onto the kernel and run on the real host kernel against ONNX Runtime: every output bit for bit
-(bools as bools; Sin/Cos as ORT's CPU kernel computes them on x86-64)."""
+"""Comparisons (Equal, Less, Greater, LessOrEqual, GreaterOrEqual) to bool, Not/And/Or of bools, Abs, Sin, Cos
+and InstanceNormalization, lowered onto the kernel and run on the real host kernel against ONNX Runtime: every
+output bit for bit (bools as bools; Sin/Cos/InstanceNormalization as ORT's CPU kernels compute them on x86-64)."""
 
 from __future__ import annotations
 
@@ -141,4 +141,27 @@ def test_sin_cos_equal_ort(op: str, n: int) -> None:
     pool = RNG.permutation(np.concatenate([special, *parts]))
     z = (pool if n < len(special) else np.concatenate([special, pool]))[:n].astype(np.float32)
     m = task_b([helper.make_node(op, ["z"], ["yb"], name=op.lower())], [vi("z", [n])], [vi("yb", [n])])
+    assert_same_bits(*run_both(m, {"z": z}))
+
+
+INSTANCE_SHAPES = [[1, 4, 8, 8], [2, 3, 9, 13], [1, 2, 3], [2, 5, 7], [1, 3, 1, 1], [1, 8, 33, 17], [1, 2, 1001],
+                   [2, 3, 2, 3, 5]]  # fmt: skip
+
+
+@needs_host
+@pytest.mark.parametrize("shape", INSTANCE_SHAPES, ids=["x".join(map(str, s)) for s in INSTANCE_SHAPES])
+@pytest.mark.parametrize("computed", [False, True], ids=["input", "computed"])
+def test_instance_normalization_equals_ort(shape: list[int], computed: bool) -> None:
+    """ORT's CPU kernel: each row's mean by Eigen's vectorized sum (from the row's first 16-byte boundary:
+    rows of a length not a multiple of 4 start elsewhere), the squared deviations from the row's start,
+    y = x s + (b - mean s): the kernel's bits equal ORT's, on a pair input and on a tensor the pair computes."""
+    c = shape[1]
+    inits = [init("s", RNG.standard_normal(c).astype(np.float32)), init("b", RNG.standard_normal(c).astype(np.float32))]
+    nodes = [helper.make_node("InstanceNormalization", ["h" if computed else "z", "s", "b"], ["yb"], name="in",
+                              epsilon=1e-3)]  # fmt: skip
+    if computed:
+        nodes.insert(0, helper.make_node("Mul", ["z", "z"], ["h"], name="square"))
+    m = task_b(nodes, [vi("z", shape)], [vi("yb", shape)], inits)
+    assert opcodes(m)[-1] == Opcode.INSTANCENORM
+    z = (RNG.standard_normal(shape) * 3 + 1).astype(np.float32)
     assert_same_bits(*run_both(m, {"z": z}))

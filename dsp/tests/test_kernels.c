@@ -2118,6 +2118,58 @@ static void test_compare(void) {
     }
 }
 
+/* InstanceNormalization against double statistics on ranks 3-5, rows of 1 to about 2000 elements and several
+ * items (tests/test_lower_logic.py holds it to ONNX Runtime's bits). ORT's form y = x s + (b - mean s) cancels
+ * where x is near the mean (a row of one element gives b): each element is held to 1e-5 of |x s| + |b - mean s|.
+ * Refused: rank 2, axis 1, scale of [C, 1]. */
+static void test_instancenorm(void) {
+    for (int i = 0; i < 16; i++) {
+        rshape s;
+        rand_shape(&s, rng_range(3, 5), i < 4 ? 45 : 12);
+        uint64_t n = rs_numel(&s), c = s.d[1], d = n / (s.d[0] * c), bad = 0;
+        float *X = rand_buf(n, -3, 3), *Sc = rand_buf(c, 0.5f, 1.5f), *Bi = rand_buf(c, -1, 1), *O = calloc(n, 4);
+        float eps = i % 2 ? 1e-5f : 1e-3f;
+        hfxb b;
+        hfxb_init(&b);
+        uint32_t x = hfxb_input(&b, i % 2, s.rank, s.d), sc = hfxb_input(&b, i % 2, HFXB_DIMS((uint32_t)c));
+        uint32_t bi = hfxb_const(&b, i % 2, HFXB_DIMS((uint32_t)c), Bi), o = hfxb_output(&b, i % 2, s.rank, s.d);
+        hfxb_norm(&b, i % 2, HFX_OP_INSTANCENORM, x, sc, bi, o, 2, eps);
+        const void *ins[2] = {X, Sc};
+        void *outs[1] = {O};
+        if (run_prog(&b, ins, 2, outs, 1))
+            for (uint64_t r = 0; r < n / d; r++) {
+                const float *xr = X + r * d;
+                double mean = 0, var = 0;
+                for (uint64_t k = 0; k < d; k++) mean += xr[k];
+                mean /= (double)d;
+                for (uint64_t k = 0; k < d; k++) var += (xr[k] - mean) * (xr[k] - mean);
+                double scale = Sc[r % c] / sqrt(var / (double)d + eps), shift = Bi[r % c] - mean * scale;
+                for (uint64_t k = 0; k < d; k++) {
+                    double want = xr[k] * scale + shift, size = fabs(xr[k] * scale) + fabs(shift);
+                    bad += !(fabs(O[r * d + k] - want) <= 1e-5 * size + 1e-30);
+                }
+            }
+        CHECK_MSG(bad == 0, "instancenorm rank %u dims %u %u %u %u: %u elements off", s.rank, s.d[0], s.d[1], s.d[2],
+                  s.d[3], (unsigned)bad);
+        hfxb_free(&b);
+        free(X), free(Sc), free(Bi), free(O);
+    }
+    for (int m = 0; m < 3; m++) {
+        hfxb b;
+        hfxb_init(&b);
+        uint32_t rank = m == 0 ? 2 : 3;
+        uint32_t x = hfxb_input(&b, 0, rank, (uint32_t[]){2, 3, 4}), o = hfxb_output(&b, 0, rank, (uint32_t[]){2, 3, 4});
+        uint32_t sc = m == 2 ? hfxb_input(&b, 0, HFXB_DIMS(3, 1)) : hfxb_input(&b, 0, HFXB_DIMS(3));
+        uint32_t bi = hfxb_input(&b, 0, HFXB_DIMS(3));
+        hfxb_norm(&b, 0, HFX_OP_INSTANCENORM, x, sc, bi, o, m == 1 ? 1 : 2, 1e-5f);
+        hfx_status st;
+        hfx_status want = m == 0 ? HFX_ERR_PARAM : HFX_ERR_SHAPE; /* rank 2: axis 2 is out of range */
+        CHECK_MSG(!parses(&b, &st) && st == want, "instancenorm refusal %d: status %s", m,
+                  hfx_status_name(st));
+        hfxb_free(&b);
+    }
+}
+
 int main(void) {
     hfx_pool_config cfg;
     hfx_pool_config_init(&cfg);
@@ -2162,6 +2214,7 @@ int main(void) {
     RUN_TEST(test_int_copy_gather);
     RUN_TEST(test_sin_cos);
     RUN_TEST(test_compare);
+    RUN_TEST(test_instancenorm);
     hfx_pool_destroy(g_pool);
     hfx_pool_destroy(g_pool_alt);
     TEST_MAIN_END();

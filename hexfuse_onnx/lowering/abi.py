@@ -101,6 +101,7 @@ class Opcode(IntEnum):
     SIN = 36  # unary, ONNX Runtime's bits (Eigen's packet sin, the C library's over the last numel % 4)
     COS = 37  # unary, the same
     COMPARE = 38  # X, Y of f32, i32, i64 or bool -> bool (CompareParam.MODE); Not = EQUAL to false
+    INSTANCENORM = 39  # X [N, C, ...], scale [C], bias [C]: over the axes [2, rank), ONNX Runtime's sums
     REDUCE_MEAN = 40
     REDUCE_SUM = 41
     REDUCE_MAX = 42
@@ -131,8 +132,8 @@ class Opcode(IntEnum):
 class Param(IntEnum):
     """Parameter slots shared by several ops."""
 
-    AXIS = 0  # SOFTMAX, LAYERNORM, RMSNORM, CONCAT
-    EPSILON = 1  # LAYERNORM, RMSNORM (f32 bits)
+    AXIS = 0  # SOFTMAX, LAYERNORM, RMSNORM, CONCAT; INSTANCENORM: 2
+    EPSILON = 1  # LAYERNORM, RMSNORM, INSTANCENORM (f32 bits)
     NORM_SKIP = 2  # RMSNORM: 1 for a SkipSimplifiedLayerNormalization's norm (ORT's skip kernel's order)
     PERM = 0  # TRANSPOSE: params[0..rank)
 

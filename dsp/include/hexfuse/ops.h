@@ -216,6 +216,8 @@ enum hfx_opcode {
     HFX_OP_COMPARE = 38,   /* in X, Y (one dtype: f32, i32, i64 or bool), numpy broadcast -> bool: ONNX Equal, Less,
                             * Greater, LessOrEqual, GreaterOrEqual (param HFX_P_COMPARE_MODE; a NaN compares false).
                             * Not is EQUAL to a false; And and Or are MIN and MAX of bools */
+    HFX_OP_INSTANCENORM = 39, /* in X [N, C, ...] (rank >= 3), scale [C], bias [C]: ONNX InstanceNormalization
+                               * over the axes [2, rank), as ONNX Runtime's CPU kernel sums (norm.c) */
     /* reductions */
     HFX_OP_REDUCE_MEAN = 40,
     HFX_OP_REDUCE_SUM = 41,
@@ -302,6 +304,7 @@ enum hfx_resize_nearest_mode {
 #define HFX_P_AXIS 0
 /* LAYERNORM, RMSNORM: epsilon as f32 bits (> 0) */
 #define HFX_P_EPSILON 1
+/* INSTANCENORM: HFX_P_AXIS is 2, HFX_P_EPSILON as LAYERNORM's */
 /* RMSNORM, 0 or 1: 1 for a SkipSimplifiedLayerNormalization's norm (ORT's skip kernel sums it otherwise) */
 #define HFX_P_NORM_SKIP 2
 
