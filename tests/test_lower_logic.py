@@ -90,6 +90,23 @@ def test_equal_of_bools_and_not_and_or_equal_ort() -> None:
 
 
 @needs_host
+def test_bools_are_moved_as_they_are() -> None:
+    """A comparison's mask transposed, sliced and reshaped (TRANSPOSE, SLICE, COPY of bools), then Or-ed."""
+    nodes = [
+        helper.make_node("Less", ["p", "q"], ["lt"], name="lt"),
+        helper.make_node("Transpose", ["lt"], ["tr"], name="tr", perm=[2, 0, 1]),
+        helper.make_node("Slice", ["tr", "starts", "ends"], ["sl"], name="sl"),
+        helper.make_node("Reshape", ["sl", "shape"], ["rs"], name="rs"),
+        helper.make_node("Or", ["rs", "rs"], ["yb"], name="or"),
+    ]
+    inits = [init("starts", np.array([1], np.int64)), init("ends", np.array([4], np.int64)),
+             init("shape", np.array([3, 15], np.int64))]  # fmt: skip
+    m = task_b(nodes, [vi("p", [3, 5, 7]), vi("q", [7])], [vi("yb", [3, 15], BOOL)], inits, opset=13)
+    assert opcodes(m) == [Opcode.RELU, Opcode.COMPARE, Opcode.TRANSPOSE, Opcode.SLICE, Opcode.COPY, Opcode.MAX]
+    assert_same_bits(*run_both(m, {"p": values(F32, [3, 5, 7]), "q": values(F32, [7])}))
+
+
+@needs_host
 def test_a_comparison_of_a_computed_float_feeds_a_logic_op() -> None:
     """Greater(Relu(z), 0.5) And Less(z, 1): comparisons of a float the pair computes and of a constant."""
     nodes = [

@@ -75,10 +75,10 @@ def transpose(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
 
 
 def _read_moved(cx: Lowerer, n: onnx.NodeProto, t: Task) -> tuple[int, Dtype]:
-    """The input of a TRANSPOSE or SLICE: float32, or the 8/16-bit integers of a QDQ group's data
-    movement (qeltwise._move)."""
+    """The input of a TRANSPOSE or SLICE: float32, the 8/16-bit integers of a QDQ group's data
+    movement (qeltwise._move), or bools (a comparison's mask)."""
     dtype = DTYPES.get(cx.dtype(n.input[0]))
-    if dtype in (Dtype.U8, Dtype.I8, Dtype.U16, Dtype.I16):
+    if dtype in (Dtype.U8, Dtype.I8, Dtype.U16, Dtype.I16, Dtype.BOOL):
         return cx.read_typed(n.input[0], n, t, dtype), dtype
     return cx.read(n.input[0], n, t), Dtype.F32
 
