@@ -106,6 +106,52 @@ def test_bools_are_moved_as_they_are() -> None:
     assert_same_bits(*run_both(m, {"p": values(F32, [3, 5, 7]), "q": values(F32, [7])}))
 
 
+WHERES = {
+    "data": (  # a decoder's Where on data: Where(Equal(z, 0), z, 0)
+        [helper.make_node("Equal", ["z", "zero"], ["c"], name="eq"), helper.make_node("Where", ["c", "z", "zero"],
+                                                                                      ["yb"], name="where")],
+        {"z": [3, 5]}, [init("zero", np.float32(0.0))], ("yb", [3, 5], F32),
+    ),
+    "mask": (  # a bool mask input broadcast over the scores, -inf elsewhere
+        [helper.make_node("Where", ["m", "z", "lowest"], ["yb"], name="where")],
+        {"m": [1, 5], "z": [3, 4, 5]}, [init("lowest", np.float32(-np.inf))], ("yb", [3, 4, 5], F32),
+    ),
+    "int64": (
+        [helper.make_node("Less", ["p", "q"], ["c"], name="lt"), helper.make_node("Where", ["c", "p", "q"], ["yb"],
+                                                                                  name="where")],
+        {"p": [3, 1, 7], "q": [5, 1]}, [], ("yb", [3, 5, 7], I64),
+    ),
+    "isnan_of_another_tensor": (  # IsNaN as COMPARE: x != x
+        [helper.make_node("IsNaN", ["z"], ["nan"], name="isnan"), helper.make_node("Where", ["nan", "c", "w"], ["yb"],
+                                                                                  name="where")],
+        {"z": [3, 5], "w": [3, 5]}, [init("c", np.float32(0.0))], ("yb", [3, 5], F32),
+    ),
+    "isnan_value_computed": (
+        [helper.make_node("IsNaN", ["z"], ["nan"], name="isnan"), helper.make_node("Where", ["nan", "w", "z"], ["yb"],
+                                                                                  name="where")],
+        {"z": [3, 5], "w": [3, 5]}, [], ("yb", [3, 5], F32),
+    ),
+    "casts": (  # bool -> float32 and float16, float32 -> bool (NaN true, -0 false)
+        [helper.make_node("Cast", ["z"], ["b"], name="to_bool", to=BOOL), helper.make_node("Cast", ["b"], ["yb"],
+         name="to_float", to=F32), helper.make_node("Cast", ["b"], ["h"], name="to_half", to=F16)],
+        {"z": [4, 9]}, [], ("yb", [4, 9], F32), ("h", [4, 9], F16), ("b", [4, 9], BOOL),
+    ),
+}  # fmt: skip
+TYPES = {"m": BOOL, "p": I64, "q": I64}
+
+
+@needs_host
+@pytest.mark.parametrize("case", WHERES)
+def test_where_isnan_and_casts_of_bools_equal_ort(case: str) -> None:
+    """WHERE picks X's or Y's bytes by a bool condition (the three broadcast): a Where on data, a mask, int64;
+    IsNaN outside Where(IsNaN(x), c, x) is x != x; Cast between bool and float."""
+    nodes, shapes, inits, *outs = WHERES[case]
+    inputs = [vi(name, dims, TYPES.get(name, F32)) for name, dims in shapes.items()]
+    m = task_b(nodes, inputs, [vi(*o) for o in outs], inits)
+    assert Opcode.WHERE in opcodes(m) or Opcode.COMPARE in opcodes(m)
+    assert_same_bits(*run_both(m, {name: values(TYPES.get(name, F32), dims) for name, dims in shapes.items()}))
+
+
 @needs_host
 def test_a_comparison_of_a_computed_float_feeds_a_logic_op() -> None:
     """Greater(Relu(z), 0.5) And Less(z, 1): comparisons of a float the pair computes and of a constant."""

@@ -2012,12 +2012,12 @@ static double elem_of(const void *p, uint8_t dtype, uint64_t i) {
     return ((const uint8_t *)p)[i] != 0;
 }
 
-/* random values of `dtype` from a small range, so that equal values occur; f32 NaNs now and then */
+/* random values of `dtype` from a small range, so that equal values occur; f32 -0 and NaNs now and then */
 static void *compare_buf(uint8_t dtype, uint64_t n) {
     void *p = calloc(n ? n : 1, 8);
     for (uint64_t i = 0; i < n; i++) {
         int32_t v = (int32_t)(rng_u32() % 7) - 3;
-        if (dtype == HFX_DTYPE_F32) ((float *)p)[i] = rng_u32() % 11 == 0 ? NAN : (float)v * 0.5f;
+        if (dtype == HFX_DTYPE_F32) ((float *)p)[i] = rng_u32() % 11 == 0 ? NAN : (float)v * (rng_u32() % 2 ? 0.5f : -0.5f);
         else if (dtype == HFX_DTYPE_I32) ((int32_t *)p)[i] = v;
         else if (dtype == HFX_DTYPE_I64) ((int64_t *)p)[i] = (int64_t)v * ((int64_t)1 << 33);
         else ((uint8_t *)p)[i] = (uint8_t)(v > 0);
@@ -2118,6 +2118,90 @@ static void test_compare(void) {
     }
 }
 
+/* WHERE of f32, i64 and bool X, Y by a bool condition (bytes other than 0/1 read true), the three broadcast,
+ * against the element picked on the broadcast operands (an f32 X of -0 picked: +0, as ORT); refused: an f32
+ * condition, X and Y of two dtypes */
+static void where_case(uint8_t dtype, const rshape *cs, const rshape *xs, const rshape *ys) {
+    rshape os = {0, {0}};
+    const rshape *all[3] = {cs, xs, ys};
+    for (int k = 0; k < 3; k++)
+        if (all[k]->rank > os.rank) os.rank = all[k]->rank;
+    for (uint32_t i = 0; i < os.rank; i++) {
+        os.d[i] = 1;
+        for (int k = 0; k < 3; k++) {
+            uint32_t d = i + all[k]->rank >= os.rank ? all[k]->d[i + all[k]->rank - os.rank] : 1;
+            if (d != 1) os.d[i] = d;
+        }
+    }
+    uint64_t n = rs_numel(&os);
+    size_t es = hfxb_dtype_size(dtype);
+    uint8_t *C = compare_buf(HFX_DTYPE_BOOL, rs_numel(cs));
+    for (uint64_t i = 0; i < rs_numel(cs); i += 3) C[i] *= 7; /* a true byte of 7 */
+    void *X = compare_buf(dtype, rs_numel(xs)), *Y = compare_buf(dtype, rs_numel(ys));
+    uint8_t *O = calloc(n ? n * es : 1, 1);
+    hfxb b;
+    hfxb_init(&b);
+    b.v2 = 1;
+    uint32_t c = hfxb_set_dtype(&b, hfxb_input(&b, 0, cs->rank, cs->d), HFX_DTYPE_BOOL);
+    uint32_t x = hfxb_set_dtype(&b, hfxb_input(&b, 0, xs->rank, xs->d), dtype);
+    uint32_t y = hfxb_set_dtype(&b, hfxb_input(&b, 0, ys->rank, ys->d), dtype);
+    uint32_t o = hfxb_set_dtype(&b, hfxb_output(&b, 0, os.rank, os.d), dtype);
+    hfxb_op_add(&b, 0, HFX_OP_WHERE, -1, 3, (const uint32_t[]){c, x, y}, o, NULL);
+    const void *ins[3] = {C, X, Y};
+    void *outs[1] = {O};
+    if (run_prog(&b, ins, 3, outs, 1)) {
+        uint64_t i = 0;
+        for (; i < n; i++) {
+            uint32_t idx[8] = {0};
+            rs_unflatten(&os, i, idx);
+            int pick = C[rs_bcast_offset(cs, idx, os.rank)] != 0;
+            const uint8_t *src = pick ? (const uint8_t *)X + rs_bcast_offset(xs, idx, os.rank) * es
+                                      : (const uint8_t *)Y + rs_bcast_offset(ys, idx, os.rank) * es;
+            float zero = 0.0f;
+            if (pick && dtype == HFX_DTYPE_F32 && *(const float *)(const void *)src == 0.0f) src = (const uint8_t *)&zero;
+            if (memcmp(O + i * es, src, es) != 0) break;
+        }
+        CHECK_MSG(i == n, "where dtype %u rank %u: element %u differs", dtype, os.rank, (unsigned)i);
+    }
+    hfxb_free(&b);
+    free(C), free(X), free(Y), free(O);
+}
+
+static void test_where(void) {
+    static const uint8_t dts[] = {HFX_DTYPE_F32, HFX_DTYPE_I64, HFX_DTYPE_BOOL};
+    rshape big = {1, {70001}}, scalar = {0, {0}}, a = {3, {3, 200, 129}}, c = {3, {3, 1, 129}}, r = {1, {129}};
+    for (int d = 0; d < 3; d++) {
+        where_case(dts[d], &big, &big, &big);
+        where_case(dts[d], &big, &scalar, &big);
+        where_case(dts[d], &c, &a, &scalar);
+        where_case(dts[d], &scalar, &r, &c);
+        for (int i = 0; i < 4; i++) {
+            rshape s[3];
+            rand_shape(&s[0], rng_range(0, 4), 7);
+            for (int k = 1; k < 3; k++) {
+                s[k] = s[0];
+                for (uint32_t q = 0; q < s[k].rank; q++)
+                    if (rng_u32() % 3 == 0) s[k].d[q] = 1;
+            }
+            where_case(dts[d], &s[i % 3], &s[(i + 1) % 3], &s[(i + 2) % 3]);
+        }
+    }
+    static const uint8_t bad[][3] = {{HFX_DTYPE_F32, HFX_DTYPE_F32, HFX_DTYPE_F32},
+                                     {HFX_DTYPE_BOOL, HFX_DTYPE_F32, HFX_DTYPE_I32}};
+    for (int m = 0; m < 2; m++) {
+        hfxb b;
+        hfxb_init(&b);
+        b.v2 = 1;
+        uint32_t in[3];
+        for (int k = 0; k < 3; k++) in[k] = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(5)), bad[m][k]);
+        uint32_t o = hfxb_output(&b, 0, HFXB_DIMS(5));
+        hfxb_op_add(&b, 0, HFX_OP_WHERE, -1, 3, in, o, NULL);
+        hfx_status st;
+        CHECK_MSG(!parses(&b, &st) && st == HFX_ERR_DTYPE, "where refusal %d: status %s", m, hfx_status_name(st));
+        hfxb_free(&b);
+    }
+}
+
 /* InstanceNormalization against double statistics on ranks 3-5, rows of 1 to about 2000 elements and several
  * items (tests/test_lower_logic.py holds it to ONNX Runtime's bits). ORT's form y = x s + (b - mean s) cancels
  * where x is near the mean (a row of one element gives b): each element is held to 1e-5 of |x s| + |b - mean s|.
@@ -2214,6 +2298,7 @@ int main(void) {
     RUN_TEST(test_int_copy_gather);
     RUN_TEST(test_sin_cos);
     RUN_TEST(test_compare);
+    RUN_TEST(test_where);
     RUN_TEST(test_instancenorm);
     hfx_pool_destroy(g_pool);
     hfx_pool_destroy(g_pool_alt);

@@ -106,6 +106,7 @@ class Opcode(IntEnum):
     REDUCE_SUM = 41
     REDUCE_MAX = 42
     REDUCE_MIN = 43
+    WHERE = 44  # cond bool, X, Y of one dtype (any), numpy broadcast of the three
     TRANSPOSE = 50
     CONCAT = 51
     SLICE = 52

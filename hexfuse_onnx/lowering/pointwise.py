@@ -1,7 +1,7 @@
 """Elementwise ops on the vector engine: binary arithmetic (Add/Sub/Mul also on int32/int64, wrapping),
-Sum, activations (LeakyRelu, PRelu), Clip (and Max/Min with a scalar constant), Cast (float to float or
-int32, float16 to and from float32, 8/16/32-bit integers to float, a type to itself), Where(IsNaN(x), c, x),
-comparisons to bool and Not/And/Or of bools."""
+Sum, activations (LeakyRelu, PRelu), Clip (and Max/Min with a scalar constant), Cast (float to float, int32
+or bool, float16 to and from float32, 8/16/32-bit integers and bools to float, a type to itself), IsNaN,
+Where (Where(IsNaN(x), c, x) as REPLACE_NAN), comparisons to bool and Not/And/Or of bools."""
 
 from __future__ import annotations
 
@@ -195,7 +195,8 @@ def cast(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     int32 (a dynamically quantised conv's bias chain Div -> Floor -> Cast) is CAST, as ONNX Runtime
     on x86: toward zero, NaN, +-inf and values outside the int32 range give INT32_MIN. float16 is
     computed as float32 (Lowerer.dtype): float16 to float32 is the same tensor, and a cast to float16
-    of another type rounds, by CAST to float16 and back. Every other cast is refused."""
+    of another type rounds, by CAST to float16 and back. A bool to float32 is WHERE(x, 1, 0); float32 to
+    bool x != 0 (NaN true, as ORT), by COMPARE. Every other cast is refused."""
     to, source = int(attr(n, "to", 0)), cx.dtype(n.input[0])
     if to == onnx.TensorProto.FLOAT16 and cx.stored_dtype(n.input[0]) != to:
         wide = _to_float(cx, n, t, source, to, scratch=True)
@@ -205,8 +206,11 @@ def cast(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     if cx.stored_dtype(n.input[0]) == onnx.TensorProto.FLOAT16 and to in KERNEL_FLOATS:
         same_tensor(cx, n, t)  # float16 is held as float32 already
         return
-    if source in CASTS_TO_FLOAT and to == onnx.TensorProto.FLOAT:
+    if (source in CASTS_TO_FLOAT or source == onnx.TensorProto.BOOL) and to == onnx.TensorProto.FLOAT:
         _to_float(cx, n, t, source, to)
+        return
+    if source == onnx.TensorProto.FLOAT and to == onnx.TensorProto.BOOL:
+        _float_to_bool(cx, n, t)
         return
     if source == onnx.TensorProto.FLOAT and to == onnx.TensorProto.INT32:
         cx.emit(n, t, Opcode.CAST, [cx.read(n.input[0], n, t)], out_dtype=Dtype.I32)
@@ -222,12 +226,25 @@ def _to_float(cx: Lowerer, n: onnx.NodeProto, t: Task, source: int, to: int, scr
     by 1.0 into Cast's output (or, with `scratch`, a scratch tensor)."""
     if source == onnx.TensorProto.FLOAT:
         return cx.read(n.input[0], n, t)
+    out = cx.scratch(cx.shape(n.output[0], n), t) if scratch else None
+    if source == onnx.TensorProto.BOOL:  # 1 where true, else 0
+        one, zero = (cx.constant(np.array(v, np.float32), t) for v in (1.0, 0.0))
+        return cx.emit(n, t, Opcode.WHERE, [cx.read_typed(n.input[0], n, t, Dtype.BOOL), one, zero], out=out)
     if source not in CASTS_TO_FLOAT:
         _refuse_cast(n, cx.stored_dtype(n.input[0]), to)
     one = cx.constant(np.ones((), np.float32), t)
     integers = cx.read_typed(n.input[0], n, t, CASTS_TO_FLOAT[source])
-    out = cx.scratch(cx.shape(n.output[0], n), t) if scratch else None
     return cx.emit(n, t, Opcode.DEQUANTIZE_LINEAR, [integers, one], out=out)
+
+
+def _float_to_bool(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """x != 0 (NaN is true, as ONNX Runtime casts it): COMPARE EQUAL to 0, then Not."""
+    equal = {CompareParam.MODE: int(CompareMode.EQUAL)}
+    zero = cx.constant(np.zeros((), np.float32), t)
+    scratch = cx.scratch(cx.shape(n.output[0], n), t, Dtype.BOOL)
+    is_zero = cx.emit(n, t, Opcode.COMPARE, [cx.read(n.input[0], n, t), zero], equal, out=scratch)
+    false = cx.constant(np.zeros((), np.bool_), t, Dtype.BOOL)
+    cx.emit(n, t, Opcode.COMPARE, [is_zero, false], equal, out_dtype=Dtype.BOOL)
 
 
 def _refuse_cast(n: onnx.NodeProto, source: int, to: int) -> NoReturn:
@@ -235,8 +252,8 @@ def _refuse_cast(n: onnx.NodeProto, source: int, to: int) -> NoReturn:
     raise LoweringError(
         n.op_type,
         n.name,
-        "Cast from {} to {}: only a type to itself, 8/16/32-bit integers to FLOAT or FLOAT16, FLOAT to INT32, "
-        "FLOAT and FLOAT16 to each other".format(*names),
+        "Cast from {} to {}: only a type to itself, 8/16/32-bit integers and BOOL to FLOAT or FLOAT16, FLOAT to "
+        "INT32 or BOOL, FLOAT and FLOAT16 to each other".format(*names),
     )
 
 
@@ -346,25 +363,35 @@ def replaces_nan(where: onnx.NodeProto, test: onnx.NodeProto) -> bool:
 
 @lowers("IsNaN")
 def is_nan(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
-    """No op: the kernel holds no booleans, so the test runs inside each Where(IsNaN(x), c, x) that
-    reads it (below); any other reader, or the test as a pair output, is refused."""
+    """No op where every reader is a Where(IsNaN(x), c, x) (REPLACE_NAN, below) and the test is no pair output;
+    else x != x: COMPARE EQUAL of x with itself, then Not."""
     readers = [b for b in cx.fn.node if n.output[0] in b.input]
-    if n.output[0] in cx.out_index or not readers or not all(replaces_nan(b, n) for b in readers):
-        raise LoweringError(n.op_type, n.name, "runs only as the test of a Where(IsNaN(x), c, x) in the same pair")
+    if n.output[0] not in cx.out_index and readers and all(_replaces_nan_by_constant(cx, b, n) for b in readers):
+        return
+    x = cx.read(n.input[0], n, t)
+    equal = {CompareParam.MODE: int(CompareMode.EQUAL)}
+    same = cx.emit(n, t, Opcode.COMPARE, [x, x], equal, out=cx.scratch(cx.shape(n.output[0], n), t, Dtype.BOOL))
+    false = cx.constant(np.zeros((), np.bool_), t, Dtype.BOOL)
+    cx.emit(n, t, Opcode.COMPARE, [same, false], equal, out_dtype=Dtype.BOOL)
+
+
+def _replaces_nan_by_constant(cx: Lowerer, where: onnx.NodeProto, test: onnx.NodeProto) -> bool:
+    value = cx.known_value(where.input[1]) if len(where.input) == 3 else None
+    return replaces_nan(where, test) and value is not None and value.size == 1
 
 
 @lowers("Where")
 def where(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
-    """Where(IsNaN(x), c, x) with a constant scalar c is REPLACE_NAN of x; any other Where runs only
-    as shape arithmetic, folded by the Lowerer when its inputs are known."""
+    """Where(IsNaN(x), c, x) with a constant scalar c is REPLACE_NAN of x; any other Where (its condition a bool
+    the program holds) WHERE: X and Y of one type, the three broadcast. (A Where of values known when lowering
+    folds.)"""
     test = next((b for b in cx.fn.node if n.input[0] in b.output), None)
-    value = cx.known_value(n.input[1]) if len(n.input) == 3 else None
-    if test is None or not replaces_nan(n, test) or value is None or value.size != 1:
-        raise LoweringError(
-            n.op_type,
-            n.name,
-            "only Where(IsNaN(x), c, x) with a constant scalar c runs; any other Where only as shape "
-            "arithmetic on values known when lowering",
-        )
-    c = f32_bits(float(np.asarray(value, np.float32).reshape(-1)[0]))
-    cx.emit(n, t, Opcode.REPLACE_NAN, [cx.read(n.input[2], n, t)], {ReplaceNanParam.VALUE: c})
+    if test is not None and _replaces_nan_by_constant(cx, n, test):
+        value = np.asarray(cx.known_value(n.input[1]), np.float32).reshape(-1)[0]
+        cx.emit(n, t, Opcode.REPLACE_NAN, [cx.read(n.input[2], n, t)], {ReplaceNanParam.VALUE: f32_bits(float(value))})
+        return
+    cond = cx.read_typed(n.input[0], n, t, Dtype.BOOL)
+    (x, dx), (y, dy) = (cx.read_any(name, n, t) for name in n.input[1:3])
+    if dx != dy:
+        raise LoweringError(n.op_type, n.name, f"picks from {dx.name.lower()} and {dy.name.lower()}: one type only")
+    cx.emit(n, t, Opcode.WHERE, [cond, x, y], out_dtype=dx)

@@ -223,6 +223,9 @@ enum hfx_opcode {
     HFX_OP_REDUCE_SUM = 41,
     HFX_OP_REDUCE_MAX = 42, /* a NaN propagates; over no element: -inf */
     HFX_OP_REDUCE_MIN = 43, /* a NaN propagates; over no element: +inf */
+    HFX_OP_WHERE = 44,      /* in cond bool, X, Y of one dtype (any), numpy broadcast of the three -> X's dtype: ONNX
+                             * Where (a bool byte != 0 reads true; a float X of -0 picked gives +0, as ORT's);
+                             * numbered here because 10..39 is full */
     /* memory */
     HFX_OP_TRANSPOSE = 50,
     HFX_OP_CONCAT = 51, /* 1..8 inputs */

@@ -3,7 +3,9 @@
  * run on i32 or i64 (X, Y and the output of one type), wrapping as ONNX Runtime's integer ops
  * (dsp/ref/ref_eltwise_int.c): the arithmetic is done in the unsigned type. Max and Min of bools
  * are Or and And. Compare gives bools (0 or 1) from f32, i32, i64 or bool X and Y of one type
- * (a NaN compares false, as in C); a bool byte is read as true when it is not 0. */
+ * (a NaN compares false, as in C); a bool byte is read as true when it is not 0. Where picks X's or
+ * Y's element (any dtype, its bytes) by a bool condition, the three broadcast; a float X of -0 picked
+ * gives +0, as ONNX Runtime's Where (it merges the pick of X, 0 elsewhere, with Y's by x != 0). */
 #include "kernels.h"
 
 static void run_f32(uint16_t opc, const float *x, uint64_t sx, const float *y, uint64_t sy, float *o, uint64_t n) {
@@ -215,6 +217,73 @@ void hfx_run_binary(const hfx_kernel_args *a, uint32_t item) {
             idx[i - 1]++;
             ox += sx[i - 1];
             oy += sy[i - 1];
+        }
+    }
+}
+
+/* WHERE: the condition bool, X, Y and the output of one dtype; the three broadcast (numpy) */
+hfx_status hfx_validate_where(hfx_vctx *v, hfx_op *op) {
+    const hfx_tensor *t = v->p->tensors, *c = &t[op->in[0]], *x = &t[op->in[1]], *y = &t[op->in[2]];
+    if (c->dtype != HFX_DTYPE_BOOL)
+        return hfx_vfail(v, HFX_ERR_DTYPE, HFX_IN_OFF(v, 0), "op %u (Where): condition dtype %u, expected bool",
+                         v->index, c->dtype);
+    if (y->dtype != x->dtype || t[op->out[0]].dtype != x->dtype)
+        return hfx_vfail(v, HFX_ERR_DTYPE, HFX_OUT_OFF(v, 0), "op %u (Where): X, Y and the output must share a dtype",
+                         v->index);
+    uint32_t xy[HFX_MAX_RANK], od[HFX_MAX_RANK], rxy = 0, ro = 0;
+    if (!hfx_broadcast2(x->dims, x->rank, y->dims, y->rank, xy, &rxy) ||
+        !hfx_broadcast2(c->dims, c->rank, xy, rxy, od, &ro))
+        return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, 2), "op %u: inputs do not broadcast", v->index);
+    if (!hfx_same_shape(&t[op->out[0]], od, ro)) return hfx_shape_err(v, "the broadcast of the inputs");
+    return HFX_OK;
+}
+
+hfx_status hfx_plan_where(const hfx_program *p, hfx_op *op) {
+    return hfx_plan_chunks(op, p->tensors[op->out[0]].numel, HFX_EW_CHUNK);
+}
+
+/* *p, an f32 or f16 of `dtype`, is +0 or -0 */
+static bool zero_float(const uint8_t *p, uint32_t dtype) {
+    if (dtype == HFX_DTYPE_F16) return ((p[0] | (p[1] << 8)) & 0x7fff) == 0;
+    uint32_t u;
+    memcpy(&u, p, 4);
+    return (u & 0x7fffffffu) == 0;
+}
+
+/* Output elements [b, e): a multi-index walked one element at a time, each input's offset by its broadcast
+ * strides; the element's bytes copied from X or Y */
+HFX_VECTOR_KERNEL
+void hfx_run_where(const hfx_kernel_args *a, uint32_t item) {
+    const hfx_program *p = a->prog;
+    const hfx_tensor *ot = &p->tensors[a->op->out[0]];
+    size_t es = hfx_dtype_size(ot->dtype);
+    hfx_chunk_plan pl;
+    HFX_PLAN_LOAD(pl, a->op);
+    uint64_t b, e;
+    hfx_plan_range(ot->numel, pl.elems_per_item, item, &b, &e);
+    uint32_t r = ot->rank;
+    uint64_t st[3][HFX_MAX_RANK], off[3] = {0, 0, 0}, idx[HFX_MAX_RANK], rem = b;
+    for (int k = 0; k < 3; k++) hfx_bcast_strides(&p->tensors[a->op->in[k]], r, st[k]);
+    for (uint32_t i = r; i-- > 0;) {
+        idx[i] = rem % ot->dims[i];
+        rem /= ot->dims[i];
+        for (int k = 0; k < 3; k++) off[k] += idx[i] * st[k][i];
+    }
+    const uint8_t *cond = a->in[0], *x = a->in[1], *y = a->in[2];
+    uint8_t *o = a->out[0];
+    static const uint8_t zeros[8] = {0};
+    uint32_t dt = ot->dtype;
+    for (uint64_t pos = b; pos < e; pos++) {
+        const uint8_t *src = cond[off[0]] ? x + off[1] * es : y + off[2] * es;
+        if (cond[off[0]] && (dt == HFX_DTYPE_F32 || dt == HFX_DTYPE_F16) && zero_float(src, dt)) src = zeros;
+        if (es == 4) memcpy(o + pos * 4, src, 4); /* a move, not a call */
+        else if (es == 1) o[pos] = *src;
+        else memcpy(o + pos * es, src, es);
+        for (uint32_t i = r; i-- > 0;) { /* the next multi-index */
+            for (int k = 0; k < 3; k++) off[k] += st[k][i];
+            if (++idx[i] < ot->dims[i]) break;
+            for (int k = 0; k < 3; k++) off[k] -= idx[i] * st[k][i];
+            idx[i] = 0;
         }
     }
 }
