@@ -12,7 +12,8 @@ from onnx import TensorProto, helper
 from test_lower import HostKernel, init, needs_host, pair_model, program_inputs, vi
 from test_lower_exporter_ops import opcodes
 
-from hexfuse_onnx.lowering import LoweringError, lower_pair
+from hexfuse_onnx import runtime
+from hexfuse_onnx.lowering import LoweringError, attach_programs, lower_pair
 from hexfuse_onnx.lowering.abi import Opcode
 
 RNG = np.random.default_rng(22)
@@ -71,10 +72,9 @@ def test_comparison_equals_ort(op: str, dtype: int) -> None:
         assert_same_bits(*run_both(m, {"p": values(dtype, xs), "q": values(dtype, ys)}))
 
 
-@needs_host
-def test_equal_of_bools_and_not_and_or_equal_ort() -> None:
-    """A mask as decoders build it: Not(Equal(a, b)) And (c Or d), then a comparison's bool out, each
-    intermediate a pair output too."""
+def mask_pair() -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """A mask as decoders build it: Not(Equal(a, b)) And (c Or d), each intermediate a pair output too; and
+    its bool feeds."""
     shape = [2, 9, 33]
     nodes = [
         helper.make_node("Equal", ["a", "b"], ["eq"], name="eq"),
@@ -84,9 +84,35 @@ def test_equal_of_bools_and_not_and_or_equal_ort() -> None:
     ]
     inputs = [vi("a", shape, BOOL), vi("b", shape, BOOL), vi("c", [1, 9, 1], BOOL), vi("d", [33], BOOL)]
     m = task_b(nodes, inputs, [vi("yb", shape, BOOL), vi("ne", shape, BOOL), vi("either", [1, 9, 33], BOOL)])
-    assert opcodes(m) == [Opcode.RELU, Opcode.COMPARE, Opcode.COMPARE, Opcode.MAX, Opcode.MIN]
     feeds = {v.name: values(BOOL, [d.dim_value for d in v.type.tensor_type.shape.dim]) for v in inputs}
+    return m, feeds
+
+
+@needs_host
+def test_equal_of_bools_and_not_and_or_equal_ort() -> None:
+    m, feeds = mask_pair()
+    assert opcodes(m) == [Opcode.RELU, Opcode.COMPARE, Opcode.COMPARE, Opcode.MAX, Opcode.MIN]
     assert_same_bits(*run_both(m, feeds))
+
+
+@pytest.mark.slow  # plugin sessions, as tests/test_plugin.py's
+@pytest.mark.skipif(not (runtime.LIB_DIR / runtime.PLUGIN_NAME).is_file(), reason="the plugin is not built")
+def test_bools_cross_the_plugin() -> None:
+    """Through ONNX Runtime and the plugin, ONNX bool pair inputs and outputs are the program's BOOL: the
+    outputs equal stock ORT's, and with the body's And made an Or after lowering, the plugin still gives the
+    program's (the kernel ran), stock ORT the altered body's."""
+    m, feeds = mask_pair()
+    feeds["x"] = RNG.standard_normal((2, 4)).astype(np.float32)
+    fused, failed = attach_programs(m)
+    assert failed == {}
+    ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+    for n in fused.functions[0].node:
+        n.op_type = "Or" if n.op_type == "And" else n.op_type
+    altered = fused.SerializeToString()
+    so = runtime.session_options(backend="host")
+    assert_same_bits(ref, ort.InferenceSession(altered, so, providers=["CPUExecutionProvider"]).run(None, feeds))
+    stock = ort.InferenceSession(altered, providers=["CPUExecutionProvider"]).run(None, feeds)
+    assert stock[1].tobytes() != ref[1].tobytes()
 
 
 @needs_host
