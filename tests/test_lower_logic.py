@@ -95,6 +95,18 @@ def test_equal_of_bools_and_not_and_or_equal_ort() -> None:
     assert_same_bits(*run_both(m, feeds))
 
 
+@needs_host
+def test_xor_and_isnan_are_one_compare_each() -> None:
+    """Xor of bools and IsNaN (here a pair output) are each one COMPARE NOT_EQUAL (x != x for IsNaN)."""
+    nodes = [
+        helper.make_node("IsNaN", ["z"], ["nan"], name="isnan"),
+        helper.make_node("Xor", ["nan", "a"], ["yb"], name="xor"),
+    ]
+    m = task_b(nodes, [vi("z", [3, 7]), vi("a", [7], BOOL)], [vi("yb", [3, 7], BOOL), vi("nan", [3, 7], BOOL)])
+    assert opcodes(m) == [Opcode.RELU, Opcode.COMPARE, Opcode.COMPARE]
+    assert_same_bits(*run_both(m, {"z": values(F32, [3, 7]), "a": values(BOOL, [7])}))
+
+
 @pytest.mark.slow  # plugin sessions, as tests/test_plugin.py's
 @pytest.mark.skipif(not (runtime.LIB_DIR / runtime.PLUGIN_NAME).is_file(), reason="the plugin is not built")
 def test_bools_cross_the_plugin() -> None:
@@ -162,15 +174,20 @@ WHERES = {
          name="to_float", to=F32), helper.make_node("Cast", ["b"], ["h"], name="to_half", to=F16)],
         {"z": [4, 9]}, [], ("yb", [4, 9], F32), ("h", [4, 9], F16), ("b", [4, 9], BOOL),
     ),
+    "int_casts": (  # int64 and int32 -> bool: x != 0
+        [helper.make_node("Cast", ["p"], ["pb"], name="p_bool", to=BOOL), helper.make_node("Cast", ["k"], ["kb"],
+                                                                                    name="k_bool", to=BOOL)],
+        {"p": [3, 5], "k": [5]}, [], ("pb", [3, 5], BOOL), ("kb", [5], BOOL),
+    ),
 }  # fmt: skip
-TYPES = {"m": BOOL, "p": I64, "q": I64}
+TYPES = {"m": BOOL, "p": I64, "q": I64, "k": I32}
 
 
 @needs_host
 @pytest.mark.parametrize("case", WHERES)
 def test_where_isnan_and_casts_of_bools_equal_ort(case: str) -> None:
     """WHERE picks X's or Y's bytes by a bool condition (the three broadcast): a Where on data, a mask, int64;
-    IsNaN outside Where(IsNaN(x), c, x) is x != x; Cast between bool and float."""
+    IsNaN outside Where(IsNaN(x), c, x) is x != x; Cast between bool and float, and of integers to bool."""
     nodes, shapes, inits, *outs = WHERES[case]
     inputs = [vi(name, dims, TYPES.get(name, F32)) for name, dims in shapes.items()]
     m = task_b(nodes, inputs, [vi(*o) for o in outs], inits)

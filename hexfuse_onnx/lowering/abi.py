@@ -216,6 +216,7 @@ class CompareMode(IntEnum):
     GREATER = 2
     LESS_EQUAL = 3
     GREATER_EQUAL = 4
+    NOT_EQUAL = 5  # Xor of bools; IsNaN as x != x; Cast to bool as x != 0
 
 
 class QuantParam(IntEnum):

@@ -1,7 +1,8 @@
 """Elementwise ops on the vector engine: binary arithmetic (Add/Sub/Mul also on int32/int64, wrapping),
-Sum, activations (LeakyRelu, PRelu), Clip (and Max/Min with a scalar constant), Cast (float to float, int32
-or bool, float16 to and from float32, 8/16/32-bit integers and bools to float, a type to itself), IsNaN,
-Where (Where(IsNaN(x), c, x) as REPLACE_NAN), comparisons to bool and Not/And/Or of bools."""
+Sum, activations (LeakyRelu, PRelu), Clip (and Max/Min with a scalar constant), Cast (float to float or int32,
+float16 to and from float32, 8/16/32-bit integers and bools to float, float, int32 and int64 to bool, a type
+to itself), IsNaN, Where (Where(IsNaN(x), c, x) as REPLACE_NAN), comparisons to bool and Not/And/Or/Xor of
+bools."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import onnx
 
 from .abi import ClipParam, CompareMode, CompareParam, Dtype, HardSigmoidParam, Opcode, ReplaceNanParam, Task
 from .layout import same_tensor
-from .lowerer import DTYPES, KERNEL_FLOATS, Lowerer, attr, f32_bits
+from .lowerer import DTYPES, KERNEL_FLOATS, NP_DTYPES, Lowerer, attr, f32_bits
 from .registry import LoweringError, lowers
 from .traced import traced_dims
 
@@ -81,10 +82,13 @@ def not_(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     cx.emit(n, t, Opcode.COMPARE, [cx.read_typed(n.input[0], n, t, Dtype.BOOL), false], params, out_dtype=Dtype.BOOL)
 
 
-@lowers("And", "Or")
-def and_or(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
-    """MIN (And) or MAX (Or) of two bools, numpy broadcast."""
+@lowers("And", "Or", "Xor")
+def and_or_xor(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """MIN (And), MAX (Or) or COMPARE NOT_EQUAL (Xor) of two bools, numpy broadcast."""
     inputs = [cx.read_typed(name, n, t, Dtype.BOOL) for name in n.input[:2]]
+    if n.op_type == "Xor":
+        cx.emit(n, t, Opcode.COMPARE, inputs, {CompareParam.MODE: int(CompareMode.NOT_EQUAL)}, out_dtype=Dtype.BOOL)
+        return
     cx.emit(n, t, Opcode.MIN if n.op_type == "And" else Opcode.MAX, inputs, out_dtype=Dtype.BOOL)
 
 
@@ -177,6 +181,13 @@ def _chain(cx: Lowerer, n: onnx.NodeProto, t: Task, opcode: Opcode, inputs: list
         acc = cx.emit(n, t, opcode, [acc, cx.read(name, n, t)], out=out)
 
 
+# Types a Cast to bool reads at run time (COMPARE NOT_EQUAL to 0; float16 as float32).
+TO_BOOL: dict[int, Dtype] = {
+    onnx.TensorProto.FLOAT: Dtype.F32,
+    onnx.TensorProto.INT32: Dtype.I32,
+    onnx.TensorProto.INT64: Dtype.I64,
+}
+
 # Integer types a Cast to float32 reads at run time: a DEQUANTIZE_LINEAR by 1.0 (int64 is not: the
 # kernel reads its low 32 bits).
 CASTS_TO_FLOAT: dict[int, Dtype] = {
@@ -195,8 +206,8 @@ def cast(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     int32 (a dynamically quantised conv's bias chain Div -> Floor -> Cast) is CAST, as ONNX Runtime
     on x86: toward zero, NaN, +-inf and values outside the int32 range give INT32_MIN. float16 is
     computed as float32 (Lowerer.dtype): float16 to float32 is the same tensor, and a cast to float16
-    of another type rounds, by CAST to float16 and back. A bool to float32 is WHERE(x, 1, 0); float32 to
-    bool x != 0 (NaN true, as ORT), by COMPARE. Every other cast is refused."""
+    of another type rounds, by CAST to float16 and back. A bool to float32 is WHERE(x, 1, 0); float32,
+    int32 or int64 to bool x != 0 (NaN true, as ORT), by COMPARE NOT_EQUAL. Every other cast is refused."""
     to, source = int(attr(n, "to", 0)), cx.dtype(n.input[0])
     if to == onnx.TensorProto.FLOAT16 and cx.stored_dtype(n.input[0]) != to:
         wide = _to_float(cx, n, t, source, to, scratch=True)
@@ -209,8 +220,8 @@ def cast(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     if (source in CASTS_TO_FLOAT or source == onnx.TensorProto.BOOL) and to == onnx.TensorProto.FLOAT:
         _to_float(cx, n, t, source, to)
         return
-    if source == onnx.TensorProto.FLOAT and to == onnx.TensorProto.BOOL:
-        _float_to_bool(cx, n, t)
+    if source in TO_BOOL and to == onnx.TensorProto.BOOL:
+        _to_bool(cx, n, t, TO_BOOL[source])
         return
     if source == onnx.TensorProto.FLOAT and to == onnx.TensorProto.INT32:
         cx.emit(n, t, Opcode.CAST, [cx.read(n.input[0], n, t)], out_dtype=Dtype.I32)
@@ -237,14 +248,11 @@ def _to_float(cx: Lowerer, n: onnx.NodeProto, t: Task, source: int, to: int, scr
     return cx.emit(n, t, Opcode.DEQUANTIZE_LINEAR, [integers, one], out=out)
 
 
-def _float_to_bool(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
-    """x != 0 (NaN is true, as ONNX Runtime casts it): COMPARE EQUAL to 0, then Not."""
-    equal = {CompareParam.MODE: int(CompareMode.EQUAL)}
-    zero = cx.constant(np.zeros((), np.float32), t)
-    scratch = cx.scratch(cx.shape(n.output[0], n), t, Dtype.BOOL)
-    is_zero = cx.emit(n, t, Opcode.COMPARE, [cx.read(n.input[0], n, t), zero], equal, out=scratch)
-    false = cx.constant(np.zeros((), np.bool_), t, Dtype.BOOL)
-    cx.emit(n, t, Opcode.COMPARE, [is_zero, false], equal, out_dtype=Dtype.BOOL)
+def _to_bool(cx: Lowerer, n: onnx.NodeProto, t: Task, dtype: Dtype) -> None:
+    """x != 0 (NaN is true, -0 false, as ONNX Runtime casts them): COMPARE NOT_EQUAL to a zero of x's type."""
+    zero = cx.constant(np.zeros((), NP_DTYPES[dtype]), t, dtype)
+    params = {CompareParam.MODE: int(CompareMode.NOT_EQUAL)}
+    cx.emit(n, t, Opcode.COMPARE, [cx.read_typed(n.input[0], n, t, dtype), zero], params, out_dtype=Dtype.BOOL)
 
 
 def _refuse_cast(n: onnx.NodeProto, source: int, to: int) -> NoReturn:
@@ -253,7 +261,7 @@ def _refuse_cast(n: onnx.NodeProto, source: int, to: int) -> NoReturn:
         n.op_type,
         n.name,
         "Cast from {} to {}: only a type to itself, 8/16/32-bit integers and BOOL to FLOAT or FLOAT16, FLOAT to "
-        "INT32 or BOOL, FLOAT and FLOAT16 to each other".format(*names),
+        "INT32, FLOAT, INT32 and INT64 to BOOL, FLOAT and FLOAT16 to each other".format(*names),
     )
 
 
@@ -364,15 +372,12 @@ def replaces_nan(where: onnx.NodeProto, test: onnx.NodeProto) -> bool:
 @lowers("IsNaN")
 def is_nan(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     """No op where every reader is a Where(IsNaN(x), c, x) (REPLACE_NAN, below) and the test is no pair output;
-    else x != x: COMPARE EQUAL of x with itself, then Not."""
+    else x != x: COMPARE NOT_EQUAL of x with itself."""
     readers = [b for b in cx.fn.node if n.output[0] in b.input]
     if n.output[0] not in cx.out_index and readers and all(_replaces_nan_by_constant(cx, b, n) for b in readers):
         return
     x = cx.read(n.input[0], n, t)
-    equal = {CompareParam.MODE: int(CompareMode.EQUAL)}
-    same = cx.emit(n, t, Opcode.COMPARE, [x, x], equal, out=cx.scratch(cx.shape(n.output[0], n), t, Dtype.BOOL))
-    false = cx.constant(np.zeros((), np.bool_), t, Dtype.BOOL)
-    cx.emit(n, t, Opcode.COMPARE, [same, false], equal, out_dtype=Dtype.BOOL)
+    cx.emit(n, t, Opcode.COMPARE, [x, x], {CompareParam.MODE: int(CompareMode.NOT_EQUAL)}, out_dtype=Dtype.BOOL)
 
 
 def _replaces_nan_by_constant(cx: Lowerer, where: onnx.NodeProto, test: onnx.NodeProto) -> bool:

@@ -214,8 +214,9 @@ enum hfx_opcode {
     HFX_OP_SIN = 36,       /* unary: sin(x) as ONNX Runtime's CPU kernel (activation.c: Eigen's psin_float) */
     HFX_OP_COS = 37,       /* unary: cos(x), the same */
     HFX_OP_COMPARE = 38,   /* in X, Y (one dtype: f32, i32, i64 or bool), numpy broadcast -> bool: ONNX Equal, Less,
-                            * Greater, LessOrEqual, GreaterOrEqual (param HFX_P_COMPARE_MODE; a NaN compares false).
-                            * Not is EQUAL to a false; And and Or are MIN and MAX of bools */
+                            * Greater, LessOrEqual, GreaterOrEqual, and Xor, IsNaN as x != x (param HFX_P_COMPARE_MODE;
+                            * a NaN compares false but for NOT_EQUAL). Not is EQUAL to a false; And and Or are MIN and
+                            * MAX of bools */
     HFX_OP_INSTANCENORM = 39, /* in X [N, C, ...] (rank >= 3), scale [C], bias [C]: ONNX InstanceNormalization
                                * over the axes [2, rank), as ONNX Runtime's CPU kernel sums (norm.c) */
     /* reductions */
@@ -344,7 +345,8 @@ enum hfx_compare_mode {
     HFX_COMPARE_LESS = 1,
     HFX_COMPARE_GREATER = 2,
     HFX_COMPARE_LESS_EQUAL = 3,
-    HFX_COMPARE_GREATER_EQUAL = 4
+    HFX_COMPARE_GREATER_EQUAL = 4,
+    HFX_COMPARE_NOT_EQUAL = 5
 };
 
 /* MAXPOOL, AVGPOOL (2-D, NCHW; pads/strides/dilations in CONV2D's order) */

@@ -3,7 +3,7 @@
  * run on i32 or i64 (X, Y and the output of one type), wrapping as ONNX Runtime's integer ops
  * (dsp/ref/ref_eltwise_int.c): the arithmetic is done in the unsigned type. Max and Min of bools
  * are Or and And. Compare gives bools (0 or 1) from f32, i32, i64 or bool X and Y of one type
- * (a NaN compares false, as in C); a bool byte is read as true when it is not 0. Where picks X's or
+ * (a NaN compares false, but not-equal, as in C); a bool byte is read as true when it is not 0. Where picks X's or
  * Y's element (any dtype, its bytes) by a bool condition, the three broadcast; a float X of -0 picked
  * gives +0, as ONNX Runtime's Where (it merges the pick of X, 0 elsewhere, with Y's by x != 0). */
 #include "kernels.h"
@@ -64,7 +64,8 @@ HFX_INT_BINARY(run_i64, int64_t, uint64_t)
                    : mode == HFX_COMPARE_LESS ? a_ < b_                                                  \
                    : mode == HFX_COMPARE_GREATER ? a_ > b_                                               \
                    : mode == HFX_COMPARE_LESS_EQUAL ? a_ <= b_                                           \
-                                                    : a_ >= b_;                                          \
+                   : mode == HFX_COMPARE_GREATER_EQUAL ? a_ >= b_                                        \
+                                                       : a_ != b_;                                       \
         }                                                                                                \
     }
 #define HFX_AS_IS(v) (v)
@@ -142,7 +143,7 @@ static hfx_status validate_dtypes(hfx_vctx *v, const hfx_op *op) {
         return hfx_vfail(v, HFX_ERR_DTYPE, HFX_OUT_OFF(v, 0), "op %u (%s): output dtype %u, expected %u", v->index,
                          op->desc->label, od, want);
     uint32_t mode = (uint32_t)op->params[HFX_P_COMPARE_MODE];
-    if (op->opcode == HFX_OP_COMPARE && mode > HFX_COMPARE_GREATER_EQUAL)
+    if (op->opcode == HFX_OP_COMPARE && mode > HFX_COMPARE_NOT_EQUAL)
         return hfx_vfail(v, HFX_ERR_PARAM, HFX_PARAM_OFF(v, HFX_P_COMPARE_MODE), "op %u: unknown compare mode %u",
                          v->index, mode);
     return HFX_OK;
