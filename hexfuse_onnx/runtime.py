@@ -363,6 +363,7 @@ _NP_DTYPES = {
     6: np.uint8,
     7: np.uint16,
     8: np.int16,
+    9: np.bool_,
 }
 
 

@@ -14,15 +14,15 @@ from onnx import TensorProto, helper, numpy_helper
 from hexfuse_onnx.errors import EXIT_WRITE_FAILED
 
 
-def sin_branches(n: int = 3):
-    """x feeds n branches, each MatMul -> Sin; their Sum is the output."""
+def atan_branches(n: int = 3):
+    """x feeds n branches, each MatMul -> Atan (no lowering); their Sum is the output."""
     rng = np.random.default_rng(0)
     nodes, inits = [], []
     for k in range(n):
         inits.append(numpy_helper.from_array(rng.standard_normal((64, 64)).astype(np.float32), f"w{k}"))
         nodes += [
             helper.make_node("MatMul", ["x", f"w{k}"], [f"m{k}"], name=f"mm{k}"),
-            helper.make_node("Sin", [f"m{k}"], [f"e{k}"], name=f"sin{k}"),
+            helper.make_node("Atan", [f"m{k}"], [f"e{k}"], name=f"atan{k}"),
         ]
     nodes.append(helper.make_node("Sum", [f"e{k}" for k in range(n)], ["y"], name="sum"))
     g = helper.make_graph(
@@ -36,26 +36,26 @@ def sin_branches(n: int = 3):
 
 
 def test_blocking_op_is_named_with_its_count(dirs) -> None:
-    src = dirs.save("sin.onnx", sin_branches())
+    src = dirs.save("atan.onnx", atan_branches())
     proc = run_cli("inspect", src, "--json", dirs.out / "r.json")
     assert proc.returncode == 0, proc.stderr
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("rejected")]
     doc = json.loads((dirs.out / "r.json").read_text())
     n = sum(1 for r in doc["rejected"] if r["reason"].startswith("does not lower"))
-    assert n >= 3 and all(r["blocker"] == "Sin outside the kernel" for r in doc["rejected"] if r["blocker"])
-    assert f"rejected {n}: does not lower: Sin outside the kernel ({n})" in lines
+    assert n >= 3 and all(r["blocker"] == "Atan outside the kernel" for r in doc["rejected"] if r["blocker"])
+    assert f"rejected {n}: does not lower: Atan outside the kernel ({n})" in lines
 
 
 def test_inspect_lists_each_candidate_not_chosen_with_its_reason(dirs) -> None:
     """A stranger's `inspect` printed counts only: which fork, how big, and why each was refused."""
-    src = dirs.save("sin.onnx", sin_branches())
+    src = dirs.save("atan.onnx", atan_branches())
     proc = run_cli("inspect", src, "-q")
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     head = next(k for k, ln in enumerate(lines) if ln.startswith("not chosen ("))
     listed = [ln for ln in lines[head + 1 :] if ln.startswith("  ")]
     assert lines[head] == f"not chosen ({len(listed)}):"
-    assert listed and all("nodes): does not lower: " in ln and "Sin" in ln for ln in listed)
+    assert listed and all("nodes): does not lower: " in ln and "Atan" in ln for ln in listed)
 
 
 def if_model():
@@ -115,7 +115,7 @@ def test_if_branches_are_analysed_and_nested_control_flow_named_as_not_looked_at
 
 
 def test_missing_output_folder_is_refused_before_analysis(dirs) -> None:
-    src = dirs.save("sin.onnx", sin_branches())
+    src = dirs.save("atan.onnx", atan_branches())
     missing = dirs.out / "no" / "such" / "x.onnx"
     proc = run_cli("rewrite", src, "-o", missing)  # not -q: analysis would print progress lines
     assert proc.returncode == EXIT_WRITE_FAILED

@@ -469,7 +469,7 @@ def test_attention_23_boolean_mask_is_refused():
     }
     node = helper.make_node("Attention", ["q", "k", "v", "mask"], ["y"], q_num_heads=2, kv_num_heads=2)
     m = fused_pair(node, feeds, {"y": [1, 2, 16]}, opset=23)
-    with pytest.raises(LoweringError, match="input .mask. is BOOL"):
+    with pytest.raises(LoweringError, match="not a boolean one"):  # the attention lowering says so
         lower_pair(m, m.graph.node[0])
 
 

@@ -166,16 +166,6 @@ def test_shape_arithmetic_is_folded_when_lowering() -> None:
     assert_matches_ort_on_the_host_kernel(m)
 
 
-def test_where_on_data_is_refused() -> None:
-    nodes = [
-        helper.make_node("Equal", ["z", "zero"], ["is_zero"], name="equal_data"),
-        helper.make_node("Where", ["is_zero", "z", "zero"], ["yb"], name="where_data"),
-    ]
-    m = unary_pair(nodes, [init("zero", np.float32(0.0))])
-    with pytest.raises(LoweringError, match="Equal node 'equal_data': runs only as shape arithmetic"):
-        lower_pair(m, m.graph.node[0])
-
-
 @needs_host
 def test_contrib_gelu_runs_as_gelu() -> None:
     # ORT's optimizer and the QNN recipe's qnn_preprocess_model write GELU's erf form as com.microsoft Gelu

@@ -575,28 +575,6 @@ REFUSED = {
         17,
         "contiguous",
     ),
-    "where_isnan_of_another_tensor": (
-        [
-            helper.make_node("IsNaN", ["z"], ["nan"], name="isnan"),
-            helper.make_node("Where", ["nan", "c", "w"], ["yb"], name="where"),
-        ],
-        [vi("z", [3]), vi("w", [3])],
-        [vi("yb", [3])],
-        [init("c", np.array(0, np.float32))],
-        17,
-        "runs only as the test of a Where",
-    ),
-    "where_isnan_value_computed": (
-        [
-            helper.make_node("IsNaN", ["z"], ["nan"], name="isnan"),
-            helper.make_node("Where", ["nan", "w", "z"], ["yb"], name="where"),
-        ],
-        [vi("z", [3]), vi("w", [3])],
-        [vi("yb", [3])],
-        (),
-        17,
-        "constant scalar c",
-    ),
     "pad_edge": (  # reflect lowers since captcha/silero (CASES["pad_reflect_conv"]); edge does not
         [
             helper.make_node("Pad", ["z", "pads"], ["zp"], name="pad", mode="edge"),

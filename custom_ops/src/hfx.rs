@@ -25,6 +25,7 @@ pub const DTYPE_I8: u8 = 5;
 pub const DTYPE_U8: u8 = 6;
 pub const DTYPE_U16: u8 = 7; // format v2 programs only
 pub const DTYPE_I16: u8 = 8; // format v2 programs only
+pub const DTYPE_BOOL: u8 = 9; // format v2 programs only: one byte, 0 or 1
 
 pub type Status = c_int; // enum hfx_status
 pub const OK: Status = 0;
@@ -238,6 +239,7 @@ pub fn dtype_name(d: u8) -> &'static str {
         DTYPE_U8 => "uint8",
         DTYPE_U16 => "uint16",
         DTYPE_I16 => "int16",
+        DTYPE_BOOL => "bool",
         _ => "an unsupported type",
     }
 }

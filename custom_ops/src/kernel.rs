@@ -63,6 +63,7 @@ fn hfx_dtype(onnx_type: i32) -> u8 {
         2 => hfx::DTYPE_U8,
         4 => hfx::DTYPE_U16,
         5 => hfx::DTYPE_I16,
+        9 => hfx::DTYPE_BOOL,
         _ => 0,
     }
 }
@@ -136,7 +137,7 @@ impl Kernel {
         }
         for (j, t) in program.outputs.iter().enumerate() {
             // int32: MatMulInteger's accumulators (a pair that ends at one); int64: a Shape's dims gathered;
-            // float16: a float16 network's outputs, rounded once by CAST at the pair's end
+            // float16: a float16 network's outputs, rounded once by CAST at the pair's end; bool: a comparison's
             let produced = [
                 hfx::DTYPE_F32,
                 hfx::DTYPE_F16,
@@ -146,10 +147,11 @@ impl Kernel {
                 hfx::DTYPE_I16,
                 hfx::DTYPE_I32,
                 hfx::DTYPE_I64,
+                hfx::DTYPE_BOOL,
             ];
             if !produced.contains(&t.dtype) {
                 return Err(invalid(format!(
-                    "{at}: program output {j} is {}, the kernel produces float32, float16 and 8- to 64-bit integer outputs only",
+                    "{at}: program output {j} is {}, the kernel produces float32, float16, 8- to 64-bit integer and bool outputs only",
                     hfx::dtype_name(t.dtype)
                 )));
             }

@@ -32,11 +32,12 @@ static void emit(const char *dir, const char *name, hfxb *b) {
 
 /* Task A chains every elementwise op of the registry (ops.def), so a new one is seeded without an
  * edit here: unary ops on the running value, binary ones with the input. All-zero params are
- * valid for each (HardSigmoid 0, Clip [0, 0]). Task B copies. */
+ * valid for each (HardSigmoid 0, Clip [0, 0]). Task B copies. COMPARE, whose output is bool, is
+ * logic_chain's. */
 static void elementwise_chain(hfxb *b) {
     uint32_t x = hfxb_input(b, 0, HFXB_DIMS(3, 5)), cur = x;
-#define HFX_OP(NAME, label, min_in, max_in, n_out, engines, n_params, family)  \
-    if (strcmp(#family, "unary") == 0 || strcmp(#family, "binary") == 0) {     \
+#define HFX_OP(NAME, label, min_in, max_in, n_out, engines, n_params, family)                                  \
+    if ((strcmp(#family, "unary") == 0 || strcmp(#family, "binary") == 0) && HFX_OP_##NAME != HFX_OP_COMPARE) { \
         uint32_t in[2] = {cur, x}, next = hfxb_scratch(b, 0, HFXB_DIMS(3, 5)); \
         hfxb_op_add(b, 0, HFX_OP_##NAME, -1, min_in, in, next, NULL);          \
         cur = next;                                                            \
@@ -45,6 +46,36 @@ static void elementwise_chain(hfxb *b) {
     hfxb_op_add(b, 0, HFX_OP_COPY, -1, 1, &cur, hfxb_output(b, 0, HFXB_DIMS(15)), NULL);
     uint32_t v = hfxb_input(b, 1, HFXB_DIMS(4));
     hfxb_op_add(b, 1, HFX_OP_COPY, -1, 1, &v, hfxb_output(b, 1, HFXB_DIMS(2, 2)), NULL);
+}
+
+/* v2, bools: A: Greater(x, y) And Not(Equal(x, 0)) Or LessOrEqual of int64s (broadcast); B: a bool copied */
+static void logic_chain(hfxb *b) {
+    static const int64_t zero64[1] = {0};
+    static const uint8_t no[1] = {0};
+    uint32_t x = hfxb_input(b, 0, HFXB_DIMS(3, 5)), y = hfxb_input(b, 0, HFXB_DIMS(5));
+    uint32_t zero = hfxb_const(b, 0, HFXB_SCALAR, g_data);
+    uint32_t p = hfxb_set_dtype(b, hfxb_input(b, 0, HFXB_DIMS(3, 1)), HFX_DTYPE_I64);
+    uint32_t q = hfxb_set_dtype(b, hfxb_const(b, 0, HFXB_SCALAR, (const float *)(const void *)zero64), HFX_DTYPE_I64);
+    uint32_t f = hfxb_set_dtype(b, hfxb_const(b, 0, HFXB_SCALAR, (const float *)(const void *)no), HFX_DTYPE_BOOL);
+    uint32_t t[5];
+    for (int k = 0; k < 5; k++) t[k] = hfxb_set_dtype(b, hfxb_scratch(b, 0, HFXB_DIMS(3, 5)), HFX_DTYPE_BOOL);
+    uint32_t le = hfxb_set_dtype(b, hfxb_scratch(b, 0, HFXB_DIMS(3, 1)), HFX_DTYPE_BOOL);
+    uint32_t out = hfxb_set_dtype(b, hfxb_output(b, 0, HFXB_DIMS(3, 5)), HFX_DTYPE_BOOL);
+    int32_t mode[HFX_OP_PARAMS] = {0};
+    mode[HFX_P_COMPARE_MODE] = HFX_COMPARE_GREATER;
+    hfxb_op_add(b, 0, HFX_OP_COMPARE, -1, 2, (const uint32_t[]){x, y}, t[0], mode);
+    mode[HFX_P_COMPARE_MODE] = HFX_COMPARE_EQUAL;
+    hfxb_op_add(b, 0, HFX_OP_COMPARE, -1, 2, (const uint32_t[]){x, zero}, t[1], mode);
+    hfxb_op_add(b, 0, HFX_OP_COMPARE, -1, 2, (const uint32_t[]){t[1], f}, t[2], mode); /* Not */
+    hfxb_binary(b, 0, HFX_OP_MIN, t[0], t[2], t[3]);
+    mode[HFX_P_COMPARE_MODE] = HFX_COMPARE_LESS_EQUAL;
+    hfxb_op_add(b, 0, HFX_OP_COMPARE, -1, 2, (const uint32_t[]){p, q}, le, mode);
+    hfxb_binary(b, 0, HFX_OP_MAX, t[3], le, t[4]);
+    hfxb_op_add(b, 0, HFX_OP_COPY, -1, 1, &t[4], out, NULL);
+    uint32_t v = hfxb_set_dtype(b, hfxb_input(b, 1, HFXB_DIMS(4)), HFX_DTYPE_BOOL);
+    hfxb_op_add(b, 1, HFX_OP_COPY, -1, 1, &v, hfxb_set_dtype(b, hfxb_output(b, 1, HFXB_DIMS(2, 2)), HFX_DTYPE_BOOL),
+                NULL);
+    b->v2 = 1;
 }
 
 /* v2 with a shape section: A: x[N,6] @ W[6,4] -> y[N,4]; B: xs[2,T] slice [1, T-1) -> ys[2,T-2], and
@@ -260,6 +291,9 @@ int main(int argc, char **argv) {
     hfxb_init(&b);
     elementwise_chain(&b);
     emit(dir, "elementwise_chain", &b);
+    hfxb_init(&b);
+    logic_chain(&b);
+    emit(dir, "logic_chain", &b);
     /* QDQ: DequantizeLinear u8 (constant scale and zero point) -> Relu -> QuantizeLinear i8 per
      * axis | DequantizeLinear of an int32 input */
     hfxb_init(&b);

@@ -105,6 +105,7 @@ size_t hfx_dtype_size(uint32_t dtype) {
     case HFX_DTYPE_U8: return 1;
     case HFX_DTYPE_U16: return 2;
     case HFX_DTYPE_I16: return 2;
+    case HFX_DTYPE_BOOL: return 1;
     default: return 0;
     }
 }
@@ -527,7 +528,7 @@ static hfx_status parse_tensor(hfx_program *p, const header *h, uint32_t t, hfx_
     T->io_index = rd_u32(rec + HFX_TREC_IO_INDEX);
     T->producer = HFX_NO_TENSOR;
     T->first_use = T->last_use = HFX_NO_TENSOR;
-    bool v2_dtype = T->dtype == HFX_DTYPE_U16 || T->dtype == HFX_DTYPE_I16;
+    bool v2_dtype = T->dtype == HFX_DTYPE_U16 || T->dtype == HFX_DTYPE_I16 || T->dtype == HFX_DTYPE_BOOL;
     if (hfx_dtype_size(T->dtype) == 0 || (v2_dtype && h->version != HFX_PROGRAM_VERSION_V2))
         FAIL(HFX_ERR_DTYPE, r + HFX_TREC_DTYPE, "tensor %u: unknown dtype %u", t, T->dtype);
     if (T->role < HFX_ROLE_INPUT || T->role > HFX_ROLE_SCRATCH)

@@ -114,7 +114,7 @@ static inline uint64_t hfxb_numel(const hfxb *b, uint32_t id) {
 }
 
 static inline size_t hfxb_dtype_size(uint8_t dtype) {
-    if (dtype == HFX_DTYPE_I8 || dtype == HFX_DTYPE_U8) return 1;
+    if (dtype == HFX_DTYPE_I8 || dtype == HFX_DTYPE_U8 || dtype == HFX_DTYPE_BOOL) return 1;
     if (dtype == HFX_DTYPE_F16 || dtype == HFX_DTYPE_U16 || dtype == HFX_DTYPE_I16) return 2;
     return dtype == HFX_DTYPE_I64 ? 8 : 4;
 }

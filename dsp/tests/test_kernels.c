@@ -350,9 +350,10 @@ static void test_unary_special(void) {
     }
 }
 
-/* Clip, Neg, Sqrt, Floor are exact in f32: the kernel must give the reference's bits (NaN: any NaN) */
+/* Clip, Neg, Sqrt, Floor, Abs are exact in f32: the kernel must give the reference's bits (NaN: any NaN) */
 static float ref_clip_neg_sqrt(uint32_t opc, float x, float lo, float hi) {
     if (opc == HFX_OP_NEG) return -x;
+    if (opc == HFX_OP_ABS) return fabsf(x); /* -0 gives +0 */
     if (opc == HFX_OP_FLOOR) return (float)floor((double)x); /* exact: a whole float is a float */
     if (opc == HFX_OP_SQRT) return (float)sqrt((double)x); /* sqrt of a float is exact in double */
     return x != x ? x : x < lo ? (lo > hi ? hi : lo) : x > hi ? hi : x;
@@ -364,8 +365,8 @@ static void test_clip_neg_sqrt(void) {
                                     -3e9f, 2.5e9f,   -2.0f,     -1.999999f, -8388608.0f, 1e30f};
     static const float bounds[][2] = {{0.0f, 6.0f}, {-INFINITY, 1.5f}, {-2.0f, INFINITY}, {3.0f, -3.0f}};
     static const uint32_t sizes[] = {20, 32769, 100003};
-    static const uint32_t ops[] = {HFX_OP_CLIP, HFX_OP_NEG, HFX_OP_SQRT, HFX_OP_FLOOR};
-    for (int k = 0; k < 4; k++)
+    static const uint32_t ops[] = {HFX_OP_CLIP, HFX_OP_NEG, HFX_OP_SQRT, HFX_OP_FLOOR, HFX_OP_ABS};
+    for (int k = 0; k < 5; k++)
         for (int s = 0; s < 3; s++)
             for (int c = 0; c < (ops[k] == HFX_OP_CLIP ? 4 : 1); c++) {
                 uint32_t n = sizes[s];
@@ -1948,6 +1949,312 @@ static void test_qconv(void) {
     hfx_qgemm_max_isa = HFX_QGEMM_VNNI;
 }
 
+/* Sin and Cos: within 2 ulp of double sin/cos below 1e4 (Eigen's bound; above it within 1e-6 absolute), the
+ * last numel % 4 elements the C library's sinf/cosf bit for bit (ONNX Runtime's scalar tail;
+ * tests/test_lower_logic.py holds the rest to ORT's bits); NaN and +-inf give NaN, +-0 gives sin +-0, cos 1 */
+static void test_sin_cos(void) {
+    static const float special[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-40f, -1e-40f, 0.785398f, 1.5707964f,
+                                    3.1415927f, -3.1415927f, 18837.9f, 18838.0f, 25966.0f, -1e5f, 3.4e38f, -3.4e38f};
+    enum { S = sizeof special / sizeof special[0] };
+    static const uint32_t sizes[] = {S, 32769, 100003};
+    static const uint32_t ops[] = {HFX_OP_SIN, HFX_OP_COS};
+    for (int k = 0; k < 2; k++)
+        for (int s = 0; s < 3; s++) {
+            uint32_t n = sizes[s];
+            float *X = rand_buf(n, -12.0f, 12.0f), *O = calloc(n, 4);
+            memcpy(X, special, sizeof special);
+            for (uint32_t i = S; i < n; i += 5) X[i] *= 1000.0f;
+            hfxb b;
+            hfxb_init(&b);
+            uint32_t x = hfxb_input(&b, s % 2, HFXB_DIMS(n)), o = hfxb_output(&b, s % 2, HFXB_DIMS(n));
+            hfxb_unary(&b, s % 2, ops[k], x, o);
+            const void *ins[1] = {X};
+            void *outs[1] = {O};
+            if (run_prog(&b, ins, 1, outs, 1)) {
+                uint32_t i = 0;
+                double r = 0.0;
+                for (; i < n; i++) {
+                    int sine = ops[k] == HFX_OP_SIN;
+                    r = sine ? sin((double)X[i]) : cos((double)X[i]);
+                    if (i >= n - n % 4) {
+                        float want = sine ? sinf(X[i]) : cosf(X[i]);
+                        if (isnan(want) ? !isnan(O[i]) : memcmp(&O[i], &want, 4) != 0) break;
+                    } else if (isnan(r) ? !isnan(O[i])
+                                        : fabs((double)O[i] - r) > (fabsf(X[i]) < 1e4f ? 2.4e-7 * fmax(fabs(r), 0.5)
+                                                                                       : 1e-6)) {
+                        break;
+                    }
+                    if (X[i] == 0.0f && sine && signbit(O[i]) != signbit(X[i])) break;
+                }
+                CHECK_MSG(i == n, "op %u n=%u x=%.9g: got %.9g want %.9g", ops[k], n, (double)X[i < n ? i : 0],
+                          (double)O[i < n ? i : 0], r);
+            }
+            hfxb_free(&b);
+            free(X), free(O);
+        }
+}
+
+static int compare_ref(int mode, double a, double b) {
+    switch (mode) {
+    case HFX_COMPARE_EQUAL: return a == b;
+    case HFX_COMPARE_LESS: return a < b;
+    case HFX_COMPARE_GREATER: return a > b;
+    case HFX_COMPARE_LESS_EQUAL: return a <= b;
+    case HFX_COMPARE_GREATER_EQUAL: return a >= b;
+    default: return a != b;
+    }
+}
+
+/* element i of a buffer of `dtype` (f32, i32, i64 or bool) as a double */
+static double elem_of(const void *p, uint8_t dtype, uint64_t i) {
+    if (dtype == HFX_DTYPE_F32) return ((const float *)p)[i];
+    if (dtype == HFX_DTYPE_I32) return ((const int32_t *)p)[i];
+    if (dtype == HFX_DTYPE_I64) return (double)((const int64_t *)p)[i];
+    return ((const uint8_t *)p)[i] != 0;
+}
+
+/* random values of `dtype` from a small range, so that equal values occur; f32 -0 and NaNs now and then */
+static void *compare_buf(uint8_t dtype, uint64_t n) {
+    void *p = calloc(n ? n : 1, 8);
+    for (uint64_t i = 0; i < n; i++) {
+        int32_t v = (int32_t)(rng_u32() % 7) - 3;
+        if (dtype == HFX_DTYPE_F32) ((float *)p)[i] = rng_u32() % 11 == 0 ? NAN : (float)v * (rng_u32() % 2 ? 0.5f : -0.5f);
+        else if (dtype == HFX_DTYPE_I32) ((int32_t *)p)[i] = v;
+        else if (dtype == HFX_DTYPE_I64) ((int64_t *)p)[i] = (int64_t)v * ((int64_t)1 << 33);
+        else ((uint8_t *)p)[i] = (uint8_t)(v > 0);
+    }
+    return p;
+}
+
+/* COMPARE (every mode and operand dtype) and MAX / MIN of bools (Or, And), with broadcasting, against the
+ * reference computed on the broadcast operands */
+static void compare_case(uint32_t opcode, int mode, uint8_t dtype, const rshape *xs, const rshape *ys) {
+    rshape os = {0, {0}};
+    os.rank = xs->rank > ys->rank ? xs->rank : ys->rank;
+    for (uint32_t i = 0; i < os.rank; i++) {
+        uint32_t a = i + xs->rank >= os.rank ? xs->d[i + xs->rank - os.rank] : 1;
+        uint32_t c = i + ys->rank >= os.rank ? ys->d[i + ys->rank - os.rank] : 1;
+        os.d[i] = a > c ? a : c;
+    }
+    uint64_t n = rs_numel(&os);
+    void *X = compare_buf(dtype, rs_numel(xs)), *Y = compare_buf(dtype, rs_numel(ys));
+    uint8_t *O = calloc(n ? n : 1, 1);
+    hfxb b;
+    hfxb_init(&b);
+    b.v2 = 1;
+    uint32_t x = hfxb_set_dtype(&b, hfxb_input(&b, 1, xs->rank, xs->d), dtype);
+    uint32_t y = hfxb_set_dtype(&b, hfxb_input(&b, 1, ys->rank, ys->d), dtype);
+    uint32_t o = hfxb_set_dtype(&b, hfxb_output(&b, 1, os.rank, os.d), HFX_DTYPE_BOOL);
+    int32_t p[HFX_OP_PARAMS] = {0};
+    p[HFX_P_COMPARE_MODE] = mode;
+    uint32_t in[2] = {x, y};
+    hfxb_op_add(&b, 1, opcode, -1, 2, in, o, opcode == HFX_OP_COMPARE ? p : NULL);
+    const void *ins[2] = {X, Y};
+    void *outs[1] = {O};
+    if (run_prog(&b, ins, 2, outs, 1)) {
+        uint64_t i = 0;
+        int want = 0;
+        for (; i < n; i++) {
+            uint32_t idx[8] = {0};
+            rs_unflatten(&os, i, idx);
+            double a = elem_of(X, dtype, rs_bcast_offset(xs, idx, os.rank));
+            double c = elem_of(Y, dtype, rs_bcast_offset(ys, idx, os.rank));
+            want = opcode == HFX_OP_COMPARE ? compare_ref(mode, a, c) : opcode == HFX_OP_MAX ? (a != 0 || c != 0)
+                                                                                            : (a != 0 && c != 0);
+            if (O[i] != want) break;
+        }
+        CHECK_MSG(i == n, "op %u mode %d dtype %u: element %u got %u want %d", opcode, mode, dtype, (unsigned)i,
+                  i < n ? O[i] : 0, want);
+    }
+    hfxb_free(&b);
+    free(X), free(Y), free(O);
+}
+
+static void test_compare(void) {
+    static const uint8_t dts[] = {HFX_DTYPE_F32, HFX_DTYPE_I32, HFX_DTYPE_I64, HFX_DTYPE_BOOL};
+    rshape big = {1, {70001}}, scalar = {0, {0}}, a = {3, {3, 200, 129}}, c = {3, {3, 1, 129}};
+    for (int d = 0; d < 4; d++)
+        for (int mode = HFX_COMPARE_EQUAL; mode <= HFX_COMPARE_NOT_EQUAL; mode++) {
+            compare_case(HFX_OP_COMPARE, mode, dts[d], &big, &big);
+            compare_case(HFX_OP_COMPARE, mode, dts[d], &big, &scalar);
+            compare_case(HFX_OP_COMPARE, mode, dts[d], &c, &a);
+            for (int i = 0; i < 3; i++) {
+                rshape xs, ys;
+                rand_shape(&xs, rng_range(0, 4), 7);
+                ys = xs;
+                for (uint32_t q = 0; q < ys.rank; q++)
+                    if (rng_u32() % 3 == 0) ys.d[q] = 1;
+                compare_case(HFX_OP_COMPARE, mode, dts[d], &xs, &ys);
+            }
+        }
+    for (int k = 0; k < 2; k++) {
+        uint32_t opc = k ? HFX_OP_MAX : HFX_OP_MIN;
+        compare_case(opc, 0, HFX_DTYPE_BOOL, &big, &big);
+        compare_case(opc, 0, HFX_DTYPE_BOOL, &scalar, &big);
+        compare_case(opc, 0, HFX_DTYPE_BOOL, &a, &c);
+    }
+    /* refused: a COMPARE to f32, of mixed dtypes, of an unknown mode; MAX of i32; ADD of bools; a bool in v1 */
+    static const uint8_t bad[][4] = {{HFX_DTYPE_F32, HFX_DTYPE_F32, HFX_DTYPE_F32, HFX_OP_COMPARE},
+                                     {HFX_DTYPE_I32, HFX_DTYPE_I64, HFX_DTYPE_BOOL, HFX_OP_COMPARE},
+                                     {HFX_DTYPE_F32, HFX_DTYPE_F32, HFX_DTYPE_BOOL, HFX_OP_COMPARE},
+                                     {HFX_DTYPE_I32, HFX_DTYPE_I32, HFX_DTYPE_I32, HFX_OP_MAX},
+                                     {HFX_DTYPE_BOOL, HFX_DTYPE_BOOL, HFX_DTYPE_BOOL, HFX_OP_ADD},
+                                     {HFX_DTYPE_BOOL, HFX_DTYPE_BOOL, HFX_DTYPE_BOOL, HFX_OP_MIN}};
+    static const hfx_status want[] = {HFX_ERR_DTYPE, HFX_ERR_DTYPE, HFX_ERR_PARAM,
+                                      HFX_ERR_DTYPE, HFX_ERR_DTYPE, HFX_ERR_DTYPE};
+    for (int m = 0; m < 6; m++) {
+        hfxb b;
+        hfxb_init(&b);
+        b.v2 = m != 5;
+        uint32_t x = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(5)), bad[m][0]);
+        uint32_t y = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(5)), bad[m][1]);
+        uint32_t o = hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(5)), bad[m][2]);
+        int32_t p[HFX_OP_PARAMS] = {0};
+        p[HFX_P_COMPARE_MODE] = m == 2 ? HFX_COMPARE_NOT_EQUAL + 1 : HFX_COMPARE_LESS;
+        uint32_t in[2] = {x, y};
+        hfxb_op_add(&b, 0, bad[m][3], -1, 2, in, o, bad[m][3] == HFX_OP_COMPARE ? p : NULL);
+        hfx_status st;
+        CHECK_MSG(!parses(&b, &st) && st == want[m], "compare refusal %d: status %s", m, hfx_status_name(st));
+        hfxb_free(&b);
+    }
+}
+
+/* WHERE of f32, i64 and bool X, Y by a bool condition (bytes other than 0/1 read true), the three broadcast,
+ * against the element picked on the broadcast operands (an f32 X of -0 picked: +0, as ORT); refused: an f32
+ * condition, X and Y of two dtypes */
+static void where_case(uint8_t dtype, const rshape *cs, const rshape *xs, const rshape *ys) {
+    rshape os = {0, {0}};
+    const rshape *all[3] = {cs, xs, ys};
+    for (int k = 0; k < 3; k++)
+        if (all[k]->rank > os.rank) os.rank = all[k]->rank;
+    for (uint32_t i = 0; i < os.rank; i++) {
+        os.d[i] = 1;
+        for (int k = 0; k < 3; k++) {
+            uint32_t d = i + all[k]->rank >= os.rank ? all[k]->d[i + all[k]->rank - os.rank] : 1;
+            if (d != 1) os.d[i] = d;
+        }
+    }
+    uint64_t n = rs_numel(&os);
+    size_t es = hfxb_dtype_size(dtype);
+    uint8_t *C = compare_buf(HFX_DTYPE_BOOL, rs_numel(cs));
+    for (uint64_t i = 0; i < rs_numel(cs); i += 3) C[i] *= 7; /* a true byte of 7 */
+    void *X = compare_buf(dtype, rs_numel(xs)), *Y = compare_buf(dtype, rs_numel(ys));
+    uint8_t *O = calloc(n ? n * es : 1, 1);
+    hfxb b;
+    hfxb_init(&b);
+    b.v2 = 1;
+    uint32_t c = hfxb_set_dtype(&b, hfxb_input(&b, 0, cs->rank, cs->d), HFX_DTYPE_BOOL);
+    uint32_t x = hfxb_set_dtype(&b, hfxb_input(&b, 0, xs->rank, xs->d), dtype);
+    uint32_t y = hfxb_set_dtype(&b, hfxb_input(&b, 0, ys->rank, ys->d), dtype);
+    uint32_t o = hfxb_set_dtype(&b, hfxb_output(&b, 0, os.rank, os.d), dtype);
+    hfxb_op_add(&b, 0, HFX_OP_WHERE, -1, 3, (const uint32_t[]){c, x, y}, o, NULL);
+    const void *ins[3] = {C, X, Y};
+    void *outs[1] = {O};
+    if (run_prog(&b, ins, 3, outs, 1)) {
+        uint64_t i = 0;
+        for (; i < n; i++) {
+            uint32_t idx[8] = {0};
+            rs_unflatten(&os, i, idx);
+            int pick = C[rs_bcast_offset(cs, idx, os.rank)] != 0;
+            const uint8_t *src = pick ? (const uint8_t *)X + rs_bcast_offset(xs, idx, os.rank) * es
+                                      : (const uint8_t *)Y + rs_bcast_offset(ys, idx, os.rank) * es;
+            float zero = 0.0f;
+            if (pick && dtype == HFX_DTYPE_F32 && *(const float *)(const void *)src == 0.0f) src = (const uint8_t *)&zero;
+            if (memcmp(O + i * es, src, es) != 0) break;
+        }
+        CHECK_MSG(i == n, "where dtype %u rank %u: element %u differs", dtype, os.rank, (unsigned)i);
+    }
+    hfxb_free(&b);
+    free(C), free(X), free(Y), free(O);
+}
+
+static void test_where(void) {
+    static const uint8_t dts[] = {HFX_DTYPE_F32, HFX_DTYPE_I64, HFX_DTYPE_BOOL};
+    rshape big = {1, {70001}}, scalar = {0, {0}}, a = {3, {3, 200, 129}}, c = {3, {3, 1, 129}}, r = {1, {129}};
+    for (int d = 0; d < 3; d++) {
+        where_case(dts[d], &big, &big, &big);
+        where_case(dts[d], &big, &scalar, &big);
+        where_case(dts[d], &c, &a, &scalar);
+        where_case(dts[d], &scalar, &r, &c);
+        for (int i = 0; i < 4; i++) {
+            rshape s[3];
+            rand_shape(&s[0], rng_range(0, 4), 7);
+            for (int k = 1; k < 3; k++) {
+                s[k] = s[0];
+                for (uint32_t q = 0; q < s[k].rank; q++)
+                    if (rng_u32() % 3 == 0) s[k].d[q] = 1;
+            }
+            where_case(dts[d], &s[i % 3], &s[(i + 1) % 3], &s[(i + 2) % 3]);
+        }
+    }
+    static const uint8_t bad[][3] = {{HFX_DTYPE_F32, HFX_DTYPE_F32, HFX_DTYPE_F32},
+                                     {HFX_DTYPE_BOOL, HFX_DTYPE_F32, HFX_DTYPE_I32}};
+    for (int m = 0; m < 2; m++) {
+        hfxb b;
+        hfxb_init(&b);
+        b.v2 = 1;
+        uint32_t in[3];
+        for (int k = 0; k < 3; k++) in[k] = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(5)), bad[m][k]);
+        uint32_t o = hfxb_output(&b, 0, HFXB_DIMS(5));
+        hfxb_op_add(&b, 0, HFX_OP_WHERE, -1, 3, in, o, NULL);
+        hfx_status st;
+        CHECK_MSG(!parses(&b, &st) && st == HFX_ERR_DTYPE, "where refusal %d: status %s", m, hfx_status_name(st));
+        hfxb_free(&b);
+    }
+}
+
+/* InstanceNormalization against double statistics on ranks 3-5, rows of 1 to about 2000 elements and several
+ * items (tests/test_lower_logic.py holds it to ONNX Runtime's bits). ORT's form y = x s + (b - mean s) cancels
+ * where x is near the mean (a row of one element gives b): each element is held to 1e-5 of |x s| + |b - mean s|.
+ * Refused: rank 2, axis 1, scale of [C, 1]. */
+static void test_instancenorm(void) {
+    for (int i = 0; i < 16; i++) {
+        rshape s;
+        rand_shape(&s, rng_range(3, 5), i < 4 ? 45 : 12);
+        uint64_t n = rs_numel(&s), c = s.d[1], d = n / (s.d[0] * c), bad = 0;
+        float *X = rand_buf(n, -3, 3), *Sc = rand_buf(c, 0.5f, 1.5f), *Bi = rand_buf(c, -1, 1), *O = calloc(n, 4);
+        float eps = i % 2 ? 1e-5f : 1e-3f;
+        hfxb b;
+        hfxb_init(&b);
+        uint32_t x = hfxb_input(&b, i % 2, s.rank, s.d), sc = hfxb_input(&b, i % 2, HFXB_DIMS((uint32_t)c));
+        uint32_t bi = hfxb_const(&b, i % 2, HFXB_DIMS((uint32_t)c), Bi), o = hfxb_output(&b, i % 2, s.rank, s.d);
+        hfxb_norm(&b, i % 2, HFX_OP_INSTANCENORM, x, sc, bi, o, 2, eps);
+        const void *ins[2] = {X, Sc};
+        void *outs[1] = {O};
+        if (run_prog(&b, ins, 2, outs, 1))
+            for (uint64_t r = 0; r < n / d; r++) {
+                const float *xr = X + r * d;
+                double mean = 0, var = 0;
+                for (uint64_t k = 0; k < d; k++) mean += xr[k];
+                mean /= (double)d;
+                for (uint64_t k = 0; k < d; k++) var += (xr[k] - mean) * (xr[k] - mean);
+                double scale = Sc[r % c] / sqrt(var / (double)d + eps), shift = Bi[r % c] - mean * scale;
+                for (uint64_t k = 0; k < d; k++) {
+                    double want = xr[k] * scale + shift, size = fabs(xr[k] * scale) + fabs(shift);
+                    bad += !(fabs(O[r * d + k] - want) <= 1e-5 * size + 1e-30);
+                }
+            }
+        CHECK_MSG(bad == 0, "instancenorm rank %u dims %u %u %u %u: %u elements off", s.rank, s.d[0], s.d[1], s.d[2],
+                  s.d[3], (unsigned)bad);
+        hfxb_free(&b);
+        free(X), free(Sc), free(Bi), free(O);
+    }
+    for (int m = 0; m < 3; m++) {
+        hfxb b;
+        hfxb_init(&b);
+        uint32_t rank = m == 0 ? 2 : 3;
+        uint32_t x = hfxb_input(&b, 0, rank, (uint32_t[]){2, 3, 4}), o = hfxb_output(&b, 0, rank, (uint32_t[]){2, 3, 4});
+        uint32_t sc = m == 2 ? hfxb_input(&b, 0, HFXB_DIMS(3, 1)) : hfxb_input(&b, 0, HFXB_DIMS(3));
+        uint32_t bi = hfxb_input(&b, 0, HFXB_DIMS(3));
+        hfxb_norm(&b, 0, HFX_OP_INSTANCENORM, x, sc, bi, o, m == 1 ? 1 : 2, 1e-5f);
+        hfx_status st;
+        hfx_status want = m == 0 ? HFX_ERR_PARAM : HFX_ERR_SHAPE; /* rank 2: axis 2 is out of range */
+        CHECK_MSG(!parses(&b, &st) && st == want, "instancenorm refusal %d: status %s", m,
+                  hfx_status_name(st));
+        hfxb_free(&b);
+    }
+}
+
 int main(void) {
     hfx_pool_config cfg;
     hfx_pool_config_init(&cfg);
@@ -1990,6 +2297,10 @@ int main(void) {
     RUN_TEST(test_cast_half);
     RUN_TEST(test_int_binary);
     RUN_TEST(test_int_copy_gather);
+    RUN_TEST(test_sin_cos);
+    RUN_TEST(test_compare);
+    RUN_TEST(test_where);
+    RUN_TEST(test_instancenorm);
     hfx_pool_destroy(g_pool);
     hfx_pool_destroy(g_pool_alt);
     TEST_MAIN_END();

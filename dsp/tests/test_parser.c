@@ -173,6 +173,8 @@ static void test_truncated_every_byte(void) {
 static void test_tensors(void) {
     EXPECT_U8(TREC(0) + 0, 0, HFX_ERR_DTYPE);
     EXPECT_U8(TREC(0) + 0, 7, HFX_ERR_DTYPE);
+    EXPECT_U8(TREC(0) + 0, HFX_DTYPE_BOOL, HFX_ERR_DTYPE); /* a v2 dtype in a v1 program */
+    EXPECT_U8(TREC(0) + 0, HFX_DTYPE_BOOL + 1, HFX_ERR_DTYPE);
     EXPECT_U8(TREC(0) + 0, HFX_DTYPE_F16, HFX_ERR_DTYPE); /* known dtype, unsupported by Gemm */
     EXPECT_U8(TREC(0) + 0, HFX_DTYPE_U8, HFX_ERR_DTYPE);  /* integer: only the quantization ops take it */
     EXPECT_U8(TREC(0) + 1, 0, HFX_ERR_TENSOR);

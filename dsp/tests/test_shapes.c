@@ -695,9 +695,9 @@ static void test_quant_section(void) {
     CHECK(quant_program((const int32_t[]){2, 3, NOZP, -1}, 0, -1, &e, &q) == HFX_ERR_DTYPE);
 }
 
-/* ops still refuse non-f32 */
+/* ops still refuse non-f32 (bool too) */
 static void test_ops_refuse_int(void) {
-    for (uint8_t dt = HFX_DTYPE_U16; dt <= HFX_DTYPE_I16; dt++) {
+    for (uint8_t dt = HFX_DTYPE_U16; dt <= HFX_DTYPE_BOOL; dt++) {
         hfxb b;
         hfxb_init(&b);
         uint32_t x = hfxb_input(&b, HFX_TASK_A, HFXB_DIMS(4));

@@ -54,6 +54,7 @@ class Dtype(IntEnum):
     U8 = 6
     U16 = 7  # format v2 programs only
     I16 = 8  # format v2 programs only
+    BOOL = 9  # format v2 programs only: one byte, 0 or 1
 
 
 class Role(IntEnum):
@@ -96,10 +97,16 @@ class Opcode(IntEnum):
     RMSNORM = 32
     FLOOR = 33  # unary
     CAST = 34  # f32 -> i32 as ONNX Runtime on x86 (toward zero, NaN/inf/out of range INT32_MIN); f16 <-> f32
+    ABS = 35  # unary
+    SIN = 36  # unary, ONNX Runtime's bits (Eigen's packet sin, the C library's over the last numel % 4)
+    COS = 37  # unary, the same
+    COMPARE = 38  # X, Y of f32, i32, i64 or bool -> bool (CompareParam.MODE); Not = EQUAL to false
+    INSTANCENORM = 39  # X [N, C, ...], scale [C], bias [C]: over the axes [2, rank), ONNX Runtime's sums
     REDUCE_MEAN = 40
     REDUCE_SUM = 41
     REDUCE_MAX = 42
     REDUCE_MIN = 43
+    WHERE = 44  # cond bool, X, Y of one dtype (any), numpy broadcast of the three
     TRANSPOSE = 50
     CONCAT = 51
     SLICE = 52
@@ -126,8 +133,8 @@ class Opcode(IntEnum):
 class Param(IntEnum):
     """Parameter slots shared by several ops."""
 
-    AXIS = 0  # SOFTMAX, LAYERNORM, RMSNORM, CONCAT
-    EPSILON = 1  # LAYERNORM, RMSNORM (f32 bits)
+    AXIS = 0  # SOFTMAX, LAYERNORM, RMSNORM, CONCAT; INSTANCENORM: 2
+    EPSILON = 1  # LAYERNORM, RMSNORM, INSTANCENORM (f32 bits)
     NORM_SKIP = 2  # RMSNORM: 1 for a SkipSimplifiedLayerNormalization's norm (ORT's skip kernel's order)
     PERM = 0  # TRANSPOSE: params[0..rank)
 
@@ -197,6 +204,19 @@ class ClipParam(IntEnum):
 
 class ReplaceNanParam(IntEnum):
     VALUE = 0  # f32 bits
+
+
+class CompareParam(IntEnum):
+    MODE = 0  # CompareMode
+
+
+class CompareMode(IntEnum):
+    EQUAL = 0
+    LESS = 1
+    GREATER = 2
+    LESS_EQUAL = 3
+    GREATER_EQUAL = 4
+    NOT_EQUAL = 5  # Xor of bools; IsNaN as x != x; Cast to bool as x != 0
 
 
 class QuantParam(IntEnum):
@@ -284,6 +304,8 @@ C_PREFIX: dict[type[IntEnum], str] = {
     HardSigmoidParam: "HFX_P_HARDSIGMOID_",
     ClipParam: "HFX_P_CLIP_",
     ReplaceNanParam: "HFX_P_REPLACE_NAN_",
+    CompareParam: "HFX_P_COMPARE_",
+    CompareMode: "HFX_COMPARE_",
     QuantParam: "HFX_P_QUANT_",
     QBinaryParam: "HFX_P_QBIN_",
     QGapParam: "HFX_P_QGAP_",

@@ -27,7 +27,7 @@ def constant(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     cx.static[n.output[0]] = array.astype(np.float32) if array.dtype == np.float16 else array
 
 
-@lowers("Shape", "Size", "ConstantOfShape", "Equal")
+@lowers("Shape", "Size", "ConstantOfShape")
 def shape_arithmetic(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     """Folded by the Lowerer when every input is known (Shape, Size: when its input's shape is)."""
     raise LoweringError(n.op_type, n.name, "runs only as shape arithmetic on values known when lowering")
@@ -75,10 +75,10 @@ def transpose(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
 
 
 def _read_moved(cx: Lowerer, n: onnx.NodeProto, t: Task) -> tuple[int, Dtype]:
-    """The input of a TRANSPOSE or SLICE: float32, or the 8/16-bit integers of a QDQ group's data
-    movement (qeltwise._move)."""
+    """The input of a TRANSPOSE or SLICE: float32, the 8/16-bit integers of a QDQ group's data
+    movement (qeltwise._move), or bools (a comparison's mask)."""
     dtype = DTYPES.get(cx.dtype(n.input[0]))
-    if dtype in (Dtype.U8, Dtype.I8, Dtype.U16, Dtype.I16):
+    if dtype in (Dtype.U8, Dtype.I8, Dtype.U16, Dtype.I16, Dtype.BOOL):
         return cx.read_typed(n.input[0], n, t, dtype), dtype
     return cx.read(n.input[0], n, t), Dtype.F32
 

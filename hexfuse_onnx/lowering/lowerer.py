@@ -49,6 +49,7 @@ DTYPES: dict[int, Dtype] = {
     onnx.TensorProto.UINT8: Dtype.U8,
     onnx.TensorProto.UINT16: Dtype.U16,
     onnx.TensorProto.INT16: Dtype.I16,
+    onnx.TensorProto.BOOL: Dtype.BOOL,
 }
 # numpy layout of the program constants a lowering writes
 NP_DTYPES: dict[Dtype, str] = {
@@ -59,6 +60,7 @@ NP_DTYPES: dict[Dtype, str] = {
     Dtype.I64: "<i8",
     Dtype.U16: "<u2",
     Dtype.I16: "<i2",
+    Dtype.BOOL: "|b1",
 }
 
 # Float types the kernel computes in: float16 runs in float32 between a pair's boundaries (see above).

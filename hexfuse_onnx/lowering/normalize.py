@@ -1,6 +1,7 @@
-"""Ops over an axis on the vector engine: Softmax, LayerNormalization, RMSNormalization, ReduceMean/Sum/Max/Min,
-inference-mode BatchNormalization (per-channel MUL then ADD), and onnxruntime's norms: SimplifiedLayerNormalization
-(RMS), SkipLayerNormalization and SkipSimplifiedLayerNormalization (the residual ADDs, then the norm)."""
+"""Ops over an axis on the vector engine: Softmax, LayerNormalization, RMSNormalization, InstanceNormalization,
+ReduceMean/Sum/Max/Min, inference-mode BatchNormalization (per-channel MUL then ADD), and onnxruntime's norms:
+SimplifiedLayerNormalization (RMS), SkipLayerNormalization and SkipSimplifiedLayerNormalization (the residual ADDs,
+then the norm)."""
 
 from __future__ import annotations
 
@@ -33,6 +34,19 @@ def layer_norm(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         inputs.append(cx.read(n.input[2], n, t))
     params = {Param.AXIS: int(attr(n, "axis", -1)), Param.EPSILON: f32_bits(float(attr(n, "epsilon", 1e-5)))}
     cx.emit(n, t, Opcode.LAYERNORM, inputs, params)
+
+
+@lowers("InstanceNormalization")
+def instance_norm(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """INSTANCENORM: each (n, c) over the spatial axes, then scale[c] and bias[c], with ONNX Runtime's sums
+    and roundings (its CPU kernel: y = x s + (b - mean s), s = scale / sqrt(var + eps)), bit for bit. Not
+    LAYERNORM then MUL and ADD: ORT sums and rounds differently, and a per-row scale of ones would follow
+    the spatial dims."""
+    if len(cx.shape(n.input[0], n)) < 3:
+        raise LoweringError(n.op_type, n.name, "the input must have rank >= 3 ([N, C, spatial...])")
+    inputs = [cx.read(name, n, t) for name in n.input[:3]]
+    params = {Param.AXIS: 2, Param.EPSILON: f32_bits(float(attr(n, "epsilon", 1e-5)))}
+    cx.emit(n, t, Opcode.INSTANCENORM, inputs, params)
 
 
 @lowers("RMSNormalization")

@@ -1,6 +1,8 @@
 """Elementwise ops on the vector engine: binary arithmetic (Add/Sub/Mul also on int32/int64, wrapping),
-Sum, activations (LeakyRelu, PRelu), Clip (and Max/Min with a scalar constant), Cast (float to float or
-int32, float16 to and from float32, 8/16/32-bit integers to float, a type to itself), Where(IsNaN(x), c, x)."""
+Sum, activations (LeakyRelu, PRelu), Clip (and Max/Min with a scalar constant), Cast (float to float or int32,
+float16 to and from float32, 8/16/32-bit integers and bools to float, float, int32 and int64 to bool, a type
+to itself), IsNaN, Where (Where(IsNaN(x), c, x) as REPLACE_NAN), comparisons to bool and Not/And/Or/Xor of
+bools."""
 
 from __future__ import annotations
 
@@ -10,9 +12,9 @@ from typing import NoReturn
 import numpy as np
 import onnx
 
-from .abi import ClipParam, Dtype, HardSigmoidParam, Opcode, ReplaceNanParam, Task
+from .abi import ClipParam, CompareMode, CompareParam, Dtype, HardSigmoidParam, Opcode, ReplaceNanParam, Task
 from .layout import same_tensor
-from .lowerer import DTYPES, KERNEL_FLOATS, Lowerer, attr, f32_bits
+from .lowerer import DTYPES, KERNEL_FLOATS, NP_DTYPES, Lowerer, attr, f32_bits
 from .registry import LoweringError, lowers
 from .traced import traced_dims
 
@@ -28,7 +30,18 @@ UNARY = {
     "Erf": Opcode.ERF,
     "Log": Opcode.LOG,
     "Floor": Opcode.FLOOR,
+    "Abs": Opcode.ABS,  # float32 (float16 as float32); an integer Abs is refused by `read`
+    "Sin": Opcode.SIN,  # ONNX Runtime's bits: Eigen's packet sin, the C library's over the last numel % 4
+    "Cos": Opcode.COS,
 }
+COMPARISONS = {
+    "Equal": CompareMode.EQUAL,
+    "Less": CompareMode.LESS,
+    "Greater": CompareMode.GREATER,
+    "LessOrEqual": CompareMode.LESS_EQUAL,
+    "GreaterOrEqual": CompareMode.GREATER_EQUAL,
+}
+COMPARED = (Dtype.F32, Dtype.I32, Dtype.I64, Dtype.BOOL)  # the operand types COMPARE takes
 
 
 INTEGER_BINARY = {"Add", "Sub", "Mul"}  # on int32/int64 too: wrapping, as ONNX Runtime's
@@ -47,6 +60,36 @@ def binary(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
 @lowers(*UNARY)
 def unary(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     cx.emit(n, t, UNARY[n.op_type], [cx.read(n.input[0], n, t)])
+
+
+@lowers(*COMPARISONS)
+def compare(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """COMPARE of two tensors of one type (float32, float16 as float32, int32, int64, bool), numpy broadcast,
+    to bool; a NaN compares false, as in ONNX Runtime. (An Equal of values known when lowering folds.)"""
+    operands = [cx.read_any(name, n, t) for name in n.input[:2]]
+    if operands[0][1] != operands[1][1] or operands[0][1] not in COMPARED:
+        kinds = " and ".join(d.name.lower() for _, d in operands)
+        raise LoweringError(n.op_type, n.name, f"compares {kinds}: only two float32, int32, int64 or bool tensors")
+    params = {CompareParam.MODE: int(COMPARISONS[n.op_type])}
+    cx.emit(n, t, Opcode.COMPARE, [tid for tid, _ in operands], params, out_dtype=Dtype.BOOL)
+
+
+@lowers("Not")
+def not_(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """COMPARE EQUAL to a false."""
+    false = cx.constant(np.zeros((), np.bool_), t, Dtype.BOOL)
+    params = {CompareParam.MODE: int(CompareMode.EQUAL)}
+    cx.emit(n, t, Opcode.COMPARE, [cx.read_typed(n.input[0], n, t, Dtype.BOOL), false], params, out_dtype=Dtype.BOOL)
+
+
+@lowers("And", "Or", "Xor")
+def and_or_xor(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """MIN (And), MAX (Or) or COMPARE NOT_EQUAL (Xor) of two bools, numpy broadcast."""
+    inputs = [cx.read_typed(name, n, t, Dtype.BOOL) for name in n.input[:2]]
+    if n.op_type == "Xor":
+        cx.emit(n, t, Opcode.COMPARE, inputs, {CompareParam.MODE: int(CompareMode.NOT_EQUAL)}, out_dtype=Dtype.BOOL)
+        return
+    cx.emit(n, t, Opcode.MIN if n.op_type == "And" else Opcode.MAX, inputs, out_dtype=Dtype.BOOL)
 
 
 @lowers("Pow")
@@ -138,6 +181,13 @@ def _chain(cx: Lowerer, n: onnx.NodeProto, t: Task, opcode: Opcode, inputs: list
         acc = cx.emit(n, t, opcode, [acc, cx.read(name, n, t)], out=out)
 
 
+# Types a Cast to bool reads at run time (COMPARE NOT_EQUAL to 0; float16 as float32).
+TO_BOOL: dict[int, Dtype] = {
+    onnx.TensorProto.FLOAT: Dtype.F32,
+    onnx.TensorProto.INT32: Dtype.I32,
+    onnx.TensorProto.INT64: Dtype.I64,
+}
+
 # Integer types a Cast to float32 reads at run time: a DEQUANTIZE_LINEAR by 1.0 (int64 is not: the
 # kernel reads its low 32 bits).
 CASTS_TO_FLOAT: dict[int, Dtype] = {
@@ -156,7 +206,8 @@ def cast(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     int32 (a dynamically quantised conv's bias chain Div -> Floor -> Cast) is CAST, as ONNX Runtime
     on x86: toward zero, NaN, +-inf and values outside the int32 range give INT32_MIN. float16 is
     computed as float32 (Lowerer.dtype): float16 to float32 is the same tensor, and a cast to float16
-    of another type rounds, by CAST to float16 and back. Every other cast is refused."""
+    of another type rounds, by CAST to float16 and back. A bool to float32 is WHERE(x, 1, 0); float32,
+    int32 or int64 to bool x != 0 (NaN true, as ORT), by COMPARE NOT_EQUAL. Every other cast is refused."""
     to, source = int(attr(n, "to", 0)), cx.dtype(n.input[0])
     if to == onnx.TensorProto.FLOAT16 and cx.stored_dtype(n.input[0]) != to:
         wide = _to_float(cx, n, t, source, to, scratch=True)
@@ -166,8 +217,11 @@ def cast(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     if cx.stored_dtype(n.input[0]) == onnx.TensorProto.FLOAT16 and to in KERNEL_FLOATS:
         same_tensor(cx, n, t)  # float16 is held as float32 already
         return
-    if source in CASTS_TO_FLOAT and to == onnx.TensorProto.FLOAT:
+    if (source in CASTS_TO_FLOAT or source == onnx.TensorProto.BOOL) and to == onnx.TensorProto.FLOAT:
         _to_float(cx, n, t, source, to)
+        return
+    if source in TO_BOOL and to == onnx.TensorProto.BOOL:
+        _to_bool(cx, n, t, TO_BOOL[source])
         return
     if source == onnx.TensorProto.FLOAT and to == onnx.TensorProto.INT32:
         cx.emit(n, t, Opcode.CAST, [cx.read(n.input[0], n, t)], out_dtype=Dtype.I32)
@@ -183,12 +237,22 @@ def _to_float(cx: Lowerer, n: onnx.NodeProto, t: Task, source: int, to: int, scr
     by 1.0 into Cast's output (or, with `scratch`, a scratch tensor)."""
     if source == onnx.TensorProto.FLOAT:
         return cx.read(n.input[0], n, t)
+    out = cx.scratch(cx.shape(n.output[0], n), t) if scratch else None
+    if source == onnx.TensorProto.BOOL:  # 1 where true, else 0
+        one, zero = (cx.constant(np.array(v, np.float32), t) for v in (1.0, 0.0))
+        return cx.emit(n, t, Opcode.WHERE, [cx.read_typed(n.input[0], n, t, Dtype.BOOL), one, zero], out=out)
     if source not in CASTS_TO_FLOAT:
         _refuse_cast(n, cx.stored_dtype(n.input[0]), to)
     one = cx.constant(np.ones((), np.float32), t)
     integers = cx.read_typed(n.input[0], n, t, CASTS_TO_FLOAT[source])
-    out = cx.scratch(cx.shape(n.output[0], n), t) if scratch else None
     return cx.emit(n, t, Opcode.DEQUANTIZE_LINEAR, [integers, one], out=out)
+
+
+def _to_bool(cx: Lowerer, n: onnx.NodeProto, t: Task, dtype: Dtype) -> None:
+    """x != 0 (NaN is true, -0 false, as ONNX Runtime casts them): COMPARE NOT_EQUAL to a zero of x's type."""
+    zero = cx.constant(np.zeros((), NP_DTYPES[dtype]), t, dtype)
+    params = {CompareParam.MODE: int(CompareMode.NOT_EQUAL)}
+    cx.emit(n, t, Opcode.COMPARE, [cx.read_typed(n.input[0], n, t, dtype), zero], params, out_dtype=Dtype.BOOL)
 
 
 def _refuse_cast(n: onnx.NodeProto, source: int, to: int) -> NoReturn:
@@ -196,8 +260,8 @@ def _refuse_cast(n: onnx.NodeProto, source: int, to: int) -> NoReturn:
     raise LoweringError(
         n.op_type,
         n.name,
-        "Cast from {} to {}: only a type to itself, 8/16/32-bit integers to FLOAT or FLOAT16, FLOAT to INT32, "
-        "FLOAT and FLOAT16 to each other".format(*names),
+        "Cast from {} to {}: only a type to itself, 8/16/32-bit integers and BOOL to FLOAT or FLOAT16, FLOAT to "
+        "INT32, FLOAT, INT32 and INT64 to BOOL, FLOAT and FLOAT16 to each other".format(*names),
     )
 
 
@@ -307,25 +371,32 @@ def replaces_nan(where: onnx.NodeProto, test: onnx.NodeProto) -> bool:
 
 @lowers("IsNaN")
 def is_nan(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
-    """No op: the kernel holds no booleans, so the test runs inside each Where(IsNaN(x), c, x) that
-    reads it (below); any other reader, or the test as a pair output, is refused."""
+    """No op where every reader is a Where(IsNaN(x), c, x) (REPLACE_NAN, below) and the test is no pair output;
+    else x != x: COMPARE NOT_EQUAL of x with itself."""
     readers = [b for b in cx.fn.node if n.output[0] in b.input]
-    if n.output[0] in cx.out_index or not readers or not all(replaces_nan(b, n) for b in readers):
-        raise LoweringError(n.op_type, n.name, "runs only as the test of a Where(IsNaN(x), c, x) in the same pair")
+    if n.output[0] not in cx.out_index and readers and all(_replaces_nan_by_constant(cx, b, n) for b in readers):
+        return
+    x = cx.read(n.input[0], n, t)
+    cx.emit(n, t, Opcode.COMPARE, [x, x], {CompareParam.MODE: int(CompareMode.NOT_EQUAL)}, out_dtype=Dtype.BOOL)
+
+
+def _replaces_nan_by_constant(cx: Lowerer, where: onnx.NodeProto, test: onnx.NodeProto) -> bool:
+    value = cx.known_value(where.input[1]) if len(where.input) == 3 else None
+    return replaces_nan(where, test) and value is not None and value.size == 1
 
 
 @lowers("Where")
 def where(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
-    """Where(IsNaN(x), c, x) with a constant scalar c is REPLACE_NAN of x; any other Where runs only
-    as shape arithmetic, folded by the Lowerer when its inputs are known."""
+    """Where(IsNaN(x), c, x) with a constant scalar c is REPLACE_NAN of x; any other Where (its condition a bool
+    the program holds) WHERE: X and Y of one type, the three broadcast. (A Where of values known when lowering
+    folds.)"""
     test = next((b for b in cx.fn.node if n.input[0] in b.output), None)
-    value = cx.known_value(n.input[1]) if len(n.input) == 3 else None
-    if test is None or not replaces_nan(n, test) or value is None or value.size != 1:
-        raise LoweringError(
-            n.op_type,
-            n.name,
-            "only Where(IsNaN(x), c, x) with a constant scalar c runs; any other Where only as shape "
-            "arithmetic on values known when lowering",
-        )
-    c = f32_bits(float(np.asarray(value, np.float32).reshape(-1)[0]))
-    cx.emit(n, t, Opcode.REPLACE_NAN, [cx.read(n.input[2], n, t)], {ReplaceNanParam.VALUE: c})
+    if test is not None and _replaces_nan_by_constant(cx, n, test):
+        value = np.asarray(cx.known_value(n.input[1]), np.float32).reshape(-1)[0]
+        cx.emit(n, t, Opcode.REPLACE_NAN, [cx.read(n.input[2], n, t)], {ReplaceNanParam.VALUE: f32_bits(float(value))})
+        return
+    cond = cx.read_typed(n.input[0], n, t, Dtype.BOOL)
+    (x, dx), (y, dy) = (cx.read_any(name, n, t) for name in n.input[1:3])
+    if dx != dy:
+        raise LoweringError(n.op_type, n.name, f"picks from {dx.name.lower()} and {dy.name.lower()}: one type only")
+    cx.emit(n, t, Opcode.WHERE, [cond, x, y], out_dtype=dx)

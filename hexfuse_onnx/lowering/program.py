@@ -24,7 +24,7 @@ _HEADER_V2_TAIL = "<II2I"  # shapes_bytes, quant_bytes, reserved
 _TENSOR = "<BBBBI8III"
 _DIMS_AT = 8  # byte offset of dims[] in a tensor record
 _PARAMS_AT = 48  # byte offset of params[] in an op record
-V2_DTYPES = {Dtype.U16, Dtype.I16}  # tensor dtypes a version 1 program cannot carry
+V2_DTYPES = {Dtype.U16, Dtype.I16, Dtype.BOOL}  # tensor dtypes a version 1 program cannot carry
 
 
 # The kernel's defaults (dsp/include/hexfuse/ops.h HFX_ARENA_ALIGN, scheduler.c arena_bytes): each
@@ -40,6 +40,7 @@ DTYPE_BYTES = {
     Dtype.U8: 1,
     Dtype.U16: 2,
     Dtype.I16: 2,
+    Dtype.BOOL: 1,
 }
 
 

@@ -151,10 +151,11 @@ enum hfx_dtype {
     HFX_DTYPE_I8 = 5,
     HFX_DTYPE_U8 = 6,
     HFX_DTYPE_U16 = 7, /* v2 programs only */
-    HFX_DTYPE_I16 = 8  /* v2 programs only */
+    HFX_DTYPE_I16 = 8, /* v2 programs only */
+    HFX_DTYPE_BOOL = 9 /* v2 programs only: one byte, 0 or 1 (ONNX bool) */
     /* Every op takes and gives F32 only, except the ops.def HFX_OP_TYPED rows (the quantization
-     * ops, CAST, ADD/SUB/MUL and COPY on integers), whose validation checks their own dtypes;
-     * other dtypes are HFX_ERR_DTYPE. */
+     * ops, CAST, ADD/SUB/MUL and COPY on integers, COMPARE, MAX/MIN of bools), whose validation
+     * checks their own dtypes; other dtypes are HFX_ERR_DTYPE. */
 };
 
 enum hfx_role {
@@ -209,11 +210,23 @@ enum hfx_opcode {
     HFX_OP_CAST = 34,      /* X f32 -> Y i32: ONNX Cast as ONNX Runtime on x86 (toward zero; NaN, +-inf and x outside
                               [-2^31, 2^31) give INT32_MIN); X f16 -> Y f32 (exact) and X f32 -> Y f16 (to nearest,
                               ties to even): a float16 network's tensors at a pair's boundary; dsp/ref/ref_quant.h */
+    HFX_OP_ABS = 35,       /* unary: |x| (the sign bit cleared: NaN stays NaN, -0 gives +0) */
+    HFX_OP_SIN = 36,       /* unary: sin(x) as ONNX Runtime's CPU kernel (activation.c: Eigen's psin_float) */
+    HFX_OP_COS = 37,       /* unary: cos(x), the same */
+    HFX_OP_COMPARE = 38,   /* in X, Y (one dtype: f32, i32, i64 or bool), numpy broadcast -> bool: ONNX Equal, Less,
+                            * Greater, LessOrEqual, GreaterOrEqual, and Xor, IsNaN as x != x (param HFX_P_COMPARE_MODE;
+                            * a NaN compares false but for NOT_EQUAL). Not is EQUAL to a false; And and Or are MIN and
+                            * MAX of bools */
+    HFX_OP_INSTANCENORM = 39, /* in X [N, C, ...] (rank >= 3), scale [C], bias [C]: ONNX InstanceNormalization
+                               * over the axes [2, rank), as ONNX Runtime's CPU kernel sums (norm.c) */
     /* reductions */
     HFX_OP_REDUCE_MEAN = 40,
     HFX_OP_REDUCE_SUM = 41,
     HFX_OP_REDUCE_MAX = 42, /* a NaN propagates; over no element: -inf */
     HFX_OP_REDUCE_MIN = 43, /* a NaN propagates; over no element: +inf */
+    HFX_OP_WHERE = 44,      /* in cond bool, X, Y of one dtype (any), numpy broadcast of the three -> X's dtype: ONNX
+                             * Where (a bool byte != 0 reads true; a float X of -0 picked gives +0, as ORT's);
+                             * numbered here because 10..39 is full */
     /* memory */
     HFX_OP_TRANSPOSE = 50,
     HFX_OP_CONCAT = 51, /* 1..8 inputs */
@@ -295,6 +308,7 @@ enum hfx_resize_nearest_mode {
 #define HFX_P_AXIS 0
 /* LAYERNORM, RMSNORM: epsilon as f32 bits (> 0) */
 #define HFX_P_EPSILON 1
+/* INSTANCENORM: HFX_P_AXIS is 2, HFX_P_EPSILON as LAYERNORM's */
 /* RMSNORM, 0 or 1: 1 for a SkipSimplifiedLayerNormalization's norm (ORT's skip kernel sums it otherwise) */
 #define HFX_P_NORM_SKIP 2
 
@@ -323,6 +337,17 @@ enum hfx_resize_nearest_mode {
 
 /* REPLACE_NAN: y = isnan(x) ? value : x; f32 bits, any value */
 #define HFX_P_REPLACE_NAN_VALUE 0
+
+/* COMPARE: y = x OP y, OP one of enum hfx_compare_mode */
+#define HFX_P_COMPARE_MODE 0
+enum hfx_compare_mode {
+    HFX_COMPARE_EQUAL = 0,
+    HFX_COMPARE_LESS = 1,
+    HFX_COMPARE_GREATER = 2,
+    HFX_COMPARE_LESS_EQUAL = 3,
+    HFX_COMPARE_GREATER_EQUAL = 4,
+    HFX_COMPARE_NOT_EQUAL = 5
+};
 
 /* MAXPOOL, AVGPOOL (2-D, NCHW; pads/strides/dilations in CONV2D's order) */
 #define HFX_P_POOL_PAD_TOP 0      /* 0 .. kernel - 1 */

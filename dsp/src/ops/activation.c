@@ -1,8 +1,9 @@
 /* activation.c - the unary elementwise ops: Relu, Sigmoid, Tanh, Gelu (erf),
- * SiLU, Exp, Log, HardSigmoid, HardSwish, Clip, Neg, Sqrt, Floor, Erf, ReplaceNaN. An item is a chunk of
- * elements. */
+ * SiLU, Exp, Log, HardSigmoid, HardSwish, Clip, Neg, Sqrt, Floor, Erf, ReplaceNaN, Abs, Sin, Cos. An item is
+ * a chunk of elements. */
 #include <math.h>
 
+#include "eigen_math.h"
 #include "mlas_math.h"
 #include "kernels.h"
 #include "vmath.h"
@@ -19,6 +20,17 @@ static inline float hfx_floor(float x) {
     if (!(x > -8388608.0f && x < 8388608.0f) || x == 0.0f) return x;
     float t = (float)(int32_t)x;
     return t > x ? t - 1.0f : t;
+}
+
+/* sin or cos of element i of n as ONNX Runtime computes it (eigen_math.h): Eigen's packet path up to the
+ * last n % 4 elements, those by the C library (the Hexagon build has none: the packet path there too) */
+static inline float hfx_sincos_ort(float x, uint64_t i, uint64_t n, int sine) {
+#if !defined(__hexagon__)
+    if (i >= n - n % 4) return sine ? sinf(x) : cosf(x);
+#else
+    (void)i, (void)n;
+#endif
+    return hfx_sincos_eigen(x, sine);
 }
 
 /* HARDSIGMOID: alpha, beta finite; CLIP: bounds not NaN */
@@ -122,6 +134,13 @@ void hfx_run_unary(const hfx_kernel_args *a, uint32_t item) {
             for (uint64_t i = b; i < e; i++) o[i] = hfx_erf_mlas(x[i]);
         else
             for (uint64_t i = b; i < e; i++) o[i] = hfx_erf(x[i]);
+        break;
+    case HFX_OP_ABS:
+        for (uint64_t i = b; i < e; i++) o[i] = hfx_f32_of(hfx_u32_of(x[i]) & 0x7fffffffu);
+        break;
+    case HFX_OP_SIN:
+    case HFX_OP_COS:
+        for (uint64_t i = b; i < e; i++) o[i] = hfx_sincos_ort(x[i], i, ot->numel, op->opcode == HFX_OP_SIN);
         break;
     case HFX_OP_REPLACE_NAN: {
         float value = hfx_f32_from_bits(op->params[HFX_P_REPLACE_NAN_VALUE]);

@@ -1,6 +1,6 @@
-/* norm.c - LayerNormalization and RMSNorm over the axes [axis, rank). An item
- * is a range of rows. Row statistics: SIMD-friendly float lanes per block of
- * 1024 elements, blocks summed in double (vsum.h). */
+/* norm.c - LayerNormalization and RMSNorm over the axes [axis, rank), InstanceNormalization over [2, rank).
+ * An item is a range of rows. Row statistics: SIMD-friendly float lanes per block of 1024 elements, blocks
+ * summed in double (vsum.h); InstanceNormalization's as ONNX Runtime sums them (instancenorm_row_ort). */
 #include <math.h>
 
 #include "../../ref/ref_fma.h"
@@ -24,11 +24,26 @@ static bool fits_row(const hfx_tensor *s, const hfx_tensor *x, uint32_t axis, ui
     return ok;
 }
 
+/* INSTANCENORM: X of rank >= 3 normalized over [2, rank) (axis 2), scale and bias [C] */
+static hfx_status validate_instance(hfx_vctx *v, const hfx_op *op, uint32_t axis) {
+    const hfx_tensor *x = &v->p->tensors[op->in[0]];
+    if (x->rank < 3 || axis != 2)
+        return hfx_vfail(v, HFX_ERR_SHAPE, HFX_PARAM_OFF(v, HFX_P_AXIS), "op %u: InstanceNormalization needs rank >= 3 "
+                         "and axis 2", v->index);
+    for (uint32_t k = 1; k < 3; k++) {
+        const hfx_tensor *t = &v->p->tensors[op->in[k]];
+        if (t->rank != 1 || t->dims[0] != x->dims[1])
+            return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, k), "op %u: scale/bias shape must be [C]", v->index);
+    }
+    return HFX_OK;
+}
+
 hfx_status hfx_validate_norm(hfx_vctx *v, hfx_op *op) {
     const hfx_tensor *x = &v->p->tensors[op->in[0]];
     uint32_t axis;
     if (x->rank == 0) return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, 0), "op %u: norm of a scalar", v->index);
     hfx_status st = hfx_check_axis(v, op, x->rank, &axis);
+    if (!st && op->opcode == HFX_OP_INSTANCENORM) st = validate_instance(v, op, axis);
     if (st) return st;
     if (op->params[HFX_P_NORM_SKIP] != 0 && op->params[HFX_P_NORM_SKIP] != 1) /* LAYERNORM: 0 (n_params) */
         return hfx_vfail(v, HFX_ERR_PARAM, HFX_PARAM_OFF(v, HFX_P_NORM_SKIP), "op %u: the skip flag must be 0/1",
@@ -39,7 +54,7 @@ hfx_status hfx_validate_norm(hfx_vctx *v, hfx_op *op) {
                          v->index);
     uint64_t d = 1;
     for (uint32_t i = axis; i < x->rank; i++) d *= x->dims[i];
-    for (uint32_t k = 1; k < op->n_in; k++)
+    for (uint32_t k = 1; k < op->n_in && op->opcode != HFX_OP_INSTANCENORM; k++)
         if (!fits_row(&v->p->tensors[op->in[k]], x, axis, d))
             return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, k), "op %u: scale/bias shape must be X.shape[axis:]",
                              v->index);
@@ -130,6 +145,58 @@ static void rmsnorm_row_ort(const float *x, const float *scale, float *o, uint64
     for (uint64_t k = 0; k < d; k++) o[k] = x[k] / rms * scale[k];
 }
 
+/* element k of a row: x[k], or with `squares` (x[k] - mean)^2 (each step rounded) */
+static inline float row_term(const float *x, uint64_t k, float mean, int squares) {
+    if (!squares) return x[k];
+    float t = x[k] - mean;
+    return t * t;
+}
+
+/* The terms of x[0..n) summed as Eigen's vectorized sum does with SSE packets (ONNX Runtime's build): the
+ * `head` elements before the first 16-byte boundary left out; the rest in 4 lanes by two accumulators, the
+ * packets alternating between them, the accumulators added, then a last odd packet; the lanes reduced
+ * (0 + 2) + (1 + 3); then the head and the last (n - head) % 4 terms added in order. Fewer than 4 terms after
+ * the head: all of them in order. */
+static float sum_eigen(const float *x, uint64_t n, uint64_t head, float mean, int squares) {
+    head = head < n ? head : n;
+    uint64_t body = (n - head) / 4 * 4, pairs = (n - head) / 8 * 8;
+    if (body == 0) {
+        float s = n ? row_term(x, 0, mean, squares) : 0.0f;
+        for (uint64_t k = 1; k < n; k++) s += row_term(x, k, mean, squares);
+        return s;
+    }
+    float p0[4], p1[4];
+    for (uint64_t j = 0; j < 4; j++) p0[j] = row_term(x, head + j, mean, squares);
+    if (body > 4) {
+        for (uint64_t j = 0; j < 4; j++) p1[j] = row_term(x, head + 4 + j, mean, squares);
+        for (uint64_t k = head + 8; k < head + pairs; k += 8)
+            for (uint64_t j = 0; j < 4; j++) {
+                p0[j] += row_term(x, k + j, mean, squares);
+                p1[j] += row_term(x, k + 4 + j, mean, squares);
+            }
+        for (uint64_t j = 0; j < 4; j++) p0[j] += p1[j];
+        if (body > pairs)
+            for (uint64_t j = 0; j < 4; j++) p0[j] += row_term(x, head + pairs + j, mean, squares);
+    }
+    float s = (p0[0] + p0[2]) + (p0[1] + p0[3]);
+    for (uint64_t k = 0; k < head; k++) s += row_term(x, k, mean, squares);
+    for (uint64_t k = head + body; k < n; k++) s += row_term(x, k, mean, squares);
+    return s;
+}
+
+/* Row r (channel c) of an InstanceNormalization as ONNX Runtime 1.32's CPU kernel computes it (Eigen, SSE, no
+ * FMA): mean = the row's sum / d, its head the elements before a 16-byte boundary of a 16-byte aligned X (d r
+ * floats in); the squared deviations summed from the row's start; inv = 1 / sqrt(sum / d + eps); y = x s + t
+ * with s = inv scale[c], t = bias[c] - mean s. */
+static void instancenorm_row_ort(const float *x, float scale, float bias, float *o, uint64_t d, uint64_t r,
+                                 float eps) {
+    uint64_t head = (4 - (d * r) % 4) % 4;
+    float mean = sum_eigen(x, d, head, 0.0f, 0) / (float)d;
+    float inv = 1.0f / sqrtf(sum_eigen(x, d, 0, mean, 1) / (float)d + eps);
+    float s = inv * scale, t = bias - mean * s;
+    for (uint64_t k = 0; k < d; k++) o[k] = x[k] * s + t;
+}
+
 HFX_VECTOR_KERNEL
 void hfx_run_norm(const hfx_kernel_args *a, uint32_t item) {
     const hfx_op *op = a->op;
@@ -143,6 +210,12 @@ void hfx_run_norm(const hfx_kernel_args *a, uint32_t item) {
     bool layer = op->opcode == HFX_OP_LAYERNORM;
     uint64_t b, e;
     hfx_plan_range(pl.rows, pl.rows_per_item, item, &b, &e);
+    if (op->opcode == HFX_OP_INSTANCENORM) {
+        uint64_t channels = a->prog->tensors[op->in[1]].numel;
+        for (uint64_t r = b; r < e; r++)
+            instancenorm_row_ort(x + r * d, scale[r % channels], bias[r % channels], o + r * d, d, r, eps);
+        return;
+    }
     if (op->sum_order == HFX_SUM_ORT) { /* ORT's bits where a QUANTIZE_LINEAR reads them */
         bool skip = op->params[HFX_P_NORM_SKIP] != 0;
         for (uint64_t r = b; r < e; r++) {

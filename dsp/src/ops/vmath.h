@@ -19,6 +19,12 @@ static inline float hfx_f32_of(uint32_t bits) {
     return f;
 }
 
+static inline uint32_t hfx_u32_of(float x) {
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
 /* exp(r) for r = x - n ln2 in [-ln2/2, ln2/2] (fn = n as a float, |x - n ln2| reduced in two parts) */
 static inline float hfx_exp_reduced(float x, float fn) {
     float r = ref_fmaf(fn, -0.693359375f, x);

@@ -474,6 +474,56 @@ static void test_log_program(hfx_pool *pool)
     hfx_program_free(prog);
 }
 
+/* Sin, Cos and InstanceNormalization give the host kernel's bits, which are ONNX Runtime's on x86-64 (its
+ * Eigen order: src/ops/eigen_math.h, norm.c): the tables are ORT's outputs for these inputs (16 elements: no
+ * scalar tail; the InstanceNormalization rows of 7 start at a 16-byte boundary and 12 bytes past one) */
+#define SCN 16
+static const uint32_t sc_x_bits[SCN] = {
+    0x00000000u, 0x80000000u, 0x3f000000u, 0xbfc90fdbu, 0x40490fdbu, 0x40c90fdbu, 0x41200000u, 0xc2c80000u,
+    0x44fa0000u, 0x46932e00u, 0x46932e66u, 0x46cadc00u, 0xc6cadc66u, 0x49742400u, 0x7149f2cau, 0xff7fc99eu};
+static const uint32_t sc_sin_bits[SCN] = {
+    0x00000000u, 0x80000000u, 0x3ef57744u, 0xbf800000u, 0xb3bbbd2eu, 0x343bbd2eu, 0xbf0b44f7u,
+    0x3f01a12eu, 0x3f6e1712u, 0x3f67a77fu, 0x3f4d8248u, 0xbf2bff10u, 0x3f4e1ea4u, 0xbeb3325au,
+    0xbf4a89b0u, 0x3e79f162u};
+static const uint32_t sc_cos_bits[SCN] = {
+    0x3f800000u, 0x3f800000u, 0x3f60a940u, 0xb33bbd2eu, 0xbf800000u, 0x3f800000u, 0xbf56cd64u,
+    0x3f5cc0eeu, 0xbebc23a8u, 0xbed9eb8eu, 0xbf18a674u, 0xbf3d9d0bu, 0xbf17d312u, 0x3f6fcefdu,
+    0xbf1c9221u, 0x3f7841cau};
+static const float in_x[14] = {0.5f, -1.25f, 3.0f, 2.5f, -0.75f, 1.0f, 4.0f, -2.0f, 0.25f, 1.5f, -3.5f, 2.0f, 0.125f, -1.0f};
+static const float in_scale[2] = {1.5f, -0.5f}, in_bias[2] = {0.25f, 2.0f};
+static const uint32_t in_y_bits[14] = {
+    0xbecc82a1u, 0xbfec467du, 0x3fd55e87u, 0x3fa0784bu, 0xbfb76040u, 0x3c62ca40u, 0x401f9580u,
+    0x401cf1a6u, 0x3fe9bc46u, 0x3fbd34d1u, 0x4037a952u, 0x3fab6508u, 0x3fee3038u, 0x400b21ddu};
+static float sc_in[SCN], sc_sin[SCN], sc_cos[SCN], in_y[14];
+
+static void test_ort_float_ops_program(hfx_pool *pool)
+{
+    for (int i = 0; i < SCN; i++) sc_in[i] = hfxb_f((int32_t)sc_x_bits[i]);
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t x = hfxb_input(&b, HFX_TASK_A, HFXB_DIMS(SCN));
+    hfxb_unary(&b, HFX_TASK_A, HFX_OP_SIN, x, hfxb_output(&b, HFX_TASK_A, HFXB_DIMS(SCN)));
+    hfxb_unary(&b, HFX_TASK_A, HFX_OP_COS, x, hfxb_output(&b, HFX_TASK_A, HFXB_DIMS(SCN)));
+    uint32_t ix = hfxb_input(&b, HFX_TASK_B, HFXB_DIMS(1, 2, 7)), iy = hfxb_output(&b, HFX_TASK_B, HFXB_DIMS(1, 2, 7));
+    uint32_t sc = hfxb_const(&b, HFX_TASK_B, HFXB_DIMS(2), in_scale), bi = hfxb_const(&b, HFX_TASK_B, HFXB_DIMS(2), in_bias);
+    hfxb_norm(&b, HFX_TASK_B, HFX_OP_INSTANCENORM, ix, sc, bi, iy, 2, 1e-5f);
+    hfx_program *prog = NULL;
+    hfx_error err;
+    hfx_status st = parse_built(&b, &prog, &err);
+    const void *in[2] = {sc_in, in_x};
+    void *out[3] = {sc_sin, sc_cos, in_y};
+    st = st ? st : hfx_run(pool, prog, in, 2, out, 3, NULL, NULL, NULL);
+    int ok = st == HFX_OK;
+    for (int i = 0; ok && i < SCN; i++) {
+        ok = hfxb_bits(sc_sin[i]) == (int32_t)sc_sin_bits[i] && hfxb_bits(sc_cos[i]) == (int32_t)sc_cos_bits[i];
+        if (!ok) hx_printf("sin/cos of %g: %g %g, want %g %g\n", (double)sc_in[i], (double)sc_sin[i], (double)sc_cos[i],
+                           (double)hfxb_f((int32_t)sc_sin_bits[i]), (double)hfxb_f((int32_t)sc_cos_bits[i]));
+    }
+    for (int i = 0; ok && i < 14; i++) ok = hfxb_bits(in_y[i]) == (int32_t)in_y_bits[i];
+    expect(ok, "Sin, Cos (16 values up to 3.4e38) and InstanceNormalization (rows of 7) give ORT's bits");
+    hfx_program_free(prog);
+}
+
 /* DynamicQuantizeLinear as the lowering emits it (DYNAMIC_QPARAMS, then QUANTIZE_LINEAR reading its
  * outputs) and IMATMUL (MatMulInteger), bit for bit against ref_quant.h / ref_qmatmul.h */
 #define DQN 1031
@@ -1297,9 +1347,11 @@ int main(void)
     qt_begin_group(&T);
     test_reduce_extreme_program(pool);
     test_log_program(pool);
+    test_ort_float_ops_program(pool);
     test_dynamic_quant_program(pool);
     test_integer_program(pool);
-    qt_end_group(&T, "ReduceMax / ReduceMin, Log, DynamicQuantizeLinear, MatMulInteger, integer Cast/Add/Gather");
+    qt_end_group(&T, "ReduceMax / ReduceMin, Log, Sin / Cos / InstanceNorm, DynamicQuantizeLinear, MatMulInteger, "
+                     "integer Cast/Add/Gather");
 
     qt_begin_group(&T);
     test_quant_program(pool);
