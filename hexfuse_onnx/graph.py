@@ -1223,6 +1223,15 @@ def outer_scope_names(sub: onnx.GraphProto) -> list[str]:
     return names
 
 
+def in_topological_order(nodes: list[onnx.NodeProto], where: str) -> list[onnx.NodeProto]:
+    """`nodes` in stable topological order (`toposort`), what none of them makes read from outside
+    (graph inputs, initializers, outer scope)."""
+    reads = [node_reads(n) for n in nodes]
+    made = {t for n in nodes for t in n.output}
+    outside = {t for ins in reads for t in ins if t not in made}
+    return [nodes[i] for i in toposort(nodes, reads, outside, where)]
+
+
 def toposort(nodes: list[onnx.NodeProto], node_inputs: list[list[str]], available: set[str], where: str) -> list[int]:
     """Stable topological order (Kahn, earliest original position first); names cycles and dangling inputs."""
     producer: dict[str, int] = {}

@@ -1,4 +1,4 @@
-"""The main graph's node order as the rewrite read it, kept in the rewritten model so that unfusing
+"""The node order as the rewrite read it (each graph's), kept in the rewritten model so that unfusing
 puts the nodes back in that order. ONNX Runtime's graph optimizations visit nodes in graph order: of
 two MatMuls one Add sums, its MatMul-Add fusion takes the first one. A pair's nodes put back where
 the pair node stood, in another order, make stock ORT optimize (and time) another graph.
@@ -17,7 +17,7 @@ from collections.abc import Iterable
 import onnx
 
 from . import contract as C
-from .graph import node_reads, toposort
+from .graph import in_topological_order
 
 
 def record(model: onnx.ModelProto, nodes: list[onnx.NodeProto]) -> None:
@@ -52,12 +52,8 @@ def restore(graph: onnx.GraphProto, positions: dict[str, int]) -> None:
         last = positions.get(_first_output(n), last)
         keyed.append((last, seq, n))
     nodes = [n for _, _, n in sorted(keyed, key=lambda item: item[:2])]
-    reads = [node_reads(n) for n in nodes]
-    made = {t for n in nodes for t in n.output}
-    outside = {t for ins in reads for t in ins if t not in made}
-    order = toposort(nodes, reads, outside, "unfused graph")
     graph.ClearField("node")
-    graph.node.extend(nodes[i] for i in order)
+    graph.node.extend(in_topological_order(nodes, "unfused graph"))
 
 
 def _first_outputs(nodes: Iterable[onnx.NodeProto]) -> list[str]:

@@ -23,7 +23,7 @@ import onnx
 from onnx import helper
 
 from . import contract as C
-from .graph import node_reads, toposort
+from .graph import in_topological_order
 from .qdq import QDQ_DOMAINS
 
 PROPAGATE = {"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Slice", "MaxPool"}
@@ -44,13 +44,9 @@ def guard(graph: onnx.GraphProto) -> None:
             if q is not None:
                 added += _pair(t, q, readers[t][0])
     if added:
-        nodes = [*graph.node, *added]
-        reads = [node_reads(n) for n in nodes]
-        made = {t for n in nodes for t in n.output}
-        outside = {t for ins in reads for t in ins if t not in made}  # inputs, initializers, outer scope
-        order = toposort(nodes, reads, outside, "guarded graph")
+        nodes = in_topological_order([*graph.node, *added], "guarded graph")
         graph.ClearField("node")
-        graph.node.extend(nodes[i] for i in order)
+        graph.node.extend(nodes)
 
 
 def unguard(graph: onnx.GraphProto) -> None:

@@ -25,7 +25,7 @@ from . import node_order, qdq_guard, shape_expr
 from .buckets import input_elements_of, share_table
 from .costmodel import Target
 from .errors import HexfuseError, ModelError
-from .graph import Dim, ModelGraph, ShapeBinding, TensorInfo, attribute, node_reads, toposort
+from .graph import Dim, ModelGraph, ShapeBinding, TensorInfo, attribute, in_topological_order, node_reads, toposort
 from .kinds import KINDS, kind_of
 from .kinds.base import FusedCall, Pair, PairTasks, TaskBody, formal_inputs, renamed_copy
 from .kinds.dag import SHAPE_DTYPES
@@ -581,10 +581,7 @@ def _without_task_copies(
         for n in nodes
         if id(n) in remade or n.output[0] not in rename
     ]
-    reads = [node_reads(n) for n in out]
-    made = {t for n in out for t in n.output}
-    outside = {t for ins in reads for t in ins if t not in made}  # inputs, initializers, outer scope
-    return [out[i] for i in toposort(out, reads, outside, "unfused graph")]  # a graph DQ may follow the call
+    return in_topological_order(out, "unfused graph")  # a graph DQ may follow the call
 
 
 def _is_dq_copy(n: onnx.NodeProto) -> bool:
