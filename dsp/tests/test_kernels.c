@@ -35,6 +35,19 @@ static int run_prog(hfxb *b, const void *const *ins, size_t nin, void *const *ou
     return st == HFX_OK;
 }
 
+/* Runs the unary op `op` in task `task` over X[n] into O[n]; returns 1 on success. */
+static int run_unary(uint32_t op, int task, const float *X, float *O, uint32_t n) {
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t x = hfxb_input(&b, task, HFXB_DIMS(n)), o = hfxb_output(&b, task, HFXB_DIMS(n));
+    hfxb_unary(&b, task, op, x, o);
+    const void *ins[1] = {X};
+    void *outs[1] = {O};
+    int ok = run_prog(&b, ins, 1, outs, 1);
+    hfxb_free(&b);
+    return ok;
+}
+
 #define EXPECT_CLOSE(got, ref, n, floor_, ...)                                      \
     do {                                                                           \
         double err_ = max_rel_err((got), (ref), (n), (floor_));                    \
@@ -297,18 +310,11 @@ static void test_unary(void) {
             float lo = ops[k] == HFX_OP_EXP ? -10.f : -8.f, hi = ops[k] == HFX_OP_EXP ? 10.f : 8.f;
             float *X = rand_buf(n, lo, hi), *O = calloc(n, 4), *R = calloc(n, 4);
             ref_unary((int)ops[k], X, R, n);
-            hfxb b;
-            hfxb_init(&b);
-            uint32_t x = hfxb_input(&b, s % 2, HFXB_DIMS(n)), o = hfxb_output(&b, s % 2, HFXB_DIMS(n));
-            hfxb_unary(&b, s % 2, ops[k], x, o);
-            const void *ins[1] = {X};
-            void *outs[1] = {O};
             /* sigmoid is ONNX Runtime's, p / q + 0.5: its error is absolute (up to about 1.2e-7, the rounding
              * near 0.5), held to 1e-6 here; SiLU's is |x| <= 8 times that */
             int absolute = ops[k] == HFX_OP_SIGMOID || ops[k] == HFX_OP_SILU;
             double floor_ = absolute ? 1e-2 : 1e-3;
-            if (run_prog(&b, ins, 1, outs, 1)) EXPECT_CLOSE(O, R, n, floor_, "unary op %u n=%u", ops[k], n);
-            hfxb_free(&b);
+            if (run_unary(ops[k], s % 2, X, O, n)) EXPECT_CLOSE(O, R, n, floor_, "unary op %u n=%u", ops[k], n);
             free(X), free(O), free(R);
         }
 }
@@ -406,13 +412,7 @@ static void test_erf(void) {
         uint32_t n = sizes[s];
         float *X = rand_buf(n, -5.0f, 5.0f), *O = calloc(n, 4);
         memcpy(X, special, sizeof special);
-        hfxb b;
-        hfxb_init(&b);
-        uint32_t x = hfxb_input(&b, s % 2, HFXB_DIMS(n)), o = hfxb_output(&b, s % 2, HFXB_DIMS(n));
-        hfxb_unary(&b, s % 2, HFX_OP_ERF, x, o);
-        const void *ins[1] = {X};
-        void *outs[1] = {O};
-        if (run_prog(&b, ins, 1, outs, 1)) {
+        if (run_unary(HFX_OP_ERF, s % 2, X, O, n)) {
             uint32_t i = 0;
             double r = 0.0;
             for (; i < n; i++) {
@@ -423,7 +423,6 @@ static void test_erf(void) {
             CHECK_MSG(i == n, "erf n=%u x=%g: got %.9g want %.9g", n, (double)X[i < n ? i : 0],
                       (double)O[i < n ? i : 0], r);
         }
-        hfxb_free(&b);
         free(X), free(O);
     }
 }
@@ -472,13 +471,7 @@ static void test_log(void) {
         float *X = rand_buf(n, -87.0f, 88.0f), *O = calloc(n, 4);
         for (uint32_t i = 0; i < n; i++) X[i] = i % 2 ? expf(X[i]) : 1.0f + X[i] / 512.0f; /* half near 1 */
         memcpy(X, special, sizeof special);
-        hfxb b;
-        hfxb_init(&b);
-        uint32_t x = hfxb_input(&b, s % 2, HFXB_DIMS(n)), o = hfxb_output(&b, s % 2, HFXB_DIMS(n));
-        hfxb_unary(&b, s % 2, HFX_OP_LOG, x, o);
-        const void *ins[1] = {X};
-        void *outs[1] = {O};
-        if (run_prog(&b, ins, 1, outs, 1)) {
+        if (run_unary(HFX_OP_LOG, s % 2, X, O, n)) {
             uint32_t i = 0;
             double r = 0.0;
             for (; i < n; i++) {
@@ -489,7 +482,6 @@ static void test_log(void) {
             CHECK_MSG(i == n, "log n=%u x=%g: got %.9g want %.9g", n, (double)X[i < n ? i : 0],
                       (double)O[i < n ? i : 0], r);
         }
-        hfxb_free(&b);
         free(X), free(O);
     }
 }
@@ -1964,13 +1956,7 @@ static void test_sin_cos(void) {
             float *X = rand_buf(n, -12.0f, 12.0f), *O = calloc(n, 4);
             memcpy(X, special, sizeof special);
             for (uint32_t i = S; i < n; i += 5) X[i] *= 1000.0f;
-            hfxb b;
-            hfxb_init(&b);
-            uint32_t x = hfxb_input(&b, s % 2, HFXB_DIMS(n)), o = hfxb_output(&b, s % 2, HFXB_DIMS(n));
-            hfxb_unary(&b, s % 2, ops[k], x, o);
-            const void *ins[1] = {X};
-            void *outs[1] = {O};
-            if (run_prog(&b, ins, 1, outs, 1)) {
+            if (run_unary(ops[k], s % 2, X, O, n)) {
                 uint32_t i = 0;
                 double r = 0.0;
                 for (; i < n; i++) {
@@ -1989,7 +1975,6 @@ static void test_sin_cos(void) {
                 CHECK_MSG(i == n, "op %u n=%u x=%.9g: got %.9g want %.9g", ops[k], n, (double)X[i < n ? i : 0],
                           (double)O[i < n ? i : 0], r);
             }
-            hfxb_free(&b);
             free(X), free(O);
         }
 }
