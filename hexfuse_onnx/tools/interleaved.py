@@ -40,7 +40,8 @@ QUIET_SLICES = 2  # ... and this many quiet slices in a row end the rest
 REST_MAX_S = 0.5  # a rest never lasts longer (a thread busy for good would stall the run)
 VISIT_S = 0.005  # the timed calls of a visit fill this long ...
 VISIT_CALLS = 20  # ... at most this many
-WARM_UP_ROUNDS = 400  # discarded rounds at most (a choice takes 4 rounds of blocks of >= 16 ms per mode)
+WARM_UP_ROUNDS = 2000  # discarded rounds at most: a choice takes up to 12 rounds of blocks of >= 16 ms per
+# mode, ~0.8 s of calls, and a visit of 36 us calls lasts 0.75 ms (silero_decoder_v5: ~1000 rounds)
 BOOTSTRAP = 2000  # resamples of the rounds for the 95% interval
 
 

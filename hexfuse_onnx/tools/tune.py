@@ -231,7 +231,7 @@ class ModeChoice:
     def measured(cls, timings: dict[str, Timing], concurrent: bool = False) -> ModeChoice:
         """ORT's defaults, unless modes beat them clearly: a saving of mode_choice.LEAVE_GAIN at least
         and beyond its spread over the rounds (then the fastest of those), as the run-time choice keeps
-        them unless beaten in every round. On an Intel Xeon VM a pooled mode's speed followed where the
+        them unless its rounds show another mode faster. On an Intel Xeon VM a pooled mode's speed followed where the
         calling thread ran (ORT pins its default pool's worker; docs/DROPIN.md): tune took ort-seq-2t
         or ort-seq on savings within their spread (u2netp 2.3% +- 3.3%, dtln_stage2 30.9% +- 31.4%)
         that host_pairs' final rounds then saw reversed (1.007x, 1.366x). Chosen among the run-time
