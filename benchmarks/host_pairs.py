@@ -734,6 +734,8 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
     for cfg in choosing:
         cfg.extra["ort_mode_chosen"] = cfg.session.mode
         cfg.extra["warm_up_rounds"] = sum(warm_rounds)
+        explored = cfg.session.exploration  # what the choice saw: its block medians, round by round
+        cfg.extra["explored"] = {"median_us": explored.medians(), "rounds": [r for r in explored.rounds if r]}
     best = min((c for c in cfgs if c.samples and c.label in ort_modes.MODES), key=Config.median, default=None)
 
     def over_best(label: str) -> tuple[float, float, float] | None:
