@@ -67,6 +67,7 @@ from .verify import (
     run_original,
     shadow_model,
     shapes_label,
+    unmade_inputs,
     unoptimised_options,
     with_outputs,
     within_step,
@@ -346,6 +347,12 @@ def _runnable_shapes(
     if chosen is candidates[0] or (chosen is None and probe.LOAD_FAILED in (outcomes[0].error or "")):
         return shapes  # a model ORT cannot load is named by the checks after this
     if chosen is None:
+        unmade = unmade_inputs(model)
+        if unmade:  # no binding is at fault: the probe made no inputs
+            raise ModelError(
+                f"{path}: random test inputs cannot be made of {', '.join(unmade)}: give real ones with "
+                "--inputs data.npz or NAME:file.npy (the pass analyses at their shapes)"
+            )
         note = random_integer_note(model)
         raise ModelError(f"{path}: {_runs_at_none(model, shapes or {})}{note} ({outcomes[0].error})")
     progress(f"the original model does not run at {candidates[0].describe()}; analysing at {chosen.describe()}")

