@@ -30,7 +30,7 @@ def random_inputs(
     feeds: dict[str, np.ndarray] = {}
     for arg in session.get_inputs():
         shape = (shape_overrides or {}).get(arg.name) or [d if isinstance(d, int) and d >= 0 else 1 for d in arg.shape]
-        dtype = numpy_dtype(arg.type)
+        dtype = numpy_dtype(arg.type, arg.name)
         if np.issubdtype(dtype, np.floating):
             feeds[arg.name] = rng.standard_normal(shape).astype(dtype)
         elif dtype in FULL_RANGE_INTEGERS:
@@ -44,22 +44,28 @@ def random_inputs(
 FULL_RANGE_INTEGERS = tuple(np.dtype(t) for t in (np.uint8, np.int8, np.uint16, np.int16))
 
 
-def numpy_dtype(ort_type: str) -> np.dtype:
-    name = ort_type.removeprefix("tensor(").removesuffix(")")
-    table = {
-        "float": np.float32,
-        "double": np.float64,
-        "float16": np.float16,
-        "int64": np.int64,
-        "int32": np.int32,
-        "int8": np.int8,
-        "uint8": np.uint8,
-        "bool": np.bool_,
-        "int16": np.int16,
-        "uint16": np.uint16,
-        "uint32": np.uint32,
-        "uint64": np.uint64,
-    }
-    if name not in table:
-        raise VerificationError(f"cannot make test inputs of type {ort_type}")
-    return np.dtype(table[name])
+# ONNX Runtime's tensor types that random_inputs makes (strings and complex numbers it cannot)
+MADE_TYPES = {
+    "float": np.float32,
+    "double": np.float64,
+    "float16": np.float16,
+    "int64": np.int64,
+    "int32": np.int32,
+    "int8": np.int8,
+    "uint8": np.uint8,
+    "bool": np.bool_,
+    "int16": np.int16,
+    "uint16": np.uint16,
+    "uint32": np.uint32,
+    "uint64": np.uint64,
+}
+
+
+def numpy_dtype(ort_type: str, name: str = "") -> np.dtype:
+    """The numpy dtype of an ONNX Runtime type (`tensor(float)`); VerificationError naming input `name`
+    for a type random_inputs cannot make."""
+    short = ort_type.removeprefix("tensor(").removesuffix(")")
+    if short not in MADE_TYPES:
+        which = f" for input '{name}'" if name else ""
+        raise VerificationError(f"cannot make test inputs of type {ort_type}{which}")
+    return np.dtype(MADE_TYPES[short])

