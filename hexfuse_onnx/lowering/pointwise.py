@@ -1,4 +1,4 @@
-"""Elementwise ops on the vector engine: binary arithmetic (Add/Sub/Mul also on int32/int64, wrapping),
+"""Elementwise ops on the vector engine: binary arithmetic (Add/Sub/Mul also on int32/int64, wrapping), Mod,
 Sum, activations (LeakyRelu, PRelu), Clip (and Max/Min with a scalar constant), Cast (float to float or int32,
 float16 to and from float32, 8/16/32-bit integers and bools to float, float, int32 and int64 to bool, a type
 to itself), IsNaN, Where (Where(IsNaN(x), c, x) as REPLACE_NAN), comparisons to bool and Not/And/Or/Xor of
@@ -12,7 +12,18 @@ from typing import NoReturn
 import numpy as np
 import onnx
 
-from .abi import ClipParam, CompareMode, CompareParam, Dtype, HardSigmoidParam, Opcode, ReplaceNanParam, Task
+from .abi import (
+    ClipParam,
+    CompareMode,
+    CompareParam,
+    DivMode,
+    DivParam,
+    Dtype,
+    HardSigmoidParam,
+    Opcode,
+    ReplaceNanParam,
+    Task,
+)
 from .layout import same_tensor
 from .lowerer import DTYPES, KERNEL_FLOATS, NP_DTYPES, Lowerer, attr, f32_bits
 from .registry import LoweringError, lowers
@@ -55,6 +66,28 @@ def binary(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         cx.emit(n, t, BINARY[n.op_type], inputs, out_dtype=dtype)
         return
     cx.emit(n, t, BINARY[n.op_type], [cx.read(n.input[0], n, t), cx.read(n.input[1], n, t)])
+
+
+# The types Mod's remainders take, by fmod: ONNX Runtime refuses fmod=0 of floats, and its int64 fmod=1 goes
+# through double (a remainder of int64s above 2^53 is not the integers')
+MOD_TYPES = {0: (Dtype.I32, Dtype.I64), 1: (Dtype.F32, Dtype.I32)}
+
+
+@lowers("Mod")
+def mod(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """DIV's remainders, numpy broadcast: fmod=0 of int32 or int64 with the divisor's sign, as ONNX Runtime's
+    integer Mod; fmod=1 of float32 (float16 as float32: the remainder is exact in both) or int32, C's fmod with
+    the dividend's sign. An integer divisor of 0 gives 0 (fmod=1: INT32_MIN, ORT's int of fmod's NaN), where
+    ONNX Runtime's fmod=0 kills the process (SIGFPE)."""
+    fmod = int(attr(n, "fmod", 0))
+    (x, dx), (y, dy) = (cx.read_any(name, n, t) for name in n.input[:2])
+    allowed = MOD_TYPES.get(fmod, ())
+    if dx != dy or dx not in allowed:
+        kinds = " and ".join(d.name.lower() for d in (dx, dy))
+        wanted = " or ".join(d.name.lower() for d in allowed) or "nothing (fmod is 0 or 1)"
+        raise LoweringError(n.op_type, n.name, f"fmod={fmod} of {kinds}: only two tensors of {wanted}")
+    mode = DivMode.FMOD if fmod else DivMode.MOD
+    cx.emit(n, t, Opcode.DIV, [x, y], {DivParam.MODE: int(mode)}, out_dtype=dx)
 
 
 @lowers(*UNARY)

@@ -154,7 +154,7 @@ enum hfx_dtype {
     HFX_DTYPE_I16 = 8, /* v2 programs only */
     HFX_DTYPE_BOOL = 9 /* v2 programs only: one byte, 0 or 1 (ONNX bool) */
     /* Every op takes and gives F32 only, except the ops.def HFX_OP_TYPED rows (the quantization
-     * ops, CAST, ADD/SUB/MUL and COPY on integers, COMPARE, MAX/MIN of bools), whose validation
+     * ops, CAST, ADD/SUB/MUL/DIV and COPY on integers, COMPARE, MAX/MIN of bools), whose validation
      * checks their own dtypes; other dtypes are HFX_ERR_DTYPE. */
 };
 
@@ -184,7 +184,8 @@ enum hfx_opcode {
     HFX_OP_ADD = 10,
     HFX_OP_SUB = 11,
     HFX_OP_MUL = 12,
-    HFX_OP_DIV = 13,
+    HFX_OP_DIV = 13, /* f32, i32 or i64 (all three tensors one type): the quotient or a remainder, param
+                      * HFX_P_DIV_MODE (ONNX Div and Mod) */
     HFX_OP_MAX = 14, /* a NaN of either input propagates (Max of two tensors, Clip by a computed bound) */
     HFX_OP_MIN = 15,
     HFX_OP_LOG = 16,         /* unary: natural logarithm (x < 0 or NaN: NaN, +-0: -inf) */
@@ -347,6 +348,16 @@ enum hfx_compare_mode {
     HFX_COMPARE_LESS_EQUAL = 3,
     HFX_COMPARE_GREATER_EQUAL = 4,
     HFX_COMPARE_NOT_EQUAL = 5
+};
+
+/* DIV: y = x OP y, OP one of enum hfx_div_mode. An integer y of 0 gives 0 (FMOD: INT32_MIN, the int32 of
+ * fmod's NaN on x86) and MIN / -1 gives MIN (its remainders 0) where ONNX Runtime's process dies (SIGFPE) */
+#define HFX_P_DIV_MODE 0
+enum hfx_div_mode {
+    HFX_DIV_QUOTIENT = 0, /* f32: x / y; i32, i64: truncated toward zero (ONNX Div) */
+    HFX_DIV_MOD = 1,      /* i32, i64: x - y floor(x / y), the divisor's sign (ONNX Mod fmod=0, as ORT) */
+    HFX_DIV_FMOD = 2      /* f32, i32: C fmod, exact, the dividend's sign (ONNX Mod fmod=1; f32: y = 0, x +-inf or
+                           * a NaN give NaN, as x86-64's fmodf: x's or y's NaN made quiet, else 0xffc00000) */
 };
 
 /* MAXPOOL, AVGPOOL (2-D, NCHW; pads/strides/dilations in CONV2D's order) */

@@ -1,0 +1,84 @@
+"""Mod and integer Div lowered onto the kernel's DIV (its remainders and quotients) and run on the real host kernel
+against ONNX Runtime: every output bit for bit. ORT's integer Mod with fmod=0 and integer Div kill the process
+(SIGFPE) on a divisor of 0 or MIN / -1, so those run on the dsp tests only (test_kernels.c test_div)."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper
+from test_lower import needs_host, vi
+from test_lower_exporter_ops import opcodes
+from test_lower_logic import F16, F32, I32, I64, NP, RNG, assert_same_bits, run_both, task_b
+
+from hexfuse_onnx.lowering import LoweringError
+from hexfuse_onnx.lowering.abi import Opcode
+
+SHAPES = [([3, 5, 7], [3, 5, 7]), ([3, 5, 7], [7]), ([1, 5, 1], [3, 1, 7]), ([4097], []), ([], [4097])]
+
+
+def mod_pair(dtype: int, xs: list[int], ys: list[int], fmod: int) -> onnx.ModelProto:
+    out = list(np.broadcast_shapes(tuple(xs), tuple(ys)))
+    node = helper.make_node("Mod", ["p", "q"], ["yb"], name="mod", fmod=fmod)
+    return task_b([node], [vi("p", xs, dtype), vi("q", ys, dtype)], [vi("yb", out, dtype)], opset=13)
+
+
+def integers(dtype: int, shape: list[int], divisor: bool, fmod: int = 0) -> np.ndarray:
+    """Small values of both signs, the type's extremes and random ones; a divisor is never 0 or -1 where ORT
+    traps (fmod=0), and is both where ORT computes through double (fmod=1)."""
+    info = np.iinfo(NP[dtype])
+    pool = np.array([info.min, info.max, info.min + 1, -7, -4, -3, -2, 2, 3, 4, 7, 160, 0, -1, 1], NP[dtype])
+    pick = RNG.choice(pool[: -3 if divisor and not fmod else None], shape)
+    wide = RNG.integers(info.min, info.max, shape, dtype=NP[dtype], endpoint=True)
+    if divisor and not fmod:
+        wide[(wide == 0) | (wide == -1)] = 5
+    return np.asarray(np.where(RNG.random(shape) < 0.5, pick, wide)).astype(NP[dtype])
+
+
+def floats(dtype: int, shape: list[int]) -> np.ndarray:
+    """Random bit patterns (every exponent, subnormals, NaNs with payloads, +-inf) and special values."""
+    if dtype == F16:
+        bits = RNG.integers(0, 1 << 16, shape, dtype=np.uint16).view(np.float16)
+        special = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.5, 6e-8, 65504.0], np.float16)
+    else:
+        bits = RNG.integers(0, 1 << 32, shape, dtype=np.uint32).view(np.float32)
+        special = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.5, 1e-45, 3e38, 7.0, 0.1], np.float32)
+    return np.asarray(np.where(RNG.random(shape) < 0.3, RNG.choice(special, shape), bits)).astype(NP[dtype])
+
+
+@needs_host
+@pytest.mark.parametrize("dtype", [I32, I64], ids=["i32", "i64"])
+def test_integer_mod_takes_the_divisors_sign_as_ort(dtype: int) -> None:
+    """fmod=0: the remainder has the divisor's sign (-7 mod 4 = 1, 7 mod -4 = -1), extremes, broadcasting."""
+    for xs, ys in SHAPES:
+        m = mod_pair(dtype, xs, ys, fmod=0)
+        assert opcodes(m) == [Opcode.RELU, Opcode.DIV]
+        assert_same_bits(*run_both(m, {"p": integers(dtype, xs, False), "q": integers(dtype, ys, True)}))
+
+
+@needs_host
+@pytest.mark.parametrize("dtype", [F32, F16, I32], ids=["f32", "f16", "i32"])
+def test_fmod_takes_the_dividends_sign_as_ort(dtype: int) -> None:
+    """fmod=1: C's fmod, exact, of any two floats (NaN bits as ORT's: x86-64's fmodf), and of int32 as ORT computes
+    it through double: a divisor of 0 gives INT32_MIN, -1 gives 0."""
+    for xs, ys in SHAPES:
+        m = mod_pair(dtype, xs, ys, fmod=1)
+        feeds = (
+            {"p": integers(dtype, xs, False, 1), "q": integers(dtype, ys, True, 1)}
+            if dtype == I32
+            else {"p": floats(dtype, xs), "q": floats(dtype, ys)}
+        )
+        assert_same_bits(*run_both(m, feeds))
+
+
+@pytest.mark.parametrize(
+    ("dtypes", "fmod"),
+    [((F32, F32), 0), ((I64, I64), 1), ((I32, I64), 0), ((I32, I32), 2), ((onnx.TensorProto.UINT8,) * 2, 0)],
+    ids=["float-fmod0", "i64-fmod1", "mixed", "fmod2", "u8"],
+)
+def test_mod_outside_ort_or_the_kernel_is_refused(dtypes: tuple[int, int], fmod: int) -> None:
+    node = helper.make_node("Mod", ["p", "q"], ["yb"], name="mod", fmod=fmod)
+    m = task_b([node], [vi("p", [4], dtypes[0]), vi("q", [4], dtypes[1])], [vi("yb", [4], dtypes[0])], opset=13)
+    with pytest.raises(LoweringError, match="fmod="):
+        opcodes(m)
