@@ -82,3 +82,41 @@ def test_mod_outside_ort_or_the_kernel_is_refused(dtypes: tuple[int, int], fmod:
     m = task_b([node], [vi("p", [4], dtypes[0]), vi("q", [4], dtypes[1])], [vi("yb", [4], dtypes[0])], opset=13)
     with pytest.raises(LoweringError, match="fmod="):
         opcodes(m)
+
+
+@needs_host
+@pytest.mark.parametrize("dtype", [I32, I64], ids=["i32", "i64"])
+def test_integer_div_truncates_as_ort(dtype: int) -> None:
+    """-7 / 2 = -3, 7 / -2 = -3, the extremes; no divisor of 0 or -1 (ORT's SIGFPE at MIN / -1)."""
+    for xs, ys in SHAPES:
+        out = list(np.broadcast_shapes(tuple(xs), tuple(ys)))
+        node = helper.make_node("Div", ["p", "q"], ["yb"], name="div")
+        m = task_b([node], [vi("p", xs, dtype), vi("q", ys, dtype)], [vi("yb", out, dtype)])
+        assert opcodes(m) == [Opcode.RELU, Opcode.DIV]
+        assert_same_bits(*run_both(m, {"p": integers(dtype, xs, False), "q": integers(dtype, ys, True)}))
+
+
+@needs_host
+def test_torchs_floor_division_of_lengths_equals_ort() -> None:
+    """trueocr's and hama's width masks: torch's floor division of int64 lengths by a constant, exported as Div,
+    Mod, the signs' Xor and a Where picking the quotient or the quotient - 1 (floor(-7 / 4) = -2)."""
+    i64 = helper.make_tensor
+    consts = {"four": 4, "zero": 0, "one": 1}
+    nodes = [helper.make_node("Constant", [], [k], name=k, value=i64(k, I64, [], [v])) for k, v in consts.items()]
+    nodes += [
+        helper.make_node("Div", ["w", "four"], ["q"], name="div"),
+        helper.make_node("Sub", ["q", "one"], ["q1"], name="sub"),
+        helper.make_node("Less", ["w", "zero"], ["lw"], name="lw"),
+        helper.make_node("Less", ["four", "zero"], ["lb"], name="lb"),
+        helper.make_node("Xor", ["lw", "lb"], ["signs"], name="xor"),
+        helper.make_node("Mod", ["w", "four"], ["r"], name="mod"),
+        helper.make_node("Equal", ["r", "zero"], ["exact"], name="eq"),
+        helper.make_node("Not", ["exact"], ["inexact"], name="not"),
+        helper.make_node("And", ["signs", "inexact"], ["adjust"], name="and"),
+        helper.make_node("Where", ["adjust", "q1", "q"], ["yb"], name="where"),
+    ]
+    m = task_b(nodes, [vi("w", [9], I64)], [vi("yb", [9], I64)])
+    w = np.array([-9, -8, -7, -1, 0, 1, 7, 8, 2**62 + 3], np.int64)
+    ref, got = run_both(m, {"w": w})
+    assert_same_bits(ref, got)
+    assert got[1].tolist() == (w // 4).tolist()

@@ -1,4 +1,5 @@
-"""Elementwise ops on the vector engine: binary arithmetic (Add/Sub/Mul also on int32/int64, wrapping), Mod,
+"""Elementwise ops on the vector engine: binary arithmetic (Add/Sub/Mul also on int32/int64, wrapping; Div of
+int32/int64 truncated), Mod,
 Sum, activations (LeakyRelu, PRelu), Clip (and Max/Min with a scalar constant), Cast (float to float or int32,
 float16 to and from float32, 8/16/32-bit integers and bools to float, float, int32 and int64 to bool, a type
 to itself), IsNaN, Where (Where(IsNaN(x), c, x) as REPLACE_NAN), comparisons to bool and Not/And/Or/Xor of
@@ -55,7 +56,9 @@ COMPARISONS = {
 COMPARED = (Dtype.F32, Dtype.I32, Dtype.I64, Dtype.BOOL)  # the operand types COMPARE takes
 
 
-INTEGER_BINARY = {"Add", "Sub", "Mul"}  # on int32/int64 too: wrapping, as ONNX Runtime's
+# On int32/int64 too: Add, Sub, Mul wrapping, Div truncated toward zero, as ONNX Runtime's (a divisor of 0 gives 0,
+# MIN / -1 MIN, where ORT dies of SIGFPE)
+INTEGER_BINARY = {"Add", "Sub", "Mul", "Div"}
 
 
 @lowers(*BINARY)
