@@ -1,6 +1,7 @@
-"""Comparisons (Equal, Less, Greater, LessOrEqual, GreaterOrEqual) to bool, Not/And/Or of bools, Abs, Sin, Cos
-and InstanceNormalization, lowered onto the kernel and run on the real host kernel against ONNX Runtime: every
-output bit for bit (bools as bools; Sin/Cos/InstanceNormalization as ORT's CPU kernels compute them on x86-64)."""
+"""Comparisons (Equal, Less, Greater, LessOrEqual, GreaterOrEqual) to bool, Not/And/Or of bools, Concat of bools,
+Abs, Sin, Cos and InstanceNormalization, lowered onto the kernel and run on the real host kernel against ONNX
+Runtime: every output bit for bit (bools as bools; Sin/Cos/InstanceNormalization as ORT's CPU kernels compute them
+on x86-64)."""
 
 from __future__ import annotations
 
@@ -142,6 +143,25 @@ def test_bools_are_moved_as_they_are() -> None:
     m = task_b(nodes, [vi("p", [3, 5, 7]), vi("q", [7])], [vi("yb", [3, 15], BOOL)], inits, opset=13)
     assert opcodes(m) == [Opcode.RELU, Opcode.COMPARE, Opcode.TRANSPOSE, Opcode.SLICE, Opcode.COPY, Opcode.MAX]
     assert_same_bits(*run_both(m, {"p": values(F32, [3, 5, 7]), "q": values(F32, [7])}))
+
+
+@needs_host
+@pytest.mark.parametrize("n_masks", [2, 11], ids=["one-op", "grouped"])
+def test_masks_are_concatenated_as_they_are(n_masks: int) -> None:
+    """Concat of comparisons' masks (CONCAT of bools; 11 inputs: groups of 8 into a bool scratch first) along the
+    middle axis, and of int64 lengths."""
+    nodes = [helper.make_node("Less", ["p", f"q{k}"], [f"m{k}"], name=f"lt{k}") for k in range(n_masks)]
+    nodes += [
+        helper.make_node("Concat", [f"m{k}" for k in range(n_masks)], ["yb"], name="cat", axis=1),
+        helper.make_node("Concat", ["w", "w"], ["ww"], name="cat_lengths", axis=0),
+    ]
+    inputs = [vi("p", [3, 1, 7]), vi("w", [4], I64)] + [vi(f"q{k}", [1, k + 1, 7]) for k in range(n_masks)]
+    rows = n_masks * (n_masks + 1) // 2
+    m = task_b(nodes, inputs, [vi("yb", [3, rows, 7], BOOL), vi("ww", [8], I64)])
+    assert opcodes(m).count(Opcode.CONCAT) == (2 if n_masks <= 8 else 4)
+    feeds = {"p": values(F32, [3, 1, 7]), "w": values(I64, [4])}
+    feeds |= {f"q{k}": values(F32, [1, k + 1, 7]) for k in range(n_masks)}
+    assert_same_bits(*run_both(m, feeds))
 
 
 WHERES = {

@@ -1083,6 +1083,58 @@ static void test_concat_copy(void) {
 }
 
 
+static int parses(hfxb *b, hfx_status *st);
+
+/* CONCAT of bools (v2), u8, i32 and i64 along a random axis, byte for byte against the inputs' rows laid one after
+ * another; refused: an input of another dtype than the output's */
+static void concat_typed_case(uint8_t dt, int ok) {
+    rshape base, ss[4];
+    rand_shape(&base, rng_range(1, 4), 9);
+    uint32_t axis = rng_u32() % base.rank, k = rng_range(2, 4);
+    size_t es = hfxb_dtype_size(dt);
+    uint64_t outer = 1, inner = es, total = 0;
+    for (uint32_t i = 0; i < axis; i++) outer *= base.d[i];
+    for (uint32_t i = axis + 1; i < base.rank; i++) inner *= base.d[i];
+    hfxb b;
+    hfxb_init(&b);
+    b.v2 = 1;
+    uint32_t ids[4];
+    uint8_t *bufs[4];
+    for (uint32_t q = 0; q < k; q++) {
+        ss[q] = base;
+        ss[q].d[axis] = rng_range(1, 6);
+        total += ss[q].d[axis];
+        bufs[q] = malloc(rs_numel(&ss[q]) * es);
+        for (uint64_t j = 0; j < rs_numel(&ss[q]) * es; j++) bufs[q][j] = (uint8_t)(dt == HFX_DTYPE_BOOL ? rng_u32() % 2 : rng_u32());
+        uint8_t in_dt = (uint8_t)(ok || q + 1 < k ? dt : HFX_DTYPE_F32);
+        ids[q] = hfxb_set_dtype(&b, hfxb_input(&b, 0, ss[q].rank, ss[q].d), in_dt);
+    }
+    rshape os = base;
+    os.d[axis] = (uint32_t)total;
+    uint64_t on = rs_numel(&os) * es;
+    uint8_t *O = calloc(on, 1), *R = malloc(on), *r = R;
+    for (uint64_t i = 0; i < outer; i++)
+        for (uint32_t q = 0; q < k; q++) {
+            uint64_t row = ss[q].d[axis] * inner;
+            memcpy(r, bufs[q] + i * row, row);
+            r += row;
+        }
+    uint32_t o = hfxb_set_dtype(&b, hfxb_output(&b, 0, os.rank, os.d), dt);
+    hfxb_concat(&b, 0, k, ids, o, (int32_t)axis);
+    hfx_status st;
+    if (!ok) CHECK_MSG(!parses(&b, &st) && st == HFX_ERR_DTYPE, "concat of mixed dtypes: %s", hfx_status_name(st));
+    else if (run_prog(&b, (const void *const *)bufs, k, (void *const[]){O}, 1))
+        CHECK_MSG(memcmp(O, R, on) == 0, "concat dtype %u rank %u axis %u k %u", dt, base.rank, axis, k);
+    hfxb_free(&b);
+    for (uint32_t q = 0; q < k; q++) free(bufs[q]);
+    free(O), free(R);
+}
+
+static void test_concat_typed(void) {
+    static const uint8_t dts[] = {HFX_DTYPE_BOOL, HFX_DTYPE_U8, HFX_DTYPE_I32, HFX_DTYPE_I64};
+    for (int i = 0; i < 24; i++) concat_typed_case(dts[i % 4], 1);
+    concat_typed_case(HFX_DTYPE_BOOL, 0);
+}
 
 /* ---- integer Cast, Add/Sub/Mul, Copy, GatherRows (a dynamically quantised conv's bias chain) ---- */
 
@@ -2318,6 +2370,7 @@ int main(void) {
     RUN_TEST(test_transpose);
     RUN_TEST(test_slice);
     RUN_TEST(test_concat_copy);
+    RUN_TEST(test_concat_typed);
     RUN_TEST(test_gather_rows);
     RUN_TEST(test_zero_size_reduce);
     RUN_TEST(test_zero_size_concat);

@@ -154,7 +154,7 @@ enum hfx_dtype {
     HFX_DTYPE_I16 = 8, /* v2 programs only */
     HFX_DTYPE_BOOL = 9 /* v2 programs only: one byte, 0 or 1 (ONNX bool) */
     /* Every op takes and gives F32 only, except the ops.def HFX_OP_TYPED rows (the quantization
-     * ops, CAST, ADD/SUB/MUL/DIV and COPY on integers, COMPARE, MAX/MIN of bools), whose validation
+     * ops, CAST, ADD/SUB/MUL/DIV and COPY on integers, CONCAT, COMPARE, MAX/MIN of bools), whose validation
      * checks their own dtypes; other dtypes are HFX_ERR_DTYPE. */
 };
 
@@ -230,7 +230,7 @@ enum hfx_opcode {
                              * numbered here because 10..39 is full */
     /* memory */
     HFX_OP_TRANSPOSE = 50,
-    HFX_OP_CONCAT = 51, /* 1..8 inputs */
+    HFX_OP_CONCAT = 51, /* 1..8 inputs of one dtype (any: a mask's bools), the output's */
     HFX_OP_SLICE = 52,
     HFX_OP_COPY = 53, /* identity / reshape: same element count, any shape; any dtype (X's and Y's equal) */
     HFX_OP_RESIZE = 54, /* nearest / linear resize of the last two axes (ONNX Resize) */
