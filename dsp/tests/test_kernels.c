@@ -1207,6 +1207,39 @@ static void test_cast(void) {
     }
 }
 
+/* CAST i64 -> f32 to nearest, ties to even, against the conversion of the exact long double: random magnitudes, the
+ * ties at 2^24 + 1 and 2^24 + 3, the extremes; CAST i64 -> i32 and i64 -> f16 refused */
+static void test_cast_i64(void) {
+    enum { N = 40009 };
+    static const int64_t edge[] = {(1 << 24) + 1, (1 << 24) + 3, -(1 << 24) - 1, INT64_MAX, INT64_MIN, 0, -1, 1};
+    int64_t *X = malloc(N * 8);
+    float *Y = calloc(N, 4);
+    for (uint32_t i = 0; i < N; i++) {
+        int64_t v = (int64_t)(((uint64_t)rng_u32() << 32) | rng_u32());
+        X[i] = i < 8 ? edge[i] : v >> (rng_u32() % 64);
+    }
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t x = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(N)), HFX_DTYPE_I64), y = hfxb_output(&b, 0, HFXB_DIMS(N));
+    hfxb_op_add(&b, 0, HFX_OP_CAST, -1, 1, &x, y, NULL);
+    if (run_prog(&b, (const void *const[]){X}, 1, (void *const[]){Y}, 1)) {
+        uint32_t i = 0;
+        while (i < N && Y[i] == (float)(long double)X[i]) i++;
+        CHECK_MSG(i == N, "cast of %lld gave %.9g", i < N ? (long long)X[i] : 0, i < N ? (double)Y[i] : 0.0);
+    }
+    hfxb_free(&b);
+    for (int m = 0; m < 2; m++) {
+        hfxb_init(&b);
+        x = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(5)), HFX_DTYPE_I64);
+        y = hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(5)), m ? HFX_DTYPE_I32 : HFX_DTYPE_F16);
+        hfxb_op_add(&b, 0, HFX_OP_CAST, -1, 1, &x, y, NULL);
+        hfx_status st;
+        CHECK_MSG(!parses(&b, &st) && st == HFX_ERR_DTYPE, "cast of i64 to dtype %d: %s", m, hfx_status_name(st));
+        hfxb_free(&b);
+    }
+    free(X), free(Y);
+}
+
 /* CAST f16 -> f32 and f32 -> f16: every half widened to its value (ldexpf of its fields), and back to
  * itself (a NaN stays a NaN); f32 values at the rounding edges narrowed to nearest, ties to even */
 static void test_cast_half(void) {
@@ -2390,6 +2423,7 @@ int main(void) {
     RUN_TEST(test_qconv);
     RUN_TEST(test_cast);
     RUN_TEST(test_cast_half);
+    RUN_TEST(test_cast_i64);
     RUN_TEST(test_int_binary);
     RUN_TEST(test_fmod_f32);
     RUN_TEST(test_int_copy_gather);

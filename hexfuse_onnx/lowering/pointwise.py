@@ -1,8 +1,8 @@
 """Elementwise ops on the vector engine: binary arithmetic (Add/Sub/Mul also on int32/int64, wrapping; Div of
 int32/int64 truncated), Mod,
 Sum, activations (LeakyRelu, PRelu), Clip (and Max/Min with a scalar constant), Cast (float to float or int32,
-float16 to and from float32, 8/16/32-bit integers and bools to float, float, int32 and int64 to bool, a type
-to itself), IsNaN, Where (Where(IsNaN(x), c, x) as REPLACE_NAN), comparisons to bool and Not/And/Or/Xor of
+float16 to and from float32, 8/16/32/64-bit integers and bools to float, bools to int32 and int64, float, int32 and
+int64 to bool, a type to itself), IsNaN, Where (Where(IsNaN(x), c, x) as REPLACE_NAN), comparisons to bool and Not/And/Or/Xor of
 bools."""
 
 from __future__ import annotations
@@ -224,8 +224,8 @@ TO_BOOL: dict[int, Dtype] = {
     onnx.TensorProto.INT64: Dtype.I64,
 }
 
-# Integer types a Cast to float32 reads at run time: a DEQUANTIZE_LINEAR by 1.0 (int64 is not: the
-# kernel reads its low 32 bits).
+# Integer types a Cast to float32 reads at run time: a DEQUANTIZE_LINEAR by 1.0 (int64 is not: DEQUANTIZE_LINEAR
+# reads its low 32 bits; CAST converts it).
 CASTS_TO_FLOAT: dict[int, Dtype] = {
     onnx.TensorProto.INT32: Dtype.I32,
     onnx.TensorProto.INT16: Dtype.I16,
@@ -238,12 +238,14 @@ CASTS_TO_FLOAT: dict[int, Dtype] = {
 @lowers("Cast")
 def cast(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     """A type to itself is a COPY; int32 (MatMulInteger's result), int16 (MarbleNet's audio samples),
-    uint16 or 8-bit to float32 a DEQUANTIZE_LINEAR by 1.0, which rounds as the cast does; float32 to
+    uint16 or 8-bit to float32 a DEQUANTIZE_LINEAR by 1.0, which rounds as the cast does; int64 to float32 (hama's
+    attention lengths) CAST, to nearest as C converts; float32 to
     int32 (a dynamically quantised conv's bias chain Div -> Floor -> Cast) is CAST, as ONNX Runtime
     on x86: toward zero, NaN, +-inf and values outside the int32 range give INT32_MIN. float16 is
     computed as float32 (Lowerer.dtype): float16 to float32 is the same tensor, and a cast to float16
-    of another type rounds, by CAST to float16 and back. A bool to float32 is WHERE(x, 1, 0); float32,
-    int32 or int64 to bool x != 0 (NaN true, as ORT), by COMPARE NOT_EQUAL. Every other cast is refused."""
+    of another type rounds, by CAST to float16 and back. A bool to float32, int32 or int64 (slovorez's mask
+    arithmetic) is WHERE(x, 1, 0); float32, int32 or int64 to bool x != 0 (NaN true, as ORT), by COMPARE NOT_EQUAL.
+    Every other cast is refused."""
     to, source = int(attr(n, "to", 0)), cx.dtype(n.input[0])
     if to == onnx.TensorProto.FLOAT16 and cx.stored_dtype(n.input[0]) != to:
         wide = _to_float(cx, n, t, source, to, scratch=True)
@@ -253,8 +255,11 @@ def cast(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     if cx.stored_dtype(n.input[0]) == onnx.TensorProto.FLOAT16 and to in KERNEL_FLOATS:
         same_tensor(cx, n, t)  # float16 is held as float32 already
         return
-    if (source in CASTS_TO_FLOAT or source == onnx.TensorProto.BOOL) and to == onnx.TensorProto.FLOAT:
+    if (source in CASTS_TO_FLOAT or source in FROM_RUN_TIME) and to == onnx.TensorProto.FLOAT:
         _to_float(cx, n, t, source, to)
+        return
+    if source == onnx.TensorProto.BOOL and to in (onnx.TensorProto.INT32, onnx.TensorProto.INT64):
+        _from_bool(cx, n, t, DTYPES[to])
         return
     if source in TO_BOOL and to == onnx.TensorProto.BOOL:
         _to_bool(cx, n, t, TO_BOOL[source])
@@ -268,20 +273,32 @@ def cast(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     cx.emit(n, t, Opcode.COPY, [x], out_dtype=dtype)
 
 
+# Types a Cast to float32 reads by an op of their own: bools (WHERE(x, 1, 0)) and int64 (CAST)
+FROM_RUN_TIME = (onnx.TensorProto.BOOL, onnx.TensorProto.INT64)
+
+
 def _to_float(cx: Lowerer, n: onnx.NodeProto, t: Task, source: int, to: int, scratch: bool = False) -> int:
     """Cast's input as float32: a float (float16 too) as it is, an integer of CASTS_TO_FLOAT dequantized
-    by 1.0 into Cast's output (or, with `scratch`, a scratch tensor)."""
+    by 1.0, a bool WHERE(x, 1, 0), an int64 CAST, into Cast's output (or, with `scratch`, a scratch tensor)."""
     if source == onnx.TensorProto.FLOAT:
         return cx.read(n.input[0], n, t)
     out = cx.scratch(cx.shape(n.output[0], n), t) if scratch else None
-    if source == onnx.TensorProto.BOOL:  # 1 where true, else 0
-        one, zero = (cx.constant(np.array(v, np.float32), t) for v in (1.0, 0.0))
-        return cx.emit(n, t, Opcode.WHERE, [cx.read_typed(n.input[0], n, t, Dtype.BOOL), one, zero], out=out)
+    if source == onnx.TensorProto.BOOL:
+        return _from_bool(cx, n, t, Dtype.F32, out)
+    if source == onnx.TensorProto.INT64:
+        return cx.emit(n, t, Opcode.CAST, [cx.read_typed(n.input[0], n, t, Dtype.I64)], out=out)
     if source not in CASTS_TO_FLOAT:
         _refuse_cast(n, cx.stored_dtype(n.input[0]), to)
     one = cx.constant(np.ones((), np.float32), t)
     integers = cx.read_typed(n.input[0], n, t, CASTS_TO_FLOAT[source])
     return cx.emit(n, t, Opcode.DEQUANTIZE_LINEAR, [integers, one], out=out)
+
+
+def _from_bool(cx: Lowerer, n: onnx.NodeProto, t: Task, dtype: Dtype, out: int | None = None) -> int:
+    """1 of `dtype` where Cast's bool input is true, else 0: WHERE(x, 1, 0) into Cast's output (or `out`)."""
+    one, zero = (cx.constant(np.array(v, NP_DTYPES[dtype]), t, dtype) for v in (1, 0))
+    cond = cx.read_typed(n.input[0], n, t, Dtype.BOOL)
+    return cx.emit(n, t, Opcode.WHERE, [cond, one, zero], out=out, out_dtype=dtype)
 
 
 def _to_bool(cx: Lowerer, n: onnx.NodeProto, t: Task, dtype: Dtype) -> None:
@@ -296,8 +313,8 @@ def _refuse_cast(n: onnx.NodeProto, source: int, to: int) -> NoReturn:
     raise LoweringError(
         n.op_type,
         n.name,
-        "Cast from {} to {}: only a type to itself, 8/16/32-bit integers and BOOL to FLOAT or FLOAT16, FLOAT to "
-        "INT32, FLOAT, INT32 and INT64 to BOOL, FLOAT and FLOAT16 to each other".format(*names),
+        "Cast from {} to {}: only a type to itself, integers and BOOL to FLOAT or FLOAT16, BOOL to INT32 or INT64, "
+        "FLOAT to INT32, FLOAT, INT32 and INT64 to BOOL, FLOAT and FLOAT16 to each other".format(*names),
     )
 
 

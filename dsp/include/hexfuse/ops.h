@@ -210,7 +210,8 @@ enum hfx_opcode {
     HFX_OP_FLOOR = 33,     /* unary: floor(x) (NaN, +-inf, +-0 as they are); numbered here because 10..29 is full */
     HFX_OP_CAST = 34,      /* X f32 -> Y i32: ONNX Cast as ONNX Runtime on x86 (toward zero; NaN, +-inf and x outside
                               [-2^31, 2^31) give INT32_MIN); X f16 -> Y f32 (exact) and X f32 -> Y f16 (to nearest,
-                              ties to even): a float16 network's tensors at a pair's boundary; dsp/ref/ref_quant.h */
+                              ties to even): a float16 network's tensors at a pair's boundary; dsp/ref/ref_quant.h;
+                              X i64 -> Y f32 (to nearest, ties to even, as C converts) */
     HFX_OP_ABS = 35,       /* unary: |x| (the sign bit cleared: NaN stays NaN, -0 gives +0) */
     HFX_OP_SIN = 36,       /* unary: sin(x) as ONNX Runtime's CPU kernel (activation.c: Eigen's psin_float) */
     HFX_OP_COS = 37,       /* unary: cos(x), the same */
