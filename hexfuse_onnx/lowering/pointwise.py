@@ -25,7 +25,7 @@ from .abi import (
     ReplaceNanParam,
     Task,
 )
-from .layout import same_tensor
+from .layout import RESHAPES, same_tensor
 from .lowerer import DTYPES, KERNEL_FLOATS, NP_DTYPES, Lowerer, attr, f32_bits
 from .registry import LoweringError, lowers
 from .traced import traced_dims
@@ -54,6 +54,11 @@ COMPARISONS = {
     "GreaterOrEqual": CompareMode.GREATER_EQUAL,
 }
 COMPARED = (Dtype.F32, Dtype.I32, Dtype.I64, Dtype.BOOL)  # the operand types COMPARE takes
+# Ops whose lowering makes or reads bools at run time (the program's BOOL): comparisons, logic ops, Where, IsNaN,
+# Cast, and the movers (layout.py)
+BOOL_OPS = frozenset(
+    {*COMPARISONS, "Not", "And", "Or", "Xor", "Where", "IsNaN", "Cast", "Transpose", "Slice", "Concat", *RESHAPES}
+)
 
 
 # On int32/int64 too: Add, Sub, Mul wrapping, Div truncated toward zero, as ONNX Runtime's (a divisor of 0 gives 0,
