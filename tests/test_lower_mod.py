@@ -1,5 +1,5 @@
-"""Mod and integer Div lowered onto the kernel's DIV (its remainders and quotients) and run on the real host kernel
-against ONNX Runtime: every output bit for bit. ORT's integer Mod with fmod=0 and integer Div kill the process
+"""Mod and integer Div lowered onto the kernel's DIV (its remainders and quotients), Clip, Max and Min of integers
+(MAX, MIN), run on the real host kernel against ONNX Runtime: every output bit for bit. ORT's integer Mod with fmod=0 and integer Div kill the process
 (SIGFPE) on a divisor of 0 or MIN / -1, so those run on the dsp tests only (test_kernels.c test_div)."""
 
 from __future__ import annotations
@@ -120,3 +120,26 @@ def test_torchs_floor_division_of_lengths_equals_ort() -> None:
     ref, got = run_both(m, {"w": w})
     assert_same_bits(ref, got)
     assert got[1].tolist() == (w // 4).tolist()
+
+
+@needs_host
+@pytest.mark.parametrize("dtype", [I32, I64], ids=["i32", "i64"])
+def test_integer_clip_max_and_min_equal_ort(dtype: int) -> None:
+    """Clip of lengths by constant bounds (hama's 1..3000), by the upper one only and by a computed one (trueocr's
+    width); Max and Min of three tensors, and of a tensor and a scalar constant."""
+    c = helper.make_tensor
+    nodes = [
+        helper.make_node("Constant", [], ["lo"], name="lo", value=c("lo", dtype, [], [1])),
+        helper.make_node("Constant", [], ["hi"], name="hi", value=c("hi", dtype, [], [3000])),
+        helper.make_node("Clip", ["p", "lo", "hi"], ["both"], name="clip"),
+        helper.make_node("Clip", ["p", "", "hi"], ["upper"], name="clip_upper"),
+        helper.make_node("Clip", ["p", "k"], ["computed"], name="clip_computed"),
+        helper.make_node("Max", ["p", "q", "k"], ["most"], name="max"),
+        helper.make_node("Min", ["p", "hi"], ["least"], name="min"),
+    ]
+    outs = [vi(name, [3, 5], dtype) for name in ("both", "upper", "computed", "most", "least")]
+    m = task_b(nodes, [vi("p", [3, 5], dtype), vi("q", [5], dtype), vi("k", [], dtype)], outs)
+    assert set(opcodes(m)) == {Opcode.RELU, Opcode.MAX, Opcode.MIN}
+    feeds = {"p": integers(dtype, [3, 5], False), "q": integers(dtype, [5], False), "k": integers(dtype, [], False)}
+    feeds["p"].flat[:4] = [0, 1, 3000, 3001]
+    assert_same_bits(*run_both(m, feeds))

@@ -1294,6 +1294,7 @@ static int64_t ref_int_div(int32_t mode, uint8_t dtype, int64_t a, int64_t b) {
 /* one element of X op Y of signed integers of `dtype` (i32, i64), wrapping in the unsigned type (DIV: by `mode`) */
 static int64_t ref_int_binary(uint32_t opc, int32_t mode, uint8_t dtype, int64_t a, int64_t b) {
     if (opc == HFX_OP_DIV) return ref_int_div(mode, dtype, a, b);
+    if (opc == HFX_OP_MAX || opc == HFX_OP_MIN) return (a > b) == (opc == HFX_OP_MAX) ? a : b;
     if (dtype == HFX_DTYPE_I32) {
         uint32_t x = (uint32_t)a, y = (uint32_t)b;
         return (int32_t)(opc == HFX_OP_ADD ? x + y : opc == HFX_OP_SUB ? x - y : x * y);
@@ -1349,15 +1350,16 @@ static void int_binary_case(uint32_t opc, int32_t mode, uint8_t dt, const rshape
     free(X), free(Y), free(O);
 }
 
-/* ADD, SUB, MUL on i32 and i64: wrapping at the extremes; DIV's quotient and remainders (MOD of both, FMOD of
+/* ADD, SUB, MUL on i32 and i64: wrapping at the extremes; MAX, MIN; DIV's quotient and remainders (MOD of both, FMOD of
  * i32) with divisors of 0 and -1; every broadcast path (same size, a scalar on either side, the general walk over
  * several items). Refused: mixed dtypes, u8, FMOD of i64, MOD of f32, an unknown DIV mode */
 static void test_int_binary(void) {
-    static const uint32_t ops[] = {HFX_OP_ADD, HFX_OP_SUB, HFX_OP_MUL, HFX_OP_DIV, HFX_OP_DIV, HFX_OP_DIV};
-    static const int32_t modes[] = {0, 0, 0, HFX_DIV_QUOTIENT, HFX_DIV_MOD, HFX_DIV_FMOD};
+    static const uint32_t ops[] = {HFX_OP_ADD, HFX_OP_SUB, HFX_OP_MUL, HFX_OP_DIV, HFX_OP_DIV, HFX_OP_DIV,
+                                   HFX_OP_MAX, HFX_OP_MIN};
+    static const int32_t modes[] = {0, 0, 0, HFX_DIV_QUOTIENT, HFX_DIV_MOD, HFX_DIV_FMOD, 0, 0};
     static const uint8_t dts[] = {HFX_DTYPE_I32, HFX_DTYPE_I64};
     rshape big = {1, {70001}}, scalar = {0, {0}}, bias = {4, {1, 24, 1, 1}}, acc = {4, {1, 24, 31, 79}};
-    for (int k = 0; k < 6; k++)
+    for (int k = 0; k < 8; k++)
         for (int d = 0; d < 2 - (modes[k] == HFX_DIV_FMOD); d++) {
             int_binary_case(ops[k], modes[k], dts[d], &big, &big);
             int_binary_case(ops[k], modes[k], dts[d], &big, &scalar);
@@ -2220,11 +2222,11 @@ static void test_compare(void) {
         compare_case(opc, 0, HFX_DTYPE_BOOL, &scalar, &big);
         compare_case(opc, 0, HFX_DTYPE_BOOL, &a, &c);
     }
-    /* refused: a COMPARE to f32, of mixed dtypes, of an unknown mode; MAX of i32; ADD of bools; a bool in v1 */
+    /* refused: a COMPARE to f32, of mixed dtypes, of an unknown mode; MAX of u8; ADD of bools; a bool in v1 */
     static const uint8_t bad[][4] = {{HFX_DTYPE_F32, HFX_DTYPE_F32, HFX_DTYPE_F32, HFX_OP_COMPARE},
                                      {HFX_DTYPE_I32, HFX_DTYPE_I64, HFX_DTYPE_BOOL, HFX_OP_COMPARE},
                                      {HFX_DTYPE_F32, HFX_DTYPE_F32, HFX_DTYPE_BOOL, HFX_OP_COMPARE},
-                                     {HFX_DTYPE_I32, HFX_DTYPE_I32, HFX_DTYPE_I32, HFX_OP_MAX},
+                                     {HFX_DTYPE_U8, HFX_DTYPE_U8, HFX_DTYPE_U8, HFX_OP_MAX},
                                      {HFX_DTYPE_BOOL, HFX_DTYPE_BOOL, HFX_DTYPE_BOOL, HFX_OP_ADD},
                                      {HFX_DTYPE_BOOL, HFX_DTYPE_BOOL, HFX_DTYPE_BOOL, HFX_OP_MIN}};
     static const hfx_status want[] = {HFX_ERR_DTYPE, HFX_ERR_DTYPE, HFX_ERR_PARAM,

@@ -211,15 +211,17 @@ def sum_(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
 
 
 def _chain(cx: Lowerer, n: onnx.NodeProto, t: Task, opcode: Opcode, inputs: list[str]) -> None:
-    """An n-ary op as a chain of binary `opcode` ops (numpy broadcast at every step); one input is a COPY."""
+    """An n-ary op as a chain of binary `opcode` ops (numpy broadcast at every step) of the inputs' type (float32,
+    or int32/int64 where the op takes them); one input is a COPY."""
+    acc, dtype = cx.read_any(inputs[0], n, t)
     if len(inputs) == 1:
-        cx.emit(n, t, Opcode.COPY, [cx.read(inputs[0], n, t)])
+        cx.emit(n, t, Opcode.COPY, [acc], out_dtype=dtype)
         return
-    acc, shape = cx.read(inputs[0], n, t), cx.shape(inputs[0], n)
+    shape = cx.shape(inputs[0], n)
     for k, name in enumerate(inputs[1:], start=2):
         shape = list(np.broadcast_shapes(tuple(shape), tuple(cx.shape(name, n))))
-        out = None if k == len(inputs) else cx.scratch(shape, t)
-        acc = cx.emit(n, t, opcode, [acc, cx.read(name, n, t)], out=out)
+        out = None if k == len(inputs) else cx.scratch(shape, t, dtype)
+        acc = cx.emit(n, t, opcode, [acc, cx.read_typed(name, n, t, dtype)], out=out, out_dtype=dtype)
 
 
 # Types a Cast to bool reads at run time (COMPARE NOT_EQUAL to 0; float16 as float32).
@@ -327,8 +329,10 @@ def _refuse_cast(n: onnx.NodeProto, source: int, to: int) -> NoReturn:
 def clip(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     """Bounds from the attributes (opset < 11) or constant scalar inputs (CLIP); a missing one is
     unbounded. A bound computed at run time (openWakeWord's melspectrogram: its max - 80 dB) is a MAX
-    (lower) and a MIN (upper) by that tensor, which propagate a NaN bound where Clip ignores it."""
-    if cx.opset >= 11 and any(cx.known_value(b) is None for b in n.input[1:3] if b):
+    (lower) and a MIN (upper) by that tensor, which propagate a NaN bound where Clip ignores it; so is a
+    Clip of int32/int64 (a length clamped) by any bounds, as ORT clamps (lo > hi gives hi)."""
+    integers = DTYPES.get(cx.dtype(n.input[0])) in (Dtype.I32, Dtype.I64)
+    if integers or (cx.opset >= 11 and any(cx.known_value(b) is None for b in n.input[1:3] if b)):
         _clip_by_tensors(cx, n, t)
         return
     if cx.opset < 11:
@@ -344,23 +348,26 @@ def clip(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
 def _clip_by_tensors(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     bounds = [(op, n.input[k]) for k, op in ((1, Opcode.MAX), (2, Opcode.MIN)) if len(n.input) > k and n.input[k]]
     dims = cx.shape(n.output[0], n)
-    x = cx.read(n.input[0], n, t)
+    x, dtype = cx.read_any(n.input[0], n, t)
+    if not bounds:
+        cx.emit(n, t, Opcode.COPY, [x], out_dtype=dtype)
     for k, (opcode, bound) in enumerate(bounds):
         if math.prod(cx.shape(bound, n)) != 1:
             raise LoweringError(n.op_type, n.name, f"bound '{bound}' must be a scalar")
-        out = None if k == len(bounds) - 1 else cx.scratch(dims, t)
-        x = cx.emit(n, t, opcode, [x, cx.read(bound, n, t)], out=out)
+        out = None if k == len(bounds) - 1 else cx.scratch(dims, t, dtype)
+        x = cx.emit(n, t, opcode, [x, cx.read_typed(bound, n, t, dtype)], out=out, out_dtype=dtype)
 
 
 @lowers("Max", "Min")
 def max_min(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     """Max(x, c) and Min(x, c) of a scalar constant c are one-sided CLIPs (tf2onnx writes Max(x, -0.4)
     after each LeakyRelu of openWakeWord's embedding model); any other Max/Min a chain of MAX / MIN
-    (numpy broadcast, a NaN propagates, as ONNX Runtime)."""
+    (numpy broadcast, a NaN propagates, as ONNX Runtime; of int32/int64 too)."""
     inputs = [name for name in n.input if name]
     known = [cx.constant_value(name) for name in inputs]
     scalars = [k for k, v in enumerate(known) if v is not None and np.asarray(v).size == 1]
-    if len(inputs) == 2 and scalars and cx.shape(inputs[1 - scalars[0]], n) == cx.shape(n.output[0], n):
+    floats = DTYPES.get(cx.dtype(n.output[0])) == Dtype.F32
+    if floats and len(inputs) == 2 and scalars and cx.shape(inputs[1 - scalars[0]], n) == cx.shape(n.output[0], n):
         c = float(np.asarray(known[scalars[0]]).ravel()[0])
         lo, hi = (c, np.inf) if n.op_type == "Max" else (-np.inf, c)
         params = {ClipParam.MIN: f32_bits(lo), ClipParam.MAX: f32_bits(hi)}

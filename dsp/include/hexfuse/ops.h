@@ -154,7 +154,7 @@ enum hfx_dtype {
     HFX_DTYPE_I16 = 8, /* v2 programs only */
     HFX_DTYPE_BOOL = 9 /* v2 programs only: one byte, 0 or 1 (ONNX bool) */
     /* Every op takes and gives F32 only, except the ops.def HFX_OP_TYPED rows (the quantization
-     * ops, CAST, ADD/SUB/MUL/DIV and COPY on integers, CONCAT, COMPARE, MAX/MIN of bools), whose validation
+     * ops, CAST, ADD/SUB/MUL/DIV/MAX/MIN and COPY on integers, CONCAT, COMPARE, MAX/MIN of bools), whose validation
      * checks their own dtypes; other dtypes are HFX_ERR_DTYPE. */
 };
 
@@ -186,7 +186,8 @@ enum hfx_opcode {
     HFX_OP_MUL = 12,
     HFX_OP_DIV = 13, /* f32, i32 or i64 (all three tensors one type): the quotient or a remainder, param
                       * HFX_P_DIV_MODE (ONNX Div and Mod) */
-    HFX_OP_MAX = 14, /* a NaN of either input propagates (Max of two tensors, Clip by a computed bound) */
+    HFX_OP_MAX = 14, /* a NaN of either input propagates (Max of two tensors, Clip by a computed bound); MAX, MIN
+                      * also of i32, i64 (an integer Clip) and bool (Or, And) */
     HFX_OP_MIN = 15,
     HFX_OP_LOG = 16,         /* unary: natural logarithm (x < 0 or NaN: NaN, +-0: -inf) */
     HFX_OP_REPLACE_NAN = 17, /* unary: x, or the param value where x is NaN (ONNX Where(IsNaN(x), c, x)) */

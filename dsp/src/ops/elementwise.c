@@ -1,5 +1,5 @@
 /* elementwise.c - Add/Sub/Mul/Div/Max/Min and Compare with numpy broadcasting. An item is a
- * chunk of output elements. Max and Min propagate a NaN of either input. Add, Sub and Mul also
+ * chunk of output elements. Max and Min propagate a NaN of either input. Add, Sub, Mul, Max and Min also
  * run on i32 or i64 (X, Y and the output of one type), wrapping as ONNX Runtime's integer ops
  * (dsp/ref/ref_eltwise_int.c): the arithmetic is done in the unsigned type. Div gives the quotient or a
  * remainder (ONNX Mod, enum hfx_div_mode) of f32, i32 or i64, C's fmod of f32 exact in integers (the
@@ -46,12 +46,17 @@ static void run_f32(uint16_t opc, const float *x, uint64_t sx, const float *y, u
 #undef LOOP
 }
 
-/* ADD, SUB, MUL of signed integers of type T, wrapping: in U, the unsigned type of T's width */
+/* ADD, SUB, MUL of signed integers of type T, wrapping: in U, the unsigned type of T's width; MAX, MIN */
 #define HFX_INT_BINARY(name, T, U)                                                                            \
     static void name(uint16_t opc, const T *x, uint64_t sx, const T *y, uint64_t sy, T *o, uint64_t n) {       \
         for (uint64_t i = 0; i < n; i++) {                                                                    \
-            U a_ = (U)x[i * sx], b_ = (U)y[i * sy];                                                           \
-            o[i] = (T)(opc == HFX_OP_ADD ? a_ + b_ : opc == HFX_OP_SUB ? a_ - b_ : (U)(a_ * b_));             \
+            T s_ = x[i * sx], t_ = y[i * sy];                                                                 \
+            U a_ = (U)s_, b_ = (U)t_;                                                                         \
+            o[i] = opc == HFX_OP_MAX   ? (s_ > t_ ? s_ : t_)                                                  \
+                   : opc == HFX_OP_MIN ? (s_ < t_ ? s_ : t_)                                                  \
+                                       : (T)(opc == HFX_OP_ADD   ? a_ + b_                                    \
+                                             : opc == HFX_OP_SUB ? a_ - b_                                    \
+                                                                 : (U)(a_ * b_));                             \
         }                                                                                                     \
     }
 HFX_INT_BINARY(run_i32, int32_t, uint32_t)
@@ -184,12 +189,12 @@ static void run(const hfx_op *op, uint32_t dtype, const hfx_kernel_args *a, uint
         run_f32(opc, (const float *)a->in[0] + ox, sx, (const float *)a->in[1] + oy, sy, (float *)a->out[0] + oo, n);
 }
 
-/* the dtypes X and Y may have: ADD, SUB, MUL f32, i32 or i64; DIV by its mode (enum hfx_div_mode); MAX, MIN f32
+/* the dtypes X and Y may have: ADD, SUB, MUL f32, i32 or i64; DIV by its mode (enum hfx_div_mode); MAX, MIN those
  * or bool; COMPARE any of those */
 static bool operand_dtype(const hfx_op *op, uint32_t d) {
     uint16_t opc = op->opcode;
     bool ints = d == HFX_DTYPE_I32 || d == HFX_DTYPE_I64;
-    if (opc == HFX_OP_MAX || opc == HFX_OP_MIN) return d == HFX_DTYPE_F32 || d == HFX_DTYPE_BOOL;
+    if (opc == HFX_OP_MAX || opc == HFX_OP_MIN) return d == HFX_DTYPE_F32 || d == HFX_DTYPE_BOOL || ints;
     if (opc == HFX_OP_DIV && op->params[HFX_P_DIV_MODE] == HFX_DIV_MOD) return ints;
     if (opc == HFX_OP_DIV && op->params[HFX_P_DIV_MODE] == HFX_DIV_FMOD)
         return d == HFX_DTYPE_F32 || d == HFX_DTYPE_I32; /* ORT's i64 fmod goes through double */
