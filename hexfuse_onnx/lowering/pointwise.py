@@ -1,9 +1,8 @@
 """Elementwise ops on the vector engine: binary arithmetic (Add/Sub/Mul also on int32/int64, wrapping; Div of
-int32/int64 truncated), Mod,
-Sum, activations (LeakyRelu, PRelu), Clip (and Max/Min with a scalar constant), Cast (float to float or int32,
-float16 to and from float32, 8/16/32/64-bit integers and bools to float, bools to int32 and int64, float, int32 and
-int64 to bool, a type to itself), IsNaN, Where (Where(IsNaN(x), c, x) as REPLACE_NAN), comparisons to bool and Not/And/Or/Xor of
-bools."""
+int32/int64 truncated), Mod, Sum, activations (LeakyRelu, PRelu), Clip (and Max/Min with a scalar constant; of
+int32/int64 too), Cast (float to float or int32, float16 to and from float32, 8/16/32/64-bit integers and bools to
+float, bools to int32 and int64, float, int32 and int64 to bool, a type to itself), IsNaN, Where (Where(IsNaN(x),
+c, x) as REPLACE_NAN), comparisons to bool and Not/And/Or/Xor of bools."""
 
 from __future__ import annotations
 
