@@ -1,6 +1,7 @@
 """Mod and integer Div lowered onto the kernel's DIV (its remainders and quotients), Clip, Max and Min of integers
-(MAX, MIN), run on the real host kernel against ONNX Runtime: every output bit for bit. ORT's integer Mod with fmod=0 and integer Div kill the process
-(SIGFPE) on a divisor of 0 or MIN / -1, so those run on the dsp tests only (test_kernels.c test_div)."""
+(MAX, MIN), run on the real host kernel against ONNX Runtime: every output bit for bit. ORT fails a run on an
+integer divisor of 0 and its integer Div kills the process (SIGFPE) on MIN / -1, so those run on the dsp tests only
+(test_kernels.c test_int_binary)."""
 
 from __future__ import annotations
 
@@ -24,14 +25,14 @@ def mod_pair(dtype: int, xs: list[int], ys: list[int], fmod: int) -> onnx.ModelP
     return task_b([node], [vi("p", xs, dtype), vi("q", ys, dtype)], [vi("yb", out, dtype)], opset=13)
 
 
-def integers(dtype: int, shape: list[int], divisor: bool, fmod: int = 0) -> np.ndarray:
-    """Small values of both signs, the type's extremes and random ones; a divisor is never 0 or -1 where ORT
-    traps (fmod=0), and is both where ORT computes through double (fmod=1)."""
+def integers(dtype: int, shape: list[int], divisor: bool, mod: bool = False) -> np.ndarray:
+    """Small values of both signs, the type's extremes and random ones; a divisor is never 0 (ORT fails the run) and
+    is -1 only for a Mod (ORT's Div dies of SIGFPE at MIN / -1; its Mod gives 0)."""
     info = np.iinfo(NP[dtype])
-    pool = np.array([info.min, info.max, info.min + 1, -7, -4, -3, -2, 2, 3, 4, 7, 160, 0, -1, 1], NP[dtype])
-    pick = RNG.choice(pool[: -3 if divisor and not fmod else None], shape)
+    pool = np.array([info.min, info.max, info.min + 1, -7, -4, -3, -2, 2, 3, 4, 7, 160, 1, -1, 0], NP[dtype])
+    pick = RNG.choice(pool[: (-1 if mod else -2) if divisor else None], shape)
     wide = RNG.integers(info.min, info.max, shape, dtype=NP[dtype], endpoint=True)
-    if divisor and not fmod:
+    if divisor:
         wide[(wide == 0) | (wide == -1)] = 5
     return np.asarray(np.where(RNG.random(shape) < 0.5, pick, wide)).astype(NP[dtype])
 
@@ -54,22 +55,26 @@ def test_integer_mod_takes_the_divisors_sign_as_ort(dtype: int) -> None:
     for xs, ys in SHAPES:
         m = mod_pair(dtype, xs, ys, fmod=0)
         assert opcodes(m) == [Opcode.RELU, Opcode.DIV]
-        assert_same_bits(*run_both(m, {"p": integers(dtype, xs, False), "q": integers(dtype, ys, True)}))
+        assert_same_bits(*run_both(m, {"p": integers(dtype, xs, False), "q": integers(dtype, ys, True, True)}))
 
 
 @needs_host
 @pytest.mark.parametrize("dtype", [F32, F16, I32], ids=["f32", "f16", "i32"])
 def test_fmod_takes_the_dividends_sign_as_ort(dtype: int) -> None:
     """fmod=1: C's fmod, exact, of any two floats (NaN bits as ORT's: x86-64's fmodf), and of int32 as ORT computes
-    it through double: a divisor of 0 gives INT32_MIN, -1 gives 0."""
+    it through double (MIN fmod -1 gives 0). ORT's float16 Mod gives its own quiet NaNs (0x7e00 or 0xfe00, not
+    always of the operand's sign), the program's CAST keeps the float NaN's sign and payload: those compare as NaNs."""
     for xs, ys in SHAPES:
         m = mod_pair(dtype, xs, ys, fmod=1)
         feeds = (
-            {"p": integers(dtype, xs, False, 1), "q": integers(dtype, ys, True, 1)}
+            {"p": integers(dtype, xs, False), "q": integers(dtype, ys, True, True)}
             if dtype == I32
             else {"p": floats(dtype, xs), "q": floats(dtype, ys)}
         )
-        assert_same_bits(*run_both(m, feeds))
+        ref, got = run_both(m, feeds)
+        if dtype == F16:
+            ref[1], got[1] = (np.where(np.isnan(r), np.float16(np.nan), r) for r in (ref[1], got[1]))
+        assert_same_bits(ref, got)
 
 
 @pytest.mark.parametrize(
@@ -87,7 +92,7 @@ def test_mod_outside_ort_or_the_kernel_is_refused(dtypes: tuple[int, int], fmod:
 @needs_host
 @pytest.mark.parametrize("dtype", [I32, I64], ids=["i32", "i64"])
 def test_integer_div_truncates_as_ort(dtype: int) -> None:
-    """-7 / 2 = -3, 7 / -2 = -3, the extremes; no divisor of 0 or -1 (ORT's SIGFPE at MIN / -1)."""
+    """-7 / 2 = -3, 7 / -2 = -3, the extremes; no divisor of 0 or -1 (ORT fails the run, or dies at MIN / -1)."""
     for xs, ys in SHAPES:
         out = list(np.broadcast_shapes(tuple(xs), tuple(ys)))
         node = helper.make_node("Div", ["p", "q"], ["yb"], name="div")
@@ -142,4 +147,15 @@ def test_integer_clip_max_and_min_equal_ort(dtype: int) -> None:
     assert set(opcodes(m)) == {Opcode.RELU, Opcode.MAX, Opcode.MIN}
     feeds = {"p": integers(dtype, [3, 5], False), "q": integers(dtype, [5], False), "k": integers(dtype, [], False)}
     feeds["p"].flat[:4] = [0, 1, 3000, 3001]
+    assert_same_bits(*run_both(m, feeds))
+
+
+@needs_host
+def test_fmod_of_two_nans_picks_orts() -> None:
+    """Of two NaN operands ORT's x86-64 fmod (x87's rule) gives the larger significand made quiet, on a tie the
+    positive one; one NaN comes out quiet; x = inf or y = 0 gives 0xffc00000."""
+    x = [0x7FD00000, 0xFFC00001, 0x7FC00001, 0x7F800001, 0xFF900000, 0x7FC00000, 0x7F800000, 0x3F800000]
+    y = [0x7FC00001, 0x7FC00001, 0xFFC00001, 0x7FC00000, 0x7F800002, 0x7F900000, 0x40000000, 0x00000000]
+    m = mod_pair(F32, [8], [8], fmod=1)
+    feeds = {"p": np.array(x, np.uint32).view(np.float32), "q": np.array(y, np.uint32).view(np.float32)}
     assert_same_bits(*run_both(m, feeds))

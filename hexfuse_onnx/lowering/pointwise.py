@@ -61,7 +61,7 @@ BOOL_OPS = frozenset(
 
 
 # On int32/int64 too: Add, Sub, Mul wrapping, Div truncated toward zero, as ONNX Runtime's (a divisor of 0 gives 0,
-# MIN / -1 MIN, where ORT dies of SIGFPE)
+# where ORT fails the run; MIN / -1 MIN, where its process dies of SIGFPE)
 INTEGER_BINARY = {"Add", "Sub", "Mul", "Div"}
 
 
@@ -84,8 +84,8 @@ MOD_TYPES = {0: (Dtype.I32, Dtype.I64), 1: (Dtype.F32, Dtype.I32)}
 def mod(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     """DIV's remainders, numpy broadcast: fmod=0 of int32 or int64 with the divisor's sign, as ONNX Runtime's
     integer Mod; fmod=1 of float32 (float16 as float32: the remainder is exact in both) or int32, C's fmod with
-    the dividend's sign. An integer divisor of 0 gives 0 (fmod=1: INT32_MIN, ORT's int of fmod's NaN), where
-    ONNX Runtime's fmod=0 kills the process (SIGFPE)."""
+    the dividend's sign. An integer divisor of 0 gives 0, where ONNX Runtime fails the run ("Integer modulo by
+    zero"). A float16 NaN keeps its sign and payload (ORT's float16 Mod gives a quiet NaN of its own)."""
     fmod = int(attr(n, "fmod", 0))
     (x, dx), (y, dy) = (cx.read_any(name, n, t) for name in n.input[:2])
     allowed = MOD_TYPES.get(fmod, ())

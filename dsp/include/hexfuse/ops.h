@@ -352,14 +352,15 @@ enum hfx_compare_mode {
     HFX_COMPARE_NOT_EQUAL = 5
 };
 
-/* DIV: y = x OP y, OP one of enum hfx_div_mode. An integer y of 0 gives 0 (FMOD: INT32_MIN, the int32 of
- * fmod's NaN on x86) and MIN / -1 gives MIN (its remainders 0) where ONNX Runtime's process dies (SIGFPE) */
+/* DIV: y = x OP y, OP one of enum hfx_div_mode. An integer y of 0 gives 0, where ONNX Runtime fails the run
+ * ("Integer division by zero"), and MIN / -1 gives MIN (its remainders 0), where its process dies (SIGFPE) */
 #define HFX_P_DIV_MODE 0
 enum hfx_div_mode {
     HFX_DIV_QUOTIENT = 0, /* f32: x / y; i32, i64: truncated toward zero (ONNX Div) */
     HFX_DIV_MOD = 1,      /* i32, i64: x - y floor(x / y), the divisor's sign (ONNX Mod fmod=0, as ORT) */
     HFX_DIV_FMOD = 2      /* f32, i32: C fmod, exact, the dividend's sign (ONNX Mod fmod=1; f32: y = 0, x +-inf or
-                           * a NaN give NaN, as x86-64's fmodf: x's or y's NaN made quiet, else 0xffc00000) */
+                           * a NaN give NaN as ONNX Runtime's x86-64 build: a NaN operand made quiet (of two, the larger significand, on a
+                           * tie the positive one), else 0xffc00000) */
 };
 
 /* MAXPOOL, AVGPOOL (2-D, NCHW; pads/strides/dilations in CONV2D's order) */

@@ -63,11 +63,11 @@ HFX_INT_BINARY(run_i32, int32_t, uint32_t)
 HFX_INT_BINARY(run_i64, int64_t, uint64_t)
 #undef HFX_INT_BINARY
 
-/* DIV of signed integers of type T: the quotient toward zero or a remainder (enum hfx_div_mode); y = 0 gives 0
- * (FMOD: MIN, the int of fmod's NaN on x86), y = -1 the wrapped negation (remainders 0) */
-#define HFX_INT_DIV(name, T, U, MIN)                                                                          \
+/* DIV of signed integers of type T: the quotient toward zero or a remainder (enum hfx_div_mode); y = 0 gives 0,
+ * y = -1 the wrapped negation (remainders 0) */
+#define HFX_INT_DIV(name, T, U)                                                                               \
     static T name##_one(int32_t mode, T x, T y) {                                                             \
-        if (y == 0) return mode == HFX_DIV_FMOD ? MIN : 0;                                                    \
+        if (y == 0) return 0;                                                                                 \
         if (y == -1) return mode == HFX_DIV_QUOTIENT ? (T)(0 - (U)x) : 0;                                     \
         if (mode == HFX_DIV_QUOTIENT) return x / y;                                                           \
         T r = x % y;                                                                                          \
@@ -76,16 +76,24 @@ HFX_INT_BINARY(run_i64, int64_t, uint64_t)
     static void name(int32_t mode, const T *x, uint64_t sx, const T *y, uint64_t sy, T *o, uint64_t n) {      \
         for (uint64_t i = 0; i < n; i++) o[i] = name##_one(mode, x[i * sx], y[i * sy]);                      \
     }
-HFX_INT_DIV(div_i32, int32_t, uint32_t, INT32_MIN)
-HFX_INT_DIV(div_i64, int64_t, uint64_t, INT64_MIN)
+HFX_INT_DIV(div_i32, int32_t, uint32_t)
+HFX_INT_DIV(div_i64, int64_t, uint64_t)
 #undef HFX_INT_DIV
 
-/* C fmodf(x, y), exact: x's magnitude bits reduced modulo y's in integers, the dividend's sign. NaNs as
- * x86-64's glibc gives them: a NaN operand made quiet (x's first), y = 0 or x = +-inf the default NaN. */
+/* The NaN of fmod(x, y) when x or y is one, as ONNX Runtime's x86-64 build gives it (x87's rule: each made quiet;
+ * of two, the larger significand, on a tie the positive one) */
+static float fmod_nan(uint32_t ux, uint32_t uy) {
+    uint32_t qx = ux | 0x400000u, qy = uy | 0x400000u, sx = qx & 0x7fffffu, sy = qy & 0x7fffffu;
+    bool nx = (ux & 0x7fffffffu) > 0x7f800000u, ny = (uy & 0x7fffffffu) > 0x7f800000u;
+    bool pick_x = nx && (!ny || sx > sy || (sx == sy && !(qx >> 31)));
+    return hfx_f32_of(pick_x ? qx : qy);
+}
+
+/* C fmodf(x, y), exact: x's magnitude bits reduced modulo y's in integers, the dividend's sign; y = 0 or x = +-inf
+ * give the default NaN, a NaN operand fmod_nan's. */
 static float fmod_f32(float x, float y) {
     uint32_t ux = hfx_u32_of(x), uy = hfx_u32_of(y), ax = ux & 0x7fffffffu, ay = uy & 0x7fffffffu;
-    if (ax > 0x7f800000u) return hfx_f32_of(ux | 0x400000u);
-    if (ay > 0x7f800000u) return hfx_f32_of(uy | 0x400000u);
+    if (ax > 0x7f800000u || ay > 0x7f800000u) return fmod_nan(ux, uy);
     if (ay == 0 || ax == 0x7f800000u) return hfx_f32_of(0xffc00000u);
     if (ax < ay) return x; /* y = +-inf too */
     /* |x| = mx 2^(ex - 150), |y| = my 2^(ey - 150), ex >= ey (a subnormal's exponent field 0 counts as 1) */
