@@ -116,6 +116,7 @@ _VECTOR_FLOPS_PER_ELEMENT = {
     "Elu": 8,
     "Selu": 8,
     "Div": 4,
+    "Mod": 4,  # a division and a sign fix
     "QuantizeLinear": 3,  # divide, round, add the zero point (and saturate)
     "DequantizeLinear": 2,  # subtract the zero point, multiply
     "DynamicQuantizeLinear": 5,  # the range (2 compares), then QuantizeLinear's 3

@@ -292,7 +292,8 @@ def test_an_empty_constant_input_does_not_stop_a_node_from_pairing(tmp_path):
 
 def test_an_isnan_read_only_by_where_isnan_pairs_and_stays_with_its_where(tmp_path):
     # torch's SDPA export: Where(IsNaN(p), 0, p) after the Softmax; the kernel runs the two as one op,
-    # so they pair, and no unit boundary falls between them. A second IsNaN also read by a Not does not.
+    # so they pair, and no unit boundary falls between them. A second IsNaN also read by a Not is x != x, a
+    # run-time bool its Where and the Not read: they pair too (they did not before bools could be pair tensors).
     zero = helper.make_tensor("zero", TensorProto.FLOAT, [], [0.0])
     nodes = [
         helper.make_node("Softmax", ["x"], ["p"], axis=-1),
@@ -309,7 +310,7 @@ def test_an_isnan_read_only_by_where_isnan_pairs_and_stays_with_its_where(tmp_pa
     onnx.save(helper.make_model(helper.make_graph(nodes, "g", f, outs, [zero])), tmp_path / "m.onnx")
     g = graph.load(tmp_path / "m.onnx")
     profile = profile_graph(g)
-    assert [kind.lowerable(g, profile, i) for i in range(len(nodes))] == [True] * 4 + [False] * 3
+    assert [kind.lowerable(g, profile, i) for i in range(len(nodes))] == [True] * 7
     units = kind.cut_units(g, profile, list(range(4)), HOST, max_units=100)
     assert [u.nodes for u in units] == [(0,), (1, 2), (3,)]
 
@@ -1201,3 +1202,44 @@ def test_shape_work_between_an_op_and_its_q_does_not_cut_the_group(tmp_path, mon
     assert a.pairs and r.rewrite.output is not None
     paired = {g.nodes[i].name.split("/")[1] for p in a.pairs for i in p.candidate.nodes}
     assert {"relu", "q_relu", "square", "q_square"} <= paired
+
+
+def _masked_model(tmp_path: Path) -> Path:
+    """A MatMul whose result is masked where it is negative or beyond a length: Less, Not, And, Where of run-time
+    bools; and an Expand of the mask, which the kernel does not run on bools."""
+    f = TensorProto.FLOAT
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"),
+        helper.make_node("Less", ["h", "zero"], ["neg"], name="less"),
+        helper.make_node("Not", ["neg"], ["pos"], name="not"),
+        helper.make_node("Greater", ["h", "limit"], ["big"], name="greater"),
+        helper.make_node("And", ["pos", "big"], ["keep"], name="and"),
+        helper.make_node("Where", ["keep", "h", "zero"], ["y"], name="where"),
+        helper.make_node("Expand", ["keep", "shape"], ["wide"], name="expand"),
+    ]
+    rng = np.random.default_rng(23)
+    inits = [
+        onnx.numpy_helper.from_array(rng.standard_normal((96, 96)).astype(np.float32), "w"),
+        onnx.numpy_helper.from_array(np.float32(0.0), "zero"),
+        onnx.numpy_helper.from_array(np.float32(0.25), "limit"),
+        onnx.numpy_helper.from_array(np.array([2, 8, 64, 96], np.int64), "shape"),
+    ]
+    outputs = [helper.make_tensor_value_info("y", f, [8, 64, 96]),
+               helper.make_tensor_value_info("wide", TensorProto.BOOL, [2, 8, 64, 96])]  # fmt: skip
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", f, [8, 64, 96])], outputs, inits)
+    path = tmp_path / "masked.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def test_colocate_holds_the_nodes_of_run_time_bools(tmp_path):
+    """The colocate kind kept every node that makes or reads a run-time bool out of its pairs; comparisons, logic
+    ops and Where of a mask now lower, and two requests pair them (checked on the plugin). An Expand of a bool
+    (MUL by ones, float32 only) is still kept out."""
+    g = graph.load(_masked_model(tmp_path))
+    why = {n.name: kind.unlowerable(g, profile_graph(g), i) for i, n in enumerate(g.nodes)}
+    assert {k: v for k, v in why.items() if v} == {"expand": " (makes bool, not float32 or float16)"}
+    r = colocate.colocate([_masked_model(tmp_path)], tmp_path / "two.onnx", requests=2, verify_plugin=True)
+    fused = {n.op_type for f in onnx.load(tmp_path / "two.onnx").functions for n in f.node}
+    assert {"Less", "Not", "And", "Where"} <= fused, fused
+    assert r.rewrite.output is not None

@@ -1,4 +1,5 @@
-"""Integer tensors beside the float ones: Cast float -> int32, Add/Sub/Mul on int32/int64, the reshape
+"""Integer tensors beside the float ones: Cast float -> int32, Add/Sub/Mul on int32/int64 (Div, Mod, Clip:
+test_lower_mod.py), the reshape
 family and Gather on integer data, lowered and run on the real host kernel against ONNX Runtime bit for
 bit. The old quantize_dynamic's conv bias chain (ddddocr_ocr_int8: Div -> Floor -> Cast -> Reshape ->
 Add into ConvInteger's int32 sums) runs whole."""
@@ -58,13 +59,6 @@ def test_integer_add_sub_mul_wrap_as_ort(op: str, dtype: int, a_shape: list[int]
     m = task_b([node], [vi("a", a_shape, dtype), vi("b", b_shape, dtype)], [vi("yb", out, dtype)])
     ref, got = run_both(m, {"a": integers(dtype, a_shape), "b": integers(dtype, b_shape)})
     assert same(ref[1], got[1])
-
-
-def test_integer_div_is_refused() -> None:
-    node = helper.make_node("Div", ["a", "b"], ["yb"], name="div")
-    m = task_b([node], [vi("a", [4], I32), vi("b", [4], I32)], [vi("yb", [4], I32)])
-    with pytest.raises(LoweringError, match="not float32"):
-        lower_pair(m, m.graph.node[0])
 
 
 @needs_host

@@ -1,6 +1,7 @@
-"""Comparisons (Equal, Less, Greater, LessOrEqual, GreaterOrEqual) to bool, Not/And/Or of bools, Abs, Sin, Cos
-and InstanceNormalization, lowered onto the kernel and run on the real host kernel against ONNX Runtime: every
-output bit for bit (bools as bools; Sin/Cos/InstanceNormalization as ORT's CPU kernels compute them on x86-64)."""
+"""Comparisons (Equal, Less, Greater, LessOrEqual, GreaterOrEqual) to bool, Not/And/Or of bools, Concat of bools,
+Abs, Sin, Cos and InstanceNormalization, lowered onto the kernel and run on the real host kernel against ONNX
+Runtime: every output bit for bit (bools as bools; Sin/Cos/InstanceNormalization as ORT's CPU kernels compute them
+on x86-64)."""
 
 from __future__ import annotations
 
@@ -144,6 +145,25 @@ def test_bools_are_moved_as_they_are() -> None:
     assert_same_bits(*run_both(m, {"p": values(F32, [3, 5, 7]), "q": values(F32, [7])}))
 
 
+@needs_host
+@pytest.mark.parametrize("n_masks", [2, 11], ids=["one-op", "grouped"])
+def test_masks_are_concatenated_as_they_are(n_masks: int) -> None:
+    """Concat of comparisons' masks (CONCAT of bools; 11 inputs: groups of 8 into a bool scratch first) along the
+    middle axis, and of int64 lengths."""
+    nodes = [helper.make_node("Less", ["p", f"q{k}"], [f"m{k}"], name=f"lt{k}") for k in range(n_masks)]
+    nodes += [
+        helper.make_node("Concat", [f"m{k}" for k in range(n_masks)], ["yb"], name="cat", axis=1),
+        helper.make_node("Concat", ["w", "w"], ["ww"], name="cat_lengths", axis=0),
+    ]
+    inputs = [vi("p", [3, 1, 7]), vi("w", [4], I64)] + [vi(f"q{k}", [1, k + 1, 7]) for k in range(n_masks)]
+    rows = n_masks * (n_masks + 1) // 2
+    m = task_b(nodes, inputs, [vi("yb", [3, rows, 7], BOOL), vi("ww", [8], I64)])
+    assert opcodes(m).count(Opcode.CONCAT) == (2 if n_masks <= 8 else 4)
+    feeds = {"p": values(F32, [3, 1, 7]), "w": values(I64, [4])}
+    feeds |= {f"q{k}": values(F32, [1, k + 1, 7]) for k in range(n_masks)}
+    assert_same_bits(*run_both(m, feeds))
+
+
 WHERES = {
     "data": (  # a decoder's Where on data: Where(Equal(z, 0), z, 0)
         [helper.make_node("Equal", ["z", "zero"], ["c"], name="eq"), helper.make_node("Where", ["c", "z", "zero"],
@@ -174,6 +194,11 @@ WHERES = {
          name="to_float", to=F32), helper.make_node("Cast", ["b"], ["h"], name="to_half", to=F16)],
         {"z": [4, 9]}, [], ("yb", [4, 9], F32), ("h", [4, 9], F16), ("b", [4, 9], BOOL),
     ),
+    "bool_to_ints": (  # slovorez's mask arithmetic: bool -> int32 and int64, WHERE(x, 1, 0)
+        [helper.make_node("Cast", ["m"], ["mi"], name="to_int32", to=I32), helper.make_node("Cast", ["m"], ["ml"],
+                                                                                     name="to_int64", to=I64)],
+        {"m": [3, 5]}, [], ("mi", [3, 5], I32), ("ml", [3, 5], I64),
+    ),
     "int_casts": (  # int64 and int32 -> bool: x != 0
         [helper.make_node("Cast", ["p"], ["pb"], name="p_bool", to=BOOL), helper.make_node("Cast", ["k"], ["kb"],
                                                                                     name="k_bool", to=BOOL)],
@@ -193,6 +218,19 @@ def test_where_isnan_and_casts_of_bools_equal_ort(case: str) -> None:
     m = task_b(nodes, inputs, [vi(*o) for o in outs], inits)
     assert Opcode.WHERE in opcodes(m) or Opcode.COMPARE in opcodes(m)
     assert_same_bits(*run_both(m, {name: values(TYPES.get(name, F32), dims) for name, dims in shapes.items()}))
+
+
+@needs_host
+def test_int64_to_float_rounds_as_ort() -> None:
+    """Cast int64 -> float32 (CAST, to nearest, ties to even) and -> float16 (through float32, as ORT), of every
+    magnitude: ties at 2^24 + 1, the extremes."""
+    nodes = [helper.make_node("Cast", ["p"], ["yb"], name="to_float", to=F32),
+             helper.make_node("Cast", ["p"], ["h"], name="to_half", to=F16)]  # fmt: skip
+    m = task_b(nodes, [vi("p", [4099], I64)], [vi("yb", [4099], F32), vi("h", [4099], F16)])
+    assert opcodes(m) == [Opcode.RELU] + [Opcode.CAST] * 5  # to float16: CAST to f32, to f16, back; the output's
+    wide = RNG.integers(-(2**63), 2**63 - 1, 4099, dtype=np.int64, endpoint=True) >> RNG.integers(0, 64, 4099)
+    wide[:5] = [2**24 + 1, 2**24 + 3, -(2**63), 2**63 - 1, 65520]
+    assert_same_bits(*run_both(m, {"p": wide}))
 
 
 @needs_host

@@ -48,7 +48,8 @@ static void elementwise_chain(hfxb *b) {
     hfxb_op_add(b, 1, HFX_OP_COPY, -1, 1, &v, hfxb_output(b, 1, HFXB_DIMS(2, 2)), NULL);
 }
 
-/* v2, bools: A: Greater(x, y) And Not(Equal(x, 0)) Or LessOrEqual of int64s (broadcast); B: a bool copied */
+/* v2, bools: A: Greater(x, y) And Not(Equal(x, 0)) Or LessOrEqual of int64s (p mod p, broadcast), concatenated to
+ * itself; B: a bool copied */
 static void logic_chain(hfxb *b) {
     static const int64_t zero64[1] = {0};
     static const uint8_t no[1] = {0};
@@ -60,8 +61,11 @@ static void logic_chain(hfxb *b) {
     uint32_t t[5];
     for (int k = 0; k < 5; k++) t[k] = hfxb_set_dtype(b, hfxb_scratch(b, 0, HFXB_DIMS(3, 5)), HFX_DTYPE_BOOL);
     uint32_t le = hfxb_set_dtype(b, hfxb_scratch(b, 0, HFXB_DIMS(3, 1)), HFX_DTYPE_BOOL);
-    uint32_t out = hfxb_set_dtype(b, hfxb_output(b, 0, HFXB_DIMS(3, 5)), HFX_DTYPE_BOOL);
+    uint32_t rem = hfxb_set_dtype(b, hfxb_scratch(b, 0, HFXB_DIMS(3, 1)), HFX_DTYPE_I64);
+    uint32_t out = hfxb_set_dtype(b, hfxb_output(b, 0, HFXB_DIMS(6, 5)), HFX_DTYPE_BOOL);
     int32_t mode[HFX_OP_PARAMS] = {0};
+    mode[HFX_P_DIV_MODE] = HFX_DIV_MOD;
+    hfxb_op_add(b, 0, HFX_OP_DIV, -1, 2, (const uint32_t[]){p, p}, rem, mode);
     mode[HFX_P_COMPARE_MODE] = HFX_COMPARE_GREATER;
     hfxb_op_add(b, 0, HFX_OP_COMPARE, -1, 2, (const uint32_t[]){x, y}, t[0], mode);
     mode[HFX_P_COMPARE_MODE] = HFX_COMPARE_EQUAL;
@@ -69,9 +73,9 @@ static void logic_chain(hfxb *b) {
     hfxb_op_add(b, 0, HFX_OP_COMPARE, -1, 2, (const uint32_t[]){t[1], f}, t[2], mode); /* Not */
     hfxb_binary(b, 0, HFX_OP_MIN, t[0], t[2], t[3]);
     mode[HFX_P_COMPARE_MODE] = HFX_COMPARE_LESS_EQUAL;
-    hfxb_op_add(b, 0, HFX_OP_COMPARE, -1, 2, (const uint32_t[]){p, q}, le, mode);
+    hfxb_op_add(b, 0, HFX_OP_COMPARE, -1, 2, (const uint32_t[]){rem, q}, le, mode);
     hfxb_binary(b, 0, HFX_OP_MAX, t[3], le, t[4]);
-    hfxb_op_add(b, 0, HFX_OP_COPY, -1, 1, &t[4], out, NULL);
+    hfxb_concat(b, 0, 2, (const uint32_t[]){t[4], t[4]}, out, 0);
     uint32_t v = hfxb_set_dtype(b, hfxb_input(b, 1, HFXB_DIMS(4)), HFX_DTYPE_BOOL);
     hfxb_op_add(b, 1, HFX_OP_COPY, -1, 1, &v, hfxb_set_dtype(b, hfxb_output(b, 1, HFXB_DIMS(2, 2)), HFX_DTYPE_BOOL),
                 NULL);

@@ -59,7 +59,7 @@ from ..costmodel import (
 from ..graph import ModelGraph
 from ..lowering import RUN_TIME_INTEGERS, absent_when_empty, op_key, op_outside_kernel
 from ..lowering.lowerer import KERNEL_FLOATS
-from ..lowering.pointwise import CASTS_TO_FLOAT
+from ..lowering.pointwise import BOOL_OPS, CASTS_TO_FLOAT
 from ..profile import Engine, GraphProfile, NodeProfile, TaskProfile
 from ..qdq import group_order, is_dq, is_q, quantized_op, release_foreign
 from .base import Candidate, KindDetail, Pair, PairKind, budget_message
@@ -317,9 +317,11 @@ def lowerable(g: ModelGraph, profile: GraphProfile, i: int) -> bool:
 
 def unlowerable(g: ModelGraph, profile: GraphProfile, i: int) -> str:
     """Why no pair may hold the node ('' when one may): it must be profiled, of an op the kernel
-    runs, make float32 (or be the Q/DQ of a QDQ group), touch no empty run-time tensor but one its
+    runs, make float32 (or bools, where its lowering makes them: a comparison's mask; or be the Q/DQ
+    of a QDQ group), touch no empty run-time tensor but one its
     lowering takes as absent (a prefill's past of 0 tokens; an empty constant, such as Resize's
-    unused roi, is only read when lowering), and read other types and steering inputs only from
+    unused roi, is only read when lowering), and read other types (but bools its lowering reads: a
+    mask's Where, Not, And) and steering inputs only from
     constants. Said after the op in the report: " on an empty tensor", " (...)"."""
     n = g.nodes[i]
     if i in profile.unprofiled:
@@ -334,7 +336,7 @@ def unlowerable(g: ModelGraph, profile: GraphProfile, i: int) -> str:
     if is_q(g, i) or is_dq(g, i) or _dynamic_quantisation(g, n) or _qoperator(n):
         return ""  # integer tensors the kernel reads and writes (qdq.py; lowering/dynamic.py, qlinear.py)
     read = [t for t in n.output if t and (g.consumers.get(t) or t in g.graph_outputs)]  # not an unread statistic
-    other = next((t for t in read if g.info(t).elem_type not in KERNEL_FLOATS), None)
+    other = next((t for t in read if not _carried(n, g.info(t).elem_type)), None)
     if other is not None and not nan_test(g, i):
         return f" (makes {onnx.TensorProto.DataType.Name(g.info(other).elem_type).lower()}, not float32 or float16)"
     wide = next((t for t in n.input if t and g.info(t).elem_type in OTHER_FLOATS and not _constant(g, t)), None)
@@ -347,13 +349,20 @@ def unlowerable(g: ModelGraph, profile: GraphProfile, i: int) -> str:
     computed = [
         (k, t)
         for k, t in enumerate(n.input)
-        if t and k not in at_run_time and (t in steered or g.info(t).elem_type not in KERNEL_FLOATS)
+        if t and k not in at_run_time and (t in steered or not _carried(n, g.info(t).elem_type))
     ]
     late = next((k for k, t in computed if not _constant(g, t) and not nan_test(g, g.producer.get(t))), None)
     if late is None:
         return ""
     frozen = "" if g.source is None else ": --freeze-shapes folds one computed from the input shapes"
     return f" (its input {late} is computed at run time; the lowering needs its value{frozen})"
+
+
+def _carried(n: onnx.NodeProto, elem_type: int) -> bool:
+    """A run-time tensor of this type is one n's lowering reads or makes: the kernel's floats, and bools of the ops
+    that make or move them (BOOL_OPS)."""
+    bools = elem_type == onnx.TensorProto.BOOL and n.op_type in BOOL_OPS and n.domain in ("", "ai.onnx")
+    return elem_type in KERNEL_FLOATS or bools
 
 
 def _gathered_rows(g: ModelGraph, n: onnx.NodeProto) -> frozenset[int]:

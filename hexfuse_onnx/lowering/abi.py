@@ -75,7 +75,7 @@ class Opcode(IntEnum):
     ADD = 10
     SUB = 11
     MUL = 12
-    DIV = 13
+    DIV = 13  # f32, i32 or i64: the quotient or a remainder (DivParam.MODE)
     MAX = 14  # a NaN of either input propagates
     MIN = 15
     LOG = 16
@@ -219,6 +219,16 @@ class CompareMode(IntEnum):
     NOT_EQUAL = 5  # Xor of bools; IsNaN as x != x; Cast to bool as x != 0
 
 
+class DivParam(IntEnum):
+    MODE = 0  # DivMode
+
+
+class DivMode(IntEnum):
+    QUOTIENT = 0  # f32 x / y; i32, i64 truncated toward zero
+    MOD = 1  # i32, i64: the divisor's sign (ONNX Mod fmod=0)
+    FMOD = 2  # f32, i32: C fmod, the dividend's sign (ONNX Mod fmod=1)
+
+
 class QuantParam(IntEnum):
     AXIS = 0  # per axis: the axis; per tensor: 0
 
@@ -306,6 +316,8 @@ C_PREFIX: dict[type[IntEnum], str] = {
     ReplaceNanParam: "HFX_P_REPLACE_NAN_",
     CompareParam: "HFX_P_COMPARE_",
     CompareMode: "HFX_COMPARE_",
+    DivParam: "HFX_P_DIV_",
+    DivMode: "HFX_DIV_",
     QuantParam: "HFX_P_QUANT_",
     QBinaryParam: "HFX_P_QBIN_",
     QGapParam: "HFX_P_QGAP_",

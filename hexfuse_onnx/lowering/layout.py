@@ -85,28 +85,38 @@ def _read_moved(cx: Lowerer, n: onnx.NodeProto, t: Task) -> tuple[int, Dtype]:
 
 @lowers("Concat")
 def concat(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
-    """One CONCAT; more inputs than an op takes (an unrolled LSTM's 20 steps) are concatenated in
-    groups into scratch tensors first, which costs one more copy of the data."""
+    """One CONCAT of any type the program holds (a mask's bools, int64 lengths); more inputs than an op takes (an
+    unrolled LSTM's 20 steps) are concatenated in groups into scratch tensors first, which costs one more copy of
+    the data."""
     inputs = [i for i in n.input if i and not cx.has_no_element(i)]  # an empty input adds nothing
     if not inputs:
         raise LoweringError(n.op_type, n.name, "no inputs with elements")
     params = {Param.AXIS: int(attr(n, "axis"))}
     axis = params[Param.AXIS] % len(cx.shape(inputs[0], n))
-    parts = [(tid, traced_dims(cx.prog, tid)) for tid in (cx.read(i, n, t) for i in inputs)]
+    read = [cx.read_any(i, n, t) for i in inputs]
+    dtype = read[0][1]
+    parts = [(tid, traced_dims(cx.prog, tid)) for tid, _ in read]
     while len(parts) > Layout.MAX_OP_INPUTS:
         groups = [parts[k : k + Layout.MAX_OP_INPUTS] for k in range(0, len(parts), Layout.MAX_OP_INPUTS)]
-        parts = [_concat_group(cx, n, t, group, axis, params) for group in groups]
-    cx.emit(n, t, Opcode.CONCAT, [tid for tid, _ in parts], params)
+        parts = [_concat_group(cx, n, t, group, axis, params, dtype) for group in groups]
+    cx.emit(n, t, Opcode.CONCAT, [tid for tid, _ in parts], params, out_dtype=dtype)
 
 
 def _concat_group(
-    cx: Lowerer, n: onnx.NodeProto, t: Task, group: list[tuple[int, list[int]]], axis: int, params: dict[Param, int]
+    cx: Lowerer,
+    n: onnx.NodeProto,
+    t: Task,
+    group: list[tuple[int, list[int]]],
+    axis: int,
+    params: dict[Param, int],
+    dtype: Dtype,
 ) -> tuple[int, list[int]]:
     if len(group) == 1:
         return group[0]
     dims = list(group[0][1])
     dims[axis] = sum(d[axis] for _, d in group)
-    return cx.emit(n, t, Opcode.CONCAT, [tid for tid, _ in group], params, out=cx.scratch(dims, t)), dims
+    out = cx.scratch(dims, t, dtype)
+    return cx.emit(n, t, Opcode.CONCAT, [tid for tid, _ in group], params, out=out, out_dtype=dtype), dims
 
 
 def reflect_pad(cx: Lowerer, n: onnx.NodeProto, t: Task, pads: list[int]) -> None:

@@ -1,8 +1,8 @@
-"""Elementwise ops on the vector engine: binary arithmetic (Add/Sub/Mul also on int32/int64, wrapping),
-Sum, activations (LeakyRelu, PRelu), Clip (and Max/Min with a scalar constant), Cast (float to float or int32,
-float16 to and from float32, 8/16/32-bit integers and bools to float, float, int32 and int64 to bool, a type
-to itself), IsNaN, Where (Where(IsNaN(x), c, x) as REPLACE_NAN), comparisons to bool and Not/And/Or/Xor of
-bools."""
+"""Elementwise ops on the vector engine: binary arithmetic (Add/Sub/Mul also on int32/int64, wrapping; Div of
+int32/int64 truncated), Mod, Sum, activations (LeakyRelu, PRelu), Clip (and Max/Min with a scalar constant; of
+int32/int64 too), Cast (float to float or int32, float16 to and from float32, 8/16/32/64-bit integers and bools to
+float, bools to int32 and int64, float, int32 and int64 to bool, a type to itself), IsNaN, Where (Where(IsNaN(x),
+c, x) as REPLACE_NAN), comparisons to bool and Not/And/Or/Xor of bools."""
 
 from __future__ import annotations
 
@@ -12,8 +12,19 @@ from typing import NoReturn
 import numpy as np
 import onnx
 
-from .abi import ClipParam, CompareMode, CompareParam, Dtype, HardSigmoidParam, Opcode, ReplaceNanParam, Task
-from .layout import same_tensor
+from .abi import (
+    ClipParam,
+    CompareMode,
+    CompareParam,
+    DivMode,
+    DivParam,
+    Dtype,
+    HardSigmoidParam,
+    Opcode,
+    ReplaceNanParam,
+    Task,
+)
+from .layout import RESHAPES, same_tensor
 from .lowerer import DTYPES, KERNEL_FLOATS, NP_DTYPES, Lowerer, attr, f32_bits
 from .registry import LoweringError, lowers
 from .traced import traced_dims
@@ -42,9 +53,16 @@ COMPARISONS = {
     "GreaterOrEqual": CompareMode.GREATER_EQUAL,
 }
 COMPARED = (Dtype.F32, Dtype.I32, Dtype.I64, Dtype.BOOL)  # the operand types COMPARE takes
+# Ops whose lowering makes or reads bools at run time (the program's BOOL): comparisons, logic ops, Where, IsNaN,
+# Cast, and the movers (layout.py)
+BOOL_OPS = frozenset(
+    {*COMPARISONS, "Not", "And", "Or", "Xor", "Where", "IsNaN", "Cast", "Transpose", "Slice", "Concat", *RESHAPES}
+)
 
 
-INTEGER_BINARY = {"Add", "Sub", "Mul"}  # on int32/int64 too: wrapping, as ONNX Runtime's
+# On int32/int64 too: Add, Sub, Mul wrapping, Div truncated toward zero, as ONNX Runtime's (a divisor of 0 gives 0,
+# where ORT fails the run; MIN / -1 MIN, where its process dies of SIGFPE)
+INTEGER_BINARY = {"Add", "Sub", "Mul", "Div"}
 
 
 @lowers(*BINARY)
@@ -55,6 +73,28 @@ def binary(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         cx.emit(n, t, BINARY[n.op_type], inputs, out_dtype=dtype)
         return
     cx.emit(n, t, BINARY[n.op_type], [cx.read(n.input[0], n, t), cx.read(n.input[1], n, t)])
+
+
+# The types Mod's remainders take, by fmod: ONNX Runtime refuses fmod=0 of floats, and its int64 fmod=1 goes
+# through double (a remainder of int64s above 2^53 is not the integers')
+MOD_TYPES = {0: (Dtype.I32, Dtype.I64), 1: (Dtype.F32, Dtype.I32)}
+
+
+@lowers("Mod")
+def mod(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """DIV's remainders, numpy broadcast: fmod=0 of int32 or int64 with the divisor's sign, as ONNX Runtime's
+    integer Mod; fmod=1 of float32 (float16 as float32: the remainder is exact in both) or int32, C's fmod with
+    the dividend's sign. An integer divisor of 0 gives 0, where ONNX Runtime fails the run ("Integer modulo by
+    zero"). A float16 NaN keeps its sign and payload (ORT's float16 Mod gives a quiet NaN of its own)."""
+    fmod = int(attr(n, "fmod", 0))
+    (x, dx), (y, dy) = (cx.read_any(name, n, t) for name in n.input[:2])
+    allowed = MOD_TYPES.get(fmod, ())
+    if dx != dy or dx not in allowed:
+        kinds = " and ".join(d.name.lower() for d in (dx, dy))
+        wanted = " or ".join(d.name.lower() for d in allowed) or "nothing (fmod is 0 or 1)"
+        raise LoweringError(n.op_type, n.name, f"fmod={fmod} of {kinds}: only two tensors of {wanted}")
+    mode = DivMode.FMOD if fmod else DivMode.MOD
+    cx.emit(n, t, Opcode.DIV, [x, y], {DivParam.MODE: int(mode)}, out_dtype=dx)
 
 
 @lowers(*UNARY)
@@ -170,15 +210,17 @@ def sum_(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
 
 
 def _chain(cx: Lowerer, n: onnx.NodeProto, t: Task, opcode: Opcode, inputs: list[str]) -> None:
-    """An n-ary op as a chain of binary `opcode` ops (numpy broadcast at every step); one input is a COPY."""
+    """An n-ary op as a chain of binary `opcode` ops (numpy broadcast at every step) of the inputs' type (float32,
+    or int32/int64 where the op takes them); one input is a COPY."""
+    acc, dtype = cx.read_any(inputs[0], n, t)
     if len(inputs) == 1:
-        cx.emit(n, t, Opcode.COPY, [cx.read(inputs[0], n, t)])
+        cx.emit(n, t, Opcode.COPY, [acc], out_dtype=dtype)
         return
-    acc, shape = cx.read(inputs[0], n, t), cx.shape(inputs[0], n)
+    shape = cx.shape(inputs[0], n)
     for k, name in enumerate(inputs[1:], start=2):
         shape = list(np.broadcast_shapes(tuple(shape), tuple(cx.shape(name, n))))
-        out = None if k == len(inputs) else cx.scratch(shape, t)
-        acc = cx.emit(n, t, opcode, [acc, cx.read(name, n, t)], out=out)
+        out = None if k == len(inputs) else cx.scratch(shape, t, dtype)
+        acc = cx.emit(n, t, opcode, [acc, cx.read_typed(name, n, t, dtype)], out=out, out_dtype=dtype)
 
 
 # Types a Cast to bool reads at run time (COMPARE NOT_EQUAL to 0; float16 as float32).
@@ -188,8 +230,8 @@ TO_BOOL: dict[int, Dtype] = {
     onnx.TensorProto.INT64: Dtype.I64,
 }
 
-# Integer types a Cast to float32 reads at run time: a DEQUANTIZE_LINEAR by 1.0 (int64 is not: the
-# kernel reads its low 32 bits).
+# Integer types a Cast to float32 reads at run time: a DEQUANTIZE_LINEAR by 1.0 (int64 is not: DEQUANTIZE_LINEAR
+# reads its low 32 bits; CAST converts it).
 CASTS_TO_FLOAT: dict[int, Dtype] = {
     onnx.TensorProto.INT32: Dtype.I32,
     onnx.TensorProto.INT16: Dtype.I16,
@@ -202,12 +244,14 @@ CASTS_TO_FLOAT: dict[int, Dtype] = {
 @lowers("Cast")
 def cast(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     """A type to itself is a COPY; int32 (MatMulInteger's result), int16 (MarbleNet's audio samples),
-    uint16 or 8-bit to float32 a DEQUANTIZE_LINEAR by 1.0, which rounds as the cast does; float32 to
+    uint16 or 8-bit to float32 a DEQUANTIZE_LINEAR by 1.0, which rounds as the cast does; int64 to float32 (hama's
+    attention lengths) CAST, to nearest as C converts; float32 to
     int32 (a dynamically quantised conv's bias chain Div -> Floor -> Cast) is CAST, as ONNX Runtime
     on x86: toward zero, NaN, +-inf and values outside the int32 range give INT32_MIN. float16 is
     computed as float32 (Lowerer.dtype): float16 to float32 is the same tensor, and a cast to float16
-    of another type rounds, by CAST to float16 and back. A bool to float32 is WHERE(x, 1, 0); float32,
-    int32 or int64 to bool x != 0 (NaN true, as ORT), by COMPARE NOT_EQUAL. Every other cast is refused."""
+    of another type rounds, by CAST to float16 and back. A bool to float32, int32 or int64 (slovorez's mask
+    arithmetic) is WHERE(x, 1, 0); float32, int32 or int64 to bool x != 0 (NaN true, as ORT), by COMPARE NOT_EQUAL.
+    Every other cast is refused."""
     to, source = int(attr(n, "to", 0)), cx.dtype(n.input[0])
     if to == onnx.TensorProto.FLOAT16 and cx.stored_dtype(n.input[0]) != to:
         wide = _to_float(cx, n, t, source, to, scratch=True)
@@ -217,8 +261,11 @@ def cast(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     if cx.stored_dtype(n.input[0]) == onnx.TensorProto.FLOAT16 and to in KERNEL_FLOATS:
         same_tensor(cx, n, t)  # float16 is held as float32 already
         return
-    if (source in CASTS_TO_FLOAT or source == onnx.TensorProto.BOOL) and to == onnx.TensorProto.FLOAT:
+    if (source in CASTS_TO_FLOAT or source in FROM_RUN_TIME) and to == onnx.TensorProto.FLOAT:
         _to_float(cx, n, t, source, to)
+        return
+    if source == onnx.TensorProto.BOOL and to in (onnx.TensorProto.INT32, onnx.TensorProto.INT64):
+        _from_bool(cx, n, t, DTYPES[to])
         return
     if source in TO_BOOL and to == onnx.TensorProto.BOOL:
         _to_bool(cx, n, t, TO_BOOL[source])
@@ -232,20 +279,32 @@ def cast(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     cx.emit(n, t, Opcode.COPY, [x], out_dtype=dtype)
 
 
+# Types a Cast to float32 reads by an op of their own: bools (WHERE(x, 1, 0)) and int64 (CAST)
+FROM_RUN_TIME = (onnx.TensorProto.BOOL, onnx.TensorProto.INT64)
+
+
 def _to_float(cx: Lowerer, n: onnx.NodeProto, t: Task, source: int, to: int, scratch: bool = False) -> int:
     """Cast's input as float32: a float (float16 too) as it is, an integer of CASTS_TO_FLOAT dequantized
-    by 1.0 into Cast's output (or, with `scratch`, a scratch tensor)."""
+    by 1.0, a bool WHERE(x, 1, 0), an int64 CAST, into Cast's output (or, with `scratch`, a scratch tensor)."""
     if source == onnx.TensorProto.FLOAT:
         return cx.read(n.input[0], n, t)
     out = cx.scratch(cx.shape(n.output[0], n), t) if scratch else None
-    if source == onnx.TensorProto.BOOL:  # 1 where true, else 0
-        one, zero = (cx.constant(np.array(v, np.float32), t) for v in (1.0, 0.0))
-        return cx.emit(n, t, Opcode.WHERE, [cx.read_typed(n.input[0], n, t, Dtype.BOOL), one, zero], out=out)
+    if source == onnx.TensorProto.BOOL:
+        return _from_bool(cx, n, t, Dtype.F32, out)
+    if source == onnx.TensorProto.INT64:
+        return cx.emit(n, t, Opcode.CAST, [cx.read_typed(n.input[0], n, t, Dtype.I64)], out=out)
     if source not in CASTS_TO_FLOAT:
         _refuse_cast(n, cx.stored_dtype(n.input[0]), to)
     one = cx.constant(np.ones((), np.float32), t)
     integers = cx.read_typed(n.input[0], n, t, CASTS_TO_FLOAT[source])
     return cx.emit(n, t, Opcode.DEQUANTIZE_LINEAR, [integers, one], out=out)
+
+
+def _from_bool(cx: Lowerer, n: onnx.NodeProto, t: Task, dtype: Dtype, out: int | None = None) -> int:
+    """1 of `dtype` where Cast's bool input is true, else 0: WHERE(x, 1, 0) into Cast's output (or `out`)."""
+    one, zero = (cx.constant(np.array(v, NP_DTYPES[dtype]), t, dtype) for v in (1, 0))
+    cond = cx.read_typed(n.input[0], n, t, Dtype.BOOL)
+    return cx.emit(n, t, Opcode.WHERE, [cond, one, zero], out=out, out_dtype=dtype)
 
 
 def _to_bool(cx: Lowerer, n: onnx.NodeProto, t: Task, dtype: Dtype) -> None:
@@ -260,8 +319,8 @@ def _refuse_cast(n: onnx.NodeProto, source: int, to: int) -> NoReturn:
     raise LoweringError(
         n.op_type,
         n.name,
-        "Cast from {} to {}: only a type to itself, 8/16/32-bit integers and BOOL to FLOAT or FLOAT16, FLOAT to "
-        "INT32, FLOAT, INT32 and INT64 to BOOL, FLOAT and FLOAT16 to each other".format(*names),
+        "Cast from {} to {}: only a type to itself, integers and BOOL to FLOAT or FLOAT16, BOOL to INT32 or INT64, "
+        "FLOAT to INT32, FLOAT, INT32 and INT64 to BOOL, FLOAT and FLOAT16 to each other".format(*names),
     )
 
 
@@ -269,8 +328,10 @@ def _refuse_cast(n: onnx.NodeProto, source: int, to: int) -> NoReturn:
 def clip(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     """Bounds from the attributes (opset < 11) or constant scalar inputs (CLIP); a missing one is
     unbounded. A bound computed at run time (openWakeWord's melspectrogram: its max - 80 dB) is a MAX
-    (lower) and a MIN (upper) by that tensor, which propagate a NaN bound where Clip ignores it."""
-    if cx.opset >= 11 and any(cx.known_value(b) is None for b in n.input[1:3] if b):
+    (lower) and a MIN (upper) by that tensor, which propagate a NaN bound where Clip ignores it; so is a
+    Clip of int32/int64 (a length clamped) by any bounds, as ORT clamps (lo > hi gives hi)."""
+    integers = DTYPES.get(cx.dtype(n.input[0])) in (Dtype.I32, Dtype.I64)
+    if integers or (cx.opset >= 11 and any(cx.known_value(b) is None for b in n.input[1:3] if b)):
         _clip_by_tensors(cx, n, t)
         return
     if cx.opset < 11:
@@ -286,23 +347,26 @@ def clip(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
 def _clip_by_tensors(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     bounds = [(op, n.input[k]) for k, op in ((1, Opcode.MAX), (2, Opcode.MIN)) if len(n.input) > k and n.input[k]]
     dims = cx.shape(n.output[0], n)
-    x = cx.read(n.input[0], n, t)
+    x, dtype = cx.read_any(n.input[0], n, t)
+    if not bounds:
+        cx.emit(n, t, Opcode.COPY, [x], out_dtype=dtype)
     for k, (opcode, bound) in enumerate(bounds):
         if math.prod(cx.shape(bound, n)) != 1:
             raise LoweringError(n.op_type, n.name, f"bound '{bound}' must be a scalar")
-        out = None if k == len(bounds) - 1 else cx.scratch(dims, t)
-        x = cx.emit(n, t, opcode, [x, cx.read(bound, n, t)], out=out)
+        out = None if k == len(bounds) - 1 else cx.scratch(dims, t, dtype)
+        x = cx.emit(n, t, opcode, [x, cx.read_typed(bound, n, t, dtype)], out=out, out_dtype=dtype)
 
 
 @lowers("Max", "Min")
 def max_min(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     """Max(x, c) and Min(x, c) of a scalar constant c are one-sided CLIPs (tf2onnx writes Max(x, -0.4)
     after each LeakyRelu of openWakeWord's embedding model); any other Max/Min a chain of MAX / MIN
-    (numpy broadcast, a NaN propagates, as ONNX Runtime)."""
+    (numpy broadcast, a NaN propagates, as ONNX Runtime; of int32/int64 too)."""
     inputs = [name for name in n.input if name]
     known = [cx.constant_value(name) for name in inputs]
     scalars = [k for k, v in enumerate(known) if v is not None and np.asarray(v).size == 1]
-    if len(inputs) == 2 and scalars and cx.shape(inputs[1 - scalars[0]], n) == cx.shape(n.output[0], n):
+    floats = DTYPES.get(cx.dtype(n.output[0])) == Dtype.F32
+    if floats and len(inputs) == 2 and scalars and cx.shape(inputs[1 - scalars[0]], n) == cx.shape(n.output[0], n):
         c = float(np.asarray(known[scalars[0]]).ravel()[0])
         lo, hi = (c, np.inf) if n.op_type == "Max" else (-np.inf, c)
         params = {ClipParam.MIN: f32_bits(lo), ClipParam.MAX: f32_bits(hi)}

@@ -154,7 +154,7 @@ enum hfx_dtype {
     HFX_DTYPE_I16 = 8, /* v2 programs only */
     HFX_DTYPE_BOOL = 9 /* v2 programs only: one byte, 0 or 1 (ONNX bool) */
     /* Every op takes and gives F32 only, except the ops.def HFX_OP_TYPED rows (the quantization
-     * ops, CAST, ADD/SUB/MUL and COPY on integers, COMPARE, MAX/MIN of bools), whose validation
+     * ops, CAST, ADD/SUB/MUL/DIV/MAX/MIN and COPY on integers, CONCAT, COMPARE, MAX/MIN of bools), whose validation
      * checks their own dtypes; other dtypes are HFX_ERR_DTYPE. */
 };
 
@@ -184,8 +184,10 @@ enum hfx_opcode {
     HFX_OP_ADD = 10,
     HFX_OP_SUB = 11,
     HFX_OP_MUL = 12,
-    HFX_OP_DIV = 13,
-    HFX_OP_MAX = 14, /* a NaN of either input propagates (Max of two tensors, Clip by a computed bound) */
+    HFX_OP_DIV = 13, /* f32, i32 or i64 (all three tensors one type): the quotient or a remainder, param
+                      * HFX_P_DIV_MODE (ONNX Div and Mod) */
+    HFX_OP_MAX = 14, /* a NaN of either input propagates (Max of two tensors, Clip by a computed bound); MAX, MIN
+                      * also of i32, i64 (an integer Clip) and bool (Or, And) */
     HFX_OP_MIN = 15,
     HFX_OP_LOG = 16,         /* unary: natural logarithm (x < 0 or NaN: NaN, +-0: -inf) */
     HFX_OP_REPLACE_NAN = 17, /* unary: x, or the param value where x is NaN (ONNX Where(IsNaN(x), c, x)) */
@@ -209,7 +211,8 @@ enum hfx_opcode {
     HFX_OP_FLOOR = 33,     /* unary: floor(x) (NaN, +-inf, +-0 as they are); numbered here because 10..29 is full */
     HFX_OP_CAST = 34,      /* X f32 -> Y i32: ONNX Cast as ONNX Runtime on x86 (toward zero; NaN, +-inf and x outside
                               [-2^31, 2^31) give INT32_MIN); X f16 -> Y f32 (exact) and X f32 -> Y f16 (to nearest,
-                              ties to even): a float16 network's tensors at a pair's boundary; dsp/ref/ref_quant.h */
+                              ties to even): a float16 network's tensors at a pair's boundary; dsp/ref/ref_quant.h;
+                              X i64 -> Y f32 (to nearest, ties to even, as C converts) */
     HFX_OP_ABS = 35,       /* unary: |x| (the sign bit cleared: NaN stays NaN, -0 gives +0) */
     HFX_OP_SIN = 36,       /* unary: sin(x) as ONNX Runtime's CPU kernel (activation.c: Eigen's psin_float) */
     HFX_OP_COS = 37,       /* unary: cos(x), the same */
@@ -229,7 +232,7 @@ enum hfx_opcode {
                              * numbered here because 10..39 is full */
     /* memory */
     HFX_OP_TRANSPOSE = 50,
-    HFX_OP_CONCAT = 51, /* 1..8 inputs */
+    HFX_OP_CONCAT = 51, /* 1..8 inputs of one dtype (any: a mask's bools), the output's */
     HFX_OP_SLICE = 52,
     HFX_OP_COPY = 53, /* identity / reshape: same element count, any shape; any dtype (X's and Y's equal) */
     HFX_OP_RESIZE = 54, /* nearest / linear resize of the last two axes (ONNX Resize) */
@@ -347,6 +350,17 @@ enum hfx_compare_mode {
     HFX_COMPARE_LESS_EQUAL = 3,
     HFX_COMPARE_GREATER_EQUAL = 4,
     HFX_COMPARE_NOT_EQUAL = 5
+};
+
+/* DIV: y = x OP y, OP one of enum hfx_div_mode. An integer y of 0 gives 0, where ONNX Runtime fails the run
+ * ("Integer division by zero"), and MIN / -1 gives MIN (its remainders 0), where its process dies (SIGFPE) */
+#define HFX_P_DIV_MODE 0
+enum hfx_div_mode {
+    HFX_DIV_QUOTIENT = 0, /* f32: x / y; i32, i64: truncated toward zero (ONNX Div) */
+    HFX_DIV_MOD = 1,      /* i32, i64: x - y floor(x / y), the divisor's sign (ONNX Mod fmod=0, as ORT) */
+    HFX_DIV_FMOD = 2      /* f32, i32: C fmod, exact, the dividend's sign (ONNX Mod fmod=1; f32: y = 0, x +-inf or
+                           * a NaN give NaN as ONNX Runtime's x86-64 build: a NaN operand made quiet (of two, the larger significand, on a
+                           * tie the positive one), else 0xffc00000) */
 };
 
 /* MAXPOOL, AVGPOOL (2-D, NCHW; pads/strides/dilations in CONV2D's order) */

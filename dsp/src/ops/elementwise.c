@@ -1,12 +1,15 @@
 /* elementwise.c - Add/Sub/Mul/Div/Max/Min and Compare with numpy broadcasting. An item is a
- * chunk of output elements. Max and Min propagate a NaN of either input. Add, Sub and Mul also
+ * chunk of output elements. Max and Min propagate a NaN of either input. Add, Sub, Mul, Max and Min also
  * run on i32 or i64 (X, Y and the output of one type), wrapping as ONNX Runtime's integer ops
- * (dsp/ref/ref_eltwise_int.c): the arithmetic is done in the unsigned type. Max and Min of bools
+ * (dsp/ref/ref_eltwise_int.c): the arithmetic is done in the unsigned type. Div gives the quotient or a
+ * remainder (ONNX Mod, enum hfx_div_mode) of f32, i32 or i64, C's fmod of f32 exact in integers (the
+ * freestanding Hexagon builds have no libm). Max and Min of bools
  * are Or and And. Compare gives bools (0 or 1) from f32, i32, i64 or bool X and Y of one type
  * (a NaN compares false, but not-equal, as in C); a bool byte is read as true when it is not 0. Where picks X's or
  * Y's element (any dtype, its bytes) by a bool condition, the three broadcast; a float X of -0 picked
  * gives +0, as ONNX Runtime's Where (it merges the pick of X, 0 elsewhere, with Y's by x != 0). */
 #include "kernels.h"
+#include "vmath.h" /* hfx_f32_of, hfx_u32_of */
 
 static void run_f32(uint16_t opc, const float *x, uint64_t sx, const float *y, uint64_t sy, float *o, uint64_t n) {
 #define LOOP(EXPR)                                    \
@@ -43,17 +46,75 @@ static void run_f32(uint16_t opc, const float *x, uint64_t sx, const float *y, u
 #undef LOOP
 }
 
-/* ADD, SUB, MUL of signed integers of type T, wrapping: in U, the unsigned type of T's width */
+/* ADD, SUB, MUL of signed integers of type T, wrapping: in U, the unsigned type of T's width; MAX, MIN */
 #define HFX_INT_BINARY(name, T, U)                                                                            \
     static void name(uint16_t opc, const T *x, uint64_t sx, const T *y, uint64_t sy, T *o, uint64_t n) {       \
         for (uint64_t i = 0; i < n; i++) {                                                                    \
-            U a_ = (U)x[i * sx], b_ = (U)y[i * sy];                                                           \
-            o[i] = (T)(opc == HFX_OP_ADD ? a_ + b_ : opc == HFX_OP_SUB ? a_ - b_ : (U)(a_ * b_));             \
+            T s_ = x[i * sx], t_ = y[i * sy];                                                                 \
+            U a_ = (U)s_, b_ = (U)t_;                                                                         \
+            o[i] = opc == HFX_OP_MAX   ? (s_ > t_ ? s_ : t_)                                                  \
+                   : opc == HFX_OP_MIN ? (s_ < t_ ? s_ : t_)                                                  \
+                                       : (T)(opc == HFX_OP_ADD   ? a_ + b_                                    \
+                                             : opc == HFX_OP_SUB ? a_ - b_                                    \
+                                                                 : (U)(a_ * b_));                             \
         }                                                                                                     \
     }
 HFX_INT_BINARY(run_i32, int32_t, uint32_t)
 HFX_INT_BINARY(run_i64, int64_t, uint64_t)
 #undef HFX_INT_BINARY
+
+/* DIV of signed integers of type T: the quotient toward zero or a remainder (enum hfx_div_mode); y = 0 gives 0,
+ * y = -1 the wrapped negation (remainders 0) */
+#define HFX_INT_DIV(name, T, U)                                                                               \
+    static T name##_one(int32_t mode, T x, T y) {                                                             \
+        if (y == 0) return 0;                                                                                 \
+        if (y == -1) return mode == HFX_DIV_QUOTIENT ? (T)(0 - (U)x) : 0;                                     \
+        if (mode == HFX_DIV_QUOTIENT) return x / y;                                                           \
+        T r = x % y;                                                                                          \
+        return mode == HFX_DIV_MOD && r != 0 && (r < 0) != (y < 0) ? r + y : r;                               \
+    }                                                                                                         \
+    static void name(int32_t mode, const T *x, uint64_t sx, const T *y, uint64_t sy, T *o, uint64_t n) {      \
+        for (uint64_t i = 0; i < n; i++) o[i] = name##_one(mode, x[i * sx], y[i * sy]);                      \
+    }
+HFX_INT_DIV(div_i32, int32_t, uint32_t)
+HFX_INT_DIV(div_i64, int64_t, uint64_t)
+#undef HFX_INT_DIV
+
+/* The NaN of fmod(x, y) when x or y is one, as ONNX Runtime's x86-64 build gives it (x87's rule: each made quiet;
+ * of two, the larger significand, on a tie the positive one) */
+static float fmod_nan(uint32_t ux, uint32_t uy) {
+    uint32_t qx = ux | 0x400000u, qy = uy | 0x400000u, sx = qx & 0x7fffffu, sy = qy & 0x7fffffu;
+    bool nx = (ux & 0x7fffffffu) > 0x7f800000u, ny = (uy & 0x7fffffffu) > 0x7f800000u;
+    bool pick_x = nx && (!ny || sx > sy || (sx == sy && !(qx >> 31)));
+    return hfx_f32_of(pick_x ? qx : qy);
+}
+
+/* C fmodf(x, y), exact: x's magnitude bits reduced modulo y's in integers, the dividend's sign; y = 0 or x = +-inf
+ * give the default NaN, a NaN operand fmod_nan's. */
+static float fmod_f32(float x, float y) {
+    uint32_t ux = hfx_u32_of(x), uy = hfx_u32_of(y), ax = ux & 0x7fffffffu, ay = uy & 0x7fffffffu;
+    if (ax > 0x7f800000u || ay > 0x7f800000u) return fmod_nan(ux, uy);
+    if (ay == 0 || ax == 0x7f800000u) return hfx_f32_of(0xffc00000u);
+    if (ax < ay) return x; /* y = +-inf too */
+    /* |x| = mx 2^(ex - 150), |y| = my 2^(ey - 150), ex >= ey (a subnormal's exponent field 0 counts as 1) */
+    int32_t ex = (int32_t)(ax >> 23), ey = (int32_t)(ay >> 23);
+    uint32_t mx = ex ? (ax & 0x7fffffu) | 0x800000u : ax, my = ey ? (ay & 0x7fffffu) | 0x800000u : ay;
+    ex += !ex, ey += !ey;
+    uint64_t r = mx % my;
+    for (int32_t k = ex - ey; k > 0; k -= 32) /* r 2^k mod my, 32 bits at a time (r < 2^24) */
+        r = (r << (k < 32 ? k : 32)) % my;
+    uint32_t m = (uint32_t)r, sign = ux & 0x80000000u;
+    if (m == 0) return hfx_f32_of(sign);
+    while (m < 0x800000u && ey > 1) m <<= 1, ey--; /* normalized, or subnormal at the least exponent */
+    return hfx_f32_of(sign | (((uint32_t)(ey - 1) << 23) + m));
+}
+
+/* f32 DIV by `mode`: the quotient (run_f32's) or C's fmod */
+static void div_f32(int32_t mode, const float *x, uint64_t sx, const float *y, uint64_t sy, float *o, uint64_t n) {
+    if (mode == HFX_DIV_QUOTIENT) run_f32(HFX_OP_DIV, x, sx, y, sy, o, n);
+    else
+        for (uint64_t i = 0; i < n; i++) o[i] = fmod_f32(x[i * sx], y[i * sy]);
+}
 
 /* COMPARE of X and Y of type T (bools read as 0 or 1) */
 #define HFX_COMPARE(name, T, READ)                                                                       \
@@ -101,6 +162,19 @@ static void run_compare(int32_t mode, uint32_t dtype, const hfx_kernel_args *a, 
         compare_bool(mode, (const uint8_t *)a->in[0] + ox, sx, (const uint8_t *)a->in[1] + oy, sy, o, n);
 }
 
+/* DIV by `mode`: n output elements from element offsets ox of X, oy of Y (of `dtype`), oo of the output */
+static void run_div(int32_t mode, uint32_t dtype, const hfx_kernel_args *a, uint64_t ox, uint64_t sx, uint64_t oy,
+                    uint64_t sy, uint64_t oo, uint64_t n) {
+    if (dtype == HFX_DTYPE_I32)
+        div_i32(mode, (const int32_t *)a->in[0] + ox, sx, (const int32_t *)a->in[1] + oy, sy, (int32_t *)a->out[0] + oo,
+                n);
+    else if (dtype == HFX_DTYPE_I64)
+        div_i64(mode, (const int64_t *)a->in[0] + ox, sx, (const int64_t *)a->in[1] + oy, sy, (int64_t *)a->out[0] + oo,
+                n);
+    else
+        div_f32(mode, (const float *)a->in[0] + ox, sx, (const float *)a->in[1] + oy, sy, (float *)a->out[0] + oo, n);
+}
+
 /* n output elements from element offsets ox of X (stride sx), oy of Y (sy), oo of the output, of `dtype`
  * (COMPARE: of X and Y) */
 static void run(const hfx_op *op, uint32_t dtype, const hfx_kernel_args *a, uint64_t ox, uint64_t sx, uint64_t oy,
@@ -108,6 +182,8 @@ static void run(const hfx_op *op, uint32_t dtype, const hfx_kernel_args *a, uint
     uint16_t opc = op->opcode;
     if (opc == HFX_OP_COMPARE)
         run_compare(op->params[HFX_P_COMPARE_MODE], dtype, a, ox, sx, oy, sy, oo, n);
+    else if (opc == HFX_OP_DIV)
+        run_div(op->params[HFX_P_DIV_MODE], dtype, a, ox, sx, oy, sy, oo, n);
     else if (dtype == HFX_DTYPE_BOOL)
         run_bool(opc, (const uint8_t *)a->in[0] + ox, sx, (const uint8_t *)a->in[1] + oy, sy, (uint8_t *)a->out[0] + oo,
                  n);
@@ -121,18 +197,37 @@ static void run(const hfx_op *op, uint32_t dtype, const hfx_kernel_args *a, uint
         run_f32(opc, (const float *)a->in[0] + ox, sx, (const float *)a->in[1] + oy, sy, (float *)a->out[0] + oo, n);
 }
 
-/* the dtypes X and Y may have: ADD, SUB, MUL f32, i32 or i64; MAX, MIN f32 or bool; COMPARE any of those */
-static bool operand_dtype(uint16_t opc, uint32_t d) {
-    bool arith = d == HFX_DTYPE_F32 || d == HFX_DTYPE_I32 || d == HFX_DTYPE_I64;
-    if (opc == HFX_OP_MAX || opc == HFX_OP_MIN) return d == HFX_DTYPE_F32 || d == HFX_DTYPE_BOOL;
-    return arith || (opc == HFX_OP_COMPARE && d == HFX_DTYPE_BOOL);
+/* the dtypes X and Y may have: ADD, SUB, MUL f32, i32 or i64; DIV by its mode (enum hfx_div_mode); MAX, MIN those
+ * or bool; COMPARE any of those */
+static bool operand_dtype(const hfx_op *op, uint32_t d) {
+    uint16_t opc = op->opcode;
+    bool ints = d == HFX_DTYPE_I32 || d == HFX_DTYPE_I64;
+    if (opc == HFX_OP_MAX || opc == HFX_OP_MIN) return d == HFX_DTYPE_F32 || d == HFX_DTYPE_BOOL || ints;
+    if (opc == HFX_OP_DIV && op->params[HFX_P_DIV_MODE] == HFX_DIV_MOD) return ints;
+    if (opc == HFX_OP_DIV && op->params[HFX_P_DIV_MODE] == HFX_DIV_FMOD)
+        return d == HFX_DTYPE_F32 || d == HFX_DTYPE_I32; /* ORT's i64 fmod goes through double */
+    return d == HFX_DTYPE_F32 || ints || (opc == HFX_OP_COMPARE && d == HFX_DTYPE_BOOL);
+}
+
+/* COMPARE's and DIV's mode param in range */
+static hfx_status validate_mode(hfx_vctx *v, const hfx_op *op) {
+    uint32_t mode = (uint32_t)op->params[0]; /* HFX_P_COMPARE_MODE, HFX_P_DIV_MODE */
+    uint32_t last = op->opcode == HFX_OP_COMPARE ? (uint32_t)HFX_COMPARE_NOT_EQUAL
+                    : op->opcode == HFX_OP_DIV   ? (uint32_t)HFX_DIV_FMOD
+                                                 : 0u;
+    if (mode > last)
+        return hfx_vfail(v, HFX_ERR_PARAM, HFX_PARAM_OFF(v, 0), "op %u (%s): unknown mode %u", v->index,
+                         op->desc->label, mode);
+    return HFX_OK;
 }
 
 /* typed rows: X and Y of one dtype the op takes; the output of theirs (COMPARE: bool, and a mode) */
 static hfx_status validate_dtypes(hfx_vctx *v, const hfx_op *op) {
     const hfx_tensor *t = v->p->tensors;
     uint32_t d = t[op->in[0]].dtype, od = t[op->out[0]].dtype;
-    if (!operand_dtype(op->opcode, d))
+    hfx_status st = validate_mode(v, op);
+    if (st) return st;
+    if (!operand_dtype(op, d))
         return hfx_vfail(v, HFX_ERR_DTYPE, HFX_IN_OFF(v, 0), "op %u (%s): input dtype %u is not one it takes", v->index,
                          op->desc->label, d);
     if (t[op->in[1]].dtype != d)
@@ -142,15 +237,11 @@ static hfx_status validate_dtypes(hfx_vctx *v, const hfx_op *op) {
     if (od != want)
         return hfx_vfail(v, HFX_ERR_DTYPE, HFX_OUT_OFF(v, 0), "op %u (%s): output dtype %u, expected %u", v->index,
                          op->desc->label, od, want);
-    uint32_t mode = (uint32_t)op->params[HFX_P_COMPARE_MODE];
-    if (op->opcode == HFX_OP_COMPARE && mode > HFX_COMPARE_NOT_EQUAL)
-        return hfx_vfail(v, HFX_ERR_PARAM, HFX_PARAM_OFF(v, HFX_P_COMPARE_MODE), "op %u: unknown compare mode %u",
-                         v->index, mode);
     return HFX_OK;
 }
 
 hfx_status hfx_validate_binary(hfx_vctx *v, hfx_op *op) {
-    /* QADD, QMUL: shapes only, their dtypes checked; DIV: the parser checked f32 */
+    /* QADD, QMUL: shapes only, their dtypes checked */
     bool own = op->desc->typed && op->opcode != HFX_OP_QADD && op->opcode != HFX_OP_QMUL;
     hfx_status st = own ? validate_dtypes(v, op) : HFX_OK;
     if (st) return st;

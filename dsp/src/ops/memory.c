@@ -1,5 +1,5 @@
-/* memory.c - Transpose, Concat, Slice, Copy, GatherRows (the COPY/DMA engine class); all but Concat move
- * elements of any dtype.
+/* memory.c - Transpose, Concat, Slice, Copy, GatherRows (the COPY/DMA engine class); they move elements of any
+ * dtype.
  * Transpose/Slice items are ranges of output rows (all axes but the last);
  * Concat/Copy items are ranges of output elements, GatherRows items ranges of indices. */
 #include <math.h>
@@ -274,10 +274,22 @@ void hfx_run_slice(const hfx_kernel_args *a, uint32_t item) {
 
 /* ---- Concat ---- */
 
+/* every input of the output's dtype */
+static hfx_status concat_dtypes(hfx_vctx *v, const hfx_op *op) {
+    uint32_t d = v->p->tensors[op->out[0]].dtype;
+    for (uint32_t k = 0; k < op->n_in; k++)
+        if (v->p->tensors[op->in[k]].dtype != d)
+            return hfx_vfail(v, HFX_ERR_DTYPE, HFX_IN_OFF(v, k), "op %u (Concat): input %u dtype %u, the output's %u",
+                             v->index, k, v->p->tensors[op->in[k]].dtype, d);
+    return HFX_OK;
+}
+
 hfx_status hfx_validate_concat(hfx_vctx *v, hfx_op *op) {
     const hfx_program *p = v->p;
     const hfx_tensor *x = &p->tensors[op->in[0]];
     uint32_t axis, od[HFX_MAX_RANK];
+    hfx_status dt = concat_dtypes(v, op);
+    if (dt) return dt;
     if (x->rank == 0) return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, 0), "op %u: Concat of scalars", v->index);
     hfx_status st = hfx_check_axis(v, op, x->rank, &axis);
     if (st) return st;
@@ -316,7 +328,8 @@ void hfx_run_concat(const hfx_kernel_args *a, uint32_t item) {
         seg[k] = (uint64_t)p->tensors[op->in[k]].dims[axis] * inner;
         start[k + 1] = start[k] + seg[k];
     }
-    float *o = a->out[0];
+    uint8_t *o = a->out[0];
+    size_t es = hfx_dtype_size(ot->dtype);
     hfx_chunk_plan pl;
     HFX_PLAN_LOAD(pl, op);
     uint64_t b, e;
@@ -329,8 +342,8 @@ void hfx_run_concat(const hfx_kernel_args *a, uint32_t item) {
         uint64_t off = within - start[k];
         uint64_t n = seg[k] - off;
         if (n > e - pos) n = e - pos;
-        const float *src = (const float *)a->in[k] + outer * seg[k] + off;
-        memcpy(o + pos, src, n * sizeof(float));
+        const uint8_t *src = (const uint8_t *)a->in[k] + (outer * seg[k] + off) * es;
+        memcpy(o + pos * es, src, n * es);
         pos += n;
     }
 }

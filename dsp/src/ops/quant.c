@@ -7,7 +7,8 @@
  *
  *   DYNAMIC_QPARAMS: u8 scale and zero point from the range of x and 0 (dsp/ref/ref_quant.h)
  *   CAST: y = (int32)x toward zero, INT32_MIN for NaN, +-inf and x out of range (ref_cast_f32_i32); f16 -> f32
- *         exact, f32 -> f16 to nearest, ties to even (ref_f16_to_f32, ref_f32_to_f16)
+ *         exact, f32 -> f16 to nearest, ties to even (ref_f16_to_f32, ref_f32_to_f16); i64 -> f32 to nearest,
+ *         ties to even (C's conversion)
  *
  * Scale and zero point have one element (per tensor) or one per index of the axis (per axis).
  * An item is a chunk of elements; DYNAMIC_QPARAMS is one item. On Hexagon builds (HFX_HVX) Q (runs of 8
@@ -235,13 +236,15 @@ void hfx_run_dynamic_qparams(const hfx_kernel_args *a, uint32_t item) {
 }
 
 /* ---- CAST: X f32 -> Y i32 (a bias chain's Floor -> Cast of dynamically quantised convs); X f16 -> Y f32 and
- * X f32 -> Y f16 (a float16 network's tensors at a pair's boundary: the ops between run in f32) ---- */
+ * X f32 -> Y f16 (a float16 network's tensors at a pair's boundary: the ops between run in f32); X i64 -> Y f32
+ * (lengths made float) ---- */
 
 hfx_status hfx_validate_cast(hfx_vctx *v, hfx_op *op) {
     const hfx_tensor *t = v->p->tensors;
     uint32_t x = t[op->in[0]].dtype, y = t[op->out[0]].dtype;
-    if (x != HFX_DTYPE_F32 && x != HFX_DTYPE_F16) return dtype_fail(v, op, 0, false, "f32 or f16");
-    if (x == HFX_DTYPE_F16 && y != HFX_DTYPE_F32) return dtype_fail(v, op, 0, true, "f32 (of f16)");
+    if (x != HFX_DTYPE_F32 && x != HFX_DTYPE_F16 && x != HFX_DTYPE_I64)
+        return dtype_fail(v, op, 0, false, "f32, f16 or i64");
+    if (x != HFX_DTYPE_F32 && y != HFX_DTYPE_F32) return dtype_fail(v, op, 0, true, "f32 (of f16 or i64)");
     if (x == HFX_DTYPE_F32 && y != HFX_DTYPE_I32 && y != HFX_DTYPE_F16)
         return dtype_fail(v, op, 0, true, "i32 or f16 (of f32)");
     return hfx_same_as_input(v, op);
@@ -262,6 +265,12 @@ void hfx_run_cast(const hfx_kernel_args *a, uint32_t item) {
         const uint16_t *h = a->in[0];
         float *y = a->out[0];
         for (uint64_t i = b; i < e; i++) y[i] = ref_f16_to_f32(h[i]);
+        return;
+    }
+    if (t[a->op->in[0]].dtype == HFX_DTYPE_I64) {
+        const int64_t *w = a->in[0];
+        float *y = a->out[0];
+        for (uint64_t i = b; i < e; i++) y[i] = (float)w[i];
         return;
     }
     const float *x = a->in[0];

@@ -651,6 +651,61 @@ static void test_integer_program(hfx_pool *pool)
     hfx_program_free(prog);
 }
 
+/* Mod on Hexagon (no libm, soft 64-bit division): DIV FMOD of f32 (exponent gaps up to 2^253, subnormals, a zero
+ * divisor, +-inf) gives the bits of x86-64 glibc's fmodf (the tables: numpy's fmod there); DIV MOD of i64 the
+ * divisor's sign (a zero divisor 0, INT64_MIN mod -1 0); CAST i64 -> f32 rounds to nearest, ties to even */
+#define MDN 16
+static const uint32_t md_x_bits[MDN] = {
+    0x40e00000u, 0xc0e00000u, 0x40e00000u, 0x40b00000u, 0x80000000u, 0x00000001u, 0x7f7fc99eu, 0xff7fc99eu,
+    0x3f800000u, 0x7f800000u, 0x40000000u, 0x7149f2cau, 0x3dcccccdu, 0x47f12065u, 0x00800000u, 0x40400000u};
+static const uint32_t md_y_bits[MDN] = {
+    0x40400000u, 0x40400000u, 0xc0400000u, 0x3dcccccdu, 0x3f800000u, 0x40400000u, 0x00000001u, 0x004c3927u,
+    0x00000000u, 0x40000000u, 0x7f800000u, 0x0133ab49u, 0x3cf5c28fu, 0xba83126fu, 0x00000001u, 0x3fc00000u};
+static const uint32_t md_r_bits[MDN] = {
+    0x3f800000u, 0xbf800000u, 0x3f800000u, 0x3dccccc2u, 0x80000000u, 0x00000001u, 0x00000000u, 0x80163d68u,
+    0xffc00000u, 0xffc00000u, 0x40000000u, 0x00bcd3d8u, 0x3c23d70eu, 0x395043f8u, 0x00000000u, 0x00000000u};
+static const int64_t md_a[8] = {-7, 7, -9, INT64_MIN, INT64_MAX, (1LL << 62) + 3, 0, -1};
+static const int64_t md_b[8] = {4, -4, 0, -1, 3, 160, 5, 2};
+static const int64_t md_mod[8] = {1, -1, 0, 0, 1, 67, 0, 1};
+static const int64_t md_c[8] = {(1 << 24) + 1, (1 << 24) + 3, (1LL << 62) + 3, INT64_MIN, INT64_MAX,
+                                -(1LL << 53) - 1, 12345, -3};
+static const uint32_t md_c_bits[8] = {0x4b800000u, 0x4b800002u, 0x5e800000u, 0xdf000000u,
+                                      0x5f000000u, 0xda000000u, 0x4640e400u, 0xc0400000u};
+static float md_x[MDN], md_y[MDN], md_r[MDN], md_cf[8];
+static int64_t md_m[8];
+
+static void test_mod_program(hfx_pool *pool)
+{
+    for (int i = 0; i < MDN; i++) md_x[i] = hfxb_f((int32_t)md_x_bits[i]), md_y[i] = hfxb_f((int32_t)md_y_bits[i]);
+    hfxb b;
+    hfxb_init(&b);
+    int32_t p[HFX_OP_PARAMS] = {0};
+    p[HFX_P_DIV_MODE] = HFX_DIV_FMOD;
+    uint32_t x = hfxb_input(&b, HFX_TASK_A, HFXB_DIMS(MDN)), y = hfxb_input(&b, HFX_TASK_A, HFXB_DIMS(MDN));
+    hfxb_op_add(&b, HFX_TASK_A, HFX_OP_DIV, -1, 2, (const uint32_t[]){x, y}, hfxb_output(&b, HFX_TASK_A, HFXB_DIMS(MDN)), p);
+    uint32_t a = hfxb_set_dtype(&b, hfxb_input(&b, HFX_TASK_B, HFXB_DIMS(8)), HFX_DTYPE_I64);
+    uint32_t d = hfxb_set_dtype(&b, hfxb_input(&b, HFX_TASK_B, HFXB_DIMS(8)), HFX_DTYPE_I64);
+    uint32_t c = hfxb_set_dtype(&b, hfxb_input(&b, HFX_TASK_B, HFXB_DIMS(8)), HFX_DTYPE_I64);
+    p[HFX_P_DIV_MODE] = HFX_DIV_MOD;
+    uint32_t m = hfxb_set_dtype(&b, hfxb_output(&b, HFX_TASK_B, HFXB_DIMS(8)), HFX_DTYPE_I64);
+    hfxb_op_add(&b, HFX_TASK_B, HFX_OP_DIV, -1, 2, (const uint32_t[]){a, d}, m, p);
+    hfxb_op_add(&b, HFX_TASK_B, HFX_OP_CAST, -1, 1, &c, hfxb_output(&b, HFX_TASK_B, HFXB_DIMS(8)), NULL);
+    hfx_program *prog = NULL;
+    hfx_error err;
+    hfx_status st = parse_built(&b, &prog, &err);
+    const void *in[5] = {md_x, md_y, md_a, md_b, md_c};
+    void *out[3] = {md_r, md_m, md_cf};
+    st = st ? st : hfx_run(pool, prog, in, 5, out, 3, NULL, NULL, NULL);
+    int ok = st == HFX_OK;
+    for (int i = 0; ok && i < MDN; i++) {
+        ok = hfxb_bits(md_r[i]) == (int32_t)md_r_bits[i];
+        if (!ok) hx_printf("fmod %d: %08x, want %08x\n", i, (unsigned)hfxb_bits(md_r[i]), (unsigned)md_r_bits[i]);
+    }
+    for (int i = 0; ok && i < 8; i++) ok = md_m[i] == md_mod[i] && hfxb_bits(md_cf[i]) == (int32_t)md_c_bits[i];
+    expect(ok, "Mod: f32 fmod as glibc's, i64 mod with the divisor's sign, i64 -> f32 Cast to nearest");
+    hfx_program_free(prog);
+}
+
 #define QR 3
 #define QC 37
 static float q_x[QR * QC], q_da[QR * QC];
@@ -1350,8 +1405,9 @@ int main(void)
     test_ort_float_ops_program(pool);
     test_dynamic_quant_program(pool);
     test_integer_program(pool);
+    test_mod_program(pool);
     qt_end_group(&T, "ReduceMax / ReduceMin, Log, Sin / Cos / InstanceNorm, DynamicQuantizeLinear, MatMulInteger, "
-                     "integer Cast/Add/Gather");
+                     "integer Cast/Add/Gather, Mod");
 
     qt_begin_group(&T);
     test_quant_program(pool);
