@@ -455,6 +455,13 @@ def test_tune_with_a_given_session_records_it_untimed(work, tmp_path):
     assert "given" in record["ort_mode"]["why"] and "modes" not in record["ort_mode"]
 
 
+def test_pairs_are_screened_in_orts_defaults_when_the_model_runs_in_ort_par(work, tmp_path):
+    """ORT_PARALLEL times a pair's few tiny nodes by its threads' wake-ups (`tune.screen_mode`)."""
+    result = tune(work["two_branch"], tmp_path / "par.onnx", margin=100.0, session="ort-par", **QUICK)
+    assert result.ort_mode.mode == "ort-par" and result.settings["pairs_ort_mode"] == "ort-default"
+    assert "pairs timed on their own nodes under ORT mode ort-default" in "\n".join(result.lines())
+
+
 def with_mode(src: Path, dst: Path, mode: str, **changes: str) -> Path:
     return edited_record(src, dst, ort_mode={"mode": mode, "why": "set by the test"}, **changes)
 
