@@ -392,14 +392,11 @@ def faster_in_rounds(log_ratios: Sequence[float]) -> bool:
 
 
 def rankdata(x: np.ndarray) -> np.ndarray:
-    """Ranks from 1, ties given their average rank."""
-    order = np.argsort(x, kind="stable")
-    ranks = np.empty(len(x))
-    ranks[order] = np.arange(1, len(x) + 1)
-    for value in np.unique(x):
-        tied = x == value
-        ranks[tied] = ranks[tied].mean()
-    return ranks
+    """Ranks from 1, ties given their average rank: a value above `below` others and tied with
+    `upto - below` (itself included) takes the mean of ranks below + 1 .. upto."""
+    ordered = np.sort(x)
+    below, upto = np.searchsorted(ordered, x, "left"), np.searchsorted(ordered, x, "right")
+    return (below + 1 + upto) / 2.0
 
 
 def williams_row(n: int, r: int) -> list[int]:
