@@ -16,9 +16,9 @@ unless another mode beat them clearly (`beats_defaults`: in the rounds both ran,
 at level LEAVE_P, and by LEAVE_GAIN in median; of such modes the lowest median), releases the other
 sessions, logs the choice once and remembers it in a small cache file keyed by the model's digest and
 this machine (tuning.fingerprint: CPU, CPU count, ORT and hexfuse-onnx versions). One exploration on
-a busy machine can choose wrong, so the next
-sessions of the model choose again until CONFIRM choices in a row agree (or, after HISTORY, the most
-frequent stands: `settled`); from then on a session of the model starts in that mode at once.
+a busy machine can choose wrong, so the next sessions of the model choose again until CONFIRM choices
+in a row agree (or, after HISTORY, the most frequent stands: `settled`); from then on a session of the
+model starts in that mode at once.
 `session_options(model=...)`, which cannot time, applies the latest choice, confirmed or not.
 
 The modes with thread pools are timed in twin sessions whose threads spin SPIN_US after a call,
