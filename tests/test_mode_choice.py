@@ -558,3 +558,17 @@ def test_ort_par_is_prepared_where_the_graph_has_concurrent_work_and_runs_once_a
     chain = runtime.InferenceSession(untuned_copy(zoo_dir, tmp_path, "sequential_chain"))
     assert isinstance(chain, mode_choice.ChoosingSession) and set(chain._sessions) == set(mode_choice.CANDIDATES)
     assert len(messages(logged, "not ort-par: no two nodes of the graph that compute can run at once")) == 1
+
+
+def test_the_signed_rank_null_is_every_assignment_of_wins_counted():
+    rng = np.random.default_rng(0)
+    for n in range(1, 11):
+        ranks = np.rint(2 * mode_choice.rankdata(np.round(rng.random(n), 1))).astype(int)  # ties: half ranks
+        sums = ((np.arange(2**n)[:, None] >> np.arange(n)) & 1) @ ranks
+        assert np.allclose(mode_choice.signed_rank_null(ranks), np.bincount(sums, minlength=ranks.sum() + 1) / 2**n)
+
+
+def test_thirty_rounds_are_tested_as_a_few():
+    """tune's 30 rounds: 20 won by 5%, 10 lost by 1% pass; 18 won by 1%, 12 lost by 5% do not."""
+    assert mode_choice.faster_in_rounds(np.log([0.95] * 20 + [1.01] * 10).tolist())
+    assert not mode_choice.faster_in_rounds(np.log([0.99] * 18 + [1.05] * 12).tolist())
