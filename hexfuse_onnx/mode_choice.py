@@ -21,19 +21,21 @@ in a row agree (or, after HISTORY, the most frequent stands: `settled`); from th
 model starts in that mode at once.
 `session_options(model=...)`, which cannot time, applies the latest choice, confirmed or not.
 
-The modes with thread pools are timed in twin sessions whose threads spin SPIN_US after a call,
-then sleep (unless the options given set how long): with ORT's default spinning a mode's threads
-kept a core busy for tens of ms after its block, and the fixed order of blocks then timed
-ort-seq-2t, which followed the one mode that does not spin (ort-seq), against a free core and every
-other mode against a spinning one. The session kept is the chosen mode's other twin, untouched,
-whose threads spin as ORT's do (a 1 ms spin ran the pooled modes a few % slower in steady state).
+The sessions timed are the sessions kept, as ORT makes them. After a call the threads of ORT's pools
+spin for tens of ms, taking a core from whatever runs next: after a block of a mode with a pool,
+calls that start within SETTLE_S of its last one are not counted (in an application that rests
+between calls the rest covers it). Timing twins whose threads spun 1 ms instead measured a
+different session: gtcrn_stream's ort-par twin took 5.9 ms and 1.7 ms on its first two calls after
+a rest where the session kept took 1.9 and 1.0, and every pooled twin ran 2-4% slower in steady
+state, so the choice leaned to ort-seq, the one mode without a pool (romanizer_decoder chose it at
+1.04x ORT's defaults, gtcrn_stream where ort-par ran 5% faster).
 
 No choice is made where the user chose: session options that set the execution mode or a thread
 count, providers other than the CPU's alone, or HEXFUSE_ORT_MODE: a mode name (ort-seq, ...)
 forces that mode, `off` keeps ORT's defaults. HEXFUSE_ORT_MODE_CACHE names the cache file (default
 $XDG_CACHE_HOME/hexfuse_onnx/ort_modes.json); it is written atomically, and one that cannot be read
 is ignored with one log line; a choice made by an earlier rule (RULE) is not reused. Memory: while
-choosing, the model is held in up to 7 sessions, so a model above EXPLORE_MAX_BYTES is not explored
+choosing, the model is held in up to 4 sessions, so a model above EXPLORE_MAX_BYTES is not explored
 (ORT's defaults, logged). Timings of the first calls are
 those of the inputs the application gives; calls from several threads at once while choosing are
 served but make the medians noisier.
@@ -65,23 +67,24 @@ ENV_CACHE = "HEXFUSE_ORT_MODE_CACHE"
 OFF = "off"
 ROUNDS = 12  # blocks per mode, in turn, at most (three Williams cycles of 4 modes, two of 3) ...
 MIN_ROUNDS = 2  # ... and at least; more only while the calls in it have taken less than EXPLORE_S
-EXPLORE_S = 1.0  # (ppocr_det's 0.2-0.7 s calls: 80 calls were 16-56 s in mixed modes); the calls'
-# own time, not the wall time: with rests between calls, 2 rounds passed 1 s, too few blocks to choose
+EXPLORE_S = 1.0  # (ppocr_det's 0.2-0.7 s calls: 80 calls were 16-56 s in mixed modes); the counted
+# calls' own time, not the wall time: with rests between calls, 2 rounds passed 1 s, too few blocks to choose
 BLOCK = 5  # counted calls per block at least ...
-BLOCK_S = 0.016  # ... and this long in calls: short calls differ by a few %, which 16 calls cannot tell apart;
+BLOCK_S = 0.016  # ... and this long in counted calls: short calls differ by a few %, which 16 calls cannot
+# tell apart;
 LONG_BLOCK_S = 0.1  # a block this long in calls needs only one counted call (in calls, not wall time:
 # an application resting 0.1 s between calls ended its blocks after one counted call each)
-SWITCH_S = 0.002  # calls in a block's first 2 ms (at least its first call) are not counted: the
-# previous mode's threads still spin for up to SPIN_US, taking a core from this one ...
-LONG_CALL_S = 0.05  # ... unless the call lasts this long: the switch is then a small part of it
-SPIN_US = 1000  # the choosing sessions' thread pools spin this long after a call, then sleep: with
-# ORT's default spin they burnt ~50 ms of CPU after a call (measured), into the next mode's block
+SETTLE_S = 0.06  # after a block of a mode with a thread pool, calls that start this soon after its last
+# call are not counted: ORT 1.32's pool threads spin ~40 ms after a call on the Intel VM (process CPU in 5 ms
+# slices after 20 calls: gtcrn_stream, two_branch, romanizer_decoder, mha_encoder), ~50 ms of CPU on the AMD VM
+SWITCH_S = 0.002  # after ort-seq's block (no pool): its first 2 ms (a block's first call is never counted ...
+SETTLE_SHARE = 0.25  # ... unless at most this share of it falls before the block settles: long calls)
 DROP_RATIO = 2.0  # from MIN_ROUNDS rounds on, a mode slower than this times the best leaves the rotation
 # (after one round, one disturbed block of ort-seq had read 18x its steady time and dropped the best mode)
 CONFIRM = 2  # choices in a row that must agree before later sessions stop choosing (one made on
 # a busy machine is not kept for good: 3 explorations of mha_encoder in one run chose 2 modes)
 HISTORY = 4  # choices remembered; after this many the most frequent stands
-EXPLORE_MAX_BYTES = 64 * 2**20  # above: seven copies of the model are too many to hold
+EXPLORE_MAX_BYTES = 64 * 2**20  # above: four copies of the model are too many to hold
 SPINLESS = ("ort-seq",)  # sequential on one thread: no pool threads that spin
 # The modes every choice explores, ORT's defaults first: the session other methods use while choosing.
 # ort-par (PARALLEL) only where it can pay: ORT_PARALLEL hands every node to another thread, so on short
@@ -107,9 +110,10 @@ LEAVE_P = 1 / 16  # ... faster at this level by a one-sided Wilcoxon signed-rank
 # ratios to the defaults (exact; with 4 rounds or fewer: faster in every round, the rule before 12 rounds).
 # Four rounds could not rank gtcrn_stream's modes 5-11% apart in rested calls: ort-seq beat the defaults
 # in 4, 2 and 2 of 4 rounds of three explorations, each loss by 1-10% (benchmarks/choice_accuracy.py).
-RULE = 4  # in the cache key: choices made by an earlier rule are not reused (before 51e37ff ort-par was
+RULE = 5  # in the cache key: choices made by an earlier rule are not reused (before 51e37ff ort-par was
 # explored on every model; a remembered choice of it ran silero_decoder_v5 at up to 285x ort-seq; before RULE 4
-# another mode had to beat the defaults in every one of up to 4 rounds)
+# another mode had to beat the defaults in every one of up to 4 rounds; before RULE 5 pooled modes were timed
+# in twins that spun 1 ms)
 VIEW_OPS = frozenset({"Identity", "Reshape", "Squeeze", "Unsqueeze", "Flatten"})  # no work to run at once
 SHAPE_SOURCES = frozenset({"Shape", "Size"})
 
@@ -285,15 +289,17 @@ class Exploration:
 
     Rounds of blocks, one block per mode still in the rotation, in the order of a Williams design
     (`williams_row`: no mode always follows the same one). A block ends when it has BLOCK counted
-    calls and its calls took BLOCK_S, or one counted call and LONG_BLOCK_S. Not counted: a session's first
-    call (ORT sets up its buffers), and a block's first call and its calls in its first SWITCH_S,
-    unless the call lasted LONG_CALL_S. After each round from MIN_ROUNDS on, a mode whose median is
+    calls that took BLOCK_S, or one counted call and its calls took LONG_BLOCK_S. Not counted: a
+    session's first call (ORT sets up its buffers), and a block's calls that start before it settles
+    (SETTLE_S after the previous block's last call where that mode spins a pool, else SWITCH_S after
+    its own first call), unless at most SETTLE_SHARE of the call came before. After each round from
+    MIN_ROUNDS on, a mode whose median is
     above DROP_RATIO times the best one's in each of its blocks leaves the rotation (ORT_PARALLEL ran
     mha_encoder 30-90x slower than ort-seq on a loaded 2-core VM: a block of it costs the application
     more than the rest of the choice; but one block can be disturbed, so a mode has MIN_ROUNDS blocks,
     all slow, before it goes). `joining` modes (ort-par) join the rotation after the first round when its
     fastest median is PAR_MIN_CALL_US or more, so the drop rule first weighs them after one block. After
-    ROUNDS rounds, or MIN_ROUNDS once its calls have taken EXPLORE_S, or when one
+    ROUNDS rounds, or MIN_ROUNDS once its counted calls have taken EXPLORE_S, or when one
     mode is left, a mode is chosen (`chosen`): ORT's defaults, unless modes beat them clearly
     (`beats_defaults`), then the one of those with the lowest median."""
 
@@ -304,8 +310,10 @@ class Exploration:
         self._joining = list(joining)
         self.chosen: str | None = None
         self._round, self._index = 0, 0  # the round, the block's place in it
-        self._block_calls, self._block_counted, self._block_start = 0, 0, 0
-        self._busy, self._block_busy = 0, 0  # the time in the exploration's calls, in the block's (ns)
+        self._block_calls, self._block_counted, self._settled_at = 0, 0, 0
+        self._last_end, self._last_mode = 0, ""  # the previous call's end (ns) and mode
+        self._busy, self._block_busy = 0, 0  # the time in the exploration's counted calls, in the block's (ns)
+        self._block_spent = 0  # the time in the block's calls, counted or not (ns)
         self._warm: set[str] = set()  # modes whose session has run once
 
     def mode(self) -> str | None:
@@ -319,28 +327,32 @@ class Exploration:
         if mode != self.mode():
             return
         if self._block_calls == 0:
-            self._block_start = t0
-        self._busy += t1 - t0
-        self._block_busy += t1 - t0
+            self._settled_at = self._settles(t0)
         self._block_calls += 1
+        self._block_spent += t1 - t0
         if self._counts(mode, t0, t1):
             self.samples[mode].append((t1 - t0) / 1000.0)
             self._block_counted += 1
+            self._busy += t1 - t0
+            self._block_busy += t1 - t0
         self._warm.add(mode)
-        lasted = self._block_busy / 1e9  # in calls: rests between them add no samples
-        if (self._block_counted >= BLOCK and lasted >= BLOCK_S) or (self._block_counted and lasted >= LONG_BLOCK_S):
+        self._last_end, self._last_mode = t1, mode
+        enough = self._block_counted >= BLOCK and self._block_busy >= BLOCK_S * 1e9  # in calls: rests add no samples
+        if enough or (self._block_counted and self._block_spent >= LONG_BLOCK_S * 1e9):
             block = float(np.median(self.samples[mode][-self._block_counted :]))
             self.rounds[-1][mode] = block
-            self._block_calls, self._block_counted, self._block_busy = 0, 0, 0
+            self._block_calls, self._block_counted, self._block_busy, self._block_spent = 0, 0, 0, 0
             self._index += 1
             if self._index == len(self.live):
                 self._end_round()
 
+    def _settles(self, t0: int) -> int:
+        """When a block whose first call starts at t0 settles (ns): the previous mode's pool has stopped spinning."""
+        spun = self._last_end + SETTLE_S * 1e9 if self._last_mode and self._last_mode not in SPINLESS else 0
+        return int(max(t0 + SWITCH_S * 1e9, spun))
+
     def _counts(self, mode: str, t0: int, t1: int) -> bool:
-        if mode not in self._warm:
-            return False
-        after_switch = self._block_calls > 1 and t0 - self._block_start >= SWITCH_S * 1e9
-        return after_switch or t1 - t0 >= LONG_CALL_S * 1e9
+        return mode in self._warm and self._settled_at - t0 <= SETTLE_SHARE * (t1 - t0)
 
     def medians(self) -> dict[str, float]:
         return {m: float(np.median(s)) for m, s in self.samples.items() if s}
@@ -385,10 +397,20 @@ def faster_in_rounds(log_ratios: Sequence[float]) -> bool:
         return False
     if 0.5 ** len(d) > LEAVE_P:
         return bool(np.all(d < 0))
-    ranks = rankdata(np.abs(d))
-    won = ranks[d < 0].sum()
-    signs = (np.arange(2 ** len(d))[:, None] >> np.arange(len(d))) & 1  # every assignment of wins
-    return float(np.mean(signs @ ranks >= won - 1e-9)) <= LEAVE_P
+    doubled = np.rint(2 * rankdata(np.abs(d))).astype(int)  # average ranks are whole or halves
+    return float(signed_rank_null(doubled)[int(doubled[d < 0].sum()) :].sum()) <= LEAVE_P
+
+
+def signed_rank_null(ranks: np.ndarray) -> np.ndarray:
+    """P(W = w) for w = 0 .. sum(ranks), W the sum of the ranks of the rounds won when each round is won
+    or lost with probability 1/2 (whole ranks; one round at a time, so 30 rounds cost no 2^30 cases)."""
+    null = np.zeros(int(ranks.sum()) + 1)
+    null[0] = 1.0
+    for r in ranks:
+        won = np.zeros_like(null)
+        won[r:] = null[: len(null) - r]
+        null = 0.5 * (null + won)
+    return null
 
 
 def rankdata(x: np.ndarray) -> np.ndarray:
@@ -416,8 +438,7 @@ class ChoosingSession:
     """An onnxruntime.InferenceSession that chooses its execution mode during its first calls.
 
     `run` runs each call in the session (`sessions`) of the mode `Exploration` says, timing it
-    with `clock` (ns), until a mode is chosen; from then on it is the `run` of that mode's session
-    in `kept` (default: `sessions`; the twin not timed, whose threads spin as ORT's do). Every
+    with `clock` (ns), until a mode is chosen; from then on it is the `run` of that mode's session. Every
     other attribute is the current session's (ORT's defaults' while choosing). `choosing` says
     whether the choice is still open; `mode` is the mode chosen (None before); `exploration` its
     figures. A session of ort-par (PARALLEL) among `sessions` joins the rotation as `Exploration` admits it."""
@@ -428,11 +449,9 @@ class ChoosingSession:
         key: str,
         log: Log,
         clock: Callable[[], int] = time.perf_counter_ns,
-        kept: dict[str, ort.InferenceSession] | None = None,
     ) -> None:
         self._sessions = sessions
-        self._kept = kept or sessions
-        self._current = self._kept[CANDIDATES[0]]
+        self._current = sessions[CANDIDATES[0]]
         always = [m for m in sessions if m != PARALLEL]
         self.exploration = Exploration(always, joining=[m for m in sessions if m == PARALLEL])
         self._calls = 0
@@ -460,9 +479,9 @@ class ChoosingSession:
 
     def _choose(self, mode: str) -> None:
         medians = self.exploration.medians()
-        self._current, self.mode, self.choosing = self._kept[mode], mode, False
+        self._current, self.mode, self.choosing = self._sessions[mode], mode, False
         self.run = self._current.run  # type: ignore[method-assign]  # the chosen session's own, no detour
-        self._sessions, self._kept = {}, {}  # the other sessions are released
+        self._sessions = {}  # the other sessions are released
         figures = ", ".join(f"{m} {t:.1f}" for m, t in medians.items())
         lowest = min(self.exploration.live, key=medians.__getitem__)
         if lowest != mode:
@@ -502,17 +521,13 @@ def session(
     """A session of `source` that chooses ORT's mode at run time (`so`'s other fields kept), or a
     plain one in ORT's defaults when the providers are not the CPU's alone. `model`: what the user
     gave, whose digest keys the cache (`preset` found no entry for it); `graph`: its main graph
-    (external data not needed), whose `concurrent_work` decides whether ort-par is prepared. `so` keeps
-    the twins' spin bound (SPIN_KEYS) afterwards: ORT has no way to remove a config entry."""
+    (external data not needed), whose `concurrent_work` decides whether ort-par is prepared."""
     if providers != ["CPUExecutionProvider"]:
         log("hexfuse: ONNX Runtime mode: ORT's defaults, not chosen at run time (providers other than the CPU's)")
         return ort.InferenceSession(source, sess_options=so, providers=providers)
     parallel = concurrent_work(graph)
     modes = (*CANDIDATES, PARALLEL) if parallel else CANDIDATES
-    kept = {m: _session(source, so, m, providers) for m in modes}  # as ORT's modes are: one is kept
-    timed = dict(kept)
-    if bound_spinning(so):  # the modes with thread pools are timed in twins that spin briefly
-        timed |= {m: _session(source, so, m, providers) for m in modes if m not in SPINLESS}
+    sessions = {m: _session(source, so, m, providers) for m in modes}
     ort_modes.apply(so, CANDIDATES[0])
     joins = (
         f"{PARALLEL} joins from the second round if the calls take {PAR_MIN_CALL_US / 1000:g} ms"
@@ -524,7 +539,7 @@ def session(
         f"{BLOCK} calls and {BLOCK_S * 1000:g} ms per mode) alternate among "
         f"{', '.join(CANDIDATES)}; {joins} (no tuning record made here; {ENV_MODE}=off keeps ORT's defaults)"
     )
-    return ChoosingSession(timed, model_key(model), log, kept=kept)
+    return ChoosingSession(sessions, model_key(model), log)
 
 
 def concurrent_work(graph: onnx.GraphProto) -> bool:
@@ -562,19 +577,3 @@ def concurrent_work(graph: onnx.GraphProto) -> bool:
 def _session(source: str | bytes, so: ort.SessionOptions, mode: str, providers: list[str]) -> ort.InferenceSession:
     """A session in `mode` (SessionOptions are copied into a session when it is created)."""
     return ort.InferenceSession(source, sess_options=ort_modes.apply(so, mode), providers=providers)
-
-
-SPIN_KEYS = ("session.intra_op.spin_duration_us", "session.inter_op.spin_duration_us")
-
-
-def bound_spinning(so: ort.SessionOptions) -> bool:
-    """Let `so`'s thread pools spin SPIN_US after a call (ORT's typical range: 500-2000 us), unless
-    the user set how long they spin. Returns whether it set anything."""
-    changed = False
-    for key in SPIN_KEYS:
-        try:
-            so.get_session_config_entry(key)
-        except RuntimeError:  # not set
-            so.add_session_config_entry(key, str(SPIN_US))
-            changed = True
-    return changed

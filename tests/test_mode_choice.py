@@ -379,36 +379,72 @@ def test_orts_defaults_stay_unless_another_mode_beats_them_by_the_gain():
     assert exploration.chosen == "ort-seq"
 
 
-def spin(session: ort.InferenceSession) -> list[str | None]:
-    """The session's spin durations (None: ORT's default)."""
-    so, got = session.get_session_options(), []
-    for key in mode_choice.SPIN_KEYS:
-        try:
-            got.append(so.get_session_config_entry(key))
-        except RuntimeError:
-            got.append(None)
-    return got
+SPIN_KEY = "session.intra_op.spin_duration_us"
 
 
-def test_pooled_modes_are_timed_in_twins_that_spin_briefly_and_the_kept_one_spins_as_ort_does(untuned, logged):
+def spin(session: ort.InferenceSession) -> str | None:
+    """The session's intra-op spin duration (None: ORT's default)."""
+    try:
+        return session.get_session_options().get_session_config_entry(SPIN_KEY)
+    except RuntimeError:
+        return None
+
+
+def test_the_sessions_timed_are_the_sessions_kept_as_ort_makes_them(untuned, logged):
+    """Twins that spun 1 ms ran gtcrn_stream's first calls after a rest 3x slower in ort-par than the
+    session kept: the choice timed another session than the one it kept."""
     session = runtime.InferenceSession(untuned)
-    bounded = [str(mode_choice.SPIN_US)] * 2
-    for mode, timed in session._sessions.items():
-        assert spin(timed) == ([None, None] if mode in mode_choice.SPINLESS else bounded), mode
-        assert execution(timed.get_session_options()) == execution(ort_modes.options(mode))
-    assert all(spin(s) == [None, None] for s in session._kept.values())
+    timed = dict(session._sessions)
+    for mode, s in timed.items():
+        assert spin(s) is None, mode
+        assert execution(s.get_session_options()) == execution(ort_modes.options(mode))
     run_until_chosen(session, untuned)
-    assert spin(session) == [None, None]
-    assert execution(session.get_session_options()) == execution(ort_modes.options(session.mode))
+    assert session._current is timed[session.mode] and spin(session) is None
 
 
 def test_a_spin_the_user_set_is_kept_in_every_session(untuned, logged):
     so = ort.SessionOptions()
-    so.add_session_config_entry(mode_choice.SPIN_KEYS[0], "20000")
+    so.add_session_config_entry(SPIN_KEY, "20000")
     mine = runtime.InferenceSession(untuned, so=so)
     assert isinstance(mine, mode_choice.ChoosingSession)
-    for s in [*mine._sessions.values(), *mine._kept.values()]:
-        assert spin(s)[0] == "20000"
+    assert all(spin(s) == "20000" for s in mine._sessions.values())
+
+
+def calls_counted(exploration: mode_choice.Exploration, mode: str, start_ns: int, call_ns: int, n: int) -> int:
+    """Record n calls of `mode` back to back from start_ns; how many counted."""
+    before = len(exploration.samples[mode])
+    for k in range(n):
+        exploration.record(mode, start_ns + k * call_ns, start_ns + (k + 1) * call_ns)
+    return len(exploration.samples[mode]) - before
+
+
+def test_after_a_pooled_modes_block_calls_count_once_its_threads_stopped_spinning(monkeypatch):
+    """ORT's pool threads spin ~40 ms after a call: the next block's calls in SETTLE_S are not counted,
+    after ort-seq's block (no pool) only those in SWITCH_S; a rest between the blocks settles them."""
+    monkeypatch.setattr(mode_choice, "BLOCK", 1000)  # blocks that do not end here
+    settle_calls = int(mode_choice.SETTLE_S / 0.001)
+    for previous, uncounted in (("ort-default", settle_calls), ("ort-seq", int(mode_choice.SWITCH_S / 0.001))):
+        exploration = mode_choice.Exploration(["ort-seq-2t"])
+        exploration._warm.add("ort-seq-2t")
+        exploration._last_end, exploration._last_mode = 0, previous
+        assert calls_counted(exploration, "ort-seq-2t", 0, MS, 100) == 100 - uncounted, previous
+    exploration = mode_choice.Exploration(["ort-seq-2t"])
+    exploration._warm.add("ort-seq-2t")
+    exploration._last_end, exploration._last_mode = 0, "ort-default"
+    rested = int(2 * mode_choice.SETTLE_S * 1e9)
+    assert calls_counted(exploration, "ort-seq-2t", rested, MS, 100) == 100 - int(mode_choice.SWITCH_S / 0.001)
+
+
+def test_a_long_first_call_of_a_block_counts_where_little_of_it_came_before_the_block_settled():
+    exploration = mode_choice.Exploration(["ort-seq-2t"])
+    exploration._warm.add("ort-seq-2t")
+    exploration._last_end, exploration._last_mode = 0, "ort-default"
+    long_enough = int(mode_choice.SETTLE_S / mode_choice.SETTLE_SHARE * 1e9)
+    assert calls_counted(exploration, "ort-seq-2t", 0, long_enough - MS, 1) == 0
+    exploration = mode_choice.Exploration(["ort-seq-2t"])
+    exploration._warm.add("ort-seq-2t")
+    exploration._last_end, exploration._last_mode = 0, "ort-default"
+    assert calls_counted(exploration, "ort-seq-2t", 0, long_enough, 1) == 1
 
 
 def test_long_calls_choose_in_fewer_calls_and_count_a_blocks_first_call():
@@ -516,9 +552,23 @@ def test_ort_par_is_prepared_where_the_graph_has_concurrent_work_and_runs_once_a
     monkeypatch.setattr(mode_choice, "PAR_MIN_CALL_US", 0.0)  # admitted whatever the calls take here
     branches = untuned_copy(zoo_dir, tmp_path, "two_branch")
     session = runtime.InferenceSession(branches)
-    assert isinstance(session, mode_choice.ChoosingSession) and set(session._kept) == set(ort_modes.MODES)
+    assert isinstance(session, mode_choice.ChoosingSession) and set(session._sessions) == set(ort_modes.MODES)
     run_until_chosen(session, branches)  # every call's outputs, ort-par's too, are the reference's
     assert mode_choice.PARALLEL in session.exploration.medians()
     chain = runtime.InferenceSession(untuned_copy(zoo_dir, tmp_path, "sequential_chain"))
-    assert isinstance(chain, mode_choice.ChoosingSession) and set(chain._kept) == set(mode_choice.CANDIDATES)
+    assert isinstance(chain, mode_choice.ChoosingSession) and set(chain._sessions) == set(mode_choice.CANDIDATES)
     assert len(messages(logged, "not ort-par: no two nodes of the graph that compute can run at once")) == 1
+
+
+def test_the_signed_rank_null_is_every_assignment_of_wins_counted():
+    rng = np.random.default_rng(0)
+    for n in range(1, 11):
+        ranks = np.rint(2 * mode_choice.rankdata(np.round(rng.random(n), 1))).astype(int)  # ties: half ranks
+        sums = ((np.arange(2**n)[:, None] >> np.arange(n)) & 1) @ ranks
+        assert np.allclose(mode_choice.signed_rank_null(ranks), np.bincount(sums, minlength=ranks.sum() + 1) / 2**n)
+
+
+def test_thirty_rounds_are_tested_as_a_few():
+    """tune's 30 rounds: 20 won by 5%, 10 lost by 1% pass; 18 won by 1%, 12 lost by 5% do not."""
+    assert mode_choice.faster_in_rounds(np.log([0.95] * 20 + [1.01] * 10).tolist())
+    assert not mode_choice.faster_in_rounds(np.log([0.99] * 18 + [1.05] * 12).tolist())

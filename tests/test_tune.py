@@ -433,8 +433,9 @@ def test_tune_chooses_ort_par_only_as_the_run_time_choice_admits_it(medians, con
     assert set(choice.record()["modes"]) == set(medians)
 
 
-def test_tune_keeps_orts_defaults_unless_a_mode_saves_beyond_its_spread():
-    """u2netp on the Intel VM: ort-seq-2t 2.3% +- 3.3% faster in tune, slower in the whole-model check."""
+def test_tune_keeps_orts_defaults_unless_a_mode_beats_them_in_its_rounds():
+    """u2netp on the Intel VM: ort-seq-2t 2.3% +- 3.3% faster in tune, slower in the whole-model check;
+    the run-time choice's rule: 2% in median and a signed-rank test of the rounds."""
     default = Timing([[100.0], [100.0], [100.0], [100.0]])
     noisy = Timing([[60.0], [90.0], [90.0], [140.0]])  # a 10% saving, spread 15%
     default6 = Timing([[100.0]] * 6)
@@ -445,6 +446,11 @@ def test_tune_keeps_orts_defaults_unless_a_mode_saves_beyond_its_spread():
     choice = ModeChoice.measured({"ort-default": default, "ort-seq": noisy, "ort-seq-2t": clear})
     assert choice.mode == "ort-seq-2t" and "not clearly: ort-seq" in choice.why  # ort-seq measured fastest
     assert ModeChoice.measured({"ort-default": default, "ort-seq-2t": clear}).mode == "ort-seq-2t"
+    # 20 of 30 rounds won (11 by 40%, 9 by 3%), 10 lost by 1%: a 3% saving in median, its spread 4%
+    # (the rule before kept the defaults so for gtcrn_stream's ort-par, 5.9% +- 7.2%)
+    default30 = Timing([[100.0]] * 30)
+    skewed = Timing([[60.0]] * 11 + [[97.0]] * 9 + [[101.0]] * 10)
+    assert ModeChoice.measured({"ort-default": default30, "ort-seq": skewed}).mode == "ort-seq"
 
 
 def test_tune_with_a_given_session_records_it_untimed(work, tmp_path):
