@@ -41,16 +41,44 @@ def opcodes(m: onnx.ModelProto) -> list[int]:
 
 @needs_host
 @pytest.mark.parametrize(
-    ("exponent", "ops"), [(2.0, [Opcode.MUL]), (3.0, [Opcode.MUL, Opcode.MUL]), (0.5, [Opcode.SQRT])]
+    ("exponent", "ops"),
+    [
+        (2.0, [Opcode.MUL]),
+        (3.0, [Opcode.MUL, Opcode.MUL]),
+        (0.5, [Opcode.SQRT]),
+        (-1.0, [Opcode.DIV]),
+        (-0.5, [Opcode.SQRT, Opcode.DIV]),  # a norm's rsqrt: Pow(mean + eps, -0.5) (hama_asr)
+    ],
 )
-def test_pow_runs_as_products_or_sqrt(exponent: float, ops: list[Opcode]) -> None:
-    # the exporters' form: Pow(x, scalar constant); 0.5 on x*x so that the root is real
-    square = [helper.make_node("Mul", ["z", "z"], ["z2"], name="square")] if exponent == 0.5 else []
-    base = "z2" if square else "z"
-    m = unary_pair(
-        [*square, helper.make_node("Pow", [base, "e"], ["yb"], name="pow")], [init("e", np.float32(exponent))]
-    )
-    assert opcodes(m) == [Opcode.RELU, *([Opcode.MUL] if square else []), *ops]
+def test_pow_runs_as_products_roots_or_divisions(exponent: float, ops: list[Opcode]) -> None:
+    # the exporters' form: Pow(x, scalar constant); fractional and negative exponents on x*x + 1 (real, finite)
+    positive = [
+        helper.make_node("Mul", ["z", "z"], ["z2"], name="square"),
+        helper.make_node("Add", ["z2", "one"], ["z3"], name="plus_one"),
+    ]
+    square = positive if exponent < 1 else []
+    base = "z3" if square else "z"
+    inits = [init("e", np.float32(exponent))] + ([init("one", np.float32(1.0))] if square else [])
+    m = unary_pair([*square, helper.make_node("Pow", [base, "e"], ["yb"], name="pow")], inits)
+    assert opcodes(m) == [Opcode.RELU, *([Opcode.MUL, Opcode.ADD] if square else []), *ops]
+    assert_matches_ort_on_the_host_kernel(m)
+
+
+@needs_host
+@pytest.mark.parametrize("op", ["Pow", "Reciprocal"])
+def test_an_attention_scale_from_a_scalar_stays_a_scalar(op: str) -> None:
+    """hama_asr's attention: Pow(head_dim, -0.5) of a rank-0 value, times the scores. The one it divides
+    was a [1] tensor: the quotient [1] where ONNX has [] (the kernel refused the program)."""
+    nodes = [
+        helper.make_node("Mul", ["s", "s"], ["s2"], name="square"),
+        helper.make_node("Add", ["s2", "one"], ["s3"], name="plus_one"),
+        helper.make_node(op, ["s3", "e"] if op == "Pow" else ["s3"], ["scale"], name="rsqrt"),
+        helper.make_node("Mul", ["z", "scale"], ["yb"], name="scaled"),
+    ]
+    inits = [init("one", np.float32(1.0))] + ([init("e", np.float32(-0.5))] if op == "Pow" else [])
+    a = [helper.make_node("Relu", ["x"], ["ya"], name="relu")]
+    inputs_b = [vi("z", SHAPE), vi("s", [])] + [vi(t.name, list(t.dims), t.data_type) for t in inits]
+    m = pair_model(a, nodes, [vi("x", SHAPE)], inputs_b, [vi("ya", SHAPE)], [vi("yb", SHAPE)], inits, opset=17)
     assert_matches_ort_on_the_host_kernel(m)
 
 
@@ -67,7 +95,7 @@ def test_pow_of_a_dequantized_constant_exponent_runs_as_a_product() -> None:
 @pytest.mark.parametrize("exponent", [np.float32(4.0), np.array([2.0, 2.0], np.float32)])
 def test_pow_with_another_exponent_is_refused(exponent: np.ndarray) -> None:
     m = unary_pair([helper.make_node("Pow", ["z", "e"], ["yb"], name="pow")], [init("e", exponent)])
-    with pytest.raises(LoweringError, match="only a scalar 0.5, 2 or 3"):
+    with pytest.raises(LoweringError, match="only a scalar 0.5, 2, 3, -1 or -0.5"):
         lower_pair(m, m.graph.node[0])
 
 

@@ -463,12 +463,12 @@ def test_verification_failure_writes_nothing(zoo_dir: Path, tmp_path: Path, monk
 
 def pow4_branches(folder: Path) -> Path:
     """Three branches of a fork, one through Pow(f, 4), which the kernel's op set holds and its
-    lowering refuses (Pow lowers x**2 and x**3 only)."""
+    lowering refuses (Pow(f, 4): no product, root or division of one)."""
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(0)
     weights = [numpy_helper.from_array(rng.standard_normal((256, 256)).astype(np.float32), w) for w in ("w1", "w2")]
-    four = numpy_helper.from_array(np.array(4.0, np.float32), "four")  # Pow lowers x**2 and x**3 only
+    four = numpy_helper.from_array(np.array(4.0, np.float32), "four")  # Pow lowers no x**4
     nodes = [
         helper.make_node("Relu", ["x"], ["f"], name="fork"),
         helper.make_node("MatMul", ["f", "w1"], ["a"], name="mm1"),

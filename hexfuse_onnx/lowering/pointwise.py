@@ -134,7 +134,8 @@ def and_or_xor(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
 
 @lowers("Pow")
 def pow_(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
-    """x**2 and x**3 as products (GPT-2's tanh GELU, RMSNorm's mean square), x**0.5 as SQRT."""
+    """x**2 and x**3 as products (GPT-2's tanh GELU, RMSNorm's mean square), x**0.5 as SQRT, x**-1 and
+    x**-0.5 as a division of one (a norm's rsqrt in the exporters' Pow form: hama_asr)."""
     exponent = cx.const_floats(n.input[1], n)
     e = float(exponent[0]) if exponent.size == 1 else None
     x = cx.read(n.input[0], n, t)
@@ -145,13 +146,18 @@ def pow_(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     elif e == 3.0:
         square = cx.emit(n, t, Opcode.MUL, [x, x], out=cx.scratch(cx.shape(n.output[0], n), t))
         cx.emit(n, t, Opcode.MUL, [square, x])
+    elif e in (-1.0, -0.5):
+        root = cx.emit(n, t, Opcode.SQRT, [x], out=cx.scratch(cx.shape(n.output[0], n), t)) if e == -0.5 else x
+        cx.emit(n, t, Opcode.DIV, [cx.constant(np.ones((), np.float32), t), root])
     else:
-        raise LoweringError(n.op_type, n.name, f"exponent {exponent.tolist()}: only a scalar 0.5, 2 or 3 is supported")
+        raise LoweringError(
+            n.op_type, n.name, f"exponent {exponent.tolist()}: only a scalar 0.5, 2, 3, -1 or -0.5 is supported"
+        )
 
 
 @lowers("Reciprocal")
 def reciprocal(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
-    one = cx.constant(np.ones(1, np.float32), t)
+    one = cx.constant(np.ones((), np.float32), t)  # rank 0: a scalar input stays a scalar
     cx.emit(n, t, Opcode.DIV, [one, cx.read(n.input[0], n, t)])
 
 
