@@ -327,7 +327,7 @@ class Exploration:
         if mode != self.mode():
             return
         if self._block_calls == 0:
-            self._settled_at = self._settles(t0)
+            self._settled_at = self._settles(mode, t0)
         self._block_calls += 1
         self._block_spent += t1 - t0
         if self._counts(mode, t0, t1):
@@ -346,10 +346,11 @@ class Exploration:
             if self._index == len(self.live):
                 self._end_round()
 
-    def _settles(self, t0: int) -> int:
-        """When a block whose first call starts at t0 settles (ns): the previous mode's pool has stopped spinning."""
-        spun = self._last_end + SETTLE_S * 1e9 if self._last_mode and self._last_mode not in SPINLESS else 0
-        return int(max(t0 + SWITCH_S * 1e9, spun))
+    def _settles(self, mode: str, t0: int) -> int:
+        """When a block of `mode` whose first call starts at t0 settles (ns): another mode's pool has stopped
+        spinning (a mode that ends one round and starts the next follows only itself)."""
+        pooled = self._last_mode not in ("", mode, *SPINLESS)
+        return int(max(t0 + SWITCH_S * 1e9, self._last_end + SETTLE_S * 1e9 if pooled else 0))
 
     def _counts(self, mode: str, t0: int, t1: int) -> bool:
         return mode in self._warm and self._settled_at - t0 <= SETTLE_SHARE * (t1 - t0)

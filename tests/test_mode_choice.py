@@ -433,6 +433,10 @@ def test_after_a_pooled_modes_block_calls_count_once_its_threads_stopped_spinnin
     exploration._last_end, exploration._last_mode = 0, "ort-default"
     rested = int(2 * mode_choice.SETTLE_S * 1e9)
     assert calls_counted(exploration, "ort-seq-2t", rested, MS, 100) == 100 - int(mode_choice.SWITCH_S / 0.001)
+    exploration = mode_choice.Exploration(["ort-seq-2t"])  # after a block of its own (a round's last, the next's first)
+    exploration._warm.add("ort-seq-2t")
+    exploration._last_end, exploration._last_mode = 0, "ort-seq-2t"
+    assert calls_counted(exploration, "ort-seq-2t", 0, MS, 100) == 100 - int(mode_choice.SWITCH_S / 0.001)
 
 
 def test_a_long_first_call_of_a_block_counts_where_little_of_it_came_before_the_block_settled():
