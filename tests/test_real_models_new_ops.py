@@ -1,6 +1,6 @@
-"""Real models that the lowering refused before Log, ReduceMax, Max/Min by a tensor, DynamicQuantizeLinear
-and MatMulInteger ran on the kernel, now paired on the host target at its own 40 us per call and
-verified with the plugin. Skipped when the model is not fetched (`python -m models real fetch NAME`)."""
+"""Real models that the lowering refused before Log, ReduceMax, Max/Min by a tensor, DynamicQuantizeLinear,
+MatMulInteger and ArgMax ran on the kernel, now paired on the host target at its own 40 us per call (ArgMax's: at
+0 us) and verified with the plugin. Skipped when the model is not fetched (`python -m models real fetch NAME`)."""
 
 from __future__ import annotations
 
@@ -55,3 +55,17 @@ def test_dynamically_quantised_voicefilter_gets_a_pair(tmp_path: Path, monkeypat
     pairs = json.loads(report.read_text())["pairs"]
     nodes = [name for p in pairs for task in ("task_a", "task_b") for name in p[task]["nodes"]]
     assert any(name.endswith("MatMul_quant") for name in nodes), nodes
+
+
+@pytest.mark.slow
+@needs_plugin
+def test_trueocr_rec_pairs_its_ctc_argmax(tmp_path: Path) -> None:
+    """4 candidates held the CTC decode's ArgMax; at 0 us one pairs it beside the confidence's ReduceMax
+    (modelled 10.8 -> 8.8 us), its int64 indices checked on the plugin."""
+    source = _fetched("trueocr_rec")
+    report = tmp_path / "r.json"
+    proc = run_cli("rewrite", source, "-o", tmp_path / "m.onnx", "--json", report, "--verify", "plugin", "-q")
+    assert proc.returncode == 0, proc.stderr
+    pairs = json.loads(report.read_text())["pairs"]
+    nodes = [name for p in pairs for task in ("task_a", "task_b") for name in p[task]["nodes"]]
+    assert "/ArgMax" in nodes, nodes

@@ -192,9 +192,10 @@ def test_real_trueocr_rec_quantized_by_the_user_rewrites_at_zero_overhead(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """trueocr_rec through onnxruntime's quant_pre_process and quantize_static (QDQ, u8 activations,
-    per-channel s8 weights, seeded text-line ink maps): at 0 us its 3 branch pairs (the context
-    branch beside the line's, the head's, and since Mod lowers one holding the width mask's Mod) are
-    written, checked on the plugin."""
+    per-channel s8 weights, seeded text-line ink maps): at 0 us its 4 branch pairs (the context
+    branch beside the line's, the head's, since Mod lowers one holding the width mask's Mod, and since
+    ArgMax lowers the CTC decode's ArgMax beside the confidence's ReduceMax) are written, checked on the
+    plugin."""
     from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
@@ -216,5 +217,5 @@ def test_real_trueocr_rec_quantized_by_the_user_rewrites_at_zero_overhead(
     result = pipeline.rewrite(q, out, verify_plugin=True)
     assert result.output == out
     fused = onnx.load(out)
-    assert [n.op_type for n in fused.graph.node].count("FusedHexPair") == 3
-    assert "Mod" in {n.op_type for f in fused.functions for n in f.node}
+    assert [n.op_type for n in fused.graph.node].count("FusedHexPair") == 4
+    assert {"Mod", "ArgMax"} <= {n.op_type for f in fused.functions for n in f.node}

@@ -206,6 +206,30 @@ static inline void ref_reduce_extreme(int max, const float *x, const rshape *s, 
     }
 }
 
+/* ArgMax (max) / ArgMin as ONNX Runtime's CPU kernel, of values given as doubles: the extreme of the row's first
+ * element and its other non-NaN elements (NaN when the first is NaN: index 0), then its first (last) index */
+static inline void ref_arg_extreme(int max, int last, const double *x, const rshape *s, uint32_t axis, int64_t *o) {
+    uint64_t inner = 1, len = s->d[axis];
+    for (uint32_t i = axis + 1; i < s->rank; i++) inner *= s->d[i];
+    uint64_t outer = rs_numel(s) / (len * inner);
+    for (uint64_t p = 0; p < outer; p++)
+        for (uint64_t q = 0; q < inner; q++) {
+            const double *row = x + p * len * inner + q;
+            double m = row[0];
+            for (uint64_t i = 1; i < len; i++)
+                if (!isnan(row[i * inner]) && (max ? row[i * inner] > m : row[i * inner] < m)) m = row[i * inner];
+            int64_t arg = 0;
+            for (uint64_t k = 0; k < len && !isnan(m); k++) {
+                uint64_t i = last ? len - 1 - k : k;
+                if (row[i * inner] == m) {
+                    arg = (int64_t)i;
+                    break;
+                }
+            }
+            o[p * inner + q] = arg;
+        }
+}
+
 static inline void ref_transpose(const float *x, const rshape *s, const int32_t *perm, float *o) {
     rshape os = {s->rank, {0}};
     for (uint32_t i = 0; i < s->rank; i++) os.d[i] = s->d[perm[i]];

@@ -911,6 +911,88 @@ static void test_reduce_extreme(void) {
     }
 }
 
+/* ArgMax / ArgMin of x [s] along `axis` (the param negative when neg), of dtype dt, against the reference: values
+ * -3..3 (ties everywhere; f32 also -0 and NaN, at rows' starts too; i64 scaled by 2^33) */
+static void arg_case(const rshape *s, uint32_t axis, int neg, int max, int last, int keep, uint8_t dt) {
+    rshape os = {0, {0}};
+    for (uint32_t q = 0; q < s->rank; q++)
+        if (q != axis || keep) os.d[os.rank++] = q == axis ? 1 : s->d[q];
+    uint64_t n = rs_numel(s), on = rs_numel(&os);
+    double *V = malloc(n * sizeof(double));
+    void *X = malloc(n * 8);
+    int64_t *O = calloc(on, 8), *R = calloc(on, 8);
+    for (uint64_t k = 0; k < n; k++) {
+        int32_t v = (int32_t)(rng_u32() % 7) - 3;
+        if (dt == HFX_DTYPE_F32) {
+            uint32_t r = rng_u32() % 9;
+            float f = r == 0 ? NAN : r == 1 && v == 0 ? -0.0f : (float)v;
+            ((float *)X)[k] = f;
+            V[k] = f;
+        } else if (dt == HFX_DTYPE_I32) {
+            ((int32_t *)X)[k] = v;
+            V[k] = v;
+        } else {
+            ((int64_t *)X)[k] = (int64_t)v * ((int64_t)1 << 33);
+            V[k] = (double)v * 8589934592.0;
+        }
+    }
+    ref_arg_extreme(max, last, V, s, axis, R);
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t x = hfxb_set_dtype(&b, hfxb_input(&b, 1, s->rank, s->d), dt);
+    uint32_t o = hfxb_set_dtype(&b, hfxb_output(&b, 1, os.rank, os.d), HFX_DTYPE_I64);
+    int32_t p[HFX_OP_PARAMS] = {0};
+    p[HFX_P_ARG_AXIS] = neg ? (int32_t)axis - (int32_t)s->rank : (int32_t)axis;
+    p[HFX_P_ARG_KEEPDIMS] = keep;
+    p[HFX_P_ARG_SELECT_LAST] = last;
+    hfxb_op_add(&b, 1, max ? HFX_OP_ARGMAX : HFX_OP_ARGMIN, -1, 1, &x, o, p);
+    const void *ins[1] = {X};
+    void *outs[1] = {O};
+    if (run_prog(&b, ins, 1, outs, 1)) {
+        uint64_t q = 0;
+        while (q < on && O[q] == R[q]) q++;
+        CHECK_MSG(q == on, "arg%s last %d dtype %u rank %u axis %u: [%llu] = %lld, want %lld", max ? "max" : "min", last,
+                  (unsigned)dt, s->rank, axis, (unsigned long long)q, (long long)O[q < on ? q : 0], (long long)R[q < on ? q : 0]);
+    }
+    hfxb_free(&b);
+    free(V), free(X), free(O), free(R);
+}
+
+/* ArgMax / ArgMin on every dtype, random shapes and axes, keepdims and select_last_index both ways, a long row and
+ * an op of several strided items; a NaN first in its row gives 0, a NaN elsewhere is passed over */
+static void test_arg_extreme(void) {
+    static const uint8_t dts[] = {HFX_DTYPE_F32, HFX_DTYPE_I32, HFX_DTYPE_I64};
+    rshape row = {1, {5000}}, strided = {3, {70, 3, 700}};
+    for (int i = 0; i < 96; i++) {
+        int max = i % 2, last = (i / 2) % 2, keep = (int)(rng_u32() % 2), neg = (int)(rng_u32() % 2);
+        uint8_t dt = dts[(i / 4) % 3];
+        if (i < 12) {
+            arg_case(&row, 0, neg, max, last, keep, dt);
+            arg_case(&strided, 1, neg, max, last, keep, dt);
+            continue;
+        }
+        rshape s;
+        rand_shape(&s, rng_range(1, 5), 9);
+        arg_case(&s, rng_u32() % s.rank, neg, max, last, keep, dt);
+    }
+    float nan_first[4] = {NAN, 5.0f, -1.0f, 5.0f}; /* [2, 2]: rows {NaN, 5}, {-1, 5} along axis 1 */
+    int64_t got[2] = {0};
+    for (int max = 0; max < 2; max++) {
+        hfxb b;
+        hfxb_init(&b);
+        uint32_t x = hfxb_input(&b, 0, HFXB_DIMS(2, 2));
+        uint32_t o = hfxb_set_dtype(&b, hfxb_output(&b, 0, HFXB_DIMS(2)), HFX_DTYPE_I64);
+        int32_t p[HFX_OP_PARAMS] = {1, 0, 1};
+        hfxb_op_add(&b, 0, max ? HFX_OP_ARGMAX : HFX_OP_ARGMIN, -1, 1, &x, o, p);
+        const void *ins[1] = {nan_first};
+        void *outs[1] = {got};
+        if (run_prog(&b, ins, 1, outs, 1))
+            CHECK_MSG(got[0] == 0 && got[1] == (max ? 1 : 0), "arg%s of a NaN first: %lld %lld", max ? "max" : "min",
+                      (long long)got[0], (long long)got[1]);
+        hfxb_free(&b);
+    }
+}
+
 /* ---- memory ops ------------------------------------------------------------------------ */
 
 static void test_transpose(void) {
@@ -2409,6 +2491,7 @@ int main(void) {
     RUN_TEST(test_norms);
     RUN_TEST(test_reduce);
     RUN_TEST(test_reduce_extreme);
+    RUN_TEST(test_arg_extreme);
     RUN_TEST(test_transpose);
     RUN_TEST(test_slice);
     RUN_TEST(test_concat_copy);

@@ -317,6 +317,23 @@ static uint32_t reduce_prog(hfxb *b, int v) {
     return hfxb_reduce(b, 0, HFX_OP_REDUCE_SUM, x, o, mask, 0);
 }
 
+/* ArgMax of X [3, 4, 5] f32 along axis 1 -> [3, 5] i64 unless said: 1 output i32, 2 X u8, 3 axis 3, 4 keepdims 2,
+ * 5 select_last_index 2, 6 output [3, 1, 5] without keepdims, 7 X [3, 0, 5] (an index over no element), 8 axis -2
+ * with keepdims and select_last_index into [3, 1, 5], 9 X [0, 4, 5] into [0, 5] (no work), 10 X i64, 11 two inputs */
+static uint32_t arg_prog(hfxb *b, int v) {
+    uint32_t x = hfxb_input(b, 0, HFXB_DIMS(v == 9 ? 0u : 3u, v == 7 ? 0u : 4u, 5));
+    hfxb_set_dtype(b, x, v == 2 ? HFX_DTYPE_U8 : v == 10 ? HFX_DTYPE_I64 : HFX_DTYPE_F32);
+    uint32_t o = v == 6 || v == 8 ? hfxb_output(b, 0, HFXB_DIMS(3, 1, 5))
+                                  : hfxb_output(b, 0, HFXB_DIMS(v == 9 ? 0u : 3u, 5));
+    hfxb_set_dtype(b, o, v == 1 ? HFX_DTYPE_I32 : HFX_DTYPE_I64);
+    int32_t p[HFX_OP_PARAMS] = {0};
+    p[HFX_P_ARG_AXIS] = v == 3 ? 3 : v == 8 ? -2 : 1;
+    p[HFX_P_ARG_KEEPDIMS] = v == 4 ? 2 : v == 8;
+    p[HFX_P_ARG_SELECT_LAST] = v == 5 ? 2 : v == 8;
+    uint32_t in[2] = {x, x};
+    return hfxb_op_add(b, 0, HFX_OP_ARGMAX, -1, v == 11 ? 2u : 1u, in, o, p);
+}
+
 static uint32_t transpose_prog(hfxb *b, int v) {
     uint32_t x = hfxb_input(b, 0, HFXB_DIMS(2, 3, 4));
     uint32_t o = hfxb_output(b, 0, HFXB_DIMS(4, 2, 3));
@@ -799,6 +816,13 @@ static void test_arena_and_deps(void) {
     hfxb_free(&b);
 }
 
+static void test_arg_op(void) {
+    static const hfx_status want[] = {HFX_OK,        HFX_ERR_DTYPE, HFX_ERR_DTYPE, HFX_ERR_PARAM,
+                                      HFX_ERR_PARAM, HFX_ERR_PARAM, HFX_ERR_SHAPE, HFX_ERR_SHAPE,
+                                      HFX_OK,        HFX_OK,        HFX_OK,        HFX_ERR_OP};
+    for (int v = 0; v < 12; v++) expect_parse(arg_prog, v, want[v], "argmax");
+}
+
 int main(void) {
     for (size_t i = 0; i < sizeof g_w / sizeof g_w[0]; i++) g_w[i] = (float)i * 0.5f;
     hfxb b;
@@ -814,6 +838,7 @@ int main(void) {
     RUN_TEST(test_ops);
     RUN_TEST(test_params_and_shapes);
     RUN_TEST(test_other_ops);
+    RUN_TEST(test_arg_op);
     RUN_TEST(test_pool_resize_activation_ops);
     RUN_TEST(test_slice_axis);
     RUN_TEST(test_quant_ops);

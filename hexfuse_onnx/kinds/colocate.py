@@ -59,6 +59,7 @@ from ..costmodel import (
 from ..graph import ModelGraph
 from ..lowering import RUN_TIME_INTEGERS, absent_when_empty, op_key, op_outside_kernel
 from ..lowering.lowerer import KERNEL_FLOATS
+from ..lowering.normalize import ARG
 from ..lowering.pointwise import BOOL_OPS, CASTS_TO_FLOAT
 from ..profile import Engine, GraphProfile, NodeProfile, TaskProfile
 from ..qdq import group_order, is_dq, is_q, quantized_op, release_foreign
@@ -317,8 +318,8 @@ def lowerable(g: ModelGraph, profile: GraphProfile, i: int) -> bool:
 
 def unlowerable(g: ModelGraph, profile: GraphProfile, i: int) -> str:
     """Why no pair may hold the node ('' when one may): it must be profiled, of an op the kernel
-    runs, make float32 (or bools, where its lowering makes them: a comparison's mask; or be the Q/DQ
-    of a QDQ group), touch no empty run-time tensor but one its
+    runs, make float32 (or bools, where its lowering makes them: a comparison's mask; ArgMax's int64 indices; or be
+    the Q/DQ of a QDQ group), touch no empty run-time tensor but one its
     lowering takes as absent (a prefill's past of 0 tokens; an empty constant, such as Resize's
     unused roi, is only read when lowering), and read other types (but bools its lowering reads: a
     mask's Where, Not, And) and steering inputs only from
@@ -359,10 +360,12 @@ def unlowerable(g: ModelGraph, profile: GraphProfile, i: int) -> str:
 
 
 def _carried(n: onnx.NodeProto, elem_type: int) -> bool:
-    """A run-time tensor of this type is one n's lowering reads or makes: the kernel's floats, and bools of the ops
-    that make or move them (BOOL_OPS)."""
-    bools = elem_type == onnx.TensorProto.BOOL and n.op_type in BOOL_OPS and n.domain in ("", "ai.onnx")
-    return elem_type in KERNEL_FLOATS or bools
+    """A run-time tensor of this type is one n's lowering reads or makes: the kernel's floats, bools of the ops
+    that make or move them (BOOL_OPS), and int64 indices of ArgMax and ArgMin (which read int64 too)."""
+    default = n.domain in ("", "ai.onnx")
+    bools = elem_type == onnx.TensorProto.BOOL and n.op_type in BOOL_OPS and default
+    indices = elem_type == onnx.TensorProto.INT64 and n.op_type in ARG and default
+    return elem_type in KERNEL_FLOATS or bools or indices
 
 
 def _gathered_rows(g: ModelGraph, n: onnx.NodeProto) -> frozenset[int]:

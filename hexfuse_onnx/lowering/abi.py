@@ -107,6 +107,8 @@ class Opcode(IntEnum):
     REDUCE_MAX = 42
     REDUCE_MIN = 43
     WHERE = 44  # cond bool, X, Y of one dtype (any), numpy broadcast of the three
+    ARGMAX = 45  # X f32, i32 or i64 -> i64 index along one axis (ArgParam), as ORT's CPU kernel
+    ARGMIN = 46
     TRANSPOSE = 50
     CONCAT = 51
     SLICE = 52
@@ -184,6 +186,12 @@ class PoolParam(IntEnum):
 class ReduceParam(IntEnum):
     AXES_MASK = 0
     KEEPDIMS = 1
+
+
+class ArgParam(IntEnum):
+    AXIS = 0  # in [-rank, rank)
+    KEEPDIMS = 1  # 0 or 1
+    SELECT_LAST = 2  # ONNX select_last_index: 0 or 1
 
 
 class SliceParam(IntEnum):
@@ -310,6 +318,7 @@ C_PREFIX: dict[type[IntEnum], str] = {
     NbitsParam: "HFX_P_NBITS_",
     PoolParam: "HFX_P_POOL_",
     ReduceParam: "HFX_P_REDUCE_",
+    ArgParam: "HFX_P_ARG_",
     SliceParam: "HFX_P_SLICE_",
     HardSigmoidParam: "HFX_P_HARDSIGMOID_",
     ClipParam: "HFX_P_CLIP_",

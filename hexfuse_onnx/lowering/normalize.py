@@ -1,7 +1,7 @@
 """Ops over an axis on the vector engine: Softmax, LayerNormalization, RMSNormalization, InstanceNormalization,
-ReduceMean/Sum/Max/Min, inference-mode BatchNormalization (per-channel MUL then ADD), and onnxruntime's norms:
-SimplifiedLayerNormalization (RMS), SkipLayerNormalization and SkipSimplifiedLayerNormalization (the residual ADDs,
-then the norm)."""
+ReduceMean/Sum/Max/Min, ArgMax/ArgMin (int64 indices), inference-mode BatchNormalization (per-channel MUL then ADD),
+and onnxruntime's norms: SimplifiedLayerNormalization (RMS), SkipLayerNormalization and
+SkipSimplifiedLayerNormalization (the residual ADDs, then the norm)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 import onnx
 
 from ..profile import Engine as EngineClass
-from .abi import Opcode, Param, ReduceParam, Task
+from .abi import ArgParam, Dtype, Opcode, Param, ReduceParam, Task
 from .lowerer import Lowerer, attr, f32_bits
 from .registry import LoweringError, lowers
 
@@ -88,6 +88,41 @@ def reduce(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         mask |= 1 << (a % rank)
     params = {ReduceParam.AXES_MASK: mask, ReduceParam.KEEPDIMS: int(attr(n, "keepdims", 1))}
     cx.emit(n, t, REDUCE[n.op_type], [cx.read(n.input[0], n, t)], params)
+
+
+ARG = {"ArgMax": Opcode.ARGMAX, "ArgMin": Opcode.ARGMIN}
+ARG_TYPES = (Dtype.F32, Dtype.I32, Dtype.I64)  # the types ARGMAX/ARGMIN read (float16 is read as float32)
+
+
+@lowers(*ARG)
+def arg_extreme(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """ARGMAX/ARGMIN: the int64 index along one axis (negative counts from the end), keepdims and select_last_index,
+    as ONNX Runtime's CPU kernel finds it: the row's first element, then each one above (below) it, so of ties the
+    first (with select_last_index, the last) index, and a NaN at the row's index 0 gives 0 while a NaN elsewhere is
+    passed over. Of float32 (float16 widened to float32, exactly), int32 and int64. ORT reduces a rank-1 input
+    without select_last_index by Eigen's vectorized maxCoeff/minCoeff instead, whose NaN index differs: a rank-1
+    float input is refused there."""
+    rank = len(cx.shape(n.input[0], n))
+    axis = int(attr(n, "axis", 0))
+    if not -rank <= axis < rank:
+        raise LoweringError(n.op_type, n.name, f"axis {axis} is outside the input's rank {rank}")
+    x, dtype = cx.read_any(n.input[0], n, t)
+    if dtype not in ARG_TYPES:
+        raise LoweringError(n.op_type, n.name, f"of {dtype.name.lower()}: only float32, float16, int32 or int64")
+    last = int(int(attr(n, "select_last_index", 0)) != 0)  # as ORT reads it (keepdims: only 1 keeps)
+    if rank == 1 and dtype == Dtype.F32 and not last:
+        raise LoweringError(
+            n.op_type,
+            n.name,
+            "a rank-1 float input (first index): ONNX Runtime reduces it by Eigen's vectorized maxCoeff/minCoeff, "
+            "whose index of a NaN (one in a packet's first lane or in the tail) the kernel does not follow",
+        )
+    params = {
+        ArgParam.AXIS: axis % rank,
+        ArgParam.KEEPDIMS: int(int(attr(n, "keepdims", 1)) == 1),
+        ArgParam.SELECT_LAST: last,
+    }
+    cx.emit(n, t, ARG[n.op_type], [x], params, out_dtype=Dtype.I64)
 
 
 @lowers("BatchNormalization")

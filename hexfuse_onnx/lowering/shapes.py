@@ -28,6 +28,7 @@ from ..graph import Dim, _run_symbolic_inference, _tensor_info
 from ..shape_expr import Patch, ShapeExprError, Symbol, Target
 from . import traced
 from .abi import (
+    ArgParam,
     ClipParam,
     ConvParam,
     GemmParam,
@@ -436,6 +437,8 @@ _PARAMS: dict[Opcode, type[IntEnum]] = {
     Opcode.REDUCE_SUM: ReduceParam,
     Opcode.REDUCE_MAX: ReduceParam,
     Opcode.REDUCE_MIN: ReduceParam,
+    Opcode.ARGMAX: ArgParam,
+    Opcode.ARGMIN: ArgParam,
     Opcode.HARDSIGMOID: HardSigmoidParam,
     Opcode.CLIP: ClipParam,
     Opcode.REPLACE_NAN: ReplaceNanParam,

@@ -154,8 +154,8 @@ enum hfx_dtype {
     HFX_DTYPE_I16 = 8, /* v2 programs only */
     HFX_DTYPE_BOOL = 9 /* v2 programs only: one byte, 0 or 1 (ONNX bool) */
     /* Every op takes and gives F32 only, except the ops.def HFX_OP_TYPED rows (the quantization
-     * ops, CAST, ADD/SUB/MUL/DIV/MAX/MIN and COPY on integers, CONCAT, COMPARE, MAX/MIN of bools), whose validation
-     * checks their own dtypes; other dtypes are HFX_ERR_DTYPE. */
+     * ops, CAST, ADD/SUB/MUL/DIV/MAX/MIN and COPY on integers, CONCAT, COMPARE, MAX/MIN of bools,
+     * ARGMAX/ARGMIN), whose validation checks their own dtypes; other dtypes are HFX_ERR_DTYPE. */
 };
 
 enum hfx_role {
@@ -230,6 +230,11 @@ enum hfx_opcode {
     HFX_OP_WHERE = 44,      /* in cond bool, X, Y of one dtype (any), numpy broadcast of the three -> X's dtype: ONNX
                              * Where (a bool byte != 0 reads true; a float X of -0 picked gives +0, as ORT's);
                              * numbered here because 10..39 is full */
+    HFX_OP_ARGMAX = 45,     /* in X f32, i32 or i64 -> Y i64: the index of the largest element along one axis
+                             * (params HFX_P_ARG_*), as ONNX Runtime's CPU kernel: the row's first element, then each
+                             * one above it (>, or >= with select_last_index); so of ties the first (the last), a NaN
+                             * at index 0 gives 0 and a NaN elsewhere is passed over */
+    HFX_OP_ARGMIN = 46,     /* the same for the smallest (<, or <=) */
     /* memory */
     HFX_OP_TRANSPOSE = 50,
     HFX_OP_CONCAT = 51, /* 1..8 inputs of one dtype (any: a mask's bools), the output's */
@@ -318,6 +323,11 @@ enum hfx_resize_nearest_mode {
 /* REDUCE_*: bit i set = reduce axis i (mask != 0, only bits < rank) */
 #define HFX_P_REDUCE_AXES_MASK 0
 #define HFX_P_REDUCE_KEEPDIMS 1 /* 0 or 1 */
+
+/* ARGMAX, ARGMIN: one axis in [-rank, rank) (normalized by the parser; HFX_P_AXIS's slot) */
+#define HFX_P_ARG_AXIS 0
+#define HFX_P_ARG_KEEPDIMS 1    /* 0 or 1 */
+#define HFX_P_ARG_SELECT_LAST 2 /* 0 or 1: ONNX select_last_index */
 
 /* TRANSPOSE: perm[i] for i < rank (a permutation of 0..rank-1) */
 #define HFX_P_PERM 0

@@ -1,5 +1,5 @@
 /* reduce.c - ReduceMean / ReduceSum (accumulated in double) and ReduceMax / ReduceMin over any set of
- * axes. An item is a range of output elements; each is reduced completely. */
+ * axes, and ArgMax / ArgMin along one axis. An item is a range of output elements; each is reduced completely. */
 #include "kernels.h"
 #include "vsum.h"
 
@@ -232,5 +232,81 @@ void hfx_run_reduce(const hfx_kernel_args *a, uint32_t item) {
         }
         double sum = trailing ? hfx_sum(x + base, rcount, 0.0f, 0) : strided_sum(x + base, xt->dims, st, red, nr);
         o[q] = op->opcode == HFX_OP_REDUCE_MEAN ? (float)(sum / (double)rcount) : (float)sum;
+    }
+}
+
+/* ---- ArgMax / ArgMin ---------------------------------------------------------------------------------------------
+ * The i64 index along one axis as ONNX Runtime's CPU kernel finds it (reduction_ops.h, ReduceAggregatorArgMax and
+ * its LastIndex twin): the row's first element, then each element that compares above it (>; >= for
+ * select_last_index), or below it for ArgMin. So of ties the first (the last) index wins; a NaN at the row's index 0
+ * gives 0, a NaN elsewhere never compares and is passed over. */
+
+typedef struct arg_plan {
+    uint64_t outputs, outputs_per_item, len, inner; /* len: the axis' length; inner: elements per step along it */
+} arg_plan;
+
+hfx_status hfx_validate_arg_reduce(hfx_vctx *v, hfx_op *op) {
+    const hfx_tensor *x = &v->p->tensors[op->in[0]], *y = &v->p->tensors[op->out[0]];
+    if (x->dtype != HFX_DTYPE_F32 && x->dtype != HFX_DTYPE_I32 && x->dtype != HFX_DTYPE_I64)
+        return hfx_vfail(v, HFX_ERR_DTYPE, HFX_IN_OFF(v, 0), "op %u (%s): input dtype %u, expected f32, i32 or i64",
+                         v->index, op->desc->label, x->dtype);
+    if (y->dtype != HFX_DTYPE_I64)
+        return hfx_vfail(v, HFX_ERR_DTYPE, HFX_OUT_OFF(v, 0), "op %u (%s): output dtype %u, expected i64", v->index,
+                         op->desc->label, y->dtype);
+    uint32_t axis;
+    hfx_status st = hfx_check_axis(v, op, x->rank, &axis); /* HFX_P_ARG_AXIS is HFX_P_AXIS's slot */
+    if (st) return st;
+    for (uint32_t k = HFX_P_ARG_KEEPDIMS; k <= HFX_P_ARG_SELECT_LAST; k++)
+        if (op->params[k] != 0 && op->params[k] != 1)
+            return hfx_vfail(v, HFX_ERR_PARAM, HFX_PARAM_OFF(v, k), "op %u (%s): param %u must be 0/1", v->index,
+                             op->desc->label, k);
+    uint32_t od[HFX_MAX_RANK], orank = 0;
+    for (uint32_t i = 0; i < x->rank; i++)
+        if (i != axis || op->params[HFX_P_ARG_KEEPDIMS]) od[orank++] = i == axis ? 1 : x->dims[i];
+    if (!hfx_same_shape(y, od, orank)) return hfx_shape_err(v, "the reduction along the axis");
+    return hfx_no_empty_input(v, op); /* an index over no element: ONNX Runtime fails the run */
+}
+
+hfx_status hfx_plan_arg_reduce(const hfx_program *p, hfx_op *op) {
+    const hfx_tensor *x = &p->tensors[op->in[0]], *y = &p->tensors[op->out[0]];
+    uint32_t axis = (uint32_t)op->params[HFX_P_ARG_AXIS];
+    uint64_t inner = 1;
+    for (uint32_t i = axis + 1; i < x->rank; i++) inner *= x->dims[i];
+    arg_plan pl = {y->numel, hfx_per_item_for(x->dims[axis], HFX_EW_CHUNK), x->dims[axis], inner};
+    HFX_PLAN_STORE(op, pl);
+    return hfx_plan_set_items(op, hfx_ceil_div(pl.outputs, pl.outputs_per_item));
+}
+
+/* The index of the winner of the `len` elements of x `step` apart: see above */
+#define HFX_ARG_ROW(name, T)                                                                                     \
+    static int64_t name(const T *x, uint64_t len, uint64_t step, bool max, bool last) {                          \
+        T best = x[0];                                                                                           \
+        int64_t arg = 0;                                                                                         \
+        for (uint64_t i = 1; i < len; i++) {                                                                     \
+            T v = x[i * step];                                                                                   \
+            if (max ? (last ? v >= best : v > best) : (last ? v <= best : v < best)) best = v, arg = (int64_t)i; \
+        }                                                                                                        \
+        return arg;                                                                                              \
+    }
+HFX_ARG_ROW(arg_f32, float)
+HFX_ARG_ROW(arg_i32, int32_t)
+HFX_ARG_ROW(arg_i64, int64_t)
+#undef HFX_ARG_ROW
+
+HFX_VECTOR_KERNEL
+void hfx_run_arg_reduce(const hfx_kernel_args *a, uint32_t item) {
+    const hfx_op *op = a->op;
+    arg_plan pl;
+    HFX_PLAN_LOAD(pl, op);
+    uint64_t b, e;
+    hfx_plan_range(pl.outputs, pl.outputs_per_item, item, &b, &e);
+    bool max = op->opcode == HFX_OP_ARGMAX, last = op->params[HFX_P_ARG_SELECT_LAST] != 0;
+    uint32_t dtype = a->prog->tensors[op->in[0]].dtype;
+    int64_t *o = a->out[0];
+    for (uint64_t q = b; q < e; q++) {
+        uint64_t at = q / pl.inner * pl.len * pl.inner + q % pl.inner;
+        if (dtype == HFX_DTYPE_F32) o[q] = arg_f32((const float *)a->in[0] + at, pl.len, pl.inner, max, last);
+        else if (dtype == HFX_DTYPE_I32) o[q] = arg_i32((const int32_t *)a->in[0] + at, pl.len, pl.inner, max, last);
+        else o[q] = arg_i64((const int64_t *)a->in[0] + at, pl.len, pl.inner, max, last);
     }
 }

@@ -706,6 +706,45 @@ static void test_mod_program(hfx_pool *pool)
     hfx_program_free(prog);
 }
 
+/* ArgMax / ArgMin on Hexagon: A an ArgMax of f32 rows (ties: the first; a NaN first in its row: 0, a NaN later
+ * passed over), B an ArgMin of i64 down the columns with select_last_index (ties: the last), written by hand */
+static const float am_x[3][5] = {
+    {1.0f, 7.0f, 7.0f, -2.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 3.0f, 9.0f, 1.0f, 9.0f}};
+static const int64_t am_want_a[3] = {1, 0, 0};
+static const int64_t am_y[3][4] = {{5, -(1LL << 40), 2, 8}, {5, 7, 2, -8}, {-1, -(1LL << 40), 9, 8}};
+static const int64_t am_want_b[4] = {2, 2, 1, 1};
+static float am_xn[3][5];
+static int64_t am_a[3], am_b[4];
+
+static void test_arg_program(hfx_pool *pool)
+{
+    memcpy(am_xn, am_x, sizeof am_xn);
+    am_xn[1][3] = hfxb_f(0x7fc00000); /* passed over: row 1 stays 0 */
+    am_xn[2][0] = hfxb_f(0x7fc00000); /* first: row 2 gives 0 */
+    hfxb b;
+    hfxb_init(&b);
+    int32_t p[HFX_OP_PARAMS] = {0};
+    p[HFX_P_ARG_AXIS] = -1;
+    uint32_t x = hfxb_input(&b, HFX_TASK_A, HFXB_DIMS(3, 5));
+    uint32_t ya = hfxb_set_dtype(&b, hfxb_output(&b, HFX_TASK_A, HFXB_DIMS(3)), HFX_DTYPE_I64);
+    hfxb_op_add(&b, HFX_TASK_A, HFX_OP_ARGMAX, -1, 1, &x, ya, p);
+    p[HFX_P_ARG_AXIS] = 0;
+    p[HFX_P_ARG_KEEPDIMS] = 1;
+    p[HFX_P_ARG_SELECT_LAST] = 1;
+    uint32_t y = hfxb_set_dtype(&b, hfxb_input(&b, HFX_TASK_B, HFXB_DIMS(3, 4)), HFX_DTYPE_I64);
+    uint32_t yb = hfxb_set_dtype(&b, hfxb_output(&b, HFX_TASK_B, HFXB_DIMS(1, 4)), HFX_DTYPE_I64);
+    hfxb_op_add(&b, HFX_TASK_B, HFX_OP_ARGMIN, -1, 1, &y, yb, p);
+    hfx_program *prog = NULL;
+    hfx_error err;
+    hfx_status st = parse_built(&b, &prog, &err);
+    const void *in[2] = {am_xn, am_y};
+    void *out[2] = {am_a, am_b};
+    st = st ? st : hfx_run(pool, prog, in, 2, out, 2, NULL, NULL, NULL);
+    int ok = st == HFX_OK && memcmp(am_a, am_want_a, sizeof am_a) == 0 && memcmp(am_b, am_want_b, sizeof am_b) == 0;
+    expect(ok, "ArgMax of f32 (ties first, NaN first: 0, NaN later passed over), ArgMin of i64 (select_last_index)");
+    hfx_program_free(prog);
+}
+
 #define QR 3
 #define QC 37
 static float q_x[QR * QC], q_da[QR * QC];
@@ -1406,8 +1445,9 @@ int main(void)
     test_dynamic_quant_program(pool);
     test_integer_program(pool);
     test_mod_program(pool);
+    test_arg_program(pool);
     qt_end_group(&T, "ReduceMax / ReduceMin, Log, Sin / Cos / InstanceNorm, DynamicQuantizeLinear, MatMulInteger, "
-                     "integer Cast/Add/Gather, Mod");
+                     "integer Cast/Add/Gather, Mod, ArgMax / ArgMin");
 
     qt_begin_group(&T);
     test_quant_program(pool);
