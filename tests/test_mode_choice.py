@@ -410,45 +410,34 @@ def test_a_spin_the_user_set_is_kept_in_every_session(untuned, logged):
     assert all(spin(s) == "20000" for s in mine._sessions.values())
 
 
-def calls_counted(exploration: mode_choice.Exploration, mode: str, start_ns: int, call_ns: int, n: int) -> int:
-    """Record n calls of `mode` back to back from start_ns; how many counted."""
-    before = len(exploration.samples[mode])
+def calls_counted(previous: str, start_ns: int, call_ns: int, n: int) -> int:
+    """How many of a block's n back-to-back calls from start_ns count: ort-seq-2t's, its session warm, after a
+    block of `previous` whose last call ended at 0."""
+    exploration = mode_choice.Exploration(["ort-seq-2t"])
+    exploration._warm.add("ort-seq-2t")
+    exploration._last_end, exploration._last_mode = 0, previous
     for k in range(n):
-        exploration.record(mode, start_ns + k * call_ns, start_ns + (k + 1) * call_ns)
-    return len(exploration.samples[mode]) - before
+        exploration.record("ort-seq-2t", start_ns + k * call_ns, start_ns + (k + 1) * call_ns)
+    return len(exploration.samples["ort-seq-2t"])
 
 
 def test_after_a_pooled_modes_block_calls_count_once_its_threads_stopped_spinning(monkeypatch):
     """ORT's pool threads spin ~40 ms after a call: the next block's calls in SETTLE_S are not counted,
     after ort-seq's block (no pool) only those in SWITCH_S; a rest between the blocks settles them."""
     monkeypatch.setattr(mode_choice, "BLOCK", 1000)  # blocks that do not end here
-    settle_calls = int(mode_choice.SETTLE_S / 0.001)
-    for previous, uncounted in (("ort-default", settle_calls), ("ort-seq", int(mode_choice.SWITCH_S / 0.001))):
-        exploration = mode_choice.Exploration(["ort-seq-2t"])
-        exploration._warm.add("ort-seq-2t")
-        exploration._last_end, exploration._last_mode = 0, previous
-        assert calls_counted(exploration, "ort-seq-2t", 0, MS, 100) == 100 - uncounted, previous
-    exploration = mode_choice.Exploration(["ort-seq-2t"])
-    exploration._warm.add("ort-seq-2t")
-    exploration._last_end, exploration._last_mode = 0, "ort-default"
+    settle_calls, switch_calls = int(mode_choice.SETTLE_S / 0.001), int(mode_choice.SWITCH_S / 0.001)
+    assert calls_counted("ort-default", 0, MS, 100) == 100 - settle_calls
+    assert calls_counted("ort-seq", 0, MS, 100) == 100 - switch_calls
     rested = int(2 * mode_choice.SETTLE_S * 1e9)
-    assert calls_counted(exploration, "ort-seq-2t", rested, MS, 100) == 100 - int(mode_choice.SWITCH_S / 0.001)
-    exploration = mode_choice.Exploration(["ort-seq-2t"])  # after a block of its own (a round's last, the next's first)
-    exploration._warm.add("ort-seq-2t")
-    exploration._last_end, exploration._last_mode = 0, "ort-seq-2t"
-    assert calls_counted(exploration, "ort-seq-2t", 0, MS, 100) == 100 - int(mode_choice.SWITCH_S / 0.001)
+    assert calls_counted("ort-default", rested, MS, 100) == 100 - switch_calls
+    # after a block of its own mode (a round's last, the next round's first)
+    assert calls_counted("ort-seq-2t", 0, MS, 100) == 100 - switch_calls
 
 
 def test_a_long_first_call_of_a_block_counts_where_little_of_it_came_before_the_block_settled():
-    exploration = mode_choice.Exploration(["ort-seq-2t"])
-    exploration._warm.add("ort-seq-2t")
-    exploration._last_end, exploration._last_mode = 0, "ort-default"
     long_enough = int(mode_choice.SETTLE_S / mode_choice.SETTLE_SHARE * 1e9)
-    assert calls_counted(exploration, "ort-seq-2t", 0, long_enough - MS, 1) == 0
-    exploration = mode_choice.Exploration(["ort-seq-2t"])
-    exploration._warm.add("ort-seq-2t")
-    exploration._last_end, exploration._last_mode = 0, "ort-default"
-    assert calls_counted(exploration, "ort-seq-2t", 0, long_enough, 1) == 1
+    assert calls_counted("ort-default", 0, long_enough - MS, 1) == 0
+    assert calls_counted("ort-default", 0, long_enough, 1) == 1
 
 
 def test_long_calls_choose_in_fewer_calls_and_count_a_blocks_first_call():
