@@ -428,8 +428,8 @@ def as_median_size(samples: dict[str, list[float]], sizes: dict[str, list[float]
     z -= np.median(z)
     b1, b2 = size_trend(which, z, np.log(timed))
     times = timed * np.exp(-(b1 * z + b2 * z * z))  # exp(0) = 1: calls of one size exactly as timed
-    cut = np.cumsum([0] + [len(samples[m]) for m in modes])
-    return {m: times[cut[k] : cut[k + 1]] if m in modes else np.zeros(0) for k, m in enumerate(samples)}
+    by_mode = np.split(times, np.cumsum([len(samples[m]) for m in modes])[:-1])
+    return {m: by_mode[modes.index(m)] if m in modes else np.zeros(0) for m in samples}
 
 
 def size_trend(which: np.ndarray, z: np.ndarray, log_t: np.ndarray) -> tuple[float, float]:
@@ -440,12 +440,11 @@ def size_trend(which: np.ndarray, z: np.ndarray, log_t: np.ndarray) -> tuple[flo
     if np.ptp(z) == 0.0:
         return 0.0, 0.0
     columns = np.column_stack([which[:, None] == np.unique(which)[None, :], z, z * z]).astype(float)
-    keep = np.ones(len(z), dtype=bool)
-    for _ in range(2):
-        coef = np.linalg.lstsq(columns[keep], log_t[keep], rcond=None)[0]
-        residual = log_t - columns @ coef
-        off = np.abs(residual - np.median(residual))
-        keep = off <= OUTLIER_MADS * 1.4826 * np.median(off) + 1e-12
+    coef = np.linalg.lstsq(columns, log_t, rcond=None)[0]
+    residual = log_t - columns @ coef
+    off = np.abs(residual - np.median(residual))
+    keep = off <= OUTLIER_MADS * 1.4826 * np.median(off) + 1e-12
+    coef = np.linalg.lstsq(columns[keep], log_t[keep], rcond=None)[0]
     return float(coef[-2]), float(coef[-1])
 
 

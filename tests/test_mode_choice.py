@@ -595,7 +595,7 @@ def test_over_a_growing_past_a_slower_mode_does_not_replace_orts_defaults():
 
 
 def test_calls_of_one_size_are_compared_as_timed():
-    samples = {"ort-default": [310.0, 300.0, 305.0], "ort-seq": [290.0, 280.0], "ort-par": []}
+    samples = {"ort-par": [], "ort-default": [310.0, 300.0, 305.0], "ort-seq": [290.0, 280.0]}
     sizes = {m: [4096.0] * len(t) for m, t in samples.items()}
     times = mode_choice.as_median_size(samples, sizes)
     assert {m: t.tolist() for m, t in times.items()} == samples
