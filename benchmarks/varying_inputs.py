@@ -1,8 +1,8 @@
 """The run-time ORT mode choice (hexfuse_onnx/mode_choice.py) on calls whose inputs change size from
-call to call, as applications make them (issue 13): an OCR recogniser's text lines of other widths, an
-ASR decoder's steps over a growing past.
+call to call, as applications make them (issue 13): an OCR detector's pages of other sizes, its
+recogniser's text lines of other widths, an ASR decoder's steps over a growing past.
 
-    python benchmarks/varying_inputs.py ppocr_rec moonshine_tiny_decoder --explorations 6 --rounds 60
+    python benchmarks/varying_inputs.py ppocr_det ppocr_rec moonshine_tiny_decoder --explorations 6 --rounds 60
 
 In one process: the original model in each of ORT's modes, and 2 x --explorations untuned
 `hexfuse_onnx.InferenceSession`s (a fresh mode cache: each chooses), one after another, each choosing in
@@ -55,6 +55,14 @@ def text_lines(session: Any, rng: np.random.Generator) -> Stream:
         yield {"x": rng.standard_normal((1, 3, 48, width), dtype=np.float32)}
 
 
+def page_images(session: Any, rng: np.random.Generator) -> Stream:
+    """PP-OCR's detector: one page or photo a call, resized (as RapidOCR does) to sides of 320-960 in
+    steps of 32."""
+    while True:
+        height, width = (32 * int(rng.integers(10, 31)) for _ in range(2))
+        yield {"x": rng.standard_normal((1, 3, height, width), dtype=np.float32)}
+
+
 def moonshine_steps(session: Any, rng: np.random.Generator) -> Stream:
     """Moonshine's merged decoder: per utterance (40-300 encoder frames), a first step that makes the
     cross-attention cache, then one token a step over a past of 1-47 tokens."""
@@ -75,6 +83,7 @@ def moonshine_steps(session: Any, rng: np.random.Generator) -> Stream:
 
 
 WORKLOADS: dict[str, Callable[[Any, np.random.Generator], Stream]] = {
+    "ppocr_det": page_images,
     "ppocr_rec": text_lines,
     "moonshine_tiny_decoder": moonshine_steps,
 }
