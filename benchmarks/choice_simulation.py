@@ -5,7 +5,8 @@ where the machine's noise is known and the same for every rule (issue 13):
     python benchmarks/choice_simulation.py --workloads fixed,text_lines,decoder,one_generation --trials 200
 
 Each workload yields calls (time in us with every mode alike, input elements): `fixed` one size,
-`text_lines` an OCR recogniser's lines of 80-3200 widths, `decoder` prefill and steps over a growing
+`text_lines` an OCR recogniser's lines of 80-3200 widths, `pages` a detector's
+pages of 320-960 sides (81-573 ms calls: 2 rounds), `decoder` prefill and steps over a growing
 past, generation after generation, `one_generation` one past growing throughout. A mode's call takes its
 factor times that, times noise: 3% per call, a machine state that changes every ~30 ms (5%), and 1% of
 calls disturbed 2-6x. `--size-blind` records every call as size 1 (the rule before it compared calls by
@@ -42,6 +43,12 @@ def text_lines(rng: np.random.Generator) -> Calls:
         yield 300.0 + width, 3.0 * 48 * width
 
 
+def pages(rng: np.random.Generator) -> Calls:
+    while True:
+        height, width = (32 * int(rng.integers(10, 31)) for _ in range(2))
+        yield 20_000.0 + 0.6 * height * width, 3.0 * height * width
+
+
 def decoder(rng: np.random.Generator) -> Calls:
     while True:
         start = int(rng.integers(10, 200))
@@ -58,7 +65,7 @@ def one_generation(rng: np.random.Generator) -> Calls:
 
 
 WORKLOADS: dict[str, Callable[[np.random.Generator], Calls]] = {
-    f.__name__: f for f in (fixed, text_lines, decoder, one_generation)
+    f.__name__: f for f in (fixed, text_lines, pages, decoder, one_generation)
 }
 CASES = {
     "all alike": {"ort-default": 1.0, "ort-seq": 1.0, "ort-seq-2t": 1.0},
