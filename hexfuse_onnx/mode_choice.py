@@ -30,6 +30,14 @@ a rest where the session kept took 1.9 and 1.0, and every pooled twin ran 2-4% s
 state, so the choice leaned to ort-seq, the one mode without a pool (romanizer_decoder chose it at
 1.04x ORT's defaults, gtcrn_stream where ort-par ran 5% faster).
 
+Calls are compared at one input size. An application's calls change size (an OCR recogniser's text
+lines, a decoder's growing past, a detector's images), and a block of one mode would otherwise stand for
+the sizes it happened to get. Each counted call keeps its inputs' elements (`feed_size`), and the modes are
+compared as if every call had had the median size (`as_median_size`: the trend of log time over log size
+that all modes share, fitted over the exploration, divided out). Compared as timed, over one generation
+whose past grew a mode 10% faster was never found (ORT's defaults kept); calls of one size are compared
+as timed, as before.
+
 No choice is made where the user chose: session options that set the execution mode or a thread
 count, providers other than the CPU's alone, or HEXFUSE_ORT_MODE: a mode name (ort-seq, ...)
 forces that mode, `off` keeps ORT's defaults. HEXFUSE_ORT_MODE_CACHE names the cache file (default
@@ -79,6 +87,8 @@ SETTLE_S = 0.06  # after a block of a mode with a thread pool, calls that start 
 # slices after 20 calls: gtcrn_stream, two_branch, romanizer_decoder, mha_encoder), ~50 ms of CPU on the AMD VM
 SWITCH_S = 0.002  # after ort-seq's block (no pool): its first 2 ms (a block's first call is never counted ...
 SETTLE_SHARE = 0.25  # ... unless at most this share of it falls before the block settles: long calls)
+OUTLIER_MADS = 4.0  # a call this many (scaled) median absolute deviations off the size trend's first fit is
+# left out of its second (`size_trend`)
 DROP_RATIO = 2.0  # from MIN_ROUNDS rounds on, a mode slower than this times the best leaves the rotation
 # (after one round, one disturbed block of ort-seq had read 18x its steady time and dropped the best mode)
 CONFIRM = 2  # choices in a row that must agree before later sessions stop choosing (one made on
@@ -110,10 +120,10 @@ LEAVE_P = 1 / 16  # ... faster at this level by a one-sided Wilcoxon signed-rank
 # ratios to the defaults (exact; with 4 rounds or fewer: faster in every round, the rule before 12 rounds).
 # Four rounds could not rank gtcrn_stream's modes 5-11% apart in rested calls: ort-seq beat the defaults
 # in 4, 2 and 2 of 4 rounds of three explorations, each loss by 1-10% (benchmarks/choice_accuracy.py).
-RULE = 5  # in the cache key: choices made by an earlier rule are not reused (before 51e37ff ort-par was
+RULE = 6  # in the cache key: choices made by an earlier rule are not reused (before 51e37ff ort-par was
 # explored on every model; a remembered choice of it ran silero_decoder_v5 at up to 285x ort-seq; before RULE 4
 # another mode had to beat the defaults in every one of up to 4 rounds; before RULE 5 pooled modes were timed
-# in twins that spun 1 ms)
+# in twins that spun 1 ms; before RULE 6 calls of other input sizes were compared as timed)
 VIEW_OPS = frozenset({"Identity", "Reshape", "Squeeze", "Unsqueeze", "Flatten"})  # no work to run at once
 SHAPE_SOURCES = frozenset({"Shape", "Size"})
 
@@ -301,11 +311,14 @@ class Exploration:
     fastest median is PAR_MIN_CALL_US or more, so the drop rule first weighs them after one block. After
     ROUNDS rounds, or MIN_ROUNDS once its counted calls have taken EXPLORE_S, or when one
     mode is left, a mode is chosen (`chosen`): ORT's defaults, unless modes beat them clearly
-    (`beats_defaults`), then the one of those with the lowest median."""
+    (`beats_defaults`), then the one of those with the lowest median. Medians are of the calls as at
+    the median input size (`as_median_size`), recomputed at each round's end."""
 
     def __init__(self, modes: Sequence[str], joining: Sequence[str] = ()) -> None:
         self.samples: dict[str, list[float]] = {m: [] for m in (*modes, *joining)}  # counted calls, us
-        self.rounds: list[dict[str, float]] = [{}]  # per round, each mode's block median, us
+        self._sizes: dict[str, list[float]] = {m: [] for m in self.samples}  # their inputs' elements
+        self._blocks: list[dict[str, slice]] = [{}]  # per round, each mode's block: its counted calls
+        self.rounds: list[dict[str, float]] = [{}]  # per round, each mode's block median, us (`as_median_size`)
         self.live = list(modes)
         self._joining = list(joining)
         self.chosen: str | None = None
@@ -322,8 +335,9 @@ class Exploration:
             return None
         return self.live[williams_row(len(self.live), self._round)[self._index]]
 
-    def record(self, mode: str, t0: int, t1: int) -> None:
-        """One call in `mode` from t0 to t1 (ns); a call of a block already ended is ignored."""
+    def record(self, mode: str, t0: int, t1: int, size: float = 1.0) -> None:
+        """One call in `mode` from t0 to t1 (ns) on inputs of `size` elements (`feed_size`); a call of a
+        block already ended is ignored."""
         if mode != self.mode():
             return
         if self._block_calls == 0:
@@ -332,6 +346,7 @@ class Exploration:
         self._block_spent += t1 - t0
         if self._counts(mode, t0, t1):
             self.samples[mode].append((t1 - t0) / 1000.0)
+            self._sizes[mode].append(size)
             self._block_counted += 1
             self._busy += t1 - t0
             self._block_busy += t1 - t0
@@ -339,8 +354,8 @@ class Exploration:
         self._last_end, self._last_mode = t1, mode
         enough = self._block_counted >= BLOCK and self._block_busy >= BLOCK_S * 1e9  # in calls: rests add no samples
         if enough or (self._block_counted and self._block_spent >= LONG_BLOCK_S * 1e9):
-            block = float(np.median(self.samples[mode][-self._block_counted :]))
-            self.rounds[-1][mode] = block
+            counted = len(self.samples[mode])
+            self._blocks[-1][mode] = slice(counted - self._block_counted, counted)
             self._block_calls, self._block_counted, self._block_busy, self._block_spent = 0, 0, 0, 0
             self._index += 1
             if self._index == len(self.live):
@@ -356,10 +371,14 @@ class Exploration:
         return mode in self._warm and self._settled_at - t0 <= SETTLE_SHARE * (t1 - t0)
 
     def medians(self) -> dict[str, float]:
-        return {m: float(np.median(s)) for m, s in self.samples.items() if s}
+        """Each mode's median counted call, us, as at the median input size (`as_median_size`)."""
+        return {m: float(np.median(s)) for m, s in as_median_size(self.samples, self._sizes).items() if len(s)}
 
     def _end_round(self) -> None:
         self._round, self._index = self._round + 1, 0
+        times = as_median_size(self.samples, self._sizes)
+        self.rounds = [{m: float(np.median(times[m][b])) for m, b in blocks.items()} for blocks in self._blocks]
+        self._blocks.append({})
         self.rounds.append({})
         medians = self.medians()
         best = min(medians[m] for m in self.live)
@@ -386,6 +405,47 @@ class Exploration:
         medians = self.medians()
         faster = medians[mode] <= (1.0 - LEAVE_GAIN) * medians[ort_modes.DEFAULT]
         return faster and faster_in_rounds([np.log(r[mode] / r[ort_modes.DEFAULT]) for r in both])
+
+
+def feed_size(input_feed: dict[str, Any]) -> float:
+    """The elements of a call's inputs (at least 1): the size the choice compares calls by."""
+    total = 0
+    for value in input_feed.values():
+        shape = value.shape() if isinstance(value, ort.OrtValue) else np.shape(value)
+        total += int(np.prod(shape, dtype=np.int64))
+    return float(max(total, 1))
+
+
+def as_median_size(samples: dict[str, list[float]], sizes: dict[str, list[float]]) -> dict[str, np.ndarray]:
+    """Each mode's call times (us) as if every call had had the median input size: divided by the trend of
+    log time over log size that all modes share (`size_trend`). Calls of one size are left as timed."""
+    modes = [m for m in samples if samples[m]]
+    if not modes:
+        return {m: np.asarray(t, dtype=float) for m, t in samples.items()}
+    which = np.concatenate([np.full(len(samples[m]), k) for k, m in enumerate(modes)])
+    timed = np.concatenate([samples[m] for m in modes])
+    z = np.log(np.concatenate([sizes[m] for m in modes]))
+    z -= np.median(z)
+    b1, b2 = size_trend(which, z, np.log(timed))
+    times = timed * np.exp(-(b1 * z + b2 * z * z))  # exp(0) = 1: calls of one size exactly as timed
+    by_mode = np.split(times, np.cumsum([len(samples[m]) for m in modes])[:-1])
+    return {m: by_mode[modes.index(m)] if m in modes else np.zeros(0) for m in samples}
+
+
+def size_trend(which: np.ndarray, z: np.ndarray, log_t: np.ndarray) -> tuple[float, float]:
+    """(b1, b2) of log t = c[mode] + b1 z + b2 z^2 by least squares, refitted once without the calls more
+    than OUTLIER_MADS (scaled) median absolute deviations off the first fit (a disturbed call); (0, 0) when
+    every call had one size. The modes' blocks alternate over the same run of calls, so the sizes each
+    mode saw overlap and the shared trend is what the sizes cost, the c[mode] what the modes do."""
+    if np.ptp(z) == 0.0:
+        return 0.0, 0.0
+    columns = np.column_stack([which[:, None] == np.unique(which)[None, :], z, z * z]).astype(float)
+    coef = np.linalg.lstsq(columns, log_t, rcond=None)[0]
+    residual = log_t - columns @ coef
+    off = np.abs(residual - np.median(residual))
+    keep = off <= OUTLIER_MADS * 1.4826 * np.median(off) + 1e-12
+    coef = np.linalg.lstsq(columns[keep], log_t[keep], rcond=None)[0]
+    return float(coef[-2]), float(coef[-1])
 
 
 def faster_in_rounds(log_ratios: Sequence[float]) -> bool:
@@ -473,7 +533,7 @@ class ChoosingSession:
         t1 = self._clock()
         with self._lock:
             if self.choosing:
-                self.exploration.record(mode, t0, t1)
+                self.exploration.record(mode, t0, t1, feed_size(input_feed))
                 if self.exploration.chosen:
                     self._choose(self.exploration.chosen)
         return out

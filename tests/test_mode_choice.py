@@ -565,3 +565,85 @@ def test_thirty_rounds_are_tested_as_a_few():
     """tune's 30 rounds: 20 won by 5%, 10 lost by 1% pass; 18 won by 1%, 12 lost by 5% do not."""
     assert mode_choice.faster_in_rounds(np.log([0.95] * 20 + [1.01] * 10).tolist())
     assert not mode_choice.faster_in_rounds(np.log([0.99] * 18 + [1.05] * 12).tolist())
+
+
+def explore_growing(factors: dict[str, float], sizes_known: bool = True) -> mode_choice.Exploration:
+    """An Exploration over one long generation: call k's inputs have 1000 + 64 k elements and it takes
+    (200 + 0.5 k) us times its mode's factor; `sizes_known` False: every call recorded as size 1."""
+    exploration, t, k = mode_choice.Exploration(list(factors)), 0, 0
+    while (mode := exploration.mode()) is not None:
+        end = t + int((200.0 + 0.5 * k) * factors[mode] * 1000)
+        exploration.record(mode, t, end, 1000.0 + 64 * k if sizes_known else 1.0)
+        t, k = end + 5000, k + 1
+    return exploration
+
+
+def test_over_a_growing_past_the_faster_mode_is_found_by_comparing_calls_of_one_size():
+    """A decoder's past grows over the choice: each mode's later blocks run longer calls. Compared as
+    timed, the growth hides ort-seq's 10% (ORT's defaults kept); compared at one size, it is found."""
+    factors = {"ort-default": 1.0, "ort-seq": 0.9, "ort-seq-2t": 1.0}
+    assert explore_growing(factors, sizes_known=False).chosen == "ort-default"
+    exploration = explore_growing(factors)
+    assert exploration.chosen == "ort-seq"
+    medians = exploration.medians()
+    assert medians["ort-seq"] / medians["ort-default"] == pytest.approx(0.9, abs=0.005)
+
+
+def test_over_a_growing_past_a_slower_mode_does_not_replace_orts_defaults():
+    exploration = explore_growing({"ort-default": 1.0, "ort-seq": 1.05, "ort-seq-2t": 1.1})
+    assert exploration.chosen == "ort-default"
+
+
+def test_calls_of_one_size_are_compared_as_timed():
+    samples = {"ort-par": [], "ort-default": [310.0, 300.0, 305.0], "ort-seq": [290.0, 280.0]}
+    sizes = {m: [4096.0] * len(t) for m, t in samples.items()}
+    times = mode_choice.as_median_size(samples, sizes)
+    assert {m: t.tolist() for m, t in times.items()} == samples
+
+
+def test_calls_of_other_sizes_are_compared_at_the_median_size_and_a_disturbed_call_does_not_bend_it():
+    """Two modes over text lines of 10 widths each (time 300 + 2 w us, elements 144 w), ort-seq 0.8x;
+    one of ORT's defaults' calls disturbed 20x."""
+    widths = np.arange(80, 880, 80, dtype=float)
+    samples = {"ort-default": list(300 + 2 * widths), "ort-seq": list(0.8 * (300 + 2 * widths[::-1]))}
+    samples["ort-default"][3] *= 20
+    sizes = {"ort-default": list(144 * widths), "ort-seq": list(144 * widths[::-1])}
+    times = mode_choice.as_median_size(samples, sizes)
+    ratio = np.median(times["ort-seq"]) / np.median(times["ort-default"])
+    assert ratio == pytest.approx(0.8, abs=0.01)
+    assert np.ptp(times["ort-seq"]) / np.median(times["ort-seq"]) < 0.05  # the widths' spread taken out
+
+
+def test_a_calls_size_is_its_inputs_elements():
+    feed = {"x": np.zeros((2, 3, 48, 320), np.float32), "ids": [[1, 2, 3]], "past": np.zeros((1, 8, 0, 36))}
+    assert mode_choice.feed_size(feed) == 2 * 3 * 48 * 320 + 3
+    assert mode_choice.feed_size({"x": ort.OrtValue.ortvalue_from_numpy(np.zeros((5, 7), np.float32))}) == 35
+    assert mode_choice.feed_size({"past": np.zeros((1, 0))}) == 1  # no elements: at least 1
+
+
+def test_a_session_choosing_over_inputs_of_other_sizes_compares_them_at_one_size(tmp_path, logged, ort_mode_cache):
+    """Real sessions of a model with a symbolic dim, fed rows of 1..64, and an injected clock: a call takes
+    (100 + 20 x rows) us, 10% less in ort-seq, and the rows grow over the choice (a past)."""
+    x = onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, ["rows", 8])
+    y = onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, ["rows", 8])
+    graph = onnx.helper.make_graph([onnx.helper.make_node("Relu", ["x"], ["y"])], "rows", [x], [y])
+    path = tmp_path / "rows.onnx"
+    onnx.save(onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)]), str(path))
+    sessions = {m: ort.InferenceSession(str(path), ort_modes.options(m)) for m in mode_choice.CANDIDATES}
+    factor = {"ort-default": 1.0, "ort-seq": 0.9, "ort-seq-2t": 1.0}
+    state = {"t": 0, "n": 0, "rows": 1}
+
+    def clock() -> int:  # a call's start, then its end
+        state["n"] += 1
+        mode = str(session.exploration.mode())
+        state["t"] += int((100 + 20 * state["rows"]) * factor[mode] * 1000) if state["n"] % 2 == 0 else 5000
+        return state["t"]
+
+    session = mode_choice.ChoosingSession(sessions, mode_choice.model_key(path), runtime._log_once, clock=clock)
+    calls = 0
+    while session.choosing and calls < CALLS:
+        state["rows"] = 1 + calls // 40 % 64
+        feed = {"x": np.full((state["rows"], 8), -1.0, np.float32)}
+        assert session.run(None, feed)[0].shape == (state["rows"], 8)
+        calls += 1
+    assert session.mode == "ort-seq"
