@@ -300,11 +300,12 @@ def unfused_source(path: str | os.PathLike[str] | bytes, header: onnx.ModelProto
     has none, or when it is too large to pass as bytes (ORT then runs the function bodies).
     `header`: the model without its external weights (all of it when given as bytes)."""
     from .contract import DOMAIN
-    from .rewrite import unfuse
 
     source = path if isinstance(path, bytes) else str(path)
     if not any(f.domain == DOMAIN for f in header.functions):  # pairs in If branches too
         return source
+    from .rewrite import unfuse  # not before: it imports the pass (sympy), 0.5 s a process
+
     model = header if isinstance(path, bytes) else onnx.load_model(str(path))
     if model.ByteSize() >= 2**31 - 1:
         return source
