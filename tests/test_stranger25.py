@@ -9,9 +9,12 @@ import sys
 from pathlib import Path
 
 import onnx
+import pytest
+from cli_support import error_line, run_cli
 from onnx import TensorProto, helper
 
 REPO = Path(__file__).resolve().parents[1]
+EXIT_BAD_MODEL = 3
 
 
 def _plain_model() -> onnx.ModelProto:
@@ -41,3 +44,29 @@ def test_the_drop_in_on_a_model_without_pairs_does_not_import_the_pass(tmp_path:
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def _two_branch_model() -> onnx.ModelProto:
+    """x [1, 4] fixed: y1 = relu(x @ w), y2 = sigmoid(x @ w), a model `colocate` can merge."""
+    m = _plain_model()
+    m.graph.node.extend([helper.make_node("Sigmoid", ["h"], ["y2"])])
+    m.graph.output.extend([helper.make_tensor_value_info("y2", TensorProto.FLOAT, [1, 2])])
+    return m
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["colocate", "{src}", "--requests", "2"], ["colocate", "{src}", "{src}"], ["rewrite", "{src}"]],
+    ids=["requests", "two-models", "rewrite"],
+)
+def test_a_shape_against_a_fixed_dim_names_the_axis_in_one_line(tmp_path: Path, args: list[str]) -> None:
+    # before, colocate: ORT's first line after the merge, "... Got invalid dimensions for input: r0/x for
+    # the following indices" (the indices on lines cut off); rewrite: "dim is fixed to 1, override says 4"
+    src = tmp_path / "fixed.onnx"
+    onnx.save(_two_branch_model(), src)
+    name = "x" if args[0] == "rewrite" else ("r0/x" if "--requests" in args else "a/x")
+    argv = [a.format(src=src) for a in args]
+    proc = run_cli(*argv, "--shape", f"{name}=4x4", "-o", tmp_path / "out.onnx")
+    assert proc.returncode == EXIT_BAD_MODEL, proc.stderr
+    assert error_line(proc).endswith(f"{src}: --shape {name}: axis 0 is fixed to 1, the override says 4"), proc.stderr
+    assert not (tmp_path / "out.onnx").exists()
