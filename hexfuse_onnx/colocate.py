@@ -419,8 +419,11 @@ def _reads(node: onnx.NodeProto) -> list[str]:
     return node_reads(node)
 
 
-def _check_shape_names(model: onnx.ModelProto, shapes: dict[str, list[int]]) -> None:
-    """--shape takes merged names (`r0/x`); a name no merged input has would be ignored silently."""
+def _check_shapes(model: onnx.ModelProto, plan: Plan, shapes: dict[str, list[int]]) -> None:
+    """--shape takes merged names (`r0/x`); a name no merged input has would be ignored silently. Each
+    given shape must have its input's rank and keep the dims its model fixes (named by its source)."""
+    from .graph import check_shape_override
+
     weights = {t.name for t in model.graph.initializer}
     inputs = [v.name for v in model.graph.input if v.name not in weights]
     unknown = sorted(set(shapes) - set(inputs))
@@ -429,6 +432,10 @@ def _check_shape_names(model: onnx.ModelProto, shapes: dict[str, list[int]]) -> 
             f"--shape names no input of the merged model: {', '.join(unknown)} "
             f"(its inputs, by stream prefix: {', '.join(inputs)})"
         )
+    for v in model.graph.input:
+        if v.name in shapes:
+            source = next(s for p, s in zip(plan.streams, plan.sources) if v.name.startswith(p))
+            check_shape_override(v, shapes[v.name], source)
 
 
 def check_outputs(
@@ -597,7 +604,7 @@ def colocate(
     if not out.parent.is_dir():
         raise WriteError(f"{out.parent.resolve()}: output directory does not exist")
     merged = merge(paths, requests, names, priority, max_slowdown, target, share_weights)
-    _check_shape_names(merged.model, shapes or {})
+    _check_shapes(merged.model, merged.plan, shapes or {})
     progress(f"merged {len(merged.plan.streams)} streams ({merged.plan.shared_weights} weights shared)")
     for note in merged.notes:
         progress(note)

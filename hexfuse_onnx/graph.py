@@ -662,6 +662,17 @@ def _check_opsets(model: onnx.ModelProto, where: str) -> None:
             raise ModelError(f"{where}: node '{n.name or n.output[0]}' uses unknown ONNX op '{n.op_type}'")
 
 
+def check_shape_override(v: onnx.ValueInfoProto, dims: list[int], where: str) -> None:
+    """A --shape of input `v` must have its rank and keep the dims the model fixes (ModelError)."""
+    shape = v.type.tensor_type.shape
+    if shape.dim and len(shape.dim) != len(dims):
+        raise ModelError(f"{where}: --shape {v.name} has rank {len(dims)}, the input has rank {len(shape.dim)}")
+    for axis, (d, size) in enumerate(zip(shape.dim, dims)):
+        if d.HasField("dim_value") and d.dim_value >= 0 and d.dim_value != size:  # -1: unknown
+            fixed = f"axis {axis} is fixed to {d.dim_value}, the override says {size}"
+            raise ModelError(f"{where}: --shape {v.name}: {fixed}")
+
+
 def _apply_shape_overrides(model: onnx.ModelProto, overrides: dict[str, list[int]], where: str) -> onnx.ModelProto:
     if not overrides:
         return model
@@ -675,12 +686,9 @@ def _apply_shape_overrides(model: onnx.ModelProto, overrides: dict[str, list[int
         if v.name not in overrides:
             continue
         dims = overrides[v.name]
+        check_shape_override(v, dims, where)
         shape = v.type.tensor_type.shape
-        if shape.dim and len(shape.dim) != len(dims):
-            raise ModelError(f"{where}: --shape {v.name} has rank {len(dims)}, the input has rank {len(shape.dim)}")
         for d, size in zip(shape.dim, dims):
-            if d.HasField("dim_value") and d.dim_value >= 0 and d.dim_value != size:  # -1: unknown
-                raise ModelError(f"{where}: --shape {v.name}: dim is fixed to {d.dim_value}, override says {size}")
             if d.HasField("dim_param") and _is_symbol_name(d.dim_param):
                 symbols.setdefault(d.dim_param, set()).add(size)
         shape.ClearField("dim")

@@ -16,7 +16,8 @@ Backends (`session_options(backend=...)`, passed to the plugin as HEXFUSE_BACKEN
   cDSP this raises RuntimeUnavailable with the reason (and the plugin refuses to create the session).
 - `auto` (default) registers the plugin only where it is expected to pay: when a cDSP answers, or
   when the model was tuned on this machine (`python -m hexfuse_onnx tune`, whose record
-  hexfuse_onnx/tuning.py reads) for the backend the plugin would use here. Otherwise the plugin is not
+  hexfuse_onnx/tuning.py reads) for the backend the plugin would use here and tune kept a pair in
+  it. Otherwise the plugin is not
   registered: `InferenceSession` gives stock ONNX Runtime the model unfused (the original nodes, so
   never slower than the original model); ORT given the rewritten file itself with `session_options`
   runs each FusedHexPair's function body (its own kernels, which a micro-batch pair runs per half).
@@ -140,7 +141,8 @@ def resolve_backend(backend: str) -> str:
 
 def auto_decision(model: ModelRef | None, header: onnx.ModelProto | None = None) -> tuple[bool, str]:
     """(register the plugin?, why) for backend auto: yes when a cDSP answers or the model was tuned
-    on this machine for the host backend; no otherwise. `header`: the model, already loaded."""
+    on this machine for the host backend and holds a pair tune kept; no otherwise. `header`: the
+    model, already loaded."""
     reason = _hexagon_reason()
     if reason is None:
         return True, "a cDSP answered"
@@ -153,7 +155,16 @@ def auto_decision(model: ModelRef | None, header: onnx.ModelProto | None = None)
     why_not = tuning.tuned_here(header, "host")
     if why_not:
         return False, f"{reason}; {why_not}"
+    if not _has_pairs(header):
+        return False, f"{reason}; the model was tuned on this machine and kept no pair (no FusedHexPair to run)"
     return True, f"{reason}; the model was tuned on this machine for the host backend"
+
+
+def _has_pairs(header: onnx.ModelProto) -> bool:
+    """Whether the model holds a FusedHexPair (its function; pairs in If branches too)."""
+    from .contract import DOMAIN
+
+    return any(f.domain == DOMAIN for f in header.functions)
 
 
 def _log_once(message: str) -> None:
@@ -299,12 +310,11 @@ def unfused_source(path: str | os.PathLike[str] | bytes, header: onnx.ModelProto
     """The model's bytes with every FusedHexPair unfused; the model itself (path or bytes) when it
     has none, or when it is too large to pass as bytes (ORT then runs the function bodies).
     `header`: the model without its external weights (all of it when given as bytes)."""
-    from .contract import DOMAIN
-    from .rewrite import unfuse
-
     source = path if isinstance(path, bytes) else str(path)
-    if not any(f.domain == DOMAIN for f in header.functions):  # pairs in If branches too
+    if not _has_pairs(header):
         return source
+    from .rewrite import unfuse  # not before: it imports the pass (sympy), 0.5 s a process
+
     model = header if isinstance(path, bytes) else onnx.load_model(str(path))
     if model.ByteSize() >= 2**31 - 1:
         return source

