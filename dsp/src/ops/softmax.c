@@ -98,6 +98,22 @@ static float line_log(uint8_t sum_order, double sum) {
     return hfx_log((float)sum);
 }
 
+/* o = exps times 1 / sum; a contiguous line (inner 1) in a loop of its own, which vectorizes */
+static inline void finish_line(float *o, uint64_t d, uint64_t inner, float inv) {
+    if (inner == 1)
+        for (uint64_t k = 0; k < d; k++) o[k] *= inv;
+    else
+        for (uint64_t k = 0; k < d; k++) o[k * inner] *= inv;
+}
+
+/* o = (x - mx) - lg, as finish_line */
+static inline void finish_log_line(const float *x, float *o, uint64_t d, uint64_t inner, float mx, float lg) {
+    if (inner == 1)
+        for (uint64_t k = 0; k < d; k++) o[k] = (x[k] - mx) - lg;
+    else
+        for (uint64_t k = 0; k < d; k++) o[k * inner] = (x[k * inner] - mx) - lg;
+}
+
 /* Softmax: each exp times 1 / sum. LogSoftmax as MlasComputeSoftmax's LogSoftmax: (x - max) - log(sum), the exps
  * written to o first (X and Y never alias) and overwritten: ORT's bits where the sums are ORT's. A line of all
  * -inf, or with a NaN or +inf, is NaN throughout, as ORT's. */
@@ -118,13 +134,8 @@ void hfx_run_softmax(const hfx_kernel_args *a, uint32_t item) {
         float *ol = o + base;
         float mx = line_max(xl, d, inner);
         double sum = exp_sum_line(order, avx512f, xl, ol, d, inner, mx);
-        if (log_softmax) {
-            float lg = line_log(order, sum);
-            for (uint64_t k = 0; k < d; k++) ol[k * inner] = (xl[k * inner] - mx) - lg;
-            continue;
-        }
-        float inv = (float)(1.0 / sum); /* 1.0f / sum where the sum is MLAS's float: the same rounding */
-        for (uint64_t k = 0; k < d; k++) ol[k * inner] *= inv;
+        if (log_softmax) finish_log_line(xl, ol, d, inner, mx, line_log(order, sum));
+        else finish_line(ol, d, inner, (float)(1.0 / sum)); /* = 1.0f / sum of MLAS's float sum */
     }
 }
 
