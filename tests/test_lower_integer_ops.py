@@ -12,8 +12,10 @@ import pytest
 from onnx import TensorProto, helper
 from test_lower import init, needs_host, vi
 from test_lower_dynamic_quant import run_both, task_b
+from test_lower_exporter_ops import opcodes, plugin_verified_pair
 
 from hexfuse_onnx.lowering import LoweringError, lower_pair
+from hexfuse_onnx.lowering.abi import Opcode
 
 RNG = np.random.default_rng(12)
 I32, I64, F32 = TensorProto.INT32, TensorProto.INT64, TensorProto.FLOAT
@@ -146,9 +148,60 @@ def test_gather_of_integers_equals_ort(dtype: int, constant: bool, data: list[in
 
 
 @pytest.mark.parametrize(
-    "index,axis,why", [(np.array(4, np.int64), 0, r"out of range \[-4, 4\)"), (np.array(0, np.int64), 1, "axis 0")]
+    "index,constant,axis,why",
+    [
+        (np.array(4, np.int64), True, 0, r"out of range \[-4, 4\)"),
+        (np.array(0, np.int64), False, 1, "axis 0"),
+        (np.array([0, 2], np.int64), True, 1, "not in range and contiguous"),
+    ],
 )
-def test_gather_of_integers_refusals(index: np.ndarray, axis: int, why: str) -> None:
-    m, _ = gather_model([4, 2], I64, index, True, axis)
+def test_gather_of_integers_refusals(index: np.ndarray, constant: bool, axis: int, why: str) -> None:
+    m, _ = gather_model([4, 3], I64, index, constant, axis)
     with pytest.raises(LoweringError, match=why):
         lower_pair(m, m.graph.node[0])
+
+
+@needs_host
+@pytest.mark.parametrize("dtype", [I64, I32])
+@pytest.mark.parametrize(
+    "data,index,axis",
+    [
+        ([2, 8], np.array(-1, np.int64), 1),  # a step decoder's last token id, prefix[:, -1] (romanizer_decoder)
+        ([2, 8], np.array(3, np.int32), 1),
+        ([2, 8, 3], np.array([2, 3, 4], np.int64), 1),
+        ([2, 8, 3], np.array([[-2, -1]], np.int64), 2),
+        ([2, 8, 3], np.array([-3, 6], np.int64), 1),  # signs mixed: counted at this length
+    ],
+)
+def test_gather_of_integers_off_axis_0_by_constant_indices_equals_ort(
+    dtype: int, data: list[int], index: np.ndarray, axis: int
+) -> None:
+    """Constant contiguous indices off axis 0 slice the integers as they are (SLICE, then a COPY where the indices
+    drop or split the axis), as a float Gather's"""
+    m, feeds = gather_model(data, dtype, index, True, axis)
+    assert opcodes(m)[1] == Opcode.SLICE
+    ref, got = run_both(m, feeds)
+    assert same(ref[1], got[1])
+
+
+@needs_host
+def test_the_last_token_of_a_symbolic_length_pairs(tmp_path) -> None:
+    """romanizer_decoder's step reads prefix[:, -1] of [batch, tgt_len] token ids, then their embeddings: the index -1
+    stays -1 in SLICE (from the end), the same param at the second binding, so the pair holds it (16 candidates
+    stopped there: integer data was taken off axis 0 by GATHER_ROWS only)."""
+    last = onnx.numpy_helper.from_array(np.array(-1, np.int64), "last")
+    nodes = [
+        helper.make_node("Gather", ["prefix", "last"], ["ids"], name="a/last", axis=1),
+        helper.make_node("Gather", ["emb", "ids"], ["e"], name="a/emb", axis=0),
+        helper.make_node("MatMul", ["e", "w"], ["a"], name="a/matmul"),
+        helper.make_node("Sigmoid", ["h"], ["b1"], name="b/sigmoid"),
+        helper.make_node("Tanh", ["b1"], ["b2"], name="b/tanh"),
+        helper.make_node("Add", ["a", "b2"], ["y"], name="join"),
+    ]
+    inits = [init("emb", RNG.standard_normal((50, 64)).astype(np.float32)), last]
+    inits.append(init("w", RNG.standard_normal((64, 64)).astype(np.float32)))
+    inputs = [vi("prefix", ["batch", "tgt_len"], I64), vi("h", ["batch", 64])]
+    g = helper.make_graph(nodes, "g", inputs, [vi("y", ["batch", 64])], initializer=inits)
+    feeds = {"prefix": RNG.integers(0, 50, (2, 5)), "h": RNG.standard_normal((2, 64)).astype(np.float32)}
+    fused, _ = plugin_verified_pair(tmp_path, g, inputs=feeds)
+    assert "a/last" in {n.name for n in fused}

@@ -1,4 +1,4 @@
-"""An Exp, Erf, Gelu, Softmax, LayerNormalization, RMS norm, GlobalAveragePool, ReduceSum, ReduceMean or
+"""An Exp, Erf, Gelu, Softmax, LogSoftmax, LayerNormalization, RMS norm, GlobalAveragePool, ReduceSum, ReduceMean or
 bilinear Resize whose result a QuantizeLinear reads (a 16-bit QDQ group's op) computes on the host
 kernel as ONNX Runtime 1.32 does on x86-64 with AVX512F, or with AVX2 and FMA3 only (MLAS's kernels
 for the CPU: dsp/src/ops/mlas_math.h, norm.c, pool.c, reduce.c, resize.c): its f32 result equals ORT's
@@ -31,8 +31,8 @@ needs_fma3 = pytest.mark.skipif(
 )
 
 
-def softmax(shape: list[int], axis: int) -> onnx.ModelProto:
-    node = helper.make_node("Softmax", ["z"], ["y"], name="softmax", axis=axis)
+def softmax(shape: list[int], axis: int, op: str = "Softmax") -> onnx.ModelProto:
+    node = helper.make_node(op, ["z"], ["y"], name=op.lower(), axis=axis)
     return quantized_op(node, {"z": shape}, shape)
 
 
@@ -90,6 +90,12 @@ CASES = {
     "softmax_d100": lambda: softmax([3, 5, 100], -1),
     "softmax_d1001": lambda: softmax([2, 1001], -1),
     "softmax_axis1": lambda: softmax([2, 37, 6], 1),
+    # (x - max) - logf(sum): the sums as Softmax's
+    "log_softmax_d1": lambda: softmax([5, 1], -1, "LogSoftmax"),
+    "log_softmax_d17": lambda: softmax([6, 17], -1, "LogSoftmax"),
+    "log_softmax_d160": lambda: softmax([3, 160], -1, "LogSoftmax"),
+    "log_softmax_d1001": lambda: softmax([2, 1001], -1, "LogSoftmax"),
+    "log_softmax_axis1": lambda: softmax([2, 37, 6], 1, "LogSoftmax"),
     "exp_odd": lambda: unary("Exp", [3, 7, 41]),
     # erf's two polynomials split at |x| = 0.921875; 1.0 from |x| = 3.78 up
     "erf_odd": lambda: unary("Erf", [5, 77]),

@@ -1,6 +1,7 @@
 """Real models that the lowering refused before Log, ReduceMax, Max/Min by a tensor, DynamicQuantizeLinear,
-MatMulInteger and ArgMax ran on the kernel, now paired on the host target at its own 40 us per call (ArgMax's: at
-0 us) and verified with the plugin. Skipped when the model is not fetched (`python -m models real fetch NAME`)."""
+MatMulInteger, ArgMax and an integer Gather off axis 0 ran on the kernel, now paired on the host target at its own
+40 us per call (ArgMax's and the Gather's: at 0 us) and verified with the plugin. Skipped when the model is not
+fetched (`python -m models real fetch NAME`)."""
 
 from __future__ import annotations
 
@@ -69,3 +70,17 @@ def test_trueocr_rec_pairs_its_ctc_argmax(tmp_path: Path) -> None:
     pairs = json.loads(report.read_text())["pairs"]
     nodes = [name for p in pairs for task in ("task_a", "task_b") for name in p[task]["nodes"]]
     assert "/ArgMax" in nodes, nodes
+
+
+@pytest.mark.slow
+@needs_plugin
+def test_romanizer_decoder_pairs_its_last_token_gather(tmp_path: Path) -> None:
+    """16 candidates stopped at prefix[:, -1] (integer data off axis 0); at 0 us the largest pair now holds it
+    (16+24 nodes, modelled 155.5 -> 122.9 us), its int64 slice of a symbolic length checked on the plugin."""
+    source = _fetched("romanizer_decoder")
+    report = tmp_path / "r.json"
+    proc = run_cli("rewrite", source, "-o", tmp_path / "m.onnx", "--json", report, "--verify", "plugin", "-q")
+    assert proc.returncode == 0, proc.stderr
+    pairs = json.loads(report.read_text())["pairs"]
+    nodes = [name for p in pairs for task in ("task_a", "task_b") for name in p[task]["nodes"]]
+    assert "/Gather" in nodes, nodes

@@ -150,6 +150,22 @@ static inline void ref_softmax(const float *x, const rshape *s, uint32_t axis, f
         }
 }
 
+/* LogSoftmax in double, another formulation: log(exp(x - mx) / sum) with the exps in long double */
+static inline void ref_log_softmax(const float *x, const rshape *s, uint32_t axis, float *o) {
+    uint64_t outer = 1, inner = 1, d = s->d[axis];
+    for (uint32_t i = 0; i < axis; i++) outer *= s->d[i];
+    for (uint32_t i = axis + 1; i < s->rank; i++) inner *= s->d[i];
+    for (uint64_t a = 0; a < outer; a++)
+        for (uint64_t c = 0; c < inner; c++) {
+            double mx = -INFINITY;
+            long double sum = 0;
+            for (uint64_t k = 0; k < d; k++) mx = fmax(mx, x[(a * d + k) * inner + c]);
+            for (uint64_t k = 0; k < d; k++) sum += expl((long double)x[(a * d + k) * inner + c] - mx);
+            for (uint64_t k = 0; k < d; k++)
+                o[(a * d + k) * inner + c] = (float)logl(expl((long double)x[(a * d + k) * inner + c] - mx) / sum);
+        }
+}
+
 static inline void ref_norm(int layer, const float *x, const rshape *s, uint32_t axis, const float *scale,
                             const float *bias, float eps, float *o) {
     uint64_t rows = 1, d = 1;

@@ -776,6 +776,54 @@ static void test_softmax(void) {
     }
 }
 
+/* LogSoftmax against log(exp(x - max) / sum) in long double: random shapes and axes (values down to 60 below the
+ * line's max: their log is x - max - log(sum), finite where exp(x - max) alone is far below 1e-26); long lines;
+ * then lines of specials as ONNX Runtime gives them: all -inf, a NaN or a +inf make every value NaN, a -inf
+ * elsewhere gives -inf, equal values -log(D), x - max below -FLT_MAX -inf */
+static void test_log_softmax(void) {
+    for (int i = 0; i < 24; i++) {
+        rshape s;
+        rand_shape(&s, i < 4 ? rng_range(1, 2) : rng_range(1, 4), i < 4 ? 7000 : 20);
+        uint32_t axis = rng_u32() % s.rank;
+        uint64_t n = rs_numel(&s);
+        float *X = rand_buf(n, -30, 30), *O = calloc(n, 4), *R = calloc(n, 4);
+        ref_log_softmax(X, &s, axis, R);
+        hfxb b;
+        hfxb_init(&b);
+        uint32_t x = hfxb_input(&b, 1, s.rank, s.d), o = hfxb_output(&b, 1, s.rank, s.d);
+        int32_t p[HFX_OP_PARAMS] = {0};
+        p[HFX_P_AXIS] = rng_u32() % 2 ? (int32_t)axis : (int32_t)axis - (int32_t)s.rank;
+        hfxb_op_add(&b, 1, HFX_OP_LOG_SOFTMAX, -1, 1, &x, o, p);
+        const void *ins[1] = {X};
+        void *outs[1] = {O};
+        if (run_prog(&b, ins, 1, outs, 1)) EXPECT_CLOSE(O, R, n, 1e-2, "log softmax rank %u axis %u", s.rank, axis);
+        hfxb_free(&b);
+        free(X), free(O), free(R);
+    }
+    enum { L = 6, D = 11 }; /* lines: all -inf, a NaN, a +inf, -inf at 0 and 7, equal, 3e38 apart */
+    float X[L * D], O[L * D];
+    for (int k = 0; k < L * D; k++) X[k] = (float)(k % D) * 0.25f;
+    for (int k = 0; k < D; k++) X[k] = -INFINITY, X[4 * D + k] = 2.5f;
+    X[D + 5] = NAN, X[2 * D + 9] = INFINITY, X[3 * D] = X[3 * D + 7] = -INFINITY;
+    X[5 * D + 2] = 3e38f, X[5 * D + 3] = -3e38f;
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t x = hfxb_input(&b, 0, HFXB_DIMS(L, D)), o = hfxb_output(&b, 0, HFXB_DIMS(L, D));
+    int32_t p[HFX_OP_PARAMS] = {-1};
+    hfxb_op_add(&b, 0, HFX_OP_LOG_SOFTMAX, -1, 1, &x, o, p);
+    const void *ins[1] = {X};
+    void *outs[1] = {O};
+    if (run_prog(&b, ins, 1, outs, 1)) {
+        int ok = 1;
+        for (int k = 0; k < 3 * D; k++) ok &= isnan(O[k]);
+        ok &= isinf(O[3 * D]) && O[3 * D] < 0 && isinf(O[3 * D + 7]) && O[3 * D + 7] < 0 && isfinite(O[3 * D + 1]);
+        for (int k = 0; k < D; k++) ok &= fabsf(O[4 * D + k] + logf((float)D)) <= 1e-6f;
+        ok &= O[5 * D + 2] == 0.0f && O[5 * D] == -3e38f && isinf(O[5 * D + 3]) && O[5 * D + 3] < 0;
+        CHECK_MSG(ok, "log softmax of -inf, NaN, +inf lines (NaN), -inf values, equal values, 3e38 apart");
+    }
+    hfxb_free(&b);
+}
+
 /* Softmax's exp of x <= 0 gives hfx_exp's bits wherever exp(x) is a normal float (below: those bits or 0), NaN
  * for NaN: on 1 in 4099 floats of [-88, 0] (all exponents), every float near the edge -87.3365, the specials */
 static int exp_nonpositive_ok(float x) {
@@ -2487,6 +2535,7 @@ int main(void) {
     RUN_TEST(test_unary);
     RUN_TEST(test_unary_special);
     RUN_TEST(test_softmax);
+    RUN_TEST(test_log_softmax);
     RUN_TEST(test_exp_nonpositive);
     RUN_TEST(test_norms);
     RUN_TEST(test_reduce);

@@ -334,6 +334,20 @@ static uint32_t arg_prog(hfxb *b, int v) {
     return hfxb_op_add(b, 0, HFX_OP_ARGMAX, -1, v == 11 ? 2u : 1u, in, o, p);
 }
 
+/* LogSoftmax of X [3, 4, 5] along axis 1 into [3, 4, 5] unless said: 1 axis 3, 2 axis -4, 3 output [3, 4, 6],
+ * 4 X i32, 5 X a scalar, 6 two inputs, 7 axis -1, 8 on the matrix engine, 9 a second param, 10 X [3, 0, 5] */
+static uint32_t log_softmax_prog(hfxb *b, int v) {
+    uint32_t zero[1] = {0};
+    uint32_t x = v == 5 ? hfxb_input(b, 0, 0, zero) : hfxb_input(b, 0, HFXB_DIMS(3, v == 10 ? 0u : 4u, 5));
+    if (v == 4) hfxb_set_dtype(b, x, HFX_DTYPE_I32);
+    uint32_t o = v == 5 ? hfxb_output(b, 0, 0, zero) : hfxb_output(b, 0, HFXB_DIMS(3, v == 10 ? 0u : 4u, v == 3 ? 6u : 5u));
+    int32_t p[HFX_OP_PARAMS] = {0};
+    p[HFX_P_AXIS] = v == 1 ? 3 : v == 2 ? -4 : v == 7 ? -1 : v == 5 ? 0 : 1;
+    if (v == 9) p[1] = 1;
+    uint32_t in[2] = {x, x};
+    return hfxb_op_add(b, 0, HFX_OP_LOG_SOFTMAX, v == 8 ? HFX_ENGINE_MATRIX : -1, v == 6 ? 2u : 1u, in, o, p);
+}
+
 static uint32_t transpose_prog(hfxb *b, int v) {
     uint32_t x = hfxb_input(b, 0, HFXB_DIMS(2, 3, 4));
     uint32_t o = hfxb_output(b, 0, HFXB_DIMS(4, 2, 3));
@@ -823,6 +837,13 @@ static void test_arg_op(void) {
     for (int v = 0; v < 12; v++) expect_parse(arg_prog, v, want[v], "argmax");
 }
 
+static void test_log_softmax_op(void) {
+    static const hfx_status want[] = {HFX_OK,        HFX_ERR_PARAM, HFX_ERR_PARAM, HFX_ERR_SHAPE,
+                                      HFX_ERR_DTYPE, HFX_ERR_SHAPE, HFX_ERR_OP,    HFX_OK,
+                                      HFX_ERR_OP,    HFX_ERR_PARAM, HFX_OK};
+    for (int v = 0; v < 11; v++) expect_parse(log_softmax_prog, v, want[v], "log softmax");
+}
+
 int main(void) {
     for (size_t i = 0; i < sizeof g_w / sizeof g_w[0]; i++) g_w[i] = (float)i * 0.5f;
     hfxb b;
@@ -839,6 +860,7 @@ int main(void) {
     RUN_TEST(test_params_and_shapes);
     RUN_TEST(test_other_ops);
     RUN_TEST(test_arg_op);
+    RUN_TEST(test_log_softmax_op);
     RUN_TEST(test_pool_resize_activation_ops);
     RUN_TEST(test_slice_axis);
     RUN_TEST(test_quant_ops);

@@ -109,6 +109,7 @@ class Opcode(IntEnum):
     WHERE = 44  # cond bool, X, Y of one dtype (any), numpy broadcast of the three
     ARGMAX = 45  # X f32, i32 or i64 -> i64 index along one axis (ArgParam), as ORT's CPU kernel
     ARGMIN = 46
+    LOG_SOFTMAX = 47  # (x - max) - log(sum exp(x - max)) along one axis (Param.AXIS), as ORT's MLAS
     TRANSPOSE = 50
     CONCAT = 51
     SLICE = 52

@@ -258,44 +258,63 @@ def _split_sizes(cx: Lowerer, n: onnx.NodeProto, length: int) -> list[int]:
 @lowers("Gather")
 def gather(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     """A constant scalar index (SLICE, then a COPY dropping the axis) or a constant contiguous
-    ascending range of indices (one SLICE; of rank > 1, a SLICE and a COPY) along one axis; indices
+    ascending range of indices (one SLICE; of rank > 1, a SLICE and a COPY) along one axis, of float
+    data or, off axis 0, of integer data (a decoder step's last token id, prefix[:, -1]); indices
     known only at run time (token ids into an embedding table) on axis 0 by GATHER_ROWS; other
     indices are refused. Integer data (a Shape's dims) on axis 0 by GATHER_ROWS, constant indices too."""
     x = cx.shape(n.input[0], n)
     axis = int(attr(n, "axis", 0)) % len(x)
-    if cx.dtype(n.input[0]) != onnx.TensorProto.FLOAT:
+    floats = cx.dtype(n.input[0]) == onnx.TensorProto.FLOAT
+    if n.input[1] in cx.static and (floats or (axis != 0 and DTYPES.get(cx.dtype(n.input[0])) in MOVED_INTEGERS)):
+        _gather_constant(cx, n, t, x, axis)
+        return
+    if not floats:
         _gather_integers(cx, n, t, x[0] if axis == 0 else None)
         return
-    if n.input[1] not in cx.static:
-        dtype = DTYPES.get(cx.dtype(n.input[1]))
-        if axis != 0 or dtype not in (Dtype.I32, Dtype.I64):
-            raise LoweringError(
-                n.op_type, n.name, f"run-time indices '{n.input[1]}': only int32/int64 indices on axis 0 are supported"
-            )
-        rows = cx.read_typed(n.input[1], n, t, dtype)
-        table = cx.stored_half(n.input[0], n, t)
-        if table is None:
-            cx.emit(n, t, Opcode.GATHER_ROWS, [cx.read(n.input[0], n, t), rows])
-            return
-        # a float16 table (hama's embeddings) gathered as stored, only its rows widened, not the table each call
-        half = cx.emit(n, t, Opcode.GATHER_ROWS, [table, rows], out=cx.scratch(cx.shape(n.output[0], n), t, Dtype.F16))
-        cx.emit(n, t, Opcode.CAST, [half], engine=EngineClass.VECTOR)
+    dtype = DTYPES.get(cx.dtype(n.input[1]))
+    if axis != 0 or dtype not in (Dtype.I32, Dtype.I64):
+        raise LoweringError(
+            n.op_type, n.name, f"run-time indices '{n.input[1]}': only int32/int64 indices on axis 0 are supported"
+        )
+    rows = cx.read_typed(n.input[1], n, t, dtype)
+    table = cx.stored_half(n.input[0], n, t)
+    if table is None:
+        cx.emit(n, t, Opcode.GATHER_ROWS, [cx.read(n.input[0], n, t), rows])
         return
+    # a float16 table (hama's embeddings) gathered as stored, only its rows widened, not the table each call
+    half = cx.emit(n, t, Opcode.GATHER_ROWS, [table, rows], out=cx.scratch(cx.shape(n.output[0], n), t, Dtype.F16))
+    cx.emit(n, t, Opcode.CAST, [half], engine=EngineClass.VECTOR)
+
+
+MOVED_INTEGERS = (Dtype.I32, Dtype.I64, Dtype.BOOL)  # data a constant-index Gather off axis 0 slices as it is
+
+
+def _gather_constant(cx: Lowerer, n: onnx.NodeProto, t: Task, x: list[int], axis: int) -> None:
+    """SLICE of the constant contiguous indices along `axis` (then a COPY where they drop or split it). Indices all
+    negative stay so, counted from the end as SLICE counts them: the last element of a symbolic axis is the same
+    param at every length."""
     indices = np.asarray(cx.static[n.input[1]])
     flat = [int(i) % x[axis] if -x[axis] <= int(i) < x[axis] else -1 for i in indices.reshape(-1)]
     if not flat or -1 in flat or flat != list(range(flat[0], flat[0] + len(flat))):
         shown = str(indices.tolist()) if indices.size <= 8 else f"of shape {list(indices.shape)} {flat[:6]}..."
         raise LoweringError(n.op_type, n.name, f"indices {shown} are not in range and contiguous")
-    params = axis_slice(len(x), axis, flat[0], flat[0] + len(flat))
-    src = cx.read(n.input[0], n, t)
+    raw = [int(i) for i in indices.reshape(-1)]
+    if all(i < 0 for i in raw):  # counted from the end at any length (a mix of signs follows the length: flat)
+        params = axis_slice(len(x), axis, raw[0], raw[-1] + 1 or INT32_MAX)
+    else:
+        params = axis_slice(len(x), axis, flat[0], flat[0] + len(flat))
+    if cx.dtype(n.input[0]) == onnx.TensorProto.FLOAT:
+        src, dtype = cx.read(n.input[0], n, t), Dtype.F32
+    else:
+        src, dtype = cx.read_any(n.input[0], n, t)
     if indices.ndim == 1:
-        cx.emit(n, t, Opcode.SLICE, [src], params)
+        cx.emit(n, t, Opcode.SLICE, [src], params, out_dtype=dtype)
         return
     # a scalar drops the axis, indices of rank > 1 (GTCRN's [[0]]) split it: the sliced bytes, copied
     traced = traced_dims(cx.prog, src)  # the kept axes follow the input's, whatever the binding
     kept = traced[:axis] + [len(flat)] + traced[axis + 1 :]
-    picked = cx.emit(n, t, Opcode.SLICE, [src], params, out=cx.scratch(kept, t))
-    cx.emit(n, t, Opcode.COPY, [picked])
+    picked = cx.emit(n, t, Opcode.SLICE, [src], params, out=cx.scratch(kept, t, dtype))
+    cx.emit(n, t, Opcode.COPY, [picked], out_dtype=dtype)
 
 
 def _gather_integers(cx: Lowerer, n: onnx.NodeProto, t: Task, rows: int | None) -> None:

@@ -1,6 +1,6 @@
-"""Ops over an axis on the vector engine: Softmax, LayerNormalization, RMSNormalization, InstanceNormalization,
-ReduceMean/Sum/Max/Min, ArgMax/ArgMin (int64 indices), inference-mode BatchNormalization (per-channel MUL then ADD),
-and onnxruntime's norms: SimplifiedLayerNormalization (RMS), SkipLayerNormalization and
+"""Ops over an axis on the vector engine: Softmax, LogSoftmax, LayerNormalization, RMSNormalization,
+InstanceNormalization, ReduceMean/Sum/Max/Min, ArgMax/ArgMin (int64 indices), inference-mode BatchNormalization
+(per-channel MUL then ADD), and onnxruntime's norms: SimplifiedLayerNormalization (RMS), SkipLayerNormalization and
 SkipSimplifiedLayerNormalization (the residual ADDs, then the norm)."""
 
 from __future__ import annotations
@@ -15,16 +15,27 @@ from .abi import ArgParam, Dtype, Opcode, Param, ReduceParam, Task
 from .lowerer import Lowerer, attr, f32_bits
 from .registry import LoweringError, lowers
 
+SOFTMAX = {"Softmax": Opcode.SOFTMAX, "LogSoftmax": Opcode.LOG_SOFTMAX}
 
-@lowers("Softmax")
+
+@lowers(*SOFTMAX)
 def softmax(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """SOFTMAX / LOG_SOFTMAX along one axis (float16 widened to float32, rounded at the pair's end, as ORT's CPU
+    runs a float16 node in float32): LogSoftmax as ORT's MLAS, (x - max) - log(sum exp(x - max)), not Log of a
+    Softmax (an exp below float's range would give -inf where x - max is finite). Below opset 13 both coerce the
+    input to 2-D, [prod(dims[:axis]), prod(dims[axis:])]: the same as along the last axis only when axis is it."""
     rank = len(cx.shape(n.input[0], n))
     axis = int(attr(n, "axis", -1 if cx.opset >= 13 else 1))
+    if not -rank <= axis < rank:
+        raise LoweringError(n.op_type, n.name, f"axis {axis} is outside the input's rank {rank}")
     if cx.opset < 13 and axis % rank != rank - 1:
         raise LoweringError(
-            n.op_type, n.name, f"opset {cx.opset} Softmax coerces to 2-D; only the last axis is supported"
+            n.op_type,
+            n.name,
+            f"opset {cx.opset} {n.op_type} coerces to 2-D (over every axis from {axis} on); only the last axis "
+            "is supported",
         )
-    cx.emit(n, t, Opcode.SOFTMAX, [cx.read(n.input[0], n, t)], {Param.AXIS: axis})
+    cx.emit(n, t, SOFTMAX[n.op_type], [cx.read(n.input[0], n, t)], {Param.AXIS: axis})
 
 
 @lowers("LayerNormalization")

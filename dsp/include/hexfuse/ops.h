@@ -235,6 +235,8 @@ enum hfx_opcode {
                              * one above it (>, or >= with select_last_index); so of ties the first (the last), a NaN
                              * at index 0 gives 0 and a NaN elsewhere is passed over */
     HFX_OP_ARGMIN = 46,     /* the same for the smallest (<, or <=) */
+    HFX_OP_LOG_SOFTMAX = 47, /* in X; any axis (SOFTMAX's param): (x - max) - log(sum exp(x - max)), as ONNX Runtime's
+                              * MlasComputeSoftmax; numbered here because 30..39 is full */
     /* memory */
     HFX_OP_TRANSPOSE = 50,
     HFX_OP_CONCAT = 51, /* 1..8 inputs of one dtype (any: a mask's bools), the output's */
@@ -312,7 +314,7 @@ enum hfx_resize_nearest_mode {
  * output): ORT's MLAS sums it with A transposed */
 #define HFX_P_CONV_TRANSPOSED 9
 
-/* SOFTMAX, LAYERNORM, RMSNORM, CONCAT: axis in [-rank, rank) */
+/* SOFTMAX, LOG_SOFTMAX, LAYERNORM, RMSNORM, CONCAT: axis in [-rank, rank) */
 #define HFX_P_AXIS 0
 /* LAYERNORM, RMSNORM: epsilon as f32 bits (> 0) */
 #define HFX_P_EPSILON 1

@@ -1,12 +1,13 @@
 /* mlas_math.h - exp, erf and Softmax's sum of exps as ONNX Runtime's MLAS computes them on x86-64 with
  * AVX512F (MlasComputeExpF32KernelAvx512F, MlasComputeSumExpF32KernelAvx512F; erf below), for an Exp, Erf,
- * Gelu or Softmax whose result a QUANTIZE_LINEAR reads (HFX_SUM_ORT, the host build's default for them: a
+ * Gelu, Softmax or LogSoftmax whose result a QUANTIZE_LINEAR reads (HFX_SUM_ORT, the host build's default for them: a
  * 16-bit QDQ group's op, which ORT computes as DQ -> f32 op -> Q; hfx_exp's other polynomial lands a
  * value on the other side of a 16-bit rounding tie now and then). Each step rounds as MLAS's does:
  * x clamped below at -103.972 (a NaN stays), m = round(x / ln2) by the 1.5 * 2^23 trick, x - m ln2 in
  * two FMAs, a degree-6 polynomial by FMAs (its last two coefficients both 1), then p 2^m with one
  * rounding (VSCALEFPS: denormals, inf). The sum: 16 lane sums (lane i % 16, in order), then lanes
- * l + 8 added to l, then pairs of pairs; Softmax multiplies each exp by 1 / sum (MlasComputeSoftmax).
+ * l + 8 added to l, then pairs of pairs; Softmax multiplies each exp by 1 / sum, LogSoftmax subtracts log(sum)
+ * from x - max (MlasComputeSoftmax; softmax.c).
  * A CPU without AVX512F (AVX2 and FMA3) runs MlasComputeSumExpF32KernelFma3 instead: its own exp (x clamped
  * at -88.376, 2^m one factor from m's bits: 0 from m = -127) and 8 lane sums reduced as VHADDPS twice does;
  * hfx_mlas_avx512f picks the kernel as MLAS's platform init does. (MlasComputeExpF32KernelFma3, ORT's Exp
@@ -136,17 +137,6 @@ static inline float hfx_erf_mlas(float x) {
     uint32_t rb;
     memcpy(&rb, &r, sizeof rb);
     return hfx_f32_of(rb | (bits & 0x80000000u));
-}
-
-/* one Softmax line of d values, stride apart, as MlasComputeSoftmax with its AVX512F (avx512f) or FMA3
- * exp-sum kernel */
-static inline void hfx_softmax_line_mlas(const float *x, float *o, uint64_t d, uint64_t stride, int avx512f) {
-    float mx = x[0];
-    for (uint64_t k = 1; k < d; k++)
-        if (x[k * stride] > mx) mx = x[k * stride];
-    float sum = avx512f ? hfx_sum_exp_mlas(x, o, d, stride, -mx) : hfx_sum_exp_mlas_fma3(x, o, d, stride, -mx);
-    float scale = 1.0f / sum;
-    for (uint64_t k = 0; k < d; k++) o[k * stride] *= scale;
 }
 
 #endif

@@ -1,7 +1,9 @@
-/* softmax.c - Softmax over any axis. The tensor is seen as [outer, D, inner];
+/* softmax.c - Softmax and LogSoftmax over any axis. The tensor is seen as [outer, D, inner];
  * a line is one (outer, inner) pair; an item is a range of lines. Contiguous
  * lines (inner == 1, the usual last axis) take a SIMD-friendly path.
  * QSOFTMAX (u8/i8, ONNX Runtime's QLinearSoftmax: dsp/ref/ref_qsoftmax.h) has the same lines. */
+#include <math.h>
+
 #include "../../ref/ref_qsoftmax.h"
 #include "mlas_math.h"
 #include "kernels.h"
@@ -60,47 +62,80 @@ static inline double exp_shifted_sum(const float *restrict x, float *restrict o,
     return total;
 }
 
+/* The line's exps o[k inner] = exp(x[k inner] - mx) and their sum: where a QUANTIZE_LINEAR reads the op
+ * (HFX_SUM_ORT), MLAS's exp and sum order (its AVX512F kernel, or its FMA3 one: `avx512f`), else the kernel's own */
+static double exp_sum_line(uint8_t sum_order, int avx512f, const float *x, float *o, uint64_t d, uint64_t inner,
+                           float mx) {
+    if (sum_order == HFX_SUM_ORT)
+        return avx512f ? hfx_sum_exp_mlas(x, o, d, inner, -mx) : hfx_sum_exp_mlas_fma3(x, o, d, inner, -mx);
+    if (inner == 1) return exp_shifted_sum(x, o, d, mx);
+    double sum = 0.0;
+    for (uint64_t k = 0; k < d; k++) {
+        float ev = hfx_exp_nonpositive(x[k * inner] - mx);
+        o[k * inner] = ev;
+        sum += ev;
+    }
+    return sum;
+}
+
+/* The line's largest value: the first, then each one above it (a NaN is never taken, nor needed: its exp makes
+ * the sum NaN, and every output with it) */
+static float line_max(const float *x, uint64_t d, uint64_t inner) {
+    if (inner == 1) return hfx_max(x, d);
+    float mx = x[0];
+    for (uint64_t k = 1; k < d; k++)
+        if (x[k * inner] > mx) mx = x[k * inner];
+    return mx;
+}
+
+/* log(sum) as ORT takes it, the C library's logf, where the sums are ORT's (the host build); else hfx_log (Cephes'
+ * logf, the same on every build: the Hexagon builds have no libm), now and then an ulp of log(sum) from it */
+static float line_log(uint8_t sum_order, double sum) {
+#if !defined(__hexagon__)
+    if (sum_order == HFX_SUM_ORT) return logf((float)sum);
+#endif
+    (void)sum_order;
+    return hfx_log((float)sum);
+}
+
+/* o = exps times 1 / sum; a contiguous line (inner 1) in a loop of its own, which vectorizes */
+static inline void finish_line(float *o, uint64_t d, uint64_t inner, float inv) {
+    if (inner == 1)
+        for (uint64_t k = 0; k < d; k++) o[k] *= inv;
+    else
+        for (uint64_t k = 0; k < d; k++) o[k * inner] *= inv;
+}
+
+/* o = (x - mx) - lg, as finish_line */
+static inline void finish_log_line(const float *x, float *o, uint64_t d, uint64_t inner, float mx, float lg) {
+    if (inner == 1)
+        for (uint64_t k = 0; k < d; k++) o[k] = (x[k] - mx) - lg;
+    else
+        for (uint64_t k = 0; k < d; k++) o[k * inner] = (x[k * inner] - mx) - lg;
+}
+
+/* Softmax: each exp times 1 / sum. LogSoftmax as MlasComputeSoftmax's LogSoftmax: (x - max) - log(sum), the exps
+ * written to o first (X and Y never alias) and overwritten: ORT's bits where the sums are ORT's. A line of all
+ * -inf, or with a NaN or +inf, is NaN throughout, as ORT's. */
 HFX_VECTOR_KERNEL
 void hfx_run_softmax(const hfx_kernel_args *a, uint32_t item) {
     softmax_plan pl;
     HFX_PLAN_LOAD(pl, a->op);
-    uint64_t outer = pl.outer, d = pl.d, inner = pl.inner;
+    uint64_t d = pl.d, inner = pl.inner;
     const float *x = a->in[0];
     float *o = a->out[0];
     uint64_t b, e;
-    hfx_plan_range(outer * inner, pl.lines_per_item, item, &b, &e);
-    if (a->op->sum_order == HFX_SUM_ORT) { /* ORT's bits where a QUANTIZE_LINEAR reads them (mlas_math.h) */
-        int avx512f = hfx_mlas_avx512f();
-        for (uint64_t l = b; l < e; l++) {
-            uint64_t base = (l / inner) * d * inner + l % inner;
-            hfx_softmax_line_mlas(x + base, o + base, d, inner, avx512f);
-        }
-        return;
-    }
-    if (inner == 1) {
-        for (uint64_t l = b; l < e; l++) {
-            const float *xl = x + l * d;
-            float *ol = o + l * d;
-            float inv = (float)(1.0 / exp_shifted_sum(xl, ol, d, hfx_max(xl, d)));
-            for (uint64_t k = 0; k < d; k++) ol[k] *= inv;
-        }
-        return;
-    }
+    hfx_plan_range(pl.outer * inner, pl.lines_per_item, item, &b, &e);
+    uint8_t order = a->op->sum_order;
+    int avx512f = order == HFX_SUM_ORT && hfx_mlas_avx512f(), log_softmax = a->op->opcode == HFX_OP_LOG_SOFTMAX;
     for (uint64_t l = b; l < e; l++) {
-        uint64_t base = (l / inner) * d * inner + l % inner;
+        uint64_t base = inner == 1 ? l * d : (l / inner) * d * inner + l % inner;
         const float *xl = x + base;
         float *ol = o + base;
-        float mx = xl[0];
-        for (uint64_t k = 1; k < d; k++)
-            if (xl[k * inner] > mx) mx = xl[k * inner];
-        double sum = 0.0;
-        for (uint64_t k = 0; k < d; k++) {
-            float ev = hfx_exp_nonpositive(xl[k * inner] - mx);
-            ol[k * inner] = ev;
-            sum += ev;
-        }
-        float inv = (float)(1.0 / sum);
-        for (uint64_t k = 0; k < d; k++) ol[k * inner] *= inv;
+        float mx = line_max(xl, d, inner);
+        double sum = exp_sum_line(order, avx512f, xl, ol, d, inner, mx);
+        if (log_softmax) finish_log_line(xl, ol, d, inner, mx, line_log(order, sum));
+        else finish_line(ol, d, inner, (float)(1.0 / sum)); /* = 1.0f / sum of MLAS's float sum */
     }
 }
 

@@ -745,6 +745,45 @@ static void test_arg_program(hfx_pool *pool)
     hfx_program_free(prog);
 }
 
+/* LogSoftmax on Hexagon: A along the last axis of X [3, 9] (equal values: -log 9 each; one 0 among -inf: 0 there
+ * and -inf elsewhere; all -inf: NaN, as ONNX Runtime), B along axis 0 of Y [4, 3] (strided; equal columns: -log 4) */
+static float ls_x[3][9], ls_y[4][3], ls_a[3][9], ls_b[4][3];
+
+static void test_log_softmax_program(hfx_pool *pool)
+{
+    for (int k = 0; k < 9; k++) ls_x[0][k] = 1.5f, ls_x[1][k] = ls_x[2][k] = hfxb_f((int32_t)0xff800000);
+    ls_x[1][4] = 0.0f;
+    for (int r = 0; r < 4; r++)
+        for (int c = 0; c < 3; c++) ls_y[r][c] = (float)c * 7.0f - 3.0f;
+    hfxb b;
+    hfxb_init(&b);
+    int32_t p[HFX_OP_PARAMS] = {-1};
+    uint32_t x = hfxb_input(&b, HFX_TASK_A, HFXB_DIMS(3, 9)), ya = hfxb_output(&b, HFX_TASK_A, HFXB_DIMS(3, 9));
+    hfxb_op_add(&b, HFX_TASK_A, HFX_OP_LOG_SOFTMAX, -1, 1, &x, ya, p);
+    p[HFX_P_AXIS] = 0;
+    uint32_t y = hfxb_input(&b, HFX_TASK_B, HFXB_DIMS(4, 3)), yb = hfxb_output(&b, HFX_TASK_B, HFXB_DIMS(4, 3));
+    hfxb_op_add(&b, HFX_TASK_B, HFX_OP_LOG_SOFTMAX, -1, 1, &y, yb, p);
+    hfx_program *prog = NULL;
+    hfx_error err;
+    hfx_status st = parse_built(&b, &prog, &err);
+    const void *in[2] = {ls_x, ls_y};
+    void *out[2] = {ls_a, ls_b};
+    st = st ? st : hfx_run(pool, prog, in, 2, out, 2, NULL, NULL, NULL);
+    int ok = st == HFX_OK;
+    const float ln9 = 2.19722458f, ln4 = 1.38629436f, ninf = hfxb_f((int32_t)0xff800000);
+    for (int k = 0; k < 9; k++) {
+        float d = ls_a[0][k] + ln9;
+        ok = ok && (d < 0 ? -d : d) <= 1e-6f * ln9 && ls_a[1][k] == (k == 4 ? 0.0f : ninf) && ls_a[2][k] != ls_a[2][k];
+    }
+    for (int r = 0; r < 4; r++)
+        for (int c = 0; c < 3; c++) {
+            float d = ls_b[r][c] + ln4;
+            ok = ok && (d < 0 ? -d : d) <= 1e-6f * ln4;
+        }
+    expect(ok, "LogSoftmax along the last axis (equal values, one 0 among -inf, all -inf: NaN) and along axis 0");
+    hfx_program_free(prog);
+}
+
 #define QR 3
 #define QC 37
 static float q_x[QR * QC], q_da[QR * QC];
@@ -1446,8 +1485,9 @@ int main(void)
     test_integer_program(pool);
     test_mod_program(pool);
     test_arg_program(pool);
+    test_log_softmax_program(pool);
     qt_end_group(&T, "ReduceMax / ReduceMin, Log, Sin / Cos / InstanceNorm, DynamicQuantizeLinear, MatMulInteger, "
-                     "integer Cast/Add/Gather, Mod, ArgMax / ArgMin");
+                     "integer Cast/Add/Gather, Mod, ArgMax / ArgMin, LogSoftmax");
 
     qt_begin_group(&T);
     test_quant_program(pool);
