@@ -3,9 +3,11 @@
 ORT's defaults are not its fastest mode everywhere: on a 2-core VM gpt_decode_step ran at 78 us
 under them and 75 us under ort-seq, mlp_chain twice as fast on 2 threads as on 1. A tuned model
 carries the mode that ran it fastest here (tuning.py); for any other model
-`runtime.InferenceSession` (backend auto, no cDSP, plugin not registered) prepares a session in
-each of ORT's modes (CANDIDATES, and ort-par only where the graph has work it can run at once:
-`concurrent_work`) and alternates its first calls among them in blocks (Aker: prepare the versions,
+`runtime.InferenceSession` (backend auto, no cDSP, plugin not registered) explores each of ORT's modes
+(CANDIDATES, and ort-par only where the graph has work it can run at once: `concurrent_work`), making
+ORT's defaults' session at once and each other mode's when its first block starts (construction took
+3.0-4.4x stock ORT's when all were made at once: ppocr_rec 43 -> 188 ms, moonshine_tiny_decoder 217 -> 653
+ms; now 0.8-1.3x), and alternates its first calls among them in blocks (Aker: prepare the versions,
 choose at run time; `Exploration`): up to ROUNDS rounds of one block per mode (BLOCK counted calls
 and BLOCK_S in calls, or one and LONG_BLOCK_S), each round in another order, ending earlier (after
 MIN_ROUNDS at least) once the calls have taken EXPLORE_S. ort-par joins from the second
@@ -502,17 +504,23 @@ class ChoosingSession:
     with `clock` (ns), until a mode is chosen; from then on it is the `run` of that mode's session. Every
     other attribute is the current session's (ORT's defaults' while choosing). `choosing` says
     whether the choice is still open; `mode` is the mode chosen (None before); `exploration` its
-    figures. A session of ort-par (PARALLEL) among `sessions` joins the rotation as `Exploration` admits it."""
+    figures. A session of ort-par (PARALLEL) among `sessions` joins the rotation as `Exploration` admits it.
+    `sessions` holds one entry per mode, ORT's defaults' made; `make(mode)` makes a None one when that mode's
+    first block starts, outside the call's timing (a process that ends within the first block, or a mode that
+    never joins, costs no session); where it fails, ORT's defaults are kept and the call runs in them."""
 
     def __init__(
         self,
-        sessions: dict[str, ort.InferenceSession],
+        sessions: dict[str, ort.InferenceSession | None],
         key: str,
         log: Log,
         clock: Callable[[], int] = time.perf_counter_ns,
+        make: Callable[[str], ort.InferenceSession] | None = None,
     ) -> None:
-        self._sessions = sessions
-        self._current = sessions[CANDIDATES[0]]
+        defaults = sessions[CANDIDATES[0]]
+        if defaults is None:
+            raise ValueError(f"{CANDIDATES[0]}'s session is made before the first call")
+        self._sessions, self._make, self._current = sessions, make, defaults
         always = [m for m in sessions if m != PARALLEL]
         self.exploration = Exploration(always, joining=[m for m in sessions if m == PARALLEL])
         self._calls = 0
@@ -525,7 +533,9 @@ class ChoosingSession:
         with self._lock:  # the session is taken here: another thread's last call may release the rest
             self._calls += 1
             mode = self.exploration.mode() if self.choosing else None
-            session = self._sessions[mode] if mode else self._current
+            session = self._prepared(mode) if mode else self._current
+            if not self.choosing:  # chosen by another thread's call, or its session could not be made
+                mode = None
         if mode is None:
             return session.run(output_names, input_feed, run_options)
         t0 = self._clock()
@@ -538,9 +548,23 @@ class ChoosingSession:
                     self._choose(self.exploration.chosen)
         return out
 
+    def _prepared(self, mode: str) -> ort.InferenceSession:
+        """`mode`'s session, made now where it is None (ORT's defaults' where it cannot be made: kept)."""
+        session = self._sessions[mode]
+        if session is None:
+            try:
+                session = self._sessions[mode] = self._make(mode)  # type: ignore[misc]  # None only with make
+            except Exception as exc:  # any failure of ORT's: the application's call runs all the same
+                self.mode, self.choosing = ort_modes.DEFAULT, False
+                self.run = self._current.run  # type: ignore[method-assign]
+                self._sessions = {}
+                self._log(f"hexfuse: ONNX Runtime mode {ort_modes.DEFAULT} kept: a session in {mode} failed: {exc}")
+                return self._current
+        return session
+
     def _choose(self, mode: str) -> None:
         medians = self.exploration.medians()
-        self._current, self.mode, self.choosing = self._sessions[mode], mode, False
+        self._current, self.mode, self.choosing = self._sessions[mode] or self._current, mode, False
         self.run = self._current.run  # type: ignore[method-assign]  # the chosen session's own, no detour
         self._sessions = {}  # the other sessions are released
         figures = ", ".join(f"{m} {t:.1f}" for m, t in medians.items())
@@ -588,8 +612,8 @@ def session(
         return ort.InferenceSession(source, sess_options=so, providers=providers)
     parallel = concurrent_work(graph)
     modes = (*CANDIDATES, PARALLEL) if parallel else CANDIDATES
-    sessions = {m: _session(source, so, m, providers) for m in modes}
-    ort_modes.apply(so, CANDIDATES[0])
+    sessions: dict[str, ort.InferenceSession | None] = dict.fromkeys(modes)
+    sessions[CANDIDATES[0]] = _session(source, so, CANDIDATES[0], providers)
     joins = (
         f"{PARALLEL} joins from the second round if the calls take {PAR_MIN_CALL_US / 1000:g} ms"
         if parallel
@@ -600,7 +624,9 @@ def session(
         f"{BLOCK} calls and {BLOCK_S * 1000:g} ms per mode) alternate among "
         f"{', '.join(CANDIDATES)}; {joins} (no tuning record made here; {ENV_MODE}=off keeps ORT's defaults)"
     )
-    return ChoosingSession(sessions, model_key(model), log)
+    return ChoosingSession(
+        sessions, model_key(model), log, make=functools.partial(_session, source, so, providers=providers)
+    )
 
 
 def concurrent_work(graph: onnx.GraphProto) -> bool:
@@ -636,5 +662,9 @@ def concurrent_work(graph: onnx.GraphProto) -> bool:
 
 
 def _session(source: str | bytes, so: ort.SessionOptions, mode: str, providers: list[str]) -> ort.InferenceSession:
-    """A session in `mode` (SessionOptions are copied into a session when it is created)."""
-    return ort.InferenceSession(source, sess_options=ort_modes.apply(so, mode), providers=providers)
+    """A session in `mode`; `so` is left in ORT's defaults (SessionOptions are copied into a session when it
+    is created: the options given, as they are when a mode's first block starts)."""
+    try:
+        return ort.InferenceSession(source, sess_options=ort_modes.apply(so, mode), providers=providers)
+    finally:
+        ort_modes.apply(so, ort_modes.DEFAULT)

@@ -390,24 +390,70 @@ def spin(session: ort.InferenceSession) -> str | None:
         return None
 
 
-def test_the_sessions_timed_are_the_sessions_kept_as_ort_makes_them(untuned, logged):
+def sessions_made(monkeypatch: pytest.MonkeyPatch) -> dict[str, ort.InferenceSession]:
+    """Every session mode_choice makes from now on, by mode (the real function, its results kept)."""
+    made: dict[str, ort.InferenceSession] = {}
+    make = mode_choice._session
+
+    def keep(source, so, mode, providers):
+        made[mode] = make(source, so, mode, providers)
+        return made[mode]
+
+    monkeypatch.setattr(mode_choice, "_session", keep)
+    return made
+
+
+def test_the_sessions_timed_are_the_sessions_kept_as_ort_makes_them(untuned, logged, monkeypatch):
     """Twins that spun 1 ms ran gtcrn_stream's first calls after a rest 3x slower in ort-par than the
     session kept: the choice timed another session than the one it kept."""
+    made = sessions_made(monkeypatch)
     session = runtime.InferenceSession(untuned)
-    timed = dict(session._sessions)
-    for mode, s in timed.items():
+    run_until_chosen(session, untuned)
+    assert set(made) == set(mode_choice.CANDIDATES)
+    for mode, s in made.items():
         assert spin(s) is None, mode
         assert execution(s.get_session_options()) == execution(ort_modes.options(mode))
-    run_until_chosen(session, untuned)
-    assert session._current is timed[session.mode] and spin(session) is None
+    assert session._current is made[session.mode] and spin(session) is None
 
 
-def test_a_spin_the_user_set_is_kept_in_every_session(untuned, logged):
+def test_a_spin_the_user_set_is_kept_in_every_session(untuned, logged, monkeypatch):
+    made = sessions_made(monkeypatch)
     so = ort.SessionOptions()
     so.add_session_config_entry(SPIN_KEY, "20000")
     mine = runtime.InferenceSession(untuned, so=so)
-    assert isinstance(mine, mode_choice.ChoosingSession)
-    assert all(spin(s) == "20000" for s in mine._sessions.values())
+    run_until_chosen(mine, untuned)
+    assert set(made) == set(mode_choice.CANDIDATES) and all(spin(s) == "20000" for s in made.values())
+    assert execution(so) == execution(ort.SessionOptions())  # the options given are left in ORT's defaults
+
+
+def test_only_orts_defaults_session_is_made_before_the_first_call(untuned, logged, monkeypatch):
+    """The others are made as their mode's first block starts: a process that ends within ORT's defaults'
+    first block (a command-line tool's few calls) made one session, as stock ORT does, not 3-4."""
+    made = sessions_made(monkeypatch)
+    session = runtime.InferenceSession(untuned)
+    assert isinstance(session, mode_choice.ChoosingSession) and list(made) == [ort_modes.DEFAULT]
+    feeds = verify.random_inputs(session, seed=1)
+    while session.exploration.mode() == ort_modes.DEFAULT:
+        session.run(None, feeds)
+    assert list(made) == [ort_modes.DEFAULT]
+    session.run(None, feeds)
+    assert list(made) == [ort_modes.DEFAULT, session.exploration.mode()]
+
+
+def test_a_mode_whose_session_cannot_be_made_keeps_orts_defaults(untuned, logged):
+    defaults = ort.InferenceSession(str(untuned), ort_modes.options(ort_modes.DEFAULT))
+    sessions = {m: (defaults if m == ort_modes.DEFAULT else None) for m in mode_choice.CANDIDATES}
+
+    def fails(mode: str) -> ort.InferenceSession:
+        raise RuntimeError(f"no memory for {mode}")
+
+    session = mode_choice.ChoosingSession(sessions, mode_choice.model_key(untuned), runtime._log_once, make=fails)
+    feeds = verify.random_inputs(defaults, seed=1)
+    want = defaults.run(None, feeds)
+    for _ in range(200):  # through ORT's defaults' first block and past it: every call served
+        assert all(np.array_equal(w, g) for w, g in zip(want, session.run(None, feeds)))
+    assert not session.choosing and session.mode == ort_modes.DEFAULT and session._current is defaults
+    assert messages(logged, "ONNX Runtime mode ort-default kept: a session in", "failed: no memory for")
 
 
 def calls_counted(previous: str, start_ns: int, call_ns: int, n: int) -> int:
