@@ -78,9 +78,8 @@ static uint64_t row_offset(const hfx_tensor *ot, uint64_t row, const uint64_t *i
 
 /* Output rows [b, e) of a transpose of elements of `es` bytes; `s`: the input stride of each output axis.
  * Inlined once per element size, so each copy of an element is one load and store. */
-static inline __attribute__((always_inline)) void transpose_rows(const uint8_t *x, uint8_t *o, size_t es,
-                                                                 const hfx_tensor *ot, const uint64_t *s,
-                                                                 uint64_t last, uint64_t b, uint64_t e) {
+HFX_KERNEL_HELPER void transpose_rows(const uint8_t *x, uint8_t *o, size_t es, const hfx_tensor *ot, const uint64_t *s,
+                                      uint64_t last, uint64_t b, uint64_t e) {
     uint64_t sl = s[ot->rank - 1];
     /* 2-D tiles: when the output's second-to-last axis is contiguous in the
      * input, 8 consecutive output rows read 8 consecutive input elements */
@@ -223,9 +222,8 @@ hfx_status hfx_validate_slice(hfx_vctx *v, hfx_op *op) {
 
 /* Dense output elements [e0, e1) of the strided read of x (axes as merged_axes gives them, elements of `es`
  * bytes), run by run of the last axis. Inlined once per element size. */
-static inline __attribute__((always_inline)) void copy_strided(const uint8_t *x, uint8_t *o, size_t es, uint32_t n,
-                                                               const uint64_t *dims, const int64_t *stride,
-                                                               uint64_t e0, uint64_t e1) {
+HFX_KERNEL_HELPER void copy_strided(const uint8_t *x, uint8_t *o, size_t es, uint32_t n, const uint64_t *dims,
+                                    const int64_t *stride, uint64_t e0, uint64_t e1) {
     uint64_t len = dims[n - 1];
     int64_t sl = stride[n - 1];
     for (uint64_t i = e0; i < e1;) {
@@ -390,8 +388,8 @@ hfx_status hfx_validate_gather_rows(hfx_vctx *v, hfx_op *op) {
     const hfx_tensor *x = &v->p->tensors[op->in[0]], *ix = &v->p->tensors[op->in[1]];
     const hfx_tensor *y = &v->p->tensors[op->out[0]];
     if (y->dtype != x->dtype)
-        return hfx_vfail(v, HFX_ERR_DTYPE, HFX_OUT_OFF(v, 0), "op %u (GatherRows): output dtype %u, expected the data's %u",
-                         v->index, y->dtype, x->dtype);
+        return hfx_vfail(v, HFX_ERR_DTYPE, HFX_OUT_OFF(v, 0),
+                         "op %u (GatherRows): output dtype %u, expected the data's %u", v->index, y->dtype, x->dtype);
     if (ix->dtype != HFX_DTYPE_I32 && ix->dtype != HFX_DTYPE_I64 && ix->dtype != HFX_DTYPE_F32)
         return hfx_vfail(v, HFX_ERR_DTYPE, HFX_IN_OFF(v, 1), "op %u (GatherRows): indices must be i32, i64 or f32",
                          v->index);

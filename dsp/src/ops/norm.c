@@ -28,8 +28,10 @@ static bool fits_row(const hfx_tensor *s, const hfx_tensor *x, uint32_t axis, ui
 static hfx_status validate_instance(hfx_vctx *v, const hfx_op *op, uint32_t axis) {
     const hfx_tensor *x = &v->p->tensors[op->in[0]];
     if (x->rank < 3 || axis != 2)
-        return hfx_vfail(v, HFX_ERR_SHAPE, HFX_PARAM_OFF(v, HFX_P_AXIS), "op %u: InstanceNormalization needs rank >= 3 "
-                         "and axis 2", v->index);
+        return hfx_vfail(v, HFX_ERR_SHAPE, HFX_PARAM_OFF(v, HFX_P_AXIS),
+                         "op %u: InstanceNormalization needs rank >= 3 "
+                         "and axis 2",
+                         v->index);
     for (uint32_t k = 1; k < 3; k++) {
         const hfx_tensor *t = &v->p->tensors[op->in[k]];
         if (t->rank != 1 || t->dims[0] != x->dims[1])
@@ -76,7 +78,7 @@ hfx_status hfx_plan_norm(const hfx_program *p, hfx_op *op) {
  * RMSNormalization sum them on x86-64: in 8 float lanes by FMA (lane k % 8), the lanes reduced
  * ((0+4) + (2+6)) + ((1+5) + (3+7)); then groups of 4 added as products (two roundings), the last 1-3
  * by FMA. */
-static float sumsq_ort(const float *x, uint64_t d, float mean) {
+HFX_KERNEL_HELPER float sumsq_ort(const float *x, uint64_t d, float mean) {
     float lane[8] = {0};
     uint64_t k = 0;
     for (; k + 8 <= d; k += 8)
@@ -103,8 +105,8 @@ static float sumsq_ort(const float *x, uint64_t d, float mean) {
  * + eps) in float; y = fma((x - mean) inv, scale, bias). d < 8: Welford's updates in float (delta = x -
  * mean, mean += delta / n, m2 += delta (x - mean)), sd = sqrt(m2 / d + eps), y = (x - mean) / sd * scale
  * + bias, each step rounded. */
-static void layernorm_row_ort(const float *x, const float *scale, const float *bias, float *o, uint64_t d,
-                              float eps) {
+HFX_KERNEL_HELPER void layernorm_row_ort(const float *x, const float *scale, const float *bias, float *o, uint64_t d,
+                                         float eps) {
     if (d < 8) {
         float mean = 0.0f, m2 = 0.0f;
         for (uint64_t k = 0; k < d; k++) {
@@ -133,7 +135,7 @@ static void layernorm_row_ort(const float *x, const float *scale, const float *b
  * (every row of d = 1..100 equal). d >= 16: inv = 1 / sqrt(sumsq_ort / d + eps), y = x inv scale. d < 16,
  * and at every d a SkipSimplifiedLayerNormalization's norm (`skip`, its own kernel): the products x x
  * rounded and added in order, rms = sqrt(sum / d + eps), y = x / rms * scale. */
-static void rmsnorm_row_ort(const float *x, const float *scale, float *o, uint64_t d, float eps, bool skip) {
+HFX_KERNEL_HELPER void rmsnorm_row_ort(const float *x, const float *scale, float *o, uint64_t d, float eps, bool skip) {
     if (d >= 16 && !skip) {
         float inv = 1.0f / sqrtf(sumsq_ort(x, d, 0.0f) / (float)d + eps);
         for (uint64_t k = 0; k < d; k++) o[k] = x[k] * inv * scale[k];
@@ -188,8 +190,8 @@ static float sum_eigen(const float *x, uint64_t n, uint64_t head, float mean, in
  * FMA): mean = the row's sum / d, its head the elements before a 16-byte boundary of a 16-byte aligned X (d r
  * floats in); the squared deviations summed from the row's start; inv = 1 / sqrt(sum / d + eps); y = x s + t
  * with s = inv scale[c], t = bias[c] - mean s. */
-static void instancenorm_row_ort(const float *x, float scale, float bias, float *o, uint64_t d, uint64_t r,
-                                 float eps) {
+HFX_KERNEL_HELPER void instancenorm_row_ort(const float *x, float scale, float bias, float *o, uint64_t d, uint64_t r,
+                                            float eps) {
     uint64_t head = (4 - (d * r) % 4) % 4;
     float mean = sum_eigen(x, d, head, 0.0f, 0) / (float)d;
     float inv = 1.0f / sqrtf(sum_eigen(x, d, 0, mean, 1) / (float)d + eps);

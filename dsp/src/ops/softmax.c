@@ -42,7 +42,7 @@ hfx_status hfx_plan_softmax(const hfx_program *p, hfx_op *op) {
 /* o[k] = exp(x[k] - mx) and their sum, in one pass: 8 float lanes per block of 1024 elements, blocks added
  * in double. A lane adds at most 128 terms in (0, 1]: the sum's relative error stays under 1e-5 (typically
  * 1e-7; MLAS sums its exps in float too). */
-static inline double exp_shifted_sum(const float *restrict x, float *restrict o, uint64_t d, float mx) {
+HFX_KERNEL_HELPER double exp_shifted_sum(const float *restrict x, float *restrict o, uint64_t d, float mx) {
     double total = 0.0;
     for (uint64_t b = 0; b < d; b += 1024) {
         uint64_t e = b + 1024 < d ? b + 1024 : d, i = b;
@@ -64,8 +64,8 @@ static inline double exp_shifted_sum(const float *restrict x, float *restrict o,
 
 /* The line's exps o[k inner] = exp(x[k inner] - mx) and their sum: where a QUANTIZE_LINEAR reads the op
  * (HFX_SUM_ORT), MLAS's exp and sum order (its AVX512F kernel, or its FMA3 one: `avx512f`), else the kernel's own */
-static double exp_sum_line(uint8_t sum_order, int avx512f, const float *x, float *o, uint64_t d, uint64_t inner,
-                           float mx) {
+HFX_KERNEL_HELPER double exp_sum_line(uint8_t sum_order, int avx512f, const float *x, float *o, uint64_t d,
+                                      uint64_t inner, float mx) {
     if (sum_order == HFX_SUM_ORT)
         return avx512f ? hfx_sum_exp_mlas(x, o, d, inner, -mx) : hfx_sum_exp_mlas_fma3(x, o, d, inner, -mx);
     if (inner == 1) return exp_shifted_sum(x, o, d, mx);
@@ -80,7 +80,7 @@ static double exp_sum_line(uint8_t sum_order, int avx512f, const float *x, float
 
 /* The line's largest value: the first, then each one above it (a NaN is never taken, nor needed: its exp makes
  * the sum NaN, and every output with it) */
-static float line_max(const float *x, uint64_t d, uint64_t inner) {
+HFX_KERNEL_HELPER float line_max(const float *x, uint64_t d, uint64_t inner) {
     if (inner == 1) return hfx_max(x, d);
     float mx = x[0];
     for (uint64_t k = 1; k < d; k++)
@@ -90,7 +90,7 @@ static float line_max(const float *x, uint64_t d, uint64_t inner) {
 
 /* log(sum) as ORT takes it, the C library's logf, where the sums are ORT's (the host build); else hfx_log (Cephes'
  * logf, the same on every build: the Hexagon builds have no libm), now and then an ulp of log(sum) from it */
-static float line_log(uint8_t sum_order, double sum) {
+HFX_KERNEL_HELPER float line_log(uint8_t sum_order, double sum) {
 #if !defined(__hexagon__)
     if (sum_order == HFX_SUM_ORT) return logf((float)sum);
 #endif
@@ -99,7 +99,7 @@ static float line_log(uint8_t sum_order, double sum) {
 }
 
 /* o = exps times 1 / sum; a contiguous line (inner 1) in a loop of its own, which vectorizes */
-static inline void finish_line(float *o, uint64_t d, uint64_t inner, float inv) {
+HFX_KERNEL_HELPER void finish_line(float *o, uint64_t d, uint64_t inner, float inv) {
     if (inner == 1)
         for (uint64_t k = 0; k < d; k++) o[k] *= inv;
     else
@@ -107,7 +107,7 @@ static inline void finish_line(float *o, uint64_t d, uint64_t inner, float inv) 
 }
 
 /* o = (x - mx) - lg, as finish_line */
-static inline void finish_log_line(const float *x, float *o, uint64_t d, uint64_t inner, float mx, float lg) {
+HFX_KERNEL_HELPER void finish_log_line(const float *x, float *o, uint64_t d, uint64_t inner, float mx, float lg) {
     if (inner == 1)
         for (uint64_t k = 0; k < d; k++) o[k] = (x[k] - mx) - lg;
     else
