@@ -313,7 +313,7 @@ CASES = {
         [init("pads", np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64)), init("w", f32(2, 2, 3, 3))],
     ),
     # a constant Pad no Conv takes in (the refusal case "pad_not_before_conv" before): CONCAT with
-    # constant slabs. open_nsfw: torch's F.pad of an NHWC tensor, read by a Cast; basic_pitch:
+    # slabs of the value made by EXPAND. open_nsfw: torch's F.pad of an NHWC tensor, read by a Cast; basic_pitch:
     # tf2onnx's before a Conv1D, read by a Reshape; and a Pad of another value
     "pad_constant_output": lambda: task_b_pair(
         [helper.make_node("Pad", ["z", "pads"], ["yb"], name="pad")],
@@ -442,9 +442,9 @@ OPCODES = {
     "pad_reflect_conv": [Opcode.RELU] + [Opcode.SLICE, Opcode.SLICE, Opcode.CONCAT] * 2 + [Opcode.CONV2D],
     "pad_reflect_1d": [Opcode.RELU, Opcode.SLICE, Opcode.SLICE, Opcode.CONCAT],
     "pad_reflect_one_side": [Opcode.RELU, Opcode.SLICE, Opcode.CONCAT],
-    "pad_constant_output": [Opcode.RELU, Opcode.CONCAT, Opcode.CONCAT],
-    "pad_nhwc_then_cast": [Opcode.RELU, Opcode.CONCAT, Opcode.CONCAT, Opcode.COPY],
-    "pad_value_one_side": [Opcode.RELU, Opcode.CONCAT],
+    "pad_constant_output": [Opcode.RELU] + [Opcode.EXPAND, Opcode.CONCAT] * 2,  # one slab for both sides
+    "pad_nhwc_then_cast": [Opcode.RELU] + [Opcode.EXPAND, Opcode.CONCAT] * 2 + [Opcode.COPY],
+    "pad_value_one_side": [Opcode.RELU, Opcode.EXPAND, Opcode.CONCAT],
     "pad_zero_then_transpose": [Opcode.RELU, Opcode.TRANSPOSE],  # the Pad emits nothing
     "pad_zero_as_output": [Opcode.RELU, Opcode.COPY],
     "leaky_relu_max_const": [Opcode.RELU, Opcode.MUL, Opcode.MAX, Opcode.CLIP],

@@ -1626,6 +1626,80 @@ static void test_int_copy_gather(void) {
     }
 }
 
+/* EXPAND of X (f32, f16, i64, u8, bool bytes; rank up to Y's) to Y's dims, against X's element at each output
+ * index's broadcast offset; the byte after Y untouched */
+static void expand_case(uint8_t dtype, const rshape *xs, const rshape *ys) {
+    size_t es = hfxb_dtype_size(dtype);
+    uint64_t nx = rs_numel(xs), ny = rs_numel(ys);
+    uint8_t *X = malloc(nx * es + 1), *Y = malloc(ny * es + 1);
+    for (uint64_t k = 0; k < nx * es; k++) X[k] = (uint8_t)rng_u32();
+    if (dtype == HFX_DTYPE_BOOL)
+        for (uint64_t k = 0; k < nx; k++) X[k] &= 1;
+    memset(Y, 0xa5, ny * es + 1);
+    hfxb b;
+    hfxb_init(&b);
+    b.v2 = 1;
+    int task = (int)(rng_u32() % 2);
+    uint32_t x = hfxb_set_dtype(&b, hfxb_input(&b, task, xs->rank, xs->d), dtype);
+    uint32_t y = hfxb_set_dtype(&b, hfxb_output(&b, task, ys->rank, ys->d), dtype);
+    hfxb_op_add(&b, task, HFX_OP_EXPAND, -1, 1, &x, y, NULL);
+    const void *ins[1] = {X};
+    void *outs[1] = {Y};
+    if (run_prog(&b, ins, 1, outs, 1)) {
+        uint64_t i = 0;
+        for (; i < ny; i++) {
+            uint32_t idx[8] = {0};
+            rs_unflatten(ys, i, idx);
+            if (memcmp(Y + i * es, X + rs_bcast_offset(xs, idx, ys->rank) * es, es) != 0) break;
+        }
+        CHECK_MSG(i == ny && Y[ny * es] == 0xa5, "expand dtype %u, rank %u to %u (%llu elements): element %llu differs",
+                  dtype, xs->rank, ys->rank, (unsigned long long)ny, (unsigned long long)i);
+    }
+    hfxb_free(&b);
+    free(X), free(Y);
+}
+
+/* refused: Y of another dtype, an axis neither Y's nor 1, X of a higher rank, an empty X to a non-empty Y, a param */
+static void expand_refusals(void) {
+    static const rshape xs[] = {{2, {3, 1}}, {2, {3, 2}}, {3, {1, 3, 4}}, {1, {0}}, {1, {1}}};
+    static const rshape ys[] = {{2, {3, 4}}, {2, {3, 4}}, {2, {3, 4}}, {2, {3, 4}}, {2, {3, 4}}};
+    static const hfx_status want[] = {HFX_ERR_DTYPE, HFX_ERR_SHAPE, HFX_ERR_SHAPE, HFX_ERR_SHAPE, HFX_ERR_PARAM};
+    for (int m = 0; m < 5; m++) {
+        hfxb b;
+        hfxb_init(&b);
+        uint32_t x = hfxb_input(&b, 0, xs[m].rank, xs[m].d), y = hfxb_output(&b, 0, ys[m].rank, ys[m].d);
+        if (m == 0) hfxb_set_dtype(&b, x, HFX_DTYPE_I32);
+        int32_t p[HFX_OP_PARAMS] = {0};
+        p[0] = m == 4;
+        hfxb_op_add(&b, 0, HFX_OP_EXPAND, -1, 1, &x, y, p);
+        hfx_status st;
+        CHECK_MSG(!parses(&b, &st) && st == want[m], "expand refusal %d: status %s", m, hfx_status_name(st));
+        hfxb_free(&b);
+    }
+}
+
+static void test_expand(void) {
+    static const uint8_t dts[] = {HFX_DTYPE_F32, HFX_DTYPE_F16, HFX_DTYPE_I64, HFX_DTYPE_U8, HFX_DTYPE_BOOL};
+    rshape scalar = {0, {0}}, one = {1, {1}}, big = {2, {3, 70001}}, row = {1, {129}}, col = {3, {2, 1, 1}};
+    rshape wide = {3, {2, 500, 129}}, empty = {2, {3, 0}};
+    for (int d = 0; d < 5; d++) {
+        expand_case(dts[d], &scalar, &big); /* a fill of several items, doubling copies */
+        expand_case(dts[d], &one, &big);
+        expand_case(dts[d], &scalar, &scalar);
+        expand_case(dts[d], &row, &wide); /* whole rows repeated */
+        expand_case(dts[d], &col, &wide); /* one element per outer index */
+        expand_case(dts[d], &one, &empty); /* no items */
+        for (int i = 0; i < 6; i++) {
+            rshape ys, xs;
+            rand_shape(&ys, i < 2 ? 2 : rng_range(1, 5), i < 2 ? 300 : 9);
+            xs.rank = rng_range(0, ys.rank);
+            for (uint32_t q = 0; q < xs.rank; q++) xs.d[q] = rng_u32() % 2 ? 1 : ys.d[ys.rank - xs.rank + q];
+            expand_case(dts[d], &xs, &ys);
+        }
+    }
+    expand_refusals();
+}
+
 /* ---- zero-size tensors: ops with empty outputs have no items, empty inputs follow ONNX ---- */
 
 /* a buffer of n floats, all NaN (so that every element the kernel must write is checked) */
@@ -2568,6 +2642,7 @@ int main(void) {
     RUN_TEST(test_int_binary);
     RUN_TEST(test_fmod_f32);
     RUN_TEST(test_int_copy_gather);
+    RUN_TEST(test_expand);
     RUN_TEST(test_sin_cos);
     RUN_TEST(test_compare);
     RUN_TEST(test_where);

@@ -116,6 +116,7 @@ class Opcode(IntEnum):
     COPY = 53
     RESIZE = 54
     GATHER_ROWS = 55  # ONNX Gather on axis 0 with run-time int32/int64 indices
+    EXPAND = 56  # X (any dtype) broadcast to the output's dims: a fill from one element (ConstantOfShape, Pad's slabs)
     MAXPOOL = 60
     AVGPOOL = 61
     GLOBAL_AVGPOOL = 62

@@ -1,6 +1,6 @@
 """Data movement: Transpose, Concat, Slice, Split, Gather (a constant index or range), the reshape
-family, Expand (a MUL by ones on the vector engine); and Constant, which emits no op (its value
-becomes a program constant or steers another op's parameters)."""
+family, Expand (a MUL by ones on the vector engine), ConstantOfShape (an EXPAND of its value); and
+Constant, which emits no op (its value becomes a program constant or steers another op's parameters)."""
 
 from __future__ import annotations
 
@@ -27,10 +27,25 @@ def constant(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     cx.static[n.output[0]] = array.astype(np.float32) if array.dtype == np.float16 else array
 
 
-@lowers("Shape", "Size", "ConstantOfShape")
+@lowers("Shape", "Size")
 def shape_arithmetic(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     """Folded by the Lowerer when every input is known (Shape, Size: when its input's shape is)."""
     raise LoweringError(n.op_type, n.name, "runs only as shape arithmetic on values known when lowering")
+
+
+@lowers("ConstantOfShape")
+def constant_of_shape(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """An EXPAND of its value (float 0 when not given) to the output's dims: the shape section makes them follow
+    the input shapes (an LSTM's zero state [2, batch, hidden] from Shape -> Gather -> Concat of the input), which
+    a constant's cannot. An integer fill of a shape known when lowering is folded instead (Lowerer._folds)."""
+    value = attr(n, "value")
+    fill = numpy_helper.to_array(value).reshape(()) if value is not None else np.zeros((), np.float32)
+    dtype = DTYPES.get(cx.dtype(n.output[0]))
+    if dtype is None:
+        raise LoweringError(n.op_type, n.name, f"a fill of {fill.dtype} is not carried by the task program")
+    value_id = cx.shared_constant(fill, t, dtype)  # float16 computes in float32, exactly
+    # on the copy engine: the profile counts no work for it (NO_COST_OPS), a state of a few KiB
+    cx.emit(n, t, Opcode.EXPAND, [value_id], engine=EngineClass.MEMORY, out_dtype=dtype)
 
 
 @lowers(*RESHAPES)
@@ -151,35 +166,29 @@ def reflect_pad(cx: Lowerer, n: onnx.NodeProto, t: Task, pads: list[int]) -> Non
 def constant_pad(cx: Lowerer, n: onnx.NodeProto, t: Task, pads: list[int], value: float) -> None:
     """ONNX Pad mode='constant' that no Conv takes into its own pads (torch's F.pad of an NHWC
     tensor, read by a Cast; tf2onnx's before a Conv1D, read by a Reshape), axis by axis:
-    CONCAT(slab, x, slab) with slabs of `value` as program constants. Their dims are the input's,
-    so a tensor with an axis whose length follows a symbolic input dim is refused."""
+    CONCAT(slab, x, slab) with slabs of `value` made by EXPAND, whose dims follow the input's
+    (basic_pitch's symbolic batch)."""
     rank = len(pads) // 2
     if min(pads) < 0:
         raise LoweringError(n.op_type, n.name, f"pads {pads}: a negative pad (a crop) is not supported")
-    if cx.varying.get(n.input[0]):
-        raise LoweringError(
-            n.op_type,
-            n.name,
-            "a constant Pad not folded into a Conv is a CONCAT with constants of the input's dims, which "
-            "follow a symbolic input dim here (--freeze-shapes fixes them)",
-        )
     src = cx.read(n.input[0], n, t)
     axes = [a for a in range(rank) if pads[a] or pads[rank + a]]
     for a in axes:
         dims = traced_dims(cx.prog, src)
         begin, end = pads[a], pads[rank + a]
-        slabs = [_slab(cx, t, dims, a, length, value) if length else None for length in (begin, end)]
-        parts = [p for p in (slabs[0], src, slabs[1]) if p is not None]
+        slabs = {length: _slab(cx, n, t, dims, a, length, value) for length in sorted({begin, end} - {0})}
+        parts = [p for p in (slabs.get(begin), src, slabs.get(end)) if p is not None]  # equal sides share one slab
         dims[a] = dims[a] + begin + end
         out = None if a == axes[-1] else cx.scratch(dims, t)
         src = cx.emit(n, t, Opcode.CONCAT, parts, {Param.AXIS: a}, out=out)
 
 
-def _slab(cx: Lowerer, t: Task, dims: list[int], axis: int, length: int, value: float) -> int:
-    """A program constant of `value` shaped as `dims` but `length` long along `axis`."""
-    shape = [int(d) for d in dims]
+def _slab(cx: Lowerer, n: onnx.NodeProto, t: Task, dims: list[int], axis: int, length: int, value: float) -> int:
+    """`value` shaped as `dims` (traced: they follow the input's) but `length` long along `axis`."""
+    shape = list(dims)
     shape[axis] = length
-    return cx.shared_constant(np.full(shape, value, np.float32), t, Dtype.F32)
+    fill = cx.shared_constant(np.array(value, np.float32), t, Dtype.F32)
+    return cx.emit(n, t, Opcode.EXPAND, [fill], out=cx.scratch(shape, t))
 
 
 def _mirror(cx: Lowerer, n: onnx.NodeProto, t: Task, src: int, axis: int, length: int, first: int, stop: int) -> int:

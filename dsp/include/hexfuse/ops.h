@@ -246,6 +246,9 @@ enum hfx_opcode {
     HFX_OP_GATHER_ROWS = 55, /* in X [R, ...] (any dtype, Y's), indices i32/i64 (or f32 integers): ONNX Gather
                                 axis 0; an index that is not an integer in [-R, R) gives a row of NaN (f32 X)
                                 or of zeros (integer X), where ONNX Runtime fails the run */
+    HFX_OP_EXPAND = 56, /* in X (any dtype, Y's) of rank <= Y's, each axis Y's or 1 (numpy, aligned at the end): X
+                           broadcast to Y's dims, ONNX Expand; one element filling Y: ConstantOfShape, a Pad's
+                           constant slabs (Y's dims may follow the input shapes, a constant's cannot) */
     /* pooling, NCHW */
     HFX_OP_MAXPOOL = 60,        /* 2-D, in X[N,C,H,W] */
     HFX_OP_AVGPOOL = 61,        /* 2-D, in X[N,C,H,W] */

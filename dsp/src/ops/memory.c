@@ -1,6 +1,6 @@
-/* memory.c - Transpose, Concat, Slice, Copy, GatherRows (the COPY/DMA engine class); they move elements of any
- * dtype.
- * Transpose/Slice items are ranges of output rows (all axes but the last);
+/* memory.c - Transpose, Concat, Slice, Copy, GatherRows, Expand (the COPY/DMA engine class); they move elements of
+ * any dtype.
+ * Transpose/Slice/Expand items are ranges of output rows (all axes but the last);
  * Concat/Copy items are ranges of output elements, GatherRows items ranges of indices. */
 #include <math.h>
 
@@ -221,7 +221,8 @@ hfx_status hfx_validate_slice(hfx_vctx *v, hfx_op *op) {
 }
 
 /* Dense output elements [e0, e1) of the strided read of x (axes as merged_axes gives them, elements of `es`
- * bytes), run by run of the last axis. Inlined once per element size. */
+ * bytes), run by run of the last axis; a last axis of stride 0 (Expand's broadcast) repeats one element, copied
+ * from the run's start in doubling spans. Inlined once per element size. */
 HFX_KERNEL_HELPER void copy_strided(const uint8_t *x, uint8_t *o, size_t es, uint32_t n, const uint64_t *dims,
                                     const int64_t *stride, uint64_t e0, uint64_t e1) {
     uint64_t len = dims[n - 1];
@@ -234,10 +235,25 @@ HFX_KERNEL_HELPER void copy_strided(const uint8_t *x, uint8_t *o, size_t es, uin
             rem /= dims[j];
         }
         if (sl == 1) memcpy(o + i * es, x + off * (int64_t)es, run * es);
-        else
+        else if (sl == 0) {
+            memcpy(o + i * es, x + off * (int64_t)es, es);
+            for (uint64_t done = 1; done < run; done *= 2)
+                memcpy(o + (i + done) * es, o + i * es, (done < run - done ? done : run - done) * es);
+        } else
             for (uint64_t r = 0; r < run; r++) memcpy(o + (i + r) * es, x + (off + (int64_t)r * sl) * (int64_t)es, es);
         i += run;
     }
+}
+
+/* Output elements [e0, e1) of ot read from x at element strides `s` per output axis */
+static void copy_rows(const uint8_t *x, uint8_t *o, size_t es, const hfx_tensor *ot, int64_t *s, uint64_t e0,
+                      uint64_t e1) {
+    uint64_t md[HFX_MAX_RANK];
+    uint32_t n = merged_axes(ot->rank, ot->dims, s, md);
+    if (es == 1) copy_strided(x, o, 1, n, md, s, e0, e1);
+    else if (es == 2) copy_strided(x, o, 2, n, md, s, e0, e1);
+    else if (es == 8) copy_strided(x, o, 8, n, md, s, e0, e1);
+    else copy_strided(x, o, 4, n, md, s, e0, e1);
 }
 
 hfx_status hfx_plan_slice(const hfx_program *p, hfx_op *op) { return hfx_plan_rows(p, op); }
@@ -261,13 +277,7 @@ void hfx_run_slice(const hfx_kernel_args *a, uint32_t item) {
         base += first * (int64_t)st[i];
         s[i] = step * (int64_t)st[i];
     }
-    uint64_t md[HFX_MAX_RANK];
-    uint32_t n = merged_axes(ot->rank, ot->dims, s, md);
-    x += base * (int64_t)es;
-    if (es == 1) copy_strided(x, o, 1, n, md, s, b * last, e * last);
-    else if (es == 2) copy_strided(x, o, 2, n, md, s, b * last, e * last);
-    else if (es == 8) copy_strided(x, o, 8, n, md, s, b * last, e * last);
-    else copy_strided(x, o, 4, n, md, s, b * last, e * last);
+    copy_rows(x + base * (int64_t)es, o, es, ot, s, b * last, e * last);
 }
 
 /* ---- Concat ---- */
@@ -368,6 +378,26 @@ void hfx_run_copy(const hfx_kernel_args *a, uint32_t item) {
     hfx_plan_range(ot->numel, pl.elems_per_item, item, &b, &e);
     size_t es = hfx_dtype_size(ot->dtype);
     memcpy((uint8_t *)a->out[0] + b * es, (const uint8_t *)a->in[0] + b * es, (e - b) * es);
+}
+
+/* ---- Expand: X broadcast to Y's dims ---- */
+
+hfx_status hfx_validate_expand(hfx_vctx *v, hfx_op *op) {
+    const hfx_tensor *x = &v->p->tensors[op->in[0]], *y = &v->p->tensors[op->out[0]];
+    if (same_dtype(v, op, "Expand")) return HFX_ERR_DTYPE;
+    return hfx_broadcastable_to(x, y->dims, y->rank) ? HFX_OK : hfx_shape_err(v, "a broadcast of the input");
+}
+
+hfx_status hfx_plan_expand(const hfx_program *p, hfx_op *op) { return hfx_plan_rows(p, op); }
+
+void hfx_run_expand(const hfx_kernel_args *a, uint32_t item) {
+    const hfx_tensor *xt = &a->prog->tensors[a->op->in[0]], *ot = &a->prog->tensors[a->op->out[0]];
+    uint64_t last, b, e, bs[HFX_MAX_RANK];
+    if (!item_rows(a, item, &last, &b, &e)) return;
+    hfx_bcast_strides(xt, ot->rank, bs);
+    int64_t s[HFX_MAX_RANK];
+    for (uint32_t i = 0; i < ot->rank; i++) s[i] = (int64_t)bs[i];
+    copy_rows(a->in[0], a->out[0], hfx_dtype_size(ot->dtype), ot, s, b * last, e * last);
 }
 
 /* ---- GatherRows: ONNX Gather on axis 0 with run-time indices ----

@@ -784,6 +784,34 @@ static void test_log_softmax_program(hfx_pool *pool)
     hfx_program_free(prog);
 }
 
+/* Expand on Hexagon: A broadcasts X [1, 3] to [4, 3] (rows repeated), B fills [2, 70] from a constant scalar
+ * (ConstantOfShape: one element repeated in doubling copies) */
+static float ex_x[3] = {1.5f, -2.0f, 3.25f}, ex_fill[1] = {-0.5f}, ex_a[4][3], ex_b[2][70];
+
+static void test_expand_program(hfx_pool *pool)
+{
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t zero[1] = {0};
+    uint32_t x = hfxb_input(&b, HFX_TASK_A, HFXB_DIMS(1, 3)), ya = hfxb_output(&b, HFX_TASK_A, HFXB_DIMS(4, 3));
+    hfxb_op_add(&b, HFX_TASK_A, HFX_OP_EXPAND, -1, 1, &x, ya, NULL);
+    uint32_t c = hfxb_const(&b, HFX_TASK_B, 0, zero, ex_fill), yb = hfxb_output(&b, HFX_TASK_B, HFXB_DIMS(2, 70));
+    hfxb_op_add(&b, HFX_TASK_B, HFX_OP_EXPAND, -1, 1, &c, yb, NULL);
+    hfx_program *prog = NULL;
+    hfx_error err;
+    hfx_status st = parse_built(&b, &prog, &err);
+    const void *in[1] = {ex_x};
+    void *out[2] = {ex_a, ex_b};
+    st = st ? st : hfx_run(pool, prog, in, 1, out, 2, NULL, NULL, NULL);
+    int ok = st == HFX_OK;
+    for (int r = 0; r < 4; r++)
+        for (int k = 0; k < 3; k++) ok = ok && ex_a[r][k] == ex_x[k];
+    for (int r = 0; r < 2; r++)
+        for (int k = 0; k < 70; k++) ok = ok && ex_b[r][k] == -0.5f;
+    expect(ok, "Expand of a row to [4, 3] and of a constant scalar to [2, 70]");
+    hfx_program_free(prog);
+}
+
 #define QR 3
 #define QC 37
 static float q_x[QR * QC], q_da[QR * QC];
@@ -1486,8 +1514,9 @@ int main(void)
     test_mod_program(pool);
     test_arg_program(pool);
     test_log_softmax_program(pool);
+    test_expand_program(pool);
     qt_end_group(&T, "ReduceMax / ReduceMin, Log, Sin / Cos / InstanceNorm, DynamicQuantizeLinear, MatMulInteger, "
-                     "integer Cast/Add/Gather, Mod, ArgMax / ArgMin, LogSoftmax");
+                     "integer Cast/Add/Gather, Mod, ArgMax / ArgMin, LogSoftmax, Expand");
 
     qt_begin_group(&T);
     test_quant_program(pool);
