@@ -60,27 +60,22 @@ def test_dynamically_quantised_voicefilter_gets_a_pair(tmp_path: Path, monkeypat
 
 @pytest.mark.slow
 @needs_plugin
-def test_trueocr_rec_pairs_its_ctc_argmax(tmp_path: Path) -> None:
-    """4 candidates held the CTC decode's ArgMax; at 0 us one pairs it beside the confidence's ReduceMax
-    (modelled 10.8 -> 8.8 us), its int64 indices checked on the plugin."""
-    source = _fetched("trueocr_rec")
+@pytest.mark.parametrize(
+    ("name", "node"),
+    [
+        # 4 candidates held the CTC decode's ArgMax; at 0 us one pairs it beside the confidence's ReduceMax
+        # (modelled 10.8 -> 8.8 us), its int64 indices checked on the plugin
+        ("trueocr_rec", "/ArgMax"),
+        # 16 candidates stopped at prefix[:, -1] (integer data off axis 0); at 0 us the largest pair now holds it
+        # (16+24 nodes, modelled 155.5 -> 122.9 us), its int64 slice of a symbolic length checked on the plugin
+        ("romanizer_decoder", "/Gather"),
+    ],
+)
+def test_a_real_model_pairs_a_node_that_did_not_lower(tmp_path: Path, name: str, node: str) -> None:
+    source = _fetched(name)
     report = tmp_path / "r.json"
     proc = run_cli("rewrite", source, "-o", tmp_path / "m.onnx", "--json", report, "--verify", "plugin", "-q")
     assert proc.returncode == 0, proc.stderr
     pairs = json.loads(report.read_text())["pairs"]
-    nodes = [name for p in pairs for task in ("task_a", "task_b") for name in p[task]["nodes"]]
-    assert "/ArgMax" in nodes, nodes
-
-
-@pytest.mark.slow
-@needs_plugin
-def test_romanizer_decoder_pairs_its_last_token_gather(tmp_path: Path) -> None:
-    """16 candidates stopped at prefix[:, -1] (integer data off axis 0); at 0 us the largest pair now holds it
-    (16+24 nodes, modelled 155.5 -> 122.9 us), its int64 slice of a symbolic length checked on the plugin."""
-    source = _fetched("romanizer_decoder")
-    report = tmp_path / "r.json"
-    proc = run_cli("rewrite", source, "-o", tmp_path / "m.onnx", "--json", report, "--verify", "plugin", "-q")
-    assert proc.returncode == 0, proc.stderr
-    pairs = json.loads(report.read_text())["pairs"]
-    nodes = [name for p in pairs for task in ("task_a", "task_b") for name in p[task]["nodes"]]
-    assert "/Gather" in nodes, nodes
+    paired = [n for p in pairs for task in ("task_a", "task_b") for n in p[task]["nodes"]]
+    assert node in paired, paired
