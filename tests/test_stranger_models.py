@@ -15,9 +15,11 @@ pytestmark = pytest.mark.slow  # real models through ORT
 
 
 def test_a_reselection_lowers_only_the_pairs_it_has_not_lowered(tmp_path, monkeypatch):
-    """captcha_crnn at 0 us per call: 83 pairs chosen, then 24 rounds of lowering each finding
-    pairs that do not lower (shape arithmetic); every round lowered all 83 again (43-96 s)."""
-    path = cached_or_skip("captcha_crnn")
+    """captcha_crnn at 0 us per call had 83 pairs chosen, then 24 rounds of lowering each finding pairs that
+    do not lower (shape arithmetic), every round lowering all 83 again (43-96 s). Its ConstantOfShape lowers
+    since ops25b; minilm_int8 (the CI subset) has 18 candidates that stop at a Slice of a run-time end."""
+    name = "minilm_int8"
+    path = cached_or_skip(name)
     lowered: collections.Counter[int] = collections.Counter()  # by id() of the candidate
     real_prepare = pipeline.prepare
 
@@ -26,8 +28,8 @@ def test_a_reselection_lowers_only_the_pairs_it_has_not_lowered(tmp_path, monkey
         return real_prepare(g, pairs, *args, **kwargs)
 
     monkeypatch.setattr(pipeline, "prepare", counted)
-    result = pipeline.rewrite(path, tmp_path / "out.onnx", shapes=real.get("captcha_crnn").shapes)
+    result = pipeline.rewrite(path, tmp_path / "out.onnx", shapes=real.get(name).shapes)
     assert result.output is not None
     not_lowered = [r for r in result.analysis.rejected if r.reason.startswith("does not lower")]
-    assert len(not_lowered) >= 10  # many rounds still (15 since shape arithmetic is in no candidate; 24 before)
+    assert len(not_lowered) >= 10  # many rounds still
     assert max(lowered.values()) <= 2  # once when first chosen, once in the final order
