@@ -374,15 +374,15 @@ class Exploration:
 
     def medians(self) -> dict[str, float]:
         """Each mode's median counted call, us, as at the median input size (`as_median_size`)."""
-        return {m: float(np.median(s)) for m, s in as_median_size(self.samples, self._sizes).items() if len(s)}
+        return _medians(as_median_size(self.samples, self._sizes))
 
     def _end_round(self) -> None:
         self._round, self._index = self._round + 1, 0
-        times = as_median_size(self.samples, self._sizes)
+        times = as_median_size(self.samples, self._sizes)  # one fit serves the blocks and the medians
         self.rounds = [{m: float(np.median(times[m][b])) for m, b in blocks.items()} for blocks in self._blocks]
         self._blocks.append({})
         self.rounds.append({})
-        medians = self.medians()
+        medians = _medians(times)
         best = min(medians[m] for m in self.live)
         if self._round >= MIN_ROUNDS:  # every block of a mode that leaves was that slow
             self.live = [m for m in self.live if self.fastest_block(m) <= DROP_RATIO * best]
@@ -407,6 +407,10 @@ class Exploration:
         medians = self.medians()
         faster = medians[mode] <= (1.0 - LEAVE_GAIN) * medians[ort_modes.DEFAULT]
         return faster and faster_in_rounds([np.log(r[mode] / r[ort_modes.DEFAULT]) for r in both])
+
+
+def _medians(times: dict[str, np.ndarray]) -> dict[str, float]:
+    return {m: float(np.median(t)) for m, t in times.items() if len(t)}
 
 
 def feed_size(input_feed: dict[str, Any]) -> float:
@@ -555,18 +559,20 @@ class ChoosingSession:
             try:
                 session = self._sessions[mode] = self._make(mode)  # type: ignore[misc]  # None only with make
             except Exception as exc:  # any failure of ORT's: the application's call runs all the same
-                self.mode, self.choosing = ort_modes.DEFAULT, False
-                self.run = self._current.run  # type: ignore[method-assign]
-                self._sessions = {}
+                self._settle(ort_modes.DEFAULT, self._current)
                 self._log(f"hexfuse: ONNX Runtime mode {ort_modes.DEFAULT} kept: a session in {mode} failed: {exc}")
                 return self._current
         return session
 
+    def _settle(self, mode: str, session: ort.InferenceSession) -> None:
+        """From now on every call is `session`'s own run, no detour; the other sessions are released."""
+        self._current, self.mode, self.choosing = session, mode, False
+        self.run = session.run  # type: ignore[method-assign]
+        self._sessions = {}
+
     def _choose(self, mode: str) -> None:
         medians = self.exploration.medians()
-        self._current, self.mode, self.choosing = self._sessions[mode] or self._current, mode, False
-        self.run = self._current.run  # type: ignore[method-assign]  # the chosen session's own, no detour
-        self._sessions = {}  # the other sessions are released
+        self._settle(mode, self._sessions[mode] or self._current)
         figures = ", ".join(f"{m} {t:.1f}" for m, t in medians.items())
         lowest = min(self.exploration.live, key=medians.__getitem__)
         if lowest != mode:
