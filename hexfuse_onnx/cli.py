@@ -165,7 +165,8 @@ def _parser() -> argparse.ArgumentParser:
         type=float,
         default=None,
         help="largest relative error of the plugin against ort-seq (default 1e-4, or a real model's "
-        "documented plugin_rtol; a QDQ model's quantized outputs may also be one step off)",
+        "documented plugin_rtol; a float output may also be within 8 steps of its values' grid, a QDQ "
+        "model's quantized output one step off)",
     )
     be.add_argument("--json", metavar="REPORT", help="also write every figure (raw samples too) here")
     be.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
