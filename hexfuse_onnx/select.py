@@ -108,18 +108,20 @@ def _exchanged(g: ModelGraph, ranked: list[Pair], chosen: list[Pair]) -> list[Pa
     """The greedy choice improved by exchanges: a chosen pair is replaced by the candidates it alone
     blocked (the disjoint ones saving most: `_instead`) when together they save more, until none
     does. Each exchange raises the total saving, so it ends; only a pair whose blocked candidates
-    could save more in sum is searched. basic_pitch at 0 us: one 14+159-node pair (84.1 us) was
-    taken over 8 smaller pairs on its nodes that save 136.0 us together."""
+    could save more in sum, and are at most EXACT_LIMIT, is searched. basic_pitch at 0 us: one
+    14+159-node pair (84.1 us) was taken over 8 smaller pairs on its nodes that save 136.0 us together."""
+    nodes = {id(p): p.candidate.nodes for p in ranked}  # a Candidate makes its set at every call
     improved = True
     while improved:
         improved = False
         for k, pair in enumerate(chosen):
             rest = chosen[:k] + chosen[k + 1 :]
-            taken = {i for p in rest for i in p.candidate.nodes}
-            blocked = [p for p in ranked if p.candidate.nodes & pair.candidate.nodes and not taken & p.candidate.nodes]
-            if sum(p.saved for p in blocked if p is not pair) <= pair.saved:
+            taken = {i for p in rest for i in nodes[id(p)]}
+            blocked = [p for p in ranked if p is not pair and nodes[id(p)] & nodes[id(pair)] - taken]
+            blocked = [p for p in blocked if not taken & nodes[id(p)]]
+            if len(blocked) > EXACT_LIMIT or sum(p.saved for p in blocked) <= pair.saved:
                 continue
-            instead = _instead(g, [p for p in blocked if p is not pair], rest, pair.saved)
+            instead = _instead(g, blocked, rest, pair.saved)
             if instead and sum(p.saved for p in instead) > pair.saved:  # a losing pair (min_gain < 0) stays
                 order = {id(p): n for n, p in enumerate(ranked)}
                 chosen, improved = sorted(rest + instead, key=lambda p: order[id(p)]), True
@@ -141,25 +143,28 @@ def _settled(
 def _instead(g: ModelGraph, blocked: list[Pair], rest: list[Pair], beat: float) -> list[Pair]:
     """What to take of `blocked` (ranked) beside `rest`: the disjoint subset saving most (`_best_disjoint`)
     when the graph stays acyclic with it, else the greedy choice among them; [] when the best saves no
-    more than `beat` (no choice among them does)."""
+    more than `beat` (no choice among them does) or the search gave up."""
     best = _best_disjoint(blocked)
-    if best is not None and sum(p.saved for p in best) <= beat:
+    if best is None or sum(p.saved for p in best) <= beat:
         return []
-    if best is not None and acyclic_with(g, [p.candidate.nodes for p in rest + best]):
+    if acyclic_with(g, [p.candidate.nodes for p in rest + best]):
         return best
     return _greedy(g, blocked, rest)[len(rest) :]
 
 
-SEARCH_BUDGET = 20000  # steps of _best_disjoint's search before it gives up (the greedy choice stands)
+# A chosen pair blocking more candidates than this keeps its place unsearched (captcha_crnn at 0 us: a
+# 614-node pair blocks 702, where the search and the cycle checks took 0.3-0.4 s a selection).
+EXACT_LIMIT = 32
+SEARCH_BUDGET = 5000  # steps of _best_disjoint's search before it gives up (the greedy choice stands)
 
 
 def _best_disjoint(ranked: list[Pair]) -> list[Pair] | None:
     """The subset of `ranked` sharing no node that saves most, by branch and bound (a branch ends when
-    all it could still add cannot beat the best); None past SEARCH_BUDGET steps. basic_pitch at 0 us:
-    the 16 candidates its 14+159-node pair blocked hold 8 disjoint ones saving 136 us to its 84."""
-    left = [0.0] * (len(ranked) + 1)
-    for k in range(len(ranked) - 1, -1, -1):
-        left[k] = left[k + 1] + max(ranked[k].saved, 0.0)
+    the candidates still free of its nodes cannot beat the best); None past SEARCH_BUDGET steps.
+    basic_pitch at 0 us: the 16 candidates its 14+159-node pair blocked hold 8 disjoint ones saving
+    136 us to its 84."""
+    sets = [p.candidate.nodes for p in ranked]
+    saved = [max(p.saved, 0.0) for p in ranked]
     best_total, best, steps = 0.0, [], 0
 
     def walk(k: int, taken: frozenset[int], total: float, picked: list[Pair]) -> bool:
@@ -168,12 +173,13 @@ def _best_disjoint(ranked: list[Pair]) -> list[Pair] | None:
         steps += 1
         if total > best_total:
             best_total, best = total, picked
-        if k == len(ranked) or total + left[k] <= best_total:
+        free = [j for j in range(k, len(ranked)) if not taken & sets[j]]
+        if not free or total + sum(saved[j] for j in free) <= best_total:
             return steps <= SEARCH_BUDGET
-        nodes = ranked[k].candidate.nodes
-        if not taken & nodes and not walk(k + 1, taken | nodes, total + ranked[k].saved, [*picked, ranked[k]]):
+        j = free[0]
+        if not walk(j + 1, taken | sets[j], total + ranked[j].saved, [*picked, ranked[j]]):
             return False
-        return steps <= SEARCH_BUDGET and walk(k + 1, taken, total, picked)
+        return steps <= SEARCH_BUDGET and walk(j + 1, taken, total, picked)
 
     return best if walk(0, frozenset(), 0.0, []) else None
 
