@@ -76,7 +76,8 @@ def _parser() -> argparse.ArgumentParser:
         choices=("ort", "plugin"),
         default="ort",
         help="ort: stock ONNX Runtime must match (default); plugin: also with the FusedHexPair "
-        "plugin loaded (host backend), within 1e-4 (a QDQ model's quantized outputs: one step)",
+        "plugin loaded (host backend), within 1e-4 or 8 steps of an output's value grid (a QDQ model's "
+        "quantized outputs: one step)",
     )
     rw.add_argument(
         "--rtol",
@@ -164,7 +165,8 @@ def _parser() -> argparse.ArgumentParser:
         type=float,
         default=None,
         help="largest relative error of the plugin against ort-seq (default 1e-4, or a real model's "
-        "documented plugin_rtol; a QDQ model's quantized outputs may also be one step off)",
+        "documented plugin_rtol; a float output may also be within 8 steps of its values' grid, a QDQ "
+        "model's quantized output one step off)",
     )
     be.add_argument("--json", metavar="REPORT", help="also write every figure (raw samples too) here")
     be.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
@@ -504,13 +506,14 @@ def _rewrite_file(args: argparse.Namespace, name: str, shapes: dict[str, list[in
 
 def _verified_lines(c, rtol: float, original: str = "the original") -> list[str]:
     """What a written model was verified against (rewrite; colocate, whose original is the merge)."""
-    from .report import plugin_line, verified_at
+    from .report import GRID, plugin_line, verified_at
 
     assert c is not None
     against = original if c.pairless is None else "the rewrite without pairs"
     lines = [
         f"verified: full checker passed; stock ONNX Runtime matches {against} on {c.outputs} output(s) "
-        f"(worst relative error {c.worst_relative_error:.2e} <= {rtol:g}) at {verified_at(c.shapes)}"
+        f"(worst relative error {c.worst_relative_error:.2e}; bar {rtol:g} of each output's scale, {GRID}) "
+        f"at {verified_at(c.shapes)}"
     ]
     if c.pairless is not None:
         lines.append(

@@ -48,6 +48,7 @@ from .subgraphs import (
 )
 from .verify import (
     DEFAULT_RTOL,
+    RESOLUTION_STEPS,
     Case,
     Comparison,
     Run,
@@ -63,6 +64,7 @@ from .verify import (
     random_inputs,
     random_integer_note,
     relative_error,
+    resolution,
     run_cases,
     run_original,
     shadow_model,
@@ -70,6 +72,7 @@ from .verify import (
     unmade_inputs,
     unoptimised_options,
     with_outputs,
+    within_resolution,
     within_step,
 )
 from .verify import session as ort_session
@@ -1038,8 +1041,21 @@ def _pair_output_off(ort_value: np.ndarray, plugin: np.ndarray, step: float | No
         diff = np.nan_to_num(np.abs(plugin.astype(np.float64) - ort_value.astype(np.float64)), nan=np.inf)
         return f"{float(diff.max(initial=0.0)) / step:.3g} quantization steps from"
     if floating:
-        return "" if err <= PLUGIN_RTOL else f"{err:.3g} relative (> {PLUGIN_RTOL:g}) from"
+        if err <= PLUGIN_RTOL or within_resolution(ort_value, plugin):
+            return ""
+        return f"{err:.3g} relative (> {PLUGIN_RTOL:g}{_grid_note(ort_value, plugin)}) from"
     return "" if np.array_equal(ort_value, plugin) else "unequal to"
+
+
+def _grid_note(ort_value: np.ndarray, plugin: np.ndarray) -> str:
+    """', N steps of its values' grid (> RESOLUTION_STEPS)' when that grid is coarser than PLUGIN_RTOL
+    of the output's scale (a Sigmoid's tail: verify.resolution), else ''."""
+    grid = resolution(ort_value, plugin)
+    scale = float(np.nanmax(np.abs(np.where(np.isfinite(ort_value), ort_value, 0)), initial=0.0))
+    if not grid or RESOLUTION_STEPS * grid <= PLUGIN_RTOL * scale:
+        return ""
+    diff = np.nan_to_num(np.abs(plugin.astype(np.float64) - ort_value.astype(np.float64)), nan=np.inf)
+    return f", and {float(diff.max(initial=0.0)) / grid:.3g} steps of its values' grid {grid:.3g} > {RESOLUTION_STEPS}"
 
 
 def _pairs_in_bodies(model: onnx.ModelProto) -> bool:

@@ -16,7 +16,7 @@ from .kinds.microbatch import MIN_BATCH
 from .pipeline import FLOAT16_RTOL, SPREAD_MULTIPLE, Analysis, RewriteResult
 from .profile import unknown_shape_origins
 from .select import Rejection
-from .verify import DEFAULT_RTOL, Comparison
+from .verify import DEFAULT_RTOL, RESOLUTION_STEPS, Comparison
 
 if TYPE_CHECKING:
     from .colocate_ifs import Switched
@@ -140,27 +140,32 @@ def verified_at(labels: list[str]) -> str:
     return text if len(shapes) == len(labels) else f"{text} ({len(labels)} input sets)"
 
 
+GRID = f"or {RESOLUTION_STEPS} steps of the grid its values lie on"  # verify.within_resolution
+
+
 def plugin_line(c: Comparison) -> str:
     """What `rewrite --verify plugin` proved; for a QDQ model (`plugin_steps` measured), how far its
     quantized outputs on the plugin are from the original, in steps: reported, not a bar."""
     if c.plugin_steps is None and c.ort_spread is None:
-        error = f"relative error {c.plugin_error:.2e} " if c.plugin_error is not None else ""
+        error = f"; relative error {c.plugin_error:.2e}" if c.plugin_error is not None else ""
         bar = "1e-4" if c.plugin_bar is None or c.plugin_bar <= 1e-4 else f"{c.plugin_bar:.3g}"
         bar += " (4 float16 steps: a pair computes float16)" if c.plugin_bar == FLOAT16_RTOL else ""
         return (
             "verified: with the FusedHexPair plugin (host backend) the outputs match ORT computing the "
-            f"model as written ({error}<= {bar}, or one step of a quantized output)"
+            f"model as written (within {bar} of each output's scale, {GRID}, or one step of a quantized "
+            f"output{error})"
         )
     if c.plugin_steps is None:
         return (
-            "verified: with the FusedHexPair plugin (host backend) each pair output is within 1e-4 of ORT "
+            f"verified: with the FusedHexPair plugin (host backend) each pair output is within 1e-4 ({GRID}) of ORT "
             "computing the pair's nodes on the same inputs, and the rest of the model matches ORT's own; "
             f"its outputs are {c.plugin_error:.2e} relative from the original's, within {c.plugin_bar:.2e}: "
             f"{SPREAD_MULTIPLE:g}x ORT's own spread ({c.ort_spread:.2e}, its graph optimisations off against on)"
         )
     line = (
         "verified: with the FusedHexPair plugin (host backend) each pair output is within one step (1e-4 "
-        "float) of ORT computing the pair's nodes on the same inputs, and the rest of the model matches ORT's own"
+        f"float, {GRID}) of ORT computing the pair's nodes on the same inputs, and the rest of the model "
+        "matches ORT's own"
     )
     if c.plugin_steps:
         name, worst = max(c.plugin_steps.items(), key=lambda kv: kv[1])

@@ -3,7 +3,10 @@
 Both models run on ONNX Runtime's CPU provider with no plugin, on the same inputs: the cases
 (`Case`), each a set of seeded random inputs at one shape or the user's real inputs, with the
 original's outputs computed once. Float outputs must agree within `rtol` relative to the
-output's scale (|a - b| <= rtol * max|reference|, elementwise); other outputs must be equal.
+output's scale (|a - b| <= rtol * max|reference|, elementwise), or within RESOLUTION_STEPS steps of
+the grid both tensors' values lie on (`within_resolution`: a Sigmoid's tail resolves 2^-25 absolute,
+1e-4 of a score of 3e-4; at most 4.8e-7 absolute); other outputs must be equal. Every float bar
+below is that pair: its rtol, or the output's own resolution.
 
 The plugin is held to ORT's execution of the QDQ model as written (`exact_qdq_options`), not to
 ORT's default session: at its extended level ORT rewrites DequantizeLinear(8-bit weight) + MatMul
@@ -49,6 +52,15 @@ from .exact_products import make_exact
 from .feeds import FULL_RANGE_INTEGERS, MADE_TYPES, random_inputs, session
 
 DEFAULT_RTOL = 1e-5
+# A float output is also within its bar when every element is within this many steps of the grid its
+# values lie on (`within_resolution`): one ulp more or less in a Sigmoid's input moves MLAS's result
+# (and the kernel's, the same steps) up to 7 steps of its 2^-25 grid below 1/2 (200k inputs in
+# [-17, -1]), and a logit 1e-4 of itself off (the bar on the logit) moves a score of 3e-4 by 8.
+RESOLUTION_STEPS = 8
+# The coarsest grid counted (float32's spacing at 1/2, where a Sigmoid rounds): a grid read from a few
+# values can be coarser by chance (a factor 2 per trailing zero of each), and exact integers in a
+# float tensor (a mask) are no rounding at all: at most 8 x 2^-24 = 4.8e-7 absolute is ever allowed.
+COARSEST_GRID = 2.0**-24
 # ORT's MatMulNBits that its QDQ transformer makes of DQ(weight) + MatMul computes in f32, not int8
 EXACT_QDQ_CONFIG = {"session.qdq_matmulnbits_accuracy_level": "1"}
 
@@ -401,7 +413,7 @@ def _output_error(name: str, ref: np.ndarray, out: np.ndarray, rtol: float, wher
         )
     if np.issubdtype(ref.dtype, np.floating):
         err = relative_error(ref, out)
-        if not err <= rtol and not within_step(ref, out, step):  # also catches NaN
+        if not err <= rtol and not within_step(ref, out, step) and not within_resolution(ref, out):  # NaN too
             worst = float(np.nanmax(np.abs(np.asarray(out, np.float64) - np.asarray(ref, np.float64)), initial=0.0))
             beyond = f"one quantization step or ORT's own spread ({step:.3g})"
             steps = f", and {worst:.3g} absolute > {beyond}" if step else ""
@@ -427,6 +439,36 @@ def within_step(ref: np.ndarray, out: np.ndarray, step: float) -> bool:
         rounding = np.nan_to_num(np.spacing(np.abs(ref)) + np.spacing(np.abs(out)).astype(ref.dtype))
     diff = np.nan_to_num(np.abs(out.astype(np.float64) - ref.astype(np.float64)))
     return bool(np.all(diff <= step * (1 + 1e-5) + rounding))
+
+
+def within_resolution(ref: np.ndarray, out: np.ndarray) -> bool:
+    """Every element within RESOLUTION_STEPS steps of the grid both tensors' values lie on
+    (`resolution`); False where the NaNs differ or no value is nonzero. A bar of the output's own
+    resolution beside the relative one: it matters only where the grid is coarser than rtol of the
+    output's scale, a Sigmoid's tail (below)."""
+    if not np.array_equal(np.isnan(ref), np.isnan(out)):
+        return False
+    mask = ~np.isnan(ref) & (ref != out)
+    if not mask.any():
+        return True
+    diff = float(np.max(np.abs(out[mask].astype(np.float64) - ref[mask].astype(np.float64))))
+    return diff <= RESOLUTION_STEPS * resolution(ref, out)
+
+
+def resolution(ref: np.ndarray, out: np.ndarray) -> float:
+    """The spacing of the grid every finite nonzero value of both tensors lies on (the largest power
+    of two dividing them all), at most COARSEST_GRID; 0 when they hold no such value. A tensor's
+    values usually resolve their own float spacing, and this is about that of the smallest of them;
+    a Sigmoid's below 1/2 resolve 2^-25 whatever their size (MLAS and the kernel, hfx_sigmoid, round
+    0.5 + x p / q, |x p / q| in [1/4, 1/2)): a score of 3e-4 one step off is 1e-4 of itself off."""
+    values = np.concatenate([np.ravel(ref), np.ravel(out)]).astype(np.float64)
+    values = values[np.isfinite(values) & (values != 0)]
+    if not values.size:
+        return 0.0
+    fraction, exponent = np.frexp(values)  # value = fraction 2^exponent, fraction 2^53 an integer
+    mantissa = np.abs(fraction * 2.0**53).astype(np.int64)
+    lowest = np.ldexp((mantissa & -mantissa).astype(np.float64), exponent - 53)
+    return min(float(lowest.min()), COARSEST_GRID)
 
 
 def relative_error(ref: np.ndarray, out: np.ndarray) -> float:

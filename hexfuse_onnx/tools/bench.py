@@ -116,7 +116,7 @@ def verify_config(
 ) -> None:
     """Run once and compare every output with the reference (within tol, default cfg.tol, or one
     quantization step of a QDQ model's quantized output: `steps`); a mismatch refuses the config."""
-    from ..verify import relative_error, within_step
+    from ..verify import relative_error, within_resolution, within_step
 
     if tol is not None:
         cfg.tol = tol
@@ -136,7 +136,7 @@ def verify_config(
         step = (steps or {}).get(name, 0.0)
         if np.issubdtype(ref.dtype, np.floating):
             err = relative_error(ref, out)
-            if not err <= cfg.tol and not within_step(ref, out, step):
+            if not err <= cfg.tol and not within_step(ref, out, step) and not within_resolution(ref, out):
                 cfg.error = err
                 beyond = f" and more than one quantization step ({step:.3g})" if step else ""
                 cfg.check = f"output '{name}' relative error {err:.3g} > {cfg.tol:g}{beyond}"
