@@ -356,9 +356,10 @@ static void test_unary_special(void) {
     }
 }
 
-/* Clip, Neg, Sqrt, Floor, Abs are exact in f32: the kernel must give the reference's bits (NaN: any NaN) */
+/* Clip, Neg, Sqrt, Floor, Abs, Round are exact in f32: the kernel must give the reference's bits (NaN: any NaN) */
 static float ref_clip_neg_sqrt(uint32_t opc, float x, float lo, float hi) {
     if (opc == HFX_OP_NEG) return -x;
+    if (opc == HFX_OP_ROUND) return (float)nearbyint((double)x); /* ties to even; -0.3 gives -0 */
     if (opc == HFX_OP_ABS) return fabsf(x); /* -0 gives +0 */
     if (opc == HFX_OP_FLOOR) return (float)floor((double)x); /* exact: a whole float is a float */
     if (opc == HFX_OP_SQRT) return (float)sqrt((double)x); /* sqrt of a float is exact in double */
@@ -368,17 +369,18 @@ static float ref_clip_neg_sqrt(uint32_t opc, float x, float lo, float hi) {
 static void test_clip_neg_sqrt(void) {
     static const float special[] = {NAN,   INFINITY, -INFINITY, 0.0f,       -0.0f,       1e-40f,     -1e-40f,
                                     6.0f,  5.999f,   -1.0f,     -0.5f,      8388607.5f,  -8388607.5f, 16777217.0f,
-                                    -3e9f, 2.5e9f,   -2.0f,     -1.999999f, -8388608.0f, 1e30f};
+                                    -3e9f, 2.5e9f,   -2.0f,     -1.999999f, -8388608.0f, 1e30f,
+                                    0.5f,  1.5f,     2.5f,      -2.5f,      -0.3f,       0.49999997f, 4194303.5f};
     static const float bounds[][2] = {{0.0f, 6.0f}, {-INFINITY, 1.5f}, {-2.0f, INFINITY}, {3.0f, -3.0f}};
-    static const uint32_t sizes[] = {20, 32769, 100003};
-    static const uint32_t ops[] = {HFX_OP_CLIP, HFX_OP_NEG, HFX_OP_SQRT, HFX_OP_FLOOR, HFX_OP_ABS};
-    for (int k = 0; k < 5; k++)
+    static const uint32_t sizes[] = {27, 32769, 100003};
+    static const uint32_t ops[] = {HFX_OP_CLIP, HFX_OP_NEG, HFX_OP_SQRT, HFX_OP_FLOOR, HFX_OP_ABS, HFX_OP_ROUND};
+    for (int k = 0; k < (int)(sizeof ops / sizeof ops[0]); k++)
         for (int s = 0; s < 3; s++)
             for (int c = 0; c < (ops[k] == HFX_OP_CLIP ? 4 : 1); c++) {
                 uint32_t n = sizes[s];
                 float lo = bounds[c][0], hi = bounds[c][1];
                 float *X = rand_buf(n, ops[k] == HFX_OP_SQRT ? 0.0f : -8.0f, 8.0f), *O = calloc(n, 4);
-                memcpy(X, special, sizeof special); /* n >= 20 */
+                memcpy(X, special, sizeof special); /* n >= 27 */
                 int32_t p[HFX_OP_PARAMS] = {0};
                 if (ops[k] == HFX_OP_CLIP) p[HFX_P_CLIP_MIN] = hfxb_bits(lo), p[HFX_P_CLIP_MAX] = hfxb_bits(hi);
                 hfxb b;
@@ -480,6 +482,34 @@ static void test_log(void) {
                     break;
             }
             CHECK_MSG(i == n, "log n=%u x=%g: got %.9g want %.9g", n, (double)X[i < n ? i : 0],
+                      (double)O[i < n ? i : 0], r);
+        }
+        free(X), free(O);
+    }
+}
+
+/* Softplus within 2e-6 relative of long double log1p(exp(x)) on values in [-30, 30] and every 8th of [-104, 90]
+ * by 1/64 steps, and the special ones: +inf stays, -inf gives 0, NaN NaN; far below 0 exp(x), above 17 x */
+static void test_softplus(void) {
+    static const float special[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-40f, -1e-8f, 1e-8f, 16.0f, 17.0f,
+                                    -17.0f, 88.0f, 89.5f, -87.3f, -88.0f, -103.0f, 3.4028235e38f, -3.4028235e38f};
+    enum { S = sizeof special / sizeof special[0] };
+    static const uint32_t sizes[] = {S, 32769, 100003};
+    for (int s = 0; s < 3; s++) {
+        uint32_t n = sizes[s];
+        float *X = rand_buf(n, -30.0f, 30.0f), *O = calloc(n, 4);
+        for (uint32_t i = 0; i < n; i += 8) X[i] = -104.0f + (float)((i / 8) % 12224) / 64.0f;
+        memcpy(X, special, sizeof special);
+        if (run_unary(HFX_OP_SOFTPLUS, s % 2, X, O, n)) {
+            uint32_t i = 0;
+            long double r = 0.0L;
+            for (; i < n; i++) {
+                long double v = X[i];
+                r = v > 0 ? v + log1pl(expl(-v)) : log1pl(expl(v));
+                if (isnan(r) ? !isnan(O[i]) : isinf(r) ? O[i] != r : fabsl((long double)O[i] - r) > 2e-6L * r + 1e-44L)
+                    break;
+            }
+            CHECK_MSG(i == n, "softplus n=%u x=%g: got %.9g want %.9Lg", n, (double)X[i < n ? i : 0],
                       (double)O[i < n ? i : 0], r);
         }
         free(X), free(O);
@@ -2627,6 +2657,7 @@ int main(void) {
     RUN_TEST(test_clip_neg_sqrt);
     RUN_TEST(test_erf);
     RUN_TEST(test_log);
+    RUN_TEST(test_softplus);
     RUN_TEST(test_replace_nan);
     RUN_TEST(test_pool);
     RUN_TEST(test_global_avgpool);

@@ -237,6 +237,9 @@ enum hfx_opcode {
     HFX_OP_ARGMIN = 46,     /* the same for the smallest (<, or <=) */
     HFX_OP_LOG_SOFTMAX = 47, /* in X; any axis (SOFTMAX's param): (x - max) - log(sum exp(x - max)), as ONNX Runtime's
                               * MlasComputeSoftmax; numbered here because 30..39 is full */
+    HFX_OP_SOFTPLUS = 48, /* unary: log(1 + exp(x)) as ONNX Runtime writes it, x > 0: x + log1p(exp(-x)), else
+                           * log1p(exp(x)); numbered here because 20..29 is full */
+    HFX_OP_ROUND = 49,    /* unary: the nearest integer, ties to even (ONNX Round; NaN, +-inf, +-0 as they are) */
     /* memory */
     HFX_OP_TRANSPOSE = 50,
     HFX_OP_CONCAT = 51, /* 1..8 inputs of one dtype (any: a mask's bools), the output's */
