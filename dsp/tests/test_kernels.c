@@ -2,6 +2,8 @@
  * (reference.h) on random shapes, including sizes 1, odd sizes, sizes that
  * are not multiples of the item/block sizes, and ops big enough to be cut
  * into several items. Checks |got - ref| <= 1e-4 * max(|ref|, floor). */
+#include <float.h>
+
 #include "core.h"
 #include "hexfuse/hexfuse.h"
 #include "ops/qgemm_host.h"
@@ -656,6 +658,49 @@ static void test_pool(void) {
             pool_case(opc, rng_range(1, 2), rng_range(1, 4), rng_range(1, 13), t % 4 ? rng_range(1, 13) : rng_range(16, 45),
                       p, t % 2);
         }
+    }
+}
+
+/* GlobalMaxPool's channel maxima, exact, as ONNX Runtime's: from -FLT_MAX, NaNs passed over except one at the
+ * last element of the last whole block of 4 */
+static void ref_global_maxpool(const float *x, const rshape *xs, float *y) {
+    uint64_t ch = (uint64_t)xs->d[0] * xs->d[1], sp = rs_numel(xs) / ch;
+    for (uint64_t c = 0; c < ch; c++) {
+        float m = -FLT_MAX;
+        for (uint64_t k = 0; k < sp; k++) m = fmaxf(m, x[c * sp + k]); /* fmaxf: the number of a NaN pair */
+        y[c] = sp >= 4 && isnan(x[c * sp + sp / 4 * 4 - 1]) ? NAN : m;
+    }
+}
+
+static void test_global_maxpool(void) {
+    static const uint32_t shapes[][5] = {{3, 1, 1, 1, 0}, {4, 2, 3, 5, 7}, {3, 2, 5, 33000, 0}, {5, 2, 3, 2, 3}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        rshape xs = {shapes[i][0], {0}}, ys = {shapes[i][0], {0}};
+        for (uint32_t k = 0; k < xs.rank; k++) {
+            xs.d[k] = k < 4 ? shapes[i][1 + k] : 2;
+            ys.d[k] = k < 2 ? xs.d[k] : 1;
+        }
+        uint64_t xn = rs_numel(&xs), yn = rs_numel(&ys);
+        float *X = rand_buf(xn, -2, 3), *Y = calloc(yn, 4), *R = calloc(yn, 4);
+        if (i == 1) X[7] = X[33] = NAN, X[xn - 1] = -INFINITY, X[xn - 2] = INFINITY; /* NaNs passed over, +inf */
+        if (i == 1) X[3 * 35 + 31] = NAN; /* channel 3's last whole block of 4 ends at 31: NaN */
+        if (i == 0) X[0] = -INFINITY;                                         /* alone: -FLT_MAX, as MaxPool */
+        ref_global_maxpool(X, &xs, R);
+        hfxb b;
+        hfxb_init(&b);
+        uint32_t x = hfxb_input(&b, (int)i % 2, xs.rank, xs.d), y = hfxb_output(&b, (int)i % 2, ys.rank, ys.d);
+        hfxb_op_add(&b, (int)i % 2, HFX_OP_GLOBAL_MAXPOOL, HFX_ENGINE_VECTOR, 1, &x, y, NULL);
+        const void *ins[1] = {X};
+        void *outs[1] = {Y};
+        if (run_prog(&b, ins, 1, outs, 1)) {
+            uint64_t c = 0;
+            while (c < yn && (isnan(R[c]) ? isnan(Y[c]) : memcmp(&Y[c], &R[c], 4) == 0)) c++;
+            CHECK_MSG(c == yn, "global maxpool case %zu channel %llu: got %g want %g", i, (unsigned long long)c,
+                      (double)Y[c < yn ? c : 0], (double)R[c < yn ? c : 0]);
+        }
+        if (i == 2) CHECK(g_last_items > 1);
+        hfxb_free(&b);
+        free(X), free(Y), free(R);
     }
 }
 
@@ -2661,6 +2706,7 @@ int main(void) {
     RUN_TEST(test_replace_nan);
     RUN_TEST(test_pool);
     RUN_TEST(test_global_avgpool);
+    RUN_TEST(test_global_maxpool);
     RUN_TEST(test_resize);
     RUN_TEST(test_quant);
     RUN_TEST(test_dynamic_quant);

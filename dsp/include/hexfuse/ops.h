@@ -256,6 +256,7 @@ enum hfx_opcode {
     HFX_OP_MAXPOOL = 60,        /* 2-D, in X[N,C,H,W] */
     HFX_OP_AVGPOOL = 61,        /* 2-D, in X[N,C,H,W] */
     HFX_OP_GLOBAL_AVGPOOL = 62, /* in X[N,C,spatial...] (rank >= 3) -> [N,C,1,...] */
+    HFX_OP_GLOBAL_MAXPOOL = 63, /* the same, each channel's max from -FLT_MAX as ORT's MLAS (pool.c: its NaNs) */
     /* quantization (ONNX QuantizeLinear / DequantizeLinear), per tensor or per axis */
     HFX_OP_QUANTIZE_LINEAR = 70,  /* in X f32, scale f32 [, zero point]: y = sat(rint(x / scale) + zp) */
     HFX_OP_DEQUANTIZE_LINEAR = 71, /* in X int, scale f32 [, zero point]: y = f32(x - zp) * scale */
