@@ -1,7 +1,7 @@
 """Ops of detectors, OCR and super-resolution heads lowered onto the kernel and run on the real host kernel against
 ONNX Runtime: Softplus (SOFTPLUS, ORT's formula x + log1p(exp(-x)) above 0, log1p(exp(x)) else, within 2e-6 relative
 and 1e-38 absolute) and Mish (SOFTPLUS, TANH, MUL), Round (ties to even, bit for bit), GlobalMaxPool (GLOBAL_MAXPOOL,
-bit for bit, any spatial rank).
+bit for bit, any spatial rank), DepthToSpace in both modes and SpaceToDepth (COPY, TRANSPOSE, COPY: bit for bit).
 float16 where ORT's CPU kernel takes it: widened, computed in float32, rounded once at the pair's end."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from test_lower import needs_host, vi
 from test_lower_exporter_ops import opcodes
 from test_lower_logic import F16, F32, NP, assert_same_bits, run_both, task_b
 
+from hexfuse_onnx.lowering import LoweringError
 from hexfuse_onnx.lowering.abi import Opcode
 
 RNG = np.random.default_rng(26)
@@ -112,3 +113,29 @@ def test_global_max_pool_of_minus_inf_is_orts() -> None:
     m = unary_pair("GlobalMaxPool", F32, [1, 2, 3])
     ref, got = run_both(m, {"p": np.array([[[-INF] * 3, [-INF, -1e38, -INF]]], np.float32)})
     assert_same_bits(ref, got)
+
+
+DEPTH_SPACE = [
+    ("DepthToSpace", "DCR", [1, 12, 5, 7], 2),  # PixelShuffle's 3 channels x 2 x 2
+    ("DepthToSpace", "CRD", [2, 18, 4, 3], 3),
+    ("DepthToSpace", "DCR", [1, 4, 1, 1], 2),
+    ("SpaceToDepth", "DCR", [2, 3, 8, 6], 2),
+    ("SpaceToDepth", "DCR", [1, 5, 9, 3], 3),
+]
+
+
+@needs_host
+@pytest.mark.parametrize("dtype", [F32, F16], ids=["f32", "f16"])
+@pytest.mark.parametrize("op, mode, shape, block", DEPTH_SPACE)
+def test_depth_space_matches_ort_bit_for_bit(op: str, mode: str, shape: list[int], block: int, dtype: int) -> None:
+    attrs = {"blocksize": block, **({"mode": mode} if op == "DepthToSpace" else {})}
+    m = unary_pair(op, dtype, shape, opset=13, **attrs)
+    assert opcodes(m) == widened(dtype, [Opcode.COPY, Opcode.TRANSPOSE, Opcode.COPY])
+    ref, got = run_both(m, {"p": RNG.standard_normal(shape).astype(NP[dtype])})
+    assert_same_bits(ref, got)
+
+
+def test_depth_to_space_of_another_rank_is_refused() -> None:
+    m = unary_pair("DepthToSpace", F32, [1, 8, 4], opset=13, blocksize=2)
+    with pytest.raises(LoweringError, match="rank-4"):
+        opcodes(m)
