@@ -6,16 +6,21 @@ float16 where ORT's CPU kernel takes it: widened, computed in float32, rounded o
 
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 import onnx
 import pytest
 from onnx import helper
-from test_lower import needs_host, vi
+from test_lower import _op_records, needs_host, vi
+from test_lower_attention import KERNEL_ENGINE, plain
 from test_lower_exporter_ops import opcodes
 from test_lower_logic import F16, F32, NP, assert_same_bits, run_both, task_b
 
-from hexfuse_onnx.lowering import LoweringError
-from hexfuse_onnx.lowering.abi import Opcode
+from hexfuse_onnx import graph
+from hexfuse_onnx.fused_work import fused_work
+from hexfuse_onnx.lowering import LoweringError, lower_pair
+from hexfuse_onnx.lowering.abi import Engine, Opcode
 
 RNG = np.random.default_rng(26)
 INF, NAN = np.inf, np.nan
@@ -133,6 +138,17 @@ def test_depth_space_matches_ort_bit_for_bit(op: str, mode: str, shape: list[int
     assert opcodes(m) == widened(dtype, [Opcode.COPY, Opcode.TRANSPOSE, Opcode.COPY])
     ref, got = run_both(m, {"p": RNG.standard_normal(shape).astype(NP[dtype])})
     assert_same_bits(ref, got)
+
+
+@pytest.mark.parametrize("op", ["DepthToSpace", "SpaceToDepth", "Mish"])
+def test_the_cost_model_counts_the_program_ops(op: str) -> None:
+    """fused_work's entries: one per program op of task B, on its engine"""
+    attrs = {"blocksize": 2} if op != "Mish" else {}
+    m = unary_pair(op, F32, [1, 8, 4, 6], opset=18, **attrs)
+    engines = [Engine(struct.unpack_from("<B", r, 2)[0]) for r in _op_records(lower_pair(m, m.graph.node[0]))]
+    g = graph.index_model(plain(m))
+    node = next(n for n in g.nodes if n.op_type == op)
+    assert [KERNEL_ENGINE[e] for e, _, _, _ in fused_work(g, node)] == engines[1:]  # after task A's RELU
 
 
 def test_depth_to_space_of_another_rank_is_refused() -> None:
