@@ -371,8 +371,12 @@ static float mean_nchwc(const float *x, uint64_t n) {
     return s / (float)n;
 }
 
-/* _mm_max_ps of one lane: b where either is NaN */
-static inline float max_ps(float a, float b) { return a > b ? a : b; }
+/* _mm_max_ps of one lane: a where a > b, else b (b where either is NaN, b of +-0 and -+0). Selected by bit masks:
+ * clang for Hexagon makes a float select on a > b its sfmax, IEEE maxNum, which drops a NaN of either side. */
+static inline float max_ps(float a, float b) {
+    uint32_t take_a = 0u - (uint32_t)(a > b);
+    return hfx_f32_of((hfx_u32_of(a) & take_a) | (hfx_u32_of(b) & ~take_a));
+}
 
 /* A channel's max as ONNX Runtime's MlasPoolGlobalKernel computes it (x86-64): 4 lanes from -FLT_MAX over the
  * whole blocks of 4 (lane k % 4), each max_ps(lane, x), reduced max_ps(max_ps(0, 2), max_ps(1, 3)), then the last
@@ -384,7 +388,7 @@ static float channel_max(const float *x, uint64_t n) {
     for (; k + 4 <= n; k += 4)
         for (uint64_t j = 0; j < 4; j++) l[j] = max_ps(l[j], x[k + j]);
     float m = max_ps(max_ps(l[0], l[2]), max_ps(l[1], l[3]));
-    for (; k < n; k++) m = m < x[k] ? x[k] : m;
+    for (; k < n; k++) m = max_ps(x[k], m); /* std::max(m, x): x where m < x */
     return m;
 }
 
