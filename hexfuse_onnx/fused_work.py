@@ -26,8 +26,8 @@ class _Ops:
     def vec(self, elements: float, flops: float = 1.0, op: str = "Add") -> None:
         self.work.append(("vector", op, float(elements * flops), 0.0))
 
-    def mem(self, elements: float) -> None:
-        self.work.append(("memory", "Transpose", 0.0, 8.0 * elements))  # f32 read and written
+    def mem(self, elements: float, op: str = "Transpose") -> None:
+        self.work.append(("memory", op, 0.0, 8.0 * elements))  # f32 read and written
 
     def gemm(self, m: float, n: float, k: float) -> None:
         self.work.append(("matrix", "MatMul", 2.0 * m * n * k, 0.0))
@@ -46,6 +46,8 @@ def fused_work(g: ModelGraph, n: onnx.NodeProto) -> Work:
         return _gqa(g, n)
     if n.op_type == "Attention" and n.domain in ("", "ai.onnx"):
         return _attention(g, n)
+    if n.op_type in ("DepthToSpace", "SpaceToDepth", "Mish") and n.domain in ("", "ai.onnx"):
+        return _three_passes(g, n)
     return []
 
 
@@ -63,6 +65,21 @@ def _skip_norm(g: ModelGraph, n: onnx.NodeProto) -> Work:
     if _given(n, 3 if n.op_type == "SkipSimplifiedLayerNormalization" else 4):
         o.vec(elements)
     o.vec(elements, NORM_FLOPS[n.op_type], "LayerNormalization")
+    return o.work
+
+
+def _three_passes(g: ModelGraph, n: onnx.NodeProto) -> Work:
+    """DepthToSpace, SpaceToDepth: a COPY into the 6-D view, its TRANSPOSE, a COPY back (lowering/layout.py);
+    Mish: SOFTPLUS, TANH, MUL (lowering/pointwise.py)."""
+    o, elements = _Ops(), math.prod(_dims(g, n.input[0]))
+    if n.op_type == "Mish":
+        o.vec(elements, 10, "Softplus")
+        o.vec(elements, 10, "Tanh")
+        o.vec(elements)
+        return o.work
+    o.mem(elements, "Reshape")
+    o.mem(elements)
+    o.mem(elements, "Reshape")
     return o.work
 
 

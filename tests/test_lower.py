@@ -503,7 +503,6 @@ UNSUPPORTED = [
         ],
     ),
     (helper.make_node("MaxPool", ["z"], ["yb", "yb_idx"], name="maxpool_indices", kernel_shape=[2, 2]), "MaxPool", []),
-    (helper.make_node("GlobalMaxPool", ["z"], ["yb"], name="gmp"), "GlobalMaxPool", []),
     (
         helper.make_node(
             "MaxPool",

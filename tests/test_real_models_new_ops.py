@@ -1,6 +1,7 @@
 """Real models that the lowering refused before Log, ReduceMax, Max/Min by a tensor, DynamicQuantizeLinear,
-MatMulInteger, ArgMax and an integer Gather off axis 0 ran on the kernel, now paired on the host target at its own
-40 us per call (ArgMax's and the Gather's: at 0 us) and verified with the plugin. Skipped when the model is not
+MatMulInteger, ArgMax, an integer Gather off axis 0, Softplus and DepthToSpace ran on the kernel, now paired on the
+host target at its own 40 us per call (ArgMax's, the Gather's and the Softplus': at 0 us) and verified with the
+plugin. Skipped when the model is not
 fetched (`python -m models real fetch NAME`)."""
 
 from __future__ import annotations
@@ -69,6 +70,9 @@ def test_dynamically_quantised_voicefilter_gets_a_pair(tmp_path: Path, monkeypat
         # 16 candidates stopped at prefix[:, -1] (integer data off axis 0); at 0 us the largest pair now holds it
         # (16+24 nodes, modelled 155.5 -> 122.9 us), its int64 slice of a symbolic length checked on the plugin
         ("romanizer_decoder", "/Gather"),
+        # its head's DepthToSpace -> Softplus branch stopped at the Softplus; at 0 us it pairs now (1+3 nodes,
+        # modelled 299.1 -> 278.3 us beside the first pair's 340.4 -> 299.4), the Softplus checked on the plugin
+        ("trueocr_det", "/Softplus"),
     ],
 )
 def test_a_real_model_pairs_a_node_that_did_not_lower(tmp_path: Path, name: str, node: str) -> None:

@@ -2,6 +2,8 @@
  * (reference.h) on random shapes, including sizes 1, odd sizes, sizes that
  * are not multiples of the item/block sizes, and ops big enough to be cut
  * into several items. Checks |got - ref| <= 1e-4 * max(|ref|, floor). */
+#include <float.h>
+
 #include "core.h"
 #include "hexfuse/hexfuse.h"
 #include "ops/qgemm_host.h"
@@ -356,9 +358,10 @@ static void test_unary_special(void) {
     }
 }
 
-/* Clip, Neg, Sqrt, Floor, Abs are exact in f32: the kernel must give the reference's bits (NaN: any NaN) */
+/* Clip, Neg, Sqrt, Floor, Abs, Round are exact in f32: the kernel must give the reference's bits (NaN: any NaN) */
 static float ref_clip_neg_sqrt(uint32_t opc, float x, float lo, float hi) {
     if (opc == HFX_OP_NEG) return -x;
+    if (opc == HFX_OP_ROUND) return (float)nearbyint((double)x); /* ties to even; -0.3 gives -0 */
     if (opc == HFX_OP_ABS) return fabsf(x); /* -0 gives +0 */
     if (opc == HFX_OP_FLOOR) return (float)floor((double)x); /* exact: a whole float is a float */
     if (opc == HFX_OP_SQRT) return (float)sqrt((double)x); /* sqrt of a float is exact in double */
@@ -368,17 +371,18 @@ static float ref_clip_neg_sqrt(uint32_t opc, float x, float lo, float hi) {
 static void test_clip_neg_sqrt(void) {
     static const float special[] = {NAN,   INFINITY, -INFINITY, 0.0f,       -0.0f,       1e-40f,     -1e-40f,
                                     6.0f,  5.999f,   -1.0f,     -0.5f,      8388607.5f,  -8388607.5f, 16777217.0f,
-                                    -3e9f, 2.5e9f,   -2.0f,     -1.999999f, -8388608.0f, 1e30f};
+                                    -3e9f, 2.5e9f,   -2.0f,     -1.999999f, -8388608.0f, 1e30f,
+                                    0.5f,  1.5f,     2.5f,      -2.5f,      -0.3f,       0.49999997f, 4194303.5f};
     static const float bounds[][2] = {{0.0f, 6.0f}, {-INFINITY, 1.5f}, {-2.0f, INFINITY}, {3.0f, -3.0f}};
-    static const uint32_t sizes[] = {20, 32769, 100003};
-    static const uint32_t ops[] = {HFX_OP_CLIP, HFX_OP_NEG, HFX_OP_SQRT, HFX_OP_FLOOR, HFX_OP_ABS};
-    for (int k = 0; k < 5; k++)
+    static const uint32_t sizes[] = {27, 32769, 100003};
+    static const uint32_t ops[] = {HFX_OP_CLIP, HFX_OP_NEG, HFX_OP_SQRT, HFX_OP_FLOOR, HFX_OP_ABS, HFX_OP_ROUND};
+    for (int k = 0; k < (int)(sizeof ops / sizeof ops[0]); k++)
         for (int s = 0; s < 3; s++)
             for (int c = 0; c < (ops[k] == HFX_OP_CLIP ? 4 : 1); c++) {
                 uint32_t n = sizes[s];
                 float lo = bounds[c][0], hi = bounds[c][1];
                 float *X = rand_buf(n, ops[k] == HFX_OP_SQRT ? 0.0f : -8.0f, 8.0f), *O = calloc(n, 4);
-                memcpy(X, special, sizeof special); /* n >= 20 */
+                memcpy(X, special, sizeof special); /* n >= 27 */
                 int32_t p[HFX_OP_PARAMS] = {0};
                 if (ops[k] == HFX_OP_CLIP) p[HFX_P_CLIP_MIN] = hfxb_bits(lo), p[HFX_P_CLIP_MAX] = hfxb_bits(hi);
                 hfxb b;
@@ -480,6 +484,34 @@ static void test_log(void) {
                     break;
             }
             CHECK_MSG(i == n, "log n=%u x=%g: got %.9g want %.9g", n, (double)X[i < n ? i : 0],
+                      (double)O[i < n ? i : 0], r);
+        }
+        free(X), free(O);
+    }
+}
+
+/* Softplus within 2e-6 relative of long double log1p(exp(x)) on values in [-30, 30] and every 8th of [-104, 90]
+ * by 1/64 steps, and the special ones: +inf stays, -inf gives 0, NaN NaN; far below 0 exp(x), above 17 x */
+static void test_softplus(void) {
+    static const float special[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-40f, -1e-8f, 1e-8f, 16.0f, 17.0f,
+                                    -17.0f, 88.0f, 89.5f, -87.3f, -88.0f, -103.0f, 3.4028235e38f, -3.4028235e38f};
+    enum { S = sizeof special / sizeof special[0] };
+    static const uint32_t sizes[] = {S, 32769, 100003};
+    for (int s = 0; s < 3; s++) {
+        uint32_t n = sizes[s];
+        float *X = rand_buf(n, -30.0f, 30.0f), *O = calloc(n, 4);
+        for (uint32_t i = 0; i < n; i += 8) X[i] = -104.0f + (float)((i / 8) % 12224) / 64.0f;
+        memcpy(X, special, sizeof special);
+        if (run_unary(HFX_OP_SOFTPLUS, s % 2, X, O, n)) {
+            uint32_t i = 0;
+            long double r = 0.0L;
+            for (; i < n; i++) {
+                long double v = X[i];
+                r = v > 0 ? v + log1pl(expl(-v)) : log1pl(expl(v));
+                if (isnan(r) ? !isnan(O[i]) : isinf(r) ? O[i] != r : fabsl((long double)O[i] - r) > 2e-6L * r + 1e-44L)
+                    break;
+            }
+            CHECK_MSG(i == n, "softplus n=%u x=%g: got %.9g want %.9Lg", n, (double)X[i < n ? i : 0],
                       (double)O[i < n ? i : 0], r);
         }
         free(X), free(O);
@@ -626,6 +658,49 @@ static void test_pool(void) {
             pool_case(opc, rng_range(1, 2), rng_range(1, 4), rng_range(1, 13), t % 4 ? rng_range(1, 13) : rng_range(16, 45),
                       p, t % 2);
         }
+    }
+}
+
+/* GlobalMaxPool's channel maxima, exact, as ONNX Runtime's: from -FLT_MAX, NaNs passed over except one at the
+ * last element of the last whole block of 4 */
+static void ref_global_maxpool(const float *x, const rshape *xs, float *y) {
+    uint64_t ch = (uint64_t)xs->d[0] * xs->d[1], sp = rs_numel(xs) / ch;
+    for (uint64_t c = 0; c < ch; c++) {
+        float m = -FLT_MAX;
+        for (uint64_t k = 0; k < sp; k++) m = fmaxf(m, x[c * sp + k]); /* fmaxf: the number of a NaN pair */
+        y[c] = sp >= 4 && isnan(x[c * sp + sp / 4 * 4 - 1]) ? NAN : m;
+    }
+}
+
+static void test_global_maxpool(void) {
+    static const uint32_t shapes[][5] = {{3, 1, 1, 1, 0}, {4, 2, 3, 5, 7}, {3, 2, 5, 33000, 0}, {5, 2, 3, 2, 3}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        rshape xs = {shapes[i][0], {0}}, ys = {shapes[i][0], {0}};
+        for (uint32_t k = 0; k < xs.rank; k++) {
+            xs.d[k] = k < 4 ? shapes[i][1 + k] : 2;
+            ys.d[k] = k < 2 ? xs.d[k] : 1;
+        }
+        uint64_t xn = rs_numel(&xs), yn = rs_numel(&ys);
+        float *X = rand_buf(xn, -2, 3), *Y = calloc(yn, 4), *R = calloc(yn, 4);
+        if (i == 1) X[7] = X[33] = NAN, X[xn - 1] = -INFINITY, X[xn - 2] = INFINITY; /* NaNs passed over, +inf */
+        if (i == 1) X[3 * 35 + 31] = NAN; /* channel 3's last whole block of 4 ends at 31: NaN */
+        if (i == 0) X[0] = -INFINITY;                                         /* alone: -FLT_MAX, as MaxPool */
+        ref_global_maxpool(X, &xs, R);
+        hfxb b;
+        hfxb_init(&b);
+        uint32_t x = hfxb_input(&b, (int)i % 2, xs.rank, xs.d), y = hfxb_output(&b, (int)i % 2, ys.rank, ys.d);
+        hfxb_op_add(&b, (int)i % 2, HFX_OP_GLOBAL_MAXPOOL, HFX_ENGINE_VECTOR, 1, &x, y, NULL);
+        const void *ins[1] = {X};
+        void *outs[1] = {Y};
+        if (run_prog(&b, ins, 1, outs, 1)) {
+            uint64_t c = 0;
+            while (c < yn && (isnan(R[c]) ? isnan(Y[c]) : memcmp(&Y[c], &R[c], 4) == 0)) c++;
+            CHECK_MSG(c == yn, "global maxpool case %zu channel %llu: got %g want %g", i, (unsigned long long)c,
+                      (double)Y[c < yn ? c : 0], (double)R[c < yn ? c : 0]);
+        }
+        if (i == 2) CHECK(g_last_items > 1);
+        hfxb_free(&b);
+        free(X), free(Y), free(R);
     }
 }
 
@@ -2627,9 +2702,11 @@ int main(void) {
     RUN_TEST(test_clip_neg_sqrt);
     RUN_TEST(test_erf);
     RUN_TEST(test_log);
+    RUN_TEST(test_softplus);
     RUN_TEST(test_replace_nan);
     RUN_TEST(test_pool);
     RUN_TEST(test_global_avgpool);
+    RUN_TEST(test_global_maxpool);
     RUN_TEST(test_resize);
     RUN_TEST(test_quant);
     RUN_TEST(test_dynamic_quant);

@@ -395,13 +395,15 @@ static uint32_t clip_neg_sqrt_prog(hfxb *b, int v) {
     uint32_t x = hfxb_input(b, 0, HFXB_DIMS(3, 4));
     uint32_t o = v == 3 || v == 7 ? hfxb_output(b, 0, HFXB_DIMS(4, 3)) : hfxb_output(b, 0, HFXB_DIMS(3, 4));
     int32_t p[HFX_OP_PARAMS] = {0};
-    uint32_t opc = v <= 4 ? HFX_OP_CLIP : v <= 7 ? HFX_OP_NEG : HFX_OP_SQRT;
+    uint32_t opc = v <= 4 ? HFX_OP_CLIP : v <= 7 ? HFX_OP_NEG : v <= 10 ? HFX_OP_SQRT : v <= 12 ? HFX_OP_SOFTPLUS
+                                                                                       : HFX_OP_ROUND;
+    if (v == 14) o = hfxb_output(b, 0, HFXB_DIMS(3, 5));
     if (opc == HFX_OP_CLIP) {
         p[HFX_P_CLIP_MIN] = hfxb_bits(v == 2 ? -INFINITY : 0.0f); /* an infinite bound is no bound */
         p[HFX_P_CLIP_MAX] = v == 1 ? (int32_t)0x7fc00000 : hfxb_bits(6.0f); /* NaN */
         if (v == 4) p[2] = 1; /* beyond Clip's two params */
     }
-    if (v == 6 || v == 10) p[0] = 1; /* Neg and Sqrt have no params */
+    if (v == 6 || v == 10 || v == 12 || v == 15) p[0] = 1; /* Neg, Sqrt, Softplus, Round have no params */
     int engine = v == 9 ? HFX_ENGINE_MATRIX : -1;
     return hfxb_op_add(b, 0, opc, engine, 1, &x, o, p);
 }
@@ -443,13 +445,16 @@ static uint32_t pool_prog(hfxb *b, int v) {
     return id;
 }
 
+/* GlobalAveragePool, or from v = 10 GlobalMaxPool, of variant v % 10 */
 static uint32_t gap_prog(hfxb *b, int v) {
+    uint32_t opc = v >= 10 ? HFX_OP_GLOBAL_MAXPOOL : HFX_OP_GLOBAL_AVGPOOL;
+    v %= 10;
     uint32_t x = v == 1 ? hfxb_input(b, 0, HFXB_DIMS(2, 3)) : hfxb_input(b, 0, HFXB_DIMS(2, 3, 4, 5));
     uint32_t o = v == 2 ? hfxb_output(b, 0, HFXB_DIMS(2, 3)) : v == 3 ? hfxb_output(b, 0, HFXB_DIMS(2, 3, 1, 2))
                  : v == 1 ? hfxb_output(b, 0, HFXB_DIMS(2, 3)) : hfxb_output(b, 0, HFXB_DIMS(2, 3, 1, 1));
     int32_t p[HFX_OP_PARAMS] = {0};
     if (v == 4) p[0] = 1;
-    return hfxb_op_add(b, 0, HFX_OP_GLOBAL_AVGPOOL, v == 5 ? HFX_ENGINE_MATRIX : HFX_ENGINE_VECTOR, 1, &x, o, p);
+    return hfxb_op_add(b, 0, opc, v == 5 ? HFX_ENGINE_MATRIX : HFX_ENGINE_VECTOR, 1, &x, o, p);
 }
 
 /* Resize [2,3,5,7] -> [2,3,10,3]: scales 2 and 0.5 (7 * 0.5 = 3.5 -> 3) */
@@ -590,6 +595,8 @@ static void test_pool_resize_activation_ops(void) {
                                                HFX_ERR_PARAM, HFX_OK, HFX_ERR_PARAM, HFX_ERR_SHAPE,
                                                HFX_OK, HFX_ERR_OP, HFX_ERR_PARAM};
     for (int v = 0; v < 11; v++) expect_parse(clip_neg_sqrt_prog, v, clip_neg_sqrt[v], "clip/neg/sqrt");
+    static const hfx_status softplus_round[] = {HFX_OK, HFX_ERR_PARAM, HFX_OK, HFX_ERR_SHAPE, HFX_ERR_PARAM};
+    for (int v = 11; v < 16; v++) expect_parse(clip_neg_sqrt_prog, v, softplus_round[v - 11], "softplus/round");
     for (int base = 0; base <= 20; base += 20) {
         const char *name = base ? "avgpool" : "maxpool";
         expect_parse(pool_prog, base + 0, HFX_OK, name);
@@ -606,12 +613,15 @@ static void test_pool_resize_activation_ops(void) {
         expect_parse(pool_prog, base + 17, HFX_ERR_SHAPE, name);
         expect_parse(pool_prog, base + 18, HFX_ERR_OP, name);
     }
-    expect_parse(gap_prog, 0, HFX_OK, "global avgpool");
-    expect_parse(gap_prog, 1, HFX_ERR_SHAPE, "global avgpool"); /* rank 2 */
-    expect_parse(gap_prog, 2, HFX_ERR_SHAPE, "global avgpool"); /* output rank */
-    expect_parse(gap_prog, 3, HFX_ERR_SHAPE, "global avgpool");
-    expect_parse(gap_prog, 4, HFX_ERR_PARAM, "global avgpool");
-    expect_parse(gap_prog, 5, HFX_ERR_OP, "global avgpool");    /* matrix engine */
+    for (int base = 0; base <= 10; base += 10) {
+        const char *name = base ? "global maxpool" : "global avgpool";
+        expect_parse(gap_prog, base + 0, HFX_OK, name);
+        expect_parse(gap_prog, base + 1, HFX_ERR_SHAPE, name); /* rank 2 */
+        expect_parse(gap_prog, base + 2, HFX_ERR_SHAPE, name); /* output rank */
+        expect_parse(gap_prog, base + 3, HFX_ERR_SHAPE, name);
+        expect_parse(gap_prog, base + 4, HFX_ERR_PARAM, name);
+        expect_parse(gap_prog, base + 5, HFX_ERR_OP, name);    /* matrix engine */
+    }
     expect_parse(resize_prog, 0, HFX_OK, "resize");
     for (int v = 1; v <= 7; v++) expect_parse(resize_prog, v, HFX_ERR_PARAM, "resize");
     for (int v = 8; v <= 10; v++) expect_parse(resize_prog, v, HFX_ERR_SHAPE, "resize");

@@ -110,6 +110,8 @@ class Opcode(IntEnum):
     ARGMAX = 45  # X f32, i32 or i64 -> i64 index along one axis (ArgParam), as ORT's CPU kernel
     ARGMIN = 46
     LOG_SOFTMAX = 47  # (x - max) - log(sum exp(x - max)) along one axis (Param.AXIS), as ORT's MLAS
+    SOFTPLUS = 48  # unary, ORT's formula: x > 0 ? x + log1p(exp(-x)) : log1p(exp(x))
+    ROUND = 49  # unary, the nearest integer, ties to even
     TRANSPOSE = 50
     CONCAT = 51
     SLICE = 52
@@ -120,6 +122,7 @@ class Opcode(IntEnum):
     MAXPOOL = 60
     AVGPOOL = 61
     GLOBAL_AVGPOOL = 62
+    GLOBAL_MAXPOOL = 63  # each channel's max from -FLT_MAX as ORT's MLAS, its NaNs too (dsp/src/ops/pool.c)
     QUANTIZE_LINEAR = 70
     DEQUANTIZE_LINEAR = 71
     DYNAMIC_QPARAMS = 72  # DynamicQuantizeLinear's scale and zero point (two outputs)

@@ -1,5 +1,5 @@
-"""Data movement: Transpose, Concat, Slice, Split, Gather (a constant index or range), the reshape
-family, Expand (a MUL by ones on the vector engine), ConstantOfShape (an EXPAND of its value); and
+"""Data movement: Transpose, DepthToSpace and SpaceToDepth, Concat, Slice, Split, Gather (a constant index or
+range), the reshape family, Expand (a MUL by ones on the vector engine), ConstantOfShape (an EXPAND of its value); and
 Constant, which emits no op (its value becomes a program constant or steers another op's parameters)."""
 
 from __future__ import annotations
@@ -96,6 +96,39 @@ def _read_moved(cx: Lowerer, n: onnx.NodeProto, t: Task) -> tuple[int, Dtype]:
     if dtype in (Dtype.U8, Dtype.I8, Dtype.U16, Dtype.I16, Dtype.BOOL):
         return cx.read_typed(n.input[0], n, t, dtype), dtype
     return cx.read(n.input[0], n, t), Dtype.F32
+
+
+def _depth_space_view(op: str, mode: str, dims: list[int], b: int) -> tuple[list[int], list[int]]:
+    """The 6-D view of the input the ONNX definition reshapes to, and its permutation."""
+    n, c, h, w = dims
+    if op == "SpaceToDepth":
+        return [n, c, h // b, b, w // b, b], [0, 3, 5, 1, 2, 4]
+    if mode == "DCR":
+        return [n, b, b, c // (b * b), h, w], [0, 3, 4, 1, 5, 2]
+    return [n, c // (b * b), b, b, h, w], [0, 1, 4, 2, 5, 3]
+
+
+@lowers("DepthToSpace", "SpaceToDepth")
+def depth_space(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """DepthToSpace (DCR and CRD) and SpaceToDepth as their definitions: a COPY into the 6-D view, its
+    TRANSPOSE, a COPY to the output's dims. The kernel has no aliasing view, so that is two copies more
+    than one pass over the data."""
+    mode = attr(n, "mode", "DCR")
+    mode = mode.decode() if isinstance(mode, bytes) else str(mode)
+    if len(cx.shape(n.input[0], n)) != 4 or mode not in ("DCR", "CRD"):
+        raise LoweringError(n.op_type, n.name, f"only a rank-4 input and mode DCR or CRD (mode {mode})")
+    x, dtype = _read_moved(cx, n, t)
+    view, perm = _depth_space_view(n.op_type, mode, traced_dims(cx.prog, x), int(attr(n, "blocksize")))
+    viewed = cx.emit(n, t, Opcode.COPY, [x], out=cx.scratch(view, t, dtype), out_dtype=dtype)
+    params = {Param.PERM + i: p for i, p in enumerate(perm)}
+    moved = cx.scratch([view[p] for p in perm], t, dtype)
+    cx.emit(
+        n,
+        t,
+        Opcode.COPY,
+        [cx.emit(n, t, Opcode.TRANSPOSE, [viewed], params, out=moved, out_dtype=dtype)],
+        out_dtype=dtype,
+    )
 
 
 @lowers("Concat")

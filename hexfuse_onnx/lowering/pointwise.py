@@ -44,6 +44,8 @@ UNARY = {
     "Abs": Opcode.ABS,  # float32 (float16 as float32); an integer Abs is refused by `read`
     "Sin": Opcode.SIN,  # ONNX Runtime's bits: Eigen's packet sin, the C library's over the last numel % 4
     "Cos": Opcode.COS,
+    "Softplus": Opcode.SOFTPLUS,  # ORT's formula; hfx_exp and hfx_log within a few ulp, not Eigen's bits
+    "Round": Opcode.ROUND,  # ties to even, as ORT's nearbyint
 }
 COMPARISONS = {
     "Equal": CompareMode.EQUAL,
@@ -190,6 +192,15 @@ def fast_gelu(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     tanh = step(Opcode.TANH, [step(Opcode.MUL, [inner, const(math.sqrt(2.0 / math.pi))])])
     half_x = step(Opcode.MUL, [x, const(0.5)])
     cx.emit(n, t, Opcode.MUL, [half_x, step(Opcode.ADD, [tanh, const(1.0)])])
+
+
+@lowers("Mish")
+def mish(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """ONNX Mish (opset 18), x tanh(softplus(x)), as its function body: SOFTPLUS, TANH, MUL."""
+    dims = cx.shape(n.output[0], n)
+    x = cx.read(n.input[0], n, t)
+    softplus = cx.emit(n, t, Opcode.SOFTPLUS, [x], out=cx.scratch(dims, t))
+    cx.emit(n, t, Opcode.MUL, [x, cx.emit(n, t, Opcode.TANH, [softplus], out=cx.scratch(dims, t))])
 
 
 @lowers("Swish")

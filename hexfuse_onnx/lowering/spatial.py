@@ -1,4 +1,4 @@
-"""Spatial ops: MaxPool and AveragePool (2-D, and 1-D as 2-D with H = 1), GlobalAveragePool, Resize;
+"""Spatial ops: MaxPool and AveragePool (2-D, and 1-D as 2-D with H = 1), GlobalAveragePool, GlobalMaxPool, Resize;
 the pads rule Conv shares, and the reshape copies that run a 1-D op on the kernel's 2-D one."""
 
 from __future__ import annotations
@@ -167,11 +167,14 @@ def _check_pool_window(
         raise LoweringError(n.op_type, n.name, "ceil_mode and count_include_pad must be 0 or 1")
 
 
-@lowers("GlobalAveragePool")
-def global_average_pool(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+GLOBAL_POOLS = {"GlobalAveragePool": Opcode.GLOBAL_AVGPOOL, "GlobalMaxPool": Opcode.GLOBAL_MAXPOOL}
+
+
+@lowers(*GLOBAL_POOLS)
+def global_pool(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     if len(cx.shape(n.input[0], n)) < 3:
         raise LoweringError(n.op_type, n.name, "the input needs rank >= 3 (N, C, spatial)")
-    cx.emit(n, t, Opcode.GLOBAL_AVGPOOL, [cx.read(n.input[0], n, t)])
+    cx.emit(n, t, GLOBAL_POOLS[n.op_type], [cx.read(n.input[0], n, t)])
 
 
 @lowers("Resize")

@@ -237,6 +237,9 @@ enum hfx_opcode {
     HFX_OP_ARGMIN = 46,     /* the same for the smallest (<, or <=) */
     HFX_OP_LOG_SOFTMAX = 47, /* in X; any axis (SOFTMAX's param): (x - max) - log(sum exp(x - max)), as ONNX Runtime's
                               * MlasComputeSoftmax; numbered here because 30..39 is full */
+    HFX_OP_SOFTPLUS = 48, /* unary: log(1 + exp(x)) as ONNX Runtime writes it, x > 0: x + log1p(exp(-x)), else
+                           * log1p(exp(x)); numbered here because 20..29 is full */
+    HFX_OP_ROUND = 49,    /* unary: the nearest integer, ties to even (ONNX Round; NaN, +-inf, +-0 as they are) */
     /* memory */
     HFX_OP_TRANSPOSE = 50,
     HFX_OP_CONCAT = 51, /* 1..8 inputs of one dtype (any: a mask's bools), the output's */
@@ -253,6 +256,7 @@ enum hfx_opcode {
     HFX_OP_MAXPOOL = 60,        /* 2-D, in X[N,C,H,W] */
     HFX_OP_AVGPOOL = 61,        /* 2-D, in X[N,C,H,W] */
     HFX_OP_GLOBAL_AVGPOOL = 62, /* in X[N,C,spatial...] (rank >= 3) -> [N,C,1,...] */
+    HFX_OP_GLOBAL_MAXPOOL = 63, /* the same, each channel's max from -FLT_MAX as ORT's MLAS (pool.c: its NaNs) */
     /* quantization (ONNX QuantizeLinear / DequantizeLinear), per tensor or per axis */
     HFX_OP_QUANTIZE_LINEAR = 70,  /* in X f32, scale f32 [, zero point]: y = sat(rint(x / scale) + zp) */
     HFX_OP_DEQUANTIZE_LINEAR = 71, /* in X int, scale f32 [, zero point]: y = f32(x - zp) * scale */

@@ -1,6 +1,6 @@
 /* activation.c - the unary elementwise ops: Relu, Sigmoid, Tanh, Gelu (erf),
- * SiLU, Exp, Log, HardSigmoid, HardSwish, Clip, Neg, Sqrt, Floor, Erf, ReplaceNaN, Abs, Sin, Cos. An item is
- * a chunk of elements. */
+ * SiLU, Exp, Log, HardSigmoid, HardSwish, Clip, Neg, Sqrt, Floor, Erf, ReplaceNaN, Abs, Sin, Cos, Softplus,
+ * Round. An item is a chunk of elements. */
 #include <math.h>
 
 #include "eigen_math.h"
@@ -20,6 +20,25 @@ static inline float hfx_floor(float x) {
     if (!(x > -8388608.0f && x < 8388608.0f) || x == 0.0f) return x;
     float t = (float)(int32_t)x;
     return t > x ? t - 1.0f : t;
+}
+
+/* the nearest integer, ties to even, without libm: |x| + 2^23 rounds to it (the default rounding mode) for
+ * |x| < 2^23; from 2^23 (and inf, NaN) x is already whole. x's sign kept: -0.3 gives -0, as nearbyintf. */
+static inline float hfx_round_even(float x) {
+    uint32_t sign = hfx_u32_of(x) & 0x80000000u;
+    float a = hfx_f32_of(hfx_u32_of(x) ^ sign);
+    if (!(a < 8388608.0f)) return x;
+    return hfx_f32_of(hfx_u32_of((a + 8388608.0f) - 8388608.0f) | sign); /* no -ffast-math: not folded */
+}
+
+/* softplus as ONNX Runtime's CPU kernel writes it: x > 0 ? x + log1p(exp(-x)) : log1p(exp(x)), log1p(u) as
+ * Eigen's: u where 1 + u rounds to 1, else u log(1 + u) / ((1 + u) - 1). The exp and log are hfx_exp and
+ * hfx_log (a few ulp; not Eigen's bits). +inf gives +inf, -inf 0, NaN NaN. */
+static inline float hfx_softplus(float x) {
+    float u = hfx_exp(x > 0.0f ? -x : x);
+    float w = 1.0f + u;
+    float l = w == 1.0f ? u : u * (hfx_log(w) / (w - 1.0f));
+    return x > 0.0f ? x + l : l;
 }
 
 /* sin or cos of element i of n as ONNX Runtime computes it (eigen_math.h): Eigen's packet path up to the
@@ -141,6 +160,12 @@ void hfx_run_unary(const hfx_kernel_args *a, uint32_t item) {
     case HFX_OP_SIN:
     case HFX_OP_COS:
         for (uint64_t i = b; i < e; i++) o[i] = hfx_sincos_ort(x[i], i, ot->numel, op->opcode == HFX_OP_SIN);
+        break;
+    case HFX_OP_SOFTPLUS:
+        for (uint64_t i = b; i < e; i++) o[i] = hfx_softplus(x[i]);
+        break;
+    case HFX_OP_ROUND:
+        for (uint64_t i = b; i < e; i++) o[i] = hfx_round_even(x[i]);
         break;
     case HFX_OP_REPLACE_NAN: {
         float value = hfx_f32_from_bits(op->params[HFX_P_REPLACE_NAN_VALUE]);

@@ -1,5 +1,5 @@
 /* pool.c - MaxPool, AveragePool (2-D, NCHW, pads / strides / dilations /
- * ceil_mode / count_include_pad) and GlobalAveragePool (any spatial rank).
+ * ceil_mode / count_include_pad), GlobalAveragePool and GlobalMaxPool (any spatial rank).
  *
  * MaxPool/AveragePool: an item is a range of output rows (n, c, oy), each of
  * OW outputs; MaxPool takes each row's column maxima first (column_max). A window's taps outside the input are skipped; a MaxPool
@@ -9,7 +9,7 @@
  * [-pad_begin, in + pad_end) (a ceil_mode window may reach beyond it), as
  * ONNX Runtime; a window with nothing to count gives 0.
  * GlobalAveragePool: an item is a range of (n, c) channels, each summed in
- * double (vsum.h). */
+ * double (vsum.h). GlobalMaxPool: the same items, each channel's max. */
 #include <string.h>
 
 #include "kernels.h"
@@ -319,25 +319,25 @@ void hfx_run_pool2d(const hfx_kernel_args *a, uint32_t item) {
     }
 }
 
-typedef struct global_avgpool_plan {
+typedef struct global_pool_plan {
     uint64_t channels, spatial, channels_per_item; /* channels: N*C */
-} global_avgpool_plan;
+} global_pool_plan;
 
-hfx_status hfx_validate_global_avgpool(hfx_vctx *v, hfx_op *op) {
+hfx_status hfx_validate_global_pool(hfx_vctx *v, hfx_op *op) {
     const hfx_tensor *x = &v->p->tensors[op->in[0]];
     if (x->rank < 3)
-        return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, 0), "op %u: GlobalAveragePool needs rank >= 3 (N, C, spatial)",
-                         v->index);
+        return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, 0), "op %u: %s needs rank >= 3 (N, C, spatial)", v->index,
+                         op->desc->label);
     uint32_t od[HFX_MAX_RANK] = {x->dims[0], x->dims[1]};
     for (uint32_t i = 2; i < x->rank; i++) od[i] = 1;
     if (!hfx_same_shape(&v->p->tensors[op->out[0]], od, x->rank)) return hfx_shape_err(v, "[N, C, 1, ...]");
     return hfx_no_empty_input(v, op);
 }
 
-hfx_status hfx_plan_global_avgpool(const hfx_program *p, hfx_op *op) {
+hfx_status hfx_plan_global_pool(const hfx_program *p, hfx_op *op) {
     const hfx_tensor *x = &p->tensors[op->in[0]];
     uint64_t ch = (uint64_t)x->dims[0] * x->dims[1], sp = x->numel / ch;
-    global_avgpool_plan pl = {ch, sp, hfx_per_item_for(sp, HFX_EW_CHUNK)};
+    global_pool_plan pl = {ch, sp, hfx_per_item_for(sp, HFX_EW_CHUNK)};
     HFX_PLAN_STORE(op, pl);
     return hfx_plan_set_items(op, hfx_ceil_div(ch, pl.channels_per_item));
 }
@@ -371,16 +371,41 @@ static float mean_nchwc(const float *x, uint64_t n) {
     return s / (float)n;
 }
 
+/* _mm_max_ps of one lane: a where a > b, else b (b where either is NaN, b of +-0 and -+0). Selected by bit masks:
+ * clang for Hexagon makes a float select on a > b its sfmax, IEEE maxNum, which drops a NaN of either side. */
+static inline float max_ps(float a, float b) {
+    uint32_t take_a = 0u - (uint32_t)(a > b);
+    return hfx_f32_of((hfx_u32_of(a) & take_a) | (hfx_u32_of(b) & ~take_a));
+}
+
+/* A channel's max as ONNX Runtime's MlasPoolGlobalKernel computes it (x86-64): 4 lanes from -FLT_MAX over the
+ * whole blocks of 4 (lane k % 4), each max_ps(lane, x), reduced max_ps(max_ps(0, 2), max_ps(1, 3)), then the last
+ * 1-3 elements by std::max(m, x). So a NaN survives only as the last element of the last whole block (found
+ * against ORT 1.32 at every position, 7 to 1024 elements); a channel of -inf gives -FLT_MAX. */
+static float channel_max(const float *x, uint64_t n) {
+    float l[4] = {-HFX_FLT_MAX, -HFX_FLT_MAX, -HFX_FLT_MAX, -HFX_FLT_MAX};
+    uint64_t k = 0;
+    for (; k + 4 <= n; k += 4)
+        for (uint64_t j = 0; j < 4; j++) l[j] = max_ps(l[j], x[k + j]);
+    float m = max_ps(max_ps(l[0], l[2]), max_ps(l[1], l[3]));
+    for (; k < n; k++) m = max_ps(x[k], m); /* std::max(m, x): x where m < x */
+    return m;
+}
+
 HFX_VECTOR_KERNEL
-void hfx_run_global_avgpool(const hfx_kernel_args *a, uint32_t item) {
+void hfx_run_global_pool(const hfx_kernel_args *a, uint32_t item) {
     const hfx_op *op = a->op;
     const float *X = a->in[0];
     float *Y = a->out[0];
-    global_avgpool_plan pl;
+    global_pool_plan pl;
     HFX_PLAN_LOAD(pl, op);
     uint64_t sp = pl.spatial;
     uint64_t b, e;
     hfx_plan_range(pl.channels, pl.channels_per_item, item, &b, &e);
+    if (op->opcode == HFX_OP_GLOBAL_MAXPOOL) {
+        for (uint64_t c = b; c < e; c++) Y[c] = channel_max(X + c * sp, sp);
+        return;
+    }
     if (op->sum_order == HFX_SUM_ORT) { /* ORT's bits where a QUANTIZE_LINEAR reads them */
         bool nchwc = nchwc_pool(a->prog, &a->prog->tensors[op->in[0]]);
         for (uint64_t c = b; c < e; c++) Y[c] = nchwc ? mean_nchwc(X + c * sp, sp) : mean_ort(X + c * sp, sp);

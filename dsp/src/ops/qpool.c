@@ -62,7 +62,7 @@ hfx_status hfx_validate_qglobal_avgpool(hfx_vctx *v, hfx_op *op) {
     if (!st) st = check_scale(v, op, HFX_P_QGAP_SCALE, false);
     if (!st) st = check_zero(v, op, HFX_P_QGAP_ZERO_X, op->in[0]);
     if (!st) st = check_zero(v, op, HFX_P_QGAP_ZERO_Y, op->out[0]);
-    return st ? st : hfx_validate_global_avgpool(v, op);
+    return st ? st : hfx_validate_global_pool(v, op);
 }
 
 hfx_status hfx_plan_qglobal_avgpool(const hfx_program *p, hfx_op *op) {

@@ -784,6 +784,43 @@ static void test_log_softmax_program(hfx_pool *pool)
     hfx_program_free(prog);
 }
 
+/* Softplus and Round on Hexagon (task A, one input into two outputs; Round's ties to even and -0 bit for bit) and
+ * GlobalMaxPool (task B, [1, 2, 9]: channel 0's NaN at 7, the last of its last whole block of 4, survives as in
+ * ONNX Runtime's MLAS; channel 1's at 2 is passed over) */
+static float sr_x[10] = {-0.5f, 0.5f, 1.5f, 2.5f, -2.5f, -0.3f, 0.0f, 20.0f, -20.0f, 3.7f}, sr_sp[10], sr_rd[10];
+static const float sr_want_sp[10] = {0.474076984f, 0.974076984f, 1.70141328f, 2.57888973f, 0.0788897343f,
+                                     0.554355244f, 0.693147181f, 20.0f,       2.06115362e-09f, 3.72442285f};
+static const float sr_want_rd[10] = {-0.0f, 0.0f, 2.0f, 2.0f, -2.0f, -0.0f, 0.0f, 20.0f, -20.0f, 4.0f};
+static float gm_x[2][9] = {{1, 2, 3, 4, 5, 6, 7, 0, 8}, {1, 2, 0, 4, 9, 6, 7, 8, 3}}, gm_y[2];
+
+static void test_softplus_round_maxpool_program(hfx_pool *pool)
+{
+    gm_x[0][7] = gm_x[1][2] = hfxb_f(0x7fc00000);
+    hfxb b;
+    hfxb_init(&b);
+    uint32_t x = hfxb_input(&b, HFX_TASK_A, HFXB_DIMS(10));
+    uint32_t sp = hfxb_output(&b, HFX_TASK_A, HFXB_DIMS(10)), rd = hfxb_output(&b, HFX_TASK_A, HFXB_DIMS(10));
+    hfxb_op_add(&b, HFX_TASK_A, HFX_OP_SOFTPLUS, -1, 1, &x, sp, NULL);
+    hfxb_op_add(&b, HFX_TASK_A, HFX_OP_ROUND, -1, 1, &x, rd, NULL);
+    uint32_t g = hfxb_input(&b, HFX_TASK_B, HFXB_DIMS(1, 2, 9)), gy = hfxb_output(&b, HFX_TASK_B, HFXB_DIMS(1, 2, 1));
+    hfxb_op_add(&b, HFX_TASK_B, HFX_OP_GLOBAL_MAXPOOL, -1, 1, &g, gy, NULL);
+    hfx_program *prog = NULL;
+    hfx_error err;
+    hfx_status st = parse_built(&b, &prog, &err);
+    const void *in[2] = {sr_x, gm_x};
+    void *out[3] = {sr_sp, sr_rd, gm_y};
+    st = st ? st : hfx_run(pool, prog, in, 2, out, 3, NULL, NULL, NULL);
+    int ok = st == HFX_OK;
+    for (int k = 0; k < 10; k++) {
+        float d = sr_sp[k] - sr_want_sp[k];
+        ok = ok && (d < 0 ? -d : d) <= 2e-6f * sr_want_sp[k];
+    }
+    expect(ok, "Softplus within 2e-6 of double");
+    expect(st == HFX_OK && memcmp(sr_rd, sr_want_rd, sizeof sr_rd) == 0, "Round: ties to even, -0 kept");
+    expect(st == HFX_OK && gm_y[0] != gm_y[0] && gm_y[1] == 9.0f, "GlobalMaxPool: MLAS's surviving NaN lane");
+    hfx_program_free(prog);
+}
+
 /* Expand on Hexagon: A broadcasts X [1, 3] to [4, 3] (rows repeated), B fills [2, 70] from a constant scalar
  * (ConstantOfShape: one element repeated in doubling copies) */
 static float ex_x[3] = {1.5f, -2.0f, 3.25f}, ex_fill[1] = {-0.5f}, ex_a[4][3], ex_b[2][70];
@@ -1515,8 +1552,10 @@ int main(void)
     test_arg_program(pool);
     test_log_softmax_program(pool);
     test_expand_program(pool);
+    test_softplus_round_maxpool_program(pool);
     qt_end_group(&T, "ReduceMax / ReduceMin, Log, Sin / Cos / InstanceNorm, DynamicQuantizeLinear, MatMulInteger, "
-                     "integer Cast/Add/Gather, Mod, ArgMax / ArgMin, LogSoftmax, Expand");
+                     "integer Cast/Add/Gather, Mod, ArgMax / ArgMin, LogSoftmax, Expand, Softplus / Round / "
+                     "GlobalMaxPool");
 
     qt_begin_group(&T);
     test_quant_program(pool);
