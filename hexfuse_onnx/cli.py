@@ -882,14 +882,15 @@ def _target(text: str) -> str:
 
 
 def _unfuse(args: argparse.Namespace, progress) -> int:
-    from .graph import load
+    from .graph import load, read_model
     from .modelio import stage
     from .rewrite import unfuse
     from .verify import check
 
     _refuse_same_file(args.output, args.model)
-    model = load(args.model).model  # validated: a cycle or dangling input is named here
-    restored = unfuse(model)
+    load(args.model)  # validated: a cycle or dangling input is named here
+    # the file's own graph: load's is fixed at the analysis binding (or folded, every dim being fixed)
+    restored = unfuse(read_model(args.model, load_external_data=False))
     staged = stage(restored, args.output, Path(args.model).resolve().parent)
     try:
         check(staged.model_path)

@@ -93,7 +93,7 @@ def no_candidate_lines(a: Analysis) -> list[str]:
         return []
     name, shape = small[0]
     dims = a.graph.symbolic_dims(name)
-    if dims and isinstance(dims[0], str):
+    if dims and not isinstance(dims[0], int):  # named, or left free without a name (None: paddle2onnx's -1)
         larger = "x".join(str(d) for d in (MIN_BATCH, *shape[1:]))
         how = f"--shape {name}={larger} analyses a batch of {MIN_BATCH}"
     else:

@@ -277,6 +277,15 @@ def test_a_chain_at_batch_one_says_why_it_has_no_candidate(dirs) -> None:
     assert "1 microbatch" in wider.stdout
 
 
+def test_a_chain_whose_batch_dim_is_minus_one_is_offered_a_larger_batch(dirs) -> None:
+    """paddle2onnx writes a free batch as dim_value -1 (ppocr_cls: x is [-1, 3, ?, ?]); the pass binds
+    it as a symbolic dim, and the line said "the model fixes it" where --shape makes a batch of 2."""
+    src = dirs.save("minus_one.onnx", qdq_gemm_chain(-1))
+    default = run_cli("inspect", src)
+    assert default.returncode == 0, default.stderr
+    assert CHAIN_AT_BATCH_ONE + "--shape x=2x64 analyses a batch of 2)" in default.stdout
+
+
 def test_verification_failures_are_counted_by_the_check_they_failed() -> None:
     """`rewrite -q` printed 'rejected 1: fails verification' alone (sweep9)."""
     from hexfuse_onnx.kinds.base import Candidate

@@ -185,6 +185,18 @@ def test_bindings_are_recorded_and_unfuse_drops_them(rewritten) -> None:
     assert not any(p.key == C.METADATA_BINDINGS for p in unfuse(fused).metadata_props)
 
 
+def test_cli_unfuse_restores_the_symbolic_inputs(rewritten, tmp_path: Path) -> None:
+    """`unfuse` wrote the model the pass had analysed (input dims fixed at the binding, 128x128), so the
+    restored model refused every other shape (a user-quantised trueocr_det: 'index: 2 Got: 64
+    Expected: 128'); it restores the file's own graph."""
+    src, out, _ = rewritten
+    restored = tmp_path / "restored.onnx"
+    proc = run_cli("unfuse", out, "-o", restored)
+    assert proc.returncode == EXIT_OK, proc.stderr
+    assert input_dims(onnx.load(str(restored))) == [["batch", C_IN, "height", "width"]]
+    assert max_error_at(src, restored, SHAPES[2]) == 0.0
+
+
 def test_rewritten_model_matches_at_three_shapes_on_stock_ort(rewritten) -> None:
     src, out, _ = rewritten
     for shape in SHAPES:

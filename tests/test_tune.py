@@ -453,6 +453,17 @@ def test_tune_keeps_orts_defaults_unless_a_mode_beats_them_in_its_rounds():
     assert ModeChoice.measured({"ort-default": default30, "ort-seq": skewed}).mode == "ort-seq"
 
 
+def test_tune_names_the_runner_up_when_orts_defaults_are_fastest():
+    """own_odd_inputs said 'fastest here: ort-default 153.1 us vs ORT's defaults 153.1 us, saving 0.0%
+    ± 0.0%': the defaults against themselves, and not a word of the other modes' times."""
+    medians = {"ort-default": 100.0, "ort-seq": 104.0, "ort-seq-2t": 130.0}
+    choice = ModeChoice.measured({m: Timing([[t, t, t]]) for m, t in medians.items()})
+    assert choice.mode == "ort-default"
+    assert choice.why == "ORT's defaults, the fastest here; next ort-seq 104.0 us vs ORT's defaults 100.0 us, " + (
+        "saving -4.0% ± 0.0%"
+    )
+
+
 def test_tune_with_a_given_session_records_it_untimed(work, tmp_path):
     result = tune(work["two_branch"], tmp_path / "seq.onnx", margin=100.0, session="ort-seq", **QUICK)
     assert result.ort_mode.mode == "ort-seq" and not result.ort_mode.timings

@@ -252,7 +252,11 @@ class ModeChoice:
         chosen = min(clear, key=lambda m: timings[m].median())
 
         why = f"fastest here: {mode_figures(chosen, timings)}"
-        if chosen == ort_modes.DEFAULT != fastest:
+        others = [m for m in admitted if m != chosen]
+        if chosen == ort_modes.DEFAULT == fastest and others:  # not the defaults against themselves
+            runner_up = min(others, key=lambda m: timings[m].median())
+            why = f"ORT's defaults, the fastest here; next {mode_figures(runner_up, timings)}"
+        elif chosen == ort_modes.DEFAULT != fastest:
             why = f"ORT's defaults, not clearly beaten: {mode_figures(fastest, timings)}"
         elif chosen != fastest:
             why = (
