@@ -122,10 +122,11 @@ LEAVE_P = 1 / 16  # ... faster at this level by a one-sided Wilcoxon signed-rank
 # ratios to the defaults (exact; with 4 rounds or fewer: faster in every round, the rule before 12 rounds).
 # Four rounds could not rank gtcrn_stream's modes 5-11% apart in rested calls: ort-seq beat the defaults
 # in 4, 2 and 2 of 4 rounds of three explorations, each loss by 1-10% (benchmarks/choice_accuracy.py).
-RULE = 6  # in the cache key: choices made by an earlier rule are not reused (before 51e37ff ort-par was
+RULE = 7  # in the cache key: choices made by an earlier rule are not reused (before 51e37ff ort-par was
 # explored on every model; a remembered choice of it ran silero_decoder_v5 at up to 285x ort-seq; before RULE 4
 # another mode had to beat the defaults in every one of up to 4 rounds; before RULE 5 pooled modes were timed
-# in twins that spun 1 ms; before RULE 6 calls of other input sizes were compared as timed)
+# in twins that spun 1 ms; before RULE 6 calls of other input sizes were compared as timed; before RULE 7 calls
+# of two sizes were scaled wrong, which could keep ort-par out)
 VIEW_OPS = frozenset({"Identity", "Reshape", "Squeeze", "Unsqueeze", "Flatten"})  # no work to run at once
 SHAPE_SOURCES = frozenset({"Shape", "Size"})
 
@@ -442,16 +443,34 @@ def size_trend(which: np.ndarray, z: np.ndarray, log_t: np.ndarray) -> tuple[flo
     """(b1, b2) of log t = c[mode] + b1 z + b2 z^2 by least squares, refitted once without the calls more
     than OUTLIER_MADS (scaled) median absolute deviations off the first fit (a disturbed call); (0, 0) when
     every call had one size. The modes' blocks alternate over the same run of calls, so the sizes each
-    mode saw overlap and the shared trend is what the sizes cost, the c[mode] what the modes do."""
-    if np.ptp(z) == 0.0:
+    mode saw overlap and the shared trend is what the sizes cost, the c[mode] what the modes do. Only
+    the terms the calls determine are fitted (`trend_columns`): over two sizes z^2 is one constant, which
+    the least squares shared out with the c[mode] (calls of 45 ms alternating two sizes read 0.3-0.5 ms,
+    under PAR_MIN_CALL_US)."""
+    columns = trend_columns(which, z)
+    if columns is None:
         return 0.0, 0.0
-    columns = np.column_stack([which[:, None] == np.unique(which)[None, :], z, z * z]).astype(float)
     coef = np.linalg.lstsq(columns, log_t, rcond=None)[0]
     residual = log_t - columns @ coef
     off = np.abs(residual - np.median(residual))
     keep = off <= OUTLIER_MADS * 1.4826 * np.median(off) + 1e-12
-    coef = np.linalg.lstsq(columns[keep], log_t[keep], rcond=None)[0]
-    return float(coef[-2]), float(coef[-1])
+    if np.linalg.matrix_rank(columns[keep]) == columns.shape[1]:
+        coef = np.linalg.lstsq(columns[keep], log_t[keep], rcond=None)[0]
+    trend = np.zeros(2)
+    trend[: columns.shape[1] - len(np.unique(which))] = coef[len(np.unique(which)) :]
+    return float(trend[0]), float(trend[1])
+
+
+def trend_columns(which: np.ndarray, z: np.ndarray) -> np.ndarray | None:
+    """The design of `size_trend`: one column per mode, then z and z^2, as many of those as the calls
+    determine (full column rank: three sizes or more for z^2, two for z, and each mode's calls not of
+    sizes apart from the rest's); None where not even z is (one size)."""
+    modes = (which[:, None] == np.unique(which)[None, :]).astype(float)
+    for degree in (2, 1):
+        columns = np.column_stack([modes, *(z**k for k in range(1, degree + 1))])
+        if np.linalg.matrix_rank(columns) == columns.shape[1]:
+            return columns
+    return None
 
 
 def faster_in_rounds(log_ratios: Sequence[float]) -> bool:

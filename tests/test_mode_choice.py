@@ -660,6 +660,27 @@ def test_calls_of_other_sizes_are_compared_at_the_median_size_and_a_disturbed_ca
     assert np.ptp(times["ort-seq"]) / np.median(times["ort-seq"]) < 0.05  # the widths' spread taken out
 
 
+def test_calls_of_two_sizes_keep_their_scale():
+    """Calls of 45 ms alternating two sizes (time ~ size^0.8): z^2 is one constant over two sizes, and
+    fitted it took the medians to 0.3-0.5 ms (ort-par then never joined: under PAR_MIN_CALL_US)."""
+    sizes = [1000.0, 4000.0] * 20
+    samples = {
+        m: [f * 45_000.0 * (s / 1000.0) ** 0.8 for s in sizes] for m, f in (("ort-default", 1.0), ("ort-seq", 0.95))
+    }
+    times = mode_choice.as_median_size(samples, dict.fromkeys(samples, sizes))
+    at_middle = 45_000.0 * 2.0**0.8  # the median of the log sizes: 2000 elements
+    assert np.median(times["ort-default"]) == pytest.approx(at_middle, rel=1e-6)
+    assert np.median(times["ort-seq"]) == pytest.approx(0.95 * at_middle, rel=1e-6)
+
+
+def test_modes_of_sizes_apart_are_compared_as_timed():
+    # each mode saw one size of its own: what the sizes cost and what the modes do cannot be told apart
+    samples = {"ort-default": [300.0, 310.0], "ort-seq": [600.0, 590.0]}
+    sizes = {"ort-default": [1000.0, 1000.0], "ort-seq": [3000.0, 3000.0]}
+    times = mode_choice.as_median_size(samples, sizes)
+    assert {m: t.tolist() for m, t in times.items()} == samples
+
+
 def test_a_calls_size_is_its_inputs_elements():
     feed = {"x": np.zeros((2, 3, 48, 320), np.float32), "ids": [[1, 2, 3]], "past": np.zeros((1, 8, 0, 36))}
     assert mode_choice.feed_size(feed) == 2 * 3 * 48 * 320 + 3
