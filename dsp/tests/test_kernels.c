@@ -1700,6 +1700,75 @@ static void test_expand(void) {
     expand_refusals();
 }
 
+/* RANGE of start and delta (constants or inputs, f32/i32/i64) into Y [n], against the running sum ONNX Runtime's
+ * loop makes (f32: each value the last plus delta); the element after Y untouched */
+static void range_case(uint8_t dtype, uint32_t n, double start, double delta, int constants) {
+    size_t es = hfxb_dtype_size(dtype);
+    uint8_t s[8], d[8], *Y = malloc((size_t)n * es + es), *want = malloc((size_t)n * es + es);
+    float fs = (float)start, fd = (float)delta;
+    int32_t is = (int32_t)start, id = (int32_t)delta;
+    int64_t ls = (int64_t)start, ld = (int64_t)delta;
+    memcpy(s, dtype == HFX_DTYPE_F32 ? (void *)&fs : dtype == HFX_DTYPE_I32 ? (void *)&is : (void *)&ls, es);
+    memcpy(d, dtype == HFX_DTYPE_F32 ? (void *)&fd : dtype == HFX_DTYPE_I32 ? (void *)&id : (void *)&ld, es);
+    for (uint32_t i = 0; i < n; i++) {
+        if (dtype == HFX_DTYPE_F32) memcpy(want + i * es, &fs, es), fs += fd;
+        else if (dtype == HFX_DTYPE_I32) memcpy(want + i * es, &is, es), is = (int32_t)((uint32_t)is + (uint32_t)id);
+        else memcpy(want + i * es, &ls, es), ls = (int64_t)((uint64_t)ls + (uint64_t)ld);
+    }
+    memset(Y, 0xa5, (size_t)n * es + es);
+    hfxb b;
+    hfxb_init(&b);
+    b.v2 = 1;
+    int task = (int)(rng_u32() % 2);
+    uint32_t in[2];
+    const void *ins[2] = {s, d};
+    for (int k = 0; k < 2; k++)
+        in[k] = constants ? hfxb_const(&b, task, HFXB_SCALAR, (const float *)(k ? d : s)) : hfxb_input(&b, task, HFXB_SCALAR);
+    for (int k = 0; k < 2; k++) hfxb_set_dtype(&b, in[k], dtype);
+    uint32_t y = hfxb_set_dtype(&b, hfxb_output(&b, task, HFXB_DIMS(n)), dtype);
+    hfxb_op_add(&b, task, HFX_OP_RANGE, -1, 2, in, y, NULL);
+    void *outs[1] = {Y};
+    if (run_prog(&b, ins, constants ? 0 : 2, outs, 1))
+        CHECK_MSG(memcmp(Y, want, (size_t)n * es) == 0 && Y[(size_t)n * es] == 0xa5,
+                  "range dtype %u of %u from %g by %g differs", dtype, n, start, delta);
+    hfxb_free(&b);
+    free(Y), free(want);
+}
+
+/* refused: an output of another dtype (f16) or rank, an input of another dtype or of two elements, a param */
+static void range_refusals(void) {
+    static const hfx_status want[] = {HFX_ERR_DTYPE, HFX_ERR_SHAPE, HFX_ERR_DTYPE, HFX_ERR_SHAPE, HFX_ERR_PARAM};
+    for (int m = 0; m < 5; m++) {
+        hfxb b;
+        hfxb_init(&b);
+        static const uint32_t two[1] = {2};
+        uint32_t in[2] = {hfxb_input(&b, 0, HFXB_SCALAR), hfxb_input(&b, 0, m == 3 ? 1u : 0u, two)};
+        uint32_t y = m == 1 ? hfxb_output(&b, 0, HFXB_DIMS(2, 3)) : hfxb_output(&b, 0, HFXB_DIMS(6));
+        if (m == 0) hfxb_set_dtype(&b, y, HFX_DTYPE_F16);
+        if (m == 2) hfxb_set_dtype(&b, in[1], HFX_DTYPE_I64);
+        int32_t p[HFX_OP_PARAMS] = {0};
+        p[0] = m == 4;
+        hfxb_op_add(&b, 0, HFX_OP_RANGE, -1, 2, in, y, p);
+        hfx_status st;
+        CHECK_MSG(!parses(&b, &st) && st == want[m], "range refusal %d: status %s", m, hfx_status_name(st));
+        hfxb_free(&b);
+    }
+}
+
+static void test_range(void) {
+    static const uint8_t dts[] = {HFX_DTYPE_F32, HFX_DTYPE_I32, HFX_DTYPE_I64};
+    for (int k = 0; k < 3; k++) {
+        range_case(dts[k], 128, 0, 1, k == 0);
+        range_case(dts[k], 997, -5, 3, k != 0);
+        range_case(dts[k], 1, 7, -2, 1);
+        range_case(dts[k], 0, 0, 1, 0); /* an empty range: no items */
+        range_case(dts[k], 40000, 3, -1, 0);
+    }
+    range_case(HFX_DTYPE_F32, 1000, -1.7, 0.1, 0); /* the running sum, not start + i * delta */
+    range_case(HFX_DTYPE_I32, 5, 2147483645.0, 1, 0); /* wraps, as two's complement adds */
+    range_refusals();
+}
+
 /* ---- zero-size tensors: ops with empty outputs have no items, empty inputs follow ONNX ---- */
 
 /* a buffer of n floats, all NaN (so that every element the kernel must write is checked) */
@@ -2643,6 +2712,7 @@ int main(void) {
     RUN_TEST(test_fmod_f32);
     RUN_TEST(test_int_copy_gather);
     RUN_TEST(test_expand);
+    RUN_TEST(test_range);
     RUN_TEST(test_sin_cos);
     RUN_TEST(test_compare);
     RUN_TEST(test_where);

@@ -117,6 +117,7 @@ class Opcode(IntEnum):
     RESIZE = 54
     GATHER_ROWS = 55  # ONNX Gather on axis 0 with run-time int32/int64 indices
     EXPAND = 56  # X (any dtype) broadcast to the output's dims: a fill from one element (ConstantOfShape, Pad's slabs)
+    RANGE = 57  # start, delta (one element each, Y's f32/i32/i64) -> Y [n], n Y's: ONNX Range as a running sum
     MAXPOOL = 60
     AVGPOOL = 61
     GLOBAL_AVGPOOL = 62

@@ -249,6 +249,9 @@ enum hfx_opcode {
     HFX_OP_EXPAND = 56, /* in X (any dtype, Y's) of rank <= Y's, each axis Y's or 1 (numpy, aligned at the end): X
                            broadcast to Y's dims, ONNX Expand; one element filling Y: ConstantOfShape, a Pad's
                            constant slabs (Y's dims may follow the input shapes, a constant's cannot) */
+    HFX_OP_RANGE = 57,  /* in start, delta (one element each, Y's dtype: f32, i32 or i64) -> Y [n]: ONNX Range,
+                           y[i] the running sum start + delta + ... as ONNX Runtime adds it; n is Y's (the shape section
+                           makes it follow the input shapes), not read from a limit; numbered here: a generator */
     /* pooling, NCHW */
     HFX_OP_MAXPOOL = 60,        /* 2-D, in X[N,C,H,W] */
     HFX_OP_AVGPOOL = 61,        /* 2-D, in X[N,C,H,W] */

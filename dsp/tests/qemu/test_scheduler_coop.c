@@ -812,6 +812,37 @@ static void test_expand_program(hfx_pool *pool)
     hfx_program_free(prog);
 }
 
+/* Range on Hexagon: A makes 0.5, 0.6, ... (f32, a running sum: each value the last plus 0.1) from constants, B makes
+ * -5, -2, 1, ... (i64) from its inputs */
+static float rg_fs[1] = {0.5f}, rg_fd[1] = {0.1f}, rg_a[300];
+static int64_t rg_is = -5, rg_id = 3, rg_b[70];
+
+static void test_range_program(hfx_pool *pool)
+{
+    hfxb b;
+    hfxb_init(&b);
+    b.v2 = 1;
+    uint32_t ia[2] = {hfxb_const(&b, HFX_TASK_A, HFXB_SCALAR, rg_fs), hfxb_const(&b, HFX_TASK_A, HFXB_SCALAR, rg_fd)};
+    uint32_t ya = hfxb_output(&b, HFX_TASK_A, HFXB_DIMS(300));
+    hfxb_op_add(&b, HFX_TASK_A, HFX_OP_RANGE, -1, 2, ia, ya, NULL);
+    uint32_t ib[2];
+    for (int k = 0; k < 2; k++) ib[k] = hfxb_set_dtype(&b, hfxb_input(&b, HFX_TASK_B, HFXB_SCALAR), HFX_DTYPE_I64);
+    uint32_t yb = hfxb_set_dtype(&b, hfxb_output(&b, HFX_TASK_B, HFXB_DIMS(70)), HFX_DTYPE_I64);
+    hfxb_op_add(&b, HFX_TASK_B, HFX_OP_RANGE, -1, 2, ib, yb, NULL);
+    hfx_program *prog = NULL;
+    hfx_error err;
+    hfx_status st = parse_built(&b, &prog, &err);
+    const void *in[2] = {&rg_is, &rg_id};
+    void *out[2] = {rg_a, rg_b};
+    st = st ? st : hfx_run(pool, prog, in, 2, out, 2, NULL, NULL, NULL);
+    int ok = st == HFX_OK;
+    float value = 0.5f;
+    for (int i = 0; i < 300; i++, value += 0.1f) ok = ok && rg_a[i] == value;
+    for (int i = 0; i < 70; i++) ok = ok && rg_b[i] == -5 + 3 * (int64_t)i;
+    expect(ok, "Range of f32 constants (a running sum) and of i64 inputs");
+    hfx_program_free(prog);
+}
+
 #define QR 3
 #define QC 37
 static float q_x[QR * QC], q_da[QR * QC];
@@ -1515,8 +1546,9 @@ int main(void)
     test_arg_program(pool);
     test_log_softmax_program(pool);
     test_expand_program(pool);
+    test_range_program(pool);
     qt_end_group(&T, "ReduceMax / ReduceMin, Log, Sin / Cos / InstanceNorm, DynamicQuantizeLinear, MatMulInteger, "
-                     "integer Cast/Add/Gather, Mod, ArgMax / ArgMin, LogSoftmax, Expand");
+                     "integer Cast/Add/Gather, Mod, ArgMax / ArgMin, LogSoftmax, Expand, Range");
 
     qt_begin_group(&T);
     test_quant_program(pool);
