@@ -1,17 +1,21 @@
 """Values that follow the input shapes inside a pair over symbolic dims: a Slice end computed from a Shape
-(`position_ids[:, :seq]`, minilm's and kokoro's embeddings), made inside the pair or read from outside it.
-Through the pass with symbolic batch and sequence, on the plugin at every shape the rewrite verifies."""
+(`position_ids[:, :seq]`, minilm's and kokoro's embeddings), made inside the pair or read from outside it, and
+a Range to the sequence's length (a rotary embedding's positions: moonshine, hama). Through the pass with
+symbolic batch and sequence, on the plugin at every shape the rewrite verifies; RANGE's float running sum on
+the host kernel against ONNX Runtime bit for bit."""
 
 from __future__ import annotations
 
 import numpy as np
 import onnx
+import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper
-from test_lower import init, needs_host, vi
-from test_lower_exporter_ops import f32, plugin_verified_pair, task_b_pair
+from test_lower import HostKernel, init, needs_host, program_inputs, vi
+from test_lower_exporter_ops import f32, opcodes, plugin_verified_pair, task_b_pair
 
 from hexfuse_onnx.lowering import LoweringError, lower_pair
+from hexfuse_onnx.lowering.abi import Opcode
 
 
 def position_embeddings(shape_outside: bool) -> onnx.GraphProto:
@@ -59,4 +63,73 @@ def test_a_run_time_slice_end_with_a_step_is_refused_by_name() -> None:
     inits = [init(k, np.array([v], np.int64)) for k, v in (("start", 0), ("axis", 1), ("step", 2))]
     m = task_b_pair([node], [vi("z", [3, 10]), vi("end", [1], TensorProto.INT64)], [vi("yb", [3, 4])], inits)
     with pytest.raises(LoweringError, match="only from a start >= 0 with step 1"):
+        lower_pair(m, m.graph.node[0])
+
+
+def rotary_positions(dtype: type) -> onnx.GraphProto:
+    """Range(3, seq, 2) of the input's sequence length (Shape -> Gather -> Cast), unsqueezed, made float and
+    multiplied by inverse frequencies, then a Cos, beside a vector branch over x: a rotary embedding's angles."""
+    elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    nodes = [
+        helper.make_node("Shape", ["x"], ["a/shape"], name="a/shape"),
+        helper.make_node("Gather", ["a/shape", "one"], ["a/seq"], name="a/seq", axis=0),
+        helper.make_node("Cast", ["a/seq"], ["a/limit"], name="a/cast", to=elem),
+        helper.make_node("Range", ["start", "a/limit", "delta"], ["a/pos"], name="a/range"),
+        helper.make_node("Unsqueeze", ["a/pos", "axes"], ["a/pos1"], name="a/unsqueeze"),
+        helper.make_node("Cast", ["a/pos1"], ["a/posf"], name="a/float", to=TensorProto.FLOAT),
+        helper.make_node("MatMul", ["a/posf", "inv_freq"], ["a/angles"], name="a/mm"),
+        helper.make_node("Cos", ["a/angles"], ["ya"], name="a/cos"),
+        helper.make_node("Sigmoid", ["x"], ["b/g"], name="b/sigmoid"),
+        helper.make_node("Mul", ["b/g", "x"], ["b/m"], name="b/mul"),
+        helper.make_node("ReduceMean", ["b/m"], ["yb"], name="b/mean", axes=[1], keepdims=1),
+    ]
+    inits = [
+        init("one", np.array(1, np.int64)),
+        init("start", np.array(3, dtype)),
+        init("delta", np.array(2, dtype)),
+        init("axes", np.array([1], np.int64)),
+        init("inv_freq", f32(1, 16)),
+    ]
+    outputs = [vi("ya", ["positions", 16]), vi("yb", ["batch", 1, 16])]
+    return helper.make_graph(nodes, "g", [vi("x", ["batch", "seq", 16])], outputs, initializer=inits)
+
+
+@needs_host
+@pytest.mark.parametrize("dtype", [np.int64, np.int32])
+def test_a_range_to_the_sequence_length_pairs_on_the_plugin(tmp_path, dtype: type) -> None:
+    """Range had no lowering ("outside the kernel": moonshine's rotary positions, hama's); folded from the
+    Shape it was a constant of the representative length. Verified at 1x128, 2x193 and an empty sequence."""
+    fused, result = plugin_verified_pair(tmp_path, rotary_positions(dtype))
+    assert {"a/range", "a/mm"} <= {n.name for n in fused}
+    assert result.comparison is not None and result.comparison.plugin and len(result.comparison.shapes) >= 2
+
+
+@needs_host
+@pytest.mark.parametrize("dtype", [np.float32, np.int64, np.int32])
+def test_range_is_a_running_sum_as_onnx_runtime_adds_it(dtype: type) -> None:
+    """Range(start, limit, delta) with a run-time limit: float values are each the last plus delta (ONNX Runtime's
+    loop), not start + i * delta, which differs in the last bit for steps like 0.1."""
+    elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    start, delta, limit = (np.array(v, dtype) for v in ((-1.7, 0.1, 98.0) if dtype == np.float32 else (-5, 3, 2900)))
+    n = int(np.ceil((float(limit) - float(start)) / float(delta)))
+    node = helper.make_node("Range", ["start", "limit", "delta"], ["yb"], name="range")
+    inits = [init("start", start), init("delta", delta)]
+    m = task_b_pair([node], [vi("limit", [], elem)], [vi("yb", [n], elem)], inits)
+    m.functions[0].value_info.append(vi("yb", [n], elem))
+    assert opcodes(m) == [Opcode.RELU, Opcode.RANGE]
+    feeds = {"x": f32(2, 4), "limit": limit}
+    (want,) = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(["yb"], feeds)
+    got = HostKernel().run(lower_pair(m, m.graph.node[0]), program_inputs(m, m.graph.node[0], feeds))[1]
+    assert got.dtype == want.dtype and got.shape == (n,)
+    np.testing.assert_array_equal(got, want)
+    if dtype == np.float32:  # the running sum is not numpy's start + i * delta here
+        assert not np.array_equal(want, (start + np.arange(n, dtype=np.float32) * delta).astype(np.float32))
+
+
+def test_a_float16_range_is_refused_by_name() -> None:
+    node = helper.make_node("Range", ["start", "limit", "delta"], ["yb"], name="range")
+    inits = [init(k, np.array(v, np.float16)) for k, v in (("start", 0), ("delta", 1))]
+    m = task_b_pair([node], [vi("limit", [], TensorProto.FLOAT16)], [vi("yb", [4], TensorProto.FLOAT16)], inits)
+    m.functions[0].value_info.append(vi("yb", [4], TensorProto.FLOAT16))
+    with pytest.raises(LoweringError, match="a Range of FLOAT16: only float, int32 and int64"):
         lower_pair(m, m.graph.node[0])

@@ -1,6 +1,6 @@
 """Data movement: Transpose, Concat, Slice, Split, Gather (a constant index or range), the reshape
-family, Expand (a MUL by ones on the vector engine), ConstantOfShape (an EXPAND of its value); and
-Constant, which emits no op (its value becomes a program constant or steers another op's parameters)."""
+family, Expand (a MUL by ones on the vector engine); fills: ConstantOfShape (an EXPAND of its value), Range;
+and Constant, which emits no op (its value becomes a program constant or steers another op's parameters)."""
 
 from __future__ import annotations
 
@@ -47,6 +47,19 @@ def constant_of_shape(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     value_id = cx.shared_constant(fill, t, dtype)  # float16 computes in float32, exactly
     # on the copy engine: the profile counts no work for it (NO_COST_OPS), a state of a few KiB
     cx.emit(n, t, Opcode.EXPAND, [value_id], engine=EngineClass.MEMORY, out_dtype=dtype)
+
+
+@lowers("Range")
+def range_(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """A RANGE of its start and delta (constants, or read at run time); its length is the output's, which the
+    shape section makes follow the input shapes (Range(0, seq, 1): a rotary embedding's positions), so the limit
+    is not read. A Range of constants whose length does not follow the shapes is folded (Lowerer._folds)."""
+    dtype = DTYPES.get(cx.dtype(n.output[0]))
+    if dtype not in (Dtype.F32, Dtype.I32, Dtype.I64) or cx.stored_dtype(n.output[0]) == onnx.TensorProto.FLOAT16:
+        kind = onnx.TensorProto.DataType.Name(cx.stored_dtype(n.output[0]))
+        raise LoweringError(n.op_type, n.name, f"a Range of {kind}: only float, int32 and int64")
+    start, delta = (cx.read_typed(n.input[k], n, t, dtype) for k in (0, 2))
+    cx.emit(n, t, Opcode.RANGE, [start, delta], out_dtype=dtype)
 
 
 @lowers(*RESHAPES)
