@@ -1769,6 +1769,76 @@ static void test_range(void) {
     range_refusals();
 }
 
+/* TRILU of X (f32, f16, i64, u8, bool bytes; rank 2..4) with diagonal k, upper or lower, against each element
+ * kept (j - i >= k, or <= k) or zero; the byte after Y untouched */
+static void trilu_case(uint8_t dtype, const rshape *xs, int32_t k, int32_t upper) {
+    size_t es = hfxb_dtype_size(dtype);
+    uint64_t n = rs_numel(xs), rows = xs->d[xs->rank - 2], cols = xs->d[xs->rank - 1];
+    uint8_t *X = malloc(n * es + 1), *Y = malloc(n * es + 1), zero[8] = {0};
+    for (uint64_t q = 0; q < n * es; q++) X[q] = (uint8_t)(rng_u32() | 1u);
+    if (dtype == HFX_DTYPE_BOOL) memset(X, 1, n);
+    memset(Y, 0xa5, n * es + 1);
+    hfxb b;
+    hfxb_init(&b);
+    b.v2 = 1;
+    int task = (int)(rng_u32() % 2);
+    uint32_t x = hfxb_set_dtype(&b, hfxb_input(&b, task, xs->rank, xs->d), dtype);
+    uint32_t y = hfxb_set_dtype(&b, hfxb_output(&b, task, xs->rank, xs->d), dtype);
+    int32_t p[HFX_OP_PARAMS] = {0};
+    p[HFX_P_TRILU_K] = k, p[HFX_P_TRILU_UPPER] = upper;
+    hfxb_op_add(&b, task, HFX_OP_TRILU, -1, 1, &x, y, p);
+    const void *ins[1] = {X};
+    void *outs[1] = {Y};
+    if (run_prog(&b, ins, 1, outs, 1)) {
+        uint64_t q = 0;
+        for (; q < n; q++) {
+            int64_t d = (int64_t)(q % cols) - (int64_t)(q / cols % rows);
+            int kept = upper ? d >= k : d <= k;
+            if (memcmp(Y + q * es, kept ? X + q * es : zero, es) != 0) break;
+        }
+        CHECK_MSG(q == n && Y[n * es] == 0xa5, "trilu dtype %u rank %u k %d upper %d: element %llu differs", dtype,
+                  xs->rank, k, upper, (unsigned long long)q);
+    }
+    hfxb_free(&b);
+    free(X), free(Y);
+}
+
+/* refused: Y of another dtype or shape, X of rank 1, upper not 0/1, a param beyond the two */
+static void trilu_refusals(void) {
+    static const hfx_status want[] = {HFX_ERR_DTYPE, HFX_ERR_SHAPE, HFX_ERR_SHAPE, HFX_ERR_PARAM, HFX_ERR_PARAM};
+    for (int m = 0; m < 5; m++) {
+        hfxb b;
+        hfxb_init(&b);
+        uint32_t x = m == 2 ? hfxb_input(&b, 0, HFXB_DIMS(12)) : hfxb_input(&b, 0, HFXB_DIMS(3, 4));
+        uint32_t y = m == 1 ? hfxb_output(&b, 0, HFXB_DIMS(4, 3)) : m == 2 ? hfxb_output(&b, 0, HFXB_DIMS(12))
+                                                                          : hfxb_output(&b, 0, HFXB_DIMS(3, 4));
+        if (m == 0) hfxb_set_dtype(&b, y, HFX_DTYPE_I32);
+        int32_t p[HFX_OP_PARAMS] = {0};
+        p[HFX_P_TRILU_UPPER] = m == 3 ? 2 : 1;
+        p[2] = m == 4;
+        hfxb_op_add(&b, 0, HFX_OP_TRILU, -1, 1, &x, y, p);
+        hfx_status st;
+        CHECK_MSG(!parses(&b, &st) && st == want[m], "trilu refusal %d: status %s", m, hfx_status_name(st));
+        hfxb_free(&b);
+    }
+}
+
+static void test_trilu(void) {
+    static const uint8_t dts[] = {HFX_DTYPE_F32, HFX_DTYPE_F16, HFX_DTYPE_I64, HFX_DTYPE_U8, HFX_DTYPE_BOOL};
+    static const int32_t ks[] = {0, 1, -1, 3, -7, 200, -200, 2147483647};
+    rshape square = {2, {9, 9}}, wide = {3, {2, 5, 70001}}, tall = {2, {300, 4}}, batched = {4, {2, 3, 6, 8}};
+    for (int d = 0; d < 5; d++)
+        for (int q = 0; q < 8; q++)
+            for (int upper = 0; upper < 2; upper++) {
+                trilu_case(dts[d], &square, ks[q], upper);
+                trilu_case(dts[d], &batched, ks[q], upper);
+                trilu_case(dts[d], &tall, ks[q], upper);
+            }
+    trilu_case(HFX_DTYPE_F32, &wide, 1, 1); /* rows of several items */
+    trilu_case(HFX_DTYPE_F32, &wide, 2, 0);
+    trilu_refusals();
+}
+
 /* ---- zero-size tensors: ops with empty outputs have no items, empty inputs follow ONNX ---- */
 
 /* a buffer of n floats, all NaN (so that every element the kernel must write is checked) */
@@ -2713,6 +2783,7 @@ int main(void) {
     RUN_TEST(test_int_copy_gather);
     RUN_TEST(test_expand);
     RUN_TEST(test_range);
+    RUN_TEST(test_trilu);
     RUN_TEST(test_sin_cos);
     RUN_TEST(test_compare);
     RUN_TEST(test_where);
