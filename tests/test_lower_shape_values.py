@@ -1,6 +1,7 @@
 """Values that follow the input shapes inside a pair over symbolic dims: a Slice end computed from a Shape
 (`position_ids[:, :seq]`, minilm's and kokoro's embeddings), made inside the pair or read from outside it, and
-a Range to the sequence's length (a rotary embedding's positions: moonshine, hama). Through the pass with
+a Range to the sequence's length (a rotary embedding's positions: moonshine, hama) and a causal mask's Trilu of
+a fill of [seq, seq] (moonshine's decoder). Through the pass with
 symbolic batch and sequence, on the plugin at every shape the rewrite verifies; RANGE's float running sum on
 the host kernel against ONNX Runtime bit for bit."""
 
@@ -133,3 +134,44 @@ def test_a_float16_range_is_refused_by_name() -> None:
     m.functions[0].value_info.append(vi("yb", [4], TensorProto.FLOAT16))
     with pytest.raises(LoweringError, match="a Range of FLOAT16: only float, int32 and int64"):
         lower_pair(m, m.graph.node[0])
+
+
+def causal_mask() -> onnx.GraphProto:
+    """moonshine's decoder mask: Trilu(upper, k=1) of ConstantOfShape([seq, seq], -1e9) from the input's Shape, added
+    to x's scores, then a Softmax, beside a vector branch over x."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["a/shape"], name="a/shape", start=1, end=2),
+        helper.make_node("Concat", ["a/shape", "a/shape"], ["a/dims"], name="a/dims", axis=0),
+        helper.make_node(
+            "ConstantOfShape", ["a/dims"], ["a/fill"], name="a/fill", value=helper.make_tensor("v", 1, [1], [-1e9])
+        ),
+        helper.make_node("Trilu", ["a/fill", "k"], ["a/mask"], name="a/trilu", upper=1),
+        helper.make_node("Add", ["x", "a/mask"], ["a/scores"], name="a/add"),
+        helper.make_node("Softmax", ["a/scores"], ["ya"], name="a/softmax", axis=-1),
+        helper.make_node("Sigmoid", ["x"], ["b/g"], name="b/sigmoid"),
+        helper.make_node("Mul", ["b/g", "x"], ["yb"], name="b/mul"),
+    ]
+    inits = [init("k", np.array(1, np.int64))]
+    outputs = [vi("ya", ["batch", "seq", "seq"]), vi("yb", ["batch", "seq", "seq"])]
+    return helper.make_graph(nodes, "g", [vi("x", ["batch", "seq", "seq"])], outputs, initializer=inits)
+
+
+@needs_host
+def test_a_causal_mask_over_the_sequence_pairs_on_the_plugin(tmp_path) -> None:
+    """Trilu had no lowering (moonshine_tiny_decoder's first refusal once Range lowered)."""
+    fused, result = plugin_verified_pair(tmp_path, causal_mask())
+    assert {"a/trilu", "a/softmax"} <= {n.name for n in fused}
+    assert result.comparison is not None and result.comparison.plugin and len(result.comparison.shapes) >= 2
+
+
+@needs_host
+@pytest.mark.parametrize("k, upper", [(0, 1), (1, 1), (-2, 1), (0, 0), (2, 0), (-1, 0), (None, 1)])
+def test_trilu_keeps_the_triangle_onnx_runtime_keeps(k: int | None, upper: int) -> None:
+    node = helper.make_node("Trilu", ["z", "k"] if k is not None else ["z"], ["yb"], name="trilu", upper=upper)
+    inits = [init("k", np.array(k, np.int64))] if k is not None else []
+    m = task_b_pair([node], [vi("z", [2, 5, 7])], [vi("yb", [2, 5, 7])], inits)
+    assert opcodes(m) == [Opcode.RELU, Opcode.TRILU]
+    feeds = {"x": f32(2, 4), "z": f32(2, 5, 7)}
+    (want,) = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(["yb"], feeds)
+    got = HostKernel().run(lower_pair(m, m.graph.node[0]), program_inputs(m, m.graph.node[0], feeds))[1]
+    np.testing.assert_array_equal(got, want)

@@ -1,6 +1,6 @@
 """Data movement: Transpose, Concat, Slice, Split, Gather (a constant index or range), the reshape
-family, Expand (a MUL by ones on the vector engine); fills: ConstantOfShape (an EXPAND of its value), Range;
-and Constant, which emits no op (its value becomes a program constant or steers another op's parameters)."""
+family, Expand (a MUL by ones on the vector engine), Trilu; fills: ConstantOfShape (an EXPAND of its value),
+Range; and Constant, which emits no op (its value becomes a program constant or steers another op's parameters)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import onnx
 from onnx import numpy_helper
 
 from ..profile import Engine as EngineClass
-from .abi import Dtype, Layout, Opcode, Param, SliceParam, Task
+from .abi import Dtype, Layout, Opcode, Param, SliceParam, Task, TriluParam
 from .lowerer import DTYPES, Lowerer, attr
 from .registry import LoweringError, lowers
 from .traced import traced_dims
@@ -60,6 +60,16 @@ def range_(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         raise LoweringError(n.op_type, n.name, f"a Range of {kind}: only float, int32 and int64")
     start, delta = (cx.read_typed(n.input[k], n, t, dtype) for k in (0, 2))
     cx.emit(n, t, Opcode.RANGE, [start, delta], out_dtype=dtype)
+
+
+@lowers("Trilu")
+def trilu(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """A TRILU of data of any type the program holds (a causal mask's -inf above the diagonal), the diagonal k a
+    constant (0 when not given)."""
+    k = cx.const_ints(n.input[1], n) if len(n.input) > 1 and n.input[1] else [0]
+    x, dtype = cx.read_any(n.input[0], n, t)
+    params = {TriluParam.K: _clamp(k[0]), TriluParam.UPPER: int(attr(n, "upper", 1))}
+    cx.emit(n, t, Opcode.TRILU, [x], params, out_dtype=dtype)
 
 
 @lowers(*RESHAPES)
