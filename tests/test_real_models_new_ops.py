@@ -1,6 +1,7 @@
 """Real models that the lowering refused before Log, ReduceMax, Max/Min by a tensor, DynamicQuantizeLinear,
-MatMulInteger, ArgMax and an integer Gather off axis 0 ran on the kernel, now paired on the host target at its own
-40 us per call (ArgMax's and the Gather's: at 0 us) and verified with the plugin. Skipped when the model is not
+MatMulInteger, ArgMax, an integer Gather off axis 0, a Slice end and a Range that follow the input's length ran on
+the kernel, now paired on the host target at its own 40 us per call (ArgMax's and later ones: at 0 us) and
+verified with the plugin. Skipped when the model is not
 fetched (`python -m models real fetch NAME`)."""
 
 from __future__ import annotations
@@ -69,6 +70,11 @@ def test_dynamically_quantised_voicefilter_gets_a_pair(tmp_path: Path, monkeypat
         # 16 candidates stopped at prefix[:, -1] (integer data off axis 0); at 0 us the largest pair now holds it
         # (16+24 nodes, modelled 155.5 -> 122.9 us), its int64 slice of a symbolic length checked on the plugin
         ("romanizer_decoder", "/Gather"),
+        # 18 candidates stopped at position_ids[:, :seq], an end read from a Shape; at 0 us the embeddings' 10+2
+        # nodes pair (modelled 57.4 -> 37.3 us), checked on the plugin at 1x128 and 2x193
+        ("minilm_int8", "node_slice_1"),
+        # the rotary positions Range(0, seq, 1) had no lowering; at 0 us they pair with their cos/sin
+        ("moonshine_tiny_encoder", "/Range"),
     ],
 )
 def test_a_real_model_pairs_a_node_that_did_not_lower(tmp_path: Path, name: str, node: str) -> None:
