@@ -843,6 +843,38 @@ static void test_range_program(hfx_pool *pool)
     hfx_program_free(prog);
 }
 
+/* Trilu on Hexagon: A keeps the upper triangle above the diagonal of [5, 7] (k = 1: a causal mask), B the lower
+ * triangle of [2, 4, 3] with its diagonal (k = 0) */
+static float tr_a_in[5][7], tr_b_in[2][4][3], tr_a[5][7], tr_b[2][4][3];
+
+static void test_trilu_program(hfx_pool *pool)
+{
+    for (int i = 0; i < 35; i++) tr_a_in[i / 7][i % 7] = (float)(i + 1);
+    for (int i = 0; i < 24; i++) tr_b_in[i / 12][i / 3 % 4][i % 3] = (float)-(i + 1);
+    hfxb b;
+    hfxb_init(&b);
+    int32_t pa[HFX_OP_PARAMS] = {0}, pb[HFX_OP_PARAMS] = {0};
+    pa[HFX_P_TRILU_K] = 1, pa[HFX_P_TRILU_UPPER] = 1;
+    uint32_t xa = hfxb_input(&b, HFX_TASK_A, HFXB_DIMS(5, 7)), ya = hfxb_output(&b, HFX_TASK_A, HFXB_DIMS(5, 7));
+    hfxb_op_add(&b, HFX_TASK_A, HFX_OP_TRILU, -1, 1, &xa, ya, pa);
+    uint32_t xb = hfxb_input(&b, HFX_TASK_B, HFXB_DIMS(2, 4, 3)), yb = hfxb_output(&b, HFX_TASK_B, HFXB_DIMS(2, 4, 3));
+    hfxb_op_add(&b, HFX_TASK_B, HFX_OP_TRILU, -1, 1, &xb, yb, pb);
+    hfx_program *prog = NULL;
+    hfx_error err;
+    hfx_status st = parse_built(&b, &prog, &err);
+    const void *in[2] = {tr_a_in, tr_b_in};
+    void *out[2] = {tr_a, tr_b};
+    st = st ? st : hfx_run(pool, prog, in, 2, out, 2, NULL, NULL, NULL);
+    int ok = st == HFX_OK;
+    for (int i = 0; i < 5; i++)
+        for (int j = 0; j < 7; j++) ok = ok && tr_a[i][j] == (j - i >= 1 ? tr_a_in[i][j] : 0.0f);
+    for (int m = 0; m < 2; m++)
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 3; j++) ok = ok && tr_b[m][i][j] == (j <= i ? tr_b_in[m][i][j] : 0.0f);
+    expect(ok, "Trilu: the upper triangle above the diagonal of [5, 7], the lower one of [2, 4, 3]");
+    hfx_program_free(prog);
+}
+
 #define QR 3
 #define QC 37
 static float q_x[QR * QC], q_da[QR * QC];
@@ -1547,8 +1579,9 @@ int main(void)
     test_log_softmax_program(pool);
     test_expand_program(pool);
     test_range_program(pool);
+    test_trilu_program(pool);
     qt_end_group(&T, "ReduceMax / ReduceMin, Log, Sin / Cos / InstanceNorm, DynamicQuantizeLinear, MatMulInteger, "
-                     "integer Cast/Add/Gather, Mod, ArgMax / ArgMin, LogSoftmax, Expand, Range");
+                     "integer Cast/Add/Gather, Mod, ArgMax / ArgMin, LogSoftmax, Expand, Range, Trilu");
 
     qt_begin_group(&T);
     test_quant_program(pool);
