@@ -107,13 +107,14 @@ def same_pads_pair(path: Path) -> Path:
     return path
 
 
-def computed_slice_pair(path: Path) -> Path:
-    """A pair whose Slice end follows the input length (x[:, :, : height // 2], the end folded from a Shape): no
-    expression for it."""
+def computed_slice_pair(path: Path, end: bool = False) -> Path:
+    """A pair whose Slice start follows the input length (x[:, :, height // 2 :], the start folded from a Shape):
+    no expression for it. With `end`, its end does (x[:, :, : height // 2]): the start plus the output's length."""
     b = GraphBuilder("symbolic_slice", seed=5)
     x = b.input("x", [1, C_IN, "height", "width"])
     half = b.op("Div", [b.op("Shape", [x], "shape_a", start=2, end=3), b.ints("two", [2])], "half_a")
-    a = b.op("Slice", [x, b.ints("zero", [0]), half, b.ints("axis", [2])], "slice_a")
+    bounds = [b.ints("zero", [0]), half] if end else [half, b.ints("last", [2**62])]
+    a = b.op("Slice", [x, *bounds, b.ints("axis", [2])], "slice_a")
     b.op("Conv", [a, b.weight("wa", [C_IN, C_IN, 1, 1]), b.bias("ba", C_IN)], "conv_a", outputs=["ya"])
     return _with_pooled_branch(b, x, [1, C_IN, "h2", "width"], path)
 
@@ -244,7 +245,22 @@ def test_safety_net_refuses_a_shape_dependent_param(tmp_path: Path) -> None:
     src = computed_slice_pair(tmp_path / "model.onnx")
     result = pipeline.rewrite(src, tmp_path / "out.onnx", target="host", min_gain=-1.0)
     reasons = [r.reason for r in result.analysis.rejected]
-    assert any("Slice 'slice_a' param ENDS[2] depends on the input shape" in r for r in reasons), reasons
+    assert any("Slice 'slice_a' param STARTS[2] depends on the input shape" in r for r in reasons), reasons
+
+
+def test_a_slice_end_folded_from_a_shape_runs_at_every_shape(tmp_path: Path) -> None:
+    """Refused before by the safety net (its end held the representative height // 2): now the start plus the
+    output's length, which the shape section patches, at odd heights too."""
+    src = computed_slice_pair(tmp_path / "model.onnx", end=True)
+    result = pipeline.rewrite(src, tmp_path / "out.onnx", target="host", min_gain=-1.0)
+    assert result.output is not None, [r.reason for r in result.analysis.rejected]
+    g = result.analysis.graph
+    assert any(g.nodes[i].name == "slice_a" for p in result.analysis.pairs for i in p.candidate.nodes)
+    plugin = (runtime.LIB_DIR / runtime.PLUGIN_NAME).is_file()
+    for shape in [(1, C_IN, 90, 150), (1, C_IN, 64, 64), (1, C_IN, 31, 50)]:
+        assert max_error_at(src, result.output, shape) <= 1e-5, shape
+        if plugin:
+            assert max_error_at(src, result.output, shape, runtime.session_options("host")) <= 1e-4, shape
 
 
 @pytest.mark.parametrize("build", [resize_pair, sized_by_shape_pair])

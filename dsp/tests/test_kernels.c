@@ -1775,6 +1775,145 @@ static void test_expand(void) {
     expand_refusals();
 }
 
+/* RANGE of start and delta (constants or inputs, f32/i32/i64) into Y [n], against the running sum ONNX Runtime's
+ * loop makes (f32: each value the last plus delta); the element after Y untouched */
+static void range_case(uint8_t dtype, uint32_t n, double start, double delta, int constants) {
+    size_t es = hfxb_dtype_size(dtype);
+    uint8_t s[8], d[8], *Y = malloc((size_t)n * es + es), *want = malloc((size_t)n * es + es);
+    float fs = (float)start, fd = (float)delta;
+    int32_t is = (int32_t)start, id = (int32_t)delta;
+    int64_t ls = (int64_t)start, ld = (int64_t)delta;
+    memcpy(s, dtype == HFX_DTYPE_F32 ? (void *)&fs : dtype == HFX_DTYPE_I32 ? (void *)&is : (void *)&ls, es);
+    memcpy(d, dtype == HFX_DTYPE_F32 ? (void *)&fd : dtype == HFX_DTYPE_I32 ? (void *)&id : (void *)&ld, es);
+    for (uint32_t i = 0; i < n; i++) {
+        if (dtype == HFX_DTYPE_F32) memcpy(want + i * es, &fs, es), fs += fd;
+        else if (dtype == HFX_DTYPE_I32) memcpy(want + i * es, &is, es), is = (int32_t)((uint32_t)is + (uint32_t)id);
+        else memcpy(want + i * es, &ls, es), ls = (int64_t)((uint64_t)ls + (uint64_t)ld);
+    }
+    memset(Y, 0xa5, (size_t)n * es + es);
+    hfxb b;
+    hfxb_init(&b);
+    b.v2 = 1;
+    int task = (int)(rng_u32() % 2);
+    uint32_t in[2];
+    const void *ins[2] = {s, d};
+    for (int k = 0; k < 2; k++)
+        in[k] = constants ? hfxb_const(&b, task, HFXB_SCALAR, (const float *)(k ? d : s)) : hfxb_input(&b, task, HFXB_SCALAR);
+    for (int k = 0; k < 2; k++) hfxb_set_dtype(&b, in[k], dtype);
+    uint32_t y = hfxb_set_dtype(&b, hfxb_output(&b, task, HFXB_DIMS(n)), dtype);
+    hfxb_op_add(&b, task, HFX_OP_RANGE, -1, 2, in, y, NULL);
+    void *outs[1] = {Y};
+    if (run_prog(&b, ins, constants ? 0 : 2, outs, 1))
+        CHECK_MSG(memcmp(Y, want, (size_t)n * es) == 0 && Y[(size_t)n * es] == 0xa5,
+                  "range dtype %u of %u from %g by %g differs", dtype, n, start, delta);
+    hfxb_free(&b);
+    free(Y), free(want);
+}
+
+/* refused: an output of another dtype (f16) or rank, an input of another dtype or of two elements, a param */
+static void range_refusals(void) {
+    static const hfx_status want[] = {HFX_ERR_DTYPE, HFX_ERR_SHAPE, HFX_ERR_DTYPE, HFX_ERR_SHAPE, HFX_ERR_PARAM};
+    for (int m = 0; m < 5; m++) {
+        hfxb b;
+        hfxb_init(&b);
+        static const uint32_t two[1] = {2};
+        uint32_t in[2] = {hfxb_input(&b, 0, HFXB_SCALAR), hfxb_input(&b, 0, m == 3 ? 1u : 0u, two)};
+        uint32_t y = m == 1 ? hfxb_output(&b, 0, HFXB_DIMS(2, 3)) : hfxb_output(&b, 0, HFXB_DIMS(6));
+        if (m == 0) hfxb_set_dtype(&b, y, HFX_DTYPE_F16);
+        if (m == 2) hfxb_set_dtype(&b, in[1], HFX_DTYPE_I64);
+        int32_t p[HFX_OP_PARAMS] = {0};
+        p[0] = m == 4;
+        hfxb_op_add(&b, 0, HFX_OP_RANGE, -1, 2, in, y, p);
+        hfx_status st;
+        CHECK_MSG(!parses(&b, &st) && st == want[m], "range refusal %d: status %s", m, hfx_status_name(st));
+        hfxb_free(&b);
+    }
+}
+
+static void test_range(void) {
+    static const uint8_t dts[] = {HFX_DTYPE_F32, HFX_DTYPE_I32, HFX_DTYPE_I64};
+    for (int k = 0; k < 3; k++) {
+        range_case(dts[k], 128, 0, 1, k == 0);
+        range_case(dts[k], 997, -5, 3, k != 0);
+        range_case(dts[k], 1, 7, -2, 1);
+        range_case(dts[k], 0, 0, 1, 0); /* an empty range: no items */
+        range_case(dts[k], 40000, 3, -1, 0);
+    }
+    range_case(HFX_DTYPE_F32, 1000, -1.7, 0.1, 0); /* the running sum, not start + i * delta */
+    range_case(HFX_DTYPE_I32, 5, 2147483645.0, 1, 0); /* wraps, as two's complement adds */
+    range_refusals();
+}
+
+/* TRILU of X (f32, f16, i64, u8, bool bytes; rank 2..4) with diagonal k, upper or lower, against each element
+ * kept (j - i >= k, or <= k) or zero; the byte after Y untouched */
+static void trilu_case(uint8_t dtype, const rshape *xs, int32_t k, int32_t upper) {
+    size_t es = hfxb_dtype_size(dtype);
+    uint64_t n = rs_numel(xs), rows = xs->d[xs->rank - 2], cols = xs->d[xs->rank - 1];
+    uint8_t *X = malloc(n * es + 1), *Y = malloc(n * es + 1), zero[8] = {0};
+    for (uint64_t q = 0; q < n * es; q++) X[q] = (uint8_t)(rng_u32() | 1u);
+    if (dtype == HFX_DTYPE_BOOL) memset(X, 1, n);
+    memset(Y, 0xa5, n * es + 1);
+    hfxb b;
+    hfxb_init(&b);
+    b.v2 = 1;
+    int task = (int)(rng_u32() % 2);
+    uint32_t x = hfxb_set_dtype(&b, hfxb_input(&b, task, xs->rank, xs->d), dtype);
+    uint32_t y = hfxb_set_dtype(&b, hfxb_output(&b, task, xs->rank, xs->d), dtype);
+    int32_t p[HFX_OP_PARAMS] = {0};
+    p[HFX_P_TRILU_K] = k, p[HFX_P_TRILU_UPPER] = upper;
+    hfxb_op_add(&b, task, HFX_OP_TRILU, -1, 1, &x, y, p);
+    const void *ins[1] = {X};
+    void *outs[1] = {Y};
+    if (run_prog(&b, ins, 1, outs, 1)) {
+        uint64_t q = 0;
+        for (; q < n; q++) {
+            int64_t d = (int64_t)(q % cols) - (int64_t)(q / cols % rows);
+            int kept = upper ? d >= k : d <= k;
+            if (memcmp(Y + q * es, kept ? X + q * es : zero, es) != 0) break;
+        }
+        CHECK_MSG(q == n && Y[n * es] == 0xa5, "trilu dtype %u rank %u k %d upper %d: element %llu differs", dtype,
+                  xs->rank, k, upper, (unsigned long long)q);
+    }
+    hfxb_free(&b);
+    free(X), free(Y);
+}
+
+/* refused: Y of another dtype or shape, X of rank 1, upper not 0/1, a param beyond the two */
+static void trilu_refusals(void) {
+    static const hfx_status want[] = {HFX_ERR_DTYPE, HFX_ERR_SHAPE, HFX_ERR_SHAPE, HFX_ERR_PARAM, HFX_ERR_PARAM};
+    for (int m = 0; m < 5; m++) {
+        hfxb b;
+        hfxb_init(&b);
+        uint32_t x = m == 2 ? hfxb_input(&b, 0, HFXB_DIMS(12)) : hfxb_input(&b, 0, HFXB_DIMS(3, 4));
+        uint32_t y = m == 1 ? hfxb_output(&b, 0, HFXB_DIMS(4, 3)) : m == 2 ? hfxb_output(&b, 0, HFXB_DIMS(12))
+                                                                          : hfxb_output(&b, 0, HFXB_DIMS(3, 4));
+        if (m == 0) hfxb_set_dtype(&b, y, HFX_DTYPE_I32);
+        int32_t p[HFX_OP_PARAMS] = {0};
+        p[HFX_P_TRILU_UPPER] = m == 3 ? 2 : 1;
+        p[2] = m == 4;
+        hfxb_op_add(&b, 0, HFX_OP_TRILU, -1, 1, &x, y, p);
+        hfx_status st;
+        CHECK_MSG(!parses(&b, &st) && st == want[m], "trilu refusal %d: status %s", m, hfx_status_name(st));
+        hfxb_free(&b);
+    }
+}
+
+static void test_trilu(void) {
+    static const uint8_t dts[] = {HFX_DTYPE_F32, HFX_DTYPE_F16, HFX_DTYPE_I64, HFX_DTYPE_U8, HFX_DTYPE_BOOL};
+    static const int32_t ks[] = {0, 1, -1, 3, -7, 200, -200, 2147483647};
+    rshape square = {2, {9, 9}}, wide = {3, {2, 5, 70001}}, tall = {2, {300, 4}}, batched = {4, {2, 3, 6, 8}};
+    for (int d = 0; d < 5; d++)
+        for (int q = 0; q < 8; q++)
+            for (int upper = 0; upper < 2; upper++) {
+                trilu_case(dts[d], &square, ks[q], upper);
+                trilu_case(dts[d], &batched, ks[q], upper);
+                trilu_case(dts[d], &tall, ks[q], upper);
+            }
+    trilu_case(HFX_DTYPE_F32, &wide, 1, 1); /* rows of several items */
+    trilu_case(HFX_DTYPE_F32, &wide, 2, 0);
+    trilu_refusals();
+}
+
 /* ---- zero-size tensors: ops with empty outputs have no items, empty inputs follow ONNX ---- */
 
 /* a buffer of n floats, all NaN (so that every element the kernel must write is checked) */
@@ -2720,6 +2859,8 @@ int main(void) {
     RUN_TEST(test_fmod_f32);
     RUN_TEST(test_int_copy_gather);
     RUN_TEST(test_expand);
+    RUN_TEST(test_range);
+    RUN_TEST(test_trilu);
     RUN_TEST(test_sin_cos);
     RUN_TEST(test_compare);
     RUN_TEST(test_where);

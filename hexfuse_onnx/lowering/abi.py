@@ -119,6 +119,8 @@ class Opcode(IntEnum):
     RESIZE = 54
     GATHER_ROWS = 55  # ONNX Gather on axis 0 with run-time int32/int64 indices
     EXPAND = 56  # X (any dtype) broadcast to the output's dims: a fill from one element (ConstantOfShape, Pad's slabs)
+    RANGE = 57  # start, delta (one element each, Y's f32/i32/i64) -> Y [n], n Y's: ONNX Range as a running sum
+    TRILU = 58  # X (any dtype, rank >= 2) with the elements outside a triangle of its last two axes zero
     MAXPOOL = 60
     AVGPOOL = 61
     GLOBAL_AVGPOOL = 62
@@ -208,6 +210,11 @@ class SliceParam(IntEnum):
 class HardSigmoidParam(IntEnum):
     ALPHA = 0
     BETA = 1
+
+
+class TriluParam(IntEnum):
+    K = 0  # the diagonal: 0 the main one, > 0 above it
+    UPPER = 1  # 1: the upper triangle kept (j - i >= k), 0: the lower one (j - i <= k)
 
 
 class ClipParam(IntEnum):
@@ -326,6 +333,7 @@ C_PREFIX: dict[type[IntEnum], str] = {
     ArgParam: "HFX_P_ARG_",
     SliceParam: "HFX_P_SLICE_",
     HardSigmoidParam: "HFX_P_HARDSIGMOID_",
+    TriluParam: "HFX_P_TRILU_",
     ClipParam: "HFX_P_CLIP_",
     ReplaceNanParam: "HFX_P_REPLACE_NAN_",
     CompareParam: "HFX_P_COMPARE_",

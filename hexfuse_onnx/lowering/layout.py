@@ -1,6 +1,7 @@
 """Data movement: Transpose, DepthToSpace and SpaceToDepth, Concat, Slice, Split, Gather (a constant index or
-range), the reshape family, Expand (a MUL by ones on the vector engine), ConstantOfShape (an EXPAND of its value); and
-Constant, which emits no op (its value becomes a program constant or steers another op's parameters)."""
+range), the reshape family, Expand (a MUL by ones on the vector engine), Trilu; fills: ConstantOfShape (an EXPAND of
+its value), Range; and Constant, which emits no op (its value becomes a program constant or steers another op's
+parameters)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,14 @@ import onnx
 from onnx import numpy_helper
 
 from ..profile import Engine as EngineClass
-from .abi import Dtype, Layout, Opcode, Param, SliceParam, Task
+from .abi import Dtype, Layout, Opcode, Param, SliceParam, Task, TriluParam
 from .lowerer import DTYPES, Lowerer, attr
 from .registry import LoweringError, lowers
 from .traced import traced_dims
 
 INT32_MAX = 2**31 - 1
 RESHAPES = ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity")
+MOVED_INTEGERS = (Dtype.I32, Dtype.I64, Dtype.BOOL)  # data a constant-index Gather off axis 0 or a Slice moves as it is
 
 
 @lowers("Constant")
@@ -46,6 +48,29 @@ def constant_of_shape(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     value_id = cx.shared_constant(fill, t, dtype)  # float16 computes in float32, exactly
     # on the copy engine: the profile counts no work for it (NO_COST_OPS), a state of a few KiB
     cx.emit(n, t, Opcode.EXPAND, [value_id], engine=EngineClass.MEMORY, out_dtype=dtype)
+
+
+@lowers("Range")
+def range_(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """A RANGE of its start and delta (constants, or read at run time); its length is the output's, which the
+    shape section makes follow the input shapes (Range(0, seq, 1): a rotary embedding's positions), so the limit
+    is not read. A Range of constants whose length does not follow the shapes is folded (Lowerer._folds)."""
+    dtype = DTYPES.get(cx.dtype(n.output[0]))
+    if dtype not in (Dtype.F32, Dtype.I32, Dtype.I64) or cx.stored_dtype(n.output[0]) == onnx.TensorProto.FLOAT16:
+        kind = onnx.TensorProto.DataType.Name(cx.stored_dtype(n.output[0]))
+        raise LoweringError(n.op_type, n.name, f"a Range of {kind}: only float, int32 and int64")
+    start, delta = (cx.read_typed(n.input[k], n, t, dtype) for k in (0, 2))
+    cx.emit(n, t, Opcode.RANGE, [start, delta], out_dtype=dtype)
+
+
+@lowers("Trilu")
+def trilu(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """A TRILU of data of any type the program holds (a causal mask's -inf above the diagonal), the diagonal k a
+    constant (0 when not given)."""
+    k = cx.const_ints(n.input[1], n) if len(n.input) > 1 and n.input[1] else [0]
+    x, dtype = cx.read_any(n.input[0], n, t)
+    params = {TriluParam.K: _clamp(k[0]), TriluParam.UPPER: int(attr(n, "upper", 1))}
+    cx.emit(n, t, Opcode.TRILU, [x], params, out_dtype=dtype)
 
 
 @lowers(*RESHAPES)
@@ -89,11 +114,11 @@ def transpose(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     cx.emit(n, t, Opcode.TRANSPOSE, [x], params, out_dtype=dtype)
 
 
-def _read_moved(cx: Lowerer, n: onnx.NodeProto, t: Task) -> tuple[int, Dtype]:
+def _read_moved(cx: Lowerer, n: onnx.NodeProto, t: Task, wider: tuple[Dtype, ...] = ()) -> tuple[int, Dtype]:
     """The input of a TRANSPOSE or SLICE: float32, the 8/16-bit integers of a QDQ group's data
-    movement (qeltwise._move), or bools (a comparison's mask)."""
+    movement (qeltwise._move), bools (a comparison's mask), or a type of `wider` (a Slice's int64 positions)."""
     dtype = DTYPES.get(cx.dtype(n.input[0]))
-    if dtype in (Dtype.U8, Dtype.I8, Dtype.U16, Dtype.I16, Dtype.BOOL):
+    if dtype in (Dtype.U8, Dtype.I8, Dtype.U16, Dtype.I16, Dtype.BOOL, *wider):
         return cx.read_typed(n.input[0], n, t, dtype), dtype
     return cx.read(n.input[0], n, t), Dtype.F32
 
@@ -236,20 +261,42 @@ def _mirror(cx: Lowerer, n: onnx.NodeProto, t: Task, src: int, axis: int, length
 
 @lowers("Slice")
 def slice_(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """One SLICE of data of any type the program moves. Ends that follow the input shapes (known only at run
+    time, or computed from a Shape: `position_ids[:, :seq]`) are each start plus the output's length on the
+    axis, a param the shape section makes follow that length (`Lowerer.output_params`)."""
     rank = len(cx.shape(n.input[0], n))
+    follow = cx.opset >= 10 and (n.input[2] not in cx.static or cx.follows_shapes(n.input[2]))
     if cx.opset < 10:
         starts, ends = list(attr(n, "starts")), list(attr(n, "ends"))
         axes = list(attr(n, "axes", range(len(starts))))
         steps = [1] * len(starts)
     else:
-        starts, ends = cx.const_ints(n.input[1], n), cx.const_ints(n.input[2], n)
+        starts = cx.const_ints(n.input[1], n)
         axes = cx.const_ints(n.input[3], n) if len(n.input) > 3 and n.input[3] else list(range(len(starts)))
         steps = cx.const_ints(n.input[4], n) if len(n.input) > 4 and n.input[4] else [1] * len(starts)
+        ends = _ends_of_output(cx, n, starts, axes, steps) if follow else cx.const_ints(n.input[2], n)
     s, e, st = [0] * rank, [INT32_MAX] * rank, [1] * rank
     for a, b, c, d in zip(axes, starts, ends, steps):
         s[a % rank], e[a % rank], st[a % rank] = _clamp(b), _clamp(c), _clamp(d)
-    x, dtype = _read_moved(cx, n, t)
+    x, dtype = _read_moved(cx, n, t, MOVED_INTEGERS)
     cx.emit(n, t, Opcode.SLICE, [x], slice_params(s, e, st), out_dtype=dtype)
+    if follow:
+        cx.output_params[len(cx.prog.ops) - 1] = [(SliceParam.ENDS + a % rank, a % rank, s[a % rank]) for a in axes]
+
+
+def _ends_of_output(cx: Lowerer, n: onnx.NodeProto, starts: list[int], axes: list[int], steps: list[int]) -> list[int]:
+    """Ends that follow the input shapes, each the start plus the output's length on its axis (the elements
+    ONNX's clamped end takes, from a start >= 0 with step 1)."""
+    for a, b, d in zip(axes, starts, steps):
+        if d != 1 or b < 0:
+            raise LoweringError(
+                n.op_type,
+                n.name,
+                f"ends '{n.input[2]}' follow the input shapes: only from a start >= 0 with step 1 (axis {a}: "
+                f"start {b}, step {d})",
+            )
+    out = cx.shape(n.output[0], n)
+    return [b + out[a % len(out)] for a, b in zip(axes, starts)]
 
 
 def slice_params(starts: list[int], ends: list[int], steps: list[int]) -> dict[int, int]:
@@ -326,9 +373,6 @@ def gather(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     # a float16 table (hama's embeddings) gathered as stored, only its rows widened, not the table each call
     half = cx.emit(n, t, Opcode.GATHER_ROWS, [table, rows], out=cx.scratch(cx.shape(n.output[0], n), t, Dtype.F16))
     cx.emit(n, t, Opcode.CAST, [half], engine=EngineClass.VECTOR)
-
-
-MOVED_INTEGERS = (Dtype.I32, Dtype.I64, Dtype.BOOL)  # data a constant-index Gather off axis 0 slices as it is
 
 
 def _gather_constant(cx: Lowerer, n: onnx.NodeProto, t: Task, x: list[int], axis: int) -> None:

@@ -186,6 +186,9 @@ class Lowerer:
         self._body_index: int | None = None  # the body node being lowered
         self.scratch_node: dict[int, int] = {}  # scratch program id -> the body node whose lowering made it
         self.same_pads: dict[int, onnx.NodeProto] = {}  # op index -> its auto_pad SAME_* node (a WINDOWED op)
+        # op index -> (param slot, axis, offset): the param is offset + the op's output dim on that axis (a Slice
+        # end known only at run time); the shape section patches it with that dim's expression (lowering.shapes)
+        self.output_params: dict[int, list[tuple[int, int, int]]] = {}
         # body tensor -> its axes whose length differs at a second binding of symbolic input dims: an
         # op whose params or tables follow such a length lowers the way that does not (lowering.shapes)
         self.varying: dict[str, set[int]] = {}
@@ -379,6 +382,15 @@ class Lowerer:
             raise LoweringError(op.op_type, op.name, f"'{name}' must be a constant (initializer or Constant)")
         return [int(v) for v in np.asarray(self.static[name]).reshape(-1)]
 
+    def follows_shapes(self, name: str) -> bool:
+        """Whether a value that steers an op may differ at another binding of the symbolic dims: a node input
+        that is not an initializer (a Shape's dims computed outside the pair), or made in the body from a Shape
+        or Size. A Constant's, an initializer's and what is folded from them alone do not."""
+        made_by = next((n for n in self.fn.node if name in n.output), None)
+        if made_by is None:
+            return name in self.formal and self.formal[name] not in self.inits
+        return made_by.op_type in ("Shape", "Size") or any(self.follows_shapes(i) for i in made_by.input if i)
+
     def known_value(self, name: str) -> np.ndarray | None:
         """The value of a body tensor known at lowering time (a Constant, folded, or an initializer)."""
         if not name:
@@ -454,6 +466,7 @@ class Lowerer:
         self.widened = {name: remap[t] for name, t in self.widened.items() if t in remap}
         self.scratch_node = {remap[t]: k for t, k in self.scratch_node.items() if t in remap}
         self.same_pads = {new: self.same_pads[k] for new, k in enumerate(kept) if k in self.same_pads}
+        self.output_params = {new: self.output_params[k] for new, k in enumerate(kept) if k in self.output_params}
         self._shared_constants = {key: remap[t] for key, t in self._shared_constants.items() if t in remap}
 
     def _check_arena(self) -> None:
@@ -485,6 +498,9 @@ class Lowerer:
         kinds = {self.dtype(o) for o in n.output if o}
         if not inputs or any(t not in self.static for t in inputs) or not kinds.isdisjoint(_NOT_SHAPE_DTYPES):
             return False
+        if any(self.varying.get(o) for o in n.output if o) and op_key(n) in LOWERINGS:
+            return False  # a value whose length follows the input shapes (a Range to seq) is no constant: an op
+
         try:
             values = ReferenceEvaluator(n).run(None, {t: self.static[t] for t in inputs})
         except Exception:  # noqa: BLE001 - not foldable: the op's own lowering decides

@@ -5,7 +5,8 @@ symbol (program format v2: symbol k = dim `axis` of node input `io_index`). The 
 to ORT's symbolic shape inference with those dims named `s0, s1, ...`, which gives every body
 tensor's dims as expressions of the symbols; each program tensor dim whose expression is not a
 constant gets a TENSOR_DIM patch. The pads of an auto_pad SAME_* Conv or pooling op with a
-stride get OP_PARAM patches (its input side's expression through `spatial.pads_2d`'s rule);
+stride get OP_PARAM patches (its input side's expression through `spatial.pads_2d`'s rule), and so
+does a param that is an offset plus the op's output dim (a Slice end that follows the shapes);
 nothing else is patched, so any other param that follows the shapes has no expression.
 
 Safety net: the pair is lowered again at a second binding, and the first program specialized
@@ -219,7 +220,31 @@ def _patches(
             elif note:
                 notes[(tid, axis)] = note
     patches += _same_pad_patches(lowerer, body, symbols, values)
+    patches += _output_param_patches(lowerer, body, symbols, values)
     return patches, notes
+
+
+def _output_param_patches(
+    lowerer: Lowerer, body: dict[str, list[int | sympy.Expr | None]], symbols: _Symbols, values: list[int]
+) -> list[Patch]:
+    """OP_PARAM patches of the params that are an offset plus the op's output dim (`Lowerer.output_params`: a
+    Slice end known only at run time), where that dim has an expression; else the safety net refuses what varies."""
+    index = tuple(sorted(symbols.index.items()))
+    patches: list[Patch] = []
+    for k, entries in lowerer.output_params.items():
+        op = lowerer.prog.ops[k]
+        exprs = _tensor_exprs(lowerer, op.output, body, symbols) or []
+        for slot, axis, offset in entries:
+            dim = exprs[axis] if axis < len(exprs) else None
+            if not isinstance(dim, sympy.Expr) or dim.is_Integer:
+                continue
+            try:
+                words = [*_words(dim, index), shape_expr.Code.CONST, offset, shape_expr.Code.ADD]
+                if shape_expr.run(words, values) == op.params[slot]:
+                    patches.append(Patch(Target.OP_PARAM, k, slot, tuple(words)))
+            except ShapeExprError:
+                continue
+    return patches
 
 
 def _tensor_exprs(

@@ -252,6 +252,12 @@ enum hfx_opcode {
     HFX_OP_EXPAND = 56, /* in X (any dtype, Y's) of rank <= Y's, each axis Y's or 1 (numpy, aligned at the end): X
                            broadcast to Y's dims, ONNX Expand; one element filling Y: ConstantOfShape, a Pad's
                            constant slabs (Y's dims may follow the input shapes, a constant's cannot) */
+    HFX_OP_RANGE = 57,  /* in start, delta (one element each, Y's dtype: f32, i32 or i64) -> Y [n]: ONNX Range,
+                           y[i] the running sum start + delta + ... as ONNX Runtime adds it; n is Y's (the shape section
+                           makes it follow the input shapes), not read from a limit; numbered here: a generator */
+    HFX_OP_TRILU = 58,  /* in X (any dtype, Y's; rank >= 2) -> Y, X's shape: ONNX Trilu, X with the elements of its last two
+                           axes outside the upper triangle (j - i < k) or the lower one (j - i > k) zero (params
+                           HFX_P_TRILU_*); a causal mask's -inf above the diagonal */
     /* pooling, NCHW */
     HFX_OP_MAXPOOL = 60,        /* 2-D, in X[N,C,H,W] */
     HFX_OP_AVGPOOL = 61,        /* 2-D, in X[N,C,H,W] */
@@ -347,6 +353,10 @@ enum hfx_resize_nearest_mode {
 #define HFX_P_SLICE_STARTS 0 /* params[0..7] */
 #define HFX_P_SLICE_ENDS 8   /* params[8..15] */
 #define HFX_P_SLICE_STEPS 16 /* params[16..23] */
+
+/* TRILU: the diagonal k (any i32: 0 the main one, > 0 above it) and which triangle is kept (1 upper, 0 lower) */
+#define HFX_P_TRILU_K 0
+#define HFX_P_TRILU_UPPER 1
 
 /* HARDSIGMOID: y = max(0, min(1, alpha * x + beta)); f32 bits, finite */
 #define HFX_P_HARDSIGMOID_ALPHA 0

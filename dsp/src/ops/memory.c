@@ -1,6 +1,6 @@
-/* memory.c - Transpose, Concat, Slice, Copy, GatherRows, Expand (the COPY/DMA engine class); they move elements of
- * any dtype.
- * Transpose/Slice/Expand items are ranges of output rows (all axes but the last);
+/* memory.c - Transpose, Concat, Slice, Copy, GatherRows, Expand, Trilu (the COPY/DMA engine class); they move
+ * elements of any dtype.
+ * Transpose/Slice/Expand/Trilu items are ranges of output rows (all axes but the last);
  * Concat/Copy items are ranges of output elements, GatherRows items ranges of indices. */
 #include <math.h>
 
@@ -398,6 +398,40 @@ void hfx_run_expand(const hfx_kernel_args *a, uint32_t item) {
     int64_t s[HFX_MAX_RANK];
     for (uint32_t i = 0; i < ot->rank; i++) s[i] = (int64_t)bs[i];
     copy_rows(a->in[0], a->out[0], hfx_dtype_size(ot->dtype), ot, s, b * last, e * last);
+}
+
+/* ---- Trilu: X's rows copied, the elements outside the kept triangle of the last two axes zero ---- */
+
+hfx_status hfx_validate_trilu(hfx_vctx *v, hfx_op *op) {
+    const hfx_tensor *x = &v->p->tensors[op->in[0]];
+    if (same_dtype(v, op, "Trilu")) return HFX_ERR_DTYPE;
+    uint32_t upper = (uint32_t)op->params[HFX_P_TRILU_UPPER];
+    if (upper > 1)
+        return hfx_vfail(v, HFX_ERR_PARAM, HFX_PARAM_OFF(v, HFX_P_TRILU_UPPER), "op %u (Trilu): upper must be 0 or 1",
+                         v->index);
+    if (x->rank < 2) return hfx_vfail(v, HFX_ERR_SHAPE, HFX_IN_OFF(v, 0), "op %u (Trilu): rank %u < 2", v->index, x->rank);
+    return hfx_same_as_input(v, op);
+}
+
+hfx_status hfx_plan_trilu(const hfx_program *p, hfx_op *op) { return hfx_plan_rows(p, op); }
+
+void hfx_run_trilu(const hfx_kernel_args *a, uint32_t item) {
+    const hfx_op *op = a->op;
+    const hfx_tensor *ot = &a->prog->tensors[op->out[0]];
+    size_t es = hfx_dtype_size(ot->dtype);
+    uint64_t last, b, e, rows = ot->dims[ot->rank - 2];
+    if (!item_rows(a, item, &last, &b, &e)) return;
+    int64_t k = op->params[HFX_P_TRILU_K], cols = (int64_t)last;
+    const uint8_t *x = a->in[0];
+    uint8_t *o = a->out[0];
+    for (uint64_t r = b; r < e; r++) {
+        int64_t edge = (int64_t)(r % rows) + k; /* upper keeps j >= edge, lower keeps j <= edge */
+        int64_t z0 = op->params[HFX_P_TRILU_UPPER] ? 0 : edge + 1, z1 = op->params[HFX_P_TRILU_UPPER] ? edge : cols;
+        z0 = z0 < 0 ? 0 : z0 > cols ? cols : z0;
+        z1 = z1 < z0 ? z0 : z1 > cols ? cols : z1;
+        memcpy(o + r * last * es, x + r * last * es, last * es);
+        memset(o + (r * last + (uint64_t)z0) * es, 0, (uint64_t)(z1 - z0) * es);
+    }
 }
 
 /* ---- GatherRows: ONNX Gather on axis 0 with run-time indices ----

@@ -849,6 +849,69 @@ static void test_expand_program(hfx_pool *pool)
     hfx_program_free(prog);
 }
 
+/* Range on Hexagon: A makes 0.5, 0.6, ... (f32, a running sum: each value the last plus 0.1) from constants, B makes
+ * -5, -2, 1, ... (i64) from its inputs */
+static float rg_fs[1] = {0.5f}, rg_fd[1] = {0.1f}, rg_a[300];
+static int64_t rg_is = -5, rg_id = 3, rg_b[70];
+
+static void test_range_program(hfx_pool *pool)
+{
+    hfxb b;
+    hfxb_init(&b);
+    b.v2 = 1;
+    uint32_t ia[2] = {hfxb_const(&b, HFX_TASK_A, HFXB_SCALAR, rg_fs), hfxb_const(&b, HFX_TASK_A, HFXB_SCALAR, rg_fd)};
+    uint32_t ya = hfxb_output(&b, HFX_TASK_A, HFXB_DIMS(300));
+    hfxb_op_add(&b, HFX_TASK_A, HFX_OP_RANGE, -1, 2, ia, ya, NULL);
+    uint32_t ib[2];
+    for (int k = 0; k < 2; k++) ib[k] = hfxb_set_dtype(&b, hfxb_input(&b, HFX_TASK_B, HFXB_SCALAR), HFX_DTYPE_I64);
+    uint32_t yb = hfxb_set_dtype(&b, hfxb_output(&b, HFX_TASK_B, HFXB_DIMS(70)), HFX_DTYPE_I64);
+    hfxb_op_add(&b, HFX_TASK_B, HFX_OP_RANGE, -1, 2, ib, yb, NULL);
+    hfx_program *prog = NULL;
+    hfx_error err;
+    hfx_status st = parse_built(&b, &prog, &err);
+    const void *in[2] = {&rg_is, &rg_id};
+    void *out[2] = {rg_a, rg_b};
+    st = st ? st : hfx_run(pool, prog, in, 2, out, 2, NULL, NULL, NULL);
+    int ok = st == HFX_OK;
+    float value = 0.5f;
+    for (int i = 0; i < 300; i++, value += 0.1f) ok = ok && rg_a[i] == value;
+    for (int i = 0; i < 70; i++) ok = ok && rg_b[i] == -5 + 3 * (int64_t)i;
+    expect(ok, "Range of f32 constants (a running sum) and of i64 inputs");
+    hfx_program_free(prog);
+}
+
+/* Trilu on Hexagon: A keeps the upper triangle above the diagonal of [5, 7] (k = 1: a causal mask), B the lower
+ * triangle of [2, 4, 3] with its diagonal (k = 0) */
+static float tr_a_in[5][7], tr_b_in[2][4][3], tr_a[5][7], tr_b[2][4][3];
+
+static void test_trilu_program(hfx_pool *pool)
+{
+    for (int i = 0; i < 35; i++) tr_a_in[i / 7][i % 7] = (float)(i + 1);
+    for (int i = 0; i < 24; i++) tr_b_in[i / 12][i / 3 % 4][i % 3] = (float)-(i + 1);
+    hfxb b;
+    hfxb_init(&b);
+    int32_t pa[HFX_OP_PARAMS] = {0}, pb[HFX_OP_PARAMS] = {0};
+    pa[HFX_P_TRILU_K] = 1, pa[HFX_P_TRILU_UPPER] = 1;
+    uint32_t xa = hfxb_input(&b, HFX_TASK_A, HFXB_DIMS(5, 7)), ya = hfxb_output(&b, HFX_TASK_A, HFXB_DIMS(5, 7));
+    hfxb_op_add(&b, HFX_TASK_A, HFX_OP_TRILU, -1, 1, &xa, ya, pa);
+    uint32_t xb = hfxb_input(&b, HFX_TASK_B, HFXB_DIMS(2, 4, 3)), yb = hfxb_output(&b, HFX_TASK_B, HFXB_DIMS(2, 4, 3));
+    hfxb_op_add(&b, HFX_TASK_B, HFX_OP_TRILU, -1, 1, &xb, yb, pb);
+    hfx_program *prog = NULL;
+    hfx_error err;
+    hfx_status st = parse_built(&b, &prog, &err);
+    const void *in[2] = {tr_a_in, tr_b_in};
+    void *out[2] = {tr_a, tr_b};
+    st = st ? st : hfx_run(pool, prog, in, 2, out, 2, NULL, NULL, NULL);
+    int ok = st == HFX_OK;
+    for (int i = 0; i < 5; i++)
+        for (int j = 0; j < 7; j++) ok = ok && tr_a[i][j] == (j - i >= 1 ? tr_a_in[i][j] : 0.0f);
+    for (int m = 0; m < 2; m++)
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 3; j++) ok = ok && tr_b[m][i][j] == (j <= i ? tr_b_in[m][i][j] : 0.0f);
+    expect(ok, "Trilu: the upper triangle above the diagonal of [5, 7], the lower one of [2, 4, 3]");
+    hfx_program_free(prog);
+}
+
 #define QR 3
 #define QC 37
 static float q_x[QR * QC], q_da[QR * QC];
@@ -1553,9 +1616,11 @@ int main(void)
     test_log_softmax_program(pool);
     test_expand_program(pool);
     test_softplus_round_maxpool_program(pool);
+    test_range_program(pool);
+    test_trilu_program(pool);
     qt_end_group(&T, "ReduceMax / ReduceMin, Log, Sin / Cos / InstanceNorm, DynamicQuantizeLinear, MatMulInteger, "
                      "integer Cast/Add/Gather, Mod, ArgMax / ArgMin, LogSoftmax, Expand, Softplus / Round / "
-                     "GlobalMaxPool");
+                     "GlobalMaxPool, Range, Trilu");
 
     qt_begin_group(&T);
     test_quant_program(pool);
