@@ -8,6 +8,13 @@ its name, an initializer by its contents, a node's output by its op, attributes 
 (a Merkle hash over the DAG; an If or Loop body hashed the same way, its outer-scope reads by their
 producers' hashes). Two graphs are the same when their multisets of node hashes and their
 outputs' hashes agree.
+
+A rewrite adds model-local functions, and a model holding any function has ORT expand the ops it has
+no kernel for (HardSwish, Mish: an ONNX function each) ahead of its graph optimisations
+(InlineFunctionsAOT), where it expands them after them otherwise: its level-1 transforms then see
+x * HardSigmoid(x) read x twice, and EnsureUniqueDQForNodeUnit copies the DequantizeLinear before it,
+so on x86 QDQS8ToU8 leaves that QuantizeLinear int8 (it converts a Q read by one DQ) and the int8
+QDQ Conv before it runs in float, its rounding not QLinearConv's (`function_difference`).
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from collections import Counter
 from pathlib import Path
 
 import onnx
+from onnx import helper
 
 
 def optimized(path: Path) -> onnx.ModelProto:
@@ -112,9 +120,12 @@ def _hashes(path: str, mtime_ns: int) -> tuple[Counter[str], list[str], dict[str
     return node_hashes(optimized(Path(path)).graph)
 
 
-def difference(original: Path, rewritten: Path) -> str | None:
-    """None when ORT runs the same graph for both models, else what differs, in one line."""
+def difference(original: Path, rewritten: Path, dq_copies: bool = False) -> str | None:
+    """None when ORT runs the same graph for both models, else what differs, in one line. `dq_copies`:
+    a DequantizeLinear and its copies (one node hash) count as one; they compute one value."""
     (a, a_out, a_ops), (b, b_out, b_ops) = (_hashes(str(p), p.stat().st_mtime_ns) for p in (original, rewritten))
+    if dq_copies:
+        a, b = _once_each_dq(a, a_ops), _once_each_dq(b, b_ops)
     if a == b and a_out == b_out:
         return None
     only_a = Counter(a_ops[h] for h in (a - b).elements())
@@ -125,3 +136,89 @@ def difference(original: Path, rewritten: Path) -> str | None:
         f"{sum(a.values())} nodes against {sum(b.values())}; only the original's: {dict(only_a.most_common(4))}, "
         f"only the rewrite's: {dict(only_b.most_common(4))}"
     )
+
+
+def _once_each_dq(nodes: Counter[str], ops: dict[str, str]) -> Counter[str]:
+    return Counter({h: 1 if ops[h] == "DequantizeLinear" else k for h, k in nodes.items()})
+
+
+def expanded_ops(model: onnx.ModelProto) -> list[str]:
+    """The ops of `model`'s main graph that stock ORT (CPU) expands from their ONNX function, having
+    no kernel for them at the model's opset; the ones a function in the model makes it expand early."""
+    from onnxruntime.capi import onnxruntime_pybind11_state as ortc
+
+    opsets = {o.domain or "ai.onnx": o.version for o in model.opset_import}
+    kernels = {
+        (k.domain or "ai.onnx", k.op_name) for k in ortc.get_all_opkernel_def() if k.provider == "CPUExecutionProvider"
+    }
+    found = []
+    for n in model.graph.node:
+        domain = n.domain or "ai.onnx"
+        if (domain, n.op_type) in kernels or domain not in ("ai.onnx",) or n.op_type in found:
+            continue
+        try:
+            schema = onnx.defs.get_schema(n.op_type, opsets.get(domain, 1), n.domain)
+        except onnx.defs.SchemaError:
+            continue
+        if any(getattr(schema, a) for a in ("has_function", "has_context_dependent_function")):  # not in the stubs
+            found.append(n.op_type)
+    return found
+
+
+def function_difference(path: Path) -> str | None:
+    """What stock ORT runs differently for the model at `path` (held in one file) once the model holds a
+    function, as a rewrite does (an unused one is enough), a DequantizeLinear's copies counting as one;
+    None when it runs the same graph. The original's optimized graph is compared with that of a copy
+    holding a function that computes Identity."""
+    model = with_function(onnx.load(str(path)))
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(tmp) / "with_function.onnx"
+        onnx.save(model, str(copy))
+        if difference(path, copy, dq_copies=True) is None:
+            return None
+        alone, held = (_op_counts(p) for p in (path, copy))
+    return f"ORT runs {_ops(alone - held)} of the original as {_ops(held - alone)}"
+
+
+def with_function(model: onnx.ModelProto) -> onnx.ModelProto:
+    """`model` holding one more model-local function, which nothing calls (it computes Identity)."""
+    body = [helper.make_node("Identity", ["x"], ["y"])]
+    model.functions.append(
+        helper.make_function("hexfuse.probe", "Unused", ["x"], ["y"], body, [helper.make_opsetid("", 13)])
+    )
+    return model
+
+
+def lost_kernels(original: Path, rewritten: Path) -> str | None:
+    """The quantized kernels (ORT's fusions of a QDQ group: QLinearConv, QGemm, MatMulIntegerToFloat,
+    ...) ORT runs fewer of for `rewritten` than for `original`, in one line; None when none. A rewrite
+    may run more (a micro-batch pair's halves), but one fewer runs a QDQ group in float, rounded
+    otherwise; how often that moves an output step depends on the inputs, and ORT's graph does not."""
+    alone, rewrite = (
+        Counter({op: k for op, k in _op_counts(p).items() if _quantized_kernel(op)}) for p in (original, rewritten)
+    )
+    lost = alone - rewrite
+    return None if not lost else f"ORT runs {_ops(lost)} fewer for the rewrite than for the original"
+
+
+def _quantized_kernel(op: str) -> bool:
+    name = op.split(".")[-1]
+    return name.startswith("QLinear") or name in _QUANTIZED
+
+
+_QUANTIZED = {"QGemm", "MatMulIntegerToFloat", "DynamicQuantizeMatMul", "MatMulNBits", "ConvInteger", "MatMulInteger"}
+
+
+def _op_counts(path: Path) -> Counter[str]:
+    """How many nodes of each op ORT runs for the model at `path`, a DequantizeLinear's copies as one."""
+    nodes, _, ops = _hashes(str(path), path.stat().st_mtime_ns)
+    return Counter(ops[h] for h in _once_each_dq(nodes, ops).elements())
+
+
+def _ops(counts: Counter[str]) -> str:
+    """The four commonest ops, computing ones before the QDQ nodes and Transposes around them."""
+    ranked = sorted(counts.items(), key=lambda item: (item[0].split(".")[-1] in _AROUND, -item[1]))
+    return ", ".join(f"{k} {op}" for op, k in ranked[:4]) or "nothing"
+
+
+_AROUND = {"QuantizeLinear", "DequantizeLinear", "Transpose"}
