@@ -2,19 +2,31 @@
  * two tasks, producer dependencies, quotas, hand-over of workers, the budget
  * fallback, partial runs, trace helpers, API errors, 10,000 calls on one
  * pool and (posix) concurrent hfx_run calls. Built for both platforms. */
+#define _POSIX_C_SOURCE 200809L /* nanosleep */
+
 #include "core.h"
 #include "hexfuse/hexfuse.h"
 #include "platform.h"
 #include "program_builder.h"
 #include "test_util.h"
 
+#include <time.h>
+
 #ifdef HFX_TEST_PLATFORM_posix
 #include <pthread.h>
 #endif
 
 /* Timing checks need two threads running at once; this project's 2-vCPU VMs often give far less
- * (two spinning threads have taken 1.3-2.3x one thread's time), so a check gets many short tries. */
+ * (two spinning threads have taken 1.3-2.3x one thread's time), so a check gets many short tries,
+ * spread over time (`between_attempts`): 20 back-to-back tries took 0.28 s, within one burst of load. */
 #define TIMING_ATTEMPTS 20
+
+/* Before every timing try but the first: 5 ms, so the tries span 0.1 s more than one run of busy ones. */
+static void between_attempts(int attempt) {
+    if (attempt == 0) return;
+    struct timespec pause = {0, 5000000L};
+    nanosleep(&pause, NULL);
+}
 
 #define MAX_EVENTS 65536
 static hfx_trace_event g_ev[MAX_EVENTS];
@@ -132,6 +144,7 @@ static void test_slow_task_never_delays_other(void) {
     int ok_end = 0, ok_start = 0;
     uint64_t b_end = 0, a_end = 0;
     for (int attempt = 0; attempt < TIMING_ATTEMPTS && !(ok_end && ok_start); attempt++) {
+        between_attempts(attempt);
         CHECK(hfx_run(g_pool, p, in, 2, out, 2, &o, NULL, &r) == HFX_OK);
         CHECK(r.task_done[0] && r.task_done[1] && !r.serialized);
         ttimes t = times_of(g_ev, r.trace_events);
@@ -199,8 +212,8 @@ static void test_producer_dependencies(void) {
     uint32_t vo = hfxb_output(&b, 0, HFXB_DIMS(n));
     hfxb_gemm(&b, 0, x, wt, HFXB_NONE, s1, 0, 0, 1.0f, 0.0f);  /* op 0 */
     hfxb_gemm(&b, 0, s1, wt, HFXB_NONE, s2, 0, 0, 1.0f, 0.0f); /* op 1 */
-    hfxb_unary(&b, 0, HFX_OP_TANH, v, vo);                    /* op 2: independent of ops 0-1 */
-    hfxb_unary(&b, 0, HFX_OP_RELU, s2, y);                    /* op 3: needs op 1 */
+    hfxb_unary(&b, 0, HFX_OP_TANH, v, vo);                     /* op 2: independent of ops 0-1 */
+    hfxb_unary(&b, 0, HFX_OP_RELU, s2, y);                     /* op 3: needs op 1 */
     hfx_program *p = parse(&b);
     CHECK(p->ops[2].n_deps == 0 && p->ops[3].n_deps == 1);
     float *xa = rand_buf((size_t)m * k, -1, 1), *ya = calloc((size_t)m * k, 4);
@@ -212,6 +225,7 @@ static void test_producer_dependencies(void) {
     /* timing on a shared host: a sleeping worker may wake late, so allow TIMING_ATTEMPTS attempts */
     int concurrent = 0;
     for (int attempt = 0; attempt < TIMING_ATTEMPTS && !concurrent; attempt++) {
+        between_attempts(attempt);
         CHECK(hfx_run(g_pool, p, in, 2, out, 2, &o, NULL, &r) == HFX_OK);
         uint64_t op1_end = 0, op2_start = UINT64_MAX;
         for (size_t i = 0; i < r.trace_events; i++) {
@@ -244,9 +258,9 @@ static void test_producer_dependencies_same_engine(void) {
     uint32_t y = hfxb_output(&b, 0, HFXB_DIMS(1, d));
     uint32_t v = hfxb_input(&b, 0, HFXB_DIMS(n));
     uint32_t vo = hfxb_output(&b, 0, HFXB_DIMS(n));
-    hfxb_softmax(&b, 0, x, s, 1);           /* op 0: one item of 1M elements */
-    hfxb_unary(&b, 0, HFX_OP_RELU, s, y);   /* op 1: needs op 0 */
-    hfxb_unary(&b, 0, HFX_OP_TANH, v, vo);  /* op 2: independent */
+    hfxb_softmax(&b, 0, x, s, 1);          /* op 0: one item of 1M elements */
+    hfxb_unary(&b, 0, HFX_OP_RELU, s, y);  /* op 1: needs op 0 */
+    hfxb_unary(&b, 0, HFX_OP_TANH, v, vo); /* op 2: independent */
     hfx_program *p = parse(&b);
     CHECK(p->ops[0].plan.n_items == 1);
     float *xa = rand_buf(d, -1, 1), *ya = calloc(d, 4), *xv = rand_buf(n, -1, 1), *yv = calloc(n, 4);
@@ -256,6 +270,7 @@ static void test_producer_dependencies_same_engine(void) {
     hfx_run_result r;
     int concurrent = 0;
     for (int attempt = 0; attempt < TIMING_ATTEMPTS && !concurrent; attempt++) {
+        between_attempts(attempt);
         CHECK(hfx_run(g_pool, p, in, 2, out, 2, &o, NULL, &r) == HFX_OK);
         uint64_t op0_end = 0, op2_start = UINT64_MAX;
         for (size_t i = 0; i < r.trace_events; i++) {
@@ -318,6 +333,7 @@ static int quota_met(const hfx_program *p, const void *const *in, void *const *o
     int counted = 0;
     *got = -1.0, *preempted = 0.0;
     for (int attempt = 0; attempt < QUOTA_TRIES && counted < TIMING_ATTEMPTS; attempt++) {
+        between_attempts(attempt);
         hfx_run_options o = opts_with_trace();
         if (matrix) o.matrix_share_a = share;
         else o.share_a = share;
@@ -404,8 +420,10 @@ static void test_early_finish_hands_over(void) {
     /* a shared host may keep a woken worker off the CPU until A ends, so allow TIMING_ATTEMPTS attempts */
     uint32_t all = (1u << hfx_pool_num_workers(g_pool)) - 1u, b_workers = 0, a_after = 0;
     int b_first = 0;
-    for (int attempt = 0; attempt < TIMING_ATTEMPTS && !(b_first && b_workers && (b_workers & ~a_after) == 0 && a_after == all);
+    for (int attempt = 0;
+         attempt < TIMING_ATTEMPTS && !(b_first && b_workers && (b_workers & ~a_after) == 0 && a_after == all);
          attempt++) {
+        between_attempts(attempt);
         hfx_run_options o = opts_with_trace();
         o.share_a = 0.5f;
         hfx_run_result r;
@@ -647,7 +665,8 @@ static void test_trace_helpers(void) {
     hfx_run_result r;
     CHECK(hfx_run(g_pool, p, in, 1, out, 1, &o, NULL, &r) == HFX_OK);
     CHECK(r.trace_events == 7 && r.trace_dropped == 20 - 7);
-    for (size_t i = 0; i < 7; i++) CHECK(g_ev[i].end_ns >= g_ev[i].start_ns && g_ev[i].worker < hfx_pool_num_workers(g_pool));
+    for (size_t i = 0; i < 7; i++)
+        CHECK(g_ev[i].end_ns >= g_ev[i].start_ns && g_ev[i].worker < hfx_pool_num_workers(g_pool));
     hfx_program_free(p);
     hfxb_free(&b);
     free(x), free(y);
@@ -861,8 +880,7 @@ static void test_pinned_workers(void) {
         CHECK(hfx_pool_create(&cfg, &pool) == HFX_OK);
         bool fits = vec + 1 <= cpus;
 #ifdef HFX_TEST_PLATFORM_posix
-        CHECK_MSG(((hfx_pool_flags(pool) & HFX_POOL_PIN_WORKERS) != 0) == fits, "%u workers on %u CPUs", vec + 1,
-                  cpus);
+        CHECK_MSG(((hfx_pool_flags(pool) & HFX_POOL_PIN_WORKERS) != 0) == fits, "%u workers on %u CPUs", vec + 1, cpus);
         if (fits) {
             char lists[64][32];
             int n = worker_cpu_lists(lists, 64);
