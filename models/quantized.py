@@ -516,19 +516,14 @@ def _quiet_quantiser() -> Iterator[None]:
 
 def quantize(model: Path, dest: Path, feeds: list[dict[str, np.ndarray]], config: str) -> None:
     """Writes the QNN QDQ version of `model` to `dest`, calibrated (MinMax) on `feeds`."""
-    from onnxruntime.quantization import CalibrationDataReader, QuantType, quantize
+    from onnxruntime.quantization import QuantType, quantize
     from onnxruntime.quantization.execution_providers.qnn import get_qnn_qdq_config
-
-    class _Reader(CalibrationDataReader):
-        def __init__(self) -> None:
-            self._it = iter(feeds)
-
-        def get_next(self) -> dict | None:
-            return next(self._it, None)
 
     activations, weights = (getattr(QuantType, t) for t in CONFIGS[config])
     with _quiet_quantiser():
-        qnn_config = get_qnn_qdq_config(model, _Reader(), activation_type=activations, weight_type=weights)
+        qnn_config = get_qnn_qdq_config(
+            model, real.calibration_reader(feeds), activation_type=activations, weight_type=weights
+        )
         quantize(str(model), str(dest), qnn_config)
 
 

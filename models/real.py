@@ -35,7 +35,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np
@@ -1819,6 +1819,20 @@ def _derive(m: RealModel, base: RealModel, source: Path, out: Path) -> None:
         shutil.rmtree(staging, ignore_errors=True)
 
 
+def calibration_reader(feeds: list[dict[str, Any]]) -> Any:
+    """An onnxruntime.quantization CalibrationDataReader that yields `feeds`, one per call, then None."""
+    from onnxruntime.quantization import CalibrationDataReader
+
+    class Reader(CalibrationDataReader):
+        def __init__(self) -> None:
+            self._it = iter(feeds)
+
+        def get_next(self) -> dict | None:
+            return next(self._it, None)
+
+    return Reader()
+
+
 def _quantise(source: Path, dest: Path, fmt: str, shapes: dict[str, list[int]] | None) -> None:
     """Static int8 quantisation by ONNX Runtime's quantiser, calibrated on 4 seeded batches in [0, 1)."""
     import logging
@@ -1826,7 +1840,6 @@ def _quantise(source: Path, dest: Path, fmt: str, shapes: dict[str, list[int]] |
     import numpy as np
     import onnxruntime as ort
     from onnxruntime.quantization import (
-        CalibrationDataReader,
         CalibrationMethod,
         QuantFormat,
         QuantType,
@@ -1845,13 +1858,6 @@ def _quantise(source: Path, dest: Path, fmt: str, shapes: dict[str, list[int]] |
             feed[arg.name] = rng.random(shape, dtype=np.float32)
         batches.append(feed)
 
-    class _Reader(CalibrationDataReader):
-        def __init__(self) -> None:
-            self._it = iter(batches)
-
-        def get_next(self) -> dict | None:
-            return next(self._it, None)
-
     root_logger = logging.getLogger()
     level = root_logger.level
     root_logger.setLevel(logging.ERROR)  # "consider pre-processing" advice
@@ -1860,7 +1866,7 @@ def _quantise(source: Path, dest: Path, fmt: str, shapes: dict[str, list[int]] |
         quantize_static(
             str(source),
             str(dest),
-            _Reader(),
+            calibration_reader(batches),
             quant_format=getattr(QuantFormat, fmt),
             activation_type=QuantType.QUInt8,
             weight_type=QuantType.QInt8,

@@ -18,21 +18,9 @@ from real_support import cached_or_skip
 from hexfuse_onnx import pipeline
 from hexfuse_onnx.errors import ModelError
 from hexfuse_onnx.tools import ort_graph
+from models import real
 
 X86 = platform.machine().lower() in ("x86_64", "amd64")  # ORT converts int8 QDQ to uint8 there (QDQS8ToU8)
-
-
-def _calibration(feeds: list[dict[str, np.ndarray]]):
-    from onnxruntime.quantization import CalibrationDataReader
-
-    class Reader(CalibrationDataReader):
-        def __init__(self) -> None:
-            self._it = iter(feeds)
-
-        def get_next(self) -> dict | None:
-            return next(self._it, None)
-
-    return Reader()
 
 
 def _two_branches(folder: Path, act: str, uint8: bool = False) -> Path:
@@ -65,7 +53,7 @@ def _two_branches(folder: Path, act: str, uint8: bool = False) -> Path:
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), src)
     feeds = [{"x": rng.standard_normal((1, 8, 32, 32)).astype(np.float32)} for _ in range(4)]
     types = {"activation_type": QuantType.QUInt8} if uint8 else {}
-    quantize_static(str(src), str(dest), _calibration(feeds), **types)
+    quantize_static(str(src), str(dest), real.calibration_reader(feeds), **types)
     return dest
 
 
@@ -114,7 +102,7 @@ def test_trueocr_det_quantized_int8_by_default_is_refused(tmp_path: Path, monkey
     rng = np.random.default_rng(0)
     source = tmp_path / "det_s8.onnx"
     feeds = [{"x": rng.random((1, 1, 128, 128), dtype=np.float32)} for _ in range(8)]
-    quantize_static(str(cached_or_skip("trueocr_det")), str(source), _calibration(feeds))
+    quantize_static(str(cached_or_skip("trueocr_det")), str(source), real.calibration_reader(feeds))
     monkeypatch.setenv("HEXFUSE_CALL_OVERHEAD_US", "0")
     kernels = r"HardSwish .*ORT runs 16 com.microsoft.QLinearConv, .* of the original as 16 Conv, "
     with pytest.raises(ModelError, match=kernels):

@@ -17,19 +17,7 @@ from hexfuse_onnx import graph, pipeline
 from hexfuse_onnx.lowering import lowerer as lowerer_mod
 from hexfuse_onnx.lowering import traced
 from hexfuse_onnx.lowering.program import Program
-
-
-def _calibration(feeds: list[dict[str, np.ndarray]]):
-    from onnxruntime.quantization import CalibrationDataReader
-
-    class Reader(CalibrationDataReader):
-        def __init__(self) -> None:
-            self._it = iter(feeds)
-
-        def get_next(self) -> dict | None:
-            return next(self._it, None)
-
-    return Reader()
+from models import real
 
 
 def _qdq_conv1d_with_shape_reader(folder: Path) -> Path:
@@ -75,7 +63,7 @@ def _qdq_conv1d_with_shape_reader(folder: Path) -> Path:
     quantize_static(
         str(src),
         str(dest),
-        _calibration([{"x": rng.standard_normal((1, 8, 64)).astype(np.float32)} for _ in range(4)]),
+        real.calibration_reader([{"x": rng.standard_normal((1, 8, 64)).astype(np.float32)} for _ in range(4)]),
         quant_format=QuantFormat.QDQ,
         activation_type=QuantType.QUInt8,
         weight_type=QuantType.QInt8,
@@ -206,7 +194,7 @@ def test_real_trueocr_rec_quantized_by_the_user_rewrites_at_zero_overhead(
     quantize_static(
         str(pre),
         str(q),
-        _calibration([{"x": x, "widths": np.array([256], np.int64)} for x in lines]),
+        real.calibration_reader([{"x": x, "widths": np.array([256], np.int64)} for x in lines]),
         quant_format=QuantFormat.QDQ,
         activation_type=QuantType.QUInt8,
         weight_type=QuantType.QInt8,
