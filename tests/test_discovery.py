@@ -64,6 +64,8 @@ def test_mha_offers_v_projection_against_the_softmax_side(zoo_dir: Path) -> None
     found = [(names(g, c.task_a), names(g, c.task_b)) for c in candidates(g, [KIND_BRANCHES])]
     v_branch = {"attn/v_proj/matmul", "attn/v_proj/add", "attn/v/reshape", "attn/v/transpose"}
     assert any((v_branch == a and "attn/softmax" in b) or (v_branch == b and "attn/softmax" in a) for a, b in found)
+    scores = {"attn/scores/matmul", "attn/scale", "attn/softmax"}  # QK^T merges Q and K: its subtree is a branch
+    assert (v_branch, scores) in found or (scores, v_branch) in found
     assert KIND_MICROBATCH not in kinds_found(zoo_dir / "mha_encoder.onnx")  # batch 1
 
 
@@ -288,6 +290,34 @@ def test_a_wide_fork_pairs_its_largest_branch_too() -> None:
     assert any({"short0"} in (a, b) for a, b in found)  # the first ones stay
 
 
+def test_towers_that_start_at_a_merge_pair_whole() -> None:
+    """Two MatMul towers each start at Mul(Gather_k(ids), mask) with the mask shared (stranger26's
+    odd_inputs): each Mul's immediate dominator is the graph inputs' SOURCE, no consumer of a fork,
+    so only the Gathers and the mask were paired. Each tower is a branch headed by its merge."""
+    rng = np.random.default_rng(0)
+    inits = [
+        numpy_helper.from_array(rng.standard_normal(s).astype(np.float32), n)
+        for n, s in [("E1", (50, 64)), ("E2", (50, 64)), ("W1", (64, 64)), ("W2", (64, 64))]
+    ]
+    inits.append(numpy_helper.from_array(np.array([1], np.int64), "ax"))
+    nodes = [helper.make_node("Unsqueeze", ["mask", "ax"], ["m"], name="unsq")]
+    for k, act in (("1", "Relu"), ("2", "Tanh")):
+        nodes += [
+            helper.make_node("Gather", [f"E{k}", "ids"], [f"e{k}"], name=f"gather{k}"),
+            helper.make_node("Mul", [f"e{k}", "m"], [f"em{k}"], name=f"mul{k}"),
+            helper.make_node("MatMul", [f"em{k}", f"W{k}"], [f"h{k}"], name=f"matmul{k}"),
+            helper.make_node(act, [f"h{k}"], [f"o{k}"], name=f"act{k}"),
+        ]
+    nodes.append(helper.make_node("Add", ["o1", "o2"], ["y"], name="join"))
+    ids = helper.make_tensor_value_info("ids", TensorProto.INT64, [32])
+    mask = helper.make_tensor_value_info("mask", TensorProto.FLOAT, [32])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [32, 64])
+    graph_ = helper.make_graph(nodes, "towers", [ids, mask], [y], inits)
+    g = graph.index_model(helper.make_model(graph_, opset_imports=[helper.make_opsetid("", 17)]))
+    found = [(names(g, c.task_a), names(g, c.task_b)) for c in candidates(g, [KIND_BRANCHES])]
+    assert ({"mul1", "matmul1", "act1"}, {"mul2", "matmul2", "act2"}) in found
+
+
 def _transpose_then_chain(tmp_path: Path, config: str) -> Path:
     """x[64, 16] -> Transpose -> MatMul(w) -> Tanh -> Transpose, quantized by the QNN recipe: the
     chain between the Transposes (which mix rows) reads the first one's QuantizeLinear's integer
@@ -376,7 +406,8 @@ def _shape_chains_beside_two_branches(path: Path) -> Path:
 def test_shape_arithmetic_is_in_no_candidate_and_counted_once(tmp_path: Path) -> None:
     """The shape chains run where they are: the two real branches pair without the chain in the
     Tanh branch (whose Unsqueeze a task cannot make for the Concat: lowering refused the pair), and
-    the three candidates pairing the chain of x are counted, not refused one by one."""
+    the four candidates pairing the chain of x (with either real branch, both, and the Add merging
+    them) are counted, not refused one by one."""
     from hexfuse_onnx import report
 
     a = pipeline.analyse(_shape_chains_beside_two_branches(tmp_path / "shapes.onnx"), probe_binding=False)
@@ -388,8 +419,8 @@ def test_shape_arithmetic_is_in_no_candidate_and_counted_once(tmp_path: Path) ->
         frozenset({"sigmoid", "tanh"}),
     }
     assert pair.lowered is not None
-    assert a.shape_only == 3 and not a.rejected
-    assert "(3 more of shape arithmetic only: not paired)" in report.summary(a)
+    assert a.shape_only == 4 and not a.rejected
+    assert "(4 more of shape arithmetic only: not paired)" in report.summary(a)
 
 
 def test_shorter_branches_are_halves_that_stay_independent(zoo_dir: Path) -> None:

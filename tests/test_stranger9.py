@@ -25,7 +25,9 @@ needs_plugin = pytest.mark.skipif(not (LIB_DIR / HOST_NAME).is_file(), reason="r
 def _branches_into_a_computed_reshape() -> onnx.ModelProto:
     """Two int8 QDQ branches, each DQ -> Mul -> Q -> DQ -> Transpose, then a Reshape to a shape
     computed from the input (which no pair takes) and its QuantizeLinear: the pair of the branches
-    ends at the Transposes, as DistilBERT's attention pair ends at Transpose_3 before Reshape_3."""
+    ends at the Transposes, as DistilBERT's attention pair ends at Transpose_3 before Reshape_3. The
+    second Reshape takes the first's shape, so that the Reshapes (each a merge of its branch and the
+    shape) are no pair of their own."""
     c = numpy_helper.from_array
     inits = [
         c(np.array(0.05, np.float32), "s"),
@@ -51,10 +53,11 @@ def _branches_into_a_computed_reshape() -> onnx.ModelProto:
             helper.make_node("QuantizeLinear", [p + "m", "s", "z"], [p + "mq"]),
             helper.make_node("DequantizeLinear", [p + "mq", "s", "z"], [p + "mf"]),
             helper.make_node("Transpose", [p + "mf"], [p + "t"], perm=[0, 2, 1]),
-            helper.make_node("Reshape", [p + "t", "newshape"], [p + "r"]),
+            helper.make_node("Reshape", [p + "t", "newshape" if i == 0 else "shp1"], [p + "r"]),
             helper.make_node("QuantizeLinear", [p + "r", "s2", "z2"], [p + "rq"]),
             helper.make_node("DequantizeLinear", [p + "rq", "s2", "z2"], [p + "rf"]),
         ]
+    nodes.insert(-4, helper.make_node("Shape", ["b0_rf"], ["shp1"]))  # the Reshapes then never pair
     nodes.append(helper.make_node("Add", ["b0_rf", "b1_rf"], ["y"]))
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 64, 32])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 2048])

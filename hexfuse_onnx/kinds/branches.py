@@ -2,12 +2,14 @@
 
 For every fork F (a node with several consumers, or the virtual SOURCE before all inputs)
 the join J is F's immediate post-dominator. A branch is the dominator subtree of one of F's
-consumers s (every node that only s leads to), cut at J. Two different branches of one fork
-have no path between them and are convex by construction; merge nodes inside the fork region
-(nodes two branches feed, like QK^T in attention) are not in any branch. Candidates are:
-every pair of branches, every split of up to five branches into two groups, and each branch
-against the rest of the fork region. Each is confirmed by `independence_problem`. Work is
-linear in the size of the fork regions visited, never all-pairs over the graph.
+children h in the dominator tree (every node that only h leads to), cut at J: h is a consumer
+of F, or a merge of two branches (QK^T in attention, beside the V projection; a tower starting
+at Mul(Gather(ids), mask) beside another reading the same mask). Dominator subtrees are
+disjoint and convex. Candidates are: every pair of branches, every split of up to five
+consumers' branches into two groups, and each of those against the rest of the fork region
+(a merge's branch reads another, so never stands against all the rest). Each is confirmed by
+`independence_problem`. Work is linear in the size of the fork regions visited, never
+all-pairs over the graph.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from .base import Candidate, PairKind
 from .cuts import halve
 from .dag import SOURCE, DagFacts, independence_problem
 
-MAX_BRANCHES = 8  # a fork with more branches is paired only by its first and its largest ones
+MAX_BRANCHES = 8  # a fork with more consumers' (or merges') branches pairs only the first and largest
 MAX_REGION = 4000  # nodes in one fork region considered
 MAX_GROUPED = 5  # branches split into two groups only up to this many
 
@@ -51,9 +53,10 @@ class Branches(PairKind):
 def find_branches(g: ModelGraph, facts: DagFacts) -> list[Candidate]:
     children = _dominator_children(facts)
     out: list[Candidate] = []
-    for fork, join, branches in _working_forks(g, facts, children):
+    for fork, join, branches, merges in _working_forks(g, facts, children):
         where = _fork_name(g, fork, join)
-        groups: list[tuple[set[int], set[int]]] = [(a, b) for a, b in combinations(branches, 2)]
+        every = sorted(branches + merges, key=min)
+        groups: list[tuple[set[int], set[int]]] = [(a, b) for a, b in combinations(every, 2)]
         if 3 <= len(branches) <= MAX_GROUPED:
             groups += _bipartitions(branches)
         region = _subtree(children, fork, join, include_root=False) if fork != SOURCE else None
@@ -78,19 +81,34 @@ def has_working_fork(g: ModelGraph, facts: DagFacts) -> bool:
 
 def _working_forks(
     g: ModelGraph, facts: DagFacts, children: dict[int, list[int]]
-) -> Iterator[tuple[int, int, list[set[int]]]]:
-    """(fork, join, its branches that compute) of every fork with at least two such branches."""
-    roots = [i for i in range(len(g.nodes)) if not facts.const[i] and not facts.preds[i]]
-    forks: list[tuple[int, list[int], int]] = []
-    if len(roots) >= 2:
-        forks.append((SOURCE, roots, facts.source_ipdom))
-    forks += [(i, facts.succs[i], facts.ipdom[i]) for i in range(len(g.nodes)) if len(facts.succs[i]) >= 2]
-    for fork, consumers, join in forks:
-        heads = [s for s in consumers if facts.idom[s] == fork and s != join]
-        subtrees = (_subtree(children, h, join) for h in heads)
-        branches = _first_and_largest([b for b in subtrees if b and _has_work(g, b)])
-        if len(branches) >= 2:
-            yield fork, join, branches
+) -> Iterator[tuple[int, int, list[set[int]], list[set[int]]]]:
+    """(fork, join, the branches its consumers head, the branches its merges head) of every fork
+    with at least two branches that compute. A merge is a dominator-tree child of the fork that is
+    none of its consumers: it reads two branches (attention's QK^T; a tower starting at
+    Mul(Gather(ids), mask) beside another reading the same mask), so its subtree runs beside the
+    others' but never beside all the branches it reads."""
+    for fork in sorted(children):
+        join = facts.source_ipdom if fork == SOURCE else facts.ipdom[fork]
+        heads = [h for h in children[fork] if h < join]
+        if len(heads) < 2:
+            continue
+        subtrees = {h: _subtree(children, h, join) for h in heads}
+        working = [h for h in heads if subtrees[h] and _has_work(g, subtrees[h])]
+        branches = _first_and_largest([subtrees[h] for h in working if _consumes(facts, fork, h)])
+        merges = _first_and_largest(
+            [subtrees[h] for h in working if not _consumes(facts, fork, h) and not _shapes_only(facts, subtrees[h])]
+        )
+        if len(branches) + len(merges) >= 2:
+            yield fork, join, branches, merges
+
+
+def _consumes(facts: DagFacts, fork: int, head: int) -> bool:
+    return fork in facts.preds[head] if fork != SOURCE else not facts.preds[head]
+
+
+def _shapes_only(facts: DagFacts, nodes: set[int]) -> bool:
+    """A merge of shape arithmetic alone (torch's Concat of dims) is the shape, never a task."""
+    return all(facts.shape_only[i] for i in nodes)
 
 
 def _dominator_children(facts: DagFacts) -> dict[int, list[int]]:
