@@ -41,7 +41,7 @@ skipped with the reason), in one process and on the same seeded inputs
     chooses during discarded rounds of the same visits, until it has chosen, before the counted
     rounds (the regime it is measured in, as an application keeps its own), and the mode it chose
     and the rounds it took are printed. Whether stock ORT runs the original's own optimized graph
-    for the rewrite is checked node for node (hexfuse_onnx/tools/ort_graph.py); a session that runs
+    for the rewrite is checked node for node (hexfuse_onnx/ort_graph.py); a session that runs
     it in the mode that measured best is met by construction (its timed ratio is an A/A
     comparison: noise), and its interval is printed beside that verdict.
 
@@ -92,12 +92,12 @@ from onnx import helper
 
 import models
 from hexfuse_onnx import contract as C
-from hexfuse_onnx import mode_choice, ort_modes, runtime, tuning
+from hexfuse_onnx import mode_choice, ort_graph, ort_modes, runtime, tuning
 from hexfuse_onnx.costmodel import engine_seconds
 from hexfuse_onnx.graph import all_nodes
 from hexfuse_onnx.pipeline import rewrite
 from hexfuse_onnx.profile import Engine
-from hexfuse_onnx.tools import interleaved, isolated, ort_graph
+from hexfuse_onnx.tools import interleaved, isolated
 from hexfuse_onnx.tools.bench import Config, CpuMeter, load_text, ort_options, time_configs, verify_config
 from hexfuse_onnx.tools.tune import tune
 from hexfuse_onnx.verify import random_inputs

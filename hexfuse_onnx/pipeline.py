@@ -20,7 +20,7 @@ import onnx
 
 from . import contract as C
 from . import graph as graph_mod
-from . import probe
+from . import ort_graph, probe
 from .alone import own_output_failures
 from .costmodel import Target, get_target
 from .errors import HexfuseError, ModelError, UsageError, VerificationError, WriteError, first_line
@@ -46,7 +46,6 @@ from .subgraphs import (
     input_hints,
     splice,
 )
-from .tools import ort_graph
 from .verify import (
     DEFAULT_RTOL,
     RESOLUTION_STEPS,

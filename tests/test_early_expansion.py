@@ -15,9 +15,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 from real_support import cached_or_skip
 
-from hexfuse_onnx import pipeline
+from hexfuse_onnx import ort_graph, pipeline
 from hexfuse_onnx.errors import ModelError
-from hexfuse_onnx.tools import ort_graph
 from models import real
 
 X86 = platform.machine().lower() in ("x86_64", "amd64")  # ORT converts int8 QDQ to uint8 there (QDQS8ToU8)

@@ -17,12 +17,11 @@ import pytest
 
 import models
 from hexfuse_onnx import contract as C
-from hexfuse_onnx import pipeline, runtime, verify
+from hexfuse_onnx import ort_graph, pipeline, runtime, verify
 from hexfuse_onnx.errors import ModelError
 from hexfuse_onnx.kinds import KINDS
 from hexfuse_onnx.lowering import known_tensors, lower_pair
 from hexfuse_onnx.rewrite import pair_output_tensors, unfuse
-from hexfuse_onnx.tools import ort_graph
 from models import quantized
 
 FUSABLE = [

@@ -17,8 +17,9 @@ pytestmark = pytest.mark.slow  # real models through ORT
 def test_a_reselection_lowers_only_the_pairs_it_has_not_lowered(tmp_path, monkeypatch):
     """captcha_crnn at 0 us per call had 83 pairs chosen, then 24 rounds of lowering each finding pairs that
     do not lower (shape arithmetic), every round lowering all 83 again (43-96 s). Its ConstantOfShape lowers
-    since ops25b, and minilm_int8's Slice of a run-time end since slice26; caustic_painn (the CI subset) has 11
-    candidates that stop at an int64 Split."""
+    since ops25b, and minilm_int8's Slice of a run-time end since slice26; caustic_painn (the CI subset) has
+    candidates that stop at an int64 Split (11, 2 since branches26 chose others): one reselection round is enough,
+    as a round that lowered every pair again would lower the first ones a third time."""
     name = "caustic_painn"
     path = cached_or_skip(name)
     lowered: collections.Counter[int] = collections.Counter()  # by id() of the candidate
@@ -32,5 +33,5 @@ def test_a_reselection_lowers_only_the_pairs_it_has_not_lowered(tmp_path, monkey
     result = pipeline.rewrite(path, tmp_path / "out.onnx", shapes=real.get(name).shapes)
     assert result.output is not None
     not_lowered = [r for r in result.analysis.rejected if r.reason.startswith("does not lower")]
-    assert len(not_lowered) >= 10  # many rounds still
+    assert not_lowered  # a reselection round at least
     assert max(lowered.values()) <= 2  # once when first chosen, once in the final order

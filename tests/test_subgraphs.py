@@ -14,12 +14,11 @@ from onnx import TensorProto, helper, numpy_helper
 from real_support import cached_or_skip
 
 from hexfuse_onnx import contract as C
-from hexfuse_onnx import runtime
+from hexfuse_onnx import ort_graph, runtime
 from hexfuse_onnx.pipeline import analyse, rewrite
 from hexfuse_onnx.report import summary
 from hexfuse_onnx.rewrite import unfuse
 from hexfuse_onnx.runtime import session_options
-from hexfuse_onnx.tools import ort_graph
 from models.graph_builder import GraphBuilder
 
 ROWS, D_IN, D_HID = 64, 256, 512
