@@ -692,7 +692,7 @@ def _reference(
     """Run the original on the given inputs, then at the representative binding and at one more
     (the first other binding it runs at); one failure the user caused is a ModelError."""
     refuse_unseeded_random(path, g.model.graph)
-    refuse_early_expansion(path, g.model)
+    refuse_early_expansion(path, g.model, g.uses_external_data)
     try:
         original = ort_session(path)
     except Exception as exc:  # noqa: BLE001
@@ -724,7 +724,7 @@ def _reference(
     return _with_cases(path, g, cases, second)
 
 
-def refuse_early_expansion(path: str | os.PathLike[str], model: onnx.ModelProto) -> None:
+def refuse_early_expansion(path: str | os.PathLike[str], model: onnx.ModelProto, external: bool) -> None:
     """A model whose graph ORT optimizes otherwise once it holds a function, as every rewrite does
     (ort_graph.function_difference: an op ORT expands, such as HardSwish, expanded before its level-1
     transforms), runs other kernels on stock ORT rewritten, whatever the pairs: refused in one line.
@@ -733,7 +733,7 @@ def refuse_early_expansion(path: str | os.PathLike[str], model: onnx.ModelProto)
     exact, so the check of the outputs let it through. On a host whose ORT keeps int8 QDQ (ARM) the
     graphs agree and it is rewritten. A model with external data is not compared (the copy would hold
     its weights), nor one holding a function already (ORT expands early in the original too)."""
-    ops = ort_graph.expanded_ops(model) if not model.functions and not _external(model) else []
+    ops = ort_graph.expanded_ops(model) if not model.functions and not external else []
     why = ort_graph.function_difference(Path(path)) if ops else None
     if why is not None:
         raise ModelError(
@@ -741,10 +741,6 @@ def refuse_early_expansion(path: str | os.PathLike[str], model: onnx.ModelProto)
             f" function, as a rewrite does, and after otherwise; {why}, so no rewrite runs on stock ORT as the"
             " original does (nothing written)"
         )
-
-
-def _external(model: onnx.ModelProto) -> bool:
-    return any(t.data_location == onnx.TensorProto.EXTERNAL for t in model.graph.initializer)
 
 
 def refuse_unseeded_random(path: str | os.PathLike[str], graph: onnx.GraphProto) -> None:
@@ -785,7 +781,7 @@ def _with_cases(
     m = g.model
     reference = Reference(cases, second, tensor_steps(m), quantized_tensors(m), str(path), _quantized(m))
     reference.saturating = saturating_nodes(m)
-    reference.kernels = any(is_dq_node(n) for n in m.graph.node) and not _external(m)
+    reference.kernels = any(is_dq_node(n) for n in m.graph.node) and not g.uses_external_data
     return reference
 
 
