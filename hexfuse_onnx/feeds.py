@@ -21,17 +21,24 @@ def session(path: str | os.PathLike[str] | bytes, extra: ort.SessionOptions | No
 
 
 def random_inputs(
-    session: ort.InferenceSession, shape_overrides: dict[str, list[int]] | None = None, seed: int = 0
+    session: ort.InferenceSession,
+    shape_overrides: dict[str, list[int]] | None = None,
+    seed: int = 0,
+    controls: dict[str, np.ndarray] | None = None,
 ) -> dict[str, np.ndarray]:
     """Seeded inputs for every session input; unknown dims take the override or 1. Floats are N(0, 1);
     8- and 16-bit integers span their type's range (quantized values and pixels: 0 or 1 would saturate
-    a QDQ group and hide how it rounds); other integers and bools are 0 or 1 (ids, lengths, rates)."""
+    a QDQ group and hide how it rounds); other integers and bools are 0 or 1 (ids, lengths, rates).
+    An input of `controls` (`control_values`) at the shape drawn keeps its value."""
     rng = np.random.default_rng(seed)
     feeds: dict[str, np.ndarray] = {}
     for arg in session.get_inputs():
         shape = (shape_overrides or {}).get(arg.name) or [d if isinstance(d, int) and d >= 0 else 1 for d in arg.shape]
         dtype = numpy_dtype(arg.type, arg.name)
-        if np.issubdtype(dtype, np.floating):
+        kept = (controls or {}).get(arg.name)
+        if kept is not None and list(kept.shape) == list(shape) and kept.dtype == dtype:
+            feeds[arg.name] = kept
+        elif np.issubdtype(dtype, np.floating):
             feeds[arg.name] = rng.standard_normal(shape).astype(dtype)
         elif dtype in FULL_RANGE_INTEGERS:
             info = np.iinfo(dtype)
@@ -41,6 +48,14 @@ def random_inputs(
     return feeds
 
 
+def control_values(given: dict[str, np.ndarray] | None) -> dict[str, np.ndarray]:
+    """The given inputs small enough to be control values (a speed, a sample rate, a step count, a
+    threshold): inputs at other shapes keep them where their own shape is the same, as a random one
+    can fail the model (a speed picking a row out of range) or run it where users never do."""
+    return {k: v for k, v in (given or {}).items() if v.size <= CONTROL_ELEMENTS and v.dtype.kind in "biuf"}
+
+
+CONTROL_ELEMENTS = 16
 FULL_RANGE_INTEGERS = tuple(np.dtype(t) for t in (np.uint8, np.int8, np.uint16, np.int16))
 
 

@@ -25,6 +25,7 @@ from .alone import own_output_failures
 from .costmodel import Target, get_target
 from .errors import HexfuseError, ModelError, UsageError, VerificationError, WriteError, first_line
 from .exact_products import saturating_nodes
+from .feeds import control_values
 from .graph import ModelGraph, ShapeBinding, all_nodes, declared_types
 from .kinds import KINDS, Candidate, Pair, discover, kind_of
 from .kinds.dag import NONDETERMINISTIC
@@ -717,7 +718,8 @@ def _reference(
     empty = graph_mod.zero_bindings(g.source, g.binding.symbols)
     # analysed at the --inputs' shapes: two more shapes still prove the pairs polymorphic
     at_inputs = given is not None and all(list(given[k].shape) == v for k, v in g.binding.inputs.items() if k in given)
-    ran = _binding_cases(path, original, bindings, hinted, cases, progress, empty, enough=3 if at_inputs else 2)
+    controls = control_values(given)
+    ran = _binding_cases(path, original, bindings, hinted, cases, progress, empty, 3 if at_inputs else 2, controls)
     if not ran and given is None:
         raise ModelError(f"{path}: the original model runs at none of the shapes tried (give --shape or --inputs)")
     second = next((b for b in ran if b is not g.binding), bindings[1] if len(bindings) > 1 else g.binding)
@@ -794,19 +796,21 @@ def _binding_cases(
     progress: Progress,
     empty: list[ShapeBinding] | None = None,
     enough: int = 2,
+    controls: dict[str, np.ndarray] | None = None,
 ) -> list[ShapeBinding]:
     """Add the original's outputs at the first `enough` bindings it runs at to `cases`; returns those
     bindings. Then those of `empty` (a dim at 0) it runs at, quietly skipping the others (most
     models refuse an empty image). A child process tries them first (`probe`), so a binding ONNX
-    Runtime dies at is refused with one line; only those it ran at are run here."""
+    Runtime dies at is refused with one line; only those it ran at are run here. Inputs are random
+    at each binding's shapes but for `controls`, the --inputs' control values (feeds.control_values)."""
     empty = empty or []
-    outcomes = probe.runs_at(path, [b.inputs for b in bindings], enough=enough, also=[b.inputs for b in empty])
+    outcomes = probe.runs_at(path, [b.inputs for b in bindings], enough, [b.inputs for b in empty], controls)
     ran: list[ShapeBinding] = []
     for k, (b, outcome) in enumerate(zip(bindings, outcomes[: len(outcomes) - len(empty)])):
         try:
             if outcome.error is not None:
                 raise VerificationError(outcome.error)
-            cases.append(run_original(original, random_inputs(original, b.inputs)))
+            cases.append(run_original(original, random_inputs(original, b.inputs, controls=controls)))
             ran.append(b)
         except VerificationError as exc:
             if k == 0 and hinted:
@@ -818,7 +822,7 @@ def _binding_cases(
     for b, outcome in zip(empty, outcomes[len(outcomes) - len(empty) :]):
         if outcome.error is None:
             with contextlib.suppress(VerificationError):  # ran in the probe, so it runs here too
-                case = run_original(original, random_inputs(original, b.inputs))
+                case = run_original(original, random_inputs(original, b.inputs, controls=controls))
                 if _reproducible(path, case):
                     cases.append(case)
                     progress(f"the original model runs with an empty input at {b.describe()}: verifying there too")

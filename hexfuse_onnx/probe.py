@@ -19,6 +19,9 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from .errors import first_line
 
@@ -37,29 +40,35 @@ def runs_at(
     candidates: list[dict[str, list[int]]],
     enough: int,
     also: list[dict[str, list[int]]] | None = None,
+    controls: dict[str, np.ndarray] | None = None,
 ) -> list[Outcome]:
     """The original's outcome at each candidate in order, up to the `enough`-th that runs; then its
-    outcome at each of `also`, tried in the same child whatever happened before (one each, last)."""
+    outcome at each of `also`, tried in the same child whatever happened before (one each, last).
+    Inputs of `controls` (feeds.control_values) keep their values where their shape is drawn."""
     file = os.stat(path)  # the file as it is now: a rewritten file is asked again
-    request = json.dumps([candidates, enough, also or []])
+    kept = {k: [str(v.dtype), v.shape, v.ravel().tolist()] for k, v in (controls or {}).items()}
+    request = json.dumps([candidates, enough, also or [], kept])
     return list(_runs_at(str(Path(path).resolve()), file.st_mtime_ns, file.st_size, request))
 
 
 @functools.lru_cache(maxsize=64)
 def _runs_at(path: str, _mtime_ns: int, _size: int, request: str) -> tuple[Outcome, ...]:
-    candidates, enough, also = json.loads(request)
+    candidates, enough, also, kept = json.loads(request)
     items = [*candidates, *also]
     tried: list[Outcome | None] = []  # None: a candidate left untried once enough ran
     while len(tried) < len(items):
         ran = sum(o is not None and o.error is None for o in tried[: len(candidates)])
-        tried += _child_run(Path(path), items[len(tried) :], max(0, len(candidates) - len(tried)), enough - ran)
+        counted = max(0, len(candidates) - len(tried))
+        tried += _child_run(Path(path), items[len(tried) :], counted, enough - ran, kept)
     return tuple(o for o in tried[: len(candidates)] if o is not None) + tuple(o for o in tried[len(candidates) :] if o)
 
 
-def _child_run(path: Path, items: list[dict[str, list[int]]], counted: int, enough: int) -> list[Outcome | None]:
+def _child_run(
+    path: Path, items: list[dict[str, list[int]]], counted: int, enough: int, kept: dict[str, Any]
+) -> list[Outcome | None]:
     """Outcomes from one child (the first `counted` items stop at the `enough`-th that runs); a
     child that dies refuses the shape it was running, the last."""
-    request = json.dumps({"path": str(path), "shapes": items, "counted": counted, "enough": enough})
+    request = json.dumps({"path": str(path), "shapes": items, "counted": counted, "enough": enough, "kept": kept})
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1]), *sys.path]))
     try:
         child = subprocess.run(
@@ -105,12 +114,13 @@ def child_main() -> None:
         print("\n".join(f"fail {why}" for _ in request["shapes"]), flush=True)
         return
     counted, ran = request["counted"], 0
+    controls = {k: np.array(v, dtype).reshape(shape) for k, (dtype, shape, v) in request["kept"].items()}
     for i, shapes in enumerate(request["shapes"]):
         if i < counted and ran >= request["enough"]:
             print("skip", flush=True)
             continue
         try:
-            original.run(None, random_inputs(original, shapes))
+            original.run(None, random_inputs(original, shapes, controls=controls))
         except Exception as exc:  # noqa: BLE001
             print(f"fail {first_line(exc)}", flush=True)
             continue
