@@ -741,10 +741,41 @@ def _colocate(args: argparse.Namespace, progress) -> int:
             shapes,
             progress,
             verify_plugin=args.verify == "plugin",
-            feeds=load_inputs(args.inputs) if args.inputs else None,
+            feeds=load_inputs(args.inputs)
+            if args.inputs
+            else _stream_inputs(args, resolved, prefixes, shapes, progress),
             specialise=args.freeze_shapes,
         )
     return _colocated(args, r)
+
+
+def _stream_inputs(args: argparse.Namespace, resolved, prefixes: list[str], shapes, progress) -> dict | None:
+    """Where a zoo name's entry sets control inputs as its users set them (`tools.zoo.zoo_inputs`),
+    every stream's inputs by merged name: that model's own, seeded per stream (a model without such
+    an entry: seeded random ones where it runs); else None, and colocate draws seeded random inputs."""
+    from .feeds import random_inputs, session
+    from .pipeline import runnable_inputs
+    from .tools.zoo import zoo_inputs
+
+    count = len(prefixes)
+    names = args.models if len(args.models) == count else args.models * count
+    sources = resolved if len(resolved) == count else resolved * count
+    streams = [
+        (p, Path(path), {k[len(p) :]: v for k, v in shapes.items() if k.startswith(p)})
+        for p, (path, _) in zip(prefixes, sources)
+    ]
+    found = [
+        zoo_inputs(name, path, own, progress, seed) for seed, (name, (_, path, own)) in enumerate(zip(names, streams))
+    ]
+    if all(f is None for f in found):
+        return None
+    feeds: dict = {}
+    for seed, ((prefix, path, own), inputs) in enumerate(zip(streams, found)):
+        inputs = (
+            inputs if inputs is not None else random_inputs(session(path), runnable_inputs(path, own, progress), seed)
+        )
+        feeds |= {prefix + k: v for k, v in inputs.items()}
+    return feeds
 
 
 def _switched(args: argparse.Namespace, path: str | Path, names, shapes, progress) -> int | None:

@@ -142,10 +142,8 @@ def _speed_gated_two_branch() -> onnx.ModelProto:
     return m
 
 
-def test_rewrite_of_a_zoo_name_verifies_on_its_control_inputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`rewrite NAME` without --inputs sets the entry's fixed_inputs as --inputs would (random inputs
-    elsewhere): a cached real model that runs at speed 1 only is rewritten, where a random speed
-    failed it (exit 3, "the original model fails on seeded random inputs")."""
+def _cached_speed_gated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> real.RealModel:
+    """A cached real model entry, speed_gated, that runs at speed 1 only (its fixed_inputs)."""
     entry = real.RealModel(
         "speed_gated",
         package="speed-gated",
@@ -167,6 +165,14 @@ def test_rewrite_of_a_zoo_name_verifies_on_its_control_inputs(tmp_path: Path, mo
     folder.mkdir(parents=True)
     onnx.save(_speed_gated_two_branch(), folder / entry.onnx_path)
     (folder / real._COMPLETE).touch()  # as fetch marks a package installed whole
+    return entry
+
+
+def test_rewrite_of_a_zoo_name_verifies_on_its_control_inputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`rewrite NAME` without --inputs sets the entry's fixed_inputs as --inputs would (random inputs
+    elsewhere): a cached real model that runs at speed 1 only is rewritten, where a random speed
+    failed it (exit 3, "the original model fails on seeded random inputs")."""
+    entry = _cached_speed_gated(tmp_path, monkeypatch)
     out = tmp_path / "fused.onnx"
     proc = run_cli("rewrite", entry.name, "-o", out, "--target", "host")
     assert proc.returncode == 0 and out.is_file(), proc.stderr
@@ -201,3 +207,14 @@ def test_other_shapes_keep_the_given_control_values(tmp_path: Path) -> None:
     proc = run_cli("rewrite", model, "-o", out, "--inputs", given, "--target", "host")
     assert proc.returncode == 0 and out.is_file(), proc.stderr
     assert "does not run at" not in proc.stderr, proc.stderr
+
+
+def test_colocate_of_a_zoo_name_verifies_on_its_control_inputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`colocate NAME --requests 2` without --inputs verifies each request on the entry's inputs as
+    `rewrite NAME` does, seeded per request: random ones set the speed at N(0, 1) and the model
+    failed (exit 3)."""
+    entry = _cached_speed_gated(tmp_path, monkeypatch)
+    out = tmp_path / "two.onnx"
+    proc = run_cli("colocate", entry.name, "--requests", "2", "-o", out, "--target", "host")
+    assert proc.returncode == 0 and out.is_file(), proc.stderr
+    assert "speed_gated: verifying on its control inputs as its users set them" in proc.stderr

@@ -113,7 +113,7 @@ def resolve(
 
 
 def zoo_inputs(
-    name: str, path: Path, shapes: dict[str, list[int]] | None, progress: Callable[[str], None]
+    name: str, path: Path, shapes: dict[str, list[int]] | None, progress: Callable[[str], None], seed: int = 0
 ) -> dict[str, np.ndarray] | None:
     """The inputs a zoo model is verified on when the user gives none: for a real model whose entry
     sets control inputs as its users set them (fixed_inputs: Kokoro's speed 1, where N(0, 1) drew
@@ -132,7 +132,7 @@ def zoo_inputs(
     scaled = ", ".join(f"{arg} scaled by {scale:g}" for arg, scale in entry.input_scales.items())
     set_to = "; ".join(part for part in (fixed, scaled) if part)
     progress(f"{name}: verifying on its control inputs as its users set them ({set_to}), as --inputs")
-    return real.realistic_inputs(session(path), name, runnable_inputs(path, shapes, progress))
+    return real.realistic_inputs(session(path), name, runnable_inputs(path, shapes, progress), seed)
 
 
 def _quantized(entry: ZooModel, cache_dir: str | os.PathLike[str] | None) -> Path:
