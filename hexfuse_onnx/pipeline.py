@@ -233,9 +233,8 @@ def analyse(
 ) -> Analysis:
     """With `probe_binding`, symbolic dims without --shape are analysed where the original runs
     (`_runnable_shapes`); given real `inputs`, at their shapes (`inputs_shapes`), no probe. With
-    `lower`, the chosen pairs are the ones that lower (`_lower_chosen`,
-    at the default second binding), as `rewrite` chooses them; `rewrite` itself lowers them at the
-    binding its reference runs at."""
+    `lower`, the chosen pairs are the ones that lower (`_lower_chosen`), proven at the binding
+    `rewrite` proves them at (`runnable_proving_binding`), as `rewrite` chooses them."""
     kinds = list(kinds or KINDS)
     bad = [k for k in kinds if k not in KINDS]
     if bad:
@@ -272,11 +271,32 @@ def analyse(
             analysis.skipped_branches.append(sub)
         else:
             analysis.branches.append(BranchAnalysis(branch, sub))
-    if lower:
+    if lower and analysis.all_pairs():
         t0 = time.perf_counter()
-        _lower_chosen(analysis, None, min_gain, progress, [], set())
+        _lower_chosen(analysis, runnable_proving_binding(path, g), min_gain, progress, [], set())
         seconds["lower"] = time.perf_counter() - t0
     return analysis
+
+
+def proving_binding(g: ModelGraph, ran: list[ShapeBinding]) -> ShapeBinding:
+    """The binding the pairs over symbolic dims are proven at: the first besides the representative one
+    that the original runs at (`ran`, in the order of [g.binding, *graph.other_bindings]), else the first
+    other one. rewrite and inspect both choose through it: inspect proved trueocr_det's pairs at
+    1537x1089, where the original's Reshape fails, and refused a pair rewrite keeps."""
+    assert g.binding is not None
+    bindings = [g.binding, *graph_mod.other_bindings(g)]
+    return next((b for b in ran if b is not g.binding), bindings[1] if len(bindings) > 1 else g.binding)
+
+
+def runnable_proving_binding(path: str | os.PathLike[str], g: ModelGraph) -> ShapeBinding | None:
+    """proving_binding with the bindings the original runs at asked of a child process (`probe`, as
+    rewrite's reference asks it); None for static inputs."""
+    if g.source is None:
+        return None
+    assert g.binding is not None
+    bindings = [g.binding, *graph_mod.other_bindings(g)]
+    outcomes = probe.runs_at(path, [b.inputs for b in bindings], enough=2)
+    return proving_binding(g, [b for b, o in zip(bindings, outcomes) if o.error is None])
 
 
 def _analyse_branch(
@@ -720,8 +740,7 @@ def _reference(
     ran = _binding_cases(path, original, bindings, hinted, cases, progress, empty, enough=3 if at_inputs else 2)
     if not ran and given is None:
         raise ModelError(f"{path}: the original model runs at none of the shapes tried (give --shape or --inputs)")
-    second = next((b for b in ran if b is not g.binding), bindings[1] if len(bindings) > 1 else g.binding)
-    return _with_cases(path, g, cases, second)
+    return _with_cases(path, g, cases, proving_binding(g, ran))
 
 
 def refuse_early_expansion(path: str | os.PathLike[str], model: onnx.ModelProto, external: bool) -> None:
