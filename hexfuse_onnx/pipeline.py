@@ -120,6 +120,7 @@ class Analysis:
     passed_together: set[int] = field(default_factory=set)  # id() of the candidates last verified together
     given_dims: set[str] = field(default_factory=set)  # the symbolic dims the caller's shapes give
     shape_only: int = 0  # candidates of shape arithmetic only, not offered (kinds.Discovery)
+    refused: str | None = None  # why rewrite refuses the model whatever its pairs (`refusal`; inspect only)
 
     def scopes(self) -> list[Analysis]:
         """This graph's analysis, then its If branches'."""
@@ -234,7 +235,8 @@ def analyse(
     """With `probe_binding`, symbolic dims without --shape are analysed where the original runs
     (`_runnable_shapes`); given real `inputs`, at their shapes (`inputs_shapes`), no probe. With
     `lower`, the chosen pairs are the ones that lower (`_lower_chosen`), proven at the binding
-    `rewrite` proves them at (`runnable_proving_binding`), as `rewrite` chooses them."""
+    `rewrite` proves them at (`runnable_proving_binding`), as `rewrite` chooses them, and
+    `Analysis.refused` says why `rewrite` refuses the model, if it does."""
     kinds = list(kinds or KINDS)
     bad = [k for k in kinds if k not in KINDS]
     if bad:
@@ -272,10 +274,23 @@ def analyse(
         else:
             analysis.branches.append(BranchAnalysis(branch, sub))
     if lower and analysis.all_pairs():
+        analysis.refused = refusal(path, g)
         t0 = time.perf_counter()
         _lower_chosen(analysis, runnable_proving_binding(path, g), min_gain, progress, [], set())
         seconds["lower"] = time.perf_counter() - t0
     return analysis
+
+
+def refusal(path: str | os.PathLike[str], g: ModelGraph) -> str | None:
+    """Why `rewrite` refuses this model whatever its pairs, in its one line (refuse_unseeded_random,
+    refuse_early_expansion: exit 3, nothing written); None when it does not. inspect says it first:
+    it showed pairs for a quantize_static int8 trueocr_det that rewrite refuses."""
+    try:
+        refuse_unseeded_random(path, g.model.graph)
+        refuse_early_expansion(path, g.model, g.uses_external_data)
+    except ModelError as exc:
+        return exc.message
+    return None
 
 
 def proving_binding(g: ModelGraph, ran: list[ShapeBinding]) -> ShapeBinding:

@@ -105,8 +105,14 @@ def no_candidate_lines(a: Analysis) -> list[str]:
     ]
 
 
+def refused_lines(a: Analysis) -> list[str]:
+    """inspect's first line when `rewrite` refuses the model whatever its pairs (Analysis.refused)."""
+    return [f"rewrite refuses this model (exit 3, nothing written): {a.refused}"] if a.refused else []
+
+
 def summary(a: Analysis) -> str:
-    lines = [f"target {a.target.name} (modelled: {a.target.description})", _found(a), *no_candidate_lines(a)]
+    lines = [*refused_lines(a), f"target {a.target.name} (modelled: {a.target.description})", _found(a)]
+    lines += no_candidate_lines(a)
     if a.graph.binding is not None:
         kept = "symbolic in the output" if a.graph.source is not None else "fixed in the output (--freeze-shapes)"
         lines.append(f"symbolic dims analysed at {a.graph.binding.describe()} ({_choice(a)}); {kept}")
@@ -283,6 +289,7 @@ def analysis_json(a: Analysis) -> dict:
     g = a.graph
     return {
         "model": str(g.path),
+        "refused": a.refused,
         "nodes": len(g.nodes),
         "target": {
             "name": a.target.name,
