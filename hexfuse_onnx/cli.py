@@ -469,7 +469,7 @@ def _rewrite(args: argparse.Namespace, progress) -> int:
 
 def _rewrite_file(args: argparse.Namespace, name: str, shapes: dict[str, list[int]], progress) -> int:
     from .pipeline import default_output, rewrite
-    from .report import none_kept, pair_rows, rejection_lines, rewrite_json, summary, table
+    from .report import none_kept, pairs_table, rejection_lines, rewrite_json, summary
 
     output = args.output or str(default_output(args.model))
     _refuse_same_file(args.json, args.model, output)
@@ -495,7 +495,7 @@ def _rewrite_file(args: argparse.Namespace, name: str, shapes: dict[str, list[in
     if result.output is None:
         print(f"{none_kept(a.all_rejected())}; nothing written")
     else:
-        print(table(pair_rows(a.all_pairs())))
+        print(pairs_table(a))
         for line in _verified_lines(result.comparison, args.rtol):
             print(line)
         print(f"wrote {result.output}")
@@ -529,7 +529,7 @@ def _inspect(args: argparse.Namespace, progress) -> int:
     import tempfile
 
     from .pipeline import analyse
-    from .report import analysis_json, candidate_lines, pair_rows, rejection_lines, summary, table
+    from .report import analysis_json, candidate_lines, pairs_table, places, rejection_lines, summary
     from .verify import load_inputs
 
     with tempfile.TemporaryDirectory(prefix="hexfuse-zoo-") as folder:
@@ -541,8 +541,8 @@ def _inspect(args: argparse.Namespace, progress) -> int:
         a = analyse(args.model, kinds, args.target, args.min_gain, shapes, progress, args.freeze_shapes, inputs=feeds)
     print(summary(a))
     if a.all_pairs():
-        print(table(pair_rows(a.all_pairs())))
-    for line in [*rejection_lines(a.all_rejected()), *candidate_lines(a.all_rejected())]:
+        print(pairs_table(a))
+    for line in [*rejection_lines(a.all_rejected()), *candidate_lines(a.all_rejected(), where=places(a))]:
         print(line)
     if args.json:
         _write_json(args.json, analysis_json(a))

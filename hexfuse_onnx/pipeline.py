@@ -121,6 +121,7 @@ class Analysis:
     passed_together: set[int] = field(default_factory=set)  # id() of the candidates last verified together
     given_dims: set[str] = field(default_factory=set)  # the symbolic dims the caller's shapes give
     shape_only: int = 0  # candidates of shape arithmetic only, not offered (kinds.Discovery)
+    refused: str | None = None  # why rewrite refuses the model whatever its pairs (`refusal`; inspect only)
 
     def scopes(self) -> list[Analysis]:
         """This graph's analysis, then its If branches'."""
@@ -234,9 +235,9 @@ def analyse(
 ) -> Analysis:
     """With `probe_binding`, symbolic dims without --shape are analysed where the original runs
     (`_runnable_shapes`); given real `inputs`, at their shapes (`inputs_shapes`), no probe. With
-    `lower`, the chosen pairs are the ones that lower (`_lower_chosen`,
-    at the default second binding), as `rewrite` chooses them; `rewrite` itself lowers them at the
-    binding its reference runs at."""
+    `lower`, the chosen pairs are the ones that lower (`_lower_chosen`), proven at the binding
+    `rewrite` proves them at (`runnable_proving_binding`), as `rewrite` chooses them, and
+    `Analysis.refused` says why `rewrite` refuses the model, if it does."""
     kinds = list(kinds or KINDS)
     bad = [k for k in kinds if k not in KINDS]
     if bad:
@@ -273,11 +274,45 @@ def analyse(
             analysis.skipped_branches.append(sub)
         else:
             analysis.branches.append(BranchAnalysis(branch, sub))
-    if lower:
+    if lower and analysis.all_pairs():
+        analysis.refused = refusal(path, g)
         t0 = time.perf_counter()
-        _lower_chosen(analysis, None, min_gain, progress, [], set())
+        _lower_chosen(analysis, runnable_proving_binding(path, g), min_gain, progress, [], set())
         seconds["lower"] = time.perf_counter() - t0
     return analysis
+
+
+def refusal(path: str | os.PathLike[str], g: ModelGraph) -> str | None:
+    """Why `rewrite` refuses this model whatever its pairs, in its one line (refuse_unseeded_random,
+    refuse_early_expansion: exit 3, nothing written); None when it does not. inspect says it first:
+    it showed pairs for a quantize_static int8 trueocr_det that rewrite refuses."""
+    try:
+        refuse_unseeded_random(path, g.model.graph)
+        refuse_early_expansion(path, g.model, g.uses_external_data)
+    except ModelError as exc:
+        return exc.message
+    return None
+
+
+def proving_binding(g: ModelGraph, ran: list[ShapeBinding]) -> ShapeBinding:
+    """The binding the pairs over symbolic dims are proven at: the first besides the representative one
+    that the original runs at (`ran`, in the order of [g.binding, *graph.other_bindings]), else the first
+    other one. rewrite and inspect both choose through it: inspect proved trueocr_det's pairs at
+    1537x1089, where the original's Reshape fails, and refused a pair rewrite keeps."""
+    assert g.binding is not None
+    bindings = [g.binding, *graph_mod.other_bindings(g)]
+    return next((b for b in ran if b is not g.binding), bindings[1] if len(bindings) > 1 else g.binding)
+
+
+def runnable_proving_binding(path: str | os.PathLike[str], g: ModelGraph) -> ShapeBinding | None:
+    """proving_binding with the bindings the original runs at asked of a child process (`probe`, as
+    rewrite's reference asks it); None for static inputs."""
+    if g.source is None:
+        return None
+    assert g.binding is not None
+    bindings = [g.binding, *graph_mod.other_bindings(g)]
+    outcomes = probe.runs_at(path, [b.inputs for b in bindings], enough=2)
+    return proving_binding(g, [b for b, o in zip(bindings, outcomes) if o.error is None])
 
 
 def _analyse_branch(
@@ -722,8 +757,7 @@ def _reference(
     ran = _binding_cases(path, original, bindings, hinted, cases, progress, empty, 3 if at_inputs else 2, controls)
     if not ran and given is None:
         raise ModelError(f"{path}: the original model runs at none of the shapes tried (give --shape or --inputs)")
-    second = next((b for b in ran if b is not g.binding), bindings[1] if len(bindings) > 1 else g.binding)
-    return _with_cases(path, g, cases, second)
+    return _with_cases(path, g, cases, proving_binding(g, ran))
 
 
 def refuse_early_expansion(path: str | os.PathLike[str], model: onnx.ModelProto, external: bool) -> None:

@@ -29,11 +29,13 @@ def _si(x: float, unit: str) -> str:
     return f"{x:.0f}{unit}"
 
 
-def pair_rows(pairs: list[Pair]) -> list[list[str]]:
+def pair_rows(pairs: list[Pair], where: dict[int, str] | None = None) -> list[list[str]]:
+    """The table's rows; with `where` (`places`), a column saying which graph each pair lies in."""
     rows = [
         [
             "#",
             "kind",
+            *(["in"] if where is not None else []),
             "nodes A+B",
             "engines A/B",
             "FLOPs A/B",
@@ -50,6 +52,7 @@ def pair_rows(pairs: list[Pair]) -> list[list[str]]:
             [
                 str(k),
                 p.kind,
+                *([where.get(id(p.candidate), "main graph")] if where is not None else []),
                 f"{len(p.candidate.task_a)}+{len(p.candidate.task_b)}",
                 f"{p.a.dominant_engine().value}/{p.b.dominant_engine().value}",
                 f"{_si(p.a.total_flops, '')}/{_si(p.b.total_flops, '')}",
@@ -62,6 +65,17 @@ def pair_rows(pairs: list[Pair]) -> list[list[str]]:
             ]
         )
     return rows
+
+
+def places(a: Analysis) -> dict[int, str]:
+    """The If branch each of its candidates lies in, by id() of the candidate (the main graph's are not in it)."""
+    return {id(c): b.branch.label for b in a.branches for c in b.analysis.candidates}
+
+
+def pairs_table(a: Analysis) -> str:
+    """The chosen pairs of the main graph and of its If branches; where a branch holds one, with a
+    column saying which graph each lies in (a merged decoder's then and else branches hold alike pairs)."""
+    return table(pair_rows(a.all_pairs(), places(a) if any(b.analysis.pairs for b in a.branches) else None))
 
 
 def table(rows: list[list[str]]) -> str:
@@ -105,8 +119,29 @@ def no_candidate_lines(a: Analysis) -> list[str]:
     ]
 
 
+def refused_lines(a: Analysis) -> list[str]:
+    """inspect's first line when `rewrite` refuses the model whatever its pairs (Analysis.refused)."""
+    return [f"rewrite refuses this model (exit 3, nothing written): {a.refused}"] if a.refused else []
+
+
+def in_branches_lines(a: Analysis) -> list[str]:
+    """Where the work is when the main graph holds no candidate and its If branches were analysed as
+    graphs of their own (a merged decoder's main graph is one If): the Ifs, and what their branches hold."""
+    if a.candidates or not a.branches:
+        return []
+    ifs = ", ".join(f"If '{n}'" for n in dict.fromkeys(b.branch.owner_name for b in a.branches))
+    found = sum(len(b.analysis.candidates) for b in a.branches)
+    chosen = sum(len(b.analysis.pairs) for b in a.branches)
+    return [
+        f"the main graph's {len(a.graph.nodes)} node(s) hold no candidate: its work lies inside {ifs}, whose"
+        f" {len(a.branches)} branch(es) are analysed as graphs of their own: {found} candidate(s) there,"
+        f" {chosen} chosen (each branch below)"
+    ]
+
+
 def summary(a: Analysis) -> str:
-    lines = [f"target {a.target.name} (modelled: {a.target.description})", _found(a), *no_candidate_lines(a)]
+    lines = [*refused_lines(a), f"target {a.target.name} (modelled: {a.target.description})", _found(a)]
+    lines += no_candidate_lines(a) + in_branches_lines(a)
     if a.graph.binding is not None:
         kept = "symbolic in the output" if a.graph.source is not None else "fixed in the output (--freeze-shapes)"
         lines.append(f"symbolic dims analysed at {a.graph.binding.describe()} ({_choice(a)}); {kept}")
@@ -283,6 +318,7 @@ def analysis_json(a: Analysis) -> dict:
     g = a.graph
     return {
         "model": str(g.path),
+        "refused": a.refused,
         "nodes": len(g.nodes),
         "target": {
             "name": a.target.name,
@@ -365,9 +401,10 @@ def subgraph_nodes(graph: onnx.GraphProto, looked_at: set[tuple[str, str]] | Non
     return out
 
 
-def candidate_lines(rejected: list[Rejection], limit: int = 12) -> list[str]:
+def candidate_lines(rejected: list[Rejection], limit: int = 12, where: dict[int, str] | None = None) -> list[str]:
     """`inspect`'s account of the candidates not chosen, the largest first, each with its whole
-    reason (a below-the-bar one gives the modelled saving against the call)."""
+    reason (a below-the-bar one gives the modelled saving against the call) and, when `where`
+    (`places`) names it, the If branch it lies in."""
     if not rejected:
         return []
     ranked = sorted(rejected, key=lambda r: -len(r.candidate.nodes))
@@ -375,7 +412,8 @@ def candidate_lines(rejected: list[Rejection], limit: int = 12) -> list[str]:
     lines = [head + "):"]
     for r in ranked[:limit]:
         c = r.candidate
-        lines.append(f"  {c.kind} {c.note} ({len(c.task_a)}+{len(c.task_b)} nodes): {r.reason}")
+        place = f", in the {where[id(c)]}" if where and id(c) in where else ""
+        lines.append(f"  {c.kind} {c.note} ({len(c.task_a)}+{len(c.task_b)} nodes{place}): {r.reason}")
     return lines
 
 

@@ -6,12 +6,14 @@ refuse_early_expansion, ort_graph.lost_kernels)."""
 
 from __future__ import annotations
 
+import json
 import platform
 from pathlib import Path
 
 import numpy as np
 import onnx
 import pytest
+from cli_support import run_cli
 from onnx import TensorProto, helper, numpy_helper
 from real_support import cached_or_skip
 
@@ -66,6 +68,28 @@ def test_int8_hardswish_model_is_refused_naming_the_kernels(tmp_path: Path, monk
     with pytest.raises(ModelError, match=kernels):
         pipeline.rewrite(_two_branches(tmp_path, "HardSwish"), out)
     assert not out.exists()
+
+
+@pytest.mark.skipif(not X86, reason="ORT keeps int8 QDQ on this host: it fuses the same kernels")
+def test_inspect_says_first_that_rewrite_refuses_the_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # before: inspect showed 2 pairs and no word of the refusal; rewrite exits 3
+    monkeypatch.setenv("HEXFUSE_CALL_OVERHEAD_US", "0")
+    source, report = _two_branches(tmp_path, "HardSwish"), tmp_path / "inspect.json"
+    done = run_cli("inspect", source, "--json", report, "-q")
+    assert done.returncode == 0, done.stderr
+    first = done.stdout.splitlines()[0]
+    assert first.startswith("rewrite refuses this model (exit 3, nothing written): ")
+    assert "expands its HardSwish" in first and "2 com.microsoft.QLinearConv" in first
+    assert json.loads(report.read_text())["refused"] == first.split(": ", 1)[1]
+    assert run_cli("rewrite", source, "-o", tmp_path / "fused.onnx").returncode == 3
+
+
+def test_inspect_of_a_model_rewrite_takes_says_no_refusal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HEXFUSE_CALL_OVERHEAD_US", "0")
+    report = tmp_path / "inspect.json"
+    done = run_cli("inspect", _two_branches(tmp_path, "Relu"), "--json", report, "-q")
+    assert done.returncode == 0 and "refuses" not in done.stdout
+    assert json.loads(report.read_text())["refused"] is None and json.loads(report.read_text())["pairs"]
 
 
 @pytest.mark.skipif(not X86, reason="ORT keeps int8 QDQ on this host: it fuses the same kernels")

@@ -4,6 +4,7 @@ programs and wrong shapes give clear errors, and one session serves many threads
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
@@ -19,7 +20,9 @@ from plugin_support import reference as zoo_reference
 from qnn_support import QNN_EP, nodes_by_provider, qnn_devices_or_skip
 
 from hexfuse_onnx import contract as C
-from hexfuse_onnx import runtime, verify
+from hexfuse_onnx import pipeline, runtime, verify
+from hexfuse_onnx.kinds import KINDS
+from hexfuse_onnx.lowering import attach_programs, known_tensors
 
 LOWERABLE = ["two_branch", "mha_encoder", "gpt_decode_step", "gpt_decode_step_contrib"]
 
@@ -115,8 +118,14 @@ def test_missing_program_fails_at_session_creation(lowered: dict[str, Path]) -> 
         keep = [a for a in n.attribute if a.name != C.ATTR_PROGRAM]
         del n.attribute[:]
         n.attribute.extend(keep)
-    with pytest.raises(Exception, match="has no 'program' attribute"):
+    with pytest.raises(Exception, match="has no 'program' attribute") as refused:
         plugin_session(m.SerializeToString())
+    # the function it names exists (it named hexfuse_onnx.lower, a module gone since lowering/), and lowers it
+    found = re.search(r"lower the model with hexfuse_onnx\.(\w+)\.(\w+)", str(refused.value))
+    assert found is not None, refused.value
+    attach = getattr(importlib.import_module(f"hexfuse_onnx.{found[1]}"), found[2])
+    lowered_again, failed = attach(m)
+    assert not failed and plugin_session(lowered_again.SerializeToString())
 
 
 def test_wrong_input_shape_fails_at_run(lowered: dict[str, Path]) -> None:
@@ -221,3 +230,26 @@ def test_plugin_beside_the_qnn_ep(
     for r, g in zip(ref, got):
         assert r.shape == g.shape
         assert verify.relative_error(r, g) <= QNN_TOL
+
+
+def test_a_microbatch_pair_as_the_first_rewrites_wrote_it_runs_once_lowered(zoo_dir: Path, tmp_path: Path) -> None:
+    """mlp_chain's micro-batch pair as 8bea676 wrote it: the body the program's two copies, no program,
+    the halves untyped. Lowered by attach_programs (as the plugin's refusal says), ORT still refused to
+    load it with the plugin ('output arg (y__mb0) type inference failed'): attach_programs types them."""
+    r = pipeline.rewrite(zoo_dir / "mlp_chain.onnx", tmp_path / "fused.onnx", ["microbatch"])
+    assert r.output is not None
+    m = onnx.load(r.output)
+    (node,) = [n for n in m.graph.node if n.domain == C.DOMAIN]
+    m.functions[0].CopyFrom(KINDS["microbatch"].program_function(node, m.functions[0], known_tensors(m.graph)))
+    kept = [a for a in node.attribute if a.name not in (C.ATTR_PROGRAM, C.ATTR_PROGRAM_VERSION)]
+    del node.attribute[:]
+    node.attribute.extend(kept)
+    halves = [v for v in m.graph.value_info if v.name in node.output]
+    assert halves
+    for v in halves:
+        m.graph.value_info.remove(v)
+    lowered, failed = attach_programs(m)
+    assert not failed
+    feeds, expected = reference(zoo_dir, "mlp_chain")
+    got = plugin_session(lowered.SerializeToString()).run(None, feeds)
+    np.testing.assert_allclose(got[0], expected[0], rtol=1e-4, atol=1e-6)

@@ -18,7 +18,6 @@ import pytest
 import models
 from hexfuse_onnx import contract as C
 from hexfuse_onnx import ort_graph, pipeline, runtime, verify
-from hexfuse_onnx.errors import ModelError
 from hexfuse_onnx.kinds import KINDS
 from hexfuse_onnx.lowering import known_tensors, lower_pair
 from hexfuse_onnx.rewrite import pair_output_tensors, unfuse
@@ -298,8 +297,31 @@ def test_a_body_of_two_copies_is_said_to_miss_ort_s_matmulnbits(tmp_path: Path) 
     with pytest.raises(verify.VerificationError, match="relative error"):
         pipeline._verify(tmp_path / "copies.onnx", reference, 1e-5)
     assert "a MatMulNBits with int8 activations" in pipeline._matmulnbits_note(tmp_path / "copies.onnx", reference, 0)
-    with pytest.raises(ModelError, match="not a micro-batch pair as this version writes it; rewrite again"):
-        unfuse(m)  # a model written with such a body, before branch mbshare: not silently two chains
+    # a model written with such a body (before branch mbshare) unfuses to the original chain, not two
+    key = lambda n: (n.domain, n.op_type, n.name, tuple(n.input), tuple(n.output))  # noqa: E731
+    assert Counter(map(key, unfuse(m).graph.node)) == Counter(map(key, onnx.load(source).graph.node))
+
+
+def test_a_model_written_with_a_body_of_two_copies_unfuses_and_lowers_again(tmp_path: Path) -> None:
+    """A micro-batch pair as rewrites before 2026-12-02 wrote it (891f2c3~1: the body is the program's
+    two copies, each with Reshape shapes of its own rows): unfuse and tune refused it ('not a micro-batch
+    pair as this version writes it; rewrite again') while the plugin ran it. unfuse now gives back the
+    original node for node and the program lowers again from the body, byte for byte. (Checked on
+    mlp_chain and two_branch rewritten by 891f2c3~1 and by the first version, 8bea676, whose tensors
+    are suffixed __mb0: restored node for node, outputs equal.)"""
+    from models import quantized
+
+    source = quantized.prepare(models.build("mlp_chain"), tmp_path)
+    r = pipeline.rewrite(source, tmp_path / "fused.onnx", ["microbatch"])
+    assert r.output is not None
+    m = onnx.load(r.output)
+    (node,) = [n for n in m.graph.node if n.domain == C.DOMAIN]
+    m.functions[0].CopyFrom(KINDS["microbatch"].program_function(node, m.functions[0], known_tensors(m.graph)))
+    assert sum(n.op_type == "Reshape" for n in m.functions[0].node) == 8  # 4 per copy, each of its rows
+    key = lambda n: (n.domain, n.op_type, n.name, tuple(n.input), tuple(n.output))  # noqa: E731
+    assert Counter(map(key, unfuse(m).graph.node)) == Counter(map(key, onnx.load(source).graph.node))
+    written = next(a.s for a in node.attribute if a.name == C.ATTR_PROGRAM)
+    assert lower_pair(m, node) == written
 
 
 @pytest.mark.parametrize("culprit", [1, 2, 3, 9, 17, 64, 500, 999, 1000])

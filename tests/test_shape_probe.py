@@ -269,3 +269,19 @@ def test_a_decoder_rewrites_without_shape_and_generates(name: str, tmp_path: Pat
     prompt = np.array([[5, 17, 42, 7, 99], [1, 2, 3, 4, 5]], np.int64)
     want = generate(session(MODELS[name].path), spec, prompt, 6)
     np.testing.assert_array_equal(generate(session(result.output), spec, prompt, 6), want)
+
+
+def test_inspect_proves_pairs_at_the_binding_rewrite_proves_them_at(monkeypatch: pytest.MonkeyPatch) -> None:
+    """trueocr_det at 1024x736: the first other binding, 1537x1089, is one its Reshape fails at; rewrite
+    proves its pairs at the next, 1536x1088, and keeps the DepthToSpace pair, which inspect refused
+    there before ('does not lower at a second shape: ... unknown shape of /shuffle/DepthToSpace_output_0')."""
+    from real_support import cached_or_skip
+
+    monkeypatch.setenv("HEXFUSE_CALL_OVERHEAD_US", "0")
+    path = cached_or_skip("trueocr_det")
+    a = pipeline.analyse(path, shapes={"x": [1, 1, 1024, 736]})
+    assert graph.other_bindings(a.graph)[0].symbols == {"H": 1537, "W": 1089}
+    proving = pipeline.runnable_proving_binding(path, a.graph)
+    assert proving is not None and proving.symbols == {"H": 1536, "W": 1088}
+    assert any("'/shuffle/DepthToSpace'" in p.candidate.note for p in a.pairs)
+    assert not [r.reason for r in a.rejected if r.reason.startswith("does not lower")]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+from cli_support import run_cli
 from onnx import TensorProto, helper
 from onnxruntime.quantization import quantize_dynamic
 from real_support import cached_or_skip
@@ -17,7 +18,7 @@ from hexfuse_onnx import graph
 from hexfuse_onnx.kinds.blocks import layer_blocks
 from hexfuse_onnx.kinds.dag import dag_facts
 from hexfuse_onnx.pipeline import analyse, rewrite
-from hexfuse_onnx.report import summary
+from hexfuse_onnx.report import pair_rows, places, summary
 from hexfuse_onnx.subgraphs import branch_models
 from hexfuse_onnx.tools.zoo import list_models
 from models import real
@@ -118,3 +119,17 @@ def test_moonshine_decoder_phases_have_their_layers_as_blocks() -> None:
         g = graph.index_model(b.model)
         kinds = [block.kind for block in layer_blocks(g, dag_facts(g))]
         assert kinds == ["attention"] * 12 + ["mlp"] * 6
+
+
+def test_a_graph_that_is_one_if_says_where_its_candidates_are(tmp_path: Path) -> None:
+    # before: "1 nodes; candidates: none; chosen: 0", then the branches' lines and a table of their
+    # pairs that did not say which branch each lies in (moonshine_tiny_decoder: 183 pairs, 2 branches)
+    path = tmp_path / "one_if.onnx"
+    onnx.save(if_model(rows=1, on_mean=True), path)
+    done = run_cli("inspect", path, "--target", "host", "-q")
+    assert done.returncode == 0, done.stderr
+    found = "the main graph's 3 node(s) hold no candidate: its work lies inside If 'choose', whose 2 branch(es)"
+    assert found in done.stdout and "candidate(s) there" in done.stdout
+    a = analyse(path, target="host")
+    rows = pair_rows(a.all_pairs(), places(a))
+    assert rows[0][2] == "in" and {r[2] for r in rows[1:]} == {f"{b.branch.label}" for b in a.branches}

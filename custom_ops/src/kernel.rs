@@ -105,14 +105,14 @@ impl Kernel {
 
         let bytes = ort::attr_bytes(info, c"program").map_err(|m| {
             invalid(format!(
-                "{at} has no 'program' attribute ({m}): lower the model with hexfuse_onnx.lower.attach_programs, \
+                "{at} has no 'program' attribute ({m}): lower the model with hexfuse_onnx.lowering.attach_programs, \
                  or run it without the hexfuse plugin so that ONNX Runtime runs the fallback body"
             ))
         })?;
         let program = Program::parse(&bytes).map_err(|(status, offset, msg)| {
             invalid(format!(
                 "{at}: the 'program' attribute is not a valid task program ({status} at byte {offset}: {msg}); \
-                 re-lower the model with hexfuse_onnx.lower.attach_programs"
+                 re-lower the model with hexfuse_onnx.lowering.attach_programs"
             ))
         })?;
 
@@ -123,7 +123,7 @@ impl Kernel {
             if attr != inside {
                 return Err(invalid(format!(
                     "{at}: program_version = {attr} but the 'program' bytes are version {inside}; \
-                     re-lower the model with hexfuse_onnx.lower.attach_programs"
+                     re-lower the model with hexfuse_onnx.lowering.attach_programs"
                 )));
             }
         }

@@ -188,8 +188,10 @@ class Microbatch(PairKind):
         sizes = attribute(node, C.ATTR_MICROBATCH_SIZES, None)
         prefix = f"hexfuse/{body.overload}/"
         join = next((n for n in body.node if n.name == prefix + JOIN), None)
-        if n_a is None or sizes is None or join is None:
+        if n_a is None or sizes is None:
             raise ModelError(f"node '{node.name}' is not a micro-batch pair as this version writes it; rewrite again")
+        if join is None:  # written before the body was the chain: the body is the two copies
+            return body
         chain = [n for n in body.node if not n.name.startswith(prefix)]
         x, batch, formals = join.output[0], sum(sizes), list(body.input)
         shape_of = lambda t: _ints(known[t]) if t in known else None  # noqa: E731
@@ -218,7 +220,7 @@ class Microbatch(PairKind):
         """Undo the split: the body's chain, without its join and split, in place of the graph's."""
         prefix = f"hexfuse/{call.overload}/"
         if not any(n.name == prefix + JOIN for n in body):  # two copies: written before the body was the chain
-            raise ModelError(f"node '{call.name}' is not a micro-batch pair as this version writes it; rewrite again")
+            return _first_copy(call, body, producers, consumers, drop)
         split = producers[call.input[0]]
         drop.add(id(split))
         drop.add(id(consumers[call.output[0]][0]))
@@ -253,6 +255,35 @@ class Microbatch(PairKind):
         assert pair.microbatch_sizes is not None
         rows_a, rows_b = pair.microbatch_sizes
         return f"{super().share_text(pair)} (rows {rows_a}:{rows_b})"
+
+
+def _first_copy(
+    call: onnx.NodeProto,
+    body: list[onnx.NodeProto],
+    producers: dict[str, onnx.NodeProto],
+    consumers: dict[str, list[onnx.NodeProto]],
+    drop: set[int],
+) -> list[onnx.NodeProto]:
+    """The chain of a pair written before its body was the chain (2026-12-02; tensors suffixed
+    `__mb0` before pair ids, `__pair0_mb0` after): the body is two copies on the halves, task A's
+    first (`num_nodes_a` nodes). A's copy with the graph's names (its own rows' Reshape shapes
+    dropped), in place of the Split, the call and the Concat, as unfuse restored it then."""
+    n_a = attribute(call, C.ATTR_NUM_NODES_A, None)
+    split = producers.get(call.input[0])
+    concat = next(iter(consumers.get(call.output[0], [])), None)
+    if n_a is None or split is None or split.op_type != "Split" or concat is None or concat.op_type != "Concat":
+        raise ModelError(f"node '{call.name}' is not a micro-batch pair as any version wrote it; rewrite again")
+    suffix = call.input[0].removeprefix(split.input[0])
+    chain = [
+        renamed_copy(n, {t: _restored(t, suffix) for t in [*n.input, *n.output]}, name=n.name.removesuffix(suffix))
+        for n in body[:n_a]
+        if not n.output[0].endswith(ROWS_SHAPE + suffix)
+    ]
+    chain[-1].output[0] = concat.output[0]
+    drop.update({id(split), id(concat)})
+    if len(split.input) > 1 and split.input[1] in producers:
+        drop.add(id(producers[split.input[1]]))
+    return chain
 
 
 def _copy(

@@ -221,7 +221,26 @@ def attach_programs(model: onnx.ModelProto) -> tuple[onnx.ModelProto, dict[str, 
             set_program(node, lower_pair(out, node, shapes, known))
         except LoweringError as exc:
             failed[node.overload or node.name] = exc.message
+    _type_pair_outputs(out)
     return out, failed
+
+
+def _type_pair_outputs(model: onnx.ModelProto) -> None:
+    """Give the pair outputs the graph leaves untyped their element type (inferred through the body):
+    ONNX Runtime infers nothing through the plugin's op, and refused to load with it a model whose
+    micro-batch halves were untyped, as the first rewrites wrote them ('output arg (y__mb0) type
+    inference failed'); the rewrite types them now (rewrite._type_pair_outputs)."""
+    graph = model.graph
+    typed = {v.name for v in [*graph.value_info, *graph.output] if v.type.tensor_type.elem_type}
+    untyped = [t for n in graph.node if (n.domain, n.op_type) == (C.DOMAIN, C.OP_TYPE) for t in n.output]
+    untyped = [t for t in untyped if t not in typed]
+    if not untyped:
+        return
+    types = model_types(model)
+    for t in untyped:
+        elem = types[t].tensor_type.elem_type if t in types else 0
+        if elem:
+            graph.value_info.append(helper.make_value_info(t, helper.make_tensor_type_proto(elem, None)))
 
 
 def set_program(node: onnx.NodeProto, program: bytes) -> None:
