@@ -222,3 +222,31 @@ def _ops(counts: Counter[str]) -> str:
 
 
 _AROUND = {"QuantizeLinear", "DequantizeLinear", "Transpose"}
+
+
+REDUCTIONS = ("ReduceMean", "ReduceSum")
+
+
+def pushed_transposes(path: Path | None, model: onnx.ModelProto) -> dict[str, list[int]]:
+    """The ReduceMean and ReduceSum nodes of the main graph that ORT's optimizer (CPU, default level) makes read
+    the input of the Transpose before them, by node name, with that Transpose's perm: ORT then sums that tensor, in
+    its order (moonshine_tiny_encoder's first layer norm), which the kernel follows (HFX_P_REDUCE_ORT_PERM). ORT
+    moves some such Transposes and not others (a perm [2, 0, 1] read by a Sub too: not), so it is asked, once, and
+    only where the model has a reduction of a Transpose with a perm."""
+    producer = {o: n for n in model.graph.node for o in n.output}
+    candidates: dict[str, onnx.NodeProto] = {}
+    for n in model.graph.node:
+        t = producer.get(n.input[0]) if n.op_type in REDUCTIONS and n.domain in ("", "ai.onnx") and n.input else None
+        if n.name and t is not None and t.op_type == "Transpose" and any(a.name == "perm" for a in t.attribute):
+            candidates[n.name] = t
+    if not candidates or path is None:
+        return {}
+    try:
+        ran = {n.name: n for n in optimized(path).graph.node}
+    except Exception:  # noqa: BLE001 - a model ORT cannot optimize: the kernel sums the Transpose's output
+        return {}
+    return {
+        name: list(helper.get_attribute_value(next(a for a in t.attribute if a.name == "perm")))
+        for name, t in candidates.items()
+        if name in ran and ran[name].input[:1] == t.input[:1]
+    }

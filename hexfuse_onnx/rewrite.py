@@ -21,7 +21,7 @@ from onnx import helper
 
 from . import contract as C
 from . import graph as graph_mod
-from . import node_order, qdq_guard, shape_expr
+from . import node_order, ort_graph, qdq_guard, shape_expr
 from .buckets import input_elements_of, share_table
 from .costmodel import Target
 from .errors import HexfuseError, ModelError
@@ -52,13 +52,14 @@ def prepare(
         v.name: v for v in list(g.model.graph.value_info) + list(g.model.graph.output) if v.type.tensor_type.elem_type
     }
     known = known_tensors(g.model.graph)  # once: a 10,000-node graph with 754 pairs
+    pushed = ort_graph.pushed_transposes(g.path, g.model)  # once too: ORT optimizes the model
     failed = []
     for k, pair in enumerate(pairs):
         pair.id, pair.lowered, pair.share_table = f"pair{first + k}", None, None
         pair.call = _fused_call(_with_witnesses(g, kind_of(pair).tasks(g, pair)), pair, target.name, opsets)
         _add_value_info(pair.call.function, typed | kind_of(pair).body_types(g, pair))
         try:
-            pair.lowered = _lower(g, pair.call, kind_of(pair).program_function, second, known)
+            pair.lowered = _lower(g, pair.call, kind_of(pair).program_function, second, known, pushed)
         except LoweringError as exc:
             failed.append((pair, exc))
             continue
@@ -289,16 +290,18 @@ def _lower(
     program_function: ProgramFunction,
     second: ShapeBinding | None,
     known: dict[str, onnx.TensorProto],
+    pushed: dict[str, list[int]],
 ) -> Lowered:
     """The call's program, lowered from the function its kind derives from the body
     (`PairKind.program_function`), its formal inputs typed from the ModelGraph's inferred shapes;
-    `known`: the graph's initializers and Constant values (`lowering.known_tensors`)."""
+    `known`: the graph's initializers and Constant values (`lowering.known_tensors`); `pushed`: the
+    reductions ORT sums the Transpose input of (`ort_graph.pushed_transposes`)."""
     infos = {t: call.tasks.placed_tensors.get(t) or g.info(t) for t in call.node.input}
     types = {t: info.type_proto() for t, info in infos.items() if info.elem_type}
     opset = next(o.version for o in g.model.opset_import if o.domain in ("", "ai.onnx"))
     fn = program_function(call.node, call.function, known)
     symbolic = _symbolic_inputs(g, call, fn, second) if second is not None else None
-    return lower_function(call.node, fn, known, types, opset, g.model.ir_version, symbolic)
+    return lower_function(call.node, fn, known, types, opset, g.model.ir_version, symbolic, pushed)
 
 
 def _symbolic_inputs(

@@ -985,6 +985,28 @@ static void test_reduce(void) {
     }
 }
 
+/* ReduceSum in ONNX Runtime's order where the double sum differs: a row of 8 as Eigen's two 4-float packets,
+ * lane 0 (2^24 + 1) + 0: 2^24 (double: 2^24 + 2); axes 1 and 3 of [2, 2, 2, 2] (ORT's generic loop) from 0 in
+ * row-major order, 2^24 + 1 + 1 - 2^24: 0 (double: 2) */
+static void test_reduce_ort_order(void) {
+    static const float row[8] = {16777216.0f, 1, 0, 0, 1, 0, 0, 0};
+    static const float quad[16] = {16777216.0f, 1, 0, 0, 1, -16777216.0f, 0, 0};
+    static const rshape shapes[2][2] = {{{2, {1, 8}}, {2, {1, 1}}}, {{4, {2, 2, 2, 2}}, {4, {2, 1, 2, 1}}}};
+    const float *xs[2] = {row, quad}, want[2] = {16777216.0f, 0.0f};
+    for (int i = 0; i < 2; i++) {
+        float O[4];
+        hfxb b;
+        hfxb_init(&b);
+        uint32_t x = hfxb_input(&b, 0, shapes[i][0].rank, shapes[i][0].d);
+        uint32_t o = hfxb_output(&b, 0, shapes[i][1].rank, shapes[i][1].d);
+        hfxb_reduce(&b, 0, HFX_OP_REDUCE_SUM, x, o, i ? 10u : 2u, 1);
+        const void *ins[1] = {xs[i]};
+        void *outs[1] = {O};
+        if (run_prog(&b, ins, 1, outs, 1)) CHECK_MSG(O[0] == want[i], "case %d: %.1f", i, (double)O[0]);
+        hfxb_free(&b);
+    }
+}
+
 /* ReduceMax / ReduceMin bit for bit (a NaN in some of the cases), and over no element */
 static void test_reduce_extreme(void) {
     for (int i = 0; i < 24; i++) {
@@ -2827,6 +2849,7 @@ int main(void) {
     RUN_TEST(test_exp_nonpositive);
     RUN_TEST(test_norms);
     RUN_TEST(test_reduce);
+    RUN_TEST(test_reduce_ort_order);
     RUN_TEST(test_reduce_extreme);
     RUN_TEST(test_arg_extreme);
     RUN_TEST(test_transpose);

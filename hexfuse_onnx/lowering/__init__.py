@@ -74,8 +74,10 @@ def lower_function(
     model_opset: int,
     ir_version: int,
     symbolic: SymbolicInputs | None = None,
+    ort_transposes: dict[str, list[int]] | None = None,
 ) -> Lowered:
-    """Lower a FusedHexPair node with its function body; `types` by the node's actual input names.
+    """Lower a FusedHexPair node with its function body; `types` by the node's actual input names;
+    `ort_transposes`: the reductions ORT sums the Transpose input of (ort_graph.pushed_transposes).
 
     With `symbolic` (some node input dim is symbolic) the program is format v2 with a shape
     section, proven at the second binding's types (`lowering.shapes`).
@@ -88,6 +90,7 @@ def lower_function(
     if node.domain != C.DOMAIN or node.op_type != C.OP_TYPE:
         raise LoweringError(node.op_type, node.name, f"not a {C.DOMAIN}::{C.OP_TYPE} node")
     lowerer = Lowerer(node, fn, initializers, types, model_opset, ir_version)
+    lowerer.ort_transposes = ort_transposes or {}
     if symbolic is None:
         return Lowered(lowerer.lower(), lowerer.origins)
     empty = _empty_symbolic_input(node, types, symbolic)
@@ -100,7 +103,9 @@ def lower_function(
         )
     second = (node, symbolic.function, initializers, symbolic.second, model_opset, ir_version)
     with contextlib.suppress(LoweringError):  # else lower_symbolic refuses it, saying why
-        lowerer.set_second_binding(Lowerer(*second))
+        at_second = Lowerer(*second)
+        at_second.ort_transposes = lowerer.ort_transposes
+        lowerer.set_second_binding(at_second)
     return Lowered(lower_symbolic(lowerer, second, symbolic), lowerer.origins)
 
 
@@ -140,6 +145,7 @@ def _lower_in_model(
     node: onnx.NodeProto,
     shapes: ModelShapes | None,
     known: dict[str, onnx.TensorProto] | None = None,
+    ort_transposes: dict[str, list[int]] | None = None,
 ) -> Lowered:
     if node.domain != C.DOMAIN or node.op_type != C.OP_TYPE:
         raise LoweringError(node.op_type, node.name, f"not a {C.DOMAIN}::{C.OP_TYPE} node")
@@ -158,7 +164,7 @@ def _lower_in_model(
     fn = shapes.typed(fn)
     fn = kind.program_function(node, fn, inits) if kind is not None else fn
     body, symbolic = shapes.symbolic(node, fn)
-    return lower_function(node, body, inits, shapes.types(node), opset, model.ir_version, symbolic)
+    return lower_function(node, body, inits, shapes.types(node), opset, model.ir_version, symbolic, ort_transposes)
 
 
 def lower_pair(
@@ -166,11 +172,12 @@ def lower_pair(
     node: onnx.NodeProto,
     shapes: ModelShapes | None = None,
     known: dict[str, onnx.TensorProto] | None = None,
+    ort_transposes: dict[str, list[int]] | None = None,
 ) -> bytes:
     """The task program bytes of one FusedHexPair node of a rewritten model (raises LoweringError);
     a model with symbolic input dims gets the v2 program the pass gave it (`lowering.rewritten`).
-    `known`: the model's `known_tensors`, when many pairs are lowered."""
-    return _lower_in_model(model, node, shapes, known).program
+    `known`: the model's `known_tensors`, when many pairs are lowered; `ort_transposes`: as lower_function's."""
+    return _lower_in_model(model, node, shapes, known, ort_transposes).program
 
 
 def program_op_nodes(

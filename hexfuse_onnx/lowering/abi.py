@@ -193,6 +193,7 @@ class PoolParam(IntEnum):
 class ReduceParam(IntEnum):
     AXES_MASK = 0
     KEEPDIMS = 1
+    ORT_PERM = 2  # REDUCE_SUM / REDUCE_MEAN: x = Transpose(T, perm), perm[k] in bits 4k..4k+3: summed as ORT sums T
 
 
 class ArgParam(IntEnum):

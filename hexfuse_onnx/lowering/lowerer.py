@@ -193,6 +193,9 @@ class Lowerer:
         # op whose params or tables follow such a length lowers the way that does not (lowering.shapes)
         self.varying: dict[str, set[int]] = {}
         self._shared_constants: dict[tuple[Task, Dtype, tuple[int, ...], bytes], int] = {}  # see shared_constant
+        # a ReduceMean/ReduceSum node's name -> the perm of the Transpose ORT's optimizer moves below it, whose input
+        # ORT then sums (ort_graph.pushed_transposes)
+        self.ort_transposes: dict[str, list[int]] = {}
 
     def _infer_body(self, ir_version: int) -> None:
         m = self.body_model({f: self.types[f] for f in self.fn.input}, ir_version)

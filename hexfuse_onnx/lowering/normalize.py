@@ -98,6 +98,9 @@ def reduce(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     for a in axes:
         mask |= 1 << (a % rank)
     params = {ReduceParam.AXES_MASK: mask, ReduceParam.KEEPDIMS: int(attr(n, "keepdims", 1))}
+    perm = cx.ort_transposes.get(n.name, []) if n.op_type in ("ReduceMean", "ReduceSum") else []
+    if sorted(perm) == list(range(rank)):  # ORT sums the Transpose's input: the kernel in its order
+        params[ReduceParam.ORT_PERM] = sum(p << (4 * k) for k, p in enumerate(perm))
     cx.emit(n, t, REDUCE[n.op_type], [cx.read(n.input[0], n, t)], params)
 
 

@@ -85,6 +85,7 @@ def _proven(first: Lowerer, second_args: tuple, section: bytes, notes: dict[tupl
     try:
         second = Lowerer(*second_args)
         second.varying = first.varying
+        second.ort_transposes = first.ort_transposes
         second.check_arena = False  # the kernel runs the tasks one after the other where they do not fit
         second.lower()
     except LoweringError as exc:

@@ -338,6 +338,9 @@ enum hfx_resize_nearest_mode {
 /* REDUCE_*: bit i set = reduce axis i (mask != 0, only bits < rank) */
 #define HFX_P_REDUCE_AXES_MASK 0
 #define HFX_P_REDUCE_KEEPDIMS 1 /* 0 or 1 */
+/* REDUCE_SUM / REDUCE_MEAN: 0, or x is Transpose(T, perm), perm[k] in bits [4 k, 4 k + 4): the host build sums
+ * in the order ORT's CPU kernel sums T in (its optimizer moves the Transpose below the reduction) */
+#define HFX_P_REDUCE_ORT_PERM 2
 
 /* ARGMAX, ARGMIN: one axis in [-rank, rank) (normalized by the parser; HFX_P_AXIS's slot) */
 #define HFX_P_ARG_AXIS 0

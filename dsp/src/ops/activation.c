@@ -31,13 +31,19 @@ static inline float hfx_round_even(float x) {
     return hfx_f32_of(hfx_u32_of((a + 8388608.0f) - 8388608.0f) | sign); /* no -ffast-math: not folded */
 }
 
-/* softplus as ONNX Runtime's CPU kernel writes it: x > 0 ? x + log1p(exp(-x)) : log1p(exp(x)), log1p(u) as
- * Eigen's: u where 1 + u rounds to 1, else u log(1 + u) / ((1 + u) - 1). The exp and log are hfx_exp and
- * hfx_log (a few ulp; not Eigen's bits). +inf gives +inf, -inf 0, NaN NaN. */
-static inline float hfx_softplus(float x) {
-    float u = hfx_exp(x > 0.0f ? -x : x);
-    float w = 1.0f + u;
-    float l = w == 1.0f ? u : u * (hfx_log(w) / (w - 1.0f));
+/* softplus as ONNX Runtime's CPU kernel computes it on x86-64 (its Eigen functor): x > 0 ? x + log1p(exp(-x)) :
+ * log1p(exp(x)), Eigen's packet exp and log1p (eigen_math.h) up to the last n % 4 elements, those by the C library
+ * (the Hexagon build has none: the packet path there too). +inf gives +inf, -inf 0; a NaN the C library's NaN, or
+ * in a packet all bits set, whatever its bits (found against ORT 1.32: plog's invalid-input mask). */
+static inline float hfx_softplus(float x, uint64_t i, uint64_t n) {
+    float v = x > 0.0f ? -x : x;
+#if !defined(__hexagon__)
+    if (i >= n - n % 4) return x > 0.0f ? x + log1pf(expf(v)) : log1pf(expf(v));
+#else
+    (void)i, (void)n;
+#endif
+    if (x != x) return hfx_f32_of(0xffffffffu);
+    float l = hfx_log1p_eigen(hfx_exp_eigen(v));
     return x > 0.0f ? x + l : l;
 }
 
@@ -162,7 +168,7 @@ void hfx_run_unary(const hfx_kernel_args *a, uint32_t item) {
         for (uint64_t i = b; i < e; i++) o[i] = hfx_sincos_ort(x[i], i, ot->numel, op->opcode == HFX_OP_SIN);
         break;
     case HFX_OP_SOFTPLUS:
-        for (uint64_t i = b; i < e; i++) o[i] = hfx_softplus(x[i]);
+        for (uint64_t i = b; i < e; i++) o[i] = hfx_softplus(x[i], i, ot->numel);
         break;
     case HFX_OP_ROUND:
         for (uint64_t i = b; i < e; i++) o[i] = hfx_round_even(x[i]);

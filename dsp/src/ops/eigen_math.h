@@ -1,4 +1,5 @@
-/* eigen_math.h - sin and cos of f32 as ONNX Runtime 1.32's CPU Sin and Cos compute them on x86-64: Eigen's
+/* eigen_math.h - sin and cos of f32 as ONNX Runtime 1.32's CPU Sin and Cos compute them on x86-64 (and Eigen's
+ * exp, log and log1p, Softplus's: below): Eigen's
  * packet sin/cos (SSE, no FMA: every product and sum rounds) over each 4-element packet, and the C
  * library's sinf/cosf over the last numel % 4 elements (Eigen's scalar tail). The packet path, per element:
  * q = nearest integer of |x| 2/pi (by the 1.5 * 2^23 rounding trick), r = |x| - q pi/2 in four rounded steps
@@ -9,6 +10,7 @@
 #ifndef HEXFUSE_OPS_EIGEN_MATH_H
 #define HEXFUSE_OPS_EIGEN_MATH_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "vmath.h" /* hfx_f32_of, hfx_u32_of */
@@ -62,6 +64,63 @@ static inline float hfx_sincos_eigen(float x, int sine) {
     int even = (q & 1) == 0;
     float y = sine == even ? s : c; /* sin: s where q is even; cos: c where q is even */
     return hfx_f32_of(hfx_u32_of(y) ^ sign);
+}
+
+/* exp of f32 as Eigen's packet pexp_float (ORT 1.32's Eigen, SSE, no FMA: each product and sum rounds): below -104
+ * 0; x clamped to 88.723; m = floor(x log2(e) + 1/2), r = x - m ln2 in two steps, exp(r) by a degree-6 polynomial
+ * in its even and odd halves, times 2^m as pldexp does (2^b three times, b = floor(m / 4), then 2^(m - 3b): only the
+ * last product may round), then the larger of that and x. */
+static inline float hfx_exp_eigen(float x0) {
+    if (x0 < -104.0f) return 0.0f;
+    if (x0 != x0) return x0; /* a NaN (the floor's cast below would be undefined) */
+    float x = 88.723f < x0 ? 88.723f : x0;
+    float v = x * 1.44269504088896341f + 0.5f;
+    float m = (float)(int32_t)v; /* floor: |v| < 2^31 here */
+    m = m > v ? m - 1.0f : m;
+    float r = m * -0.693359375f + x;
+    r = m * 2.12194440e-4f + r;
+    float r2 = r * r;
+    float even = r2 * 1.37449637986719608306884765625e-3f + 4.166965186595916748046875e-2f;
+    float odd = r2 * 8.36894474923610687255859375e-3f + 0.16666518151760101318359375f;
+    even = r2 * even + 0.49999988079071044921875f;
+    float y = r * odd + even;
+    y = r2 * y + (r + 1.0f);
+    int32_t e = (int32_t)m, b = e >> 2;
+    float c = hfx_f32_of((uint32_t)(b + 127) << 23);
+    float out = y * c * c * c * hfx_f32_of((uint32_t)(e - 3 * b + 127) << 23);
+    return x0 > out ? x0 : out;
+}
+
+/* log of f32 as Eigen's packet plog_float (the same build): x = m 2^e with m in [sqrt(1/2), sqrt(2)), log(m) by a
+ * (3,3) rational function of m - 1, plus e ln2; 0 gives -inf, +inf +inf, below 0 or NaN all bits set (a NaN). */
+static inline float hfx_log_eigen(float x0) {
+    uint32_t bits = hfx_u32_of(x0);
+    if (x0 == 0.0f) return -__builtin_inff();
+    if (!(x0 >= 0.0f)) return hfx_f32_of(0xffffffffu);
+    if (x0 == __builtin_inff()) return x0;
+    float e = (float)((int32_t)((bits >> 23) & 0xffu) - 126);
+    float x = hfx_f32_of((bits & 0x807fffffu) | 0x3f000000u);
+    bool low = x < 0.707106781186547524f;
+    float tmp = low ? x : 0.0f;
+    x = x - 1.0f;
+    e = e - (low ? 1.0f : 0.0f);
+    x = x + tmp;
+    float p = 0.18256296349849254f;
+    p = p * x + 1.0000000190281063f;
+    p = p * x + 1.0000000190281136f;
+    p = x * p;
+    float q = 0.049616247954120038f;
+    q = q * x + 0.59923249590823520f;
+    q = q * x + 1.4999999999999927f;
+    q = q * x + 1.0f;
+    return e * 0.693147180559945309f + p / q;
+}
+
+/* log1p of f32 as Eigen's generic_plog1p: u where 1 + u rounds to 1 (or to its log: inf), else u log(1 + u) /
+ * ((1 + u) - 1) */
+static inline float hfx_log1p_eigen(float u) {
+    float w = 1.0f + u, l = hfx_log_eigen(w);
+    return w == 1.0f || w == l ? u : u * (l / (w - 1.0f));
 }
 
 #endif

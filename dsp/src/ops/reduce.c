@@ -1,11 +1,23 @@
-/* reduce.c - ReduceMean / ReduceSum (accumulated in double) and ReduceMax / ReduceMin over any set of
- * axes, and ArgMax / ArgMin along one axis. An item is a range of output elements; each is reduced completely. */
+/* reduce.c - ReduceMean / ReduceSum (the host build: as ONNX Runtime's CPU kernel sums, bit for bit; the Hexagon
+ * builds and HFX_SUM_HEXAGON: accumulated in double) and ReduceMax / ReduceMin over any set of axes, and ArgMax /
+ * ArgMin along one axis. An item is a range of output elements; each is reduced completely. */
 #include "kernels.h"
 #include "vsum.h"
 
 typedef struct reduce_plan {
     uint64_t outputs, outputs_per_item;
 } reduce_plan;
+
+/* 0, or each of [0, rank) once in the low `rank` nibbles (HFX_P_REDUCE_ORT_PERM) */
+static bool perm_valid(uint32_t perm, uint32_t rank) {
+    uint32_t seen = 0;
+    for (uint32_t k = 0; perm && k < 8; k++) {
+        uint32_t j = (perm >> (4 * k)) & 15u;
+        if (k >= rank ? j != 0 : j >= rank || (seen >> j) & 1u) return false;
+        if (k < rank) seen |= 1u << j;
+    }
+    return true;
+}
 
 hfx_status hfx_validate_reduce(hfx_vctx *v, hfx_op *op) {
     const hfx_tensor *x = &v->p->tensors[op->in[0]];
@@ -17,6 +29,10 @@ hfx_status hfx_validate_reduce(hfx_vctx *v, hfx_op *op) {
     if (keep != 0 && keep != 1)
         return hfx_vfail(v, HFX_ERR_PARAM, HFX_PARAM_OFF(v, HFX_P_REDUCE_KEEPDIMS), "op %u: keepdims must be 0/1",
                          v->index);
+    if (!perm_valid((uint32_t)op->params[HFX_P_REDUCE_ORT_PERM], x->rank))
+        return hfx_vfail(v, HFX_ERR_PARAM, HFX_PARAM_OFF(v, HFX_P_REDUCE_ORT_PERM),
+                         "op %u: ORT's transpose %#x is no permutation of %u axes", v->index,
+                         (uint32_t)op->params[HFX_P_REDUCE_ORT_PERM], x->rank);
     uint32_t od[HFX_MAX_RANK], orank = 0;
     for (uint32_t i = 0; i < x->rank; i++) {
         if (!(mask & (1u << i))) od[orank++] = x->dims[i];
@@ -77,101 +93,184 @@ static float strided_extreme(const float *x, const uint32_t *dims, const uint64_
     return m;
 }
 
-#if !defined(__hexagon__) /* the host's only: its build alone holds a quantized result to ORT's (program.c) */
-/* ONNX Runtime 1.32's float ReduceSum / ReduceMean on x86-64 (reduction_ops.h), for a QUANTIZE_LINEAR's
- * input: the axes of size 1 dropped, runs of reduced and of kept axes merged, its fast paths for the
- * shapes R, KR, RK, KRK and RKR; the mean is the sum divided by the count in float. */
+#if !defined(__hexagon__) /* the host's only: its build alone is held to ORT's bits */
+/* ONNX Runtime 1.32's float ReduceSum / ReduceMean on x86-64 (reduction_ops.h), on every output the host build
+ * computes (probed with values whose float sum depends on the order: tests/test_lower_reduce_order.py): the axes
+ * of size 1 dropped, runs of reduced and of kept axes merged, its fast paths for the shapes R, KR, RK, KRK and RKR,
+ * else its generic loop; the mean is the sum divided by the count in float. ORT reads the tensor it reduces, which
+ * is x, or the tensor x is a Transpose of (HFX_P_REDUCE_ORT_PERM: ORT's optimizer moves a Transpose below a
+ * ReduceMean): an ort_view, that tensor's dims and the strides of its axes in x. */
+typedef struct ort_view {
+    const float *x;
+    uint32_t rank, mask, permuted; /* mask: the view's reduced axes */
+    uint32_t dims[HFX_MAX_RANK];
+    uint64_t st[HFX_MAX_RANK];
+} ort_view;
+
+/* x as the tensor T of which it is Transpose(T, perm), perm[k] in 4 bits at 4 k (0: x itself) */
+static void ort_view_init(ort_view *v, const float *x, const hfx_tensor *xt, uint32_t mask, uint32_t perm) {
+    uint64_t st[HFX_MAX_RANK];
+    hfx_dense_strides(xt, st);
+    v->x = x;
+    v->rank = xt->rank;
+    v->mask = 0;
+    v->permuted = perm != 0;
+    for (uint32_t k = 0; k < xt->rank; k++) {
+        uint32_t j = perm ? (perm >> (4 * k)) & 15u : k; /* x's axis k is T's axis j */
+        v->dims[j] = xt->dims[k];
+        v->st[j] = st[k];
+        v->mask |= ((mask >> k) & 1u) << j;
+    }
+}
+
+/* The element at T's row-major index i */
+static inline float ld(const ort_view *v, uint64_t i) {
+    if (!v->permuted) return v->x[i];
+    uint64_t off = 0;
+    for (uint32_t j = v->rank; j-- > 0;) {
+        off += (i % v->dims[j]) * v->st[j];
+        i /= v->dims[j];
+    }
+    return v->x[off];
+}
+
+/* ORT's index of output q (x's kept axes in T's order) */
+static uint64_t ort_output_index(const ort_view *v, const hfx_tensor *xt, uint32_t perm, uint64_t q) {
+    if (!perm) return q;
+    uint64_t digit[HFX_MAX_RANK] = {0}, qt = 0;
+    for (uint32_t k = xt->rank; k-- > 0;) {
+        uint32_t j = (perm >> (4 * k)) & 15u;
+        if ((v->mask >> j) & 1u) continue;
+        digit[j] = q % xt->dims[k];
+        q /= xt->dims[k];
+    }
+    for (uint32_t j = 0; j < v->rank; j++)
+        if (!((v->mask >> j) & 1u)) qt = qt * v->dims[j] + digit[j];
+    return qt;
+}
+
 typedef struct ort_shape {
     uint64_t d[3];
     uint32_t n, reduced; /* reduced: bit i set when merged axis i is reduced */
 } ort_shape;
 
-static bool ort_fast_shape(const hfx_tensor *x, uint32_t mask, ort_shape *f) {
+static bool ort_fast_shape(const ort_view *v, ort_shape *f) {
     f->n = 0;
     f->reduced = 0;
-    for (uint32_t i = 0; i < x->rank; i++) {
-        if (x->dims[i] == 1) continue;
-        uint32_t red = (mask >> i) & 1u;
+    for (uint32_t i = 0; i < v->rank; i++) {
+        if (v->dims[i] == 1) continue;
+        uint32_t red = (v->mask >> i) & 1u;
         if (f->n && ((f->reduced >> (f->n - 1)) & 1u) == red) {
-            f->d[f->n - 1] *= x->dims[i];
+            f->d[f->n - 1] *= v->dims[i];
             continue;
         }
-        if (f->n == 3) return false; /* RKRK and longer: ORT's generic loop, not followed */
-        f->d[f->n] = x->dims[i];
+        if (f->n == 3) return false; /* RKRK and longer: ORT's generic loop (ort_generic_sum) */
+        f->d[f->n] = v->dims[i];
         f->reduced |= red << f->n++;
     }
     return f->n > 0 && f->reduced != 0;
 }
 
-/* Eigen's sum of a contiguous run as ORT's build computes it (4-float SSE packets): the elements before
- * the first 16-byte boundary (`off`: the run's offset in the 64-byte aligned tensor) and after the last
- * whole packet are added one by one after the packets; the packets summed in 2 accumulators, 8 elements
- * per step, then one more packet, reduced (0 + 2) + (1 + 3). Shorter than a packet: in order. */
-static float eigen_sum(const float *x, uint64_t n, uint64_t off) {
-    uint64_t start = (4 - off % 4) % 4 < n ? (4 - off % 4) % 4 : n;
+/* Eigen's sum of the n elements from b as ORT's build computes it (4-float SSE packets): the elements before
+ * the first 16-byte boundary (b: the run's offset in the 64-byte aligned tensor) and after the last whole packet
+ * are added one by one after the packets; the packets summed in 2 accumulators, 8 elements per step, then one
+ * more packet, reduced (0 + 2) + (1 + 3). Shorter than a packet: in order. */
+static float eigen_sum(const ort_view *v, uint64_t b, uint64_t n) {
+    uint64_t start = (4 - b % 4) % 4 < n ? (4 - b % 4) % 4 : n;
     uint64_t end = start + (n - start) / 4 * 4, end2 = start + (n - start) / 8 * 8;
-    float s = x[0];
+    float s = ld(v, b);
     if (end == start) {
-        for (uint64_t i = 1; i < n; i++) s += x[i];
+        for (uint64_t i = 1; i < n; i++) s += ld(v, b + i);
         return s;
     }
     float p0[4], p1[4];
-    for (uint32_t j = 0; j < 4; j++) p0[j] = x[start + j];
+    for (uint32_t j = 0; j < 4; j++) p0[j] = ld(v, b + start + j);
     if (end - start > 4) {
-        for (uint32_t j = 0; j < 4; j++) p1[j] = x[start + 4 + j];
+        for (uint32_t j = 0; j < 4; j++) p1[j] = ld(v, b + start + 4 + j);
         for (uint64_t i = start + 8; i < end2; i += 8)
             for (uint32_t j = 0; j < 4; j++) {
-                p0[j] += x[i + j];
-                p1[j] += x[i + 4 + j];
+                p0[j] += ld(v, b + i + j);
+                p1[j] += ld(v, b + i + 4 + j);
             }
         for (uint32_t j = 0; j < 4; j++) p0[j] += p1[j];
         if (end > end2)
-            for (uint32_t j = 0; j < 4; j++) p0[j] += x[end2 + j];
+            for (uint32_t j = 0; j < 4; j++) p0[j] += ld(v, b + end2 + j);
     }
     s = (p0[0] + p0[2]) + (p0[1] + p0[3]);
-    for (uint64_t i = 0; i < start; i++) s += x[i];
-    for (uint64_t i = end; i < n; i++) s += x[i];
+    for (uint64_t i = 0; i < start; i++) s += ld(v, b + i);
+    for (uint64_t i = end; i < n; i++) s += ld(v, b + i);
     return s;
 }
 
-/* Column j of rows r (N apart) summed as ORT's KRK path does (a MatMul of ones by the block: MLAS's
+/* Column b of rows r (N apart) summed as ORT's KRK path does (a MatMul of ones by the block: MLAS's
  * SgemmKernelM1Avx, hfx_sgemv_mlas with x = 1): groups of 4 rows summed in order, each added to the
  * running sum, then 2, then 1. */
-static float m1_column_sum(const float *x, uint64_t rows, uint64_t N) {
+static float m1_column_sum(const ort_view *v, uint64_t b, uint64_t rows, uint64_t N) {
     float y = 0.0f;
     uint64_t r = 0;
-    for (; r + 4 <= rows; r += 4) y = (((x[r * N] + x[(r + 1) * N]) + x[(r + 2) * N]) + x[(r + 3) * N]) + y;
+    for (; r + 4 <= rows; r += 4)
+        y = (((ld(v, b + r * N) + ld(v, b + (r + 1) * N)) + ld(v, b + (r + 2) * N)) + ld(v, b + (r + 3) * N)) + y;
     if (r + 2 <= rows) {
-        y = (x[r * N] + x[(r + 1) * N]) + y;
+        y = (ld(v, b + r * N) + ld(v, b + (r + 1) * N)) + y;
         r += 2;
     }
-    if (r < rows) y = x[r * N] + y;
+    if (r < rows) y = ld(v, b + r * N) + y;
     return y;
 }
 
+/* ORT's generic loop (NoTransposeReduce1Loop): output q's elements from 0 in the row-major order of T's reduced
+ * axes, one float add each */
+static float ort_generic_sum(const ort_view *v, uint64_t q, uint64_t count) {
+    float s = 0.0f;
+    for (uint64_t k = 0; k < count; k++) {
+        uint64_t off = 0, kr = k, qr = q;
+        for (uint32_t j = v->rank; j-- > 0;) {
+            uint64_t *from = (v->mask >> j) & 1u ? &kr : &qr;
+            off += (*from % v->dims[j]) * v->st[j];
+            *from /= v->dims[j];
+        }
+        s += v->x[off];
+    }
+    return s;
+}
+
 /* Output q's sum as ORT computes it, for the fast shape f. */
-static float ort_sum(const float *x, const ort_shape *f, uint64_t q) {
+static float ort_sum(const ort_view *v, const ort_shape *f, uint64_t q) {
     const uint64_t *d = f->d;
     switch (f->n * 8 + f->reduced) {
     case 1 * 8 + 1: /* R */
-        return eigen_sum(x, d[0], 0);
+        return eigen_sum(v, 0, d[0]);
     case 2 * 8 + 2: /* KR */
-        return eigen_sum(x + q * d[1], d[1], q * d[1]);
+        return eigen_sum(v, q * d[1], d[1]);
     case 2 * 8 + 1: { /* RK: rows added to the first in order */
-        float s = x[q];
-        for (uint64_t r = 1; r < d[0]; r++) s += x[r * d[1] + q];
+        float s = ld(v, q);
+        for (uint64_t r = 1; r < d[0]; r++) s += ld(v, r * d[1] + q);
         return s;
     }
     case 3 * 8 + 2: /* KRK */
-        return m1_column_sum(x + (q / d[2]) * d[1] * d[2] + q % d[2], d[1], d[2]);
+        return m1_column_sum(v, (q / d[2]) * d[1] * d[2] + q % d[2], d[1], d[2]);
     default: { /* RKR: each block's Eigen sum added in order */
         float s = 0.0f;
-        for (uint64_t i = 0; i < d[0]; i++) {
-            uint64_t off = (i * d[1] + q) * d[2];
-            s += eigen_sum(x + off, d[2], off);
-        }
+        for (uint64_t i = 0; i < d[0]; i++) s += eigen_sum(v, (i * d[1] + q) * d[2], d[2]);
         return s;
     }
+    }
+}
+
+/* Outputs [b, e) of a REDUCE_SUM / REDUCE_MEAN (`mean`) over `count` elements each, as ORT computes them */
+static void ort_reduce(const hfx_kernel_args *a, uint64_t count, bool mean, uint64_t b, uint64_t e) {
+    const hfx_op *op = a->op;
+    const hfx_tensor *xt = &a->prog->tensors[op->in[0]];
+    uint32_t perm = (uint32_t)op->params[HFX_P_REDUCE_ORT_PERM];
+    ort_view v;
+    ort_view_init(&v, a->in[0], xt, (uint32_t)op->params[HFX_P_REDUCE_AXES_MASK], perm);
+    ort_shape f;
+    bool fast = ort_fast_shape(&v, &f);
+    float *o = a->out[0];
+    for (uint64_t q = b; q < e; q++) {
+        uint64_t qt = ort_output_index(&v, xt, perm, q);
+        float s = fast ? ort_sum(&v, &f, qt) : ort_generic_sum(&v, qt, count);
+        o[q] = mean ? s / (float)count : s;
     }
 }
 #endif
@@ -210,13 +309,8 @@ void hfx_run_reduce(const hfx_kernel_args *a, uint32_t item) {
 #if !defined(__hexagon__)
     /* Hexagon builds compile none of this: with it, clang-19's v67 code of the strided loop below faulted
      * under qemu (test_scheduler_coop's ReduceSum, a load out of x; cause not found) */
-    ort_shape f;
-    /* ORT's bits where a QUANTIZE_LINEAR reads them */
-    if (!extreme && op->sum_order == HFX_SUM_ORT && ort_fast_shape(xt, mask, &f)) {
-        for (uint64_t q = b; q < e; q++) {
-            float s = ort_sum(x, &f, q);
-            o[q] = op->opcode == HFX_OP_REDUCE_MEAN ? s / (float)rcount : s;
-        }
+    if (!extreme && op->sum_order != HFX_SUM_HEXAGON) { /* ORT's bits, wherever the pair's output goes */
+        ort_reduce(a, rcount, op->opcode == HFX_OP_REDUCE_MEAN, b, e);
         return;
     }
 #endif
