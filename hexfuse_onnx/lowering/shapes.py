@@ -17,6 +17,7 @@ byte for byte. Any difference refuses the pair, naming the op or tensor that dif
 from __future__ import annotations
 
 import functools
+import hashlib
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -135,7 +136,26 @@ def _body_dims(lowerer: Lowerer, symbols: _Symbols) -> dict[str, list[int | symp
         concrete = [d.dim_value for d in lowerer.types[f].tensor_type.shape.dim]
         dims = [name or concrete[axis] for axis, name in enumerate(symbols.names[io])]
         types[f] = helper.make_tensor_type_proto(elem, dims)
-    inferred = _run_symbolic_inference(lowerer.body_model(types, lowerer.ir_version), exact_slices=True)
+    model = lowerer.body_model(types, lowerer.ir_version)
+    canonical, names = _canonical(model)
+    if canonical is None:
+        return _inferred(model)
+    key = hashlib.sha256(canonical.SerializeToString(deterministic=True)).digest()
+    if key not in _INFERRED:
+        if len(_INFERRED) >= INFERRED_KEPT:
+            del _INFERRED[next(iter(_INFERRED))]
+        _INFERRED[key] = _inferred(canonical)
+    return {names[t]: list(dims) for t, dims in _INFERRED[key].items() if t in names}
+
+
+# ORT's inference of a body, by the body with its tensors renamed (`_canonical`): the same body in another
+# layer or pair is inferred once (moonshine_tiny_decoder at 0 us: 165 inferences of 59 bodies, 6 s)
+_INFERRED: dict[bytes, dict[str, list[int | sympy.Expr | None]]] = {}
+INFERRED_KEPT = 4096
+
+
+def _inferred(model: onnx.ModelProto) -> dict[str, list[int | sympy.Expr | None]]:
+    inferred = _run_symbolic_inference(model, exact_slices=True)
     if inferred is None:
         return {}
     g = inferred.graph
@@ -145,6 +165,31 @@ def _body_dims(lowerer: Lowerer, symbols: _Symbols) -> dict[str, list[int | symp
         if shape is not None:
             out[vi.name] = [_parse(d) for d in shape]
     return out
+
+
+def _canonical(model: onnx.ModelProto) -> tuple[onnx.ModelProto | None, dict[str, str]]:
+    """A copy of a body model with its tensors named t0, t1, ... in order of first use and its nodes n0, n1,
+    ... (ORT's inference names what it invents by op type and node index, not by name), and the map back from
+    the new names; (None, {}) for a body holding a subgraph, whose names it does not rename."""
+    held = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+    if any(a.type in held for n in model.graph.node for a in n.attribute):
+        return None, {}
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    g = out.graph
+    new: dict[str, str] = {"": ""}
+    rename = lambda t: new.setdefault(t, f"t{len(new) - 1}")  # noqa: E731
+    for v in g.input:
+        v.name = rename(v.name)
+    for t in g.initializer:
+        t.name = rename(t.name)
+    for k, n in enumerate(g.node):
+        n.name = f"n{k}"
+        n.input[:] = [rename(t) for t in n.input]
+        n.output[:] = [rename(t) for t in n.output]
+    for v in [*g.value_info, *g.output]:
+        v.name = rename(v.name)
+    return out, {c: t for t, c in new.items() if t}
 
 
 def _merged(
