@@ -17,11 +17,11 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 
 import onnx
-from onnx import helper
+from onnx import helper, numpy_helper
 
 from . import contract as C
 from . import graph as graph_mod
-from . import node_order, qdq_guard, shape_expr
+from . import node_order, qdq_guard, shape_expr, shape_values
 from .buckets import ShareTable, input_elements_of, share_table
 from .costmodel import Prediction, Target
 from .errors import HexfuseError, ModelError
@@ -115,6 +115,8 @@ def _with_witnesses(g: ModelGraph, tasks: PairTasks) -> PairTasks:
 
 def _witnessed(g: ModelGraph, body: TaskBody) -> TaskBody:
     missing = {n for node in body.nodes for t in node.output for n in _dim_names(g.symbolic_dims(t) or ())}
+    values = (shape_values.value_exprs(g, t) for t in body.inputs if t not in g.initializers)
+    missing |= {n for v in values if v is not None for e in v for n in shape_expr.free_names(e)}
     missing -= {d for t in body.inputs for d in _lone_dims(g, t)}
     inputs = list(body.inputs)
     while missing:
@@ -341,7 +343,29 @@ def _symbolic_inputs(
     function.CopyFrom(fn)
     made = {t for n in function.node for t in n.output}  # not every tensor of the graph: once per pair
     _retype(function, {t: helper.make_value_info(t, at_second[t].type_proto()) for t in made if _typed(at_second, t)})
-    return SymbolicInputs(dims, types, body, function)
+    return SymbolicInputs(dims, types, body, function, _shape_values(g, call, second))
+
+
+def _shape_values(
+    g: ModelGraph, call: FusedCall, second: ShapeBinding
+) -> dict[str, tuple[shape_values.Value, onnx.TensorProto, onnx.TensorProto]]:
+    """The node inputs the model computes from its input shapes outside the pair (a decode step's past length),
+    as expressions of its dim names and their values at the representative and the `second` binding."""
+    out: dict[str, tuple[shape_values.Value, onnx.TensorProto, onnx.TensorProto]] = {}
+    for t in call.node.input:
+        value = shape_values.value_exprs(g, t) if t not in g.initializers and g.binding is not None else None
+        if value is None or all(e.is_Integer for e in value):
+            continue
+        assert g.binding is not None
+        info = g.info(t)
+        try:
+            first, other = (shape_values.at(value, b.symbols) for b in (g.binding, second))
+        except (shape_expr.ShapeExprError, KeyError):
+            continue
+        dtype = helper.tensor_dtype_to_np_dtype(info.elem_type)
+        at_first, at_second = (numpy_helper.from_array(v.reshape(info.shape).astype(dtype), t) for v in (first, other))
+        out[t] = (value, at_first, at_second)
+    return out
 
 
 def _typed(infos: dict[str, TensorInfo], t: str) -> bool:

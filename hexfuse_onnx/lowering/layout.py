@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
+import sympy
 from onnx import numpy_helper
 
 from ..profile import Engine as EngineClass
@@ -263,7 +264,9 @@ def _mirror(cx: Lowerer, n: onnx.NodeProto, t: Task, src: int, axis: int, length
 def slice_(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     """One SLICE of data of any type the program moves. Ends that follow the input shapes (known only at run
     time, or computed from a Shape: `position_ids[:, :seq]`) are each start plus the output's length on the
-    axis, a param the shape section makes follow that length (`Lowerer.output_params`)."""
+    axis, a param the shape section makes follow that length (`Lowerer.output_params`). Starts computed from the
+    shapes outside the pair (a decode step's `position_ids[:, past:past + new]`) are params the shape section
+    patches with their expressions (`Lowerer.value_params`), where they cannot be negative."""
     rank = len(cx.shape(n.input[0], n))
     follow = cx.opset >= 10 and (n.input[2] not in cx.static or cx.follows_shapes(n.input[2]))
     if cx.opset < 10:
@@ -280,8 +283,24 @@ def slice_(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         s[a % rank], e[a % rank], st[a % rank] = _clamp(b), _clamp(c), _clamp(d)
     x, dtype = _read_moved(cx, n, t, MOVED_INTEGERS)
     cx.emit(n, t, Opcode.SLICE, [x], slice_params(s, e, st), out_dtype=dtype)
+    op = len(cx.prog.ops) - 1
     if follow:
-        cx.output_params[len(cx.prog.ops) - 1] = [(SliceParam.ENDS + a % rank, a % rank, s[a % rank]) for a in axes]
+        cx.output_params[op] = [(SliceParam.ENDS + a % rank, a % rank, SliceParam.STARTS + a % rank) for a in axes]
+    if cx.opset >= 10 and n.input[1] in cx.shape_values:
+        cx.value_params[op] = {SliceParam.STARTS + a % rank: (n.input[1], k) for k, a in enumerate(axes)}
+        _nonnegative_starts(n, cx.shape_values[n.input[1]])
+
+
+def _nonnegative_starts(n: onnx.NodeProto, starts: tuple[sympy.Expr, ...]) -> None:
+    """A start that follows the shapes counts from the end where negative: only one that cannot be is patched."""
+    for k, expr in enumerate(starts):
+        dims = {d: sympy.Symbol(d.name, integer=True, nonnegative=True) for d in expr.free_symbols}
+        if not expr.xreplace(dims).is_nonnegative:
+            raise LoweringError(
+                n.op_type,
+                n.name,
+                f"start {k} '{expr}' follows the input shapes and may be negative (counted from the end)",
+            )
 
 
 def _ends_of_output(cx: Lowerer, n: onnx.NodeProto, starts: list[int], axes: list[int], steps: list[int]) -> list[int]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import IntEnum
 
 import onnx
@@ -57,6 +57,9 @@ class SymbolicInputs:
     second: dict[str, onnx.TypeProto]
     model_dims: dict[str, tuple[Dim, ...]]  # body tensors' symbolic dims in the whole model (a fallback)
     function: onnx.FunctionProto  # the body with its value_info at the second binding
+    # node input -> its value computed from the shapes outside the pair (shape_values): as expressions of the
+    # model's dim names, and at the representative and the second binding
+    values: dict[str, tuple[tuple[sympy.Expr, ...], onnx.TensorProto, onnx.TensorProto]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -85,7 +88,7 @@ def _proven(first: Lowerer, second_args: tuple, section: bytes, notes: dict[tupl
     """The v2 program, once its specialization to the second binding equals the lowering there."""
     try:
         second = Lowerer(*second_args)
-        second.varying = first.varying
+        second.varying, second.shape_values = first.varying, first.shape_values
         second.check_arena = False  # the kernel runs the tasks one after the other where they do not fit
         second.lower()
     except LoweringError as exc:
@@ -272,24 +275,40 @@ def _patches(
 def _output_param_patches(
     lowerer: Lowerer, body: dict[str, list[int | sympy.Expr | None]], symbols: _Symbols, values: list[int]
 ) -> list[Patch]:
-    """OP_PARAM patches of the params that are an offset plus the op's output dim (`Lowerer.output_params`: a
-    Slice end known only at run time), where that dim has an expression; else the safety net refuses what varies."""
+    """OP_PARAM patches of the params that are another param plus the op's output dim (`Lowerer.output_params`: a
+    Slice end known only at run time, its start plus the output's length), where that dim has an expression, and
+    of the params that are a value computed from the shapes outside the pair (`Lowerer.value_params`: a Slice start
+    from a decode step's past length); else the safety net refuses what varies."""
     index = tuple(sorted(symbols.index.items()))
     patches: list[Patch] = []
-    for k, entries in lowerer.output_params.items():
-        op = lowerer.prog.ops[k]
-        exprs = _tensor_exprs(lowerer, op.output, body, symbols) or []
-        for slot, axis, offset in entries:
+    for k, op in enumerate(lowerer.prog.ops):
+        exprs = (_tensor_exprs(lowerer, op.output, body, symbols) if k in lowerer.output_params else None) or []
+        follows: dict[int, sympy.Expr | None] = {
+            slot: _value_expr(lowerer, symbols, *of) for slot, of in lowerer.value_params.get(k, {}).items()
+        }
+        for slot, axis, offset in lowerer.output_params.get(k, []):
             dim = exprs[axis] if axis < len(exprs) else None
-            if not isinstance(dim, sympy.Expr) or dim.is_Integer:
-                continue
+            start = follows.get(offset, sympy.Integer(op.params[offset]))
+            if isinstance(dim, sympy.Expr) and start is not None and not (dim + start).is_Integer:
+                follows[slot] = dim + start
+        for slot, expr in follows.items():
             try:
-                words = [*_words(dim, index), shape_expr.Code.CONST, offset, shape_expr.Code.ADD]
-                if shape_expr.run(words, values) == op.params[slot]:
-                    patches.append(Patch(Target.OP_PARAM, k, slot, tuple(words)))
+                words = _words(expr, index) if expr is not None else ()
+                if words and shape_expr.run(list(words), values) == op.params[slot]:
+                    patches.append(Patch(Target.OP_PARAM, k, slot, words))
             except ShapeExprError:
                 continue
     return patches
+
+
+def _value_expr(lowerer: Lowerer, symbols: _Symbols, formal: str, element: int) -> sympy.Expr | None:
+    """Element `element` of a formal input's value (`Lowerer.shape_values`) over the pair's symbols, None where it
+    names a dim no node input carries as its own."""
+    expr = lowerer.shape_values[formal][element]
+    names = {d: symbols.renames.get(d.name) for d in expr.free_symbols}
+    if any(v is None for v in names.values()):
+        return None
+    return expr.xreplace({d: sympy.Symbol(v, integer=True) for d, v in names.items() if v is not None})
 
 
 def _tensor_exprs(
