@@ -16,6 +16,7 @@ byte for byte. Any difference refuses the pair, naming the op or tensor that dif
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 from dataclasses import dataclass, field
@@ -283,22 +284,34 @@ def _output_param_patches(
     patches: list[Patch] = []
     for k, op in enumerate(lowerer.prog.ops):
         exprs = (_tensor_exprs(lowerer, op.output, body, symbols) if k in lowerer.output_params else None) or []
-        follows: dict[int, sympy.Expr | None] = {
-            slot: _value_expr(lowerer, symbols, *of) for slot, of in lowerer.value_params.get(k, {}).items()
-        }
-        for slot, axis, offset in lowerer.output_params.get(k, []):
-            dim = exprs[axis] if axis < len(exprs) else None
-            start = follows.get(offset, sympy.Integer(op.params[offset]))
-            if isinstance(dim, sympy.Expr) and start is not None and not (dim + start).is_Integer:
-                follows[slot] = dim + start
-        for slot, expr in follows.items():
+        for slot, words in _param_words(lowerer, k, exprs, symbols, index).items():
             try:
-                words = _words(expr, index) if expr is not None else ()
-                if words and shape_expr.run(list(words), values) == op.params[slot]:
+                if shape_expr.run(list(words), values) == op.params[slot]:
                     patches.append(Patch(Target.OP_PARAM, k, slot, words))
             except ShapeExprError:
                 continue
     return patches
+
+
+def _param_words(
+    lowerer: Lowerer, k: int, exprs: list[int | sympy.Expr | None], symbols: _Symbols, index: tuple
+) -> dict[int, tuple[int, ...]]:
+    """The words of op k's params that follow the shapes, by slot: a value's (`Lowerer.value_params`), and an
+    output dim (`exprs`: the op's output dims) plus the param at the offset slot, its value's words or constant."""
+    op, follows = lowerer.prog.ops[k], lowerer.value_params.get(k, {})
+    words: dict[int, tuple[int, ...]] = {}
+    for slot, of in follows.items():
+        expr = _value_expr(lowerer, symbols, *of)
+        if expr is not None:
+            with contextlib.suppress(ShapeExprError):
+                words[slot] = _words(expr, index)
+    for slot, axis, offset in lowerer.output_params.get(k, []):
+        dim = exprs[axis] if axis < len(exprs) else None
+        start = words.get(offset) if offset in follows else (shape_expr.Code.CONST, op.params[offset])
+        if isinstance(dim, sympy.Expr) and start is not None and not (dim.is_Integer and offset not in follows):
+            with contextlib.suppress(ShapeExprError):
+                words[slot] = (*_words(dim, index), *start, shape_expr.Code.ADD)
+    return words
 
 
 def _value_expr(lowerer: Lowerer, symbols: _Symbols, formal: str, element: int) -> sympy.Expr | None:
