@@ -240,3 +240,21 @@ def test_a_slice_start_from_the_shapes_that_may_be_negative_is_refused_by_name(t
     analysis = pipeline.analyse(src, target="host", min_gain=-1.0, shapes=STEP)
     reasons = [r.reason for r in analysis.rejected]
     assert any("start 0 'past - 1' follows the input shapes and may be negative" in r for r in reasons), reasons
+
+
+@needs_host
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.bool_])
+def test_expand_of_integers_is_an_expand_as_onnx_runtime_broadcasts(dtype: type) -> None:
+    """A decoder's position ids [1, new] expanded to [batch, new] (gpt2_dynamo's 8, llama_dynamo's 7 and
+    whisper_decoder_with_past's 3 'does not lower': "a tensor is i64, not float32"): one EXPAND, ORT's values."""
+    elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    node = helper.make_node("Expand", ["z", "shape"], ["yb"], name="expand")
+    m = task_b_pair(
+        [node], [vi("z", [1, 5, 1], elem)], [vi("yb", [3, 5, 4], elem)], [init("shape", np.array([3, 1, 4]))]
+    )
+    assert opcodes(m) == [Opcode.RELU, Opcode.EXPAND]
+    feeds = {"x": f32(2, 4), "z": (np.arange(5).reshape(1, 5, 1) % 2 * 7 - 3).astype(dtype)}
+    (want,) = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(["yb"], feeds)
+    got = HostKernel().run(lower_pair(m, m.graph.node[0]), program_inputs(m, m.graph.node[0], feeds))[1]
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)

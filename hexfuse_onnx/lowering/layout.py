@@ -441,7 +441,12 @@ def _gather_integers(cx: Lowerer, n: onnx.NodeProto, t: Task, rows: int | None) 
 def expand(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     """x * ones: the kernel's MUL broadcasts as numpy does, as Expand does. The ones have the
     output's size only along the axes x is expanded on (1 elsewhere), so they do not follow the
-    other dims: repeat_kv's [b, kv, 1, T, d] -> [b, kv, n_rep, T, d] multiplies by [1, 1, n_rep, 1, 1]."""
+    other dims: repeat_kv's [b, kv, 1, T, d] -> [b, kv, n_rep, T, d] multiplies by [1, 1, n_rep, 1, 1].
+    Integers and bools (a decoder's position ids, its mask) are an EXPAND of x to the output's dims."""
+    if DTYPES.get(cx.dtype(n.input[0])) in (*MOVED_INTEGERS, Dtype.U8, Dtype.I8, Dtype.U16, Dtype.I16):
+        x, dtype = cx.read_any(n.input[0], n, t)
+        cx.emit(n, t, Opcode.EXPAND, [x], engine=EngineClass.MEMORY, out_dtype=dtype)
+        return
     shape = cx.const_ints(n.input[1], n) if n.input[1] in cx.static else cx.shape(n.output[0], n)
     if any(d <= 0 for d in shape):
         raise LoweringError(n.op_type, n.name, f"shape {shape} has a dim <= 0")
