@@ -442,19 +442,23 @@ def expand(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     """x * ones: the kernel's MUL broadcasts as numpy does, as Expand does. The ones have the
     output's size only along the axes x is expanded on (1 elsewhere), so they do not follow the
     other dims: repeat_kv's [b, kv, 1, T, d] -> [b, kv, n_rep, T, d] multiplies by [1, 1, n_rep, 1, 1].
-    Integers and bools (a decoder's position ids, its mask) are an EXPAND of x to the output's dims."""
-    if DTYPES.get(cx.dtype(n.input[0])) in (*MOVED_INTEGERS, Dtype.U8, Dtype.I8, Dtype.U16, Dtype.I16):
-        x, dtype = cx.read_any(n.input[0], n, t)
-        cx.emit(n, t, Opcode.EXPAND, [x], engine=EngineClass.MEMORY, out_dtype=dtype)
-        return
+    Integers and bools (a decoder's position ids), and x of length 1 along an axis whose output length follows
+    the input shapes (moonshine's decoder mask [1, 1, new, past + new] to the batch: ones of that length at one
+    binding, of 1 at another), are an EXPAND of x to the output's dims, which the shape section patches."""
     shape = cx.const_ints(n.input[1], n) if n.input[1] in cx.static else cx.shape(n.output[0], n)
     if any(d <= 0 for d in shape):
         raise LoweringError(n.op_type, n.name, f"shape {shape} has a dim <= 0")
     x = cx.shape(n.input[0], n)
     out = list(np.broadcast_shapes(tuple(x), tuple(shape)))
     padded = [1] * (len(out) - len(x)) + x
-    ones = cx.constant(np.ones([1 if d == o else o for d, o in zip(padded, out)], np.float32), t)
-    cx.emit(n, t, Opcode.MUL, [cx.read(n.input[0], n, t), ones])
+    ones = [1 if d == o else o for d, o in zip(padded, out)]
+    lead, x_varying = len(out) - len(x), cx.varying.get(n.input[0], set())
+    follows = {a for a in cx.varying.get(n.output[0], set()) if padded[a] == 1 and a - lead not in x_varying}
+    if follows or DTYPES.get(cx.dtype(n.input[0])) in (*MOVED_INTEGERS, Dtype.U8, Dtype.I8, Dtype.U16, Dtype.I16):
+        src, dtype = cx.read_any(n.input[0], n, t)
+        cx.emit(n, t, Opcode.EXPAND, [src], engine=EngineClass.MEMORY, out_dtype=dtype)
+        return
+    cx.emit(n, t, Opcode.MUL, [cx.read(n.input[0], n, t), cx.constant(np.ones(ones, np.float32), t)])
 
 
 def _clamp(v: int) -> int:
