@@ -1,7 +1,7 @@
 """Data movement: Transpose, DepthToSpace and SpaceToDepth, Concat, Slice, Split, Gather (a constant index or
-range), the reshape family, Expand (a MUL by ones on the vector engine), Trilu; fills: ConstantOfShape (an EXPAND of
-its value), Range; and Constant, which emits no op (its value becomes a program constant or steers another op's
-parameters)."""
+range), the reshape family, Expand (a MUL by ones on the vector engine; an EXPAND of integers, or along an axis that
+follows the shapes), Trilu; fills: ConstantOfShape (an EXPAND of its value), Range; and Constant, which emits no op
+(its value becomes a program constant or steers another op's parameters)."""
 
 from __future__ import annotations
 
@@ -456,7 +456,7 @@ def expand(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     follows = {a for a in cx.varying.get(n.output[0], set()) if padded[a] == 1 and a - lead not in x_varying}
     if follows or DTYPES.get(cx.dtype(n.input[0])) in (*MOVED_INTEGERS, Dtype.U8, Dtype.I8, Dtype.U16, Dtype.I16):
         src, dtype = cx.read_any(n.input[0], n, t)
-        cx.emit(n, t, Opcode.EXPAND, [src], engine=EngineClass.MEMORY, out_dtype=dtype)
+        cx.emit(n, t, Opcode.EXPAND, [src], out_dtype=dtype)  # on the vector engine, where the profile counts it
         return
     cx.emit(n, t, Opcode.MUL, [cx.read(n.input[0], n, t), cx.constant(np.ones(ones, np.float32), t)])
 
