@@ -60,7 +60,7 @@ def measure(path: Path, out_dir: Path, clock=time.perf_counter) -> dict[str, flo
     gc.collect()
     t0 = clock()
     prepare(a.graph, a.pairs, a.target)
-    fused = fuse(a.graph, [p for p in a.pairs if p.lowered is not None])
+    fused = fuse(a.graph, [p for p in a.pairs if p.program is not None])
     staged = stage(fused, out_dir / "fused.onnx", path.parent)
     rewrite = clock() - t0
     staged.discard()

@@ -116,6 +116,8 @@ class ModelGraph:
     # how the lowering runs its QDQ groups (lowering.qeltwise.model_plan, asked per node by the profile);
     # ranks and types decide it, not dims, so a copy at another binding (buckets: `replace`) shares it
     kernel_plan: Any = field(default=None, repr=False)
+    # the groupings of nodes select.acyclic_with found acyclic and cyclic, kept across re-selections
+    groupings: Any = field(default=None, repr=False)
 
     def symbolic_dims(self, name: str) -> tuple[Dim, ...] | None:
         """A tensor's symbolic dims. Where ONNX's inference named a computed dim ('unk__N', a

@@ -35,7 +35,7 @@ from .lowering.registry import ArenaOverflow
 from .modelio import StagedModel, stage
 from .profile import GraphProfile, profile_graph
 from .qdq import is_dq_node, quantized_tensors, tensor_steps
-from .rewrite import fuse, next_pair_id, pair_number, pair_output_tensors, prepare
+from .rewrite import Prepared, fuse, next_pair_id, pair_number, pair_output_tensors, prepare
 from .select import DEFAULT_MIN_GAIN, Rejection, blocker_of, select
 from .subgraphs import (
     Branch,
@@ -277,7 +277,7 @@ def analyse(
     if lower and analysis.all_pairs():
         analysis.refused = refusal(path, g)
         t0 = time.perf_counter()
-        _lower_chosen(analysis, runnable_proving_binding(path, g), min_gain, progress, [], set())
+        _lower_chosen(analysis, runnable_proving_binding(path, g), min_gain, progress, [], {})
         seconds["lower"] = time.perf_counter() - t0
     return analysis
 
@@ -510,11 +510,11 @@ def _rounds(
     """Lower, fuse and verify the chosen pairs, dropping the failing ones, until a rewrite verifies
     (written) or no pair is left (None written)."""
     failed: list[Rejection] = []
-    lowers: set[int] = set()  # id() of the candidates that lowered in an earlier round
+    done: dict[int, Prepared] = {}  # what prepare made of the candidates lowered in an earlier round
     while analysis.all_pairs():
         assert reference is not None
         t0 = time.perf_counter()
-        _lower_chosen(analysis, reference.second, min_gain, progress, failed, lowers)
+        _lower_chosen(analysis, reference.second, min_gain, progress, failed, done)
         seconds["lower"] = time.perf_counter() - t0
         if not analysis.all_pairs():
             break
@@ -584,14 +584,14 @@ def _lower_chosen(
     min_gain: float,
     progress: Progress,
     failed: list[Rejection],
-    lowers: set[int],
+    done: dict[int, Prepared],
 ) -> None:
     """Lower the chosen pairs of every scope, proven at `second` (None: `graph.other_bindings`' first);
     those that do not lower are added to `failed` with why (shorter pairs offered over the span of
     one whose tasks' scratch overflows the arena) and the rest re-selected without `failed`, until
     every chosen pair lowers. inspect and rewrite both choose through it, so that inspect shows the
     pairs rewrite goes on to verify (it showed captcha_crnn's LSTM pair, which rewrite refused)."""
-    while unlowered := _lower_new(analysis, lowers, second):
+    while unlowered := _lower_new(analysis, done, second):
         overflowing = []
         for pair, error in unlowered:
             failed.append(_not_lowered(pair, error, progress, failed))
@@ -601,20 +601,21 @@ def _lower_chosen(
         _reselect(analysis, failed, min_gain)
 
 
-def _lower_new(analysis: Analysis, lowers: set[int], second: ShapeBinding | None) -> list[tuple[Pair, LoweringError]]:
+def _lower_new(
+    analysis: Analysis, done: dict[int, Prepared], second: ShapeBinding | None
+) -> list[tuple[Pair, LoweringError]]:
     """Lower the chosen pairs of the main graph and of its If branches, numbered across them; those
     not lowered in an earlier round first, alone, so that a re-selection after a failure does not
-    lower again every pair that lowered (captcha_crnn: 8 rounds of 83 pairs). Whether a pair lowers
-    depends on it alone, not on its id or the others."""
+    lower again every pair that lowered (captcha_crnn: 8 rounds of 83 pairs; `done`: what `prepare`
+    made of each candidate, reused as the pairs are numbered again). Whether a pair lowers depends
+    on it alone, not on its id or the others."""
     unlowered = []
     first = next_pair_id(analysis.graph.model)
     for scope, at, _ in _scopes(analysis, second):
-        new = [p for p in scope.pairs if id(p.candidate) not in lowers]
-        failed = prepare(scope.graph, new, scope.target, at, first) if len(new) < len(scope.pairs) else []
-        lowers.update(id(p.candidate) for p in new if failed and p.lowered is not None)  # not again next round
+        new = [p for p in scope.pairs if id(p.candidate) not in done]
+        failed = prepare(scope.graph, new, scope.target, at, first, done) if len(new) < len(scope.pairs) else []
         if not failed:
-            failed = prepare(scope.graph, scope.pairs, scope.target, at, first)  # ids in the final order
-            lowers.update(id(p.candidate) for p in scope.pairs if p.lowered is not None)
+            failed = prepare(scope.graph, scope.pairs, scope.target, at, first, done)  # ids in the final order
         unlowered += failed
         first += len(scope.pairs)
     return unlowered

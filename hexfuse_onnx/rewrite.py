@@ -14,39 +14,58 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Collection
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import onnx
-from onnx import helper
+from onnx import helper, numpy_helper
 
 from . import contract as C
 from . import graph as graph_mod
-from . import node_order, ort_graph, qdq_guard, shape_expr
-from .buckets import input_elements_of, share_table
-from .costmodel import Target
+from . import node_order, ort_graph, qdq_guard, shape_expr, shape_values
+from .buckets import ShareTable, input_elements_of, share_table
+from .costmodel import Prediction, Target
 from .errors import HexfuseError, ModelError
 from .graph import Dim, ModelGraph, ShapeBinding, TensorInfo, attribute, in_topological_order, node_reads, toposort
 from .kinds import KINDS, kind_of
 from .kinds.base import FusedCall, Pair, PairTasks, TaskBody, formal_inputs, renamed_copy
 from .kinds.dag import SHAPE_DTYPES
-from .lowering import Lowered, LoweringError, SymbolicInputs, known_tensors, lower_function, set_program
+from .lowering import LoweringError, SymbolicInputs, known_tensors, lower_function, set_program
 from .lowering.lowerer import DTYPES
 from .qdq import is_dq_node
 
 ProgramFunction = Callable[[onnx.NodeProto, onnx.FunctionProto, dict[str, onnx.TensorProto]], onnx.FunctionProto]
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """What `prepare` made of a candidate that its pair id does not change, kept across the rounds of
+    re-selection (`prepare`'s `done`): its program (whose bytes name no tensor) and its share table,
+    for the prediction and micro-batch sizes it was made for."""
+
+    program: bytes
+    made_for: tuple[Prediction, tuple[int, int] | None]  # the share table's prediction and micro-batch sizes
+    share_table: ShareTable | None
+
+
 def prepare(
-    g: ModelGraph, pairs: list[Pair], target: Target, second: ShapeBinding | None = None, first: int | None = None
+    g: ModelGraph,
+    pairs: list[Pair],
+    target: Target,
+    second: ShapeBinding | None = None,
+    first: int | None = None,
+    done: dict[int, Prepared] | None = None,
 ) -> list[tuple[Pair, LoweringError]]:
     """Give each pair its id (pair k: `pair{first + k}`; `first` defaults to `next_pair_id`: an If
     branch's pairs are numbered after the main graph's), FusedHexPair node and body, and task
     program; returns the pairs that do not lower, with why. A pair over symbolic dims is proven
     at the `second` binding (default: the first of `graph.other_bindings`) and gets a table of
-    shares per shape bucket where its best share changes with the shapes (buckets.py)."""
+    shares per shape bucket where its best share changes with the shapes (buckets.py). `done`, by
+    id() of the candidate, holds what an earlier call made at the same `second` and is added to:
+    a candidate is lowered once, whatever its id (moonshine_tiny_decoder: 721 lowerings -> 199)."""
     if g.source is not None and second is None:
         second = graph_mod.other_bindings(g)[0]
     first = next_pair_id(g.model) if first is None else first
+    done = {} if done is None else done
     opsets = [o for o in g.model.opset_import if o.domain != C.DOMAIN]
     typed = {
         v.name: v for v in list(g.model.graph.value_info) + list(g.model.graph.output) if v.type.tensor_type.elem_type
@@ -55,17 +74,37 @@ def prepare(
     pushed = ort_graph.pushed_transposes(g.path, g.model)  # once too: ORT optimizes the model
     failed = []
     for k, pair in enumerate(pairs):
-        pair.id, pair.lowered, pair.share_table = f"pair{first + k}", None, None
+        pair.id, pair.program, pair.share_table = f"pair{first + k}", None, None
         pair.call = _fused_call(_with_witnesses(g, kind_of(pair).tasks(g, pair)), pair, target.name, opsets)
         _add_value_info(pair.call.function, typed | kind_of(pair).body_types(g, pair))
         try:
-            pair.lowered = _lower(g, pair.call, kind_of(pair).program_function, second, known, pushed)
+            before = done.get(id(pair.candidate))
+            done[id(pair.candidate)] = _lowered(g, pair, target, second, known, pushed, before)
         except LoweringError as exc:
             failed.append((pair, exc))
-            continue
-        if g.source is not None:
-            _add_share_table(g, pair, pair.call, target)
     return failed
+
+
+def _lowered(
+    g: ModelGraph,
+    pair: Pair,
+    target: Target,
+    second: ShapeBinding | None,
+    known: dict[str, onnx.TensorProto],
+    pushed: dict[str, list[int]],
+    before: Prepared | None,
+) -> Prepared:
+    """Give the pair with its call its program and share table: `before`'s, what an earlier `prepare` made of
+    its candidate (the share table if made for the same prediction and micro-batch sizes), else made here
+    (`known`, `pushed`: as _lower's)."""
+    assert pair.call is not None
+    call, made_for = pair.call, (pair.prediction, pair.microbatch_sizes)
+    pair.program = before.program if before else _lower(g, call, kind_of(pair).program_function, second, known, pushed)
+    if g.source is not None and before is not None and before.made_for == made_for:
+        _set_share_table(pair, before.share_table)
+    elif g.source is not None:
+        _set_share_table(pair, share_table(g, pair, target, lambda b: _input_elements(g, call, b)))
+    return Prepared(pair.program, made_for, pair.share_table)
 
 
 def _with_witnesses(g: ModelGraph, tasks: PairTasks) -> PairTasks:
@@ -80,6 +119,8 @@ def _with_witnesses(g: ModelGraph, tasks: PairTasks) -> PairTasks:
 
 def _witnessed(g: ModelGraph, body: TaskBody) -> TaskBody:
     missing = {n for node in body.nodes for t in node.output for n in _dim_names(g.symbolic_dims(t) or ())}
+    values = (shape_values.value_exprs(g, t) for t in body.inputs if t not in g.initializers)
+    missing |= {n for v in values if v is not None for e in v for n in shape_expr.free_names(e)}
     missing -= {d for t in body.inputs for d in _lone_dims(g, t)}
     inputs = list(body.inputs)
     while missing:
@@ -107,10 +148,11 @@ def _dim_names(dims: tuple[Dim, ...]) -> set[str]:
     return names
 
 
-def _add_share_table(g: ModelGraph, pair: Pair, call: FusedCall, target: Target) -> None:
-    table = pair.share_table = share_table(g, pair, target, lambda b: _input_elements(g, call, b))
+def _set_share_table(pair: Pair, table: ShareTable | None) -> None:
+    assert pair.call is not None
+    pair.share_table = table
     if table is not None:
-        call.node.attribute.extend(
+        pair.call.node.attribute.extend(
             [
                 helper.make_attribute(C.ATTR_SHARE_BUCKETS, list(table.keys)),
                 helper.make_attribute(C.ATTR_SHARE_TABLE, list(table.shares)),
@@ -142,7 +184,7 @@ def fuse(g: ModelGraph, pairs: list[Pair], second: ShapeBinding | None = None) -
     placed: list[tuple[int, onnx.NodeProto]] = []  # (position, node) for new nodes
     internal: set[str] = set()
     for pair in pairs:
-        if pair.call is None or pair.lowered is None:
+        if pair.call is None or pair.program is None:
             raise HexfuseError(f"internal error: pair '{pair.id}' was not prepared and lowered before fusing")
         tasks = pair.call.tasks
         node, fn = onnx.NodeProto(), onnx.FunctionProto()
@@ -150,7 +192,7 @@ def fuse(g: ModelGraph, pairs: list[Pair], second: ShapeBinding | None = None) -
         fn.CopyFrom(pair.call.function)
         if g.source is not None:  # the body's value_info holds dims of the representative binding
             _retype(fn, _body_types(g))
-        set_program(node, pair.lowered.program)
+        set_program(node, pair.program)
         removed.update(tasks.replaced)
         placed += tasks.placed
         placed.append((tasks.replaced[0], node))
@@ -291,7 +333,7 @@ def _lower(
     second: ShapeBinding | None,
     known: dict[str, onnx.TensorProto],
     pushed: dict[str, list[int]],
-) -> Lowered:
+) -> bytes:
     """The call's program, lowered from the function its kind derives from the body
     (`PairKind.program_function`), its formal inputs typed from the ModelGraph's inferred shapes;
     `known`: the graph's initializers and Constant values (`lowering.known_tensors`); `pushed`: the
@@ -301,7 +343,7 @@ def _lower(
     opset = next(o.version for o in g.model.opset_import if o.domain in ("", "ai.onnx"))
     fn = program_function(call.node, call.function, known)
     symbolic = _symbolic_inputs(g, call, fn, second) if second is not None else None
-    return lower_function(call.node, fn, known, types, opset, g.model.ir_version, symbolic, pushed)
+    return lower_function(call.node, fn, known, types, opset, g.model.ir_version, symbolic, pushed).program
 
 
 def _symbolic_inputs(
@@ -333,7 +375,29 @@ def _symbolic_inputs(
     function.CopyFrom(fn)
     made = {t for n in function.node for t in n.output}  # not every tensor of the graph: once per pair
     _retype(function, {t: helper.make_value_info(t, at_second[t].type_proto()) for t in made if _typed(at_second, t)})
-    return SymbolicInputs(dims, types, body, function)
+    return SymbolicInputs(dims, types, body, function, _shape_values(g, call, second))
+
+
+def _shape_values(
+    g: ModelGraph, call: FusedCall, second: ShapeBinding
+) -> dict[str, tuple[shape_values.Value, onnx.TensorProto, onnx.TensorProto]]:
+    """The node inputs the model computes from its input shapes outside the pair (a decode step's past length),
+    as expressions of its dim names and their values at the representative and the `second` binding."""
+    out: dict[str, tuple[shape_values.Value, onnx.TensorProto, onnx.TensorProto]] = {}
+    for t in call.node.input:
+        value = shape_values.value_exprs(g, t) if t not in g.initializers and g.binding is not None else None
+        if value is None or all(e.is_Integer for e in value):
+            continue
+        assert g.binding is not None
+        info = g.info(t)
+        try:
+            first, other = (shape_values.at(value, b.symbols) for b in (g.binding, second))
+        except (shape_expr.ShapeExprError, KeyError):
+            continue
+        dtype = helper.tensor_dtype_to_np_dtype(info.elem_type)
+        at_first, at_second = (numpy_helper.from_array(v.reshape(info.shape).astype(dtype), t) for v in (first, other))
+        out[t] = (value, at_first, at_second)
+    return out
 
 
 def _typed(infos: dict[str, TensorInfo], t: str) -> bool:

@@ -15,7 +15,7 @@ the candidates it blocked when they save more together (`_exchanged`).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .costmodel import Target
 from .graph import ModelGraph
@@ -97,11 +97,57 @@ def _greedy(g: ModelGraph, ranked: list[Pair], fixed: list[Pair]) -> list[Pair]:
     for pair in ranked:
         if taken & pair.candidate.nodes:
             continue
-        if chosen and not acyclic_with(g, [p.candidate.nodes for p in chosen] + [pair.candidate.nodes]):
+        if chosen and not _known_acyclic(g, [p.candidate.nodes for p in chosen] + [pair.candidate.nodes]):
             continue
         taken |= pair.candidate.nodes
         chosen.append(pair)
+    _groupings(g).acyclic.append(frozenset(p.candidate.nodes for p in chosen))
     return chosen
+
+
+@dataclass
+class Groupings:
+    """Groupings of a graph's nodes known to leave it acyclic (each greedy choice) and known not to, kept
+    across re-selections, so one that drops a pair asks acyclic_with only past its place (moonshine_tiny_
+    decoder at 0 us: 1775 checks of 1100-node graphs over 8 re-selections, 2.5 s). Merging the nodes of one
+    more group only joins paths: a grouping within an acyclic one is acyclic, one holding a cyclic one is
+    cyclic, where the groups between the two are plain (`_plain`); a group reading a DequantizeLinear from
+    outside it waits on what that reads instead, which may cut a cycle."""
+
+    acyclic: list[frozenset[frozenset[int]]] = field(default_factory=list)
+    cyclic: list[frozenset[frozenset[int]]] = field(default_factory=list)
+    plain: dict[frozenset[int], bool] = field(default_factory=dict)
+
+
+def _groupings(g: ModelGraph) -> Groupings:
+    if g.groupings is None:
+        g.groupings = Groupings()
+    known: Groupings = g.groupings
+    return known
+
+
+def _known_acyclic(g: ModelGraph, groups: list[frozenset[int]]) -> bool:
+    """acyclic_with, answered from the groupings known where they decide it."""
+    known, grouping = _groupings(g), frozenset(groups)
+    if any(grouping <= a and _plain(g, known, a - grouping) for a in reversed(known.acyclic)):
+        return True
+    if any(c <= grouping and _plain(g, known, grouping - c) for c in known.cyclic):
+        return False
+    if acyclic_with(g, groups):
+        return True
+    known.cyclic.append(grouping)
+    return False
+
+
+def _plain(g: ModelGraph, known: Groupings, groups: frozenset[frozenset[int]]) -> bool:
+    """Whether no node of these groups reads a DequantizeLinear outside its group."""
+    for nodes in groups:
+        if nodes not in known.plain:
+            reads = (p for i in nodes for p in g.pred_ids[i] if p not in nodes)
+            known.plain[nodes] = not any(is_dq_node(g.nodes[p]) for p in reads)
+        if not known.plain[nodes]:
+            return False
+    return True
 
 
 def _exchanged(g: ModelGraph, ranked: list[Pair], chosen: list[Pair]) -> list[Pair]:
@@ -147,7 +193,7 @@ def _instead(g: ModelGraph, blocked: list[Pair], rest: list[Pair], beat: float) 
     best = _best_disjoint(blocked)
     if best is None or sum(p.saved for p in best) <= beat:
         return []
-    if acyclic_with(g, [p.candidate.nodes for p in rest + best]):
+    if _known_acyclic(g, [p.candidate.nodes for p in rest + best]):
         return best
     return _greedy(g, blocked, rest)[len(rest) :]
 

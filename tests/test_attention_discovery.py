@@ -5,6 +5,7 @@ prefill_decode candidates layer by layer."""
 from __future__ import annotations
 
 import json
+import random
 from collections import Counter
 from pathlib import Path
 
@@ -409,6 +410,51 @@ def test_a_group_reading_a_dequantize_outside_it_waits_on_what_that_reads() -> N
     ids = {n.name: i for i, n in enumerate(g.nodes)}
     assert acyclic_with(g, [{ids["q"], ids["c"]}])
     assert not acyclic_with(g, [{ids["q"], ids["e"]}])  # q -> r -> e: r outside waits on q and e on r
+
+
+def _qdq_graph() -> graph.ModelGraph:
+    """x -> q (Q) -> dq (DQ) -> c, d (Relu); q -> r (Relu); e = c + r; y -> b1 -> b2 (Relu) beside them."""
+    h = onnx.helper
+    f, u16 = onnx.TensorProto.FLOAT, onnx.TensorProto.UINT16
+    nodes = [
+        h.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], name="q"),
+        h.make_node("DequantizeLinear", ["q", "s", "z"], ["dq"], name="dq"),
+        h.make_node("Relu", ["dq"], ["c"], name="c"),
+        h.make_node("Relu", ["dq"], ["d"], name="d"),
+        h.make_node("Relu", ["q"], ["r"], name="r"),
+        h.make_node("Add", ["c", "r"], ["e"], name="e"),
+        h.make_node("Relu", ["y"], ["b1"], name="b1"),
+        h.make_node("Relu", ["b1"], ["b2"], name="b2"),
+    ]
+    vi = [h.make_tensor_value_info(n, f, [4]) for n in ("x", "y", "d", "e", "b2")]
+    inits = [h.make_tensor("s", f, [], [0.1]), h.make_tensor("z", u16, [], [0])]
+    graph_ = h.make_graph(nodes, "qdq", vi[:2], vi[2:], inits)
+    return graph.index_model(h.make_model(graph_, opset_imports=[h.make_opsetid("", 21)]))
+
+
+def test_groupings_known_acyclic_or_cyclic_answer_as_acyclic_with(monkeypatch) -> None:
+    """Every grouping of up to three disjoint node pairs, in a shuffled order, each known acyclic one kept:
+    what a grouping within a known acyclic one or holding a known cyclic one is said to be is what acyclic_with
+    finds, a DequantizeLinear read from outside a group included ({dq, e} waits on c, which {c, d} cuts)."""
+    from itertools import combinations
+
+    from hexfuse_onnx import select
+    from hexfuse_onnx.select import _groupings, _known_acyclic
+
+    asked = []
+    monkeypatch.setattr(select, "acyclic_with", lambda g, groups: asked.append(groups) or acyclic_with(g, groups))
+    g = _qdq_graph()
+    twos = [frozenset(p) for p in combinations(range(len(g.nodes)), 2)]
+    groupings = [list(c) for k in (1, 2, 3) for c in combinations(twos, k) if len(frozenset().union(*c)) == 2 * k]
+    random.Random(0).shuffle(groupings)
+    answers = []
+    for groups in groupings:
+        answers.append(_known_acyclic(g, groups))
+        assert answers[-1] == acyclic_with(g, groups), groups
+        if answers[-1]:
+            _groupings(g).acyclic.append(frozenset(groups))
+    assert 0 < sum(answers) < len(answers) and _groupings(g).cyclic
+    assert len(asked) < 0.75 * len(groupings)  # the rest (199 of 658) answered from what is known
 
 
 def test_encoder_beside_a_decode_step_pairs_layers_without_a_cycle(tmp_path: Path) -> None:

@@ -129,7 +129,7 @@ def _prepared(name: str) -> tuple[Path, pipeline.Analysis, pipeline.Reference]:
     src = quantized.fetch(name)
     analysis = pipeline.analyse(src)
     reference = pipeline._reference(src, analysis.graph, False, None, pipeline._quiet)
-    assert not pipeline._lower_new(analysis, set(), reference.second)
+    assert not pipeline._lower_new(analysis, {}, reference.second)
     return src, analysis, reference
 
 
@@ -392,7 +392,7 @@ def test_a_wrong_float_pair_is_still_refused(tmp_path: Path) -> None:
     src = _steep_tail(tmp_path)
     analysis = pipeline.analyse(src, target="host")
     reference = pipeline._reference(src, analysis.graph, False, None, pipeline._quiet)
-    assert not pipeline._lower_new(analysis, set(), reference.second)
+    assert not pipeline._lower_new(analysis, {}, reference.second)
     (pair,) = analysis.pairs
     model = pipeline._fuse_all(analysis, reference)
     right = tmp_path / "right.onnx"

@@ -418,7 +418,7 @@ def test_shape_arithmetic_is_in_no_candidate_and_counted_once(tmp_path: Path) ->
         frozenset({"mm", "relu"}),
         frozenset({"sigmoid", "tanh"}),
     }
-    assert pair.lowered is not None
+    assert pair.program is not None
     assert a.shape_only == 4 and not a.rejected
     assert "(4 more of shape arithmetic only: not paired)" in report.summary(a)
 

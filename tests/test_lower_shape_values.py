@@ -1,7 +1,8 @@
 """Values that follow the input shapes inside a pair over symbolic dims: a Slice end computed from a Shape
 (`position_ids[:, :seq]`, minilm's and kokoro's embeddings), made inside the pair or read from outside it, and
 a Range to the sequence's length (a rotary embedding's positions: moonshine, hama) and a causal mask's Trilu of
-a fill of [seq, seq] (moonshine's decoder). Through the pass with
+a fill of [seq, seq] (moonshine's decoder), and a decode step's position ids `[:, past:past + new]`, their
+start and end computed from the past length outside the pair. Through the pass with
 symbolic batch and sequence, on the plugin at every shape the rewrite verifies; RANGE's float running sum on
 the host kernel against ONNX Runtime bit for bit."""
 
@@ -175,3 +176,114 @@ def test_trilu_keeps_the_triangle_onnx_runtime_keeps(k: int | None, upper: int) 
     (want,) = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(["yb"], feeds)
     got = HostKernel().run(lower_pair(m, m.graph.node[0]), program_inputs(m, m.graph.node[0], feeds))[1]
     np.testing.assert_array_equal(got, want)
+
+
+def decode_step_positions(start: str = "a/past") -> onnx.GraphProto:
+    """A decode step's position embeddings: Slice(position_ids [1, 512], past, past + new) on axis 1, with past
+    = Shape(past_key)[2] and new = Shape(x)[1] computed outside the pair (ONNX Runtime runs shape arithmetic),
+    gathered from a table, added to x [1, new, 16] and projected; beside a vector branch over x. `start`: the
+    tensor the Slice starts at."""
+    nodes = [
+        helper.make_node("Shape", ["past_key"], ["a/past_shape"], name="a/past_shape"),
+        helper.make_node("Gather", ["a/past_shape", "two"], ["a/past"], name="a/past", axis=0),
+        helper.make_node("Shape", ["x"], ["a/x_shape"], name="a/x_shape"),
+        helper.make_node("Gather", ["a/x_shape", "one"], ["a/new"], name="a/new", axis=0),
+        helper.make_node("Add", ["a/past", "a/new"], ["a/limit"], name="a/limit"),
+        helper.make_node("Sub", ["a/past", "one"], ["a/past_less_one"], name="a/past_less_one"),
+        helper.make_node("Unsqueeze", [start, "axis0"], ["a/start"], name="a/start"),
+        helper.make_node("Unsqueeze", ["a/limit", "axis0"], ["a/end"], name="a/end"),
+        helper.make_node("Slice", ["position_ids", "a/start", "a/end", "axis1"], ["a/ids"], name="a/slice"),
+        helper.make_node("Gather", ["table", "a/ids"], ["a/emb"], name="a/gather", axis=0),
+        helper.make_node("Add", ["a/emb", "x"], ["a/sum"], name="a/add"),
+        helper.make_node("MatMul", ["a/sum", "w"], ["ya"], name="a/mm"),
+        helper.make_node("Sigmoid", ["x"], ["b/g"], name="b/sigmoid"),
+        helper.make_node("Mul", ["b/g", "x"], ["b/m"], name="b/mul"),
+        helper.make_node("ReduceMean", ["b/m"], ["yb"], name="b/mean", axes=[1], keepdims=1),
+    ]
+    inits = [
+        init("one", np.array(1, np.int64)),
+        init("two", np.array(2, np.int64)),
+        init("axis0", np.array([0], np.int64)),
+        init("axis1", np.array([1], np.int64)),
+        init("position_ids", np.arange(512, dtype=np.int64)[None]),
+        init("table", f32(512, 16)),
+        init("w", f32(16, 64)),
+    ]
+    inputs = [vi("x", [1, "new", 16]), vi("past_key", [1, 2, "past", 8])]
+    outputs = [vi("ya", [1, "new", 64]), vi("yb", [1, 1, 16])]
+    return helper.make_graph(nodes, "g", inputs, outputs, initializer=inits)
+
+
+STEP = {"x": [1, 1, 16], "past_key": [1, 2, 15, 8]}  # one new token after 15
+
+
+@needs_host
+def test_a_slice_start_from_the_past_length_follows_it_on_the_plugin(tmp_path) -> None:
+    """Refused before ("'a/start' must be a constant"): the start, read from outside the pair, is the past
+    length, an expression of past_key's dims the shape section patches the SLICE with, and its end the start
+    plus the output's length. Verified on the plugin at past lengths 15, 23 and 0."""
+    fused, result = plugin_verified_pair(tmp_path, decode_step_positions(), shapes=STEP, min_gain=-1.0)
+    assert {"a/slice", "a/gather", "a/mm"} <= {n.name for n in fused}
+    assert result.comparison is not None and result.comparison.plugin
+    pasts = {s.split("past_key=")[1].split("x")[2] for s in result.comparison.shapes}
+    assert {"15", "23", "0"} <= pasts, result.comparison.shapes
+
+
+def test_a_slice_start_from_the_shapes_that_may_be_negative_is_refused_by_name(tmp_path) -> None:
+    """past - 1 is -1 on an empty past, where ONNX's Slice counts from the end: not patched as it is."""
+    from hexfuse_onnx import pipeline
+
+    src = tmp_path / "model.onnx"
+    onnx.save(
+        helper.make_model(decode_step_positions("a/past_less_one"), opset_imports=[helper.make_opsetid("", 17)]), src
+    )
+    analysis = pipeline.analyse(src, target="host", min_gain=-1.0, shapes=STEP)
+    reasons = [r.reason for r in analysis.rejected]
+    assert any("start 0 'past - 1' follows the input shapes and may be negative" in r for r in reasons), reasons
+
+
+@needs_host
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.bool_])
+def test_expand_of_integers_is_an_expand_as_onnx_runtime_broadcasts(dtype: type) -> None:
+    """A decoder's position ids [1, new] expanded to [batch, new] (gpt2_dynamo's 8, llama_dynamo's 7 and
+    whisper_decoder_with_past's 3 'does not lower': "a tensor is i64, not float32"): one EXPAND, ORT's values."""
+    elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    node = helper.make_node("Expand", ["z", "shape"], ["yb"], name="expand")
+    m = task_b_pair(
+        [node], [vi("z", [1, 5, 1], elem)], [vi("yb", [3, 5, 4], elem)], [init("shape", np.array([3, 1, 4]))]
+    )
+    assert opcodes(m) == [Opcode.RELU, Opcode.EXPAND]
+    feeds = {"x": f32(2, 4), "z": (np.arange(5).reshape(1, 5, 1) % 2 * 7 - 3).astype(dtype)}
+    (want,) = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(["yb"], feeds)
+    got = HostKernel().run(lower_pair(m, m.graph.node[0]), program_inputs(m, m.graph.node[0], feeds))[1]
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+
+
+def mask_to_the_batch() -> onnx.GraphProto:
+    """A decoder mask m [1, new, 16] (made in the pair) expanded to x's shape [batch, new, 16], read from outside
+    the pair (Shape(x), shape arithmetic), added to x and projected; beside a vector branch over x."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["a/shape"], name="a/shape"),
+        helper.make_node("Tanh", ["m"], ["a/mask"], name="a/tanh"),
+        helper.make_node("Expand", ["a/mask", "a/shape"], ["a/wide"], name="a/expand"),
+        helper.make_node("Add", ["a/wide", "x"], ["a/sum"], name="a/add"),
+        helper.make_node("MatMul", ["a/sum", "w"], ["ya"], name="a/mm"),
+        helper.make_node("Sigmoid", ["x"], ["b/g"], name="b/sigmoid"),
+        helper.make_node("Mul", ["b/g", "x"], ["b/m"], name="b/mul"),
+        helper.make_node("ReduceMean", ["b/m"], ["yb"], name="b/mean", axes=[1], keepdims=1),
+    ]
+    inputs = [vi("x", ["batch", "new", 16]), vi("m", [1, "new", 16])]
+    outputs = [vi("ya", ["batch", "new", 64]), vi("yb", ["batch", 1, 16])]
+    return helper.make_graph(nodes, "g", inputs, outputs, initializer=[init("w", f32(16, 64))])
+
+
+@needs_host
+def test_a_float_expand_to_the_batch_is_an_expand_on_the_plugin(tmp_path) -> None:
+    """At batch 1 the mask is expanded along no axis (ones [1, 1, 1]), at batch 2 along the first: the MUL by ones
+    had a constant of another size at each ("its program's layout depends on the input shape": moonshine_tiny_
+    decoder's mask, 9 of its 13 'does not lower' at 0 us). An EXPAND to the output's dims follows the batch."""
+    fused, result = plugin_verified_pair(tmp_path, mask_to_the_batch(), min_gain=-1.0)
+    assert {"a/expand", "a/mm"} <= {n.name for n in fused}
+    assert result.comparison is not None and result.comparison.plugin
+    assert {s.split("x=")[1].split("x")[0] for s in result.comparison.shapes} >= {"1", "2"}, result.comparison.shapes

@@ -533,7 +533,7 @@ def test_pairs_checked_alone_take_one_session_of_the_original_and_one_of_them_al
     src = quantized.fetch("gpt_decode_step_qdq_u8u8")
     analysis = pipeline.analyse(src)
     reference = pipeline._reference(src, analysis.graph, False, None, pipeline._quiet)
-    assert not pipeline._lower_new(analysis, set(), reference.second)
+    assert not pipeline._lower_new(analysis, {}, reference.second)
     assert len(analysis.pairs) >= 2
     reference.exact_cases()  # the original's graph outputs: made once, counted apart
     sessions = {"original": 0, "rewritten": 0}
@@ -571,7 +571,7 @@ def test_a_pair_checked_alone_is_refused_on_its_own_outputs_or_left_to_the_whole
     src = quantized.fetch("gpt_decode_step_qdq_u8u8")
     analysis = pipeline.analyse(src)
     reference = pipeline._reference(src, analysis.graph, False, None, pipeline._quiet)
-    assert not pipeline._lower_new(analysis, set(), reference.second)
+    assert not pipeline._lower_new(analysis, {}, reference.second)
     made = "past_key_QuantizeLinear_Output"
     wrong = next(p for p in analysis.pairs if p.call is not None and made in p.call.node.output)
     model = pipeline._fuse_all(analysis, reference)

@@ -23,7 +23,6 @@ SHARED_INPUT_SUFFIX = "__b"
 
 if TYPE_CHECKING:
     from ..buckets import ShareTable
-    from ..lowering import Lowered
 
 
 @dataclass(frozen=True)
@@ -80,7 +79,7 @@ class FusedCall:
 @dataclass
 class Pair:
     """A chosen candidate with its profiles and prediction. `id` ("pairN", the node's overload),
-    `call`, `lowered` (its program) and `share_table` are set when the pass lowers it, before fusing."""
+    `call`, `program` (its task program's bytes) and `share_table` are set when the pass lowers it, before fusing."""
 
     candidate: Candidate
     a: TaskProfile
@@ -90,8 +89,8 @@ class Pair:
     microbatch_sizes: tuple[int, int] | None = None
     id: str = ""
     call: FusedCall | None = None
-    lowered: Lowered | None = None
-    share_table: ShareTable | None = None  # shares per shape bucket, set with `lowered` (buckets.py)
+    program: bytes | None = None
+    share_table: ShareTable | None = None  # shares per shape bucket, set with `program` (buckets.py)
 
     @property
     def kind(self) -> str:

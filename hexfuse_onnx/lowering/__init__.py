@@ -89,7 +89,9 @@ def lower_function(
     op (the trace's `op`) is attributed to a body node by summing over the origins naming it."""
     if node.domain != C.DOMAIN or node.op_type != C.OP_TYPE:
         raise LoweringError(node.op_type, node.name, f"not a {C.DOMAIN}::{C.OP_TYPE} node")
-    lowerer = Lowerer(node, fn, initializers, types, model_opset, ir_version)
+    values = symbolic.values if symbolic is not None else {}
+    lowerer = Lowerer(node, fn, initializers | {t: v[1] for t, v in values.items()}, types, model_opset, ir_version)
+    lowerer.shape_values = {f: values[a][0] for f, a in lowerer.formal.items() if a in values}
     lowerer.ort_transposes = ort_transposes or {}
     if symbolic is None:
         return Lowered(lowerer.lower(), lowerer.origins)
@@ -101,7 +103,8 @@ def lower_function(
             f"input '{empty}' is empty at the given shape and its dims stay symbolic: an empty input is"
             " lowered as absent, which holds at that length only (fix the lengths with --freeze-shapes)",
         )
-    second = (node, symbolic.function, initializers, symbolic.second, model_opset, ir_version)
+    second_known = initializers | {t: v[2] for t, v in values.items()}
+    second = (node, symbolic.function, second_known, symbolic.second, model_opset, ir_version)
     with contextlib.suppress(LoweringError):  # else lower_symbolic refuses it, saying why
         at_second = Lowerer(*second)
         at_second.ort_transposes = lowerer.ort_transposes

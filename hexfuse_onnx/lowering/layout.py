@@ -1,12 +1,13 @@
 """Data movement: Transpose, DepthToSpace and SpaceToDepth, Concat, Slice, Split, Gather (a constant index or
-range), the reshape family, Expand (a MUL by ones on the vector engine), Trilu; fills: ConstantOfShape (an EXPAND of
-its value), Range; and Constant, which emits no op (its value becomes a program constant or steers another op's
-parameters)."""
+range), the reshape family, Expand (a MUL by ones on the vector engine; an EXPAND of integers, or along an axis that
+follows the shapes), Trilu; fills: ConstantOfShape (an EXPAND of its value), Range; and Constant, which emits no op
+(its value becomes a program constant or steers another op's parameters)."""
 
 from __future__ import annotations
 
 import numpy as np
 import onnx
+import sympy
 from onnx import numpy_helper
 
 from ..profile import Engine as EngineClass
@@ -263,7 +264,9 @@ def _mirror(cx: Lowerer, n: onnx.NodeProto, t: Task, src: int, axis: int, length
 def slice_(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     """One SLICE of data of any type the program moves. Ends that follow the input shapes (known only at run
     time, or computed from a Shape: `position_ids[:, :seq]`) are each start plus the output's length on the
-    axis, a param the shape section makes follow that length (`Lowerer.output_params`)."""
+    axis, a param the shape section makes follow that length (`Lowerer.output_params`). Starts computed from the
+    shapes outside the pair (a decode step's `position_ids[:, past:past + new]`) are params the shape section
+    patches with their expressions (`Lowerer.value_params`), where they cannot be negative."""
     rank = len(cx.shape(n.input[0], n))
     follow = cx.opset >= 10 and (n.input[2] not in cx.static or cx.follows_shapes(n.input[2]))
     if cx.opset < 10:
@@ -280,8 +283,24 @@ def slice_(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
         s[a % rank], e[a % rank], st[a % rank] = _clamp(b), _clamp(c), _clamp(d)
     x, dtype = _read_moved(cx, n, t, MOVED_INTEGERS)
     cx.emit(n, t, Opcode.SLICE, [x], slice_params(s, e, st), out_dtype=dtype)
+    op = len(cx.prog.ops) - 1
     if follow:
-        cx.output_params[len(cx.prog.ops) - 1] = [(SliceParam.ENDS + a % rank, a % rank, s[a % rank]) for a in axes]
+        cx.output_params[op] = [(SliceParam.ENDS + a % rank, a % rank, SliceParam.STARTS + a % rank) for a in axes]
+    if cx.opset >= 10 and n.input[1] in cx.shape_values:
+        cx.value_params[op] = {SliceParam.STARTS + a % rank: (n.input[1], k) for k, a in enumerate(axes)}
+        _nonnegative_starts(n, cx.shape_values[n.input[1]])
+
+
+def _nonnegative_starts(n: onnx.NodeProto, starts: tuple[sympy.Expr, ...]) -> None:
+    """A start that follows the shapes counts from the end where negative: only one that cannot be is patched."""
+    for k, expr in enumerate(starts):
+        dims = {d: sympy.Symbol(d.name, integer=True, nonnegative=True) for d in expr.free_symbols}
+        if not expr.xreplace(dims).is_nonnegative:
+            raise LoweringError(
+                n.op_type,
+                n.name,
+                f"start {k} '{expr}' follows the input shapes and may be negative (counted from the end)",
+            )
 
 
 def _ends_of_output(cx: Lowerer, n: onnx.NodeProto, starts: list[int], axes: list[int], steps: list[int]) -> list[int]:
@@ -422,15 +441,24 @@ def _gather_integers(cx: Lowerer, n: onnx.NodeProto, t: Task, rows: int | None) 
 def expand(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     """x * ones: the kernel's MUL broadcasts as numpy does, as Expand does. The ones have the
     output's size only along the axes x is expanded on (1 elsewhere), so they do not follow the
-    other dims: repeat_kv's [b, kv, 1, T, d] -> [b, kv, n_rep, T, d] multiplies by [1, 1, n_rep, 1, 1]."""
+    other dims: repeat_kv's [b, kv, 1, T, d] -> [b, kv, n_rep, T, d] multiplies by [1, 1, n_rep, 1, 1].
+    Integers and bools (a decoder's position ids), and x of length 1 along an axis whose output length follows
+    the input shapes (moonshine's decoder mask [1, 1, new, past + new] to the batch: ones of that length at one
+    binding, of 1 at another), are an EXPAND of x to the output's dims, which the shape section patches."""
     shape = cx.const_ints(n.input[1], n) if n.input[1] in cx.static else cx.shape(n.output[0], n)
     if any(d <= 0 for d in shape):
         raise LoweringError(n.op_type, n.name, f"shape {shape} has a dim <= 0")
     x = cx.shape(n.input[0], n)
     out = list(np.broadcast_shapes(tuple(x), tuple(shape)))
     padded = [1] * (len(out) - len(x)) + x
-    ones = cx.constant(np.ones([1 if d == o else o for d, o in zip(padded, out)], np.float32), t)
-    cx.emit(n, t, Opcode.MUL, [cx.read(n.input[0], n, t), ones])
+    ones = [1 if d == o else o for d, o in zip(padded, out)]
+    lead, x_varying = len(out) - len(x), cx.varying.get(n.input[0], set())
+    follows = {a for a in cx.varying.get(n.output[0], set()) if padded[a] == 1 and a - lead not in x_varying}
+    if follows or DTYPES.get(cx.dtype(n.input[0])) in (*MOVED_INTEGERS, Dtype.U8, Dtype.I8, Dtype.U16, Dtype.I16):
+        src, dtype = cx.read_any(n.input[0], n, t)
+        cx.emit(n, t, Opcode.EXPAND, [src], out_dtype=dtype)  # on the vector engine, where the profile counts it
+        return
+    cx.emit(n, t, Opcode.MUL, [cx.read(n.input[0], n, t), cx.constant(np.ones(ones, np.float32), t)])
 
 
 def _clamp(v: int) -> int:

@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 import numpy as np
 import onnx
+import sympy
 from onnx import helper, numpy_helper, shape_inference
 from onnx.reference import ReferenceEvaluator
 
@@ -168,6 +169,9 @@ class Lowerer:
             error = op_outside_kernel(n)
             if error is not None:
                 raise error
+        # formal input -> its value, flattened, as expressions of the model's dim names (the pass's shape_values:
+        # a decode step's past length computed outside the pair), set by lower_function
+        self.shape_values: dict[str, tuple[sympy.Expr, ...]] = {}
         self._infer_body(ir_version)
         self.static: dict[str, np.ndarray] = {}  # formal or body tensor -> constant value
         for f, a in self.formal.items():
@@ -186,9 +190,13 @@ class Lowerer:
         self._body_index: int | None = None  # the body node being lowered
         self.scratch_node: dict[int, int] = {}  # scratch program id -> the body node whose lowering made it
         self.same_pads: dict[int, onnx.NodeProto] = {}  # op index -> its auto_pad SAME_* node (a WINDOWED op)
-        # op index -> (param slot, axis, offset): the param is offset + the op's output dim on that axis (a Slice
-        # end known only at run time); the shape section patches it with that dim's expression (lowering.shapes)
+        # op index -> (param slot, axis, offset slot): the param is the op's param at the offset slot plus its output
+        # dim on that axis (a Slice end known only at run time: its start + the output's length); the shape section
+        # patches it with that dim's expression (lowering.shapes)
         self.output_params: dict[int, list[tuple[int, int, int]]] = {}
+        # op index -> param slot -> (formal input, element) of a value in `shape_values`: the shape section
+        # patches the param with that element's expression (a Slice start)
+        self.value_params: dict[int, dict[int, tuple[str, int]]] = {}
         # body tensor -> its axes whose length differs at a second binding of symbolic input dims: an
         # op whose params or tables follow such a length lowers the way that does not (lowering.shapes)
         self.varying: dict[str, set[int]] = {}
@@ -229,13 +237,18 @@ class Lowerer:
 
     def body_model(self, input_types: dict[str, onnx.TypeProto], ir_version: int) -> onnx.ModelProto:
         """The function body as a model of its formal inputs (of these types), with the
-        initializers that steer ops, for shape inference."""
+        initializers that steer ops, for shape inference; a value that follows the shapes
+        (`shape_values`) stays an input of no known value."""
         g_inputs = [helper.make_value_info(f, input_types[f]) for f in self.fn.input]
         # float initializers that steer an op (Resize roi/scales) are given to shape inference too
         steering = {i for n in self.fn.node if n.op_type == "Resize" for i in n.input[1:] if i}
         renamed = []
         for f, a in zip(self.fn.input, self.node.input):
-            if a in self.inits and (self.inits[a].data_type not in KERNEL_FLOATS or f in steering):
+            if (
+                a in self.inits
+                and f not in self.shape_values
+                and (self.inits[a].data_type not in KERNEL_FLOATS or f in steering)
+            ):
                 t = onnx.TensorProto()
                 t.CopyFrom(self.inits[a])
                 t.name = f
@@ -391,7 +404,7 @@ class Lowerer:
         or Size. A Constant's, an initializer's and what is folded from them alone do not."""
         made_by = next((n for n in self.fn.node if name in n.output), None)
         if made_by is None:
-            return name in self.formal and self.formal[name] not in self.inits
+            return name in self.formal and (self.formal[name] not in self.inits or name in self.shape_values)
         return made_by.op_type in ("Shape", "Size") or any(self.follows_shapes(i) for i in made_by.input if i)
 
     def known_value(self, name: str) -> np.ndarray | None:
@@ -470,6 +483,7 @@ class Lowerer:
         self.scratch_node = {remap[t]: k for t, k in self.scratch_node.items() if t in remap}
         self.same_pads = {new: self.same_pads[k] for new, k in enumerate(kept) if k in self.same_pads}
         self.output_params = {new: self.output_params[k] for new, k in enumerate(kept) if k in self.output_params}
+        self.value_params = {new: self.value_params[k] for new, k in enumerate(kept) if k in self.value_params}
         self._shared_constants = {key: remap[t] for key, t in self._shared_constants.items() if t in remap}
 
     def _check_arena(self) -> None:
