@@ -5,11 +5,15 @@ CPU (ml_dtypes) against 0.4 s for numpy and onnxruntime."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from typing import TypeVar
 
 import numpy as np
 import onnxruntime as ort
 
 from .errors import VerificationError
+
+T = TypeVar("T")
 
 
 def session(path: str | os.PathLike[str] | bytes, extra: ort.SessionOptions | None = None) -> ort.InferenceSession:
@@ -48,10 +52,33 @@ def random_inputs(
     return feeds
 
 
+def run_random(
+    run: Callable[[dict[str, np.ndarray]], T],
+    session: ort.InferenceSession,
+    shapes: dict[str, list[int]] | None,
+    controls: dict[str, np.ndarray] | None = None,
+) -> T:
+    """`run` on the seeded random inputs at `shapes`; where the model fails on them, on the same inputs
+    with the given control values kept (`control_values`), and the first failure raised if it fails on
+    those too. Random values first: they take branches users' values do not (Silero VAD's If on the
+    sample rate: a random sr took the 8 kHz branch, the given 16000 never), and the user's value only
+    where they fail the model (a speed that picks a row out of range: every other batch failed)."""
+    feeds = random_inputs(session, shapes)
+    try:
+        return run(feeds)
+    except Exception as first:
+        kept = random_inputs(session, shapes, controls=controls)
+        if not any(kept.get(k) is v for k, v in (controls or {}).items()):
+            raise
+        try:
+            return run(kept)
+        except Exception:  # noqa: BLE001 - the random inputs' failure is the one reported
+            raise first from None
+
+
 def control_values(given: dict[str, np.ndarray] | None) -> dict[str, np.ndarray]:
     """The given inputs small enough to be control values (a speed, a sample rate, a step count, a
-    threshold): inputs at other shapes keep them where their own shape is the same, as a random one
-    can fail the model (a speed picking a row out of range) or run it where users never do."""
+    threshold), which inputs at other shapes keep where random ones fail the model (`run_random`)."""
     return {k: v for k, v in (given or {}).items() if v.size <= CONTROL_ELEMENTS and v.dtype.kind in "biuf"}
 
 

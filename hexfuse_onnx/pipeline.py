@@ -12,6 +12,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from .alone import own_output_failures
 from .costmodel import Target, get_target
 from .errors import HexfuseError, ModelError, UsageError, VerificationError, WriteError, first_line
 from .exact_products import saturating_nodes
-from .feeds import control_values
+from .feeds import control_values, run_random
 from .graph import ModelGraph, ShapeBinding, all_nodes, declared_types
 from .kinds import KINDS, Candidate, Pair, discover, kind_of
 from .kinds.dag import NONDETERMINISTIC
@@ -837,7 +838,7 @@ def _binding_cases(
     bindings. Then those of `empty` (a dim at 0) it runs at, quietly skipping the others (most
     models refuse an empty image). A child process tries them first (`probe`), so a binding ONNX
     Runtime dies at is refused with one line; only those it ran at are run here. Inputs are random
-    at each binding's shapes but for `controls`, the --inputs' control values (feeds.control_values)."""
+    at each binding's shapes, with `controls`, the --inputs' control values, where they fail (feeds.run_random)."""
     empty = empty or []
     outcomes = probe.runs_at(path, [b.inputs for b in bindings], enough, [b.inputs for b in empty], controls)
     ran: list[ShapeBinding] = []
@@ -845,7 +846,7 @@ def _binding_cases(
         try:
             if outcome.error is not None:
                 raise VerificationError(outcome.error)
-            cases.append(run_original(original, random_inputs(original, b.inputs, controls=controls)))
+            cases.append(run_random(partial(run_original, original), original, b.inputs, controls))
             ran.append(b)
         except VerificationError as exc:
             if k == 0 and hinted:
@@ -857,7 +858,7 @@ def _binding_cases(
     for b, outcome in zip(empty, outcomes[len(outcomes) - len(empty) :]):
         if outcome.error is None:
             with contextlib.suppress(VerificationError):  # ran in the probe, so it runs here too
-                case = run_original(original, random_inputs(original, b.inputs, controls=controls))
+                case = run_random(partial(run_original, original), original, b.inputs, controls)
                 if _reproducible(path, case):
                     cases.append(case)
                     progress(f"the original model runs with an empty input at {b.describe()}: verifying there too")

@@ -44,7 +44,7 @@ def runs_at(
 ) -> list[Outcome]:
     """The original's outcome at each candidate in order, up to the `enough`-th that runs; then its
     outcome at each of `also`, tried in the same child whatever happened before (one each, last).
-    Inputs of `controls` (feeds.control_values) keep their values where their shape is drawn."""
+    Where random inputs fail, inputs of `controls` keep their values (feeds.run_random)."""
     file = os.stat(path)  # the file as it is now: a rewritten file is asked again
     kept = {k: [str(v.dtype), v.shape, v.ravel().tolist()] for k, v in (controls or {}).items()}
     request = json.dumps([candidates, enough, also or [], kept])
@@ -104,7 +104,7 @@ def _death(code: int, stderr: str) -> str:
 
 def child_main() -> None:
     """The child: read the request from stdin, print one line per shape tried."""
-    from .feeds import random_inputs, session  # not verify: the onnx package costs a child 1.7 s
+    from .feeds import run_random, session  # not verify: the onnx package costs a child 1.7 s
 
     request = json.loads(sys.stdin.read())
     try:
@@ -120,7 +120,7 @@ def child_main() -> None:
             print("skip", flush=True)
             continue
         try:
-            original.run(None, random_inputs(original, shapes, controls=controls))
+            run_random(lambda feeds: original.run(None, feeds), original, shapes, controls)
         except Exception as exc:  # noqa: BLE001
             print(f"fail {first_line(exc)}", flush=True)
             continue

@@ -140,6 +140,7 @@ SHIPPED_QUANTIZED = (
     "moonshine_tiny_encoder",
     "moonshine_tiny_decoder",
     "kokoro_ja_int8",
+    "frspell_lemma_int8",
 )
 
 
@@ -186,6 +187,8 @@ SKIPPED = {
     "work to pair",
     "silero_vad": "with its input dims fixed (as QNN needs) ONNX Runtime refuses the model: the 8 kHz branch of "
     "its If gets the 16 kHz frame and its LSTM input is inferred with rank 4 (quant_pre_process fails)",
+    "silero_vad_legacy": "its network sits in the branches of Ifs on the sample rate: onnxruntime's quantiser does "
+    "not enter If branches (as whisper_decoder_merged), so QNN takes none of its work (Add_135 ... float)",
     "terrain_unet": "its InstanceNormalization nodes (a GroupNorm exported over a Reshape) all share one scale "
     "and one bias initializer, which onnxruntime's quantiser refuses ('Quantization parameter shared mode is not "
     "supported for weight yet')",
