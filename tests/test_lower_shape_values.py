@@ -230,13 +230,20 @@ def test_a_slice_start_from_the_past_length_follows_it_on_the_plugin(tmp_path) -
 
 
 def test_a_slice_start_from_the_shapes_that_may_be_negative_is_refused_by_name(tmp_path) -> None:
-    """past - 1 is -1 on an empty past, where ONNX's Slice counts from the end: not patched as it is."""
+    """past - 1 is -1 on an empty past, where ONNX's Slice counts from the end: not patched as it is. (Its end
+    is past - 1 + new, so that the original runs at other new lengths too: inspect proves at one it runs at.)"""
     from hexfuse_onnx import pipeline
 
     src = tmp_path / "model.onnx"
-    onnx.save(
-        helper.make_model(decode_step_positions("a/past_less_one"), opset_imports=[helper.make_opsetid("", 17)]), src
-    )
+    graph = decode_step_positions("a/past_less_one")
+    nodes = list(graph.node)
+    at = {n.name: k for k, n in enumerate(nodes)}
+    limit, less = at["a/limit"], at["a/past_less_one"]
+    nodes[limit], nodes[less] = nodes[less], nodes[limit]  # the Sub first: the end reads it
+    nodes[less].input[0] = "a/past_less_one"
+    del graph.node[:]
+    graph.node.extend(nodes)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), src)
     analysis = pipeline.analyse(src, target="host", min_gain=-1.0, shapes=STEP)
     reasons = [r.reason for r in analysis.rejected]
     assert any("start 0 'past - 1' follows the input shapes and may be negative" in r for r in reasons), reasons
