@@ -722,6 +722,7 @@ def _colocate(args: argparse.Namespace, progress) -> int:
         resolved = [resolve(m, Path(folder), args.cache_dir) for m in args.models]
         count = max(len(resolved), args.requests)
         sources = resolved if len(resolved) == 2 else resolved * count
+        models = args.models if len(resolved) == 2 else args.models * count  # each stream's name or path
         prefixes = stream_names(len(resolved), args.requests, names)
         shapes = {p + k: v for p, (_, s) in zip(prefixes, sources) for k, v in (s or {}).items()}
         shapes.update(_stream_shapes(parse_shape_overrides(args.shape), prefixes, args.requests))
@@ -743,13 +744,13 @@ def _colocate(args: argparse.Namespace, progress) -> int:
             verify_plugin=args.verify == "plugin",
             feeds=load_inputs(args.inputs)
             if args.inputs
-            else _stream_inputs(args, resolved, prefixes, shapes, progress),
+            else _stream_inputs(models, sources, prefixes, shapes, progress),
             specialise=args.freeze_shapes,
         )
     return _colocated(args, r)
 
 
-def _stream_inputs(args: argparse.Namespace, resolved, prefixes: list[str], shapes, progress) -> dict | None:
+def _stream_inputs(models: list[str], sources, prefixes: list[str], shapes, progress) -> dict | None:
     """Where a zoo name's entry sets control inputs as its users set them (`tools.zoo.zoo_inputs`),
     every stream's inputs by merged name: that model's own, seeded per stream (a model without such
     an entry: seeded random ones where it runs); else None, and colocate draws seeded random inputs."""
@@ -757,15 +758,12 @@ def _stream_inputs(args: argparse.Namespace, resolved, prefixes: list[str], shap
     from .pipeline import runnable_inputs
     from .tools.zoo import zoo_inputs
 
-    count = len(prefixes)
-    names = args.models if len(args.models) == count else args.models * count
-    sources = resolved if len(resolved) == count else resolved * count
     streams = [
         (p, Path(path), {k[len(p) :]: v for k, v in shapes.items() if k.startswith(p)})
         for p, (path, _) in zip(prefixes, sources)
     ]
     found = [
-        zoo_inputs(name, path, own, progress, seed) for seed, (name, (_, path, own)) in enumerate(zip(names, streams))
+        zoo_inputs(name, path, own, progress, seed) for seed, (name, (_, path, own)) in enumerate(zip(models, streams))
     ]
     if all(f is None for f in found):
         return None
