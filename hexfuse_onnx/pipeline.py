@@ -295,14 +295,12 @@ def refusal(path: str | os.PathLike[str], g: ModelGraph) -> str | None:
     return None
 
 
-def proving_binding(g: ModelGraph, ran: list[ShapeBinding]) -> ShapeBinding:
-    """The binding the pairs over symbolic dims are proven at: the first besides the representative one
-    that the original runs at (`ran`, in the order of [g.binding, *graph.other_bindings]), else the first
-    other one. rewrite and inspect both choose through it: inspect proved trueocr_det's pairs at
-    1537x1089, where the original's Reshape fails, and refused a pair rewrite keeps."""
-    assert g.binding is not None
-    bindings = [g.binding, *graph_mod.other_bindings(g)]
-    return next((b for b in ran if b is not g.binding), bindings[1] if len(bindings) > 1 else g.binding)
+def proving_binding(bindings: list[ShapeBinding], ran: list[ShapeBinding]) -> ShapeBinding:
+    """The binding the pairs over symbolic dims are proven at: of `bindings` ([g.binding,
+    *graph.other_bindings]), the first besides the representative one that the original runs at (`ran`,
+    in that order), else the first other one. rewrite and inspect both choose through it: inspect proved
+    trueocr_det's pairs at 1537x1089, where the original's Reshape fails, and refused a pair rewrite keeps."""
+    return next((b for b in ran if b is not bindings[0]), bindings[1] if len(bindings) > 1 else bindings[0])
 
 
 def runnable_proving_binding(path: str | os.PathLike[str], g: ModelGraph) -> ShapeBinding | None:
@@ -313,7 +311,7 @@ def runnable_proving_binding(path: str | os.PathLike[str], g: ModelGraph) -> Sha
     assert g.binding is not None
     bindings = [g.binding, *graph_mod.other_bindings(g)]
     outcomes = probe.runs_at(path, [b.inputs for b in bindings], enough=2)
-    return proving_binding(g, [b for b, o in zip(bindings, outcomes) if o.error is None])
+    return proving_binding(bindings, [b for b, o in zip(bindings, outcomes) if o.error is None])
 
 
 def _analyse_branch(
@@ -759,7 +757,7 @@ def _reference(
     ran = _binding_cases(path, original, bindings, hinted, cases, progress, empty, 3 if at_inputs else 2, controls)
     if not ran and given is None:
         raise ModelError(f"{path}: the original model runs at none of the shapes tried (give --shape or --inputs)")
-    return _with_cases(path, g, cases, proving_binding(g, ran))
+    return _with_cases(path, g, cases, proving_binding(bindings, ran))
 
 
 def refuse_early_expansion(path: str | os.PathLike[str], model: onnx.ModelProto, external: bool) -> None:
