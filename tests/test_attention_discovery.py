@@ -390,23 +390,7 @@ def test_a_group_reading_a_dequantize_outside_it_waits_on_what_that_reads() -> N
     """x -> q (Q) -> dq (DQ) -> c (Relu), dq -> d (Relu) too: a pair holding q and c reads its own copy
     of dq (with_dequantize_copies), so it does not wait on dq; counted as waiting on it, the pair
     looked circular alone (ppocr_cls u16u8 x2). A plain node left outside still closes a cycle."""
-    h = onnx.helper
-    f, u16 = onnx.TensorProto.FLOAT, onnx.TensorProto.UINT16
-    scale = h.make_tensor("s", f, [], [0.1])
-    zero = h.make_tensor("z", u16, [], [0])
-    nodes = [
-        h.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], name="q"),
-        h.make_node("DequantizeLinear", ["q", "s", "z"], ["dq"], name="dq"),
-        h.make_node("Relu", ["dq"], ["c"], name="c"),
-        h.make_node("Relu", ["dq"], ["d"], name="d"),
-        h.make_node("Relu", ["q"], ["r"], name="r"),
-        h.make_node("Add", ["c", "r"], ["e"], name="e"),
-    ]
-    vi = [h.make_tensor_value_info(n, f, [4]) for n in ("x", "d", "e")]
-    model = h.make_model(
-        h.make_graph(nodes, "qdq", vi[:1], vi[1:], [scale, zero]), opset_imports=[h.make_opsetid("", 21)]
-    )
-    g = graph.index_model(model)
+    g = _qdq_graph()
     ids = {n.name: i for i, n in enumerate(g.nodes)}
     assert acyclic_with(g, [{ids["q"], ids["c"]}])
     assert not acyclic_with(g, [{ids["q"], ids["e"]}])  # q -> r -> e: r outside waits on q and e on r
