@@ -715,11 +715,12 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
     for label, path in (("hexfuse defaults", fused_path), ("hexfuse tuned defaults", tuned_path)):
         cfgs.append(Config(label, isolated.hexfuse_session(str(path)), tol=tol))
     by = {c.label: c for c in cfgs}
-    choosing = [c for c in cfgs if getattr(c.session, "choosing", False)]
-    if not choosing and not mode_choice.too_large(str(fused_path), header):  # it must choose here and now
+    choosing = [c for c in cfgs if getattr(c.session, "choosing", False)]  # the tuned one too on short calls
+    untuned_chooses = by["hexfuse defaults"] in choosing
+    if not untuned_chooses and not mode_choice.too_large(str(fused_path), header):  # it must choose here and now
         why = f"the untuned session took a cached ORT mode ({mode_choice.cache_path()}), it did not choose"
         return {"model": name, "skipped": why}
-    if not choosing:  # it runs ORT's defaults, as it would for a user
+    if not untuned_chooses:  # it runs ORT's defaults, as it would for a user
         by["hexfuse defaults"].extra.update(ort_mode_chosen=ort_modes.DEFAULT, too_large_to_choose=True)
     for cfg in cfgs:
         verify_config(cfg, feeds, names, reference)
@@ -796,9 +797,13 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
         f"(chose {extra.get('ort_mode_chosen') or '-'} {how}) -> "
         f"{verdict(ratio, DEFAULTS_TARGET, 'hexfuse defaults')}"
     )
+    tuned_chose = by["hexfuse tuned defaults"].extra.get("ort_mode_chosen")
+    tuned_mode = (
+        f"chose {tuned_chose} at run time (tune's: {tuned.ort_mode.mode})" if tuned_chose else tuned.ort_mode.mode
+    )
     print(
         f"      tuned here: {len(kept)} of {n_pairs} pair(s) kept{' (' + ', '.join(kept) + ')' if kept else ''}, "
-        f"ORT mode {tuned.ort_mode.mode}; tuned defaults {by['hexfuse tuned defaults'].median():10.1f} us "
+        f"ORT mode {tuned_mode}; tuned defaults {by['hexfuse tuned defaults'].median():10.1f} us "
         f"-> {verdict(tuned_ratio, tuned_target, 'hexfuse tuned defaults')}"
     )
     for label, diff in graph_diff.items():

@@ -106,6 +106,12 @@ SPINLESS = ("ort-seq",)  # sequential on one thread: no pool threads that spin
 # its choice ran 1.064x the best mode.
 PARALLEL = "ort-par"
 CANDIDATES = tuple(m for m in ort_modes.MODES if m != PARALLEL)
+FULL_EXPLORATION_US = EXPLORE_S * 1e6 / (ROUNDS * BLOCK * len(CANDIDATES))  # calls this short or shorter get
+# all ROUNDS rounds before EXPLORE_S: a tuned model that runs unfused on stock ORT chooses its mode at run time
+# there instead of taking its tuning record's (runtime.apply_tuned_mode). host_pairs --defaults, Intel Xeon VM:
+# the mode tune pinned ran 1.03-1.10x the best on calls under 1 ms (hama_g2p_encoder quiet, gtcrn_stream loaded)
+# where the run-time choice met 1.02x; on longer calls with few rounds to choose in, the pin met it where the
+# run-time choice took a mode 1.36-1.54x the best (spindle_eeg, centerface, loaded; docs/DROPIN.md)
 PAR_MIN_CALL_US = 500.0  # ort-par joins only when the first round's fastest median is this long. Quiet
 # (host_pairs --defaults, 22 real models, session 18, an AMD EPYC VM) it was the best mode once, gtcrn_stream
 # at 1.39 ms (0.91x ort-seq), and lost on every model under 250 us (dtln_stage1 1.02x, romanizer_decoder 1.09x,
@@ -647,7 +653,8 @@ def session(
     log(
         f"hexfuse: choosing ONNX Runtime's mode at run time: the first calls (up to {ROUNDS} rounds of "
         f"{BLOCK} calls and {BLOCK_S * 1000:g} ms per mode) alternate among "
-        f"{', '.join(CANDIDATES)}; {joins} (no tuning record made here; {ENV_MODE}=off keeps ORT's defaults)"
+        f"{', '.join(CANDIDATES)}; {joins} (no mode from a tuning record made here; "
+        f"{ENV_MODE}=off keeps ORT's defaults)"
     )
     return ChoosingSession(
         sessions, model_key(model), log, make=functools.partial(_session, source, so, providers=providers)

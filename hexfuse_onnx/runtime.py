@@ -160,6 +160,14 @@ def auto_decision(model: ModelRef | None, header: onnx.ModelProto | None = None)
     return True, f"{reason}; the model was tuned on this machine for the host backend"
 
 
+def _explorable(model: ModelRef | None, header: onnx.ModelProto | None) -> bool:
+    """Whether a session of `model` may choose ORT's mode at run time (mode_choice.preset's rule: a
+    file or bytes, not too large to hold once per mode)."""
+    if header is None or not isinstance(model, (str, os.PathLike, bytes)):
+        return False
+    return not mode_choice.too_large(model if isinstance(model, bytes) else str(model), header)
+
+
 def _has_pairs(header: onnx.ModelProto) -> bool:
     """Whether the model holds a FusedHexPair (its function; pairs in If branches too)."""
     from .contract import DOMAIN
@@ -183,13 +191,24 @@ def _header(model: ModelRef | None) -> onnx.ModelProto | None:
         return None
 
 
-def apply_tuned_mode(so: ort.SessionOptions, header: onnx.ModelProto | None, given: list[str]) -> str | None:
+def apply_tuned_mode(
+    so: ort.SessionOptions, header: onnx.ModelProto | None, given: list[str], choosing: bool = False
+) -> str | None:
     """Set `so` to the ONNX Runtime mode the model's tuning record chose on this machine, unless the
-    user's options set the execution themselves (`given`: those fields). Returns the mode applied."""
+    user's options set the execution themselves (`given`: those fields) or, where the session can
+    choose at run time (`choosing`), the tuned calls were short enough for a full exploration
+    (mode_choice.FULL_EXPLORATION_US): that one times the mode in the process that runs the model.
+    Returns the mode applied."""
     found = tuning.ort_mode_here(header) if header is not None else None
     if found is None:
         return None
-    mode, why = found
+    mode, why, call_us = found
+    if choosing and not given and call_us is not None and call_us <= mode_choice.FULL_EXPLORATION_US:
+        _log_once(
+            f"hexfuse: ONNX Runtime mode {mode} from the model's tuning record not applied: its calls took "
+            f"{call_us:.0f} us, short enough to choose the mode at run time in {mode_choice.ROUNDS} rounds"
+        )
+        return None
     if given:
         _log_once(
             f"hexfuse: ONNX Runtime mode {mode} from the model's tuning record not applied: "
@@ -242,20 +261,24 @@ def _options(
     schedule: str | None = None,
     unfused: str = "",
     header: onnx.ModelProto | None = None,
+    can_choose: bool = False,
 ) -> tuple[ort.SessionOptions, bool, bool]:
     """`session_options`, whether it registered the plugin, and whether ORT's mode is left to choose
     at run time (mode_choice: neither tuned, given, forced nor remembered); `unfused` says in
-    auto's log what stock ONNX Runtime runs without it; `header`: the model's header, already loaded."""
+    auto's log what stock ONNX Runtime runs without it; `header`: the model's header, already loaded;
+    `can_choose`: the caller makes a session that can choose ORT's mode at run time."""
     given = ort_modes.user_settings(so)
     so = so or ort.SessionOptions()
     header = header or _header(model)
-    tuned = apply_tuned_mode(so, header, given)
     if backend != "auto":
+        apply_tuned_mode(so, header, given)
         resolve_backend(backend)
     else:
         register, why = auto_decision(model, header)
         stock = f"stock ONNX Runtime{unfused} (plugin not registered)"
         _log_once(f"hexfuse: backend auto -> {'plugin' if register else stock}: {why}")
+        choosing = can_choose and not register and _explorable(model, header)
+        tuned = apply_tuned_mode(so, header, given, choosing)
         if not register:
             settled = tuned or header is None or mode_choice.preset(so, model, header, given, _log_once)
             return so, False, not settled
@@ -296,7 +319,15 @@ def InferenceSession(
     with plugin_environment_restored():
         header = _header(path)
         options, registered, choose = _options(
-            backend, workers, trace, so, path, schedule, " on the unfused original", header
+            backend,
+            workers,
+            trace,
+            so,
+            path,
+            schedule,
+            " on the unfused original",
+            header,
+            can_choose=providers == ["CPUExecutionProvider"],
         )
         source = path if isinstance(path, bytes) else str(path)
         if not registered and header is not None:

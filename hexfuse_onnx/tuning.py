@@ -6,7 +6,9 @@ metadata_props under `METADATA_KEY` (JSON). `runtime.session_options(backend="au
 reads it back: a model tuned on this machine for the backend the plugin would use here is worth
 registering the plugin for; any other model runs on stock ONNX Runtime. The record also names
 ONNX Runtime's own execution mode that ran the model fastest here (`ort_modes`), which sessions of
-the model on this machine use unless their options set the execution themselves.
+the model on this machine use unless their options set the execution themselves, or, where stock ORT
+runs the model unfused on calls short enough, an InferenceSession chooses the mode again at run time
+(runtime.apply_tuned_mode).
 
 A machine is what decides which pairs win: the CPU (architecture, model name, logical CPUs) and the
 versions of ONNX Runtime and hexfuse-onnx (either changes the kernels timed on each side).
@@ -19,7 +21,7 @@ import json
 import os
 import platform
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import onnx
 
@@ -98,16 +100,25 @@ def load_header(model: str | os.PathLike[str] | bytes | onnx.ModelProto) -> onnx
     return onnx.load_model(str(model), load_external_data=False)
 
 
-def ort_mode_here(model: onnx.ModelProto) -> tuple[str, str] | None:
-    """(ONNX Runtime mode, why it was chosen) from a tuning record made on this machine; None for an
-    untuned model, a record from elsewhere, or one without a known mode."""
+class TunedMode(NamedTuple):
+    mode: str
+    why: str
+    call_us: float | None  # the median call tune timed in that mode; None when it timed none
+
+
+def ort_mode_here(model: onnx.ModelProto) -> TunedMode | None:
+    """The ONNX Runtime mode a tuning record made on this machine chose; None for an untuned model,
+    a record from elsewhere, or one without a known mode."""
     record = read_record(model)
     if record is None or record.get("fingerprint") != fingerprint():
         return None
     choice = record.get("ort_mode")
     if not isinstance(choice, dict) or choice.get("mode") not in ort_modes.MODES:
         return None
-    return str(choice["mode"]), str(choice.get("why", ""))
+    mode = str(choice["mode"])
+    timed = (choice.get("modes") or {}).get(mode) or {}
+    call_us = timed.get("median_us")
+    return TunedMode(mode, str(choice.get("why", "")), float(call_us) if call_us is not None else None)
 
 
 def tuned_here(model: onnx.ModelProto, backend: str) -> str | None:

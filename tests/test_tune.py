@@ -495,6 +495,30 @@ def test_the_tuned_mode_is_applied_and_logged_once(work, tmp_path, no_cdsp, mode
     assert_mentions(messages[0], mode, "tuning record", "set by the test")
 
 
+@pytest.mark.parametrize("call_us", [200.0, 20000.0])
+def test_a_tuned_mode_of_short_calls_is_chosen_again_at_run_time(work, tmp_path, no_cdsp, monkeypatch, call_us):
+    """A model that runs unfused on stock ORT: where tune's calls were short enough for the run-time
+    choice to explore fully, its InferenceSession chooses; session_options (it cannot time) and long
+    calls take the record's mode."""
+    from hexfuse_onnx import mode_choice
+
+    monkeypatch.setenv(mode_choice.ENV_CACHE, str(tmp_path / "ort_modes.json"))
+    timed = {"mode": "ort-seq-2t", "why": "set by the test", "modes": {"ort-seq-2t": {"median_us": call_us}}}
+    model = edited_record(work["lost"], tmp_path / "tuned.onnx", ort_mode=timed)
+    want = execution(ort_modes.options("ort-seq-2t"))
+    assert execution(runtime.session_options(model=model)) == want
+    session = runtime.InferenceSession(model)
+    short = call_us <= mode_choice.FULL_EXPLORATION_US
+    assert isinstance(session, mode_choice.ChoosingSession) == short
+    messages = mode_messages(no_cdsp)
+    if short:
+        assert_mentions(messages[-1], "ort-seq-2t", "not applied", f"{call_us:.0f} us", "run time")
+        assert "choosing ONNX Runtime's mode at run time" in no_cdsp.text
+    else:
+        assert execution(session.get_session_options()) == want
+        assert len(messages) == 1, messages
+
+
 def test_user_settings_win_over_the_tuned_mode(work, tmp_path, no_cdsp):
     import onnxruntime as ort
 
