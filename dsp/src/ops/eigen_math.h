@@ -49,7 +49,7 @@ static inline float hfx_sincos_eigen(float x, int sine) {
     r = r + n * 5.5644315544167710640977020375430583953857421875e-11f;
     float huge = sine ? 25966.0f : 18838.0f;
     if (ax >= huge && ax - ax == 0.0f) r = hfx_reduce_huge(ax, &q); /* finite and large */
-    uint32_t sign = (sine ? hfx_u32_of(x) ^ ((uint32_t)q << 30) : (uint32_t)(q + 1) << 30) & 0x80000000u;
+    uint32_t sign = (sine ? hfx_u32_of(x) ^ ((uint32_t)q << 30) : ((uint32_t)q + 1u) << 30) & 0x80000000u;
     float r2 = r * r;
     float c = 2.4372266125283204019069671630859375e-05f;
     c = c * r2 + -0.00138865201734006404876708984375f;
