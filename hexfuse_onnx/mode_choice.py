@@ -63,7 +63,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 import onnx
@@ -255,7 +255,7 @@ def preset(
         ort_modes.apply(so, forced)
         log(f"hexfuse: ONNX Runtime mode {forced} forced by {ENV_MODE}")
         return forced
-    if model is None or isinstance(model, onnx.ModelProto):
+    if not _remembered(model):
         return "no model file to remember a choice by"
     size = model_bytes(model if isinstance(model, bytes) else str(model), header)
     if size > EXPLORE_MAX_BYTES:
@@ -279,6 +279,21 @@ def preset(
         return None
     log(f"hexfuse: ONNX Runtime mode {mode} chosen at run time on {entry.get('date', '?')}, from {cache_path()}")
     return mode
+
+
+def _remembered(
+    model: str | os.PathLike[str] | bytes | onnx.ModelProto | None,
+) -> TypeGuard[str | os.PathLike[str] | bytes]:
+    """Whether a choice for `model` can be remembered: a file or bytes, whose digest keys the cache."""
+    return model is not None and not isinstance(model, onnx.ModelProto)
+
+
+def explorable(model: str | os.PathLike[str] | bytes | onnx.ModelProto | None, header: onnx.ModelProto) -> bool:
+    """Whether a session of `model` may choose ORT's mode at run time (`preset`'s rule, the mode neither
+    forced nor given): a file or bytes, not too large to hold once per mode."""
+    if not _remembered(model):
+        return False
+    return not too_large(model if isinstance(model, bytes) else str(model), header)
 
 
 def too_large(source: str | bytes, header: onnx.ModelProto) -> bool:

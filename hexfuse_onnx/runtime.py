@@ -160,14 +160,6 @@ def auto_decision(model: ModelRef | None, header: onnx.ModelProto | None = None)
     return True, f"{reason}; the model was tuned on this machine for the host backend"
 
 
-def _explorable(model: ModelRef | None, header: onnx.ModelProto | None) -> bool:
-    """Whether a session of `model` may choose ORT's mode at run time (mode_choice.preset's rule: a
-    file or bytes, not too large to hold once per mode)."""
-    if header is None or not isinstance(model, (str, os.PathLike, bytes)):
-        return False
-    return not mode_choice.too_large(model if isinstance(model, bytes) else str(model), header)
-
-
 def _has_pairs(header: onnx.ModelProto) -> bool:
     """Whether the model holds a FusedHexPair (its function; pairs in If branches too)."""
     from .contract import DOMAIN
@@ -277,7 +269,7 @@ def _options(
         register, why = auto_decision(model, header)
         stock = f"stock ONNX Runtime{unfused} (plugin not registered)"
         _log_once(f"hexfuse: backend auto -> {'plugin' if register else stock}: {why}")
-        choosing = can_choose and not register and _explorable(model, header)
+        choosing = can_choose and not register and header is not None and mode_choice.explorable(model, header)
         tuned = apply_tuned_mode(so, header, given, choosing)
         if not register:
             settled = tuned or header is None or mode_choice.preset(so, model, header, given, _log_once)
