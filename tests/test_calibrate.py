@@ -578,7 +578,13 @@ def test_wake_regimes_split_the_calls_by_the_pools_idle_time() -> None:
     assert leads == pytest.approx((1e-6, 8e-6, 16e-6))
     rows = [replace(_row(1.0, 1.0), wake_shares=shares, wake_leads_s=leads)]
     assert schedule.measured_leads(rows) == pytest.approx(leads)
-    assert schedule.expected_call_overhead(rows[0], leads) == pytest.approx(0.25e-6 + 2e-6 + 8e-6)
+    # the lower quartile of the calls: a quarter spinning (fused 5 us + 1 us), the rest at 9 + 8 and 9 + 16 us
+    quartile = schedule.at_run_quantile(replace(rows[0], regime_fused_s=(5e-6, 9e-6, 9e-6)), leads)
+    assert (quartile.predicted_fused_s, quartile.call_overhead_s) == pytest.approx((5e-6, 1e-6))
+    fewer_warm = replace(rows[0], wake_shares=(0.2, 0.3, 0.5), regime_fused_s=(5e-6, 9e-6, 9e-6))
+    assert schedule.at_run_quantile(fewer_warm, leads).predicted_call_s == pytest.approx(17e-6)
+    unknown = schedule.at_run_quantile(replace(rows[0], wake_shares=(math.nan,) * 3), leads)
+    assert unknown.call_overhead_s == pytest.approx(16e-6)  # every call taken as asleep
     cold_only = [replace(_row(1.0, 1.0), wake_shares=(0.0, 0.0, 1.0), wake_leads_s=(math.nan, math.nan, 9e-6))]
     assert schedule.measured_leads(cold_only) == pytest.approx((9e-6,) * 3)  # nothing seen: the nearest regime's
     assert schedule.measured_leads([_row(1.0, 1.0)]) is None  # no traced wake-up at all

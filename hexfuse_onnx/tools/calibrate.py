@@ -54,10 +54,13 @@ slower, never faster, and the longer the call the likelier it is preempted.
    that comes later pays it before its first item and one right after another does not; both are
    measured (call time - work-item span, the median of each kind of call) on the two pairs in
    series of a probe model that is in no measured model but measured with them (the first
-   called after the run before, the second right after it), and each pair is predicted with its
-   own mix of them (`with_call_overhead`; a worker just past its spin is still on its way to sleep and
-   costs about half a wake-up: WAKE_REGIMES). The predicted time of a call is
-   costmodel.predict(...).fused at the share the plugin used plus that overhead. The serial
+   called after the run before, the second right after it; a worker just past its spin is still on
+   its way to sleep and costs about half a wake-up: WAKE_REGIMES). The predicted time of a call in
+   a regime is costmodel.predict(...).fused at the share the plugin used (with the join delay
+   unless the workers were spinning) plus that regime's overhead, and a pair's predicted call is
+   the one at RUN_QUANTILE of its calls' regimes, as its measured call is their RUN_QUANTILE
+   (`at_run_quantile`: a mean over the regimes made a 6 us pair whose calls were 40% cold 10 us,
+   +47%, where its lower quartile, a warm call, took 6 us). The serial
    prediction (ORT's one thread, the fit as profiled) is compared with the ORT-profiled time of
    the pair's original nodes.
 4. A second fit, to the kernel's own item times: the plugin's host kernels are not ORT's (its

@@ -69,6 +69,7 @@ class PairRow:
     cold_join_s: float = float("nan")
     wake_shares: tuple[float, ...] = ()  # per WAKE_REGIMES (TracedPair)
     wake_leads_s: tuple[float, ...] = ()
+    regime_fused_s: tuple[float, ...] = ()  # per WAKE_REGIMES: the predicted fused time of a call in it
     preempted_s: float = 0.0  # median time of a call other processes took, not in measured_call_s (trace)
 
     @property
