@@ -284,7 +284,9 @@ class CalibrationResult:
             "over its working threads of their time runnable but not running: Linux run delay; median shown)",
             "  work/span: summed work-item time over the span (2 = both workers busy throughout); overlap: "
             "share of the span both tasks ran an item; gap/op: time per op no item ran (in the span, in no "
-            "item's time)",
+            "item's time); cold: share of the calls that found the pool's workers asleep; call oh: the wake-up "
+            "cost of the call a prediction stands for (the regime of the pair's calls at their lower quartile, as "
+            "measured)",
         ]
         if self.kernel_target is not None:
             unmodelled = sum(self.unmodelled_kernel_s.values())
