@@ -701,6 +701,7 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
         input_shapes=None if given else shapes,  # tune times given inputs at their own shapes
         progress=lambda m: None,
         inputs=given,
+        **({"budget_s": args.budget} if args.budget else {}),
     )
     kept = [p.pair_id for p in tuned.kept]
     tol = max(args.tol, plugin_rtol(name))
@@ -709,7 +710,7 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
     names = [o.name for o in cfgs[1].session.get_outputs()]
     reference = cfgs[1].session.run(names, feeds)  # ort-seq on the original
     pilot = [Config(c.label, c.session) for c in cfgs]
-    interleaved.time_interleaved(pilot, feeds, PILOT_ROUNDS, seed=args.seed)
+    interleaved.time_interleaved(pilot, feeds, PILOT_ROUNDS, seed=args.seed, budget_s=args.budget)
     twin_of = min(pilot, key=Config.median).label  # the A/A control: the likely best mode, twice
     cfgs.append(Config(f"{twin_of} twin", isolated.ort_session(str(orig_path), twin_of)))
     for label, path in (("hexfuse defaults", fused_path), ("hexfuse tuned defaults", tuned_path)):
@@ -731,7 +732,9 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
         return warm_rounds[-1]
 
     meter = CpuMeter()
-    rests = interleaved.time_interleaved(cfgs, feeds, args.defaults_rounds, seed=args.seed, warm_up=still_choosing)
+    rests = interleaved.time_interleaved(
+        cfgs, feeds, args.defaults_rounds, seed=args.seed, warm_up=still_choosing, budget_s=args.budget
+    )
     for cfg in choosing:
         cfg.extra["ort_mode_chosen"] = cfg.session.mode
         cfg.extra["warm_up_rounds"] = sum(warm_rounds)
@@ -761,7 +764,7 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
     out = {
         "model": name,
         "pairs": n_pairs,
-        "rounds": args.defaults_rounds,
+        "rounds": len(by["hexfuse defaults"].samples),
         "configs": {c.label: c.record() for c in cfgs},
         "rest_s": rests,
         "best_ort": best.label if best else None,
@@ -981,6 +984,14 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         default=200,
         help="(c): rounds, each one visit per configuration in a shuffled order (default 200)",
+    )
+    ap.add_argument(
+        "--budget",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="(c): fewer --defaults-rounds (at least 8) where they would take longer than this, and tune's "
+        "--budget (default 0: every round here, tune's own default there)",
     )
     ap.add_argument(
         "--defaults",

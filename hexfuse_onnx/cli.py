@@ -253,6 +253,15 @@ def _parser() -> argparse.ArgumentParser:
         "the fastest; sessions of the tuned model use it) or one of them, recorded as given; the pairs are "
         "timed under it (default %(default)s)",
     )
+    tu.add_argument(
+        "--budget",
+        type=float,
+        default=tune_defaults.DEFAULT_BUDGET_S,
+        metavar="SECONDS",
+        help="each timing (ORT's modes, a pair's screen, the final check) runs the rounds that fit in this long "
+        "where all of them would take longer, at least 8 (a detector's 1-2 s calls: minutes, not an hour; default "
+        "%(default)g; 0: every round)",
+    )
     tu.add_argument("--workers", type=int, help="vector workers of the kernel's pool")
     tu.add_argument("--shape", action="append", metavar="NAME=DxDxD", help="fix a graph input's dims (repeatable)")
     tu.add_argument(
@@ -984,6 +993,7 @@ def _tune(args: argparse.Namespace, progress) -> int:
         parse_shape_overrides(args.shape),
         progress,
         load_inputs(args.inputs) if args.inputs else None,
+        args.budget,
     )
     print("\n".join(result.lines()))
     print(f"wrote {args.output}")

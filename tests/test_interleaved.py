@@ -75,3 +75,21 @@ def test_warm_up_rounds_are_discarded_until_no_session_is_choosing(zoo_dir: Path
     assert len(asked) == 4 and [len(c.samples) for c in configs] == [2, 2]
     visits = len(calls) - 2  # calls_per_visit's two, then 3 discarded + 2 counted visits of the same size
     assert visits % 5 == 0 and visits >= 5 * 2
+
+
+def test_a_budget_cuts_the_rounds_of_long_calls_to_those_that_fit(zoo_dir: Path) -> None:
+    assert interleaved.rounds_within(150, 120.0, 15.0) == interleaved.BUDGET_LEAST_ROUNDS  # 8 rounds of 15 s
+    assert interleaved.rounds_within(150, 120.0, 0.5) == 150  # they all fit
+    assert interleaved.rounds_within(150, 120.0, 4.0) == 30
+    assert interleaved.rounds_within(150, 0.0, 15.0) == 150  # no budget
+    assert interleaved.rounds_within(4, 1.0, 15.0) == 4  # never more than asked
+    model = str(zoo_dir / "gpt_decode_step.onnx")
+    configs = [Config(m, isolated.ort_session(model, m)) for m in ("ort-seq", "ort-seq-2t")]
+    feeds = verify.random_inputs(configs[0].session, seed=0)
+    interleaved.time_interleaved(configs, feeds, rounds=12, budget_s=1e-6)  # a round of real calls takes longer
+    assert [len(c.samples) for c in configs] == [interleaved.BUDGET_LEAST_ROUNDS] * 2
+    for cfg in configs:
+        cfg.samples.clear()
+    asked: list[int] = []
+    interleaved.time_interleaved(configs, feeds, rounds=12, settled=lambda: not asked.append(1))  # settled at once
+    assert [len(c.samples) for c in configs] == [interleaved.BUDGET_LEAST_ROUNDS] * 2 and len(asked) == 1

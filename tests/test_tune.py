@@ -575,6 +575,7 @@ def test_cli_reports_a_table_and_writes_model_and_json(work, tmp_path):
         ("directory", EXIT_WRITE_FAILED, ["is a directory"]),
         ("same-file", EXIT_USAGE, ["would overwrite"]),
         ("one-round", EXIT_USAGE, ["--rounds must be >= 2"]),
+        ("negative-budget", EXIT_USAGE, ["--budget", "-1"]),
     ],
 )
 def test_cli_bad_input_is_one_line_and_an_exit_code(work, zoo_dir, tmp_path, case, code, words):
@@ -595,6 +596,8 @@ def test_cli_bad_input_is_one_line_and_an_exit_code(work, zoo_dir, tmp_path, cas
         out = src
     elif case == "one-round":
         extra = ["--rounds", 1]
+    elif case == "negative-budget":
+        extra = ["--budget", -1]
     proc = run_cli("tune", src, "-q", "-o", out, "--runs", 2, "--rounds", 2, *extra)
     assert proc.returncode == code, proc.stderr
     assert_mentions(error_line(proc), *words)
@@ -629,3 +632,13 @@ def test_auto_does_not_register_for_a_model_tuned_here_that_kept_no_pair(work, t
     got, feeds, ran = run_traced(work["lost"], tmp_path / "trace.json")
     assert not ran
     assert all(np.array_equal(w, g) for w, g in zip(verify.session(work["lost"]).run(None, feeds), got))
+
+
+def test_a_screen_stops_once_every_share_lost_every_round() -> None:
+    unfused = Config("unfused", None, samples=[100.0, 100.0, 100.0])
+    losing = [Config("0.25", None, samples=[150.0, 99.0, 120.0]), Config("0.5", None, samples=[300.0, 101.0, 99.5])]
+    assert tune_module.lost_every_round([unfused, *losing], 0.02)  # no round saved 2% at any share
+    won_once = Config("0.75", None, samples=[150.0, 97.0, 120.0])  # a 3% saving in round 2
+    assert not tune_module.lost_every_round([unfused, *losing, won_once], 0.02)
+    assert not tune_module.lost_every_round([unfused, *losing], -1.0)  # a negative margin passes losers
+    assert not tune_module.lost_every_round([unfused, Config("0.5", None, check="session fails")], 0.02)  # none timed

@@ -17,6 +17,7 @@ A visit is one warm-up call, then the same number of timed calls for every confi
 as fill VISIT_S at the median configuration's speed, 1 to VISIT_CALLS, unless the caller gives its
 own: tune's screen of short pair calls); its figure is their median.
 
+A budget (tune's --budget) cuts the rounds of a timing whose calls are long (`rounds_within`).
 A session that chooses its ORT mode during its first calls (mode_choice) chooses in the regime it is
 then measured in: `warm_up` runs discarded rounds of the same visits first, until no session is
 choosing. Chosen in back-to-back calls, with the pooled modes' threads hot, two_branch, mha_encoder,
@@ -42,6 +43,7 @@ VISIT_S = 0.005  # the timed calls of a visit fill this long ...
 VISIT_CALLS = 20  # ... at most this many
 WARM_UP_ROUNDS = 2000  # discarded rounds at most: a choice takes up to 12 rounds of blocks of >= 16 ms per
 # mode, ~0.8 s of calls, and a visit of 36 us calls lasts 0.75 ms (silero_decoder_v5: ~1000 rounds)
+BUDGET_LEAST_ROUNDS = 8  # a budget or `settled` never cuts below this: 8 rounds one way have p = 1/256
 BOOTSTRAP = 2000  # resamples of the rounds for the 95% interval
 
 
@@ -64,14 +66,19 @@ def time_interleaved(
     warm_up: Callable[[], bool] | None = None,
     visit_s: float = VISIT_S,
     visit_calls: int = VISIT_CALLS,
+    budget_s: float = 0.0,
+    settled: Callable[[], bool] | None = None,
 ) -> dict[str, float]:
     """One visit per live configuration per round, in a shuffled order; cfg.samples gets one figure
     (us) per round, so round r of every configuration is samples[r]. Before them, discarded rounds of
     the same visits while `warm_up()` is true (at most WARM_UP_ROUNDS). A visit's timed calls fill
-    `visit_s` (at most `visit_calls`). Returns each configuration's median rest (s) before its
-    counted visits."""
+    `visit_s` (at most `visit_calls`). A `budget_s` cuts the rounds to those that fit it
+    (`rounds_within`); `settled()`, asked after each round from BUDGET_LEAST_ROUNDS on, ends the
+    timing when true. Returns each configuration's median rest (s) before its counted visits."""
     live = [c for c in configs if c.ok and c.session is not None]
-    calls = calls_per_visit(live, feeds, visit_s, visit_calls)
+    once = call_times(live, feeds)
+    calls = calls_for(once, visit_s, visit_calls)
+    rounds = rounds_within(rounds, budget_s, sum((calls + 1) * t + QUIET_SLICES * REST_SLICE_S for t in once))
     rests: dict[str, list[float]] = {c.label: [] for c in live}
     rng = random.Random(seed)
     gc_was = gc.isenabled()
@@ -87,6 +94,8 @@ def time_interleaved(
                 cfg.samples.append(figure)
             if progress:
                 progress(r + 1)
+            if settled and r + 1 >= BUDGET_LEAST_ROUNDS and settled():
+                break
     finally:
         if gc_was:
             gc.enable()
@@ -106,10 +115,8 @@ def visit_round(live: list[Config], feeds: dict, calls: int, rng: random.Random)
     return visits
 
 
-def calls_per_visit(live: list[Config], feeds: dict, visit_s: float = VISIT_S, visit_calls: int = VISIT_CALLS) -> int:
-    """Timed calls per visit, the same for every configuration: the later calls of a visit run
-    warmer, so a configuration given more of them would look faster (the same session timed as two
-    configurations with their own counts differed by 3%, two_branch and gpt_decode_step)."""
+def call_times(live: list[Config], feeds: dict) -> list[float]:
+    """Seconds of one call of each configuration, after a first call."""
     once = []
     for cfg in live:
         run = cfg.session.run  # type: ignore[union-attr]
@@ -117,7 +124,30 @@ def calls_per_visit(live: list[Config], feeds: dict, visit_s: float = VISIT_S, v
         t0 = time.perf_counter()
         run(None, feeds)
         once.append(time.perf_counter() - t0)
+    return once
+
+
+def calls_for(once: list[float], visit_s: float = VISIT_S, visit_calls: int = VISIT_CALLS) -> int:
+    """Timed calls per visit, the same for every configuration: as many as fill `visit_s` at the
+    median configuration's speed (`once`), 1 to `visit_calls`. The later calls of a visit run
+    warmer, so a configuration given more of them would look faster (the same session timed as two
+    configurations with their own counts differed by 3%, two_branch and gpt_decode_step)."""
     return max(1, min(visit_calls, int(visit_s / max(float(np.median(once)), 1e-9)))) if once else 1
+
+
+def calls_per_visit(live: list[Config], feeds: dict, visit_s: float = VISIT_S, visit_calls: int = VISIT_CALLS) -> int:
+    """`calls_for` the configurations' calls, timed here."""
+    return calls_for(call_times(live, feeds), visit_s, visit_calls)
+
+
+def rounds_within(rounds: int, budget_s: float, round_s: float) -> int:
+    """The rounds of `round_s` seconds each that fit `budget_s`, at most `rounds` and at least
+    BUDGET_LEAST_ROUNDS (no budget: `rounds`). A detector's 1.2-2.5 s calls made tune's 30 rounds of
+    ORT's four modes, a warm-up and a timed call each, last 7.5 minutes (table_edge_det_int8); a
+    call that long varies little from round to round, and the figures are ratios within a round."""
+    if budget_s <= 0 or round_s <= 0:
+        return rounds
+    return min(rounds, max(BUDGET_LEAST_ROUNDS, int(budget_s / round_s)))
 
 
 def round_ratios(cfg: Config, base: Config) -> np.ndarray:

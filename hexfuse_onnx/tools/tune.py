@@ -15,7 +15,8 @@ each share cost a session of the whole model. Alone, a call is short: a visit ti
 process-wide worker pool whose idle workers sleep (dsp/src/platform_posix.c).
 A pair passes the screen when its saving, 1 - fused/unfused of the medians at its best share, minus
 the run-to-run spread of that saving (the median absolute deviation of the per-round savings from it)
-is at least the margin; the rest are unfused without a whole-model run. A negative margin passes
+is at least the margin; the rest are unfused without a whole-model run. A screen in whose first 8
+rounds every share saved less than the margin stops there (`lost_every_round`). A negative margin passes
 pairs that lose by less than it (for development). Kept pairs get their best share written into
 `share_a` (the kernel reads the share from that attribute when the session is created; the task
 program does not contain it) and lose any table of modelled shares per shape bucket (tune times one
@@ -33,6 +34,9 @@ other on them set to take it where its condition allows (subgraphs.feeds_taking:
 Equal of an input and a constant), as rewrite's verification does. A pair no input reaches (a
 condition tune cannot set, a Loop body) is reported not reached and unfused: it was not shown to
 win. The final check runs on each input set that reaches a kept pair, the verification on every one.
+Every timing runs runs x rounds rounds, or as many as fit --budget seconds where those would take
+longer (at least 8: interleaved.rounds_within): at the defaults, a detector's 1-2 s calls took tune
+over an hour.
 The measured figures go into the tuned model's metadata
 (hexfuse_onnx/tuning.py, which `session_options(backend="auto")` reads) and into the --json
 report. The tuned model is written only after it passed the full checker and matched the input on
@@ -90,6 +94,7 @@ from .bench import Config, first_line, sample_stats, verify_config
 DEFAULT_RUNS = 30
 DEFAULT_ROUNDS = 5
 DEFAULT_MARGIN = 0.02
+DEFAULT_BUDGET_S = 120.0  # --budget: a timing whose rounds would take longer runs fewer (interleaved.rounds_within)
 SWEEP = (0.25, 0.5, 0.75)  # shares tried besides the node's own
 BEST_MODE = "best"  # --session: measure ORT's modes here and take the fastest
 SESSION_MODES = (BEST_MODE, *ort_modes.MODES)
@@ -398,7 +403,8 @@ class TuneResult:
         out.append(
             f"{len(self.kept)} of {len(self.pairs)} pair(s) kept on the {self.backend} backend "
             + (f"({missed} not reached, so unfused) " if missed else "")
-            + f"(margin {s['margin']:.1%}; {s['runs'] * s['rounds']} interleaved rounds ({s['runs']} x {s['rounds']}), "
+            + f"(margin {s['margin']:.1%}; {s['runs'] * s['rounds']} interleaved rounds ({s['runs']} x {s['rounds']})"
+            + f"{_cut(s)}, "
             f"pairs timed on their own nodes under ORT mode {s['pairs_ort_mode']}; machine "
             f"{tuning.fingerprint(self.machine)})"
         )
@@ -426,6 +432,13 @@ def _share(share: float | None) -> str:
 
 
 # ---- inputs ------------------------------------------------------------------------------------
+
+
+def _cut(settings: dict[str, Any]) -> str:
+    """How a timing budget cuts the rounds, for a report line ('' without one)."""
+    budget = settings.get("budget_s", 0.0)
+    least = interleaved.BUDGET_LEAST_ROUNDS
+    return f" or, where those take over {budget:g} s, as many as fit it (at least {least})" if budget else ""
 
 
 def check_settings(runs: int, rounds: int, margin: float, shares: list[float] | None) -> None:
@@ -532,7 +545,8 @@ def measure_pair(
         for share in shares:
             variant = only_pair_fused(model, result.pair_id, share).SerializeToString()
             configs.append(plugin_config(f"{share}", variant, mode, settings))
-    timed = time_here(configs, case, settings, SCREEN_VISIT)
+    lost = partial(lost_every_round, configs, settings["margin"])
+    timed = time_here(configs, case, settings, SCREEN_VISIT, settled=lost)
     if "unfused" in timed:
         result.unfused = per_round(timed["unfused"])
     for cfg in configs[1:]:
@@ -541,6 +555,16 @@ def measure_pair(
         else:
             result.refused[float(cfg.label)] = cfg.check or "no sample"
     result.decide(settings["margin"])
+
+
+def lost_every_round(configs: list[Config], margin: float) -> bool:
+    """Whether every share of a pair's screen (configs[1:], against configs[0], unfused) saved less
+    than `margin` in every round so far: a pair that would pass, whose median round saves the margin,
+    loses 8 rounds in a row with p = 1/256 (a sign test), so its screen stops. table_edge_det_int8's
+    pair8 took 100 s to show fused 3x slower (60 ms against 20 ms)."""
+    unfused = configs[0].samples
+    timed = [c for c in configs[1:] if c.samples]
+    return bool(timed) and all(1.0 - f / u < margin for c in timed for f, u in zip(c.samples, unfused))
 
 
 def per_round(cfg: Config) -> Timing:
@@ -581,13 +605,18 @@ def choose_ort_mode(model: bytes, case: Case, settings: dict[str, Any], plugin: 
 
 
 def time_here(
-    configs: list[Config], case: Case, settings: dict[str, Any], visit: tuple[float, int] = WHOLE_VISIT
+    configs: list[Config],
+    case: Case,
+    settings: dict[str, Any],
+    visit: tuple[float, int] = WHOLE_VISIT,
+    settled: Callable[[], bool] | None = None,
 ) -> dict[str, Config]:
     """Every configuration a session of this process: checked against the case's outputs, then timed by
     interleaved.py over runs x rounds rounds (one figure per round: the median of a visit's calls, as
-    many as fill visit[0] s, at most visit[1]), after discarded rounds while a session still chooses
-    its ORT mode. Returns those that were timed. Two processes of one graph differed 0.67-1.27x; two
-    sessions of one process, interleaved, by 0.3-0.4%."""
+    many as fill visit[0] s, at most visit[1]; fewer where they would take over settings' budget_s, or
+    once `settled()`), after discarded rounds while a session still chooses its ORT mode. Returns
+    those that were timed. Two processes of one graph differed 0.67-1.27x; two sessions of one
+    process, interleaved, by 0.3-0.4%."""
     for cfg in configs:
         verify_config(cfg, case.feeds, case.names, case.expected)
 
@@ -595,7 +624,16 @@ def time_here(
         return any(getattr(c.session, "choosing", False) for c in configs)
 
     rounds = settings["runs"] * settings["rounds"]
-    interleaved.time_interleaved(configs, case.feeds, rounds, warm_up=choosing, visit_s=visit[0], visit_calls=visit[1])
+    interleaved.time_interleaved(
+        configs,
+        case.feeds,
+        rounds,
+        warm_up=choosing,
+        visit_s=visit[0],
+        visit_calls=visit[1],
+        budget_s=settings.get("budget_s", 0.0),
+        settled=settled,
+    )
     return {c.label: c for c in configs if c.samples}
 
 
@@ -645,12 +683,16 @@ def tune(
     input_shapes: dict[str, list[int]] | None = None,
     progress: Progress = lambda m: None,
     inputs: dict[str, np.ndarray] | None = None,
+    budget_s: float = DEFAULT_BUDGET_S,
 ) -> TuneResult:
     """Measure every pair of `source` on this machine and write the tuned model to `output`, on
     `inputs` when given (where random ones do not run the model: a sample rate), else on seeded
-    random inputs at `input_shapes` or the shapes the pass analysed the model at."""
+    random inputs at `input_shapes` or the shapes the pass analysed the model at. Each timing runs
+    runs x rounds rounds, fewer where they would take over `budget_s` (0: no limit)."""
     source, output = Path(source), Path(output)
     check_settings(runs, rounds, margin, shares)
+    if not budget_s >= 0:
+        raise UsageError(f"--budget must be 0 (no limit) or a number of seconds, got {budget_s}")
     if inputs is not None and input_shapes:
         raise UsageError("--shape and --inputs together: tune times the given inputs at their own shapes")
     if session not in SESSION_MODES:
@@ -673,6 +715,7 @@ def tune(
         "margin": margin,
         "workers": workers,
         "session": session,
+        "budget_s": budget_s,
     }
     unfused = unfuse(model).SerializeToString()
     reference = reference_session(unfused)
@@ -839,8 +882,8 @@ def screen_scope(
         tried = sweep(result.original_share, shares)
         progress(
             f"pair {k}/{total} {result.node} ({result.kind}){where}: on its own nodes, unfused vs fused at share "
-            f"{', '.join(f'{s:.2f}' for s in tried)}; {settings['runs'] * settings['rounds']} interleaved rounds "
-            "in this process"
+            f"{', '.join(f'{s:.2f}' for s in tried)}; {settings['runs'] * settings['rounds']} interleaved rounds"
+            f"{_cut(settings)} in this process"
         )
         own = pair_case(scope.model, pieces[node.overload], values)
         if isinstance(own, str):
