@@ -324,11 +324,14 @@ def test_real_u2netp_pairs_its_side_outputs_on_the_plugin(tmp_path: Path) -> Non
 def test_real_e5_keeps_its_pairs_at_frozen_shapes(tmp_path: Path) -> None:
     """At 0 us, --freeze-shapes: ORT fuses 25 SkipLayerNormalization only at fixed shapes, and against
     the free original every one of 109 branch pairs failed the plugin's check, none kept. Checked
-    against the frozen model ORT runs, all 25 chosen are kept, as without freezing (13 s)."""
+    against the frozen model ORT runs, every pair chosen is kept, as without freezing (25 then; 37 since
+    more candidates lower, 2026-12-05; 15 s)."""
     from cli_support import run_cli
 
     out = tmp_path / "e5.onnx"
     proc = run_cli("rewrite", cached_or_skip("e5_small_v2_q"), "--freeze-shapes", "--verify", "plugin", "-o", out)
     assert proc.returncode == 0, proc.stderr
     assert "dropping" not in proc.stderr
-    assert [n.op_type for n in onnx.load(out).graph.node].count("FusedHexPair") == 25
+    chosen = int(re.search(r"chosen: (\d+)", proc.stdout).group(1))  # type: ignore[union-attr]
+    assert chosen >= 25
+    assert [n.op_type for n in onnx.load(out).graph.node].count("FusedHexPair") == chosen
