@@ -764,7 +764,7 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
     out = {
         "model": name,
         "pairs": n_pairs,
-        "rounds": len(by["hexfuse defaults"].samples),
+        "rounds": max(len(c.samples) for c in cfgs),  # as timed: --budget may cut --defaults-rounds
         "configs": {c.label: c.record() for c in cfgs},
         "rest_s": rests,
         "best_ort": best.label if best else None,
