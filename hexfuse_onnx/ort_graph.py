@@ -38,7 +38,10 @@ def optimized(path: Path) -> onnx.ModelProto:
         so.log_severity_level = 3
         so.optimized_model_filepath = str(Path(tmp) / "optimized.onnx")
         ort.InferenceSession(str(path), sess_options=so, providers=["CPUExecutionProvider"])
-        return onnx.load(so.optimized_model_filepath)
+        model = onnx.load(so.optimized_model_filepath, load_external_data=False)
+    # ORT's copy names the original's external data files, relative to the original (khmersm's model.onnx.data)
+    onnx.load_external_data_for_model(model, str(path.parent))
+    return model
 
 
 def _digest(*parts: bytes) -> str:
@@ -52,6 +55,7 @@ def _tensor_bytes(t: onnx.TensorProto) -> bytes:
     unnamed = onnx.TensorProto()
     unnamed.CopyFrom(t)
     unnamed.name = ""
+    unnamed.ClearField("data_location")  # set (to DEFAULT) where the data was loaded from a file: same bytes
     return unnamed.SerializeToString(deterministic=True)
 
 
