@@ -82,6 +82,7 @@ import platform
 import shutil
 import tempfile
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -855,10 +856,23 @@ def run_defaults(args, root: Path) -> list[dict[str, Any]]:
     )
     results = []
     for name in args.models or default_models():
-        r = bench_defaults(args, name, root / "defaults" / name)
-        if "skipped" in r:
-            print(f"  {name:<24} skipped: {r['skipped'][:100]}")
+        t0 = time.perf_counter()
+        try:
+            r = bench_defaults(args, name, root / "defaults" / name)
+        except Exception as exc:  # noqa: BLE001 - one model's failure does not lose the others' hour of figures
+            traceback.print_exc()
+            r = {"model": name, "failed": f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"}
+        r["wall_s"] = round(time.perf_counter() - t0, 1)  # rewrite, tune and timing: what a full run costs
+        if "failed" in r:
+            print(f"  {name:<24} FAILED: {r['failed']}")
+        elif "skipped" in r:
+            print(f"  {name:<24} skipped: {r['skipped'][:300]}")
+        else:
+            print(f"      {r['wall_s']:.0f} s for this model (rewrite, tune, timing)")
         results.append(r)
+    failed = [r["model"] for r in results if "failed" in r]
+    if failed:
+        print(f"  FAILED (traceback above): {', '.join(failed)}")
     timed = [r for r in results if r.get("defaults_over_best_ort") is not None]
     if timed:
         worst = max(timed, key=lambda r: r["defaults_over_best_ort"][0])
@@ -1092,7 +1106,7 @@ def main(argv: list[str] | None = None) -> int:
         }
         args.json.write_text(json.dumps(doc, indent=1, default=str))
         print(f"wrote {args.json}")
-    return 0
+    return 1 if any("failed" in r for r in defaults) else 0
 
 
 if __name__ == "__main__":
