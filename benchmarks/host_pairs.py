@@ -1,6 +1,7 @@
 """Does the FusedHexPair plugin (host backend) beat ONNX Runtime on the pairs it fuses?
 
     python benchmarks/host_pairs.py [--runs 50] [--models two_branch,mha_encoder] [--json OUT]
+    python benchmarks/host_pairs.py --defaults --json OUT [--resume]    # (c) alone; --resume: go on with OUT
 
 For each zoo model that rewrites (`hexfuse_onnx.pipeline.rewrite`; models with no fused pair are
 skipped with the reason), in one process and on the same seeded inputs
@@ -43,7 +44,9 @@ skipped with the reason), in one process and on the same seeded inputs
     and the rounds it took are printed. Whether stock ORT runs the original's own optimized graph
     for the rewrite is checked node for node (hexfuse_onnx/ort_graph.py); a session that runs
     it in the mode that measured best is met by construction (its timed ratio is an A/A
-    comparison: noise), and its interval is printed beside that verdict.
+    comparison: noise), and its interval is printed beside that verdict. Over every model (c) takes about 4 hours
+    on a 2-vCPU VM: --json is written after each model, and --resume takes the models OUT holds from a run with
+    the same settings (a failed one is timed again; a model that fails is reported, the run goes on, exit 1).
 
 Every configuration's outputs are checked against ort-seq on the original first
 (hexfuse_onnx.verify.relative_error <= --tol); a configuration that disagrees is reported and not
@@ -83,6 +86,7 @@ import shutil
 import tempfile
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -849,13 +853,21 @@ def _ci(r: tuple[float, float, float]) -> str:
     return f"{r[0]:.3f}x [{r[1]:.3f}, {r[2]:.3f}]"
 
 
-def run_defaults(args, root: Path) -> list[dict[str, Any]]:
+def run_defaults(
+    args, root: Path, earlier: dict[str, dict[str, Any]], save: Callable[[list[dict[str, Any]]], None]
+) -> list[dict[str, Any]]:
+    """(c) for every model; a model `earlier` holds (--resume) is taken as it was timed. `save` gets the results
+    after each model: a run of hours that stops keeps what it timed."""
     print(
         f"\nDrop-in: rewritten (target {args.target}, every lowerable pair kept) with "
         f"hexfuse_onnx.InferenceSession's defaults / best ORT mode of the original (target <= {DEFAULTS_TARGET:.2f}x)"
     )
-    results = []
+    results: list[dict[str, Any]] = []
     for name in args.models or default_models():
+        if name in earlier:
+            results.append(earlier[name])
+            print(f"  {name:<24} timed earlier in this run ({args.json}): not timed again")
+            continue
         t0 = time.perf_counter()
         try:
             r = bench_defaults(args, name, root / "defaults" / name)
@@ -870,6 +882,7 @@ def run_defaults(args, root: Path) -> list[dict[str, Any]]:
         else:
             print(f"      {r['wall_s']:.0f} s for this model (rewrite, tune, timing)")
         results.append(r)
+        save(results)
     failed = [r["model"] for r in results if "failed" in r]
     if failed:
         print(f"  FAILED (traceback above): {', '.join(failed)}")
@@ -898,6 +911,29 @@ def run_defaults(args, root: Path) -> list[dict[str, Any]]:
             _, model, r = max(twins)
             print(f"  A/A control (a twin session of the same mode): widest {model} {_ci(r)}")
     return results
+
+
+RESUME_SETTINGS = ("target", "seed", "tol", "defaults_rounds", "tune_runs", "tune_rounds", "budget")
+
+
+def settings(args) -> dict[str, Any]:
+    """The options a model's figures depend on: a resumed run must have the same."""
+    return {k: getattr(args, k) for k in RESUME_SETTINGS}
+
+
+def resumable(path: Path, wanted: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The models an earlier --defaults run wrote to `path` timed or skipped (a failed one is timed again),
+    by name; ValueError, in one line, when it ran with other settings or is not such a file."""
+    try:
+        doc = json.loads(path.read_text())
+        done, had = doc["defaults"], doc["settings"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{path}: not a host_pairs --defaults JSON to resume ({type(exc).__name__}: {exc})") from None
+    other = {k: (had.get(k), v) for k, v in wanted.items() if had.get(k) != v}
+    if other:
+        diff = ", ".join(f"{k} {a!r} there, {b!r} here" for k, (a, b) in other.items())
+        raise ValueError(f"{path}: written with other settings ({diff}); resume with the same")
+    return {r["model"]: r for r in done if "failed" not in r}
 
 
 def print_summary(results: list[dict[str, Any]]) -> None:
@@ -965,6 +1001,43 @@ def _shares(text: str) -> list[float]:
     return vals
 
 
+def json_doc(
+    args,
+    blas: dict[str, Any],
+    results: list[dict[str, Any]],
+    defaults: list[dict[str, Any]],
+    seconds: float,
+    cpu_use: Any,
+) -> dict[str, Any]:
+    """Every figure of the run so far; `cpu_use` None until the run has ended."""
+    return {
+        "argv": sys.argv,
+        "runs": args.runs,
+        "sweep_runs": args.sweep_runs,
+        "rounds": args.rounds,
+        "warmup": args.warmup,
+        "tol": args.tol,
+        "seed": args.seed,
+        "target": args.target,
+        "settings": settings(args),
+        "complete": cpu_use is not None,
+        "onnxruntime": ort.__version__,
+        "cpus": os.cpu_count(),
+        "blas": blas,
+        "seconds": seconds,
+        "cpu_use": cpu_use,
+        "models": results,
+        "defaults": defaults,
+    }
+
+
+def write_json(path: Path, doc: dict[str, Any]) -> None:
+    """Atomically: a run stopped while writing keeps the previous file."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=1, default=str))
+    os.replace(tmp, path)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=50, help="timed runs per configuration (default 50)")
@@ -1008,6 +1081,12 @@ def main(argv: list[str] | None = None) -> int:
         "--budget (default 0: every round here, tune's own default there)",
     )
     ap.add_argument(
+        "--resume",
+        action="store_true",
+        help="(c) with --json: take the models the --json file of an earlier run with the same settings timed, "
+        "time the rest (the file is written after every model)",
+    )
+    ap.add_argument(
         "--defaults",
         action="store_true",
         help="only (c): every zoo builder and cached real model with hexfuse_onnx.InferenceSession's defaults",
@@ -1022,6 +1101,14 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         ap.error(f"unknown model(s) {', '.join(unknown)}; known: {', '.join(known)}")
     args.models = names if args.models else None
+    if args.resume and not (args.defaults and args.json):
+        ap.error("--resume needs --defaults and --json")
+    earlier: dict[str, dict[str, Any]] = {}
+    if args.resume and args.json.exists():
+        try:
+            earlier = resumable(args.json, settings(args))
+        except ValueError as exc:
+            ap.error(str(exc))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
     if args.workers is not None:
@@ -1069,10 +1156,15 @@ def main(argv: list[str] | None = None) -> int:
     os.environ[mode_choice.ENV_CACHE] = str(root / "ort_modes.json")
     results: list[dict[str, Any]] = []
     defaults: list[dict[str, Any]] = []
+
+    def save(so_far: list[dict[str, Any]]) -> None:
+        if args.json:
+            write_json(args.json, json_doc(args, blas, results, so_far, time.perf_counter() - t_start, None))
+
     try:
         for name in [] if args.defaults else names:
             results.append(bench_model(args, name, root))
-        defaults = run_defaults(args, root)
+        defaults = run_defaults(args, root, earlier, save)
     finally:
         if args.keep:
             shutil.copytree(root, args.keep, dirs_exist_ok=True)
@@ -1086,25 +1178,9 @@ def main(argv: list[str] | None = None) -> int:
     print(load_text(cpu_use))
     print(f"total {elapsed:.1f} s")
     if args.json:
-        doc = {
-            "argv": sys.argv,
-            "runs": args.runs,
-            "sweep_runs": args.sweep_runs,
-            "rounds": args.rounds,
-            "warmup": args.warmup,
-            "tol": args.tol,
-            "seed": args.seed,
-            "target": args.target,
-            "onnxruntime": ort.__version__,
-            "cpus": os.cpu_count(),
-            "blas": blas,
-            "blas_mapped": mapped,
-            "seconds": elapsed,
-            "cpu_use": cpu_use,
-            "models": results,
-            "defaults": defaults,
-        }
-        args.json.write_text(json.dumps(doc, indent=1, default=str))
+        doc = json_doc(args, blas, results, defaults, elapsed, cpu_use)
+        doc["blas_mapped"] = mapped
+        write_json(args.json, doc)
         print(f"wrote {args.json}")
     return 1 if any("failed" in r for r in defaults) else 0
 
