@@ -1008,13 +1008,10 @@ def _write_json(path: str, data: dict) -> None:
 
 
 def _write_text(path: str, text: str) -> None:
-    """Atomically: a temporary file beside it, then a rename."""
     from .errors import WriteError
+    from .modelio import write_text
 
-    target = Path(path)
-    tmp = target.with_name(f".{target.name}.tmp")
     try:
-        tmp.write_text(text)
-        tmp.replace(target)
+        write_text(Path(path), text)
     except OSError as exc:
         raise WriteError(f"{path}: cannot write the JSON report: {exc.strerror}") from None

@@ -58,7 +58,6 @@ import functools
 import hashlib
 import json
 import os
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -69,7 +68,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
-from . import ort_modes, tuning
+from . import modelio, ort_modes, tuning
 from .contract import DOMAIN
 
 ENV_MODE = "HEXFUSE_ORT_MODE"
@@ -213,14 +212,7 @@ def remember(key: str, entry: dict[str, Any], log: Log) -> Path:
     path = cache_path()
     entries = read_cache(path, log) | {key: entry}
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(entries, f, indent=1, sort_keys=True)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    modelio.write_text(path, json.dumps(entries, indent=1, sort_keys=True))
     return path
 
 

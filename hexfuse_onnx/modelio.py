@@ -1,5 +1,6 @@
 """Write models atomically: stage every file in a temporary folder beside the target, then
-move them into place only once the caller has verified the staged copy.
+move them into place only once the caller has verified the staged copy. Reports and caches are
+written atomically too (`write_text`).
 
 A model with external data is written with its data in `<name>.data` next to it; the data
 file is moved first, so a reader never sees a model whose data is missing.
@@ -19,6 +20,19 @@ from .errors import WriteError
 
 # Above this the protobuf cannot be serialised in one piece (2 GiB), so weights go outside.
 EXTERNAL_DATA_THRESHOLD = 1_800_000_000
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write `text` to `path` through a temporary file beside it, renamed over it: a reader (or a run
+    stopped while writing) sees the old file or the new one, never a part; the temporary file is
+    removed when writing fails. OSError propagates."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # per process: two writers never share one
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 @dataclass
