@@ -80,9 +80,11 @@ if __name__ == "__main__":
 import argparse
 import copy
 import ctypes
+import functools
 import json
 import platform
 import shutil
+import subprocess
 import tempfile
 import time
 import traceback
@@ -97,7 +99,7 @@ from onnx import helper
 
 import models
 from hexfuse_onnx import contract as C
-from hexfuse_onnx import mode_choice, ort_graph, ort_modes, runtime, tuning
+from hexfuse_onnx import mode_choice, modelio, ort_graph, ort_modes, runtime, tuning
 from hexfuse_onnx.costmodel import engine_seconds
 from hexfuse_onnx.graph import all_nodes
 from hexfuse_onnx.pipeline import rewrite
@@ -868,49 +870,77 @@ def run_defaults(
             results.append(earlier[name])
             print(f"  {name:<24} timed earlier in this run ({args.json}): not timed again")
             continue
-        t0 = time.perf_counter()
-        try:
-            r = bench_defaults(args, name, root / "defaults" / name)
-        except Exception as exc:  # noqa: BLE001 - one model's failure does not lose the others' hour of figures
-            traceback.print_exc()
-            r = {"model": name, "failed": f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"}
-        r["wall_s"] = round(time.perf_counter() - t0, 1)  # rewrite, tune and timing: what a full run costs
-        if "failed" in r:
-            print(f"  {name:<24} FAILED: {r['failed']}")
-        elif "skipped" in r:
-            print(f"  {name:<24} skipped: {r['skipped'][:300]}")
-        else:
-            print(f"      {r['wall_s']:.0f} s for this model (rewrite, tune, timing)")
-        results.append(r)
+        results.append(time_defaults(args, name, root))
         save(results)
+    print_defaults_summary(results)
+    return results
+
+
+def time_defaults(args, name: str, root: Path) -> dict[str, Any]:
+    """(c) for one model; an exception is printed with its traceback and recorded as `failed`: one model's
+    failure does not lose the others' hours of figures."""
+    t0 = time.perf_counter()
+    try:
+        r = bench_defaults(args, name, root / "defaults" / name)
+    except Exception as exc:  # noqa: BLE001
+        traceback.print_exc()
+        r = {"model": name, "failed": f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"}
+    r["wall_s"] = round(time.perf_counter() - t0, 1)  # rewrite, tune and timing: what a full run costs
+    r["commit"] = code_commit()  # a resumed run's models may come from several
+    if "failed" in r:
+        print(f"  {name:<24} FAILED: {r['failed']}")
+    elif "skipped" in r:
+        print(f"  {name:<24} skipped: {r['skipped'][:300]}")
+    else:
+        print(f"      {r['wall_s']:.0f} s for this model (rewrite, tune, timing)")
+    return r
+
+
+@functools.cache
+def code_commit() -> str:
+    """The checkout's commit, `+changes` when its tracked files differ from it; `unknown` outside git."""
+    here = Path(__file__).resolve().parent
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True, text=True)
+        dirty = subprocess.run(["git", "status", "--porcelain", "-uno"], cwd=here, capture_output=True, text=True)
+    except OSError:
+        return "unknown"
+    if head.returncode != 0:
+        return "unknown"
+    return head.stdout.strip() + ("+changes" if dirty.stdout.strip() else "")
+
+
+def print_defaults_summary(results: list[dict[str, Any]]) -> None:
     failed = [r["model"] for r in results if "failed" in r]
     if failed:
         print(f"  FAILED (traceback above): {', '.join(failed)}")
+    commits = sorted({r.get("commit", "not recorded") for r in results})
+    if len(commits) > 1:
+        counts = ", ".join(f"{c} ({sum(r.get('commit', 'not recorded') == c for r in results)})" for c in commits)
+        print(f"  models timed on several checkouts (--resume): {counts}")
     timed = [r for r in results if r.get("defaults_over_best_ort") is not None]
-    if timed:
-        worst = max(timed, key=lambda r: r["defaults_over_best_ort"][0])
+    if not timed:
+        return
+    worst = max(timed, key=lambda r: r["defaults_over_best_ort"][0])
+    print(
+        f"  {sum(r['met'] for r in timed)}/{len(timed)} timed models at or under {DEFAULTS_TARGET:.2f}x "
+        "(the whole 95% interval, or the original's graph in the best mode); "
+        f"worst {worst['model']} {_ci(worst['defaults_over_best_ort'])} (untuned)"
+    )
+    tuned = [r for r in timed if r.get("tuned_defaults_over_best_ort") is not None]
+    if tuned:
+        worst = max(tuned, key=lambda r: r["tuned_defaults_over_best_ort"][0])
         print(
-            f"  {sum(r['met'] for r in timed)}/{len(timed)} timed models at or under {DEFAULTS_TARGET:.2f}x "
-            "(the whole 95% interval, or the original's graph in the best mode); "
-            f"worst {worst['model']} {_ci(worst['defaults_over_best_ort'])} (untuned)"
+            f"  tuned here: {sum(r['tuned_met'] for r in tuned)}/{len(tuned)} at or under their target "
+            f"({PAIR_TARGET:.2f}x with kept pairs, else {DEFAULTS_TARGET:.2f}x); worst {worst['model']} "
+            f"{_ci(worst['tuned_defaults_over_best_ort'])}"
         )
-        tuned = [r for r in timed if r.get("tuned_defaults_over_best_ort") is not None]
-        if tuned:
-            worst = max(tuned, key=lambda r: r["tuned_defaults_over_best_ort"][0])
-            print(
-                f"  tuned here: {sum(r['tuned_met'] for r in tuned)}/{len(tuned)} at or under their target "
-                f"({PAIR_TARGET:.2f}x with kept pairs, else {DEFAULTS_TARGET:.2f}x); worst {worst['model']} "
-                f"{_ci(worst['tuned_defaults_over_best_ort'])}"
-            )
-        twins = [
-            (abs(r["aa_twin"]["ratio"][0] - 1), r["model"], r["aa_twin"]["ratio"])
-            for r in timed
-            if r["aa_twin"]["ratio"]
-        ]
-        if twins:
-            _, model, r = max(twins)
-            print(f"  A/A control (a twin session of the same mode): widest {model} {_ci(r)}")
-    return results
+    twins = [
+        (abs(r["aa_twin"]["ratio"][0] - 1), r["model"], r["aa_twin"]["ratio"]) for r in timed if r["aa_twin"]["ratio"]
+    ]
+    if twins:
+        _, model, r = max(twins)
+        print(f"  A/A control (a twin session of the same mode): widest {model} {_ci(r)}")
 
 
 RESUME_SETTINGS = ("target", "seed", "tol", "defaults_rounds", "tune_runs", "tune_rounds", "budget")
@@ -1016,10 +1046,7 @@ def json_doc(
         "sweep_runs": args.sweep_runs,
         "rounds": args.rounds,
         "warmup": args.warmup,
-        "tol": args.tol,
-        "seed": args.seed,
-        "target": args.target,
-        "settings": settings(args),
+        "settings": settings(args),  # target, seed, tol and (c)'s options
         "complete": cpu_use is not None,
         "onnxruntime": ort.__version__,
         "cpus": os.cpu_count(),
@@ -1033,9 +1060,7 @@ def json_doc(
 
 def write_json(path: Path, doc: dict[str, Any]) -> None:
     """Atomically: a run stopped while writing keeps the previous file."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(doc, indent=1, default=str))
-    os.replace(tmp, path)
+    modelio.write_text(path, json.dumps(doc, indent=1, default=str))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -59,3 +59,27 @@ def test_the_json_says_whether_the_run_ended(tmp_path: Path) -> None:
     path = tmp_path / "run.json"
     host_pairs.write_json(path, partial)
     assert json.loads(path.read_text())["settings"] == host_pairs.settings(args)
+
+
+def test_a_model_that_fails_is_recorded_and_the_run_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The control path alone: bench_defaults (a timing of minutes) replaced by one that fails on the first model."""
+
+    def bench(args: argparse.Namespace, name: str, work: Path) -> dict:
+        if name == "two_branch":
+            raise RuntimeError("first line\nsecond line")
+        return {"model": name, "skipped": "no pair"}
+
+    monkeypatch.setattr(host_pairs, "bench_defaults", bench)
+    earlier = {"inception": {"model": "inception", "met": True, "commit": "0000000"}}
+    saved: list[list[dict]] = []
+    out = host_pairs.run_defaults(
+        _args(models=["two_branch", "inception", "mlp_chain"]), tmp_path, earlier, saved.append
+    )
+    assert [r["model"] for r in out] == ["two_branch", "inception", "mlp_chain"] and len(saved) == 2
+    assert out[0]["failed"] == "RuntimeError: first line" and out[2]["skipped"] == "no pair"
+    assert out[0]["commit"] == out[2]["commit"] == host_pairs.code_commit() != "unknown"
+    printed = capsys.readouterr().out
+    assert "FAILED (traceback above): two_branch" in printed
+    assert f"several checkouts (--resume): 0000000 (1), {host_pairs.code_commit()} (2)" in printed
