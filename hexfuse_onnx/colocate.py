@@ -25,6 +25,7 @@ import numpy as np
 import onnx
 from onnx import helper
 
+from . import random_ops
 from .contract import DOMAIN
 from .errors import ModelError, UsageError, VerificationError, first_line
 from .graph import _is_symbol_name as is_symbol_name  # graph.py is owned elsewhere: not renamed there
@@ -108,13 +109,11 @@ def merge(
         raise UsageError("co-locate two models, or one model with --requests N (N >= 2)")
     prefixes = stream_names(len(paths), requests, names)
     same_file = len(paths) == 1 or share_weights or _same_file(Path(paths[0]), Path(paths[1]))
-    from .pipeline import refuse_unseeded_random
-
     sources = [read_model(p) for p in paths]
     for path, m in zip(paths, sources):
         _in_order(m, path)
         _refuse_rewritten(m, Path(path))
-        refuse_unseeded_random(path, m.graph)  # else its streams draw apart and the merge is blamed (exit 4)
+        random_ops.refuse_unseeded(path, m.graph)  # else its streams draw apart and the merge is blamed (exit 4)
     notes: list[str] = []
     opsets = _reconcile_opsets(sources, [str(p) for p in paths], notes)
     files = [str(paths[0])] * requests if len(paths) == 1 else [str(p) for p in paths]

@@ -21,15 +21,14 @@ import onnx
 
 from . import contract as C
 from . import graph as graph_mod
-from . import ort_graph, probe
+from . import ort_graph, probe, random_ops
 from .alone import own_output_failures
 from .costmodel import Target, get_target
 from .errors import HexfuseError, ModelError, UsageError, VerificationError, WriteError, first_line
 from .exact_products import saturating_nodes
 from .feeds import control_values, run_random
-from .graph import ModelGraph, ShapeBinding, all_nodes, declared_types
+from .graph import ModelGraph, ShapeBinding, declared_types
 from .kinds import KINDS, Candidate, Pair, discover, kind_of
-from .kinds.dag import NONDETERMINISTIC
 from .lowering import LoweringError
 from .lowering.nbits import INT8_LEVEL
 from .lowering.registry import ArenaOverflow
@@ -284,11 +283,10 @@ def analyse(
 
 
 def refusal(path: str | os.PathLike[str], g: ModelGraph) -> str | None:
-    """Why `rewrite` refuses this model whatever its pairs, in its one line (refuse_unseeded_random,
-    refuse_early_expansion: exit 3, nothing written); None when it does not. inspect says it first:
+    """Why `rewrite` refuses this model whatever its pairs, in its one line (refuse_early_expansion:
+    exit 3, nothing written); None when it does not. inspect says it first:
     it showed pairs for a quantize_static int8 trueocr_det that rewrite refuses."""
     try:
-        refuse_unseeded_random(path, g.model.graph)
         refuse_early_expansion(path, g.model, g.uses_external_data)
     except ModelError as exc:
         return exc.message
@@ -440,6 +438,38 @@ def default_output(path: str | os.PathLike[str]) -> Path:
 
 
 def rewrite(
+    path: str | os.PathLike[str],
+    output: str | os.PathLike[str] | None = None,
+    kinds: list[str] | None = None,
+    target: str = "hexagon-v73",
+    min_gain: float = DEFAULT_MIN_GAIN,
+    shapes: dict[str, list[int]] | None = None,
+    rtol: float = DEFAULT_RTOL,
+    progress: Progress = _quiet,
+    verify_plugin: bool = False,
+    freeze_shapes: bool = False,
+    inputs: dict[str, np.ndarray] | None = None,
+) -> RewriteResult:
+    """Analyse, rewrite, verify and write (`rewrite_file`); a model with random ops without a seed is
+    rewritten and verified as a copy with seeds given, and written without them (random_ops)."""
+    out = Path(output) if output else default_output(path)
+    options = (kinds, target, min_gain, shapes, rtol)
+
+    def work(source: Path, to: Path, said: Progress) -> RewriteResult:
+        return rewrite_file(source, to, *options, said, verify_plugin, freeze_shapes, inputs)
+
+    def finish(result: RewriteResult, copy: random_ops.SeededCopy) -> None:
+        result.analysis.graph.path = Path(path)
+        for r in result.analysis.all_rejected():
+            r.reason = copy.said(r.reason, out)
+        if result.output is not None:
+            copy.commit(out)
+            result.output = out
+
+    return random_ops.run_seeded(path, out, progress, work, finish)
+
+
+def rewrite_file(
     path: str | os.PathLike[str],
     output: str | os.PathLike[str] | None = None,
     kinds: list[str] | None = None,
@@ -727,7 +757,6 @@ def _reference(
 ) -> Reference:
     """Run the original on the given inputs, then at the representative binding and at one more
     (the first other binding it runs at); one failure the user caused is a ModelError."""
-    refuse_unseeded_random(path, g.model.graph)
     refuse_early_expansion(path, g.model, g.uses_external_data)
     try:
         original = ort_session(path)
@@ -776,22 +805,6 @@ def refuse_early_expansion(path: str | os.PathLike[str], model: onnx.ModelProto,
             f"{path}: ONNX Runtime expands its {', '.join(ops)} before optimizing the graph once the model holds a"
             f" function, as a rewrite does, and after otherwise; {why}, so no rewrite runs on stock ORT as the"
             " original does (nothing written)"
-        )
-
-
-def refuse_unseeded_random(path: str | os.PathLike[str], graph: onnx.GraphProto) -> None:
-    """A random op without a seed draws other numbers in the rewritten model's session than in the
-    original's (a Piper voice's two RandomNormalLike: its audio 0.6-0.94 relative apart while every
-    pair's outputs agreed exactly; 85 pairs dropped in 389 s, nothing written). Seeded, it verifies
-    (48 pairs kept in 39 s): refused in one line saying so."""
-    found = [n for n in all_nodes(graph) if n.op_type in NONDETERMINISTIC and n.domain in ("", "ai.onnx")]
-    unseeded = [n for n in found if not any(a.name == "seed" for a in n.attribute)]
-    if unseeded:
-        n, more = unseeded[0], f" and {len(unseeded) - 1} more random op(s)" if len(unseeded) > 1 else ""
-        raise ModelError(
-            f"{path}: {n.op_type} '{n.name or n.output[0]}'{more} {'have' if more else 'has'} no seed: ONNX "
-            "Runtime draws other numbers in the rewritten model than in the original, so no rewrite can be "
-            "verified; give each a 'seed' attribute (a seeded copy of the model verifies)"
         )
 
 

@@ -831,7 +831,8 @@ MODELS: dict[str, RealModel] = {
             fixed_inputs={"scales": (0.667, 1.0, 0.8)},  # noise, length, noise_w: the voice's .onnx.json
             notes="inputs: phoneme ids [batch, phonemes] (< 151 in its espeak map of 256 symbols), their "
             "lengths, and 3 scales (noise, length, noise_w); the audio's length follows the predicted durations "
-            "(NonZero), which no shape inference follows; 2 RandomNormalLike without a seed (`rewrite` refuses)",
+            "(NonZero), which no shape inference follows; 2 RandomNormalLike without a seed (`rewrite` verifies a "
+            "copy with seeds given and writes them unseeded: hexfuse_onnx/random_ops.py)",
         ),
         RealModel(
             "quire_tagger",

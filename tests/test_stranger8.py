@@ -13,6 +13,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 from real_support import cached_or_skip
+from test_random_ops import two_branch_with_noise
 
 import models
 from hexfuse_onnx import colocate, graph, pipeline
@@ -62,40 +63,16 @@ def test_ort_symbolic_inference_guesses_are_not_printed(caplog: pytest.LogCaptur
     assert logging.getLogger(SYMBOLIC_LOGGER).level == logging.NOTSET  # restored
 
 
-def _two_branch_with_noise(seed: float | None) -> onnx.ModelProto:
-    """The zoo's two_branch, plus noise drawn like the input (RandomNormalLike, as a VITS voice adds
-    to its prior) and added to its output."""
-    m = models.build("two_branch")
-    noise = helper.make_node("RandomNormalLike", ["x"], ["noise"], name="noise", dtype=TensorProto.FLOAT)
-    if seed is not None:
-        noise.attribute.append(helper.make_attribute("seed", seed))
-    m.graph.node.extend([noise, helper.make_node("Add", ["x", "noise"], ["noisy"])])
-    m.graph.output.append(helper.make_tensor_value_info("noisy", TensorProto.FLOAT, [64, 256]))
-    return m
-
-
-def test_an_unseeded_random_op_is_refused_in_one_line(tmp_path: Path) -> None:
-    """Piper's voice: every pair failed verification on its RandomNormalLike's draws (389 s, nothing
-    written) and the message blamed the rest of the model. Refused at once, naming the op; seeded,
-    the same model rewrites."""
-    src = tmp_path / "noisy.onnx"
-    onnx.save(_two_branch_with_noise(None), src)
-    with pytest.raises(ModelError, match=r"RandomNormalLike 'noise' has no seed: .* give each a 'seed'"):
-        pipeline.rewrite(src, tmp_path / "out.onnx")
-    onnx.save(_two_branch_with_noise(7.0), src)
-    result = pipeline.rewrite(src, tmp_path / "out.onnx")
-    assert result.analysis.pairs and result.output is not None and result.output.is_file()
-
-
 def test_colocate_refuses_an_unseeded_random_op_in_one_line(tmp_path: Path) -> None:
     """`colocate --requests 2` of Piper's voice exited 4, "the merged model's output 'r1/output'
     differs from ... 'output'": its two streams' unseeded draws differ, not the merge (sweep13).
-    Refused as `rewrite` refuses it (exit 3); seeded, the same model merges."""
+    Refused in one line (exit 3); seeded, the same model merges. (`rewrite` verifies a seeded copy and
+    writes the model unseeded: test_random_ops.py; a merge's streams would each draw their own.)"""
     src = tmp_path / "noisy.onnx"
-    onnx.save(_two_branch_with_noise(None), src)
+    onnx.save(two_branch_with_noise(None), src)
     with pytest.raises(ModelError, match=r"RandomNormalLike 'noise' has no seed: .* give each a 'seed'"):
         colocate.merge([src], requests=2)
-    onnx.save(_two_branch_with_noise(7.0), src)
+    onnx.save(two_branch_with_noise(7.0), src)
     assert len(colocate.merge([src], requests=2).model.graph.output) == 4
 
 
@@ -196,11 +173,17 @@ def test_smart_turn_front_end_pairs_on_the_plugin(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_the_piper_voice_is_refused_in_one_line(tmp_path: Path) -> None:
-    """Its two unseeded RandomNormalLike: 85 pairs dropped in 389 s before, nothing written."""
+def test_the_piper_voice_is_rewritten_with_its_random_ops_unseeded(tmp_path: Path) -> None:
+    """Its two unseeded RandomNormalLike: 85 pairs dropped in 389 s, then refused in one line; now
+    verified on a seeded copy and written with both unseeded."""
     from cli_support import run_cli
 
-    proc = run_cli("rewrite", cached_or_skip("piper_joe_medium"), "-o", tmp_path / "p.onnx", "-q")
-    assert proc.returncode == 3, proc.stderr
-    assert "RandomNormalLike '/dp/RandomNormalLike' and 1 more random op(s) have no seed" in proc.stderr
-    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    from hexfuse_onnx import random_ops
+
+    out = tmp_path / "p.onnx"
+    proc = run_cli("rewrite", cached_or_skip("piper_joe_medium"), "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    assert "2 random op(s) without a seed: verified with seeds given, written without them" in proc.stderr + proc.stdout
+    written = onnx.load(str(out), load_external_data=False)
+    assert len(random_ops.unseeded(written)) == 2
+    assert sum(n.op_type == "FusedHexPair" for n in written.graph.node) > 0

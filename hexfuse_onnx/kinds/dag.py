@@ -13,16 +13,9 @@ from dataclasses import dataclass
 import onnx
 
 from ..graph import ModelGraph
+from ..random_ops import RANDOM_OPS
 
 SOURCE = -1
-NONDETERMINISTIC = {
-    "RandomNormal",
-    "RandomUniform",
-    "RandomNormalLike",
-    "RandomUniformLike",
-    "Multinomial",
-    "Bernoulli",
-}
 SHAPE_SOURCES = {"Shape", "Size"}
 SHAPE_DTYPES = {onnx.TensorProto.INT64, onnx.TensorProto.INT32, onnx.TensorProto.BOOL}
 
@@ -49,7 +42,7 @@ def dag_facts(g: ModelGraph) -> DagFacts:
     n = len(g.nodes)
     const = [False] * n
     for i, node in enumerate(g.nodes):
-        if node.op_type in NONDETERMINISTIC:
+        if node.op_type in RANDOM_OPS:
             continue
         const[i] = all(_constant(g, const, t) for t in g.node_inputs[i])
     preds = [[p for p in g.pred_ids[i] if not const[p]] if not const[i] else [] for i in range(n)]

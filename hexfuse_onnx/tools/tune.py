@@ -59,7 +59,7 @@ import onnx
 import onnxruntime as ort
 
 from .. import contract as C
-from .. import mode_choice, ort_modes, runtime, tuning, verify
+from .. import mode_choice, ort_modes, random_ops, runtime, tuning, verify
 from ..branch_runs import (
     NOT_TAKEN,
     bodies_with_pairs,
@@ -688,8 +688,38 @@ def tune(
     """Measure every pair of `source` on this machine and write the tuned model to `output`, on
     `inputs` when given (where random ones do not run the model: a sample rate), else on seeded
     random inputs at `input_shapes` or the shapes the pass analysed the model at. Each timing runs
-    runs x rounds rounds, fewer where they would take over `budget_s` (0: no limit)."""
-    source, output = Path(source), Path(output)
+    runs x rounds rounds, fewer where they would take over `budget_s` (0: no limit). A model with random
+    ops without a seed is tuned and verified as a copy with seeds given and written without them
+    (random_ops), as rewrite writes it."""
+    settings = (backend, runs, rounds, margin, shares, workers, session, input_shapes)
+
+    def work(path: Path, to: Path, said: Progress) -> TuneResult:
+        return tune_file(path, to, *settings, said, inputs, budget_s)
+
+    def finish(result: TuneResult, copy: random_ops.SeededCopy) -> None:
+        copy.commit(Path(output))
+        result.source, result.output = Path(source), Path(output)
+        result.comparison_note = copy.said(result.comparison_note, Path(output))
+
+    return random_ops.run_seeded(source, Path(output), progress, work, finish)
+
+
+def tune_file(
+    source: Path,
+    output: Path,
+    backend: str,
+    runs: int,
+    rounds: int,
+    margin: float,
+    shares: list[float] | None,
+    workers: int | None,
+    session: str,
+    input_shapes: dict[str, list[int]] | None,
+    progress: Progress,
+    inputs: dict[str, np.ndarray] | None,
+    budget_s: float,
+) -> TuneResult:
+    """tune, on the model at `source`."""
     check_settings(runs, rounds, margin, shares)
     if not budget_s >= 0:
         raise UsageError(f"--budget must be 0 (no limit) or a number of seconds, got {budget_s}")
