@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,13 +67,23 @@ def refuse_unseeded(path: str | os.PathLike[str], graph: onnx.GraphProto) -> Non
 
 
 def give_seeds(model: onnx.ModelProto) -> list[str]:
-    """Give every unseeded random op a seed of its own, in place; the first outputs of the ops seeded
-    (the names they keep in a rewrite)."""
+    """Give every unseeded random op a seed of its own, in place, made of its first output's name (the
+    name it keeps in a rewrite: an original and its rewrite seeded apart draw alike); those names."""
     named = []
-    for k, node in enumerate(unseeded(model)):
-        node.attribute.append(onnx.helper.make_attribute(SEED, float(1000 + k)))
+    for node in unseeded(model):
+        seed = float(zlib.crc32(node.output[0].encode()) % 2**24)  # a float32 holds it exactly
+        node.attribute.append(onnx.helper.make_attribute(SEED, seed))
         named.append(node.output[0])
     return named
+
+
+def seeded_file(path: Path, to: Path) -> Path:
+    """A copy of the model at `path` with seeds given (`give_seeds`), written to `to` (its external data
+    read from `path`'s folder): what a benchmark times where outputs are compared across sessions."""
+    model = onnx.load(str(path), load_external_data=False)
+    give_seeds(model)
+    stage(model, to, path.resolve().parent).commit()
+    return to
 
 
 def take_seeds(model: onnx.ModelProto, outputs: list[str]) -> int:

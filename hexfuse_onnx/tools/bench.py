@@ -448,6 +448,7 @@ def bench(
     meter, start = CpuMeter(), time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="hexfuse-bench-") as folder:
         original, fused, note, prediction = _prepare(model, Path(folder), shapes, target, progress)
+        original, fused = _seeded(original, fused, Path(folder), progress)
         progress("creating sessions and checking every configuration's outputs against ort-seq")
         reference_session = _cpu_session(original, "ort-seq")
         feeds = random_inputs(reference_session, shapes, seed)
@@ -480,6 +481,20 @@ def bench(
             processes.time(runs, rounds, warmup)
     seconds = time.perf_counter() - start
     return BenchResult(model.name, n_pairs, note, configs, meter.others(), seconds, prediction, colocated)
+
+
+def _seeded(original: Path, fused: Path | None, work: Path, progress) -> tuple[Path, Path | None]:
+    """Copies of both with their unseeded random ops given seeds where there are any: every configuration
+    runs in a process of its own, where ORT would seed such an op otherwise, and its outputs are checked
+    against ort-seq's. A seed changes which numbers are drawn, not the kernels timed."""
+    from .. import random_ops
+
+    count = random_ops.unseeded_count(original)
+    if not count:
+        return original, fused
+    progress(f"{count} random op(s) without a seed: every configuration runs a copy with seeds given")
+    seeded = random_ops.seeded_file(original, work / "original.seeded.onnx")
+    return seeded, fused and random_ops.seeded_file(fused, work / "fused.seeded.onnx")
 
 
 QNN_NOTE = "HTP emulated on x86: its time follows the host, not a device"
