@@ -1,0 +1,139 @@
+"""The drop-in table of a `host_pairs.py --defaults --json RUN.json` run, in markdown, with its totals:
+what docs/DROPIN.md shows, made from the run's own figures (a resumed run's too, while it goes on).
+
+    python benchmarks/host_pairs_table.py RUN.json [--models a,b]
+
+A verdict: "met (same graph, best mode)" where stock ORT runs the original's graph in the ORT mode that
+measured best (the ratio is then an A/A comparison), "met" where the whole 95% interval is at or under
+the target, "NOT met" where it is all above, else "unresolved". Targets as host_pairs.py's: 1.02x
+untuned; tuned, 1.00x where a pair was kept, else 1.02x.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+DEFAULTS_TARGET = 1.02  # host_pairs.DEFAULTS_TARGET (not imported: that module loads ORT and the plugin)
+PAIR_TARGET = 1.00  # host_pairs.PAIR_TARGET
+COLUMNS = (
+    "model",
+    "pairs",
+    "best ORT mode",
+    "untuned chose (rounds)",
+    "untuned / best",
+    "tuned: kept, mode",
+    "tuned / best",
+    "A/A",
+    "others' CPU",
+    "wall s",
+)
+
+
+def verdict(ratio: list[float] | None, met: bool, by_construction: bool, target: float) -> str:
+    if ratio is None:
+        return "not timed"
+    if met:
+        return "met (same graph, best mode)" if by_construction else "met"
+    return "NOT met" if ratio[1] > target else "unresolved"
+
+
+def _ratio(r: list[float] | None) -> str:
+    return "-" if r is None else f"{r[0]:.3f} [{r[1]:.3f}, {r[2]:.3f}]"
+
+
+def _chose(row: dict[str, Any]) -> str:
+    extra = row["configs"]["hexfuse defaults"]
+    if extra.get("too_large_to_choose"):
+        return f"{extra['ort_mode_chosen']} (too large to choose)"
+    return f"{extra.get('ort_mode_chosen', '?')} ({extra.get('warm_up_rounds', '?')})"
+
+
+def _tuned(row: dict[str, Any]) -> str:
+    kept = row["tuned"]["kept"]
+    mode = row["configs"]["hexfuse tuned defaults"].get("ort_mode_chosen")
+    recorded = (row["tuned"].get("ort_mode") or {}).get("mode")
+    how = f"chose {mode} at run time (tune's: {recorded})" if mode else f"{recorded}"
+    return f"{len(kept)} kept{' (' + ', '.join(kept) + ')' if kept else ''}, {how}"
+
+
+def targets(row: dict[str, Any]) -> tuple[float, float]:
+    return DEFAULTS_TARGET, PAIR_TARGET if row["tuned"]["kept"] else DEFAULTS_TARGET
+
+
+def verdicts(row: dict[str, Any]) -> tuple[str, str]:
+    """The untuned and tuned verdicts of one timed row."""
+    same = row["same_graph_and_mode_as_best"]
+    untuned_target, tuned_target = targets(row)
+    return (
+        verdict(row["defaults_over_best_ort"], row["met"], same["hexfuse defaults"], untuned_target),
+        verdict(row["tuned_defaults_over_best_ort"], row["tuned_met"], same["hexfuse tuned defaults"], tuned_target),
+    )
+
+
+def line(row: dict[str, Any]) -> str:
+    if "defaults_over_best_ort" not in row:
+        why = row.get("skipped") or f"FAILED: {row.get('failed', '?')}"
+        return f"| {row['model']} | - | no pair: {why[:120]} |" + " |" * (len(COLUMNS) - 3)
+    untuned, tuned = verdicts(row)
+    best = row["best_ort"]
+    twin = row["aa_twin"]["ratio"]
+    cells = (
+        row["model"],
+        str(row["pairs"]),
+        f"{best}, {row['configs'][best]['median_us']:.0f} us",
+        _chose(row),
+        f"{_ratio(row['defaults_over_best_ort'])} {untuned}",
+        _tuned(row),
+        f"{_ratio(row['tuned_defaults_over_best_ort'])} {tuned}",
+        f"{twin[0]:.3f}" if twin else "-",
+        f"{row['cpu_use']['other_cpus']:.2f}" if row.get("cpu_use") else "-",
+        f"{row['wall_s']:.0f}" if "wall_s" in row else "-",
+    )
+    return "| " + " | ".join(cells) + " |"
+
+
+def totals(rows: list[dict[str, Any]]) -> list[str]:
+    timed = [r for r in rows if "defaults_over_best_ort" in r]
+    out = [f"{len(rows)} models: {len(timed)} timed, {len(rows) - len(timed)} with no pair to time or not timed"]
+    for k, label in ((0, "untuned"), (1, "tuned")):
+        counts = Counter(verdicts(r)[k] for r in timed)
+        out.append(f"{label}: " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())))
+    kept = [f"{r['model']} ({', '.join(r['tuned']['kept'])})" for r in timed if r["tuned"]["kept"]]
+    out.append(f"pairs kept by tune: {', '.join(kept) or 'none'}")
+    commits = Counter(r.get("commit", "not recorded") for r in rows)
+    out.append("timed on: " + ", ".join(f"{c} ({n})" for c, n in commits.most_common()))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("run", type=Path, help="the JSON of a host_pairs.py --defaults run")
+    ap.add_argument("--models", default=None, help="comma-separated: only these rows (default every row)")
+    args = ap.parse_args(argv)
+    try:
+        doc = json.loads(args.run.read_text())
+        rows = doc["defaults"]
+    except (OSError, ValueError, KeyError) as exc:
+        print(f"host_pairs_table: {args.run}: not a host_pairs --defaults JSON ({exc})", file=sys.stderr)
+        return 2
+    if args.models:
+        wanted = {m.strip() for m in args.models.split(",")}
+        rows = [r for r in rows if r["model"] in wanted]
+    print(f"settings {json.dumps(doc.get('settings', {}))}; complete: {doc.get('complete')}\n")
+    print("| " + " | ".join(COLUMNS) + " |")
+    print("|" + "---|" * len(COLUMNS))
+    for row in rows:
+        print(line(row))
+    print()
+    for text in totals(rows):
+        print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
