@@ -686,9 +686,8 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
     orig_path, shapes = resolve(name, work)
     fused_path = work / f"{name}.fused.onnx"
     given = given_inputs(orig_path, name, shapes, args.seed)
-    if random_ops.unseeded_count(orig_path):  # each session's k-th run draws its own numbers: no check here holds
-        why = "random ops without a seed: a configuration's outputs cannot be checked against another's"
-        return {"model": name, "skipped": why}
+    if random_ops.unseeded_count(orig_path):  # else ORT seeds them by node index, which a rewrite changes
+        orig_path = random_ops.seeded_file(orig_path, work / f"{name}.seeded.onnx")  # timed alike: the same kernels
     try:  # as a user would: without --shape where the model allows it
         res = rewrite_every_pair(orig_path, fused_path, args.target, None, given)
     except Exception:  # noqa: BLE001
@@ -718,8 +717,12 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
     cfgs = [Config(m, isolated.ort_session(str(orig_path), m)) for m in ort_modes.MODES]
     feeds = given or random_inputs(cfgs[1].session, shapes, seed=args.seed)
     names = [o.name for o in cfgs[1].session.get_outputs()]
-    reference = cfgs[1].session.run(names, feeds)  # ort-seq on the original
-    pilot = [Config(c.label, c.session) for c in cfgs]
+    # ort-seq on the original, in a session of its own: every check is a session's first run, where a seeded
+    # random op draws what it drew here (it draws on from run to run of a session)
+    reference = isolated.ort_session(str(orig_path), "ort-seq").run(names, feeds)
+    for cfg in cfgs:
+        verify_config(cfg, feeds, names, reference)
+    pilot = [Config(c.label, c.session) for c in cfgs if c.ok]
     interleaved.time_interleaved(pilot, feeds, PILOT_ROUNDS, seed=args.seed, budget_s=args.budget)
     twin_of = min(pilot, key=Config.median).label  # the A/A control: the likely best mode, twice
     cfgs.append(Config(f"{twin_of} twin", isolated.ort_session(str(orig_path), twin_of)))
@@ -733,7 +736,7 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
         return {"model": name, "skipped": why}
     if not untuned_chooses:  # it runs ORT's defaults, as it would for a user
         by["hexfuse defaults"].extra.update(ort_mode_chosen=ort_modes.DEFAULT, too_large_to_choose=True)
-    for cfg in cfgs:
+    for cfg in cfgs[len(ort_modes.MODES) :]:
         verify_config(cfg, feeds, names, reference)
     warm_rounds: list[bool] = []
 
