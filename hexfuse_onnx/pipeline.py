@@ -450,38 +450,6 @@ def rewrite(
     freeze_shapes: bool = False,
     inputs: dict[str, np.ndarray] | None = None,
 ) -> RewriteResult:
-    """Analyse, rewrite, verify and write (`rewrite_file`); a model with random ops without a seed is
-    rewritten and verified as a copy with seeds given, and written without them (random_ops)."""
-    out = Path(output) if output else default_output(path)
-    options = (kinds, target, min_gain, shapes, rtol)
-
-    def work(source: Path, to: Path, said: Progress) -> RewriteResult:
-        return rewrite_file(source, to, *options, said, verify_plugin, freeze_shapes, inputs)
-
-    def finish(result: RewriteResult, copy: random_ops.SeededCopy) -> None:
-        result.analysis.graph.path = Path(path)
-        for r in result.analysis.all_rejected():
-            r.reason = copy.said(r.reason, out)
-        if result.output is not None:
-            copy.commit(out)
-            result.output = out
-
-    return random_ops.run_seeded(path, out, progress, work, finish)
-
-
-def rewrite_file(
-    path: str | os.PathLike[str],
-    output: str | os.PathLike[str] | None = None,
-    kinds: list[str] | None = None,
-    target: str = "hexagon-v73",
-    min_gain: float = DEFAULT_MIN_GAIN,
-    shapes: dict[str, list[int]] | None = None,
-    rtol: float = DEFAULT_RTOL,
-    progress: Progress = _quiet,
-    verify_plugin: bool = False,
-    freeze_shapes: bool = False,
-    inputs: dict[str, np.ndarray] | None = None,
-) -> RewriteResult:
     """Analyse, rewrite, verify and write. With no qualifying pair nothing is written.
 
     Only what lowers is fused: a pair with an op outside the kernel's op set is rejected with
@@ -496,11 +464,26 @@ def rewrite_file(
     over its place (`_culprit`, `_siblings`). When no pair survives, nothing is written, as when
     none qualifies (the failures are among the rejections). With verify_plugin the model must also
     pass with the FusedHexPair plugin loaded (`_verify_plugin`), which proves the task programs,
-    not only the fallback.
+    not only the fallback. A model with random ops without a seed is rewritten and verified as a copy
+    with seeds given, and written without them (random_ops).
     """
     out = Path(output) if output else default_output(path)
     if out.exists() and out.resolve() == Path(path).resolve():
         raise WriteError(f"{out}: the output would overwrite the input model; choose another -o")
+    unseeded = random_ops.unseeded_count(path)
+    if unseeded:
+        again = partial(
+            rewrite,
+            kinds=kinds,
+            target=target,
+            min_gain=min_gain,
+            shapes=shapes,
+            rtol=rtol,
+            verify_plugin=verify_plugin,
+            freeze_shapes=freeze_shapes,
+            inputs=inputs,
+        )
+        return _rewrite_seeded(path, out, unseeded, progress, again)
     analysis = analyse(path, kinds, target, min_gain, shapes, progress, freeze_shapes, lower=False, inputs=inputs)
     _check_keeps_external_data(analysis.graph, Path(path), out)
     t0 = time.perf_counter()
@@ -523,6 +506,25 @@ def rewrite_file(
     finally:
         if reference is not None and reference.staged is not None:
             reference.staged.discard()
+
+
+def _rewrite_seeded(
+    path: str | os.PathLike[str], out: Path, unseeded: int, progress: Progress, again: Callable[..., RewriteResult]
+) -> RewriteResult:
+    """`again(copy, copy_out, progress=...)` (rewrite with the caller's options) on a copy with seeds given,
+    its output written to `out` without them."""
+
+    def finish(result: RewriteResult, copy: random_ops.SeededCopy) -> None:
+        result.analysis.graph.path = Path(path)
+        for r in result.analysis.all_rejected():
+            r.reason = copy.said(r.reason, out)
+        if result.output is not None:
+            copy.commit(out)
+            result.output = out
+
+    return random_ops.run_seeded(
+        path, out, unseeded, progress, lambda source, to, said: again(source, to, progress=said), finish
+    )
 
 
 def _rounds(

@@ -11,8 +11,8 @@ No pair holds a random op (none is in the kernel's op set, so a pair with one do
 rewrite made and verified on a copy with seeds given computes, once they are taken away again, what
 the original computes on the same draws.
 
-    run_seeded(path, out, progress, work, finish)   # work(path, out, progress) on a seeded copy, where
-                                                    # needed; finish commits it without the seeds
+    run_seeded(path, out, count, progress, work, finish)   # work(copy, copy_out, progress) on a seeded
+                                                           # copy; finish commits it without the seeds
 """
 
 from __future__ import annotations
@@ -139,15 +139,13 @@ def unseeded_count(path: str | os.PathLike[str]) -> int:
 def run_seeded(
     path: str | os.PathLike[str],
     out: Path,
+    count: int,
     progress: Callable[[str], None],
     work: Callable[[Path, Path, Callable[[str], None]], R],
     finish: Callable[[R, SeededCopy], None],
 ) -> R:
-    """`work(path, out, progress)`; for a model with unseeded random ops, `work` on a seeded copy writing
-    beside it, its messages naming the user's files, then `finish` (which commits the copy's output)."""
-    count = unseeded_count(path)
-    if not count:
-        return work(Path(path), out, progress)
+    """For a model with `count` unseeded random ops: `work(copy, copy_out, progress)` on a copy with seeds
+    given, writing beside it, its messages naming the user's files; then `finish` (which commits it)."""
     with seeded_copy(path, out) as copy:
         progress(f"{count} random op(s) without a seed: verified with seeds given, written without them")
         try:

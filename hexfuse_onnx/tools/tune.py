@@ -691,35 +691,23 @@ def tune(
     runs x rounds rounds, fewer where they would take over `budget_s` (0: no limit). A model with random
     ops without a seed is tuned and verified as a copy with seeds given and written without them
     (random_ops), as rewrite writes it."""
-    settings = (backend, runs, rounds, margin, shares, workers, session, input_shapes)
-
-    def work(path: Path, to: Path, said: Progress) -> TuneResult:
-        return tune_file(path, to, *settings, said, inputs, budget_s)
-
-    def finish(result: TuneResult, copy: random_ops.SeededCopy) -> None:
-        copy.commit(Path(output))
-        result.source, result.output = Path(source), Path(output)
-        result.comparison_note = copy.said(result.comparison_note, Path(output))
-
-    return random_ops.run_seeded(source, Path(output), progress, work, finish)
-
-
-def tune_file(
-    source: Path,
-    output: Path,
-    backend: str,
-    runs: int,
-    rounds: int,
-    margin: float,
-    shares: list[float] | None,
-    workers: int | None,
-    session: str,
-    input_shapes: dict[str, list[int]] | None,
-    progress: Progress,
-    inputs: dict[str, np.ndarray] | None,
-    budget_s: float,
-) -> TuneResult:
-    """tune, on the model at `source`."""
+    unseeded = random_ops.unseeded_count(source)
+    if unseeded:
+        again = partial(
+            tune,
+            backend=backend,
+            runs=runs,
+            rounds=rounds,
+            margin=margin,
+            shares=shares,
+            workers=workers,
+            session=session,
+            input_shapes=input_shapes,
+            inputs=inputs,
+            budget_s=budget_s,
+        )
+        return _tune_seeded(Path(source), Path(output), unseeded, progress, again)
+    source, output = Path(source), Path(output)
     check_settings(runs, rounds, margin, shares)
     if not budget_s >= 0:
         raise UsageError(f"--budget must be 0 (no limit) or a number of seconds, got {budget_s}")
@@ -780,6 +768,23 @@ def tune_file(
     wholes = list({id(s.whole): s.whole for s in found}.values())
     tuned.comparison_note = write_tuned(model, tuned, source, output, wholes, progress)
     return tuned
+
+
+def _tune_seeded(
+    source: Path, output: Path, unseeded: int, progress: Progress, again: Callable[..., TuneResult]
+) -> TuneResult:
+    """`again(copy, copy_out, progress=...)` (tune with the caller's settings) on a copy with seeds given,
+    its output written to `output` without them."""
+
+    def finish(result: TuneResult, copy: random_ops.SeededCopy) -> None:
+        copy.commit(output)
+        result.source, result.output = source, output
+        result.comparison_note = copy.said(result.comparison_note, output)
+
+    def work(path: Path, to: Path, said: Progress) -> TuneResult:
+        return again(path, to, progress=said)
+
+    return random_ops.run_seeded(source, output, unseeded, progress, work, finish)
 
 
 def screen_mode(mode: str) -> str:
