@@ -765,7 +765,7 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
         for label in ("hexfuse defaults", "hexfuse tuned defaults")
         if by[label].samples and (mode := _mode_run(by[label], tuned.ort_mode.mode, label)) in by and by[mode].samples
     }
-    tuned_target = PAIR_TARGET if kept else DEFAULTS_TARGET
+    tuned_target = tuned_target_of(kept)
     graph_diff = {  # None: stock ORT runs the original's own optimized graph for it (a tuned pair runs the plugin)
         "hexfuse defaults": ort_graph.difference(orig_path, unfused_as_run(fused_path, header, work)),
         "hexfuse tuned defaults": ort_graph.difference(orig_path, tuned_path) if not kept else "pairs kept",
@@ -793,8 +793,8 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
         "over_own_mode_on_original": same,
         "ort_graph_difference": graph_diff,
         "same_graph_and_mode_as_best": by_construction,
-        "met": by_construction["hexfuse defaults"] or _verdict(ratio, DEFAULTS_TARGET) == "met",
-        "tuned_met": by_construction["hexfuse tuned defaults"] or _verdict(tuned_ratio, tuned_target) == "met",
+        "met": by_construction["hexfuse defaults"] or interval_verdict(ratio, DEFAULTS_TARGET) == "met",
+        "tuned_met": by_construction["hexfuse tuned defaults"] or interval_verdict(tuned_ratio, tuned_target) == "met",
         "cpu_use": meter.others(),
     }
 
@@ -803,7 +803,7 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
             return "not timed"
         if by_construction[label]:
             return f"{_ci(r)} (met: the original's graph in the best mode, <= {target:.2f}x)"
-        return f"{_ci(r)} ({_verdict(r, target)}, <= {target:.2f}x)"
+        return f"{_ci(r)} ({interval_verdict(r, target)}, <= {target:.2f}x)"
 
     extra = by["hexfuse defaults"].extra
     how = "too large to choose" if extra.get("too_large_to_choose") else f"in {extra.get('warm_up_rounds', '?')} rounds"
@@ -849,7 +849,12 @@ def _mode_run(cfg: Config, tuned_mode: str, label: str) -> str | None:
     return cfg.extra.get("ort_mode_chosen") or (tuned_mode if "tuned" in label else None)
 
 
-def _verdict(r: tuple[float, float, float] | None, target: float) -> str:
+def tuned_target_of(kept: list[str]) -> float:
+    """The tuned model's target: PAIR_TARGET where tune kept a pair, else DEFAULTS_TARGET."""
+    return PAIR_TARGET if kept else DEFAULTS_TARGET
+
+
+def interval_verdict(r: tuple[float, float, float] | None, target: float) -> str:
     """met: the whole 95% interval at or under the target; NOT met: all of it above; else unresolved."""
     if r is None:
         return "not timed"

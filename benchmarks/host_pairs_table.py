@@ -5,8 +5,8 @@ what docs/DROPIN.md shows, made from the run's own figures (a resumed run's too,
 
 A verdict: "met (same graph, best mode)" where stock ORT runs the original's graph in the ORT mode that
 measured best (the ratio is then an A/A comparison), "met" where the whole 95% interval is at or under
-the target, "NOT met" where it is all above, else "unresolved". Targets as host_pairs.py's: 1.02x
-untuned; tuned, 1.00x where a pair was kept, else 1.02x.
+the target, "NOT met" where it is all above, else "unresolved" (host_pairs.interval_verdict, against its
+targets: 1.02x untuned; tuned, 1.00x where a pair was kept, else 1.02x).
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-DEFAULTS_TARGET = 1.02  # host_pairs.DEFAULTS_TARGET (not imported: that module loads ORT and the plugin)
-PAIR_TARGET = 1.00  # host_pairs.PAIR_TARGET
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from host_pairs import DEFAULTS_TARGET, interval_verdict, tuned_target_of  # noqa: E402 (the targets and verdicts)
+
 COLUMNS = (
     "model",
     "pairs",
@@ -34,12 +35,10 @@ COLUMNS = (
 )
 
 
-def verdict(ratio: list[float] | None, met: bool, by_construction: bool, target: float) -> str:
-    if ratio is None:
-        return "not timed"
-    if met:
-        return "met (same graph, best mode)" if by_construction else "met"
-    return "NOT met" if ratio[1] > target else "unresolved"
+def verdict(ratio: list[float] | None, by_construction: bool, target: float) -> str:
+    if ratio is not None and by_construction:
+        return "met (same graph, best mode)"
+    return interval_verdict(None if ratio is None else (ratio[0], ratio[1], ratio[2]), target)
 
 
 def _ratio(r: list[float] | None) -> str:
@@ -61,17 +60,12 @@ def _tuned(row: dict[str, Any]) -> str:
     return f"{len(kept)} kept{' (' + ', '.join(kept) + ')' if kept else ''}, {how}"
 
 
-def targets(row: dict[str, Any]) -> tuple[float, float]:
-    return DEFAULTS_TARGET, PAIR_TARGET if row["tuned"]["kept"] else DEFAULTS_TARGET
-
-
 def verdicts(row: dict[str, Any]) -> tuple[str, str]:
     """The untuned and tuned verdicts of one timed row."""
-    same = row["same_graph_and_mode_as_best"]
-    untuned_target, tuned_target = targets(row)
+    same, tuned_target = row["same_graph_and_mode_as_best"], tuned_target_of(row["tuned"]["kept"])
     return (
-        verdict(row["defaults_over_best_ort"], row["met"], same["hexfuse defaults"], untuned_target),
-        verdict(row["tuned_defaults_over_best_ort"], row["tuned_met"], same["hexfuse tuned defaults"], tuned_target),
+        verdict(row["defaults_over_best_ort"], same["hexfuse defaults"], DEFAULTS_TARGET),
+        verdict(row["tuned_defaults_over_best_ort"], same["hexfuse tuned defaults"], tuned_target),
     )
 
 
