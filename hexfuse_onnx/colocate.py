@@ -113,7 +113,6 @@ def merge(
     for path, m in zip(paths, sources):
         _in_order(m, path)
         _refuse_rewritten(m, Path(path))
-        random_ops.refuse_unseeded(path, m.graph)  # else its streams draw apart and the merge is blamed (exit 4)
     notes: list[str] = []
     opsets = _reconcile_opsets(sources, [str(p) for p in paths], notes)
     files = [str(paths[0])] * requests if len(paths) == 1 else [str(p) for p in paths]
@@ -444,6 +443,7 @@ def check_outputs(
     seed: int = 0,
     feeds: dict[str, np.ndarray] | None = None,
     op_for_op: bool = False,
+    opened_as: dict[str, Path] | None = None,
 ) -> int:
     """Each stream's outputs in the merged model must equal, bit for bit, its source model's outputs
     on the same inputs (`feeds` by merged name, else seeded random ones; stock ONNX Runtime, one
@@ -453,7 +453,8 @@ def check_outputs(
     computes the same. Where ORT's optimisations differ on the merge alone, the outputs are
     compared op for op too: a weight shared by the streams feeds two DequantizeLinear consumers,
     so ORT no longer turns DQ + MatMul into MatMulNBits with int8 activations (fsmn_vad_qdq_u16u8:
-    2.5% of the logits' scale apart, exact op for op). Returns the outputs compared."""
+    2.5% of the logits' scale apart, exact op for op). `opened_as`: the file a stream's source is
+    run from, where not its own (seeded: `_seeded_for_check`). Returns the outputs compared."""
     from .verify import check_inputs_match, random_inputs, session
 
     given = feeds is not None
@@ -462,14 +463,21 @@ def check_outputs(
     else:
         check_inputs_match(session(merged_path), feeds)
     try:
-        return _compare_outputs(merged_path, plan, feeds, op_for_op, given)
+        return _compare_outputs(merged_path, plan, feeds, op_for_op, given, opened_as or {})
     except VerificationError:
         if op_for_op:
             raise
-    return _compare_outputs(merged_path, plan, feeds, True, given)
+    return _compare_outputs(merged_path, plan, feeds, True, given, opened_as or {})
 
 
-def _compare_outputs(merged_path: Path, plan: Plan, feeds: dict[str, np.ndarray], op_for_op: bool, given: bool) -> int:
+def _compare_outputs(
+    merged_path: Path,
+    plan: Plan,
+    feeds: dict[str, np.ndarray],
+    op_for_op: bool,
+    given: bool,
+    opened_as: dict[str, Path],
+) -> int:
     from .verify import session, shapes_label, unoptimised_options
 
     def opened(path: str | os.PathLike[str]) -> Any:
@@ -477,7 +485,7 @@ def _compare_outputs(merged_path: Path, plan: Plan, feeds: dict[str, np.ndarray]
 
     expected = {}
     for prefix, source in zip(plan.streams, plan.sources):
-        own = opened(source)
+        own = opened(opened_as.get(prefix, source))
         own_feeds = {a.name: feeds[prefix + a.name] for a in own.get_inputs()}
         own_names = [o.name for o in own.get_outputs()]
         try:
@@ -623,7 +631,8 @@ def colocate(
         stage(merged.model, merged_path, None).commit()
         _check_merge(merged_path, paths)
         at = shapes or {} if feeds is not None else _checked_shapes(merged_path, shapes or {}, progress)
-        compared = check_outputs(merged_path, merged.plan, at, feeds=feeds, op_for_op=specialise)
+        checked, sources = _seeded_for_check(merged_path, merged, Path(folder))
+        compared = check_outputs(checked, merged.plan, at, feeds=feeds, op_for_op=specialise, opened_as=sources)
         progress(f"merged model: full checker passed, {compared} output(s) equal their source's exactly")
         result = pipeline.rewrite(
             merged_path,
@@ -646,6 +655,20 @@ def colocate(
 
         shutil.rmtree(folder, ignore_errors=True)
     return Result(merged, out, compared, result, model_time, at)
+
+
+def _seeded_for_check(merged_path: Path, merged: Merged, folder: Path) -> tuple[Path, dict[str, Path]]:
+    """The merged model and each stream's source as the merge check runs them: as they are, or, where
+    random ops have no seed (ORT would seed them by node index, which the merge changes), copies with
+    seeds given by merged name, so each stream draws its own numbers and its source the same ones. The
+    rewrite that follows verifies a seeded copy of its own and writes the model unseeded (random_ops)."""
+    if not random_ops.unseeded(merged.model):
+        return merged_path, {}
+    sources = {
+        prefix: random_ops.seeded_file(Path(source), folder / f"source{k}.seeded.onnx", prefix)
+        for k, (prefix, source) in enumerate(zip(merged.plan.streams, merged.plan.sources))
+    }
+    return random_ops.seeded_file(merged_path, folder / "merged.seeded.onnx"), sources
 
 
 def _check_merge(merged_path: Path, paths: list[str | os.PathLike[str]]) -> None:

@@ -53,35 +53,25 @@ def unseeded(model: onnx.ModelProto) -> list[onnx.NodeProto]:
     return [n for n in every_node(model) if lacks_seed(n)]
 
 
-def refuse_unseeded(path: str | os.PathLike[str], graph: onnx.GraphProto) -> None:
-    """For a merge of streams (colocate): each stream's session draws its own numbers, so the merged
-    model's outputs cannot equal each stream's; refused in one line saying what verifies."""
-    found = [n for n in all_nodes(graph) if lacks_seed(n)]
-    if found:
-        n, more = found[0], f" and {len(found) - 1} more random op(s)" if len(found) > 1 else ""
-        raise ModelError(
-            f"{path}: {n.op_type} '{n.name or n.output[0]}'{more} {'have' if more else 'has'} no seed: each "
-            "stream of the merged model would draw its own numbers, so the merge cannot be verified against the "
-            "original; give each a 'seed' attribute (a seeded copy merges)"
-        )
-
-
-def give_seeds(model: onnx.ModelProto) -> list[str]:
+def give_seeds(model: onnx.ModelProto, prefix: str = "") -> list[str]:
     """Give every unseeded random op a seed of its own, in place, made of its first output's name (the
-    name it keeps in a rewrite: an original and its rewrite seeded apart draw alike); those names."""
+    name it keeps in a rewrite: an original and its rewrite seeded apart draw alike), in the main graph
+    with `prefix` before it (a co-located stream's source seeded as the merge names it); those names."""
+    functions = [n for f in model.functions for n in f.node]
     named = []
-    for node in unseeded(model):
-        seed = float(zlib.crc32(node.output[0].encode()) % 2**24)  # a float32 holds it exactly
-        node.attribute.append(onnx.helper.make_attribute(SEED, seed))
-        named.append(node.output[0])
+    for nodes, before in ((all_nodes(model.graph), prefix), (functions, "")):
+        for node in [n for n in nodes if lacks_seed(n)]:
+            seed = float(zlib.crc32((before + node.output[0]).encode()) % 2**24)  # a float32 holds it exactly
+            node.attribute.append(onnx.helper.make_attribute(SEED, seed))
+            named.append(node.output[0])
     return named
 
 
-def seeded_file(path: Path, to: Path) -> Path:
+def seeded_file(path: Path, to: Path, prefix: str = "") -> Path:
     """A copy of the model at `path` with seeds given (`give_seeds`), written to `to` (its external data
     read from `path`'s folder): what a benchmark times where outputs are compared across sessions."""
     model = onnx.load(str(path), load_external_data=False)
-    give_seeds(model)
+    give_seeds(model, prefix)
     stage(model, to, path.resolve().parent).commit()
     return to
 

@@ -174,7 +174,7 @@ SKIPPED = {
     "whisper_decoder_merged": "onnxruntime's quantiser does not enter If branches: it writes Q/DQ on the If's 9 "
     "outputs and leaves both decoders float (a QNN deployment compiles decoder and decoder_with_past instead)",
     "piper_joe_medium": "its audio's length follows the durations it predicts (NonZero, CumSum, ScatterND), so its "
-    "shapes cannot be fixed as QNN needs, and its two RandomNormalLike have no seed, which `rewrite` refuses",
+    "shapes cannot be fixed as QNN needs",
     "khmersm": "its attention mask is Where(mask, -inf) added to the scores (torch's masked_fill): MinMax "
     "calibrates 22 Q/DQ after it to an infinite scale, so the model computes nothing there and no pair lowers "
     "(quant._finite_scale; before, the QAdd's infinite ratio made the kernel refuse the program at load)",

@@ -170,23 +170,18 @@ def test_the_command_line_reports_each_combination(tmp_path: Path) -> None:
 
 
 def test_a_refused_branch_is_named_by_the_file_given(tmp_path: Path) -> None:
-    """An unseeded RandomUniformLike in the first step: refused (exit 3) in one line naming the
-    user's file and the branch, not the temporary file the branch was co-located from."""
+    """A FusedHexPair node in the first step (a rewritten model): refused (exit 3) in one line naming
+    the user's file and the branch, not the temporary file the branch was co-located from."""
     model = merged_decoder("bool")
     body = next(a.g for a in model.graph.node[-1].attribute if a.name == "else_branch")
     y = body.output[0].name
-    body.node.extend(
-        [
-            helper.make_node("RandomUniformLike", [y], ["noise"], name="noise"),
-            helper.make_node("Add", [y, "noise"], ["noisy"], name="noisy"),
-        ]
-    )
-    body.output[0].name = "noisy"
-    source = tmp_path / "noisy_decoder.onnx"
+    body.node.append(helper.make_node(C.OP_TYPE, [y], ["fused"], name="fused", domain=C.DOMAIN))
+    body.output[0].name = "fused"
+    source = tmp_path / "fused_decoder.onnx"
     onnx.save(model, source)
     r = run_cli("colocate", source, "--requests", "2", "-o", tmp_path / "x2.onnx", "-q")
     assert r.returncode == 3 and r.stderr.count(ERROR_PREFIX) == 1, r.stderr
-    assert f"{source} (else branch): RandomUniformLike 'noise' has no seed" in r.stderr
+    assert f"{source} (else branch): already rewritten" in r.stderr
     assert not list(tmp_path.glob(".x2.onnx*")) and not (tmp_path / "x2.onnx").exists()
 
 

@@ -133,3 +133,29 @@ def test_bench_times_copies_with_seeds_given_and_checks_every_configuration(nois
     result = bench(fused, baselines=["ort-seq"], runs=2, rounds=1, warmup=0, progress=said.append)
     assert [(c.label, c.check) for c in result.configs if not c.ok] == []
     assert "1 random op(s) without a seed: every configuration runs a copy with seeds given" in said
+
+
+def test_two_requests_of_an_unseeded_model_are_colocated_each_drawing_its_own(noisy: Path, tmp_path: Path) -> None:
+    """`colocate --requests 2` of a Piper voice was refused (its streams' unseeded draws differ from
+    the source's, so the merge check failed). The check now runs copies seeded by merged name, each
+    stream against its source seeded alike; the model is written with both random ops unseeded."""
+    from hexfuse_onnx.colocate import colocate
+
+    out = tmp_path / "out" / "noisy.x2.onnx"
+    out.parent.mkdir()
+    said: list[str] = []
+    result = colocate([noisy], out, requests=2, progress=said.append)
+    assert result.compared_outputs == 4 and result.output == out
+    assert any("random op(s) without a seed" in line for line in said), said
+    written = onnx.load(str(out))
+    onnx.checker.check_model(written, full_check=True)
+    assert sorted(n.output[0] for n in random_ops.unseeded(written)) == ["r0/noise", "r1/noise"]
+    x = np.random.default_rng(3).standard_normal([2, 64, 256]).astype(np.float32)
+    names = ["r0/y", "r0/noisy", "r1/y", "r1/noisy"]
+    session = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    got = dict(zip(names, session.run(names, {"r0/x": x[0], "r1/x": x[1]})))
+    for k in (0, 1):  # the deterministic outputs as the source's; noise drawn, each stream its own
+        np.testing.assert_allclose(got[f"r{k}/y"], _stock_outputs(noisy, x[k])[0], rtol=1e-5, atol=1e-5)
+    assert not np.allclose(got["r0/noisy"] - x[0], got["r1/noisy"] - x[1])
+    assert sorted(p.name for p in out.parent.iterdir()) == [out.name]
+    assert sorted(p.name for p in noisy.parent.iterdir()) == ["noisy.onnx"]

@@ -17,7 +17,7 @@ from test_random_ops import two_branch_with_noise
 
 import models
 from hexfuse_onnx import colocate, graph, pipeline
-from hexfuse_onnx.errors import ModelError
+from hexfuse_onnx.errors import VerificationError
 
 SYMBOLIC_LOGGER = "onnxruntime.tools.symbolic_shape_infer"
 
@@ -63,17 +63,21 @@ def test_ort_symbolic_inference_guesses_are_not_printed(caplog: pytest.LogCaptur
     assert logging.getLogger(SYMBOLIC_LOGGER).level == logging.NOTSET  # restored
 
 
-def test_colocate_refuses_an_unseeded_random_op_in_one_line(tmp_path: Path) -> None:
+def test_colocate_checks_an_unseeded_merge_on_copies_seeded_by_merged_name(tmp_path: Path) -> None:
     """`colocate --requests 2` of Piper's voice exited 4, "the merged model's output 'r1/output'
-    differs from ... 'output'": its two streams' unseeded draws differ, not the merge (sweep13).
-    Refused in one line (exit 3); seeded, the same model merges. (`rewrite` verifies a seeded copy and
-    writes the model unseeded: test_random_ops.py; a merge's streams would each draw their own.)"""
+    differs from ... 'output'": ORT seeds an unseeded op by its node index, which the merge changes
+    (sweep13; then refused in one line). The check now runs the merge and each stream's source seeded
+    by merged name (each stream draws its own numbers, its source the same)."""
     src = tmp_path / "noisy.onnx"
     onnx.save(two_branch_with_noise(None), src)
-    with pytest.raises(ModelError, match=r"RandomNormalLike 'noise' has no seed: .* give each a 'seed'"):
-        colocate.merge([src], requests=2)
-    onnx.save(two_branch_with_noise(7.0), src)
-    assert len(colocate.merge([src], requests=2).model.graph.output) == 4
+    merged = colocate.merge([src], requests=2)
+    path = tmp_path / "merged.onnx"
+    onnx.save(merged.model, path)
+    with pytest.raises(VerificationError, match="output 'r1/noisy' differs"):
+        colocate.check_outputs(path, merged.plan, {})
+    checked, sources = colocate._seeded_for_check(path, merged, tmp_path)
+    assert sorted(sources) == ["r0/", "r1/"] and checked != path
+    assert colocate.check_outputs(checked, merged.plan, {}, opened_as=sources) == 4
 
 
 def _weights_as_constants(tmp_path: Path) -> Path:
