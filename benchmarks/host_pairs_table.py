@@ -3,6 +3,9 @@ what docs/DROPIN.md shows, made from the run's own figures (a resumed run's too,
 
     python benchmarks/host_pairs_table.py RUN.json [--models a,b]
 
+One line of its totals lists the models with an unresolved or NOT met verdict, comma-separated: a later run
+`host_pairs.py --defaults --models <them> --defaults-rounds N` times them again with more rounds.
+
 A verdict: "met (same graph, best mode)" where stock ORT runs the original's graph in the ORT mode that
 measured best (the ratio is then an A/A comparison), "met" where the whole 95% interval is at or under
 the target, "NOT met" where it is all above, else "unresolved" (host_pairs.interval_verdict, against its
@@ -99,6 +102,8 @@ def totals(rows: list[dict[str, Any]]) -> list[str]:
         out.append(f"{label}: " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())))
     kept = [f"{r['model']} ({', '.join(r['tuned']['kept'])})" for r in timed if r["tuned"]["kept"]]
     out.append(f"pairs kept by tune: {', '.join(kept) or 'none'}")
+    doubtful = [r["model"] for r in timed if any(not v.startswith("met") for v in verdicts(r))]
+    out.append(f"unresolved or NOT met (for host_pairs --models, with more rounds): {','.join(doubtful) or 'none'}")
     commits = Counter(r.get("commit", "not recorded") for r in rows)
     out.append("timed on: " + ", ".join(f"{c} ({n})" for c, n in commits.most_common()))
     return out

@@ -51,6 +51,7 @@ def test_verdicts_and_totals(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert "untuned: 1 NOT met, 1 met, 1 met (same graph, best mode)" in out
     assert "pairs kept by tune: resolved (pair6), slow (pair1)" in out
     assert "timed on: abc1234 (3), not recorded (1)" in out
+    assert "unresolved or NOT met (for host_pairs --models, with more rounds): slow\n" in out
 
 
 def test_a_file_that_is_not_a_run_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
