@@ -191,3 +191,19 @@ def test_the_piper_voice_is_rewritten_with_its_random_ops_unseeded(tmp_path: Pat
     written = onnx.load(str(out), load_external_data=False)
     assert len(random_ops.unseeded(written)) == 2
     assert sum(n.op_type == "FusedHexPair" for n in written.graph.node) > 0
+
+
+@pytest.mark.slow
+def test_two_requests_of_the_piper_voice_are_colocated(tmp_path: Path) -> None:
+    """`colocate --requests 2` of the voice exited 4 (its streams' unseeded draws differ from the
+    source's), then was refused; now merged, checked on copies seeded by merged name, written with
+    its four random ops unseeded."""
+    from cli_support import run_cli
+
+    from hexfuse_onnx import random_ops
+
+    out = tmp_path / "p2.onnx"
+    proc = run_cli("colocate", cached_or_skip("piper_joe_medium"), "--requests", "2", "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    written = onnx.load(str(out), load_external_data=False)
+    assert sorted(n.output[0].split("/")[0] for n in random_ops.unseeded(written)) == ["r0", "r0", "r1", "r1"]
