@@ -860,7 +860,7 @@ def test_a_qdq_merge_is_checked_op_for_op_where_ort_fuses_only_the_source(tmp_pa
     path = _save(merged, tmp_path / "two.onnx")
     feeds = verify.random_inputs(verify.session(path), {}, 0)
     with pytest.raises(colocate.VerificationError):
-        colocate._compare_outputs(path, merged.plan, feeds, op_for_op=False, given=False)
+        colocate._compare_outputs(path, merged.plan, feeds, op_for_op=False, given=False, opened_as={})
     assert colocate.check_outputs(path, merged.plan, {}) == 10
 
 
