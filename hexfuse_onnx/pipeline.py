@@ -522,9 +522,7 @@ def _rewrite_seeded(
             copy.commit(out)
             result.output = out
 
-    return random_ops.run_seeded(
-        path, out, unseeded, progress, lambda source, to, said: again(source, to, progress=said), finish
-    )
+    return random_ops.run_seeded(path, out, unseeded, progress, again, finish)
 
 
 def _rounds(

@@ -11,7 +11,7 @@ No pair holds a random op (none is in the kernel's op set, so a pair with one do
 rewrite made and verified on a copy with seeds given computes, once they are taken away again, what
 the original computes on the same draws.
 
-    run_seeded(path, out, count, progress, work, finish)   # work(copy, copy_out, progress) on a seeded
+    run_seeded(path, out, count, progress, work, finish)   # work(copy, copy_out, progress=...) on a seeded
                                                            # copy; finish commits it without the seeds
 """
 
@@ -131,15 +131,16 @@ def run_seeded(
     out: Path,
     count: int,
     progress: Callable[[str], None],
-    work: Callable[[Path, Path, Callable[[str], None]], R],
+    work: Callable[..., R],
     finish: Callable[[R, SeededCopy], None],
 ) -> R:
-    """For a model with `count` unseeded random ops: `work(copy, copy_out, progress)` on a copy with seeds
-    given, writing beside it, its messages naming the user's files; then `finish` (which commits it)."""
+    """For a model with `count` unseeded random ops: `work(copy, copy_out, progress=...)` (rewrite or tune with
+    the caller's options) on a copy with seeds given, writing beside it, its messages naming the user's files;
+    then `finish` (which commits it)."""
     with seeded_copy(path, out) as copy:
         progress(f"{count} random op(s) without a seed: verified with seeds given, written without them")
         try:
-            result = work(copy.model_path, copy.output, lambda m: progress(copy.said(m, out)))
+            result = work(copy.model_path, copy.output, progress=lambda m: progress(copy.said(m, out)))
         except HexfuseError as exc:
             exc.message = copy.said(exc.message, out)
             exc.args = (exc.message,)

@@ -802,10 +802,7 @@ def _tune_seeded(
         result.source, result.output = source, output
         result.comparison_note = copy.said(result.comparison_note, output)
 
-    def work(path: Path, to: Path, said: Progress) -> TuneResult:
-        return again(path, to, progress=said)
-
-    return random_ops.run_seeded(source, output, unseeded, progress, work, finish)
+    return random_ops.run_seeded(source, output, unseeded, progress, again, finish)
 
 
 def screen_mode(mode: str) -> str:
