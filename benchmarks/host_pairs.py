@@ -36,7 +36,11 @@ skipped with the reason), in one process and on the same seeded inputs
     configuration once in a shuffled order after a rest until ORT's spinning threads are quiet; a
     ratio is the median of the per-round ratios with its bootstrap 95% interval. Timing each
     configuration in a process of its own could not resolve 2%: the same graph and options in two
-    processes differed 0.67-1.27x (issue 13). An A/A control runs in the same rounds: a twin session
+    processes differed 0.67-1.27x (issue 13). With --resolve-rounds N, a model whose verdict is unresolved
+    after --defaults-rounds is timed on (within --resolve-budget), looked at again at twice the rounds, up to
+    N, and stops at the first look where no verdict is unresolved; every look's interval is then at 95% split
+    over the looks (Bonferroni), so stopping early keeps a wrong verdict at 5% or less. An A/A control runs in
+    the same rounds: a twin session
     of the mode a short pilot found fastest. An untuned model's session chooses ORT's mode during its
     first calls (hexfuse_onnx/mode_choice.py; a fresh cache per run, so every run chooses again): it
     chooses during discarded rounds of the same visits, until it has chosen, before the counted
@@ -89,6 +93,7 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -742,38 +747,53 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
 
     def still_choosing() -> bool:  # the untuned session chooses in discarded rounds of the visits it is measured in
         warm_rounds.append(any(c.session.choosing for c in choosing))
+        if not warm_rounds[-1]:
+            record_choices(choosing, sum(warm_rounds))
         return warm_rounds[-1]
 
-    meter = CpuMeter()
-    rests = interleaved.time_interleaved(
-        cfgs, feeds, args.defaults_rounds, seed=args.seed, warm_up=still_choosing, budget_s=args.budget
-    )
-    for cfg in choosing:
-        cfg.extra["ort_mode_chosen"] = cfg.session.mode
-        cfg.extra["warm_up_rounds"] = sum(warm_rounds)
-        explored = cfg.session.exploration  # what the choice saw: its block medians, round by round
-        cfg.extra["explored"] = {"median_us": explored.medians(), "rounds": [r for r in explored.rounds if r]}
-    best = min((c for c in cfgs if c.samples and c.label in ort_modes.MODES), key=Config.median, default=None)
-
-    def over_best(label: str) -> tuple[float, float, float] | None:
-        return interleaved.ratio_interval(by[label], best) if best and by[label].samples else None
-
-    ratio, tuned_ratio = over_best("hexfuse defaults"), over_best("hexfuse tuned defaults")
-    twin = interleaved.ratio_interval(by[f"{twin_of} twin"], by[twin_of]) if by[twin_of].samples else None
-    same = {  # each session against the original in the ORT mode it runs: the rewrite's own cost
-        label: interleaved.ratio_interval(by[label], by[mode])
-        for label in ("hexfuse defaults", "hexfuse tuned defaults")
-        if by[label].samples and (mode := _mode_run(by[label], tuned.ort_mode.mode, label)) in by and by[mode].samples
-    }
     tuned_target = tuned_target_of(kept)
     graph_diff = {  # None: stock ORT runs the original's own optimized graph for it (a tuned pair runs the plugin)
         "hexfuse defaults": ort_graph.difference(orig_path, unfused_as_run(fused_path, header, work)),
         "hexfuse tuned defaults": ort_graph.difference(orig_path, tuned_path) if not kept else "pairs kept",
     }
-    by_construction = {  # the original's graph in the best mode: a timed difference is noise
-        label: diff is None and best is not None and _mode_run(by[label], tuned.ort_mode.mode, label) == best.label
-        for label, diff in graph_diff.items()
+    looks = look_rounds(args.defaults_rounds, args.resolve_rounds)
+    level = interval_level(looks)
+
+    def judged() -> dict[str, Judged]:
+        best = best_mode(cfgs)
+        targets = {"hexfuse defaults": DEFAULTS_TARGET, "hexfuse tuned defaults": tuned_target}
+        return {
+            label: judge(by[label], best, _mode_run(by[label], tuned.ort_mode.mode, label), diff, target, level)
+            for (label, diff), target in zip(graph_diff.items(), targets.values(), strict=True)
+        }
+
+    def resolved() -> bool:  # at a look, every verdict met or NOT met: more rounds would not change it
+        return len(by["hexfuse defaults"].samples) in looks and all(
+            j.verdict != "unresolved" for j in judged().values()
+        )
+
+    meter = CpuMeter()
+    rests = interleaved.time_interleaved(
+        cfgs,
+        feeds,
+        looks[-1],
+        seed=args.seed,
+        warm_up=still_choosing,
+        budget_s=args.resolve_budget if args.resolve_rounds else args.budget,
+        settled=resolved,
+    )
+    if any("ort_mode_chosen" not in c.extra for c in choosing):  # the warm-up ran out while one still chose
+        record_choices(choosing, sum(warm_rounds))
+    best = best_mode(cfgs)
+    verdicts = judged()
+    ratio, tuned_ratio = verdicts["hexfuse defaults"].ratio, verdicts["hexfuse tuned defaults"].ratio
+    twin = interleaved.ratio_interval(by[f"{twin_of} twin"], by[twin_of], level=level) if by[twin_of].samples else None
+    same = {  # each session against the original in the ORT mode it runs: the rewrite's own cost
+        label: interleaved.ratio_interval(by[label], by[mode], level=level)
+        for label in ("hexfuse defaults", "hexfuse tuned defaults")
+        if by[label].samples and (mode := _mode_run(by[label], tuned.ort_mode.mode, label)) in by and by[mode].samples
     }
+    by_construction = {label: j.by_construction for label, j in verdicts.items()}
     out = {
         "model": name,
         "pairs": n_pairs,
@@ -793,17 +813,19 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
         "over_own_mode_on_original": same,
         "ort_graph_difference": graph_diff,
         "same_graph_and_mode_as_best": by_construction,
-        "met": by_construction["hexfuse defaults"] or interval_verdict(ratio, DEFAULTS_TARGET) == "met",
-        "tuned_met": by_construction["hexfuse tuned defaults"] or interval_verdict(tuned_ratio, tuned_target) == "met",
+        "met": verdicts["hexfuse defaults"].verdict == "met",
+        "tuned_met": verdicts["hexfuse tuned defaults"].verdict == "met",
+        "interval_level": level,
+        "looks": looks,
         "cpu_use": meter.others(),
     }
 
-    def verdict(r: tuple[float, float, float] | None, target: float, label: str) -> str:
-        if r is None:
+    def verdict(label: str) -> str:
+        j = verdicts[label]
+        if j.ratio is None:
             return "not timed"
-        if by_construction[label]:
-            return f"{_ci(r)} (met: the original's graph in the best mode, <= {target:.2f}x)"
-        return f"{_ci(r)} ({interval_verdict(r, target)}, <= {target:.2f}x)"
+        why = "met: the original's graph in the best mode" if j.by_construction else j.verdict
+        return f"{_ci(j.ratio)} ({why}, <= {j.target:.2f}x{_level_text(level, out['rounds'])})"
 
     extra = by["hexfuse defaults"].extra
     how = "too large to choose" if extra.get("too_large_to_choose") else f"in {extra.get('warm_up_rounds', '?')} rounds"
@@ -811,7 +833,7 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
         f"  {name:<24} {n_pairs:>3} pair(s)  best ORT {best.median() if best else float('nan'):10.1f} us "
         f"({best.label if best else '-':>11})  untuned defaults {by['hexfuse defaults'].median():10.1f} us "
         f"(chose {extra.get('ort_mode_chosen') or '-'} {how}) -> "
-        f"{verdict(ratio, DEFAULTS_TARGET, 'hexfuse defaults')}"
+        f"{verdict('hexfuse defaults')}"
     )
     tuned_chose = by["hexfuse tuned defaults"].extra.get("ort_mode_chosen")
     tuned_mode = (
@@ -820,7 +842,7 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
     print(
         f"      tuned here: {len(kept)} of {n_pairs} pair(s) kept{' (' + ', '.join(kept) + ')' if kept else ''}, "
         f"ORT mode {tuned_mode}; tuned defaults {by['hexfuse tuned defaults'].median():10.1f} us "
-        f"-> {verdict(tuned_ratio, tuned_target, 'hexfuse tuned defaults')}"
+        f"-> {verdict('hexfuse tuned defaults')}"
     )
     for label, diff in graph_diff.items():
         print(f"      {label}: stock ORT runs {'the original graph' if diff is None else 'another graph: ' + diff}")
@@ -847,6 +869,59 @@ def unfused_as_run(fused_path: Path, header: onnx.ModelProto, work: Path) -> Pat
 def _mode_run(cfg: Config, tuned_mode: str, label: str) -> str | None:
     """The ORT mode a hexfuse session runs: the one it chose, or the tuned model's."""
     return cfg.extra.get("ort_mode_chosen") or (tuned_mode if "tuned" in label else None)
+
+
+def record_choices(choosing: list[Config], warm_up_rounds: int) -> None:
+    """Into each choosing session's extra: the ORT mode it chose, the discarded rounds it took, and what
+    its exploration saw (block medians, round by round)."""
+    for cfg in choosing:
+        cfg.extra["ort_mode_chosen"] = cfg.session.mode
+        cfg.extra["warm_up_rounds"] = warm_up_rounds
+        explored = cfg.session.exploration
+        cfg.extra["explored"] = {"median_us": explored.medians(), "rounds": [r for r in explored.rounds if r]}
+
+
+def best_mode(cfgs: list[Config]) -> Config | None:
+    """The original in the ORT mode with the lowest median so far."""
+    return min((c for c in cfgs if c.samples and c.label in ort_modes.MODES), key=Config.median, default=None)
+
+
+@dataclass(frozen=True)
+class Judged:
+    """A hexfuse session against the best ORT mode: its ratio interval, whether stock ORT runs the
+    original's graph in that mode for it (the ratio is then an A/A comparison), and the verdict."""
+
+    ratio: tuple[float, float, float] | None
+    by_construction: bool
+    target: float
+    verdict: str
+
+
+def judge(
+    cfg: Config, best: Config | None, mode: str | None, graph_diff: str | None, target: float, level: float
+) -> Judged:
+    ratio = interleaved.ratio_interval(cfg, best, level=level) if best and cfg.samples else None
+    construction = ratio is not None and graph_diff is None and best is not None and mode == best.label
+    return Judged(ratio, construction, target, "met" if construction else interval_verdict(ratio, target))
+
+
+def look_rounds(first: int, most: int) -> list[int]:
+    """The rounds after which (c) looks at its verdicts: `first`, then doubling, then `most`
+    (--resolve-rounds; 0 or at most `first`: `first` alone)."""
+    looks = [first]
+    while looks[-1] * 2 <= most:
+        looks.append(looks[-1] * 2)
+    return looks + [most] if most > looks[-1] else looks
+
+
+def interval_level(looks: list[int]) -> float:
+    """Every look's interval level: 95% split over the looks (Bonferroni), so that stopping at the
+    first look where no verdict is unresolved keeps a wrong verdict at 5% or less."""
+    return 1.0 - 0.05 / len(looks)
+
+
+def _level_text(level: float, rounds: int) -> str:
+    return "" if round(level, 9) == 0.95 else f", {100 * level:.2f}% interval, {rounds} rounds"
 
 
 def tuned_target_of(kept: list[str]) -> float:
@@ -954,7 +1029,17 @@ def print_defaults_summary(results: list[dict[str, Any]]) -> None:
         print(f"  A/A control (a twin session of the same mode): widest {model} {_ci(r)}")
 
 
-RESUME_SETTINGS = ("target", "seed", "tol", "defaults_rounds", "tune_runs", "tune_rounds", "budget")
+RESUME_SETTINGS = (
+    "target",
+    "seed",
+    "tol",
+    "defaults_rounds",
+    "tune_runs",
+    "tune_rounds",
+    "budget",
+    "resolve_rounds",
+    "resolve_budget",
+)
 
 
 def settings(args) -> dict[str, Any]:
@@ -1115,6 +1200,21 @@ def main(argv: list[str] | None = None) -> int:
         metavar="SECONDS",
         help="(c): fewer --defaults-rounds (at least 8) where they would take longer than this, and tune's "
         "--budget (default 0: every round here, tune's own default there)",
+    )
+    ap.add_argument(
+        "--resolve-rounds",
+        type=int,
+        default=0,
+        metavar="N",
+        help="(c): where a verdict is unresolved after --defaults-rounds, time on, looking again at twice the "
+        "rounds, up to N; every look's interval is 95%% split over the looks (default 0: one look)",
+    )
+    ap.add_argument(
+        "--resolve-budget",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="(c) with --resolve-rounds: the timing's budget in place of --budget (tune keeps --budget; default 600)",
     )
     ap.add_argument(
         "--resume",

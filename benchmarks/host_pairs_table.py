@@ -9,7 +9,8 @@ One line of its totals lists the models with an unresolved or NOT met verdict, c
 A verdict: "met (same graph, best mode)" where stock ORT runs the original's graph in the ORT mode that
 measured best (the ratio is then an A/A comparison), "met" where the whole 95% interval is at or under
 the target, "NOT met" where it is all above, else "unresolved" (host_pairs.interval_verdict, against its
-targets: 1.02x untuned; tuned, 1.00x where a pair was kept, else 1.02x).
+targets: 1.02x untuned; tuned, 1.00x where a pair was kept, else 1.02x). A row timed with `--resolve-rounds`
+gives its interval's level (95% split over its looks) and the rounds it took after its ratios.
 """
 
 from __future__ import annotations
@@ -48,6 +49,11 @@ def _ratio(r: list[float] | None) -> str:
     return "-" if r is None else f"{r[0]:.3f} [{r[1]:.3f}, {r[2]:.3f}]"
 
 
+def _looked(row: dict[str, Any]) -> str:
+    """`(98.75%, 60 rounds)` for a row timed with several looks (--resolve-rounds), else nothing."""
+    return f" ({100 * row['interval_level']:.2f}%, {row['rounds']} rounds)" if len(row.get("looks", [])) > 1 else ""
+
+
 def _chose(row: dict[str, Any]) -> str:
     extra = row["configs"]["hexfuse defaults"]
     if extra.get("too_large_to_choose"):
@@ -84,7 +90,7 @@ def line(row: dict[str, Any]) -> str:
         str(row["pairs"]),
         f"{best}, {row['configs'][best]['median_us']:.0f} us",
         _chose(row),
-        f"{_ratio(row['defaults_over_best_ort'])} {untuned}",
+        f"{_ratio(row['defaults_over_best_ort'])} {untuned}{_looked(row)}",
         _tuned(row),
         f"{_ratio(row['tuned_defaults_over_best_ort'])} {tuned}",
         f"{twin[0]:.3f}" if twin else "-",

@@ -19,6 +19,7 @@ import host_pairs  # noqa: E402
 def _args(**over: object) -> argparse.Namespace:
     base = {"target": "hexagon-v73", "seed": 0, "tol": 1e-4, "defaults_rounds": 30, "tune_runs": 10}
     base |= {"tune_rounds": 3, "budget": 120.0, "models": ["two_branch", "inception"], "json": None}
+    base |= {"resolve_rounds": 0, "resolve_budget": 600.0}
     return argparse.Namespace(**(base | over))
 
 

@@ -58,3 +58,10 @@ def test_a_file_that_is_not_a_run_is_one_line_and_exit_2(tmp_path: Path, capsys:
     (tmp_path / "log.json").write_text("host_pairs: ...")
     assert host_pairs_table.main([str(tmp_path / "log.json")]) == 2
     assert "log.json: not a host_pairs --defaults JSON" in capsys.readouterr().err
+
+
+def test_a_row_timed_with_several_looks_gives_its_level_and_rounds() -> None:
+    row = _row("two_branch", [0.99, 0.97, 1.01], [1.0, 0.98, 1.01], True, False, [])
+    assert "(" not in host_pairs_table.line(row).split("|")[5]  # one look: 95%, as every row before
+    row |= {"looks": [30, 60, 120], "interval_level": 1 - 0.05 / 3, "rounds": 60}
+    assert host_pairs_table.line(row).split("|")[5].strip() == "0.990 [0.970, 1.010] met (98.33%, 60 rounds)"

@@ -93,3 +93,11 @@ def test_a_budget_cuts_the_rounds_of_long_calls_to_those_that_fit(zoo_dir: Path)
     asked: list[int] = []
     interleaved.time_interleaved(configs, feeds, rounds=12, settled=lambda: not asked.append(1))  # settled at once
     assert [len(c.samples) for c in configs] == [interleaved.BUDGET_LEAST_ROUNDS] * 2 and len(asked) == 1
+
+
+def test_a_higher_level_gives_a_wider_interval() -> None:
+    base = Config("base", None, samples=[100.0] * 40)
+    cfg = Config("cfg", None, samples=[100.0 + (7 * i % 13) for i in range(40)])
+    _, low95, high95 = interleaved.ratio_interval(cfg, base)
+    _, low99, high99 = interleaved.ratio_interval(cfg, base, level=0.99)
+    assert low99 <= low95 < high95 <= high99 and (low99, high99) != (low95, high95)

@@ -156,13 +156,14 @@ def round_ratios(cfg: Config, base: Config) -> np.ndarray:
     return np.asarray(cfg.samples[:n]) / np.asarray(base.samples[:n])
 
 
-def ratio_interval(cfg: Config, base: Config, seed: int = 0) -> tuple[float, float, float]:
-    """(median, low, high): the median of the per-round ratios cfg/base and its bootstrap 95%
-    interval (rounds resampled with replacement)."""
+def ratio_interval(cfg: Config, base: Config, seed: int = 0, level: float = 0.95) -> tuple[float, float, float]:
+    """(median, low, high): the median of the per-round ratios cfg/base and its bootstrap interval
+    at `level` (rounds resampled with replacement)."""
     ratios = round_ratios(cfg, base)
     if ratios.size == 0:
         return float("nan"), float("nan"), float("nan")
     rng = np.random.default_rng(seed)
     boot = np.median(rng.choice(ratios, size=(BOOTSTRAP, ratios.size)), axis=1)
-    low, high = np.percentile(boot, [2.5, 97.5])
+    tail = 50.0 * (1.0 - level)
+    low, high = np.percentile(boot, [tail, 100.0 - tail])
     return float(np.median(ratios)), float(low), float(high)
