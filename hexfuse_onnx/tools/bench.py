@@ -242,6 +242,7 @@ class BenchResult:
     seconds: float
     prediction: dict[str, Any] | None = None  # `predicted()`, when bench rewrote the model
     colocated: list[str] = field(default_factory=list)  # modelled figures of a co-located model
+    inputs: str = ""  # the input shapes timed, `verify.shapes_label`
 
     def by_label(self) -> dict[str, Config]:
         return {c.label: c for c in self.configs}
@@ -289,6 +290,7 @@ class BenchResult:
             "cpu_use": self.cpu_use,
             "prediction": self.prediction,
             "colocated_modelled": self.colocated,
+            "inputs": self.inputs,
             "configs": {c.label: c.record() for c in self.configs},
             "hexfuse_over": self.ratios(),
             "hexfuse_best": getattr(self.best_hexfuse(), "label", None),
@@ -302,6 +304,7 @@ class BenchResult:
         ref = cfgs.get("ort-seq")
         out = [
             f"{self.model}: {self.fused_pairs} fused pair(s){'; ' + self.note if self.note else ''}",
+            f"  inputs {self.inputs}",
             f"  {'configuration':<20} {'median us':>10} {'p10':>10} {'p90':>10} {'/ort-seq':>9}  check",
         ]
         for c in self.configs:
@@ -438,7 +441,7 @@ def bench(
 
     from ..contract import DOMAIN
     from ..qdq import output_steps
-    from ..verify import random_inputs
+    from ..verify import random_inputs, shapes_label
     from . import isolated
     from .colocate_bench import modelled_lines, stream_configs
 
@@ -449,9 +452,11 @@ def bench(
     with tempfile.TemporaryDirectory(prefix="hexfuse-bench-") as folder:
         original, fused, note, prediction = _prepare(model, Path(folder), shapes, target, progress)
         original, fused = _seeded(original, fused, Path(folder), progress)
+        shapes = shapes or _analysed_shapes(fused)
         progress("creating sessions and checking every configuration's outputs against ort-seq")
         reference_session = _cpu_session(original, "ort-seq")
         feeds = random_inputs(reference_session, shapes, seed)
+        progress(f"inputs {shapes_label(feeds)}")
         names = [o.name for o in reference_session.get_outputs()]
         reference = _run_reference(reference_session, feeds, names, model)
 
@@ -480,7 +485,19 @@ def bench(
         with isolated.started(configs, feeds, names, reference, steps) as processes:
             processes.time(runs, rounds, warmup)
     seconds = time.perf_counter() - start
-    return BenchResult(model.name, n_pairs, note, configs, meter.others(), seconds, prediction, colocated)
+    return BenchResult(
+        model.name, n_pairs, note, configs, meter.others(), seconds, prediction, colocated, shapes_label(feeds)
+    )
+
+
+def _analysed_shapes(fused: Path | None) -> dict[str, list[int]] | None:
+    """The input shapes the rewrite analysed a model with symbolic dims at (its bindings record): what
+    bench times without --shape, as tune does. None for a model without the record."""
+    import onnx
+
+    from ..lowering.rewritten import recorded_bindings
+
+    return recorded_bindings(onnx.load(str(fused), load_external_data=False))[0] if fused else None
 
 
 def _seeded(original: Path, fused: Path | None, work: Path, progress) -> tuple[Path, Path | None]:
