@@ -10,7 +10,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from .errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, HexfuseError, stdo
 from .graph import parse_shape_overrides, read_model
 from .hybrid import DEFAULT_PAST, DEFAULT_PREFILL, DEFAULT_PREFILL_PAST
 from .kinds import KINDS
+from .modelio import check_output_folder
 from .select import DEFAULT_MIN_GAIN
 from .tools import tune as tune_defaults
 from .tools.bench import BASELINES, DEFAULT_BASELINES
@@ -419,23 +419,6 @@ def _check_report_path(path: str | None) -> None:
         raise WriteError(f"{path}: cannot write the JSON report there (folder missing or not writable)")
 
 
-def _check_output_folder(path: str) -> None:
-    """Refuse before any analysis when the model's output folder is missing or not writable."""
-    from .errors import WriteError
-
-    dest = Path(path).resolve()
-    folder = dest.parent
-    if dest.is_dir():
-        raise WriteError(f"{path}: is a directory; give a file name for the output")
-    if not folder.is_dir():
-        raise WriteError(f"{path}: output folder {folder} does not exist")
-    try:  # os.access says yes to root even on /proc: try the staging the writer will do
-        with tempfile.TemporaryDirectory(prefix=f".{dest.name}.", dir=folder):
-            pass
-    except OSError as exc:
-        raise WriteError(f"{path}: output folder {folder} is not writable ({exc.strerror})") from None
-
-
 def _zoo_model(args: argparse.Namespace, folder: str) -> dict[str, list[int]]:
     """A zoo name given for MODEL becomes its file (`tools.zoo.resolve`; a builder is written into
     `folder`); returns the --shape hints, else the zoo model's own shapes."""
@@ -483,7 +466,7 @@ def _rewrite_file(args: argparse.Namespace, name: str, shapes: dict[str, list[in
     output = args.output or str(default_output(args.model))
     _refuse_same_file(args.json, args.model, output)
     _check_report_path(args.json)
-    _check_output_folder(output)
+    check_output_folder(output)
     result = rewrite(
         args.model,
         args.output,

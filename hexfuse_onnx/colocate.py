@@ -600,7 +600,7 @@ def colocate(
     from .errors import WriteError
     from .kinds.colocate import Colocate, modelled
     from .kinds.dag import dag_facts
-    from .modelio import stage
+    from .modelio import check_output_folder, stage
 
     out = Path(output)
     if max_slowdown < 0:
@@ -608,8 +608,7 @@ def colocate(
     for p in paths:
         if out.resolve() == Path(p).resolve():
             raise WriteError(f"{out}: the output would overwrite an input model; choose another -o")
-    if not out.parent.is_dir():
-        raise WriteError(f"{out.parent.resolve()}: output directory does not exist")
+    check_output_folder(out)
     merged = merge(paths, requests, names, priority, max_slowdown, target, share_weights)
     _check_shapes(merged.model, merged.plan, shapes or {})
     progress(f"merged {len(merged.plan.streams)} streams ({merged.plan.shared_weights} weights shared)")

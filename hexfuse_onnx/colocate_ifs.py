@@ -138,14 +138,13 @@ def colocate_switched(
 ) -> Switched:
     """Two requests of the model at `path`, its If (`switch`) specialised per combination of the
     streams' conditions (see the module docstring); `options` as colocate's. Nothing is written on error."""
-    from .modelio import stage
+    from .modelio import check_output_folder, stage
     from .verify import check
 
     out = Path(output)
     if out.resolve() == Path(path).resolve():
         raise WriteError(f"{out}: the output would overwrite an input model; choose another -o")
-    if not out.parent.is_dir():
-        raise WriteError(f"{out.parent.resolve()}: output directory does not exist")
+    check_output_folder(out)
     prefixes = stream_names(1, 2, names)
     model = read_model(path)
     try:

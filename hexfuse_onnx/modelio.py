@@ -22,6 +22,26 @@ from .errors import WriteError
 EXTERNAL_DATA_THRESHOLD = 1_800_000_000
 
 
+def check_output_folder(path: str | os.PathLike[str]) -> None:
+    """Refuse, in one WriteError line, an output that is a directory or a device, or whose folder is
+    missing, is a file, or cannot be written: before any work (the writer checks again at the end)."""
+    dest = Path(path).resolve()
+    if dest.is_dir():
+        raise WriteError(f"{path}: is a directory; give a file name for the output")
+    if dest.exists() and not dest.is_file():
+        raise WriteError(f"{path}: exists and is not a regular file (a device, FIFO or socket); not replacing it")
+    folder = dest.parent
+    if folder.exists() and not folder.is_dir():
+        raise WriteError(f"{path}: output folder {folder} is a file, not a folder")
+    if not folder.is_dir():
+        raise WriteError(f"{path}: output folder {folder} does not exist")
+    try:  # os.access says yes to root even on /proc: try the staging the writer will do
+        with tempfile.TemporaryDirectory(prefix=f".{dest.name}.", dir=folder):
+            pass
+    except OSError as exc:
+        raise WriteError(f"{path}: output folder {folder} is not writable ({exc.strerror})") from None
+
+
 def write_text(path: Path, text: str) -> None:
     """Write `text` to `path` through a temporary file beside it, renamed over it: a reader (or a run
     stopped while writing) sees the old file or the new one, never a part; the temporary file is
@@ -77,13 +97,8 @@ def stage(
     the model has some or is too large for one protobuf.
     """
     dest = Path(destination).resolve()
-    if dest.is_dir():
-        raise WriteError(f"{dest}: is a directory; give a file name for the output")
-    if dest.exists() and not dest.is_file():
-        raise WriteError(f"{dest}: exists and is not a regular file (a device, FIFO or socket); not replacing it")
+    check_output_folder(dest)
     parent = dest.parent
-    if not parent.is_dir():
-        raise WriteError(f"{parent}: output directory does not exist")
     try:
         folder = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=parent))
     except OSError as exc:

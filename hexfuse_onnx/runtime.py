@@ -152,6 +152,8 @@ def auto_decision(model: ModelRef | None, header: onnx.ModelProto | None = None)
         header = header or tuning.load_header(model)
     except Exception as exc:  # noqa: BLE001 - ORT reports an unreadable model itself, in its own words
         return False, f"{reason} and the model's tuning record cannot be read ({type(exc).__name__})"
+    if not _has_pairs(header) and tuning.read_record(header) is None:
+        return False, f"{reason}; the model holds no FusedHexPair (`python -m hexfuse_onnx rewrite` makes them)"
     why_not = tuning.tuned_here(header, "host")
     if why_not:
         return False, f"{reason}; {why_not}"

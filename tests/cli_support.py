@@ -34,15 +34,15 @@ def run_cli(*args: object) -> subprocess.CompletedProcess[str]:
 
 
 def run_cli_process(
-    *args: object, timeout: float = 120, prefix: list[str] | None = None
+    *args: object, timeout: float = 120, prefix: list[str] | None = None, cwd: Path = REPO
 ) -> subprocess.CompletedProcess[str]:
-    """The real `python -m hexfuse_onnx` in a subprocess from the repo root (`prefix`: a wrapper
-    command such as setpriv)."""
+    """The real `python -m hexfuse_onnx` in a subprocess from the repo root, or `cwd` (`prefix`: a
+    wrapper command such as setpriv)."""
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)  # the package must be found from the repo root (cwd) alone
     return subprocess.run(
         [*(prefix or []), sys.executable, "-m", "hexfuse_onnx", *map(str, args)],
-        cwd=REPO,
+        cwd=cwd,
         env=env,
         capture_output=True,
         text=True,

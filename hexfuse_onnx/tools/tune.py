@@ -72,10 +72,10 @@ from ..branch_runs import (
     is_pair,
     typed,
 )
-from ..errors import ModelError, UsageError, VerificationError, WriteError
+from ..errors import ModelError, UsageError, VerificationError
 from ..graph import load, node_reads, outer_scope_names, read_model
 from ..lowering.rewritten import recorded_bindings
-from ..modelio import stage
+from ..modelio import check_output_folder, stage
 from ..pipeline import PLUGIN_RTOL
 from ..rewrite import own_nodes, unfuse
 from ..subgraphs import conditions_taken, feeds_taking, no_pair_message, pairs_within, subgraph_model
@@ -471,15 +471,6 @@ def check_settings(runs: int, rounds: int, margin: float, shares: list[float] | 
         raise UsageError(f"--shares: {', '.join(map(str, bad))} not in (0, 1)")
 
 
-def check_output(path: Path) -> None:
-    """Fail before any timing when the output cannot be written (stage() checks again at the end)."""
-    folder = path.resolve().parent
-    if path.is_dir():
-        raise WriteError(f"{path}: is a directory; give a file name for the output")
-    if not folder.is_dir() or not os.access(folder, os.W_OK):
-        raise WriteError(f"{path}: cannot write the output there (folder missing or not writable)")
-
-
 def fused_pairs(model: onnx.ModelProto, path: Path) -> list[onnx.NodeProto]:
     """Every pair of the model: of its main graph and of its subgraphs (If branches), in node order."""
     nodes = pairs_within(model.graph)
@@ -738,7 +729,7 @@ def tune(
         raise UsageError(f"--session: unknown '{session}' (known: {', '.join(SESSION_MODES)})")
     if backend not in ("host", "hexagon"):
         raise UsageError(f"--backend: '{backend}' is not host or hexagon (tuning measures one backend)")
-    check_output(output)
+    check_output_folder(output)  # before any timing
     load(source)  # validated: a missing file, a cycle or a dangling input is named here
     model = read_model(source)
     tuning.drop_record(model)  # an earlier tuning's mode must not reach the sessions timed here

@@ -85,13 +85,19 @@ def list_models(cache_dir: str | os.PathLike[str] | None = None) -> list[ZooMode
     return out
 
 
+def names_a_file(name_or_path: str) -> bool:
+    """Whether a model argument is a file (an .onnx name, or anything that exists), not a zoo name."""
+    path = Path(name_or_path)
+    return path.suffix == ".onnx" or path.exists()
+
+
 def resolve(
     name_or_path: str, workdir: Path, cache_dir: str | os.PathLike[str] | None = None
 ) -> tuple[Path, dict[str, list[int]] | None]:
     """(a model file, its input shape overrides) for a path or a zoo name; builders are written
     into `workdir`."""
     path = Path(name_or_path)
-    if path.suffix == ".onnx" or path.exists():
+    if names_a_file(name_or_path):
         if not path.is_file():
             raise ModelError(f"{name_or_path}: file not found")
         return path, None
@@ -120,7 +126,11 @@ def zoo_inputs(
     0.348, 8.1 s of audio and 23 s a run; Piper's scales) or scales float ones (input_scales:
     terrain_unet's noise at sigma 80), `models.real.realistic_inputs` (its int_ranges
     drawn too) at the shapes the pass analyses without them (`pipeline.runnable_inputs`), as --inputs;
-    None for any other model: the pass draws its seeded random inputs."""
+    None for any other model, and for a file, which needs no zoo (`models/` ships with the source tree
+    only): the pass draws its seeded random inputs."""
+    if names_a_file(name):
+        return None
+    models_package()  # the checkout's models/, or a UsageError saying where it is expected
     real = importlib.import_module("models.real")
     entry = real.MODELS.get(name)
     if entry is None or not (entry.fixed_inputs or entry.input_scales):
