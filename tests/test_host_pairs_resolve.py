@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from hexfuse_onnx import mode_choice, runtime
 from hexfuse_onnx.tools.bench import Config
 
 REPO = Path(__file__).resolve().parents[1]
@@ -43,9 +44,13 @@ def test_a_session_is_judged_against_the_best_mode_or_by_construction() -> None:
 
 
 @pytest.mark.slow
-def test_a_run_with_looks_stops_at_a_look_where_no_verdict_is_unresolved(tmp_path: Path) -> None:
+def test_a_run_with_looks_stops_at_a_look_where_no_verdict_is_unresolved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """mlp_chain end to end (rewrite, tune, timing: about a minute): the rounds end at a look, before the
     last only where both verdicts are resolved, and the JSON says at which level."""
+    for name in (mode_choice.ENV_CACHE, runtime.ENV_TRACE):  # main sets or drops them: restored after
+        monkeypatch.setenv(name, str(tmp_path / "unused"))
     out = tmp_path / "run.json"
     argv = ["--defaults", "--models", "mlp_chain", "--defaults-rounds", "8", "--resolve-rounds", "32"]
     argv += ["--tune-runs", "2", "--tune-rounds", "2", "--budget", "5", "--resolve-budget", "60", "--json", str(out)]
