@@ -170,14 +170,18 @@ def unpadded(path: Path) -> Path:
     return path
 
 
-def test_bench_of_a_rewritten_model_names_the_shapes_it_fails_at(tmp_path: Path) -> None:
-    """A rewritten model benched without --shape: the seeded inputs take 1 for each symbolic dim and
-    its original fails there (caustic_painn's at 1 atom); exit 3 with the shapes, where an internal
-    error (exit 70, "please report it") was."""
+def test_bench_of_a_rewritten_model_runs_at_its_analysed_shapes_and_names_those_it_fails_at(tmp_path: Path) -> None:
+    """Benched without --shape, a rewritten model took 1 for each symbolic dim, where this one's original
+    fails (caustic_painn's at 1 atom): it is timed at the shapes the rewrite analysed now (its bindings).
+    A --shape where the original fails: exit 3 with the shapes, where an internal error (exit 70) was."""
     path = unpadded(tmp_path / "model.onnx")
     result = pipeline.rewrite(path, tmp_path / "fused.onnx", target="host", min_gain=-1.0)
     assert result.output is not None
-    proc = run_cli("bench", result.output, "--runs", "1", "--rounds", "1", "--warmup", "0", "-q")
+    fast = ("--runs", "1", "--rounds", "1", "--warmup", "0", "-q")
+    proc = run_cli("bench", result.output, *fast)
+    analysed = "x=" + "x".join(map(str, result.analysis.graph.binding.inputs["x"]))
+    assert proc.returncode == 0 and f"inputs {analysed}" in proc.stdout, proc.stderr
+    proc = run_cli("bench", result.output, "--shape", "x=1x4x1x1", *fast)
     assert proc.returncode == EXIT_BAD_MODEL, proc.stderr
     line = error_line(proc)
     assert "the original model fails on seeded random inputs at x=1x4x1x1; give its dims with --shape" in line
