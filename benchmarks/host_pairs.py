@@ -38,9 +38,9 @@ skipped with the reason), in one process and on the same seeded inputs
     configuration in a process of its own could not resolve 2%: the same graph and options in two
     processes differed 0.67-1.27x (issue 13). With --resolve-rounds N, a model whose verdict is unresolved
     after --defaults-rounds is timed on (within --resolve-budget), looked at again at twice the rounds, up to
-    N, and stops at the first look where no verdict is unresolved; every look's interval is then at 95% split
-    over the looks (Bonferroni), so stopping early keeps a wrong verdict at 5% or less. An A/A control runs in
-    the same rounds: a twin session
+    N, and stops at the first look where every interval is met or NOT met (met by construction, below: at the
+    first look only); every look's interval is then at 95% split over the looks (Bonferroni), so stopping
+    early keeps a wrong verdict at 5% or less. An A/A control runs in the same rounds: a twin session
     of the mode a short pilot found fastest. An untuned model's session chooses ORT's mode during its
     first calls (hexfuse_onnx/mode_choice.py; a fresh cache per run, so every run chooses again): it
     chooses during discarded rounds of the same visits, until it has chosen, before the counted
@@ -92,7 +92,7 @@ import subprocess
 import tempfile
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -768,9 +768,8 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
         }
 
     def resolved() -> bool:  # at a look, every verdict met or NOT met: more rounds would not change it
-        return len(by["hexfuse defaults"].samples) in looks and all(
-            j.verdict != "unresolved" for j in judged().values()
-        )
+        rounds = len(by["hexfuse defaults"].samples)
+        return rounds in looks and settles(judged().values(), first_look=rounds == looks[0])
 
     meter = CpuMeter()
     rests = interleaved.time_interleaved(
@@ -903,6 +902,17 @@ def judge(
     ratio = interleaved.ratio_interval(cfg, best, level=level) if best and cfg.samples else None
     construction = ratio is not None and graph_diff is None and best is not None and mode == best.label
     return Judged(ratio, construction, target, "met" if construction else interval_verdict(ratio, target))
+
+
+def settles(verdicts: Iterable[Judged], first_look: bool) -> bool:
+    """Whether a look ends the timing: every verdict met or NOT met by its interval. A verdict met by
+    construction (the session runs the original's graph in the mode measured best) ends it at the first
+    look only, where one look would have ended anyway: which mode measures best changes from look to
+    look, and stopping at a later one where it happened to match the chosen mode would pick the noise."""
+    return all(
+        interval_verdict(j.ratio, j.target) in ("met", "NOT met") or (first_look and j.by_construction)
+        for j in verdicts
+    )
 
 
 def look_rounds(first: int, most: int) -> list[int]:

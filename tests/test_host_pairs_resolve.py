@@ -65,3 +65,14 @@ def test_a_run_with_looks_stops_at_a_look_where_no_verdict_is_unresolved(
         for label, r in zip(("hexfuse defaults", "hexfuse tuned defaults"), both, strict=True)
     ]
     assert row["rounds"] == 32 or not any(unresolved)
+
+
+def test_a_verdict_met_by_construction_ends_the_timing_at_the_first_look_only() -> None:
+    best = _config("ort-seq", [1.0] * 12)
+    wide = host_pairs.judge(_config("s", [0.9, 1.1, 1.0, 1.2] * 3), best, "ort-seq", None, 1.02, 0.95)
+    close = host_pairs.judge(_config("s", [0.99, 1.0, 1.01] * 4), best, "ort-default", None, 1.02, 0.95)
+    slow = host_pairs.judge(_config("s", [1.1, 1.2, 1.15] * 4), best, "ort-default", None, 1.02, 0.95)
+    assert wide.by_construction and wide.verdict == "met"  # its interval alone: unresolved
+    assert host_pairs.settles([wide, close], first_look=True)
+    assert not host_pairs.settles([wide, close], first_look=False)  # a later look: the best mode may have moved
+    assert host_pairs.settles([close, slow], first_look=False)
