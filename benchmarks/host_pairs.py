@@ -1020,7 +1020,7 @@ def print_defaults_summary(results: list[dict[str, Any]]) -> None:
     worst = max(timed, key=lambda r: r["defaults_over_best_ort"][0])
     print(
         f"  {sum(r['met'] for r in timed)}/{len(timed)} timed models at or under {DEFAULTS_TARGET:.2f}x "
-        "(the whole 95% interval, or the original's graph in the best mode); "
+        "(the whole interval, 95% over its looks, or the original's graph in the best mode); "
         f"worst {worst['model']} {_ci(worst['defaults_over_best_ort'])} (untuned)"
     )
     tuned = [r for r in timed if r.get("tuned_defaults_over_best_ort") is not None]
