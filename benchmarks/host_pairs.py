@@ -824,7 +824,7 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
         if j.ratio is None:
             return "not timed"
         why = "met: the original's graph in the best mode" if j.by_construction else j.verdict
-        return f"{_ci(j.ratio)} ({why}, <= {j.target:.2f}x{_level_text(level, out['rounds'])})"
+        return f"{_ci(j.ratio)} ({why}, <= {j.target:.2f}x{_looked_text(looks, level, out['rounds'])})"
 
     extra = by["hexfuse defaults"].extra
     how = "too large to choose" if extra.get("too_large_to_choose") else f"in {extra.get('warm_up_rounds', '?')} rounds"
@@ -930,8 +930,9 @@ def interval_level(looks: list[int]) -> float:
     return 1.0 - 0.05 / len(looks)
 
 
-def _level_text(level: float, rounds: int) -> str:
-    return "" if round(level, 9) == 0.95 else f", {100 * level:.2f}% interval, {rounds} rounds"
+def _looked_text(looks: list[int], level: float, rounds: int) -> str:
+    """`, 98.75% interval, 60 rounds` where the timing had several looks (--resolve-rounds), else nothing."""
+    return f", {100 * level:.2f}% interval, {rounds} rounds" if len(looks) > 1 else ""
 
 
 def tuned_target_of(kept: list[str]) -> float:

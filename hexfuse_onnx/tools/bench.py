@@ -440,6 +440,7 @@ def bench(
     import onnx
 
     from ..contract import DOMAIN
+    from ..lowering.rewritten import recorded_bindings
     from ..qdq import output_steps
     from ..verify import random_inputs, shapes_label
     from . import isolated
@@ -452,7 +453,10 @@ def bench(
     with tempfile.TemporaryDirectory(prefix="hexfuse-bench-") as folder:
         original, fused, note, prediction = _prepare(model, Path(folder), shapes, target, progress)
         original, fused = _seeded(original, fused, Path(folder), progress)
-        shapes = shapes or _analysed_shapes(fused)
+        fused_header = onnx.load(str(fused), load_external_data=False) if fused is not None else None
+        n_pairs = sum(1 for n in fused_header.graph.node if n.domain == DOMAIN) if fused_header is not None else 0
+        if fused_header is not None and not shapes:  # symbolic dims: at the shapes the rewrite analysed, as tune
+            shapes = recorded_bindings(fused_header)[0]
         progress("creating sessions and checking every configuration's outputs against ort-seq")
         reference_session = _cpu_session(original, "ort-seq")
         feeds = random_inputs(reference_session, shapes, seed)
@@ -474,11 +478,8 @@ def bench(
             add(label, make, note=what)  # a co-located model: its streams as separate models
         colocated = modelled_lines(original, shapes, target)
         if fused is not None:
-            n_pairs = sum(1 for n in onnx.load(str(fused), load_external_data=False).graph.node if n.domain == DOMAIN)
             for label, make, fused_tol, what in _fused_configs(str(fused), backend, workers, baselines, tol):
                 add(label, make, fused_tol, note=what)
-        else:
-            n_pairs = 0
         steps = output_steps(onnx.load(str(original), load_external_data=False))
         del reference_session
         progress(f"timing {len(configs)} configuration(s), each in its own process: {runs} runs in {rounds} rounds")
@@ -488,16 +489,6 @@ def bench(
     return BenchResult(
         model.name, n_pairs, note, configs, meter.others(), seconds, prediction, colocated, shapes_label(feeds)
     )
-
-
-def _analysed_shapes(fused: Path | None) -> dict[str, list[int]] | None:
-    """The input shapes the rewrite analysed a model with symbolic dims at (its bindings record): what
-    bench times without --shape, as tune does. None for a model without the record."""
-    import onnx
-
-    from ..lowering.rewritten import recorded_bindings
-
-    return recorded_bindings(onnx.load(str(fused), load_external_data=False))[0] if fused else None
 
 
 def _seeded(original: Path, fused: Path | None, work: Path, progress) -> tuple[Path, Path | None]:
