@@ -890,6 +890,8 @@ def _run_symbolic_inference(
         sym.dispatcher_.setdefault("FusedConv", _fused_conv_rule(sym))
         sym.dispatcher_.setdefault("DynamicQuantizeLSTM", _dynamic_quantize_lstm_rule(sym))
         sym.dispatcher_.setdefault("ConvTranspose", _conv_transpose_rule(sym))
+        sym.dispatcher_["Identity"] = _identity_rule(sym)
+        sym.dispatcher_["Reshape"] = _reshape_rule(sym, sym.dispatcher_["Reshape"])
         sym.dispatcher_["Resize"] = _resize_rule(sym)
         sym._compute_conv_pool_shape = _same_pads_dims(sym)  # Conv's, pooling's, ConvInteger's, FusedConv's
         if "GroupQueryAttention" in sym.dispatcher_:
@@ -986,6 +988,32 @@ def _with_inputs_for(model: onnx.ModelProto, hollow: list[onnx.TensorProto]) -> 
     copy.graph.initializer.extend(kept)
     copy.graph.input.extend(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)) for t in hollow)
     return copy
+
+
+def _identity_rule(sym: Any) -> Callable[[onnx.NodeProto], None]:
+    """Identity passes on its input's value as well as its shape: its rule kept only the shape, so a
+    shape computed through one (paddle2onnx writes Shape -> Identity -> Slice -> ... -> Expand: lac's
+    GRU state, [directions, batch, hidden]) was lost and the Expand's rule then failed the whole model."""
+
+    def infer(node: onnx.NodeProto) -> None:
+        sym._pass_on_shape_and_type(node)
+        sym._pass_on_sympy_data(node)
+
+    return infer
+
+
+def _reshape_rule(sym: Any, shape_rule: Callable[[onnx.NodeProto], None]) -> Callable[[onnx.NodeProto], None]:
+    """A Reshape's value is its input's, element for element; its rule zipped the input's value with the
+    target shape's, so a reshape of [batch] to a scalar (shape []) lost the batch (lac's GRU state shape
+    became [4, 128], rank 2 for 3)."""
+
+    def infer(node: onnx.NodeProto) -> None:
+        shape_rule(node)
+        value = sym.sympy_data_.get(node.input[0])
+        if value is not None:
+            sym.sympy_data_[node.output[0]] = value if isinstance(value, list) else [value]
+
+    return infer
 
 
 def _fused_conv_rule(sym: Any) -> Callable[[onnx.NodeProto], None]:

@@ -139,6 +139,28 @@ def scratch_branches(path: Path) -> Path:
     return path
 
 
+def state_expanded_pair(path: Path) -> Path:
+    """paddle2onnx's GRU state (lac): a tensor Expanded to a shape built from the input's batch through Identity
+    and a Reshape of [batch] to a scalar, then Mul and Sigmoid; beside it a Transpose and Tanh. ORT's inference
+    dropped the shape at the Identity, then at the Reshape, and the pair had no expression for its batch dim."""
+    b = GraphBuilder("symbolic_expanded_state", seed=7)
+    x = b.input("x", ["batch", C_IN, C_IN])
+    batch = b.op("Identity", [b.op("Shape", [x], "shape_a")], "shape_copy_a")
+    batch = b.op("Slice", [batch, b.ints("zero", [0]), b.ints("one", [1])], "batch_slice_a")
+    batch = b.op("Squeeze", [batch, b.ints("axis0", [0])], "batch_squeeze_a")
+    batch = b.op("Reshape", [batch, b.ints("scalar", [])], "batch_scalar_a")
+    batch = b.op("Unsqueeze", [batch, b.ints("axis0_u", [0])], "batch_unsqueeze_a")
+    side = b.ints("side", [C_IN])
+    shape = b.op("Identity", [b.op("Concat", [batch, side, side], "state_shape_a", axis=0)], "state_shape_copy_a")
+    state = b.op("Expand", [b.scalar("half", 0.5), shape], "state_a", outputs=["state"])
+    b.op("Sigmoid", [b.op("Mul", [x, state], "mul_a")], "sigmoid_a", outputs=["ya"])
+    b.op("Tanh", [b.op("Transpose", [x], "transpose_b", perm=[0, 2, 1])], "tanh_b", outputs=["yb"])
+    b.output("ya", ["batch", C_IN, C_IN])
+    b.output("yb", ["batch", C_IN, C_IN])
+    onnx.save(b.model(), path)
+    return path
+
+
 def input_dims(model: onnx.ModelProto) -> list[list[int | str]]:
     return [[d.dim_param or d.dim_value for d in v.type.tensor_type.shape.dim] for v in model.graph.input]
 
@@ -761,3 +783,17 @@ def test_a_body_alike_but_for_names_is_inferred_once(tmp_path: Path, monkeypatch
     pairs = {frozenset(result.analysis.graph.nodes[i].name for i in p.candidate.nodes) for p in result.analysis.pairs}
     assert pairs == {frozenset({"mm1", "sm1", "tanh1", "sig1"}), frozenset({"mm2", "sm2", "tanh2", "sig2"})}
     assert len(asked) == 1 and len(result.comparison.shapes) >= 2
+
+
+def test_a_shape_built_through_identity_and_a_scalar_reshape_follows_the_batch(tmp_path: Path) -> None:
+    src = state_expanded_pair(tmp_path / "model.onnx")
+    g = graph_mod.load(src)
+    assert g.symbolic_dims("state") == ("batch", C_IN, C_IN)
+    result = pipeline.rewrite(src, tmp_path / "out.onnx", target="host", min_gain=-1.0)
+    assert result.output is not None, [r.reason for r in result.analysis.rejected]
+    assert any(g.nodes[i].name == "state_a" for p in result.analysis.pairs for i in p.candidate.nodes)
+    plugin = (runtime.LIB_DIR / runtime.PLUGIN_NAME).is_file()
+    for batch in (1, 3, 8):
+        assert max_error_at(src, result.output, (batch, C_IN, C_IN)) <= 1e-5, batch
+        if plugin:
+            assert max_error_at(src, result.output, (batch, C_IN, C_IN), runtime.session_options("host")) <= 1e-4, batch
