@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -408,17 +407,6 @@ def _refuse_same_file(path: str | None, *others: str | None) -> None:
             raise UsageError(f"{path}: would overwrite {other}; give a different path")
 
 
-def _check_report_path(path: str | None) -> None:
-    """Fail before any work (and before any model is written) when the report cannot be written."""
-    from .errors import WriteError
-
-    if path is None:
-        return
-    folder = Path(path).resolve().parent
-    if not folder.is_dir() or not os.access(folder, os.W_OK):
-        raise WriteError(f"{path}: cannot write the JSON report there (folder missing or not writable)")
-
-
 def _zoo_model(args: argparse.Namespace, folder: str) -> dict[str, list[int]]:
     """A zoo name given for MODEL becomes its file (`tools.zoo.resolve`; a builder is written into
     `folder`); returns the --shape hints, else the zoo model's own shapes."""
@@ -465,7 +453,7 @@ def _rewrite_file(args: argparse.Namespace, name: str, shapes: dict[str, list[in
 
     output = args.output or str(default_output(args.model))
     _refuse_same_file(args.json, args.model, output)
-    _check_report_path(args.json)
+    check_output_folder(args.json)
     check_output_folder(output)
     result = rewrite(
         args.model,
@@ -527,7 +515,7 @@ def _inspect(args: argparse.Namespace, progress) -> int:
     with tempfile.TemporaryDirectory(prefix="hexfuse-zoo-") as folder:
         shapes = _zoo_model(args, folder)
         _refuse_same_file(args.json, args.model)
-        _check_report_path(args.json)
+        check_output_folder(args.json)
         feeds = load_inputs(args.inputs) if args.inputs else None
         kinds = _kinds(args.kinds)
         a = analyse(args.model, kinds, args.target, args.min_gain, shapes, progress, args.freeze_shapes, inputs=feeds)
@@ -549,8 +537,8 @@ def _profile(args: argparse.Namespace, progress) -> int:
     from .tools import timeline
 
     _refuse_same_file(args.output, args.model)
-    _check_report_path(args.output)
-    _check_report_path(args.png)
+    check_output_folder(args.output)
+    check_output_folder(args.png)
     if args.png:
         timeline.check_png_support()
     with tempfile.TemporaryDirectory(prefix="hexfuse-profile-") as folder:
@@ -636,7 +624,7 @@ def _bench(args: argparse.Namespace, progress) -> int:
     if args.runs < 1 or args.rounds < 1 or args.warmup < 0:
         raise UsageError("--runs and --rounds must be >= 1, --warmup >= 0")
     _refuse_same_file(args.json, args.model)
-    _check_report_path(args.json)
+    check_output_folder(args.json)
     baselines = parse_baselines(args.baseline)
     with tempfile.TemporaryDirectory(prefix="hexfuse-zoo-") as folder:
         path, shapes = resolve(args.model, Path(folder), args.cache_dir)
@@ -677,7 +665,7 @@ def _calibrate(args: argparse.Namespace, progress) -> int:
     if args.runs < 1 or args.warmup < 0:
         raise UsageError("--runs must be >= 1, --warmup >= 0")
     _refuse_same_file(args.output, *args.models)
-    _check_report_path(args.output)
+    check_output_folder(args.output)
     with tempfile.TemporaryDirectory(prefix="hexfuse-calibrate-") as folder:
         if args.models:
             paths = [resolve(name, Path(folder))[0] for name in args.models]
@@ -708,7 +696,7 @@ def _colocate(args: argparse.Namespace, progress) -> int:
     if len(args.models) > 2 or args.requests < 1 or (len(args.models) == 1) == (args.requests == 1):
         raise UsageError("colocate takes two models, or one model with --requests N (N >= 2), or --hybrid DECODER")
     _refuse_same_file(args.json, *args.models, args.output)
-    _check_report_path(args.json)
+    check_output_folder(args.json)
     names = [n.strip() for n in args.names.split(",")] if args.names else None
     with tempfile.TemporaryDirectory(prefix="hexfuse-zoo-") as folder:
         resolved = [resolve(m, Path(folder), args.cache_dir) for m in args.models]
@@ -826,7 +814,7 @@ def _hybrid(args: argparse.Namespace, progress) -> int:
             "(--prefill, --prefill-past and --past give the shapes)"
         )
     _refuse_same_file(args.json, args.hybrid, args.output)
-    _check_report_path(args.json)
+    check_output_folder(args.json)
     requests = Requests(args.prefill, args.prefill_past, args.past)
     with tempfile.TemporaryDirectory(prefix="hexfuse-zoo-") as folder:
         path, _ = resolve(args.hybrid, Path(folder), args.cache_dir)
@@ -928,7 +916,7 @@ def _emulate(args: argparse.Namespace, progress) -> int:
     from .tools import emulate
 
     _refuse_same_file(args.json, args.model)
-    _check_report_path(args.json)
+    check_output_folder(args.json)
     build_root = Path(args.build_root) if args.build_root else None
     qemu, results = emulate.emulate(args.model, args.arch, args.inputs, args.rtol, args.seed, build_root, progress)
     print(f"qemu-hexagon {'.'.join(map(str, qemu.version))} ({qemu.path}), {args.arch} image")
@@ -962,7 +950,7 @@ def _tune(args: argparse.Namespace, progress) -> int:
     clear_blas_tuning()
     _refuse_same_file(args.output, args.model)
     _refuse_same_file(args.json, args.model, args.output)
-    _check_report_path(args.json)
+    check_output_folder(args.json)
     result = tune(
         args.model,
         args.output,

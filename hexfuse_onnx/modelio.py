@@ -22,9 +22,12 @@ from .errors import WriteError
 EXTERNAL_DATA_THRESHOLD = 1_800_000_000
 
 
-def check_output_folder(path: str | os.PathLike[str]) -> None:
-    """Refuse, in one WriteError line, an output that is a directory or a device, or whose folder is
-    missing, is a file, or cannot be written: before any work (the writer checks again at the end)."""
+def check_output_folder(path: str | os.PathLike[str] | None) -> None:
+    """Refuse, in one WriteError line, an output (a model, a JSON report, a trace; None: not asked for) that is a
+    directory or a device, or whose folder is missing, is a file, or cannot be written: before any work (the writer
+    checks again at the end)."""
+    if path is None:
+        return
     dest = Path(path).resolve()
     if dest.is_dir():
         raise WriteError(f"{path}: is a directory; give a file name for the output")
