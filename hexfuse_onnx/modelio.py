@@ -31,6 +31,8 @@ def check_output_folder(path: str | os.PathLike[str] | None) -> None:
     dest = Path(path).resolve()
     if dest.is_dir():
         raise WriteError(f"{path}: is a directory; give a file name for the output")
+    if str(path).endswith(("/", os.sep)):  # resolve() drops the slash: `-o new/` wrote a file named `new`
+        raise WriteError(f"{path}: names a folder (it ends in '/'); give a file name for the output")
     if dest.exists() and not dest.is_file():
         raise WriteError(f"{path}: exists and is not a regular file (a device, FIFO or socket); not replacing it")
     folder = dest.parent
@@ -42,7 +44,8 @@ def check_output_folder(path: str | os.PathLike[str] | None) -> None:
         with tempfile.TemporaryDirectory(prefix=f".{dest.name}.", dir=folder):
             pass
     except OSError as exc:
-        raise WriteError(f"{path}: output folder {folder} is not writable ({exc.strerror})") from None
+        why = f"creating a file there failed: {exc.strerror}"
+        raise WriteError(f"{path}: output folder {folder} is not writable ({why})") from None
 
 
 def write_text(path: Path, text: str) -> None:
