@@ -654,3 +654,23 @@ def test_a_fused_op_is_fitted_as_the_program_ops_it_runs(node_kernels: bool) -> 
     for key in ("matrix_flops", "vector_flops_per_context", "dma_bytes", "op_overhead_s"):
         assert getattr(fit.target, key).value == pytest.approx(getattr(truth, key).value, rel=1e-6), key
     assert fit.median_abs_residual < 1e-9
+
+
+@needs_plugin
+def test_a_model_with_symbolic_dims_is_measured_at_the_shapes_it_was_analysed_at(tmp_path: Path) -> None:
+    """calibrate ran a symbolic model at every free dim 1, where the rewrite had analysed it elsewhere: PP-OCRv3
+    det's pair, proven at 128 x 128, failed the run at 1 x 1 after its stride of 32 (HFX_ERR_SHAPE, exit 70)."""
+    m = models.build("inception")
+    for v in (m.graph.input[0], m.graph.output[0]):
+        for axis, name in ((2, "height"), (3, "width")):
+            v.type.tensor_type.shape.dim[axis].dim_param = name
+    src = tmp_path / "inception_hw.onnx"
+    onnx.save(m, str(src))
+    opened = measure._open_model(src, costmodel.HOST, tmp_path)
+    binding = opened.profile.graph.binding
+    assert binding is not None and opened.fused is not None
+    assert {k: list(v.shape) for k, v in opened.feeds.items()} == binding.inputs
+    assert binding.inputs["x"][2:] != [1, 1]
+    (tmp_path / "pairs").mkdir()
+    measured = measure.measure_pairs(src, costmodel.HOST, {}, tmp_path / "pairs", runs=2, warmup=1)
+    assert measured and all(t.seconds > 0 for m in measured for t in m.kernel_ops)

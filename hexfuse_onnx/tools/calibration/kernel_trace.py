@@ -153,15 +153,20 @@ def op_seconds_at_quantile(per_run: list[dict[int, float]]) -> dict[int, float]:
 
 
 def plugin_traces(
-    fused_path: str | os.PathLike[str], nodes: list[str], runs: int, warmup: int
+    fused_path: str | os.PathLike[str],
+    nodes: list[str],
+    runs: int,
+    warmup: int,
+    shapes: dict[str, list[int]] | None = None,
 ) -> dict[str, TracedPair]:
-    """Run the fused model `warmup + runs` times with the kernel trace on (plugin, host backend)
-    and summarise each node's traces of the last `runs` runs (`summarise_traces`)."""
+    """Run the fused model `warmup + runs` times with the kernel trace on (plugin, host backend), its
+    inputs at `shapes` (a free dim without one: 1), and summarise each node's traces of the last `runs`
+    runs (`summarise_traces`)."""
     from ...verify import random_inputs
 
     with tempfile.TemporaryDirectory(prefix="hexfuse-trace-") as folder:
         traced = TracedSession(fused_path, nodes, Path(folder))
-        feeds = random_inputs(traced.session, seed=0)
+        feeds = random_inputs(traced.session, shapes, seed=0)
         traced.run(feeds, warmup, keep=False)
         traced.run(feeds, runs)
     return summarise_traces(traced.docs)
