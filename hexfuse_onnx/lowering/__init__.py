@@ -23,7 +23,7 @@ import contextlib
 from dataclasses import dataclass
 
 import onnx
-from onnx import helper
+from onnx import helper, numpy_helper
 
 from .. import contract as C
 from . import attention, dynamic, layout, matrix, nbits, normalize, pointwise, qlinear, qmatmul, quant, spatial  # noqa: F401 - they register
@@ -140,6 +140,21 @@ def known_tensors(graph: onnx.GraphProto) -> dict[str, onnx.TensorProto]:
             shape = [len(value)] if is_list else []
             known[n.output[0]] = helper.make_tensor(n.output[0], elem, shape, value if is_list else [value])
     known.update((t.name, t) for t in graph.initializer)
+    return _with_quantized_constants(graph, known)
+
+
+def _with_quantized_constants(
+    graph: onnx.GraphProto, known: dict[str, onnx.TensorProto]
+) -> dict[str, onnx.TensorProto]:
+    """`known` and the value of each QuantizeLinear of known values (`quant.quantized`): quantize_static writes a
+    Q -> DQ of the float where a weight is a Constant node (paddle2onnx's BatchNormalization scale), whose DQ
+    a pair then reads as a constant."""
+    for n in graph.node:
+        if n.op_type != "QuantizeLinear" or n.output[0] in known or not all(t in known for t in n.input if t):
+            continue
+        value = quant.quantized(n, [numpy_helper.to_array(known[t]) for t in n.input if t])
+        if value is not None:
+            known[n.output[0]] = numpy_helper.from_array(value, n.output[0])
     return known
 
 

@@ -34,6 +34,23 @@ def dequantized(n: onnx.NodeProto, inputs: list[np.ndarray | None]) -> np.ndarra
     return ((q.astype(np.int32) - zero) * scale).astype(np.float32)
 
 
+def quantized(n: onnx.NodeProto, inputs: list[np.ndarray | None]) -> np.ndarray | None:
+    """The value of QuantizeLinear `n` (either domain) from its inputs' values, or None when one is unknown,
+    the scale is per axis or not float32, or the zero point is not given (its type is the output's):
+    saturate(round half to even(x / scale) + zero point), as ONNX Runtime computes it. quantize_static
+    writes Q -> DQ of a float constant where the weight is a Constant node (paddle2onnx's BatchNormalization)."""
+    if n.op_type != "QuantizeLinear" or n.domain not in ("", "ai.onnx", "com.microsoft") or len(inputs) != 3:
+        return None
+    x, scale, zero = inputs
+    if x is None or scale is None or zero is None or scale.size != 1 or zero.size != 1:
+        return None
+    if np.asarray(scale).dtype != np.float32 or np.asarray(x).dtype != np.float32 or zero.dtype.kind not in "iu":
+        return None
+    info = np.iinfo(zero.dtype)
+    steps = np.rint(np.asarray(x, np.float32) / np.asarray(scale, np.float32).reshape(()))
+    return np.clip(steps + float(zero.reshape(())), info.min, info.max).astype(zero.dtype)
+
+
 @lowers("QuantizeLinear", "DequantizeLinear", "com.microsoft::QuantizeLinear", "com.microsoft::DequantizeLinear")
 def quantize_linear(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     q = n.op_type == "QuantizeLinear"
