@@ -45,6 +45,22 @@ def test_a_shape_the_original_cannot_run_at_is_refused_where_no_pair_is(tmp_path
     assert listing(tmp_path) == ["model.onnx"]
 
 
+def test_where_random_integer_inputs_may_be_the_cause_the_analysis_stands(tmp_path: Path) -> None:
+    """Silero VAD's sample rate drawn 0 or 1 fails the original at any shape: the zoo's `rewrite silero_vad`
+    (its --shape from the zoo) said "no pair qualifies" before the check and must not now refuse it."""
+    model = onnx.load(rows_of_four(tmp_path / "model.onnx"))
+    model.graph.input.append(helper.make_tensor_value_info("rate", TensorProto.INT64, [1]))
+    divisor = helper.make_node("Div", ["x", "rate_f"], ["x_div"])
+    model.graph.node.insert(0, helper.make_node("Cast", ["rate"], ["rate_f"], to=TensorProto.FLOAT))
+    model.graph.node.insert(1, divisor)
+    model.graph.node[2].input[0] = "x_div"
+    onnx.save(model, tmp_path / "model.onnx")
+    proc = run_cli("rewrite", tmp_path / "model.onnx", "--shape", "x=1x6", "-o", tmp_path / "out.onnx")
+    assert proc.returncode == EXIT_OK, proc.stderr
+    assert "does not run at --shape n=6 on random inputs; its integer input(s) 'rate'" in proc.stderr
+    assert "no pair qualifies" in proc.stdout
+
+
 def test_an_output_ending_in_a_slash_is_a_folder_not_a_file_name(tmp_path: Path) -> None:
     src = tmp_path / "two_branch.onnx"
     onnx.save(models.build("two_branch"), str(src))
