@@ -31,7 +31,8 @@ def dequantized(n: onnx.NodeProto, inputs: list[np.ndarray | None]) -> np.ndarra
         return None
     q, scale = np.asarray(inputs[0]), np.asarray(inputs[1], np.float32).reshape(())
     zero = np.asarray(inputs[2]).astype(np.int32).reshape(()) if len(inputs) > 2 else np.int32(0)
-    return ((q.astype(np.int32) - zero) * scale).astype(np.float32)
+    with np.errstate(over="ignore"):  # beyond float32 (an attention mask's -3.4e38 at a u16 step): inf, as ORT's
+        return ((q.astype(np.int32) - zero) * scale).astype(np.float32)
 
 
 def quantized(n: onnx.NodeProto, inputs: list[np.ndarray | None]) -> np.ndarray | None:
