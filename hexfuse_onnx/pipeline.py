@@ -724,7 +724,9 @@ def _add_case_taking(reference: Reference, branch: Branch, progress: Progress) -
     feeds = feeds_taking(model, branch.condition, reference.cases[0].feeds, branch.taken_when)
     if feeds is None:
         return False
-    label = f"{shapes_label(feeds)} (set to take the {branch.label})"
+    first = reference.cases[0].feeds
+    set_to = ", ".join(f"{k}={v.reshape(-1)[0]}" for k, v in feeds.items() if not np.array_equal(v, first[k]))
+    label = f"{shapes_label(feeds)} (set to take the {branch.label}: {set_to})"  # the value, beside its shape
     try:
         reference.cases.append(run_original(ort_session(reference.source), feeds, label))
     except VerificationError as exc:
