@@ -721,10 +721,10 @@ def _add_case_taking(reference: Reference, branch: Branch, progress: Progress) -
     """Add to the cases the first case's inputs set to take the branch, when its condition allows and
     the original runs there; whether it did."""
     model = graph_mod.read_model(reference.source, load_external_data=False)
-    feeds = feeds_taking(model, branch.condition, reference.cases[0].feeds, branch.taken_when)
+    first = reference.cases[0].feeds
+    feeds = feeds_taking(model, branch.condition, first, branch.taken_when)
     if feeds is None:
         return False
-    first = reference.cases[0].feeds
     set_to = ", ".join(f"{k}={v.reshape(-1)[0]}" for k, v in feeds.items() if not np.array_equal(v, first[k]))
     label = f"{shapes_label(feeds)} (set to take the {branch.label}: {set_to})"  # the value, beside its shape
     try:

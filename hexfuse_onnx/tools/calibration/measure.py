@@ -19,7 +19,15 @@ from ...costmodel import Target
 from ...kinds import Pair, kind_of
 from ...profile import Engine, GraphProfile, NodeProfile, TaskProfile
 from .kernel_trace import TracedPair, TracedSession, plugin_traces, summarise_traces
-from .ort_profile import node_times, one_op_profile, op_timings, profiling_options, run_profiled, whole_node
+from .ort_profile import (
+    analysed_inputs,
+    node_times,
+    one_op_profile,
+    op_timings,
+    profiling_options,
+    run_profiled,
+    whole_node,
+)
 from .records import OpTiming, PairMeasurement, PairRow, Progress, quiet
 from .schedule import predicted_row
 
@@ -197,13 +205,6 @@ def _open_model(path: Path, target: Target, folder: Path) -> _ModelSessions:
     traced = TracedSession(fused, sorted(pairs), work) if fused is not None else None
     feeds = random_inputs(session, analysed_inputs(profile), seed=0)
     return _ModelSessions(path, profile, session, feeds, fused, pairs, traced)
-
-
-def analysed_inputs(profile: GraphProfile) -> dict[str, list[int]] | None:
-    """The input shapes the rewrite analysed a model with symbolic dims at (None: none symbolic): its
-    runs are at them, not at every free dim 1 (PP-OCRv3 det at 1x1 after a stride of 32 failed its pair)."""
-    binding = profile.graph.binding
-    return dict(binding.inputs) if binding is not None else None
 
 
 def measure_models(
