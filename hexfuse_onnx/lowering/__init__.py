@@ -9,6 +9,7 @@
   `qmatmul` (integer MatMul/Conv: QDQ groups and QLinearMatMul/QLinearConv), `qlinear` (the other
   QOperator ops as DQ -> op -> Q chains), `dynamic` (DynamicQuantizeLinear, MatMulInteger), `nbits`
   (com.microsoft MatMulNBits: weight-only 4/8-bit).
+- `conv_bn`: a BatchNormalization after a Conv folded into its weight and bias, as ORT folds it.
 
 Adding an op: write its lowering in its family's module with `@lowers("OnnxOp")`, add the
 opcode to `abi.Opcode` (and its parameter enum), and test it in tests/test_lower.py.

@@ -184,6 +184,7 @@ class Lowerer:
         self.widened: dict[str, int] = {}  # float16 formal input -> its float32 copy (`read`)
         self.task_of: dict[str, Task] = {}
         self.folded: dict[str, tuple[str, list[int]]] = {}  # Pad output -> (its input, spatial pads) for the Conv
+        self.norm_after: dict[str, onnx.NodeProto] = {}  # Conv output -> the BatchNormalization folded into it
         self.check_arena = True  # at the shapes the pass analyses; at others the kernel may serialize
         self.empty: set[str] = set()  # body tensors of no element: a node that makes only these runs nothing
         self.origins: list[OpOrigin] = []
@@ -444,12 +445,14 @@ class Lowerer:
     # ---- lowering ----
 
     def lower(self) -> bytes:
-        from . import qeltwise, qmatmul  # import this module
+        from . import conv_bn, qeltwise, qmatmul  # import this module
 
         self._declare_inputs()
         integer = qmatmul.plan(self)
         elementwise = qeltwise.plan(self, integer)
-        absorbed = integer.absorbed | elementwise.absorbed
+        norms = conv_bn.plan(self)
+        self.norm_after = {self.fn.node[c].output[0]: self.fn.node[b] for c, b in norms.items()}
+        absorbed = integer.absorbed | elementwise.absorbed | set(norms.values())
         for k, n in enumerate(self.fn.node):
             self._body_index = k
             task = self.node_task(k)

@@ -7,6 +7,7 @@ import numpy as np
 import onnx
 
 from ..profile import Engine as EngineClass
+from . import conv_bn
 from .abi import ConvParam, GemmParam, Opcode, Param, Task
 from .layout import constant_pad, reflect_pad, same_tensor
 from .lowerer import Lowerer, attr, f32_bits, str_attr
@@ -91,7 +92,8 @@ def fused_conv(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
 
 
 def _conv(cx: Lowerer, n: onnx.NodeProto, t: Task, out: int | None = None) -> None:
-    """A Conv (or a FusedConv's convolution) into the scratch `out`, else n's output."""
+    """A Conv (or a FusedConv's convolution) into the scratch `out`, else n's output, or the output of
+    the BatchNormalization folded into it (`conv_bn`)."""
     x, w = cx.shape(n.input[0], n), cx.shape(n.input[1], n)
     if len(x) not in (3, 4):
         raise LoweringError("Conv", n.name, f"only 1-D and 2-D convolution are supported (input rank {len(x)})")
@@ -103,17 +105,34 @@ def _conv(cx: Lowerer, n: onnx.NodeProto, t: Task, out: int | None = None) -> No
     if source in cx.folded:
         source, extra = cx.folded[source]
         pads = [p + e for p, e in zip(pads, extra)]
-    inputs = [cx.read(source, n, t), _weight(cx, n, t)]
+    x_id = cx.read(source, n, t)
+    weights, norm = _conv_weights(cx, n, t, r, out)
     if r == 1:
         _, strides, dil, pads = lift_1d(w[2:], strides, dil, pads)
-        inputs = [as_2d(cx, n, t, inputs[0]), as_2d(cx, n, t, inputs[1])]
-    if len(n.input) > 2 and n.input[2]:
-        inputs.append(_bias(cx, n, t))
+        x_id = as_2d(cx, n, t, x_id)
     params = conv_params(n, strides, dil, pads)
+    written = norm.output[0] if norm is not None else out
     if r == 2:
-        cx.emit(n, t, Opcode.CONV2D, inputs, params, out=out)
+        cx.emit(n, t, Opcode.CONV2D, [x_id, *weights], params, out=written)
     else:
-        emit_1d(cx, n, t, Opcode.CONV2D, inputs, params, out=out)
+        emit_1d(cx, n, t, Opcode.CONV2D, [x_id, *weights], params, out=written)
+
+
+def _conv_weights(
+    cx: Lowerer, n: onnx.NodeProto, t: Task, r: int, out: int | None
+) -> tuple[list[int], onnx.NodeProto | None]:
+    """The Conv's W (as 2-D: [M, C/g, 1, k] for a 1-D Conv) and B, with the BatchNormalization after it folded
+    in where one folds (`conv_bn`; not into a FusedConv's convolution, which writes `out`), and that norm."""
+    norm = cx.norm_after.get(n.output[0]) if out is None else None
+    if norm is not None:
+        weight, bias = conv_bn.folded(cx, n, norm)
+        return [cx.constant(weight if r == 2 else weight[:, :, None, :], t), cx.constant(bias, t)], norm
+    weights = [_weight(cx, n, t)]
+    if r == 1:
+        weights = [as_2d(cx, n, t, weights[0])]
+    if len(n.input) > 2 and n.input[2]:
+        weights.append(_bias(cx, n, t))
+    return weights, None
 
 
 @lowers("ConvTranspose")

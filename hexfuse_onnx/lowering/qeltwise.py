@@ -42,6 +42,7 @@ from onnx import helper, numpy_helper
 
 from .. import qdq
 from ..graph import ModelGraph
+from . import conv_bn
 from .abi import (
     Dtype,
     Opcode,
@@ -208,8 +209,9 @@ def plan(cx: Lowerer, matmuls: IntegerGroups) -> ElementwiseGroups:
 class KernelPlan:
     """How the lowering runs a whole model's QDQ groups (`model_plan`): the ops it runs as one integer
     op (QMATMUL/QCONV2D: `matrix`; QADD, QLUT, QMAXPOOL, ...: `elementwise`), and the nodes it lowers
-    to nothing (their DequantizeLinear, QuantizeLinear and folded Relu/Clip nodes), each with the op
-    that does their work (`absorbed`: node -> op; a DequantizeLinear read by several: the first)."""
+    to nothing (their DequantizeLinear, QuantizeLinear and folded Relu/Clip nodes; a BatchNormalization
+    folded into its Conv, `conv_bn`), each with the op that does their work (`absorbed`: node -> op; a
+    DequantizeLinear read by several: the first)."""
 
     matrix: frozenset[int]
     elementwise: frozenset[int]
@@ -226,6 +228,7 @@ def model_plan(g: ModelGraph) -> KernelPlan:
         eltwise = plan(cast(Lowerer, body), matmuls)
         ops = set(matmuls.groups) | set(eltwise.emit)
         absorbed = {i: _owner(g, ops, i) for i in sorted(matmuls.absorbed | eltwise.absorbed)}
+        absorbed.update((norm, conv) for conv, norm in conv_bn.plan(body).items())
         g.kernel_plan = KernelPlan(frozenset(matmuls.groups), frozenset(eltwise.emit), absorbed)
     plan_: KernelPlan = g.kernel_plan
     return plan_
