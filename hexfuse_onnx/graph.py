@@ -23,6 +23,7 @@ import onnx
 import sympy
 from onnx import helper, numpy_helper, shape_inference
 
+from . import forked
 from .errors import ModelError, UsageError, first_line
 
 # Domains stock ONNX Runtime implements. A node of any other domain has no kernel there.
@@ -136,7 +137,9 @@ class ModelGraph:
         if key not in self._infos_at:
             assert self.source is not None, "infos_at needs a model loaded with symbolic shapes"
             model = _apply_shape_overrides(self.source, binding.inputs, "model")
-            self._infos_at[key] = _collect_infos(_infer_shapes(model, "model"), self.nodes)
+            where = f"shape inference at {binding.describe() or 'the inputs given'}"
+            # in a child: native code may abort at shapes nobody gave (a share bucket's), see forked.py
+            self._infos_at[key] = forked.call(lambda: _collect_infos(_infer_shapes(model, "model"), self.nodes), where)
         return self._infos_at[key]
 
     def info(self, name: str) -> TensorInfo:
