@@ -49,19 +49,27 @@ class ZooModel:
 
 
 def models_package() -> ModuleType:
-    """The repository's `models` package, or a UsageError saying where it is expected."""
-    try:
-        return importlib.import_module("models")
-    except ImportError:
-        pass
+    """The repository's `models` package, or a UsageError saying where it is expected. The checkout's is
+    looked up first: a `models` folder in the working directory (where a user keeps theirs) is not the zoo."""
     checkout = Path(__file__).resolve().parents[2]  # hexfuse_onnx/tools/zoo.py -> checkout
-    if (checkout / "models" / "__init__.py").is_file():
+    loaded = sys.modules.get("models")
+    if loaded is None and (checkout / "models" / "__init__.py").is_file() and sys.path[:1] != [str(checkout)]:
         sys.path.insert(0, str(checkout))
-        return importlib.import_module("models")
+    try:
+        found = loaded or importlib.import_module("models")
+    except ImportError:
+        found = None
+    if found is not None and hasattr(found, "BUILDERS"):
+        return found
+    where = f" (a package named 'models' is imported from {_origin(found)}, not the zoo)" if found else ""
     raise UsageError(
-        "the model zoo (models/) ships with the source tree: run from a hexfuse-onnx checkout "
+        f"the model zoo (models/) ships with the source tree{where}: run from a hexfuse-onnx checkout "
         "(or give a model path instead of a zoo name)"
     )
+
+
+def _origin(module: ModuleType) -> str:
+    return str(getattr(module, "__file__", None) or list(getattr(module, "__path__", [])) or module.__name__)
 
 
 def list_models(cache_dir: str | os.PathLike[str] | None = None) -> list[ZooModel]:
