@@ -11,7 +11,7 @@ from typing import Any, cast
 import numpy as np
 
 from ... import costmodel
-from ...costmodel import Param, Target, task_time
+from ...costmodel import INT8_OP_CLASSES, Param, Target, task_time
 from ...profile import Engine, NodeProfile, TaskProfile
 from .records import OpTiming
 
@@ -302,7 +302,7 @@ def _fitted_target(
         ddr_bytes=param("ddr", 1.0 / coef["ddr"], "B/s", base.ddr_bytes),
         op_overhead_s=param("overhead", coef["overhead"], "s", base.op_overhead_s),
         matrix_op_s=param("matrix_op", coef["matrix_op"], "s", base.matrix_op_s),
-        class_rates=_class_rates(ops, coef, fitted, how),
+        class_rates=_class_rates(ops, coef, fitted, how) + _int8_rates(base),
         general_workers=_one_worker(base.general_workers, measured_by),
     )
 
@@ -327,6 +327,11 @@ def _class_rates(ops: list[OpTiming], coef: dict[str, float], fitted: set[str], 
         for c in sorted(units)
         if c not in _ENGINE_COLUMNS and c in fitted
     )
+
+
+def _int8_rates(base: Target) -> tuple:
+    """The base target's rates of 8-bit op classes: the zoo's builders, which calibration times, are float."""
+    return tuple((c, p) for c, p in base.class_rates if c in INT8_OP_CLASSES.values())
 
 
 def _with_residual(target: Target, residual: str) -> Target:
