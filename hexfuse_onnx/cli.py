@@ -891,15 +891,16 @@ def _target(text: str) -> str:
 
 
 def _unfuse(args: argparse.Namespace, progress) -> int:
-    from .graph import load, read_model
+    from .graph import check_structure, read_model
     from .modelio import stage
     from .rewrite import unfuse
     from .verify import check
 
     _refuse_same_file(args.output, args.model)
-    load(args.model)  # validated: a cycle or dangling input is named here
-    # the file's own graph: load's is fixed at the analysis binding (or folded, every dim being fixed)
-    restored = unfuse(read_model(args.model, load_external_data=False))
+    model = read_model(args.model, load_external_data=False)
+    # a cycle or dangling input is named here; no shape is inferred (a rewritten ViT's took 30-150 s)
+    check_structure(model, Path(args.model))
+    restored = unfuse(model)
     staged = stage(restored, args.output, Path(args.model).resolve().parent)
     try:
         check(staged.model_path)

@@ -204,10 +204,26 @@ def load(
     arithmetic those dims decide (Shape, and the sizes made from it) is folded (fold.specialise)."""
     model = read_model(path, load_external_data=False)
     uses_external = _has_external_data(model)
-    _check_external_data_present(model, Path(path))
     return index_model(
         model, path=Path(path), shape_overrides=shape_overrides, uses_external_data=uses_external, freeze=freeze_shapes
     )
+
+
+def check_structure(model: onnx.ModelProto, path: Path | None = None) -> None:
+    """ModelError naming what makes the model unusable before any shape is inferred: a missing external data
+    file, its IR version or opsets, a tensor made twice, a cycle or a dangling input (in this module's words),
+    then onnx.checker."""
+    where = str(path) if path else "model"
+    if path is not None:
+        _check_external_data_present(model, path)
+    if model.ir_version < 3:
+        raise ModelError(f"{where}: IR version {model.ir_version} is too old (need >= 3)")
+    _check_opsets(model, where)
+    raw = model.graph
+    raw_available = {t.name for t in raw.initializer} | {v.name for v in raw.input}
+    toposort(list(raw.node), [node_reads(n) for n in raw.node], raw_available, where)
+    if path is not None:
+        _check_input_model(path)  # after the checks above, whose messages are more specific
 
 
 def index_model(
@@ -218,15 +234,7 @@ def index_model(
     freeze: bool = False,
 ) -> ModelGraph:
     where = str(path) if path else "model"
-    if model.ir_version < 3:
-        raise ModelError(f"{where}: IR version {model.ir_version} is too old (need >= 3)")
-    _check_opsets(model, where)
-    # Structure first (duplicate producers, cycles, dangling inputs), in this module's words.
-    raw = model.graph
-    raw_available = {t.name for t in raw.initializer} | {v.name for v in raw.input}
-    toposort(list(raw.node), [node_reads(n) for n in raw.node], raw_available, where)
-    if path is not None:
-        _check_input_model(path)  # after the checks above, whose messages are more specific
+    check_structure(model, path)
     source = model
     binding = representative_binding(model, shape_overrides or {}, where)
     symbolic: dict[str, tuple[Dim, ...]] = {}

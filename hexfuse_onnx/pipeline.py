@@ -246,6 +246,7 @@ def analyse(
         tgt = get_target(target)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    _refuse_rewritten(path)
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
     if inputs is not None:
@@ -282,6 +283,16 @@ def analyse(
         _lower_chosen(analysis, runnable_proving_binding(path, g), min_gain, progress, [], {})
         seconds["lower"] = time.perf_counter() - t0
     return analysis
+
+
+def _refuse_rewritten(path: str | os.PathLike[str]) -> None:
+    """A model with FusedHexPair nodes is a rewrite's output: analysed again, its pairs were ops outside the
+    kernel (a stranger's rewritten ViT said "one chain", and inspecting it took 41 s against 6.5 s)."""
+    pairs = sum(n.domain == C.DOMAIN for n in graph_mod.read_model(path, load_external_data=False).graph.node)
+    if pairs:
+        raise ModelError(
+            f"{path}: already rewritten ({pairs} FusedHexPair node(s)): give its original, or `unfuse` it first"
+        )
 
 
 def _check_runs_at_given_shapes(path: str | os.PathLike[str], g: ModelGraph, progress: Progress) -> None:

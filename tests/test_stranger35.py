@@ -6,15 +6,23 @@ priced an 8-bit GEMM at the float vector rate."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import onnx
-from cli_support import run_cli_process
+import pytest
+from cli_support import ERROR_PREFIX, error_line, run_cli, run_cli_process
 from onnx import TensorProto, helper, numpy_helper
+from test_lower import vi
+from test_lower_exporter_ops import task_b_pair
 
 from hexfuse_onnx import costmodel, graph
-from hexfuse_onnx.errors import EXIT_OK
+from hexfuse_onnx.costmodel import Prediction
+from hexfuse_onnx.errors import EXIT_BAD_MODEL, EXIT_OK, EXIT_USAGE
+from hexfuse_onnx.kinds.colocate import Modelled
 from hexfuse_onnx.profile import Engine, profile_node
+from hexfuse_onnx.select import below_the_bar
+from hexfuse_onnx.tools import tune
 
 
 def test_a_models_folder_in_the_working_directory_is_not_the_zoo(tmp_path: Path) -> None:
@@ -50,3 +58,36 @@ def test_the_host_target_prices_an_8_bit_gemm_at_the_kernels_int8_rate(tmp_path:
     seconds = op.flops / host.rate(op.engine, op.int_bits, costmodel.op_class(op))
     assert 0.001 < seconds < 0.003
     assert host.rate(Engine.VECTOR, 8, "int8 add") == host.vector_flops_per_context.value
+
+
+def rewritten_model(tmp_path: Path) -> Path:
+    nodes = [helper.make_node("Sigmoid", ["z"], ["yb"], name="sigmoid")]
+    m = task_b_pair(nodes, [helper.make_tensor_value_info("z", TensorProto.FLOAT, [2, 4])], [vi("yb", [2, 4])])
+    onnx.save(m, tmp_path / "fused.onnx")
+    return tmp_path / "fused.onnx"
+
+
+@pytest.mark.parametrize("command", ["rewrite", "inspect"])
+def test_a_rewritten_model_is_refused_by_name(tmp_path: Path, command: str) -> None:
+    """A stranger's rewritten ViT, given again: "no independent work at these shapes: the graph is one chain", and
+    inspect took 41 s against the original's 6.5 s."""
+    src = rewritten_model(tmp_path)
+    done = run_cli(command, src, *(["-o", tmp_path / "again.onnx"] if command == "rewrite" else []), "-q")
+    assert done.returncode == EXIT_BAD_MODEL
+    assert error_line(done) == (
+        f"{ERROR_PREFIX} {src}: already rewritten (1 FusedHexPair node(s)): give its original, or `unfuse` it first"
+    )
+
+
+def test_unfuse_infers_no_shape(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """unfuse of the rewritten ViT took 30-150 s, all of it shape inference it did not use."""
+
+    def refuse(*_: object) -> None:
+        raise AssertionError("shape inference ran")
+
+    monkeypatch.setattr(graph, "_infer_shapes", refuse)
+    done = run_cli("unfuse", rewritten_model(tmp_path), "-o", tmp_path / "restored.onnx")
+    assert done.returncode == EXIT_OK, done.stderr
+    assert [n.op_type for n in onnx.load(tmp_path / "restored.onnx").graph.node] == ["Relu", "Sigmoid"]
+
+
