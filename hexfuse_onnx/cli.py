@@ -307,8 +307,8 @@ def _parser() -> argparse.ArgumentParser:
     co.add_argument("--names", help="stream names, comma-separated: the prefix of each stream's names (default a,b)")
     co.add_argument(
         "--priority",
-        choices=("A", "B"),
-        help="latency-critical stream: its modelled latency is bounded (--hybrid: A prefill, B decode)",
+        help="latency-critical stream, A or B (the first or second) or its --names name: its modelled latency is "
+        "bounded (--hybrid: A prefill, B decode)",
     )
     co.add_argument(
         "--max-slowdown", type=float, default=0.05, help="with --priority: largest modelled slowdown (default 0.05)"
@@ -691,6 +691,7 @@ def _colocate(args: argparse.Namespace, progress) -> int:
     from .tools.zoo import resolve
     from .verify import load_inputs
 
+    _priority(args)  # a stream it names is checked before any work
     if args.hybrid is not None:
         return _hybrid(args, progress)
     if len(args.models) > 2 or args.requests < 1 or (len(args.models) == 1) == (args.requests == 1):
@@ -714,7 +715,7 @@ def _colocate(args: argparse.Namespace, progress) -> int:
             args.output,
             args.requests,
             names,
-            {"A": 0, "B": 1}.get(args.priority or ""),
+            _priority(args),
             args.max_slowdown,
             args.target,
             _kinds(args.kinds),
@@ -774,7 +775,7 @@ def _switched(args: argparse.Namespace, path: str | Path, names, shapes, progres
         names,
         progress,
         feeds=load_inputs(args.inputs) if args.inputs else None,
-        priority={"A": 0, "B": 1}.get(args.priority or ""),
+        priority=_priority(args),
         max_slowdown=args.max_slowdown,
         target=args.target,
         kinds=_kinds(args.kinds),
@@ -827,7 +828,7 @@ def _hybrid(args: argparse.Namespace, progress) -> int:
             args.min_gain,
             progress,
             verify_plugin=args.verify == "plugin",
-            priority={"A": 0, "B": 1}.get(args.priority or ""),
+            priority=_priority(args),
             max_slowdown=args.max_slowdown,
         )
     return _colocated(args, r, {"hybrid": vars(requests)})
@@ -888,6 +889,20 @@ def _target(text: str) -> str:
     raise argparse.ArgumentTypeError(
         f"unknown target '{text}' (known: {', '.join(sorted(TARGETS))}, or a .json written by `calibrate -o`)"
     )
+
+
+def _priority(args: argparse.Namespace) -> int | None:
+    """--priority as a stream index: A or B, or a name --names gives (default a, b)."""
+    from .errors import UsageError
+
+    if not args.priority:
+        return None
+    names = [n.strip() for n in args.names.split(",")] if args.names else ["a", "b"]
+    if args.priority in ("A", "B"):
+        return "AB".index(args.priority)
+    if args.priority in names[:2]:
+        return names.index(args.priority)
+    raise UsageError(f"--priority {args.priority}: no such stream (A or B, or a name of --names: {', '.join(names)})")
 
 
 def _unfuse(args: argparse.Namespace, progress) -> int:

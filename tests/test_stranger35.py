@@ -60,6 +60,31 @@ def test_the_host_target_prices_an_8_bit_gemm_at_the_kernels_int8_rate(tmp_path:
     assert host.rate(Engine.VECTOR, 8, "int8 add") == host.vector_flops_per_context.value
 
 
+def test_a_stream_much_slower_co_located_is_told_how_to_bound_it() -> None:
+    """bge + minilm on the host target: +5.1% modelled throughput, minilm +183%, and nothing suggested --priority."""
+    m = Modelled("host", 0.115, 0.108, 0.09, {"a/": 0.023, "b/": 0.091}, {"a/": 0.086, "b/": 0.105})
+    hint = "  stream a runs +274% co-located: `--priority a` bounds its modelled slowdown (--max-slowdown)"
+    assert hint in m.lines()
+    assert not any("--priority" in line for line in m.lines(priority=1))
+    calm = Modelled("host", 0.115, 0.108, 0.09, {"a/": 0.023, "b/": 0.091}, {"a/": 0.026, "b/": 0.095})
+    assert not any("--priority" in line for line in calm.lines())
+
+
+def test_priority_takes_a_stream_name(tmp_path: Path) -> None:
+    """`--names bge,e5 --priority bge` ended in "invalid choice: 'bge' (choose from 'A', 'B')", exit 2."""
+    done = run_cli(
+        "colocate", "two_branch", "mlp_chain", "-o", tmp_path / "co.onnx", "--names", "x,y", "--priority", "y"
+    )
+    assert done.returncode == EXIT_OK, done.stderr
+    assert "stream y (latency-critical)" in done.stdout
+    bad = run_cli(
+        "colocate", "two_branch", "mlp_chain", "-o", tmp_path / "co2.onnx", "--names", "x,y", "--priority", "z"
+    )
+    assert bad.returncode == EXIT_USAGE
+    assert error_line(bad) == f"{ERROR_PREFIX} --priority z: no such stream (A or B, or a name of --names: x, y)"
+    assert not (tmp_path / "co2.onnx").exists()
+
+
 def rewritten_model(tmp_path: Path) -> Path:
     nodes = [helper.make_node("Sigmoid", ["z"], ["yb"], name="sigmoid")]
     m = task_b_pair(nodes, [helper.make_tensor_value_info("z", TensorProto.FLOAT, [2, 4])], [vi("yb", [2, 4])])
