@@ -60,6 +60,15 @@ def test_the_host_target_prices_an_8_bit_gemm_at_the_kernels_int8_rate(tmp_path:
     assert host.rate(Engine.VECTOR, 8, "int8 add") == host.vector_flops_per_context.value
 
 
+def test_tune_says_why_a_pair_was_not_timed_fused() -> None:
+    """bge-small x2 co-located: "pair5: unfused 7641.4 (3576-11798) us, fused - us at share -: saving +0.0% ± 0.0%
+    -> unfused"; why (the plugin's result off ORT's) was in the JSON only."""
+    why = "output 'r0/last_hidden_state' relative error 0.00049 > 0.0001"
+    result = tune.PairResult("pair5", "hexfuse/pair5", "colocate", 0.5, {}, refused={0.5: why})
+    result.unfused = tune.Timing([[7641.4, 3576.0, 11798.0]])
+    assert tune._screen_line(result) == f"  pair5: unfused 7641.4 (4389-10967) us, fused not timed ({why}) -> unfused"
+
+
 def test_a_stream_much_slower_co_located_is_told_how_to_bound_it() -> None:
     """bge + minilm on the host target: +5.1% modelled throughput, minilm +183%, and nothing suggested --priority."""
     m = Modelled("host", 0.115, 0.108, 0.09, {"a/": 0.023, "b/": 0.091}, {"a/": 0.086, "b/": 0.105})
