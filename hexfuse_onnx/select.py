@@ -290,7 +290,8 @@ def below_the_bar(pair: Pair, min_gain: float) -> str:
     figures = f"fusing saves {saved:.1f} us of {serial:.1f} us, a call costs {call:.1f} us"
     if p.serial - p.fused < p.call:
         return f"saving below the call overhead: {figures}"
-    return f"predicted gain below --min-gain {min_gain:.1%}: {p.gain:.1%} after the call ({figures})"
+    digits = 2 if f"{p.gain:.1%}" == f"{min_gain:.1%}" else 1  # 1.95% is not shown as 2.0% under a 2.0% bar
+    return f"predicted gain below --min-gain {min_gain:.1%}: {p.gain:.{digits}%} after the call ({figures})"
 
 
 def evaluate(g: ModelGraph, profile: GraphProfile, c: Candidate, target: Target) -> Pair | Rejection | str:

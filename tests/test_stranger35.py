@@ -125,3 +125,12 @@ def test_unfuse_infers_no_shape(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert [n.op_type for n in onnx.load(tmp_path / "restored.onnx").graph.node] == ["Relu", "Sigmoid"]
 
 
+def test_a_gain_just_under_the_bar_is_not_rounded_up_to_it() -> None:
+    """ "predicted gain below --min-gain 2.0%: 2.0% after the call (fusing saves 184.6 us of 4333.3 us, a call costs
+    100.0 us)": the gain was 1.95%."""
+    prediction = Prediction(0.002, 0.0023333, 0.0043333, 0.0041487, 0.5, call=0.0001)
+    why = below_the_bar(SimpleNamespace(prediction=prediction), 0.02)  # type: ignore[arg-type]
+    assert why.startswith("predicted gain below --min-gain 2.0%: 1.95% after the call (fusing saves 184.6 us")
+    assert below_the_bar(SimpleNamespace(prediction=prediction), 0.03).startswith(  # type: ignore[arg-type]
+        "predicted gain below --min-gain 3.0%: 2.0% after the call"
+    )
