@@ -271,12 +271,14 @@ class CalibrationResult:
             return ", ".join(f"{FIT_LABELS[f]} {figure(f):.1%}" for f in fits)
 
         models = len({r.model for r in self.pair_rows})
+        # held out, each model's pairs are predicted by the others' fits: with one model there are none
+        alone = "none: held out needs pairs of two models or more (one given)"
         lines = [
             f"median |error| over {len(self.pair_rows)} pairs of {models} models, fused call, held out (each model's "
             f"pairs predicted by the fits to the other models' ops and calls; target <= 20%): "
-            + each(self.held_out_error),
+            + (each(self.held_out_error) if models > 1 else alone),
             "  serial, held out (ORT-profiled original nodes, less their run delay): "
-            + each(lambda f: self.errors(f, True).serial),
+            + (each(lambda f: self.errors(f, True).serial) if models > 1 else alone),
             f"  in-sample (fitted to all the pairs' models, checked on the same calls): fused call "
             f"{each(lambda f: self.errors(f).fused)}; fused work span {each(lambda f: self.errors(f).span)}; "
             f"serial {each(lambda f: self.errors(f).serial)}",
