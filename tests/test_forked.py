@@ -5,11 +5,14 @@ waifu2x at 16 px), and took the pass with it."""
 
 from __future__ import annotations
 
+import gc
 import os
+import time
 from pathlib import Path
 
 import numpy as np
 import onnx
+import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
@@ -61,3 +64,33 @@ def test_shape_inference_at_another_binding_never_takes_the_process(tmp_path: Pa
         g.infos_at(graph.ShapeBinding({"h": 2}, {"x": [1, 3, 2, 2]}))
     except ModelError as exc:
         assert str(exc).startswith("shape inference at h=2:")
+
+
+def test_garbage_holding_an_ort_session_is_not_collected_in_the_child() -> None:
+    """A CI worker hung: a collection in the child freed an ONNX Runtime session left in an old traceback, whose
+    destructor waited for its pool's threads, which are not in the child. The child's collector is off."""
+    node = helper.make_node("Relu", ["x"], ["y"])
+    g = helper.make_graph(
+        [node],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
+    )
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 2  # a pool whose threads the child does not have
+    session = ort.InferenceSession(helper.make_model(g).SerializeToString(), so)
+    session.run(None, {"x": np.ones(4, np.float32)})  # its threads now wait for work
+    gc.collect()  # the counts start at 0: the cycle below is the youngest garbage, left to the child's collections
+    cycle: list[object] = [session]
+    cycle.append(cycle)
+    del cycle, session
+    try:
+        made = forked.call(lambda: len([[k] for k in range(200_000)]), "allocating", timeout_s=30)
+    finally:
+        gc.collect()
+    assert made == 200_000
+
+
+def test_a_child_that_never_answers_is_killed_at_the_deadline() -> None:
+    with pytest.raises(ModelError, match=r"^waiting: no result in 1 s$"):
+        forked.call(lambda: time.sleep(30), "waiting", timeout_s=1)
