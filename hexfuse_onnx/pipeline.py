@@ -246,14 +246,14 @@ def analyse(
         tgt = get_target(target)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    _refuse_rewritten(path)
+    model = graph_mod.read_model(path, load_external_data=False)
+    _refuse_rewritten(model, path)
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
     if inputs is not None:
         shapes, probe_binding = shapes or inputs_shapes(path, inputs, progress), False
     given: set[str] = set()
     if shapes or probe_binding:
-        model = graph_mod.read_model(path, load_external_data=False)
         given = graph_mod.hinted_dims(graph_mod.input_dims(model), shapes or {})
         if probe_binding:
             shapes = _runnable_shapes(path, model, shapes, progress)
@@ -285,10 +285,10 @@ def analyse(
     return analysis
 
 
-def _refuse_rewritten(path: str | os.PathLike[str]) -> None:
+def _refuse_rewritten(model: onnx.ModelProto, path: str | os.PathLike[str]) -> None:
     """A model with FusedHexPair nodes is a rewrite's output: analysed again, its pairs were ops outside the
     kernel (a stranger's rewritten ViT said "one chain", and inspecting it took 41 s against 6.5 s)."""
-    pairs = sum(n.domain == C.DOMAIN for n in graph_mod.read_model(path, load_external_data=False).graph.node)
+    pairs = sum(n.domain == C.DOMAIN for n in model.graph.node)
     if pairs:
         raise ModelError(
             f"{path}: already rewritten ({pairs} FusedHexPair node(s)): give its original, or `unfuse` it first"

@@ -1254,6 +1254,6 @@ def test_bench_models_the_pairs_the_measured_model_holds(zoo_dir, tmp_path):
     out, original = tmp_path / "r2.onnx", tmp_path / "r2.original.onnx"
     colocate.colocate([zoo_dir / "mlp_chain.onnx"], out, requests=2, target="host")
     onnx.save(unfuse(onnx.load(out)), original)
-    held = modelled_lines(original, None, "host", out)
+    held = modelled_lines(original, None, "host", onnx.load(out))
     assert held == modelled_lines(original, None, "host") and "; 0% of the serial time" not in held[0]
-    assert "; 0% of the serial time lies inside pairs" in modelled_lines(original, None, "host", original)[0]
+    assert "; 0% of the serial time lies inside pairs" in modelled_lines(original, None, "host", onnx.load(original))[0]

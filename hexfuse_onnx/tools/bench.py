@@ -476,7 +476,7 @@ def bench(
                 add(b, partial(isolated.ort_session, str(original), b))
         for label, make, what in stream_configs(original, Path(folder)):
             add(label, make, note=what)  # a co-located model: its streams as separate models
-        colocated = modelled_lines(original, shapes, target, fused)
+        colocated = modelled_lines(original, shapes, target, fused_header)
         if fused is not None:
             for label, make, fused_tol, what in _fused_configs(str(fused), backend, workers, baselines, tol):
                 add(label, make, fused_tol, note=what)

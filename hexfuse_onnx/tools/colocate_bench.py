@@ -87,11 +87,11 @@ def stream_configs(original: Path, work: Path) -> list[tuple[str, Callable[[], _
 
 
 def modelled_lines(
-    original: Path, shapes: dict[str, list[int]] | None, target: str, fused: Path | None = None
+    original: Path, shapes: dict[str, list[int]] | None, target: str, fused: onnx.ModelProto | None = None
 ) -> list[str]:
-    """The cost model's view of the co-located model on the target: with the pairs of `fused`, the model
-    measured, where the analysis chose them too (a pair that verification refused is not there: a stranger's
-    bench of a `--verify plugin` model of 5 pairs printed the 11 of the plain analysis)."""
+    """The cost model's view of the co-located model on the target: with the pairs of `fused` (the header of
+    the model measured), where the analysis chose them too (a pair that verification refused is not there: a
+    stranger's bench of a `--verify plugin` model of 5 pairs printed the 11 of the plain analysis)."""
     from ..kinds.colocate import Colocate, modelled
     from ..kinds.dag import dag_facts
     from ..pipeline import analyse
@@ -102,7 +102,7 @@ def modelled_lines(
     a = analyse(original, kinds=[Colocate.name], target=target, shapes=shapes)
     pairs = a.pairs
     if fused is not None:
-        inside = _paired_node_names(onnx.load(str(fused), load_external_data=False))
+        inside = _paired_node_names(fused)
         pairs = [p for p in pairs if any(a.graph.nodes[i].name in inside for i in p.candidate.nodes)]
     m = modelled(a.graph, a.profile, dag_facts(a.graph), pairs, a.target)
     return [] if m is None else m.lines(plan.priority)
