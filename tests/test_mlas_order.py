@@ -124,6 +124,11 @@ CASES = {
     "conv_transpose_one_pixel": lambda: conv_transpose(24, 24, (1, 1), 2, bias=False),
     "conv_transpose_one_pixel_bias": lambda: conv_transpose(23, 5, (1, 1), 2, bias=True),
     "conv_transpose_k_blocks": lambda: conv_transpose(300, 8, (3, 5), 2, bias=True),
+    # filters cut into blocks over few pixels (dsp/src/ops/conv.c conv_filters_per_item): 129 filters over 25
+    # pixels are blocks of 128 and 1, the 1 still a row of MLAS's sgemm, not its 1-row kernel; 800 filters at
+    # one output pixel, blocks of the 1-row kernel's outputs by where they fall in all 800
+    "conv3x3_filter_blocks": lambda: conv(256, 129, (5, 5), (3, 3), pads=[1, 1, 1, 1]),
+    "conv_one_pixel_filter_blocks": lambda: conv(600, 800, (3, 3), (3, 3)),
     # float weights: ORT pre-packs W^T, MLAS's A is not transposed
     "conv_transpose_one_pixel_float_weights": lambda: conv_transpose(24, 24, (1, 1), 2, bias=False, dq=False),
 }

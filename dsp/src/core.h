@@ -253,6 +253,7 @@ typedef struct hfx_kernel_args {
     void *out[HFX_MAX_OP_OUTPUTS];
     void *ws; /* per-worker work space, >= op->plan.ws_bytes */
     size_t ws_bytes;
+    bool ws_kept; /* the worker's previous item was of this op in this hfx_run call: ws holds what it left */
 } hfx_kernel_args;
 
 /* Once per process before any kernel runs (host: BLAS to one thread). */

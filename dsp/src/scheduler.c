@@ -49,16 +49,17 @@ struct hfx_runstate {
     uint32_t cap_ops;
     int placed, serialized;
     size_t b_offset, arena_used;
-    uint8_t *arena;     /* own memory (user run states) */
+    uint8_t *arena; /* own memory (user run states) */
     size_t arena_size;
-    bool internal;      /* the pool's run state for complete runs */
+    bool internal; /* the pool's run state for complete runs */
 };
 
 typedef struct job {
     hfx_runstate *rs;
     const hfx_program *prog;
-    void **tptr;          /* per tensor: resolved data pointer */
-    uint32_t *next_item;  /* per op: next item to claim */
+    void **tptr;         /* per tensor: resolved data pointer */
+    uint32_t *next_item; /* per op: next item to claim */
+    uint64_t seq;        /* the pool's hfx_run calls up to this one */
     uint32_t stop[HFX_NUM_TASKS];
     uint64_t budget[HFX_NUM_TASKS]; /* items left to claim in this call */
     uint64_t items_run[HFX_NUM_TASKS];
@@ -70,6 +71,11 @@ typedef struct job {
     size_t trace_cap, trace_n, trace_dropped;
 } job;
 
+typedef struct ws_owner {
+    uint64_t job;
+    uint32_t op;
+} ws_owner;
+
 struct hfx_pool {
     hfx_pool_config cfg;
     uint32_t n_workers;
@@ -77,8 +83,10 @@ struct hfx_pool {
     hfx_plat_mutex *mu;     /* scheduler state */
     hfx_plat_mutex *run_mu; /* serializes hfx_run */
     uint8_t *arena;
-    void **ws;              /* per worker work space */
+    void **ws; /* per worker work space */
     size_t ws_size;
+    ws_owner *ws_owners; /* per worker: the op and job of its last item (what its work space holds) */
+    uint64_t jobs;       /* hfx_run calls so far */
     hfx_runstate internal;
     /* per-program job arrays, grown as needed */
     void **tptr;
@@ -253,6 +261,10 @@ static int worker_step(void *ctx, uint32_t worker) {
     for (uint32_t i = 0; i < op->n_out; i++) a.out[i] = j->tptr[op->out[i]];
     a.ws = pool->ws ? pool->ws[worker] : NULL;
     a.ws_bytes = pool->ws_size;
+    ws_owner *owner = &pool->ws_owners[worker]; /* this worker's alone */
+    a.ws_kept = owner->job == j->seq && owner->op == o;
+    owner->job = j->seq;
+    owner->op = o;
 
     uint64_t t0 = hfx_plat_now_ns();
     hfx_kernel_run_item(&a, item);
@@ -300,6 +312,7 @@ void hfx_pool_destroy(hfx_pool *pool) {
         for (uint32_t i = 0; i < pool->n_workers; i++) hfx_plat_free(pool->ws[i]);
         hfx_plat_free(pool->ws);
     }
+    hfx_plat_free(pool->ws_owners);
     runstate_free_arrays(&pool->internal);
     hfx_plat_free(pool->tptr);
     hfx_plat_free(pool->next_item);
@@ -333,8 +346,9 @@ hfx_status hfx_pool_create(const hfx_pool_config *cfg_in, hfx_pool **out) {
     pool->mu = hfx_plat_mutex_create();
     pool->run_mu = hfx_plat_mutex_create();
     pool->ws = xalloc(pool->n_workers, sizeof(void *));
+    pool->ws_owners = xalloc(pool->n_workers, sizeof(ws_owner));
     if (cfg.arena_bytes) pool->arena = hfx_plat_alloc(cfg.arena_bytes, HFX_ARENA_ALIGN);
-    if (!pool->mu || !pool->run_mu || !pool->ws || (cfg.arena_bytes && !pool->arena)) {
+    if (!pool->mu || !pool->run_mu || !pool->ws || !pool->ws_owners || (cfg.arena_bytes && !pool->arena)) {
         hfx_pool_destroy(pool);
         return HFX_ERR_NOMEM;
     }
@@ -485,9 +499,8 @@ static hfx_status ensure_job_arrays(hfx_pool *pool, const hfx_program *p) {
     return HFX_OK;
 }
 
-static hfx_status run_locked(hfx_pool *pool, const hfx_program *p, const void *const *inputs,
-                             void *const *outputs, const hfx_run_options *opt, hfx_runstate *rs,
-                             hfx_run_result *res) {
+static hfx_status run_locked(hfx_pool *pool, const hfx_program *p, const void *const *inputs, void *const *outputs,
+                             const hfx_run_options *opt, hfx_runstate *rs, hfx_run_result *res) {
     hfx_status st;
     if (rs->internal) {
         if ((st = runstate_size(rs, p->n_ops)) != HFX_OK) return st;
@@ -517,6 +530,7 @@ static hfx_status run_locked(hfx_pool *pool, const hfx_program *p, const void *c
     j->prog = p;
     j->tptr = pool->tptr;
     j->next_item = pool->next_item;
+    j->seq = ++pool->jobs;
     for (uint32_t o = 0; o < p->n_ops; o++) j->next_item[o] = rs->items_done[o];
     for (int t = 0; t < 2; t++) {
         j->stop[t] = opt->stop_op[t];

@@ -15,7 +15,7 @@
 #define TOL 1e-4
 
 static hfx_pool *g_pool;
-static hfx_pool *g_pool_alt; /* no matrix worker: vector workers run matrix items */
+static hfx_pool *g_pool_alt;  /* no matrix worker: vector workers run matrix items */
 static uint64_t g_last_items; /* work items of the last program run */
 
 /* Encodes b, runs it on a pool, returns 1 on success. */
@@ -50,11 +50,11 @@ static int run_unary(uint32_t op, int task, const float *X, float *O, uint32_t n
     return ok;
 }
 
-#define EXPECT_CLOSE(got, ref, n, floor_, ...)                                      \
-    do {                                                                           \
-        double err_ = max_rel_err((got), (ref), (n), (floor_));                    \
-        CHECK_MSG(err_ <= TOL, __VA_ARGS__);                      \
-        if (err_ > TOL) fprintf(stderr, "  (err %.3g)\n", err_);                   \
+#define EXPECT_CLOSE(got, ref, n, floor_, ...)                   \
+    do {                                                         \
+        double err_ = max_rel_err((got), (ref), (n), (floor_));  \
+        CHECK_MSG(err_ <= TOL, __VA_ARGS__);                     \
+        if (err_ > TOL) fprintf(stderr, "  (err %.3g)\n", err_); \
     } while (0)
 
 static void rand_shape(rshape *s, uint32_t rank, uint32_t maxd) {
@@ -124,8 +124,8 @@ static void gemm_case(uint32_t m, uint32_t n, uint32_t k, const rshape *abatch, 
 static void test_gemm(void) {
     rshape none = {0, {0}};
     /* edge sizes, every transpose and bias mode */
-    static const uint32_t sizes[][3] = {{1, 1, 1}, {1, 7, 3}, {5, 1, 9}, {3, 4, 1}, {17, 33, 65}, {64, 64, 64}, {127, 129, 31},
-                                        {5, 7, 0}, {300, 600, 0}, {0, 4, 3}, {3, 0, 5}};
+    static const uint32_t sizes[][3] = {{1, 1, 1},      {1, 7, 3}, {5, 1, 9},     {3, 4, 1}, {17, 33, 65}, {64, 64, 64},
+                                        {127, 129, 31}, {5, 7, 0}, {300, 600, 0}, {0, 4, 3}, {3, 0, 5}};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         for (int t = 0; t < 4; t++)
             gemm_case(sizes[i][0], sizes[i][1], sizes[i][2], &none, &none, t & 1, t >> 1, (int)(i + (size_t)t) % 6,
@@ -206,14 +206,14 @@ static void test_conv(void) {
     conv_case(1, 6, 10, 12, 6, 3, 3, p1, s1, d1, 6, 1);    /* depthwise: rows of 12, blocks of 8 */
     conv_case(2, 40, 48, 40, 40, 3, 3, p1, s1, d1, 40, 1); /* depthwise in several channel blocks */
     CHECK(g_last_items > 2);
-    conv_case(1, 16, 147, 1, 16, 20, 1, p0, s1, d1, 16, 1); /* depthwise along a column (FSMN): as a row */
-    conv_case(2, 5, 30, 1, 5, 4, 1, pc, s2, d2, 5, 0);      /* the same, padded, strided, dilated */
+    conv_case(1, 16, 147, 1, 16, 20, 1, p0, s1, d1, 16, 1);   /* depthwise along a column (FSMN): as a row */
+    conv_case(2, 5, 30, 1, 5, 4, 1, pc, s2, d2, 5, 0);        /* the same, padded, strided, dilated */
     conv_case(1, 128, 20, 1, 128, 20, 1, p0, s1, d1, 128, 1); /* ... at one output: a dot product per channel */
     conv_case(1, 3, 5, 12, 3, 2, 9, p0, s1, d1, 3, 1);        /* dot products, two kernel rows */
     conv_case(2, 4, 6, 10, 4, 3, 8, pd, s1, d1, 4, 0);        /* dot products on a padded plane */
-    conv_case(1, 64, 32, 32, 16, 3, 3, p1, s1, d1, 1, 1);  /* im2col in several pixel blocks */
+    conv_case(1, 64, 32, 32, 16, 3, 3, p1, s1, d1, 1, 1);     /* im2col in several pixel blocks */
     CHECK(g_last_items > 1);
-    conv_case(1, 2, 5, 5, 2, 5, 5, p0, s1, d1, 1, 0);      /* kernel == input */
+    conv_case(1, 2, 5, 5, 2, 5, 5, p0, s1, d1, 1, 0); /* kernel == input */
     for (int i = 0; i < 10; i++) {
         int32_t g = (int32_t)rng_range(1, 3);
         uint32_t C = (uint32_t)g * rng_range(1, 3), M = (uint32_t)g * rng_range(1, 3);
@@ -221,8 +221,8 @@ static void test_conv(void) {
                            (int32_t)rng_range(0, 2)};
         int32_t st[2] = {(int32_t)rng_range(1, 3), (int32_t)rng_range(1, 3)};
         int32_t dil[2] = {(int32_t)rng_range(1, 2), (int32_t)rng_range(1, 2)};
-        conv_case(rng_range(1, 2), C, rng_range(1, 12), rng_range(1, 12), M, rng_range(1, 4), rng_range(1, 4), pads,
-                  st, dil, g, (int)(rng_u32() % 2));
+        conv_case(rng_range(1, 2), C, rng_range(1, 12), rng_range(1, 12), M, rng_range(1, 4), rng_range(1, 4), pads, st,
+                  dil, g, (int)(rng_u32() % 2));
     }
     for (int i = 0; i < 20; i++) { /* depthwise: pads up to the kernel, strides and dilations up to 3 */
         uint32_t C = rng_range(1, 6), kh = rng_range(1, 5), kw = rng_range(1, 5);
@@ -233,6 +233,47 @@ static void test_conv(void) {
         conv_case(rng_range(1, 2), C, rng_range(1, 14), rng_range(1, 14), C, kh, kw, pads, st, dil, (int32_t)C,
                   (int)(rng_u32() % 2));
     }
+}
+
+/* Convs whose items are blocks of filters over a block of pixels (16 pixels; 4608 taps: 4 blocks of 64
+ * filters, 2304: 2 of 128): a worker that runs two items of one block in a row builds its im2col once. Task A
+ * chains two convs, task B runs one of the first's geometry beside them: an im2col another op left, even
+ * of the same (image, group, block), is never taken for the op's own. Several calls, on both pools. */
+static void test_conv_filter_blocks(void) {
+    int32_t p1[4] = {1, 1, 1, 1}, s1[2] = {1, 1}, d1[2] = {1, 1};
+    rshape xs = {4, {1, 512, 4, 4}}, ms = {4, {1, 256, 4, 4}};
+    rshape w1 = {4, {256, 512, 3, 3}}, w2 = {4, {256, 256, 3, 3}};
+    uint64_t xn = rs_numel(&xs), mn = rs_numel(&ms);
+    float *Bi = rand_buf(256, -1, 1), *W1 = rand_buf(rs_numel(&w1), -0.05f, 0.05f);
+    float *W2 = rand_buf(rs_numel(&w2), -0.05f, 0.05f), *W3 = rand_buf(rs_numel(&w1), -0.05f, 0.05f);
+    float *R1 = calloc(mn, 4), *R2 = calloc(mn, 4), *R3 = calloc(mn, 4), *Y2 = calloc(mn, 4), *Y3 = calloc(mn, 4);
+    for (int call = 0; call < 4; call++) { /* new inputs: an im2col of an earlier call is never taken */
+        float *X = rand_buf(xn, -1, 1), *X2 = rand_buf(xn, -1, 1);
+        ref_conv(X, &xs, W1, &w1, Bi, p1, s1, d1, 1, R1, &ms);
+        ref_conv(R1, &ms, W2, &w2, NULL, p1, s1, d1, 1, R2, &ms);
+        ref_conv(X2, &xs, W3, &w1, Bi, p1, s1, d1, 1, R3, &ms);
+        hfxb b;
+        hfxb_init(&b);
+        uint32_t xa = hfxb_input(&b, HFX_TASK_A, 4, xs.d), xb = hfxb_input(&b, HFX_TASK_B, 4, xs.d);
+        uint32_t mid = hfxb_scratch(&b, HFX_TASK_A, 4, ms.d);
+        uint32_t ya = hfxb_output(&b, HFX_TASK_A, 4, ms.d), yb = hfxb_output(&b, HFX_TASK_B, 4, ms.d);
+        uint32_t bias_a = hfxb_const(&b, HFX_TASK_A, HFXB_DIMS(256), Bi);
+        uint32_t bias_b = hfxb_const(&b, HFX_TASK_B, HFXB_DIMS(256), Bi);
+        hfxb_conv(&b, HFX_TASK_A, xa, hfxb_const(&b, HFX_TASK_A, 4, w1.d, W1), bias_a, mid, p1, s1, d1, 1);
+        hfxb_conv(&b, HFX_TASK_A, mid, hfxb_const(&b, HFX_TASK_A, 4, w2.d, W2), HFXB_NONE, ya, p1, s1, d1, 1);
+        hfxb_conv(&b, HFX_TASK_B, xb, hfxb_const(&b, HFX_TASK_B, 4, w1.d, W3), bias_b, yb, p1, s1, d1, 1);
+        const void *ins[2] = {X, X2};
+        void *outs[2] = {Y2, Y3};
+        if (run_prog(&b, ins, 2, outs, 2)) {
+            EXPECT_CLOSE(Y2, R2, mn, 1.0, "conv chain in filter blocks, call %d", call);
+            EXPECT_CLOSE(Y3, R3, mn, 1.0, "conv in filter blocks beside it, call %d", call);
+        }
+        CHECK_MSG(g_last_items == 10, "filter blocks: %u items", (unsigned)g_last_items);
+        hfxb_free(&b);
+        free(X), free(X2);
+    }
+    free(W1), free(W2), free(W3), free(Bi);
+    free(R1), free(R2), free(R3), free(Y2), free(Y3);
 }
 
 /* ---- elementwise ------------------------------------------------------------------- */
@@ -291,19 +332,21 @@ static void test_binary(void) {
         float X[4] = {NAN, 1.0f, 2.0f, -INFINITY}, Y[4] = {0.0f, NAN, 3.0f, -1.0f}, O[4];
         hfxb b;
         hfxb_init(&b);
-        uint32_t x = hfxb_input(&b, 1, HFXB_DIMS(4)), y = hfxb_input(&b, 1, HFXB_DIMS(4)), o = hfxb_output(&b, 1, HFXB_DIMS(4));
+        uint32_t x = hfxb_input(&b, 1, HFXB_DIMS(4)), y = hfxb_input(&b, 1, HFXB_DIMS(4)),
+                 o = hfxb_output(&b, 1, HFXB_DIMS(4));
         hfxb_binary(&b, 1, max ? HFX_OP_MAX : HFX_OP_MIN, x, y, o);
         const void *ins[2] = {X, Y};
         void *outs[1] = {O};
         if (run_prog(&b, ins, 2, outs, 1))
             CHECK_MSG(isnan(O[0]) && isnan(O[1]) && O[2] == (max ? 3.0f : 2.0f) && O[3] == (max ? -1.0f : -INFINITY),
-                      "%s NaN: %g %g %g %g", max ? "max" : "min", (double)O[0], (double)O[1], (double)O[2], (double)O[3]);
+                      "%s NaN: %g %g %g %g", max ? "max" : "min", (double)O[0], (double)O[1], (double)O[2],
+                      (double)O[3]);
         hfxb_free(&b);
     }
 }
 
 static void test_unary(void) {
-    static const uint32_t ops[] = {HFX_OP_RELU, HFX_OP_SIGMOID, HFX_OP_TANH, HFX_OP_GELU,
+    static const uint32_t ops[] = {HFX_OP_RELU, HFX_OP_SIGMOID, HFX_OP_TANH,     HFX_OP_GELU,
                                    HFX_OP_SILU, HFX_OP_EXP,     HFX_OP_HARDSWISH};
     static const uint32_t sizes[] = {1, 7, 32768, 32769, 100003};
     for (int k = 0; k < (int)(sizeof ops / sizeof ops[0]); k++)
@@ -325,11 +368,11 @@ static void test_unary(void) {
  * a float-to-int conversion of NaN here once) */
 static void test_unary_special(void) {
     /* HFX_OP_HARDSIGMOID runs with ONNX's defaults alpha 0.2, beta 0.5 here */
-    static const uint32_t ops[] = {HFX_OP_RELU, HFX_OP_SIGMOID,   HFX_OP_TANH,       HFX_OP_GELU,
-                                   HFX_OP_SILU, HFX_OP_EXP,       HFX_OP_HARDSWISH, HFX_OP_HARDSIGMOID};
-    static const float vals[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-8f, -1e-8f, 0.3f, -0.3f, 0.62f, 0.63f,
-                                 5.0f, -5.0f, 20.0f, -20.0f, 87.0f, 88.5f, 88.8f, 89.5f, 100.0f, -87.5f, -90.0f,
-                                 -100.0f, -104.0f, -110.0f, 1e10f, -1e10f};
+    static const uint32_t ops[] = {HFX_OP_RELU, HFX_OP_SIGMOID, HFX_OP_TANH,      HFX_OP_GELU,
+                                   HFX_OP_SILU, HFX_OP_EXP,     HFX_OP_HARDSWISH, HFX_OP_HARDSIGMOID};
+    static const float vals[] = {NAN,   INFINITY, -INFINITY, 0.0f,   -0.0f,   1e-8f,   -1e-8f,  0.3f,  -0.3f,
+                                 0.62f, 0.63f,    5.0f,      -5.0f,  20.0f,   -20.0f,  87.0f,   88.5f, 88.8f,
+                                 89.5f, 100.0f,   -87.5f,    -90.0f, -100.0f, -104.0f, -110.0f, 1e10f, -1e10f};
     enum { N = sizeof vals / sizeof vals[0] };
     for (int k = 0; k < (int)(sizeof ops / sizeof ops[0]); k++) {
         float o[N], r[N];
@@ -362,17 +405,17 @@ static void test_unary_special(void) {
 static float ref_clip_neg_sqrt(uint32_t opc, float x, float lo, float hi) {
     if (opc == HFX_OP_NEG) return -x;
     if (opc == HFX_OP_ROUND) return (float)nearbyint((double)x); /* ties to even; -0.3 gives -0 */
-    if (opc == HFX_OP_ABS) return fabsf(x); /* -0 gives +0 */
-    if (opc == HFX_OP_FLOOR) return (float)floor((double)x); /* exact: a whole float is a float */
-    if (opc == HFX_OP_SQRT) return (float)sqrt((double)x); /* sqrt of a float is exact in double */
+    if (opc == HFX_OP_ABS) return fabsf(x);                      /* -0 gives +0 */
+    if (opc == HFX_OP_FLOOR) return (float)floor((double)x);     /* exact: a whole float is a float */
+    if (opc == HFX_OP_SQRT) return (float)sqrt((double)x);       /* sqrt of a float is exact in double */
     return x != x ? x : x < lo ? (lo > hi ? hi : lo) : x > hi ? hi : x;
 }
 
 static void test_clip_neg_sqrt(void) {
-    static const float special[] = {NAN,   INFINITY, -INFINITY, 0.0f,       -0.0f,       1e-40f,     -1e-40f,
+    static const float special[] = {NAN,   INFINITY, -INFINITY, 0.0f,       -0.0f,       1e-40f,      -1e-40f,
                                     6.0f,  5.999f,   -1.0f,     -0.5f,      8388607.5f,  -8388607.5f, 16777217.0f,
-                                    -3e9f, 2.5e9f,   -2.0f,     -1.999999f, -8388608.0f, 1e30f,
-                                    0.5f,  1.5f,     2.5f,      -2.5f,      -0.3f,       0.49999997f, 4194303.5f};
+                                    -3e9f, 2.5e9f,   -2.0f,     -1.999999f, -8388608.0f, 1e30f,       0.5f,
+                                    1.5f,  2.5f,     -2.5f,     -0.3f,      0.49999997f, 4194303.5f};
     static const float bounds[][2] = {{0.0f, 6.0f}, {-INFINITY, 1.5f}, {-2.0f, INFINITY}, {3.0f, -3.0f}};
     static const uint32_t sizes[] = {27, 32769, 100003};
     static const uint32_t ops[] = {HFX_OP_CLIP, HFX_OP_NEG, HFX_OP_SQRT, HFX_OP_FLOOR, HFX_OP_ABS, HFX_OP_ROUND};
@@ -409,7 +452,8 @@ static void test_clip_neg_sqrt(void) {
 /* Erf within 1e-6 relative of double erf (ONNX Runtime's bar for the lowering's tests) on random
  * values in [-5, 5] and special ones: NaN stays NaN, +-inf gives +-1, +-0 keeps its sign */
 static void test_erf(void) {
-    static const float special[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-40f, -1e-8f, 0.999f, 1.0f, 3.99f, 4.0f, 9.0f};
+    static const float special[] = {NAN,    INFINITY, -INFINITY, 0.0f,  -0.0f, 1e-40f,
+                                    -1e-8f, 0.999f,   1.0f,      3.99f, 4.0f,  9.0f};
     enum { S = sizeof special / sizeof special[0] };
     static const uint32_t sizes[] = {S, 32769, 100003};
     for (int s = 0; s < 3; s++) {
@@ -456,7 +500,8 @@ static void test_replace_nan(void) {
                 float want = X[i] != X[i] ? values[v] : X[i];
                 if (memcmp(&O[i], &want, 4) != 0) break;
             }
-            CHECK_MSG(i == n, "replace_nan value %g: element %u got %g", (double)values[v], i, (double)O[i < n ? i : 0]);
+            CHECK_MSG(i == n, "replace_nan value %g: element %u got %g", (double)values[v], i,
+                      (double)O[i < n ? i : 0]);
         }
         hfxb_free(&b);
         free(X), free(O);
@@ -466,8 +511,9 @@ static void test_replace_nan(void) {
 /* Log within 1e-6 relative of double log on values of every exponent and near 1, and the special ones:
  * x < 0 and NaN give NaN, +-0 gives -inf, +inf stays, denormals are scaled */
 static void test_log(void) {
-    static const float special[] = {NAN, -1.0f, -0.0f, 0.0f, INFINITY, -INFINITY, 1e-40f, 1.4e-45f, 1.17549435e-38f,
-                                    1.0f, 0.99999994f, 1.0000001f, 0.70710677f, 0.7071068f, 2.0f, 3.4028235e38f};
+    static const float special[] = {NAN,      -1.0f,           -0.0f, 0.0f,        INFINITY,   -INFINITY,   1e-40f,
+                                    1.4e-45f, 1.17549435e-38f, 1.0f,  0.99999994f, 1.0000001f, 0.70710677f, 0.7071068f,
+                                    2.0f,     3.4028235e38f};
     enum { S = sizeof special / sizeof special[0] };
     static const uint32_t sizes[] = {S, 32769, 100003};
     for (int s = 0; s < 3; s++) {
@@ -493,8 +539,9 @@ static void test_log(void) {
 /* Softplus within 2e-6 relative of long double log1p(exp(x)) on values in [-30, 30] and every 8th of [-104, 90]
  * by 1/64 steps, and the special ones: +inf stays, -inf gives 0, NaN NaN; far below 0 exp(x), above 17 x */
 static void test_softplus(void) {
-    static const float special[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-40f, -1e-8f, 1e-8f, 16.0f, 17.0f,
-                                    -17.0f, 88.0f, 89.5f, -87.3f, -88.0f, -103.0f, 3.4028235e38f, -3.4028235e38f};
+    static const float special[] = {NAN,    INFINITY, -INFINITY, 0.0f,    -0.0f,         1e-40f,
+                                    -1e-8f, 1e-8f,    16.0f,     17.0f,   -17.0f,        88.0f,
+                                    89.5f,  -87.3f,   -88.0f,    -103.0f, 3.4028235e38f, -3.4028235e38f};
     enum { S = sizeof special / sizeof special[0] };
     static const uint32_t sizes[] = {S, 32769, 100003};
     for (int s = 0; s < 3; s++) {
@@ -561,11 +608,11 @@ static void pool_case(uint32_t opc, uint32_t N, uint32_t C, uint32_t H, uint32_t
     void *outs[1] = {Y};
     if (run_prog(&b, ins, 1, outs, 1)) {
         if (opc == HFX_OP_MAXPOOL)
-            CHECK_MSG(memcmp(Y, R, yn * 4) == 0, "maxpool N%u C%u %ux%u k%dx%d s%d,%d d%d,%d pads %d %d %d %d ceil %d", N,
-                      C, H, W, p[8], p[9], p[4], p[5], p[6], p[7], p[0], p[1], p[2], p[3], p[10]);
+            CHECK_MSG(memcmp(Y, R, yn * 4) == 0, "maxpool N%u C%u %ux%u k%dx%d s%d,%d d%d,%d pads %d %d %d %d ceil %d",
+                      N, C, H, W, p[8], p[9], p[4], p[5], p[6], p[7], p[0], p[1], p[2], p[3], p[10]);
         else
-            EXPECT_CLOSE(Y, R, yn, 1.0, "avgpool N%u C%u %ux%u k%dx%d s%d,%d d%d,%d pads %d %d %d %d ceil %d cip %d",
-                         N, C, H, W, p[8], p[9], p[4], p[5], p[6], p[7], p[0], p[1], p[2], p[3], p[10], p[11]);
+            EXPECT_CLOSE(Y, R, yn, 1.0, "avgpool N%u C%u %ux%u k%dx%d s%d,%d d%d,%d pads %d %d %d %d ceil %d cip %d", N,
+                         C, H, W, p[8], p[9], p[4], p[5], p[6], p[7], p[0], p[1], p[2], p[3], p[10], p[11]);
     }
     hfxb_free(&b);
     free(X), free(Y), free(R);
@@ -655,8 +702,8 @@ static void test_pool(void) {
             p[10] = (int32_t)(rng_u32() % 2);
             p[11] = m ? (int32_t)(rng_u32() % 2) : 0;
             /* every fourth row wide enough for the stride-1 blocks of 16 outputs */
-            pool_case(opc, rng_range(1, 2), rng_range(1, 4), rng_range(1, 13), t % 4 ? rng_range(1, 13) : rng_range(16, 45),
-                      p, t % 2);
+            pool_case(opc, rng_range(1, 2), rng_range(1, 4), rng_range(1, 13),
+                      t % 4 ? rng_range(1, 13) : rng_range(16, 45), p, t % 2);
         }
     }
 }
@@ -684,7 +731,7 @@ static void test_global_maxpool(void) {
         float *X = rand_buf(xn, -2, 3), *Y = calloc(yn, 4), *R = calloc(yn, 4);
         if (i == 1) X[7] = X[33] = NAN, X[xn - 1] = -INFINITY, X[xn - 2] = INFINITY; /* NaNs passed over, +inf */
         if (i == 1) X[3 * 35 + 31] = NAN; /* channel 3's last whole block of 4 ends at 31: NaN */
-        if (i == 0) X[0] = -INFINITY;                                         /* alone: -FLT_MAX, as MaxPool */
+        if (i == 0) X[0] = -INFINITY;     /* alone: -FLT_MAX, as MaxPool */
         ref_global_maxpool(X, &xs, R);
         hfxb b;
         hfxb_init(&b);
@@ -705,8 +752,8 @@ static void test_global_maxpool(void) {
 }
 
 static void test_global_avgpool(void) {
-    static const uint32_t shapes[][5] = {
-        {3, 1, 1, 1, 0}, {3, 1, 4, 1, 1}, {4, 2, 3, 5, 7}, {3, 2, 5, 33000, 0}, {4, 1, 64, 16, 16}, {5, 2, 3, 2, 3}};
+    static const uint32_t shapes[][5] = {{3, 1, 1, 1, 0},     {3, 1, 4, 1, 1},    {4, 2, 3, 5, 7},
+                                         {3, 2, 5, 33000, 0}, {4, 1, 64, 16, 16}, {5, 2, 3, 2, 3}};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         rshape xs = {shapes[i][0], {0}}, ys = {shapes[i][0], {0}};
         for (uint32_t k = 0; k < xs.rank; k++) {
@@ -907,8 +954,7 @@ static int exp_nonpositive_ok(float x) {
 }
 
 static void test_exp_nonpositive(void) {
-    static const float special[] = {NAN,           -INFINITY,  -0.0f,     0.0f, -1e-40f,
-                                    -87.33654475f, -87.3365f, -87.3366f, -3e38f};
+    static const float special[] = {NAN, -INFINITY, -0.0f, 0.0f, -1e-40f, -87.33654475f, -87.3365f, -87.3366f, -3e38f};
     uint32_t bad = 0;
     float first = 0.0f;
     for (uint32_t u = 0x80000000u; u <= 0xc2b00000u; u += 4099u) { /* -0 down to -88 */
@@ -949,7 +995,8 @@ static void test_norms(void) {
         const void *ins[2] = {X, Sc};
         void *outs[1] = {O};
         if (run_prog(&b, ins, 2, outs, 1))
-            EXPECT_CLOSE(O, R, n, 1e-2, "%s rank %u axis %u dims %u %u %u %u", layer ? "layernorm" : "rmsnorm", s.rank, axis, s.d[0], s.d[1], s.d[2], s.d[3]);
+            EXPECT_CLOSE(O, R, n, 1e-2, "%s rank %u axis %u dims %u %u %u %u", layer ? "layernorm" : "rmsnorm", s.rank,
+                         axis, s.d[0], s.d[1], s.d[2], s.d[3]);
         hfxb_free(&b);
         free(X), free(Sc), free(Bi), free(O), free(R);
     }
@@ -1096,8 +1143,9 @@ static void arg_case(const rshape *s, uint32_t axis, int neg, int max, int last,
     if (run_prog(&b, ins, 1, outs, 1)) {
         uint64_t q = 0;
         while (q < on && O[q] == R[q]) q++;
-        CHECK_MSG(q == on, "arg%s last %d dtype %u rank %u axis %u: [%llu] = %lld, want %lld", max ? "max" : "min", last,
-                  (unsigned)dt, s->rank, axis, (unsigned long long)q, (long long)O[q < on ? q : 0], (long long)R[q < on ? q : 0]);
+        CHECK_MSG(q == on, "arg%s last %d dtype %u rank %u axis %u: [%llu] = %lld, want %lld", max ? "max" : "min",
+                  last, (unsigned)dt, s->rank, axis, (unsigned long long)q, (long long)O[q < on ? q : 0],
+                  (long long)R[q < on ? q : 0]);
     }
     hfxb_free(&b);
     free(V), free(X), free(O), free(R);
@@ -1309,7 +1357,6 @@ static void test_concat_copy(void) {
     }
 }
 
-
 static int parses(hfxb *b, hfx_status *st);
 
 /* CONCAT of bools (v2), u8, i32 and i64 along a random axis, byte for byte against the inputs' rows laid one after
@@ -1332,7 +1379,8 @@ static void concat_typed_case(uint8_t dt, int ok) {
         ss[q].d[axis] = rng_range(1, 6);
         total += ss[q].d[axis];
         bufs[q] = malloc(rs_numel(&ss[q]) * es);
-        for (uint64_t j = 0; j < rs_numel(&ss[q]) * es; j++) bufs[q][j] = (uint8_t)(dt == HFX_DTYPE_BOOL ? rng_u32() % 2 : rng_u32());
+        for (uint64_t j = 0; j < rs_numel(&ss[q]) * es; j++)
+            bufs[q][j] = (uint8_t)(dt == HFX_DTYPE_BOOL ? rng_u32() % 2 : rng_u32());
         uint8_t in_dt = (uint8_t)(ok || q + 1 < k ? dt : HFX_DTYPE_F32);
         ids[q] = hfxb_set_dtype(&b, hfxb_input(&b, 0, ss[q].rank, ss[q].d), in_dt);
     }
@@ -1400,10 +1448,11 @@ static int parses(hfxb *b, hfx_status *st) {
 /* CAST f32 -> i32 bit for bit against ref_cast_f32_i32 (and ONNX Runtime's values, measured on x86:
  * toward zero; NaN, +-inf, 2^31 and below -2^31 give INT32_MIN), odd sizes and several items */
 static void test_cast(void) {
-    static const float special[] = {NAN, INFINITY, -INFINITY, 2.5f, -2.5f, -0.5f, 0.99f, -0.99f, 2147483520.0f,
-                                    2147483648.0f, -2147483648.0f, -2147483904.0f, 3e9f, -3e9f, 1e-40f, -0.0f};
-    static const int32_t ort[] = {INT32_MIN, INT32_MIN, INT32_MIN, 2, -2, 0, 0, 0, 2147483520,
-                                  INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN, 0, 0};
+    static const float special[] = {NAN,   INFINITY, -INFINITY,     2.5f,          -2.5f,          -0.5f,
+                                    0.99f, -0.99f,   2147483520.0f, 2147483648.0f, -2147483648.0f, -2147483904.0f,
+                                    3e9f,  -3e9f,    1e-40f,        -0.0f};
+    static const int32_t ort[] = {INT32_MIN,  INT32_MIN, INT32_MIN, 2,         -2,        0,         0, 0,
+                                  2147483520, INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN, 0, 0};
     for (uint32_t k = 0; k < 16; k++) CHECK_MSG(ref_cast_f32_i32(special[k]) == ort[k], "ref cast of special %u", k);
     static const uint32_t sizes[] = {1, 7, 16, 70001};
     for (uint32_t s = 0; s < 4; s++) {
@@ -1447,7 +1496,8 @@ static void test_cast_i64(void) {
     }
     hfxb b;
     hfxb_init(&b);
-    uint32_t x = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(N)), HFX_DTYPE_I64), y = hfxb_output(&b, 0, HFXB_DIMS(N));
+    uint32_t x = hfxb_set_dtype(&b, hfxb_input(&b, 0, HFXB_DIMS(N)), HFX_DTYPE_I64),
+             y = hfxb_output(&b, 0, HFXB_DIMS(N));
     hfxb_op_add(&b, 0, HFX_OP_CAST, -1, 1, &x, y, NULL);
     if (run_prog(&b, (const void *const[]){X}, 1, (void *const[]){Y}, 1)) {
         uint32_t i = 0;
@@ -1489,7 +1539,9 @@ static void test_cast_half(void) {
     uint32_t bad_wide = N, bad_back = N;
     for (uint32_t i = 0; i < N; i++) {
         uint32_t e = (i >> 10) & 31u, m = i & 1023u;
-        float value = e == 31 ? (m ? NAN : INFINITY) : e ? ldexpf(1.0f + (float)m / 1024.0f, (int)e - 15) : ldexpf((float)m, -24);
+        float value = e == 31 ? (m ? NAN : INFINITY)
+                      : e     ? ldexpf(1.0f + (float)m / 1024.0f, (int)e - 15)
+                              : ldexpf((float)m, -24);
         value = (i & 0x8000u) ? -value : value;
         bool is_nan = value != value;
         if (is_nan ? W[i] == W[i] : memcmp(&W[i], &value, 4) != 0) bad_wide = i;
@@ -1499,8 +1551,8 @@ static void test_cast_half(void) {
     CHECK_MSG(bad_back == N, "f16 0x%04x does not narrow back to itself", bad_back);
     /* nearest, ties to even: 1 + 2^-11 -> 1, 1 + 3 2^-11 -> 1 + 2^-9; 65519 -> 65504, 65520 -> inf; 2^-25 -> 0,
      * just above it -> the smallest subnormal; 3 2^-25 -> 2 2^-24 */
-    static const float edge[] = {1.00048828125f, 1.00146484375f, 65519.0f, 65520.0f, 2.98023224e-8f, 2.98023259e-8f,
-                                 8.94069672e-8f, -65520.0f};
+    static const float edge[] = {1.00048828125f, 1.00146484375f, 65519.0f,       65520.0f,
+                                 2.98023224e-8f, 2.98023259e-8f, 8.94069672e-8f, -65520.0f};
     static const uint16_t want[] = {0x3c00, 0x3c02, 0x7bff, 0x7c00, 0x0000, 0x0001, 0x0002, 0xfc00};
     for (uint32_t k = 0; k < 8; k++)
         CHECK_MSG(ref_f32_to_f16(edge[k]) == want[k], "edge %u: 0x%04x", k, ref_f32_to_f16(edge[k]));
@@ -1580,8 +1632,8 @@ static void int_binary_case(uint32_t opc, int32_t mode, uint8_t dt, const rshape
  * i32) with divisors of 0 and -1; every broadcast path (same size, a scalar on either side, the general walk over
  * several items). Refused: mixed dtypes, u8, FMOD of i64, MOD of f32, an unknown DIV mode */
 static void test_int_binary(void) {
-    static const uint32_t ops[] = {HFX_OP_ADD, HFX_OP_SUB, HFX_OP_MUL, HFX_OP_DIV, HFX_OP_DIV, HFX_OP_DIV,
-                                   HFX_OP_MAX, HFX_OP_MIN};
+    static const uint32_t ops[] = {HFX_OP_ADD, HFX_OP_SUB, HFX_OP_MUL, HFX_OP_DIV,
+                                   HFX_OP_DIV, HFX_OP_DIV, HFX_OP_MAX, HFX_OP_MIN};
     static const int32_t modes[] = {0, 0, 0, HFX_DIV_QUOTIENT, HFX_DIV_MOD, HFX_DIV_FMOD, 0, 0};
     static const uint8_t dts[] = {HFX_DTYPE_I32, HFX_DTYPE_I64};
     rshape big = {1, {70001}}, scalar = {0, {0}}, bias = {4, {1, 24, 1, 1}}, acc = {4, {1, 24, 31, 79}};
@@ -1629,7 +1681,7 @@ static void test_fmod_f32(void) {
     enum { N = 70001 };
     uint32_t *X = malloc(N * 4), *Y = malloc(N * 4), *O = calloc(N, 4);
     static const uint32_t special[] = {0x7fc00000u, 0xffc00001u, 0x7f800001u, 0x7f800000u, 0xff800000u, 0u,
-                                       0x80000000u, 1u, 0x807fffffu, 0x3f800000u, 0x7f7fffffu, 0x00800000u};
+                                       0x80000000u, 1u,          0x807fffffu, 0x3f800000u, 0x7f7fffffu, 0x00800000u};
     for (uint32_t i = 0; i < N; i++) {
         X[i] = rng_u32() % 4 ? rng_u32() : special[rng_u32() % 12];
         Y[i] = rng_u32() % 4 ? rng_u32() : special[rng_u32() % 12];
@@ -1653,8 +1705,7 @@ static void test_fmod_f32(void) {
                     want = (qx & 0x7fffffu) > (qy & 0x7fffffu) || ((qx & 0x7fffffu) == (qy & 0x7fffffu) && !(qx >> 31))
                                ? qx
                                : qy;
-                else
-                    want = hfx_u32_of(fmodf(hfx_f32_of(X[i]), hfx_f32_of(Y[scalar ? 0 : i])));
+                else want = hfx_u32_of(fmodf(hfx_f32_of(X[i]), hfx_f32_of(Y[scalar ? 0 : i])));
                 if (O[i] != want) break;
             }
             CHECK_MSG(i == N, "fmod scalar %d: fmodf(%08x, %08x) got %08x want %08x", scalar, i < N ? X[i] : 0,
@@ -1783,8 +1834,8 @@ static void test_expand(void) {
         expand_case(dts[d], &scalar, &big); /* a fill of several items, doubling copies */
         expand_case(dts[d], &one, &big);
         expand_case(dts[d], &scalar, &scalar);
-        expand_case(dts[d], &row, &wide); /* whole rows repeated */
-        expand_case(dts[d], &col, &wide); /* one element per outer index */
+        expand_case(dts[d], &row, &wide);  /* whole rows repeated */
+        expand_case(dts[d], &col, &wide);  /* one element per outer index */
         expand_case(dts[d], &one, &empty); /* no items */
         for (int i = 0; i < 6; i++) {
             rshape ys, xs;
@@ -1820,7 +1871,8 @@ static void range_case(uint8_t dtype, uint32_t n, double start, double delta, in
     uint32_t in[2];
     const void *ins[2] = {s, d};
     for (int k = 0; k < 2; k++)
-        in[k] = constants ? hfxb_const(&b, task, HFXB_SCALAR, (const float *)(k ? d : s)) : hfxb_input(&b, task, HFXB_SCALAR);
+        in[k] = constants ? hfxb_const(&b, task, HFXB_SCALAR, (const float *)(k ? d : s))
+                          : hfxb_input(&b, task, HFXB_SCALAR);
     for (int k = 0; k < 2; k++) hfxb_set_dtype(&b, in[k], dtype);
     uint32_t y = hfxb_set_dtype(&b, hfxb_output(&b, task, HFXB_DIMS(n)), dtype);
     hfxb_op_add(&b, task, HFX_OP_RANGE, -1, 2, in, y, NULL);
@@ -1861,7 +1913,7 @@ static void test_range(void) {
         range_case(dts[k], 0, 0, 1, 0); /* an empty range: no items */
         range_case(dts[k], 40000, 3, -1, 0);
     }
-    range_case(HFX_DTYPE_F32, 1000, -1.7, 0.1, 0); /* the running sum, not start + i * delta */
+    range_case(HFX_DTYPE_F32, 1000, -1.7, 0.1, 0);    /* the running sum, not start + i * delta */
     range_case(HFX_DTYPE_I32, 5, 2147483645.0, 1, 0); /* wraps, as two's complement adds */
     range_refusals();
 }
@@ -1907,8 +1959,9 @@ static void trilu_refusals(void) {
         hfxb b;
         hfxb_init(&b);
         uint32_t x = m == 2 ? hfxb_input(&b, 0, HFXB_DIMS(12)) : hfxb_input(&b, 0, HFXB_DIMS(3, 4));
-        uint32_t y = m == 1 ? hfxb_output(&b, 0, HFXB_DIMS(4, 3)) : m == 2 ? hfxb_output(&b, 0, HFXB_DIMS(12))
-                                                                          : hfxb_output(&b, 0, HFXB_DIMS(3, 4));
+        uint32_t y = m == 1   ? hfxb_output(&b, 0, HFXB_DIMS(4, 3))
+                     : m == 2 ? hfxb_output(&b, 0, HFXB_DIMS(12))
+                              : hfxb_output(&b, 0, HFXB_DIMS(3, 4));
         if (m == 0) hfxb_set_dtype(&b, y, HFX_DTYPE_I32);
         int32_t p[HFX_OP_PARAMS] = {0};
         p[HFX_P_TRILU_UPPER] = m == 3 ? 2 : 1;
@@ -2082,8 +2135,8 @@ static void quant_case(const quant_type *qt, const rshape *xs, int axis, int wit
         Z[c] = with_zp ? (int32_t)rng_range(0, (uint32_t)(qt->hi - qt->lo)) + qt->lo : 0;
         store_int(Zb, qt->dtype, c, Z[c]);
     }
-    static const float special[] = {0.25f, 0.75f, -0.25f, -0.75f, 1.25f, -1.25f, NAN, INFINITY, -INFINITY,
-                                    1e30f, -1e30f, 63.75f, -64.25f, 0.0f, -0.0f};
+    static const float special[] = {0.25f,     0.75f, -0.25f, -0.75f, 1.25f,   -1.25f, NAN,  INFINITY,
+                                    -INFINITY, 1e30f, -1e30f, 63.75f, -64.25f, 0.0f,   -0.0f};
     float range = (float)(qt->hi - qt->lo) * 0.2f;
     for (uint64_t i = 0; i < n; i++) X[i] = i < 15 ? special[i] : rng_f(-range, range);
     hfxb b;
@@ -2109,9 +2162,8 @@ static void quant_case(const quant_type *qt, const rshape *xs, int axis, int wit
             float dwant = ref_dequantize_linear(want, S[c], Z[c]);
             if (load_int(Q, qt->dtype, i) != want || memcmp(&D[i], &dwant, 4) != 0) bad = i;
         }
-        CHECK_MSG(bad == n, "dtype %u n=%u axis %d zp %d: x[%u]=%g got %d / %g", qt->dtype, (unsigned)n, axis,
-                  with_zp, (unsigned)(bad % n), (double)X[bad % n], load_int(Q, qt->dtype, bad % n),
-                  (double)D[bad % n]);
+        CHECK_MSG(bad == n, "dtype %u n=%u axis %d zp %d: x[%u]=%g got %d / %g", qt->dtype, (unsigned)n, axis, with_zp,
+                  (unsigned)(bad % n), (double)X[bad % n], load_int(Q, qt->dtype, bad % n), (double)D[bad % n]);
     }
     hfxb_free(&b);
     free(Xa), free(S), free(Da), free(Qa), free(Zb);
@@ -2121,11 +2173,14 @@ static void test_quant(void) {
     /* the reference itself, on values whose ONNX Runtime results are known (tests/test_plugin.py
      * checks the kernel against ONNX Runtime on these and more) */
     CHECK(ref_quantize_linear(0.25f, 0.5f, 0, 0, 255) == 0 && ref_quantize_linear(0.75f, 0.5f, 0, 0, 255) == 2);
-    CHECK(ref_quantize_linear(-0.75f, 0.5f, 0, -128, 127) == -2 && ref_quantize_linear(-1.25f, 0.5f, 3, -128, 127) == 1);
+    CHECK(ref_quantize_linear(-0.75f, 0.5f, 0, -128, 127) == -2 &&
+          ref_quantize_linear(-1.25f, 0.5f, 3, -128, 127) == 1);
     CHECK(ref_quantize_linear(NAN, 0.5f, 10, 0, 255) == 0 && ref_quantize_linear(NAN, 0.5f, 10, -128, 127) == -128);
     CHECK(ref_quantize_linear(INFINITY, 0.5f, 10, 0, 255) == 255 && ref_quantize_linear(-1e30f, 1.0f, 5, 0, 255) == 0);
-    CHECK(ref_quantize_linear(127.5f, 1.0f, 0, -128, 127) == 127 && ref_quantize_linear(-128.5f, 1.0f, 0, -128, 127) == -128);
-    CHECK(ref_quantize_linear(65534.5f, 1.0f, 0, 0, 65535) == 65534 && ref_quantize_linear(-0.5f, 1.0f, 0, 0, 65535) == 0);
+    CHECK(ref_quantize_linear(127.5f, 1.0f, 0, -128, 127) == 127 &&
+          ref_quantize_linear(-128.5f, 1.0f, 0, -128, 127) == -128);
+    CHECK(ref_quantize_linear(65534.5f, 1.0f, 0, 0, 65535) == 65534 &&
+          ref_quantize_linear(-0.5f, 1.0f, 0, 0, 65535) == 0);
     CHECK(ref_quantize_linear(-32768.5f, 1.0f, 0, -32768, 32767) == -32768 &&
           ref_quantize_linear(2.5f, 1.0f, -32768, -32768, 32767) == -32766);
     for (int k = 0; k < 4; k++) {
@@ -2284,12 +2339,13 @@ static void qmm_case(const qmm_case_cfg *c) {
         int32_t want = 0;
         for (uint64_t i = 0; i < (uint64_t)m * n && bad == (uint64_t)m * n; i++) {
             uint32_t r = (uint32_t)(i / n), col = (uint32_t)(i % n), cc = c->per_column ? col : 0;
-            int32_t acc = ref_qmatmul_acc(Ai + (uint64_t)r * k, Bi, k, n, col, za, zb[cc], c->bias && !raw ? bias[col] : 0);
+            int32_t acc =
+                ref_qmatmul_acc(Ai + (uint64_t)r * k, Bi, k, n, col, za, zb[cc], c->bias && !raw ? bias[col] : 0);
             want = raw ? acc : ref_qmatmul_requant(acc, sc[cc], zy, lo, hi);
             if (load_int(Y, c->ty, i) != want) bad = i;
         }
-        CHECK_MSG(bad == (uint64_t)m * n, "qmatmul %u%u%u m=%u k=%u n=%u (%s): y[%u] = %d, want %d", c->ta, c->tb, c->ty, m, k,
-                  n, isa_name(), (unsigned)bad, bad < (uint64_t)m * n ? load_int(Y, c->ty, bad) : 0, want);
+        CHECK_MSG(bad == (uint64_t)m * n, "qmatmul %u%u%u m=%u k=%u n=%u (%s): y[%u] = %d, want %d", c->ta, c->tb,
+                  c->ty, m, k, n, isa_name(), (unsigned)bad, bad < (uint64_t)m * n ? load_int(Y, c->ty, bad) : 0, want);
     }
     hfxb_free(&b);
     free(abuf), free(bbuf), free(ybuf), free(Ai), free(Bi), free(bias);
@@ -2301,7 +2357,8 @@ static void test_qmatmul(void) {
     CHECK(ref_qmatmul_requant(-5, 0.5f, 3, -128, 127) == 1 && ref_qmatmul_requant(-7, 0.5f, 0, -128, 127) == -4);
     CHECK(ref_qmatmul_requant(1000, 1.0f, 10, 0, 255) == 255 && ref_qmatmul_requant(-1000, 1.0f, 10, 0, 255) == 0);
     CHECK(ref_qmatmul_requant(INT32_MIN, 1.0f, 0, -128, 127) == -128);
-    CHECK(ref_qmatmul_acc((const int32_t[]){255, 0}, (const int32_t[]){-128, 1}, 2, 1, 0, 128, -128, 7) == -128 * 129 + 7);
+    CHECK(ref_qmatmul_acc((const int32_t[]){255, 0}, (const int32_t[]){-128, 1}, 2, 1, 0, 128, -128, 7) ==
+          -128 * 129 + 7);
     static const uint8_t types[2] = {HFX_DTYPE_U8, HFX_DTYPE_I8};
     for (int t = 0; t < 24; t++) { /* each type combination with every kernel the CPU has (qgemm_host.h) */
         hfx_qgemm_max_isa = HFX_QGEMM_VNNI - t / 8;
@@ -2394,13 +2451,15 @@ static void nbits_case(const nbits_cfg *c) {
 static void nbits_refused(uint32_t bits, uint32_t block, uint32_t scale_cols, hfx_status want) {
     hfxb b;
     hfxb_init(&b);
-    uint32_t ad[2] = {1, 64}, bd[2] = {8, 64 * bits / 8}, sd[2] = {8, scale_cols}, zd[2] = {8, 64 / block}, yd[2] = {1, 8};
+    uint32_t ad[2] = {1, 64}, bd[2] = {8, 64 * bits / 8}, sd[2] = {8, scale_cols}, zd[2] = {8, 64 / block},
+             yd[2] = {1, 8};
     uint32_t in[4] = {hfxb_input(&b, 0, 2, ad), hfxb_set_dtype(&b, hfxb_input(&b, 0, 2, bd), HFX_DTYPE_U8),
                       hfxb_input(&b, 0, 2, sd), hfxb_set_dtype(&b, hfxb_input(&b, 0, 2, zd), HFX_DTYPE_U8)};
     int32_t params[HFX_OP_PARAMS] = {(int32_t)bits, (int32_t)block, 1};
     hfxb_op_add(&b, 0, HFX_OP_MATMUL_NBITS, -1, 4, in, hfxb_output(&b, 0, 2, yd), params);
     hfx_status st;
-    CHECK_MSG(!parses(&b, &st) && st == want, "matmul_nbits bits %u block %u: status %d, want %d", bits, block, st, want);
+    CHECK_MSG(!parses(&b, &st) && st == want, "matmul_nbits bits %u block %u: status %d, want %d", bits, block, st,
+              want);
     hfxb_free(&b);
 }
 
@@ -2467,15 +2526,15 @@ static void qconv_case(uint8_t tx, uint8_t tw, uint8_t ty, const qconv_cfg *c) {
         uint32_t cg = wd[1], mg = m / (uint32_t)pr[8];
         uint64_t bad = ny;
         for (uint64_t i = 0; i < ny && bad == ny; i++) {
-            uint32_t ox = (uint32_t)(i % ow), oy = (uint32_t)(i / ow % oh), mm = (uint32_t)(i / ((uint64_t)ow * oh) % m);
+            uint32_t ox = (uint32_t)(i % ow), oy = (uint32_t)(i / ow % oh),
+                     mm = (uint32_t)(i / ((uint64_t)ow * oh) % m);
             uint32_t img = (uint32_t)(i / ((uint64_t)ow * oh * m)), col = c->per_channel ? mm : 0;
             int32_t acc = ref_qconv_acc(Xi + (uint64_t)img * xd[1] * xd[2] * xd[3], xd[2], xd[3],
                                         Wi + (uint64_t)mm * cg * wd[2] * wd[3], cg, wd[2], wd[3], (mm / mg) * cg, oy,
                                         ox, p6, zxv, zw[col], bias_in ? bias[mm] : 0);
             if (load_int(Y + 1, ty, i) != (raw ? acc : ref_qmatmul_requant(acc, sc[col], zyv, lo, hi))) bad = i;
         }
-        CHECK_MSG(bad == ny, "qconv %u%u%u %s (%s): y[%u] differs", tx, tw, ty, c->what,
-                  isa_name(), (unsigned)bad);
+        CHECK_MSG(bad == ny, "qconv %u%u%u %s (%s): y[%u] differs", tx, tw, ty, c->what, isa_name(), (unsigned)bad);
     }
     hfxb_free(&b);
     free(Xi), free(Wi), free(X), free(Wb), free(Y), free(bias), free(zw), free(zwb), free(sc);
@@ -2535,8 +2594,9 @@ static void test_qconv(void) {
  * last numel % 4 elements the C library's sinf/cosf bit for bit (ONNX Runtime's scalar tail;
  * tests/test_lower_logic.py holds the rest to ORT's bits); NaN and +-inf give NaN, +-0 gives sin +-0, cos 1 */
 static void test_sin_cos(void) {
-    static const float special[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-40f, -1e-40f, 0.785398f, 1.5707964f,
-                                    3.1415927f, -3.1415927f, 18837.9f, 18838.0f, 25966.0f, -1e5f, 3.4e38f, -3.4e38f};
+    static const float special[] = {NAN,      INFINITY,  -INFINITY,  0.0f,       -0.0f,       1e-40f,
+                                    -1e-40f,  0.785398f, 1.5707964f, 3.1415927f, -3.1415927f, 18837.9f,
+                                    18838.0f, 25966.0f,  -1e5f,      3.4e38f,    -3.4e38f};
     enum { S = sizeof special / sizeof special[0] };
     static const uint32_t sizes[] = {S, 32769, 100003};
     static const uint32_t ops[] = {HFX_OP_SIN, HFX_OP_COS};
@@ -2556,8 +2616,8 @@ static void test_sin_cos(void) {
                         float want = sine ? sinf(X[i]) : cosf(X[i]);
                         if (isnan(want) ? !isnan(O[i]) : memcmp(&O[i], &want, 4) != 0) break;
                     } else if (isnan(r) ? !isnan(O[i])
-                                        : fabs((double)O[i] - r) > (fabsf(X[i]) < 1e4f ? 2.4e-7 * fmax(fabs(r), 0.5)
-                                                                                       : 1e-6)) {
+                                        : fabs((double)O[i] - r) >
+                                              (fabsf(X[i]) < 1e4f ? 2.4e-7 * fmax(fabs(r), 0.5) : 1e-6)) {
                         break;
                     }
                     if (X[i] == 0.0f && sine && signbit(O[i]) != signbit(X[i])) break;
@@ -2593,7 +2653,8 @@ static void *compare_buf(uint8_t dtype, uint64_t n) {
     void *p = calloc(n ? n : 1, 8);
     for (uint64_t i = 0; i < n; i++) {
         int32_t v = (int32_t)(rng_u32() % 7) - 3;
-        if (dtype == HFX_DTYPE_F32) ((float *)p)[i] = rng_u32() % 11 == 0 ? NAN : (float)v * (rng_u32() % 2 ? 0.5f : -0.5f);
+        if (dtype == HFX_DTYPE_F32)
+            ((float *)p)[i] = rng_u32() % 11 == 0 ? NAN : (float)v * (rng_u32() % 2 ? 0.5f : -0.5f);
         else if (dtype == HFX_DTYPE_I32) ((int32_t *)p)[i] = v;
         else if (dtype == HFX_DTYPE_I64) ((int64_t *)p)[i] = (int64_t)v * ((int64_t)1 << 33);
         else ((uint8_t *)p)[i] = (uint8_t)(v > 0);
@@ -2634,8 +2695,9 @@ static void compare_case(uint32_t opcode, int mode, uint8_t dtype, const rshape 
             rs_unflatten(&os, i, idx);
             double a = elem_of(X, dtype, rs_bcast_offset(xs, idx, os.rank));
             double c = elem_of(Y, dtype, rs_bcast_offset(ys, idx, os.rank));
-            want = opcode == HFX_OP_COMPARE ? compare_ref(mode, a, c) : opcode == HFX_OP_MAX ? (a != 0 || c != 0)
-                                                                                            : (a != 0 && c != 0);
+            want = opcode == HFX_OP_COMPARE ? compare_ref(mode, a, c)
+                   : opcode == HFX_OP_MAX   ? (a != 0 || c != 0)
+                                            : (a != 0 && c != 0);
             if (O[i] != want) break;
         }
         CHECK_MSG(i == n, "op %u mode %d dtype %u: element %u got %u want %d", opcode, mode, dtype, (unsigned)i,
@@ -2734,7 +2796,8 @@ static void where_case(uint8_t dtype, const rshape *cs, const rshape *xs, const 
             const uint8_t *src = pick ? (const uint8_t *)X + rs_bcast_offset(xs, idx, os.rank) * es
                                       : (const uint8_t *)Y + rs_bcast_offset(ys, idx, os.rank) * es;
             float zero = 0.0f;
-            if (pick && dtype == HFX_DTYPE_F32 && *(const float *)(const void *)src == 0.0f) src = (const uint8_t *)&zero;
+            if (pick && dtype == HFX_DTYPE_F32 && *(const float *)(const void *)src == 0.0f)
+                src = (const uint8_t *)&zero;
             if (memcmp(O + i * es, src, es) != 0) break;
         }
         CHECK_MSG(i == n, "where dtype %u rank %u: element %u differs", dtype, os.rank, (unsigned)i);
@@ -2806,7 +2869,8 @@ static void test_instancenorm(void) {
                 for (uint64_t k = 0; k < d; k++) var += (xr[k] - mean) * (xr[k] - mean);
                 double scale = Sc[r % c] / sqrt(var / (double)d + eps), shift = Bi[r % c] - mean * scale;
                 for (uint64_t k = 0; k < d; k++) {
-                    double want = xr[k] * scale + shift, size = fabs(xr[k] * scale) + fabs(Bi[r % c]) + fabs(mean * scale);
+                    double want = xr[k] * scale + shift,
+                           size = fabs(xr[k] * scale) + fabs(Bi[r % c]) + fabs(mean * scale);
                     bad += !(fabs(O[r * d + k] - want) <= 1e-5 * size + 1e-30);
                 }
             }
@@ -2819,14 +2883,14 @@ static void test_instancenorm(void) {
         hfxb b;
         hfxb_init(&b);
         uint32_t rank = m == 0 ? 2 : 3;
-        uint32_t x = hfxb_input(&b, 0, rank, (uint32_t[]){2, 3, 4}), o = hfxb_output(&b, 0, rank, (uint32_t[]){2, 3, 4});
+        uint32_t x = hfxb_input(&b, 0, rank, (uint32_t[]){2, 3, 4}),
+                 o = hfxb_output(&b, 0, rank, (uint32_t[]){2, 3, 4});
         uint32_t sc = m == 2 ? hfxb_input(&b, 0, HFXB_DIMS(3, 1)) : hfxb_input(&b, 0, HFXB_DIMS(3));
         uint32_t bi = hfxb_input(&b, 0, HFXB_DIMS(3));
         hfxb_norm(&b, 0, HFX_OP_INSTANCENORM, x, sc, bi, o, m == 1 ? 1 : 2, 1e-5f);
         hfx_status st;
         hfx_status want = m == 0 ? HFX_ERR_PARAM : HFX_ERR_SHAPE; /* rank 2: axis 2 is out of range */
-        CHECK_MSG(!parses(&b, &st) && st == want, "instancenorm refusal %d: status %s", m,
-                  hfx_status_name(st));
+        CHECK_MSG(!parses(&b, &st) && st == want, "instancenorm refusal %d: status %s", m, hfx_status_name(st));
         hfxb_free(&b);
     }
 }
@@ -2841,6 +2905,7 @@ int main(void) {
     if (hfx_pool_create(&cfg, &g_pool_alt) != HFX_OK) return 1;
     RUN_TEST(test_gemm);
     RUN_TEST(test_conv);
+    RUN_TEST(test_conv_filter_blocks);
     RUN_TEST(test_binary);
     RUN_TEST(test_unary);
     RUN_TEST(test_unary_special);
