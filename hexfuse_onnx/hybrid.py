@@ -12,19 +12,18 @@ the prefill stream with the decode stream, segments holding the same layers' blo
 only: prefill attention with decode attention, MLP with MLP, one layer per pair where a call is
 cheap (host) and several where the call overhead demands more work per call (hexagon-v73). The
 decoder's signature (input_ids, attention_mask, position_ids, past_key_values.N.key/value ->
-logits, present.N.key/value) is read by models/exported.py, which the CLI finds in a checkout.
+logits, present.N.key/value) is read by decoder.py.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
+from . import decoder
 from .colocate import DEFAULT_MAX_SLOWDOWN, Result, colocate
 from .errors import ModelError, UsageError
 from .graph import input_dims, read_model
@@ -48,35 +47,26 @@ class Requests:
             raise UsageError("--past must be at least 1 and --prefill-past at least 0")
 
 
-def _exported() -> Any:
-    from .tools.zoo import models_package  # the checkout's models/ (a development feature)
-
-    models_package()
-    return importlib.import_module("models.exported")
-
-
-def decoder_spec(path: str | os.PathLike[str]) -> Any:
-    """The decoder's signature (models.exported.DecoderSpec), or a ModelError naming what is missing."""
-    exported = _exported()
+def decoder_spec(path: str | os.PathLike[str]) -> decoder.DecoderSpec:
+    """The decoder's signature, or a ModelError naming what is missing."""
     try:
-        return exported.decoder_spec(path)
-    except exported.NotADecoder as exc:
+        return decoder.decoder_spec(path)
+    except decoder.NotADecoder as exc:
         raise ModelError(f"--hybrid needs a decoder with a KV cache: {exc}") from None
 
 
 def shapes(path: str | os.PathLike[str], requests: Requests) -> dict[str, list[int]]:
     """Every input's dims in the hybrid model, by merged name."""
-    exported, spec = _exported(), decoder_spec(path)
-    prefill = exported.input_shapes(spec, requests.prefill, requests.prefill_past)
-    decode = exported.input_shapes(spec, 1, requests.past)
+    spec = decoder_spec(path)
+    prefill = decoder.input_shapes(spec, requests.prefill, requests.prefill_past)
+    decode = decoder.input_shapes(spec, 1, requests.past)
     return {f"{PREFILL}/{k}": v for k, v in prefill.items()} | {f"{DECODE}/{k}": v for k, v in decode.items()}
 
 
 def inputs(path: str | os.PathLike[str], requests: Requests, seed: int = 0) -> dict[str, np.ndarray]:
     """Seeded inputs of both requests (token ids in the vocabulary, masks of ones), by merged name."""
-    exported = _exported()
-    prefill = exported.decoder_inputs(path, requests.prefill, requests.prefill_past, seed)
-    decode = exported.decoder_inputs(path, 1, requests.past, seed + 1)
+    prefill = decoder.decoder_inputs(path, requests.prefill, requests.prefill_past, seed)
+    decode = decoder.decoder_inputs(path, 1, requests.past, seed + 1)
     return {f"{PREFILL}/{k}": v for k, v in prefill.items()} | {f"{DECODE}/{k}": v for k, v in decode.items()}
 
 

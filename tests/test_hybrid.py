@@ -9,6 +9,8 @@ greedy generation on the decoder alone picks.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import numpy as np
 import onnx
@@ -281,6 +283,19 @@ def test_cli_hybrid_writes_the_model_and_its_report(tmp_path):
     assert doc["colocate"]["streams"] == ["prefill/", "decode/"] and doc["pairs"]
     dims = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim] for v in onnx.load(out).graph.input}
     assert dims["prefill/input_ids"] == [1, 8] and dims["decode/past_key_values.0.key"] == [1, 4, 16, 16]
+
+
+def test_cli_hybrid_runs_without_the_zoo(tmp_path):
+    """An installed package has no `models/` (the zoo ships with the source tree): --hybrid on a decoder
+    file reads its signature with hexfuse_onnx.decoder (a stranger's pip install ended in exit 2 saying
+    to run from a checkout). `models` is made unimportable in the CLI's process."""
+    out = tmp_path / "h.onnx"
+    args = ["colocate", "--hybrid", str(MODELS["gpt2_dynamo"].path), "-o", str(out), "--target", "host", "-q"]
+    args += ["--prefill", "8", "--prefill-past", "8", "--past", "16"]
+    code = f"import sys; sys.modules['models'] = None; from hexfuse_onnx import cli; sys.exit(cli.main({args!r}))"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert onnx.load(out).graph.input[0].name.startswith("prefill/")
 
 
 def test_cli_hybrid_decode_priority_bounds_the_decode(tmp_path):

@@ -1,0 +1,155 @@
+"""A decoder with a KV cache, read from its signature: which inputs are token ids, mask, positions and
+past keys/values (`decoder_spec`), a request's shapes and seeded inputs (`input_shapes`, `decoder_inputs`),
+and a greedy generation loop that feeds present.* back as past (`generate`). `colocate --hybrid` needs it
+in an installed package; the zoo's exported decoders (models/exported.py) use it too."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import onnx
+
+_PAST = re.compile(r"past_key_values\.(\d+)\.(key|value)$")
+_PRESENT = re.compile(r"present\.(\d+)\.(key|value)$")
+
+
+class NotADecoder(ValueError):
+    """The model has no past_key_values.N.key/value inputs with matching present.N.* outputs."""
+
+
+@dataclass(frozen=True)
+class DecoderSpec:
+    ids: str
+    mask: str | None
+    positions: str | None
+    logits: str
+    past: list[tuple[str, str]]  # (key, value) input per layer
+    present: list[tuple[str, str]]  # (key, value) output per layer
+    kv_heads: int
+    head_dim: int
+    vocab: int
+    kv_layout: str = "batch, kv_heads, past, head_dim"  # past length on axis 2
+
+    @property
+    def layers(self) -> int:
+        return len(self.past)
+
+
+def _by_layer(names: list[str], pattern: re.Pattern[str], what: str, path: object) -> list[tuple[str, str]]:
+    found: dict[int, dict[str, str]] = {}
+    for n in names:
+        m = pattern.match(n)
+        if m:
+            found.setdefault(int(m.group(1)), {})[m.group(2)] = n
+    if not found or sorted(found) != list(range(len(found))) or any(len(kv) != 2 for kv in found.values()):
+        raise NotADecoder(f"{path}: not a decoder with a KV cache: no complete {what}.N.key/value per layer")
+    return [(found[i]["key"], found[i]["value"]) for i in range(len(found))]
+
+
+def _dims(v: onnx.ValueInfoProto) -> list[int | str]:
+    return [d.dim_param if d.HasField("dim_param") else d.dim_value for d in v.type.tensor_type.shape.dim]
+
+
+def decoder_spec(model_path: str | os.PathLike[str]) -> DecoderSpec:
+    """Which inputs are ids/mask/positions/past and the KV layout, from the graph's signature."""
+    graph = onnx.load(str(model_path), load_external_data=False).graph
+    inits = {i.name for i in graph.initializer}
+    inputs = {v.name: v for v in graph.input if v.name not in inits}
+    outputs = {v.name: v for v in graph.output}
+    past = _by_layer(list(inputs), _PAST, "past_key_values", model_path)
+    present = _by_layer(list(outputs), _PRESENT, "present", model_path)
+    if "input_ids" not in inputs or "logits" not in outputs:
+        raise NotADecoder(f"{model_path}: not a decoder: needs an input_ids input and a logits output")
+    key_dims, logit_dims = _dims(inputs[past[0][0]]), _dims(outputs["logits"])
+    if len(key_dims) != 4 or not all(isinstance(d, int) and d > 0 for d in (key_dims[1], key_dims[3], logit_dims[-1])):
+        raise NotADecoder(f"{model_path}: past keys are not [batch, kv_heads, past, head_dim] with fixed heads")
+    return DecoderSpec(
+        ids="input_ids",
+        mask="attention_mask" if "attention_mask" in inputs else None,
+        positions="position_ids" if "position_ids" in inputs else None,
+        logits="logits",
+        past=past,
+        present=present,
+        kv_heads=int(key_dims[1]),
+        head_dim=int(key_dims[3]),
+        vocab=int(logit_dims[-1]),
+    )
+
+
+def input_shapes(spec: DecoderSpec, seq: int, past: int, batch: int = 1) -> dict[str, list[int]]:
+    """Every input's shape for a request of `seq` new tokens after `past` cached ones."""
+    shapes = {spec.ids: [batch, seq]}
+    if spec.mask:
+        shapes[spec.mask] = [batch, past + seq]
+    if spec.positions:
+        shapes[spec.positions] = [batch, seq]
+    for k, v in spec.past:
+        shapes[k] = shapes[v] = [batch, spec.kv_heads, past, spec.head_dim]
+    return shapes
+
+
+def decoder_inputs(
+    model_path: str | os.PathLike[str], seq: int, past: int, seed: int, batch: int = 1
+) -> dict[str, np.ndarray]:
+    """Seeded inputs of a request: token ids below the vocabulary, a mask of ones over past + seq,
+    positions past..past+seq-1, and standard-normal past keys/values."""
+    spec = decoder_spec(model_path)
+    rng = np.random.default_rng(seed)
+    feeds = {spec.ids: rng.integers(0, spec.vocab, (batch, seq), dtype=np.int64)}
+    if spec.mask:
+        feeds[spec.mask] = np.ones((batch, past + seq), np.int64)
+    if spec.positions:
+        feeds[spec.positions] = np.tile(np.arange(past, past + seq, dtype=np.int64), (batch, 1))
+    for k, v in spec.past:
+        for name in (k, v):
+            feeds[name] = rng.standard_normal((batch, spec.kv_heads, past, spec.head_dim)).astype(np.float32)
+    return feeds
+
+
+def generate(session: Any, spec: DecoderSpec, prompt: np.ndarray, steps: int) -> np.ndarray:
+    """Greedy tokens after `prompt` ([batch, n] int64): one prefill from an empty cache, then `steps`
+    - 1 decode steps of one token each, feeding present.* back as past. `session` is any
+    onnxruntime.InferenceSession of the model (stock or with a plugin)."""
+    cache = empty_cache(spec, prompt.shape[0])
+    ids, past, out = prompt, 0, []
+    for _ in range(steps):
+        results = run_step(session, spec, ids, cache, past)
+        past += ids.shape[1]
+        cache = next_cache(spec, results)
+        ids = results[spec.logits][:, -1:, :].argmax(-1).astype(np.int64)
+        out.append(ids)
+    return np.concatenate(out, axis=1)
+
+
+def empty_cache(spec: DecoderSpec, batch: int) -> dict[str, np.ndarray]:
+    """Every past key/value of no token (a prefill's)."""
+    return {name: np.zeros((batch, spec.kv_heads, 0, spec.head_dim), np.float32) for kv in spec.past for name in kv}
+
+
+def step_feeds(spec: DecoderSpec, ids: np.ndarray, cache: dict[str, np.ndarray], past: int) -> dict[str, np.ndarray]:
+    """One step's feeds: the new token `ids` ([batch, n]) after `past` cached ones, a mask of ones over
+    them all, their positions, and the cache as past."""
+    batch, seq = ids.shape
+    feeds = {spec.ids: ids, **cache}
+    if spec.mask:
+        feeds[spec.mask] = np.ones((batch, past + seq), np.int64)
+    if spec.positions:
+        feeds[spec.positions] = np.tile(np.arange(past, past + seq, dtype=np.int64), (batch, 1))
+    return feeds
+
+
+def run_step(
+    session: Any, spec: DecoderSpec, ids: np.ndarray, cache: dict[str, np.ndarray], past: int
+) -> dict[str, np.ndarray]:
+    """One step's outputs by name (`step_feeds`)."""
+    outputs = session.run(None, step_feeds(spec, ids, cache, past))
+    return dict(zip([o.name for o in session.get_outputs()], outputs))
+
+
+def next_cache(spec: DecoderSpec, results: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The step's present keys/values as the next step's past."""
+    return {p: results[q] for (pk, pv), (qk, qv) in zip(spec.past, spec.present) for p, q in ((pk, qk), (pv, qv))}
