@@ -682,3 +682,16 @@ def test_a_model_with_symbolic_dims_is_measured_at_the_shapes_it_was_analysed_at
     (tmp_path / "pairs").mkdir()
     measured = measure.measure_pairs(src, costmodel.HOST, {}, tmp_path / "pairs", runs=2, warmup=1)
     assert measured and all(t.seconds > 0 for m in measured for t in m.kernel_ops)
+
+
+def test_calibrate_without_models_or_zoo_asks_for_models(tmp_path: Path) -> None:
+    """An installed package has no zoo: `calibrate -o host.json` (the advice the host target prints) says
+    to give models, exit 2, and writes nothing. `models` is made unimportable in the CLI's process."""
+    out = tmp_path / "host.json"
+    argv = ["calibrate", "-o", str(out)]
+    code = f"import sys; sys.modules['models'] = None; from hexfuse_onnx import cli; sys.exit(cli.main({argv!r}))"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert "give the models to calibrate on" in line and "calibrate model.onnx" in line
+    assert not out.exists()

@@ -188,7 +188,17 @@ def _result(
 def calibrate_zoo(
     folder: Path, progress: Progress = quiet, runs: int = DEFAULT_RUNS, warmup: int = DEFAULT_WARMUP
 ) -> CalibrationResult:
-    """`calibrate` on every zoo builder, written into `folder`."""
+    """`calibrate` on every zoo builder, written into `folder`; where the zoo is not here (an installed
+    package: `models/` ships with the source tree), a UsageError asking for models."""
+    from ..errors import UsageError
     from .zoo import models_package, resolve
 
-    return calibrate([resolve(name, folder)[0] for name in models_package().BUILDERS], progress, runs, warmup)
+    try:
+        builders = models_package().BUILDERS
+    except UsageError as exc:
+        raise UsageError(
+            f"calibrate without models runs the zoo's builders, and {exc.args[0].split(':')[0]}: give the models "
+            "to calibrate on (`calibrate model.onnx [more.onnx ...] -o host.json`; pairs of two models or more "
+            "give a held-out error), or run from a hexfuse-onnx checkout"
+        ) from None
+    return calibrate([resolve(name, folder)[0] for name in builders], progress, runs, warmup)
