@@ -5,9 +5,10 @@ under them and 75 us under ort-seq, mlp_chain twice as fast on 2 threads as on 1
 carries the mode that ran it fastest here (tuning.py); for any other model
 `runtime.InferenceSession` (backend auto, no cDSP, plugin not registered) explores each of ORT's modes
 (CANDIDATES, and ort-par only where the graph has work it can run at once: `concurrent_work`), making
-ORT's defaults' session at once and each other mode's when its first block starts (construction took
-3.0-4.4x stock ORT's when all were made at once: ppocr_rec 43 -> 188 ms, moonshine_tiny_decoder 217 -> 653
-ms; now 0.8-1.3x), and alternates its first calls among them in blocks (Aker: prepare the versions,
+ORT's defaults' session at once and each other mode's when its first block is due, in another thread
+(construction took 3.0-4.4x stock ORT's when all were made at once: ppocr_rec 43 -> 188 ms,
+moonshine_tiny_decoder 217 -> 653 ms; now 0.8-1.3x; made within a call, tinypron's 6369 nodes stalled it
+1.2-1.4 s three times), and alternates its first calls among them in blocks (Aker: prepare the versions,
 choose at run time; `Exploration`): up to ROUNDS rounds of one block per mode (BLOCK counted calls
 and BLOCK_S in calls, or one and LONG_BLOCK_S), each round in another order, ending earlier (after
 MIN_ROUNDS at least) once the calls have taken EXPLORE_S. ort-par joins from the second
@@ -377,6 +378,11 @@ class Exploration:
             if self._index == len(self.live):
                 self._end_round()
 
+    def ran_aside(self, t1: int) -> None:
+        """A call in ORT's defaults outside the blocks (the block's mode has no session yet) ended at t1:
+        the block's calls settle after it as after a block of ORT's defaults."""
+        self._last_end, self._last_mode = t1, ort_modes.DEFAULT
+
     def _settles(self, mode: str, t0: int) -> int:
         """When a block of `mode` whose first call starts at t0 settles (ns): another mode's pool has stopped
         spinning (a mode that ends one round and starts the next follows only itself)."""
@@ -541,9 +547,10 @@ class ChoosingSession:
     other attribute is the current session's (ORT's defaults' while choosing). `choosing` says
     whether the choice is still open; `mode` is the mode chosen (None before); `exploration` its
     figures. A session of ort-par (PARALLEL) among `sessions` joins the rotation as `Exploration` admits it.
-    `sessions` holds one entry per mode, ORT's defaults' made; `make(mode)` makes a None one when that mode's
-    first block starts, outside the call's timing (a process that ends within the first block, or a mode that
-    never joins, costs no session); where it fails, ORT's defaults are kept and the call runs in them."""
+    `sessions` holds one entry per mode, ORT's defaults' made; `make(mode)` makes a None one in another thread
+    when that mode's first block is due, the calls running in ORT's defaults outside the blocks until it is
+    made (a process that ends within the first block, or a mode that never joins, costs no session); where
+    it fails, ORT's defaults are kept."""
 
     def __init__(
         self,
@@ -561,6 +568,7 @@ class ChoosingSession:
         self.exploration = Exploration(always, joining=[m for m in sessions if m == PARALLEL])
         self._calls = 0
         self._lock = threading.Lock()
+        self._making: set[str] = set()  # modes whose session another thread is making
         self._key, self._log, self._clock = key, log, clock
         self.choosing = True
         self.mode: str | None = None
@@ -569,11 +577,14 @@ class ChoosingSession:
         with self._lock:  # the session is taken here: another thread's last call may release the rest
             self._calls += 1
             mode = self.exploration.mode() if self.choosing else None
-            session = self._prepared(mode) if mode else self._current
-            if not self.choosing:  # chosen by another thread's call, or its session could not be made
-                mode = None
-        if mode is None:
-            return session.run(output_names, input_feed, run_options)
+            session = self._prepared(mode) if mode else None
+        if mode is None or session is None:  # chosen, or the mode's session is being made: the current one's
+            out = self._current.run(output_names, input_feed, run_options)
+            if mode:
+                with self._lock:
+                    if self.choosing:
+                        self.exploration.ran_aside(self._clock())
+            return out
         t0 = self._clock()
         out = session.run(output_names, input_feed, run_options)
         t1 = self._clock()
@@ -584,17 +595,30 @@ class ChoosingSession:
                     self._choose(self.exploration.chosen)
         return out
 
-    def _prepared(self, mode: str) -> ort.InferenceSession:
-        """`mode`'s session, made now where it is None (ORT's defaults' where it cannot be made: kept)."""
+    def _prepared(self, mode: str) -> ort.InferenceSession | None:
+        """`mode`'s session; None while it is made in another thread, started here (`_make_aside`): ORT
+        takes as long to make a session as the model's size asks (tinypron's 6369 nodes: 1.3 s), which a
+        call of the application's would otherwise wait for. Called under the lock."""
         session = self._sessions[mode]
-        if session is None:
-            try:
-                session = self._sessions[mode] = self._make(mode)  # type: ignore[misc]  # None only with make
-            except Exception as exc:  # any failure of ORT's: the application's call runs all the same
-                self._settle(ort_modes.DEFAULT, self._current)
-                self._log(f"hexfuse: ONNX Runtime mode {ort_modes.DEFAULT} kept: a session in {mode} failed: {exc}")
-                return self._current
+        if session is None and mode not in self._making:
+            self._making.add(mode)
+            threading.Thread(target=self._make_aside, args=(mode,), name=f"hexfuse {mode} session").start()
         return session
+
+    def _make_aside(self, mode: str) -> None:
+        """Make `mode`'s session (not a daemon thread: a process that ends meanwhile waits for it, not
+        ORT for a thread stopped inside it); where ORT fails, ORT's defaults are kept."""
+        try:
+            session = self._make(mode)  # type: ignore[misc]  # None only with every session given
+        except Exception as exc:  # any failure of ORT's: the application's calls run all the same
+            with self._lock:
+                if self.choosing:
+                    self._settle(ort_modes.DEFAULT, self._current)
+                    self._log(f"hexfuse: ONNX Runtime mode {ort_modes.DEFAULT} kept: a session in {mode} failed: {exc}")
+            return
+        with self._lock:
+            if self.choosing:
+                self._sessions[mode] = session
 
     def _settle(self, mode: str, session: ort.InferenceSession) -> None:
         """From now on every call is `session`'s own run, no detour; the other sessions are released."""

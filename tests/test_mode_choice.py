@@ -12,6 +12,8 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import threading
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -427,7 +429,7 @@ def test_a_spin_the_user_set_is_kept_in_every_session(untuned, logged, monkeypat
 
 
 def test_only_orts_defaults_session_is_made_before_the_first_call(untuned, logged, monkeypatch):
-    """The others are made as their mode's first block starts: a process that ends within ORT's defaults'
+    """The others are made as their mode's first block is due: a process that ends within ORT's defaults'
     first block (a command-line tool's few calls) made one session, as stock ORT does, not 3-4."""
     made = sessions_made(monkeypatch)
     session = runtime.InferenceSession(untuned)
@@ -437,7 +439,43 @@ def test_only_orts_defaults_session_is_made_before_the_first_call(untuned, logge
         session.run(None, feeds)
     assert list(made) == [ort_modes.DEFAULT]
     session.run(None, feeds)
+    for thread in threading.enumerate():  # the next mode's session, made in another thread
+        if thread.name.startswith("hexfuse "):
+            thread.join()
     assert list(made) == [ort_modes.DEFAULT, session.exploration.mode()]
+
+
+def test_a_session_being_made_stalls_no_call(untuned, logged):
+    """ORT made tinypron's session (6369 nodes) in 1.3 s, three times within one of the application's
+    calls. Now another thread makes it: while `make` is held, every call is served (ORT's defaults'
+    results, outside the blocks: none counted), and once it is made the exploration goes on in it."""
+    defaults = ort.InferenceSession(str(untuned), ort_modes.options(ort_modes.DEFAULT))
+    sessions = {m: (defaults if m == ort_modes.DEFAULT else None) for m in mode_choice.CANDIDATES}
+    release, asked = threading.Event(), []
+
+    def held(mode: str) -> ort.InferenceSession:
+        asked.append(mode)
+        release.wait(60)
+        return ort.InferenceSession(str(untuned), ort_modes.options(mode))
+
+    session = mode_choice.ChoosingSession(sessions, mode_choice.model_key(untuned), runtime._log_once, make=held)
+    feeds = verify.random_inputs(defaults, seed=1)
+    want = defaults.run(None, feeds)
+    while session.exploration.mode() == ort_modes.DEFAULT:
+        session.run(None, feeds)
+    waiting = session.exploration.mode()
+    counted = {m: len(t) for m, t in session.exploration.samples.items()}
+    for _ in range(50):
+        assert all(np.array_equal(w, g) for w, g in zip(want, session.run(None, feeds)))
+    for _ in range(1000):  # the thread asked for the session as the block came due
+        if asked:
+            break
+        time.sleep(0.01)
+    assert asked == [waiting] and session.exploration.mode() == waiting
+    assert {m: len(t) for m, t in session.exploration.samples.items()} == counted
+    release.set()
+    run_until_chosen(session, untuned)
+    assert session.exploration.samples[waiting] and not session.choosing
 
 
 def test_a_mode_whose_session_cannot_be_made_keeps_orts_defaults(untuned, logged):
