@@ -116,3 +116,23 @@ def test_bench_refuses_a_report_onto_the_model(zoo_dir: Path, tmp_path: Path) ->
     assert r.returncode == 2 and "would overwrite" in r.stderr, r.stderr
     assert model.read_bytes() == before
     onnx.checker.check_model(str(model))
+
+
+def test_bench_without_pairs_times_a_symbolic_model_where_the_pass_analysed_it(tmp_path: Path) -> None:
+    """With no pair, bench ran g2p-id's decoder at 1x1x32 where the rewrite analysed 1x128x32 (a stranger's
+    report): the dims the pass analyses at (`pipeline.runnable_inputs`), as with pairs."""
+    from onnx import TensorProto, helper
+
+    from hexfuse_onnx.graph import DEFAULT_SYMBOLIC_DIM
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "seq", 16])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, "seq", 16])
+    nodes = [helper.make_node("Relu", ["x"], ["h"]), helper.make_node("Sigmoid", ["h"], ["y"])]
+    model = tmp_path / "chain.onnx"
+    onnx.save(
+        helper.make_model(helper.make_graph(nodes, "chain", [x], [y]), opset_imports=[helper.make_opsetid("", 17)]),
+        model,
+    )
+    r = run_cli_process("bench", model, *FAST, "--baseline", "ort-seq", timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert f"inputs x=1x{DEFAULT_SYMBOLIC_DIM}x16" in r.stdout

@@ -441,6 +441,7 @@ def bench(
 
     from ..contract import DOMAIN
     from ..lowering.rewritten import recorded_bindings
+    from ..pipeline import runnable_inputs
     from ..qdq import output_steps
     from ..verify import random_inputs, shapes_label
     from . import isolated
@@ -455,8 +456,12 @@ def bench(
         original, fused = _seeded(original, fused, Path(folder), progress)
         fused_header = onnx.load(str(fused), load_external_data=False) if fused is not None else None
         n_pairs = sum(1 for n in fused_header.graph.node if n.domain == DOMAIN) if fused_header is not None else 0
-        if fused_header is not None and not shapes:  # symbolic dims: at the shapes the rewrite analysed, as tune
-            shapes = recorded_bindings(fused_header)[0]
+        if not shapes:  # symbolic dims: at the shapes the rewrite analysed, as tune (with no pair: would have)
+            shapes = (
+                recorded_bindings(fused_header)[0]
+                if fused_header is not None
+                else runnable_inputs(original, None, progress)
+            )
         progress("creating sessions and checking every configuration's outputs against ort-seq")
         reference_session = _cpu_session(original, "ort-seq")
         feeds = random_inputs(reference_session, shapes, seed)
