@@ -1,6 +1,6 @@
 /* conv.c - Conv2D (NCHW) as im2col + GEMM on the matrix engine. An item is a
  * block of output pixels of one (image, group): Y[n, g*Mg:(g+1)*Mg, p0:p1], or of a block of its
- * filters where a block of all of them would hold too few pixels (conv_filter_blocks).
+ * filters where a block of all of them would hold too few pixels (conv_filters_per_item).
  * Depthwise convs (one input and one output channel per group) run a direct
  * kernel instead, an item being a range of channels of one image: as a GEMM
  * they are a 1-row product after an im2col that costs more than the product. */
@@ -16,7 +16,7 @@
 #define CONV_DW_WS_MAX (2u * 1024u * 1024u) /* depthwise: padded channel bytes; larger ones take im2col */
 #define CONV_MIN_PIXELS 64u                 /* pixels per item at least where the filters can be cut instead */
 #define CONV_FILTER_ROUND 64u               /* filters per item: a multiple of this where they are cut */
-#define CONV_COL_OFFSET 128u                /* the im2col's place in the work space, after whose block it is */
+#define CONV_COL_OFFSET 128u                /* the im2col in the work space: after its conv_col_tag */
 
 /* Which block of pixels the im2col in a worker's work space holds: the items of one block's filter blocks
  * are claimed one after another, so a worker often gets two of them in a row and builds it once. */
