@@ -263,6 +263,7 @@ def _options(
     `can_choose`: the caller makes a session that can choose ORT's mode at run time."""
     given = ort_modes.user_settings(so)
     so = so or ort.SessionOptions()
+    inline_late_beside_other_eps(so)
     header = header or _header(model)
     if backend != "auto":
         apply_tuned_mode(so, header, given)
@@ -291,6 +292,24 @@ def _options(
     return so, True, False
 
 
+AOT_INLINING_OFF = "session.disable_aot_function_inlining"
+
+
+def inline_late_beside_other_eps(so: ort.SessionOptions) -> None:
+    """Where `so` already has execution providers (onnxruntime-qnn's QNN EP), ONNX Runtime inlines the
+    FusedHexPair function bodies when it partitions the graph, not ahead of it: with ahead-of-time
+    inlining (ORT's default) the QNN EP ended the process on a rewritten QDQ RetinaFace ("Processed 28
+    nodes. Expected to process 63"), stock ORT with or without this option being fine on CPU alone.
+    A value the user set is kept."""
+    if not so.has_providers():
+        return
+    try:
+        so.get_session_config_entry(AOT_INLINING_OFF)
+    except RuntimeError:  # not set
+        so.add_session_config_entry(AOT_INLINING_OFF, "1")
+        _log_once(f"hexfuse: {AOT_INLINING_OFF}=1 beside the session's execution providers (inlined as ORT partitions)")
+
+
 def InferenceSession(
     path: str | os.PathLike[str] | bytes,
     backend: str = "auto",
@@ -309,7 +328,8 @@ def InferenceSession(
     session chooses it during its first calls (mode_choice.ChoosingSession). The kernels read
     `backend`, `workers` and `trace` when the session is created; the environment is restored
     afterwards, so later sessions do not inherit them."""
-    providers = providers or ["CPUExecutionProvider"]
+    if providers is None and not (so is not None and so.has_providers()):  # else the EPs `so` was given
+        providers = ["CPUExecutionProvider"]
     with plugin_environment_restored():
         header = _header(path)
         options, registered, choose = _options(
@@ -326,7 +346,7 @@ def InferenceSession(
         source = path if isinstance(path, bytes) else str(path)
         if not registered and header is not None:
             source = unfused_source(path, header)
-        if choose and header is not None:  # (choose implies a header)
+        if choose and header is not None and providers is not None:  # (choose implies a header)
             return mode_choice.session(source, path, options, providers, _log_once, header.graph)
         return ort.InferenceSession(source, sess_options=options, providers=providers)
 
