@@ -178,6 +178,9 @@ def timed_runs(run: Callable[..., Any], feeds: dict[str, np.ndarray], runs: int,
     return samples
 
 
+BUSY_OTHER_CPUS = 0.2  # CPUs other processes used while timing, above which the timings are the load's
+
+
 class CpuMeter:
     """How much of the machine other processes used while we ran (/proc/stat and os.times): any
     other busy process distorts the timings."""
@@ -214,7 +217,7 @@ class CpuMeter:
 def load_text(m: dict[str, float] | None) -> str:
     if not m:
         return "other processes' CPU use: could not tell"
-    warn = "  <- timings are distorted" if m["other_cpus"] > 0.2 else ""
+    warn = "  <- timings are distorted" if m["other_cpus"] > BUSY_OTHER_CPUS else ""
     return (
         f"CPU use while measuring: ours {m['our_cpus']:.2f}, other processes {m['other_cpus']:.2f} "
         f"of {m['cpus']} CPUs{warn}"
