@@ -657,6 +657,7 @@ def _lower_chosen(
                 overflowing.append(failed[-1])
         _add_shorter(analysis, overflowing, progress)
         _reselect(analysis, failed, min_gain)
+        progress(f"re-selected without the {len(failed)} that do not lower: {len(analysis.all_pairs())} pair(s) chosen")
 
 
 def _lower_new(
