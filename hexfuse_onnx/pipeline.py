@@ -311,6 +311,16 @@ def _check_runs_at_given_shapes(path: str | os.PathLike[str], g: ModelGraph, pro
     raise ModelError(f"{path}: the original model does not run at --shape {at} ({outcome.error})")
 
 
+def _refuse_unloadable(path: str | os.PathLike[str], g: ModelGraph) -> None:
+    """ModelError when ONNX Runtime cannot load the original: with no pair nothing ran it, and a stranger's QDQ
+    RetinaFace that ORT refuses (\"Either `sizes` or `scales` must be provided\") ended in \"no pair
+    qualifies\", exit 0 (with a pair, the reference run names it)."""
+    binding = g.binding.inputs if g.binding is not None else {}
+    error = probe.runs_at(path, [binding], enough=1)[0].error or ""
+    if probe.LOAD_FAILED in error:
+        raise ModelError(f"{path}: {error}")
+
+
 def refusal(path: str | os.PathLike[str], g: ModelGraph) -> str | None:
     """Why `rewrite` refuses this model whatever its pairs, in its one line (refuse_early_expansion:
     exit 3, nothing written); None when it does not. inspect says it first:
@@ -517,6 +527,8 @@ def rewrite(
     _check_keeps_external_data(analysis.graph, Path(path), out)
     t0 = time.perf_counter()
     reference = _reference(path, analysis.graph, bool(shapes), inputs, progress) if analysis.all_pairs() else None
+    if reference is None:
+        _refuse_unloadable(path, analysis.graph)
     if reference is not None:
         progress(f"the original run on ONNX Runtime for reference outputs ({time.perf_counter() - t0:.2f} s)")
     if reference is not None and any(b.analysis.pairs for b in analysis.branches):
