@@ -9,8 +9,11 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+import pytest
 from cli_support import error_line, listing, run_cli
 from onnx import TensorProto, helper, numpy_helper
+
+from hexfuse_onnx.tools import emulate
 
 EXIT_BAD_MODEL = 3
 
@@ -47,3 +50,18 @@ def test_rewrite_refuses_a_model_onnx_runtime_cannot_load(tmp_path: Path) -> Non
     assert proc.returncode == EXIT_BAD_MODEL, proc.stderr
     assert "does not load in ONNX Runtime" in error_line(proc) and str(model) in error_line(proc)
     assert listing(out) == []
+
+
+def test_emulate_from_an_installed_package_says_where_the_images_come_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From a pip install `emulate` looked for site-packages/build/hexagon-v73/hexfuse_emulate.elf and said to run
+    dsp/scripts/build_hexagon.sh, which the wheel does not hold: it says to build in a checkout, --build-root."""
+
+    monkeypatch.setattr(emulate, "REPO_DIR", tmp_path)  # site-packages: no dsp/, no build/
+    with pytest.raises(emulate.EmulatorUnavailable, match="from a hexfuse-onnx checkout.*--build-root"):
+        emulate.image_path("v73")
+    (tmp_path / "dsp" / "scripts").mkdir(parents=True)
+    (tmp_path / "dsp" / "scripts" / "build_hexagon.sh").write_text("")
+    with pytest.raises(emulate.EmulatorUnavailable, match="is not built: run dsp/scripts/build_hexagon.sh"):
+        emulate.image_path("v73")

@@ -155,9 +155,14 @@ def image_path(arch: str, build_root: Path | None = None) -> Path:
     if arch not in ARCHS:
         raise UsageError(f"unknown arch '{arch}' (known: {', '.join(ARCHS)})")
     path = (build_root or REPO_DIR / "build") / ARCHS[arch] / IMAGE
-    if not path.is_file():
-        raise EmulatorUnavailable(f"{path} is not built: run dsp/scripts/build_hexagon.sh")
-    return path
+    if path.is_file():
+        return path
+    if build_root is None and not (REPO_DIR / "dsp" / "scripts" / "build_hexagon.sh").is_file():  # an installed package
+        raise EmulatorUnavailable(
+            f"no Hexagon image here ({path}): the images are built from a hexfuse-onnx checkout "
+            "(bash dsp/scripts/build_hexagon.sh there); give its build folder with --build-root CHECKOUT/build"
+        )
+    raise EmulatorUnavailable(f"{path} is not built: run dsp/scripts/build_hexagon.sh")
 
 
 def qemu_command(qemu: Qemu, image: Path, arch: str, workdir: Path) -> list[str]:
