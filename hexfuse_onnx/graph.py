@@ -139,7 +139,7 @@ class ModelGraph:
             model = _apply_shape_overrides(self.source, binding.inputs, "model")
             where = f"shape inference at {binding.describe() or 'the inputs given'}"
             # in a child: native code may abort at shapes nobody gave (a share bucket's), see forked.py
-            self._infos_at[key] = forked.call(lambda: _collect_infos(_infer_shapes(model, "model"), self.nodes), where)
+            self._infos_at[key] = forked.call(lambda: _collect_infos(infer_shapes(model, "model"), self.nodes), where)
         return self._infos_at[key]
 
     def info(self, name: str) -> TensorInfo:
@@ -250,7 +250,7 @@ def index_model(
         from .fold import specialise
 
         model, _ = specialise(model, {}, inline_ifs=True)
-    inferred = _infer_shapes(model, where)
+    inferred = infer_shapes(model, where)
     g = inferred.graph
 
     initializers = {t.name: t for t in g.initializer}
@@ -751,7 +751,9 @@ def _light_copy(model: onnx.ModelProto) -> onnx.ModelProto:
     return light
 
 
-def _infer_shapes(model: onnx.ModelProto, where: str) -> onnx.ModelProto:
+def infer_shapes(model: onnx.ModelProto, where: str) -> onnx.ModelProto:
+    """The model with every shape ONNX's inference finds, or for com.microsoft ops ORT's symbolic inference
+    (with ONNX's where it stops), through constants where both stop; ModelError naming `where` on failure."""
     light = _light_copy(model)
     try:
         if any(n.domain == "com.microsoft" for n in light.graph.node):
