@@ -473,6 +473,8 @@ def _rewrite_file(args: argparse.Namespace, name: str, shapes: dict[str, list[in
     for line in rejection_lines(a.all_rejected()):
         print(line)
     if result.output is None:
+        if a.unloadable:
+            print(f"note: {a.unloadable}")
         print(f"{none_kept(a.all_rejected())}; nothing written")
     else:
         print(pairs_table(a))

@@ -122,6 +122,7 @@ class Analysis:
     given_dims: set[str] = field(default_factory=set)  # the symbolic dims the caller's shapes give
     shape_only: int = 0  # candidates of shape arithmetic only, not offered (kinds.Discovery)
     refused: str | None = None  # why rewrite refuses the model whatever its pairs (`refusal`; inspect only)
+    unloadable: str | None = None  # why ONNX Runtime cannot load the original (rewrite without a pair)
 
     def scopes(self) -> list[Analysis]:
         """This graph's analysis, then its If branches'."""
@@ -311,14 +312,13 @@ def _check_runs_at_given_shapes(path: str | os.PathLike[str], g: ModelGraph, pro
     raise ModelError(f"{path}: the original model does not run at --shape {at} ({outcome.error})")
 
 
-def _refuse_unloadable(path: str | os.PathLike[str], g: ModelGraph) -> None:
-    """ModelError when ONNX Runtime cannot load the original: with no pair nothing ran it, and a stranger's QDQ
-    RetinaFace that ORT refuses (\"Either `sizes` or `scales` must be provided\") ended in \"no pair
-    qualifies\", exit 0 (with a pair, the reference run names it)."""
+def _load_failure(path: str | os.PathLike[str], g: ModelGraph) -> str | None:
+    """Why ONNX Runtime cannot load the original, or None: with no pair nothing ran it, and a stranger's QDQ
+    RetinaFace that ORT refuses ("Either `sizes` or `scales` must be provided") ended in "no pair qualifies"
+    without a word of it (with a pair, the reference run refuses it)."""
     binding = g.binding.inputs if g.binding is not None else {}
     error = probe.runs_at(path, [binding], enough=1)[0].error or ""
-    if probe.LOAD_FAILED in error:
-        raise ModelError(f"{path}: {error}")
+    return error if probe.LOAD_FAILED in error else None
 
 
 def refusal(path: str | os.PathLike[str], g: ModelGraph) -> str | None:
@@ -528,7 +528,7 @@ def rewrite(
     t0 = time.perf_counter()
     reference = _reference(path, analysis.graph, bool(shapes), inputs, progress) if analysis.all_pairs() else None
     if reference is None:
-        _refuse_unloadable(path, analysis.graph)
+        analysis.unloadable = _load_failure(path, analysis.graph)
     if reference is not None:
         progress(f"the original run on ONNX Runtime for reference outputs ({time.perf_counter() - t0:.2f} s)")
     if reference is not None and any(b.analysis.pairs for b in analysis.branches):

@@ -10,12 +10,10 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from cli_support import error_line, listing, run_cli
+from cli_support import listing, run_cli
 from onnx import TensorProto, helper, numpy_helper
 
 from hexfuse_onnx.tools import emulate
-
-EXIT_BAD_MODEL = 3
 
 
 def _unloadable_in_ort(folder: Path) -> Path:
@@ -41,14 +39,18 @@ def _unloadable_in_ort(folder: Path) -> Path:
     return path
 
 
-def test_rewrite_refuses_a_model_onnx_runtime_cannot_load(tmp_path: Path) -> None:
-    """Without a pair nothing ran the original: "no pair qualifies", exit 0, for a model ORT refuses."""
+def test_rewrite_without_a_pair_says_onnx_runtime_cannot_load_the_model(tmp_path: Path) -> None:
+    """Without a pair nothing ran the original: "no pair qualifies", exit 0, and not a word that ORT refuses
+    the model. Still exit 0 and nothing written (test_bad_inputs_more: a complex64 model declines so), now
+    with ORT's reason."""
     model = _unloadable_in_ort(tmp_path)
     out = tmp_path / "out"
     out.mkdir()
     proc = run_cli("rewrite", model, "-o", out / "fused.onnx", "-q")
-    assert proc.returncode == EXIT_BAD_MODEL, proc.stderr
-    assert "does not load in ONNX Runtime" in error_line(proc) and str(model) in error_line(proc)
+    assert proc.returncode == 0, proc.stderr
+    (note,) = [line for line in proc.stdout.splitlines() if line.startswith("note: ")]
+    assert "does not load in ONNX Runtime" in note and "Either `sizes` or `scales`" in note
+    assert "no pair qualifies; nothing written" in proc.stdout
     assert listing(out) == []
 
 
@@ -65,3 +67,61 @@ def test_emulate_from_an_installed_package_says_where_the_images_come_from(
     (tmp_path / "dsp" / "scripts" / "build_hexagon.sh").write_text("")
     with pytest.raises(emulate.EmulatorUnavailable, match="is not built: run dsp/scripts/build_hexagon.sh"):
         emulate.image_path("v73")
+
+
+def _u16_qdq_with_shape_work(folder: Path) -> Path:
+    """Conv -> Relu -> Reshape to [N, C, -1] read off Shape (Shape -> Slice -> Concat), quantised u16u8 at opset
+    17: ORT's quantiser writes com.microsoft QuantizeLinear/DequantizeLinear, which ONNX's shape inference
+    does not know (uint16 joins the default domain's at opset 21)."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantType, quantize
+    from onnxruntime.quantization.execution_providers.qnn import get_qnn_qdq_config
+
+    rng = np.random.default_rng(3)
+    inits = [
+        numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32), "w"),
+        numpy_helper.from_array(np.array([0], np.int64), "s0"),
+        numpy_helper.from_array(np.array([2], np.int64), "s1"),
+        numpy_helper.from_array(np.array([-1], np.int64), "rest"),
+    ]
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c"], ["r"]),
+        helper.make_node("Shape", ["r"], ["shape"]),
+        helper.make_node("Slice", ["shape", "s0", "s1"], ["nc"]),
+        helper.make_node("Concat", ["nc", "rest"], ["target"], axis=0),
+        helper.make_node("Reshape", ["r", "target"], ["y"]),
+    ]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3, 8, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 4, 64])
+    graph = helper.make_graph(nodes, "g", [x], [y], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), folder / "float.onnx")
+
+    class Batches(CalibrationDataReader):
+        def __init__(self) -> None:
+            self.left = iter([{"x": rng.standard_normal((1, 3, 8, 8)).astype(np.float32)} for _ in range(3)])
+
+        def get_next(self) -> dict[str, np.ndarray] | None:
+            return next(self.left, None)
+
+    config = get_qnn_qdq_config(str(folder / "float.onnx"), Batches(), activation_type=QuantType.QUInt16)
+    quantize(str(folder / "float.onnx"), str(folder / "qdq.onnx"), config)
+    return folder / "qdq.onnx"
+
+
+def test_freezing_a_u16_qdq_model_folds_its_shape_work(tmp_path: Path) -> None:
+    """--freeze-shapes folded a float RetinaFace's shape work and left its u16 QDQ copy's 5 Shape nodes: ONNX's
+    inference stopped at the com.microsoft Q/DQ. Folded now, and the model computes what it did."""
+    import onnxruntime as ort
+
+    from hexfuse_onnx import fold
+
+    model = onnx.load(_u16_qdq_with_shape_work(tmp_path))
+    assert any(n.domain == "com.microsoft" for n in model.graph.node)
+    frozen, _ = fold.specialise(model, {"x": [1, 3, 8, 8]}, inline_ifs=True)
+    assert not [n for n in frozen.graph.node if n.op_type in ("Shape", "Slice", "Concat")]
+    x = {"x": np.random.default_rng(0).standard_normal((1, 3, 8, 8)).astype(np.float32)}
+    runs = [
+        ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, x)
+        for m in (model, frozen)
+    ]
+    assert np.array_equal(runs[0][0], runs[1][0])
