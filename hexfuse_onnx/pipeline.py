@@ -403,6 +403,9 @@ def runnable_inputs(
     return {**graph_mod.representative_binding(model, hints, str(path)).inputs, **hints}
 
 
+_TOLD_RUNS_AT: set[tuple[str, str]] = set()  # (model, binding) whose free dims' probe was said
+
+
 def _runnable_shapes(
     path: str | os.PathLike[str], model: onnx.ModelProto, shapes: dict[str, list[int]] | None, progress: Progress
 ) -> dict[str, list[int]] | None:
@@ -415,7 +418,9 @@ def _runnable_shapes(
     t0 = time.perf_counter()
     outcomes = probe.runs_at(path, [b.inputs for b in candidates], enough=1)
     chosen = next((b for b, o in zip(candidates, outcomes) if o.error is None), None)
-    if chosen is candidates[0]:
+    told = (str(Path(path).resolve()), chosen.describe() if chosen else "")
+    if chosen is candidates[0] and told not in _TOLD_RUNS_AT:  # colocate analyses its merged model twice
+        _TOLD_RUNS_AT.add(told)
         progress(
             f"free dims: the original runs at {chosen.describe()} (ONNX Runtime in a child process,"
             f" {time.perf_counter() - t0:.2f} s; --shape skips this)"
