@@ -21,7 +21,7 @@ from onnx import numpy_helper, shape_inference
 from onnx.reference import ReferenceEvaluator
 
 from .errors import ModelError
-from .graph import has_values, infer_shapes, node_reads
+from .graph import has_values, infer_contrib_shapes, node_reads
 
 MAX_FOLDED_ELEMENTS = 1 << 16  # a bigger value stays computed (a constant that size bloats the model)
 _EXACT = {
@@ -67,9 +67,9 @@ def _fold_round(model: onnx.ModelProto, folded: dict[str, tuple[int, ...]], inli
     graph = model.graph
     del graph.value_info[:]  # an exporter's symbolic intermediate dims, or the last round's: inferred anew
     # com.microsoft Q/DQ (a 16-bit QDQ model below opset 21) hide every shape after them from ONNX's inference
-    # (a u16 QDQ RetinaFace frozen kept its 5 Shape nodes): ORT's symbolic inference knows them
+    # (a u16 QDQ RetinaFace frozen kept its 5 Shape nodes): ORT's symbolic inference knows them (graph.py)
     contrib = any(n.domain == "com.microsoft" for n in graph.node)
-    inferred = (infer_shapes(model, "model") if contrib else shape_inference.infer_shapes(model, data_prop=True)).graph
+    inferred = (infer_contrib_shapes(model) if contrib else shape_inference.infer_shapes(model, data_prop=True)).graph
     types = {v.name: v.type.tensor_type for v in [*inferred.input, *inferred.value_info, *inferred.output]}
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
     known: dict[str, np.ndarray] = {}

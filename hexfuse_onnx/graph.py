@@ -139,7 +139,7 @@ class ModelGraph:
             model = _apply_shape_overrides(self.source, binding.inputs, "model")
             where = f"shape inference at {binding.describe() or 'the inputs given'}"
             # in a child: native code may abort at shapes nobody gave (a share bucket's), see forked.py
-            self._infos_at[key] = forked.call(lambda: _collect_infos(infer_shapes(model, "model"), self.nodes), where)
+            self._infos_at[key] = forked.call(lambda: _collect_infos(_infer_shapes(model, "model"), self.nodes), where)
         return self._infos_at[key]
 
     def info(self, name: str) -> TensorInfo:
@@ -250,7 +250,7 @@ def index_model(
         from .fold import specialise
 
         model, _ = specialise(model, {}, inline_ifs=True)
-    inferred = infer_shapes(model, where)
+    inferred = _infer_shapes(model, where)
     g = inferred.graph
 
     initializers = {t.name: t for t in g.initializer}
@@ -751,18 +751,16 @@ def _light_copy(model: onnx.ModelProto) -> onnx.ModelProto:
     return light
 
 
-def infer_shapes(model: onnx.ModelProto, where: str) -> onnx.ModelProto:
-    """The model with every shape ONNX's inference finds, or for com.microsoft ops ORT's symbolic inference
-    (with ONNX's where it stops), through constants where both stop; ModelError naming `where` on failure."""
+def _infer_shapes(model: onnx.ModelProto, where: str) -> onnx.ModelProto:
     light = _light_copy(model)
     try:
         if any(n.domain == "com.microsoft" for n in light.graph.node):
-            inferred = _infer_contrib_shapes(light)
+            inferred = infer_contrib_shapes(light)
         else:
             inferred = shape_inference.infer_shapes(light, check_type=False, strict_mode=False, data_prop=True)
             if _unknown_outputs(inferred) and len(light.graph.node) <= SYMBOLIC_INFERENCE_MAX_NODES:
                 # ONNX's inference stops at some data-dependent shapes that ORT's resolves.
-                symbolic = _infer_contrib_shapes(light)
+                symbolic = infer_contrib_shapes(light)
                 if _unknown_outputs(symbolic) < _unknown_outputs(inferred):
                     inferred = symbolic
         if _unknown_outputs(inferred):
@@ -792,7 +790,7 @@ def _infer_through_constants(light: onnx.ModelProto, inferred: onnx.ModelProto) 
         return inferred
     again = shape_inference.infer_shapes(folded, check_type=False, strict_mode=False, data_prop=True)
     if _unknown_outputs(again) and len(folded.graph.node) <= SYMBOLIC_INFERENCE_MAX_NODES:
-        symbolic = _infer_contrib_shapes(folded)
+        symbolic = infer_contrib_shapes(folded)
         if _unknown_outputs(symbolic) < _unknown_outputs(again):
             again = symbolic
     produced = {t for n in inferred.graph.node for t in n.output}
@@ -849,7 +847,7 @@ def _unknown_outputs(model: onnx.ModelProto) -> int:
     return sum(1 for n in model.graph.node for t in n.output if t and t not in known)
 
 
-def _infer_contrib_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
+def infer_contrib_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
     """ONNX's inference does not know com.microsoft ops; ONNX Runtime's symbolic inference does.
     When it is incomplete (no rule for com.microsoft QLinearSigmoid), its shapes with ONNX's partial
     inference's static ones where it has none: ORT's stops at the first node it cannot infer, ONNX's
