@@ -125,3 +125,35 @@ def test_freezing_a_u16_qdq_model_folds_its_shape_work(tmp_path: Path) -> None:
         for m in (model, frozen)
     ]
     assert np.array_equal(runs[0][0], runs[1][0])
+
+
+def test_a_pair_reading_an_external_integer_weight_rewrites_from_another_folder(tmp_path: Path) -> None:
+    """isnet_small re-saved with external data ended in exit 70 from another working directory: the lowering
+    read its int8 ConvInteger weights, whose .data file it looked for in the working directory. An integer
+    initializer in an external file stays a program input (it is no shape or axis)."""
+    rng = np.random.default_rng(0)
+    weights = [
+        numpy_helper.from_array(rng.integers(0, 255, (64, 64), dtype=np.uint8), "wq"),  # 4 KiB: external
+        numpy_helper.from_array(np.array(0.01, np.float32), "ws"),
+        numpy_helper.from_array(np.array(128, np.uint8), "wz"),
+    ]
+    nodes = [
+        helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["w"]),
+        helper.make_node("MatMul", ["x", "w"], ["a"]),
+        helper.make_node("Tanh", ["a"], ["ya"]),
+        helper.make_node("Sigmoid", ["x"], ["b"]),
+        helper.make_node("Exp", ["b"], ["yb"]),
+    ]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 64])
+    outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [8, 64]) for n in ("ya", "yb")]
+    model = helper.make_model(
+        helper.make_graph(nodes, "g", [x], outs, weights), opset_imports=[helper.make_opsetid("", 17)]
+    )
+    folder = tmp_path / "elsewhere"
+    folder.mkdir()
+    onnx.save(model, folder / "m.onnx", save_as_external_data=True, location="m.onnx.data", size_threshold=1024)
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = run_cli("rewrite", folder / "m.onnx", "-o", out / "fused.onnx", "--target", "host", "--min-gain", "-1", "-q")
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(listing(out)) == ["fused.onnx", "fused.onnx.data"]

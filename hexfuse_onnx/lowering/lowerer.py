@@ -177,8 +177,15 @@ class Lowerer:
         for f, a in self.formal.items():
             # Only integer initializers steer ops (shapes, axes); float weights stay program
             # inputs and are never read here, so large or external weights cost nothing.
-            if a in self.inits and self.inits[a].data_type not in KERNEL_FLOATS:
-                self.static[f] = numpy_helper.to_array(self.inits[a])
+            # An integer initializer in an external file (1 KiB or more: quantized weights, never a shape or an
+            # axis) stays an input too: its file is where the model is, not where the pass runs.
+            init = self.inits.get(a)
+            if (
+                init is not None
+                and init.data_type not in KERNEL_FLOATS
+                and init.data_location != onnx.TensorProto.EXTERNAL
+            ):
+                self.static[f] = numpy_helper.to_array(init)
         self.prog = Program()
         self.ids: dict[str, int] = {}  # body tensor -> program tensor id
         self.widened: dict[str, int] = {}  # float16 formal input -> its float32 copy (`read`)
