@@ -680,14 +680,15 @@ def _check_opsets(model: onnx.ModelProto, where: str) -> None:
 
 
 def check_shape_override(v: onnx.ValueInfoProto, dims: list[int], where: str) -> None:
-    """A --shape of input `v` must have its rank and keep the dims the model fixes (ModelError)."""
+    """A --shape of input `v` must have its rank and keep the dims the model fixes: else a UsageError (exit 2,
+    as a --shape naming no input: the argument is wrong, not the model; a stranger read exit 3 as a bad model)."""
     shape = v.type.tensor_type.shape
     if shape.dim and len(shape.dim) != len(dims):
-        raise ModelError(f"{where}: --shape {v.name} has rank {len(dims)}, the input has rank {len(shape.dim)}")
+        raise UsageError(f"{where}: --shape {v.name} has rank {len(dims)}, the input has rank {len(shape.dim)}")
     for axis, (d, size) in enumerate(zip(shape.dim, dims)):
         if d.HasField("dim_value") and d.dim_value >= 0 and d.dim_value != size:  # -1: unknown
             fixed = f"axis {axis} is fixed to {d.dim_value}, the override says {size}"
-            raise ModelError(f"{where}: --shape {v.name}: {fixed}")
+            raise UsageError(f"{where}: --shape {v.name}: {fixed}")
 
 
 def _apply_shape_overrides(model: onnx.ModelProto, overrides: dict[str, list[int]], where: str) -> onnx.ModelProto:

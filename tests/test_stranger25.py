@@ -15,7 +15,6 @@ from cli_support import error_line, run_cli
 from onnx import TensorProto, helper
 
 REPO = Path(__file__).resolve().parents[1]
-EXIT_BAD_MODEL = 3
 
 
 def _plain_model() -> onnx.ModelProto:
@@ -68,6 +67,6 @@ def test_a_shape_against_a_fixed_dim_names_the_axis_in_one_line(tmp_path: Path, 
     name = "x" if args[0] == "rewrite" else ("r0/x" if "--requests" in args else "a/x")
     argv = [a.format(src=src) for a in args]
     proc = run_cli(*argv, "--shape", f"{name}=4x4", "-o", tmp_path / "out.onnx")
-    assert proc.returncode == EXIT_BAD_MODEL, proc.stderr
+    assert proc.returncode == 2, proc.stderr  # the argument is wrong, not the model (a stranger of session 36)
     assert error_line(proc).endswith(f"{src}: --shape {name}: axis 0 is fixed to 1, the override says 4"), proc.stderr
     assert not (tmp_path / "out.onnx").exists()
