@@ -449,7 +449,7 @@ def _rewrite(args: argparse.Namespace, progress) -> int:
 
 def _rewrite_file(args: argparse.Namespace, name: str, shapes: dict[str, list[int]], progress) -> int:
     from .pipeline import default_output, rewrite
-    from .report import none_kept, pairs_table, rejection_lines, rewrite_json, summary
+    from .report import none_kept, pairs_table, rejection_lines, rewrite_json, rtol_hint, summary
 
     output = args.output or str(default_output(args.model))
     _refuse_same_file(args.json, args.model, output)
@@ -476,6 +476,8 @@ def _rewrite_file(args: argparse.Namespace, name: str, shapes: dict[str, list[in
         if a.unloadable:
             print(f"note: {a.unloadable}")
         print(f"{none_kept(a.all_rejected())}; nothing written")
+        for line in rtol_hint(a.all_rejected()):
+            print(line)
     else:
         print(pairs_table(a))
         for line in _verified_lines(result.comparison, args.rtol):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import TYPE_CHECKING
 
@@ -421,6 +422,21 @@ def none_kept(rejected: list[Rejection]) -> str:
     """Why a pass wrote no pair: none qualified, or those that did failed verification."""
     failed = any(r.reason.startswith("fails verification") for r in rejected)
     return "no pair survives verification" if failed else "no pair qualifies"
+
+
+def rtol_hint(rejected: list[Rejection]) -> list[str]:
+    """Where every pair failed verification on stock ORT by a relative error above the bar, the --rtol that
+    lets them through: a stranger's float16 IS-Net had each pair refused at 3.9e-4 > 1e-5 and no word of it."""
+    failed = [r.reason for r in rejected if r.reason.startswith("fails verification")]
+    errors = [re.search(r"relative error ([0-9.e+-]+) > ", reason) for reason in failed]
+    if not failed or not all(errors) or any("FusedHexPair plugin" in reason for reason in failed):
+        return []
+    worst = max(float(m.group(1)) for m in errors if m)
+    return [
+        f"every pair failed verification by its relative error on stock ONNX Runtime alone (at most {worst:.2g}): "
+        f"--rtol {worst * 1.5:.1g} writes them where that accuracy is enough (a float16 model's ops reordered by ORT "
+        "differ by about 1e-3)"
+    ]
 
 
 def _failed_where(reason: str) -> str:

@@ -157,3 +157,26 @@ def test_a_pair_reading_an_external_integer_weight_rewrites_from_another_folder(
     proc = run_cli("rewrite", folder / "m.onnx", "-o", out / "fused.onnx", "--target", "host", "--min-gain", "-1", "-q")
     assert proc.returncode == 0, proc.stderr
     assert sorted(listing(out)) == ["fused.onnx", "fused.onnx.data"]
+
+
+def test_pairs_refused_only_by_their_relative_error_name_the_rtol_that_takes_them() -> None:
+    """A float16 IS-Net had every pair refused on stock ORT (relative error 3.86e-4 > 1e-05): "no pair survives
+    verification" and not a word of --rtol. The hint names one; not where the plugin or another check refused."""
+    from types import SimpleNamespace
+
+    from hexfuse_onnx.report import rtol_hint
+
+    def refused(reason: str) -> SimpleNamespace:
+        return SimpleNamespace(reason=reason)
+
+    by_error = [
+        refused("fails verification: output 'a' differs from the original: relative error 0.000386 > 1e-05"),
+        refused("fails verification: output 'b' differs from the original: relative error 2e-05 > 1e-05"),
+        refused("saving below the call overhead"),
+    ]
+    (hint,) = rtol_hint(by_error)
+    assert "at most 0.00039" in hint and "--rtol 0.0006" in hint
+    plugin = [refused("fails verification: with the FusedHexPair plugin: relative error 0.1 > 0.0001")]
+    assert rtol_hint(plugin) == [] and rtol_hint(by_error[2:]) == []
+    other = [refused("fails verification: output 'a' has shape [2] where the original's is [3]")]
+    assert rtol_hint(by_error[:1] + other) == []
