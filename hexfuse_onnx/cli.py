@@ -14,7 +14,7 @@ from pathlib import Path
 
 from . import __version__
 from .costmodel import TARGETS
-from .errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, HexfuseError, stdout_closed
+from .errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, HexfuseError, NothingToFuse, stdout_closed
 from .graph import parse_shape_overrides, read_model
 from .hybrid import DEFAULT_PAST, DEFAULT_PREFILL, DEFAULT_PREFILL_PAST
 from .kinds import KINDS
@@ -366,6 +366,9 @@ def main(argv: list[str] | None = None) -> int:
     }
     try:
         return commands[args.command](args, progress)
+    except NothingToFuse as exc:
+        print(f"{exc.message}; nothing written")
+        return exc.exit_code
     except HexfuseError as exc:
         print(f"hexfuse-onnx: error: {exc.message}", file=sys.stderr)
         return exc.exit_code

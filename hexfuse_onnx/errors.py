@@ -33,6 +33,13 @@ class HexfuseError(Exception):
         self.message = message
 
 
+class NothingToFuse(HexfuseError):
+    """The model holds no op of the default ONNX domain (an ai.onnx.ml classifier alone): not a bad model, and no
+    pair; exit 0, nothing written, as "no pair qualifies"."""
+
+    exit_code = EXIT_OK
+
+
 class UsageError(HexfuseError):
     """The command line or an API argument is wrong (a bad --shape or --kinds value, ...)."""
 

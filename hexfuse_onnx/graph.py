@@ -24,7 +24,7 @@ import sympy
 from onnx import helper, numpy_helper, shape_inference
 
 from . import forked
-from .errors import ModelError, UsageError, first_line
+from .errors import ModelError, NothingToFuse, UsageError, first_line
 
 # Domains stock ONNX Runtime implements. A node of any other domain has no kernel there.
 KNOWN_DOMAINS = {"", "ai.onnx", "ai.onnx.ml", "com.microsoft", "com.microsoft.nchwc", "hexfuse"}
@@ -658,6 +658,9 @@ def _check_opsets(model: onnx.ModelProto, where: str) -> None:
     imported = {o.domain: o.version for o in model.opset_import}
     default = imported.get("", imported.get("ai.onnx"))
     if default is None:
+        if not any(n.domain in ("", "ai.onnx") for n in model.graph.node):  # a stranger's onnxmltools classifier
+            others = ", ".join(sorted({n.domain for n in model.graph.node})) or "none"
+            raise NothingToFuse(f"{where}: no op of the default ONNX domain (domains: {others}): no pair qualifies")
         raise ModelError(f"{where}: the model imports no default ONNX opset")
     if default < 7:
         raise ModelError(f"{where}: opset {default} is too old (need >= 7)")

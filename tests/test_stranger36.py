@@ -180,3 +180,32 @@ def test_pairs_refused_only_by_their_relative_error_name_the_rtol_that_takes_the
     assert rtol_hint(plugin) == [] and rtol_hint(by_error[2:]) == []
     other = [refused("fails verification: output 'a' has shape [2] where the original's is [3]")]
     assert rtol_hint(by_error[:1] + other) == []
+
+
+def test_a_model_of_ai_onnx_ml_ops_alone_has_no_pair_not_a_bad_model(tmp_path: Path) -> None:
+    """onnxmltools' iris classifier (ai.onnx.ml alone, full checker and ORT fine) was refused "imports no default
+    ONNX opset", exit 3: nothing in it is the kernel's, so no pair qualifies, exit 0, nothing written. A model with
+    default-domain ops and no default opset imported is still a bad model."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])
+    ml = helper.make_node("Binarizer", ["x"], ["y"], domain="ai.onnx.ml", threshold=0.5)
+    model = helper.make_model(
+        helper.make_graph([ml], "g", [x], [y]), opset_imports=[helper.make_opsetid("ai.onnx.ml", 3)]
+    )
+    onnx.checker.check_model(model, full_check=True)
+    onnx.save(model, tmp_path / "ml.onnx")
+    out = tmp_path / "out"
+    out.mkdir()
+    for command in (["inspect"], ["rewrite", "-o", str(out / "fused.onnx")]):
+        proc = run_cli(command[0], tmp_path / "ml.onnx", *command[1:])
+        assert proc.returncode == 0, proc.stderr
+        assert (
+            "no op of the default ONNX domain (domains: ai.onnx.ml): no pair qualifies; nothing written" in proc.stdout
+        )
+    assert listing(out) == []
+    relu = helper.make_node("Relu", ["x"], ["y"])
+    bad = helper.make_model(
+        helper.make_graph([relu], "g", [x], [y]), opset_imports=[helper.make_opsetid("ai.onnx.ml", 3)]
+    )
+    onnx.save(bad, tmp_path / "bad.onnx")
+    assert run_cli("inspect", tmp_path / "bad.onnx").returncode == 3
