@@ -239,8 +239,8 @@ def _qdq_detector_with_shape_work(folder: Path) -> Path:
     other's size read off it (Shape -> Slice -> Concat -> Resize), concatenated, a 1x1 head; rewritten with
     its branches fused (the suite's targets have no call overhead: conftest)."""
     from onnx import TensorProto, helper, numpy_helper
-    from onnxruntime.quantization import CalibrationDataReader, QuantType, quantize
-    from onnxruntime.quantization.execution_providers.qnn import get_qnn_qdq_config
+
+    from models.quantized import quantize
 
     rng = np.random.default_rng(5)
     nodes, weights = [], []
@@ -276,15 +276,8 @@ def _qdq_detector_with_shape_work(folder: Path) -> Path:
     graph = helper.make_graph(nodes, "detector", [x], [y], weights)
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), folder / "float.onnx")
 
-    class Images(CalibrationDataReader):
-        def __init__(self) -> None:
-            self.batches = iter([{"x": rng.standard_normal((1, 3, 32, 32)).astype(np.float32)} for _ in range(4)])
-
-        def get_next(self) -> dict[str, np.ndarray] | None:
-            return next(self.batches, None)
-
-    config = get_qnn_qdq_config(str(folder / "float.onnx"), Images(), activation_type=QuantType.QUInt16)
-    quantize(str(folder / "float.onnx"), str(folder / "qdq.onnx"), config)
+    images = [{"x": rng.standard_normal((1, 3, 32, 32)).astype(np.float32)} for _ in range(4)]
+    quantize(folder / "float.onnx", folder / "qdq.onnx", images, "u16u8")
     r = pipeline.rewrite(folder / "qdq.onnx", folder / "fused.onnx", ["branches"], "host", -1.0)
     assert r.output is not None
     return r.output

@@ -73,8 +73,7 @@ def _u16_qdq_with_shape_work(folder: Path) -> Path:
     """Conv -> Relu -> Reshape to [N, C, -1] read off Shape (Shape -> Slice -> Concat), quantised u16u8 at opset
     17: ORT's quantiser writes com.microsoft QuantizeLinear/DequantizeLinear, which ONNX's shape inference
     does not know (uint16 joins the default domain's at opset 21)."""
-    from onnxruntime.quantization import CalibrationDataReader, QuantType, quantize
-    from onnxruntime.quantization.execution_providers.qnn import get_qnn_qdq_config
+    from models.quantized import quantize
 
     rng = np.random.default_rng(3)
     inits = [
@@ -96,15 +95,8 @@ def _u16_qdq_with_shape_work(folder: Path) -> Path:
     graph = helper.make_graph(nodes, "g", [x], [y], inits)
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), folder / "float.onnx")
 
-    class Batches(CalibrationDataReader):
-        def __init__(self) -> None:
-            self.left = iter([{"x": rng.standard_normal((1, 3, 8, 8)).astype(np.float32)} for _ in range(3)])
-
-        def get_next(self) -> dict[str, np.ndarray] | None:
-            return next(self.left, None)
-
-    config = get_qnn_qdq_config(str(folder / "float.onnx"), Batches(), activation_type=QuantType.QUInt16)
-    quantize(str(folder / "float.onnx"), str(folder / "qdq.onnx"), config)
+    batches = [{"x": rng.standard_normal((1, 3, 8, 8)).astype(np.float32)} for _ in range(3)]
+    quantize(folder / "float.onnx", folder / "qdq.onnx", batches, "u16u8")
     return folder / "qdq.onnx"
 
 
