@@ -534,7 +534,7 @@ def rewrite(
     reference = _reference(path, analysis.graph, bool(shapes), inputs, progress) if analysis.all_pairs() else None
     if reference is None:
         analysis.unloadable = _load_failure(path, analysis.graph)
-    if reference is not None:
+    else:
         progress(f"the original run on ONNX Runtime for reference outputs ({time.perf_counter() - t0:.2f} s)")
     if reference is not None and any(b.analysis.pairs for b in analysis.branches):
         _refuse_untaken_branches(analysis, reference, progress)
