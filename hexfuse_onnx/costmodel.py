@@ -18,8 +18,8 @@ once: on separate engines (Hexagon) the vector contexts are split by the work sh
 alone gets all of them), the single matrix engine is time-shared by the same share when both
 want it; on a general-worker pool (the host, `general_workers`) an op runs on as many workers of
 any engine as its work items allow (`work_items`, the kernel's plan), the two tasks' ops split
-the workers by the share and one takes what the other cannot use; unfused, a pool's nodes run
-one at a time on one worker (`serial_time`). DDR bandwidth is split max-min fairly. An op
+the workers by the share and one takes what the other cannot use; unfused, a pool's task runs
+node after node on one worker or alone on the pool, whichever is faster (`serial_time`). DDR bandwidth is split max-min fairly. An op
 progresses at the rate its scarcest resource allows. Each op also pays a fixed dispatch/sync
 overhead, and a matrix op a GEMM call's fixed time on its engine (`matrix_op_s`). This counts contention for
 DDR and engines; the on-chip budget is a hard constraint checked by `fits`.
@@ -324,9 +324,8 @@ def signed_time(task: Signature, target: Target) -> float:
 
 
 def serial_time(task: TaskProfile, target: Target) -> float:
-    """Predicted time of the task unfused: alone on the target's baseline (`Target.baseline`), or
-    on the target one op at a time on one worker (a general-worker pool's nodes unfused are ONNX
-    Runtime's, sequential on one thread, one kernel call per node: `Target.node_kernels`)."""
+    """Predicted time of the task unfused, what a fused pair must beat: `sequential_time`, or on a
+    general-worker pool the task alone on the pool where that is faster."""
     return signed_serial_time(signature(task), target)
 
 
@@ -338,7 +337,23 @@ def node_after_node(ops: Iterable[NodeProfile], target: Target) -> float:
 
 
 def signed_serial_time(task: Signature, target: Target) -> float:
-    """`serial_time` of a task's signature."""
+    """`serial_time` of a task's signature. On a general-worker pool, no slower than the task alone
+    on the pool: unfused, a task can use every core too (ORT's intra-op threads), so a fused call
+    gains what running two tasks together adds, not one task's own parallelism."""
+    sequential = signed_sequential_time(task, target)
+    if not target.general_workers.value:
+        return sequential
+    return min(sequential, signed_time(task, replace(target, node_kernels=True)))
+
+
+def sequential_time(task: TaskProfile, target: Target) -> float:
+    """Predicted time of the task unfused as ONNX Runtime profiles it one node after another: on the
+    target's baseline, or on one worker of a general-worker pool (what `calibrate` measures)."""
+    return signed_sequential_time(signature(task), target)
+
+
+def signed_sequential_time(task: Signature, target: Target) -> float:
+    """`sequential_time` of a task's signature."""
     if target.baseline is not None:
         return signed_time(task, target.baseline)
     if target.general_workers.value:

@@ -221,11 +221,24 @@ def test_an_op_runs_on_as_many_workers_as_its_items_and_the_others_join_late() -
     assert costmodel.work_items(two_items.ops[0]) == 2
     assert costmodel.task_time(two_items, _pool_target(2.0)) == pytest.approx(seconds / 2)
     assert costmodel.task_time(two_items, _pool_target(1.0)) == pytest.approx(seconds)
-    assert costmodel.serial_time(two_items, _pool_target(2.0)) == pytest.approx(seconds)  # unfused: one thread
+    assert costmodel.sequential_time(two_items, _pool_target(2.0)) == pytest.approx(seconds)  # as ORT profiles: one thread
+    assert costmodel.serial_time(two_items, _pool_target(2.0)) == pytest.approx(seconds / 2)  # unfused alone on the pool
     a, m = TaskProfile.of([_op(Engine.MATRIX, 1e6)]), TaskProfile.of([_op(Engine.MATRIX, 1e6, node=1)])
     late = replace(_pool_target(2.0), join_s=Param(5e-4, "s", "test"))
     # 0.5 ms on the caller alone (each task at half its rate), then both at full rate: 0.75 ms more
     assert costmodel.predict(a, m, late, 0.5).fused == pytest.approx(1.25e-3)
+
+
+def test_a_task_that_fills_the_pool_alone_gains_nothing_fused() -> None:
+    """Unfused, a task can use every worker too (ORT's intra-op threads): two GEMMs that each split over
+    both workers save nothing together, where against one thread the pool's parallelism looked like a
+    gain (a stranger's 55 pairs "saving" 57 ms each, measured 7x slower)."""
+    pool = _pool_target(2.0)
+    a = TaskProfile.of([_op(Engine.MATRIX, 4 * costmodel.GEMM_ITEM_FLOPS)])
+    b = TaskProfile.of([_op(Engine.MATRIX, 4 * costmodel.GEMM_ITEM_FLOPS, node=1)])
+    p = costmodel.predict(a, b, pool, 0.5)
+    assert p.serial == pytest.approx(p.fused, rel=0.01) and p.gain <= 0.0
+    assert costmodel.sequential_time(a, pool) + costmodel.sequential_time(b, pool) == pytest.approx(2 * p.fused)
 
 
 def test_a_calls_join_and_wake_ups_come_from_its_trace() -> None:

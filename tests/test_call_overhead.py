@@ -25,7 +25,7 @@ def with_call(us: float):
 
 
 def test_a_pair_is_chosen_only_while_its_saving_beats_the_call(zoo_dir: Path) -> None:
-    a = pipeline.analyse(zoo_dir / "two_branch.onnx", target="host")
+    a = pipeline.analyse(zoo_dir / "mha_encoder.onnx", target="host")
     (pair,) = a.pairs
     saved_us = (pair.prediction.serial - pair.prediction.fused) * 1e6
     assert pair.prediction.call == HOST.call_overhead_s.value
@@ -39,7 +39,7 @@ def test_a_pair_is_chosen_only_while_its_saving_beats_the_call(zoo_dir: Path) ->
 
 
 def test_min_gain_is_measured_after_the_call(zoo_dir: Path) -> None:
-    a = pipeline.analyse(zoo_dir / "two_branch.onnx", target="host")
+    a = pipeline.analyse(zoo_dir / "mha_encoder.onnx", target="host")
     p = a.pairs[0].prediction
     tasks_only_gain = 1 - p.fused / p.serial
     call_us = (p.serial - p.fused) * 1e6 / 2  # the call eats half the saving
@@ -67,7 +67,7 @@ def test_hexagon_call_rejects_the_zoos_microsecond_pairs(zoo_dir: Path) -> None:
 
 
 def test_the_table_shows_the_call(zoo_dir: Path) -> None:
-    proc = run_cli("inspect", zoo_dir / "two_branch.onnx", "--target", "host")
+    proc = run_cli("inspect", zoo_dir / "mha_encoder.onnx", "--target", "host")
     assert proc.returncode == 0, proc.stderr
     header = next(line for line in proc.stdout.splitlines() if line.startswith("#"))
     assert "call us" in header.split("  ") or "call us" in header

@@ -205,7 +205,7 @@ def test_a_dearer_call_never_makes_colocation_look_better(zoo_dir, tmp_path, mon
 
 
 def test_priority_bounds_the_critical_streams_latency(zoo_dir, tmp_path):
-    path = _save(colocate.merge([zoo_dir / "mlp_chain.onnx"], requests=2, priority=0), tmp_path / "p.onnx")
+    path = _save(colocate.merge([zoo_dir / "two_branch.onnx"], requests=2, priority=0), tmp_path / "p.onnx")
     from hexfuse_onnx.pipeline import analyse
 
     a = analyse(path, kinds=["colocate"], target="host")
@@ -215,7 +215,7 @@ def test_priority_bounds_the_critical_streams_latency(zoo_dir, tmp_path):
         assert p.prediction.fused + overhead <= 1.05 * p.prediction.time_a * (1 + 1e-9)
     m = kind.modelled(a.graph, a.profile, dag_facts(a.graph), a.pairs, a.target)
     assert m.stream_colocated["r0/"] <= 1.05 * m.stream_alone["r0/"] * (1 + 1e-9)
-    unbounded = colocate.merge([zoo_dir / "mlp_chain.onnx"], requests=2)
+    unbounded = colocate.merge([zoo_dir / "two_branch.onnx"], requests=2)
     free = analyse(_save(unbounded, tmp_path / "f.onnx"), kinds=["colocate"], target="host")
     assert free.pairs  # unconstrained, the first stream is slowed by more than 5%
     mf = kind.modelled(free.graph, free.profile, dag_facts(free.graph), free.pairs, free.target)
@@ -400,7 +400,7 @@ def test_each_stream_node_after_node_is_rewrites_modelled_time_of_its_source(zoo
 
 
 def test_cli_requests_rewrites_and_the_plugin_matches(zoo_dir, tmp_path):
-    src, out, report = zoo_dir / "mlp_chain.onnx", tmp_path / "r2.onnx", tmp_path / "r2.json"
+    src, out, report = zoo_dir / "two_branch.onnx", tmp_path / "r2.onnx", tmp_path / "r2.json"
     before = sha256(src)
     proc = run_cli("colocate", src, "--requests", "2", "-o", out, "--target", "host", "--json", report, "-q")
     assert proc.returncode == EXIT_OK, proc.stderr
@@ -589,7 +589,7 @@ def test_cli_bad_input_is_one_line_and_writes_nothing(zoo_dir, tmp_path, case):
 def test_bench_times_the_stream_baselines(zoo_dir, tmp_path):
     from hexfuse_onnx.tools.bench import bench
 
-    merged = colocate.merge([zoo_dir / "mlp_chain.onnx"], requests=2)
+    merged = colocate.merge([zoo_dir / "two_branch.onnx"], requests=2)
     result = bench(_save(merged, tmp_path / "r2.onnx"), runs=2, rounds=1, warmup=0, target="host")
     configs = result.by_label()
     for label in ("streams-seq", "streams-seq-2t", "streams-2threads", "ort-par", "fallback", "hexfuse"):
@@ -1252,7 +1252,7 @@ def test_bench_models_the_pairs_the_measured_model_holds(zoo_dir, tmp_path):
     from hexfuse_onnx.tools.colocate_bench import modelled_lines
 
     out, original = tmp_path / "r2.onnx", tmp_path / "r2.original.onnx"
-    colocate.colocate([zoo_dir / "mlp_chain.onnx"], out, requests=2, target="host")
+    colocate.colocate([zoo_dir / "two_branch.onnx"], out, requests=2, target="host")
     onnx.save(unfuse(onnx.load(out)), original)
     held = modelled_lines(original, None, "host", onnx.load(out))
     assert held == modelled_lines(original, None, "host") and "; 0% of the serial time" not in held[0]

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ...costmodel import Param, Target, predict, serial_time, task_time
+from ...costmodel import Param, Target, predict, sequential_time, task_time
 from .kernel_trace import POOL_ASLEEP_S, POOL_SPIN_S, WAKE_REGIMES
 from .records import RUN_QUANTILE, PairMeasurement, PairRow, Progress, quiet
 
@@ -30,7 +30,8 @@ def predicted_row(m: PairMeasurement, target: Target) -> PairRow:
     spinning has them at once, a later one waits `join_s` for them), and its mean over the regimes
     its calls came in (`at_run_quantile` then takes the call the measurement stands for)."""
     p = predict(m.pair.a, m.pair.b, target, share_a=m.row.share_a)
-    serial = serial_time(m.serial_task, target) if m.serial_task is not None else p.serial
+    tasks = [m.serial_task] if m.serial_task is not None else [m.pair.a, m.pair.b]
+    serial = sum(sequential_time(t, target) for t in tasks)  # as ORT profiled it: node after node, one thread
     warm = p.fused
     if target.join_s.value:
         warm = predict(m.pair.a, m.pair.b, replace(target, join_s=Param(0.0, "s", "a warm call")), m.row.share_a).fused
