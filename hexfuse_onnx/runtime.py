@@ -46,6 +46,7 @@ import ctypes
 import logging
 import os
 from collections.abc import Iterator
+from typing import Any
 from pathlib import Path
 
 import numpy as np
@@ -310,26 +311,38 @@ def inline_late_beside_other_eps(so: ort.SessionOptions) -> None:
         _log_once(f"hexfuse: {AOT_INLINING_OFF}=1 beside the session's execution providers (inlined as ORT partitions)")
 
 
-def InferenceSession(
-    path: str | os.PathLike[str] | bytes,
+def InferenceSession(  # noqa: N802  # named as onnxruntime's, which it replaces
+    path_or_bytes: str | os.PathLike[str] | bytes,
+    sess_options: ort.SessionOptions | None = None,
+    providers: list[str] | None = None,
+    provider_options: list[dict[str, Any]] | None = None,
+    *,
     backend: str = "auto",
-    workers: int | None = None,  # noqa: N802
+    workers: int | None = None,
     trace: str | os.PathLike[str] | None = None,
     so: ort.SessionOptions | None = None,
-    providers: list[str] | None = None,
     schedule: str | None = None,
+    **kwargs: Any,
 ) -> ort.InferenceSession | mode_choice.ChoosingSession:
-    """An onnxruntime.InferenceSession of a model file (or its bytes), with the plugin registered as
+    """An onnxruntime.InferenceSession of a model file (or its bytes), called as ORT's is (its
+    positional `sess_options`, `providers`, `provider_options` and keyword arguments pass on; `so`
+    is `sess_options` by another name), with the plugin registered as
     `session_options` decides (backend auto: only where it is expected to pay). Where auto does not
     register it, stock ONNX Runtime runs the model unfused (`rewrite.unfuse`: the original nodes,
     which ORT runs as fast as the original model; a pair's function body can be slower, e.g. a
     micro-batch pair's body copies its input and output once more). There, unless the model's tuning record,
-    the options given, HEXFUSE_ORT_MODE or an earlier choice decide ORT's execution mode, the
+    the options given, ORT's own arguments beyond the options and providers, HEXFUSE_ORT_MODE or an
+    earlier choice decide ORT's execution mode, the
     session chooses it during its first calls (mode_choice.ChoosingSession). The kernels read
     `backend`, `workers` and `trace` when the session is created; the environment is restored
     afterwards, so later sessions do not inherit them."""
+    if sess_options is not None and so is not None:
+        raise TypeError("InferenceSession: give sess_options or so, not both")
+    so = so if so is not None else sess_options
+    path = path_or_bytes
     if providers is None and not (so is not None and so.has_providers()):  # else the EPs `so` was given
         providers = ["CPUExecutionProvider"]
+    ort_args = {**kwargs, **({"provider_options": provider_options} if provider_options is not None else {})}
     with plugin_environment_restored():
         header = _header(path)
         options, registered, choose = _options(
@@ -341,14 +354,14 @@ def InferenceSession(
             schedule,
             " on the unfused original",
             header,
-            can_choose=providers == ["CPUExecutionProvider"],
+            can_choose=providers == ["CPUExecutionProvider"] and not ort_args,
         )
         source = path if isinstance(path, bytes) else str(path)
         if not registered and header is not None:
             source = unfused_source(path, header)
-        if choose and header is not None and providers is not None:  # (choose implies a header)
+        if choose and not ort_args and header is not None and providers is not None:  # (choose implies a header)
             return mode_choice.session(source, path, options, providers, _log_once, header.graph)
-        return ort.InferenceSession(source, sess_options=options, providers=providers)
+        return ort.InferenceSession(source, sess_options=options, providers=providers, **ort_args)
 
 
 def unfused_source(path: str | os.PathLike[str] | bytes, header: onnx.ModelProto) -> str | bytes:

@@ -32,6 +32,9 @@ def untuned(zoo_dir: Path, tmp_path: Path) -> Path:
     return untuned_copy(zoo_dir, tmp_path, "gpt_decode_step")
 
 
+CPU = ["CPUExecutionProvider"]
+
+
 def untuned_copy(zoo_dir: Path, tmp_path: Path, name: str) -> Path:
     """A zoo model no test has chosen a mode for yet (a copy with its own producer name: its own digest)."""
     model = onnx.load(str(zoo_dir / f"{name}.onnx"))
@@ -148,6 +151,22 @@ def test_user_settings_disable_the_choice(untuned, logged):
     assert not messages(logged, "choosing")
     plugin = runtime.InferenceSession(untuned, backend="host")  # the plugin registered: no choice either
     assert isinstance(plugin, ort.InferenceSession)
+
+
+def test_the_drop_in_takes_onnxruntimes_arguments(untuned, logged):
+    """A stranger replaced `ort.InferenceSession(m, so)` and got "unknown backend '<SessionOptions ...>'";
+    sess_options= and provider_options= were refused as unexpected keywords."""
+    positional = runtime.InferenceSession(untuned, ort_modes.options("ort-seq-2t"))
+    assert execution(positional.get_session_options()) == execution(ort_modes.options("ort-seq-2t"))
+    named = runtime.InferenceSession(untuned, sess_options=ort_modes.options("ort-seq"), providers=CPU)
+    assert execution(named.get_session_options()) == execution(ort_modes.options("ort-seq"))
+    passed_on = runtime.InferenceSession(
+        untuned, None, CPU, [{}], disabled_optimizers=["NchwcTransformer"]
+    )  # ORT's own arguments: ORT's session, its defaults, no choice made behind them
+    assert isinstance(passed_on, ort.InferenceSession) and passed_on.get_providers() == CPU
+    assert not messages(logged, "choosing")
+    with pytest.raises(TypeError, match="sess_options or so"):
+        runtime.InferenceSession(untuned, ort.SessionOptions(), so=ort.SessionOptions())
 
 
 @pytest.mark.parametrize(("value", "mode"), [("ort-par", "ort-par"), ("off", ort_modes.DEFAULT)])
