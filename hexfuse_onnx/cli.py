@@ -899,17 +899,20 @@ def _target(text: str) -> str:
 
 
 def _priority(args: argparse.Namespace) -> int | None:
-    """--priority as a stream index: A or B, or a name --names gives (default a, b)."""
+    """--priority as a stream index: A or B (the first or second), or a stream's name (--names, else a and
+    b for two models, r0, r1, ... for --requests N)."""
     from .errors import UsageError
 
     if not args.priority:
         return None
-    names = [n.strip() for n in args.names.split(",")] if args.names else ["a", "b"]
     if args.priority in ("A", "B"):
         return "AB".index(args.priority)
-    if args.priority in names[:2]:
+    copies = args.hybrid is None and len(args.models) == 1
+    default = [f"r{k}" for k in range(args.requests)] if copies else ["a", "b"]
+    names = [n.strip() for n in args.names.split(",")] if args.names else default
+    if args.priority in names:
         return names.index(args.priority)
-    raise UsageError(f"--priority {args.priority}: no such stream (A or B, or a name of --names: {', '.join(names)})")
+    raise UsageError(f"--priority {args.priority}: no such stream (A or B, or a stream's name: {', '.join(names)})")
 
 
 def _unfuse(args: argparse.Namespace, progress) -> int:

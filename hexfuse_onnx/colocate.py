@@ -614,6 +614,7 @@ def colocate(
     progress(f"merged {len(merged.plan.streams)} streams ({merged.plan.shared_weights} weights shared)")
     for note in merged.notes:
         progress(note)
+    unfrozen = Merged(merged.model, merged.plan) if specialise else None
     if specialise:
         from .fold import specialise as fold
 
@@ -628,7 +629,12 @@ def colocate(
     try:
         merged_path = Path(folder) / "merged.onnx"
         stage(merged.model, merged_path, None).commit()
-        _check_merge(merged_path, paths)
+        try:
+            _check_merge(merged_path, paths)
+        except VerificationError:
+            if unfrozen is not None:  # frozen at dims the sources may not run at: that is named (exit 3)
+                _check_runs_unfrozen(unfrozen, shapes or {}, Path(folder))
+            raise
         at = shapes or {} if feeds is not None else _checked_shapes(merged_path, shapes or {}, progress)
         checked, sources = _seeded_for_check(merged_path, merged, Path(folder))
         compared = check_outputs(checked, merged.plan, at, feeds=feeds, op_for_op=specialise, opened_as=sources)
@@ -654,6 +660,18 @@ def colocate(
 
         shutil.rmtree(folder, ignore_errors=True)
     return Result(merged, out, compared, result, model_time, at)
+
+
+def _check_runs_unfrozen(unfrozen: Merged, shapes: dict[str, list[int]], folder: Path) -> None:
+    """The merge before --freeze-shapes, run at `shapes` as an unfrozen merge is checked: a model that does
+    not run at those dims (PP-OCR's detector at 300x300, not a multiple of 32) fails here with ORT's reason
+    (ModelError), where its frozen copy failed only the checker's shape inference."""
+    from .modelio import stage
+
+    path = folder / "unfrozen.onnx"
+    stage(unfrozen.model, path, None).commit()
+    checked, sources = _seeded_for_check(path, unfrozen, folder)
+    check_outputs(checked, unfrozen.plan, shapes, opened_as=sources)
 
 
 def _seeded_for_check(merged_path: Path, merged: Merged, folder: Path) -> tuple[Path, dict[str, Path]]:

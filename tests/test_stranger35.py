@@ -90,7 +90,7 @@ def test_priority_takes_a_stream_name(tmp_path: Path) -> None:
         "colocate", "two_branch", "mlp_chain", "-o", tmp_path / "co2.onnx", "--names", "x,y", "--priority", "z"
     )
     assert bad.returncode == EXIT_USAGE
-    assert error_line(bad) == f"{ERROR_PREFIX} --priority z: no such stream (A or B, or a name of --names: x, y)"
+    assert error_line(bad) == f"{ERROR_PREFIX} --priority z: no such stream (A or B, or a stream's name: x, y)"
     assert not (tmp_path / "co2.onnx").exists()
 
 

@@ -1,0 +1,62 @@
+"""What two strangers of session 37 hit serving real models side by side (PP-OCRv4's detector and recogniser,
+openWakeWord heads, their QDQ copies) and on decoders with a KV cache. Each test names the finding it keeps
+fixed; the drop-in's signature is in test_mode_choice.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+from cli_support import ERROR_PREFIX, error_line, listing, run_cli
+from onnx import TensorProto, helper, numpy_helper
+
+from hexfuse_onnx.errors import EXIT_BAD_MODEL, EXIT_OK, EXIT_USAGE
+
+
+def test_priority_names_any_request(tmp_path: Path) -> None:
+    """`--requests 2 --priority r1` was refused ("A or B, or a name of --names: a, b") although colocate's own
+    hint says `--priority r0`; `--names x,y,z --priority z` was refused with z among the names it listed."""
+    third = run_cli("colocate", "two_branch", "--requests", "3", "--priority", "r2", "-o", tmp_path / "r.onnx")
+    assert third.returncode == EXIT_OK, third.stderr
+    assert "stream r2 (latency-critical)" in third.stdout
+    named = run_cli(
+        "colocate", "two_branch", "--requests", "3", "--names", "x,y,z", "--priority", "z", "-o", tmp_path / "n.onnx"
+    )
+    assert named.returncode == EXIT_OK, named.stderr
+    assert "stream z (latency-critical)" in named.stdout
+    bad = run_cli("colocate", "two_branch", "--requests", "2", "--priority", "a", "-o", tmp_path / "b.onnx")
+    assert bad.returncode == EXIT_USAGE
+    assert error_line(bad) == f"{ERROR_PREFIX} --priority a: no such stream (A or B, or a stream's name: r0, r1)"
+
+
+def _even_lengths_only(path: Path) -> Path:
+    """x[1, 1, 'n'] plus itself pooled by 2 and resized back: runs at even n only, as PP-OCR's detector runs at
+    multiples of 32; frozen at an odd n, shape inference finds the Add's dims incompatible."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, "n"])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, "n"])
+    scales = numpy_helper.from_array(np.array([1, 1, 2], np.float32), "scales")
+    nodes = [
+        helper.make_node("MaxPool", ["x"], ["half"], kernel_shape=[2], strides=[2]),
+        helper.make_node("Resize", ["half", "", "scales"], ["back"], mode="nearest"),
+        helper.make_node("Add", ["x", "back"], ["y"]),
+    ]
+    model = helper.make_model(
+        helper.make_graph(nodes, "even", [x], [y], [scales]), opset_imports=[helper.make_opsetid("", 13)]
+    )
+    onnx.save(model, path)
+    return path
+
+
+def test_frozen_at_dims_the_model_refuses_names_the_model(tmp_path: Path) -> None:
+    """`colocate det --requests 2 --freeze-shapes --shape x=1x3x300x300` ended in exit 4, "rewritten model fails
+    onnx.checker", blaming the rewrite; without --freeze-shapes the same dims gave exit 3 with ORT's reason."""
+    src = _even_lengths_only(tmp_path / "even.onnx")
+    out = tmp_path / "out"
+    out.mkdir()
+    frozen = run_cli(
+        "colocate", src, "--requests", "2", "--freeze-shapes", "--shape", "x=1x1x5", "-o", out / "r.onnx", "-q"
+    )
+    assert frozen.returncode == EXIT_BAD_MODEL, frozen.stderr
+    assert "the model fails on the inputs the merge is checked with (r0/x=1x1x5" in error_line(frozen)
+    assert listing(out) == []
