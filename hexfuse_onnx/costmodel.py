@@ -19,9 +19,10 @@ alone gets all of them), the single matrix engine is time-shared by the same sha
 want it; on a general-worker pool (the host, `general_workers`) an op runs on as many workers of
 any engine as its work items allow (`work_items`, the kernel's plan), the two tasks' ops split
 the workers by the share and one takes what the other cannot use; unfused, a pool's task runs
-node after node on one worker or alone on the pool, whichever is faster (`serial_time`). DDR bandwidth is split max-min fairly. An op
-progresses at the rate its scarcest resource allows. Each op also pays a fixed dispatch/sync
-overhead, and a matrix op a GEMM call's fixed time on its engine (`matrix_op_s`). This counts contention for
+node after node on one worker or alone on the pool, whichever is faster (`serial_time`). DDR
+bandwidth is split max-min fairly. An op progresses at the rate its scarcest resource allows.
+Each op also pays a fixed dispatch/sync overhead, and a matrix op a GEMM call's fixed time on its
+engine (`matrix_op_s`). This counts contention for
 DDR and engines; the on-chip budget is a hard constraint checked by `fits`.
 Within a task, intermediates stay in the on-chip arena: DDR carries weights, the task's
 inputs and the tensors that leave it (`GraphProfile.task`).

@@ -46,8 +46,8 @@ import ctypes
 import logging
 import os
 from collections.abc import Iterator
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx

@@ -221,8 +221,12 @@ def test_an_op_runs_on_as_many_workers_as_its_items_and_the_others_join_late() -
     assert costmodel.work_items(two_items.ops[0]) == 2
     assert costmodel.task_time(two_items, _pool_target(2.0)) == pytest.approx(seconds / 2)
     assert costmodel.task_time(two_items, _pool_target(1.0)) == pytest.approx(seconds)
-    assert costmodel.sequential_time(two_items, _pool_target(2.0)) == pytest.approx(seconds)  # as ORT profiles: one thread
-    assert costmodel.serial_time(two_items, _pool_target(2.0)) == pytest.approx(seconds / 2)  # unfused alone on the pool
+    assert costmodel.sequential_time(two_items, _pool_target(2.0)) == pytest.approx(
+        seconds
+    )  # as ORT profiles: one thread
+    assert costmodel.serial_time(two_items, _pool_target(2.0)) == pytest.approx(
+        seconds / 2
+    )  # unfused alone on the pool
     a, m = TaskProfile.of([_op(Engine.MATRIX, 1e6)]), TaskProfile.of([_op(Engine.MATRIX, 1e6, node=1)])
     late = replace(_pool_target(2.0), join_s=Param(5e-4, "s", "test"))
     # 0.5 ms on the caller alone (each task at half its rate), then both at full rate: 0.75 ms more
