@@ -956,6 +956,7 @@ class PluginCheck:
     """What the plugin's check measured (verify.Comparison's plugin_* fields)."""
 
     steps: dict[str, float] | None = None  # QDQ: quantized graph outputs' steps from the original
+    ort_steps: dict[str, float] | None = None  # QDQ: stock ORT's own steps from the original as written
     error: float | None = None  # float: graph outputs' relative error from the original
     bar: float | None = None  # the bar `error` was held to
     spread: float | None = None  # when the bar is SPREAD_MULTIPLE x ORT's own spread: that spread
@@ -973,7 +974,7 @@ def _verify(staged: Path, reference: Reference, rtol: float, verify_plugin: bool
     lost = ort_graph.lost_kernels(Path(reference.decomposed()), staged) if reference.kernels else None
     if lost is not None:
         raise VerificationError(f"{lost}: it runs in float what the original runs quantized")
-    comparison.plugin_steps, comparison.plugin = plugin.steps, verify_plugin
+    comparison.plugin_steps, comparison.plugin, comparison.ort_steps = plugin.steps, verify_plugin, plugin.ort_steps
     comparison.plugin_error, comparison.plugin_bar, comparison.ort_spread = plugin.error, plugin.bar, plugin.spread
     return comparison
 
@@ -1001,7 +1002,8 @@ def _verify_plugin(staged: Path, reference: Reference, rtol: float) -> PluginChe
     bar = max(rtol, FLOAT16_RTOL if half else PLUGIN_RTOL)
     if reference.dequantizes:
         _check_decomposed(reference, runs, made, rtol, _pairs_in_bodies(fused), half)
-        plugin = PluginCheck(steps=_output_steps(reference, runs))
+        stock = [c.expected for c in reference.cases]  # ORT's defaults: its QDQ fusions' int8 kernels
+        plugin = PluginCheck(_output_steps(reference, [r.outputs for r in runs]), _output_steps(reference, stock))
     else:
         plugin = _check_float(reference, runs, made, rtol, bar, _pairs_in_bodies(fused), half)
     checked = [Case(c.label, c.feeds, c.names, run.outputs) for c, run in zip(exact, runs)]
@@ -1191,13 +1193,14 @@ def _pairs_in_bodies(model: onnx.ModelProto) -> bool:
     return any(n.domain == C.DOMAIN for g in bodies for n in g.node)
 
 
-def _output_steps(reference: Reference, runs: list[Run]) -> dict[str, float]:
-    """The plugin's distance from the original's quantized graph outputs, in their steps (reported,
-    not a bar: a pair's one-step difference grows through the layers after it, as ORT's own does)."""
+def _output_steps(reference: Reference, outputs: list[list[np.ndarray]]) -> dict[str, float]:
+    """A run's distance (per case, its graph outputs) from the original's quantized graph outputs as
+    written, in their steps (reported, not a bar: a pair's one-step difference grows through the layers
+    after it, as ORT's own does)."""
     exact = reference.exact_cases()
     out = {n: 0.0 for n in exact[0].names if n in reference.steps}
-    for case, run in zip(exact, runs):
-        for name, ref, got in zip(case.names, case.expected, run.outputs):
+    for case, run in zip(exact, outputs):
+        for name, ref, got in zip(case.names, case.expected, run):
             if name in out and ref.shape == got.shape:
                 diff = np.nan_to_num(np.abs(got.astype(np.float64) - ref.astype(np.float64))).max(initial=0.0)
                 out[name] = max(out[name], float(diff) / reference.steps[name])

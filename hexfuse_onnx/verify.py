@@ -77,6 +77,7 @@ class Comparison:
     plugin_error: float | None = None  # float model, on the plugin: graph outputs' relative error from the original
     plugin_bar: float | None = None  # the bar plugin_error was held to (pipeline.PLUGIN_RTOL or ORT's spread grown)
     ort_spread: float | None = None  # when the bar is ORT's spread grown: optimisation_spread of the original
+    ort_steps: dict[str, float] | None = None  # QDQ: stock ORT's (its QDQ fusions) steps from the original as written
 
     def as_json(self) -> dict:
         """What was verified, as the JSON report and the written model's metadata say it
@@ -93,6 +94,7 @@ class Comparison:
             "plugin_relative_error": self.plugin_error,  # a float model's graph outputs on the plugin
             "plugin_bar": self.plugin_bar,  # what plugin_relative_error was held to
             "ort_optimisation_spread": self.ort_spread,  # when plugin_bar is a multiple of it
+            "ort_output_steps": self.ort_steps,  # stock ORT's own distance from the QDQ model as written
         }
 
 

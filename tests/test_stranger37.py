@@ -4,14 +4,23 @@ fixed; the drop-in's signature is in test_mode_choice.py."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 import onnx
+import pytest
 from cli_support import ERROR_PREFIX, error_line, listing, run_cli
 from onnx import TensorProto, helper, numpy_helper
 
+from hexfuse_onnx import runtime
 from hexfuse_onnx.errors import EXIT_BAD_MODEL, EXIT_OK, EXIT_USAGE
+from models import quantized
+
+needs_plugin = pytest.mark.skipif(
+    not (runtime.LIB_DIR / runtime.PLUGIN_NAME).is_file(),
+    reason=f"{runtime.LIB_DIR / runtime.PLUGIN_NAME} not built: run `bash custom_ops/build.sh`",
+)
 
 
 def test_priority_names_any_request(tmp_path: Path) -> None:
@@ -60,3 +69,19 @@ def test_frozen_at_dims_the_model_refuses_names_the_model(tmp_path: Path) -> Non
     assert frozen.returncode == EXIT_BAD_MODEL, frozen.stderr
     assert "the model fails on the inputs the merge is checked with (r0/x=1x1x5" in error_line(frozen)
     assert listing(out) == []
+
+
+@needs_plugin
+def test_verify_plugin_says_how_far_stock_orts_fusions_move_a_qdq_model(tmp_path: Path) -> None:
+    """A u16 QDQ Moonshine decoder passed `--verify plugin` with "0 step(s) from the original's, as written", and
+    its logits were then 0.6-2.0 from stock ORT's: ORT 1.32 fuses DequantizeLinear + MatMul into MatMulNBits
+    with int8 activations by default. The check now gives that distance too (two_branch u16u8: 283 steps)."""
+    src = quantized.fetch("two_branch_qdq_u16u8")
+    report = tmp_path / "r.json"
+    done = run_cli(
+        "rewrite", src, "--target", "host", "--verify", "plugin", "-o", tmp_path / "f.onnx", "--json", report
+    )
+    assert done.returncode == EXIT_OK, done.stderr
+    checked = json.loads(report.read_text())["verification"]
+    assert checked["plugin_output_steps"] == {"y": 0.0} and checked["ort_output_steps"]["y"] > 100
+    assert "stock ONNX Runtime's graph optimisations (its QDQ fusions) take the original itself" in done.stdout
