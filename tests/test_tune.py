@@ -588,6 +588,7 @@ def test_cli_reports_a_table_and_writes_model_and_json(work, tmp_path):
     proc = run_cli("tune", src, "-o", out, "--json", report, "--runs", 4, "--rounds", 2, "--margin", 100)
     assert proc.returncode == EXIT_OK, proc.stderr
     assert "pair 1/1" in proc.stderr and "-> unfused" in proc.stderr  # progress
+    assert "(--budget 120 s bounds each of these timings and the final check's: at most ~6 min)" in proc.stderr
     assert "saving" in proc.stdout and "no pair wins here" in proc.stdout and f"wrote {out}" in proc.stdout
     data = json.loads(report.read_text())
     assert data["pairs"][0]["samples_us"]["unfused"] and data["fingerprint"] == tuning.fingerprint()

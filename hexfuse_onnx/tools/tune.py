@@ -776,9 +776,12 @@ def tune(
     found, missed = scopes(model, reference, main, progress)
     del reference
     timed = sum(len(s.pairs) for s in found)
+    most = math.ceil((timed + 2) * budget_s / 60)  # the pairs' timings and the final check's two
+    bound = f" (--budget {budget_s:g} s bounds each of these timings and the final check's: at most ~{most} min)"
+    bound = bound if budget_s and timed else ""
     progress(
         f"{source.name}: {timed} pair(s) reached; timing each on its own nodes, fused against unfused, on the "
-        f"{backend} backend"
+        f"{backend} backend{bound}"
     )
     results: dict[str, PairResult] = {}
     for scope in found:
