@@ -65,6 +65,8 @@ class WriteError(HexfuseError):
 
 
 def first_line(exc: BaseException, limit: int = 300) -> str:
-    """The first line of an exception's message (its type when it has none), cut at `limit`
-    characters: what a one-line error quotes from a library's multi-line message."""
-    return (str(exc).strip() or type(exc).__name__).splitlines()[0][:limit]
+    """An exception's message on one line (its type when it has none), cut at `limit` characters: what a
+    one-line error quotes from a library's multi-line message. Its lines are joined, not dropped: ORT
+    gives the dims it got and expected on the line after "Got invalid dimensions for input: x"."""
+    lines = [line.strip() for line in (str(exc).strip() or type(exc).__name__).splitlines()]
+    return " ".join(line for line in lines if line)[:limit]

@@ -143,11 +143,33 @@ def load_inputs(specs: list[str]) -> dict[str, np.ndarray]:
 
 
 def check_inputs_match(session: ort.InferenceSession, feeds: dict[str, np.ndarray]) -> None:
+    """--inputs name every graph input and nothing else, each array of the declared type, rank and fixed
+    dims (UsageError naming the first that is not): ORT's own refusal comes later and as a model's failure."""
     wanted = [a.name for a in session.get_inputs()]
     missing, unknown = sorted(set(wanted) - set(feeds)), sorted(set(feeds) - set(wanted))
     if missing or unknown:
-        what = f"lacks {', '.join(missing)}" if missing else f"names no graph input: {', '.join(unknown)}"
-        raise UsageError(f"--inputs {what} (inputs: {', '.join(wanted)})")
+        what = [f"lacks {', '.join(missing)}"] if missing else []
+        what += [f"names no graph input: {', '.join(unknown)}"] if unknown else []
+        raise UsageError(f"--inputs {'; '.join(what)} (inputs: {', '.join(wanted)})")
+    for arg in session.get_inputs():
+        problem = _declared_mismatch(arg, feeds[arg.name])
+        if problem:
+            raise UsageError(f"--inputs {arg.name}: {problem}")
+
+
+def _declared_mismatch(arg: ort.NodeArg, value: np.ndarray) -> str:
+    """How `value` differs from the graph input ORT declares (`arg`: its type and shape), or ''."""
+    short = arg.type.removeprefix("tensor(").removesuffix(")")
+    if short in MADE_TYPES and np.asarray(value).dtype != np.dtype(MADE_TYPES[short]):
+        return f"is {np.asarray(value).dtype}, the model takes {np.dtype(MADE_TYPES[short]).name}"
+    shape, declared = np.shape(value), arg.shape or []
+    dims = "x".join(str(d) if isinstance(d, int) and d >= 0 else "?" for d in declared) or "a scalar"
+    if len(shape) != len(declared):
+        return f"has rank {len(shape)} ({'x'.join(map(str, shape))}), the model declares {dims}"
+    for axis, (got, want) in enumerate(zip(shape, declared)):
+        if isinstance(want, int) and want >= 0 and got != want:
+            return f"is {'x'.join(map(str, shape))}, the model declares {dims} (dim {axis} is {want})"
+    return ""
 
 
 def check(path: str | os.PathLike[str]) -> None:

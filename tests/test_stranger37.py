@@ -85,3 +85,39 @@ def test_verify_plugin_says_how_far_stock_orts_fusions_move_a_qdq_model(tmp_path
     checked = json.loads(report.read_text())["verification"]
     assert checked["plugin_output_steps"] == {"y": 0.0} and checked["ort_output_steps"]["y"] > 100
     assert "stock ONNX Runtime's graph optimisations (its QDQ fusions) take the original itself" in done.stdout
+
+
+def test_inputs_that_do_not_fit_the_declared_inputs_are_a_usage_error(tmp_path: Path) -> None:
+    """`colocate alexa mycroft --inputs` with a/x at 1x22x96 where [1,16,96] is declared ended in exit 3 (a bad
+    model) with ORT's message cut before the dims ("... for the following indices"); an npz naming only `x`
+    said what it lacked, not that `x` matched nothing."""
+    given = {
+        "wrong dims": ({"r0/x": np.zeros((64, 128), np.float32), "r1/x": np.zeros((64, 256), np.float32)}),
+        "wrong type": ({"r0/x": np.zeros((64, 256), np.float64), "r1/x": np.zeros((64, 256), np.float32)}),
+        "wrong name": ({"x": np.zeros((64, 256), np.float32), "r1/x": np.zeros((64, 256), np.float32)}),
+    }
+    said = {}
+    for case, feeds in given.items():
+        npz = tmp_path / f"{case.replace(' ', '_')}.npz"
+        np.savez(npz, **feeds)
+        done = run_cli("colocate", "two_branch", "--requests", "2", "--inputs", npz, "-o", tmp_path / "r.onnx", "-q")
+        assert done.returncode == EXIT_USAGE, (case, done.stderr)
+        said[case] = error_line(done).removeprefix(f"{ERROR_PREFIX} ")
+    assert said == {
+        "wrong dims": "--inputs r0/x: is 64x128, the model declares 64x256 (dim 1 is 256)",
+        "wrong type": "--inputs r0/x: is float64, the model takes float32",
+        "wrong name": "--inputs lacks r0/x; names no graph input: x (inputs: r0/x, r1/x)",
+    }
+    assert not (tmp_path / "r.onnx").exists()
+
+
+def test_a_libraries_multi_line_message_is_quoted_whole() -> None:
+    from hexfuse_onnx.errors import first_line
+
+    ort_says = RuntimeError(
+        "Got invalid dimensions for input: x for the following indices\n index: 1 Got: 22 Expected: 16\n"
+    )
+    assert (
+        first_line(ort_says)
+        == "Got invalid dimensions for input: x for the following indices index: 1 Got: 22 Expected: 16"
+    )
