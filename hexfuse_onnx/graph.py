@@ -169,6 +169,12 @@ def parse_shape_overrides(specs: list[str] | None) -> dict[str, list[int]]:
     return out
 
 
+def _is_ort_format(path: Path) -> bool:
+    """ONNX Runtime's own format: a FlatBuffer whose file identifier, bytes 4-8, is ORTM."""
+    with path.open("rb") as f:
+        return f.read(8)[4:] == b"ORTM"
+
+
 def read_model(path: str | os.PathLike[str], load_external_data: bool = True) -> onnx.ModelProto:
     """Read a model file, turning every failure into a one-line ModelError."""
     p = Path(path)
@@ -181,6 +187,10 @@ def read_model(path: str | os.PathLike[str], load_external_data: bool = True) ->
     try:
         model = onnx.load_model(str(p), load_external_data=False)
     except Exception as exc:  # protobuf raises DecodeError, RuntimeWarning, ...
+        if _is_ort_format(p):
+            raise ModelError(
+                f"{p}: an ONNX Runtime format model (.ort, a FlatBuffer), not ONNX: rewrite the .onnx it was made from"
+            ) from None
         raise ModelError(f"{p}: not a valid ONNX model (protobuf parse failed: {first_line(exc)})") from None
     if not model.HasField("graph") or (not model.graph.node and not model.graph.output):
         raise ModelError(f"{p}: not a valid ONNX model (no graph; is the file truncated or of another format?)")

@@ -121,3 +121,15 @@ def test_a_libraries_multi_line_message_is_quoted_whole() -> None:
         first_line(ort_says)
         == "Got invalid dimensions for input: x for the following indices index: 1 Got: 22 Expected: 16"
     )
+
+
+def test_an_ort_format_model_is_named_so(tmp_path: Path) -> None:
+    """moonshine-cpp ships `encoder_model.ort`: rewrite said "protobuf parse failed: Wire format was corrupt"."""
+    ort_file = tmp_path / "encoder_model.ort"
+    ort_file.write_bytes(b"\x18\x00\x00\x00ORTM\x00\x00\x00\x00\x0c\x00\x10\x00" + bytes(64))
+    done = run_cli("rewrite", ort_file, "-o", tmp_path / "out.onnx")
+    assert done.returncode == EXIT_BAD_MODEL
+    assert error_line(done) == (
+        f"{ERROR_PREFIX} {ort_file}: an ONNX Runtime format model (.ort, a FlatBuffer), not ONNX: rewrite the .onnx it "
+        "was made from"
+    )
