@@ -704,20 +704,26 @@ def check_shape_override(v: onnx.ValueInfoProto, dims: list[int], where: str) ->
             raise UsageError(f"{where}: --shape {v.name}: {fixed}")
 
 
-def _apply_shape_overrides(model: onnx.ModelProto, overrides: dict[str, list[int]], where: str) -> onnx.ModelProto:
-    if not overrides:
-        return model
+def check_shape_overrides(model: onnx.ModelProto, overrides: dict[str, list[int]], where: str) -> None:
+    """UsageError where --shape names no graph input or gives one dims it cannot take (`check_shape_override`)."""
     inputs = {v.name: v for v in model.graph.input}
     unknown = sorted(set(overrides) - set(inputs))
     if unknown:
         raise UsageError(f"{where}: --shape names no graph input: {', '.join(unknown)} (inputs: {', '.join(inputs)})")
+    for name, dims in overrides.items():
+        check_shape_override(inputs[name], dims, where)
+
+
+def _apply_shape_overrides(model: onnx.ModelProto, overrides: dict[str, list[int]], where: str) -> onnx.ModelProto:
+    if not overrides:
+        return model
+    check_shape_overrides(model, overrides, where)
     model = _shallow_copy_without_weights(model)
     symbols: dict[str, set[int]] = {}
     for v in model.graph.input:
         if v.name not in overrides:
             continue
         dims = overrides[v.name]
-        check_shape_override(v, dims, where)
         shape = v.type.tensor_type.shape
         for d, size in zip(shape.dim, dims):
             if d.HasField("dim_param") and _is_symbol_name(d.dim_param):

@@ -412,6 +412,7 @@ def _runnable_shapes(
     """`shapes`, completed where the original (`model`, as read from `path`) does not run at the
     default binding of the dims they leave free with the first of `graph.binding_candidates` it runs
     at (asked of a child process); ModelError naming those dims when it runs at none."""
+    graph_mod.check_shape_overrides(model, shapes or {}, str(path))  # a mistyped name before a child's run
     candidates = graph_mod.binding_candidates(model, shapes or {}, str(path))
     if len(candidates) == 1:
         return shapes

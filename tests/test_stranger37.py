@@ -133,3 +133,13 @@ def test_an_ort_format_model_is_named_so(tmp_path: Path) -> None:
         f"{ERROR_PREFIX} {ort_file}: an ONNX Runtime format model (.ort, a FlatBuffer), not ONNX: rewrite the .onnx it "
         "was made from"
     )
+
+
+def test_a_mistyped_shape_name_is_refused_before_the_free_dims_probe(tmp_path: Path) -> None:
+    """`--shape input_id=1x1` (the input is input_ids) was refused after a child process had run the model for
+    0.9 s, its line saying "--shape skips this"."""
+    src = _even_lengths_only(tmp_path / "even.onnx")
+    done = run_cli("rewrite", src, "--shape", "xx=1x1x8", "-o", tmp_path / "out.onnx")
+    assert done.returncode == EXIT_USAGE
+    assert error_line(done) == f"{ERROR_PREFIX} {src}: --shape names no graph input: xx (inputs: x)"
+    assert "free dims" not in done.stderr
