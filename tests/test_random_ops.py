@@ -14,7 +14,7 @@ from onnx import TensorProto, helper
 
 import models
 from hexfuse_onnx import pipeline, random_ops, runtime
-from hexfuse_onnx.errors import ModelError, WriteError
+from hexfuse_onnx.errors import UsageError, WriteError
 from hexfuse_onnx.tools.tune import tune
 
 
@@ -76,11 +76,11 @@ def test_an_unseeded_model_is_rewritten_and_written_with_its_random_op_unseeded(
 
 
 def test_a_message_about_the_copy_names_the_users_file(noisy: Path, tmp_path: Path) -> None:
-    wrong = {"x": np.zeros([3, 5, 7], np.float32)}
-    with pytest.raises(ModelError) as caught:
+    wrong = {"x": np.zeros([3, 5, 7], np.float32)}  # refused before any run: a usage error that names no copy
+    with pytest.raises(UsageError) as refused:
         pipeline.rewrite(noisy, tmp_path / "out.onnx", inputs=wrong)
-    assert caught.value.message.startswith(f"{noisy}:"), caught.value.message
-    assert "/.noisy.onnx." not in caught.value.message and not list(tmp_path.glob(".*"))
+    assert refused.value.message.startswith("--inputs x: has rank 3"), refused.value.message
+    assert "/.noisy.onnx." not in refused.value.message and not list(tmp_path.glob(".*"))
     with pytest.raises(WriteError, match="would overwrite the input model"):
         pipeline.rewrite(noisy, noisy)
 
