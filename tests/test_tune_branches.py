@@ -202,4 +202,5 @@ def test_inputs_naming_no_graph_input_are_refused_in_one_line(fused, tmp_path):
         text=True,
     )
     assert done.returncode == 2, done.stderr
-    assert done.stderr.strip().splitlines()[-1].endswith("--inputs lacks fast, x; names no graph input: y (inputs: x, fast)"), done.stderr
+    said = done.stderr.strip().splitlines()[-1]
+    assert said.endswith("--inputs lacks fast, x; names no graph input: y (inputs: x, fast)"), done.stderr

@@ -248,7 +248,8 @@ def _large_constant(g: ModelGraph, i: int) -> bool:
     """A Constant node whose tensor value holds more than BODY_CONSTANT_BYTES."""
     if not _constant(g, i):
         return False
-    value = next((a.t for a in g.nodes[i].attribute if a.name == "value" and a.type == onnx.AttributeProto.TENSOR), None)
+    tensors = (a.t for a in g.nodes[i].attribute if a.name == "value" and a.type == onnx.AttributeProto.TENSOR)
+    value = next(tensors, None)
     if value is None or not value.data_type:
         return False
     count = 1
