@@ -612,11 +612,14 @@ def big_scratch(tmp_path_factory) -> Path:
     return path
 
 
+KEEP_ANY_PAIR = -1.0  # the pair is the subject, paying or not: two GEMM branches gain ~0 on the host's one worker
+
+
 def test_scratch_over_the_arena_fails_cleanly_at_run(big_scratch, tmp_path, oversized_host_target):
     """A lowered pair whose task scratch exceeds the pool's arena: a clean HFX_ERR_BUDGET at run."""
     from hexfuse_onnx.rewrite import fuse, prepare
 
-    a = pipeline.analyse(big_scratch, target="host")
+    a = pipeline.analyse(big_scratch, target="host", min_gain=KEEP_ANY_PAIR)
     assert a.pairs, "the host target should pair the two branches"
     failed = prepare(a.graph, a.pairs[:1], a.target)
     assert not failed, failed
@@ -643,7 +646,12 @@ def test_plugin_verification_drops_pairs_for_their_real_reason(big_scratch, tmp_
     messages: list[str] = []
     try:
         r = pipeline.rewrite(
-            big_scratch, tmp_path / "fused.onnx", target="host", verify_plugin=True, progress=messages.append
+            big_scratch,
+            tmp_path / "fused.onnx",
+            target="host",
+            verify_plugin=True,
+            progress=messages.append,
+            min_gain=KEEP_ANY_PAIR,
         )
         reasons = [x.reason for x in r.analysis.rejected]
     except VerificationError as exc:
