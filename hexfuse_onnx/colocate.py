@@ -89,6 +89,10 @@ def stream_names(n_models: int, requests: int, names: list[str] | None) -> list[
     bad = [n for n in names if not n or n.strip() != n]
     if bad:
         raise UsageError("--names: a stream name must be non-empty and have no surrounding spaces")
+    if len(set(names)) != len(names):
+        raise UsageError(f"--names: every stream needs a name of its own ({', '.join(names)})")
+    if any("/" in n for n in names):
+        raise UsageError(f"--names: a stream name cannot hold '/', which ends a stream's prefix ({', '.join(names)})")
     return [n + "/" for n in names]
 
 

@@ -569,7 +569,7 @@ def test_cli_bad_input_is_one_line_and_writes_nothing(zoo_dir, tmp_path, case):
     elif case == "names clash":
         a.write_bytes((zoo_dir / "two_branch.onnx").read_bytes())
         b.write_bytes((zoo_dir / "mlp_chain.onnx").read_bytes())
-        extra, words = ["--names", "s,s"], ["cannot be told apart", "s/x"]
+        extra, code, words = ["--names", "s,s"], EXIT_USAGE, ["--names", "a name of its own", "s, s"]
     elif case == "fails the full check":
         a.write_bytes((zoo_dir / "two_branch.onnx").read_bytes())
         _misdeclared(b)

@@ -208,3 +208,16 @@ def test_a_weight_in_a_constant_node_is_written_once(tmp_path: Path) -> None:
     assert result.output.stat().st_size < 1.1 * src.stat().st_size
     restored = unfuse(fused)
     assert [n.name for n in restored.graph.node] == [n.name for n in onnx.load(src).graph.node]
+
+
+def test_stream_names_must_differ_and_hold_no_slash(tmp_path: Path) -> None:
+    """`--names k,k` ended in exit 3 (a bad model) and `--names a/b,c` was taken, a slash inside a prefix."""
+    said = []
+    for names in ("k,k", "a/b,c"):
+        done = run_cli("colocate", "two_branch", "--requests", "2", "--names", names, "-o", tmp_path / "r.onnx")
+        assert done.returncode == EXIT_USAGE, done.stderr
+        said.append(error_line(done).removeprefix(f"{ERROR_PREFIX} "))
+    assert said == [
+        "--names: every stream needs a name of its own (k, k)",
+        "--names: a stream name cannot hold '/', which ends a stream's prefix (a/b, c)",
+    ]

@@ -81,7 +81,7 @@ def stream_configs(original: Path, work: Path) -> list[tuple[str, Callable[[], _
     notes = {
         "streams-seq": ("ort-seq", False, f"{streams} as separate models, one after another, 1 thread"),
         "streams-seq-2t": ("ort-seq-2t", False, f"{streams} one after another, 2 intra-op threads each"),
-        "streams-2threads": ("ort-seq", True, f"{streams} as two sessions run at once from two threads"),
+        "streams-2threads": ("ort-seq", True, f"{streams} as {len(plan.streams)} sessions run at once, a thread each"),
     }
     return [(k, partial(stream_sessions, paths, names, m, c), note) for k, (m, c, note) in notes.items()]
 
