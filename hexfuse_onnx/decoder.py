@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +16,23 @@ import onnx
 
 _PAST = re.compile(r"past_key_values\.(\d+)\.(key|value)$")
 _PRESENT = re.compile(r"present\.(\d+)\.(key|value)$")
+
+
+_ANY_PAST = re.compile(r"past_key_values\.\d+\.(decoder\.|encoder\.)?(key|value)$")  # optimum's seq2seq too
+
+
+def decode_step_hint(model: onnx.ModelProto, hinted: Collection[str]) -> str:
+    """A note for a decoder with a KV cache analysed at its default lengths (its input_ids' sequence dim
+    free, no --shape for it): those make a prefill chunk of 128 tokens, and most of a generation is
+    decode steps of one token. '' for any other model."""
+    inputs = {v.name: v for v in model.graph.input}
+    ids = inputs.get("input_ids")
+    if ids is None or "input_ids" in hinted or not any(_ANY_PAST.match(n) for n in inputs):
+        return ""
+    dims = ids.type.tensor_type.shape.dim
+    if len(dims) != 2 or dims[1].HasField("dim_value"):
+        return ""
+    return "; a decoder with a KV cache: these lengths make a prefill chunk, --shape input_ids=1x1 a decode step"
 
 
 class NotADecoder(ValueError):

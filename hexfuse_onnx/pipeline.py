@@ -24,6 +24,7 @@ from . import graph as graph_mod
 from . import ort_graph, probe, random_ops
 from .alone import own_output_failures
 from .costmodel import Target, get_target
+from .decoder import decode_step_hint
 from .errors import HexfuseError, ModelError, UsageError, VerificationError, WriteError, first_line
 from .exact_products import saturating_nodes
 from .feeds import control_values, run_random
@@ -424,7 +425,7 @@ def _runnable_shapes(
         _TOLD_RUNS_AT.add(told)
         progress(
             f"free dims: the original runs at {chosen.describe()} (ONNX Runtime in a child process,"
-            f" {time.perf_counter() - t0:.2f} s; --shape skips this)"
+            f" {time.perf_counter() - t0:.2f} s; --shape skips this){decode_step_hint(model, shapes or {})}"
         )
     if chosen is candidates[0] or (chosen is None and probe.LOAD_FAILED in (outcomes[0].error or "")):
         return shapes  # a model ORT cannot load is named by the checks after this

@@ -221,3 +221,22 @@ def test_stream_names_must_differ_and_hold_no_slash(tmp_path: Path) -> None:
         "--names: every stream needs a name of its own (k, k)",
         "--names: a stream name cannot hold '/', which ends a stream's prefix (a/b, c)",
     ]
+
+
+def test_a_kv_cache_decoder_hears_how_to_analyse_a_decode_step(tmp_path: Path) -> None:
+    """A stranger's Moonshine decoder (optimum's `past_key_values.N.decoder.key` naming) was analysed at 128 new
+    tokens after 128 cached ones, a prefill chunk, with nothing said; a generation is mostly one-token steps."""
+    ids = helper.make_tensor_value_info("input_ids", TensorProto.INT64, [1, "decoder_sequence_length"])
+    past = helper.make_tensor_value_info("past_key_values.0.decoder.key", TensorProto.FLOAT, [1, 2, "past", 4])
+    logits = helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, "decoder_sequence_length"])
+    present = helper.make_tensor_value_info("present.0.decoder.key", TensorProto.FLOAT, [1, 2, "past", 4])
+    nodes = [
+        helper.make_node("Cast", ["input_ids"], ["logits"], to=TensorProto.FLOAT),
+        helper.make_node("Identity", ["past_key_values.0.decoder.key"], ["present.0.decoder.key"]),
+    ]
+    graph = helper.make_graph(nodes, "step", [ids, past], [logits, present])
+    src = tmp_path / "decoder.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), src)
+    hint = "a decoder with a KV cache: these lengths make a prefill chunk, --shape input_ids=1x1 a decode step"
+    assert hint in run_cli("rewrite", src, "-o", tmp_path / "out.onnx").stderr
+    assert hint not in run_cli("rewrite", src, "--shape", "input_ids=1x1", "-o", tmp_path / "out.onnx").stderr
