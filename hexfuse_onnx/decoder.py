@@ -1,5 +1,6 @@
 """A decoder with a KV cache, read from its signature: which inputs are token ids, mask, positions and
-past keys/values (`decoder_spec`), a request's shapes and seeded inputs (`input_shapes`, `decoder_inputs`),
+past keys/values (`decoder_spec`; a seq2seq decoder's cross-attention keys/values and encoder output as
+optimum names them too), a request's shapes and seeded inputs (`input_shapes`, `decoder_inputs`),
 and a greedy generation loop that feeds present.* back as past (`generate`). `colocate --hybrid` needs it
 in an installed package; the zoo's exported decoders (models/exported.py) use it too."""
 
@@ -14,8 +15,13 @@ from typing import Any
 import numpy as np
 import onnx
 
-_PAST = re.compile(r"past_key_values\.(\d+)\.(key|value)$")
-_PRESENT = re.compile(r"present\.(\d+)\.(key|value)$")
+# optimum's seq2seq decoders (Whisper, Moonshine, T5) name the self-attention cache
+# past_key_values.N.decoder.key and the cross-attention one past_key_values.N.encoder.key
+_PAST = re.compile(r"past_key_values\.(\d+)\.(?:decoder\.)?(key|value)$")
+_PRESENT = re.compile(r"present\.(\d+)\.(?:decoder\.)?(key|value)$")
+_CROSS = re.compile(r"past_key_values\.(\d+)\.encoder\.(key|value)$")
+ENCODER_STATES, CACHE_BRANCH = "encoder_hidden_states", "use_cache_branch"
+DEFAULT_ENCODER_LENGTH = 64  # encoder frames a seq2seq request attends to where the model leaves them free
 
 
 _ANY_PAST = re.compile(r"past_key_values\.\d+\.(decoder\.|encoder\.)?(key|value)$")  # optimum's seq2seq too
@@ -51,6 +57,15 @@ class DecoderSpec:
     head_dim: int
     vocab: int
     kv_layout: str = "batch, kv_heads, past, head_dim"  # past length on axis 2
+    # a seq2seq decoder's: the cross-attention (key, value) per layer, [batch, heads, frames, head_dim] each,
+    # the encoder's output it may read instead (merged decoders, on their first step) and the If input
+    # that picks the cached branch; the frames a request gives
+    cross: tuple[tuple[str, str], ...] = ()
+    cross_heads: int = 0
+    encoder_states: str | None = None
+    encoder_width: int = 0
+    cache_branch: str | None = None
+    encoder_length: int = DEFAULT_ENCODER_LENGTH
 
     @property
     def layers(self) -> int:
@@ -95,7 +110,29 @@ def decoder_spec(model_path: str | os.PathLike[str]) -> DecoderSpec:
         kv_heads=int(key_dims[1]),
         head_dim=int(key_dims[3]),
         vocab=int(logit_dims[-1]),
+        **_seq2seq(inputs, model_path),
     )
+
+
+def _seq2seq(inputs: dict[str, onnx.ValueInfoProto], path: object) -> dict[str, Any]:
+    """DecoderSpec's seq2seq fields of a decoder with cross-attention inputs; none for a decoder-only one."""
+    if not any(_CROSS.match(n) for n in inputs):
+        return {}
+    cross = _by_layer(list(inputs), _CROSS, "past_key_values.N.encoder", path)
+    key_dims = _dims(inputs[cross[0][0]])
+    if len(key_dims) != 4 or not all(isinstance(d, int) and d > 0 for d in (key_dims[1], key_dims[3])):
+        raise NotADecoder(f"{path}: cross-attention keys are not [batch, heads, frames, head_dim] with fixed heads")
+    states = _dims(inputs[ENCODER_STATES]) if ENCODER_STATES in inputs else []
+    width = states[2] if len(states) == 3 and isinstance(states[2], int) else 0
+    frames = next((d for d in (key_dims[2], *states[1:2]) if isinstance(d, int) and d > 0), DEFAULT_ENCODER_LENGTH)
+    return {
+        "cross": tuple(cross),
+        "cross_heads": int(key_dims[1]),
+        "encoder_states": ENCODER_STATES if width else None,
+        "encoder_width": width,
+        "cache_branch": CACHE_BRANCH if CACHE_BRANCH in inputs else None,
+        "encoder_length": int(frames),
+    }
 
 
 def input_shapes(spec: DecoderSpec, seq: int, past: int, batch: int = 1) -> dict[str, list[int]]:
@@ -107,6 +144,12 @@ def input_shapes(spec: DecoderSpec, seq: int, past: int, batch: int = 1) -> dict
         shapes[spec.positions] = [batch, seq]
     for k, v in spec.past:
         shapes[k] = shapes[v] = [batch, spec.kv_heads, past, spec.head_dim]
+    for k, v in spec.cross:
+        shapes[k] = shapes[v] = [batch, spec.cross_heads, spec.encoder_length, spec.head_dim]
+    if spec.encoder_states:
+        shapes[spec.encoder_states] = [batch, spec.encoder_length, spec.encoder_width]
+    if spec.cache_branch:
+        shapes[spec.cache_branch] = [1]
     return shapes
 
 
@@ -114,24 +157,33 @@ def decoder_inputs(
     model_path: str | os.PathLike[str], seq: int, past: int, seed: int, batch: int = 1
 ) -> dict[str, np.ndarray]:
     """Seeded inputs of a request: token ids below the vocabulary, a mask of ones over past + seq,
-    positions past..past+seq-1, and standard-normal past keys/values."""
+    positions past..past+seq-1, and standard-normal past keys/values (a seq2seq decoder's cross-attention
+    ones and encoder output too, and its cached branch taken where there is a past)."""
     spec = decoder_spec(model_path)
     rng = np.random.default_rng(seed)
-    feeds = {spec.ids: rng.integers(0, spec.vocab, (batch, seq), dtype=np.int64)}
+    feeds: dict[str, np.ndarray] = {spec.ids: rng.integers(0, spec.vocab, (batch, seq), dtype=np.int64)}
     if spec.mask:
         feeds[spec.mask] = np.ones((batch, past + seq), np.int64)
     if spec.positions:
         feeds[spec.positions] = np.tile(np.arange(past, past + seq, dtype=np.int64), (batch, 1))
-    for k, v in spec.past:
-        for name in (k, v):
-            feeds[name] = rng.standard_normal((batch, spec.kv_heads, past, spec.head_dim)).astype(np.float32)
+    shapes = input_shapes(spec, seq, past, batch)
+    floats = [n for kv in (*spec.past, *spec.cross) for n in kv]
+    if spec.encoder_states:
+        floats.append(spec.encoder_states)
+    for name in floats:
+        feeds[name] = rng.standard_normal(shapes[name]).astype(np.float32)
+    if spec.cache_branch:  # a merged decoder's cached branch once there is a past (its first step: the other)
+        feeds[spec.cache_branch] = np.array([past > 0])
     return feeds
 
 
 def generate(session: Any, spec: DecoderSpec, prompt: np.ndarray, steps: int) -> np.ndarray:
     """Greedy tokens after `prompt` ([batch, n] int64): one prefill from an empty cache, then `steps`
     - 1 decode steps of one token each, feeding present.* back as past. `session` is any
-    onnxruntime.InferenceSession of the model (stock or with a plugin)."""
+    onnxruntime.InferenceSession of the model (stock or with a plugin); a decoder-only one (a seq2seq
+    decoder's steps need its encoder's output)."""
+    if spec.cross:
+        raise ValueError("generate runs a decoder-only model; a seq2seq decoder needs its encoder's keys and values")
     cache = empty_cache(spec, prompt.shape[0])
     ids, past, out = prompt, 0, []
     for _ in range(steps):

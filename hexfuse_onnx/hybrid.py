@@ -12,7 +12,8 @@ the prefill stream with the decode stream, segments holding the same layers' blo
 only: prefill attention with decode attention, MLP with MLP, one layer per pair where a call is
 cheap (host) and several where the call overhead demands more work per call (hexagon-v73). The
 decoder's signature (input_ids, attention_mask, position_ids, past_key_values.N.key/value ->
-logits, present.N.key/value) is read by decoder.py.
+logits, present.N.key/value; a seq2seq decoder's past_key_values.N.decoder.key and cross-attention
+past_key_values.N.encoder.key as optimum names them) is read by decoder.py.
 """
 
 from __future__ import annotations

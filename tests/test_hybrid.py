@@ -319,3 +319,27 @@ def _assert_each_requests_outputs(name: str, out) -> None:
     for k, ref in expected.items():
         assert np.array_equal(stock[k], ref), k
         assert verify.relative_error(ref, plugin[k]) <= PLUGIN_RTOL, k
+
+
+def test_a_seq2seq_decoder_serves_a_prefill_and_a_decode(tmp_path):
+    """optimum's seq2seq decoders (Whisper, Moonshine, T5) name the caches past_key_values.N.decoder.key and
+    past_key_values.N.encoder.key (cross-attention): a stranger's Moonshine decoder was refused ("no complete
+    past_key_values.N.key/value per layer"). Each request's cross-attention cache is its own encoder's."""
+    from models.exported import SPEECH
+
+    path = SPEECH["whisper_decoder_with_past"].path  # 64 positions: the requests stay within them
+    spec = decoder_spec(path)
+    assert (spec.layers, len(spec.cross), spec.cross_heads, spec.encoder_length) == (2, 2, 4, 64)
+    with pytest.raises(ValueError, match="seq2seq"):
+        generate(None, spec, np.zeros((1, 1), np.int64), 1)
+    requests = hybrid.Requests(prefill=16, prefill_past=4, past=32)
+    out = tmp_path / "h.onnx"
+    result = hybrid.hybrid(path, out, requests, target="host", verify_plugin=True)
+    assert result.rewrite.output == out and result.rewrite.analysis.pairs
+    feeds = hybrid.inputs(path, requests, seed=5)
+    own, merged = _stock(path), _run(_stock(out), feeds)
+    for half in (hybrid.PREFILL, hybrid.DECODE):
+        names = [o.name for o in own.get_outputs()]
+        mine = own.run(names, {a.name: feeds[f"{half}/{a.name}"] for a in own.get_inputs()})
+        for name, ref in zip(names, mine):
+            assert np.array_equal(merged[f"{half}/{name}"], ref), (half, name)
