@@ -849,6 +849,7 @@ def _colocated(args: argparse.Namespace, r, extra: dict | None = None) -> int:
     print(
         f"merged {len(plan.streams)} streams ({', '.join(p[:-1] for p in plan.streams)}); "
         f"{plan.shared_weights} weight(s) shared; {r.compared_outputs} output(s) equal their source's exactly"
+        f"{r.compared_how}"
     )
     rw = r.rewrite
     if rw.output is not None:

@@ -448,7 +448,7 @@ def check_outputs(
     feeds: dict[str, np.ndarray] | None = None,
     op_for_op: bool = False,
     opened_as: dict[str, Path] | None = None,
-) -> int:
+) -> tuple[int, str]:
     """Each stream's outputs in the merged model must equal, bit for bit, its source model's outputs
     on the same inputs (`feeds` by merged name, else seeded random ones; stock ONNX Runtime, one
     thread each). `op_for_op`: both run without ORT's graph optimisations (ORT_DISABLE_ALL), for a
@@ -458,7 +458,8 @@ def check_outputs(
     compared op for op too: a weight shared by the streams feeds two DequantizeLinear consumers,
     so ORT no longer turns DQ + MatMul into MatMulNBits with int8 activations (fsmn_vad_qdq_u16u8:
     2.5% of the logits' scale apart, exact op for op). `opened_as`: the file a stream's source is
-    run from, where not its own (seeded: `_seeded_for_check`). Returns the outputs compared."""
+    run from, where not its own (seeded: `_seeded_for_check`). Returns the outputs compared, and where
+    they were compared op for op after ORT's optimised runs differed, how far those were apart (else '')."""
     from .verify import check_inputs_match, random_inputs, session
 
     given = feeds is not None
@@ -467,11 +468,17 @@ def check_outputs(
     else:
         check_inputs_match(session(merged_path), feeds)
     try:
-        return _compare_outputs(merged_path, plan, feeds, op_for_op, given, opened_as or {})
-    except VerificationError:
+        return _compare_outputs(merged_path, plan, feeds, op_for_op, given, opened_as or {}), ""
+    except VerificationError as exc:
         if op_for_op:
             raise
-    return _compare_outputs(merged_path, plan, feeds, True, given, opened_as or {})
+        optimised = exc.message
+    compared = _compare_outputs(merged_path, plan, feeds, True, given, opened_as or {})
+    return compared, (
+        f" op for op (ORT's graph optimisations off); with them on, stock ORT runs the merge otherwise than its "
+        f"sources: {optimised} (a weight the streams share is fused no more, e.g. its DequantizeLinear + MatMul "
+        "stay float where ORT makes a source's MatMulNBits with int8 activations)"
+    )
 
 
 def _compare_outputs(
@@ -518,8 +525,11 @@ def _compare_outputs(
         for name, ref in expected[prefix]:
             out = got[prefix + name]
             if ref.shape != out.shape or not np.array_equal(ref, out, equal_nan=ref.dtype.kind == "f"):
+                apart = ""
+                if ref.shape == out.shape and ref.dtype.kind == "f":
+                    apart = f" by up to {float(np.nanmax(np.abs(ref.astype(np.float64) - out))):.3g}"
                 raise VerificationError(
-                    f"the merged model's output '{prefix + name}' differs from {source}'s own output '{name}'"
+                    f"the merged model's output '{prefix + name}' differs from {source}'s own output '{name}'{apart}"
                 )
             compared += 1
     return compared
@@ -574,6 +584,7 @@ class Result:
     rewrite: RewriteResult
     modelled: Modelled | None  # the written model's modelled times (None: no co-location plan)
     checked_at: dict[str, list[int]] = field(default_factory=dict)  # the input dims the merge was checked at
+    compared_how: str = ""  # where the outputs were equal op for op only: how ORT's optimised runs differed
 
 
 def colocate(
@@ -641,8 +652,8 @@ def colocate(
             raise
         at = shapes or {} if feeds is not None else _checked_shapes(merged_path, shapes or {}, progress)
         checked, sources = _seeded_for_check(merged_path, merged, Path(folder))
-        compared = check_outputs(checked, merged.plan, at, feeds=feeds, op_for_op=specialise, opened_as=sources)
-        progress(f"merged model: full checker passed, {compared} output(s) equal their source's exactly")
+        compared, how = check_outputs(checked, merged.plan, at, feeds=feeds, op_for_op=specialise, opened_as=sources)
+        progress(f"merged model: full checker passed, {compared} output(s) equal their source's exactly{how}")
         result = pipeline.rewrite(
             merged_path,
             out,
@@ -663,7 +674,7 @@ def colocate(
         import shutil
 
         shutil.rmtree(folder, ignore_errors=True)
-    return Result(merged, out, compared, result, model_time, at)
+    return Result(merged, out, compared, result, model_time, at, how)
 
 
 def _check_runs_unfrozen(unfrozen: Merged, shapes: dict[str, list[int]], folder: Path) -> None:

@@ -76,7 +76,7 @@ def test_requests_share_weights(zoo_dir, tmp_path):
     assert all(t.name.startswith(colocate.SHARED_PREFIX) for t in inits)
     path = _save(merged, tmp_path / "r3.onnx")
     assert path.stat().st_size < 1.2 * src.stat().st_size
-    assert colocate.check_outputs(path, merged.plan, {}) == 3
+    assert colocate.check_outputs(path, merged.plan, {}) == (3, "")
 
 
 def test_older_default_opset_is_converted(tmp_path):
@@ -94,7 +94,7 @@ def test_older_default_opset_is_converted(tmp_path):
     assert merged.notes and "converted from opset 13 to 18" in merged.notes[0]
     path = _save(merged, tmp_path / "ab.onnx")
     onnx.checker.check_model(str(path), full_check=True)
-    assert colocate.check_outputs(path, merged.plan, {}) == 2
+    assert colocate.check_outputs(path, merged.plan, {}) == (2, "")
 
 
 # ---- the alignment ------------------------------------------------------------------------------
@@ -861,7 +861,8 @@ def test_a_qdq_merge_is_checked_op_for_op_where_ort_fuses_only_the_source(tmp_pa
     feeds = verify.random_inputs(verify.session(path), {}, 0)
     with pytest.raises(colocate.VerificationError):
         colocate._compare_outputs(path, merged.plan, feeds, op_for_op=False, given=False, opened_as={})
-    assert colocate.check_outputs(path, merged.plan, {}) == 10
+    compared, how = colocate.check_outputs(path, merged.plan, {})
+    assert compared == 10 and how.startswith(" op for op (ORT's graph optimisations off); with them on")
 
 
 @pytest.mark.parametrize("name", ["convnet_heads_qdq_u8u8", "mlp_chain_qdq_u8u8"])

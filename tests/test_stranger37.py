@@ -240,3 +240,14 @@ def test_a_kv_cache_decoder_hears_how_to_analyse_a_decode_step(tmp_path: Path) -
     hint = "a decoder with a KV cache: these lengths make a prefill chunk, --shape input_ids=1x1 a decode step"
     assert hint in run_cli("rewrite", src, "-o", tmp_path / "out.onnx").stderr
     assert hint not in run_cli("rewrite", src, "--shape", "input_ids=1x1", "-o", tmp_path / "out.onnx").stderr
+
+
+def test_colocate_says_when_the_streams_equal_their_sources_op_for_op_only(tmp_path: Path) -> None:
+    """A stranger's u16 QDQ DNSMOS x2 printed "2 output(s) equal their source's exactly" and its scores then
+    moved by up to 0.0068 on stock ORT: its shared weights' DequantizeLinear + MatMul are fused no more."""
+    src = quantized.fetch("two_branch_qdq_u16u8")
+    done = run_cli("colocate", src, "--requests", "2", "-o", tmp_path / "r.onnx", "-q")
+    assert done.returncode == EXIT_OK, done.stderr
+    said = next(line for line in done.stdout.splitlines() if line.startswith("merged 2 streams"))
+    assert "equal their source's exactly op for op (ORT's graph optimisations off)" in said
+    assert f"the merged model's output 'r0/y' differs from {src}'s own output 'y' by up to 0.0313" in said

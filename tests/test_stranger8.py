@@ -77,7 +77,7 @@ def test_colocate_checks_an_unseeded_merge_on_copies_seeded_by_merged_name(tmp_p
         colocate.check_outputs(path, merged.plan, {})
     checked, sources = colocate._seeded_for_check(path, merged, tmp_path)
     assert sorted(sources) == ["r0/", "r1/"] and checked != path
-    assert colocate.check_outputs(checked, merged.plan, {}, opened_as=sources) == 4
+    assert colocate.check_outputs(checked, merged.plan, {}, opened_as=sources) == (4, "")
 
 
 def _weights_as_constants(tmp_path: Path) -> Path:
@@ -105,7 +105,7 @@ def test_requests_share_weights_written_as_constants(tmp_path: Path) -> None:
     path = tmp_path / "x2.onnx"
     onnx.save(merged.model, path)
     assert path.stat().st_size < 1.2 * src.stat().st_size
-    assert colocate.check_outputs(path, merged.plan, {}) == 2
+    assert colocate.check_outputs(path, merged.plan, {}) == (2, "")
 
 
 def _branches_reshaped_by_their_input(tmp_path: Path) -> Path:
