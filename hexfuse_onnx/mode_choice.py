@@ -61,6 +61,7 @@ import json
 import os
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeGuard
@@ -567,6 +568,7 @@ class ChoosingSession:
         always = [m for m in sessions if m != PARALLEL]
         self.exploration = Exploration(always, joining=[m for m in sessions if m == PARALLEL])
         self._calls = 0
+        self._bound: weakref.WeakKeyDictionary[Any, ort.InferenceSession] = weakref.WeakKeyDictionary()  # IOBinding
         self._lock = threading.Lock()
         self._making: set[str] = set()  # modes whose session another thread is making
         self._key, self._log, self._clock = key, log, clock
@@ -649,7 +651,19 @@ class ChoosingSession:
             f"{', '.join(chosen)}: {later}); {where}"
         )
 
+    def io_binding(self) -> Any:
+        """The current session's IOBinding; `run_with_iobinding` runs it in that session, whichever mode
+        is chosen later (ORT: "IOBinding must be used with the session that created it")."""
+        binding = self._current.io_binding()
+        self._bound[binding] = self._current
+        return binding
+
+    def run_with_iobinding(self, iobinding: Any, run_options: Any = None) -> Any:
+        return self._bound.get(iobinding, self._current).run_with_iobinding(iobinding, run_options)
+
     def __getattr__(self, name: str) -> Any:
+        if "_current" not in self.__dict__:  # copy.copy makes the object before its fields: no recursion
+            raise AttributeError(name)
         return getattr(self._current, name)
 
 

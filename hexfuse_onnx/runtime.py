@@ -343,6 +343,7 @@ def InferenceSession(  # noqa: N802  # named as onnxruntime's, which it replaces
     if providers is None and not (so is not None and so.has_providers()):  # else the EPs `so` was given
         providers = ["CPUExecutionProvider"]
     ort_args = {**kwargs, **({"provider_options": provider_options} if provider_options is not None else {})}
+    fixed = bool(ort_args) or _one_session_wanted(so)  # one session as given: no mode chosen behind it
     with plugin_environment_restored():
         header = _header(path)
         options, registered, choose = _options(
@@ -354,14 +355,23 @@ def InferenceSession(  # noqa: N802  # named as onnxruntime's, which it replaces
             schedule,
             " on the unfused original",
             header,
-            can_choose=providers == ["CPUExecutionProvider"] and not ort_args,
+            can_choose=providers == ["CPUExecutionProvider"] and not fixed,
         )
         source = path if isinstance(path, bytes) else str(path)
         if not registered and header is not None:
             source = unfused_source(path, header)
-        if choose and not ort_args and header is not None and providers is not None:  # (choose implies a header)
+        if choose and not fixed and header is not None and providers is not None:  # (choose implies a header)
             return mode_choice.session(source, path, options, providers, _log_once, header.graph)
         return ort.InferenceSession(source, sess_options=options, providers=providers, **ort_args)
+
+
+def _one_session_wanted(so: ort.SessionOptions | None) -> bool:
+    """Whether the options profile the session or save its optimised model: a session per mode, as the
+    run-time choice makes, would write a file each (a stranger's end_profiling() held 250 of 300 calls)."""
+    if so is None or not (so.enable_profiling or so.optimized_model_filepath):
+        return False
+    _log_once("hexfuse: ONNX Runtime mode not chosen at run time: the options profile or save the optimised model")
+    return True
 
 
 def unfused_source(path: str | os.PathLike[str] | bytes, header: onnx.ModelProto) -> str | bytes:

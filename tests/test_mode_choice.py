@@ -9,6 +9,7 @@ injected timings (`Exploration`)."""
 
 from __future__ import annotations
 
+import copy
 import itertools
 import json
 import logging
@@ -293,6 +294,45 @@ def test_the_log_says_why_a_lower_median_did_not_replace_orts_defaults(untuned, 
     run_until_chosen(session, untuned)
     assert session.mode == "ort-default"
     assert messages(logged, "ONNX Runtime mode ort-default chosen at run time", "not ort-seq: not faster than")
+
+
+def test_a_profiled_session_is_one_session(untuned, logged, tmp_path):
+    """A stranger's enable_profiling gave 3-4 profile files, end_profiling()'s holding one mode's calls."""
+    so = ort.SessionOptions()
+    so.enable_profiling, so.profile_file_prefix = True, str(tmp_path / "p")
+    session = runtime.InferenceSession(untuned, so)
+    assert isinstance(session, ort.InferenceSession)
+    assert messages(logged, "not chosen at run time: the options profile or save the optimised model")
+    session.end_profiling()
+    assert len(list(tmp_path.glob("p*.json"))) == 1
+
+
+def test_an_iobinding_made_while_choosing_runs_after_the_choice(untuned, logged, ort_mode_cache):
+    """A stranger's app bound its inputs at start-up; once ort-seq was chosen, run_with_iobinding raised
+    "IOBinding must be used with the session that created it". And copy.copy of the session recursed."""
+    call_us = {"ort-default": 300.0, "ort-seq": 200.0, "ort-seq-2t": 400.0}
+    sessions = {m: ort.InferenceSession(str(untuned), ort_modes.options(m)) for m in call_us}
+    ticks = {"t": 0, "n": 0}
+
+    def clock() -> int:  # as above: ort-seq's calls a third shorter, chosen
+        ticks["n"] += 1
+        ticks["t"] += int(call_us[str(session.exploration.mode())] * 1000) if ticks["n"] % 2 == 0 else 5000
+        return ticks["t"]
+
+    session = mode_choice.ChoosingSession(sessions, mode_choice.model_key(untuned), runtime._log_once, clock=clock)
+    feeds = verify.random_inputs(session, seed=1)
+    binding = session.io_binding()
+    for name, value in feeds.items():
+        binding.bind_cpu_input(name, value)
+    names = [o.name for o in session.get_outputs()]
+    for name in names:
+        binding.bind_output(name)
+    assert copy.copy(session).choosing
+    run_until_chosen(session, untuned)
+    assert session.mode == "ort-seq"
+    session.run_with_iobinding(binding)
+    want = verify.session(untuned).run(names, feeds)
+    assert all(np.array_equal(w, g) for w, g in zip(want, binding.copy_outputs_to_cpu()))
 
 
 def test_over_the_rounds_every_mode_follows_every_other_once(monkeypatch):
