@@ -689,7 +689,8 @@ def session(
     parallel = concurrent_work(graph)
     modes = (*CANDIDATES, PARALLEL) if parallel else CANDIDATES
     sessions: dict[str, ort.InferenceSession | None] = dict.fromkeys(modes)
-    sessions[CANDIDATES[0]] = _session(source, so, CANDIDATES[0], providers)
+    sessions[CANDIDATES[0]] = _session(source, so, CANDIDATES[0], providers)  # `so` is in ORT's defaults already
+    clones = {m: options_copy(so) for m in modes[1:]}  # made here: the application's `so` is never changed
     joins = (
         f"{PARALLEL} joins from the second round if the calls take {PAR_MIN_CALL_US / 1000:g} ms"
         if parallel
@@ -702,7 +703,7 @@ def session(
         f"{ENV_MODE}=off keeps ORT's defaults)"
     )
     return ChoosingSession(
-        sessions, model_key(model), log, make=functools.partial(_session, source, so, providers=providers)
+        sessions, model_key(model), log, make=lambda mode: _session(source, clones[mode], mode, providers)
     )
 
 
@@ -739,9 +740,22 @@ def concurrent_work(graph: onnx.GraphProto) -> bool:
 
 
 def _session(source: str | bytes, so: ort.SessionOptions, mode: str, providers: list[str]) -> ort.InferenceSession:
-    """A session in `mode`; `so` is left in ORT's defaults (SessionOptions are copied into a session when it
-    is created: the options given, as they are when a mode's first block starts)."""
-    try:
-        return ort.InferenceSession(source, sess_options=ort_modes.apply(so, mode), providers=providers)
-    finally:
-        ort_modes.apply(so, ort_modes.DEFAULT)
+    """A session in `mode`, of options made for it (`options_copy`)."""
+    return ort.InferenceSession(source, sess_options=ort_modes.apply(so, mode), providers=providers)
+
+
+def options_copy(so: ort.SessionOptions) -> ort.SessionOptions:
+    """A SessionOptions equal to `so` and apart from it (ORT's cannot be copied or pickled): the options
+    of a session of a one-node model made with it, 3 ms. A mode's session was made of the application's
+    own `so`, set to the mode meanwhile, in another thread: a stranger's app saw it change under it (3 of
+    140 of its own sessions took one intra-op thread)."""
+    return ort.InferenceSession(_one_node(), sess_options=so, providers=["CPUExecutionProvider"]).get_session_options()
+
+
+@functools.cache
+def _one_node() -> bytes:
+    x = onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1])
+    y = onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1])
+    graph = onnx.helper.make_graph([onnx.helper.make_node("Identity", ["x"], ["y"])], "options", [x], [y])
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 13)], ir_version=8)
+    return bytes(model.SerializeToString())

@@ -296,6 +296,25 @@ def test_the_log_says_why_a_lower_median_did_not_replace_orts_defaults(untuned, 
     assert messages(logged, "ONNX Runtime mode ort-default chosen at run time", "not ort-seq: not faster than")
 
 
+def test_the_options_given_are_never_set_to_another_mode(untuned, logged, monkeypatch, ort_mode_cache):
+    """Each mode's session was made of the application's own SessionOptions, set to that mode meanwhile in
+    another thread: a stranger's app saw 3 of 140 of its own sessions take one intra-op thread."""
+    applied: list[tuple[int, str]] = []
+    apply = ort_modes.apply
+
+    def spied(so: ort.SessionOptions, mode: str) -> ort.SessionOptions:
+        applied.append((id(so), mode))
+        return apply(so, mode)
+
+    monkeypatch.setattr(ort_modes, "apply", spied)
+    so = ort.SessionOptions()
+    so.add_session_config_entry(SPIN_KEY, "0")
+    session = runtime.InferenceSession(untuned, so)
+    run_until_chosen(session, untuned)
+    assert {mode for who, mode in applied if who == id(so)} <= {ort_modes.DEFAULT}
+    assert {mode for _, mode in applied} >= set(mode_choice.CANDIDATES) - {ort_modes.DEFAULT}
+
+
 def test_a_profiled_session_is_one_session(untuned, logged, tmp_path):
     """A stranger's enable_profiling gave 3-4 profile files, end_profiling()'s holding one mode's calls."""
     so = ort.SessionOptions()
