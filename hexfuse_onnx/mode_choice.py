@@ -689,8 +689,12 @@ def session(
     parallel = concurrent_work(graph)
     modes = (*CANDIDATES, PARALLEL) if parallel else CANDIDATES
     sessions: dict[str, ort.InferenceSession | None] = dict.fromkeys(modes)
-    sessions[CANDIDATES[0]] = _session(source, so, CANDIDATES[0], providers)  # `so` is in ORT's defaults already
-    clones = {m: options_copy(so) for m in modes[1:]}  # made here: the application's `so` is never changed
+    sessions[CANDIDATES[0]] = defaults = _session(source, so, CANDIDATES[0], providers)  # `so`: ORT's defaults
+    try:
+        clones = {m: options_copy(so) for m in modes[1:]}  # made here: the application's `so` is never changed
+    except Exception as exc:  # noqa: BLE001 - any failure of ORT's: the session as given, no choice
+        log(f"hexfuse: ONNX Runtime mode: ORT's defaults, not chosen at run time (options not copied: {exc})")
+        return defaults
     joins = (
         f"{PARALLEL} joins from the second round if the calls take {PAR_MIN_CALL_US / 1000:g} ms"
         if parallel

@@ -315,6 +315,16 @@ def test_the_options_given_are_never_set_to_another_mode(untuned, logged, monkey
     assert {mode for _, mode in applied} >= set(mode_choice.CANDIDATES) - {ort_modes.DEFAULT}
 
 
+def test_options_that_cannot_be_copied_keep_orts_defaults(untuned, logged, monkeypatch):
+    def refuses(so: ort.SessionOptions) -> ort.SessionOptions:
+        raise RuntimeError("no copy")
+
+    monkeypatch.setattr(mode_choice, "options_copy", refuses)
+    session = runtime.InferenceSession(untuned)
+    assert isinstance(session, ort.InferenceSession)
+    assert messages(logged, "not chosen at run time (options not copied: no copy)")
+
+
 def test_a_profiled_session_is_one_session(untuned, logged, tmp_path):
     """A stranger's enable_profiling gave 3-4 profile files, end_profiling()'s holding one mode's calls."""
     so = ort.SessionOptions()
