@@ -902,15 +902,16 @@ def _target(text: str) -> str:
 def _priority(args: argparse.Namespace) -> int | None:
     """--priority as a stream index: A or B (the first or second), or a stream's name (--names, else a and
     b for two models, r0, r1, ... for --requests N)."""
+    from .colocate import stream_names
     from .errors import UsageError
 
     if not args.priority:
         return None
     if args.priority in ("A", "B"):
         return "AB".index(args.priority)
-    copies = args.hybrid is None and len(args.models) == 1
-    default = [f"r{k}" for k in range(args.requests)] if copies else ["a", "b"]
-    names = [n.strip() for n in args.names.split(",")] if args.names else default
+    given = [n.strip() for n in args.names.split(",")] if args.names else None
+    streams = 2 if args.hybrid is not None else len(args.models)  # --hybrid takes no MODEL and no --names
+    names = [prefix[:-1] for prefix in stream_names(streams, args.requests, given)]
     if args.priority in names:
         return names.index(args.priority)
     raise UsageError(f"--priority {args.priority}: no such stream (A or B, or a stream's name: {', '.join(names)})")

@@ -24,16 +24,13 @@ ENCODER_STATES, CACHE_BRANCH = "encoder_hidden_states", "use_cache_branch"
 DEFAULT_ENCODER_LENGTH = 64  # encoder frames a seq2seq request attends to where the model leaves them free
 
 
-_ANY_PAST = re.compile(r"past_key_values\.\d+\.(decoder\.|encoder\.)?(key|value)$")  # optimum's seq2seq too
-
-
 def decode_step_hint(model: onnx.ModelProto, hinted: Collection[str]) -> str:
     """A note for a decoder with a KV cache analysed at its default lengths (its input_ids' sequence dim
     free, no --shape for it): those make a prefill chunk of 128 tokens, and most of a generation is
     decode steps of one token. '' for any other model."""
     inputs = {v.name: v for v in model.graph.input}
     ids = inputs.get("input_ids")
-    if ids is None or "input_ids" in hinted or not any(_ANY_PAST.match(n) for n in inputs):
+    if ids is None or "input_ids" in hinted or not any(_PAST.match(n) for n in inputs):
         return ""
     dims = ids.type.tensor_type.shape.dim
     if len(dims) != 2 or dims[1].HasField("dim_value"):

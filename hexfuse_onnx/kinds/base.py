@@ -245,17 +245,12 @@ def _constant(g: ModelGraph, i: int) -> bool:
 
 
 def _large_constant(g: ModelGraph, i: int) -> bool:
-    """A Constant node whose tensor value holds more than BODY_CONSTANT_BYTES."""
-    if not _constant(g, i):
+    """A Constant node whose tensor value holds more than BODY_CONSTANT_BYTES (its output's info is the
+    attribute's type and dims: graph._collect_infos)."""
+    n = g.nodes[i]
+    if not _constant(g, i) or not any(a.name == "value" and a.type == onnx.AttributeProto.TENSOR for a in n.attribute):
         return False
-    tensors = (a.t for a in g.nodes[i].attribute if a.name == "value" and a.type == onnx.AttributeProto.TENSOR)
-    value = next(tensors, None)
-    if value is None or not value.data_type:
-        return False
-    count = 1
-    for d in value.dims:
-        count *= d
-    return count * onnx.helper.tensor_dtype_to_np_dtype(value.data_type).itemsize > BODY_CONSTANT_BYTES
+    return (g.info(n.output[0]).nbytes or 0) > BODY_CONSTANT_BYTES
 
 
 def with_dequantize_copies(g: ModelGraph, ids: list[int], body: TaskBody, tag: str) -> TaskBody:
