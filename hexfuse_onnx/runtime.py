@@ -357,7 +357,7 @@ def InferenceSession(  # noqa: N802  # named as onnxruntime's, which it replaces
             header,
             can_choose=providers == ["CPUExecutionProvider"] and not fixed,
         )
-        source = path if isinstance(path, bytes) else str(path)
+        source = os.fspath(path) if isinstance(path, os.PathLike) else path  # else ORT's own TypeError
         if not registered and header is not None:
             source = unfused_source(path, header)
         if choose and not fixed and header is not None and providers is not None:  # (choose implies a header)

@@ -168,6 +168,8 @@ def test_the_drop_in_takes_onnxruntimes_arguments(untuned, logged):
     assert not messages(logged, "choosing")
     with pytest.raises(TypeError, match="sess_options or so"):
         runtime.InferenceSession(untuned, ort.SessionOptions(), so=ort.SessionOptions())
+    with pytest.raises(TypeError, match="Unable to load from type"):  # ORT's words, not "no such file '123'"
+        runtime.InferenceSession(123)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(("value", "mode"), [("ort-par", "ort-par"), ("off", ort_modes.DEFAULT)])
