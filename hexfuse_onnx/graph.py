@@ -881,7 +881,7 @@ def infer_contrib_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
     return partial if symbolic is None else _with_static_shapes(symbolic, _static_infos(partial))
 
 
-QDQ_OPS = ("QuantizeLinear", "DequantizeLinear")
+QDQ_OPS = frozenset({"QuantizeLinear", "DequantizeLinear"})  # a QDQ model's data path
 
 
 def _onnx_partial_inference(model: onnx.ModelProto) -> onnx.ModelProto:

@@ -18,11 +18,10 @@ from dataclasses import dataclass
 
 import onnx
 
-from ..graph import Dim, ModelGraph
+from ..graph import QDQ_OPS, Dim, ModelGraph
 from .dag import DagFacts
 
 ATTENTION_OPS = {"Attention", "MultiHeadAttention", "GroupQueryAttention"}
-QDQ_OPS = {"QuantizeLinear", "DequantizeLinear"}  # a QDQ model's data path: passed through like layout
 SCORE_OPS = {"Mul", "Div", "Add", "Sub", "Where", "Cast"} | QDQ_OPS  # between QK^T and Softmax
 PROB_OPS = {"Cast", "Dropout", "Identity"} | QDQ_OPS  # between Softmax and the V product
 LAYOUT_OPS = {"Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"} | QDQ_OPS

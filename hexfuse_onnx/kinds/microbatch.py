@@ -29,7 +29,7 @@ from onnx import helper
 from .. import contract as C
 from ..costmodel import Prediction, Target, complementarity, fits, predict, serial_time
 from ..errors import ModelError
-from ..graph import Dim, ModelGraph, TensorInfo, attribute
+from ..graph import QDQ_OPS, Dim, ModelGraph, TensorInfo, attribute
 from ..profile import Engine, GraphProfile, TaskProfile, engine_of
 from ..qdq import QDQ_DOMAINS, is_dq, is_q
 from .base import (
@@ -442,7 +442,7 @@ def _grow(g: ModelGraph, facts: DagFacts, start: int, data: str, batch: int, use
         if escaping == {g.nodes[region[-1]].output[0]}:
             longest = list(region)
         fork = [g.nodes[i] for i in region[len(longest) :]]
-        compute = [n for n in fork if n.op_type not in ("QuantizeLinear", "DequantizeLinear")]
+        compute = [n for n in fork if n.op_type not in QDQ_OPS]
         if escaping & outputs or len(compute) > MAX_FORK_OPS or any(engine_of(n) == Engine.MATRIX for n in fork):
             return longest
         readers = {c for t in escaping for c in g.consumers.get(t, ())} - inside
@@ -478,7 +478,7 @@ def _row_inputs(g: ModelGraph, facts: DagFacts, i: int, batch: int | None) -> li
     rows = [t for t in ins if not _is_constant(g, facts, t)]
     if not rows or any(len(g.info(t).shape or ()) < 2 for t in rows):
         return None
-    if n.op_type in ("QuantizeLinear", "DequantizeLinear") and n.domain in QDQ_DOMAINS:
+    if n.op_type in QDQ_OPS and n.domain in QDQ_DOMAINS:
         return rows if len(rows) == 1 and rows[0] == ins[0] and _quant_keeps_rows(g, n) else None
     if n.domain not in ("", "ai.onnx"):
         return None

@@ -34,6 +34,7 @@ from onnx import helper, numpy_helper, shape_inference
 from onnx.reference import ReferenceEvaluator
 
 from .. import contract as C
+from ..graph import QDQ_OPS
 from ..profile import Engine as EngineClass
 from ..profile import engine_of
 from .abi import Dtype, Engine, Layout, Opcode, Role, Task
@@ -230,7 +231,7 @@ class Lowerer:
         ONNX's inference leaves unknown: the input's shape, f32 or the zero point's type (u8
         without one). The pass types the graph's own; this covers the body's DequantizeLinear copies."""
         for n in self.fn.node:
-            if n.domain != "com.microsoft" or n.op_type not in ("QuantizeLinear", "DequantizeLinear"):
+            if n.domain != "com.microsoft" or n.op_type not in QDQ_OPS:
                 continue
             if n.output[0] in self.types or n.input[0] not in self.types:
                 continue
@@ -539,7 +540,7 @@ class Lowerer:
         """A Q/DQ of no element runs nothing: of a constant (the quantiser folds OpenSpindleNet's zero
         padding before a Concat to [1, 0, 1]) or of a QDQ prefill's empty past. Its output is as
         empty; only an op that takes it as absent may read it (EMPTY_MEANS_ABSENT)."""
-        if n.op_type not in ("DequantizeLinear", "QuantizeLinear") or n.output[0] in self.out_index:
+        if n.op_type not in QDQ_OPS or n.output[0] in self.out_index:
             return False
         static = self.static.get(n.input[0])
         if not (self.has_no_element(n.input[0]) or (static is not None and np.asarray(static).size == 0)):
