@@ -308,7 +308,7 @@ def _parser() -> argparse.ArgumentParser:
     co.add_argument(
         "--priority",
         help="latency-critical stream, A or B (the first or second) or its --names name: its modelled latency is "
-        "bounded (--hybrid: A prefill, B decode)",
+        "bounded (--hybrid: prefill or decode)",
     )
     co.add_argument(
         "--max-slowdown", type=float, default=0.05, help="with --priority: largest modelled slowdown (default 0.05)"
@@ -901,7 +901,7 @@ def _target(text: str) -> str:
 
 def _priority(args: argparse.Namespace) -> int | None:
     """--priority as a stream index: A or B (the first or second), or a stream's name (--names, else a and
-    b for two models, r0, r1, ... for --requests N)."""
+    b for two models, r0, r1, ... for --requests N; --hybrid: prefill, decode)."""
     from .colocate import stream_names
     from .errors import UsageError
 
@@ -909,9 +909,13 @@ def _priority(args: argparse.Namespace) -> int | None:
         return None
     if args.priority in ("A", "B"):
         return "AB".index(args.priority)
-    given = [n.strip() for n in args.names.split(",")] if args.names else None
-    streams = 2 if args.hybrid is not None else len(args.models)  # --hybrid takes no MODEL and no --names
-    names = [prefix[:-1] for prefix in stream_names(streams, args.requests, given)]
+    if args.hybrid is not None:  # its streams are named as the requests they serve
+        from .hybrid import DECODE, PREFILL
+
+        names = [PREFILL, DECODE]
+    else:
+        given = [n.strip() for n in args.names.split(",")] if args.names else None
+        names = [prefix[:-1] for prefix in stream_names(len(args.models), args.requests, given)]
     if args.priority in names:
         return names.index(args.priority)
     raise UsageError(f"--priority {args.priority}: no such stream (A or B, or a stream's name: {', '.join(names)})")

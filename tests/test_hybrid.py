@@ -299,9 +299,10 @@ def test_cli_hybrid_runs_without_the_zoo(tmp_path):
 
 
 def test_cli_hybrid_decode_priority_bounds_the_decode(tmp_path):
-    """--priority B: the decode request is latency-critical; its modelled latency grows <= 5%."""
+    """--priority decode (B): the decode request is latency-critical; its modelled latency grows <= 5%.
+    A stranger's `--priority decode` was refused: only a and b were names."""
     out, report = tmp_path / "h.onnx", tmp_path / "h.json"
-    args = ["--prefill", "8", "--past", "16", "--target", "host", "--priority", "B", "--json", report, "-q"]
+    args = ["--prefill", "8", "--past", "16", "--target", "host", "--priority", "decode", "--json", report, "-q"]
     assert run_cli("colocate", "--hybrid", "gpt2_dynamo", "-o", out, *args).returncode == 0
     doc = json.loads(report.read_text())["colocate"]
     assert doc["priority"] == 1
