@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 
 from .costmodel import Target, predict
 from .errors import ModelError
-from .graph import ModelGraph, ShapeBinding, bind, input_dims
+from .graph import ModelGraph, ShapeBinding, batch_dims, bind, input_dims
 from .kinds import Pair, kind_of
 from .profile import GraphProfile, profile_node
 
@@ -46,7 +46,7 @@ def bucket_bindings(g: ModelGraph) -> list[ShapeBinding]:
     """The representative binding first, then its scaled versions (module docstring)."""
     assert g.source is not None and g.binding is not None
     dims_of = input_dims(g.source)
-    batch = {dims[0] for dims in dims_of.values() if dims and not isinstance(dims[0], int)}
+    batch = batch_dims(dims_of)
     rep = g.binding.symbols
     others = [k for k in rep if k not in batch]
     scaled = others or list(rep)

@@ -34,7 +34,10 @@ UNARY_CONTRIB_OPS = ("QLinearSigmoid", "QLinearLeakyRelu", "QLinearSoftmax")
 SYMBOLIC_INFERENCE_MAX_NODES = 20_000  # ORT's symbolic inference is Python: bounded for speed
 COMPUTED_DIM_PREFIX = "unk__"  # how ONNX's inference names a dim it cannot express
 # The representative binding of symbolic input dims when --shape gives none (README "Symbolic dims").
-DEFAULT_BATCH = 1  # dim 0 of an input
+DEFAULT_BATCH = 1  # dim 0 of an input, unless its name says it counts items (COUNT_WORDS)
+# Words of a dim 0 that counts a sample's items, not samples: a graph network's nodes or atoms, an
+# unbatched sequence's frames or tokens ([frames, features]); at DEFAULT_BATCH the model does nothing.
+COUNT_WORDS = ("node", "atom", "edge", "residue", "frame", "time", "seq", "len", "step", "token", "sample")
 DEFAULT_SYMBOLIC_DIM = 128  # any other symbolic dim (sequence, height, width, past length, ...)
 # An int16 input's other symbolic dims: PCM samples (MarbleNet's audio), 1 s at 16 kHz, not 8 ms
 DEFAULT_PCM_SAMPLES = 16_000
@@ -353,6 +356,15 @@ def input_dims(model: onnx.ModelProto) -> dict[str, list[int | str]]:
     return out
 
 
+def batch_dims(dims_of: dict[str, list[int | str]], min_rank: int = 1) -> set[str]:
+    """The batches: the symbolic dim 0 of inputs of at least `min_rank` dims, unless its name holds one of
+    COUNT_WORDS (minimol's feat [num_nodes, 85], a [frames, features] spectrogram), and any dim named
+    for a batch (a time-major [seq, batch, features])."""
+    first = {dims[0] for dims in dims_of.values() if len(dims) >= min_rank and isinstance(dims[0], str)}
+    named = {d for dims in dims_of.values() for d in dims if isinstance(d, str) and "batch" in d.lower()}
+    return {d for d in first if not any(w in d.lower() for w in COUNT_WORDS)} | named
+
+
 def _is_symbol_name(text: str) -> bool:
     """A dim_param that names a symbol ('?' and '' are exporters' words for unknown)."""
     return bool(re.search(r"[A-Za-z0-9_]", text))
@@ -365,6 +377,7 @@ def representative_binding(model: onnx.ModelProto, hints: dict[str, list[int]], 
     symbols: dict[str, int] = {}
     dims_of = input_dims(model)
     pcm = {v.name for v in model.graph.input if _is_audio(v, dims_of.get(v.name, []))}
+    batches = batch_dims(dims_of)
     # the hinted inputs first: a dim a hint gives is not held at a default from an input read before
     # (a GNN's num_atoms: axis 0 of element [num_atoms] and of the hinted pos [num_atoms, 3])
     for name, dims in sorted(dims_of.items(), key=lambda item: item[0] not in hints):
@@ -375,7 +388,7 @@ def representative_binding(model: onnx.ModelProto, hints: dict[str, list[int]], 
         for axis, d in enumerate(dims):
             if isinstance(d, int):
                 continue
-            value = hint[axis] if hint is not None else DEFAULT_BATCH if axis == 0 else length
+            value = hint[axis] if hint is not None else DEFAULT_BATCH if d in batches else length
             if hint is not None and d in symbols and symbols[d] != value:
                 raise ModelError(f"{where}: --shape gives dim '{d}' two values, {symbols[d]} and {value}")
             symbols.setdefault(d, value)
@@ -467,7 +480,7 @@ def unhinted_dims(model: onnx.ModelProto, hints: dict[str, list[int]]) -> dict[s
     """Symbolic dims that are no batch and that no hint gives: name -> where ('x' axis 2). A batch is
     the dim 0 of an input of rank 2 or more; a 1-D input's own length (an image size) is no batch."""
     dims_of = input_dims(model)
-    skip = {dims[0] for dims in dims_of.values() if len(dims) > 1} | {d for n in hints for d in dims_of.get(n, [])}
+    skip = batch_dims(dims_of, min_rank=2) | {d for n in hints for d in dims_of.get(n, [])}
     out: dict[str, str] = {}
     for name, dims in dims_of.items():
         for axis, d in enumerate(dims):
@@ -482,9 +495,10 @@ def unhinted_batches(model: onnx.ModelProto, hints: dict[str, list[int]]) -> dic
     (caustic_painn's num_atoms, axis 0 of pos [num_atoms, 3]): a single atom where edge_index points at two."""
     dims_of = input_dims(model)
     given = {d for n in hints for d in dims_of.get(n, [])}
+    batches = batch_dims(dims_of, min_rank=2)
     out: dict[str, str] = {}
     for name, dims in dims_of.items():
-        if len(dims) > 1 and isinstance(dims[0], str) and dims[0] not in given and _is_lone_name(dims[0]):
+        if len(dims) > 1 and dims[0] in batches and dims[0] not in given and _is_lone_name(str(dims[0])):
             out.setdefault(dims[0], f"'{name}' axis 0")
     return out
 
@@ -498,7 +512,7 @@ def other_bindings(g: ModelGraph) -> list[ShapeBinding]:
     not, where the original runs there."""
     assert g.source is not None and g.binding is not None
     dims_of = input_dims(g.source)
-    batch = {dims[0] for dims in dims_of.values() if dims and not isinstance(dims[0], int)}
+    batch = batch_dims(dims_of)
     rep = g.binding.symbols
     variants = [(2, 1.5, 1), (2, 1.5, 0), (1, 0.5, 0), (2, 1.0, 0), (1, 1.5, 0)]
     out: list[ShapeBinding] = []
@@ -515,7 +529,7 @@ def zero_bindings(model: onnx.ModelProto, symbols: dict[str, int]) -> list[Shape
     the batch (dim 0) excepted; the dims derived from it follow. ONNX allows empty tensors and a
     decoder's first step has an empty past: the pass verifies where the original runs so."""
     dims_of = input_dims(model)
-    batch = {dims[0] for dims in dims_of.values() if dims}
+    batch = batch_dims(dims_of)
     zeroed = [d for d, v in symbols.items() if v != 0 and d not in batch and _is_lone_name(d)]
     return [bind(dims_of, with_derived({**symbols, d: 0}, set(), least=0)) for d in zeroed]
 

@@ -232,6 +232,22 @@ def test_a_dim_that_is_an_expression_of_others_is_bound_to_its_value() -> None:
     assert graph.unhinted_dims(model, {}) == {"seq": "'ids' axis 1", "past": "'past' axis 2"}
 
 
+def test_a_dim_0_that_counts_items_is_no_batch() -> None:
+    """A stranger's [frames, features] input was analysed at 1 frame, and minimol's feat [num_nodes, 85] at
+    one node (dim 0 taken for a batch); a time-major [seq, batch, 4]'s batch at 128."""
+    inputs = [
+        helper.make_tensor_value_info("feats", TensorProto.FLOAT, ["frames", 80]),
+        helper.make_tensor_value_info("nodes", TensorProto.FLOAT, ["num_nodes", 8]),
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, ["seq_len", "batch", 4]),
+        helper.make_tensor_value_info("images", TensorProto.FLOAT, ["N", 3, "height", 4]),
+    ]
+    model = helper.make_model(helper.make_graph([], "g", inputs, []))
+    rep = graph.representative_binding(model, {}, "model")
+    assert rep.symbols == {"frames": 128, "num_nodes": 128, "seq_len": 128, "batch": 1, "N": 1, "height": 128}
+    assert set(graph.unhinted_dims(model, {})) == {"frames", "num_nodes", "seq_len", "height"}
+    assert set(graph.unhinted_batches(model, {})) == {"N"}
+
+
 def test_zero_bindings_empty_one_non_batch_dim_at_a_time() -> None:
     model = _decoder_inputs()
     rep = graph.representative_binding(model, {}, "model")
