@@ -386,7 +386,10 @@ def unfused_source(path: str | os.PathLike[str] | bytes, header: onnx.ModelProto
     model = header if isinstance(path, bytes) else onnx.load_model(str(path))
     if model.ByteSize() >= 2**31 - 1:
         return source
-    return unfuse(model).SerializeToString()
+    unfused = unfuse(model)
+    del unfused.metadata_props[:]  # the file's own: get_modelmeta() reads what the file says
+    unfused.metadata_props.extend(model.metadata_props)
+    return unfused.SerializeToString()
 
 
 @contextlib.contextmanager

@@ -138,6 +138,10 @@ def test_auto_without_cdsp_runs_the_unfused_original(zoo_dir, tmp_path, no_cdsp)
     got, feeds, ran = run_traced(result.output, tmp_path / "trace.json")
     want = verify.session(zoo_dir / "mlp_chain.onnx").run(None, feeds)
     assert not ran and all(np.array_equal(w, g) for w, g in zip(want, got))
+    # the session's metadata is the file's (unfuse drops the pairs' records): a stranger found none
+    written = {p.key: p.value for p in onnx.load(str(result.output)).metadata_props}
+    meta = runtime.InferenceSession(result.output, backend="auto").get_modelmeta().custom_metadata_map
+    assert any(k.startswith("hexfuse.") for k in written) and meta == written
 
 
 def test_auto_registers_for_a_model_tuned_here(work, zoo_dir, tmp_path, no_cdsp):
