@@ -48,6 +48,8 @@ def fused_work(g: ModelGraph, n: onnx.NodeProto) -> Work:
         return _attention(g, n)
     if n.op_type in ("DepthToSpace", "SpaceToDepth", "Mish") and n.domain in ("", "ai.onnx"):
         return _three_passes(g, n)
+    if n.op_type in ("Elu", "Selu") and n.domain in ("", "ai.onnx"):
+        return _elu(g, n)
     return []
 
 
@@ -80,6 +82,17 @@ def _three_passes(g: ModelGraph, n: onnx.NodeProto) -> Work:
     o.mem(elements, "Reshape")
     o.mem(elements)
     o.mem(elements, "Reshape")
+    return o.work
+
+
+def _elu(g: ModelGraph, n: onnx.NodeProto) -> Work:
+    """Elu: CLIP twice, EXP, SUB, MUL, ADD; Selu a MUL more (lowering/pointwise.py)."""
+    o, elements = _Ops(), math.prod(_dims(g, n.input[0]))
+    o.vec(elements, op="Clip")
+    o.vec(elements, op="Clip")
+    o.vec(elements, 8, "Exp")  # as profile counts Exp
+    for _ in range(3 + (n.op_type == "Selu")):
+        o.vec(elements)
     return o.work
 
 

@@ -1,8 +1,9 @@
 """Ops of detectors, OCR and super-resolution heads lowered onto the kernel and run on the real host kernel against
-ONNX Runtime: Softplus (SOFTPLUS, ORT's formula x + log1p(exp(-x)) above 0, log1p(exp(x)) else, Eigen's exp and
-log1p: bit for bit) and Mish (SOFTPLUS, TANH, MUL), Round (ties to even, bit for bit), GlobalMaxPool (GLOBAL_MAXPOOL,
-bit for bit, any spatial rank), DepthToSpace in both modes and SpaceToDepth (COPY, TRANSPOSE, COPY: bit for bit).
-float16 where ORT's CPU kernel takes it: widened, computed in float32, rounded once at the pair's end."""
+ONNX Runtime: Elu and Selu (CLIP, EXP, SUB, MUL, ADD: within a few ulp of exp), Softplus (SOFTPLUS, ORT's formula
+x + log1p(exp(-x)) above 0, log1p(exp(x)) else, Eigen's exp and log1p: bit for bit) and Mish (SOFTPLUS, TANH, MUL),
+Round (ties to even, bit for bit), GlobalMaxPool (GLOBAL_MAXPOOL, bit for bit, any spatial rank), DepthToSpace in
+both modes and SpaceToDepth (COPY, TRANSPOSE, COPY: bit for bit). float16 where ORT's CPU kernel takes it: widened,
+computed in float32, rounded once at the pair's end."""
 
 from __future__ import annotations
 
@@ -87,6 +88,28 @@ def test_mish_matches_ort(dtype: int) -> None:
 
 
 @needs_host
+@pytest.mark.parametrize(
+    ("op", "attrs"),
+    [("Elu", {}), ("Elu", {"alpha": 0.3}), ("Selu", {}), ("Selu", {"alpha": 2.0, "gamma": 0.5})],
+    ids=["elu", "elu-0.3", "selu", "selu-2-0.5"],
+)
+def test_elu_and_selu_match_ort(op: str, attrs: dict[str, float]) -> None:
+    """Audio models' Elu (DNSMOS, AECMOS) stopped every pair: max(x, 0) + alpha (exp(min(x, 0)) - 1), Selu
+    that times gamma. Below 0 exp(x) - 1 cancels: a few ulp of the kernel's exp near 1 (scaled by alpha
+    and gamma) off ORT's, above 0 x itself."""
+    shape = [1, 16, 20, 20]
+    m = unary_pair(op, F32, shape, **attrs)
+    ops = [Opcode.CLIP, Opcode.CLIP, Opcode.EXP, Opcode.SUB, Opcode.MUL, Opcode.ADD]
+    assert opcodes(m) == widened(F32, ops + [Opcode.MUL] * (op == "Selu"))
+    x = softplus_values(F32, shape)
+    ref, got = run_both(m, {"p": x})
+    scale = attrs.get("alpha", 1.0 if op == "Elu" else 1.68) * attrs.get("gamma", 1.0 if op == "Elu" else 1.06)
+    np.testing.assert_allclose(got[1], ref[1], rtol=2e-6, atol=4.0 * 2**-24 * scale)
+    positive = x > 0
+    assert np.array_equal(got[1][positive], ref[1][positive])
+
+
+@needs_host
 @pytest.mark.parametrize("dtype", [F32, F16], ids=["f32", "f16"])
 def test_round_matches_ort_bit_for_bit(dtype: int) -> None:
     """Ties to even (0.5, 1.5, 2.5, -2.5), -0.3 to -0, 2^23 - 0.5, and beyond: as ORT's"""
@@ -141,10 +164,10 @@ def test_depth_space_matches_ort_bit_for_bit(op: str, mode: str, shape: list[int
     assert_same_bits(ref, got)
 
 
-@pytest.mark.parametrize("op", ["DepthToSpace", "SpaceToDepth", "Mish"])
+@pytest.mark.parametrize("op", ["DepthToSpace", "SpaceToDepth", "Mish", "Elu", "Selu"])
 def test_the_cost_model_counts_the_program_ops(op: str) -> None:
     """fused_work's entries: one per program op of task B, on its engine"""
-    attrs = {"blocksize": 2} if op != "Mish" else {}
+    attrs = {"blocksize": 2} if op in ("DepthToSpace", "SpaceToDepth") else {}
     m = unary_pair(op, F32, [1, 8, 4, 6], opset=18, **attrs)
     engines = [Engine(struct.unpack_from("<B", r, 2)[0]) for r in _op_records(lower_pair(m, m.graph.node[0]))]
     g = graph.index_model(plain(m))

@@ -203,6 +203,34 @@ def mish(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     cx.emit(n, t, Opcode.MUL, [x, cx.emit(n, t, Opcode.TANH, [softplus], out=cx.scratch(dims, t))])
 
 
+@lowers("Elu", "Selu")
+def elu(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
+    """ONNX Elu, x where x >= 0 else alpha (exp(x) - 1), as max(x, 0) + alpha (exp(min(x, 0)) - 1): ORT's
+    values but for the kernel's exp (a few ulp from Eigen's). Selu is gamma times Elu of its own alpha."""
+    selu = n.op_type == "Selu"
+    alpha = float(attr(n, "alpha", 1.6732632423543772 if selu else 1.0))
+    dims = cx.shape(n.output[0], n)
+    x = cx.read(n.input[0], n, t)
+
+    def clip(lo: float, hi: float) -> int:
+        params = {ClipParam.MIN: f32_bits(lo), ClipParam.MAX: f32_bits(hi)}
+        return cx.emit(n, t, Opcode.CLIP, [x], params, out=cx.scratch(dims, t))
+
+    def times(value: int, c: float, last: bool = False) -> int:
+        out = None if last else cx.scratch(dims, t)
+        return cx.emit(n, t, Opcode.MUL, [value, cx.constant(np.array([c], np.float32), t)], out=out)
+
+    positive, negative = clip(0.0, np.inf), clip(-np.inf, 0.0)
+    grown = cx.emit(n, t, Opcode.EXP, [negative], out=cx.scratch(dims, t))
+    one = cx.constant(np.array([1.0], np.float32), t)
+    scaled = times(cx.emit(n, t, Opcode.SUB, [grown, one], out=cx.scratch(dims, t)), alpha)
+    if not selu:
+        cx.emit(n, t, Opcode.ADD, [positive, scaled])
+        return
+    gamma = float(attr(n, "gamma", 1.0507010221481323))
+    times(cx.emit(n, t, Opcode.ADD, [positive, scaled], out=cx.scratch(dims, t)), gamma, last=True)
+
+
 @lowers("Swish")
 def swish(cx: Lowerer, n: onnx.NodeProto, t: Task) -> None:
     """ONNX Swish (opset 24), x * sigmoid(alpha x): the kernel's SILU when alpha is 1."""
