@@ -13,21 +13,29 @@ only: prefill attention with decode attention, MLP with MLP, one layer per pair 
 cheap (host) and several where the call overhead demands more work per call (hexagon-v73). The
 decoder's signature (input_ids, attention_mask, position_ids, past_key_values.N.key/value ->
 logits, present.N.key/value; a seq2seq decoder's past_key_values.N.decoder.key and cross-attention
-past_key_values.N.encoder.key as optimum names them) is read by decoder.py.
+past_key_values.N.encoder.key as optimum names them) is read by decoder.py. optimum's merged decoder
+(both steps under an If on use_cache_branch) is co-located branch by branch: each request runs the
+branch its lengths take, as a model of its own, and the hybrid model has no switch (`_branches_taken`).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from . import decoder
 from .colocate import DEFAULT_MAX_SLOWDOWN, Result, colocate
-from .errors import ModelError, UsageError
+from .colocate_ifs import Switch, switch_of, taken
+from .errors import HexfuseError, ModelError, UsageError, WriteError
 from .graph import input_dims, read_model
+from .modelio import check_output_folder, stage
 
 PREFILL, DECODE = "prefill", "decode"
 DEFAULT_PREFILL, DEFAULT_PREFILL_PAST, DEFAULT_PAST = 64, 16, 128
@@ -109,19 +117,59 @@ def hybrid(
     progress(
         f"hybrid: prefill {requests.prefill} tokens after {requests.prefill_past}, decode 1 token after {requests.past}"
     )
-    return colocate(
-        [path],
-        output,
-        requests=2,
+    options: dict[str, Any] = dict(
         names=[PREFILL, DECODE],
         priority=priority,
         max_slowdown=max_slowdown,
         target=target,
         kinds=kinds,
         min_gain=min_gain,
-        shapes=fixed,
         progress=progress,
         verify_plugin=verify_plugin,
-        feeds=inputs(path, requests),
         specialise=True,
     )
+    switch = switch_of(read_model(path, load_external_data=False))
+    if switch is None:
+        return colocate([path], output, requests=2, shapes=fixed, feeds=inputs(path, requests), **options)
+    return _branches_taken(path, output, switch, requests, fixed, options)
+
+
+def _branches_taken(
+    path: str | os.PathLike[str],
+    output: str | os.PathLike[str],
+    switch: Switch,
+    requests: Requests,
+    fixed: dict[str, list[int]],
+    options: dict[str, Any],
+) -> Result:
+    """A merged decoder (optimum's If on use_cache_branch): two copies of it hold two Ifs, inside which
+    nothing pairs. Each request runs the branch it takes (the decode's cached one; the prefill's too
+    after a past, else the first step's) as a model of its own, without the switch: the hybrid model's
+    lengths are fixed, and so is each request's branch."""
+    if Path(output).resolve() == Path(path).resolve():
+        raise WriteError(f"{output}: the output would overwrite the input model; choose another -o")
+    check_output_folder(output)
+    model = read_model(path)
+    taken_by = {PREFILL: requests.prefill_past > 0, DECODE: True}
+    switches = {f"{half}/{switch.source}" for half in taken_by}
+    folder = Path(tempfile.mkdtemp(prefix=f".{Path(output).name}.branches-", dir=Path(output).resolve().parent))
+    try:
+        flat: list[str | os.PathLike[str]] = []
+        for half, then in taken_by.items():
+            branch = taken(model, switch, then)
+            kept = [v for v in branch.graph.input if v.name != switch.source]
+            branch.graph.ClearField("input")
+            branch.graph.input.extend(kept)
+            flat.append(folder / f"{half}.onnx")
+            stage(branch, folder / f"{half}.onnx", Path(path).resolve().parent).commit()
+        feeds = {k: v for k, v in inputs(path, requests).items() if k not in switches}
+        at = {k: v for k, v in fixed.items() if k not in switches}
+        try:
+            return colocate(flat, output, shapes=at, feeds=feeds, share_weights=True, **options)
+        except HexfuseError as exc:  # named by the file the user gave, not a branch's temporary one
+            for half, branch_path in zip(taken_by, flat):
+                exc.message = exc.message.replace(str(branch_path), f"{path} ({half} request's branch)")
+            exc.args = (exc.message,)
+            raise
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -344,3 +344,30 @@ def test_a_seq2seq_decoder_serves_a_prefill_and_a_decode(tmp_path):
         mine = own.run(names, {a.name: feeds[f"{half}/{a.name}"] for a in own.get_inputs()})
         for name, ref in zip(names, mine):
             assert np.array_equal(merged[f"{half}/{name}"], ref), (half, name)
+
+
+@pytest.mark.parametrize("prefill_past", [4, 0], ids=["chunk-after-past", "first-chunk"])
+def test_a_merged_decoder_pairs_the_branches_its_requests_take(tmp_path, prefill_past):
+    """optimum's merged decoder holds both steps under an If on use_cache_branch: two copies of it paired
+    nothing (a stranger's Moonshine). Each request runs the branch it takes (the prefill's first-step branch
+    without a past) as a model of its own; the hybrid model has no switch and gives each request what the
+    merged decoder gives it."""
+    from models.exported import SPEECH
+
+    path = SPEECH["whisper_decoder_merged"].path
+    requests = hybrid.Requests(prefill=16, prefill_past=prefill_past, past=32)
+    out = tmp_path / "h.onnx"
+    result = hybrid.hybrid(path, out, requests, target="host", verify_plugin=True)
+    assert result.rewrite.output == out and result.rewrite.analysis.pairs
+    feeds = hybrid.inputs(path, requests, seed=5)
+    served = _stock(out)
+    taken = {a.name for a in served.get_inputs()}
+    assert not any(name.endswith("use_cache_branch") for name in taken)
+    merged = _run(served, {k: v for k, v in feeds.items() if k in taken})
+    own = _stock(path)
+    names = [o.name for o in own.get_outputs()]
+    for half in (hybrid.PREFILL, hybrid.DECODE):
+        mine = own.run(names, {a.name: feeds[f"{half}/{a.name}"] for a in own.get_inputs()})
+        for name, ref in zip(names, mine):
+            assert np.array_equal(merged[f"{half}/{name}"], ref), (half, name)
+    assert listing(tmp_path) == ["h.onnx"]  # the branches' temporary models are gone
