@@ -149,27 +149,42 @@ def _branches_taken(
     if Path(output).resolve() == Path(path).resolve():
         raise WriteError(f"{output}: the output would overwrite the input model; choose another -o")
     check_output_folder(output)
-    model = read_model(path)
     taken_by = {PREFILL: requests.prefill_past > 0, DECODE: True}
     switches = {f"{half}/{switch.source}" for half in taken_by}
     folder = Path(tempfile.mkdtemp(prefix=f".{Path(output).name}.branches-", dir=Path(output).resolve().parent))
     try:
-        flat: list[str | os.PathLike[str]] = []
-        for half, then in taken_by.items():
-            branch = taken(model, switch, then)
-            kept = [v for v in branch.graph.input if v.name != switch.source]
-            branch.graph.ClearField("input")
-            branch.graph.input.extend(kept)
-            flat.append(folder / f"{half}.onnx")
-            stage(branch, folder / f"{half}.onnx", Path(path).resolve().parent).commit()
+        flat = _write_branches(path, switch, taken_by, folder)
         feeds = {k: v for k, v in inputs(path, requests).items() if k not in switches}
         at = {k: v for k, v in fixed.items() if k not in switches}
         try:
-            return colocate(flat, output, shapes=at, feeds=feeds, share_weights=True, **options)
-        except HexfuseError as exc:  # named by the file the user gave, not a branch's temporary one
-            for half, branch_path in zip(taken_by, flat):
-                exc.message = exc.message.replace(str(branch_path), f"{path} ({half} request's branch)")
+            result = colocate(list(flat.values()), output, shapes=at, feeds=feeds, share_weights=True, **options)
+        except HexfuseError as exc:
+            exc.message = _named(exc.message, path, flat)
             exc.args = (exc.message,)
             raise
+        result.compared_how = _named(result.compared_how, path, flat)
+        return result
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _write_branches(
+    path: str | os.PathLike[str], switch: Switch, taken_by: dict[str, bool], folder: Path
+) -> dict[str, Path]:
+    """Each request's branch as a model file in `folder`, its switch input dropped: request -> file."""
+    model, flat = read_model(path), {}
+    for half, then in taken_by.items():
+        branch = taken(model, switch, then)
+        kept = [v for v in branch.graph.input if v.name != switch.source]
+        branch.graph.ClearField("input")
+        branch.graph.input.extend(kept)
+        flat[half] = folder / f"{half}.onnx"
+        stage(branch, flat[half], Path(path).resolve().parent).commit()
+    return flat
+
+
+def _named(text: str, path: str | os.PathLike[str], flat: dict[str, Path]) -> str:
+    """`text` naming the file the user gave where it names a branch's temporary one."""
+    for half, branch_path in flat.items():
+        text = text.replace(str(branch_path), f"{path} ({half} request's branch)")
+    return text

@@ -1,0 +1,27 @@
+"""What a stranger of session 38 hit serving speech models: optimum's merged decoders as a hybrid batch
+(Moonshine's, a tiny Whisper's). Each test names the finding it keeps fixed; the merged decoder's pairs
+are in test_hybrid.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from real_support import cached_or_skip
+
+from hexfuse_onnx import hybrid
+
+
+def test_a_frozen_hybrid_says_how_far_orts_optimisations_move_it(tmp_path: Path) -> None:
+    """Moonshine's merged decoder (dynamically quantised) as a hybrid with --prefill-past 0 matched its source
+    op for op and printed "worst relative error 0", while on ORT's defaults its prefill logits were 3.5% of
+    their scale from the decoder's: the fixed shapes let ORT fold the attention scale into FusedMatMul, and
+    DynamicQuantizeLinear makes ulps steps. The line now says so, beside how far ORT's optimisations move
+    the decoder's own outputs (0.3 of their scale on these inputs)."""
+    path = cached_or_skip("moonshine_tiny_decoder")
+    requests = hybrid.Requests(prefill=16, prefill_past=0, past=32)
+    result = hybrid.hybrid(path, tmp_path / "h.onnx", requests, target="host", kinds=[], min_gain=1e9)
+    how = result.compared_how
+    assert how.startswith(" op for op (ORT's graph optimisations off); with them on, the fixed shapes let stock ORT")
+    assert f"differs from {path} (prefill request's branch)'s own output 'logits' by up to" in how
+    assert "of its scale)" in how
+    assert "ORT's optimisations move the sources' own outputs by up to" in how
