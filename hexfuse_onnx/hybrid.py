@@ -129,9 +129,19 @@ def hybrid(
         specialise=True,
     )
     switch = switch_of(read_model(path, load_external_data=False))
-    if switch is None:
-        return colocate([path], output, requests=2, shapes=fixed, feeds=inputs(path, requests), **options)
-    return _branches_taken(path, output, switch, requests, fixed, options)
+    try:
+        if switch is None:
+            return colocate([path], output, requests=2, shapes=fixed, feeds=inputs(path, requests), **options)
+        return _branches_taken(path, output, switch, requests, fixed, options)
+    except ModelError as exc:
+        if "fails on the --inputs" in exc.message:  # the requests' own inputs: their lengths, most likely
+            longest = max(requests.prefill_past + requests.prefill, requests.past + 1)
+            exc.message += (
+                f" (the requests take up to {longest} positions: a decoder made for fewer needs smaller --prefill, "
+                "--prefill-past and --past)"
+            )
+            exc.args = (exc.message,)
+        raise
 
 
 def _branches_taken(

@@ -6,9 +6,25 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cli_support import error_line, listing, run_cli
 from real_support import cached_or_skip
 
 from hexfuse_onnx import hybrid
+from hexfuse_onnx.errors import EXIT_BAD_MODEL
+
+
+def test_requests_longer_than_the_decoders_positions_hear_which_flags_set_them(tmp_path: Path) -> None:
+    """The hybrid's defaults (a 64-token chunk after 16, a decode after 128) exceed the tiny Whisper's 64
+    positions: ORT's Gather message alone left the stranger guessing."""
+    from models.exported import SPEECH
+
+    out = tmp_path / "h.onnx"
+    proc = run_cli("colocate", "--hybrid", SPEECH["whisper_decoder_merged"].path, "-o", out, "--target", "host", "-q")
+    assert proc.returncode == EXIT_BAD_MODEL, proc.stderr
+    line = error_line(proc)
+    assert "fails on the --inputs" in line and "Gather" in line
+    assert "the requests take up to 129 positions: a decoder made for fewer needs smaller --prefill" in line
+    assert listing(tmp_path) == []
 
 
 def test_a_frozen_hybrid_says_how_far_orts_optimisations_move_it(tmp_path: Path) -> None:
