@@ -763,4 +763,4 @@ def _as_merged(path: str) -> str | onnx.ModelProto:
 
 
 def _free_dims(v: onnx.ValueInfoProto) -> bool:
-    return any(not d.HasField("dim_value") or d.dim_value <= 0 for d in v.type.tensor_type.shape.dim)
+    return any(not d.HasField("dim_value") or d.dim_value < 0 for d in v.type.tensor_type.shape.dim)  # 0: an empty past
