@@ -58,6 +58,7 @@ import datetime
 import functools
 import hashlib
 import json
+import math
 import os
 import threading
 import time
@@ -435,11 +436,13 @@ def _medians(times: dict[str, np.ndarray]) -> dict[str, float]:
 
 
 def feed_size(input_feed: dict[str, Any]) -> float:
-    """The elements of a call's inputs (at least 1): the size the choice compares calls by."""
+    """The elements of a call's inputs (at least 1): the size the choice compares calls by. Every call
+    while choosing counts them: math.prod of the shapes, 1 us for two arrays where np.prod took 18
+    (a stranger's 170 us DTLN calls ran 55 us slower while choosing)."""
     total = 0
     for value in input_feed.values():
-        shape = value.shape() if isinstance(value, ort.OrtValue) else np.shape(value)
-        total += int(np.prod(shape, dtype=np.int64))
+        shape = value.shape() if isinstance(value, ort.OrtValue) else getattr(value, "shape", None)
+        total += math.prod(np.shape(value) if shape is None else shape)
     return float(max(total, 1))
 
 
@@ -527,7 +530,8 @@ def rankdata(x: np.ndarray) -> np.ndarray:
     return (below + 1 + upto) / 2.0
 
 
-def williams_row(n: int, r: int) -> list[int]:
+@functools.lru_cache(maxsize=64)  # asked twice a call while choosing
+def williams_row(n: int, r: int) -> tuple[int, ...]:
     """Row r of a Williams design for n orders: 0, 1, n-1, 2, n-2, ... shifted by r (mod n), and for
     odd n reversed in odd rows. Over n rows (2n for odd n) each item directly follows every other
     item equally often: what one mode leaves behind (spinning threads, a cold cache) weighs on every
@@ -536,7 +540,7 @@ def williams_row(n: int, r: int) -> list[int]:
     for k in range(1, n):
         first.append(low if k % 2 else high)
         low, high = (low + 1, high) if k % 2 else (low, high - 1)
-    row = [(x + r) % n for x in first]
+    row = tuple((x + r) % n for x in first)
     return row[::-1] if n % 2 and r % 2 else row
 
 
