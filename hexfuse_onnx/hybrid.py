@@ -166,8 +166,10 @@ def _branches_taken(
         flat = _write_branches(path, switch, taken_by, folder)
         feeds = {k: v for k, v in inputs(path, requests).items() if k not in switches}
         at = {k: v for k, v in fixed.items() if k not in switches}
+        said = options["progress"]
+        named = {**options, "progress": lambda line: said(_named(line, path, flat))}
         try:
-            result = colocate(list(flat.values()), output, shapes=at, feeds=feeds, share_weights=True, **options)
+            result = colocate(list(flat.values()), output, shapes=at, feeds=feeds, share_weights=True, **named)
         except HexfuseError as exc:
             exc.message = _named(exc.message, path, flat)
             exc.args = (exc.message,)

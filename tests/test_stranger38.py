@@ -35,8 +35,10 @@ def test_a_frozen_hybrid_says_how_far_orts_optimisations_move_it(tmp_path: Path)
     the decoder's own outputs (0.3 of their scale on these inputs)."""
     path = cached_or_skip("moonshine_tiny_decoder")
     requests = hybrid.Requests(prefill=16, prefill_past=0, past=32)
-    result = hybrid.hybrid(path, tmp_path / "h.onnx", requests, target="host", kinds=[], min_gain=1e9)
+    said: list[str] = []
+    result = hybrid.hybrid(path, tmp_path / "h.onnx", requests, target="host", min_gain=1e9, progress=said.append)
     how = result.compared_how
+    assert any(how in line for line in said)  # the progress names the user's file too
     assert how.startswith(" op for op (ORT's graph optimisations off); with them on, the fixed shapes let stock ORT")
     assert f"differs from {path} (prefill request's branch)'s own output 'logits' by up to" in how
     assert "of its scale)" in how
