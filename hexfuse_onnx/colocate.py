@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import onnx
@@ -468,40 +468,44 @@ def check_outputs(
     else:
         check_inputs_match(session(merged_path), feeds)
     opened_as = opened_as or {}
+    outputs: dict[bool, Outputs] = {}  # each regime's source outputs (True: op for op), each run once
+
+    def compare(unoptimised: bool) -> int:
+        if unoptimised not in outputs:
+            outputs[unoptimised] = _source_outputs(plan, feeds, unoptimised, given, opened_as)
+        return _compare_outputs(merged_path, plan, feeds, outputs[unoptimised], unoptimised)
+
     if op_for_op:
-        compared = _compare_outputs(merged_path, plan, feeds, True, given, opened_as)
+        compared = compare(True)
         why = "the fixed shapes let stock ORT fuse the merge otherwise than its sources"
     else:
         why = "stock ORT runs the merge otherwise than its sources"
     try:
-        return _compare_outputs(merged_path, plan, feeds, False, given, opened_as), ""
+        return compare(False), ""
     except VerificationError as exc:
         optimised = exc.message
     if not op_for_op:
-        compared = _compare_outputs(merged_path, plan, feeds, True, given, opened_as)
+        compared = compare(True)
         why += (
             " (a weight the streams share is fused no more, e.g. its DequantizeLinear + MatMul stay float where ORT "
             "makes a source's MatMulNBits with int8 activations)"
         )
     return compared, (
         f" op for op (ORT's graph optimisations off); with them on, {why}: {optimised}"
-        f"{_own_drift(plan, feeds, opened_as)}"
+        f"{_own_drift(outputs[False], outputs[True])}"
     )
 
 
-def _own_drift(plan: Plan, feeds: dict[str, np.ndarray], opened_as: dict[str, Path]) -> str:
+Outputs = dict[str, list[tuple[str, np.ndarray]]]  # stream prefix -> its source's (output name, value), in order
+
+
+def _own_drift(optimised: Outputs, unoptimised: Outputs) -> str:
     """How far ORT's optimisations move the sources' own outputs from their op-for-op values, as the yardstick
     of a merge that differs from them only with optimisations on (Moonshine's dynamically quantised decoder as
     a hybrid with no past: its prefill logits 0.26 of their scale from the decoder's, the decoder's own 3.2e-07)."""
-    from .verify import session, unoptimised_options
-
     worst = 0.0
-    for prefix, source in zip(plan.streams, plan.sources):
-        path = opened_as.get(prefix, source)
-        runs = [session(path, options) for options in (None, unoptimised_options())]
-        own = {a.name: feeds[prefix + a.name] for a in runs[0].get_inputs()}
-        names = [o.name for o in runs[0].get_outputs()]
-        for ref, out in zip(*(r.run(names, own) for r in runs)):
+    for prefix, values in optimised.items():
+        for (_, ref), (_, out) in zip(values, unoptimised[prefix]):
             if ref.dtype.kind == "f" and ref.shape == out.shape and ref.size:
                 worst = max(worst, _relative(ref, out))
     return f"; ORT's optimisations move the sources' own outputs by up to {worst:.2g} of their scale" if worst else ""
@@ -514,22 +518,16 @@ def _relative(ref: np.ndarray, out: np.ndarray) -> float:
     return apart / scale if scale > 0 else 0.0
 
 
-def _compare_outputs(
-    merged_path: Path,
-    plan: Plan,
-    feeds: dict[str, np.ndarray],
-    op_for_op: bool,
-    given: bool,
-    opened_as: dict[str, Path],
-) -> int:
+def _source_outputs(
+    plan: Plan, feeds: dict[str, np.ndarray], op_for_op: bool, given: bool, opened_as: dict[str, Path]
+) -> Outputs:
+    """Each stream's source run on its part of `feeds` (op for op, or as ORT optimises it); ModelError naming the
+    inputs where a source fails on them."""
     from .verify import session, shapes_label, unoptimised_options
-
-    def opened(path: str | os.PathLike[str]) -> Any:
-        return session(path, unoptimised_options() if op_for_op else None)
 
     expected = {}
     for prefix, source in zip(plan.streams, plan.sources):
-        own = opened(opened_as.get(prefix, source))
+        own = session(opened_as.get(prefix, source), unoptimised_options() if op_for_op else None)
         own_feeds = {a.name: feeds[prefix + a.name] for a in own.get_inputs()}
         own_names = [o.name for o in own.get_outputs()]
         try:
@@ -547,7 +545,17 @@ def _compare_outputs(
                 f"given by --shape are 1, as it runs at none the pass tries){_real_inputs_hint(model, same)}: "
                 f"{first_line(exc)}"
             ) from None
-    merged = opened(merged_path)
+    return expected
+
+
+def _compare_outputs(
+    merged_path: Path, plan: Plan, feeds: dict[str, np.ndarray], expected: Outputs, op_for_op: bool
+) -> int:
+    """The merged model run as its sources were (`op_for_op`): its outputs against theirs (`expected`), bit for
+    bit; VerificationError naming the first that differs, and by how much."""
+    from .verify import session, unoptimised_options
+
+    merged = session(merged_path, unoptimised_options() if op_for_op else None)
     names = [o.name for o in merged.get_outputs()]
     try:
         got = dict(zip(names, merged.run(names, feeds)))
