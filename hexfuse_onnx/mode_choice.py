@@ -15,8 +15,9 @@ MIN_ROUNDS at least) once the calls have taken EXPLORE_S. ort-par joins from the
 round on, and only when the first round's fastest median is at least PAR_MIN_CALL_US. From
 MIN_ROUNDS rounds on, a mode above DROP_RATIO times the best median in each of its blocks leaves the
 rotation (ort-par, joined a round late, after its first such block). It keeps ORT's defaults
-unless another mode beat them clearly (`beats_defaults`: in the rounds both ran, by a signed-rank test
-at level LEAVE_P, and by LEAVE_GAIN in median; of such modes the lowest median), releases the other
+unless another mode beat them clearly (`replaces_defaults`: a mode with a pool in the rounds both ran,
+by a signed-rank test at level LEAVE_P, and by LEAVE_GAIN in median; ort-seq, which has no pool to spin,
+by any lower median; of such modes the lowest median), releases the other
 sessions, logs the choice once and remembers it in a small cache file keyed by the model's digest and
 this machine (tuning.fingerprint: CPU, CPU count, ORT and hexfuse-onnx versions). One exploration on
 a busy machine can choose wrong, so the next sessions of the model choose again until CONFIRM choices
@@ -126,15 +127,19 @@ LEAVE_GAIN = 0.02  # another mode replaces ORT's defaults only when its median i
 # and 1.05-1.5x slower in rested ones (ORT pins the threads of its default pool, not of one of a set size:
 # a likely cause, not measured): the lowest median took it for two_branch in 4 of 6 back-to-back
 # explorations, 1.52x the defaults rested (benchmarks/choice_accuracy.py, docs/DROPIN.md).
+# Not for ort-seq (SPINLESS): at a median as low as the defaults' it is the better mode for the application,
+# whose other work gets the core a pool spins for ~40 ms after each call (SETTLE_S). Where it ties, on calls
+# under ~150 us, an exploration saw less of its lead than the timed rounds: silero_decoder_v5 1.9% (the
+# defaults kept) against 9%, gpt_decode_step_contrib 4.1% against 23% (host_pairs --defaults, session 38).
 LEAVE_P = 1 / 16  # ... faster at this level by a one-sided Wilcoxon signed-rank test of its per-round log
 # ratios to the defaults (exact; with 4 rounds or fewer: faster in every round, the rule before 12 rounds).
 # Four rounds could not rank gtcrn_stream's modes 5-11% apart in rested calls: ort-seq beat the defaults
 # in 4, 2 and 2 of 4 rounds of three explorations, each loss by 1-10% (benchmarks/choice_accuracy.py).
-RULE = 7  # in the cache key: choices made by an earlier rule are not reused (before 51e37ff ort-par was
+RULE = 8  # in the cache key: choices made by an earlier rule are not reused (before 51e37ff ort-par was
 # explored on every model; a remembered choice of it ran silero_decoder_v5 at up to 285x ort-seq; before RULE 4
 # another mode had to beat the defaults in every one of up to 4 rounds; before RULE 5 pooled modes were timed
 # in twins that spun 1 ms; before RULE 6 calls of other input sizes were compared as timed; before RULE 7 calls
-# of two sizes were scaled wrong, which could keep ort-par out)
+# of two sizes were scaled wrong, which could keep ort-par out; before RULE 8 ort-seq needed LEAVE_GAIN too)
 VIEW_OPS = frozenset({"Identity", "Reshape", "Squeeze", "Unsqueeze", "Flatten"})  # no work to run at once
 SHAPE_SOURCES = frozenset({"Shape", "Size"})
 
@@ -330,7 +335,7 @@ class Exploration:
     fastest median is PAR_MIN_CALL_US or more, so the drop rule first weighs them after one block. After
     ROUNDS rounds, or MIN_ROUNDS once its counted calls have taken EXPLORE_S, or when one
     mode is left, a mode is chosen (`chosen`): ORT's defaults, unless modes beat them clearly
-    (`beats_defaults`), then the one of those with the lowest median. Medians are of the calls as at
+    (`chosen_mode`), then the one of those with the lowest median. Medians are of the calls as at
     the median input size (`as_median_size`), recomputed at each round's end."""
 
     def __init__(self, modes: Sequence[str], joining: Sequence[str] = ()) -> None:
@@ -412,23 +417,39 @@ class Exploration:
             self.live += self._joining
         long_enough = self._round >= MIN_ROUNDS and self._busy >= EXPLORE_S * 1e9
         if self._round == ROUNDS or long_enough or len(self.live) == 1:
-            clear = [m for m in self.live if m == ort_modes.DEFAULT or self.beats_defaults(m)]
-            self.chosen = min(clear or self.live, key=medians.__getitem__)
+            self.chosen = chosen_mode(medians, self.rounds, self.live)
 
     def fastest_block(self, mode: str) -> float:
         """The lowest median of one of the mode's blocks, us."""
         return min(r[mode] for r in self.rounds if mode in r)
 
-    def beats_defaults(self, mode: str) -> bool:
-        """Whether `mode` ran faster than ORT's defaults by LEAVE_GAIN in median, and in the rounds both
-        ran by a one-sided test at level LEAVE_P (`faster_in_rounds`; none such once ORT's defaults left
-        the rotation: the lowest median of those left)."""
-        if ort_modes.DEFAULT not in self.live:
-            return False
-        both = [r for r in self.rounds if mode in r and ort_modes.DEFAULT in r]
-        medians = self.medians()
-        faster = medians[mode] <= (1.0 - LEAVE_GAIN) * medians[ort_modes.DEFAULT]
-        return faster and faster_in_rounds([np.log(r[mode] / r[ort_modes.DEFAULT]) for r in both])
+
+def chosen_mode(medians: dict[str, float], rounds: Sequence[dict[str, float]], live: Sequence[str]) -> str:
+    """The mode an exploration chooses of those `live`, from each mode's median call (us) and its blocks'
+    medians round by round: ORT's defaults unless modes replace them (`replaces_defaults`, over the rounds
+    both ran), then the lowest median of those; once the defaults left the rotation the lowest median.
+    benchmarks/choice_replay.py applies it to the explorations a host_pairs run recorded."""
+    default = ort_modes.DEFAULT
+    if default not in live:
+        return min(live, key=medians.__getitem__)
+    clear = [default] + [
+        m for m in live if m != default and replaces_defaults(m, medians[m] / medians[default], round_ratios(rounds, m))
+    ]
+    return min(clear, key=medians.__getitem__)
+
+
+def round_ratios(rounds: Sequence[dict[str, float]], mode: str) -> list[float]:
+    """log(mode's block median / ORT's defaults') in each round both ran."""
+    return [float(np.log(r[mode] / r[ort_modes.DEFAULT])) for r in rounds if mode in r and ort_modes.DEFAULT in r]
+
+
+def replaces_defaults(mode: str, median_ratio: float, log_ratios: Sequence[float]) -> bool:
+    """The rule by which `mode` replaces ORT's defaults, given its median over theirs and its per-round log
+    ratios to them: ort-seq (SPINLESS) by any lower median; a mode with a pool by LEAVE_GAIN and, in its
+    rounds, by a one-sided test at level LEAVE_P (`faster_in_rounds`). The run-time choice's and tune's."""
+    if mode in SPINLESS:
+        return median_ratio < 1.0
+    return median_ratio <= 1.0 - LEAVE_GAIN and faster_in_rounds(log_ratios)
 
 
 def _medians(times: dict[str, np.ndarray]) -> dict[str, float]:
@@ -638,7 +659,7 @@ class ChoosingSession:
         figures = ", ".join(f"{m} {t:.1f}" for m, t in medians.items())
         lowest = min(self.exploration.live, key=medians.__getitem__)
         if lowest != mode:
-            figures += (
+            figures += (  # a mode with a pool: ort-seq at a lower median replaces the defaults
                 f"; not {lowest}: not faster than ORT's defaults by {LEAVE_GAIN:.0%} and in its rounds "
                 f"(p <= {LEAVE_P:.3g})"
             )

@@ -86,8 +86,8 @@ def test_the_choice_runs_every_mode_keeps_one_and_is_remembered(untuned, logged,
     entry = json.loads(ort_mode_cache.read_text())[mode_choice.model_key(untuned)]
     assert entry["mode"] == session.mode and entry["history"] == [session.mode]
     assert set(mode_choice.CANDIDATES) <= set(entry["median_us"]) <= set(ort_modes.MODES)  # ort-par: if it joined
-    clear = [m for m in session.exploration.live if m == ort_modes.DEFAULT or session.exploration.beats_defaults(m)]
-    assert session.mode == min(clear, key=entry["median_us"].get)
+    explored = session.exploration
+    assert session.mode == mode_choice.chosen_mode(entry["median_us"], explored.rounds, explored.live)
     assert len(messages(logged, "chosen at run time", session.mode, "remembered in", "chooses again")) == 1
     so = runtime.session_options(model=untuned)  # cannot time: keeps the choice made, confirmed or not
     assert execution(so) == execution(ort_modes.options(session.mode))
@@ -282,8 +282,8 @@ def blocks(calls: list[str]) -> list[str]:
 
 
 def test_the_log_says_why_a_lower_median_did_not_replace_orts_defaults(untuned, logged, ort_mode_cache):
-    """Real sessions, an injected clock: ort-seq's calls 1% shorter than ORT's defaults', under LEAVE_GAIN."""
-    call_us = {"ort-default": 300.0, "ort-seq": 297.0, "ort-seq-2t": 400.0}
+    """Real sessions, an injected clock: ort-seq-2t's calls 1% shorter than ORT's defaults', under LEAVE_GAIN."""
+    call_us = {"ort-default": 300.0, "ort-seq": 400.0, "ort-seq-2t": 297.0}
     sessions = {m: ort.InferenceSession(str(untuned), ort_modes.options(m)) for m in call_us}
     ticks = {"t": 0, "n": 0}
 
@@ -295,7 +295,7 @@ def test_the_log_says_why_a_lower_median_did_not_replace_orts_defaults(untuned, 
     session = mode_choice.ChoosingSession(sessions, mode_choice.model_key(untuned), runtime._log_once, clock=clock)
     run_until_chosen(session, untuned)
     assert session.mode == "ort-default"
-    assert messages(logged, "ONNX Runtime mode ort-default chosen at run time", "not ort-seq: not faster than")
+    assert messages(logged, "ONNX Runtime mode ort-default chosen at run time", "not ort-seq-2t: not faster than")
 
 
 def test_the_options_given_are_never_set_to_another_mode(untuned, logged, monkeypatch, ort_mode_cache):
@@ -463,12 +463,20 @@ def test_the_ranks_of_tied_rounds_are_averaged():
     assert mode_choice.rankdata(np.array([0.3, 0.1, 0.1, 0.2])).tolist() == [4.0, 1.5, 1.5, 3.0]
 
 
-def test_orts_defaults_stay_unless_another_mode_beats_them_by_the_gain():
+def test_orts_defaults_stay_unless_a_mode_with_a_pool_beats_them_by_the_gain():
     gain = mode_choice.LEAVE_GAIN
-    exploration, _ = explore({"ort-default": 300.0, "ort-seq": 300.0 * (1 - gain / 2), "ort-seq-2t": 400.0})
+    exploration, _ = explore({"ort-default": 300.0, "ort-seq": 400.0, "ort-seq-2t": 300.0 * (1 - gain / 2)})
     assert exploration.chosen == "ort-default"
-    exploration, _ = explore({"ort-default": 300.0, "ort-seq": 300.0 * (1 - 2 * gain), "ort-seq-2t": 400.0})
-    assert exploration.chosen == "ort-seq"
+    exploration, _ = explore({"ort-default": 300.0, "ort-seq": 400.0, "ort-seq-2t": 300.0 * (1 - 2 * gain)})
+    assert exploration.chosen == "ort-seq-2t"
+
+
+@pytest.mark.parametrize(("seq_us", "chosen"), [(299.0, "ort-seq"), (300.0, "ort-default"), (301.0, "ort-default")])
+def test_ort_seq_which_spins_no_pool_replaces_the_defaults_at_any_lower_median(seq_us, chosen):
+    """silero_decoder_v5's 41 us calls: an exploration saw ort-seq 1.9% ahead, under LEAVE_GAIN, where the
+    timed rounds ran it 9% ahead; and at equal speed it leaves the application the core a pool spins."""
+    exploration, _ = explore({"ort-default": 300.0, "ort-seq": seq_us, "ort-seq-2t": 400.0})
+    assert exploration.chosen == chosen
 
 
 SPIN_KEY = "session.intra_op.spin_duration_us"
@@ -758,13 +766,16 @@ def explore_growing(factors: dict[str, float], sizes_known: bool = True) -> mode
 
 def test_over_a_growing_past_the_faster_mode_is_found_by_comparing_calls_of_one_size():
     """A decoder's past grows over the choice: each mode's later blocks run longer calls. Compared as
-    timed, the growth hides ort-seq's 10% (ORT's defaults kept); compared at one size, it is found."""
+    timed, the growth misstates the modes (ort-seq-2t, as fast as ORT's defaults, read 7% faster; before
+    RULE 8 ort-seq's 10% was not found); compared at one size, each mode reads its own speed."""
     factors = {"ort-default": 1.0, "ort-seq": 0.9, "ort-seq-2t": 1.0}
-    assert explore_growing(factors, sizes_known=False).chosen == "ort-default"
+    blind = explore_growing(factors, sizes_known=False).medians()
+    assert blind["ort-seq-2t"] / blind["ort-default"] < 0.95
     exploration = explore_growing(factors)
     assert exploration.chosen == "ort-seq"
     medians = exploration.medians()
     assert medians["ort-seq"] / medians["ort-default"] == pytest.approx(0.9, abs=0.005)
+    assert medians["ort-seq-2t"] / medians["ort-default"] == pytest.approx(1.0, abs=0.005)
 
 
 def test_over_a_growing_past_a_slower_mode_does_not_replace_orts_defaults():

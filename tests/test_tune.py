@@ -453,22 +453,36 @@ def test_tune_chooses_ort_par_only_as_the_run_time_choice_admits_it(medians, con
 
 def test_tune_keeps_orts_defaults_unless_a_mode_beats_them_in_its_rounds():
     """u2netp on the Intel VM: ort-seq-2t 2.3% +- 3.3% faster in tune, slower in the whole-model check;
-    the run-time choice's rule: 2% in median and a signed-rank test of the rounds."""
+    the run-time choice's rule for a mode with a pool: 2% in median and a signed-rank test of the rounds."""
     default = Timing([[100.0], [100.0], [100.0], [100.0]])
     noisy = Timing([[60.0], [90.0], [90.0], [140.0]])  # a 10% saving, spread 15%
     default6 = Timing([[100.0]] * 6)
     bimodal = Timing([[50.0], [150.0], [55.0], [140.0], [60.0], [100.0]])  # a 20% saving, spread 27.5%
     clear = Timing([[95.0], [96.0], [95.0], [94.0]])
-    assert ModeChoice.measured({"ort-default": default, "ort-seq": noisy}).mode == "ort-default"
+    assert ModeChoice.measured({"ort-default": default, "ort-seq-2t": noisy}).mode == "ort-default"
     assert ModeChoice.measured({"ort-default": default6, "ort-seq-2t": bimodal}).mode == "ort-default"
-    choice = ModeChoice.measured({"ort-default": default, "ort-seq": noisy, "ort-seq-2t": clear})
-    assert choice.mode == "ort-seq-2t" and "not clearly: ort-seq" in choice.why  # ort-seq measured fastest
+    choice = ModeChoice.measured({"ort-default": default, "ort-seq-2t": noisy, "ort-seq": clear})
+    assert choice.mode == "ort-seq" and "not clearly: ort-seq-2t" in choice.why  # ort-seq-2t measured fastest
     assert ModeChoice.measured({"ort-default": default, "ort-seq-2t": clear}).mode == "ort-seq-2t"
     # 20 of 30 rounds won (11 by 40%, 9 by 3%), 10 lost by 1%: a 3% saving in median, its spread 4%
     # (the rule before kept the defaults so for gtcrn_stream's ort-par, 5.9% +- 7.2%)
     default30 = Timing([[100.0]] * 30)
     skewed = Timing([[60.0]] * 11 + [[97.0]] * 9 + [[101.0]] * 10)
-    assert ModeChoice.measured({"ort-default": default30, "ort-seq": skewed}).mode == "ort-seq"
+    assert ModeChoice.measured({"ort-default": default30, "ort-seq-2t": skewed}).mode == "ort-seq-2t"
+
+
+def test_tune_takes_ort_seq_at_any_lower_median():
+    """ort-seq has no pool to spin a core after each call: as fast as the defaults, it is the better mode
+    (silero_decoder_v5, 41 us calls: 1.9% ahead in an exploration, 9% in the timed rounds). Slower by 1%,
+    or faster by 1% and noisy, it is not / is taken; a mode with a pool 1% ahead is not."""
+    default = Timing([[100.0], [100.0], [100.0], [100.0]])
+    ahead = Timing([[99.0], [80.0], [99.0], [120.0]])
+    behind = Timing([[101.0], [80.0], [101.0], [120.0]])
+    assert ModeChoice.measured({"ort-default": default, "ort-seq": ahead}).mode == "ort-seq"
+    assert ModeChoice.measured({"ort-default": default, "ort-seq": behind}).mode == "ort-default"
+    assert ModeChoice.measured({"ort-default": default, "ort-seq-2t": ahead}).mode == "ort-default"
+    choice = ModeChoice.measured({"ort-default": default, "ort-seq": ahead, "ort-seq-2t": Timing([[90.0]] * 4)})
+    assert choice.mode == "ort-seq-2t"  # both replace the defaults: the lower median
 
 
 def test_a_mode_timed_under_load_is_not_recorded():
