@@ -877,7 +877,8 @@ def record_choices(choosing: list[Config], warm_up_rounds: int) -> None:
         cfg.extra["ort_mode_chosen"] = cfg.session.mode
         cfg.extra["warm_up_rounds"] = warm_up_rounds
         explored = cfg.session.exploration
-        cfg.extra["explored"] = {"median_us": explored.medians(), "rounds": [r for r in explored.rounds if r]}
+        rounds = [r for r in explored.rounds if r]
+        cfg.extra["explored"] = {"median_us": explored.medians(), "rounds": rounds, "live": explored.live}
 
 
 def best_mode(cfgs: list[Config]) -> Config | None:
