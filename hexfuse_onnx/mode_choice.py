@@ -17,7 +17,7 @@ MIN_ROUNDS rounds on, a mode above DROP_RATIO times the best median in each of i
 rotation (ort-par, joined a round late, after its first such block). It keeps ORT's defaults
 unless another mode beat them clearly (`replaces_defaults`: a mode with a pool in the rounds both ran,
 by a signed-rank test at level LEAVE_P, and by LEAVE_GAIN in median; ort-seq, which has no pool to spin,
-by any lower median; of such modes the lowest median), releases the other
+by any lower median, and a median per-round ratio under 1; of such modes the lowest median), releases the other
 sessions, logs the choice once and remembers it in a small cache file keyed by the model's digest and
 this machine (tuning.fingerprint: CPU, CPU count, ORT and hexfuse-onnx versions). One exploration on
 a busy machine can choose wrong, so the next sessions of the model choose again until CONFIRM choices
@@ -128,9 +128,13 @@ LEAVE_GAIN = 0.02  # another mode replaces ORT's defaults only when its median i
 # a likely cause, not measured): the lowest median took it for two_branch in 4 of 6 back-to-back
 # explorations, 1.52x the defaults rested (benchmarks/choice_accuracy.py, docs/DROPIN.md).
 # Not for ort-seq (SPINLESS): at a median as low as the defaults' it is the better mode for the application,
-# whose other work gets the core a pool spins for ~40 ms after each call (SETTLE_S). Where it ties, on calls
-# under ~150 us, an exploration saw less of its lead than the timed rounds: silero_decoder_v5 1.9% (the
-# defaults kept) against 9%, gpt_decode_step_contrib 4.1% against 23% (host_pairs --defaults, session 38).
+# whose other work gets the core a pool spins for ~40 ms after each call (SETTLE_S); it needs a lower median
+# and a median per-round ratio under 1. Where it ties, on calls under ~150 us, an exploration saw less of its
+# lead than the timed rounds: silero_decoder_v5 1.9% (the defaults kept) against 9%, gpt_decode_step_contrib
+# 4.1% against 23% (host_pairs --defaults, session 38). Replayed on that run's 118 explorations
+# (benchmarks/choice_replay.py), a lower median alone changed 9 choices, 3 to slower modes (silero_vad_legacy
+# explored ort-seq 12% ahead, timed 11% behind); with the rounds' median, 6: 5 to the best mode, one 1.48x ->
+# 1.54x (hama_g2p_encoder, whose best mode, ort-par, the choice does not take on 0.4 ms calls).
 LEAVE_P = 1 / 16  # ... faster at this level by a one-sided Wilcoxon signed-rank test of its per-round log
 # ratios to the defaults (exact; with 4 rounds or fewer: faster in every round, the rule before 12 rounds).
 # Four rounds could not rank gtcrn_stream's modes 5-11% apart in rested calls: ort-seq beat the defaults
@@ -445,10 +449,11 @@ def round_ratios(rounds: Sequence[dict[str, float]], mode: str) -> list[float]:
 
 def replaces_defaults(mode: str, median_ratio: float, log_ratios: Sequence[float]) -> bool:
     """The rule by which `mode` replaces ORT's defaults, given its median over theirs and its per-round log
-    ratios to them: ort-seq (SPINLESS) by any lower median; a mode with a pool by LEAVE_GAIN and, in its
-    rounds, by a one-sided test at level LEAVE_P (`faster_in_rounds`). The run-time choice's and tune's."""
+    ratios to them: ort-seq (SPINLESS) by any lower median that its rounds' median ratio confirms; a mode
+    with a pool by LEAVE_GAIN and, in its rounds, by a one-sided test at level LEAVE_P (`faster_in_rounds`).
+    The run-time choice's and tune's."""
     if mode in SPINLESS:
-        return median_ratio < 1.0
+        return median_ratio < 1.0 and len(log_ratios) > 0 and float(np.median(log_ratios)) < 0.0
     return median_ratio <= 1.0 - LEAVE_GAIN and faster_in_rounds(log_ratios)
 
 

@@ -479,6 +479,22 @@ def test_ort_seq_which_spins_no_pool_replaces_the_defaults_at_any_lower_median(s
     assert exploration.chosen == chosen
 
 
+@pytest.mark.parametrize(
+    ("median_ratio", "round_ratios", "replaces"),
+    [
+        (0.99, [0.99, 0.99, 1.3], True),
+        (0.99, [1.01, 1.01, 0.7], False),
+        (1.01, [0.99, 0.99, 0.99], False),
+        (0.9, [], False),
+    ],
+)
+def test_ort_seq_needs_its_rounds_too(median_ratio, round_ratios, replaces):
+    """silero_vad_legacy's exploration saw ort-seq 12% ahead by median, and the timed rounds 11% behind: a lower
+    median whose rounds do not confirm it (their median ratio at 1 or above) keeps ORT's defaults."""
+    ratios = np.log(round_ratios).tolist()
+    assert mode_choice.replaces_defaults("ort-seq", median_ratio, ratios) is replaces
+
+
 SPIN_KEY = "session.intra_op.spin_duration_us"
 
 
