@@ -664,9 +664,10 @@ class ChoosingSession:
         figures = ", ".join(f"{m} {t:.1f}" for m, t in medians.items())
         lowest = min(self.exploration.live, key=medians.__getitem__)
         if lowest != mode:
-            figures += (  # a mode with a pool: ort-seq at a lower median replaces the defaults
-                f"; not {lowest}: not faster than ORT's defaults by {LEAVE_GAIN:.0%} and in its rounds "
-                f"(p <= {LEAVE_P:.3g})"
+            figures += f"; not {lowest}: " + (
+                "its rounds' median ratio to ORT's defaults not under 1"
+                if lowest in SPINLESS
+                else f"not faster than ORT's defaults by {LEAVE_GAIN:.0%} and in its rounds (p <= {LEAVE_P:.3g})"
             )
         chosen = (history(read_cache(cache_path(), self._log).get(self._key)) + [mode])[-HISTORY:]
         kept = settled(chosen)
