@@ -26,7 +26,7 @@ def _row(model: str, explored_us: dict[str, float], then: str, live: list[str] |
 
 def test_a_changed_choice_is_printed_with_both_modes_timed_over_the_best(tmp_path, capsys):
     """silero_decoder_v5 in session 38: its exploration saw ort-seq 1.9% ahead and kept ORT's defaults; the
-    rule now (ort-seq at any lower median) takes ort-seq, which the run timed as the best mode."""
+    rule now (ort-seq at a lower median its rounds confirm) takes ort-seq, which the run timed as the best mode."""
     rows = [
         _row("silero", {"ort-default": 47.7, "ort-seq": 46.8, "ort-seq-2t": 48.1}, "ort-default"),
         _row("kept", {"ort-default": 47.7, "ort-seq": 48.8, "ort-seq-2t": 48.1}, "ort-default"),

@@ -472,7 +472,7 @@ def test_orts_defaults_stay_unless_a_mode_with_a_pool_beats_them_by_the_gain():
 
 
 @pytest.mark.parametrize(("seq_us", "chosen"), [(299.0, "ort-seq"), (300.0, "ort-default"), (301.0, "ort-default")])
-def test_ort_seq_which_spins_no_pool_replaces_the_defaults_at_any_lower_median(seq_us, chosen):
+def test_ort_seq_which_spins_no_pool_replaces_the_defaults_at_a_lower_median_its_rounds_confirm(seq_us, chosen):
     """silero_decoder_v5's 41 us calls: an exploration saw ort-seq 1.9% ahead, under LEAVE_GAIN, where the
     timed rounds ran it 9% ahead; and at equal speed it leaves the application the core a pool spins."""
     exploration, _ = explore({"ort-default": 300.0, "ort-seq": seq_us, "ort-seq-2t": 400.0})

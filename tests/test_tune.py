@@ -471,7 +471,7 @@ def test_tune_keeps_orts_defaults_unless_a_mode_beats_them_in_its_rounds():
     assert ModeChoice.measured({"ort-default": default30, "ort-seq-2t": skewed}).mode == "ort-seq-2t"
 
 
-def test_tune_takes_ort_seq_at_any_lower_median():
+def test_tune_takes_ort_seq_at_a_lower_median_its_rounds_confirm():
     """ort-seq has no pool to spin a core after each call: as fast as the defaults, it is the better mode
     (silero_decoder_v5, 41 us calls: 1.9% ahead in an exploration, 9% in the timed rounds). Slower by 1%,
     or faster by 1% and noisy, it is not / is taken; a mode with a pool 1% ahead is not."""
