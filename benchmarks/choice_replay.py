@@ -47,7 +47,8 @@ def replay(row: dict[str, Any]) -> list[dict[str, Any]]:
         if not timed or not explored:
             continue
         then = configs[label]["ort_mode_chosen"]
-        now = mode_choice.chosen_mode(explored["median_us"], explored["rounds"], live_modes(explored))
+        means = explored.get("mean_us", explored["median_us"])  # not recorded before RULE 9: no mean weighed
+        now = mode_choice.chosen_mode(explored["median_us"], means, explored["rounds"], live_modes(explored))
         best = min(timed.values())
         found.append(
             {

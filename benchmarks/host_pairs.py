@@ -878,7 +878,12 @@ def record_choices(choosing: list[Config], warm_up_rounds: int) -> None:
         cfg.extra["warm_up_rounds"] = warm_up_rounds
         explored = cfg.session.exploration
         rounds = [r for r in explored.rounds if r]
-        cfg.extra["explored"] = {"median_us": explored.medians(), "rounds": rounds, "live": explored.live}
+        cfg.extra["explored"] = {
+            "median_us": explored.medians(),
+            "mean_us": explored.means(),
+            "rounds": rounds,
+            "live": explored.live,
+        }
 
 
 def best_mode(cfgs: list[Config]) -> Config | None:

@@ -12,11 +12,12 @@ moonshine_tiny_decoder 217 -> 653 ms; now 0.8-1.3x; made within a call, tinypron
 choose at run time; `Exploration`): up to ROUNDS rounds of one block per mode (BLOCK counted calls
 and BLOCK_S in calls, or one and LONG_BLOCK_S), each round in another order, ending earlier (after
 MIN_ROUNDS at least) once the calls have taken EXPLORE_S. ort-par joins from the second
-round on, and only when the first round's fastest median is at least PAR_MIN_CALL_US. From
+round on. From
 MIN_ROUNDS rounds on, a mode above DROP_RATIO times the best median in each of its blocks leaves the
 rotation (ort-par, joined a round late, after its first such block). It keeps ORT's defaults
 unless another mode beat them clearly (`replaces_defaults`: a mode with a pool in the rounds both ran,
-by a signed-rank test at level LEAVE_P, and by LEAVE_GAIN in median; ort-seq, which has no pool to spin,
+by a signed-rank test at level LEAVE_P, by LEAVE_GAIN in median and with a mean call no longer; ort-seq,
+which has no pool to spin,
 by any lower median, and a median per-round ratio under 1; of such modes the lowest median), releases the other
 sessions, logs the choice once and remembers it in a small cache file keyed by the model's digest and
 this machine (tuning.fingerprint: CPU, CPU count, ORT and hexfuse-onnx versions). One exploration on
@@ -102,11 +103,13 @@ HISTORY = 4  # choices remembered; after this many the most frequent stands
 EXPLORE_MAX_BYTES = 64 * 2**20  # above: four copies of the model are too many to hold
 SPINLESS = ("ort-seq",)  # sequential on one thread: no pool threads that spin
 # The modes every choice explores, ORT's defaults first: the session other methods use while choosing.
-# ort-par (PARALLEL) only where it can pay: ORT_PARALLEL hands every node to another thread, so on short
-# calls its time follows the machine's load, not the model. silero_decoder_v5 (36 us calls),
-# `benchmarks/choice_accuracy.py`, other processes using 1.64 of 2 CPUs: ort-par measured 0.89x ort-seq in
-# back-to-back explorations, which then took it 3 times of 8, and 285x in rested calls; on a quiet machine
-# its choice ran 1.064x the best mode.
+# ort-par (PARALLEL) also, from the second round, where the graph has work to run at once, whatever its
+# calls take: calls rested 20 ms apart ran 0.53-0.72x ORT's defaults in it on 40-400 us calls (silero_decoder_v5,
+# hama_g2p_encoder, frspell_lemma_int8, whisper_decoder_merged; back to back 0.91-1.0x, gpt_decode_step_contrib
+# 0.71x; Intel Xeon VM, benchmarks/ort_par_regimes.py). Beside a process holding one of the 2 CPUs
+# its median stayed near the defaults' but 10% of its calls or more waited ~8 ms (a scheduler slice: p90 4.4-8 ms
+# against 0.2-0.9 ms), the "285x in rested calls" a remembered choice of it ran silero_decoder_v5 at before RULE 9:
+# a pooled mode's mean call must be no longer than the defaults' (`replaces_defaults`).
 PARALLEL = "ort-par"
 CANDIDATES = tuple(m for m in ort_modes.MODES if m != PARALLEL)
 FULL_EXPLORATION_US = EXPLORE_S * 1e6 / (ROUNDS * BLOCK * len(CANDIDATES))  # calls this short or shorter get
@@ -115,12 +118,6 @@ FULL_EXPLORATION_US = EXPLORE_S * 1e6 / (ROUNDS * BLOCK * len(CANDIDATES))  # ca
 # the mode tune pinned ran 1.03-1.10x the best on calls under 1 ms (hama_g2p_encoder quiet, gtcrn_stream loaded)
 # where the run-time choice met 1.02x; on longer calls with few rounds to choose in, the pin met it where the
 # run-time choice took a mode 1.36-1.54x the best (spindle_eeg, centerface, loaded; docs/DROPIN.md)
-PAR_MIN_CALL_US = 500.0  # ort-par joins only when the first round's fastest median is this long. Quiet
-# (host_pairs --defaults, 22 real models, session 18, an AMD EPYC VM) it was the best mode once, gtcrn_stream
-# at 1.39 ms (0.91x ort-seq), and lost on every model under 250 us (dtln_stage1 1.02x, romanizer_decoder 1.09x,
-# oww_melspectrogram 1.17x the best; silero_decoder_v5 1.06x); on an Intel Xeon VM gtcrn_stream's calls
-# took 0.62-0.78 ms and ort-par ran them 0.85x ORT's defaults. Loaded, it ran 20-300x: its one block before
-# it is dropped lasts at most max(LONG_BLOCK_S, one of its calls) + one call (the first is not counted).
 LEAVE_GAIN = 0.02  # another mode replaces ORT's defaults only when its median is this much lower and its
 # rounds show it faster (LEAVE_P): the user's baseline is ORT's defaults, and one exploration cannot rank modes
 # a few % apart. On the Intel VM ort-seq-2t ran as fast as ORT's defaults in back-to-back calls (0.98-1.01 a round)
@@ -139,11 +136,12 @@ LEAVE_P = 1 / 16  # ... faster at this level by a one-sided Wilcoxon signed-rank
 # ratios to the defaults (exact; with 4 rounds or fewer: faster in every round, the rule before 12 rounds).
 # Four rounds could not rank gtcrn_stream's modes 5-11% apart in rested calls: ort-seq beat the defaults
 # in 4, 2 and 2 of 4 rounds of three explorations, each loss by 1-10% (benchmarks/choice_accuracy.py).
-RULE = 8  # in the cache key: choices made by an earlier rule are not reused (before 51e37ff ort-par was
+RULE = 9  # in the cache key: choices made by an earlier rule are not reused (before 51e37ff ort-par was
 # explored on every model; a remembered choice of it ran silero_decoder_v5 at up to 285x ort-seq; before RULE 4
 # another mode had to beat the defaults in every one of up to 4 rounds; before RULE 5 pooled modes were timed
 # in twins that spun 1 ms; before RULE 6 calls of other input sizes were compared as timed; before RULE 7 calls
-# of two sizes were scaled wrong, which could keep ort-par out; before RULE 8 ort-seq needed LEAVE_GAIN too)
+# of two sizes were scaled wrong, which could keep ort-par out; before RULE 8 ort-seq needed LEAVE_GAIN too;
+# before RULE 9 ort-par joined only on calls of 0.5 ms or more and a pooled mode's mean was not weighed)
 VIEW_OPS = frozenset({"Identity", "Reshape", "Squeeze", "Unsqueeze", "Flatten"})  # no work to run at once
 SHAPE_SOURCES = frozenset({"Shape", "Size"})
 
@@ -335,8 +333,8 @@ class Exploration:
     above DROP_RATIO times the best one's in each of its blocks leaves the rotation (ORT_PARALLEL ran
     mha_encoder 30-90x slower than ort-seq on a loaded 2-core VM: a block of it costs the application
     more than the rest of the choice; but one block can be disturbed, so a mode has MIN_ROUNDS blocks,
-    all slow, before it goes). `joining` modes (ort-par) join the rotation after the first round when its
-    fastest median is PAR_MIN_CALL_US or more, so the drop rule first weighs them after one block. After
+    all slow, before it goes). `joining` modes (ort-par) join the rotation after the first round, so the
+    drop rule first weighs them after one block. After
     ROUNDS rounds, or MIN_ROUNDS once its counted calls have taken EXPLORE_S, or when one
     mode is left, a mode is chosen (`chosen`): ORT's defaults, unless modes beat them clearly
     (`chosen_mode`), then the one of those with the lowest median. Medians are of the calls as at
@@ -407,6 +405,10 @@ class Exploration:
         """Each mode's median counted call, us, as at the median input size (`as_median_size`)."""
         return _medians(as_median_size(self.samples, self._sizes))
 
+    def means(self) -> dict[str, float]:
+        """Each mode's mean counted call, us, as at the median input size."""
+        return _means(as_median_size(self.samples, self._sizes))
+
     def _end_round(self) -> None:
         self._round, self._index = self._round + 1, 0
         times = as_median_size(self.samples, self._sizes)  # one fit serves the blocks and the medians
@@ -417,27 +419,32 @@ class Exploration:
         best = min(medians[m] for m in self.live)
         if self._round >= MIN_ROUNDS:  # every block of a mode that leaves was that slow
             self.live = [m for m in self.live if self.fastest_block(m) <= DROP_RATIO * best]
-        if self._round == 1 and best >= PAR_MIN_CALL_US:  # calls long enough for ORT_PARALLEL to pay
+        if self._round == 1:
             self.live += self._joining
         long_enough = self._round >= MIN_ROUNDS and self._busy >= EXPLORE_S * 1e9
         if self._round == ROUNDS or long_enough or len(self.live) == 1:
-            self.chosen = chosen_mode(medians, self.rounds, self.live)
+            self.chosen = chosen_mode(medians, _means(times), self.rounds, self.live)
 
     def fastest_block(self, mode: str) -> float:
         """The lowest median of one of the mode's blocks, us."""
         return min(r[mode] for r in self.rounds if mode in r)
 
 
-def chosen_mode(medians: dict[str, float], rounds: Sequence[dict[str, float]], live: Sequence[str]) -> str:
-    """The mode an exploration chooses of those `live`, from each mode's median call (us) and its blocks'
-    medians round by round: ORT's defaults unless modes replace them (`replaces_defaults`, over the rounds
+def chosen_mode(
+    medians: dict[str, float], means: dict[str, float], rounds: Sequence[dict[str, float]], live: Sequence[str]
+) -> str:
+    """The mode an exploration chooses of those `live`, from each mode's median and mean call (us) and its
+    blocks' medians round by round: ORT's defaults unless modes replace them (`replaces_defaults`, over the rounds
     both ran), then the lowest median of those; once the defaults left the rotation the lowest median.
     benchmarks/choice_replay.py applies it to the explorations a host_pairs run recorded."""
     default = ort_modes.DEFAULT
     if default not in live:
         return min(live, key=medians.__getitem__)
     clear = [default] + [
-        m for m in live if m != default and replaces_defaults(m, medians[m] / medians[default], round_ratios(rounds, m))
+        m
+        for m in live
+        if m != default
+        and replaces_defaults(m, medians[m] / medians[default], means[m] / means[default], round_ratios(rounds, m))
     ]
     return min(clear, key=medians.__getitem__)
 
@@ -447,18 +454,23 @@ def round_ratios(rounds: Sequence[dict[str, float]], mode: str) -> list[float]:
     return [float(np.log(r[mode] / r[ort_modes.DEFAULT])) for r in rounds if mode in r and ort_modes.DEFAULT in r]
 
 
-def replaces_defaults(mode: str, median_ratio: float, log_ratios: Sequence[float]) -> bool:
-    """The rule by which `mode` replaces ORT's defaults, given its median over theirs and its per-round log
-    ratios to them: ort-seq (SPINLESS) by any lower median that its rounds' median ratio confirms; a mode
-    with a pool by LEAVE_GAIN and, in its rounds, by a one-sided test at level LEAVE_P (`faster_in_rounds`).
-    The run-time choice's and tune's."""
+def replaces_defaults(mode: str, median_ratio: float, mean_ratio: float, log_ratios: Sequence[float]) -> bool:
+    """The rule by which `mode` replaces ORT's defaults, given its median and mean over theirs and its
+    per-round log ratios to them: ort-seq (SPINLESS) by any lower median that its rounds' median ratio
+    confirms; a mode with a pool by LEAVE_GAIN and, in its rounds, by a one-sided test at level LEAVE_P
+    (`faster_in_rounds`), and with a mean no longer: its threads wait for a core another process holds in a
+    few calls, which the medians do not see (PARALLEL). The run-time choice's and tune's."""
     if mode in SPINLESS:
         return median_ratio < 1.0 and len(log_ratios) > 0 and float(np.median(log_ratios)) < 0.0
-    return median_ratio <= 1.0 - LEAVE_GAIN and faster_in_rounds(log_ratios)
+    return median_ratio <= 1.0 - LEAVE_GAIN and mean_ratio <= 1.0 and faster_in_rounds(log_ratios)
 
 
 def _medians(times: dict[str, np.ndarray]) -> dict[str, float]:
     return {m: float(np.median(t)) for m, t in times.items() if len(t)}
+
+
+def _means(times: dict[str, np.ndarray]) -> dict[str, float]:
+    return {m: float(np.mean(t)) for m, t in times.items() if len(t)}
 
 
 def feed_size(input_feed: dict[str, Any]) -> float:
@@ -494,8 +506,7 @@ def size_trend(which: np.ndarray, z: np.ndarray, log_t: np.ndarray) -> tuple[flo
     every call had one size. The modes' blocks alternate over the same run of calls, so the sizes each
     mode saw overlap and the shared trend is what the sizes cost, the c[mode] what the modes do. Only
     the terms the calls determine are fitted (`trend_columns`): over two sizes z^2 is one constant, which
-    the least squares shared out with the c[mode] (calls of 45 ms alternating two sizes read 0.3-0.5 ms,
-    under PAR_MIN_CALL_US)."""
+    the least squares shared out with the c[mode] (calls of 45 ms alternating two sizes read 0.3-0.5 ms)."""
     columns = trend_columns(which, z)
     if columns is None:
         return 0.0, 0.0
@@ -667,7 +678,8 @@ class ChoosingSession:
             figures += f"; not {lowest}: " + (
                 "its rounds' median ratio to ORT's defaults not under 1"
                 if lowest in SPINLESS
-                else f"not faster than ORT's defaults by {LEAVE_GAIN:.0%} and in its rounds (p <= {LEAVE_P:.3g})"
+                else f"not faster than ORT's defaults by {LEAVE_GAIN:.0%}, in its rounds (p <= {LEAVE_P:.3g}) "
+                "and in mean"
             )
         chosen = (history(read_cache(cache_path(), self._log).get(self._key)) + [mode])[-HISTORY:]
         kept = settled(chosen)
@@ -727,7 +739,7 @@ def session(
         log(f"hexfuse: ONNX Runtime mode: ORT's defaults, not chosen at run time (options not copied: {exc})")
         return defaults
     joins = (
-        f"{PARALLEL} joins from the second round if the calls take {PAR_MIN_CALL_US / 1000:g} ms"
+        f"{PARALLEL} joins from the second round"
         if parallel
         else f"not {PARALLEL}: no two nodes of the graph that compute can run at once"
     )

@@ -145,9 +145,10 @@ class Timing:
 
 def replaces_defaults(mode: str, timing: Timing, default: Timing) -> bool:
     """Whether `mode` replaces ORT's defaults by the run-time choice's rule (mode_choice.replaces_defaults on
-    the medians and the per-round median ratios)."""
+    the medians, the means and the per-round median ratios)."""
     saving, _, rounds = saving_and_spread(timing, default)
-    return mode_choice.replaces_defaults(mode, 1.0 - saving, np.log1p(-np.asarray(rounds)).tolist())
+    mean_ratio = float(np.mean(timing.all()) / np.mean(default.all()))
+    return mode_choice.replaces_defaults(mode, 1.0 - saving, mean_ratio, np.log1p(-np.asarray(rounds)).tolist())
 
 
 def mode_figures(mode: str, timings: dict[str, Timing]) -> str:
@@ -254,15 +255,13 @@ class ModeChoice:
         beyond the median absolute deviation of the per-round savings, asked every round to agree
         within it and kept the defaults for gtcrn_stream where ort-par saved 5.9% +- 7.2% over 30
         rounds (host_pairs: 1.105x the best mode). Chosen among the run-time
-        choice's CANDIDATES, and ort-par only where the model has work to run at once (`concurrent`)
-        and the fastest of them takes PAR_MIN_CALL_US; elsewhere ort-par is timed and reported, not
-        chosen (on short calls its time follows the machine's load)."""
+        choice's CANDIDATES, and ort-par where the model has work to run at once (`concurrent`);
+        elsewhere ort-par is timed and reported, not chosen."""
         default = timings[ort_modes.DEFAULT]
         admitted = [m for m in timings if m in mode_choice.CANDIDATES]
-        fastest = min(admitted, key=lambda m: timings[m].median())
-        if concurrent and mode_choice.PARALLEL in timings and timings[fastest].median() >= mode_choice.PAR_MIN_CALL_US:
+        if concurrent and mode_choice.PARALLEL in timings:
             admitted.append(mode_choice.PARALLEL)
-            fastest = min(admitted, key=lambda m: timings[m].median())
+        fastest = min(admitted, key=lambda m: timings[m].median())
         clear = [m for m in admitted if m == ort_modes.DEFAULT or replaces_defaults(m, timings[m], default)]
         chosen = min(clear, key=lambda m: timings[m].median())
 
