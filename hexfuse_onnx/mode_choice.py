@@ -141,7 +141,8 @@ RULE = 9  # in the cache key: choices made by an earlier rule are not reused (be
 # another mode had to beat the defaults in every one of up to 4 rounds; before RULE 5 pooled modes were timed
 # in twins that spun 1 ms; before RULE 6 calls of other input sizes were compared as timed; before RULE 7 calls
 # of two sizes were scaled wrong, which could keep ort-par out; before RULE 8 ort-seq needed LEAVE_GAIN too;
-# before RULE 9 ort-par joined only on calls of 0.5 ms or more and a pooled mode's mean was not weighed)
+# before RULE 9 ort-par joined only on calls of 0.5 ms or more, not for work in subgraphs, and a pooled
+# mode's mean was not weighed)
 VIEW_OPS = frozenset({"Identity", "Reshape", "Squeeze", "Unsqueeze", "Flatten"})  # no work to run at once
 SHAPE_SOURCES = frozenset({"Shape", "Size"})
 
@@ -758,15 +759,17 @@ def concurrent_work(graph: onnx.GraphProto) -> bool:
     """Whether two nodes of `graph` that compute have no path between them: work ORT_PARALLEL can run
     at once. Not computing: a node of constants alone (ORT folds it), shape arithmetic (a Shape or Size
     and what computes from shapes and constants alone), VIEW_OPS. A FusedHexPair holds two independent
-    branches. One pass over the nodes (in topological order, as ONNX has them), each tensor carrying
-    the computing nodes upstream of it as a bitmask: a computing node with fewer upstream than came
-    before it is independent of one of them."""
+    branches, and so does a node whose subgraph (an If's branch, a Loop's body) has such work: ORT_PARALLEL
+    runs a subgraph's nodes at once too (silero_vad_legacy and whisper_decoder_merged, whose work is in an If:
+    ort-par 0.69x and 0.79x ORT's defaults in host_pairs --defaults, session 40). One pass over the nodes
+    (in topological order, as ONNX has them), each tensor carrying the computing nodes upstream of it as a
+    bitmask: a computing node with fewer upstream than came before it is independent of one of them."""
     constant = {t.name for t in graph.initializer} | {t.values.name for t in graph.sparse_initializer}
     shapes: set[str] = set()
     upstream: dict[str, int] = {}
     computing = 0  # computing nodes so far
     for node in graph.node:
-        if node.domain == DOMAIN:
+        if node.domain == DOMAIN or any(concurrent_work(g) for g in _subgraphs(node)):
             return True
         reads = [t for t in node.input if t and t not in constant]
         if not reads:
@@ -784,6 +787,10 @@ def concurrent_work(graph: onnx.GraphProto) -> bool:
             computing += 1
         upstream.update(dict.fromkeys(node.output, mask))
     return False
+
+
+def _subgraphs(node: onnx.NodeProto) -> list[onnx.GraphProto]:
+    return [g for a in node.attribute for g in ([a.g] if a.type == onnx.AttributeProto.GRAPH else a.graphs)]
 
 
 def _session(source: str | bytes, so: ort.SessionOptions, mode: str, providers: list[str]) -> ort.InferenceSession:

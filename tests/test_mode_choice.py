@@ -739,6 +739,12 @@ def residual(*more: onnx.NodeProto) -> onnx.GraphProto:
     return onnx.helper.make_graph(nodes, "residual", [], [], weights)
 
 
+def branching(op: str, body: onnx.GraphProto) -> onnx.NodeProto:
+    """A node after the rest (reading y) whose subgraph is `body` (an If's both branches, a Loop's body)."""
+    graphs = {"then_branch": body, "else_branch": body} if op == "If" else {"body": body}
+    return onnx.helper.make_node(op, ["y"], ["b"], **graphs)
+
+
 @pytest.mark.parametrize(
     ("graph", "concurrent"),
     [
@@ -746,6 +752,8 @@ def residual(*more: onnx.NodeProto) -> onnx.GraphProto:
         (residual(onnx.helper.make_node("Conv", ["x", "w"], ["h2"])), True),  # a second branch from x
         (residual(onnx.helper.make_node("Relu", ["y"], ["z"])), False),
         (residual(onnx.helper.make_node("FusedHexPair", ["x"], ["p"], domain="hexfuse")), True),
+        (residual(branching("If", residual(onnx.helper.make_node("Conv", ["x", "w"], ["h2"])))), True),
+        (residual(branching("Loop", residual())), False),
     ],
 )
 def test_concurrent_work_is_two_computing_nodes_without_a_path_between_them(graph, concurrent):
