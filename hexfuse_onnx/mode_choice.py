@@ -1,30 +1,26 @@
 """ONNX Runtime's execution mode chosen at run time, for a model without a tuning record made here.
 
-ORT's defaults are not its fastest mode everywhere: on a 2-core VM gpt_decode_step ran at 78 us
-under them and 75 us under ort-seq, mlp_chain twice as fast on 2 threads as on 1. A tuned model
-carries the mode that ran it fastest here (tuning.py); for any other model
-`runtime.InferenceSession` (backend auto, no cDSP, plugin not registered) explores each of ORT's modes
-(CANDIDATES, and ort-par only where the graph has work it can run at once: `concurrent_work`), making
-ORT's defaults' session at once and each other mode's when its first block is due, in another thread
-(construction took 3.0-4.4x stock ORT's when all were made at once: ppocr_rec 43 -> 188 ms,
-moonshine_tiny_decoder 217 -> 653 ms; now 0.8-1.3x; made within a call, tinypron's 6369 nodes stalled it
+ORT's defaults are not its fastest mode everywhere: on a 2-core VM gpt_decode_step ran at 78 us under them and
+75 us under ort-seq, mlp_chain twice as fast on 2 threads as on 1. A tuned model carries the mode that ran it
+fastest here (tuning.py); for any other model `runtime.InferenceSession` (backend auto, no cDSP, plugin not
+registered) explores each of ORT's modes (CANDIDATES, and ort-par only where the graph has work it can run at
+once: `concurrent_work`), making ORT's defaults' session at once and each other mode's when its first block is
+due, in another thread (construction took 3.0-4.4x stock ORT's when all were made at once: ppocr_rec 43 -> 188
+ms, moonshine_tiny_decoder 217 -> 653 ms; now 0.8-1.3x; made within a call, tinypron's 6369 nodes stalled it
 1.2-1.4 s three times), and alternates its first calls among them in blocks (Aker: prepare the versions,
-choose at run time; `Exploration`): up to ROUNDS rounds of one block per mode (BLOCK counted calls
-and BLOCK_S in calls, or one and LONG_BLOCK_S), each round in another order, ending earlier (after
-MIN_ROUNDS at least) once the calls have taken EXPLORE_S. ort-par joins from the second
-round on. From
-MIN_ROUNDS rounds on, a mode above DROP_RATIO times the best median in each of its blocks leaves the
-rotation (ort-par, joined a round late, after its first such block). It keeps ORT's defaults
-unless another mode beat them clearly (`replaces_defaults`: a mode with a pool in the rounds both ran,
-by a signed-rank test at level LEAVE_P, by LEAVE_GAIN in median and with a mean call no longer; ort-seq,
-which has no pool to spin,
-by any lower median, and a median per-round ratio under 1; of such modes the lowest median), releases the other
-sessions, logs the choice once and remembers it in a small cache file keyed by the model's digest and
-this machine (tuning.fingerprint: CPU, CPU count, ORT and hexfuse-onnx versions). One exploration on
-a busy machine can choose wrong, so the next sessions of the model choose again until CONFIRM choices
-in a row agree (or, after HISTORY, the most frequent stands: `settled`); from then on a session of the
-model starts in that mode at once.
-`session_options(model=...)`, which cannot time, applies the latest choice, confirmed or not.
+choose at run time; `Exploration`): up to ROUNDS rounds of one block per mode (BLOCK counted calls and BLOCK_S
+in calls, or one and LONG_BLOCK_S), each round in another order, ending earlier (after MIN_ROUNDS at least)
+once the calls have taken EXPLORE_S. ort-par joins from the second round on. From MIN_ROUNDS rounds on, a mode
+above DROP_RATIO times the best median in each of its blocks leaves the rotation (ort-par, joined a round
+late, after its first such block). It keeps ORT's defaults unless another mode beat them clearly
+(`replaces_defaults`: a mode with a pool in the rounds both ran, by a signed-rank test at level LEAVE_P, by
+LEAVE_GAIN in median and with a mean call no longer; ort-seq, which has no pool to spin, by any lower median,
+and a median per-round ratio under 1; of such modes the lowest median), releases the other sessions, logs the
+choice once and remembers it in a small cache file keyed by the model's digest and this machine
+(tuning.fingerprint: CPU, CPU count, ORT and hexfuse-onnx versions). One exploration on a busy machine can
+choose wrong, so the next sessions of the model choose again until CONFIRM choices in a row agree (or, after
+HISTORY, the most frequent stands: `settled`); from then on a session of the model starts in that mode at
+once. `session_options(model=...)`, which cannot time, applies the latest choice, confirmed or not.
 
 The sessions timed are the sessions kept, as ORT makes them. After a call the threads of ORT's pools
 spin for tens of ms, taking a core from whatever runs next: after a block of a mode with a pool,
@@ -104,12 +100,13 @@ EXPLORE_MAX_BYTES = 64 * 2**20  # above: four copies of the model are too many t
 SPINLESS = ("ort-seq",)  # sequential on one thread: no pool threads that spin
 # The modes every choice explores, ORT's defaults first: the session other methods use while choosing.
 # ort-par (PARALLEL) also, from the second round, where the graph has work to run at once, whatever its
-# calls take: calls rested 20 ms apart ran 0.53-0.72x ORT's defaults in it on 40-400 us calls (silero_decoder_v5,
-# hama_g2p_encoder, frspell_lemma_int8, whisper_decoder_merged; back to back 0.91-1.0x, gpt_decode_step_contrib
-# 0.71x; Intel Xeon VM, benchmarks/ort_par_regimes.py). Beside a process holding one of the 2 CPUs
-# its median stayed near the defaults' but 10% of its calls or more waited ~8 ms (a scheduler slice: p90 4.4-8 ms
-# against 0.2-0.9 ms), the "285x in rested calls" a remembered choice of it ran silero_decoder_v5 at before RULE 9:
-# a pooled mode's mean call must be no longer than the defaults' (`replaces_defaults`).
+# calls take: calls rested 20 ms apart ran 0.53-0.72x ORT's defaults in it on 40-400 us calls
+# (silero_decoder_v5, hama_g2p_encoder, frspell_lemma_int8, whisper_decoder_merged; back to back 0.91-1.0x,
+# gpt_decode_step_contrib 0.71x; Intel Xeon VM, benchmarks/ort_par_regimes.py). Beside a process holding one
+# of the 2 CPUs its median stayed near the defaults' but 10% of its calls or more waited ~8 ms (p90 4.4-8 ms
+# against 0.2-0.9 ms; likely a node's inter-op thread waiting out the other process's time slice, not
+# measured): the "285x in rested calls" a remembered choice of it ran silero_decoder_v5 at before the
+# 0.5 ms threshold RULE 9 drops. So a pooled mode's mean call must be no longer than the defaults'.
 PARALLEL = "ort-par"
 CANDIDATES = tuple(m for m in ort_modes.MODES if m != PARALLEL)
 FULL_EXPLORATION_US = EXPLORE_S * 1e6 / (ROUNDS * BLOCK * len(CANDIDATES))  # calls this short or shorter get
@@ -459,8 +456,8 @@ def replaces_defaults(mode: str, median_ratio: float, mean_ratio: float, log_rat
     """The rule by which `mode` replaces ORT's defaults, given its median and mean over theirs and its
     per-round log ratios to them: ort-seq (SPINLESS) by any lower median that its rounds' median ratio
     confirms; a mode with a pool by LEAVE_GAIN and, in its rounds, by a one-sided test at level LEAVE_P
-    (`faster_in_rounds`), and with a mean no longer: its threads wait for a core another process holds in a
-    few calls, which the medians do not see (PARALLEL). The run-time choice's and tune's."""
+    (`faster_in_rounds`), and with a mean no longer: beside a busy process some of ort-par's calls wait ~8 ms,
+    which the medians do not see (PARALLEL). The run-time choice's and tune's."""
     if mode in SPINLESS:
         return median_ratio < 1.0 and len(log_ratios) > 0 and float(np.median(log_ratios)) < 0.0
     return median_ratio <= 1.0 - LEAVE_GAIN and mean_ratio <= 1.0 and faster_in_rounds(log_ratios)
