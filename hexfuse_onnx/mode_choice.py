@@ -62,6 +62,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeGuard
 
@@ -140,6 +141,11 @@ RULE = 9  # in the cache key: choices made by an earlier rule are not reused (be
 # of two sizes were scaled wrong, which could keep ort-par out; before RULE 8 ort-seq needed LEAVE_GAIN too;
 # before RULE 9 ort-par joined only on calls of 0.5 ms or more, not for work in subgraphs, and a pooled
 # mode's mean was not weighed)
+WATCH_CALLS = 64  # a session that chose ort-par times its calls in windows of this many ...
+FALLBACK_RATIO = 2.0  # ... and runs ORT's defaults' session (kept for this) from a window whose mean, as at the
+# median input size, is this many times the defaults' mean while choosing: an ort-par session the choice made in
+# another thread ran 1.2-5.5 ms calls on average beside a busy process where ORT's defaults ran 0.6-0.7 ms
+# (frspell_lemma_int8, rested calls; docs/DROPIN.md, RULE 9)
 VIEW_OPS = frozenset({"Identity", "Reshape", "Squeeze", "Unsqueeze", "Flatten"})  # no work to run at once
 SHAPE_SOURCES = frozenset({"Shape", "Size"})
 
@@ -482,20 +488,37 @@ def feed_size(input_feed: dict[str, Any]) -> float:
     return float(max(total, 1))
 
 
-def as_median_size(samples: dict[str, list[float]], sizes: dict[str, list[float]]) -> dict[str, np.ndarray]:
-    """Each mode's call times (us) as if every call had had the median input size: divided by the trend of
-    log time over log size that all modes share (`size_trend`). Calls of one size are left as timed."""
+@dataclass(frozen=True)
+class SizeTrend:
+    """log time = c + b1 z + b2 z^2 over z, the log of a call's input size less the median log size."""
+
+    median_log_size: float = 0.0
+    b1: float = 0.0
+    b2: float = 0.0
+
+    def factor(self, size: float | np.ndarray) -> Any:
+        """How much longer a call of `size` takes than one of the median size."""
+        z = np.log(size) - self.median_log_size
+        return np.exp(self.b1 * z + self.b2 * z * z)  # exp(0) = 1: calls of one size exactly as timed
+
+
+def fit_sizes(samples: dict[str, list[float]], sizes: dict[str, list[float]]) -> SizeTrend:
+    """The trend of log time over log size that all modes' counted calls share (`size_trend`)."""
     modes = [m for m in samples if samples[m]]
     if not modes:
-        return {m: np.asarray(t, dtype=float) for m, t in samples.items()}
+        return SizeTrend()
     which = np.concatenate([np.full(len(samples[m]), k) for k, m in enumerate(modes)])
-    timed = np.concatenate([samples[m] for m in modes])
-    z = np.log(np.concatenate([sizes[m] for m in modes]))
-    z -= np.median(z)
-    b1, b2 = size_trend(which, z, np.log(timed))
-    times = timed * np.exp(-(b1 * z + b2 * z * z))  # exp(0) = 1: calls of one size exactly as timed
-    by_mode = np.split(times, np.cumsum([len(samples[m]) for m in modes])[:-1])
-    return {m: by_mode[modes.index(m)] if m in modes else np.zeros(0) for m in samples}
+    log_size = np.log(np.concatenate([sizes[m] for m in modes]))
+    center = float(np.median(log_size))
+    b1, b2 = size_trend(which, log_size - center, np.log(np.concatenate([samples[m] for m in modes])))
+    return SizeTrend(center, b1, b2)
+
+
+def as_median_size(samples: dict[str, list[float]], sizes: dict[str, list[float]]) -> dict[str, np.ndarray]:
+    """Each mode's call times (us) as if every call had had the median input size: divided by the trend of
+    log time over log size that all modes share (`fit_sizes`). Calls of one size are left as timed."""
+    trend = fit_sizes(samples, sizes)
+    return {m: np.asarray(t, dtype=float) / trend.factor(np.asarray(sizes[m], dtype=float)) for m, t in samples.items()}
 
 
 def size_trend(which: np.ndarray, z: np.ndarray, log_t: np.ndarray) -> tuple[float, float]:
@@ -579,6 +602,27 @@ def williams_row(n: int, r: int) -> tuple[int, ...]:
     return row[::-1] if n % 2 and r % 2 else row
 
 
+@dataclass
+class Watch:
+    """A chosen ort-par session's calls, as at the median input size (`trend`), in windows of WATCH_CALLS."""
+
+    limit_us: float  # a window's mean above this gives way to `fallback`
+    trend: SizeTrend
+    fallback: ort.InferenceSession
+    spent_us: float = 0.0
+    calls: int = 0
+
+    def over(self, us: float, size: float) -> float | None:
+        """Add a call of `us` on inputs of `size`; a window's mean (us) when it ends above the limit, else None."""
+        z = math.log(size) - self.trend.median_log_size  # math, not numpy: 0.1 us, not 3, on every call
+        self.spent_us += us / math.exp(self.trend.b1 * z + self.trend.b2 * z * z)
+        self.calls += 1
+        if self.calls < WATCH_CALLS:
+            return None
+        mean, self.spent_us, self.calls = self.spent_us / self.calls, 0.0, 0
+        return mean if mean > self.limit_us else None
+
+
 class ChoosingSession:
     """An onnxruntime.InferenceSession that chooses its execution mode during its first calls.
 
@@ -590,7 +634,8 @@ class ChoosingSession:
     `sessions` holds one entry per mode, ORT's defaults' made; `make(mode)` makes a None one in another thread
     when that mode's first block is due, the calls running in ORT's defaults outside the blocks until it is
     made (a process that ends within the first block, or a mode that never joins, costs no session); where
-    it fails, ORT's defaults are kept."""
+    it fails, ORT's defaults are kept. Where ort-par is chosen, ORT's defaults' session is kept and its calls are
+    watched (`Watch`): from a window of them FALLBACK_RATIO times the defaults' mean on, the defaults run them."""
 
     def __init__(
         self,
@@ -613,6 +658,7 @@ class ChoosingSession:
         self._key, self._log, self._clock = key, log, clock
         self.choosing = True
         self.mode: str | None = None
+        self._watch: Watch | None = None
 
     def run(self, output_names: Sequence[str] | None, input_feed: dict[str, Any], run_options: Any = None) -> Any:
         with self._lock:  # the session is taken here: another thread's last call may release the rest
@@ -669,7 +715,10 @@ class ChoosingSession:
 
     def _choose(self, mode: str) -> None:
         medians = self.exploration.medians()
+        fallback = self._sessions.get(ort_modes.DEFAULT)
         self._settle(mode, self._sessions[mode] or self._current)
+        if mode == PARALLEL and fallback is not None:
+            self._watch_calls(fallback)
         figures = ", ".join(f"{m} {t:.1f}" for m, t in medians.items())
         lowest = min(self.exploration.live, key=medians.__getitem__)
         if lowest != mode:
@@ -679,6 +728,14 @@ class ChoosingSession:
                 else f"not faster than ORT's defaults by {LEAVE_GAIN:.0%}, in its rounds (p <= {LEAVE_P:.3g}) "
                 "and in mean"
             )
+        chosen, later, where = self._remember(mode, medians)
+        self._log(
+            f"hexfuse: ONNX Runtime mode {mode} chosen at run time (median us: {figures}; choices here: "
+            f"{', '.join(chosen)}: {later}); {where}"
+        )
+
+    def _remember(self, mode: str, medians: dict[str, float]) -> tuple[list[str], str, str]:
+        """Add `mode` to the model's choices in the cache: the choices, what later sessions do, where it went."""
         chosen = (history(read_cache(cache_path(), self._log).get(self._key)) + [mode])[-HISTORY:]
         kept = settled(chosen)
         entry = {"mode": kept or mode, "history": chosen, "median_us": medians, "calls": self._calls, "date": _today()}
@@ -686,10 +743,39 @@ class ChoosingSession:
             where = f"remembered in {remember(self._key, entry, self._log)}"
         except OSError as exc:
             where = f"not remembered: {exc}"
-        later = f"later sessions take {kept}" if kept else "the next session chooses again to confirm"
+        return chosen, (f"later sessions take {kept}" if kept else "the next session chooses again to confirm"), where
+
+    def _watch_calls(self, fallback: ort.InferenceSession) -> None:
+        explored = self.exploration
+        limit = FALLBACK_RATIO * explored.means()[ort_modes.DEFAULT]
+        self._watch = Watch(limit, fit_sizes(explored.samples, explored._sizes), fallback)
+        self.run = self._watched_run  # type: ignore[method-assign]
+
+    def _watched_run(
+        self, output_names: Sequence[str] | None, input_feed: dict[str, Any], run_options: Any = None
+    ) -> Any:
+        watch, session = self._watch, self._current
+        t0 = self._clock()
+        out = session.run(output_names, input_feed, run_options)
+        us = (self._clock() - t0) / 1000.0
+        # no lock per call (calls from several threads may miscount a window by a call or two)
+        mean = watch.over(us, feed_size(input_feed) if watch.trend.b1 or watch.trend.b2 else 1.0) if watch else None
+        if mean is not None:
+            with self._lock:
+                if self._watch is watch:
+                    self._fall_back(mean)
+        return out
+
+    def _fall_back(self, mean_us: float) -> None:
+        """ORT's defaults from now on: the chosen ort-par's last WATCH_CALLS calls took `mean_us` on average."""
+        watch, self._watch = self._watch, None
+        assert watch is not None
+        self._settle(ort_modes.DEFAULT, watch.fallback)
+        chosen, later, where = self._remember(ort_modes.DEFAULT, self.exploration.medians())
         self._log(
-            f"hexfuse: ONNX Runtime mode {mode} chosen at run time (median us: {figures}; choices here: "
-            f"{', '.join(chosen)}: {later}); {where}"
+            f"hexfuse: ONNX Runtime mode {PARALLEL} left for ORT's defaults: {WATCH_CALLS} calls took {mean_us:.0f} us "
+            f"on average, over {FALLBACK_RATIO:g}x the defaults' {watch.limit_us / FALLBACK_RATIO:.0f} us while "
+            f"choosing (choices here: {', '.join(chosen)}: {later}); {where}"
         )
 
     def io_binding(self) -> Any:

@@ -903,3 +903,49 @@ def test_a_session_choosing_over_inputs_of_other_sizes_compares_them_at_one_size
         assert session.run(None, feed)[0].shape == (state["rows"], 8)
         calls += 1
     assert session.mode == "ort-seq"
+
+
+def chosen_by_clock(path: Path, call_us: dict[str, float], logged) -> mode_choice.ChoosingSession:
+    """A real ChoosingSession of `path` whose clock makes each call last call_us[the mode it runs in] (read at
+    each call: a test may change it later), run until it has chosen."""
+    sessions = {m: ort.InferenceSession(str(path), ort_modes.options(m)) for m in call_us}
+    ticks = {"t": 0, "n": 0}
+
+    def clock() -> int:  # a call's start, then its end
+        ticks["n"] += 1
+        running = str(session.exploration.mode() or session.mode)
+        ticks["t"] += int(call_us[running] * 1000) if ticks["n"] % 2 == 0 else 5000
+        return ticks["t"]
+
+    session = mode_choice.ChoosingSession(sessions, mode_choice.model_key(path), runtime._log_once, clock=clock)
+    run_until_chosen(session, path)
+    return session
+
+
+def test_a_chosen_ort_par_whose_calls_slow_down_gives_way_to_orts_defaults(untuned, logged, ort_mode_cache):
+    call_us = dict(SILERO_RESTED_US)
+    session = chosen_by_clock(untuned, call_us, logged)
+    assert session.mode == mode_choice.PARALLEL
+    feeds = verify.random_inputs(session, seed=1)
+    want = verify.session(untuned).run(None, feeds)
+    for _ in range(3 * mode_choice.WATCH_CALLS):  # as fast as chosen: kept
+        session.run(None, feeds)
+    assert session.mode == mode_choice.PARALLEL
+    call_us[mode_choice.PARALLEL] = 2.5 * SILERO_RESTED_US[ort_modes.DEFAULT]  # a busy process took a CPU
+    for _ in range(mode_choice.WATCH_CALLS):
+        got = session.run(None, feeds)
+        assert all(np.array_equal(w, g) for w, g in zip(want, got))
+    assert session.mode == ort_modes.DEFAULT
+    assert execution(session.get_session_options()) == execution(ort_modes.options(ort_modes.DEFAULT))
+    assert messages(logged, "ONNX Runtime mode ort-par left for ORT's defaults", "over 2x the defaults' 244 us")
+    entry = json.loads(ort_mode_cache.read_text())[mode_choice.model_key(untuned)]
+    assert entry["history"][-2:] == [mode_choice.PARALLEL, ort_modes.DEFAULT] and entry["mode"] == ort_modes.DEFAULT
+
+
+def test_the_watch_weighs_calls_as_at_the_median_input_size():
+    """A window of calls on inputs e^2 times the median, taking e^2 times as long where time grows with size,
+    is not slower."""
+    watch = mode_choice.Watch(200.0, mode_choice.SizeTrend(median_log_size=0.0, b1=1.0), fallback=None)
+    assert all(watch.over(180.0 * np.e**2, np.e**2) is None for _ in range(2 * mode_choice.WATCH_CALLS))
+    last = [watch.over(220.0, 1.0) for _ in range(mode_choice.WATCH_CALLS)]
+    assert last[:-1] == [None] * (mode_choice.WATCH_CALLS - 1) and last[-1] == pytest.approx(220.0)
