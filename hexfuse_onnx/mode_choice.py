@@ -145,7 +145,8 @@ WATCH_CALLS = 64  # a session that chose ort-par times its calls in windows of t
 FALLBACK_RATIO = 2.0  # ... and runs ORT's defaults' session (kept for this) from a window whose mean, as at the
 # median input size, is this many times the defaults' mean while choosing: an ort-par session the choice made in
 # another thread ran 1.2-5.5 ms calls on average beside a busy process where ORT's defaults ran 0.6-0.7 ms
-# (frspell_lemma_int8, rested calls; docs/DROPIN.md, RULE 9)
+# (frspell_lemma_int8, rested calls); gpt_decode_step_contrib's 64 calls after one started averaged 2784 us against
+# the defaults' 107 while choosing (docs/DROPIN.md, RULE 9)
 VIEW_OPS = frozenset({"Identity", "Reshape", "Squeeze", "Unsqueeze", "Flatten"})  # no work to run at once
 SHAPE_SOURCES = frozenset({"Shape", "Size"})
 
@@ -412,6 +413,10 @@ class Exploration:
     def means(self) -> dict[str, float]:
         """Each mode's mean counted call, us, as at the median input size."""
         return _means(as_median_size(self.samples, self._sizes))
+
+    def size_trend(self) -> SizeTrend:
+        """How the counted calls' time grew with their inputs' size (`fit_sizes`)."""
+        return fit_sizes(self.samples, self._sizes)
 
     def _end_round(self) -> None:
         self._round, self._index = self._round + 1, 0
@@ -748,7 +753,7 @@ class ChoosingSession:
     def _watch_calls(self, fallback: ort.InferenceSession) -> None:
         explored = self.exploration
         limit = FALLBACK_RATIO * explored.means()[ort_modes.DEFAULT]
-        self._watch = Watch(limit, fit_sizes(explored.samples, explored._sizes), fallback)
+        self._watch = Watch(limit, explored.size_trend(), fallback)
         self.run = self._watched_run  # type: ignore[method-assign]
 
     def _watched_run(
@@ -759,17 +764,18 @@ class ChoosingSession:
         out = session.run(output_names, input_feed, run_options)
         us = (self._clock() - t0) / 1000.0
         # no lock per call (calls from several threads may miscount a window by a call or two)
-        mean = watch.over(us, feed_size(input_feed) if watch.trend.b1 or watch.trend.b2 else 1.0) if watch else None
+        if watch is None:
+            return out
+        mean = watch.over(us, feed_size(input_feed) if watch.trend.b1 or watch.trend.b2 else 1.0)
         if mean is not None:
             with self._lock:
                 if self._watch is watch:
-                    self._fall_back(mean)
+                    self._fall_back(watch, mean)
         return out
 
-    def _fall_back(self, mean_us: float) -> None:
+    def _fall_back(self, watch: Watch, mean_us: float) -> None:
         """ORT's defaults from now on: the chosen ort-par's last WATCH_CALLS calls took `mean_us` on average."""
-        watch, self._watch = self._watch, None
-        assert watch is not None
+        self._watch = None
         self._settle(ort_modes.DEFAULT, watch.fallback)
         chosen, later, where = self._remember(ort_modes.DEFAULT, self.exploration.medians())
         self._log(
