@@ -286,18 +286,25 @@ def blocks(calls: list[str]) -> list[str]:
     return [m for k, m in enumerate(calls) if k == 0 or calls[k - 1] != m]
 
 
-def test_the_log_says_why_a_lower_median_did_not_replace_orts_defaults(untuned, logged, ort_mode_cache):
-    """Real sessions, an injected clock: ort-seq-2t's calls 1% shorter than ORT's defaults', under LEAVE_GAIN."""
-    call_us = {"ort-default": 300.0, "ort-seq": 400.0, "ort-seq-2t": 297.0}
-    sessions = {m: ort.InferenceSession(str(untuned), ort_modes.options(m)) for m in call_us}
+def clocked_session(path: Path, call_us: dict[str, float]) -> mode_choice.ChoosingSession:
+    """A real ChoosingSession of `path`, one session per mode of `call_us`, whose clock makes each call last
+    call_us[the mode it runs in] (read at each call: a test may change it later)."""
+    sessions = {m: ort.InferenceSession(str(path), ort_modes.options(m)) for m in call_us}
     ticks = {"t": 0, "n": 0}
 
     def clock() -> int:  # a call's start, then its end: the mode's duration (its mode is still current)
         ticks["n"] += 1
-        ticks["t"] += int(call_us[str(session.exploration.mode())] * 1000) if ticks["n"] % 2 == 0 else 5000
+        running = str(session.exploration.mode() or session.mode)
+        ticks["t"] += int(call_us[running] * 1000) if ticks["n"] % 2 == 0 else 5000
         return ticks["t"]
 
-    session = mode_choice.ChoosingSession(sessions, mode_choice.model_key(untuned), runtime._log_once, clock=clock)
+    session = mode_choice.ChoosingSession(sessions, mode_choice.model_key(path), runtime._log_once, clock=clock)
+    return session
+
+
+def test_the_log_says_why_a_lower_median_did_not_replace_orts_defaults(untuned, logged, ort_mode_cache):
+    """Real sessions, an injected clock: ort-seq-2t's calls 1% shorter than ORT's defaults', under LEAVE_GAIN."""
+    session = clocked_session(untuned, {"ort-default": 300.0, "ort-seq": 400.0, "ort-seq-2t": 297.0})
     run_until_chosen(session, untuned)
     assert session.mode == "ort-default"
     assert messages(logged, "ONNX Runtime mode ort-default chosen at run time", "not ort-seq-2t: not faster than")
@@ -346,16 +353,7 @@ def test_a_profiled_session_is_one_session(untuned, logged, tmp_path):
 def test_an_iobinding_made_while_choosing_runs_after_the_choice(untuned, logged, ort_mode_cache):
     """A stranger's app bound its inputs at start-up; once ort-seq was chosen, run_with_iobinding raised
     "IOBinding must be used with the session that created it". And copy.copy of the session recursed."""
-    call_us = {"ort-default": 300.0, "ort-seq": 200.0, "ort-seq-2t": 400.0}
-    sessions = {m: ort.InferenceSession(str(untuned), ort_modes.options(m)) for m in call_us}
-    ticks = {"t": 0, "n": 0}
-
-    def clock() -> int:  # as above: ort-seq's calls a third shorter, chosen
-        ticks["n"] += 1
-        ticks["t"] += int(call_us[str(session.exploration.mode())] * 1000) if ticks["n"] % 2 == 0 else 5000
-        return ticks["t"]
-
-    session = mode_choice.ChoosingSession(sessions, mode_choice.model_key(untuned), runtime._log_once, clock=clock)
+    session = clocked_session(untuned, {"ort-default": 300.0, "ort-seq": 200.0, "ort-seq-2t": 400.0})  # ort-seq
     feeds = verify.random_inputs(session, seed=1)
     binding = session.io_binding()
     for name, value in feeds.items():
@@ -905,26 +903,10 @@ def test_a_session_choosing_over_inputs_of_other_sizes_compares_them_at_one_size
     assert session.mode == "ort-seq"
 
 
-def chosen_by_clock(path: Path, call_us: dict[str, float], logged) -> mode_choice.ChoosingSession:
-    """A real ChoosingSession of `path` whose clock makes each call last call_us[the mode it runs in] (read at
-    each call: a test may change it later), run until it has chosen."""
-    sessions = {m: ort.InferenceSession(str(path), ort_modes.options(m)) for m in call_us}
-    ticks = {"t": 0, "n": 0}
-
-    def clock() -> int:  # a call's start, then its end
-        ticks["n"] += 1
-        running = str(session.exploration.mode() or session.mode)
-        ticks["t"] += int(call_us[running] * 1000) if ticks["n"] % 2 == 0 else 5000
-        return ticks["t"]
-
-    session = mode_choice.ChoosingSession(sessions, mode_choice.model_key(path), runtime._log_once, clock=clock)
-    run_until_chosen(session, path)
-    return session
-
-
 def test_a_chosen_ort_par_whose_calls_slow_down_gives_way_to_orts_defaults(untuned, logged, ort_mode_cache):
     call_us = dict(SILERO_RESTED_US)
-    session = chosen_by_clock(untuned, call_us, logged)
+    session = clocked_session(untuned, call_us)
+    run_until_chosen(session, untuned)
     assert session.mode == mode_choice.PARALLEL
     feeds = verify.random_inputs(session, seed=1)
     want = verify.session(untuned).run(None, feeds)
