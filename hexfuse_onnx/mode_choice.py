@@ -501,10 +501,15 @@ class SizeTrend:
     b1: float = 0.0
     b2: float = 0.0
 
-    def factor(self, size: float | np.ndarray) -> Any:
-        """How much longer a call of `size` takes than one of the median size."""
+    def factor(self, size: np.ndarray) -> np.ndarray:
+        """How much longer calls of `size` take than one of the median size."""
         z = np.log(size) - self.median_log_size
         return np.exp(self.b1 * z + self.b2 * z * z)  # exp(0) = 1: calls of one size exactly as timed
+
+    def factor_of(self, size: float) -> float:
+        """`factor` of one call, in math, not numpy: 0.1 us, not 3 (a watched session's every call)."""
+        z = math.log(size) - self.median_log_size
+        return math.exp(self.b1 * z + self.b2 * z * z)
 
 
 def fit_sizes(samples: dict[str, list[float]], sizes: dict[str, list[float]]) -> SizeTrend:
@@ -619,8 +624,7 @@ class Watch:
 
     def over(self, us: float, size: float) -> float | None:
         """Add a call of `us` on inputs of `size`; a window's mean (us) when it ends above the limit, else None."""
-        z = math.log(size) - self.trend.median_log_size  # math, not numpy: 0.1 us, not 3, on every call
-        self.spent_us += us / math.exp(self.trend.b1 * z + self.trend.b2 * z * z)
+        self.spent_us += us / self.trend.factor_of(size)
         self.calls += 1
         if self.calls < WATCH_CALLS:
             return None
