@@ -106,7 +106,7 @@ import models
 from hexfuse_onnx import contract as C
 from hexfuse_onnx import mode_choice, modelio, ort_graph, ort_modes, random_ops, runtime, tuning
 from hexfuse_onnx.costmodel import engine_seconds
-from hexfuse_onnx.graph import all_nodes
+from hexfuse_onnx.nested import all_nodes
 from hexfuse_onnx.pipeline import rewrite
 from hexfuse_onnx.profile import Engine
 from hexfuse_onnx.tools import interleaved, isolated

@@ -29,7 +29,8 @@ from . import random_ops
 from .contract import DOMAIN
 from .errors import ModelError, UsageError, VerificationError, first_line
 from .graph import _is_symbol_name as is_symbol_name  # graph.py is owned elsewhere: not renamed there
-from .graph import all_nodes, node_reads, read_model, toposort
+from .graph import node_reads, read_model, toposort
+from .nested import all_nodes, subgraphs
 
 if TYPE_CHECKING:
     from .kinds.colocate import Modelled
@@ -266,12 +267,8 @@ def _rename_in_place(graph: onnx.GraphProto, rename: Callable[[str], str], node_
         n.output[:] = [rename(t) for t in n.output]
         if n.name:
             n.name = node_prefix + n.name
-        for a in n.attribute:
-            if a.type == onnx.AttributeProto.GRAPH:
-                _rename_in_place(a.g, rename, node_prefix)
-            elif a.type == onnx.AttributeProto.GRAPHS:
-                for sub in a.graphs:
-                    _rename_in_place(sub, rename, node_prefix)
+        for sub in subgraphs(n):
+            _rename_in_place(sub, rename, node_prefix)
 
 
 _DIM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")

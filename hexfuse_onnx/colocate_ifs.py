@@ -35,7 +35,8 @@ from onnx import helper
 from . import contract as C
 from .colocate import METADATA_KEY, Plan, Result, _rename_in_place, colocate, stream_names
 from .errors import HexfuseError, VerificationError, WriteError, first_line
-from .graph import all_nodes, node_reads, outer_scope_names, read_model
+from .graph import node_reads, outer_scope_names, read_model
+from .nested import all_nodes, subgraphs
 from .rewrite import pair_number
 
 SWITCH_OPS = ("Identity", "Cast")
@@ -420,4 +421,4 @@ def all_nodes_of(function: onnx.FunctionProto) -> list[onnx.NodeProto]:
 
 
 def _nested(node: onnx.NodeProto) -> list[onnx.NodeProto]:
-    return [n for a in node.attribute for sub in ([a.g] if a.HasField("g") else a.graphs) for n in all_nodes(sub)]
+    return [n for sub in subgraphs(node) for n in all_nodes(sub)]

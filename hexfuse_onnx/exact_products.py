@@ -23,6 +23,7 @@ import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
 from .graph import declared_types
+from .nested import all_graphs
 
 # op -> (its int8 operand's input index, that operand's zero point's index) where ORT saturates
 SATURATING = {"MatMulInteger": (1, 3), "ConvInteger": (0, 2)}
@@ -56,7 +57,7 @@ def saturating_nodes(model: onnx.ModelProto) -> int:
     `make_exact` makes exact (0 where ORT is exact)."""
     if not ort_saturates():
         return 0
-    return sum(1 for graph in _graphs(model.graph) for _ in _constant_int8_operands(graph))
+    return sum(1 for graph in all_graphs(model.graph) for _ in _constant_int8_operands(graph))
 
 
 def make_exact(model: onnx.ModelProto) -> int:
@@ -68,7 +69,7 @@ def make_exact(model: onnx.ModelProto) -> int:
     if not ort_saturates():
         return 0
     done = 0
-    for graph in _graphs(model.graph):
+    for graph in all_graphs(model.graph):
         inits = {t.name: t for t in graph.initializer}
         taken = set(inits) | {t for n in graph.node for t in [*n.input, *n.output]}
         for node, operand, zero_point in list(_constant_int8_operands(graph)):
@@ -183,12 +184,3 @@ def _add(graph: onnx.GraphProto, value: np.ndarray, name: str, taken: set[str]) 
     taken.add(name)
     graph.initializer.append(numpy_helper.from_array(value, name))
     return name
-
-
-def _graphs(graph: onnx.GraphProto) -> Iterator[onnx.GraphProto]:
-    """The graph and every body in it (If branches, Loop and Scan bodies), depth first."""
-    yield graph
-    for node in graph.node:
-        for attr in node.attribute:
-            for body in [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs):
-                yield from _graphs(body)

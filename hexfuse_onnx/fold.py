@@ -22,6 +22,7 @@ from onnx.reference import ReferenceEvaluator
 
 from .errors import ModelError
 from .graph import has_values, infer_contrib_shapes, node_reads
+from .nested import holds_graphs, subgraphs
 
 MAX_FOLDED_ELEMENTS = 1 << 16  # a bigger value stays computed (a constant that size bloats the model)
 _EXACT = {
@@ -121,9 +122,8 @@ def _all_names(graph: onnx.GraphProto, skip: onnx.NodeProto | None = None) -> se
             continue
         names.update(n.input)
         names.update(n.output)
-        for a in n.attribute:
-            for body in [a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs):
-                names |= _all_names(body)
+        for body in subgraphs(n):
+            names |= _all_names(body)
     return names
 
 
@@ -181,7 +181,7 @@ def _fold(
     several outputs (tf2onnx's Split of a constant into a Pad's pads, M-LSD) folds when all are exact."""
     if node.domain not in ("", "ai.onnx") or not node.output or not all(node.output):
         return None
-    if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
+    if holds_graphs(node):
         return None
     kinds = [types.get(t) for t in node.output]
     if node.op_type == "Constant" or None in kinds:

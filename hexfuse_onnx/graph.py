@@ -13,7 +13,7 @@ import logging
 import math
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ from onnx import helper, numpy_helper, shape_inference
 
 from . import forked
 from .errors import ModelError, NothingToFuse, UsageError, first_line
+from .nested import all_nodes, holds_graphs, subgraphs
 
 # Domains stock ONNX Runtime implements. A node of any other domain has no kernel there.
 KNOWN_DOMAINS = {"", "ai.onnx", "ai.onnx.ml", "com.microsoft", "com.microsoft.nchwc", "hexfuse"}
@@ -1012,15 +1013,6 @@ def _lean_subgraphs(base: Any) -> Any:
     return LeanSubgraphs
 
 
-def all_nodes(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
-    """The graph's nodes and those of its subgraphs (If/Loop/Scan bodies), nested ones included."""
-    for n in graph.node:
-        yield n
-        for a in n.attribute:
-            for sub in [a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs):
-                yield from all_nodes(sub)
-
-
 def declared_types(graph: onnx.GraphProto) -> dict[str, int]:
     """The element type of each tensor the graph declares (inputs, value infos, outputs,
     initializers: an initializer's own type wins); 0 where a declaration gives none."""
@@ -1300,9 +1292,7 @@ def _tensor_info(vi: onnx.ValueInfoProto) -> TensorInfo:
 def node_reads(node: onnx.NodeProto) -> list[str]:
     """A node's inputs plus the outer-scope tensors its subgraphs read (If/Loop/Scan)."""
     inputs = [t for t in node.input if t]
-    if node.op_type in SUBGRAPH_OPS or any(
-        a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute
-    ):
+    if node.op_type in SUBGRAPH_OPS or holds_graphs(node):
         seen = set(inputs)
         for t in _outer_scope_names(node):
             if t not in seen:
@@ -1313,9 +1303,8 @@ def node_reads(node: onnx.NodeProto) -> list[str]:
 
 def _outer_scope_names(node: onnx.NodeProto) -> list[str]:
     names: list[str] = []
-    for a in node.attribute:
-        for sub in [a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs):
-            names += outer_scope_names(sub)
+    for sub in subgraphs(node):
+        names += outer_scope_names(sub)
     return names
 
 

@@ -72,6 +72,7 @@ import onnxruntime as ort
 
 from . import modelio, ort_modes, tuning
 from .contract import DOMAIN
+from .nested import subgraphs
 
 ENV_MODE = "HEXFUSE_ORT_MODE"
 ENV_CACHE = "HEXFUSE_ORT_MODE_CACHE"
@@ -862,7 +863,7 @@ def concurrent_work(graph: onnx.GraphProto) -> bool:
     upstream: dict[str, int] = {}
     computing = 0  # computing nodes so far
     for node in graph.node:
-        if node.domain == DOMAIN or any(concurrent_work(g) for g in _subgraphs(node)):
+        if node.domain == DOMAIN or any(concurrent_work(g) for g in subgraphs(node)):
             return True
         reads = [t for t in node.input if t and t not in constant]
         if not reads:
@@ -880,10 +881,6 @@ def concurrent_work(graph: onnx.GraphProto) -> bool:
             computing += 1
         upstream.update(dict.fromkeys(node.output, mask))
     return False
-
-
-def _subgraphs(node: onnx.NodeProto) -> list[onnx.GraphProto]:
-    return [g for a in node.attribute for g in ([a.g] if a.type == onnx.AttributeProto.GRAPH else a.graphs)]
 
 
 def _session(source: str | bytes, so: ort.SessionOptions, mode: str, providers: list[str]) -> ort.InferenceSession:

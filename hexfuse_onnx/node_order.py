@@ -18,6 +18,7 @@ import onnx
 
 from . import contract as C
 from .graph import in_topological_order
+from .nested import subgraphs
 
 
 def record(model: onnx.ModelProto, nodes: list[onnx.NodeProto]) -> None:
@@ -61,9 +62,8 @@ def _first_outputs(nodes: Iterable[onnx.NodeProto]) -> list[str]:
     out = []
     for n in nodes:
         out.append(_first_output(n))
-        for a in n.attribute:
-            for sub in [a.g] if a.type == onnx.AttributeProto.GRAPH else a.graphs:
-                out += _first_outputs(sub.node)
+        for sub in subgraphs(n):
+            out += _first_outputs(sub.node)
     return out
 
 

@@ -28,6 +28,8 @@ from pathlib import Path
 import onnx
 from onnx import helper
 
+from .nested import attribute_graphs
+
 
 def optimized(path: Path) -> onnx.ModelProto:
     """The graph ORT (CPU, default optimizations) runs for the model at `path`, no plugin."""
@@ -63,7 +65,7 @@ def _attribute_bytes(node: onnx.NodeProto, value: dict[str, str]) -> bytes:
     """A node's attributes; a branch or loop body by its own hash, its outer-scope reads by theirs."""
     parts = []
     for a in sorted(node.attribute, key=lambda a: a.name):
-        bodies = [a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs)
+        bodies = attribute_graphs(a)
         if not bodies:
             parts.append(a.SerializeToString(deterministic=True))
             continue

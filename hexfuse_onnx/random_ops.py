@@ -28,8 +28,9 @@ from typing import TypeVar
 import onnx
 
 from .errors import HexfuseError, ModelError, WriteError
-from .graph import all_nodes, external_data_files
+from .graph import external_data_files
 from .modelio import StagedModel, stage
+from .nested import all_nodes
 
 RANDOM_OPS = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli"}
 SEED = "seed"

@@ -14,6 +14,7 @@ from .kinds import Pair, kind_of
 from .kinds.branches import has_working_fork
 from .kinds.dag import dag_facts
 from .kinds.microbatch import MIN_BATCH
+from .nested import attribute_graphs
 from .pipeline import FLOAT16_RTOL, SPREAD_MULTIPLE, Analysis, RewriteResult
 from .profile import unknown_shape_origins
 from .select import Rejection
@@ -400,7 +401,7 @@ def subgraph_nodes(graph: onnx.GraphProto, looked_at: set[tuple[str, str]] | Non
     for node in graph.node:
         count = 0
         for a in node.attribute:
-            for body in [a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs):
+            for body in attribute_graphs(a):
                 own = 0 if node.output and (node.output[0], a.name) in (looked_at or set()) else len(body.node)
                 count += own + sum(n for _, n in subgraph_nodes(body))
         if count:

@@ -31,6 +31,7 @@ from .kinds.base import FusedCall, Pair, PairTasks, TaskBody, formal_inputs, ren
 from .kinds.dag import SHAPE_DTYPES
 from .lowering import LoweringError, SymbolicInputs, known_tensors, lower_function, set_program
 from .lowering.lowerer import DTYPES
+from .nested import holds_graphs, subgraphs
 from .qdq import is_dq_node
 
 ProgramFunction = Callable[[onnx.NodeProto, onnx.FunctionProto, dict[str, onnx.TensorProto]], onnx.FunctionProto]
@@ -266,8 +267,7 @@ def _as_read(g: ModelGraph, graph: onnx.GraphProto) -> dict[str, onnx.NodeProto]
     gave their branches value_info at the representative binding, which would fix those dims."""
     if g.source is None:
         return {}
-    held = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
-    return {n.output[0]: n for n in graph.node if n.output and any(a.type in held for a in n.attribute)}
+    return {n.output[0]: n for n in graph.node if n.output and holds_graphs(n)}
 
 
 def _set_metadata(model: onnx.ModelProto, key: str, value: str) -> None:
@@ -589,7 +589,7 @@ def _unfuse_graph(
             node_order.restore(graph, positions)
         _drop_stale_value_info(graph)
     for n in graph.node:
-        for sub in _subgraphs(n):
+        for sub in subgraphs(n):
             _unfuse_graph(sub, functions, pair_ids, positions)
 
 
@@ -693,16 +693,12 @@ def _attrs(node: onnx.NodeProto) -> bytes:
     return b"".join(a.SerializeToString(deterministic=True) for a in node.attribute)
 
 
-def _subgraphs(node: onnx.NodeProto) -> list[onnx.GraphProto]:
-    return [g for a in node.attribute for g in ([a.g] if a.type == onnx.AttributeProto.GRAPH else a.graphs)]
-
-
 def _calls(graph: onnx.GraphProto) -> set[tuple[str, str, str]]:
     """(domain, op_type, overload) of every node of the graph and of its subgraphs."""
     out = set()
     for n in graph.node:
         out.add((n.domain, n.op_type, n.overload))
-        for sub in _subgraphs(n):
+        for sub in subgraphs(n):
             out |= _calls(sub)
     return out
 

@@ -19,7 +19,7 @@ from onnx import TensorProto, helper, numpy_helper
 from hexfuse_onnx import contract as C
 from hexfuse_onnx import verify
 from hexfuse_onnx.colocate_ifs import colocate_switched, switch_of, taken
-from hexfuse_onnx.graph import all_nodes
+from hexfuse_onnx.nested import all_nodes
 from hexfuse_onnx.runtime import session_options
 
 ROWS, WIDTH, LAYERS = 64, 256, 3

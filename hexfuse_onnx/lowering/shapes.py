@@ -28,6 +28,7 @@ from onnx import helper
 
 from .. import shape_expr
 from ..graph import Dim, _run_symbolic_inference, _tensor_info
+from ..nested import holds_graphs
 from ..shape_expr import Patch, ShapeExprError, Symbol, Target
 from . import traced
 from .abi import (
@@ -176,8 +177,7 @@ def _canonical(model: onnx.ModelProto) -> tuple[onnx.ModelProto | None, dict[str
     """A copy of a body model with its tensors named t0, t1, ... in order of first use and its nodes n0, n1,
     ... (ORT's inference names what it invents by op type and node index, not by name), and the map back from
     the new names; (None, {}) for a body holding a subgraph, whose names it does not rename."""
-    held = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
-    if any(a.type in held for n in model.graph.node for a in n.attribute):
+    if any(holds_graphs(n) for n in model.graph.node):
         return None, {}
     out = onnx.ModelProto()
     out.CopyFrom(model)
