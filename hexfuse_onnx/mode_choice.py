@@ -52,6 +52,7 @@ served but make the medians noisier.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import functools
 import hashlib
@@ -251,8 +252,9 @@ def preset(
 ) -> str | None:
     """Apply the mode the environment forces or the cache remembers for `model` (unless the user's
     options set the execution: `given`). Returns why nothing is left to choose (the mode applied, or
-    the reason no choice is made), None when the mode is still to be chosen at run time. `header`:
-    the model without its external data."""
+    the reason no choice is made), None when the mode is still to be chosen at run time or, remembered as
+    ort-par with a watch, is to be watched (`session` makes either). `header`: the model without its
+    external data."""
     if given:
         return f"the session options given set {', '.join(given)}"
     forced = forced_mode()
@@ -286,7 +288,14 @@ def preset(
         )
         return None
     log(f"hexfuse: ONNX Runtime mode {mode} chosen at run time on {entry.get('date', '?')}, from {cache_path()}")
-    return mode
+    return None if remembered_watch(entry) is not None else mode
+
+
+def remembered_watch(entry: dict[str, Any] | None) -> Watch | None:
+    """The watch of a cache entry whose choices have settled on ort-par (`settled`), if it keeps one."""
+    if entry is None or settled(history(entry)) != PARALLEL:
+        return None
+    return Watch.of_record(entry.get("watch"))
 
 
 def _remembered(
@@ -615,13 +624,25 @@ def williams_row(n: int, r: int) -> tuple[int, ...]:
 
 @dataclass
 class Watch:
-    """A chosen ort-par session's calls, as at the median input size (`trend`), in windows of WATCH_CALLS."""
+    """An ort-par session's calls, as at the median input size (`trend`), in windows of WATCH_CALLS."""
 
-    limit_us: float  # a window's mean above this gives way to `fallback`
+    limit_us: float  # a window's mean above this gives way to ORT's defaults
     trend: SizeTrend
-    fallback: ort.InferenceSession
     spent_us: float = 0.0
     calls: int = 0
+
+    def record(self) -> dict[str, float]:
+        """What the cache keeps of it: later sessions that take ort-par from the cache watch it too."""
+        return {"defaults_mean_us": self.limit_us / FALLBACK_RATIO, **dataclasses.asdict(self.trend)}
+
+    @classmethod
+    def of_record(cls, record: Any) -> Watch | None:
+        """The watch a cache entry's record describes; None for none or a malformed one."""
+        try:
+            trend = SizeTrend(float(record["median_log_size"]), float(record["b1"]), float(record["b2"]))
+            return cls(FALLBACK_RATIO * float(record["defaults_mean_us"]), trend)
+        except (KeyError, TypeError, ValueError):
+            return None
 
     def over(self, us: float, size: float) -> float | None:
         """Add a call of `us` on inputs of `size`; a window's mean (us) when it ends above the limit, else None."""
@@ -633,7 +654,80 @@ class Watch:
         return mean if mean > self.limit_us else None
 
 
-class ChoosingSession:
+class Delegating:
+    """An onnxruntime.InferenceSession stand-in whose calls and attributes are `_current`'s, the session
+    it runs now; an IOBinding runs in the session that made it."""
+
+    _current: ort.InferenceSession
+
+    def __init__(self, current: ort.InferenceSession) -> None:
+        self._current = current
+        self._bound: weakref.WeakKeyDictionary[Any, ort.InferenceSession] = weakref.WeakKeyDictionary()
+
+    def io_binding(self) -> Any:
+        """The current session's IOBinding; `run_with_iobinding` runs it in that session, whichever mode
+        is chosen later (ORT: "IOBinding must be used with the session that created it")."""
+        binding = self._current.io_binding()
+        self._bound[binding] = self._current
+        return binding
+
+    def run_with_iobinding(self, iobinding: Any, run_options: Any = None) -> Any:
+        return self._bound.get(iobinding, self._current).run_with_iobinding(iobinding, run_options)
+
+    def __getattr__(self, name: str) -> Any:
+        if "_current" not in self.__dict__:  # copy.copy makes the object before its fields: no recursion
+            raise AttributeError(name)
+        return getattr(self._current, name)
+
+
+class WatchedSession(Delegating):
+    """A session in ort-par whose calls are watched (`Watch`): from a window of them over the watch's limit
+    on, a session in ORT's defaults (`make_defaults`, called once; None: none made) runs them, and
+    `gave_way` is told the window's mean and the defaults' mean the limit came from (us). The ort-par a
+    choice takes and the one later sessions take from the cache alike: load that comes after the choice
+    makes some of ort-par's calls wait (FALLBACK_RATIO)."""
+
+    def __init__(
+        self,
+        session: ort.InferenceSession,
+        watch: Watch,
+        make_defaults: Callable[[], ort.InferenceSession | None],
+        gave_way: Callable[[float, float], None],
+        clock: Callable[[], int] = time.perf_counter_ns,
+    ) -> None:
+        super().__init__(session)
+        self.mode = PARALLEL
+        self._watch: Watch | None = watch
+        self.limit_us = watch.limit_us
+        self._make_defaults, self._gave_way, self._clock = make_defaults, gave_way, clock
+        self._lock = threading.Lock()
+
+    def run(self, output_names: Sequence[str] | None, input_feed: dict[str, Any], run_options: Any = None) -> Any:
+        watch, session = self._watch, self._current
+        if watch is None:
+            return session.run(output_names, input_feed, run_options)
+        t0 = self._clock()
+        out = session.run(output_names, input_feed, run_options)
+        us = (self._clock() - t0) / 1000.0
+        # no lock per call (calls from several threads may miscount a window by a call or two)
+        mean = watch.over(us, feed_size(input_feed) if watch.trend.b1 or watch.trend.b2 else 1.0)
+        if mean is not None:
+            with self._lock:
+                if self._watch is watch:
+                    self._give_way(mean)
+        return out
+
+    def _give_way(self, mean_us: float) -> None:
+        self._watch = None
+        defaults = self._make_defaults()
+        if defaults is None:  # ORT failed to make it (and said why): ort-par runs on
+            return
+        self._current, self.mode = defaults, ort_modes.DEFAULT
+        self.run = self._current.run  # type: ignore[method-assign]
+        self._gave_way(mean_us, self.limit_us / FALLBACK_RATIO)
+
+
+class ChoosingSession(Delegating):
     """An onnxruntime.InferenceSession that chooses its execution mode during its first calls.
 
     `run` runs each call in the session (`sessions`) of the mode `Exploration` says, timing it
@@ -644,8 +738,9 @@ class ChoosingSession:
     `sessions` holds one entry per mode, ORT's defaults' made; `make(mode)` makes a None one in another thread
     when that mode's first block is due, the calls running in ORT's defaults outside the blocks until it is
     made (a process that ends within the first block, or a mode that never joins, costs no session); where
-    it fails, ORT's defaults are kept. Where ort-par is chosen, ORT's defaults' session is kept and its calls are
-    watched (`Watch`): from a window of them FALLBACK_RATIO times the defaults' mean on, the defaults run them."""
+    it fails, ORT's defaults are kept. Where ort-par is chosen, ORT's defaults' session is kept and the calls
+    are watched (`WatchedSession`): from a window FALLBACK_RATIO times the defaults' mean on, the defaults run
+    them. The cache keeps the watch (`Watch.record`) for later sessions that take ort-par without choosing."""
 
     def __init__(
         self,
@@ -658,17 +753,16 @@ class ChoosingSession:
         defaults = sessions[CANDIDATES[0]]
         if defaults is None:
             raise ValueError(f"{CANDIDATES[0]}'s session is made before the first call")
-        self._sessions, self._make, self._current = sessions, make, defaults
+        super().__init__(defaults)
+        self._sessions, self._make = sessions, make
         always = [m for m in sessions if m != PARALLEL]
         self.exploration = Exploration(always, joining=[m for m in sessions if m == PARALLEL])
         self._calls = 0
-        self._bound: weakref.WeakKeyDictionary[Any, ort.InferenceSession] = weakref.WeakKeyDictionary()  # IOBinding
         self._lock = threading.Lock()
         self._making: set[str] = set()  # modes whose session another thread is making
         self._key, self._log, self._clock = key, log, clock
         self.choosing = True
         self.mode: str | None = None
-        self._watch: Watch | None = None
 
     def run(self, output_names: Sequence[str] | None, input_feed: dict[str, Any], run_options: Any = None) -> Any:
         with self._lock:  # the session is taken here: another thread's last call may release the rest
@@ -717,20 +811,23 @@ class ChoosingSession:
             if self.choosing:
                 self._sessions[mode] = session
 
-    def _settle(self, mode: str, session: ort.InferenceSession) -> None:
+    def _settle(self, mode: str, session: ort.InferenceSession | WatchedSession) -> None:
         """From now on every call is `session`'s own run, no detour; the other sessions are released."""
         self._current, self.mode, self.choosing = session, mode, False
         self.run = session.run  # type: ignore[method-assign]
         self._sessions = {}
 
     def _choose(self, mode: str) -> None:
-        medians = self.exploration.medians()
-        fallback = self._sessions.get(ort_modes.DEFAULT)
-        self._settle(mode, self._sessions[mode] or self._current)
-        if mode == PARALLEL and fallback is not None:
-            self._watch_calls(fallback)
+        explored = self.exploration
+        medians = explored.medians()
+        defaults, chosen_session = self._sessions[ort_modes.DEFAULT], self._sessions[mode] or self._current
+        watch = Watch(FALLBACK_RATIO * explored.means().get(ort_modes.DEFAULT, math.inf), explored.size_trend())
+        if mode == PARALLEL and defaults is not None and math.isfinite(watch.limit_us):
+            self._settle(mode, WatchedSession(chosen_session, watch, lambda: defaults, self._gave_way, self._clock))
+        else:
+            self._settle(mode, chosen_session)
         figures = ", ".join(f"{m} {t:.1f}" for m, t in medians.items())
-        lowest = min(self.exploration.live, key=medians.__getitem__)
+        lowest = min(explored.live, key=medians.__getitem__)
         if lowest != mode:
             figures += f"; not {lowest}: " + (
                 "its rounds' median ratio to ORT's defaults not under 1"
@@ -738,71 +835,47 @@ class ChoosingSession:
                 else f"not faster than ORT's defaults by {LEAVE_GAIN:.0%}, in its rounds (p <= {LEAVE_P:.3g}) "
                 "and in mean"
             )
-        chosen, later, where = self._remember(mode, medians)
+        record = {"watch": watch.record()} if math.isfinite(watch.limit_us) else {}
+        chosen, later, where = remember_choice(
+            self._key, mode, self._log, median_us=medians, calls=self._calls, **record
+        )
         self._log(
             f"hexfuse: ONNX Runtime mode {mode} chosen at run time (median us: {figures}; choices here: "
             f"{', '.join(chosen)}: {later}); {where}"
         )
 
-    def _remember(self, mode: str, medians: dict[str, float]) -> tuple[list[str], str, str]:
-        """Add `mode` to the model's choices in the cache: the choices, what later sessions do, where it went."""
-        chosen = (history(read_cache(cache_path(), self._log).get(self._key)) + [mode])[-HISTORY:]
-        kept = settled(chosen)
-        entry = {"mode": kept or mode, "history": chosen, "median_us": medians, "calls": self._calls, "date": _today()}
-        try:
-            where = f"remembered in {remember(self._key, entry, self._log)}"
-        except OSError as exc:
-            where = f"not remembered: {exc}"
-        return chosen, (f"later sessions take {kept}" if kept else "the next session chooses again to confirm"), where
+    def _gave_way(self, mean_us: float, defaults_us: float) -> None:
+        """The chosen ort-par's calls gave way to ORT's defaults (`WatchedSession`)."""
+        self.mode = ort_modes.DEFAULT
+        gave_way_to_defaults(self._key, mean_us, defaults_us, self._log)
 
-    def _watch_calls(self, fallback: ort.InferenceSession) -> None:
-        explored = self.exploration
-        limit = FALLBACK_RATIO * explored.means()[ort_modes.DEFAULT]
-        self._watch = Watch(limit, explored.size_trend(), fallback)
-        self.run = self._watched_run  # type: ignore[method-assign]
 
-    def _watched_run(
-        self, output_names: Sequence[str] | None, input_feed: dict[str, Any], run_options: Any = None
-    ) -> Any:
-        watch, session = self._watch, self._current
-        t0 = self._clock()
-        out = session.run(output_names, input_feed, run_options)
-        us = (self._clock() - t0) / 1000.0
-        # no lock per call (calls from several threads may miscount a window by a call or two)
-        if watch is None:
-            return out
-        mean = watch.over(us, feed_size(input_feed) if watch.trend.b1 or watch.trend.b2 else 1.0)
-        if mean is not None:
-            with self._lock:
-                if self._watch is watch:
-                    self._fall_back(watch, mean)
-        return out
+def remember_choice(key: str, mode: str, log: Log, **figures: Any) -> tuple[list[str], str, str]:
+    """Add `mode` to the model's choices in the cache with the choice's `figures` (an exploration's medians
+    and `Watch.record`; an earlier entry's watch is kept where none is given): the choices, what later
+    sessions do, and where it went."""
+    earlier = read_cache(cache_path(), log).get(key)
+    chosen = (history(earlier) + [mode])[-HISTORY:]
+    kept = settled(chosen)
+    watch = earlier.get("watch") if isinstance(earlier, dict) else None
+    entry = {"mode": kept or mode, "history": chosen, **({"watch": watch} if watch else {}), **figures}
+    entry["date"] = _today()
+    try:
+        where = f"remembered in {remember(key, entry, log)}"
+    except OSError as exc:
+        where = f"not remembered: {exc}"
+    return chosen, (f"later sessions take {kept}" if kept else "the next session chooses again to confirm"), where
 
-    def _fall_back(self, watch: Watch, mean_us: float) -> None:
-        """ORT's defaults from now on: the chosen ort-par's last WATCH_CALLS calls took `mean_us` on average."""
-        self._watch = None
-        self._settle(ort_modes.DEFAULT, watch.fallback)
-        chosen, later, where = self._remember(ort_modes.DEFAULT, self.exploration.medians())
-        self._log(
-            f"hexfuse: ONNX Runtime mode {PARALLEL} left for ORT's defaults: {WATCH_CALLS} calls took {mean_us:.0f} us "
-            f"on average, over {FALLBACK_RATIO:g}x the defaults' {watch.limit_us / FALLBACK_RATIO:.0f} us while "
-            f"choosing (choices here: {', '.join(chosen)}: {later}); {where}"
-        )
 
-    def io_binding(self) -> Any:
-        """The current session's IOBinding; `run_with_iobinding` runs it in that session, whichever mode
-        is chosen later (ORT: "IOBinding must be used with the session that created it")."""
-        binding = self._current.io_binding()
-        self._bound[binding] = self._current
-        return binding
-
-    def run_with_iobinding(self, iobinding: Any, run_options: Any = None) -> Any:
-        return self._bound.get(iobinding, self._current).run_with_iobinding(iobinding, run_options)
-
-    def __getattr__(self, name: str) -> Any:
-        if "_current" not in self.__dict__:  # copy.copy makes the object before its fields: no recursion
-            raise AttributeError(name)
-        return getattr(self._current, name)
+def gave_way_to_defaults(key: str, mean_us: float, defaults_us: float, log: Log) -> None:
+    """Remember and log that an ort-par session's last WATCH_CALLS calls, `mean_us` on average, gave way to
+    ORT's defaults, whose mean call while choosing was `defaults_us`."""
+    chosen, later, where = remember_choice(key, ort_modes.DEFAULT, log)
+    log(
+        f"hexfuse: ONNX Runtime mode {PARALLEL} left for ORT's defaults: {WATCH_CALLS} calls took {mean_us:.0f} us "
+        f"on average, over {FALLBACK_RATIO:g}x the defaults' {defaults_us:.0f} us while choosing (choices here: "
+        f"{', '.join(chosen)}: {later}); {where}"
+    )
 
 
 def _today() -> str:
@@ -816,14 +889,20 @@ def session(
     providers: list[str],
     log: Log,
     graph: onnx.GraphProto,
-) -> ort.InferenceSession | ChoosingSession:
-    """A session of `source` that chooses ORT's mode at run time (`so`'s other fields kept), or a
-    plain one in ORT's defaults when the providers are not the CPU's alone. `model`: what the user
-    gave, whose digest keys the cache (`preset` found no entry for it); `graph`: its main graph
+) -> ort.InferenceSession | ChoosingSession | WatchedSession:
+    """A session of `source` that chooses ORT's mode at run time (`so`'s other fields kept), a watched
+    ort-par where the cache has settled on it (`remembered_parallel`), or a plain one in ORT's defaults
+    when the providers are not the CPU's alone. `model`: what the user gave, whose digest keys the cache
+    (`preset` left the mode to this); `graph`: its main graph
     (external data not needed), whose `concurrent_work` decides whether ort-par is prepared."""
     if providers != ["CPUExecutionProvider"]:
         log("hexfuse: ONNX Runtime mode: ORT's defaults, not chosen at run time (providers other than the CPU's)")
         return ort.InferenceSession(source, sess_options=so, providers=providers)
+    key = model_key(model)
+    found = cached_mode(key, log)
+    watch = remembered_watch(found[1] if found else None)
+    if watch is not None:
+        return remembered_parallel(source, key, watch, so, providers, log)
     parallel = concurrent_work(graph)
     modes = (*CANDIDATES, PARALLEL) if parallel else CANDIDATES
     sessions: dict[str, ort.InferenceSession | None] = dict.fromkeys(modes)
@@ -844,9 +923,34 @@ def session(
         f"{', '.join(CANDIDATES)}; {joins} (no mode from a tuning record made here; "
         f"{ENV_MODE}=off keeps ORT's defaults)"
     )
-    return ChoosingSession(
-        sessions, model_key(model), log, make=lambda mode: _session(source, clones[mode], mode, providers)
+    return ChoosingSession(sessions, key, log, make=lambda mode: _session(source, clones[mode], mode, providers))
+
+
+def remembered_parallel(
+    source: str | bytes, key: str, watch: Watch, so: ort.SessionOptions, providers: list[str], log: Log
+) -> WatchedSession:
+    """A session in ort-par, the mode the cache has settled on for the model, watched as a choice of it is
+    (`WatchedSession`); ORT's defaults' session is made only where it gives way."""
+    defaults_so = options_copy(so)
+
+    def make_defaults() -> ort.InferenceSession | None:
+        try:
+            return _session(source, defaults_so, ort_modes.DEFAULT, providers)
+        except Exception as exc:  # noqa: BLE001 - any failure of ORT's: the application's calls run on in ort-par
+            log(f"hexfuse: ONNX Runtime mode {PARALLEL} kept, unwatched: a session in ORT's defaults failed: {exc}")
+            return None
+
+    session = WatchedSession(
+        _session(source, options_copy(so), PARALLEL, providers),
+        watch,
+        make_defaults,
+        lambda mean_us, defaults_us: gave_way_to_defaults(key, mean_us, defaults_us, log),
     )
+    log(
+        f"hexfuse: ONNX Runtime mode {PARALLEL}'s calls watched: ORT's defaults run them from {WATCH_CALLS} calls "
+        f"over {FALLBACK_RATIO:g}x their {watch.limit_us / FALLBACK_RATIO:.0f} us on average while choosing"
+    )
+    return session
 
 
 def concurrent_work(graph: onnx.GraphProto) -> bool:

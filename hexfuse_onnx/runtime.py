@@ -323,7 +323,7 @@ def InferenceSession(  # noqa: N802  # named as onnxruntime's, which it replaces
     so: ort.SessionOptions | None = None,
     schedule: str | None = None,
     **kwargs: Any,
-) -> ort.InferenceSession | mode_choice.ChoosingSession:
+) -> ort.InferenceSession | mode_choice.ChoosingSession | mode_choice.WatchedSession:
     """An onnxruntime.InferenceSession of a model file (or its bytes), called as ORT's is (its
     positional `sess_options`, `providers`, `provider_options` and keyword arguments pass on; `so`
     is `sess_options` by another name), with the plugin registered as
@@ -333,7 +333,8 @@ def InferenceSession(  # noqa: N802  # named as onnxruntime's, which it replaces
     micro-batch pair's body copies its input and output once more). There, unless the model's tuning record,
     the options given, ORT's own arguments beyond the options and providers, HEXFUSE_ORT_MODE or an
     earlier choice decide ORT's execution mode, the
-    session chooses it during its first calls (mode_choice.ChoosingSession). The kernels read
+    session chooses it during its first calls (mode_choice.ChoosingSession; ort-par, chosen, is watched and
+    gives way to ORT's defaults where its calls slow down, mode_choice.WatchedSession). The kernels read
     `backend`, `workers` and `trace` when the session is created; the environment is restored
     afterwards, so later sessions do not inherit them."""
     if sess_options is not None and so is not None:

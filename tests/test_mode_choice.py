@@ -104,8 +104,8 @@ def test_the_choice_runs_every_mode_keeps_one_and_is_remembered(untuned, logged,
     assert len(chosen) <= mode_choice.HISTORY
     kept = mode_choice.settled(chosen)
     assert len(messages(logged, f"later sessions take {kept}")) == 1
-    last = runtime.InferenceSession(untuned)  # then the next session starts in the settled mode
-    assert isinstance(last, ort.InferenceSession)
+    last = runtime.InferenceSession(untuned)  # then the next session starts in the settled mode (ort-par watched)
+    assert isinstance(last, mode_choice.WatchedSession if kept == mode_choice.PARALLEL else ort.InferenceSession)
     assert execution(last.get_session_options()) == execution(ort_modes.options(kept))
     assert messages(logged, f"mode {kept} chosen at run time on", str(ort_mode_cache))
 
@@ -922,12 +922,71 @@ def test_a_chosen_ort_par_whose_calls_slow_down_gives_way_to_orts_defaults(untun
     assert messages(logged, "ONNX Runtime mode ort-par left for ORT's defaults", "over 2x the defaults' 244 us")
     entry = json.loads(ort_mode_cache.read_text())[mode_choice.model_key(untuned)]
     assert entry["history"][-2:] == [mode_choice.PARALLEL, ort_modes.DEFAULT] and entry["mode"] == ort_modes.DEFAULT
+    assert entry["watch"]["defaults_mean_us"] == pytest.approx(244.0)  # the choice's, kept for later sessions
+
+
+def remember_parallel(path: Path, defaults_mean_us: float) -> None:
+    """The cache settled on ort-par for `path`, its watch limit FALLBACK_RATIO x `defaults_mean_us`."""
+    watch = mode_choice.Watch(mode_choice.FALLBACK_RATIO * defaults_mean_us, mode_choice.SizeTrend())
+    entry = {"mode": mode_choice.PARALLEL, "history": [mode_choice.PARALLEL] * 2, "watch": watch.record()}
+    mode_choice.remember(mode_choice.model_key(path), entry, print)
+
+
+@pytest.mark.parametrize(("defaults_mean_us", "kept"), [(1e9, mode_choice.PARALLEL), (0.01, ort_modes.DEFAULT)])
+def test_a_session_that_takes_ort_par_from_the_cache_is_watched_too(
+    untuned, logged, ort_mode_cache, defaults_mean_us, kept
+):
+    """Real calls against a remembered defaults' mean no call comes near, or that every call is over:
+    the second gives way after one window, in ORT's defaults' options, and the cache chooses again."""
+    remember_parallel(untuned, defaults_mean_us)
+    session = runtime.InferenceSession(untuned)
+    assert isinstance(session, mode_choice.WatchedSession) and session.mode == mode_choice.PARALLEL
+    assert execution(session.get_session_options()) == execution(ort_modes.options(mode_choice.PARALLEL))
+    assert messages(logged, "mode ort-par chosen at run time on", str(ort_mode_cache))
+    assert messages(logged, "mode ort-par's calls watched: ORT's defaults run them from 64 calls over 2x")
+    feeds = verify.random_inputs(session, seed=1)
+    want = verify.session(untuned).run(None, feeds)
+    for _ in range(2 * mode_choice.WATCH_CALLS):
+        got = session.run(None, feeds)
+        assert all(np.array_equal(w, g) for w, g in zip(want, got))
+    assert session.mode == kept
+    assert execution(session.get_session_options()) == execution(ort_modes.options(kept))
+    entry = json.loads(ort_mode_cache.read_text())[mode_choice.model_key(untuned)]
+    if kept == ort_modes.DEFAULT:
+        assert messages(logged, "ONNX Runtime mode ort-par left for ORT's defaults", "over 2x the defaults' 0 us")
+        assert entry["history"] == [mode_choice.PARALLEL] * 2 + [ort_modes.DEFAULT] and entry["mode"] == kept
+        assert isinstance(runtime.InferenceSession(untuned), mode_choice.ChoosingSession)  # to confirm
+    else:
+        assert entry["history"] == [mode_choice.PARALLEL] * 2
+
+
+def test_ort_par_runs_on_where_its_defaults_session_cannot_be_made(untuned, logged, ort_mode_cache):
+    """The model file gone when the remembered ort-par gives way: ORT cannot load it, the calls run on."""
+    remember_parallel(untuned, 0.01)
+    session = runtime.InferenceSession(untuned)
+    feeds = verify.random_inputs(session, seed=1)
+    want = verify.session(untuned).run(None, feeds)
+    untuned.unlink()
+    for _ in range(2 * mode_choice.WATCH_CALLS):
+        got = session.run(None, feeds)
+        assert all(np.array_equal(w, g) for w, g in zip(want, got))
+    assert session.mode == mode_choice.PARALLEL
+    assert messages(logged, "mode ort-par kept, unwatched: a session in ORT's defaults failed")
+
+
+def test_a_watch_record_that_does_not_read_is_none():
+    trend = {"median_log_size": 0.5, "b1": 1.0, "b2": 0.0}
+    assert mode_choice.Watch.of_record({"defaults_mean_us": 100.0, **trend}) == mode_choice.Watch(
+        mode_choice.FALLBACK_RATIO * 100.0, mode_choice.SizeTrend(0.5, 1.0, 0.0)
+    )
+    for broken in (None, [], {"defaults_mean_us": 100.0}, {"defaults_mean_us": "fast", **trend}):
+        assert mode_choice.Watch.of_record(broken) is None
 
 
 def test_the_watch_weighs_calls_as_at_the_median_input_size():
     """A window of calls on inputs e^2 times the median, taking e^2 times as long where time grows with size,
     is not slower."""
-    watch = mode_choice.Watch(200.0, mode_choice.SizeTrend(median_log_size=0.0, b1=1.0), fallback=None)
+    watch = mode_choice.Watch(200.0, mode_choice.SizeTrend(median_log_size=0.0, b1=1.0))
     assert all(watch.over(180.0 * np.e**2, np.e**2) is None for _ in range(2 * mode_choice.WATCH_CALLS))
     last = [watch.over(220.0, 1.0) for _ in range(mode_choice.WATCH_CALLS)]
     assert last[:-1] == [None] * (mode_choice.WATCH_CALLS - 1) and last[-1] == pytest.approx(220.0)
