@@ -56,6 +56,7 @@ import dataclasses
 import datetime
 import functools
 import hashlib
+import itertools
 import json
 import math
 import os
@@ -284,11 +285,16 @@ def preset(
     if settled(chosen) is None:
         log(
             f"hexfuse: ONNX Runtime mode {mode} chosen at run time on {entry.get('date', '?')}, not yet confirmed "
-            f"({len(chosen)} of {CONFIRM} choices in a row agree), from {cache_path()}"
+            f"({agreeing(chosen)} of {CONFIRM} choices in a row agree), from {cache_path()}"
         )
         return None
     log(f"hexfuse: ONNX Runtime mode {mode} chosen at run time on {entry.get('date', '?')}, from {cache_path()}")
     return None if remembered_watch(entry) is not None else mode
+
+
+def agreeing(chosen: list[str]) -> int:
+    """How many of the latest choices agree with the last one ([a, a, b]: 1)."""
+    return len(list(itertools.takewhile(lambda mode: mode == chosen[-1], reversed(chosen))))
 
 
 def remembered_watch(entry: dict[str, Any] | None) -> Watch | None:

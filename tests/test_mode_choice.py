@@ -126,6 +126,12 @@ def test_a_choice_is_kept_for_later_sessions_once_confirmed(chosen, kept):
     assert mode_choice.settled(chosen) == kept
 
 
+@pytest.mark.parametrize(("chosen", "agree"), [([], 0), (["ort-seq"], 1), (["ort-par", "ort-par", "ort-default"], 1)])
+def test_the_log_counts_the_latest_choices_that_agree(chosen, agree):
+    """A settled ort-par that gave way logged "3 of 2 choices in a row agree"."""
+    assert mode_choice.agreeing(chosen) == agree
+
+
 def test_an_entry_from_before_histories_is_one_choice_to_confirm():
     assert mode_choice.history({"mode": "ort-seq", "date": "2026-11-30"}) == ["ort-seq"]
     assert mode_choice.history({"mode": "ort-seq", "history": ["nonsense", "ort-seq-2t"]}) == ["ort-seq-2t"]
