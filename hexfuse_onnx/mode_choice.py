@@ -20,7 +20,9 @@ choice once and remembers it in a small cache file keyed by the model's digest a
 (tuning.fingerprint: CPU, CPU count, ORT and hexfuse-onnx versions). One exploration on a busy machine can
 choose wrong, so the next sessions of the model choose again until CONFIRM choices in a row agree (or, after
 HISTORY, the most frequent stands: `settled`); from then on a session of the model starts in that mode at
-once. `session_options(model=...)`, which cannot time, applies the latest choice, confirmed or not.
+once. A session in ort-par, chosen or settled, watches its calls and gives way to ORT's defaults where they
+slow down (`WatchedSession`). `session_options(model=...)`, which cannot time, applies the latest choice,
+confirmed or not.
 
 The sessions timed are the sessions kept, as ORT makes them. After a call the threads of ORT's pools
 spin for tens of ms, taking a core from whatever runs next: after a block of a mode with a pool,
