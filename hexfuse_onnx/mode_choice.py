@@ -706,7 +706,6 @@ class WatchedSession(Delegating):
         super().__init__(session)
         self.mode = PARALLEL
         self._watch: Watch | None = watch
-        self.limit_us = watch.limit_us
         self._make_defaults, self._gave_way, self._clock = make_defaults, gave_way, clock
         self._lock = threading.Lock()
 
@@ -722,17 +721,17 @@ class WatchedSession(Delegating):
         if mean is not None:
             with self._lock:
                 if self._watch is watch:
-                    self._give_way(mean)
+                    self._give_way(watch, mean)
         return out
 
-    def _give_way(self, mean_us: float) -> None:
+    def _give_way(self, watch: Watch, mean_us: float) -> None:
         self._watch = None
         defaults = self._make_defaults()
         if defaults is None:  # ORT failed to make it (and said why): ort-par runs on
             return
         self._current, self.mode = defaults, ort_modes.DEFAULT
         self.run = self._current.run  # type: ignore[method-assign]
-        self._gave_way(mean_us, self.limit_us / FALLBACK_RATIO)
+        self._gave_way(mean_us, watch.limit_us / FALLBACK_RATIO)
 
 
 class ChoosingSession(Delegating):
@@ -829,8 +828,9 @@ class ChoosingSession(Delegating):
         explored = self.exploration
         medians = explored.medians()
         defaults, chosen_session = self._sessions[ort_modes.DEFAULT], self._sessions[mode] or self._current
-        watch = Watch(FALLBACK_RATIO * explored.means().get(ort_modes.DEFAULT, math.inf), explored.size_trend())
-        if mode == PARALLEL and defaults is not None and math.isfinite(watch.limit_us):
+        defaults_mean = explored.means().get(ort_modes.DEFAULT)
+        watch = Watch(FALLBACK_RATIO * defaults_mean, explored.size_trend()) if defaults_mean else None
+        if mode == PARALLEL and defaults is not None and watch is not None:
             self._settle(mode, WatchedSession(chosen_session, watch, lambda: defaults, self._gave_way, self._clock))
         else:
             self._settle(mode, chosen_session)
@@ -843,7 +843,7 @@ class ChoosingSession(Delegating):
                 else f"not faster than ORT's defaults by {LEAVE_GAIN:.0%}, in its rounds (p <= {LEAVE_P:.3g}) "
                 "and in mean"
             )
-        record = {"watch": watch.record()} if math.isfinite(watch.limit_us) else {}
+        record = {"watch": watch.record()} if watch is not None else {}
         chosen, later, where = remember_choice(
             self._key, mode, self._log, median_us=medians, calls=self._calls, **record
         )
