@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from hexfuse_onnx import mode_choice, ort_modes
+from hexfuse_onnx import mode_cache, ort_modes
 from hexfuse_onnx.tools import interleaved, isolated
 from hexfuse_onnx.tools.bench import Config, CpuMeter, load_text
 from hexfuse_onnx.tools.zoo import resolve
@@ -52,7 +52,7 @@ from models import real
 
 
 def explore(name: str, explorations: int, rounds: int, seed: int, work: Path, timed: list[str]) -> dict[str, Any]:
-    os.environ[mode_choice.ENV_CACHE] = str(work / "ort_modes.json")  # fresh: every session chooses
+    os.environ[mode_cache.ENV_CACHE] = str(work / "ort_modes.json")  # fresh: every session chooses
     path, shapes = resolve(name, work)
     modes = [Config(m, isolated.ort_session(str(path), m)) for m in timed]
     feeds = real.realistic_inputs(modes[0].session, name, shapes, seed)

@@ -104,7 +104,7 @@ from onnx import helper
 
 import models
 from hexfuse_onnx import contract as C
-from hexfuse_onnx import mode_choice, modelio, ort_graph, ort_modes, random_ops, runtime, tuning
+from hexfuse_onnx import mode_cache, mode_choice, modelio, ort_graph, ort_modes, random_ops, runtime, tuning
 from hexfuse_onnx.costmodel import engine_seconds
 from hexfuse_onnx.nested import all_nodes
 from hexfuse_onnx.pipeline import rewrite
@@ -737,7 +737,7 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
     choosing = [c for c in cfgs if getattr(c.session, "choosing", False)]  # the tuned one too on short calls
     untuned_chooses = by["hexfuse defaults"] in choosing
     if not untuned_chooses and not mode_choice.too_large(str(fused_path), header):  # it must choose here and now
-        why = f"the untuned session took a cached ORT mode ({mode_choice.cache_path()}), it did not choose"
+        why = f"the untuned session took a cached ORT mode ({mode_cache.cache_path()}), it did not choose"
         return {"model": name, "skipped": why}
     if not untuned_chooses:  # it runs ORT's defaults, as it would for a user
         by["hexfuse defaults"].extra.update(ort_mode_chosen=ort_modes.DEFAULT, too_large_to_choose=True)
@@ -1306,7 +1306,7 @@ def main(argv: list[str] | None = None) -> int:
     meter = CpuMeter()
     root = Path(tempfile.mkdtemp(prefix="host_pairs."))
     # a fresh cache: every run's sessions choose ORT's mode at run time themselves (mode_choice)
-    os.environ[mode_choice.ENV_CACHE] = str(root / "ort_modes.json")
+    os.environ[mode_cache.ENV_CACHE] = str(root / "ort_modes.json")
     results: list[dict[str, Any]] = []
     defaults: list[dict[str, Any]] = []
 

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from hexfuse_onnx import mode_choice, ort_modes
+from hexfuse_onnx import mode_cache, mode_choice, ort_modes
 from hexfuse_onnx.tools import isolated
 from hexfuse_onnx.tools.zoo import resolve
 from models import real
@@ -66,16 +66,16 @@ def regime(sessions: dict[str, Any], feeds: dict[str, Any], blocks: int, calls: 
 
 def explorations(path: Path, feeds: dict[str, Any], count: int, rest_s: float, work: Path) -> list[str]:
     """`count` run-time choices, each in a fresh cache: '<mode chosen> (mode median/mean us, ...)'."""
-    found, before = [], os.environ.get(mode_choice.ENV_CACHE)
+    found, before = [], os.environ.get(mode_cache.ENV_CACHE)
     try:
         for k in range(count):
-            os.environ[mode_choice.ENV_CACHE] = str(work / f"ort_modes.{time.monotonic_ns()}.{k}.json")
+            os.environ[mode_cache.ENV_CACHE] = str(work / f"ort_modes.{time.monotonic_ns()}.{k}.json")
             found.append(exploration(path, feeds, rest_s))
     finally:
         if before is None:
-            os.environ.pop(mode_choice.ENV_CACHE, None)
+            os.environ.pop(mode_cache.ENV_CACHE, None)
         else:
-            os.environ[mode_choice.ENV_CACHE] = before
+            os.environ[mode_cache.ENV_CACHE] = before
     return found
 
 

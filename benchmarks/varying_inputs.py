@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from hexfuse_onnx import mode_choice, ort_modes
+from hexfuse_onnx import mode_cache, mode_choice, ort_modes
 from hexfuse_onnx.tools import interleaved, isolated
 from hexfuse_onnx.tools.bench import Config, CpuMeter, load_text
 from hexfuse_onnx.tools.zoo import resolve
@@ -92,7 +92,7 @@ WORKLOADS: dict[str, Callable[[Any, np.random.Generator], Stream]] = {
 def choose(path: Path, stream: Stream, blind: bool) -> tuple[str, int]:
     """(the mode an untuned session chose, its calls) over the stream, back to back; blind: every call's
     size taken as 1."""
-    Path(os.environ[mode_choice.ENV_CACHE]).unlink(missing_ok=True)  # else a confirmed choice is taken
+    Path(os.environ[mode_cache.ENV_CACHE]).unlink(missing_ok=True)  # else a confirmed choice is taken
     session = isolated.hexfuse_session(str(path))
     feed_size = mode_choice.feed_size
     mode_choice.feed_size = (lambda feed: 1.0) if blind else feed_size  # type: ignore[assignment]
@@ -107,7 +107,7 @@ def choose(path: Path, stream: Stream, blind: bool) -> tuple[str, int]:
 
 
 def measure(name: str, explorations: int, rounds: int, seed: int, work: Path) -> dict[str, Any]:
-    os.environ[mode_choice.ENV_CACHE] = str(work / "ort_modes.json")  # emptied before each session: it chooses
+    os.environ[mode_cache.ENV_CACHE] = str(work / "ort_modes.json")  # emptied before each session: it chooses
     path, _ = resolve(name, work)
     modes = [Config(m, isolated.ort_session(str(path), m)) for m in ort_modes.MODES]
     stream = WORKLOADS[name](modes[0].session, np.random.default_rng(seed))

@@ -16,13 +16,11 @@ late, after its first such block). It keeps ORT's defaults unless another mode b
 (`replaces_defaults`: a mode with a pool in the rounds both ran, by a signed-rank test at level LEAVE_P, by
 LEAVE_GAIN in median and with a mean call no longer; ort-seq, which has no pool to spin, by any lower median,
 and a median per-round ratio under 1; of such modes the lowest median), releases the other sessions, logs the
-choice once and remembers it in a small cache file keyed by the model's digest and this machine
-(tuning.fingerprint: CPU, CPU count, ORT and hexfuse-onnx versions). One exploration on a busy machine can
-choose wrong, so the next sessions of the model choose again until CONFIRM choices in a row agree (or, after
-HISTORY, the most frequent stands: `settled`); from then on a session of the model starts in that mode at
-once. A session in ort-par, chosen or settled, watches its calls and gives way to ORT's defaults where they
-slow down (`WatchedSession`). `session_options(model=...)`, which cannot time, applies the latest choice,
-confirmed or not.
+choice once and remembers it for the model on this machine (mode_cache.py). The next sessions of the model
+choose again until the choices settle (`mode_cache.settled`: one exploration on a busy machine can choose
+wrong); from then on a session of the model starts in that mode at once. A session in ort-par, chosen or
+settled, watches its calls and gives way to ORT's defaults where they slow down (`WatchedSession`).
+`session_options(model=...)`, which cannot time, applies the latest choice, confirmed or not.
 
 The sessions timed are the sessions kept, as ORT makes them. After a call the threads of ORT's pools
 spin for tens of ms, taking a core from whatever runs next: after a block of a mode with a pool,
@@ -36,16 +34,15 @@ state, so the choice leaned to ort-seq, the one mode without a pool (romanizer_d
 Calls are compared at one input size. An application's calls change size (an OCR recogniser's text
 lines, a decoder's growing past, a detector's images), and a block of one mode would otherwise stand for
 the sizes it happened to get. Each counted call keeps its inputs' elements (`feed_size`), and the modes are
-compared as if every call had had the median size (`as_median_size`: the trend of log time over log size
+compared as if every call had had the median size (`choice_stats.as_median_size`: the trend of log time over log size
 that all modes share, fitted over the exploration, divided out). Compared as timed, over one generation
 whose past grew a mode 10% faster was never found (ORT's defaults kept); calls of one size are compared
 as timed, as before.
 
 No choice is made where the user chose: session options that set the execution mode or a thread
 count, providers other than the CPU's alone, or HEXFUSE_ORT_MODE: a mode name (ort-seq, ...)
-forces that mode, `off` keeps ORT's defaults. HEXFUSE_ORT_MODE_CACHE names the cache file (default
-$XDG_CACHE_HOME/hexfuse_onnx/ort_modes.json); it is written atomically, and one that cannot be read
-is ignored with one log line; a choice made by an earlier rule (RULE) is not reused. Memory: while
+forces that mode, `off` keeps ORT's defaults. A change of the rule bumps mode_cache.RULE: choices made by
+an earlier rule are not reused. Memory: while
 choosing, the model is held in up to 4 sessions, so a model above EXPLORE_MAX_BYTES is not explored
 (ORT's defaults, logged). Timings of the first calls are
 those of the inputs the application gives; calls from several threads at once while choosing are
@@ -55,11 +52,7 @@ served but make the medians noisier.
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import functools
-import hashlib
-import itertools
-import json
 import math
 import os
 import threading
@@ -74,12 +67,11 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
-from . import modelio, ort_modes, tuning
+from . import choice_stats, mode_cache, ort_modes
 from .contract import DOMAIN
 from .nested import subgraphs
 
 ENV_MODE = "HEXFUSE_ORT_MODE"
-ENV_CACHE = "HEXFUSE_ORT_MODE_CACHE"
 OFF = "off"
 ROUNDS = 12  # blocks per mode, in turn, at most (three Williams cycles of 4 modes, two of 3) ...
 MIN_ROUNDS = 2  # ... and at least; more only while the calls in it have taken less than EXPLORE_S
@@ -95,13 +87,8 @@ SETTLE_S = 0.06  # after a block of a mode with a thread pool, calls that start 
 # slices after 20 calls: gtcrn_stream, two_branch, romanizer_decoder, mha_encoder), ~50 ms of CPU on the AMD VM
 SWITCH_S = 0.002  # after ort-seq's block (no pool): its first 2 ms (a block's first call is never counted ...
 SETTLE_SHARE = 0.25  # ... unless at most this share of it falls before the block settles: long calls)
-OUTLIER_MADS = 4.0  # a call this many (scaled) median absolute deviations off the size trend's first fit is
-# left out of its second (`size_trend`)
 DROP_RATIO = 2.0  # from MIN_ROUNDS rounds on, a mode slower than this times the best leaves the rotation
 # (after one round, one disturbed block of ort-seq had read 18x its steady time and dropped the best mode)
-CONFIRM = 2  # choices in a row that must agree before later sessions stop choosing (one made on
-# a busy machine is not kept for good: 3 explorations of mha_encoder in one run chose 2 modes)
-HISTORY = 4  # choices remembered; after this many the most frequent stands
 EXPLORE_MAX_BYTES = 64 * 2**20  # above: four copies of the model are too many to hold
 SPINLESS = ("ort-seq",)  # sequential on one thread: no pool threads that spin
 # The modes every choice explores, ORT's defaults first: the session other methods use while choosing.
@@ -139,13 +126,6 @@ LEAVE_P = 1 / 16  # ... faster at this level by a one-sided Wilcoxon signed-rank
 # ratios to the defaults (exact; with 4 rounds or fewer: faster in every round, the rule before 12 rounds).
 # Four rounds could not rank gtcrn_stream's modes 5-11% apart in rested calls: ort-seq beat the defaults
 # in 4, 2 and 2 of 4 rounds of three explorations, each loss by 1-10% (benchmarks/choice_accuracy.py).
-RULE = 9  # in the cache key: choices made by an earlier rule are not reused (before 51e37ff ort-par was
-# explored on every model; a remembered choice of it ran silero_decoder_v5 at up to 285x ort-seq; before RULE 4
-# another mode had to beat the defaults in every one of up to 4 rounds; before RULE 5 pooled modes were timed
-# in twins that spun 1 ms; before RULE 6 calls of other input sizes were compared as timed; before RULE 7 calls
-# of two sizes were scaled wrong, which could keep ort-par out; before RULE 8 ort-seq needed LEAVE_GAIN too;
-# before RULE 9 ort-par joined only on calls of 0.5 ms or more, not for work in subgraphs, and a pooled
-# mode's mean was not weighed)
 WATCH_CALLS = 64  # a session that chose ort-par times its calls in windows of this many ...
 FALLBACK_RATIO = 2.0  # ... and runs ORT's defaults' session (kept for this) from a window whose mean, as at the
 # median input size, is this many times the defaults' mean while choosing: an ort-par session the choice made in
@@ -156,84 +136,6 @@ VIEW_OPS = frozenset({"Identity", "Reshape", "Squeeze", "Unsqueeze", "Flatten"})
 SHAPE_SOURCES = frozenset({"Shape", "Size"})
 
 Log = Callable[[str], None]
-
-
-def cache_path() -> Path:
-    given = os.environ.get(ENV_CACHE)
-    if given:
-        return Path(given)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "hexfuse_onnx" / "ort_modes.json"
-
-
-def model_key(model: str | os.PathLike[str] | bytes) -> str:
-    """The cache key: the model file's (or bytes') digest, this machine's fingerprint and RULE."""
-    if isinstance(model, bytes):
-        digest = hashlib.sha256(model).hexdigest()
-    else:
-        stat = os.stat(model)
-        digest = _file_digest(os.fspath(model), stat.st_size, stat.st_mtime_ns)
-    return f"{digest[:32]}@{tuning.fingerprint()}/{RULE}"
-
-
-@functools.lru_cache(maxsize=16)
-def _file_digest(path: str, size: int, mtime_ns: int) -> str:
-    """SHA-256 of the file, once per (path, size, mtime): a session looks the cache up, then keys
-    its choice by the same digest, and a model may be up to EXPLORE_MAX_BYTES."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def read_cache(path: Path, log: Log) -> dict[str, Any]:
-    """The cache's entries; {} when there is none, or (logged once) when it cannot be read."""
-    try:
-        entries = json.loads(path.read_text())
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError) as exc:
-        log(f"hexfuse: the ORT mode cache {path} cannot be read ({type(exc).__name__}); ignored")
-        return {}
-    if not isinstance(entries, dict):
-        log(f"hexfuse: the ORT mode cache {path} is not a JSON object; ignored")
-        return {}
-    return entries
-
-
-def cached_mode(key: str, log: Log) -> tuple[str, dict[str, Any]] | None:
-    entry = read_cache(cache_path(), log).get(key)
-    if isinstance(entry, dict) and entry.get("mode") in ort_modes.MODES:
-        return str(entry["mode"]), entry
-    return None
-
-
-def history(entry: dict[str, Any] | None) -> list[str]:
-    """The modes the model's explorations chose here, oldest first (an entry without a history: its mode)."""
-    if not isinstance(entry, dict):
-        return []
-    chosen = entry.get("history", [entry.get("mode")])
-    return [m for m in chosen if m in ort_modes.MODES] if isinstance(chosen, list) else []
-
-
-def settled(chosen: list[str]) -> str | None:
-    """The mode later sessions take without choosing: the last CONFIRM choices agree, or after
-    HISTORY choices the most frequent (of equals, the latest); None while to be confirmed."""
-    if len(chosen) >= CONFIRM and len(set(chosen[-CONFIRM:])) == 1:
-        return chosen[-1]
-    if len(chosen) >= HISTORY:
-        return max(reversed(chosen), key=chosen.count)
-    return None
-
-
-def remember(key: str, entry: dict[str, Any], log: Log) -> Path:
-    """Add the entry to the cache, written atomically (a temporary file beside it, then renamed)."""
-    path = cache_path()
-    entries = read_cache(path, log) | {key: entry}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    modelio.write_text(path, json.dumps(entries, indent=1, sort_keys=True))
-    return path
 
 
 def forced_mode() -> str | None:
@@ -278,30 +180,25 @@ def preset(
             "to hold once per mode)"
         )
         return "too large to choose"
-    found = cached_mode(model_key(model), log)
+    found = mode_cache.cached_mode(mode_cache.model_key(model), log)
     if found is None:
         return None
     mode, entry = found
     ort_modes.apply(so, mode)  # what session_options, which cannot time, keeps
-    chosen = history(entry)
-    if settled(chosen) is None:
+    chosen, where = mode_cache.history(entry), f"{entry.get('date', '?')}, from {mode_cache.cache_path()}"
+    if mode_cache.settled(chosen) is None:
         log(
-            f"hexfuse: ONNX Runtime mode {mode} chosen at run time on {entry.get('date', '?')}, not yet confirmed "
-            f"({agreeing(chosen)} of {CONFIRM} choices in a row agree), from {cache_path()}"
+            f"hexfuse: ONNX Runtime mode {mode} chosen at run time on {where}, not yet confirmed "
+            f"({mode_cache.agreeing(chosen)} of {mode_cache.CONFIRM} choices in a row agree)"
         )
         return None
-    log(f"hexfuse: ONNX Runtime mode {mode} chosen at run time on {entry.get('date', '?')}, from {cache_path()}")
+    log(f"hexfuse: ONNX Runtime mode {mode} chosen at run time on {where}")
     return None if remembered_watch(entry) is not None else mode
-
-
-def agreeing(chosen: list[str]) -> int:
-    """How many of the latest choices agree with the last one ([a, a, b]: 1)."""
-    return len(list(itertools.takewhile(lambda mode: mode == chosen[-1], reversed(chosen))))
 
 
 def remembered_watch(entry: dict[str, Any] | None) -> Watch | None:
     """The watch of a cache entry whose choices have settled on ort-par (`settled`), if it keeps one."""
-    if entry is None or settled(history(entry)) != PARALLEL:
+    if entry is None or mode_cache.settled(mode_cache.history(entry)) != PARALLEL:
         return None
     return Watch.of_record(entry.get("watch"))
 
@@ -347,7 +244,7 @@ class Exploration:
     """Which mode a call runs in while choosing, and the choice: the bookkeeping, no sessions.
 
     Rounds of blocks, one block per mode still in the rotation, in the order of a Williams design
-    (`williams_row`: no mode always follows the same one). A block ends when it has BLOCK counted
+    (`choice_stats.williams_row`: no mode always follows the same one). A block ends when it has BLOCK counted
     calls that took BLOCK_S, or one counted call and its calls took LONG_BLOCK_S. Not counted: a
     session's first call (ORT sets up its buffers), and a block's calls that start before it settles
     (SETTLE_S after the previous block's last call where that mode spins a pool, else SWITCH_S after
@@ -382,7 +279,7 @@ class Exploration:
         """The mode the next call runs in; None once chosen."""
         if self.chosen:
             return None
-        return self.live[williams_row(len(self.live), self._round)[self._index]]
+        return self.live[choice_stats.williams_row(len(self.live), self._round)[self._index]]
 
     def record(self, mode: str, t0: int, t1: int, size: float = 1.0) -> None:
         """One call in `mode` from t0 to t1 (ns) on inputs of `size` elements (`feed_size`); a call of a
@@ -426,23 +323,23 @@ class Exploration:
 
     def medians(self) -> dict[str, float]:
         """Each mode's median counted call, us, as at the median input size (`as_median_size`)."""
-        return _medians(as_median_size(self.samples, self._sizes))
+        return choice_stats.medians(choice_stats.as_median_size(self.samples, self._sizes))
 
     def means(self) -> dict[str, float]:
         """Each mode's mean counted call, us, as at the median input size."""
-        return _means(as_median_size(self.samples, self._sizes))
+        return choice_stats.means(choice_stats.as_median_size(self.samples, self._sizes))
 
-    def size_trend(self) -> SizeTrend:
+    def size_trend(self) -> choice_stats.SizeTrend:
         """How the counted calls' time grew with their inputs' size (`fit_sizes`)."""
-        return fit_sizes(self.samples, self._sizes)
+        return choice_stats.fit_sizes(self.samples, self._sizes)
 
     def _end_round(self) -> None:
         self._round, self._index = self._round + 1, 0
-        times = as_median_size(self.samples, self._sizes)  # one fit serves the blocks and the medians
+        times = choice_stats.as_median_size(self.samples, self._sizes)  # one fit serves the blocks and the medians
         self.rounds = [{m: float(np.median(times[m][b])) for m, b in blocks.items()} for blocks in self._blocks]
         self._blocks.append({})
         self.rounds.append({})
-        medians = _medians(times)
+        medians = choice_stats.medians(times)
         best = min(medians[m] for m in self.live)
         if self._round >= MIN_ROUNDS:  # every block of a mode that leaves was that slow
             self.live = [m for m in self.live if self.fastest_block(m) <= DROP_RATIO * best]
@@ -450,7 +347,7 @@ class Exploration:
             self.live += self._joining
         long_enough = self._round >= MIN_ROUNDS and self._busy >= EXPLORE_S * 1e9
         if self._round == ROUNDS or long_enough or len(self.live) == 1:
-            self.chosen = chosen_mode(medians, _means(times), self.rounds, self.live)
+            self.chosen = chosen_mode(medians, choice_stats.means(times), self.rounds, self.live)
 
     def fastest_block(self, mode: str) -> float:
         """The lowest median of one of the mode's blocks, us."""
@@ -489,15 +386,7 @@ def replaces_defaults(mode: str, median_ratio: float, mean_ratio: float, log_rat
     which the medians do not see (PARALLEL). The run-time choice's and tune's."""
     if mode in SPINLESS:
         return median_ratio < 1.0 and len(log_ratios) > 0 and float(np.median(log_ratios)) < 0.0
-    return median_ratio <= 1.0 - LEAVE_GAIN and mean_ratio <= 1.0 and faster_in_rounds(log_ratios)
-
-
-def _medians(times: dict[str, np.ndarray]) -> dict[str, float]:
-    return {m: float(np.median(t)) for m, t in times.items() if len(t)}
-
-
-def _means(times: dict[str, np.ndarray]) -> dict[str, float]:
-    return {m: float(np.mean(t)) for m, t in times.items() if len(t)}
+    return median_ratio <= 1.0 - LEAVE_GAIN and mean_ratio <= 1.0 and choice_stats.faster_in_rounds(log_ratios, LEAVE_P)
 
 
 def feed_size(input_feed: dict[str, Any]) -> float:
@@ -511,131 +400,12 @@ def feed_size(input_feed: dict[str, Any]) -> float:
     return float(max(total, 1))
 
 
-@dataclass(frozen=True)
-class SizeTrend:
-    """log time = c + b1 z + b2 z^2 over z, the log of a call's input size less the median log size."""
-
-    median_log_size: float = 0.0
-    b1: float = 0.0
-    b2: float = 0.0
-
-    def factor(self, size: np.ndarray) -> np.ndarray:
-        """How much longer calls of `size` take than one of the median size."""
-        z = np.log(size) - self.median_log_size
-        return np.exp(self.b1 * z + self.b2 * z * z)  # exp(0) = 1: calls of one size exactly as timed
-
-    def factor_of(self, size: float) -> float:
-        """`factor` of one call, in math, not numpy: 0.1 us, not 3 (a watched session's every call)."""
-        z = math.log(size) - self.median_log_size
-        return math.exp(self.b1 * z + self.b2 * z * z)
-
-
-def fit_sizes(samples: dict[str, list[float]], sizes: dict[str, list[float]]) -> SizeTrend:
-    """The trend of log time over log size that all modes' counted calls share (`size_trend`)."""
-    modes = [m for m in samples if samples[m]]
-    if not modes:
-        return SizeTrend()
-    which = np.concatenate([np.full(len(samples[m]), k) for k, m in enumerate(modes)])
-    log_size = np.log(np.concatenate([sizes[m] for m in modes]))
-    center = float(np.median(log_size))
-    b1, b2 = size_trend(which, log_size - center, np.log(np.concatenate([samples[m] for m in modes])))
-    return SizeTrend(center, b1, b2)
-
-
-def as_median_size(samples: dict[str, list[float]], sizes: dict[str, list[float]]) -> dict[str, np.ndarray]:
-    """Each mode's call times (us) as if every call had had the median input size: divided by the trend of
-    log time over log size that all modes share (`fit_sizes`). Calls of one size are left as timed."""
-    trend = fit_sizes(samples, sizes)
-    return {m: np.asarray(t, dtype=float) / trend.factor(np.asarray(sizes[m], dtype=float)) for m, t in samples.items()}
-
-
-def size_trend(which: np.ndarray, z: np.ndarray, log_t: np.ndarray) -> tuple[float, float]:
-    """(b1, b2) of log t = c[mode] + b1 z + b2 z^2 by least squares, refitted once without the calls more
-    than OUTLIER_MADS (scaled) median absolute deviations off the first fit (a disturbed call); (0, 0) when
-    every call had one size. The modes' blocks alternate over the same run of calls, so the sizes each
-    mode saw overlap and the shared trend is what the sizes cost, the c[mode] what the modes do. Only
-    the terms the calls determine are fitted (`trend_columns`): over two sizes z^2 is one constant, which
-    the least squares shared out with the c[mode] (calls of 45 ms alternating two sizes read 0.3-0.5 ms)."""
-    columns = trend_columns(which, z)
-    if columns is None:
-        return 0.0, 0.0
-    coef = np.linalg.lstsq(columns, log_t, rcond=None)[0]
-    residual = log_t - columns @ coef
-    off = np.abs(residual - np.median(residual))
-    keep = off <= OUTLIER_MADS * 1.4826 * np.median(off) + 1e-12
-    if np.linalg.matrix_rank(columns[keep]) == columns.shape[1]:
-        coef = np.linalg.lstsq(columns[keep], log_t[keep], rcond=None)[0]
-    trend = np.zeros(2)
-    trend[: columns.shape[1] - len(np.unique(which))] = coef[len(np.unique(which)) :]
-    return float(trend[0]), float(trend[1])
-
-
-def trend_columns(which: np.ndarray, z: np.ndarray) -> np.ndarray | None:
-    """The design of `size_trend`: one column per mode, then z and z^2, as many of those as the calls
-    determine (full column rank: three sizes or more for z^2, two for z, and each mode's calls not of
-    sizes apart from the rest's); None where not even z is (one size)."""
-    modes = (which[:, None] == np.unique(which)[None, :]).astype(float)
-    for degree in (2, 1):
-        columns = np.column_stack([modes, *(z**k for k in range(1, degree + 1))])
-        if np.linalg.matrix_rank(columns) == columns.shape[1]:
-            return columns
-    return None
-
-
-def faster_in_rounds(log_ratios: Sequence[float]) -> bool:
-    """Whether per-round log ratios (a mode's block median over ORT's defaults') show the mode faster:
-    the exact one-sided p of Wilcoxon's signed-rank statistic (the ranks of the rounds it won, by
-    |log ratio|) at most LEAVE_P, or where no p is that low for so few rounds (2^-n > LEAVE_P), every
-    round won. A round lost by little weighs little: the rank sum, not the count of rounds won."""
-    d = np.asarray([x for x in log_ratios if x != 0.0], dtype=float)
-    if len(d) == 0:
-        return False
-    if 0.5 ** len(d) > LEAVE_P:
-        return bool(np.all(d < 0))
-    doubled = np.rint(2 * rankdata(np.abs(d))).astype(int)  # average ranks are whole or halves
-    return float(signed_rank_null(doubled)[int(doubled[d < 0].sum()) :].sum()) <= LEAVE_P
-
-
-def signed_rank_null(ranks: np.ndarray) -> np.ndarray:
-    """P(W = w) for w = 0 .. sum(ranks), W the sum of the ranks of the rounds won when each round is won
-    or lost with probability 1/2 (whole ranks; one round at a time, so 30 rounds cost no 2^30 cases)."""
-    null = np.zeros(int(ranks.sum()) + 1)
-    null[0] = 1.0
-    for r in ranks:
-        won = np.zeros_like(null)
-        won[r:] = null[: len(null) - r]
-        null = 0.5 * (null + won)
-    return null
-
-
-def rankdata(x: np.ndarray) -> np.ndarray:
-    """Ranks from 1, ties given their average rank: a value above `below` others and tied with
-    `upto - below` (itself included) takes the mean of ranks below + 1 .. upto."""
-    ordered = np.sort(x)
-    below, upto = np.searchsorted(ordered, x, "left"), np.searchsorted(ordered, x, "right")
-    return (below + 1 + upto) / 2.0
-
-
-@functools.lru_cache(maxsize=64)  # asked twice a call while choosing
-def williams_row(n: int, r: int) -> tuple[int, ...]:
-    """Row r of a Williams design for n orders: 0, 1, n-1, 2, n-2, ... shifted by r (mod n), and for
-    odd n reversed in odd rows. Over n rows (2n for odd n) each item directly follows every other
-    item equally often: what one mode leaves behind (spinning threads, a cold cache) weighs on every
-    other mode alike. (Shifts alone, for the 3 candidates: each mode always after the same one.)"""
-    first, low, high = [0], 1, n - 1
-    for k in range(1, n):
-        first.append(low if k % 2 else high)
-        low, high = (low + 1, high) if k % 2 else (low, high - 1)
-    row = tuple((x + r) % n for x in first)
-    return row[::-1] if n % 2 and r % 2 else row
-
-
 @dataclass
 class Watch:
     """An ort-par session's calls, as at the median input size (`trend`), in windows of WATCH_CALLS."""
 
     limit_us: float  # a window's mean above this gives way to ORT's defaults
-    trend: SizeTrend
+    trend: choice_stats.SizeTrend
     spent_us: float = 0.0
     calls: int = 0
 
@@ -647,7 +417,7 @@ class Watch:
     def of_record(cls, record: Any) -> Watch | None:
         """The watch a cache entry's record describes; None for none or a malformed one."""
         try:
-            trend = SizeTrend(float(record["median_log_size"]), float(record["b1"]), float(record["b2"]))
+            trend = choice_stats.SizeTrend(float(record["median_log_size"]), float(record["b1"]), float(record["b2"]))
             return cls(FALLBACK_RATIO * float(record["defaults_mean_us"]), trend)
         except (KeyError, TypeError, ValueError):
             return None
@@ -844,7 +614,7 @@ class ChoosingSession(Delegating):
                 "and in mean"
             )
         record = {"watch": watch.record()} if watch is not None else {}
-        chosen, later, where = remember_choice(
+        chosen, later, where = mode_cache.remember_choice(
             self._key, mode, self._log, median_us=medians, calls=self._calls, **record
         )
         self._log(
@@ -858,36 +628,15 @@ class ChoosingSession(Delegating):
         gave_way_to_defaults(self._key, mean_us, defaults_us, self._log)
 
 
-def remember_choice(key: str, mode: str, log: Log, **figures: Any) -> tuple[list[str], str, str]:
-    """Add `mode` to the model's choices in the cache with the choice's `figures` (an exploration's medians
-    and `Watch.record`; an earlier entry's watch is kept where none is given): the choices, what later
-    sessions do, and where it went."""
-    earlier = read_cache(cache_path(), log).get(key)
-    chosen = (history(earlier) + [mode])[-HISTORY:]
-    kept = settled(chosen)
-    watch = earlier.get("watch") if isinstance(earlier, dict) else None
-    entry = {"mode": kept or mode, "history": chosen, **({"watch": watch} if watch else {}), **figures}
-    entry["date"] = _today()
-    try:
-        where = f"remembered in {remember(key, entry, log)}"
-    except OSError as exc:
-        where = f"not remembered: {exc}"
-    return chosen, (f"later sessions take {kept}" if kept else "the next session chooses again to confirm"), where
-
-
 def gave_way_to_defaults(key: str, mean_us: float, defaults_us: float, log: Log) -> None:
     """Remember and log that an ort-par session's last WATCH_CALLS calls, `mean_us` on average, gave way to
     ORT's defaults, whose mean call while choosing was `defaults_us`."""
-    chosen, later, where = remember_choice(key, ort_modes.DEFAULT, log)
+    chosen, later, where = mode_cache.remember_choice(key, ort_modes.DEFAULT, log)
     log(
         f"hexfuse: ONNX Runtime mode {PARALLEL} left for ORT's defaults: {WATCH_CALLS} calls took {mean_us:.0f} us "
         f"on average, over {FALLBACK_RATIO:g}x the defaults' {defaults_us:.0f} us while choosing (choices here: "
         f"{', '.join(chosen)}: {later}); {where}"
     )
-
-
-def _today() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
 def session(
@@ -906,8 +655,8 @@ def session(
     if providers != ["CPUExecutionProvider"]:
         log("hexfuse: ONNX Runtime mode: ORT's defaults, not chosen at run time (providers other than the CPU's)")
         return ort.InferenceSession(source, sess_options=so, providers=providers)
-    key = model_key(model)
-    found = cached_mode(key, log)
+    key = mode_cache.model_key(model)
+    found = mode_cache.cached_mode(key, log)
     watch = remembered_watch(found[1] if found else None)
     if watch is not None:
         return remembered_parallel(source, key, watch, so, providers, log)

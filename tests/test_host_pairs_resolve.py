@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hexfuse_onnx import mode_choice, runtime
+from hexfuse_onnx import mode_cache, runtime
 from hexfuse_onnx.tools.bench import Config
 
 REPO = Path(__file__).resolve().parents[1]
@@ -49,7 +49,7 @@ def test_a_run_with_looks_stops_at_a_look_where_no_verdict_is_unresolved(
 ) -> None:
     """mlp_chain end to end (rewrite, tune, timing: about a minute): the rounds end at a look, before the
     last only where both verdicts are resolved, and the JSON says at which level."""
-    for name in (mode_choice.ENV_CACHE, runtime.ENV_TRACE):  # main sets or drops them: restored after
+    for name in (mode_cache.ENV_CACHE, runtime.ENV_TRACE):  # main sets or drops them: restored after
         monkeypatch.setenv(name, str(tmp_path / "unused"))
     out = tmp_path / "run.json"
     argv = ["--defaults", "--models", "mlp_chain", "--defaults-rounds", "8", "--resolve-rounds", "32"]

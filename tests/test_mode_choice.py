@@ -23,7 +23,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 
-from hexfuse_onnx import mode_choice, ort_modes, runtime, verify
+from hexfuse_onnx import choice_stats, mode_cache, mode_choice, ort_modes, runtime, verify
 
 CALLS = 200_000  # more than any choice takes on the test models: gpt_decode_step's took 20.7-21.9 thousand
 # calls of ~100 us in 2.1 s (Intel Xeon VM; a block's uncounted calls after a pooled mode are 60 ms: SETTLE_S)
@@ -85,7 +85,7 @@ def test_the_choice_runs_every_mode_keeps_one_and_is_remembered(untuned, logged,
     run_until_chosen(session, untuned)
     assert session.mode in ort_modes.MODES
     assert execution(session.get_session_options()) == execution(ort_modes.options(session.mode))
-    entry = json.loads(ort_mode_cache.read_text())[mode_choice.model_key(untuned)]
+    entry = json.loads(ort_mode_cache.read_text())[mode_cache.model_key(untuned)]
     assert entry["mode"] == session.mode and entry["history"] == [session.mode]
     assert set(mode_choice.CANDIDATES) <= set(entry["median_us"]) <= set(ort_modes.MODES)  # ort-par: if it joined
     explored = session.exploration
@@ -95,46 +95,19 @@ def test_the_choice_runs_every_mode_keeps_one_and_is_remembered(untuned, logged,
     assert execution(so) == execution(ort_modes.options(session.mode))
 
     chosen = [session.mode]
-    while mode_choice.settled(chosen) is None:  # later sessions choose again until choices agree
+    while mode_cache.settled(chosen) is None:  # later sessions choose again until choices agree
         again = runtime.InferenceSession(untuned)
         assert isinstance(again, mode_choice.ChoosingSession)
         run_until_chosen(again, untuned)
         chosen.append(again.mode)
-        assert json.loads(ort_mode_cache.read_text())[mode_choice.model_key(untuned)]["history"] == chosen
-    assert len(chosen) <= mode_choice.HISTORY
-    kept = mode_choice.settled(chosen)
+        assert json.loads(ort_mode_cache.read_text())[mode_cache.model_key(untuned)]["history"] == chosen
+    assert len(chosen) <= mode_cache.HISTORY
+    kept = mode_cache.settled(chosen)
     assert len(messages(logged, f"later sessions take {kept}")) == 1
     last = runtime.InferenceSession(untuned)  # then the next session starts in the settled mode (ort-par watched)
     assert isinstance(last, mode_choice.WatchedSession if kept == mode_choice.PARALLEL else ort.InferenceSession)
     assert execution(last.get_session_options()) == execution(ort_modes.options(kept))
     assert messages(logged, f"mode {kept} chosen at run time on", str(ort_mode_cache))
-
-
-@pytest.mark.parametrize(
-    ("chosen", "kept"),
-    [
-        ([], None),
-        (["ort-seq"], None),
-        (["ort-seq", "ort-seq"], "ort-seq"),
-        (["ort-seq-2t", "ort-seq"], None),
-        (["ort-seq", "ort-seq-2t", "ort-default"], None),
-        (["ort-seq", "ort-seq-2t", "ort-seq", "ort-seq-2t"], "ort-seq-2t"),
-        (["ort-default", "ort-seq", "ort-par", "ort-default"], "ort-default"),
-    ],
-)
-def test_a_choice_is_kept_for_later_sessions_once_confirmed(chosen, kept):
-    assert mode_choice.settled(chosen) == kept
-
-
-@pytest.mark.parametrize(("chosen", "agree"), [([], 0), (["ort-seq"], 1), (["ort-par", "ort-par", "ort-default"], 1)])
-def test_the_log_counts_the_latest_choices_that_agree(chosen, agree):
-    """A settled ort-par that gave way logged "3 of 2 choices in a row agree"."""
-    assert mode_choice.agreeing(chosen) == agree
-
-
-def test_an_entry_from_before_histories_is_one_choice_to_confirm():
-    assert mode_choice.history({"mode": "ort-seq", "date": "2026-11-30"}) == ["ort-seq"]
-    assert mode_choice.history({"mode": "ort-seq", "history": ["nonsense", "ort-seq-2t"]}) == ["ort-seq-2t"]
 
 
 def test_a_choice_remembered_by_an_earlier_rule_is_made_again_and_one_of_ort_par_now_is_kept(
@@ -143,10 +116,10 @@ def test_a_choice_remembered_by_an_earlier_rule_is_made_again_and_one_of_ort_par
     """Before 51e37ff ort-par was explored on every model, and a choice of it ran silero_decoder_v5 at up
     to 285x ort-seq: choices keyed without RULE are not reused. One made by this rule is, ort-par too."""
     par = {"mode": "ort-par", "history": ["ort-par", "ort-par"], "date": "2026-12-02"}
-    key = mode_choice.model_key(untuned)
-    mode_choice.remember(key.rsplit("/", 1)[0], par, print)  # the key as the earlier rules made it
+    key = mode_cache.model_key(untuned)
+    mode_cache.remember(key.rsplit("/", 1)[0], par, print)  # the key as the earlier rules made it
     assert isinstance(runtime.InferenceSession(untuned), mode_choice.ChoosingSession)
-    mode_choice.remember(key, par, print)
+    mode_cache.remember(key, par, print)
     session = runtime.InferenceSession(untuned)
     assert isinstance(session, ort.InferenceSession)
     assert execution(session.get_session_options()) == execution(ort_modes.options("ort-par"))
@@ -203,24 +176,10 @@ def test_a_corrupt_cache_is_ignored_with_one_line_and_rewritten(untuned, logged,
         assert isinstance(session, mode_choice.ChoosingSession)
         run_until_chosen(session, untuned)
         assert len(messages(logged, "cannot be read", "JSONDecodeError", "ignored")) == 1
-        assert json.loads(ort_mode_cache.read_text())[mode_choice.model_key(untuned)]["mode"] == session.mode
+        assert json.loads(ort_mode_cache.read_text())[mode_cache.model_key(untuned)]["mode"] == session.mode
     finally:
         if before is not None:
             ort_mode_cache.write_text(before)
-
-
-def test_the_cache_is_written_atomically(tmp_path, monkeypatch):
-    cache = tmp_path / "cache" / "ort_modes.json"
-    monkeypatch.setenv(mode_choice.ENV_CACHE, str(cache))
-    log: list[str] = []
-    mode_choice.remember("a", {"mode": "ort-seq"}, log.append)
-    mode_choice.remember("b", {"mode": "ort-par"}, log.append)
-    written = cache.read_text()
-    assert json.loads(written) == {"a": {"mode": "ort-seq"}, "b": {"mode": "ort-par"}}
-    with pytest.raises(TypeError):  # fails while writing: the cache in place stays whole
-        mode_choice.remember("c", {"mode": object()}, log.append)
-    assert cache.read_text() == written and [p.name for p in cache.parent.iterdir()] == [cache.name]
-    assert log == []
 
 
 def test_a_model_too_large_to_hold_once_per_mode_keeps_ort_defaults(untuned, logged, monkeypatch):
@@ -304,7 +263,7 @@ def clocked_session(path: Path, call_us: dict[str, float]) -> mode_choice.Choosi
         ticks["t"] += int(call_us[running] * 1000) if ticks["n"] % 2 == 0 else 5000
         return ticks["t"]
 
-    session = mode_choice.ChoosingSession(sessions, mode_choice.model_key(path), runtime._log_once, clock=clock)
+    session = mode_choice.ChoosingSession(sessions, mode_cache.model_key(path), runtime._log_once, clock=clock)
     return session
 
 
@@ -389,14 +348,6 @@ def test_over_the_rounds_every_mode_follows_every_other_once(monkeypatch):
     assert exploration.chosen in modes
 
 
-@pytest.mark.parametrize("n", [2, 3, 4, 5])
-def test_williams_rows_let_every_mode_follow_every_other_equally_often(n):
-    rows = [mode_choice.williams_row(n, r) for r in range(2 * n)]
-    assert all(sorted(row) == list(range(n)) for row in rows)
-    follows = Counter(pair for row in rows for pair in zip(row, row[1:]))
-    assert len(follows) == n * (n - 1) and len(set(follows.values())) == 1, follows
-
-
 def test_a_block_counts_its_calls_after_the_switch_and_ends_after_enough_of_them():
     exploration = mode_choice.Exploration(["ort-seq", "ort-seq-2t"])
     t = 0
@@ -448,28 +399,6 @@ def test_orts_defaults_stay_unless_another_mode_beats_them_in_its_rounds():
     assert exploration.chosen == "ort-default"
     exploration, _ = explore(modes)  # faster in every round: chosen
     assert exploration.chosen == "ort-seq-2t"
-
-
-@pytest.mark.parametrize(
-    ("ratios", "faster"),
-    [
-        ([0.9] * 4, True),  # 4 rounds: every round won, the rule of 4 rounds
-        ([0.9, 0.9, 0.9, 1.01], False),
-        ([0.9, 0.9], True),  # 2^-2 > LEAVE_P: every round won
-        # gtcrn_stream, ort-seq over ORT's defaults in three rested explorations (choice_accuracy):
-        # 8 of 12 rounds won, each of the 4 lost by 1-10%
-        ([0.84, 0.92, 0.76, 0.86, 0.915, 0.985, 1.096, 1.012, 0.874, 0.926, 1.023, 1.012], True),
-        ([0.95, 1.05] * 6, False),  # as many rounds lost as won, by as much
-        ([0.9] * 8 + [1.12] * 4, False),  # 8 of 12 won, the 4 lost by more than each win
-        ([0.9] * 10 + [1.1] * 2, True),  # 10 of 12 (the sign test's threshold at 1/16)
-    ],
-)
-def test_a_signed_rank_test_of_the_rounds_decides_whether_a_mode_beat_the_defaults(ratios, faster):
-    assert mode_choice.faster_in_rounds(np.log(ratios).tolist()) is faster
-
-
-def test_the_ranks_of_tied_rounds_are_averaged():
-    assert mode_choice.rankdata(np.array([0.3, 0.1, 0.1, 0.2])).tolist() == [4.0, 1.5, 1.5, 3.0]
 
 
 def test_orts_defaults_stay_unless_a_mode_with_a_pool_beats_them_by_the_gain():
@@ -591,7 +520,7 @@ def test_a_session_being_made_stalls_no_call(untuned, logged):
         release.wait(60)
         return ort.InferenceSession(str(untuned), ort_modes.options(mode))
 
-    session = mode_choice.ChoosingSession(sessions, mode_choice.model_key(untuned), runtime._log_once, make=held)
+    session = mode_choice.ChoosingSession(sessions, mode_cache.model_key(untuned), runtime._log_once, make=held)
     feeds = verify.random_inputs(defaults, seed=1)
     want = defaults.run(None, feeds)
     while session.exploration.mode() == ort_modes.DEFAULT:
@@ -618,7 +547,7 @@ def test_a_mode_whose_session_cannot_be_made_keeps_orts_defaults(untuned, logged
     def fails(mode: str) -> ort.InferenceSession:
         raise RuntimeError(f"no memory for {mode}")
 
-    session = mode_choice.ChoosingSession(sessions, mode_choice.model_key(untuned), runtime._log_once, make=fails)
+    session = mode_choice.ChoosingSession(sessions, mode_cache.model_key(untuned), runtime._log_once, make=fails)
     feeds = verify.random_inputs(defaults, seed=1)
     want = defaults.run(None, feeds)
     for _ in range(200):  # through ORT's defaults' first block and past it: every call served
@@ -789,20 +718,6 @@ def test_ort_par_is_prepared_where_the_graph_has_concurrent_work_and_runs_once_a
     assert len(messages(logged, "not ort-par: no two nodes of the graph that compute can run at once")) == 1
 
 
-def test_the_signed_rank_null_is_every_assignment_of_wins_counted():
-    rng = np.random.default_rng(0)
-    for n in range(1, 11):
-        ranks = np.rint(2 * mode_choice.rankdata(np.round(rng.random(n), 1))).astype(int)  # ties: half ranks
-        sums = ((np.arange(2**n)[:, None] >> np.arange(n)) & 1) @ ranks
-        assert np.allclose(mode_choice.signed_rank_null(ranks), np.bincount(sums, minlength=ranks.sum() + 1) / 2**n)
-
-
-def test_thirty_rounds_are_tested_as_a_few():
-    """tune's 30 rounds: 20 won by 5%, 10 lost by 1% pass; 18 won by 1%, 12 lost by 5% do not."""
-    assert mode_choice.faster_in_rounds(np.log([0.95] * 20 + [1.01] * 10).tolist())
-    assert not mode_choice.faster_in_rounds(np.log([0.99] * 18 + [1.05] * 12).tolist())
-
-
 def explore_growing(factors: dict[str, float], sizes_known: bool = True) -> mode_choice.Exploration:
     """An Exploration over one long generation: call k's inputs have 1000 + 64 k elements and it takes
     (200 + 0.5 k) us times its mode's factor; `sizes_known` False: every call recorded as size 1."""
@@ -833,47 +748,6 @@ def test_over_a_growing_past_a_slower_mode_does_not_replace_orts_defaults():
     assert exploration.chosen == "ort-default"
 
 
-def test_calls_of_one_size_are_compared_as_timed():
-    samples = {"ort-par": [], "ort-default": [310.0, 300.0, 305.0], "ort-seq": [290.0, 280.0]}
-    sizes = {m: [4096.0] * len(t) for m, t in samples.items()}
-    times = mode_choice.as_median_size(samples, sizes)
-    assert {m: t.tolist() for m, t in times.items()} == samples
-
-
-def test_calls_of_other_sizes_are_compared_at_the_median_size_and_a_disturbed_call_does_not_bend_it():
-    """Two modes over text lines of 10 widths each (time 300 + 2 w us, elements 144 w), ort-seq 0.8x;
-    one of ORT's defaults' calls disturbed 20x."""
-    widths = np.arange(80, 880, 80, dtype=float)
-    samples = {"ort-default": list(300 + 2 * widths), "ort-seq": list(0.8 * (300 + 2 * widths[::-1]))}
-    samples["ort-default"][3] *= 20
-    sizes = {"ort-default": list(144 * widths), "ort-seq": list(144 * widths[::-1])}
-    times = mode_choice.as_median_size(samples, sizes)
-    ratio = np.median(times["ort-seq"]) / np.median(times["ort-default"])
-    assert ratio == pytest.approx(0.8, abs=0.01)
-    assert np.ptp(times["ort-seq"]) / np.median(times["ort-seq"]) < 0.05  # the widths' spread taken out
-
-
-def test_calls_of_two_sizes_keep_their_scale():
-    """Calls of 45 ms alternating two sizes (time ~ size^0.8): z^2 is one constant over two sizes, and
-    fitted it took the medians to 0.3-0.5 ms (ort-par then never joined: under PAR_MIN_CALL_US)."""
-    sizes = [1000.0, 4000.0] * 20
-    samples = {
-        m: [f * 45_000.0 * (s / 1000.0) ** 0.8 for s in sizes] for m, f in (("ort-default", 1.0), ("ort-seq", 0.95))
-    }
-    times = mode_choice.as_median_size(samples, dict.fromkeys(samples, sizes))
-    at_middle = 45_000.0 * 2.0**0.8  # the median of the log sizes: 2000 elements
-    assert np.median(times["ort-default"]) == pytest.approx(at_middle, rel=1e-6)
-    assert np.median(times["ort-seq"]) == pytest.approx(0.95 * at_middle, rel=1e-6)
-
-
-def test_modes_of_sizes_apart_are_compared_as_timed():
-    # each mode saw one size of its own: what the sizes cost and what the modes do cannot be told apart
-    samples = {"ort-default": [300.0, 310.0], "ort-seq": [600.0, 590.0]}
-    sizes = {"ort-default": [1000.0, 1000.0], "ort-seq": [3000.0, 3000.0]}
-    times = mode_choice.as_median_size(samples, sizes)
-    assert {m: t.tolist() for m, t in times.items()} == samples
-
-
 def test_a_calls_size_is_its_inputs_elements():
     feed = {"x": np.zeros((2, 3, 48, 320), np.float32), "ids": [[1, 2, 3]], "past": np.zeros((1, 8, 0, 36))}
     assert mode_choice.feed_size(feed) == 2 * 3 * 48 * 320 + 3
@@ -899,7 +773,7 @@ def test_a_session_choosing_over_inputs_of_other_sizes_compares_them_at_one_size
         state["t"] += int((100 + 20 * state["rows"]) * factor[mode] * 1000) if state["n"] % 2 == 0 else 5000
         return state["t"]
 
-    session = mode_choice.ChoosingSession(sessions, mode_choice.model_key(path), runtime._log_once, clock=clock)
+    session = mode_choice.ChoosingSession(sessions, mode_cache.model_key(path), runtime._log_once, clock=clock)
     calls = 0
     while session.choosing and calls < CALLS:
         state["rows"] = 1 + calls // 40 % 64
@@ -926,16 +800,16 @@ def test_a_chosen_ort_par_whose_calls_slow_down_gives_way_to_orts_defaults(untun
     assert session.mode == ort_modes.DEFAULT
     assert execution(session.get_session_options()) == execution(ort_modes.options(ort_modes.DEFAULT))
     assert messages(logged, "ONNX Runtime mode ort-par left for ORT's defaults", "over 2x the defaults' 244 us")
-    entry = json.loads(ort_mode_cache.read_text())[mode_choice.model_key(untuned)]
+    entry = json.loads(ort_mode_cache.read_text())[mode_cache.model_key(untuned)]
     assert entry["history"][-2:] == [mode_choice.PARALLEL, ort_modes.DEFAULT] and entry["mode"] == ort_modes.DEFAULT
     assert entry["watch"]["defaults_mean_us"] == pytest.approx(244.0)  # the choice's, kept for later sessions
 
 
 def remember_parallel(path: Path, defaults_mean_us: float) -> None:
     """The cache settled on ort-par for `path`, its watch limit FALLBACK_RATIO x `defaults_mean_us`."""
-    watch = mode_choice.Watch(mode_choice.FALLBACK_RATIO * defaults_mean_us, mode_choice.SizeTrend())
+    watch = mode_choice.Watch(mode_choice.FALLBACK_RATIO * defaults_mean_us, choice_stats.SizeTrend())
     entry = {"mode": mode_choice.PARALLEL, "history": [mode_choice.PARALLEL] * 2, "watch": watch.record()}
-    mode_choice.remember(mode_choice.model_key(path), entry, print)
+    mode_cache.remember(mode_cache.model_key(path), entry, print)
 
 
 @pytest.mark.parametrize(("defaults_mean_us", "kept"), [(1e9, mode_choice.PARALLEL), (0.01, ort_modes.DEFAULT)])
@@ -957,7 +831,7 @@ def test_a_session_that_takes_ort_par_from_the_cache_is_watched_too(
         assert all(np.array_equal(w, g) for w, g in zip(want, got))
     assert session.mode == kept
     assert execution(session.get_session_options()) == execution(ort_modes.options(kept))
-    entry = json.loads(ort_mode_cache.read_text())[mode_choice.model_key(untuned)]
+    entry = json.loads(ort_mode_cache.read_text())[mode_cache.model_key(untuned)]
     if kept == ort_modes.DEFAULT:
         assert messages(logged, "ONNX Runtime mode ort-par left for ORT's defaults", "over 2x the defaults' 0 us")
         assert entry["history"] == [mode_choice.PARALLEL] * 2 + [ort_modes.DEFAULT] and entry["mode"] == kept
@@ -983,7 +857,7 @@ def test_ort_par_runs_on_where_its_defaults_session_cannot_be_made(untuned, logg
 def test_a_watch_record_that_does_not_read_is_none():
     trend = {"median_log_size": 0.5, "b1": 1.0, "b2": 0.0}
     assert mode_choice.Watch.of_record({"defaults_mean_us": 100.0, **trend}) == mode_choice.Watch(
-        mode_choice.FALLBACK_RATIO * 100.0, mode_choice.SizeTrend(0.5, 1.0, 0.0)
+        mode_choice.FALLBACK_RATIO * 100.0, choice_stats.SizeTrend(0.5, 1.0, 0.0)
     )
     for broken in (None, [], {"defaults_mean_us": 100.0}, {"defaults_mean_us": "fast", **trend}):
         assert mode_choice.Watch.of_record(broken) is None
@@ -992,7 +866,7 @@ def test_a_watch_record_that_does_not_read_is_none():
 def test_the_watch_weighs_calls_as_at_the_median_input_size():
     """A window of calls on inputs e^2 times the median, taking e^2 times as long where time grows with size,
     is not slower."""
-    watch = mode_choice.Watch(200.0, mode_choice.SizeTrend(median_log_size=0.0, b1=1.0))
+    watch = mode_choice.Watch(200.0, choice_stats.SizeTrend(median_log_size=0.0, b1=1.0))
     assert all(watch.over(180.0 * np.e**2, np.e**2) is None for _ in range(2 * mode_choice.WATCH_CALLS))
     last = [watch.over(220.0, 1.0) for _ in range(mode_choice.WATCH_CALLS)]
     assert last[:-1] == [None] * (mode_choice.WATCH_CALLS - 1) and last[-1] == pytest.approx(220.0)

@@ -31,7 +31,7 @@ import pytest
 from cli_support import assert_mentions, error_line, listing, run_cli, sha256
 
 from hexfuse_onnx import contract as C
-from hexfuse_onnx import mode_choice, ort_modes, pipeline, runtime, tuning, verify
+from hexfuse_onnx import mode_cache, mode_choice, ort_modes, pipeline, runtime, tuning, verify
 from hexfuse_onnx.errors import EXIT_BAD_MODEL, EXIT_OK, EXIT_USAGE, EXIT_WRITE_FAILED
 from hexfuse_onnx.rewrite import own_nodes, unfuse
 from hexfuse_onnx.tools import tune as tune_module
@@ -556,9 +556,7 @@ def test_a_tuned_mode_of_short_calls_is_chosen_again_at_run_time(work, tmp_path,
     """A model that runs unfused on stock ORT: where tune's calls were short enough for the run-time
     choice to explore fully, its InferenceSession chooses; session_options (it cannot time) and long
     calls take the record's mode."""
-    from hexfuse_onnx import mode_choice
-
-    monkeypatch.setenv(mode_choice.ENV_CACHE, str(tmp_path / "ort_modes.json"))
+    monkeypatch.setenv(mode_cache.ENV_CACHE, str(tmp_path / "ort_modes.json"))
     timed = {"mode": "ort-seq-2t", "why": "set by the test", "modes": {"ort-seq-2t": {"median_us": call_us}}}
     model = edited_record(work["lost"], tmp_path / "tuned.onnx", ort_mode=timed)
     want = execution(ort_modes.options("ort-seq-2t"))
@@ -593,9 +591,7 @@ def test_untuned_or_elsewhere_tuned_models_keep_ort_defaults(work, tmp_path, no_
     test's session may have remembered a mode for the same model (then that mode is applied)."""
     import onnxruntime as ort
 
-    from hexfuse_onnx import mode_choice
-
-    monkeypatch.setenv(mode_choice.ENV_CACHE, str(tmp_path / "ort_modes.json"))
+    monkeypatch.setenv(mode_cache.ENV_CACHE, str(tmp_path / "ort_modes.json"))
     defaults = execution(ort.SessionOptions())
     elsewhere = with_mode(work["lost"], tmp_path / "elsewhere.onnx", "ort-par", fingerprint="0123456789abcdef")
     for model in (work["two_branch"], elsewhere):
