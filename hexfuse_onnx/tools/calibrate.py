@@ -119,7 +119,10 @@ from .calibration.records import OpTiming, PairMeasurement, PairRow, Progress, q
 from .calibration.report import CalibrationResult, where_measured
 from .calibration.schedule import probe_leads
 
-DEFAULT_RUNS = 40  # traced and profiled runs per model after warm-up (`calibrate --runs`)
+DEFAULT_RUNS = 200  # traced and profiled runs per model after warm-up (`calibrate --runs`). With 40, the
+# held-out fused-call median of seven runs in one quiet half hour spread 13.6-20.9% (convnet_heads' pair -18% to
+# -25% in all seven: its calls measured slower than with more runs); with 200, 10.7-14.6% in four (convnet_heads
+# -4% to -8%), 4.7 s a run against 2.9 (Intel VM, 2026-12-07, docs/DROPIN.md)
 
 
 DEFAULT_WARMUP = 3
