@@ -3,9 +3,9 @@ no mocks. Which mode wins is not asserted (timings are noise here); what is: the
 real session per mode during its first calls (ort-par only where the graph has concurrent work),
 keeps one whose options are that mode's, returns the reference outputs throughout, records the
 choice in the cache and the next session reads it; the user's settings and HEXFUSE_ORT_MODE decide
-instead; the cache is written atomically and a corrupt one is ignored with one log line. The
-exploration's bookkeeping (rotation, blocks, dropping, ort-par joining, the choice) is driven with
-injected timings (`Exploration`)."""
+instead; a corrupt cache is ignored with one log line. The exploration's bookkeeping (rotation,
+blocks, dropping, ort-par joining, the choice) is driven with injected timings (`Exploration`). The
+cache file alone: test_mode_cache.py; the statistics: test_choice_stats.py."""
 
 from __future__ import annotations
 
