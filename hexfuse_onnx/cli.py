@@ -20,7 +20,7 @@ from .hybrid import DEFAULT_PAST, DEFAULT_PREFILL, DEFAULT_PREFILL_PAST
 from .kinds import KINDS
 from .modelio import check_output_folder
 from .select import DEFAULT_MIN_GAIN
-from .tools import calibrate as calibrate_defaults
+from .tools import calibration as calibrate_defaults
 from .tools import tune as tune_defaults
 from .tools.bench import BASELINES, DEFAULT_BASELINES
 from .verify import DEFAULT_RTOL
@@ -185,7 +185,12 @@ def _parser() -> argparse.ArgumentParser:
         default=calibrate_defaults.DEFAULT_RUNS,
         help="profiled and traced runs per model after warm-up (default %(default)s)",
     )
-    ca.add_argument("--warmup", type=int, default=3, help="untimed runs first (default 3)")
+    ca.add_argument(
+        "--warmup",
+        type=int,
+        default=calibrate_defaults.DEFAULT_WARMUP,
+        help="untimed runs first (default %(default)s)",
+    )
     ca.add_argument("--table", action="store_true", help="also print the parameter tables (markdown)")
     ca.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
 

@@ -112,20 +112,13 @@ import onnx
 
 from .. import costmodel
 from ..costmodel import Target
+from .calibration import DEFAULT_RUNS, DEFAULT_WARMUP
 from .calibration.fitting import CALIBRATED_NAME, KERNEL_FIT, ORT_FIT
 from .calibration.held_out import FittedTargets, fit_targets, held_out_rows
 from .calibration.measure import PROBE_NAME, measure_models, wake_probe_model
 from .calibration.records import OpTiming, PairMeasurement, PairRow, Progress, quiet
 from .calibration.report import CalibrationResult, where_measured
 from .calibration.schedule import probe_leads
-
-DEFAULT_RUNS = 200  # traced and profiled runs per model after warm-up (`calibrate --runs`). With 40, the
-# held-out fused-call median of seven runs in one quiet half hour spread 13.6-20.9% (convnet_heads' pair -18% to
-# -25% in all seven: its calls measured slower than with more runs); with 200, 10.7-14.6% in four (convnet_heads
-# -4% to -8%), 4.7 s a run against 2.9 (Intel VM, 2026-12-07, docs/DROPIN.md)
-
-
-DEFAULT_WARMUP = 3
 
 
 def calibrate(
