@@ -59,7 +59,7 @@ def model_key(model: str | os.PathLike[str] | bytes) -> str:
 @functools.lru_cache(maxsize=16)
 def _file_digest(path: str, size: int, mtime_ns: int) -> str:
     """SHA-256 of the file, once per (path, size, mtime): a session looks the cache up, then keys
-    its choice by the same digest, and a model may be up to EXPLORE_MAX_BYTES."""
+    its choice by the same digest, and a model may be up to mode_choice.EXPLORE_MAX_BYTES."""
     digest = hashlib.sha256()
     with open(path, "rb") as f:
         while chunk := f.read(1 << 20):
