@@ -412,17 +412,18 @@ def subgraph_nodes(graph: onnx.GraphProto, looked_at: set[tuple[str, str]] | Non
 def candidate_lines(rejected: list[Rejection], limit: int = 12, where: dict[int, str] | None = None) -> list[str]:
     """`inspect`'s account of the candidates not chosen, the largest first, each with its whole
     reason (a below-the-bar one gives the modelled saving against the call) and, when `where`
-    (`places`) names it, the If branch it lies in."""
+    (`places`) names it, the If branch it lies in. Candidates whose lines read alike are one line with their
+    count: a stranger's BLSTM listed one LSTM's refusal three times over, and a TCN ten lines of one figure."""
     if not rejected:
         return []
-    ranked = sorted(rejected, key=lambda r: -len(r.candidate.nodes))
-    head = f"not chosen ({len(rejected)}" + (f", the {limit} largest; all in --json" if len(ranked) > limit else "")
-    lines = [head + "):"]
-    for r in ranked[:limit]:
+    alike: dict[str, int] = {}
+    for r in sorted(rejected, key=lambda r: -len(r.candidate.nodes)):
         c = r.candidate
         place = f", in the {where[id(c)]}" if where and id(c) in where else ""
-        lines.append(f"  {c.kind} {c.note} ({len(c.task_a)}+{len(c.task_b)} nodes{place}): {r.reason}")
-    return lines
+        line = f"  {c.kind} {c.note} ({len(c.task_a)}+{len(c.task_b)} nodes{place}): {r.reason}"
+        alike[line] = alike.get(line, 0) + 1
+    head = f"not chosen ({len(rejected)}" + (f", the {limit} largest; all in --json" if len(alike) > limit else "")
+    return [head + "):", *(line + (f" (x{n})" if n > 1 else "") for line, n in list(alike.items())[:limit])]
 
 
 def none_kept(rejected: list[Rejection]) -> str:

@@ -5,6 +5,7 @@ before any analysis."""
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import onnx
@@ -54,8 +55,39 @@ def test_inspect_lists_each_candidate_not_chosen_with_its_reason(dirs) -> None:
     lines = proc.stdout.splitlines()
     head = next(k for k, ln in enumerate(lines) if ln.startswith("not chosen ("))
     listed = [ln for ln in lines[head + 1 :] if ln.startswith("  ")]
-    assert lines[head] == f"not chosen ({len(listed)}):"
+    assert lines[head] == f"not chosen ({sum(map(times_listed, listed))}):"
     assert listed and all("nodes): does not lower: " in ln and "Atan" in ln for ln in listed)
+    assert len(set(listed)) == len(listed)
+
+
+def test_candidates_whose_lines_read_alike_are_one_line_with_their_count() -> None:
+    """A stranger's BLSTM had inspect list one LSTM's refusal three times, word for word."""
+    from types import SimpleNamespace
+
+    from hexfuse_onnx.report import candidate_lines
+
+    def refused(a: int, b: int, why: str) -> SimpleNamespace:
+        nodes = list(range(a + b))
+        tasks = {"task_a": nodes[:a], "task_b": nodes[a:]}
+        candidate = SimpleNamespace(kind="branches", note="fork x -> join y", nodes=nodes, **tasks)
+        return SimpleNamespace(candidate=candidate, reason=why)
+
+    lstm, small = "does not lower: LSTM", "saving below the call overhead"
+    rejected = [refused(1, 5, lstm), refused(4, 5, lstm), refused(1, 5, lstm), refused(1, 5, small)]
+    rejected.append(refused(1, 5, lstm))
+    assert candidate_lines(rejected) == [
+        "not chosen (5):",
+        f"  branches fork x -> join y (4+5 nodes): {lstm}",
+        f"  branches fork x -> join y (1+5 nodes): {lstm} (x3)",
+        f"  branches fork x -> join y (1+5 nodes): {small}",
+    ]
+    assert candidate_lines(rejected, limit=1)[0] == "not chosen (5, the 1 largest; all in --json):"
+
+
+def times_listed(line: str) -> int:
+    """How many candidates a line of `inspect`'s not-chosen list stands for: "... (x3)" three alike."""
+    alike = re.search(r" \(x(\d+)\)$", line)
+    return int(alike.group(1)) if alike else 1
 
 
 def if_model():
