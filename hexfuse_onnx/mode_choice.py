@@ -614,9 +614,9 @@ class ChoosingSession(Delegating):
 
     def _choose(self, mode: str) -> None:
         explored = self.exploration
-        medians = explored.medians()
-        defaults, chosen_session = self._sessions[ort_modes.DEFAULT], self._sessions[mode] or self._current
-        defaults_mean = explored.means().get(ort_modes.DEFAULT)
+        medians, means, default = explored.medians(), explored.means(), ort_modes.DEFAULT
+        defaults, chosen_session = self._sessions[default], self._sessions[mode] or self._current
+        defaults_mean = means.get(default)
         watch = Watch(FALLBACK_RATIO * defaults_mean, explored.size_trend()) if defaults_mean else None
         if mode == PARALLEL and defaults is not None and watch is not None:
             self._settle(mode, WatchedSession(chosen_session, watch, lambda: defaults, self._gave_way, self._clock))
@@ -625,7 +625,6 @@ class ChoosingSession(Delegating):
         figures = ", ".join(f"{m} {t:.1f}" for m, t in medians.items())
         lowest = min(explored.live, key=medians.__getitem__)
         if lowest != mode:  # ORT's defaults are live and `lowest` did not replace them: say by which test
-            means, default = explored.means(), ort_modes.DEFAULT
             figures += f"; not {lowest}: " + defaults_kept_because(
                 lowest,
                 medians[lowest] / medians[default],
