@@ -186,3 +186,24 @@ def test_a_16_bit_move_between_equal_qdq_runs_on_the_integers() -> None:
     by_name = {g.nodes[i].name: p for i, p in profile.nodes.items()}
     assert by_name["op"].int_bits == 16 and by_name["op"].bytes_out == 2 * 8 * 16 * 4
     assert by_name["dq_a"].engine == by_name["q_y"].engine == Engine.NONE
+
+
+@pytest.mark.parametrize(
+    ("mode", "engine", "per_output"),
+    [("linear", Engine.VECTOR, 9), ("cubic", Engine.VECTOR, 40), ("nearest", Engine.MEMORY, 0)],
+)
+def test_an_interpolating_resize_costs_its_taps_per_output(mode: str, engine: Engine, per_output: int) -> None:
+    """A linear Resize blends 2x2 taps per output, a cubic 4x4: priced as an Add's one FLOP per element, the
+    calibrated fit put convnet_heads' 14 us Resize at 2 us."""
+    scales = numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")
+    node = helper.make_node("Resize", ["x", "", "scales"], ["y"], name="up", mode=mode)
+    g = helper.make_graph(
+        [node],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 16, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 32, 32])],
+        initializer=[scales],
+    )
+    profile = profile_graph(graph.index_model(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])))
+    assert profile.nodes[0].engine == engine
+    assert profile.nodes[0].flops == per_output * 8 * 32 * 32
