@@ -22,7 +22,7 @@ the workers by the share and one takes what the other cannot use; unfused, a poo
 node after node on one worker or alone on the pool, whichever is faster (`serial_time`). DDR
 bandwidth is split max-min fairly. An op progresses at the rate its scarcest resource allows.
 Each op also pays a fixed dispatch/sync overhead, and a matrix op a GEMM call's fixed time on its
-engine (`matrix_op_s`). This counts contention for
+engine for each matrix it multiplies (`matrix_op_s`, `NodeProfile.gemm_calls`). This counts contention for
 DDR and engines; the on-chip budget is a hard constraint checked by `fits`.
 Within a task, intermediates stay in the on-chip arena: DDR carries weights, the task's
 inputs and the tensors that leave it (`GraphProfile.task`).
@@ -73,8 +73,8 @@ class Target:
     # On a general-worker pool, how long into a call the workers other than the caller take their
     # first item (their wake-up: they sleep between calls that come far apart); the caller runs alone until then.
     join_s: Param = Param(0.0, "s", "not modelled")
-    # Fixed time of one matrix op on top of its FLOPs (a GEMM call: dispatch, packing): a small GEMM
-    # runs far below the matrix rate.
+    # Fixed time of one GEMM call on top of its FLOPs (dispatch, packing), paid per matrix of a batched
+    # MatMul (`NodeProfile.gemm_calls`): a small GEMM runs far below the matrix rate.
     matrix_op_s: Param = Param(0.0, "s", "not modelled")
     # Rates of op classes whose kernels run at a rate of their own (OP_CLASSES), in the unit of
     # their engine's rate (FLOP/s or B/s: the whole engine, or one worker of a general-worker
@@ -382,9 +382,9 @@ def predict_signed(
 
 
 # Work of a task as the simulation sees it (engine, op class, FLOPs, bytes, DDR bytes, integer
-# width, work items per op, whether it starts a graph node: a fused op's later parts do not);
-# equal signatures (repeated layers) share results.
-SignatureOp = tuple[Engine, str, float, float, float, int, int, bool]
+# width, work items per op, GEMM calls (`NodeProfile.gemm_calls`), whether it starts a graph node: a
+# fused op's later parts do not); equal signatures (repeated layers) share results.
+SignatureOp = tuple[Engine, str, float, float, float, int, int, int, bool]
 Signature = tuple[SignatureOp, ...]
 
 # How the host kernel cuts an op into work items that its workers share (dsp/src/core.h): a GEMM or
@@ -397,8 +397,8 @@ COPY_ITEM_ELEMENTS = 262144
 
 def work_items(op: NodeProfile) -> int:
     """About how many work items the host kernel cuts the op into (its plan, dsp/src/ops/)."""
-    if op.engine == Engine.MATRIX:
-        return max(1, math.ceil(op.flops / GEMM_ITEM_FLOPS))
+    if op.engine == Engine.MATRIX:  # blocks of each matrix of a batched MatMul
+        return op.gemm_calls * max(1, math.ceil(op.flops / op.gemm_calls / GEMM_ITEM_FLOPS))
     elements = op.bytes_out / 4
     chunk = COPY_ITEM_ELEMENTS if op.engine == Engine.MEMORY else VECTOR_ITEM_ELEMENTS
     return max(1, math.ceil(elements / chunk))
@@ -435,6 +435,7 @@ def signature(task: TaskProfile) -> Signature:
             float(op.ddr_bytes),
             op.int_bits,
             work_items(op),
+            op.gemm_calls,
             k == 0 or ops[k - 1].node != op.node,
         )
         for k, op in enumerate(ops)
@@ -473,9 +474,9 @@ def _work(op: SignatureOp, target: Target) -> Work:
     """(engine, engine work in seconds at the full engine, DDR bytes, work items, dispatch seconds
     before it starts) of a signature entry: the op overhead, except for a fused op's later parts on
     a target whose nodes are one kernel call each (`Target.node_kernels`)."""
-    engine, cls, flops, nbytes, ddr_bytes, int_bits, items, starts_node = op
+    engine, cls, flops, nbytes, ddr_bytes, int_bits, items, gemm_calls, starts_node = op
     work = nbytes if engine == Engine.MEMORY else flops
-    fixed = target.matrix_op_s.value if engine == Engine.MATRIX else 0.0
+    fixed = target.matrix_op_s.value * gemm_calls if engine == Engine.MATRIX else 0.0
     dispatch = target.op_overhead_s.value if starts_node or not target.node_kernels else 0.0
     return engine, work / target.rate(engine, int_bits, cls) + fixed, ddr_bytes, items, dispatch
 

@@ -145,6 +145,10 @@ class NodeProfile:
     # GEMMs on the matrix engine, softmax and rotary on the vectors, head layout on memory); a
     # task's ops list these in its place. Empty for an op of one engine.
     parts: tuple[NodeProfile, ...] = ()
+    # The matrices of a batched MatMul (its output's batch elements): the kernel runs a GEMM call and at
+    # least one work item per matrix (gpt_decode_step's decode scores, 16 heads' 1x32 @ 32x33: 16 items of
+    # 0.3-0.5 us where one GEMM of its FLOPs would take 0.3 us in all)
+    gemm_calls: int = 1
 
     def __post_init__(self) -> None:
         if self.ddr_bytes < 0:
@@ -199,6 +203,7 @@ class TaskProfile:
                 int((p.ddr_bytes - p.weight_bytes) * fraction) + p.weight_bytes,
                 p.int_bits,
                 p.op_type,
+                gemm_calls=max(1, round(p.gemm_calls * fraction)),
             )
             for p in self.ops
         ]
@@ -408,12 +413,28 @@ def profile_node(g: ModelGraph, i: int) -> NodeProfile | str:
         flops += sum(t.numel or 0 for t in outs) * _VECTOR_FLOPS_PER_ELEMENT["QuantizeLinear"]
     # Memory ops read and write every byte; matrix/vector ops stream weights once.
     node = NodeProfile(
-        i, engine, float(flops), bytes_in, bytes_out, weight_bytes, activation, int_bits=int_bits, op_type=n.op_type
+        i,
+        engine,
+        float(flops),
+        bytes_in,
+        bytes_out,
+        weight_bytes,
+        activation,
+        int_bits=int_bits,
+        op_type=n.op_type,
+        gemm_calls=_gemm_calls(n, outs),
     )
     work = fused_work(g, n)
     if not work:
         return node
     return replace(node, flops=sum(f for _, _, f, _ in work), parts=_parts(node, work))
+
+
+def _gemm_calls(n: onnx.NodeProto, outs: list) -> int:
+    """The matrices a MatMul multiplies (1 for any other op): its output's elements over one matrix's."""
+    if n.op_type not in ("MatMul", "FusedMatMul", "MatMulInteger", "QLinearMatMul") or len(outs[0].shape) < 3:
+        return 1
+    return max(1, math.prod(outs[0].shape[:-2]))
 
 
 def kernel_widths(g: ModelGraph, i: int) -> dict[str, int]:

@@ -17,9 +17,9 @@ import onnxruntime as ort
 import pytest
 
 import models
-from hexfuse_onnx import costmodel
+from hexfuse_onnx import costmodel, graph
 from hexfuse_onnx.costmodel import Param, task_time
-from hexfuse_onnx.profile import Engine, NodeProfile, TaskProfile
+from hexfuse_onnx.profile import Engine, NodeProfile, TaskProfile, profile_graph
 from hexfuse_onnx.runtime import LIB_DIR, PLUGIN_NAME
 from hexfuse_onnx.tools import calibrate
 from hexfuse_onnx.tools.calibration import (
@@ -231,6 +231,32 @@ def test_an_op_runs_on_as_many_workers_as_its_items_and_the_others_join_late() -
     late = replace(_pool_target(2.0), join_s=Param(5e-4, "s", "test"))
     # 0.5 ms on the caller alone (each task at half its rate), then both at full rate: 0.75 ms more
     assert costmodel.predict(a, m, late, 0.5).fused == pytest.approx(1.25e-3)
+
+
+def test_a_batched_matmul_pays_a_gemm_call_and_an_item_per_matrix() -> None:
+    """The kernel runs a batched MatMul as one GEMM call and at least one item per matrix: 16 heads' scores
+    pay 16 calls' fixed time, spread over the pool's workers, and the fit counts them so."""
+    x = onnx.helper.make_tensor_value_info("q", onnx.TensorProto.FLOAT, [4, 4, 1, 32])
+    k = onnx.helper.make_tensor_value_info("k", onnx.TensorProto.FLOAT, [4, 4, 32, 33])
+    y = onnx.helper.make_tensor_value_info("s", onnx.TensorProto.FLOAT, [4, 4, 1, 33])
+    g = onnx.helper.make_graph([onnx.helper.make_node("MatMul", ["q", "k"], ["s"], name="scores")], "g", [x, k], [y])
+    model = onnx.helper.make_model(g, opset_imports=[onnx.helper.make_opsetid("", 17)])
+    scores = profile_graph(graph.index_model(model)).nodes[0]
+    assert scores.gemm_calls == 16 and costmodel.work_items(scores) == 16
+    call = replace(_pool_target(1.0), matrix_op_s=Param(1e-6, "s", "test"))
+    task = TaskProfile.of([scores])
+    assert costmodel.task_time(task, call) == pytest.approx(16e-6 + scores.flops / 1e9)
+    assert costmodel.task_time(task, replace(call, general_workers=Param(2.0, "workers", "test"))) == pytest.approx(
+        (16e-6 + scores.flops / 1e9) / 2
+    )
+    truth = replace(call, op_overhead_s=Param(5e-7, "s", "test"), ddr_bytes=Param(1e15, "B/s", "test"))
+    timings = [
+        records.OpTiming("m", f"n{k}", "MatMul", op, task_time(TaskProfile.of([op]), truth), 1)
+        for k, calls in enumerate((1, 2, 4, 16))
+        for op in [replace(scores, node=k, flops=scores.flops * (k + 1), gemm_calls=calls)]
+    ]
+    fit = fitting.fit_target(timings, base=replace(costmodel.HOST, general_workers=Param(1.0, "workers", "test")))
+    assert fit.target.matrix_op_s.value == pytest.approx(1e-6, rel=1e-6)
 
 
 def test_a_task_that_fills_the_pool_alone_gains_nothing_fused() -> None:

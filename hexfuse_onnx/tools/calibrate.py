@@ -23,17 +23,17 @@ slower, never faster, and the longer the call the likelier it is preempted.
    runs come in blocks that alternate with the plugin's runs of step 3 and go round all the
    models (`measure_models`), so that every measurement sees the shared machine alike; the pairs
    are those the pass makes for the base target (every lowerable pair kept).
-2. Fit: the cost model of one op is op_overhead + max(work / rate (+ matrix_op_s for a matrix
-   op: a GEMM call's fixed time), DDR bytes / DDR bandwidth), work being the FLOPs of matrix and
-   vector ops and the bytes of memory ops, the rate its op class's (costmodel.OP_CLASSES: conv,
-   pool, transpose, transcendental) or its engine's; a fused op (attention) is the program ops
-   it runs (`NodeProfile.parts`), each with its overhead, work and rate, as the cost model runs
-   it. The fit alternates between assigning each op to its binding resource and one linear
-   least-squares fit of that assignment (numpy.linalg.lstsq, rows weighted by 1/time: relative
-   error; the kernel fit of 4. by 1/the time of the op's pair), which gives the shared overhead,
-   a matrix op's fixed time, one rate per engine and op class, and the DDR bandwidth. It starts
-   with every op engine-bound; the bandwidth never falls below the largest a work-dominated op
-   reached.
+2. Fit: the cost model of one op is op_overhead + max(work / rate (+ matrix_op_s for each matrix a
+   matrix op multiplies: a GEMM call's fixed time), DDR bytes / DDR bandwidth), work being the FLOPs
+   of matrix and vector ops and the bytes of memory ops, the rate its op class's
+   (costmodel.OP_CLASSES: conv, pool, transpose, transcendental) or its engine's; a fused op
+   (attention) is the program ops it runs (`NodeProfile.parts`), each with its overhead, work and
+   rate, as the cost model runs it. The fit alternates between assigning each op to its binding
+   resource and one linear least-squares fit of that assignment (numpy.linalg.lstsq, rows weighted
+   by 1/time: relative error; the kernel fit of 4. by 1/the time of the op's pair), which gives the
+   shared overhead, a GEMM call's fixed time, one rate per engine and op class, and the DDR
+   bandwidth. It starts with every op engine-bound; the bandwidth never falls below the largest a
+   work-dominated op reached.
 3. Prediction error: each model is rewritten for the calibrated target with every lowerable
    pair kept (min_gain below any real loss), and run with the FusedHexPair plugin and the kernel
    trace: each call's hfx_run wall time less the time other processes took from it (the measured

@@ -105,7 +105,7 @@ def _engine_s(t: OpTiming, cols: tuple[str, ...], coef: dict[str, float]) -> flo
     """The op's time on its engines under `coef`, besides its overhead: its program ops' work at
     their columns' rates, and a matrix op's `matrix_op` (a GEMM call's fixed time)."""
     return sum(
-        _work(p) * coef[c] + (coef["matrix_op"] if p.engine == Engine.MATRIX else 0.0)
+        _work(p) * coef[c] + (coef["matrix_op"] * p.gemm_calls if p.engine == Engine.MATRIX else 0.0)
         for p, c in zip(program_ops(t), cols)
     )
 
@@ -137,7 +137,7 @@ def _design(ops: list[OpTiming], cols: list[tuple[str, ...]], ddr_bound: set[int
             continue
         for p, c in zip(program_ops(t), cols[r]):
             x[r, columns.index(c)] += _work(p)
-            x[r, columns.index("matrix_op")] += 1.0 if p.engine == Engine.MATRIX else 0.0
+            x[r, columns.index("matrix_op")] += p.gemm_calls if p.engine == Engine.MATRIX else 0.0
     return x
 
 
