@@ -19,7 +19,9 @@ and a median per-round ratio under 1; of such modes the lowest median), releases
 choice once and remembers it for the model on this machine (mode_cache.py). The next sessions of the model
 choose again until the choices settle (`mode_cache.settled`: one exploration on a busy machine can choose
 wrong); from then on a session of the model starts in that mode at once. A session in ort-par, chosen or
-settled, watches its calls and gives way to ORT's defaults where they slow down (`WatchedSession`).
+settled, watches its calls and gives way to ORT's defaults where they slow down (`WatchedSession`); a session that
+chose another mode over an ort-par close behind watches one call in CHALLENGE_EVERY and, where they slow down past
+ort-par's time while choosing, runs a window in ort-par once and keeps the faster (`ChallengedSession`).
 `session_options(model=...)`, which cannot time, applies the latest choice, confirmed or not.
 
 The sessions timed are the sessions kept, as ORT makes them. After a call the threads of ORT's pools
@@ -132,6 +134,13 @@ FALLBACK_RATIO = 2.0  # ... and runs ORT's defaults' session (kept for this) fro
 # another thread ran 1.2-5.5 ms calls on average beside a busy process where ORT's defaults ran 0.6-0.7 ms
 # (frspell_lemma_int8, rested calls); gpt_decode_step_contrib's 64 calls after one started averaged 2784 us against
 # the defaults' 107 while choosing (docs/DROPIN.md, RULE 9)
+CHALLENGE_RATIO = 1.5  # a chosen mode other than ort-par whose window of WATCH_CALLS calls averages this many times
+# its mean while choosing, and more than ort-par's then, runs ort-par for a window (`ChallengedSession`): in
+# host_pairs' session 42 run, silero_vad_legacy chose ORT's defaults at 114 us a call against ort-par's 133; in the 30
+# rounds timed after, every sequential mode took 200-236 us and ort-par 116-158 (1.47x the best mode)
+CHALLENGE_EVERY = 8  # ... timing one call in this many (its window: WATCH_CALLS of them), and every call of the trial:
+# a timed call costs 0.75-1.2 us in Python, one not timed 0.2 ...
+CHALLENGE_MIN_US = 100.0  # ... where the chosen mode's calls took this long at least
 VIEW_OPS = frozenset({"Identity", "Reshape", "Squeeze", "Unsqueeze", "Flatten"})  # no work to run at once
 SHAPE_SOURCES = frozenset({"Shape", "Size"})
 
@@ -478,7 +487,7 @@ class Delegating:
 
 class WatchedSession(Delegating):
     """A session in ort-par whose calls are watched (`Watch`): from a window of them over the watch's limit
-    on, a session in ORT's defaults (`make_defaults`, called once; None: none made) runs them, and
+    on, a session in ORT's defaults (`make_defaults`, called once; None: none made; or in `fallback`) runs them, and
     `gave_way` is told the window's mean and the defaults' mean the limit came from (us). The ort-par a
     choice takes and the one later sessions take from the cache alike: load that comes after the choice
     makes some of ort-par's calls wait (FALLBACK_RATIO)."""
@@ -490,9 +499,10 @@ class WatchedSession(Delegating):
         make_defaults: Callable[[], ort.InferenceSession | None],
         gave_way: Callable[[float, float], None],
         clock: Callable[[], int] = time.perf_counter_ns,
+        fallback: str = ort_modes.DEFAULT,
     ) -> None:
         super().__init__(session)
-        self.mode = PARALLEL
+        self.mode, self._fallback = PARALLEL, fallback
         self._watch: Watch | None = watch
         self._make_defaults, self._gave_way, self._clock = make_defaults, gave_way, clock
         self._lock = threading.Lock()
@@ -517,9 +527,80 @@ class WatchedSession(Delegating):
         defaults = self._make_defaults()
         if defaults is None:  # ORT failed to make it (and said why): ort-par runs on
             return
-        self._current, self.mode = defaults, ort_modes.DEFAULT
+        self._current, self.mode = defaults, self._fallback
         self.run = self._current.run  # type: ignore[method-assign]
         self._gave_way(mean_us, watch.limit_us / FALLBACK_RATIO)
+
+
+class ChallengedSession(Delegating):
+    """A session in a chosen mode other than ort-par whose calls are watched (`Watch`) for a slowdown that ort-par, the
+    mode the choice passed over, may not share (one call in CHALLENGE_EVERY timed): from a window of them over the
+    watch's limit on, the next WATCH_CALLS calls run in ort-par's session (`parallel`, kept for this). Where they
+    average LEAVE_GAIN less than that window, ort-par runs the calls from then on, watched as a chosen one is
+    (`WatchedSession`, giving way to the chosen mode from FALLBACK_RATIO x `chosen_us`, its mean while choosing);
+    else the chosen mode runs on, unwatched. `switched` is told the mode each change ends in and why. One trial per
+    session: a load that comes and goes cannot make it alternate. `running` is the mode of the calls it runs now."""
+
+    def __init__(
+        self,
+        session: ort.InferenceSession,
+        mode: str,
+        parallel: ort.InferenceSession,
+        watch: Watch,
+        chosen_us: float,
+        switched: Callable[[str, str], None],
+        clock: Callable[[], int] = time.perf_counter_ns,
+    ) -> None:
+        super().__init__(session)
+        self.mode = self.running = mode
+        self._parallel: ort.InferenceSession | None = parallel
+        self._watch, self._trial = watch, Watch(0.0, watch.trend)
+        self._chosen_us, self._slow_us = chosen_us, 0.0
+        self._switched, self._clock = switched, clock
+        self._lock = threading.Lock()
+        self._calls = 0
+
+    def run(self, output_names: Sequence[str] | None, input_feed: dict[str, Any], run_options: Any = None) -> Any:
+        parallel, trying = self._parallel, self.running == PARALLEL
+        self._calls += 1
+        if parallel is None or not trying and self._calls % CHALLENGE_EVERY:  # decided, or a call not timed
+            return self._current.run(output_names, input_feed, run_options)
+        t0 = self._clock()
+        out = (parallel if trying else self._current).run(output_names, input_feed, run_options)
+        us = (self._clock() - t0) / 1000.0
+        size = feed_size(input_feed) if self._watch.trend.b1 or self._watch.trend.b2 else 1.0
+        # no lock per call (calls from several threads may miscount a window by a call or two)
+        mean = (self._trial if trying else self._watch).over(us, size)
+        if mean is not None:
+            with self._lock:
+                if self._parallel is parallel and trying == (self.running == PARALLEL):
+                    if trying:
+                        self._decide(parallel, mean)
+                    else:  # the next window runs in ort-par
+                        self._slow_us, self.running = mean, PARALLEL
+        return out
+
+    def _decide(self, parallel: ort.InferenceSession, trial_us: float) -> None:
+        chosen, was, self._parallel = self._current, self.mode, None
+        slow = f"{WATCH_CALLS} calls in {was} took {self._slow_us:.0f} us on average ({self._chosen_us:.0f} choosing)"
+        if trial_us < (1.0 - LEAVE_GAIN) * self._slow_us:
+            limit = Watch(FALLBACK_RATIO * self._chosen_us, self._watch.trend)
+            self._current = WatchedSession(parallel, limit, lambda: chosen, self._fell_back, self._clock, was)
+            self.mode = PARALLEL  # running: already, the trial
+            why = f"runs the calls from now on (not remembered): {slow}, the {WATCH_CALLS} after them in {PARALLEL}"
+        else:
+            self.running = was
+            why = f"kept: {slow}, the {WATCH_CALLS} after them in {PARALLEL} no faster"
+        self.run = self._current.run  # type: ignore[method-assign]
+        self._switched(self.mode, f"{why} {trial_us:.0f} us")
+
+    def _fell_back(self, mean_us: float, chosen_us: float) -> None:
+        self.mode = self.running = self._current.mode
+        self._switched(
+            self.mode,
+            f"runs the calls again: {WATCH_CALLS} calls in {PARALLEL} took {mean_us:.0f} us on average, over "
+            f"{FALLBACK_RATIO:g}x {self.mode}'s {chosen_us:.0f} us while choosing",
+        )
 
 
 class ChoosingSession(Delegating):
@@ -618,10 +699,11 @@ class ChoosingSession(Delegating):
         defaults, chosen_session = self._sessions[default], self._sessions[mode] or self._current
         defaults_mean = means.get(default)
         watch = Watch(FALLBACK_RATIO * defaults_mean, explored.size_trend()) if defaults_mean else None
+        challenged = self._challenged(mode, chosen_session, means, explored.size_trend())
         if mode == PARALLEL and defaults is not None and watch is not None:
             self._settle(mode, WatchedSession(chosen_session, watch, lambda: defaults, self._gave_way, self._clock))
         else:
-            self._settle(mode, chosen_session)
+            self._settle(mode, challenged or chosen_session)
         figures = ", ".join(f"{m} {t:.1f}" for m, t in medians.items())
         lowest = min(explored.live, key=medians.__getitem__)
         if lowest != mode:  # ORT's defaults are live and `lowest` did not replace them: say by which test
@@ -639,6 +721,30 @@ class ChoosingSession(Delegating):
             f"hexfuse: ONNX Runtime mode {mode} chosen at run time (median us: {figures}; choices here: "
             f"{', '.join(chosen)}: {later}); {where}"
         )
+
+    @property
+    def running(self) -> str | None:
+        """The mode of the calls it runs now: the exploration's, a trial's of ort-par (`ChallengedSession`), or
+        the mode chosen."""
+        return self.exploration.mode() or getattr(self._current, "running", self.mode)
+
+    def _challenged(
+        self, mode: str, session: ort.InferenceSession, means: dict[str, float], trend: choice_stats.SizeTrend
+    ) -> ChallengedSession | None:
+        """The chosen mode's session watched against ort-par (`ChallengedSession`), where ort-par was explored
+        and came within CHALLENGE_RATIO of it on calls of CHALLENGE_MIN_US at least; else None."""
+        parallel, par_us, mode_us = self._sessions.get(PARALLEL), means.get(PARALLEL), means.get(mode)
+        if mode == PARALLEL or parallel is None or par_us is None or mode_us is None or mode_us < CHALLENGE_MIN_US:
+            return None
+        if par_us > CHALLENGE_RATIO * mode_us:
+            return None
+        watch = Watch(max(CHALLENGE_RATIO * mode_us, par_us), trend)
+        return ChallengedSession(session, mode, parallel, watch, mode_us, self._switched, self._clock)
+
+    def _switched(self, mode: str, why: str) -> None:
+        """A `ChallengedSession`'s trial of ort-par, or its fall back from it, ended in `mode`."""
+        self.mode = mode
+        self._log(f"hexfuse: ONNX Runtime mode {mode} {why}")
 
     def _gave_way(self, mean_us: float, defaults_us: float) -> None:
         """The chosen ort-par's calls gave way to ORT's defaults (`WatchedSession`)."""

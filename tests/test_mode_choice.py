@@ -881,3 +881,86 @@ def test_the_watch_weighs_calls_as_at_the_median_input_size():
     assert all(watch.over(180.0 * np.e**2, np.e**2) is None for _ in range(2 * mode_choice.WATCH_CALLS))
     last = [watch.over(220.0, 1.0) for _ in range(mode_choice.WATCH_CALLS)]
     assert last[:-1] == [None] * (mode_choice.WATCH_CALLS - 1) and last[-1] == pytest.approx(220.0)
+
+
+SILERO_LEGACY_US = {"ort-default": 114.0, "ort-seq": 140.0, "ort-seq-2t": 130.0, "ort-par": 133.0}
+# silero_vad_legacy's exploration in host_pairs' session 42 run: ORT's defaults chosen; in the rounds timed after,
+# every sequential mode took 200-236 us and ort-par 116-158
+
+
+def running_session(path: Path, call_us: dict[str, float]) -> mode_choice.ChoosingSession:
+    """`clocked_session` whose calls last call_us[the mode the session runs them in now] (`running`)."""
+    sessions = {m: ort.InferenceSession(str(path), ort_modes.options(m)) for m in call_us}
+    ticks = {"t": 0, "n": 0}
+
+    def clock() -> int:
+        ticks["n"] += 1
+        ticks["t"] += int(call_us[str(session.running)] * 1000) if ticks["n"] % 2 == 0 else 5000
+        return ticks["t"]
+
+    session = mode_choice.ChoosingSession(sessions, mode_cache.model_key(path), runtime._log_once, clock=clock)
+    return session
+
+
+def run_windows(session, feeds: dict, want: list, windows: int, every: int = mode_choice.CHALLENGE_EVERY) -> None:
+    """Calls for `windows` windows of a watch that times one call in `every` (a trial's: every call)."""
+    for _ in range(windows * mode_choice.WATCH_CALLS * every):
+        got = session.run(None, feeds)
+        assert all(np.array_equal(w, g) for w, g in zip(want, got))
+
+
+def test_a_chosen_mode_whose_calls_slow_down_tries_ort_par_and_takes_it_where_faster(untuned, logged, ort_mode_cache):
+    call_us = dict(SILERO_LEGACY_US)
+    session = running_session(untuned, call_us)
+    run_until_chosen(session, untuned)
+    assert session.mode == ort_modes.DEFAULT
+    feeds = verify.random_inputs(session, seed=1)
+    want = verify.session(untuned).run(None, feeds)
+    run_windows(session, feeds, want, 3)  # as fast as chosen: no trial
+    assert session.running == ort_modes.DEFAULT and not messages(logged, "calls in ort-default took")
+    for mode in mode_choice.CANDIDATES:  # the sequential modes' phase
+        call_us[mode] = 2 * SILERO_LEGACY_US[mode]
+    run_windows(session, feeds, want, 1)
+    assert session.running == mode_choice.PARALLEL and session.mode == ort_modes.DEFAULT  # the trial's window
+    run_windows(session, feeds, want, 1, every=1)
+    assert session.mode == session.running == mode_choice.PARALLEL
+    assert messages(
+        logged, "mode ort-par runs the calls from now on (not remembered): 64 calls in ort-default took 228"
+    )
+    assert execution(session.get_session_options()) == execution(ort_modes.options(mode_choice.PARALLEL))
+    call_us[mode_choice.PARALLEL] = 2.5 * SILERO_LEGACY_US[ort_modes.DEFAULT]  # then ort-par slows down
+    run_windows(session, feeds, want, 1, every=1)  # watched as chosen: every call
+    assert session.mode == session.running == ort_modes.DEFAULT
+    assert messages(logged, "mode ort-default runs the calls again: 64 calls in ort-par took 285", "over 2x")
+    entry = json.loads(ort_mode_cache.read_text())[mode_cache.model_key(untuned)]
+    assert entry["history"] == [ort_modes.DEFAULT]  # a phase of this session's, not a choice
+
+
+def test_a_trial_of_ort_par_that_is_no_faster_keeps_the_mode_and_is_the_only_one(untuned, logged, ort_mode_cache):
+    call_us = dict(SILERO_LEGACY_US)
+    session = running_session(untuned, call_us)
+    run_until_chosen(session, untuned)
+    feeds = verify.random_inputs(session, seed=1)
+    want = verify.session(untuned).run(None, feeds)
+    call_us |= {ort_modes.DEFAULT: 228.0, mode_choice.PARALLEL: 225.0}  # the load slows both
+    run_windows(session, feeds, want, 1)
+    run_windows(session, feeds, want, 1, every=1)
+    assert session.mode == session.running == ort_modes.DEFAULT
+    assert messages(logged, "mode ort-default kept: 64 calls in ort-default took 228", "ort-par no faster 225 us")
+    call_us[ort_modes.DEFAULT] = 1000.0
+    run_windows(session, feeds, want, 3)
+    assert session.running == ort_modes.DEFAULT
+
+
+@pytest.mark.parametrize(
+    "call_us",
+    [
+        {m: us / 3 for m, us in SILERO_LEGACY_US.items()},  # calls under CHALLENGE_MIN_US: the watch would cost
+        SILERO_LEGACY_US | {mode_choice.PARALLEL: 1.6 * SILERO_LEGACY_US[ort_modes.DEFAULT]},  # ort-par far behind
+    ],
+)
+def test_a_chosen_mode_is_left_unwatched_where_ort_par_is_no_alternative(untuned, logged, ort_mode_cache, call_us):
+    session = running_session(untuned, call_us)
+    run_until_chosen(session, untuned)
+    assert session.mode == ort_modes.DEFAULT
+    assert session.run == session._current.run and isinstance(session._current, ort.InferenceSession)
