@@ -253,14 +253,13 @@ def blocks(calls: list[str]) -> list[str]:
 
 def clocked_session(path: Path, call_us: dict[str, float]) -> mode_choice.ChoosingSession:
     """A real ChoosingSession of `path`, one session per mode of `call_us`, whose clock makes each call last
-    call_us[the mode it runs in] (read at each call: a test may change it later)."""
+    call_us[the mode it runs the call in, `running`] (read at each call: a test may change it later)."""
     sessions = {m: ort.InferenceSession(str(path), ort_modes.options(m)) for m in call_us}
     ticks = {"t": 0, "n": 0}
 
     def clock() -> int:  # a call's start, then its end: the mode's duration (its mode is still current)
         ticks["n"] += 1
-        running = str(session.exploration.mode() or session.mode)
-        ticks["t"] += int(call_us[running] * 1000) if ticks["n"] % 2 == 0 else 5000
+        ticks["t"] += int(call_us[str(session.running)] * 1000) if ticks["n"] % 2 == 0 else 5000
         return ticks["t"]
 
     session = mode_choice.ChoosingSession(sessions, mode_cache.model_key(path), runtime._log_once, clock=clock)
@@ -888,20 +887,6 @@ SILERO_LEGACY_US = {"ort-default": 114.0, "ort-seq": 140.0, "ort-seq-2t": 130.0,
 # every sequential mode took 200-236 us and ort-par 116-158
 
 
-def running_session(path: Path, call_us: dict[str, float]) -> mode_choice.ChoosingSession:
-    """`clocked_session` whose calls last call_us[the mode the session runs them in now] (`running`)."""
-    sessions = {m: ort.InferenceSession(str(path), ort_modes.options(m)) for m in call_us}
-    ticks = {"t": 0, "n": 0}
-
-    def clock() -> int:
-        ticks["n"] += 1
-        ticks["t"] += int(call_us[str(session.running)] * 1000) if ticks["n"] % 2 == 0 else 5000
-        return ticks["t"]
-
-    session = mode_choice.ChoosingSession(sessions, mode_cache.model_key(path), runtime._log_once, clock=clock)
-    return session
-
-
 def run_windows(session, feeds: dict, want: list, windows: int, every: int = mode_choice.CHALLENGE_EVERY) -> None:
     """Calls for `windows` windows of a watch that times one call in `every` (a trial's: every call)."""
     for _ in range(windows * mode_choice.WATCH_CALLS * every):
@@ -911,7 +896,7 @@ def run_windows(session, feeds: dict, want: list, windows: int, every: int = mod
 
 def test_a_chosen_mode_whose_calls_slow_down_tries_ort_par_and_takes_it_where_faster(untuned, logged, ort_mode_cache):
     call_us = dict(SILERO_LEGACY_US)
-    session = running_session(untuned, call_us)
+    session = clocked_session(untuned, call_us)
     run_until_chosen(session, untuned)
     assert session.mode == ort_modes.DEFAULT
     feeds = verify.random_inputs(session, seed=1)
@@ -938,7 +923,7 @@ def test_a_chosen_mode_whose_calls_slow_down_tries_ort_par_and_takes_it_where_fa
 
 def test_a_trial_of_ort_par_that_is_no_faster_keeps_the_mode_and_is_the_only_one(untuned, logged, ort_mode_cache):
     call_us = dict(SILERO_LEGACY_US)
-    session = running_session(untuned, call_us)
+    session = clocked_session(untuned, call_us)
     run_until_chosen(session, untuned)
     feeds = verify.random_inputs(session, seed=1)
     want = verify.session(untuned).run(None, feeds)
@@ -960,7 +945,7 @@ def test_a_trial_of_ort_par_that_is_no_faster_keeps_the_mode_and_is_the_only_one
     ],
 )
 def test_a_chosen_mode_is_left_unwatched_where_ort_par_is_no_alternative(untuned, logged, ort_mode_cache, call_us):
-    session = running_session(untuned, call_us)
+    session = clocked_session(untuned, call_us)
     run_until_chosen(session, untuned)
     assert session.mode == ort_modes.DEFAULT
     assert session.run == session._current.run and isinstance(session._current, ort.InferenceSession)
