@@ -793,13 +793,18 @@ def test_a_session_choosing_over_inputs_of_other_sizes_compares_them_at_one_size
     assert session.mode == "ort-seq"
 
 
+def chosen_session(path: Path, call_us: dict[str, float]) -> tuple[mode_choice.ChoosingSession, dict, list]:
+    """A `clocked_session` that has chosen, a feed and what the original returns for it."""
+    session = clocked_session(path, call_us)
+    run_until_chosen(session, path)
+    feeds = verify.random_inputs(session, seed=1)
+    return session, feeds, verify.session(path).run(None, feeds)
+
+
 def test_a_chosen_ort_par_whose_calls_slow_down_gives_way_to_orts_defaults(untuned, logged, ort_mode_cache):
     call_us = dict(SILERO_RESTED_US)
-    session = clocked_session(untuned, call_us)
-    run_until_chosen(session, untuned)
+    session, feeds, want = chosen_session(untuned, call_us)
     assert session.mode == mode_choice.PARALLEL
-    feeds = verify.random_inputs(session, seed=1)
-    want = verify.session(untuned).run(None, feeds)
     for _ in range(3 * mode_choice.WATCH_CALLS):  # as fast as chosen: kept
         session.run(None, feeds)
     assert session.mode == mode_choice.PARALLEL
@@ -896,11 +901,8 @@ def run_windows(session, feeds: dict, want: list, windows: int, every: int = mod
 
 def test_a_chosen_mode_whose_calls_slow_down_tries_ort_par_and_takes_it_where_faster(untuned, logged, ort_mode_cache):
     call_us = dict(SILERO_LEGACY_US)
-    session = clocked_session(untuned, call_us)
-    run_until_chosen(session, untuned)
+    session, feeds, want = chosen_session(untuned, call_us)
     assert session.mode == ort_modes.DEFAULT
-    feeds = verify.random_inputs(session, seed=1)
-    want = verify.session(untuned).run(None, feeds)
     run_windows(session, feeds, want, 3)  # as fast as chosen: no trial
     assert session.running == ort_modes.DEFAULT and not messages(logged, "calls in ort-default took")
     for mode in mode_choice.CANDIDATES:  # the sequential modes' phase
@@ -923,10 +925,7 @@ def test_a_chosen_mode_whose_calls_slow_down_tries_ort_par_and_takes_it_where_fa
 
 def test_a_trial_of_ort_par_that_is_no_faster_keeps_the_mode_and_is_the_only_one(untuned, logged, ort_mode_cache):
     call_us = dict(SILERO_LEGACY_US)
-    session = clocked_session(untuned, call_us)
-    run_until_chosen(session, untuned)
-    feeds = verify.random_inputs(session, seed=1)
-    want = verify.session(untuned).run(None, feeds)
+    session, feeds, want = chosen_session(untuned, call_us)
     call_us |= {ort_modes.DEFAULT: 228.0, mode_choice.PARALLEL: 225.0}  # the load slows both
     run_windows(session, feeds, want, 1)
     run_windows(session, feeds, want, 1, every=1)
