@@ -111,7 +111,7 @@ CRITERION = (
 MODE_CRITERION = (
     f"ORT's defaults unless a mode with a pool saves {mode_choice.LEAVE_GAIN:.0%} in median and is faster in its "
     f"rounds by a one-sided signed-rank test at p <= {mode_choice.LEAVE_P:.3g}, or ort-seq (no pool) has a lower "
-    "median and a median per-round ratio under 1 (then the fastest such; the run-time choice's rule), on the tuned "
+    "median and passes the same test (then the fastest such; the run-time choice's rule), on the tuned "
     "model (with kept pairs: on the plugin)"
 )
 FINAL_CRITERION = (
