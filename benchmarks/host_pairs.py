@@ -783,6 +783,9 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
     )
     if any("ort_mode_chosen" not in c.extra for c in choosing):  # the warm-up ran out while one still chose
         record_choices(choosing, sum(warm_rounds))
+    for cfg in choosing:  # a ChallengedSession's trial of ort-par may have changed the mode since
+        if cfg.session.mode != cfg.extra.get("ort_mode_chosen"):
+            cfg.extra["ort_mode_at_end"] = cfg.session.mode
     best = best_mode(cfgs)
     verdicts = judged()
     ratio, tuned_ratio = verdicts["hexfuse defaults"].ratio, verdicts["hexfuse tuned defaults"].ratio

@@ -58,14 +58,20 @@ def _chose(row: dict[str, Any]) -> str:
     extra = row["configs"]["hexfuse defaults"]
     if extra.get("too_large_to_choose"):
         return f"{extra['ort_mode_chosen']} (too large to choose)"
-    return f"{extra.get('ort_mode_chosen', '?')} ({extra.get('warm_up_rounds', '?')})"
+    return f"{extra.get('ort_mode_chosen', '?')} ({extra.get('warm_up_rounds', '?')}){_at_end(extra)}"
+
+
+def _at_end(extra: dict[str, Any]) -> str:
+    """`, then ort-par` where the session ran another mode by the timing's end (`mode_choice.ChallengedSession`)."""
+    return f", then {extra['ort_mode_at_end']}" if "ort_mode_at_end" in extra else ""
 
 
 def _tuned(row: dict[str, Any]) -> str:
     kept = row["tuned"]["kept"]
-    mode = row["configs"]["hexfuse tuned defaults"].get("ort_mode_chosen")
+    extra = row["configs"]["hexfuse tuned defaults"]
+    mode = extra.get("ort_mode_chosen")
     recorded = (row["tuned"].get("ort_mode") or {}).get("mode")
-    how = f"chose {mode} at run time (tune's: {recorded})" if mode else f"{recorded}"
+    how = f"chose {mode} at run time{_at_end(extra)} (tune's: {recorded})" if mode else f"{recorded}"
     return f"{len(kept)} kept{' (' + ', '.join(kept) + ')' if kept else ''}, {how}"
 
 

@@ -65,3 +65,13 @@ def test_a_row_timed_with_several_looks_gives_its_level_and_rounds() -> None:
     assert "(" not in host_pairs_table.line(row).split("|")[5]  # one look: 95%, as every row before
     row |= {"looks": [30, 60, 120], "interval_level": 1 - 0.05 / 3, "rounds": 60}
     assert host_pairs_table.line(row).split("|")[5].strip() == "0.990 [0.970, 1.010] met (98.33%, 60 rounds)"
+
+
+def test_a_session_that_changed_its_mode_after_choosing_says_so() -> None:
+    """A ChallengedSession's trial of ort-par can change the mode a session runs after its choice was recorded."""
+    row = _row("silero_vad_legacy", [0.99, 0.97, 1.01], [1.0, 0.98, 1.01], True, False, [])
+    row["configs"]["hexfuse defaults"]["ort_mode_at_end"] = "ort-par"
+    row["configs"]["hexfuse tuned defaults"] = {"ort_mode_chosen": "ort-seq", "ort_mode_at_end": "ort-par"}
+    cells = host_pairs_table.line(row).split("|")
+    assert cells[4].strip() == "ort-default (12), then ort-par"
+    assert cells[6].strip() == "0 kept, chose ort-seq at run time, then ort-par (tune's: ort-default)"
