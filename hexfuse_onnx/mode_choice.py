@@ -449,6 +449,11 @@ class Watch:
         except (KeyError, TypeError, ValueError):
             return None
 
+    def size_of(self, input_feed: dict[str, Any]) -> float:
+        """A call's size as the trend weighs it: its inputs' elements (`feed_size`) where time grows with size, else
+        1 (not counted: calls of one size are compared as timed)."""
+        return feed_size(input_feed) if self.trend.b1 or self.trend.b2 else 1.0
+
     def over(self, us: float, size: float) -> float | None:
         """Add a call of `us` on inputs of `size`; a window's mean (us) when it ends above the limit, else None."""
         self.spent_us += us / self.trend.factor_of(size)
@@ -515,7 +520,7 @@ class WatchedSession(Delegating):
         out = session.run(output_names, input_feed, run_options)
         us = (self._clock() - t0) / 1000.0
         # no lock per call (calls from several threads may miscount a window by a call or two)
-        mean = watch.over(us, feed_size(input_feed) if watch.trend.b1 or watch.trend.b2 else 1.0)
+        mean = watch.over(us, watch.size_of(input_feed))
         if mean is not None:
             with self._lock:
                 if self._watch is watch:
@@ -568,9 +573,8 @@ class ChallengedSession(Delegating):
         t0 = self._clock()
         out = (parallel if trying else self._current).run(output_names, input_feed, run_options)
         us = (self._clock() - t0) / 1000.0
-        size = feed_size(input_feed) if self._watch.trend.b1 or self._watch.trend.b2 else 1.0
         # no lock per call (calls from several threads may miscount a window by a call or two)
-        mean = (self._trial if trying else self._watch).over(us, size)
+        mean = (self._trial if trying else self._watch).over(us, self._watch.size_of(input_feed))
         if mean is not None:
             with self._lock:
                 if self._parallel is parallel and trying == (self.running == PARALLEL):
