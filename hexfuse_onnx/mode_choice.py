@@ -701,13 +701,12 @@ class ChoosingSession(Delegating):
         explored = self.exploration
         medians, means, default = explored.medians(), explored.means(), ort_modes.DEFAULT
         defaults, chosen_session = self._sessions[default], self._sessions[mode] or self._current
-        defaults_mean = means.get(default)
-        watch = Watch(FALLBACK_RATIO * defaults_mean, explored.size_trend()) if defaults_mean else None
-        challenged = self._challenged(mode, chosen_session, means, explored.size_trend())
+        defaults_mean, trend = means.get(default), explored.size_trend()  # a refit of every call: once
+        watch = Watch(FALLBACK_RATIO * defaults_mean, trend) if defaults_mean else None
         if mode == PARALLEL and defaults is not None and watch is not None:
             self._settle(mode, WatchedSession(chosen_session, watch, lambda: defaults, self._gave_way, self._clock))
         else:
-            self._settle(mode, challenged or chosen_session)
+            self._settle(mode, self._challenged(mode, chosen_session, means, trend) or chosen_session)
         figures = ", ".join(f"{m} {t:.1f}" for m, t in medians.items())
         lowest = min(explored.live, key=medians.__getitem__)
         if lowest != mode:  # ORT's defaults are live and `lowest` did not replace them: say by which test
