@@ -745,11 +745,12 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
         verify_config(cfg, feeds, names, reference)
     warm_rounds: list[bool] = []
 
-    def still_choosing() -> bool:  # the untuned session chooses in discarded rounds of the visits it is measured in
-        warm_rounds.append(any(c.session.choosing for c in choosing))
-        if not warm_rounds[-1]:
+    def still_choosing() -> list[Config]:  # a session chooses in discarded rounds of the visits it is measured in
+        chooses = [c for c in choosing if c.session.choosing]
+        warm_rounds.append(bool(chooses))
+        if not chooses:
             record_choices(choosing, sum(warm_rounds))
-        return warm_rounds[-1]
+        return chooses
 
     tuned_target = tuned_target_of(kept)
     graph_diff = {  # None: stock ORT runs the original's own optimized graph for it (a tuned pair runs the plugin)

@@ -52,29 +52,31 @@ def test_ratio_interval_is_the_median_of_round_ratios() -> None:
     assert np.isnan(interleaved.ratio_interval(Config("none", None), base)[0])
 
 
-def test_warm_up_rounds_are_discarded_until_no_session_is_choosing(zoo_dir: Path) -> None:
+def test_warm_up_rounds_visit_the_choosing_sessions_until_none_is(zoo_dir: Path) -> None:
     model = str(zoo_dir / "gpt_decode_step.onnx")
     configs = [Config(m, isolated.ort_session(model, m)) for m in ("ort-seq", "ort-seq-2t")]
     feeds = verify.random_inputs(configs[0].session, seed=0)
     asked: list[int] = []
 
-    def choosing() -> bool:  # three discarded rounds, then the counted ones
+    def choosing() -> list[Config]:  # three discarded rounds of the first only, then the counted ones
         asked.append(1)
-        return len(asked) <= 3
+        return configs[:1] if len(asked) <= 3 else []
 
-    calls: list[int] = []
-    session = configs[0].session
+    calls: dict[str, list[int]] = {}
+    for cfg in configs:
+        session, seen = cfg.session, calls.setdefault(cfg.label, [])
 
-    class Counted:
-        def run(self, *args):  # noqa: ANN002, ANN202
-            calls.append(1)
-            return session.run(*args)
+        class Counted:
+            def run(self, *args, session=session, seen=seen):  # noqa: ANN002, ANN202
+                seen.append(1)
+                return session.run(*args)
 
-    configs[0].session = Counted()
+        cfg.session = Counted()
     interleaved.time_interleaved(configs, feeds, rounds=2, seed=1, warm_up=choosing)
     assert len(asked) == 4 and [len(c.samples) for c in configs] == [2, 2]
-    visits = len(calls) - 2  # calls_per_visit's two, then 3 discarded + 2 counted visits of the same size
-    assert visits % 5 == 0 and visits >= 5 * 2
+    visits = {label: len(seen) - 2 for label, seen in calls.items()}  # less calls_per_visit's two each
+    assert visits["ort-seq"] % 5 == 0 and visits["ort-seq"] >= 5 * 2  # 3 discarded + 2 counted visits, same size
+    assert visits["ort-seq"] == visits["ort-seq-2t"] * 5 // 2  # the other: its 2 counted visits only
 
 
 def test_a_budget_cuts_the_rounds_of_long_calls_to_those_that_fit(zoo_dir: Path) -> None:

@@ -19,9 +19,13 @@ own: tune's screen of short pair calls); its figure is their median.
 
 A budget (tune's --budget) cuts the rounds of a timing whose calls are long (`rounds_within`).
 A session that chooses its ORT mode during its first calls (mode_choice) chooses in the regime it is
-then measured in: `warm_up` runs discarded rounds of the same visits first, until no session is
-choosing. Chosen in back-to-back calls, with the pooled modes' threads hot, two_branch, mha_encoder,
-inception and convnet_heads took ort-seq-2t or ort-default where rested visits had ort-seq 1-6% faster.
+then measured in: discarded rounds of the same rested visits first, of the sessions `warm_up()` says
+still choose, until none does. The others are not visited then: a choice is made in a session's own
+visits, and those of the rest made a short model's warm-up most of its timing (silero_vad_legacy:
+210 rounds of 9 visits; host_pairs' rows of it, nudenet_320n and gpt_decode_step took 53, 53 and 34 s
+where they took 89, 83 and 82). Chosen in back-to-back calls, with the pooled modes' threads hot,
+two_branch, mha_encoder, inception and convnet_heads took ort-seq-2t or ort-default where rested
+visits had ort-seq 1-6% faster.
 """
 
 from __future__ import annotations
@@ -63,7 +67,7 @@ def time_interleaved(
     rounds: int,
     seed: int = 0,
     progress: Callable[[int], None] | None = None,
-    warm_up: Callable[[], bool] | None = None,
+    warm_up: Callable[[], list[Config]] | None = None,
     visit_s: float = VISIT_S,
     visit_calls: int = VISIT_CALLS,
     budget_s: float = 0.0,
@@ -71,10 +75,11 @@ def time_interleaved(
 ) -> dict[str, float]:
     """One visit per live configuration per round, in a shuffled order; cfg.samples gets one figure
     (us) per round, so round r of every configuration is samples[r]. Before them, discarded rounds of
-    the same visits while `warm_up()` is true (at most WARM_UP_ROUNDS). A visit's timed calls fill
-    `visit_s` (at most `visit_calls`). A `budget_s` cuts the rounds to those that fit it
-    (`rounds_within`); `settled()`, asked after each round from BUDGET_LEAST_ROUNDS on, ends the
-    timing when true. Returns each configuration's median rest (s) before its counted visits."""
+    the same visits of the configurations `warm_up()` returns, until it returns none (at most
+    WARM_UP_ROUNDS). A visit's timed calls fill `visit_s` (at most `visit_calls`). A `budget_s` cuts
+    the rounds to those that fit it (`rounds_within`); `settled()`, asked after each round from
+    BUDGET_LEAST_ROUNDS on, ends the timing when true. Returns each configuration's median rest (s)
+    before its counted visits."""
     live = [c for c in configs if c.ok and c.session is not None]
     once = call_times(live, feeds)
     calls = calls_for(once, visit_s, visit_calls)
@@ -85,9 +90,10 @@ def time_interleaved(
     gc.disable()  # a collection inside a timed call is noise
     try:
         for _ in range(WARM_UP_ROUNDS if warm_up else 0):
-            if not warm_up():  # type: ignore[misc]  # set when the range is not empty
+            choosing = warm_up()  # type: ignore[misc]  # set when the range is not empty
+            if not choosing:
                 break
-            visit_round(live, feeds, calls, rng)
+            visit_round(choosing, feeds, calls, rng)
         for r in range(rounds):
             for cfg, rest, figure in visit_round(live, feeds, calls, rng):
                 rests[cfg.label].append(rest)

@@ -644,8 +644,8 @@ def time_here(
     for cfg in configs:
         verify_config(cfg, case.feeds, case.names, case.expected)
 
-    def choosing() -> bool:
-        return any(getattr(c.session, "choosing", False) for c in configs)
+    def choosing() -> list[Config]:
+        return [c for c in configs if getattr(c.session, "choosing", False)]
 
     rounds = settings["runs"] * settings["rounds"]
     interleaved.time_interleaved(
