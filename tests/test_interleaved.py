@@ -52,7 +52,11 @@ def test_ratio_interval_is_the_median_of_round_ratios() -> None:
     assert np.isnan(interleaved.ratio_interval(Config("none", None), base)[0])
 
 
-def test_warm_up_rounds_visit_the_choosing_sessions_and_call_the_others_once(zoo_dir: Path) -> None:
+def test_warm_up_rounds_visit_the_choosing_sessions_and_call_the_others_once(
+    zoo_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rests: list[int] = []
+    monkeypatch.setattr(interleaved, "rest_until_quiet", lambda: rests.append(1) or 0.0)
     model = str(zoo_dir / "gpt_decode_step.onnx")
     configs = [Config(m, isolated.ort_session(model, m)) for m in ("ort-seq", "ort-seq-2t")]
     feeds = verify.random_inputs(configs[0].session, seed=0)
@@ -77,6 +81,7 @@ def test_warm_up_rounds_visit_the_choosing_sessions_and_call_the_others_once(zoo
     visits = {label: len(seen) - 2 for label, seen in calls.items()}  # less calls_per_visit's two each
     assert visits["ort-seq"] % 5 == 0 and visits["ort-seq"] >= 5 * 2  # 3 discarded + 2 counted visits, same size
     assert visits["ort-seq-2t"] - 3 == visits["ort-seq"] * 2 // 5  # the other: a call a discarded round, 2 visits
+    assert len(rests) == 3 + 2 * 2  # a rest before each visit, none before the other's discarded calls
 
 
 def test_a_budget_cuts_the_rounds_of_long_calls_to_those_that_fit(zoo_dir: Path) -> None:
