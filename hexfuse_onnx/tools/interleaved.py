@@ -123,9 +123,11 @@ def visit_round(live: list[Config], feeds: dict, calls: int, rng: random.Random)
 def warm_up_round(live: list[Config], choosing: list[Config], feeds: dict, calls: int, rng: random.Random) -> None:
     """A discarded round: in a shuffled order, each `choosing` configuration's visit as in a counted
     round, every other configuration's one call without a rest before it. The other sessions' calls
-    keep the caches as loaded as in the counted rounds: without them, ort-seq explored 2.5% faster
-    against ort-seq-2t than it then ran (median over 31 models) and was chosen on t5_small_int8_encoder
-    at 1.10x the best mode."""
+    keep the caches as loaded as in the counted rounds, so the choice is made in their regime but for
+    the rests. Without them (119f412) t5_small_int8_encoder chose ort-seq and ran at 1.10x the best
+    mode; over the models of two runs each, a shift of ort-seq against ort-seq-2t from exploration
+    to timing, against all visits rested, was not measurable either way (paired medians 0.992 and
+    0.990): the regime, not a measured bias, decided."""
     order = list(live)
     rng.shuffle(order)
     for cfg in order:
