@@ -544,6 +544,7 @@ def unfuse(model: onnx.ModelProto, pair_ids: Collection[str] | None = None) -> o
     functions = {(f.domain, f.name, f.overload): f for f in out.functions}
     _unfuse_graph(out.graph, functions, pair_ids, node_order.recorded(out))
     qdq_guard.unguard(out.graph)
+    qdq_guard.guard(out.graph)  # a kept pair's output that an unfused pair read may now reach a Q
     used = _calls(out.graph)
     keep = [f for f in out.functions if (f.domain, f.name, f.overload) in used or f.domain != C.DOMAIN]
     out.ClearField("functions")

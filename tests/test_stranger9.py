@@ -85,6 +85,38 @@ def test_a_pair_output_ort_would_quantize_is_written_loadable(tmp_path: Path) ->
     assert Counter(n.op_type for n in unfused.graph.node) == Counter(n.op_type for n in onnx.load(src).graph.node)
 
 
+@needs_plugin
+def test_a_kept_pair_is_guarded_where_an_unfused_pair_read_it(tmp_path: Path) -> None:
+    """quire_tagger's run: tune kept a pair whose output another pair read (no guard: a pair is no
+    Reshape), unfused that other pair, and the tuned model's Reshape -> Q then met the kept pair's
+    output unguarded: no session with the plugin loaded it ('..._pre_q type inference failed'). Here
+    the written pair's guards are taken off, as if a pair read its outputs, and unfusing nothing
+    must put them back."""
+    src = tmp_path / "m.onnx"
+    onnx.save(_branches_into_a_computed_reshape(), src)
+    written = onnx.load(pipeline.rewrite(src, tmp_path / "rw.onnx", min_gain=0.0).output)
+    g = written.graph
+    guarded = {n.output[0]: n.input[0] for n in g.node if n.name.startswith(qdq_guard.PREFIX + "q/")}
+    back = {n.output[0]: guarded[n.input[0]] for n in g.node if n.name.startswith(qdq_guard.PREFIX + "dq/")}
+    kept = [n for n in g.node if not n.name.startswith(qdq_guard.PREFIX)]
+    for n in kept:
+        n.input[:] = [back.get(t, t) for t in n.input]
+    del g.node[:]
+    g.node.extend(kept)
+    unguarded = tmp_path / "unguarded.onnx"
+    onnx.save(written, unguarded)
+    with pytest.raises(Exception, match="_pre_q"):  # the failure the guard exists for
+        ort.InferenceSession(str(unguarded), runtime.session_options("host"), providers=["CPUExecutionProvider"])
+    again = rewrite.unfuse(written, pair_ids=set())
+    assert sum(n.name.startswith(qdq_guard.PREFIX) for n in again.graph.node) == 4
+    out = tmp_path / "again.onnx"
+    onnx.save(again, out)
+    feeds = {"x": np.random.default_rng(0).standard_normal([2, 64, 32]).astype(np.float32)}
+    plugin = ort.InferenceSession(str(out), runtime.session_options("host"), providers=["CPUExecutionProvider"])
+    stock = ort.InferenceSession(str(src), providers=["CPUExecutionProvider"])
+    np.testing.assert_array_equal(plugin.run(None, feeds)[0], stock.run(None, feeds)[0])
+
+
 def test_no_guard_where_ort_would_not_propagate() -> None:
     """A pair output read by the Q itself, or also a graph output, is left as it is."""
     m = _branches_into_a_computed_reshape()
