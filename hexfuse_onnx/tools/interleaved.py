@@ -112,12 +112,15 @@ def visit_round(live: list[Config], feeds: dict, calls: int, rng: random.Random)
     its `calls` timed calls in us after one warm-up call)."""
     order = list(live)
     rng.shuffle(order)
-    visits = []
-    for cfg in order:
-        rest = rest_until_quiet()
-        times = timed_runs(cfg.session.run, feeds, calls, warmup=1)  # type: ignore[union-attr]  # live
-        visits.append((cfg, rest, float(np.median(times))))
-    return visits
+    return [(cfg, *visit(cfg, feeds, calls)) for cfg in order]
+
+
+def visit(cfg: Config, feeds: dict, calls: int) -> tuple[float, float]:
+    """One visit: (the rest before it in s, the median of its `calls` timed calls in us after one
+    warm-up call)."""
+    rest = rest_until_quiet()
+    times = timed_runs(cfg.session.run, feeds, calls, warmup=1)  # type: ignore[union-attr]  # live
+    return rest, float(np.median(times))
 
 
 def warm_up_round(live: list[Config], choosing: list[Config], feeds: dict, calls: int, rng: random.Random) -> None:
@@ -132,8 +135,7 @@ def warm_up_round(live: list[Config], choosing: list[Config], feeds: dict, calls
     rng.shuffle(order)
     for cfg in order:
         if any(cfg is c for c in choosing):
-            rest_until_quiet()
-            timed_runs(cfg.session.run, feeds, calls, warmup=1)  # type: ignore[union-attr]  # live
+            visit(cfg, feeds, calls)
         else:
             cfg.session.run(None, feeds)  # type: ignore[union-attr]  # live
 
