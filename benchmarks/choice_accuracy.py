@@ -63,7 +63,7 @@ def explore(name: str, explorations: int, rounds: int, seed: int, work: Path, ti
         isolated.settle(cfg.session, feeds)
     meter = CpuMeter()
     interleaved.time_interleaved(
-        modes + rested, feeds, rounds, seed=seed, warm_up=lambda: [c for c in rested if c.session.choosing]
+        modes + rested, feeds, rounds, seed=seed, warm_up=lambda: interleaved.still_choosing(rested)
     )
     best = min(modes, key=Config.median)
     ratio = {c.label: interleaved.ratio_interval(c, best) for c in modes}

@@ -734,7 +734,7 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
     for label, path in (("hexfuse defaults", fused_path), ("hexfuse tuned defaults", tuned_path)):
         cfgs.append(Config(label, isolated.hexfuse_session(str(path)), tol=tol))
     by = {c.label: c for c in cfgs}
-    choosing = [c for c in cfgs if getattr(c.session, "choosing", False)]  # the tuned one too on short calls
+    choosing = interleaved.still_choosing(cfgs)  # the tuned one too on short calls
     untuned_chooses = by["hexfuse defaults"] in choosing
     if not untuned_chooses and not mode_choice.too_large(str(fused_path), header):  # it must choose here and now
         why = f"the untuned session took a cached ORT mode ({mode_cache.cache_path()}), it did not choose"
@@ -746,7 +746,7 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
     warm_rounds: list[bool] = []
 
     def still_choosing() -> list[Config]:  # a session chooses in discarded rounds of the visits it is measured in
-        chooses = [c for c in choosing if c.session.choosing]
+        chooses = interleaved.still_choosing(choosing)
         warm_rounds.append(bool(chooses))
         if not chooses:
             record_choices(choosing, sum(warm_rounds))

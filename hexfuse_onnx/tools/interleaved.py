@@ -123,6 +123,12 @@ def visit(cfg: Config, feeds: dict, calls: int) -> tuple[float, float]:
     return rest, float(np.median(times))
 
 
+def still_choosing(configs: list[Config]) -> list[Config]:
+    """The configurations whose session still chooses its ORT mode (mode_choice): a `warm_up` for
+    `time_interleaved`."""
+    return [c for c in configs if getattr(c.session, "choosing", False)]
+
+
 def warm_up_round(live: list[Config], choosing: list[Config], feeds: dict, calls: int, rng: random.Random) -> None:
     """A discarded round: in a shuffled order, each `choosing` configuration's visit as in a counted
     round, every other configuration's one call without a rest before it. The other sessions' calls
@@ -131,10 +137,10 @@ def warm_up_round(live: list[Config], choosing: list[Config], feeds: dict, calls
     mode; over the models of two runs each, a shift of ort-seq against ort-seq-2t from exploration
     to timing, against all visits rested, was not measurable either way (paired medians 0.992 and
     0.990): the regime, not a measured bias, decided."""
-    order = list(live)
+    order, rested = list(live), {id(c) for c in choosing}
     rng.shuffle(order)
     for cfg in order:
-        if any(cfg is c for c in choosing):
+        if id(cfg) in rested:
             visit(cfg, feeds, calls)
         else:
             cfg.session.run(None, feeds)  # type: ignore[union-attr]  # live

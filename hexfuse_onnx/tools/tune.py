@@ -644,15 +644,12 @@ def time_here(
     for cfg in configs:
         verify_config(cfg, case.feeds, case.names, case.expected)
 
-    def choosing() -> list[Config]:
-        return [c for c in configs if getattr(c.session, "choosing", False)]
-
     rounds = settings["runs"] * settings["rounds"]
     interleaved.time_interleaved(
         configs,
         case.feeds,
         rounds,
-        warm_up=choosing,
+        warm_up=lambda: interleaved.still_choosing(configs),
         visit_s=visit[0],
         visit_calls=visit[1],
         budget_s=settings.get("budget_s", 0.0),
