@@ -876,7 +876,8 @@ def _mode_run(cfg: Config, tuned_mode: str, label: str) -> str | None:
 
 def record_choices(choosing: list[Config], warm_up_rounds: int) -> None:
     """Into each choosing session's extra: the ORT mode it chose, the discarded rounds it took, and what
-    its exploration saw (block medians, round by round)."""
+    its exploration saw (block medians, round by round, and its counted calls: a rule that weighs them
+    otherwise is replayed on them, benchmarks/choice_replay.py)."""
     for cfg in choosing:
         cfg.extra["ort_mode_chosen"] = cfg.session.mode
         cfg.extra["warm_up_rounds"] = warm_up_rounds
@@ -887,6 +888,7 @@ def record_choices(choosing: list[Config], warm_up_rounds: int) -> None:
             "mean_us": explored.means(),
             "rounds": rounds,
             "live": explored.live,
+            "samples_us": {m: [round(float(t), 2) for t in times] for m, times in explored.times().items()},
         }
 
 

@@ -332,13 +332,17 @@ class Exploration:
     def _counts(self, mode: str, t0: int, t1: int) -> bool:
         return mode in self._warm and self._settled_at - t0 <= SETTLE_SHARE * (t1 - t0)
 
+    def times(self) -> dict[str, np.ndarray]:
+        """Each mode's counted calls, us, as at the median input size (`as_median_size`)."""
+        return choice_stats.as_median_size(self.samples, self._sizes)
+
     def medians(self) -> dict[str, float]:
-        """Each mode's median counted call, us, as at the median input size (`as_median_size`)."""
-        return choice_stats.medians(choice_stats.as_median_size(self.samples, self._sizes))
+        """Each mode's median counted call, us, as at the median input size."""
+        return choice_stats.medians(self.times())
 
     def means(self) -> dict[str, float]:
         """Each mode's mean counted call, us, as at the median input size."""
-        return choice_stats.means(choice_stats.as_median_size(self.samples, self._sizes))
+        return choice_stats.means(self.times())
 
     def size_trend(self) -> choice_stats.SizeTrend:
         """How the counted calls' time grew with their inputs' size (`fit_sizes`)."""
@@ -346,7 +350,7 @@ class Exploration:
 
     def _end_round(self) -> None:
         self._round, self._index = self._round + 1, 0
-        times = choice_stats.as_median_size(self.samples, self._sizes)  # one fit serves the blocks and the medians
+        times = self.times()  # one fit serves the blocks and the medians
         self.rounds = [{m: float(np.median(times[m][b])) for m, b in blocks.items()} for blocks in self._blocks]
         self._blocks.append({})
         self.rounds.append({})

@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from hexfuse_onnx import mode_cache, runtime
@@ -65,6 +66,9 @@ def test_a_run_with_looks_stops_at_a_look_where_no_verdict_is_unresolved(
         for label, r in zip(("hexfuse defaults", "hexfuse tuned defaults"), both, strict=True)
     ]
     assert row["rounds"] == 32 or not any(unresolved)
+    explored = row["configs"]["hexfuse defaults"]["explored"]  # the calls it chose by, for choice_replay
+    medians = {mode: float(np.median(calls)) for mode, calls in explored["samples_us"].items()}
+    assert medians == pytest.approx(explored["median_us"], rel=1e-4)
 
 
 def test_a_verdict_met_by_construction_ends_the_timing_at_the_first_look_only() -> None:
