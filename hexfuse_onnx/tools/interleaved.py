@@ -94,9 +94,10 @@ def time_interleaved(
                 break
             warm_up_round(live, choosing, feeds, calls, rng)
         for r in range(rounds):
-            for cfg, rest, figure in visit_round(live, feeds, calls, rng):
+            for cfg, rest, figure, mean in visit_round(live, feeds, calls, rng):
                 rests[cfg.label].append(rest)
                 cfg.samples.append(figure)
+                cfg.visit_means.append(mean)
             if progress:
                 progress(r + 1)
             if settled and r + 1 >= BUDGET_LEAST_ROUNDS and settled():
@@ -107,20 +108,23 @@ def time_interleaved(
     return {k: float(np.median(v)) for k, v in rests.items()}
 
 
-def visit_round(live: list[Config], feeds: dict, calls: int, rng: random.Random) -> list[tuple[Config, float, float]]:
-    """Each configuration visited once in a shuffled order: (config, rest before it in s, median of
-    its `calls` timed calls in us after one warm-up call)."""
+def visit_round(
+    live: list[Config], feeds: dict, calls: int, rng: random.Random
+) -> list[tuple[Config, float, float, float]]:
+    """Each configuration visited once in a shuffled order: (config, *`visit`)."""
     order = list(live)
     rng.shuffle(order)
     return [(cfg, *visit(cfg, feeds, calls)) for cfg in order]
 
 
-def visit(cfg: Config, feeds: dict, calls: int) -> tuple[float, float]:
-    """One visit: (the rest before it in s, the median of its `calls` timed calls in us after one
-    warm-up call)."""
+def visit(cfg: Config, feeds: dict, calls: int) -> tuple[float, float, float]:
+    """One visit: (the rest before it in s, the median of its `calls` timed calls in us after a first
+    call, the mean of all its calls in us, the first included). The median is the figure of warm calls;
+    the mean is what an application that rests between calls waits for: after a rest ORT's pooled modes
+    wake their threads, and on 100-800 us calls the two rank the modes differently (docs/DROPIN.md)."""
     rest = rest_until_quiet()
-    times = timed_runs(cfg.session.run, feeds, calls, warmup=1)  # type: ignore[union-attr]  # live
-    return rest, float(np.median(times))
+    times = timed_runs(cfg.session.run, feeds, calls + 1)  # type: ignore[union-attr]  # live
+    return rest, float(np.median(times[1:])), float(np.mean(times))
 
 
 def still_choosing(configs: list[Config]) -> list[Config]:
