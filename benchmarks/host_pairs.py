@@ -48,7 +48,10 @@ skipped with the reason), in one process and on the same seeded inputs
     and the rounds it took are printed. Whether stock ORT runs the original's own optimized graph
     for the rewrite is checked node for node (hexfuse_onnx/ort_graph.py); a session that runs
     it in the mode that measured best is met by construction (its timed ratio is an A/A
-    comparison: noise), and its interval is printed beside that verdict. Over every model (c) takes about 4 hours
+    comparison: noise), and its interval is printed beside that verdict. Beside the verdicts, which score a
+    visit's warm calls, each session is also compared by each visit's mean call, the first after the rest
+    included (`by_visit_mean`, not judged): what an application that rests between calls waits for, which
+    ranked the modes of 100-800 us calls differently (docs/DROPIN.md). Over every model (c) takes about 4 hours
     on a 2-vCPU VM: --json is written after each model, and --resume takes the models OUT holds from a run with
     the same settings (a failed one is timed again; a model that fails is reported, the run goes on, exit 1).
 
