@@ -119,7 +119,7 @@ def measure(name: str, explorations: int, rounds: int, seed: int, work: Path) ->
     calls = interleaved.calls_per_visit(modes, next(stream))
     rng = random.Random(seed)
     for _ in range(rounds):
-        for cfg, _rest, figure, _mean in interleaved.visit_round(modes, next(stream), calls, rng):
+        for cfg, _rest, figure, _median in interleaved.visit_round(modes, next(stream), calls, rng):
             cfg.samples.append(figure)
     best = min(modes, key=Config.median)
     ratio = {c.label: interleaved.ratio_interval(c, best) for c in modes}

@@ -69,10 +69,10 @@ def test_a_run_with_looks_stops_at_a_look_where_no_verdict_is_unresolved(
     explored = row["configs"]["hexfuse defaults"]["explored"]  # the calls it chose by, for choice_replay
     medians = {mode: float(np.median(calls)) for mode, calls in explored["samples_us"].items()}
     assert medians == pytest.approx(explored["median_us"], rel=1e-4)
-    by_mean = row["by_visit_mean"]  # each visit's mean, its first call included, beside the warm medians
-    assert by_mean["best_ort"] in row["configs"] and len(by_mean["hexfuse defaults"]) == 3
+    by_median = row["by_warm_median"]  # each visit's median warm call, beside the verdicts' means
+    assert by_median["best_ort"] in row["configs"] and len(by_median["hexfuse defaults"]) == 3
     timed = [c for c in row["configs"].values() if c["samples_us"]]  # every record has samples_us, empty if not timed
-    assert timed and all(len(c["visit_means_us"]) == len(c["samples_us"]) for c in timed)
+    assert timed and all(len(c["visit_medians_us"]) == len(c["samples_us"]) for c in timed)
 
 
 def test_a_verdict_met_by_construction_ends_the_timing_at_the_first_look_only() -> None:

@@ -26,23 +26,24 @@ def test_one_figure_per_configuration_and_round(zoo_dir: Path) -> None:
     assert seen == [1, 2, 3, 4]
     assert [len(c.samples) for c in configs] == [4, 4, 0]
     assert all(x > 0 for c in configs[:2] for x in c.samples)
-    assert [len(c.visit_means) for c in configs] == [4, 4, 0]
+    assert [len(c.visit_medians) for c in configs] == [4, 4, 0]
     assert set(rests) == {"ort-seq", "ort-seq-2t"}
     assert 1 <= interleaved.calls_per_visit(configs[:2], feeds) <= interleaved.VISIT_CALLS
 
 
-def test_a_visit_scores_its_warm_calls_and_means_all_of_them(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The first call after the rest is out of the median (warm calls) and in the mean (what an application
-    resting between calls waits for)."""
+def test_a_visit_scores_the_mean_of_all_its_calls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first call after the rest and a call that waited are in the mean (the figure), not in the median of
+    the warm calls recorded beside it."""
     monkeypatch.setattr(interleaved, "rest_until_quiet", lambda: 0.0)
-    slept = iter([0.02, 0.001])  # a 20 ms call after the rest, then a 1 ms one
+    slept = iter([0.05, 0.001, 0.001, 0.03])  # a 50 ms call after the rest, two 1 ms ones, one that waited 30 ms
 
-    class FirstSlow:
+    class Waits:
         def run(self, *_args: object) -> None:
             time.sleep(next(slept))
 
-    _rest, median_us, mean_us = interleaved.visit(Config("first slow", FirstSlow()), {}, calls=1)
-    assert median_us < 10_000 <= mean_us  # the 1 ms call alone; the mean of both
+    _rest, mean_us, median_us = interleaved.visit(Config("waits", Waits()), {}, calls=3)
+    assert median_us < 10_000  # a 1 ms call
+    assert mean_us >= 20_000  # (50 + 1 + 1 + 30) / 4 ms
 
 
 def test_rest_ends_after_quiet_slices(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -79,7 +79,7 @@ class Config:
     error: float | None = None
     tol: float = DEFAULT_TOL
     samples: list[float] = field(default_factory=list)  # microseconds
-    visit_means: list[float] = field(default_factory=list)  # us: each counted visit's mean call, its first included
+    visit_medians: list[float] = field(default_factory=list)  # us: each counted visit's median call after its first
     extra: dict[str, Any] = field(default_factory=dict)
     make: Callable[[], Any] | None = None  # builds the session in a worker process of its own (isolated.py)
 
@@ -96,7 +96,7 @@ class Config:
             "relative_error": self.error,
             **(self.stats() or {}),
             "samples_us": [round(x, 2) for x in self.samples],
-            **({"visit_means_us": [round(x, 2) for x in self.visit_means]} if self.visit_means else {}),
+            **({"visit_medians_us": [round(x, 2) for x in self.visit_medians]} if self.visit_medians else {}),
             **self.extra,
         }
 

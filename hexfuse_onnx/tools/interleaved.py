@@ -13,9 +13,13 @@ most) before the median over rounds: a slow change of speed cancels in it.
 Before each visit the process rests until its threads are quiet (`rest_until_quiet`): after a call
 ORT's pooled modes spin their intra-op threads for 50-180 ms (measured on two_branch and
 gpt_decode_step, 50-70 ms of CPU in a 300 ms sleep), which would take a core from the next visit.
-A visit is one warm-up call, then the same number of timed calls for every configuration (as many
-as fill VISIT_S at the median configuration's speed, 1 to VISIT_CALLS, unless the caller gives its
-own: tune's screen of short pair calls); its figure is their median.
+A visit is a first call and then the same number of calls again for every configuration (as many as
+fill VISIT_S at the median configuration's speed, 1 to VISIT_CALLS, unless the caller gives its own:
+tune's screen of short pair calls); its figure is the mean of them all, what an application that calls
+in bursts waits for. Until RULE 11 (mode_cache.py) it was the median of the calls after the first, which
+ranked ort-par first on gtcrn_stream, whisper_decoder_merged and frspell_lemma_int8 while its first
+call after a rest took 2.0-4.6x ort-seq's and a third of its second calls over twice its median
+(benchmarks/visit_positions.py, docs/DROPIN.md); that median is recorded beside.
 
 A budget (tune's --budget) cuts the rounds of a timing whose calls are long (`rounds_within`).
 A session that chooses its ORT mode during its first calls (mode_choice) chooses in the regime it is
@@ -94,10 +98,10 @@ def time_interleaved(
                 break
             warm_up_round(live, choosing, feeds, calls, rng)
         for r in range(rounds):
-            for cfg, rest, figure, mean in visit_round(live, feeds, calls, rng):
+            for cfg, rest, figure, median in visit_round(live, feeds, calls, rng):
                 rests[cfg.label].append(rest)
                 cfg.samples.append(figure)
-                cfg.visit_means.append(mean)
+                cfg.visit_medians.append(median)
             if progress:
                 progress(r + 1)
             if settled and r + 1 >= BUDGET_LEAST_ROUNDS and settled():
@@ -118,13 +122,12 @@ def visit_round(
 
 
 def visit(cfg: Config, feeds: dict, calls: int) -> tuple[float, float, float]:
-    """One visit: (the rest before it in s, the median of its `calls` timed calls in us after a first
-    call, the mean of all its calls in us, the first included). The median is the figure of warm calls;
-    the mean is what an application that rests between calls waits for: after a rest ORT's pooled modes
-    wake their threads, and on 100-800 us calls the two rank the modes differently (docs/DROPIN.md)."""
+    """One visit: (the rest before it in s, the mean of its 1 + `calls` calls in us, the median of the `calls`
+    after the first). The mean is the figure: after a rest a pooled mode wakes its threads, and some of its
+    calls wait; the median of the warm calls, the figure until RULE 11, is recorded beside."""
     rest = rest_until_quiet()
     times = timed_runs(cfg.session.run, feeds, calls + 1)  # type: ignore[union-attr]  # live
-    return rest, float(np.median(times[1:])), float(np.mean(times))
+    return rest, float(np.mean(times)), float(np.median(times[1:]))
 
 
 def still_choosing(configs: list[Config]) -> list[Config]:
