@@ -4,12 +4,13 @@ explorations a `host_pairs.py --defaults` run recorded, against what each sessio
     python benchmarks/choice_replay.py RUN.json
 
 Every drop-in session of the run that chose its mode at run time recorded what its exploration saw (each
-mode's median call and its blocks' medians round by round). For each, this prints the mode it chose then
-and the mode the rule chooses now from the same figures, each as the run's timed median of the original in
-that mode over the best ORT mode's (the rested, interleaved rounds the verdicts are made of): a rule change
-judged on the calls already timed, in seconds, before a run of hours. The modes still in the rotation at the
-end are recorded from this tree on; in earlier runs they are taken as those within DROP_RATIO of the best
-median. Only a rule's final step is replayed: the exploration's blocks, drops and rounds stay as they were.
+mode's blocks' means round by round; runs before RULE 11 recorded blocks' medians, replayed as they are). For
+each, this prints the mode it chose then and the mode the rule chooses now from the same figures, each as the
+run's timed figure of the original in that mode over the best ORT mode's (the rested, interleaved rounds the
+verdicts are made of): a rule change judged on the calls already timed, in seconds, before a run of hours.
+The modes still in the rotation at the end are recorded from this tree on; in earlier runs they are taken as
+those within DROP_RATIO of the lowest typical call (mode_choice.typical_calls). Only a rule's final step is
+replayed: the exploration's blocks, drops and rounds stay as they were.
 """
 
 from __future__ import annotations
@@ -30,11 +31,11 @@ SESSIONS = ("hexfuse defaults", "hexfuse tuned defaults")
 
 
 def live_modes(explored: dict[str, Any]) -> list[str]:
-    """The modes left in the rotation: recorded, or those within DROP_RATIO of the best median."""
-    medians = explored["median_us"]
+    """The modes left in the rotation: recorded, or those within DROP_RATIO of the lowest typical call."""
     if "live" in explored:
         return list(explored["live"])
-    return [m for m in medians if medians[m] <= mode_choice.DROP_RATIO * min(medians.values())]
+    typical = mode_choice.typical_calls(explored["rounds"])
+    return [m for m in typical if typical[m] <= mode_choice.DROP_RATIO * min(typical.values())]
 
 
 def replay(row: dict[str, Any]) -> list[dict[str, Any]]:
@@ -47,8 +48,7 @@ def replay(row: dict[str, Any]) -> list[dict[str, Any]]:
         if not timed or not explored:
             continue
         then = configs[label]["ort_mode_chosen"]
-        means = explored.get("mean_us", explored["median_us"])  # not recorded before RULE 9: no mean weighed
-        now = mode_choice.chosen_mode(explored["median_us"], means, explored["rounds"], live_modes(explored))
+        now = mode_choice.chosen_mode(explored["rounds"], live_modes(explored))
         best = min(timed.values())
         found.append(
             {

@@ -10,12 +10,13 @@ ms, moonshine_tiny_decoder 217 -> 653 ms; now 0.8-1.3x; made within a call, tiny
 1.2-1.4 s three times), and alternates its first calls among them in blocks (Aker: prepare the versions,
 choose at run time; `Exploration`): up to ROUNDS rounds of one block per mode (BLOCK counted calls and BLOCK_S
 in calls, or one and LONG_BLOCK_S), each round in another order, ending earlier (after MIN_ROUNDS at least)
-once the calls have taken EXPLORE_S. ort-par joins from the second round on. From MIN_ROUNDS rounds on, a mode
-above DROP_RATIO times the best median in each of its blocks leaves the rotation (ort-par, joined a round
-late, after its first such block). It keeps ORT's defaults unless another mode beat them clearly
-(`replaces_defaults`: a mode with a pool in the rounds both ran, by a signed-rank test at level LEAVE_P, by
-LEAVE_GAIN in median and with a mean call no longer; ort-seq, which has no pool to spin, by any lower median
-that the same test confirms; of such modes the lowest median), releases the other sessions, logs the
+once the calls have taken EXPLORE_S. ort-par joins from the second round on. Modes are compared by their
+typical call (`typical_calls`: the median of a mode's blocks' mean calls; RULE 11, at PARALLEL). From MIN_ROUNDS
+rounds on, a mode above DROP_RATIO times the best typical call in each of its blocks leaves the rotation (ort-par,
+joined a round late, after its first such block). It keeps ORT's defaults unless another mode beat them clearly
+(`replaces_defaults`: a mode with a pool in the rounds both ran, by a signed-rank test at level LEAVE_P and by
+LEAVE_GAIN in typical call; ort-seq, which has no pool to spin, by any lower one that the same test confirms; of
+such modes the lowest), releases the other sessions, logs the
 choice once and remembers it for the model on this machine (mode_cache.py). The next sessions of the model
 choose again until the choices settle (`mode_cache.settled`: one exploration on a busy machine can choose
 wrong); from then on a session of the model starts in that mode at once. A session in ort-par, chosen or
@@ -101,8 +102,17 @@ SPINLESS = ("ort-seq",)  # sequential on one thread: no pool threads that spin
 # of the 2 CPUs its median stayed near the defaults' but 10% of its calls or more waited ~8 ms (p90 4.4-8 ms
 # against 0.2-0.9 ms; likely a node's inter-op thread waiting out the other process's time slice, not
 # measured): the "285x in rested calls" a remembered choice of it ran silero_decoder_v5 at before the
-# 0.5 ms threshold RULE 9 drops. So a pooled mode's mean call must be no longer than the defaults'.
+# 0.5 ms threshold RULE 9 drops: a median does not see such waits, a block's mean does.
 PARALLEL = "ort-par"
+# Compared by the typical call, the median of a mode's blocks' mean calls (RULE 11), as host_pairs takes the median
+# of visits it scores by their mean call: a block's mean counts a mode's calls that wait now and then, the median
+# over blocks leaves out a block something else disturbed. Until RULE 11 by their median, a pooled mode's mean no
+# longer than the defaults': in rested visits (host_pairs, session 46's run)
+# ort-par's median was the lowest on gtcrn_stream, frspell_lemma_int8 and whisper_decoder_merged, its first two
+# calls after a rest 2.0-6.2x ort-seq's (3015-3405 us and 1605-2072 us against 780-1673 and 260-945), and ORT's
+# defaults and ort-seq-2t took over twice their median on 3-17% of later calls where ort-seq did on none or 5%
+# (benchmarks/visit_positions.py): the median ranked first the modes whose calls wait now and then, and kept ORT's
+# defaults on frspell_lemma_int8 and whisper_decoder_with_past at 1.45x and 1.54x ort-seq's mean call.
 CANDIDATES = tuple(m for m in ort_modes.MODES if m != PARALLEL)
 FULL_EXPLORATION_US = EXPLORE_S * 1e6 / (ROUNDS * BLOCK * len(CANDIDATES))  # calls this short or shorter get
 # all ROUNDS rounds before EXPLORE_S: a tuned model that runs unfused on stock ORT chooses its mode at run time
@@ -110,22 +120,22 @@ FULL_EXPLORATION_US = EXPLORE_S * 1e6 / (ROUNDS * BLOCK * len(CANDIDATES))  # ca
 # the mode tune pinned ran 1.03-1.10x the best on calls under 1 ms (hama_g2p_encoder quiet, gtcrn_stream loaded)
 # where the run-time choice met 1.02x; on longer calls with few rounds to choose in, the pin met it where the
 # run-time choice took a mode 1.36-1.54x the best (spindle_eeg, centerface, loaded; docs/DROPIN.md)
-LEAVE_GAIN = 0.02  # another mode replaces ORT's defaults only when its median is this much lower and its
+LEAVE_GAIN = 0.02  # another mode replaces ORT's defaults only when its mean is this much lower and its
 # rounds show it faster (LEAVE_P): the user's baseline is ORT's defaults, and one exploration cannot rank modes
 # a few % apart. On the Intel VM ort-seq-2t ran as fast as ORT's defaults in back-to-back calls (0.98-1.01 a round)
 # and 1.05-1.5x slower in rested ones (ORT pins the threads of its default pool, not of one of a set size:
 # a likely cause, not measured): the lowest median took it for two_branch in 4 of 6 back-to-back
 # explorations, 1.52x the defaults rested (benchmarks/choice_accuracy.py, docs/DROPIN.md).
-# Not for ort-seq (SPINLESS): at a median as low as the defaults' it is the better mode for the application, whose
-# other work gets the core a pool spins for ~40 ms after each call (SETTLE_S); it needs a lower median and its rounds
+# Not for ort-seq (SPINLESS): at a mean as low as the defaults' it is the better mode for the application, whose
+# other work gets the core a pool spins for ~40 ms after each call (SETTLE_S); it needs a lower mean and its rounds
 # (LEAVE_P; until RULE 10 a median per-round ratio under 1, which took ort-seq on a coin's toss: centerface_qdq and
 # fsmn_vad explored it faster in 6 of 12 rounds, ~1.3 ms calls, against ORT's defaults that ran 1.05 or 1.45 ms a
 # visit; timed 1.15x and 1.11x the best mode, session 44's run). Where it ties, on calls under ~150 us, an exploration
 # saw less of its lead than the timed rounds: silero_decoder_v5 1.9% (the defaults kept) against 9%,
 # gpt_decode_step_contrib 4.1% against 23% (host_pairs --defaults, session 38). Replayed on that run's 118
-# explorations (benchmarks/choice_replay.py), a lower median alone changed 9 choices, 3 to slower modes
-# (silero_vad_legacy explored ort-seq 12% ahead, timed 11% behind); with the rounds' median, 6: 5 to the best mode,
-# one 1.48x -> 1.54x (hama_g2p_encoder, whose best mode, ort-par, the choice does not take on 0.4 ms calls).
+# explorations (benchmarks/choice_replay.py; medians until RULE 11), a lower median alone changed 9 choices, 3 to
+# slower modes (silero_vad_legacy explored ort-seq 12% ahead, timed 11% behind); with the rounds' median, 6: 5 to the
+# best mode, one 1.48x -> 1.54x (hama_g2p_encoder, whose best mode, ort-par, the choice does not take on 0.4 ms calls).
 LEAVE_P = 1 / 16  # ... faster at this level by a one-sided Wilcoxon signed-rank test of its per-round log
 # ratios to the defaults (exact; with 4 rounds or fewer: faster in every round, the rule before 12 rounds).
 # Four rounds could not rank gtcrn_stream's modes 5-11% apart in rested calls: ort-seq beat the defaults
@@ -260,7 +270,7 @@ class Exploration:
     session's first call (ORT sets up its buffers), and a block's calls that start before it settles
     (SETTLE_S after the previous block's last call where that mode spins a pool, else SWITCH_S after
     its own first call), unless at most SETTLE_SHARE of the call came before. After each round from
-    MIN_ROUNDS on, a mode whose median is
+    MIN_ROUNDS on, a mode whose mean is
     above DROP_RATIO times the best one's in each of its blocks leaves the rotation (ORT_PARALLEL ran
     mha_encoder 30-90x slower than ort-seq on a loaded 2-core VM: a block of it costs the application
     more than the rest of the choice; but one block can be disturbed, so a mode has MIN_ROUNDS blocks,
@@ -268,14 +278,14 @@ class Exploration:
     drop rule first weighs them after one block. After
     ROUNDS rounds, or MIN_ROUNDS once its counted calls have taken EXPLORE_S, or when one
     mode is left, a mode is chosen (`chosen`): ORT's defaults, unless modes beat them clearly
-    (`chosen_mode`), then the one of those with the lowest median. Medians are of the calls as at
-    the median input size (`as_median_size`), recomputed at each round's end."""
+    (`chosen_mode`), then the one of those with the lowest typical call (`typical_calls`). Blocks' means are of
+    the calls as at the median input size (`as_median_size`), recomputed at each round's end."""
 
     def __init__(self, modes: Sequence[str], joining: Sequence[str] = ()) -> None:
         self.samples: dict[str, list[float]] = {m: [] for m in (*modes, *joining)}  # counted calls, us
         self._sizes: dict[str, list[float]] = {m: [] for m in self.samples}  # their inputs' elements
         self._blocks: list[dict[str, slice]] = [{}]  # per round, each mode's block: its counted calls
-        self.rounds: list[dict[str, float]] = [{}]  # per round, each mode's block median, us (`as_median_size`)
+        self.rounds: list[dict[str, float]] = [{}]  # per round, each mode's block mean, us (`as_median_size`)
         self.live = list(modes)
         self._joining = list(joining)
         self.chosen: str | None = None
@@ -350,73 +360,72 @@ class Exploration:
 
     def _end_round(self) -> None:
         self._round, self._index = self._round + 1, 0
-        times = self.times()  # one fit serves the blocks and the medians
-        self.rounds = [{m: float(np.median(times[m][b])) for m, b in blocks.items()} for blocks in self._blocks]
+        times = self.times()  # one fit serves the blocks and the means
+        self.rounds = [{m: float(np.mean(times[m][b])) for m, b in blocks.items()} for blocks in self._blocks]
         self._blocks.append({})
         self.rounds.append({})
-        medians = choice_stats.medians(times)
-        best = min(medians[m] for m in self.live)
+        figures = typical_calls(self.rounds)
+        best = min(figures[m] for m in self.live)
         if self._round >= MIN_ROUNDS:  # every block of a mode that leaves was that slow
             self.live = [m for m in self.live if self.fastest_block(m) <= DROP_RATIO * best]
         if self._round == 1:
             self.live += self._joining
         long_enough = self._round >= MIN_ROUNDS and self._busy >= EXPLORE_S * 1e9
         if self._round == ROUNDS or long_enough or len(self.live) == 1:
-            self.chosen = chosen_mode(medians, choice_stats.means(times), self.rounds, self.live)
+            self.chosen = chosen_mode(self.rounds, self.live)
 
     def fastest_block(self, mode: str) -> float:
-        """The lowest median of one of the mode's blocks, us."""
+        """The lowest mean of one of the mode's blocks, us."""
         return min(r[mode] for r in self.rounds if mode in r)
 
 
-def chosen_mode(
-    medians: dict[str, float], means: dict[str, float], rounds: Sequence[dict[str, float]], live: Sequence[str]
-) -> str:
-    """The mode an exploration chooses of those `live`, from each mode's median and mean call (us) and its
-    blocks' medians round by round: ORT's defaults unless modes replace them (`replaces_defaults`, over the rounds
-    both ran), then the lowest median of those; once the defaults left the rotation the lowest median.
+def typical_calls(rounds: Sequence[dict[str, float]]) -> dict[str, float]:
+    """Each mode's typical call (us) of an exploration's blocks' means round by round: the median of its blocks'
+    means. A block's mean counts the mode's calls that wait now and then (in every block); the median over blocks
+    leaves out one that something else disturbed (one block in twelve read 18x a mode's steady time)."""
+    modes = dict.fromkeys(m for r in rounds for m in r)
+    return {m: float(np.median([r[m] for r in rounds if m in r])) for m in modes}
+
+
+def chosen_mode(rounds: Sequence[dict[str, float]], live: Sequence[str]) -> str:
+    """The mode an exploration chooses of those `live`, from each mode's blocks' means round by round: ORT's
+    defaults unless modes replace them (`replaces_defaults` on their typical calls, over the rounds both ran), then
+    the lowest typical call of those; once the defaults left the rotation the lowest.
     benchmarks/choice_replay.py applies it to the explorations a host_pairs run recorded."""
-    default = ort_modes.DEFAULT
+    figures, default = typical_calls(rounds), ort_modes.DEFAULT
     if default not in live:
-        return min(live, key=medians.__getitem__)
+        return min(live, key=figures.__getitem__)
     clear = [default] + [
-        m
-        for m in live
-        if m != default
-        and replaces_defaults(m, medians[m] / medians[default], means[m] / means[default], round_ratios(rounds, m))
+        m for m in live if m != default and replaces_defaults(m, figures[m] / figures[default], round_ratios(rounds, m))
     ]
-    return min(clear, key=medians.__getitem__)
+    return min(clear, key=figures.__getitem__)
 
 
 def round_ratios(rounds: Sequence[dict[str, float]], mode: str) -> list[float]:
-    """log(mode's block median / ORT's defaults') in each round both ran."""
+    """log(mode's block mean / ORT's defaults') in each round both ran."""
     return [float(np.log(r[mode] / r[ort_modes.DEFAULT])) for r in rounds if mode in r and ort_modes.DEFAULT in r]
 
 
-def replaces_defaults(mode: str, median_ratio: float, mean_ratio: float, log_ratios: Sequence[float]) -> bool:
-    """The rule by which `mode` replaces ORT's defaults, given its median and mean over theirs and its
-    per-round log ratios to them: faster in its rounds by a one-sided test at level LEAVE_P (`faster_in_rounds`),
-    and ort-seq (SPINLESS) by any lower median; a mode with a pool by LEAVE_GAIN in median and with a mean no
-    longer: beside a busy process some of ort-par's calls wait ~8 ms, which the medians do not see (PARALLEL).
-    The run-time choice's and tune's: every test passed
-    (`defaults_kept_because` names those that failed)."""
-    return not defaults_kept_because(mode, median_ratio, mean_ratio, log_ratios)
+def replaces_defaults(mode: str, ratio: float, log_ratios: Sequence[float]) -> bool:
+    """The rule by which `mode` replaces ORT's defaults, given its typical call over theirs (`ratio`; tune's: its
+    median visit, a visit's mean call) and its per-round log ratios to them: faster in its rounds by a one-sided
+    test at level LEAVE_P (`faster_in_rounds`), ort-seq (SPINLESS) by any lower ratio, a mode with a pool by
+    LEAVE_GAIN. The run-time choice's and tune's: every test passed (`defaults_kept_because` names those that
+    failed)."""
+    return not defaults_kept_because(mode, ratio, log_ratios)
 
 
-def defaults_kept_because(mode: str, median_ratio: float, mean_ratio: float, log_ratios: Sequence[float]) -> str:
+def defaults_kept_because(mode: str, ratio: float, log_ratios: Sequence[float]) -> str:
     """The tests of `replaces_defaults` that `mode` failed, with its figures; "" when it passed them all. The log
     names them: a stranger's detector logged ort-seq-2t at half the defaults' median, not chosen, and the log
     did not say whether its mean or its rounds kept it out."""
     faster = sum(r < 0.0 for r in log_ratios)
+    most = 1.0 if mode in SPINLESS else 1.0 - LEAVE_GAIN
     failed = []
-    if mode in SPINLESS and median_ratio >= 1.0:
-        failed.append(f"its median {median_ratio:.3f}x ORT's defaults', not under 1x")
-    if mode not in SPINLESS and median_ratio > 1.0 - LEAVE_GAIN:
-        failed.append(f"its median {median_ratio:.3f}x ORT's defaults', not under {1.0 - LEAVE_GAIN:g}x")
+    if ratio >= most:
+        failed.append(f"its typical call {ratio:.3f}x ORT's defaults', not under {most:g}x")
     if not choice_stats.faster_in_rounds(log_ratios, LEAVE_P):
         failed.append(f"faster in {faster} of {len(log_ratios)} rounds, not at p <= {LEAVE_P:.3g}")
-    if mode not in SPINLESS and mean_ratio > 1.0:
-        failed.append(f"its mean {mean_ratio:.3f}x theirs")
     return "; ".join(failed)
 
 
@@ -703,7 +712,7 @@ class ChoosingSession(Delegating):
 
     def _choose(self, mode: str) -> None:
         explored = self.exploration
-        medians, means, default = explored.medians(), explored.means(), ort_modes.DEFAULT
+        means, default = explored.means(), ort_modes.DEFAULT
         defaults, chosen_session = self._sessions[default], self._sessions[mode] or self._current
         defaults_mean, trend = means.get(default), explored.size_trend()  # a refit of every call: once
         watch = Watch(FALLBACK_RATIO * defaults_mean, trend) if defaults_mean else None
@@ -711,21 +720,19 @@ class ChoosingSession(Delegating):
             self._settle(mode, WatchedSession(chosen_session, watch, lambda: defaults, self._gave_way, self._clock))
         else:
             self._settle(mode, self._challenged(mode, chosen_session, means, trend) or chosen_session)
-        figures = ", ".join(f"{m} {t:.1f}" for m, t in medians.items())
-        lowest = min(explored.live, key=medians.__getitem__)
+        typical = typical_calls(explored.rounds)
+        figures = ", ".join(f"{m} {t:.1f}" for m, t in typical.items())
+        lowest = min(explored.live, key=typical.__getitem__)
         if lowest != mode:  # ORT's defaults are live and `lowest` did not replace them: say by which test
             figures += f"; not {lowest}: " + defaults_kept_because(
-                lowest,
-                medians[lowest] / medians[default],
-                means[lowest] / means[default],
-                round_ratios(explored.rounds, lowest),
+                lowest, typical[lowest] / typical[default], round_ratios(explored.rounds, lowest)
             )
         record = {"watch": watch.record()} if watch is not None else {}
         chosen, later, where = mode_cache.remember_choice(
-            self._key, mode, self._log, median_us=medians, calls=self._calls, **record
+            self._key, mode, self._log, typical_us=typical, calls=self._calls, **record
         )
         self._log(
-            f"hexfuse: ONNX Runtime mode {mode} chosen at run time (median us: {figures}; choices here: "
+            f"hexfuse: ONNX Runtime mode {mode} chosen at run time (typical call, us: {figures}; choices here: "
             f"{', '.join(chosen)}: {later}); {where}"
         )
 

@@ -16,7 +16,7 @@ TIMED_US = {"ort-default": 44.5, "ort-seq": 40.5, "ort-seq-2t": 43.6, "ort-par":
 
 
 def _row(model: str, explored_us: dict[str, float], then: str, live: list[str] | None = None) -> dict:
-    explored: dict = {"median_us": explored_us, "rounds": [explored_us] * 12}
+    explored: dict = {"median_us": explored_us, "mean_us": explored_us, "rounds": [explored_us] * 12}
     if live is not None:
         explored["live"] = live
     configs: dict = {m: {"median_us": t} for m, t in TIMED_US.items()}
@@ -26,7 +26,7 @@ def _row(model: str, explored_us: dict[str, float], then: str, live: list[str] |
 
 def test_a_changed_choice_is_printed_with_both_modes_timed_over_the_best(tmp_path, capsys):
     """silero_decoder_v5 in session 38: its exploration saw ort-seq 1.9% ahead and kept ORT's defaults; the
-    rule now (ort-seq at a lower median its rounds confirm) takes ort-seq, which the run timed as the best mode."""
+    rule now (ort-seq at a lower mean its rounds confirm) takes ort-seq, which the run timed as the best mode."""
     rows = [
         _row("silero", {"ort-default": 47.7, "ort-seq": 46.8, "ort-seq-2t": 48.1}, "ort-default"),
         _row("kept", {"ort-default": 47.7, "ort-seq": 48.8, "ort-seq-2t": 48.1}, "ort-default"),
@@ -43,7 +43,7 @@ def test_a_changed_choice_is_printed_with_both_modes_timed_over_the_best(tmp_pat
 
 @pytest.mark.parametrize(("live", "now"), [(None, "ort-seq-2t"), (["ort-default", "ort-seq"], "ort-seq")])
 def test_the_modes_left_in_the_rotation_are_read_or_inferred(live, now):
-    """Inferred: ORT's defaults, above DROP_RATIO times the best median, left (the lowest median chosen);
+    """Inferred: ORT's defaults, above DROP_RATIO times the best mean, left (the lowest mean chosen);
     recorded: ort-seq-2t left, and ort-seq, faster than the defaults, replaces them."""
     row = _row("dropped", {"ort-default": 200.0, "ort-seq": 60.0, "ort-seq-2t": 50.0}, "ort-seq-2t", live)
     (session,) = choice_replay.replay(row)
