@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from hexfuse_onnx import mode_cache, ort_modes
+from hexfuse_onnx import mode_cache, mode_choice, ort_modes
 from hexfuse_onnx.tools import interleaved, isolated
 from hexfuse_onnx.tools.bench import Config, CpuMeter, load_text
 from hexfuse_onnx.tools.zoo import resolve
@@ -86,17 +86,14 @@ def explore(name: str, explorations: int, rounds: int, seed: int, work: Path, ti
 
 
 def explored_over_best(explorations: list[Any], best: str) -> dict[str, dict[str, Any]]:
-    """Per mode, its exploration median / the best mode's, in each exploration, and the calls of
-    it each exploration timed. Beside the counted rounds' ratio: a median ratio
-    near the counted one with a wide spread across explorations is sampling noise (too few calls
-    per mode); a median ratio away from it is the exploration's regime ranking modes otherwise."""
+    """Per mode, its typical call in each exploration over the best mode's (mode_choice.typical_calls), and the
+    calls of it each exploration timed. Beside the counted rounds' ratio: a median ratio near the counted one with
+    a wide spread across explorations is sampling noise (too few calls per mode); a median ratio away from it is
+    the exploration's regime ranking modes otherwise."""
     out: dict[str, dict[str, Any]] = {}
+    typical = [(e, mode_choice.typical_calls(e.rounds)) for e in explorations]
     for mode in ort_modes.MODES:
-        pairs = [
-            (e.medians()[mode] / e.medians()[best], len(e.samples[mode]))
-            for e in explorations
-            if mode in e.medians() and best in e.medians()
-        ]
+        pairs = [(t[mode] / t[best], len(e.samples[mode])) for e, t in typical if mode in t and best in t]
         if pairs:
             ratios = [r for r, _ in pairs]
             out[mode] = {"ratios": ratios, "median": float(np.median(ratios)), "calls": [n for _, n in pairs]}

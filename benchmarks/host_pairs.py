@@ -107,8 +107,18 @@ import onnxruntime as ort
 from onnx import helper
 
 import models
+from hexfuse_onnx import (
+    choice_stats,
+    mode_cache,
+    mode_choice,
+    modelio,
+    ort_graph,
+    ort_modes,
+    random_ops,
+    runtime,
+    tuning,
+)
 from hexfuse_onnx import contract as C
-from hexfuse_onnx import mode_cache, mode_choice, modelio, ort_graph, ort_modes, random_ops, runtime, tuning
 from hexfuse_onnx.costmodel import engine_seconds
 from hexfuse_onnx.nested import all_nodes
 from hexfuse_onnx.pipeline import rewrite
@@ -906,19 +916,22 @@ def by_warm_median(cfgs: list[Config], level: float) -> dict[str, Any]:
 
 def record_choices(choosing: list[Config], warm_up_rounds: int) -> None:
     """Into each choosing session's extra: the ORT mode it chose, the discarded rounds it took, and what
-    its exploration saw (block medians, round by round, and its counted calls: a rule that weighs them
-    otherwise is replayed on them, benchmarks/choice_replay.py)."""
+    its exploration saw (block means round by round, each mode's typical call of them, and its counted calls,
+    as at the median input size: a rule that weighs them otherwise is replayed on them,
+    benchmarks/choice_replay.py)."""
     for cfg in choosing:
         cfg.extra["ort_mode_chosen"] = cfg.session.mode
         cfg.extra["warm_up_rounds"] = warm_up_rounds
         explored = cfg.session.exploration
         rounds = [r for r in explored.rounds if r]
+        times = explored.times()  # one fit of the size trend serves the figures below
         cfg.extra["explored"] = {
-            "median_us": explored.medians(),
-            "mean_us": explored.means(),
+            "typical_us": mode_choice.typical_calls(rounds),
+            "median_us": choice_stats.medians(times),
+            "mean_us": choice_stats.means(times),
             "rounds": rounds,
             "live": explored.live,
-            "samples_us": {m: [round(float(t), 2) for t in times] for m, times in explored.times().items()},
+            "samples_us": {m: [round(float(t), 2) for t in calls] for m, calls in times.items()},
         }
 
 
