@@ -110,7 +110,7 @@ PARALLEL = "ort-par"
 # longer than the defaults': in rested visits (host_pairs, session 46's run)
 # ort-par's median was the lowest on gtcrn_stream, frspell_lemma_int8 and whisper_decoder_merged, its first two
 # calls after a rest 2.0-6.2x ort-seq's (3015-3405 us and 1605-2072 us against 780-1673 and 260-945), and ORT's
-# defaults and ort-seq-2t took over twice their median on 3-17% of later calls where ort-seq did on none or 5%
+# defaults and ort-seq-2t took over twice their median on up to 8-17% of later calls where ort-seq did on up to 2-5%
 # (benchmarks/visit_positions.py): the median ranked first the modes whose calls wait now and then, and kept ORT's
 # defaults on frspell_lemma_int8 and whisper_decoder_with_past at 1.45x and 1.54x ort-seq's mean call.
 CANDIDATES = tuple(m for m in ort_modes.MODES if m != PARALLEL)
@@ -120,22 +120,22 @@ FULL_EXPLORATION_US = EXPLORE_S * 1e6 / (ROUNDS * BLOCK * len(CANDIDATES))  # ca
 # the mode tune pinned ran 1.03-1.10x the best on calls under 1 ms (hama_g2p_encoder quiet, gtcrn_stream loaded)
 # where the run-time choice met 1.02x; on longer calls with few rounds to choose in, the pin met it where the
 # run-time choice took a mode 1.36-1.54x the best (spindle_eeg, centerface, loaded; docs/DROPIN.md)
-LEAVE_GAIN = 0.02  # another mode replaces ORT's defaults only when its mean is this much lower and its
+LEAVE_GAIN = 0.02  # another mode replaces ORT's defaults only when its typical call is this much lower and its
 # rounds show it faster (LEAVE_P): the user's baseline is ORT's defaults, and one exploration cannot rank modes
 # a few % apart. On the Intel VM ort-seq-2t ran as fast as ORT's defaults in back-to-back calls (0.98-1.01 a round)
 # and 1.05-1.5x slower in rested ones (ORT pins the threads of its default pool, not of one of a set size:
 # a likely cause, not measured): the lowest median took it for two_branch in 4 of 6 back-to-back
 # explorations, 1.52x the defaults rested (benchmarks/choice_accuracy.py, docs/DROPIN.md).
-# Not for ort-seq (SPINLESS): at a mean as low as the defaults' it is the better mode for the application, whose
-# other work gets the core a pool spins for ~40 ms after each call (SETTLE_S); it needs a lower mean and its rounds
-# (LEAVE_P; until RULE 10 a median per-round ratio under 1, which took ort-seq on a coin's toss: centerface_qdq and
-# fsmn_vad explored it faster in 6 of 12 rounds, ~1.3 ms calls, against ORT's defaults that ran 1.05 or 1.45 ms a
+# Not for ort-seq (SPINLESS): at a typical call as short as the defaults' it is the better mode for the application,
+# whose other work gets the core a pool spins for ~40 ms after each call (SETTLE_S); it needs a shorter one and its
+# rounds (LEAVE_P; until RULE 10 a median per-round ratio under 1, which took ort-seq on a coin's toss: centerface_qdq
+# and fsmn_vad explored it faster in 6 of 12 rounds, ~1.3 ms calls, against ORT's defaults that ran 1.05 or 1.45 ms a
 # visit; timed 1.15x and 1.11x the best mode, session 44's run). Where it ties, on calls under ~150 us, an exploration
 # saw less of its lead than the timed rounds: silero_decoder_v5 1.9% (the defaults kept) against 9%,
-# gpt_decode_step_contrib 4.1% against 23% (host_pairs --defaults, session 38). Replayed on that run's 118
-# explorations (benchmarks/choice_replay.py; medians until RULE 11), a lower median alone changed 9 choices, 3 to
-# slower modes (silero_vad_legacy explored ort-seq 12% ahead, timed 11% behind); with the rounds' median, 6: 5 to the
-# best mode, one 1.48x -> 1.54x (hama_g2p_encoder, whose best mode, ort-par, the choice does not take on 0.4 ms calls).
+# gpt_decode_step_contrib 4.1% against 23% (host_pairs --defaults, session 38). Replayed on that run's 118 explorations
+# (benchmarks/choice_replay.py; medians until RULE 11), a lower median alone changed 9 choices, 3 to slower modes
+# (silero_vad_legacy explored ort-seq 12% ahead, timed 11% behind); with the rounds' median, 6: 5 to the best mode, one
+# 1.48x -> 1.54x (hama_g2p_encoder, whose best mode, ort-par, the choice does not take on 0.4 ms calls).
 LEAVE_P = 1 / 16  # ... faster at this level by a one-sided Wilcoxon signed-rank test of its per-round log
 # ratios to the defaults (exact; with 4 rounds or fewer: faster in every round, the rule before 12 rounds).
 # Four rounds could not rank gtcrn_stream's modes 5-11% apart in rested calls: ort-seq beat the defaults
@@ -270,8 +270,8 @@ class Exploration:
     session's first call (ORT sets up its buffers), and a block's calls that start before it settles
     (SETTLE_S after the previous block's last call where that mode spins a pool, else SWITCH_S after
     its own first call), unless at most SETTLE_SHARE of the call came before. After each round from
-    MIN_ROUNDS on, a mode whose mean is
-    above DROP_RATIO times the best one's in each of its blocks leaves the rotation (ORT_PARALLEL ran
+    MIN_ROUNDS on, a mode whose every block's mean is
+    above DROP_RATIO times the best typical call leaves the rotation (ORT_PARALLEL ran
     mha_encoder 30-90x slower than ort-seq on a loaded 2-core VM: a block of it costs the application
     more than the rest of the choice; but one block can be disturbed, so a mode has MIN_ROUNDS blocks,
     all slow, before it goes). `joining` modes (ort-par) join the rotation after the first round, so the
