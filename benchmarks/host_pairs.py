@@ -900,10 +900,9 @@ def by_warm_median(cfgs: list[Config], level: float) -> dict[str, Any]:
     (`interleaved.visit`), the verdicts' figure until RULE 11: blind to a mode's calls that wait. Not judged:
     recorded beside the verdicts so a run shows what the change of figure changed."""
     medians = [Config(c.label, None, samples=c.visit_medians) for c in cfgs if c.visit_medians]
-    modes = [c for c in medians if c.label in ort_modes.MODES]
-    if not modes:
+    best = best_mode(medians)
+    if best is None:
         return {}
-    best = min(modes, key=Config.median)
     return {
         "best_ort": best.label,
         **{

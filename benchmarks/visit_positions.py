@@ -28,7 +28,6 @@ if __name__ == "__main__":
 import argparse
 import random
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +35,7 @@ import numpy as np
 
 from hexfuse_onnx import ort_modes
 from hexfuse_onnx.tools import interleaved, isolated
+from hexfuse_onnx.tools.bench import timed_runs
 from hexfuse_onnx.tools.zoo import resolve
 from models import real
 
@@ -49,12 +49,7 @@ def by_position(sessions: dict[str, Any], feeds: dict[str, Any], visits: int, ca
         rng.shuffle(order)
         for mode in order:
             interleaved.rest_until_quiet()
-            row = []
-            for _ in range(calls):
-                t0 = time.perf_counter_ns()
-                sessions[mode].run(None, feeds)
-                row.append((time.perf_counter_ns() - t0) / 1e3)
-            times[mode].append(row)
+            times[mode].append(timed_runs(sessions[mode].run, feeds, calls))
     return {m: np.asarray(rows) for m, rows in times.items()}
 
 
