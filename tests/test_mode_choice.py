@@ -429,7 +429,7 @@ def test_a_lower_ort_seq_mean_that_most_rounds_deny_keeps_the_defaults():
 
 
 @pytest.mark.parametrize(
-    ("mean_ratio", "round_ratios", "replaces"),
+    ("typical_ratio", "round_ratios", "replaces"),
     [
         (0.99, [0.99, 0.99, 0.99], True),
         (0.99, [0.99, 0.99, 1.3], False),
@@ -439,11 +439,11 @@ def test_a_lower_ort_seq_mean_that_most_rounds_deny_keeps_the_defaults():
         (0.97, [0.99] * 10 + [1.01] * 2, True),  # 10 of 12 rounds, all by 1%: p = 79/4096
     ],
 )
-def test_ort_seq_needs_its_rounds_too(mean_ratio, round_ratios, replaces):
+def test_ort_seq_needs_its_rounds_too(typical_ratio, round_ratios, replaces):
     """silero_vad_legacy's exploration saw ort-seq 12% ahead by median, and the timed rounds 11% behind: a lower
-    mean whose rounds do not show it faster (LEAVE_P, as a mode with a pool) keeps ORT's defaults."""
+    typical call whose rounds do not show it faster (LEAVE_P, as a mode with a pool) keeps ORT's defaults."""
     ratios = np.log(round_ratios).tolist()
-    assert mode_choice.replaces_defaults("ort-seq", mean_ratio, ratios) is replaces
+    assert mode_choice.replaces_defaults("ort-seq", typical_ratio, ratios) is replaces
 
 
 FSMN_VAD_EXPLORED = [  # the tuned fsmn_vad's exploration in session 44's run, us: ORT's defaults, ort-seq
@@ -465,11 +465,11 @@ def test_ort_seq_faster_in_half_its_rounds_leaves_the_defaults():
 
 def test_the_log_says_which_test_kept_the_defaults():
     """A stranger's detector logged ort-seq-2t at half ORT's defaults' median and not chosen, the log naming
-    three tests at once. Now it names the one that failed, with its figures: here the mean (under LEAVE_GAIN)."""
+    three tests at once. Now it names the one that failed, with its figures: here the typical call (LEAVE_GAIN)."""
     won_every_round = np.log([0.5] * 8).tolist()
     why = mode_choice.defaults_kept_because("ort-seq-2t", 0.99, won_every_round)
     assert why == "its typical call 0.990x ORT's defaults', not under 0.98x"
-    assert mode_choice.defaults_kept_because("ort-seq", 0.99, won_every_round) == ""  # no pool: any lower mean
+    assert mode_choice.defaults_kept_because("ort-seq", 0.99, won_every_round) == ""  # no pool: any lower typical call
     assert "2 of 3 rounds" in mode_choice.defaults_kept_because("ort-par", 0.5, np.log([0.5, 0.5, 1.1]).tolist())
     assert "1 of 3 rounds" in mode_choice.defaults_kept_because("ort-seq", 0.9, np.log([0.8, 1.3, 1.3]).tolist())
 
