@@ -7,6 +7,10 @@ Per model, --visits rounds, each visiting every mode once in a shuffled order as
 the process is quiet, then --calls calls). Per mode and place in the visit: the median call (us), the mean, and
 the share of calls over twice the mode's median at later places (its steady state). A median ranks the modes by
 their usual call; where a mode's first calls after a rest, or some of its later ones, wait, only the mean sees it.
+Then per mode the CPUs its pool threads may run on (ORT pins the threads of its default pool, one per core after
+the first) and its calls after a visit's first by the CPU the calling thread started them on, with the share that
+stalled (over 2.5x their median): on the 2-vCPU Intel VM ORT's defaults stalled on a share of the calls made from
+CPU 1, where their one pool thread is pinned, and on almost none made from CPU 0 (docs/DROPIN.md, session 48).
 OPENBLAS_* are removed from this process.
 """
 
@@ -26,8 +30,11 @@ if __name__ == "__main__":
 
 # ruff: noqa: E402
 import argparse
+import ctypes
+import glob
 import random
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -35,22 +42,52 @@ import numpy as np
 
 from hexfuse_onnx import ort_modes
 from hexfuse_onnx.tools import interleaved, isolated
-from hexfuse_onnx.tools.bench import timed_runs
 from hexfuse_onnx.tools.zoo import resolve
 from models import real
 
+STALL = 2.5  # a call over this many times its mode's median stalled (a time slice: 3-8 ms on 0.3-2 ms calls)
+_LIBC = ctypes.CDLL(None)
 
-def by_position(sessions: dict[str, Any], feeds: dict[str, Any], visits: int, calls: int) -> dict[str, np.ndarray]:
-    """Each mode's calls (us), one row per visit, one column per place in it."""
+
+def caller_cpu() -> int:
+    """The CPU this thread runs on now (Linux), -1 where it cannot be told."""
+    try:
+        return int(_LIBC.sched_getcpu())
+    except AttributeError:
+        return -1
+
+
+def thread_cpus() -> dict[str, str]:
+    """This process's threads and the CPUs each may run on (Linux's Cpus_allowed_list; {} elsewhere)."""
+    found = {}
+    for task in glob.glob("/proc/self/task/*/status"):
+        with open(task) as f:
+            allowed = [line.split()[1] for line in f if line.startswith("Cpus_allowed_list")]
+        found[task.split("/")[-2]] = allowed[0] if allowed else "?"
+    return found
+
+
+def by_position(
+    sessions: dict[str, Any], feeds: dict[str, Any], visits: int, calls: int
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Each mode's calls (us) and the CPU the caller started each on, one row per visit, one column per place."""
     times: dict[str, list[list[float]]] = {m: [] for m in sessions}
+    cpus: dict[str, list[list[int]]] = {m: [] for m in sessions}
     rng = random.Random(0)
     for _ in range(visits):
         order = list(sessions)
         rng.shuffle(order)
         for mode in order:
             interleaved.rest_until_quiet()
-            times[mode].append(timed_runs(sessions[mode].run, feeds, calls))
-    return {m: np.asarray(rows) for m, rows in times.items()}
+            row, where = [], []
+            for _ in range(calls):
+                where.append(caller_cpu())
+                t0 = time.perf_counter_ns()
+                sessions[mode].run(None, feeds)
+                row.append((time.perf_counter_ns() - t0) / 1000.0)
+            times[mode].append(row)
+            cpus[mode].append(where)
+    return {m: np.asarray(r) for m, r in times.items()}, {m: np.asarray(c) for m, c in cpus.items()}
 
 
 def report(name: str, times: dict[str, np.ndarray]) -> None:
@@ -64,6 +101,17 @@ def report(name: str, times: dict[str, np.ndarray]) -> None:
         print(f"  {mode:<11} {places}")
 
 
+def report_cpus(times: dict[str, np.ndarray], cpus: dict[str, np.ndarray], pools: dict[str, list[str]]) -> None:
+    print(f"  calls after a visit's first by the CPU the caller started them on: calls (share over {STALL:g}x median)")
+    for mode, a in times.items():
+        later, where = a[:, 1:], cpus[mode][:, 1:]  # a visit's first call is slow in every mode (its caches)
+        stalled = later > STALL * float(np.median(later))
+        by_cpu = "  ".join(
+            f"CPU {c}: {int((where == c).sum())} ({stalled[where == c].mean():.0%})" for c in np.unique(where)
+        )
+        print(f"  {mode:<11} pool threads on CPUs {','.join(pools[mode]) or '-':<8} {by_cpu}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("models", nargs="+", help="zoo builders or cached real models")
@@ -73,11 +121,17 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as work:
         for name in args.models:
             path, shapes = resolve(name, Path(work))
-            sessions = {m: isolated.ort_session(str(path), m) for m in ort_modes.MODES}
+            sessions, pools = {}, {}
+            for mode in ort_modes.MODES:
+                before = thread_cpus()
+                sessions[mode] = isolated.ort_session(str(path), mode)
+                pools[mode] = sorted(cpus for t, cpus in thread_cpus().items() if t not in before)
             feeds = real.realistic_inputs(sessions[ort_modes.DEFAULT], name, shapes, 0)
             for s in sessions.values():
                 s.run(None, feeds)
-            report(name, by_position(sessions, feeds, args.visits, args.calls))
+            times, cpus = by_position(sessions, feeds, args.visits, args.calls)
+            report(name, times)
+            report_cpus(times, cpus, pools)
     return 0
 
 
