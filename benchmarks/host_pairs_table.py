@@ -1,7 +1,7 @@
 """The drop-in table of a `host_pairs.py --defaults --json RUN.json` run, in markdown, with its totals:
 what docs/DROPIN.md shows, made from the run's own figures (a resumed run's too, while it goes on).
 
-    python benchmarks/host_pairs_table.py RUN.json [--models a,b]
+    python benchmarks/host_pairs_table.py RUN.json [--models a,b] [--by-total]
 
 One line of its totals lists the models with an unresolved or NOT met verdict, comma-separated: a later run
 `host_pairs.py --defaults --models <them> --defaults-rounds N` times them again with more rounds.
@@ -11,6 +11,12 @@ measured best (the ratio is then an A/A comparison), "met" where the whole 95% i
 the target, "NOT met" where it is all above, else "unresolved" (host_pairs.interval_verdict, against its
 targets: 1.02x untuned; tuned, 1.00x where a pair was kept, else 1.02x). A row timed with `--resolve-rounds`
 gives its interval's level (95% split over its looks) and the rounds it took after its ratios.
+
+--by-total judges the same rounds again by the time they took in all (not judged by host_pairs; evidence): the best
+ORT mode is the one whose visits took least in sum, a ratio is of the summed visits (`total_ratio`, rounds
+resampled for the interval at the row's level). The median of per-round ratios sees the rounds most visits were
+in; where some of a mode's visits stall (ORT's defaults from the CPU their pool thread is pinned to:
+benchmarks/visit_positions.py), only the total sees what an application waited for.
 """
 
 from __future__ import annotations
@@ -22,8 +28,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from host_pairs import DEFAULTS_TARGET, interval_verdict, tuned_target_of  # noqa: E402 (the targets and verdicts)
+
+from hexfuse_onnx import ort_modes  # noqa: E402
+from hexfuse_onnx.tools.interleaved import BOOTSTRAP  # noqa: E402
 
 COLUMNS = (
     "model",
@@ -121,10 +132,54 @@ def totals(rows: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def total_ratio(samples: list[float], base: list[float], level: float, seed: int = 0) -> tuple[float, float, float]:
+    """(ratio, low, high): the summed visits of `samples` over `base`'s in the rounds both ran, with its bootstrap
+    interval at `level` (rounds resampled with replacement)."""
+    n = min(len(samples), len(base))
+    a, b = np.asarray(samples[:n]), np.asarray(base[:n])
+    picks = np.random.default_rng(seed).integers(0, n, size=(BOOTSTRAP, n))
+    tail = 50.0 * (1.0 - level)
+    low, high = np.percentile(a[picks].sum(axis=1) / b[picks].sum(axis=1), [tail, 100.0 - tail])
+    return float(a.sum() / b.sum()), float(low), float(high)
+
+
+def _mode_run(row: dict[str, Any], label: str) -> str | None:
+    """The ORT mode a hexfuse session ran: chosen at run time, else the tuned model's recorded one."""
+    chosen = row["configs"][label].get("ort_mode_chosen")
+    return chosen or ((row["tuned"].get("ort_mode") or {}).get("mode") if label == "hexfuse tuned defaults" else None)
+
+
+def by_total(row: dict[str, Any]) -> tuple[str, list[str]]:
+    """A timed row judged by its summed visits: the best ORT mode so, and each session's ratio and verdict."""
+    configs = row["configs"]
+    sums = {m: sum(configs[m]["samples_us"]) for m in ort_modes.MODES if configs.get(m, {}).get("samples_us")}
+    best = min(sums, key=sums.__getitem__)
+    targets = {"hexfuse defaults": DEFAULTS_TARGET, "hexfuse tuned defaults": tuned_target_of(row["tuned"]["kept"])}
+    cells = []
+    for label, target in targets.items():
+        ratio = total_ratio(configs[label]["samples_us"], configs[best]["samples_us"], row["interval_level"])
+        same = row["ort_graph_difference"][label] is None and _mode_run(row, label) == best
+        cells.append(f"{_ratio(list(ratio))} {verdict(list(ratio), same, target)}")
+    return best, cells
+
+
+def print_by_total(rows: list[dict[str, Any]]) -> None:
+    timed = [r for r in rows if "defaults_over_best_ort" in r and r["configs"]["hexfuse defaults"].get("samples_us")]
+    judged = {r["model"]: by_total(r) for r in timed}
+    print("\nBy the summed visits (not judged; rows not met by either session):")
+    for model, (best, cells) in judged.items():
+        if any(not c.split("] ")[1].startswith("met") for c in cells):
+            print(f"  {model}: best {best}; untuned {cells[0]}; tuned {cells[1]}")
+    for k, label in ((0, "untuned"), (1, "tuned")):
+        counts = Counter(cells[k].split("] ")[1] for _, cells in judged.values())
+        print(f"  {label}: " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("run", type=Path, help="the JSON of a host_pairs.py --defaults run")
     ap.add_argument("--models", default=None, help="comma-separated: only these rows (default every row)")
+    ap.add_argument("--by-total", action="store_true", help="also judge the rows by their summed visits")
     args = ap.parse_args(argv)
     try:
         doc = json.loads(args.run.read_text())
@@ -143,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     print()
     for text in totals(rows):
         print(text)
+    if args.by_total:
+        print_by_total(rows)
     return 0
 
 

@@ -75,3 +75,30 @@ def test_a_session_that_changed_its_mode_after_choosing_says_so() -> None:
     cells = host_pairs_table.line(row).split("|")
     assert cells[4].strip() == "ort-default (12), then ort-par"
     assert cells[6].strip() == "0 kept, chose ort-seq at run time, then ort-par (tune's: ort-default)"
+
+
+def test_by_total_judges_by_the_summed_visits_where_a_third_of_a_modes_visits_stall(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """gtcrn_stream in session 47's run: ORT's defaults stalled in a share of their visits (their pool thread pinned
+    to the CPU the caller was on), the median of per-round ratios ranked them first; their summed visits did not."""
+    stalling = [100.0] * 20 + [400.0] * 10  # median 100, sum 6000
+    steady = [120.0] * 30  # sum 3600
+    row = _row("gtcrn", [0.9, 0.85, 0.95], [1.0, 0.98, 1.01], True, True, [])
+    row["configs"] = {
+        "ort-default": {"samples_us": stalling, "median_us": 100.0},
+        "ort-seq": {"samples_us": steady, "median_us": 120.0},
+        "hexfuse defaults": {"samples_us": stalling, "ort_mode_chosen": "ort-default", "warm_up_rounds": 12},
+        "hexfuse tuned defaults": {"samples_us": steady, "ort_mode_chosen": "ort-seq"},
+    }
+    row |= {"best_ort": "ort-default", "interval_level": 0.95}
+    row["ort_graph_difference"] = {"hexfuse defaults": None, "hexfuse tuned defaults": None}
+    best, cells = host_pairs_table.by_total(row)
+    assert best == "ort-seq"
+    assert cells[0].startswith("1.667 [") and cells[0].endswith("NOT met")
+    assert cells[1] == "1.000 [1.000, 1.000] met (same graph, best mode)"
+    run = tmp_path / "run.json"
+    run.write_text(json.dumps({"defaults": [row]}))
+    assert host_pairs_table.main([str(run), "--by-total"]) == 0
+    out = capsys.readouterr().out
+    assert "  gtcrn: best ort-seq; untuned 1.667 [" in out and "untuned: 1 NOT met" in out.split("summed")[1]
