@@ -1,7 +1,7 @@
 """The run-time ORT mode choice's rule in this tree (hexfuse_onnx/mode_choice.chosen_mode) applied again to the
 explorations a `host_pairs.py --defaults` run recorded, against what each session chose then (issue 13):
 
-    python benchmarks/choice_replay.py RUN.json
+    python benchmarks/choice_replay.py RUN.json [--all] [--by-total]
 
 Every drop-in session of the run that chose its mode at run time recorded what its exploration saw (each
 mode's blocks' means round by round; runs before RULE 11 recorded blocks' medians, replayed as they are). For
@@ -10,7 +10,9 @@ run's timed figure of the original in that mode over the best ORT mode's (the re
 verdicts are made of): a rule change judged on the calls already timed, in seconds, before a run of hours.
 The modes still in the rotation at the end are recorded from this tree on; in earlier runs they are taken as
 those within DROP_RATIO of the lowest typical call (mode_choice.typical_calls). Only a rule's final step is
-replayed: the exploration's blocks, drops and rounds stay as they were.
+replayed: the exploration's blocks, drops and rounds stay as they were. --by-total times each mode by its summed
+visits in place of its median visit (host_pairs_table.py --by-total: where a share of a mode's visits stall, only
+the sum sees it).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ if REPO not in sys.path:
 from hexfuse_onnx import mode_choice, ort_modes  # noqa: E402
 
 SESSIONS = ("hexfuse defaults", "hexfuse tuned defaults")
+OVER = 1.02  # a choice this much slower than the best mode misses the drop-in's target
 
 
 def live_modes(explored: dict[str, Any]) -> list[str]:
@@ -38,10 +41,15 @@ def live_modes(explored: dict[str, Any]) -> list[str]:
     return [m for m in typical if typical[m] <= mode_choice.DROP_RATIO * min(typical.values())]
 
 
-def replay(row: dict[str, Any]) -> list[dict[str, Any]]:
-    """One model's choosing sessions: the mode chosen then and now, each timed over the best mode."""
+def replay(row: dict[str, Any], by_total: bool = False) -> list[dict[str, Any]]:
+    """One model's choosing sessions: the mode chosen then and now, each timed (its median visit, or with
+    `by_total` its summed visits) over the best mode."""
     configs = row.get("configs") or {}
-    timed = {m: configs[m]["median_us"] for m in ort_modes.MODES if m in configs}
+    timed = {
+        m: sum(configs[m]["samples_us"]) if by_total else configs[m]["median_us"]
+        for m in ort_modes.MODES
+        if m in configs
+    }
     found = []
     for label in SESSIONS:
         explored = configs.get(label, {}).get("explored")
@@ -67,9 +75,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("run", help="a host_pairs.py --defaults --json file")
     parser.add_argument("--all", action="store_true", help="print every session, not only those whose choice changes")
+    parser.add_argument("--by-total", action="store_true", help="time each mode by its summed visits")
     args = parser.parse_args(argv)
     with open(args.run) as f:
-        rows = [s for row in json.load(f)["defaults"] for s in replay(row)]
+        rows = [s for row in json.load(f)["defaults"] for s in replay(row, args.by_total)]
     changed = [s for s in rows if s["then"] != s["now"]]
     for s in rows if args.all else changed:
         print(
@@ -77,9 +86,11 @@ def main(argv: list[str] | None = None) -> int:
             f"now {s['now']:11} {s['now_over_best']:.3f}x the best mode"
         )
     better = sum(s["now_over_best"] < s["then_over_best"] for s in changed)
+    over = {when: sum(s[f"{when}_over_best"] > OVER for s in rows) for when in ("then", "now")}
     print(
         f"{len(rows)} choosing sessions; the rule now changes {len(changed)} choices: {better} to a faster mode, "
-        f"{len(changed) - better} to a slower one (timed medians of the same run)"
+        f"{len(changed) - better} to a slower one; over {OVER}x the best mode: {over['then']} then, {over['now']} now "
+        f"(timed {'summed visits' if args.by_total else 'medians'} of the same run)"
     )
     return 0
 

@@ -39,6 +39,7 @@ def test_a_changed_choice_is_printed_with_both_modes_timed_over_the_best(tmp_pat
     assert "silero" in out and "then ort-default 1.099x" in out and "now ort-seq     1.000x" in out
     assert "kept" not in out.splitlines()[0]
     assert "2 choosing sessions; the rule now changes 1 choices: 1 to a faster mode, 0 to a slower one" in out
+    assert "over 1.02x the best mode: 2 then, 1 now (timed medians" in out
 
 
 @pytest.mark.parametrize(("live", "now"), [(None, "ort-seq-2t"), (["ort-default", "ort-seq"], "ort-seq")])
@@ -48,3 +49,20 @@ def test_the_modes_left_in_the_rotation_are_read_or_inferred(live, now):
     row = _row("dropped", {"ort-default": 200.0, "ort-seq": 60.0, "ort-seq-2t": 50.0}, "ort-seq-2t", live)
     (session,) = choice_replay.replay(row)
     assert session["now"] == now and session["then"] == "ort-seq-2t"
+
+
+def test_by_total_times_each_mode_by_its_summed_visits(tmp_path, capsys):
+    """ORT's defaults stalled in a third of their visits: lowest median, not lowest sum (gtcrn_stream, session 47)."""
+    row = _row("gtcrn", {"ort-default": 47.7, "ort-seq": 48.8, "ort-seq-2t": 48.1}, "ort-default")
+    visits = {"ort-default": [40.0] * 20 + [160.0] * 10, "ort-seq": [42.0] * 30, "ort-seq-2t": [45.0] * 30}
+    visits["ort-par"] = [44.0] * 30
+    for mode, samples in visits.items():
+        row["configs"][mode]["samples_us"] = samples
+    (by_median,) = choice_replay.replay(row)
+    (by_total,) = choice_replay.replay(row, by_total=True)
+    assert by_median["then_over_best"] == pytest.approx(44.5 / 40.5)  # the recorded medians
+    assert by_total["then_over_best"] == pytest.approx(2400.0 / 1260.0)
+    run = tmp_path / "run.json"
+    run.write_text(json.dumps({"defaults": [row]}))
+    assert choice_replay.main([str(run), "--by-total"]) == 0
+    assert "over 1.02x the best mode: 1 then, 1 now (timed summed visits" in capsys.readouterr().out
