@@ -166,7 +166,7 @@ def by_total(row: dict[str, Any]) -> tuple[str, list[str]]:
 def print_by_total(rows: list[dict[str, Any]]) -> None:
     timed = [r for r in rows if "defaults_over_best_ort" in r and r["configs"]["hexfuse defaults"].get("samples_us")]
     judged = {r["model"]: by_total(r) for r in timed}
-    print("\nBy the summed visits (not judged; rows not met by either session):")
+    print("\nBy the summed visits (not judged; the rows with a session not met):")
     for model, (best, cells) in judged.items():
         if any(not c.split("] ")[1].startswith("met") for c in cells):
             print(f"  {model}: best {best}; untuned {cells[0]}; tuned {cells[1]}")
