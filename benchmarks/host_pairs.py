@@ -778,7 +778,7 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
         best = best_mode(cfgs)
         targets = {"hexfuse defaults": DEFAULTS_TARGET, "hexfuse tuned defaults": tuned_target}
         return {
-            label: judge(by[label], best, _mode_run(by[label], tuned.ort_mode.mode, label), diff, target, level)
+            label: judge(by[label], best, mode_run(by[label].extra, tuned.ort_mode.mode, label), diff, target, level)
             for (label, diff), target in zip(graph_diff.items(), targets.values(), strict=True)
         }
 
@@ -808,7 +808,9 @@ def bench_defaults(args, name: str, work: Path) -> dict[str, Any]:
     same = {  # each session against the original in the ORT mode it runs: the rewrite's own cost
         label: interleaved.ratio_interval(by[label], by[mode], level=level)
         for label in ("hexfuse defaults", "hexfuse tuned defaults")
-        if by[label].samples and (mode := _mode_run(by[label], tuned.ort_mode.mode, label)) in by and by[mode].samples
+        if by[label].samples
+        and (mode := mode_run(by[label].extra, tuned.ort_mode.mode, label)) in by
+        and by[mode].samples
     }
     by_construction = {label: j.by_construction for label, j in verdicts.items()}
     out = {
@@ -890,9 +892,9 @@ def unfused_as_run(fused_path: Path, header: onnx.ModelProto, work: Path) -> Pat
     return path
 
 
-def _mode_run(cfg: Config, tuned_mode: str, label: str) -> str | None:
-    """The ORT mode a hexfuse session runs: the one it chose, or the tuned model's."""
-    return cfg.extra.get("ort_mode_chosen") or (tuned_mode if "tuned" in label else None)
+def mode_run(extra: dict[str, Any], tuned_mode: str | None, label: str) -> str | None:
+    """The ORT mode a hexfuse session runs, from its record's extras: the one it chose, or the tuned model's."""
+    return extra.get("ort_mode_chosen") or (tuned_mode if "tuned" in label else None)
 
 
 def by_warm_median(cfgs: list[Config], level: float) -> dict[str, Any]:

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from host_pairs import DEFAULTS_TARGET, interval_verdict, tuned_target_of  # noqa: E402 (the targets and verdicts)
+from host_pairs import DEFAULTS_TARGET, interval_verdict, mode_run, tuned_target_of  # noqa: E402
 
 from hexfuse_onnx import ort_modes  # noqa: E402
 from hexfuse_onnx.tools.interleaved import BOOTSTRAP  # noqa: E402
@@ -143,35 +143,35 @@ def total_ratio(samples: list[float], base: list[float], level: float, seed: int
     return float(a.sum() / b.sum()), float(low), float(high)
 
 
-def _mode_run(row: dict[str, Any], label: str) -> str | None:
-    """The ORT mode a hexfuse session ran: chosen at run time, else the tuned model's recorded one."""
-    chosen = row["configs"][label].get("ort_mode_chosen")
-    return chosen or ((row["tuned"].get("ort_mode") or {}).get("mode") if label == "hexfuse tuned defaults" else None)
-
-
-def by_total(row: dict[str, Any]) -> tuple[str, list[str]]:
+def by_total(row: dict[str, Any]) -> tuple[str, list[tuple[tuple[float, float, float], str]]]:
     """A timed row judged by its summed visits: the best ORT mode so, and each session's ratio and verdict."""
     configs = row["configs"]
     sums = {m: sum(configs[m]["samples_us"]) for m in ort_modes.MODES if configs.get(m, {}).get("samples_us")}
     best = min(sums, key=sums.__getitem__)
     targets = {"hexfuse defaults": DEFAULTS_TARGET, "hexfuse tuned defaults": tuned_target_of(row["tuned"]["kept"])}
-    cells = []
+    recorded = (row["tuned"].get("ort_mode") or {}).get("mode")
+    judged = []
     for label, target in targets.items():
         ratio = total_ratio(configs[label]["samples_us"], configs[best]["samples_us"], row["interval_level"])
-        same = row["ort_graph_difference"][label] is None and _mode_run(row, label) == best
-        cells.append(f"{_ratio(list(ratio))} {verdict(list(ratio), same, target)}")
-    return best, cells
+        same = row["ort_graph_difference"][label] is None and mode_run(configs[label], recorded, label) == best
+        judged.append((ratio, verdict(list(ratio), same, target)))
+    return best, judged
+
+
+def total_cell(ratio: tuple[float, float, float], judged: str) -> str:
+    return f"{_ratio(list(ratio))} {judged}"
 
 
 def print_by_total(rows: list[dict[str, Any]]) -> None:
     timed = [r for r in rows if "defaults_over_best_ort" in r and r["configs"]["hexfuse defaults"].get("samples_us")]
     judged = {r["model"]: by_total(r) for r in timed}
     print("\nBy the summed visits (not judged; the rows with a session not met):")
-    for model, (best, cells) in judged.items():
-        if any(not c.split("] ")[1].startswith("met") for c in cells):
-            print(f"  {model}: best {best}; untuned {cells[0]}; tuned {cells[1]}")
+    for model, (best, sessions) in judged.items():
+        if any(not v.startswith("met") for _, v in sessions):
+            untuned, tuned = (total_cell(*s) for s in sessions)
+            print(f"  {model}: best {best}; untuned {untuned}; tuned {tuned}")
     for k, label in ((0, "untuned"), (1, "tuned")):
-        counts = Counter(cells[k].split("] ")[1] for _, cells in judged.values())
+        counts = Counter(sessions[k][1] for _, sessions in judged.values())
         print(f"  {label}: " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())))
 
 

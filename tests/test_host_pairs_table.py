@@ -93,7 +93,8 @@ def test_by_total_judges_by_the_summed_visits_where_a_third_of_a_modes_visits_st
     }
     row |= {"best_ort": "ort-default", "interval_level": 0.95}
     row["ort_graph_difference"] = {"hexfuse defaults": None, "hexfuse tuned defaults": None}
-    best, cells = host_pairs_table.by_total(row)
+    best, judged = host_pairs_table.by_total(row)
+    cells = [host_pairs_table.total_cell(*session) for session in judged]
     assert best == "ort-seq"
     assert cells[0].startswith("1.667 [") and cells[0].endswith("NOT met")
     assert cells[1] == "1.000 [1.000, 1.000] met (same graph, best mode)"
