@@ -30,7 +30,6 @@ if __name__ == "__main__":
 
 # ruff: noqa: E402
 import argparse
-import ctypes
 import glob
 import random
 import tempfile
@@ -40,21 +39,13 @@ from typing import Any
 
 import numpy as np
 
-from hexfuse_onnx import ort_modes
+from hexfuse_onnx import mode_choice, ort_modes, pool_cpus
 from hexfuse_onnx.tools import interleaved, isolated
 from hexfuse_onnx.tools.zoo import resolve
 from models import real
 
 STALL = 2.5  # a call over this many times its mode's median stalled (a time slice: 3-8 ms on 0.3-2 ms calls)
-_LIBC = ctypes.CDLL(None)
-
-
-def caller_cpu() -> int:
-    """The CPU this thread runs on now (Linux), -1 where it cannot be told."""
-    try:
-        return int(_LIBC.sched_getcpu())
-    except AttributeError:
-        return -1
+BESIDE = "defaults+seq"  # ORT's defaults, their pool's CPUs' calls in ort-seq: what the run-time choice runs (RULE 12)
 
 
 def thread_cpus() -> dict[str, str]:
@@ -81,7 +72,7 @@ def by_position(
             interleaved.rest_until_quiet()
             row, where = [], []
             for _ in range(calls):
-                where.append(caller_cpu())
+                where.append(pool_cpus.current_cpu())
                 t0 = time.perf_counter_ns()
                 sessions[mode].run(None, feeds)
                 row.append((time.perf_counter_ns() - t0) / 1000.0)
@@ -98,7 +89,7 @@ def report(name: str, times: dict[str, np.ndarray]) -> None:
             f"{np.median(a[:, k]):6.0f}/{a[:, k].mean():6.0f} ({(a[:, k] > 2 * steady).mean():.0%})"
             for k in range(a.shape[1])
         )
-        print(f"  {mode:<11} {places}")
+        print(f"  {mode:<12} {places}")
 
 
 def report_cpus(times: dict[str, np.ndarray], cpus: dict[str, np.ndarray], pools: dict[str, list[str]]) -> None:
@@ -109,7 +100,30 @@ def report_cpus(times: dict[str, np.ndarray], cpus: dict[str, np.ndarray], pools
         by_cpu = "  ".join(
             f"CPU {c}: {int((where == c).sum())} ({stalled[where == c].mean():.0%})" for c in np.unique(where)
         )
-        print(f"  {mode:<11} pool threads on CPUs {','.join(pools[mode]) or '-':<8} {by_cpu}")
+        print(f"  {mode:<12} pool threads on CPUs {','.join(pools[mode]) or '-':<8} {by_cpu}")
+
+
+def report_means(times: dict[str, np.ndarray]) -> None:
+    """Each configuration's mean call over all its visits, over the lowest: what an application waits for."""
+    means = {m: float(a.mean()) for m, a in times.items()}
+    lowest = min(means.values())
+    print("  mean call, all visits, over the lowest: " + "  ".join(f"{m} {v / lowest:.3f}" for m, v in means.items()))
+
+
+def sessions_of(path: Path) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """A session per ORT mode and one as the run-time choice runs ORT's defaults (BESIDE, where they have a pool),
+    and the CPUs each one's pool threads may run on."""
+    sessions, pools = {}, {}
+    for mode in ort_modes.MODES:
+        before = thread_cpus()
+        sessions[mode] = isolated.ort_session(str(path), mode)
+        pools[mode] = sorted(cpus for t, cpus in thread_cpus().items() if t not in before)
+    defaults, pool = pool_cpus.made_pinning(lambda: isolated.ort_session(str(path), ort_modes.DEFAULT))
+    if pool.threads:
+        beside = isolated.ort_session(str(path), mode_choice.BESIDE)
+        sessions[BESIDE] = mode_choice.PinnedPoolSession(defaults, beside, pool, print)
+        pools[BESIDE] = pools[ort_modes.DEFAULT]
+    return sessions, pools
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -121,17 +135,14 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as work:
         for name in args.models:
             path, shapes = resolve(name, Path(work))
-            sessions, pools = {}, {}
-            for mode in ort_modes.MODES:
-                before = thread_cpus()
-                sessions[mode] = isolated.ort_session(str(path), mode)
-                pools[mode] = sorted(cpus for t, cpus in thread_cpus().items() if t not in before)
+            sessions, pools = sessions_of(path)
             feeds = real.realistic_inputs(sessions[ort_modes.DEFAULT], name, shapes, 0)
             for s in sessions.values():
                 s.run(None, feeds)
             times, cpus = by_position(sessions, feeds, args.visits, args.calls)
             report(name, times)
             report_cpus(times, cpus, pools)
+            report_means(times)
     return 0
 
 

@@ -27,14 +27,15 @@ ENV_CACHE = "HEXFUSE_ORT_MODE_CACHE"
 CONFIRM = 2  # choices in a row that must agree before later sessions stop choosing (one made on
 # a busy machine is not kept for good: 3 explorations of mha_encoder in one run chose 2 modes)
 HISTORY = 4  # choices remembered; after this many the most frequent stands
-RULE = 11  # in the cache key: choices made by an earlier rule are not reused (before 51e37ff ort-par was
+RULE = 12  # in the cache key: choices made by an earlier rule are not reused (before 51e37ff ort-par was
 # explored on every model; a remembered choice of it ran silero_decoder_v5 at up to 285x ort-seq; before RULE 4
 # another mode had to beat the defaults in every one of up to 4 rounds; before RULE 5 pooled modes were timed
 # in twins that spun 1 ms; before RULE 6 calls of other input sizes were compared as timed; before RULE 7 calls
 # of two sizes were scaled wrong, which could keep ort-par out; before RULE 8 ort-seq needed LEAVE_GAIN too;
 # before RULE 9 ort-par joined only on calls of 0.5 ms or more, not for work in subgraphs, and a pooled
 # mode's mean was not weighed; before RULE 10 ort-seq's rounds needed only a median ratio under 1; before RULE 11
-# modes were compared by their median call)
+# modes were compared by their median call; before RULE 12 ORT's defaults ran the calls made from their pool's CPU
+# too, not ort-seq)
 
 Log = Callable[[str], None]
 

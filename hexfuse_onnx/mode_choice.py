@@ -20,10 +20,14 @@ such modes the lowest), releases the other sessions, logs the
 choice once and remembers it for the model on this machine (mode_cache.py). The next sessions of the model
 choose again until the choices settle (`mode_cache.settled`: one exploration on a busy machine can choose
 wrong); from then on a session of the model starts in that mode at once. A session in ort-par, chosen or
-settled, watches its calls and gives way to ORT's defaults where they slow down (`WatchedSession`); a session that
-chose another mode over an ort-par close behind watches one call in CHALLENGE_EVERY and, where they slow down past
-ort-par's time while choosing, runs a window in ort-par once and keeps the faster (`ChallengedSession`).
-`session_options(model=...)`, which cannot time, applies the latest choice, confirmed or not.
+settled, watches its calls and gives way to ORT's defaults where they slow down (`WatchedSession`).
+ORT's defaults pin their pool's threads; a call made while the application's thread sits on one of those CPUs
+waits a time slice for the pool thread (pool_cpus.py), so ORT's defaults, while choosing and once chosen or
+settled, run such calls in an ort-seq session (`PinnedPoolSession`, RULE 12; where the pool pinned at most
+PINNED_SHARE_MAX of the CPUs). A session that chose another mode over an ort-par close behind watches one call
+in CHALLENGE_EVERY and, where they slow down past ort-par's time while choosing, runs a window in ort-par once
+and keeps the faster (`ChallengedSession`). `session_options(model=...)`, which cannot time, applies the latest
+choice, confirmed or not (ORT's defaults there run every call themselves).
 
 The sessions timed are the sessions kept, as ORT makes them. After a call the threads of ORT's pools
 spin for tens of ms, taking a core from whatever runs next: after a block of a mode with a pool,
@@ -70,7 +74,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
-from . import choice_stats, mode_cache, ort_modes
+from . import choice_stats, mode_cache, ort_modes, pool_cpus
 from .contract import DOMAIN
 from .nested import subgraphs
 
@@ -94,6 +98,10 @@ DROP_RATIO = 2.0  # from MIN_ROUNDS rounds on, a mode slower than this times the
 # (after one round, one disturbed block of ort-seq had read 18x its steady time and dropped the best mode)
 EXPLORE_MAX_BYTES = 64 * 2**20  # above: four copies of the model are too many to hold
 SPINLESS = ("ort-seq",)  # sequential on one thread: no pool threads that spin
+BESIDE = "ort-seq"  # runs ORT's defaults' calls made from their pool's CPUs (`PinnedPoolSession`, RULE 12) ...
+PINNED_SHARE_MAX = 0.5  # ... where the pool pinned at most this share of the CPUs: measured on 2 vCPUs only (one
+# pinned, the caller on it in about half of host_pairs' visits). Where the pool pins most CPUs the caller sits on one
+# most of the time, and one thread would run most calls: not measured, so not done.
 # The modes every choice explores, ORT's defaults first: the session other methods use while choosing.
 # ort-par (PARALLEL) also, from the second round, where the graph has work to run at once, whatever its
 # calls take: calls rested 20 ms apart ran 0.53-0.72x ORT's defaults in it on 40-400 us calls
@@ -214,7 +222,8 @@ def preset(
         )
         return None
     log(f"hexfuse: ONNX Runtime mode {mode} chosen at run time on {where}")
-    return None if remembered_watch(entry) is not None else mode
+    # `session` makes these: ort-par watched, ORT's defaults with calls beside (`remembered_defaults`)
+    return None if remembered_watch(entry) is not None or mode == ort_modes.DEFAULT else mode
 
 
 def remembered_watch(entry: dict[str, Any] | None) -> Watch | None:
@@ -550,6 +559,63 @@ class WatchedSession(Delegating):
         self._gave_way(mean_us, watch.limit_us / FALLBACK_RATIO)
 
 
+class PinnedPoolSession(Delegating):
+    """A session in ORT's defaults whose calls made from a CPU its pool's threads are pinned to (`dispatched`) run in
+    `beside`, a session in ort-seq: there a call waits a time slice for the pool thread the caller's thread holds the
+    CPU from (pool_cpus.py); ort-seq has no pool. The caller's CPU costs 0.13 us a call to read. Without `beside`,
+    the first such call has `make_beside` make it in another thread (an application whose thread never sits there
+    holds no second session) and runs in ORT's defaults, as the calls do until it is made or where ORT fails to make
+    it (`log` says why). An IOBinding runs in ORT's defaults."""
+
+    def __init__(
+        self,
+        session: ort.InferenceSession,
+        beside: ort.InferenceSession | None,
+        pool: pool_cpus.PinnedPool,
+        log: Log,
+        make_beside: Callable[[], ort.InferenceSession] | None = None,
+    ) -> None:
+        super().__init__(session)
+        self.mode, self.beside, self.pool = ort_modes.DEFAULT, beside, pool
+        self._make_beside, self._log = make_beside, log
+        self._lock = threading.Lock()
+
+    def run(self, output_names: Sequence[str] | None, input_feed: dict[str, Any], run_options: Any = None) -> Any:
+        if pool_cpus.current_cpu() in dispatched(self.pool):
+            beside = self.beside
+            if beside is not None:
+                return beside.run(output_names, input_feed, run_options)
+            self._start_making()
+        return self._current.run(output_names, input_feed, run_options)
+
+    def _start_making(self) -> None:
+        with self._lock:  # once, whichever thread calls first
+            make, self._make_beside = self._make_beside, None
+        if make is not None:
+            threading.Thread(target=self._made, args=(make,), name=f"hexfuse {BESIDE} session").start()
+
+    def _made(self, make: Callable[[], ort.InferenceSession]) -> None:
+        try:
+            beside = make()
+        except Exception as exc:  # noqa: BLE001 - any failure of ORT's: the calls run in ORT's defaults
+            self._log(
+                f"hexfuse: ONNX Runtime mode {ort_modes.DEFAULT} for every call: a session in {BESIDE} failed: {exc}"
+            )
+            return
+        cpus = ",".join(map(str, sorted(dispatched(self.pool))))
+        self._log(
+            f"hexfuse: ONNX Runtime mode {ort_modes.DEFAULT}: its calls from CPU {cpus}, its pool's, run in {BESIDE}"
+        )
+        self.beside = beside  # from here on
+
+
+def dispatched(pool: pool_cpus.PinnedPool | None) -> frozenset[int]:
+    """The CPUs whose calls a session in ORT's defaults runs in ort-seq (`PinnedPoolSession`): those its pool pinned,
+    where they are at most PINNED_SHARE_MAX of the process's; else none."""
+    pinned = pool.cpus() if pool is not None else frozenset()
+    return pinned if len(pinned) <= PINNED_SHARE_MAX * len(pool.process if pool else ()) else frozenset()
+
+
 class ChallengedSession(Delegating):
     """A session in a chosen mode other than ort-par whose calls are watched (`Watch`) for a slowdown that ort-par, the
     mode the choice passed over, may not share (one call in CHALLENGE_EVERY timed): from a window of them over the
@@ -561,7 +627,7 @@ class ChallengedSession(Delegating):
 
     def __init__(
         self,
-        session: ort.InferenceSession,
+        session: ort.InferenceSession | PinnedPoolSession,
         mode: str,
         parallel: ort.InferenceSession,
         watch: Watch,
@@ -642,6 +708,7 @@ class ChoosingSession(Delegating):
         log: Log,
         clock: Callable[[], int] = time.perf_counter_ns,
         make: Callable[[str], ort.InferenceSession] | None = None,
+        pool: pool_cpus.PinnedPool | None = None,
     ) -> None:
         defaults = sessions[CANDIDATES[0]]
         if defaults is None:
@@ -654,6 +721,7 @@ class ChoosingSession(Delegating):
         self._lock = threading.Lock()
         self._making: set[str] = set()  # modes whose session another thread is making
         self._key, self._log, self._clock = key, log, clock
+        self._pool = pool if BESIDE in sessions else None  # ORT's defaults' pool
         self.choosing = True
         self.mode: str | None = None
 
@@ -662,6 +730,8 @@ class ChoosingSession(Delegating):
             self._calls += 1
             mode = self.exploration.mode() if self.choosing else None
             session = self._prepared(mode) if mode else None
+            if mode == ort_modes.DEFAULT and pool_cpus.current_cpu() in dispatched(self._pool):
+                session = self._sessions[BESIDE] or session  # as the choice would run it (`PinnedPoolSession`)
         if mode is None or session is None:  # chosen, or the mode's session is being made: the current one's
             out = self._current.run(output_names, input_feed, run_options)
             if mode:
@@ -704,7 +774,7 @@ class ChoosingSession(Delegating):
             if self.choosing:
                 self._sessions[mode] = session
 
-    def _settle(self, mode: str, session: ort.InferenceSession | WatchedSession) -> None:
+    def _settle(self, mode: str, session: ort.InferenceSession | WatchedSession | PinnedPoolSession) -> None:
         """From now on every call is `session`'s own run, no detour; the other sessions are released."""
         self._current, self.mode, self.choosing = session, mode, False
         self.run = session.run  # type: ignore[method-assign]
@@ -714,6 +784,11 @@ class ChoosingSession(Delegating):
         explored = self.exploration
         means, default = explored.means(), ort_modes.DEFAULT
         defaults, chosen_session = self._sessions[default], self._sessions[mode] or self._current
+        beside = self._sessions.get(BESIDE)
+        pool = self._pool if mode == default and beside is not None else None
+        beside_cpus = dispatched(pool)
+        if pool is not None and beside_cpus:
+            chosen_session = PinnedPoolSession(chosen_session, beside, pool, self._log)
         defaults_mean, trend = means.get(default), explored.size_trend()  # a refit of every call: once
         watch = Watch(FALLBACK_RATIO * defaults_mean, trend) if defaults_mean else None
         if mode == PARALLEL and defaults is not None and watch is not None:
@@ -733,7 +808,7 @@ class ChoosingSession(Delegating):
         )
         self._log(
             f"hexfuse: ONNX Runtime mode {mode} chosen at run time (typical call, us: {figures}; choices here: "
-            f"{', '.join(chosen)}: {later}); {where}"
+            f"{', '.join(chosen)}: {later}){beside_note(beside_cpus) if beside_cpus else ''}; {where}"
         )
 
     @property
@@ -743,7 +818,11 @@ class ChoosingSession(Delegating):
         return self.exploration.mode() or getattr(self._current, "running", self.mode)
 
     def _challenged(
-        self, mode: str, session: ort.InferenceSession, means: dict[str, float], trend: choice_stats.SizeTrend
+        self,
+        mode: str,
+        session: ort.InferenceSession | PinnedPoolSession,
+        means: dict[str, float],
+        trend: choice_stats.SizeTrend,
     ) -> ChallengedSession | None:
         """The chosen mode's session watched against ort-par (`ChallengedSession`), where ort-par was explored
         and came within CHALLENGE_RATIO of it on calls of CHALLENGE_MIN_US at least; else None."""
@@ -798,10 +877,14 @@ def session(
     watch = remembered_watch(found[1] if found else None)
     if watch is not None:
         return remembered_parallel(source, key, watch, so, providers, log)
+    if found and mode_cache.settled(mode_cache.history(found[1])) == ort_modes.DEFAULT:
+        return remembered_defaults(source, so, providers, log)
     parallel = concurrent_work(graph)
     modes = (*CANDIDATES, PARALLEL) if parallel else CANDIDATES
     sessions: dict[str, ort.InferenceSession | None] = dict.fromkeys(modes)
-    sessions[CANDIDATES[0]] = defaults = _session(source, so, CANDIDATES[0], providers)  # `so`: ORT's defaults
+    # `so` itself: ORT's defaults; its pool's pinned CPUs found as it is made
+    defaults, pool = pool_cpus.made_pinning(lambda: _session(source, so, CANDIDATES[0], providers))
+    sessions[CANDIDATES[0]] = defaults
     try:
         clones = {m: options_copy(so) for m in modes[1:]}  # made here: the application's `so` is never changed
     except Exception as exc:  # noqa: BLE001 - any failure of ORT's: the session as given, no choice
@@ -818,7 +901,30 @@ def session(
         f"{', '.join(CANDIDATES)}; {joins} (no mode from a tuning record made here; "
         f"{ENV_MODE}=off keeps ORT's defaults)"
     )
-    return ChoosingSession(sessions, key, log, make=lambda mode: _session(source, clones[mode], mode, providers))
+    return ChoosingSession(
+        sessions,
+        key,
+        log,
+        make=lambda mode: _session(source, clones[mode], mode, providers),
+        pool=pool,
+    )
+
+
+def remembered_defaults(
+    source: str | bytes, so: ort.SessionOptions, providers: list[str], log: Log
+) -> ort.InferenceSession | PinnedPoolSession:
+    """A session in ORT's defaults, the mode the cache has settled on for the model, whose calls made from the CPUs
+    their pool pinned run in ort-seq (`PinnedPoolSession`, its session made when the first such call comes)."""
+    defaults, pool = pool_cpus.made_pinning(lambda: _session(source, so, ort_modes.DEFAULT, providers))
+    if not pool.threads:  # no pool: no thread to wait for
+        return defaults
+    beside_so = options_copy(so)
+    return PinnedPoolSession(defaults, None, pool, log, lambda: _session(source, beside_so, BESIDE, providers))
+
+
+def beside_note(cpus: frozenset[int]) -> str:
+    """What the log says of a chosen `PinnedPoolSession`."""
+    return f"; its calls from CPU {','.join(map(str, sorted(cpus)))}, its pool's, run in {BESIDE}"
 
 
 def remembered_parallel(

@@ -13,6 +13,7 @@ import copy
 import itertools
 import json
 import logging
+import os
 import threading
 import time
 from collections import Counter
@@ -23,7 +24,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 
-from hexfuse_onnx import choice_stats, mode_cache, mode_choice, ort_modes, runtime, verify
+from hexfuse_onnx import choice_stats, mode_cache, mode_choice, ort_modes, pool_cpus, runtime, verify
 
 CALLS = 200_000  # more than any choice takes on the test models: gpt_decode_step's took 20.7-21.9 thousand
 # calls of ~100 us in 2.1 s (Intel Xeon VM; a block's uncounted calls after a pooled mode are 60 ms: SETTLE_S)
@@ -56,6 +57,12 @@ def logged(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) ->
     monkeypatch.setattr(runtime, "_logged", set())
     caplog.set_level(logging.INFO, logger="hexfuse_onnx.runtime")
     return caplog
+
+
+def orts_defaults_pool_threads() -> frozenset[str]:
+    """The threads a session in ORT's defaults starts here: its pool's (none on one CPU)."""
+    _, pool = pool_cpus.made_pinning(lambda: ort.InferenceSession(mode_choice._one_node(), providers=CPU))
+    return pool.threads
 
 
 def execution(so: ort.SessionOptions) -> tuple:
@@ -105,8 +112,11 @@ def test_the_choice_runs_every_mode_keeps_one_and_is_remembered(untuned, logged,
     assert len(chosen) <= mode_cache.HISTORY
     kept = mode_cache.settled(chosen)
     assert len(messages(logged, f"later sessions take {kept}")) == 1
-    last = runtime.InferenceSession(untuned)  # then the next session starts in the settled mode (ort-par watched)
-    assert isinstance(last, mode_choice.WatchedSession if kept == mode_choice.PARALLEL else ort.InferenceSession)
+    last = runtime.InferenceSession(untuned)  # then the next session starts in the settled mode (ort-par watched,
+    wraps = {mode_choice.PARALLEL: mode_choice.WatchedSession}  # ORT's defaults with calls beside where pinned)
+    if orts_defaults_pool_threads():
+        wraps[ort_modes.DEFAULT] = mode_choice.PinnedPoolSession
+    assert isinstance(last, wraps.get(kept, ort.InferenceSession))
     assert execution(last.get_session_options()) == execution(ort_modes.options(kept))
     assert messages(logged, f"mode {kept} chosen at run time on", str(ort_mode_cache))
 
@@ -124,6 +134,20 @@ def test_a_choice_remembered_by_an_earlier_rule_is_made_again_and_one_of_ort_par
     session = runtime.InferenceSession(untuned)
     assert isinstance(session, ort.InferenceSession)
     assert execution(session.get_session_options()) == execution(ort_modes.options("ort-par"))
+
+
+def test_a_settled_choice_of_orts_defaults_runs_the_pools_cpus_calls_beside(untuned, logged, ort_mode_cache):
+    """Settled on ORT's defaults, a session starts in them at once, as a PinnedPoolSession where they have a pool;
+    its ort-seq session is made only once a call comes from the pool's CPU."""
+    settled = {"mode": "ort-default", "history": ["ort-default", "ort-default"], "date": "2026-12-07"}
+    mode_cache.remember(mode_cache.model_key(untuned), settled, print)
+    session = runtime.InferenceSession(untuned)
+    if not orts_defaults_pool_threads():
+        assert type(session) is ort.InferenceSession
+        return
+    assert isinstance(session, mode_choice.PinnedPoolSession) and session.beside is None
+    assert execution(session.get_session_options()) == execution(ort.SessionOptions())
+    assert messages(logged, "mode ort-default chosen at run time on", str(ort_mode_cache))
 
 
 def test_user_settings_disable_the_choice(untuned, logged):
@@ -971,3 +995,148 @@ def test_a_chosen_mode_is_left_unwatched_where_ort_par_is_no_alternative(untuned
     run_until_chosen(session, untuned)
     assert session.mode == ort_modes.DEFAULT
     assert session.run == session._current.run and isinstance(session._current, ort.InferenceSession)
+
+
+class Counting:
+    """A real session whose calls are counted: which session of a PinnedPoolSession ran them."""
+
+    def __init__(self, session: ort.InferenceSession) -> None:
+        self.session, self.calls = session, 0
+
+    def run(self, *args, **kwargs):
+        self.calls += 1
+        return self.session.run(*args, **kwargs)
+
+    def __getattr__(self, name: str):
+        return getattr(self.session, name)
+
+
+def calls_from(cpu: int, session, feeds: dict, calls: int) -> None:
+    """`calls` calls of `session` from a thread held on `cpu` (the test's own thread stays where it was)."""
+
+    def held() -> None:
+        os.sched_setaffinity(0, {cpu})
+        for _ in range(calls):
+            session.run(None, feeds)
+
+    thread = threading.Thread(target=held)
+    thread.start()
+    thread.join()
+
+
+def test_calls_from_the_pools_cpu_run_beside_and_the_others_in_orts_defaults(untuned):
+    """ORT's defaults' pool thread holds a CPU; a call from it waited a time slice (pool_cpus.py): it runs in
+    ort-seq instead, every other call in ORT's defaults, with the same outputs."""
+    cpus = sorted(pool_cpus.process_cpus())
+    if len(cpus) < 2 or not pool_cpus.TASKS.is_dir():
+        pytest.skip("needs Linux and two CPUs at least")
+    defaults = Counting(ort.InferenceSession(str(untuned), ort_modes.options(ort_modes.DEFAULT)))
+    beside = Counting(ort.InferenceSession(str(untuned), ort_modes.options("ort-seq")))
+    pool = pool_cpus.PinnedPool(frozenset(), found=frozenset(cpus[1:]))
+    session = mode_choice.PinnedPoolSession(defaults, beside, pool, print)
+    feeds = verify.random_inputs(defaults.session, seed=1)
+    calls_from(cpus[1], session, feeds, 3)
+    assert (defaults.calls, beside.calls) == (0, 3)
+    calls_from(cpus[0], session, feeds, 2)
+    assert (defaults.calls, beside.calls) == (2, 3)
+    want = defaults.session.run(None, feeds)
+    assert all(np.array_equal(w, g) for w, g in zip(want, session.run(None, feeds)))  # from either CPU
+    ran = (defaults.calls, beside.calls)
+    session.beside = None  # not made yet: ORT's defaults run every call
+    calls_from(cpus[1], session, feeds, 1)
+    assert (defaults.calls, beside.calls) == (ran[0] + 1, ran[1])
+
+
+def test_a_choice_of_orts_defaults_runs_the_pools_cpus_calls_in_ort_seq(untuned, logged, ort_mode_cache):
+    """Real sessions, an injected clock that makes ORT's defaults fastest; their pool said to hold CPU 0."""
+    sessions = {m: ort.InferenceSession(str(untuned), ort_modes.options(m)) for m in mode_choice.CANDIDATES}
+    call_us = {"ort-default": 200.0, "ort-seq": 300.0, "ort-seq-2t": 300.0}
+    ticks = {"t": 0, "n": 0}
+
+    def clock() -> int:
+        ticks["n"] += 1
+        ticks["t"] += int(call_us[str(session.running)] * 1000) if ticks["n"] % 2 == 0 else 5000
+        return ticks["t"]
+
+    key = mode_cache.model_key(untuned)
+    pool = pool_cpus.PinnedPool(frozenset(), found=frozenset({0}))
+    session = mode_choice.ChoosingSession(sessions, key, runtime._log_once, clock, pool=pool)
+    run_until_chosen(session, untuned)
+    assert session.mode == ort_modes.DEFAULT
+    assert isinstance(session._current, mode_choice.PinnedPoolSession)
+    assert session._current.beside is sessions["ort-seq"] and session._current.pool is pool
+    assert messages(logged, "mode ort-default chosen at run time", "its calls from CPU 0, its pool's, run in ort-seq")
+    alone = mode_choice.ChoosingSession(dict(sessions), key, runtime._log_once, clock)  # no CPU pinned: as made
+    session = alone
+    run_until_chosen(alone, untuned)
+    assert type(alone._current) is ort.InferenceSession
+
+
+def test_while_choosing_orts_defaults_blocks_run_the_pools_cpus_calls_in_ort_seq(untuned, logged, ort_mode_cache):
+    """The choice weighs ORT's defaults as they would run (`PinnedPoolSession`): a caller held on the pool's CPU
+    runs none of their blocks' calls in their own session."""
+    cpu = min(pool_cpus.process_cpus() or {0})
+    sessions = {m: Counting(ort.InferenceSession(str(untuned), ort_modes.options(m))) for m in mode_choice.CANDIDATES}
+    session = mode_choice.ChoosingSession(
+        dict(sessions),
+        mode_cache.model_key(untuned),
+        runtime._log_once,
+        pool=pool_cpus.PinnedPool(frozenset(), found=frozenset({cpu})),
+    )
+    feeds = verify.random_inputs(session, seed=1)
+    blocks_run: list[str] = []
+
+    def held() -> None:
+        os.sched_setaffinity(0, {cpu})
+        while session.choosing and len(blocks_run) < CALLS:
+            blocks_run.append(str(session.running))
+            session.run(None, feeds)
+
+    thread = threading.Thread(target=held)
+    thread.start()
+    thread.join()
+    assert not session.choosing and ort_modes.DEFAULT in blocks_run
+    assert sessions[ort_modes.DEFAULT].calls == 0
+    assert sessions["ort-seq"].calls == blocks_run.count(ort_modes.DEFAULT) + blocks_run.count("ort-seq")
+
+
+def test_dispatch_only_where_the_pool_pinned_at_most_half_the_cpus():
+    def dispatched(found: set[int], process: set[int]) -> frozenset[int]:
+        pool = pool_cpus.PinnedPool(frozenset(), found=frozenset(found))
+        pool.process = frozenset(process)
+        return mode_choice.dispatched(pool)
+
+    assert dispatched({1}, {0, 1}) == {1}
+    assert dispatched({2, 3}, set(range(4))) == {2, 3}
+    assert dispatched({1, 2, 3}, set(range(4))) == frozenset()
+    assert dispatched(set(), {0, 1}) == frozenset()
+    assert mode_choice.dispatched(None) == frozenset()
+
+
+def test_the_session_beside_is_made_when_the_first_call_from_the_pools_cpu_comes(untuned, logged):
+    """A settled choice of ORT's defaults holds no ort-seq session until a call comes from their pool's CPU: that
+    call runs in ORT's defaults and starts it in another thread; calls from there run in it once made."""
+    cpus = sorted(pool_cpus.process_cpus())
+    if len(cpus) < 2 or not pool_cpus.TASKS.is_dir():
+        pytest.skip("needs Linux and two CPUs at least")
+    defaults = Counting(ort.InferenceSession(str(untuned), ort_modes.options(ort_modes.DEFAULT)))
+    made: list[Counting] = []
+
+    def make() -> Counting:
+        made.append(Counting(ort.InferenceSession(str(untuned), ort_modes.options("ort-seq"))))
+        return made[-1]
+
+    pool = pool_cpus.PinnedPool(frozenset(), found=frozenset(cpus[1:]))
+    session = mode_choice.PinnedPoolSession(defaults, None, pool, runtime._log_once, make)
+    feeds = verify.random_inputs(defaults.session, seed=1)
+    calls_from(cpus[0], session, feeds, 2)
+    assert not made and defaults.calls == 2
+    calls_from(cpus[1], session, feeds, 1)
+    assert defaults.calls == 3
+    deadline = time.monotonic() + 30
+    while session.beside is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(made) == 1 and session.beside is made[0]
+    calls_from(cpus[1], session, feeds, 2)
+    assert (defaults.calls, made[0].calls) == (3, 2)
+    assert messages(logged, "its calls from CPU", "run in ort-seq")
