@@ -1,5 +1,6 @@
 """Each ORT mode's calls by their place in a visit after a rest, the evidence for the figures host_pairs scores
-and the run-time choice compares (a visit's mean call, a mode's typical call: hexfuse_onnx/mode_choice.py, RULE 11):
+and the run-time choice compares (a visit's mean call, a mode's typical call: hexfuse_onnx/mode_choice.py, RULE 11),
+and ORT's defaults as the run-time choice runs them (defaults+seq, RULE 12):
 
     python benchmarks/visit_positions.py gtcrn_stream frspell_lemma_int8 --visits 60 --calls 6
 
@@ -11,6 +12,8 @@ Then per mode the CPUs its pool threads may run on (ORT pins the threads of its 
 the first) and its calls after a visit's first by the CPU the calling thread started them on, with the share that
 stalled (over 2.5x their median): on the 2-vCPU Intel VM ORT's defaults stalled on a share of the calls made from
 CPU 1, where their one pool thread is pinned, and on almost none made from CPU 0 (docs/DROPIN.md, session 48).
+defaults+seq runs those calls in ort-seq (mode_choice.PinnedPoolSession). Last, each one's mean call over all
+visits against the lowest: what an application waits for.
 OPENBLAS_* are removed from this process.
 """
 
