@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import TypeVar
 
 TASKS = Path("/proc/self/task")
-READ_FOR_S = 1.0  # a pool's threads are read until pinned for this long after it is made ...
-READ_EVERY_S = 0.01  # ... at most this often (a read: ~30 us a thread)
+READS = 100  # a pool's threads are read until pinned this many times at most ...
+READ_EVERY_S = 0.01  # ... at most this often (a read: ~23 us a thread): a second of calls
 T = TypeVar("T")
 
 
@@ -76,22 +76,22 @@ def pinned_among(threads: frozenset[str], process_cpus: frozenset[int]) -> froze
 class PinnedPool:
     """The CPUs one session's pool threads (`threads`) are pinned to, read from /proc when asked until found: ORT
     1.32 pins a pool thread from inside it, so right after the session is made it may not be yet (beside a busy
-    process, 138 of 200 sessions of ORT's defaults had not). Read at most once per READ_EVERY_S, for READ_FOR_S after
-    it is made (a pool that stays unpinned costs no more); `process` is the CPUs the process may run on."""
+    process, 138 of 200 sessions of ORT's defaults had not). Read at most once per READ_EVERY_S, READS times (a pool
+    that stays unpinned costs no more); `process` is the CPUs the process may run on."""
 
     def __init__(
         self, threads: frozenset[str], found: frozenset[int] = frozenset(), clock: Callable[[], float] = time.monotonic
     ) -> None:
         self.threads, self.process, self._clock = threads, process_cpus(), clock
         self._found = found  # known already: no read
-        self._until, self._next = clock() + READ_FOR_S, 0.0
+        self._reads_left, self._next = READS, 0.0
 
     def cpus(self) -> frozenset[int]:
         if self._found or not self.threads:
             return self._found
         now = self._clock()
-        if self._next <= now <= self._until:
-            self._next = now + READ_EVERY_S
+        if self._reads_left and self._next <= now:
+            self._reads_left, self._next = self._reads_left - 1, now + READ_EVERY_S
             self._found = pinned_among(self.threads, self.process)
         return self._found
 

@@ -18,7 +18,9 @@ def made(mode: str) -> frozenset[int]:
     """The CPUs the threads of a new session in `mode` are pinned to, once ORT has pinned them (READ_FOR_S)."""
     opts = ort_modes.options(mode)
     session, pool = pool_cpus.made_pinning(lambda: ort.InferenceSession(mode_choice._one_node(), opts))
-    while session and not pool.cpus() and time.monotonic() < pool._until:  # the session held: its threads live
+    for _ in range(pool_cpus.READS):  # the session held: its threads live
+        if not session or pool.cpus():
+            break
         time.sleep(pool_cpus.READ_EVERY_S)
     return pool.cpus()
 
@@ -76,7 +78,7 @@ def test_the_current_cpu_is_the_one_the_thread_is_held_on():
 
 
 @pytest.mark.skipif(not LINUX_SMP, reason="needs Linux's /proc and two CPUs at least")
-def test_a_pool_is_read_until_pinned_at_most_once_per_interval_and_for_a_while():
+def test_a_pool_is_read_until_pinned_at_most_once_per_interval_and_at_most_reads_times():
     """ORT 1.32 pins a pool thread from inside it: right after the session is made it may not be pinned yet."""
     cpu = max(pool_cpus.process_cpus())
     ready, pin, done = threading.Event(), threading.Event(), threading.Event()
@@ -101,10 +103,24 @@ def test_a_pool_is_read_until_pinned_at_most_once_per_interval_and_for_a_while()
         assert pool.cpus() == frozenset()  # within READ_EVERY_S: not read again
         now[0] += pool_cpus.READ_EVERY_S
         assert pool.cpus() == {cpu}
-        late = pool_cpus.PinnedPool(frozenset(tid), clock=lambda: now[0])
-        now[0] += pool_cpus.READ_FOR_S + 1
-        assert late.cpus() == frozenset()  # read no more
+        assert pool_cpus.PinnedPool(frozenset(tid), clock=lambda: now[0] + 3600).cpus() == {cpu}  # asked late: read
     finally:
         pin.set()
         done.set()
         thread.join()
+
+
+@pytest.mark.skipif(not LINUX_SMP, reason="needs Linux's /proc and two CPUs at least")
+def test_a_pool_found_unpinned_reads_times_is_read_no_more():
+    """A pool ORT never pins (one of a set size) costs READS reads, then none."""
+    now = [0.0]
+    pool = pool_cpus.PinnedPool(frozenset({str(threading.get_native_id())}), clock=lambda: now[0])
+    allowed = os.sched_getaffinity(0)
+    for _ in range(pool_cpus.READS):
+        assert pool.cpus() == frozenset()
+        now[0] += pool_cpus.READ_EVERY_S
+    os.sched_setaffinity(0, {max(allowed)})
+    try:
+        assert pool.cpus() == frozenset()
+    finally:
+        os.sched_setaffinity(0, allowed)
