@@ -276,9 +276,12 @@ def blocks(calls: list[str]) -> list[str]:
     return [m for k, m in enumerate(calls) if k == 0 or calls[k - 1] != m]
 
 
-def clocked_session(path: Path, call_us: dict[str, float]) -> mode_choice.ChoosingSession:
+def clocked_session(
+    path: Path, call_us: dict[str, float], pool: pool_cpus.PinnedPool | None = None
+) -> mode_choice.ChoosingSession:
     """A real ChoosingSession of `path`, one session per mode of `call_us`, whose clock makes each call last
-    call_us[the mode it runs the call in, `running`] (read at each call: a test may change it later)."""
+    call_us[the mode it runs the call in, `running`] (read at each call: a test may change it later); `pool`: ORT's
+    defaults' pool."""
     sessions = {m: ort.InferenceSession(str(path), ort_modes.options(m)) for m in call_us}
     ticks = {"t": 0, "n": 0}
 
@@ -287,7 +290,8 @@ def clocked_session(path: Path, call_us: dict[str, float]) -> mode_choice.Choosi
         ticks["t"] += int(call_us[str(session.running)] * 1000) if ticks["n"] % 2 == 0 else 5000
         return ticks["t"]
 
-    session = mode_choice.ChoosingSession(sessions, mode_cache.model_key(path), runtime._log_once, clock=clock)
+    key = mode_cache.model_key(path)
+    session = mode_choice.ChoosingSession(sessions, key, runtime._log_once, clock=clock, pool=pool)
     return session
 
 
@@ -1049,25 +1053,16 @@ def test_calls_from_the_pools_cpu_run_beside_and_the_others_in_orts_defaults(unt
 
 def test_a_choice_of_orts_defaults_runs_the_pools_cpus_calls_in_ort_seq(untuned, logged, ort_mode_cache):
     """Real sessions, an injected clock that makes ORT's defaults fastest; their pool said to hold CPU 0."""
-    sessions = {m: ort.InferenceSession(str(untuned), ort_modes.options(m)) for m in mode_choice.CANDIDATES}
     call_us = {"ort-default": 200.0, "ort-seq": 300.0, "ort-seq-2t": 300.0}
-    ticks = {"t": 0, "n": 0}
-
-    def clock() -> int:
-        ticks["n"] += 1
-        ticks["t"] += int(call_us[str(session.running)] * 1000) if ticks["n"] % 2 == 0 else 5000
-        return ticks["t"]
-
-    key = mode_cache.model_key(untuned)
     pool = pool_cpus.PinnedPool(frozenset(), found=frozenset({0}))
-    session = mode_choice.ChoosingSession(sessions, key, runtime._log_once, clock, pool=pool)
+    session = clocked_session(untuned, call_us, pool)
+    seq = session._sessions["ort-seq"]
     run_until_chosen(session, untuned)
     assert session.mode == ort_modes.DEFAULT
     assert isinstance(session._current, mode_choice.PinnedPoolSession)
-    assert session._current.beside is sessions["ort-seq"] and session._current.pool is pool
+    assert session._current.beside is seq and session._current.pool is pool
     assert messages(logged, "mode ort-default chosen at run time", "its calls from CPU 0, its pool's, run in ort-seq")
-    alone = mode_choice.ChoosingSession(dict(sessions), key, runtime._log_once, clock)  # no CPU pinned: as made
-    session = alone
+    alone = clocked_session(untuned, call_us)  # no CPU pinned: as made
     run_until_chosen(alone, untuned)
     assert type(alone._current) is ort.InferenceSession
 
